@@ -1,0 +1,125 @@
+// Package corpus reads the JSON Lines corpora that tests, benchmarks and
+// examples run on: the small fixtures in testdata/ (always present) and the
+// real corpora in ../shared/corpora beside the repository (present on the
+// developers' machines and in CI, absent from a user's clone: callers MUST
+// skip cleanly when [SharedDir] reports it missing).
+package corpus
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+)
+
+// Doc is one document of a corpus.
+type Doc struct {
+	ID   string `json:"id"`
+	Text string `json:"text"`
+}
+
+// ErrNoShared is returned when ../shared/corpora is not beside the module.
+var ErrNoShared = errors.New("corpus: ../shared/corpora not found (it is only beside developer and CI checkouts)")
+
+// ModuleRoot returns the directory holding go.mod, searching upward from
+// the working directory (a test's working directory is its package's).
+func ModuleRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("corpus: go.mod not found above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// Testdata returns the path of name under the module's testdata/.
+func Testdata(name string) (string, error) {
+	root, err := ModuleRoot()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(root, "testdata", name), nil
+}
+
+// SharedDir returns the path of ../shared/corpora/name beside the module,
+// or an error wrapping ErrNoShared when it is absent.
+func SharedDir(name string) (string, error) {
+	root, err := ModuleRoot()
+	if err != nil {
+		return "", err
+	}
+	dir := filepath.Join(filepath.Dir(root), "shared", "corpora", name)
+	if _, err := os.Stat(dir); err != nil {
+		return "", fmt.Errorf("%w: %s", ErrNoShared, dir)
+	}
+	return dir, nil
+}
+
+// Shared loads up to limit documents (all when limit <= 0) of the shared
+// corpus name, from docs.jsonl or docs.jsonl.gz.
+func Shared(name string, limit int) ([]Doc, error) {
+	dir, err := SharedDir(name)
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range []string{"docs.jsonl", "docs.jsonl.gz"} {
+		p := filepath.Join(dir, f)
+		if _, err := os.Stat(p); err == nil {
+			return Load(p, limit)
+		}
+	}
+	return nil, fmt.Errorf("%w: no docs.jsonl(.gz) in %s", ErrNoShared, dir)
+}
+
+// Load reads up to limit documents (all when limit <= 0) from a JSON Lines
+// file, gzip-compressed or not (told by content).
+func Load(path string, limit int) ([]Doc, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	br := bufio.NewReaderSize(f, 1<<20)
+	var r io.Reader = br
+	if magic, _ := br.Peek(2); bytes.Equal(magic, []byte{0x1f, 0x8b}) {
+		gz, err := gzip.NewReader(br)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		defer gz.Close()
+		r = gz
+	}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	var docs []Doc
+	for line := 1; sc.Scan(); line++ {
+		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
+			continue
+		}
+		var d Doc
+		if err := json.Unmarshal(sc.Bytes(), &d); err != nil {
+			return nil, fmt.Errorf("%s:%d: %w", path, line, err)
+		}
+		docs = append(docs, d)
+		if limit > 0 && len(docs) >= limit {
+			break
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return docs, nil
+}

@@ -1,0 +1,122 @@
+package minhash_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/lshdb/lshdb/internal/corpus"
+	"github.com/lshdb/lshdb/minhash"
+)
+
+// benchCorpus is a named list of texts that one benchmark op runs over.
+type benchCorpus struct {
+	name  string
+	texts []string
+	bytes int64
+}
+
+// benchCorpora returns the testdata fixture and, when ../shared is beside
+// the repository, a 5,000-document sample of debian-descriptions.
+func benchCorpora(b *testing.B) []benchCorpus {
+	b.Helper()
+	var out []benchCorpus
+	add := func(name string, docs []corpus.Doc) {
+		c := benchCorpus{name: name}
+		for _, d := range docs {
+			c.texts = append(c.texts, d.Text)
+			c.bytes += int64(len(d.Text))
+		}
+		out = append(out, c)
+	}
+	p, err := corpus.Testdata("corpora/debian-sample/docs.jsonl")
+	if err != nil {
+		b.Fatal(err)
+	}
+	docs, err := corpus.Load(p, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	add("testdata", docs)
+	docs, err = corpus.Shared("debian-descriptions", 5000)
+	switch {
+	case errors.Is(err, corpus.ErrNoShared):
+		b.Logf("skipping the shared sample: %v", err)
+	case err != nil:
+		b.Fatal(err)
+	default:
+		add("debian-descriptions", docs)
+	}
+	return out
+}
+
+// floorPass is the hashing floor: normalize + shingle + one xxhash64 per
+// shingle. It returns the number of shingles.
+func floorPass(sh *minhash.Shingler, buf []uint64, texts []string) ([]uint64, int) {
+	n := 0
+	for _, t := range texts {
+		buf = sh.AppendHashes(buf[:0], t)
+		n += len(buf)
+	}
+	return buf, n
+}
+
+// BenchmarkFloor measures the hashing floor that the signature schemes are
+// compared with.
+func BenchmarkFloor(b *testing.B) {
+	for _, c := range benchCorpora(b) {
+		b.Run(c.name, func(b *testing.B) {
+			sh, _ := minhash.NewShingler(minhash.Options{})
+			var buf []uint64
+			var shingles int
+			b.SetBytes(c.bytes)
+			b.ReportAllocs()
+			for b.Loop() {
+				buf, shingles = floorPass(sh, buf, c.texts)
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(shingles), "ns/shingle")
+		})
+	}
+}
+
+// benchScheme measures text → signature for one scheme, and then the floor
+// over the same input for as many passes, so that the ratio it reports
+// (x-floor) compares two measurements of the same run.
+func benchScheme(b *testing.B, scheme minhash.Scheme) {
+	for _, c := range benchCorpora(b) {
+		b.Run(c.name, func(b *testing.B) {
+			h, err := minhash.NewHasher(minhash.Options{}, minhash.SketchOptions{Scheme: scheme})
+			if err != nil {
+				b.Fatal(err)
+			}
+			var sig []uint32
+			b.SetBytes(c.bytes)
+			b.ReportAllocs()
+			for b.Loop() {
+				for _, t := range c.texts {
+					sig = h.Signature(sig[:0], t)
+				}
+			}
+			elapsed := b.Elapsed()
+			b.StopTimer()
+			sh, _ := minhash.NewShingler(minhash.Options{})
+			var buf []uint64
+			var shingles int
+			start := time.Now()
+			for range b.N {
+				buf, shingles = floorPass(sh, buf, c.texts)
+			}
+			floor := time.Since(start)
+			b.ReportMetric(float64(elapsed.Nanoseconds())/float64(b.N)/float64(shingles), "ns/shingle")
+			b.ReportMetric(float64(elapsed)/float64(floor), "x-floor")
+		})
+	}
+}
+
+// BenchmarkOPH measures the whole pipeline with one-permutation hashing at
+// k = 128. Target: x-floor ≤ 1.5.
+func BenchmarkOPH(b *testing.B) { benchScheme(b, minhash.SchemeOPH) }
+
+// BenchmarkClassic measures the whole pipeline with k = 128 multiply-shift
+// hash functions. Target: x-floor ≤ 10.
+func BenchmarkClassic(b *testing.B) { benchScheme(b, minhash.SchemeClassic) }
