@@ -32,7 +32,7 @@ func TestNormalizeCases(t *testing.T) {
 		{"  Hello,\t\tWORLD!  ", "hello, world!"},
 		{"Perché È  COSÌ", "perché è così"},
 		{"ÀÉÎÕÜ ÇÑ", "àéîõü çñ"},
-		{"東京\u3000都庁", "東京 都庁"},          // ideographic space
+		{"東京\u3000都庁", "東京 都庁"},               // ideographic space
 		{"a\u00a0b\u0085c\u2028d", "a b c d"}, // NBSP, NEL, line separator
 		{"👍🏽 OK", "👍🏽 ok"},
 		{"AB\xffC", "ab\uFFFDc"},

@@ -85,16 +85,16 @@ func TestShinglesHandComputed(t *testing.T) {
 		opts minhash.Options
 		want []string // distinct shingles, sorted
 	}{
-		{"abcab", char(2), []string{"ab", "bc", "ca"}},                 // MMDS §3.2.1
-		{"abcdabd", char(2), []string{"ab", "bc", "bd", "cd", "da"}},   // MMDS Example 3.3
-		{"abc", char(5), []string{"abc"}},                              // shorter than k: one shingle
-		{"  ", char(5), nil},                                           // empty after normalization
-		{"", char(1), nil},                                             //
-		{"Perché", char(5), []string{"erché", "perch"}},                // accents are one code point
-		{"東京都庁舎", char(2), []string{"京都", "庁舎", "東京", "都庁"}},          // CJK
-		{"👍🏽👍", char(2), []string{"🏽👍", "👍🏽"}},                         // emoji and modifier: code points
-		{"A\xffB", char(2), []string{"a\uFFFD", "\uFFFDb"}},            // invalid byte = U+FFFD
-		{"A  B\tc", char(3), []string{" b ", "a b", "b c"}},            // white space collapsed
+		{"abcab", char(2), []string{"ab", "bc", "ca"}},               // MMDS §3.2.1
+		{"abcdabd", char(2), []string{"ab", "bc", "bd", "cd", "da"}}, // MMDS Example 3.3
+		{"abc", char(5), []string{"abc"}},                            // shorter than k: one shingle
+		{"  ", char(5), nil},                                         // empty after normalization
+		{"", char(1), nil},                                           //
+		{"Perché", char(5), []string{"erché", "perch"}},              // accents are one code point
+		{"東京都庁舎", char(2), []string{"京都", "庁舎", "東京", "都庁"}},         // CJK
+		{"👍🏽👍", char(2), []string{"🏽👍", "👍🏽"}},                       // emoji and modifier: code points
+		{"A\xffB", char(2), []string{"a\uFFFD", "\uFFFDb"}},          // invalid byte = U+FFFD
+		{"A  B\tc", char(3), []string{" b ", "a b", "b c"}},          // white space collapsed
 		{"The cat sat on the mat", word(2), []string{"cat sat", "on the", "sat on", "the cat", "the mat"}},
 		{"The cat sat on the mat", word(2, "THE", "on"), []string{"cat sat", "sat mat"}},
 		{"one two", word(3), []string{"one two"}}, // fewer words than k
