@@ -1,0 +1,145 @@
+package bands
+
+import (
+	"fmt"
+	"math"
+)
+
+// Policy says how Choose trades candidates against recall. The zero value
+// is RecallFirst, the default.
+type Policy uint8
+
+const (
+	// RecallFirst minimises the false-positive area subject to
+	// P(threshold) ≥ Recall.
+	RecallFirst Policy = iota
+	// Weighted minimises WeightFP·FalsePositiveArea + WeightFN·FalseNegativeArea
+	// over every banding that fits, the classic policy.
+	Weighted
+)
+
+// String returns "recall" or "weighted".
+func (p Policy) String() string {
+	switch p {
+	case RecallFirst:
+		return "recall"
+	case Weighted:
+		return "weighted"
+	}
+	return fmt.Sprintf("policy(%d)", uint8(p))
+}
+
+// DefaultRecall is the default recall target at the threshold.
+const DefaultRecall = 0.99
+
+// Options says how Choose picks a banding. The zero value gives the
+// defaults: RecallFirst with a target of 0.99.
+type Options struct {
+	// Policy is RecallFirst or Weighted. Default: RecallFirst.
+	Policy Policy
+	// Recall is RecallFirst's target P(threshold), in (0, 1). Default
+	// (0): DefaultRecall.
+	Recall float64
+	// WeightFP and WeightFN are Weighted's weights, each ≥ 0 and not both
+	// 0. Default (both 0): 0.5 and 0.5.
+	WeightFP, WeightFN float64
+}
+
+// EnsureDefaults fills in the fields left at zero and returns o.
+func (o *Options) EnsureDefaults() *Options {
+	if o.Recall == 0 {
+		o.Recall = DefaultRecall
+	}
+	if o.WeightFP == 0 && o.WeightFN == 0 {
+		o.WeightFP, o.WeightFN = 0.5, 0.5
+	}
+	return o
+}
+
+// Validate reports the first option that is out of range. Call it after
+// EnsureDefaults.
+func (o *Options) Validate() error {
+	switch {
+	case o.Policy > Weighted:
+		return fmt.Errorf("%w: unknown policy %d", ErrInvalidParams, o.Policy)
+	case !(o.Recall > 0 && o.Recall < 1):
+		return fmt.Errorf("%w: recall target %v is outside (0, 1)", ErrInvalidParams, o.Recall)
+	case !(o.WeightFP >= 0 && o.WeightFN >= 0) || math.IsInf(o.WeightFP+o.WeightFN, 0):
+		return fmt.Errorf("%w: weights %v and %v must be finite and ≥ 0", ErrInvalidParams, o.WeightFP, o.WeightFN)
+	}
+	return nil
+}
+
+// Choose returns the banding of a k-value signature for threshold t under
+// opts. With RecallFirst, it is the banding of least false-positive area
+// among those with P(t) ≥ opts.Recall (ties: more rows, then more bands), or
+// an error wrapping ErrRecallUnreachable when none has. With Weighted, it is
+// the banding of least weighted area.
+func Choose(k int, t float64, opts Options) (Params, error) {
+	opts.EnsureDefaults()
+	if err := opts.Validate(); err != nil {
+		return Params{}, err
+	}
+	if k < 1 {
+		return Params{}, fmt.Errorf("%w: signature size %d", ErrInvalidParams, k)
+	}
+	if !(t > 0 && t < 1) {
+		return Params{}, fmt.Errorf("%w: threshold %v is outside (0, 1)", ErrInvalidParams, t)
+	}
+	if opts.Policy == Weighted {
+		return chooseWeighted(k, t, opts.WeightFP, opts.WeightFN), nil
+	}
+	best, bestArea := Params{}, math.Inf(1)
+	for r := 1; r <= k; r++ {
+		// For fixed r, P(t) and the false-positive area both grow with b,
+		// so the fewest bands that reach the target is the best b for r.
+		b, ok := minBands(t, r, opts.Recall)
+		if !ok || b*r > k {
+			continue
+		}
+		p := Params{B: b, R: r}
+		if area := p.FalsePositiveArea(t); area <= bestArea {
+			best, bestArea = p, area
+		}
+	}
+	if best.B == 0 {
+		p := Params{B: k, R: 1}
+		return Params{}, fmt.Errorf("%w: %v at threshold %v with %d signature values (at most %.4f, with %v); raise the signature size or lower the target",
+			ErrRecallUnreachable, opts.Recall, t, k, p.Probability(t), p)
+	}
+	return best, nil
+}
+
+// minBands returns the least b with 1 − (1 − t^r)^b ≥ recall.
+func minBands(t float64, r int, recall float64) (int, bool) {
+	q := math.Log1p(-math.Pow(t, float64(r))) // log(1 − t^r) < 0
+	if q == 0 {
+		return 0, false // t^r underflows: no b reaches it
+	}
+	b := math.Ceil(math.Log1p(-recall) / q)
+	if b > math.MaxInt32 {
+		return 0, false
+	}
+	n := max(1, int(b))
+	// NB: guard the ceiling against rounding either way.
+	for n > 1 && (Params{B: n - 1, R: r}).Probability(t) >= recall {
+		n--
+	}
+	for (Params{B: n, R: r}).Probability(t) < recall {
+		n++
+	}
+	return n, true
+}
+
+func chooseWeighted(k int, t, wfp, wfn float64) Params {
+	best, bestCost := Params{B: 1, R: 1}, math.Inf(1)
+	for r := 1; r <= k; r++ {
+		for b := 1; b*r <= k; b++ {
+			p := Params{B: b, R: r}
+			if cost := wfp*p.FalsePositiveArea(t) + wfn*p.FalseNegativeArea(t); cost < bestCost {
+				best, bestCost = p, cost
+			}
+		}
+	}
+	return best
+}
