@@ -106,3 +106,26 @@ func TestCandidateRateMatchesCurve(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkAppendKeys measures band keys for a default signature (16 bands
+// of 6 rows), against a baseline of hashing the same 96 values as one key.
+func BenchmarkAppendKeys(b *testing.B) {
+	sig := make([]uint32, 128)
+	for i := range sig {
+		sig[i] = uint32(i) * 2654435761
+	}
+	p := bands.Params{B: 16, R: 6}
+	b.Run("baseline-one-key", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			bands.Key(0, sig[:96])
+		}
+	})
+	b.Run("16x6", func(b *testing.B) {
+		var keys []uint64
+		b.ReportAllocs()
+		for b.Loop() {
+			keys, _ = bands.AppendKeys(keys[:0], sig, p)
+		}
+	})
+}
