@@ -1,0 +1,131 @@
+package codec
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+)
+
+// Key prefixes. Each kind of record lives under its own one-byte prefix.
+const (
+	PrefixManifest = 'm'
+	PrefixCounters = 'n'
+	PrefixDoc      = 'd'
+	PrefixID       = 'i'
+	PrefixPosting  = 'p'
+)
+
+// ErrCorrupt is wrapped by every decoding error: the bytes are not a valid
+// record of the expected kind.
+var ErrCorrupt = errors.New("codec: corrupt record")
+
+func corrupt(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrCorrupt, fmt.Sprintf(format, args...))
+}
+
+// ManifestKey and CountersKey are the keys of the two singleton records.
+var (
+	ManifestKey = []byte{PrefixManifest}
+	CountersKey = []byte{PrefixCounters}
+)
+
+// DocKeyLen is the length of a doc record's key.
+const DocKeyLen = 9
+
+// AppendDocKey appends the key of doc number n.
+func AppendDocKey(dst []byte, n uint64) []byte {
+	return binary.BigEndian.AppendUint64(append(dst, PrefixDoc), n)
+}
+
+// ParseDocKey returns the doc number of a doc record key.
+func ParseDocKey(k []byte) (uint64, error) {
+	if len(k) != DocKeyLen || k[0] != PrefixDoc {
+		return 0, corrupt("doc key %x", k)
+	}
+	return binary.BigEndian.Uint64(k[1:]), nil
+}
+
+// DocPrefix bounds the doc records: [DocPrefix, DocPrefixEnd).
+var (
+	DocPrefix    = []byte{PrefixDoc}
+	DocPrefixEnd = []byte{PrefixDoc + 1}
+)
+
+// AppendIDKey appends the key of external id.
+func AppendIDKey(dst []byte, id string) []byte { return append(append(dst, PrefixID), id...) }
+
+// IDPrefix bounds the id map: [IDPrefix, IDPrefixEnd).
+var (
+	IDPrefix    = []byte{PrefixID}
+	IDPrefixEnd = []byte{PrefixID + 1}
+)
+
+// ParseIDKey returns the external id of an id-map key.
+func ParseIDKey(k []byte) (string, error) {
+	if len(k) < 2 || k[0] != PrefixID {
+		return "", corrupt("id key %x", k)
+	}
+	return string(k[1:]), nil
+}
+
+// EncodeDocNum is the value of an id-map record.
+func EncodeDocNum(n uint64) []byte { return binary.BigEndian.AppendUint64(nil, n) }
+
+// DecodeDocNum decodes an id-map value.
+func DecodeDocNum(v []byte) (uint64, error) {
+	if len(v) != 8 {
+		return 0, corrupt("doc number of %d bytes", len(v))
+	}
+	return binary.BigEndian.Uint64(v), nil
+}
+
+// PostingKeyLen is the length of a posting-list key.
+const PostingKeyLen = 11
+
+// MaxBands is the largest band number a key can hold, plus one.
+const MaxBands = 1 << 16
+
+// AppendPostingKey appends the key of the posting list of (band, bucket).
+func AppendPostingKey(dst []byte, band int, bucket uint64) []byte {
+	dst = binary.BigEndian.AppendUint16(append(dst, PrefixPosting), uint16(band))
+	return binary.BigEndian.AppendUint64(dst, bucket)
+}
+
+// ParsePostingKey returns the band and bucket of a posting-list key.
+func ParsePostingKey(k []byte) (band int, bucket uint64, err error) {
+	if len(k) != PostingKeyLen || k[0] != PrefixPosting {
+		return 0, 0, corrupt("posting key %x", k)
+	}
+	return int(binary.BigEndian.Uint16(k[1:])), binary.BigEndian.Uint64(k[3:]), nil
+}
+
+// PostingPrefix bounds the posting lists: [PostingPrefix, PostingPrefixEnd).
+var (
+	PostingPrefix    = []byte{PrefixPosting}
+	PostingPrefixEnd = []byte{PrefixPosting + 1}
+)
+
+// AppendBandPrefix appends the prefix of one band's posting lists.
+func AppendBandPrefix(dst []byte, band int) []byte {
+	return binary.BigEndian.AppendUint16(append(dst, PrefixPosting), uint16(band))
+}
+
+// Counters is the record of the database's counters.
+type Counters struct {
+	NextDoc uint64 // the next doc number to hand out; numbers are never reused
+	Live    uint64 // documents stored
+}
+
+// EncodeCounters encodes c (16 bytes, big-endian).
+func EncodeCounters(c Counters) []byte {
+	b := binary.BigEndian.AppendUint64(nil, c.NextDoc)
+	return binary.BigEndian.AppendUint64(b, c.Live)
+}
+
+// DecodeCounters decodes a counters record.
+func DecodeCounters(v []byte) (Counters, error) {
+	if len(v) != 16 {
+		return Counters{}, corrupt("counters of %d bytes", len(v))
+	}
+	return Counters{NextDoc: binary.BigEndian.Uint64(v), Live: binary.BigEndian.Uint64(v[8:])}, nil
+}
