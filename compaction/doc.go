@@ -1,0 +1,17 @@
+// Package compaction holds the posting-list algebra that Pebble runs inside
+// its compactions and reads: the merge operator [Merger]. Later, it also
+// holds the maintenance Pebble cannot do by itself (purging emptied
+// postings, hot-bucket control, re-banding from stored signatures).
+//
+// A posting list is appended with Pebble's Merge: an insert writes one
+// operand (doc, add) per band, a delete one (doc, remove), with no
+// read-modify-write. The merger merges the sorted operands so that the
+// newest operation on a doc number wins, and drops removals once the merge
+// includes the base value (Finish(includesBase = true)), because nothing
+// older remains for them to cancel.
+//
+// NB: the merger implements Finish only, never DeletableFinish: in Pebble
+// v2.1.7 a compaction panics when it returns "delete"
+// (cockroachdb/pebble#6168). A list that empties stays as an empty value
+// until maintenance rewrites it.
+package compaction

@@ -1,0 +1,100 @@
+package compaction
+
+import (
+	"cmp"
+	"io"
+	"slices"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/lshdb/lshdb/codec"
+)
+
+// MergerName is the name Pebble stores with the database; Pebble refuses
+// to open a database whose merger name differs, so a change to the merge
+// semantics MUST come with a new name.
+const MergerName = "lshdb.postings.v1"
+
+// Merger is the posting-list merge operator to pass in pebble.Options.
+var Merger = &pebble.Merger{
+	Name: MergerName,
+	Merge: func(key, value []byte) (pebble.ValueMerger, error) {
+		m := &postingMerger{}
+		return m, m.MergeNewer(value)
+	},
+}
+
+// postingMerger accumulates operands. Pebble hands them newest-first or
+// oldest-first; they are kept oldest-first in ops.
+type postingMerger struct {
+	older [][]byte // operands added by MergeOlder, newest first
+	newer [][]byte // operands added by MergeNewer, oldest first
+}
+
+// MergeNewer adds an operand newer than all others. Pebble keeps ownership
+// of value, so it is copied.
+func (m *postingMerger) MergeNewer(value []byte) error {
+	if _, err := codec.PostingCount(value); err != nil {
+		return err
+	}
+	m.newer = append(m.newer, slices.Clone(value))
+	return nil
+}
+
+// MergeOlder adds an operand older than all others.
+func (m *postingMerger) MergeOlder(value []byte) error {
+	if _, err := codec.PostingCount(value); err != nil {
+		return err
+	}
+	m.older = append(m.older, slices.Clone(value))
+	return nil
+}
+
+// Finish merges the operands: for each doc number the newest operation
+// wins; with includesBase, removals are dropped.
+func (m *postingMerger) Finish(includesBase bool) ([]byte, io.Closer, error) {
+	ops := make([][]byte, 0, len(m.older)+len(m.newer))
+	for i := len(m.older) - 1; i >= 0; i-- {
+		ops = append(ops, m.older[i])
+	}
+	ops = append(ops, m.newer...)
+	out, err := Merge(nil, ops, includesBase)
+	return out, nil, err
+}
+
+// Merge merges encoded posting operands given oldest first and appends the
+// encoded result to dst: the newest operation on each doc number wins, and
+// with includesBase (nothing older exists) removals are dropped.
+func Merge(dst []byte, ops [][]byte, includesBase bool) ([]byte, error) {
+	if len(ops) == 1 && !includesBase {
+		return append(dst, ops[0]...), nil
+	}
+	type entry struct {
+		codec.Posting
+		age int // index in ops: larger is newer
+	}
+	var all []entry
+	var ps []codec.Posting
+	for age, op := range ops {
+		var err error
+		if ps, err = codec.DecodePostings(op, ps[:0]); err != nil {
+			return dst, err
+		}
+		for _, p := range ps {
+			all = append(all, entry{p, age})
+		}
+	}
+	slices.SortFunc(all, func(a, b entry) int {
+		return cmp.Or(cmp.Compare(a.Doc, b.Doc), cmp.Compare(b.age, a.age))
+	})
+	merged := ps[:0]
+	for i, e := range all {
+		if i > 0 && all[i-1].Doc == e.Doc {
+			continue // an older operation on the same doc
+		}
+		if e.Remove && includesBase {
+			continue
+		}
+		merged = append(merged, e.Posting)
+	}
+	return codec.AppendPostings(dst, merged), nil
+}

@@ -1,0 +1,187 @@
+package compaction
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/lshdb/lshdb/codec"
+)
+
+// model is the expected posting set: a map from doc number to present.
+type model map[uint64]bool
+
+func (m model) sorted() []codec.Posting {
+	var out []codec.Posting
+	for d, ok := range m {
+		if ok {
+			out = append(out, codec.Posting{Doc: d})
+		}
+	}
+	slices.SortFunc(out, func(a, b codec.Posting) int { return int(a.Doc) - int(b.Doc) })
+	return out
+}
+
+// randomHistory returns a sequence of operands (oldest first) of random
+// adds and removes over a few doc numbers, each doc added at most once
+// and removed at most once after its add (doc numbers are never reused),
+// and the model's final set.
+func randomHistory(rng *rand.Rand) ([][]byte, model) {
+	m := model{}
+	state := map[uint64]int{} // 0 never added, 1 added, 2 removed
+	var ops [][]byte
+	for range 1 + rng.IntN(12) {
+		var op []codec.Posting
+		for d := uint64(1); d <= 20; d++ {
+			if rng.IntN(4) != 0 {
+				continue
+			}
+			switch state[d] {
+			case 0:
+				state[d] = 1
+				m[d] = true
+				op = append(op, codec.Posting{Doc: d})
+			case 1:
+				state[d] = 2
+				m[d] = false
+				op = append(op, codec.Posting{Doc: d, Remove: true})
+			}
+		}
+		ops = append(ops, codec.AppendPostings(nil, op))
+	}
+	return ops, m
+}
+
+// mergeVia runs ops[lo:hi] through a ValueMerger the way Pebble may: it
+// starts from one operand and adds the others newer-ward and older-ward
+// in a random interleaving.
+func mergeVia(t *testing.T, rng *rand.Rand, ops [][]byte, includesBase bool) []byte {
+	t.Helper()
+	start := rng.IntN(len(ops))
+	vm, err := Merger.Merge(nil, ops[start])
+	if err != nil {
+		t.Fatal(err)
+	}
+	lo, hi := start-1, start+1
+	for lo >= 0 || hi < len(ops) {
+		if hi < len(ops) && (lo < 0 || rng.IntN(2) == 0) {
+			if err := vm.MergeNewer(ops[hi]); err != nil {
+				t.Fatal(err)
+			}
+			hi++
+		} else {
+			if err := vm.MergeOlder(ops[lo]); err != nil {
+				t.Fatal(err)
+			}
+			lo--
+		}
+	}
+	out, closer, err := vm.Finish(includesBase)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if closer != nil {
+		closer.Close()
+	}
+	return slices.Clone(out)
+}
+
+// Ensure that any history of adds and removes, merged in any grouping
+// Pebble may choose (partial merges of adjacent runs without the base,
+// repeatedly, then a final merge with the base), equals the model's set.
+func TestMergerMatchesModel(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for iter := range 5000 {
+		ops, m := randomHistory(rng)
+		// Partial compactions: repeatedly replace a run of adjacent
+		// operands that does not include the oldest by its partial merge.
+		for len(ops) > 1 && rng.IntN(3) != 0 {
+			i := 1 + rng.IntN(len(ops)-1)
+			j := i + 1 + rng.IntN(len(ops)-i)
+			partial := mergeVia(t, rng, ops[i:j], false)
+			ops = append(ops[:i], append([][]byte{partial}, ops[j:]...)...)
+		}
+		// Sometimes a compaction that includes the base.
+		if rng.IntN(2) == 0 {
+			j := 1 + rng.IntN(len(ops))
+			base := mergeVia(t, rng, ops[:j], true)
+			ops = append([][]byte{base}, ops[j:]...)
+		}
+		final := mergeVia(t, rng, ops, true)
+		got, err := codec.DecodePostings(final, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := m.sorted(); !slices.Equal(got, want) {
+			t.Fatalf("iteration %d: merged %v, model %v", iter, got, want)
+		}
+	}
+}
+
+// Ensure that a partial merge keeps removals (an older add may still be
+// below it) and a merge with the base drops them.
+func TestMergerRemovalsAndBase(t *testing.T) {
+	add := codec.AppendPostings(nil, []codec.Posting{{Doc: 1}, {Doc: 2}})
+	rm := codec.AppendPostings(nil, []codec.Posting{{Doc: 1, Remove: true}})
+	if _, err := Merge(nil, [][]byte{rm, {}}, false); !errors.Is(err, codec.ErrCorrupt) {
+		t.Fatalf("an empty operand was accepted: %v", err)
+	}
+	partial, err := Merge(nil, [][]byte{rm}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ps, _ := codec.DecodePostings(partial, nil); !slices.Equal(ps, []codec.Posting{{Doc: 1, Remove: true}}) {
+		t.Fatalf("partial merge lost the removal: %v", ps)
+	}
+	full, err := Merge(nil, [][]byte{add, rm}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ps, _ := codec.DecodePostings(full, nil); !slices.Equal(ps, []codec.Posting{{Doc: 2}}) {
+		t.Fatalf("merge with base = %v, want doc 2 only", ps)
+	}
+}
+
+// Ensure that the merger works inside a real Pebble: merges, flushes and
+// compactions give the model's set on read.
+func TestMergerInPebble(t *testing.T) {
+	db, err := pebble.Open("", &pebble.Options{FS: vfs.NewMem(), Merger: Merger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rng := rand.New(rand.NewPCG(3, 4))
+	key := []byte("p-key")
+	ops, m := randomHistory(rng)
+	for i, op := range ops {
+		if err := db.Merge(key, op, pebble.NoSync); err != nil {
+			t.Fatal(err)
+		}
+		if i%3 == 2 {
+			if err := db.Flush(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if i%5 == 4 {
+			if err := db.Compact(context.Background(), []byte("a"), []byte("z"), true); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	v, closer, err := db.Get(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := codec.DecodePostings(v, nil)
+	closer.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := m.sorted(); !slices.Equal(got, want) {
+		t.Fatalf("pebble read %v, model %v", got, want)
+	}
+}
