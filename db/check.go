@@ -1,0 +1,204 @@
+package db
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/lshdb/lshdb/bands"
+	"github.com/lshdb/lshdb/codec"
+	"github.com/lshdb/lshdb/minhash"
+)
+
+// CheckReport is the result of a consistency check.
+type CheckReport struct {
+	Docs         int // doc records
+	IDs          int // id-map entries
+	PostingLists int // posting lists (keys), empty ones included
+	EmptyLists   int // posting lists with no postings (left by deletes)
+	Postings     int // postings over all lists
+	// Problems lists every inconsistency found (at most MaxProblems);
+	// empty means the database checks clean.
+	Problems []string
+}
+
+// MaxProblems bounds CheckReport.Problems.
+const MaxProblems = 100
+
+// OK reports whether the check found no problem.
+func (r *CheckReport) OK() bool { return len(r.Problems) == 0 }
+
+func (r *CheckReport) problem(format string, args ...any) {
+	if len(r.Problems) < MaxProblems {
+		r.Problems = append(r.Problems, fmt.Sprintf(format, args...))
+	}
+}
+
+// Check verifies the whole database against its invariants, on one
+// snapshot: every record decodes; every signature recomputes from its
+// stored shingle set; every id maps to a record with that id and every
+// record is mapped; every posting names a stored document; every document
+// is in all b of its buckets; the counters agree. It reads everything, so
+// it takes time proportional to the database. The error is for I/O
+// failures; inconsistencies are in the report.
+func (db *DB) Check() (*CheckReport, error) {
+	if err := db.enter(); err != nil {
+		return nil, err
+	}
+	defer db.mu.RUnlock()
+	snap := db.pdb.NewSnapshot()
+	defer snap.Close()
+	rep := &CheckReport{}
+	sk, err := minhash.NewSketcher(db.skOpt)
+	if err != nil {
+		return nil, err
+	}
+
+	// Doc records: decode, re-sketch, and remember id and band keys.
+	type docInfo struct {
+		id   string
+		keys []uint64
+	}
+	docs := make(map[uint64]docInfo)
+	maxDoc := uint64(0)
+	var rec codec.DocRecord
+	var sig []uint32
+	err = scan(snap, codec.DocPrefix, codec.DocPrefixEnd, func(k, v []byte) {
+		rep.Docs++
+		n, err := codec.ParseDocKey(k)
+		if err != nil {
+			rep.problem("bad doc key %x", k)
+			return
+		}
+		maxDoc = max(maxDoc, n)
+		if err := codec.DecodeDocRecord(v, &rec); err != nil {
+			rep.problem("doc %d: %v", n, err)
+			return
+		}
+		if len(rec.Set) == 0 {
+			rep.problem("doc %d (%q) has an empty shingle set", n, rec.ID)
+		}
+		if sig = sk.Sketch(sig[:0], rec.Set); !slices.Equal(sig, rec.Signature) {
+			rep.problem("doc %d (%q): the stored signature does not recompute from the stored shingle set", n, rec.ID)
+		}
+		keys, err := bands.AppendKeys(nil, rec.Signature, db.bands)
+		if err != nil {
+			rep.problem("doc %d (%q): %v", n, rec.ID, err)
+		}
+		docs[n] = docInfo{rec.ID, keys}
+	})
+	if err != nil {
+		return nil, err
+	}
+
+	// Id map: every id names a record with that id, once.
+	mapped := make(map[uint64]bool, len(docs))
+	err = scan(snap, codec.IDPrefix, codec.IDPrefixEnd, func(k, v []byte) {
+		rep.IDs++
+		id, err := codec.ParseIDKey(k)
+		if err != nil {
+			rep.problem("bad id key %x", k)
+			return
+		}
+		n, err := codec.DecodeDocNum(v)
+		if err != nil {
+			rep.problem("id %q: %v", id, err)
+			return
+		}
+		d, ok := docs[n]
+		switch {
+		case !ok:
+			rep.problem("id %q names doc %d, which has no record", id, n)
+		case d.id != id:
+			rep.problem("id %q names doc %d, whose id is %q", id, n, d.id)
+		case mapped[n]:
+			rep.problem("doc %d is named by two ids", n)
+		}
+		mapped[n] = true
+	})
+	if err != nil {
+		return nil, err
+	}
+	for n, d := range docs {
+		if !mapped[n] {
+			rep.problem("doc %d (%q) has no id-map entry", n, d.id)
+		}
+	}
+
+	// Posting lists: every posting names a record; collect membership.
+	type member struct {
+		band   int
+		bucket uint64
+		doc    uint64
+	}
+	present := make(map[member]bool)
+	var ps []codec.Posting
+	err = scan(snap, codec.PostingPrefix, codec.PostingPrefixEnd, func(k, v []byte) {
+		rep.PostingLists++
+		band, bucket, err := codec.ParsePostingKey(k)
+		if err != nil {
+			rep.problem("bad posting key %x", k)
+			return
+		}
+		if ps, err = codec.DecodePostings(v, ps[:0]); err != nil {
+			rep.problem("posting list %d/%016x: %v", band, bucket, err)
+			return
+		}
+		if len(ps) == 0 {
+			rep.EmptyLists++
+		}
+		for _, p := range ps {
+			rep.Postings++
+			if p.Remove {
+				rep.problem("posting list %d/%016x keeps a removal of doc %d after a full merge", band, bucket, p.Doc)
+				continue
+			}
+			if _, ok := docs[p.Doc]; !ok {
+				rep.problem("posting list %d/%016x names doc %d, which has no record", band, bucket, p.Doc)
+			}
+			present[member{band, bucket, p.Doc}] = true
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	for n, d := range docs {
+		for band, k := range d.keys {
+			if !present[member{band, k, n}] {
+				rep.problem("doc %d (%q) is missing from its bucket in band %d", n, d.id, band)
+			}
+		}
+	}
+
+	// Counters.
+	cv, ok, err := getCopy(snap, codec.CountersKey)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		rep.problem("the counters record is missing")
+	} else if c, err := codec.DecodeCounters(cv); err != nil {
+		rep.problem("counters: %v", err)
+	} else {
+		if c.Live != uint64(len(docs)) {
+			rep.problem("the counters say %d documents, %d records are stored", c.Live, len(docs))
+		}
+		if len(docs) > 0 && c.NextDoc <= maxDoc {
+			rep.problem("the next doc number %d is not above the largest stored, %d", c.NextDoc, maxDoc)
+		}
+	}
+	return rep, nil
+}
+
+// scan calls fn for every key in [lo, hi) of r.
+func scan(r pebble.Reader, lo, hi []byte, fn func(k, v []byte)) error {
+	it, err := r.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+	if err != nil {
+		return classify(err)
+	}
+	for ok := it.First(); ok; ok = it.Next() {
+		fn(it.Key(), it.Value())
+	}
+	return classify(errors.Join(it.Error(), it.Close()))
+}

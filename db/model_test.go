@@ -1,0 +1,315 @@
+package db
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/lshdb/lshdb/bands"
+	"github.com/lshdb/lshdb/minhash"
+)
+
+// modelDoc is what the model knows of a stored document.
+type modelDoc struct {
+	text string
+	set  []uint64
+	sig  []uint32
+	keys []uint64
+}
+
+// model is the expected state: the documents by id, and the same pipeline
+// (minhash and bands, no storage) to answer queries by brute force.
+type model struct {
+	docs   map[string]modelDoc
+	h      *minhash.Hasher
+	params bands.Params
+	t      float64
+}
+
+func newModel(t testing.TB, p Params) *model {
+	h, err := minhash.NewHasher(
+		minhash.Options{Kind: p.Shingle, K: p.ShingleSize, Bag: p.Bag, Normalization: p.Normalization, StopWords: p.StopWords},
+		minhash.SketchOptions{Scheme: p.Scheme, NumPerm: p.NumPerm, Seed: p.Seed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &model{docs: map[string]modelDoc{}, h: h, params: p.Bands, t: p.Threshold}
+}
+
+func (m *model) doc(text string) modelDoc {
+	set, sig := m.h.Document(nil, nil, text)
+	keys, _ := bands.AppendKeys(nil, sig, m.params)
+	return modelDoc{text, set, sig, keys}
+}
+
+func (m *model) clone() map[string]modelDoc {
+	c := make(map[string]modelDoc, len(m.docs))
+	for k, v := range m.docs {
+		c[k] = v
+	}
+	return c
+}
+
+// expect answers a query by brute force over every model document: those
+// that share a band (same band, same key) with q and reach the threshold,
+// sorted as the DB sorts.
+func (m *model) expect(q modelDoc, self string, t float64) []Match {
+	var out []Match
+	for id, d := range m.docs {
+		if id == self {
+			continue
+		}
+		shared := 0
+		for i := range q.keys {
+			if q.keys[i] == d.keys[i] {
+				shared++
+			}
+		}
+		if shared == 0 {
+			continue
+		}
+		if j := minhash.Jaccard(q.set, d.set); j >= t {
+			out = append(out, Match{ID: id, Jaccard: j, Estimate: minhash.Estimate(q.sig, d.sig), Bands: shared})
+		}
+	}
+	slices.SortFunc(out, func(a, b Match) int { return cmp.Or(cmp.Compare(b.Jaccard, a.Jaccard), cmp.Compare(a.ID, b.ID)) })
+	return out
+}
+
+var vocabulary = strings.Fields("alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi rho sigma")
+
+// randomText makes a text of 6 to 14 words from a small vocabulary, so
+// that near-duplicates are common; half the time it mutates an existing
+// text by a word or two.
+func randomText(rng *rand.Rand, existing []string) string {
+	if len(existing) > 0 && rng.IntN(2) == 0 {
+		w := strings.Fields(existing[rng.IntN(len(existing))])
+		for range 1 + rng.IntN(2) {
+			switch i := rng.IntN(len(w)); rng.IntN(3) {
+			case 0:
+				w[i] = vocabulary[rng.IntN(len(vocabulary))]
+			case 1:
+				w = append(w, vocabulary[rng.IntN(len(vocabulary))])
+			default:
+				if len(w) > 2 {
+					w = append(w[:i], w[i+1:]...)
+				}
+			}
+		}
+		return strings.Join(w, " ")
+	}
+	w := make([]string, 6+rng.IntN(9))
+	for i := range w {
+		w[i] = vocabulary[rng.IntN(len(vocabulary))]
+	}
+	return strings.Join(w, " ")
+}
+
+// checkState compares the DB's documents, count and consistency with the
+// model.
+func checkState(t *testing.T, d *DB, want map[string]modelDoc) {
+	t.Helper()
+	n, err := d.Count()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != uint64(len(want)) {
+		t.Fatalf("Count = %d, model has %d", n, len(want))
+	}
+	seen := 0
+	for doc, err := range d.All() {
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, ok := want[doc.ID]
+		if !ok {
+			t.Fatalf("stored document %q is not in the model", doc.ID)
+		}
+		if !slices.Equal(doc.Shingles, w.set) || !slices.Equal(doc.Signature, w.sig) {
+			t.Fatalf("document %q differs from the model", doc.ID)
+		}
+		seen++
+	}
+	if seen != len(want) {
+		t.Fatalf("All yielded %d documents, model has %d", seen, len(want))
+	}
+	rep, err := d.Check()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.OK() {
+		t.Fatalf("check: %v", rep.Problems)
+	}
+}
+
+func sameMatches(got, want []Match) error {
+	if len(got) != len(want) {
+		return fmt.Errorf("%d matches, want %d:\n got %v\nwant %v", len(got), len(want), got, want)
+	}
+	for i := range got {
+		if got[i] != want[i] {
+			return fmt.Errorf("match %d is %+v, want %+v", i, got[i], want[i])
+		}
+	}
+	return nil
+}
+
+// runModel drives random operations against d and the model, checking
+// every answer; reopen, when set, closes and reopens the DB at random
+// points; compact forces Pebble compactions (merges with the base).
+func runModel(t *testing.T, rng *rand.Rand, dir string, opts *Options, steps int, reopen bool) {
+	d, err := Open(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { d.Close() }()
+	m := newModel(t, d.Params())
+	ids := func() []string {
+		out := make([]string, 0, len(m.docs))
+		for id := range m.docs {
+			out = append(out, id)
+		}
+		slices.Sort(out)
+		return out
+	}
+	texts := func() []string {
+		var out []string
+		for _, id := range ids() {
+			out = append(out, m.docs[id].text)
+		}
+		return out
+	}
+	nextID := 0
+	pickID := func() string {
+		if ex := ids(); len(ex) > 0 && rng.IntN(3) == 0 {
+			return ex[rng.IntN(len(ex))]
+		}
+		nextID++
+		return fmt.Sprintf("doc-%d", nextID)
+	}
+	for step := range steps {
+		switch op := rng.IntN(100); {
+		case op < 35: // Put (insert or upsert)
+			id, text := pickID(), randomText(rng, texts())
+			if err := d.Put(id, text); err != nil {
+				t.Fatalf("step %d: Put: %v", step, err)
+			}
+			m.docs[id] = m.doc(text)
+		case op < 45: // PutDocs, with repeated ids
+			var docs []Doc
+			for range 1 + rng.IntN(6) {
+				docs = append(docs, Doc{ID: pickID(), Text: randomText(rng, texts())})
+			}
+			if err := d.PutDocs(docs, &WriteOptions{NoSync: rng.IntN(2) == 0}); err != nil {
+				t.Fatalf("step %d: PutDocs: %v", step, err)
+			}
+			for _, doc := range docs {
+				m.docs[doc.ID] = m.doc(doc.Text)
+			}
+		case op < 55: // a batch with one bad document changes nothing
+			docs := []Doc{{ID: pickID(), Text: randomText(rng, texts())}, {ID: pickID(), Text: "   "}}
+			if err := d.PutDocs(docs, nil); !errors.Is(err, ErrEmptyDocument) {
+				t.Fatalf("step %d: PutDocs with an empty document: %v", step, err)
+			}
+		case op < 65: // Delete
+			id := pickID()
+			err := d.Delete(id, nil)
+			if _, ok := m.docs[id]; ok {
+				if err != nil {
+					t.Fatalf("step %d: Delete(%q): %v", step, id, err)
+				}
+				delete(m.docs, id)
+			} else if !errors.Is(err, ErrNotFound) {
+				t.Fatalf("step %d: Delete of missing %q: %v", step, id, err)
+			}
+		case op < 80: // Query by text
+			q := m.doc(randomText(rng, texts()))
+			th := m.t
+			if rng.IntN(3) == 0 {
+				th = 0.3 + 0.7*rng.Float64()
+			}
+			res, err := d.Query(q.text, &QueryOptions{Threshold: th})
+			if err != nil {
+				t.Fatalf("step %d: Query: %v", step, err)
+			}
+			if err := sameMatches(res.Matches, m.expect(q, "", th)); err != nil {
+				t.Fatalf("step %d: Query(%q, %.3f): %v", step, q.text, th, err)
+			}
+		case op < 92: // Query by id
+			id := pickID()
+			res, err := d.QueryID(id, nil)
+			if w, ok := m.docs[id]; ok {
+				if err != nil {
+					t.Fatalf("step %d: QueryID: %v", step, err)
+				}
+				if err := sameMatches(res.Matches, m.expect(w, id, m.t)); err != nil {
+					t.Fatalf("step %d: QueryID(%q): %v", step, id, err)
+				}
+			} else if !errors.Is(err, ErrNotFound) {
+				t.Fatalf("step %d: QueryID of missing %q: %v", step, id, err)
+			}
+		case op < 96: // Get
+			id := pickID()
+			doc, err := d.Get(id)
+			if w, ok := m.docs[id]; ok {
+				if err != nil || !slices.Equal(doc.Shingles, w.set) {
+					t.Fatalf("step %d: Get(%q) = %v", step, id, err)
+				}
+			} else if !errors.Is(err, ErrNotFound) {
+				t.Fatalf("step %d: Get of missing %q: %v", step, id, err)
+			}
+		case op < 98:
+			if err := d.pdb.Compact(context.Background(), []byte{0}, []byte{0xff}, true); err != nil {
+				t.Fatal(err)
+			}
+		default:
+			if reopen {
+				if err := d.Close(); err != nil {
+					t.Fatal(err)
+				}
+				if d, err = Open(dir, &Options{FS: opts.FS}); err != nil {
+					t.Fatalf("step %d: reopen: %v", step, err)
+				}
+			}
+		}
+		if step%50 == 49 {
+			checkState(t, d, m.docs)
+		}
+	}
+	checkState(t, d, m.docs)
+}
+
+// Ensure that thousands of random puts, upserts, deletes and queries give
+// exactly the model's answers, for char and word shingles.
+func TestModel(t *testing.T) {
+	steps := 3000
+	if testing.Short() {
+		steps = 600
+	}
+	for i, opts := range []*Options{
+		{},
+		{Shingle: minhash.ShingleWord, ShingleSize: 2, Threshold: 0.5, Scheme: minhash.SchemeClassic, NumPerm: 64},
+		{Bag: true, ShingleSize: 3, Threshold: 0.6, Bands: 20, Rows: 3},
+	} {
+		t.Run(fmt.Sprint(i), func(t *testing.T) {
+			opts.FS = vfs.NewMem()
+			runModel(t, rand.New(rand.NewPCG(uint64(i), 7)), "db", opts, steps, false)
+		})
+	}
+}
+
+// Ensure that the model test holds when the database is closed and
+// reopened at random points (everything survives a restart).
+func TestModelRestart(t *testing.T) {
+	steps := 2000
+	if testing.Short() {
+		steps = 400
+	}
+	runModel(t, rand.New(rand.NewPCG(9, 9)), t.TempDir(), &Options{NoSync: true}, steps, true)
+}

@@ -1,0 +1,149 @@
+package db
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/lshdb/lshdb/minhash"
+)
+
+// Limits.
+const (
+	// MaxIDBytes is the longest external id accepted.
+	MaxIDBytes = 4096
+	// DefaultMaxDocBytes is the default Options.MaxDocBytes: 64 MiB.
+	DefaultMaxDocBytes = 64 << 20
+	// DefaultCacheSize is the default block cache: 64 MiB (Pebble's own
+	// default, 8 MB, holds too few posting lists for a warm query path).
+	DefaultCacheSize = 64 << 20
+	// DefaultThreshold is the default Jaccard threshold.
+	DefaultThreshold = 0.8
+)
+
+// Options configure Open. The zero value is a valid configuration: on
+// creation every zero field takes its default, on reopening every zero
+// field of the "creation parameters" takes the value stored in the
+// database, and a non-zero field that differs from the stored value is
+// refused with a *MismatchError (errors.Is ErrParamsMismatch).
+type Options struct {
+	// Creation parameters: stored in the manifest, fixed for the
+	// database's life.
+
+	// Threshold is the Jaccard threshold that queries default to and that
+	// the banding is chosen for, in (0, 1]. Default: 0.8.
+	Threshold float64
+	// Recall is the target probability that a pair at exactly Threshold
+	// shares a band, in (0, 1); it selects the banding (see bands.Choose).
+	// Default: 0.99.
+	Recall float64
+	// Bands and Rows set the banding explicitly (both or neither), with
+	// Bands·Rows ≤ NumPerm. Default: chosen from Threshold and Recall.
+	Bands, Rows int
+	// NumPerm is the number of signature values. Default: 128.
+	NumPerm int
+	// Scheme is the signature scheme. Default: minhash.SchemeOPH.
+	Scheme minhash.Scheme
+	// Seed selects the signature hash functions. Default: 0.
+	Seed uint64
+	// Shingle is the shingle kind. Default: minhash.ShingleChar.
+	Shingle minhash.ShingleKind
+	// ShingleSize is k. Default: 5 for char, 3 for word shingles.
+	ShingleSize int
+	// Bag counts repeated shingles (weighted Jaccard). Default: false.
+	Bag bool
+	// Normalization of text before shingling. Default: minhash.NormalizeFold.
+	Normalization minhash.Normalization
+	// StopWords are dropped before word shingling. Default: none.
+	StopWords []string
+	// StoreText keeps each document's text in its record, so Get returns
+	// it. Default: false (only the shingle set and signature are kept).
+	StoreText bool
+
+	// Handle options: this open only.
+
+	// NoSync makes writes return before they are synced to disk, for every
+	// write of this handle (WriteOptions.NoSync does it per call). A crash
+	// may lose the latest unsynced writes, never half of one. Default: false.
+	NoSync bool
+	// ReadOnly opens an existing database for reading only. Default: false.
+	ReadOnly bool
+	// MustExist refuses to create a database that does not exist
+	// (ErrNotExist). Default: false (Open creates it).
+	MustExist bool
+	// MaxDocBytes is the largest text plus metadata accepted, in bytes.
+	// Default: DefaultMaxDocBytes (64 MiB).
+	MaxDocBytes int
+	// CacheSize is the block cache size in bytes. Default: 64 MiB.
+	CacheSize int64
+	// FS is the filesystem. Default: the operating system's (vfs.Default);
+	// tests pass vfs.NewCrashableMem().
+	FS vfs.FS
+}
+
+// ensureDefaults fills in the handle options.
+func (o *Options) ensureDefaults() {
+	if o.MaxDocBytes == 0 {
+		o.MaxDocBytes = DefaultMaxDocBytes
+	}
+	if o.CacheSize == 0 {
+		o.CacheSize = DefaultCacheSize
+	}
+	if o.FS == nil {
+		o.FS = vfs.Default
+	}
+}
+
+func invalid(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrInvalidOptions, fmt.Sprintf(format, args...))
+}
+
+// validate checks ranges that do not depend on the stored manifest.
+func (o *Options) validate() error {
+	switch {
+	case o.Threshold != 0 && !(o.Threshold > 0 && o.Threshold <= 1):
+		return invalid("Threshold %v is outside (0, 1]", o.Threshold)
+	case o.Recall != 0 && !(o.Recall > 0 && o.Recall < 1):
+		return invalid("Recall %v is outside (0, 1)", o.Recall)
+	case (o.Bands == 0) != (o.Rows == 0):
+		return invalid("Bands and Rows must be set together (got %d and %d)", o.Bands, o.Rows)
+	case o.Bands < 0 || o.Rows < 0:
+		return invalid("Bands %d and Rows %d must be positive", o.Bands, o.Rows)
+	case o.NumPerm < 0 || o.NumPerm > minhash.MaxNumPerm:
+		return invalid("NumPerm %d is outside 1..%d", o.NumPerm, minhash.MaxNumPerm)
+	case o.ShingleSize < 0 || o.ShingleSize > minhash.MaxK:
+		return invalid("ShingleSize %d is outside 1..%d", o.ShingleSize, minhash.MaxK)
+	case o.MaxDocBytes < 0:
+		return invalid("MaxDocBytes %d is negative", o.MaxDocBytes)
+	case o.CacheSize < 0:
+		return invalid("CacheSize %d is negative", o.CacheSize)
+	case math.IsNaN(o.Threshold) || math.IsNaN(o.Recall):
+		return invalid("Threshold and Recall must be numbers")
+	}
+	return nil
+}
+
+// WriteOptions adjust one write. A nil *WriteOptions means the defaults.
+type WriteOptions struct {
+	// NoSync returns before the write is synced to disk. Default: false
+	// (synced, unless the DB was opened with Options.NoSync).
+	NoSync bool
+	// StoreText keeps the text of these documents even if the database
+	// does not by default. Default: false (the database's StoreText).
+	StoreText bool
+}
+
+// QueryOptions adjust one query. A nil *QueryOptions means the defaults.
+type QueryOptions struct {
+	// Threshold is the least Jaccard similarity reported, in (0, 1].
+	// Default: the database's threshold. A lower one is allowed; the
+	// result's ExpectedRecall says how likely a pair at that similarity
+	// is to be a candidate at all.
+	Threshold float64
+	// Limit keeps only the best Limit matches. Default: 0, all.
+	Limit int
+	// EstimateOnly skips exact verification: matches are the candidates
+	// whose signature estimate reaches the threshold, sorted by estimate,
+	// with Jaccard left at 0.
+	EstimateOnly bool
+}

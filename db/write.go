@@ -1,0 +1,294 @@
+package db
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"runtime"
+	"slices"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/lshdb/lshdb/bands"
+	"github.com/lshdb/lshdb/codec"
+	"github.com/lshdb/lshdb/minhash"
+)
+
+// Doc is a document to store.
+type Doc struct {
+	// ID is the external id: non-empty UTF-8, at most MaxIDBytes bytes.
+	ID string
+	// Text is the document's text.
+	Text string
+	// Meta is opaque metadata stored with the document; nil for none.
+	Meta []byte
+}
+
+// prepared is a document ready to write: its record and band keys.
+type prepared struct {
+	id     string
+	record []byte
+	keys   []uint64
+}
+
+// checkID validates an external id.
+func checkID(id string) error {
+	switch {
+	case id == "":
+		return fmt.Errorf("%w: empty", ErrInvalidID)
+	case len(id) > MaxIDBytes:
+		return fmt.Errorf("%w: %d bytes (at most %d)", ErrInvalidID, len(id), MaxIDBytes)
+	case !utf8.ValidString(id):
+		return fmt.Errorf("%w: %q is not valid UTF-8", ErrInvalidID, id)
+	}
+	return nil
+}
+
+// prepare computes a document's shingle set, signature, record and band
+// keys. It does no I/O.
+func (db *DB) prepare(d *Doc, storeText bool) (prepared, error) {
+	if err := checkID(d.ID); err != nil {
+		return prepared{}, err
+	}
+	if n := len(d.Text) + len(d.Meta); n > db.opts.MaxDocBytes {
+		return prepared{}, fmt.Errorf("%w: %q has %d bytes (at most %d)", ErrDocTooLarge, d.ID, n, db.opts.MaxDocBytes)
+	}
+	h := db.hashers.Get().(*minhash.Hasher)
+	defer db.hashers.Put(h)
+	set, sig := h.Document(nil, nil, d.Text)
+	if len(set) == 0 {
+		return prepared{}, fmt.Errorf("%w: %q", ErrEmptyDocument, d.ID)
+	}
+	rec := codec.DocRecord{ID: d.ID, Signature: sig, Set: set, HasText: storeText, Meta: d.Meta}
+	if storeText {
+		rec.Text = d.Text
+	}
+	keys, err := bands.AppendKeys(make([]uint64, 0, db.bands.B), sig, db.bands)
+	if err != nil {
+		return prepared{}, err
+	}
+	return prepared{id: d.ID, record: codec.AppendDocRecord(nil, &rec), keys: keys}, nil
+}
+
+// prepareAll prepares docs in parallel. It returns the first error, naming
+// the document's position.
+func (db *DB) prepareAll(docs []Doc, storeText bool) ([]prepared, error) {
+	out := make([]prepared, len(docs))
+	errs := make([]error, len(docs))
+	workers := min(runtime.GOMAXPROCS(0), (len(docs)+63)/64)
+	if workers <= 1 {
+		for i := range docs {
+			out[i], errs[i] = db.prepare(&docs[i], storeText)
+		}
+	} else {
+		var wg sync.WaitGroup
+		for w := range workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := w; i < len(docs); i += workers {
+					out[i], errs[i] = db.prepare(&docs[i], storeText)
+				}
+			}()
+		}
+		wg.Wait()
+	}
+	for i, err := range errs {
+		if err != nil {
+			if len(docs) > 1 {
+				return nil, fmt.Errorf("document %d: %w", i, err)
+			}
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// Put stores a document under id, replacing any document with that id
+// (an upsert): the old version's postings are removed and the new ones
+// added in one atomic batch. The write is synced unless the database was
+// opened with NoSync.
+func (db *DB) Put(id, text string) error { return db.PutDocs([]Doc{{ID: id, Text: text}}, nil) }
+
+// PutDocs stores documents atomically: all of them or, on any error, none.
+// A document whose id is already stored replaces it; when an id repeats
+// within docs, the last one wins. Every document is checked before
+// anything is written: an invalid id (ErrInvalidID), a text with no
+// shingles (ErrEmptyDocument) or one too large (ErrDocTooLarge) fails the
+// whole call and names the document.
+func (db *DB) PutDocs(docs []Doc, wo *WriteOptions) error {
+	if err := db.enter(); err != nil {
+		return err
+	}
+	defer db.mu.RUnlock()
+	if db.opts.ReadOnly {
+		return ErrReadOnly
+	}
+	if wo == nil {
+		wo = &WriteOptions{}
+	}
+	// Last one wins within the call: keep each id's last position.
+	last := make(map[string]int, len(docs))
+	for i := range docs {
+		last[docs[i].ID] = i
+	}
+	if len(last) < len(docs) {
+		uniq := make([]Doc, 0, len(last))
+		for i := range docs {
+			if last[docs[i].ID] == i {
+				uniq = append(uniq, docs[i])
+			}
+		}
+		docs = uniq
+	}
+	preps, err := db.prepareAll(docs, wo.StoreText || db.man.StoreText)
+	if err != nil {
+		return err
+	}
+	db.wmu.Lock()
+	defer db.wmu.Unlock()
+	b := db.pdb.NewBatch()
+	defer b.Close()
+	c := db.counters
+	postings := make(map[postingKey][]codec.Posting)
+	var old codec.DocRecord
+	for i := range preps {
+		p := &preps[i]
+		idKey := codec.AppendIDKey(nil, p.id)
+		if err := db.removeOld(b, idKey, &old, postings, &c); err != nil {
+			return err
+		}
+		n := c.NextDoc
+		c.NextDoc++
+		c.Live++
+		if err := b.Set(codec.AppendDocKey(nil, n), p.record, nil); err != nil {
+			return err
+		}
+		if err := b.Set(idKey, codec.EncodeDocNum(n), nil); err != nil {
+			return err
+		}
+		for band, k := range p.keys {
+			pk := postingKey{band, k}
+			postings[pk] = append(postings[pk], codec.Posting{Doc: n})
+		}
+	}
+	return db.commit(b, postings, c, wo)
+}
+
+// Delete removes the document id: its record, its id and its postings, in
+// one atomic batch. It returns ErrNotFound if no document has that id.
+func (db *DB) Delete(id string, wo *WriteOptions) error {
+	if err := db.enter(); err != nil {
+		return err
+	}
+	defer db.mu.RUnlock()
+	if db.opts.ReadOnly {
+		return ErrReadOnly
+	}
+	if err := checkID(id); err != nil {
+		return err
+	}
+	if wo == nil {
+		wo = &WriteOptions{}
+	}
+	db.wmu.Lock()
+	defer db.wmu.Unlock()
+	b := db.pdb.NewBatch()
+	defer b.Close()
+	c := db.counters
+	postings := make(map[postingKey][]codec.Posting)
+	idKey := codec.AppendIDKey(nil, id)
+	var old codec.DocRecord
+	before := c.Live
+	if err := db.removeOld(b, idKey, &old, postings, &c); err != nil {
+		return err
+	}
+	if c.Live == before {
+		return fmt.Errorf("%w: %q", ErrNotFound, id)
+	}
+	if err := b.Delete(idKey, nil); err != nil {
+		return err
+	}
+	return db.commit(b, postings, c, wo)
+}
+
+type postingKey struct {
+	band   int
+	bucket uint64
+}
+
+// removeOld adds to b the removal of the document stored under idKey, if
+// any: its record, and a removal posting in each of its buckets (from its
+// stored signature). The caller holds wmu.
+func (db *DB) removeOld(b *pebble.Batch, idKey []byte, old *codec.DocRecord, postings map[postingKey][]codec.Posting, c *codec.Counters) error {
+	v, closer, err := db.pdb.Get(idKey)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return classify(err)
+	}
+	n, err := codec.DecodeDocNum(v)
+	closer.Close()
+	if err != nil {
+		return classify(err)
+	}
+	dk := codec.AppendDocKey(nil, n)
+	rv, closer, err := db.pdb.Get(dk)
+	if err != nil {
+		return classify(fmt.Errorf("doc %d of id %q: %w", n, idKey[1:], err))
+	}
+	err = codec.DecodeDocRecord(rv, old)
+	closer.Close()
+	if err != nil {
+		return classify(err)
+	}
+	keys, err := bands.AppendKeys(nil, old.Signature, db.bands)
+	if err != nil {
+		return classify(fmt.Errorf("%w: doc %d: %w", codec.ErrCorrupt, n, err))
+	}
+	for band, k := range keys {
+		pk := postingKey{band, k}
+		postings[pk] = append(postings[pk], codec.Posting{Doc: n, Remove: true})
+	}
+	c.Live--
+	return b.Delete(dk, nil)
+}
+
+// commit adds one merge operand per touched posting list and the counters
+// to b, commits it, and publishes the counters. The caller holds wmu.
+func (db *DB) commit(b *pebble.Batch, postings map[postingKey][]codec.Posting, c codec.Counters, wo *WriteOptions) error {
+	keys := make([]postingKey, 0, len(postings))
+	for k := range postings {
+		keys = append(keys, k)
+	}
+	// NB: sorted, so that a batch's operands are applied in key order
+	// (cheaper memtable inserts) and batches are reproducible.
+	slices.SortFunc(keys, func(a, b postingKey) int {
+		return cmp.Or(cmp.Compare(a.band, b.band), cmp.Compare(a.bucket, b.bucket))
+	})
+	var kbuf, vbuf []byte
+	for _, k := range keys {
+		ps := postings[k]
+		slices.SortFunc(ps, func(a, b codec.Posting) int { return cmp.Compare(a.Doc, b.Doc) })
+		kbuf = codec.AppendPostingKey(kbuf[:0], k.band, k.bucket)
+		vbuf = codec.AppendPostings(vbuf[:0], ps)
+		if err := b.Merge(kbuf, vbuf, nil); err != nil {
+			return err
+		}
+	}
+	if err := b.Set(codec.CountersKey, codec.EncodeCounters(c), nil); err != nil {
+		return err
+	}
+	sync := pebble.Sync
+	if wo.NoSync || db.opts.NoSync {
+		sync = pebble.NoSync
+	}
+	if err := b.Commit(sync); err != nil {
+		return classify(err)
+	}
+	db.counters = c
+	db.live.Store(c.Live)
+	return nil
+}
