@@ -82,6 +82,13 @@ func Open(dir string, opts *Options) (*DB, error) {
 		FormatMajorVersion: formatMajorVersion,
 		ReadOnly:           o.ReadOnly,
 		Logger:             quietLogger{},
+		// NB: Pebble's default reaction to on-disk corruption found while
+		// reading is Logger.Fatalf, which would end the user's process; the
+		// read itself returns the corruption error, which lshdb reports as
+		// ErrCorrupt.
+		EventListener: &pebble.EventListener{
+			DataCorruption: func(info pebble.DataCorruptionInfo) { quietLogger{}.Errorf("%s", info) },
+		},
 	}
 	pdb, err := pebble.Open(dir, popts)
 	if err != nil {

@@ -1,0 +1,312 @@
+package db
+
+import (
+	"bufio"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/lshdb/lshdb/codec"
+	"github.com/lshdb/lshdb/compaction"
+)
+
+func mustOpen(t *testing.T, dir string, o *Options) *DB {
+	t.Helper()
+	d, err := Open(dir, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// TestHelperHoldLock is not a test: the lock test runs the test binary
+// again with LSHDB_HOLD_LOCK set, so that another process holds the lock.
+func TestHelperHoldLock(t *testing.T) {
+	dir := os.Getenv("LSHDB_HOLD_LOCK")
+	if dir == "" {
+		t.Skip("helper process only")
+	}
+	d, err := Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Stdout.WriteString("locked\n")
+	bufio.NewReader(os.Stdin).ReadString('\n') // until the parent closes stdin
+	d.Close()
+}
+
+// Ensure that a database held by another process is refused with ErrLocked
+// within a second, and by this process too.
+func TestErrLocked(t *testing.T) {
+	dir := t.TempDir()
+	mustOpen(t, dir, nil).Close()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperHoldLock$")
+	cmd.Env = append(os.Environ(), "LSHDB_HOLD_LOCK="+dir)
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { stdin.Close(); cmd.Wait() }()
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil || line != "locked\n" {
+		t.Fatalf("helper: %q, %v", line, err)
+	}
+	start := time.Now()
+	_, err = Open(dir, nil)
+	if !errors.Is(err, ErrLocked) {
+		t.Fatalf("Open of a database held by another process: %v", err)
+	}
+	if el := time.Since(start); el > time.Second {
+		t.Errorf("ErrLocked took %v", el)
+	}
+	if !strings.Contains(err.Error(), "locked by another process") {
+		t.Errorf("message %q does not say what is wrong", err)
+	}
+	stdin.Close()
+	cmd.Wait()
+	// In this process.
+	d := mustOpen(t, dir, nil)
+	defer d.Close()
+	if _, err := Open(dir, nil); !errors.Is(err, ErrLocked) {
+		t.Fatalf("second Open in one process: %v", err)
+	}
+}
+
+// Ensure that an option that differs from the stored parameters is refused
+// with a MismatchError naming the field and both values, and that zero
+// options take the stored values.
+func TestErrParamsMismatch(t *testing.T) {
+	fs := vfs.NewMem()
+	mustOpen(t, "db", &Options{FS: fs, NumPerm: 64, Threshold: 0.7, StoreText: true}).Close()
+	_, err := Open("db", &Options{FS: fs, NumPerm: 128})
+	var me *MismatchError
+	if !errors.Is(err, ErrParamsMismatch) || !errors.As(err, &me) || me.Field != "NumPerm" || me.Stored != 64 || me.Requested != 128 {
+		t.Fatalf("mismatch: %v", err)
+	}
+	if !strings.Contains(err.Error(), "NumPerm is 64 in the database, 128 was requested") {
+		t.Errorf("message: %v", err)
+	}
+	d := mustOpen(t, "db", &Options{FS: fs})
+	defer d.Close()
+	if p := d.Params(); p.NumPerm != 64 || p.Threshold != 0.7 || !p.StoreText {
+		t.Fatalf("stored params not taken: %+v", p)
+	}
+}
+
+// Ensure that a database whose manifest has a newer format is refused, and
+// that stored bytes that do not decode are reported as ErrCorrupt.
+func TestErrFormatTooNewAndCorrupt(t *testing.T) {
+	fs := vfs.NewMem()
+	d := mustOpen(t, "db", &Options{FS: fs})
+	if err := d.Put("a", "some text here"); err != nil {
+		t.Fatal(err)
+	}
+	d.Close()
+	raw := func(fn func(p *pebble.DB)) {
+		p, err := pebble.Open("db", &pebble.Options{FS: fs, Merger: compaction.Merger, FormatMajorVersion: formatMajorVersion})
+		if err != nil {
+			t.Fatal(err)
+		}
+		fn(p)
+		p.Close()
+	}
+	// A corrupt doc record.
+	raw(func(p *pebble.DB) { p.Set(codec.AppendDocKey(nil, 1), []byte{1, 0, 200}, pebble.Sync) })
+	d = mustOpen(t, "db", &Options{FS: fs})
+	if _, err := d.Get("a"); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("Get of a corrupt record: %v", err)
+	}
+	if _, err := d.Query("some text here", nil); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("Query reaching a corrupt record: %v", err)
+	}
+	if rep, err := d.Check(); err != nil || rep.OK() {
+		t.Errorf("Check of a corrupt record: %v, %v", rep, err)
+	}
+	d.Close()
+	// A newer format.
+	raw(func(p *pebble.DB) {
+		m, _ := codec.EncodeManifest(&codec.Manifest{FormatVersion: codec.FormatVersion + 1})
+		p.Set(codec.ManifestKey, m, pebble.Sync)
+	})
+	if _, err := Open("db", &Options{FS: fs}); !errors.Is(err, ErrFormatTooNew) {
+		t.Fatalf("newer format: %v", err)
+	}
+}
+
+// Ensure that a damaged SSTable surfaces as ErrCorrupt (Pebble's
+// corruption classified), not as a bare Pebble error.
+func TestErrCorruptSSTable(t *testing.T) {
+	dir := t.TempDir()
+	d := mustOpen(t, dir, nil)
+	for i := range 200 {
+		if err := d.Put(string(rune('a'+i%26))+strings.Repeat("x", i), strings.Repeat("lorem ipsum dolor ", 1+i%7)+string(rune('a'+i%26))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := d.pdb.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	d.Close()
+	ssts, _ := filepath.Glob(filepath.Join(dir, "*.sst"))
+	if len(ssts) == 0 {
+		t.Fatal("no sstable")
+	}
+	for _, f := range ssts {
+		b, _ := os.ReadFile(f)
+		for i := 100; i < len(b)/2; i += 7 {
+			b[i] ^= 0x5a
+		}
+		os.WriteFile(f, b, 0o644)
+	}
+	d, err := Open(dir, nil)
+	if err != nil {
+		if !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("Open of a damaged store: %v", err)
+		}
+		return
+	}
+	defer d.Close()
+	_, err = d.Check()
+	if !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("Check of a damaged sstable: %v", err)
+	}
+}
+
+// Ensure that bad documents and ids are refused with their sentinels and
+// leave the stored data intact.
+func TestErrBadInput(t *testing.T) {
+	d := mustOpen(t, "db", &Options{FS: vfs.NewMem(), MaxDocBytes: 1000})
+	defer d.Close()
+	if err := d.Put("keep", "a document that stays"); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		id, text string
+		want     error
+	}{
+		{"", "text", ErrInvalidID},
+		{strings.Repeat("x", MaxIDBytes+1), "text", ErrInvalidID},
+		{"bad\xff", "text", ErrInvalidID},
+		{"e", "", ErrEmptyDocument},
+		{"e", " \t\n ", ErrEmptyDocument},
+		{"big", strings.Repeat("y", 1001), ErrDocTooLarge},
+		{"keep", "", ErrEmptyDocument}, // a bad upsert leaves the old version
+	} {
+		if err := d.Put(c.id, c.text); !errors.Is(err, c.want) {
+			t.Errorf("Put(%.20q, %.20q) = %v, want %v", c.id, c.text, err, c.want)
+		}
+	}
+	if err := d.Delete("missing", nil); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Delete(missing) = %v", err)
+	}
+	if _, err := d.Query("x", &QueryOptions{Threshold: 1.5}); !errors.Is(err, ErrInvalidOptions) {
+		t.Errorf("threshold 1.5: %v", err)
+	}
+	if _, err := d.Query("x", &QueryOptions{Limit: -1}); !errors.Is(err, ErrInvalidOptions) {
+		t.Errorf("limit -1: %v", err)
+	}
+	if _, err := d.Query("  ", nil); !errors.Is(err, ErrEmptyDocument) {
+		t.Errorf("empty query: %v", err)
+	}
+	doc, err := d.Get("keep")
+	if err != nil || doc.ID != "keep" {
+		t.Fatalf("stored document lost: %v", err)
+	}
+	if n, _ := d.Count(); n != 1 {
+		t.Fatalf("Count = %d after refused writes", n)
+	}
+	if rep, err := d.Check(); err != nil || !rep.OK() {
+		t.Fatalf("check: %v %v", rep, err)
+	}
+}
+
+// Ensure that every method of a closed DB returns ErrClosed.
+func TestErrClosed(t *testing.T) {
+	d := mustOpen(t, "db", &Options{FS: vfs.NewMem()})
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for name, err := range map[string]error{
+		"Close":  d.Close(),
+		"Put":    d.Put("a", "b"),
+		"Delete": d.Delete("a", nil),
+		"Get":    func() error { _, err := d.Get("a"); return err }(),
+		"Has":    func() error { _, err := d.Has("a"); return err }(),
+		"Count":  func() error { _, err := d.Count(); return err }(),
+		"Query":  func() error { _, err := d.Query("a", nil); return err }(),
+		"Check":  func() error { _, err := d.Check(); return err }(),
+		"All": func() error {
+			for _, err := range d.All() {
+				return err
+			}
+			return nil
+		}(),
+	} {
+		if !errors.Is(err, ErrClosed) {
+			t.Errorf("%s after Close: %v", name, err)
+		}
+	}
+}
+
+// Ensure that a file, a directory of other files, and a Pebble store that
+// is not an lshdb database are refused with ErrNotIndex, and a missing
+// database with MustExist is ErrNotExist; none of them is modified.
+func TestErrNotIndex(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	os.WriteFile(file, []byte("hello"), 0o644)
+	if _, err := Open(file, nil); !errors.Is(err, ErrNotIndex) {
+		t.Errorf("a file: %v", err)
+	}
+	other := filepath.Join(dir, "other")
+	os.Mkdir(other, 0o755)
+	os.WriteFile(filepath.Join(other, "notes.txt"), []byte("x"), 0o644)
+	if _, err := Open(other, nil); !errors.Is(err, ErrNotIndex) {
+		t.Errorf("a directory of other files: %v", err)
+	}
+	if names, _ := os.ReadDir(other); len(names) != 1 {
+		t.Errorf("the directory was modified: %v", names)
+	}
+	plain := filepath.Join(dir, "pebble")
+	p, err := pebble.Open(plain, &pebble.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Set([]byte("k"), []byte("v"), pebble.Sync)
+	p.Close()
+	if _, err := Open(plain, nil); !errors.Is(err, ErrNotIndex) {
+		t.Errorf("a plain Pebble store: %v", err)
+	}
+	if _, err := Open(filepath.Join(dir, "missing"), &Options{MustExist: true}); !errors.Is(err, ErrNotExist) {
+		t.Errorf("MustExist: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "missing")); !os.IsNotExist(err) {
+		t.Errorf("MustExist created the directory")
+	}
+	if _, err := Open(dir, &Options{Threshold: 2}); !errors.Is(err, ErrInvalidOptions) {
+		t.Errorf("threshold 2: %v", err)
+	}
+}
+
+// Ensure that a read-only handle reads and refuses writes.
+func TestReadOnly(t *testing.T) {
+	dir := t.TempDir()
+	d := mustOpen(t, dir, nil)
+	d.Put("a", "alpha beta gamma")
+	d.Close()
+	ro := mustOpen(t, dir, &Options{ReadOnly: true})
+	defer ro.Close()
+	if _, err := ro.Get("a"); err != nil {
+		t.Fatal(err)
+	}
+	if err := ro.Put("b", "x y z"); !errors.Is(err, ErrReadOnly) {
+		t.Fatalf("Put on read-only: %v", err)
+	}
+}
