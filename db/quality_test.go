@@ -1,0 +1,119 @@
+package db
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/lshdb/lshdb/internal/allpairs"
+	"github.com/lshdb/lshdb/internal/corpus"
+	"github.com/lshdb/lshdb/minhash"
+)
+
+// publishedPairs are the all-pairs counts of ../shared/corpora/README.md
+// (character 5-shingles, lower-cased, white space collapsed): an
+// independent check of the oracle itself.
+var publishedPairs = map[string]map[float64]int{
+	"kijiji-rome-rent":  {0.5: 11920, 0.8: 10538},
+	"spdx-licenses":     {0.5: 3397, 0.8: 686},
+	"scancode-licenses": {0.5: 17849, 0.8: 1719},
+	"debian-copyright":  {0.5: 3992, 0.8: 937},
+	"kjv-verses":        {0.5: 8315, 0.8: 3617},
+}
+
+// Ensure that on real corpora (../shared/corpora; skipped when absent),
+// querying every document by id finds ≥ 99% of the pairs whose exact
+// Jaccard reaches t (oracle: the prefix-filter all-pairs join, itself
+// checked against the corpora's published counts), that every reported
+// score is the exact Jaccard, and that no reported pair is below t.
+func TestQualityOnSharedCorpora(t *testing.T) {
+	if testing.Short() {
+		t.Skip("long: reads the shared corpora")
+	}
+	for _, name := range []string{"kijiji-rome-rent", "spdx-licenses", "scancode-licenses", "debian-copyright", "kjv-verses"} {
+		t.Run(name, func(t *testing.T) {
+			docs, err := corpus.Shared(name, 0)
+			if errors.Is(err, corpus.ErrNoShared) {
+				t.Skip(err)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			h, _ := minhash.NewHasher(minhash.Options{}, minhash.SketchOptions{})
+			sets := make([][]uint64, len(docs))
+			index := make(map[string]int, len(docs))
+			for i, d := range docs {
+				sets[i], _ = h.Document(nil, nil, d.Text)
+				index[d.ID] = i
+			}
+			for _, th := range []float64{0.8, 0.5} {
+				start := time.Now()
+				truth := allpairs.Join(sets, th)
+				if want := publishedPairs[name][th]; len(truth) != want {
+					t.Fatalf("t=%v: the oracle finds %d pairs, the corpus README %d", th, len(truth), want)
+				}
+				oracleTime := time.Since(start)
+				start = time.Now()
+				d := mustOpen(t, t.TempDir(), &Options{Threshold: th, NoSync: true})
+				batch := make([]Doc, 0, 1000)
+				for i, doc := range docs {
+					batch = append(batch, Doc{ID: doc.ID, Text: doc.Text})
+					if len(batch) == cap(batch) || i == len(docs)-1 {
+						if err := d.PutDocs(batch, nil); err != nil {
+							t.Fatal(err)
+						}
+						batch = batch[:0]
+					}
+				}
+				build := time.Since(start)
+				start = time.Now()
+				found := make(map[[2]int]float64)
+				candidates := 0
+				for i, doc := range docs {
+					res, err := d.QueryID(doc.ID, nil)
+					if err != nil {
+						t.Fatal(err)
+					}
+					candidates += res.Candidates
+					for _, m := range res.Matches {
+						j := index[m.ID]
+						exact := minhash.Jaccard(sets[i], sets[j])
+						if m.Jaccard != exact {
+							t.Fatalf("%s ~ %s: reported %v, exact %v", doc.ID, m.ID, m.Jaccard, exact)
+						}
+						if m.Jaccard < th {
+							t.Fatalf("%s ~ %s: %v is below %v", doc.ID, m.ID, m.Jaccard, th)
+						}
+						found[[2]int{min(i, j), max(i, j)}] = m.Jaccard
+					}
+				}
+				queries := time.Since(start)
+				hit := 0
+				for _, p := range truth {
+					if _, ok := found[[2]int{p.A, p.B}]; ok {
+						hit++
+					}
+				}
+				if len(found) != hit {
+					t.Fatalf("t=%v: %d reported pairs are not in the oracle's answer", th, len(found)-hit)
+				}
+				recall := 1.0
+				if len(truth) > 0 {
+					recall = float64(hit) / float64(len(truth))
+				}
+				t.Logf("%s t=%.1f %v: %d docs, %d pairs, recall %.4f, %.1f candidates/query; oracle %v, build %v, %d queries %v",
+					name, th, d.Params().Bands, len(docs), len(truth), recall, float64(candidates)/float64(len(docs)),
+					oracleTime.Round(time.Millisecond), build.Round(time.Millisecond), len(docs), queries.Round(time.Millisecond))
+				if recall < 0.99 {
+					t.Errorf("t=%v: recall %.4f < 0.99 (%d of %d pairs)", th, recall, hit, len(truth))
+				}
+				if err := d.Close(); err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+var _ = fmt.Sprint

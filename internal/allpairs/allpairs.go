@@ -1,0 +1,160 @@
+// Package allpairs finds every pair of sets whose exact Jaccard similarity
+// reaches a threshold, without LSH: the prefix-filtering all-pairs join
+// (Bayardo et al., "Scaling up all pairs similarity search", WWW 2007),
+// with PPJoin's positional filter, which is complete for J ≥ t. It is the oracle that lshdb's recall tests
+// compare against: an algorithm independent of MinHash and banding.
+package allpairs
+
+import (
+	"cmp"
+	"math"
+	"slices"
+
+	"github.com/lshdb/lshdb/minhash"
+)
+
+// Pair is a pair of set indexes A < B and their exact Jaccard.
+type Pair struct {
+	A, B    int
+	Jaccard float64
+}
+
+// Join returns every pair (a < b) of sets with minhash.Jaccard ≥ t, sorted
+// by (A, B). Sets MUST be sorted and de-duplicated; empty sets pair with
+// nothing.
+//
+// Each set is reordered by global token frequency (rarest first); a pair
+// with J ≥ t must share a token within the first |x| − ⌈t·|x|⌉ + 1 tokens of
+// each, so only those prefixes are indexed and probed, and every candidate
+// is verified exactly.
+func Join(sets [][]uint64, t float64) []Pair {
+	// Rank tokens by global frequency, rarest first (ties by value), and
+	// rewrite each set as its sorted ranks: the prefix is then the set's
+	// smallest ranks, and the index is a dense slice.
+	freq := make(map[uint64]int32)
+	for _, s := range sets {
+		for _, x := range s {
+			freq[x]++
+		}
+	}
+	tokens := make([]uint64, 0, len(freq))
+	for x := range freq {
+		tokens = append(tokens, x)
+	}
+	slices.SortFunc(tokens, func(a, b uint64) int { return cmp.Or(cmp.Compare(freq[a], freq[b]), cmp.Compare(a, b)) })
+	rank := make(map[uint64]int32, len(tokens))
+	for r, x := range tokens {
+		rank[x] = int32(r)
+	}
+	ranked := make([][]int32, len(sets))
+	for i, s := range sets {
+		r := make([]int32, len(s))
+		for j, x := range s {
+			r[j] = rank[x]
+		}
+		slices.Sort(r)
+		ranked[i] = r
+	}
+	// Process sets by increasing size: when x is probed, every indexed y
+	// has |y| ≤ |x|, and J ≥ t needs |y| ≥ t·|x|.
+	order := make([]int, 0, len(sets))
+	for i, s := range sets {
+		if len(s) > 0 {
+			order = append(order, i)
+		}
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(len(sets[a]), len(sets[b])) })
+	// NB: prefixes and bounds use a threshold a hair lower than t, so that
+	// rounding can only make them looser (complete, never incomplete).
+	tp := t - 1e-9
+	type posting struct{ doc, pos int32 }
+	index := make([][]posting, len(tokens))
+	var out []Pair
+	// overlap[j] counts the prefix tokens x shares with j so far; -1 marks
+	// j as pruned by the positional filter (PPJoin, Xiao et al., WWW 2008):
+	// when x's token i meets j's token at position pj, no more than
+	// min(|x|−i−1, |y|−pj−1) further tokens can be shared, because both
+	// sets are in the same global order.
+	overlap := make([]int32, len(sets))
+	var touched []int32
+	for _, i := range order {
+		s, rx := sets[i], ranked[i]
+		lx := len(s)
+		p := max(1, min(lx-int(math.Ceil(tp*float64(lx)))+1, lx))
+		minSize := tp * float64(lx)
+		for xi, x := range rx[:p] {
+			for _, e := range index[x] {
+				j := e.doc
+				ly := len(sets[j])
+				if overlap[j] < 0 || float64(ly) < minSize {
+					continue
+				}
+				if overlap[j] == 0 {
+					touched = append(touched, j)
+				}
+				need := int32(math.Ceil(tp / (1 + tp) * float64(lx+ly)))
+				if overlap[j]+1+int32(min(lx-xi-1, ly-int(e.pos)-1)) >= need {
+					overlap[j]++
+				} else {
+					overlap[j] = -1
+				}
+			}
+		}
+		for _, j := range touched {
+			if overlap[j] > 0 && reaches(rx, ranked[j], int(math.Ceil(tp/(1+tp)*float64(lx+len(sets[j]))))) {
+				if jac := minhash.Jaccard(s, sets[j]); jac >= t {
+					out = append(out, Pair{min(i, int(j)), max(i, int(j)), jac})
+				}
+			}
+			overlap[j] = 0
+		}
+		touched = touched[:0]
+		// NB: only a shorter prefix is indexed: a later (larger) x needs
+		// overlap ≥ t/(1+t)·(|x|+|y|) ≥ 2t/(1+t)·|y| with this y.
+		ip := max(1, min(lx-int(math.Ceil(2*tp/(1+tp)*float64(lx)))+1, p))
+		for pos, x := range rx[:ip] {
+			index[x] = append(index[x], posting{int32(i), int32(pos)})
+		}
+	}
+	slices.SortFunc(out, func(x, y Pair) int { return cmp.Or(cmp.Compare(x.A, y.A), cmp.Compare(x.B, y.B)) })
+	return out
+}
+
+// Brute returns the same pairs as Join by comparing every pair: for tests
+// of Join and for small inputs.
+func Brute(sets [][]uint64, t float64) []Pair {
+	var out []Pair
+	for a := range sets {
+		for b := a + 1; b < len(sets); b++ {
+			if len(sets[a]) == 0 || len(sets[b]) == 0 {
+				continue
+			}
+			if j := minhash.Jaccard(sets[a], sets[b]); j >= t {
+				out = append(out, Pair{a, b, j})
+			}
+		}
+	}
+	return out
+}
+
+// reaches reports whether sorted a and b share at least need elements,
+// giving up as soon as the elements left cannot make up the difference.
+func reaches(a, b []int32, need int) bool {
+	n, i, j := 0, 0, 0
+	for i < len(a) && j < len(b) {
+		if n+min(len(a)-i, len(b)-j) < need {
+			return false
+		}
+		switch {
+		case a[i] < b[j]:
+			i++
+		case a[i] > b[j]:
+			j++
+		default:
+			n++
+			i++
+			j++
+		}
+	}
+	return n >= need
+}
