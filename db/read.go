@@ -27,7 +27,6 @@ type Document struct {
 	Signature []uint32
 }
 
-
 // getCopy reads key into a fresh slice; ok is false if it is absent.
 func getCopy(r pebble.Reader, key []byte) (v []byte, ok bool, err error) {
 	val, closer, err := r.Get(key)
