@@ -29,7 +29,7 @@ func TestPostingsKnownBytes(t *testing.T) {
 // Ensure that a doc record encodes to the documented layout, byte by byte.
 func TestDocRecordKnownBytes(t *testing.T) {
 	r := DocRecord{ID: "ab", Signature: []uint32{1, 0x01020304}, Set: []uint64{5, 7}, HasText: true, Text: "hi"}
-	want := []byte{1, flagText, 2, 'a', 'b', 2, 1, 0, 0, 0, 4, 3, 2, 1, 2, 5, 2, 2, 'h', 'i'}
+	want := []byte{1, flagText, 2, 'a', 'b', 2, 1, 0, 0, 0, 4, 3, 2, 1, 2, 5, 0, 0, 0, 0, 0, 0, 0, 7, 0, 0, 0, 0, 0, 0, 0, 2, 'h', 'i'}
 	if got := AppendDocRecord(nil, &r); !bytes.Equal(got, want) {
 		t.Fatalf("AppendDocRecord = %v, want %v", got, want)
 	}
@@ -148,7 +148,8 @@ func TestDecodersRefuseBadBytes(t *testing.T) {
 		"flags":         append([]byte{1, 0x80}, good[2:]...),
 		"truncated":     good[:len(good)-1],
 		"trailing":      append(slices.Clone(good), 0),
-		"repeat in set": {1, 0, 1, 'a', 0, 2, 1, 0},
+		"repeat in set": {1, 0, 1, 'a', 0, 2, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0},
+		"unsorted set":  {1, 0, 1, 'a', 0, 2, 2, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0},
 		"huge sig":      {1, 0, 1, 'a', 0xff, 0xff, 0xff, 0x0f},
 		"huge set":      {1, 0, 1, 'a', 0, 0xff, 0xff, 0x0f, 1},
 	} {

@@ -11,8 +11,10 @@
 //	"p" + band (uint16 BE) + bucket (uint64 BE)
 //	                                      posting list: sorted (doc number, add|remove)
 //
-// Hot data (doc records, posting lists) is raw little-endian and
-// delta-varint; metadata (the manifest) is msgpack. Every decoder checks
+// Hot data is raw binary: doc records hold their signature and shingle set
+// as little-endian integers, posting lists their doc numbers as
+// delta-varints (doc numbers are dense, so gaps are small); metadata (the
+// manifest) is msgpack. Every decoder checks
 // lengths, order and ranges and returns an error wrapping [ErrCorrupt] on
 // bad bytes; none panics, whatever the input (the fuzz tests hold them to
 // it).

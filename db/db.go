@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/bloom"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/lshdb/lshdb/bands"
 	"github.com/lshdb/lshdb/codec"
@@ -89,6 +90,12 @@ func Open(dir string, opts *Options) (*DB, error) {
 		EventListener: &pebble.EventListener{
 			DataCorruption: func(info pebble.DataCorruptionInfo) { quietLogger{}.Errorf("%s", info) },
 		},
+	}
+	for i := range popts.Levels {
+		// NB: a query is b point reads of posting lists plus one per
+		// candidate; bloom filters let each read skip the levels that do
+		// not hold its key (Pebble's default is no filter).
+		popts.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
 	}
 	pdb, err := pebble.Open(dir, popts)
 	if err != nil {

@@ -1,8 +1,8 @@
 package db
 
 import (
+	"bytes"
 	"cmp"
-	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -62,7 +62,7 @@ func (db *DB) queryOptions(qo *QueryOptions) (QueryOptions, error) {
 // Query returns the stored documents whose exact Jaccard similarity to
 // text reaches the threshold, among those that share at least one band
 // with it. It reads only the query's b buckets and the candidates' records,
-// all from one snapshot.
+// all from one consistent view.
 func (db *DB) Query(text string, qo *QueryOptions) (*QueryResult, error) {
 	if err := db.enter(); err != nil {
 		return nil, err
@@ -81,9 +81,12 @@ func (db *DB) Query(text string, qo *QueryOptions) (*QueryResult, error) {
 	if len(set) == 0 {
 		return nil, fmt.Errorf("%w: query text", ErrEmptyDocument)
 	}
-	snap := db.pdb.NewSnapshot()
-	defer snap.Close()
-	return db.query(snap, set, sig, 0, q)
+	it, err := db.queryIter()
+	if err != nil {
+		return nil, err
+	}
+	defer it.Close()
+	return db.query(it, set, sig, 0, q)
 }
 
 // QueryID is Query with the stored document id as the query. The document
@@ -100,76 +103,135 @@ func (db *DB) QueryID(id string, qo *QueryOptions) (*QueryResult, error) {
 	if err := checkID(id); err != nil {
 		return nil, err
 	}
-	snap := db.pdb.NewSnapshot()
-	defer snap.Close()
-	var rec codec.DocRecord
-	n, err := lookup(snap, id, &rec)
+	it, err := db.queryIter()
 	if err != nil {
 		return nil, err
 	}
-	return db.query(snap, rec.Set, rec.Signature, n, q)
+	defer it.Close()
+	v, ok, err := seekExact(it, codec.AppendIDKey(nil, id))
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, fmt.Errorf("%w: %q", ErrNotFound, id)
+	}
+	n, err := codec.DecodeDocNum(v)
+	if err != nil {
+		return nil, classify(err)
+	}
+	if v, ok, err = seekExact(it, codec.AppendDocKey(nil, n)); err != nil || !ok {
+		return nil, cmp.Or(err, fmt.Errorf("%w: id %q names doc %d, which has no record", ErrCorrupt, id, n))
+	}
+	var rec codec.DocRecord
+	if err := codec.DecodeDocRecord(v, &rec); err != nil {
+		return nil, classify(fmt.Errorf("doc %d: %w", n, err))
+	}
+	return db.query(it, rec.Set, rec.Signature, n, q)
 }
 
-// query finds, reads and verifies the candidates of (set, sig) in snap,
+// queryIter returns the iterator a query reads everything through. A Pebble
+// iterator is a consistent point-in-time view by itself, so a query needs
+// no snapshot. NB: one iterator serves the whole query (forward seeks
+// through the sorted posting keys, then the sorted candidates' doc keys);
+// measured against a point read per key (BenchmarkQuery), it cut the
+// median query by a quarter, as each Get builds and tears down an iterator
+// stack over every level.
+func (db *DB) queryIter() (*pebble.Iterator, error) {
+	it, err := db.pdb.NewIter(&pebble.IterOptions{LowerBound: codec.DocPrefix, UpperBound: codec.PostingPrefixEnd})
+	return it, classify(err)
+}
+
+// seekExact positions it at key and returns its value (valid until the
+// iterator moves); ok is false if key is absent.
+func seekExact(it *pebble.Iterator, key []byte) (v []byte, ok bool, err error) {
+	if !it.SeekGE(key) || !bytes.Equal(it.Key(), key) {
+		return nil, false, classify(it.Error())
+	}
+	v, err = it.ValueAndErr()
+	return v, err == nil, classify(err)
+}
+
+// query finds, reads and verifies the candidates of (set, sig) through it,
 // leaving out doc number self (0: none).
-func (db *DB) query(snap *pebble.Snapshot, set []uint64, sig []uint32, self uint64, q QueryOptions) (*QueryResult, error) {
+func (db *DB) query(it *pebble.Iterator, set []uint64, sig []uint32, self uint64, q QueryOptions) (*QueryResult, error) {
 	keys, err := bands.AppendKeys(nil, sig, db.bands)
 	if err != nil {
 		return nil, classify(err)
 	}
-	shared := make(map[uint64]int)
+	// Every posting of every band goes into hits; sorted, a run of one doc
+	// number is a candidate and its length the bands it shares.
+	var hits []uint64
 	var ps []codec.Posting
 	var kbuf []byte
-	for band, k := range keys {
-		kbuf = codec.AppendPostingKey(kbuf[:0], band, k)
-		v, closer, err := snap.Get(kbuf)
-		if errors.Is(err, pebble.ErrNotFound) {
+	for band, k := range keys { // keys ascend with the band
+		v, ok, err := seekExact(it, codec.AppendPostingKey(kbuf[:0], band, k))
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
 			continue
 		}
-		if err != nil {
-			return nil, classify(err)
-		}
-		ps, err = codec.DecodePostings(v, ps[:0])
-		closer.Close()
-		if err != nil {
+		if ps, err = codec.DecodePostings(v, ps[:0]); err != nil {
 			return nil, classify(fmt.Errorf("posting list of band %d: %w", band, err))
 		}
 		for _, p := range ps {
 			if !p.Remove && p.Doc != self {
-				shared[p.Doc]++
+				hits = append(hits, p.Doc)
 			}
 		}
 	}
-	cands := make([]uint64, 0, len(shared))
-	for n := range shared {
-		cands = append(cands, n)
+	slices.Sort(hits) // NB: doc-number order reads the records in key order
+	type cand struct {
+		doc   uint64
+		bands int
 	}
-	slices.Sort(cands) // NB: doc-number order reads the records in key order
+	var cands []cand
+	for i := 0; i < len(hits); {
+		j := i + 1
+		for j < len(hits) && hits[j] == hits[i] {
+			j++
+		}
+		cands = append(cands, cand{hits[i], j - i})
+		i = j
+	}
 	res := &QueryResult{Threshold: q.Threshold, ExpectedRecall: db.bands.Probability(q.Threshold), Candidates: len(cands), EstimateOnly: q.EstimateOnly}
-	var rec codec.DocRecord
-	for _, n := range cands {
-		v, closer, err := snap.Get(codec.AppendDocKey(kbuf[:0], n))
-		if errors.Is(err, pebble.ErrNotFound) {
+	var other []uint64
+	var otherSig []uint32
+	for _, c := range cands {
+		n := c.doc
+		v, ok, err := seekExact(it, codec.AppendDocKey(kbuf[:0], n))
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
 			return nil, fmt.Errorf("%w: a posting names doc %d, which has no record", ErrCorrupt, n)
 		}
-		if err != nil {
-			return nil, classify(err)
-		}
-		err = codec.DecodeDocRecord(v, &rec)
-		closer.Close()
+		view, err := codec.ParseDocView(v)
 		if err != nil {
 			return nil, classify(fmt.Errorf("doc %d: %w", n, err))
 		}
-		m := Match{ID: rec.ID, Estimate: minhash.Estimate(sig, rec.Signature), Bands: shared[n]}
-		if q.EstimateOnly {
-			if m.Estimate >= q.Threshold {
-				res.Matches = append(res.Matches, m)
+		m := Match{Bands: c.bands}
+		if !q.EstimateOnly {
+			// Size filter: J ≤ min(|A|, |B|) / max(|A|, |B|), and float
+			// division is monotone, so this never drops a pair at or
+			// above the threshold.
+			small, big := min(len(set), view.SetLen), max(len(set), view.SetLen)
+			if float64(small)/float64(big) < q.Threshold {
+				continue
 			}
+			if other, err = view.AppendSet(other[:0]); err != nil {
+				return nil, classify(fmt.Errorf("doc %d: %w", n, err))
+			}
+			if m.Jaccard = minhash.Jaccard(set, other); m.Jaccard < q.Threshold {
+				continue
+			}
+		}
+		otherSig = view.AppendSignature(otherSig[:0])
+		if m.Estimate = minhash.Estimate(sig, otherSig); q.EstimateOnly && m.Estimate < q.Threshold {
 			continue
 		}
-		if m.Jaccard = minhash.Jaccard(set, rec.Set); m.Jaccard >= q.Threshold {
-			res.Matches = append(res.Matches, m)
-		}
+		m.ID = string(view.ID)
+		res.Matches = append(res.Matches, m)
 	}
 	slices.SortFunc(res.Matches, func(a, b Match) int {
 		if q.EstimateOnly {

@@ -1,0 +1,266 @@
+package db
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lshdb/lshdb/bands"
+	"github.com/lshdb/lshdb/codec"
+	"github.com/lshdb/lshdb/internal/corpus"
+	"github.com/lshdb/lshdb/minhash"
+)
+
+// benchDocs returns ≥ 100,000 real documents: debian-descriptions plus
+// gcide from ../shared/corpora when present, otherwise the testdata sample
+// multiplied by word-level mutations.
+var benchDocs = sync.OnceValues(func() ([]Doc, string) {
+	h, _ := minhash.NewHasher(minhash.Options{}, minhash.SketchOptions{})
+	var docs []Doc
+	add := func(id, text string) {
+		if set, _ := h.Document(nil, nil, text); len(set) > 0 { // the DB refuses empty documents
+			docs = append(docs, Doc{ID: id, Text: text})
+		}
+	}
+	a, errA := corpus.Shared("debian-descriptions", 0)
+	g, errG := corpus.Shared("gcide", 100000-len(a)+1000)
+	if errA == nil && errG == nil {
+		for _, d := range a {
+			add("debian/"+d.ID, d.Text)
+		}
+		for _, d := range g {
+			add("gcide/"+d.ID, d.Text)
+		}
+		return docs, "debian-descriptions+gcide"
+	}
+	p, _ := corpus.Testdata("corpora/debian-sample/docs.jsonl")
+	sample, err := corpus.Load(p, 0)
+	if err != nil {
+		panic(err)
+	}
+	rng := rand.New(rand.NewPCG(1, 1))
+	for i := 0; len(docs) < 100000; i++ {
+		d := sample[i%len(sample)]
+		w := strings.Fields(d.Text)
+		for range 1 + rng.IntN(len(w)/4+1) {
+			w[rng.IntN(len(w))] = w[rng.IntN(len(w))]
+		}
+		add(fmt.Sprintf("%s#%d", d.ID, i), strings.Join(w, " "))
+	}
+	return docs, "generated-from-testdata"
+})
+
+// memIndex is the in-memory baseline: the same shingling, signatures and
+// banding in Go maps, and the same exact verification.
+type memIndex struct {
+	h       *minhash.Hasher
+	p       bands.Params
+	ids     []string
+	sets    [][]uint64
+	sigs    [][]uint32
+	buckets []map[uint64][]int32
+}
+
+func newMemIndex(docs []Doc, p bands.Params) *memIndex {
+	h, _ := minhash.NewHasher(minhash.Options{}, minhash.SketchOptions{})
+	m := &memIndex{h: h, p: p, buckets: make([]map[uint64][]int32, p.B)}
+	for i := range m.buckets {
+		m.buckets[i] = map[uint64][]int32{}
+	}
+	for i, d := range docs {
+		set, sig := h.Document(nil, nil, d.Text)
+		keys, _ := bands.AppendKeys(nil, sig, p)
+		for band, k := range keys {
+			m.buckets[band][k] = append(m.buckets[band][k], int32(i))
+		}
+		m.ids, m.sets, m.sigs = append(m.ids, d.ID), append(m.sets, set), append(m.sigs, sig)
+	}
+	return m
+}
+
+func (m *memIndex) query(text string, t float64) []Match {
+	set, sig := m.h.Document(nil, nil, text)
+	keys, _ := bands.AppendKeys(nil, sig, m.p)
+	shared := map[int32]int{}
+	for band, k := range keys {
+		for _, i := range m.buckets[band][k] {
+			shared[i]++
+		}
+	}
+	var out []Match
+	for i, n := range shared {
+		if j := minhash.Jaccard(set, m.sets[i]); j >= t {
+			out = append(out, Match{ID: m.ids[i], Jaccard: j, Estimate: minhash.Estimate(sig, m.sigs[i]), Bands: n})
+		}
+	}
+	return out
+}
+
+// benchIndex is a built database over benchDocs, shared by the benchmarks.
+var benchIndex = sync.OnceValues(func() (*DB, error) {
+	docs, _ := benchDocs()
+	dir, err := tempDir()
+	if err != nil {
+		return nil, err
+	}
+	d, err := Open(dir, &Options{CacheSize: benchCacheSize()})
+	if err != nil {
+		return nil, err
+	}
+	for i := 0; i < len(docs); i += 1000 {
+		if err := d.PutDocs(docs[i:min(i+1000, len(docs))], nil); err != nil {
+			return nil, err
+		}
+	}
+	// Steady state: everything compacted (operands merged into their base
+	// lists), so that the measurements do not race background work.
+	if err := d.pdb.Compact(contextBackground(), []byte{0}, []byte{0xff}, true); err != nil {
+		return nil, err
+	}
+	return d, nil
+})
+
+func tempDir() (string, error) { return osMkdirTemp("", "lshdb-bench-") }
+
+func percentile(ds []time.Duration, p float64) time.Duration {
+	slices.Sort(ds)
+	return ds[min(len(ds)-1, int(p*float64(len(ds))))]
+}
+
+// BenchmarkQuery measures query-by-text latency on ≥ 100,000 documents,
+// each op one query against lshdb and the same query against the in-memory
+// baseline, so that the ratios compare two measurements of the same run.
+// Target: p50 and p99 ≤ 3× the baseline (warm cache).
+func BenchmarkQuery(b *testing.B) {
+	docs, source := benchDocs()
+	d, err := benchIndex()
+	if err != nil {
+		b.Fatal(err)
+	}
+	mem := newMemIndex(docs, d.Params().Bands)
+	rng := rand.New(rand.NewPCG(2, 2))
+	queries := make([]string, 2000)
+	for i := range queries {
+		w := strings.Fields(docs[rng.IntN(len(docs))].Text)
+		if len(w) > 3 {
+			w[rng.IntN(len(w))] = "mutated"
+		}
+		queries[i] = strings.Join(w, " ")
+	}
+	for range 2 { // warm the cache
+		for _, q := range queries {
+			d.Query(q, nil)
+		}
+	}
+	b.Logf("%d documents (%s)", len(docs), source)
+	var lat, base []time.Duration
+	i := 0
+	for b.Loop() {
+		q := queries[i%len(queries)]
+		i++
+		start := time.Now()
+		res, err := d.Query(q, nil)
+		lat = append(lat, time.Since(start))
+		if err != nil {
+			b.Fatal(err)
+		}
+		start = time.Now()
+		want := mem.query(q, d.Params().Threshold)
+		base = append(base, time.Since(start))
+		if len(res.Matches) != len(want) {
+			b.Fatalf("lshdb found %d matches, the baseline %d", len(res.Matches), len(want))
+		}
+	}
+	p50, p99, b50, b99 := percentile(lat, .5), percentile(lat, .99), percentile(base, .5), percentile(base, .99)
+	b.ReportMetric(float64(p50.Microseconds()), "p50-µs")
+	b.ReportMetric(float64(p99.Microseconds()), "p99-µs")
+	b.ReportMetric(float64(b50.Microseconds()), "base-p50-µs")
+	b.ReportMetric(float64(b99.Microseconds()), "base-p99-µs")
+	b.ReportMetric(float64(p50)/float64(b50), "p50-x-base")
+	b.ReportMetric(float64(p99)/float64(b99), "p99-x-base")
+}
+
+// BenchmarkPut measures synced batches of 1,000 documents into a growing
+// database; each op first computes the same batch's signatures alone (the
+// signature-only throughput, same parallelism) and then puts it, so the
+// ratio compares two measurements of the same run. Target: put throughput
+// ≥ 50% of signature-only (x-sig ≤ 2).
+func BenchmarkPut(b *testing.B) {
+	docs, _ := benchDocs()
+	dir := b.TempDir()
+	d, err := Open(dir, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer d.Close()
+	var sig, put time.Duration
+	n := 0
+	i := 0
+	for b.Loop() {
+		batch := slices.Clone(docs[i : i+1000])
+		for j := range batch {
+			batch[j].ID = fmt.Sprintf("%s@%d", batch[j].ID, i) // fresh ids past the first round
+		}
+		i = (i + 1000) % (len(docs) - 1000)
+		start := time.Now()
+		if _, err := d.prepareAll(batch, false); err != nil {
+			b.Fatal(err)
+		}
+		sig += time.Since(start)
+		start = time.Now()
+		if err := d.PutDocs(batch, nil); err != nil {
+			b.Fatal(err)
+		}
+		put += time.Since(start)
+		n += len(batch)
+	}
+	b.ReportMetric(float64(n)/put.Seconds(), "docs/s")
+	b.ReportMetric(float64(n)/sig.Seconds(), "sig-docs/s")
+	b.ReportMetric(float64(put)/float64(sig), "x-sig")
+}
+
+// BenchmarkDiskUsage reports the stored bytes per document by record kind
+// (keys and values as written, before Pebble's block compression) and the
+// bytes on disk per document after a full compaction.
+func BenchmarkDiskUsage(b *testing.B) {
+	d, err := benchIndex()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if err := d.pdb.Compact(contextBackground(), []byte{0}, []byte{0xff}, true); err != nil {
+			b.Fatal(err)
+		}
+	}
+	n, _ := d.Count()
+	for _, kind := range []struct {
+		name   string
+		lo, hi []byte
+	}{{"doc", codec.DocPrefix, codec.DocPrefixEnd}, {"id", codec.IDPrefix, codec.IDPrefixEnd}, {"posting", codec.PostingPrefix, codec.PostingPrefixEnd}} {
+		total := 0
+		scan(d.pdb, kind.lo, kind.hi, func(k, v []byte) { total += len(k) + len(v) })
+		b.ReportMetric(float64(total)/float64(n), kind.name+"-B/doc")
+	}
+	disk, err := d.pdb.EstimateDiskUsage([]byte{0}, []byte{0xff})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(disk)/float64(n), "disk-B/doc")
+}
+
+// benchCacheSize is the block cache of the benchmark index: 512 MiB, more
+// than its ~320 MB of data, so that "warm cache" means every block cached
+// (LSHDB_BENCH_CACHE_MB overrides it, e.g. 64 for the default cache).
+func benchCacheSize() int64 {
+	if v := os.Getenv("LSHDB_BENCH_CACHE_MB"); v != "" {
+		n, _ := strconv.Atoi(v)
+		return int64(n) << 20
+	}
+	return 512 << 20
+}
