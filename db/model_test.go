@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -194,7 +195,7 @@ func runModel(t *testing.T, rng *rand.Rand, dir string, opts *Options, steps int
 		return fmt.Sprintf("doc-%d", nextID)
 	}
 	for step := range steps {
-		switch op := rng.IntN(100); {
+		switch op := rng.IntN(110); {
 		case op < 35: // Put (insert or upsert)
 			id, text := pickID(), randomText(rng, texts())
 			if err := d.Put(id, text); err != nil {
@@ -268,6 +269,68 @@ func runModel(t *testing.T, rng *rand.Rand, dir string, opts *Options, steps int
 			if err := d.pdb.Compact(context.Background(), []byte{0}, []byte{0xff}, true); err != nil {
 				t.Fatal(err)
 			}
+		case op < 99: // Pairs and Clusters against the model's banding
+			checkPairs(t, d, m)
+		case op < 104: // Explain
+			ex := ids()
+			if len(ex) < 2 {
+				continue
+			}
+			a, b := ex[rng.IntN(len(ex))], ex[rng.IntN(len(ex))]
+			e, err := d.Explain(a, b)
+			if err != nil {
+				t.Fatalf("step %d: Explain: %v", step, err)
+			}
+			shared := false
+			for i := range e.Collide {
+				want := m.docs[a].keys[i] == m.docs[b].keys[i]
+				shared = shared || want
+				if e.Collide[i] != want {
+					t.Fatalf("step %d: Explain(%s, %s) band %d collide = %v", step, a, b, i, e.Collide[i])
+				}
+			}
+			j := minhash.Jaccard(m.docs[a].set, m.docs[b].set)
+			if e.Jaccard != j || e.Found != (a != b && shared && j >= m.t) && a != b {
+				t.Fatalf("step %d: Explain(%s, %s) = %+v, want J %v", step, a, b, e, j)
+			}
+		case op < 107: // one bucket's members
+			ex := ids()
+			if len(ex) == 0 {
+				continue
+			}
+			doc := m.docs[ex[rng.IntN(len(ex))]]
+			band := rng.IntN(len(doc.keys))
+			got, err := d.Bucket(band, doc.keys[band])
+			if err != nil {
+				t.Fatalf("step %d: Bucket: %v", step, err)
+			}
+			var want []string
+			for id, o := range m.docs {
+				if o.keys[band] == doc.keys[band] {
+					want = append(want, id)
+				}
+			}
+			slices.Sort(got)
+			slices.Sort(want)
+			if !slices.Equal(got, want) {
+				t.Fatalf("step %d: Bucket members %v, model %v", step, got, want)
+			}
+		case op < 110: // PutIfNew
+			id, text := pickID(), randomText(rng, texts())
+			q := m.doc(text)
+			want := m.expect(q, id, m.t)
+			dup, err := d.PutIfNew(Doc{ID: id, Text: text}, nil)
+			if err != nil {
+				t.Fatalf("step %d: PutIfNew: %v", step, err)
+			}
+			switch {
+			case len(want) == 0 && dup != nil:
+				t.Fatalf("step %d: PutIfNew refused %q as a duplicate of %v; the model has none", step, id, dup)
+			case len(want) > 0 && (dup == nil || *dup != want[0]):
+				t.Fatalf("step %d: PutIfNew(%q) = %v, model's best match %v", step, id, dup, want[0])
+			case dup == nil:
+				m.docs[id] = q
+			}
 		default:
 			if reopen {
 				if err := d.Close(); err != nil {
@@ -312,4 +375,96 @@ func TestModelRestart(t *testing.T) {
 		steps = 400
 	}
 	runModel(t, rand.New(rand.NewPCG(9, 9)), t.TempDir(), &Options{NoSync: true}, steps, true)
+}
+
+// checkPairs compares Pairs and Clusters with the model: the pairs are the
+// model's documents that share a band and reach the threshold, each once;
+// the clusters are the connected components of those pairs.
+func checkPairs(t *testing.T, d *DB, m *model) {
+	t.Helper()
+	want := map[[2]string]float64{}
+	var ids []string
+	for id := range m.docs {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for x, a := range ids {
+		for _, b := range ids[x+1:] {
+			da, db := m.docs[a], m.docs[b]
+			shared := false
+			for i := range da.keys {
+				shared = shared || da.keys[i] == db.keys[i]
+			}
+			if !shared {
+				continue
+			}
+			if j := minhash.Jaccard(da.set, db.set); j >= m.t {
+				want[[2]string{a, b}] = j
+			}
+		}
+	}
+	got := map[[2]string]float64{}
+	for p, err := range d.Pairs(nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		k := [2]string{min(p.A, p.B), max(p.A, p.B)}
+		if _, dup := got[k]; dup {
+			t.Fatalf("Pairs reported %v twice", k)
+		}
+		got[k] = p.Jaccard
+	}
+	if !maps.Equal(got, want) {
+		t.Fatalf("Pairs found %d pairs, the model %d", len(got), len(want))
+	}
+	// Components by a plain graph search over the model's pairs.
+	adj := map[string][]string{}
+	for k := range want {
+		adj[k[0]] = append(adj[k[0]], k[1])
+		adj[k[1]] = append(adj[k[1]], k[0])
+	}
+	seen := map[string]bool{}
+	var comps [][]string
+	for _, id := range ids {
+		if seen[id] || len(adj[id]) == 0 {
+			continue
+		}
+		var comp []string
+		stack := []string{id}
+		seen[id] = true
+		for len(stack) > 0 {
+			x := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			comp = append(comp, x)
+			for _, y := range adj[x] {
+				if !seen[y] {
+					seen[y] = true
+					stack = append(stack, y)
+				}
+			}
+		}
+		slices.Sort(comp)
+		comps = append(comps, comp)
+	}
+	clusters, err := d.Clusters(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var gotComps [][]string
+	for _, c := range clusters {
+		if c.IDs[0] != c.Representative {
+			t.Fatalf("cluster %v does not start with its representative", c)
+		}
+		ids := slices.Clone(c.IDs)
+		slices.Sort(ids)
+		gotComps = append(gotComps, ids)
+	}
+	sortComps := func(cs [][]string) {
+		slices.SortFunc(cs, func(a, b []string) int { return strings.Compare(a[0], b[0]) })
+	}
+	sortComps(comps)
+	sortComps(gotComps)
+	if !slices.EqualFunc(comps, gotComps, slices.Equal) {
+		t.Fatalf("Clusters = %v, model %v", gotComps, comps)
+	}
 }

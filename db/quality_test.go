@@ -2,7 +2,6 @@ package db
 
 import (
 	"errors"
-	"fmt"
 	"testing"
 	"time"
 
@@ -98,13 +97,30 @@ func TestQualityOnSharedCorpora(t *testing.T) {
 				if len(found) != hit {
 					t.Fatalf("t=%v: %d reported pairs are not in the oracle's answer", th, len(found)-hit)
 				}
+				// Pairs finds exactly the pairs the queries found, each once.
+				start = time.Now()
+				pairs := 0
+				for p, err := range d.Pairs(nil) {
+					if err != nil {
+						t.Fatal(err)
+					}
+					i, j := index[p.A], index[p.B]
+					if found[[2]int{min(i, j), max(i, j)}] != p.Jaccard {
+						t.Fatalf("Pairs reported %s ~ %s (%v), which the queries did not", p.A, p.B, p.Jaccard)
+					}
+					pairs++
+				}
+				if pairs != len(found) {
+					t.Fatalf("Pairs reported %d pairs, the queries %d", pairs, len(found))
+				}
+				pairsTime := time.Since(start)
 				recall := 1.0
 				if len(truth) > 0 {
 					recall = float64(hit) / float64(len(truth))
 				}
-				t.Logf("%s t=%.1f %v: %d docs, %d pairs, recall %.4f, %.1f candidates/query; oracle %v, build %v, %d queries %v",
+				t.Logf("%s t=%.1f %v: %d docs, %d pairs, recall %.4f, %.1f candidates/query; oracle %v, build %v, %d queries %v, Pairs %v",
 					name, th, d.Params().Bands, len(docs), len(truth), recall, float64(candidates)/float64(len(docs)),
-					oracleTime.Round(time.Millisecond), build.Round(time.Millisecond), len(docs), queries.Round(time.Millisecond))
+					oracleTime.Round(time.Millisecond), build.Round(time.Millisecond), len(docs), queries.Round(time.Millisecond), pairsTime.Round(time.Millisecond))
 				if recall < 0.99 {
 					t.Errorf("t=%v: recall %.4f < 0.99 (%d of %d pairs)", th, recall, hit, len(truth))
 				}
@@ -116,4 +132,3 @@ func TestQualityOnSharedCorpora(t *testing.T) {
 	}
 }
 
-var _ = fmt.Sprint

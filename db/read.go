@@ -123,6 +123,17 @@ func (db *DB) All() iter.Seq2[*Document, error] {
 			return
 		}
 		defer db.mu.RUnlock()
+		for doc, err := range db.allLocked() {
+			if !yield(doc, err) {
+				return
+			}
+		}
+	}
+}
+
+// allLocked is All for a caller that holds db.mu.
+func (db *DB) allLocked() iter.Seq2[*Document, error] {
+	return func(yield func(*Document, error) bool) {
 		snap := db.pdb.NewSnapshot()
 		defer snap.Close()
 		it, err := snap.NewIter(&pebble.IterOptions{LowerBound: codec.DocPrefix, UpperBound: codec.DocPrefixEnd})

@@ -148,6 +148,12 @@ func (db *DB) PutDocs(docs []Doc, wo *WriteOptions) error {
 	}
 	db.wmu.Lock()
 	defer db.wmu.Unlock()
+	return db.writeLocked(preps, wo)
+}
+
+// writeLocked writes prepared documents (unique ids) in one batch. The
+// caller holds db.mu for reading and wmu.
+func (db *DB) writeLocked(preps []prepared, wo *WriteOptions) error {
 	b := db.pdb.NewBatch()
 	defer b.Close()
 	c := db.counters

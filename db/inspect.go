@@ -1,0 +1,303 @@
+package db
+
+import (
+	"cmp"
+	"fmt"
+	"math/bits"
+	"slices"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/lshdb/lshdb/bands"
+	"github.com/lshdb/lshdb/codec"
+	"github.com/lshdb/lshdb/minhash"
+)
+
+// BucketInfo describes one posting list.
+type BucketInfo struct {
+	Band   int      `json:"band"`
+	Bucket uint64   `json:"bucket"`
+	Size   int      `json:"size"`
+	Sample []string `json:"sample,omitempty"` // up to SampleSize member ids
+}
+
+// SampleSize is the number of member ids a BucketInfo carries.
+const SampleSize = 5
+
+// BucketStats summarizes the posting lists.
+type BucketStats struct {
+	// Lists is the number of posting lists per band (empty ones included).
+	Lists []int `json:"lists"`
+	// Histogram counts lists by size: Histogram[i] is the number of lists
+	// with size in [2^(i-1), 2^i), Histogram[0] the empty ones.
+	Histogram []int `json:"histogram"`
+	// Hottest are the largest lists, largest first.
+	Hottest []BucketInfo `json:"hottest"`
+}
+
+// Buckets scans the posting lists of one band (band < 0: all bands) and
+// returns their count, a size histogram and the top hottest lists with a
+// sample of their members, from one snapshot.
+func (db *DB) Buckets(band, top int) (*BucketStats, error) {
+	if err := db.enter(); err != nil {
+		return nil, err
+	}
+	defer db.mu.RUnlock()
+	if band >= db.bands.B {
+		return nil, invalid("band %d: the index has bands 0 to %d", band, db.bands.B-1)
+	}
+	if top < 0 {
+		return nil, invalid("top %d is negative", top)
+	}
+	snap := db.pdb.NewSnapshot()
+	defer snap.Close()
+	lo, hi := codec.PostingPrefix, codec.PostingPrefixEnd
+	if band >= 0 {
+		lo, hi = codec.AppendBandPrefix(nil, band), codec.AppendBandPrefix(nil, band+1)
+	}
+	st := &BucketStats{Lists: make([]int, db.bands.B)}
+	type hot struct {
+		band   int
+		bucket uint64
+		docs   []uint64
+	}
+	var hottest []hot
+	var ps []codec.Posting
+	var derr error
+	err := scan(snap, lo, hi, func(k, v []byte) {
+		b, bucket, err := codec.ParsePostingKey(k)
+		if err == nil {
+			ps, err = codec.DecodePostings(v, ps[:0])
+		}
+		if err != nil {
+			derr = classify(err)
+			return
+		}
+		st.Lists[b]++
+		h := bits.Len(uint(len(ps)))
+		for len(st.Histogram) <= h {
+			st.Histogram = append(st.Histogram, 0)
+		}
+		st.Histogram[h]++
+		if top > 0 && (len(hottest) < top || len(ps) > len(hottest[len(hottest)-1].docs)) {
+			docs := make([]uint64, 0, len(ps))
+			for _, p := range ps {
+				docs = append(docs, p.Doc)
+			}
+			hottest = append(hottest, hot{b, bucket, docs})
+			slices.SortStableFunc(hottest, func(a, b hot) int { return cmp.Compare(len(b.docs), len(a.docs)) })
+			hottest = hottest[:min(len(hottest), top)]
+		}
+	})
+	if err = cmp.Or(derr, err); err != nil {
+		return nil, err
+	}
+	for _, h := range hottest {
+		info := BucketInfo{Band: h.band, Bucket: h.bucket, Size: len(h.docs)}
+		for _, n := range h.docs[:min(len(h.docs), SampleSize)] {
+			id, err := idOf(snap, n)
+			if err != nil {
+				return nil, err
+			}
+			info.Sample = append(info.Sample, id)
+		}
+		st.Hottest = append(st.Hottest, info)
+	}
+	return st, nil
+}
+
+// idOf returns the external id of doc number n.
+func idOf(r pebble.Reader, n uint64) (string, error) {
+	v, ok, err := getCopy(r, codec.AppendDocKey(nil, n))
+	if err != nil {
+		return "", err
+	}
+	if !ok {
+		return "", fmt.Errorf("%w: a posting names doc %d, which has no record", ErrCorrupt, n)
+	}
+	view, err := codec.ParseDocView(v)
+	if err != nil {
+		return "", classify(err)
+	}
+	return string(view.ID), nil
+}
+
+// Bucket returns the ids of the members of one posting list, in insertion
+// order (an absent list has none).
+func (db *DB) Bucket(band int, bucket uint64) ([]string, error) {
+	if err := db.enter(); err != nil {
+		return nil, err
+	}
+	defer db.mu.RUnlock()
+	if band < 0 || band >= db.bands.B {
+		return nil, invalid("band %d: the index has bands 0 to %d", band, db.bands.B-1)
+	}
+	snap := db.pdb.NewSnapshot()
+	defer snap.Close()
+	v, ok, err := getCopy(snap, codec.AppendPostingKey(nil, band, bucket))
+	if err != nil || !ok {
+		return nil, err
+	}
+	ps, err := codec.DecodePostings(v, nil)
+	if err != nil {
+		return nil, classify(err)
+	}
+	ids := make([]string, 0, len(ps))
+	for _, p := range ps {
+		if p.Remove {
+			continue
+		}
+		id, err := idOf(snap, p.Doc)
+		if err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	return ids, nil
+}
+
+// Explanation says why two stored documents are or are not found as a pair.
+type Explanation struct {
+	A, B     string
+	Jaccard  float64 // exact
+	Estimate float64 // from the signatures
+	// Collide[i] reports whether band i's keys are equal.
+	Collide []bool
+	// BandKeysA and BandKeysB are the two documents' bucket keys.
+	BandKeysA, BandKeysB []uint64
+	// Probability is P(candidate) = 1 − (1 − J^r)^b at the exact Jaccard.
+	Probability float64
+	// Threshold is the index's threshold.
+	Threshold float64
+	// Found reports whether a query by either id reports the other: they
+	// share a band and Jaccard ≥ Threshold.
+	Found bool
+}
+
+// Explain compares two stored documents band by band.
+func (db *DB) Explain(a, b string) (*Explanation, error) {
+	if err := db.enter(); err != nil {
+		return nil, err
+	}
+	defer db.mu.RUnlock()
+	snap := db.pdb.NewSnapshot()
+	defer snap.Close()
+	var ra, rb codec.DocRecord
+	if _, err := lookup(snap, a, &ra); err != nil {
+		return nil, err
+	}
+	if _, err := lookup(snap, b, &rb); err != nil {
+		return nil, err
+	}
+	ka, err := bands.AppendKeys(nil, ra.Signature, db.bands)
+	if err != nil {
+		return nil, classify(err)
+	}
+	kb, err := bands.AppendKeys(nil, rb.Signature, db.bands)
+	if err != nil {
+		return nil, classify(err)
+	}
+	e := &Explanation{A: a, B: b, Jaccard: minhash.Jaccard(ra.Set, rb.Set), Estimate: minhash.Estimate(ra.Signature, rb.Signature),
+		BandKeysA: ka, BandKeysB: kb, Threshold: db.man.Threshold}
+	shared := false
+	for i := range ka {
+		e.Collide = append(e.Collide, ka[i] == kb[i])
+		shared = shared || ka[i] == kb[i]
+	}
+	e.Probability = db.bands.Probability(e.Jaccard)
+	e.Found = shared && e.Jaccard >= e.Threshold
+	return e, nil
+}
+
+// Stats describes a database.
+type Stats struct {
+	Params         Params
+	Docs           uint64
+	ExpectedRecall float64 // P(threshold)
+	// DiskBytes estimates the bytes on disk by record kind.
+	DiskBytes map[string]uint64
+	Buckets   *BucketStats
+}
+
+// Stats returns the parameters, counts, disk usage by record kind and the
+// posting-list statistics (with the top hottest lists).
+func (db *DB) Stats(top int) (*Stats, error) {
+	bs, err := db.Buckets(-1, top)
+	if err != nil {
+		return nil, err
+	}
+	if err := db.enter(); err != nil {
+		return nil, err
+	}
+	defer db.mu.RUnlock()
+	st := &Stats{Params: db.Params(), Docs: db.live.Load(), ExpectedRecall: db.bands.Probability(db.man.Threshold),
+		DiskBytes: map[string]uint64{}, Buckets: bs}
+	for _, k := range []struct {
+		name   string
+		lo, hi []byte
+	}{{"manifest+counters", []byte{codec.PrefixManifest}, []byte{codec.PrefixManifest + 1}},
+		{"docs", codec.DocPrefix, codec.DocPrefixEnd}, {"ids", codec.IDPrefix, codec.IDPrefixEnd},
+		{"postings", codec.PostingPrefix, codec.PostingPrefixEnd}} {
+		n, err := db.pdb.EstimateDiskUsage(k.lo, k.hi)
+		if err != nil {
+			return nil, classify(err)
+		}
+		st.DiskBytes[k.name] = n
+	}
+	return st, nil
+}
+
+// PutIfNew stores doc unless a stored document is a near-duplicate of it
+// at the index threshold; the check and the insert are atomic with respect
+// to other writers. It returns the best such match (and stores nothing),
+// or nil when doc was stored. An id already stored is replaced only if no
+// other document is a near-duplicate.
+func (db *DB) PutIfNew(doc Doc, wo *WriteOptions) (*Match, error) {
+	if err := db.enter(); err != nil {
+		return nil, err
+	}
+	defer db.mu.RUnlock()
+	if db.opts.ReadOnly {
+		return nil, ErrReadOnly
+	}
+	if wo == nil {
+		wo = &WriteOptions{}
+	}
+	p, err := db.prepare(&doc, wo.StoreText || db.man.StoreText)
+	if err != nil {
+		return nil, err
+	}
+	view, err := codec.ParseDocView(p.record)
+	if err != nil {
+		return nil, err
+	}
+	set, err := view.AppendSet(nil)
+	if err != nil {
+		return nil, err
+	}
+	sig := view.AppendSignature(nil)
+	db.wmu.Lock()
+	defer db.wmu.Unlock()
+	it, err := db.queryIter()
+	if err != nil {
+		return nil, err
+	}
+	self := uint64(0)
+	if v, ok, err := seekExact(it, codec.AppendIDKey(nil, doc.ID)); err != nil {
+		it.Close()
+		return nil, err
+	} else if ok {
+		if self, err = codec.DecodeDocNum(v); err != nil {
+			it.Close()
+			return nil, classify(err)
+		}
+	}
+	res, err := db.query(it, set, sig, self, QueryOptions{Threshold: db.man.Threshold, Limit: 1})
+	it.Close()
+	if err != nil {
+		return nil, err
+	}
+	if len(res.Matches) > 0 {
+		return &res.Matches[0], nil
+	}
+	return nil, db.writeLocked([]prepared{p}, wo)
+}
