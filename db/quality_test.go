@@ -131,4 +131,3 @@ func TestQualityOnSharedCorpora(t *testing.T) {
 		})
 	}
 }
-
