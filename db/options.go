@@ -131,6 +131,10 @@ type WriteOptions struct {
 	// StoreText keeps the text of these documents even if the database
 	// does not by default. Default: false (the database's StoreText).
 	StoreText bool
+	// SkipEmpty skips documents with no shingles (PutBatch lists them)
+	// instead of failing the whole call with ErrEmptyDocument. Default:
+	// false.
+	SkipEmpty bool
 }
 
 // QueryOptions adjust one query. A nil *QueryOptions means the defaults.

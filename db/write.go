@@ -118,12 +118,33 @@ func (db *DB) Put(id, text string) error { return db.PutDocs([]Doc{{ID: id, Text
 // shingles (ErrEmptyDocument) or one too large (ErrDocTooLarge) fails the
 // whole call and names the document.
 func (db *DB) PutDocs(docs []Doc, wo *WriteOptions) error {
+	_, err := db.PutBatch(docs, wo)
+	return err
+}
+
+// BatchResult reports what PutBatch did.
+type BatchResult struct {
+	Stored   int // documents written (new or replacing)
+	Replaced int // of which replaced a stored document with the same id
+	// Repeated counts documents dropped because a later one in the same
+	// call had the same id (the last one wins).
+	Repeated int
+	// SkippedEmpty lists the ids of documents with no shingles that
+	// WriteOptions.SkipEmpty skipped.
+	SkippedEmpty []string
+}
+
+// PutBatch is PutDocs with a report; with WriteOptions.SkipEmpty,
+// documents with no shingles are skipped (and listed) instead of failing
+// the call.
+func (db *DB) PutBatch(docs []Doc, wo *WriteOptions) (BatchResult, error) {
+	var res BatchResult
 	if err := db.enter(); err != nil {
-		return err
+		return res, err
 	}
 	defer db.mu.RUnlock()
 	if db.opts.ReadOnly {
-		return ErrReadOnly
+		return res, ErrReadOnly
 	}
 	if wo == nil {
 		wo = &WriteOptions{}
@@ -134,6 +155,7 @@ func (db *DB) PutDocs(docs []Doc, wo *WriteOptions) error {
 		last[docs[i].ID] = i
 	}
 	if len(last) < len(docs) {
+		res.Repeated = len(docs) - len(last)
 		uniq := make([]Doc, 0, len(last))
 		for i := range docs {
 			if last[docs[i].ID] == i {
@@ -142,18 +164,47 @@ func (db *DB) PutDocs(docs []Doc, wo *WriteOptions) error {
 		}
 		docs = uniq
 	}
+	if wo.SkipEmpty {
+		keep := docs[:0:0]
+		for i := range docs {
+			if db.hasNoShingles(docs[i].Text) {
+				res.SkippedEmpty = append(res.SkippedEmpty, docs[i].ID)
+			} else {
+				keep = append(keep, docs[i])
+			}
+		}
+		docs = keep
+	}
 	preps, err := db.prepareAll(docs, wo.StoreText || db.man.StoreText)
 	if err != nil {
-		return err
+		return res, err
 	}
 	db.wmu.Lock()
 	defer db.wmu.Unlock()
-	return db.writeLocked(preps, wo)
+	res.Replaced, err = db.writeLockedCount(preps, wo)
+	if err == nil {
+		res.Stored = len(preps)
+	}
+	return res, err
+}
+
+// hasNoShingles reports whether text has no shingles.
+func (db *DB) hasNoShingles(text string) bool {
+	h := db.hashers.Get().(*minhash.Hasher)
+	defer db.hashers.Put(h)
+	return len(h.Shingler().AppendHashes(nil, text)) == 0
 }
 
 // writeLocked writes prepared documents (unique ids) in one batch. The
 // caller holds db.mu for reading and wmu.
 func (db *DB) writeLocked(preps []prepared, wo *WriteOptions) error {
+	_, err := db.writeLockedCount(preps, wo)
+	return err
+}
+
+// writeLockedCount is writeLocked that also returns how many documents
+// replaced a stored one.
+func (db *DB) writeLockedCount(preps []prepared, wo *WriteOptions) (replaced int, err error) {
 	b := db.pdb.NewBatch()
 	defer b.Close()
 	c := db.counters
@@ -162,24 +213,28 @@ func (db *DB) writeLocked(preps []prepared, wo *WriteOptions) error {
 	for i := range preps {
 		p := &preps[i]
 		idKey := codec.AppendIDKey(nil, p.id)
+		live := c.Live
 		if err := db.removeOld(b, idKey, &old, postings, &c); err != nil {
-			return err
+			return 0, err
+		}
+		if c.Live < live {
+			replaced++
 		}
 		n := c.NextDoc
 		c.NextDoc++
 		c.Live++
 		if err := b.Set(codec.AppendDocKey(nil, n), p.record, nil); err != nil {
-			return err
+			return 0, err
 		}
 		if err := b.Set(idKey, codec.EncodeDocNum(n), nil); err != nil {
-			return err
+			return 0, err
 		}
 		for band, k := range p.keys {
 			pk := postingKey{band, k}
 			postings[pk] = append(postings[pk], codec.Posting{Doc: n})
 		}
 	}
-	return db.commit(b, postings, c, wo)
+	return replaced, db.commit(b, postings, c, wo)
 }
 
 // Delete removes the document id: its record, its id and its postings, in

@@ -1,0 +1,116 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/lshdb/lshdb/bands"
+	"github.com/spf13/cobra"
+)
+
+func (a *app) tuneCmd() *cobra.Command {
+	var threshold, recall float64
+	var numPerm int
+	var plot string
+	c := &cobra.Command{
+		Use:   "tune [--threshold T] [--num-perm K] [--recall R] [--plot FILE.svg] [--db DIR]",
+		Short: "The banding for a threshold, its S-curve and a P(s) table",
+		Args:  nArgs(0),
+		RunE: func(c *cobra.Command, args []string) error {
+			var p bands.Params
+			t := threshold
+			if a.dbDir != "" || a.shellDB != nil {
+				d, closeDB, err := a.openExisting()
+				if err != nil {
+					return err
+				}
+				defer closeDB()
+				p, t = d.Params().Bands, d.Params().Threshold
+			} else {
+				if !(threshold > 0 && threshold <= 1) {
+					return usagef("--threshold %v is outside (0, 1]", threshold)
+				}
+				if numPerm < 1 {
+					return usagef("--num-perm %d: must be at least 1", numPerm)
+				}
+				var err error
+				if p, err = bands.Choose(numPerm, min(threshold, 0.999), bands.Options{Recall: recall}); err != nil {
+					return usageError{err}
+				}
+			}
+			if plot != "" {
+				f, err := os.Create(plot)
+				if err != nil {
+					return err
+				}
+				writeSVG(f, p, t)
+				if err := f.Close(); err != nil {
+					return err
+				}
+			}
+			if a.json() {
+				return a.emitJSON(map[string]any{"bands": p.B, "rows": p.R, "threshold": t, "s_curve_threshold": p.Threshold(),
+					"p_at_threshold": p.Probability(t), "false_positive_area": p.FalsePositiveArea(t),
+					"false_negative_area": p.FalseNegativeArea(t), "table": p.Table(bands.DefaultTableS)})
+			}
+			fmt.Fprintf(a.stdout, "%v for threshold %v: P(%v) = %.4f, S-curve threshold (1/b)^(1/r) = %.4f\n",
+				p, t, t, p.Probability(t), p.Threshold())
+			fmt.Fprintf(a.stdout, "false-positive area %.4f, false-negative area %.4f\n", p.FalsePositiveArea(t), p.FalseNegativeArea(t))
+			tw := a.table()
+			fmt.Fprintln(tw, "S\tP(candidate)")
+			for _, pt := range p.Table(bands.DefaultTableS) {
+				fmt.Fprintf(tw, "%.2f\t%.4f\n", pt.S, pt.P)
+			}
+			return tw.Flush()
+		},
+	}
+	fs := c.Flags()
+	fs.Float64Var(&threshold, "threshold", 0.8, "Jaccard threshold")
+	fs.IntVar(&numPerm, "num-perm", 128, "signature values")
+	fs.Float64Var(&recall, "recall", 0.99, "target P(candidate) at the threshold")
+	fs.StringVar(&plot, "plot", "", "write the S-curve as an SVG picture to this file")
+	return c
+}
+
+// writeSVG draws P(s) over [0, 1] with the threshold and P(threshold)
+// marked.
+func writeSVG(w io.Writer, p bands.Params, t float64) {
+	const W, H, m = 640, 440, 60 // size and margin
+	x := func(s float64) float64 { return m + s*(W-2*m) }
+	y := func(v float64) float64 { return H - m - v*(H-2*m) }
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="13">`+"\n", W, H, W, H)
+	fmt.Fprintf(&b, `<rect width="%d" height="%d" fill="white"/>`+"\n", W, H)
+	fmt.Fprintf(&b, `<text x="%d" y="24" font-size="16">S-curve of %s: P(s) = 1 − (1 − s^%d)^%d</text>`+"\n", m, p, p.R, p.B)
+	for i := 0; i <= 10; i++ { // grid and tick labels
+		v := float64(i) / 10
+		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#e5e5e5"/>`+"\n", x(v), y(0), x(v), y(1))
+		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#e5e5e5"/>`+"\n", x(0), y(v), x(1), y(v))
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle">%.1f</text>`+"\n", x(v), y(0)+18, v)
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="end">%.1f</text>`+"\n", x(0)-6, y(v)+4, v)
+	}
+	fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="black"/>`+"\n", x(0), y(0), x(1), y(0))
+	fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="black"/>`+"\n", x(0), y(0), x(0), y(1))
+	fmt.Fprintf(&b, `<text x="%.1f" y="%d" text-anchor="middle">Jaccard similarity s</text>`+"\n", x(0.5), H-16)
+	fmt.Fprintf(&b, `<text x="16" y="%.1f" transform="rotate(-90 16 %.1f)" text-anchor="middle">P(candidate)</text>`+"\n", y(0.5), y(0.5))
+	var path strings.Builder
+	for i := 0; i <= 200; i++ {
+		s := float64(i) / 200
+		cmd := "L"
+		if i == 0 {
+			cmd = "M"
+		}
+		fmt.Fprintf(&path, "%s%.2f %.2f ", cmd, x(s), y(p.Probability(s)))
+	}
+	fmt.Fprintf(&b, `<path d="%s" fill="none" stroke="#1f5fbf" stroke-width="2.5"/>`+"\n", strings.TrimSpace(path.String()))
+	pt := p.Probability(t)
+	fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#c0392b" stroke-dasharray="6 4"/>`+"\n", x(t), y(0), x(t), y(1))
+	fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#27ae60" stroke-dasharray="6 4"/>`+"\n", x(0), y(pt), x(1), y(pt))
+	fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="5" fill="#c0392b"/>`+"\n", x(t), y(pt))
+	fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" fill="#c0392b">threshold t = %v</text>`+"\n", x(t)-130, y(0.12), t)
+	fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" fill="#27ae60">expected recall P(t) = %.4f</text>`+"\n", x(0.02), y(pt)-8, pt)
+	b.WriteString("</svg>\n")
+	io.WriteString(w, b.String())
+}
