@@ -97,6 +97,14 @@ func readStream(name string, r io.Reader, o inputOptions, skipBad bool, onSkip f
 func readJSONL(name string, br *bufio.Reader, o inputOptions, skipBad bool, onSkip func(error), fn func(record) error) error {
 	for line := 1; ; line++ {
 		b, err := br.ReadBytes('\n')
+		if err != nil && err != io.EOF {
+			// NB: before parsing, so that a truncated gzip is reported as
+			// such and not as the half line it cut.
+			if errors.Is(err, io.ErrUnexpectedEOF) {
+				return fmt.Errorf("%w: %s:%d: the compressed stream ends early (truncated file?)", errBadInput, name, line)
+			}
+			return fmt.Errorf("%w: %s:%d: %v", errBadInput, name, line, err)
+		}
 		if len(bytes.TrimSpace(b)) > 0 {
 			rec, perr := parseJSONLine(b, o)
 			pos := fmt.Sprintf("%s:%d", name, line)
@@ -112,9 +120,6 @@ func readJSONL(name string, br *bufio.Reader, o inputOptions, skipBad bool, onSk
 		}
 		if err == io.EOF {
 			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("%w: %s:%d: %v", errBadInput, name, line, err)
 		}
 	}
 }

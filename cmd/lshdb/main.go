@@ -60,9 +60,12 @@ func (a *app) exitCode(err error) int {
 	if err == nil {
 		return 0
 	}
-	fmt.Fprintf(a.stderr, "lshdb: %v\n", err)
-	var ue usageError
 	msg := err.Error()
+	if !strings.HasPrefix(msg, "lshdb: ") {
+		msg = "lshdb: " + msg
+	}
+	fmt.Fprintln(a.stderr, msg)
+	var ue usageError
 	if errors.As(err, &ue) || errors.Is(err, db.ErrInvalidOptions) ||
 		strings.HasPrefix(msg, "unknown command") || strings.HasPrefix(msg, "unknown flag") ||
 		strings.HasPrefix(msg, "unknown shorthand flag") || strings.Contains(msg, "flag needs an argument") ||
