@@ -213,13 +213,17 @@ type Stats struct {
 	Params         Params
 	Docs           uint64
 	ExpectedRecall float64 // P(threshold)
-	// DiskBytes estimates the bytes on disk by record kind.
-	DiskBytes map[string]uint64
+	// StoredBytes is the bytes of keys and values by record kind, as
+	// written (before Pebble's block compression).
+	StoredBytes map[string]uint64
+	// DiskBytes is Pebble's estimate of the whole store's size on disk.
+	DiskBytes uint64
 	Buckets   *BucketStats
 }
 
-// Stats returns the parameters, counts, disk usage by record kind and the
-// posting-list statistics (with the top hottest lists).
+// Stats returns the parameters, counts, stored bytes by record kind, disk
+// usage and the posting-list statistics (with the top hottest lists). It
+// reads the whole store.
 func (db *DB) Stats(top int) (*Stats, error) {
 	bs, err := db.Buckets(-1, top)
 	if err != nil {
@@ -230,18 +234,24 @@ func (db *DB) Stats(top int) (*Stats, error) {
 	}
 	defer db.mu.RUnlock()
 	st := &Stats{Params: db.Params(), Docs: db.live.Load(), ExpectedRecall: db.bands.Probability(db.man.Threshold),
-		DiskBytes: map[string]uint64{}, Buckets: bs}
+		StoredBytes: map[string]uint64{}, Buckets: bs}
+	snap := db.pdb.NewSnapshot()
+	defer snap.Close()
 	for _, k := range []struct {
 		name   string
 		lo, hi []byte
-	}{{"manifest+counters", []byte{codec.PrefixManifest}, []byte{codec.PrefixManifest + 1}},
+	}{{"manifest+counters", []byte{codec.PrefixManifest}, []byte{codec.PrefixCounters + 1}},
 		{"docs", codec.DocPrefix, codec.DocPrefixEnd}, {"ids", codec.IDPrefix, codec.IDPrefixEnd},
 		{"postings", codec.PostingPrefix, codec.PostingPrefixEnd}} {
-		n, err := db.pdb.EstimateDiskUsage(k.lo, k.hi)
-		if err != nil {
-			return nil, classify(err)
+		var n uint64
+		if err := scan(snap, k.lo, k.hi, func(key, v []byte) { n += uint64(len(key) + len(v)) }); err != nil {
+			return nil, err
 		}
-		st.DiskBytes[k.name] = n
+		st.StoredBytes[k.name] = n
+	}
+	var err2 error
+	if st.DiskBytes, err2 = db.pdb.EstimateDiskUsage([]byte{0}, []byte{0xff}); err2 != nil {
+		return nil, classify(err2)
 	}
 	return st, nil
 }

@@ -97,7 +97,7 @@ func (a *app) rootCmd() *cobra.Command {
 	}
 	root.AddCommand(a.createCmd(), a.insertCmd("insert"), a.insertCmd("build"), a.queryCmd(), a.pairsCmd(),
 		a.clustersCmd(), a.dedupCmd(), a.getCmd(), a.deleteCmd(), a.statsCmd(), a.bucketsCmd(), a.bucketCmd(),
-		a.explainCmd(), a.tuneCmd(), a.checkCmd(), a.shellCmd())
+		a.explainCmd(), a.tuneCmd(), a.checkCmd(), a.shellCmd(), a.benchCmd())
 	return root
 }
 

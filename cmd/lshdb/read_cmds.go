@@ -220,7 +220,8 @@ func (a *app) statsCmd() *cobra.Command {
 				return a.emitJSON(map[string]any{"docs": st.Docs, "threshold": p.Threshold, "bands": p.Bands.B, "rows": p.Bands.R,
 					"num_perm": p.NumPerm, "scheme": p.Scheme.String(), "shingle": p.Shingle.String(), "shingle_size": p.ShingleSize,
 					"expected_recall": st.ExpectedRecall, "posting_lists_per_band": st.Buckets.Lists,
-					"bucket_size_histogram": st.Buckets.Histogram, "disk_bytes": st.DiskBytes, "hottest": st.Buckets.Hottest})
+					"bucket_size_histogram": st.Buckets.Histogram, "stored_bytes": st.StoredBytes, "disk_bytes": st.DiskBytes,
+					"hottest": st.Buckets.Hottest})
 			}
 			a.printParams(d)
 			fmt.Fprintf(a.stdout, "documents: %d\n", st.Docs)
@@ -230,8 +231,8 @@ func (a *app) statsCmd() *cobra.Command {
 			}
 			fmt.Fprintf(a.stdout, "posting lists: %d (per band: %v)\n", total, st.Buckets.Lists)
 			a.printHistogram(st.Buckets.Histogram)
-			fmt.Fprintf(a.stdout, "disk: docs %d B, ids %d B, postings %d B, manifest %d B\n",
-				st.DiskBytes["docs"], st.DiskBytes["ids"], st.DiskBytes["postings"], st.DiskBytes["manifest+counters"])
+			fmt.Fprintf(a.stdout, "stored bytes: docs %d, ids %d, postings %d, manifest and counters %d; on disk %d\n",
+				st.StoredBytes["docs"], st.StoredBytes["ids"], st.StoredBytes["postings"], st.StoredBytes["manifest+counters"], st.DiskBytes)
 			a.printHottest(st.Buckets.Hottest)
 			return nil
 		},

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/lshdb/lshdb/db"
@@ -77,6 +78,24 @@ func (a *app) interactive() error {
 		}
 		return out
 	})
+	// History persists in ~/.lshdb_history when the home directory allows.
+	histPath := ""
+	if home, err := os.UserHomeDir(); err == nil {
+		histPath = filepath.Join(home, ".lshdb_history")
+		if f, err := os.Open(histPath); err == nil {
+			ln.ReadHistory(f)
+			f.Close()
+		}
+	}
+	defer func() {
+		if histPath == "" {
+			return
+		}
+		if f, err := os.Create(histPath); err == nil {
+			ln.WriteHistory(f)
+			f.Close()
+		}
+	}()
 	fmt.Fprintf(a.stdout, "lshdb shell on %s; type help for commands, exit to leave\n", a.dbDir)
 	for {
 		line, err := ln.Prompt("lshdb> ")

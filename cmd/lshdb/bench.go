@@ -1,0 +1,183 @@
+package main
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/lshdb/lshdb/db"
+	"github.com/lshdb/lshdb/minhash"
+	"github.com/spf13/cobra"
+)
+
+// benchReport is what lshdb bench measures, every figure from this run.
+type benchReport struct {
+	Docs  int   `json:"docs"`
+	Bytes int64 `json:"bytes"`
+	// The hashing floor (normalize + shingle + one xxhash64 per shingle)
+	// and the whole signature pipeline, on one core.
+	FloorMBps     float64 `json:"floor_mb_per_s,omitempty"`
+	SignatureMBps float64 `json:"signature_mb_per_s,omitempty"`
+	SigXFloor     float64 `json:"signature_x_floor,omitempty"`
+	// Inserts in synced batches of 1,000 into a fresh index.
+	InsertDocsPerSec float64 `json:"insert_docs_per_s,omitempty"`
+	// Queries (by text with --corpus, by id with --db), warm.
+	Queries       int     `json:"queries"`
+	QueryP50us    float64 `json:"query_p50_us"`
+	QueryP99us    float64 `json:"query_p99_us"`
+	QueriesPerSec float64 `json:"queries_per_s"`
+}
+
+func (a *app) benchCmd() *cobra.Command {
+	var corpusPath string
+	var limit, queries int
+	c := &cobra.Command{
+		Use:   "bench (--corpus FILE | --db DIR) [--limit N] [--queries Q]",
+		Short: "Measure signature, insert and query speed on your own data",
+		Long: `Measure on your own data. With --corpus (any insert input): the hashing
+floor and the signature pipeline (MB/s, one core), synced inserts in batches
+of 1,000 into a fresh temporary index, and queries by text. With --db: queries
+by id against an existing index. Figures are from this run only.`,
+		Args: nArgs(0),
+		RunE: func(c *cobra.Command, args []string) error {
+			if (corpusPath == "") == (a.dbDir == "" && a.shellDB == nil) {
+				return usagef("give exactly one of --corpus and --db")
+			}
+			if limit < 1 || queries < 1 {
+				return usagef("--limit and --queries must be at least 1")
+			}
+			rep := benchReport{}
+			var d *db.DB
+			var texts, ids []string
+			if corpusPath != "" {
+				var docs []db.Doc
+				err := readInputs([]string{corpusPath}, a.stdin, inputOptions{idField: "id", textField: "text", idCol: "id", textCol: "text"}, true,
+					func(error) {}, func(r record) error {
+						if len(docs) < limit {
+							docs = append(docs, r.doc)
+						}
+						return nil
+					})
+				if err != nil {
+					return err
+				}
+				if len(docs) == 0 {
+					return fmt.Errorf("%s has no documents", corpusPath)
+				}
+				for _, doc := range docs {
+					rep.Bytes += int64(len(doc.Text))
+					texts = append(texts, doc.Text)
+				}
+				rep.Docs = len(docs)
+				rep.FloorMBps, rep.SignatureMBps = hashSpeed(texts, rep.Bytes)
+				rep.SigXFloor = rep.FloorMBps / rep.SignatureMBps
+				dir, err := os.MkdirTemp("", "lshdb-bench-")
+				if err != nil {
+					return err
+				}
+				defer os.RemoveAll(dir)
+				if d, err = db.Open(dir, nil); err != nil {
+					return err
+				}
+				defer d.Close()
+				start := time.Now()
+				for i := 0; i < len(docs); i += 1000 {
+					if _, err := d.PutBatch(docs[i:min(i+1000, len(docs))], &db.WriteOptions{SkipEmpty: true}); err != nil {
+						return err
+					}
+				}
+				rep.InsertDocsPerSec = float64(len(docs)) / time.Since(start).Seconds()
+			} else {
+				var closeDB func()
+				var err error
+				if d, closeDB, err = a.openExisting(); err != nil {
+					return err
+				}
+				defer closeDB()
+				for doc, err := range d.All() {
+					if err != nil {
+						return err
+					}
+					ids = append(ids, doc.ID)
+				}
+				if len(ids) == 0 {
+					return fmt.Errorf("the index is empty")
+				}
+				rep.Docs = len(ids)
+			}
+			rng := rand.New(rand.NewPCG(1, 2))
+			lat := make([]time.Duration, 0, queries)
+			for warm := range 2 { // the first pass warms the cache
+				lat = lat[:0]
+				start := time.Now()
+				for range queries {
+					t0 := time.Now()
+					var err error
+					if texts != nil {
+						_, err = d.Query(texts[rng.IntN(len(texts))], nil)
+					} else {
+						_, err = d.QueryID(ids[rng.IntN(len(ids))], nil)
+					}
+					if err != nil {
+						return err
+					}
+					lat = append(lat, time.Since(t0))
+				}
+				if warm == 1 {
+					rep.QueriesPerSec = float64(queries) / time.Since(start).Seconds()
+				}
+			}
+			slices.Sort(lat)
+			rep.Queries = queries
+			rep.QueryP50us = float64(lat[len(lat)/2].Microseconds())
+			rep.QueryP99us = float64(lat[min(len(lat)-1, len(lat)*99/100)].Microseconds())
+			if a.json() {
+				return a.emitJSON(rep)
+			}
+			fmt.Fprintf(a.stdout, "%d documents", rep.Docs)
+			if rep.Bytes > 0 {
+				fmt.Fprintf(a.stdout, ", %.1f MB of text\n", float64(rep.Bytes)/1e6)
+				fmt.Fprintf(a.stdout, "hashing floor %.1f MB/s, signatures %.1f MB/s (%.2fx the floor), one core\n", rep.FloorMBps, rep.SignatureMBps, rep.SigXFloor)
+				fmt.Fprintf(a.stdout, "insert (synced batches of 1,000): %.0f docs/s\n", rep.InsertDocsPerSec)
+			} else {
+				fmt.Fprintln(a.stdout)
+			}
+			fmt.Fprintf(a.stdout, "%d queries: p50 %.0f µs, p99 %.0f µs, %.0f queries/s\n", rep.Queries, rep.QueryP50us, rep.QueryP99us, rep.QueriesPerSec)
+			return nil
+		},
+	}
+	c.Flags().StringVar(&corpusPath, "corpus", "", "a JSON Lines (or CSV/TSV, directory) corpus to measure on")
+	c.Flags().IntVar(&limit, "limit", 20000, "use at most this many documents of the corpus")
+	c.Flags().IntVar(&queries, "queries", 1000, "queries to time")
+	return c
+}
+
+// hashSpeed returns the MB/s of the hashing floor and of the default
+// signature pipeline over texts, each timed over at least half a second.
+func hashSpeed(texts []string, bytes int64) (floor, sig float64) {
+	sh, _ := minhash.NewShingler(minhash.Options{})
+	h, _ := minhash.NewHasher(minhash.Options{}, minhash.SketchOptions{})
+	var hbuf []uint64
+	var sbuf []uint32
+	measure := func(pass func()) float64 {
+		start, n := time.Now(), 0
+		for n == 0 || time.Since(start) < 500*time.Millisecond {
+			pass()
+			n++
+		}
+		return float64(bytes) * float64(n) / time.Since(start).Seconds() / 1e6
+	}
+	floor = measure(func() {
+		for _, t := range texts {
+			hbuf = sh.AppendHashes(hbuf[:0], t)
+		}
+	})
+	sig = measure(func() {
+		for _, t := range texts {
+			sbuf = h.Signature(sbuf[:0], t)
+		}
+	})
+	return floor, sig
+}
