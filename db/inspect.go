@@ -276,15 +276,6 @@ func (db *DB) PutIfNew(doc Doc, wo *WriteOptions) (*Match, error) {
 	if err != nil {
 		return nil, err
 	}
-	view, err := codec.ParseDocView(p.record)
-	if err != nil {
-		return nil, err
-	}
-	set, err := view.AppendSet(nil)
-	if err != nil {
-		return nil, err
-	}
-	sig := view.AppendSignature(nil)
 	db.wmu.Lock()
 	defer db.wmu.Unlock()
 	it, err := db.queryIter()
@@ -301,7 +292,7 @@ func (db *DB) PutIfNew(doc Doc, wo *WriteOptions) (*Match, error) {
 			return nil, classify(err)
 		}
 	}
-	res, err := db.query(it, set, sig, self, QueryOptions{Threshold: db.man.Threshold, Limit: 1})
+	res, err := db.query(it, p.set, p.sig, self, QueryOptions{Threshold: db.man.Threshold, Limit: 1})
 	it.Close()
 	if err != nil {
 		return nil, err

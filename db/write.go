@@ -25,11 +25,14 @@ type Doc struct {
 	Meta []byte
 }
 
-// prepared is a document ready to write: its record and band keys.
+// prepared is a document ready to write: its record and band keys, and
+// the shingle set and signature they were made from.
 type prepared struct {
 	id     string
 	record []byte
 	keys   []uint64
+	set    []uint64
+	sig    []uint32
 }
 
 // checkID validates an external id.
@@ -68,7 +71,7 @@ func (db *DB) prepare(d *Doc, storeText bool) (prepared, error) {
 	if err != nil {
 		return prepared{}, err
 	}
-	return prepared{id: d.ID, record: codec.AppendDocRecord(nil, &rec), keys: keys}, nil
+	return prepared{id: d.ID, record: codec.AppendDocRecord(nil, &rec), keys: keys, set: set, sig: sig}, nil
 }
 
 // prepareAll prepares docs in parallel. It returns the first error, naming

@@ -139,6 +139,16 @@ func (a *app) openExisting() (*db.DB, func(), error) {
 	return a.openDB(&db.Options{MustExist: true})
 }
 
+// withIndex runs fn on the existing index and closes it afterwards.
+func (a *app) withIndex(fn func(d *db.DB) error) error {
+	d, closeDB, err := a.openExisting()
+	if err != nil {
+		return err
+	}
+	defer closeDB()
+	return fn(d)
+}
+
 // emit writes one result: a JSON line, or a table row through tw.
 func (a *app) emitJSON(v any) error {
 	b, err := json.Marshal(v)

@@ -50,45 +50,42 @@ func (a *app) queryCmd() *cobra.Command {
 			if c.Flags().Changed("top") && top < 1 {
 				return usagef("--top %d: must be at least 1", top)
 			}
-			d, closeDB, err := a.openExisting()
-			if err != nil {
-				return err
-			}
-			defer closeDB()
-			qo := &db.QueryOptions{Threshold: t, Limit: top, EstimateOnly: estimate}
-			var res *db.QueryResult
-			switch {
-			case c.Flags().Changed("id"):
-				res, err = d.QueryID(id, qo)
-			case c.Flags().Changed("file"):
-				b, rerr := os.ReadFile(file)
-				if rerr != nil {
-					return rerr
-				}
-				res, err = d.Query(string(b), qo)
-			default:
-				res, err = d.Query(text, qo)
-			}
-			if err != nil {
-				return err
-			}
-			if a.json() {
-				for _, m := range res.Matches {
-					if err := a.emitJSON(m); err != nil {
-						return err
+			return a.withIndex(func(d *db.DB) error {
+				qo := &db.QueryOptions{Threshold: t, Limit: top, EstimateOnly: estimate}
+				var res *db.QueryResult
+				switch {
+				case c.Flags().Changed("id"):
+					res, err = d.QueryID(id, qo)
+				case c.Flags().Changed("file"):
+					b, rerr := os.ReadFile(file)
+					if rerr != nil {
+						return rerr
 					}
+					res, err = d.Query(string(b), qo)
+				default:
+					res, err = d.Query(text, qo)
 				}
+				if err != nil {
+					return err
+				}
+				if a.json() {
+					for _, m := range res.Matches {
+						if err := a.emitJSON(m); err != nil {
+							return err
+						}
+					}
+					return nil
+				}
+				tw := a.table()
+				fmt.Fprintln(tw, "ID\tJACCARD\tESTIMATE\tBANDS")
+				for _, m := range res.Matches {
+					fmt.Fprintf(tw, "%s\t%.4f\t%.4f\t%d\n", m.ID, m.Jaccard, m.Estimate, m.Bands)
+				}
+				tw.Flush()
+				fmt.Fprintf(a.stdout, "%d matches at Jaccard >= %v among %d candidates (P(candidate) at %v: %.4f)\n",
+					len(res.Matches), res.Threshold, res.Candidates, res.Threshold, res.ExpectedRecall)
 				return nil
-			}
-			tw := a.table()
-			fmt.Fprintln(tw, "ID\tJACCARD\tESTIMATE\tBANDS")
-			for _, m := range res.Matches {
-				fmt.Fprintf(tw, "%s\t%.4f\t%.4f\t%d\n", m.ID, m.Jaccard, m.Estimate, m.Bands)
-			}
-			tw.Flush()
-			fmt.Fprintf(a.stdout, "%d matches at Jaccard >= %v among %d candidates (P(candidate) at %v: %.4f)\n",
-				len(res.Matches), res.Threshold, res.Candidates, res.Threshold, res.ExpectedRecall)
-			return nil
+			})
 		},
 	}
 	fs := c.Flags()
@@ -135,27 +132,24 @@ func (a *app) pairsCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			d, closeDB, err := a.openExisting()
-			if err != nil {
-				return err
-			}
-			defer closeDB()
-			pairs, err := sortedPairs(d, t, limit)
-			if err != nil {
-				return err
-			}
-			tw := a.table()
-			if !a.json() {
-				fmt.Fprintln(tw, "A\tB\tJACCARD")
-			}
-			for _, p := range pairs {
-				if a.json() {
-					a.emitJSON(map[string]any{"a": p.A, "b": p.B, "jaccard": p.Jaccard})
-				} else {
-					fmt.Fprintf(tw, "%s\t%s\t%.4f\n", p.A, p.B, p.Jaccard)
+			return a.withIndex(func(d *db.DB) error {
+				pairs, err := sortedPairs(d, t, limit)
+				if err != nil {
+					return err
 				}
-			}
-			return tw.Flush()
+				tw := a.table()
+				if !a.json() {
+					fmt.Fprintln(tw, "A\tB\tJACCARD")
+				}
+				for _, p := range pairs {
+					if a.json() {
+						a.emitJSON(map[string]any{"a": p.A, "b": p.B, "jaccard": p.Jaccard})
+					} else {
+						fmt.Fprintf(tw, "%s\t%s\t%.4f\n", p.A, p.B, p.Jaccard)
+					}
+				}
+				return tw.Flush()
+			})
 		},
 	}
 	c.Flags().Float64Var(&threshold, "threshold", 0, "least Jaccard (default: the index's)")
@@ -174,26 +168,23 @@ func (a *app) clustersCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			d, closeDB, err := a.openExisting()
-			if err != nil {
-				return err
-			}
-			defer closeDB()
-			cs, err := d.Clusters(&db.PairsOptions{Threshold: t})
-			if err != nil {
-				return err
-			}
-			for i, cl := range cs {
-				if a.json() {
-					a.emitJSON(map[string]any{"cluster": i + 1, "size": len(cl.IDs), "ids": cl.IDs})
-				} else {
-					fmt.Fprintf(a.stdout, "cluster %d (%d documents): %s\n", i+1, len(cl.IDs), strings.Join(cl.IDs, " "))
+			return a.withIndex(func(d *db.DB) error {
+				cs, err := d.Clusters(&db.PairsOptions{Threshold: t})
+				if err != nil {
+					return err
 				}
-			}
-			if !a.json() {
-				fmt.Fprintf(a.stdout, "%d clusters\n", len(cs))
-			}
-			return nil
+				for i, cl := range cs {
+					if a.json() {
+						a.emitJSON(map[string]any{"cluster": i + 1, "size": len(cl.IDs), "ids": cl.IDs})
+					} else {
+						fmt.Fprintf(a.stdout, "cluster %d (%d documents): %s\n", i+1, len(cl.IDs), strings.Join(cl.IDs, " "))
+					}
+				}
+				if !a.json() {
+					fmt.Fprintf(a.stdout, "%d clusters\n", len(cs))
+				}
+				return nil
+			})
 		},
 	}
 	c.Flags().Float64Var(&threshold, "threshold", 0, "least Jaccard (default: the index's)")
@@ -206,35 +197,32 @@ func (a *app) statsCmd() *cobra.Command {
 		Short: "Parameters, counts, bucket sizes, disk usage, expected recall",
 		Args:  nArgs(0),
 		RunE: func(c *cobra.Command, args []string) error {
-			d, closeDB, err := a.openExisting()
-			if err != nil {
-				return err
-			}
-			defer closeDB()
-			st, err := d.Stats(5)
-			if err != nil {
-				return err
-			}
-			if a.json() {
-				p := st.Params
-				return a.emitJSON(map[string]any{"docs": st.Docs, "threshold": p.Threshold, "bands": p.Bands.B, "rows": p.Bands.R,
-					"num_perm": p.NumPerm, "scheme": p.Scheme.String(), "shingle": p.Shingle.String(), "shingle_size": p.ShingleSize,
-					"expected_recall": st.ExpectedRecall, "posting_lists_per_band": st.Buckets.Lists,
-					"bucket_size_histogram": st.Buckets.Histogram, "stored_bytes": st.StoredBytes, "disk_bytes": st.DiskBytes,
-					"hottest": st.Buckets.Hottest})
-			}
-			a.printParams(d)
-			fmt.Fprintf(a.stdout, "documents: %d\n", st.Docs)
-			total := 0
-			for _, n := range st.Buckets.Lists {
-				total += n
-			}
-			fmt.Fprintf(a.stdout, "posting lists: %d (per band: %v)\n", total, st.Buckets.Lists)
-			a.printHistogram(st.Buckets.Histogram)
-			fmt.Fprintf(a.stdout, "stored bytes: docs %d, ids %d, postings %d, manifest and counters %d; on disk %d\n",
-				st.StoredBytes["docs"], st.StoredBytes["ids"], st.StoredBytes["postings"], st.StoredBytes["manifest+counters"], st.DiskBytes)
-			a.printHottest(st.Buckets.Hottest)
-			return nil
+			return a.withIndex(func(d *db.DB) error {
+				st, err := d.Stats(5)
+				if err != nil {
+					return err
+				}
+				if a.json() {
+					p := st.Params
+					return a.emitJSON(map[string]any{"docs": st.Docs, "threshold": p.Threshold, "bands": p.Bands.B, "rows": p.Bands.R,
+						"num_perm": p.NumPerm, "scheme": p.Scheme.String(), "shingle": p.Shingle.String(), "shingle_size": p.ShingleSize,
+						"expected_recall": st.ExpectedRecall, "posting_lists_per_band": st.Buckets.Lists,
+						"bucket_size_histogram": st.Buckets.Histogram, "stored_bytes": st.StoredBytes, "disk_bytes": st.DiskBytes,
+						"hottest": st.Buckets.Hottest})
+				}
+				a.printParams(d)
+				fmt.Fprintf(a.stdout, "documents: %d\n", st.Docs)
+				total := 0
+				for _, n := range st.Buckets.Lists {
+					total += n
+				}
+				fmt.Fprintf(a.stdout, "posting lists: %d (per band: %v)\n", total, st.Buckets.Lists)
+				a.printHistogram(st.Buckets.Histogram)
+				fmt.Fprintf(a.stdout, "stored bytes: docs %d, ids %d, postings %d, manifest and counters %d; on disk %d\n",
+					st.StoredBytes["docs"], st.StoredBytes["ids"], st.StoredBytes["postings"], st.StoredBytes["manifest+counters"], st.DiskBytes)
+				a.printHottest(st.Buckets.Hottest)
+				return nil
+			})
 		},
 	}
 }
@@ -282,24 +270,21 @@ func (a *app) bucketsCmd() *cobra.Command {
 			if top < 0 {
 				return usagef("--top %d: must be at least 0", top)
 			}
-			d, closeDB, err := a.openExisting()
-			if err != nil {
-				return err
-			}
-			defer closeDB()
-			st, err := d.Buckets(band, top)
-			if err != nil {
-				return err
-			}
-			if a.json() {
-				for _, h := range st.Hottest {
-					a.emitJSON(h)
+			return a.withIndex(func(d *db.DB) error {
+				st, err := d.Buckets(band, top)
+				if err != nil {
+					return err
 				}
+				if a.json() {
+					for _, h := range st.Hottest {
+						a.emitJSON(h)
+					}
+					return nil
+				}
+				a.printHistogram(st.Histogram)
+				a.printHottest(st.Hottest)
 				return nil
-			}
-			a.printHistogram(st.Histogram)
-			a.printHottest(st.Hottest)
-			return nil
+			})
 		},
 	}
 	c.Flags().IntVar(&band, "band", -1, "one band (default: all)")
@@ -321,23 +306,20 @@ func (a *app) bucketCmd() *cobra.Command {
 			if err != nil {
 				return usagef("BUCKET %q is not a hexadecimal number", args[1])
 			}
-			d, closeDB, err := a.openExisting()
-			if err != nil {
-				return err
-			}
-			defer closeDB()
-			ids, err := d.Bucket(band, bucket)
-			if err != nil {
-				return err
-			}
-			for _, id := range ids {
-				if a.json() {
-					a.emitJSON(map[string]any{"id": id})
-				} else {
-					fmt.Fprintln(a.stdout, id)
+			return a.withIndex(func(d *db.DB) error {
+				ids, err := d.Bucket(band, bucket)
+				if err != nil {
+					return err
 				}
-			}
-			return nil
+				for _, id := range ids {
+					if a.json() {
+						a.emitJSON(map[string]any{"id": id})
+					} else {
+						fmt.Fprintln(a.stdout, id)
+					}
+				}
+				return nil
+			})
 		},
 	}
 }
@@ -348,41 +330,38 @@ func (a *app) explainCmd() *cobra.Command {
 		Short: "Why two documents match or do not: Jaccard, estimate, colliding bands",
 		Args:  nArgs(2),
 		RunE: func(c *cobra.Command, args []string) error {
-			d, closeDB, err := a.openExisting()
-			if err != nil {
-				return err
-			}
-			defer closeDB()
-			e, err := d.Explain(args[0], args[1])
-			if err != nil {
-				return err
-			}
-			var collide []int
-			for i, ok := range e.Collide {
-				if ok {
-					collide = append(collide, i)
+			return a.withIndex(func(d *db.DB) error {
+				e, err := d.Explain(args[0], args[1])
+				if err != nil {
+					return err
 				}
-			}
-			if a.json() {
-				return a.emitJSON(map[string]any{"a": e.A, "b": e.B, "jaccard": e.Jaccard, "estimate": e.Estimate,
-					"colliding_bands": collide, "bands": len(e.Collide), "p_candidate": e.Probability,
-					"threshold": e.Threshold, "found": e.Found})
-			}
-			fmt.Fprintf(a.stdout, "%s ~ %s\n", e.A, e.B)
-			fmt.Fprintf(a.stdout, "exact Jaccard %.4f, signature estimate %.4f, threshold %v\n", e.Jaccard, e.Estimate, e.Threshold)
-			fmt.Fprintf(a.stdout, "bands colliding: %d of %d %v\n", len(collide), len(e.Collide), collide)
-			fmt.Fprintf(a.stdout, "P(candidate) at Jaccard %.4f: %.4f\n", e.Jaccard, e.Probability)
-			switch {
-			case e.Found:
-				fmt.Fprintln(a.stdout, "found: they share a band and reach the threshold")
-			case len(collide) == 0 && e.Jaccard >= e.Threshold:
-				fmt.Fprintln(a.stdout, "missed: above the threshold, but no band collides (a false negative of LSH)")
-			case len(collide) > 0:
-				fmt.Fprintln(a.stdout, "not reported: they share a band but the exact Jaccard is below the threshold")
-			default:
-				fmt.Fprintln(a.stdout, "not reported: no band collides and the Jaccard is below the threshold")
-			}
-			return nil
+				var collide []int
+				for i, ok := range e.Collide {
+					if ok {
+						collide = append(collide, i)
+					}
+				}
+				if a.json() {
+					return a.emitJSON(map[string]any{"a": e.A, "b": e.B, "jaccard": e.Jaccard, "estimate": e.Estimate,
+						"colliding_bands": collide, "bands": len(e.Collide), "p_candidate": e.Probability,
+						"threshold": e.Threshold, "found": e.Found})
+				}
+				fmt.Fprintf(a.stdout, "%s ~ %s\n", e.A, e.B)
+				fmt.Fprintf(a.stdout, "exact Jaccard %.4f, signature estimate %.4f, threshold %v\n", e.Jaccard, e.Estimate, e.Threshold)
+				fmt.Fprintf(a.stdout, "bands colliding: %d of %d %v\n", len(collide), len(e.Collide), collide)
+				fmt.Fprintf(a.stdout, "P(candidate) at Jaccard %.4f: %.4f\n", e.Jaccard, e.Probability)
+				switch {
+				case e.Found:
+					fmt.Fprintln(a.stdout, "found: they share a band and reach the threshold")
+				case len(collide) == 0 && e.Jaccard >= e.Threshold:
+					fmt.Fprintln(a.stdout, "missed: above the threshold, but no band collides (a false negative of LSH)")
+				case len(collide) > 0:
+					fmt.Fprintln(a.stdout, "not reported: they share a band but the exact Jaccard is below the threshold")
+				default:
+					fmt.Fprintln(a.stdout, "not reported: no band collides and the Jaccard is below the threshold")
+				}
+				return nil
+			})
 		},
 	}
 }
@@ -393,31 +372,28 @@ func (a *app) checkCmd() *cobra.Command {
 		Short: "Full consistency check; exit 1 with the problems if any",
 		Args:  nArgs(0),
 		RunE: func(c *cobra.Command, args []string) error {
-			d, closeDB, err := a.openExisting()
-			if err != nil {
-				return err
-			}
-			defer closeDB()
-			rep, err := d.Check()
-			if err != nil {
-				return err
-			}
-			if a.json() {
-				a.emitJSON(rep)
-			} else {
-				fmt.Fprintf(a.stdout, "%d documents, %d ids, %d posting lists (%d empty), %d postings\n",
-					rep.Docs, rep.IDs, rep.PostingLists, rep.EmptyLists, rep.Postings)
-				for _, p := range rep.Problems {
-					fmt.Fprintln(a.stdout, "problem:", p)
+			return a.withIndex(func(d *db.DB) error {
+				rep, err := d.Check()
+				if err != nil {
+					return err
 				}
-			}
-			if !rep.OK() {
-				return errors.New("check found problems")
-			}
-			if !a.json() {
-				fmt.Fprintln(a.stdout, "ok")
-			}
-			return nil
+				if a.json() {
+					a.emitJSON(rep)
+				} else {
+					fmt.Fprintf(a.stdout, "%d documents, %d ids, %d posting lists (%d empty), %d postings\n",
+						rep.Docs, rep.IDs, rep.PostingLists, rep.EmptyLists, rep.Postings)
+					for _, p := range rep.Problems {
+						fmt.Fprintln(a.stdout, "problem:", p)
+					}
+				}
+				if !rep.OK() {
+					return errors.New("check found problems")
+				}
+				if !a.json() {
+					fmt.Fprintln(a.stdout, "ok")
+				}
+				return nil
+			})
 		},
 	}
 }

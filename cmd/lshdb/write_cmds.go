@@ -292,32 +292,29 @@ func (a *app) getCmd() *cobra.Command {
 		Short: "Show a stored document",
 		Args:  nArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			d, closeDB, err := a.openExisting()
-			if err != nil {
-				return err
-			}
-			defer closeDB()
-			doc, err := d.Get(args[0])
-			if err != nil {
-				return err
-			}
-			if a.json() {
-				out := map[string]any{"id": doc.ID, "num": doc.Num, "shingles": len(doc.Shingles)}
+			return a.withIndex(func(d *db.DB) error {
+				doc, err := d.Get(args[0])
+				if err != nil {
+					return err
+				}
+				if a.json() {
+					out := map[string]any{"id": doc.ID, "num": doc.Num, "shingles": len(doc.Shingles)}
+					if doc.HasText {
+						out["text"] = doc.Text
+					}
+					if doc.Meta != nil {
+						out["meta"] = string(doc.Meta)
+					}
+					return a.emitJSON(out)
+				}
+				fmt.Fprintf(a.stdout, "id: %s\ndoc number: %d\nshingles: %d\n", doc.ID, doc.Num, len(doc.Shingles))
 				if doc.HasText {
-					out["text"] = doc.Text
+					fmt.Fprintf(a.stdout, "text: %s\n", doc.Text)
+				} else {
+					fmt.Fprintln(a.stdout, "text: (not stored)")
 				}
-				if doc.Meta != nil {
-					out["meta"] = string(doc.Meta)
-				}
-				return a.emitJSON(out)
-			}
-			fmt.Fprintf(a.stdout, "id: %s\ndoc number: %d\nshingles: %d\n", doc.ID, doc.Num, len(doc.Shingles))
-			if doc.HasText {
-				fmt.Fprintf(a.stdout, "text: %s\n", doc.Text)
-			} else {
-				fmt.Fprintln(a.stdout, "text: (not stored)")
-			}
-			return nil
+				return nil
+			})
 		},
 	}
 }
@@ -330,24 +327,21 @@ func (a *app) deleteCmd() *cobra.Command {
 			if len(args) == 0 {
 				return usagef("delete needs at least one id")
 			}
-			d, closeDB, err := a.openExisting()
-			if err != nil {
-				return err
-			}
-			defer closeDB()
-			var errs []error
-			for _, id := range args {
-				if err := d.Delete(id, nil); err != nil {
-					errs = append(errs, err)
-					continue
+			return a.withIndex(func(d *db.DB) error {
+				var errs []error
+				for _, id := range args {
+					if err := d.Delete(id, nil); err != nil {
+						errs = append(errs, err)
+						continue
+					}
+					if a.json() {
+						a.emitJSON(map[string]any{"deleted": id})
+					} else {
+						fmt.Fprintf(a.stdout, "deleted %s\n", id)
+					}
 				}
-				if a.json() {
-					a.emitJSON(map[string]any{"deleted": id})
-				} else {
-					fmt.Fprintf(a.stdout, "deleted %s\n", id)
-				}
-			}
-			return errors.Join(errs...)
+				return errors.Join(errs...)
+			})
 		},
 	}
 }
