@@ -30,6 +30,7 @@ type DB struct {
 	dir   string
 	opts  Options
 	pdb   *pebble.DB
+	popts *pebble.Options // as opened, defaults filled in (Load's SSTables follow them)
 	lock  *pebble.Lock
 	man   codec.Manifest
 	shOpt minhash.Options
@@ -97,6 +98,7 @@ func Open(dir string, opts *Options) (*DB, error) {
 		// not hold its key (Pebble's default is no filter).
 		popts.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
 	}
+	popts.EnsureDefaults()
 	pdb, err := pebble.Open(dir, popts)
 	if err != nil {
 		lock.Close()
@@ -105,7 +107,16 @@ func Open(dir string, opts *Options) (*DB, error) {
 		}
 		return nil, classify(fmt.Errorf("lshdb: opening %s: %w", dir, err))
 	}
-	db := &DB{dir: dir, opts: o, pdb: pdb, lock: lock}
+	if !o.ReadOnly {
+		// The temporary files of a load that was interrupted (crash, kill)
+		// before its ingest; the index never saw them.
+		if err := o.FS.RemoveAll(o.FS.PathJoin(dir, loadTmpDir)); err != nil {
+			pdb.Close()
+			lock.Close()
+			return nil, fmt.Errorf("lshdb: removing an interrupted load's files: %w", err)
+		}
+	}
+	db := &DB{dir: dir, opts: o, pdb: pdb, popts: popts, lock: lock}
 	if err := db.loadManifest(); err != nil {
 		pdb.Close()
 		lock.Close()

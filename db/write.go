@@ -74,6 +74,25 @@ func (db *DB) prepare(d *Doc, storeText bool) (prepared, error) {
 	return prepared{id: d.ID, record: codec.AppendDocRecord(nil, &rec), keys: keys, set: set, sig: sig}, nil
 }
 
+// prepareEach prepares docs in parallel, with one error slot per document.
+func (db *DB) prepareEach(docs []Doc) ([]prepared, []error) {
+	out := make([]prepared, len(docs))
+	errs := make([]error, len(docs))
+	workers := min(runtime.GOMAXPROCS(0), (len(docs)+63)/64)
+	var wg sync.WaitGroup
+	for w := range max(workers, 1) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < len(docs); i += max(workers, 1) {
+				out[i], errs[i] = db.prepare(&docs[i], db.man.StoreText)
+			}
+		}()
+	}
+	wg.Wait()
+	return out, errs
+}
+
 // prepareAll prepares docs in parallel. It returns the first error, naming
 // the document's position.
 func (db *DB) prepareAll(docs []Doc, storeText bool) ([]prepared, error) {

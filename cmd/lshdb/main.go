@@ -95,7 +95,7 @@ func (a *app) rootCmd() *cobra.Command {
 		}
 		return nil
 	}
-	root.AddCommand(a.createCmd(), a.insertCmd("insert"), a.insertCmd("build"), a.queryCmd(), a.pairsCmd(),
+	root.AddCommand(a.createCmd(), a.insertCmd("insert"), a.buildCmd(), a.queryCmd(), a.pairsCmd(),
 		a.clustersCmd(), a.dedupCmd(), a.getCmd(), a.deleteCmd(), a.statsCmd(), a.bucketsCmd(), a.bucketCmd(),
 		a.explainCmd(), a.tuneCmd(), a.checkCmd(), a.shellCmd(), a.benchCmd())
 	return root
