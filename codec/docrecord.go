@@ -2,6 +2,8 @@ package codec
 
 import (
 	"encoding/binary"
+
+	"github.com/cespare/xxhash/v2"
 )
 
 // docRecordVersion is the first byte of every doc record.
@@ -168,6 +170,11 @@ func ParseDocView(v []byte) (DocView, error) {
 	}
 	return d, nil
 }
+
+// SetFingerprint is a 64-bit hash of the shingle set's encoding: equal sets
+// have equal fingerprints, and different sets collide with probability
+// about 2^-64.
+func (d *DocView) SetFingerprint() uint64 { return xxhash.Sum64(d.set) }
 
 // AppendSignature appends the signature to dst.
 func (d *DocView) AppendSignature(dst []uint32) []uint32 {

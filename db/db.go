@@ -109,11 +109,18 @@ func Open(dir string, opts *Options) (*DB, error) {
 	}
 	if !o.ReadOnly {
 		// The temporary files of a load that was interrupted (crash, kill)
-		// before its ingest; the index never saw them.
-		if err := o.FS.RemoveAll(o.FS.PathJoin(dir, loadTmpDir)); err != nil {
-			pdb.Close()
-			lock.Close()
-			return nil, fmt.Errorf("lshdb: removing an interrupted load's files: %w", err)
+		// before its ingest: the index never saw them.
+		// So are the spilled candidates of a Pairs run that was interrupted.
+		names, _ := o.FS.List(dir)
+		for _, n := range names {
+			if n != loadTmpDir && !(strings.HasPrefix(n, "lshdb-pairs-") && strings.HasSuffix(n, ".tmp")) {
+				continue
+			}
+			if err := o.FS.RemoveAll(o.FS.PathJoin(dir, n)); err != nil {
+				pdb.Close()
+				lock.Close()
+				return nil, fmt.Errorf("lshdb: removing an interrupted load's or pairs run's files: %w", err)
+			}
 		}
 	}
 	db := &DB{dir: dir, opts: o, pdb: pdb, popts: popts, lock: lock}

@@ -34,7 +34,7 @@ type sortEnt struct {
 }
 
 func newExtSorter(fs vfs.FS, dir, name string, budget int) *extSorter {
-	return &extSorter{fs: fs, dir: dir, name: name, budget: max(budget, 1<<20)}
+	return &extSorter{fs: fs, dir: dir, name: name, budget: max(budget, 64<<10)}
 }
 
 func (s *extSorter) key(e sortEnt) []byte { return s.arena[e.off : e.off+e.klen] }

@@ -2,9 +2,13 @@ package db
 
 import (
 	"cmp"
+	"encoding/binary"
+	"errors"
 	"fmt"
 	"iter"
+	"runtime"
 	"slices"
+	"sync"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/lshdb/lshdb/codec"
@@ -17,56 +21,118 @@ type Pair struct {
 	Jaccard float64
 }
 
+// DefaultPairsMemory is the default PairsOptions.Memory: 256 MiB.
+const DefaultPairsMemory = 256 << 20
+
+// HotList is the number of distinct shingle sets above which a posting list
+// counts as hot in PairsStats.
+const HotList = 1000
+
 // PairsOptions adjust Pairs and Clusters. A nil *PairsOptions means the
 // defaults.
 type PairsOptions struct {
 	// Threshold is the least Jaccard reported, in (0, 1]. Default: the
 	// database's threshold.
 	Threshold float64
+	// Memory bounds the candidate pairs held in memory; the rest spill to
+	// sorted runs on disk. Default: DefaultPairsMemory (256 MiB).
+	Memory int
+	// Stats, if set, is filled in when the iteration ends.
+	Stats *PairsStats
 }
 
-// docSets loads every document's shingle set and id, by doc number, from
-// one snapshot.
-type docSets struct {
-	nums []uint64 // sorted
-	ids  []string
-	sets [][]uint64
+// PairsStats says what a Pairs run did, including the work that stays
+// quadratic in a bucket's size.
+type PairsStats struct {
+	Docs int
+	// IdenticalGroups are the groups of two or more documents with equal
+	// shingle sets; their IdenticalPairs are reported at Jaccard 1 without
+	// verification, and each group takes part in candidate generation once.
+	IdenticalGroups int
+	IdenticalPairs  int64
+	// Lists are the posting lists read; HotLists those with more than
+	// HotList distinct sets, LargestList the most distinct sets in one.
+	Lists, HotLists, LargestList int
+	// Candidates are the candidate pairs of distinct sets generated, over
+	// all bands (the quadratic part: Σ m(m−1)/2 over lists of m distinct
+	// sets, minus pairs the size filter rules out); Verified the distinct
+	// ones checked with exact Jaccard; Reported the pairs yielded.
+	Candidates, Verified, Reported int64
+	// Spilled reports whether candidate pairs spilled to disk.
+	Spilled bool
 }
 
-func (s *docSets) find(n uint64) (int, bool) { return slices.BinarySearch(s.nums, n) }
+// pairsIndex is what Pairs keeps per document: 24 bytes plus the id.
+type pairsIndex struct {
+	nums    []uint64  // doc numbers, ascending
+	ids     []string  // external ids
+	sizes   []uint32  // shingle set sizes
+	rep     []int32   // the group representative (first doc with the same set)
+	groups  [][]int32 // members of groups with two or more, by representative
+	groupOf map[int32]int
+}
 
-func loadSets(r pebble.Reader) (*docSets, error) {
-	s := &docSets{}
-	var rec codec.DocRecord
+func (x *pairsIndex) find(n uint64) (int, bool) { return slices.BinarySearch(x.nums, n) }
+
+// members returns the documents a representative stands for.
+func (x *pairsIndex) members(rep int32) []int32 {
+	if g, ok := x.groupOf[rep]; ok {
+		return x.groups[g]
+	}
+	return []int32{rep}
+}
+
+func loadPairsIndex(r pebble.Reader) (*pairsIndex, error) {
+	x := &pairsIndex{groupOf: map[int32]int{}}
+	first := make(map[uint64]int32)
 	var derr error
 	err := scan(r, codec.DocPrefix, codec.DocPrefixEnd, func(k, v []byte) {
 		if derr != nil {
 			return
 		}
 		n, err := codec.ParseDocKey(k)
+		var view codec.DocView
 		if err == nil {
-			err = codec.DecodeDocRecord(v, &rec)
+			view, err = codec.ParseDocView(v)
 		}
 		if err != nil {
 			derr = classify(fmt.Errorf("doc record %x: %w", k, err))
 			return
 		}
-		s.nums = append(s.nums, n)
-		s.ids = append(s.ids, rec.ID)
-		s.sets = append(s.sets, slices.Clone(rec.Set))
+		i := int32(len(x.nums))
+		x.nums = append(x.nums, n)
+		x.ids = append(x.ids, string(view.ID))
+		x.sizes = append(x.sizes, uint32(view.SetLen))
+		fp := view.SetFingerprint()
+		r, seen := first[fp]
+		if !seen {
+			first[fp], r = i, i
+		}
+		x.rep = append(x.rep, r)
+		if seen {
+			g, ok := x.groupOf[r]
+			if !ok {
+				g = len(x.groups)
+				x.groupOf[r] = g
+				x.groups = append(x.groups, []int32{r})
+			}
+			x.groups[g] = append(x.groups[g], i)
+		}
 	})
-	return s, cmp.Or(derr, err)
+	return x, cmp.Or(derr, err)
 }
 
 // Pairs returns every pair of stored documents whose exact Jaccard reaches
 // the threshold among those that share a band, each pair once, in no
-// particular order. It streams over the posting lists band by band,
-// verifying each candidate pair once however many bands it shares, on one
-// snapshot.
+// particular order, from one snapshot. A is the earlier inserted.
 //
-// NB: this version holds every document's shingle set and the set of
-// verified candidate pairs in memory; bounded-memory extraction for bulk
-// jobs is planned work.
+// Documents with identical shingle sets are grouped first: their pairs are
+// reported at Jaccard 1 without verification and each group is one
+// candidate, so thousands of copies of one document do not make a bucket
+// quadratic. Candidate pairs are generated band by band, sorted within
+// PairsOptions.Memory (spilling to disk), and each distinct pair is
+// verified once, on every core. Memory beyond that budget is about 60 bytes
+// per document (ids, sizes, groups).
 func (db *DB) Pairs(po *PairsOptions) iter.Seq2[Pair, error] {
 	return func(yield func(Pair, error) bool) {
 		if err := db.enter(); err != nil {
@@ -74,67 +140,242 @@ func (db *DB) Pairs(po *PairsOptions) iter.Seq2[Pair, error] {
 			return
 		}
 		defer db.mu.RUnlock()
-		t := db.man.Threshold
-		if po != nil && po.Threshold != 0 {
-			t = po.Threshold
+		var o PairsOptions
+		if po != nil {
+			o = *po
 		}
-		if !(t > 0 && t <= 1) {
-			yield(Pair{}, invalid("pairs threshold %v is outside (0, 1]", t))
+		if o.Threshold == 0 {
+			o.Threshold = db.man.Threshold
+		}
+		if !(o.Threshold > 0 && o.Threshold <= 1) {
+			yield(Pair{}, invalid("pairs threshold %v is outside (0, 1]", o.Threshold))
 			return
 		}
-		snap := db.pdb.NewSnapshot()
-		defer snap.Close()
-		docs, err := loadSets(snap)
-		if err != nil {
+		if o.Memory == 0 {
+			o.Memory = DefaultPairsMemory
+		}
+		st := &PairsStats{}
+		if o.Stats != nil {
+			defer func() { *o.Stats = *st }()
+		}
+		if err := db.pairs(o, st, yield); err != nil && !errors.Is(err, errStopped) {
 			yield(Pair{}, err)
-			return
-		}
-		seen := make(map[[2]int32]struct{})
-		var ps []codec.Posting
-		var members []int32
-		it, err := snap.NewIter(&pebble.IterOptions{LowerBound: codec.PostingPrefix, UpperBound: codec.PostingPrefixEnd})
-		if err != nil {
-			yield(Pair{}, classify(err))
-			return
-		}
-		defer it.Close()
-		for ok := it.First(); ok; ok = it.Next() {
-			if ps, err = codec.DecodePostings(it.Value(), ps[:0]); err != nil {
-				yield(Pair{}, classify(fmt.Errorf("posting list %x: %w", it.Key(), err)))
-				return
-			}
-			members = members[:0]
-			for _, p := range ps {
-				if p.Remove {
-					continue
-				}
-				i, found := docs.find(p.Doc)
-				if !found {
-					yield(Pair{}, fmt.Errorf("%w: posting list %x names doc %d, which has no record", ErrCorrupt, it.Key(), p.Doc))
-					return
-				}
-				members = append(members, int32(i))
-			}
-			for x := range members {
-				for _, b := range members[x+1:] {
-					a := members[x]
-					key := [2]int32{min(a, b), max(a, b)}
-					if _, dup := seen[key]; dup {
-						continue
-					}
-					seen[key] = struct{}{}
-					if j := minhash.Jaccard(docs.sets[key[0]], docs.sets[key[1]]); j >= t {
-						if !yield(Pair{A: docs.ids[key[0]], B: docs.ids[key[1]], Jaccard: j}, nil) {
-							return
-						}
-					}
-				}
-			}
-		}
-		if err := it.Error(); err != nil {
-			yield(Pair{}, classify(err))
 		}
 	}
+}
+
+var errStopped = errors.New("lshdb: iteration stopped")
+
+func (db *DB) pairs(o PairsOptions, st *PairsStats, yield func(Pair, error) bool) error {
+	t := o.Threshold
+	snap := db.pdb.NewSnapshot()
+	defer snap.Close()
+	x, err := loadPairsIndex(snap)
+	if err != nil {
+		return err
+	}
+	st.Docs = len(x.nums)
+	st.IdenticalGroups = len(x.groups)
+	emit := func(a, b int32, j float64) bool {
+		if a > b {
+			a, b = b, a
+		}
+		st.Reported++
+		return yield(Pair{A: x.ids[a], B: x.ids[b], Jaccard: j}, nil)
+	}
+	// Identical sets: every pair of a group, at Jaccard 1.
+	for _, g := range x.groups {
+		for i := range g {
+			for _, b := range g[i+1:] {
+				st.IdenticalPairs++
+				if !emit(g[i], b, 1) {
+					return errStopped
+				}
+			}
+		}
+	}
+
+	// Candidates: pairs of distinct representatives sharing a list.
+	fs := db.opts.FS
+	tmp := fs.PathJoin(db.dir, fmt.Sprintf("lshdb-pairs-%p.tmp", st))
+	if err := fs.MkdirAll(tmp, 0o755); err != nil {
+		return err
+	}
+	defer fs.RemoveAll(tmp)
+	sorter := newExtSorter(fs, tmp, "pairs", o.Memory)
+	defer sorter.close()
+	var ps []codec.Posting
+	var reps []int32
+	var key [8]byte
+	var derr error
+	err = scan(snap, codec.PostingPrefix, codec.PostingPrefixEnd, func(k, v []byte) {
+		if derr != nil {
+			return
+		}
+		if ps, derr = codec.DecodePostings(v, ps[:0]); derr != nil {
+			derr = classify(fmt.Errorf("posting list %x: %w", k, derr))
+			return
+		}
+		st.Lists++
+		reps = reps[:0]
+		for _, p := range ps {
+			if p.Remove {
+				continue
+			}
+			i, ok := x.find(p.Doc)
+			if !ok {
+				derr = fmt.Errorf("%w: posting list %x names doc %d, which has no record", ErrCorrupt, k, p.Doc)
+				return
+			}
+			reps = append(reps, x.rep[i])
+		}
+		slices.Sort(reps)
+		reps = slices.Compact(reps)
+		st.LargestList = max(st.LargestList, len(reps))
+		if len(reps) > HotList {
+			st.HotLists++
+		}
+		for i, a := range reps {
+			sa := float64(x.sizes[a])
+			for _, b := range reps[i+1:] {
+				sb := float64(x.sizes[b])
+				if min(sa, sb)/max(sa, sb) < t { // J ≤ min/max: never a pair
+					continue
+				}
+				binary.BigEndian.PutUint32(key[:4], uint32(a))
+				binary.BigEndian.PutUint32(key[4:], uint32(b))
+				if derr = sorter.add(key[:], 0, 0, nil); derr != nil {
+					return
+				}
+				st.Candidates++
+			}
+		}
+	})
+	if err = cmp.Or(derr, err); err != nil {
+		return err
+	}
+	st.Spilled = len(sorter.runs) > 0
+
+	// Verification: distinct pairs in batches, on every core.
+	type job struct{ a, b []int32 }
+	type verified struct {
+		a, b int32
+		j    float64
+	}
+	jobs := make(chan job, 4)
+	results := make(chan []verified, 4)
+	done := make(chan struct{})
+	var prodErr error
+	go func() {
+		defer close(jobs)
+		var cur job
+		var last [8]byte
+		have := false
+		prodErr = sorter.iterate(func(k []byte, _ uint64, _ byte, _ []byte) error {
+			if have && string(k) == string(last[:]) {
+				return nil
+			}
+			copy(last[:], k)
+			have = true
+			cur.a = append(cur.a, int32(binary.BigEndian.Uint32(k)))
+			cur.b = append(cur.b, int32(binary.BigEndian.Uint32(k[4:])))
+			if len(cur.a) == 4096 {
+				select {
+				case jobs <- cur:
+				case <-done:
+					return errStopped
+				}
+				cur = job{}
+			}
+			return nil
+		})
+		if prodErr == nil && len(cur.a) > 0 {
+			select {
+			case jobs <- cur:
+			case <-done:
+			}
+		}
+	}()
+	var wg sync.WaitGroup
+	var werrMu sync.Mutex
+	var werr error
+	for range runtime.GOMAXPROCS(0) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var sa, sb []uint64
+			cached := int32(-1)
+			for jb := range jobs {
+				var out []verified
+				for i := range jb.a {
+					a, b := jb.a[i], jb.b[i]
+					var err error
+					if a != cached {
+						if sa, err = readSet(snap, x.nums[a], sa[:0]); err != nil {
+							werrMu.Lock()
+							werr = cmp.Or(werr, err)
+							werrMu.Unlock()
+							break
+						}
+						cached = a
+					}
+					if sb, err = readSet(snap, x.nums[b], sb[:0]); err != nil {
+						werrMu.Lock()
+						werr = cmp.Or(werr, err)
+						werrMu.Unlock()
+						break
+					}
+					if j := minhash.Jaccard(sa, sb); j >= t {
+						out = append(out, verified{a, b, j})
+					}
+				}
+				select {
+				case results <- out:
+				case <-done:
+					return
+				}
+			}
+		}()
+	}
+	go func() { wg.Wait(); close(results) }()
+	stopped := false
+	for batch := range results {
+		if stopped {
+			continue
+		}
+		for _, v := range batch {
+			st.Verified++
+			for _, a := range x.members(v.a) {
+				for _, b := range x.members(v.b) {
+					if !emit(a, b, v.j) {
+						stopped = true
+						close(done)
+						break
+					}
+				}
+				if stopped {
+					break
+				}
+			}
+			if stopped {
+				break
+			}
+		}
+	}
+	if stopped {
+		return errStopped
+	}
+	return cmp.Or(prodErr, werr)
+}
+
+// readSet reads doc n's shingle set into dst.
+func readSet(r pebble.Reader, n uint64, dst []uint64) ([]uint64, error) {
+	v, closer, err := r.Get(codec.AppendDocKey(nil, n))
+	if err != nil {
+		return dst, classify(fmt.Errorf("doc %d: %w", n, err))
+	}
+	defer closer.Close()
+	return codec.DecodeDocSet(v, dst)
 }
 
 // Cluster is a connected component of the near-duplicate pairs.
