@@ -16,8 +16,10 @@ import (
 	"github.com/lshdb/lshdb/codec"
 )
 
-// DefaultLoadMemory is the default LoadOptions.Memory: 1 GiB.
-const DefaultLoadMemory = 1 << 30
+// DefaultLoadMemory is the default LoadOptions.Memory: 256 MiB of sorted
+// data, which keeps a load's whole process under about 1 GiB (Go's heap
+// runs up to twice its live data, plus Pebble's cache and memtables).
+const DefaultLoadMemory = 256 << 20
 
 // loadTmpDir is the directory, inside the database's, where a load keeps
 // its sorted runs and SSTables until they are ingested. Open removes one
@@ -27,7 +29,8 @@ const loadTmpDir = "lshdb-load.tmp"
 // LoadOptions adjust Load. A nil *LoadOptions means the defaults.
 type LoadOptions struct {
 	// Memory bounds the bytes of sorted entries held in memory (the rest
-	// spill to sorted runs on disk). Default: DefaultLoadMemory (1 GiB).
+	// spill to sorted runs on disk); the process needs about four times
+	// this in all. Default: DefaultLoadMemory (256 MiB).
 	Memory int
 	// SkipEmpty skips documents with no shingles (listed in the result)
 	// instead of failing the load with ErrEmptyDocument. Default: false.
@@ -285,6 +288,11 @@ const maxTableBytes = 256 << 20
 // key order) and returns their paths.
 func (db *DB) writeTables(fs vfs.FS, dir string, s *extSorter) ([]string, error) {
 	wopts := db.popts.MakeWriterOptions(len(db.popts.Levels)-1, db.pdb.TableFormat())
+	if !db.man.StoreText {
+		// NB: signatures and shingle sets are uniform hashes, which no
+		// block compression shrinks; compressing them only costs time.
+		wopts.Compression = sstable.NoCompression
+	}
 	var paths []string
 	var w *sstable.Writer
 	var size int

@@ -201,8 +201,9 @@ func (s *extSorter) iterate(fn func(key []byte, seq uint64, kind byte, value []b
 	return nil
 }
 
-// close removes the run files.
+// close removes the run files and releases the memory.
 func (s *extSorter) close() {
+	s.arena, s.ents = nil, nil
 	for _, p := range s.runs {
 		s.fs.Remove(p)
 	}

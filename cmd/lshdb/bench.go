@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -31,17 +32,28 @@ type benchReport struct {
 }
 
 func (a *app) benchCmd() *cobra.Command {
-	var corpusPath string
+	var corpusPath, extendPath string
 	var limit, queries int
+	var build bool
 	c := &cobra.Command{
 		Use:   "bench (--corpus FILE | --db DIR) [--limit N] [--queries Q]",
 		Short: "Measure signature, insert and query speed on your own data",
-		Long: `Measure on your own data. With --corpus (any insert input): the hashing
+		Long: `Measure on your own data. With --build --corpus FILE [--extend FILE2]:
+the signature-only pipeline over the whole input on every core, then a bulk
+build of the same input, pairs at the index threshold, and optionally an
+extension, with ratios and the peak RSS (run each size in its own process).
+Otherwise: measure on your own data. With --corpus (any insert input): the hashing
 floor and the signature pipeline (MB/s, one core), synced inserts in batches
 of 1,000 into a fresh temporary index, and queries by text. With --db: queries
 by id against an existing index. Figures are from this run only.`,
 		Args: nArgs(0),
 		RunE: func(c *cobra.Command, args []string) error {
+			if build {
+				if corpusPath == "" {
+					return usagef("--build needs --corpus")
+				}
+				return a.benchBuild(corpusPath, extendPath)
+			}
 			if (corpusPath == "") == (a.dbDir == "" && a.shellDB == nil) {
 				return usagef("give exactly one of --corpus and --db")
 			}
@@ -151,6 +163,8 @@ by id against an existing index. Figures are from this run only.`,
 	c.Flags().StringVar(&corpusPath, "corpus", "", "a JSON Lines (or CSV/TSV, directory) corpus to measure on")
 	c.Flags().IntVar(&limit, "limit", 20000, "use at most this many documents of the corpus")
 	c.Flags().IntVar(&queries, "queries", 1000, "queries to time")
+	c.Flags().BoolVar(&build, "build", false, "measure the bulk path instead: signature-only pipeline vs build vs pairs over the whole corpus")
+	c.Flags().StringVar(&extendPath, "extend", "", "with --build: also time extending the built index by this corpus, against loading it into an empty index")
 	return c
 }
 
@@ -180,4 +194,83 @@ func hashSpeed(texts []string, bytes int64) (floor, sig float64) {
 		}
 	})
 	return floor, sig
+}
+
+// benchBuild measures the bulk path on a corpus: every figure from this
+// run, the ratios against the signature-only pipeline on the same cores.
+func (a *app) benchBuild(corpusPath, extendPath string) error {
+	in := inputOptions{idField: "id", textField: "text", idCol: "id", textCol: "text"}
+	var r scaleReport
+	n, sigTime, err := sigPipeline([]string{corpusPath}, in)
+	if err != nil {
+		return err
+	}
+	r.Docs, r.SignatureSecs = n, sigTime.Seconds()
+	load := func(d *db.DB, path string) (time.Duration, error) {
+		docs := func(yield func(db.Doc, error) bool) {
+			stop := errors.New("stop")
+			err := readInputs([]string{path}, nil, in, true, func(error) {}, func(rec record) error {
+				if !yield(rec.doc, nil) {
+					return stop
+				}
+				return nil
+			})
+			if err != nil && err != stop {
+				yield(db.Doc{}, err)
+			}
+		}
+		start := time.Now()
+		_, err := d.Load(docs, &db.LoadOptions{SkipEmpty: true})
+		return time.Since(start), err
+	}
+	dir, err := os.MkdirTemp("", "lshdb-bench-build-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	d, err := db.Open(dir+"/index", nil)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	bt, err := load(d, corpusPath)
+	if err != nil {
+		return err
+	}
+	r.BuildSecs, r.BuildXSig = bt.Seconds(), bt.Seconds()/r.SignatureSecs
+	start := time.Now()
+	for _, err := range d.Pairs(&db.PairsOptions{Stats: &r.PairsStats}) {
+		if err != nil {
+			return err
+		}
+		r.Pairs++
+	}
+	r.PairsSecs = time.Since(start).Seconds()
+	r.PairsXBuild = r.PairsSecs / r.BuildSecs
+	if extendPath != "" {
+		et, err := load(d, extendPath)
+		if err != nil {
+			return err
+		}
+		empty, err := db.Open(dir+"/empty", nil)
+		if err != nil {
+			return err
+		}
+		defer empty.Close()
+		ft, err := load(empty, extendPath)
+		if err != nil {
+			return err
+		}
+		r.ExtendSecs, r.ExtendEmptySec, r.ExtendXEmpty = et.Seconds(), ft.Seconds(), et.Seconds()/ft.Seconds()
+	}
+	r.PeakRSSMiB = peakRSS()
+	if a.json() {
+		return a.emitJSON(r)
+	}
+	fmt.Fprintf(a.stdout, "%d documents: signature-only %.1fs, build %.1fs (%.2fx), pairs %.1fs (%.2fx the build, %d pairs), peak RSS %.0f MiB\n",
+		r.Docs, r.SignatureSecs, r.BuildSecs, r.BuildXSig, r.PairsSecs, r.PairsXBuild, r.Pairs, r.PeakRSSMiB)
+	if extendPath != "" {
+		fmt.Fprintf(a.stdout, "extend: %.1fs, into an empty index %.1fs (%.2fx)\n", r.ExtendSecs, r.ExtendEmptySec, r.ExtendXEmpty)
+	}
+	return nil
 }

@@ -1,0 +1,190 @@
+package main
+
+import (
+	"bufio"
+	"compress/gzip"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/lshdb/lshdb/db"
+	"github.com/lshdb/lshdb/internal/corpus"
+	"github.com/lshdb/lshdb/internal/gen"
+	"github.com/lshdb/lshdb/minhash"
+	"github.com/spf13/cobra"
+)
+
+// genCmd writes a generated corpus for scale tests.
+func (a *app) genCmd() *cobra.Command {
+	var n int
+	var seed uint64
+	var copyFraction float64
+	var out, prefix, source string
+	var upserts, upsertRange int
+	c := &cobra.Command{
+		Use:   "gen --n N --out FILE.jsonl.gz [--seed S] [--copy-fraction F] [--id-prefix P] [--upserts K --upsert-range M]",
+		Short: "Generate a corpus with known near-copies, for scale tests",
+		Long: `Generate a corpus for scale tests: originals made of three real texts each
+(debian-descriptions from ../shared/corpora when present, the testdata sample
+otherwise), and a fraction of near-copies of earlier originals at word-edit
+rates 0, 0.01, 0.03 and 0.1. Each line has id and text, and for a copy "of"
+(the original's id) and "edit_rate": the ground truth. Deterministic from
+the seed.`,
+		Args: nArgs(0),
+		RunE: func(c *cobra.Command, args []string) error {
+			if n < 1 || out == "" {
+				return usagef("--n (at least 1) and --out are required")
+			}
+			var docs []corpus.Doc
+			var err error
+			if source != "" {
+				docs, err = corpus.Load(source, 0)
+			} else if docs, err = corpus.Shared("debian-descriptions", 0); errors.Is(err, corpus.ErrNoShared) {
+				p, perr := corpus.Testdata("corpora/debian-sample/docs.jsonl")
+				if perr != nil {
+					return usagef("give --source FILE (a JSON Lines corpus); outside the repository there is no default: %v", perr)
+				}
+				docs, err = corpus.Load(p, 0)
+			}
+			if err != nil {
+				return err
+			}
+			sources := make([]string, len(docs))
+			for i, d := range docs {
+				sources[i] = d.Text
+			}
+			f, err := os.Create(out)
+			if err != nil {
+				return err
+			}
+			bw := bufio.NewWriterSize(f, 1<<20)
+			zw := gzip.NewWriter(bw)
+			enc := json.NewEncoder(zw)
+			i := 0
+			for d := range gen.Stream(gen.Options{Seed: seed, N: n, Sources: sources, CopyFraction: copyFraction}) {
+				id := prefix + d.ID[1:]
+				if i < upserts {
+					// Every upsert-range/upserts-th id of a corpus made with
+					// the default prefix: K distinct existing ids.
+					id = fmt.Sprintf("g%08d", i*max(upsertRange/max(upserts, 1), 1))
+				}
+				i++
+				rec := map[string]any{"id": id, "text": d.Text}
+				if d.Of != "" {
+					rec["of"], rec["edit_rate"] = d.Of, d.EditRate
+				}
+				if err := enc.Encode(rec); err != nil {
+					f.Close()
+					return err
+				}
+			}
+			if err := zw.Close(); err != nil {
+				f.Close()
+				return err
+			}
+			if err := bw.Flush(); err != nil {
+				f.Close()
+				return err
+			}
+			return f.Close()
+		},
+	}
+	c.Flags().IntVar(&n, "n", 0, "documents")
+	c.Flags().Uint64Var(&seed, "seed", 1, "seed")
+	c.Flags().Float64Var(&copyFraction, "copy-fraction", 0.2, "fraction of near-copies")
+	c.Flags().StringVar(&out, "out", "", "output file (gzip-compressed JSON Lines)")
+	c.Flags().StringVar(&prefix, "id-prefix", "g", "id prefix (ids are PREFIX + 8 digits)")
+	c.Flags().StringVar(&source, "source", "", "JSON Lines corpus the originals are made of (default: debian-descriptions from ../shared, or the testdata sample)")
+	c.Flags().IntVar(&upserts, "upserts", 0, "give the first K documents ids of a default-prefix corpus (upserts)")
+	c.Flags().IntVar(&upsertRange, "upsert-range", 0, "the size of that corpus")
+	return c
+}
+
+// sigPipeline is the signature-only pipeline over an input, on every core:
+// read and parse, then shingle sets and signatures in parallel, nothing
+// stored. It is the baseline that bench --build compares a bulk build with.
+func sigPipeline(paths []string, o inputOptions) (int, time.Duration, error) {
+	start := time.Now()
+	chunks := make(chan []db.Doc, 4)
+	var wg sync.WaitGroup
+	for range runtime.GOMAXPROCS(0) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			h, _ := minhash.NewHasher(minhash.Options{}, minhash.SketchOptions{})
+			var set []uint64
+			var sig []uint32
+			for chunk := range chunks {
+				for _, d := range chunk {
+					set, sig = h.Document(set[:0], sig[:0], d.Text)
+				}
+			}
+		}()
+	}
+	n := 0
+	chunk := make([]db.Doc, 0, 4096)
+	err := readInputs(paths, nil, o, true, func(error) {}, func(r record) error {
+		chunk = append(chunk, r.doc)
+		n++
+		if len(chunk) == cap(chunk) {
+			chunks <- chunk
+			chunk = make([]db.Doc, 0, 4096)
+		}
+		return nil
+	})
+	chunks <- chunk
+	close(chunks)
+	wg.Wait()
+	return n, time.Since(start), err
+}
+
+// scaleReport is what bench --build measures.
+type scaleReport struct {
+	Docs           int     `json:"docs"`
+	SignatureSecs  float64 `json:"signature_only_s"`
+	BuildSecs      float64 `json:"build_s"`
+	BuildXSig      float64 `json:"build_x_signature"`
+	PairsSecs      float64 `json:"pairs_s"`
+	PairsXBuild    float64 `json:"pairs_x_build"`
+	Pairs          int64   `json:"pairs"`
+	db.PairsStats  `json:"pairs_stats"`
+	ExtendSecs     float64 `json:"extend_s,omitempty"`
+	ExtendEmptySec float64 `json:"extend_into_empty_s,omitempty"`
+	ExtendXEmpty   float64 `json:"extend_x_empty,omitempty"`
+	PeakRSSMiB     float64 `json:"peak_rss_mib"`
+}
+
+// peakRSS returns the process's peak resident set size in MiB (Linux).
+func peakRSS() float64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	var kb float64
+	for _, line := range splitLines(string(b)) {
+		if _, err := fmt.Sscanf(line, "VmHWM: %f kB", &kb); err == nil {
+			return kb / 1024
+		}
+	}
+	return 0
+}
+
+func splitLines(s string) []string {
+	var out []string
+	for len(s) > 0 {
+		i := 0
+		for i < len(s) && s[i] != '\n' {
+			i++
+		}
+		out = append(out, s[:i])
+		if i < len(s) {
+			i++
+		}
+		s = s[i:]
+	}
+	return out
+}
