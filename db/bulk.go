@@ -1,12 +1,16 @@
 package db
 
 import (
+	"bufio"
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"iter"
 	"slices"
+	"sync"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/objstorage/objstorageprovider"
@@ -89,83 +93,135 @@ func (db *DB) Load(docs iter.Seq2[Doc, error], lo *LoadOptions) (LoadResult, err
 		return res, err
 	}
 	defer fs.RemoveAll(tmp)
+	base := db.counters.NextDoc
 
-	// Stage 1: signatures in parallel, records sorted by id (then input
-	// order), within half the budget.
-	byID := newExtSorter(fs, tmp, "byid", o.Memory/2)
+	// Stage 1, pipelined: the caller's iterator feeds chunks; one goroutine
+	// computes their signatures on every core; another appends the records
+	// to a sequential file (doc numbers follow input order, so they come
+	// out sorted), the (id, seq) pairs to a small sorter and the postings
+	// to another. Records are never sorted or copied again.
+	records, err := newRunWriter(fs, fs.PathJoin(tmp, "records"))
+	if err != nil {
+		return res, err
+	}
+	defer records.close()
+	byID := newExtSorter(fs, tmp, "ids", o.Memory/4)
 	defer byID.close()
+	postings := newExtSorter(fs, tmp, "postings", o.Memory/2)
+	defer postings.close()
+	type batch struct {
+		docs  []Doc
+		preps []prepared
+		errs  []error
+		first int // input position of docs[0]
+	}
+	toPrep := make(chan batch, 2)
+	toAdd := make(chan batch, 2)
+	var stageErr error
 	seq := uint64(0)
+	var pipe sync.WaitGroup
+	pipe.Add(2)
+	go func() {
+		defer pipe.Done()
+		defer close(toAdd)
+		for b := range toPrep {
+			b.preps, b.errs = db.prepareEach(b.docs)
+			toAdd <- b
+		}
+	}()
+	go func() {
+		defer pipe.Done()
+		var kbuf []byte
+		for b := range toAdd {
+			if stageErr != nil {
+				continue
+			}
+			for i, p := range b.preps {
+				if err := b.errs[i]; err != nil {
+					if o.SkipEmpty && errors.Is(err, ErrEmptyDocument) {
+						res.SkippedEmpty = append(res.SkippedEmpty, b.docs[i].ID)
+						continue
+					}
+					stageErr = fmt.Errorf("document %d: %w", b.first+i, err)
+					break
+				}
+				if err := records.write(p.record); err != nil {
+					stageErr = err
+					break
+				}
+				if err := byID.add([]byte(p.id), seq, 0, nil); err != nil {
+					stageErr = err
+					break
+				}
+				for band, k := range p.keys {
+					kbuf = codec.AppendPostingKey(kbuf[:0], band, k)
+					if err := postings.add(kbuf, base+seq, kindAdd, nil); err != nil {
+						stageErr = err
+						break
+					}
+				}
+				if stageErr != nil {
+					break
+				}
+				seq++
+			}
+		}
+	}()
 	read := 0
 	chunk := make([]Doc, 0, 4096)
-	var val []byte
-	flush := func() error {
-		preps, errs := db.prepareEach(chunk)
-		for i, p := range preps {
-			if err := errs[i]; err != nil {
-				if o.SkipEmpty && errors.Is(err, ErrEmptyDocument) {
-					res.SkippedEmpty = append(res.SkippedEmpty, chunk[i].ID)
-					continue
-				}
-				return fmt.Errorf("document %d: %w", read-len(chunk)+i, err)
-			}
-			val = encodeLoadValue(val[:0], p)
-			if err := byID.add([]byte(p.id), seq, 0, val); err != nil {
-				return err
-			}
-			seq++
-		}
-		chunk = chunk[:0]
-		return nil
-	}
+	var iterErr error
 	for d, err := range docs {
 		if err != nil {
-			return res, err
+			iterErr = err
+			break
 		}
 		chunk = append(chunk, d)
 		read++
 		if len(chunk) == cap(chunk) {
-			if err := flush(); err != nil {
-				return res, err
-			}
+			toPrep <- batch{docs: chunk, first: read - len(chunk)}
+			chunk = make([]Doc, 0, 4096)
 		}
 		if o.Progress != nil && read%10000 == 0 {
 			o.Progress(read)
 		}
 	}
-	if err := flush(); err != nil {
+	if len(chunk) > 0 {
+		toPrep <- batch{docs: chunk, first: read - len(chunk)}
+	}
+	close(toPrep)
+	pipe.Wait()
+	if err := cmp.Or(iterErr, stageErr, records.finish()); err != nil {
 		return res, err
 	}
 	if o.Progress != nil {
 		o.Progress(read)
 	}
 
-	// Stage 2: the last occurrence of each id wins; stored ids are
-	// replaced. Everything is re-keyed by Pebble key.
-	base := db.counters.NextDoc
+	// Stage 2: by id, the last occurrence wins (earlier ones are dropped);
+	// an id stored before the load is replaced: its record deleted, its
+	// postings removed. The id map comes out in key order.
 	c := db.counters
 	c.NextDoc = base + seq
-	byKey := newExtSorter(fs, tmp, "bykey", o.Memory/2)
-	defer byKey.close()
+	dropped := make([]uint64, (seq+63)/64) // bit s: occurrence s is superseded
+	var oldDocs []uint64
+	ids, err := newRunWriter(fs, fs.PathJoin(tmp, "idmap"))
+	if err != nil {
+		return res, err
+	}
+	defer ids.close()
 	it, err := db.pdb.NewIter(&pebble.IterOptions{LowerBound: codec.DocPrefix, UpperBound: codec.PostingPrefixEnd})
 	if err != nil {
 		return res, classify(err)
 	}
 	defer it.Close()
 	var old codec.DocRecord
-	var kbuf []byte
-	var pending struct {
-		id    []byte
-		seq   uint64
-		value []byte
-		ok    bool
-	}
+	var kbuf, lastID []byte
+	lastSeq, have := uint64(0), false
 	emit := func() error {
-		if !pending.ok {
+		if !have {
 			return nil
 		}
-		n := base + pending.seq
-		record, keys := decodeLoadValue(pending.value)
-		v, ok, err := seekExact(it, codec.AppendIDKey(kbuf[:0], string(pending.id)))
+		v, ok, err := seekExact(it, codec.AppendIDKey(kbuf[:0], string(lastID)))
 		if err != nil {
 			return err
 		}
@@ -176,7 +232,7 @@ func (db *DB) Load(docs iter.Seq2[Doc, error], lo *LoadOptions) (LoadResult, err
 			}
 			rv, ok, err := seekExact(it, codec.AppendDocKey(kbuf[:0], oldNum))
 			if err != nil || !ok {
-				return cmpOrErr(err, fmt.Errorf("%w: id %q names doc %d, which has no record", ErrCorrupt, pending.id, oldNum))
+				return cmpOrErr(err, fmt.Errorf("%w: id %q names doc %d, which has no record", ErrCorrupt, lastID, oldNum))
 			}
 			if err := codec.DecodeDocRecord(rv, &old); err != nil {
 				return classify(err)
@@ -185,55 +241,97 @@ func (db *DB) Load(docs iter.Seq2[Doc, error], lo *LoadOptions) (LoadResult, err
 			if err != nil {
 				return classify(err)
 			}
-			if err := byKey.add(codec.AppendDocKey(nil, oldNum), 0, kindDelete, nil); err != nil {
-				return err
-			}
+			oldDocs = append(oldDocs, oldNum)
 			for band, k := range oldKeys {
-				if err := byKey.add(codec.AppendPostingKey(nil, band, k), oldNum, kindRemove, nil); err != nil {
+				if err := postings.add(codec.AppendPostingKey(kbuf[:0], band, k), oldNum, kindRemove, nil); err != nil {
 					return err
 				}
 			}
 			res.Replaced++
 			c.Live--
 		}
-		if err := byKey.add(codec.AppendDocKey(nil, n), 0, kindSet, record); err != nil {
+		if err := ids.writeKV(codec.AppendIDKey(kbuf[:0], string(lastID)), codec.EncodeDocNum(base+lastSeq)); err != nil {
 			return err
-		}
-		if err := byKey.add(codec.AppendIDKey(nil, string(pending.id)), 0, kindSet, codec.EncodeDocNum(n)); err != nil {
-			return err
-		}
-		for band, k := range keys {
-			if err := byKey.add(codec.AppendPostingKey(nil, band, k), n, kindAdd, nil); err != nil {
-				return err
-			}
 		}
 		res.Stored++
 		c.Live++
 		return nil
 	}
-	err = byID.iterate(func(key []byte, s uint64, _ byte, value []byte) error {
-		if pending.ok && string(key) == string(pending.id) {
-			res.Repeated++ // entries of one id come in input order: the later wins
+	err = byID.iterate(func(key []byte, s uint64, _ byte, _ []byte) error {
+		if have && string(key) == string(lastID) {
+			dropped[lastSeq/64] |= 1 << (lastSeq % 64) // a later occurrence wins
+			res.Repeated++
 		} else if err := emit(); err != nil {
 			return err
 		}
-		pending.id = append(pending.id[:0], key...)
-		pending.seq, pending.value, pending.ok = s, append(pending.value[:0], value...), true
+		lastID, lastSeq, have = append(lastID[:0], key...), s, true
 		return nil
 	})
-	if err == nil {
-		err = emit()
-	}
-	if err != nil {
+	if err = cmp.Or(err, emit(), ids.finish()); err != nil {
 		return res, err
 	}
 	byID.close()
-	if err := byKey.add(codec.CountersKey, 0, kindSet, codec.EncodeCounters(c)); err != nil {
-		return res, err
+	isDropped := func(n uint64) bool {
+		if n < base {
+			return false
+		}
+		s := n - base
+		return dropped[s/64]&(1<<(s%64)) != 0
 	}
 
-	// Stage 3: SSTables in key order, one merge operand per posting list.
-	paths, err := db.writeTables(fs, tmp, byKey)
+	// Stage 3: SSTables in key order — deleted and new doc records, the id
+	// map, the counters, then one merge operand per posting list.
+	slices.Sort(oldDocs)
+	paths, err := db.writeTables(fs, tmp, func(w tableSink) error {
+		for _, n := range oldDocs {
+			if err := w.del(codec.AppendDocKey(kbuf[:0], n)); err != nil {
+				return err
+			}
+		}
+		s := uint64(0)
+		if err := records.replay(func(_, rec []byte) error {
+			defer func() { s++ }()
+			if isDropped(base + s) {
+				return nil
+			}
+			return w.set(codec.AppendDocKey(kbuf[:0], base+s), rec)
+		}); err != nil {
+			return err
+		}
+		if err := ids.replay(w.set); err != nil {
+			return err
+		}
+		if err := w.set(codec.CountersKey, codec.EncodeCounters(c)); err != nil {
+			return err
+		}
+		var listKey []byte
+		var list []codec.Posting
+		var vbuf []byte
+		flushList := func() error {
+			if len(list) == 0 {
+				return nil
+			}
+			vbuf = codec.AppendPostings(vbuf[:0], list)
+			list = list[:0]
+			return w.merge(listKey, vbuf)
+		}
+		if err := postings.iterate(func(key []byte, n uint64, kind byte, _ []byte) error {
+			if string(key) != string(listKey) {
+				if err := flushList(); err != nil {
+					return err
+				}
+				listKey = append(listKey[:0], key...)
+			}
+			if kind == kindAdd && isDropped(n) {
+				return nil
+			}
+			list = append(list, codec.Posting{Doc: n, Remove: kind == kindRemove})
+			return nil
+		}); err != nil {
+			return err
+		}
+		return flushList()
+	})
 	if err != nil {
 		return res, err
 	}
@@ -247,12 +345,10 @@ func (db *DB) Load(docs iter.Seq2[Doc, error], lo *LoadOptions) (LoadResult, err
 	return res, nil
 }
 
-// Entry kinds of the by-key sorter.
+// Entry kinds of the postings sorter.
 const (
-	kindSet byte = iota
-	kindDelete
-	kindAdd    // a posting; seq is the doc number
-	kindRemove // a removal posting; seq is the doc number
+	kindAdd    byte = iota // a posting; seq is the doc number
+	kindRemove             // a removal posting; seq is the doc number
 )
 
 func cmpOrErr(err, def error) error {
@@ -262,31 +358,19 @@ func cmpOrErr(err, def error) error {
 	return def
 }
 
-// encodeLoadValue packs a prepared document's record and band keys.
-func encodeLoadValue(dst []byte, p prepared) []byte {
-	dst = binary.AppendUvarint(dst, uint64(len(p.keys)))
-	for _, k := range p.keys {
-		dst = binary.LittleEndian.AppendUint64(dst, k)
-	}
-	return append(dst, p.record...)
-}
-
-func decodeLoadValue(v []byte) (record []byte, keys []uint64) {
-	n, k := binary.Uvarint(v)
-	v = v[k:]
-	keys = make([]uint64, n)
-	for i := range keys {
-		keys[i] = binary.LittleEndian.Uint64(v[8*i:])
-	}
-	return v[8*n:], keys
-}
-
 // maxTableBytes is the size at which writeTables starts a new SSTable.
 const maxTableBytes = 256 << 20
 
-// writeTables writes the by-key entries as SSTables (non-overlapping, in
-// key order) and returns their paths.
-func (db *DB) writeTables(fs vfs.FS, dir string, s *extSorter) ([]string, error) {
+// tableSink receives keys in strictly increasing order.
+type tableSink struct {
+	set, merge func(k, v []byte) error
+	del        func(k []byte) error
+}
+
+// writeTables runs fill, which writes keys in increasing order, into
+// SSTables of about maxTableBytes each (non-overlapping, in key order) and
+// returns their paths.
+func (db *DB) writeTables(fs vfs.FS, dir string, fill func(tableSink) error) ([]string, error) {
 	wopts := db.popts.MakeWriterOptions(len(db.popts.Levels)-1, db.pdb.TableFormat())
 	if !db.man.StoreText {
 		// NB: signatures and shingle sets are uniform hashes, which no
@@ -295,16 +379,17 @@ func (db *DB) writeTables(fs vfs.FS, dir string, s *extSorter) ([]string, error)
 	}
 	var paths []string
 	var w *sstable.Writer
-	var size int
-	closeTable := func() error {
-		if w == nil {
+	size := 0
+	next := func(n int) error {
+		if w != nil && size < maxTableBytes {
+			size += n
 			return nil
 		}
-		err := w.Close()
-		w = nil
-		return err
-	}
-	open := func() error {
+		if w != nil {
+			if err := w.Close(); err != nil {
+				return err
+			}
+		}
 		path := fs.PathJoin(dir, fmt.Sprintf("load-%06d.sst", len(paths)))
 		f, err := fs.Create(path, vfs.WriteCategoryUnspecified)
 		if err != nil {
@@ -312,58 +397,118 @@ func (db *DB) writeTables(fs vfs.FS, dir string, s *extSorter) ([]string, error)
 		}
 		w = sstable.NewWriter(objstorageprovider.NewFileWritable(f), wopts)
 		paths = append(paths, path)
-		size = 0
+		size = n
 		return nil
 	}
-	var listKey []byte
-	var list []codec.Posting
-	var vbuf []byte
-	flushList := func() error {
-		if len(list) == 0 {
-			return nil
-		}
-		vbuf = codec.AppendPostings(vbuf[:0], list)
-		size += len(listKey) + len(vbuf)
-		err := w.Merge(listKey, vbuf)
-		list = list[:0]
-		return err
+	sink := tableSink{
+		set: func(k, v []byte) error {
+			if err := next(len(k) + len(v)); err != nil {
+				return err
+			}
+			return w.Set(k, v)
+		},
+		merge: func(k, v []byte) error {
+			if err := next(len(k) + len(v)); err != nil {
+				return err
+			}
+			return w.Merge(k, v)
+		},
+		del: func(k []byte) error {
+			if err := next(len(k)); err != nil {
+				return err
+			}
+			return w.Delete(k)
+		},
 	}
-	err := s.iterate(func(key []byte, seq uint64, kind byte, value []byte) error {
-		if len(list) > 0 && string(key) != string(listKey) {
-			if err := flushList(); err != nil {
-				return err
-			}
+	err := fill(sink)
+	if w != nil {
+		if cerr := w.Close(); err == nil {
+			err = cerr
 		}
-		if w == nil || (size > maxTableBytes && len(list) == 0) {
-			if err := closeTable(); err != nil {
-				return err
-			}
-			if err := open(); err != nil {
-				return err
-			}
-		}
-		switch kind {
-		case kindSet:
-			size += len(key) + len(value)
-			return w.Set(key, value)
-		case kindDelete:
-			size += len(key)
-			return w.Delete(key)
-		default:
-			listKey = append(listKey[:0], key...)
-			list = append(list, codec.Posting{Doc: seq, Remove: kind == kindRemove})
-			return nil
-		}
-	})
-	if err == nil {
-		err = flushList()
-	}
-	if cerr := closeTable(); err == nil {
-		err = cerr
 	}
 	if err != nil {
 		return nil, err
 	}
-	slices.Sort(paths)
 	return paths, nil
+}
+
+// runWriter appends (key, value) records to a file and replays them in
+// order.
+type runWriter struct {
+	fs   vfs.FS
+	path string
+	f    vfs.File
+	w    *bufio.Writer
+}
+
+func newRunWriter(fs vfs.FS, path string) (*runWriter, error) {
+	f, err := fs.Create(path, vfs.WriteCategoryUnspecified)
+	if err != nil {
+		return nil, err
+	}
+	return &runWriter{fs: fs, path: path, f: f, w: bufio.NewWriterSize(f, 1<<20)}, nil
+}
+
+func (r *runWriter) write(v []byte) error { return r.writeKV(nil, v) }
+
+func (r *runWriter) writeKV(k, v []byte) error {
+	var hdr [2 * binary.MaxVarintLen64]byte
+	n := binary.PutUvarint(hdr[:], uint64(len(k)))
+	n += binary.PutUvarint(hdr[n:], uint64(len(v)))
+	r.w.Write(hdr[:n])
+	r.w.Write(k)
+	_, err := r.w.Write(v)
+	return err
+}
+
+// finish flushes and closes the file for writing.
+func (r *runWriter) finish() error {
+	if r.f == nil {
+		return nil
+	}
+	err := r.w.Flush()
+	if cerr := r.f.Close(); err == nil {
+		err = cerr
+	}
+	r.f = nil
+	return err
+}
+
+// replay calls fn for every record in order.
+func (r *runWriter) replay(fn func(k, v []byte) error) error {
+	f, err := r.fs.Open(r.path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	br := bufio.NewReaderSize(f, 1<<20)
+	var buf []byte
+	for {
+		kl, err := binary.ReadUvarint(br)
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		vl, err := binary.ReadUvarint(br)
+		if err != nil {
+			return err
+		}
+		buf = slices.Grow(buf[:0], int(kl+vl))[:kl+vl]
+		if _, err := io.ReadFull(br, buf); err != nil {
+			return err
+		}
+		if err := fn(buf[:kl], buf[kl:]); err != nil {
+			return err
+		}
+	}
+}
+
+func (r *runWriter) close() {
+	if r.f != nil {
+		r.f.Close()
+		r.f = nil
+	}
+	r.fs.Remove(r.path)
 }
