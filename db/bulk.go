@@ -107,7 +107,7 @@ func (db *DB) Load(docs iter.Seq2[Doc, error], lo *LoadOptions) (LoadResult, err
 	defer records.close()
 	byID := newExtSorter(fs, tmp, "ids", o.Memory/4)
 	defer byID.close()
-	postings := newExtSorter(fs, tmp, "postings", o.Memory/2)
+	postings := newPostSorter(fs, tmp, o.Memory/2)
 	defer postings.close()
 	type batch struct {
 		docs  []Doc
@@ -131,7 +131,6 @@ func (db *DB) Load(docs iter.Seq2[Doc, error], lo *LoadOptions) (LoadResult, err
 	}()
 	go func() {
 		defer pipe.Done()
-		var kbuf []byte
 		for b := range toAdd {
 			if stageErr != nil {
 				continue
@@ -154,8 +153,7 @@ func (db *DB) Load(docs iter.Seq2[Doc, error], lo *LoadOptions) (LoadResult, err
 					break
 				}
 				for band, k := range p.keys {
-					kbuf = codec.AppendPostingKey(kbuf[:0], band, k)
-					if err := postings.add(kbuf, base+seq, kindAdd, nil); err != nil {
+					if err := postings.add(band, k, base+seq, false); err != nil {
 						stageErr = err
 						break
 					}
@@ -243,7 +241,7 @@ func (db *DB) Load(docs iter.Seq2[Doc, error], lo *LoadOptions) (LoadResult, err
 			}
 			oldDocs = append(oldDocs, oldNum)
 			for band, k := range oldKeys {
-				if err := postings.add(codec.AppendPostingKey(kbuf[:0], band, k), oldNum, kindRemove, nil); err != nil {
+				if err := postings.add(band, k, oldNum, true); err != nil {
 					return err
 				}
 			}
@@ -304,28 +302,30 @@ func (db *DB) Load(docs iter.Seq2[Doc, error], lo *LoadOptions) (LoadResult, err
 		if err := w.set(codec.CountersKey, codec.EncodeCounters(c)); err != nil {
 			return err
 		}
-		var listKey []byte
+		var listKey, vbuf []byte
 		var list []codec.Posting
-		var vbuf []byte
+		var cur postEnt
 		flushList := func() error {
 			if len(list) == 0 {
 				return nil
 			}
+			listKey = codec.AppendPostingKey(listKey[:0], int(cur.band), cur.bucket)
 			vbuf = codec.AppendPostings(vbuf[:0], list)
 			list = list[:0]
 			return w.merge(listKey, vbuf)
 		}
-		if err := postings.iterate(func(key []byte, n uint64, kind byte, _ []byte) error {
-			if string(key) != string(listKey) {
+		if err := postings.iterate(func(e postEnt) error {
+			if e.band != cur.band || e.bucket != cur.bucket {
 				if err := flushList(); err != nil {
 					return err
 				}
-				listKey = append(listKey[:0], key...)
+				cur = e
 			}
-			if kind == kindAdd && isDropped(n) {
+			n, remove := e.doc>>1, e.doc&1 == 1
+			if !remove && isDropped(n) {
 				return nil
 			}
-			list = append(list, codec.Posting{Doc: n, Remove: kind == kindRemove})
+			list = append(list, codec.Posting{Doc: n, Remove: remove})
 			return nil
 		}); err != nil {
 			return err
@@ -344,12 +344,6 @@ func (db *DB) Load(docs iter.Seq2[Doc, error], lo *LoadOptions) (LoadResult, err
 	db.live.Store(c.Live)
 	return res, nil
 }
-
-// Entry kinds of the postings sorter.
-const (
-	kindAdd    byte = iota // a posting; seq is the doc number
-	kindRemove             // a removal posting; seq is the doc number
-)
 
 func cmpOrErr(err, def error) error {
 	if err != nil {

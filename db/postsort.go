@@ -1,0 +1,178 @@
+package db
+
+import (
+	"bufio"
+	"cmp"
+	"container/heap"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"slices"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+// postEnt is one posting of a load: a bucket (band, bucket hash) and a doc
+// number with the removal flag in its low bit. Fixed-size entries sort by
+// integer comparisons: a generic sorter over encoded keys measured 5x
+// slower on a load's millions of postings.
+type postEnt struct {
+	bucket uint64
+	doc    uint64 // doc<<1 | remove
+	band   uint16
+}
+
+func comparePostEnt(a, b postEnt) int {
+	return cmp.Or(cmp.Compare(a.band, b.band), cmp.Compare(a.bucket, b.bucket), cmp.Compare(a.doc, b.doc))
+}
+
+const postEntSize = 18 // on disk: band 2, bucket 8, doc 8
+
+// postSorter sorts postEnts within a memory budget, spilling sorted runs.
+type postSorter struct {
+	fs   vfs.FS
+	dir  string
+	max  int
+	ents []postEnt
+	runs []string
+}
+
+func newPostSorter(fs vfs.FS, dir string, budget int) *postSorter {
+	return &postSorter{fs: fs, dir: dir, max: max(budget/24, 4096)}
+}
+
+func (s *postSorter) add(band int, bucket, doc uint64, remove bool) error {
+	if len(s.ents) == s.max {
+		if err := s.spill(); err != nil {
+			return err
+		}
+	}
+	d := doc << 1
+	if remove {
+		d |= 1
+	}
+	s.ents = append(s.ents, postEnt{bucket, d, uint16(band)})
+	return nil
+}
+
+func (s *postSorter) spill() error {
+	slices.SortFunc(s.ents, comparePostEnt)
+	path := s.fs.PathJoin(s.dir, fmt.Sprintf("postings-%06d.run", len(s.runs)))
+	f, err := s.fs.Create(path, vfs.WriteCategoryUnspecified)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriterSize(f, 1<<20)
+	var b [postEntSize]byte
+	for _, e := range s.ents {
+		binary.BigEndian.PutUint16(b[:], e.band)
+		binary.BigEndian.PutUint64(b[2:], e.bucket)
+		binary.BigEndian.PutUint64(b[10:], e.doc)
+		w.Write(b[:])
+	}
+	if err := w.Flush(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	s.runs = append(s.runs, path)
+	s.ents = s.ents[:0]
+	return nil
+}
+
+type postRun struct {
+	r   *bufio.Reader
+	c   io.Closer
+	cur postEnt
+}
+
+func (r *postRun) next() (bool, error) {
+	var b [postEntSize]byte
+	if _, err := io.ReadFull(r.r, b[:]); err == io.EOF {
+		return false, nil
+	} else if err != nil {
+		return false, err
+	}
+	r.cur = postEnt{band: binary.BigEndian.Uint16(b[:]), bucket: binary.BigEndian.Uint64(b[2:]), doc: binary.BigEndian.Uint64(b[10:])}
+	return true, nil
+}
+
+type postHeap []*postRun
+
+func (h postHeap) Len() int           { return len(h) }
+func (h postHeap) Less(i, j int) bool { return comparePostEnt(h[i].cur, h[j].cur) < 0 }
+func (h postHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *postHeap) Push(x any)        { *h = append(*h, x.(*postRun)) }
+func (h *postHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+// iterate calls fn for every posting in (band, bucket, doc) order.
+func (s *postSorter) iterate(fn func(e postEnt) error) error {
+	if len(s.runs) == 0 {
+		slices.SortFunc(s.ents, comparePostEnt)
+		for _, e := range s.ents {
+			if err := fn(e); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if len(s.ents) > 0 {
+		if err := s.spill(); err != nil {
+			return err
+		}
+	}
+	s.ents = nil
+	h := &postHeap{}
+	defer func() {
+		for _, r := range *h {
+			r.c.Close()
+		}
+	}()
+	for _, path := range s.runs {
+		f, err := s.fs.Open(path)
+		if err != nil {
+			return err
+		}
+		r := &postRun{r: bufio.NewReaderSize(f, 256<<10), c: f}
+		if ok, err := r.next(); err != nil || !ok {
+			f.Close()
+			if err != nil {
+				return err
+			}
+			continue
+		}
+		heap.Push(h, r)
+	}
+	for h.Len() > 0 {
+		r := (*h)[0]
+		if err := fn(r.cur); err != nil {
+			return err
+		}
+		ok, err := r.next()
+		if err != nil {
+			return err
+		}
+		if ok {
+			heap.Fix(h, 0)
+		} else {
+			heap.Pop(h)
+			r.c.Close()
+		}
+	}
+	return nil
+}
+
+func (s *postSorter) close() {
+	s.ents = nil
+	for _, p := range s.runs {
+		s.fs.Remove(p)
+	}
+	s.runs = nil
+}
