@@ -40,6 +40,17 @@
 // Every method is safe for concurrent use. Writes are serialized; reads
 // run in parallel and each sees one consistent snapshot.
 //
+// # Bulk loads and all pairs
+//
+// Load bulk-loads documents for nightly jobs: signatures on every core,
+// records sorted within a memory budget (spilling to disk), SSTables
+// ingested in one atomic step (no WAL, no memtable). It extends an existing
+// index (stored ids are replaced) and gives the index that Put of each
+// document would have given. Pairs streams every near-duplicate pair once,
+// verifying candidate pairs within a memory budget on every core, and
+// reports documents with identical shingle sets as exact duplicates without
+// verification; Clusters are its connected components.
+//
 // # Caveats
 //
 // Deleting documents leaves their postings as removal operands until
