@@ -166,7 +166,9 @@ func (db *DB) Load(docs iter.Seq2[Doc, error], lo *LoadOptions) (LoadResult, err
 		}
 	}()
 	read := 0
-	chunk := make([]Doc, 0, 4096)
+	// NB: chunks of 1,024: each in flight holds its texts and prepared
+	// records (~20 KB a document), and up to five are in flight.
+	chunk := make([]Doc, 0, 1024)
 	var iterErr error
 	for d, err := range docs {
 		if err != nil {
@@ -177,7 +179,7 @@ func (db *DB) Load(docs iter.Seq2[Doc, error], lo *LoadOptions) (LoadResult, err
 		read++
 		if len(chunk) == cap(chunk) {
 			toPrep <- batch{docs: chunk, first: read - len(chunk)}
-			chunk = make([]Doc, 0, 4096)
+			chunk = make([]Doc, 0, 1024)
 		}
 		if o.Progress != nil && read%10000 == 0 {
 			o.Progress(read)

@@ -42,8 +42,13 @@ func (s *extSorter) value(e sortEnt) []byte {
 	return s.arena[e.off+e.klen : e.off+e.klen+e.vlen]
 }
 
+// sortEntSize is the memory of one entry besides its key and value.
+const sortEntSize = 40
+
 func (s *extSorter) add(key []byte, seq uint64, kind byte, value []byte) error {
-	if len(s.arena)+len(key)+len(value) > s.budget && len(s.ents) > 0 {
+	// NB: the budget counts the entries' bookkeeping too: with short keys
+	// it is most of the memory.
+	if len(s.arena)+len(key)+len(value)+(len(s.ents)+1)*sortEntSize > s.budget && len(s.ents) > 0 {
 		if err := s.spill(); err != nil {
 			return err
 		}

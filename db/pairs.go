@@ -2,7 +2,6 @@ package db
 
 import (
 	"cmp"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"iter"
@@ -202,11 +201,10 @@ func (db *DB) pairs(o PairsOptions, st *PairsStats, yield func(Pair, error) bool
 		return err
 	}
 	defer fs.RemoveAll(tmp)
-	sorter := newExtSorter(fs, tmp, "pairs", o.Memory)
+	sorter := newU64Sorter(fs, tmp, o.Memory)
 	defer sorter.close()
 	var ps []codec.Posting
 	var reps []int32
-	var key [8]byte
 	var derr error
 	err = scan(snap, codec.PostingPrefix, codec.PostingPrefixEnd, func(k, v []byte) {
 		if derr != nil {
@@ -242,9 +240,7 @@ func (db *DB) pairs(o PairsOptions, st *PairsStats, yield func(Pair, error) bool
 				if min(sa, sb)/max(sa, sb) < t { // J ≤ min/max: never a pair
 					continue
 				}
-				binary.BigEndian.PutUint32(key[:4], uint32(a))
-				binary.BigEndian.PutUint32(key[4:], uint32(b))
-				if derr = sorter.add(key[:], 0, 0, nil); derr != nil {
+				if derr = sorter.add(uint64(a)<<32 | uint64(b)); derr != nil {
 					return
 				}
 				st.Candidates++
@@ -269,16 +265,14 @@ func (db *DB) pairs(o PairsOptions, st *PairsStats, yield func(Pair, error) bool
 	go func() {
 		defer close(jobs)
 		var cur job
-		var last [8]byte
-		have := false
-		prodErr = sorter.iterate(func(k []byte, _ uint64, _ byte, _ []byte) error {
-			if have && string(k) == string(last[:]) {
-				return nil
+		last, have := uint64(0), false
+		prodErr = sorter.iterate(func(v uint64) error {
+			if have && v == last {
+				return nil // the same pair from another band
 			}
-			copy(last[:], k)
-			have = true
-			cur.a = append(cur.a, int32(binary.BigEndian.Uint32(k)))
-			cur.b = append(cur.b, int32(binary.BigEndian.Uint32(k[4:])))
+			last, have = v, true
+			cur.a = append(cur.a, int32(v>>32))
+			cur.b = append(cur.b, int32(uint32(v)))
 			if len(cur.a) == 4096 {
 				select {
 				case jobs <- cur:

@@ -176,3 +176,147 @@ func (s *postSorter) close() {
 	}
 	s.runs = nil
 }
+
+// u64Sorter sorts uint64 values within a memory budget, spilling sorted
+// runs; Pairs uses it for candidate pairs (a<<32 | b).
+type u64Sorter struct {
+	fs   vfs.FS
+	dir  string
+	max  int
+	vals []uint64
+	runs []string
+}
+
+func newU64Sorter(fs vfs.FS, dir string, budget int) *u64Sorter {
+	return &u64Sorter{fs: fs, dir: dir, max: max(budget/8, 4096)}
+}
+
+func (s *u64Sorter) add(v uint64) error {
+	if len(s.vals) == s.max {
+		if err := s.spill(); err != nil {
+			return err
+		}
+	}
+	s.vals = append(s.vals, v)
+	return nil
+}
+
+func (s *u64Sorter) spill() error {
+	slices.Sort(s.vals)
+	path := s.fs.PathJoin(s.dir, fmt.Sprintf("u64-%06d.run", len(s.runs)))
+	f, err := s.fs.Create(path, vfs.WriteCategoryUnspecified)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriterSize(f, 1<<20)
+	var b [8]byte
+	for _, v := range s.vals {
+		binary.BigEndian.PutUint64(b[:], v)
+		w.Write(b[:])
+	}
+	if err := w.Flush(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	s.runs = append(s.runs, path)
+	s.vals = s.vals[:0]
+	return nil
+}
+
+type u64Run struct {
+	r   *bufio.Reader
+	c   io.Closer
+	cur uint64
+}
+
+func (r *u64Run) next() (bool, error) {
+	var b [8]byte
+	if _, err := io.ReadFull(r.r, b[:]); err == io.EOF {
+		return false, nil
+	} else if err != nil {
+		return false, err
+	}
+	r.cur = binary.BigEndian.Uint64(b[:])
+	return true, nil
+}
+
+type u64Heap []*u64Run
+
+func (h u64Heap) Len() int           { return len(h) }
+func (h u64Heap) Less(i, j int) bool { return h[i].cur < h[j].cur }
+func (h u64Heap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *u64Heap) Push(x any)        { *h = append(*h, x.(*u64Run)) }
+func (h *u64Heap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+// iterate calls fn for every value in ascending order (repeats included).
+func (s *u64Sorter) iterate(fn func(v uint64) error) error {
+	if len(s.runs) == 0 {
+		slices.Sort(s.vals)
+		for _, v := range s.vals {
+			if err := fn(v); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if len(s.vals) > 0 {
+		if err := s.spill(); err != nil {
+			return err
+		}
+	}
+	s.vals = nil
+	h := &u64Heap{}
+	defer func() {
+		for _, r := range *h {
+			r.c.Close()
+		}
+	}()
+	for _, path := range s.runs {
+		f, err := s.fs.Open(path)
+		if err != nil {
+			return err
+		}
+		r := &u64Run{r: bufio.NewReaderSize(f, 256<<10), c: f}
+		if ok, err := r.next(); err != nil || !ok {
+			f.Close()
+			if err != nil {
+				return err
+			}
+			continue
+		}
+		heap.Push(h, r)
+	}
+	for h.Len() > 0 {
+		r := (*h)[0]
+		if err := fn(r.cur); err != nil {
+			return err
+		}
+		ok, err := r.next()
+		if err != nil {
+			return err
+		}
+		if ok {
+			heap.Fix(h, 0)
+		} else {
+			heap.Pop(h)
+			r.c.Close()
+		}
+	}
+	return nil
+}
+
+func (s *u64Sorter) close() {
+	s.vals = nil
+	for _, p := range s.runs {
+		s.fs.Remove(p)
+	}
+	s.runs = nil
+}
