@@ -48,6 +48,12 @@ const sortEntSize = 40
 func (s *extSorter) add(key []byte, seq uint64, kind byte, value []byte) error {
 	// NB: the budget counts the entries' bookkeeping too: with short keys
 	// it is most of the memory.
+	if s.ents == nil {
+		// NB: allocated once at full size (pages untouched until used):
+		// growing by append would hold two copies at a peak.
+		s.ents = make([]sortEnt, 0, s.budget/2/sortEntSize)
+		s.arena = make([]byte, 0, s.budget/2)
+	}
 	if len(s.arena)+len(key)+len(value)+(len(s.ents)+1)*sortEntSize > s.budget && len(s.ents) > 0 {
 		if err := s.spill(); err != nil {
 			return err

@@ -47,6 +47,11 @@ func (s *postSorter) add(band int, bucket, doc uint64, remove bool) error {
 			return err
 		}
 	}
+	if s.ents == nil {
+		// NB: allocated once at full size: growing by append would hold
+		// the old and the new array at once, twice the budget at a peak.
+		s.ents = make([]postEnt, 0, s.max)
+	}
 	d := doc << 1
 	if remove {
 		d |= 1
@@ -192,6 +197,9 @@ func newU64Sorter(fs vfs.FS, dir string, budget int) *u64Sorter {
 }
 
 func (s *u64Sorter) add(v uint64) error {
+	if s.vals == nil {
+		s.vals = make([]uint64, 0, s.max) // NB: once, at full size (see postSorter.add)
+	}
 	if len(s.vals) == s.max {
 		if err := s.spill(); err != nil {
 			return err
