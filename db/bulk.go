@@ -153,7 +153,7 @@ func (db *DB) Load(docs iter.Seq2[Doc, error], lo *LoadOptions) (LoadResult, err
 					break
 				}
 				for band, k := range p.keys {
-					if err := postings.add(band, k, base+seq, false); err != nil {
+					if err := postings.addPosting(band, k, base+seq, false); err != nil {
 						stageErr = err
 						break
 					}
@@ -243,7 +243,7 @@ func (db *DB) Load(docs iter.Seq2[Doc, error], lo *LoadOptions) (LoadResult, err
 			}
 			oldDocs = append(oldDocs, oldNum)
 			for band, k := range oldKeys {
-				if err := postings.add(band, k, oldNum, true); err != nil {
+				if err := postings.addPosting(band, k, oldNum, true); err != nil {
 					return err
 				}
 			}

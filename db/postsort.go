@@ -12,193 +12,27 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
-// postEnt is one posting of a load: a bucket (band, bucket hash) and a doc
-// number with the removal flag in its low bit. Fixed-size entries sort by
-// integer comparisons: a generic sorter over encoded keys measured 5x
-// slower on a load's millions of postings.
-type postEnt struct {
-	bucket uint64
-	doc    uint64 // doc<<1 | remove
-	band   uint16
+// fixedSorter sorts fixed-size values within a memory budget: values
+// accumulate in one slice allocated once at full size (growing by append
+// would hold two arrays at a peak), and each time it fills they are sorted
+// and written to a run file; iterate merges the runs. Sorting plain values
+// with an integer comparison measured 5x faster than sorting encoded keys.
+type fixedSorter[T any] struct {
+	fs      vfs.FS
+	dir     string
+	name    string
+	max     int
+	compare func(a, b T) int
+	size    int // encoded bytes per value
+	put     func(b []byte, v T)
+	get     func(b []byte) T
+	vals    []T
+	runs    []string
 }
 
-func comparePostEnt(a, b postEnt) int {
-	return cmp.Or(cmp.Compare(a.band, b.band), cmp.Compare(a.bucket, b.bucket), cmp.Compare(a.doc, b.doc))
-}
-
-const postEntSize = 18 // on disk: band 2, bucket 8, doc 8
-
-// postSorter sorts postEnts within a memory budget, spilling sorted runs.
-type postSorter struct {
-	fs   vfs.FS
-	dir  string
-	max  int
-	ents []postEnt
-	runs []string
-}
-
-func newPostSorter(fs vfs.FS, dir string, budget int) *postSorter {
-	return &postSorter{fs: fs, dir: dir, max: max(budget/24, 4096)}
-}
-
-func (s *postSorter) add(band int, bucket, doc uint64, remove bool) error {
-	if len(s.ents) == s.max {
-		if err := s.spill(); err != nil {
-			return err
-		}
-	}
-	if s.ents == nil {
-		// NB: allocated once at full size: growing by append would hold
-		// the old and the new array at once, twice the budget at a peak.
-		s.ents = make([]postEnt, 0, s.max)
-	}
-	d := doc << 1
-	if remove {
-		d |= 1
-	}
-	s.ents = append(s.ents, postEnt{bucket, d, uint16(band)})
-	return nil
-}
-
-func (s *postSorter) spill() error {
-	slices.SortFunc(s.ents, comparePostEnt)
-	path := s.fs.PathJoin(s.dir, fmt.Sprintf("postings-%06d.run", len(s.runs)))
-	f, err := s.fs.Create(path, vfs.WriteCategoryUnspecified)
-	if err != nil {
-		return err
-	}
-	w := bufio.NewWriterSize(f, 1<<20)
-	var b [postEntSize]byte
-	for _, e := range s.ents {
-		binary.BigEndian.PutUint16(b[:], e.band)
-		binary.BigEndian.PutUint64(b[2:], e.bucket)
-		binary.BigEndian.PutUint64(b[10:], e.doc)
-		w.Write(b[:])
-	}
-	if err := w.Flush(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	s.runs = append(s.runs, path)
-	s.ents = s.ents[:0]
-	return nil
-}
-
-type postRun struct {
-	r   *bufio.Reader
-	c   io.Closer
-	cur postEnt
-}
-
-func (r *postRun) next() (bool, error) {
-	var b [postEntSize]byte
-	if _, err := io.ReadFull(r.r, b[:]); err == io.EOF {
-		return false, nil
-	} else if err != nil {
-		return false, err
-	}
-	r.cur = postEnt{band: binary.BigEndian.Uint16(b[:]), bucket: binary.BigEndian.Uint64(b[2:]), doc: binary.BigEndian.Uint64(b[10:])}
-	return true, nil
-}
-
-type postHeap []*postRun
-
-func (h postHeap) Len() int           { return len(h) }
-func (h postHeap) Less(i, j int) bool { return comparePostEnt(h[i].cur, h[j].cur) < 0 }
-func (h postHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *postHeap) Push(x any)        { *h = append(*h, x.(*postRun)) }
-func (h *postHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
-}
-
-// iterate calls fn for every posting in (band, bucket, doc) order.
-func (s *postSorter) iterate(fn func(e postEnt) error) error {
-	if len(s.runs) == 0 {
-		slices.SortFunc(s.ents, comparePostEnt)
-		for _, e := range s.ents {
-			if err := fn(e); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	if len(s.ents) > 0 {
-		if err := s.spill(); err != nil {
-			return err
-		}
-	}
-	s.ents = nil
-	h := &postHeap{}
-	defer func() {
-		for _, r := range *h {
-			r.c.Close()
-		}
-	}()
-	for _, path := range s.runs {
-		f, err := s.fs.Open(path)
-		if err != nil {
-			return err
-		}
-		r := &postRun{r: bufio.NewReaderSize(f, 256<<10), c: f}
-		if ok, err := r.next(); err != nil || !ok {
-			f.Close()
-			if err != nil {
-				return err
-			}
-			continue
-		}
-		heap.Push(h, r)
-	}
-	for h.Len() > 0 {
-		r := (*h)[0]
-		if err := fn(r.cur); err != nil {
-			return err
-		}
-		ok, err := r.next()
-		if err != nil {
-			return err
-		}
-		if ok {
-			heap.Fix(h, 0)
-		} else {
-			heap.Pop(h)
-			r.c.Close()
-		}
-	}
-	return nil
-}
-
-func (s *postSorter) close() {
-	s.ents = nil
-	for _, p := range s.runs {
-		s.fs.Remove(p)
-	}
-	s.runs = nil
-}
-
-// u64Sorter sorts uint64 values within a memory budget, spilling sorted
-// runs; Pairs uses it for candidate pairs (a<<32 | b).
-type u64Sorter struct {
-	fs   vfs.FS
-	dir  string
-	max  int
-	vals []uint64
-	runs []string
-}
-
-func newU64Sorter(fs vfs.FS, dir string, budget int) *u64Sorter {
-	return &u64Sorter{fs: fs, dir: dir, max: max(budget/8, 4096)}
-}
-
-func (s *u64Sorter) add(v uint64) error {
+func (s *fixedSorter[T]) add(v T) error {
 	if s.vals == nil {
-		s.vals = make([]uint64, 0, s.max) // NB: once, at full size (see postSorter.add)
+		s.vals = make([]T, 0, s.max)
 	}
 	if len(s.vals) == s.max {
 		if err := s.spill(); err != nil {
@@ -209,18 +43,18 @@ func (s *u64Sorter) add(v uint64) error {
 	return nil
 }
 
-func (s *u64Sorter) spill() error {
-	slices.Sort(s.vals)
-	path := s.fs.PathJoin(s.dir, fmt.Sprintf("u64-%06d.run", len(s.runs)))
+func (s *fixedSorter[T]) spill() error {
+	slices.SortFunc(s.vals, s.compare)
+	path := s.fs.PathJoin(s.dir, fmt.Sprintf("%s-%06d.run", s.name, len(s.runs)))
 	f, err := s.fs.Create(path, vfs.WriteCategoryUnspecified)
 	if err != nil {
 		return err
 	}
 	w := bufio.NewWriterSize(f, 1<<20)
-	var b [8]byte
+	b := make([]byte, s.size)
 	for _, v := range s.vals {
-		binary.BigEndian.PutUint64(b[:], v)
-		w.Write(b[:])
+		s.put(b, v)
+		w.Write(b)
 	}
 	if err := w.Flush(); err != nil {
 		f.Close()
@@ -234,40 +68,43 @@ func (s *u64Sorter) spill() error {
 	return nil
 }
 
-type u64Run struct {
+type fixedRun[T any] struct {
 	r   *bufio.Reader
 	c   io.Closer
-	cur uint64
+	buf []byte
+	cur T
 }
 
-func (r *u64Run) next() (bool, error) {
-	var b [8]byte
-	if _, err := io.ReadFull(r.r, b[:]); err == io.EOF {
+type fixedHeap[T any] struct {
+	runs    []*fixedRun[T]
+	compare func(a, b T) int
+}
+
+func (h *fixedHeap[T]) Len() int           { return len(h.runs) }
+func (h *fixedHeap[T]) Less(i, j int) bool { return h.compare(h.runs[i].cur, h.runs[j].cur) < 0 }
+func (h *fixedHeap[T]) Swap(i, j int)      { h.runs[i], h.runs[j] = h.runs[j], h.runs[i] }
+func (h *fixedHeap[T]) Push(x any)         { h.runs = append(h.runs, x.(*fixedRun[T])) }
+func (h *fixedHeap[T]) Pop() any {
+	x := h.runs[len(h.runs)-1]
+	h.runs = h.runs[:len(h.runs)-1]
+	return x
+}
+
+// next reads a run's next value; ok is false at its end.
+func (s *fixedSorter[T]) next(r *fixedRun[T]) (bool, error) {
+	if _, err := io.ReadFull(r.r, r.buf); err == io.EOF {
 		return false, nil
 	} else if err != nil {
 		return false, err
 	}
-	r.cur = binary.BigEndian.Uint64(b[:])
+	r.cur = s.get(r.buf)
 	return true, nil
 }
 
-type u64Heap []*u64Run
-
-func (h u64Heap) Len() int           { return len(h) }
-func (h u64Heap) Less(i, j int) bool { return h[i].cur < h[j].cur }
-func (h u64Heap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *u64Heap) Push(x any)        { *h = append(*h, x.(*u64Run)) }
-func (h *u64Heap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
-}
-
-// iterate calls fn for every value in ascending order (repeats included).
-func (s *u64Sorter) iterate(fn func(v uint64) error) error {
+// iterate calls fn for every value in order (repeats included).
+func (s *fixedSorter[T]) iterate(fn func(v T) error) error {
 	if len(s.runs) == 0 {
-		slices.Sort(s.vals)
+		slices.SortFunc(s.vals, s.compare)
 		for _, v := range s.vals {
 			if err := fn(v); err != nil {
 				return err
@@ -280,10 +117,10 @@ func (s *u64Sorter) iterate(fn func(v uint64) error) error {
 			return err
 		}
 	}
-	s.vals = nil
-	h := &u64Heap{}
+	s.vals = nil // NB: release the budget before the merge
+	h := &fixedHeap[T]{compare: s.compare}
 	defer func() {
-		for _, r := range *h {
+		for _, r := range h.runs {
 			r.c.Close()
 		}
 	}()
@@ -292,8 +129,8 @@ func (s *u64Sorter) iterate(fn func(v uint64) error) error {
 		if err != nil {
 			return err
 		}
-		r := &u64Run{r: bufio.NewReaderSize(f, 256<<10), c: f}
-		if ok, err := r.next(); err != nil || !ok {
+		r := &fixedRun[T]{r: bufio.NewReaderSize(f, 256<<10), c: f, buf: make([]byte, s.size)}
+		if ok, err := s.next(r); err != nil || !ok {
 			f.Close()
 			if err != nil {
 				return err
@@ -303,11 +140,11 @@ func (s *u64Sorter) iterate(fn func(v uint64) error) error {
 		heap.Push(h, r)
 	}
 	for h.Len() > 0 {
-		r := (*h)[0]
+		r := h.runs[0]
 		if err := fn(r.cur); err != nil {
 			return err
 		}
-		ok, err := r.next()
+		ok, err := s.next(r)
 		if err != nil {
 			return err
 		}
@@ -321,10 +158,60 @@ func (s *u64Sorter) iterate(fn func(v uint64) error) error {
 	return nil
 }
 
-func (s *u64Sorter) close() {
+// close removes the run files and releases the memory.
+func (s *fixedSorter[T]) close() {
 	s.vals = nil
 	for _, p := range s.runs {
 		s.fs.Remove(p)
 	}
 	s.runs = nil
+}
+
+// postEnt is one posting of a load: a bucket (band, bucket hash) and a doc
+// number with the removal flag in its low bit.
+type postEnt struct {
+	bucket uint64
+	doc    uint64 // doc<<1 | remove
+	band   uint16
+}
+
+func comparePostEnt(a, b postEnt) int {
+	return cmp.Or(cmp.Compare(a.band, b.band), cmp.Compare(a.bucket, b.bucket), cmp.Compare(a.doc, b.doc))
+}
+
+// postSorter sorts a load's postings.
+type postSorter struct{ fixedSorter[postEnt] }
+
+func newPostSorter(fs vfs.FS, dir string, budget int) *postSorter {
+	return &postSorter{fixedSorter[postEnt]{
+		fs: fs, dir: dir, name: "postings", max: max(budget/24, 4096), compare: comparePostEnt, size: 18,
+		put: func(b []byte, e postEnt) {
+			binary.BigEndian.PutUint16(b, e.band)
+			binary.BigEndian.PutUint64(b[2:], e.bucket)
+			binary.BigEndian.PutUint64(b[10:], e.doc)
+		},
+		get: func(b []byte) postEnt {
+			return postEnt{band: binary.BigEndian.Uint16(b), bucket: binary.BigEndian.Uint64(b[2:]), doc: binary.BigEndian.Uint64(b[10:])}
+		},
+	}}
+}
+
+func (s *postSorter) addPosting(band int, bucket, doc uint64, remove bool) error {
+	d := doc << 1
+	if remove {
+		d |= 1
+	}
+	return s.add(postEnt{bucket, d, uint16(band)})
+}
+
+// u64Sorter sorts uint64 values; Pairs uses it for candidate pairs
+// (a<<32 | b).
+type u64Sorter struct{ fixedSorter[uint64] }
+
+func newU64Sorter(fs vfs.FS, dir string, budget int) *u64Sorter {
+	return &u64Sorter{fixedSorter[uint64]{
+		fs: fs, dir: dir, name: "pairs", max: max(budget/8, 4096), compare: cmp.Compare[uint64], size: 8,
+		put: func(b []byte, v uint64) { binary.BigEndian.PutUint64(b, v) },
+		get: binary.BigEndian.Uint64,
+	}}
 }
