@@ -100,9 +100,9 @@ func (a *app) queryCmd() *cobra.Command {
 
 // sortedPairs collects Pairs, best first (ties by ids), so output is
 // reproducible.
-func sortedPairs(d *db.DB, t float64, limit int) ([]db.Pair, error) {
+func sortedPairs(d *db.DB, t float64, limit int, st *db.PairsStats) ([]db.Pair, error) {
 	var out []db.Pair
-	for p, err := range d.Pairs(&db.PairsOptions{Threshold: t}) {
+	for p, err := range d.Pairs(&db.PairsOptions{Threshold: t, Stats: st}) {
 		if err != nil {
 			return nil, err
 		}
@@ -123,8 +123,9 @@ func sortedPairs(d *db.DB, t float64, limit int) ([]db.Pair, error) {
 func (a *app) pairsCmd() *cobra.Command {
 	var threshold float64
 	var limit int
+	var stats bool
 	c := &cobra.Command{
-		Use:   "pairs --db DIR [--threshold T]",
+		Use:   "pairs --db DIR [--threshold T] [--limit N] [--stats]",
 		Short: "Every stored pair with exact Jaccard >= T, each once",
 		Args:  nArgs(0),
 		RunE: func(c *cobra.Command, args []string) error {
@@ -133,9 +134,14 @@ func (a *app) pairsCmd() *cobra.Command {
 				return err
 			}
 			return a.withIndex(func(d *db.DB) error {
-				pairs, err := sortedPairs(d, t, limit)
+				var st db.PairsStats
+				pairs, err := sortedPairs(d, t, limit, &st)
 				if err != nil {
 					return err
+				}
+				if stats {
+					fmt.Fprintf(a.stderr, "pairs: %d documents, %d identical groups (%d pairs reported unverified), %d posting lists (%d with over %d distinct sets, largest %d), %d candidate pairs, %d verified, %d reported, spilled to disk: %v\n",
+						st.Docs, st.IdenticalGroups, st.IdenticalPairs, st.Lists, st.HotLists, db.HotList, st.LargestList, st.Candidates, st.Verified, st.Reported, st.Spilled)
 				}
 				tw := a.table()
 				if !a.json() {
@@ -154,6 +160,7 @@ func (a *app) pairsCmd() *cobra.Command {
 	}
 	c.Flags().Float64Var(&threshold, "threshold", 0, "least Jaccard (default: the index's)")
 	c.Flags().IntVar(&limit, "limit", 0, "print at most this many pairs, the best (default: all)")
+	c.Flags().BoolVar(&stats, "stats", false, "report on stderr the work done: identical groups, hot buckets, candidates, verified pairs")
 	return c
 }
 
