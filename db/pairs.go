@@ -55,8 +55,10 @@ type PairsStats struct {
 	// Candidates are the candidate pairs of distinct sets generated, over
 	// all bands (the quadratic part: Σ m(m−1)/2 over lists of m distinct
 	// sets, minus pairs the size filter rules out); Verified the distinct
-	// ones checked with exact Jaccard; Reported the pairs yielded.
-	Candidates, Verified, Reported int64
+	// ones checked with exact Jaccard, Matched those that reached the
+	// threshold; Reported the pairs yielded (matched pairs of groups
+	// expand to every member).
+	Candidates, Verified, Matched, Reported int64
 	// Spilled reports whether candidate pairs spilled to disk.
 	Spilled bool
 }
@@ -262,6 +264,7 @@ func (db *DB) pairs(o PairsOptions, st *PairsStats, yield func(Pair, error) bool
 	results := make(chan []verified, 4)
 	done := make(chan struct{})
 	var prodErr error
+	var distinct int64 // read after results close: the producer is done by then
 	go func() {
 		defer close(jobs)
 		var cur job
@@ -271,6 +274,7 @@ func (db *DB) pairs(o PairsOptions, st *PairsStats, yield func(Pair, error) bool
 				return nil // the same pair from another band
 			}
 			last, have = v, true
+			distinct++
 			cur.a = append(cur.a, int32(v>>32))
 			cur.b = append(cur.b, int32(uint32(v)))
 			if len(cur.a) == 4096 {
@@ -338,7 +342,7 @@ func (db *DB) pairs(o PairsOptions, st *PairsStats, yield func(Pair, error) bool
 			continue
 		}
 		for _, v := range batch {
-			st.Verified++
+			st.Matched++
 			for _, a := range x.members(v.a) {
 				for _, b := range x.members(v.b) {
 					if !emit(a, b, v.j) {
@@ -356,6 +360,7 @@ func (db *DB) pairs(o PairsOptions, st *PairsStats, yield func(Pair, error) bool
 			}
 		}
 	}
+	st.Verified = distinct
 	if stopped {
 		return errStopped
 	}

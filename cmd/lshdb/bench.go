@@ -270,8 +270,8 @@ func (a *app) benchBuild(corpusPath, extendPath string) error {
 	fmt.Fprintf(a.stdout, "%d documents: signature-only %.1fs, build %.1fs (%.2fx), pairs %.1fs (%.2fx the build, %d pairs), peak RSS %.0f MiB\n",
 		r.Docs, r.SignatureSecs, r.BuildSecs, r.BuildXSig, r.PairsSecs, r.PairsXBuild, r.Pairs, r.PeakRSSMiB)
 	st := r.PairsStats
-	fmt.Fprintf(a.stdout, "pairs: %d identical groups (%d pairs unverified), %d lists (%d hot, largest %d), %d candidates, %d verified, spilled %v\n",
-		st.IdenticalGroups, st.IdenticalPairs, st.Lists, st.HotLists, st.LargestList, st.Candidates, st.Verified, st.Spilled)
+	fmt.Fprintf(a.stdout, "pairs: %d identical groups (%d pairs unverified), %d lists (%d hot, largest %d), %d candidates, %d distinct verified, %d matched, spilled %v\n",
+		st.IdenticalGroups, st.IdenticalPairs, st.Lists, st.HotLists, st.LargestList, st.Candidates, st.Verified, st.Matched, st.Spilled)
 	if extendPath != "" {
 		fmt.Fprintf(a.stdout, "extend: %.1fs, into an empty index %.1fs (%.2fx)\n", r.ExtendSecs, r.ExtendEmptySec, r.ExtendXEmpty)
 	}

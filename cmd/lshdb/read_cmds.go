@@ -140,8 +140,8 @@ func (a *app) pairsCmd() *cobra.Command {
 					return err
 				}
 				if stats {
-					fmt.Fprintf(a.stderr, "pairs: %d documents, %d identical groups (%d pairs reported unverified), %d posting lists (%d with over %d distinct sets, largest %d), %d candidate pairs, %d verified, %d reported, spilled to disk: %v\n",
-						st.Docs, st.IdenticalGroups, st.IdenticalPairs, st.Lists, st.HotLists, db.HotList, st.LargestList, st.Candidates, st.Verified, st.Reported, st.Spilled)
+					fmt.Fprintf(a.stderr, "pairs: %d documents, %d identical groups (%d pairs reported unverified), %d posting lists (%d with over %d distinct sets, largest %d), %d candidate pairs, %d distinct verified, %d matched, %d reported, spilled to disk: %v\n",
+						st.Docs, st.IdenticalGroups, st.IdenticalPairs, st.Lists, st.HotLists, db.HotList, st.LargestList, st.Candidates, st.Verified, st.Matched, st.Reported, st.Spilled)
 				}
 				tw := a.table()
 				if !a.json() {
