@@ -123,36 +123,54 @@ func sortedPairs(d *db.DB, t float64, limit int, st *db.PairsStats) ([]db.Pair, 
 func (a *app) pairsCmd() *cobra.Command {
 	var threshold float64
 	var limit int
-	var stats bool
+	var stats, sorted bool
 	c := &cobra.Command{
-		Use:   "pairs --db DIR [--threshold T] [--limit N] [--stats]",
+		Use:   "pairs --db DIR [--threshold T] [--limit N] [--stats] [--sort=false]",
 		Short: "Every stored pair with exact Jaccard >= T, each once",
-		Args:  nArgs(0),
+		Long: `Every stored pair with exact Jaccard >= T, each once, best first. With
+--sort=false the pairs stream out as they are verified, in no particular order
+and in bounded memory (for nightly jobs over millions of documents).`,
+		Args: nArgs(0),
 		RunE: func(c *cobra.Command, args []string) error {
 			t, err := thresholdFlag(c, threshold)
 			if err != nil {
 				return err
 			}
+			if !sorted && limit > 0 {
+				return usagef("--limit needs the sorted output (drop --sort=false)")
+			}
 			return a.withIndex(func(d *db.DB) error {
 				var st db.PairsStats
-				pairs, err := sortedPairs(d, t, limit, &st)
-				if err != nil {
-					return err
-				}
-				if stats {
-					fmt.Fprintf(a.stderr, "pairs: %d documents, %d identical groups (%d pairs reported unverified), %d posting lists (%d with over %d distinct sets, largest %d), %d candidate pairs, %d distinct verified, %d matched, %d reported, spilled to disk: %v\n",
-						st.Docs, st.IdenticalGroups, st.IdenticalPairs, st.Lists, st.HotLists, db.HotList, st.LargestList, st.Candidates, st.Verified, st.Matched, st.Reported, st.Spilled)
-				}
 				tw := a.table()
 				if !a.json() {
 					fmt.Fprintln(tw, "A\tB\tJACCARD")
 				}
-				for _, p := range pairs {
+				print := func(p db.Pair) {
 					if a.json() {
 						a.emitJSON(map[string]any{"a": p.A, "b": p.B, "jaccard": p.Jaccard})
 					} else {
 						fmt.Fprintf(tw, "%s\t%s\t%.4f\n", p.A, p.B, p.Jaccard)
 					}
+				}
+				if sorted {
+					pairs, err := sortedPairs(d, t, limit, &st)
+					if err != nil {
+						return err
+					}
+					for _, p := range pairs {
+						print(p)
+					}
+				} else {
+					for p, err := range d.Pairs(&db.PairsOptions{Threshold: t, Stats: &st}) {
+						if err != nil {
+							return err
+						}
+						print(p)
+					}
+				}
+				if stats {
+					fmt.Fprintf(a.stderr, "pairs: %d documents, %d identical groups (%d pairs reported unverified), %d posting lists (%d with over %d distinct sets, largest %d), %d candidate pairs, %d distinct verified, %d matched, %d reported, spilled to disk: %v\n",
+						st.Docs, st.IdenticalGroups, st.IdenticalPairs, st.Lists, st.HotLists, db.HotList, st.LargestList, st.Candidates, st.Verified, st.Matched, st.Reported, st.Spilled)
 				}
 				return tw.Flush()
 			})
@@ -161,6 +179,7 @@ func (a *app) pairsCmd() *cobra.Command {
 	c.Flags().Float64Var(&threshold, "threshold", 0, "least Jaccard (default: the index's)")
 	c.Flags().IntVar(&limit, "limit", 0, "print at most this many pairs, the best (default: all)")
 	c.Flags().BoolVar(&stats, "stats", false, "report on stderr the work done: identical groups, hot buckets, candidates, verified pairs")
+	c.Flags().BoolVar(&sorted, "sort", true, "sort the pairs, best first (holds them all in memory); --sort=false streams them")
 	return c
 }
 
