@@ -225,7 +225,7 @@ func BenchmarkPut(b *testing.B) {
 		}
 		i = (i + 1000) % (len(docs) - 1000)
 		start := time.Now()
-		if _, err := d.prepareAll(batch, false); err != nil {
+		if _, _, err := d.prepareAll(batch, false, false); err != nil {
 			b.Fatal(err)
 		}
 		sig += time.Since(start)

@@ -125,7 +125,7 @@ func (db *DB) Load(docs iter.Seq2[Doc, error], lo *LoadOptions) (LoadResult, err
 		defer pipe.Done()
 		defer close(toAdd)
 		for b := range toPrep {
-			b.preps, b.errs = db.prepareEach(b.docs)
+			b.preps, b.errs = db.prepareEach(b.docs, db.man.StoreText)
 			toAdd <- b
 		}
 	}()
@@ -221,22 +221,11 @@ func (db *DB) Load(docs iter.Seq2[Doc, error], lo *LoadOptions) (LoadResult, err
 		if !have {
 			return nil
 		}
-		v, ok, err := seekExact(it, codec.AppendIDKey(kbuf[:0], string(lastID)))
-		if err != nil {
+		oldNum, err := lookup(it, string(lastID), &old)
+		if err != nil && !errors.Is(err, ErrNotFound) {
 			return err
 		}
-		if ok {
-			oldNum, err := codec.DecodeDocNum(v)
-			if err != nil {
-				return classify(err)
-			}
-			rv, ok, err := seekExact(it, codec.AppendDocKey(kbuf[:0], oldNum))
-			if err != nil || !ok {
-				return cmpOrErr(err, fmt.Errorf("%w: id %q names doc %d, which has no record", ErrCorrupt, lastID, oldNum))
-			}
-			if err := codec.DecodeDocRecord(rv, &old); err != nil {
-				return classify(err)
-			}
+		if err == nil {
 			oldKeys, err := bands.AppendKeys(nil, old.Signature, db.bands)
 			if err != nil {
 				return classify(err)
@@ -345,13 +334,6 @@ func (db *DB) Load(docs iter.Seq2[Doc, error], lo *LoadOptions) (LoadResult, err
 	db.counters = c
 	db.live.Store(c.Live)
 	return res, nil
-}
-
-func cmpOrErr(err, def error) error {
-	if err != nil {
-		return err
-	}
-	return def
 }
 
 // maxTableBytes is the size at which writeTables starts a new SSTable.

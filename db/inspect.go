@@ -179,13 +179,16 @@ func (db *DB) Explain(a, b string) (*Explanation, error) {
 		return nil, err
 	}
 	defer db.mu.RUnlock()
-	snap := db.pdb.NewSnapshot()
-	defer snap.Close()
-	var ra, rb codec.DocRecord
-	if _, err := lookup(snap, a, &ra); err != nil {
+	it, err := db.queryIter()
+	if err != nil {
 		return nil, err
 	}
-	if _, err := lookup(snap, b, &rb); err != nil {
+	defer it.Close()
+	var ra, rb codec.DocRecord
+	if _, err := lookup(it, a, &ra); err != nil {
+		return nil, err
+	}
+	if _, err := lookup(it, b, &rb); err != nil {
 		return nil, err
 	}
 	ka, err := bands.AppendKeys(nil, ra.Signature, db.bands)

@@ -2,7 +2,6 @@ package db
 
 import (
 	"cmp"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -13,7 +12,6 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/lshdb/lshdb/internal/allpairs"
-	"github.com/lshdb/lshdb/internal/corpus"
 	"github.com/lshdb/lshdb/minhash"
 )
 
@@ -151,20 +149,9 @@ func TestPairsScancodeRules(t *testing.T) {
 	if testing.Short() {
 		t.Skip("long: reads the shared corpora")
 	}
-	docs, err := corpus.Shared("scancode-rules", 0)
-	if errors.Is(err, corpus.ErrNoShared) {
-		t.Skip(err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, _ := minhash.NewHasher(minhash.Options{}, minhash.SketchOptions{})
-	sets := make([][]uint64, len(docs))
-	index := make(map[string]int, len(docs))
+	docs, sets, index := sharedCorpus(t, "scancode-rules")
 	batch := make([]Doc, len(docs))
 	for i, doc := range docs {
-		sets[i], _ = h.Document(nil, nil, doc.Text)
-		index[doc.ID] = i
 		batch[i] = Doc{ID: doc.ID, Text: doc.Text}
 	}
 	thresholds := map[float64]int{0.8: 371174}

@@ -32,20 +32,7 @@ func TestQualityOnSharedCorpora(t *testing.T) {
 	}
 	for _, name := range []string{"kijiji-rome-rent", "spdx-licenses", "scancode-licenses", "debian-copyright", "kjv-verses"} {
 		t.Run(name, func(t *testing.T) {
-			docs, err := corpus.Shared(name, 0)
-			if errors.Is(err, corpus.ErrNoShared) {
-				t.Skip(err)
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			h, _ := minhash.NewHasher(minhash.Options{}, minhash.SketchOptions{})
-			sets := make([][]uint64, len(docs))
-			index := make(map[string]int, len(docs))
-			for i, d := range docs {
-				sets[i], _ = h.Document(nil, nil, d.Text)
-				index[d.ID] = i
-			}
+			docs, sets, index := sharedCorpus(t, name)
 			for _, th := range []float64{0.8, 0.5} {
 				start := time.Now()
 				truth := allpairs.Join(sets, th)
@@ -130,4 +117,26 @@ func TestQualityOnSharedCorpora(t *testing.T) {
 			}
 		})
 	}
+}
+
+// sharedCorpus loads a shared corpus (skipping the test when ../shared is
+// absent) and its shingle sets with the default options, computed here
+// independently of the database, and each id's position.
+func sharedCorpus(t *testing.T, name string) ([]corpus.Doc, [][]uint64, map[string]int) {
+	t.Helper()
+	docs, err := corpus.Shared(name, 0)
+	if errors.Is(err, corpus.ErrNoShared) {
+		t.Skip(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, _ := minhash.NewHasher(minhash.Options{}, minhash.SketchOptions{})
+	sets := make([][]uint64, len(docs))
+	index := make(map[string]int, len(docs))
+	for i, d := range docs {
+		sets[i], _ = h.Document(nil, nil, d.Text)
+		index[d.ID] = i
+	}
+	return docs, sets, index
 }

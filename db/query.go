@@ -108,23 +108,10 @@ func (db *DB) QueryID(id string, qo *QueryOptions) (*QueryResult, error) {
 		return nil, err
 	}
 	defer it.Close()
-	v, ok, err := seekExact(it, codec.AppendIDKey(nil, id))
+	var rec codec.DocRecord
+	n, err := lookup(it, id, &rec)
 	if err != nil {
 		return nil, err
-	}
-	if !ok {
-		return nil, fmt.Errorf("%w: %q", ErrNotFound, id)
-	}
-	n, err := codec.DecodeDocNum(v)
-	if err != nil {
-		return nil, classify(err)
-	}
-	if v, ok, err = seekExact(it, codec.AppendDocKey(nil, n)); err != nil || !ok {
-		return nil, cmp.Or(err, fmt.Errorf("%w: id %q names doc %d, which has no record", ErrCorrupt, id, n))
-	}
-	var rec codec.DocRecord
-	if err := codec.DecodeDocRecord(v, &rec); err != nil {
-		return nil, classify(fmt.Errorf("doc %d: %w", n, err))
 	}
 	return db.query(it, rec.Set, rec.Signature, n, q)
 }

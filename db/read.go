@@ -2,6 +2,7 @@ package db
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"iter"
@@ -40,9 +41,10 @@ func getCopy(r pebble.Reader, key []byte) (v []byte, ok bool, err error) {
 	return v, true, classify(closer.Close())
 }
 
-// lookup returns the doc number and record of id as r sees them.
-func lookup(r pebble.Reader, id string, rec *codec.DocRecord) (uint64, error) {
-	v, ok, err := getCopy(r, codec.AppendIDKey(nil, id))
+// lookup returns the doc number and record of id as it sees them, or an
+// error wrapping ErrNotFound. Every id → record read goes through it.
+func lookup(it *pebble.Iterator, id string, rec *codec.DocRecord) (uint64, error) {
+	v, ok, err := seekExact(it, codec.AppendIDKey(nil, id))
 	if err != nil {
 		return 0, err
 	}
@@ -53,14 +55,10 @@ func lookup(r pebble.Reader, id string, rec *codec.DocRecord) (uint64, error) {
 	if err != nil {
 		return 0, classify(err)
 	}
-	rv, ok, err := getCopy(r, codec.AppendDocKey(nil, n))
-	if err != nil {
-		return 0, err
+	if v, ok, err = seekExact(it, codec.AppendDocKey(nil, n)); err != nil || !ok {
+		return 0, cmp.Or(err, fmt.Errorf("%w: id %q names doc %d, which has no record", ErrCorrupt, id, n))
 	}
-	if !ok {
-		return 0, fmt.Errorf("%w: id %q names doc %d, which has no record", ErrCorrupt, id, n)
-	}
-	if err := codec.DecodeDocRecord(rv, rec); err != nil {
+	if err := codec.DecodeDocRecord(v, rec); err != nil {
 		return 0, classify(fmt.Errorf("doc %d: %w", n, err))
 	}
 	return n, nil
@@ -79,10 +77,13 @@ func (db *DB) Get(id string) (*Document, error) {
 	if err := checkID(id); err != nil {
 		return nil, err
 	}
-	snap := db.pdb.NewSnapshot()
-	defer snap.Close()
+	it, err := db.queryIter()
+	if err != nil {
+		return nil, err
+	}
+	defer it.Close()
 	var rec codec.DocRecord
-	n, err := lookup(snap, id, &rec)
+	n, err := lookup(it, id, &rec)
 	if err != nil {
 		return nil, err
 	}

@@ -74,18 +74,19 @@ func (db *DB) prepare(d *Doc, storeText bool) (prepared, error) {
 	return prepared{id: d.ID, record: codec.AppendDocRecord(nil, &rec), keys: keys, set: set, sig: sig}, nil
 }
 
-// prepareEach prepares docs in parallel, with one error slot per document.
-func (db *DB) prepareEach(docs []Doc) ([]prepared, []error) {
+// prepareEach prepares docs in parallel (sequentially when there are few),
+// with one error slot per document.
+func (db *DB) prepareEach(docs []Doc, storeText bool) ([]prepared, []error) {
 	out := make([]prepared, len(docs))
 	errs := make([]error, len(docs))
-	workers := min(runtime.GOMAXPROCS(0), (len(docs)+63)/64)
+	workers := max(1, min(runtime.GOMAXPROCS(0), (len(docs)+63)/64))
 	var wg sync.WaitGroup
-	for w := range max(workers, 1) {
+	for w := range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := w; i < len(docs); i += max(workers, 1) {
-				out[i], errs[i] = db.prepare(&docs[i], db.man.StoreText)
+			for i := w; i < len(docs); i += workers {
+				out[i], errs[i] = db.prepare(&docs[i], storeText)
 			}
 		}()
 	}
@@ -93,38 +94,27 @@ func (db *DB) prepareEach(docs []Doc) ([]prepared, []error) {
 	return out, errs
 }
 
-// prepareAll prepares docs in parallel. It returns the first error, naming
-// the document's position.
-func (db *DB) prepareAll(docs []Doc, storeText bool) ([]prepared, error) {
-	out := make([]prepared, len(docs))
-	errs := make([]error, len(docs))
-	workers := min(runtime.GOMAXPROCS(0), (len(docs)+63)/64)
-	if workers <= 1 {
-		for i := range docs {
-			out[i], errs[i] = db.prepare(&docs[i], storeText)
-		}
-	} else {
-		var wg sync.WaitGroup
-		for w := range workers {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for i := w; i < len(docs); i += workers {
-					out[i], errs[i] = db.prepare(&docs[i], storeText)
-				}
-			}()
-		}
-		wg.Wait()
-	}
+// prepareAll prepares docs in parallel. With skipEmpty, documents with no
+// shingles are left out and their ids returned; any other error (and, without
+// skipEmpty, an empty document) fails the call, naming the document's
+// position.
+func (db *DB) prepareAll(docs []Doc, storeText, skipEmpty bool) ([]prepared, []string, error) {
+	preps, errs := db.prepareEach(docs, storeText)
+	keep := preps[:0]
+	var skipped []string
 	for i, err := range errs {
-		if err != nil {
-			if len(docs) > 1 {
-				return nil, fmt.Errorf("document %d: %w", i, err)
-			}
-			return nil, err
+		switch {
+		case err == nil:
+			keep = append(keep, preps[i])
+		case skipEmpty && errors.Is(err, ErrEmptyDocument):
+			skipped = append(skipped, docs[i].ID)
+		case len(docs) > 1:
+			return nil, nil, fmt.Errorf("document %d: %w", i, err)
+		default:
+			return nil, nil, err
 		}
 	}
-	return out, nil
+	return keep, skipped, nil
 }
 
 // Put stores a document under id, replacing any document with that id
@@ -186,18 +176,10 @@ func (db *DB) PutBatch(docs []Doc, wo *WriteOptions) (BatchResult, error) {
 		}
 		docs = uniq
 	}
-	if wo.SkipEmpty {
-		keep := docs[:0:0]
-		for i := range docs {
-			if db.hasNoShingles(docs[i].Text) {
-				res.SkippedEmpty = append(res.SkippedEmpty, docs[i].ID)
-			} else {
-				keep = append(keep, docs[i])
-			}
-		}
-		docs = keep
-	}
-	preps, err := db.prepareAll(docs, wo.StoreText || db.man.StoreText)
+	// NB: with SkipEmpty, an empty document is found by preparing it, not
+	// by hashing it twice.
+	preps, skipped, err := db.prepareAll(docs, wo.StoreText || db.man.StoreText, wo.SkipEmpty)
+	res.SkippedEmpty = skipped
 	if err != nil {
 		return res, err
 	}
@@ -208,13 +190,6 @@ func (db *DB) PutBatch(docs []Doc, wo *WriteOptions) (BatchResult, error) {
 		res.Stored = len(preps)
 	}
 	return res, err
-}
-
-// hasNoShingles reports whether text has no shingles.
-func (db *DB) hasNoShingles(text string) bool {
-	h := db.hashers.Get().(*minhash.Hasher)
-	defer db.hashers.Put(h)
-	return len(h.Shingler().AppendHashes(nil, text)) == 0
 }
 
 // writeLocked writes prepared documents (unique ids) in one batch. The
