@@ -1,6 +1,7 @@
 package db
 
 import (
+	"bufio"
 	"cmp"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/lshdb/lshdb/codec"
 	"github.com/lshdb/lshdb/minhash"
 )
@@ -208,6 +210,7 @@ func (db *DB) pairs(o PairsOptions, st *PairsStats, yield func(Pair, error) bool
 	var ps []codec.Posting
 	var reps []int32
 	var derr error
+	inPair := make([]uint64, (len(x.nums)+63)/64) // bit i: doc i is in a candidate pair
 	err = scan(snap, codec.PostingPrefix, codec.PostingPrefixEnd, func(k, v []byte) {
 		if derr != nil {
 			return
@@ -245,6 +248,8 @@ func (db *DB) pairs(o PairsOptions, st *PairsStats, yield func(Pair, error) bool
 				if derr = sorter.add(uint64(a)<<32 | uint64(b)); derr != nil {
 					return
 				}
+				inPair[a/64] |= 1 << (a % 64)
+				inPair[b/64] |= 1 << (b % 64)
 				st.Candidates++
 			}
 		}
@@ -253,6 +258,11 @@ func (db *DB) pairs(o PairsOptions, st *PairsStats, yield func(Pair, error) bool
 		return err
 	}
 	st.Spilled = len(sorter.runs) > 0
+	sets, err := writeSetFile(fs, fs.PathJoin(tmp, "sets"), snap, x, inPair)
+	if err != nil {
+		return err
+	}
+	defer sets.close()
 
 	// Verification: distinct pairs in batches, on every core.
 	type job struct{ a, b []int32 }
@@ -302,25 +312,27 @@ func (db *DB) pairs(o PairsOptions, st *PairsStats, yield func(Pair, error) bool
 		go func() {
 			defer wg.Done()
 			var sa, sb []uint64
+			var buf []byte
 			cached := int32(-1)
+			fail := func(err error) {
+				werrMu.Lock()
+				werr = cmp.Or(werr, err)
+				werrMu.Unlock()
+			}
 			for jb := range jobs {
 				var out []verified
 				for i := range jb.a {
 					a, b := jb.a[i], jb.b[i]
 					var err error
 					if a != cached {
-						if sa, err = readSet(snap, x.nums[a], sa[:0]); err != nil {
-							werrMu.Lock()
-							werr = cmp.Or(werr, err)
-							werrMu.Unlock()
+						if sa, buf, err = sets.read(a, sa[:0], buf); err != nil {
+							fail(err)
 							break
 						}
 						cached = a
 					}
-					if sb, err = readSet(snap, x.nums[b], sb[:0]); err != nil {
-						werrMu.Lock()
-						werr = cmp.Or(werr, err)
-						werrMu.Unlock()
+					if sb, buf, err = sets.read(b, sb[:0], buf); err != nil {
+						fail(err)
 						break
 					}
 					if j := minhash.Jaccard(sa, sb); j >= t {
@@ -367,14 +379,83 @@ func (db *DB) pairs(o PairsOptions, st *PairsStats, yield func(Pair, error) bool
 	return cmp.Or(prodErr, werr)
 }
 
-// readSet reads doc n's shingle set into dst.
-func readSet(r pebble.Reader, n uint64, dst []uint64) ([]uint64, error) {
-	v, closer, err := r.Get(codec.AppendDocKey(nil, n))
+// setFile holds the shingle sets of the documents that take part in
+// candidate pairs, written in one sequential scan of the doc records, so
+// that verification reads a set with one positioned read.
+//
+// NB: reading the sets with Pebble point lookups instead costs several
+// times more: for an index much larger than the block cache nearly every
+// lookup misses the cache, reads and checksums a ~10 KB block and the index
+// blocks above it, and allocates a cache entry (at a million documents,
+// 79% of Pairs' time went there). The file costs disk space up to the size
+// of the doc records' sets, in the database's directory, until Pairs ends.
+type setFile struct {
+	fs   vfs.FS
+	path string
+	f    vfs.File
+	off  []int64 // by pairsIndex position: where the set starts (−1: absent)
+	x    *pairsIndex
+}
+
+// writeSetFile writes the sets of the documents whose bit is set in
+// inPair.
+func writeSetFile(fs vfs.FS, path string, snap pebble.Reader, x *pairsIndex, inPair []uint64) (*setFile, error) {
+	f, err := fs.Create(path, vfs.WriteCategoryUnspecified)
 	if err != nil {
-		return dst, classify(fmt.Errorf("doc %d: %w", n, err))
+		return nil, err
 	}
-	defer closer.Close()
-	return codec.DecodeDocSet(v, dst)
+	s := &setFile{fs: fs, path: path, f: f, off: make([]int64, len(x.nums)), x: x}
+	w := bufio.NewWriterSize(f, 1<<20)
+	i, pos := 0, int64(0)
+	var derr error
+	err = scan(snap, codec.DocPrefix, codec.DocPrefixEnd, func(k, v []byte) {
+		if derr != nil {
+			return
+		}
+		if i >= len(x.nums) {
+			derr = fmt.Errorf("lshdb: doc records changed during Pairs")
+			return
+		}
+		s.off[i] = -1
+		if inPair[i/64]&(1<<(i%64)) != 0 {
+			view, err := codec.ParseDocView(v)
+			if err != nil {
+				derr = classify(fmt.Errorf("doc record %x: %w", k, err))
+				return
+			}
+			s.off[i] = pos
+			_, derr = w.Write(view.SetBytes())
+			pos += int64(len(view.SetBytes()))
+		}
+		i++
+	})
+	if err = cmp.Or(derr, err, w.Flush()); err != nil {
+		s.close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// read appends document i's set to dst, using buf for the bytes.
+func (s *setFile) read(i int32, dst []uint64, buf []byte) ([]uint64, []byte, error) {
+	n := int(s.x.sizes[i]) * 8
+	if s.off[i] < 0 {
+		return dst, buf, fmt.Errorf("lshdb: doc %d is not in the set file", s.x.nums[i])
+	}
+	buf = slices.Grow(buf[:0], n)[:n]
+	if _, err := s.f.ReadAt(buf, s.off[i]); err != nil {
+		return dst, buf, fmt.Errorf("lshdb: reading the set of doc %d: %w", s.x.nums[i], err)
+	}
+	dst, err := codec.DecodeSetBytes(buf, dst)
+	if err != nil {
+		err = classify(fmt.Errorf("doc %d: %w", s.x.nums[i], err))
+	}
+	return dst, buf, err
+}
+
+func (s *setFile) close() {
+	s.f.Close()
+	s.fs.Remove(s.path)
 }
 
 // Cluster is a connected component of the near-duplicate pairs.

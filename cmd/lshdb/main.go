@@ -18,6 +18,7 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
+	"runtime/pprof"
 	"strings"
 	"text/tabwriter"
 
@@ -55,6 +56,8 @@ type app struct {
 	stdout, stderr io.Writer
 	dbDir          string
 	output         string
+	cpuProfile     string
+	stopProfile    func()
 	shellDB        *db.DB // set inside the shell: commands reuse it
 }
 
@@ -64,6 +67,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	root := a.rootCmd()
 	root.SetArgs(args)
 	err := root.Execute()
+	if a.stopProfile != nil {
+		a.stopProfile()
+	}
 	return a.exitCode(err)
 }
 
@@ -100,9 +106,21 @@ func (a *app) rootCmd() *cobra.Command {
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err} })
 	root.PersistentFlags().StringVar(&a.dbDir, "db", "", "index directory")
 	root.PersistentFlags().StringVar(&a.output, "output", "table", "output format: table or json (JSON Lines)")
+	root.PersistentFlags().StringVar(&a.cpuProfile, "cpuprofile", "", "write a CPU profile of the command to this file (for go tool pprof)")
 	root.PersistentPreRunE = func(c *cobra.Command, args []string) error {
 		if a.output != "table" && a.output != "json" {
 			return usagef("--output must be table or json, not %q", a.output)
+		}
+		if a.cpuProfile != "" && a.stopProfile == nil {
+			f, err := os.Create(a.cpuProfile)
+			if err != nil {
+				return err
+			}
+			if err := pprof.StartCPUProfile(f); err != nil {
+				f.Close()
+				return err
+			}
+			a.stopProfile = func() { pprof.StopCPUProfile(); f.Close() }
 		}
 		return nil
 	}

@@ -19,9 +19,19 @@ type Options struct {
 	N int
 	// Sources are real texts that originals are made of (required).
 	Sources []string
-	// PartsPerDoc is how many source texts an original concatenates.
-	// Default: 3 (about 1–1.5 KB from package descriptions).
+	// PartsPerDoc is how many source texts' worth of words an original
+	// has. Default: 3 (about 1–1.5 KB from package descriptions).
 	PartsPerDoc int
+	// SpanWords is the most consecutive words an original takes from one
+	// source text. Default: 16.
+	//
+	// NB: originals are made of short spans from many sources, not of
+	// whole source texts: with whole texts, a million originals drawn
+	// from 64,000 descriptions share texts so often that thousands of
+	// originals become near-duplicates of each other by accident (a long
+	// description shared by two originals dominates both), and the ground
+	// truth is no longer known by construction.
+	SpanWords int
 	// CopyFraction is the fraction of documents that are near-copies of an
 	// earlier original. Default: 0.2.
 	CopyFraction float64
@@ -56,6 +66,9 @@ func Stream(o Options) iter.Seq[Doc] {
 	if o.Window == 0 {
 		o.Window = 1000
 	}
+	if o.SpanWords == 0 {
+		o.SpanWords = 16
+	}
 	return func(yield func(Doc) bool) {
 		if len(o.Sources) == 0 {
 			return
@@ -73,11 +86,7 @@ func Stream(o Options) iter.Seq[Doc] {
 				}
 				continue
 			}
-			parts := make([]string, o.PartsPerDoc)
-			for p := range parts {
-				parts[p] = o.Sources[rng.IntN(len(o.Sources))]
-			}
-			text := strings.Join(parts, "\n")
+			text := original(rng, o)
 			if len(window) < o.Window {
 				window = append(window, orig{id, text})
 			} else {
@@ -88,6 +97,28 @@ func Stream(o Options) iter.Seq[Doc] {
 			}
 		}
 	}
+}
+
+// original makes an original text: as many words as PartsPerDoc random
+// sources have, taken in spans of 1 to SpanWords consecutive words from
+// random sources and places.
+func original(rng *rand.Rand, o Options) string {
+	target := 0
+	for range o.PartsPerDoc {
+		target += len(strings.Fields(o.Sources[rng.IntN(len(o.Sources))]))
+	}
+	out := make([]string, 0, target)
+	// NB: the attempts bound the loop when the sources hold no words.
+	for attempts := 0; len(out) < target && attempts < 100*target; attempts++ {
+		words := strings.Fields(o.Sources[rng.IntN(len(o.Sources))])
+		if len(words) == 0 {
+			continue
+		}
+		n := min(1+rng.IntN(o.SpanWords), len(words), target-len(out))
+		start := rng.IntN(len(words) - n + 1)
+		out = append(out, words[start:start+n]...)
+	}
+	return strings.Join(out, " ")
 }
 
 // edit changes each word of text with probability rate: replaced by

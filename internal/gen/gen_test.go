@@ -4,6 +4,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/lshdb/lshdb/internal/corpus"
+	"github.com/lshdb/lshdb/minhash"
 )
 
 // Ensure that a corpus is deterministic, has the requested size and copy
@@ -39,7 +42,54 @@ func TestStream(t *testing.T) {
 	if c := slices.Collect(Stream(Options{Seed: 8, N: 100, Sources: sources})); slices.Equal(c, a[:100]) {
 		t.Fatal("another seed gives the same corpus")
 	}
-	if strings.Count(a[0].Text, "\n") != 2 {
-		t.Fatalf("an original has %d parts", strings.Count(a[0].Text, "\n")+1)
+	for _, w := range strings.Fields(a[0].Text) {
+		if !strings.Contains(strings.Join(sources, " "), w) {
+			t.Fatalf("an original has the word %q, which no source has", w)
+		}
 	}
+}
+
+// Ensure that originals are not near-duplicates of each other by accident,
+// even when there are many more originals than sources: the only pairs at
+// Jaccard 0.5 or more are copies and their originals (or two copies of one
+// original).
+func TestOriginalsAreDistinct(t *testing.T) {
+	path, err := corpus.Testdata("corpora/debian-sample/docs.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := corpus.Load(path, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sources []string
+	for _, d := range src {
+		sources = append(sources, d.Text)
+	}
+	h, err := minhash.NewHasher(minhash.Options{}, minhash.SketchOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 1,500 originals from 1,277 sources: every source is used several
+	// times over (the scale of a million documents from 64,000 sources).
+	var sets [][]uint64
+	var origs []Doc
+	for d := range Stream(Options{Seed: 3, N: 1500, Sources: sources, CopyFraction: 1e-9}) {
+		if d.Of != "" {
+			continue
+		}
+		set, _ := h.Document(nil, nil, d.Text)
+		sets = append(sets, set)
+		origs = append(origs, d)
+	}
+	worst := 0.0
+	for i := range sets {
+		for j := range sets[:i] {
+			worst = max(worst, minhash.Jaccard(sets[i], sets[j]))
+		}
+	}
+	if worst >= 0.5 {
+		t.Fatalf("two originals have Jaccard %.3f", worst)
+	}
+	t.Logf("%d originals, largest Jaccard between two: %.3f", len(origs), worst)
 }
