@@ -75,7 +75,16 @@ type pairsIndex struct {
 	groupOf map[int32]int
 }
 
-func (x *pairsIndex) find(n uint64) (int, bool) { return slices.BinarySearch(x.nums, n) }
+func (x *pairsIndex) find(n uint64) (int, bool) {
+	// NB: doc numbers are dense until deletes and upserts leave gaps; a
+	// bulk-built index finds every document at its first guess.
+	if len(x.nums) > 0 && n >= x.nums[0] {
+		if i := n - x.nums[0]; i < uint64(len(x.nums)) && x.nums[i] == n {
+			return int(i), true
+		}
+	}
+	return slices.BinarySearch(x.nums, n)
+}
 
 // members returns the documents a representative stands for.
 func (x *pairsIndex) members(rep int32) []int32 {
@@ -335,7 +344,7 @@ func (db *DB) pairs(o PairsOptions, st *PairsStats, yield func(Pair, error) bool
 						fail(err)
 						break
 					}
-					if j := minhash.Jaccard(sa, sb); j >= t {
+					if j, ok := minhash.JaccardAtLeast(sa, sb, t); ok {
 						out = append(out, verified{a, b, j})
 					}
 				}

@@ -209,7 +209,8 @@ func (db *DB) query(it *pebble.Iterator, set []uint64, sig []uint32, self uint64
 			if other, err = view.AppendSet(other[:0]); err != nil {
 				return nil, classify(fmt.Errorf("doc %d: %w", n, err))
 			}
-			if m.Jaccard = minhash.Jaccard(set, other); m.Jaccard < q.Threshold {
+			var ok bool
+			if m.Jaccard, ok = minhash.JaccardAtLeast(set, other, q.Threshold); !ok {
 				continue
 			}
 		}

@@ -13,20 +13,69 @@ func Jaccard(a, b []uint64) float64 {
 
 // Intersection returns |a ∩ b| for two sorted, de-duplicated sets.
 func Intersection(a, b []uint64) int {
+	n, _ := intersect(a, b, 0)
+	return n
+}
+
+// JaccardAtLeast returns Jaccard(a, b) and true when it is at least t, and
+// false as soon as the merge shows that it cannot be: most candidate pairs
+// of an LSH index fall well short of the threshold, and their merge stops
+// early. The inputs are as for Jaccard.
+func JaccardAtLeast(a, b []uint64, t float64) (float64, bool) {
+	if len(a) == 0 && len(b) == 0 {
+		return 1, t <= 1
+	}
+	// J ≥ t ⇔ |a∩b| ≥ t/(1+t)·(|a|+|b|). NB: need is rounded down, less
+	// one for floating-point error, and the ratio is checked below, so the
+	// early stop never drops a pair.
+	need := max(0, int(t/(1+t)*float64(len(a)+len(b)))-1)
+	inter, ok := intersect(a, b, need)
+	if !ok {
+		return 0, false
+	}
+	j := float64(inter) / float64(len(a)+len(b)-inter)
+	return j, j >= t
+}
+
+// intersect merges a and b and returns |a ∩ b|, or false once the
+// intersection can no longer reach need.
+func intersect(a, b []uint64, need int) (int, bool) {
 	n, i, j := 0, 0, 0
 	for i < len(a) && j < len(b) {
-		switch x, y := a[i], b[j]; {
-		case x < y:
-			i++
-		case x > y:
-			j++
-		default:
+		// NB: the bound is checked every 64 steps, when at least 64
+		// elements remain on both sides, so the inner loop needs no length
+		// checks. A branch-free step (SETcc for i, j and n) measured 2x
+		// slower: it chains each load on the last compare.
+		if len(a)-i >= 64 && len(b)-j >= 64 {
+			for range 64 {
+				x, y := a[i], b[j]
+				if x == y {
+					n++
+				}
+				if x <= y {
+					i++
+				}
+				if y <= x {
+					j++
+				}
+			}
+			if n+min(len(a)-i, len(b)-j) < need {
+				return n, false
+			}
+			continue
+		}
+		x, y := a[i], b[j]
+		if x == y {
 			n++
+		}
+		if x <= y {
 			i++
+		}
+		if y <= x {
 			j++
 		}
 	}
-	return n
+	return n, n >= need
 }
 
 // minMaxCounts merges two sorted multisets (repeats allowed) and returns

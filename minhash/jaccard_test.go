@@ -72,3 +72,93 @@ func TestJaccardMatchesMapOracle(t *testing.T) {
 		}
 	}
 }
+
+// Ensure that Intersection, Jaccard and JaccardAtLeast agree with a
+// map-based count on sets large enough for the merge's 64-step blocks, at
+// every overlap, and that JaccardAtLeast says true exactly when the ratio
+// reaches t.
+func TestJaccardAtLeastMatchesMapOracle(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	for trial := range 3000 {
+		universe := 1 + rng.IntN(3000)
+		pa, pb := rng.Float64(), rng.Float64()
+		if trial%3 == 0 {
+			pa, pb = 0.9, 0.9 // mostly shared: pairs near the threshold
+		}
+		var a, b []uint64
+		in := map[uint64]int{}
+		for x := range uint64(universe) {
+			v := x * 0x9e3779b97f4a7c15
+			if rng.Float64() < pa {
+				a = append(a, v)
+				in[v]++
+			}
+			if rng.Float64() < pb {
+				b = append(b, v)
+				in[v]++
+			}
+		}
+		slices.Sort(a)
+		slices.Sort(b)
+		inter := 0
+		for _, c := range in {
+			if c == 2 {
+				inter++
+			}
+		}
+		if got := minhash.Intersection(a, b); got != inter {
+			t.Fatalf("Intersection = %d, want %d", got, inter)
+		}
+		want := 1.0
+		if len(in) > 0 {
+			want = float64(inter) / float64(len(in))
+		}
+		for _, th := range []float64{want, want - 1e-9, want + 1e-9, rng.Float64(), 0.5, 0.8, 1} {
+			if th <= 0 || th > 1 {
+				continue
+			}
+			j, ok := minhash.JaccardAtLeast(a, b, th)
+			if ok != (want >= th) || (ok && j != want) {
+				t.Fatalf("JaccardAtLeast(t=%v) = %v, %v; exact %v (%d/%d)", th, j, ok, want, inter, len(in))
+			}
+		}
+	}
+}
+
+// BenchmarkJaccard compares the threshold-bound merge with the full one on
+// a candidate pair of ~1,150-element sets (about a 1.2 KB document) that
+// falls short of t = 0.8, and one that reaches it.
+func BenchmarkJaccard(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	mk := func(share float64) ([]uint64, []uint64) {
+		var x, y []uint64
+		for range 1150 {
+			v := rng.Uint64()
+			x = append(x, v)
+			if rng.Float64() < share {
+				y = append(y, v)
+			} else {
+				y = append(y, rng.Uint64())
+			}
+		}
+		slices.Sort(x)
+		slices.Sort(y)
+		return x, y
+	}
+	for _, c := range []struct {
+		name  string
+		share float64
+	}{{"J=0.33", 0.5}, {"J=0.90", 0.95}} {
+		x, y := mk(c.share)
+		b.Run(c.name+"/full", func(b *testing.B) {
+			for b.Loop() {
+				minhash.Jaccard(x, y)
+			}
+		})
+		b.Run(c.name+"/at-least-0.8", func(b *testing.B) {
+			for b.Loop() {
+				minhash.JaccardAtLeast(x, y, 0.8)
+			}
+		})
+	}
+}
