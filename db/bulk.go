@@ -350,6 +350,11 @@ type tableSink struct {
 // returns their paths.
 func (db *DB) writeTables(fs vfs.FS, dir string, fill func(tableSink) error) ([]string, error) {
 	wopts := db.popts.MakeWriterOptions(len(db.popts.Levels)-1, db.pdb.TableFormat())
+	// NB: a load's tables can land above older data (an index being
+	// extended), so they are not bottommost: with WritingToLowestLevel the
+	// writer marks point deletes obsolete, readers hide them, and the
+	// records of replaced documents show through again.
+	wopts.WritingToLowestLevel = false
 	if !db.man.StoreText {
 		// NB: signatures and shingle sets are uniform hashes, which no
 		// block compression shrinks; compressing them only costs time.

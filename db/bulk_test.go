@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/lshdb/lshdb/internal/corpus"
+	"github.com/lshdb/lshdb/internal/gen"
 )
 
 func seqOf(docs []Doc) iter.Seq2[Doc, error] {
@@ -62,23 +64,34 @@ func snapshotOf(t *testing.T, d *DB) (map[string]string, CheckReport) {
 // Ensure that a bulk load gives the index that Put of each document in
 // order gives (doc numbers included), into an empty index and in three
 // loads with upserts and repeated ids, with a memory budget small enough
-// to spill sorted runs.
+// to spill sorted runs: a generated corpus of 20,000 documents (originals
+// from the testdata sample and near-copies of them), a fifth of them
+// reusing an earlier id, often one within the same load.
 func TestLoadEqualsPuts(t *testing.T) {
-	n := 3000
+	n := 20000
 	if testing.Short() {
-		n = 800
+		n = 1000
+	}
+	path, err := corpus.Testdata("corpora/debian-sample/docs.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := corpus.Load(path, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sources []string
+	for _, d := range src {
+		sources = append(sources, d.Text)
 	}
 	rng := rand.New(rand.NewPCG(5, 5))
 	var docs []Doc
-	var texts []string
-	for i := range n {
-		text := randomText(rng, texts)
-		texts = append(texts, text)
-		id := fmt.Sprintf("doc-%d", i)
-		if i > 10 && rng.IntN(5) == 0 {
+	for g := range gen.Stream(gen.Options{Seed: 5, N: n, Sources: sources}) {
+		id := g.ID
+		if len(docs) > 10 && rng.IntN(5) == 0 {
 			id = docs[rng.IntN(len(docs))].ID // an upsert, often within one load
 		}
-		docs = append(docs, Doc{ID: id, Text: text})
+		docs = append(docs, Doc{ID: id, Text: g.Text})
 	}
 	puts := mustOpen(t, "puts", &Options{FS: vfs.NewMem(), NoSync: true})
 	defer puts.Close()
