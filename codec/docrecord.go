@@ -2,6 +2,7 @@ package codec
 
 import (
 	"encoding/binary"
+	"slices"
 
 	"github.com/cespare/xxhash/v2"
 )
@@ -48,12 +49,24 @@ func AppendDocRecord(dst []byte, r *DocRecord) []byte {
 	if r.Meta != nil {
 		flags |= flagMeta
 	}
+	// NB: one allocation at the final size: a record is ~10 KB for a
+	// 1.2 KB text, and growing it by append copied it several times.
+	size := 2 + 3*binary.MaxVarintLen64 + len(r.ID) + 4*len(r.Signature) + 8*len(r.Set)
+	if r.HasText {
+		size += binary.MaxVarintLen64 + len(r.Text)
+	}
+	if r.Meta != nil {
+		size += binary.MaxVarintLen64 + len(r.Meta)
+	}
+	dst = slices.Grow(dst, size)
 	dst = append(dst, docRecordVersion, flags)
 	dst = binary.AppendUvarint(dst, uint64(len(r.ID)))
 	dst = append(dst, r.ID...)
 	dst = binary.AppendUvarint(dst, uint64(len(r.Signature)))
-	for _, v := range r.Signature {
-		dst = binary.LittleEndian.AppendUint32(dst, v)
+	n := len(dst)
+	dst = dst[:n+4*len(r.Signature)]
+	for i, v := range r.Signature {
+		binary.LittleEndian.PutUint32(dst[n+4*i:], v)
 	}
 	dst = AppendSet(dst, r.Set)
 	if r.HasText {
@@ -76,8 +89,10 @@ func AppendDocRecord(dst []byte, r *DocRecord) []byte {
 // faster on the query path (measured in BenchmarkQuery).
 func AppendSet(dst []byte, set []uint64) []byte {
 	dst = binary.AppendUvarint(dst, uint64(len(set)))
-	for _, x := range set {
-		dst = binary.LittleEndian.AppendUint64(dst, x)
+	n := len(dst)
+	dst = slices.Grow(dst, 8*len(set))[:n+8*len(set)]
+	for i, x := range set {
+		binary.LittleEndian.PutUint64(dst[n+8*i:], x)
 	}
 	return dst
 }

@@ -10,6 +10,7 @@ import (
 	"io"
 	"iter"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -96,15 +97,14 @@ func (db *DB) Load(docs iter.Seq2[Doc, error], lo *LoadOptions) (LoadResult, err
 	base := db.counters.NextDoc
 
 	// Stage 1, pipelined: the caller's iterator feeds chunks; one goroutine
-	// computes their signatures on every core; another appends the records
-	// to a sequential file (doc numbers follow input order, so they come
-	// out sorted), the (id, seq) pairs to a small sorter and the postings
-	// to another. Records are never sorted or copied again.
-	records, err := newRunWriter(fs, fs.PathJoin(tmp, "records"))
-	if err != nil {
-		return res, err
-	}
-	defer records.close()
+	// computes their signatures on every core; another writes the records
+	// straight into SSTables (doc numbers follow input order, so their keys
+	// come in order), the (id, seq) pairs into a small sorter and the
+	// postings into another. Records are never sorted or copied again.
+	records := db.newTableSeq(fs, tmp, "records")
+	defer records.abandon()
+	var recFirst []uint64 // recFirst[i]: the seq of the first record in table i
+	var recKey []byte
 	byID := newExtSorter(fs, tmp, "ids", o.Memory/4)
 	defer byID.close()
 	postings := newPostSorter(fs, tmp, o.Memory/2)
@@ -144,9 +144,13 @@ func (db *DB) Load(docs iter.Seq2[Doc, error], lo *LoadOptions) (LoadResult, err
 					stageErr = fmt.Errorf("document %d: %w", b.first+i, err)
 					break
 				}
-				if err := records.write(p.record); err != nil {
+				recKey = codec.AppendDocKey(recKey[:0], base+seq)
+				if err := records.set(recKey, p.record); err != nil {
 					stageErr = err
 					break
+				}
+				if len(records.paths) > len(recFirst) {
+					recFirst = append(recFirst, seq)
 				}
 				if err := byID.add([]byte(p.id), seq, 0, nil); err != nil {
 					stageErr = err
@@ -190,7 +194,8 @@ func (db *DB) Load(docs iter.Seq2[Doc, error], lo *LoadOptions) (LoadResult, err
 	}
 	close(toPrep)
 	pipe.Wait()
-	if err := cmp.Or(iterErr, stageErr, records.finish()); err != nil {
+	recPaths, err := records.finish()
+	if err := cmp.Or(iterErr, stageErr, err); err != nil {
 		return res, err
 	}
 	if o.Progress != nil {
@@ -268,25 +273,50 @@ func (db *DB) Load(docs iter.Seq2[Doc, error], lo *LoadOptions) (LoadResult, err
 		return dropped[s/64]&(1<<(s%64)) != 0
 	}
 
-	// Stage 3: SSTables in key order — deleted and new doc records, the id
-	// map, the counters, then one merge operand per posting list.
+	// Stage 3: the other SSTables, each range apart from the others (an
+	// ingest takes non-overlapping files): deletes of replaced records
+	// (below base), the records tables of stage 1 — rewritten without the
+	// records that a later occurrence of their id superseded —, and the id
+	// map, the counters and one merge operand per posting list.
 	slices.Sort(oldDocs)
-	paths, err := db.writeTables(fs, tmp, func(w tableSink) error {
-		for _, n := range oldDocs {
-			if err := w.del(codec.AppendDocKey(kbuf[:0], n)); err != nil {
-				return err
+	var paths []string
+	if len(oldDocs) > 0 {
+		dels, err := db.writeTables(fs, tmp, "deletes", func(w tableSink) error {
+			for _, n := range oldDocs {
+				if err := w.del(codec.AppendDocKey(kbuf[:0], n)); err != nil {
+					return err
+				}
 			}
+			return nil
+		})
+		if err != nil {
+			return res, err
 		}
-		s := uint64(0)
-		if err := records.replay(func(_, rec []byte) error {
-			defer func() { s++ }()
-			if isDropped(base + s) {
-				return nil
-			}
-			return w.set(codec.AppendDocKey(kbuf[:0], base+s), rec)
-		}); err != nil {
-			return err
+		paths = append(paths, dels...)
+	}
+	for i, path := range recPaths {
+		first, end := recFirst[i], seq
+		if i+1 < len(recFirst) {
+			end = recFirst[i+1]
 		}
+		hasDropped := false
+		for s := first; s < end && !hasDropped; s++ {
+			hasDropped = isDropped(base + s)
+		}
+		if !hasDropped {
+			paths = append(paths, path)
+			continue
+		}
+		kept, err := db.rewriteTable(fs, path, func(k []byte) bool {
+			n, err := codec.ParseDocKey(k)
+			return err != nil || !isDropped(n)
+		})
+		if err != nil {
+			return res, err
+		}
+		paths = append(paths, kept...)
+	}
+	rest, err := db.writeTables(fs, tmp, "rest", func(w tableSink) error {
 		if err := ids.replay(w.set); err != nil {
 			return err
 		}
@@ -326,6 +356,7 @@ func (db *DB) Load(docs iter.Seq2[Doc, error], lo *LoadOptions) (LoadResult, err
 	if err != nil {
 		return res, err
 	}
+	paths = append(paths, rest...)
 	// NB: one Ingest call is atomic: every file gets the same sequence
 	// number and becomes visible at once.
 	if err := db.pdb.Ingest(context.Background(), paths); err != nil {
@@ -336,8 +367,9 @@ func (db *DB) Load(docs iter.Seq2[Doc, error], lo *LoadOptions) (LoadResult, err
 	return res, nil
 }
 
-// maxTableBytes is the size at which writeTables starts a new SSTable.
-const maxTableBytes = 256 << 20
+// maxTableBytes is the size at which a load starts a new SSTable (a
+// variable for tests).
+var maxTableBytes = 256 << 20
 
 // tableSink receives keys in strictly increasing order.
 type tableSink struct {
@@ -345,10 +377,20 @@ type tableSink struct {
 	del        func(k []byte) error
 }
 
-// writeTables runs fill, which writes keys in increasing order, into
-// SSTables of about maxTableBytes each (non-overlapping, in key order) and
-// returns their paths.
-func (db *DB) writeTables(fs vfs.FS, dir string, fill func(tableSink) error) ([]string, error) {
+// tableSeq writes keys in increasing order into SSTables of about
+// maxTableBytes each (non-overlapping, in key order), named
+// name-NNNNNN.sst in dir.
+type tableSeq struct {
+	fs    vfs.FS
+	dir   string
+	name  string
+	wopts sstable.WriterOptions
+	w     *sstable.Writer
+	size  int
+	paths []string
+}
+
+func (db *DB) newTableSeq(fs vfs.FS, dir, name string) *tableSeq {
 	wopts := db.popts.MakeWriterOptions(len(db.popts.Levels)-1, db.pdb.TableFormat())
 	// NB: a load's tables can land above older data (an index being
 	// extended), so they are not bottommost: with WritingToLowestLevel the
@@ -360,59 +402,130 @@ func (db *DB) writeTables(fs vfs.FS, dir string, fill func(tableSink) error) ([]
 		// block compression shrinks; compressing them only costs time.
 		wopts.Compression = sstable.NoCompression
 	}
-	var paths []string
-	var w *sstable.Writer
-	size := 0
-	next := func(n int) error {
-		if w != nil && size < maxTableBytes {
-			size += n
-			return nil
-		}
-		if w != nil {
-			if err := w.Close(); err != nil {
-				return err
-			}
-		}
-		path := fs.PathJoin(dir, fmt.Sprintf("load-%06d.sst", len(paths)))
-		f, err := fs.Create(path, vfs.WriteCategoryUnspecified)
-		if err != nil {
-			return err
-		}
-		w = sstable.NewWriter(objstorageprovider.NewFileWritable(f), wopts)
-		paths = append(paths, path)
-		size = n
+	return &tableSeq{fs: fs, dir: dir, name: name, wopts: wopts}
+}
+
+// next makes room for an entry of n bytes, starting a table if needed.
+func (t *tableSeq) next(n int) error {
+	if t.w != nil && t.size < maxTableBytes {
+		t.size += n
 		return nil
 	}
-	sink := tableSink{
-		set: func(k, v []byte) error {
-			if err := next(len(k) + len(v)); err != nil {
-				return err
-			}
-			return w.Set(k, v)
-		},
-		merge: func(k, v []byte) error {
-			if err := next(len(k) + len(v)); err != nil {
-				return err
-			}
-			return w.Merge(k, v)
-		},
-		del: func(k []byte) error {
-			if err := next(len(k)); err != nil {
-				return err
-			}
-			return w.Delete(k)
-		},
-	}
-	err := fill(sink)
-	if w != nil {
-		if cerr := w.Close(); err == nil {
-			err = cerr
+	if t.w != nil {
+		if err := t.w.Close(); err != nil {
+			t.w = nil
+			return err
 		}
 	}
+	path := t.fs.PathJoin(t.dir, fmt.Sprintf("%s-%06d.sst", t.name, len(t.paths)))
+	f, err := t.fs.Create(path, vfs.WriteCategoryUnspecified)
+	if err != nil {
+		t.w = nil
+		return err
+	}
+	t.w = sstable.NewWriter(objstorageprovider.NewFileWritable(f), t.wopts)
+	t.paths = append(t.paths, path)
+	t.size = n
+	return nil
+}
+
+func (t *tableSeq) set(k, v []byte) error {
+	if err := t.next(len(k) + len(v)); err != nil {
+		return err
+	}
+	return t.w.Set(k, v)
+}
+
+func (t *tableSeq) merge(k, v []byte) error {
+	if err := t.next(len(k) + len(v)); err != nil {
+		return err
+	}
+	return t.w.Merge(k, v)
+}
+
+func (t *tableSeq) del(k []byte) error {
+	if err := t.next(len(k)); err != nil {
+		return err
+	}
+	return t.w.Delete(k)
+}
+
+// finish closes the last table and returns the paths of all.
+func (t *tableSeq) finish() ([]string, error) {
+	if t.w != nil {
+		err := t.w.Close()
+		t.w = nil
+		if err != nil {
+			return nil, err
+		}
+	}
+	return t.paths, nil
+}
+
+// abandon closes an unfinished table (the load's directory is removed
+// with the files).
+func (t *tableSeq) abandon() {
+	if t.w != nil {
+		t.w.Close()
+		t.w = nil
+	}
+}
+
+// writeTables runs fill, which writes keys in increasing order, into
+// SSTables named name-NNNNNN.sst and returns their paths.
+func (db *DB) writeTables(fs vfs.FS, dir, name string, fill func(tableSink) error) ([]string, error) {
+	t := db.newTableSeq(fs, dir, name)
+	defer t.abandon()
+	if err := fill(tableSink{set: t.set, merge: t.merge, del: t.del}); err != nil {
+		return nil, err
+	}
+	return t.finish()
+}
+
+// rewriteTable copies the SSTable at path into new tables without the
+// keys for which keep is false, and returns their paths (none if nothing
+// is kept).
+func (db *DB) rewriteTable(fs vfs.FS, path string, keep func(k []byte) bool) ([]string, error) {
+	f, err := fs.Open(path)
 	if err != nil {
 		return nil, err
 	}
-	return paths, nil
+	readable, err := sstable.NewSimpleReadable(f)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	r, err := sstable.NewReader(context.Background(), readable, db.popts.MakeReaderOptions())
+	if err != nil {
+		readable.Close()
+		return nil, err
+	}
+	defer r.Close()
+	it, err := r.NewIter(sstable.NoTransforms, nil, nil, sstable.AssertNoBlobHandles)
+	if err != nil {
+		return nil, err
+	}
+	defer it.Close()
+	dir, name := fs.PathDir(path), strings.TrimSuffix(fs.PathBase(path), ".sst")+"-kept"
+	return db.writeTables(fs, dir, name, func(w tableSink) error {
+		var buf []byte
+		for kv := it.First(); kv != nil; kv = it.Next() {
+			if !keep(kv.K.UserKey) {
+				continue
+			}
+			if kv.Kind() != pebble.InternalKeyKindSet {
+				return fmt.Errorf("lshdb: load table %s holds a %s key", path, kv.Kind())
+			}
+			v, _, err := kv.Value(buf)
+			if err != nil {
+				return err
+			}
+			if err := w.set(kv.K.UserKey, v); err != nil {
+				return err
+			}
+		}
+		return it.Error()
+	})
 }
 
 // runWriter appends (key, value) records to a file and replays them in
@@ -431,8 +544,6 @@ func newRunWriter(fs vfs.FS, path string) (*runWriter, error) {
 	}
 	return &runWriter{fs: fs, path: path, f: f, w: bufio.NewWriterSize(f, 1<<20)}, nil
 }
-
-func (r *runWriter) write(v []byte) error { return r.writeKV(nil, v) }
 
 func (r *runWriter) writeKV(k, v []byte) error {
 	var hdr [2 * binary.MaxVarintLen64]byte

@@ -84,6 +84,10 @@ func TestLoadEqualsPuts(t *testing.T) {
 	for _, d := range src {
 		sources = append(sources, d.Text)
 	}
+	// NB: small tables, so that records span many and the ones that hold
+	// superseded records are rewritten while the others are not.
+	defer func(n int) { maxTableBytes = n }(maxTableBytes)
+	maxTableBytes = 1 << 20
 	rng := rand.New(rand.NewPCG(5, 5))
 	var docs []Doc
 	for g := range gen.Stream(gen.Options{Seed: 5, N: n, Sources: sources}) {

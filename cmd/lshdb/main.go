@@ -41,6 +41,18 @@ func main() {
 // defaultMemoryLimit is the soft memory limit of the command's Go heap.
 const defaultMemoryLimit = 768 << 20
 
+// raiseMemoryLimit lifts the soft memory limit for a command that holds
+// budget bytes of sorted data, unless GOMEMLIMIT set it.
+//
+// NB: a live heap at the soft limit makes the collector run without pause:
+// a build whose sort budget (1 GiB) exceeded the limit ran 18,000
+// collections and took 1.6x as long.
+func raiseMemoryLimit(budget int) {
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(max(defaultMemoryLimit, int64(budget)*2+256<<20))
+	}
+}
+
 // usageError marks an error in how the command was called (exit 2).
 type usageError struct{ err error }
 

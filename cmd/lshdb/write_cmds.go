@@ -173,6 +173,7 @@ the index is as it was.`,
 			if memory < 1 {
 				return usagef("--memory %d: must be at least 1 (MiB)", memory)
 			}
+			raiseMemoryLimit(memory << 20)
 			d, closeDB, err := a.openDB(o)
 			if err != nil {
 				return err
@@ -216,7 +217,7 @@ the index is as it was.`,
 	}
 	cf.add(c)
 	in.add(c)
-	c.Flags().IntVar(&memory, "memory", 1024, "memory budget for sorting, in MiB")
+	c.Flags().IntVar(&memory, "memory", db.DefaultLoadMemory>>20, "memory budget for sorted data, in MiB (the process needs about 3x this)")
 	return c
 }
 
