@@ -119,6 +119,7 @@ type Shingler struct {
 	norm   []byte  // normalized text
 	words  []byte  // word mode: kept words joined by single spaces
 	starts []int32 // unit start offsets in the shingled buffer, plus an end sentinel
+	sorter hashSorter
 }
 
 // NewShingler returns a Shingler for opts (defaults filled in).
@@ -262,7 +263,7 @@ func (s *Shingler) AppendSet(dst []uint64, text string) []uint64 {
 	if s.opts.Bag {
 		return append(dst[:start], expandBag(set)...)
 	}
-	slices.Sort(set)
+	s.sorter.sort(set)
 	return append(dst[:start], slices.Compact(set)...)
 }
 
