@@ -59,7 +59,9 @@ func (db *DB) prepare(d *Doc, storeText bool) (prepared, error) {
 	}
 	h := db.hashers.Get().(*minhash.Hasher)
 	defer db.hashers.Put(h)
-	set, sig := h.Document(nil, nil, d.Text)
+	// NB: a text of n bytes has at most n character shingles: sizing the
+	// set for that (up to 64 Ki elements) saves the copies of growing it.
+	set, sig := h.Document(make([]uint64, 0, min(len(d.Text)+1, 1<<16)), nil, d.Text)
 	if len(set) == 0 {
 		return prepared{}, fmt.Errorf("%w: %q", ErrEmptyDocument, d.ID)
 	}
