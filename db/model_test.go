@@ -265,9 +265,16 @@ func runModel(t *testing.T, rng *rand.Rand, dir string, opts *Options, steps int
 			} else if !errors.Is(err, ErrNotFound) {
 				t.Fatalf("step %d: Get of missing %q: %v", step, id, err)
 			}
-		case op < 98:
+		case op < 97:
 			if err := d.pdb.Compact(context.Background(), []byte{0}, []byte{0xff}, true); err != nil {
 				t.Fatal(err)
+			}
+		case op < 98: // purge emptied lists: nothing observable may change
+			if _, err := d.PurgeEmptyLists(); err != nil {
+				t.Fatalf("step %d: PurgeEmptyLists: %v", step, err)
+			}
+			if rep, err := d.Check(); err != nil || !rep.OK() || rep.EmptyLists != 0 {
+				t.Fatalf("step %d: check after a purge: %+v, %v", step, rep, err)
 			}
 		case op < 99: // Pairs and Clusters against the model's banding
 			checkPairs(t, d, m)

@@ -87,7 +87,8 @@ func TestQualityOnSharedCorpora(t *testing.T) {
 				// Pairs finds exactly the pairs the queries found, each once.
 				start = time.Now()
 				pairs := 0
-				for p, err := range d.Pairs(nil) {
+				var st PairsStats
+				for p, err := range d.Pairs(&PairsOptions{Stats: &st}) {
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -105,9 +106,10 @@ func TestQualityOnSharedCorpora(t *testing.T) {
 				if len(truth) > 0 {
 					recall = float64(hit) / float64(len(truth))
 				}
-				t.Logf("%s t=%.1f %v: %d docs, %d pairs, recall %.4f, %.1f candidates/query; oracle %v, build %v, %d queries %v, Pairs %v",
+				t.Logf("%s t=%.1f %v: %d docs, %d pairs, recall %.4f, %.1f candidates/query; oracle %v, build %v, %d queries %v, Pairs %v (%d candidates, %d verified)",
 					name, th, d.Params().Bands, len(docs), len(truth), recall, float64(candidates)/float64(len(docs)),
-					oracleTime.Round(time.Millisecond), build.Round(time.Millisecond), len(docs), queries.Round(time.Millisecond), pairsTime.Round(time.Millisecond))
+					oracleTime.Round(time.Millisecond), build.Round(time.Millisecond), len(docs), queries.Round(time.Millisecond), pairsTime.Round(time.Millisecond),
+					st.Candidates, st.Verified)
 				if recall < 0.99 {
 					t.Errorf("t=%v: recall %.4f < 0.99 (%d of %d pairs)", th, recall, hit, len(truth))
 				}

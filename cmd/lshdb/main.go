@@ -138,7 +138,7 @@ func (a *app) rootCmd() *cobra.Command {
 	}
 	root.AddCommand(a.createCmd(), a.insertCmd("insert"), a.buildCmd(), a.queryCmd(), a.pairsCmd(),
 		a.clustersCmd(), a.dedupCmd(), a.getCmd(), a.deleteCmd(), a.statsCmd(), a.bucketsCmd(), a.bucketCmd(),
-		a.explainCmd(), a.tuneCmd(), a.checkCmd(), a.shellCmd(), a.benchCmd(), a.genCmd())
+		a.explainCmd(), a.tuneCmd(), a.checkCmd(), a.purgeCmd(), a.shellCmd(), a.benchCmd(), a.genCmd())
 	return root
 }
 

@@ -414,3 +414,27 @@ func (a *app) deleteCmd() *cobra.Command {
 		},
 	}
 }
+
+func (a *app) purgeCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "purge --db DIR",
+		Short: "Delete the emptied posting lists that deletes and upserts leave behind",
+		Long: `Delete the posting lists that hold no document any more (check counts them
+as empty lists). Nothing a query or pairs returns changes; writers wait while
+it runs.`,
+		Args: nArgs(0),
+		RunE: func(c *cobra.Command, args []string) error {
+			return a.withIndex(func(d *db.DB) error {
+				n, err := d.PurgeEmptyLists()
+				if err != nil {
+					return err
+				}
+				if a.json() {
+					return a.emitJSON(map[string]any{"purged_lists": n})
+				}
+				fmt.Fprintf(a.stdout, "purged %d empty posting lists\n", n)
+				return nil
+			})
+		},
+	}
+}

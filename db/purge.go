@@ -1,0 +1,73 @@
+package db
+
+import (
+	"fmt"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/lshdb/lshdb/codec"
+)
+
+// PurgeEmptyLists deletes the posting lists that hold no live posting —
+// the keys that deletes and upserts leave behind when they remove a
+// bucket's last document — and returns how many it deleted. Each batch of
+// deletes is synced unless the database was opened with NoSync. Writers
+// (and loads) wait while it runs; readers do not, and see no difference.
+//
+// NB: the merge operator cannot drop an emptied list itself: Pebble's
+// DeletableFinish panics in compactions (cockroachdb/pebble#6168). Holding
+// the writer lock is what makes the delete safe: no merge operand can
+// arrive between reading a list as empty and deleting it.
+func (db *DB) PurgeEmptyLists() (int, error) {
+	if err := db.enter(); err != nil {
+		return 0, err
+	}
+	defer db.mu.RUnlock()
+	if db.opts.ReadOnly {
+		return 0, ErrReadOnly
+	}
+	db.wmu.Lock()
+	defer db.wmu.Unlock()
+	it, err := db.pdb.NewIter(&pebble.IterOptions{LowerBound: codec.PostingPrefix, UpperBound: codec.PostingPrefixEnd})
+	if err != nil {
+		return 0, classify(err)
+	}
+	defer it.Close()
+	sync := pebble.Sync
+	if db.opts.NoSync {
+		sync = pebble.NoSync
+	}
+	b := db.pdb.NewBatch()
+	defer func() { b.Close() }()
+	purged := 0
+	var ps []codec.Posting
+	for ok := it.First(); ok; ok = it.Next() {
+		if ps, err = codec.DecodePostings(it.Value(), ps[:0]); err != nil {
+			return purged, classify(fmt.Errorf("posting list %x: %w", it.Key(), err))
+		}
+		live := false
+		for _, p := range ps {
+			live = live || !p.Remove
+		}
+		if live {
+			continue
+		}
+		if err := b.Delete(it.Key(), nil); err != nil {
+			return purged, err
+		}
+		purged++
+		if b.Len() >= 1<<20 {
+			if err := b.Commit(sync); err != nil {
+				return purged, classify(err)
+			}
+			b.Close()
+			b = db.pdb.NewBatch()
+		}
+	}
+	if err := it.Error(); err != nil {
+		return purged, classify(err)
+	}
+	if err := b.Commit(sync); err != nil {
+		return purged, classify(err)
+	}
+	return purged, nil
+}
