@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"iter"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -316,47 +317,75 @@ func (db *DB) Load(docs iter.Seq2[Doc, error], lo *LoadOptions) (LoadResult, err
 		}
 		paths = append(paths, kept...)
 	}
-	rest, err := db.writeTables(fs, tmp, "rest", func(w tableSink) error {
-		if err := ids.replay(w.set); err != nil {
-			return err
-		}
-		if err := w.set(codec.CountersKey, codec.EncodeCounters(c)); err != nil {
-			return err
-		}
-		var listKey, vbuf []byte
-		var list []codec.Posting
-		var cur postEnt
-		flushList := func() error {
-			if len(list) == 0 {
-				return nil
-			}
-			listKey = codec.AppendPostingKey(listKey[:0], int(cur.band), cur.bucket)
-			vbuf = codec.AppendPostings(vbuf[:0], list)
-			list = list[:0]
-			return w.merge(listKey, vbuf)
-		}
-		if err := postings.iterate(func(e postEnt) error {
-			if e.band != cur.band || e.bucket != cur.bucket {
-				if err := flushList(); err != nil {
-					return err
-				}
-				cur = e
-			}
-			n, remove := e.doc>>1, e.doc&1 == 1
-			if !remove && isDropped(n) {
-				return nil
-			}
-			list = append(list, codec.Posting{Doc: n, Remove: remove})
-			return nil
-		}); err != nil {
-			return err
-		}
-		return flushList()
-	})
-	if err != nil {
+	// NB: the id map and counters, and the posting lists split by band
+	// range, are written concurrently (one part per core): each part's keys
+	// are a range of their own, so the tables never overlap. On one core
+	// this stage took 10 s of a 1M-document build.
+	if err := postings.seal(); err != nil {
 		return res, err
 	}
-	paths = append(paths, rest...)
+	parts := max(1, min(runtime.GOMAXPROCS(0), db.bands.B))
+	partPaths := make([][]string, parts+1)
+	partErrs := make([]error, parts+1)
+	var wg sync.WaitGroup
+	wg.Add(parts + 1)
+	go func() {
+		defer wg.Done()
+		partPaths[parts], partErrs[parts] = db.writeTables(fs, tmp, "ids", func(w tableSink) error {
+			if err := ids.replay(w.set); err != nil {
+				return err
+			}
+			return w.set(codec.CountersKey, codec.EncodeCounters(c))
+		})
+	}()
+	for part := range parts {
+		go func() {
+			defer wg.Done()
+			from := &postEnt{band: uint16(part * db.bands.B / parts)}
+			to := &postEnt{band: uint16((part + 1) * db.bands.B / parts)}
+			if part == parts-1 {
+				to = nil
+			}
+			partPaths[part], partErrs[part] = db.writeTables(fs, tmp, fmt.Sprintf("postings-%d", part), func(w tableSink) error {
+				var listKey, vbuf []byte
+				var list []codec.Posting
+				var cur postEnt
+				flushList := func() error {
+					if len(list) == 0 {
+						return nil
+					}
+					listKey = codec.AppendPostingKey(listKey[:0], int(cur.band), cur.bucket)
+					vbuf = codec.AppendPostings(vbuf[:0], list)
+					list = list[:0]
+					return w.merge(listKey, vbuf)
+				}
+				if err := postings.iterateRange(from, to, func(e postEnt) error {
+					if e.band != cur.band || e.bucket != cur.bucket {
+						if err := flushList(); err != nil {
+							return err
+						}
+						cur = e
+					}
+					n, remove := e.doc>>1, e.doc&1 == 1
+					if !remove && isDropped(n) {
+						return nil
+					}
+					list = append(list, codec.Posting{Doc: n, Remove: remove})
+					return nil
+				}); err != nil {
+					return err
+				}
+				return flushList()
+			})
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(partErrs...); err != nil {
+		return res, err
+	}
+	for _, pp := range partPaths {
+		paths = append(paths, pp...)
+	}
 	// NB: one Ingest call is atomic: every file gets the same sequence
 	// number and becomes visible at once.
 	if err := db.pdb.Ingest(context.Background(), paths); err != nil {
