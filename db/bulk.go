@@ -126,7 +126,7 @@ func (db *DB) Load(docs iter.Seq2[Doc, error], lo *LoadOptions) (LoadResult, err
 		defer pipe.Done()
 		defer close(toAdd)
 		for b := range toPrep {
-			b.preps, b.errs = db.prepareEach(b.docs, db.man.StoreText)
+			b.preps, b.errs = db.prepareEach(b.docs, db.man.StoreText, true)
 			toAdd <- b
 		}
 	}()

@@ -51,6 +51,20 @@ func checkID(id string) error {
 // prepare computes a document's shingle set, signature, record and band
 // keys. It does no I/O.
 func (db *DB) prepare(d *Doc, storeText bool) (prepared, error) {
+	return db.prepareIn(d, storeText, nil)
+}
+
+// scratch holds one worker's shingle set and signature between documents.
+type scratch struct {
+	set []uint64
+	sig []uint32
+}
+
+// prepareIn is prepare; with sc, the set and signature are computed in
+// sc's buffers and left out of the result (a bulk load needs only the
+// record and the keys, and allocating ~10 KB of set per document cost it
+// more than the encoding).
+func (db *DB) prepareIn(d *Doc, storeText bool, sc *scratch) (prepared, error) {
 	if err := checkID(d.ID); err != nil {
 		return prepared{}, err
 	}
@@ -59,9 +73,17 @@ func (db *DB) prepare(d *Doc, storeText bool) (prepared, error) {
 	}
 	h := db.hashers.Get().(*minhash.Hasher)
 	defer db.hashers.Put(h)
-	// NB: a text of n bytes has at most n character shingles: sizing the
-	// set for that (up to 64 Ki elements) saves the copies of growing it.
-	set, sig := h.Document(make([]uint64, 0, min(len(d.Text)+1, 1<<16)), nil, d.Text)
+	var set []uint64
+	var sig []uint32
+	if sc != nil {
+		set, sig = h.Document(sc.set[:0], sc.sig[:0], d.Text)
+		sc.set, sc.sig = set, sig
+	} else {
+		// NB: a text of n bytes has at most n character shingles: sizing
+		// the set for that (up to 64 Ki elements) saves the copies of
+		// growing it.
+		set, sig = h.Document(make([]uint64, 0, min(len(d.Text)+1, 1<<16)), nil, d.Text)
+	}
 	if len(set) == 0 {
 		return prepared{}, fmt.Errorf("%w: %q", ErrEmptyDocument, d.ID)
 	}
@@ -73,12 +95,17 @@ func (db *DB) prepare(d *Doc, storeText bool) (prepared, error) {
 	if err != nil {
 		return prepared{}, err
 	}
-	return prepared{id: d.ID, record: codec.AppendDocRecord(nil, &rec), keys: keys, set: set, sig: sig}, nil
+	p := prepared{id: d.ID, record: codec.AppendDocRecord(nil, &rec), keys: keys}
+	if sc == nil {
+		p.set, p.sig = set, sig
+	}
+	return p, nil
 }
 
 // prepareEach prepares docs in parallel (sequentially when there are few),
-// with one error slot per document.
-func (db *DB) prepareEach(docs []Doc, storeText bool) ([]prepared, []error) {
+// with one error slot per document. With noSets, the results hold no set
+// or signature (see prepareIn).
+func (db *DB) prepareEach(docs []Doc, storeText, noSets bool) ([]prepared, []error) {
 	out := make([]prepared, len(docs))
 	errs := make([]error, len(docs))
 	workers := max(1, min(runtime.GOMAXPROCS(0), (len(docs)+63)/64))
@@ -87,8 +114,12 @@ func (db *DB) prepareEach(docs []Doc, storeText bool) ([]prepared, []error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			var sc *scratch
+			if noSets {
+				sc = &scratch{}
+			}
 			for i := w; i < len(docs); i += workers {
-				out[i], errs[i] = db.prepare(&docs[i], storeText)
+				out[i], errs[i] = db.prepareIn(&docs[i], storeText, sc)
 			}
 		}()
 	}
@@ -101,7 +132,7 @@ func (db *DB) prepareEach(docs []Doc, storeText bool) ([]prepared, []error) {
 // skipEmpty, an empty document) fails the call, naming the document's
 // position.
 func (db *DB) prepareAll(docs []Doc, storeText, skipEmpty bool) ([]prepared, []string, error) {
-	preps, errs := db.prepareEach(docs, storeText)
+	preps, errs := db.prepareEach(docs, storeText, false)
 	keep := preps[:0]
 	var skipped []string
 	for i, err := range errs {
