@@ -45,7 +45,7 @@ func (s *fixedSorter[T]) add(v T) error {
 }
 
 func (s *fixedSorter[T]) spill() error {
-	slices.SortFunc(s.vals, s.compare)
+	s.sortVals()
 	path := s.fs.PathJoin(s.dir, fmt.Sprintf("%s-%06d.run", s.name, len(s.runs)))
 	f, err := s.fs.Create(path, vfs.WriteCategoryUnspecified)
 	if err != nil {
@@ -110,11 +110,22 @@ func (s *fixedSorter[T]) iterate(fn func(v T) error) error {
 	return s.iterateRange(nil, nil, fn)
 }
 
+// sortVals sorts the values in memory.
+func (s *fixedSorter[T]) sortVals() {
+	// NB: plain integers sort with slices.Sort, which inlines the
+	// comparison instead of calling s.compare through a function value.
+	if v, ok := any(s.vals).([]uint64); ok {
+		slices.Sort(v)
+		return
+	}
+	slices.SortFunc(s.vals, s.compare)
+}
+
 // seal makes the sorter ready for iterateRange: the values in memory are
 // sorted, or, when runs spilled, spilled too and the memory released.
 func (s *fixedSorter[T]) seal() error {
 	if len(s.runs) == 0 {
-		slices.SortFunc(s.vals, s.compare)
+		s.sortVals()
 		return nil
 	}
 	if len(s.vals) > 0 {
@@ -246,8 +257,17 @@ type postEnt struct {
 	band   uint16
 }
 
+// NB: early returns rather than cmp.Or, which evaluates all three
+// comparisons on every call: this comparison runs ~400 million times
+// sorting a million documents' postings.
 func comparePostEnt(a, b postEnt) int {
-	return cmp.Or(cmp.Compare(a.band, b.band), cmp.Compare(a.bucket, b.bucket), cmp.Compare(a.doc, b.doc))
+	switch {
+	case a.band != b.band:
+		return cmp.Compare(a.band, b.band)
+	case a.bucket != b.bucket:
+		return cmp.Compare(a.bucket, b.bucket)
+	}
+	return cmp.Compare(a.doc, b.doc)
 }
 
 // postSorter sorts a load's postings.
