@@ -16,7 +16,7 @@ import (
 )
 
 // shellCommands are the commands the shell accepts (besides help and exit).
-var shellCommands = []string{"stats", "buckets", "bucket", "get", "query", "explain", "pairs", "clusters", "tune", "check", "put", "delete", "help", "exit"}
+var shellCommands = []string{"stats", "buckets", "bucket", "get", "query", "explain", "pairs", "clusters", "tune", "check", "purge", "put", "delete", "help", "exit"}
 
 func (a *app) shellCmd() *cobra.Command {
 	return &cobra.Command{
@@ -132,7 +132,7 @@ func (a *app) shellLine(line string) (done bool, err error) {
 	case "help":
 		fmt.Fprintln(a.stdout, `commands: stats | buckets [--band B] [--top N] | bucket BAND BUCKET | get ID
   query (--id ID | --text TEXT) [--threshold T] [--top K] | explain ID1 ID2
-  pairs [--limit N] [--threshold T] | clusters | tune | check
+  pairs [--limit N] [--threshold T] | clusters | tune | check | purge
   put ID TEXT... | delete ID... | exit`)
 		return false, nil
 	case "put":
@@ -144,7 +144,7 @@ func (a *app) shellLine(line string) (done bool, err error) {
 		}
 		fmt.Fprintf(a.stdout, "stored %s\n", words[1])
 		return false, nil
-	case "delete", "stats", "buckets", "bucket", "get", "query", "explain", "pairs", "clusters", "tune", "check":
+	case "delete", "stats", "buckets", "bucket", "get", "query", "explain", "pairs", "clusters", "tune", "check", "purge":
 	default:
 		return false, usagef("unknown command %q (type help)", words[0])
 	}
