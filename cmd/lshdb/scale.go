@@ -148,6 +148,9 @@ type scaleReport struct {
 	SignatureSecs  float64 `json:"signature_only_s"`
 	BuildSecs      float64 `json:"build_s"`
 	BuildXSig      float64 `json:"build_x_signature"`
+	SignatureCPU   float64 `json:"signature_only_cpu_s"`
+	BuildCPU       float64 `json:"build_cpu_s"`
+	BuildCPUXSig   float64 `json:"build_cpu_x_signature"`
 	PairsSecs      float64 `json:"pairs_s"`
 	PairsXBuild    float64 `json:"pairs_x_build"`
 	Pairs          int64   `json:"pairs"`
