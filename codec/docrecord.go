@@ -196,16 +196,6 @@ func (d *DocView) SetFingerprint() uint64 { return xxhash.Sum64(d.set) }
 // record.
 func (d *DocView) SetBytes() []byte { return d.set }
 
-// DecodeSetBytes appends to dst the set that SetBytes returned, checking
-// that it strictly increases.
-func DecodeSetBytes(b []byte, dst []uint64) ([]uint64, error) {
-	if len(b)%8 != 0 {
-		return dst, corrupt("set encoding of %d bytes", len(b))
-	}
-	v := DocView{set: b}
-	return v.AppendSet(dst)
-}
-
 // AppendSignature appends the signature to dst.
 func (d *DocView) AppendSignature(dst []uint32) []uint32 {
 	for i := 0; i+4 <= len(d.sig); i += 4 {
