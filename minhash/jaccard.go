@@ -44,8 +44,10 @@ func intersect(a, b []uint64, need int) (int, bool) {
 	for i < len(a) && j < len(b) {
 		// NB: the bound is checked every 64 steps, when at least 64
 		// elements remain on both sides, so the inner loop needs no length
-		// checks. A branch-free step (SETcc for i, j and n) measured 2x
-		// slower: it chains each load on the last compare.
+		// checks; the tail repeats the step. One loop with a step counter
+		// measured 1.3x slower on a full merge (alternated in one run), and
+		// a branch-free step (SETcc for i, j and n) 2x slower: it chains
+		// each load on the last compare.
 		if len(a)-i >= 64 && len(b)-j >= 64 {
 			for range 64 {
 				x, y := a[i], b[j]

@@ -54,6 +54,25 @@ func Testdata(name string) (string, error) {
 	return filepath.Join(root, "testdata", name), nil
 }
 
+// SampleTexts returns the texts of the testdata sample corpus
+// (testdata/corpora/debian-sample): real text that tests and generated
+// corpora can always use.
+func SampleTexts() ([]string, error) {
+	path, err := Testdata("corpora/debian-sample/docs.jsonl")
+	if err != nil {
+		return nil, err
+	}
+	docs, err := Load(path, 0)
+	if err != nil {
+		return nil, err
+	}
+	texts := make([]string, len(docs))
+	for i, d := range docs {
+		texts[i] = d.Text
+	}
+	return texts, nil
+}
+
 // SharedDir returns the path of ../shared/corpora/name beside the module,
 // or an error wrapping ErrNoShared when it is absent.
 func SharedDir(name string) (string, error) {
