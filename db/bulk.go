@@ -45,6 +45,10 @@ type LoadOptions struct {
 	// Progress, if set, is called with the number of documents read so far
 	// (every 10,000 and at the end).
 	Progress func(docs int)
+
+	// tableBytes is the size at which the load starts a new SSTable.
+	// Default: defaultTableBytes (tests make it small).
+	tableBytes int
 }
 
 // LoadResult reports what Load did.
@@ -103,7 +107,8 @@ func (db *DB) Load(docs iter.Seq2[Doc, error], lo *LoadOptions) (LoadResult, err
 	// straight into SSTables (doc numbers follow input order, so their keys
 	// come in order), the (id, seq) pairs into a small sorter and the
 	// postings into another. Records are never sorted or copied again.
-	records := db.newTableSeq(fs, tmp, "records")
+	tables := loadTables{db: db, fs: fs, dir: tmp, maxBytes: cmp.Or(o.tableBytes, defaultTableBytes)}
+	records := tables.seq("records")
 	defer records.abandon()
 	var recFirst []uint64 // recFirst[i]: the seq of the first record in table i
 	var recKey []byte
@@ -283,7 +288,7 @@ func (db *DB) Load(docs iter.Seq2[Doc, error], lo *LoadOptions) (LoadResult, err
 	slices.Sort(oldDocs)
 	var paths []string
 	if len(oldDocs) > 0 {
-		dels, err := db.writeTables(fs, tmp, "deletes", func(w tableSink) error {
+		dels, err := tables.write("deletes", func(w tableSink) error {
 			for _, n := range oldDocs {
 				if err := w.del(codec.AppendDocKey(kbuf[:0], n)); err != nil {
 					return err
@@ -309,7 +314,7 @@ func (db *DB) Load(docs iter.Seq2[Doc, error], lo *LoadOptions) (LoadResult, err
 			paths = append(paths, path)
 			continue
 		}
-		kept, err := db.rewriteTable(fs, path, func(k []byte) bool {
+		kept, err := tables.rewrite(path, func(k []byte) bool {
 			n, err := codec.ParseDocKey(k)
 			return err != nil || !isDropped(n)
 		})
@@ -332,7 +337,7 @@ func (db *DB) Load(docs iter.Seq2[Doc, error], lo *LoadOptions) (LoadResult, err
 	wg.Add(parts + 1)
 	go func() {
 		defer wg.Done()
-		partPaths[parts], partErrs[parts] = db.writeTables(fs, tmp, "ids", func(w tableSink) error {
+		partPaths[parts], partErrs[parts] = tables.write("ids", func(w tableSink) error {
 			if err := ids.replay(w.set); err != nil {
 				return err
 			}
@@ -347,7 +352,7 @@ func (db *DB) Load(docs iter.Seq2[Doc, error], lo *LoadOptions) (LoadResult, err
 			if part == parts-1 {
 				to = nil
 			}
-			partPaths[part], partErrs[part] = db.writeTables(fs, tmp, fmt.Sprintf("postings-%d", part), func(w tableSink) error {
+			partPaths[part], partErrs[part] = tables.write(fmt.Sprintf("postings-%d", part), func(w tableSink) error {
 				var listKey, vbuf []byte
 				var list []codec.Posting
 				var cur postEnt
@@ -397,9 +402,17 @@ func (db *DB) Load(docs iter.Seq2[Doc, error], lo *LoadOptions) (LoadResult, err
 	return res, nil
 }
 
-// maxTableBytes is the size at which a load starts a new SSTable (a
-// variable for tests).
-var maxTableBytes = 256 << 20
+// defaultTableBytes is the size at which a load starts a new SSTable.
+const defaultTableBytes = 256 << 20
+
+// loadTables makes a load's SSTables: all in one directory, each up to
+// about maxBytes.
+type loadTables struct {
+	db       *DB
+	fs       vfs.FS
+	dir      string
+	maxBytes int
+}
 
 // tableSink receives keys in strictly increasing order.
 type tableSink struct {
@@ -408,19 +421,21 @@ type tableSink struct {
 }
 
 // tableSeq writes keys in increasing order into SSTables of about
-// maxTableBytes each (non-overlapping, in key order), named
+// maxBytes each (non-overlapping, in key order), named
 // name-NNNNNN.sst in dir.
 type tableSeq struct {
-	fs    vfs.FS
-	dir   string
-	name  string
-	wopts sstable.WriterOptions
-	w     *sstable.Writer
-	size  int
-	paths []string
+	fs       vfs.FS
+	dir      string
+	name     string
+	wopts    sstable.WriterOptions
+	w        *sstable.Writer
+	size     int
+	maxBytes int
+	paths    []string
 }
 
-func (db *DB) newTableSeq(fs vfs.FS, dir, name string) *tableSeq {
+func (lt loadTables) seq(name string) *tableSeq {
+	db := lt.db
 	wopts := db.popts.MakeWriterOptions(len(db.popts.Levels)-1, db.pdb.TableFormat())
 	// NB: a load's tables can land above older data (an index being
 	// extended), so they are not bottommost: with WritingToLowestLevel the
@@ -432,12 +447,12 @@ func (db *DB) newTableSeq(fs vfs.FS, dir, name string) *tableSeq {
 		// block compression shrinks; compressing them only costs time.
 		wopts.Compression = sstable.NoCompression
 	}
-	return &tableSeq{fs: fs, dir: dir, name: name, wopts: wopts}
+	return &tableSeq{fs: lt.fs, dir: lt.dir, name: name, wopts: wopts, maxBytes: lt.maxBytes}
 }
 
 // next makes room for an entry of n bytes, starting a table if needed.
 func (t *tableSeq) next(n int) error {
-	if t.w != nil && t.size < maxTableBytes {
+	if t.w != nil && t.size < t.maxBytes {
 		t.size += n
 		return nil
 	}
@@ -501,10 +516,10 @@ func (t *tableSeq) abandon() {
 	}
 }
 
-// writeTables runs fill, which writes keys in increasing order, into
-// SSTables named name-NNNNNN.sst and returns their paths.
-func (db *DB) writeTables(fs vfs.FS, dir, name string, fill func(tableSink) error) ([]string, error) {
-	t := db.newTableSeq(fs, dir, name)
+// write runs fill, which writes keys in increasing order, into SSTables
+// named name-NNNNNN.sst and returns their paths.
+func (lt loadTables) write(name string, fill func(tableSink) error) ([]string, error) {
+	t := lt.seq(name)
 	defer t.abandon()
 	if err := fill(tableSink{set: t.set, merge: t.merge, del: t.del}); err != nil {
 		return nil, err
@@ -512,10 +527,10 @@ func (db *DB) writeTables(fs vfs.FS, dir, name string, fill func(tableSink) erro
 	return t.finish()
 }
 
-// rewriteTable copies the SSTable at path into new tables without the
-// keys for which keep is false, and returns their paths (none if nothing
-// is kept).
-func (db *DB) rewriteTable(fs vfs.FS, path string, keep func(k []byte) bool) ([]string, error) {
+// rewrite copies the SSTable at path into new tables without the keys for
+// which keep is false, and returns their paths (none if nothing is kept).
+func (lt loadTables) rewrite(path string, keep func(k []byte) bool) ([]string, error) {
+	fs := lt.fs
 	f, err := fs.Open(path)
 	if err != nil {
 		return nil, err
@@ -525,7 +540,7 @@ func (db *DB) rewriteTable(fs vfs.FS, path string, keep func(k []byte) bool) ([]
 		f.Close()
 		return nil, err
 	}
-	r, err := sstable.NewReader(context.Background(), readable, db.popts.MakeReaderOptions())
+	r, err := sstable.NewReader(context.Background(), readable, lt.db.popts.MakeReaderOptions())
 	if err != nil {
 		readable.Close()
 		return nil, err
@@ -536,9 +551,7 @@ func (db *DB) rewriteTable(fs vfs.FS, path string, keep func(k []byte) bool) ([]
 		return nil, err
 	}
 	defer it.Close()
-	dir, name := fs.PathDir(path), strings.TrimSuffix(fs.PathBase(path), ".sst")+"-kept"
-	return db.writeTables(fs, dir, name, func(w tableSink) error {
-		var buf []byte
+	return lt.write(strings.TrimSuffix(fs.PathBase(path), ".sst")+"-kept", func(w tableSink) error {
 		for kv := it.First(); kv != nil; kv = it.Next() {
 			if !keep(kv.K.UserKey) {
 				continue
@@ -546,7 +559,7 @@ func (db *DB) rewriteTable(fs vfs.FS, path string, keep func(k []byte) bool) ([]
 			if kv.Kind() != pebble.InternalKeyKindSet {
 				return fmt.Errorf("lshdb: load table %s holds a %s key", path, kv.Kind())
 			}
-			v, _, err := kv.Value(buf)
+			v, _, err := kv.Value(nil)
 			if err != nil {
 				return err
 			}

@@ -83,10 +83,9 @@ func TestLoadEqualsPuts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// NB: small tables, so that records span many and the ones that hold
-	// superseded records are rewritten while the others are not.
-	defer func(n int) { maxTableBytes = n }(maxTableBytes)
-	maxTableBytes = 1 << 20
+	// NB: the loads below use small tables (tableBytes), so that records
+	// span many and the ones that hold superseded records are rewritten
+	// while the others are not.
 	rng := rand.New(rand.NewPCG(5, 5))
 	var docs []Doc
 	for g := range gen.Stream(gen.Options{Seed: 5, N: n, Sources: sources}) {
@@ -107,7 +106,7 @@ func TestLoadEqualsPuts(t *testing.T) {
 
 	one := mustOpen(t, "one", &Options{FS: vfs.NewMem()})
 	defer one.Close()
-	res, err := one.Load(seqOf(docs), &LoadOptions{Memory: 64 << 10})
+	res, err := one.Load(seqOf(docs), &LoadOptions{Memory: 64 << 10, tableBytes: 1 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +124,7 @@ func TestLoadEqualsPuts(t *testing.T) {
 	three := mustOpen(t, "three", &Options{FS: vfs.NewMem()})
 	defer three.Close()
 	for _, part := range [][]Doc{docs[:n/3], docs[n/3 : 2*n/3], docs[2*n/3:]} {
-		if _, err := three.Load(seqOf(part), &LoadOptions{Memory: 64 << 10}); err != nil {
+		if _, err := three.Load(seqOf(part), &LoadOptions{Memory: 64 << 10, tableBytes: 1 << 20}); err != nil {
 			t.Fatal(err)
 		}
 	}
