@@ -67,6 +67,9 @@ func TestRoundTrips(t *testing.T) {
 	for range 2000 {
 		r := randomRecord(rng)
 		b := AppendDocRecord([]byte("x"), &r)
+		if n := MaxDocRecordSize(&r); len(b)-1 > n {
+			t.Fatalf("a record of %d bytes, MaxDocRecordSize said at most %d", len(b)-1, n)
+		}
 		if err := DecodeDocRecord(b[1:], &got); err != nil {
 			t.Fatal(err)
 		}

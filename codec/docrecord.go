@@ -51,14 +51,7 @@ func AppendDocRecord(dst []byte, r *DocRecord) []byte {
 	}
 	// NB: one allocation at the final size: a record is ~10 KB for a
 	// 1.2 KB text, and growing it by append copied it several times.
-	size := 2 + 3*binary.MaxVarintLen64 + len(r.ID) + 4*len(r.Signature) + 8*len(r.Set)
-	if r.HasText {
-		size += binary.MaxVarintLen64 + len(r.Text)
-	}
-	if r.Meta != nil {
-		size += binary.MaxVarintLen64 + len(r.Meta)
-	}
-	dst = slices.Grow(dst, size)
+	dst = slices.Grow(dst, MaxDocRecordSize(r))
 	dst = append(dst, docRecordVersion, flags)
 	dst = binary.AppendUvarint(dst, uint64(len(r.ID)))
 	dst = append(dst, r.ID...)
@@ -78,6 +71,20 @@ func AppendDocRecord(dst []byte, r *DocRecord) []byte {
 		dst = append(dst, r.Meta...)
 	}
 	return dst
+}
+
+// MaxDocRecordSize bounds the length of r's encoding from above (it
+// counts every varint at its longest), so a caller can hand
+// AppendDocRecord a buffer it will not outgrow.
+func MaxDocRecordSize(r *DocRecord) int {
+	size := 2 + 3*binary.MaxVarintLen64 + len(r.ID) + 4*len(r.Signature) + 8*len(r.Set)
+	if r.HasText {
+		size += binary.MaxVarintLen64 + len(r.Text)
+	}
+	if r.Meta != nil {
+		size += binary.MaxVarintLen64 + len(r.Meta)
+	}
+	return size
 }
 
 // AppendSet appends a sorted, de-duplicated set as a uvarint count and

@@ -114,14 +114,16 @@ func (db *DB) Load(docs iter.Seq2[Doc, error], lo *LoadOptions) (LoadResult, err
 	var recKey []byte
 	byID := newExtSorter(fs, tmp, "ids", o.Memory/4)
 	defer byID.close()
-	postings := newPostSorter(fs, tmp, o.Memory/2)
+	postings := newPostSorter(fs, tmp, o.Memory/2, db.bands.B)
 	defer postings.close()
 	type batch struct {
-		docs  []Doc
-		preps []prepared
-		errs  []error
-		first int // input position of docs[0]
+		docs      []Doc
+		preps     []prepared
+		errs      []error
+		scratches []*scratch // the preps' records and keys live in these
+		first     int        // input position of docs[0]
 	}
+	scratches := &sync.Pool{New: func() any { return newScratch() }}
 	toPrep := make(chan batch, 2)
 	toAdd := make(chan batch, 2)
 	var stageErr error
@@ -132,7 +134,7 @@ func (db *DB) Load(docs iter.Seq2[Doc, error], lo *LoadOptions) (LoadResult, err
 		defer pipe.Done()
 		defer close(toAdd)
 		for b := range toPrep {
-			b.preps, b.errs = db.prepareEach(b.docs, db.man.StoreText, true)
+			b.preps, b.errs, b.scratches = db.prepareEach(b.docs, db.man.StoreText, scratches)
 			toAdd <- b
 		}
 	}()
@@ -173,6 +175,11 @@ func (db *DB) Load(docs iter.Seq2[Doc, error], lo *LoadOptions) (LoadResult, err
 					break
 				}
 				seq++
+			}
+			// NB: the records and keys have been copied into the table and
+			// the sorters: their buffers go to the next batch.
+			for _, sc := range b.scratches {
+				scratches.Put(sc)
 			}
 		}
 	}()
@@ -347,30 +354,26 @@ func (db *DB) Load(docs iter.Seq2[Doc, error], lo *LoadOptions) (LoadResult, err
 	for part := range parts {
 		go func() {
 			defer wg.Done()
-			from := &postEnt{band: uint16(part * db.bands.B / parts)}
-			to := &postEnt{band: uint16((part + 1) * db.bands.B / parts)}
-			if part == parts-1 {
-				to = nil
-			}
+			from, to := part*db.bands.B/parts, (part+1)*db.bands.B/parts
 			partPaths[part], partErrs[part] = tables.write(fmt.Sprintf("postings-%d", part), func(w tableSink) error {
 				var listKey, vbuf []byte
 				var list []codec.Posting
-				var cur postEnt
+				curBand, cur := -1, uint64(0)
 				flushList := func() error {
 					if len(list) == 0 {
 						return nil
 					}
-					listKey = codec.AppendPostingKey(listKey[:0], int(cur.band), cur.bucket)
+					listKey = codec.AppendPostingKey(listKey[:0], curBand, cur)
 					vbuf = codec.AppendPostings(vbuf[:0], list)
 					list = list[:0]
 					return w.merge(listKey, vbuf)
 				}
-				if err := postings.iterateRange(from, to, func(e postEnt) error {
-					if e.band != cur.band || e.bucket != cur.bucket {
+				if err := postings.iterateBands(from, to, func(band int, e bandEnt) error {
+					if band != curBand || e.bucket != cur {
 						if err := flushList(); err != nil {
 							return err
 						}
-						cur = e
+						curBand, cur = band, e.bucket
 					}
 					n, remove := e.doc>>1, e.doc&1 == 1
 					if !remove && isDropped(n) {

@@ -1,6 +1,7 @@
 package db
 
 import (
+	"cmp"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -64,5 +65,86 @@ func TestFixedSorterRanges(t *testing.T) {
 			}
 		}
 		s.close()
+	}
+}
+
+// Ensure that a sealed postSorter yields, for any range of bands, exactly
+// that range's postings in (band, bucket, doc) order, whether they spilled
+// to runs or not, with hot buckets (one bucket holding thousands of
+// postings) and skewed buckets (sharing their top bits) among uniform
+// ones, read from several goroutines at once.
+func TestPostSorterBands(t *testing.T) {
+	const bands = 5
+	type post struct {
+		band        int
+		bucket, doc uint64
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, budget := range []int{64 << 20, 64 << 10} { // in memory; many runs
+		fs := vfs.NewMem()
+		s := newPostSorter(fs, "", budget, bands)
+		var all []post
+		for doc := range uint64(30000) {
+			for band := range bands {
+				var bucket uint64
+				switch r := rng.IntN(10); {
+				case r == 0:
+					bucket = 42 // hot
+				case r == 1:
+					bucket = 7<<60 | rng.Uint64N(1000) // same top bits
+				default:
+					bucket = rng.Uint64()
+				}
+				// Removes come after the adds, in no particular doc order,
+				// as a load's replaced documents do.
+				d, remove := doc, false
+				if doc >= 25000 {
+					d, remove = rng.Uint64N(25000), true
+				}
+				enc := d << 1
+				if remove {
+					enc |= 1
+				}
+				all = append(all, post{band, bucket, enc})
+				if err := s.addPosting(band, bucket, d, remove); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		slices.SortFunc(all, func(a, b post) int {
+			return cmp.Or(cmp.Compare(a.band, b.band), cmp.Compare(a.bucket, b.bucket), cmp.Compare(a.doc, b.doc))
+		})
+		if err := s.seal(); err != nil {
+			t.Fatal(err)
+		}
+		if budget < 1<<20 && len(s.runs) < 2 {
+			t.Fatalf("budget %d: %d runs, want several", budget, len(s.runs))
+		}
+		if budget >= 1<<20 && len(s.runs) != 0 {
+			t.Fatalf("budget %d: %d runs, want none", budget, len(s.runs))
+		}
+		cuts := []int{0, 2, 3, bands}
+		got := make([][]post, len(cuts)-1)
+		done := make(chan error, len(got))
+		for i := range got {
+			go func() {
+				done <- s.iterateBands(cuts[i], cuts[i+1], func(band int, e bandEnt) error {
+					got[i] = append(got[i], post{band, e.bucket, e.doc})
+					return nil
+				})
+			}()
+		}
+		for range got {
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+		}
+		if g := slices.Concat(got...); !slices.Equal(g, all) {
+			t.Fatalf("budget %d: %d postings out, %d in, or out of order", budget, len(g), len(all))
+		}
+		s.close()
+		if left, _ := fs.List(""); len(left) != 0 {
+			t.Fatalf("budget %d: files left after close: %v", budget, left)
+		}
 	}
 }

@@ -54,10 +54,18 @@ func (db *DB) prepare(d *Doc, storeText bool) (prepared, error) {
 	return db.prepareIn(d, storeText, nil)
 }
 
-// scratch holds one worker's shingle set and signature between documents.
+// scratch holds one bulk-load worker's buffers: the shingle set and
+// signature between documents, and arenas for the records and band keys
+// of a batch (reset when the batch has been written).
 type scratch struct {
-	set []uint64
-	sig []uint32
+	set     []uint64
+	sig     []uint32
+	records arena[byte]
+	keys    arena[uint64]
+}
+
+func newScratch() *scratch {
+	return &scratch{records: arena[byte]{chunk: 1 << 20}, keys: arena[uint64]{chunk: 1 << 14}}
 }
 
 // prepareIn is prepare; with sc, the set and signature are computed in
@@ -91,32 +99,46 @@ func (db *DB) prepareIn(d *Doc, storeText bool, sc *scratch) (prepared, error) {
 	if storeText {
 		rec.Text = d.Text
 	}
+	if sc != nil {
+		keys, err := bands.AppendKeys(sc.keys.alloc(db.bands.B), sig, db.bands)
+		if err != nil {
+			return prepared{}, err
+		}
+		return prepared{id: d.ID, record: codec.AppendDocRecord(sc.records.alloc(codec.MaxDocRecordSize(&rec)), &rec), keys: keys}, nil
+	}
 	keys, err := bands.AppendKeys(make([]uint64, 0, db.bands.B), sig, db.bands)
 	if err != nil {
 		return prepared{}, err
 	}
-	p := prepared{id: d.ID, record: codec.AppendDocRecord(nil, &rec), keys: keys}
-	if sc == nil {
-		p.set, p.sig = set, sig
-	}
-	return p, nil
+	return prepared{id: d.ID, record: codec.AppendDocRecord(nil, &rec), keys: keys, set: set, sig: sig}, nil
 }
 
 // prepareEach prepares docs in parallel (sequentially when there are few),
-// with one error slot per document. With noSets, the results hold no set
-// or signature (see prepareIn).
-func (db *DB) prepareEach(docs []Doc, storeText, noSets bool) ([]prepared, []error) {
+// with one error slot per document. With scratches (a bulk load), each
+// worker takes one from it, and the results hold no set or signature and
+// alias the scratches returned (see prepareIn), which the caller puts
+// back in the pool once it is done with the results.
+func (db *DB) prepareEach(docs []Doc, storeText bool, scratches *sync.Pool) ([]prepared, []error, []*scratch) {
 	out := make([]prepared, len(docs))
 	errs := make([]error, len(docs))
 	workers := max(1, min(runtime.GOMAXPROCS(0), (len(docs)+63)/64))
+	var used []*scratch
+	if scratches != nil {
+		used = make([]*scratch, workers)
+		for w := range used {
+			used[w] = scratches.Get().(*scratch)
+			used[w].records.reset()
+			used[w].keys.reset()
+		}
+	}
 	var wg sync.WaitGroup
 	for w := range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			var sc *scratch
-			if noSets {
-				sc = &scratch{}
+			if used != nil {
+				sc = used[w]
 			}
 			for i := w; i < len(docs); i += workers {
 				out[i], errs[i] = db.prepareIn(&docs[i], storeText, sc)
@@ -124,7 +146,7 @@ func (db *DB) prepareEach(docs []Doc, storeText, noSets bool) ([]prepared, []err
 		}()
 	}
 	wg.Wait()
-	return out, errs
+	return out, errs, used
 }
 
 // prepareAll prepares docs in parallel. With skipEmpty, documents with no
@@ -132,7 +154,7 @@ func (db *DB) prepareEach(docs []Doc, storeText, noSets bool) ([]prepared, []err
 // skipEmpty, an empty document) fails the call, naming the document's
 // position.
 func (db *DB) prepareAll(docs []Doc, storeText, skipEmpty bool) ([]prepared, []string, error) {
-	preps, errs := db.prepareEach(docs, storeText, false)
+	preps, errs, _ := db.prepareEach(docs, storeText, nil)
 	keep := preps[:0]
 	var skipped []string
 	for i, err := range errs {

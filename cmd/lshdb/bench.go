@@ -242,12 +242,16 @@ func (a *app) benchBuild(corpusPath, extendPath string) error {
 		return err
 	}
 	defer d.Close()
+	reset := resetPeakRSS()
 	cpu0 := cpuTime()
 	bt, err := load(d, corpusPath)
 	if err != nil {
 		return err
 	}
 	r.BuildCPU = (cpuTime() - cpu0).Seconds()
+	if reset {
+		r.BuildRSSMiB = peakRSS()
+	}
 	sigTime2, sigCPU2, err := sigRun()
 	if err != nil {
 		return err
@@ -259,6 +263,7 @@ func (a *app) benchBuild(corpusPath, extendPath string) error {
 	if r.SignatureCPU > 0 {
 		r.BuildCPUXSig = r.BuildCPU / r.SignatureCPU
 	}
+	reset = resetPeakRSS()
 	start := time.Now()
 	for _, err := range d.Pairs(&db.PairsOptions{Stats: &r.PairsStats}) {
 		if err != nil {
@@ -267,6 +272,9 @@ func (a *app) benchBuild(corpusPath, extendPath string) error {
 		r.Pairs++
 	}
 	r.PairsSecs = time.Since(start).Seconds()
+	if reset {
+		r.PairsRSSMiB = peakRSS()
+	}
 	r.PairsXBuild = r.PairsSecs / r.BuildSecs
 	if extendPath != "" {
 		et, err := load(d, extendPath)
@@ -284,13 +292,18 @@ func (a *app) benchBuild(corpusPath, extendPath string) error {
 		}
 		r.ExtendSecs, r.ExtendEmptySec, r.ExtendXEmpty = et.Seconds(), ft.Seconds(), et.Seconds()/ft.Seconds()
 	}
-	r.PeakRSSMiB = peakRSS()
+	// NB: the peak since the last reset, or of the process when the
+	// system cannot reset it.
+	r.PeakRSSMiB = max(peakRSS(), r.BuildRSSMiB, r.PairsRSSMiB)
 	if a.json() {
 		return a.emitJSON(r)
 	}
 	fmt.Fprintf(a.stdout, "%d documents: signature-only %.1fs (mean of %.1fs before and %.1fs after the build), build %.1fs (%.2fx), pairs %.1fs (%.2fx the build, %d pairs), peak RSS %.0f MiB\n",
 		r.Docs, r.SignatureSecs, r.SignatureRuns[0], r.SignatureRuns[1], r.BuildSecs, r.BuildXSig, r.PairsSecs, r.PairsXBuild, r.Pairs, r.PeakRSSMiB)
 	fmt.Fprintf(a.stdout, "CPU time: signature-only %.1fs, build %.1fs (%.2fx)\n", r.SignatureCPU, r.BuildCPU, r.BuildCPUXSig)
+	if r.BuildRSSMiB > 0 {
+		fmt.Fprintf(a.stdout, "peak RSS of each phase alone: build %.0f MiB, pairs %.0f MiB\n", r.BuildRSSMiB, r.PairsRSSMiB)
+	}
 	st := r.PairsStats
 	fmt.Fprintf(a.stdout, "pairs: %d identical groups (%d pairs unverified), %d lists (%d hot, largest %d), %d candidates, %d distinct verified, %d matched, spilled %v\n",
 		st.IdenticalGroups, st.IdenticalPairs, st.Lists, st.HotLists, st.LargestList, st.Candidates, st.Verified, st.Matched, st.Spilled)

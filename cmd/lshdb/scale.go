@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -160,6 +161,19 @@ type scaleReport struct {
 	ExtendEmptySec float64 `json:"extend_into_empty_s,omitempty"`
 	ExtendXEmpty   float64 `json:"extend_x_empty,omitempty"`
 	PeakRSSMiB     float64 `json:"peak_rss_mib"`
+	// The peaks of the build and of pairs alone (when the system can reset
+	// the peak between phases; otherwise 0).
+	BuildRSSMiB float64 `json:"build_peak_rss_mib,omitempty"`
+	PairsRSSMiB float64 `json:"pairs_peak_rss_mib,omitempty"`
+}
+
+// resetPeakRSS returns the process's free memory to the system and
+// resets its peak resident set size (Linux 4.0 and later: writing 5 to
+// /proc/self/clear_refs), so that the next peakRSS is one phase's peak.
+// It reports whether the reset took effect.
+func resetPeakRSS() bool {
+	debug.FreeOSMemory()
+	return os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) == nil
 }
 
 // peakRSS returns the process's peak resident set size in MiB (Linux).
