@@ -13,11 +13,17 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
-// fixedSorter sorts fixed-size values within a memory budget: values
-// accumulate in one slice allocated once at full size (growing by append
-// would hold two arrays at a peak), and each time it fills they are sorted
-// and written to a run file; iterate merges the runs. Sorting plain values
-// with an integer comparison measured 5x faster than sorting encoded keys.
+// fixedSorter sorts fixed-size values within a memory budget of max
+// values: they accumulate in one slice, and each time it fills they are
+// sorted and written to a run file; iterate merges the runs. Sorting plain
+// values with an integer comparison measured 5x faster than sorting
+// encoded keys.
+//
+// NB: the slice doubles from a small start while the old and the new
+// array fit in the budget together (so runs are at least max/2 values).
+// Allocated at full size up front, its pages became resident whenever the
+// heap reused memory it had to zero: Pairs peaked at 812 MiB after a build
+// in the same process for 16 MB of candidates, 579 MiB alone.
 type fixedSorter[T any] struct {
 	fs      vfs.FS
 	dir     string
@@ -32,11 +38,10 @@ type fixedSorter[T any] struct {
 }
 
 func (s *fixedSorter[T]) add(v T) error {
-	if s.vals == nil {
-		s.vals = make([]T, 0, s.max)
-	}
-	if len(s.vals) == s.max {
-		if err := s.spill(); err != nil {
+	if len(s.vals) == cap(s.vals) {
+		if c := min(max(2*cap(s.vals), 4096), s.max-cap(s.vals)); c > cap(s.vals) {
+			s.vals = append(make([]T, 0, c), s.vals...)
+		} else if err := s.spill(); err != nil {
 			return err
 		}
 	}
