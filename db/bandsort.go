@@ -41,7 +41,8 @@ const bandEntBytes = 16
 // buffer is cut into one region per band and a posting needs no band
 // field (16 bytes, not 24). When a region fills, every region is sorted
 // and written to a run file, band after band, with each band's offset
-// kept; iterateBands merges one band's segments of every run.
+// kept; mergeBands merges one band's segments of every run and its
+// region still in memory.
 //
 // NB: this replaced a comparison sort over (band, bucket, doc) entries:
 // sorting a region is one counting pass on the bucket's top bits, which
@@ -49,6 +50,7 @@ const bandEntBytes = 16
 type postSorter struct {
 	fs      vfs.FS
 	dir     string
+	name    string // run files are dir/name-NNNNNN.run
 	per     int         // capacity of each band's region
 	regions [][]bandEnt // regions[band]
 	tmp     []bandEnt   // the radix sort's output, one region long
@@ -62,10 +64,10 @@ type postRun struct {
 	offs []int64
 }
 
-func newPostSorter(fs vfs.FS, dir string, budget, bands int) *postSorter {
+func newPostSorter(fs vfs.FS, dir, name string, budget, bands int) *postSorter {
 	// NB: the budget holds the regions and the sort's output region.
 	per := max(budget/bandEntBytes/(bands+1), 1024)
-	return &postSorter{fs: fs, dir: dir, per: per, regions: make([][]bandEnt, bands)}
+	return &postSorter{fs: fs, dir: dir, name: name, per: per, regions: make([][]bandEnt, bands)}
 }
 
 func (s *postSorter) addPosting(band int, bucket, doc uint64, remove bool) error {
@@ -140,7 +142,7 @@ func (s *postSorter) sortRegion(band int) {
 
 // spill sorts every region and writes them to a run file.
 func (s *postSorter) spill() error {
-	path := s.fs.PathJoin(s.dir, fmt.Sprintf("postings-%06d.run", len(s.runs)))
+	path := s.fs.PathJoin(s.dir, fmt.Sprintf("%s-%06d.run", s.name, len(s.runs)))
 	f, err := s.fs.Create(path, vfs.WriteCategoryUnspecified)
 	if err != nil {
 		return err
@@ -172,53 +174,33 @@ func (s *postSorter) spill() error {
 	return nil
 }
 
-// seal makes the sorter ready for iterateBands: the regions are sorted,
-// or, when runs spilled, spilled too and the memory released.
-func (s *postSorter) seal() error {
-	if len(s.runs) == 0 {
-		for band := range s.regions {
-			s.sortRegion(band)
-		}
-		s.tmp, s.counts = nil, nil
-		return nil
+// seal sorts the postings held in memory; then mergeBands may read the
+// sorter. The memory stays held: merged in place, the last postings need
+// not be written to a run and read back.
+func (s *postSorter) seal() {
+	for band := range s.regions {
+		s.sortRegion(band)
 	}
-	empty := true
-	for _, r := range s.regions {
-		empty = empty && len(r) == 0
-	}
-	if !empty {
-		if err := s.spill(); err != nil {
-			return err
-		}
-	}
-	// NB: release the budget before the merge.
-	clear(s.regions)
 	s.tmp, s.counts = nil, nil
-	return nil
 }
 
-// iterateBands calls fn in order for every posting of the bands
-// [from, to). The sorter must be sealed; then several ranges of bands may
-// be iterated at once, from different goroutines.
-func (s *postSorter) iterateBands(from, to int, fn func(band int, e bandEnt) error) error {
+// mergeBands calls fn in order for every posting of the bands [from, to)
+// held by the sealed sorters, merging, band by band, the band's segment
+// of every run and its region in memory. Several ranges of bands may be
+// read at once, from different goroutines.
+func mergeBands(sorters []*postSorter, from, to int, fn func(band int, e bandEnt) error) error {
 	for band := from; band < to; band++ {
-		if len(s.runs) == 0 {
-			for _, e := range s.regions[band] {
-				if err := fn(band, e); err != nil {
-					return err
-				}
-			}
-			continue
-		}
-		if err := s.mergeBand(band, fn); err != nil {
+		if err := mergeBand(sorters, band, fn); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// segment reads one band's postings of one run.
+// segment is one sorted source of a band's postings: a run file's
+// segment, or a region in memory (when r is nil).
 type segment struct {
+	mem []bandEnt // the region's unread postings
 	r   io.Reader
 	c   io.Closer
 	buf []byte
@@ -228,6 +210,13 @@ type segment struct {
 
 // next loads the segment's next posting into cur; ok is false at its end.
 func (g *segment) next() (bool, error) {
+	if g.r == nil {
+		if len(g.mem) == 0 {
+			return false, nil
+		}
+		g.cur, g.mem = g.mem[0], g.mem[1:]
+		return true, nil
+	}
 	if len(g.b) == 0 {
 		n, err := io.ReadFull(g.r, g.buf)
 		if err == io.EOF {
@@ -246,34 +235,60 @@ func (g *segment) next() (bool, error) {
 	return true, nil
 }
 
-// mergeBand merges band's segments of every run, with a binary heap of
-// segments ordered by their current posting.
-func (s *postSorter) mergeBand(band int, fn func(band int, e bandEnt) error) error {
+func (g *segment) close() {
+	if g.c != nil {
+		g.c.Close()
+	}
+}
+
+// mergeBand merges band's segments, with a binary heap of segments
+// ordered by their current posting.
+func mergeBand(sorters []*postSorter, band int, fn func(band int, e bandEnt) error) error {
 	var h []*segment
 	defer func() {
 		for _, g := range h {
-			g.c.Close()
+			g.close()
 		}
 	}()
-	for _, run := range s.runs {
-		lo, hi := run.offs[band], run.offs[band+1]
-		if lo == hi {
-			continue
-		}
-		f, err := s.fs.Open(run.path)
-		if err != nil {
-			return err
-		}
-		g := &segment{r: io.NewSectionReader(f, lo, hi-lo), c: f, buf: make([]byte, 64<<10)}
+	add := func(g *segment) error {
 		ok, err := g.next()
 		if err != nil || !ok {
-			f.Close()
+			g.close()
+			return err
+		}
+		h = append(h, g)
+		return nil
+	}
+	for _, s := range sorters {
+		for _, run := range s.runs {
+			lo, hi := run.offs[band], run.offs[band+1]
+			if lo == hi {
+				continue
+			}
+			f, err := s.fs.Open(run.path)
 			if err != nil {
 				return err
 			}
-			continue
+			if err := add(&segment{r: io.NewSectionReader(f, lo, hi-lo), c: f, buf: make([]byte, 64<<10)}); err != nil {
+				return err
+			}
 		}
-		h = append(h, g)
+		if err := add(&segment{mem: s.regions[band]}); err != nil {
+			return err
+		}
+	}
+	if len(h) == 1 && h[0].r == nil {
+		// NB: the usual case when nothing spilled: no heap needed.
+		g := h[0]
+		if err := fn(band, g.cur); err != nil {
+			return err
+		}
+		for _, e := range g.mem {
+			if err := fn(band, e); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
 	less := func(i, j int) bool { return compareBandEnt(h[i].cur, h[j].cur) < 0 }
 	down := func(i int) {
@@ -305,7 +320,7 @@ func (s *postSorter) mergeBand(band int, fn func(band int, e bandEnt) error) err
 			return err
 		}
 		if !ok {
-			g.c.Close()
+			g.close()
 			h[0] = h[len(h)-1]
 			h = h[:len(h)-1]
 		}

@@ -114,8 +114,12 @@ func (db *DB) Load(docs iter.Seq2[Doc, error], lo *LoadOptions) (LoadResult, err
 	var recKey []byte
 	byID := newExtSorter(fs, tmp, "ids", o.Memory/4)
 	defer byID.close()
-	postings := newPostSorter(fs, tmp, o.Memory/2, db.bands.B)
+	postings := newPostSorter(fs, tmp, "postings", o.Memory/2, db.bands.B)
 	defer postings.close()
+	// NB: the replaced documents' removals are sorted apart (stage 2),
+	// so that sorting the load's own postings overlaps stage 2.
+	removals := newPostSorter(fs, tmp, "removals", o.Memory/8, db.bands.B)
+	defer removals.close()
 	type batch struct {
 		docs      []Doc
 		preps     []prepared
@@ -208,6 +212,14 @@ func (db *DB) Load(docs iter.Seq2[Doc, error], lo *LoadOptions) (LoadResult, err
 	}
 	close(toPrep)
 	pipe.Wait()
+	sealed := make(chan struct{})
+	go func() {
+		defer close(sealed)
+		postings.seal()
+	}()
+	// NB: no return before the seal is done: postings.close must not
+	// release the regions it sorts.
+	defer func() { <-sealed }()
 	recPaths, err := records.finish()
 	if err := cmp.Or(iterErr, stageErr, err); err != nil {
 		return res, err
@@ -251,7 +263,7 @@ func (db *DB) Load(docs iter.Seq2[Doc, error], lo *LoadOptions) (LoadResult, err
 			}
 			oldDocs = append(oldDocs, oldNum)
 			for band, k := range oldKeys {
-				if err := postings.addPosting(band, k, oldNum, true); err != nil {
+				if err := removals.addPosting(band, k, oldNum, true); err != nil {
 					return err
 				}
 			}
@@ -334,9 +346,9 @@ func (db *DB) Load(docs iter.Seq2[Doc, error], lo *LoadOptions) (LoadResult, err
 	// range, are written concurrently (one part per core): each part's keys
 	// are a range of their own, so the tables never overlap. On one core
 	// this stage took 10 s of a 1M-document build.
-	if err := postings.seal(); err != nil {
-		return res, err
-	}
+	removals.seal()
+	<-sealed
+	sorters := []*postSorter{postings, removals}
 	parts := max(1, min(runtime.GOMAXPROCS(0), db.bands.B))
 	partPaths := make([][]string, parts+1)
 	partErrs := make([]error, parts+1)
@@ -368,7 +380,7 @@ func (db *DB) Load(docs iter.Seq2[Doc, error], lo *LoadOptions) (LoadResult, err
 					list = list[:0]
 					return w.merge(listKey, vbuf)
 				}
-				if err := postings.iterateBands(from, to, func(band int, e bandEnt) error {
+				if err := mergeBands(sorters, from, to, func(band int, e bandEnt) error {
 					if band != curBand || e.bucket != cur {
 						if err := flushList(); err != nil {
 							return err

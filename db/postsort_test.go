@@ -68,10 +68,11 @@ func TestFixedSorterRanges(t *testing.T) {
 	}
 }
 
-// Ensure that a sealed postSorter yields, for any range of bands, exactly
-// that range's postings in (band, bucket, doc) order, whether they spilled
-// to runs or not, with hot buckets (one bucket holding thousands of
-// postings) and skewed buckets (sharing their top bits) among uniform
+// Ensure that mergeBands over sealed postSorters yields, for any range of
+// bands, exactly that range's postings in (band, bucket, doc) order, as a
+// load merges its own postings with its removals: whether either sorter
+// spilled to runs or not, with hot buckets (one bucket holding thousands
+// of postings) and skewed buckets (sharing their top bits) among uniform
 // ones, read from several goroutines at once.
 func TestPostSorterBands(t *testing.T) {
 	const bands = 5
@@ -80,55 +81,65 @@ func TestPostSorterBands(t *testing.T) {
 		bucket, doc uint64
 	}
 	rng := rand.New(rand.NewPCG(3, 4))
-	for _, budget := range []int{64 << 20, 64 << 10} { // in memory; many runs
+	for _, budgets := range [][2]int{
+		{64 << 20, 64 << 20}, // all in memory
+		{64 << 10, 64 << 20}, // adds spill
+		{64 << 20, 16 << 10}, // removals spill
+		{64 << 10, 16 << 10}, // both
+	} {
 		fs := vfs.NewMem()
-		s := newPostSorter(fs, "", budget, bands)
+		adds := newPostSorter(fs, "", "adds", budgets[0], bands)
+		removes := newPostSorter(fs, "", "removes", budgets[1], bands)
 		var all []post
-		for doc := range uint64(30000) {
+		add := func(s *postSorter, band int, bucket, doc uint64, remove bool) {
+			enc := doc << 1
+			if remove {
+				enc |= 1
+			}
+			all = append(all, post{band, bucket, enc})
+			if err := s.addPosting(band, bucket, doc, remove); err != nil {
+				t.Fatal(err)
+			}
+		}
+		bucket := func() uint64 {
+			switch r := rng.IntN(10); {
+			case r == 0:
+				return 42 // hot
+			case r == 1:
+				return 7<<60 | rng.Uint64N(1000) // same top bits
+			default:
+				return rng.Uint64()
+			}
+		}
+		for doc := range uint64(25000) {
 			for band := range bands {
-				var bucket uint64
-				switch r := rng.IntN(10); {
-				case r == 0:
-					bucket = 42 // hot
-				case r == 1:
-					bucket = 7<<60 | rng.Uint64N(1000) // same top bits
-				default:
-					bucket = rng.Uint64()
-				}
-				// Removes come after the adds, in no particular doc order,
-				// as a load's replaced documents do.
-				d, remove := doc, false
-				if doc >= 25000 {
-					d, remove = rng.Uint64N(25000), true
-				}
-				enc := d << 1
-				if remove {
-					enc |= 1
-				}
-				all = append(all, post{band, bucket, enc})
-				if err := s.addPosting(band, bucket, d, remove); err != nil {
-					t.Fatal(err)
-				}
+				add(adds, band, bucket(), 10000+doc, false)
+			}
+		}
+		// Removals come in no particular doc order, as a load's replaced
+		// documents do, and may share buckets with the adds.
+		for range 5000 {
+			doc := rng.Uint64N(10000)
+			for band := range bands {
+				add(removes, band, bucket(), doc, true)
 			}
 		}
 		slices.SortFunc(all, func(a, b post) int {
 			return cmp.Or(cmp.Compare(a.band, b.band), cmp.Compare(a.bucket, b.bucket), cmp.Compare(a.doc, b.doc))
 		})
-		if err := s.seal(); err != nil {
-			t.Fatal(err)
-		}
-		if budget < 1<<20 && len(s.runs) < 2 {
-			t.Fatalf("budget %d: %d runs, want several", budget, len(s.runs))
-		}
-		if budget >= 1<<20 && len(s.runs) != 0 {
-			t.Fatalf("budget %d: %d runs, want none", budget, len(s.runs))
+		adds.seal()
+		removes.seal()
+		for i, s := range []*postSorter{adds, removes} {
+			if spilled := len(s.runs) > 0; spilled != (budgets[i] < 1<<20) {
+				t.Fatalf("budgets %v: sorter %d has %d runs", budgets, i, len(s.runs))
+			}
 		}
 		cuts := []int{0, 2, 3, bands}
 		got := make([][]post, len(cuts)-1)
 		done := make(chan error, len(got))
 		for i := range got {
 			go func() {
-				done <- s.iterateBands(cuts[i], cuts[i+1], func(band int, e bandEnt) error {
+				done <- mergeBands([]*postSorter{adds, removes}, cuts[i], cuts[i+1], func(band int, e bandEnt) error {
 					got[i] = append(got[i], post{band, e.bucket, e.doc})
 					return nil
 				})
@@ -140,11 +151,18 @@ func TestPostSorterBands(t *testing.T) {
 			}
 		}
 		if g := slices.Concat(got...); !slices.Equal(g, all) {
-			t.Fatalf("budget %d: %d postings out, %d in, or out of order", budget, len(g), len(all))
+			for i := range min(len(g), len(all)) {
+				if g[i] != all[i] {
+					t.Logf("first difference at %d: got %+v, want %+v; prev %+v", i, g[i], all[i], all[max(i-1, 0)])
+					break
+				}
+			}
+			t.Fatalf("budgets %v: %d postings out, %d in, or out of order", budgets, len(g), len(all))
 		}
-		s.close()
+		adds.close()
+		removes.close()
 		if left, _ := fs.List(""); len(left) != 0 {
-			t.Fatalf("budget %d: files left after close: %v", budget, left)
+			t.Fatalf("budgets %v: files left after close: %v", budgets, left)
 		}
 	}
 }

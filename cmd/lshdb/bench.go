@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -33,7 +34,7 @@ type benchReport struct {
 
 func (a *app) benchCmd() *cobra.Command {
 	var corpusPath, extendPath string
-	var limit, queries int
+	var limit, queries, rounds int
 	var build bool
 	c := &cobra.Command{
 		Use:   "bench (--corpus FILE | --db DIR) [--limit N] [--queries Q]",
@@ -42,6 +43,8 @@ func (a *app) benchCmd() *cobra.Command {
 the signature-only pipeline over the whole input on every core, then a bulk
 build of the same input, pairs at the index threshold, and optionally an
 extension, with ratios and the peak RSS (run each size in its own process).
+With --rounds N the build runs N times, each between two signature-only
+runs, and the median ratio is reported (for noisy machines).
 Otherwise: measure on your own data. With --corpus (any insert input): the hashing
 floor and the signature pipeline (MB/s, one core), synced inserts in batches
 of 1,000 into a fresh temporary index, and queries by text. With --db: queries
@@ -52,7 +55,10 @@ by id against an existing index. Figures are from this run only.`,
 				if corpusPath == "" {
 					return usagef("--build needs --corpus")
 				}
-				return a.benchBuild(corpusPath, extendPath)
+				if rounds < 1 {
+					return usagef("--rounds must be at least 1")
+				}
+				return a.benchBuild(corpusPath, extendPath, rounds)
 			}
 			if (corpusPath == "") == (a.dbDir == "" && a.shellDB == nil) {
 				return usagef("give exactly one of --corpus and --db")
@@ -164,6 +170,7 @@ by id against an existing index. Figures are from this run only.`,
 	c.Flags().IntVar(&limit, "limit", 20000, "use at most this many documents of the corpus")
 	c.Flags().IntVar(&queries, "queries", 1000, "queries to time")
 	c.Flags().BoolVar(&build, "build", false, "measure the bulk path instead: signature-only pipeline vs build vs pairs over the whole corpus")
+	c.Flags().IntVar(&rounds, "rounds", 1, "with --build: build this many times, each between two signature-only runs, and report the median ratio")
 	c.Flags().StringVar(&extendPath, "extend", "", "with --build: also time extending the built index by this corpus, against loading it into an empty index")
 	return c
 }
@@ -198,10 +205,10 @@ func hashSpeed(texts []string, bytes int64) (floor, sig float64) {
 
 // benchBuild measures the bulk path on a corpus: every figure from this
 // run, the ratios against the signature-only pipeline on the same cores.
-func (a *app) benchBuild(corpusPath, extendPath string) error {
+func (a *app) benchBuild(corpusPath, extendPath string, rounds int) error {
 	in := inputOptions{idField: "id", textField: "text", idCol: "id", textCol: "text"}
 	var r scaleReport
-	// NB: the signature-only pipeline runs before and after the build (an
+	// NB: the signature-only pipeline runs before and after each build (an
 	// A-B-A design) and the build is compared with their mean: on a shared
 	// machine the same pipeline's wall time varied 1.6x between runs. CPU
 	// time (user + system) is reported beside wall time.
@@ -210,10 +217,6 @@ func (a *app) benchBuild(corpusPath, extendPath string) error {
 		n, t, err := sigPipeline([]string{corpusPath}, in)
 		r.Docs = n
 		return t, cpuTime() - cpu0, err
-	}
-	sigTime1, sigCPU1, err := sigRun()
-	if err != nil {
-		return err
 	}
 	load := func(d *db.DB, path string) (time.Duration, error) {
 		docs := func(yield func(db.Doc, error) bool) {
@@ -237,33 +240,64 @@ func (a *app) benchBuild(corpusPath, extendPath string) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	d, err := db.Open(dir+"/index", nil)
+	sigTime, sigCPU, err := sigRun()
 	if err != nil {
 		return err
 	}
-	defer d.Close()
+	var d *db.DB
+	defer func() {
+		if d != nil {
+			d.Close()
+		}
+	}()
+	for i := range rounds {
+		if d != nil {
+			// NB: one index on disk at a time (9 GB at a million documents).
+			if err := d.Close(); err != nil {
+				return err
+			}
+			d = nil
+			if err := os.RemoveAll(dir + "/index"); err != nil {
+				return err
+			}
+		}
+		if d, err = db.Open(dir+"/index", nil); err != nil {
+			return err
+		}
+		reset := resetPeakRSS()
+		cpu0 := cpuTime()
+		bt, err := load(d, corpusPath)
+		if err != nil {
+			return err
+		}
+		bcpu := cpuTime() - cpu0
+		if reset {
+			r.BuildRSSMiB = max(r.BuildRSSMiB, peakRSS())
+		}
+		sigTime2, sigCPU2, err := sigRun()
+		if err != nil {
+			return err
+		}
+		sig := (sigTime + sigTime2).Seconds() / 2
+		cpu := (sigCPU + sigCPU2).Seconds() / 2
+		r.Rounds = append(r.Rounds, buildRound{
+			SignatureRuns: [2]float64{sigTime.Seconds(), sigTime2.Seconds()},
+			SignatureSecs: sig, SignatureCPU: cpu, BuildSecs: bt.Seconds(), BuildCPU: bcpu.Seconds(),
+			BuildXSig: bt.Seconds() / sig, BuildCPUXSig: bcpu.Seconds() / cpu,
+		})
+		if !a.json() && rounds > 1 {
+			fmt.Fprintf(a.stdout, "round %d: signature-only %.1fs (mean of %.1fs before and %.1fs after), build %.1fs (%.2fx); CPU time %.1fs vs %.1fs (%.2fx)\n",
+				i+1, sig, sigTime.Seconds(), sigTime2.Seconds(), bt.Seconds(), bt.Seconds()/sig, bcpu.Seconds(), cpu, bcpu.Seconds()/cpu)
+		}
+		sigTime, sigCPU = sigTime2, sigCPU2
+	}
+	// The round with the median ratio stands for the run.
+	med := slices.Clone(r.Rounds)
+	slices.SortFunc(med, func(a, b buildRound) int { return cmp.Compare(a.BuildXSig, b.BuildXSig) })
+	m := med[len(med)/2]
+	r.SignatureRuns, r.SignatureSecs, r.SignatureCPU = m.SignatureRuns, m.SignatureSecs, m.SignatureCPU
+	r.BuildSecs, r.BuildCPU, r.BuildXSig, r.BuildCPUXSig = m.BuildSecs, m.BuildCPU, m.BuildXSig, m.BuildCPUXSig
 	reset := resetPeakRSS()
-	cpu0 := cpuTime()
-	bt, err := load(d, corpusPath)
-	if err != nil {
-		return err
-	}
-	r.BuildCPU = (cpuTime() - cpu0).Seconds()
-	if reset {
-		r.BuildRSSMiB = peakRSS()
-	}
-	sigTime2, sigCPU2, err := sigRun()
-	if err != nil {
-		return err
-	}
-	r.SignatureRuns = [2]float64{sigTime1.Seconds(), sigTime2.Seconds()}
-	r.SignatureSecs = (sigTime1 + sigTime2).Seconds() / 2
-	r.SignatureCPU = (sigCPU1 + sigCPU2).Seconds() / 2
-	r.BuildSecs, r.BuildXSig = bt.Seconds(), bt.Seconds()/r.SignatureSecs
-	if r.SignatureCPU > 0 {
-		r.BuildCPUXSig = r.BuildCPU / r.SignatureCPU
-	}
-	reset = resetPeakRSS()
 	start := time.Now()
 	for _, err := range d.Pairs(&db.PairsOptions{Stats: &r.PairsStats}) {
 		if err != nil {
@@ -298,8 +332,12 @@ func (a *app) benchBuild(corpusPath, extendPath string) error {
 	if a.json() {
 		return a.emitJSON(r)
 	}
-	fmt.Fprintf(a.stdout, "%d documents: signature-only %.1fs (mean of %.1fs before and %.1fs after the build), build %.1fs (%.2fx), pairs %.1fs (%.2fx the build, %d pairs), peak RSS %.0f MiB\n",
-		r.Docs, r.SignatureSecs, r.SignatureRuns[0], r.SignatureRuns[1], r.BuildSecs, r.BuildXSig, r.PairsSecs, r.PairsXBuild, r.Pairs, r.PeakRSSMiB)
+	what := "mean of"
+	if rounds > 1 {
+		what = fmt.Sprintf("median round of %d:", rounds)
+	}
+	fmt.Fprintf(a.stdout, "%d documents: signature-only %.1fs (%s %.1fs before and %.1fs after the build), build %.1fs (%.2fx), pairs %.1fs (%.2fx the build, %d pairs), peak RSS %.0f MiB\n",
+		r.Docs, r.SignatureSecs, what, r.SignatureRuns[0], r.SignatureRuns[1], r.BuildSecs, r.BuildXSig, r.PairsSecs, r.PairsXBuild, r.Pairs, r.PeakRSSMiB)
 	fmt.Fprintf(a.stdout, "CPU time: signature-only %.1fs, build %.1fs (%.2fx)\n", r.SignatureCPU, r.BuildCPU, r.BuildCPUXSig)
 	if r.BuildRSSMiB > 0 {
 		fmt.Fprintf(a.stdout, "peak RSS of each phase alone: build %.0f MiB, pairs %.0f MiB\n", r.BuildRSSMiB, r.PairsRSSMiB)

@@ -143,19 +143,32 @@ func sigPipeline(paths []string, o inputOptions) (int, time.Duration, error) {
 	return n, time.Since(start), err
 }
 
-// scaleReport is what bench --build measures.
+// buildRound is one build between two signature-only runs.
+type buildRound struct {
+	SignatureRuns [2]float64 `json:"signature_only_runs_s"`
+	SignatureSecs float64    `json:"signature_only_s"`
+	SignatureCPU  float64    `json:"signature_only_cpu_s"`
+	BuildSecs     float64    `json:"build_s"`
+	BuildCPU      float64    `json:"build_cpu_s"`
+	BuildXSig     float64    `json:"build_x_signature"`
+	BuildCPUXSig  float64    `json:"build_cpu_x_signature"`
+}
+
+// scaleReport is what bench --build measures; the top-level build and
+// signature figures are the median round's.
 type scaleReport struct {
-	Docs           int        `json:"docs"`
-	SignatureSecs  float64    `json:"signature_only_s"`
-	SignatureRuns  [2]float64 `json:"signature_only_runs_s"`
-	BuildSecs      float64    `json:"build_s"`
-	BuildXSig      float64    `json:"build_x_signature"`
-	SignatureCPU   float64    `json:"signature_only_cpu_s"`
-	BuildCPU       float64    `json:"build_cpu_s"`
-	BuildCPUXSig   float64    `json:"build_cpu_x_signature"`
-	PairsSecs      float64    `json:"pairs_s"`
-	PairsXBuild    float64    `json:"pairs_x_build"`
-	Pairs          int64      `json:"pairs"`
+	Rounds         []buildRound `json:"rounds"`
+	Docs           int          `json:"docs"`
+	SignatureSecs  float64      `json:"signature_only_s"`
+	SignatureRuns  [2]float64   `json:"signature_only_runs_s"`
+	BuildSecs      float64      `json:"build_s"`
+	BuildXSig      float64      `json:"build_x_signature"`
+	SignatureCPU   float64      `json:"signature_only_cpu_s"`
+	BuildCPU       float64      `json:"build_cpu_s"`
+	BuildCPUXSig   float64      `json:"build_cpu_x_signature"`
+	PairsSecs      float64      `json:"pairs_s"`
+	PairsXBuild    float64      `json:"pairs_x_build"`
+	Pairs          int64        `json:"pairs"`
 	db.PairsStats  `json:"pairs_stats"`
 	ExtendSecs     float64 `json:"extend_s,omitempty"`
 	ExtendEmptySec float64 `json:"extend_into_empty_s,omitempty"`
