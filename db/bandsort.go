@@ -50,7 +50,7 @@ const bandEntBytes = 16
 type postSorter struct {
 	fs      vfs.FS
 	dir     string
-	name    string // run files are dir/name-NNNNNN.run
+	name    string      // run files are dir/name-NNNNNN.run
 	per     int         // capacity of each band's region
 	regions [][]bandEnt // regions[band]
 	tmp     []bandEnt   // the radix sort's output, one region long
