@@ -71,7 +71,8 @@ func newScratch() *scratch {
 // prepareIn is prepare; with sc, the set and signature are computed in
 // sc's buffers and left out of the result (a bulk load needs only the
 // record and the keys, and allocating ~10 KB of set per document cost it
-// more than the encoding).
+// more than the encoding), and the record and keys are carved from sc's
+// arenas: valid until they are reset.
 func (db *DB) prepareIn(d *Doc, storeText bool, sc *scratch) (prepared, error) {
 	if err := checkID(d.ID); err != nil {
 		return prepared{}, err
