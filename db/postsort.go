@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"sort"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
@@ -107,30 +106,17 @@ func (s *fixedSorter[T]) next(r *fixedRun[T]) (bool, error) {
 	return true, nil
 }
 
-// iterate calls fn for every value in order (repeats included).
+// iterate calls fn for every value in order (repeats included): the
+// values in memory when nothing spilled, otherwise a merge of the runs
+// (the values left in memory spilled first, and the memory released).
 func (s *fixedSorter[T]) iterate(fn func(v T) error) error {
-	if err := s.seal(); err != nil {
-		return err
-	}
-	return s.iterateRange(nil, nil, fn)
-}
-
-// sortVals sorts the values in memory.
-func (s *fixedSorter[T]) sortVals() {
-	// NB: plain integers sort with slices.Sort, which inlines the
-	// comparison instead of calling s.compare through a function value.
-	if v, ok := any(s.vals).([]uint64); ok {
-		slices.Sort(v)
-		return
-	}
-	slices.SortFunc(s.vals, s.compare)
-}
-
-// seal makes the sorter ready for iterateRange: the values in memory are
-// sorted, or, when runs spilled, spilled too and the memory released.
-func (s *fixedSorter[T]) seal() error {
 	if len(s.runs) == 0 {
 		s.sortVals()
+		for _, v := range s.vals {
+			if err := fn(v); err != nil {
+				return err
+			}
+		}
 		return nil
 	}
 	if len(s.vals) > 0 {
@@ -139,29 +125,6 @@ func (s *fixedSorter[T]) seal() error {
 		}
 	}
 	s.vals = nil // NB: release the budget before the merge
-	return nil
-}
-
-// iterateRange calls fn in order for every value v with from ≤ v < to (a
-// nil bound is open). The sorter must be sealed; then several ranges may
-// be iterated at once, from different goroutines.
-func (s *fixedSorter[T]) iterateRange(from, to *T, fn func(v T) error) error {
-	below := func(v T) bool { return to == nil || s.compare(v, *to) < 0 }
-	if len(s.runs) == 0 {
-		i := 0
-		if from != nil {
-			i, _ = slices.BinarySearchFunc(s.vals, *from, s.compare)
-		}
-		for _, v := range s.vals[i:] {
-			if !below(v) {
-				return nil
-			}
-			if err := fn(v); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
 	h := &fixedHeap[T]{compare: s.compare}
 	defer func() {
 		for _, r := range h.runs {
@@ -169,15 +132,13 @@ func (s *fixedSorter[T]) iterateRange(from, to *T, fn func(v T) error) error {
 		}
 	}()
 	for _, path := range s.runs {
-		r, err := s.openRun(path, from)
+		f, err := s.fs.Open(path)
 		if err != nil {
 			return err
 		}
-		if r == nil {
-			continue
-		}
-		if ok, err := s.next(r); err != nil || !ok || !below(r.cur) {
-			r.c.Close()
+		r := &fixedRun[T]{r: bufio.NewReaderSize(f, 256<<10), c: f, buf: make([]byte, s.size)}
+		if ok, err := s.next(r); err != nil || !ok {
+			f.Close()
 			if err != nil {
 				return err
 			}
@@ -194,7 +155,7 @@ func (s *fixedSorter[T]) iterateRange(from, to *T, fn func(v T) error) error {
 		if err != nil {
 			return err
 		}
-		if ok && below(r.cur) {
+		if ok {
 			heap.Fix(h, 0)
 		} else {
 			heap.Pop(h)
@@ -204,45 +165,15 @@ func (s *fixedSorter[T]) iterateRange(from, to *T, fn func(v T) error) error {
 	return nil
 }
 
-// openRun opens a run file positioned at its first value not below from
-// (found by binary search over its fixed-size records), or returns nil
-// when it has none.
-func (s *fixedSorter[T]) openRun(path string, from *T) (*fixedRun[T], error) {
-	f, err := s.fs.Open(path)
-	if err != nil {
-		return nil, err
+// sortVals sorts the values in memory.
+func (s *fixedSorter[T]) sortVals() {
+	// NB: plain integers sort with slices.Sort, which inlines the
+	// comparison instead of calling s.compare through a function value.
+	if v, ok := any(s.vals).([]uint64); ok {
+		slices.Sort(v)
+		return
 	}
-	st, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	n := int(st.Size()) / s.size
-	buf := make([]byte, s.size)
-	first := 0
-	if from != nil {
-		var rerr error
-		first = sort.Search(n, func(i int) bool {
-			if rerr != nil {
-				return true
-			}
-			if _, err := f.ReadAt(buf, int64(i*s.size)); err != nil {
-				rerr = err
-				return true
-			}
-			return s.compare(s.get(buf), *from) >= 0
-		})
-		if rerr != nil {
-			f.Close()
-			return nil, rerr
-		}
-	}
-	if first == n {
-		f.Close()
-		return nil, nil
-	}
-	sec := io.NewSectionReader(f, int64(first*s.size), int64((n-first)*s.size))
-	return &fixedRun[T]{r: bufio.NewReaderSize(sec, 256<<10), c: f, buf: buf}, nil
+	slices.SortFunc(s.vals, s.compare)
 }
 
 // close removes the run files and releases the memory.

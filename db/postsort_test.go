@@ -9,10 +9,9 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
-// Ensure that a sealed fixedSorter yields, for any range, exactly the
-// sorted values in it, whether the values spilled to runs or not, and that
-// ranges can be read at once from several goroutines.
-func TestFixedSorterRanges(t *testing.T) {
+// Ensure that a fixedSorter yields exactly the sorted values, repeats
+// included, whether they spilled to runs or not.
+func TestFixedSorter(t *testing.T) {
 	rng := rand.New(rand.NewPCG(8, 9))
 	for _, budget := range []int{1 << 20, 64 << 10} { // in memory; many runs
 		fs := vfs.NewMem()
@@ -26,45 +25,23 @@ func TestFixedSorterRanges(t *testing.T) {
 			}
 		}
 		slices.Sort(all)
-		if err := s.seal(); err != nil {
+		var got []uint64
+		if err := s.iterate(func(v uint64) error {
+			got = append(got, v)
+			return nil
+		}); err != nil {
 			t.Fatal(err)
 		}
-		if budget < 1<<20 && len(s.runs) < 2 {
-			t.Fatalf("budget %d: %d runs, want several", budget, len(s.runs))
+		if spilled := len(s.runs) > 1; spilled != (budget < 1<<20) {
+			t.Fatalf("budget %d: %d runs", budget, len(s.runs))
 		}
-		bounds := []*uint64{nil}
-		for range 6 {
-			v := rng.Uint64N(1 << 20)
-			bounds = append(bounds, &v)
-		}
-		bounds = append(bounds, nil)
-		got := make([][]uint64, len(bounds)-1)
-		done := make(chan error, len(got))
-		for i := range got {
-			go func() {
-				done <- s.fixedSorter.iterateRange(bounds[i], bounds[i+1], func(v uint64) error {
-					got[i] = append(got[i], v)
-					return nil
-				})
-			}()
-		}
-		for range got {
-			if err := <-done; err != nil {
-				t.Fatal(err)
-			}
-		}
-		for i := range got {
-			var want []uint64
-			for _, v := range all {
-				if (bounds[i] == nil || v >= *bounds[i]) && (bounds[i+1] == nil || v < *bounds[i+1]) {
-					want = append(want, v)
-				}
-			}
-			if !slices.Equal(got[i], want) {
-				t.Fatalf("budget %d, range %d: %d values, want %d", budget, i, len(got[i]), len(want))
-			}
+		if !slices.Equal(got, all) {
+			t.Fatalf("budget %d: %d values out, %d in, or out of order", budget, len(got), len(all))
 		}
 		s.close()
+		if left, _ := fs.List(""); len(left) != 0 {
+			t.Fatalf("budget %d: files left after close: %v", budget, left)
+		}
 	}
 }
 
