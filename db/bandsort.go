@@ -143,31 +143,24 @@ func (s *postSorter) sortRegion(band int) {
 // spill sorts every region and writes them to a run file.
 func (s *postSorter) spill() error {
 	path := s.fs.PathJoin(s.dir, fmt.Sprintf("%s-%06d.run", s.name, len(s.runs)))
-	f, err := s.fs.Create(path, vfs.WriteCategoryUnspecified)
-	if err != nil {
-		return err
-	}
-	w := bufio.NewWriterSize(f, 1<<20)
 	run := postRun{path: path, offs: make([]int64, len(s.regions)+1)}
-	var b [bandEntBytes]byte
-	off := int64(0)
-	for band, r := range s.regions {
-		s.sortRegion(band)
-		run.offs[band] = off
-		for _, e := range r {
-			binary.LittleEndian.PutUint64(b[:], e.bucket)
-			binary.LittleEndian.PutUint64(b[8:], e.doc)
-			w.Write(b[:])
+	err := writeRun(s.fs, path, func(w *bufio.Writer) {
+		var b [bandEntBytes]byte
+		off := int64(0)
+		for band, r := range s.regions {
+			s.sortRegion(band)
+			run.offs[band] = off
+			for _, e := range r {
+				binary.LittleEndian.PutUint64(b[:], e.bucket)
+				binary.LittleEndian.PutUint64(b[8:], e.doc)
+				w.Write(b[:])
+			}
+			off += int64(len(r)) * bandEntBytes
+			s.regions[band] = r[:0]
 		}
-		off += int64(len(r)) * bandEntBytes
-		s.regions[band] = r[:0]
-	}
-	run.offs[len(s.regions)] = off
-	if err := w.Flush(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
+		run.offs[len(s.regions)] = off
+	})
+	if err != nil {
 		return err
 	}
 	s.runs = append(s.runs, run)

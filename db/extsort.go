@@ -75,25 +75,18 @@ func (s *extSorter) sortMem() {
 func (s *extSorter) spill() error {
 	s.sortMem()
 	path := s.fs.PathJoin(s.dir, fmt.Sprintf("%s-%06d.run", s.name, len(s.runs)))
-	f, err := s.fs.Create(path, vfs.WriteCategoryUnspecified)
+	err := writeRun(s.fs, path, func(w *bufio.Writer) {
+		var hdr [3*binary.MaxVarintLen64 + 1]byte
+		for _, e := range s.ents {
+			n := binary.PutUvarint(hdr[:], uint64(e.klen))
+			n += binary.PutUvarint(hdr[n:], uint64(e.vlen))
+			n += binary.PutUvarint(hdr[n:], e.seq)
+			hdr[n] = e.kind
+			w.Write(hdr[:n+1])
+			w.Write(s.arena[e.off : e.off+e.klen+e.vlen])
+		}
+	})
 	if err != nil {
-		return err
-	}
-	w := bufio.NewWriterSize(f, 1<<20)
-	var hdr [3*binary.MaxVarintLen64 + 1]byte
-	for _, e := range s.ents {
-		n := binary.PutUvarint(hdr[:], uint64(e.klen))
-		n += binary.PutUvarint(hdr[n:], uint64(e.vlen))
-		n += binary.PutUvarint(hdr[n:], e.seq)
-		hdr[n] = e.kind
-		w.Write(hdr[:n+1])
-		w.Write(s.arena[e.off : e.off+e.klen+e.vlen])
-	}
-	if err := w.Flush(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
 		return err
 	}
 	s.runs = append(s.runs, path)

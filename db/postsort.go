@@ -48,24 +48,34 @@ func (s *fixedSorter[T]) add(v T) error {
 	return nil
 }
 
-func (s *fixedSorter[T]) spill() error {
-	s.sortVals()
-	path := s.fs.PathJoin(s.dir, fmt.Sprintf("%s-%06d.run", s.name, len(s.runs)))
-	f, err := s.fs.Create(path, vfs.WriteCategoryUnspecified)
+// writeRun creates the sorted-run file at path and fills it through a
+// buffered writer (whose first error its Flush reports). Runs live only
+// as long as one load or Pairs call, so they are not synced.
+func writeRun(fs vfs.FS, path string, fill func(w *bufio.Writer)) error {
+	f, err := fs.Create(path, vfs.WriteCategoryUnspecified)
 	if err != nil {
 		return err
 	}
 	w := bufio.NewWriterSize(f, 1<<20)
-	b := make([]byte, s.size)
-	for _, v := range s.vals {
-		s.put(b, v)
-		w.Write(b)
-	}
+	fill(w)
 	if err := w.Flush(); err != nil {
 		f.Close()
 		return err
 	}
-	if err := f.Close(); err != nil {
+	return f.Close()
+}
+
+func (s *fixedSorter[T]) spill() error {
+	s.sortVals()
+	path := s.fs.PathJoin(s.dir, fmt.Sprintf("%s-%06d.run", s.name, len(s.runs)))
+	err := writeRun(s.fs, path, func(w *bufio.Writer) {
+		b := make([]byte, s.size)
+		for _, v := range s.vals {
+			s.put(b, v)
+			w.Write(b)
+		}
+	})
+	if err != nil {
 		return err
 	}
 	s.runs = append(s.runs, path)
