@@ -1,6 +1,7 @@
 package codec
 
 import (
+	"bytes"
 	"encoding/binary"
 	"slices"
 
@@ -226,8 +227,10 @@ func (d *DocView) AppendSet(dst []uint64) ([]uint64, error) {
 	return dst, nil
 }
 
-// DecodeDocRecord decodes a doc record into r, reusing r's slices. The
-// strings it sets are copies; Meta aliases v.
+// DecodeDocRecord decodes a doc record into r, reusing r's Signature and
+// Set. Everything it sets is a copy, owned by the caller: v may be freed or
+// reused afterwards (Pebble's iterator memory is, when the iterator moves
+// or closes).
 func DecodeDocRecord(v []byte, r *DocRecord) error {
 	d, err := ParseDocView(v)
 	if err != nil {
@@ -238,7 +241,7 @@ func DecodeDocRecord(v []byte, r *DocRecord) error {
 	if r.Set, err = d.AppendSet(r.Set[:0]); err != nil {
 		return err
 	}
-	r.HasText, r.Text, r.Meta = d.HasText, string(d.Text), d.Meta
+	r.HasText, r.Text, r.Meta = d.HasText, string(d.Text), bytes.Clone(d.Meta)
 	return nil
 }
 

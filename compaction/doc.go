@@ -1,7 +1,9 @@
 // Package compaction holds the posting-list algebra that Pebble runs inside
-// its compactions and reads: the merge operator [Merger]. Later, it also
-// holds the maintenance Pebble cannot do by itself (purging emptied
-// postings, hot-bucket control, re-banding from stored signatures).
+// its compactions and reads: the merge operator [Merger], and the rules of
+// the maintenance Pebble cannot do by itself: [Purgeable] says which posting
+// lists are garbage (db.PurgeEmptyLists deletes them under its writer lock).
+// Hot-bucket control and re-banding from stored signatures belong here
+// too.
 //
 // A posting list is appended with Pebble's Merge: an insert writes one
 // operand (doc, add) per band, a delete one (doc, remove), with no
@@ -13,5 +15,5 @@
 // NB: the merger implements Finish only, never DeletableFinish: in Pebble
 // v2.1.7 a compaction panics when it returns "delete"
 // (cockroachdb/pebble#6168). A list that empties stays as an empty value
-// until maintenance rewrites it.
+// until a purge deletes it.
 package compaction

@@ -23,8 +23,8 @@ var Merger = &pebble.Merger{
 	},
 }
 
-// postingMerger accumulates operands. Pebble hands them newest-first or
-// oldest-first; they are kept oldest-first in ops.
+// postingMerger accumulates operands. Pebble hands them newest-first
+// (MergeOlder) or oldest-first (MergeNewer); Finish puts them oldest-first.
 type postingMerger struct {
 	older [][]byte // operands added by MergeOlder, newest first
 	newer [][]byte // operands added by MergeNewer, oldest first
@@ -97,4 +97,23 @@ func Merge(dst []byte, ops [][]byte, includesBase bool) ([]byte, error) {
 		merged = append(merged, e.Posting)
 	}
 	return codec.AppendPostings(dst, merged), nil
+}
+
+// Purgeable reports whether a posting list, as read (every operand merged),
+// holds no live posting: it is empty, or only removals remain (a list read
+// before a compaction included its base). Such a list is garbage that only
+// a delete can drop: the merge operator cannot (see the package comment).
+// The caller MUST make sure no merge operand arrives between reading the
+// list and deleting it (db holds its writer lock).
+func Purgeable(value []byte) (bool, error) {
+	ps, err := codec.DecodePostings(value, nil)
+	if err != nil {
+		return false, err
+	}
+	for _, p := range ps {
+		if !p.Remove {
+			return false, nil
+		}
+	}
+	return true, nil
 }

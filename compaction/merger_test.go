@@ -185,3 +185,73 @@ func TestMergerInPebble(t *testing.T) {
 		t.Fatalf("pebble read %v, model %v", got, want)
 	}
 }
+
+// Ensure that Merge, which runs inside Pebble's compactions on bytes read
+// from disk, never panics: operands that all decode merge into a list
+// that decodes, with the newest operation on each doc winning; an operand
+// that does not decode is refused. The seed also drives a valid history
+// checked against the model.
+func FuzzMerge(f *testing.F) {
+	f.Add(codec.AppendPostings(nil, []codec.Posting{{Doc: 1}, {Doc: 5, Remove: true}}), uint64(1), true)
+	f.Add([]byte{0xff, 0xff, 0xff}, uint64(2), false)
+	f.Add([]byte{}, uint64(3), true)
+	f.Fuzz(func(t *testing.T, raw []byte, seed uint64, includesBase bool) {
+		// Arbitrary bytes, cut into up to three operands.
+		var ops [][]byte
+		rest := raw
+		for k := 0; k < 2 && len(rest) > 0; k++ {
+			cut := int(seed>>(8*k)) % (len(rest) + 1)
+			ops, rest = append(ops, rest[:cut]), rest[cut:]
+		}
+		ops = append(ops, rest)
+		valid := true
+		for _, op := range ops {
+			if _, err := codec.DecodePostings(op, nil); err != nil || len(op) == 0 {
+				valid = false
+			}
+		}
+		out, err := Merge(nil, ops, includesBase)
+		if err == nil {
+			if _, derr := codec.DecodePostings(out, nil); derr != nil && len(ops) > 1 {
+				t.Fatalf("Merge(%x) = %x, which does not decode: %v", ops, out, derr)
+			}
+		} else if valid {
+			t.Fatalf("Merge refused operands that decode: %v", err)
+		}
+		// A valid history: the model decides.
+		hist, m := randomHistory(rand.New(rand.NewPCG(seed, 7)))
+		final, err := Merge(nil, hist, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := codec.DecodePostings(final, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := m.sorted(); !slices.Equal(got, want) {
+			t.Fatalf("merged %v, model %v", got, want)
+		}
+	})
+}
+
+// Ensure that Purgeable calls a list garbage exactly when it holds no
+// add: empty, or removals only.
+func TestPurgeable(t *testing.T) {
+	for _, c := range []struct {
+		ps   []codec.Posting
+		want bool
+	}{
+		{nil, true},
+		{[]codec.Posting{{Doc: 3, Remove: true}}, true},
+		{[]codec.Posting{{Doc: 3, Remove: true}, {Doc: 4}}, false},
+		{[]codec.Posting{{Doc: 9}}, false},
+	} {
+		got, err := Purgeable(codec.AppendPostings(nil, c.ps))
+		if err != nil || got != c.want {
+			t.Errorf("Purgeable(%v) = %v, %v; want %v", c.ps, got, err, c.want)
+		}
+	}
+	if _, err := Purgeable([]byte{0xff}); !errors.Is(err, codec.ErrCorrupt) {
+		t.Errorf("Purgeable of bad bytes: %v, want ErrCorrupt", err)
+	}
+}

@@ -1,6 +1,7 @@
 package db
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -122,13 +123,13 @@ var benchIndex = sync.OnceValues(func() (*DB, error) {
 	}
 	// Steady state: everything compacted (operands merged into their base
 	// lists), so that the measurements do not race background work.
-	if err := d.pdb.Compact(contextBackground(), []byte{0}, []byte{0xff}, true); err != nil {
+	if err := d.pdb.Compact(context.Background(), []byte{0}, []byte{0xff}, true); err != nil {
 		return nil, err
 	}
 	return d, nil
 })
 
-func tempDir() (string, error) { return osMkdirTemp("", "lshdb-bench-") }
+func tempDir() (string, error) { return os.MkdirTemp("", "lshdb-bench-") }
 
 func percentile(ds []time.Duration, p float64) time.Duration {
 	slices.Sort(ds)
@@ -157,7 +158,7 @@ func BenchmarkQuery(b *testing.B) {
 	}
 	for range 2 { // warm the cache
 		for _, q := range queries {
-			d.Query(q, nil)
+			d.Query(context.Background(), q, nil)
 		}
 	}
 	b.Logf("%d documents (%s)", len(docs), source)
@@ -173,7 +174,7 @@ func BenchmarkQuery(b *testing.B) {
 		var err error
 		runDB := func() {
 			start := time.Now()
-			res, err = d.Query(q, nil)
+			res, err = d.Query(context.Background(), q, nil)
 			lat = append(lat, time.Since(start))
 		}
 		runMem := func() {
@@ -252,7 +253,7 @@ func BenchmarkDiskUsage(b *testing.B) {
 		b.Fatal(err)
 	}
 	for b.Loop() {
-		if err := d.pdb.Compact(contextBackground(), []byte{0}, []byte{0xff}, true); err != nil {
+		if err := d.pdb.Compact(context.Background(), []byte{0}, []byte{0xff}, true); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -262,7 +263,7 @@ func BenchmarkDiskUsage(b *testing.B) {
 		lo, hi []byte
 	}{{"doc", codec.DocPrefix, codec.DocPrefixEnd}, {"id", codec.IDPrefix, codec.IDPrefixEnd}, {"posting", codec.PostingPrefix, codec.PostingPrefixEnd}} {
 		total := 0
-		scan(d.pdb, kind.lo, kind.hi, func(k, v []byte) { total += len(k) + len(v) })
+		scan(context.Background(), d.pdb, kind.lo, kind.hi, func(k, v []byte) { total += len(k) + len(v) })
 		b.ReportMetric(float64(total)/float64(n), kind.name+"-B/doc")
 	}
 	disk, err := d.pdb.EstimateDiskUsage([]byte{0}, []byte{0xff})

@@ -1,6 +1,7 @@
 package db
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -43,7 +44,7 @@ func TestConcurrentReadersAndWriters(t *testing.T) {
 			defer wg.Done()
 			rng := rand.New(rand.NewPCG(uint64(r), 2))
 			for range rounds {
-				res, err := d.Query(textOf(rng.IntN(writers), rng.IntN(rounds)), &QueryOptions{Threshold: 1})
+				res, err := d.Query(context.Background(), textOf(rng.IntN(writers), rng.IntN(rounds)), &QueryOptions{Threshold: 1})
 				if err != nil {
 					errc <- err
 					return
@@ -66,7 +67,7 @@ func TestConcurrentReadersAndWriters(t *testing.T) {
 	for err := range errc {
 		t.Fatal(err)
 	}
-	rep, err := d.Check()
+	rep, err := d.Check(context.Background())
 	if err != nil || !rep.OK() {
 		t.Fatalf("check: %v %v", rep, err)
 	}

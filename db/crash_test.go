@@ -1,6 +1,7 @@
 package db
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"math/rand/v2"
@@ -12,19 +13,6 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
-
-// stateOf reads every stored document's id and shingle set.
-func stateOf(t *testing.T, d *DB) map[string][]uint64 {
-	t.Helper()
-	out := map[string][]uint64{}
-	for doc, err := range d.All() {
-		if err != nil {
-			t.Fatal(err)
-		}
-		out[doc.ID] = doc.Shingles
-	}
-	return out
-}
 
 func equalState(got map[string][]uint64, want map[string]modelDoc) bool {
 	return maps.EqualFunc(got, want, func(a []uint64, b modelDoc) bool { return slices.Equal(a, b.set) })
@@ -124,7 +112,7 @@ func TestCrash(t *testing.T) {
 				t.Fatalf("recovered state (%d docs) matches no state between write %d (last synced before the crash) and %d", len(got), lo, hi)
 			}
 			t.Logf("crash after %d acknowledged writes (%d during the clone); recovered the state after write %d", before, after-before, found)
-			rep, err := r.Check()
+			rep, err := r.Check(context.Background())
 			if err != nil || !rep.OK() {
 				t.Fatalf("check after crash: %v %v", rep, err)
 			}

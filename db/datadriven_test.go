@@ -1,6 +1,7 @@
 package db
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -140,9 +141,9 @@ func TestDataDriven(t *testing.T) {
 				var res *QueryResult
 				var err error
 				if td.Cmd == "query" {
-					res, err = d.Query(td.Input, qo)
+					res, err = d.Query(context.Background(), td.Input, qo)
 				} else {
-					res, err = d.QueryID(arg("id"), qo)
+					res, err = d.QueryID(context.Background(), arg("id"), qo)
 				}
 				if err != nil {
 					return errString(err)
@@ -158,7 +159,7 @@ func TestDataDriven(t *testing.T) {
 				}
 				return b.String()
 			case "check":
-				rep, err := d.Check()
+				rep, err := d.Check(context.Background())
 				if err != nil {
 					return errString(err)
 				}

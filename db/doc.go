@@ -8,7 +8,7 @@
 //	if err != nil { ... }
 //	defer d.Close()
 //	err = d.Put("doc-1", "The quick brown fox jumps over the lazy dog")
-//	res, err := d.Query("The quick brown fox jumped over the lazy dog", nil)
+//	res, err := d.Query(ctx, "The quick brown fox jumped over the lazy dog", nil)
 //	for _, m := range res.Matches { fmt.Println(m.ID, m.Jaccard) }
 //
 // A document becomes a shingle set and a MinHash signature (package
@@ -35,18 +35,43 @@
 // refused (ErrParamsMismatch) rather than silently mixing incompatible
 // signatures.
 //
-// # Concurrency
+// # Concurrency and cancellation
 //
 // Every method is safe for concurrent use. Writes are serialized; reads
-// run in parallel and each sees one consistent snapshot.
+// run in parallel and each sees one consistent snapshot. The long calls
+// ([DB.Load], [DB.Pairs], [DB.Clusters], [DB.Check], [DB.Stats],
+// [DB.Buckets], [DB.Query], [DB.QueryID], [DB.PurgeEmptyLists]) take a
+// context.Context: cancelling it stops them at their next check with
+// ctx's error, and stores nothing half-done.
+//
+// [DB.Close] never hangs: it cancels the long calls in flight (they end
+// with [ErrClosed]), waits for the short ones, and releases what open
+// iterations hold. An iteration ([DB.All], [DB.Pairs]) does not hold the
+// database while the loop body runs, so the body may call any method,
+// Close included; after Close the iteration ends with ErrClosed.
+//
+// Only one process (and one DB value in a process) may have a database
+// open at a time: Open returns [ErrLocked] otherwise. A [DB.Load] holds the
+// writer lock for its whole run: writers and purges wait for it.
+//
+// Every slice and string a method returns is owned by the caller.
+//
+// # Disk space
+//
+// Pebble cannot recover from running out of disk space mid-write, so
+// writes (and a writable Open) are refused with [ErrDiskFull] once the
+// filesystem has less than Options.DiskReserve free (64 MiB by default).
+// The refused write stores nothing; reads go on working.
 //
 // # Bulk loads and all pairs
 //
-// Load bulk-loads documents for nightly jobs: signatures on every core,
-// records sorted within a memory budget (spilling to disk), SSTables
-// ingested in one atomic step (no WAL, no memtable). It extends an existing
-// index (stored ids are replaced) and gives the index that Put of each
-// document would have given. Pairs streams every near-duplicate pair once,
+// [DB.Load] bulk-loads documents for nightly jobs: signatures on every
+// core, records written straight into SSTables in input order, postings
+// and ids sorted within a memory budget (spilling sorted runs to disk),
+// everything ingested in one atomic step (no WAL, no memtable). It extends
+// an existing index (stored ids are replaced) and gives the index that Put
+// of each document would have given. It holds the writer lock while it
+// runs; Close cancels it. Pairs streams every near-duplicate pair once,
 // verifying candidate pairs within a memory budget on every core, and
 // reports documents with identical shingle sets as exact duplicates without
 // verification; Clusters are its connected components.
@@ -55,7 +80,13 @@
 //
 // Deleting documents leaves their postings as removal operands until
 // Pebble compacts them, and emptied posting lists as empty values (Pebble
-// v2.1.7 cannot drop a key from inside a merge); Check reports how many.
-// A bucket shared by thousands of identical documents (a hot bucket) makes
-// every query that reaches it verify them all.
+// v2.1.7 cannot drop a key from inside a merge); Check reports how many
+// and [DB.PurgeEmptyLists] deletes them. A bucket shared by thousands of
+// identical documents (a hot bucket) makes every query that reaches it
+// verify them all, and Pairs report m(m−1)/2 pairs for m copies
+// (Clusters reports them as one cluster). Pairs and Load keep temporary
+// files inside the database directory (removed when they end, or by the
+// next writable Open after a crash). Index files follow the process's umask: with
+// Options.StoreText, restrict the directory's permissions if the texts are
+// private.
 package db

@@ -2,6 +2,7 @@ package db
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"os"
 	"os/exec"
@@ -15,15 +16,6 @@ import (
 	"github.com/lshdb/lshdb/codec"
 	"github.com/lshdb/lshdb/compaction"
 )
-
-func mustOpen(t *testing.T, dir string, o *Options) *DB {
-	t.Helper()
-	d, err := Open(dir, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
-}
 
 // TestHelperHoldLock is not a test: the lock test runs the test binary
 // again with LSHDB_HOLD_LOCK set, so that another process holds the lock.
@@ -123,10 +115,10 @@ func TestErrFormatTooNewAndCorrupt(t *testing.T) {
 	if _, err := d.Get("a"); !errors.Is(err, ErrCorrupt) {
 		t.Errorf("Get of a corrupt record: %v", err)
 	}
-	if _, err := d.Query("some text here", nil); !errors.Is(err, ErrCorrupt) {
+	if _, err := d.Query(context.Background(), "some text here", nil); !errors.Is(err, ErrCorrupt) {
 		t.Errorf("Query reaching a corrupt record: %v", err)
 	}
-	if rep, err := d.Check(); err != nil || rep.OK() {
+	if rep, err := d.Check(context.Background()); err != nil || rep.OK() {
 		t.Errorf("Check of a corrupt record: %v, %v", rep, err)
 	}
 	d.Close()
@@ -173,7 +165,7 @@ func TestErrCorruptSSTable(t *testing.T) {
 		return
 	}
 	defer d.Close()
-	_, err = d.Check()
+	_, err = d.Check(context.Background())
 	if !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("Check of a damaged sstable: %v", err)
 	}
@@ -206,13 +198,13 @@ func TestErrBadInput(t *testing.T) {
 	if err := d.Delete("missing", nil); !errors.Is(err, ErrNotFound) {
 		t.Errorf("Delete(missing) = %v", err)
 	}
-	if _, err := d.Query("x", &QueryOptions{Threshold: 1.5}); !errors.Is(err, ErrInvalidOptions) {
+	if _, err := d.Query(context.Background(), "x", &QueryOptions{Threshold: 1.5}); !errors.Is(err, ErrInvalidOptions) {
 		t.Errorf("threshold 1.5: %v", err)
 	}
-	if _, err := d.Query("x", &QueryOptions{Limit: -1}); !errors.Is(err, ErrInvalidOptions) {
+	if _, err := d.Query(context.Background(), "x", &QueryOptions{Limit: -1}); !errors.Is(err, ErrInvalidOptions) {
 		t.Errorf("limit -1: %v", err)
 	}
-	if _, err := d.Query("  ", nil); !errors.Is(err, ErrEmptyDocument) {
+	if _, err := d.Query(context.Background(), "  ", nil); !errors.Is(err, ErrEmptyDocument) {
 		t.Errorf("empty query: %v", err)
 	}
 	doc, err := d.Get("keep")
@@ -222,7 +214,7 @@ func TestErrBadInput(t *testing.T) {
 	if n, _ := d.Count(); n != 1 {
 		t.Fatalf("Count = %d after refused writes", n)
 	}
-	if rep, err := d.Check(); err != nil || !rep.OK() {
+	if rep, err := d.Check(context.Background()); err != nil || !rep.OK() {
 		t.Fatalf("check: %v %v", rep, err)
 	}
 }
@@ -240,8 +232,8 @@ func TestErrClosed(t *testing.T) {
 		"Get":    func() error { _, err := d.Get("a"); return err }(),
 		"Has":    func() error { _, err := d.Has("a"); return err }(),
 		"Count":  func() error { _, err := d.Count(); return err }(),
-		"Query":  func() error { _, err := d.Query("a", nil); return err }(),
-		"Check":  func() error { _, err := d.Check(); return err }(),
+		"Query":  func() error { _, err := d.Query(context.Background(), "a", nil); return err }(),
+		"Check":  func() error { _, err := d.Check(context.Background()); return err }(),
 		"All": func() error {
 			for _, err := range d.All() {
 				return err
@@ -308,5 +300,34 @@ func TestReadOnly(t *testing.T) {
 	}
 	if err := ro.Put("b", "x y z"); !errors.Is(err, ErrReadOnly) {
 		t.Fatalf("Put on read-only: %v", err)
+	}
+}
+
+// Ensure that an Open that fails to create a database leaves no directory
+// behind, and that an Open that must not create never finishes a store a
+// failed create left in an existing directory (reviews C9, C26, R16).
+func TestFailedCreateLeavesNothing(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "new")
+	if _, err := Open(dir, &Options{Threshold: 0.01}); !errors.Is(err, ErrInvalidOptions) {
+		t.Fatalf("Open with an unreachable banding: %v, want ErrInvalidOptions", err)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the failed create left %s behind: %v", dir, err)
+	}
+	// An existing empty directory is the caller's: a failed create leaves
+	// it, with a Pebble store but no manifest.
+	existing := t.TempDir()
+	if _, err := Open(existing, &Options{Threshold: 0.01}); !errors.Is(err, ErrInvalidOptions) {
+		t.Fatalf("Open with an unreachable banding: %v, want ErrInvalidOptions", err)
+	}
+	for _, o := range []*Options{{MustExist: true}, {ReadOnly: true}} {
+		if _, err := Open(existing, o); !errors.Is(err, ErrNotExist) {
+			t.Fatalf("Open(%+v) of a half-made store: %v, want ErrNotExist", *o, err)
+		}
+	}
+	d := mustOpen(t, existing, &Options{Threshold: 0.7}) // a creating Open finishes it
+	defer d.Close()
+	if got := d.Params().Threshold; got != 0.7 {
+		t.Fatalf("threshold %v, want 0.7", got)
 	}
 }

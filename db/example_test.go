@@ -1,9 +1,13 @@
 package db_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"log"
 	"os"
+	"path/filepath"
+	"slices"
 
 	"github.com/lshdb/lshdb/db"
 )
@@ -29,7 +33,7 @@ func Example() {
 		log.Fatal(err)
 	}
 
-	res, err := d.Query("the quick brown fox jumps over the lazy dog", nil)
+	res, err := d.Query(context.Background(), "the quick brown fox jumps over the lazy dog", nil)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -37,7 +41,7 @@ func Example() {
 		fmt.Printf("%s %.3f\n", m.ID, m.Jaccard)
 	}
 
-	res, err = d.QueryID("fox-1", &db.QueryOptions{Threshold: 0.5})
+	res, err = d.QueryID(context.Background(), "fox-1", &db.QueryOptions{Threshold: 0.5})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -46,4 +50,198 @@ func Example() {
 	// fox-1 1.000
 	// fox-2 0.975
 	// near fox-1: 1 fox-2
+}
+
+// Open an existing database for reading only: a missing one is an error
+// (ErrNotExist) instead of a new, empty database.
+func ExampleOpen() {
+	_, err := db.Open(filepath.Join(os.TempDir(), "no-such-lshdb-index"), &db.Options{ReadOnly: true})
+	fmt.Println(errors.Is(err, db.ErrNotExist))
+	// Output:
+	// true
+}
+
+// Bulk-load documents from any iterator in one atomic step, then list
+// every near-duplicate pair. Load replaces stored ids; the last of
+// repeated ids in the input wins.
+func ExampleDB_Load() {
+	dir, _ := os.MkdirTemp("", "lshdb-example-")
+	defer os.RemoveAll(dir)
+	d, err := db.Open(dir, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer d.Close()
+
+	texts := map[string]string{
+		"a": "Lorem ipsum dolor sit amet, consectetur adipiscing elit",
+		"b": "Lorem ipsum dolor sit amet, consectetur adipiscing elit.",
+		"c": "Sed ut perspiciatis unde omnis iste natus error sit",
+	}
+	docs := func(yield func(db.Doc, error) bool) {
+		for _, id := range []string{"a", "b", "c"} {
+			if !yield(db.Doc{ID: id, Text: texts[id]}, nil) {
+				return
+			}
+		}
+	}
+	res, err := d.Load(context.Background(), docs, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("stored", res.Stored)
+	for p, err := range d.Pairs(context.Background(), nil) {
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Printf("%s %s %.3f\n", p.A, p.B, p.Jaccard)
+	}
+	// Output:
+	// stored 3
+	// a b 0.981
+}
+
+// Group near-duplicates into clusters: connected components of the
+// pairs, the earliest inserted member first.
+func ExampleDB_Clusters() {
+	dir, _ := os.MkdirTemp("", "lshdb-example-")
+	defer os.RemoveAll(dir)
+	d, err := db.Open(dir, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer d.Close()
+	err = d.PutDocs([]db.Doc{
+		{ID: "v1", Text: "Release notes: fixed a crash when opening large files"},
+		{ID: "other", Text: "An unrelated announcement about the spring meeting"},
+		{ID: "v2", Text: "Release notes: fixed a crash when opening large files."},
+		{ID: "v3", Text: "Release notes: fixed a crash when opening large files!"},
+	}, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	cs, err := d.Clusters(context.Background(), nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, c := range cs {
+		fmt.Println(c.Representative, c.IDs)
+	}
+	// Output:
+	// v1 [v1 v2 v3]
+}
+
+// Store a document only if no near-duplicate is stored: the check and the
+// insert are atomic with respect to other writers.
+func ExampleDB_PutIfNew() {
+	dir, _ := os.MkdirTemp("", "lshdb-example-")
+	defer os.RemoveAll(dir)
+	d, err := db.Open(dir, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer d.Close()
+	for _, doc := range []db.Doc{
+		{ID: "first", Text: "Breaking: the river has flooded the old town overnight"},
+		{ID: "repost", Text: "BREAKING: the river has flooded the old town overnight"},
+	} {
+		m, err := d.PutIfNew(doc, nil)
+		if err != nil {
+			log.Fatal(err)
+		}
+		if m != nil {
+			fmt.Printf("%s not stored: duplicate of %s (%.2f)\n", doc.ID, m.ID, m.Jaccard)
+		} else {
+			fmt.Printf("%s stored\n", doc.ID)
+		}
+	}
+	// Output:
+	// first stored
+	// repost not stored: duplicate of first (1.00)
+}
+
+// Iterate over every stored document in insertion order, from one
+// snapshot; the loop body may call any method of the database.
+func ExampleDB_All() {
+	dir, _ := os.MkdirTemp("", "lshdb-example-")
+	defer os.RemoveAll(dir)
+	d, err := db.Open(dir, &db.Options{StoreText: true})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer d.Close()
+	if err := d.PutDocs([]db.Doc{{ID: "x", Text: "first text"}, {ID: "y", Text: "second text"}}, nil); err != nil {
+		log.Fatal(err)
+	}
+	for doc, err := range d.All() {
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Println(doc.Num, doc.ID, doc.Text)
+	}
+	// Output:
+	// 1 x first text
+	// 2 y second text
+}
+
+// Every error the package returns for a known condition wraps a sentinel:
+// test it with errors.Is, not by its message.
+func Example_errorsIs() {
+	dir, _ := os.MkdirTemp("", "lshdb-example-")
+	defer os.RemoveAll(dir)
+	d, err := db.Open(dir, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	_, err = d.Get("missing")
+	fmt.Println(errors.Is(err, db.ErrNotFound))
+	err = d.Put("", "an empty id")
+	fmt.Println(errors.Is(err, db.ErrInvalidID))
+	d.Close()
+	_, err = d.Count()
+	fmt.Println(errors.Is(err, db.ErrClosed))
+	// Output:
+	// true
+	// true
+	// true
+}
+
+// Stream every near-duplicate pair once, with its exact Jaccard (A is the
+// earlier inserted; "orig" and "same" normalize to the same text, an
+// identical group); the iteration can be cancelled through its context,
+// and Stats says what the run did.
+func ExampleDB_Pairs() {
+	dir, _ := os.MkdirTemp("", "lshdb-example-")
+	defer os.RemoveAll(dir)
+	d, err := db.Open(dir, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer d.Close()
+	err = d.PutDocs([]db.Doc{
+		{ID: "orig", Text: "Water boils at one hundred degrees Celsius at sea level"},
+		{ID: "copy", Text: "Water boils at one hundred degrees Celsius at sea level."},
+		{ID: "same", Text: "water boils at one hundred degrees celsius at sea level"},
+	}, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	var st db.PairsStats
+	var lines []string
+	for p, err := range d.Pairs(context.Background(), &db.PairsOptions{Stats: &st}) {
+		if err != nil {
+			log.Fatal(err)
+		}
+		lines = append(lines, fmt.Sprintf("%s %s %.3f", p.A, p.B, p.Jaccard))
+	}
+	slices.Sort(lines) // Pairs come in no particular order
+	for _, l := range lines {
+		fmt.Println(l)
+	}
+	fmt.Println("identical groups:", st.IdenticalGroups)
+	// Output:
+	// copy same 0.980
+	// orig copy 0.980
+	// orig same 1.000
+	// identical groups: 1
 }

@@ -2,6 +2,7 @@ package db
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"math/bits"
 	"slices"
@@ -37,11 +38,13 @@ type BucketStats struct {
 // Buckets scans the posting lists of one band (band < 0: all bands) and
 // returns their count, a size histogram and the top hottest lists with a
 // sample of their members, from one snapshot.
-func (db *DB) Buckets(band, top int) (*BucketStats, error) {
+func (db *DB) Buckets(ctx context.Context, band, top int) (*BucketStats, error) {
 	if err := db.enter(); err != nil {
 		return nil, err
 	}
 	defer db.mu.RUnlock()
+	ctx, cancel := db.opCtx(ctx)
+	defer cancel()
 	if band >= db.bands.B {
 		return nil, invalid("band %d: the index has bands 0 to %d", band, db.bands.B-1)
 	}
@@ -63,7 +66,7 @@ func (db *DB) Buckets(band, top int) (*BucketStats, error) {
 	var hottest []hot
 	var ps []codec.Posting
 	var derr error
-	err := scan(snap, lo, hi, func(k, v []byte) {
+	err := scan(ctx, snap, lo, hi, func(k, v []byte) {
 		b, bucket, err := codec.ParsePostingKey(k)
 		if err == nil {
 			ps, err = codec.DecodePostings(v, ps[:0])
@@ -227,8 +230,8 @@ type Stats struct {
 // Stats returns the parameters, counts, stored bytes by record kind, disk
 // usage and the posting-list statistics (with the top hottest lists). It
 // reads the whole store.
-func (db *DB) Stats(top int) (*Stats, error) {
-	bs, err := db.Buckets(-1, top)
+func (db *DB) Stats(ctx context.Context, top int) (*Stats, error) {
+	bs, err := db.Buckets(ctx, -1, top)
 	if err != nil {
 		return nil, err
 	}
@@ -236,6 +239,8 @@ func (db *DB) Stats(top int) (*Stats, error) {
 		return nil, err
 	}
 	defer db.mu.RUnlock()
+	ctx, cancel := db.opCtx(ctx)
+	defer cancel()
 	st := &Stats{Params: db.Params(), Docs: db.live.Load(), ExpectedRecall: db.bands.Probability(db.man.Threshold),
 		StoredBytes: map[string]uint64{}, Buckets: bs}
 	snap := db.pdb.NewSnapshot()
@@ -247,7 +252,7 @@ func (db *DB) Stats(top int) (*Stats, error) {
 		{"docs", codec.DocPrefix, codec.DocPrefixEnd}, {"ids", codec.IDPrefix, codec.IDPrefixEnd},
 		{"postings", codec.PostingPrefix, codec.PostingPrefixEnd}} {
 		var n uint64
-		if err := scan(snap, k.lo, k.hi, func(key, v []byte) { n += uint64(len(key) + len(v)) }); err != nil {
+		if err := scan(ctx, snap, k.lo, k.hi, func(key, v []byte) { n += uint64(len(key) + len(v)) }); err != nil {
 			return nil, err
 		}
 		st.StoredBytes[k.name] = n
@@ -295,7 +300,7 @@ func (db *DB) PutIfNew(doc Doc, wo *WriteOptions) (*Match, error) {
 			return nil, classify(err)
 		}
 	}
-	res, err := db.query(it, p.set, p.sig, self, QueryOptions{Threshold: db.man.Threshold, Limit: 1})
+	res, err := db.query(context.Background(), it, p.set, p.sig, self, QueryOptions{Threshold: db.man.Threshold, Limit: 1})
 	it.Close()
 	if err != nil {
 		return nil, err

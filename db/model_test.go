@@ -49,13 +49,7 @@ func (m *model) doc(text string) modelDoc {
 	return modelDoc{text, set, sig, keys}
 }
 
-func (m *model) clone() map[string]modelDoc {
-	c := make(map[string]modelDoc, len(m.docs))
-	for k, v := range m.docs {
-		c[k] = v
-	}
-	return c
-}
+func (m *model) clone() map[string]modelDoc { return maps.Clone(m.docs) }
 
 // expect answers a query by brute force over every model document: those
 // that share a band (same band, same key) with q and reach the threshold,
@@ -140,7 +134,7 @@ func checkState(t *testing.T, d *DB, want map[string]modelDoc) {
 	if seen != len(want) {
 		t.Fatalf("All yielded %d documents, model has %d", seen, len(want))
 	}
-	rep, err := d.Check()
+	rep, err := d.Check(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,7 +229,7 @@ func runModel(t *testing.T, rng *rand.Rand, dir string, opts *Options, steps int
 			if rng.IntN(3) == 0 {
 				th = 0.3 + 0.7*rng.Float64()
 			}
-			res, err := d.Query(q.text, &QueryOptions{Threshold: th})
+			res, err := d.Query(context.Background(), q.text, &QueryOptions{Threshold: th})
 			if err != nil {
 				t.Fatalf("step %d: Query: %v", step, err)
 			}
@@ -244,7 +238,7 @@ func runModel(t *testing.T, rng *rand.Rand, dir string, opts *Options, steps int
 			}
 		case op < 92: // Query by id
 			id := pickID()
-			res, err := d.QueryID(id, nil)
+			res, err := d.QueryID(context.Background(), id, nil)
 			if w, ok := m.docs[id]; ok {
 				if err != nil {
 					t.Fatalf("step %d: QueryID: %v", step, err)
@@ -270,10 +264,10 @@ func runModel(t *testing.T, rng *rand.Rand, dir string, opts *Options, steps int
 				t.Fatal(err)
 			}
 		case op < 98: // purge emptied lists: nothing observable may change
-			if _, err := d.PurgeEmptyLists(); err != nil {
+			if _, err := d.PurgeEmptyLists(context.Background()); err != nil {
 				t.Fatalf("step %d: PurgeEmptyLists: %v", step, err)
 			}
-			if rep, err := d.Check(); err != nil || !rep.OK() || rep.EmptyLists != 0 {
+			if rep, err := d.Check(context.Background()); err != nil || !rep.OK() || rep.EmptyLists != 0 {
 				t.Fatalf("step %d: check after a purge: %+v, %v", step, rep, err)
 			}
 		case op < 99: // Pairs and Clusters against the model's banding
@@ -414,7 +408,7 @@ func checkPairs(t *testing.T, d *DB, m *model) {
 		}
 	}
 	got := map[[2]string]float64{}
-	for p, err := range d.Pairs(nil) {
+	for p, err := range d.Pairs(context.Background(), nil) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -456,7 +450,7 @@ func checkPairs(t *testing.T, d *DB, m *model) {
 		slices.Sort(comp)
 		comps = append(comps, comp)
 	}
-	clusters, err := d.Clusters(nil)
+	clusters, err := d.Clusters(context.Background(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

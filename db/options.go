@@ -2,6 +2,7 @@ package db
 
 import (
 	"fmt"
+	"log/slog"
 	"math"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -79,7 +80,25 @@ type Options struct {
 	// FS is the filesystem. Default: the operating system's (vfs.Default);
 	// tests pass vfs.NewCrashableMem().
 	FS vfs.FS
+	// DiskReserve is the free space, in bytes, below which writes are
+	// refused with ErrDiskFull (a writable Open only below 8 MiB, or this
+	// if it is less: an index whose writes are refused still opens). Pebble cannot
+	// survive running out of space (it panics when it cannot close a
+	// write-ahead log, and a flush that fails retries forever), so lshdb
+	// stops writing while Pebble still has room to flush and compact.
+	// Default: DefaultDiskReserve (64 MiB); negative: no check. Filesystems
+	// that cannot report their free space are not checked.
+	DiskReserve int64
+	// Logger receives Pebble's errors and lshdb's warnings. Pebble's
+	// informational messages go to it at the Debug level. Default:
+	// slog.Default().
+	Logger *slog.Logger
 }
+
+// DefaultDiskReserve is the default Options.DiskReserve: 64 MiB, several
+// memtables' worth (Pebble's are 4 MiB) plus a compaction's headroom for a
+// small index.
+const DefaultDiskReserve = 64 << 20
 
 // ensureDefaults fills in the handle options.
 func (o *Options) ensureDefaults() {
@@ -91,6 +110,12 @@ func (o *Options) ensureDefaults() {
 	}
 	if o.FS == nil {
 		o.FS = vfs.Default
+	}
+	if o.DiskReserve == 0 {
+		o.DiskReserve = DefaultDiskReserve
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
 	}
 }
 

@@ -1,9 +1,8 @@
 package db
 
 import (
-	"bufio"
 	"cmp"
-	"encoding/binary"
+	"context"
 	"errors"
 	"fmt"
 	"iter"
@@ -12,8 +11,8 @@ import (
 	"sync"
 
 	"github.com/cockroachdb/pebble/v2"
-	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/lshdb/lshdb/codec"
+	"github.com/lshdb/lshdb/internal/extsort"
 	"github.com/lshdb/lshdb/minhash"
 )
 
@@ -66,75 +65,6 @@ type PairsStats struct {
 	Spilled bool
 }
 
-// pairsIndex is what Pairs keeps per document: 24 bytes plus the id.
-type pairsIndex struct {
-	nums    []uint64  // doc numbers, ascending
-	ids     []string  // external ids
-	sizes   []uint32  // shingle set sizes
-	rep     []int32   // the group representative (first doc with the same set)
-	groups  [][]int32 // members of groups with two or more, by representative
-	groupOf map[int32]int
-}
-
-func (x *pairsIndex) find(n uint64) (int, bool) {
-	// NB: doc numbers are dense until deletes and upserts leave gaps; a
-	// bulk-built index finds every document at its first guess.
-	if len(x.nums) > 0 && n >= x.nums[0] {
-		if i := n - x.nums[0]; i < uint64(len(x.nums)) && x.nums[i] == n {
-			return int(i), true
-		}
-	}
-	return slices.BinarySearch(x.nums, n)
-}
-
-// members returns the documents a representative stands for.
-func (x *pairsIndex) members(rep int32) []int32 {
-	if g, ok := x.groupOf[rep]; ok {
-		return x.groups[g]
-	}
-	return []int32{rep}
-}
-
-func loadPairsIndex(r pebble.Reader) (*pairsIndex, error) {
-	x := &pairsIndex{groupOf: map[int32]int{}}
-	first := make(map[uint64]int32)
-	var derr error
-	err := scan(r, codec.DocPrefix, codec.DocPrefixEnd, func(k, v []byte) {
-		if derr != nil {
-			return
-		}
-		n, err := codec.ParseDocKey(k)
-		var view codec.DocView
-		if err == nil {
-			view, err = codec.ParseDocView(v)
-		}
-		if err != nil {
-			derr = classify(fmt.Errorf("doc record %x: %w", k, err))
-			return
-		}
-		i := int32(len(x.nums))
-		x.nums = append(x.nums, n)
-		x.ids = append(x.ids, string(view.ID))
-		x.sizes = append(x.sizes, uint32(view.SetLen))
-		fp := view.SetFingerprint()
-		r, seen := first[fp]
-		if !seen {
-			first[fp], r = i, i
-		}
-		x.rep = append(x.rep, r)
-		if seen {
-			g, ok := x.groupOf[r]
-			if !ok {
-				g = len(x.groups)
-				x.groupOf[r] = g
-				x.groups = append(x.groups, []int32{r})
-			}
-			x.groups[g] = append(x.groups[g], i)
-		}
-	})
-	return x, cmp.Or(derr, err)
-}
-
 // Pairs returns every pair of stored documents whose exact Jaccard reaches
 // the threshold among those that share a band, each pair once, in no
 // particular order, from one snapshot. A is the earlier inserted.
@@ -142,36 +72,64 @@ func loadPairsIndex(r pebble.Reader) (*pairsIndex, error) {
 // Documents with identical shingle sets are grouped first: their pairs are
 // reported at Jaccard 1 without verification and each group is one
 // candidate, so thousands of copies of one document do not make a bucket
-// quadratic. Candidate pairs are generated band by band, sorted within
+// quadratic to verify (they still make the output quadratic: a group of m
+// copies is m(m−1)/2 pairs; [DB.Clusters] reports it as one cluster).
+// Candidate pairs are generated band by band, sorted within
 // PairsOptions.Memory (spilling to disk), and each distinct pair is
-// verified once, on every core. Memory beyond that budget is about 60 bytes
-// per document (ids, sizes, groups).
-func (db *DB) Pairs(po *PairsOptions) iter.Seq2[Pair, error] {
+// verified once, on every core. Memory beyond that budget is about 70
+// bytes per document (ids, set sizes, groups, set-file offsets).
+//
+// Pairs reads the store first (candidates, and a temporary file of the
+// shingle sets in the database's directory, removed at the end), then
+// verifies and yields without holding the database: a loop body may call
+// any method, Close included; after Close the iteration ends with
+// ErrClosed. Cancelling ctx ends it with ctx's error.
+func (db *DB) Pairs(ctx context.Context, po *PairsOptions) iter.Seq2[Pair, error] {
 	return func(yield func(Pair, error) bool) {
-		if err := db.enter(); err != nil {
-			yield(Pair{}, err)
-			return
+		var st PairsStats
+		if po != nil && po.Stats != nil {
+			defer func() { *po.Stats = st }()
 		}
-		defer db.mu.RUnlock()
-		var o PairsOptions
-		if po != nil {
-			o = *po
+		var cancelled error
+		emit := func(x *pairsIndex, a, b int32, j float64) bool {
+			if a > b {
+				a, b = b, a
+			}
+			// NB: a group of m identical documents yields m(m−1)/2 pairs
+			// with no store read in between: check ctx here too.
+			if (st.Reported+1)%1024 == 0 && ctx != nil && ctx.Err() != nil {
+				cancelled = ctx.Err()
+				return false
+			}
+			st.Reported++
+			return yield(Pair{A: x.ids[a], B: x.ids[b], Jaccard: j}, nil)
 		}
-		if o.Threshold == 0 {
-			o.Threshold = db.man.Threshold
+		err := db.pairs(ctx, po, &st, func(x *pairsIndex, g []int32) bool {
+			for i := range g {
+				for _, b := range g[i+1:] {
+					st.IdenticalPairs++
+					if !emit(x, g[i], b, 1) || db.closed.Load() {
+						return false
+					}
+				}
+			}
+			return true
+		}, func(x *pairsIndex, a, b int32, j float64) bool {
+			for _, ma := range x.members(a) {
+				for _, mb := range x.members(b) {
+					if !emit(x, ma, mb, j) || db.closed.Load() {
+						return false
+					}
+				}
+			}
+			return true
+		})
+		if errors.Is(err, errStopped) && db.closed.Load() {
+			err = ErrClosed
+		} else if errors.Is(err, errStopped) && cancelled != nil {
+			err = cancelled
 		}
-		if !(o.Threshold > 0 && o.Threshold <= 1) {
-			yield(Pair{}, invalid("pairs threshold %v is outside (0, 1]", o.Threshold))
-			return
-		}
-		if o.Memory == 0 {
-			o.Memory = DefaultPairsMemory
-		}
-		st := &PairsStats{}
-		if o.Stats != nil {
-			defer func() { *o.Stats = *st }()
-		}
-		if err := db.pairs(o, st, yield); err != nil && !errors.Is(err, errStopped) {
+		if err != nil && !errors.Is(err, errStopped) {
 			yield(Pair{}, err)
 		}
 	}
@@ -179,34 +137,64 @@ func (db *DB) Pairs(po *PairsOptions) iter.Seq2[Pair, error] {
 
 var errStopped = errors.New("lshdb: iteration stopped")
 
-func (db *DB) pairs(o PairsOptions, st *PairsStats, yield func(Pair, error) bool) error {
+// pairs runs an all-pairs join, in stages:
+//  1. loadPairsIndex: one scan of the doc records of a snapshot: ids, set
+//     sizes, groups of identical sets;
+//  2. candidates: one scan of the posting lists, candidate pairs of group
+//     representatives into an external sort;
+//  3. writeSetFile: the sets of the documents in some candidate pair, into
+//     a temporary file (the snapshot and the handle are released after
+//     it: nothing later reads the store);
+//  4. onGroup for every group of identical sets;
+//  5. verify: each distinct candidate pair checked with exact Jaccard on
+//     every core, onPair for those that reach the threshold.
+//
+// Every stage stops at the first error, or when ctx ends; onGroup or
+// onPair returning false stops the run with errStopped. a < b is not
+// implied.
+func (db *DB) pairs(ctx context.Context, po *PairsOptions, st *PairsStats,
+	onGroup func(x *pairsIndex, g []int32) bool, onPair func(x *pairsIndex, a, b int32, j float64) bool) error {
+	if err := db.enter(); err != nil {
+		return err
+	}
+	locked := true
+	defer func() {
+		if locked {
+			db.mu.RUnlock()
+		}
+	}()
+	var o PairsOptions
+	if po != nil {
+		o = *po
+	}
+	if o.Threshold == 0 {
+		o.Threshold = db.man.Threshold
+	}
+	if !(o.Threshold > 0 && o.Threshold <= 1) {
+		return invalid("pairs threshold %v is outside (0, 1]", o.Threshold)
+	}
+	if o.Memory == 0 {
+		o.Memory = DefaultPairsMemory
+	}
+	if o.Memory < 0 {
+		return invalid("pairs memory %d is negative", o.Memory)
+	}
+	ctx, cancel := db.opCtx(ctx)
+	defer cancel()
 	t := o.Threshold
 	snap := db.pdb.NewSnapshot()
-	defer snap.Close()
-	x, err := loadPairsIndex(snap)
+	snapOpen := true
+	defer func() {
+		if snapOpen {
+			snap.Close()
+		}
+	}()
+	x, err := loadPairsIndex(ctx, snap)
 	if err != nil {
 		return err
 	}
 	st.Docs = len(x.nums)
 	st.IdenticalGroups = len(x.groups)
-	emit := func(a, b int32, j float64) bool {
-		if a > b {
-			a, b = b, a
-		}
-		st.Reported++
-		return yield(Pair{A: x.ids[a], B: x.ids[b], Jaccard: j}, nil)
-	}
-	// Identical sets: every pair of a group, at Jaccard 1.
-	for _, g := range x.groups {
-		for i := range g {
-			for _, b := range g[i+1:] {
-				st.IdenticalPairs++
-				if !emit(g[i], b, 1) {
-					return errStopped
-				}
-			}
-		}
-	}
 
 	// Candidates: pairs of distinct representatives sharing a list.
 	fs := db.opts.FS
@@ -215,13 +203,50 @@ func (db *DB) pairs(o PairsOptions, st *PairsStats, yield func(Pair, error) bool
 		return err
 	}
 	defer fs.RemoveAll(tmp)
-	sorter := newU64Sorter(fs, tmp, o.Memory)
-	defer sorter.close()
+	sorter := extsort.NewUint64(fs, tmp, "pairs", o.Memory)
+	defer sorter.Close()
+	inPair, err := candidates(ctx, snap, x, t, sorter, st)
+	if err != nil {
+		return err
+	}
+	st.Spilled = sorter.Runs() > 0
+	sets, err := writeSetFile(ctx, fs, fs.PathJoin(tmp, "sets"), snap, x, inPair)
+	if err != nil {
+		return err
+	}
+	defer sets.close()
+	// NB: from here on nothing reads the store: the snapshot is released
+	// and so is the handle, so that the caller's loop body may call Close
+	// (or write) without deadlocking against this run.
+	snap.Close()
+	snapOpen = false
+	db.mu.RUnlock()
+	locked = false
+
+	// Identical sets: every group, at Jaccard 1.
+	for _, g := range x.groups {
+		if err := ctxErr(ctx); err != nil {
+			return err
+		}
+		if !onGroup(x, g) {
+			return errStopped
+		}
+	}
+
+	return verify(ctx, x, sorter, sets, t, st, onPair)
+}
+
+// candidates is the join's first stage: it reads every posting list of
+// snap and adds to sorter each pair of distinct group representatives
+// that share a list and whose set sizes allow Jaccard t, as a<<32|b
+// (a < b); a pair that shares several bands is added once per band. The
+// bits it returns mark the documents in some candidate pair.
+func candidates(ctx context.Context, snap pebble.Reader, x *pairsIndex, t float64, sorter *extsort.Fixed[uint64], st *PairsStats) ([]uint64, error) {
 	var ps []codec.Posting
 	var reps []int32
 	var derr error
 	inPair := make([]uint64, (len(x.nums)+63)/64) // bit i: doc i is in a candidate pair
-	err = scan(snap, codec.PostingPrefix, codec.PostingPrefixEnd, func(k, v []byte) {
+	err := scan(ctx, snap, codec.PostingPrefix, codec.PostingPrefixEnd, func(k, v []byte) {
 		if derr != nil {
 			return
 		}
@@ -255,7 +280,7 @@ func (db *DB) pairs(o PairsOptions, st *PairsStats, yield func(Pair, error) bool
 				if min(sa, sb)/max(sa, sb) < t { // J ≤ min/max: never a pair
 					continue
 				}
-				if derr = sorter.add(uint64(a)<<32 | uint64(b)); derr != nil {
+				if derr = sorter.Add(uint64(a)<<32 | uint64(b)); derr != nil {
 					return
 				}
 				inPair[a/64] |= 1 << (a % 64)
@@ -264,17 +289,16 @@ func (db *DB) pairs(o PairsOptions, st *PairsStats, yield func(Pair, error) bool
 			}
 		}
 	})
-	if err = cmp.Or(derr, err); err != nil {
-		return err
-	}
-	st.Spilled = len(sorter.runs) > 0
-	sets, err := writeSetFile(fs, fs.PathJoin(tmp, "sets"), snap, x, inPair)
-	if err != nil {
-		return err
-	}
-	defer sets.close()
+	return inPair, cmp.Or(derr, err)
+}
 
-	// Verification: distinct pairs in batches, on every core.
+// verify is the join's last stage: it reads the sorted candidates, drops
+// the repeats (a pair from several bands), verifies each distinct pair
+// with exact Jaccard against the sets in sets, on every core, and calls
+// onPair for each that reaches t, on the caller's goroutine. onPair
+// returning false stops it with errStopped.
+func verify(ctx context.Context, x *pairsIndex, sorter *extsort.Fixed[uint64], sets *setFile, t float64, st *PairsStats,
+	onPair func(x *pairsIndex, a, b int32, j float64) bool) error {
 	type job struct{ a, b []int32 }
 	type verified struct {
 		a, b int32
@@ -283,13 +307,15 @@ func (db *DB) pairs(o PairsOptions, st *PairsStats, yield func(Pair, error) bool
 	jobs := make(chan job, 4)
 	results := make(chan []verified, 4)
 	done := make(chan struct{})
+	stop := sync.OnceFunc(func() { close(done) })
+	defer stop()
 	var prodErr error
 	var distinct int64 // read after results close: the producer is done by then
 	go func() {
 		defer close(jobs)
 		var cur job
 		last, have := uint64(0), false
-		prodErr = sorter.iterate(func(v uint64) error {
+		prodErr = sorter.Iterate(func(v uint64) error {
 			if have && v == last {
 				return nil // the same pair from another band
 			}
@@ -302,6 +328,8 @@ func (db *DB) pairs(o PairsOptions, st *PairsStats, yield func(Pair, error) bool
 				case jobs <- cur:
 				case <-done:
 					return errStopped
+				case <-ctx.Done():
+					return ctxErr(ctx)
 				}
 				cur = job{}
 			}
@@ -311,6 +339,7 @@ func (db *DB) pairs(o PairsOptions, st *PairsStats, yield func(Pair, error) bool
 			select {
 			case jobs <- cur:
 			case <-done:
+			case <-ctx.Done():
 			}
 		}
 	}()
@@ -361,183 +390,28 @@ func (db *DB) pairs(o PairsOptions, st *PairsStats, yield func(Pair, error) bool
 	stopped := false
 	for batch := range results {
 		if stopped {
+			continue // drain: the workers end once done is closed
+		}
+		if ctx.Err() != nil {
+			stopped = true
+			stop()
 			continue
 		}
 		for _, v := range batch {
 			st.Matched++
-			for _, a := range x.members(v.a) {
-				for _, b := range x.members(v.b) {
-					if !emit(a, b, v.j) {
-						stopped = true
-						close(done)
-						break
-					}
-				}
-				if stopped {
-					break
-				}
-			}
-			if stopped {
+			if !onPair(x, v.a, v.b, v.j) {
+				stopped = true
+				stop()
 				break
 			}
 		}
 	}
 	st.Verified = distinct
+	if err := ctxErr(ctx); err != nil {
+		return err
+	}
 	if stopped {
 		return errStopped
 	}
-	return cmp.Or(prodErr, werr)
-}
-
-// setFile holds the shingle sets of the documents that take part in
-// candidate pairs, written in one sequential scan of the doc records, so
-// that verification reads a set with one positioned read.
-//
-// NB: reading the sets with Pebble point lookups instead cost 4x more at a
-// million documents: for an index much larger than the block cache nearly
-// every lookup misses the cache, reads and checksums a ~10 KB block and the
-// index blocks above it, and allocates a cache entry (79% of Pairs' time
-// went there). The file takes disk space up to the size of the stored
-// sets, in the database's directory, until Pairs ends. Mapping the file
-// into memory instead of reading it saved no time and counted every page
-// touched in the process's resident set (5.6 GB at a million documents).
-type setFile struct {
-	fs   vfs.FS
-	path string
-	f    vfs.File
-	off  []int64 // by pairsIndex position: where the set starts (−1: absent)
-	x    *pairsIndex
-}
-
-// writeSetFile writes the sets of the documents whose bit is set in
-// inPair, checking each (sorted, no repeats) once.
-func writeSetFile(fs vfs.FS, path string, snap pebble.Reader, x *pairsIndex, inPair []uint64) (*setFile, error) {
-	f, err := fs.Create(path, vfs.WriteCategoryUnspecified)
-	if err != nil {
-		return nil, err
-	}
-	s := &setFile{fs: fs, path: path, f: f, off: make([]int64, len(x.nums)), x: x}
-	w := bufio.NewWriterSize(f, 1<<20)
-	i, pos := 0, int64(0)
-	var check []uint64
-	var derr error
-	err = scan(snap, codec.DocPrefix, codec.DocPrefixEnd, func(k, v []byte) {
-		if derr != nil {
-			return
-		}
-		if i >= len(x.nums) {
-			derr = fmt.Errorf("lshdb: doc records changed during Pairs")
-			return
-		}
-		s.off[i] = -1
-		if inPair[i/64]&(1<<(i%64)) != 0 {
-			view, err := codec.ParseDocView(v)
-			if err == nil {
-				check, err = view.AppendSet(check[:0])
-			}
-			if err != nil {
-				derr = classify(fmt.Errorf("doc record %x: %w", k, err))
-				return
-			}
-			s.off[i] = pos
-			_, derr = w.Write(view.SetBytes())
-			pos += int64(len(view.SetBytes()))
-		}
-		i++
-	})
-	if err = cmp.Or(derr, err, w.Flush()); err != nil {
-		s.close()
-		return nil, err
-	}
-	return s, nil
-}
-
-// read appends document i's set to dst, using buf for the bytes.
-func (s *setFile) read(i int32, dst []uint64, buf []byte) ([]uint64, []byte, error) {
-	n, off := int64(s.x.sizes[i])*8, s.off[i]
-	if off < 0 {
-		return dst, buf, fmt.Errorf("lshdb: doc %d is not in the set file", s.x.nums[i])
-	}
-	buf = slices.Grow(buf[:0], int(n))[:n]
-	if _, err := s.f.ReadAt(buf, off); err != nil {
-		return dst, buf, fmt.Errorf("lshdb: reading the set of doc %d: %w", s.x.nums[i], err)
-	}
-	// NB: no order check: writeSetFile checked every set it wrote.
-	dst = slices.Grow(dst[:0], len(buf)/8)[:len(buf)/8]
-	for j := range dst {
-		dst[j] = binary.LittleEndian.Uint64(buf[8*j:])
-	}
-	return dst, buf, nil
-}
-
-func (s *setFile) close() {
-	s.f.Close()
-	s.fs.Remove(s.path)
-}
-
-// Cluster is a connected component of the near-duplicate pairs.
-type Cluster struct {
-	// Representative is the earliest inserted member.
-	Representative string
-	// IDs are the members in insertion order (Representative first).
-	IDs []string
-}
-
-// Clusters returns the connected components (of two or more documents) of
-// the pairs that Pairs reports, largest first (ties by representative's
-// insertion order).
-func (db *DB) Clusters(po *PairsOptions) ([]Cluster, error) {
-	if err := db.enter(); err != nil {
-		return nil, err
-	}
-	order := make(map[string]uint64)
-	for doc, err := range db.allLocked() {
-		if err != nil {
-			db.mu.RUnlock()
-			return nil, err
-		}
-		order[doc.ID] = doc.Num
-	}
-	db.mu.RUnlock()
-	parent := make(map[string]string)
-	var find func(string) string
-	find = func(x string) string {
-		p, ok := parent[x]
-		if !ok || p == x {
-			return x
-		}
-		r := find(p)
-		parent[x] = r
-		return r
-	}
-	for p, err := range db.Pairs(po) {
-		if err != nil {
-			return nil, err
-		}
-		ra, rb := find(p.A), find(p.B)
-		if ra == rb {
-			continue
-		}
-		if order[ra] > order[rb] {
-			ra, rb = rb, ra
-		}
-		parent[ra], parent[rb] = ra, ra // the earlier root represents
-	}
-	groups := make(map[string][]string)
-	for x := range parent {
-		r := find(x)
-		groups[r] = append(groups[r], x)
-	}
-	var out []Cluster
-	for r, ids := range groups {
-		if len(ids) < 2 {
-			continue
-		}
-		slices.SortFunc(ids, func(a, b string) int { return cmp.Compare(order[a], order[b]) })
-		out = append(out, Cluster{Representative: r, IDs: ids})
-	}
-	slices.SortFunc(out, func(a, b Cluster) int {
-		return cmp.Or(cmp.Compare(len(b.IDs), len(a.IDs)), cmp.Compare(order[a.Representative], order[b.Representative]))
-	})
-	return out, nil
+	return cmp.Or(prodErr, werr, ctxErr(ctx))
 }

@@ -2,6 +2,7 @@ package db
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -22,7 +23,7 @@ type idPair struct {
 func collectPairs(t *testing.T, d *DB, po *PairsOptions) []idPair {
 	t.Helper()
 	var out []idPair
-	for p, err := range d.Pairs(po) {
+	for p, err := range d.Pairs(context.Background(), po) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -122,7 +123,7 @@ func TestPairsSpillAndStop(t *testing.T) {
 		t.Fatalf("spilled run found %d pairs, in-memory %d", len(b), len(a))
 	}
 	n := 0
-	for _, err := range d.Pairs(&PairsOptions{Memory: 64 << 10}) {
+	for _, err := range d.Pairs(context.Background(), &PairsOptions{Memory: 64 << 10}) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -142,11 +143,11 @@ func TestPairsSpillAndStop(t *testing.T) {
 // notices (the hardest case: tiny texts, thousands of near-identical MIT or
 // GPL notices), finds ≥ 99% of the pairs at t = 0.8 and 0.5 against the
 // all-pairs oracle (itself checked against the corpus README's counts),
-// every score exact, each pair once. Skipped without ../shared; t = 0.5
-// only with LSHDB_LONG=1.
+// every score exact, each pair once. Skipped without ../shared, and
+// without LSHDB_LONG=1 (about 2 minutes on 2 cores).
 func TestPairsScancodeRules(t *testing.T) {
-	if testing.Short() {
-		t.Skip("long: reads the shared corpora")
+	if testing.Short() || !long() {
+		t.Skip("long (LSHDB_LONG=1): about 2 minutes on the shared corpora")
 	}
 	docs, sets, index := sharedCorpus(t, "scancode-rules")
 	batch := make([]Doc, len(docs))
@@ -166,14 +167,14 @@ func TestPairsScancodeRules(t *testing.T) {
 		oracle := time.Since(start)
 		d := mustOpen(t, t.TempDir(), &Options{Threshold: th})
 		start = time.Now()
-		if _, err := d.Load(seqOf(batch), &LoadOptions{SkipEmpty: true}); err != nil {
+		if _, err := d.Load(context.Background(), seqOf(batch), &LoadOptions{SkipEmpty: true}); err != nil {
 			t.Fatal(err)
 		}
 		build := time.Since(start)
 		start = time.Now()
 		var st PairsStats
 		var got [][2]int32
-		for p, err := range d.Pairs(&PairsOptions{Stats: &st}) {
+		for p, err := range d.Pairs(context.Background(), &PairsOptions{Stats: &st}) {
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,10 +1,12 @@
 package db
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/lshdb/lshdb/codec"
+	"github.com/lshdb/lshdb/compaction"
 )
 
 // PurgeEmptyLists deletes the posting lists that hold no live posting —
@@ -17,7 +19,7 @@ import (
 // DeletableFinish panics in compactions (cockroachdb/pebble#6168). Holding
 // the writer lock is what makes the delete safe: no merge operand can
 // arrive between reading a list as empty and deleting it.
-func (db *DB) PurgeEmptyLists() (int, error) {
+func (db *DB) PurgeEmptyLists(ctx context.Context) (int, error) {
 	if err := db.enter(); err != nil {
 		return 0, err
 	}
@@ -27,6 +29,8 @@ func (db *DB) PurgeEmptyLists() (int, error) {
 	}
 	db.wmu.Lock()
 	defer db.wmu.Unlock()
+	ctx, cancel := db.opCtx(ctx)
+	defer cancel()
 	it, err := db.pdb.NewIter(&pebble.IterOptions{LowerBound: codec.PostingPrefix, UpperBound: codec.PostingPrefixEnd})
 	if err != nil {
 		return 0, classify(err)
@@ -38,17 +42,18 @@ func (db *DB) PurgeEmptyLists() (int, error) {
 	}
 	b := db.pdb.NewBatch()
 	defer func() { b.Close() }()
-	purged := 0
-	var ps []codec.Posting
+	purged, seen := 0, 0
 	for ok := it.First(); ok; ok = it.Next() {
-		if ps, err = codec.DecodePostings(it.Value(), ps[:0]); err != nil {
+		if seen++; seen%1024 == 0 {
+			if err := ctxErr(ctx); err != nil {
+				return purged, err
+			}
+		}
+		garbage, err := compaction.Purgeable(it.Value())
+		if err != nil {
 			return purged, classify(fmt.Errorf("posting list %x: %w", it.Key(), err))
 		}
-		live := false
-		for _, p := range ps {
-			live = live || !p.Remove
-		}
-		if live {
+		if !garbage {
 			continue
 		}
 		if err := b.Delete(it.Key(), nil); err != nil {
@@ -56,6 +61,9 @@ func (db *DB) PurgeEmptyLists() (int, error) {
 		}
 		purged++
 		if b.Len() >= 1<<20 {
+			if err := db.roomFor(2 * int64(b.Len())); err != nil {
+				return purged, err
+			}
 			if err := b.Commit(sync); err != nil {
 				return purged, classify(err)
 			}
@@ -65,6 +73,9 @@ func (db *DB) PurgeEmptyLists() (int, error) {
 	}
 	if err := it.Error(); err != nil {
 		return purged, classify(err)
+	}
+	if err := db.roomFor(2 * int64(b.Len())); err != nil {
+		return purged, err
 	}
 	if err := b.Commit(sync); err != nil {
 		return purged, classify(err)

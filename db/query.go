@@ -3,6 +3,7 @@ package db
 import (
 	"bytes"
 	"cmp"
+	"context"
 	"fmt"
 	"math"
 	"slices"
@@ -63,7 +64,7 @@ func (db *DB) queryOptions(qo *QueryOptions) (QueryOptions, error) {
 // text reaches the threshold, among those that share at least one band
 // with it. It reads only the query's b buckets and the candidates' records,
 // all from one consistent view.
-func (db *DB) Query(text string, qo *QueryOptions) (*QueryResult, error) {
+func (db *DB) Query(ctx context.Context, text string, qo *QueryOptions) (*QueryResult, error) {
 	if err := db.enter(); err != nil {
 		return nil, err
 	}
@@ -86,12 +87,14 @@ func (db *DB) Query(text string, qo *QueryOptions) (*QueryResult, error) {
 		return nil, err
 	}
 	defer it.Close()
-	return db.query(it, set, sig, 0, q)
+	ctx, cancel := db.opCtx(ctx)
+	defer cancel()
+	return db.query(ctx, it, set, sig, 0, q)
 }
 
 // QueryID is Query with the stored document id as the query. The document
 // itself is never among the matches.
-func (db *DB) QueryID(id string, qo *QueryOptions) (*QueryResult, error) {
+func (db *DB) QueryID(ctx context.Context, id string, qo *QueryOptions) (*QueryResult, error) {
 	if err := db.enter(); err != nil {
 		return nil, err
 	}
@@ -113,7 +116,9 @@ func (db *DB) QueryID(id string, qo *QueryOptions) (*QueryResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	return db.query(it, rec.Set, rec.Signature, n, q)
+	ctx, cancel := db.opCtx(ctx)
+	defer cancel()
+	return db.query(ctx, it, rec.Set, rec.Signature, n, q)
 }
 
 // queryIter returns the iterator a query reads everything through. A Pebble
@@ -140,7 +145,7 @@ func seekExact(it *pebble.Iterator, key []byte) (v []byte, ok bool, err error) {
 
 // query finds, reads and verifies the candidates of (set, sig) through it,
 // leaving out doc number self (0: none).
-func (db *DB) query(it *pebble.Iterator, set []uint64, sig []uint32, self uint64, q QueryOptions) (*QueryResult, error) {
+func (db *DB) query(ctx context.Context, it *pebble.Iterator, set []uint64, sig []uint32, self uint64, q QueryOptions) (*QueryResult, error) {
 	keys, err := bands.AppendKeys(nil, sig, db.bands)
 	if err != nil {
 		return nil, classify(err)
@@ -184,7 +189,14 @@ func (db *DB) query(it *pebble.Iterator, set []uint64, sig []uint32, self uint64
 	res := &QueryResult{Threshold: q.Threshold, ExpectedRecall: db.bands.Probability(q.Threshold), Candidates: len(cands), EstimateOnly: q.EstimateOnly}
 	var other []uint64
 	var otherSig []uint32
-	for _, c := range cands {
+	for i, c := range cands {
+		if i%256 == 0 {
+			// NB: a query that reaches a hot bucket verifies thousands of
+			// candidates: it stops when its context ends.
+			if err := ctxErr(ctx); err != nil {
+				return nil, err
+			}
+		}
 		n := c.doc
 		v, ok, err := seekExact(it, codec.AppendDocKey(kbuf[:0], n))
 		if err != nil {

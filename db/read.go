@@ -1,7 +1,6 @@
 package db
 
 import (
-	"bytes"
 	"cmp"
 	"errors"
 	"fmt"
@@ -11,7 +10,8 @@ import (
 	"github.com/lshdb/lshdb/codec"
 )
 
-// Document is a stored document.
+// Document is a stored document. Every slice and string in it is owned by
+// the caller: it can be modified and held indefinitely.
 type Document struct {
 	ID string
 	// Num is the internal doc number: dense, increasing with insertion,
@@ -117,49 +117,64 @@ func (db *DB) Count() (uint64, error) {
 // breaking out of the loop; an error ends the iteration.
 //
 //	for doc, err := range db.All() { ... }
+//
+// The iteration does not hold the database while the loop body runs: the
+// body may call any method, Close included; after Close the iteration ends
+// with ErrClosed.
 func (db *DB) All() iter.Seq2[*Document, error] {
 	return func(yield func(*Document, error) bool) {
 		if err := db.enter(); err != nil {
 			yield(nil, err)
 			return
 		}
-		defer db.mu.RUnlock()
-		for doc, err := range db.allLocked() {
-			if !yield(doc, err) {
-				return
-			}
-		}
-	}
-}
-
-// allLocked is All for a caller that holds db.mu.
-func (db *DB) allLocked() iter.Seq2[*Document, error] {
-	return func(yield func(*Document, error) bool) {
 		snap := db.pdb.NewSnapshot()
-		defer snap.Close()
 		it, err := snap.NewIter(&pebble.IterOptions{LowerBound: codec.DocPrefix, UpperBound: codec.DocPrefixEnd})
 		if err != nil {
+			snap.Close()
+			db.mu.RUnlock()
 			yield(nil, classify(err))
 			return
 		}
-		defer it.Close()
-		for ok := it.First(); ok; ok = it.Next() {
+		held := db.track(func() { it.Close(); snap.Close() })
+		db.mu.RUnlock()
+		defer db.untrack(held)
+		for first := true; ; first = false {
+			// NB: the handle is held for each step only; Close releases
+			// the iterator while the loop body runs, and enter says so.
+			if err := db.enter(); err != nil {
+				yield(nil, err)
+				return
+			}
+			var ok bool
+			if first {
+				ok = it.First()
+			} else {
+				ok = it.Next()
+			}
+			if !ok {
+				err := it.Error()
+				db.mu.RUnlock()
+				if err != nil {
+					yield(nil, classify(err))
+				}
+				return
+			}
 			n, err := codec.ParseDocKey(it.Key())
 			var rec codec.DocRecord
 			if err == nil {
 				err = codec.DecodeDocRecord(it.Value(), &rec)
 			}
 			if err != nil {
-				yield(nil, classify(fmt.Errorf("doc record %x: %w", it.Key(), err)))
+				err = classify(fmt.Errorf("doc record %x: %w", it.Key(), err))
+			}
+			db.mu.RUnlock()
+			if err != nil {
+				yield(nil, err)
 				return
 			}
-			rec.Meta = bytes.Clone(rec.Meta) // it.Value() is reused
 			if !yield(toDocument(n, &rec), nil) {
 				return
 			}
-		}
-		if err := it.Error(); err != nil {
-			yield(nil, classify(err))
 		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/lshdb/lshdb/bands"
 	"github.com/lshdb/lshdb/codec"
+	"github.com/lshdb/lshdb/internal/arena"
 	"github.com/lshdb/lshdb/minhash"
 )
 
@@ -48,6 +49,28 @@ func checkID(id string) error {
 	return nil
 }
 
+// Validate runs the checks that PutDocs, PutBatch and Load make on a
+// document before hashing it: an empty, over-long (MaxIDBytes) or non-UTF-8
+// id is ErrInvalidID, a text and metadata over Options.MaxDocBytes is
+// ErrDocTooLarge. A reader of many documents calls it on each as it reads
+// them, so that its error can name where the document came from. It does
+// not hash the text: a document with no shingles (ErrEmptyDocument) passes.
+func (db *DB) Validate(d Doc) error { return db.validate(&d) }
+
+func (db *DB) validate(d *Doc) error {
+	if err := checkID(d.ID); err != nil {
+		return err
+	}
+	if n := len(d.Text) + len(d.Meta); n > db.opts.MaxDocBytes {
+		return fmt.Errorf("%w: %q has %d bytes (at most %d)", ErrDocTooLarge, d.ID, n, db.opts.MaxDocBytes)
+	}
+	return nil
+}
+
+// MaxDocBytes returns the largest text plus metadata a document may have
+// (Options.MaxDocBytes, resolved).
+func (db *DB) MaxDocBytes() int { return db.opts.MaxDocBytes }
+
 // prepare computes a document's shingle set, signature, record and band
 // keys. It does no I/O.
 func (db *DB) prepare(d *Doc, storeText bool) (prepared, error) {
@@ -60,12 +83,12 @@ func (db *DB) prepare(d *Doc, storeText bool) (prepared, error) {
 type scratch struct {
 	set     []uint64
 	sig     []uint32
-	records arena[byte]
-	keys    arena[uint64]
+	records arena.Arena[byte]
+	keys    arena.Arena[uint64]
 }
 
 func newScratch() *scratch {
-	return &scratch{records: arena[byte]{chunk: 1 << 20}, keys: arena[uint64]{chunk: 1 << 14}}
+	return &scratch{records: arena.Arena[byte]{Chunk: 1 << 20}, keys: arena.Arena[uint64]{Chunk: 1 << 14}}
 }
 
 // prepareIn is prepare; with sc, the set and signature are computed in
@@ -74,11 +97,8 @@ func newScratch() *scratch {
 // more than the encoding), and the record and keys are carved from sc's
 // arenas: valid until they are reset.
 func (db *DB) prepareIn(d *Doc, storeText bool, sc *scratch) (prepared, error) {
-	if err := checkID(d.ID); err != nil {
+	if err := db.validate(d); err != nil {
 		return prepared{}, err
-	}
-	if n := len(d.Text) + len(d.Meta); n > db.opts.MaxDocBytes {
-		return prepared{}, fmt.Errorf("%w: %q has %d bytes (at most %d)", ErrDocTooLarge, d.ID, n, db.opts.MaxDocBytes)
 	}
 	h := db.hashers.Get().(*minhash.Hasher)
 	defer db.hashers.Put(h)
@@ -101,11 +121,11 @@ func (db *DB) prepareIn(d *Doc, storeText bool, sc *scratch) (prepared, error) {
 		rec.Text = d.Text
 	}
 	if sc != nil {
-		keys, err := bands.AppendKeys(sc.keys.alloc(db.bands.B), sig, db.bands)
+		keys, err := bands.AppendKeys(sc.keys.Alloc(db.bands.B), sig, db.bands)
 		if err != nil {
 			return prepared{}, err
 		}
-		return prepared{id: d.ID, record: codec.AppendDocRecord(sc.records.alloc(codec.MaxDocRecordSize(&rec)), &rec), keys: keys}, nil
+		return prepared{id: d.ID, record: codec.AppendDocRecord(sc.records.Alloc(codec.MaxDocRecordSize(&rec)), &rec), keys: keys}, nil
 	}
 	keys, err := bands.AppendKeys(make([]uint64, 0, db.bands.B), sig, db.bands)
 	if err != nil {
@@ -128,8 +148,8 @@ func (db *DB) prepareEach(docs []Doc, storeText bool, scratches *sync.Pool) ([]p
 		used = make([]*scratch, workers)
 		for w := range used {
 			used[w] = scratches.Get().(*scratch)
-			used[w].records.reset()
-			used[w].keys.reset()
+			used[w].records.Reset()
+			used[w].keys.Reset()
 		}
 	}
 	var wg sync.WaitGroup
@@ -293,18 +313,51 @@ func (db *DB) writeLockedCount(preps []prepared, wo *WriteOptions) (replaced int
 // Delete removes the document id: its record, its id and its postings, in
 // one atomic batch. It returns ErrNotFound if no document has that id.
 func (db *DB) Delete(id string, wo *WriteOptions) error {
+	var o DeleteOptions
+	if wo != nil {
+		o.NoSync = wo.NoSync
+	}
+	_, err := db.DeleteIDs([]string{id}, &o)
+	return err
+}
+
+// DeleteOptions adjust DeleteIDs. A nil *DeleteOptions means the defaults.
+type DeleteOptions struct {
+	// IgnoreMissing deletes the ids that are stored and passes over the
+	// others. Default: false (an id not stored fails the whole call with
+	// ErrNotFound).
+	IgnoreMissing bool
+	// NoSync returns before the write is synced to disk. Default: false
+	// (synced, unless the DB was opened with Options.NoSync).
+	NoSync bool
+}
+
+// DeleteResult reports what DeleteIDs did.
+type DeleteResult struct {
+	Deleted int      // documents deleted
+	Missing []string // with IgnoreMissing: the ids not stored, in order
+}
+
+// DeleteIDs removes the documents ids in one atomic batch: all of them
+// or, on any error, none. An id that is not stored fails the call with
+// ErrNotFound naming it, unless DeleteOptions.IgnoreMissing; an invalid
+// id fails it with ErrInvalidID. An id repeated in ids counts once.
+func (db *DB) DeleteIDs(ids []string, o *DeleteOptions) (DeleteResult, error) {
+	var res DeleteResult
 	if err := db.enter(); err != nil {
-		return err
+		return res, err
 	}
 	defer db.mu.RUnlock()
 	if db.opts.ReadOnly {
-		return ErrReadOnly
+		return res, ErrReadOnly
 	}
-	if err := checkID(id); err != nil {
-		return err
+	if o == nil {
+		o = &DeleteOptions{}
 	}
-	if wo == nil {
-		wo = &WriteOptions{}
+	for _, id := range ids {
+		if err := checkID(id); err != nil {
+			return res, err
+		}
 	}
 	db.wmu.Lock()
 	defer db.wmu.Unlock()
@@ -312,19 +365,40 @@ func (db *DB) Delete(id string, wo *WriteOptions) error {
 	defer b.Close()
 	c := db.counters
 	postings := make(map[postingKey][]codec.Posting)
-	idKey := codec.AppendIDKey(nil, id)
 	var old codec.DocRecord
-	before := c.Live
-	if err := db.removeOld(b, idKey, &old, postings, &c); err != nil {
-		return err
+	// NB: removeOld reads the committed state, not the batch: a repeated
+	// id would be removed twice.
+	seen := make(map[string]struct{}, len(ids))
+	var idKey []byte
+	for _, id := range ids {
+		if _, dup := seen[id]; dup {
+			continue
+		}
+		seen[id] = struct{}{}
+		idKey = codec.AppendIDKey(idKey[:0], id)
+		before := c.Live
+		if err := db.removeOld(b, idKey, &old, postings, &c); err != nil {
+			return DeleteResult{}, err
+		}
+		if c.Live == before {
+			if o.IgnoreMissing {
+				res.Missing = append(res.Missing, id)
+				continue
+			}
+			return DeleteResult{}, fmt.Errorf("%w: %q", ErrNotFound, id)
+		}
+		if err := b.Delete(idKey, nil); err != nil {
+			return DeleteResult{}, err
+		}
+		res.Deleted++
 	}
-	if c.Live == before {
-		return fmt.Errorf("%w: %q", ErrNotFound, id)
+	if res.Deleted == 0 {
+		return res, nil
 	}
-	if err := b.Delete(idKey, nil); err != nil {
-		return err
+	if err := db.commit(b, postings, c, &WriteOptions{NoSync: o.NoSync}); err != nil {
+		return DeleteResult{}, err
 	}
-	return db.commit(b, postings, c, wo)
+	return res, nil
 }
 
 type postingKey struct {
@@ -393,6 +467,11 @@ func (db *DB) commit(b *pebble.Batch, postings map[postingKey][]codec.Posting, c
 		}
 	}
 	if err := b.Set(codec.CountersKey, codec.EncodeCounters(c), nil); err != nil {
+		return err
+	}
+	// NB: the batch goes to the WAL and then a memtable, flushed later:
+	// about twice its size on disk before compactions.
+	if err := db.roomFor(2 * int64(b.Len())); err != nil {
 		return err
 	}
 	sync := pebble.Sync

@@ -3,7 +3,6 @@ package minhash
 import (
 	"errors"
 	"fmt"
-	"strconv"
 )
 
 // ErrInvalidOptions is returned (wrapped) for any option that is out of
@@ -13,5 +12,3 @@ var ErrInvalidOptions = errors.New("minhash: invalid options")
 func optionError(field, format string, args ...any) error {
 	return fmt.Errorf("%w: %s: %s", ErrInvalidOptions, field, fmt.Sprintf(format, args...))
 }
-
-func itoa(i int) string { return strconv.Itoa(i) }

@@ -2,6 +2,7 @@ package minhash
 
 import (
 	"slices"
+	"strconv"
 	"unicode"
 	"unicode/utf8"
 )
@@ -28,7 +29,7 @@ func (n Normalization) String() string {
 	case NormalizeNone:
 		return "none"
 	}
-	return "normalization(" + itoa(int(n)) + ")"
+	return "normalization(" + strconv.Itoa(int(n)) + ")"
 }
 
 // ParseNormalization parses the names returned by [Normalization.String].

@@ -2,6 +2,7 @@ package minhash
 
 import (
 	"slices"
+	"strconv"
 	"unicode"
 	"unicode/utf8"
 )
@@ -25,7 +26,7 @@ func (k ShingleKind) String() string {
 	case ShingleWord:
 		return "word"
 	}
-	return "shinglekind(" + itoa(int(k)) + ")"
+	return "shinglekind(" + strconv.Itoa(int(k)) + ")"
 }
 
 // ParseShingleKind parses the names returned by [ShingleKind.String].

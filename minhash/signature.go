@@ -3,6 +3,7 @@ package minhash
 import (
 	"math"
 	"math/bits"
+	"strconv"
 )
 
 // Scheme is a signature scheme. The zero value is [SchemeOPH], the default.
@@ -25,7 +26,7 @@ func (s Scheme) String() string {
 	case SchemeClassic:
 		return "classic"
 	}
-	return "scheme(" + itoa(int(s)) + ")"
+	return "scheme(" + strconv.Itoa(int(s)) + ")"
 }
 
 // ParseScheme parses the names returned by [Scheme.String].

@@ -6,10 +6,14 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/lshdb/lshdb/db"
+	"github.com/lshdb/lshdb/internal/docio"
 	"github.com/lshdb/lshdb/minhash"
 	"github.com/spf13/cobra"
 )
@@ -71,15 +75,18 @@ by id against an existing index. Figures are from this run only.`,
 			var texts, ids []string
 			if corpusPath != "" {
 				var docs []db.Doc
-				err := readInputs([]string{corpusPath}, a.stdin, inputOptions{idField: "id", textField: "text", idCol: "id", textCol: "text"}, true,
-					func(error) {}, func(r record) error {
-						if len(docs) < limit {
-							docs = append(docs, r.doc)
-						}
-						return nil
-					})
-				if err != nil {
-					return err
+				// NB: bad records are skipped silently: bench measures.
+				for rec, err := range docio.Read(a.ctx, []string{corpusPath}, a.stdin, docio.Options{}) {
+					if errors.Is(err, docio.ErrBadRecord) {
+						continue
+					}
+					if err != nil {
+						return err
+					}
+					docs = append(docs, db.Doc{ID: rec.ID, Text: rec.Text})
+					if len(docs) == limit {
+						break
+					}
 				}
 				if len(docs) == 0 {
 					return fmt.Errorf("%s has no documents", corpusPath)
@@ -91,7 +98,7 @@ by id against an existing index. Figures are from this run only.`,
 				rep.Docs = len(docs)
 				rep.FloorMBps, rep.SignatureMBps = hashSpeed(texts, rep.Bytes)
 				rep.SigXFloor = rep.FloorMBps / rep.SignatureMBps
-				dir, err := os.MkdirTemp("", "lshdb-bench-")
+				dir, err := a.benchDir()
 				if err != nil {
 					return err
 				}
@@ -134,9 +141,9 @@ by id against an existing index. Figures are from this run only.`,
 					t0 := time.Now()
 					var err error
 					if texts != nil {
-						_, err = d.Query(texts[rng.IntN(len(texts))], nil)
+						_, err = d.Query(a.ctx, texts[rng.IntN(len(texts))], nil)
 					} else {
-						_, err = d.QueryID(ids[rng.IntN(len(ids))], nil)
+						_, err = d.QueryID(a.ctx, ids[rng.IntN(len(ids))], nil)
 					}
 					if err != nil {
 						return err
@@ -175,6 +182,35 @@ by id against an existing index. Figures are from this run only.`,
 	return c
 }
 
+// benchDir creates the temporary directory of a bench's indexes under
+// $TMPDIR/lshdb-bench/, named for this process, after removing those of
+// processes that are gone: a killed bench (SIGKILL runs no deferred
+// removal) left up to gigabytes there that nothing removed (R17). The
+// path goes to stderr, for a platform that cannot tell a dead process.
+func (a *app) benchDir() (string, error) {
+	base := filepath.Join(os.TempDir(), "lshdb-bench")
+	if err := os.MkdirAll(base, 0o700); err != nil {
+		return "", err
+	}
+	ents, err := os.ReadDir(base)
+	if err != nil {
+		return "", err
+	}
+	for _, e := range ents {
+		prefix, _, _ := strings.Cut(e.Name(), "-")
+		if pid, err := strconv.Atoi(prefix); err == nil && pid > 0 && pid != os.Getpid() && processGone(pid) {
+			if err := os.RemoveAll(filepath.Join(base, e.Name())); err != nil {
+				return "", err
+			}
+		}
+	}
+	dir, err := os.MkdirTemp(base, fmt.Sprintf("%d-", os.Getpid()))
+	if err == nil {
+		fmt.Fprintf(a.stderr, "bench: temporary index in %s (removed at the end, or by the next bench)\n", dir)
+	}
+	return dir, err
+}
+
 // hashSpeed returns the MB/s of the hashing floor and of the default
 // signature pipeline over texts, each timed over at least half a second.
 func hashSpeed(texts []string, bytes int64) (floor, sig float64) {
@@ -206,7 +242,6 @@ func hashSpeed(texts []string, bytes int64) (floor, sig float64) {
 // benchBuild measures the bulk path on a corpus: every figure from this
 // run, the ratios against the signature-only pipeline on the same cores.
 func (a *app) benchBuild(corpusPath, extendPath string, rounds int) error {
-	in := inputOptions{idField: "id", textField: "text", idCol: "id", textCol: "text"}
 	var r scaleReport
 	// NB: the signature-only pipeline runs before and after each build (an
 	// A-B-A design) and the build is compared with their mean: on a shared
@@ -214,28 +249,26 @@ func (a *app) benchBuild(corpusPath, extendPath string, rounds int) error {
 	// time (user + system) is reported beside wall time.
 	sigRun := func() (time.Duration, time.Duration, error) {
 		cpu0 := cpuTime()
-		n, t, err := sigPipeline([]string{corpusPath}, in)
+		n, t, err := sigPipeline(a.ctx, []string{corpusPath})
 		r.Docs = n
 		return t, cpuTime() - cpu0, err
 	}
 	load := func(d *db.DB, path string) (time.Duration, error) {
 		docs := func(yield func(db.Doc, error) bool) {
-			stop := errors.New("stop")
-			err := readInputs([]string{path}, nil, in, true, func(error) {}, func(rec record) error {
-				if !yield(rec.doc, nil) {
-					return stop
+			for rec, err := range docio.Read(a.ctx, []string{path}, nil, docio.Options{}) {
+				if errors.Is(err, docio.ErrBadRecord) {
+					continue // skipped silently, as sigPipeline does
 				}
-				return nil
-			})
-			if err != nil && err != stop {
-				yield(db.Doc{}, err)
+				if !yield(db.Doc{ID: rec.ID, Text: rec.Text}, err) || err != nil {
+					return
+				}
 			}
 		}
 		start := time.Now()
-		_, err := d.Load(docs, &db.LoadOptions{SkipEmpty: true})
+		_, err := d.Load(a.ctx, docs, &db.LoadOptions{SkipEmpty: true})
 		return time.Since(start), err
 	}
-	dir, err := os.MkdirTemp("", "lshdb-bench-build-")
+	dir, err := a.benchDir()
 	if err != nil {
 		return err
 	}
@@ -299,12 +332,14 @@ func (a *app) benchBuild(corpusPath, extendPath string, rounds int) error {
 	r.BuildSecs, r.BuildCPU, r.BuildXSig, r.BuildCPUXSig = m.BuildSecs, m.BuildCPU, m.BuildXSig, m.BuildCPUXSig
 	reset := resetPeakRSS()
 	start := time.Now()
-	for _, err := range d.Pairs(&db.PairsOptions{Stats: &r.PairsStats}) {
+	var pst db.PairsStats
+	for _, err := range d.Pairs(a.ctx, &db.PairsOptions{Stats: &pst}) {
 		if err != nil {
 			return err
 		}
 		r.Pairs++
 	}
+	r.PairsStats = pairsStatsOut(pst)
 	r.PairsSecs = time.Since(start).Seconds()
 	if reset {
 		r.PairsRSSMiB = peakRSS()

@@ -3,234 +3,173 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"compress/gzip"
-	"encoding/csv"
-	"encoding/json"
+	"context"
 	"errors"
 	"fmt"
-	"io"
-	"io/fs"
+	"iter"
 	"os"
-	"path/filepath"
+	"slices"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/lshdb/lshdb/db"
+	"github.com/lshdb/lshdb/internal/docio"
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
 )
 
-// errBadInput is wrapped by every input error that names a file and line.
-var errBadInput = errors.New("bad input")
-
-// inputOptions say how input files are read.
-type inputOptions struct {
-	idField, textField string // JSON Lines field names
-	idCol, textCol     string // CSV/TSV column names (a header line is required)
-	format             string // "", "jsonl", "csv", "tsv": "" = by file name, JSON Lines otherwise
+// inputFlags are the input flags of insert, build and dedup.
+type inputFlags struct {
+	docio.Options
+	skipBad bool
+	rejects string
 }
 
-// record is one input document and where it came from.
-type record struct {
-	doc db.Doc
-	pos string // file:line
+func (f *inputFlags) add(c *cobra.Command) {
+	fs := c.Flags()
+	fs.StringVar(&f.IDField, "id-field", "id", "JSON Lines: the id field (a dotted path into nested objects: meta.url)")
+	fs.StringVar(&f.TextField, "text-field", "text", "JSON Lines: the text field (a dotted path)")
+	fs.StringVar(&f.MetaField, "meta-field", "", "JSON Lines: a field (a dotted path) whose JSON value is stored as the document's metadata")
+	fs.StringVar(&f.IDCol, "id-col", "id", "CSV/TSV: the id column (by header name)")
+	fs.StringVar(&f.TextCol, "text-col", "text", "CSV/TSV: the text column (by header name)")
+	fs.StringVar(&f.IDFrom, "id-from", "", "make the ids instead of reading them: line (FILE:LINE, FILE the base name) or hash (hex xxhash64 of the text)")
+	fs.StringVar(&f.Format, "format", "", "input format: "+strings.Join(docio.Formats, ", ")+" (default: by file name; JSON Lines otherwise)")
+	fs.BoolVar(&f.skipBad, "skip-bad", false, "skip malformed records, each named on stderr, instead of stopping at the first")
+	fs.StringVar(&f.rejects, "rejects", "", "with --skip-bad: write the skipped records to this file, one per line as read (CSV/TSV rows without their header; over-long records and text files are only named), for a re-run")
 }
 
-// readInputs calls fn for each document of each input in order: files
-// (JSON Lines, gzip-compressed or not, told by content; CSV or TSV), a
-// directory of text files (id = relative path), or "-" for stdin. A bad
-// record stops the reading with an error naming its file and line, unless
-// skipBad, in which case onSkip is told and reading goes on.
-func readInputs(paths []string, stdin io.Reader, o inputOptions, skipBad bool, onSkip func(error), fn func(record) error) error {
-	if len(paths) == 0 {
-		paths = []string{"-"}
+// check validates the flags and the input paths (before any index is
+// opened: a typo must not leave an index behind or print a summary).
+func (f *inputFlags) check(paths []string) error {
+	o := f.Options
+	o.EnsureDefaults()
+	if err := o.Validate(); err != nil {
+		return usageError{err}
 	}
-	for _, p := range paths {
-		var err error
-		if p == "-" {
-			err = readStream("stdin", stdin, o, skipBad, onSkip, fn)
-		} else if st, serr := os.Stat(p); serr != nil {
-			return fmt.Errorf("%w: %v", errBadInput, serr)
-		} else if st.IsDir() {
-			err = readDir(p, skipBad, onSkip, fn)
-		} else {
-			f, oerr := os.Open(p)
-			if oerr != nil {
-				return fmt.Errorf("%w: %v", errBadInput, oerr)
-			}
-			err = readStream(p, f, o, skipBad, onSkip, fn)
-			f.Close()
-		}
+	if f.rejects != "" && !f.skipBad {
+		return usagef("--rejects needs --skip-bad")
+	}
+	return docio.CheckPaths(paths)
+}
+
+// input is one write command's reading: docio's records, validated
+// against the index, bad ones skipped and reported or returned.
+type input struct {
+	a       *app
+	f       *inputFlags
+	d       *db.DB
+	rejects *bufio.Writer
+	closeR  func() error
+	skipped int
+}
+
+// openInput prepares the reading of a write command's inputs into d. The
+// caller MUST call close.
+func (a *app) openInput(f *inputFlags, d *db.DB) (*input, error) {
+	in := &input{a: a, f: f, d: d, closeR: func() error { return nil }}
+	if f.rejects != "" {
+		w, err := os.Create(f.rejects)
 		if err != nil {
-			return err
+			return nil, err
 		}
+		in.rejects = bufio.NewWriter(w)
+		in.closeR = func() error { return errors.Join(in.rejects.Flush(), w.Close()) }
+	}
+	return in, nil
+}
+
+func (in *input) close() error { return in.closeR() }
+
+// posDoc is a validated document and where it was read.
+type posDoc struct {
+	doc db.Doc
+	pos string // FILE:LINE, or FILE for a text file
+}
+
+// dbReason shows a db error without its "lshdb: " prefix (the command
+// prints one) and keeps it for errors.Is.
+type dbReason struct{ err error }
+
+func (r dbReason) Error() string { return strings.TrimPrefix(r.err.Error(), "lshdb: ") }
+func (r dbReason) Unwrap() error { return r.err }
+
+// docs yields the inputs' documents, each checked with db.Validate as it
+// is read. A binary file is named on stderr and skipped. With --skip-bad a
+// bad record is named on stderr (and written to --rejects) and skipped; without it, it is yielded as a
+// *docio.RecordError and the reading stops. Any other error is the last
+// thing yielded.
+func (in *input) docs(paths []string) iter.Seq2[posDoc, error] {
+	return func(yield func(posDoc, error) bool) {
+		in.a.stdinNote(paths, in.f.Format)
+		for rec, err := range docio.Read(in.a.ctx, paths, in.a.stdin, in.f.Options) {
+			var re *docio.RecordError
+			if err == nil {
+				doc := db.Doc{ID: rec.ID, Text: rec.Text, Meta: rec.Meta}
+				if verr := in.d.Validate(doc); verr != nil {
+					// NB: the raw record is copied only when it is rejected.
+					re = &docio.RecordError{File: rec.File, Line: rec.Line, ID: rec.ID, Raw: bytes.Clone(rec.Raw), Err: dbReason{verr}}
+				} else {
+					if !yield(posDoc{doc, rec.Pos()}, nil) {
+						return
+					}
+					continue
+				}
+			} else if !errors.As(err, &re) {
+				yield(posDoc{}, err)
+				return
+			}
+			// NB: a binary file met in a directory walk is named and
+			// passed over, with or without --skip-bad (review C11).
+			if !in.f.skipBad && !errors.Is(re, docio.ErrBinary) {
+				yield(posDoc{}, re)
+				return
+			}
+			if werr := in.skip(re); werr != nil {
+				yield(posDoc{}, werr)
+				return
+			}
+		}
+	}
+}
+
+// skip reports a skipped record on stderr and writes it to --rejects.
+func (in *input) skip(re *docio.RecordError) error {
+	in.skipped++
+	fmt.Fprintf(in.a.stderr, "lshdb: skipped %s\n", escControls(re.Error()))
+	if in.rejects == nil || re.Raw == nil {
+		return nil
+	}
+	in.rejects.Write(re.Raw)
+	if err := in.rejects.WriteByte('\n'); err != nil {
+		return fmt.Errorf("--rejects %s: %w", in.f.rejects, err)
 	}
 	return nil
 }
 
-func readStream(name string, r io.Reader, o inputOptions, skipBad bool, onSkip func(error), fn func(record) error) error {
-	br := bufio.NewReaderSize(r, 1<<20)
-	if magic, _ := br.Peek(2); bytes.Equal(magic, []byte{0x1f, 0x8b}) {
-		gz, err := gzip.NewReader(br)
-		if err != nil {
-			return fmt.Errorf("%w: %s: %v", errBadInput, name, err)
-		}
-		defer gz.Close()
-		br = bufio.NewReaderSize(gz, 1<<20)
-	}
-	format := o.format
-	if format == "" {
-		base := strings.TrimSuffix(strings.ToLower(name), ".gz")
-		switch {
-		case strings.HasSuffix(base, ".csv"):
-			format = "csv"
-		case strings.HasSuffix(base, ".tsv"):
-			format = "tsv"
-		default:
-			format = "jsonl"
-		}
-	}
-	if format == "csv" || format == "tsv" {
-		return readCSV(name, br, format == "tsv", o, skipBad, onSkip, fn)
-	}
-	return readJSONL(name, br, o, skipBad, onSkip, fn)
-}
+// interrupted is the error of a write command stopped by Ctrl-C or
+// SIGTERM: it says what was committed and matches context.Canceled (exit
+// 130).
+type interrupted struct{ msg string }
 
-func readJSONL(name string, br *bufio.Reader, o inputOptions, skipBad bool, onSkip func(error), fn func(record) error) error {
-	for line := 1; ; line++ {
-		b, err := br.ReadBytes('\n')
-		if err != nil && err != io.EOF {
-			// NB: before parsing, so that a truncated gzip is reported as
-			// such and not as the half line it cut.
-			if errors.Is(err, io.ErrUnexpectedEOF) {
-				return fmt.Errorf("%w: %s:%d: the compressed stream ends early (truncated file?)", errBadInput, name, line)
-			}
-			return fmt.Errorf("%w: %s:%d: %v", errBadInput, name, line, err)
-		}
-		if len(bytes.TrimSpace(b)) > 0 {
-			rec, perr := parseJSONLine(b, o)
-			pos := fmt.Sprintf("%s:%d", name, line)
-			if perr != nil {
-				perr = fmt.Errorf("%w: %s: %v", errBadInput, pos, perr)
-				if !skipBad {
-					return perr
-				}
-				onSkip(perr)
-			} else if err := fn(record{rec, pos}); err != nil {
-				return err
-			}
-		}
-		if err == io.EOF {
-			return nil
-		}
-	}
-}
+func (e interrupted) Error() string { return "interrupted: " + e.msg }
+func (e interrupted) Unwrap() error { return context.Canceled }
 
-func parseJSONLine(b []byte, o inputOptions) (db.Doc, error) {
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(b, &m); err != nil {
-		return db.Doc{}, fmt.Errorf("not a JSON object: %v", err)
+// stdinNote tells a person at a terminal that the command waits for them
+// (C20): when stdin is among the inputs (none given, or -) and is a
+// terminal, one line on stderr names the format and how to end it.
+func (a *app) stdinNote(paths []string, format string) {
+	if len(paths) > 0 && !slices.Contains(paths, "-") {
+		return
 	}
-	var d db.Doc
-	for _, f := range []struct {
-		name string
-		dst  *string
-	}{{o.idField, &d.ID}, {o.textField, &d.Text}} {
-		raw, ok := m[f.name]
-		if !ok {
-			return db.Doc{}, fmt.Errorf("no %q field", f.name)
-		}
-		if err := json.Unmarshal(raw, f.dst); err != nil {
-			return db.Doc{}, fmt.Errorf("field %q is not a string", f.name)
-		}
+	f, ok := a.stdin.(*os.File)
+	if !ok || !term.IsTerminal(int(f.Fd())) {
+		return
 	}
-	return d, nil
-}
-
-func readCSV(name string, r io.Reader, tsv bool, o inputOptions, skipBad bool, onSkip func(error), fn func(record) error) error {
-	cr := csv.NewReader(r)
-	if tsv {
-		cr.Comma = '\t'
-		cr.LazyQuotes = true
+	what := "JSON Lines"
+	switch strings.ToLower(strings.TrimSpace(format)) {
+	case "csv", "tsv":
+		what = strings.ToUpper(strings.TrimSpace(format))
+	case "text":
+		what = "text"
 	}
-	cr.FieldsPerRecord = -1
-	header, err := cr.Read()
-	if err != nil {
-		return fmt.Errorf("%w: %s:1: reading the header: %v", errBadInput, name, err)
-	}
-	idCol, textCol := -1, -1
-	for i, h := range header {
-		switch strings.TrimSpace(h) {
-		case o.idCol:
-			idCol = i
-		case o.textCol:
-			textCol = i
-		}
-	}
-	if idCol < 0 || textCol < 0 {
-		return fmt.Errorf("%w: %s:1: the header has no %q or no %q column (set --id-col and --text-col)", errBadInput, name, o.idCol, o.textCol)
-	}
-	for {
-		row, err := cr.Read()
-		if err == io.EOF {
-			return nil
-		}
-		line, _ := cr.FieldPos(0)
-		pos := fmt.Sprintf("%s:%d", name, line)
-		if err == nil && (len(row) <= idCol || len(row) <= textCol) {
-			err = fmt.Errorf("%d columns, the id and text need %d", len(row), max(idCol, textCol)+1)
-		}
-		if err != nil {
-			err = fmt.Errorf("%w: %s: %v", errBadInput, pos, err)
-			if !skipBad {
-				return err
-			}
-			onSkip(err)
-			continue
-		}
-		if err := fn(record{db.Doc{ID: row[idCol], Text: row[textCol]}, pos}); err != nil {
-			return err
-		}
-	}
-}
-
-// readDir reads every regular file under dir as one document whose id is
-// its slash-separated path relative to dir. A file that is not UTF-8 text
-// (a NUL byte, or invalid UTF-8 in its first 8 KiB) is bad input.
-func readDir(dir string, skipBad bool, onSkip func(error), fn func(record) error) error {
-	return filepath.WalkDir(dir, func(path string, e fs.DirEntry, err error) error {
-		if err != nil {
-			return fmt.Errorf("%w: %v", errBadInput, err)
-		}
-		if !e.Type().IsRegular() {
-			return nil
-		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return fmt.Errorf("%w: %v", errBadInput, err)
-		}
-		head := b[:min(len(b), 8192)]
-		if bytes.IndexByte(head, 0) >= 0 || !utf8.Valid(trimPartialRune(head, len(b))) {
-			err := fmt.Errorf("%w: %s: a binary file, not text", errBadInput, path)
-			if !skipBad {
-				return err
-			}
-			onSkip(err)
-			return nil
-		}
-		rel, _ := filepath.Rel(dir, path)
-		return fn(record{db.Doc{ID: filepath.ToSlash(rel), Text: string(b)}, path})
-	})
-}
-
-// trimPartialRune drops a rune cut by the 8 KiB head window.
-func trimPartialRune(head []byte, total int) []byte {
-	if len(head) == total {
-		return head
-	}
-	for i := 0; i < utf8.UTFMax && len(head) > 0; i++ {
-		if utf8.Valid(head) {
-			return head
-		}
-		head = head[:len(head)-1]
-	}
-	return head
+	fmt.Fprintf(a.stderr, "reading %s from stdin (Ctrl-D to end)\n", what)
 }

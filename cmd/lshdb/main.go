@@ -12,16 +12,21 @@
 package main
 
 import (
-	"encoding/json"
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
+	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
+	"slices"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 
+	"github.com/lshdb/lshdb/codec"
 	"github.com/lshdb/lshdb/db"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -35,7 +40,25 @@ func main() {
 		// overrides it.
 		debug.SetMemoryLimit(defaultMemoryLimit)
 	}
-	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	// NB: the first Ctrl-C (or SIGTERM) cancels the command's context, with
+	// the signal as its cause: long work stops at its next check and the
+	// command reports what it committed, then exits 130 (SIGINT) or 143
+	// (SIGTERM). Stopping the channel restores the default, so a second
+	// Ctrl-C kills.
+	ctx, cancel := context.WithCancelCause(context.Background())
+	sigc := make(chan os.Signal, 1)
+	signal.Notify(sigc, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		s := <-sigc
+		cancel(signalCause{s})
+		signal.Stop(sigc)
+	}()
+	// NB: with SIGPIPE ignored, a write to a closed pipe (lshdb pairs |
+	// head) fails with EPIPE instead of killing the process: the command
+	// stops at its next write and exits 1 quietly (see exitCode), and a
+	// write command first says what it committed.
+	signal.Ignore(syscall.SIGPIPE)
+	os.Exit(run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
 // defaultMemoryLimit is the soft memory limit of the command's Go heap.
@@ -53,6 +76,12 @@ func raiseMemoryLimit(budget int) {
 	}
 }
 
+// signalCause is the cause of the command's context when a signal
+// cancelled it.
+type signalCause struct{ sig os.Signal }
+
+func (c signalCause) Error() string { return "interrupted by " + c.sig.String() }
+
 // usageError marks an error in how the command was called (exit 2).
 type usageError struct{ err error }
 
@@ -64,8 +93,11 @@ func usagef(format string, args ...any) error { return usageError{fmt.Errorf(for
 // app is one invocation's state: its streams, global flags, and (in the
 // shell) the database it holds open.
 type app struct {
+	ctx            context.Context // cancelled by an interrupt (in the shell: the statement's)
+	root           context.Context // the command's context, whose cause names the signal
 	stdin          io.Reader
 	stdout, stderr io.Writer
+	out            *outWriter // stdout, which remembers its first failed write
 	dbDir          string
 	output         string
 	cpuProfile     string
@@ -74,8 +106,9 @@ type app struct {
 }
 
 // run executes one command line and returns the exit status.
-func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	a := &app{stdin: stdin, stdout: stdout, stderr: stderr}
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	out := &outWriter{w: stdout}
+	a := &app{ctx: ctx, root: ctx, stdin: stdin, stdout: out, stderr: stderr, out: out}
 	root := a.rootCmd()
 	root.SetArgs(args)
 	err := root.Execute()
@@ -85,15 +118,75 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return a.exitCode(err)
 }
 
+// outWriter is the command's stdout. After a write fails it fails every
+// later write with the same error, without writing, so that a command
+// that checks only some of its writes still stops writing.
+type outWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (o *outWriter) Write(p []byte) (int, error) {
+	if o.err != nil {
+		return 0, o.err
+	}
+	n, err := o.w.Write(p)
+	if err != nil {
+		o.err = err
+	}
+	return n, err
+}
+
+// brokenPipe reports whether err is the output's own failed write to a
+// closed pipe, unwrapped: the reader went away (head), which is not worth
+// a message. A write command's wrap of it ("committed …; stopped: …") is
+// still printed.
+func (a *app) brokenPipe(err error) bool {
+	return a.outErr() != nil && errors.Is(a.out.err, syscall.EPIPE) && (err == nil || err == a.out.err)
+}
+
+// outErr is the error of the first failed write to stdout, or nil.
+func (a *app) outErr() error {
+	if a.out == nil {
+		return nil
+	}
+	return a.out.err
+}
+
 func (a *app) exitCode(err error) int {
+	if a.brokenPipe(err) {
+		return 1
+	}
+	if err == nil && a.outErr() != nil {
+		err = fmt.Errorf("writing the output: %w", a.out.err)
+	}
 	if err == nil {
 		return 0
 	}
 	msg := err.Error()
-	if !strings.HasPrefix(msg, "lshdb: ") {
-		msg = "lshdb: " + msg
+	// NB: a message may hold a file name from a directory input or an
+	// archive; its control characters are shown escaped (R5). Only
+	// cobra's own "unknown command" message spans lines ("Did you mean
+	// this?"); each of its lines is escaped.
+	line := plainMessage(msg)
+	if strings.HasPrefix(line, "unknown command") {
+		lines := strings.Split(strings.TrimRight(line, "\n"), "\n")
+		for i, l := range lines {
+			lines[i] = strings.ReplaceAll(escControls(l), `\t`, "\t")
+		}
+		line = strings.Join(lines, "\n")
+	} else {
+		line = escControls(line)
 	}
-	fmt.Fprintln(a.stderr, msg)
+	fmt.Fprintln(a.stderr, "lshdb: "+line)
+	if errors.Is(err, context.Canceled) {
+		if sc, ok := context.Cause(a.root).(signalCause); ok && sc.sig == syscall.SIGTERM {
+			return 143 // terminated, as a shell reports SIGTERM
+		}
+		return 130 // interrupted, as a shell reports SIGINT
+	}
+	// NB: cobra's own usage errors (an unknown command or flag, a missing
+	// argument) are plain errors; they are told by their text.
 	var ue usageError
 	if errors.As(err, &ue) || errors.Is(err, db.ErrInvalidOptions) ||
 		strings.HasPrefix(msg, "unknown command") || strings.HasPrefix(msg, "unknown flag") ||
@@ -104,21 +197,52 @@ func (a *app) exitCode(err error) int {
 	return 1
 }
 
+// plainMessage returns an error's text without the "lshdb: " that package
+// db puts before each of its errors, wherever a wrap left one: at the
+// start, after ": " or "; " ("committed …; stopped: lshdb: disk full:
+// lshdb: …"), not inside a quoted id. The command prints one itself, so
+// that every error line starts with exactly one "lshdb: ".
+func plainMessage(msg string) string {
+	const prefix = "lshdb: "
+	if !strings.Contains(msg, prefix) {
+		return msg
+	}
+	var b strings.Builder
+	inQuote := false
+	for i := 0; i < len(msg); i++ {
+		c := msg[i]
+		switch {
+		case inQuote && c == '\\' && i+1 < len(msg):
+			b.WriteByte(c)
+			i++
+			c = msg[i]
+		case c == '"':
+			inQuote = !inQuote
+		case !inQuote && strings.HasPrefix(msg[i:], prefix) &&
+			(i == 0 || strings.HasSuffix(msg[:i], ": ") || strings.HasSuffix(msg[:i], "; ")):
+			i += len(prefix) - 1
+			continue
+		}
+		b.WriteByte(c)
+	}
+	return b.String()
+}
+
 func (a *app) rootCmd() *cobra.Command {
 	root := &cobra.Command{
 		Use:           "lshdb",
 		Short:         "Build, query and inspect near-duplicate indexes",
 		Long:          "lshdb finds near-duplicate documents: MinHash signatures and LSH banding find candidates, exact Jaccard similarity decides.\nAn index is a directory (--db) holding a Pebble store.",
+		Version:       version(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	root.SetVersionTemplate(fmt.Sprintf("lshdb {{.Version}} (index format %d, %s)\n", codec.FormatVersion, runtime.Version()))
 	root.SetIn(a.stdin)
 	root.SetOut(a.stdout)
 	root.SetErr(a.stderr)
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err} })
-	root.PersistentFlags().StringVar(&a.dbDir, "db", "", "index directory")
 	root.PersistentFlags().StringVar(&a.output, "output", "table", "output format: table or json (JSON Lines)")
-	root.PersistentFlags().StringVar(&a.cpuProfile, "cpuprofile", "", "write a CPU profile of the command to this file (for go tool pprof)")
 	root.PersistentPreRunE = func(c *cobra.Command, args []string) error {
 		if a.output != "table" && a.output != "json" {
 			return usagef("--output must be table or json, not %q", a.output)
@@ -138,15 +262,55 @@ func (a *app) rootCmd() *cobra.Command {
 	}
 	root.AddCommand(a.createCmd(), a.insertCmd("insert"), a.buildCmd(), a.queryCmd(), a.pairsCmd(),
 		a.clustersCmd(), a.dedupCmd(), a.getCmd(), a.deleteCmd(), a.statsCmd(), a.bucketsCmd(), a.bucketCmd(),
-		a.explainCmd(), a.tuneCmd(), a.checkCmd(), a.purgeCmd(), a.shellCmd(), a.benchCmd(), a.genCmd())
+		a.explainCmd(), a.tuneCmd(), a.checkCmd(), a.purgeCmd(), a.shellCmd(), a.benchCmd(), a.genCmd(), a.versionCmd())
+	// NB: --db and --cpuprofile are flags of the commands that use them,
+	// not of the root, so that gen, version, help and completion do not
+	// list them (C25). Inside the shell the index is the shell's and no
+	// flag may name a file (R12, R13): they do not exist there.
+	if a.shellDB == nil {
+		for _, c := range root.Commands() {
+			if !slices.Contains([]string{"gen", "version"}, c.Name()) {
+				c.Flags().StringVar(&a.dbDir, "db", "", "index directory")
+				c.Flags().StringVar(&a.cpuProfile, "cpuprofile", "", "write a CPU profile of the command to this file (for go tool pprof)")
+			}
+		}
+	}
 	return root
 }
 
-// args returns a cobra.PositionalArgs that wants exactly n arguments.
+// version returns the module version the command was built from:
+// a release tag, a pseudo-version from the VCS stamp, or "(devel)".
+func version() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+		return bi.Main.Version
+	}
+	return "(devel)"
+}
+
+func (a *app) versionCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "The command's version and the index format it reads and writes",
+		Args:  nArgs(0),
+		RunE: func(c *cobra.Command, args []string) error {
+			if a.json() {
+				return a.emitJSON(versionJSON{Version: version(), FormatVersion: codec.FormatVersion, GoVersion: runtime.Version()})
+			}
+			_, err := fmt.Fprintf(a.stdout, "lshdb %s (index format %d, %s)\n", version(), codec.FormatVersion, runtime.Version())
+			return err
+		},
+	}
+}
+
+// nArgs returns a cobra.PositionalArgs that wants exactly n arguments.
 func nArgs(n int) cobra.PositionalArgs {
 	return func(c *cobra.Command, args []string) error {
 		if len(args) != n {
-			return usagef("%s takes %d argument(s), got %d (usage: %s)", c.Name(), n, len(args), c.UseLine())
+			use := c.UseLine()
+			if _, ok := c.Root().Annotations[inShell]; ok {
+				use = c.Use + "; type help " + c.Name()
+			}
+			return usagef("%s takes %d argument(s), got %d (usage: %s)", c.Name(), n, len(args), use)
 		}
 		return nil
 	}
@@ -175,12 +339,17 @@ func (a *app) openDB(opts *db.Options) (*db.DB, func(), error) {
 	return d, func() { d.Close() }, nil
 }
 
-// openExisting opens an index that must exist.
+// openExisting opens an index that must exist, for reading only.
+//
+// NB: read-only, so that reading needs no free disk space: a writable open
+// writes a new WAL and MANIFEST, and is refused on a nearly full disk
+// (db.ErrDiskFull).
 func (a *app) openExisting() (*db.DB, func(), error) {
-	return a.openDB(&db.Options{MustExist: true})
+	return a.openDB(&db.Options{ReadOnly: true})
 }
 
-// withIndex runs fn on the existing index and closes it afterwards.
+// withIndex runs fn on the existing index, opened read-only, and closes it
+// afterwards.
 func (a *app) withIndex(fn func(d *db.DB) error) error {
 	d, closeDB, err := a.openExisting()
 	if err != nil {
@@ -190,14 +359,14 @@ func (a *app) withIndex(fn func(d *db.DB) error) error {
 	return fn(d)
 }
 
-// emit writes one result: a JSON line, or a table row through tw.
-func (a *app) emitJSON(v any) error {
-	b, err := json.Marshal(v)
+// withWritableIndex is withIndex for a command that writes.
+func (a *app) withWritableIndex(fn func(d *db.DB) error) error {
+	d, closeDB, err := a.openDB(&db.Options{MustExist: true})
 	if err != nil {
 		return err
 	}
-	_, err = fmt.Fprintf(a.stdout, "%s\n", b)
-	return err
+	defer closeDB()
+	return fn(d)
 }
 
 func (a *app) table() *tabwriter.Writer { return tabwriter.NewWriter(a.stdout, 2, 8, 2, ' ', 0) }

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"compress/gzip"
+	"context"
 	"encoding/json"
 	"encoding/xml"
 	"fmt"
@@ -12,10 +13,13 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/cockroachdb/datadriven"
 	"github.com/lshdb/lshdb/db"
+	"github.com/lshdb/lshdb/internal/corpus"
+	"github.com/lshdb/lshdb/internal/gen"
 )
 
 var diskBytes = regexp.MustCompile(`("disk_bytes":|on disk )\d+`)
@@ -24,7 +28,7 @@ var diskBytes = regexp.MustCompile(`("disk_bytes":|on disk )\d+`)
 // binary) and returns stdout, stderr and the exit status.
 func runLine(args []string, stdin string) (string, string, int) {
 	var out, errb bytes.Buffer
-	code := run(args, strings.NewReader(stdin), &out, &errb)
+	code := run(context.Background(), args, strings.NewReader(stdin), &out, &errb)
 	return out.String(), errb.String(), code
 }
 
@@ -197,5 +201,191 @@ func TestBench(t *testing.T) {
 	}
 	if _, _, code := runLine([]string{"bench"}, ""); code != 2 {
 		t.Fatalf("bench without --corpus or --db: exit %d", code)
+	}
+	// bench reads through docio: a bad record is skipped silently, and
+	// --limit keeps the first N good ones; bench --build counts the good.
+	corpus := filepath.Join(t.TempDir(), "corpus.jsonl")
+	os.WriteFile(corpus, []byte(`{"id":"a","text":"one two three four five"}
+{"id":"b"}
+{"id":"c","text":"six seven eight nine ten"}
+{"id":"d","text":"eleven twelve thirteen"}
+`), 0o644)
+	for _, c := range []struct {
+		args []string
+		docs int
+	}{
+		{[]string{"bench", "--corpus", corpus, "--queries", "5", "--limit", "2"}, 2},
+		{[]string{"bench", "--corpus", corpus, "--queries", "5"}, 3},
+		{[]string{"bench", "--build", "--corpus", corpus}, 3},
+	} {
+		out, errOut, code := runLine(append(c.args, "--output", "json"), "")
+		var r struct{ Docs int }
+		if code != 0 || json.Unmarshal([]byte(out), &r) != nil || r.Docs != c.docs {
+			t.Fatalf("%q: exit %d, %s, %s (want %d docs)", c.args, code, out, errOut, c.docs)
+		}
+	}
+}
+
+// Ensure that lshdb version and lshdb --version name the build and the
+// index format this build reads and writes (codec.FormatVersion is 1).
+func TestVersion(t *testing.T) {
+	want := regexp.MustCompile(`^lshdb (\(devel\)|v\S+) \(index format 1, go\S+\)\n$`)
+	for _, args := range [][]string{{"version"}, {"--version"}} {
+		out, errOut, code := runLine(args, "")
+		if code != 0 || !want.MatchString(out) {
+			t.Errorf("lshdb %v: exit %d, %q %q", args, code, out, errOut)
+		}
+	}
+	out, _, code := runLine([]string{"version", "--output", "json"}, "")
+	var v versionJSON
+	if err := json.Unmarshal([]byte(out), &v); code != 0 || err != nil || v.FormatVersion != 1 || v.Version == "" {
+		t.Errorf("version --output json: exit %d, %q, %v", code, out, err)
+	}
+}
+
+// Ensure that gen works outside the source tree (no go.mod above the
+// working directory): its originals come from the built-in sample, so the
+// corpus equals gen.Stream over the texts of
+// testdata/corpora/debian-sample/docs.jsonl read here.
+func TestGenOutsideTheTree(t *testing.T) {
+	docs, err := corpus.Load("../../testdata/corpora/debian-sample/docs.jsonl", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sources []string
+	for _, d := range docs {
+		sources = append(sources, d.Text)
+	}
+	t.Chdir(t.TempDir())
+	out, errOut, code := runLine([]string{"gen", "--n", "50", "--seed", "7", "--out", "c.jsonl.gz"}, "")
+	if code != 0 || !strings.Contains(errOut, "the built-in debian sample (1277 texts)") {
+		t.Fatalf("gen: exit %d, %q %q", code, out, errOut)
+	}
+	f, err := os.Open("c.jsonl.gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec := json.NewDecoder(zr)
+	n := 0
+	for want := range gen.Stream(gen.Options{Seed: 7, N: 50, Sources: sources}) {
+		var got struct{ ID, Text, Of string }
+		if err := dec.Decode(&got); err != nil {
+			t.Fatalf("line %d: %v", n+1, err)
+		}
+		if got.ID != want.ID || got.Text != want.Text || got.Of != want.Of {
+			t.Fatalf("line %d: %+v, want %+v", n+1, got, want)
+		}
+		n++
+	}
+	if n != 50 || dec.More() {
+		t.Fatalf("%d documents", n)
+	}
+}
+
+// Ensure that bench keeps its temporary index under $TMPDIR/lshdb-bench/
+// and removes there what a killed bench left (a directory named for a
+// process that is gone), keeps a live process's, and leaves nothing of
+// its own.
+func TestBenchCleansStaleDirs(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	base := filepath.Join(tmp, "lshdb-bench")
+	// Linux pids stay below 2^22; pid 1 is always running.
+	stale, live := filepath.Join(base, "999999999-123"), filepath.Join(base, "1-456")
+	for _, d := range []string{stale, live} {
+		if err := os.MkdirAll(filepath.Join(d, "index"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, errOut, code := runLine([]string{"bench", "--build", "--corpus", "../../testdata/cmd/inputs/docs.jsonl", "--output", "json"}, "")
+	if code != 0 || !strings.Contains(errOut, "bench: temporary index in "+base) {
+		t.Fatalf("bench: %d %q %q", code, out, errOut)
+	}
+	ents, err := os.ReadDir(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	if len(names) != 1 || names[0] != "1-456" {
+		t.Fatalf("left in %s: %v, want only 1-456", base, names)
+	}
+}
+
+// Ensure that plainMessage drops the db package's "lshdb: " wherever a
+// wrap left it, and nothing inside a quoted id.
+func TestPlainMessage(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"lshdb: document not found: \"x\"", "document not found: \"x\""},
+		{"committed 3 documents through a:3; stopped: lshdb: disk full: lshdb: ingesting the load: no space left on device",
+			"committed 3 documents through a:3; stopped: disk full: ingesting the load: no space left on device"},
+		{"lshdb: lshdb: twice", "twice"},
+		{"lshdb: document not found: \"a: lshdb: b\\\" lshdb: c\"", "document not found: \"a: lshdb: b\\\" lshdb: c\""},
+		{"stat lshdb.jsonl: no such file", "stat lshdb.jsonl: no such file"},
+	} {
+		if got := plainMessage(c.in); got != c.want {
+			t.Errorf("plainMessage(%q)\n = %q\nwant %q", c.in, got, c.want)
+		}
+	}
+}
+
+// Ensure that every error line starts with exactly one "lshdb: ": a db
+// error inside insert's "committed …; stopped: …" (a disk-full error as
+// package db builds it, which nests its own prefix), errors from db
+// straight, and the scripted shell's error lines (S7), on stderr.
+func TestOneLshdbPrefix(t *testing.T) {
+	var errb bytes.Buffer
+	a := &app{stderr: &errb, out: &outWriter{}}
+	dbErr := fmt.Errorf("%w: %w", db.ErrDiskFull, fmt.Errorf("lshdb: ingesting the load: %w", syscall.ENOSPC))
+	if code := a.exitCode(stoppedErr("committed 5 documents", "in.jsonl:5", dbErr)); code != 1 ||
+		errb.String() != "lshdb: committed 5 documents through in.jsonl:5; stopped: disk full: ingesting the load: no space left on device\n" {
+		t.Fatalf("insert stopped by a db error: exit %d, %q", code, errb.String())
+	}
+	dir := fixture(t)
+	afile := filepath.Join(t.TempDir(), "a-file")
+	os.WriteFile(afile, []byte("x"), 0o644)
+	for _, c := range []struct {
+		args  []string
+		stdin string
+		want  string // stderr
+	}{
+		{[]string{"get", "--db", dir, "a: lshdb: b"}, "", "lshdb: document not found: \"a: lshdb: b\"\n"},
+		{[]string{"insert", "--db", dir, "--threshold", "0.5", "-"}, "", "lshdb: parameters differ from the database's: Threshold is 0.8 in the database, 0.5 was requested\n"},
+		{[]string{"insert", "--db", afile, "-"}, "", "lshdb: not an lshdb database: " + afile + " is a file\n"},
+		{[]string{"shell", "--db", dir}, "get nope\nbucket 99 0\nput \"\" some text\n",
+			"> get nope\nlshdb: document not found: \"nope\"\n> bucket 99 0\nlshdb: invalid options: band 99: the index has bands 0 to 15\n" +
+				"> put \"\" some text\nlshdb: invalid document id: empty\nlshdb: 3 shell commands failed\n"},
+	} {
+		out, errOut, _ := runLine(c.args, c.stdin)
+		if errOut != c.want {
+			t.Errorf("%q: stderr %q, want %q", c.args, errOut, c.want)
+		}
+		if out != "" {
+			t.Errorf("%q: stdout %q", c.args, out)
+		}
+	}
+}
+
+// Ensure that a command stopped by SIGTERM exits 143 and by SIGINT 130, as
+// a shell reports them (128 + the signal's number).
+func TestSignalExitCodes(t *testing.T) {
+	idx := filepath.Join(t.TempDir(), "idx")
+	if _, errOut, code := runLine([]string{"insert", "--db", idx, "../../testdata/cmd/inputs/docs.jsonl"}, ""); code != 0 {
+		t.Fatal(errOut)
+	}
+	for sig, want := range map[os.Signal]int{syscall.SIGTERM: 143, os.Interrupt: 130} {
+		ctx, cancel := context.WithCancelCause(context.Background())
+		cancel(signalCause{sig})
+		var out, errb bytes.Buffer
+		if code := run(ctx, []string{"pairs", "--db", idx}, strings.NewReader(""), &out, &errb); code != want {
+			t.Errorf("%v: exit %d, want %d (stderr %q)", sig, code, want, errb.String())
+		}
 	}
 }

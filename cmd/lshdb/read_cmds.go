@@ -2,14 +2,21 @@ package main
 
 import (
 	"cmp"
+	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"iter"
+	"math"
 	"os"
 	"slices"
 	"strconv"
 	"strings"
+	"text/tabwriter"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/lshdb/lshdb/db"
+	"github.com/lshdb/lshdb/internal/extsort"
 	"github.com/spf13/cobra"
 )
 
@@ -30,7 +37,15 @@ func (a *app) queryCmd() *cobra.Command {
 	var top int
 	var estimate bool
 	c := &cobra.Command{
-		Use:   "query --db DIR (--id ID | --text TEXT | --file PATH) [--threshold T] [--top K]",
+		Use: "query --db DIR (--id ID | --text TEXT | --file PATH) [--threshold T] [--top K] [--estimate-only]",
+		Example: `  # Near-duplicates of a stored document
+  lshdb query --db idx --id fox1
+
+  # Of a text, down to Jaccard 0.5, the best 5
+  lshdb query --db idx --text "the quick brown fox jumps over the lazy cat" --threshold 0.5 --top 5
+
+  # Of a file's contents, as JSON Lines
+  lshdb query --db idx --file notes/a.txt --output json`,
 		Short: "Near-duplicates of a stored document, a text or a file",
 		Args:  nArgs(0),
 		RunE: func(c *cobra.Command, args []string) error {
@@ -51,26 +66,35 @@ func (a *app) queryCmd() *cobra.Command {
 				return usagef("--top %d: must be at least 1", top)
 			}
 			return a.withIndex(func(d *db.DB) error {
+				rec := recallNote(d, t)
+				a.warnRecall(d, t, rec)
 				qo := &db.QueryOptions{Threshold: t, Limit: top, EstimateOnly: estimate}
 				var res *db.QueryResult
 				switch {
 				case c.Flags().Changed("id"):
-					res, err = d.QueryID(id, qo)
+					res, err = d.QueryID(a.ctx, id, qo)
 				case c.Flags().Changed("file"):
 					b, rerr := os.ReadFile(file)
 					if rerr != nil {
 						return rerr
 					}
-					res, err = d.Query(string(b), qo)
+					res, err = d.Query(a.ctx, string(b), qo)
 				default:
-					res, err = d.Query(text, qo)
+					res, err = d.Query(a.ctx, text, qo)
 				}
+				// NB: the library's queries do not watch the context yet; an
+				// interrupt that came while one ran still drops its answer.
+				err = cmp.Or(err, a.ctx.Err())
 				if err != nil {
-					return err
+					return interruptNote(err, "query interrupted: nothing printed")
 				}
 				if a.json() {
 					for _, m := range res.Matches {
-						if err := a.emitJSON(m); err != nil {
+						out := matchJSON{ID: m.ID, Estimate: m.Estimate, Bands: m.Bands, ExpectedRecall: rec}
+						if !res.EstimateOnly {
+							out.Jaccard = &m.Jaccard
+						}
+						if err := a.emitJSON(out); err != nil {
 							return err
 						}
 					}
@@ -79,12 +103,22 @@ func (a *app) queryCmd() *cobra.Command {
 				tw := a.table()
 				fmt.Fprintln(tw, "ID\tJACCARD\tESTIMATE\tBANDS")
 				for _, m := range res.Matches {
-					fmt.Fprintf(tw, "%s\t%.4f\t%.4f\t%d\n", m.ID, m.Jaccard, m.Estimate, m.Bands)
+					j := "-"
+					if !res.EstimateOnly {
+						j = fmt.Sprintf("%.4f", m.Jaccard)
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%.4f\t%d\n", esc(m.ID), j, m.Estimate, m.Bands)
 				}
-				tw.Flush()
-				fmt.Fprintf(a.stdout, "%d matches at Jaccard >= %v among %d candidates (P(candidate) at %v: %.4f)\n",
-					len(res.Matches), res.Threshold, res.Candidates, res.Threshold, res.ExpectedRecall)
-				return nil
+				if err := tw.Flush(); err != nil {
+					return err
+				}
+				what := "Jaccard"
+				if res.EstimateOnly {
+					what = "estimated Jaccard (not verified)"
+				}
+				_, err = fmt.Fprintf(a.stdout, "%d matches at %s >= %v among %d candidates (P(candidate) at %v: %.4f)\n",
+					len(res.Matches), what, res.Threshold, res.Candidates, res.Threshold, res.ExpectedRecall)
+				return err
 			})
 		},
 	}
@@ -98,26 +132,263 @@ func (a *app) queryCmd() *cobra.Command {
 	return c
 }
 
-// sortedPairs collects Pairs, best first (ties by ids), so output is
-// reproducible.
-func sortedPairs(d *db.DB, t float64, limit int, st *db.PairsStats) ([]db.Pair, error) {
-	var out []db.Pair
-	for p, err := range d.Pairs(&db.PairsOptions{Threshold: t, Stats: st}) {
+// interruptNote turns an error that wraps context.Canceled into the one
+// line the command ends with (exit 130), saying what was done; other
+// errors pass unchanged.
+func interruptNote(err error, format string, args ...any) error {
+	if !errors.Is(err, context.Canceled) {
+		return err
+	}
+	return fmt.Errorf("%s: %w", fmt.Sprintf(format, args...), err)
+}
+
+// pairCmp orders pairs best first: higher Jaccard, then ids.
+func pairCmp(x, y db.Pair) int {
+	return cmp.Or(cmp.Compare(y.Jaccard, x.Jaccard), cmp.Compare(x.A, y.A), cmp.Compare(x.B, y.B))
+}
+
+// ordered returns p with its ids in byte order, as the sorted output
+// shows them.
+func ordered(p db.Pair) db.Pair {
+	if p.B < p.A {
+		p.A, p.B = p.B, p.A
+	}
+	return p
+}
+
+// topPairs keeps the n best pairs offered (n ≥ 1) in a heap whose root is
+// the worst one kept: O(n) memory however many pairs there are.
+type topPairs struct {
+	n int
+	h []db.Pair
+}
+
+func newTopPairs(n int) *topPairs { return &topPairs{n: n, h: make([]db.Pair, 0, min(n, 4096))} }
+
+// worse reports whether h[i] ranks after h[j] (the heap's order).
+func (t *topPairs) worse(i, j int) bool { return pairCmp(t.h[i], t.h[j]) > 0 }
+
+func (t *topPairs) add(p db.Pair) {
+	if len(t.h) < t.n {
+		t.h = append(t.h, p)
+		for i := len(t.h) - 1; i > 0; {
+			parent := (i - 1) / 2
+			if !t.worse(i, parent) {
+				break
+			}
+			t.h[i], t.h[parent] = t.h[parent], t.h[i]
+			i = parent
+		}
+		return
+	}
+	if pairCmp(p, t.h[0]) >= 0 {
+		return // no better than the worst kept
+	}
+	t.h[0] = p
+	for i := 0; ; {
+		w, l, r := i, 2*i+1, 2*i+2
+		if l < len(t.h) && t.worse(l, w) {
+			w = l
+		}
+		if r < len(t.h) && t.worse(r, w) {
+			w = r
+		}
+		if w == i {
+			return
+		}
+		t.h[i], t.h[w] = t.h[w], t.h[i]
+		i = w
+	}
+}
+
+// sorted returns the pairs kept, best first.
+func (t *topPairs) sorted() []db.Pair {
+	slices.SortFunc(t.h, pairCmp)
+	return t.h
+}
+
+// streamRows is how many table rows pairs --sort=false aligns and writes
+// at a time.
+const streamRows = 1000
+
+// pairsOut prints pairs as a table or JSON lines. Table rows go through a
+// tabwriter that is flushed every streamRows rows, so memory stays bounded
+// and output arrives while the pairs are computed; the header comes with
+// the first row (or at the end when there is none), never before an error.
+type pairsOut struct {
+	a    *app
+	rec  *float64
+	tw   *tabwriter.Writer
+	rows int64
+}
+
+func (o *pairsOut) add(p db.Pair) error {
+	o.rows++
+	if o.a.json() {
+		return o.a.emitJSON(pairJSON{A: p.A, B: p.B, Jaccard: p.Jaccard, ExpectedRecall: o.rec})
+	}
+	if o.tw == nil {
+		o.tw = o.a.table()
+		fmt.Fprintln(o.tw, "A\tB\tJACCARD")
+	}
+	fmt.Fprintf(o.tw, "%s\t%s\t%.4f\n", esc(p.A), esc(p.B), p.Jaccard)
+	if o.rows%streamRows == 0 {
+		return o.tw.Flush()
+	}
+	return nil
+}
+
+// flush writes the rows still buffered; header says whether to print the
+// header of an empty table.
+func (o *pairsOut) flush(header bool) error {
+	if o.tw == nil && header && !o.a.json() {
+		o.tw = o.a.table()
+		fmt.Fprintln(o.tw, "A\tB\tJACCARD")
+	}
+	if o.tw == nil {
+		return nil
+	}
+	return o.tw.Flush()
+}
+
+// stopped returns err, or the command's context error once it has ended:
+// the pairs loops check it on every pair, so that an interrupt stops the
+// output at once.
+func (a *app) stopped(err error) error {
+	if err == nil {
+		err = a.ctx.Err()
+	}
+	return err
+}
+
+// streamPairs prints the pairs of seq as they come (--sort=false).
+func (a *app) streamPairs(seq iter.Seq2[db.Pair, error], rec *float64) error {
+	o := &pairsOut{a: a, rec: rec}
+	for p, err := range seq {
+		err = a.stopped(err)
 		if err != nil {
-			return nil, err
+			return cmp.Or(o.flush(false), interruptNote(err, "interrupted after %d pairs", o.rows))
 		}
-		if p.B < p.A {
-			p.A, p.B = p.B, p.A
+		if err := o.add(p); err != nil {
+			return err
 		}
-		out = append(out, p)
 	}
-	slices.SortFunc(out, func(x, y db.Pair) int {
-		return cmp.Or(cmp.Compare(y.Jaccard, x.Jaccard), cmp.Compare(x.A, y.A), cmp.Compare(x.B, y.B))
-	})
-	if limit > 0 && len(out) > limit {
-		out = out[:limit]
+	return o.flush(true)
+}
+
+// sortPairsMemory is the memory sorted pairs take before they spill to
+// sorted runs in a temporary directory.
+const sortPairsMemory = 128 << 20
+
+// pairKey encodes p so that byte order is pairCmp's: the Jaccard's bits
+// complemented (best first), then A with every 0x00 escaped as 0x00 0x01
+// and ended by 0x00 0x00 (so that a shorter A sorts first), then B.
+func pairKey(dst []byte, p db.Pair) []byte {
+	dst = binary.BigEndian.AppendUint64(dst, ^math.Float64bits(p.Jaccard))
+	for i := range len(p.A) {
+		if dst = append(dst, p.A[i]); p.A[i] == 0 {
+			dst = append(dst, 1)
+		}
 	}
-	return out, nil
+	dst = append(dst, 0, 0)
+	return append(dst, p.B...)
+}
+
+// parsePairKey decodes what pairKey encoded.
+func parsePairKey(k []byte) db.Pair {
+	p := db.Pair{Jaccard: math.Float64frombits(^binary.BigEndian.Uint64(k))}
+	k = k[8:]
+	var a []byte
+	for i := 0; i < len(k); i++ {
+		b := k[i]
+		if b == 0 {
+			if k[i+1] == 0 {
+				p.A, p.B = string(a), string(k[i+2:])
+				return p
+			}
+			i++ // an escaped 0x00: 0x00 0x01
+		}
+		a = append(a, b)
+	}
+	return p
+}
+
+// pairSorter holds the pairs to print sorted: all of them in a heap of
+// limit when there is a limit, else in an external sort that spills to a
+// temporary directory beyond sortPairsMemory.
+type pairSorter struct {
+	top    *topPairs
+	ext    *extsort.KeySorter
+	dir    string
+	keybuf []byte
+}
+
+func newPairSorter(limit, memory int) (*pairSorter, error) {
+	if limit > 0 {
+		return &pairSorter{top: newTopPairs(limit)}, nil
+	}
+	dir, err := os.MkdirTemp("", "lshdb-pairs-sort-")
+	if err != nil {
+		return nil, err
+	}
+	return &pairSorter{dir: dir, ext: extsort.NewKeySorter(vfs.Default, dir, "pairs", memory)}, nil
+}
+
+func (s *pairSorter) add(p db.Pair) error {
+	if s.top != nil {
+		s.top.add(p)
+		return nil
+	}
+	s.keybuf = pairKey(s.keybuf[:0], p)
+	return s.ext.Add(s.keybuf, 0)
+}
+
+// each calls fn for every pair, best first.
+func (s *pairSorter) each(fn func(db.Pair) error) error {
+	if s.top != nil {
+		for _, p := range s.top.sorted() {
+			if err := fn(p); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return s.ext.Iterate(func(k []byte, _ uint64) error { return fn(parsePairKey(k)) })
+}
+
+func (s *pairSorter) close() {
+	if s.ext != nil {
+		s.ext.Close()
+		os.RemoveAll(s.dir)
+	}
+}
+
+// sortedPairs prints the pairs of seq best first (ties by ids); with limit
+// > 0 only the best limit, kept in a heap of that size; otherwise sorted
+// within sortPairsMemory, spilling to disk. Nothing is printed before the
+// iteration ends.
+func (a *app) sortedPairs(seq iter.Seq2[db.Pair, error], limit int, rec *float64) error {
+	sorter, err := newPairSorter(limit, sortPairsMemory)
+	if err != nil {
+		return err
+	}
+	defer sorter.close()
+	n := 0
+	for p, err := range seq {
+		err = a.stopped(err)
+		if err != nil {
+			return interruptNote(err, "interrupted after %d pairs, none printed (the sorted output comes at the end; --sort=false streams)", n)
+		}
+		n++
+		if err := sorter.add(ordered(p)); err != nil {
+			return err
+		}
+	}
+	o := &pairsOut{a: a, rec: rec}
+	if err := sorter.each(o.add); err != nil {
+		return err
+	}
+	return o.flush(true)
 }
 
 func (a *app) pairsCmd() *cobra.Command {
@@ -125,11 +396,23 @@ func (a *app) pairsCmd() *cobra.Command {
 	var limit int
 	var stats, sorted bool
 	c := &cobra.Command{
-		Use:   "pairs --db DIR [--threshold T] [--limit N] [--stats] [--sort=false]",
+		Use: "pairs --db DIR [--threshold T] [--limit N] [--stats] [--sort=false]",
+		Example: `  # Every near-duplicate pair, best first
+  lshdb pairs --db idx
+
+  # The best 100 down to Jaccard 0.5, with the work done on stderr
+  lshdb pairs --db idx --threshold 0.5 --limit 100 --stats
+
+  # Streamed as JSON Lines, unsorted, in bounded memory
+  lshdb pairs --db idx --sort=false --output json`,
 		Short: "Every stored pair with exact Jaccard >= T, each once",
-		Long: `Every stored pair with exact Jaccard >= T, each once, best first. With
---sort=false the pairs stream out as they are verified, in no particular order
-and in bounded memory (for nightly jobs over millions of documents).`,
+		Long: `Every stored pair with exact Jaccard >= T, each once, best first (ties by
+ids). With --limit N only the best N, in memory for N pairs. With
+--sort=false the pairs stream out as they are verified, in no particular
+order and in bounded memory (for nightly jobs over millions of documents).
+
+Below the index's threshold, fewer pairs share a band: the expected recall
+at T is printed on stderr and carried in each JSON line (expected_recall).`,
 		Args: nArgs(0),
 		RunE: func(c *cobra.Command, args []string) error {
 			t, err := thresholdFlag(c, threshold)
@@ -139,75 +422,75 @@ and in bounded memory (for nightly jobs over millions of documents).`,
 			if !sorted && limit > 0 {
 				return usagef("--limit needs the sorted output (drop --sort=false)")
 			}
+			if limit < 0 {
+				return usagef("--limit %d: must be at least 0", limit)
+			}
 			return a.withIndex(func(d *db.DB) error {
+				rec := recallNote(d, t)
+				a.warnRecall(d, t, rec)
 				var st db.PairsStats
-				tw := a.table()
-				if !a.json() {
-					fmt.Fprintln(tw, "A\tB\tJACCARD")
-				}
-				print := func(p db.Pair) {
-					if a.json() {
-						a.emitJSON(map[string]any{"a": p.A, "b": p.B, "jaccard": p.Jaccard})
-					} else {
-						fmt.Fprintf(tw, "%s\t%s\t%.4f\n", p.A, p.B, p.Jaccard)
-					}
-				}
+				seq := d.Pairs(a.ctx, &db.PairsOptions{Threshold: t, Stats: &st})
 				if sorted {
-					pairs, err := sortedPairs(d, t, limit, &st)
-					if err != nil {
-						return err
-					}
-					for _, p := range pairs {
-						print(p)
-					}
+					err = a.sortedPairs(seq, limit, rec)
 				} else {
-					for p, err := range d.Pairs(&db.PairsOptions{Threshold: t, Stats: &st}) {
-						if err != nil {
-							return err
-						}
-						print(p)
-					}
+					err = a.streamPairs(seq, rec)
 				}
-				if stats {
+				if stats && err == nil {
 					fmt.Fprintf(a.stderr, "pairs: %d documents, %d identical groups (%d pairs reported unverified), %d posting lists (%d with over %d distinct sets, largest %d), %d candidate pairs, %d distinct verified, %d matched, %d reported, spilled to disk: %v\n",
 						st.Docs, st.IdenticalGroups, st.IdenticalPairs, st.Lists, st.HotLists, db.HotList, st.LargestList, st.Candidates, st.Verified, st.Matched, st.Reported, st.Spilled)
 				}
-				return tw.Flush()
+				return err
 			})
 		},
 	}
 	c.Flags().Float64Var(&threshold, "threshold", 0, "least Jaccard (default: the index's)")
 	c.Flags().IntVar(&limit, "limit", 0, "print at most this many pairs, the best (default: all)")
 	c.Flags().BoolVar(&stats, "stats", false, "report on stderr the work done: identical groups, hot buckets, candidates, verified pairs")
-	c.Flags().BoolVar(&sorted, "sort", true, "sort the pairs, best first (holds them all in memory); --sort=false streams them")
+	c.Flags().BoolVar(&sorted, "sort", true, "sort the pairs, best first (holds them all in memory unless --limit); --sort=false streams them")
 	return c
 }
 
 func (a *app) clustersCmd() *cobra.Command {
 	var threshold float64
 	c := &cobra.Command{
-		Use:   "clusters --db DIR [--threshold T]",
+		Use: "clusters --db DIR [--threshold T]",
+		Example: `  # Groups of near-duplicates, largest first
+  lshdb clusters --db idx
+
+  # Looser groups, as JSON Lines
+  lshdb clusters --db idx --threshold 0.5 --output json`,
 		Short: "Connected components of the near-duplicate pairs",
-		Args:  nArgs(0),
+		Long: `Connected components of the near-duplicate pairs, largest first, one per
+line; the first id of each is its representative, the earliest inserted.
+Members are linked through pairs at or above the threshold, so two members
+of one cluster may be less similar than that (chaining). The number of
+clusters goes to stderr.`,
+		Args: nArgs(0),
 		RunE: func(c *cobra.Command, args []string) error {
 			t, err := thresholdFlag(c, threshold)
 			if err != nil {
 				return err
 			}
 			return a.withIndex(func(d *db.DB) error {
-				cs, err := d.Clusters(&db.PairsOptions{Threshold: t})
+				rec := recallNote(d, t)
+				a.warnRecall(d, t, rec)
+				cs, err := d.Clusters(a.ctx, &db.PairsOptions{Threshold: t})
 				if err != nil {
-					return err
+					return interruptNote(err, "clusters interrupted: nothing printed")
 				}
 				for i, cl := range cs {
 					if a.json() {
-						a.emitJSON(map[string]any{"cluster": i + 1, "size": len(cl.IDs), "ids": cl.IDs})
+						err = a.emitJSON(clusterJSON{Cluster: i + 1, Size: len(cl.IDs), Representative: cl.Representative, IDs: cl.IDs, ExpectedRecall: rec})
 					} else {
-						fmt.Fprintf(a.stdout, "cluster %d (%d documents): %s\n", i+1, len(cl.IDs), strings.Join(cl.IDs, " "))
+						_, err = fmt.Fprintf(a.stdout, "cluster %d (%d documents): %s\n", i+1, len(cl.IDs), strings.Join(escAll(cl.IDs), " "))
+					}
+					if err != nil {
+						return err
 					}
 				}
 				if !a.json() {
-					fmt.Fprintf(a.stdout, "%d clusters\n", len(cs))
+					fmt.Fprintf(a.stderr, "%d clusters at Jaccard >= %v (connected components of the pairs: members may be less similar; the first id is the earliest inserted)\n",
+						len(cs), cmp.Or(t, d.Params().Threshold))
 				}
 				return nil
 			})
@@ -224,19 +507,24 @@ func (a *app) statsCmd() *cobra.Command {
 		Args:  nArgs(0),
 		RunE: func(c *cobra.Command, args []string) error {
 			return a.withIndex(func(d *db.DB) error {
-				st, err := d.Stats(5)
+				st, err := d.Stats(a.ctx, 5)
 				if err != nil {
-					return err
+					return interruptNote(err, "stats interrupted: nothing printed")
 				}
+				sb := storedBytesJSON{Docs: st.StoredBytes["docs"], IDs: st.StoredBytes["ids"], Postings: st.StoredBytes["postings"],
+					ManifestCounters: st.StoredBytes["manifest+counters"]}
 				if a.json() {
 					p := st.Params
-					return a.emitJSON(map[string]any{"docs": st.Docs, "threshold": p.Threshold, "bands": p.Bands.B, "rows": p.Bands.R,
-						"num_perm": p.NumPerm, "scheme": p.Scheme.String(), "shingle": p.Shingle.String(), "shingle_size": p.ShingleSize,
-						"expected_recall": st.ExpectedRecall, "posting_lists_per_band": st.Buckets.Lists,
-						"bucket_size_histogram": st.Buckets.Histogram, "stored_bytes": st.StoredBytes, "disk_bytes": st.DiskBytes,
-						"hottest": st.Buckets.Hottest})
+					return a.emitJSON(statsJSON{Docs: st.Docs, Threshold: p.Threshold, Bands: p.Bands.B, Rows: p.Bands.R,
+						NumPerm: p.NumPerm, Scheme: p.Scheme.String(), Shingle: p.Shingle.String(), ShingleSize: p.ShingleSize,
+						Bag: p.Bag, StoreText: p.StoreText, FormatVersion: p.FormatVersion,
+						ExpectedRecall: st.ExpectedRecall, PostingListsPerBand: nonNil(st.Buckets.Lists),
+						BucketSizeHistogram: nonNil(st.Buckets.Histogram), StoredBytes: sb, DiskBytes: st.DiskBytes,
+						Hottest: bucketsJSON(st.Buckets.Hottest)})
 				}
-				a.printParams(d)
+				if err := a.printParams(d); err != nil {
+					return err
+				}
 				fmt.Fprintf(a.stdout, "documents: %d\n", st.Docs)
 				total := 0
 				for _, n := range st.Buckets.Lists {
@@ -245,15 +533,14 @@ func (a *app) statsCmd() *cobra.Command {
 				fmt.Fprintf(a.stdout, "posting lists: %d (per band: %v)\n", total, st.Buckets.Lists)
 				a.printHistogram(st.Buckets.Histogram)
 				fmt.Fprintf(a.stdout, "stored bytes: docs %d, ids %d, postings %d, manifest and counters %d; on disk %d\n",
-					st.StoredBytes["docs"], st.StoredBytes["ids"], st.StoredBytes["postings"], st.StoredBytes["manifest+counters"], st.DiskBytes)
-				a.printHottest(st.Buckets.Hottest)
-				return nil
+					sb.Docs, sb.IDs, sb.Postings, sb.ManifestCounters, st.DiskBytes)
+				return a.printHottest(st.Buckets.Hottest)
 			})
 		},
 	}
 }
 
-func (a *app) printHistogram(h []int) {
+func (a *app) printHistogram(h []int) error {
 	fmt.Fprintln(a.stdout, "bucket sizes:")
 	tw := a.table()
 	for i, n := range h {
@@ -270,20 +557,20 @@ func (a *app) printHistogram(h []int) {
 			fmt.Fprintf(tw, "  %d-%d\t%d\n", lo, hi, n)
 		}
 	}
-	tw.Flush()
+	return tw.Flush()
 }
 
-func (a *app) printHottest(hs []db.BucketInfo) {
+func (a *app) printHottest(hs []db.BucketInfo) error {
 	if len(hs) == 0 {
-		return
+		return nil
 	}
 	fmt.Fprintln(a.stdout, "hottest buckets:")
 	tw := a.table()
 	fmt.Fprintln(tw, "  BAND\tBUCKET\tSIZE\tSAMPLE")
 	for _, h := range hs {
-		fmt.Fprintf(tw, "  %d\t%016x\t%d\t%s\n", h.Band, h.Bucket, h.Size, strings.Join(h.Sample, " "))
+		fmt.Fprintf(tw, "  %d\t%s\t%d\t%s\n", h.Band, bucketHex(h.Bucket), h.Size, strings.Join(escAll(h.Sample), " "))
 	}
-	tw.Flush()
+	return tw.Flush()
 }
 
 func (a *app) bucketsCmd() *cobra.Command {
@@ -291,25 +578,31 @@ func (a *app) bucketsCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "buckets --db DIR [--band B] [--top N]",
 		Short: "Bucket-size histogram and the hottest buckets",
-		Args:  nArgs(0),
+		Long: `The bucket-size histogram and the hottest buckets (posting lists) of one band
+or all. A bucket is shown as 16 hex digits, which bucket BAND BUCKET takes.
+With --output json: one object with posting_lists_per_band,
+bucket_size_histogram and hottest.`,
+		Args: nArgs(0),
 		RunE: func(c *cobra.Command, args []string) error {
 			if top < 0 {
 				return usagef("--top %d: must be at least 0", top)
 			}
 			return a.withIndex(func(d *db.DB) error {
-				st, err := d.Buckets(band, top)
+				st, err := d.Buckets(a.ctx, band, top)
 				if err != nil {
-					return err
+					return interruptNote(err, "buckets interrupted: nothing printed")
 				}
 				if a.json() {
-					for _, h := range st.Hottest {
-						a.emitJSON(h)
+					out := bucketStatsJSON{Lists: nonNil(st.Lists), Histogram: nonNil(st.Histogram), Hottest: bucketsJSON(st.Hottest)}
+					if band >= 0 {
+						out.Band = &band
 					}
-					return nil
+					return a.emitJSON(out)
 				}
-				a.printHistogram(st.Histogram)
-				a.printHottest(st.Hottest)
-				return nil
+				if err := a.printHistogram(st.Histogram); err != nil {
+					return err
+				}
+				return a.printHottest(st.Hottest)
 			})
 		},
 	}
@@ -330,7 +623,7 @@ func (a *app) bucketCmd() *cobra.Command {
 			}
 			bucket, err := strconv.ParseUint(strings.TrimPrefix(args[1], "0x"), 16, 64)
 			if err != nil {
-				return usagef("BUCKET %q is not a hexadecimal number", args[1])
+				return usagef("BUCKET %q is not a hexadecimal number of at most 16 digits (as buckets prints it)", args[1])
 			}
 			return a.withIndex(func(d *db.DB) error {
 				ids, err := d.Bucket(band, bucket)
@@ -339,9 +632,12 @@ func (a *app) bucketCmd() *cobra.Command {
 				}
 				for _, id := range ids {
 					if a.json() {
-						a.emitJSON(map[string]any{"id": id})
+						err = a.emitJSON(memberJSON{ID: id})
 					} else {
-						fmt.Fprintln(a.stdout, id)
+						_, err = fmt.Fprintln(a.stdout, esc(id))
+					}
+					if err != nil {
+						return err
 					}
 				}
 				return nil
@@ -361,32 +657,33 @@ func (a *app) explainCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				var collide []int
+				collide := []int{}
 				for i, ok := range e.Collide {
 					if ok {
 						collide = append(collide, i)
 					}
 				}
 				if a.json() {
-					return a.emitJSON(map[string]any{"a": e.A, "b": e.B, "jaccard": e.Jaccard, "estimate": e.Estimate,
-						"colliding_bands": collide, "bands": len(e.Collide), "p_candidate": e.Probability,
-						"threshold": e.Threshold, "found": e.Found})
+					return a.emitJSON(explainJSON{A: e.A, B: e.B, Jaccard: e.Jaccard, Estimate: e.Estimate, Threshold: e.Threshold,
+						Bands: len(e.Collide), CollidingBands: collide, PCandidate: e.Probability, Found: e.Found})
 				}
-				fmt.Fprintf(a.stdout, "%s ~ %s\n", e.A, e.B)
+				fmt.Fprintf(a.stdout, "%s ~ %s\n", esc(e.A), esc(e.B))
 				fmt.Fprintf(a.stdout, "exact Jaccard %.4f, signature estimate %.4f, threshold %v\n", e.Jaccard, e.Estimate, e.Threshold)
 				fmt.Fprintf(a.stdout, "bands colliding: %d of %d %v\n", len(collide), len(e.Collide), collide)
 				fmt.Fprintf(a.stdout, "P(candidate) at Jaccard %.4f: %.4f\n", e.Jaccard, e.Probability)
+				var verdict string
 				switch {
 				case e.Found:
-					fmt.Fprintln(a.stdout, "found: they share a band and reach the threshold")
+					verdict = "found: they share a band and reach the threshold"
 				case len(collide) == 0 && e.Jaccard >= e.Threshold:
-					fmt.Fprintln(a.stdout, "missed: above the threshold, but no band collides (a false negative of LSH)")
+					verdict = "missed: above the threshold, but no band collides (a false negative of LSH)"
 				case len(collide) > 0:
-					fmt.Fprintln(a.stdout, "not reported: they share a band but the exact Jaccard is below the threshold")
+					verdict = "not reported: they share a band but the exact Jaccard is below the threshold"
 				default:
-					fmt.Fprintln(a.stdout, "not reported: no band collides and the Jaccard is below the threshold")
+					verdict = "not reported: no band collides and the Jaccard is below the threshold"
 				}
-				return nil
+				_, err = fmt.Fprintln(a.stdout, verdict)
+				return err
 			})
 		},
 	}
@@ -399,26 +696,33 @@ func (a *app) checkCmd() *cobra.Command {
 		Args:  nArgs(0),
 		RunE: func(c *cobra.Command, args []string) error {
 			return a.withIndex(func(d *db.DB) error {
-				rep, err := d.Check()
+				rep, err := d.Check(a.ctx)
 				if err != nil {
-					return err
+					return interruptNote(err, "check interrupted: no verdict")
 				}
 				if a.json() {
-					a.emitJSON(rep)
+					out := checkJSON{Docs: rep.Docs, IDs: rep.IDs, PostingLists: rep.PostingLists, EmptyLists: rep.EmptyLists,
+						Postings: rep.Postings, Problems: rep.Problems, OK: rep.OK()}
+					if out.Problems == nil {
+						out.Problems = []string{}
+					}
+					if err := a.emitJSON(out); err != nil {
+						return err
+					}
 				} else {
 					fmt.Fprintf(a.stdout, "%d documents, %d ids, %d posting lists (%d empty), %d postings\n",
 						rep.Docs, rep.IDs, rep.PostingLists, rep.EmptyLists, rep.Postings)
 					for _, p := range rep.Problems {
-						fmt.Fprintln(a.stdout, "problem:", p)
+						fmt.Fprintln(a.stdout, "problem:", esc(p))
 					}
 				}
 				if !rep.OK() {
 					return errors.New("check found problems")
 				}
 				if !a.json() {
-					fmt.Fprintln(a.stdout, "ok")
+					_, err = fmt.Fprintln(a.stdout, "ok")
 				}
-				return nil
+				return err
 			})
 		},
 	}

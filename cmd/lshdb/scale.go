@@ -3,17 +3,20 @@ package main
 import (
 	"bufio"
 	"compress/gzip"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"runtime"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/lshdb/lshdb/db"
 	"github.com/lshdb/lshdb/internal/corpus"
+	"github.com/lshdb/lshdb/internal/docio"
 	"github.com/lshdb/lshdb/internal/gen"
 	"github.com/lshdb/lshdb/minhash"
 	"github.com/spf13/cobra"
@@ -30,8 +33,8 @@ func (a *app) genCmd() *cobra.Command {
 		Use:   "gen --n N --out FILE.jsonl.gz [--seed S] [--copy-fraction F] [--id-prefix P] [--upserts K --upsert-range M]",
 		Short: "Generate a corpus with known near-copies, for scale tests",
 		Long: `Generate a corpus for scale tests: originals made of three real texts each
-(debian-descriptions from ../shared/corpora when present, the testdata sample
-otherwise), and a fraction of near-copies of earlier originals at word-edit
+(--source, else debian-descriptions from ../shared/corpora beside a source
+checkout, else the sample of 1,277 Debian descriptions built into the command), and a fraction of near-copies of earlier originals at word-edit
 rates 0, 0.01, 0.03 and 0.1. Each line has id and text, and for a copy "of"
 (the original's id) and "edit_rate": the ground truth. Deterministic from
 the seed.`,
@@ -40,24 +43,11 @@ the seed.`,
 			if n < 1 || out == "" {
 				return usagef("--n (at least 1) and --out are required")
 			}
-			var docs []corpus.Doc
-			var err error
-			if source != "" {
-				docs, err = corpus.Load(source, 0)
-			} else if docs, err = corpus.Shared("debian-descriptions", 0); errors.Is(err, corpus.ErrNoShared) {
-				p, perr := corpus.Testdata("corpora/debian-sample/docs.jsonl")
-				if perr != nil {
-					return usagef("give --source FILE (a JSON Lines corpus); outside the repository there is no default: %v", perr)
-				}
-				docs, err = corpus.Load(p, 0)
-			}
+			sources, what, err := genSources(source)
 			if err != nil {
 				return err
 			}
-			sources := make([]string, len(docs))
-			for i, d := range docs {
-				sources[i] = d.Text
-			}
+			fmt.Fprintf(a.stderr, "gen: originals from %s (%d texts)\n", what, len(sources))
 			f, err := os.Create(out)
 			if err != nil {
 				return err
@@ -99,16 +89,46 @@ the seed.`,
 	c.Flags().Float64Var(&copyFraction, "copy-fraction", 0.2, "fraction of near-copies")
 	c.Flags().StringVar(&out, "out", "", "output file (gzip-compressed JSON Lines)")
 	c.Flags().StringVar(&prefix, "id-prefix", "g", "id prefix (ids are PREFIX + 8 digits)")
-	c.Flags().StringVar(&source, "source", "", "JSON Lines corpus the originals are made of (default: debian-descriptions from ../shared, or the testdata sample)")
+	c.Flags().StringVar(&source, "source", "", "JSON Lines corpus the originals are made of (default: debian-descriptions from ../shared beside a checkout, else the built-in sample)")
 	c.Flags().IntVar(&upserts, "upserts", 0, "give the first K documents ids of a default-prefix corpus (upserts)")
 	c.Flags().IntVar(&upsertRange, "upsert-range", 0, "the size of that corpus")
 	return c
 }
 
+// genSources returns the texts gen makes originals of, and where they
+// came from: the file given, the shared corpus beside a source checkout,
+// or the sample built into the command (from any directory).
+func genSources(source string) ([]string, string, error) {
+	var docs []corpus.Doc
+	var err error
+	what := source
+	if source != "" {
+		docs, err = corpus.Load(source, 0)
+	} else if _, rerr := corpus.ModuleRoot(); rerr == nil {
+		what = "../shared/corpora/debian-descriptions"
+		docs, err = corpus.Shared("debian-descriptions", 0)
+		if errors.Is(err, corpus.ErrNoShared) {
+			docs, err = nil, nil
+		}
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	if docs == nil && source == "" {
+		texts, err := gen.SampleTexts()
+		return texts, "the built-in debian sample", err
+	}
+	texts := make([]string, len(docs))
+	for i, d := range docs {
+		texts[i] = d.Text
+	}
+	return texts, what, nil
+}
+
 // sigPipeline is the signature-only pipeline over an input, on every core:
 // read and parse, then shingle sets and signatures in parallel, nothing
 // stored. It is the baseline that bench --build compares a bulk build with.
-func sigPipeline(paths []string, o inputOptions) (int, time.Duration, error) {
+func sigPipeline(ctx context.Context, paths []string) (int, time.Duration, error) {
 	start := time.Now()
 	chunks := make(chan []db.Doc, 4)
 	var wg sync.WaitGroup
@@ -128,15 +148,22 @@ func sigPipeline(paths []string, o inputOptions) (int, time.Duration, error) {
 	}
 	n := 0
 	chunk := make([]db.Doc, 0, 4096)
-	err := readInputs(paths, nil, o, true, func(error) {}, func(r record) error {
-		chunk = append(chunk, r.doc)
+	var err error
+	for rec, rerr := range docio.Read(ctx, paths, nil, docio.Options{}) {
+		if errors.Is(rerr, docio.ErrBadRecord) {
+			continue // skipped silently: this is a measurement
+		}
+		if rerr != nil {
+			err = rerr
+			break
+		}
+		chunk = append(chunk, db.Doc{ID: rec.ID, Text: rec.Text})
 		n++
 		if len(chunk) == cap(chunk) {
 			chunks <- chunk
 			chunk = make([]db.Doc, 0, 4096)
 		}
-		return nil
-	})
+	}
 	chunks <- chunk
 	close(chunks)
 	wg.Wait()
@@ -157,23 +184,23 @@ type buildRound struct {
 // scaleReport is what bench --build measures; the top-level build and
 // signature figures are the median round's.
 type scaleReport struct {
-	Rounds         []buildRound `json:"rounds"`
-	Docs           int          `json:"docs"`
-	SignatureSecs  float64      `json:"signature_only_s"`
-	SignatureRuns  [2]float64   `json:"signature_only_runs_s"`
-	BuildSecs      float64      `json:"build_s"`
-	BuildXSig      float64      `json:"build_x_signature"`
-	SignatureCPU   float64      `json:"signature_only_cpu_s"`
-	BuildCPU       float64      `json:"build_cpu_s"`
-	BuildCPUXSig   float64      `json:"build_cpu_x_signature"`
-	PairsSecs      float64      `json:"pairs_s"`
-	PairsXBuild    float64      `json:"pairs_x_build"`
-	Pairs          int64        `json:"pairs"`
-	db.PairsStats  `json:"pairs_stats"`
-	ExtendSecs     float64 `json:"extend_s,omitempty"`
-	ExtendEmptySec float64 `json:"extend_into_empty_s,omitempty"`
-	ExtendXEmpty   float64 `json:"extend_x_empty,omitempty"`
-	PeakRSSMiB     float64 `json:"peak_rss_mib"`
+	Rounds         []buildRound   `json:"rounds"`
+	Docs           int            `json:"docs"`
+	SignatureSecs  float64        `json:"signature_only_s"`
+	SignatureRuns  [2]float64     `json:"signature_only_runs_s"`
+	BuildSecs      float64        `json:"build_s"`
+	BuildXSig      float64        `json:"build_x_signature"`
+	SignatureCPU   float64        `json:"signature_only_cpu_s"`
+	BuildCPU       float64        `json:"build_cpu_s"`
+	BuildCPUXSig   float64        `json:"build_cpu_x_signature"`
+	PairsSecs      float64        `json:"pairs_s"`
+	PairsXBuild    float64        `json:"pairs_x_build"`
+	Pairs          int64          `json:"pairs"`
+	PairsStats     pairsStatsJSON `json:"pairs_stats"`
+	ExtendSecs     float64        `json:"extend_s,omitempty"`
+	ExtendEmptySec float64        `json:"extend_into_empty_s,omitempty"`
+	ExtendXEmpty   float64        `json:"extend_x_empty,omitempty"`
+	PeakRSSMiB     float64        `json:"peak_rss_mib"`
 	// The peaks of the build and of pairs alone (when the system can reset
 	// the peak between phases; otherwise 0).
 	BuildRSSMiB float64 `json:"build_peak_rss_mib,omitempty"`
@@ -196,26 +223,10 @@ func peakRSS() float64 {
 		return 0
 	}
 	var kb float64
-	for _, line := range splitLines(string(b)) {
+	for line := range strings.Lines(string(b)) {
 		if _, err := fmt.Sscanf(line, "VmHWM: %f kB", &kb); err == nil {
 			return kb / 1024
 		}
 	}
 	return 0
-}
-
-func splitLines(s string) []string {
-	var out []string
-	for len(s) > 0 {
-		i := 0
-		for i < len(s) && s[i] != '\n' {
-			i++
-		}
-		out = append(out, s[:i])
-		if i < len(s) {
-			i++
-		}
-		s = s[i:]
-	}
-	return out
 }

@@ -2,12 +2,18 @@ package main
 
 import (
 	"bufio"
+	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/lshdb/lshdb/db"
 	"github.com/peterh/liner"
@@ -15,16 +21,58 @@ import (
 	"golang.org/x/term"
 )
 
-// shellCommands are the commands the shell accepts (besides help and exit).
-var shellCommands = []string{"stats", "buckets", "bucket", "get", "query", "explain", "pairs", "clusters", "tune", "check", "purge", "put", "delete", "help", "exit"}
+// inShell annotates the cobra root built for a shell statement.
+const inShell = "lshdb-shell"
+
+// shellSpec is one shell command: its usage and the flags it takes (all
+// take --output too). Nothing else is accepted: no flag that names another
+// index (--db) or a file to read or write (--file, --plot, --cpuprofile).
+type shellSpec struct {
+	usage string
+	flags []string
+}
+
+var shellSpecs = map[string]shellSpec{
+	"stats":    {"stats", nil},
+	"buckets":  {"buckets [--band B] [--top N]", []string{"band", "top"}},
+	"bucket":   {"bucket BAND BUCKET", nil},
+	"get":      {"get ID", nil},
+	"query":    {"query (--id ID | --text TEXT) [--threshold T] [--top K] [--estimate-only]", []string{"id", "text", "threshold", "top", "estimate-only"}},
+	"explain":  {"explain ID1 ID2", nil},
+	"pairs":    {"pairs [--threshold T] [--limit N] [--stats] [--sort=false]", []string{"threshold", "limit", "stats", "sort"}},
+	"clusters": {"clusters [--threshold T]", []string{"threshold"}},
+	"tune":     {"tune [--threshold T]   (the open index's banding at T; lshdb tune without --db chooses one)", []string{"threshold"}},
+	"check":    {"check", nil},
+	"purge":    {"purge", nil},
+	"put":      {"put ID TEXT...", nil},
+	"delete":   {"delete ID...", nil},
+}
+
+// shellExits are the words that leave the shell (as do Ctrl-D and EOF).
+var shellExits = []string{"exit", "quit", ".quit", ".exit", `\q`}
+
+// shellCommands are the words the shell completes.
+var shellCommands = []string{"stats", "buckets", "bucket", "get", "query", "explain", "pairs", "clusters", "tune", "check", "purge", "put", "delete", "help", "exit", "quit"}
 
 func (a *app) shellCmd() *cobra.Command {
 	return &cobra.Command{
-		Use:   "shell --db DIR",
+		Use: "shell --db DIR",
+		Example: `  # An interactive shell over the index
+  lshdb shell --db idx
+
+  # Scripted: one statement per line on stdin; only their output on stdout
+  printf 'stats\nquery --id fox1 --output json\n' | lshdb shell --db idx`,
 		Short: "Interactive shell over one index (reads commands from stdin when it is not a terminal)",
-		Args:  nArgs(0),
+		Long: `An interactive shell over one index, which it holds open. Ctrl-C cancels
+the running statement (or clears the line being typed) and keeps the shell;
+Ctrl-D, exit, quit, .quit or \q leave. Commands take the flags their help
+lists (help CMD); none names another index or a file. History is kept in
+~/.lshdb_history (mode 0600). When stdin is not a terminal, the shell runs
+one statement per line: stdout gets only their output, and stderr each
+statement (after "> ") and its error, if any. It stops at an interrupt.`,
+		Args: nArgs(0),
 		RunE: func(c *cobra.Command, args []string) error {
-			d, closeDB, err := a.openDB(nil)
+			d, closeDB, err := a.openDB(&db.Options{MustExist: true}) // NB: a mistyped --db must not create an index
 			if err != nil {
 				return err
 			}
@@ -39,22 +87,37 @@ func (a *app) shellCmd() *cobra.Command {
 	}
 }
 
-// script runs one command per line from r; a failing command prints its
-// error and the script goes on; the exit status is 1 if any failed.
+// script runs one statement per line from r, echoing it on stderr; a
+// failing statement prints its error on stderr and the script goes on;
+// the exit status is 1 if any failed. An interrupt cancels the running
+// statement and ends the script (130), as does a failed write of the
+// output (1).
 func (a *app) script(r io.Reader) error {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 64<<20)
 	failed := 0
+	ctx := a.ctx
 	for sc.Scan() {
 		line := strings.TrimSpace(sc.Text())
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
-		fmt.Fprintf(a.stdout, "> %s\n", line)
-		done, err := a.shellLine(line)
+		// NB: the echo and the errors go to stderr, so that stdout holds
+		// only the statements' output (S8): printf 'query --id x --output
+		// json\n' | lshdb shell --db D | jq works.
+		fmt.Fprintf(a.stderr, "> %s\n", esc(line))
+		done, err := a.statement(ctx, line)
+		if oerr := a.outErr(); oerr != nil {
+			// NB: the output is gone (a closed pipe): nobody would read
+			// what the rest of the script prints, so it does not run.
+			return cmp.Or(err, oerr)
+		}
 		if err != nil {
-			fmt.Fprintf(a.stdout, "error: %v\n", err)
+			fmt.Fprintf(a.stderr, "lshdb: %s\n", escControls(plainMessage(err.Error())))
 			failed++
+		}
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("shell script interrupted: %w", err)
 		}
 		if done {
 			break
@@ -66,9 +129,26 @@ func (a *app) script(r io.Reader) error {
 	return sc.Err()
 }
 
+// shellError prints a statement's error at the interactive prompt
+// (without the command's "lshdb: " prefix: the shell is lshdb).
+func (a *app) shellError(err error) {
+	fmt.Fprintf(a.stdout, "error: %s\n", escControls(plainMessage(err.Error())))
+}
+
+// prompter is what the read-eval loop needs of a line editor (liner's
+// State; a list of lines in tests).
+type prompter interface {
+	Prompt(prompt string) (string, error)
+	AppendHistory(line string)
+}
+
 func (a *app) interactive() error {
 	ln := liner.NewLiner()
 	defer ln.Close()
+	// NB: at the prompt the terminal is raw and Ctrl-C is a key: liner
+	// returns ErrPromptAborted, and the loop drops the line. While a
+	// statement runs the terminal is cooked and Ctrl-C is SIGINT, which
+	// sigs relays to the statement's context.
 	ln.SetCtrlCAborts(true)
 	ln.SetCompleter(func(line string) (out []string) {
 		for _, c := range shellCommands {
@@ -88,18 +168,85 @@ func (a *app) interactive() error {
 		}
 	}
 	defer func() {
-		if histPath == "" {
-			return
-		}
-		if f, err := os.Create(histPath); err == nil {
-			ln.WriteHistory(f)
-			f.Close()
+		if histPath != "" {
+			if err := saveHistory(histPath, ln.WriteHistory); err != nil {
+				fmt.Fprintf(a.stderr, "lshdb: history not saved: %v\n", err)
+			}
 		}
 	}()
-	fmt.Fprintf(a.stdout, "lshdb shell on %s; type help for commands, exit to leave\n", a.dbDir)
-	for {
-		line, err := ln.Prompt("lshdb> ")
-		if errors.Is(err, io.EOF) || errors.Is(err, liner.ErrPromptAborted) {
+	// NB: Go keeps SIGINT caught while any channel is registered, so the
+	// root's one-shot handler (main) no longer kills the process on a
+	// second Ctrl-C while the shell runs; the shell leaves on Ctrl-D.
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt)
+	defer signal.Stop(sigs)
+	fmt.Fprintf(a.stdout, "lshdb shell on %s; type help for commands, exit or Ctrl-D to leave, Ctrl-C cancels\n", esc(a.dbDir))
+	return a.repl(ln, sigs)
+}
+
+// saveHistory writes the shell history to path, readable by its owner
+// only: it holds the texts of put statements (R15).
+func saveHistory(path string, write func(io.Writer) (int, error)) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	// An older history file may have been created 0644.
+	if err := f.Chmod(0o600); err != nil {
+		f.Close()
+		return err
+	}
+	_, werr := write(f)
+	return errors.Join(werr, f.Close())
+}
+
+// repl reads statements from p and runs each under a context of its own,
+// cancelled by a signal on sigs: an interrupt ends the statement, never
+// the shell. It returns at EOF (Ctrl-D), an exit word, or when the
+// command's context ends for a reason other than an interrupt (SIGTERM).
+func (a *app) repl(p prompter, sigs <-chan os.Signal) error {
+	root := a.ctx
+	// NB: statements run under a context that the root's cancel (the first
+	// SIGINT, in main) does not reach; the shell cancels them itself.
+	base := context.WithoutCancel(root)
+	var mu sync.Mutex
+	var cancelStmt context.CancelFunc
+	cancelRunning := func() {
+		mu.Lock()
+		if cancelStmt != nil {
+			cancelStmt()
+		}
+		mu.Unlock()
+	}
+	var terminated atomic.Bool
+	stopAfter := context.AfterFunc(root, func() {
+		// NB: signal.NotifyContext's cause names the signal; only an
+		// interrupt is the shell's to absorb.
+		if c := context.Cause(root); c == nil || !strings.HasPrefix(c.Error(), os.Interrupt.String()) {
+			terminated.Store(true)
+			cancelRunning()
+		}
+	})
+	defer stopAfter()
+	quit := make(chan struct{})
+	defer close(quit)
+	go func() {
+		for {
+			select {
+			case <-sigs:
+				cancelRunning()
+			case <-quit:
+				return
+			}
+		}
+	}()
+	for !terminated.Load() {
+		line, err := p.Prompt("lshdb> ")
+		if errors.Is(err, liner.ErrPromptAborted) {
+			continue // Ctrl-C at the prompt: the line is dropped
+		}
+		if errors.Is(err, io.EOF) {
+			fmt.Fprintln(a.stdout)
 			return nil
 		}
 		if err != nil {
@@ -108,54 +255,172 @@ func (a *app) interactive() error {
 		if strings.TrimSpace(line) == "" {
 			continue
 		}
-		ln.AppendHistory(line)
-		done, err := a.shellLine(line)
+		p.AppendHistory(line)
+		ctx, cancel := context.WithCancel(base)
+		mu.Lock()
+		cancelStmt = cancel
+		mu.Unlock()
+		done, err := a.statement(ctx, line)
+		mu.Lock()
+		cancelStmt = nil
+		mu.Unlock()
+		cancel()
 		if err != nil {
-			fmt.Fprintf(a.stdout, "error: %v\n", err)
+			a.shellError(err)
 		}
 		if done {
 			return nil
 		}
 	}
+	return fmt.Errorf("shell ended (%v): %w", context.Cause(root), root.Err())
+}
+
+// statement runs one shell line under ctx; done reports that it asked to
+// leave the shell.
+func (a *app) statement(ctx context.Context, line string) (done bool, err error) {
+	saved := a.ctx
+	a.ctx = ctx
+	defer func() { a.ctx = saved }()
+	return a.shellLine(line)
 }
 
 // shellLine runs one shell command. The read commands are the command
-// line's own (same flags); put and delete are shell forms.
+// line's own, with the flags shellSpecs lists; put and delete are shell
+// forms.
 func (a *app) shellLine(line string) (done bool, err error) {
 	words, err := splitWords(line)
+	if err != nil {
+		// NB: put's text is free prose: an apostrophe in it ("don't") is
+		// not a quote to close. Its words are taken as typed.
+		if f := strings.Fields(line); len(f) > 0 && f[0] == "put" {
+			words, err = f, nil
+		}
+	}
 	if err != nil || len(words) == 0 {
 		return false, err
 	}
-	switch words[0] {
-	case "exit", "quit":
+	name := words[0]
+	if slices.Contains(shellExits, name) {
 		return true, nil
-	case "help":
-		fmt.Fprintln(a.stdout, `commands: stats | buckets [--band B] [--top N] | bucket BAND BUCKET | get ID
-  query (--id ID | --text TEXT) [--threshold T] [--top K] | explain ID1 ID2
-  pairs [--limit N] [--threshold T] | clusters | tune | check | purge
-  put ID TEXT... | delete ID... | exit`)
-		return false, nil
-	case "put":
+	}
+	if name == "help" {
+		return false, a.shellHelp(words[1:])
+	}
+	spec, ok := shellSpecs[name]
+	if !ok {
+		return false, usagef("unknown command %q (type help)", name)
+	}
+	if name == "put" {
+		if len(words) == 2 && (words[1] == "--help" || words[1] == "-h") {
+			return false, a.shellHelp([]string{name})
+		}
+		if strings.HasPrefix(words[1], "-") {
+			if words[1] != "--" {
+				return false, usagef("put takes no flags: %q (an id that starts with '-' follows --: put -- ID TEXT...)", words[1])
+			}
+			words = slices.Delete(words, 1, 2)
+		}
 		if len(words) < 3 {
-			return false, usagef("put ID TEXT...")
+			return false, usagef("put ID TEXT... (type help put)")
 		}
 		if err := a.shellDB.Put(words[1], strings.Join(words[2:], " ")); err != nil {
 			return false, err
 		}
-		fmt.Fprintf(a.stdout, "stored %s\n", words[1])
+		fmt.Fprintf(a.stdout, "stored %s\n", esc(words[1]))
 		return false, nil
-	case "delete", "stats", "buckets", "bucket", "get", "query", "explain", "pairs", "clusters", "tune", "check", "purge":
-	default:
-		return false, usagef("unknown command %q (type help)", words[0])
 	}
 	root := a.rootCmd()
-	root.SetArgs(words)
-	err = root.Execute()
-	var ue usageError
-	if errors.As(err, &ue) || errors.Is(err, db.ErrInvalidOptions) {
+	root.Annotations = map[string]string{inShell: "1"}
+	sub, _, err := root.Find([]string{name})
+	if err != nil || sub == root {
+		return false, usagef("unknown command %q (type help)", name)
+	}
+	wantHelp, err := checkShellFlags(name, spec, sub, words[1:])
+	if err != nil {
 		return false, err
 	}
-	return false, err
+	if wantHelp {
+		return false, a.shellHelp([]string{name})
+	}
+	for _, c := range root.Commands() {
+		if s, ok := shellSpecs[c.Name()]; ok {
+			c.Use = s.usage
+		}
+	}
+	root.SetArgs(words)
+	return false, root.ExecuteContext(a.ctx)
+}
+
+// checkShellFlags refuses any flag of a shell statement that its spec does
+// not list; wantHelp reports -h or --help.
+func checkShellFlags(name string, spec shellSpec, c *cobra.Command, args []string) (wantHelp bool, err error) {
+	for i := 0; i < len(args); i++ {
+		w := args[i]
+		if w == "--" {
+			break
+		}
+		if len(w) < 2 || w[0] != '-' {
+			continue
+		}
+		flag, _, hasValue := strings.Cut(strings.TrimLeft(w, "-"), "=")
+		switch {
+		case flag == "h" || flag == "help":
+			return true, nil
+		case flag == "db":
+			return false, usagef("the shell works on the index it opened; --db is not taken (open another index with lshdb shell --db DIR)")
+		case flag == "output" || slices.Contains(spec.flags, flag):
+		case flag == "cpuprofile" || flag == "plot" || flag == "file":
+			return false, usagef("--%s names a file, which the shell does not read or write (use the lshdb command)", flag)
+		default:
+			return false, usagef("%s takes no --%s in the shell (type help %s)", name, flag, name)
+		}
+		// Skip the value of a flag that takes one (--top 3).
+		if c != nil && !hasValue {
+			if f := c.Flags().Lookup(flag); f != nil && f.NoOptDefVal == "" {
+				i++
+			} else if f == nil && flag == "output" {
+				i++
+			}
+		}
+	}
+	return false, nil
+}
+
+// shellHelp prints the shell's command list, or one command's usage and
+// flags.
+func (a *app) shellHelp(args []string) error {
+	if len(args) == 0 {
+		fmt.Fprintln(a.stdout, `commands (help CMD for one; every command takes --output json):
+  stats | buckets [--band B] [--top N] | bucket BAND BUCKET | get ID
+  query (--id ID | --text TEXT) [--threshold T] [--top K] [--estimate-only]
+  explain ID1 ID2 | pairs [--threshold T] [--limit N] [--stats] [--sort=false]
+  clusters [--threshold T] | tune [--threshold T] | check | purge | put ID TEXT... | delete ID...
+  exit (or quit, .quit, \q, Ctrl-D); Ctrl-C cancels the running statement`)
+		return nil
+	}
+	name := args[0]
+	spec, ok := shellSpecs[name]
+	if !ok {
+		return usagef("no command %q (type help)", name)
+	}
+	if name == "put" {
+		fmt.Fprintf(a.stdout, "usage: %s\n", spec.usage)
+	} else {
+		fmt.Fprintf(a.stdout, "usage: %s [--output table|json]\n", spec.usage)
+	}
+	root := a.rootCmd()
+	sub, _, err := root.Find([]string{name})
+	if name == "put" || err != nil || sub == root {
+		fmt.Fprintln(a.stdout, "  store (insert or replace) one document; the text is the rest of the line")
+		return nil
+	}
+	fmt.Fprintf(a.stdout, "  %s\n", sub.Short)
+	for _, f := range spec.flags {
+		if fl := sub.Flags().Lookup(f); fl != nil {
+			fmt.Fprintf(a.stdout, "  --%s: %s\n", f, fl.Usage)
+		}
+	}
+	return nil
 }
 
 // splitWords splits a shell line into words, honouring "double" and

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -15,19 +16,33 @@ func (a *app) tuneCmd() *cobra.Command {
 	var numPerm int
 	var plot string
 	c := &cobra.Command{
-		Use:   "tune [--threshold T] [--num-perm K] [--recall R] [--plot FILE.svg] [--db DIR]",
+		Use:   "tune [--threshold T] [--num-perm K] [--recall R] [--plot FILE.svg] | tune --db DIR [--threshold T]",
 		Short: "The banding for a threshold, its S-curve and a P(s) table",
 		Args:  nArgs(0),
 		RunE: func(c *cobra.Command, args []string) error {
 			var p bands.Params
 			t := threshold
 			if a.dbDir != "" || a.shellDB != nil {
+				// NB: with an index, its banding is fixed: --threshold asks
+				// for P(candidate) there (C16: it was ignored silently), and
+				// --num-perm and --recall, which choose a banding, are refused.
+				for _, name := range []string{"num-perm", "recall"} {
+					if c.Flags().Changed(name) {
+						return usagef("--%s chooses a banding; an index has its own (drop --db to tune a new one)", name)
+					}
+				}
 				d, closeDB, err := a.openExisting()
 				if err != nil {
 					return err
 				}
 				defer closeDB()
 				p, t = d.Params().Bands, d.Params().Threshold
+				if c.Flags().Changed("threshold") {
+					if !(threshold > 0 && threshold <= 1) {
+						return usagef("--threshold %v is outside (0, 1]", threshold)
+					}
+					t = threshold
+				}
 			} else {
 				if !(threshold > 0 && threshold <= 1) {
 					return usagef("--threshold %v is outside (0, 1]", threshold)
@@ -45,15 +60,14 @@ func (a *app) tuneCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				writeSVG(f, p, t)
-				if err := f.Close(); err != nil {
+				if err := errors.Join(writeSVG(f, p, t), f.Close()); err != nil {
 					return err
 				}
 			}
 			if a.json() {
-				return a.emitJSON(map[string]any{"bands": p.B, "rows": p.R, "threshold": t, "s_curve_threshold": p.Threshold(),
-					"p_at_threshold": p.Probability(t), "false_positive_area": p.FalsePositiveArea(t),
-					"false_negative_area": p.FalseNegativeArea(t), "table": p.Table(bands.DefaultTableS)})
+				return a.emitJSON(tuneJSON{Bands: p.B, Rows: p.R, Threshold: t, SCurveThreshold: p.Threshold(),
+					PAtThreshold: p.Probability(t), FalsePositiveArea: p.FalsePositiveArea(t),
+					FalseNegativeArea: p.FalseNegativeArea(t), Table: p.Table(bands.DefaultTableS)})
 			}
 			fmt.Fprintf(a.stdout, "%v for threshold %v: P(%v) = %.4f, S-curve threshold (1/b)^(1/r) = %.4f\n",
 				p, t, t, p.Probability(t), p.Threshold())
@@ -76,7 +90,7 @@ func (a *app) tuneCmd() *cobra.Command {
 
 // writeSVG draws P(s) over [0, 1] with the threshold and P(threshold)
 // marked.
-func writeSVG(w io.Writer, p bands.Params, t float64) {
+func writeSVG(w io.Writer, p bands.Params, t float64) error {
 	const W, H, m = 640, 440, 60 // size and margin
 	x := func(s float64) float64 { return m + s*(W-2*m) }
 	y := func(v float64) float64 { return H - m - v*(H-2*m) }
@@ -112,5 +126,6 @@ func writeSVG(w io.Writer, p bands.Params, t float64) {
 	fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" fill="#c0392b">threshold t = %v</text>`+"\n", x(t)-130, y(0.12), t)
 	fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" fill="#27ae60">expected recall P(t) = %.4f</text>`+"\n", x(0.02), y(pt)-8, pt)
 	b.WriteString("</svg>\n")
-	io.WriteString(w, b.String())
+	_, err := io.WriteString(w, b.String())
+	return err
 }

@@ -1,11 +1,20 @@
 package main
 
 import (
+	"bufio"
+	"cmp"
+	"context"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
+	"path/filepath"
+	"strings"
+	"sync"
 
 	"github.com/lshdb/lshdb/db"
+	"github.com/lshdb/lshdb/internal/docio"
 	"github.com/lshdb/lshdb/minhash"
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
@@ -81,17 +90,65 @@ func (f *createFlags) options(c *cobra.Command) (*db.Options, error) {
 	return o, nil
 }
 
-func (a *app) printParams(d *db.DB) {
+func (a *app) printParams(d *db.DB) error {
 	p := d.Params()
 	if a.json() {
-		a.emitJSON(map[string]any{"threshold": p.Threshold, "bands": p.Bands.B, "rows": p.Bands.R, "num_perm": p.NumPerm,
-			"scheme": p.Scheme.String(), "shingle": p.Shingle.String(), "shingle_size": p.ShingleSize, "bag": p.Bag,
-			"store_text": p.StoreText, "seed": p.Seed, "recall_at_threshold": p.Bands.Probability(p.Threshold)})
-		return
+		return a.emitJSON(paramsJSON{Threshold: p.Threshold, Bands: p.Bands.B, Rows: p.Bands.R, NumPerm: p.NumPerm,
+			Scheme: p.Scheme.String(), Shingle: p.Shingle.String(), ShingleSize: p.ShingleSize, Bag: p.Bag,
+			StoreText: p.StoreText, Seed: p.Seed, ExpectedRecall: p.Bands.Probability(p.Threshold)})
 	}
 	fmt.Fprintf(a.stdout, "threshold %v, %v (%d of %d signature values), scheme %v, %v %d-shingles, bag %v, store text %v\n",
 		p.Threshold, p.Bands, p.Bands.B*p.Bands.R, p.NumPerm, p.Scheme, p.Shingle, p.ShingleSize, p.Bag, p.StoreText)
-	fmt.Fprintf(a.stdout, "P(candidate) at the threshold: %.4f\n", p.Bands.Probability(p.Threshold))
+	_, err := fmt.Fprintf(a.stdout, "P(candidate) at the threshold: %.4f\n", p.Bands.Probability(p.Threshold))
+	return err
+}
+
+// missingRoot returns the topmost directory of --db that does not exist
+// yet (the index directory itself when its parent exists), or "" when it
+// exists or the shell holds the index: what a failed write command that
+// committed nothing removes again.
+func (a *app) missingRoot() string {
+	if a.shellDB != nil || a.dbDir == "" {
+		return ""
+	}
+	root := ""
+	for p := filepath.Clean(a.dbDir); ; {
+		if _, err := os.Lstat(p); err == nil {
+			return root
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return ""
+		}
+		root = p
+		parent := filepath.Dir(p)
+		if parent == p {
+			return root
+		}
+		p = parent
+	}
+}
+
+// openForWrite opens (or creates) the index for a write command. finish
+// closes it; with keep false, an index this call created is removed (a
+// failed create, insert or build leaves no directory behind). The caller
+// MUST call finish; calls after the first do nothing.
+func (a *app) openForWrite(o *db.Options) (d *db.DB, finish func(keep bool), err error) {
+	root := a.missingRoot()
+	d, closeDB, err := a.openDB(o)
+	if err != nil {
+		if root != "" {
+			os.RemoveAll(root)
+		}
+		return nil, nil, err
+	}
+	var once sync.Once
+	return d, func(keep bool) {
+		once.Do(func() {
+			closeDB()
+			if !keep && root != "" {
+				os.RemoveAll(root)
+			}
+		})
+	}, nil
 }
 
 func (a *app) createCmd() *cobra.Command {
@@ -111,36 +168,23 @@ func (a *app) createCmd() *cobra.Command {
 			if names, err := os.ReadDir(a.dbDir); err == nil && len(names) > 0 {
 				return fmt.Errorf("%s already exists (open it with the other commands)", a.dbDir)
 			}
-			d, closeDB, err := a.openDB(o)
+			d, finish, err := a.openForWrite(o)
 			if err != nil {
 				return err
 			}
-			defer closeDB()
-			a.printParams(d)
-			return nil
+			defer finish(true)
+			return a.printParams(d)
 		},
 	}
 	f.add(c)
 	return c
 }
 
-// inputFlags are the input-format flags of insert, build and dedup.
-type inputFlags struct {
-	inputOptions
-	skipBad bool
-}
+// recordSlack is what an input record may have beyond the index's
+// MaxDocBytes: the id, the JSON syntax and escapes.
+const recordSlack = 1 << 20
 
-func (f *inputFlags) add(c *cobra.Command) {
-	fs := c.Flags()
-	fs.StringVar(&f.idField, "id-field", "id", "JSON Lines: the id field")
-	fs.StringVar(&f.textField, "text-field", "text", "JSON Lines: the text field")
-	fs.StringVar(&f.idCol, "id-col", "id", "CSV/TSV: the id column (by header name)")
-	fs.StringVar(&f.textCol, "text-col", "text", "CSV/TSV: the text column (by header name)")
-	fs.StringVar(&f.format, "format", "", "input format: jsonl, csv or tsv (default: by file name; JSON Lines otherwise)")
-	fs.BoolVar(&f.skipBad, "skip-bad", false, "skip malformed records (reported) instead of stopping at the first")
-}
-
-// insertSummary is what insert reports.
+// insertSummary is what insert and build report.
 type insertSummary struct {
 	Inserted   int `json:"inserted"`
 	Replaced   int `json:"replaced"`
@@ -149,22 +193,53 @@ type insertSummary struct {
 	BadSkipped int `json:"bad_skipped"`
 }
 
+// maxMemoryMiB is the largest --memory accepted: half of the physical
+// memory (/proc/meminfo), or 64 GiB where that cannot be read.
+func maxMemoryMiB() int {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			var kb int
+			if _, err := fmt.Sscanf(line, "MemTotal: %d kB", &kb); err == nil && kb > 0 {
+				return max(1, kb/1024/2)
+			}
+		}
+	}
+	return 64 << 10
+}
+
+func (a *app) progress(name string) (add func(n int), done func()) {
+	if !a.stderrIsTerminal() {
+		return func(int) {}, func() {}
+	}
+	bar := progressbar.NewOptions64(-1, progressbar.OptionSetWriter(a.stderr), progressbar.OptionSetDescription(name),
+		progressbar.OptionShowCount(), progressbar.OptionShowIts(), progressbar.OptionClearOnFinish())
+	return func(n int) { bar.Add(n) }, func() { bar.Finish() }
+}
+
 func (a *app) buildCmd() *cobra.Command {
 	var cf createFlags
 	var in inputFlags
 	var memory int
 	c := &cobra.Command{
-		Use:   "build --db DIR [FILE|DIR|- ...]",
+		Use: "build --db DIR [FILE|DIR|- ...]",
+		Example: `  # Bulk-load a large input (gzip or zstd is told by content)
+  lshdb build --db big docs.jsonl
+
+  # Sort within 256 MiB, skipping malformed records
+  lshdb build --db big --memory 256 --skip-bad docs.jsonl notes`,
 		Short: "Bulk-load documents: sorted SSTables ingested in one atomic step",
 		Long: `Bulk-load documents (the same inputs as insert) for large inputs: signatures
-on every core, records sorted within --memory (spilling to disk), written as
-SSTables and ingested into the index in one step. The index is created with
+on every core, records written straight into SSTables, postings and ids
+sorted within --memory (spilling to disk), and everything ingested into the
+index in one step. The index is created with
 the creation flags if it does not exist; stored ids are replaced; an id
 repeated in the input: the last one wins.
 
-A build is atomic: it is all there or not at all. A malformed record fails the
-whole build (nothing is loaded) unless --skip-bad; so does a kill, after which
-the index is as it was.`,
+A build is atomic: it is all there or not at all. A malformed record (named
+by file and line) fails the whole build and nothing is loaded, unless
+--skip-bad skips it; so does Ctrl-C or a kill, after which the index is as it
+was (a new index is removed again).`,
 		RunE: func(c *cobra.Command, args []string) error {
 			o, err := cf.options(c)
 			if err != nil {
@@ -173,52 +248,128 @@ the index is as it was.`,
 			if memory < 1 {
 				return usagef("--memory %d: must be at least 1 (MiB)", memory)
 			}
+			if most := maxMemoryMiB(); memory > most {
+				return usagef("--memory %d MiB is more than half of this machine's memory (at most %d MiB)", memory, most)
+			}
+			if err := in.check(args); err != nil {
+				return err
+			}
 			raiseMemoryLimit(memory << 20)
-			d, closeDB, err := a.openDB(o)
+			d, finish, err := a.openForWrite(o)
 			if err != nil {
 				return err
 			}
-			defer closeDB()
-			var sum insertSummary
-			var bar *progressbar.ProgressBar
-			if a.stderrIsTerminal() {
-				bar = progressbar.NewOptions64(-1, progressbar.OptionSetWriter(a.stderr), progressbar.OptionSetDescription("build"),
-					progressbar.OptionShowCount(), progressbar.OptionShowIts(), progressbar.OptionClearOnFinish())
+			defer finish(true)
+			in.MaxRecordBytes = d.MaxDocBytes() + recordSlack
+			inp, err := a.openInput(&in, d)
+			if err != nil {
+				finish(false)
+				return err
 			}
+			defer inp.close()
 			docs := func(yield func(db.Doc, error) bool) {
-				stop := errors.New("stop")
-				err := readInputs(args, a.stdin, in.inputOptions, in.skipBad, func(error) { sum.BadSkipped++ }, func(r record) error {
-					if !yield(r.doc, nil) {
-						return stop
+				for pd, err := range inp.docs(args) {
+					if !yield(pd.doc, err) || err != nil {
+						return
 					}
-					return nil
-				})
-				if err != nil && err != stop {
-					yield(db.Doc{}, err)
 				}
 			}
+			add, done := a.progress("build")
 			last := 0
-			res, err := d.Load(docs, &db.LoadOptions{Memory: memory << 20, SkipEmpty: true, Progress: func(n int) {
-				if bar != nil {
-					bar.Add(n - last)
-					last = n
-				}
+			res, err := d.Load(a.ctx, docs, &db.LoadOptions{Memory: memory << 20, SkipEmpty: true, Progress: func(n int) {
+				add(n - last)
+				last = n
 			}})
-			if bar != nil {
-				bar.Finish()
-			}
+			done()
 			if err != nil {
+				finish(false)
+				var re *docio.RecordError
+				switch {
+				case errors.Is(err, context.Canceled):
+					return interrupted{"nothing loaded (a build is atomic); re-run it"}
+				case errors.As(err, &re):
+					return fmt.Errorf("nothing loaded (a build is atomic); stopped at %w", re)
+				}
+				return fmt.Errorf("nothing loaded (a build is atomic): %w", err)
+			}
+			if err := inp.close(); err != nil {
 				return err
 			}
-			sum.Inserted, sum.Replaced, sum.Repeated, sum.Empty = res.Stored, res.Replaced, res.Repeated, len(res.SkippedEmpty)
-			a.reportInsert(sum)
-			return nil
+			return a.reportInsert(insertSummary{Inserted: res.Stored, Replaced: res.Replaced, Repeated: res.Repeated,
+				Empty: len(res.SkippedEmpty), BadSkipped: inp.skipped})
 		},
 	}
 	cf.add(c)
 	in.add(c)
-	c.Flags().IntVar(&memory, "memory", db.DefaultLoadMemory>>20, "memory budget for sorted data, in MiB (the process needs about 3x this)")
+	c.Flags().IntVar(&memory, "memory", db.DefaultLoadMemory>>20, "memory budget for sorted data, in MiB (the process needs about 3x this; at most half of the machine's memory)")
 	return c
+}
+
+// inserter writes a stream of documents in batches and keeps insert's
+// counts the way build counts: each id once, whatever batch it is in.
+type inserter struct {
+	d       *db.DB
+	sum     insertSummary
+	ids     map[string]uint8 // idRead, idWritten
+	batch   []db.Doc
+	last    string // position of the batch's last document
+	through string // position of the last committed document
+	add     func(int)
+}
+
+const (
+	idRead uint8 = 1 << iota
+	idWritten
+)
+
+func (w *inserter) put(pd posDoc) error {
+	if w.ids[pd.doc.ID]&idRead != 0 {
+		w.sum.Repeated++
+	}
+	w.ids[pd.doc.ID] |= idRead
+	w.batch = append(w.batch, pd.doc)
+	w.last = pd.pos
+	if len(w.batch) == cap(w.batch) {
+		return w.flush()
+	}
+	return nil
+}
+
+// flush commits the batch. NB: PutBatch counts a document that replaces
+// one an earlier batch of this insert wrote as replaced; those are taken
+// back out, so that "replaced" means stored before the command.
+func (w *inserter) flush() error {
+	if len(w.batch) == 0 {
+		return nil
+	}
+	res, err := w.d.PutBatch(w.batch, &db.WriteOptions{SkipEmpty: true})
+	if err != nil {
+		return err
+	}
+	empty := make(map[string]bool, len(res.SkippedEmpty))
+	for _, id := range res.SkippedEmpty {
+		empty[id] = true
+	}
+	rewrites := 0
+	counted := make(map[string]bool, len(w.batch))
+	for _, doc := range w.batch {
+		if counted[doc.ID] || empty[doc.ID] {
+			continue
+		}
+		counted[doc.ID] = true
+		if w.ids[doc.ID]&idWritten != 0 {
+			rewrites++
+		} else {
+			w.ids[doc.ID] |= idWritten
+			w.sum.Inserted++
+		}
+	}
+	w.sum.Replaced += res.Replaced - rewrites
+	w.sum.Empty += len(res.SkippedEmpty)
+	w.add(len(w.batch))
+	w.through = w.last
+	w.batch = w.batch[:0]
+	return nil
 }
 
 func (a *app) insertCmd(name string) *cobra.Command {
@@ -226,73 +377,82 @@ func (a *app) insertCmd(name string) *cobra.Command {
 	var in inputFlags
 	short := "Insert or replace documents from files, directories or stdin"
 	c := &cobra.Command{
-		Use:   name + " --db DIR [FILE|DIR|- ...]",
+		Use: name + " --db DIR [FILE|DIR|- ...]",
+		Example: `  # Create an index (default parameters) and fill it from a JSON Lines file
+  lshdb insert --db idx docs.jsonl
+
+  # A CSV file with columns url and body, into a new index for Jaccard >= 0.7
+  lshdb insert --db idx2 --threshold 0.7 --format csv --id-col url --text-col body pages.csv
+
+  # A directory of text files (ids: their paths); binary ones are named and skipped
+  lshdb insert --db idx notes
+
+  # Skip malformed records, keeping them in rejects.jsonl for a re-run
+  lshdb insert --db idx --skip-bad --rejects rejects.jsonl docs.jsonl`,
 		Short: short,
 		Long: short + `.
 
-Inputs: JSON Lines with id and text fields (gzip-compressed or not, told by
-content), CSV or TSV with a header line (--id-col, --text-col), a directory
-of text files (id = relative path), or - (or nothing) for stdin. The index
-is created with the creation flags if it does not exist.
+Inputs: JSON Lines with id and text fields, CSV or TSV with a header line
+(--id-col, --text-col), a directory of text files (id = relative path;
+hidden files skipped), or - (or nothing) for stdin; gzip or zstd
+compressed or not, told by content. The index is created with the
+creation flags if it does not exist.
 
 A document whose text has no shingles (empty or white space) is skipped and
 counted. An id repeated in the input: the last one wins, counted. A
-malformed record stops the command with an error naming its file and line;
-everything before it is committed and reported (--skip-bad skips it
-instead).`,
+malformed record (a bad id or one too large included) stops the command
+with an error naming its file and line; every document before it is
+committed ("committed N documents through FILE:LINE"). --skip-bad skips
+it instead, naming it on stderr, and --rejects FILE keeps it. Ctrl-C stops
+after committing what was read and says where to continue.`,
 		RunE: func(c *cobra.Command, args []string) error {
 			o, err := cf.options(c)
 			if err != nil {
 				return err
 			}
-			d, closeDB, err := a.openDB(o)
+			if err := in.check(args); err != nil {
+				return err
+			}
+			d, finish, err := a.openForWrite(o)
 			if err != nil {
 				return err
 			}
-			defer closeDB()
-			var sum insertSummary
-			seen := make(map[string]struct{})
-			batch := make([]db.Doc, 0, 1000)
-			var bar *progressbar.ProgressBar
-			if a.stderrIsTerminal() {
-				bar = progressbar.NewOptions64(-1, progressbar.OptionSetWriter(a.stderr), progressbar.OptionSetDescription(name),
-					progressbar.OptionShowCount(), progressbar.OptionShowIts(), progressbar.OptionClearOnFinish())
+			defer finish(true)
+			in.MaxRecordBytes = d.MaxDocBytes() + recordSlack
+			inp, err := a.openInput(&in, d)
+			if err != nil {
+				finish(false)
+				return err
 			}
-			flush := func() error {
-				if len(batch) == 0 {
-					return nil
-				}
-				res, err := d.PutBatch(batch, &db.WriteOptions{SkipEmpty: true})
+			defer inp.close()
+			add, done := a.progress(name)
+			w := &inserter{d: d, ids: make(map[string]uint8), batch: make([]db.Doc, 0, 1000), add: add}
+			var readErr, putErr error
+			for pd, err := range inp.docs(args) {
 				if err != nil {
-					return err
+					readErr = err
+					break
 				}
-				sum.Inserted += res.Stored
-				sum.Replaced += res.Replaced
-				sum.Empty += len(res.SkippedEmpty)
-				if bar != nil {
-					bar.Add(len(batch))
+				if putErr = w.put(pd); putErr != nil {
+					break
 				}
-				batch = batch[:0]
-				return nil
 			}
-			err = readInputs(args, a.stdin, in.inputOptions, in.skipBad, func(error) { sum.BadSkipped++ }, func(r record) error {
-				if _, dup := seen[r.doc.ID]; dup {
-					sum.Repeated++
-				}
-				seen[r.doc.ID] = struct{}{}
-				batch = append(batch, r.doc)
-				if len(batch) == cap(batch) {
-					return flush()
-				}
-				return nil
-			})
-			if bar != nil {
-				bar.Finish()
+			if putErr == nil {
+				// NB: the documents read before a bad record, a read
+				// error or an interrupt are good: they are committed.
+				putErr = w.flush()
 			}
-			// NB: what was read before an error is committed and reported.
-			ferr := flush()
-			a.reportInsert(sum)
-			return errors.Join(err, ferr)
+			err = cmp.Or(putErr, readErr)
+			done()
+			w.sum.BadSkipped = inp.skipped
+			if err == nil {
+				err = inp.close()
+			}
+			if err != nil {
+				finish(w.sum.Inserted > 0)
+				return stoppedErr(fmt.Sprintf("committed %d documents", w.sum.Inserted), w.through, err)
+			}
+			return a.reportInsert(w.sum)
 		},
 	}
 	cf.add(c)
@@ -300,13 +460,30 @@ instead).`,
 	return c
 }
 
-func (a *app) reportInsert(s insertSummary) {
-	if a.json() {
-		a.emitJSON(s)
-		return
+// stoppedErr is the error of insert or dedup stopped by err after
+// committing what done says, through the input position through: it says
+// where to go on.
+func stoppedErr(done, through string, err error) error {
+	if through != "" {
+		done += " through " + through
 	}
-	fmt.Fprintf(a.stdout, "inserted %d documents (%d replaced stored ones); %d repeated ids in the input (last one wins), %d empty texts skipped, %d bad records skipped\n",
+	var re *docio.RecordError
+	switch {
+	case errors.Is(err, context.Canceled):
+		return interrupted{done + "; re-run with the rest"}
+	case errors.As(err, &re):
+		return fmt.Errorf("%s; stopped at %w", done, re)
+	}
+	return fmt.Errorf("%s; stopped: %w", done, err)
+}
+
+func (a *app) reportInsert(s insertSummary) error {
+	if a.json() {
+		return a.emitJSON(s)
+	}
+	_, err := fmt.Fprintf(a.stdout, "inserted %d documents (%d replaced stored ones); %d repeated ids in the input (last one wins), %d empty texts skipped, %d bad records skipped\n",
 		s.Inserted, s.Replaced, s.Repeated, s.Empty, s.BadSkipped)
+	return err
 }
 
 func (a *app) dedupCmd() *cobra.Command {
@@ -315,40 +492,92 @@ func (a *app) dedupCmd() *cobra.Command {
 		Use:   "dedup --db DIR [FILE|DIR|- ...]",
 		Short: "Insert each input document unless a stored one is a near-duplicate",
 		RunE: func(c *cobra.Command, args []string) error {
-			d, closeDB, err := a.openDB(nil)
+			if err := in.check(args); err != nil {
+				return err
+			}
+			d, finish, err := a.openForWrite(nil)
 			if err != nil {
 				return err
 			}
-			defer closeDB()
-			tw := a.table()
-			if !a.json() {
-				fmt.Fprintln(tw, "ID\tDUPLICATE_OF\tJACCARD")
+			defer finish(true)
+			in.MaxRecordBytes = d.MaxDocBytes() + recordSlack
+			inp, err := a.openInput(&in, d)
+			if err != nil {
+				return err
 			}
-			err = readInputs(args, a.stdin, in.inputOptions, in.skipBad, func(e error) { fmt.Fprintf(a.stderr, "lshdb: skipped: %v\n", e) }, func(r record) error {
-				m, err := d.PutIfNew(r.doc, nil)
-				if errors.Is(err, db.ErrEmptyDocument) {
-					fmt.Fprintf(a.stderr, "lshdb: skipped %s: %v\n", r.pos, err)
-					return nil
+			defer inp.close()
+			tw := a.table()
+			// NB: the header comes with the first row, not before an error.
+			headed := a.json()
+			header := func() {
+				if !headed {
+					fmt.Fprintln(tw, "ID\tDUPLICATE_OF\tJACCARD")
+					headed = true
 				}
-				if err != nil {
-					return fmt.Errorf("%s: %w", r.pos, err)
-				}
-				if a.json() {
-					out := map[string]any{"id": r.doc.ID, "duplicate_of": nil, "jaccard": nil}
-					if m != nil {
-						out["duplicate_of"], out["jaccard"] = m.ID, m.Jaccard
+			}
+			stored, dups, empty, through, rows := 0, 0, 0, "", 0
+			err = func() error {
+				for pd, err := range inp.docs(args) {
+					if err != nil {
+						return err
 					}
-					return a.emitJSON(out)
-				}
-				if m != nil {
-					fmt.Fprintf(tw, "%s\t%s\t%.4f\n", r.doc.ID, m.ID, m.Jaccard)
-				} else {
-					fmt.Fprintf(tw, "%s\t-\t-\n", r.doc.ID)
+					m, err := d.PutIfNew(pd.doc, nil)
+					if errors.Is(err, db.ErrEmptyDocument) {
+						empty++
+						fmt.Fprintf(a.stderr, "lshdb: skipped %s (id %s): %v\n", escControls(pd.pos), docio.QuoteID(pd.doc.ID), dbReason{err})
+						continue
+					}
+					if err != nil {
+						return fmt.Errorf("%s: %w", pd.pos, err)
+					}
+					if m == nil {
+						stored++
+						through = pd.pos
+					} else {
+						dups++
+					}
+					header()
+					rows++
+					if a.json() {
+						out := map[string]any{"id": pd.doc.ID, "duplicate_of": nil, "jaccard": nil}
+						if m != nil {
+							out["duplicate_of"], out["jaccard"] = m.ID, m.Jaccard
+						}
+						err = a.emitJSON(out)
+					} else if m != nil {
+						fmt.Fprintf(tw, "%s\t%s\t%.4f\n", esc(pd.doc.ID), esc(m.ID), m.Jaccard)
+					} else {
+						fmt.Fprintf(tw, "%s\t-\t-\n", esc(pd.doc.ID))
+					}
+					// NB: the table is aligned and written streamRows rows
+					// at a time, as pairs does: bounded memory, and a
+					// closed output stops the work.
+					if err == nil && !a.json() && rows%streamRows == 0 {
+						err = tw.Flush()
+					}
+					if err != nil {
+						return err
+					}
 				}
 				return nil
-			})
-			tw.Flush()
-			return err
+			}()
+			if err == nil {
+				header()
+				err = inp.close()
+			}
+			err = cmp.Or(err, tw.Flush())
+			if err != nil {
+				finish(stored > 0)
+				return stoppedErr(fmt.Sprintf("stored %d new documents", stored), through, err)
+			}
+			// NB: on stderr, in both output formats: stdout stays the
+			// table or the JSON lines (C23).
+			skipped := ""
+			if n := inp.skipped + empty; n > 0 {
+				skipped = fmt.Sprintf(" (%d records skipped)", n)
+			}
+			fmt.Fprintf(a.stderr, "%d inserted, %d duplicates of stored documents%s\n", stored, dups, skipped)
+			return nil
 		},
 	}
 	in.add(c)
@@ -376,43 +605,111 @@ func (a *app) getCmd() *cobra.Command {
 					}
 					return a.emitJSON(out)
 				}
-				fmt.Fprintf(a.stdout, "id: %s\ndoc number: %d\nshingles: %d\n", doc.ID, doc.Num, len(doc.Shingles))
+				fmt.Fprintf(a.stdout, "id: %s\ndoc number: %d\nshingles: %d\n", esc(doc.ID), doc.Num, len(doc.Shingles))
 				if doc.HasText {
-					fmt.Fprintf(a.stdout, "text: %s\n", doc.Text)
+					_, err = fmt.Fprintf(a.stdout, "text: %s\n", esc(doc.Text))
 				} else {
-					fmt.Fprintln(a.stdout, "text: (not stored)")
+					_, err = fmt.Fprintln(a.stdout, "text: (not stored)")
 				}
-				return nil
+				return err
 			})
 		},
 	}
 }
 
+// readIDs reads ids one per line (CRLF accepted, blank lines skipped).
+func readIDs(r io.Reader, name string) ([]string, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), db.MaxIDBytes+8)
+	var ids []string
+	for line := 1; sc.Scan(); line++ {
+		id := strings.TrimSuffix(sc.Text(), "\r")
+		if line == 1 {
+			id = strings.TrimPrefix(id, "\ufeff")
+		}
+		if id != "" {
+			ids = append(ids, id)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return ids, nil
+}
+
 func (a *app) deleteCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "delete --db DIR ID ...",
-		Short: "Delete documents",
+	var from string
+	var ignoreMissing bool
+	c := &cobra.Command{
+		Use: "delete --db DIR (ID ... | - | --from FILE)",
+		Example: `  # Delete two documents (all or none: both must be stored)
+  lshdb delete --db idx fox2 cat
+
+  # Delete the ids listed in a file, one per line, passing over missing ones
+  lshdb delete --db idx --from ids.txt --ignore-missing`,
+		Short: "Delete documents, all or none",
+		Long: `Delete documents by id: the ids given as arguments, read from stdin (one
+per line) for -, or from --from FILE. The delete is atomic: an id that is not
+stored deletes nothing and fails the command, unless --ignore-missing.`,
 		RunE: func(c *cobra.Command, args []string) error {
-			if len(args) == 0 {
-				return usagef("delete needs at least one id")
+			if len(args) == 0 && from == "" {
+				return usagef("delete needs ids: arguments, - for stdin, or --from FILE")
 			}
-			return a.withIndex(func(d *db.DB) error {
-				var errs []error
-				for _, id := range args {
-					if err := d.Delete(id, nil); err != nil {
-						errs = append(errs, err)
+			var ids []string
+			for _, arg := range args {
+				if arg != "-" {
+					ids = append(ids, arg)
+					continue
+				}
+				more, err := readIDs(a.stdin, "stdin")
+				if err != nil {
+					return err
+				}
+				ids = append(ids, more...)
+			}
+			if from != "" {
+				f, err := os.Open(from)
+				if err != nil {
+					return err
+				}
+				more, err := readIDs(f, from)
+				f.Close()
+				if err != nil {
+					return err
+				}
+				ids = append(ids, more...)
+			}
+			return a.withWritableIndex(func(d *db.DB) error {
+				res, err := d.DeleteIDs(ids, &db.DeleteOptions{IgnoreMissing: ignoreMissing})
+				if err != nil {
+					return err
+				}
+				missing := make(map[string]bool, len(res.Missing))
+				for _, id := range res.Missing {
+					missing[id] = true
+					fmt.Fprintf(a.stderr, "lshdb: not found (ignored): %s\n", docio.QuoteID(id))
+				}
+				for _, id := range ids {
+					if missing[id] {
 						continue
 					}
+					missing[id] = true // NB: a repeated id is reported once
 					if a.json() {
-						a.emitJSON(map[string]any{"deleted": id})
+						err = a.emitJSON(map[string]any{"deleted": id})
 					} else {
-						fmt.Fprintf(a.stdout, "deleted %s\n", id)
+						_, err = fmt.Fprintf(a.stdout, "deleted %s\n", esc(id))
+					}
+					if err != nil {
+						return err
 					}
 				}
-				return errors.Join(errs...)
+				return nil
 			})
 		},
 	}
+	c.Flags().StringVar(&from, "from", "", "read the ids from this file, one per line")
+	c.Flags().BoolVar(&ignoreMissing, "ignore-missing", false, "delete the ids that are stored and pass over the others")
+	return c
 }
 
 func (a *app) purgeCmd() *cobra.Command {
@@ -424,16 +721,16 @@ as empty lists). Nothing a query or pairs returns changes; writers wait while
 it runs.`,
 		Args: nArgs(0),
 		RunE: func(c *cobra.Command, args []string) error {
-			return a.withIndex(func(d *db.DB) error {
-				n, err := d.PurgeEmptyLists()
+			return a.withWritableIndex(func(d *db.DB) error {
+				n, err := d.PurgeEmptyLists(a.ctx)
 				if err != nil {
 					return err
 				}
 				if a.json() {
 					return a.emitJSON(map[string]any{"purged_lists": n})
 				}
-				fmt.Fprintf(a.stdout, "purged %d empty posting lists\n", n)
-				return nil
+				_, err = fmt.Fprintf(a.stdout, "purged %d empty posting lists\n", n)
+				return err
 			})
 		},
 	}

@@ -5,6 +5,7 @@
 package accuracy
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -66,16 +67,7 @@ func Run(scheme minhash.Scheme, k, size int, target float64, seeds int, base uin
 	var sa, sb []uint32
 	var sum, sumSq float64
 	for t := range seeds {
-		trial := base ^ uint64(t)*0x9e3779b97f4a7c15
-		rng := rand.New(rand.NewPCG(trial, uint64(size)))
-		for i := range size {
-			a[i] = rng.Uint64()
-			b[i] = a[i]
-			if i >= m {
-				b[i] = rng.Uint64()
-			}
-		}
-		sk, err := minhash.NewSketcher(minhash.SketchOptions{Scheme: scheme, NumPerm: k, Seed: trial})
+		sk, err := drawTrial(scheme, k, m, base, t, a, b)
 		if err != nil {
 			return c, err
 		}
@@ -89,6 +81,23 @@ func Run(scheme minhash.Scheme, k, size int, target float64, seeds int, base uin
 	c.Mean = sum / n
 	c.Var = (sumSq - sum*sum/n) / (n - 1)
 	return c, nil
+}
+
+// drawTrial fills a and b (of equal length) with trial t's fresh random
+// pair of sets sharing their first m elements, and returns the Sketcher
+// seeded for that trial: trials are independent in both the sets and the
+// hash functions.
+func drawTrial(scheme minhash.Scheme, k, m int, base uint64, t int, a, b []uint64) (*minhash.Sketcher, error) {
+	trial := base ^ uint64(t)*0x9e3779b97f4a7c15
+	rng := rand.New(rand.NewPCG(trial, uint64(len(a))))
+	for i := range a {
+		a[i] = rng.Uint64()
+		b[i] = a[i]
+		if i >= m {
+			b[i] = rng.Uint64()
+		}
+	}
+	return minhash.NewSketcher(minhash.SketchOptions{Scheme: scheme, NumPerm: k, Seed: trial})
 }
 
 // Spec says how many trials a cell gets.
@@ -119,33 +128,42 @@ func Table(spec Spec) ([]Cell, error) {
 		}
 	}
 	cells := make([]Cell, len(jobs))
-	errs := make([]error, len(jobs))
-	ch := make(chan job)
+	err := parallel(len(jobs), func(i int) (err error) {
+		j := jobs[i]
+		seeds := spec.Seeds
+		if j.scheme == minhash.SchemeOPH && j.size < spec.K {
+			seeds = max(seeds, spec.SmallSeeds)
+		}
+		cells[i], err = Run(j.scheme, spec.K, j.size, j.target, seeds, spec.Base+uint64(j.i)<<40)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return cells, nil
+}
+
+// parallel runs fn(0) … fn(n−1) on every core and returns their errors,
+// joined.
+func parallel(n int, fn func(i int) error) error {
+	errs := make([]error, n)
+	next := make(chan int)
 	var wg sync.WaitGroup
 	for range runtime.GOMAXPROCS(0) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for j := range ch {
-				seeds := spec.Seeds
-				if j.scheme == minhash.SchemeOPH && j.size < spec.K {
-					seeds = max(seeds, spec.SmallSeeds)
-				}
-				cells[j.i], errs[j.i] = Run(j.scheme, spec.K, j.size, j.target, seeds, spec.Base+uint64(j.i)<<40)
+			for i := range next {
+				errs[i] = fn(i)
 			}
 		}()
 	}
-	for _, j := range jobs {
-		ch <- j
+	for i := range n {
+		next <- i
 	}
-	close(ch)
+	close(next)
 	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return nil, err
-		}
-	}
-	return cells, nil
+	return errors.Join(errs...)
 }
 
 // Bounds are the acceptance bounds of a table.

@@ -6,15 +6,13 @@
 package corpus
 
 import (
-	"bufio"
-	"bytes"
-	"compress/gzip"
-	"encoding/json"
+	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
+
+	"github.com/lshdb/lshdb/internal/docio"
 )
 
 // Doc is one document of a corpus.
@@ -104,41 +102,18 @@ func Shared(name string, limit int) ([]Doc, error) {
 }
 
 // Load reads up to limit documents (all when limit <= 0) from a JSON Lines
-// file, gzip-compressed or not (told by content).
+// file, gzip- or zstd-compressed or not (told by content), through
+// [docio.Read]. A malformed record fails the call, naming its file and line.
 func Load(path string, limit int) ([]Doc, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	br := bufio.NewReaderSize(f, 1<<20)
-	var r io.Reader = br
-	if magic, _ := br.Peek(2); bytes.Equal(magic, []byte{0x1f, 0x8b}) {
-		gz, err := gzip.NewReader(br)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
-		defer gz.Close()
-		r = gz
-	}
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 1<<20), 64<<20)
 	var docs []Doc
-	for line := 1; sc.Scan(); line++ {
-		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
-			continue
+	for rec, err := range docio.Read(context.Background(), []string{path}, nil, docio.Options{Format: "jsonl"}) {
+		if err != nil {
+			return nil, err
 		}
-		var d Doc
-		if err := json.Unmarshal(sc.Bytes(), &d); err != nil {
-			return nil, fmt.Errorf("%s:%d: %w", path, line, err)
-		}
-		docs = append(docs, d)
+		docs = append(docs, Doc{ID: rec.ID, Text: rec.Text})
 		if limit > 0 && len(docs) >= limit {
 			break
 		}
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return docs, nil
 }

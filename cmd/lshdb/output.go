@@ -1,0 +1,340 @@
+package main
+
+// The command's output contract: the JSON shapes (one typed struct per
+// kind of line, every key snake_case) and the escaping of text output.
+//
+// NB: scripts parse these shapes, so they are structs with json tags, not
+// maps: a field's name is fixed here, in one place, and a test checks that
+// every command's keys are snake_case.
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/lshdb/lshdb/bands"
+	"github.com/lshdb/lshdb/db"
+)
+
+// esc returns s as it may be shown on a terminal: unchanged when it holds
+// only printable characters, else quoted and escaped like a Go string
+// literal ("a\x1b]0;title\a", "two\r\nlines"), so that no id or stored
+// text can move the cursor, retitle or clear the terminal, set the
+// clipboard (OSC 52) or forge an output line. A string starting with a
+// double quote is quoted too, so that a quoted form is never ambiguous.
+func esc(s string) string {
+	if !needsQuote(s) {
+		return s
+	}
+	return strconv.Quote(s)
+}
+
+// needsQuote reports whether s holds invalid UTF-8, a control character
+// (C0 with tab, CR and LF, DEL, C1), any other non-printing rune (format
+// characters such as bidirectional overrides) or starts with a quote.
+func needsQuote(s string) bool {
+	if strings.HasPrefix(s, `"`) {
+		return true
+	}
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c >= 0x20 && c < 0x7f { // printable ASCII: the common case
+			i++
+			continue
+		}
+		if c < utf8.RuneSelf {
+			return true // C0 or DEL
+		}
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && n == 1 || !strconv.IsPrint(r) {
+			return true
+		}
+		i += n
+	}
+	return false
+}
+
+// escControls returns s with each character that needsQuote refuses
+// written as a Go escape (\x1b, \r, \u202e, \xff for a byte of invalid
+// UTF-8) and the rest unchanged, unquoted: for message lines, whose file
+// names (a directory input's, from an archive) and positions come from
+// outside.
+func escControls(s string) string {
+	var b strings.Builder
+	start := 0
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		bad := r < 0x20 || r == 0x7f
+		if r >= utf8.RuneSelf {
+			bad = r == utf8.RuneError && n == 1 || !strconv.IsPrint(r)
+		}
+		if bad {
+			b.WriteString(s[start:i])
+			if r == utf8.RuneError && n == 1 {
+				fmt.Fprintf(&b, `\x%02x`, s[i])
+			} else {
+				q := strconv.QuoteRune(r)
+				b.WriteString(q[1 : len(q)-1])
+			}
+			start = i + n
+		}
+		i += n
+	}
+	if start == 0 {
+		return s
+	}
+	b.WriteString(s[start:])
+	return b.String()
+}
+
+// escAll escapes each string of ids.
+func escAll(ids []string) []string {
+	out := make([]string, len(ids))
+	for i, id := range ids {
+		out[i] = esc(id)
+	}
+	return out
+}
+
+// emitJSON writes v as one JSON line. Control characters that
+// encoding/json leaves raw (DEL and the C1 range U+0080–U+009F) are
+// written as \u escapes too, so a JSON line is as safe on a terminal as a
+// table.
+func (a *app) emitJSON(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b = escapeJSONControls(b)
+	_, err = fmt.Fprintf(a.stdout, "%s\n", b)
+	return err
+}
+
+// escapeJSONControls rewrites DEL and C1 characters in encoded JSON as
+// \u escapes (they can only occur inside strings, where the escape means
+// the same character).
+func escapeJSONControls(b []byte) []byte {
+	if bytes.IndexByte(b, 0x7f) < 0 && bytes.IndexByte(b, 0xc2) < 0 {
+		return b
+	}
+	var out []byte
+	for i := 0; i < len(b); i++ {
+		switch {
+		case b[i] == 0x7f:
+			out = append(out, `\u007f`...)
+		case b[i] == 0xc2 && i+1 < len(b) && b[i+1] >= 0x80 && b[i+1] <= 0x9f:
+			out = fmt.Appendf(out, `\u%04x`, b[i+1])
+			i++
+		default:
+			out = append(out, b[i])
+		}
+	}
+	return out
+}
+
+// bucketHex is how a bucket key is shown, in text and JSON alike: 16 hex
+// digits, which bucket takes back.
+//
+// NB: a JSON number loses a uint64 above 2^53 in jq, JavaScript and pandas.
+func bucketHex(b uint64) string { return fmt.Sprintf("%016x", b) }
+
+// recallNote is the expected recall at threshold t when t is below the
+// index's own (where the banding was not chosen for it), else nil.
+func recallNote(d *db.DB, t float64) *float64 {
+	p := d.Params()
+	if t == 0 || t >= p.Threshold {
+		return nil
+	}
+	r := p.Bands.Probability(t)
+	return &r
+}
+
+// warnRecall says on stderr what recallNote found.
+func (a *app) warnRecall(d *db.DB, t float64, r *float64) {
+	if r == nil {
+		return
+	}
+	fmt.Fprintf(a.stderr, "lshdb: note: threshold %v is below the index's %v: a pair at Jaccard %v is found with probability %.4f (expected recall there; more similar pairs are likelier)\n",
+		t, d.Params().Threshold, t, *r)
+}
+
+// pairJSON is one line of pairs --output json.
+type pairJSON struct {
+	A       string  `json:"a"`
+	B       string  `json:"b"`
+	Jaccard float64 `json:"jaccard"`
+	// ExpectedRecall is set only when the threshold is below the index's.
+	ExpectedRecall *float64 `json:"expected_recall,omitempty"`
+}
+
+// clusterJSON is one line of clusters --output json.
+type clusterJSON struct {
+	Cluster int `json:"cluster"`
+	Size    int `json:"size"`
+	// Representative is the earliest inserted member (ids[0]).
+	Representative string   `json:"representative"`
+	IDs            []string `json:"ids"`
+	ExpectedRecall *float64 `json:"expected_recall,omitempty"`
+}
+
+// matchJSON is one line of query --output json. Jaccard is null when the
+// match was not verified (--estimate-only).
+type matchJSON struct {
+	ID             string   `json:"id"`
+	Jaccard        *float64 `json:"jaccard"`
+	Estimate       float64  `json:"estimate"`
+	Bands          int      `json:"bands"`
+	ExpectedRecall *float64 `json:"expected_recall,omitempty"`
+}
+
+// bucketJSON is one posting list.
+type bucketJSON struct {
+	Band   int      `json:"band"`
+	Bucket string   `json:"bucket"` // 16 hex digits
+	Size   int      `json:"size"`
+	Sample []string `json:"sample,omitempty"`
+}
+
+// nonNil returns s, or an empty slice for nil (JSON [] rather than null).
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+func bucketsJSON(hs []db.BucketInfo) []bucketJSON {
+	out := make([]bucketJSON, len(hs))
+	for i, h := range hs {
+		out[i] = bucketJSON{Band: h.Band, Bucket: bucketHex(h.Bucket), Size: h.Size, Sample: h.Sample}
+	}
+	return out
+}
+
+// bucketStatsJSON is the output of buckets --output json: one object,
+// histogram included.
+type bucketStatsJSON struct {
+	Band      *int         `json:"band,omitempty"` // --band, when given
+	Lists     []int        `json:"posting_lists_per_band"`
+	Histogram []int        `json:"bucket_size_histogram"`
+	Hottest   []bucketJSON `json:"hottest"`
+}
+
+// memberJSON is one line of bucket --output json.
+type memberJSON struct {
+	ID string `json:"id"`
+}
+
+// storedBytesJSON is stats' stored bytes by record kind.
+type storedBytesJSON struct {
+	Docs             uint64 `json:"docs"`
+	IDs              uint64 `json:"ids"`
+	Postings         uint64 `json:"postings"`
+	ManifestCounters uint64 `json:"manifest_and_counters"`
+}
+
+// statsJSON is the output of stats --output json.
+type statsJSON struct {
+	Docs                uint64          `json:"docs"`
+	Threshold           float64         `json:"threshold"`
+	Bands               int             `json:"bands"`
+	Rows                int             `json:"rows"`
+	NumPerm             int             `json:"num_perm"`
+	Scheme              string          `json:"scheme"`
+	Shingle             string          `json:"shingle"`
+	ShingleSize         int             `json:"shingle_size"`
+	Bag                 bool            `json:"bag"`
+	StoreText           bool            `json:"store_text"`
+	FormatVersion       int             `json:"format_version"`
+	ExpectedRecall      float64         `json:"expected_recall"`
+	PostingListsPerBand []int           `json:"posting_lists_per_band"`
+	BucketSizeHistogram []int           `json:"bucket_size_histogram"`
+	StoredBytes         storedBytesJSON `json:"stored_bytes"`
+	DiskBytes           uint64          `json:"disk_bytes"`
+	Hottest             []bucketJSON    `json:"hottest"`
+}
+
+// paramsJSON is the output of create --output json: the parameters, as
+// stats names them.
+type paramsJSON struct {
+	Threshold   float64 `json:"threshold"`
+	Bands       int     `json:"bands"`
+	Rows        int     `json:"rows"`
+	NumPerm     int     `json:"num_perm"`
+	Scheme      string  `json:"scheme"`
+	Shingle     string  `json:"shingle"`
+	ShingleSize int     `json:"shingle_size"`
+	Bag         bool    `json:"bag"`
+	StoreText   bool    `json:"store_text"`
+	Seed        uint64  `json:"seed"`
+	// ExpectedRecall is P(candidate) at the threshold, as in stats (it
+	// was recall_at_threshold here before: C24).
+	ExpectedRecall float64 `json:"expected_recall"`
+}
+
+// explainJSON is the output of explain --output json.
+type explainJSON struct {
+	A              string  `json:"a"`
+	B              string  `json:"b"`
+	Jaccard        float64 `json:"jaccard"`
+	Estimate       float64 `json:"estimate"`
+	Threshold      float64 `json:"threshold"`
+	Bands          int     `json:"bands"`
+	CollidingBands []int   `json:"colliding_bands"`
+	PCandidate     float64 `json:"p_candidate"`
+	Found          bool    `json:"found"`
+}
+
+// checkJSON is the output of check --output json.
+type checkJSON struct {
+	Docs         int      `json:"docs"`
+	IDs          int      `json:"ids"`
+	PostingLists int      `json:"posting_lists"`
+	EmptyLists   int      `json:"empty_lists"`
+	Postings     int      `json:"postings"`
+	Problems     []string `json:"problems"` // [] when clean, never null
+	OK           bool     `json:"ok"`
+}
+
+// tuneJSON is the output of tune --output json.
+type tuneJSON struct {
+	Bands             int           `json:"bands"`
+	Rows              int           `json:"rows"`
+	Threshold         float64       `json:"threshold"`
+	SCurveThreshold   float64       `json:"s_curve_threshold"`
+	PAtThreshold      float64       `json:"p_at_threshold"`
+	FalsePositiveArea float64       `json:"false_positive_area"`
+	FalseNegativeArea float64       `json:"false_negative_area"`
+	Table             []bands.Point `json:"table"`
+}
+
+// versionJSON is the output of version --output json.
+type versionJSON struct {
+	Version       string `json:"version"`
+	FormatVersion int    `json:"format_version"`
+	GoVersion     string `json:"go_version"`
+}
+
+// pairsStatsJSON is db.PairsStats as bench --build reports it.
+type pairsStatsJSON struct {
+	Docs            int   `json:"docs"`
+	IdenticalGroups int   `json:"identical_groups"`
+	IdenticalPairs  int64 `json:"identical_pairs"`
+	Lists           int   `json:"lists"`
+	HotLists        int   `json:"hot_lists"`
+	LargestList     int   `json:"largest_list"`
+	Candidates      int64 `json:"candidates"`
+	Verified        int64 `json:"verified"`
+	Matched         int64 `json:"matched"`
+	Reported        int64 `json:"reported"`
+	Spilled         bool  `json:"spilled"`
+}
+
+func pairsStatsOut(s db.PairsStats) pairsStatsJSON {
+	return pairsStatsJSON{Docs: s.Docs, IdenticalGroups: s.IdenticalGroups, IdenticalPairs: s.IdenticalPairs,
+		Lists: s.Lists, HotLists: s.HotLists, LargestList: s.LargestList, Candidates: s.Candidates,
+		Verified: s.Verified, Matched: s.Matched, Reported: s.Reported, Spilled: s.Spilled}
+}

@@ -1,0 +1,330 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// fixture builds an index of testdata/cmd/inputs/docs.jsonl (texts stored)
+// in a temporary directory and returns its path.
+func fixture(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "index")
+	if _, errOut, code := runLine([]string{"insert", "--db", dir, "--store-text", "../../testdata/cmd/inputs/docs.jsonl"}, ""); code != 0 {
+		t.Fatalf("insert: %d %s", code, errOut)
+	}
+	return dir
+}
+
+// jsonLines parses out as JSON Lines, failing on anything else.
+func jsonLines(t *testing.T, what, out string) []any {
+	t.Helper()
+	var vs []any
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var v any
+		if err := json.Unmarshal([]byte(line), &v); err != nil {
+			t.Fatalf("%s: not a JSON line: %q: %v", what, line, err)
+		}
+		vs = append(vs, v)
+	}
+	return vs
+}
+
+var snakeCase = regexp.MustCompile(`^[a-z][a-z0-9]*(_[a-z0-9]+)*$`)
+
+// badKeys returns the keys of v, at any depth, that are not snake_case.
+func badKeys(v any, path string) []string {
+	var bad []string
+	switch v := v.(type) {
+	case map[string]any:
+		for k, x := range v {
+			if !snakeCase.MatchString(k) {
+				bad = append(bad, path+"."+k)
+			}
+			bad = append(bad, badKeys(x, path+"."+k)...)
+		}
+	case []any:
+		for i, x := range v {
+			bad = append(bad, badKeys(x, fmt.Sprintf("%s[%d]", path, i))...)
+		}
+	}
+	return bad
+}
+
+// Ensure that every command's JSON output is JSON Lines whose keys, at
+// every depth, are snake_case.
+func TestJSONKeysSnakeCase(t *testing.T) {
+	dir := fixture(t)
+	in := "../../testdata/cmd/inputs/docs.jsonl"
+	// A bucket that exists, for the bucket command.
+	out, errOut, code := runLine([]string{"buckets", "--db", dir, "--band", "0", "--top", "1", "--output", "json"}, "")
+	if code != 0 {
+		t.Fatalf("buckets: %d %s", code, errOut)
+	}
+	var bs bucketStatsJSON
+	if err := json.Unmarshal([]byte(out), &bs); err != nil || len(bs.Hottest) != 1 {
+		t.Fatalf("buckets output %q: %v", out, err)
+	}
+	tmp := t.TempDir()
+	cmds := [][]string{
+		{"create", "--db", filepath.Join(tmp, "created")},
+		{"insert", "--db", filepath.Join(tmp, "inserted"), in},
+		{"build", "--db", filepath.Join(tmp, "built"), in},
+		{"dedup", "--db", filepath.Join(tmp, "built"), in},
+		{"get", "--db", dir, "fox1"},
+		{"query", "--db", dir, "--id", "fox1"},
+		{"query", "--db", dir, "--id", "fox1", "--estimate-only", "--threshold", "0.5"},
+		{"pairs", "--db", dir},
+		{"pairs", "--db", dir, "--threshold", "0.5"},
+		{"pairs", "--db", dir, "--sort=false"},
+		{"clusters", "--db", dir, "--threshold", "0.5"},
+		{"stats", "--db", dir},
+		{"buckets", "--db", dir, "--top", "3"},
+		{"bucket", "--db", dir, "0", bs.Hottest[0].Bucket},
+		{"explain", "--db", dir, "h", "x"},
+		{"tune"},
+		{"tune", "--db", dir},
+		{"check", "--db", dir},
+		{"version"},
+		{"bench", "--build", "--corpus", in},
+		{"purge", "--db", dir},
+		{"delete", "--db", dir, "fox2"},
+	}
+	for _, args := range cmds {
+		out, errOut, code := runLine(append(args, "--output", "json"), "")
+		what := strings.Join(args, " ")
+		if code != 0 || strings.TrimSpace(out) == "" {
+			t.Fatalf("%s: exit %d, stdout %q, stderr %q", what, code, out, errOut)
+		}
+		for _, v := range jsonLines(t, what, out) {
+			if bad := badKeys(v, ""); len(bad) > 0 {
+				t.Errorf("%s: keys not snake_case: %v", what, bad)
+			}
+		}
+	}
+}
+
+// Ensure that buckets prints bucket ids (text and JSON) in the form bucket
+// takes back: every hottest bucket of every band, fed to bucket, lists
+// exactly the members buckets sampled (all of them: no bucket here has
+// more than SampleSize members).
+func TestBucketsRoundTrip(t *testing.T) {
+	dir := fixture(t)
+	out, errOut, code := runLine([]string{"buckets", "--db", dir, "--top", "100", "--output", "json"}, "")
+	if code != 0 {
+		t.Fatalf("buckets: %d %s", code, errOut)
+	}
+	var bs bucketStatsJSON
+	if err := json.Unmarshal([]byte(out), &bs); err != nil {
+		t.Fatal(err)
+	}
+	// 6 documents, h and H identical: 5 distinct signatures in 16 bands,
+	// so at least 16 and at most 80 lists; the histogram counts them all.
+	total := 0
+	for _, n := range bs.Histogram {
+		total += n
+	}
+	if len(bs.Hottest) < 16 || total < len(bs.Hottest) {
+		t.Fatalf("%d hottest buckets, histogram %v", len(bs.Hottest), bs.Histogram)
+	}
+	text, _, _ := runLine([]string{"buckets", "--db", dir, "--top", "100"}, "")
+	for _, h := range bs.Hottest {
+		if len(h.Bucket) != 16 {
+			t.Fatalf("bucket %q is not 16 hex digits", h.Bucket)
+		}
+		if !strings.Contains(text, fmt.Sprintf("  %d  %s  ", h.Band, h.Bucket)) && !strings.Contains(text, " "+h.Bucket+" ") {
+			t.Fatalf("the table does not show bucket %s:\n%s", h.Bucket, text)
+		}
+		out, errOut, code := runLine([]string{"bucket", "--db", dir, "--output", "json", fmt.Sprint(h.Band), h.Bucket}, "")
+		if code != 0 {
+			t.Fatalf("bucket %d %s: %d %s", h.Band, h.Bucket, code, errOut)
+		}
+		var ids []string
+		for _, v := range jsonLines(t, "bucket", out) {
+			ids = append(ids, v.(map[string]any)["id"].(string))
+		}
+		if len(ids) != h.Size || !slices.Equal(ids, h.Sample) {
+			t.Fatalf("bucket %d %s: members %v, buckets said size %d sample %v", h.Band, h.Bucket, ids, h.Size, h.Sample)
+		}
+	}
+}
+
+// Ensure that esc leaves printable text alone and quotes anything with a
+// control character, so no terminal sequence survives.
+func TestEsc(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"plain id", "plain id"},
+		{"café ☕", "café ☕"},
+		{"evil\x1b]0;PWNED\a", `"evil\x1b]0;PWNED\a"`},
+		{"two\r\nlines", `"two\r\nlines"`},
+		{"tab\tsep", `"tab\tsep"`},
+		{"del\x7f", `"del\x7f"`},
+		{"c1\u009b31m", `"c1\u009b31m"`},
+		{"bidi\u202e", `"bidi\u202e"`},
+		{"bad\xffutf8", `"bad\xffutf8"`},
+		{`"quoted"`, `"\"quoted\""`},
+	} {
+		if got := esc(c.in); got != c.want {
+			t.Errorf("esc(%q) = %s, want %s", c.in, got, c.want)
+		}
+	}
+	if got := string(escapeJSONControls([]byte("{\"id\":\"a\x7fb\u0085c\u00e9\"}"))); got != `{"id":"a\u007fb\u0085cé"}` {
+		t.Errorf("escapeJSONControls: %s", got)
+	}
+}
+
+// hostile are ids and a text that try to retitle the terminal (OSC 0 …
+// BEL), clear it, and forge an output line (CR LF).
+const (
+	evilTitle = "evil\x1b]0;PWNED\a\x1b[2J"
+	evilLine  = "evil2\r\nfake-line deleted g1"
+	evilText  = "clipboard \x1b]52;c;cHduZWQ=\a text"
+)
+
+// Ensure that no table or text output shows a control character from an
+// id or a stored text: pairs, query, get, buckets, bucket, clusters,
+// explain and the shell print them escaped.
+func TestOutputEscapesControls(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "index")
+	docs := fmt.Sprintf("%s\n%s\n%s\n%s\n",
+		mustJSON(map[string]string{"id": evilTitle, "text": "the same text for all three"}),
+		mustJSON(map[string]string{"id": evilLine, "text": "the same text for all three"}),
+		mustJSON(map[string]string{"id": "plain", "text": "the same text for all three"}),
+		mustJSON(map[string]string{"id": "texty", "text": evilText}))
+	if _, errOut, code := runLine([]string{"insert", "--db", dir, "--store-text"}, docs); code != 0 {
+		t.Fatalf("insert: %d %s", code, errOut)
+	}
+	out, _, _ := runLine([]string{"buckets", "--db", dir, "--band", "0", "--top", "1", "--output", "json"}, "")
+	var bs bucketStatsJSON
+	if err := json.Unmarshal([]byte(out), &bs); err != nil || len(bs.Hottest) == 0 {
+		t.Fatalf("buckets: %q %v", out, err)
+	}
+	qTitle, qLine := esc(evilTitle), esc(evilLine)
+	for _, c := range []struct {
+		args  []string
+		stdin string
+		want  []string // escaped forms that must appear
+	}{
+		{[]string{"pairs", "--threshold", "0.5"}, "", []string{qTitle, qLine}},
+		{[]string{"pairs", "--sort=false", "--threshold", "0.5"}, "", []string{qTitle, qLine}},
+		{[]string{"query", "--id", "plain", "--threshold", "0.5"}, "", []string{qTitle, qLine}},
+		{[]string{"get", evilTitle}, "", []string{qTitle}},
+		{[]string{"get", "texty"}, "", []string{esc(evilText)}},
+		{[]string{"buckets", "--band", "0"}, "", []string{qTitle}},
+		{[]string{"stats"}, "", []string{qTitle}},
+		{[]string{"bucket", "0", bs.Hottest[0].Bucket}, "", []string{qTitle, qLine}},
+		{[]string{"clusters", "--threshold", "0.5"}, "", []string{qTitle, qLine}},
+		{[]string{"explain", evilTitle, evilLine}, "", []string{qTitle, qLine}},
+		{[]string{"shell"}, "query --id plain --threshold 0.5\nput \"x\x1b[31m\" some text here\n", []string{qTitle, qLine, esc("x\x1b[31m")}},
+	} {
+		out, errOut, code := runLine(append([]string{c.args[0], "--db", dir}, c.args[1:]...), c.stdin)
+		what := strings.Join(c.args, " ")
+		if code != 0 {
+			t.Fatalf("%s: exit %d %s", what, code, errOut)
+		}
+		for _, line := range strings.Split(out, "\n") {
+			for _, r := range line {
+				if r < 0x20 || r == 0x7f || r >= 0x80 && r < 0xa0 {
+					t.Fatalf("%s: raw control character %U in output line %q", what, r, line)
+				}
+			}
+		}
+		for _, w := range c.want {
+			if !strings.Contains(out, w) {
+				t.Errorf("%s: output lacks %s:\n%s", what, w, out)
+			}
+		}
+	}
+}
+
+func mustJSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}
+
+// Ensure that escControls escapes exactly the characters esc refuses and
+// leaves the rest of a message line, quotes included, as it was.
+func TestEscControls(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{`stat dir/a "b": no such file`, `stat dir/a "b": no such file`},
+		{"café ☕", "café ☕"},
+		{"dir/evil\x1b]0;DIRPWN\a.txt:3", `dir/evil\x1b]0;DIRPWN\a.txt:3`},
+		{"two\r\nlines", `two\r\nlines`},
+		{"del\x7f c1\u009b bidi\u202e", `del\x7f c1\u009b bidi\u202e`},
+		{"bad\xffutf8", `bad\xffutf8`},
+	} {
+		if got := escControls(c.in); got != c.want {
+			t.Errorf("escControls(%q) = %s, want %s", c.in, got, c.want)
+		}
+	}
+}
+
+// rawControl returns the first line of s holding a control character
+// other than its newline, or "".
+func rawControl(s string) string {
+	for _, line := range strings.Split(s, "\n") {
+		for _, r := range line {
+			if r < 0x20 || r == 0x7f || r >= 0x80 && r < 0xa0 {
+				return line
+			}
+		}
+	}
+	return ""
+}
+
+// Ensure that the write commands print ids and file names escaped too
+// (R5): dedup's table, delete's lines, and the stderr lines that name a
+// skipped file of a directory input or a position in one.
+func TestWriteOutputEscapesControls(t *testing.T) {
+	tmp := t.TempDir()
+	dir := filepath.Join(tmp, "index")
+	docs := mustJSON(map[string]string{"id": "plain", "text": "the same text for all three"}) + "\n" +
+		mustJSON(map[string]string{"id": evilTitle, "text": "the same text for all three"}) + "\n" +
+		mustJSON(map[string]string{"id": evilLine, "text": "a text of its own, unlike the others"}) + "\n"
+	out, errOut, code := runLine([]string{"dedup", "--db", dir, "-"}, docs)
+	if code != 0 {
+		t.Fatalf("dedup: exit %d %s", code, errOut)
+	}
+	if l := rawControl(out); l != "" {
+		t.Fatalf("dedup: raw control character in %q", l)
+	}
+	for _, w := range []string{`"evil\x1b]0;PWNED\a\x1b[2J"`, `"evil2\r\nfake-line deleted g1"`} {
+		if !strings.Contains(out, w) {
+			t.Errorf("dedup: output lacks %s:\n%s", w, out)
+		}
+	}
+	out, errOut, code = runLine([]string{"delete", "--db", dir, evilLine}, "")
+	if code != 0 || out != `deleted "evil2\r\nfake-line deleted g1"`+"\n" {
+		t.Fatalf("delete: exit %d, %q, %q", code, out, errOut)
+	}
+	// A directory whose file names carry escapes: a binary one is skipped
+	// and named, an empty one too (dedup), and a missing --from file
+	// named in the error line.
+	src := filepath.Join(tmp, "src")
+	os.Mkdir(src, 0o755)
+	os.WriteFile(filepath.Join(src, "evil\x1b]0;DIRPWN\a.txt"), []byte("bin\x00ary"), 0o644)
+	os.WriteFile(filepath.Join(src, "empty\r\n.txt"), []byte("  \n"), 0o644)
+	os.WriteFile(filepath.Join(src, "fine.txt"), []byte("a fine text file with words"), 0o644)
+	for _, args := range [][]string{
+		{"insert", "--db", dir, "--skip-bad", src},
+		{"dedup", "--db", dir, "--skip-bad", src},
+		{"delete", "--db", dir, "--from", filepath.Join(tmp, "no\x1b[2Jsuch")},
+	} {
+		out, errOut, _ := runLine(args, "")
+		if l := rawControl(out + errOut); l != "" {
+			t.Errorf("%s: raw control character in %q", args[0], l)
+		}
+		if !strings.Contains(errOut, `\x1b`) && !strings.Contains(errOut, `\r\n`) {
+			t.Errorf("%s: stderr names no escaped file: %q", args[0], errOut)
+		}
+	}
+}

@@ -1,0 +1,255 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/lshdb/lshdb/db"
+)
+
+// Ensure that topPairs keeps exactly the n best pairs (best first, ties by
+// ids), as sorting everything and cutting does, and never holds more than
+// n: random pairs with many Jaccard ties, for n from 1 past the count.
+func TestTopPairs(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	var all []db.Pair
+	for i := range 500 {
+		all = append(all, db.Pair{A: fmt.Sprintf("d%03d", rng.IntN(60)), B: fmt.Sprintf("e%03d", i), Jaccard: float64(rng.IntN(8)) / 8})
+	}
+	want := slices.Clone(all)
+	slices.SortFunc(want, func(x, y db.Pair) int {
+		return cmp.Or(cmp.Compare(y.Jaccard, x.Jaccard), strings.Compare(x.A, y.A), strings.Compare(x.B, y.B))
+	})
+	for _, n := range []int{1, 2, 3, 7, 64, 499, 500, 501, 1000} {
+		top := newTopPairs(n)
+		for _, p := range all {
+			top.add(p)
+			if len(top.h) > n {
+				t.Fatalf("n=%d: holds %d pairs", n, len(top.h))
+			}
+		}
+		if got := top.sorted(); !slices.Equal(got, want[:min(n, len(want))]) {
+			t.Fatalf("n=%d: got %v…, want %v…", n, got[:min(3, len(got))], want[:3])
+		}
+	}
+}
+
+// tieFixture builds an index with many pairs and ties: 4 groups of 5
+// identical texts (10 pairs at Jaccard 1 each) and near-copies of each.
+func tieFixture(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "index")
+	var in strings.Builder
+	base := []string{
+		"the quick brown fox jumps over the lazy dog near the river bank",
+		"a completely different sentence about a cat sleeping on a warm mat",
+		"packages for the debian operating system with many small utilities",
+		"near duplicate detection with minhash signatures and banding tables",
+	}
+	for g, text := range base {
+		for i := range 5 {
+			fmt.Fprintf(&in, "%s\n", mustJSON(map[string]string{"id": fmt.Sprintf("g%d-%d", g, i), "text": text}))
+		}
+		fmt.Fprintf(&in, "%s\n", mustJSON(map[string]string{"id": fmt.Sprintf("g%d-edit", g), "text": text + "!"}))
+	}
+	if _, errOut, code := runLine([]string{"insert", "--db", dir}, in.String()); code != 0 {
+		t.Fatalf("insert: %d %s", code, errOut)
+	}
+	return dir
+}
+
+// Ensure that pairs --limit N prints the first N lines of the full sorted
+// output, for every N (ties at Jaccard 1 are broken by ids alike).
+func TestPairsLimitIsPrefix(t *testing.T) {
+	dir := tieFixture(t)
+	for _, format := range []string{"json", "table"} {
+		full, errOut, code := runLine([]string{"pairs", "--db", dir, "--output", format}, "")
+		if code != 0 {
+			t.Fatalf("pairs: %d %s", code, errOut)
+		}
+		lines := strings.Split(strings.TrimSpace(full), "\n")
+		if format == "table" {
+			lines = lines[1:] // the header
+		}
+		// 4 groups: C(6,2) = 15 pairs each, the edited copy included
+		// (6 texts of 60+ characters differing by one: J > 0.9).
+		if len(lines) != 60 {
+			t.Fatalf("%d pairs, want 60:\n%s", len(lines), full)
+		}
+		for n := 1; n <= len(lines)+1; n++ {
+			if format == "table" && n > 3 && n%10 != 0 && n < len(lines)-1 {
+				continue // the JSON run covers every n
+			}
+			out, errOut, code := runLine([]string{"pairs", "--db", dir, "--output", format, "--limit", fmt.Sprint(n)}, "")
+			if code != 0 {
+				t.Fatalf("--limit %d: %d %s", n, code, errOut)
+			}
+			got := strings.Split(strings.TrimSpace(out), "\n")
+			if format == "table" {
+				got = got[1:]
+			}
+			if format == "json" && !slices.Equal(got, lines[:min(n, len(lines))]) {
+				t.Fatalf("--limit %d:\n%s\nwant the first %d of\n%s", n, out, n, full)
+			}
+			// Table columns align per output, so compare the fields.
+			for i := range got {
+				if i >= len(lines) || !slices.Equal(strings.Fields(got[i]), strings.Fields(lines[i])) {
+					t.Fatalf("--limit %d line %d: %q, want %q", n, i, got[i], lines[min(i, len(lines)-1)])
+				}
+			}
+			if len(got) != min(n, len(lines)) {
+				t.Fatalf("--limit %d: %d lines", n, len(got))
+			}
+		}
+	}
+}
+
+// arrivals is a writer that records how many bytes have arrived.
+type arrivals struct {
+	bytes.Buffer
+	writes int
+}
+
+func (w *arrivals) Write(p []byte) (int, error) { w.writes++; return w.Buffer.Write(p) }
+
+// Ensure that pairs --sort=false writes its table while the pairs are still
+// coming (bounded memory), not all at the end: after 2,500 of 3,000 pairs,
+// at least 2,000 rows have reached the writer; in the end every row has.
+func TestPairsTableStreams(t *testing.T) {
+	w := &arrivals{}
+	a := &app{ctx: context.Background(), stdout: w, stderr: io.Discard, output: "table"}
+	seen := -1
+	seq := func(yield func(db.Pair, error) bool) {
+		for i := range 3000 {
+			if i == 2500 {
+				seen = strings.Count(w.String(), "\n")
+			}
+			if !yield(db.Pair{A: fmt.Sprintf("a%d", i), B: fmt.Sprintf("b%d", i), Jaccard: 0.9}, nil) {
+				return
+			}
+		}
+	}
+	if err := a.streamPairs(seq, nil); err != nil {
+		t.Fatal(err)
+	}
+	if seen < 2000 {
+		t.Fatalf("after 2,500 pairs, %d lines had been written", seen)
+	}
+	sc := bufio.NewScanner(&w.Buffer)
+	rows := 0
+	for sc.Scan() {
+		if f := strings.Fields(sc.Text()); rows > 0 && (len(f) != 3 || f[0] != fmt.Sprintf("a%d", rows-1)) {
+			t.Fatalf("row %d: %q", rows, sc.Text())
+		}
+		rows++
+	}
+	if rows != 3001 {
+		t.Fatalf("%d lines, want a header and 3000 rows", rows)
+	}
+}
+
+// cancelOnWrite cancels a context at the first write it receives.
+type cancelOnWrite struct {
+	bytes.Buffer
+	cancel context.CancelFunc
+}
+
+func (w *cancelOnWrite) Write(p []byte) (int, error) { w.cancel(); return w.Buffer.Write(p) }
+
+// Ensure that an interrupt during pairs --sort=false stops it after the
+// pairs already printed, with a one-line note saying how many, and exit
+// 130: JSON lines through the command (the writer cancels at the first
+// line), and the table with a fake iteration cancelled after 5 pairs (the
+// 5 rows are written, with their header).
+func TestPairsInterruptedMidway(t *testing.T) {
+	dir := tieFixture(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	out := &cancelOnWrite{cancel: cancel}
+	var errOut bytes.Buffer
+	code := run(ctx, []string{"pairs", "--db", dir, "--sort=false", "--output", "json"}, strings.NewReader(""), out, &errOut)
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if code != 130 || len(lines) != 1 || errOut.String() != "lshdb: interrupted after 1 pairs: context canceled\n" {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, out.String(), errOut.String())
+	}
+
+	ctx, cancel = context.WithCancel(context.Background())
+	var tab bytes.Buffer
+	a := &app{ctx: ctx, stdout: &tab, stderr: io.Discard, output: "table"}
+	seq := func(yield func(db.Pair, error) bool) {
+		for i := range 100 {
+			if i == 5 {
+				cancel()
+			}
+			if !yield(db.Pair{A: fmt.Sprintf("a%d", i), B: "b", Jaccard: 1}, nil) {
+				return
+			}
+		}
+	}
+	err := a.streamPairs(seq, nil)
+	if !errors.Is(err, context.Canceled) || err.Error() != "interrupted after 5 pairs: context canceled" {
+		t.Fatalf("table: %v", err)
+	}
+	if rows := strings.Split(strings.TrimSpace(tab.String()), "\n"); len(rows) != 6 || !strings.HasPrefix(rows[5], "a4 ") {
+		t.Fatalf("table: %q", tab.String())
+	}
+}
+
+// Ensure that pairs, clusters, query, check, stats and buckets, when
+// interrupted, print nothing on stdout (no header, no partial result that
+// would look complete) and one line on stderr saying so, with exit 130.
+// The index has 300 documents: every scan over its 4,800 posting lists
+// meets the cancelled context (the library checks every 1,024 keys).
+func TestReadCommandsInterrupted(t *testing.T) {
+	f, err := os.Open("../../testdata/corpora/debian-sample/docs.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var in strings.Builder
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<20)
+	for i := 0; i < 300 && sc.Scan(); i++ {
+		in.WriteString(sc.Text() + "\n")
+	}
+	dir := filepath.Join(t.TempDir(), "index")
+	if _, errOut, code := runLine([]string{"insert", "--db", dir}, in.String()); code != 0 {
+		t.Fatalf("insert: %d %s", code, errOut)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, c := range []struct {
+		args []string
+		note string
+	}{
+		{[]string{"pairs"}, "interrupted after 0 pairs, none printed"},
+		{[]string{"pairs", "--sort=false"}, "interrupted after 0 pairs"},
+		{[]string{"pairs", "--limit", "3"}, "interrupted after 0 pairs, none printed"},
+		{[]string{"clusters"}, "clusters interrupted: nothing printed"},
+		{[]string{"query", "--text", "a text"}, "query interrupted: nothing printed"},
+		{[]string{"check"}, "check interrupted: no verdict"},
+		{[]string{"stats"}, "stats interrupted: nothing printed"},
+		{[]string{"buckets"}, "buckets interrupted: nothing printed"},
+	} {
+		for _, format := range []string{"table", "json"} {
+			var out, errOut bytes.Buffer
+			args := append([]string{c.args[0], "--db", dir, "--output", format}, c.args[1:]...)
+			code := run(ctx, args, strings.NewReader(""), &out, &errOut)
+			lines := strings.Split(strings.TrimSpace(errOut.String()), "\n")
+			if code != 130 || out.Len() != 0 || len(lines) != 1 || !strings.HasPrefix(lines[0], "lshdb: "+c.note) ||
+				!strings.HasSuffix(lines[0], "context canceled") {
+				t.Errorf("%v: exit %d, stdout %q, stderr %q", args, code, out.String(), errOut.String())
+			}
+		}
+	}
+}

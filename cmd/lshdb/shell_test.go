@@ -1,0 +1,185 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"maps"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/lshdb/lshdb/db"
+	"github.com/peterh/liner"
+)
+
+// lines is a prompter that returns its lines (a nil-error string each, or
+// an error) and then io.EOF, recording history.
+type lines struct {
+	items   []any // string or error
+	history []string
+}
+
+func (l *lines) Prompt(string) (string, error) {
+	if len(l.items) == 0 {
+		return "", io.EOF
+	}
+	it := l.items[0]
+	l.items = l.items[1:]
+	if err, ok := it.(error); ok {
+		return "", err
+	}
+	return it.(string), nil
+}
+
+func (l *lines) AppendHistory(s string) { l.history = append(l.history, s) }
+
+// interruptingWriter sends an interrupt on sigs at the first write and
+// waits until the running statement's context is cancelled, as a Ctrl-C
+// while a statement prints.
+type interruptingWriter struct {
+	bytes.Buffer
+	a    *app
+	sigs chan os.Signal
+	sent bool
+}
+
+func (w *interruptingWriter) Write(p []byte) (int, error) {
+	if !w.sent {
+		w.sent = true
+		w.sigs <- os.Interrupt
+		<-w.a.ctx.Done()
+	}
+	return w.Buffer.Write(p)
+}
+
+// shellApp opens the tie fixture as a shell would and returns its app.
+func shellApp(t *testing.T, stdout io.Writer) *app {
+	t.Helper()
+	d, err := db.Open(tieFixture(t), &db.Options{MustExist: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return &app{ctx: context.Background(), stdout: stdout, stderr: io.Discard, shellDB: d}
+}
+
+// Ensure that an interrupt while a statement runs cancels that statement
+// only: the shell reports it and runs the next line; Ctrl-C at the prompt
+// (ErrPromptAborted) drops the line and keeps the shell; EOF (Ctrl-D)
+// leaves it.
+func TestShellInterruptKeepsShell(t *testing.T) {
+	sigs := make(chan os.Signal)
+	w := &interruptingWriter{sigs: sigs}
+	a := shellApp(t, w)
+	w.a = a
+	p := &lines{items: []any{
+		"pairs --sort=false --output json",
+		liner.ErrPromptAborted,
+		"get g0-edit",
+		"query --id g3-edit --output json",
+	}}
+	if err := a.repl(p, sigs); err != nil {
+		t.Fatal(err)
+	}
+	out := w.String()
+	for _, want := range []string{
+		"error: interrupted after 1 pairs: context canceled\n",
+		"id: g0-edit\ndoc number: 6\n", // 0-based: after g0-0 … g0-4
+		// 67 characters: 63 5-shingles, and "!" adds one: J = 63/64.
+		`{"id":"g3-0","jaccard":0.984375`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if n := strings.Count(out, `"jaccard":1}`); n != 1 {
+		t.Errorf("the interrupted pairs printed %d lines:\n%s", n, out)
+	}
+	if len(p.history) != 3 {
+		t.Errorf("history %q", p.history)
+	}
+}
+
+// Ensure that every exit word leaves the shell before the next line runs.
+func TestShellExitWords(t *testing.T) {
+	for _, word := range []string{"exit", "quit", ".quit", ".exit", `\q`} {
+		var out bytes.Buffer
+		a := shellApp(t, &out)
+		if err := a.repl(&lines{items: []any{word, "stats"}}, make(chan os.Signal)); err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(out.String(), "documents") {
+			t.Errorf("%s: the shell went on:\n%s", word, out.String())
+		}
+	}
+}
+
+// Ensure that a flag naming a file does nothing inside the shell: tune
+// --plot creates no file and query --file reads none.
+func TestShellWritesNoFile(t *testing.T) {
+	dir := fixture(t)
+	plot := filepath.Join(t.TempDir(), "curve.svg")
+	_, errOut, code := runLine([]string{"shell", "--db", dir}, "tune --plot "+plot+"\nget --cpuprofile "+plot+" fox1\n")
+	if code != 1 || !strings.Contains(errOut, "\nlshdb: --plot names a file") {
+		t.Fatalf("exit %d:\n%s", code, errOut)
+	}
+	if _, err := os.Stat(plot); !os.IsNotExist(err) {
+		t.Fatalf("the shell wrote %s: %v", plot, err)
+	}
+}
+
+// Ensure that the shell history is saved readable by its owner only, also
+// over an older history file that others could read.
+func TestSaveHistoryMode(t *testing.T) {
+	path := filepath.Join(t.TempDir(), ".lshdb_history")
+	if err := os.WriteFile(path, []byte("old\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		err := saveHistory(path, func(w io.Writer) (int, error) { return io.WriteString(w, "put a secret text\n") })
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := os.Stat(path)
+		if err != nil || st.Mode().Perm() != 0o600 {
+			t.Fatalf("mode %v, %v", st.Mode(), err)
+		}
+		os.Remove(path) // the second round creates it
+	}
+}
+
+// Ensure that the shell refuses a --db that does not exist instead of
+// creating an empty index there (a mistyped path).
+func TestShellNeedsAnIndex(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "typo")
+	_, errOut, code := runLine([]string{"shell", "--db", dir}, "stats\n")
+	if code != 1 || !strings.Contains(errOut, "does not exist") {
+		t.Fatalf("shell on a missing index: exit %d, %q", code, errOut)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the shell created %s: %v", dir, err)
+	}
+}
+
+// Ensure that the shell's put takes prose as typed (an apostrophe is not
+// an unclosed quote), refuses a flag instead of storing it as an id, and
+// stores an id that starts with '-' after --: the oracle is get's text.
+func TestShellPutProse(t *testing.T) {
+	idx := filepath.Join(t.TempDir(), "idx")
+	if _, errOut, code := runLine([]string{"create", "--db", idx, "--store-text"}, ""); code != 0 {
+		t.Fatal(errOut)
+	}
+	out, errOut, code := runLine([]string{"shell", "--db", idx},
+		"put a1 don't stop me now\nput --threshold 0.5 hello world\nput -- -x dash id text\n")
+	if code != 1 || !strings.Contains(errOut, `put takes no flags: "--threshold"`) {
+		t.Fatalf("shell: exit %d\nstdout %s\nstderr %s", code, out, errOut)
+	}
+	got := storedTexts(t, idx)
+	want := map[string]string{"a1": "don't stop me now", "-x": "dash id text"}
+	if !maps.Equal(got, want) {
+		t.Fatalf("stored %q, want %q", got, want)
+	}
+}

@@ -1,0 +1,76 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"unsafe"
+)
+
+// openPTY returns a pseudo-terminal's controller and terminal ends, or
+// skips the test where there is none.
+func openPTY(t *testing.T) (ctl, tty *os.File) {
+	t.Helper()
+	ctl, err := os.OpenFile("/dev/ptmx", os.O_RDWR, 0)
+	if err != nil {
+		t.Skipf("no pseudo-terminal: %v", err)
+	}
+	t.Cleanup(func() { ctl.Close() })
+	var unlock int32
+	if _, _, e := syscall.Syscall(syscall.SYS_IOCTL, ctl.Fd(), syscall.TIOCSPTLCK, uintptr(unsafe.Pointer(&unlock))); e != 0 {
+		t.Skipf("unlocking the pseudo-terminal: %v", e)
+	}
+	var n uint32
+	if _, _, e := syscall.Syscall(syscall.SYS_IOCTL, ctl.Fd(), syscall.TIOCGPTN, uintptr(unsafe.Pointer(&n))); e != 0 {
+		t.Skipf("naming the pseudo-terminal: %v", e)
+	}
+	tty, err = os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|syscall.O_NOCTTY, 0)
+	if err != nil {
+		t.Skipf("opening the pseudo-terminal: %v", err)
+	}
+	t.Cleanup(func() { tty.Close() })
+	return ctl, tty
+}
+
+// Ensure that insert, build and dedup reading stdin from a terminal say
+// so on stderr (C20), with the format, and that the documents typed (up
+// to Ctrl-D) are read; with a file as input, or stdin not a terminal,
+// nothing is said.
+func TestStdinTerminalNote(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "docs.jsonl")
+	os.WriteFile(file, []byte(`{"id":"f","text":"from a file, not the terminal"}`+"\n"), 0o644)
+	for i, c := range []struct {
+		args    []string
+		typed   string
+		note    string
+		summary string // a prefix of stdout
+	}{
+		{[]string{"insert"}, `{"id":"a","text":"typed at a terminal"}` + "\n", "reading JSON Lines from stdin (Ctrl-D to end)\n", "inserted 1 documents"},
+		{[]string{"build", "-"}, `{"id":"a","text":"typed at a terminal"}` + "\n", "reading JSON Lines from stdin (Ctrl-D to end)\n", "inserted 1 documents"},
+		{[]string{"insert", "--format", "csv"}, "id,text\nb,typed as csv\n", "reading CSV from stdin (Ctrl-D to end)\n", "inserted 1 documents"},
+		{[]string{"insert", file}, "", "", "inserted 1 documents"},
+	} {
+		ctl, tty := openPTY(t)
+		if _, err := ctl.Write([]byte(c.typed + "\x04")); err != nil { // Ctrl-D ends the input
+			t.Fatal(err)
+		}
+		var out, errb strings.Builder
+		args := append([]string{c.args[0], "--db", filepath.Join(t.TempDir(), fmt.Sprint("index", i))}, c.args[1:]...)
+		code := run(context.Background(), args, tty, &out, &errb)
+		if code != 0 || errb.String() != c.note || !strings.HasPrefix(out.String(), c.summary) {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q (want %q)", c.args, code, out.String(), errb.String(), c.note)
+		}
+	}
+	// dedup: the note, then its summary.
+	ctl, tty := openPTY(t)
+	ctl.Write([]byte(`{"id":"a","text":"typed at a terminal"}` + "\n\x04"))
+	var out, errb strings.Builder
+	code := run(context.Background(), []string{"dedup", "--db", filepath.Join(t.TempDir(), "dedup")}, tty, &out, &errb)
+	if want := "reading JSON Lines from stdin (Ctrl-D to end)\n1 inserted, 0 duplicates of stored documents\n"; code != 0 || errb.String() != want {
+		t.Errorf("dedup: exit %d, stderr %q, want %q", code, errb.String(), want)
+	}
+}

@@ -1,0 +1,479 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+
+	"github.com/lshdb/lshdb/db"
+)
+
+// runCtx runs one command line in-process with ctx.
+func runCtx(ctx context.Context, args []string, stdin io.Reader) (string, string, int) {
+	var out, errb bytes.Buffer
+	code := run(ctx, args, stdin, &out, &errb)
+	return out.String(), errb.String(), code
+}
+
+// storedTexts reopens the index and returns its id → text (stored text
+// when the index keeps it, else "").
+func storedTexts(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	d, err := db.Open(dir, &db.Options{MustExist: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	got := map[string]string{}
+	for doc, err := range d.All() {
+		if err != nil {
+			t.Fatal(err)
+		}
+		got[doc.ID] = doc.Text
+	}
+	rep, err := d.Check(context.Background())
+	if err != nil || !rep.OK() {
+		t.Fatalf("check: %v %v", rep, err)
+	}
+	return got
+}
+
+func docLine(id, text string) string { return fmt.Sprintf(`{"id":%q,"text":%q}`, id, text) }
+
+func docText(i int) string {
+	return fmt.Sprintf("document %d: some words of its own, %d and %d", i, i*7, i*13)
+}
+
+// Ensure that a bad record costs no good one: without --skip-bad, insert
+// commits every document before it and names it by file and line; with
+// --skip-bad every bad record is named on stderr and kept in --rejects,
+// and the reopened index holds exactly the good ones.
+func TestInsertBadRecords(t *testing.T) {
+	dir := t.TempDir()
+	longID := strings.Repeat("x", 5000)
+	bad := map[int]string{ // line → raw record
+		1201: docLine(longID, "an id over 4096 bytes"),
+		1300: `{"id":"broken","text":`,
+		1400: "{\"id\":\"u\xff1\",\"text\":\"invalid UTF-8 in the id\"}",
+		1450: docLine("", "an empty id"),
+	}
+	var lines []string
+	want := map[string]string{}
+	for i := 1; i <= 1500; i++ {
+		if raw, ok := bad[i]; ok {
+			lines = append(lines, raw)
+			continue
+		}
+		id := fmt.Sprintf("doc%d", i)
+		lines = append(lines, docLine(id, docText(i)))
+		want[id] = docText(i)
+	}
+	in := filepath.Join(dir, "in.jsonl")
+	os.WriteFile(in, []byte(strings.Join(lines, "\n")+"\n"), 0o644)
+
+	idx := filepath.Join(dir, "stop")
+	out, errOut, code := runLine([]string{"insert", "--db", idx, "--store-text", in}, "")
+	wantErr := fmt.Sprintf("lshdb: committed 1200 documents through %[1]s:1200; stopped at %[1]s:1201 (id %q… (5000 bytes)): invalid document id: 5000 bytes (at most 4096)\n", in, longID[:64])
+	if code != 1 || out != "" || errOut != wantErr {
+		t.Fatalf("without --skip-bad: exit %d, stdout %q, stderr\n%q\nwant\n%q", code, out, errOut, wantErr)
+	}
+	got := storedTexts(t, idx)
+	for i := 1; i <= 1200; i++ {
+		id := fmt.Sprintf("doc%d", i)
+		if got[id] != want[id] {
+			t.Fatalf("%s: stored %q, want %q", id, got[id], want[id])
+		}
+	}
+	if len(got) != 1200 {
+		t.Fatalf("%d documents stored, want the 1200 before line 1201", len(got))
+	}
+
+	idx = filepath.Join(dir, "skip")
+	rejects := filepath.Join(dir, "rejects.jsonl")
+	out, errOut, code = runLine([]string{"insert", "--db", idx, "--store-text", "--skip-bad", "--rejects", rejects, in}, "")
+	if code != 0 || out != "inserted 1496 documents (0 replaced stored ones); 0 repeated ids in the input (last one wins), 0 empty texts skipped, 4 bad records skipped\n" {
+		t.Fatalf("--skip-bad: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	wantStderr := fmt.Sprintf(`lshdb: skipped %[1]s:1201 (id %[2]q… (5000 bytes)): invalid document id: 5000 bytes (at most 4096)
+lshdb: skipped %[1]s:1300: not a JSON object: unexpected end of JSON input
+lshdb: skipped %[1]s:1400: field "id" is not valid UTF-8: "\"u\xff1\""
+lshdb: skipped %[1]s:1450: invalid document id: empty
+`, in, longID[:64])
+	if errOut != wantStderr {
+		t.Fatalf("--skip-bad stderr\n%s\nwant\n%s", errOut, wantStderr)
+	}
+	rej, err := os.ReadFile(rejects)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if wantRej := bad[1201] + "\n" + bad[1300] + "\n" + bad[1400] + "\n" + bad[1450] + "\n"; string(rej) != wantRej {
+		t.Fatalf("rejects file\n%q\nwant\n%q", rej, wantRej)
+	}
+	if got := storedTexts(t, idx); !maps.Equal(got, want) {
+		t.Fatalf("--skip-bad stored %d documents, want %d", len(got), len(want))
+	}
+}
+
+// Ensure that insert and build report the same counts for the same input
+// (ids repeated across insert's batches counted once) and store the same
+// documents: each id's last text, counted by hand from the input.
+func TestInsertBuildSameCounts(t *testing.T) {
+	dir := t.TempDir()
+	var lines []string
+	last := map[string]string{}
+	for i := range 2500 {
+		id := fmt.Sprintf("id%d", i%1200) // 1,200 distinct ids, 1,300 repeats, across 1,000-line batches
+		text := docText(i)
+		lines = append(lines, docLine(id, text))
+		last[id] = text
+	}
+	in := filepath.Join(dir, "dups.jsonl")
+	os.WriteFile(in, []byte(strings.Join(lines, "\n")+"\n"), 0o644)
+	const want = "inserted 1200 documents (0 replaced stored ones); 1300 repeated ids in the input (last one wins), 0 empty texts skipped, 0 bad records skipped\n"
+	for _, cmd := range []string{"insert", "build"} {
+		idx := filepath.Join(dir, cmd)
+		out, errOut, code := runLine([]string{cmd, "--db", idx, "--store-text", in}, "")
+		if code != 0 || out != want {
+			t.Fatalf("%s: exit %d, stdout %q, stderr %q; want %q", cmd, code, out, errOut, want)
+		}
+		if got := storedTexts(t, idx); !maps.Equal(got, last) {
+			t.Fatalf("%s stored %d documents, not each id's last text", cmd, len(got))
+		}
+		// A second run replaces every stored id once.
+		out, _, _ = runLine([]string{cmd, "--db", idx, in}, "")
+		if again := "inserted 1200 documents (1200 replaced stored ones); 1300 repeated ids in the input (last one wins), 0 empty texts skipped, 0 bad records skipped\n"; out != again {
+			t.Fatalf("%s again: %q, want %q", cmd, out, again)
+		}
+	}
+}
+
+// cancelAfter is a reader that cancels a context once n bytes have been
+// read through it (an operator's Ctrl-C in the middle of the input).
+type cancelAfter struct {
+	r      io.Reader
+	n      int
+	cancel func()
+	once   sync.Once
+}
+
+func (c *cancelAfter) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p[:min(len(p), 4096)])
+	c.n -= n
+	if c.n <= 0 {
+		c.once.Do(c.cancel)
+	}
+	return n, err
+}
+
+// Ensure that an interrupted insert commits exactly the documents through
+// the line it names (the reopened index holds lines 1..L and nothing
+// else) and exits 130, and that an interrupted build loads nothing and
+// leaves no new index behind.
+func TestInterrupted(t *testing.T) {
+	var buf bytes.Buffer
+	for i := 1; i <= 20000; i++ {
+		fmt.Fprintln(&buf, docLine(fmt.Sprint(i), docText(i)))
+	}
+	input := buf.Bytes()
+	for _, cmd := range []string{"insert", "build"} {
+		idx := filepath.Join(t.TempDir(), "index")
+		ctx, cancel := context.WithCancel(context.Background())
+		stdin := &cancelAfter{r: bytes.NewReader(input), n: len(input) / 2, cancel: cancel}
+		out, errOut, code := runCtx(ctx, []string{cmd, "--db", idx, "-"}, stdin)
+		cancel()
+		if code != 130 || out != "" {
+			t.Fatalf("%s: exit %d, stdout %q, stderr %q", cmd, code, out, errOut)
+		}
+		if cmd == "build" {
+			if errOut != "lshdb: interrupted: nothing loaded (a build is atomic); re-run it\n" {
+				t.Fatalf("build: %q", errOut)
+			}
+			if _, err := os.Stat(idx); !errors.Is(err, fs.ErrNotExist) {
+				t.Fatalf("an interrupted build left %s: %v", idx, err)
+			}
+			continue
+		}
+		var n, through int
+		if _, err := fmt.Sscanf(errOut, "lshdb: interrupted: committed %d documents through stdin:%d; re-run with the rest\n", &n, &through); err != nil {
+			t.Fatalf("insert: %q: %v", errOut, err)
+		}
+		got := slices.Sorted(maps.Keys(storedTexts(t, idx)))
+		var want []string
+		for i := 1; i <= through; i++ {
+			want = append(want, fmt.Sprint(i))
+		}
+		slices.Sort(want)
+		if n != through || !slices.Equal(got, want) || n == 0 || n == 20000 {
+			t.Fatalf("insert says %d documents through line %d, the index holds %d", n, through, len(got))
+		}
+	}
+}
+
+// Ensure that a failed create, insert or build on a new path leaves no
+// directory behind (nor the parents it made), while a failure on an
+// existing index keeps it and its documents.
+func TestFailedWriteLeavesNoIndex(t *testing.T) {
+	dir := t.TempDir()
+	garbage := filepath.Join(dir, "garbage.bin")
+	os.WriteFile(garbage, []byte("\x00\x01\x02 not JSON\n"), 0o644)
+	good := filepath.Join(dir, "good.jsonl")
+	os.WriteFile(good, []byte(docLine("a", docText(1))+"\n"), 0o644)
+	for _, c := range []struct {
+		args []string
+		code int
+	}{
+		{[]string{"create", "--threshold", "0.01"}, 2},
+		{[]string{"insert", garbage}, 1},
+		{[]string{"build", garbage}, 1},
+		{[]string{"insert", "--format", "xml", good}, 2},
+		{[]string{"build", filepath.Join(dir, "missing.jsonl")}, 1},
+	} {
+		idx := filepath.Join(dir, "new", "nested", "index")
+		_, errOut, code := runLine(append([]string{c.args[0], "--db", idx}, c.args[1:]...), "")
+		if code != c.code {
+			t.Fatalf("%v: exit %d (%s), want %d", c.args, code, errOut, c.code)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "new")); !errors.Is(err, fs.ErrNotExist) {
+			t.Fatalf("%v left %s behind: %v", c.args, filepath.Join(dir, "new"), err)
+		}
+	}
+	idx := filepath.Join(dir, "kept")
+	if _, errOut, code := runLine([]string{"insert", "--db", idx, good}, ""); code != 0 {
+		t.Fatal(errOut)
+	}
+	for _, cmd := range []string{"insert", "build"} {
+		if _, _, code := runLine([]string{cmd, "--db", idx, garbage}, ""); code != 1 {
+			t.Fatalf("%s of garbage: exit %d", cmd, code)
+		}
+		if got := storedTexts(t, idx); len(got) != 1 {
+			t.Fatalf("after a failed %s the index holds %d documents, want 1", cmd, len(got))
+		}
+	}
+}
+
+// Ensure that --memory beyond half of the machine's memory is a usage
+// error naming the value, not an out-of-memory crash.
+func TestBuildMemoryCap(t *testing.T) {
+	idx := filepath.Join(t.TempDir(), "index")
+	_, errOut, code := runLine([]string{"build", "--db", idx, "--memory", "1000000000", "-"}, "")
+	if code != 2 || !strings.HasPrefix(errOut, "lshdb: --memory 1000000000 MiB is more than half of this machine's memory (at most ") {
+		t.Fatalf("exit %d, %q", code, errOut)
+	}
+	if _, err := os.Stat(idx); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("a refused build created %s", idx)
+	}
+}
+
+// Ensure that delete is atomic across its ids, reads them from arguments,
+// stdin (CRLF) and --from, and leaves exactly the expected ids in the
+// reopened index.
+func TestDeleteCommand(t *testing.T) {
+	dir := t.TempDir()
+	var buf bytes.Buffer
+	model := map[string]string{}
+	for i := range 3000 {
+		id := fmt.Sprintf("d%d", i)
+		fmt.Fprintln(&buf, docLine(id, docText(i)))
+		model[id] = ""
+	}
+	idx := filepath.Join(dir, "index")
+	if _, errOut, code := runLine([]string{"build", "--db", idx, "-"}, buf.String()); code != 0 {
+		t.Fatal(errOut)
+	}
+	// One missing id: nothing deleted.
+	_, errOut, code := runLine([]string{"delete", "--db", idx, "d1", "d2", "nope"}, "")
+	if code != 1 || errOut != "lshdb: document not found: \"nope\"\n" {
+		t.Fatalf("exit %d, %q", code, errOut)
+	}
+	// From stdin with CRLF and a repeat, beside an argument.
+	var ids strings.Builder
+	for i := 0; i < 1000; i++ {
+		fmt.Fprintf(&ids, "d%d\r\n", i)
+		delete(model, fmt.Sprintf("d%d", i))
+	}
+	ids.WriteString("d0\r\n\r\n")
+	delete(model, "d2999")
+	out, errOut, code := runLine([]string{"delete", "--db", idx, "-", "d2999", "--output", "json"}, ids.String())
+	if code != 0 || strings.Count(out, "\n") != 1001 || !strings.HasPrefix(out, "{\"deleted\":\"d0\"}\n{\"deleted\":\"d1\"}\n") {
+		t.Fatalf("stdin: exit %d, %d lines, %q", code, strings.Count(out, "\n"), errOut)
+	}
+	// From a file, with ids already gone: --ignore-missing.
+	from := filepath.Join(dir, "ids.txt")
+	os.WriteFile(from, []byte("d5\nd1000\nd1001\n"), 0o644)
+	delete(model, "d1000")
+	delete(model, "d1001")
+	out, errOut, code = runLine([]string{"delete", "--db", idx, "--from", from, "--ignore-missing"}, "")
+	if code != 0 || out != "deleted d1000\ndeleted d1001\n" || errOut != "lshdb: not found (ignored): \"d5\"\n" {
+		t.Fatalf("--from: exit %d, %q, %q", code, out, errOut)
+	}
+	if got := storedTexts(t, idx); !slices.Equal(slices.Sorted(maps.Keys(got)), slices.Sorted(maps.Keys(model))) {
+		t.Fatalf("the index holds %d ids, the model %d", len(got), len(model))
+	}
+	if _, _, code := runLine([]string{"delete", "--db", idx}, ""); code != 2 {
+		t.Fatalf("delete without ids: exit %d", code)
+	}
+}
+
+// Ensure that an invalid id costs only its own record in every format
+// (reliability R7's cases: a CSV row with a non-UTF-8 id, a directory
+// file whose name is not UTF-8): the error names the file and line, and
+// --skip-bad stores every other record.
+func TestInvalidIDsByFormat(t *testing.T) {
+	dir := t.TempDir()
+	var csvRows []string
+	csvRows = append(csvRows, "id,text")
+	for i := 1; i <= 10; i++ {
+		id := fmt.Sprintf("row%d", i)
+		if i == 5 {
+			id = "bad\xff"
+		}
+		csvRows = append(csvRows, id+`,"`+docText(i)+`"`) // NB: the text holds a comma
+	}
+	csvPath := filepath.Join(dir, "rows.csv")
+	os.WriteFile(csvPath, []byte(strings.Join(csvRows, "\r\n")+"\r\n"), 0o644)
+	textDir := filepath.Join(dir, "texts")
+	os.Mkdir(textDir, 0o755)
+	for i, name := range []string{"a.txt", "b\xff.txt", "c.txt"} {
+		if err := os.WriteFile(filepath.Join(textDir, name), []byte(docText(i)), 0o644); err != nil {
+			t.Skipf("this file system refuses a non-UTF-8 name: %v", err)
+		}
+	}
+	for _, c := range []struct {
+		path, stopErr string
+		stopped       int // documents committed before the bad one
+		skipped       int // documents stored with --skip-bad
+	}{
+		{csvPath, fmt.Sprintf("lshdb: committed 4 documents through %[1]s:5; stopped at %[1]s:6 (id \"bad\\xff\"): invalid document id: \"bad\\xff\" is not valid UTF-8\n", csvPath), 4, 9},
+		{textDir, fmt.Sprintf("lshdb: committed 1 documents through %[1]s/a.txt; stopped at %[1]s/b\\xff.txt (id \"b\\xff.txt\"): invalid document id: \"b\\xff.txt\" is not valid UTF-8\n", textDir), 1, 2},
+	} {
+		idx := filepath.Join(t.TempDir(), "index")
+		_, errOut, code := runLine([]string{"insert", "--db", idx, c.path}, "")
+		if code != 1 || errOut != c.stopErr {
+			t.Fatalf("%s: exit %d, stderr\n%q\nwant\n%q", c.path, code, errOut, c.stopErr)
+		}
+		if got := storedTexts(t, idx); len(got) != c.stopped {
+			t.Fatalf("%s: %d stored, want %d", c.path, len(got), c.stopped)
+		}
+		_, errOut, code = runLine([]string{"insert", "--db", idx, "--skip-bad", c.path}, "")
+		if code != 0 || !strings.HasPrefix(errOut, "lshdb: skipped ") || strings.Count(errOut, "\n") != 1 {
+			t.Fatalf("%s --skip-bad: exit %d, %q", c.path, code, errOut)
+		}
+		if got := storedTexts(t, idx); len(got) != c.skipped {
+			t.Fatalf("%s --skip-bad: %d stored, want %d", c.path, len(got), c.skipped)
+		}
+	}
+}
+
+// failingWriter accepts limit bytes, then fails every write with err (as
+// a pipe whose reader went away: write |1: broken pipe).
+type failingWriter struct {
+	limit  int
+	err    error
+	writes int // calls, the failing ones included
+	buf    bytes.Buffer
+}
+
+func (w *failingWriter) Write(p []byte) (int, error) {
+	w.writes++
+	if w.buf.Len()+len(p) > w.limit {
+		return 0, &fs.PathError{Op: "write", Path: "|1", Err: w.err}
+	}
+	return w.buf.Write(p)
+}
+
+// Ensure that a failed write of the output ends the command: a closed
+// pipe (lshdb … | head) exits 1 with no message, after one failed write;
+// a write command that stops early says first what it committed; the
+// shell runs no statement after it; any other write error is reported.
+func TestOutputClosed(t *testing.T) {
+	tmp := t.TempDir()
+	var docs strings.Builder
+	for i := range 3000 {
+		fmt.Fprintln(&docs, docLine(fmt.Sprintf("d%d", i), docText(i)))
+	}
+	runW := func(w *failingWriter, args []string, stdin string) (string, int) {
+		var errb bytes.Buffer
+		code := run(context.Background(), args, strings.NewReader(stdin), w, &errb)
+		return errb.String(), code
+	}
+	epipe := func(limit int) *failingWriter { return &failingWriter{limit: limit, err: syscall.EPIPE} }
+
+	// dedup's table goes out every 1,000 rows: the first flush fails and
+	// the 2,000 documents after it are not even read.
+	idx := filepath.Join(tmp, "dedup")
+	w := epipe(0)
+	errOut, code := runW(w, []string{"dedup", "--db", idx, "-"}, docs.String())
+	if code != 1 || errOut != "lshdb: stored 1000 new documents through stdin:1000; stopped: write |1: broken pipe\n" || w.writes != 1 {
+		t.Fatalf("dedup: exit %d, %d writes, %q", code, w.writes, errOut)
+	}
+	if got := storedTexts(t, idx); len(got) != 1000 {
+		t.Fatalf("dedup stored %d documents, want 1000", len(got))
+	}
+	// The same with JSON lines: the first line fails, after one document.
+	idx = filepath.Join(tmp, "dedup-json")
+	w = epipe(0)
+	errOut, code = runW(w, []string{"dedup", "--db", idx, "--output", "json", "-"}, docs.String())
+	if code != 1 || errOut != "lshdb: stored 1 new documents through stdin:1; stopped: write |1: broken pipe\n" || w.writes != 1 {
+		t.Fatalf("dedup --output json: exit %d, %d writes, %q", code, w.writes, errOut)
+	}
+	// insert commits everything, then its summary fails: quietly.
+	idx = filepath.Join(tmp, "insert")
+	for _, output := range []string{"table", "json"} {
+		w = epipe(0)
+		errOut, code = runW(w, []string{"insert", "--db", idx, "--output", output, "-"}, docs.String())
+		if code != 1 || errOut != "" || w.writes != 1 {
+			t.Fatalf("insert --output %s: exit %d, %d writes, %q", output, code, w.writes, errOut)
+		}
+	}
+	if got := storedTexts(t, idx); len(got) != 3000 {
+		t.Fatalf("insert stored %d documents, want 3000", len(got))
+	}
+	for _, args := range [][]string{
+		{"delete", "--db", idx, "--output", "json", "d1", "d2", "d3"},
+		{"delete", "--db", idx, "d4", "d5", "d6"},
+		{"create", "--db", filepath.Join(tmp, "created")},
+		{"create", "--db", filepath.Join(tmp, "created-json"), "--output", "json"},
+		{"pairs", "--db", idx, "--threshold", "0.1", "--sort=false"},
+		{"stats", "--db", idx},
+		{"get", "--db", idx, "d7"},
+	} {
+		w = epipe(0)
+		errOut, code = runW(w, args, "")
+		if args[0] == "pairs" { // the note on the threshold comes first
+			_, errOut, _ = strings.Cut(errOut, "more similar pairs are likelier)\n")
+		}
+		if code != 1 || errOut != "" || w.writes != 1 {
+			t.Errorf("%s: exit %d, %d writes, %q", args, code, w.writes, errOut)
+		}
+	}
+	// The shell stops at the first failed write: no later statement runs.
+	idx = filepath.Join(tmp, "shell")
+	if _, errOut, code := runLine([]string{"create", "--db", idx}, ""); code != 0 {
+		t.Fatal(errOut)
+	}
+	w = epipe(0)
+	errOut, code = runW(w, []string{"shell", "--db", idx}, "put a one two three\nput b four five six\nput c seven eight\n")
+	if code != 1 || w.writes != 1 || errOut != "> put a one two three\n" {
+		t.Fatalf("shell: exit %d, %d writes, %q", code, w.writes, errOut)
+	}
+	if got := storedTexts(t, idx); len(got) != 1 || got["a"] != "" {
+		t.Fatalf("the shell ran on after its output closed: %v", got)
+	}
+	// Another write error is reported.
+	w = &failingWriter{err: syscall.ENOSPC}
+	errOut, code = runW(w, []string{"version"}, "")
+	if code != 1 || errOut != "lshdb: write |1: no space left on device\n" {
+		t.Fatalf("version to a full disk: exit %d, %q", code, errOut)
+	}
+}

@@ -1,0 +1,100 @@
+package db
+
+import (
+	"context"
+	"fmt"
+	"iter"
+	"os"
+	"testing"
+)
+
+// Shared test helpers of package db.
+
+// mustOpen opens dir or fails the test.
+func mustOpen(t *testing.T, dir string, o *Options) *DB {
+	t.Helper()
+	d, err := Open(dir, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// long reports whether the long variants of the tests run: LSHDB_LONG=1,
+// which .ci/run sets. A developer's `go test ./...` runs the short
+// variants, so that it answers in about a minute on 2 cores.
+func long() bool { return os.Getenv("LSHDB_LONG") == "1" }
+
+// seqOf yields docs, for Load.
+func seqOf(docs []Doc) iter.Seq2[Doc, error] {
+	return func(yield func(Doc, error) bool) {
+		for _, d := range docs {
+			if !yield(d, nil) {
+				return
+			}
+		}
+	}
+}
+
+// purgedStateOf purges the index's emptied posting lists (checking that
+// the purge removes exactly what Check counted), then returns everything
+// observable about it: each document's doc number and shingle set, the
+// check summary, and every query by id. NB: it writes (the purge).
+func purgedStateOf(t *testing.T, d *DB) (map[string]string, CheckReport) {
+	t.Helper()
+	out := map[string]string{}
+	for doc, err := range d.All() {
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := d.QueryID(context.Background(), doc.ID, &QueryOptions{Threshold: 0.5})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[doc.ID] = fmt.Sprint(doc.Num, len(doc.Shingles), doc.Shingles[0], res.Matches)
+	}
+	// NB: empty posting lists are garbage that removals leave behind (Puts
+	// that replace a document empty its old buckets; a load never writes
+	// the buckets of a document replaced within it): purged first, then
+	// the check summaries must be identical, and no list may be empty.
+	before, err := d.Check(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	purged, err := d.PurgeEmptyLists(context.Background())
+	if err != nil || purged != before.EmptyLists {
+		t.Fatalf("purged %d lists (%v); check counted %d empty", purged, err, before.EmptyLists)
+	}
+	t.Logf("purged %d empty posting lists", purged)
+	rep, err := d.Check(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.OK() || rep.EmptyLists != 0 || rep.PostingLists != before.PostingLists-purged {
+		t.Fatalf("check after purging %d lists: %+v (before: %+v)", purged, rep, before)
+	}
+	return out, *rep
+}
+
+// stateOf reads every stored document's id and shingle set.
+func stateOf(t *testing.T, d *DB) map[string][]uint64 {
+	t.Helper()
+	out := map[string][]uint64{}
+	for doc, err := range d.All() {
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[doc.ID] = doc.Shingles
+	}
+	return out
+}
+
+// mustOpenB opens dir or fails the benchmark.
+func mustOpenB(b *testing.B, dir string, o *Options) *DB {
+	b.Helper()
+	d, err := Open(dir, o)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return d
+}

@@ -1,0 +1,308 @@
+package db
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Ensure that the Meta of a document returned by Get is owned by the
+// caller: it keeps its bytes after the block it was read from has left the
+// cache and Pebble has reused the memory (code review B1).
+func TestGetMetaOwned(t *testing.T) {
+	d := mustOpen(t, t.TempDir(), &Options{CacheSize: 64 << 10, NoSync: true})
+	defer d.Close()
+	want := bytes.Repeat([]byte("M"), 64)
+	if err := d.PutDocs([]Doc{{ID: "x", Text: "the meta of this document must survive", Meta: want}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.pdb.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	doc, err := d.Get("x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Churn: new blocks through the 64 KiB cache evict and reuse the one
+	// that held x.
+	for i := range 3000 {
+		if err := d.Put(fmt.Sprintf("churn-%d", i), strings.Repeat(fmt.Sprintf("text %d ", i), 20)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := d.pdb.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3000 {
+		if _, err := d.Get(fmt.Sprintf("churn-%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !bytes.Equal(doc.Meta, want) {
+		t.Fatalf("Meta changed after cache churn: %q", doc.Meta)
+	}
+}
+
+// closeWithin runs Close and fails the test if it does not return within d.
+func closeWithin(t *testing.T, db *DB, d time.Duration) error {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- db.Close() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(d):
+		t.Fatalf("Close did not return within %v", d)
+		return nil
+	}
+}
+
+// Ensure that Close called inside the body of an All loop returns, and the
+// iteration then ends with ErrClosed (code review B3).
+func TestCloseInsideAll(t *testing.T) {
+	d := mustOpen(t, t.TempDir(), &Options{NoSync: true})
+	for i := range 10 {
+		if err := d.Put(fmt.Sprintf("d%d", i), fmt.Sprintf("document number %d of ten", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var seen int
+	var last error
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		for doc, err := range d.All() {
+			if err != nil {
+				last = err
+				continue
+			}
+			seen++
+			if seen == 3 {
+				if err := d.Close(); err != nil {
+					t.Errorf("Close: %v", err)
+				}
+			}
+			_ = doc
+		}
+	}()
+	select {
+	case <-finished:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close inside an All loop deadlocked")
+	}
+	if seen != 3 || !errors.Is(last, ErrClosed) {
+		t.Fatalf("after Close in the loop: %d documents, last error %v; want 3 and ErrClosed", seen, last)
+	}
+}
+
+// Ensure that Close called inside the body of a Pairs loop returns, and
+// the iteration then ends with ErrClosed (reliability R9).
+func TestCloseInsidePairs(t *testing.T) {
+	d := mustOpen(t, t.TempDir(), &Options{NoSync: true})
+	var docs []Doc
+	for i := range 20 {
+		docs = append(docs, Doc{ID: fmt.Sprintf("copy-%d", i), Text: "one text in twenty identical copies"})
+	}
+	if err := d.PutDocs(docs, nil); err != nil {
+		t.Fatal(err)
+	}
+	var seen int
+	var last error
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		for _, err := range d.Pairs(context.Background(), nil) {
+			if err != nil {
+				last = err
+				continue
+			}
+			if seen++; seen == 5 {
+				if err := d.Close(); err != nil {
+					t.Errorf("Close: %v", err)
+				}
+			}
+		}
+	}()
+	select {
+	case <-finished:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close inside a Pairs loop deadlocked")
+	}
+	if seen != 5 || !errors.Is(last, ErrClosed) {
+		t.Fatalf("after Close in the loop: %d pairs, last error %v; want 5 and ErrClosed", seen, last)
+	}
+}
+
+// Ensure that a write inside an All loop body does not deadlock while
+// another goroutine waits in Close (the three-party case of code review
+// B3): the write fails with ErrClosed or succeeds, and everything returns.
+func TestWriteInsideAllWhileClosing(t *testing.T) {
+	d := mustOpen(t, t.TempDir(), &Options{NoSync: true})
+	for i := range 5 {
+		if err := d.Put(fmt.Sprintf("d%d", i), fmt.Sprintf("document number %d of five", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	finished := make(chan struct{})
+	closing := make(chan struct{})
+	go func() {
+		defer close(finished)
+		first := true
+		for _, err := range d.All() {
+			if err != nil {
+				return
+			}
+			if first {
+				first = false
+				go func() { close(closing); d.Close() }()
+				<-closing
+				time.Sleep(50 * time.Millisecond) // let Close wait for the lock
+			}
+			if err := d.Put("w", "a write made inside the loop body"); err != nil && !errors.Is(err, ErrClosed) {
+				t.Errorf("Put: %v", err)
+			}
+		}
+	}()
+	select {
+	case <-finished:
+	case <-time.After(10 * time.Second):
+		t.Fatal("a write inside an All loop deadlocked with a waiting Close")
+	}
+}
+
+// Ensure that the long calls stop with ctx's error when ctx is cancelled,
+// and that Close then returns promptly.
+func TestCancelledLongCalls(t *testing.T) {
+	d := mustOpen(t, t.TempDir(), &Options{NoSync: true})
+	var docs []Doc
+	for i := range 3000 {
+		docs = append(docs, Doc{ID: fmt.Sprintf("d%d", i), Text: fmt.Sprintf("document %d with some words %d", i, i*7919)})
+	}
+	if err := d.PutDocs(docs, nil); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := d.Check(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Check with a cancelled context: %v, want context.Canceled", err)
+	}
+	if _, err := d.Stats(ctx, 3); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Stats with a cancelled context: %v, want context.Canceled", err)
+	}
+	if _, err := d.QueryID(ctx, "d5", nil); !errors.Is(err, context.Canceled) {
+		t.Fatalf("QueryID with a cancelled context: %v, want context.Canceled", err)
+	}
+	if _, err := d.Clusters(ctx, nil); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Clusters with a cancelled context: %v, want context.Canceled", err)
+	}
+	for _, err := range d.Pairs(ctx, nil) {
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("Pairs with a cancelled context: %v, want context.Canceled", err)
+		}
+	}
+	if err := closeWithin(t, d, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Ensure that Clusters reports thousands of identical documents as one
+// cluster, representative first, without expanding their pairs (code
+// review B4): the cluster is the known answer, every copy plus the near
+// copy that verifies against them.
+func TestClustersIdenticalGroup(t *testing.T) {
+	d := mustOpen(t, t.TempDir(), &Options{NoSync: true})
+	defer d.Close()
+	text := "a boilerplate notice repeated in thousands of documents, word for word"
+	var docs []Doc
+	var want []string
+	for i := range 3000 {
+		id := fmt.Sprintf("copy-%04d", i)
+		docs = append(docs, Doc{ID: id, Text: text})
+		want = append(want, id)
+	}
+	docs = append(docs, Doc{ID: "near", Text: text + "!"}, Doc{ID: "other", Text: "nothing like the rest at all"})
+	want = append(want, "near")
+	if err := d.PutDocs(docs, nil); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := d.Clusters(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cs) != 1 || cs[0].Representative != "copy-0000" || !slices.Equal(cs[0].IDs, want) {
+		t.Fatalf("Clusters = %d clusters, first %+v; want one of %d starting at copy-0000", len(cs), cs[0].Representative, len(want))
+	}
+}
+
+// Ensure that Pebble's messages go through Options.Logger (reviews L11):
+// with a Debug-level logger, a flush's informational messages arrive
+// there, tagged as Pebble's.
+func TestLoggerReceivesPebble(t *testing.T) {
+	var buf bytes.Buffer
+	var mu sync.Mutex
+	logger := slog.New(slog.NewTextHandler(&lockedWriter{w: &buf, mu: &mu}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	d := mustOpen(t, t.TempDir(), &Options{Logger: logger, NoSync: true})
+	if err := d.Put("a", "a document to flush"); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.pdb.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !strings.Contains(buf.String(), "lshdb: pebble: ") {
+		t.Fatalf("the logger received no Pebble message:\n%s", buf.String())
+	}
+}
+
+type lockedWriter struct {
+	w  *bytes.Buffer
+	mu *sync.Mutex
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// Ensure that cancelling the context stops Pairs inside a group of
+// identical documents, whose pairs need no store read: 3,000 copies are
+// 4.5 million pairs, and the run ends within a few thousand of the cancel.
+func TestCancelInsideIdenticalGroup(t *testing.T) {
+	d := mustOpen(t, t.TempDir(), &Options{NoSync: true})
+	defer d.Close()
+	var docs []Doc
+	for i := range 3000 {
+		docs = append(docs, Doc{ID: fmt.Sprintf("copy-%04d", i), Text: "one notice copied three thousand times, word for word"})
+	}
+	if err := d.PutDocs(docs, nil); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	n := 0
+	var last error
+	for _, err := range d.Pairs(ctx, nil) {
+		if err != nil {
+			last = err
+			break
+		}
+		if n++; n == 10 {
+			cancel()
+		}
+	}
+	if !errors.Is(last, context.Canceled) || n > 10+2048 {
+		t.Fatalf("after cancelling at pair 10: %d pairs, last error %v; want context.Canceled within 2048 more", n, last)
+	}
+}

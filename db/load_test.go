@@ -1,0 +1,457 @@
+package db
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+	"maps"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
+	"github.com/lshdb/lshdb/internal/corpus"
+	"github.com/lshdb/lshdb/internal/gen"
+)
+
+// Ensure that a bulk load gives the index that Put of each document in
+// order gives (doc numbers included), into an empty index in one load and
+// in four loads with upserts and repeated ids, with a memory budget small
+// enough to spill sorted runs: a generated corpus of 3,000 documents
+// (20,000 with LSHDB_LONG=1; originals from the testdata sample and
+// near-copies of them), a fifth of them reusing an earlier id, often one
+// within the same load, then 1,500 new versions of stored documents.
+func TestLoadEqualsPuts(t *testing.T) {
+	// NB: at 3,000 documents the one load spills its ids (3 runs) and
+	// postings (4 runs), the last of the four loads its postings and its
+	// removals (1,500 replaced documents), and both rewrite record tables
+	// (1 MiB each) without superseded records. The full 20,000 took 138 s on 2 cores and runs
+	// with LSHDB_LONG=1.
+	n := 3000
+	switch {
+	case os.Getenv("LSHDB_LONG") == "1":
+		n = 20000
+	case testing.Short():
+		n = 1000
+	}
+	sources, err := corpus.SampleTexts()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// NB: the loads below use small tables (tableBytes), so that records
+	// span many and the ones that hold superseded records are rewritten
+	// while the others are not.
+	rng := rand.New(rand.NewPCG(5, 5))
+	var docs []Doc
+	for g := range gen.Stream(gen.Options{Seed: 5, N: n, Sources: sources}) {
+		id := g.ID
+		if len(docs) > 10 && rng.IntN(5) == 0 {
+			id = docs[rng.IntN(len(docs))].ID // an upsert, often within one load
+		}
+		docs = append(docs, Doc{ID: id, Text: g.Text})
+	}
+	// A last part replaces half the documents with new texts: loaded on
+	// its own, it replaces more stored documents than a band's region of
+	// removals holds, so those spill too.
+	for i := range n / 2 {
+		docs = append(docs, Doc{ID: docs[i].ID, Text: docs[n-1-i].Text + " (a new version)"})
+	}
+	puts := mustOpen(t, "puts", &Options{FS: vfs.NewMem(), NoSync: true})
+	defer puts.Close()
+	for _, d := range docs {
+		if err := puts.Put(d.ID, d.Text); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, wantRep := purgedStateOf(t, puts)
+
+	one := mustOpen(t, "one", &Options{FS: vfs.NewMem()})
+	defer one.Close()
+	res, err := one.Load(context.Background(), seqOf(docs), &LoadOptions{Memory: 64 << 10, tableBytes: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Stored+res.Repeated != len(docs) {
+		t.Fatalf("load result %+v for %d documents", res, len(docs))
+	}
+	got, gotRep := purgedStateOf(t, one)
+	if !maps.Equal(got, want) {
+		t.Fatal("one load: documents or query answers differ from puts")
+	}
+	if !reflect.DeepEqual(gotRep, wantRep) {
+		t.Fatalf("one load: check summary %+v, puts %+v", gotRep, wantRep)
+	}
+
+	four := mustOpen(t, "four", &Options{FS: vfs.NewMem()})
+	defer four.Close()
+	for _, part := range [][]Doc{docs[:n/3], docs[n/3 : 2*n/3], docs[2*n/3 : n], docs[n:]} {
+		if _, err := four.Load(context.Background(), seqOf(part), &LoadOptions{Memory: 64 << 10, tableBytes: 1 << 20}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, gotRep = purgedStateOf(t, four)
+	if !maps.Equal(got, want) {
+		t.Fatal("four loads: documents or query answers differ from puts")
+	}
+	if !reflect.DeepEqual(gotRep, wantRep) {
+		t.Fatalf("four loads: check summary %+v, puts %+v", gotRep, wantRep)
+	}
+	// The loaded index keeps taking ordinary writes.
+	if err := four.Put("after", "a document after the loads"); err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := four.Check(context.Background()); err != nil || !rep.OK() {
+		t.Fatal(rep, err)
+	}
+}
+
+// loadDocs is the deterministic input of the interrupted-load test.
+func loadDocs(n int) []Doc {
+	rng := rand.New(rand.NewPCG(8, 8))
+	docs := make([]Doc, n)
+	var texts []string
+	for i := range docs {
+		text := randomText(rng, texts[max(0, len(texts)-50):])
+		texts = append(texts, text)
+		docs[i] = Doc{ID: fmt.Sprintf("load-%d", i%(n-n/10)), Text: text} // some repeats
+	}
+	// Upserts of documents stored before the load.
+	for i := 0; i < 50; i++ {
+		docs[i*7].ID = fmt.Sprintf("pre-%d", i)
+	}
+	return docs
+}
+
+// TestHelperLoad is not a test: the interrupted-load test runs the test
+// binary again with LSHDB_LOAD_DIR set, and kills it during the load.
+func TestHelperLoad(t *testing.T) {
+	dir := os.Getenv("LSHDB_LOAD_DIR")
+	if dir == "" {
+		t.Skip("helper process only")
+	}
+	d, err := Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Stdout.WriteString("loading\n")
+	if _, err := d.Load(context.Background(), seqOf(loadDocs(20000)), &LoadOptions{Memory: 1 << 20}); err != nil {
+		t.Fatal(err)
+	}
+	os.Stdout.WriteString("loaded\n")
+	d.Close()
+}
+
+// Ensure that killing the process (SIGKILL) at a random moment of a bulk
+// load leaves the index exactly as it was before the load, or (if the kill
+// came after the ingest) with all of it; it checks clean either way.
+func TestLoadKilled(t *testing.T) {
+	trials := 6
+	if testing.Short() {
+		trials = 2
+	}
+	rng := rand.New(rand.NewPCG(9, 9))
+	for trial := range trials {
+		dir := t.TempDir()
+		d := mustOpen(t, dir, nil)
+		for i := range 200 {
+			if err := d.Put(fmt.Sprintf("pre-%d", i), randomText(rng, nil)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		before, beforeRep := purgedStateOf(t, d)
+		d.Close()
+
+		cmd := exec.Command(os.Args[0], "-test.run=^TestHelperLoad$")
+		cmd.Env = append(os.Environ(), "LSHDB_LOAD_DIR="+dir)
+		stdout, _ := cmd.StdoutPipe()
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		br := bufio.NewReader(stdout)
+		if line, err := br.ReadString('\n'); err != nil || line != "loading\n" {
+			t.Fatalf("helper: %q %v", line, err)
+		}
+		delay := time.Duration(rng.IntN(1600)) * time.Millisecond
+		time.Sleep(delay)
+		cmd.Process.Kill() // SIGKILL
+		rest, _ := io.ReadAll(br)
+		cmd.Wait()
+		completed := strings.Contains(string(rest), "loaded")
+
+		d = mustOpen(t, dir, nil)
+		after, afterRep := purgedStateOf(t, d)
+		n, _ := d.Count()
+		d.Close()
+		switch {
+		case maps.Equal(after, before) && reflect.DeepEqual(afterRep, beforeRep):
+			t.Logf("trial %d: killed after %v, before the ingest: index unchanged (%d docs)", trial, delay, n)
+		case n > uint64(len(before)):
+			t.Logf("trial %d: killed after %v, after the ingest (completed: %v): %d docs", trial, delay, completed, n)
+			ids := map[string]bool{}
+			for i := range 200 {
+				ids[fmt.Sprintf("pre-%d", i)] = true
+			}
+			for _, doc := range loadDocs(20000) {
+				ids[doc.ID] = true
+			}
+			if n != uint64(len(ids)) {
+				t.Fatalf("trial %d: a partial load is visible: %d documents", trial, n)
+			}
+		default:
+			t.Fatalf("trial %d: the index changed without the load being complete (%d docs)", trial, n)
+		}
+		if _, err := os.Stat(filepath.Join(dir, loadTmpDir)); !os.IsNotExist(err) {
+			t.Fatalf("trial %d: the interrupted load's files were not removed", trial)
+		}
+	}
+}
+
+// stopDocs is an iterator over n small distinct documents that counts
+// what it yields in *yielded and calls at(i) (if set) before yielding
+// document i; bad, if ≥ 0, is the position of a document with an empty id.
+func stopDocs(n, bad int, yielded *atomic.Int64, at func(i int)) iter.Seq2[Doc, error] {
+	return func(yield func(Doc, error) bool) {
+		for i := range n {
+			if at != nil {
+				at(i)
+			}
+			d := Doc{ID: fmt.Sprintf("d-%d", i), Text: fmt.Sprintf("document number %d of a long input, with a few words", i)}
+			if i == bad {
+				d.ID = ""
+			}
+			yielded.Add(1)
+			if !yield(d, nil) {
+				return
+			}
+		}
+	}
+}
+
+// indexState is what an interrupted load must leave unchanged: the
+// document count and the check summary.
+func indexState(t *testing.T, d *DB) string {
+	t.Helper()
+	n, err := d.Count()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := d.Check(context.Background())
+	if err != nil || !rep.OK() {
+		t.Fatalf("check: %+v %v", rep, err)
+	}
+	return fmt.Sprintf("%d docs, %+v", n, *rep)
+}
+
+// Ensure that a load stops pulling the caller's iterator within a few
+// chunks of a document that fails (B2: it used to read and hash all
+// 200,000), returns the document's error naming its position and id, and
+// stores nothing.
+func TestLoadStopsAtBadDocument(t *testing.T) {
+	d := mustOpen(t, t.TempDir(), nil)
+	defer d.Close()
+	if err := d.Put("pre", "a document stored before the load"); err != nil {
+		t.Fatal(err)
+	}
+	before := indexState(t, d)
+	var yielded atomic.Int64
+	_, err := d.Load(context.Background(), stopDocs(200000, 5, &yielded, nil), nil)
+	if n := yielded.Load(); n >= 10000 {
+		t.Fatalf("the iterator yielded %d documents after the failure at 5", n)
+	} else {
+		t.Logf("yielded %d documents", n)
+	}
+	if !errors.Is(err, ErrInvalidID) || !strings.Contains(err.Error(), `document 5 (id ""): `) {
+		t.Fatalf("err = %v, want ErrInvalidID naming document 5", err)
+	}
+	if after := indexState(t, d); after != before {
+		t.Fatalf("index changed: %s, before %s", after, before)
+	}
+	if _, err := os.Stat(filepath.Join(d.Dir(), loadTmpDir)); !os.IsNotExist(err) {
+		t.Fatalf("the load's directory is still there: %v", err)
+	}
+}
+
+// Ensure that cancelling the context stops a load promptly, while it
+// reads or after it has read everything, with context.Canceled, the
+// index unchanged and the load's directory removed.
+func TestLoadCancelled(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		n, at int // cancel before yielding document at (or, if -1, from the final Progress call)
+	}{
+		{"reading", 200000, 3000},
+		{"after reading", 5000, -1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := mustOpen(t, t.TempDir(), nil)
+			defer d.Close()
+			for i := range 20 {
+				// Some documents the load replaces.
+				if err := d.Put(fmt.Sprintf("d-%d", i*7), fmt.Sprintf("an old version of document %d", i)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			before := indexState(t, d)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			var yielded atomic.Int64
+			var cancelledAt time.Time
+			at := func(i int) {
+				if i == tc.at {
+					cancelledAt = time.Now()
+					cancel()
+				}
+			}
+			lo := &LoadOptions{Memory: 1 << 20, Progress: func(n int) {
+				if tc.at < 0 && n == tc.n {
+					cancelledAt = time.Now()
+					cancel()
+				}
+			}}
+			_, err := d.Load(ctx, stopDocs(tc.n, -1, &yielded, at), lo)
+			took := time.Since(cancelledAt)
+			if !errors.Is(err, context.Canceled) {
+				t.Fatalf("err = %v, want context.Canceled", err)
+			}
+			t.Logf("returned %v after the cancel, %d documents yielded", took, yielded.Load())
+			if took > time.Second {
+				t.Fatalf("returned %v after the cancel", took)
+			}
+			if tc.at >= 0 && yielded.Load() >= int64(tc.at)+10000 {
+				t.Fatalf("the iterator yielded %d documents, cancelled at %d", yielded.Load(), tc.at)
+			}
+			if after := indexState(t, d); after != before {
+				t.Fatalf("index changed: %s, before %s", after, before)
+			}
+			if _, err := os.Stat(filepath.Join(d.Dir(), loadTmpDir)); !os.IsNotExist(err) {
+				t.Fatalf("the load's directory is still there: %v", err)
+			}
+		})
+	}
+}
+
+// Ensure that Close called during a load cancels it: the load returns
+// ErrClosed promptly, having stopped pulling its iterator, and Close
+// returns.
+func TestLoadClosed(t *testing.T) {
+	dir := t.TempDir()
+	d := mustOpen(t, dir, nil)
+	var yielded atomic.Int64
+	reading := make(chan struct{})
+	at := func(i int) {
+		if i == 3000 {
+			close(reading)
+		}
+	}
+	loaded := make(chan error, 1)
+	go func() {
+		_, err := d.Load(context.Background(), stopDocs(200000, -1, &yielded, at), nil)
+		loaded <- err
+	}()
+	<-reading
+	start := time.Now()
+	closed := make(chan error, 1)
+	go func() { closed <- d.Close() }()
+	select {
+	case err := <-loaded:
+		if !errors.Is(err, ErrClosed) {
+			t.Fatalf("Load: %v, want ErrClosed", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Load did not return within 10 s of Close")
+	}
+	took := time.Since(start)
+	if err := <-closed; err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	t.Logf("Load returned %v after Close began, %d documents yielded", took, yielded.Load())
+	if took > time.Second || yielded.Load() >= 3000+10000 {
+		t.Fatalf("Load returned %v after Close began, having yielded %d documents", took, yielded.Load())
+	}
+	d = mustOpen(t, dir, nil)
+	defer d.Close()
+	if n, err := d.Count(); err != nil || n != 0 {
+		t.Fatalf("after the closed load: %d documents, %v", n, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, loadTmpDir)); !os.IsNotExist(err) {
+		t.Fatalf("the load's directory is still there: %v", err)
+	}
+}
+
+// Ensure that an error yielded by the caller's iterator ends the load at
+// once with that error, unchanged, and stores nothing.
+func TestLoadIteratorError(t *testing.T) {
+	d := mustOpen(t, t.TempDir(), nil)
+	defer d.Close()
+	before := indexState(t, d)
+	bad := errors.New("input.jsonl:6: malformed record")
+	var yielded atomic.Int64
+	docs := func(yield func(Doc, error) bool) {
+		for d, err := range stopDocs(200000, -1, &yielded, nil) {
+			if yielded.Load() == 6 {
+				err = bad
+			}
+			if !yield(d, err) {
+				return
+			}
+		}
+	}
+	if _, err := d.Load(context.Background(), docs, nil); err != bad {
+		t.Fatalf("err = %v, want the iterator's own", err)
+	}
+	if n := yielded.Load(); n != 6 {
+		t.Fatalf("the iterator yielded %d documents, the 6th an error", n)
+	}
+	if after := indexState(t, d); after != before {
+		t.Fatalf("index changed: %s, before %s", after, before)
+	}
+}
+
+// Ensure that a disk error in the load's own files (a sorted run that
+// cannot be created) stops the load promptly with that error, leaving
+// the index unchanged and the database usable.
+func TestLoadDiskError(t *testing.T) {
+	var fail atomic.Bool
+	fs := errorfs.Wrap(vfs.NewMem(), errorfs.InjectorFunc(func(op errorfs.Op) error {
+		if fail.Load() && op.Kind == errorfs.OpCreate && strings.Contains(op.Path, "postings-000000.run") {
+			return errorfs.ErrInjected
+		}
+		return nil
+	}))
+	d := mustOpen(t, "db", &Options{FS: fs})
+	defer d.Close()
+	if err := d.Put("pre", "a document stored before the load"); err != nil {
+		t.Fatal(err)
+	}
+	before := indexState(t, d)
+	fail.Store(true)
+	var yielded atomic.Int64
+	_, err := d.Load(context.Background(), stopDocs(200000, -1, &yielded, nil), &LoadOptions{Memory: 1 << 20})
+	fail.Store(false)
+	if !errors.Is(err, errorfs.ErrInjected) {
+		t.Fatalf("err = %v, want the injected disk error", err)
+	}
+	t.Logf("%v after %d documents yielded", err, yielded.Load())
+	if n := yielded.Load(); n >= 20000 {
+		t.Fatalf("the iterator yielded %d documents", n)
+	}
+	if after := indexState(t, d); after != before {
+		t.Fatalf("index changed: %s, before %s", after, before)
+	}
+	if _, err := fs.Stat(fs.PathJoin("db", loadTmpDir)); err == nil {
+		t.Fatal("the load's directory is still there")
+	}
+	if err := d.Put("after", "a document stored after the failed load"); err != nil {
+		t.Fatal(err)
+	}
+}

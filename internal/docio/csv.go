@@ -1,0 +1,199 @@
+package docio
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// quoteState follows RFC 4180 quoting across a CSV record's bytes, read
+// leniently: only a quote that opens a field starts a quoted field.
+type quoteState uint8
+
+const (
+	fieldStart  quoteState = iota // at the start of a field
+	unquoted                      // inside an unquoted field
+	quoted                        // inside a quoted field
+	quotedQuote                   // a quote inside a quoted field: its end, or the first of ""
+)
+
+func (s quoteState) step(b []byte, comma byte) quoteState {
+	for _, c := range b {
+		switch s {
+		case fieldStart, unquoted:
+			switch {
+			case c == comma || c == '\n':
+				s = fieldStart
+			case c == '"' && s == fieldStart:
+				s = quoted
+			default:
+				s = unquoted
+			}
+		case quoted:
+			if c == '"' {
+				s = quotedQuote
+			}
+		case quotedQuote:
+			switch {
+			case c == '"':
+				s = quoted
+			case c == comma || c == '\n':
+				s = fieldStart
+			default:
+				s = unquoted
+			}
+		}
+	}
+	return s
+}
+
+// splitFields splits one complete CSV record (its line ends LF) into
+// fields, the same way quoteState reads it. A quote inside an unquoted
+// field is kept (5" screens are common), but text after a field's closing
+// quote is an error (as in encoding/csv), and so is a quoted field that is
+// not closed.
+func splitFields(rec []byte, comma byte, dst []string) ([]string, error) {
+	var f strings.Builder
+	s := fieldStart
+	for _, c := range rec {
+		switch s {
+		case fieldStart, unquoted:
+			switch {
+			case c == comma:
+				dst = append(dst, f.String())
+				f.Reset()
+				s = fieldStart
+			case c == '"' && s == fieldStart:
+				s = quoted
+			default:
+				f.WriteByte(c)
+				s = unquoted
+			}
+		case quoted:
+			if c == '"' {
+				s = quotedQuote
+			} else {
+				f.WriteByte(c)
+			}
+		case quotedQuote:
+			switch {
+			case c == '"':
+				f.WriteByte('"')
+				s = quoted
+			case c == comma:
+				dst = append(dst, f.String())
+				f.Reset()
+				s = fieldStart
+			default:
+				return dst, fmt.Errorf("field %d has text after its closing quote (a quote inside a quoted field is written \"\")", len(dst)+1)
+			}
+		}
+	}
+	if s == quoted {
+		return dst, errors.New("a quoted field is not closed before the end of the input")
+	}
+	return append(dst, f.String()), nil
+}
+
+// csv reads CSV (comma ',') or TSV (comma '\t') with a header line from
+// r.lines.
+func (r *reader) csv(name string, comma byte) error {
+	state := fieldStart
+	r.lines.scan = func(b []byte) { state = state.step(b, comma) }
+	var rec []byte
+	var fields []string
+	idCol, textCol := -1, -1
+	header, columns := true, 0
+	for {
+		// One record: lines until the quoting is closed.
+		start := r.lines.line + 1
+		rec = rec[:0]
+		total, long := 0, false
+		state = fieldStart
+		for {
+			b, n, l, err := r.lines.next()
+			if err == io.EOF {
+				if total == 0 {
+					return nil // NB: an empty file has no records, header or not
+				}
+				break // an unclosed quote at the end: reported below
+			}
+			if err != nil {
+				return err
+			}
+			total += n
+			if l || total > r.o.MaxRecordBytes {
+				long = true
+				rec = rec[:0]
+			} else {
+				if len(rec) > 0 {
+					rec = append(rec, '\n')
+				}
+				rec = append(rec, b...)
+			}
+			if state != quoted { // NB: a line end outside quotes ends the record
+				break
+			}
+		}
+		if !long && total > 0 && len(bytes.TrimSpace(rec)) == 0 {
+			continue
+		}
+		var rerr error
+		fields = fields[:0]
+		switch {
+		case long:
+			rerr = tooLong(total, r.o.MaxRecordBytes)
+		default:
+			fields, rerr = splitFields(rec, comma, fields)
+		}
+		if header {
+			if rerr != nil {
+				return fmt.Errorf("%s:%d: the header: %w", name, start, rerr)
+			}
+			for i, h := range fields {
+				switch strings.TrimSpace(h) {
+				case r.o.IDCol:
+					if idCol < 0 {
+						idCol = i
+					}
+				case r.o.TextCol:
+					if textCol < 0 {
+						textCol = i
+					}
+				}
+			}
+			if textCol < 0 || (idCol < 0 && r.o.IDFrom == "") {
+				return fmt.Errorf("%s:%d: the header %q has no %q or no %q column (set --id-col and --text-col)", name, start, strings.Join(fields, string(comma)), r.o.IDCol, r.o.TextCol)
+			}
+			header = false
+			columns = len(fields)
+			continue
+		}
+		out := Record{File: name, Line: start, Raw: rec}
+		if rerr == nil && len(fields) != columns {
+			// NB: a row with more fields than the header is most often a
+			// text with an unquoted comma: taking the field would cut it.
+			rerr = fmt.Errorf("%d columns, the header has %d (quote a field that holds %q)", len(fields), columns, string(comma))
+		}
+		var err error
+		if rerr != nil {
+			err = r.emit(Record{}, badRecord(name, start, "", rec, rerr))
+		} else {
+			out.Text = fields[textCol]
+			switch r.o.IDFrom {
+			case "line":
+				out.ID = lineID(name, start)
+			case "hash":
+				out.ID = hashID(out.Text)
+			default:
+				out.ID = fields[idCol]
+			}
+			err = r.emit(out, nil)
+		}
+		if err != nil {
+			return err
+		}
+	}
+}

@@ -1,0 +1,387 @@
+package docio
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+	"os"
+	"strings"
+
+	"github.com/klauspost/compress/zstd"
+)
+
+// Sentinel errors: test with errors.Is.
+var (
+	// ErrBadRecord is matched by every *RecordError: one record is
+	// malformed and reading can go on past it.
+	ErrBadRecord = errors.New("bad record")
+	// ErrUnknownFormat is returned when Options.Format is not one of
+	// jsonl, csv, tsv and text.
+	ErrUnknownFormat = errors.New("unknown input format")
+	// ErrInvalidOptions is returned when an option other than the format
+	// is out of range.
+	ErrInvalidOptions = errors.New("invalid input options")
+	// ErrTruncated is returned when a compressed stream ends before its
+	// end marker (a truncated file).
+	ErrTruncated = errors.New("the compressed stream ends early (truncated file?)")
+)
+
+// Formats are the accepted values of Options.Format ("" = by file name).
+var Formats = []string{"jsonl", "csv", "tsv", "text"}
+
+// DefaultMaxRecordBytes is the default Options.MaxRecordBytes: 64 MiB (the
+// database's default document limit) plus 1 MiB for the id, the JSON
+// syntax and escapes.
+const DefaultMaxRecordBytes = 65 << 20
+
+// Options say how inputs are read. The zero value reads JSON Lines with
+// "id" and "text" fields (or CSV/TSV with "id" and "text" columns, by file
+// name).
+type Options struct {
+	// Format is jsonl, csv, tsv or text, in any case. Default: "" (by
+	// file name: .csv, .tsv, .txt, else JSON Lines; a directory: text).
+	Format string
+	// IDField and TextField are the JSON Lines fields of the id and the
+	// text, as dotted paths into nested objects ("meta.url"). Default:
+	// "id" and "text".
+	IDField, TextField string
+	// MetaField, if set, is the JSON Lines field (a dotted path) whose raw
+	// JSON value becomes Record.Meta. Default: "" (no metadata).
+	MetaField string
+	// IDCol and TextCol are the CSV/TSV header names of the id and text
+	// columns. Default: "id" and "text".
+	IDCol, TextCol string
+	// IDFrom, if set, makes the ids instead of reading them (JSON Lines,
+	// CSV, TSV): "line" for the file's base name and the line,
+	// "docs.jsonl:12"; "hash" for the hex xxhash64 of the text. Default:
+	// "" (the id field or column is required).
+	IDFrom string
+	// MaxRecordBytes is the longest line, CSV record or text file read;
+	// a longer one is a bad record, skipped without being held in
+	// memory. Default: DefaultMaxRecordBytes.
+	MaxRecordBytes int
+}
+
+// EnsureDefaults fills the zero fields with their defaults and normalizes
+// Format and IDFrom to lower case.
+func (o *Options) EnsureDefaults() {
+	o.Format = strings.ToLower(strings.TrimSpace(o.Format))
+	o.IDFrom = strings.ToLower(strings.TrimSpace(o.IDFrom))
+	if o.IDField == "" {
+		o.IDField = "id"
+	}
+	if o.TextField == "" {
+		o.TextField = "text"
+	}
+	if o.IDCol == "" {
+		o.IDCol = "id"
+	}
+	if o.TextCol == "" {
+		o.TextCol = "text"
+	}
+	if o.MaxRecordBytes == 0 {
+		o.MaxRecordBytes = DefaultMaxRecordBytes
+	}
+}
+
+// Validate reports an unknown format (ErrUnknownFormat) or another option
+// out of range (ErrInvalidOptions). Call it after EnsureDefaults.
+func (o *Options) Validate() error {
+	if _, err := ParseFormat(o.Format); err != nil {
+		return err
+	}
+	switch o.IDFrom {
+	case "", "line", "hash":
+	default:
+		return fmt.Errorf("%w: id-from %q: want line or hash", ErrInvalidOptions, o.IDFrom)
+	}
+	if o.MaxRecordBytes < 1 {
+		return fmt.Errorf("%w: MaxRecordBytes %d: must be at least 1", ErrInvalidOptions, o.MaxRecordBytes)
+	}
+	return nil
+}
+
+// ParseFormat returns the format named by s in any case ("" stays "": by
+// file name), or an error wrapping ErrUnknownFormat that names s and the
+// accepted formats.
+func ParseFormat(s string) (string, error) {
+	f := strings.ToLower(strings.TrimSpace(s))
+	if f == "" {
+		return "", nil
+	}
+	for _, ok := range Formats {
+		if f == ok {
+			return f, nil
+		}
+	}
+	return "", fmt.Errorf("%w %q (want %s)", ErrUnknownFormat, s, strings.Join(Formats, ", "))
+}
+
+// Record is one input document and where it came from.
+type Record struct {
+	ID, Text string
+	// Meta is the raw JSON of Options.MetaField; nil without it.
+	Meta []byte
+	// File is the input's path as given ("stdin" for standard input),
+	// or for a directory's file the directory joined with its path.
+	File string
+	// Line is the line where the record starts (1-based); 0 for a text
+	// file, which is one record.
+	Line int
+	// Raw is the record's bytes as read (a CSV record's line ends are
+	// LF), without its final line end; nil for a text file. NB: it
+	// aliases the reader's buffer and is valid only until the loop
+	// continues: copy it to keep it.
+	Raw []byte
+}
+
+// Pos returns "FILE:LINE", or FILE for a text file.
+func (r *Record) Pos() string { return pos(r.File, r.Line) }
+
+func pos(file string, line int) string {
+	if line == 0 {
+		return file
+	}
+	return fmt.Sprintf("%s:%d", file, line)
+}
+
+// RecordError reports a malformed record. It matches ErrBadRecord and its
+// cause Err with errors.Is. Raw is a copy of the record's bytes as read
+// (nil for one too long to hold, or a text file).
+type RecordError struct {
+	File string
+	Line int
+	ID   string // the record's id when it was read, else ""
+	Raw  []byte
+	Err  error
+}
+
+func (e *RecordError) Error() string {
+	if e.ID != "" {
+		return fmt.Sprintf("%s (id %s): %v", pos(e.File, e.Line), QuoteID(e.ID), e.Err)
+	}
+	return fmt.Sprintf("%s: %v", pos(e.File, e.Line), e.Err)
+}
+
+// Unwrap returns ErrBadRecord and the cause.
+func (e *RecordError) Unwrap() []error { return []error{ErrBadRecord, e.Err} }
+
+// Pos returns "FILE:LINE", or FILE for a text file.
+func (e *RecordError) Pos() string { return pos(e.File, e.Line) }
+
+// QuoteID quotes an id for a message, cut to its first 64 bytes.
+func QuoteID(id string) string {
+	if len(id) > 64 {
+		return fmt.Sprintf("%q… (%d bytes)", id[:64], len(id))
+	}
+	return fmt.Sprintf("%q", id)
+}
+
+// badRecord returns a *RecordError with a copy of raw.
+func badRecord(file string, line int, id string, raw []byte, err error) *RecordError {
+	return &RecordError{File: file, Line: line, ID: id, Raw: bytes.Clone(raw), Err: err}
+}
+
+// CheckPaths reports the first path (other than "-") that cannot be
+// stat'ed, wrapping the cause (errors.Is(err, fs.ErrNotExist) for a
+// missing one), so that a command can refuse before it opens anything.
+func CheckPaths(paths []string) error {
+	for _, p := range paths {
+		if p == "-" {
+			continue
+		}
+		if _, err := os.Stat(p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Read yields the records of each path in order: "-" (or no path at all)
+// reads stdin. A bad record yields a *RecordError and reading goes on; any
+// other error is the last thing yielded. Cancelling ctx stops the reading
+// between records with an error wrapping ctx.Err().
+func Read(ctx context.Context, paths []string, stdin io.Reader, o Options) iter.Seq2[Record, error] {
+	return func(yield func(Record, error) bool) {
+		o.EnsureDefaults()
+		if err := o.Validate(); err != nil {
+			yield(Record{}, err)
+			return
+		}
+		if len(paths) == 0 {
+			paths = []string{"-"}
+		}
+		r := &reader{ctx: ctx, o: o, yield: yield}
+		for _, p := range paths {
+			var err error
+			if p == "-" {
+				err = r.stream("stdin", stdin, o.Format, "")
+			} else {
+				err = r.path(p)
+			}
+			if err == errStop {
+				return
+			}
+			if err != nil {
+				yield(Record{}, err)
+				return
+			}
+		}
+	}
+}
+
+// errStop ends the reading when the caller's loop breaks.
+var errStop = errors.New("docio: stop")
+
+// reader is one Read's state.
+type reader struct {
+	ctx   context.Context
+	o     Options
+	yield func(Record, error) bool
+	lines lineReader // reused across files: its buffer
+}
+
+// emit yields a record or a bad record; errStop when the loop broke. It
+// checks the context first.
+func (r *reader) emit(rec Record, err error) error {
+	if cerr := r.ctx.Err(); cerr != nil {
+		at := pos(rec.File, rec.Line)
+		var re *RecordError
+		if errors.As(err, &re) {
+			at = re.Pos()
+		}
+		return fmt.Errorf("interrupted before %s: %w", at, cerr)
+	}
+	if !r.yield(rec, err) {
+		return errStop
+	}
+	return nil
+}
+
+// path reads one file or directory.
+func (r *reader) path(p string) error {
+	st, err := os.Stat(p)
+	if err != nil {
+		return err
+	}
+	if st.IsDir() {
+		return r.dir(p)
+	}
+	return r.file(p, p, r.o.Format, "")
+}
+
+// file opens a file and reads it in format (by name when ""); as text,
+// its id is textID (its base name when "").
+func (r *reader) file(path, name, format, textID string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return r.stream(name, f, format, textID)
+}
+
+// stream reads one input: it tells and undoes compression, drops a BOM,
+// and reads the format (as text, with the id textID, or its base name).
+func (r *reader) stream(name string, in io.Reader, format, textID string) error {
+	br, closeFn, err := decompress(name, in)
+	if err != nil {
+		return err
+	}
+	defer closeFn()
+	if bom, _ := br.Peek(3); bytes.Equal(bom, utf8BOM) {
+		br.Discard(3)
+	}
+	if format == "" {
+		format = formatByName(name)
+	}
+	r.lines.reset(name, br, r.o.MaxRecordBytes)
+	switch format {
+	case "csv":
+		return r.csv(name, ',')
+	case "tsv":
+		return r.csv(name, '\t')
+	case "text":
+		if textID == "" {
+			textID = baseName(name)
+		}
+		return r.text(name, textID, br)
+	default:
+		return r.jsonl(name)
+	}
+}
+
+var utf8BOM = []byte{0xef, 0xbb, 0xbf}
+
+// bufSize is the read buffer of a stream: a line shorter than it is
+// parsed where it lies, a longer one is copied.
+const bufSize = 256 << 10
+
+// decompress returns a buffered reader of in's content, decompressed when
+// it starts with a gzip or zstd magic number, and a function that
+// releases the decompressor.
+func decompress(name string, in io.Reader) (*bufio.Reader, func(), error) {
+	br := bufio.NewReaderSize(in, 64<<10)
+	magic, err := br.Peek(4)
+	if err != nil && err != io.EOF && !errors.Is(err, bufio.ErrBufferFull) {
+		return nil, nil, fmt.Errorf("%s: %w", name, err)
+	}
+	switch {
+	case bytes.HasPrefix(magic, []byte{0x1f, 0x8b}):
+		gz, err := gzip.NewReader(br)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: gzip: %w", name, truncated(err))
+		}
+		return bufio.NewReaderSize(gz, bufSize), func() { gz.Close() }, nil
+	case bytes.Equal(magic, []byte{0x28, 0xb5, 0x2f, 0xfd}):
+		// NB: one decoding goroutine: the reader is the bottleneck of a
+		// load only when signatures are computed on every other core. A
+		// window over 128 MiB is refused, as zstd's own decoder does
+		// without --memory: a frame could otherwise ask for 512 MiB.
+		zr, err := zstd.NewReader(br, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxWindow(128<<20), zstd.WithDecoderMaxMemory(1<<30))
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: zstd: %w", name, err)
+		}
+		return bufio.NewReaderSize(zr, bufSize), zr.Close, nil
+	}
+	return bufio.NewReaderSize(br, bufSize), func() {}, nil
+}
+
+// truncated marks an unexpected end of a compressed stream with
+// ErrTruncated (and keeps the cause).
+func truncated(err error) error {
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		return fmt.Errorf("%w: %w", ErrTruncated, err)
+	}
+	return err
+}
+
+// formatByName tells the format from a file name.
+func formatByName(name string) string {
+	n := strings.ToLower(name)
+	for _, suf := range []string{".gz", ".zst", ".zstd"} {
+		n = strings.TrimSuffix(n, suf)
+	}
+	switch {
+	case strings.HasSuffix(n, ".csv"):
+		return "csv"
+	case strings.HasSuffix(n, ".tsv"), strings.HasSuffix(n, ".tab"):
+		return "tsv"
+	case strings.HasSuffix(n, ".txt"):
+		return "text"
+	}
+	return "jsonl"
+}
+
+// baseName is the last element of a slash- or OS-separated path.
+func baseName(name string) string {
+	if i := strings.LastIndexAny(name, `/`+string(os.PathSeparator)); i >= 0 {
+		return name[i+1:]
+	}
+	return name
+}

@@ -1,0 +1,327 @@
+package docio
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/klauspost/compress/zstd"
+)
+
+func gzipBytes(b []byte) []byte {
+	var buf bytes.Buffer
+	w := gzip.NewWriter(&buf)
+	w.Write(b)
+	w.Close()
+	return buf.Bytes()
+}
+
+func zstdBytes(b []byte) []byte {
+	var buf bytes.Buffer
+	w, _ := zstd.NewWriter(&buf)
+	w.Write(b)
+	w.Close()
+	return buf.Bytes()
+}
+
+// collect reads paths (relative to dir) and returns one line per record,
+// "FILE:LINE id=ID text=TEXT", and per bad record "bad FILE:LINE (id ID):
+// cause", with file names relative to dir, and the fatal error.
+func collect(t *testing.T, dir string, paths []string, stdin string, o Options) ([]string, error) {
+	t.Helper()
+	var abs []string
+	for _, p := range paths {
+		if p != "-" {
+			p = filepath.Join(dir, p)
+		}
+		abs = append(abs, p)
+	}
+	rel := func(f string) string {
+		if r, err := filepath.Rel(dir, f); err == nil && !strings.HasPrefix(r, "..") {
+			return filepath.ToSlash(r)
+		}
+		return f
+	}
+	var got []string
+	for rec, err := range Read(context.Background(), abs, strings.NewReader(stdin), o) {
+		var re *RecordError
+		switch {
+		case errors.As(err, &re):
+			if !errors.Is(err, ErrBadRecord) {
+				t.Fatalf("%v does not match ErrBadRecord", err)
+			}
+			got = append(got, fmt.Sprintf("bad %s (id %q): %v", pos(rel(re.File), re.Line), re.ID, re.Err))
+		case err != nil:
+			return got, err
+		default:
+			got = append(got, fmt.Sprintf("%s id=%s text=%q", pos(rel(rec.File), rec.Line), rec.ID, rec.Text))
+		}
+	}
+	return got, nil
+}
+
+// Ensure that every format, compression and id option reads the records
+// written by hand in its fixture, and reports the bad ones by file and
+// line while reading on.
+func TestRead(t *testing.T) {
+	docsJSONL := []byte("{\"id\":\"a\",\"text\":\"alpha\"}\n{\"id\":\"b\",\"text\":\"beta\"}\n")
+	bigLine := `{"id":"big","text":"` + strings.Repeat("x", 600<<10) + `"}` + "\n"
+	cases := []struct {
+		name    string
+		files   map[string][]byte // relative path → content
+		paths   []string
+		stdin   string
+		o       Options
+		want    []string
+		wantErr error // the fatal error, tested with errors.Is
+	}{
+		{name: "jsonl BOM CRLF", files: map[string][]byte{"d.jsonl": []byte("\xef\xbb\xbf{\"id\":\"a\",\"text\":\"x\"}\r\n\r\n{\"id\":\"b\",\"text\":\"y\"}\r\n")},
+			paths: []string{"d.jsonl"},
+			want:  []string{`d.jsonl:1 id=a text="x"`, `d.jsonl:3 id=b text="y"`}},
+		{name: "csv BOM CRLF quoted newline", files: map[string][]byte{"d.csv": []byte("\xef\xbb\xbfid,text\r\na,\"x\r\ny, \"\"q\"\"\"\r\nb,z\r\n")},
+			paths: []string{"d.csv"},
+			want:  []string{`d.csv:2 id=a text="x\ny, \"q\""`, `d.csv:4 id=b text="z"`}},
+		{name: "tsv BOM CRLF lenient quotes", files: map[string][]byte{"d.tsv": []byte("\xef\xbb\xbfkey\tbody\r\na\t12\" vinyl\r\nb\ty\r\n")},
+			paths: []string{"d.tsv"}, o: Options{IDCol: "key", TextCol: "body"},
+			want: []string{`d.tsv:2 id=a text="12\" vinyl"`, `d.tsv:3 id=b text="y"`}},
+		{name: "text file BOM CRLF", files: map[string][]byte{"notes.txt": []byte("\xef\xbb\xbfline one\r\nline two\r\n")},
+			paths: []string{"notes.txt"},
+			want:  []string{`notes.txt id=notes.txt text="line one\r\nline two\r\n"`}},
+		{name: "format flag in any case", files: map[string][]byte{"d.data": []byte("id,text\na,x\n")},
+			paths: []string{"d.data"}, o: Options{Format: "CSV"},
+			want: []string{`d.data:2 id=a text="x"`}},
+		{name: "gzip and zstd told by content", files: map[string][]byte{"g.data": gzipBytes(docsJSONL), "z.bin": zstdBytes(docsJSONL), "c.csv.zst": zstdBytes([]byte("id,text\nc,gamma\n"))},
+			paths: []string{"g.data", "z.bin", "c.csv.zst"},
+			want: []string{`g.data:1 id=a text="alpha"`, `g.data:2 id=b text="beta"`, `z.bin:1 id=a text="alpha"`, `z.bin:2 id=b text="beta"`,
+				`c.csv.zst:2 id=c text="gamma"`}},
+		{name: "stdin", paths: []string{"-"}, stdin: "{\"id\":\"s\",\"text\":\"from stdin\"}\n",
+			want: []string{`stdin:1 id=s text="from stdin"`}},
+		{name: "numeric and nested ids", files: map[string][]byte{"n.jsonl": []byte(`{"id":42,"text":"a"}
+{"id":12345678901234567890,"text":"b"}
+{"id":-1.5e3,"text":"c"}
+{"id":true,"text":"d"}
+{"id":null,"text":"e"}
+`)}, paths: []string{"n.jsonl"},
+			want: []string{`n.jsonl:1 id=42 text="a"`, `n.jsonl:2 id=12345678901234567890 text="b"`, `n.jsonl:3 id=-1.5e3 text="c"`,
+				`bad n.jsonl:4 (id ""): field "id" is not a string or a number`, `bad n.jsonl:5 (id ""): field "id" is not a string or a number`}},
+		{name: "dotted paths", files: map[string][]byte{"m.jsonl": []byte(`{"meta":{"url":"http://x/1"},"body":{"text":"one"}}
+{"meta":{"url":7},"body":{"text":"two"}}
+{"meta.url":"literal","body":{"text":"three"}}
+{"meta":"flat","body":{"text":"four"}}
+{"body":{"text":"five"}}
+`)}, paths: []string{"m.jsonl"}, o: Options{IDField: "meta.url", TextField: "body.text"},
+			want: []string{`m.jsonl:1 id=http://x/1 text="one"`, `m.jsonl:2 id=7 text="two"`, `m.jsonl:3 id=literal text="three"`,
+				`bad m.jsonl:4 (id ""): no "meta.url" field ("meta" is not an object)`, `bad m.jsonl:5 (id ""): no "meta.url" field`}},
+		{name: "id from line", files: map[string][]byte{"sub/h.jsonl": []byte("{\"text\":\"abc\"}\n\n{\"text\":\"def\"}\n"), "h.csv": []byte("text\nabc\n")},
+			paths: []string{"sub/h.jsonl", "h.csv"}, o: Options{IDFrom: "LINE"},
+			want: []string{`sub/h.jsonl:1 id=h.jsonl:1 text="abc"`, `sub/h.jsonl:3 id=h.jsonl:3 text="def"`, `h.csv:2 id=h.csv:2 text="abc"`}},
+		// XXH64("abc", seed 0) = 44bc2cf5ad770999 (the reference test vector).
+		{name: "id from hash", files: map[string][]byte{"h.jsonl": []byte("{\"id\":\"ignored\",\"text\":\"abc\"}\n")},
+			paths: []string{"h.jsonl"}, o: Options{IDFrom: "hash"},
+			want: []string{`h.jsonl:1 id=44bc2cf5ad770999 text="abc"`}},
+		{name: "invalid UTF-8 and lone surrogate ids", files: map[string][]byte{"u.jsonl": []byte("{\"id\":\"u\xff1\",\"text\":\"a\"}\n{\"id\":\"u\\ud800\",\"text\":\"b\"}\n{\"id\":\"u\\ufffd\",\"text\":\"c\"}\n{\"id\":\"u\xef\xbf\xbd\",\"text\":\"d\"}\n")},
+			paths: []string{"u.jsonl"},
+			want: []string{"bad u.jsonl:1 (id \"\"): field \"id\" is not valid UTF-8: \"\\\"u\\xff1\\\"\"",
+				`bad u.jsonl:2 (id ""): field "id" has an escape that is not a character (a lone surrogate): "u\ud800"`,
+				"u.jsonl:3 id=u\ufffd text=\"c\"", "u.jsonl:4 id=u\ufffd text=\"d\""}},
+		{name: "malformed JSON lines", files: map[string][]byte{"bad.jsonl": []byte("{\"id\":\"a\"}\n[1]\nnot json\n{\"id\":\"b\",\"text\":null}\n{\"id\":\"c\",\"text\":\"ok\"}\n")},
+			paths: []string{"bad.jsonl"},
+			want: []string{`bad bad.jsonl:1 (id "a"): no "text" field`,
+				`bad bad.jsonl:2 (id ""): not a JSON object: json: cannot unmarshal array into Go value of type map[string]json.RawMessage`,
+				`bad bad.jsonl:3 (id ""): not a JSON object: invalid character 'o' in literal null (expecting 'u')`,
+				`bad bad.jsonl:4 (id "b"): field "text" is not a string`, `bad.jsonl:5 id=c text="ok"`}},
+		{name: "over-long lines skipped", files: map[string][]byte{"l.jsonl": []byte(`{"id":"s","text":"short"}` + "\n" + `{"id":"long","text":"` + strings.Repeat("y", 200) + `"}` + "\n" + bigLine + `{"id":"t","text":"next"}`)},
+			paths: []string{"l.jsonl"}, o: Options{MaxRecordBytes: 100},
+			want: []string{`l.jsonl:1 id=s text="short"`, `bad l.jsonl:2 (id ""): longer than the record limit: 224 bytes (at most 100)`,
+				fmt.Sprintf(`bad l.jsonl:3 (id ""): longer than the record limit: %d bytes (at most 100)`, len(bigLine)), `l.jsonl:4 id=t text="next"`}},
+		{name: "csv bad rows", files: map[string][]byte{"r.csv": []byte("text,id\nx\n\"y,a\n")},
+			paths: []string{"r.csv"},
+			want:  []string{`bad r.csv:2 (id ""): 1 columns, the header has 2 (quote a field that holds ",")`, `bad r.csv:3 (id ""): a quoted field is not closed before the end of the input`}},
+		{name: "csv rows that would lose text", files: map[string][]byte{"r.csv": []byte("id,text\na,one two\nb,five,six\nc,\"x\"y\nd,\"a \"\"quoted\"\" word\"\ne,5\" screen\n")},
+			paths: []string{"r.csv"},
+			want: []string{`r.csv:2 id=a text="one two"`, `bad r.csv:3 (id ""): 3 columns, the header has 2 (quote a field that holds ",")`,
+				`bad r.csv:4 (id ""): field 2 has text after its closing quote (a quote inside a quoted field is written "")`,
+				`r.csv:5 id=d text="a \"quoted\" word"`, `r.csv:6 id=e text="5\" screen"`}},
+		{name: "csv over-long record", files: map[string][]byte{"r.csv": []byte("id,text\na,\"" + strings.Repeat("z\n", 60) + "\"\nb,ok\n")},
+			paths: []string{"r.csv"}, o: Options{MaxRecordBytes: 100},
+			want: []string{`bad r.csv:2 (id ""): longer than the record limit: 125 bytes (at most 100)`, `r.csv:63 id=b text="ok"`}},
+		{name: "csv without the columns", files: map[string][]byte{"r.csv": []byte("key,body\na,b\n")},
+			paths: []string{"r.csv"}, wantErr: nil},
+		{name: "directory: hidden skipped, binary reported", files: map[string][]byte{
+			"d/a.txt": []byte("alpha"), "d/sub/b.txt": []byte("beta\n"), "d/.hidden": []byte("h"), "d/.git/config": []byte("g"),
+			"d/sub/.cache/x.txt": []byte("c"), "d/prog.bin": []byte("\x7fELF\x00\x01"), "d/z.txt": []byte("zeta"),
+			"d/latin1.txt": []byte("caf\xe9 cr\xe8me"), "d/stray.txt": []byte(strings.Repeat("ok text ", 20) + "\xff")},
+			paths: []string{"d"},
+			want: []string{`d/a.txt id=a.txt text="alpha"`, `bad d/latin1.txt (id "latin1.txt"): ` + ErrBinary.Error(), `bad d/prog.bin (id "prog.bin"): ` + ErrBinary.Error(),
+				`d/stray.txt id=stray.txt text="` + strings.Repeat("ok text ", 20) + `\xff"`, `d/sub/b.txt id=sub/b.txt text="beta\n"`, `d/z.txt id=z.txt text="zeta"`}},
+		{name: "directory of jsonl shards", files: map[string][]byte{"s/1.jsonl": docsJSONL, "s/.x.jsonl": docsJSONL},
+			paths: []string{"s"}, o: Options{Format: "jsonl"},
+			want: []string{`s/1.jsonl:1 id=a text="alpha"`, `s/1.jsonl:2 id=b text="beta"`}},
+		{name: "over-long text file", files: map[string][]byte{"t/a.txt": []byte(strings.Repeat("a", 101)), "t/b.txt": []byte("b")},
+			paths: []string{"t"}, o: Options{MaxRecordBytes: 100},
+			want: []string{`bad t/a.txt (id "a.txt"): longer than the record limit: more than 100 bytes`, `t/b.txt id=b.txt text="b"`}},
+		{name: "missing file", paths: []string{"nope.jsonl"}, wantErr: fs.ErrNotExist},
+		{name: "unknown format", paths: []string{"-"}, o: Options{Format: "parquet"}, wantErr: ErrUnknownFormat},
+		{name: "bad id-from", paths: []string{"-"}, o: Options{IDFrom: "uuid"}, wantErr: ErrInvalidOptions},
+		{name: "truncated gzip", files: map[string][]byte{"t.jsonl.gz": gzipBytes(bytes.Repeat(docsJSONL, 100))[:40]},
+			paths: []string{"t.jsonl.gz"}, wantErr: ErrTruncated},
+		{name: "truncated zstd", files: map[string][]byte{"t.jsonl.zst": zstdBytes(bytes.Repeat(docsJSONL, 100))[:30]},
+			paths: []string{"t.jsonl.zst"}, wantErr: io.ErrUnexpectedEOF},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			for name, b := range c.files {
+				p := filepath.Join(dir, name)
+				if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(p, b, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got, err := collect(t, dir, c.paths, c.stdin, c.o)
+			if c.wantErr != nil {
+				if !errors.Is(err, c.wantErr) {
+					t.Fatalf("error %v, want one matching %v", err, c.wantErr)
+				}
+				if len(c.paths) > 0 && c.paths[0] != "-" && !strings.Contains(err.Error(), c.paths[0]) {
+					t.Fatalf("error %q does not name %s", err, c.paths[0])
+				}
+				return
+			}
+			if c.name == "csv without the columns" {
+				if err == nil || !strings.Contains(err.Error(), `r.csv:1: the header "key,body" has no "id" or no "text" column`) {
+					t.Fatalf("error %v", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("fatal error %v after %q", err, got)
+			}
+			if strings.Join(got, "\n") != strings.Join(c.want, "\n") {
+				t.Fatalf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(c.want, "\n"))
+			}
+		})
+	}
+}
+
+// Ensure that an over-long line inside a small gzip file is skipped
+// without being held: reading a 64 MiB line with a 1 MiB cap allocates
+// about the cap, not the line (ReadBytes would allocate over 64 MiB), and
+// the record after it is read.
+func TestLongLineMemory(t *testing.T) {
+	var buf bytes.Buffer
+	w := gzip.NewWriter(&buf)
+	w.Write([]byte(`{"id":"bomb","text":"`))
+	chunk := bytes.Repeat([]byte("a"), 1<<20)
+	for range 64 {
+		w.Write(chunk)
+	}
+	w.Write([]byte("\"}\n{\"id\":\"after\",\"text\":\"ok\"}\n"))
+	w.Close()
+	path := filepath.Join(t.TempDir(), "bomb.jsonl.gz")
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const limit = 1 << 20
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	var got []string
+	for rec, err := range Read(context.Background(), []string{path}, nil, Options{MaxRecordBytes: limit}) {
+		var re *RecordError
+		switch {
+		case errors.As(err, &re):
+			got = append(got, "bad "+re.Pos())
+		case err != nil:
+			t.Fatal(err)
+		default:
+			got = append(got, rec.ID)
+		}
+	}
+	runtime.ReadMemStats(&after)
+	if want := "bad " + path + ":1 after"; strings.Join(got, " ") != want {
+		t.Fatalf("got %q, want %q", got, want)
+	}
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 4*limit+2<<20 {
+		t.Fatalf("reading allocated %d bytes for a %d-byte cap", alloc, limit)
+	}
+}
+
+// Ensure that a loop that breaks stops the reading (no yield after it,
+// which would panic), and that a cancelled context ends it with an error
+// wrapping context.Canceled that names the position.
+func TestReadStops(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "d.jsonl")
+	os.WriteFile(path, []byte("{\"id\":\"a\",\"text\":\"x\"}\n{\"id\":\"b\",\"text\":\"y\"}\n{\"id\":\"c\",\"text\":\"z\"}\n"), 0o644)
+	n := 0
+	for range Read(context.Background(), []string{path, path}, nil, Options{}) {
+		n++
+		if n == 2 {
+			break
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var ids []string
+	var last error
+	for rec, err := range Read(ctx, []string{path}, nil, Options{}) {
+		if err != nil {
+			last = err
+			continue
+		}
+		ids = append(ids, rec.ID)
+		cancel()
+	}
+	if strings.Join(ids, ",") != "a" || !errors.Is(last, context.Canceled) || !strings.Contains(last.Error(), "d.jsonl:2") {
+		t.Fatalf("after cancelling at a: ids %v, error %v", ids, last)
+	}
+}
+
+// Ensure that a text file cut inside its gzip stream is a fatal error
+// naming it, not a shorter document.
+func TestTruncatedText(t *testing.T) {
+	dir := t.TempDir()
+	gz := gzipBytes(bytes.Repeat([]byte("some text that compresses "), 10000))
+	path := filepath.Join(dir, "notes.txt.gz")
+	os.WriteFile(path, gz[:len(gz)/2], 0o644)
+	got, err := collect(t, dir, []string{"notes.txt.gz"}, "", Options{})
+	if !errors.Is(err, ErrTruncated) || !strings.Contains(err.Error(), path) || len(got) != 0 {
+		t.Fatalf("records %q, error %v", got, err)
+	}
+}
+
+// Ensure that Record.Raw is the record as read (a CSV record's lines
+// joined with LF, without the final line end) and Record.Meta the raw JSON
+// of the meta field, nil when the record has none.
+func TestRawAndMeta(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "m.jsonl"), []byte("{\"id\":\"a\",\"text\":\"x\",\"m\":{\"k\": [1, 2]}}\r\n{\"id\":\"b\",\"text\":\"y\"}\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "r.csv"), []byte("id,text\r\nc,\"two\r\nlines\"\r\n"), 0o644)
+	var got []string
+	for rec, err := range Read(context.Background(), []string{filepath.Join(dir, "m.jsonl"), filepath.Join(dir, "r.csv")}, nil, Options{MetaField: "m"}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, fmt.Sprintf("%s raw=%q meta=%q nil=%v", rec.ID, rec.Raw, rec.Meta, rec.Meta == nil))
+	}
+	want := []string{
+		`a raw="{\"id\":\"a\",\"text\":\"x\",\"m\":{\"k\": [1, 2]}}" meta="{\"k\": [1, 2]}" nil=false`,
+		`b raw="{\"id\":\"b\",\"text\":\"y\"}" meta="" nil=true`,
+		`c raw="c,\"two\nlines\"" meta="" nil=true`,
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}

@@ -1,0 +1,137 @@
+package docio
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"path/filepath"
+	"strings"
+	"unicode/utf8"
+)
+
+// ErrBinary is the cause of a bad record for a file that is not text. A
+// directory walk yields one for each binary file it meets; callers
+// usually skip them with a note.
+var ErrBinary = errors.New("a binary file, not UTF-8 text (a NUL byte, or over 1% invalid UTF-8, in its first 8 KiB)")
+
+// invalidUTF8 counts the bytes of b that are not part of a valid UTF-8
+// sequence.
+//
+// NB: a text file with a stray bad byte (a corrupted character) is still
+// text; binary data is mostly invalid (about half its bytes, random), and
+// Latin-1 prose has 2-3% accented letters, so 1% tells them apart.
+func invalidUTF8(b []byte) int {
+	n := 0
+	for len(b) > 0 {
+		r, size := utf8.DecodeRune(b)
+		if r == utf8.RuneError && size == 1 {
+			n++
+		}
+		b = b[size:]
+	}
+	return n
+}
+
+// dir reads every regular file under root: as a text document whose id is
+// its slash-separated path relative to root, or in Options.Format when it
+// names a record format. Hidden files and folders, symbolic links and
+// special files are skipped.
+func (r *reader) dir(root string) error {
+	return filepath.WalkDir(root, func(path string, e fs.DirEntry, err error) error {
+		if err != nil {
+			return err // NB: a PathError: it names the path
+		}
+		if path != root && strings.HasPrefix(e.Name(), ".") {
+			if e.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !e.Type().IsRegular() {
+			return nil
+		}
+		switch r.o.Format {
+		case "jsonl", "csv", "tsv":
+			return r.file(path, path, r.o.Format, "")
+		}
+		rel, err := filepath.Rel(root, path)
+		if err != nil {
+			return err
+		}
+		return r.file(path, path, "text", filepath.ToSlash(rel))
+	})
+}
+
+// text reads a whole stream as one document with this id, up to the
+// record limit. A stream that is not UTF-8 text is a bad record.
+func (r *reader) text(name, id string, in io.Reader) error {
+	max := r.o.MaxRecordBytes
+	b, err := readCapped(in, max+1)
+	if err != nil {
+		return fmt.Errorf("%s: %w", name, truncated(err))
+	}
+	var bad error
+	if len(b) > max {
+		// NB: the rest is not read: its size is unknown, and the check
+		// stays bounded on a compressed bomb.
+		bad = fmt.Errorf("%w: more than %d bytes", errTooLong, max)
+	} else if head := b[:min(len(b), 8192)]; bytes.IndexByte(head, 0) >= 0 || invalidUTF8(trimPartialRune(head, len(b)))*100 > len(head) {
+		bad = ErrBinary
+	}
+	if bad != nil {
+		return r.emit(Record{}, &RecordError{File: name, ID: id, Err: bad})
+	}
+	return r.emit(Record{ID: id, Text: string(b), File: name}, nil)
+}
+
+// trimPartialRune drops a rune cut by the 8 KiB head window.
+func trimPartialRune(head []byte, total int) []byte {
+	if len(head) == total {
+		return head
+	}
+	for i := 0; i < utf8.UTFMax && len(head) > 0; i++ {
+		if utf8.Valid(head) {
+			return head
+		}
+		head = head[:len(head)-1]
+	}
+	return head
+}
+
+// readCapped reads up to limit bytes of r. NB: in blocks joined once at
+// the end, not by io.ReadAll's growing buffer, whose garbage would cost
+// several times the limit on a huge input.
+func readCapped(r io.Reader, limit int) ([]byte, error) {
+	var blocks [][]byte
+	n := 0
+	for n < limit {
+		blk := make([]byte, min(1<<20, limit-n))
+		m := 0
+		var err error
+		for m < len(blk) && err == nil {
+			var k int
+			k, err = r.Read(blk[m:])
+			m += k
+		}
+		if m > 0 {
+			blocks = append(blocks, blk[:m])
+			n += m
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err // NB: io.ErrUnexpectedEOF here is a truncated stream
+		}
+	}
+	if len(blocks) == 1 {
+		return blocks[0], nil
+	}
+	out := make([]byte, 0, n)
+	for _, blk := range blocks {
+		out = append(out, blk...)
+	}
+	return out, nil
+}
