@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"reflect"
+	"runtime"
 	"slices"
 	"testing"
 )
@@ -252,4 +253,34 @@ func FuzzDecodeSmall(f *testing.F) {
 		DecodeDocNum(b)
 		DecodeCounters(b)
 	})
+}
+
+// A manifest whose stop-word list declares more entries than it could
+// hold is corrupt, and decoding it allocates nothing near the declared
+// size (msgpack's generic decoder preallocates up to a million strings).
+func TestManifestStopWordsBounded(t *testing.T) {
+	m := &Manifest{FormatVersion: 1, Scheme: "oph", NumPerm: 128, StopWords: StopWords{"a", "the"}}
+	b, err := EncodeManifest(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := DecodeManifest(b)
+	if err != nil || !slices.Equal(got.StopWords, m.StopWords) {
+		t.Fatalf("round trip: %v, %v", got, err)
+	}
+
+	huge := []byte{0x82, 0xae}
+	huge = append(huge, "format_version"...)
+	huge = append(huge, 0x01, 0xaa)
+	huge = append(huge, "stop_words"...)
+	huge = append(huge, 0xdd, 0xff, 0xff, 0xff, 0xff) // array32 of 2^32-1
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	if _, err := DecodeManifest(huge); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("declared 2^32-1 stop words: %v, want ErrCorrupt", err)
+	}
+	runtime.ReadMemStats(&after)
+	if n := after.TotalAlloc - before.TotalAlloc; n > 1<<20 {
+		t.Errorf("decoding a corrupt stop-word list allocated %d bytes", n)
+	}
 }

@@ -18,20 +18,56 @@ var ErrFormatTooNew = errors.New("codec: format newer than this build")
 // Manifest records every parameter that shapes hashes and bands. It is
 // written once, when a database is created.
 type Manifest struct {
-	FormatVersion int      `msgpack:"format_version"`
-	Scheme        string   `msgpack:"scheme"`        // "oph" or "classic"
-	NumPerm       int      `msgpack:"num_perm"`      // signature values
-	Seed          uint64   `msgpack:"seed"`          // signature seed
-	ShingleKind   string   `msgpack:"shingle_kind"`  // "char" or "word"
-	ShingleSize   int      `msgpack:"shingle_size"`  // k
-	Bag           bool     `msgpack:"bag"`           // bag (multiset) shingles
-	Normalization string   `msgpack:"normalization"` // "fold" or "none"
-	StopWords     []string `msgpack:"stop_words"`    // word shingles only
-	Bands         int      `msgpack:"bands"`         // b
-	Rows          int      `msgpack:"rows"`          // r
-	Threshold     float64  `msgpack:"threshold"`     // default query threshold
-	Recall        float64  `msgpack:"recall"`        // the recall target the banding was chosen for
-	StoreText     bool     `msgpack:"store_text"`    // store document text by default
+	FormatVersion int       `msgpack:"format_version"`
+	Scheme        string    `msgpack:"scheme"`        // "oph" or "classic"
+	NumPerm       int       `msgpack:"num_perm"`      // signature values
+	Seed          uint64    `msgpack:"seed"`          // signature seed
+	ShingleKind   string    `msgpack:"shingle_kind"`  // "char" or "word"
+	ShingleSize   int       `msgpack:"shingle_size"`  // k
+	Bag           bool      `msgpack:"bag"`           // bag (multiset) shingles
+	Normalization string    `msgpack:"normalization"` // "fold" or "none"
+	StopWords     StopWords `msgpack:"stop_words"`    // word shingles only
+	Bands         int       `msgpack:"bands"`         // b
+	Rows          int       `msgpack:"rows"`          // r
+	Threshold     float64   `msgpack:"threshold"`     // default query threshold
+	Recall        float64   `msgpack:"recall"`        // the recall target the banding was chosen for
+	StoreText     bool      `msgpack:"store_text"`    // store document text by default
+}
+
+// MaxStopWords bounds the stop-word list a manifest may hold. Decoding
+// checks the list's declared length against it before allocating, so a
+// corrupt manifest cannot make Open allocate more than a few megabytes.
+const MaxStopWords = 1 << 16
+
+// StopWords is the manifest's stop-word list. It is a []string that
+// decodes with a bound (MaxStopWords, and no more entries than the record
+// has bytes left) instead of msgpack's generic preallocation of up to a
+// million strings for a declared length.
+type StopWords []string
+
+// DecodeMsgpack implements msgpack.CustomDecoder.
+func (s *StopWords) DecodeMsgpack(d *msgpack.Decoder) error {
+	n, err := d.DecodeArrayLen()
+	if err != nil {
+		return err
+	}
+	if n < 0 { // nil
+		*s = nil
+		return nil
+	}
+	if n > MaxStopWords {
+		return fmt.Errorf("stop word list of %d entries (at most %d)", n, MaxStopWords)
+	}
+	list := make([]string, 0, min(n, 64))
+	for range n {
+		w, err := d.DecodeString()
+		if err != nil {
+			return err
+		}
+		list = append(list, w)
+	}
+	*s = list
+	return nil
 }
 
 // EncodeManifest encodes m with msgpack.
@@ -51,7 +87,7 @@ func EncodeManifest(m *Manifest) ([]byte, error) {
 func DecodeManifest(v []byte) (*Manifest, error) {
 	var m Manifest
 	if err := msgpack.Unmarshal(v, &m); err != nil {
-		return nil, fmt.Errorf("%w: manifest: %v", ErrCorrupt, err)
+		return nil, fmt.Errorf("%w: manifest: %w", ErrCorrupt, err)
 	}
 	switch {
 	case m.FormatVersion > FormatVersion:
