@@ -46,6 +46,8 @@ func goldenInputs() []goldenCase {
 	for _, t := range texts {
 		h := hex.EncodeToString([]byte(t.text))
 		out = append(out,
+			goldenCase{Name: t.name + "/char5-fss", TextHex: h, Kind: "char", K: 5, Scheme: "fss", NumPerm: 128, Bands: 16, Rows: 6},
+			goldenCase{Name: t.name + "/word2-bag-fss-seed42-k16", TextHex: h, Kind: "word", K: 2, Bag: true, Scheme: "fss", NumPerm: 16, Seed: 42, Bands: 4, Rows: 4},
 			goldenCase{Name: t.name + "/char5-oph", TextHex: h, Kind: "char", K: 5, Scheme: "oph", NumPerm: 128, Bands: 16, Rows: 6},
 			goldenCase{Name: t.name + "/char5-classic", TextHex: h, Kind: "char", K: 5, Scheme: "classic", NumPerm: 128, Bands: 16, Rows: 6},
 			goldenCase{Name: t.name + "/word2-bag-oph-seed42-k16", TextHex: h, Kind: "word", K: 2, Bag: true, Scheme: "oph", NumPerm: 16, Seed: 42, Bands: 4, Rows: 4},

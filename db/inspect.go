@@ -218,7 +218,10 @@ func (db *DB) Explain(a, b string) (*Explanation, error) {
 type Stats struct {
 	Params         Params
 	Docs           uint64
-	ExpectedRecall float64 // P(threshold)
+	ExpectedRecall float64 // P(threshold), the S-curve's
+	// Recall is P(threshold) from the S-curve and as measured for short
+	// documents with the index's scheme (see MeasureRecall).
+	Recall RecallEstimate
 	// StoredBytes is the bytes of keys and values by record kind, as
 	// written (before Pebble's block compression).
 	StoredBytes map[string]uint64
@@ -228,8 +231,8 @@ type Stats struct {
 }
 
 // Stats returns the parameters, counts, stored bytes by record kind, disk
-// usage and the posting-list statistics (with the top hottest lists). It
-// reads the whole store.
+// usage, the posting-list statistics (with the top hottest lists) and the
+// expected recall (MeasureRecall). It reads the whole store.
 func (db *DB) Stats(ctx context.Context, top int) (*Stats, error) {
 	bs, err := db.Buckets(ctx, -1, top)
 	if err != nil {
@@ -243,6 +246,9 @@ func (db *DB) Stats(ctx context.Context, top int) (*Stats, error) {
 	defer cancel()
 	st := &Stats{Params: db.Params(), Docs: db.live.Load(), ExpectedRecall: db.bands.Probability(db.man.Threshold),
 		StoredBytes: map[string]uint64{}, Buckets: bs}
+	if st.Recall, err = MeasureRecall(st.Params, 0); err != nil {
+		return nil, err
+	}
 	snap := db.pdb.NewSnapshot()
 	defer snap.Close()
 	for _, k := range []struct {

@@ -43,7 +43,9 @@ type Options struct {
 	Bands, Rows int
 	// NumPerm is the number of signature values. Default: 128.
 	NumPerm int
-	// Scheme is the signature scheme. Default: minhash.SchemeOPH.
+	// Scheme is the signature scheme of a new database. Default:
+	// minhash.SchemeFSS. An existing database keeps the scheme it was made
+	// with (databases made before fss are oph).
 	Scheme minhash.Scheme
 	// Seed selects the signature hash functions. Default: 0.
 	Seed uint64

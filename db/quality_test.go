@@ -23,13 +23,16 @@ var publishedPairs = map[string]map[float64]int{
 }
 
 // Ensure that on real corpora (../shared/corpora; skipped when absent),
-// querying every document by id finds ≥ 99% of the pairs whose exact
+// querying every document by id finds ≥ 99.5% of the pairs whose exact
 // Jaccard reaches t (oracle: the prefix-filter all-pairs join, itself
 // checked against the corpora's published counts), that every reported
 // score is the exact Jaccard, and that no reported pair is below t.
 func TestQualityOnSharedCorpora(t *testing.T) {
 	if testing.Short() {
 		t.Skip("long: reads the shared corpora")
+	}
+	if raceEnabled {
+		t.Skip("single-threaded queries and oracle: the race detector only slows them (10 minutes)")
 	}
 	names := []string{"kijiji-rome-rent", "spdx-licenses", "debian-copyright"}
 	if long() {
@@ -115,8 +118,8 @@ func TestQualityOnSharedCorpora(t *testing.T) {
 					name, th, d.Params().Bands, len(docs), len(truth), recall, float64(candidates)/float64(len(docs)),
 					oracleTime.Round(time.Millisecond), build.Round(time.Millisecond), len(docs), queries.Round(time.Millisecond), pairsTime.Round(time.Millisecond),
 					st.Candidates, st.Verified)
-				if recall < 0.99 {
-					t.Errorf("t=%v: recall %.4f < 0.99 (%d of %d pairs)", th, recall, hit, len(truth))
+				if recall < 0.995 {
+					t.Errorf("t=%v: recall %.4f < 0.995 (%d of %d pairs)", th, recall, hit, len(truth))
 				}
 				if err := d.Close(); err != nil {
 					t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/lshdb/lshdb/internal/corpus"
+	"github.com/lshdb/lshdb/internal/gen"
 	"github.com/lshdb/lshdb/minhash"
 )
 
@@ -38,6 +39,17 @@ func benchCorpora(b *testing.B) []benchCorpus {
 		b.Fatal(err)
 	}
 	add("testdata", docs)
+	// The generated corpus of the bulk benchmarks: long texts (about
+	// 1–1.5 KB each) made of spans of the testdata sample.
+	sources, err := corpus.SampleTexts()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var generated []corpus.Doc
+	for g := range gen.Stream(gen.Options{Seed: 5, N: 2000, Sources: sources}) {
+		generated = append(generated, corpus.Doc{ID: g.ID, Text: g.Text})
+	}
+	add("generated", generated)
 	docs, err = corpus.Shared("debian-descriptions", 5000)
 	switch {
 	case errors.Is(err, corpus.ErrNoShared):
@@ -112,6 +124,11 @@ func benchScheme(b *testing.B, scheme minhash.Scheme) {
 		})
 	}
 }
+
+// BenchmarkFSS measures the whole pipeline with fast similarity sketching
+// at k = 128, the default. On long texts it does OPH's work (round 0 fills
+// every bin); compare it with BenchmarkOPH in the same run.
+func BenchmarkFSS(b *testing.B) { benchScheme(b, minhash.SchemeFSS) }
 
 // BenchmarkOPH measures the whole pipeline with one-permutation hashing at
 // k = 128. Target: x-floor ≤ 1.5.

@@ -219,7 +219,7 @@ func TestOptionsValidate(t *testing.T) {
 		s    string
 		err  error
 		name string
-	}{{"oph", nil, "oph"}, {"classic", nil, "classic"}, {"bogus", minhash.ErrInvalidOptions, ""}} {
+	}{{"fss", nil, "fss"}, {"oph", nil, "oph"}, {"", nil, "oph"}, {"classic", nil, "classic"}, {"bogus", minhash.ErrInvalidOptions, ""}} {
 		sc, err := minhash.ParseScheme(c.s)
 		if !errors.Is(err, c.err) || (err == nil && sc.String() != c.name) {
 			t.Errorf("ParseScheme(%q) = %v, %v", c.s, sc, err)

@@ -6,21 +6,35 @@ import (
 	"strconv"
 )
 
-// Scheme is a signature scheme. The zero value is [SchemeOPH], the default.
+// Scheme is a signature scheme. The zero value is [SchemeFSS], the default.
+//
+// The numeric values are not stored anywhere (an index's manifest records
+// the scheme's name), so they carry no compatibility promise.
 type Scheme uint8
 
 const (
+	// SchemeFSS is fast similarity sketching (Dahlgaard, Knudsen and
+	// Thorup, FOCS 2017): one-permutation hashing whose empty bins are filled
+	// by further rounds of hashing every element, not by copying other
+	// bins. One 64-bit mix per element for sets of more than a few times k
+	// elements, and the collision behaviour of k independent MinHash values
+	// at every set size. The default.
+	SchemeFSS Scheme = iota
 	// SchemeOPH is one-permutation hashing with optimal densification: one
-	// hash per element. The default.
-	SchemeOPH Scheme = iota
+	// hash per element. Sets much smaller than k collide in bands less often
+	// than independent values would (filled bins are copies), so the S-curve
+	// overstates their recall. The default of indexes made before fss.
+	SchemeOPH
 	// SchemeClassic is k independent multiply-shift hash functions, the
 	// minimum of each: k hash evaluations per element.
 	SchemeClassic
 )
 
-// String returns "oph" or "classic".
+// String returns "fss", "oph" or "classic".
 func (s Scheme) String() string {
 	switch s {
+	case SchemeFSS:
+		return "fss"
 	case SchemeOPH:
 		return "oph"
 	case SchemeClassic:
@@ -29,15 +43,19 @@ func (s Scheme) String() string {
 	return "scheme(" + strconv.Itoa(int(s)) + ")"
 }
 
-// ParseScheme parses the names returned by [Scheme.String].
+// ParseScheme parses the names returned by [Scheme.String]. The empty name
+// is "oph": manifests written before the scheme was recorded hold none,
+// and their indexes are OPH.
 func ParseScheme(s string) (Scheme, error) {
 	switch s {
+	case "fss":
+		return SchemeFSS, nil
 	case "oph", "":
 		return SchemeOPH, nil
 	case "classic":
 		return SchemeClassic, nil
 	}
-	return 0, optionError("Scheme", "unknown scheme %q (want oph or classic)", s)
+	return 0, optionError("Scheme", "unknown scheme %q (want fss, oph or classic)", s)
 }
 
 const (
@@ -51,9 +69,9 @@ const (
 const EmptyValue = math.MaxUint32
 
 // SketchOptions says how a set becomes a signature. The zero value gives
-// the defaults: oph, 128 values, seed 0.
+// the defaults: fss, 128 values, seed 0.
 type SketchOptions struct {
-	// Scheme is SchemeOPH or SchemeClassic. Default: SchemeOPH.
+	// Scheme is SchemeFSS, SchemeOPH or SchemeClassic. Default: SchemeFSS.
 	Scheme Scheme
 	// NumPerm is the number of signature values k, 1 to MaxNumPerm.
 	// Default (0): DefaultNumPerm.
@@ -89,13 +107,15 @@ type Sketcher struct {
 	opts SketchOptions
 	// classic: h_i(x) = a[i]·x (mod 2^64), a[i] odd: multiply-shift.
 	a []uint64
-	// oph
-	mix   uint64   // xored into each element before fmix64
-	probe uint64   // seeds the densification probe sequence
+	// oph and fss
+	mix   uint64   // xored into each element before mum
+	probe uint64   // oph: seeds the densification probe sequence; fss: the rounds' salt
 	bins  []uint64 // per-bin minimum; emptyBin when the bin is empty
 }
 
-const emptyBin = 1 << 32 // larger than every 32-bit bin value
+// emptyBin marks an empty bin: larger than every bin value (an OPH value
+// is 32 bits; an FSS value is its round above 32 bits of position).
+const emptyBin = math.MaxUint64
 
 // NewSketcher returns a Sketcher for opts (defaults filled in).
 func NewSketcher(opts SketchOptions) (*Sketcher, error) {
@@ -120,6 +140,11 @@ func NewSketcher(opts SketchOptions) (*Sketcher, error) {
 		st, s.mix = splitmix64(st)
 		_, s.probe = splitmix64(st)
 		s.bins = make([]uint64, k)
+	case SchemeFSS:
+		st := opts.Seed ^ 0xf55f55f55f55f55f
+		st, s.mix = splitmix64(st)
+		_, s.probe = splitmix64(st)
+		s.bins = make([]uint64, k)
 	}
 	return s, nil
 }
@@ -131,10 +156,13 @@ func (s *Sketcher) Options() SketchOptions { return s.opts }
 // allowed, order irrelevant) to dst and returns the extended slice. An empty
 // set's signature is NumPerm copies of [EmptyValue].
 func (s *Sketcher) Sketch(dst []uint32, elems []uint64) []uint32 {
-	if s.opts.Scheme == SchemeClassic {
+	switch s.opts.Scheme {
+	case SchemeClassic:
 		return s.classic(dst, elems)
+	case SchemeOPH:
+		return s.oph(dst, elems)
 	}
-	return s.oph(dst, elems)
+	return s.fss(dst, elems)
 }
 
 func (s *Sketcher) classic(dst []uint32, elems []uint64) []uint32 {
@@ -213,6 +241,73 @@ func (s *Sketcher) oph(dst []uint32, elems []uint64) []uint32 {
 			v = bins[s.donor(uint64(i), filled)]
 		}
 		dst = append(dst, uint32(v))
+	}
+	return dst
+}
+
+// fss is fast similarity sketching. Round 0 is OPH's pass: each element
+// x lands in bin ⌊h₀(x)·k/2⁶⁴⌋ with a 32-bit position inside it. While some
+// bin is empty, round t = 1, 2, ... throws every element again with a
+// fresh hash h_t, and an element landing in a bin that is empty, or was
+// first filled in this round, offers the value t·2³² + position. A bin's
+// value is thus the least (round, position) over every element's first
+// landing in it: a MinHash of the set under an order of its own, for which
+// a pair collides with probability exactly J, and whose orders are nearly
+// independent across bins, so bands collide as the S-curve says at every
+// set size (OPH's copies of filled bins make short sets' bins correlated).
+// Stopping once every bin is filled changes no value: a later round's
+// values are larger than every value already in a bin.
+//
+// A set of n elements needs about (k·ln k)/n rounds when n < k·ln k, each
+// n mixes; a set of several k·ln k elements almost never needs round 1.
+func (s *Sketcher) fss(dst []uint32, elems []uint64) []uint32 {
+	bins := s.bins
+	for i := range bins {
+		bins[i] = emptyBin
+	}
+	if len(elems) == 0 {
+		for range bins {
+			dst = append(dst, EmptyValue)
+		}
+		return dst
+	}
+	k := uint64(len(bins))
+	for _, x := range elems {
+		bin, frac := bits.Mul64(mum(x^s.mix), k)
+		bins[bin] = min(bins[bin], frac>>32)
+	}
+	empty := 0
+	for _, v := range bins {
+		if v == emptyBin {
+			empty++
+		}
+	}
+	// NB: with n elements a round leaves a given empty bin empty with
+	// probability (1 − 1/k)^n ≤ e^(−n/k); after k·(log₂k + 48)/n rounds the
+	// chance that any bin is still empty is below e^−48. The bound keeps
+	// the loop finite for every input; the fallback below never runs in
+	// practice and keeps the result a function of the set.
+	limit := uint64(k) * (uint64(bits.Len64(k)) + 48) / uint64(len(elems))
+	for round := uint64(1); empty > 0 && round <= limit+1; round++ {
+		salt := fmix64(s.probe ^ round)
+		floor := round << 32 // values of this round and later are ≥ floor
+		for _, x := range elems {
+			bin, frac := bits.Mul64(fmix64(x^salt), k)
+			if v := bins[bin]; v >= floor {
+				if v == emptyBin {
+					empty--
+				}
+				bins[bin] = min(v, floor|frac>>32)
+			}
+		}
+	}
+	for i, v := range bins {
+		if v == emptyBin {
+			v = bins[s.donor(uint64(i), int(k)-empty)] // NB: see limit above
+		}
+		// Fold the round into the 32-bit value: round 0 values are the
+		// position itself.
+		dst = append(dst, uint32(v)^uint32(v>>32)*0x9e3779b9)
 	}
 	return dst
 }

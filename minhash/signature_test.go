@@ -10,7 +10,7 @@ import (
 	"github.com/lshdb/lshdb/minhash"
 )
 
-var schemes = []minhash.Scheme{minhash.SchemeOPH, minhash.SchemeClassic}
+var schemes = []minhash.Scheme{minhash.SchemeFSS, minhash.SchemeOPH, minhash.SchemeClassic}
 
 func mustSketcher(t testing.TB, o minhash.SketchOptions) *minhash.Sketcher {
 	t.Helper()
@@ -72,7 +72,7 @@ func TestSketchEdgeCases(t *testing.T) {
 			t.Errorf("%v: disjoint random sets agree at %d positions", sc, m)
 		}
 	}
-	oph := mustSketcher(t, minhash.SketchOptions{})
+	oph := mustSketcher(t, minhash.SketchOptions{Scheme: minhash.SchemeOPH})
 	sig := oph.Sketch(nil, []uint64{12345})
 	for _, v := range sig {
 		if v != sig[0] {
@@ -101,14 +101,14 @@ func TestSketchSeeds(t *testing.T) {
 }
 
 // Ensure that out-of-range sketch options are refused with
-// ErrInvalidOptions and the zero value means oph, 128, seed 0.
+// ErrInvalidOptions and the zero value means fss, 128, seed 0.
 func TestSketchOptionsValidate(t *testing.T) {
 	for _, o := range []minhash.SketchOptions{{NumPerm: -1}, {NumPerm: minhash.MaxNumPerm + 1}, {Scheme: 5}} {
 		if _, err := minhash.NewSketcher(o); !errors.Is(err, minhash.ErrInvalidOptions) {
 			t.Errorf("NewSketcher(%+v) = %v, want ErrInvalidOptions", o, err)
 		}
 	}
-	if o := mustSketcher(t, minhash.SketchOptions{}).Options(); o.NumPerm != 128 || o.Scheme != minhash.SchemeOPH {
+	if o := mustSketcher(t, minhash.SketchOptions{}).Options(); o.NumPerm != 128 || o.Scheme != minhash.SchemeFSS {
 		t.Errorf("defaults = %+v", o)
 	}
 }

@@ -250,6 +250,7 @@ type statsJSON struct {
 	StoreText           bool            `json:"store_text"`
 	FormatVersion       int             `json:"format_version"`
 	ExpectedRecall      float64         `json:"expected_recall"`
+	ExpectedRecallShort float64         `json:"expected_recall_short_docs"`
 	PostingListsPerBand []int           `json:"posting_lists_per_band"`
 	BucketSizeHistogram []int           `json:"bucket_size_histogram"`
 	StoredBytes         storedBytesJSON `json:"stored_bytes"`
@@ -273,6 +274,9 @@ type paramsJSON struct {
 	// ExpectedRecall is P(candidate) at the threshold, as in stats (it
 	// was recall_at_threshold here before: C24).
 	ExpectedRecall float64 `json:"expected_recall"`
+	// ExpectedRecallShortDocs is P(candidate) at the threshold measured
+	// for documents of 8 to 100 shingles (db.MeasureRecall).
+	ExpectedRecallShortDocs float64 `json:"expected_recall_short_docs"`
 }
 
 // explainJSON is the output of explain --output json.
@@ -301,14 +305,18 @@ type checkJSON struct {
 
 // tuneJSON is the output of tune --output json.
 type tuneJSON struct {
-	Bands             int           `json:"bands"`
-	Rows              int           `json:"rows"`
-	Threshold         float64       `json:"threshold"`
-	SCurveThreshold   float64       `json:"s_curve_threshold"`
-	PAtThreshold      float64       `json:"p_at_threshold"`
-	FalsePositiveArea float64       `json:"false_positive_area"`
-	FalseNegativeArea float64       `json:"false_negative_area"`
-	Table             []bands.Point `json:"table"`
+	Bands           int     `json:"bands"`
+	Rows            int     `json:"rows"`
+	Threshold       float64 `json:"threshold"`
+	SCurveThreshold float64 `json:"s_curve_threshold"`
+	PAtThreshold    float64 `json:"p_at_threshold"`
+	// PAtThresholdShortDocs is P(threshold) measured for documents of 8
+	// to 100 shingles with Scheme (db.MeasureRecall).
+	PAtThresholdShortDocs float64       `json:"p_at_threshold_short_docs"`
+	Scheme                string        `json:"scheme"`
+	FalsePositiveArea     float64       `json:"false_positive_area"`
+	FalseNegativeArea     float64       `json:"false_negative_area"`
+	Table                 []bands.Point `json:"table"`
 }
 
 // versionJSON is the output of version --output json.

@@ -8,25 +8,31 @@ import (
 	"strings"
 
 	"github.com/lshdb/lshdb/bands"
+	"github.com/lshdb/lshdb/db"
+	"github.com/lshdb/lshdb/minhash"
 	"github.com/spf13/cobra"
 )
 
 func (a *app) tuneCmd() *cobra.Command {
 	var threshold, recall float64
 	var numPerm int
-	var plot string
+	var plot, schemeName string
 	c := &cobra.Command{
-		Use:   "tune [--threshold T] [--num-perm K] [--recall R] [--plot FILE.svg] | tune --db DIR [--threshold T]",
+		Use:   "tune [--threshold T] [--num-perm K] [--recall R] [--scheme S] [--plot FILE.svg] | tune --db DIR [--threshold T]",
 		Short: "The banding for a threshold, its S-curve and a P(s) table",
 		Args:  nArgs(0),
 		RunE: func(c *cobra.Command, args []string) error {
 			var p bands.Params
 			t := threshold
+			scheme, err := minhash.ParseScheme(schemeName)
+			if err != nil || schemeName == "" {
+				return usagef("--scheme %q: want fss, oph or classic", schemeName)
+			}
 			if a.dbDir != "" || a.shellDB != nil {
 				// NB: with an index, its banding is fixed: --threshold asks
 				// for P(candidate) there (C16: it was ignored silently), and
 				// --num-perm and --recall, which choose a banding, are refused.
-				for _, name := range []string{"num-perm", "recall"} {
+				for _, name := range []string{"num-perm", "recall", "scheme"} {
 					if c.Flags().Changed(name) {
 						return usagef("--%s chooses a banding; an index has its own (drop --db to tune a new one)", name)
 					}
@@ -36,7 +42,7 @@ func (a *app) tuneCmd() *cobra.Command {
 					return err
 				}
 				defer closeDB()
-				p, t = d.Params().Bands, d.Params().Threshold
+				p, t, scheme, numPerm = d.Params().Bands, d.Params().Threshold, d.Params().Scheme, d.Params().NumPerm
 				if c.Flags().Changed("threshold") {
 					if !(threshold > 0 && threshold <= 1) {
 						return usagef("--threshold %v is outside (0, 1]", threshold)
@@ -50,7 +56,6 @@ func (a *app) tuneCmd() *cobra.Command {
 				if numPerm < 1 {
 					return usagef("--num-perm %d: must be at least 1", numPerm)
 				}
-				var err error
 				if p, err = bands.Choose(numPerm, min(threshold, 0.999), bands.Options{Recall: recall}); err != nil {
 					return usageError{err}
 				}
@@ -64,13 +69,20 @@ func (a *app) tuneCmd() *cobra.Command {
 					return err
 				}
 			}
+			rec, err := db.MeasureRecall(db.Params{Scheme: scheme, NumPerm: numPerm, Bands: p}, min(t, 1))
+			if err != nil {
+				return err
+			}
 			if a.json() {
 				return a.emitJSON(tuneJSON{Bands: p.B, Rows: p.R, Threshold: t, SCurveThreshold: p.Threshold(),
-					PAtThreshold: p.Probability(t), FalsePositiveArea: p.FalsePositiveArea(t),
+					PAtThreshold: p.Probability(t), PAtThresholdShortDocs: rec.ShortDocs, Scheme: scheme.String(), FalsePositiveArea: p.FalsePositiveArea(t),
 					FalseNegativeArea: p.FalseNegativeArea(t), Table: p.Table(bands.DefaultTableS)})
 			}
 			fmt.Fprintf(a.stdout, "%v for threshold %v: P(%v) = %.4f, S-curve threshold (1/b)^(1/r) = %.4f\n",
 				p, t, t, p.Probability(t), p.Threshold())
+			if err := a.printRecall(rec, scheme); err != nil {
+				return err
+			}
 			fmt.Fprintf(a.stdout, "false-positive area %.4f, false-negative area %.4f\n", p.FalsePositiveArea(t), p.FalseNegativeArea(t))
 			tw := a.table()
 			fmt.Fprintln(tw, "S\tP(candidate)")
@@ -84,6 +96,7 @@ func (a *app) tuneCmd() *cobra.Command {
 	fs.Float64Var(&threshold, "threshold", 0.8, "Jaccard threshold")
 	fs.IntVar(&numPerm, "num-perm", 128, "signature values")
 	fs.Float64Var(&recall, "recall", 0.99, "target P(candidate) at the threshold")
+	fs.StringVar(&schemeName, "scheme", "fss", "signature scheme whose measured recall on short documents to report: fss, oph or classic")
 	fs.StringVar(&plot, "plot", "", "write the S-curve as an SVG picture to this file")
 	return c
 }

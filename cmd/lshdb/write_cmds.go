@@ -33,7 +33,7 @@ func (f *createFlags) add(c *cobra.Command) {
 	fs.Float64Var(&f.threshold, "threshold", 0.8, "Jaccard threshold the banding is chosen for, in (0, 1]")
 	fs.Float64Var(&f.recall, "recall", 0.99, "target probability that a pair at the threshold shares a band, in (0, 1)")
 	fs.IntVar(&f.numPerm, "num-perm", 128, "signature values")
-	fs.StringVar(&f.scheme, "scheme", "oph", "signature scheme: oph or classic")
+	fs.StringVar(&f.scheme, "scheme", "fss", "signature scheme of a new index: fss, oph or classic")
 	fs.StringVar(&f.shingle, "shingle", "char", "shingle kind: char or word")
 	fs.IntVar(&f.shingleSize, "shingle-size", 0, "shingle size k (default 5 for char, 3 for word)")
 	fs.BoolVar(&f.bag, "bag", false, "bag (multiset) shingles: repeats count")
@@ -66,11 +66,11 @@ func (f *createFlags) options(c *cobra.Command) (*db.Options, error) {
 	if set("scheme") {
 		s, err := minhash.ParseScheme(f.scheme)
 		if err != nil {
-			return nil, usagef("--scheme %q: want oph or classic", f.scheme)
+			return nil, usagef("--scheme %q: want fss, oph or classic", f.scheme)
 		}
 		o.Scheme = s
-		if s == minhash.SchemeOPH {
-			o.Scheme = 0 // the zero value: no check against a stored classic index
+		if s == minhash.SchemeFSS {
+			o.Scheme = 0 // the zero value: no check against a stored index's scheme
 		}
 	}
 	if set("shingle") {
@@ -90,17 +90,38 @@ func (f *createFlags) options(c *cobra.Command) (*db.Options, error) {
 	return o, nil
 }
 
-func (a *app) printParams(d *db.DB) error {
+// printParams prints the index's parameters and its expected recall
+// (measured here unless rec, from Stats, has it already).
+func (a *app) printParams(d *db.DB, rec *db.RecallEstimate) error {
 	p := d.Params()
+	if rec == nil {
+		r, err := db.MeasureRecall(p, 0)
+		if err != nil {
+			return err
+		}
+		rec = &r
+	}
 	if a.json() {
 		return a.emitJSON(paramsJSON{Threshold: p.Threshold, Bands: p.Bands.B, Rows: p.Bands.R, NumPerm: p.NumPerm,
 			Scheme: p.Scheme.String(), Shingle: p.Shingle.String(), ShingleSize: p.ShingleSize, Bag: p.Bag,
-			StoreText: p.StoreText, Seed: p.Seed, ExpectedRecall: p.Bands.Probability(p.Threshold)})
+			StoreText: p.StoreText, Seed: p.Seed, ExpectedRecall: rec.Curve, ExpectedRecallShortDocs: rec.ShortDocs})
 	}
 	fmt.Fprintf(a.stdout, "threshold %v, %v (%d of %d signature values), scheme %v, %v %d-shingles, bag %v, store text %v\n",
 		p.Threshold, p.Bands, p.Bands.B*p.Bands.R, p.NumPerm, p.Scheme, p.Shingle, p.ShingleSize, p.Bag, p.StoreText)
-	_, err := fmt.Fprintf(a.stdout, "P(candidate) at the threshold: %.4f\n", p.Bands.Probability(p.Threshold))
-	return err
+	return a.printRecall(*rec, p.Scheme)
+}
+
+// printRecall prints P(candidate) at the threshold from the S-curve and
+// as measured on short documents, with a warning when the measured one
+// falls short of the curve.
+func (a *app) printRecall(rec db.RecallEstimate, scheme minhash.Scheme) error {
+	fmt.Fprintf(a.stdout, "P(candidate) at the threshold: %.4f (S-curve); %.4f measured for short documents (8-100 shingles, %v)\n",
+		rec.Curve, rec.ShortDocs, scheme)
+	if rec.ShortDocs < rec.Curve-0.001 {
+		fmt.Fprintf(a.stderr, "note: %v signatures of short documents miss %.1f times as many pairs at the threshold as the S-curve says; an index made with --scheme fss (the default) does not\n",
+			scheme, rec.MissRatio)
+	}
+	return nil
 }
 
 // missingRoot returns the topmost directory of --db that does not exist
@@ -173,7 +194,7 @@ func (a *app) createCmd() *cobra.Command {
 				return err
 			}
 			defer finish(true)
-			return a.printParams(d)
+			return a.printParams(d, nil)
 		},
 	}
 	f.add(c)

@@ -16,8 +16,10 @@ import (
 	"github.com/lshdb/lshdb/minhash"
 )
 
-// Sizes and Targets are the grid of the full table.
+// Sizes and Targets are the grid of the full table; Schemes are measured
+// in both tables.
 var (
+	Schemes = []minhash.Scheme{minhash.SchemeFSS, minhash.SchemeOPH, minhash.SchemeClassic}
 	Sizes   = []int{3, 10, 50, 500, 5000}
 	Targets = []float64{0.1, 0.3, 0.5, 0.7, 0.8, 0.9, 0.95}
 )
@@ -120,7 +122,7 @@ func Table(spec Spec) ([]Cell, error) {
 		target float64
 	}
 	var jobs []job
-	for _, sc := range []minhash.Scheme{minhash.SchemeOPH, minhash.SchemeClassic} {
+	for _, sc := range Schemes {
 		for _, n := range Sizes {
 			for _, t := range Targets {
 				jobs = append(jobs, job{len(jobs), sc, n, t})
@@ -187,8 +189,8 @@ func BoundsFor(seeds int) Bounds {
 }
 
 // MustBeIdeal reports whether a cell's variance must be within the bound:
-// classic at every size, OPH once sets have at least K elements.
-func (c Cell) MustBeIdeal() bool { return c.Scheme == minhash.SchemeClassic || c.Size >= c.K }
+// classic and fss at every size, OPH once sets have at least K elements.
+func (c Cell) MustBeIdeal() bool { return c.Scheme != minhash.SchemeOPH || c.Size >= c.K }
 
 // Check returns a description of every bound a cell breaks, or nil.
 func (b Bounds) Check(c Cell) []string {

@@ -89,7 +89,7 @@ func CandidateTable(k int, thresholds []float64, trials int, base uint64) ([]Can
 		if err != nil {
 			return nil, err
 		}
-		for _, sc := range []minhash.Scheme{minhash.SchemeOPH, minhash.SchemeClassic} {
+		for _, sc := range Schemes {
 			for _, n := range CandidateSizes {
 				for _, t := range CandidateTargets {
 					jobs = append(jobs, job{len(jobs), sc, p, n, t})
@@ -123,4 +123,52 @@ func PrintCandidates(w io.Writer, cells []CandidateCell) {
 		fmt.Fprintf(w, "| %v | %v | %d | %.4f | %d | %.4f | %.4f | %+.4f | %s |\n",
 			c.P, c.Scheme, c.Size, c.J, c.Trials, c.Measured, c.Curve, c.Measured-c.Curve, mark)
 	}
+}
+
+// ShortSetSizes are the set sizes ShortSetRecall measures: documents of a
+// few words to a sentence or two, where OPH's densification shows.
+var ShortSetSizes = []int{8, 10, 15, 20, 30, 50, 100}
+
+// ShortSetEstimate is the measured recall at a threshold for short sets.
+type ShortSetEstimate struct {
+	// Pairs is the number of random set pairs sketched, over the sizes
+	// whose pairs come within 0.05 of the threshold.
+	Pairs int
+	// MissRatio is the pairs that shared no band over the number the
+	// S-curve expects at their exact Jaccard: below 1 when the scheme does
+	// better than independent values, above 1 when worse. NaN when the
+	// curve expects under one miss (the measurement cannot tell).
+	MissRatio float64
+	// AtThreshold is the curve's P(t) with its miss rate scaled by
+	// MissRatio: the expected recall at t for short documents. The curve's
+	// own P(t) when MissRatio is NaN.
+	AtThreshold float64
+}
+
+// ShortSetRecall measures how often short set pairs near Jaccard t become
+// candidates under scheme, k and p, against the S-curve, with trials pairs
+// for each of ShortSetSizes (pairs drawn from base, so the result is a
+// fixed function of its arguments).
+func ShortSetRecall(scheme minhash.Scheme, k int, p bands.Params, t float64, trials int, base uint64) (ShortSetEstimate, error) {
+	var e ShortSetEstimate
+	var misses, expected float64
+	for i, n := range ShortSetSizes {
+		if _, j := Pair(n, t); math.Abs(j-t) > 0.05 {
+			continue
+		}
+		c, err := Candidates(scheme, k, p, n, t, trials, base+uint64(i)<<40)
+		if err != nil {
+			return e, err
+		}
+		e.Pairs += trials
+		misses += math.Round((1 - c.Measured) * float64(trials))
+		expected += (1 - c.Curve) * float64(trials)
+	}
+	curve := p.Probability(t)
+	e.MissRatio, e.AtThreshold = math.NaN(), curve
+	if expected >= 1 {
+		e.MissRatio = misses / expected
+		e.AtThreshold = max(0, 1-e.MissRatio*(1-curve))
+	}
+	return e, nil
 }

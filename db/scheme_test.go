@@ -1,0 +1,104 @@
+package db
+
+import (
+	"context"
+	"errors"
+	"math"
+	"testing"
+
+	"github.com/lshdb/lshdb/minhash"
+)
+
+// Ensure that a new database signs with fss, the default, that one made
+// with oph (every database made before fss) keeps oph when reopened with
+// default options, and that asking an oph database for another scheme is
+// a MismatchError. The oracle is the estimate of two signatures computed
+// outside the database with the scheme expected: a query's Estimate is the
+// agreement of the query's and the document's signatures, so it names the
+// scheme both were made with.
+func TestSchemeOfNewAndExistingDatabases(t *testing.T) {
+	const a = "the quick brown fox jumps over the lazy dog"
+	const b = "the quick brown fox jumped over the lazy dogs"
+	estimate := func(sc minhash.Scheme) float64 {
+		h, err := minhash.NewHasher(minhash.Options{}, minhash.SketchOptions{Scheme: sc})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return minhash.Estimate(h.Signature(nil, a), h.Signature(nil, b))
+	}
+	if estimate(minhash.SchemeFSS) == estimate(minhash.SchemeOPH) {
+		t.Fatal("the two texts do not tell the schemes apart; pick others")
+	}
+	for _, c := range []struct {
+		name   string
+		create minhash.Scheme
+		want   minhash.Scheme
+	}{{"default", 0, minhash.SchemeFSS}, {"oph", minhash.SchemeOPH, minhash.SchemeOPH}} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			d := mustOpen(t, dir, &Options{Scheme: c.create, Threshold: 0.3})
+			if err := d.Put("a", a); err != nil {
+				t.Fatal(err)
+			}
+			if err := d.Close(); err != nil {
+				t.Fatal(err)
+			}
+			d = mustOpen(t, dir, nil)
+			defer d.Close()
+			if got := d.Params().Scheme; got != c.want {
+				t.Fatalf("reopened scheme %v, want %v", got, c.want)
+			}
+			res, err := d.Query(context.Background(), b, &QueryOptions{Threshold: 0.01, EstimateOnly: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res.Matches) != 1 || res.Matches[0].Estimate != estimate(c.want) {
+				t.Fatalf("query matches %+v, want estimate %v (%v)", res.Matches, estimate(c.want), c.want)
+			}
+		})
+	}
+	dir := t.TempDir()
+	mustOpen(t, dir, &Options{Scheme: minhash.SchemeOPH}).Close()
+	var mm *MismatchError
+	if _, err := Open(dir, &Options{Scheme: minhash.SchemeClassic}); !errors.As(err, &mm) || mm.Field != "Scheme" {
+		t.Fatalf("opening an oph database as classic: %v, want a Scheme MismatchError", err)
+	}
+}
+
+// Ensure that MeasureRecall reports the S-curve's P(t), computed here by
+// hand, beside the short-document measurement, which for fss meets the
+// curve and for oph falls below it; that Stats carries it; and that a
+// threshold outside (0, 1] is ErrInvalidOptions.
+func TestMeasureRecall(t *testing.T) {
+	d := mustOpen(t, t.TempDir(), &Options{Threshold: 0.5})
+	defer d.Close()
+	p := d.Params()
+	want := 1 - math.Pow(1-math.Pow(0.5, float64(p.Bands.R)), float64(p.Bands.B))
+	fss, err := MeasureRecall(p, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(fss.Curve-want) > 1e-12 || fss.Threshold != 0.5 || fss.ShortDocs < fss.Curve {
+		t.Errorf("fss: %+v, curve by hand %v", fss, want)
+	}
+	p.Scheme = minhash.SchemeOPH
+	oph, err := MeasureRecall(p, 0.5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !(oph.ShortDocs < oph.Curve && oph.MissRatio > 1) {
+		t.Errorf("oph: %+v", oph)
+	}
+	st, err := d.Stats(context.Background(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Recall != fss {
+		t.Errorf("Stats.Recall = %+v, MeasureRecall %+v", st.Recall, fss)
+	}
+	for _, bad := range []float64{-0.1, 1.5, math.NaN()} {
+		if _, err := MeasureRecall(p, bad); !errors.Is(err, ErrInvalidOptions) {
+			t.Errorf("MeasureRecall(t=%v) = %v, want ErrInvalidOptions", bad, err)
+		}
+	}
+}
