@@ -22,7 +22,7 @@ func referenceFSS(s *Sketcher, elems []uint64, rounds int) []uint32 {
 		for _, x := range elems {
 			h := mum(x ^ s.mix)
 			if round > 0 {
-				h = fmix64(x ^ fmix64(s.probe^round))
+				h = mum(x ^ fmix64(s.probe^round))
 			}
 			bin, frac := bits.Mul64(h, k)
 			best[bin] = min(best[bin], round<<32|frac>>32)

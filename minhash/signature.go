@@ -292,7 +292,7 @@ func (s *Sketcher) fss(dst []uint32, elems []uint64) []uint32 {
 		salt := fmix64(s.probe ^ round)
 		floor := round << 32 // values of this round and later are ≥ floor
 		for _, x := range elems {
-			bin, frac := bits.Mul64(fmix64(x^salt), k)
+			bin, frac := bits.Mul64(mum(x^salt), k)
 			if v := bins[bin]; v >= floor {
 				if v == emptyBin {
 					empty--
