@@ -2,6 +2,7 @@ package db
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/lshdb/lshdb/bands"
 	"github.com/lshdb/lshdb/internal/accuracy"
@@ -25,12 +26,22 @@ type RecallEstimate struct {
 	ShortDocs float64
 	// MissRatio is the measured misses over the curve's on short
 	// documents (below 1: better than the curve). NaN when the curve
-	// expects too few misses to measure.
+	// expects too few misses to measure, or when not Measured.
 	MissRatio float64
+	// Measured is false for signatures of more than MaxMeasuredNumPerm
+	// values, whose short-document measurement would take minutes (OPH
+	// densifies a short set's empty bins in time that grows with k²);
+	// ShortDocs is then the curve's value.
+	Measured bool
 }
 
+// MaxMeasuredNumPerm is the largest signature size MeasureRecall
+// measures.
+const MaxMeasuredNumPerm = 256
+
 // recallTrials is the number of random set pairs per size that
-// MeasureRecall sketches: 4,000 for each of seven sizes, about 0.2 s.
+// MeasureRecall sketches for 128-value signatures: 4,000 for each of
+// seven sizes, about 0.2 s. Larger signatures get proportionally fewer.
 const recallTrials = 4000
 
 // MeasureRecall returns the expected recall at similarity t (0: the
@@ -48,9 +59,14 @@ func MeasureRecall(p Params, t float64) (RecallEstimate, error) {
 }
 
 func measureRecall(scheme minhash.Scheme, k int, b bands.Params, t float64) (RecallEstimate, error) {
-	e, err := accuracy.ShortSetRecall(scheme, k, b, t, recallTrials, 0x7ec411)
+	curve := b.Probability(t)
+	if k > MaxMeasuredNumPerm {
+		return RecallEstimate{Threshold: t, Curve: curve, ShortDocs: curve, MissRatio: math.NaN()}, nil
+	}
+	trials := recallTrials * minhash.DefaultNumPerm / max(k, minhash.DefaultNumPerm)
+	e, err := accuracy.ShortSetRecall(scheme, k, b, t, trials, 0x7ec411)
 	if err != nil {
 		return RecallEstimate{}, err
 	}
-	return RecallEstimate{Threshold: t, Curve: b.Probability(t), ShortDocs: e.AtThreshold, MissRatio: e.MissRatio}, nil
+	return RecallEstimate{Threshold: t, Curve: curve, ShortDocs: e.AtThreshold, MissRatio: e.MissRatio, Measured: true}, nil
 }

@@ -6,6 +6,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/lshdb/lshdb/bands"
 	"github.com/lshdb/lshdb/minhash"
 )
 
@@ -95,6 +96,16 @@ func TestMeasureRecall(t *testing.T) {
 	}
 	if st.Recall != fss {
 		t.Errorf("Stats.Recall = %+v, MeasureRecall %+v", st.Recall, fss)
+	}
+	// Signatures above MaxMeasuredNumPerm are not measured (OPH would take
+	// minutes at 8,192 values): the curve stands in, and says so.
+	big := p
+	big.NumPerm, big.Bands = minhash.MaxNumPerm, bands.Params{B: 398, R: 20}
+	if r, err := MeasureRecall(big, 0.8); err != nil || r.Measured || r.ShortDocs != r.Curve || !math.IsNaN(r.MissRatio) {
+		t.Errorf("8,192 values: %+v, %v", r, err)
+	}
+	if !fss.Measured || !oph.Measured {
+		t.Error("128-value estimates are not marked measured")
 	}
 	for _, bad := range []float64{-0.1, 1.5, math.NaN()} {
 		if _, err := MeasureRecall(p, bad); !errors.Is(err, ErrInvalidOptions) {

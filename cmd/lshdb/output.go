@@ -250,7 +250,7 @@ type statsJSON struct {
 	StoreText           bool            `json:"store_text"`
 	FormatVersion       int             `json:"format_version"`
 	ExpectedRecall      float64         `json:"expected_recall"`
-	ExpectedRecallShort float64         `json:"expected_recall_short_docs"`
+	ExpectedRecallShort *float64        `json:"expected_recall_short_docs,omitempty"`
 	PostingListsPerBand []int           `json:"posting_lists_per_band"`
 	BucketSizeHistogram []int           `json:"bucket_size_histogram"`
 	StoredBytes         storedBytesJSON `json:"stored_bytes"`
@@ -275,8 +275,9 @@ type paramsJSON struct {
 	// was recall_at_threshold here before: C24).
 	ExpectedRecall float64 `json:"expected_recall"`
 	// ExpectedRecallShortDocs is P(candidate) at the threshold measured
-	// for documents of 8 to 100 shingles (db.MeasureRecall).
-	ExpectedRecallShortDocs float64 `json:"expected_recall_short_docs"`
+	// for documents of 8 to 100 shingles (db.MeasureRecall); absent when
+	// not measured (signatures over db.MaxMeasuredNumPerm values).
+	ExpectedRecallShortDocs *float64 `json:"expected_recall_short_docs,omitempty"`
 }
 
 // explainJSON is the output of explain --output json.
@@ -312,7 +313,7 @@ type tuneJSON struct {
 	PAtThreshold    float64 `json:"p_at_threshold"`
 	// PAtThresholdShortDocs is P(threshold) measured for documents of 8
 	// to 100 shingles with Scheme (db.MeasureRecall).
-	PAtThresholdShortDocs float64       `json:"p_at_threshold_short_docs"`
+	PAtThresholdShortDocs *float64      `json:"p_at_threshold_short_docs,omitempty"`
 	Scheme                string        `json:"scheme"`
 	FalsePositiveArea     float64       `json:"false_positive_area"`
 	FalseNegativeArea     float64       `json:"false_negative_area"`
@@ -345,4 +346,13 @@ func pairsStatsOut(s db.PairsStats) pairsStatsJSON {
 	return pairsStatsJSON{Docs: s.Docs, IdenticalGroups: s.IdenticalGroups, IdenticalPairs: s.IdenticalPairs,
 		Lists: s.Lists, HotLists: s.HotLists, LargestList: s.LargestList, Candidates: s.Candidates,
 		Verified: s.Verified, Matched: s.Matched, Reported: s.Reported, Spilled: s.Spilled}
+}
+
+// shortDocs returns a recall estimate's short-document figure for JSON:
+// nil when it was not measured.
+func shortDocs(r db.RecallEstimate) *float64 {
+	if !r.Measured {
+		return nil
+	}
+	return &r.ShortDocs
 }

@@ -518,7 +518,7 @@ func (a *app) statsCmd() *cobra.Command {
 					return a.emitJSON(statsJSON{Docs: st.Docs, Threshold: p.Threshold, Bands: p.Bands.B, Rows: p.Bands.R,
 						NumPerm: p.NumPerm, Scheme: p.Scheme.String(), Shingle: p.Shingle.String(), ShingleSize: p.ShingleSize,
 						Bag: p.Bag, StoreText: p.StoreText, FormatVersion: p.FormatVersion,
-						ExpectedRecall: st.ExpectedRecall, ExpectedRecallShort: st.Recall.ShortDocs, PostingListsPerBand: nonNil(st.Buckets.Lists),
+						ExpectedRecall: st.ExpectedRecall, ExpectedRecallShort: shortDocs(st.Recall), PostingListsPerBand: nonNil(st.Buckets.Lists),
 						BucketSizeHistogram: nonNil(st.Buckets.Histogram), StoredBytes: sb, DiskBytes: st.DiskBytes,
 						Hottest: bucketsJSON(st.Buckets.Hottest)})
 				}

@@ -75,7 +75,7 @@ func (a *app) tuneCmd() *cobra.Command {
 			}
 			if a.json() {
 				return a.emitJSON(tuneJSON{Bands: p.B, Rows: p.R, Threshold: t, SCurveThreshold: p.Threshold(),
-					PAtThreshold: p.Probability(t), PAtThresholdShortDocs: rec.ShortDocs, Scheme: scheme.String(), FalsePositiveArea: p.FalsePositiveArea(t),
+					PAtThreshold: p.Probability(t), PAtThresholdShortDocs: shortDocs(rec), Scheme: scheme.String(), FalsePositiveArea: p.FalsePositiveArea(t),
 					FalseNegativeArea: p.FalseNegativeArea(t), Table: p.Table(bands.DefaultTableS)})
 			}
 			fmt.Fprintf(a.stdout, "%v for threshold %v: P(%v) = %.4f, S-curve threshold (1/b)^(1/r) = %.4f\n",

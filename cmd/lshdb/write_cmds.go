@@ -104,7 +104,7 @@ func (a *app) printParams(d *db.DB, rec *db.RecallEstimate) error {
 	if a.json() {
 		return a.emitJSON(paramsJSON{Threshold: p.Threshold, Bands: p.Bands.B, Rows: p.Bands.R, NumPerm: p.NumPerm,
 			Scheme: p.Scheme.String(), Shingle: p.Shingle.String(), ShingleSize: p.ShingleSize, Bag: p.Bag,
-			StoreText: p.StoreText, Seed: p.Seed, ExpectedRecall: rec.Curve, ExpectedRecallShortDocs: rec.ShortDocs})
+			StoreText: p.StoreText, Seed: p.Seed, ExpectedRecall: rec.Curve, ExpectedRecallShortDocs: shortDocs(*rec)})
 	}
 	fmt.Fprintf(a.stdout, "threshold %v, %v (%d of %d signature values), scheme %v, %v %d-shingles, bag %v, store text %v\n",
 		p.Threshold, p.Bands, p.Bands.B*p.Bands.R, p.NumPerm, p.Scheme, p.Shingle, p.ShingleSize, p.Bag, p.StoreText)
@@ -115,6 +115,11 @@ func (a *app) printParams(d *db.DB, rec *db.RecallEstimate) error {
 // as measured on short documents, with a warning when the measured one
 // falls short of the curve.
 func (a *app) printRecall(rec db.RecallEstimate, scheme minhash.Scheme) error {
+	if !rec.Measured {
+		_, err := fmt.Fprintf(a.stdout, "P(candidate) at the threshold: %.4f (S-curve; not measured for short documents above %d signature values)\n",
+			rec.Curve, db.MaxMeasuredNumPerm)
+		return err
+	}
 	fmt.Fprintf(a.stdout, "P(candidate) at the threshold: %.4f (S-curve); %.4f measured for short documents (8-100 shingles, %v)\n",
 		rec.Curve, rec.ShortDocs, scheme)
 	if rec.ShortDocs < rec.Curve-0.001 {
