@@ -19,7 +19,7 @@ var ErrFormatTooNew = errors.New("codec: format newer than this build")
 // written once, when a database is created.
 type Manifest struct {
 	FormatVersion int       `msgpack:"format_version"`
-	Scheme        string    `msgpack:"scheme"`        // "oph" or "classic"
+	Scheme        string    `msgpack:"scheme"`        // "fss", "oph" or "classic"
 	NumPerm       int       `msgpack:"num_perm"`      // signature values
 	Seed          uint64    `msgpack:"seed"`          // signature seed
 	ShingleKind   string    `msgpack:"shingle_kind"`  // "char" or "word"

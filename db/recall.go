@@ -21,8 +21,11 @@ type RecallEstimate struct {
 	// ShortDocs is measured for short documents (8 to 100 shingles, a few
 	// words to a few sentences) by sketching random set pairs at about
 	// the threshold with the index's scheme: the curve's miss rate scaled
-	// by the measured one. fss and classic meet or beat the curve there;
-	// oph (indexes made before fss) falls short of it.
+	// by the measured one. Near the banding's threshold fss meets or beats
+	// the curve there and classic meets it; oph (indexes made before fss)
+	// falls short of it. Far below the threshold, where P is small, fss
+	// sits slightly under the curve (a full band is a little rarer than
+	// with independent values).
 	ShortDocs float64
 	// MissRatio is the measured misses over the curve's on short
 	// documents (below 1: better than the curve). NaN when the curve

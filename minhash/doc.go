@@ -3,7 +3,7 @@
 // It is the pure-computation front of lshdb's pipeline:
 //
 //	text ─ normalize ─ shingle ─ xxhash64 ─┬─ shingle set (sorted, de-duplicated []uint64)
-//	                                       └─ signature (k uint32 values, scheme oph or classic)
+//	                                       └─ signature (k uint32 values, scheme fss, oph or classic)
 //
 // Nothing here does I/O, and nothing depends on per-process state: the same
 // text, [Options], [SketchOptions] and seed give the same hashes and
@@ -59,8 +59,9 @@
 //     Each value is a MinHash of the set under an order of its own, so a
 //     pair agrees at a position with probability J, and positions agree
 //     nearly independently (slightly negatively correlated), at every set
-//     size: a pair's chance of sharing a band meets the S-curve for short
-//     documents too. Sets of several k·ln k elements need round 0 only, so
+//     size: near the banding's threshold a pair's chance of sharing a band
+//     meets or beats the S-curve for short documents too (far below it,
+//     where that chance is small, slightly under). Sets of several k·ln k elements need round 0 only, so
 //     long documents cost what OPH costs.
 //   - [SchemeOPH]: one-permutation hashing with optimal densification
 //     (Shrivastava, ICML 2017), the default of indexes made before fss.

@@ -4,6 +4,7 @@ import (
 	"math/bits"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -57,5 +58,43 @@ func TestFSSMatchesDefinition(t *testing.T) {
 				t.Fatalf("k=%d n=%d: Sketch differs from the definition at %d rounds", k, n, rounds)
 			}
 		}
+	}
+}
+
+// Ensure that repeats change no fss value, however many: the round limit
+// counts the bins round 0 filled, not the elements (counting elements, a
+// set of 1 element repeated 10,000 times stopped after one round and
+// borrowed most of its bins). The oracle is the same set without repeats.
+func TestFSSIgnoresRepeats(t *testing.T) {
+	rng := rand.New(rand.NewPCG(23, 24))
+	s, err := NewSketcher(SketchOptions{Scheme: SchemeFSS, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ distinct, copies int }{{1, 10000}, {3, 400}, {20, 300}, {200, 50}} {
+		set := make([]uint64, c.distinct)
+		for i := range set {
+			set[i] = rng.Uint64()
+		}
+		var repeated []uint64
+		for range c.copies {
+			repeated = append(repeated, set...)
+		}
+		want := s.Sketch(nil, set)
+		if got := s.Sketch(nil, repeated); !slices.Equal(got, want) {
+			t.Errorf("%d elements × %d copies: Estimate against the set = %v, want identical signatures",
+				c.distinct, c.copies, Estimate(got, want))
+		}
+	}
+	// The Hasher signs a text's elements with repeats; Document signs its
+	// set. Both must agree on a repetitive text.
+	h, err := NewHasher(Options{}, SketchOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := strings.Repeat("ha ", 5000)
+	_, sig := h.Document(nil, nil, text)
+	if got := h.Signature(nil, text); !slices.Equal(got, sig) {
+		t.Errorf("Signature and Document disagree on a repetitive text: Estimate %v", Estimate(got, sig))
 	}
 }

@@ -44,8 +44,8 @@ func (s Scheme) String() string {
 }
 
 // ParseScheme parses the names returned by [Scheme.String]. The empty name
-// is "oph": manifests written before the scheme was recorded hold none,
-// and their indexes are OPH.
+// is "oph", the scheme before names were checked (every manifest records
+// one; the command refuses an empty --scheme).
 func ParseScheme(s string) (Scheme, error) {
 	switch s {
 	case "fss":
@@ -282,12 +282,19 @@ func (s *Sketcher) fss(dst []uint32, elems []uint64) []uint32 {
 			empty++
 		}
 	}
-	// NB: with n elements a round leaves a given empty bin empty with
-	// probability (1 − 1/k)^n ≤ e^(−n/k); after k·(log₂k + 48)/n rounds the
-	// chance that any bin is still empty is below e^−48. The bound keeps
-	// the loop finite for every input; the fallback below never runs in
-	// practice and keeps the result a function of the set.
-	limit := uint64(k) * (uint64(bits.Len64(k)) + 48) / uint64(len(elems))
+	if empty == 0 {
+		return s.fssValues(dst, 0)
+	}
+	// NB: with n distinct elements a round leaves a given empty bin empty
+	// with probability (1 − 1/k)^n ≤ e^(−n/k); after k·(log₂k + 48)/n
+	// rounds the chance that any bin is still empty is below e^−48. The
+	// bound keeps the loop finite for every input; the fallback in
+	// fssValues never runs in practice. It counts the bins round 0 filled,
+	// not the elements: filled ≤ n, so the bound only grows, and unlike
+	// len(elems) it does not count repeats, so the limit, like every
+	// value, is a function of the set.
+	filled := k - uint64(empty)
+	limit := k * (uint64(bits.Len64(k)) + 48) / filled
 	for round := uint64(1); empty > 0 && round <= limit+1; round++ {
 		salt := fmix64(s.probe ^ round)
 		floor := round << 32 // values of this round and later are ≥ floor
@@ -301,9 +308,17 @@ func (s *Sketcher) fss(dst []uint32, elems []uint64) []uint32 {
 			}
 		}
 	}
+	return s.fssValues(dst, empty)
+}
+
+// fssValues appends the signature values of fss's bins, of which empty
+// are still empty (they borrow, as OPH's do: see fss).
+func (s *Sketcher) fssValues(dst []uint32, empty int) []uint32 {
+	bins := s.bins
+	k := len(bins)
 	for i, v := range bins {
 		if v == emptyBin {
-			v = bins[s.donor(uint64(i), int(k)-empty)] // NB: see limit above
+			v = bins[s.donor(uint64(i), k-empty)] // NB: see limit in fss
 		}
 		// Fold the round into the 32-bit value: round 0 values are the
 		// position itself.

@@ -32,10 +32,13 @@ func (a *app) tuneCmd() *cobra.Command {
 				// NB: with an index, its banding is fixed: --threshold asks
 				// for P(candidate) there (C16: it was ignored silently), and
 				// --num-perm and --recall, which choose a banding, are refused.
-				for _, name := range []string{"num-perm", "recall", "scheme"} {
+				for _, name := range []string{"num-perm", "recall"} {
 					if c.Flags().Changed(name) {
 						return usagef("--%s chooses a banding; an index has its own (drop --db to tune a new one)", name)
 					}
+				}
+				if c.Flags().Changed("scheme") {
+					return usagef("--scheme: an index keeps the scheme it was made with (drop --db to tune a new one)")
 				}
 				d, closeDB, err := a.openExisting()
 				if err != nil {
@@ -53,8 +56,8 @@ func (a *app) tuneCmd() *cobra.Command {
 				if !(threshold > 0 && threshold <= 1) {
 					return usagef("--threshold %v is outside (0, 1]", threshold)
 				}
-				if numPerm < 1 {
-					return usagef("--num-perm %d: must be at least 1", numPerm)
+				if numPerm < 1 || numPerm > minhash.MaxNumPerm {
+					return usagef("--num-perm %d is outside 1..%d", numPerm, minhash.MaxNumPerm)
 				}
 				if p, err = bands.Choose(numPerm, min(threshold, 0.999), bands.Options{Recall: recall}); err != nil {
 					return usageError{err}

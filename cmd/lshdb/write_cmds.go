@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -26,6 +27,19 @@ type createFlags struct {
 	numPerm, shingleSize int
 	scheme, shingle      string
 	bag, storeText       bool
+}
+
+// checkScheme refuses --scheme fss on an index of another scheme: fss is
+// the zero value of db.Options.Scheme, which Open does not compare with
+// the manifest (an explicit oph or classic it does).
+func (f *createFlags) checkScheme(c *cobra.Command, d *db.DB) error {
+	if !c.Flags().Changed("scheme") || f.scheme != minhash.SchemeFSS.String() {
+		return nil
+	}
+	if got := d.Params().Scheme; got != minhash.SchemeFSS {
+		return &db.MismatchError{Field: "Scheme", Stored: got.String(), Requested: f.scheme}
+	}
+	return nil
 }
 
 func (f *createFlags) add(c *cobra.Command) {
@@ -65,13 +79,12 @@ func (f *createFlags) options(c *cobra.Command) (*db.Options, error) {
 	}
 	if set("scheme") {
 		s, err := minhash.ParseScheme(f.scheme)
-		if err != nil {
+		if err != nil || f.scheme == "" {
 			return nil, usagef("--scheme %q: want fss, oph or classic", f.scheme)
 		}
+		// NB: fss is the zero value of db.Options.Scheme, which db takes
+		// as "the index's own": checkScheme compares it after opening.
 		o.Scheme = s
-		if s == minhash.SchemeFSS {
-			o.Scheme = 0 // the zero value: no check against a stored index's scheme
-		}
 	}
 	if set("shingle") {
 		k, err := minhash.ParseShingleKind(f.shingle)
@@ -115,14 +128,22 @@ func (a *app) printParams(d *db.DB, rec *db.RecallEstimate) error {
 // as measured on short documents, with a warning when the measured one
 // falls short of the curve.
 func (a *app) printRecall(rec db.RecallEstimate, scheme minhash.Scheme) error {
-	if !rec.Measured {
+	switch {
+	case !rec.Measured:
 		_, err := fmt.Fprintf(a.stdout, "P(candidate) at the threshold: %.4f (S-curve; not measured for short documents above %d signature values)\n",
 			rec.Curve, db.MaxMeasuredNumPerm)
+		return err
+	case math.IsNaN(rec.MissRatio):
+		_, err := fmt.Fprintf(a.stdout, "P(candidate) at the threshold: %.4f (S-curve; too close to 1 to measure a shortfall on short documents)\n", rec.Curve)
 		return err
 	}
 	fmt.Fprintf(a.stdout, "P(candidate) at the threshold: %.4f (S-curve); %.4f measured for short documents (8-100 shingles, %v)\n",
 		rec.Curve, rec.ShortDocs, scheme)
-	if rec.ShortDocs < rec.Curve-0.001 {
+	// NB: a ratio, not a difference: where P is small (a threshold far
+	// below the banding's), fss sits a little under the curve too (its
+	// rows agree slightly less together than independent ones), which is
+	// no shortfall of the promise at the banding's threshold.
+	if rec.MissRatio > 1.1 && scheme != minhash.SchemeFSS {
 		fmt.Fprintf(a.stderr, "note: %v signatures of short documents miss %.1f times as many pairs at the threshold as the S-curve says; an index made with --scheme fss (the default) does not\n",
 			scheme, rec.MissRatio)
 	}
@@ -285,6 +306,10 @@ was (a new index is removed again).`,
 			if err != nil {
 				return err
 			}
+			if err := cf.checkScheme(c, d); err != nil {
+				finish(false)
+				return err
+			}
 			defer finish(true)
 			in.MaxRecordBytes = d.MaxDocBytes() + recordSlack
 			inp, err := a.openInput(&in, d)
@@ -441,6 +466,10 @@ after committing what was read and says where to continue.`,
 			}
 			d, finish, err := a.openForWrite(o)
 			if err != nil {
+				return err
+			}
+			if err := cf.checkScheme(c, d); err != nil {
+				finish(false)
 				return err
 			}
 			defer finish(true)
