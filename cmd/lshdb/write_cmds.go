@@ -29,17 +29,26 @@ type createFlags struct {
 	bag, storeText       bool
 }
 
-// checkScheme refuses --scheme fss on an index of another scheme: fss is
-// the zero value of db.Options.Scheme, which Open does not compare with
-// the manifest (an explicit oph or classic it does).
-func (f *createFlags) checkScheme(c *cobra.Command, d *db.DB) error {
-	if !c.Flags().Changed("scheme") || f.scheme != minhash.SchemeFSS.String() {
-		return nil
+// verifier returns a check of an opened index against the flags given
+// whose value is db.Options' zero value: --scheme fss, --shingle char,
+// --bag=false. Open compares only non-zero options with the manifest (zero
+// means "the index's own"), so without this check those three would be
+// ignored on an index made otherwise.
+func (f *createFlags) verifier(c *cobra.Command) func(*db.DB) error {
+	set := c.Flags().Changed
+	return func(d *db.DB) error {
+		p := d.Params()
+		var errs []error
+		mismatch := func(flag, field string, stored, requested any) {
+			if set(flag) && stored != requested {
+				errs = append(errs, &db.MismatchError{Field: field, Stored: stored, Requested: requested})
+			}
+		}
+		mismatch("scheme", "Scheme", p.Scheme.String(), f.scheme)
+		mismatch("shingle", "Shingle", p.Shingle.String(), f.shingle)
+		mismatch("bag", "Bag", p.Bag, f.bag)
+		return errors.Join(errs...)
 	}
-	if got := d.Params().Scheme; got != minhash.SchemeFSS {
-		return &db.MismatchError{Field: "Scheme", Stored: got.String(), Requested: f.scheme}
-	}
-	return nil
 }
 
 func (f *createFlags) add(c *cobra.Command) {
@@ -83,7 +92,7 @@ func (f *createFlags) options(c *cobra.Command) (*db.Options, error) {
 			return nil, usagef("--scheme %q: want fss, oph or classic", f.scheme)
 		}
 		// NB: fss is the zero value of db.Options.Scheme, which db takes
-		// as "the index's own": checkScheme compares it after opening.
+		// as "the index's own": verifier compares it after opening.
 		o.Scheme = s
 	}
 	if set("shingle") {
@@ -174,11 +183,13 @@ func (a *app) missingRoot() string {
 	}
 }
 
-// openForWrite opens (or creates) the index for a write command. finish
+// openForWrite opens (or creates) the index for a write command and runs
+// verify on it (nil: none; a failed check leaves a new index removed and
+// an existing one untouched). finish
 // closes it; with keep false, an index this call created is removed (a
 // failed create, insert or build leaves no directory behind). The caller
 // MUST call finish; calls after the first do nothing.
-func (a *app) openForWrite(o *db.Options) (d *db.DB, finish func(keep bool), err error) {
+func (a *app) openForWrite(o *db.Options, verify func(*db.DB) error) (d *db.DB, finish func(keep bool), err error) {
 	root := a.missingRoot()
 	d, closeDB, err := a.openDB(o)
 	if err != nil {
@@ -188,14 +199,21 @@ func (a *app) openForWrite(o *db.Options) (d *db.DB, finish func(keep bool), err
 		return nil, nil, err
 	}
 	var once sync.Once
-	return d, func(keep bool) {
+	finish = func(keep bool) {
 		once.Do(func() {
 			closeDB()
 			if !keep && root != "" {
 				os.RemoveAll(root)
 			}
 		})
-	}, nil
+	}
+	if verify != nil {
+		if err := verify(d); err != nil {
+			finish(false)
+			return nil, nil, err
+		}
+	}
+	return d, finish, nil
 }
 
 func (a *app) createCmd() *cobra.Command {
@@ -215,7 +233,7 @@ func (a *app) createCmd() *cobra.Command {
 			if names, err := os.ReadDir(a.dbDir); err == nil && len(names) > 0 {
 				return fmt.Errorf("%s already exists (open it with the other commands)", a.dbDir)
 			}
-			d, finish, err := a.openForWrite(o)
+			d, finish, err := a.openForWrite(o, nil)
 			if err != nil {
 				return err
 			}
@@ -302,12 +320,8 @@ was (a new index is removed again).`,
 				return err
 			}
 			raiseMemoryLimit(memory << 20)
-			d, finish, err := a.openForWrite(o)
+			d, finish, err := a.openForWrite(o, cf.verifier(c))
 			if err != nil {
-				return err
-			}
-			if err := cf.checkScheme(c, d); err != nil {
-				finish(false)
 				return err
 			}
 			defer finish(true)
@@ -464,12 +478,8 @@ after committing what was read and says where to continue.`,
 			if err := in.check(args); err != nil {
 				return err
 			}
-			d, finish, err := a.openForWrite(o)
+			d, finish, err := a.openForWrite(o, cf.verifier(c))
 			if err != nil {
-				return err
-			}
-			if err := cf.checkScheme(c, d); err != nil {
-				finish(false)
 				return err
 			}
 			defer finish(true)
@@ -550,7 +560,7 @@ func (a *app) dedupCmd() *cobra.Command {
 			if err := in.check(args); err != nil {
 				return err
 			}
-			d, finish, err := a.openForWrite(nil)
+			d, finish, err := a.openForWrite(nil, nil)
 			if err != nil {
 				return err
 			}
