@@ -134,6 +134,10 @@ type ShortSetEstimate struct {
 	// Pairs is the number of random set pairs sketched, over the sizes
 	// whose pairs come within 0.05 of the threshold.
 	Pairs int
+	// Misses is how many of them shared no band; Expected and Variance
+	// are the count's mean and variance if each pair missed with the
+	// curve's probability at its exact Jaccard.
+	Misses, Expected, Variance float64
 	// MissRatio is the pairs that shared no band over the number the
 	// S-curve expects at their exact Jaccard: below 1 when the scheme does
 	// better than independent values, above 1 when worse. NaN when the
@@ -151,7 +155,6 @@ type ShortSetEstimate struct {
 // fixed function of its arguments).
 func ShortSetRecall(scheme minhash.Scheme, k int, p bands.Params, t float64, trials int, base uint64) (ShortSetEstimate, error) {
 	var e ShortSetEstimate
-	var misses, expected float64
 	for i, n := range ShortSetSizes {
 		if _, j := Pair(n, t); math.Abs(j-t) > 0.05 {
 			continue
@@ -161,13 +164,14 @@ func ShortSetRecall(scheme minhash.Scheme, k int, p bands.Params, t float64, tri
 			return e, err
 		}
 		e.Pairs += trials
-		misses += math.Round((1 - c.Measured) * float64(trials))
-		expected += (1 - c.Curve) * float64(trials)
+		e.Misses += math.Round((1 - c.Measured) * float64(trials))
+		e.Expected += (1 - c.Curve) * float64(trials)
+		e.Variance += c.Curve * (1 - c.Curve) * float64(trials)
 	}
 	curve := p.Probability(t)
 	e.MissRatio, e.AtThreshold = math.NaN(), curve
-	if expected >= 1 {
-		e.MissRatio = misses / expected
+	if e.Expected >= 1 {
+		e.MissRatio = e.Misses / e.Expected
 		e.AtThreshold = max(0, 1-e.MissRatio*(1-curve))
 	}
 	return e, nil

@@ -28,9 +28,10 @@ func TestCandidatesMatchCurveForLongSets(t *testing.T) {
 	}
 }
 
-// Ensure that short sets (5 to 100 elements) become candidates at least
-// as often as the S-curve promises, with fss, the default scheme: pooled
-// over the sizes whose pairs come within 0.05 of the threshold, the pairs that share no band may exceed the curve's
+// Ensure that short sets (8 to 100 elements, ShortSetSizes) become
+// candidates at least as often as the S-curve promises, with fss, the
+// default scheme: pooled over the sizes whose pairs come within 0.05 of
+// the threshold, the pairs that share no band may exceed the curve's
 // expected count by at most 4.5 standard deviations. The oracle is the
 // curve 1 − (1 − J^r)^b at each pair's exact Jaccard, for the banding
 // bands.Choose picks at t = 0.5 and 0.8. The same bound rejects oph, the
@@ -38,7 +39,6 @@ func TestCandidatesMatchCurveForLongSets(t *testing.T) {
 // short sets miss 1.2–1.6 times as often as the curve says): the test can
 // fail.
 func TestShortSetsMeetTheCurve(t *testing.T) {
-	sizes := []int{5, 8, 10, 15, 20, 30, 50, 100}
 	// NB: the trials are seeded, so the outcome is fixed; 20,000 a size
 	// keep oph more than 6 standard deviations out (8 s on 2 cores).
 	const trials = 20000
@@ -48,24 +48,15 @@ func TestShortSetsMeetTheCurve(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, sc := range []minhash.Scheme{minhash.SchemeFSS, minhash.SchemeOPH} {
-			var misses, expected, variance float64
-			for i, n := range sizes {
-				c, err := Candidates(sc, 128, p, n, th, trials, 0x5e7<<32|uint64(i))
-				if err != nil {
-					t.Fatal(err)
-				}
-				if math.Abs(c.J-th) > 0.05 {
-					continue // 5 elements cannot come near 0.8: not a pair at the threshold
-				}
-				misses += math.Round((1 - c.Measured) * float64(trials))
-				expected += (1 - c.Curve) * float64(trials)
-				variance += c.Curve * (1 - c.Curve) * float64(trials)
+			e, err := ShortSetRecall(sc, 128, p, th, trials, 0x5e7<<32)
+			if err != nil {
+				t.Fatal(err)
 			}
-			z := (misses - expected) / math.Sqrt(variance)
-			t.Logf("t=%v %v: %v pairs share no band, the curve expects %.0f (z = %+.1f)", th, p, misses, expected, z)
+			z := (e.Misses - e.Expected) / math.Sqrt(e.Variance)
+			t.Logf("t=%v %v %v: %v of %d pairs share no band, the curve expects %.0f (z = %+.1f)", th, p, sc, e.Misses, e.Pairs, e.Expected, z)
 			switch ok := z <= 4.5; {
 			case sc == minhash.SchemeFSS && !ok:
-				t.Errorf("t=%v %v fss: %v short pairs missed, the curve expects %.0f (%.1f standard deviations over)", th, p, misses, expected, z)
+				t.Errorf("t=%v %v fss: %v short pairs missed, the curve expects %.0f (%.1f standard deviations over)", th, p, e.Misses, e.Expected, z)
 			case sc == minhash.SchemeOPH && ok:
 				t.Errorf("t=%v %v oph: the bound no longer rejects the old scheme (z = %+.1f): the test has lost its power", th, p, z)
 			}
