@@ -29,26 +29,68 @@ func TestPostingsKnownBytes(t *testing.T) {
 
 // Ensure that a doc record encodes to the documented layout, byte by byte.
 func TestDocRecordKnownBytes(t *testing.T) {
-	r := DocRecord{ID: "ab", Signature: []uint32{1, 0x01020304}, Set: []uint64{5, 7}, HasText: true, Text: "hi"}
-	want := []byte{1, flagText, 2, 'a', 'b', 2, 1, 0, 0, 0, 4, 3, 2, 1, 2, 5, 0, 0, 0, 0, 0, 0, 0, 7, 0, 0, 0, 0, 0, 0, 0, 2, 'h', 'i'}
+	r := DocRecord{ID: "ab", SetLen: 2, SetFP: 0x0807060504030201, HasText: true, Text: "hi"}
+	want := []byte{2, flagText, 2, 'a', 'b', 2, 1, 2, 3, 4, 5, 6, 7, 8, 2, 'h', 'i'}
 	if got := AppendDocRecord(nil, &r); !bytes.Equal(got, want) {
 		t.Fatalf("AppendDocRecord = %v, want %v", got, want)
 	}
+	// Sets mode: the signature, then the set {5, 7}: gaps 5 and 1; k = 1
+	// spends 6 bits (k = 0: 8, k = 2: 7, k = 3: 8); 5 is q 2, r 1: bits
+	// 0 0 1 1, and 1 is q 0, r 1: bits 1 1; least significant first,
+	// 0b111100 = 0x3c.
+	r = DocRecord{ID: "ab", SetLen: 2, Signature: []uint32{0x01020304}, Set32: []uint32{5, 7}}
+	want = []byte{2, flagSig | flagSet32, 2, 'a', 'b', 2, 0, 0, 0, 0, 0, 0, 0, 0, 1, 4, 3, 2, 1, 3, 2, 1, 0x3c}
+	if got := AppendDocRecord(nil, &r); !bytes.Equal(got, want) {
+		t.Fatalf("AppendDocRecord = %v, want %v", got, want)
+	}
+	// Format 1, which an upgrade reads.
+	text := "hi"
+	v1 := AppendDocRecordV1(nil, "ab", []uint32{1, 0x01020304}, []uint64{5, 7}, &text, nil)
+	want = []byte{1, flagText, 2, 'a', 'b', 2, 1, 0, 0, 0, 4, 3, 2, 1, 2, 5, 0, 0, 0, 0, 0, 0, 0, 7, 0, 0, 0, 0, 0, 0, 0, 2, 'h', 'i'}
+	if !bytes.Equal(v1, want) {
+		t.Fatalf("AppendDocRecordV1 = %v, want %v", v1, want)
+	}
+	d, err := ParseDocView(v1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := d.AppendSet(nil)
+	if err != nil || !slices.Equal(set, []uint64{5, 7}) || d.SetLen != 2 || !d.HasSignature() || string(d.Text) != "hi" {
+		t.Fatalf("format 1 view: %+v, set %v, %v", d, set, err)
+	}
+	if d.SetFingerprint() != SetFingerprint(set) {
+		t.Fatal("a format 1 fingerprint differs from SetFingerprint of its set")
+	}
+}
+
+func randomSet32(rng *rand.Rand) []uint32 {
+	set := map[uint32]bool{}
+	for range rng.IntN(60) {
+		set[rng.Uint32()>>uint(rng.IntN(32))] = true
+	}
+	var out []uint32
+	for x := range set {
+		out = append(out, x)
+	}
+	slices.Sort(out)
+	return out
 }
 
 func randomRecord(rng *rand.Rand) DocRecord {
-	r := DocRecord{ID: string(rune('a' + rng.IntN(26)))}
-	for range rng.IntN(20) {
-		r.Signature = append(r.Signature, rng.Uint32())
+	r := DocRecord{ID: string(rune('a' + rng.IntN(26))), SetLen: rng.IntN(1000), SetFP: rng.Uint64()}
+	if rng.IntN(2) == 0 {
+		r.Signature = []uint32{}
+		for range rng.IntN(20) {
+			r.Signature = append(r.Signature, rng.Uint32())
+		}
 	}
-	set := map[uint64]bool{}
-	for range rng.IntN(50) {
-		set[rng.Uint64()>>uint(rng.IntN(64))] = true
+	if rng.IntN(2) == 0 {
+		r.Set32 = randomSet32(rng)
+		if r.Set32 == nil {
+			r.Set32 = []uint32{}
+		}
+		r.SetLen = len(r.Set32)
 	}
-	for x := range set {
-		r.Set = append(r.Set, x)
-	}
-	slices.Sort(r.Set)
 	if rng.IntN(2) == 0 {
 		r.HasText, r.Text = true, "text é 東"
 	}
@@ -59,6 +101,13 @@ func randomRecord(rng *rand.Rand) DocRecord {
 		}
 	}
 	return r
+}
+
+func sameRecord(a, b *DocRecord) bool {
+	return a.ID == b.ID && a.SetLen == b.SetLen && a.SetFP == b.SetFP &&
+		slices.Equal(a.Signature, b.Signature) && (a.Signature == nil) == (b.Signature == nil) &&
+		slices.Equal(a.Set32, b.Set32) && (a.Set32 == nil) == (b.Set32 == nil) &&
+		a.HasText == b.HasText && a.Text == b.Text && bytes.Equal(a.Meta, b.Meta) && (a.Meta == nil) == (b.Meta == nil)
 }
 
 // Ensure that doc records, sets, postings, counters and manifests round-trip.
@@ -74,19 +123,16 @@ func TestRoundTrips(t *testing.T) {
 		if err := DecodeDocRecord(b[1:], &got); err != nil {
 			t.Fatal(err)
 		}
-		if r.Signature == nil {
-			r.Signature = got.Signature[:0]
-		}
-		if r.Set == nil {
-			r.Set = got.Set[:0]
-		}
-		if got.ID != r.ID || !slices.Equal(got.Signature, r.Signature) || !slices.Equal(got.Set, r.Set) ||
-			got.HasText != r.HasText || got.Text != r.Text || !bytes.Equal(got.Meta, r.Meta) || (got.Meta == nil) != (r.Meta == nil) {
+		if !sameRecord(&r, &got) {
 			t.Fatalf("round trip: %+v became %+v", r, got)
 		}
-		set, err := DecodeDocSet(b[1:], nil)
-		if err != nil || !slices.Equal(set, r.Set) {
-			t.Fatalf("DecodeDocSet = %v, %v", set, err)
+		d, err := ParseDocView(b[1:])
+		if err != nil || d.HasSignature() != (r.Signature != nil) || d.HasSet() != (r.Set32 != nil) {
+			t.Fatalf("view %+v, %v", d, err)
+		}
+		set, err := d.AppendSet(nil)
+		if err != nil || !slices.Equal(set, Widen(nil, r.Set32)) {
+			t.Fatalf("AppendSet = %v, %v", set, err)
 		}
 
 		var ps []Posting
@@ -104,7 +150,7 @@ func TestRoundTrips(t *testing.T) {
 	if got, err := DecodeCounters(EncodeCounters(c)); err != nil || got != c {
 		t.Fatalf("counters: %v, %v", got, err)
 	}
-	m := &Manifest{FormatVersion: FormatVersion, Scheme: "oph", NumPerm: 128, ShingleKind: "word", ShingleSize: 3,
+	m := &Manifest{FormatVersion: FormatVersion, Scheme: "oph", NumPerm: 128, ShingleKind: "word", ShingleSize: 3, Storage: StorageSets,
 		StopWords: []string{"the"}, Bands: 16, Rows: 6, Threshold: 0.8, Recall: 0.99, Seed: 7}
 	b, err := EncodeManifest(m)
 	if err != nil {
@@ -145,21 +191,38 @@ func TestKeys(t *testing.T) {
 // Ensure that each kind of bad bytes is refused with ErrCorrupt (or
 // ErrFormatTooNew for a newer manifest).
 func TestDecodersRefuseBadBytes(t *testing.T) {
-	good := AppendDocRecord(nil, &DocRecord{ID: "a", Signature: []uint32{1}, Set: []uint64{1, 2}})
+	good := AppendDocRecord(nil, &DocRecord{ID: "a", SetLen: 2, Signature: []uint32{1}, Set32: []uint32{1, 2}})
 	for name, b := range map[string][]byte{
-		"empty":         nil,
-		"version":       append([]byte{9}, good[1:]...),
-		"flags":         append([]byte{1, 0x80}, good[2:]...),
-		"truncated":     good[:len(good)-1],
-		"trailing":      append(slices.Clone(good), 0),
-		"repeat in set": {1, 0, 1, 'a', 0, 2, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0},
-		"unsorted set":  {1, 0, 1, 'a', 0, 2, 2, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0},
-		"huge sig":      {1, 0, 1, 'a', 0xff, 0xff, 0xff, 0x0f},
-		"huge set":      {1, 0, 1, 'a', 0, 0xff, 0xff, 0x0f, 1},
+		"empty":            nil,
+		"version":          append([]byte{9}, good[1:]...),
+		"flags":            append([]byte{2, 0x80}, good[2:]...),
+		"truncated":        good[:len(good)-1],
+		"trailing":         append(slices.Clone(good), 0),
+		"set length":       {2, flagSet32, 1, 'a', 3, 0, 0, 0, 0, 0, 0, 0, 0, 3, 2, 1, 0x3c},
+		"huge set":         {2, flagSet32, 1, 'a', 0xff, 0xff, 0x0f, 0, 0, 0, 0, 0, 0, 0, 0, 3, 2, 1, 0x3c},
+		"rice parameter":   {2, flagSet32, 1, 'a', 2, 0, 0, 0, 0, 0, 0, 0, 0, 3, 2, 40, 0x3c},
+		"rice padding":     {2, flagSet32, 1, 'a', 2, 0, 0, 0, 0, 0, 0, 0, 0, 3, 2, 1, 0xfc},
+		"rice extra byte":  {2, flagSet32, 1, 'a', 2, 0, 0, 0, 0, 0, 0, 0, 0, 4, 2, 1, 0x3c, 0},
+		"rice value range": {2, flagSet32, 1, 'a', 1, 0, 0, 0, 0, 0, 0, 0, 0, 7, 1, 31, 0x04, 0, 0, 0, 0},
+		"huge sig":         {2, flagSig, 1, 'a', 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0x0f},
+		"v1 flags":         {1, flagSig, 1, 'a', 0, 0},
+		"v1 huge set":      {1, 0, 1, 'a', 0, 0xff, 0xff, 0x0f, 1},
 	} {
 		var r DocRecord
 		if err := DecodeDocRecord(b, &r); !errors.Is(err, ErrCorrupt) {
 			t.Errorf("doc record %s: %v", name, err)
+		}
+	}
+	for name, b := range map[string][]byte{
+		"repeat in set": {1, 0, 1, 'a', 0, 2, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0},
+		"unsorted set":  {1, 0, 1, 'a', 0, 2, 2, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0},
+	} {
+		d, err := ParseDocView(b)
+		if err == nil {
+			_, err = d.AppendSet(nil)
+		}
+		if !errors.Is(err, ErrCorrupt) {
+			t.Errorf("format 1 record %s: %v", name, err)
 		}
 	}
 	for name, b := range map[string][]byte{
@@ -190,22 +253,54 @@ func TestDecodersRefuseBadBytes(t *testing.T) {
 // re-encodes to something that decodes to the same value".
 
 func FuzzDecodeDocRecord(f *testing.F) {
-	f.Add(AppendDocRecord(nil, &DocRecord{ID: "a", Signature: []uint32{1, 2}, Set: []uint64{3, 9}, HasText: true, Text: "t", Meta: []byte("m")}))
-	f.Add([]byte{1, 0, 0, 0, 0})
+	f.Add(AppendDocRecord(nil, &DocRecord{ID: "a", SetLen: 2, Signature: []uint32{1, 2}, Set32: []uint32{3, 9}, HasText: true, Text: "t", Meta: []byte("m")}))
+	f.Add(AppendDocRecord(nil, &DocRecord{ID: "a", SetLen: 7, SetFP: 9, HasText: true, Text: "t"}))
+	text := "t"
+	f.Add(AppendDocRecordV1(nil, "a", []uint32{1, 2}, []uint64{3, 9}, &text, []byte("m")))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var r, again DocRecord
+		d, verr := ParseDocView(b)
+		if verr == nil {
+			d.AppendSet(nil)
+		}
 		if DecodeDocRecord(b, &r) != nil {
-			DecodeDocSet(b, nil)
 			return
+		}
+		if verr != nil {
+			t.Fatalf("DecodeDocRecord accepts what ParseDocView refuses: %v", verr)
 		}
 		if err := DecodeDocRecord(AppendDocRecord(nil, &r), &again); err != nil {
 			t.Fatalf("re-encoding a decoded record: %v", err)
 		}
-		if again.ID != r.ID || !slices.Equal(again.Set, r.Set) || !slices.Equal(again.Signature, r.Signature) || again.Text != r.Text {
+		if !sameRecord(&r, &again) {
 			t.Fatal("round trip changed the record")
 		}
-		if set, err := DecodeDocSet(b, nil); err != nil || !slices.Equal(set, r.Set) {
-			t.Fatalf("DecodeDocSet disagrees with DecodeDocRecord: %v", err)
+	})
+}
+
+// FuzzRiceSet holds the 32-bit set coding to "decodes only what it could
+// have written": a decoded set is sorted and distinct, and encodes to
+// something that decodes to it again.
+func FuzzRiceSet(f *testing.F) {
+	f.Add(AppendRiceSet(nil, []uint32{5, 7}))
+	f.Add(AppendRiceSet(nil, []uint32{0, 1, 1 << 31, 1<<32 - 1}))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		set, err := decodeRiceSet(nil, b)
+		if err != nil {
+			return
+		}
+		for i := 1; i < len(set); i++ {
+			if set[i] <= set[i-1] {
+				t.Fatalf("decoded an unsorted set %v", set)
+			}
+		}
+		enc := AppendRiceSet(nil, set)
+		if len(enc) > maxRiceBytes(set) {
+			t.Fatalf("coded %d bytes, bound %d", len(enc), maxRiceBytes(set))
+		}
+		again, err := decodeRiceSet(nil, enc)
+		if err != nil || !slices.Equal(again, set) {
+			t.Fatalf("round trip: %v", err)
 		}
 	})
 }
@@ -227,7 +322,7 @@ func FuzzDecodePostings(f *testing.F) {
 }
 
 func FuzzDecodeManifest(f *testing.F) {
-	b, _ := EncodeManifest(&Manifest{FormatVersion: 1, Scheme: "oph", NumPerm: 128})
+	b, _ := EncodeManifest(&Manifest{FormatVersion: FormatVersion, Scheme: "fss", NumPerm: 128, Storage: StorageText})
 	f.Add(b)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		m, err := DecodeManifest(b)
@@ -282,5 +377,54 @@ func TestManifestStopWordsBounded(t *testing.T) {
 	runtime.ReadMemStats(&after)
 	if n := after.TotalAlloc - before.TotalAlloc; n > 1<<20 {
 		t.Errorf("decoding a corrupt stop-word list allocated %d bytes", n)
+	}
+}
+
+// Ensure that the 32-bit set of a 64-bit set is its values' high halves,
+// sorted and distinct (a model: a map), and that the Rice coding
+// round-trips every such set, empty and extreme ones included.
+func TestSet32(t *testing.T) {
+	rng := rand.New(rand.NewPCG(2, 2))
+	for i := range 500 {
+		var set []uint64
+		seen := map[uint64]bool{}
+		for range rng.IntN(3000) {
+			x := rng.Uint64()
+			if i%3 == 0 {
+				x >>= 40 // many values share their high half
+			}
+			if !seen[x] {
+				seen[x] = true
+				set = append(set, x)
+			}
+		}
+		slices.Sort(set)
+		high := map[uint32]bool{}
+		for _, x := range set {
+			high[uint32(x>>32)] = true
+		}
+		var want []uint32
+		for h := range high {
+			want = append(want, h)
+		}
+		slices.Sort(want)
+		got := Set32Of(nil, set)
+		if !slices.Equal(got, want) {
+			t.Fatalf("Set32Of: %d values, want %d", len(got), len(want))
+		}
+		enc := AppendRiceSet(nil, got)
+		if len(enc) > maxRiceBytes(got) {
+			t.Fatalf("coded %d bytes, bound %d", len(enc), maxRiceBytes(got))
+		}
+		dec, err := decodeRiceSet(nil, enc)
+		if err != nil || !slices.Equal(dec, got) {
+			t.Fatalf("rice round trip of %d values: %v", len(got), err)
+		}
+	}
+	for _, set := range [][]uint32{{}, {0}, {1<<32 - 1}, {0, 1<<32 - 1}, {0, 1, 2, 3}} {
+		dec, err := decodeRiceSet(nil, AppendRiceSet(nil, set))
+		if err != nil || !slices.Equal(dec, set) {
+			t.Fatalf("rice round trip of %v: %v, %v", set, dec, err)
+		}
 	}
 }

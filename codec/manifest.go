@@ -8,9 +8,20 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 )
 
-// FormatVersion is the on-disk format this build writes and reads. A
-// database written by a newer format is refused with ErrFormatTooNew.
-const FormatVersion = 1
+// FormatVersion is the on-disk format this build writes. A database
+// written by a newer format is refused with ErrFormatTooNew; format 1
+// (doc records with 64-bit shingle sets) is read only to upgrade it.
+const FormatVersion = 2
+
+// Storage modes (format 2): what a doc record keeps for verification.
+const (
+	// StorageText keeps the text; verification re-shingles it.
+	StorageText = "text"
+	// StorageSets keeps the signature and the 32-bit shingle set.
+	StorageSets = "sets"
+	// StorageNone keeps the signature only: answers are estimates.
+	StorageNone = "none"
+)
 
 // ErrFormatTooNew: the database was written by a newer lshdb.
 var ErrFormatTooNew = errors.New("codec: format newer than this build")
@@ -32,6 +43,7 @@ type Manifest struct {
 	Threshold     float64   `msgpack:"threshold"`     // default query threshold
 	Recall        float64   `msgpack:"recall"`        // the recall target the banding was chosen for
 	StoreText     bool      `msgpack:"store_text"`    // store document text by default
+	Storage       string    `msgpack:"storage"`       // format 2: "text", "sets" or "none"
 }
 
 // MaxStopWords bounds the stop-word list a manifest may hold. Decoding
@@ -94,6 +106,8 @@ func DecodeManifest(v []byte) (*Manifest, error) {
 		return nil, fmt.Errorf("%w: the database has format %d, this build reads up to %d", ErrFormatTooNew, m.FormatVersion, FormatVersion)
 	case m.FormatVersion < 1:
 		return nil, corrupt("manifest format version %d", m.FormatVersion)
+	case m.FormatVersion >= 2 && m.Storage != StorageText && m.Storage != StorageSets && m.Storage != StorageNone:
+		return nil, corrupt("manifest storage mode %q", m.Storage)
 	}
 	return &m, nil
 }

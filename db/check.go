@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/lshdb/lshdb/bands"
@@ -61,10 +60,8 @@ func (db *DB) Check(ctx context.Context) (*CheckReport, error) {
 	snap := db.pdb.NewSnapshot()
 	defer snap.Close()
 	rep := &CheckReport{}
-	sk, err := minhash.NewSketcher(db.skOpt)
-	if err != nil {
-		return nil, err
-	}
+	h := db.hashers.Get().(*minhash.Hasher)
+	defer db.hashers.Put(h)
 
 	// Doc records: decode, re-sketch, and remember id and band keys.
 	type docInfo struct {
@@ -73,9 +70,8 @@ func (db *DB) Check(ctx context.Context) (*CheckReport, error) {
 	}
 	docs := make(map[uint64]docInfo)
 	maxDoc := uint64(0)
-	var rec codec.DocRecord
-	var sig []uint32
-	err = scan(ctx, snap, codec.DocPrefix, codec.DocPrefixEnd, func(k, v []byte) {
+	var rec docData
+	err := scan(ctx, snap, codec.DocPrefix, codec.DocPrefixEnd, func(k, v []byte) {
 		rep.Docs++
 		n, err := codec.ParseDocKey(k)
 		if err != nil {
@@ -83,15 +79,28 @@ func (db *DB) Check(ctx context.Context) (*CheckReport, error) {
 			return
 		}
 		maxDoc = max(maxDoc, n)
-		if err := codec.DecodeDocRecord(v, &rec); err != nil {
+		if v[0] != 2 {
+			rep.problem("doc %d: a record of format %d in a format %d index", n, v[0], codec.FormatVersion)
+			return
+		}
+		if err := codec.DecodeDocRecord(v, &rec.DocRecord); err != nil {
 			rep.problem("doc %d: %v", n, err)
 			return
 		}
-		if len(rec.Set) == 0 {
+		// NB: complete re-shingles a text mode record's text and checks it
+		// against the stored set size and fingerprint.
+		if err := db.complete(h, n, &rec); err != nil {
+			rep.problem("%v", err)
+			return
+		}
+		if rec.SetLen == 0 {
 			rep.problem("doc %d (%q) has an empty shingle set", n, rec.ID)
 		}
-		if sig = sk.Sketch(sig[:0], rec.Set); !slices.Equal(sig, rec.Signature) {
-			rep.problem("doc %d (%q): the stored signature does not recompute from the stored shingle set", n, rec.ID)
+		if rec.Set32 != nil && codec.SetFingerprint(rec.Set32) != rec.SetFP {
+			rep.problem("doc %d (%q): the stored set does not match its fingerprint", n, rec.ID)
+		}
+		if len(rec.Signature) != db.skOpt.NumPerm {
+			rep.problem("doc %d (%q): a signature of %d values (the index has %d)", n, rec.ID, len(rec.Signature), db.skOpt.NumPerm)
 		}
 		keys, err := bands.AppendKeys(nil, rec.Signature, db.bands)
 		if err != nil {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
+	"github.com/cockroachdb/pebble/v2/sstable"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/lshdb/lshdb/bands"
 	"github.com/lshdb/lshdb/codec"
@@ -26,6 +27,9 @@ import (
 // database into a format an older lshdb cannot open; raising it is a
 // deliberate change.
 const formatMajorVersion = pebble.FormatValueSeparation
+
+// blockSize is the target uncompressed size of a table block.
+const blockSize = 32 << 10
 
 // DB is an open lshdb database. Every method is safe for concurrent use.
 // The caller MUST call Close: it releases the directory lock, which no
@@ -133,6 +137,12 @@ func openIn(dir string, o Options) (*DB, error) {
 		// candidate; bloom filters let each read skip the levels that do
 		// not hold its key (Pebble's default is no filter).
 		popts.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
+		// NB: zstd on 32 KiB blocks: stored texts cost 0.26-0.39 bytes a
+		// text byte on the shared corpora (internal/cmd/storagecost), and
+		// blocks of random hashes (postings, signatures), which no
+		// compressor shrinks, are kept raw by Pebble.
+		popts.Levels[i].Compression = func() *sstable.CompressionProfile { return sstable.ZstdCompression }
+		popts.Levels[i].BlockSize = blockSize
 	}
 	popts.EnsureDefaults()
 	pdb, err := pebble.Open(dir, popts)
@@ -247,6 +257,9 @@ func (db *DB) loadManifest() error {
 		return classify(err)
 	}
 	db.man = *m
+	if m.FormatVersion < codec.FormatVersion && !db.opts.upgrading {
+		return fmt.Errorf("%w: %s has index format %d and this build reads format %d; rewrite it in place with `lshdb upgrade --db %s` (db.Upgrade), after a backup if it is the only copy", ErrFormat, db.dir, m.FormatVersion, codec.FormatVersion, db.dir)
+	}
 	if err := db.checkOptions(); err != nil {
 		return err
 	}
@@ -291,7 +304,8 @@ func (db *DB) create() error {
 		StopWords:     o.StopWords,
 		Threshold:     cmp.Or(o.Threshold, DefaultThreshold),
 		Recall:        cmp.Or(o.Recall, bands.DefaultRecall),
-		StoreText:     o.StoreText,
+		StoreText:     o.StoreText || cmp.Or(o.Storage, StorageText) == StorageText,
+		Storage:       cmp.Or(o.Storage, StorageText),
 		Bands:         o.Bands,
 		Rows:          o.Rows,
 	}
@@ -362,6 +376,15 @@ func (db *DB) derive() error {
 	if !(m.Threshold > 0 && m.Threshold <= 1) {
 		return fmt.Errorf("threshold %v", m.Threshold)
 	}
+	switch m.Storage {
+	case StorageText, StorageSets, StorageNone:
+	case "":
+		if m.FormatVersion >= 2 {
+			return fmt.Errorf("no storage mode")
+		}
+	default:
+		return fmt.Errorf("storage mode %q (text, sets or none)", m.Storage)
+	}
 	return nil
 }
 
@@ -388,6 +411,7 @@ func (db *DB) checkOptions() error {
 		check("Normalization", o.Normalization != 0, m.Normalization, o.Normalization.String()),
 		check("StopWords", len(o.StopWords) != 0, strings.Join(m.StopWords, ","), strings.Join(o.StopWords, ",")),
 		check("StoreText", o.StoreText, m.StoreText, o.StoreText),
+		check("Storage", o.Storage != "", m.Storage, o.Storage),
 	)
 }
 
@@ -405,6 +429,7 @@ type Params struct {
 	Normalization minhash.Normalization
 	StopWords     []string
 	StoreText     bool
+	Storage       string // StorageText, StorageSets or StorageNone
 	FormatVersion int
 }
 
@@ -415,7 +440,7 @@ func (db *DB) Params() Params {
 		Scheme: db.skOpt.Scheme, NumPerm: db.skOpt.NumPerm, Seed: db.skOpt.Seed,
 		Shingle: db.shOpt.Kind, ShingleSize: db.shOpt.K, Bag: db.shOpt.Bag,
 		Normalization: db.shOpt.Normalization, StopWords: slices.Clone(db.shOpt.StopWords),
-		StoreText: db.man.StoreText, FormatVersion: db.man.FormatVersion,
+		StoreText: db.man.StoreText, Storage: db.man.Storage, FormatVersion: db.man.FormatVersion,
 	}
 }
 

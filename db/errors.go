@@ -24,6 +24,10 @@ var (
 	// ErrFormatTooNew is returned by Open when the database was written by
 	// a newer lshdb.
 	ErrFormatTooNew = errors.New("lshdb: database format is newer than this build")
+	// ErrFormat is returned by Open when the database was written in an
+	// older format, which this build does not read: Upgrade (lshdb
+	// upgrade) rewrites it in place.
+	ErrFormat = errors.New("lshdb: database format is older than this build reads")
 	// ErrCorrupt is returned when stored bytes are damaged (Pebble's
 	// corruption errors and lshdb's own decoding errors).
 	ErrCorrupt = errors.New("lshdb: database is corrupt")

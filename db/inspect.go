@@ -163,6 +163,9 @@ type Explanation struct {
 	A, B     string
 	Jaccard  float64 // exact
 	Estimate float64 // from the signatures
+	// EstimateOnly says the index keeps no sets (storage none): Jaccard
+	// is the estimate.
+	EstimateOnly bool
 	// Collide[i] reports whether band i's keys are equal.
 	Collide []bool
 	// BandKeysA and BandKeysB are the two documents' bucket keys.
@@ -187,11 +190,11 @@ func (db *DB) Explain(a, b string) (*Explanation, error) {
 		return nil, err
 	}
 	defer it.Close()
-	var ra, rb codec.DocRecord
-	if _, err := lookup(it, a, &ra); err != nil {
+	var ra, rb docData
+	if _, err := db.lookup(it, a, &ra); err != nil {
 		return nil, err
 	}
-	if _, err := lookup(it, b, &rb); err != nil {
+	if _, err := db.lookup(it, b, &rb); err != nil {
 		return nil, err
 	}
 	ka, err := bands.AppendKeys(nil, ra.Signature, db.bands)
@@ -204,6 +207,9 @@ func (db *DB) Explain(a, b string) (*Explanation, error) {
 	}
 	e := &Explanation{A: a, B: b, Jaccard: minhash.Jaccard(ra.Set, rb.Set), Estimate: minhash.Estimate(ra.Signature, rb.Signature),
 		BandKeysA: ka, BandKeysB: kb, Threshold: db.man.Threshold}
+	if db.estimateOnly() {
+		e.Jaccard, e.EstimateOnly = e.Estimate, true
+	}
 	shared := false
 	for i := range ka {
 		e.Collide = append(e.Collide, ka[i] == kb[i])
@@ -306,7 +312,7 @@ func (db *DB) PutIfNew(doc Doc, wo *WriteOptions) (*Match, error) {
 			return nil, classify(err)
 		}
 	}
-	res, err := db.query(context.Background(), it, p.set, p.sig, self, QueryOptions{Threshold: db.man.Threshold, Limit: 1})
+	res, err := db.query(context.Background(), it, db.verifySet(p.set), p.sig, self, QueryOptions{Threshold: db.man.Threshold, Limit: 1})
 	it.Close()
 	if err != nil {
 		return nil, err

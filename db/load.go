@@ -418,14 +418,14 @@ func (l *loader) resolveIDs(ctx context.Context) error {
 		return classify(err)
 	}
 	defer it.Close()
-	var old codec.DocRecord
+	var old docData
 	var lastID []byte
 	lastSeq, have := uint64(0), false
 	emit := func() error {
 		if !have {
 			return nil
 		}
-		oldNum, err := lookup(it, string(lastID), &old)
+		oldNum, err := db.lookup(it, string(lastID), &old)
 		if err != nil && !errors.Is(err, ErrNotFound) {
 			return err
 		}

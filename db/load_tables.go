@@ -74,9 +74,11 @@ func (lt loadTables) seq(name string) *tableSeq {
 	// lists 1.3x faster with them. Pebble reads and ingests both formats,
 	// and compactions rewrite these tables in the database's own.
 	wopts.TableFormat = sstable.TableFormatPebblev4
-	if !db.man.StoreText {
-		// NB: signatures and shingle sets are uniform hashes, which no
-		// block compression shrinks; compressing them only costs time.
+	if !strings.HasPrefix(name, "records") && !strings.HasPrefix(name, "upgrade-records") || db.man.Storage != StorageText && !db.man.StoreText {
+		// NB: only records with text compress: signatures, shingle sets,
+		// posting lists and doc numbers are uniform hashes or small
+		// integers, which block compression hardly shrinks; compressing
+		// them only costs time.
 		wopts.Compression = sstable.NoCompression
 	}
 	return &tableSeq{fs: lt.fs, dir: lt.dir, name: name, wopts: wopts, maxBytes: lt.maxBytes}

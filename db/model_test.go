@@ -13,6 +13,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/lshdb/lshdb/bands"
+	"github.com/lshdb/lshdb/codec"
 	"github.com/lshdb/lshdb/minhash"
 )
 
@@ -31,6 +32,7 @@ type model struct {
 	h      *minhash.Hasher
 	params bands.Params
 	t      float64
+	sets32 bool // sets mode: verification compares 32-bit sets
 }
 
 func newModel(t testing.TB, p Params) *model {
@@ -40,11 +42,14 @@ func newModel(t testing.TB, p Params) *model {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &model{docs: map[string]modelDoc{}, h: h, params: p.Bands, t: p.Threshold}
+	return &model{docs: map[string]modelDoc{}, h: h, params: p.Bands, t: p.Threshold, sets32: p.Storage == StorageSets}
 }
 
 func (m *model) doc(text string) modelDoc {
 	set, sig := m.h.Document(nil, nil, text)
+	if m.sets32 {
+		set = codec.Widen(nil, codec.Set32Of(nil, set))
+	}
 	keys, _ := bands.AppendKeys(nil, sig, m.params)
 	return modelDoc{text, set, sig, keys}
 }
@@ -363,6 +368,8 @@ func TestModel(t *testing.T) {
 		{},
 		{Shingle: minhash.ShingleWord, ShingleSize: 2, Threshold: 0.5, Scheme: minhash.SchemeClassic, NumPerm: 64},
 		{Bag: true, ShingleSize: 3, Threshold: 0.6, Bands: 20, Rows: 3},
+		{Storage: StorageSets, Threshold: 0.5, StoreText: true},
+		{Storage: StorageSets, Shingle: minhash.ShingleWord, ShingleSize: 1, Threshold: 0.7},
 	} {
 		t.Run(fmt.Sprint(i), func(t *testing.T) {
 			opts.FS = vfs.NewMem()

@@ -59,8 +59,14 @@ type Options struct {
 	Normalization minhash.Normalization
 	// StopWords are dropped before word shingling. Default: none.
 	StopWords []string
-	// StoreText keeps each document's text in its record, so Get returns
-	// it. Default: false (only the shingle set and signature are kept).
+	// Storage is what each document's record keeps: StorageText (the
+	// default: the text, compressed with the index's blocks; verification
+	// re-shingles it), StorageSets (the signature and the 32-bit shingle
+	// set, no text) or StorageNone (the signature only: every answer is an
+	// estimate). Fixed when the index is created.
+	Storage string
+	// StoreText keeps each document's text in sets and none modes too, so
+	// Get returns it (text mode always keeps it). Default: false.
 	StoreText bool
 
 	// Handle options: this open only.
@@ -95,6 +101,9 @@ type Options struct {
 	// informational messages go to it at the Debug level. Default:
 	// slog.Default().
 	Logger *slog.Logger
+
+	// upgrading lets Open read an older format, for Upgrade only.
+	upgrading bool
 }
 
 // DefaultDiskReserve is the default Options.DiskReserve: 64 MiB, several
@@ -128,6 +137,8 @@ func invalid(format string, args ...any) error {
 // validate checks ranges that do not depend on the stored manifest.
 func (o *Options) validate() error {
 	switch {
+	case o.Storage != "" && o.Storage != StorageText && o.Storage != StorageSets && o.Storage != StorageNone:
+		return invalid("Storage %q is not text, sets or none", o.Storage)
 	case o.Threshold != 0 && !(o.Threshold > 0 && o.Threshold <= 1):
 		return invalid("Threshold %v is outside (0, 1]", o.Threshold)
 	case o.Recall != 0 && !(o.Recall > 0 && o.Recall < 1):

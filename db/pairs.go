@@ -210,7 +210,7 @@ func (db *DB) pairs(ctx context.Context, po *PairsOptions, st *PairsStats,
 		return err
 	}
 	st.Spilled = sorter.Runs() > 0
-	sets, err := writeSetFile(ctx, fs, fs.PathJoin(tmp, "sets"), snap, x, inPair)
+	sets, err := db.writeSetFile(ctx, fs, fs.PathJoin(tmp, "sets"), snap, x, inPair)
 	if err != nil {
 		return err
 	}
@@ -233,7 +233,7 @@ func (db *DB) pairs(ctx context.Context, po *PairsOptions, st *PairsStats,
 		}
 	}
 
-	return verify(ctx, x, sorter, sets, t, st, onPair)
+	return verify(ctx, x, sorter, sets, t, db.estimateOnly(), st, onPair)
 }
 
 // candidates is the join's first stage: it reads every posting list of
@@ -297,7 +297,7 @@ func candidates(ctx context.Context, snap pebble.Reader, x *pairsIndex, t float6
 // with exact Jaccard against the sets in sets, on every core, and calls
 // onPair for each that reaches t, on the caller's goroutine. onPair
 // returning false stops it with errStopped.
-func verify(ctx context.Context, x *pairsIndex, sorter *extsort.Fixed[uint64], sets *setFile, t float64, st *PairsStats,
+func verify(ctx context.Context, x *pairsIndex, sorter *extsort.Fixed[uint64], sets *setFile, t float64, estimate bool, st *PairsStats,
 	onPair func(x *pairsIndex, a, b int32, j float64) bool) error {
 	type job struct{ a, b []int32 }
 	type verified struct {
@@ -374,7 +374,12 @@ func verify(ctx context.Context, x *pairsIndex, sorter *extsort.Fixed[uint64], s
 						fail(err)
 						break
 					}
-					if j, ok := minhash.JaccardAtLeast(sa, sb, t); ok {
+					if estimate {
+						// None mode: the set file holds signatures.
+						if j := estimateOf(sa, sb); j >= t {
+							out = append(out, verified{a, b, j})
+						}
+					} else if j, ok := minhash.JaccardAtLeast(sa, sb, t); ok {
 						out = append(out, verified{a, b, j})
 					}
 				}
@@ -414,4 +419,19 @@ func verify(ctx context.Context, x *pairsIndex, sorter *extsort.Fixed[uint64], s
 		return errStopped
 	}
 	return cmp.Or(prodErr, werr, ctxErr(ctx))
+}
+
+// estimateOf is the signatures' estimate of Jaccard (the share of equal
+// values) of two signatures held as uint64s.
+func estimateOf(a, b []uint64) float64 {
+	if len(a) != len(b) || len(a) == 0 {
+		return 0
+	}
+	eq := 0
+	for i := range a {
+		if a[i] == b[i] {
+			eq++
+		}
+	}
+	return float64(eq) / float64(len(a))
 }

@@ -89,7 +89,7 @@ func (db *DB) Query(ctx context.Context, text string, qo *QueryOptions) (*QueryR
 	defer it.Close()
 	ctx, cancel := db.opCtx(ctx)
 	defer cancel()
-	return db.query(ctx, it, set, sig, 0, q)
+	return db.query(ctx, it, db.verifySet(set), sig, 0, q)
 }
 
 // QueryID is Query with the stored document id as the query. The document
@@ -111,8 +111,8 @@ func (db *DB) QueryID(ctx context.Context, id string, qo *QueryOptions) (*QueryR
 		return nil, err
 	}
 	defer it.Close()
-	var rec codec.DocRecord
-	n, err := lookup(it, id, &rec)
+	var rec docData
+	n, err := db.lookup(it, id, &rec)
 	if err != nil {
 		return nil, err
 	}
@@ -144,8 +144,12 @@ func seekExact(it *pebble.Iterator, key []byte) (v []byte, ok bool, err error) {
 }
 
 // query finds, reads and verifies the candidates of (set, sig) through it,
-// leaving out doc number self (0: none).
+// leaving out doc number self (0: none). set is in the form this index
+// verifies (verifySet).
 func (db *DB) query(ctx context.Context, it *pebble.Iterator, set []uint64, sig []uint32, self uint64, q QueryOptions) (*QueryResult, error) {
+	q.EstimateOnly = q.EstimateOnly || db.estimateOnly()
+	h := db.hashers.Get().(*minhash.Hasher)
+	defer db.hashers.Put(h)
 	keys, err := bands.AppendKeys(nil, sig, db.bands)
 	if err != nil {
 		return nil, classify(err)
@@ -210,6 +214,7 @@ func (db *DB) query(ctx context.Context, it *pebble.Iterator, set []uint64, sig 
 			return nil, classify(fmt.Errorf("doc %d: %w", n, err))
 		}
 		m := Match{Bands: c.bands}
+		other = other[:0]
 		if !q.EstimateOnly {
 			// Size filter: J ≤ min(|A|, |B|) / max(|A|, |B|), and float
 			// division is monotone, so this never drops a pair at or
@@ -218,7 +223,7 @@ func (db *DB) query(ctx context.Context, it *pebble.Iterator, set []uint64, sig 
 			if float64(small)/float64(big) < q.Threshold {
 				continue
 			}
-			if other, err = view.AppendSet(other[:0]); err != nil {
+			if other, err = db.viewSet(h, n, &view, other); err != nil {
 				return nil, classify(fmt.Errorf("doc %d: %w", n, err))
 			}
 			var ok bool
@@ -226,7 +231,18 @@ func (db *DB) query(ctx context.Context, it *pebble.Iterator, set []uint64, sig 
 				continue
 			}
 		}
-		otherSig = view.AppendSignature(otherSig[:0])
+		if view.HasSignature() {
+			otherSig = view.AppendSignature(otherSig[:0])
+		} else {
+			// Text mode: the signature is re-derived, for matches only
+			// (and every candidate of an estimate-only query).
+			if len(other) == 0 {
+				if other, err = db.viewSet(h, n, &view, other); err != nil {
+					return nil, classify(fmt.Errorf("doc %d: %w", n, err))
+				}
+			}
+			otherSig = h.Sketcher().Sketch(otherSig[:0], other)
+		}
 		if m.Estimate = minhash.Estimate(sig, otherSig); q.EstimateOnly && m.Estimate < q.Threshold {
 			continue
 		}

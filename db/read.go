@@ -22,9 +22,13 @@ type Document struct {
 	Text    string
 	// Meta is the opaque metadata stored with the document, or nil.
 	Meta []byte
-	// Shingles is the sorted, de-duplicated shingle set.
+	// Shingles is the sorted, de-duplicated set that verification
+	// compares: the 64-bit shingle hashes (re-derived from the text in
+	// the default text mode), their high 32 bits in sets mode, nil in
+	// none mode.
 	Shingles []uint64
-	// Signature is the MinHash signature.
+	// Signature is the MinHash signature (re-derived from the text in
+	// text mode).
 	Signature []uint32
 }
 
@@ -43,7 +47,7 @@ func getCopy(r pebble.Reader, key []byte) (v []byte, ok bool, err error) {
 
 // lookup returns the doc number and record of id as it sees them, or an
 // error wrapping ErrNotFound. Every id → record read goes through it.
-func lookup(it *pebble.Iterator, id string, rec *codec.DocRecord) (uint64, error) {
+func (db *DB) lookup(it *pebble.Iterator, id string, rec *docData) (uint64, error) {
 	v, ok, err := seekExact(it, codec.AppendIDKey(nil, id))
 	if err != nil {
 		return 0, err
@@ -58,13 +62,13 @@ func lookup(it *pebble.Iterator, id string, rec *codec.DocRecord) (uint64, error
 	if v, ok, err = seekExact(it, codec.AppendDocKey(nil, n)); err != nil || !ok {
 		return 0, cmp.Or(err, fmt.Errorf("%w: id %q names doc %d, which has no record", ErrCorrupt, id, n))
 	}
-	if err := codec.DecodeDocRecord(v, rec); err != nil {
-		return 0, classify(fmt.Errorf("doc %d: %w", n, err))
+	if err := db.decodeDoc(n, v, rec); err != nil {
+		return 0, err
 	}
 	return n, nil
 }
 
-func toDocument(n uint64, r *codec.DocRecord) *Document {
+func toDocument(n uint64, r *docData) *Document {
 	return &Document{ID: r.ID, Num: n, HasText: r.HasText, Text: r.Text, Meta: r.Meta, Shingles: r.Set, Signature: r.Signature}
 }
 
@@ -82,8 +86,8 @@ func (db *DB) Get(id string) (*Document, error) {
 		return nil, err
 	}
 	defer it.Close()
-	var rec codec.DocRecord
-	n, err := lookup(it, id, &rec)
+	var rec docData
+	n, err := db.lookup(it, id, &rec)
 	if err != nil {
 		return nil, err
 	}
@@ -160,11 +164,10 @@ func (db *DB) All() iter.Seq2[*Document, error] {
 				return
 			}
 			n, err := codec.ParseDocKey(it.Key())
-			var rec codec.DocRecord
+			var rec docData
 			if err == nil {
-				err = codec.DecodeDocRecord(it.Value(), &rec)
-			}
-			if err != nil {
+				err = db.decodeDoc(n, it.Value(), &rec)
+			} else {
 				err = classify(fmt.Errorf("doc record %x: %w", it.Key(), err))
 			}
 			db.mu.RUnlock()

@@ -83,6 +83,7 @@ func (db *DB) prepare(d *Doc, storeText bool) (prepared, error) {
 type scratch struct {
 	set     []uint64
 	sig     []uint32
+	set32   []uint32
 	records arena.Arena[byte]
 	keys    arena.Arena[uint64]
 }
@@ -116,9 +117,11 @@ func (db *DB) prepareIn(d *Doc, storeText bool, sc *scratch) (prepared, error) {
 	if len(set) == 0 {
 		return prepared{}, fmt.Errorf("%w: %q", ErrEmptyDocument, d.ID)
 	}
-	rec := codec.DocRecord{ID: d.ID, Signature: sig, Set: set, HasText: storeText, Meta: d.Meta}
-	if storeText {
-		rec.Text = d.Text
+	var rec codec.DocRecord
+	if sc != nil {
+		rec, sc.set32 = db.newRecord(d.ID, set, sig, d.Text, storeText, d.Meta, sc.set32)
+	} else {
+		rec, _ = db.newRecord(d.ID, set, sig, d.Text, storeText, d.Meta, nil)
 	}
 	if sc != nil {
 		keys, err := bands.AppendKeys(sc.keys.Alloc(db.bands.B), sig, db.bands)
@@ -282,7 +285,7 @@ func (db *DB) writeLockedCount(preps []prepared, wo *WriteOptions) (replaced int
 	defer b.Close()
 	c := db.counters
 	postings := make(map[postingKey][]codec.Posting)
-	var old codec.DocRecord
+	var old docData
 	for i := range preps {
 		p := &preps[i]
 		idKey := codec.AppendIDKey(nil, p.id)
@@ -365,7 +368,7 @@ func (db *DB) DeleteIDs(ids []string, o *DeleteOptions) (DeleteResult, error) {
 	defer b.Close()
 	c := db.counters
 	postings := make(map[postingKey][]codec.Posting)
-	var old codec.DocRecord
+	var old docData
 	// NB: removeOld reads the committed state, not the batch: a repeated
 	// id would be removed twice.
 	seen := make(map[string]struct{}, len(ids))
@@ -409,7 +412,7 @@ type postingKey struct {
 // removeOld adds to b the removal of the document stored under idKey, if
 // any: its record, and a removal posting in each of its buckets (from its
 // stored signature). The caller holds wmu.
-func (db *DB) removeOld(b *pebble.Batch, idKey []byte, old *codec.DocRecord, postings map[postingKey][]codec.Posting, c *codec.Counters) error {
+func (db *DB) removeOld(b *pebble.Batch, idKey []byte, old *docData, postings map[postingKey][]codec.Posting, c *codec.Counters) error {
 	v, closer, err := db.pdb.Get(idKey)
 	if errors.Is(err, pebble.ErrNotFound) {
 		return nil
@@ -427,10 +430,10 @@ func (db *DB) removeOld(b *pebble.Batch, idKey []byte, old *codec.DocRecord, pos
 	if err != nil {
 		return classify(fmt.Errorf("doc %d of id %q: %w", n, idKey[1:], err))
 	}
-	err = codec.DecodeDocRecord(rv, old)
+	err = db.decodeDoc(n, rv, old)
 	closer.Close()
 	if err != nil {
-		return classify(err)
+		return err
 	}
 	keys, err := bands.AppendKeys(nil, old.Signature, db.bands)
 	if err != nil {

@@ -154,6 +154,9 @@ func recallNote(d *db.DB, t float64) *float64 {
 
 // warnRecall says on stderr what recallNote found.
 func (a *app) warnRecall(d *db.DB, t float64, r *float64) {
+	if d.Params().Storage == db.StorageNone {
+		fmt.Fprintln(a.stderr, "lshdb: note: the index stores signatures only (storage none): every similarity is the signatures' estimate, not verified")
+	}
 	if r == nil {
 		return
 	}
@@ -248,6 +251,7 @@ type statsJSON struct {
 	ShingleSize         int             `json:"shingle_size"`
 	Bag                 bool            `json:"bag"`
 	StoreText           bool            `json:"store_text"`
+	Storage             string          `json:"storage"`
 	FormatVersion       int             `json:"format_version"`
 	ExpectedRecall      float64         `json:"expected_recall"`
 	ExpectedRecallShort *float64        `json:"expected_recall_short_docs,omitempty"`
@@ -270,6 +274,7 @@ type paramsJSON struct {
 	ShingleSize int     `json:"shingle_size"`
 	Bag         bool    `json:"bag"`
 	StoreText   bool    `json:"store_text"`
+	Storage     string  `json:"storage"`
 	Seed        uint64  `json:"seed"`
 	// ExpectedRecall is P(candidate) at the threshold, as in stats (it
 	// was recall_at_threshold here before: C24).
@@ -355,4 +360,18 @@ func shortDocs(r db.RecallEstimate) *float64 {
 		return nil
 	}
 	return &r.ShortDocs
+}
+
+// storageNote says what the index keeps per document, for the parameters
+// line: "storage text", "storage sets (+ text)", "storage none: estimates
+// only".
+func storageNote(p db.Params) string {
+	s := "storage " + p.Storage
+	if p.Storage != db.StorageText && p.StoreText {
+		s += " (+ text)"
+	}
+	if p.Storage == db.StorageNone {
+		s += ": estimates only"
+	}
+	return s
 }

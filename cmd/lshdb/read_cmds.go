@@ -517,7 +517,7 @@ func (a *app) statsCmd() *cobra.Command {
 					p := st.Params
 					return a.emitJSON(statsJSON{Docs: st.Docs, Threshold: p.Threshold, Bands: p.Bands.B, Rows: p.Bands.R,
 						NumPerm: p.NumPerm, Scheme: p.Scheme.String(), Shingle: p.Shingle.String(), ShingleSize: p.ShingleSize,
-						Bag: p.Bag, StoreText: p.StoreText, FormatVersion: p.FormatVersion,
+						Bag: p.Bag, StoreText: p.StoreText, Storage: p.Storage, FormatVersion: p.FormatVersion,
 						ExpectedRecall: st.ExpectedRecall, ExpectedRecallShort: shortDocs(st.Recall), PostingListsPerBand: nonNil(st.Buckets.Lists),
 						BucketSizeHistogram: nonNil(st.Buckets.Histogram), StoredBytes: sb, DiskBytes: st.DiskBytes,
 						Hottest: bucketsJSON(st.Buckets.Hottest)})
@@ -668,7 +668,11 @@ func (a *app) explainCmd() *cobra.Command {
 						Bands: len(e.Collide), CollidingBands: collide, PCandidate: e.Probability, Found: e.Found})
 				}
 				fmt.Fprintf(a.stdout, "%s ~ %s\n", esc(e.A), esc(e.B))
-				fmt.Fprintf(a.stdout, "exact Jaccard %.4f, signature estimate %.4f, threshold %v\n", e.Jaccard, e.Estimate, e.Threshold)
+				if e.EstimateOnly {
+					fmt.Fprintf(a.stdout, "signature estimate %.4f (storage none: no exact Jaccard), threshold %v\n", e.Estimate, e.Threshold)
+				} else {
+					fmt.Fprintf(a.stdout, "exact Jaccard %.4f, signature estimate %.4f, threshold %v\n", e.Jaccard, e.Estimate, e.Threshold)
+				}
 				fmt.Fprintf(a.stdout, "bands colliding: %d of %d %v\n", len(collide), len(e.Collide), collide)
 				fmt.Fprintf(a.stdout, "P(candidate) at Jaccard %.4f: %.4f\n", e.Jaccard, e.Probability)
 				var verdict string

@@ -26,6 +26,7 @@ type createFlags struct {
 	threshold, recall    float64
 	numPerm, shingleSize int
 	scheme, shingle      string
+	storage              string
 	bag, storeText       bool
 }
 
@@ -60,7 +61,8 @@ func (f *createFlags) add(c *cobra.Command) {
 	fs.StringVar(&f.shingle, "shingle", "char", "shingle kind: char or word")
 	fs.IntVar(&f.shingleSize, "shingle-size", 0, "shingle size k (default 5 for char, 3 for word)")
 	fs.BoolVar(&f.bag, "bag", false, "bag (multiset) shingles: repeats count")
-	fs.BoolVar(&f.storeText, "store-text", false, "store each document's text")
+	fs.StringVar(&f.storage, "storage", "text", "what a new index keeps per document: text (compressed; exact verification re-shingles it), sets (32-bit shingle hashes, no text) or none (signatures only: every similarity is an estimate)")
+	fs.BoolVar(&f.storeText, "store-text", false, "with --storage sets or none: keep each document's text too (text storage always does)")
 }
 
 // options returns db options with only the flags given on the command line
@@ -108,6 +110,14 @@ func (f *createFlags) options(c *cobra.Command) (*db.Options, error) {
 		}
 		o.ShingleSize = f.shingleSize
 	}
+	if set("storage") {
+		switch f.storage {
+		case db.StorageText, db.StorageSets, db.StorageNone:
+		default:
+			return nil, usagef("--storage %q: want text, sets or none", f.storage)
+		}
+		o.Storage = f.storage
+	}
 	o.Bag, o.StoreText = f.bag, f.storeText
 	return o, nil
 }
@@ -126,10 +136,10 @@ func (a *app) printParams(d *db.DB, rec *db.RecallEstimate) error {
 	if a.json() {
 		return a.emitJSON(paramsJSON{Threshold: p.Threshold, Bands: p.Bands.B, Rows: p.Bands.R, NumPerm: p.NumPerm,
 			Scheme: p.Scheme.String(), Shingle: p.Shingle.String(), ShingleSize: p.ShingleSize, Bag: p.Bag,
-			StoreText: p.StoreText, Seed: p.Seed, ExpectedRecall: rec.Curve, ExpectedRecallShortDocs: shortDocs(*rec)})
+			StoreText: p.StoreText, Storage: p.Storage, Seed: p.Seed, ExpectedRecall: rec.Curve, ExpectedRecallShortDocs: shortDocs(*rec)})
 	}
-	fmt.Fprintf(a.stdout, "threshold %v, %v (%d of %d signature values), scheme %v, %v %d-shingles, bag %v, store text %v\n",
-		p.Threshold, p.Bands, p.Bands.B*p.Bands.R, p.NumPerm, p.Scheme, p.Shingle, p.ShingleSize, p.Bag, p.StoreText)
+	fmt.Fprintf(a.stdout, "threshold %v, %v (%d of %d signature values), scheme %v, %v %d-shingles, bag %v, %s\n",
+		p.Threshold, p.Bands, p.Bands.B*p.Bands.R, p.NumPerm, p.Scheme, p.Shingle, p.ShingleSize, p.Bag, storageNote(p))
 	return a.printRecall(*rec, p.Scheme)
 }
 
@@ -799,4 +809,48 @@ it runs.`,
 			})
 		},
 	}
+}
+
+func (a *app) upgradeCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "upgrade --db DIR",
+		Short: "Rewrite an index made by an older lshdb in the current format, in place",
+		Long: `Rewrite an index made by an older lshdb (index format 1) in the current
+format, in place and atomically: after a crash at any point the index is
+either wholly old or wholly new. Format 1 indexes that stored every text
+become text indexes (verification re-shingles the stored text); the others
+become sets indexes (32-bit shingle sets, no text). Posting lists and ids
+are kept. An index in the current format is left as it is.`,
+		Example: "  lshdb upgrade --db old-index",
+		Args:    nArgs(0),
+		RunE: func(c *cobra.Command, args []string) error {
+			if a.shellDB != nil {
+				return usagef("upgrade needs the index to itself: run it outside the shell")
+			}
+			if err := a.needDB(); err != nil {
+				return err
+			}
+			rep, err := db.Upgrade(a.ctx, a.dbDir, nil)
+			if err != nil {
+				return interruptNote(err, "upgrade interrupted: the index is as it was")
+			}
+			if a.json() {
+				return a.emitJSON(upgradeJSON{From: rep.From, To: rep.To, Storage: rep.Storage, Docs: rep.Docs})
+			}
+			if rep.From == rep.To {
+				_, err = fmt.Fprintf(a.stdout, "index format %d is current: nothing to do\n", rep.To)
+				return err
+			}
+			_, err = fmt.Fprintf(a.stdout, "upgraded index format %d to %d: %d documents, storage %s\n", rep.From, rep.To, rep.Docs, rep.Storage)
+			return err
+		},
+	}
+}
+
+// upgradeJSON is the output of upgrade --output json.
+type upgradeJSON struct {
+	From    int    `json:"from_format"`
+	To      int    `json:"to_format"`
+	Storage string `json:"storage"`
+	Docs    int    `json:"docs"`
 }

@@ -208,19 +208,17 @@ func measure(w io.Writer, name, what string, ids, texts []string, cfg config) er
 	recs := make([][]byte, n)
 	var tEnc time.Duration
 	for j, i := range ev {
-		v1Set += int64(len(codec.AppendSet(nil, sets[i])))
-		r := codec.DocRecord{ID: keptIDs[i], Signature: sigs[i], Set: sets[i]}
+		v1Set += int64(binary.PutUvarint(make([]byte, binary.MaxVarintLen64), uint64(len(sets[i]))) + 8*len(sets[i]))
 		t0 := time.Now()
-		recs[j] = codec.AppendDocRecord(nil, &r)
+		recs[j] = codec.AppendDocRecordV1(nil, keptIDs[i], sigs[i], sets[i], nil, nil)
 		tEnc += time.Since(t0)
 		v1Rec += int64(len(recs[j]))
-		r.HasText, r.Text = true, kept[i]
-		v1RecText += int64(len(codec.AppendDocRecord(nil, &r)))
+		v1RecText += int64(len(codec.AppendDocRecordV1(nil, keptIDs[i], sigs[i], sets[i], &kept[i], nil)))
 	}
 	var set64 []uint64
 	tV1Set, err := bestOf(func() error {
 		for _, rec := range recs {
-			if set64, err = codec.DecodeDocSet(rec, set64[:0]); err != nil {
+			if set64, err = decodeV1Set(rec, set64[:0]); err != nil {
 				return err
 			}
 		}
@@ -433,8 +431,8 @@ func measure(w io.Writer, name, what string, ids, texts []string, cfg config) er
 		name string
 		f    func(j int) error
 	}{
-		{"v1: decode the stored set (codec.DecodeDocSet)", func(j int) error {
-			set, err = codec.DecodeDocSet(recs[j], set[:0])
+		{"v1: decode the stored set (codec.DocView.AppendSet)", func(j int) error {
+			set, err = decodeV1Set(recs[j], set[:0])
 			return err
 		}},
 		{"h.Document on the raw text (set + signature)", func(j int) error {
@@ -928,4 +926,13 @@ func decodeRice(dst []uint32, b []byte) ([]uint32, error) {
 		return dst, errCorrupt
 	}
 	return dst, nil
+}
+
+// decodeV1Set decodes the 64-bit set of a format 1 doc record.
+func decodeV1Set(rec []byte, dst []uint64) ([]uint64, error) {
+	d, err := codec.ParseDocView(rec)
+	if err != nil {
+		return dst, err
+	}
+	return d.AppendSet(dst)
 }

@@ -1,0 +1,124 @@
+package db
+
+import (
+	"fmt"
+
+	"github.com/lshdb/lshdb/codec"
+	"github.com/lshdb/lshdb/minhash"
+)
+
+// Storage modes: what each document's record keeps, fixed when an index
+// is created (Options.Storage).
+const (
+	// StorageText keeps each document's text (the index compresses it);
+	// verification re-shingles the text of each candidate. The default.
+	StorageText = codec.StorageText
+	// StorageSets keeps the signature and the shingle set as 32-bit hashes
+	// (Rice coded), not the text (unless a write asks for it): exact
+	// Jaccard of the 32-bit sets, for users who must not store text.
+	StorageSets = codec.StorageSets
+	// StorageNone keeps the signature only: the smallest index, and every
+	// answer is an estimate from the signatures (QueryResult.EstimateOnly).
+	StorageNone = codec.StorageNone
+)
+
+// docData is a stored document with what verification compares: Set is
+// the verification set (the 64-bit shingle set re-derived from the text
+// in text mode, the 32-bit set widened to uint64s in sets mode, nil in
+// none mode), and Signature is re-derived from the text when the record
+// does not hold it.
+type docData struct {
+	codec.DocRecord
+	Set []uint64
+}
+
+// storage returns the index's storage mode.
+func (db *DB) storage() string { return db.man.Storage }
+
+// estimateOnly reports whether the index can only estimate similarity.
+func (db *DB) estimateOnly() bool { return db.man.Storage == StorageNone }
+
+// verifySet returns the form of a 64-bit shingle set that this index's
+// verification compares with stored ones: the set itself in text mode,
+// its 32-bit set (widened) in sets mode, nil in none mode.
+func (db *DB) verifySet(set []uint64) []uint64 {
+	switch db.man.Storage {
+	case StorageSets:
+		return codec.Widen(nil, codec.Set32Of(nil, set))
+	case StorageNone:
+		return nil
+	}
+	return set
+}
+
+// newRecord returns the record of a document with shingle set set and
+// signature sig, in this index's mode. scratch32 is a buffer for the
+// 32-bit set (sets mode); the record aliases set, sig, text and meta.
+func (db *DB) newRecord(id string, set []uint64, sig []uint32, text string, storeText bool, meta []byte, scratch32 []uint32) (codec.DocRecord, []uint32) {
+	r := codec.DocRecord{ID: id, Meta: meta}
+	switch db.man.Storage {
+	case StorageText:
+		r.SetLen, r.SetFP = len(set), codec.SetFingerprint(set)
+		r.HasText, r.Text = true, text
+	case StorageSets:
+		scratch32 = codec.Set32Of(scratch32[:0], set)
+		r.Set32, r.Signature = scratch32, sig
+		r.SetLen, r.SetFP = len(scratch32), codec.SetFingerprint(scratch32)
+	default:
+		r.SetLen, r.SetFP = len(set), codec.SetFingerprint(set)
+		r.Signature = sig
+	}
+	if storeText {
+		r.HasText, r.Text = true, text
+	}
+	return r, scratch32
+}
+
+// complete fills in d.Set and, when the record does not hold it,
+// d.Signature, reusing their storage. A text mode record whose text does
+// not give back the stored set size and fingerprint is corrupt.
+func (db *DB) complete(h *minhash.Hasher, n uint64, d *docData) error {
+	d.Set = d.Set[:0]
+	switch {
+	case d.Set32 != nil:
+		d.Set = codec.Widen(d.Set, d.Set32)
+	case d.Signature == nil:
+		if !d.HasText {
+			return fmt.Errorf("%w: doc %d (%q) holds neither its text nor its signature", ErrCorrupt, n, d.ID)
+		}
+		d.Set, d.Signature = h.Document(d.Set, nil, d.Text)
+		if len(d.Set) != d.SetLen || codec.SetFingerprint(d.Set) != d.SetFP {
+			return fmt.Errorf("%w: doc %d (%q): its text gives %d shingles, the record says %d (or the fingerprint differs)", ErrCorrupt, n, d.ID, len(d.Set), d.SetLen)
+		}
+	default:
+		d.Set = nil
+	}
+	return nil
+}
+
+// decodeDoc decodes the record v of doc n into d and completes it.
+func (db *DB) decodeDoc(n uint64, v []byte, d *docData) error {
+	if err := codec.DecodeDocRecord(v, &d.DocRecord); err != nil {
+		return classify(fmt.Errorf("doc %d: %w", n, err))
+	}
+	h := db.hashers.Get().(*minhash.Hasher)
+	defer db.hashers.Put(h)
+	return db.complete(h, n, d)
+}
+
+// viewSet appends the verification set of a parsed record to dst: the
+// stored set (sets mode), or the text re-shingled (text mode).
+func (db *DB) viewSet(h *minhash.Hasher, n uint64, view *codec.DocView, dst []uint64) ([]uint64, error) {
+	if view.HasSet() {
+		return view.AppendSet(dst)
+	}
+	if !view.HasText {
+		return dst, fmt.Errorf("%w: doc %d holds neither its text nor its set", ErrCorrupt, n)
+	}
+	start := len(dst)
+	dst = h.Shingler().AppendSet(dst, string(view.Text))
+	if len(dst)-start != view.SetLen {
+		return dst, fmt.Errorf("%w: doc %d: its text gives %d shingles, the record says %d", ErrCorrupt, n, len(dst)-start, view.SetLen)
+	}
+	return dst, nil
+}

@@ -1,0 +1,198 @@
+package db
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/lshdb/lshdb/codec"
+	"github.com/lshdb/lshdb/minhash"
+)
+
+// UpgradeReport says what Upgrade did.
+type UpgradeReport struct {
+	// From and To are the format versions before and after (equal when
+	// the index was current already and nothing was written).
+	From, To int
+	// Storage is the storage mode of the upgraded index: text for a
+	// format 1 index that stored every text, sets otherwise.
+	Storage string
+	// Docs is the number of doc records rewritten.
+	Docs int
+}
+
+// Upgrade rewrites the index in dir, made by an older lshdb, in the
+// current format, in place and atomically: every document record is
+// rewritten into new tables, which are ingested together with the new
+// manifest in one Pebble ingest, so the index is either wholly old or
+// wholly new after a crash at any point (a crash before the ingest leaves
+// temporary tables that the next Open removes). Posting lists and ids are
+// the same in both formats and are kept.
+//
+// A format 1 index whose manifest stores text becomes a text index (the
+// text is verified against the stored shingle set: a text that does not
+// give back its set is ErrCorrupt, and nothing is changed); any other
+// becomes a sets index (the 32-bit sets come from the stored 64-bit
+// ones; a document whose text was stored keeps it). The index must not be
+// open elsewhere (ErrLocked). opts may set handle options (FS, Logger,
+// CacheSize); creation options are ignored.
+func Upgrade(ctx context.Context, dir string, opts *Options) (*UpgradeReport, error) {
+	var o Options
+	if opts != nil {
+		o = Options{FS: opts.FS, Logger: opts.Logger, CacheSize: opts.CacheSize, DiskReserve: opts.DiskReserve, NoSync: opts.NoSync}
+	}
+	o.MustExist, o.upgrading = true, true
+	d, err := Open(dir, &o)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	return d.upgrade(ctx)
+}
+
+func (db *DB) upgrade(ctx context.Context) (*UpgradeReport, error) {
+	if err := db.enter(); err != nil {
+		return nil, err
+	}
+	defer db.mu.RUnlock()
+	db.wmu.Lock()
+	defer db.wmu.Unlock()
+	rep := &UpgradeReport{From: db.man.FormatVersion, To: codec.FormatVersion, Storage: db.man.Storage}
+	if db.man.FormatVersion == codec.FormatVersion {
+		return rep, nil
+	}
+	ctx, cancel := db.opCtx(ctx)
+	defer cancel()
+
+	m := db.man
+	m.FormatVersion = codec.FormatVersion
+	m.Storage = StorageSets
+	if m.StoreText {
+		m.Storage = StorageText
+	}
+	rep.Storage = m.Storage
+	enc, err := codec.EncodeManifest(&m)
+	if err != nil {
+		return nil, err
+	}
+	old := db.man
+	db.man = m // newRecord and the tables' compression follow the new mode
+
+	fs := db.opts.FS
+	tmp := fs.PathJoin(db.dir, loadTmpDir)
+	if err := fs.MkdirAll(tmp, 0o755); err != nil {
+		return nil, err
+	}
+	defer fs.RemoveAll(tmp)
+	lt := loadTables{db: db, fs: fs, dir: tmp, maxBytes: defaultTableBytes}
+	records, manifest := lt.seqNoFilter("upgrade-records"), lt.seqNoFilter("upgrade-manifest")
+	defer records.abandon()
+	defer manifest.abandon()
+
+	h := db.hashers.Get().(*minhash.Hasher)
+	defer db.hashers.Put(h)
+	snap := db.pdb.NewSnapshot()
+	defer snap.Close()
+	var (
+		set, again []uint64
+		sig        []uint32
+		set32      []uint32
+		out        []byte
+		derr       error
+		docs       int
+	)
+	err = scan(ctx, snap, codec.DocPrefix, codec.DocPrefixEnd, func(k, v []byte) {
+		if derr != nil {
+			return
+		}
+		n, err := codec.ParseDocKey(k)
+		if err != nil {
+			derr = classify(err)
+			return
+		}
+		view, err := codec.ParseDocView(v)
+		if err == nil && view.Version != 1 {
+			err = fmt.Errorf("%w: a record of format %d in a format %d index", codec.ErrCorrupt, view.Version, old.FormatVersion)
+		}
+		if err == nil {
+			set, err = view.AppendSet(set[:0])
+		}
+		if err != nil {
+			derr = classify(fmt.Errorf("doc %d: %w", n, err))
+			return
+		}
+		sig = view.AppendSignature(sig[:0])
+		text := string(view.Text)
+		if m.Storage == StorageText {
+			if !view.HasText {
+				derr = fmt.Errorf("%w: doc %d (%q) of an index that stores text has none", ErrCorrupt, n, view.ID)
+				return
+			}
+			// NB: verification will re-derive the set from the text: an
+			// upgrade that changed an answer would be a silent bug, so
+			// the text must give back exactly the stored set.
+			if again = h.Shingler().AppendSet(again[:0], text); !equalSets(again, set) {
+				derr = fmt.Errorf("%w: doc %d (%q): its stored text does not give back its stored shingle set (%d shingles, %d stored)", ErrCorrupt, n, view.ID, len(again), len(set))
+				return
+			}
+		}
+		var rec codec.DocRecord
+		rec, set32 = db.newRecord(string(view.ID), set, sig, text, view.HasText, view.Meta, set32)
+		if view.Meta == nil {
+			rec.Meta = nil
+		}
+		out = codec.AppendDocRecord(out[:0], &rec)
+		if derr = records.set(k, out); derr == nil {
+			docs++
+		}
+	})
+	if err != nil || derr != nil {
+		db.man = old
+		if err == nil {
+			err = derr
+		}
+		return nil, err
+	}
+	if err := manifest.set(codec.ManifestKey, enc); err != nil {
+		db.man = old
+		return nil, err
+	}
+	paths, err := records.finish()
+	if err == nil {
+		var mp []string
+		mp, err = manifest.finish()
+		paths = append(paths, mp...)
+	}
+	if err != nil {
+		db.man = old
+		return nil, err
+	}
+	if err := ctxErr(ctx); err != nil {
+		db.man = old
+		return nil, err
+	}
+	// NB: one Ingest is atomic: the new records and the new manifest
+	// become visible together, with one sequence number.
+	if err := db.pdb.Ingest(context.Background(), paths); err != nil {
+		db.man = old
+		return nil, classify(fmt.Errorf("lshdb: ingesting the upgraded records: %w", err))
+	}
+	rep.Docs = docs
+	// The old records are shadowed; a compaction of their range frees
+	// their space now rather than whenever Pebble gets to it.
+	if err := db.pdb.Compact(ctx, codec.DocPrefix, codec.DocPrefixEnd, true); err != nil {
+		db.opts.Logger.Warn("lshdb: upgrade: compacting the old records", "err", err)
+	}
+	return rep, nil
+}
+
+func equalSets(a, b []uint64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
