@@ -1,0 +1,232 @@
+package db
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/lshdb/lshdb/minhash"
+)
+
+// The golden indexes in testdata/golden were made by the command from
+// testdata/golden/format1/docs.jsonl's documents (a sample of
+// debian-descriptions; see testdata/corpora/debian-sample/SOURCE.md),
+// with --num-perm 64 --threshold 0.5:
+//
+//   - format1/text and format1/sets: by lshdb before format 2, with and
+//     without --store-text: a build of 36 documents, an insert of 4, a
+//     delete and an upsert (docs.jsonl is the state they end in);
+//   - format2/text, format2/sets, format2/none: by this format's lshdb,
+//     one per --storage: a build of 36, an insert of 4, an insert and a delete.
+//
+// They hold every kind of record and merge operand a real index does; a
+// change to the format that they do not read back is a format change.
+
+// goldenDocs returns the documents of the golden indexes, by id.
+func goldenDocs(t *testing.T) map[string]string {
+	t.Helper()
+	f, err := os.Open("../testdata/golden/format1/docs.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	docs := map[string]string{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var d struct{ ID, Text string }
+		if err := json.Unmarshal(sc.Bytes(), &d); err != nil {
+			t.Fatal(err)
+		}
+		docs[d.ID] = d.Text
+	}
+	if err := sc.Err(); err != nil || len(docs) != 40 {
+		t.Fatalf("golden documents: %d, %v", len(docs), err)
+	}
+	return docs
+}
+
+// copyGolden copies a golden index into a temporary directory (opening
+// one writes its lock file and, when writable, new Pebble files).
+func copyGolden(t *testing.T, name string) string {
+	t.Helper()
+	src := filepath.Join("../testdata/golden", name)
+	dst := filepath.Join(t.TempDir(), filepath.Base(name))
+	if err := os.CopyFS(dst, os.DirFS(src)); err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
+// checkGolden checks an index against the golden documents: count,
+// texts where stored, consistency, and Pairs against brute force over the
+// model (exact Jaccard of the 64-bit sets in text mode, of the 32-bit
+// sets in sets mode, the signatures' estimate in none mode).
+func checkGolden(t *testing.T, d *DB, docs map[string]string) {
+	t.Helper()
+	p := d.Params()
+	m := newModel(t, p)
+	for id, text := range docs {
+		m.docs[id] = m.doc(text)
+	}
+	if n, err := d.Count(); err != nil || n != uint64(len(docs)) {
+		t.Fatalf("Count = %d, %v; want %d", n, err, len(docs))
+	}
+	for id, text := range docs {
+		doc, err := d.Get(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Storage == StorageText && (!doc.HasText || doc.Text != text) {
+			t.Fatalf("%s: text %q, want %q", id, doc.Text, text)
+		}
+		if p.Storage != StorageNone && !slices.Equal(doc.Shingles, m.docs[id].set) {
+			t.Fatalf("%s: the stored set differs from the model's", id)
+		}
+	}
+	rep, err := d.Check(context.Background())
+	if err != nil || !rep.OK() {
+		t.Fatalf("check: %v, %v", rep, err)
+	}
+	if p.Storage != StorageNone {
+		checkPairs(t, d, m)
+		return
+	}
+	want := map[[2]string]float64{}
+	for a, da := range m.docs {
+		for b, db := range m.docs {
+			shared := false
+			for i := range da.keys {
+				shared = shared || da.keys[i] == db.keys[i]
+			}
+			if a < b && shared {
+				if e := minhash.Estimate(da.sig, db.sig); e >= p.Threshold {
+					want[[2]string{a, b}] = e
+				}
+			}
+		}
+	}
+	got := map[[2]string]float64{}
+	for pr, err := range d.Pairs(context.Background(), nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		got[[2]string{min(pr.A, pr.B), max(pr.A, pr.B)}] = pr.Jaccard
+	}
+	if !maps.Equal(got, want) || len(want) == 0 {
+		t.Fatalf("none mode: Pairs found %d pairs, the estimates %d", len(got), len(want))
+	}
+}
+
+// Ensure that a format 1 index is refused with ErrFormat, naming the
+// upgrade, and that the refusal leaves it upgradable.
+func TestFormat1IsRefused(t *testing.T) {
+	dir := copyGolden(t, "format1/text")
+	for _, o := range []*Options{nil, {ReadOnly: true}} {
+		_, err := Open(dir, o)
+		if !errors.Is(err, ErrFormat) {
+			t.Fatalf("Open(%+v) = %v, want ErrFormat", o, err)
+		}
+		if want := "lshdb upgrade --db " + dir; !strings.Contains(err.Error(), want) {
+			t.Fatalf("the error %q does not say %q", err, want)
+		}
+	}
+	if _, err := Upgrade(context.Background(), dir, nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Ensure that upgrading each golden format 1 index gives a format 2 index
+// of the expected mode whose every answer is the brute-force one: in text
+// mode the exact Jaccard of every pair equals format 1's (the 64-bit
+// sets, re-derived from the text), and the upgrade survives a reopen and
+// is not repeated.
+func TestUpgradeFormat1(t *testing.T) {
+	docs := goldenDocs(t)
+	for _, c := range []struct{ name, storage string }{{"format1/text", StorageText}, {"format1/sets", StorageSets}} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := copyGolden(t, c.name)
+			rep, err := Upgrade(context.Background(), dir, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.From != 1 || rep.To != 2 || rep.Storage != c.storage || rep.Docs != len(docs) {
+				t.Fatalf("report %+v", rep)
+			}
+			d := mustOpen(t, dir, &Options{ReadOnly: true})
+			if p := d.Params(); p.FormatVersion != 2 || p.Storage != c.storage {
+				t.Fatalf("params after the upgrade: %+v", p)
+			}
+			checkGolden(t, d, docs)
+			d.Close()
+			rep, err = Upgrade(context.Background(), dir, nil)
+			if err != nil || rep.From != 2 || rep.Docs != 0 {
+				t.Fatalf("a second upgrade: %+v, %v", rep, err)
+			}
+			// Writable again, and writes go on.
+			d = mustOpen(t, dir, nil)
+			if err := d.Put("new", docs["hunspell-nl"]+" again"); err != nil {
+				t.Fatal(err)
+			}
+			docs := maps.Clone(docs)
+			docs["new"] = docs["hunspell-nl"] + " again"
+			checkGolden(t, d, docs)
+			d.Close()
+		})
+	}
+}
+
+// Ensure that an upgrade refuses (ErrCorrupt, nothing changed) a text
+// index whose stored text no longer gives its stored set, and that it
+// stops at a cancelled context with the index as it was.
+func TestUpgradeRefusesAndStops(t *testing.T) {
+	dir := copyGolden(t, "format1/text")
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := Upgrade(ctx, dir, nil); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled upgrade: %v", err)
+	}
+	if _, err := Open(dir, nil); !errors.Is(err, ErrFormat) {
+		t.Fatalf("after a cancelled upgrade: %v", err)
+	}
+	names := func() []string {
+		var out []string
+		fs.WalkDir(os.DirFS(dir), ".", func(p string, e fs.DirEntry, err error) error {
+			out = append(out, p)
+			return nil
+		})
+		return out
+	}
+	for _, n := range names() {
+		if strings.Contains(n, loadTmpDir) {
+			t.Fatalf("a cancelled upgrade left %s", n)
+		}
+	}
+}
+
+// Ensure that the golden format 2 indexes read back: every document, every
+// pair, a clean check, in each storage mode.
+func TestFormat2Golden(t *testing.T) {
+	docs := goldenDocs(t)
+	for _, mode := range []string{StorageText, StorageSets, StorageNone} {
+		t.Run(mode, func(t *testing.T) {
+			d := mustOpen(t, copyGolden(t, "format2/"+mode), &Options{ReadOnly: true})
+			defer d.Close()
+			if p := d.Params(); p.Storage != mode || p.FormatVersion != 2 {
+				t.Fatalf("params %+v", p)
+			}
+			checkGolden(t, d, docs)
+			res, err := d.QueryID(context.Background(), "libghc-aeson-dev", nil)
+			if err != nil || res.EstimateOnly != (mode == StorageNone) || len(res.Matches) == 0 {
+				t.Fatalf("QueryID: %+v, %v", res, err)
+			}
+		})
+	}
+}
