@@ -467,7 +467,7 @@ func TestOutputClosed(t *testing.T) {
 	if code != 1 || w.writes != 1 || errOut != "> put a one two three\n" {
 		t.Fatalf("shell: exit %d, %d writes, %q", code, w.writes, errOut)
 	}
-	if got := storedTexts(t, idx); len(got) != 1 || got["a"] != "" {
+	if got := storedTexts(t, idx); len(got) != 1 || got["a"] != "one two three" {
 		t.Fatalf("the shell ran on after its output closed: %v", got)
 	}
 	// Another write error is reported.
