@@ -32,9 +32,6 @@ type docData struct {
 	Set []uint64
 }
 
-// storage returns the index's storage mode.
-func (db *DB) storage() string { return db.man.Storage }
-
 // estimateOnly reports whether the index can only estimate similarity.
 func (db *DB) estimateOnly() bool { return db.man.Storage == StorageNone }
 
