@@ -237,8 +237,27 @@ func TestDecodersRefuseBadBytes(t *testing.T) {
 			t.Errorf("postings %s: %v", name, err)
 		}
 	}
-	if _, err := DecodeManifest([]byte{0xc1}); !errors.Is(err, ErrCorrupt) {
-		t.Errorf("manifest garbage: %v", err)
+	good, err := EncodeManifest(&Manifest{FormatVersion: FormatVersion, Storage: StorageText, StopWords: StopWords{"a"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, b := range map[string][]byte{
+		"garbage":          {0xc1},
+		"extension":        {0xd4, 1, 0},
+		"bin32 overrun":    {0xc6, 0xdb, 0xdb, 0xdb, 0xdb, 0},
+		"str32 overrun":    {0x81, 0xa1, 'x', 0xdb, 0xff, 0xff, 0xff, 0xff},
+		"array32 overrun":  {0xdd, 0xff, 0xff, 0xff, 0xff, 0},
+		"map16 overrun":    {0xde, 0xff, 0xff},
+		"trailing":         append(slices.Clone(good), 0),
+		"truncated":        good[:len(good)-1],
+		"nested overrun":   {0x91, 0x91, 0xc5, 0x10, 0},
+		"two values":       {0xc0, 0xc0},
+		"empty":            {},
+		"fixarray overrun": {0x9f, 0},
+	} {
+		if _, err := DecodeManifest(b); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("manifest %s: %v", name, err)
+		}
 	}
 	newer, _ := EncodeManifest(&Manifest{FormatVersion: FormatVersion + 1})
 	if _, err := DecodeManifest(newer); !errors.Is(err, ErrFormatTooNew) {

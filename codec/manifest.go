@@ -98,6 +98,9 @@ func EncodeManifest(m *Manifest) ([]byte, error) {
 // manifest return ErrCorrupt.
 func DecodeManifest(v []byte) (*Manifest, error) {
 	var m Manifest
+	if err := checkPlainMsgpack(v); err != nil {
+		return nil, fmt.Errorf("%w: manifest: %w", ErrCorrupt, err)
+	}
 	if err := msgpack.Unmarshal(v, &m); err != nil {
 		return nil, fmt.Errorf("%w: manifest: %w", ErrCorrupt, err)
 	}
@@ -110,4 +113,94 @@ func DecodeManifest(v []byte) (*Manifest, error) {
 		return nil, corrupt("manifest storage mode %q", m.Storage)
 	}
 	return &m, nil
+}
+
+// checkPlainMsgpack checks that v is exactly one msgpack value made of
+// plain values (nil, booleans, numbers, strings, binaries, arrays and
+// maps; no extension types) whose every declared length fits in the bytes
+// that follow it.
+//
+// NB: msgpack's decoder allocates what a length declares before reading
+// (up to 4 GiB for a bin32, a million entries for an array), and fuzzing
+// the manifest with it lost workers under load (golang/go#56238: a run of
+// over 10 s counts as a hang). After this check nothing it allocates can
+// exceed a few times the record's size.
+func checkPlainMsgpack(v []byte) error {
+	pending := 1 // values still to read
+	i := 0
+	need := func(n uint64) error {
+		if n > uint64(len(v)-i) {
+			return fmt.Errorf("a length of %d at byte %d overruns the record (%d left)", n, i, len(v)-i)
+		}
+		return nil
+	}
+	length := func(size int) (uint64, error) {
+		if err := need(uint64(size)); err != nil {
+			return 0, err
+		}
+		var n uint64
+		for _, c := range v[i : i+size] {
+			n = n<<8 | uint64(c)
+		}
+		i += size
+		return n, nil
+	}
+	for ; pending > 0; pending-- {
+		if i >= len(v) {
+			return errors.New("truncated")
+		}
+		c := v[i]
+		i++
+		var skip uint64    // payload bytes
+		var entries uint64 // array or map entries (values each)
+		var err error
+		switch {
+		case c <= 0x7f || c >= 0xe0 || c == 0xc0 || c == 0xc2 || c == 0xc3:
+		case c >= 0x80 && c <= 0x8f:
+			entries = 2 * uint64(c&0x0f)
+		case c >= 0x90 && c <= 0x9f:
+			entries = uint64(c & 0x0f)
+		case c >= 0xa0 && c <= 0xbf:
+			skip = uint64(c & 0x1f)
+		case c == 0xc4 || c == 0xd9:
+			skip, err = length(1)
+		case c == 0xc5 || c == 0xda:
+			skip, err = length(2)
+		case c == 0xc6 || c == 0xdb:
+			skip, err = length(4)
+		case c == 0xca || c == 0xce || c == 0xd2:
+			skip = 4
+		case c == 0xcb || c == 0xcf || c == 0xd3:
+			skip = 8
+		case c == 0xcc || c == 0xd0:
+			skip = 1
+		case c == 0xcd || c == 0xd1:
+			skip = 2
+		case c == 0xdc:
+			entries, err = length(2)
+		case c == 0xdd:
+			entries, err = length(4)
+		case c == 0xde:
+			entries, err = length(2)
+			entries *= 2
+		case c == 0xdf:
+			entries, err = length(4)
+			entries *= 2
+		default:
+			return fmt.Errorf("msgpack code %#x at byte %d (extension types and 0xc1 are not allowed)", c, i-1)
+		}
+		if err != nil {
+			return err
+		}
+		// NB: every entry takes at least one byte.
+		if err := need(skip + entries); err != nil {
+			return err
+		}
+		i += int(skip)
+		pending += int(entries)
+	}
+	if i != len(v) {
+		return fmt.Errorf("%d trailing bytes", len(v)-i)
+	}
+	return nil
 }
