@@ -172,6 +172,15 @@ func TestKeys(t *testing.T) {
 	if n, err := ParseDocKey(AppendDocKey(nil, 99)); n != 99 || err != nil {
 		t.Fatal(n, err)
 	}
+	if k := AppendPostingKey(nil, 513, 0xdeadbeef); !bytes.Equal(k, []byte{'p', 2, 1, 0xde, 0xad, 0xbe, 0xef}) {
+		t.Fatalf("posting key %x", k)
+	}
+	if band, bucket, err := ParsePostingKeyV1([]byte{'p', 2, 1, 1, 2, 3, 4, 5, 6, 7, 8}); band != 513 || bucket != 0x0102030405060708 || err != nil {
+		t.Fatal(band, bucket, err)
+	}
+	if BucketOf(0x0102030405060708) != 0x01020304 {
+		t.Fatal("BucketOf keeps the high 32 bits")
+	}
 	band, bucket, err := ParsePostingKey(AppendPostingKey(nil, 513, 0xdeadbeef))
 	if band != 513 || bucket != 0xdeadbeef || err != nil {
 		t.Fatal(band, bucket, err)

@@ -79,6 +79,9 @@ func newMemIndex(docs []Doc, p bands.Params) *memIndex {
 	for i, d := range docs {
 		set, sig := h.Document(nil, nil, d.Text)
 		keys, _ := bands.AppendKeys(nil, sig, p)
+		for i := range keys {
+			keys[i] = codec.BucketOf(keys[i]) // as the index keys its buckets
+		}
 		for band, k := range keys {
 			m.buckets[band][k] = append(m.buckets[band][k], int32(i))
 		}
@@ -90,6 +93,9 @@ func newMemIndex(docs []Doc, p bands.Params) *memIndex {
 func (m *memIndex) query(text string, t float64) []Match {
 	set, sig := m.h.Document(nil, nil, text)
 	keys, _ := bands.AppendKeys(nil, sig, m.p)
+	for i := range keys {
+		keys[i] = codec.BucketOf(keys[i]) // as the index keys its buckets
+	}
 	shared := map[int32]int{}
 	for band, k := range keys {
 		for _, i := range m.buckets[band][k] {

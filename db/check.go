@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"github.com/cockroachdb/pebble/v2"
-	"github.com/lshdb/lshdb/bands"
 	"github.com/lshdb/lshdb/codec"
 	"github.com/lshdb/lshdb/minhash"
 )
@@ -102,7 +101,7 @@ func (db *DB) Check(ctx context.Context) (*CheckReport, error) {
 		if len(rec.Signature) != db.skOpt.NumPerm {
 			rep.problem("doc %d (%q): a signature of %d values (the index has %d)", n, rec.ID, len(rec.Signature), db.skOpt.NumPerm)
 		}
-		keys, err := bands.AppendKeys(nil, rec.Signature, db.bands)
+		keys, err := db.bucketKeys(nil, rec.Signature)
 		if err != nil {
 			rep.problem("doc %d (%q): %v", n, rec.ID, err)
 		}
@@ -162,7 +161,7 @@ func (db *DB) Check(ctx context.Context) (*CheckReport, error) {
 			return
 		}
 		if ps, err = codec.DecodePostings(v, ps[:0]); err != nil {
-			rep.problem("posting list %d/%016x: %v", band, bucket, err)
+			rep.problem("posting list %d/%08x: %v", band, bucket, err)
 			return
 		}
 		if len(ps) == 0 {
@@ -171,11 +170,11 @@ func (db *DB) Check(ctx context.Context) (*CheckReport, error) {
 		for _, p := range ps {
 			rep.Postings++
 			if p.Remove {
-				rep.problem("posting list %d/%016x keeps a removal of doc %d after a full merge", band, bucket, p.Doc)
+				rep.problem("posting list %d/%08x keeps a removal of doc %d after a full merge", band, bucket, p.Doc)
 				continue
 			}
 			if _, ok := docs[p.Doc]; !ok {
-				rep.problem("posting list %d/%016x names doc %d, which has no record", band, bucket, p.Doc)
+				rep.problem("posting list %d/%08x names doc %d, which has no record", band, bucket, p.Doc)
 			}
 			present[member{band, bucket, p.Doc}] = true
 		}

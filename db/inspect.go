@@ -9,7 +9,6 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
-	"github.com/lshdb/lshdb/bands"
 	"github.com/lshdb/lshdb/codec"
 	"github.com/lshdb/lshdb/minhash"
 )
@@ -135,6 +134,9 @@ func (db *DB) Bucket(band int, bucket uint64) ([]string, error) {
 	if band < 0 || band >= db.bands.B {
 		return nil, invalid("band %d: the index has bands 0 to %d", band, db.bands.B-1)
 	}
+	if bucket >= 1<<32 {
+		return nil, invalid("bucket %x: buckets are 32 bits", bucket)
+	}
 	snap := db.pdb.NewSnapshot()
 	defer snap.Close()
 	v, ok, err := getCopy(snap, codec.AppendPostingKey(nil, band, bucket))
@@ -198,11 +200,11 @@ func (db *DB) Explain(a, b string) (*Explanation, error) {
 	if _, err := db.lookup(it, b, &rb); err != nil {
 		return nil, err
 	}
-	ka, err := bands.AppendKeys(nil, ra.Signature, db.bands)
+	ka, err := db.bucketKeys(nil, ra.Signature)
 	if err != nil {
 		return nil, classify(err)
 	}
-	kb, err := bands.AppendKeys(nil, rb.Signature, db.bands)
+	kb, err := db.bucketKeys(nil, rb.Signature)
 	if err != nil {
 		return nil, classify(err)
 	}

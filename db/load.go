@@ -12,7 +12,6 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
-	"github.com/lshdb/lshdb/bands"
 	"github.com/lshdb/lshdb/codec"
 	"github.com/lshdb/lshdb/internal/extsort"
 	"golang.org/x/sync/errgroup"
@@ -430,7 +429,7 @@ func (l *loader) resolveIDs(ctx context.Context) error {
 			return err
 		}
 		if err == nil {
-			oldKeys, err := bands.AppendKeys(nil, old.Signature, db.bands)
+			oldKeys, err := db.bucketKeys(nil, old.Signature)
 			if err != nil {
 				return classify(err)
 			}

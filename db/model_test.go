@@ -51,6 +51,9 @@ func (m *model) doc(text string) modelDoc {
 		set = codec.Widen(nil, codec.Set32Of(nil, set))
 	}
 	keys, _ := bands.AppendKeys(nil, sig, m.params)
+	for i := range keys {
+		keys[i] = codec.BucketOf(keys[i]) // as the index keys its buckets
+	}
 	return modelDoc{text, set, sig, keys}
 }
 

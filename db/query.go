@@ -7,9 +7,9 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"unsafe"
 
 	"github.com/cockroachdb/pebble/v2"
-	"github.com/lshdb/lshdb/bands"
 	"github.com/lshdb/lshdb/codec"
 	"github.com/lshdb/lshdb/minhash"
 )
@@ -150,7 +150,7 @@ func (db *DB) query(ctx context.Context, it *pebble.Iterator, set []uint64, sig 
 	q.EstimateOnly = q.EstimateOnly || db.estimateOnly()
 	h := db.hashers.Get().(*minhash.Hasher)
 	defer db.hashers.Put(h)
-	keys, err := bands.AppendKeys(nil, sig, db.bands)
+	keys, err := db.bucketKeys(nil, sig)
 	if err != nil {
 		return nil, classify(err)
 	}
@@ -193,6 +193,7 @@ func (db *DB) query(ctx context.Context, it *pebble.Iterator, set []uint64, sig 
 	res := &QueryResult{Threshold: q.Threshold, ExpectedRecall: db.bands.Probability(q.Threshold), Candidates: len(cands), EstimateOnly: q.EstimateOnly}
 	var other []uint64
 	var otherSig []uint32
+	var probe *probeSet // the query's set, built at the first text candidate
 	for i, c := range cands {
 		if i%256 == 0 {
 			// NB: a query that reaches a hot bucket verifies thousands of
@@ -215,6 +216,14 @@ func (db *DB) query(ctx context.Context, it *pebble.Iterator, set []uint64, sig 
 		}
 		m := Match{Bands: c.bands}
 		other = other[:0]
+		fromText := view.HasText && !view.HasSet() && !view.HasSignature() // text mode
+		if fromText {
+			// NB: the candidate's shingles as the text gives them (with
+			// repeats, unsorted): the probe table counts the distinct ones
+			// it shares with the query, and a signature over them is the
+			// signature of the set.
+			other = h.Shingler().AppendElements(other, unsafe.String(unsafe.SliceData(view.Text), len(view.Text)))
+		}
 		if !q.EstimateOnly {
 			// Size filter: J ≤ min(|A|, |B|) / max(|A|, |B|), and float
 			// division is monotone, so this never drops a pair at or
@@ -223,11 +232,19 @@ func (db *DB) query(ctx context.Context, it *pebble.Iterator, set []uint64, sig 
 			if float64(small)/float64(big) < q.Threshold {
 				continue
 			}
-			if other, err = db.viewSet(h, n, &view, other); err != nil {
-				return nil, classify(fmt.Errorf("doc %d: %w", n, err))
-			}
 			var ok bool
-			if m.Jaccard, ok = minhash.JaccardAtLeast(set, other, q.Threshold); !ok {
+			if fromText {
+				if probe == nil {
+					probe = newProbeSet(set)
+				}
+				m.Jaccard, ok = probe.jaccardAtLeast(other, view.SetLen, q.Threshold)
+			} else {
+				if other, err = db.viewSet(h, n, &view, other); err != nil {
+					return nil, classify(fmt.Errorf("doc %d: %w", n, err))
+				}
+				m.Jaccard, ok = minhash.JaccardAtLeast(set, other, q.Threshold)
+			}
+			if !ok {
 				continue
 			}
 		}
@@ -236,11 +253,6 @@ func (db *DB) query(ctx context.Context, it *pebble.Iterator, set []uint64, sig 
 		} else {
 			// Text mode: the signature is re-derived, for matches only
 			// (and every candidate of an estimate-only query).
-			if len(other) == 0 {
-				if other, err = db.viewSet(h, n, &view, other); err != nil {
-					return nil, classify(fmt.Errorf("doc %d: %w", n, err))
-				}
-			}
 			otherSig = h.Sketcher().Sketch(otherSig[:0], other)
 		}
 		if m.Estimate = minhash.Estimate(sig, otherSig); q.EstimateOnly && m.Estimate < q.Threshold {

@@ -3,6 +3,7 @@ package db
 import (
 	"fmt"
 
+	"github.com/lshdb/lshdb/bands"
 	"github.com/lshdb/lshdb/codec"
 	"github.com/lshdb/lshdb/minhash"
 )
@@ -118,4 +119,15 @@ func (db *DB) viewSet(h *minhash.Hasher, n uint64, view *codec.DocView, dst []ui
 		return dst, fmt.Errorf("%w: doc %d: its text gives %d shingles, the record says %d", ErrCorrupt, n, len(dst)-start, view.SetLen)
 	}
 	return dst, nil
+}
+
+// bucketKeys appends the bucket of each band of sig (codec.BucketOf of
+// its band key): what posting keys, explain and the bucket commands use.
+func (db *DB) bucketKeys(dst []uint64, sig []uint32) ([]uint64, error) {
+	start := len(dst)
+	dst, err := bands.AppendKeys(dst, sig, db.bands)
+	for i := start; i < len(dst); i++ {
+		dst[i] = codec.BucketOf(dst[i])
+	}
+	return dst, err
 }

@@ -1,8 +1,13 @@
 package db
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
+
+	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/lshdb/lshdb/codec"
 	"github.com/lshdb/lshdb/minhash"
@@ -85,8 +90,10 @@ func (db *DB) upgrade(ctx context.Context) (*UpgradeReport, error) {
 	defer fs.RemoveAll(tmp)
 	lt := loadTables{db: db, fs: fs, dir: tmp, maxBytes: defaultTableBytes}
 	records, manifest := lt.seqNoFilter("upgrade-records"), lt.seqNoFilter("upgrade-manifest")
+	postings := lt.seq("upgrade-postings")
 	defer records.abandon()
 	defer manifest.abandon()
+	defer postings.abandon()
 
 	h := db.hashers.Get().(*minhash.Hasher)
 	defer db.hashers.Put(h)
@@ -152,15 +159,21 @@ func (db *DB) upgrade(ctx context.Context) (*UpgradeReport, error) {
 		}
 		return nil, err
 	}
+	if err := upgradePostings(ctx, snap, postings); err != nil {
+		db.man = old
+		return nil, err
+	}
 	if err := manifest.set(codec.ManifestKey, enc); err != nil {
 		db.man = old
 		return nil, err
 	}
-	paths, err := records.finish()
-	if err == nil {
-		var mp []string
-		mp, err = manifest.finish()
-		paths = append(paths, mp...)
+	var paths []string
+	for _, t := range []*tableSeq{records, postings, manifest} {
+		p, ferr := t.finish()
+		if err = ferr; err != nil {
+			break
+		}
+		paths = append(paths, p...)
 	}
 	if err != nil {
 		db.man = old
@@ -177,12 +190,80 @@ func (db *DB) upgrade(ctx context.Context) (*UpgradeReport, error) {
 		return nil, classify(fmt.Errorf("lshdb: ingesting the upgraded records: %w", err))
 	}
 	rep.Docs = docs
-	// The old records are shadowed; a compaction of their range frees
-	// their space now rather than whenever Pebble gets to it.
-	if err := db.pdb.Compact(ctx, codec.DocPrefix, codec.DocPrefixEnd, true); err != nil {
+	// The old records and posting lists are shadowed or deleted; a
+	// compaction of their ranges frees their space now rather than
+	// whenever Pebble gets to it.
+	if err := db.pdb.Compact(ctx, codec.DocPrefix, codec.PostingPrefixEnd, true); err != nil {
 		db.opts.Logger.Warn("lshdb: upgrade: compacting the old records", "err", err)
 	}
 	return rep, nil
+}
+
+// upgradePostings writes into t the format 2 posting lists of the format
+// 1 ones in snap: each list under its 32-bit bucket key (lists whose
+// 64-bit buckets share 32 bits are merged), followed by a point delete of
+// each old key. NB: a format 2 key is a prefix of the format 1 keys of its
+// bucket, so the new key and the deletes come out in key order, in one
+// stream, with no sort.
+func upgradePostings(ctx context.Context, snap *pebble.Snapshot, t *tableSeq) error {
+	var (
+		cur  []byte // the format 2 key being gathered
+		docs []codec.Posting
+		olds [][]byte
+		ps   []codec.Posting
+		val  []byte
+		derr error
+	)
+	flush := func() error {
+		if cur == nil {
+			return nil
+		}
+		if len(docs) > 0 {
+			slices.SortFunc(docs, func(a, b codec.Posting) int { return cmp.Compare(a.Doc, b.Doc) })
+			docs = slices.Compact(docs)
+			val = codec.AppendPostings(val[:0], docs)
+			if err := t.set(cur, val); err != nil {
+				return err
+			}
+		}
+		for _, k := range olds {
+			if err := t.del(k); err != nil {
+				return err
+			}
+		}
+		cur, docs, olds = nil, docs[:0], olds[:0]
+		return nil
+	}
+	err := scan(ctx, snap, codec.PostingPrefix, codec.PostingPrefixEnd, func(k, v []byte) {
+		if derr != nil {
+			return
+		}
+		band, bucket, err := codec.ParsePostingKeyV1(k)
+		if err == nil {
+			ps, err = codec.DecodePostings(v, ps[:0])
+		}
+		if err != nil {
+			derr = classify(fmt.Errorf("posting list %x: %w", k, err))
+			return
+		}
+		nk := codec.AppendPostingKey(nil, band, codec.BucketOf(bucket))
+		if !bytes.Equal(nk, cur) {
+			if derr = flush(); derr != nil {
+				return
+			}
+			cur = nk
+		}
+		for _, p := range ps {
+			if !p.Remove { // a merged list keeps no removals; be safe
+				docs = append(docs, codec.Posting{Doc: p.Doc})
+			}
+		}
+		olds = append(olds, bytes.Clone(k))
+	})
+	if err = cmp.Or(err, derr); err != nil {
+		return err
+	}
+	return flush()
 }
 
 func equalSets(a, b []uint64) bool {

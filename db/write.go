@@ -10,7 +10,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/cockroachdb/pebble/v2"
-	"github.com/lshdb/lshdb/bands"
 	"github.com/lshdb/lshdb/codec"
 	"github.com/lshdb/lshdb/internal/arena"
 	"github.com/lshdb/lshdb/minhash"
@@ -124,13 +123,13 @@ func (db *DB) prepareIn(d *Doc, storeText bool, sc *scratch) (prepared, error) {
 		rec, _ = db.newRecord(d.ID, set, sig, d.Text, storeText, d.Meta, nil)
 	}
 	if sc != nil {
-		keys, err := bands.AppendKeys(sc.keys.Alloc(db.bands.B), sig, db.bands)
+		keys, err := db.bucketKeys(sc.keys.Alloc(db.bands.B), sig)
 		if err != nil {
 			return prepared{}, err
 		}
 		return prepared{id: d.ID, record: codec.AppendDocRecord(sc.records.Alloc(codec.MaxDocRecordSize(&rec)), &rec), keys: keys}, nil
 	}
-	keys, err := bands.AppendKeys(make([]uint64, 0, db.bands.B), sig, db.bands)
+	keys, err := db.bucketKeys(make([]uint64, 0, db.bands.B), sig)
 	if err != nil {
 		return prepared{}, err
 	}
@@ -435,7 +434,7 @@ func (db *DB) removeOld(b *pebble.Batch, idKey []byte, old *docData, postings ma
 	if err != nil {
 		return err
 	}
-	keys, err := bands.AppendKeys(nil, old.Signature, db.bands)
+	keys, err := db.bucketKeys(nil, old.Signature)
 	if err != nil {
 		return classify(fmt.Errorf("%w: doc %d: %w", codec.ErrCorrupt, n, err))
 	}

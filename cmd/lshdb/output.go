@@ -135,11 +135,10 @@ func escapeJSONControls(b []byte) []byte {
 	return out
 }
 
-// bucketHex is how a bucket key is shown, in text and JSON alike: 16 hex
-// digits, which bucket takes back.
-//
-// NB: a JSON number loses a uint64 above 2^53 in jq, JavaScript and pandas.
-func bucketHex(b uint64) string { return fmt.Sprintf("%016x", b) }
+// bucketHex is how a bucket is shown, in text and JSON alike: 8 hex
+// digits (a bucket is 32 bits since index format 2), which bucket takes
+// back.
+func bucketHex(b uint64) string { return fmt.Sprintf("%08x", b) }
 
 // recallNote is the expected recall at threshold t when t is below the
 // index's own (where the banding was not chosen for it), else nil.

@@ -135,8 +135,8 @@ func TestBucketsRoundTrip(t *testing.T) {
 	}
 	text, _, _ := runLine([]string{"buckets", "--db", dir, "--top", "100"}, "")
 	for _, h := range bs.Hottest {
-		if len(h.Bucket) != 16 {
-			t.Fatalf("bucket %q is not 16 hex digits", h.Bucket)
+		if len(h.Bucket) != 8 {
+			t.Fatalf("bucket %q is not 8 hex digits", h.Bucket)
 		}
 		if !strings.Contains(text, fmt.Sprintf("  %d  %s  ", h.Band, h.Bucket)) && !strings.Contains(text, " "+h.Bucket+" ") {
 			t.Fatalf("the table does not show bucket %s:\n%s", h.Bucket, text)

@@ -621,9 +621,9 @@ func (a *app) bucketCmd() *cobra.Command {
 			if err != nil {
 				return usagef("BAND %q is not a number", args[0])
 			}
-			bucket, err := strconv.ParseUint(strings.TrimPrefix(args[1], "0x"), 16, 64)
+			bucket, err := strconv.ParseUint(strings.TrimPrefix(args[1], "0x"), 16, 32)
 			if err != nil {
-				return usagef("BUCKET %q is not a hexadecimal number of at most 16 digits (as buckets prints it)", args[1])
+				return usagef("BUCKET %q is not a hexadecimal number of at most 8 digits (as buckets prints it)", args[1])
 			}
 			return a.withIndex(func(d *db.DB) error {
 				ids, err := d.Bucket(band, bucket)
