@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lshdb/lshdb/codec"
 	"github.com/lshdb/lshdb/minhash"
 )
 
@@ -228,5 +229,53 @@ func TestFormat2Golden(t *testing.T) {
 				t.Fatalf("QueryID: %+v, %v", res, err)
 			}
 		})
+	}
+}
+
+// Ensure that a text mode record whose text no longer gives its stored
+// set size is ErrCorrupt to Pairs (from the set file's workers) and to
+// Check, and that Pairs returns rather than hangs.
+func TestPairsReportsACorruptText(t *testing.T) {
+	d := mustOpen(t, t.TempDir(), &Options{Threshold: 0.5, NoSync: true})
+	defer d.Close()
+	docs := goldenDocs(t)
+	for id, text := range docs {
+		if err := d.Put(id, text); err != nil {
+			t.Fatal(err)
+		}
+		if err := d.Put(id+"-copy", text+" copy"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Replace one record's text, keeping the rest of the record.
+	doc, err := d.Get("hunspell-nl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := codec.AppendDocKey(nil, doc.Num)
+	v, ok, err := getCopy(d.pdb, k)
+	if err != nil || !ok {
+		t.Fatal(err)
+	}
+	var rec codec.DocRecord
+	if err := codec.DecodeDocRecord(v, &rec); err != nil {
+		t.Fatal(err)
+	}
+	rec.Text = "a different text altogether"
+	if err := d.pdb.Set(k, codec.AppendDocRecord(nil, &rec), nil); err != nil {
+		t.Fatal(err)
+	}
+	var perr error
+	for _, err := range d.Pairs(context.Background(), nil) {
+		if err != nil {
+			perr = err
+		}
+	}
+	if !errors.Is(perr, ErrCorrupt) {
+		t.Fatalf("Pairs: %v, want ErrCorrupt", perr)
+	}
+	rep, err := d.Check(context.Background())
+	if err != nil || rep.OK() {
+		t.Fatalf("Check: %v, %v", rep, err)
 	}
 }

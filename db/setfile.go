@@ -2,11 +2,14 @@ package db
 
 import (
 	"bufio"
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/binary"
 	"fmt"
+	"runtime"
 	"slices"
+	"sync"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -39,22 +42,106 @@ type setFile struct {
 	x    *pairsIndex
 }
 
+// setBatch is a run of consecutive in-pair records on their way through
+// writeSetFile's workers: raw record copies in, encoded sets out.
+type setBatch struct {
+	idx  []int    // pairsIndex positions
+	recs [][]byte // the records (copies)
+	out  []byte   // the sets, uint64 little-endian, one after another
+	n    []int32  // values in each set
+	err  error
+	done chan struct{}
+}
+
+// setBatchBytes is the record bytes a batch gathers before it is sent.
+const setBatchBytes = 256 << 10
+
 // writeSetFile writes the sets of the documents whose bit is set in
 // inPair, checking each (sorted, no repeats) once.
+//
+// NB: in text mode each set is re-derived from the text (normalize,
+// shingle, sort): that took half of Pairs' time on one core, so the scan
+// hands batches of records to a worker per core and writes their sets in
+// scan order as they complete.
 func (db *DB) writeSetFile(ctx context.Context, fs vfs.FS, path string, snap pebble.Reader, x *pairsIndex, inPair []uint64) (*setFile, error) {
 	f, err := fs.Create(path, vfs.WriteCategoryUnspecified)
 	if err != nil {
 		return nil, err
 	}
 	s := &setFile{fs: fs, path: path, f: f, off: make([]int64, len(x.nums)), n: make([]int32, len(x.nums)), x: x}
-	w := bufio.NewWriterSize(f, 1<<20)
-	i, pos := 0, int64(0)
-	var check []uint64
-	var sig []uint32
-	var buf []byte
-	h := db.hashers.Get().(*minhash.Hasher)
-	defer db.hashers.Put(h)
+	for i := range s.off {
+		s.off[i] = -1
+	}
+	workers := runtime.GOMAXPROCS(0)
+	work := make(chan *setBatch, workers)
+	ordered := make(chan *setBatch, 2*workers)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			h := db.hashers.Get().(*minhash.Hasher)
+			defer db.hashers.Put(h)
+			var set []uint64
+			var sig []uint32
+			for b := range work {
+				for j, rec := range b.recs {
+					view, err := codec.ParseDocView(rec)
+					if err == nil {
+						if db.estimateOnly() {
+							sig = view.AppendSignature(sig[:0])
+							set = codec.Widen(set[:0], sig)
+						} else {
+							set, err = db.viewSet(h, x.nums[b.idx[j]], &view, set[:0])
+						}
+					}
+					if err != nil {
+						b.err = classify(fmt.Errorf("doc %d: %w", x.nums[b.idx[j]], err))
+						break
+					}
+					b.n = append(b.n, int32(len(set)))
+					for _, v := range set {
+						b.out = binary.LittleEndian.AppendUint64(b.out, v)
+					}
+				}
+				close(b.done)
+			}
+		}()
+	}
+	// The writer: the batches' sets in scan order.
+	werr := make(chan error, 1)
+	go func() {
+		w := bufio.NewWriterSize(f, 1<<20)
+		pos := int64(0)
+		var err error
+		for b := range ordered {
+			<-b.done
+			if err != nil {
+				continue // drain
+			}
+			if err = b.err; err != nil {
+				continue
+			}
+			if _, err = w.Write(b.out); err != nil {
+				continue
+			}
+			for j, i := range b.idx {
+				s.off[i], s.n[i] = pos, b.n[j]
+				pos += 8 * int64(b.n[j])
+			}
+		}
+		werr <- cmp.Or(err, w.Flush())
+	}()
+
+	i := 0
 	var derr error
+	cur := &setBatch{done: make(chan struct{})}
+	size := 0
+	send := func() {
+		ordered <- cur
+		work <- cur
+		cur, size = &setBatch{done: make(chan struct{})}, 0
+	}
 	err = scan(ctx, snap, codec.DocPrefix, codec.DocPrefixEnd, func(k, v []byte) {
 		if derr != nil {
 			return
@@ -63,32 +150,22 @@ func (db *DB) writeSetFile(ctx context.Context, fs vfs.FS, path string, snap peb
 			derr = fmt.Errorf("lshdb: doc records changed during Pairs")
 			return
 		}
-		s.off[i] = -1
 		if inPair[i/64]&(1<<(i%64)) != 0 {
-			view, err := codec.ParseDocView(v)
-			if err == nil {
-				if db.estimateOnly() {
-					sig = view.AppendSignature(sig[:0])
-					check = codec.Widen(check[:0], sig)
-				} else {
-					check, err = db.viewSet(h, x.nums[i], &view, check[:0])
-				}
+			cur.idx = append(cur.idx, i)
+			cur.recs = append(cur.recs, bytes.Clone(v))
+			if size += len(v); size >= setBatchBytes {
+				send()
 			}
-			if err != nil {
-				derr = classify(fmt.Errorf("doc record %x: %w", k, err))
-				return
-			}
-			s.off[i], s.n[i] = pos, int32(len(check))
-			buf = buf[:0]
-			for _, x := range check {
-				buf = binary.LittleEndian.AppendUint64(buf, x)
-			}
-			_, derr = w.Write(buf)
-			pos += int64(len(buf))
 		}
 		i++
 	})
-	if err = cmp.Or(derr, err, w.Flush()); err != nil {
+	if len(cur.idx) > 0 {
+		send()
+	}
+	close(work)
+	close(ordered)
+	wg.Wait()
+	if err = cmp.Or(derr, err, <-werr); err != nil {
 		s.close()
 		return nil, err
 	}
