@@ -237,7 +237,12 @@ type Stats struct {
 	// DiskBytes is the space the store's files take on disk (tables,
 	// logs, and files that compactions made obsolete but not yet removed).
 	DiskBytes uint64
-	Buckets   *BucketStats
+	// TableBytes is the size of the store's tables by the record kind of
+	// their first key ("docs", "ids", "postings", "manifest+counters"):
+	// compressed, as on disk. A table that spans two kinds (compactions
+	// cut tables by size, not by kind) counts as its first key's.
+	TableBytes map[string]uint64
+	Buckets    *BucketStats
 }
 
 // Stats returns the parameters, counts, stored bytes by record kind, disk
@@ -278,6 +283,27 @@ func (db *DB) Stats(ctx context.Context, top int) (*Stats, error) {
 	// index whose zstd-compressed records a load had ingested (30 MB on
 	// disk).
 	st.DiskBytes = dirBytes(db.opts.FS, db.dir)
+	levels, err := db.pdb.SSTables()
+	if err != nil {
+		return nil, classify(err)
+	}
+	st.TableBytes = map[string]uint64{}
+	for _, level := range levels {
+		for _, t := range level {
+			kind := "manifest+counters"
+			if k := t.Smallest.UserKey; len(k) > 0 {
+				switch k[0] {
+				case codec.PrefixDoc:
+					kind = "docs"
+				case codec.PrefixID:
+					kind = "ids"
+				case codec.PrefixPosting:
+					kind = "postings"
+				}
+			}
+			st.TableBytes[kind] += t.Size
+		}
+	}
 	return st, nil
 }
 

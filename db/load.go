@@ -639,6 +639,14 @@ func (l *loader) ingest(ctx context.Context) error {
 	if err := l.db.pdb.Ingest(context.Background(), l.paths); err != nil {
 		return classify(fmt.Errorf("lshdb: ingesting the load: %w", err))
 	}
+	// NB: tables whose span overlaps the memtable's (the counters) are
+	// ingested as a flushable, which sits beside the memtable, outside the
+	// LSM's levels, until the next flush: Pebble's SSTables and
+	// EstimateDiskUsage did not see the whole index a build had made. A
+	// flush now puts them in the levels.
+	if err := l.db.pdb.Flush(); err != nil {
+		return classify(fmt.Errorf("lshdb: flushing after the load: %w", err))
+	}
 	l.db.counters = l.counters
 	l.db.live.Store(l.counters.Live)
 	return nil

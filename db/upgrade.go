@@ -190,6 +190,9 @@ func (db *DB) upgrade(ctx context.Context) (*UpgradeReport, error) {
 		return nil, classify(fmt.Errorf("lshdb: ingesting the upgraded records: %w", err))
 	}
 	rep.Docs = docs
+	if err := db.pdb.Flush(); err != nil { // see loader.ingest
+		return nil, classify(fmt.Errorf("lshdb: flushing after the upgrade: %w", err))
+	}
 	// The old records and posting lists are shadowed or deleted; a
 	// compaction of their ranges frees their space now rather than
 	// whenever Pebble gets to it.

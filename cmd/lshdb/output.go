@@ -258,6 +258,7 @@ type statsJSON struct {
 	BucketSizeHistogram []int           `json:"bucket_size_histogram"`
 	StoredBytes         storedBytesJSON `json:"stored_bytes"`
 	DiskBytes           uint64          `json:"disk_bytes"`
+	TableBytes          storedBytesJSON `json:"table_bytes"` // on disk, by the kind of each table's first key
 	Hottest             []bucketJSON    `json:"hottest"`
 }
 

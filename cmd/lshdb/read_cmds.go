@@ -520,6 +520,8 @@ func (a *app) statsCmd() *cobra.Command {
 						Bag: p.Bag, StoreText: p.StoreText, Storage: p.Storage, FormatVersion: p.FormatVersion,
 						ExpectedRecall: st.ExpectedRecall, ExpectedRecallShort: shortDocs(st.Recall), PostingListsPerBand: nonNil(st.Buckets.Lists),
 						BucketSizeHistogram: nonNil(st.Buckets.Histogram), StoredBytes: sb, DiskBytes: st.DiskBytes,
+						TableBytes: storedBytesJSON{Docs: st.TableBytes["docs"], IDs: st.TableBytes["ids"], Postings: st.TableBytes["postings"],
+							ManifestCounters: st.TableBytes["manifest+counters"]},
 						Hottest: bucketsJSON(st.Buckets.Hottest)})
 				}
 				if err := a.printParams(d, &st.Recall); err != nil {
@@ -534,6 +536,9 @@ func (a *app) statsCmd() *cobra.Command {
 				a.printHistogram(st.Buckets.Histogram)
 				fmt.Fprintf(a.stdout, "stored bytes: docs %d, ids %d, postings %d, manifest and counters %d; on disk %d\n",
 					sb.Docs, sb.IDs, sb.Postings, sb.ManifestCounters, st.DiskBytes)
+				tb := st.TableBytes
+				fmt.Fprintf(a.stdout, "tables on disk (compressed): docs %d, ids %d, postings %d, manifest and counters %d\n",
+					tb["docs"], tb["ids"], tb["postings"], tb["manifest+counters"])
 				return a.printHottest(st.Buckets.Hottest)
 			})
 		},
