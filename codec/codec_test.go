@@ -313,7 +313,7 @@ func FuzzRiceSet(f *testing.F) {
 	f.Add(AppendRiceSet(nil, []uint32{5, 7}))
 	f.Add(AppendRiceSet(nil, []uint32{0, 1, 1 << 31, 1<<32 - 1}))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		set, err := decodeRiceSet(nil, b)
+		set, err := DecodeRiceSet(nil, b)
 		if err != nil {
 			return
 		}
@@ -326,7 +326,7 @@ func FuzzRiceSet(f *testing.F) {
 		if len(enc) > maxRiceBytes(set) {
 			t.Fatalf("coded %d bytes, bound %d", len(enc), maxRiceBytes(set))
 		}
-		again, err := decodeRiceSet(nil, enc)
+		again, err := DecodeRiceSet(nil, enc)
 		if err != nil || !slices.Equal(again, set) {
 			t.Fatalf("round trip: %v", err)
 		}
@@ -444,13 +444,13 @@ func TestSet32(t *testing.T) {
 		if len(enc) > maxRiceBytes(got) {
 			t.Fatalf("coded %d bytes, bound %d", len(enc), maxRiceBytes(got))
 		}
-		dec, err := decodeRiceSet(nil, enc)
+		dec, err := DecodeRiceSet(nil, enc)
 		if err != nil || !slices.Equal(dec, got) {
 			t.Fatalf("rice round trip of %d values: %v", len(got), err)
 		}
 	}
 	for _, set := range [][]uint32{{}, {0}, {1<<32 - 1}, {0, 1<<32 - 1}, {0, 1, 2, 3}} {
-		dec, err := decodeRiceSet(nil, AppendRiceSet(nil, set))
+		dec, err := DecodeRiceSet(nil, AppendRiceSet(nil, set))
 		if err != nil || !slices.Equal(dec, set) {
 			t.Fatalf("rice round trip of %v: %v, %v", set, dec, err)
 		}

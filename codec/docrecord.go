@@ -375,7 +375,7 @@ func DecodeDocRecord(v []byte, r *DocRecord) error {
 	}
 	r.Set32 = r.Set32[:0]
 	if d.set32 != nil {
-		if r.Set32, err = decodeRiceSet(r.Set32, d.set32); err != nil {
+		if r.Set32, err = DecodeRiceSet(r.Set32, d.set32); err != nil {
 			return err
 		}
 		if r.Set32 == nil {

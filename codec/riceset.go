@@ -87,7 +87,8 @@ func AppendRiceSet(dst []byte, set []uint32) []byte {
 	return dst
 }
 
-func decodeRiceSet(dst []uint32, b []byte) ([]uint32, error) {
+// DecodeRiceSet appends the values of AppendRiceSet's coding b to dst.
+func DecodeRiceSet(dst []uint32, b []byte) ([]uint32, error) {
 	return decodeRice(dst, b)
 }
 

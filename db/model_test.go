@@ -59,6 +59,17 @@ func (m *model) doc(text string) modelDoc {
 
 func (m *model) clone() map[string]modelDoc { return maps.Clone(m.docs) }
 
+// sharesBand reports whether two documents fall in the same bucket of
+// some band: whether the index makes them a candidate pair.
+func sharesBand(a, b modelDoc) bool {
+	for i := range a.keys {
+		if a.keys[i] == b.keys[i] {
+			return true
+		}
+	}
+	return false
+}
+
 // expect answers a query by brute force over every model document: those
 // that share a band (same band, same key) with q and reach the threshold,
 // sorted as the DB sorts.
@@ -405,11 +416,7 @@ func checkPairs(t *testing.T, d *DB, m *model) {
 	for x, a := range ids {
 		for _, b := range ids[x+1:] {
 			da, db := m.docs[a], m.docs[b]
-			shared := false
-			for i := range da.keys {
-				shared = shared || da.keys[i] == db.keys[i]
-			}
-			if !shared {
+			if !sharesBand(da, db) {
 				continue
 			}
 			if j := minhash.Jaccard(da.set, db.set); j >= m.t {

@@ -381,7 +381,7 @@ func measure(w io.Writer, name, what string, ids, texts []string, cfg config) er
 	}{
 		{"sets: 32-bit, delta uvarint", appendDeltaUvarint, decodeDeltaUvarint},
 		{"sets: 32-bit, delta group varint (tag byte per 4)", appendGroupVarint, decodeGroupVarint},
-		{"sets: 32-bit, delta Golomb-Rice (bit-packed)", appendRice, decodeRice},
+		{"sets: 32-bit, delta Golomb-Rice (bit-packed; codec.AppendRiceSet, format 2's sets mode)", codec.AppendRiceSet, codec.DecodeRiceSet},
 	} {
 		r, err := setCoding(c.name, sets32, c.enc, c.dec)
 		if err != nil {
@@ -799,134 +799,6 @@ func decodeGroupVarint(dst []uint32, b []byte) ([]uint32, error) {
 	return dst, nil
 }
 
-// appendRice appends a sorted set as uvarint n, a byte k, then each gap
-// (the first value, then v[i] − v[i−1] − 1) Golomb-Rice coded with
-// parameter k, bits least significant first: the quotient g>>k in unary
-// (that many 0 bits, then a 1), then the k low bits. k is chosen, among
-// those near log2 of the mean gap, to give the fewest bits.
-func appendRice(dst []byte, set []uint32) []byte {
-	dst = binary.AppendUvarint(dst, uint64(len(set)))
-	if len(set) == 0 {
-		return dst
-	}
-	gap := func(i int) uint64 {
-		if i == 0 {
-			return uint64(set[0])
-		}
-		return uint64(set[i] - set[i-1] - 1)
-	}
-	est := bits.Len64((uint64(set[len(set)-1])+1)/uint64(len(set))) - 1
-	best, bestBits := 0, uint64(math.MaxUint64)
-	for k := max(0, est-2); k <= min(31, est+1); k++ {
-		var nb uint64
-		for i := range set {
-			nb += gap(i)>>k + 1 + uint64(k)
-		}
-		if nb < bestBits {
-			best, bestBits = k, nb
-		}
-	}
-	k := uint(best)
-	dst = append(dst, byte(k))
-	var acc uint64 // bits not yet appended, least significant first
-	var na uint    // how many (always < 8 between writes)
-	put := func(v uint64, nb uint) {
-		acc |= v << na
-		na += nb
-		for na >= 8 {
-			dst = append(dst, byte(acc))
-			acc >>= 8
-			na -= 8
-		}
-	}
-	for i := range set {
-		g := gap(i)
-		q := g >> k
-		for ; q >= 48; q -= 48 {
-			put(0, 48)
-		}
-		put(1<<q, uint(q)+1)
-		put(g&(1<<k-1), k)
-	}
-	if na > 0 {
-		dst = append(dst, byte(acc))
-	}
-	return dst
-}
-
-func decodeRice(dst []uint32, b []byte) ([]uint32, error) {
-	n, nk := binary.Uvarint(b)
-	if nk <= 0 || n > 8*uint64(len(b)) {
-		return dst, errCorrupt
-	}
-	b = b[nk:]
-	if n == 0 {
-		if len(b) != 0 {
-			return dst, errCorrupt
-		}
-		return dst, nil
-	}
-	if len(b) == 0 || b[0] > 31 {
-		return dst, errCorrupt
-	}
-	k := uint(b[0])
-	b = b[1:]
-	// Past the end, the reader reads zero bytes; the bits consumed are
-	// checked against the input at the end.
-	var acc uint64
-	var na uint
-	pos := 0
-	refill := func() {
-		for na <= 56 {
-			var c byte
-			if pos < len(b) {
-				c = b[pos]
-			}
-			pos++
-			acc |= uint64(c) << na
-			na += 8
-		}
-	}
-	prev := int64(-1)
-	for range n {
-		var q uint64
-		for {
-			refill()
-			if acc != 0 {
-				tz := uint(bits.TrailingZeros64(acc))
-				q += uint64(tz)
-				acc >>= tz + 1
-				na -= tz + 1
-				break
-			}
-			q += uint64(na)
-			acc, na = 0, 0
-			if pos > len(b)+8 {
-				return dst, errCorrupt
-			}
-		}
-		refill()
-		r := acc & (1<<k - 1)
-		acc >>= k
-		na -= k
-		if q > math.MaxUint32>>k {
-			return dst, errCorrupt
-		}
-		v := prev + 1 + int64(q<<k|r)
-		if v > math.MaxUint32 {
-			return dst, errCorrupt
-		}
-		dst = append(dst, uint32(v))
-		prev = v
-	}
-	// The bits consumed must end in the last byte, and the rest of it must
-	// be zero.
-	used := 8*pos - int(na)
-	if used > 8*len(b) || used <= 8*(len(b)-1) || acc != 0 {
-		return dst, errCorrupt
-	}
-	return dst, nil
-}
 
 // decodeV1Set decodes the 64-bit set of a format 1 doc record.
 func decodeV1Set(rec []byte, dst []uint64) ([]uint64, error) {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/binary"
+	"github.com/lshdb/lshdb/codec"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -50,7 +51,7 @@ func TestSetCodingsRoundTrip(t *testing.T) {
 	}{
 		{"uvarint", appendDeltaUvarint, decodeDeltaUvarint},
 		{"group varint", appendGroupVarint, decodeGroupVarint},
-		{"rice", appendRice, decodeRice},
+		{"rice", codec.AppendRiceSet, codec.DecodeRiceSet},
 	}
 	for _, c := range codings {
 		for i, s := range testSets() {
@@ -83,7 +84,7 @@ func TestRiceNearBound(t *testing.T) {
 			continue
 		}
 		bound := log2Binomial(1<<32, len(s)) / 8
-		got := float64(len(appendRice(nil, s)))
+		got := float64(len(codec.AppendRiceSet(nil, s)))
 		if got < bound || got > 1.05*bound {
 			t.Errorf("n = %d: %.0f bytes, bound %.0f", len(s), got, bound)
 		}
