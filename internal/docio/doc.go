@@ -40,6 +40,13 @@
 // "hash" makes it the 16 hex digits of the xxhash64 of its text, so that
 // identical texts share one id (the last one wins in an index).
 //
+// Concurrency: JSON Lines are decompressed and cut into chunks of lines
+// on one goroutine and parsed on every core (up to 8), a few chunks
+// ahead of the caller; the records are still yielded in the input's
+// order on the caller's goroutine. A loop that stops early does not wait
+// for the goroutine that reads: reading a pipe or a terminal, it stays
+// blocked until the writer writes or closes it.
+//
 // Limits: no line, CSV record or text file longer than
 // Options.MaxRecordBytes is held in memory. An over-long record is a bad
 // record; the reader skips to the next line without buffering the rest, so

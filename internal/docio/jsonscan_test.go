@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // mapLookup is the oracle: the lookup Read used to do, decoding the object
@@ -93,11 +94,18 @@ func TestMemberMatchesEncodingJSON(t *testing.T) {
 		if !json.Valid(line) {
 			t.Fatalf("generated invalid JSON %s", line)
 		}
+		var s lineScan
+		if !s.scan(line) || !s.object {
+			t.Fatalf("lineScan refused %s", line)
+		}
 		for _, p := range paths {
 			want, werr := mapLookup(line, p)
 			got, gerr := lookup(line, p)
 			if fmt.Sprint(werr) != fmt.Sprint(gerr) || !bytes.Equal(got, want) {
 				t.Fatalf("line %d %s, path %q: scanner %q, %v; encoding/json %q, %v", n, line, p, got, gerr, want, werr)
+			}
+			if got, gerr = lookupIn(s.member, p); fmt.Sprint(werr) != fmt.Sprint(gerr) || !bytes.Equal(got, want) {
+				t.Fatalf("line %d %s, path %q: lineScan %q, %v; encoding/json %q, %v", n, line, p, got, gerr, want, werr)
 			}
 			if gerr != nil {
 				continue
@@ -110,4 +118,134 @@ func TestMemberMatchesEncodingJSON(t *testing.T) {
 			}
 		}
 	}
+}
+
+// jsonSeeds are the seed corpus of the fuzz targets: records, escapes,
+// surrogates, invalid UTF-8, numbers, nesting and near misses.
+var jsonSeeds = []string{
+	`{"id":"a","text":"plain"}`,
+	` {"id" : 42 , "text" : "x\ny \"q\" \u00e9 \ud83d\ude00"} `,
+	`{"id":"\ud800","text":"lone"}`,
+	`{"id":"\ud800\u0041","text":"\udc00\ud800"}`,
+	"{\"id\":\"b\xff\",\"text\":\"c\xc3(\"}",
+	`{"id":-1.5e+3,"text":"t","id":"last"}`,
+	`{"id":"a","text":"t","meta":{"url":"u","n":[1,{"x":null}]},"meta.url":"v"}`,
+	`{"\u0069d":"esc","te\"xt":"q","text":"\/\b\f\r\t\\"}`,
+	`{"id":0,"text":""}`, `{"id":01,"text":"x"}`, `{"id":1.,"text":"x"}`, `{"id":.5,"text":"x"}`,
+	`{"id":"a","text":"x",}`, `{"id":"a" "text":"x"}`, `{"id":"a","text":"x"`, `{"id":"a","text":"\x"}`,
+	`{"id":"a","text":"\u12g4"}`, "{\"id\":\"a\",\"text\":\"tab\there\"}",
+	`[1,2]`, `null`, `"s"`, `true`, `{}`, `{"id":true,"text":false}`, `{"id":nul}`,
+	`{"id":"a","text":["x"]}`, `{"id":{"x":1},"text":"x"}`, ``, ` `, `{`, `}`, `[[[]]]`,
+	strings.Repeat("[", 10001) + strings.Repeat("]", 10001),
+	strings.Repeat("[", 10000) + strings.Repeat("]", 10000),
+	`{"a":` + strings.Repeat(`{"a":`, 9999) + `1` + strings.Repeat("}", 10000),
+}
+
+// Ensure that lineScan accepts exactly what json.Valid accepts, and that
+// on an object it finds the same members as decoding into maps: the
+// whole path, then nested; and that unquote decodes every string value
+// as encoding/json does.
+func FuzzScanLine(f *testing.F) {
+	for _, s := range jsonSeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var s lineScan
+		ok := s.scan(b)
+		if want := json.Valid(b); ok != want {
+			t.Fatalf("lineScan %v, json.Valid %v on %q", ok, want, b)
+		}
+		if !ok {
+			return
+		}
+		start := skipSpace(b, 0)
+		if s.object != (b[start] == '{') {
+			t.Fatalf("object %v on %q", s.object, b)
+		}
+		if !s.object {
+			return
+		}
+		for _, p := range []string{"id", "text", "meta.url", "a.a.a", "te\"xt", "meta.url.x"} {
+			want, werr := mapLookup(b, p)
+			got, gerr := lookupIn(s.member, p)
+			if fmt.Sprint(werr) != fmt.Sprint(gerr) || !bytes.Equal(got, want) {
+				t.Fatalf("%q, path %q: lineScan %q, %v; encoding/json %q, %v", b, p, got, gerr, want, werr)
+			}
+		}
+		for _, m := range s.members {
+			if m.val[0] != '"' {
+				continue
+			}
+			var want string
+			if err := json.Unmarshal(m.val, &want); err != nil {
+				t.Fatalf("%q: encoding/json: %v", m.val, err)
+			}
+			if got, ok := unquote(m.val); !ok || got != want {
+				t.Fatalf("unquote %q = %q, %v; encoding/json %q", m.val, got, ok, want)
+			}
+			if got, ok := jsonString(m.val); !ok || got != want {
+				t.Fatalf("jsonString %q = %q, %v; encoding/json %q", m.val, got, ok, want)
+			}
+		}
+	})
+}
+
+// oracleRecord is the {"id","text"} record as encoding/json reads it,
+// with lshdb's rules on ids (a string of valid UTF-8 without lone
+// surrogate escapes, or a number as written); ok is false for a bad
+// record.
+func oracleRecord(b []byte) (id, text string, ok bool) {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(b, &m) != nil || m == nil {
+		return "", "", false
+	}
+	rawID, hasID := m["id"]
+	rawText, hasText := m["text"]
+	if !hasID || !hasText || len(rawID) == 0 || len(rawText) == 0 {
+		return "", "", false
+	}
+	switch c := rawID[0]; {
+	case c == '"':
+		if !utf8.Valid(rawID) || json.Unmarshal(rawID, &id) != nil {
+			return "", "", false
+		}
+		// A U+FFFD that the raw bytes do not spell is a lone surrogate.
+		if strings.ContainsRune(id, utf8.RuneError) && !bytes.ContainsRune(rawID, utf8.RuneError) &&
+			!bytes.Contains(bytes.ToLower(rawID), []byte(`\ufffd`)) {
+			return "", "", false
+		}
+	case c == '-' || c >= '0' && c <= '9':
+		id = string(rawID)
+	default:
+		return "", "", false
+	}
+	if rawText[0] != '"' || json.Unmarshal(rawText, &text) != nil {
+		return "", "", false
+	}
+	return id, text, true
+}
+
+// Ensure that the {"id","text"} fast path (lineScan, its member table and
+// unquote) reads every line as encoding/json does: the same records, the
+// same refusals.
+func FuzzParseJSON(f *testing.F) {
+	for _, s := range jsonSeeds {
+		f.Add([]byte(s))
+	}
+	o := Options{}
+	o.EnsureDefaults()
+	var s lineScan
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if len(bytes.TrimSpace(b)) == 0 {
+			return // NB: a blank line is skipped before parsing
+		}
+		rec, err := parseJSON(&o, &s, "f", 1, b)
+		id, text, ok := oracleRecord(b)
+		if (err == nil) != ok {
+			t.Fatalf("%q: parseJSON %+v, %v; encoding/json ok=%v (%q, %q)", b, rec, err, ok, id, text)
+		}
+		if ok && (rec.ID != id || rec.Text != text) {
+			t.Fatalf("%q: parseJSON id %q text %q; encoding/json id %q text %q", b, rec.ID, rec.Text, id, text)
+		}
+	})
 }

@@ -17,6 +17,9 @@ type lineReader struct {
 	buf    []byte   // a long line, joined
 	blocks [][]byte // a long line's chunks until its end
 	line   int      // the number of the line last returned (1-based)
+	// joined says that the line last returned, longer than the read
+	// buffer, was joined in buf: a caller may take buf (and set it nil).
+	joined bool
 	// scan, if set, sees every chunk of every line, kept or dropped (the
 	// CSV reader follows its quotes with it).
 	scan func([]byte)
@@ -36,6 +39,7 @@ func (lr *lineReader) reset(name string, br *bufio.Reader, max int) {
 // call.
 func (lr *lineReader) next() (b []byte, n int, long bool, err error) {
 	lr.line++
+	lr.joined = false
 	// NB: a line longer than the read buffer is kept as a list of its
 	// chunks and joined once at its end: growing one buffer by doubling
 	// left about twice the cap of garbage behind on an over-long line
@@ -79,6 +83,7 @@ func (lr *lineReader) next() (b []byte, n int, long bool, err error) {
 				clear(lr.blocks)
 				lr.blocks = lr.blocks[:0]
 				b = lr.buf
+				lr.joined = true
 			}
 			return b[:len(b)-trailing(b, len(b))], n, false, nil
 		default:
