@@ -799,7 +799,6 @@ func decodeGroupVarint(dst []uint32, b []byte) ([]uint32, error) {
 	return dst, nil
 }
 
-
 // decodeV1Set decodes the 64-bit set of a format 1 doc record.
 func decodeV1Set(rec []byte, dst []uint64) ([]uint64, error) {
 	d, err := codec.ParseDocView(rec)
