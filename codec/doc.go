@@ -5,14 +5,15 @@
 //	"m"                                   manifest: format version and every parameter
 //	                                      that shapes hashes and bands (msgpack)
 //	"n"                                   counters: next doc number, live documents
-//	"d" + doc number (uint64 big-endian)  doc record: external id, signature, shingle set,
-//	                                      optional text and metadata (raw binary)
+//	"d" + doc number (uint64 big-endian)  doc record (format 2): external id, set size and
+//	                                      fingerprint, then by storage mode the text, or
+//	                                      the signature and 32-bit set, and metadata
 //	"i" + external id                     doc number (uint64 big-endian)
-//	"p" + band (uint16 BE) + bucket (uint64 BE)
+//	"p" + band (uint16 BE) + bucket (uint32 BE: the high half of the band's hash)
 //	                                      posting list: sorted (doc number, add|remove)
 //
-// Hot data is raw binary: doc records hold their signature and shingle set
-// as little-endian integers, posting lists their doc numbers as
+// Hot data is raw binary: doc records hold their signature as little-endian
+// integers and their 32-bit set Golomb-Rice coded, posting lists their doc numbers as
 // delta-varints (doc numbers are dense, so gaps are small); metadata (the
 // manifest) is msgpack. Every decoder checks
 // lengths, order and ranges and returns an error wrapping [ErrCorrupt] on

@@ -26,12 +26,13 @@ type UpgradeReport struct {
 }
 
 // Upgrade rewrites the index in dir, made by an older lshdb, in the
-// current format, in place and atomically: every document record is
-// rewritten into new tables, which are ingested together with the new
-// manifest in one Pebble ingest, so the index is either wholly old or
-// wholly new after a crash at any point (a crash before the ingest leaves
-// temporary tables that the next Open removes). Posting lists and ids are
-// the same in both formats and are kept.
+// current format, in place and atomically: every document record, and
+// every posting list under its format 2 key (32 bits of bucket, with a
+// delete of its format 1 key), is written into new tables, which are
+// ingested together with the new manifest in one Pebble ingest, so the
+// index is either wholly old or wholly new after a crash at any point (a
+// crash before the ingest leaves temporary tables that the next Open
+// removes). Ids are the same in both formats and are kept.
 //
 // A format 1 index whose manifest stores text becomes a text index (the
 // text is verified against the stored shingle set: a text that does not

@@ -819,8 +819,10 @@ func (a *app) upgradeCmd() *cobra.Command {
 format, in place and atomically: after a crash at any point the index is
 either wholly old or wholly new. Format 1 indexes that stored every text
 become text indexes (verification re-shingles the stored text); the others
-become sets indexes (32-bit shingle sets, no text). Posting lists and ids
-are kept. An index in the current format is left as it is.`,
+become sets indexes (32-bit shingle sets, no text). Posting lists are
+rewritten under their format 2 keys; ids are kept. An index in the current
+format is left as it is. It needs free space for a second copy of the
+records until it ends.`,
 		Example: "  lshdb upgrade --db old-index",
 		Args:    nArgs(0),
 		RunE: func(c *cobra.Command, args []string) error {
