@@ -217,13 +217,6 @@ func (db *DB) query(ctx context.Context, it *pebble.Iterator, set []uint64, sig 
 		m := Match{Bands: c.bands}
 		other = other[:0]
 		fromText := view.HasText && !view.HasSet() && !view.HasSignature() // text mode
-		if fromText {
-			// NB: the candidate's shingles as the text gives them (with
-			// repeats, unsorted): the probe table counts the distinct ones
-			// it shares with the query, and a signature over them is the
-			// signature of the set.
-			other = h.Shingler().AppendElements(other, unsafe.String(unsafe.SliceData(view.Text), len(view.Text)))
-		}
 		if !q.EstimateOnly {
 			// Size filter: J ≤ min(|A|, |B|) / max(|A|, |B|), and float
 			// division is monotone, so this never drops a pair at or
@@ -232,6 +225,15 @@ func (db *DB) query(ctx context.Context, it *pebble.Iterator, set []uint64, sig 
 			if float64(small)/float64(big) < q.Threshold {
 				continue
 			}
+		}
+		if fromText {
+			// NB: the candidate's shingles as the text gives them (with
+			// repeats, unsorted), after the size filter: the probe table
+			// counts the distinct ones it shares with the query, and a
+			// signature over them is the signature of the set.
+			other = h.Shingler().AppendElements(other, unsafe.String(unsafe.SliceData(view.Text), len(view.Text)))
+		}
+		if !q.EstimateOnly {
 			var ok bool
 			if fromText {
 				if probe == nil {

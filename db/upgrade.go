@@ -82,6 +82,12 @@ func (db *DB) upgrade(ctx context.Context) (*UpgradeReport, error) {
 	}
 	old := db.man
 	db.man = m // newRecord and the tables' compression follow the new mode
+	upgraded := false
+	defer func() {
+		if !upgraded { // the index is as it was: so is its manifest here
+			db.man = old
+		}
+	}()
 
 	fs := db.opts.FS
 	tmp := fs.PathJoin(db.dir, loadTmpDir)
@@ -138,34 +144,25 @@ func (db *DB) upgrade(ctx context.Context) (*UpgradeReport, error) {
 			// NB: verification will re-derive the set from the text: an
 			// upgrade that changed an answer would be a silent bug, so
 			// the text must give back exactly the stored set.
-			if again = h.Shingler().AppendSet(again[:0], text); !equalSets(again, set) {
+			if again = h.Shingler().AppendSet(again[:0], text); !slices.Equal(again, set) {
 				derr = fmt.Errorf("%w: doc %d (%q): its stored text does not give back its stored shingle set (%d shingles, %d stored)", ErrCorrupt, n, view.ID, len(again), len(set))
 				return
 			}
 		}
 		var rec codec.DocRecord
 		rec, set32 = db.newRecord(string(view.ID), set, sig, text, view.HasText, view.Meta, set32)
-		if view.Meta == nil {
-			rec.Meta = nil
-		}
 		out = codec.AppendDocRecord(out[:0], &rec)
 		if derr = records.set(k, out); derr == nil {
 			docs++
 		}
 	})
-	if err != nil || derr != nil {
-		db.man = old
-		if err == nil {
-			err = derr
-		}
+	if err = cmp.Or(err, derr); err != nil {
 		return nil, err
 	}
 	if err := upgradePostings(ctx, snap, postings); err != nil {
-		db.man = old
 		return nil, err
 	}
 	if err := manifest.set(codec.ManifestKey, enc); err != nil {
-		db.man = old
 		return nil, err
 	}
 	var paths []string
@@ -177,20 +174,17 @@ func (db *DB) upgrade(ctx context.Context) (*UpgradeReport, error) {
 		paths = append(paths, p...)
 	}
 	if err != nil {
-		db.man = old
 		return nil, err
 	}
 	if err := ctxErr(ctx); err != nil {
-		db.man = old
 		return nil, err
 	}
 	// NB: one Ingest is atomic: the new records and the new manifest
 	// become visible together, with one sequence number.
 	if err := db.pdb.Ingest(context.Background(), paths); err != nil {
-		db.man = old
 		return nil, classify(fmt.Errorf("lshdb: ingesting the upgraded records: %w", err))
 	}
-	rep.Docs = docs
+	upgraded, rep.Docs = true, docs
 	if err := db.pdb.Flush(); err != nil { // see loader.ingest
 		return nil, classify(fmt.Errorf("lshdb: flushing after the upgrade: %w", err))
 	}
@@ -268,16 +262,4 @@ func upgradePostings(ctx context.Context, snap *pebble.Snapshot, t *tableSeq) er
 		return err
 	}
 	return flush()
-}
-
-func equalSets(a, b []uint64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
