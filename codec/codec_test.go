@@ -456,3 +456,43 @@ func TestSet32(t *testing.T) {
 		}
 	}
 }
+
+// Ensure that SumFingerprint is format 3's (values computed independently,
+// with Python's integers, from its definition), that it ignores order, and
+// that FingerprintOf picks each format's fingerprint.
+func TestSumFingerprint(t *testing.T) {
+	for _, c := range []struct {
+		set  []uint64
+		want uint64
+	}{
+		{nil, 0},
+		{[]uint64{0}, 0x670527f286862c69},
+		{[]uint64{1, 2, 3}, 0x747bbf12f841cb1d},
+		{[]uint64{0xffffffffffffffff, 42}, 0x3538babcf366fc7a},
+	} {
+		if got := SumFingerprint(c.set); got != c.want {
+			t.Errorf("SumFingerprint(%x) = %#x, want %#x", c.set, got, c.want)
+		}
+	}
+	if got := SumFingerprint([]uint32{0xffffffff, 7}); got != 0xc3a16b6ed961d14b {
+		t.Errorf("SumFingerprint of a 32-bit set = %#x", got)
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	set := make([]uint64, 1000)
+	for i := range set {
+		set[i] = rng.Uint64()
+	}
+	slices.Sort(set)
+	fp := SumFingerprint(set)
+	shuffled := slices.Clone(set)
+	rng.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
+	if SumFingerprint(shuffled) != fp || FingerprintOf(3, shuffled) != fp {
+		t.Fatal("the fingerprint depends on the order")
+	}
+	if SumFingerprint(set[1:]) == fp || SumFingerprint(append(slices.Clone(set), 0)) == fp {
+		t.Fatal("a set and a set one value off have the same fingerprint")
+	}
+	if FingerprintOf(2, set) != SetFingerprint(set) || FingerprintOf(1, set) != SetFingerprint(set) {
+		t.Fatal("formats 1 and 2 fingerprint the sorted set")
+	}
+}

@@ -5,7 +5,7 @@
 //	"m"                                   manifest: format version and every parameter
 //	                                      that shapes hashes and bands (msgpack)
 //	"n"                                   counters: next doc number, live documents
-//	"d" + doc number (uint64 big-endian)  doc record (format 2): external id, set size and
+//	"d" + doc number (uint64 big-endian)  doc record (formats 2, 3): external id, set size and
 //	                                      fingerprint, then by storage mode the text, or
 //	                                      the signature and 32-bit set, and metadata
 //	"i" + external id                     doc number (uint64 big-endian)

@@ -3,13 +3,15 @@ package codec
 import (
 	"bytes"
 	"encoding/binary"
+	"math/bits"
 	"slices"
 
 	"github.com/cespare/xxhash/v2"
 )
 
-// Doc record versions: the first byte of every doc record. Format 2 writes
-// only version 2; version 1 records are read to upgrade a format 1 index.
+// Doc record versions: the first byte of every doc record. Formats 2 and 3
+// write only version 2 (they differ in the fingerprint, SetFP); version 1
+// records are read to upgrade a format 1 index.
 const (
 	docRecordV1 = 1
 	docRecordV2 = 2
@@ -31,7 +33,7 @@ const (
 	MaxSignature = 1 << 16
 )
 
-// DocRecord is one stored document, in format 2.
+// DocRecord is one stored document, in formats 2 and 3.
 //
 // What a record holds depends on the index's storage mode (fixed in the
 // manifest): in text mode the text, from which verification re-derives
@@ -42,7 +44,7 @@ const (
 type DocRecord struct {
 	ID        string
 	SetLen    int      // elements of the verification set
-	SetFP     uint64   // SetFingerprint of the verification set
+	SetFP     uint64   // FingerprintOf the verification set
 	Signature []uint32 // stored when non-nil
 	Set32     []uint32 // stored when non-nil: sorted, distinct (Set32Of)
 	HasText   bool
@@ -50,7 +52,7 @@ type DocRecord struct {
 	Meta      []byte // opaque; nil when absent
 }
 
-// AppendDocRecord appends the format 2 encoding of r:
+// AppendDocRecord appends the format 2 and 3 encoding of r:
 //
 //	version 2 (1 byte) | flags (1 byte: 1 text, 2 meta, 4 signature, 8 set32)
 //	uvarint len(id) | id
@@ -177,6 +179,25 @@ func SetFingerprint[T uint32 | uint64](set []T) uint64 {
 		set = set[n:]
 	}
 	return d.Sum64()
+}
+
+// SumFingerprint is the fingerprint of a set from format 3: the sum (mod
+// 2^64) of a 64-bit mix of each value, so it does not depend on the
+// values' order and a set need not be sorted to get it. Equal sets have
+// equal fingerprints; for sets of hashes, different sets collide with
+// probability about 2^-64. The values must be distinct (a set).
+func SumFingerprint[T uint32 | uint64](set []T) uint64 {
+	var s uint64
+	for _, x := range set {
+		// NB: one 64x64→128-bit multiplication of the value plus an odd
+		// constant, its halves folded (wyhash's mum), is enough for
+		// values that are hashes already; the offset keeps 0 from mixing
+		// to 0 ({0, a} and {a} would collide). The constants are part of
+		// the storage format.
+		hi, lo := bits.Mul64(uint64(x)+0x9e3779b97f4a7c15, 0xa0761d6478bd642f)
+		s += hi ^ lo
+	}
+	return s
 }
 
 // reader decodes with bounds checks; the first error sticks.

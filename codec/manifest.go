@@ -11,7 +11,25 @@ import (
 // FormatVersion is the on-disk format this build writes. A database
 // written by a newer format is refused with ErrFormatTooNew; format 1
 // (doc records with 64-bit shingle sets) is read only to upgrade it.
-const FormatVersion = 2
+// Format 3 is format 2's layout with the order-independent set fingerprint
+// (SumFingerprint instead of SetFingerprint), so that a document's set
+// need not be sorted where it is not stored; a format 2 index is read and
+// written as it is, with its own fingerprint.
+const FormatVersion = 3
+
+// MinFormatVersion is the oldest format a database is opened in as it is;
+// an older one is opened only to upgrade it.
+const MinFormatVersion = 2
+
+// FingerprintOf returns the fingerprint of a verification set as an index
+// of the given format stores it: SetFingerprint in formats 1 and 2, of
+// the sorted set; SumFingerprint from format 3, of the set in any order.
+func FingerprintOf[T uint32 | uint64](format int, set []T) uint64 {
+	if format >= 3 {
+		return SumFingerprint(set)
+	}
+	return SetFingerprint(set)
+}
 
 // Storage modes (format 2): what a doc record keeps for verification.
 const (

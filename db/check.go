@@ -95,7 +95,7 @@ func (db *DB) Check(ctx context.Context) (*CheckReport, error) {
 		if rec.SetLen == 0 {
 			rep.problem("doc %d (%q) has an empty shingle set", n, rec.ID)
 		}
-		if rec.Set32 != nil && codec.SetFingerprint(rec.Set32) != rec.SetFP {
+		if rec.Set32 != nil && codec.FingerprintOf(db.man.FormatVersion, rec.Set32) != rec.SetFP {
 			rep.problem("doc %d (%q): the stored set does not match its fingerprint", n, rec.ID)
 		}
 		if len(rec.Signature) != db.skOpt.NumPerm {

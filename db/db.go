@@ -257,8 +257,8 @@ func (db *DB) loadManifest() error {
 		return classify(err)
 	}
 	db.man = *m
-	if m.FormatVersion < codec.FormatVersion && !db.opts.upgrading {
-		return fmt.Errorf("%w: %s has index format %d and this build reads format %d; rewrite it in place with `lshdb upgrade --db %s` (db.Upgrade), after a backup if it is the only copy", ErrFormat, db.dir, m.FormatVersion, codec.FormatVersion, db.dir)
+	if m.FormatVersion < codec.MinFormatVersion && !db.opts.upgrading {
+		return fmt.Errorf("%w: %s has index format %d and this build reads formats %d to %d; rewrite it in place with `lshdb upgrade --db %s` (db.Upgrade), after a backup if it is the only copy", ErrFormat, db.dir, m.FormatVersion, codec.MinFormatVersion, codec.FormatVersion, db.dir)
 	}
 	if err := db.checkOptions(); err != nil {
 		return err

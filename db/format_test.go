@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"maps"
 	"os"
@@ -25,8 +26,10 @@ import (
 //   - format1/text and format1/sets: by lshdb before format 2, with and
 //     without --store-text: a build of 36 documents, an insert of 4, a
 //     delete and an upsert (docs.jsonl is the state they end in);
-//   - format2/text, format2/sets, format2/none: by this format's lshdb,
-//     one per --storage: a build of 36, an insert of 4, an insert and a delete.
+//   - format2/text, format2/sets, format2/none: by format 2's lshdb,
+//     one per --storage: a build of 36, an insert of 4, an insert and a
+//     delete;
+//   - format3/text, format3/sets, format3/none: the same by format 3's.
 //
 // They hold every kind of record and merge operand a real index does; a
 // change to the format that they do not read back is a format change.
@@ -140,7 +143,7 @@ func TestFormat1IsRefused(t *testing.T) {
 	}
 }
 
-// Ensure that upgrading each golden format 1 index gives a format 2 index
+// Ensure that upgrading each golden format 1 index gives a current index
 // of the expected mode whose every answer is the brute-force one: in text
 // mode the exact Jaccard of every pair equals format 1's (the 64-bit
 // sets, re-derived from the text), and the upgrade survives a reopen and
@@ -154,17 +157,17 @@ func TestUpgradeFormat1(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if rep.From != 1 || rep.To != 2 || rep.Storage != c.storage || rep.Docs != len(docs) {
+			if rep.From != 1 || rep.To != codec.FormatVersion || rep.Storage != c.storage || rep.Docs != len(docs) {
 				t.Fatalf("report %+v", rep)
 			}
 			d := mustOpen(t, dir, &Options{ReadOnly: true})
-			if p := d.Params(); p.FormatVersion != 2 || p.Storage != c.storage {
+			if p := d.Params(); p.FormatVersion != codec.FormatVersion || p.Storage != c.storage {
 				t.Fatalf("params after the upgrade: %+v", p)
 			}
 			checkGolden(t, d, docs)
 			d.Close()
 			rep, err = Upgrade(context.Background(), dir, nil)
-			if err != nil || rep.From != 2 || rep.Docs != 0 {
+			if err != nil || rep.From != codec.FormatVersion || rep.To != codec.FormatVersion || rep.Docs != 0 {
 				t.Fatalf("a second upgrade: %+v, %v", rep, err)
 			}
 			// Writable again, and writes go on.
@@ -208,23 +211,49 @@ func TestUpgradeRefusesAndStops(t *testing.T) {
 	}
 }
 
-// Ensure that the golden format 2 indexes read back: every document, every
-// pair, a clean check, in each storage mode.
-func TestFormat2Golden(t *testing.T) {
+// Ensure that the golden format 2 and 3 indexes read back: every
+// document, every pair, a clean check, in each storage mode; and that
+// each is written in its own format (format 2 keeps its fingerprint of
+// the sorted set, which Check verifies), with no upgrade.
+func TestFormat2And3Golden(t *testing.T) {
 	docs := goldenDocs(t)
-	for _, mode := range []string{StorageText, StorageSets, StorageNone} {
-		t.Run(mode, func(t *testing.T) {
-			d := mustOpen(t, copyGolden(t, "format2/"+mode), &Options{ReadOnly: true})
-			defer d.Close()
-			if p := d.Params(); p.Storage != mode || p.FormatVersion != 2 {
-				t.Fatalf("params %+v", p)
-			}
-			checkGolden(t, d, docs)
-			res, err := d.QueryID(context.Background(), "libghc-aeson-dev", nil)
-			if err != nil || res.EstimateOnly != (mode == StorageNone) || len(res.Matches) == 0 {
-				t.Fatalf("QueryID: %+v, %v", res, err)
-			}
-		})
+	for _, format := range []int{2, 3} {
+		for _, mode := range []string{StorageText, StorageSets, StorageNone} {
+			t.Run(fmt.Sprintf("format%d/%s", format, mode), func(t *testing.T) {
+				dir := copyGolden(t, fmt.Sprintf("format%d/%s", format, mode))
+				d := mustOpen(t, dir, &Options{ReadOnly: true})
+				if p := d.Params(); p.Storage != mode || p.FormatVersion != format {
+					t.Fatalf("params %+v", p)
+				}
+				checkGolden(t, d, docs)
+				res, err := d.QueryID(context.Background(), "libghc-aeson-dev", nil)
+				if err != nil || res.EstimateOnly != (mode == StorageNone) || len(res.Matches) == 0 {
+					t.Fatalf("QueryID: %+v, %v", res, err)
+				}
+				d.Close()
+				d = mustOpen(t, dir, nil)
+				defer d.Close()
+				docs := maps.Clone(docs)
+				docs["new"] = docs["hunspell-nl"] + " again"
+				docs["libghc-aeson-dev"] += " upserted"
+				for _, id := range []string{"new", "libghc-aeson-dev"} {
+					if err := d.Put(id, docs[id]); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if p := d.Params(); p.FormatVersion != format {
+					t.Fatalf("format after writes: %d", p.FormatVersion)
+				}
+				checkGolden(t, d, docs)
+				if rep, err := Upgrade(context.Background(), dir, nil); !errors.Is(err, ErrLocked) {
+					t.Fatalf("Upgrade of an open index: %+v, %v", rep, err)
+				}
+				d.Close()
+				if rep, err := Upgrade(context.Background(), dir, nil); err != nil || rep.From != format || rep.To != format || rep.Docs != 0 {
+					t.Fatalf("Upgrade: %+v, %v", rep, err)
+				}
+			})
+		}
 	}
 }
 

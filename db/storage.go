@@ -33,6 +33,14 @@ type docData struct {
 	Set []uint64
 }
 
+// sortedSets reports whether writing a record needs the document's set
+// sorted: in sets mode (the stored 32-bit set is sorted) and in a format 2
+// index (whose fingerprint is of the sorted set). Otherwise a write
+// de-duplicates the set without sorting it (Hasher.DocumentUnsorted).
+func (db *DB) sortedSets() bool {
+	return db.man.Storage == StorageSets || db.man.FormatVersion < 3
+}
+
 // estimateOnly reports whether the index can only estimate similarity.
 func (db *DB) estimateOnly() bool { return db.man.Storage == StorageNone }
 
@@ -50,20 +58,21 @@ func (db *DB) verifySet(set []uint64) []uint64 {
 }
 
 // newRecord returns the record of a document with shingle set set and
-// signature sig, in this index's mode. scratch32 is a buffer for the
+// signature sig, in this index's mode. set must be sorted in sets mode and
+// in a format 2 index (see sortedSets); in any order otherwise. scratch32 is a buffer for the
 // 32-bit set (sets mode); the record aliases set, sig, text and meta.
 func (db *DB) newRecord(id string, set []uint64, sig []uint32, text string, storeText bool, meta []byte, scratch32 []uint32) (codec.DocRecord, []uint32) {
 	r := codec.DocRecord{ID: id, Meta: meta}
 	switch db.man.Storage {
 	case StorageText:
-		r.SetLen, r.SetFP = len(set), codec.SetFingerprint(set)
+		r.SetLen, r.SetFP = len(set), codec.FingerprintOf(db.man.FormatVersion, set)
 		r.HasText, r.Text = true, text
 	case StorageSets:
 		scratch32 = codec.Set32Of(scratch32[:0], set)
 		r.Set32, r.Signature = scratch32, sig
-		r.SetLen, r.SetFP = len(scratch32), codec.SetFingerprint(scratch32)
+		r.SetLen, r.SetFP = len(scratch32), codec.FingerprintOf(db.man.FormatVersion, scratch32)
 	default:
-		r.SetLen, r.SetFP = len(set), codec.SetFingerprint(set)
+		r.SetLen, r.SetFP = len(set), codec.FingerprintOf(db.man.FormatVersion, set)
 		r.Signature = sig
 	}
 	if storeText {
@@ -85,8 +94,11 @@ func (db *DB) complete(h *minhash.Hasher, n uint64, d *docData) error {
 			return fmt.Errorf("%w: doc %d (%q) holds neither its text nor its signature", ErrCorrupt, n, d.ID)
 		}
 		d.Set, d.Signature = h.Document(d.Set, nil, d.Text)
-		if len(d.Set) != d.SetLen || codec.SetFingerprint(d.Set) != d.SetFP {
-			return fmt.Errorf("%w: doc %d (%q): its text gives %d shingles, the record says %d (or the fingerprint differs)", ErrCorrupt, n, d.ID, len(d.Set), d.SetLen)
+		if len(d.Set) != d.SetLen {
+			return fmt.Errorf("%w: doc %d (%q): its text gives %d shingles, the record says %d", ErrCorrupt, n, d.ID, len(d.Set), d.SetLen)
+		}
+		if codec.FingerprintOf(db.man.FormatVersion, d.Set) != d.SetFP {
+			return fmt.Errorf("%w: doc %d (%q): its text gives a shingle set whose fingerprint differs from the record's", ErrCorrupt, n, d.ID)
 		}
 	default:
 		d.Set = nil

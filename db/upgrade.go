@@ -16,7 +16,8 @@ import (
 // UpgradeReport says what Upgrade did.
 type UpgradeReport struct {
 	// From and To are the format versions before and after (equal when
-	// the index was current already and nothing was written).
+	// the index needed no upgrade and nothing was written: this build
+	// reads and writes formats codec.MinFormatVersion and up as they are).
 	From, To int
 	// Storage is the storage mode of the upgraded index: text for a
 	// format 1 index that stored every text, sets otherwise.
@@ -25,7 +26,7 @@ type UpgradeReport struct {
 	Docs int
 }
 
-// Upgrade rewrites the index in dir, made by an older lshdb, in the
+// Upgrade rewrites the index in dir, made by an lshdb of format 1, in the
 // current format, in place and atomically: every document record, and
 // every posting list under its format 2 key (32 bits of bucket, with a
 // delete of its format 1 key), is written into new tables, which are
@@ -63,7 +64,10 @@ func (db *DB) upgrade(ctx context.Context) (*UpgradeReport, error) {
 	db.wmu.Lock()
 	defer db.wmu.Unlock()
 	rep := &UpgradeReport{From: db.man.FormatVersion, To: codec.FormatVersion, Storage: db.man.Storage}
-	if db.man.FormatVersion == codec.FormatVersion {
+	if db.man.FormatVersion >= codec.MinFormatVersion {
+		// NB: nothing to do: this build reads and writes the format as it
+		// is (a format 2 index keeps format 2's fingerprint).
+		rep.To = db.man.FormatVersion
 		return rep, nil
 	}
 	ctx, cancel := db.opCtx(ctx)

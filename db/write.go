@@ -26,7 +26,8 @@ type Doc struct {
 }
 
 // prepared is a document ready to write: its record and band keys, and
-// the shingle set and signature they were made from.
+// the shingle set (sorted only where sortedSets says so) and signature
+// they were made from.
 type prepared struct {
 	id     string
 	record []byte
@@ -104,14 +105,22 @@ func (db *DB) prepareIn(d *Doc, storeText bool, sc *scratch) (prepared, error) {
 	defer db.hashers.Put(h)
 	var set []uint64
 	var sig []uint32
+	// NB: where the record needs no sorted set, de-duplicating it in a
+	// hash table instead of sorting it cut a bulk build's CPU time by
+	// about a fifth (the sort was a quarter of it at 200,000 generated
+	// documents).
+	document := h.Document
+	if !db.sortedSets() {
+		document = h.DocumentUnsorted
+	}
 	if sc != nil {
-		set, sig = h.Document(sc.set[:0], sc.sig[:0], d.Text)
+		set, sig = document(sc.set[:0], sc.sig[:0], d.Text)
 		sc.set, sc.sig = set, sig
 	} else {
 		// NB: a text of n bytes has at most n character shingles: sizing
 		// the set for that (up to 64 Ki elements) saves the copies of
 		// growing it.
-		set, sig = h.Document(make([]uint64, 0, min(len(d.Text)+1, 1<<16)), nil, d.Text)
+		set, sig = document(make([]uint64, 0, min(len(d.Text)+1, 1<<16)), nil, d.Text)
 	}
 	if len(set) == 0 {
 		return prepared{}, fmt.Errorf("%w: %q", ErrEmptyDocument, d.ID)

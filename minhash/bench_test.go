@@ -137,3 +137,27 @@ func BenchmarkOPH(b *testing.B) { benchScheme(b, minhash.SchemeOPH) }
 // BenchmarkClassic measures the whole pipeline with k = 128 multiply-shift
 // hash functions. Target: x-floor ≤ 10.
 func BenchmarkClassic(b *testing.B) { benchScheme(b, minhash.SchemeClassic) }
+
+// BenchmarkSetOf compares the two ways to get a text's distinct shingles,
+// each op over the whole corpus: sorted (AppendSet, what a stored set
+// needs) and in no particular order (AppendDistinct, enough to count,
+// fingerprint or sketch it). The floor is in BenchmarkFloor.
+func BenchmarkSetOf(b *testing.B) {
+	for _, c := range benchCorpora(b) {
+		sh, _ := minhash.NewShingler(minhash.Options{})
+		var buf []uint64
+		for _, way := range []struct {
+			name string
+			fn   func([]uint64, string) []uint64
+		}{{"sorted", sh.AppendSet}, {"distinct", sh.AppendDistinct}} {
+			b.Run(c.name+"/"+way.name, func(b *testing.B) {
+				b.SetBytes(c.bytes)
+				for b.Loop() {
+					for _, t := range c.texts {
+						buf = way.fn(buf[:0], t)
+					}
+				}
+			})
+		}
+	}
+}

@@ -42,3 +42,14 @@ func (h *Hasher) Document(set []uint64, sig []uint32, text string) ([]uint64, []
 	set = h.sh.AppendSet(set, text)
 	return set, h.sk.Sketch(sig, set[start:])
 }
+
+// DocumentUnsorted is Document with the set de-duplicated but in no
+// particular order (see Shingler.AppendDistinct): for callers that need the
+// set's size or an order-independent fingerprint, not its order. The
+// signature is the same: a signature does not depend on the order of the
+// elements.
+func (h *Hasher) DocumentUnsorted(set []uint64, sig []uint32, text string) ([]uint64, []uint32) {
+	start := len(set)
+	set = h.sh.AppendDistinct(set, text)
+	return set, h.sk.Sketch(sig, set[start:])
+}

@@ -227,9 +227,9 @@ func TestBench(t *testing.T) {
 }
 
 // Ensure that lshdb version and lshdb --version name the build and the
-// index format this build reads and writes (codec.FormatVersion is 2).
+// index format this build reads and writes (codec.FormatVersion is 3).
 func TestVersion(t *testing.T) {
-	want := regexp.MustCompile(`^lshdb (\(devel\)|v\S+) \(index format 2, go\S+\)\n$`)
+	want := regexp.MustCompile(`^lshdb (\(devel\)|v\S+) \(index format 3, go\S+\)\n$`)
 	for _, args := range [][]string{{"version"}, {"--version"}} {
 		out, errOut, code := runLine(args, "")
 		if code != 0 || !want.MatchString(out) {
@@ -238,7 +238,7 @@ func TestVersion(t *testing.T) {
 	}
 	out, _, code := runLine([]string{"version", "--output", "json"}, "")
 	var v versionJSON
-	if err := json.Unmarshal([]byte(out), &v); code != 0 || err != nil || v.FormatVersion != 2 || v.Version == "" {
+	if err := json.Unmarshal([]byte(out), &v); code != 0 || err != nil || v.FormatVersion != 3 || v.Version == "" {
 		t.Errorf("version --output json: exit %d, %q, %v", code, out, err)
 	}
 }

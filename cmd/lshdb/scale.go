@@ -125,9 +125,58 @@ func genSources(source string) ([]string, string, error) {
 	return texts, what, nil
 }
 
+// floorPipeline measures the hashing floor of an input: the time to
+// normalize, shingle and hash every text in memory on every core, which
+// is the least any build of it can take. The input is read in batches of
+// about 64 MB of text (so memory stays bounded) and only the hashing of
+// each batch is timed; the times add up.
+func floorPipeline(ctx context.Context, paths []string) (time.Duration, error) {
+	const batchBytes = 64 << 20
+	workers := runtime.GOMAXPROCS(0)
+	shinglers := make([]*minhash.Shingler, workers)
+	bufs := make([][]uint64, workers)
+	for w := range shinglers {
+		shinglers[w], _ = minhash.NewShingler(minhash.Options{})
+	}
+	var total time.Duration
+	hash := func(texts []string) {
+		start := time.Now()
+		var wg sync.WaitGroup
+		for w := range workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := w; i < len(texts); i += workers {
+					bufs[w] = shinglers[w].AppendHashes(bufs[w][:0], texts[i])
+				}
+			}()
+		}
+		wg.Wait()
+		total += time.Since(start)
+	}
+	var texts []string
+	size := 0
+	for rec, err := range docio.Read(ctx, paths, nil, docio.Options{}) {
+		if errors.Is(err, docio.ErrBadRecord) {
+			continue // skipped silently: this is a measurement
+		}
+		if err != nil {
+			return 0, err
+		}
+		texts = append(texts, rec.Text)
+		if size += len(rec.Text); size >= batchBytes {
+			hash(texts)
+			texts, size = texts[:0], 0
+		}
+	}
+	hash(texts)
+	return total, nil
+}
+
 // sigPipeline is the signature-only pipeline over an input, on every core:
-// read and parse, then shingle sets and signatures in parallel, nothing
-// stored. It is the baseline that bench --build compares a bulk build with.
+// read and parse, then signatures in parallel (Hasher.Signature: shingle
+// and sign, no set), nothing stored. It is the baseline that bench --build
+// compares a bulk build with.
 func sigPipeline(ctx context.Context, paths []string) (int, time.Duration, error) {
 	start := time.Now()
 	chunks := make(chan []db.Doc, 4)
@@ -137,11 +186,10 @@ func sigPipeline(ctx context.Context, paths []string) (int, time.Duration, error
 		go func() {
 			defer wg.Done()
 			h, _ := minhash.NewHasher(minhash.Options{}, minhash.SketchOptions{})
-			var set []uint64
 			var sig []uint32
 			for chunk := range chunks {
 				for _, d := range chunk {
-					set, sig = h.Document(set[:0], sig[:0], d.Text)
+					sig = h.Signature(sig[:0], d.Text)
 				}
 			}
 		}()
@@ -178,6 +226,7 @@ type buildRound struct {
 	BuildSecs     float64    `json:"build_s"`
 	BuildCPU      float64    `json:"build_cpu_s"`
 	BuildXSig     float64    `json:"build_x_signature"`
+	BuildXFloor   float64    `json:"build_x_floor"`
 	BuildCPUXSig  float64    `json:"build_cpu_x_signature"`
 }
 
@@ -186,6 +235,9 @@ type buildRound struct {
 type scaleReport struct {
 	Rounds         []buildRound   `json:"rounds"`
 	Docs           int            `json:"docs"`
+	FloorSecs      float64        `json:"hashing_floor_s"`
+	FloorRuns      [2]float64     `json:"hashing_floor_runs_s"`
+	BuildXFloor    float64        `json:"build_x_floor"`
 	SignatureSecs  float64        `json:"signature_only_s"`
 	SignatureRuns  [2]float64     `json:"signature_only_runs_s"`
 	BuildSecs      float64        `json:"build_s"`

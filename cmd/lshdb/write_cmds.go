@@ -820,9 +820,9 @@ format, in place and atomically: after a crash at any point the index is
 either wholly old or wholly new. Format 1 indexes that stored every text
 become text indexes (verification re-shingles the stored text); the others
 become sets indexes (32-bit shingle sets, no text). Posting lists are
-rewritten under their format 2 keys; ids are kept. An index in the current
-format is left as it is. It needs free space for a second copy of the
-records until it ends.`,
+rewritten under their format 2 keys; ids are kept. An index of format 2 or
+later is left as it is (this build reads and writes it in its own format).
+It needs free space for a second copy of the records until it ends.`,
 		Example: "  lshdb upgrade --db old-index",
 		Args:    nArgs(0),
 		RunE: func(c *cobra.Command, args []string) error {
@@ -840,7 +840,7 @@ records until it ends.`,
 				return a.emitJSON(upgradeJSON{From: rep.From, To: rep.To, Storage: rep.Storage, Docs: rep.Docs})
 			}
 			if rep.From == rep.To {
-				_, err = fmt.Fprintf(a.stdout, "index format %d is current: nothing to do\n", rep.To)
+				_, err = fmt.Fprintf(a.stdout, "index format %d needs no upgrade: nothing to do\n", rep.To)
 				return err
 			}
 			_, err = fmt.Fprintf(a.stdout, "upgraded index format %d to %d: %d documents, storage %s\n", rep.From, rep.To, rep.Docs, rep.Storage)
