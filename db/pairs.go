@@ -352,6 +352,7 @@ func verify(ctx context.Context, x *pairsIndex, sorter *extsort.Fixed[uint64], s
 			defer wg.Done()
 			var sa, sb []uint64
 			var buf []byte
+			var table minhash.SetTable // sa's set, when verifying
 			cached := int32(-1)
 			fail := func(err error) {
 				werrMu.Lock()
@@ -369,6 +370,9 @@ func verify(ctx context.Context, x *pairsIndex, sorter *extsort.Fixed[uint64], s
 							break
 						}
 						cached = a
+						if !estimate {
+							table.Reset(sa)
+						}
 					}
 					if sb, buf, err = sets.read(b, sb[:0], buf); err != nil {
 						fail(err)
@@ -379,7 +383,7 @@ func verify(ctx context.Context, x *pairsIndex, sorter *extsort.Fixed[uint64], s
 						if j := estimateOf(sa, sb); j >= t {
 							out = append(out, verified{a, b, j})
 						}
-					} else if j, ok := minhash.JaccardAtLeast(sa, sb, t); ok {
+					} else if j, ok := table.JaccardAtLeast(sb, t); ok {
 						out = append(out, verified{a, b, j})
 					}
 				}

@@ -119,6 +119,12 @@ func (db *DB) decodeDoc(n uint64, v []byte, d *docData) error {
 // viewSet appends the verification set of a parsed record to dst: the
 // stored set (sets mode), or the text re-shingled (text mode).
 func (db *DB) viewSet(h *minhash.Hasher, n uint64, view *codec.DocView, dst []uint64) ([]uint64, error) {
+	return db.viewSetIn(h, n, view, dst, true)
+}
+
+// viewSetIn is viewSet; unless sorted, a set re-derived from text is in no
+// particular order (Shingler.AppendDistinct: no sort).
+func (db *DB) viewSetIn(h *minhash.Hasher, n uint64, view *codec.DocView, dst []uint64, sorted bool) ([]uint64, error) {
 	if view.HasSet() {
 		return view.AppendSet(dst)
 	}
@@ -126,7 +132,11 @@ func (db *DB) viewSet(h *minhash.Hasher, n uint64, view *codec.DocView, dst []ui
 		return dst, fmt.Errorf("%w: doc %d holds neither its text nor its set", ErrCorrupt, n)
 	}
 	start := len(dst)
-	dst = h.Shingler().AppendSet(dst, string(view.Text))
+	if sorted {
+		dst = h.Shingler().AppendSet(dst, string(view.Text))
+	} else {
+		dst = h.Shingler().AppendDistinct(dst, string(view.Text))
+	}
 	if len(dst)-start != view.SetLen {
 		return dst, fmt.Errorf("%w: doc %d: its text gives %d shingles, the record says %d", ErrCorrupt, n, len(dst)-start, view.SetLen)
 	}
