@@ -14,6 +14,7 @@ import (
 	"github.com/lshdb/lshdb/codec"
 	"github.com/lshdb/lshdb/internal/extsort"
 	"github.com/lshdb/lshdb/minhash"
+	"golang.org/x/sync/errgroup"
 )
 
 // Pair is a verified near-duplicate pair: A was inserted before B.
@@ -205,7 +206,7 @@ func (db *DB) pairs(ctx context.Context, po *PairsOptions, st *PairsStats,
 	defer fs.RemoveAll(tmp)
 	sorter := extsort.NewUint64(fs, tmp, "pairs", o.Memory)
 	defer sorter.Close()
-	inPair, err := candidates(ctx, snap, x, t, sorter, st)
+	inPair, err := candidates(ctx, snap, x, db.bands.B, t, sorter, st)
 	if err != nil {
 		return err
 	}
@@ -241,55 +242,105 @@ func (db *DB) pairs(ctx context.Context, po *PairsOptions, st *PairsStats,
 // that share a list and whose set sizes allow Jaccard t, as a<<32|b
 // (a < b); a pair that shares several bands is added once per band. The
 // bits it returns mark the documents in some candidate pair.
-func candidates(ctx context.Context, snap pebble.Reader, x *pairsIndex, t float64, sorter *extsort.Fixed[uint64], st *PairsStats) ([]uint64, error) {
-	var ps []codec.Posting
-	var reps []int32
-	var derr error
-	inPair := make([]uint64, (len(x.nums)+63)/64) // bit i: doc i is in a candidate pair
-	err := scan(ctx, snap, codec.PostingPrefix, codec.PostingPrefixEnd, func(k, v []byte) {
-		if derr != nil {
-			return
+//
+// NB: the bands are split among a goroutine per core, each scanning its
+// own key range: one scan was a serial stage between the index and the
+// set file (decoding, merging and sorting 2.6 million lists at 200,000
+// documents). They hand their candidates to sorter in batches, under a
+// lock; the sorter's order makes the output independent of the split.
+func candidates(ctx context.Context, snap pebble.Reader, x *pairsIndex, nbands int, t float64, sorter *extsort.Fixed[uint64], st *PairsStats) ([]uint64, error) {
+	workers := max(1, min(runtime.GOMAXPROCS(0), nbands))
+	words := (len(x.nums) + 63) / 64
+	inPair := make([]uint64, words) // bit i: doc i is in a candidate pair
+	var mu sync.Mutex               // sorter, inPair, st
+	g, gctx := errgroup.WithContext(ctx)
+	for w := range workers {
+		lo := codec.AppendPostingKey(nil, w*nbands/workers, 0)
+		hi := codec.PostingPrefixEnd
+		if w < workers-1 {
+			hi = codec.AppendPostingKey(nil, (w+1)*nbands/workers, 0)
 		}
-		if ps, derr = codec.DecodePostings(v, ps[:0]); derr != nil {
-			derr = classify(fmt.Errorf("posting list %x: %w", k, derr))
-			return
-		}
-		st.Lists++
-		reps = reps[:0]
-		for _, p := range ps {
-			if p.Remove {
-				continue
-			}
-			i, ok := x.find(p.Doc)
-			if !ok {
-				derr = fmt.Errorf("%w: posting list %x names doc %d, which has no record", ErrCorrupt, k, p.Doc)
-				return
-			}
-			reps = append(reps, x.rep[i])
-		}
-		slices.Sort(reps)
-		reps = slices.Compact(reps)
-		st.LargestList = max(st.LargestList, len(reps))
-		if len(reps) > HotList {
-			st.HotLists++
-		}
-		for i, a := range reps {
-			sa := float64(x.sizes[a])
-			for _, b := range reps[i+1:] {
-				sb := float64(x.sizes[b])
-				if min(sa, sb)/max(sa, sb) < t { // J ≤ min/max: never a pair
-					continue
+		g.Go(func() error {
+			var ps []codec.Posting
+			var reps []int32
+			var batch []uint64
+			mine := make([]uint64, words)
+			var local PairsStats
+			flush := func() error {
+				mu.Lock()
+				defer mu.Unlock()
+				for _, v := range batch {
+					if err := sorter.Add(v); err != nil {
+						return err
+					}
 				}
-				if derr = sorter.Add(uint64(a)<<32 | uint64(b)); derr != nil {
+				batch = batch[:0]
+				return nil
+			}
+			var derr error
+			err := scan(gctx, snap, lo, hi, func(k, v []byte) {
+				if derr != nil {
 					return
 				}
-				inPair[a/64] |= 1 << (a % 64)
-				inPair[b/64] |= 1 << (b % 64)
-				st.Candidates++
+				if ps, derr = codec.DecodePostings(v, ps[:0]); derr != nil {
+					derr = classify(fmt.Errorf("posting list %x: %w", k, derr))
+					return
+				}
+				local.Lists++
+				reps = reps[:0]
+				for _, p := range ps {
+					if p.Remove {
+						continue
+					}
+					i, ok := x.find(p.Doc)
+					if !ok {
+						derr = fmt.Errorf("%w: posting list %x names doc %d, which has no record", ErrCorrupt, k, p.Doc)
+						return
+					}
+					reps = append(reps, x.rep[i])
+				}
+				slices.Sort(reps)
+				reps = slices.Compact(reps)
+				local.LargestList = max(local.LargestList, len(reps))
+				if len(reps) > HotList {
+					local.HotLists++
+				}
+				for i, a := range reps {
+					sa := float64(x.sizes[a])
+					for _, b := range reps[i+1:] {
+						sb := float64(x.sizes[b])
+						if min(sa, sb)/max(sa, sb) < t { // J ≤ min/max: never a pair
+							continue
+						}
+						batch = append(batch, uint64(a)<<32|uint64(b))
+						mine[a/64] |= 1 << (a % 64)
+						mine[b/64] |= 1 << (b % 64)
+						local.Candidates++
+					}
+				}
+				if len(batch) >= 1<<14 {
+					derr = flush()
+				}
+			})
+			if err = cmp.Or(derr, err); err != nil {
+				return err
 			}
-		}
-	})
-	return inPair, cmp.Or(derr, err)
+			if err := flush(); err != nil {
+				return err
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			for i, m := range mine {
+				inPair[i] |= m
+			}
+			st.Lists += local.Lists
+			st.HotLists += local.HotLists
+			st.Candidates += local.Candidates
+			st.LargestList = max(st.LargestList, local.LargestList)
+			return nil
+		})
+	}
+	return inPair, g.Wait()
 }
 
 // verify is the join's last stage: it reads the sorted candidates, drops

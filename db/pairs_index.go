@@ -3,11 +3,14 @@ package db
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/lshdb/lshdb/codec"
+	"golang.org/x/sync/errgroup"
 )
 
 // pairsIndex is what Pairs keeps per document: the doc number, id, set
@@ -41,42 +44,110 @@ func (x *pairsIndex) members(rep int32) []int32 {
 	return []int32{rep}
 }
 
+// loadPairsIndex reads every doc record of r into a pairsIndex.
+//
+// NB: the doc-number range is split among a goroutine per core, each
+// scanning its own part: in text mode each record holds its text, so the
+// scan decompresses the whole corpus, and one scan was a serial stage of
+// Pairs. Grouping identical sets is a serial pass over the parts in order.
 func loadPairsIndex(ctx context.Context, r pebble.Reader) (*pairsIndex, error) {
 	x := &pairsIndex{groupOf: map[int32]int{}}
-	first := make(map[uint64]int32)
-	var derr error
-	err := scan(ctx, r, codec.DocPrefix, codec.DocPrefixEnd, func(k, v []byte) {
-		if derr != nil {
-			return
+	first, last, ok, err := docNumRange(r)
+	if err != nil || !ok {
+		return x, err
+	}
+	type part struct {
+		nums  []uint64
+		ids   []string
+		sizes []uint32
+		fps   []uint64
+	}
+	workers := uint64(runtime.GOMAXPROCS(0))
+	span := last - first + 1
+	if span < 1024*workers {
+		workers = 1
+	}
+	parts := make([]part, workers)
+	g, gctx := errgroup.WithContext(ctx)
+	for w := range workers {
+		lo := codec.AppendDocKey(nil, first+w*(span/workers))
+		hi := codec.DocPrefixEnd
+		if w < workers-1 {
+			hi = codec.AppendDocKey(nil, first+(w+1)*(span/workers))
 		}
-		n, err := codec.ParseDocKey(k)
-		var view codec.DocView
-		if err == nil {
-			view, err = codec.ParseDocView(v)
-		}
-		if err != nil {
-			derr = classify(fmt.Errorf("doc record %x: %w", k, err))
-			return
-		}
-		i := int32(len(x.nums))
-		x.nums = append(x.nums, n)
-		x.ids = append(x.ids, string(view.ID))
-		x.sizes = append(x.sizes, uint32(view.SetLen))
-		fp := view.SetFingerprint()
-		r, seen := first[fp]
-		if !seen {
-			first[fp], r = i, i
-		}
-		x.rep = append(x.rep, r)
-		if seen {
-			g, ok := x.groupOf[r]
-			if !ok {
-				g = len(x.groups)
-				x.groupOf[r] = g
-				x.groups = append(x.groups, []int32{r})
+		g.Go(func() error {
+			p := &parts[w]
+			var derr error
+			err := scan(gctx, r, lo, hi, func(k, v []byte) {
+				if derr != nil {
+					return
+				}
+				n, err := codec.ParseDocKey(k)
+				var view codec.DocView
+				if err == nil {
+					view, err = codec.ParseDocView(v)
+				}
+				if err != nil {
+					derr = classify(fmt.Errorf("doc record %x: %w", k, err))
+					return
+				}
+				p.nums = append(p.nums, n)
+				p.ids = append(p.ids, string(view.ID))
+				p.sizes = append(p.sizes, uint32(view.SetLen))
+				p.fps = append(p.fps, view.SetFingerprint())
+			})
+			return cmp.Or(derr, err)
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	total := 0
+	for _, p := range parts {
+		total += len(p.nums)
+	}
+	x.nums, x.ids, x.sizes, x.rep = make([]uint64, 0, total), make([]string, 0, total), make([]uint32, 0, total), make([]int32, 0, total)
+	firstOf := make(map[uint64]int32, total)
+	for _, p := range parts {
+		for j, fp := range p.fps {
+			i := int32(len(x.nums))
+			x.nums = append(x.nums, p.nums[j])
+			x.ids = append(x.ids, p.ids[j])
+			x.sizes = append(x.sizes, p.sizes[j])
+			r, seen := firstOf[fp]
+			if !seen {
+				firstOf[fp], r = i, i
 			}
-			x.groups[g] = append(x.groups[g], i)
+			x.rep = append(x.rep, r)
+			if seen {
+				g, ok := x.groupOf[r]
+				if !ok {
+					g = len(x.groups)
+					x.groupOf[r] = g
+					x.groups = append(x.groups, []int32{r})
+				}
+				x.groups[g] = append(x.groups[g], i)
+			}
 		}
-	})
-	return x, cmp.Or(derr, err)
+	}
+	return x, nil
+}
+
+// docNumRange returns the first and last doc numbers in r (ok is false if
+// it holds no document).
+func docNumRange(r pebble.Reader) (first, last uint64, ok bool, err error) {
+	it, err := r.NewIter(&pebble.IterOptions{LowerBound: codec.DocPrefix, UpperBound: codec.DocPrefixEnd})
+	if err != nil {
+		return 0, 0, false, classify(err)
+	}
+	if it.First() {
+		if first, err = codec.ParseDocKey(it.Key()); err == nil && it.Last() {
+			last, err = codec.ParseDocKey(it.Key())
+			ok = err == nil
+		}
+	}
+	if err != nil {
+		err = classify(fmt.Errorf("doc key: %w", err))
+	}
+	return first, last, ok, cmp.Or(err, classify(errors.Join(it.Error(), it.Close())))
 }

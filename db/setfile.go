@@ -1,7 +1,6 @@
 package db
 
 import (
-	"bufio"
 	"bytes"
 	"cmp"
 	"context"
@@ -16,6 +15,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/lshdb/lshdb/codec"
 	"github.com/lshdb/lshdb/minhash"
+	"golang.org/x/sync/errgroup"
 )
 
 // setFile holds the shingle sets of the documents that take part in
@@ -45,27 +45,21 @@ type setFile struct {
 	x    *pairsIndex
 }
 
-// setBatch is a run of consecutive in-pair records on their way through
-// writeSetFile's workers: raw record copies in, encoded sets out.
-type setBatch struct {
-	idx  []int    // pairsIndex positions
-	recs [][]byte // the records (copies)
-	out  []byte   // the sets, uint64 little-endian, one after another
-	n    []int32  // values in each set
-	err  error
-	done chan struct{}
-}
-
-// setBatchBytes is the record bytes a batch gathers before it is sent.
-const setBatchBytes = 256 << 10
+// setChunkBytes is the set bytes a worker gathers before it appends them
+// to the file.
+const setChunkBytes = 1 << 20
 
 // writeSetFile writes the sets of the documents whose bit is set in
 // inPair, checking each once (its size against the record's).
 //
 // NB: in text mode each set is re-derived from the text (normalize,
-// shingle, de-duplicate): that took half of Pairs' time on one core, so
-// the scan hands batches of records to a worker per core and writes their
-// sets in scan order as they complete.
+// shingle, de-duplicate): that took half of Pairs' time on one core. The
+// doc-number range is split among a goroutine per core (as in
+// loadPairsIndex), each scanning its part, deriving the sets as it goes
+// and appending them to the file in chunks, under a lock, recording where
+// each went: the file's order does not matter. One scan handing copies of
+// the records to workers left the scan (decompressing every text) and the
+// copies as a serial stage.
 func (db *DB) writeSetFile(ctx context.Context, fs vfs.FS, path string, snap pebble.Reader, x *pairsIndex, inPair []uint64) (*setFile, error) {
 	f, err := fs.Create(path, vfs.WriteCategoryUnspecified)
 	if err != nil {
@@ -76,105 +70,93 @@ func (db *DB) writeSetFile(ctx context.Context, fs vfs.FS, path string, snap peb
 		s.off[i] = -1
 	}
 	workers := runtime.GOMAXPROCS(0)
-	work := make(chan *setBatch, workers)
-	ordered := make(chan *setBatch, 2*workers)
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+	if len(x.nums) < 1024*workers {
+		workers = 1
+	}
+	var mu sync.Mutex // f, pos and s.off, s.n of the chunks written
+	pos := int64(0)
+	g, gctx := errgroup.WithContext(ctx)
+	for w := range workers {
+		// Index positions [from, to) of this worker's part.
+		from, to := w*len(x.nums)/workers, (w+1)*len(x.nums)/workers
+		if from == to {
+			continue
+		}
+		g.Go(func() error {
 			h := db.hashers.Get().(*minhash.Hasher)
 			defer db.hashers.Put(h)
 			var set []uint64
 			var sig []uint32
-			for b := range work {
-				for j, rec := range b.recs {
-					view, err := codec.ParseDocView(rec)
+			var out []byte
+			var idx []int
+			var ns []int32
+			flush := func() error {
+				mu.Lock()
+				defer mu.Unlock()
+				if _, err := f.Write(out); err != nil {
+					return err
+				}
+				for j, i := range idx {
+					s.off[i], s.n[i] = pos, ns[j]
+					pos += 8 * int64(ns[j])
+				}
+				out, idx, ns = out[:0], idx[:0], ns[:0]
+				return nil
+			}
+			hi := codec.DocPrefixEnd
+			if to < len(x.nums) {
+				hi = codec.AppendDocKey(nil, x.nums[to])
+			}
+			i := from
+			var derr error
+			err := scan(gctx, snap, codec.AppendDocKey(nil, x.nums[from]), hi, func(k, v []byte) {
+				if derr != nil {
+					return
+				}
+				if i >= to || !bytes.Equal(k, codec.AppendDocKey(nil, x.nums[i])) {
+					derr = fmt.Errorf("lshdb: doc records changed during Pairs")
+					return
+				}
+				if inPair[i/64]&(1<<(i%64)) != 0 {
+					view, err := codec.ParseDocView(v)
 					if err == nil {
 						if db.estimateOnly() {
 							sig = view.AppendSignature(sig[:0])
 							set = codec.Widen(set[:0], sig)
 						} else {
-							set, err = db.viewSetIn(h, x.nums[b.idx[j]], &view, set[:0], false)
+							set, err = db.viewSetIn(h, x.nums[i], &view, set[:0], false)
 						}
 					}
 					if err != nil {
-						b.err = classify(fmt.Errorf("doc %d: %w", x.nums[b.idx[j]], err))
-						break
+						derr = classify(fmt.Errorf("doc %d: %w", x.nums[i], err))
+						return
 					}
-					b.n = append(b.n, int32(len(set)))
-					at := len(b.out)
-					b.out = slices.Grow(b.out, 8*len(set))[:at+8*len(set)]
+					idx, ns = append(idx, i), append(ns, int32(len(set)))
+					at := len(out)
+					out = slices.Grow(out, 8*len(set))[:at+8*len(set)]
 					if nativeLittleEndian && len(set) > 0 { // see read
-						copy(b.out[at:], unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(set))), 8*len(set)))
+						copy(out[at:], unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(set))), 8*len(set)))
 					} else {
 						for k, v := range set {
-							binary.LittleEndian.PutUint64(b.out[at+8*k:], v)
+							binary.LittleEndian.PutUint64(out[at+8*k:], v)
 						}
 					}
+					if len(out) >= setChunkBytes {
+						derr = flush()
+					}
 				}
-				close(b.done)
+				i++
+			})
+			if err = cmp.Or(derr, err); err != nil {
+				return err
 			}
-		}()
+			if i != to {
+				return fmt.Errorf("lshdb: doc records changed during Pairs")
+			}
+			return flush()
+		})
 	}
-	// The writer: the batches' sets in scan order.
-	werr := make(chan error, 1)
-	go func() {
-		w := bufio.NewWriterSize(f, 1<<20)
-		pos := int64(0)
-		var err error
-		for b := range ordered {
-			<-b.done
-			if err != nil {
-				continue // drain
-			}
-			if err = b.err; err != nil {
-				continue
-			}
-			if _, err = w.Write(b.out); err != nil {
-				continue
-			}
-			for j, i := range b.idx {
-				s.off[i], s.n[i] = pos, b.n[j]
-				pos += 8 * int64(b.n[j])
-			}
-		}
-		werr <- cmp.Or(err, w.Flush())
-	}()
-
-	i := 0
-	var derr error
-	cur := &setBatch{done: make(chan struct{})}
-	size := 0
-	send := func() {
-		ordered <- cur
-		work <- cur
-		cur, size = &setBatch{done: make(chan struct{})}, 0
-	}
-	err = scan(ctx, snap, codec.DocPrefix, codec.DocPrefixEnd, func(k, v []byte) {
-		if derr != nil {
-			return
-		}
-		if i >= len(x.nums) {
-			derr = fmt.Errorf("lshdb: doc records changed during Pairs")
-			return
-		}
-		if inPair[i/64]&(1<<(i%64)) != 0 {
-			cur.idx = append(cur.idx, i)
-			cur.recs = append(cur.recs, bytes.Clone(v))
-			if size += len(v); size >= setBatchBytes {
-				send()
-			}
-		}
-		i++
-	})
-	if len(cur.idx) > 0 {
-		send()
-	}
-	close(work)
-	close(ordered)
-	wg.Wait()
-	if err = cmp.Or(derr, err, <-werr); err != nil {
+	if err := g.Wait(); err != nil {
 		s.close()
 		return nil, err
 	}
