@@ -140,3 +140,33 @@ func BenchmarkMergeBand(b *testing.B) {
 		})
 	}
 }
+
+// Ensure that insertionSortWithin sorts within its budget and otherwise
+// leaves a permutation and says so, against slices.SortFunc.
+func TestInsertionSortWithin(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	for trial := range 500 {
+		n := rng.IntN(200)
+		v := make([]BandEntry, n)
+		for i := range v {
+			v[i] = BandEntry{Bucket: uint64(rng.IntN(4)), Value: uint64(i)}
+			if trial%2 == 0 {
+				v[i].Value = uint64(rng.IntN(n + 1))
+			}
+		}
+		want := slices.Clone(v)
+		slices.SortFunc(want, CompareBandEntry)
+		got := slices.Clone(v)
+		budget := rng.IntN(4*n*n/4 + 1)
+		if insertionSortWithin(got, budget) {
+			if !slices.Equal(got, want) {
+				t.Fatalf("trial %d: reported sorted, is not", trial)
+			}
+			continue
+		}
+		slices.SortFunc(got, CompareBandEntry)
+		if !slices.Equal(got, want) {
+			t.Fatalf("trial %d: not a permutation after giving up", trial)
+		}
+	}
+}
