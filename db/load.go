@@ -167,6 +167,7 @@ type loader struct {
 	fs     vfs.FS
 	tmp    string // the load's directory
 	base   uint64 // the doc number of the first document read
+	fresh  bool   // the index held no live document: postings are written as values
 	tables loadTables
 	res    LoadResult
 
@@ -203,7 +204,7 @@ func (db *DB) newLoader(o LoadOptions) (*loader, error) {
 		return nil, err
 	}
 	l := &loader{
-		db: db, o: o, fs: fs, tmp: tmp, base: db.counters.NextDoc,
+		db: db, o: o, fs: fs, tmp: tmp, base: db.counters.NextDoc, fresh: db.counters.Live == 0,
 		tables: loadTables{db: db, fs: fs, dir: tmp, maxBytes: cmp.Or(o.tableBytes, defaultTableBytes)},
 	}
 	l.scratches.New = func() any { return newScratch() }
@@ -592,6 +593,17 @@ func (l *loader) keepRecords(ctx context.Context) error {
 // [from, to): the load's postings (less the dropped documents') merged
 // with the replaced documents' removals.
 func (l *loader) writePostings(ctx context.Context, w tableSink, from, to int) error {
+	// NB: into an index with no live document, each list is the whole
+	// list (what an older list holds names deleted documents only, and
+	// doc numbers are never reused), so it is written as a value, not a
+	// merge operand: reading an operand goes through the merge operator,
+	// which was two thirds of the candidate scan of Pairs (and of every
+	// posting read) after a build. Lists merged onto it later treat it as
+	// their base.
+	put := w.merge
+	if l.fresh {
+		put = w.set
+	}
 	var listKey, vbuf []byte
 	var list []codec.Posting
 	curBand, cur := -1, uint64(0)
@@ -602,7 +614,7 @@ func (l *loader) writePostings(ctx context.Context, w tableSink, from, to int) e
 		listKey = codec.AppendPostingKey(listKey[:0], curBand, cur)
 		vbuf = codec.AppendPostings(vbuf[:0], list)
 		list = list[:0]
-		return w.merge(listKey, vbuf)
+		return put(listKey, vbuf)
 	}
 	sorters := []*extsort.BandSorter{l.postings, l.removals}
 	for band := from; band < to; band++ {

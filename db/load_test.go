@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -453,5 +454,66 @@ func TestLoadDiskError(t *testing.T) {
 	}
 	if err := d.Put("after", "a document stored after the failed load"); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Ensure that a load into an index whose documents were all deleted (its
+// posting lists written whole, over lists that name deleted documents
+// only) ends in the state that puts give, and that later writes merge onto
+// those lists: documents and every query answer, against an index built
+// by puts alone.
+func TestLoadIntoEmptiedIndex(t *testing.T) {
+	sources, err := corpus.SampleTexts()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var docs []Doc
+	for g := range gen.Stream(gen.Options{Seed: 9, N: 600, Sources: sources}) {
+		docs = append(docs, Doc{ID: g.ID, Text: g.Text})
+	}
+	first, second := docs[:300], slices.Clone(docs[300:])
+	for i := range 50 { // old texts under new ids: their buckets held deleted documents
+		second = append(second, Doc{ID: fmt.Sprintf("again-%d", i), Text: first[i].Text})
+	}
+	later := []Doc{{ID: "later-1", Text: first[60].Text}, {ID: "later-2", Text: second[10].Text + " and more"}}
+	build := func(name string, load bool) *DB {
+		d := mustOpen(t, name, &Options{FS: vfs.NewMem(), NoSync: true})
+		for _, doc := range first {
+			if err := d.Put(doc.ID, doc.Text); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, doc := range first {
+			if err := d.Delete(doc.ID, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if load {
+			if _, err := d.Load(context.Background(), seqOf(second), &LoadOptions{tableBytes: 64 << 10}); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			for _, doc := range second {
+				if err := d.Put(doc.ID, doc.Text); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		return d
+	}
+	puts, loaded := build("puts", false), build("loaded", true)
+	defer puts.Close()
+	defer loaded.Close()
+	for round := range 2 {
+		want, wantRep := purgedStateOf(t, puts)
+		got, gotRep := purgedStateOf(t, loaded)
+		if !maps.Equal(got, want) || !reflect.DeepEqual(gotRep, wantRep) {
+			t.Fatalf("round %d: documents, query answers or check summary differ from puts (%+v, %+v)", round, gotRep, wantRep)
+		}
+		for _, d := range []*DB{puts, loaded} {
+			if err := d.PutDocs(later, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 }
