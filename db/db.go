@@ -45,7 +45,9 @@ type DB struct {
 	skOpt minhash.SketchOptions
 	bands bands.Params
 
-	hashers sync.Pool // *minhash.Hasher
+	hashers sync.Pool   // *minhash.Hasher
+	qcache  *queryCache // nil: Options.QueryCacheSize < 0
+	scratch sync.Pool   // *queryScratch
 
 	// mu guards the handle's life: every operation holds it for reading
 	// while it uses Pebble, Close for writing. NB: no iterator holds it
@@ -172,7 +174,7 @@ func openIn(dir string, o Options) (*DB, error) {
 			}
 		}
 	}
-	db := &DB{dir: dir, opts: o, pdb: pdb, popts: popts, lock: lock}
+	db := &DB{dir: dir, opts: o, pdb: pdb, popts: popts, lock: lock, qcache: newQueryCache(o.QueryCacheSize)}
 	db.closing, db.closeCancel = context.WithCancelCause(context.Background())
 	db.open = make(map[*openIter]struct{})
 	if err := db.loadManifest(); err != nil {
@@ -180,6 +182,7 @@ func openIn(dir string, o Options) (*DB, error) {
 		lock.Close()
 		return nil, err
 	}
+	db.scratch.New = func() any { return new(queryScratch) }
 	db.hashers.New = func() any {
 		h, err := minhash.NewHasher(db.shOpt, db.skOpt)
 		if err != nil {

@@ -485,5 +485,17 @@ func (db *DB) commit(b *pebble.Batch, postings map[postingKey][]codec.Posting, c
 	}
 	db.counters = c
 	db.live.Store(c.Live)
+	if db.qcache != nil {
+		// The removed documents' cached entries can no longer be asked
+		// for (no posting names them): free their room. NB: one removal
+		// posting per band names each; forget is idempotent.
+		for _, ps := range postings {
+			for _, p := range ps {
+				if p.Remove {
+					db.qcache.forget(p.Doc)
+				}
+			}
+		}
+	}
 	return nil
 }
