@@ -343,7 +343,9 @@ func (db *DB) PutIfNew(doc Doc, wo *WriteOptions) (*Match, error) {
 			return nil, classify(err)
 		}
 	}
-	res, err := db.query(context.Background(), it, db.verifySet(p.set), p.sig, self, QueryOptions{Threshold: db.man.Threshold, Limit: 1})
+	sc := db.scratch.Get().(*queryScratch)
+	res, err := db.query(context.Background(), it, db.verifySet(p.set), p.sig, self, QueryOptions{Threshold: db.man.Threshold, Limit: 1}, sc)
+	db.putScratch(sc)
 	it.Close()
 	if err != nil {
 		return nil, err

@@ -18,6 +18,10 @@ const (
 	// DefaultCacheSize is the default block cache: 64 MiB (Pebble's own
 	// default, 8 MB, holds too few posting lists for a warm query path).
 	DefaultCacheSize = 64 << 20
+	// DefaultQueryCacheSize is the default Options.QueryCacheSize: 64 MiB,
+	// as much as the block cache, and the shingle hashes of ~20,000
+	// documents of 400 characters.
+	DefaultQueryCacheSize = 64 << 20
 	// DefaultThreshold is the default Jaccard threshold.
 	DefaultThreshold = 0.8
 )
@@ -85,6 +89,17 @@ type Options struct {
 	MaxDocBytes int
 	// CacheSize is the block cache size in bytes. Default: 64 MiB.
 	CacheSize int64
+	// QueryCacheSize is the memory, in bytes, that queries keep of what
+	// they read and derive beyond the block cache: the live doc numbers of
+	// the posting lists they read, and their candidates' ids, set sizes,
+	// shingle hashes (re-derived from the text in text mode, ~8 bytes a
+	// character) and signatures, least recently used evicted first. A
+	// query whose buckets and candidates are cached reads one key and
+	// re-shingles nothing; any write makes the cached posting lists stale
+	// (they are re-read), never the candidates (a document's number is
+	// never reused). Default: DefaultQueryCacheSize (64 MiB); negative:
+	// no cache.
+	QueryCacheSize int64
 	// FS is the filesystem. Default: the operating system's (vfs.Default);
 	// tests pass vfs.NewCrashableMem().
 	FS vfs.FS
@@ -118,6 +133,9 @@ func (o *Options) ensureDefaults() {
 	}
 	if o.CacheSize == 0 {
 		o.CacheSize = DefaultCacheSize
+	}
+	if o.QueryCacheSize == 0 {
+		o.QueryCacheSize = DefaultQueryCacheSize
 	}
 	if o.FS == nil {
 		o.FS = vfs.Default

@@ -11,29 +11,56 @@ import "math/bits"
 // query; sorting it was the part of that work the sorted-merge Jaccard
 // needed and nothing else did. |B| comes from the record (the set size it
 // stores), so |A ∩ B| is all the pass must count, and the Jaccard is the
-// same float64 as the merge's.
+// same float64 as the merge's. The query's own set need not be sorted
+// either: the table is built from its elements with repeats, and counts
+// the distinct ones (|A|).
 type probeSet struct {
-	keys  []uint64
-	used  []bool
-	stamp []uint32 // the candidate that last counted the key
+	slots []probeSlot
 	shift uint
 	cur   uint32
 	n     int
 }
 
-// newProbeSet returns a table of set, which must be distinct.
-func newProbeSet(set []uint64) *probeSet {
-	size := 1 << max(4, bits.Len(uint(2*len(set)))) // load factor ≤ 1/2
-	p := &probeSet{keys: make([]uint64, size), used: make([]bool, size), stamp: make([]uint32, size),
-		shift: uint(64 - bits.Len(uint(size-1))), n: len(set)}
-	for _, x := range set {
-		i := p.slot(x)
-		for p.used[i] {
-			i = (i + 1) & (len(p.keys) - 1)
-		}
-		p.keys[i], p.used[i] = x, true
-	}
+// probeSlot is one slot of the table. NB: key, mark and stamp side by
+// side, so that a probe touches one cache line: as three arrays, the
+// intersection of a 370-element candidate took 1.0-1.2x as long (three
+// runs).
+type probeSlot struct {
+	key   uint64
+	used  bool
+	stamp uint32 // the candidate that last counted the key
+}
+
+// newProbeSet returns a table of the distinct values of elems (in any
+// order, with repeats).
+func newProbeSet(elems []uint64) *probeSet {
+	p := &probeSet{}
+	p.reset(elems)
 	return p
+}
+
+// reset makes p the table of the distinct values of elems, reusing its
+// storage.
+func (p *probeSet) reset(elems []uint64) {
+	size := 1 << max(4, bits.Len(uint(2*len(elems)))) // load factor ≤ 1/2
+	if cap(p.slots) < size {
+		p.slots = make([]probeSlot, size)
+	} else {
+		p.slots = p.slots[:size]
+		clear(p.slots)
+	}
+	p.shift, p.cur, p.n = uint(64-bits.Len(uint(size-1))), 0, 0
+	mask := size - 1
+	for _, x := range elems {
+		i := p.slot(x)
+		for p.slots[i].used && p.slots[i].key != x {
+			i = (i + 1) & mask
+		}
+		if s := &p.slots[i]; !s.used {
+			s.key, s.used = x, true
+			p.n++
+		}
+	}
 }
 
 // slot is x's home slot. NB: Fibonacci hashing of the high bits: shingle
@@ -45,16 +72,19 @@ func (p *probeSet) slot(x uint64) int { return int((x * 0x9E3779B97F4A7C15) >> p
 func (p *probeSet) intersect(elems []uint64) int {
 	p.cur++
 	if p.cur == 0 { // the stamps wrapped: forget them all
-		clear(p.stamp)
+		for i := range p.slots {
+			p.slots[i].stamp = 0
+		}
 		p.cur = 1
 	}
 	n := 0
-	mask := len(p.keys) - 1
+	slots, cur := p.slots, p.cur
+	mask := len(slots) - 1
 	for _, x := range elems {
-		for i := p.slot(x); p.used[i]; i = (i + 1) & mask {
-			if p.keys[i] == x {
-				if p.stamp[i] != p.cur {
-					p.stamp[i] = p.cur
+		for i := p.slot(x); slots[i].used; i = (i + 1) & mask {
+			if s := &slots[i]; s.key == x {
+				if s.stamp != cur {
+					s.stamp = cur
 					n++
 				}
 				break
