@@ -124,7 +124,7 @@ func (db *DB) writeSetFile(ctx context.Context, fs vfs.FS, path string, snap peb
 							sig = view.AppendSignature(sig[:0])
 							set = codec.Widen(set[:0], sig)
 						} else {
-							set, err = db.viewSetIn(h, x.nums[i], &view, set[:0], false)
+							set, err = db.viewSet(h, x.nums[i], &view, set[:0])
 						}
 					}
 					if err != nil {

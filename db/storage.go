@@ -117,14 +117,9 @@ func (db *DB) decodeDoc(n uint64, v []byte, d *docData) error {
 }
 
 // viewSet appends the verification set of a parsed record to dst: the
-// stored set (sets mode), or the text re-shingled (text mode).
+// stored set (sets mode, sorted), or the text re-shingled (text mode), in
+// no particular order (Shingler.AppendDistinct: no sort).
 func (db *DB) viewSet(h *minhash.Hasher, n uint64, view *codec.DocView, dst []uint64) ([]uint64, error) {
-	return db.viewSetIn(h, n, view, dst, true)
-}
-
-// viewSetIn is viewSet; unless sorted, a set re-derived from text is in no
-// particular order (Shingler.AppendDistinct: no sort).
-func (db *DB) viewSetIn(h *minhash.Hasher, n uint64, view *codec.DocView, dst []uint64, sorted bool) ([]uint64, error) {
 	if view.HasSet() {
 		return view.AppendSet(dst)
 	}
@@ -132,11 +127,7 @@ func (db *DB) viewSetIn(h *minhash.Hasher, n uint64, view *codec.DocView, dst []
 		return dst, fmt.Errorf("%w: doc %d holds neither its text nor its set", ErrCorrupt, n)
 	}
 	start := len(dst)
-	if sorted {
-		dst = h.Shingler().AppendSet(dst, string(view.Text))
-	} else {
-		dst = h.Shingler().AppendDistinct(dst, string(view.Text))
-	}
+	dst = h.Shingler().AppendDistinct(dst, string(view.Text))
 	if len(dst)-start != view.SetLen {
 		return dst, fmt.Errorf("%w: doc %d: its text gives %d shingles, the record says %d", ErrCorrupt, n, len(dst)-start, view.SetLen)
 	}
