@@ -745,8 +745,17 @@ func pairsOptions(q url.Values) (*db.PairsOptions, error) {
 	if err != nil {
 		return nil, err
 	}
+	if mem > MaxPairsMemory {
+		// NB: the budget is the server's memory, which a client should not
+		// be able to claim in full.
+		return nil, fmt.Errorf("%w: memory %d exceeds the server's %d", db.ErrInvalidOptions, mem, MaxPairsMemory)
+	}
 	return &db.PairsOptions{Threshold: t, Memory: mem}, nil
 }
+
+// MaxPairsMemory is the largest sort budget (the memory parameter) a
+// pairs or clusters request may ask for: 1 GiB.
+const MaxPairsMemory = 1 << 30
 
 // streamLines is how many lines of pairs or clusters are sent at a time.
 const streamLines = 1000
