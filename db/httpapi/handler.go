@@ -67,12 +67,13 @@ type Options struct {
 // Hooks observe requests; a nil function is not called. They run on the
 // request's goroutine: a slow hook slows the request.
 type Hooks struct {
-	// Start is called when a request for operation op has passed
-	// authentication and is about to run, with its context.
+	// Start is called when a request begins, with its context and its
+	// operation (one of Ops: "unknown" when no endpoint matched), before
+	// it is authenticated.
 	Start func(ctx context.Context, op string)
-	// Done is called when a request ends: its HTTP status, its error (nil
-	// on success; for a stream, the error that ended it) and how long it
-	// took.
+	// Done is called when a request ends, after Start: its HTTP status, its
+	// error (nil on success; for a stream, the error that ended it) and
+	// how long it took.
 	Done func(ctx context.Context, op string, status int, err error, elapsed time.Duration)
 	// Query is called after each query (query, put-if-new) with the number
 	// of candidates it verified.
@@ -177,6 +178,12 @@ func (h *handler) ServeHTTP(hw http.ResponseWriter, r *http.Request) {
 		h.done(r, op, w, err, time.Since(start))
 	}()
 	rt, allow, ok := h.match(r)
+	if rt != nil {
+		op = rt.op
+	}
+	if h.o.Hooks.Start != nil {
+		h.o.Hooks.Start(r.Context(), op)
+	}
 	switch {
 	case !ok:
 		err = fmt.Errorf("%w: %s %s", ErrNoRoute, r.Method, r.URL.Path)
@@ -188,7 +195,6 @@ func (h *handler) ServeHTTP(hw http.ResponseWriter, r *http.Request) {
 		w.fail(err)
 		return
 	}
-	op = rt.op
 	if rt.op != "healthz" && !h.authorized(r) {
 		w.w.Header().Set("WWW-Authenticate", `Bearer realm="lshdb"`)
 		err = fmt.Errorf("%w: a bearer token is required (Authorization: Bearer TOKEN)", ErrUnauthorized)
@@ -213,9 +219,6 @@ func (h *handler) ServeHTTP(hw http.ResponseWriter, r *http.Request) {
 		// (resp.Write), and until then the work is bounded by the client:
 		// a client that goes away cancels it.
 		_ = w.rc.SetWriteDeadline(time.Time{})
-	}
-	if h.o.Hooks.Start != nil {
-		h.o.Hooks.Start(r.Context(), op)
 	}
 	err = rt.fn(w, r)
 	if err != nil && !w.started {
