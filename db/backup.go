@@ -18,9 +18,12 @@ import (
 // original compacts them away), copied otherwise; the write-ahead log and
 // the store's manifest are copied.
 //
-// NB: a writable database first syncs its write-ahead log, so that the
-// copy holds every write acknowledged before the call, NoSync ones too.
-// A read-only one copies the log as it is on disk.
+// NB: the write-ahead log is synced first, so that the copy holds every
+// write acknowledged before the call, NoSync ones too.
+//
+// A database opened read-only cannot be backed up (ErrReadOnly): Pebble
+// v2.1.7's Checkpoint of a read-only store looks for an OPTIONS file that
+// a read-only open never wrote.
 //
 // Backup checks ctx before it starts; the copy itself is one step that
 // cannot be interrupted. A failed backup removes what it wrote of dir.
@@ -34,6 +37,9 @@ func (db *DB) Backup(ctx context.Context, dir string) error {
 			return err
 		}
 	}
+	if db.opts.ReadOnly {
+		return fmt.Errorf("%w: a backup needs a writable handle (Pebble cannot checkpoint a read-only store)", ErrReadOnly)
+	}
 	if dir == "" {
 		return invalid("backup directory is empty")
 	}
@@ -42,17 +48,13 @@ func (db *DB) Backup(ctx context.Context, dir string) error {
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("lshdb: backup directory %s: %w", dir, err)
 	}
-	var opts []pebble.CheckpointOption
-	if !db.opts.ReadOnly {
-		opts = append(opts, pebble.WithFlushedWAL())
-	}
 	// NB: a checkpoint costs little space when hard links work, but a
 	// full copy when they do not (another filesystem): the reserve is
 	// checked only for the database's own filesystem, as for writes.
 	if err := db.opts.FS.MkdirAll(db.opts.FS.PathDir(dir), 0o755); err != nil {
 		return fmt.Errorf("lshdb: backup: %w", err)
 	}
-	if err := db.pdb.Checkpoint(dir, opts...); err != nil {
+	if err := db.pdb.Checkpoint(dir, pebble.WithFlushedWAL()); err != nil {
 		db.opts.FS.RemoveAll(dir)
 		return classify(fmt.Errorf("lshdb: backup to %s: %w", dir, err))
 	}
