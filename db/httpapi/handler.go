@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bufio"
+	_ "embed"
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -120,6 +121,7 @@ func Handler(d *db.DB, opts *Options) http.Handler {
 		{"GET", "/v1/tune", "tune", h.tune},
 		{"POST", "/v1/backup", "backup", h.backup},
 		{"POST", "/v1/purge", "purge", h.purge},
+		{"GET", "/v1/openapi.yaml", "openapi", h.openapi},
 	}
 	return h
 }
@@ -140,7 +142,7 @@ type route struct {
 // per endpoint (GET and DELETE /v1/docs are get and delete; both query
 // endpoints are query), plus "unknown" for a request that matched none.
 var Ops = []string{"healthz", "params", "count", "get", "put", "delete", "has", "put_if_new", "query",
-	"pairs", "clusters", "stats", "buckets", "bucket", "explain", "check", "tune", "backup", "purge", "unknown"}
+	"pairs", "clusters", "stats", "buckets", "bucket", "explain", "check", "tune", "backup", "purge", "openapi", "unknown"}
 
 // match finds the route of r: ok false when no path matches; rt nil (and
 // allow the methods the path takes) when the path matches but not the
@@ -979,4 +981,16 @@ func (h *handler) purge(w *resp, r *http.Request) error {
 	return w.json(http.StatusOK, struct {
 		PurgedLists int `json:"purged_lists"`
 	}{n})
+}
+
+// OpenAPI is the API's description (openapi.yaml), which GET
+// /v1/openapi.yaml serves.
+//
+//go:embed openapi.yaml
+var OpenAPI []byte
+
+func (h *handler) openapi(w *resp, r *http.Request) error {
+	w.header(http.StatusOK, "application/yaml")
+	_, err := w.Write(OpenAPI)
+	return err
 }

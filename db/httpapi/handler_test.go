@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -353,4 +354,53 @@ func mustJSON(t testing.TB, v any) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// Ensure that openapi.yaml describes every endpoint the handler serves,
+// with its methods, and nothing it does not (besides lshdb serve's
+// /metrics).
+func TestOpenAPICoversRoutes(t *testing.T) {
+	described := map[string]bool{}
+	path := ""
+	for _, line := range strings.Split(string(OpenAPI), "\n") {
+		if p, ok := strings.CutSuffix(line, ":"); ok && strings.HasPrefix(p, "  /") && !strings.HasPrefix(p, "   ") {
+			path = strings.TrimSpace(p)
+			continue
+		}
+		for _, m := range []string{"get", "post", "delete", "put", "patch"} {
+			if strings.HasPrefix(line, "    "+m+":") && path != "" {
+				described[strings.ToUpper(m)+" "+path] = true
+			}
+		}
+		if line != "" && !strings.HasPrefix(line, " ") {
+			path = ""
+		}
+	}
+	h := Handler(nil, nil).(*handler)
+	served := map[string]bool{"GET /metrics": true}
+	for _, r := range h.routes {
+		p := r.path
+		if p == "/v1/buckets/" {
+			p = "/v1/buckets/{band}/{bucket}"
+		}
+		served[r.method+" "+p] = true
+		if !described[r.method+" "+p] {
+			t.Errorf("%s %s is not in openapi.yaml", r.method, p)
+		}
+		if !slices.Contains(Ops, r.op) {
+			t.Errorf("%s %s: op %q is not in Ops", r.method, p, r.op)
+		}
+	}
+	for d := range described {
+		if !served[d] {
+			t.Errorf("openapi.yaml describes %s, which is not served", d)
+		}
+	}
+	// The error codes it lists are the table's.
+	flat := strings.Join(strings.Fields(string(OpenAPI)), " ")
+	for _, c := range Codes {
+		if !strings.Contains(flat, fmt.Sprintf("%s (%d)", c.Code, c.Status)) {
+			t.Errorf("openapi.yaml does not list %s (%d)", c.Code, c.Status)
+		}
+	}
 }
