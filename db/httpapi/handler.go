@@ -2,10 +2,10 @@ package httpapi
 
 import (
 	"bufio"
-	_ "embed"
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
+	_ "embed"
 	"encoding/json"
 	"errors"
 	"fmt"
