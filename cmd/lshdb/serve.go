@@ -67,8 +67,8 @@ SIGTERM or SIGINT stops accepting requests, lets those in flight finish (up to
 	fs := c.Flags()
 	fs.StringVar(&so.addr, "addr", "", "also listen on this TCP address (HOST:PORT); default: the Unix socket only")
 	fs.StringVar(&so.token, "token", "", "bearer token required on every request but /healthz (default: $LSHDB_TOKEN)")
-	fs.Int64Var(&so.maxBody, "max-body", httpapi.DefaultMaxBodyBytes, "largest request body in bytes (413 beyond)")
-	fs.DurationVar(&so.readTimeout, "read-timeout", time.Minute, "time a client has to send a request, body included")
+	fs.Int64Var(&so.maxBody, "max-body", httpapi.DefaultMaxBodyBytes, "largest request body in bytes (413 beyond; for put-if-new: each document)")
+	fs.DurationVar(&so.readTimeout, "read-timeout", time.Minute, "time a client has to send a request, body included (for put-if-new: each document)")
 	fs.DurationVar(&so.writeTimeout, "write-timeout", httpapi.DefaultWriteTimeout, "time a client has to take each part of an answer")
 	fs.DurationVar(&so.idleTimeout, "idle-timeout", 2*time.Minute, "time an idle keep-alive connection is kept")
 	fs.DurationVar(&so.shutdownTimeout, "shutdown-timeout", 10*time.Second, "on SIGTERM/SIGINT, time given to requests in flight")
@@ -122,7 +122,7 @@ func (a *app) serve(so *serveOptions) error {
 	}
 	m := metrics.New(d)
 	mux := http.NewServeMux()
-	mux.Handle("/", httpapi.Handler(d, &httpapi.Options{Token: so.token, MaxBodyBytes: so.maxBody, WriteTimeout: so.writeTimeout,
+	mux.Handle("/", httpapi.Handler(d, &httpapi.Options{Token: so.token, MaxBodyBytes: so.maxBody, WriteTimeout: so.writeTimeout, ReadTimeout: so.readTimeout,
 		BackupRoot: so.backupRoot, Logger: log, Hooks: m.Hooks()}))
 	mux.Handle("GET /metrics", httpapi.RequireToken(so.token, m.Handler()))
 	srv := &http.Server{

@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -41,7 +42,9 @@ type Options struct {
 	// larger one (Content-Length) is refused before its body is read; a
 	// chunked one is cut off when it reaches the limit. Either way the
 	// answer is 413 body_too_large, and no more than the limit is read.
-	// Default: DefaultMaxBodyBytes; negative: no limit.
+	// A put-if-new stream is bounded per document instead (a dedup run
+	// streams a whole corpus). Default: DefaultMaxBodyBytes; negative: no
+	// limit.
 	MaxBodyBytes int64
 	// WriteTimeout bounds each write of an answer, not the whole answer:
 	// a stream of pairs may take an hour, but a client that stops reading
@@ -76,8 +79,8 @@ type Hooks struct {
 	// error (nil on success; for a stream, the error that ended it) and
 	// how long it took.
 	Done func(ctx context.Context, op string, status int, err error, elapsed time.Duration)
-	// Query is called after each query (query, put-if-new) with the number
-	// of candidates it verified.
+	// Query is called after each query with the number of candidates it
+	// verified.
 	Query func(op string, candidates int)
 }
 
@@ -203,7 +206,11 @@ func (h *handler) ServeHTTP(hw http.ResponseWriter, r *http.Request) {
 		w.fail(err)
 		return
 	}
-	if max := h.o.MaxBodyBytes; max > 0 {
+	if max := h.o.MaxBodyBytes; max > 0 && rt.op == "put_if_new" {
+		// NB: a put-if-new stream (a dedup run over a whole corpus) is
+		// bounded per document, not in total: see docLimit.
+		r.Body = &docLimit{r: r.Body, max: max}
+	} else if max > 0 {
 		if r.ContentLength > max {
 			// NB: refused on the announced length, before a byte of the
 			// body is read; the server then closes the connection rather
@@ -493,7 +500,7 @@ func (h *handler) healthz(w *resp, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return w.json(http.StatusOK, HealthJSON{Status: "ok", Docs: n})
+	return w.json(http.StatusOK, HealthJSON{Status: "ok", Docs: n, PID: os.Getpid()})
 }
 
 func (h *handler) params(w *resp, r *http.Request) error {
@@ -563,6 +570,8 @@ func (h *handler) put(w *resp, r *http.Request) error {
 	in := req.Docs
 	if one {
 		in = []DocJSON{req.DocJSON}
+	} else if in == nil {
+		return badRequest("no document: give id and text, or docs")
 	}
 	docs := make([]db.Doc, len(in))
 	for i, dj := range in {
@@ -599,10 +608,14 @@ func (h *handler) putIfNew(w *resp, r *http.Request) error {
 	}
 	dec := json.NewDecoder(r.Body)
 	dec.DisallowUnknownFields()
+	lim, _ := r.Body.(*docLimit)
 	ctx := r.Context()
 	for n := 0; ; n++ {
 		if h.o.ReadTimeout > 0 {
 			_ = w.rc.SetReadDeadline(time.Now().Add(h.o.ReadTimeout))
+		}
+		if lim != nil {
+			lim.read = 0
 		}
 		var dj DocJSON
 		err := dec.Decode(&dj)
@@ -994,3 +1007,28 @@ func (h *handler) openapi(w *resp, r *http.Request) error {
 	_, err := w.Write(OpenAPI)
 	return err
 }
+
+// docLimit bounds each document of a stream: read counts the bytes read
+// since the reader last reset it, and reading past max fails with
+// *http.MaxBytesError (413 body_too_large). It counts what the JSON
+// decoder reads ahead too, so a document may be refused up to one read
+// buffer (a few KiB) short of max.
+type docLimit struct {
+	r    io.ReadCloser
+	max  int64
+	read int64
+}
+
+func (l *docLimit) Read(p []byte) (int, error) {
+	if l.read >= l.max {
+		return 0, &http.MaxBytesError{Limit: l.max}
+	}
+	if int64(len(p)) > l.max-l.read {
+		p = p[:l.max-l.read]
+	}
+	n, err := l.r.Read(p)
+	l.read += int64(n)
+	return n, err
+}
+
+func (l *docLimit) Close() error { return l.r.Close() }

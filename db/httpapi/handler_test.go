@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"runtime"
 	"slices"
 	"strings"
@@ -101,6 +102,7 @@ func TestBadRequests(t *testing.T) {
 		{"POST", "/v1/docs", `{"id": "a", "txt": "x"}`, "s3cret", 400, "bad_request"},
 		{"POST", "/v1/docs", `{"id": "a", "text": "xxxxxx"} {}`, "s3cret", 400, "bad_request"},
 		{"POST", "/v1/docs", ``, "s3cret", 400, "bad_request"},
+		{"POST", "/v1/docs", `{}`, "s3cret", 400, "bad_request"},
 		{"POST", "/v1/docs", `[1,2]`, "s3cret", 400, "bad_request"},
 		{"POST", "/v1/docs", `{"id": "a", "text": "x", "docs": []}`, "s3cret", 400, "bad_request"},
 		{"POST", "/v1/docs", `{"id": "", "text": "some text"}`, "s3cret", 400, "invalid_id"},
@@ -402,5 +404,50 @@ func TestOpenAPICoversRoutes(t *testing.T) {
 		if !strings.Contains(flat, fmt.Sprintf("%s (%d)", c.Code, c.Status)) {
 			t.Errorf("openapi.yaml does not list %s (%d)", c.Code, c.Status)
 		}
+	}
+}
+
+// Ensure that a put-if-new stream is bounded per document, not in total:
+// a stream many times the limit goes through, and a document over it is
+// refused (413 when it is the first, an error line ending the stream
+// later), and that /healthz names the owner's pid.
+func TestPutIfNewLimit(t *testing.T) {
+	d := openFixture(t, 0, nil)
+	h := Handler(d, &Options{MaxBodyBytes: 4 << 10})
+	var body strings.Builder
+	for i := range 100 {
+		fmt.Fprintf(&body, "{\"id\": \"doc%d\", \"text\": \"document number %d says %s\"}\n", i, i, strings.Repeat("x", i))
+	}
+	if body.Len() < 2*(4<<10) {
+		t.Fatalf("the stream is only %d bytes", body.Len())
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("POST", "/v1/docs/put-if-new", strings.NewReader(body.String())))
+	if n := strings.Count(rec.Body.String(), "\n"); rec.Code != 200 || n != 100 || strings.Contains(rec.Body.String(), "error") {
+		t.Fatalf("%d, %d lines: %.500s", rec.Code, n, rec.Body)
+	}
+	if c, _ := d.Count(); c != 100 {
+		t.Errorf("%d documents stored, want 100", c)
+	}
+	big := fmt.Sprintf("{\"id\": \"big\", \"text\": \"%s\"}\n", strings.Repeat("y", 8<<10))
+	rec = httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("POST", "/v1/docs/put-if-new", strings.NewReader(big)))
+	if rec.Code != 413 || errorCode(t, rec.Body) != "body_too_large" {
+		t.Errorf("a first document over the limit: %d %s", rec.Code, rec.Body)
+	}
+	rec = httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("POST", "/v1/docs/put-if-new", strings.NewReader("{\"id\": \"small\", \"text\": \"a small one\"}\n"+big)))
+	lines := strings.Split(strings.TrimSpace(rec.Body.String()), "\n")
+	if rec.Code != 200 || len(lines) != 2 || !strings.Contains(lines[1], `"code":"body_too_large"`) {
+		t.Errorf("a later document over the limit: %d %q", rec.Code, lines)
+	}
+	if ok, _ := d.Has("big"); ok {
+		t.Error("the document over the limit was stored")
+	}
+	rec = httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", "/healthz", nil))
+	var hj HealthJSON
+	if err := json.Unmarshal(rec.Body.Bytes(), &hj); err != nil || hj.PID != os.Getpid() || hj.Docs != 101 || hj.Status != "ok" {
+		t.Errorf("healthz: %s %v", rec.Body, err)
 	}
 }

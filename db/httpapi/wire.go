@@ -659,6 +659,9 @@ type BackupRequest struct {
 type HealthJSON struct {
 	Status string `json:"status"` // "ok"
 	Docs   uint64 `json:"docs"`
+	// PID is the serving process's, the index's owner: what to signal
+	// (SIGTERM) to stop it.
+	PID int `json:"pid"`
 }
 
 func nonNil[T any](s []T) []T {
