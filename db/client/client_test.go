@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"math"
 	"net"
 	"net/http"
@@ -15,6 +16,7 @@ import (
 	"runtime"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/lshdb/lshdb/db"
 	"github.com/lshdb/lshdb/db/client"
@@ -427,5 +429,74 @@ func TestTokenAndContext(t *testing.T) {
 	}
 	if _, err := client.Open("http://"+l.Addr().String()+"/v1", nil); err == nil {
 		t.Error("a URL with a path was accepted")
+	}
+}
+
+// Ensure that put-if-new streams both ways over a real connection: each
+// answer line comes back while the request body is still being sent (a
+// dedup client can wait for one answer before sending the next document).
+func TestPutIfNewFullDuplex(t *testing.T) {
+	d := open(t, nil)
+	h := httpapi.Handler(d, nil)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: h}
+	go srv.Serve(l)
+	defer srv.Close()
+	pr, pw := io.Pipe()
+	// NB: a server that holds the answers until the body ends would make
+	// this test wait forever: bounded, it fails instead.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "POST", "http://"+l.Addr().String()+"/v1/docs/put-if-new", pr)
+	type result struct {
+		resp *http.Response
+		err  error
+	}
+	got := make(chan result, 1)
+	go func() {
+		resp, err := http.DefaultClient.Do(req)
+		got <- result{resp, err}
+	}()
+	docs := []string{
+		`{"id": "fox", "text": "The quick brown fox jumps over the lazy dog"}`,
+		`{"id": "fox2", "text": "The quick brown fox jumps over the lazy dog!"}`,
+		`{"id": "owl", "text": "An owl hoots at midnight over the silent barn"}`,
+	}
+	io.WriteString(pw, docs[0]+"\n")
+	r := <-got // NB: the headers come with the first answer, before the body ends
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	defer r.resp.Body.Close()
+	br := bufio.NewReader(r.resp.Body)
+	var lines []httpapi.PutIfNewJSON
+	for i := range docs {
+		if i > 0 {
+			io.WriteString(pw, docs[i]+"\n")
+		}
+		line, err := br.ReadBytes('\n')
+		if err != nil {
+			t.Fatalf("answer %d: %v", i, err)
+		}
+		var x httpapi.PutIfNewJSON
+		if err := json.Unmarshal(line, &x); err != nil {
+			t.Fatal(err)
+		}
+		lines = append(lines, x)
+	}
+	pw.Close()
+	if lines[0].DuplicateOf != nil || lines[1].DuplicateOf == nil || *lines[1].DuplicateOf != "fox" || lines[2].DuplicateOf != nil {
+		t.Errorf("answers: %+v", lines)
+	}
+	if rest, _ := io.ReadAll(br); len(rest) != 0 {
+		t.Errorf("after the last answer: %q", rest)
+	}
+	for id, want := range map[string]bool{"fox": true, "fox2": false, "owl": true} {
+		if ok, _ := d.Has(id); ok != want {
+			t.Errorf("%s stored: %v, want %v", id, ok, want)
+		}
 	}
 }

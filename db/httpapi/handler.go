@@ -606,6 +606,11 @@ func (h *handler) putIfNew(w *resp, r *http.Request) error {
 	if wo.StoreText, err = boolParam(q, "store_text"); err != nil {
 		return err
 	}
+	// NB: answers go out while the body is still read; an HTTP/1.1
+	// server closes the body at the first flush unless told otherwise
+	// (the in-process tests with a recorder cannot see this: the README's
+	// curl test does).
+	_ = w.rc.EnableFullDuplex()
 	dec := json.NewDecoder(r.Body)
 	dec.DisallowUnknownFields()
 	lim, _ := r.Body.(*docLimit)
