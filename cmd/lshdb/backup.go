@@ -61,7 +61,7 @@ index's socket. The copy is opened afterwards and its documents counted.`,
 				sock := httpapi.SocketPath(a.dbDir)
 				cl, cerr := client.Open(sock, &client.Options{Token: os.Getenv("LSHDB_TOKEN")})
 				if cerr != nil {
-					return fmt.Errorf("%w; and its owner does not answer on %s: %w", err, sock, cerr)
+					return fmt.Errorf("%w (and nothing answers on its socket %s: %w)", lockedHint(err, a.dbDir), sock, cerr)
 				}
 				via = "socket"
 				err = cl.Backup(a.ctx, abs)

@@ -335,7 +335,7 @@ func (a *app) openDB(opts *db.Options) (*db.DB, func(), error) {
 	}
 	d, err := db.Open(a.dbDir, opts)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, lockedHint(err, a.dbDir)
 	}
 	return d, func() { d.Close() }, nil
 }
