@@ -28,6 +28,7 @@ import (
 
 	"github.com/lshdb/lshdb/codec"
 	"github.com/lshdb/lshdb/db"
+	"github.com/lshdb/lshdb/db/client"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 )
@@ -102,7 +103,8 @@ type app struct {
 	output         string
 	cpuProfile     string
 	stopProfile    func()
-	shellDB        *db.DB // set inside the shell: commands reuse it
+	shellDB        index  // set inside the shell: commands reuse it
+	addr           string // --addr: a server to attach to instead of --db
 }
 
 // run executes one command line and returns the exit status.
@@ -270,6 +272,9 @@ func (a *app) rootCmd() *cobra.Command {
 	// flag may name a file (R12, R13): they do not exist there.
 	if a.shellDB == nil {
 		for _, c := range root.Commands() {
+			if !slices.Contains([]string{"gen", "version", "serve", "backup", "upgrade", "bench", "create"}, c.Name()) {
+				c.Flags().StringVar(&a.addr, "addr", "", "attach to the lshdb serve at this URL (http(s)://HOST:PORT; token from $LSHDB_TOKEN) instead of --db")
+			}
 			if !slices.Contains([]string{"gen", "version"}, c.Name()) {
 				c.Flags().StringVar(&a.dbDir, "db", "", "index directory")
 				c.Flags().StringVar(&a.cpuProfile, "cpuprofile", "", "write a CPU profile of the command to this file (for go tool pprof)")
@@ -326,14 +331,35 @@ func (a *app) needDB() error {
 
 // openDB opens the index (or returns the shell's). The caller MUST call
 // the returned close function.
-func (a *app) openDB(opts *db.Options) (*db.DB, func(), error) {
+//
+// NB: when another process owns the index and serves it (lshdb serve),
+// it attaches to its socket instead, and with --addr to that server.
+func (a *app) openDB(opts *db.Options) (index, func(), error) {
 	if a.shellDB != nil {
 		return a.shellDB, func() {}, nil
+	}
+	if a.addr != "" {
+		c, err := a.connect(opts)
+		if err != nil {
+			return nil, nil, err
+		}
+		return c, func() { c.Close() }, nil
 	}
 	if err := a.needDB(); err != nil {
 		return nil, nil, err
 	}
 	d, err := db.Open(a.dbDir, opts)
+	if errors.Is(err, db.ErrLocked) {
+		c, cerr := attach(a.dbDir, opts)
+		var refused *client.Error
+		switch {
+		case cerr == nil:
+			return c, func() { c.Close() }, nil
+		case errors.As(cerr, &refused) || errors.Is(cerr, db.ErrParamsMismatch):
+			return nil, nil, cerr // the owner answered, and refused (a token, a parameter)
+		}
+		// Nothing serves it: the error says who holds it.
+	}
 	if err != nil {
 		return nil, nil, lockedHint(err, a.dbDir)
 	}
@@ -345,13 +371,13 @@ func (a *app) openDB(opts *db.Options) (*db.DB, func(), error) {
 // NB: read-only, so that reading needs no free disk space: a writable open
 // writes a new WAL and MANIFEST, and is refused on a nearly full disk
 // (db.ErrDiskFull).
-func (a *app) openExisting() (*db.DB, func(), error) {
+func (a *app) openExisting() (index, func(), error) {
 	return a.openDB(&db.Options{ReadOnly: true})
 }
 
 // withIndex runs fn on the existing index, opened read-only, and closes it
 // afterwards.
-func (a *app) withIndex(fn func(d *db.DB) error) error {
+func (a *app) withIndex(fn func(d index) error) error {
 	d, closeDB, err := a.openExisting()
 	if err != nil {
 		return err
@@ -361,7 +387,7 @@ func (a *app) withIndex(fn func(d *db.DB) error) error {
 }
 
 // withWritableIndex is withIndex for a command that writes.
-func (a *app) withWritableIndex(fn func(d *db.DB) error) error {
+func (a *app) withWritableIndex(fn func(d index) error) error {
 	d, closeDB, err := a.openDB(&db.Options{MustExist: true})
 	if err != nil {
 		return err

@@ -31,18 +31,22 @@ func TestHelperHoldIndex(t *testing.T) {
 }
 
 // Ensure that a command refused because another process holds the index
-// names that process's pid and what to do: for a server, its socket; for
-// any other holder, read from the lock file.
+// names that process's pid and what to do: for a server (which the
+// commands that need not own the index attach to), its socket; for any
+// other holder, read from the lock file.
 func TestLockedNamesOwner(t *testing.T) {
 	idx := filepath.Join(shortDir(t), "idx")
 	if _, errOut, code := runLine([]string{"create", "--db", idx}, ""); code != 0 {
 		t.Fatal(errOut)
 	}
 	_, _, log, stop := startServe(t, "--db", idx)
-	_, errOut, code := runLine([]string{"stats", "--db", idx}, "")
 	want := fmt.Sprintf("lshdb serve (pid %d) owns it and serves its API on %s", os.Getpid(), filepath.Join(idx, "lshdb.sock"))
-	if code != 1 || !strings.Contains(errOut, want) || !strings.Contains(errOut, "locked") {
-		t.Errorf("stats of a served index: exit %d %s", code, errOut)
+	// Commands that must own the index cannot attach.
+	for _, args := range [][]string{{"build", "--db", idx, "../../testdata/cmd/inputs/docs.jsonl"}, {"upgrade", "--db", idx}} {
+		_, errOut, code := runLine(args, "")
+		if code != 1 || !strings.Contains(errOut, want) || !strings.Contains(errOut, "locked") {
+			t.Errorf("%s of a served index: exit %d %s", args[0], code, errOut)
+		}
 	}
 	if code := stop(); code != 0 {
 		t.Fatalf("serve: exit %d %s", code, log)
@@ -75,7 +79,7 @@ func TestLockedNamesOwner(t *testing.T) {
 		t.Fatal(sc.Err())
 	}
 	go io.Copy(io.Discard, stdout)
-	_, errOut, code = runLine([]string{"query", "--db", idx, "--id", "x"}, "")
+	_, errOut, code := runLine([]string{"query", "--db", idx, "--id", "x"}, "")
 	want = fmt.Sprintf("process %d holds it and does not serve it", helper.Process.Pid)
 	if code != 1 || !strings.Contains(errOut, want) {
 		t.Errorf("query of a held index: exit %d %s (want %q)", code, errOut, want)

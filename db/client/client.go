@@ -38,6 +38,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/lshdb/lshdb/db"
 	"github.com/lshdb/lshdb/db/httpapi"
@@ -584,4 +585,23 @@ func (c *Client) Tune(ctx context.Context, t float64) (httpapi.TuneJSON, error) 
 func (c *Client) Backup(ctx context.Context, dir string) error {
 	var out httpapi.BackupRequest
 	return c.call(ctx, "POST", "/v1/backup", nil, httpapi.BackupRequest{Dir: dir}, &out)
+}
+
+// Validate runs the checks that PutDocs makes on a document before
+// hashing it, as (*db.DB).Validate does, without asking the server: an
+// empty, over-long (db.MaxIDBytes) or non-UTF-8 id is db.ErrInvalidID, a
+// text and metadata over the server's MaxDocBytes db.ErrDocTooLarge.
+func (c *Client) Validate(d db.Doc) error {
+	switch {
+	case d.ID == "":
+		return fmt.Errorf("%w: empty", db.ErrInvalidID)
+	case len(d.ID) > db.MaxIDBytes:
+		return fmt.Errorf("%w: %d bytes (at most %d)", db.ErrInvalidID, len(d.ID), db.MaxIDBytes)
+	case !utf8.ValidString(d.ID):
+		return fmt.Errorf("%w: %q is not valid UTF-8", db.ErrInvalidID, d.ID)
+	}
+	if n := len(d.Text) + len(d.Meta); c.maxDoc > 0 && n > c.maxDoc {
+		return fmt.Errorf("%w: %q has %d bytes (at most %d)", db.ErrDocTooLarge, d.ID, n, c.maxDoc)
+	}
+	return nil
 }

@@ -500,3 +500,17 @@ func TestPutIfNewFullDuplex(t *testing.T) {
 		}
 	}
 }
+
+// Ensure that Validate refuses what (*db.DB).Validate refuses, with the
+// same message.
+func TestValidateMatchesDB(t *testing.T) {
+	d := open(t, &db.Options{MaxDocBytes: 100})
+	c := server(t, d, nil, "")["unix"]
+	for _, doc := range []db.Doc{{ID: "ok", Text: "fine"}, {ID: ""}, {ID: string(make([]byte, db.MaxIDBytes+1))},
+		{ID: "\xff"}, {ID: "big", Text: string(make([]byte, 101))}, {ID: "meta", Text: "x", Meta: make([]byte, 100)}} {
+		cerr, derr := c.Validate(doc), d.Validate(doc)
+		if (cerr == nil) != (derr == nil) || cerr != nil && cerr.Error() != derr.Error() {
+			t.Errorf("%.20q: client %v, db %v", doc.ID, cerr, derr)
+		}
+	}
+}
