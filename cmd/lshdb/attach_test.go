@@ -1,12 +1,21 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
 	"path/filepath"
 	"reflect"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/lshdb/lshdb/db/client"
 )
 
 // volatile matches what differs between two identical indexes on disk:
@@ -147,5 +156,58 @@ func TestAttachRefusals(t *testing.T) {
 	}
 	if out, errOut, code := runLine([]string{"query", "--addr", tcp, "--id", "fox1"}, ""); code != 0 || !strings.Contains(out, "fox2") {
 		t.Errorf("query --addr: exit %d %s %s", code, out, errOut)
+	}
+}
+
+// Ensure that while a build loads into an index (owning it), other
+// commands attach to it and answer from the index as it was before the
+// load, and after the build from the index with everything loaded: never
+// a part of the load.
+func TestAttachDuringBuild(t *testing.T) {
+	idx := filepath.Join(shortDir(t), "idx")
+	if _, errOut, code := runLine([]string{"insert", "--db", idx, "../../testdata/cmd/inputs/docs.jsonl"}, ""); code != 0 {
+		t.Fatal(errOut)
+	}
+	pr, pw := io.Pipe()
+	done := make(chan int, 1)
+	var buildErr bytes.Buffer
+	go func() {
+		var out bytes.Buffer
+		done <- run(context.Background(), []string{"build", "--db", idx, "-"}, pr, &out, &buildErr)
+	}()
+	// The build reads its input as it comes: the first documents are in
+	// its hands (the pipe has no buffer) before the index answers below.
+	for i := range 200 {
+		fmt.Fprintf(pw, "{\"id\": \"new%d\", \"text\": \"a new document number %d for the load\"}\n", i, i)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		c, err := client.Open(filepath.Join(idx, "lshdb.sock"), nil)
+		if err == nil {
+			c.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the build does not serve the index: %v", err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	out, errOut, code := runLine([]string{"stats", "--db", idx, "--output", "json"}, "")
+	if code != 0 || !strings.HasPrefix(out, `{"docs":6,`) {
+		t.Errorf("stats during the build: exit %d %.80s %s", code, out, errOut)
+	}
+	if _, errOut, code := runLine([]string{"get", "--db", idx, "new0"}, ""); code != 1 || !strings.Contains(errOut, "not found") {
+		t.Errorf("a document of the load, during it: exit %d %s", code, errOut)
+	}
+	pw.Close()
+	if code := <-done; code != 0 {
+		t.Fatalf("build: exit %d %s", code, buildErr.String())
+	}
+	out, _, code = runLine([]string{"stats", "--db", idx, "--output", "json"}, "")
+	if code != 0 || !strings.HasPrefix(out, `{"docs":206,`) {
+		t.Errorf("stats after the build: exit %d %.80s", code, out)
+	}
+	if _, err := os.Lstat(filepath.Join(idx, "lshdb.sock")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the build left its socket: %v", err)
 	}
 }
