@@ -107,9 +107,12 @@ func openIn(dir string, o Options) (*DB, error) {
 			return nil, fmt.Errorf("%w (open it read-only to read it)", err)
 		}
 	}
-	lock, err := pebble.LockDirectory(dir, o.FS)
+	lock, err := lockDirectory(dir, &o)
 	if err != nil {
 		if isLockError(err) {
+			if o.LockTimeout > 0 {
+				return nil, fmt.Errorf("%w: %s (waited %v)", ErrLocked, dir, o.LockTimeout)
+			}
 			return nil, fmt.Errorf("%w: %s", ErrLocked, dir)
 		}
 		return nil, fmt.Errorf("lshdb: locking %s: %w", dir, err)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/lshdb/lshdb/minhash"
@@ -112,6 +113,10 @@ type Options struct {
 	// Default: DefaultDiskReserve (64 MiB); negative: no check. Filesystems
 	// that cannot report their free space are not checked.
 	DiskReserve int64
+	// LockTimeout is how long Open waits for another process (or DB
+	// value) to release the database before it fails with ErrLocked.
+	// Default: 0, fail at once.
+	LockTimeout time.Duration
 	// Logger receives Pebble's errors and lshdb's warnings. Pebble's
 	// informational messages go to it at the Debug level. Default:
 	// slog.Default().
@@ -169,6 +174,8 @@ func (o *Options) validate() error {
 		return invalid("NumPerm %d is outside 1..%d", o.NumPerm, minhash.MaxNumPerm)
 	case o.ShingleSize < 0 || o.ShingleSize > minhash.MaxK:
 		return invalid("ShingleSize %d is outside 1..%d", o.ShingleSize, minhash.MaxK)
+	case o.LockTimeout < 0:
+		return invalid("LockTimeout %v is negative", o.LockTimeout)
 	case o.MaxDocBytes < 0:
 		return invalid("MaxDocBytes %d is negative", o.MaxDocBytes)
 	case o.CacheSize < 0:

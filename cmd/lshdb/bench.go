@@ -117,12 +117,14 @@ by id against an existing index. Figures are from this run only.`,
 				}
 				rep.InsertDocsPerSec = float64(len(docs)) / time.Since(start).Seconds()
 			} else {
-				var closeDB func()
-				var err error
-				if d, closeDB, err = a.openExisting(); err != nil {
+				x, closeDB, err := a.openExisting()
+				if err != nil {
 					return err
 				}
 				defer closeDB()
+				if d, err = a.owned(x, "bench"); err != nil {
+					return err
+				}
 				for doc, err := range d.All() {
 					if err != nil {
 						return err

@@ -56,7 +56,7 @@ func (f *inputFlags) check(paths []string) error {
 type input struct {
 	a       *app
 	f       *inputFlags
-	d       *db.DB
+	d       index
 	rejects *bufio.Writer
 	closeR  func() error
 	skipped int
@@ -64,7 +64,7 @@ type input struct {
 
 // openInput prepares the reading of a write command's inputs into d. The
 // caller MUST call close.
-func (a *app) openInput(f *inputFlags, d *db.DB) (*input, error) {
+func (a *app) openInput(f *inputFlags, d index) (*input, error) {
 	in := &input{a: a, f: f, d: d, closeR: func() error { return nil }}
 	if f.rejects != "" {
 		w, err := os.Create(f.rejects)

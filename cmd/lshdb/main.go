@@ -28,6 +28,7 @@ import (
 
 	"github.com/lshdb/lshdb/codec"
 	"github.com/lshdb/lshdb/db"
+	"github.com/lshdb/lshdb/db/client"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 )
@@ -102,7 +103,8 @@ type app struct {
 	output         string
 	cpuProfile     string
 	stopProfile    func()
-	shellDB        *db.DB // set inside the shell: commands reuse it
+	shellDB        index  // set inside the shell: commands reuse it
+	addr           string // --addr: a server to attach to instead of --db
 }
 
 // run executes one command line and returns the exit status.
@@ -262,13 +264,17 @@ func (a *app) rootCmd() *cobra.Command {
 	}
 	root.AddCommand(a.createCmd(), a.insertCmd("insert"), a.buildCmd(), a.queryCmd(), a.pairsCmd(),
 		a.clustersCmd(), a.dedupCmd(), a.getCmd(), a.deleteCmd(), a.statsCmd(), a.bucketsCmd(), a.bucketCmd(),
-		a.explainCmd(), a.tuneCmd(), a.checkCmd(), a.purgeCmd(), a.upgradeCmd(), a.shellCmd(), a.benchCmd(), a.genCmd(), a.versionCmd())
+		a.explainCmd(), a.tuneCmd(), a.checkCmd(), a.purgeCmd(), a.upgradeCmd(), a.shellCmd(), a.benchCmd(), a.genCmd(), a.versionCmd(),
+		a.serveCmd(), a.backupCmd())
 	// NB: --db and --cpuprofile are flags of the commands that use them,
 	// not of the root, so that gen, version, help and completion do not
 	// list them (C25). Inside the shell the index is the shell's and no
 	// flag may name a file (R12, R13): they do not exist there.
 	if a.shellDB == nil {
 		for _, c := range root.Commands() {
+			if !slices.Contains([]string{"gen", "version", "serve", "backup", "upgrade", "bench", "create"}, c.Name()) {
+				c.Flags().StringVar(&a.addr, "addr", "", "attach to the lshdb serve at this URL (http(s)://HOST:PORT; token from $LSHDB_TOKEN) instead of --db")
+			}
 			if !slices.Contains([]string{"gen", "version"}, c.Name()) {
 				c.Flags().StringVar(&a.dbDir, "db", "", "index directory")
 				c.Flags().StringVar(&a.cpuProfile, "cpuprofile", "", "write a CPU profile of the command to this file (for go tool pprof)")
@@ -325,16 +331,37 @@ func (a *app) needDB() error {
 
 // openDB opens the index (or returns the shell's). The caller MUST call
 // the returned close function.
-func (a *app) openDB(opts *db.Options) (*db.DB, func(), error) {
+//
+// NB: when another process owns the index and serves it (lshdb serve),
+// it attaches to its socket instead, and with --addr to that server.
+func (a *app) openDB(opts *db.Options) (index, func(), error) {
 	if a.shellDB != nil {
 		return a.shellDB, func() {}, nil
+	}
+	if a.addr != "" {
+		c, err := a.connect(opts)
+		if err != nil {
+			return nil, nil, err
+		}
+		return c, func() { c.Close() }, nil
 	}
 	if err := a.needDB(); err != nil {
 		return nil, nil, err
 	}
 	d, err := db.Open(a.dbDir, opts)
+	if errors.Is(err, db.ErrLocked) {
+		c, cerr := attach(a.dbDir, opts)
+		var refused *client.Error
+		switch {
+		case cerr == nil:
+			return c, func() { c.Close() }, nil
+		case errors.As(cerr, &refused) || errors.Is(cerr, db.ErrParamsMismatch):
+			return nil, nil, cerr // the owner answered, and refused (a token, a parameter)
+		}
+		// Nothing serves it: the error says who holds it.
+	}
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, lockedHint(err, a.dbDir)
 	}
 	return d, func() { d.Close() }, nil
 }
@@ -344,13 +371,13 @@ func (a *app) openDB(opts *db.Options) (*db.DB, func(), error) {
 // NB: read-only, so that reading needs no free disk space: a writable open
 // writes a new WAL and MANIFEST, and is refused on a nearly full disk
 // (db.ErrDiskFull).
-func (a *app) openExisting() (*db.DB, func(), error) {
+func (a *app) openExisting() (index, func(), error) {
 	return a.openDB(&db.Options{ReadOnly: true})
 }
 
 // withIndex runs fn on the existing index, opened read-only, and closes it
 // afterwards.
-func (a *app) withIndex(fn func(d *db.DB) error) error {
+func (a *app) withIndex(fn func(d index) error) error {
 	d, closeDB, err := a.openExisting()
 	if err != nil {
 		return err
@@ -360,7 +387,7 @@ func (a *app) withIndex(fn func(d *db.DB) error) error {
 }
 
 // withWritableIndex is withIndex for a command that writes.
-func (a *app) withWritableIndex(fn func(d *db.DB) error) error {
+func (a *app) withWritableIndex(fn func(d index) error) error {
 	d, closeDB, err := a.openDB(&db.Options{MustExist: true})
 	if err != nil {
 		return err

@@ -142,7 +142,7 @@ func bucketHex(b uint64) string { return fmt.Sprintf("%08x", b) }
 
 // recallNote is the expected recall at threshold t when t is below the
 // index's own (where the banding was not chosen for it), else nil.
-func recallNote(d *db.DB, t float64) *float64 {
+func recallNote(d index, t float64) *float64 {
 	p := d.Params()
 	if t == 0 || t >= p.Threshold {
 		return nil
@@ -152,7 +152,7 @@ func recallNote(d *db.DB, t float64) *float64 {
 }
 
 // warnRecall says on stderr what recallNote found.
-func (a *app) warnRecall(d *db.DB, t float64, r *float64) {
+func (a *app) warnRecall(d index, t float64, r *float64) {
 	if d.Params().Storage == db.StorageNone {
 		fmt.Fprintln(a.stderr, "lshdb: note: the index stores signatures only (storage none): every similarity is the signatures' estimate, not verified")
 	}

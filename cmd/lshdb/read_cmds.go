@@ -65,7 +65,7 @@ func (a *app) queryCmd() *cobra.Command {
 			if c.Flags().Changed("top") && top < 1 {
 				return usagef("--top %d: must be at least 1", top)
 			}
-			return a.withIndex(func(d *db.DB) error {
+			return a.withIndex(func(d index) error {
 				rec := recallNote(d, t)
 				a.warnRecall(d, t, rec)
 				qo := &db.QueryOptions{Threshold: t, Limit: top, EstimateOnly: estimate}
@@ -425,7 +425,7 @@ at T is printed on stderr and carried in each JSON line (expected_recall).`,
 			if limit < 0 {
 				return usagef("--limit %d: must be at least 0", limit)
 			}
-			return a.withIndex(func(d *db.DB) error {
+			return a.withIndex(func(d index) error {
 				rec := recallNote(d, t)
 				a.warnRecall(d, t, rec)
 				var st db.PairsStats
@@ -471,7 +471,7 @@ clusters goes to stderr.`,
 			if err != nil {
 				return err
 			}
-			return a.withIndex(func(d *db.DB) error {
+			return a.withIndex(func(d index) error {
 				rec := recallNote(d, t)
 				a.warnRecall(d, t, rec)
 				cs, err := d.Clusters(a.ctx, &db.PairsOptions{Threshold: t})
@@ -506,7 +506,7 @@ func (a *app) statsCmd() *cobra.Command {
 		Short: "Parameters, counts, bucket sizes, disk usage, expected recall",
 		Args:  nArgs(0),
 		RunE: func(c *cobra.Command, args []string) error {
-			return a.withIndex(func(d *db.DB) error {
+			return a.withIndex(func(d index) error {
 				st, err := d.Stats(a.ctx, 5)
 				if err != nil {
 					return interruptNote(err, "stats interrupted: nothing printed")
@@ -592,7 +592,7 @@ bucket_size_histogram and hottest.`,
 			if top < 0 {
 				return usagef("--top %d: must be at least 0", top)
 			}
-			return a.withIndex(func(d *db.DB) error {
+			return a.withIndex(func(d index) error {
 				st, err := d.Buckets(a.ctx, band, top)
 				if err != nil {
 					return interruptNote(err, "buckets interrupted: nothing printed")
@@ -630,7 +630,7 @@ func (a *app) bucketCmd() *cobra.Command {
 			if err != nil {
 				return usagef("BUCKET %q is not a hexadecimal number of at most 8 digits (as buckets prints it)", args[1])
 			}
-			return a.withIndex(func(d *db.DB) error {
+			return a.withIndex(func(d index) error {
 				ids, err := d.Bucket(band, bucket)
 				if err != nil {
 					return err
@@ -657,7 +657,7 @@ func (a *app) explainCmd() *cobra.Command {
 		Short: "Why two documents match or do not: Jaccard, estimate, colliding bands",
 		Args:  nArgs(2),
 		RunE: func(c *cobra.Command, args []string) error {
-			return a.withIndex(func(d *db.DB) error {
+			return a.withIndex(func(d index) error {
 				e, err := d.Explain(args[0], args[1])
 				if err != nil {
 					return err
@@ -704,7 +704,7 @@ func (a *app) checkCmd() *cobra.Command {
 		Short: "Full consistency check; exit 1 with the problems if any",
 		Args:  nArgs(0),
 		RunE: func(c *cobra.Command, args []string) error {
-			return a.withIndex(func(d *db.DB) error {
+			return a.withIndex(func(d index) error {
 				rep, err := d.Check(a.ctx)
 				if err != nil {
 					return interruptNote(err, "check interrupted: no verdict")

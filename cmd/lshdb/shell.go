@@ -77,6 +77,7 @@ statement (after "> ") and its error, if any. It stops at an interrupt.`,
 				return err
 			}
 			defer closeDB()
+			defer a.serveOwned(d)() // NB: others attach while the shell holds the index
 			a.shellDB = d
 			defer func() { a.shellDB = nil }()
 			if f, ok := a.stdin.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
@@ -180,7 +181,7 @@ func (a *app) interactive() error {
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, os.Interrupt)
 	defer signal.Stop(sigs)
-	fmt.Fprintf(a.stdout, "lshdb shell on %s; type help for commands, exit or Ctrl-D to leave, Ctrl-C cancels\n", esc(a.dbDir))
+	fmt.Fprintf(a.stdout, "lshdb shell on %s; type help for commands, exit or Ctrl-D to leave, Ctrl-C cancels\n", esc(cmp.Or(a.dbDir, a.addr)))
 	return a.repl(ln, sigs)
 }
 

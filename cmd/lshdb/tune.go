@@ -28,7 +28,7 @@ func (a *app) tuneCmd() *cobra.Command {
 			if err != nil || schemeName == "" {
 				return usagef("--scheme %q: want fss, oph or classic", schemeName)
 			}
-			if a.dbDir != "" || a.shellDB != nil {
+			if a.dbDir != "" || a.shellDB != nil || a.addr != "" {
 				// NB: with an index, its banding is fixed: --threshold asks
 				// for P(candidate) there (C16: it was ignored silently), and
 				// --num-perm and --recall, which choose a banding, are refused.

@@ -35,9 +35,9 @@ type createFlags struct {
 // --bag=false. Open compares only non-zero options with the manifest (zero
 // means "the index's own"), so without this check those three would be
 // ignored on an index made otherwise.
-func (f *createFlags) verifier(c *cobra.Command) func(*db.DB) error {
+func (f *createFlags) verifier(c *cobra.Command) func(index) error {
 	set := c.Flags().Changed
-	return func(d *db.DB) error {
+	return func(d index) error {
 		p := d.Params()
 		var errs []error
 		mismatch := func(flag, field string, stored, requested any) {
@@ -124,7 +124,7 @@ func (f *createFlags) options(c *cobra.Command) (*db.Options, error) {
 
 // printParams prints the index's parameters and its expected recall
 // (measured here unless rec, from Stats, has it already).
-func (a *app) printParams(d *db.DB, rec *db.RecallEstimate) error {
+func (a *app) printParams(d index, rec *db.RecallEstimate) error {
 	p := d.Params()
 	if rec == nil {
 		r, err := db.MeasureRecall(p, 0)
@@ -199,7 +199,7 @@ func (a *app) missingRoot() string {
 // closes it; with keep false, an index this call created is removed (a
 // failed create, insert or build leaves no directory behind). The caller
 // MUST call finish; calls after the first do nothing.
-func (a *app) openForWrite(o *db.Options, verify func(*db.DB) error) (d *db.DB, finish func(keep bool), err error) {
+func (a *app) openForWrite(o *db.Options, verify func(index) error) (d index, finish func(keep bool), err error) {
 	root := a.missingRoot()
 	d, closeDB, err := a.openDB(o)
 	if err != nil {
@@ -209,8 +209,11 @@ func (a *app) openForWrite(o *db.Options, verify func(*db.DB) error) (d *db.DB, 
 		return nil, nil, err
 	}
 	var once sync.Once
+	// NB: the command owns the index: others attach through its socket.
+	stopServing := a.serveOwned(d)
 	finish = func(keep bool) {
 		once.Do(func() {
+			stopServing()
 			closeDB()
 			if !keep && root != "" {
 				os.RemoveAll(root)
@@ -351,7 +354,11 @@ was (a new index is removed again).`,
 			}
 			add, done := a.progress("build")
 			last := 0
-			res, err := d.Load(a.ctx, docs, &db.LoadOptions{Memory: memory << 20, SkipEmpty: true, Progress: func(n int) {
+			dd, err := a.owned(d, "build")
+			if err != nil {
+				return err
+			}
+			res, err := dd.Load(a.ctx, docs, &db.LoadOptions{Memory: memory << 20, SkipEmpty: true, Progress: func(n int) {
 				add(n - last)
 				last = n
 			}})
@@ -383,7 +390,7 @@ was (a new index is removed again).`,
 // inserter writes a stream of documents in batches and keeps insert's
 // counts the way build counts: each id once, whatever batch it is in.
 type inserter struct {
-	d       *db.DB
+	d       index
 	sum     insertSummary
 	ids     map[string]uint8 // idRead, idWritten
 	batch   []db.Doc
@@ -665,7 +672,7 @@ func (a *app) getCmd() *cobra.Command {
 		Short: "Show a stored document",
 		Args:  nArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			return a.withIndex(func(d *db.DB) error {
+			return a.withIndex(func(d index) error {
 				doc, err := d.Get(args[0])
 				if err != nil {
 					return err
@@ -754,7 +761,7 @@ stored deletes nothing and fails the command, unless --ignore-missing.`,
 				}
 				ids = append(ids, more...)
 			}
-			return a.withWritableIndex(func(d *db.DB) error {
+			return a.withWritableIndex(func(d index) error {
 				res, err := d.DeleteIDs(ids, &db.DeleteOptions{IgnoreMissing: ignoreMissing})
 				if err != nil {
 					return err
@@ -796,7 +803,7 @@ as empty lists). Nothing a query or pairs returns changes; writers wait while
 it runs.`,
 		Args: nArgs(0),
 		RunE: func(c *cobra.Command, args []string) error {
-			return a.withWritableIndex(func(d *db.DB) error {
+			return a.withWritableIndex(func(d index) error {
 				n, err := d.PurgeEmptyLists(a.ctx)
 				if err != nil {
 					return err
@@ -833,6 +840,7 @@ It needs free space for a second copy of the records until it ends.`,
 				return err
 			}
 			rep, err := db.Upgrade(a.ctx, a.dbDir, nil)
+			err = lockedHint(err, a.dbDir)
 			if err != nil {
 				return interruptNote(err, "upgrade interrupted: the index is as it was")
 			}

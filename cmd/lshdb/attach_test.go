@@ -1,0 +1,216 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lshdb/lshdb/db/client"
+)
+
+// volatile matches what differs between two identical indexes on disk:
+// file sizes, which compactions and logs decide.
+var volatile = regexp.MustCompile(`("disk_bytes":|on disk )\d+|"table_bytes":\{[^}]*\}|tables on disk \(compressed\): [^\n]*`)
+
+// Ensure that the commands print, attached to a served index (through
+// its socket, and through --addr with a token), exactly what they print
+// in process on an identical index (stdout, stderr and exit status), and
+// that writes through them leave the two indexes with the same documents.
+func TestAttachMatchesInProcess(t *testing.T) {
+	root := shortDir(t)
+	local, served := filepath.Join(root, "a"), filepath.Join(root, "b")
+	for _, dir := range []string{local, served} {
+		if _, errOut, code := runLine([]string{"insert", "--db", dir, "../../testdata/cmd/inputs/docs.jsonl"}, ""); code != 0 {
+			t.Fatal(errOut)
+		}
+	}
+	out, _, _ := runLine([]string{"buckets", "--db", local, "--top", "1", "--output", "json"}, "")
+	var bs struct {
+		Hottest []struct {
+			Band   int    `json:"band"`
+			Bucket string `json:"bucket"`
+		} `json:"hottest"`
+	}
+	if err := json.Unmarshal([]byte(out), &bs); err != nil || len(bs.Hottest) == 0 {
+		t.Fatalf("buckets: %q %v", out, err)
+	}
+	band, bucket := strings.TrimSpace(strings.Split(string(mustMarshal(t, bs.Hottest[0].Band)), "\n")[0]), bs.Hottest[0].Bucket
+	_, tcp, log, stop := startServe(t, "--db", served, "--addr", "127.0.0.1:0", "--token", "tok")
+	t.Setenv("LSHDB_TOKEN", "tok")
+	run := func(target string, viaAddr bool, args []string, stdin string) string {
+		full := append([]string{}, args...)
+		if args[0] != "shell" || !viaAddr {
+			if viaAddr {
+				full = append(full, "--addr", tcp)
+			} else {
+				full = append(full, "--db", target)
+			}
+		}
+		out, errOut, code := runLine(full, stdin)
+		s := "stdout:\n" + out + "stderr:\n" + errOut + "exit " + string(rune('0'+code))
+		s = strings.ReplaceAll(s, target, "$DB")
+		return volatile.ReplaceAllString(s, "…")
+	}
+	reads := [][]string{
+		{"stats"}, {"stats", "--output", "json"},
+		{"query", "--id", "fox1"}, {"query", "--id", "fox1", "--threshold", "0.3", "--output", "json"},
+		{"query", "--text", "the quick brown fox jumped over the lazy dog", "--top", "1"},
+		{"query", "--id", "fox1", "--estimate-only"}, {"query", "--id", "nope"}, {"query", "--id", "fox1", "--threshold", "0.1"},
+		{"pairs"}, {"pairs", "--output", "json", "--threshold", "0.5", "--stats"}, {"pairs", "--limit", "1"},
+		{"clusters"}, {"clusters", "--output", "json", "--threshold", "0.3"},
+		{"buckets", "--top", "3"}, {"buckets", "--band", "1", "--output", "json"}, {"buckets", "--band", "99"},
+		{"bucket", band, bucket}, {"bucket", band, bucket, "--output", "json"},
+		{"explain", "fox1", "fox2"}, {"explain", "fox1", "fox2", "--output", "json"}, {"explain", "fox1", "nope"},
+		{"get", "fox1"}, {"get", "fox1", "--output", "json"}, {"get", ""},
+		{"check"}, {"check", "--output", "json"},
+		{"tune"}, {"tune", "--threshold", "0.5", "--output", "json"},
+	}
+	for _, args := range reads {
+		want := run(local, false, args, "")
+		if got := run(served, false, args, ""); got != want {
+			t.Errorf("lshdb %s attached through the socket:\n%s\nin process:\n%s", strings.Join(args, " "), got, want)
+		}
+		if testing.Short() && len(args) > 1 {
+			continue // NB: -short (CI's race step): --addr for the one-word lines only
+		}
+		if got := run(local, true, args, ""); got != want {
+			t.Errorf("lshdb %s attached through --addr:\n%s\nin process:\n%s", strings.Join(args, " "), got, want)
+		}
+	}
+	writes := []struct {
+		args  []string
+		stdin string
+	}{
+		{[]string{"delete", "fox2", "cat"}, ""},
+		{[]string{"delete", "nope"}, ""},
+		{[]string{"delete", "-", "--ignore-missing"}, "x\nnope\n"},
+		{[]string{"insert", "../../testdata/cmd/inputs/docs.csv"}, ""},
+		{[]string{"insert", "--threshold", "0.5", "../../testdata/cmd/inputs/docs.jsonl"}, ""},
+		{[]string{"insert", "--skip-bad", "../../testdata/cmd/inputs/missing-text.jsonl"}, ""},
+		{[]string{"dedup", "../../testdata/cmd/inputs/docs.jsonl"}, ""},
+		{[]string{"dedup", "--output", "json", "../../testdata/cmd/inputs/docs.tsv"}, ""},
+		{[]string{"purge"}, ""},
+		{[]string{"shell"}, "stats\nquery --id fox1\nput owl an owl hoots at midnight\ndelete h\nget owl --output json\n"},
+		{[]string{"check", "--output", "json"}, ""},
+	}
+	for _, w := range writes {
+		want := run(local, false, w.args, w.stdin)
+		if got := run(served, false, w.args, w.stdin); got != want {
+			t.Errorf("lshdb %s attached:\n%s\nin process:\n%s", strings.Join(w.args, " "), got, want)
+		}
+	}
+	if code := stop(); code != 0 {
+		t.Fatalf("serve: exit %d %s", code, log)
+	}
+	// The attached runs went through the server, every operation of them.
+	for _, op := range []string{"stats", "query", "pairs", "clusters", "buckets", "bucket", "explain", "get", "check", "put", "put_if_new", "delete", "purge"} {
+		if !strings.Contains(log.String(), "op="+op+" ") {
+			t.Errorf("the server served no %s", op)
+		}
+	}
+	a, ra := docsOf(t, local)
+	b, rb := docsOf(t, served)
+	if !reflect.DeepEqual(a, b) || !ra.OK() || !rb.OK() {
+		t.Errorf("after the writes: %d documents in process, %d attached; checks %v %v", len(a), len(b), ra.OK(), rb.OK())
+	}
+}
+
+func mustMarshal(t *testing.T, v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// Ensure that an attached command without the server's token is refused
+// with the server's answer, that --db and --addr together are a usage
+// error, and that a creation flag that differs from the served index's
+// parameters is refused as in process.
+func TestAttachRefusals(t *testing.T) {
+	idx := filepath.Join(shortDir(t), "idx")
+	if _, errOut, code := runLine([]string{"insert", "--db", idx, "../../testdata/cmd/inputs/docs.jsonl"}, ""); code != 0 {
+		t.Fatal(errOut)
+	}
+	_, tcp, _, _ := startServe(t, "--db", idx, "--addr", "127.0.0.1:0", "--token", "tok")
+	t.Setenv("LSHDB_TOKEN", "")
+	for _, args := range [][]string{{"stats", "--db", idx}, {"stats", "--addr", tcp}} {
+		if _, errOut, code := runLine(args, ""); code != 1 || !strings.Contains(errOut, "unauthorized") {
+			t.Errorf("%v without a token: exit %d %s", args, code, errOut)
+		}
+	}
+	t.Setenv("LSHDB_TOKEN", "tok")
+	if _, errOut, code := runLine([]string{"stats", "--db", idx, "--addr", tcp}, ""); code != 2 {
+		t.Errorf("--db and --addr: exit %d %s", code, errOut)
+	}
+	_, errOut, code := runLine([]string{"insert", "--db", idx, "--num-perm", "64", "../../testdata/cmd/inputs/docs.jsonl"}, "")
+	if code != 1 || !strings.Contains(errOut, "NumPerm is 128 in the database, 64 was requested") {
+		t.Errorf("a mismatching parameter: exit %d %s", code, errOut)
+	}
+	if out, errOut, code := runLine([]string{"query", "--addr", tcp, "--id", "fox1"}, ""); code != 0 || !strings.Contains(out, "fox2") {
+		t.Errorf("query --addr: exit %d %s %s", code, out, errOut)
+	}
+}
+
+// Ensure that while a build loads into an index (owning it), other
+// commands attach to it and answer from the index as it was before the
+// load, and after the build from the index with everything loaded: never
+// a part of the load.
+func TestAttachDuringBuild(t *testing.T) {
+	idx := filepath.Join(shortDir(t), "idx")
+	if _, errOut, code := runLine([]string{"insert", "--db", idx, "../../testdata/cmd/inputs/docs.jsonl"}, ""); code != 0 {
+		t.Fatal(errOut)
+	}
+	pr, pw := io.Pipe()
+	done := make(chan int, 1)
+	var buildErr bytes.Buffer
+	go func() {
+		var out bytes.Buffer
+		done <- run(context.Background(), []string{"build", "--db", idx, "-"}, pr, &out, &buildErr)
+	}()
+	// The build reads its input as it comes: the first documents are in
+	// its hands (the pipe has no buffer) before the index answers below.
+	for i := range 200 {
+		fmt.Fprintf(pw, "{\"id\": \"new%d\", \"text\": \"a new document number %d for the load\"}\n", i, i)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		c, err := client.Open(filepath.Join(idx, "lshdb.sock"), nil)
+		if err == nil {
+			c.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the build does not serve the index: %v", err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	out, errOut, code := runLine([]string{"stats", "--db", idx, "--output", "json"}, "")
+	if code != 0 || !strings.HasPrefix(out, `{"docs":6,`) {
+		t.Errorf("stats during the build: exit %d %.80s %s", code, out, errOut)
+	}
+	if _, errOut, code := runLine([]string{"get", "--db", idx, "new0"}, ""); code != 1 || !strings.Contains(errOut, "not found") {
+		t.Errorf("a document of the load, during it: exit %d %s", code, errOut)
+	}
+	pw.Close()
+	if code := <-done; code != 0 {
+		t.Fatalf("build: exit %d %s", code, buildErr.String())
+	}
+	out, _, code = runLine([]string{"stats", "--db", idx, "--output", "json"}, "")
+	if code != 0 || !strings.HasPrefix(out, `{"docs":206,`) {
+		t.Errorf("stats after the build: exit %d %.80s", code, out)
+	}
+	if _, err := os.Lstat(filepath.Join(idx, "lshdb.sock")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the build left its socket: %v", err)
+	}
+}

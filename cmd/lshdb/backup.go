@@ -1,0 +1,95 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/lshdb/lshdb/db"
+	"github.com/lshdb/lshdb/db/client"
+	"github.com/lshdb/lshdb/db/httpapi"
+	"github.com/spf13/cobra"
+)
+
+// backupJSON is the output of backup --output json.
+type backupJSON struct {
+	DB   string `json:"db"`
+	To   string `json:"to"`
+	Docs uint64 `json:"docs"`
+	// Via is "socket" when the index's owner (lshdb serve) made the copy.
+	Via string `json:"via"`
+}
+
+func (a *app) backupCmd() *cobra.Command {
+	var to string
+	c := &cobra.Command{
+		Use: "backup --db DIR --to NEWDIR",
+		Example: `  # A consistent copy of an index, while it is in use
+  lshdb backup --db idx --to idx-2026-11-23`,
+		Short: "A consistent copy of an index into a new directory, also while it is served",
+		Long: `A consistent copy of the index into NEWDIR, which must not exist: the state
+of one instant (Pebble's checkpoint: table files are hard-linked when NEWDIR is
+on the same filesystem). The copy is an index of its own. When another process
+owns the index (lshdb serve), the copy is made by that process, through the
+index's socket. The copy is opened afterwards and its documents counted.`,
+		Args: nArgs(0),
+		RunE: func(c *cobra.Command, args []string) error {
+			if err := a.needDB(); err != nil {
+				return err
+			}
+			if to == "" {
+				return usagef("--to NEWDIR is required")
+			}
+			// NB: absolute, since the owner that may make the copy has its
+			// own working directory.
+			abs, err := filepath.Abs(to)
+			if err != nil {
+				return err
+			}
+			via := "open"
+			// NB: writable (Pebble cannot checkpoint a read-only store),
+			// and must exist: a backup never creates its source.
+			d, err := db.Open(a.dbDir, &db.Options{MustExist: true})
+			switch {
+			case err == nil:
+				err = d.Backup(a.ctx, abs)
+				if cerr := d.Close(); err == nil {
+					err = cerr
+				}
+			case errors.Is(err, db.ErrLocked):
+				sock := httpapi.SocketPath(a.dbDir)
+				cl, cerr := client.Open(sock, &client.Options{Token: os.Getenv("LSHDB_TOKEN")})
+				if cerr != nil {
+					return fmt.Errorf("%w (and nothing answers on its socket %s: %w)", lockedHint(err, a.dbDir), sock, cerr)
+				}
+				via = "socket"
+				err = cl.Backup(a.ctx, abs)
+				cl.Close()
+			}
+			if err != nil {
+				return interruptNote(err, "backup interrupted")
+			}
+			cp, err := db.Open(abs, &db.Options{ReadOnly: true})
+			if err != nil {
+				return fmt.Errorf("the copy in %s does not open: %w", abs, err)
+			}
+			n, err := cp.Count()
+			cp.Close()
+			if err != nil {
+				return err
+			}
+			if a.json() {
+				return a.emitJSON(backupJSON{DB: a.dbDir, To: abs, Docs: n, Via: via})
+			}
+			how := ""
+			if via == "socket" {
+				how = " (made by the index's owner, through its socket)"
+			}
+			_, err = fmt.Fprintf(a.stdout, "backed up %s to %s: %d documents%s\n", esc(a.dbDir), esc(abs), n, how)
+			return err
+		},
+	}
+	c.Flags().StringVar(&to, "to", "", "the new directory to copy the index into (must not exist)")
+	return c
+}

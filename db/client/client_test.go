@@ -1,0 +1,516 @@
+package client_test
+
+import (
+	"bufio"
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"reflect"
+	"runtime"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/lshdb/lshdb/db"
+	"github.com/lshdb/lshdb/db/client"
+	"github.com/lshdb/lshdb/db/httpapi"
+)
+
+// sampleDocs returns the first n documents of the debian sample, and for
+// every tenth one a near-copy with id ID+"~" and binary metadata.
+func sampleDocs(t testing.TB, n int) []db.Doc {
+	t.Helper()
+	_, file, _, _ := runtime.Caller(0)
+	f, err := os.Open(filepath.Join(filepath.Dir(file), "..", "..", "testdata", "corpora", "debian-sample", "docs.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var docs []db.Doc
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<20)
+	for len(docs) < n && sc.Scan() {
+		var d struct{ ID, Text string }
+		if err := json.Unmarshal(sc.Bytes(), &d); err != nil {
+			t.Fatal(err)
+		}
+		docs = append(docs, db.Doc{ID: d.ID, Text: d.Text, Meta: []byte("utf-8 meta")})
+		if len(docs)%10 == 1 {
+			docs = append(docs, db.Doc{ID: d.ID + "~", Text: d.Text + " again", Meta: []byte{0xff, 0, 'm'}})
+		}
+	}
+	return docs
+}
+
+// server serves d on a loopback port and on a Unix socket, and returns a
+// client of each.
+func server(t *testing.T, d *db.DB, o *httpapi.Options, token string) map[string]*client.Client {
+	t.Helper()
+	h := httpapi.Handler(d, o)
+	tcp, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// NB: a Unix socket path is limited to about 104 bytes: a short
+	// directory, not t.TempDir().
+	sockDir, err := os.MkdirTemp("", "lshdb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(sockDir) })
+	sock := filepath.Join(sockDir, "s.sock")
+	unix, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range []net.Listener{tcp, unix} {
+		srv := &http.Server{Handler: h}
+		go srv.Serve(l)
+		t.Cleanup(func() { srv.Close() })
+	}
+	out := map[string]*client.Client{}
+	for name, target := range map[string]string{"tcp": "http://" + tcp.Addr().String(), "unix": sock} {
+		c, err := client.Open(target, &client.Options{Token: token})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		out[name] = c
+	}
+	return out
+}
+
+func open(t *testing.T, o *db.Options) *db.DB {
+	t.Helper()
+	d, err := db.Open(filepath.Join(t.TempDir(), "idx"), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return d
+}
+
+func same(t *testing.T, what string, got, want any) {
+	t.Helper()
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("%s:\n got %+v\nwant %+v", what, got, want)
+	}
+}
+
+// noNaN replaces the NaN that an unmeasured recall carries (NaN is not
+// equal to itself).
+func noNaN(s *db.Stats) *db.Stats {
+	if math.IsNaN(s.Recall.MissRatio) {
+		s.Recall.MissRatio = -1
+	}
+	return s
+}
+
+func clusterIDs(cs []db.Cluster) [][]string {
+	var out [][]string
+	for _, c := range cs {
+		out = append(out, append([]string{c.Representative}, c.IDs...))
+	}
+	return out
+}
+
+func sortedPairs(t *testing.T, seq func(func(db.Pair, error) bool)) []db.Pair {
+	t.Helper()
+	var ps []db.Pair
+	for p, err := range seq {
+		if err != nil {
+			t.Fatal(err)
+		}
+		ps = append(ps, p)
+	}
+	slices.SortFunc(ps, func(a, b db.Pair) int { return cmp.Or(cmp.Compare(a.A, b.A), cmp.Compare(a.B, b.B)) })
+	return ps
+}
+
+// Ensure that every read answers through the client, over TCP with a
+// token and over a Unix socket, exactly what the in-process call answers
+// on the same index.
+func TestReadsMatchInProcess(t *testing.T) {
+	d := open(t, nil)
+	docs := sampleDocs(t, 150)
+	if err := d.PutDocs(docs, &db.WriteOptions{NoSync: true}); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for name, c := range server(t, d, &httpapi.Options{Token: "tok"}, "tok") {
+		t.Run(name, func(t *testing.T) {
+			same(t, "Params", c.Params(), d.Params())
+			if c.MaxDocBytes() != d.MaxDocBytes() {
+				t.Errorf("MaxDocBytes %d, want %d", c.MaxDocBytes(), d.MaxDocBytes())
+			}
+			n, err := c.Count()
+			want, _ := d.Count()
+			same(t, "Count", [2]any{n, err}, [2]any{want, nil})
+			for _, id := range []string{docs[0].ID, docs[1].ID, docs[7].ID} {
+				got, err := c.Get(id)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want, _ := d.Get(id)
+				same(t, "Get "+id, got, want)
+				ok, err := c.Has(id)
+				if !ok || err != nil {
+					t.Errorf("Has(%q) = %v, %v", id, ok, err)
+				}
+			}
+			for _, qo := range []*db.QueryOptions{nil, {Threshold: 0.3}, {Threshold: 0.3, Limit: 2}, {EstimateOnly: true, Threshold: 0.5}} {
+				got, err := c.QueryID(ctx, docs[0].ID, qo)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want, _ := d.QueryID(ctx, docs[0].ID, qo)
+				same(t, "QueryID", got, want)
+				got, err = c.Query(ctx, docs[11].Text, qo)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want, _ = d.Query(ctx, docs[11].Text, qo)
+				same(t, "Query", got, want)
+			}
+			for _, po := range []*db.PairsOptions{nil, {Threshold: 0.4}} {
+				var gs, ws db.PairsStats
+				var got, want []db.Pair
+				if po != nil {
+					po.Stats = &gs
+					got = sortedPairs(t, c.Pairs(ctx, po))
+					po.Stats = &ws
+					want = sortedPairs(t, d.Pairs(ctx, po))
+				} else {
+					got, want = sortedPairs(t, c.Pairs(ctx, nil)), sortedPairs(t, d.Pairs(ctx, nil))
+				}
+				if len(want) == 0 {
+					t.Fatal("the fixture has no pairs")
+				}
+				same(t, "Pairs", got, want)
+				same(t, "PairsStats", gs, ws)
+				gc, err := c.Clusters(ctx, po)
+				if err != nil {
+					t.Fatal(err)
+				}
+				wc, _ := d.Clusters(ctx, po)
+				same(t, "Clusters", clusterIDs(gc), clusterIDs(wc))
+			}
+			if name == "unix" {
+				ws, _ := d.Stats(ctx, 5)
+				// NB: once: Stats measures the recall on short documents
+				// (a second or so under -race), and the transport is not
+				// what it tests.
+				gs, err := c.Stats(ctx, 5)
+				if err != nil {
+					t.Fatal(err)
+				}
+				same(t, "Stats", noNaN(gs), noNaN(ws))
+			}
+			for _, bt := range [][2]int{{-1, 10}, {2, 3}, {0, 0}} {
+				got, err := c.Buckets(ctx, bt[0], bt[1])
+				if err != nil {
+					t.Fatal(err)
+				}
+				want, _ := d.Buckets(ctx, bt[0], bt[1])
+				same(t, "Buckets", got, want)
+			}
+			hb, _ := d.Buckets(ctx, -1, 1)
+			hot := hb.Hottest[0]
+			got, err := c.Bucket(hot.Band, hot.Bucket)
+			if err != nil || len(got) < 2 {
+				t.Fatalf("Bucket: %v %v", got, err)
+			}
+			wantIDs, _ := d.Bucket(hot.Band, hot.Bucket)
+			same(t, "Bucket", got, wantIDs)
+			got, err = c.Bucket(0, 12345)
+			same(t, "an absent bucket", [2]any{got, err}, [2]any{[]string(nil), nil})
+			ge, err := c.Explain(docs[0].ID, docs[1].ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			we, _ := d.Explain(docs[0].ID, docs[1].ID)
+			same(t, "Explain", ge, we)
+			gr, err := c.Check(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wr, _ := d.Check(ctx)
+			same(t, "Check", gr, wr)
+			if name == "unix" {
+				tune, err := c.Tune(ctx, 0.5)
+				if err != nil {
+					t.Fatal(err)
+				}
+				p := d.Params()
+				if tune.Bands != p.Bands.B || tune.Rows != p.Bands.R || tune.PAtThreshold != p.Bands.Probability(0.5) {
+					t.Errorf("Tune: %+v for %v", tune, p.Bands)
+				}
+			}
+		})
+	}
+}
+
+// Ensure that writes through the client land in the index as the same
+// calls in process would: read back in process, and checked clean.
+func TestWritesThroughClient(t *testing.T) {
+	d := open(t, nil)
+	docs := sampleDocs(t, 40)
+	c := server(t, d, nil, "")["unix"]
+	res, err := c.PutBatch(append(docs, docs[3]), &db.WriteOptions{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	same(t, "PutBatch", res, db.BatchResult{Stored: len(docs), Repeated: 1})
+	for _, doc := range docs {
+		got, err := d.Get(doc.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Text != doc.Text || !reflect.DeepEqual(got.Meta, doc.Meta) {
+			t.Errorf("%s: stored %q %q, want %q %q", doc.ID, got.Text, got.Meta, doc.Text, doc.Meta)
+		}
+	}
+	if err := c.Put("fox", "The quick brown fox jumps over the lazy dog"); err != nil {
+		t.Fatal(err)
+	}
+	m, err := c.PutIfNew(db.Doc{ID: "fox2", Text: "The quick brown fox jumps over the lazy dog!"}, nil)
+	if err != nil || m == nil || m.ID != "fox" {
+		t.Fatalf("PutIfNew of a near-copy: %+v %v", m, err)
+	}
+	if ok, _ := d.Has("fox2"); ok {
+		t.Error("the near-copy was stored")
+	}
+	m, err = c.PutIfNew(db.Doc{ID: "owl", Text: "An owl hoots at midnight over the silent barn"}, nil)
+	if err != nil || m != nil {
+		t.Fatalf("PutIfNew of a new text: %+v %v", m, err)
+	}
+	if ok, _ := d.Has("owl"); !ok {
+		t.Error("owl was not stored")
+	}
+	if err := c.Delete("owl", nil); err != nil {
+		t.Fatal(err)
+	}
+	if ok, _ := d.Has("owl"); ok {
+		t.Error("owl was not deleted")
+	}
+	dr, err := c.DeleteIDs([]string{"fox", "nope", "fox"}, &db.DeleteOptions{IgnoreMissing: true})
+	same(t, "DeleteIDs", [2]any{dr, err}, [2]any{db.DeleteResult{Deleted: 1, Missing: []string{"nope"}}, nil})
+	n, err := c.PurgeEmptyLists(context.Background())
+	if err != nil || n == 0 {
+		t.Errorf("PurgeEmptyLists: %d %v", n, err)
+	}
+	rep, err := d.Check(context.Background())
+	if err != nil || !rep.OK() {
+		t.Errorf("check after the writes: %+v %v", rep, err)
+	}
+}
+
+// Ensure that the client's errors match db's sentinels with errors.Is, as
+// the in-process calls' do, for every error a running index can return.
+func TestErrorsMatchSentinels(t *testing.T) {
+	d := open(t, &db.Options{MaxDocBytes: 1000})
+	if err := d.Put("a", "some text to find"); err != nil {
+		t.Fatal(err)
+	}
+	c := server(t, d, nil, "")["tcp"]
+	ctx := context.Background()
+	big := string(make([]byte, 2000))
+	for _, tc := range []struct {
+		name   string
+		client func() error
+		local  func() error
+		want   error
+	}{
+		{"not found", func() error { _, err := c.Get("nope"); return err }, func() error { _, err := d.Get("nope"); return err }, db.ErrNotFound},
+		{"invalid id", func() error { _, err := c.Get(""); return err }, func() error { _, err := d.Get(""); return err }, db.ErrInvalidID},
+		{"empty document", func() error { return c.Put("e", "  ") }, func() error { return d.Put("e", "  ") }, db.ErrEmptyDocument},
+		{"too large", func() error { return c.Put("b", big) }, func() error { return d.Put("b", big) }, db.ErrDocTooLarge},
+		{"invalid options", func() error { _, err := c.Query(ctx, "x y z", &db.QueryOptions{Threshold: 2}); return err },
+			func() error { _, err := d.Query(ctx, "x y z", &db.QueryOptions{Threshold: 2}); return err }, db.ErrInvalidOptions},
+		{"delete missing", func() error { return c.Delete("nope", nil) }, func() error { return d.Delete("nope", nil) }, db.ErrNotFound},
+		{"explain missing", func() error { _, err := c.Explain("a", "nope"); return err }, func() error { _, err := d.Explain("a", "nope"); return err }, db.ErrNotFound},
+		{"bucket band", func() error { _, err := c.Bucket(99, 1); return err }, func() error { _, err := d.Bucket(99, 1); return err }, db.ErrInvalidOptions},
+		{"bucket width", func() error { _, err := c.Bucket(0, 1<<40); return err }, func() error { _, err := d.Bucket(0, 1<<40); return err }, db.ErrInvalidOptions},
+		{"put-if-new empty", func() error { _, err := c.PutIfNew(db.Doc{ID: "e", Text: " "}, nil); return err },
+			func() error { _, err := d.PutIfNew(db.Doc{ID: "e", Text: " "}, nil); return err }, db.ErrEmptyDocument},
+		{"pairs threshold", func() error { return firstErr(c.Pairs(ctx, &db.PairsOptions{Threshold: 3})) },
+			func() error { return firstErr(d.Pairs(ctx, &db.PairsOptions{Threshold: 3})) }, db.ErrInvalidOptions},
+		{"backup exists", func() error { return c.Backup(ctx, d.Dir()) }, func() error { return d.Backup(ctx, d.Dir()) }, db.ErrInvalidOptions},
+	} {
+		cerr, lerr := tc.client(), tc.local()
+		if !errors.Is(lerr, tc.want) {
+			t.Fatalf("%s: in process %v, want %v", tc.name, lerr, tc.want)
+		}
+		if !errors.Is(cerr, tc.want) {
+			t.Errorf("%s: client %v, want %v", tc.name, cerr, tc.want)
+		} else if cerr.Error() != lerr.Error() {
+			t.Errorf("%s: message %q, in process %q", tc.name, cerr, lerr)
+		}
+	}
+	// A read-only index refuses writes; a full disk refuses them too.
+	ro := func(o *db.Options) *client.Client {
+		dir := filepath.Join(t.TempDir(), "idx")
+		x, err := db.Open(dir, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		x.Put("a", "a document")
+		x.Close()
+		y, err := db.Open(dir, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { y.Close() })
+		return server(t, y, nil, "")["unix"]
+	}
+	if err := ro(&db.Options{ReadOnly: true}).Put("b", "another text"); !errors.Is(err, db.ErrReadOnly) {
+		t.Errorf("a put to a read-only index: %v", err)
+	}
+	if err := ro(&db.Options{DiskReserve: 1 << 60}).Put("b", "another text"); !errors.Is(err, db.ErrDiskFull) {
+		t.Errorf("a put on a full disk: %v", err)
+	}
+	// A closed index answers 503 closed, and so does a closed client.
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Count(); !errors.Is(err, db.ErrClosed) {
+		t.Errorf("count on a closed index: %v", err)
+	}
+	c.Close()
+	if _, err := c.Count(); !errors.Is(err, db.ErrClosed) {
+		t.Errorf("count on a closed client: %v", err)
+	}
+}
+
+func firstErr(seq func(func(db.Pair, error) bool)) error {
+	for _, err := range seq {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Ensure that a wrong or missing token fails Open with
+// httpapi.ErrUnauthorized, and that a cancelled context ends a call with
+// context.Canceled.
+func TestTokenAndContext(t *testing.T) {
+	d := open(t, nil)
+	d.Put("a", "some text to find")
+	h := httpapi.Handler(d, &httpapi.Options{Token: "right"})
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: h}
+	go srv.Serve(l)
+	defer srv.Close()
+	for _, tok := range []string{"", "wrong", "righ", "right2"} {
+		if _, err := client.Open("http://"+l.Addr().String(), &client.Options{Token: tok}); !errors.Is(err, httpapi.ErrUnauthorized) {
+			t.Errorf("token %q: %v", tok, err)
+		}
+	}
+	c, err := client.Open("http://"+l.Addr().String(), &client.Options{Token: "right"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := c.Query(ctx, "some text", nil); !errors.Is(err, context.Canceled) {
+		t.Errorf("a cancelled query: %v", err)
+	}
+	if _, err := client.Open("http://"+l.Addr().String()+"/v1", nil); err == nil {
+		t.Error("a URL with a path was accepted")
+	}
+}
+
+// Ensure that put-if-new streams both ways over a real connection: each
+// answer line comes back while the request body is still being sent (a
+// dedup client can wait for one answer before sending the next document).
+func TestPutIfNewFullDuplex(t *testing.T) {
+	d := open(t, nil)
+	h := httpapi.Handler(d, nil)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: h}
+	go srv.Serve(l)
+	defer srv.Close()
+	pr, pw := io.Pipe()
+	// NB: a server that holds the answers until the body ends would make
+	// this test wait forever: bounded, it fails instead.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "POST", "http://"+l.Addr().String()+"/v1/docs/put-if-new", pr)
+	type result struct {
+		resp *http.Response
+		err  error
+	}
+	got := make(chan result, 1)
+	go func() {
+		resp, err := http.DefaultClient.Do(req)
+		got <- result{resp, err}
+	}()
+	docs := []string{
+		`{"id": "fox", "text": "The quick brown fox jumps over the lazy dog"}`,
+		`{"id": "fox2", "text": "The quick brown fox jumps over the lazy dog!"}`,
+		`{"id": "owl", "text": "An owl hoots at midnight over the silent barn"}`,
+	}
+	io.WriteString(pw, docs[0]+"\n")
+	r := <-got // NB: the headers come with the first answer, before the body ends
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	defer r.resp.Body.Close()
+	br := bufio.NewReader(r.resp.Body)
+	var lines []httpapi.PutIfNewJSON
+	for i := range docs {
+		if i > 0 {
+			io.WriteString(pw, docs[i]+"\n")
+		}
+		line, err := br.ReadBytes('\n')
+		if err != nil {
+			t.Fatalf("answer %d: %v", i, err)
+		}
+		var x httpapi.PutIfNewJSON
+		if err := json.Unmarshal(line, &x); err != nil {
+			t.Fatal(err)
+		}
+		lines = append(lines, x)
+	}
+	pw.Close()
+	if lines[0].DuplicateOf != nil || lines[1].DuplicateOf == nil || *lines[1].DuplicateOf != "fox" || lines[2].DuplicateOf != nil {
+		t.Errorf("answers: %+v", lines)
+	}
+	if rest, _ := io.ReadAll(br); len(rest) != 0 {
+		t.Errorf("after the last answer: %q", rest)
+	}
+	for id, want := range map[string]bool{"fox": true, "fox2": false, "owl": true} {
+		if ok, _ := d.Has(id); ok != want {
+			t.Errorf("%s stored: %v, want %v", id, ok, want)
+		}
+	}
+}
+
+// Ensure that Validate refuses what (*db.DB).Validate refuses, with the
+// same message.
+func TestValidateMatchesDB(t *testing.T) {
+	d := open(t, &db.Options{MaxDocBytes: 100})
+	c := server(t, d, nil, "")["unix"]
+	for _, doc := range []db.Doc{{ID: "ok", Text: "fine"}, {ID: ""}, {ID: string(make([]byte, db.MaxIDBytes+1))},
+		{ID: "\xff"}, {ID: "big", Text: string(make([]byte, 101))}, {ID: "meta", Text: "x", Meta: make([]byte, 100)}} {
+		cerr, derr := c.Validate(doc), d.Validate(doc)
+		if (cerr == nil) != (derr == nil) || cerr != nil && cerr.Error() != derr.Error() {
+			t.Errorf("%.20q: client %v, db %v", doc.ID, cerr, derr)
+		}
+	}
+}

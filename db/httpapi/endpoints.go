@@ -1,0 +1,564 @@
+package httpapi
+
+// The endpoints: one function per route of Handler.
+
+import (
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/lshdb/lshdb/bands"
+	"github.com/lshdb/lshdb/db"
+)
+
+func (h *handler) healthz(w *resp, r *http.Request) error {
+	n, err := h.d.Count()
+	if err != nil {
+		return err
+	}
+	return w.json(http.StatusOK, HealthJSON{Status: "ok", Docs: n, PID: os.Getpid()})
+}
+
+func (h *handler) params(w *resp, r *http.Request) error {
+	if _, err := params(r, nil); err != nil {
+		return err
+	}
+	if _, err := h.d.Count(); err != nil { // NB: says closed once d is
+		return err
+	}
+	p := ParamsOut(h.d.Params())
+	p.MaxDocBytes = h.d.MaxDocBytes()
+	return w.json(http.StatusOK, p)
+}
+
+func (h *handler) count(w *resp, r *http.Request) error {
+	if _, err := params(r, nil); err != nil {
+		return err
+	}
+	n, err := h.d.Count()
+	if err != nil {
+		return err
+	}
+	return w.json(http.StatusOK, struct {
+		Docs uint64 `json:"docs"`
+	}{n})
+}
+
+func (h *handler) get(w *resp, r *http.Request) error {
+	q, err := params(r, []string{"id"})
+	if err != nil {
+		return err
+	}
+	doc, err := h.d.Get(q.Get("id"))
+	if err != nil {
+		return err
+	}
+	return w.json(http.StatusOK, DocumentOut(doc))
+}
+
+func (h *handler) has(w *resp, r *http.Request) error {
+	q, err := params(r, []string{"id"})
+	if err != nil {
+		return err
+	}
+	ok, err := h.d.Has(q.Get("id"))
+	if err != nil {
+		return err
+	}
+	return w.json(http.StatusOK, struct {
+		ID     string `json:"id"`
+		Exists bool   `json:"exists"`
+	}{q.Get("id"), ok})
+}
+
+func (h *handler) put(w *resp, r *http.Request) error {
+	if _, err := params(r, nil); err != nil {
+		return err
+	}
+	var req PutRequest
+	if err := decode(r, &req); err != nil {
+		return err
+	}
+	one := req.ID != "" || req.Text != "" || req.Meta != nil || req.MetaBase64 != nil
+	if one && req.Docs != nil {
+		return badRequest("give one document (id, text) or docs, not both")
+	}
+	in := req.Docs
+	if one {
+		in = []DocJSON{req.DocJSON}
+	} else if in == nil {
+		return badRequest("no document: give id and text, or docs")
+	}
+	docs := make([]db.Doc, len(in))
+	for i, dj := range in {
+		var err error
+		if docs[i], err = dj.Doc(); err != nil {
+			return fmt.Errorf("document %d: %w", i, err)
+		}
+	}
+	res, err := h.d.PutBatch(docs, &db.WriteOptions{NoSync: req.NoSync, StoreText: req.StoreText, SkipEmpty: req.SkipEmpty})
+	if err != nil {
+		return err
+	}
+	return w.json(http.StatusOK, BatchResultOut(res))
+}
+
+// perDoc reports whether err refuses one document of a put-if-new stream
+// (the stream goes on) rather than the stream.
+func perDoc(err error) bool {
+	return errors.Is(err, db.ErrInvalidID) || errors.Is(err, db.ErrEmptyDocument) ||
+		errors.Is(err, db.ErrDocTooLarge) || errors.Is(err, ErrBadRequest) && !errors.Is(err, ErrBodyTooLarge)
+}
+
+func (h *handler) putIfNew(w *resp, r *http.Request) error {
+	q, err := params(r, []string{"no_sync", "store_text"})
+	if err != nil {
+		return err
+	}
+	var wo db.WriteOptions
+	if wo.NoSync, err = boolParam(q, "no_sync"); err != nil {
+		return err
+	}
+	if wo.StoreText, err = boolParam(q, "store_text"); err != nil {
+		return err
+	}
+	// NB: answers go out while the body is still read; an HTTP/1.1
+	// server closes the body at the first flush unless told otherwise
+	// (the in-process tests with a recorder cannot see this: the README's
+	// curl test does).
+	_ = w.rc.EnableFullDuplex()
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	lim, _ := r.Body.(*docLimit)
+	ctx := r.Context()
+	for n := 0; ; n++ {
+		if h.o.ReadTimeout > 0 {
+			_ = w.rc.SetReadDeadline(time.Now().Add(h.o.ReadTimeout))
+		}
+		if lim != nil {
+			lim.read = 0
+		}
+		var dj DocJSON
+		err := dec.Decode(&dj)
+		if err == io.EOF && n > 0 {
+			return nil
+		}
+		if err != nil {
+			err = bodyError(err)
+			if !w.started {
+				return err
+			}
+			w.failLine(err)
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if !w.started {
+			w.startStream()
+		}
+		out := PutIfNewJSON{ID: dj.ID}
+		doc, err := dj.Doc()
+		var m *db.Match
+		if err == nil {
+			m, err = h.d.PutIfNew(doc, &wo)
+		}
+		switch {
+		case err != nil && perDoc(err):
+			c := codeOf(err)
+			out.Error = &ErrorBody{Code: c.Code, Message: err.Error()}
+		case err != nil:
+			w.failLine(err)
+			return err
+		case m != nil:
+			j, e, b := m.Jaccard, m.Estimate, m.Bands
+			out.DuplicateOf, out.Jaccard, out.Estimate, out.Bands = &m.ID, &j, &e, &b
+		}
+		if err := w.line(out, true); err != nil {
+			return err
+		}
+	}
+}
+
+func (h *handler) deleteQuery(w *resp, r *http.Request) error {
+	q, err := params(r, []string{"id", "ignore_missing", "no_sync"}, "id")
+	if err != nil {
+		return err
+	}
+	req := DeleteRequest{IDs: q["id"]}
+	if req.IgnoreMissing, err = boolParam(q, "ignore_missing"); err != nil {
+		return err
+	}
+	if req.NoSync, err = boolParam(q, "no_sync"); err != nil {
+		return err
+	}
+	return h.delete(w, req)
+}
+
+func (h *handler) deleteBody(w *resp, r *http.Request) error {
+	if _, err := params(r, nil); err != nil {
+		return err
+	}
+	var req DeleteRequest
+	if err := decode(r, &req); err != nil {
+		return err
+	}
+	return h.delete(w, req)
+}
+
+func (h *handler) delete(w *resp, req DeleteRequest) error {
+	if len(req.IDs) == 0 {
+		return badRequest("no ids to delete")
+	}
+	res, err := h.d.DeleteIDs(req.IDs, &db.DeleteOptions{IgnoreMissing: req.IgnoreMissing, NoSync: req.NoSync})
+	if err != nil {
+		return err
+	}
+	return w.json(http.StatusOK, DeleteResultJSON{Deleted: res.Deleted, Missing: nonNil(res.Missing)})
+}
+
+func (h *handler) queryGet(w *resp, r *http.Request) error {
+	q, err := params(r, []string{"id", "text", "threshold", "limit", "estimate_only"})
+	if err != nil {
+		return err
+	}
+	var req QueryRequest
+	if q.Has("id") {
+		id := q.Get("id")
+		req.ID = &id
+	}
+	if q.Has("text") {
+		text := q.Get("text")
+		req.Text = &text
+	}
+	if req.Threshold, err = floatParam(q, "threshold"); err != nil {
+		return err
+	}
+	if req.Limit, err = intParam(q, "limit", 0); err != nil {
+		return err
+	}
+	if req.EstimateOnly, err = boolParam(q, "estimate_only"); err != nil {
+		return err
+	}
+	return h.query(w, r, req)
+}
+
+func (h *handler) queryPost(w *resp, r *http.Request) error {
+	if _, err := params(r, nil); err != nil {
+		return err
+	}
+	var req QueryRequest
+	if err := decode(r, &req); err != nil {
+		return err
+	}
+	return h.query(w, r, req)
+}
+
+func (h *handler) query(w *resp, r *http.Request, req QueryRequest) error {
+	if (req.ID == nil) == (req.Text == nil) {
+		return badRequest("give exactly one of id and text")
+	}
+	qo := &db.QueryOptions{Threshold: req.Threshold, Limit: req.Limit, EstimateOnly: req.EstimateOnly}
+	var res *db.QueryResult
+	var err error
+	if req.ID != nil {
+		res, err = h.d.QueryID(r.Context(), *req.ID, qo)
+	} else {
+		res, err = h.d.Query(r.Context(), *req.Text, qo)
+	}
+	if err != nil {
+		return err
+	}
+	if h.o.Hooks.Query != nil {
+		h.o.Hooks.Query("query", res.Candidates)
+	}
+	return w.json(http.StatusOK, QueryResultOut(res))
+}
+
+func pairsOptions(q url.Values) (*db.PairsOptions, error) {
+	t, err := floatParam(q, "threshold")
+	if err != nil {
+		return nil, err
+	}
+	mem, err := intParam(q, "memory", 0)
+	if err != nil {
+		return nil, err
+	}
+	if mem > MaxPairsMemory {
+		// NB: the budget is the server's memory, which a client should not
+		// be able to claim in full.
+		return nil, fmt.Errorf("%w: memory %d exceeds the server's %d", db.ErrInvalidOptions, mem, MaxPairsMemory)
+	}
+	return &db.PairsOptions{Threshold: t, Memory: mem}, nil
+}
+
+// MaxPairsMemory is the largest sort budget (the memory parameter) a
+// pairs or clusters request may ask for: 1 GiB.
+const MaxPairsMemory = 1 << 30
+
+// streamLines is how many lines of pairs or clusters are sent at a time.
+const streamLines = 1000
+
+func (h *handler) pairs(w *resp, r *http.Request) error {
+	q, err := params(r, []string{"threshold", "memory"})
+	if err != nil {
+		return err
+	}
+	po, err := pairsOptions(q)
+	if err != nil {
+		return err
+	}
+	var st db.PairsStats
+	po.Stats = &st
+	rec := h.recallNote(po.Threshold)
+	n := 0
+	for p, err := range h.d.Pairs(r.Context(), po) {
+		if err != nil {
+			if !w.started {
+				return err
+			}
+			w.failLine(err)
+			return err
+		}
+		if !w.started {
+			w.startStream()
+		}
+		n++
+		if err := w.line(PairJSON{A: p.A, B: p.B, Jaccard: p.Jaccard, ExpectedRecall: rec}, n%streamLines == 0); err != nil {
+			return err
+		}
+	}
+	if !w.started {
+		w.startStream()
+	}
+	return w.line(EndJSON{EndBody{Lines: n, Stats: PairsStatsOut(st)}}, true)
+}
+
+func (h *handler) clusters(w *resp, r *http.Request) error {
+	q, err := params(r, []string{"threshold", "memory"})
+	if err != nil {
+		return err
+	}
+	po, err := pairsOptions(q)
+	if err != nil {
+		return err
+	}
+	cs, err := h.d.Clusters(r.Context(), po)
+	if err != nil {
+		return err
+	}
+	rec := h.recallNote(po.Threshold)
+	w.startStream()
+	for i, c := range cs {
+		if err := w.line(ClusterJSON{Cluster: i + 1, Size: len(c.IDs), Representative: c.Representative, IDs: c.IDs, ExpectedRecall: rec}, (i+1)%streamLines == 0); err != nil {
+			return err
+		}
+	}
+	return w.line(EndJSON{EndBody{Lines: len(cs)}}, true)
+}
+
+func (h *handler) stats(w *resp, r *http.Request) error {
+	q, err := params(r, []string{"top"})
+	if err != nil {
+		return err
+	}
+	top, err := intParam(q, "top", 5)
+	if err != nil {
+		return err
+	}
+	st, err := h.d.Stats(r.Context(), top)
+	if err != nil {
+		return err
+	}
+	return w.json(http.StatusOK, StatsOut(st))
+}
+
+func (h *handler) buckets(w *resp, r *http.Request) error {
+	q, err := params(r, []string{"band", "top"})
+	if err != nil {
+		return err
+	}
+	band, err := intParam(q, "band", -1)
+	if err != nil {
+		return err
+	}
+	top, err := intParam(q, "top", 10)
+	if err != nil {
+		return err
+	}
+	st, err := h.d.Buckets(r.Context(), band, top)
+	if err != nil {
+		return err
+	}
+	return w.json(http.StatusOK, BucketStatsOut(st, band))
+}
+
+func (h *handler) bucket(w *resp, r *http.Request) error {
+	if _, err := params(r, nil); err != nil {
+		return err
+	}
+	rest := strings.TrimPrefix(r.URL.Path, "/v1/buckets/")
+	bandS, bucketS, ok := strings.Cut(rest, "/")
+	if !ok || strings.Contains(bucketS, "/") {
+		return fmt.Errorf("%w: %s (want /v1/buckets/BAND/BUCKET)", ErrNoRoute, r.URL.Path)
+	}
+	band, err := strconv.Atoi(bandS)
+	if err != nil {
+		return badRequest("band %q is not an integer", bandS)
+	}
+	bucket, err := ParseBucket(bucketS)
+	if err != nil {
+		return err
+	}
+	ids, err := h.d.Bucket(band, bucket)
+	if err != nil {
+		return err
+	}
+	return w.json(http.StatusOK, BucketMembersJSON{Band: band, Bucket: BucketHex(bucket), IDs: nonNil(ids)})
+}
+
+func (h *handler) explain(w *resp, r *http.Request) error {
+	q, err := params(r, []string{"a", "b"})
+	if err != nil {
+		return err
+	}
+	e, err := h.d.Explain(q.Get("a"), q.Get("b"))
+	if err != nil {
+		return err
+	}
+	return w.json(http.StatusOK, ExplainOut(e))
+}
+
+func (h *handler) check(w *resp, r *http.Request) error {
+	if _, err := params(r, nil); err != nil {
+		return err
+	}
+	rep, err := h.d.Check(r.Context())
+	if err != nil {
+		return err
+	}
+	return w.json(http.StatusOK, CheckOut(rep))
+}
+
+func (h *handler) tune(w *resp, r *http.Request) error {
+	q, err := params(r, []string{"threshold"})
+	if err != nil {
+		return err
+	}
+	t, err := floatParam(q, "threshold")
+	if err != nil {
+		return err
+	}
+	out, err := Tune(h.d.Params(), t)
+	if err != nil {
+		return err
+	}
+	return w.json(http.StatusOK, out)
+}
+
+// Tune is lshdb tune --db for an index of parameters p: its banding's
+// P(candidate) at threshold t (0: the index's), the curve's table and the
+// recall measured on short documents.
+func Tune(p db.Params, t float64) (TuneJSON, error) {
+	if t == 0 {
+		t = p.Threshold
+	}
+	if !(t > 0 && t <= 1) {
+		return TuneJSON{}, fmt.Errorf("%w: threshold %v is outside (0, 1]", db.ErrInvalidOptions, t)
+	}
+	rec, err := db.MeasureRecall(db.Params{Scheme: p.Scheme, NumPerm: p.NumPerm, Bands: p.Bands}, t)
+	if err != nil {
+		return TuneJSON{}, err
+	}
+	b := p.Bands
+	out := TuneJSON{Bands: b.B, Rows: b.R, Threshold: t, SCurveThreshold: b.Threshold(), PAtThreshold: b.Probability(t),
+		Scheme: p.Scheme.String(), FalsePositiveArea: b.FalsePositiveArea(t), FalseNegativeArea: b.FalseNegativeArea(t),
+		Table: b.Table(bands.DefaultTableS)}
+	if rec.Measured {
+		out.PAtThresholdShortDocs = &rec.ShortDocs
+	}
+	return out, nil
+}
+
+func (h *handler) backup(w *resp, r *http.Request) error {
+	if _, err := params(r, nil); err != nil {
+		return err
+	}
+	var req BackupRequest
+	if err := decode(r, &req); err != nil {
+		return err
+	}
+	if !filepath.IsAbs(req.Dir) {
+		return fmt.Errorf("%w: backup directory %q is not an absolute path (it is the server's)", db.ErrInvalidOptions, req.Dir)
+	}
+	dir := filepath.Clean(req.Dir)
+	if root := h.o.BackupRoot; root != "" {
+		rel, err := filepath.Rel(filepath.Clean(root), dir)
+		if err != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+			return fmt.Errorf("%w: backup directory %s is outside the server's backup root %s", db.ErrInvalidOptions, dir, root)
+		}
+	}
+	if err := h.d.Backup(r.Context(), dir); err != nil {
+		return err
+	}
+	return w.json(http.StatusOK, BackupRequest{Dir: dir})
+}
+
+func (h *handler) purge(w *resp, r *http.Request) error {
+	if _, err := params(r, nil); err != nil {
+		return err
+	}
+	n, err := h.d.PurgeEmptyLists(r.Context())
+	if err != nil {
+		return err
+	}
+	return w.json(http.StatusOK, struct {
+		PurgedLists int `json:"purged_lists"`
+	}{n})
+}
+
+// OpenAPI is the API's description (openapi.yaml), which GET
+// /v1/openapi.yaml serves.
+//
+//go:embed openapi.yaml
+var OpenAPI []byte
+
+func (h *handler) openapi(w *resp, r *http.Request) error {
+	w.header(http.StatusOK, "application/yaml")
+	_, err := w.Write(OpenAPI)
+	return err
+}
+
+// docLimit bounds each document of a stream: read counts the bytes read
+// since the reader last reset it, and reading past max fails with
+// *http.MaxBytesError (413 body_too_large). It counts what the JSON
+// decoder reads ahead too, so a document may be refused up to one read
+// buffer (a few KiB) short of max.
+type docLimit struct {
+	r    io.ReadCloser
+	max  int64
+	read int64
+}
+
+func (l *docLimit) Read(p []byte) (int, error) {
+	if l.read >= l.max {
+		return 0, &http.MaxBytesError{Limit: l.max}
+	}
+	if int64(len(p)) > l.max-l.read {
+		p = p[:l.max-l.read]
+	}
+	n, err := l.r.Read(p)
+	l.read += int64(n)
+	return n, err
+}
+
+func (l *docLimit) Close() error { return l.r.Close() }

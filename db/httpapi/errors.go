@@ -1,0 +1,121 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+
+	"github.com/lshdb/lshdb/db"
+)
+
+// Errors of the API itself (not of the database). A client matches them
+// with errors.Is like db's sentinels.
+var (
+	// ErrBadRequest is a request the API cannot read: malformed JSON, a
+	// parameter that is not a number, an unknown field.
+	ErrBadRequest = errors.New("lshdb: bad request")
+	// ErrBodyTooLarge is a request body over Options.MaxBodyBytes.
+	ErrBodyTooLarge = errors.New("lshdb: request body too large")
+	// ErrUnauthorized is a request without the server's bearer token.
+	ErrUnauthorized = errors.New("lshdb: unauthorized")
+	// ErrNoRoute is a path the API does not serve.
+	ErrNoRoute = errors.New("lshdb: no such endpoint")
+	// ErrMethod is a method the path does not accept.
+	ErrMethod = errors.New("lshdb: method not allowed")
+	// ErrRequestTimeout is a request body that did not arrive in time.
+	ErrRequestTimeout = errors.New("lshdb: request timed out")
+	// ErrInternal is any other failure of the server.
+	ErrInternal = errors.New("lshdb: internal error")
+)
+
+// Code is one entry of the error table: a stable code, the error it
+// stands for, and its HTTP status.
+type Code struct {
+	Code   string
+	Err    error
+	Status int
+}
+
+// Codes is the error table, in the order errors are matched (errors.Is):
+// the first entry an error matches names it. The codes are stable: clients
+// and scripts may depend on them.
+//
+// NB: ErrDiskFull and ErrCorrupt come before the input errors, since a
+// write refused for space may also carry its document's position.
+var Codes = []Code{
+	{"unauthorized", ErrUnauthorized, http.StatusUnauthorized},
+	{"body_too_large", ErrBodyTooLarge, http.StatusRequestEntityTooLarge},
+	{"request_timeout", ErrRequestTimeout, http.StatusRequestTimeout},
+	{"bad_request", ErrBadRequest, http.StatusBadRequest},
+	{"no_route", ErrNoRoute, http.StatusNotFound},
+	{"method_not_allowed", ErrMethod, http.StatusMethodNotAllowed},
+	{"closed", db.ErrClosed, http.StatusServiceUnavailable},
+	{"disk_full", db.ErrDiskFull, http.StatusInsufficientStorage},
+	{"corrupt", db.ErrCorrupt, http.StatusInternalServerError},
+	{"not_found", db.ErrNotFound, http.StatusNotFound},
+	{"invalid_id", db.ErrInvalidID, http.StatusBadRequest},
+	{"empty_document", db.ErrEmptyDocument, http.StatusUnprocessableEntity},
+	{"doc_too_large", db.ErrDocTooLarge, http.StatusRequestEntityTooLarge},
+	{"invalid_options", db.ErrInvalidOptions, http.StatusBadRequest},
+	{"read_only", db.ErrReadOnly, http.StatusForbidden},
+	{"params_mismatch", db.ErrParamsMismatch, http.StatusConflict},
+	{"locked", db.ErrLocked, http.StatusConflict},
+	{"format_too_new", db.ErrFormatTooNew, http.StatusConflict},
+	{"format_old", db.ErrFormat, http.StatusConflict},
+	{"not_index", db.ErrNotIndex, http.StatusConflict},
+	{"not_exist", db.ErrNotExist, http.StatusNotFound},
+	// NB: 499 (nginx's "client closed request"): the client that went
+	// away never reads it, but logs and metrics tell it from a failure.
+	{"canceled", context.Canceled, 499},
+	{"timeout", context.DeadlineExceeded, http.StatusGatewayTimeout},
+	{"internal", ErrInternal, http.StatusInternalServerError},
+}
+
+// codeOf returns the table entry of err; an error that matches none is
+// "internal".
+func codeOf(err error) Code {
+	for _, c := range Codes {
+		if errors.Is(err, c.Err) {
+			return c
+		}
+	}
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		return codeByName("body_too_large")
+	}
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return codeByName("request_timeout")
+	}
+	return Codes[len(Codes)-1]
+}
+
+func codeByName(name string) Code {
+	for _, c := range Codes {
+		if c.Code == name {
+			return c
+		}
+	}
+	return Codes[len(Codes)-1]
+}
+
+// ErrorOf returns the error a code stands for (ErrInternal for a code this
+// build does not know), for a client to wrap.
+func ErrorOf(code string) error { return codeByName(code).Err }
+
+// ErrorJSON is the body of every error response, and the last line of a
+// stream that failed: {"error":{"code":"not_found","message":"…"}}.
+type ErrorJSON struct {
+	Error ErrorBody `json:"error"`
+}
+
+// ErrorBody is an error's code and message.
+type ErrorBody struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+func badRequest(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrBadRequest, fmt.Sprintf(format, args...))
+}

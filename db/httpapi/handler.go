@@ -1,0 +1,490 @@
+package httpapi
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/lshdb/lshdb/db"
+)
+
+// DefaultMaxBodyBytes is the default Options.MaxBodyBytes: 65 MiB, one
+// document at db's default MaxDocBytes (64 MiB) with room for its JSON.
+const DefaultMaxBodyBytes = 65 << 20
+
+// DefaultWriteTimeout is the default Options.WriteTimeout.
+const DefaultWriteTimeout = 30 * time.Second
+
+// Options configure Handler. The zero value is a valid configuration.
+type Options struct {
+	// Token, when set, is the bearer token every request but /healthz
+	// must carry (Authorization: Bearer TOKEN); others get 401. Default:
+	// none (any request is served: for a Unix socket whose file mode
+	// restricts who may connect, or a loopback port on a one-user host).
+	Token string
+	// MaxBodyBytes bounds a request body. A request that announces a
+	// larger one (Content-Length) is refused before its body is read; a
+	// chunked one is cut off when it reaches the limit. Either way the
+	// answer is 413 body_too_large, and no more than the limit is read.
+	// A put-if-new stream is bounded per document instead (a dedup run
+	// streams a whole corpus). Default: DefaultMaxBodyBytes; negative: no
+	// limit.
+	MaxBodyBytes int64
+	// WriteTimeout bounds each write of an answer, not the whole answer:
+	// a stream of pairs may take an hour, but a client that stops reading
+	// it for WriteTimeout is dropped. It replaces the server's
+	// http.Server.WriteTimeout for the requests this handler serves
+	// (which would cut long calls short). Default: DefaultWriteTimeout;
+	// negative: none.
+	WriteTimeout time.Duration
+	// ReadTimeout, when positive, bounds the wait for each document of a
+	// put-if-new stream (the server's http.Server.ReadTimeout bounds the
+	// whole body of every other request). Default: 0, the server's.
+	ReadTimeout time.Duration
+	// BackupRoot, when set, is the only directory under which POST
+	// /v1/backup may write. Default: anywhere the server can (the caller
+	// is trusted: it holds the socket or the token).
+	BackupRoot string
+	// Logger receives one line per request (method, path, operation,
+	// status, error code, bytes, duration). Default: nil, no request log.
+	Logger *slog.Logger
+	// Hooks observe requests (metrics). Default: none.
+	Hooks Hooks
+}
+
+// Hooks observe requests; a nil function is not called. They run on the
+// request's goroutine: a slow hook slows the request.
+type Hooks struct {
+	// Start is called when a request begins, with its context and its
+	// operation (one of Ops: "unknown" when no endpoint matched), before
+	// it is authenticated.
+	Start func(ctx context.Context, op string)
+	// Done is called when a request ends, after Start: its HTTP status, its
+	// error (nil on success; for a stream, the error that ended it) and
+	// how long it took.
+	Done func(ctx context.Context, op string, status int, err error, elapsed time.Duration)
+	// Query is called after each query with the number of candidates it
+	// verified.
+	Query func(op string, candidates int)
+}
+
+// Handler returns an http.Handler that serves the database's API (see
+// the package documentation and openapi.yaml). It does not own d: the
+// caller closes d after the server has stopped. Requests that arrive after
+// d is closed get 503 closed.
+func Handler(d *db.DB, opts *Options) http.Handler {
+	h := &handler{d: d}
+	if opts != nil {
+		h.o = *opts
+	}
+	if h.o.MaxBodyBytes == 0 {
+		h.o.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if h.o.WriteTimeout == 0 {
+		h.o.WriteTimeout = DefaultWriteTimeout
+	}
+	if h.o.Token != "" {
+		h.token = sha256.Sum256([]byte(h.o.Token))
+	}
+	h.routes = []route{
+		{"GET", "/healthz", "healthz", h.healthz},
+		{"GET", "/v1/params", "params", h.params},
+		{"GET", "/v1/count", "count", h.count},
+		{"GET", "/v1/docs", "get", h.get},
+		{"POST", "/v1/docs", "put", h.put},
+		{"DELETE", "/v1/docs", "delete", h.deleteQuery},
+		{"GET", "/v1/docs/has", "has", h.has},
+		{"POST", "/v1/docs/delete", "delete", h.deleteBody},
+		{"POST", "/v1/docs/put-if-new", "put_if_new", h.putIfNew},
+		{"GET", "/v1/query", "query", h.queryGet},
+		{"POST", "/v1/query", "query", h.queryPost},
+		{"GET", "/v1/pairs", "pairs", h.pairs},
+		{"GET", "/v1/clusters", "clusters", h.clusters},
+		{"GET", "/v1/stats", "stats", h.stats},
+		{"GET", "/v1/buckets", "buckets", h.buckets},
+		{"GET", "/v1/buckets/", "bucket", h.bucket}, // /v1/buckets/{band}/{bucket}
+		{"GET", "/v1/explain", "explain", h.explain},
+		{"GET", "/v1/check", "check", h.check},
+		{"GET", "/v1/tune", "tune", h.tune},
+		{"POST", "/v1/backup", "backup", h.backup},
+		{"POST", "/v1/purge", "purge", h.purge},
+		{"GET", "/v1/openapi.yaml", "openapi", h.openapi},
+	}
+	return h
+}
+
+type handler struct {
+	d      *db.DB
+	o      Options
+	token  [32]byte
+	routes []route
+}
+
+type route struct {
+	method, path, op string
+	fn               func(w *resp, r *http.Request) error
+}
+
+// Ops lists the operation names that Hooks and the request log use, one
+// per endpoint (GET and DELETE /v1/docs are get and delete; both query
+// endpoints are query), plus "unknown" for a request that matched none.
+var Ops = []string{"healthz", "params", "count", "get", "put", "delete", "has", "put_if_new", "query",
+	"pairs", "clusters", "stats", "buckets", "bucket", "explain", "check", "tune", "backup", "purge", "openapi", "unknown"}
+
+// match finds the route of r: ok false when no path matches; rt nil (and
+// allow the methods the path takes) when the path matches but not the
+// method.
+func (h *handler) match(r *http.Request) (rt *route, allow []string, ok bool) {
+	p := r.URL.Path
+	for i := range h.routes {
+		x := &h.routes[i]
+		if x.path == p || strings.HasSuffix(x.path, "/") && strings.HasPrefix(p, x.path) {
+			ok = true
+			if x.method == r.Method || x.method == "GET" && r.Method == "HEAD" {
+				return x, nil, true
+			}
+			allow = append(allow, x.method)
+		}
+	}
+	return nil, allow, ok
+}
+
+func (h *handler) ServeHTTP(hw http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	w := &resp{w: hw, rc: http.NewResponseController(hw), h: h}
+	op := "unknown"
+	var err error
+	defer func() {
+		if p := recover(); p != nil {
+			// NB: a handler's bug must not take the index's owner down
+			// with it; the request fails, the server goes on.
+			err = fmt.Errorf("%w: panic: %v", ErrInternal, p)
+			if !w.started {
+				w.fail(err)
+			}
+		}
+		w.finish()
+		h.done(r, op, w, err, time.Since(start))
+	}()
+	rt, allow, ok := h.match(r)
+	if rt != nil {
+		op = rt.op
+	}
+	if h.o.Hooks.Start != nil {
+		h.o.Hooks.Start(r.Context(), op)
+	}
+	switch {
+	case !ok:
+		err = fmt.Errorf("%w: %s %s", ErrNoRoute, r.Method, r.URL.Path)
+		w.fail(err)
+		return
+	case rt == nil:
+		w.w.Header().Set("Allow", strings.Join(allow, ", "))
+		err = fmt.Errorf("%w: %s %s (allowed: %s)", ErrMethod, r.Method, r.URL.Path, strings.Join(allow, ", "))
+		w.fail(err)
+		return
+	}
+	if rt.op != "healthz" && !h.authorized(r) {
+		w.w.Header().Set("WWW-Authenticate", `Bearer realm="lshdb"`)
+		err = fmt.Errorf("%w: a bearer token is required (Authorization: Bearer TOKEN)", ErrUnauthorized)
+		w.fail(err)
+		return
+	}
+	if max := h.o.MaxBodyBytes; max > 0 && rt.op == "put_if_new" {
+		// NB: a put-if-new stream (a dedup run over a whole corpus) is
+		// bounded per document, not in total: see docLimit.
+		r.Body = &docLimit{r: r.Body, max: max}
+	} else if max > 0 {
+		if r.ContentLength > max {
+			// NB: refused on the announced length, before a byte of the
+			// body is read; the server then closes the connection rather
+			// than drain it.
+			w.w.Header().Set("Connection", "close")
+			err = fmt.Errorf("%w: %d bytes (at most %d)", ErrBodyTooLarge, r.ContentLength, max)
+			w.fail(err)
+			return
+		}
+		r.Body = http.MaxBytesReader(hw, r.Body, max)
+	}
+	if h.o.WriteTimeout != 0 {
+		// NB: the server's whole-response deadline would cut a long call
+		// (check, pairs) short; each write gets its own deadline instead
+		// (resp.Write), and until then the work is bounded by the client:
+		// a client that goes away cancels it.
+		_ = w.rc.SetWriteDeadline(time.Time{})
+	}
+	err = rt.fn(w, r)
+	if err != nil && !w.started {
+		w.fail(err)
+	}
+}
+
+// authorized compares the request's bearer token with the handler's in
+// constant time (of the digests, so that not even the length leaks).
+func (h *handler) authorized(r *http.Request) bool {
+	if h.o.Token == "" {
+		return true
+	}
+	auth := r.Header.Get("Authorization")
+	tok, ok := strings.CutPrefix(auth, "Bearer ")
+	if !ok {
+		return false
+	}
+	sum := sha256.Sum256([]byte(tok))
+	return subtle.ConstantTimeCompare(sum[:], h.token[:]) == 1
+}
+
+func (h *handler) done(r *http.Request, op string, w *resp, err error, elapsed time.Duration) {
+	if h.o.Hooks.Done != nil {
+		h.o.Hooks.Done(r.Context(), op, w.status, err, elapsed)
+	}
+	if h.o.Logger == nil {
+		return
+	}
+	attrs := []slog.Attr{slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.String("op", op),
+		slog.Int("status", w.status), slog.Int64("bytes", w.bytes), slog.Duration("elapsed", elapsed),
+		slog.String("remote", r.RemoteAddr)}
+	level := slog.LevelInfo
+	if err != nil {
+		attrs = append(attrs, slog.String("code", codeOf(err).Code), slog.String("error", err.Error()))
+		if w.status >= 500 && w.status != 499 {
+			level = slog.LevelError
+		}
+	}
+	h.o.Logger.LogAttrs(r.Context(), level, "lshdb: request", attrs...)
+}
+
+// resp is the answer being written: it remembers the status and bytes
+// (for the log and hooks), buffers streams, and gives each write its own
+// deadline.
+type resp struct {
+	w       http.ResponseWriter
+	rc      *http.ResponseController
+	h       *handler
+	bw      *bufio.Writer // for streams
+	status  int
+	bytes   int64
+	started bool
+}
+
+// Write sends p with a fresh write deadline.
+func (w *resp) Write(p []byte) (int, error) {
+	if t := w.h.o.WriteTimeout; t > 0 {
+		_ = w.rc.SetWriteDeadline(time.Now().Add(t))
+	}
+	n, err := w.w.Write(p)
+	w.bytes += int64(n)
+	return n, err
+}
+
+func (w *resp) header(status int, contentType string) {
+	w.started = true
+	w.status = status
+	w.w.Header().Set("Content-Type", contentType)
+	w.w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.w.WriteHeader(status)
+}
+
+// json writes v as the whole answer.
+func (w *resp) json(status int, v any) error {
+	b, err := marshal(v)
+	if err != nil {
+		return err
+	}
+	w.header(status, "application/json")
+	_, err = w.Write(b)
+	return err
+}
+
+func marshal(v any) ([]byte, error) {
+	var sb strings.Builder
+	enc := json.NewEncoder(&sb)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, fmt.Errorf("%w: encoding the answer: %w", ErrInternal, err)
+	}
+	return []byte(sb.String()), nil
+}
+
+// fail writes err as the answer: its code's status and
+// {"error":{"code","message"}}.
+func (w *resp) fail(err error) {
+	c := codeOf(err)
+	if c.Status == http.StatusRequestEntityTooLarge && c.Code == "body_too_large" || c.Code == "request_timeout" {
+		// NB: the body was not read to its end; the connection cannot
+		// carry another request.
+		w.w.Header().Set("Connection", "close")
+	}
+	_ = w.json(c.Status, ErrorJSON{ErrorBody{Code: c.Code, Message: err.Error()}})
+}
+
+// startStream begins a JSON Lines answer.
+func (w *resp) startStream() {
+	w.header(http.StatusOK, "application/x-ndjson")
+	w.bw = bufio.NewWriterSize(w, 32<<10)
+}
+
+// line writes v as one line of the stream; flush sends it now rather
+// than when the buffer fills.
+func (w *resp) line(v any, flush bool) error {
+	b, err := marshal(v)
+	if err != nil {
+		return err
+	}
+	if _, err := w.bw.Write(b); err != nil {
+		return err
+	}
+	if flush {
+		return w.flush()
+	}
+	return nil
+}
+
+func (w *resp) flush() error {
+	if err := w.bw.Flush(); err != nil {
+		return err
+	}
+	return w.rc.Flush()
+}
+
+// failLine ends a stream with an error line.
+func (w *resp) failLine(err error) {
+	c := codeOf(err)
+	_ = w.line(ErrorJSON{ErrorBody{Code: c.Code, Message: err.Error()}}, true)
+}
+
+func (w *resp) finish() {
+	if w.bw != nil {
+		_ = w.flush()
+	}
+	if !w.started {
+		w.status = http.StatusOK
+	}
+}
+
+// query parameters
+
+// params returns r's query, refusing a parameter not in allowed (a typo
+// such as "treshold" would otherwise be ignored) and a repeated one not
+// in multi.
+func params(r *http.Request, allowed []string, multi ...string) (url.Values, error) {
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return nil, badRequest("query string: %v", err)
+	}
+	for k, v := range q {
+		if !slices.Contains(allowed, k) {
+			return nil, badRequest("unknown parameter %q (this endpoint takes %s)", k, strings.Join(allowed, ", "))
+		}
+		if len(v) > 1 && !slices.Contains(multi, k) {
+			return nil, badRequest("parameter %q given %d times", k, len(v))
+		}
+	}
+	return q, nil
+}
+
+func floatParam(q url.Values, name string) (float64, error) {
+	s := q.Get(name)
+	if s == "" {
+		return 0, nil
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return 0, badRequest("%s %q is not a number", name, s)
+	}
+	return f, nil
+}
+
+func intParam(q url.Values, name string, def int) (int, error) {
+	s := q.Get(name)
+	if s == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return 0, badRequest("%s %q is not an integer", name, s)
+	}
+	return n, nil
+}
+
+func boolParam(q url.Values, name string) (bool, error) {
+	if !q.Has(name) {
+		return false, nil
+	}
+	s := q.Get(name)
+	if s == "" {
+		return true, nil // ?estimate_only
+	}
+	b, err := strconv.ParseBool(s)
+	if err != nil {
+		return false, badRequest("%s %q is not true or false", name, s)
+	}
+	return b, nil
+}
+
+// decode reads the body as one JSON value into v: unknown fields and
+// anything after the value are refused.
+func decode(r *http.Request, v any) error {
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return bodyError(err)
+	}
+	// NB: reading to the end of the body also lets the server notice a
+	// client that goes away while the call runs (its context is then
+	// cancelled).
+	if _, err := dec.Token(); err != io.EOF {
+		if err == nil {
+			return badRequest("the body holds more than one JSON value")
+		}
+		return bodyError(err)
+	}
+	return nil
+}
+
+// bodyError classifies an error reading a body: too large, too slow,
+// empty or malformed.
+func bodyError(err error) error {
+	var mbe *http.MaxBytesError
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &mbe):
+		return fmt.Errorf("%w: more than %d bytes", ErrBodyTooLarge, mbe.Limit)
+	case codeOf(err).Code == "request_timeout":
+		return fmt.Errorf("%w: reading the body: %w", ErrRequestTimeout, err)
+	case err == io.EOF:
+		return badRequest("the body is empty (a JSON object is expected)")
+	case err == io.ErrUnexpectedEOF:
+		return badRequest("the body ends inside its JSON value")
+	case errors.As(err, &se):
+		return badRequest("malformed JSON at byte %d: %v", se.Offset, err)
+	case errors.As(err, &te):
+		return badRequest("JSON field %q: %v", te.Field, err)
+	}
+	return badRequest("the body: %v", err)
+}
+
+// recallNote is the expected recall at t when t is below the index's
+// threshold (where its banding was not chosen for it), else nil: as the
+// command's JSON lines carry it.
+func (h *handler) recallNote(t float64) *float64 {
+	p := h.d.Params()
+	if t == 0 || t >= p.Threshold {
+		return nil
+	}
+	r := p.Bands.Probability(t)
+	return &r
+}

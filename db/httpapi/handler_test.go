@@ -1,0 +1,453 @@
+package httpapi
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/lshdb/lshdb/db"
+)
+
+// Ensure that every error code names its own sentinel: an error wrapping
+// the sentinel is answered with that code and status, and the code leads
+// back to the sentinel.
+func TestErrorTable(t *testing.T) {
+	seen := map[string]bool{}
+	for _, c := range Codes {
+		if seen[c.Code] {
+			t.Errorf("code %q twice", c.Code)
+		}
+		seen[c.Code] = true
+		err := fmt.Errorf("context: %w", c.Err)
+		if got := codeOf(err); got.Code != c.Code || got.Status != c.Status {
+			t.Errorf("%v: code %s %d, want %s %d", c.Err, got.Code, got.Status, c.Code, c.Status)
+		}
+		if !errors.Is(ErrorOf(c.Code), c.Err) {
+			t.Errorf("ErrorOf(%q) is not %v", c.Code, c.Err)
+		}
+	}
+	// Every sentinel of package db has a code.
+	for _, e := range []error{db.ErrNotFound, db.ErrLocked, db.ErrParamsMismatch, db.ErrFormatTooNew, db.ErrFormat,
+		db.ErrCorrupt, db.ErrEmptyDocument, db.ErrDocTooLarge, db.ErrInvalidID, db.ErrClosed, db.ErrInvalidOptions,
+		db.ErrNotIndex, db.ErrNotExist, db.ErrReadOnly, db.ErrDiskFull} {
+		if c := codeOf(e); c.Code == "internal" {
+			t.Errorf("%v has no code", e)
+		}
+	}
+	if c := codeOf(&db.MismatchError{Field: "Threshold"}); c.Code != "params_mismatch" {
+		t.Errorf("a MismatchError is %s", c.Code)
+	}
+	if c := codeOf(errors.New("something else")); c.Code != "internal" || c.Status != 500 {
+		t.Errorf("an unknown error is %s %d", c.Code, c.Status)
+	}
+}
+
+// startTCP serves h on a loopback port with the given server timeouts.
+func startTCP(t *testing.T, h http.Handler, readTimeout time.Duration) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: h, ReadTimeout: readTimeout, ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(l)
+	t.Cleanup(func() { srv.Close() })
+	return l.Addr().String()
+}
+
+// errorCode reads an error answer's code.
+func errorCode(t *testing.T, body io.Reader) string {
+	t.Helper()
+	var e ErrorJSON
+	if err := json.NewDecoder(body).Decode(&e); err != nil {
+		t.Fatalf("not an error body: %v", err)
+	}
+	if e.Error.Message == "" {
+		t.Errorf("error %q has no message", e.Error.Code)
+	}
+	return e.Error.Code
+}
+
+// Ensure that malformed requests get 4xx answers with their codes, and
+// that a wrong or missing token is refused with 401 except on /healthz.
+func TestBadRequests(t *testing.T) {
+	d := openFixture(t, 30, nil)
+	before, _ := d.Count()
+	addr := startTCP(t, Handler(d, &Options{Token: "s3cret"}), 0)
+	base := "http://" + addr
+	for _, tc := range []struct {
+		method, path, body, token string
+		status                    int
+		code                      string
+	}{
+		{"GET", "/v1/count", "", "", 401, "unauthorized"},
+		{"GET", "/v1/count", "", "wrong", 401, "unauthorized"},
+		{"GET", "/v1/count", "", "s3cret", 200, ""},
+		{"GET", "/healthz", "", "", 200, ""},
+		{"POST", "/v1/docs", `{"id": "a", "text": `, "s3cret", 400, "bad_request"},
+		{"POST", "/v1/docs", `{"id": "a", "txt": "x"}`, "s3cret", 400, "bad_request"},
+		{"POST", "/v1/docs", `{"id": "a", "text": "xxxxxx"} {}`, "s3cret", 400, "bad_request"},
+		{"POST", "/v1/docs", ``, "s3cret", 400, "bad_request"},
+		{"POST", "/v1/docs", `{}`, "s3cret", 400, "bad_request"},
+		{"POST", "/v1/docs", `[1,2]`, "s3cret", 400, "bad_request"},
+		{"POST", "/v1/docs", `{"id": "a", "text": "x", "docs": []}`, "s3cret", 400, "bad_request"},
+		{"POST", "/v1/docs", `{"id": "", "text": "some text"}`, "s3cret", 400, "invalid_id"},
+		{"POST", "/v1/docs", `{"id": "a", "text": "   "}`, "s3cret", 422, "empty_document"},
+		{"POST", "/v1/query", `{"text": "abc", "id": "x"}`, "s3cret", 400, "bad_request"},
+		{"POST", "/v1/query", `{"text": "some text here", "threshold": 2}`, "s3cret", 400, "invalid_options"},
+		{"GET", "/v1/query?id=0ad&treshold=0.5", "", "s3cret", 400, "bad_request"},
+		{"GET", "/v1/query?id=0ad&threshold=x", "", "s3cret", 400, "bad_request"},
+		{"GET", "/v1/query?id=nope", "", "s3cret", 404, "not_found"},
+		{"GET", "/v1/docs?id=%ff", "", "s3cret", 400, "invalid_id"},
+		{"GET", "/v1/buckets/0/zz", "", "s3cret", 400, "bad_request"},
+		{"GET", "/v1/buckets/999/00", "", "s3cret", 400, "invalid_options"},
+		{"GET", "/v1/nothing", "", "s3cret", 404, "no_route"},
+		{"PATCH", "/v1/docs", "", "s3cret", 405, "method_not_allowed"},
+		{"POST", "/v1/backup", `{"dir": "relative/dir"}`, "s3cret", 400, "invalid_options"},
+		{"POST", "/v1/docs/put-if-new", `{"id": "a"`, "s3cret", 400, "bad_request"},
+	} {
+		req, _ := http.NewRequest(tc.method, base+tc.path, strings.NewReader(tc.body))
+		if tc.token != "" {
+			req.Header.Set("Authorization", "Bearer "+tc.token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.StatusCode != tc.status {
+			b, _ := io.ReadAll(resp.Body)
+			t.Errorf("%s %s %q: status %d, want %d (%s)", tc.method, tc.path, tc.body, resp.StatusCode, tc.status, b)
+		} else if tc.code != "" {
+			if code := errorCode(t, resp.Body); code != tc.code {
+				t.Errorf("%s %s %q: code %q, want %q", tc.method, tc.path, tc.body, code, tc.code)
+			}
+			if tc.status == 401 && resp.Header.Get("WWW-Authenticate") == "" {
+				t.Errorf("401 without WWW-Authenticate")
+			}
+		}
+		resp.Body.Close()
+	}
+	if n, _ := d.Count(); n != before {
+		t.Errorf("the refused writes changed the index: %d documents, want %d", n, before)
+	}
+}
+
+// byteSource yields n bytes of a JSON document's text without holding
+// them, and counts what was read.
+type byteSource struct {
+	n      int64
+	read   atomic.Int64 // NB: the transport may go on sending after the answer
+	prefix string
+}
+
+func (s *byteSource) Read(p []byte) (int, error) {
+	read := s.read.Load()
+	if read >= s.n {
+		return 0, io.EOF
+	}
+	k := int64(len(p))
+	if k > s.n-read {
+		k = s.n - read
+	}
+	for i := range p[:k] {
+		off := read + int64(i)
+		if off < int64(len(s.prefix)) {
+			p[i] = s.prefix[off]
+		} else {
+			p[i] = 'a' + byte(off%26)
+		}
+	}
+	s.read.Add(k)
+	return int(k), nil
+}
+
+// Ensure that a 100 MB body is refused with 413 without being read: on
+// its announced length before any of it is read, and a chunked one (with
+// no length) once it passes the limit.
+func TestBodyTooLarge(t *testing.T) {
+	d := openFixture(t, 10, nil)
+	for _, chunked := range []bool{false, true} {
+		t.Run(fmt.Sprintf("chunked=%v", chunked), func(t *testing.T) {
+			o := &Options{}
+			if chunked {
+				o.MaxBodyBytes = 1 << 20
+			}
+			addr := startTCP(t, Handler(d, o), 0)
+			src := &byteSource{n: 100 << 20, prefix: `{"id": "big", "text": "`}
+			var ms0, ms1 runtime.MemStats
+			runtime.ReadMemStats(&ms0)
+			req, _ := http.NewRequest("POST", "http://"+addr+"/v1/docs", src)
+			if !chunked {
+				req.ContentLength = src.n
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			runtime.ReadMemStats(&ms1)
+			if resp.StatusCode != http.StatusRequestEntityTooLarge {
+				t.Fatalf("status %d, want 413", resp.StatusCode)
+			}
+			if code := errorCode(t, resp.Body); code != "body_too_large" {
+				t.Errorf("code %q", code)
+			}
+			if read := src.read.Load(); read >= src.n {
+				t.Errorf("the whole body was sent (%d bytes)", read)
+			}
+			// NB: the client and the server share this process: neither
+			// may have held the body.
+			if alloc := ms1.TotalAlloc - ms0.TotalAlloc; alloc > 32<<20 {
+				t.Errorf("%d MiB allocated while refusing the body", alloc>>20)
+			}
+			if ok, _ := d.Has("big"); ok {
+				t.Error("the document was stored")
+			}
+		})
+	}
+}
+
+// Ensure that a client that sends its body too slowly gets 408 once the
+// server's read timeout passes, and that the request does not run.
+func TestSlowClient(t *testing.T) {
+	d := openFixture(t, 10, nil)
+	addr := startTCP(t, Handler(d, nil), 300*time.Millisecond)
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	body := `{"id": "slow", "text": "a slow document"}`
+	fmt.Fprintf(conn, "POST /v1/docs HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s", len(body), body[:10])
+	// The rest never comes: the server answers when its deadline passes.
+	conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusRequestTimeout {
+		t.Fatalf("status %d, want 408", resp.StatusCode)
+	}
+	if code := errorCode(t, resp.Body); code != "request_timeout" {
+		t.Errorf("code %q", code)
+	}
+	if ok, _ := d.Has("slow"); ok {
+		t.Error("the document was stored")
+	}
+}
+
+// Ensure that a client that goes away mid-query cancels the query: the
+// request's context ends, and the database call made with it returns
+// context.Canceled (observed through the hooks, which hold the query
+// until the client has gone).
+func TestClientGoesAway(t *testing.T) {
+	d := openFixture(t, 30, nil)
+	started := make(chan struct{})
+	type done struct {
+		status int
+		err    error
+	}
+	ended := make(chan done, 1)
+	var once sync.Once
+	o := &Options{Hooks: Hooks{
+		Start: func(ctx context.Context, op string) {
+			if op != "query" {
+				return
+			}
+			once.Do(func() { close(started) })
+			<-ctx.Done() // NB: held until the server notices the client left
+		},
+		Done: func(ctx context.Context, op string, status int, err error, elapsed time.Duration) {
+			if op == "query" {
+				ended <- done{status, err}
+			}
+		},
+	}}
+	addr := startTCP(t, Handler(d, o), 0)
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 0ad has a near-copy (0ad~): the query has a candidate, so it
+	// checks its context before verifying it.
+	fmt.Fprintf(conn, "GET /v1/query?id=0ad HTTP/1.1\r\nHost: x\r\n\r\n")
+	select {
+	case <-started:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the query did not start")
+	}
+	conn.Close()
+	select {
+	case r := <-ended:
+		if !errors.Is(r.err, context.Canceled) || r.status != 499 {
+			t.Errorf("the query ended with %d %v, want 499 and context.Canceled", r.status, r.err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the query was not cancelled")
+	}
+}
+
+// Ensure that streams end with an end line, and that a stream that fails
+// before it starts is an ordinary error answer.
+func TestStreams(t *testing.T) {
+	d := openFixture(t, 60, nil)
+	h := Handler(d, nil)
+	for _, path := range []string{"/v1/pairs", "/v1/clusters", "/v1/pairs?threshold=0.5"} {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
+		lines := strings.Split(strings.TrimSuffix(rec.Body.String(), "\n"), "\n")
+		if rec.Code != 200 || len(lines) < 2 || !strings.HasPrefix(lines[len(lines)-1], `{"end":{"lines":`+fmt.Sprint(len(lines)-1)) {
+			t.Errorf("%s: %d %q", path, rec.Code, rec.Body.String())
+		}
+		if strings.Contains(path, "0.5") && !strings.Contains(lines[0], `"expected_recall"`) {
+			t.Errorf("%s: no expected_recall below the index's threshold: %s", path, lines[0])
+		}
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", "/v1/pairs?threshold=7", nil))
+	if rec.Code != 400 || errorCode(t, rec.Body) != "invalid_options" {
+		t.Errorf("pairs at threshold 7: %d %s", rec.Code, rec.Body)
+	}
+	// put-if-new: a stream of answers, one per document; a refused one
+	// does not stop it.
+	rec = httptest.NewRecorder()
+	body := `{"id": "n1", "text": "a wholly new text about nothing in particular"}
+{"id": "", "text": "no id"}
+{"id": "0ad-copy", "text": ` + mustJSON(t, sampleDocs(t, 1)[0].Text) + `}
+`
+	h.ServeHTTP(rec, httptest.NewRequest("POST", "/v1/docs/put-if-new", strings.NewReader(body)))
+	var got []PutIfNewJSON
+	for _, l := range strings.Split(strings.TrimSpace(rec.Body.String()), "\n") {
+		var x PutIfNewJSON
+		if err := json.Unmarshal([]byte(l), &x); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, x)
+	}
+	if len(got) != 3 || got[0].DuplicateOf != nil || got[0].Error != nil || got[1].Error == nil || got[1].Error.Code != "invalid_id" ||
+		got[2].DuplicateOf == nil || *got[2].DuplicateOf != "0ad" {
+		t.Errorf("put-if-new: %s", rec.Body)
+	}
+	if ok, _ := d.Has("n1"); !ok {
+		t.Error("n1 was not stored")
+	}
+	if ok, _ := d.Has("0ad-copy"); ok {
+		t.Error("the duplicate was stored")
+	}
+}
+
+func mustJSON(t testing.TB, v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// Ensure that openapi.yaml describes every endpoint the handler serves,
+// with its methods, and nothing it does not (besides lshdb serve's
+// /metrics).
+func TestOpenAPICoversRoutes(t *testing.T) {
+	described := map[string]bool{}
+	path := ""
+	for _, line := range strings.Split(string(OpenAPI), "\n") {
+		if p, ok := strings.CutSuffix(line, ":"); ok && strings.HasPrefix(p, "  /") && !strings.HasPrefix(p, "   ") {
+			path = strings.TrimSpace(p)
+			continue
+		}
+		for _, m := range []string{"get", "post", "delete", "put", "patch"} {
+			if strings.HasPrefix(line, "    "+m+":") && path != "" {
+				described[strings.ToUpper(m)+" "+path] = true
+			}
+		}
+		if line != "" && !strings.HasPrefix(line, " ") {
+			path = ""
+		}
+	}
+	h := Handler(nil, nil).(*handler)
+	served := map[string]bool{"GET /metrics": true}
+	for _, r := range h.routes {
+		p := r.path
+		if p == "/v1/buckets/" {
+			p = "/v1/buckets/{band}/{bucket}"
+		}
+		served[r.method+" "+p] = true
+		if !described[r.method+" "+p] {
+			t.Errorf("%s %s is not in openapi.yaml", r.method, p)
+		}
+		if !slices.Contains(Ops, r.op) {
+			t.Errorf("%s %s: op %q is not in Ops", r.method, p, r.op)
+		}
+	}
+	for d := range described {
+		if !served[d] {
+			t.Errorf("openapi.yaml describes %s, which is not served", d)
+		}
+	}
+	// The error codes it lists are the table's.
+	flat := strings.Join(strings.Fields(string(OpenAPI)), " ")
+	for _, c := range Codes {
+		if !strings.Contains(flat, fmt.Sprintf("%s (%d)", c.Code, c.Status)) {
+			t.Errorf("openapi.yaml does not list %s (%d)", c.Code, c.Status)
+		}
+	}
+}
+
+// Ensure that a put-if-new stream is bounded per document, not in total:
+// a stream many times the limit goes through, and a document over it is
+// refused (413 when it is the first, an error line ending the stream
+// later), and that /healthz names the owner's pid.
+func TestPutIfNewLimit(t *testing.T) {
+	d := openFixture(t, 0, nil)
+	h := Handler(d, &Options{MaxBodyBytes: 4 << 10})
+	var body strings.Builder
+	for i := range 100 {
+		fmt.Fprintf(&body, "{\"id\": \"doc%d\", \"text\": \"document number %d says %s\"}\n", i, i, strings.Repeat("x", i))
+	}
+	if body.Len() < 2*(4<<10) {
+		t.Fatalf("the stream is only %d bytes", body.Len())
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("POST", "/v1/docs/put-if-new", strings.NewReader(body.String())))
+	if n := strings.Count(rec.Body.String(), "\n"); rec.Code != 200 || n != 100 || strings.Contains(rec.Body.String(), "error") {
+		t.Fatalf("%d, %d lines: %.500s", rec.Code, n, rec.Body)
+	}
+	if c, _ := d.Count(); c != 100 {
+		t.Errorf("%d documents stored, want 100", c)
+	}
+	big := fmt.Sprintf("{\"id\": \"big\", \"text\": \"%s\"}\n", strings.Repeat("y", 8<<10))
+	rec = httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("POST", "/v1/docs/put-if-new", strings.NewReader(big)))
+	if rec.Code != 413 || errorCode(t, rec.Body) != "body_too_large" {
+		t.Errorf("a first document over the limit: %d %s", rec.Code, rec.Body)
+	}
+	rec = httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("POST", "/v1/docs/put-if-new", strings.NewReader("{\"id\": \"small\", \"text\": \"a small one\"}\n"+big)))
+	lines := strings.Split(strings.TrimSpace(rec.Body.String()), "\n")
+	if rec.Code != 200 || len(lines) != 2 || !strings.Contains(lines[1], `"code":"body_too_large"`) {
+		t.Errorf("a later document over the limit: %d %q", rec.Code, lines)
+	}
+	if ok, _ := d.Has("big"); ok {
+		t.Error("the document over the limit was stored")
+	}
+	rec = httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", "/healthz", nil))
+	var hj HealthJSON
+	if err := json.Unmarshal(rec.Body.Bytes(), &hj); err != nil || hj.PID != os.Getpid() || hj.Docs != 101 || hj.Status != "ok" {
+		t.Errorf("healthz: %s %v", rec.Body, err)
+	}
+}

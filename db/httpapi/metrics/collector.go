@@ -1,0 +1,78 @@
+package metrics
+
+import (
+	"strconv"
+
+	"github.com/lshdb/lshdb/db"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// dbCollector reads db.(*DB).Metrics at each scrape.
+type dbCollector struct{ d *db.DB }
+
+type desc struct {
+	d     *prometheus.Desc
+	kind  prometheus.ValueType
+	value func(m *db.Metrics) float64
+}
+
+func gauge(name, help string, f func(m *db.Metrics) float64) desc {
+	return desc{prometheus.NewDesc(name, help, nil, nil), prometheus.GaugeValue, f}
+}
+
+func counter(name, help string, f func(m *db.Metrics) float64) desc {
+	return desc{prometheus.NewDesc(name, help, nil, nil), prometheus.CounterValue, f}
+}
+
+var (
+	descs = []desc{
+		gauge("lshdb_documents", "Stored documents.", func(m *db.Metrics) float64 { return float64(m.Docs) }),
+		counter("lshdb_pebble_compactions_total", "Compactions run since the index was opened.", func(m *db.Metrics) float64 { return float64(m.Compactions) }),
+		gauge("lshdb_pebble_compactions_in_progress", "Compactions running.", func(m *db.Metrics) float64 { return float64(m.CompactionsInProgress) }),
+		gauge("lshdb_pebble_compaction_debt_bytes", "Estimated bytes to compact before the tree is stable.", func(m *db.Metrics) float64 { return float64(m.CompactionDebt) }),
+		counter("lshdb_pebble_compaction_seconds_total", "Time spent compacting.", func(m *db.Metrics) float64 { return m.CompactionTime.Seconds() }),
+		counter("lshdb_pebble_flushes_total", "Memtable flushes.", func(m *db.Metrics) float64 { return float64(m.Flushes) }),
+		counter("lshdb_pebble_ingests_total", "Table ingests (bulk loads).", func(m *db.Metrics) float64 { return float64(m.Ingests) }),
+		gauge("lshdb_pebble_l0_files", "Tables in level 0.", func(m *db.Metrics) float64 { return float64(m.L0Files) }),
+		gauge("lshdb_pebble_l0_sublevels", "Sublevels of level 0 (its read amplification).", func(m *db.Metrics) float64 { return float64(m.L0Sublevels) }),
+		gauge("lshdb_pebble_read_amplification", "Tables a point read may consult.", func(m *db.Metrics) float64 { return float64(m.ReadAmp) }),
+		gauge("lshdb_pebble_cache_bytes", "Block cache bytes in use.", func(m *db.Metrics) float64 { return float64(m.CacheBytes) }),
+		gauge("lshdb_pebble_cache_blocks", "Blocks in the block cache.", func(m *db.Metrics) float64 { return float64(m.CacheCount) }),
+		counter("lshdb_pebble_cache_hits_total", "Block cache hits.", func(m *db.Metrics) float64 { return float64(m.CacheHits) }),
+		counter("lshdb_pebble_cache_misses_total", "Block cache misses.", func(m *db.Metrics) float64 { return float64(m.CacheMisses) }),
+		gauge("lshdb_pebble_memtable_bytes", "Memtable bytes.", func(m *db.Metrics) float64 { return float64(m.MemTableBytes) }),
+		gauge("lshdb_pebble_memtables", "Memtables.", func(m *db.Metrics) float64 { return float64(m.MemTables) }),
+		gauge("lshdb_pebble_wal_files", "Live write-ahead log files.", func(m *db.Metrics) float64 { return float64(m.WALFiles) }),
+		gauge("lshdb_pebble_wal_bytes", "Live data in the write-ahead log.", func(m *db.Metrics) float64 { return float64(m.WALBytes) }),
+		gauge("lshdb_pebble_wal_physical_bytes", "Size of the write-ahead log files on disk.", func(m *db.Metrics) float64 { return float64(m.WALPhysicalSize) }),
+		counter("lshdb_pebble_wal_bytes_in_total", "Logical bytes written to the write-ahead log.", func(m *db.Metrics) float64 { return float64(m.WALBytesIn) }),
+		counter("lshdb_pebble_wal_bytes_written_total", "Physical bytes written to the write-ahead log.", func(m *db.Metrics) float64 { return float64(m.WALBytesWritten) }),
+		gauge("lshdb_pebble_disk_bytes", "Bytes of the store's files on disk.", func(m *db.Metrics) float64 { return float64(m.DiskBytes) }),
+	}
+	levelFiles = prometheus.NewDesc("lshdb_pebble_level_files", "Tables by level.", []string{"level"}, nil)
+	levelBytes = prometheus.NewDesc("lshdb_pebble_level_bytes", "Table bytes by level.", []string{"level"}, nil)
+)
+
+func (c *dbCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range descs {
+		ch <- d.d
+	}
+	ch <- levelFiles
+	ch <- levelBytes
+}
+
+// Collect reports nothing once the index is closed (a scrape during
+// shutdown).
+func (c *dbCollector) Collect(ch chan<- prometheus.Metric) {
+	m, err := c.d.Metrics()
+	if err != nil {
+		return
+	}
+	for _, d := range descs {
+		ch <- prometheus.MustNewConstMetric(d.d, d.kind, d.value(&m))
+	}
+	for i, l := range m.Levels {
+		ch <- prometheus.MustNewConstMetric(levelFiles, prometheus.GaugeValue, float64(l.Files), strconv.Itoa(i))
+		ch <- prometheus.MustNewConstMetric(levelBytes, prometheus.GaugeValue, float64(l.Bytes), strconv.Itoa(i))
+	}
+}

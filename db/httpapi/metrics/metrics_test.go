@@ -1,0 +1,133 @@
+package metrics
+
+import (
+	"context"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/lshdb/lshdb/db"
+	"github.com/lshdb/lshdb/db/httpapi"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+// scrape returns the metrics m serves, by name.
+func scrape(t *testing.T, m *Metrics) map[string]*dto.MetricFamily {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(rec.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fams
+}
+
+// value returns the value of the series of name whose labels include
+// labels ("k=v" pairs), and whether there is one.
+func value(fams map[string]*dto.MetricFamily, name string, labels ...string) (float64, bool) {
+	base, suffix := name, ""
+	for _, s := range []string{"_count", "_sum"} {
+		if f, ok := strings.CutSuffix(name, s); ok && fams[name] == nil {
+			base, suffix = f, s
+		}
+	}
+	f := fams[base]
+	if f == nil {
+		return 0, false
+	}
+next:
+	for _, m := range f.Metric {
+		for _, l := range labels {
+			k, v, _ := strings.Cut(l, "=")
+			found := false
+			for _, lp := range m.Label {
+				found = found || lp.GetName() == k && lp.GetValue() == v
+			}
+			if !found {
+				continue next
+			}
+		}
+		switch {
+		case m.Counter != nil:
+			return m.Counter.GetValue(), true
+		case m.Gauge != nil:
+			return m.Gauge.GetValue(), true
+		case m.Histogram != nil && suffix == "_count":
+			return float64(m.Histogram.GetSampleCount()), true
+		case m.Histogram != nil && suffix == "_sum":
+			return m.Histogram.GetSampleSum(), true
+		}
+	}
+	return 0, false
+}
+
+// Ensure that the metrics count the requests served, by operation and
+// status, the candidates of each query (as the in-process query counts
+// them), and export the index's documents and storage figures.
+func TestMetrics(t *testing.T) {
+	d, err := db.Open(filepath.Join(t.TempDir(), "idx"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	texts := []string{"the quick brown fox jumps over the lazy dog", "the quick brown fox jumps over the lazy dogs",
+		"a completely different sentence about owls", "the quick brown fox jumped over the lazy dog"}
+	for i, text := range texts {
+		if err := d.Put(string(rune('a'+i)), text); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m := New(d)
+	h := httpapi.Handler(d, &httpapi.Options{Hooks: m.Hooks()})
+	for _, target := range []string{"/v1/docs?id=a", "/v1/docs?id=b", "/v1/docs?id=zz", "/v1/query?id=a&threshold=0.3", "/nowhere"} {
+		h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", target, nil))
+	}
+	fams := scrape(t, m)
+	want, _ := d.QueryID(context.Background(), "a", &db.QueryOptions{Threshold: 0.3})
+	count, _ := d.Count()
+	for _, c := range []struct {
+		name   string
+		labels []string
+		want   float64
+	}{
+		{"lshdb_http_requests_total", []string{"op=get", "status=200"}, 2},
+		{"lshdb_http_requests_total", []string{"op=get", "status=404"}, 1},
+		{"lshdb_http_requests_total", []string{"op=query", "status=200"}, 1},
+		{"lshdb_http_requests_total", []string{"op=unknown", "status=404"}, 1},
+		{"lshdb_http_request_duration_seconds_count", []string{"op=get"}, 3},
+		{"lshdb_http_request_duration_seconds_count", []string{"op=check"}, 0},
+		{"lshdb_http_requests_in_flight", []string{"op=get"}, 0},
+		{"lshdb_query_candidates_count", []string{"op=query"}, 1},
+		{"lshdb_query_candidates_sum", []string{"op=query"}, float64(want.Candidates)},
+		{"lshdb_documents", nil, float64(count)},
+		{"lshdb_pebble_level_files", []string{"level=6"}, 0},
+	} {
+		got, ok := value(fams, c.name, c.labels...)
+		if !ok || got != c.want {
+			t.Errorf("%s%v = %v (present %v), want %v", c.name, c.labels, got, ok, c.want)
+		}
+	}
+	if want.Candidates == 0 {
+		t.Error("the query had no candidates: the candidates metric is untested")
+	}
+	for _, name := range []string{"lshdb_pebble_wal_bytes_in_total", "lshdb_pebble_memtable_bytes", "lshdb_pebble_disk_bytes"} {
+		if v, ok := value(fams, name); !ok || v <= 0 {
+			t.Errorf("%s = %v (present %v) after %d synced puts", name, v, ok, len(texts))
+		}
+	}
+	for _, name := range []string{"lshdb_pebble_compactions_total", "lshdb_pebble_l0_sublevels", "lshdb_pebble_cache_hits_total", "lshdb_pebble_wal_files", "go_goroutines"} {
+		if _, ok := value(fams, name); !ok {
+			t.Errorf("%s is missing", name)
+		}
+	}
+	// A closed index exports no storage figures, and the scrape works.
+	d.Close()
+	if _, ok := value(scrape(t, m), "lshdb_documents"); ok {
+		t.Error("lshdb_documents exported after Close")
+	}
+}

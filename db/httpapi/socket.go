@@ -1,0 +1,135 @@
+package httpapi
+
+import (
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// SocketName is the name of the Unix socket an index's owner listens on,
+// inside the index directory.
+const SocketName = "lshdb.sock"
+
+// maxSocketPath is the longest Unix socket path the kernel takes
+// (sun_path: 108 bytes on Linux, 104 on the BSDs and macOS, with the
+// terminating zero).
+const maxSocketPath = 103
+
+// ErrSocketInUse is returned by ListenSocket when a process answers on
+// the socket already.
+var ErrSocketInUse = errors.New("lshdb: another process answers on the index's socket")
+
+// SocketPath returns the socket path of the index in dir.
+func SocketPath(dir string) string { return filepath.Join(dir, SocketName) }
+
+// ListenSocket listens on the Unix socket path, which only the process's
+// user may connect to (mode 0600). A socket file left by an owner that
+// died is removed first, but only after checking that no process answers
+// on it (ErrSocketInUse); a file there that is not a socket is an error.
+// Closing the listener removes the socket file.
+//
+// NB: the socket is bound inside a fresh directory of mode 0700, made
+// 0600 and only then renamed into place, so that no other user can
+// connect in the moment between bind and chmod.
+func ListenSocket(path string) (net.Listener, error) {
+	if len(path) > maxSocketPath {
+		return nil, fmt.Errorf("lshdb: socket path %s is %d bytes, longer than Unix sockets allow (%d): use an index directory with a shorter path", path, len(path), maxSocketPath)
+	}
+	if err := removeStale(path); err != nil {
+		return nil, err
+	}
+	dir := filepath.Dir(path)
+	// Private directories that an owner killed mid-way left behind.
+	if olds, _ := filepath.Glob(filepath.Join(dir, ".lshdb-sock-*")); olds != nil {
+		for _, o := range olds {
+			os.RemoveAll(o)
+		}
+	}
+	tmp, err := os.MkdirTemp(dir, ".lshdb-sock-")
+	if err != nil {
+		return nil, fmt.Errorf("lshdb: socket: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	bound := filepath.Join(tmp, "s")
+	l, err := net.Listen("unix", bound)
+	if err != nil {
+		return nil, fmt.Errorf("lshdb: socket: %w", err)
+	}
+	ul := l.(*net.UnixListener)
+	ul.SetUnlinkOnClose(false)
+	if err := os.Chmod(bound, 0o600); err != nil {
+		l.Close()
+		return nil, fmt.Errorf("lshdb: socket: %w", err)
+	}
+	if err := os.Rename(bound, path); err != nil {
+		l.Close()
+		return nil, fmt.Errorf("lshdb: socket: %w", err)
+	}
+	return &socketListener{UnixListener: ul, path: path}, nil
+}
+
+// removeStale removes a socket file at path that no process answers on.
+func removeStale(path string) error {
+	st, err := os.Lstat(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("lshdb: socket: %w", err)
+	}
+	if st.Mode().Type() != os.ModeSocket {
+		return fmt.Errorf("lshdb: %s exists and is not a socket: remove it or rename it", path)
+	}
+	c, err := net.DialTimeout("unix", path, 2*time.Second)
+	if err == nil {
+		c.Close()
+		return fmt.Errorf("%w: %s", ErrSocketInUse, path)
+	}
+	if !errors.Is(err, syscall.ECONNREFUSED) && !errors.Is(err, syscall.ENOENT) && !strings.Contains(err.Error(), "connection refused") {
+		return fmt.Errorf("lshdb: socket %s: %w", path, err)
+	}
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("lshdb: removing the stale socket: %w", err)
+	}
+	return nil
+}
+
+type socketListener struct {
+	*net.UnixListener
+	path string
+}
+
+// Close stops listening and removes the socket file.
+func (l *socketListener) Close() error {
+	err := l.UnixListener.Close()
+	if rerr := os.Remove(l.path); err == nil && !errors.Is(rerr, os.ErrNotExist) {
+		err = rerr
+	}
+	return err
+}
+
+// RequireToken wraps next (a /metrics handler, say) in the bearer-token
+// check that Handler applies: with an empty token it is next itself.
+func RequireToken(token string, next http.Handler) http.Handler {
+	if token == "" {
+		return next
+	}
+	h := &handler{o: Options{Token: token}}
+	h.token = sha256.Sum256([]byte(token))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !h.authorized(r) {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="lshdb"`)
+			rw := &resp{w: w, rc: http.NewResponseController(w), h: h}
+			rw.fail(fmt.Errorf("%w: a bearer token is required (Authorization: Bearer TOKEN)", ErrUnauthorized))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}

@@ -1,0 +1,679 @@
+package httpapi
+
+// The API's JSON shapes. Every key is snake_case and named as in the
+// command's --output json (cmd/lshdb/output.go); what the command leaves
+// out but a *db.DB method returns is added, so that a client rebuilds the
+// method's exact result (package db/client does). Each shape comes with
+// its conversion from and back to db's type, so that both directions live
+// in one place and a test proves the round trip.
+//
+// NB: bucket ids and shingle hashes are hex strings, not JSON numbers: a
+// uint64 above 2^53 loses precision in JavaScript, jq and pandas (C8).
+
+import (
+	"encoding/base64"
+	"fmt"
+	"math"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/lshdb/lshdb/bands"
+	"github.com/lshdb/lshdb/db"
+	"github.com/lshdb/lshdb/minhash"
+)
+
+// DocJSON is a document to store (put, put-if-new). Meta is the metadata
+// as a UTF-8 string; MetaBase64 carries metadata that is not UTF-8.
+type DocJSON struct {
+	ID         string  `json:"id"`
+	Text       string  `json:"text"`
+	Meta       *string `json:"meta,omitempty"`
+	MetaBase64 *string `json:"meta_base64,omitempty"`
+}
+
+// DocIn converts d for the wire.
+func DocIn(d db.Doc) DocJSON {
+	out := DocJSON{ID: d.ID, Text: d.Text}
+	out.Meta, out.MetaBase64 = metaOut(d.Meta)
+	return out
+}
+
+// Doc converts d back.
+func (d DocJSON) Doc() (db.Doc, error) {
+	meta, err := metaIn(d.Meta, d.MetaBase64)
+	return db.Doc{ID: d.ID, Text: d.Text, Meta: meta}, err
+}
+
+func metaOut(m []byte) (*string, *string) {
+	switch {
+	case m == nil:
+		return nil, nil
+	case utf8.Valid(m):
+		s := string(m)
+		return &s, nil
+	default:
+		s := base64.StdEncoding.EncodeToString(m)
+		return nil, &s
+	}
+}
+
+func metaIn(s, b64 *string) ([]byte, error) {
+	switch {
+	case s != nil && b64 != nil:
+		return nil, badRequest("give meta or meta_base64, not both")
+	case s != nil:
+		return []byte(*s), nil
+	case b64 != nil:
+		m, err := base64.StdEncoding.DecodeString(*b64)
+		if err != nil {
+			return nil, badRequest("meta_base64: %v", err)
+		}
+		if m == nil {
+			m = []byte{}
+		}
+		return m, nil
+	}
+	return nil, nil
+}
+
+// PutRequest is the body of POST /v1/docs: one document (id, text, meta)
+// or a batch (docs), stored atomically.
+type PutRequest struct {
+	DocJSON
+	Docs      []DocJSON `json:"docs,omitempty"`
+	NoSync    bool      `json:"no_sync,omitempty"`
+	StoreText bool      `json:"store_text,omitempty"`
+	SkipEmpty bool      `json:"skip_empty,omitempty"`
+}
+
+// BatchResultJSON is db.BatchResult.
+type BatchResultJSON struct {
+	Stored       int      `json:"stored"`
+	Replaced     int      `json:"replaced"`
+	Repeated     int      `json:"repeated"`
+	SkippedEmpty []string `json:"skipped_empty"`
+}
+
+// BatchResultOut converts r for the wire.
+func BatchResultOut(r db.BatchResult) BatchResultJSON {
+	return BatchResultJSON{Stored: r.Stored, Replaced: r.Replaced, Repeated: r.Repeated, SkippedEmpty: nonNil(r.SkippedEmpty)}
+}
+
+// BatchResult converts r back.
+func (r BatchResultJSON) BatchResult() db.BatchResult {
+	return db.BatchResult{Stored: r.Stored, Replaced: r.Replaced, Repeated: r.Repeated, SkippedEmpty: nilIfEmpty(r.SkippedEmpty)}
+}
+
+// PutIfNewJSON is one line of the put-if-new answer, as lshdb dedup
+// --output json prints it: duplicate_of and jaccard are null when the
+// document was stored. Error is set, and the rest null, when the document
+// was refused.
+type PutIfNewJSON struct {
+	ID          string     `json:"id"`
+	DuplicateOf *string    `json:"duplicate_of"`
+	Jaccard     *float64   `json:"jaccard"`
+	Estimate    *float64   `json:"estimate,omitempty"`
+	Bands       *int       `json:"bands,omitempty"`
+	Error       *ErrorBody `json:"error,omitempty"`
+}
+
+// DeleteRequest is the body of POST /v1/docs/delete.
+type DeleteRequest struct {
+	IDs           []string `json:"ids"`
+	IgnoreMissing bool     `json:"ignore_missing,omitempty"`
+	NoSync        bool     `json:"no_sync,omitempty"`
+}
+
+// DeleteResultJSON is db.DeleteResult.
+type DeleteResultJSON struct {
+	Deleted int      `json:"deleted"`
+	Missing []string `json:"missing"`
+}
+
+// DocumentJSON is a stored document (get): the command's keys (id, num,
+// shingles, text, meta) and the shingle set and signature.
+type DocumentJSON struct {
+	ID         string   `json:"id"`
+	Num        uint64   `json:"num"`
+	Shingles   int      `json:"shingles"` // the set's size
+	HasText    bool     `json:"has_text"`
+	Text       *string  `json:"text,omitempty"`
+	Meta       *string  `json:"meta,omitempty"`
+	MetaBase64 *string  `json:"meta_base64,omitempty"`
+	ShingleSet []string `json:"shingle_set"` // 16 hex digits each
+	Signature  []uint32 `json:"signature"`
+}
+
+// DocumentOut converts d for the wire.
+func DocumentOut(d *db.Document) DocumentJSON {
+	out := DocumentJSON{ID: d.ID, Num: d.Num, Shingles: len(d.Shingles), HasText: d.HasText,
+		ShingleSet: make([]string, len(d.Shingles)), Signature: nonNil(d.Signature)}
+	if d.HasText {
+		out.Text = &d.Text
+	}
+	out.Meta, out.MetaBase64 = metaOut(d.Meta)
+	for i, s := range d.Shingles {
+		out.ShingleSet[i] = fmt.Sprintf("%016x", s)
+	}
+	return out
+}
+
+// Document converts d back.
+func (d DocumentJSON) Document() (*db.Document, error) {
+	out := &db.Document{ID: d.ID, Num: d.Num, HasText: d.HasText, Signature: nilIfEmpty(d.Signature)}
+	if d.Text != nil {
+		out.Text = *d.Text
+	}
+	var err error
+	if out.Meta, err = metaIn(d.Meta, d.MetaBase64); err != nil {
+		return nil, err
+	}
+	if len(d.ShingleSet) > 0 {
+		out.Shingles = make([]uint64, len(d.ShingleSet))
+		for i, s := range d.ShingleSet {
+			if out.Shingles[i], err = strconv.ParseUint(s, 16, 64); err != nil {
+				return nil, fmt.Errorf("shingle_set: %w", err)
+			}
+		}
+	}
+	return out, nil
+}
+
+// QueryRequest is the body of POST /v1/query: a text or a stored id.
+type QueryRequest struct {
+	Text         *string `json:"text,omitempty"`
+	ID           *string `json:"id,omitempty"`
+	Threshold    float64 `json:"threshold,omitempty"`
+	Limit        int     `json:"limit,omitempty"`
+	EstimateOnly bool    `json:"estimate_only,omitempty"`
+}
+
+// MatchJSON is one match, as a line of lshdb query --output json: jaccard
+// is null when not verified.
+type MatchJSON struct {
+	ID       string   `json:"id"`
+	Jaccard  *float64 `json:"jaccard"`
+	Estimate float64  `json:"estimate"`
+	Bands    int      `json:"bands"`
+}
+
+// QueryResultJSON is db.QueryResult.
+type QueryResultJSON struct {
+	Matches        []MatchJSON `json:"matches"`
+	Threshold      float64     `json:"threshold"`
+	ExpectedRecall float64     `json:"expected_recall"`
+	Candidates     int         `json:"candidates"`
+	EstimateOnly   bool        `json:"estimate_only"`
+}
+
+// QueryResultOut converts r for the wire.
+func QueryResultOut(r *db.QueryResult) QueryResultJSON {
+	out := QueryResultJSON{Matches: make([]MatchJSON, len(r.Matches)), Threshold: r.Threshold,
+		ExpectedRecall: r.ExpectedRecall, Candidates: r.Candidates, EstimateOnly: r.EstimateOnly}
+	for i, m := range r.Matches {
+		out.Matches[i] = MatchOut(m, r.EstimateOnly)
+	}
+	return out
+}
+
+// MatchOut converts m for the wire.
+func MatchOut(m db.Match, estimateOnly bool) MatchJSON {
+	out := MatchJSON{ID: m.ID, Estimate: m.Estimate, Bands: m.Bands}
+	if !estimateOnly {
+		j := m.Jaccard
+		out.Jaccard = &j
+	}
+	return out
+}
+
+// Match converts m back.
+func (m MatchJSON) Match() db.Match {
+	out := db.Match{ID: m.ID, Estimate: m.Estimate, Bands: m.Bands}
+	if m.Jaccard != nil {
+		out.Jaccard = *m.Jaccard
+	}
+	return out
+}
+
+// QueryResult converts r back.
+func (r QueryResultJSON) QueryResult() *db.QueryResult {
+	out := &db.QueryResult{Threshold: r.Threshold, ExpectedRecall: r.ExpectedRecall, Candidates: r.Candidates, EstimateOnly: r.EstimateOnly}
+	for _, m := range r.Matches {
+		out.Matches = append(out.Matches, m.Match())
+	}
+	return out
+}
+
+// PairJSON is one line of GET /v1/pairs, as lshdb pairs --output json.
+type PairJSON struct {
+	A              string   `json:"a"`
+	B              string   `json:"b"`
+	Jaccard        float64  `json:"jaccard"`
+	ExpectedRecall *float64 `json:"expected_recall,omitempty"`
+}
+
+// ClusterJSON is one line of GET /v1/clusters, as lshdb clusters --output
+// json.
+type ClusterJSON struct {
+	Cluster        int      `json:"cluster"`
+	Size           int      `json:"size"`
+	Representative string   `json:"representative"`
+	IDs            []string `json:"ids"`
+	ExpectedRecall *float64 `json:"expected_recall,omitempty"`
+}
+
+// EndJSON is the last line of a stream that completed: a stream without
+// it was cut short. Pairs carries the run's statistics.
+type EndJSON struct {
+	End EndBody `json:"end"`
+}
+
+// EndBody counts the lines a stream sent.
+type EndBody struct {
+	Lines int             `json:"lines"`
+	Stats *PairsStatsJSON `json:"stats,omitempty"`
+}
+
+// PairsStatsJSON is db.PairsStats, as lshdb bench reports it.
+type PairsStatsJSON struct {
+	Docs            int   `json:"docs"`
+	IdenticalGroups int   `json:"identical_groups"`
+	IdenticalPairs  int64 `json:"identical_pairs"`
+	Lists           int   `json:"lists"`
+	HotLists        int   `json:"hot_lists"`
+	LargestList     int   `json:"largest_list"`
+	Candidates      int64 `json:"candidates"`
+	Verified        int64 `json:"verified"`
+	Matched         int64 `json:"matched"`
+	Reported        int64 `json:"reported"`
+	Spilled         bool  `json:"spilled"`
+}
+
+// PairsStatsOut converts s for the wire.
+func PairsStatsOut(s db.PairsStats) *PairsStatsJSON {
+	return &PairsStatsJSON{Docs: s.Docs, IdenticalGroups: s.IdenticalGroups, IdenticalPairs: s.IdenticalPairs,
+		Lists: s.Lists, HotLists: s.HotLists, LargestList: s.LargestList, Candidates: s.Candidates,
+		Verified: s.Verified, Matched: s.Matched, Reported: s.Reported, Spilled: s.Spilled}
+}
+
+// PairsStats converts s back.
+func (s PairsStatsJSON) PairsStats() db.PairsStats {
+	return db.PairsStats{Docs: s.Docs, IdenticalGroups: s.IdenticalGroups, IdenticalPairs: s.IdenticalPairs,
+		Lists: s.Lists, HotLists: s.HotLists, LargestList: s.LargestList, Candidates: s.Candidates,
+		Verified: s.Verified, Matched: s.Matched, Reported: s.Reported, Spilled: s.Spilled}
+}
+
+// ParamsJSON is db.Params, with the keys of lshdb create --output json,
+// and the largest document the server accepts.
+type ParamsJSON struct {
+	Threshold      float64  `json:"threshold"`
+	Recall         float64  `json:"recall"`
+	Bands          int      `json:"bands"`
+	Rows           int      `json:"rows"`
+	NumPerm        int      `json:"num_perm"`
+	Scheme         string   `json:"scheme"`
+	Seed           uint64   `json:"seed"`
+	Shingle        string   `json:"shingle"`
+	ShingleSize    int      `json:"shingle_size"`
+	Bag            bool     `json:"bag"`
+	Normalization  string   `json:"normalization"`
+	StopWords      []string `json:"stop_words"`
+	StoreText      bool     `json:"store_text"`
+	Storage        string   `json:"storage"`
+	FormatVersion  int      `json:"format_version"`
+	ExpectedRecall float64  `json:"expected_recall"`
+	MaxDocBytes    int      `json:"max_doc_bytes,omitempty"`
+}
+
+// ParamsOut converts p for the wire.
+func ParamsOut(p db.Params) ParamsJSON {
+	return ParamsJSON{Threshold: p.Threshold, Recall: p.Recall, Bands: p.Bands.B, Rows: p.Bands.R, NumPerm: p.NumPerm,
+		Scheme: p.Scheme.String(), Seed: p.Seed, Shingle: p.Shingle.String(), ShingleSize: p.ShingleSize, Bag: p.Bag,
+		Normalization: p.Normalization.String(), StopWords: nonNil(p.StopWords), StoreText: p.StoreText,
+		Storage: p.Storage, FormatVersion: p.FormatVersion, ExpectedRecall: p.Bands.Probability(p.Threshold)}
+}
+
+// Params converts p back.
+func (p ParamsJSON) Params() (db.Params, error) {
+	scheme, err := minhash.ParseScheme(p.Scheme)
+	if err != nil {
+		return db.Params{}, err
+	}
+	kind, err := minhash.ParseShingleKind(p.Shingle)
+	if err != nil {
+		return db.Params{}, err
+	}
+	norm, err := minhash.ParseNormalization(p.Normalization)
+	if err != nil {
+		return db.Params{}, err
+	}
+	return db.Params{Threshold: p.Threshold, Recall: p.Recall, Bands: bands.Params{B: p.Bands, R: p.Rows},
+		Scheme: scheme, NumPerm: p.NumPerm, Seed: p.Seed, Shingle: kind, ShingleSize: p.ShingleSize, Bag: p.Bag,
+		Normalization: norm, StopWords: nilIfEmpty(p.StopWords), StoreText: p.StoreText, Storage: p.Storage,
+		FormatVersion: p.FormatVersion}, nil
+}
+
+// BucketJSON is one posting list, as lshdb buckets prints it.
+type BucketJSON struct {
+	Band   int      `json:"band"`
+	Bucket string   `json:"bucket"` // 8 hex digits, as lshdb bucket takes it
+	Size   int      `json:"size"`
+	Sample []string `json:"sample,omitempty"`
+}
+
+// BucketHex is how a bucket id is written: 8 hex digits (buckets are 32
+// bits since index format 2).
+func BucketHex(b uint64) string { return fmt.Sprintf("%08x", b) }
+
+// ParseBucket reads a bucket id as BucketHex writes it (a 0x prefix
+// allowed).
+func ParseBucket(s string) (uint64, error) {
+	if len(s) > 2 && (s[:2] == "0x" || s[:2] == "0X") {
+		s = s[2:]
+	}
+	b, err := strconv.ParseUint(s, 16, 32)
+	if err != nil {
+		return 0, badRequest("bucket %q is not a hexadecimal number of at most 8 digits", s)
+	}
+	return b, nil
+}
+
+func bucketsOut(hs []db.BucketInfo) []BucketJSON {
+	out := make([]BucketJSON, len(hs))
+	for i, h := range hs {
+		out[i] = BucketJSON{Band: h.Band, Bucket: BucketHex(h.Bucket), Size: h.Size, Sample: h.Sample}
+	}
+	return out
+}
+
+func bucketsIn(hs []BucketJSON) ([]db.BucketInfo, error) {
+	var out []db.BucketInfo
+	for _, h := range hs {
+		b, err := ParseBucket(h.Bucket)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, db.BucketInfo{Band: h.Band, Bucket: b, Size: h.Size, Sample: h.Sample})
+	}
+	return out, nil
+}
+
+// BucketStatsJSON is db.BucketStats, as lshdb buckets --output json.
+type BucketStatsJSON struct {
+	Band      *int         `json:"band,omitempty"`
+	Lists     []int        `json:"posting_lists_per_band"`
+	Histogram []int        `json:"bucket_size_histogram"`
+	Hottest   []BucketJSON `json:"hottest"`
+}
+
+// BucketStatsOut converts s for the wire; band < 0 is all bands.
+func BucketStatsOut(s *db.BucketStats, band int) BucketStatsJSON {
+	out := BucketStatsJSON{Lists: nonNil(s.Lists), Histogram: nonNil(s.Histogram), Hottest: bucketsOut(s.Hottest)}
+	if band >= 0 {
+		out.Band = &band
+	}
+	return out
+}
+
+// BucketStats converts s back.
+func (s BucketStatsJSON) BucketStats() (*db.BucketStats, error) {
+	h, err := bucketsIn(s.Hottest)
+	return &db.BucketStats{Lists: nilIfEmpty(s.Lists), Histogram: nilIfEmpty(s.Histogram), Hottest: h}, err
+}
+
+// BucketMembersJSON is the answer of GET /v1/buckets/{band}/{bucket}.
+type BucketMembersJSON struct {
+	Band   int      `json:"band"`
+	Bucket string   `json:"bucket"`
+	IDs    []string `json:"ids"`
+}
+
+// ByteCountsJSON is stored or table bytes by record kind.
+type ByteCountsJSON struct {
+	Docs             uint64 `json:"docs"`
+	IDs              uint64 `json:"ids"`
+	Postings         uint64 `json:"postings"`
+	ManifestCounters uint64 `json:"manifest_and_counters"`
+}
+
+// The record kinds of db.Stats' byte maps.
+const (
+	kindDocs     = "docs"
+	kindIDs      = "ids"
+	kindPostings = "postings"
+	kindManifest = "manifest+counters"
+)
+
+func byteCountsOut(m map[string]uint64) ByteCountsJSON {
+	return ByteCountsJSON{Docs: m[kindDocs], IDs: m[kindIDs], Postings: m[kindPostings], ManifestCounters: m[kindManifest]}
+}
+
+// byteCounts converts c back; all says whether every kind is in the map
+// (StoredBytes) or only those with bytes (TableBytes, which counts only
+// the kinds some table starts with).
+func (c ByteCountsJSON) byteCounts(all bool) map[string]uint64 {
+	m := map[string]uint64{}
+	for k, v := range map[string]uint64{kindDocs: c.Docs, kindIDs: c.IDs, kindPostings: c.Postings, kindManifest: c.ManifestCounters} {
+		if all || v > 0 {
+			m[k] = v
+		}
+	}
+	return m
+}
+
+// RecallJSON is db.RecallEstimate; miss_ratio is null when not measured
+// (NaN, which JSON cannot carry).
+type RecallJSON struct {
+	Threshold float64  `json:"threshold"`
+	Curve     float64  `json:"curve"`
+	ShortDocs float64  `json:"short_docs"`
+	MissRatio *float64 `json:"miss_ratio"`
+	Measured  bool     `json:"measured"`
+}
+
+// StatsJSON is db.Stats, with the keys of lshdb stats --output json and
+// the rest of the parameters and the recall estimate.
+type StatsJSON struct {
+	Docs                uint64         `json:"docs"`
+	Threshold           float64        `json:"threshold"`
+	Bands               int            `json:"bands"`
+	Rows                int            `json:"rows"`
+	NumPerm             int            `json:"num_perm"`
+	Scheme              string         `json:"scheme"`
+	Shingle             string         `json:"shingle"`
+	ShingleSize         int            `json:"shingle_size"`
+	Bag                 bool           `json:"bag"`
+	StoreText           bool           `json:"store_text"`
+	Storage             string         `json:"storage"`
+	FormatVersion       int            `json:"format_version"`
+	ExpectedRecall      float64        `json:"expected_recall"`
+	ExpectedRecallShort *float64       `json:"expected_recall_short_docs,omitempty"`
+	PostingListsPerBand []int          `json:"posting_lists_per_band"`
+	BucketSizeHistogram []int          `json:"bucket_size_histogram"`
+	StoredBytes         ByteCountsJSON `json:"stored_bytes"`
+	DiskBytes           uint64         `json:"disk_bytes"`
+	TableBytes          ByteCountsJSON `json:"table_bytes"`
+	Hottest             []BucketJSON   `json:"hottest"`
+	// Beyond the command's keys:
+	Params ParamsJSON `json:"params"`
+	Recall RecallJSON `json:"recall"`
+}
+
+// StatsOut converts s for the wire.
+func StatsOut(s *db.Stats) StatsJSON {
+	p := s.Params
+	out := StatsJSON{Docs: s.Docs, Threshold: p.Threshold, Bands: p.Bands.B, Rows: p.Bands.R, NumPerm: p.NumPerm,
+		Scheme: p.Scheme.String(), Shingle: p.Shingle.String(), ShingleSize: p.ShingleSize, Bag: p.Bag,
+		StoreText: p.StoreText, Storage: p.Storage, FormatVersion: p.FormatVersion, ExpectedRecall: s.ExpectedRecall,
+		StoredBytes: byteCountsOut(s.StoredBytes), DiskBytes: s.DiskBytes, TableBytes: byteCountsOut(s.TableBytes),
+		Params: ParamsOut(p),
+		Recall: RecallJSON{Threshold: s.Recall.Threshold, Curve: s.Recall.Curve, ShortDocs: s.Recall.ShortDocs, Measured: s.Recall.Measured}}
+	if s.Recall.Measured {
+		out.ExpectedRecallShort = &s.Recall.ShortDocs
+	}
+	if !math.IsNaN(s.Recall.MissRatio) {
+		r := s.Recall.MissRatio
+		out.Recall.MissRatio = &r
+	}
+	bs := s.Buckets
+	if bs == nil {
+		bs = &db.BucketStats{}
+	}
+	out.PostingListsPerBand, out.BucketSizeHistogram, out.Hottest = nonNil(bs.Lists), nonNil(bs.Histogram), bucketsOut(bs.Hottest)
+	return out
+}
+
+// Stats converts s back.
+func (s StatsJSON) Stats() (*db.Stats, error) {
+	p, err := s.Params.Params()
+	if err != nil {
+		return nil, err
+	}
+	hot, err := bucketsIn(s.Hottest)
+	if err != nil {
+		return nil, err
+	}
+	out := &db.Stats{Params: p, Docs: s.Docs, ExpectedRecall: s.ExpectedRecall,
+		Recall:      db.RecallEstimate{Threshold: s.Recall.Threshold, Curve: s.Recall.Curve, ShortDocs: s.Recall.ShortDocs, MissRatio: math.NaN(), Measured: s.Recall.Measured},
+		StoredBytes: s.StoredBytes.byteCounts(true), DiskBytes: s.DiskBytes, TableBytes: s.TableBytes.byteCounts(false),
+		Buckets: &db.BucketStats{Lists: nilIfEmpty(s.PostingListsPerBand), Histogram: nilIfEmpty(s.BucketSizeHistogram), Hottest: hot}}
+	if s.Recall.MissRatio != nil {
+		out.Recall.MissRatio = *s.Recall.MissRatio
+	}
+	return out, nil
+}
+
+// ExplainJSON is db.Explanation, with the keys of lshdb explain --output
+// json and the band keys.
+type ExplainJSON struct {
+	A              string   `json:"a"`
+	B              string   `json:"b"`
+	Jaccard        float64  `json:"jaccard"`
+	Estimate       float64  `json:"estimate"`
+	EstimateOnly   bool     `json:"estimate_only"`
+	Threshold      float64  `json:"threshold"`
+	Bands          int      `json:"bands"`
+	CollidingBands []int    `json:"colliding_bands"`
+	PCandidate     float64  `json:"p_candidate"`
+	Found          bool     `json:"found"`
+	BandKeysA      []string `json:"band_keys_a"`
+	BandKeysB      []string `json:"band_keys_b"`
+}
+
+// ExplainOut converts e for the wire.
+func ExplainOut(e *db.Explanation) ExplainJSON {
+	out := ExplainJSON{A: e.A, B: e.B, Jaccard: e.Jaccard, Estimate: e.Estimate, EstimateOnly: e.EstimateOnly,
+		Threshold: e.Threshold, Bands: len(e.Collide), CollidingBands: []int{}, PCandidate: e.Probability, Found: e.Found,
+		BandKeysA: make([]string, len(e.BandKeysA)), BandKeysB: make([]string, len(e.BandKeysB))}
+	for i, c := range e.Collide {
+		if c {
+			out.CollidingBands = append(out.CollidingBands, i)
+		}
+	}
+	for i, k := range e.BandKeysA {
+		out.BandKeysA[i] = BucketHex(k)
+	}
+	for i, k := range e.BandKeysB {
+		out.BandKeysB[i] = BucketHex(k)
+	}
+	return out
+}
+
+// Explanation converts e back.
+func (e ExplainJSON) Explanation() (*db.Explanation, error) {
+	out := &db.Explanation{A: e.A, B: e.B, Jaccard: e.Jaccard, Estimate: e.Estimate, EstimateOnly: e.EstimateOnly,
+		Threshold: e.Threshold, Probability: e.PCandidate, Found: e.Found}
+	if e.Bands < 0 || e.Bands > 1<<16 {
+		return nil, fmt.Errorf("explain: %d bands", e.Bands)
+	}
+	if e.Bands > 0 {
+		out.Collide = make([]bool, e.Bands)
+	}
+	for _, i := range e.CollidingBands {
+		if i < 0 || i >= e.Bands {
+			return nil, fmt.Errorf("explain: colliding band %d of %d", i, e.Bands)
+		}
+		out.Collide[i] = true
+	}
+	for _, k := range e.BandKeysA {
+		b, err := ParseBucket(k)
+		if err != nil {
+			return nil, err
+		}
+		out.BandKeysA = append(out.BandKeysA, b)
+	}
+	for _, k := range e.BandKeysB {
+		b, err := ParseBucket(k)
+		if err != nil {
+			return nil, err
+		}
+		out.BandKeysB = append(out.BandKeysB, b)
+	}
+	return out, nil
+}
+
+// CheckJSON is db.CheckReport, as lshdb check --output json.
+type CheckJSON struct {
+	Docs         int      `json:"docs"`
+	IDs          int      `json:"ids"`
+	PostingLists int      `json:"posting_lists"`
+	EmptyLists   int      `json:"empty_lists"`
+	Postings     int      `json:"postings"`
+	Problems     []string `json:"problems"` // [] when clean, never null
+	OK           bool     `json:"ok"`
+}
+
+// CheckOut converts r for the wire.
+func CheckOut(r *db.CheckReport) CheckJSON {
+	return CheckJSON{Docs: r.Docs, IDs: r.IDs, PostingLists: r.PostingLists, EmptyLists: r.EmptyLists,
+		Postings: r.Postings, Problems: nonNil(r.Problems), OK: r.OK()}
+}
+
+// CheckReport converts r back.
+func (r CheckJSON) CheckReport() *db.CheckReport {
+	return &db.CheckReport{Docs: r.Docs, IDs: r.IDs, PostingLists: r.PostingLists, EmptyLists: r.EmptyLists,
+		Postings: r.Postings, Problems: nilIfEmpty(r.Problems)}
+}
+
+// TuneJSON is the answer of GET /v1/tune, as lshdb tune --db --output
+// json.
+type TuneJSON struct {
+	Bands                 int           `json:"bands"`
+	Rows                  int           `json:"rows"`
+	Threshold             float64       `json:"threshold"`
+	SCurveThreshold       float64       `json:"s_curve_threshold"`
+	PAtThreshold          float64       `json:"p_at_threshold"`
+	PAtThresholdShortDocs *float64      `json:"p_at_threshold_short_docs,omitempty"`
+	Scheme                string        `json:"scheme"`
+	FalsePositiveArea     float64       `json:"false_positive_area"`
+	FalseNegativeArea     float64       `json:"false_negative_area"`
+	Table                 []bands.Point `json:"table"`
+}
+
+// BackupRequest is the body of POST /v1/backup.
+type BackupRequest struct {
+	Dir string `json:"dir"`
+}
+
+// HealthJSON is the answer of GET /healthz.
+type HealthJSON struct {
+	Status string `json:"status"` // "ok"
+	Docs   uint64 `json:"docs"`
+	// PID is the serving process's, the index's owner: what to signal
+	// (SIGTERM) to stop it.
+	PID int `json:"pid"`
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+func nilIfEmpty[T any](s []T) []T {
+	if len(s) == 0 {
+		return nil
+	}
+	return s
+}
