@@ -195,7 +195,7 @@ type matchJSON struct {
 // bucketJSON is one posting list.
 type bucketJSON struct {
 	Band   int      `json:"band"`
-	Bucket string   `json:"bucket"` // 16 hex digits
+	Bucket string   `json:"bucket"` // 8 hex digits (32 bits since index format 2)
 	Size   int      `json:"size"`
 	Sample []string `json:"sample,omitempty"`
 }

@@ -584,7 +584,7 @@ func (a *app) bucketsCmd() *cobra.Command {
 		Use:   "buckets --db DIR [--band B] [--top N]",
 		Short: "Bucket-size histogram and the hottest buckets",
 		Long: `The bucket-size histogram and the hottest buckets (posting lists) of one band
-or all. A bucket is shown as 16 hex digits, which bucket BAND BUCKET takes.
+or all. A bucket is shown as 8 hex digits, which bucket BAND BUCKET takes.
 With --output json: one object with posting_lists_per_band,
 bucket_size_histogram and hottest.`,
 		Args: nArgs(0),
