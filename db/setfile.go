@@ -1,7 +1,6 @@
 package db
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"encoding/binary"
@@ -113,7 +112,9 @@ func (db *DB) writeSetFile(ctx context.Context, fs vfs.FS, path string, snap peb
 				if derr != nil {
 					return
 				}
-				if i >= to || !bytes.Equal(k, codec.AppendDocKey(nil, x.nums[i])) {
+				// NB: the key's number, not a key built to compare with:
+				// that allocated once per document of the scan.
+				if n, err := codec.ParseDocKey(k); err != nil || i >= to || n != x.nums[i] {
 					derr = fmt.Errorf("lshdb: doc records changed during Pairs")
 					return
 				}

@@ -26,8 +26,25 @@ var diskBytes = regexp.MustCompile(`("disk_bytes":|on disk )\d+`)
 
 // tableBytes matches stats' table sizes, which depend on how Pebble
 // flushed and compressed (not on what the index holds): the scripts show
-// them as N.
-var tableBytes = regexp.MustCompile(`("(?:docs|ids|postings|manifest_and_counters)":)\d+([,}])`)
+// their numbers as N.
+var tableBytes, number = regexp.MustCompile(`"table_bytes":\{[^}]*\}`), regexp.MustCompile(`\d+`)
+
+// transcript is what a script expects of a command line: its stdout, each
+// stderr line (paths replaced by names) and the exit status, with what is
+// not part of the contract masked: Pebble's estimate of the bytes on disk
+// and the tables' sizes (the stored bytes, checked by hand, are).
+func transcript(out, errOut string, code int, paths *strings.Replacer) string {
+	var b strings.Builder
+	b.WriteString(out)
+	for _, l := range strings.Split(strings.TrimRight(errOut, "\n"), "\n") {
+		if l != "" {
+			fmt.Fprintf(&b, "stderr: %s\n", paths.Replace(l))
+		}
+	}
+	fmt.Fprintf(&b, "exit %d\n", code)
+	got := diskBytes.ReplaceAllString(b.String(), "${1}N")
+	return tableBytes.ReplaceAllStringFunc(got, func(s string) string { return number.ReplaceAllString(s, "N") })
+}
 
 // runLine runs one command line in-process (the same cobra tree as the
 // binary) and returns stdout, stderr and the exit status.
@@ -83,22 +100,7 @@ func TestScripts(t *testing.T) {
 				t.Fatal(err)
 			}
 			out, errOut, code := runLine(args, stdin)
-			var b strings.Builder
-			b.WriteString(out)
-			for _, l := range strings.Split(strings.TrimRight(errOut, "\n"), "\n") {
-				if l != "" {
-					l = strings.NewReplacer(dbDir, "$DB", in, "$IN", gen, "$GEN").Replace(l)
-					fmt.Fprintf(&b, "stderr: %s\n", l)
-				}
-			}
-			fmt.Fprintf(&b, "exit %d\n", code)
-			// Pebble's estimate of the bytes on disk is not part of the
-			// contract; the stored bytes (checked by hand) are.
-			got := diskBytes.ReplaceAllString(b.String(), "${1}N")
-			if i := strings.Index(got, `"table_bytes":{`); i >= 0 {
-				j := i + strings.Index(got[i:], "}") + 1
-				got = got[:i] + tableBytes.ReplaceAllString(got[i:j], "${1}N${2}") + got[j:]
-			}
+			got := transcript(out, errOut, code, strings.NewReplacer(dbDir, "$DB", in, "$IN", gen, "$GEN"))
 			return got
 		})
 	})

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -60,16 +59,7 @@ func TestScriptsAttached(t *testing.T) {
 				attached++
 			}
 			out, errOut, code := runLine(args, stdin)
-			var b strings.Builder
-			b.WriteString(out)
-			for _, l := range strings.Split(strings.TrimRight(errOut, "\n"), "\n") {
-				if l != "" {
-					l = strings.NewReplacer(dbDir, "$DB", in, "$IN", gen, "$GEN").Replace(l)
-					fmt.Fprintf(&b, "stderr: %s\n", l)
-				}
-			}
-			fmt.Fprintf(&b, "exit %d\n", code)
-			got := diskBytes.ReplaceAllString(b.String(), "${1}N")
+			got := transcript(out, errOut, code, strings.NewReplacer(dbDir, "$DB", in, "$IN", gen, "$GEN"))
 			// NB: the tables' sizes on disk depend on how the store was
 			// opened, not on what it holds: a writable owner flushes the
 			// log it replays into a table, a read-only open does not. They
