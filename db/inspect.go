@@ -328,19 +328,26 @@ func (db *DB) PutIfNew(doc Doc, wo *WriteOptions) (*Match, error) {
 		return nil, err
 	}
 	db.wmu.Lock()
-	defer db.wmu.Unlock()
+	m, sw, err := db.putIfNewLocked(&doc, p, wo)
+	db.wmu.Unlock()
+	return m, cmp.Or(err, sw.wait())
+}
+
+// putIfNewLocked is PutIfNew's check and insert. The caller holds db.mu
+// for reading and wmu, and waits on the syncWaiter after releasing wmu.
+func (db *DB) putIfNewLocked(doc *Doc, p prepared, wo *WriteOptions) (*Match, syncWaiter, error) {
 	it, err := db.queryIter()
 	if err != nil {
-		return nil, err
+		return nil, syncWaiter{}, err
 	}
 	self := uint64(0)
 	if v, ok, err := seekExact(it, codec.AppendIDKey(nil, doc.ID)); err != nil {
 		it.Close()
-		return nil, err
+		return nil, syncWaiter{}, err
 	} else if ok {
 		if self, err = codec.DecodeDocNum(v); err != nil {
 			it.Close()
-			return nil, classify(err)
+			return nil, syncWaiter{}, classify(err)
 		}
 	}
 	sc := db.scratch.Get().(*queryScratch)
@@ -348,12 +355,13 @@ func (db *DB) PutIfNew(doc Doc, wo *WriteOptions) (*Match, error) {
 	db.putScratch(sc)
 	it.Close()
 	if err != nil {
-		return nil, err
+		return nil, syncWaiter{}, err
 	}
 	if len(res.Matches) > 0 {
-		return &res.Matches[0], nil
+		return &res.Matches[0], syncWaiter{}, nil
 	}
-	return nil, db.writeLocked([]prepared{p}, wo)
+	sw, err := db.writeLocked([]prepared{p}, wo)
+	return nil, sw, err
 }
 
 // dirBytes returns the total size of the files in dir (not recursing:

@@ -271,32 +271,38 @@ func (db *DB) PutBatch(docs []Doc, wo *WriteOptions) (BatchResult, error) {
 		return res, err
 	}
 	db.wmu.Lock()
-	defer db.wmu.Unlock()
-	res.Replaced, err = db.writeLockedCount(preps, wo)
-	if err == nil {
+	replaced, sw, err := db.writeLockedCount(preps, wo)
+	db.wmu.Unlock()
+	res.Replaced = replaced
+	if err = cmp.Or(err, sw.wait()); err == nil {
 		res.Stored = len(preps)
 	}
 	return res, err
 }
 
 // writeLocked writes prepared documents (unique ids) in one batch. The
-// caller holds db.mu for reading and wmu.
-func (db *DB) writeLocked(preps []prepared, wo *WriteOptions) error {
-	_, err := db.writeLockedCount(preps, wo)
-	return err
+// caller holds db.mu for reading and wmu, and waits on the syncWaiter
+// after releasing wmu.
+func (db *DB) writeLocked(preps []prepared, wo *WriteOptions) (syncWaiter, error) {
+	_, sw, err := db.writeLockedCount(preps, wo)
+	return sw, err
 }
 
 // writeLockedCount is writeLocked that also returns how many documents
 // replaced a stored one.
-func (db *DB) writeLockedCount(preps []prepared, wo *WriteOptions) (replaced int, err error) {
+func (db *DB) writeLockedCount(preps []prepared, wo *WriteOptions) (replaced int, sw syncWaiter, err error) {
 	b := db.pdb.NewBatch()
-	defer b.Close()
+	defer func() {
+		if sw.b == nil {
+			b.Close()
+		}
+	}()
 	c := db.counters
 	postings := make(map[postingKey][]codec.Posting)
 	var old docData
 	it, err := db.writeIter()
 	if err != nil {
-		return 0, err
+		return 0, sw, err
 	}
 	defer it.Close()
 	for i := range preps {
@@ -304,7 +310,7 @@ func (db *DB) writeLockedCount(preps []prepared, wo *WriteOptions) (replaced int
 		idKey := codec.AppendIDKey(nil, p.id)
 		live := c.Live
 		if err := db.removeOld(it, b, idKey, &old, postings, &c); err != nil {
-			return 0, err
+			return 0, sw, err
 		}
 		if c.Live < live {
 			replaced++
@@ -313,17 +319,18 @@ func (db *DB) writeLockedCount(preps []prepared, wo *WriteOptions) (replaced int
 		c.NextDoc++
 		c.Live++
 		if err := b.Set(codec.AppendDocKey(nil, n), p.record, nil); err != nil {
-			return 0, err
+			return 0, sw, err
 		}
 		if err := b.Set(idKey, codec.EncodeDocNum(n), nil); err != nil {
-			return 0, err
+			return 0, sw, err
 		}
 		for band, k := range p.keys {
 			pk := postingKey{band, k}
 			postings[pk] = append(postings[pk], codec.Posting{Doc: n})
 		}
 	}
-	return replaced, db.commit(b, postings, c, wo)
+	sw, err = db.commit(b, postings, c, wo)
+	return replaced, sw, err
 }
 
 // Delete removes the document id: its record, its id and its postings, in
@@ -376,9 +383,23 @@ func (db *DB) DeleteIDs(ids []string, o *DeleteOptions) (DeleteResult, error) {
 		}
 	}
 	db.wmu.Lock()
-	defer db.wmu.Unlock()
+	res, sw, err := db.deleteLocked(ids, o)
+	db.wmu.Unlock()
+	if err = cmp.Or(err, sw.wait()); err != nil {
+		return DeleteResult{}, err
+	}
+	return res, nil
+}
+
+// deleteLocked is DeleteIDs' batch. The caller holds db.mu for reading
+// and wmu, and waits on the syncWaiter after releasing wmu.
+func (db *DB) deleteLocked(ids []string, o *DeleteOptions) (res DeleteResult, sw syncWaiter, err error) {
 	b := db.pdb.NewBatch()
-	defer b.Close()
+	defer func() {
+		if sw.b == nil {
+			b.Close()
+		}
+	}()
 	c := db.counters
 	postings := make(map[postingKey][]codec.Posting)
 	var old docData
@@ -388,7 +409,7 @@ func (db *DB) DeleteIDs(ids []string, o *DeleteOptions) (DeleteResult, error) {
 	var idKey []byte
 	it, err := db.writeIter()
 	if err != nil {
-		return DeleteResult{}, err
+		return DeleteResult{}, sw, err
 	}
 	defer it.Close()
 	for _, id := range ids {
@@ -399,27 +420,25 @@ func (db *DB) DeleteIDs(ids []string, o *DeleteOptions) (DeleteResult, error) {
 		idKey = codec.AppendIDKey(idKey[:0], id)
 		before := c.Live
 		if err := db.removeOld(it, b, idKey, &old, postings, &c); err != nil {
-			return DeleteResult{}, err
+			return DeleteResult{}, sw, err
 		}
 		if c.Live == before {
 			if o.IgnoreMissing {
 				res.Missing = append(res.Missing, id)
 				continue
 			}
-			return DeleteResult{}, fmt.Errorf("%w: %q", ErrNotFound, id)
+			return DeleteResult{}, sw, fmt.Errorf("%w: %q", ErrNotFound, id)
 		}
 		if err := b.Delete(idKey, nil); err != nil {
-			return DeleteResult{}, err
+			return DeleteResult{}, sw, err
 		}
 		res.Deleted++
 	}
 	if res.Deleted == 0 {
-		return res, nil
+		return res, sw, nil
 	}
-	if err := db.commit(b, postings, c, &WriteOptions{NoSync: o.NoSync}); err != nil {
-		return DeleteResult{}, err
-	}
-	return res, nil
+	sw, err = db.commit(b, postings, c, &WriteOptions{NoSync: o.NoSync})
+	return res, sw, err
 }
 
 type postingKey struct {
@@ -473,9 +492,29 @@ func (db *DB) writeIter() (*pebble.Iterator, error) {
 	return it, classify(err)
 }
 
+// A syncWaiter is a batch applied (visible) but maybe not yet synced: a
+// writer applies its batch under wmu and waits for the WAL's sync after
+// releasing it, so that concurrent writers share one fsync (group commit)
+// instead of queueing behind each other's. NB: Pebble makes a batch
+// visible before its sync whether or not the committer waits; what is
+// acknowledged (the call returns nil) is synced.
+type syncWaiter struct{ b *pebble.Batch }
+
+// wait waits for the batch's sync and releases it; the zero syncWaiter
+// (nothing to wait for) returns nil.
+func (w syncWaiter) wait() error {
+	if w.b == nil {
+		return nil
+	}
+	defer w.b.Close()
+	return classify(w.b.SyncWait())
+}
+
 // commit adds one merge operand per touched posting list and the counters
-// to b, commits it, and publishes the counters. The caller holds wmu.
-func (db *DB) commit(b *pebble.Batch, postings map[postingKey][]codec.Posting, c codec.Counters, wo *WriteOptions) error {
+// to b, applies it, and publishes the counters. The caller holds wmu; for
+// a synced write it then releases wmu and waits on the syncWaiter, which
+// owns b from then on (the zero syncWaiter: b is still the caller's).
+func (db *DB) commit(b *pebble.Batch, postings map[postingKey][]codec.Posting, c codec.Counters, wo *WriteOptions) (syncWaiter, error) {
 	keys := make([]postingKey, 0, len(postings))
 	for k := range postings {
 		keys = append(keys, k)
@@ -492,23 +531,30 @@ func (db *DB) commit(b *pebble.Batch, postings map[postingKey][]codec.Posting, c
 		kbuf = codec.AppendPostingKey(kbuf[:0], k.band, k.bucket)
 		vbuf = codec.AppendPostings(vbuf[:0], ps)
 		if err := b.Merge(kbuf, vbuf, nil); err != nil {
-			return err
+			return syncWaiter{}, err
 		}
 	}
 	if err := b.Set(codec.CountersKey, codec.EncodeCounters(c), nil); err != nil {
-		return err
+		return syncWaiter{}, err
 	}
 	// NB: the batch goes to the WAL and then a memtable, flushed later:
 	// about twice its size on disk before compactions.
 	if err := db.roomFor(2 * int64(b.Len())); err != nil {
-		return err
+		return syncWaiter{}, err
 	}
-	sync := pebble.Sync
+	var sw syncWaiter
 	if wo.NoSync || db.opts.NoSync {
-		sync = pebble.NoSync
-	}
-	if err := b.Commit(sync); err != nil {
-		return classify(err)
+		if err := b.Commit(pebble.NoSync); err != nil {
+			return syncWaiter{}, classify(err)
+		}
+	} else {
+		// NB: an error here comes before the batch enters the commit
+		// pipeline (Pebble treats a pipeline failure as fatal), so the
+		// caller may still close b.
+		if err := db.pdb.ApplyNoSyncWait(b, pebble.Sync); err != nil {
+			return syncWaiter{}, classify(err)
+		}
+		sw.b = b
 	}
 	db.counters = c
 	db.live.Store(c.Live)
@@ -524,5 +570,5 @@ func (db *DB) commit(b *pebble.Batch, postings map[postingKey][]codec.Posting, c
 			}
 		}
 	}
-	return nil
+	return sw, nil
 }

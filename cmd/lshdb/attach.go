@@ -26,6 +26,7 @@ type index interface {
 	Put(id, text string) error
 	PutBatch(docs []db.Doc, wo *db.WriteOptions) (db.BatchResult, error)
 	PutIfNew(doc db.Doc, wo *db.WriteOptions) (*db.Match, error)
+	Load(ctx context.Context, docs iter.Seq2[db.Doc, error], lo *db.LoadOptions) (db.LoadResult, error)
 	Get(id string) (*db.Document, error)
 	DeleteIDs(ids []string, o *db.DeleteOptions) (db.DeleteResult, error)
 	Query(ctx context.Context, text string, qo *db.QueryOptions) (*db.QueryResult, error)

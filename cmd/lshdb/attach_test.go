@@ -99,6 +99,11 @@ func TestAttachMatchesInProcess(t *testing.T) {
 		{[]string{"insert", "--skip-bad", "../../testdata/cmd/inputs/missing-text.jsonl"}, ""},
 		{[]string{"dedup", "../../testdata/cmd/inputs/docs.jsonl"}, ""},
 		{[]string{"dedup", "--output", "json", "../../testdata/cmd/inputs/docs.tsv"}, ""},
+		{[]string{"build", "../../testdata/cmd/inputs/docs.tsv"}, ""},
+		{[]string{"build", "-"}, `{"id":"b1","text":"built through a stream"}` + "\n" + `{"id":"b2","text":"another built document"}` + "\n"},
+		{[]string{"build", "../../testdata/cmd/inputs/missing-text.jsonl"}, ""},
+		{[]string{"build", "-"}, `{"id":"","text":"an empty id fails the whole build"}` + "\n"},
+		{[]string{"build", "--skip-bad", "../../testdata/cmd/inputs/missing-text.jsonl"}, ""},
 		{[]string{"purge"}, ""},
 		{[]string{"shell"}, "stats\nquery --id fox1\nput owl an owl hoots at midnight\ndelete h\nget owl --output json\n"},
 		{[]string{"check", "--output", "json"}, ""},
@@ -113,7 +118,7 @@ func TestAttachMatchesInProcess(t *testing.T) {
 		t.Fatalf("serve: exit %d %s", code, log)
 	}
 	// The attached runs went through the server, every operation of them.
-	for _, op := range []string{"stats", "query", "pairs", "clusters", "buckets", "bucket", "explain", "get", "check", "put", "put_if_new", "delete", "purge"} {
+	for _, op := range []string{"stats", "query", "pairs", "clusters", "buckets", "bucket", "explain", "get", "check", "put", "put_if_new", "delete", "purge", "load"} {
 		if !strings.Contains(log.String(), "op="+op+" ") {
 			t.Errorf("the server served no %s", op)
 		}

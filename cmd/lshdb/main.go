@@ -25,6 +25,7 @@ import (
 	"strings"
 	"syscall"
 	"text/tabwriter"
+	"time"
 
 	"github.com/lshdb/lshdb/codec"
 	"github.com/lshdb/lshdb/db"
@@ -348,23 +349,39 @@ func (a *app) openDB(opts *db.Options) (index, func(), error) {
 	if err := a.needDB(); err != nil {
 		return nil, nil, err
 	}
-	d, err := db.Open(a.dbDir, opts)
-	if errors.Is(err, db.ErrLocked) {
-		c, cerr := attach(a.dbDir, opts)
-		var refused *client.Error
-		switch {
-		case cerr == nil:
-			return c, func() { c.Close() }, nil
-		case errors.As(cerr, &refused) || errors.Is(cerr, db.ErrParamsMismatch):
-			return nil, nil, cerr // the owner answered, and refused (a token, a parameter)
+	// NB: an owner that is ending stops serving before it releases the
+	// lock (it closes the index last): for that moment the index is
+	// locked and nothing answers on its socket. Such a holder is retried
+	// for handoverWait before the error names it.
+	deadline := time.Now().Add(handoverWait)
+	for {
+		d, err := db.Open(a.dbDir, opts)
+		if errors.Is(err, db.ErrLocked) {
+			c, cerr := attach(a.dbDir, opts)
+			var refused *client.Error
+			switch {
+			case cerr == nil:
+				return c, func() { c.Close() }, nil
+			case errors.As(cerr, &refused) || errors.Is(cerr, db.ErrParamsMismatch):
+				return nil, nil, cerr // the owner answered, and refused (a token, a parameter)
+			}
+			// Nothing serves it: the error says who holds it.
+			if time.Now().Before(deadline) {
+				time.Sleep(20 * time.Millisecond)
+				continue
+			}
 		}
-		// Nothing serves it: the error says who holds it.
+		if err != nil {
+			return nil, nil, lockedHint(err, a.dbDir)
+		}
+		return d, func() { d.Close() }, nil
 	}
-	if err != nil {
-		return nil, nil, lockedHint(err, a.dbDir)
-	}
-	return d, func() { d.Close() }, nil
 }
+
+// handoverWait is how long a command retries an index that is locked by
+// a process that does not serve it (an owner closing it, or a holder
+// that never serves) before it fails naming that process.
+const handoverWait = 2 * time.Second
 
 // openExisting opens an index that must exist, for reading only.
 //

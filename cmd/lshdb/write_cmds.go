@@ -354,11 +354,9 @@ was (a new index is removed again).`,
 			}
 			add, done := a.progress("build")
 			last := 0
-			dd, err := a.owned(d, "build")
-			if err != nil {
-				return err
-			}
-			res, err := dd.Load(a.ctx, docs, &db.LoadOptions{Memory: memory << 20, SkipEmpty: true, Progress: func(n int) {
+			// NB: attached, the load runs in the owner's process: the
+			// input is read here and streamed to it.
+			res, err := d.Load(a.ctx, docs, &db.LoadOptions{Memory: memory << 20, SkipEmpty: true, Progress: func(n int) {
 				add(n - last)
 				last = n
 			}})

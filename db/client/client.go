@@ -273,6 +273,79 @@ func (c *Client) PutBatch(docs []db.Doc, wo *db.WriteOptions) (db.BatchResult, e
 	return out.BatchResult(), nil
 }
 
+// Load bulk-loads docs through the server's db.Load, streamed as JSON
+// Lines: one atomic load, as in process. An error yielded by docs is
+// returned unchanged and fails the load (the request is cut, so the
+// server stores nothing). LoadOptions.Progress is called with the number
+// of documents sent so far; Memory and SkipEmpty go to the server.
+func (c *Client) Load(ctx context.Context, docs iter.Seq2[db.Doc, error], lo *db.LoadOptions) (db.LoadResult, error) {
+	q := url.Values{}
+	var progress func(int)
+	if lo != nil {
+		if lo.Memory < 0 {
+			return db.LoadResult{}, fmt.Errorf("%w: load memory %d is negative", db.ErrInvalidOptions, lo.Memory)
+		}
+		if lo.Memory > 0 {
+			q.Set("memory", strconv.Itoa(lo.Memory))
+		}
+		if lo.SkipEmpty {
+			q.Set("skip_empty", "true")
+		}
+		progress = lo.Progress
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	pr, pw := io.Pipe()
+	var docsErr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		bw := bufio.NewWriterSize(pw, 1<<20)
+		enc := json.NewEncoder(bw)
+		n := 0
+		for d, err := range docs {
+			if err != nil {
+				docsErr = err
+				pw.CloseWithError(err)
+				return
+			}
+			if err := enc.Encode(httpapi.DocIn(d)); err != nil {
+				pw.CloseWithError(err)
+				return
+			}
+			if n++; progress != nil && n%1024 == 0 {
+				progress(n)
+			}
+		}
+		if err := bw.Flush(); err != nil {
+			pw.CloseWithError(err)
+			return
+		}
+		if progress != nil {
+			progress(n)
+		}
+		pw.Close()
+	}()
+	var out httpapi.LoadResultJSON
+	err := c.call(ctx, "POST", "/v1/load", q, io.Reader(pr), &out)
+	// NB: the writer may still be blocked on the pipe when the server
+	// answered early (an error): unblock it, and wait for it to see that
+	// (as in process, a docs that blocks for long should watch ctx).
+	pr.CloseWithError(errLoadAnswered)
+	<-done
+	if docsErr != nil {
+		return db.LoadResult{}, docsErr
+	}
+	if err != nil {
+		return db.LoadResult{}, err
+	}
+	return out.LoadResult(), nil
+}
+
+// errLoadAnswered stops Load's writer once the server has answered.
+var errLoadAnswered = errors.New("lshdb: client: the server answered the load")
+
 // PutIfNew stores doc unless a stored document is a near-duplicate of it,
 // which it returns instead.
 func (c *Client) PutIfNew(doc db.Doc, wo *db.WriteOptions) (*db.Match, error) {

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"iter"
 	"math"
 	"net"
 	"net/http"
@@ -512,5 +513,79 @@ func TestValidateMatchesDB(t *testing.T) {
 		if (cerr == nil) != (derr == nil) || cerr != nil && cerr.Error() != derr.Error() {
 			t.Errorf("%.20q: client %v, db %v", doc.ID, cerr, derr)
 		}
+	}
+}
+
+// Ensure that Load through the client is the load in process: the same
+// documents (meta and a repeated id included) make the same index, read
+// back document by document; and that a failure (an error yielded by the
+// input, returned unchanged; a document the server refuses, with its
+// sentinel) stores nothing.
+func TestLoadThroughClient(t *testing.T) {
+	docs := sampleDocs(t, 300)
+	docs = append(docs, db.Doc{ID: docs[5].ID, Text: "a later version of the fifth document wins"})
+	seq := func(docs []db.Doc, fail error) iter.Seq2[db.Doc, error] {
+		return func(yield func(db.Doc, error) bool) {
+			for i, d := range docs {
+				if fail != nil && i == len(docs)/2 {
+					yield(db.Doc{}, fail)
+					return
+				}
+				if !yield(d, nil) {
+					return
+				}
+			}
+		}
+	}
+	local, served := open(t, nil), open(t, nil)
+	for _, d := range []*db.DB{local, served} {
+		if err := d.Put("before", "a document stored before the load"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := local.Load(context.Background(), seq(docs, nil), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := server(t, served, nil, "")["unix"]
+	progress := 0
+	got, err := c.Load(context.Background(), seq(docs, nil), &db.LoadOptions{Memory: 1 << 20, Progress: func(n int) { progress = n }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	same(t, "LoadResult", got, want)
+	if progress != len(docs) {
+		t.Errorf("progress ended at %d, want %d", progress, len(docs))
+	}
+	all := func(d *db.DB) []*db.Document {
+		var out []*db.Document
+		for doc, err := range d.All() {
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, doc)
+		}
+		return out
+	}
+	if a, b := all(local), all(served); !reflect.DeepEqual(a, b) {
+		t.Errorf("after the load: %d documents in process, %d through the client", len(a), len(b))
+	}
+	before, _ := served.Count()
+	boom := errors.New("the input broke")
+	if _, err := c.Load(context.Background(), seq(sampleDocs(t, 100), boom), nil); !errors.Is(err, boom) {
+		t.Errorf("Load of a failing input: %v, want %v", err, boom)
+	}
+	if _, err := c.Load(context.Background(), seq([]db.Doc{{ID: "ok", Text: "fine text"}, {ID: "", Text: "no id"}}, nil), nil); !errors.Is(err, db.ErrInvalidID) {
+		t.Errorf("Load of an empty id: %v, want ErrInvalidID", err)
+	}
+	if _, err := c.Load(context.Background(), seq([]db.Doc{{ID: "x", Text: "fine"}}, nil), &db.LoadOptions{Memory: -1}); !errors.Is(err, db.ErrInvalidOptions) {
+		t.Errorf("Load with negative memory: %v, want ErrInvalidOptions", err)
+	}
+	if after, _ := served.Count(); after != before {
+		t.Errorf("failed loads changed the count: %d, was %d", after, before)
+	}
+	rep, err := served.Check(context.Background())
+	if err != nil || !rep.OK() {
+		t.Errorf("check after the loads: %+v %v", rep, err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -29,16 +30,31 @@ type mixer interface {
 // BenchmarkMixed runs the issue's many-clients mix: 16 concurrent
 // clients, 90% queries by id and 10% synced puts, in process and through
 // lshdb serve's API over the index's Unix socket, on the shared
-// debian-descriptions corpus (20,000 documents; the sample's 1,277 when
-// the shared corpora are absent). It reports operations per second, p50
-// and p99 latency, and the socket's throughput as a share of in process
-// measured in the same run. Every put is acknowledged synced; the
-// benchmark checks afterwards that each one is readable.
+// debian-descriptions corpus (all 63,956 documents; the sample's 1,277
+// when the shared corpora are absent). Two phases, each in process and
+// over the socket in the same run:
 //
-//	go test -run '^$' -bench Mixed -benchtime 60s ./db/client/
+//   - saturation: the 16 clients issue operations back to back (b.N in
+//     all); it reports operations per second and the socket's share of
+//     in process (x-inproc-ops). Latency here is mostly queueing: with
+//     16 clients on 2 cores, the mean is 16 / throughput whatever the
+//     transport.
+//   - latency: the same 16 clients at a fixed offered load, half the
+//     socket's saturation throughput of this run, for mixedSeconds (10 s;
+//     LSHDB_MIXED_SECONDS overrides, 60 for the issue's run). Operation i
+//     is due at start + i/rate and its latency is measured from when it
+//     was due, so a stall counts for every operation it delays (no
+//     coordinated omission). It reports p50 and p99 of all operations, of
+//     queries and of puts.
+//
+// Every put is acknowledged synced; the benchmark checks afterwards that
+// each one is readable and that the index checks clean.
+//
+//	go test -run '^$' -bench Mixed -benchtime 20000x ./db/client/
+//	LSHDB_MIXED_SECONDS=60 go test -run '^$' -bench Mixed -benchtime 60s ./db/client/
 func BenchmarkMixed(b *testing.B) {
 	var docs []db.Doc
-	shared, err := corpus.Shared("debian-descriptions", 20000)
+	shared, err := corpus.Shared("debian-descriptions", 0)
 	switch {
 	case err == nil:
 		for _, d := range shared {
@@ -81,77 +97,68 @@ func BenchmarkMixed(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer c.Close()
-	var inproc float64 // ops/s in process
-	var ackMu sync.Mutex
-	var acked []string // every acknowledged put
-	for _, bc := range []struct {
+	mixers := []struct {
 		name string
 		m    mixer
-	}{{"inproc", d}, {"socket", c}} {
-		b.Run(bc.name, func(b *testing.B) {
-			const clients = 16
-			var next atomic.Int64
-			var mu sync.Mutex
-			var lat []time.Duration
-			var failed atomic.Value
-			var wg sync.WaitGroup
-			start := time.Now()
-			for range clients {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					var mine []time.Duration
-					ctx := context.Background()
-					for {
-						i := next.Add(1)
-						if i > int64(b.N) {
-							break
-						}
-						t0 := time.Now()
-						var err error
-						if i%10 == 0 {
-							id := fmt.Sprintf("%s-put-%d", bc.name, i)
-							if err = bc.m.Put(id, docs[int(i)%len(docs)].Text+" (a new version)"); err == nil {
-								ackMu.Lock()
-								acked = append(acked, id)
-								ackMu.Unlock()
-							}
-						} else {
-							_, err = bc.m.QueryID(ctx, docs[int(i)%len(docs)].ID, nil)
-						}
-						mine = append(mine, time.Since(t0))
-						if err != nil {
-							failed.Store(err)
-							break
-						}
-					}
-					mu.Lock()
-					lat = append(lat, mine...)
-					mu.Unlock()
-				}()
-			}
-			wg.Wait()
-			elapsed := time.Since(start)
-			if err, _ := failed.Load().(error); err != nil {
+	}{{"inproc", d}, {"socket", c}}
+	mx := &mix{docs: docs}
+	var inproc, socket float64 // saturation ops/s
+	for _, bc := range mixers {
+		b.Run("saturation/"+bc.name, func(b *testing.B) {
+			st, err := mx.run(bc.name, bc.m, int64(b.N), 0)
+			if err != nil {
 				b.Fatal(err)
 			}
-			slices.Sort(lat)
-			ops := float64(len(lat)) / elapsed.Seconds()
-			b.ReportMetric(ops, "ops/s")
-			b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
-			b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
+			b.ReportMetric(st.opsPerSec, "ops/s")
+			b.ReportMetric(st.p50, "p50-µs")
+			b.ReportMetric(st.p99, "p99-µs")
 			if bc.name == "inproc" {
-				inproc = ops
-			} else if inproc > 0 {
-				b.ReportMetric(ops/inproc, "x-inproc-ops")
+				inproc = st.opsPerSec
+			} else {
+				socket = st.opsPerSec
+				if inproc > 0 {
+					b.ReportMetric(st.opsPerSec/inproc, "x-inproc-ops")
+				}
 			}
 		})
 	}
+	seconds := 10.0
+	if v := os.Getenv("LSHDB_MIXED_SECONDS"); v != "" {
+		if seconds, err = strconv.ParseFloat(v, 64); err != nil || seconds <= 0 {
+			b.Fatalf("LSHDB_MIXED_SECONDS=%q is not a positive number of seconds", v)
+		}
+	}
+	if socket > 0 {
+		rate := socket / 2
+		for _, bc := range mixers {
+			var st *mixStats
+			b.Run("latency/"+bc.name, func(b *testing.B) {
+				// NB: one fixed-length run whatever b.N (the framework
+				// calls with b.N = 1 first): the offered load, not the
+				// framework, sets how many operations run.
+				if st == nil {
+					s, err := mx.run(bc.name+"-lat", bc.m, int64(rate*seconds), rate)
+					if err != nil {
+						b.Fatal(err)
+					}
+					st = &s
+				}
+				b.ReportMetric(rate, "offered-ops/s")
+				b.ReportMetric(st.opsPerSec, "ops/s")
+				b.ReportMetric(st.p50, "p50-µs")
+				b.ReportMetric(st.p99, "p99-µs")
+				b.ReportMetric(st.queryP50, "query-p50-µs")
+				b.ReportMetric(st.queryP99, "query-p99-µs")
+				b.ReportMetric(st.putP50, "put-p50-µs")
+				b.ReportMetric(st.putP99, "put-p99-µs")
+			})
+		}
+	}
 	// No acknowledged put is lost.
-	if len(acked) == 0 {
+	if len(mx.acked) == 0 {
 		b.Fatal("no put was acknowledged")
 	}
-	for _, id := range acked {
+	for _, id := range mx.acked {
 		if ok, err := d.Has(id); err != nil || !ok {
 			b.Fatalf("the acknowledged put %s is not readable: %v", id, err)
 		}
@@ -160,4 +167,95 @@ func BenchmarkMixed(b *testing.B) {
 	if err != nil || !rep.OK() {
 		b.Fatalf("check: %+v %v", rep, err)
 	}
+}
+
+// mix runs the benchmark's operations and remembers every acknowledged
+// put.
+type mix struct {
+	docs  []db.Doc
+	mu    sync.Mutex
+	acked []string
+}
+
+// mixStats are one run's figures; latencies in µs.
+type mixStats struct {
+	opsPerSec                                    float64
+	p50, p99, queryP50, queryP99, putP50, putP99 float64
+}
+
+// run issues n operations from 16 clients: every tenth a synced put of a
+// new id (named after tag), the others queries by id. With rate 0 the
+// clients go back to back; otherwise operation i is due at start + i/rate,
+// and its latency counts from then.
+func (mx *mix) run(tag string, m mixer, n int64, rate float64) (mixStats, error) {
+	const clients = 16
+	var next atomic.Int64
+	var mu sync.Mutex
+	var all, queries, puts []time.Duration
+	var failed atomic.Value
+	var wg sync.WaitGroup
+	start := time.Now()
+	for range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var mine, mq, mp []time.Duration
+			ctx := context.Background()
+			for {
+				i := next.Add(1)
+				if i > n {
+					break
+				}
+				t0 := time.Now()
+				if rate > 0 {
+					t0 = start.Add(time.Duration(float64(i-1) / rate * float64(time.Second)))
+					time.Sleep(time.Until(t0))
+				}
+				var err error
+				put := i%10 == 0
+				if put {
+					id := fmt.Sprintf("%s-put-%d", tag, i)
+					if err = m.Put(id, mx.docs[int(i)%len(mx.docs)].Text+" (a new version)"); err == nil {
+						mx.mu.Lock()
+						mx.acked = append(mx.acked, id)
+						mx.mu.Unlock()
+					}
+				} else {
+					_, err = m.QueryID(ctx, mx.docs[int(i)%len(mx.docs)].ID, nil)
+				}
+				dt := time.Since(t0)
+				mine = append(mine, dt)
+				if put {
+					mp = append(mp, dt)
+				} else {
+					mq = append(mq, dt)
+				}
+				if err != nil {
+					failed.Store(err)
+					break
+				}
+			}
+			mu.Lock()
+			all, queries, puts = append(all, mine...), append(queries, mq...), append(puts, mp...)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	if err, _ := failed.Load().(error); err != nil {
+		return mixStats{}, err
+	}
+	q := func(lat []time.Duration, p float64) float64 {
+		if len(lat) == 0 {
+			return 0
+		}
+		slices.Sort(lat)
+		return float64(lat[int(p*float64(len(lat)-1))].Microseconds())
+	}
+	return mixStats{
+		opsPerSec: float64(len(all)) / elapsed.Seconds(),
+		p50:       q(all, 0.5), p99: q(all, 0.99),
+		queryP50: q(queries, 0.5), queryP99: q(queries, 0.99),
+		putP50: q(puts, 0.5), putP99: q(puts, 0.99),
+	}, nil
 }

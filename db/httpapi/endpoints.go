@@ -3,6 +3,7 @@ package httpapi
 // The endpoints: one function per route of Handler.
 
 import (
+	"cmp"
 	_ "embed"
 	"encoding/json"
 	"errors"
@@ -189,6 +190,66 @@ func (h *handler) putIfNew(w *resp, r *http.Request) error {
 	}
 }
 
+// load streams JSON Lines of documents into db.Load: one atomic load,
+// answered with one LoadResultJSON when the body ends. A malformed line,
+// a body cut short or a client that goes away fails the whole load, with
+// nothing stored.
+func (h *handler) load(w *resp, r *http.Request) error {
+	q, err := params(r, []string{"memory", "skip_empty"})
+	if err != nil {
+		return err
+	}
+	var lo db.LoadOptions
+	if lo.SkipEmpty, err = boolParam(q, "skip_empty"); err != nil {
+		return err
+	}
+	if lo.Memory, err = intParam(q, "memory", 0); err != nil {
+		return err
+	}
+	if lo.Memory > MaxPairsMemory {
+		// NB: as for pairs: the budget is the server's memory.
+		return fmt.Errorf("%w: memory %d exceeds the server's %d", db.ErrInvalidOptions, lo.Memory, MaxPairsMemory)
+	}
+	lim, _ := r.Body.(*docLimit)
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	var bodyErr error
+	docs := func(yield func(db.Doc, error) bool) {
+		for {
+			if h.o.ReadTimeout > 0 {
+				_ = w.rc.SetReadDeadline(time.Now().Add(h.o.ReadTimeout))
+			}
+			if lim != nil {
+				lim.read = 0
+			}
+			var dj DocJSON
+			err := dec.Decode(&dj)
+			if err == io.EOF {
+				return
+			}
+			var doc db.Doc
+			if err == nil {
+				doc, err = dj.Doc()
+			}
+			if err != nil {
+				bodyErr = bodyError(err)
+				yield(db.Doc{}, bodyErr)
+				return
+			}
+			if !yield(doc, nil) {
+				return
+			}
+		}
+	}
+	res, err := h.d.Load(r.Context(), docs, &lo)
+	if err != nil {
+		// NB: the body's own error, as the client needs it (a 400 or a
+		// 413), not Load's wrapping of it.
+		return cmp.Or(bodyErr, err)
+	}
+	return w.json(http.StatusOK, LoadResultJSON{Stored: res.Stored, Replaced: res.Replaced, Repeated: res.Repeated, SkippedEmpty: nonNil(res.SkippedEmpty)})
+}
+
 func (h *handler) deleteQuery(w *resp, r *http.Request) error {
 	q, err := params(r, []string{"id", "ignore_missing", "no_sync"}, "id")
 	if err != nil {
@@ -302,7 +363,7 @@ func pairsOptions(q url.Values) (*db.PairsOptions, error) {
 }
 
 // MaxPairsMemory is the largest sort budget (the memory parameter) a
-// pairs or clusters request may ask for: 1 GiB.
+// pairs, clusters or load request may ask for: 1 GiB.
 const MaxPairsMemory = 1 << 30
 
 // streamLines is how many lines of pairs or clusters are sent at a time.

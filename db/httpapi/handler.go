@@ -108,6 +108,7 @@ func Handler(d *db.DB, opts *Options) http.Handler {
 		{"GET", "/v1/docs/has", "has", h.has},
 		{"POST", "/v1/docs/delete", "delete", h.deleteBody},
 		{"POST", "/v1/docs/put-if-new", "put_if_new", h.putIfNew},
+		{"POST", "/v1/load", "load", h.load},
 		{"GET", "/v1/query", "query", h.queryGet},
 		{"POST", "/v1/query", "query", h.queryPost},
 		{"GET", "/v1/pairs", "pairs", h.pairs},
@@ -140,7 +141,7 @@ type route struct {
 // Ops lists the operation names that Hooks and the request log use, one
 // per endpoint (GET and DELETE /v1/docs are get and delete; both query
 // endpoints are query), plus "unknown" for a request that matched none.
-var Ops = []string{"healthz", "params", "count", "get", "put", "delete", "has", "put_if_new", "query",
+var Ops = []string{"healthz", "params", "count", "get", "put", "delete", "has", "put_if_new", "load", "query",
 	"pairs", "clusters", "stats", "buckets", "bucket", "explain", "check", "tune", "backup", "purge", "openapi", "unknown"}
 
 // match finds the route of r: ok false when no path matches; rt nil (and
@@ -202,9 +203,10 @@ func (h *handler) ServeHTTP(hw http.ResponseWriter, r *http.Request) {
 		w.fail(err)
 		return
 	}
-	if max := h.o.MaxBodyBytes; max > 0 && rt.op == "put_if_new" {
-		// NB: a put-if-new stream (a dedup run over a whole corpus) is
-		// bounded per document, not in total: see docLimit.
+	if max := h.o.MaxBodyBytes; max > 0 && (rt.op == "put_if_new" || rt.op == "load") {
+		// NB: a put-if-new or load stream (a dedup run or a build over a
+		// whole corpus) is bounded per document, not in total: see
+		// docLimit.
 		r.Body = &docLimit{r: r.Body, max: max}
 	} else if max > 0 {
 		if r.ContentLength > max {

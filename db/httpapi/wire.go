@@ -104,6 +104,19 @@ func (r BatchResultJSON) BatchResult() db.BatchResult {
 	return db.BatchResult{Stored: r.Stored, Replaced: r.Replaced, Repeated: r.Repeated, SkippedEmpty: nilIfEmpty(r.SkippedEmpty)}
 }
 
+// LoadResultJSON is db.LoadResult, the answer of POST /v1/load.
+type LoadResultJSON struct {
+	Stored       int      `json:"stored"`
+	Replaced     int      `json:"replaced"`
+	Repeated     int      `json:"repeated"`
+	SkippedEmpty []string `json:"skipped_empty"`
+}
+
+// LoadResult converts r back.
+func (r LoadResultJSON) LoadResult() db.LoadResult {
+	return db.LoadResult{Stored: r.Stored, Replaced: r.Replaced, Repeated: r.Repeated, SkippedEmpty: nilIfEmpty(r.SkippedEmpty)}
+}
+
 // PutIfNewJSON is one line of the put-if-new answer, as lshdb dedup
 // --output json prints it: duplicate_of and jaccard are null when the
 // document was stored. Error is set, and the rest null, when the document

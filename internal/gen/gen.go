@@ -74,6 +74,12 @@ func Stream(o Options) iter.Seq[Doc] {
 			return
 		}
 		rng := rand.New(rand.NewPCG(o.Seed, 0x6c736864622d67))
+		// NB: each source split into words once, not once per span
+		// taken from it (which was most of gen's time).
+		words := make([][]string, len(o.Sources))
+		for i, s := range o.Sources {
+			words[i] = strings.Fields(s)
+		}
 		type orig struct{ id, text string }
 		window := make([]orig, 0, o.Window)
 		for i := range o.N {
@@ -86,7 +92,7 @@ func Stream(o Options) iter.Seq[Doc] {
 				}
 				continue
 			}
-			text := original(rng, o)
+			text := original(rng, o.PartsPerDoc, o.SpanWords, words)
 			if len(window) < o.Window {
 				window = append(window, orig{id, text})
 			} else {
@@ -99,22 +105,22 @@ func Stream(o Options) iter.Seq[Doc] {
 	}
 }
 
-// original makes an original text: as many words as PartsPerDoc random
-// sources have, taken in spans of 1 to SpanWords consecutive words from
-// random sources and places.
-func original(rng *rand.Rand, o Options) string {
+// original makes an original text: as many words as parts random
+// sources have, taken in spans of 1 to spanWords consecutive words from
+// random sources and places. sources are the sources' words.
+func original(rng *rand.Rand, parts, spanWords int, sources [][]string) string {
 	target := 0
-	for range o.PartsPerDoc {
-		target += len(strings.Fields(o.Sources[rng.IntN(len(o.Sources))]))
+	for range parts {
+		target += len(sources[rng.IntN(len(sources))])
 	}
 	out := make([]string, 0, target)
 	// NB: the attempts bound the loop when the sources hold no words.
 	for attempts := 0; len(out) < target && attempts < 100*target; attempts++ {
-		words := strings.Fields(o.Sources[rng.IntN(len(o.Sources))])
+		words := sources[rng.IntN(len(sources))]
 		if len(words) == 0 {
 			continue
 		}
-		n := min(1+rng.IntN(o.SpanWords), len(words), target-len(out))
+		n := min(1+rng.IntN(spanWords), len(words), target-len(out))
 		start := rng.IntN(len(words) - n + 1)
 		out = append(out, words[start:start+n]...)
 	}

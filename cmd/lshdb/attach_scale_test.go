@@ -1,0 +1,332 @@
+package main
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lshdb/lshdb/bands"
+	"github.com/lshdb/lshdb/codec"
+	"github.com/lshdb/lshdb/db"
+	"github.com/lshdb/lshdb/db/client"
+	"github.com/lshdb/lshdb/internal/corpus"
+)
+
+// TestHelperLshdb is not a test: tests run it in a process of its own, as
+// lshdb with the arguments in $LSHDB_HELPER_ARGS (a JSON array).
+func TestHelperLshdb(t *testing.T) {
+	a := os.Getenv("LSHDB_HELPER_ARGS")
+	if a == "" {
+		t.Skip("a helper process of the tests that need lshdb in another process")
+	}
+	var args []string
+	if err := json.Unmarshal([]byte(a), &args); err != nil {
+		t.Fatal(err)
+	}
+	os.Exit(run(context.Background(), args, os.Stdin, os.Stdout, os.Stderr))
+}
+
+// lshdbProcess returns lshdb args as a command of its own process (the
+// test binary running TestHelperLshdb).
+func lshdbProcess(args ...string) *exec.Cmd {
+	c := exec.Command(os.Args[0], "-test.run=^TestHelperLshdb$")
+	a, err := json.Marshal(args)
+	if err != nil {
+		panic(err) // a []string always marshals
+	}
+	c.Env = append(os.Environ(), "LSHDB_HELPER_ARGS="+string(a))
+	return c
+}
+
+// Ensure that while lshdb build loads a large input into an index (issue
+// 14: 200,000 documents with LSHDB_LONG, 20,000 otherwise), stats, query,
+// bucket and the shell, run in other processes and attached to the
+// build's socket, answer from the index as it was before the load, then
+// (once the build is done) as it is after it, and never from a state in
+// between; then that kill -9 of a build in the middle of its load leaves
+// the index as it was, and the next owner starts at once, replacing the
+// stale socket.
+//
+// The oracle: each probe's output in process before the build starts and
+// after it ends (no owner then); every answer during the build must be
+// byte-identical to one of the two, the "after" ones after every
+// "before" one.
+func TestAttachDuringBuildAtScale(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("no Unix socket, no SIGKILL")
+	}
+	n := 20000
+	if os.Getenv("LSHDB_LONG") != "" {
+		n = 200000
+	} else if testing.Short() {
+		t.Skip("builds 20,000 documents in another process (-short)")
+	}
+	dir := shortDir(t)
+	idx := filepath.Join(dir, "idx")
+	oldIn, newIn, killIn := filepath.Join(dir, "old.jsonl.gz"), filepath.Join(dir, "new.jsonl.gz"), filepath.Join(dir, "kill.jsonl.gz")
+	for _, g := range [][]string{
+		{"gen", "--n", "2000", "--seed", "7", "--id-prefix", "old", "--out", oldIn},
+		{"gen", "--n", fmt.Sprint(n), "--seed", "8", "--id-prefix", "new", "--out", newIn},
+		{"gen", "--n", fmt.Sprint(n / 10), "--seed", "9", "--id-prefix", "kill", "--out", killIn},
+		{"build", "--db", idx, oldIn},
+	} {
+		if _, errOut, code := runLine(g, ""); code != 0 {
+			t.Fatalf("%s: exit %d %s", g, code, errOut)
+		}
+	}
+	// The load also holds an exact copy of an old document: the old
+	// document's bucket in band 0 grows by one member, and a query by its
+	// text finds one more match.
+	old, err := corpus.Load(oldIn, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	appendGzipLine(t, newIn, map[string]string{"id": "copy-of-" + old[0].ID, "text": old[0].Text})
+	d, err := db.Open(idx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := d.Get(old[0].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, err := bands.AppendKeys(nil, got.Signature, d.Params().Bands)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Close()
+	textFile := filepath.Join(dir, "probe.txt")
+	if err := os.WriteFile(textFile, []byte(old[0].Text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bucket := fmt.Sprintf("%08x", codec.BucketOf(keys[0]))
+	probes := []struct {
+		name, stdin string
+		args        []string
+	}{
+		{"stats", "", []string{"stats", "--db", idx, "--output", "json"}},
+		{"query", "", []string{"query", "--db", idx, "--file", textFile}},
+		{"bucket", "", []string{"bucket", "--db", idx, "0", bucket}},
+		{"shell", "bucket 0 " + bucket + "\nquery --id " + old[0].ID + "\n", []string{"shell", "--db", idx}},
+	}
+	// stats' output includes table sizes, which depend on how Pebble
+	// flushed: it is compared by its document count.
+	norm := func(name, out string) string {
+		if name != "stats" {
+			return out
+		}
+		var s struct {
+			Docs int `json:"docs"`
+		}
+		if err := json.Unmarshal([]byte(out), &s); err != nil {
+			return "unparsable: " + out
+		}
+		return fmt.Sprintf("docs %d", s.Docs)
+	}
+	// NB: stats scans the whole index (seconds at 200,000 documents): its
+	// expected answers are the known counts, not runs in process.
+	docs := 2000
+	inProcess := func() []string {
+		outs := []string{fmt.Sprintf("docs %d", docs)}
+		for _, p := range probes[1:] {
+			out, errOut, code := runLine(p.args, p.stdin)
+			if code != 0 {
+				t.Fatalf("%s in process: exit %d %s", p.name, code, errOut)
+			}
+			outs = append(outs, norm(p.name, out))
+		}
+		return outs
+	}
+	before := inProcess()
+
+	build := lshdbProcess("build", "--db", idx, newIn)
+	var buildOut bytes.Buffer
+	build.Stdout, build.Stderr = &buildOut, &buildOut
+	start := time.Now()
+	if err := build.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- build.Wait() }()
+	sock := filepath.Join(idx, "lshdb.sock")
+	waitServed(t, sock, done)
+	type answer struct {
+		probe int
+		out   string
+		at    time.Duration
+	}
+	var answers []answer
+	var buildErr error
+probing:
+	for i := 0; ; i++ {
+		select {
+		case buildErr = <-done:
+			break probing
+		default:
+		}
+		p := probes[i%len(probes)]
+		c := lshdbProcess(p.args...)
+		c.Stdin = strings.NewReader(p.stdin)
+		var out, errOut bytes.Buffer
+		c.Stdout, c.Stderr = &out, &errOut
+		if err := c.Run(); err != nil {
+			// NB: a probe that attached just before the build stopped
+			// serving (it does so to close the index) loses its
+			// connection: that is no answer from any state, and only
+			// allowed as the build ends. Any other failure fails.
+			select {
+			case buildErr = <-done:
+				t.Logf("%s as the build ended: %v %s", p.name, err, errOut.String())
+				break probing
+			case <-time.After(10 * time.Second):
+			}
+			t.Fatalf("%s during the build: %v %s", p.name, err, errOut.String())
+		}
+		answers = append(answers, answer{i % len(probes), norm(p.name, out.String()), time.Since(start)})
+	}
+	took := time.Since(start)
+	if buildErr != nil {
+		t.Fatalf("build: %v %s", buildErr, buildOut.String())
+	}
+	docs = 2000 + n + 1
+	after := inProcess()
+	for i := range probes {
+		if before[i] == after[i] {
+			t.Fatalf("%s: the same answer before and after the load: %.200s", probes[i].name, before[i])
+		}
+	}
+	seenAfter := false
+	nBefore, nAfter := 0, 0
+	for _, a := range answers {
+		switch a.out {
+		case before[a.probe]:
+			nBefore++
+			if seenAfter {
+				t.Errorf("%s at %v: the state before the load, after an answer from after it", probes[a.probe].name, a.at)
+			}
+		case after[a.probe]:
+			nAfter++
+			seenAfter = true
+		default:
+			t.Errorf("%s at %v: neither the state before the load nor after it:\n%.500s\nbefore:\n%.500s\nafter:\n%.500s",
+				probes[a.probe].name, a.at, a.out, before[a.probe], after[a.probe])
+		}
+	}
+	t.Logf("build of %d documents took %v; %d attached answers from before the load, %d from after", n+1, took, nBefore, nAfter)
+	if nBefore < len(probes) {
+		t.Errorf("only %d answers during the build: every probe should have answered attached at least once", nBefore)
+	}
+
+	// kill -9 of a build in the middle of its load: its input comes
+	// through a pipe that holds half of it and stays open, so the build is
+	// still reading when it dies.
+	stateBefore := inProcess()
+	kill := lshdbProcess("build", "--db", idx, "-")
+	var killOut bytes.Buffer
+	kill.Stdout, kill.Stderr = &killOut, &killOut
+	in, err := kill.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := kill.Start(); err != nil {
+		t.Fatal(err)
+	}
+	killed := make(chan error, 1)
+	go func() { killed <- kill.Wait() }()
+	half, err := os.ReadFile(killIn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := in.Write(half[:len(half)/2]); err != nil {
+		t.Fatalf("feeding the build: %v %s", err, killOut.String())
+	}
+	waitServed(t, sock, killed)
+	if err := kill.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-killed; err == nil {
+		t.Fatalf("the build ended before it was killed: %s", killOut.String())
+	}
+	in.Close()
+	if _, err := os.Lstat(sock); err != nil {
+		t.Fatalf("the killed build's socket is gone (the test needs a stale one): %v", err)
+	}
+	serveStart := time.Now()
+	_, _, log, stop := startServe(t, "--db", idx)
+	t.Logf("the next owner served %v after its start", time.Since(serveStart))
+	// NB: the issue asks for under a second; the bound leaves room for a
+	// loaded CI machine.
+	if took := time.Since(serveStart); took > 10*time.Second {
+		t.Errorf("the next owner took %v to serve", took)
+	}
+	if code := stop(); code != 0 {
+		t.Fatalf("serve: exit %d %s", code, log)
+	}
+	if stateAfter := inProcess(); strings.Join(stateAfter, "\x00") != strings.Join(stateBefore, "\x00") {
+		t.Errorf("a killed build changed the index:\n%.500s\nwant\n%.500s", stateAfter, stateBefore)
+	}
+	d, err = db.Open(idx, &db.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	checkStart := time.Now()
+	rep, err := d.Check(context.Background())
+	if err != nil || !rep.OK() || rep.Docs != docs {
+		t.Errorf("check after the killed build: %+v %v", rep, err)
+	}
+	t.Logf("check of %d documents took %v", rep.Docs, time.Since(checkStart))
+}
+
+// waitServed waits until the index's socket answers, failing the test if
+// the owner's process ends first (done) or a minute passes.
+func waitServed(t *testing.T, sock string, done <-chan error) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); ; {
+		c, err := client.Open(sock, nil)
+		if err == nil {
+			c.Close()
+			return
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("the owner ended before it served: %v", err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the owner does not serve: %v", err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// appendGzipLine appends v as one JSON line to the gzip file path (a
+// second gzip member, which readers of gzip streams read on).
+func appendGzipLine(t *testing.T, path string, v any) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zw := gzip.NewWriter(f)
+	line, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := zw.Write(append(line, '\n')); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
