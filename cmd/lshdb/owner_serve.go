@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"net/http"
 	"time"
 
 	"github.com/lshdb/lshdb/db"
@@ -24,24 +23,14 @@ func (a *app) serveOwned(d index) (stop func()) {
 	if !ok || a.shellDB != nil || a.dbDir == "" {
 		return func() {} // attached, or the shell already serves it
 	}
-	l, err := httpapi.ListenSocket(httpapi.SocketPath(a.dbDir))
+	stopServing, err := httpapi.ServeSocket(dd, nil)
 	if err != nil {
 		return func() {}
 	}
-	// NB: no token: the socket is this user's only (mode 0600).
-	srv := &http.Server{Handler: httpapi.Handler(dd, nil), ReadHeaderTimeout: 10 * time.Second}
-	done := make(chan struct{})
-	go func() {
-		srv.Serve(l)
-		close(done)
-	}()
 	return func() {
 		// Requests in flight finish (briefly); then the index closes.
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		if srv.Shutdown(ctx) != nil {
-			srv.Close()
-		}
-		<-done
+		stopServing(ctx)
 	}
 }

@@ -2,7 +2,9 @@
 // of *db.DB as endpoints (openapi.yaml describes each, and GET
 // /v1/openapi.yaml serves it), with the JSON shapes of the command's
 // --output json. lshdb serve is its standalone server; a program that
-// embeds an index serves it on a listener of its choice:
+// embeds an index opts in with one call, ServeSocket, which serves it on
+// the index's socket (where the command attaches), or serves it on a
+// listener of its choice:
 //
 //	d, err := db.Open(dir, nil)
 //	...
