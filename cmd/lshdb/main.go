@@ -374,7 +374,11 @@ func (a *app) openDB(opts *db.Options) (index, func(), error) {
 		if err != nil {
 			return nil, nil, lockedHint(err, a.dbDir)
 		}
-		return d, func() { d.Close() }, nil
+		// NB: every owner serves, readers too (a long pairs or check):
+		// others attach instead of finding the index locked; writes
+		// through a read-only owner fail with ErrReadOnly.
+		stop := a.serveOwned(d)
+		return d, func() { stop(); d.Close() }, nil
 	}
 }
 

@@ -85,3 +85,48 @@ func TestLockedNamesOwner(t *testing.T) {
 		t.Errorf("query of a held index: exit %d %s (want %q)", code, errOut, want)
 	}
 }
+
+// Ensure that a read command serves the index while it holds it (every
+// owner serves): another process's reads attach and answer as in
+// process, its writes are refused with the owner's pid, and once the
+// reader is gone the write goes through in process.
+func TestReaderServes(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("no Unix socket")
+	}
+	idx := filepath.Join(shortDir(t), "idx")
+	// 300 copies of one text: 44,850 pairs, far more output than a pipe
+	// holds, so the pairs process below blocks on its stdout, holding
+	// the index, until the test stops reading.
+	var in strings.Builder
+	for i := range 300 {
+		fmt.Fprintf(&in, "{\"id\":\"copy%03d\",\"text\":\"one text stored three hundred times over\"}\n", i)
+	}
+	if _, errOut, code := runLine([]string{"insert", "--db", idx, "-"}, in.String()); code != 0 {
+		t.Fatal(errOut)
+	}
+	wantGet, _, _ := runLine([]string{"get", "--db", idx, "copy007"}, "")
+	pairs := lshdbProcess("pairs", "--db", idx)
+	out, err := pairs.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pairs.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- pairs.Wait() }()
+	waitServed(t, filepath.Join(idx, "lshdb.sock"), done)
+	if got, errOut, code := runLine([]string{"get", "--db", idx, "copy007"}, ""); code != 0 || got != wantGet {
+		t.Errorf("get attached to a reader: exit %d %q %s, want %q", code, got, errOut, wantGet)
+	}
+	_, errOut, code := runLine([]string{"delete", "--db", idx, "copy007"}, "")
+	if want := fmt.Sprintf("read-only by the process that serves it (pid %d)", pairs.Process.Pid); code != 1 || !strings.Contains(errOut, want) {
+		t.Errorf("delete attached to a reader: exit %d %s, want %q", code, errOut, want)
+	}
+	out.Close() // pairs fails writing its output, and ends
+	<-done
+	if _, errOut, code := runLine([]string{"delete", "--db", idx, "copy007"}, ""); code != 0 {
+		t.Errorf("delete after the reader ended: exit %d %s", code, errOut)
+	}
+}

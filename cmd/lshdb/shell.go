@@ -77,7 +77,6 @@ statement (after "> ") and its error, if any. It stops at an interrupt.`,
 				return err
 			}
 			defer closeDB()
-			defer a.serveOwned(d)() // NB: others attach while the shell holds the index
 			a.shellDB = d
 			defer func() { a.shellDB = nil }()
 			if f, ok := a.stdin.(*os.File); ok && term.IsTerminal(int(f.Fd())) {

@@ -209,11 +209,10 @@ func (a *app) openForWrite(o *db.Options, verify func(index) error) (d index, fi
 		return nil, nil, err
 	}
 	var once sync.Once
-	// NB: the command owns the index: others attach through its socket.
-	stopServing := a.serveOwned(d)
+	// NB: closeDB stops serving (openDB serves the index it opens:
+	// others attach through its socket), then closes the index.
 	finish = func(keep bool) {
 		once.Do(func() {
-			stopServing()
 			closeDB()
 			if !keep && root != "" {
 				os.RemoveAll(root)

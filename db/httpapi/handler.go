@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -228,6 +229,11 @@ func (h *handler) ServeHTTP(hw http.ResponseWriter, r *http.Request) {
 		_ = w.rc.SetWriteDeadline(time.Time{})
 	}
 	err = rt.fn(w, r)
+	if errors.Is(err, db.ErrReadOnly) {
+		// NB: the client's process did not open the index read-only: say
+		// who did (an lshdb read command serves while it runs).
+		err = fmt.Errorf("%w by the process that serves it (pid %d), which reads only: write once it has closed the index", err, os.Getpid())
+	}
 	if err != nil && !w.started {
 		w.fail(err)
 	}
