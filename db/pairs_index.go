@@ -5,11 +5,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"runtime"
 	"slices"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/lshdb/lshdb/codec"
+	"github.com/lshdb/lshdb/minhash"
 	"golang.org/x/sync/errgroup"
 )
 
@@ -23,6 +25,22 @@ type pairsIndex struct {
 	rep     []int32   // the group representative (first doc with the same set)
 	groups  [][]int32 // members of groups with two or more, by representative
 	groupOf map[int32]int
+	// sketches holds the low byte of each of the first sketchLen values
+	// of every document's signature, sketchLen bytes by position: the
+	// candidates stage rules out a pair whose sketches agree in too few
+	// places (sketchFloor) before any set is read. sketchLen 0: none
+	// (none mode verifies by the signatures themselves).
+	sketches  []byte
+	sketchLen int
+}
+
+// maxSketchLen bounds a document's sketch: 128 bytes, for a signature of
+// 128 values or more (the default).
+const maxSketchLen = 128
+
+// sketch returns document i's sketch (nil without sketches).
+func (x *pairsIndex) sketch(i int32) []byte {
+	return x.sketches[int(i)*x.sketchLen : (int(i)+1)*x.sketchLen]
 }
 
 func (x *pairsIndex) find(n uint64) (int, bool) {
@@ -50,8 +68,17 @@ func (x *pairsIndex) members(rep int32) []int32 {
 // scanning its own part: in text mode each record holds its text, so the
 // scan decompresses the whole corpus, and one scan was a serial stage of
 // Pairs. Grouping identical sets is a serial pass over the parts in order.
-func loadPairsIndex(ctx context.Context, r pebble.Reader) (*pairsIndex, error) {
+//
+// Unless the index is in none mode, it also keeps each document's sketch:
+// from the stored signature (sets mode), or from the signature of the
+// text's shingles (text mode: the scan shingles every text, as the set
+// file did before the sketches filtered the candidates; the set file now
+// shingles again the documents of the pairs that pass, a few of them).
+func (db *DB) loadPairsIndex(ctx context.Context, r pebble.Reader) (*pairsIndex, error) {
 	x := &pairsIndex{groupOf: map[int32]int{}}
+	if !db.estimateOnly() {
+		x.sketchLen = min(db.skOpt.NumPerm, maxSketchLen)
+	}
 	first, last, ok, err := docNumRange(r)
 	if err != nil || !ok {
 		return x, err
@@ -59,8 +86,9 @@ func loadPairsIndex(ctx context.Context, r pebble.Reader) (*pairsIndex, error) {
 	type part struct {
 		nums  []uint64
 		ids   []string
-		sizes []uint32
-		fps   []uint64
+		sizes    []uint32
+		fps      []uint64
+		sketches []byte
 	}
 	workers := uint64(runtime.GOMAXPROCS(0))
 	span := last - first + 1
@@ -78,6 +106,10 @@ func loadPairsIndex(ctx context.Context, r pebble.Reader) (*pairsIndex, error) {
 		g.Go(func() error {
 			p := &parts[w]
 			var derr error
+			h := db.hashers.Get().(*minhash.Hasher)
+			defer db.hashers.Put(h)
+			var set []uint64
+			var sig []uint32
 			err := scan(gctx, r, lo, hi, func(k, v []byte) {
 				if derr != nil {
 					return
@@ -95,6 +127,25 @@ func loadPairsIndex(ctx context.Context, r pebble.Reader) (*pairsIndex, error) {
 				p.ids = append(p.ids, string(view.ID))
 				p.sizes = append(p.sizes, uint32(view.SetLen))
 				p.fps = append(p.fps, view.SetFingerprint())
+				if x.sketchLen > 0 {
+					if view.HasSignature() {
+						sig = view.AppendSignature(sig[:0])
+					} else {
+						// NB: the set and signature a build derived.
+						if set, err = db.viewSet(h, n, &view, set[:0]); err != nil {
+							derr = classify(err)
+							return
+						}
+						sig = h.Sketcher().Sketch(sig[:0], set)
+					}
+					if len(sig) < x.sketchLen {
+						derr = fmt.Errorf("%w: doc %d: a signature of %d values, want %d", ErrCorrupt, n, len(sig), x.sketchLen)
+						return
+					}
+					for _, v := range sig[:x.sketchLen] {
+						p.sketches = append(p.sketches, byte(v))
+					}
+				}
 			})
 			return cmp.Or(derr, err)
 		})
@@ -108,7 +159,9 @@ func loadPairsIndex(ctx context.Context, r pebble.Reader) (*pairsIndex, error) {
 	}
 	x.nums, x.ids, x.sizes, x.rep = make([]uint64, 0, total), make([]string, 0, total), make([]uint32, 0, total), make([]int32, 0, total)
 	firstOf := make(map[uint64]int32, total)
+	x.sketches = make([]byte, 0, total*x.sketchLen)
 	for _, p := range parts {
+		x.sketches = append(x.sketches, p.sketches...)
 		for j, fp := range p.fps {
 			i := int32(len(x.nums))
 			x.nums = append(x.nums, p.nums[j])
@@ -150,4 +203,43 @@ func docNumRange(r pebble.Reader) (first, last uint64, ok bool, err error) {
 		err = classify(fmt.Errorf("doc key: %w", err))
 	}
 	return first, last, ok, cmp.Or(err, classify(errors.Join(it.Error(), it.Close())))
+}
+
+// sketchFloor returns the fewest places in which the sketches of n bytes
+// of a pair at Jaccard t agree but with probability below 10^-12: each
+// place agrees with probability at least t (the two signatures' values
+// agree with probability J ≥ t, and unequal values may still agree in
+// their low byte), taken as independent places (Binomial(n, t)). A pair
+// whose sketches agree in fewer places is ruled out: a pair that reaches
+// t is lost that way with probability below 10^-12, far below the
+// chance that it shares no band at all.
+func sketchFloor(n int, t float64) int {
+	if n == 0 || t <= 0 {
+		return 0
+	}
+	if t >= 1 {
+		return n // a pair at Jaccard 1 has equal signatures
+	}
+	// P(X < m) for X ~ Binomial(n, t), summed in log space.
+	lg := func(x float64) float64 { v, _ := math.Lgamma(x); return v }
+	cdf := 0.0
+	for m := 0; m <= n; m++ {
+		lp := lg(float64(n+1)) - lg(float64(m+1)) - lg(float64(n-m+1)) + float64(m)*math.Log(t) + float64(n-m)*math.Log1p(-t)
+		if cdf+math.Exp(lp) > 1e-12 {
+			return m
+		}
+		cdf += math.Exp(lp)
+	}
+	return n
+}
+
+// agree counts the places in which two sketches agree.
+func agree(a, b []byte) int {
+	n := 0
+	for i := range a {
+		if a[i] == b[i] {
+			n++
+		}
+	}
+	return n
 }
