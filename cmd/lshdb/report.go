@@ -15,6 +15,7 @@ import (
 	"math/bits"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -40,26 +41,92 @@ func defaultPairsThreshold(t float64) float64 {
 	return max(math.Round((t-0.2)*100)/100, 0.1)
 }
 
-// pairHist counts pair similarities at the resolution 1/pairFine.
+// pairHist counts pair similarities at the resolution 1/pairFine, and
+// joins the pairs at or above the index threshold into clusters.
 type pairHist struct {
 	fine      []int64 // fine[i]: pairs with Jaccard in [i, i+1) / pairFine (i = pairFine: 1)
 	total     int64
 	atOrAbove int64 // pairs with Jaccard ≥ the index threshold
 	lowest    float64
 	t         float64
+	comps     components
 }
 
 func newPairHist(t float64) *pairHist {
-	return &pairHist{fine: make([]int64, pairFine+1), lowest: 1, t: t}
+	return &pairHist{fine: make([]int64, pairFine+1), lowest: 1, t: t, comps: components{pos: map[string]int32{}}}
 }
 
-func (h *pairHist) add(j float64) {
+func (h *pairHist) add(p db.Pair) {
+	j := p.Jaccard
 	h.fine[min(int(math.Floor(j*pairFine+1e-9)), pairFine)]++
 	h.total++
 	h.lowest = min(h.lowest, j)
 	if j >= h.t {
 		h.atOrAbove++
+		h.comps.union(p.A, p.B)
 	}
+}
+
+// components is a union-find over document ids: the connected components
+// of the pairs at or above the threshold, which is what lshdb clusters
+// prints (its tests check that the two agree).
+//
+// NB: the report joins the pairs of its own pairs run (or file) rather
+// than call Clusters, which would run the whole join a second time: on
+// 64k Debian descriptions at threshold 0.5 (35M candidate pairs) each
+// run took 2 minutes.
+type components struct {
+	pos    map[string]int32
+	ids    []string
+	parent []int32
+}
+
+func (c *components) node(id string) int32 {
+	i, ok := c.pos[id]
+	if !ok {
+		i = int32(len(c.ids))
+		c.pos[id] = i
+		c.ids = append(c.ids, id)
+		c.parent = append(c.parent, i)
+	}
+	return i
+}
+
+func (c *components) find(i int32) int32 {
+	for c.parent[i] != i {
+		c.parent[i] = c.parent[c.parent[i]]
+		i = c.parent[i]
+	}
+	return i
+}
+
+func (c *components) union(a, b string) {
+	ra, rb := c.find(c.node(a)), c.find(c.node(b))
+	if ra != rb {
+		c.parent[max(ra, rb)] = min(ra, rb)
+	}
+}
+
+// clusters returns the components, each with its ids sorted, largest
+// first (ties: by first id).
+func (c *components) clusters() [][]string {
+	byRoot := map[int32][]string{}
+	for i, id := range c.ids {
+		r := c.find(int32(i))
+		byRoot[r] = append(byRoot[r], id)
+	}
+	out := make([][]string, 0, len(byRoot))
+	for _, ids := range byRoot {
+		slices.Sort(ids)
+		out = append(out, ids)
+	}
+	slices.SortFunc(out, func(a, b []string) int {
+		if len(a) != len(b) {
+			return len(b) - len(a)
+		}
+		return strings.Compare(a[0], b[0])
+	})
+	return out
 }
 
 // bins returns the counts in bins of pairBinWidth from lo (a multiple of
@@ -111,10 +178,13 @@ func readPairs(path string, h *pairHist) error {
 		if rec.Jaccard == nil || rec.A == nil || rec.B == nil {
 			return fmt.Errorf("%w: %s:%d: a pair needs a, b and jaccard", errBadPairs, path, line)
 		}
+		if *rec.A == *rec.B {
+			return fmt.Errorf("%w: %s:%d: a pair of %q with itself", errBadPairs, path, line, *rec.A)
+		}
 		if j := *rec.Jaccard; !(j >= 0 && j <= 1) {
 			return fmt.Errorf("%w: %s:%d: jaccard %v is outside [0, 1]", errBadPairs, path, line, j)
 		}
-		h.add(*rec.Jaccard)
+		h.add(db.Pair{A: *rec.A, B: *rec.B, Jaccard: *rec.Jaccard})
 	}
 	if err := sc.Err(); err != nil {
 		return fmt.Errorf("%w: %s:%d: %w", errBadPairs, path, line+1, err)
@@ -160,7 +230,7 @@ type reportData struct {
 	PairsLo      float64 // the similarity histogram's first bin
 	PairsSource  string  // where the pairs came from, for the page
 	PairsFromRun bool
-	Clusters     []db.Cluster
+	Clusters     [][]string // ids sorted, largest first
 	Elapsed      time.Duration
 }
 
@@ -187,8 +257,9 @@ the index threshold minus 0.2, at least 0.1), or from --pairs FILE, the
 JSON Lines of lshdb pairs --output json (then --pairs-threshold, if given,
 is where the histogram starts; else at the file's lowest similarity).
 Below the index threshold a pair is found with probability P(s) only, so
-the bars there undercount. Clusters take a pairs run at the index
-threshold; stats a scan of the store. The page is written to a temporary
+the bars there undercount. The clusters are the connected components of
+the same pairs at or above the index threshold (as lshdb clusters finds
+them); the bucket sizes and bytes take a scan of the store (as stats). The page is written to a temporary
 file and renamed: a failed run leaves no partial page.`,
 		Args: nArgs(0),
 		RunE: func(c *cobra.Command, args []string) error {
@@ -229,13 +300,11 @@ file and renamed: a failed run leaves no partial page.`,
 						if err != nil {
 							return interruptNote(err, "report interrupted: nothing written")
 						}
-						rd.Pairs.add(p.Jaccard)
+						rd.Pairs.add(p)
 					}
 				}
 				rd.PairsLo = math.Floor(rd.PairsLo*pairFine+1e-6) / pairFine
-				if rd.Clusters, err = d.Clusters(a.ctx, &db.PairsOptions{Threshold: t}); err != nil {
-					return interruptNote(err, "report interrupted: nothing written")
-				}
+				rd.Clusters = rd.Pairs.comps.clusters()
 				if rd.Stats, err = d.Stats(a.ctx, 10); err != nil {
 					return interruptNote(err, "report interrupted: nothing written")
 				}
@@ -324,7 +393,7 @@ func writeReport(w io.Writer, rd *reportData) error {
 
 	docsInClusters := 0
 	for _, c := range rd.Clusters {
-		docsInClusters += len(c.IDs)
+		docsInClusters += len(c)
 	}
 	b.WriteString(`<div class="figures">` + "\n")
 	figure := func(v, label string) {
@@ -413,12 +482,12 @@ func writeReport(w io.Writer, rd *reportData) error {
 	var cbins []int
 	largest := 0
 	for _, c := range rd.Clusters {
-		i := clusterBin(len(c.IDs))
+		i := clusterBin(len(c))
 		for len(cbins) <= i {
 			cbins = append(cbins, 0)
 		}
 		cbins[i]++
-		largest = max(largest, len(c.IDs))
+		largest = max(largest, len(c))
 	}
 	var cbars []bar
 	vals = vals[:0]
@@ -429,12 +498,20 @@ func writeReport(w io.Writer, rd *reportData) error {
 	ccb := barChart{ID: "chart-clusters", Title: fmt.Sprintf("Cluster sizes at Jaccard ≥ %v (%s clusters, largest %s)", t, groupDigits(int64(len(rd.Clusters))), groupDigits(int64(largest))),
 		XLabel: "documents in the cluster", YLabel: "clusters", Bars: cbars, LogY: skewed(vals)}
 	b.WriteString(ccb.svg())
-	b.WriteString(`<p class="note">Connected components of the pairs at or above the threshold (as lshdb clusters prints them): two members of one cluster may be less similar than the threshold (chaining). Bins above 3 are powers of two.</p>` + "\n")
+	cnote := "Connected components of the pairs at or above the threshold, as lshdb clusters finds them: two members of one cluster may be less similar than the threshold (chaining). Bins above 3 are powers of two."
+	if !rd.PairsFromRun && rd.Pairs.total > 0 && rd.Pairs.lowest > t {
+		cnote += fmt.Sprintf(" The pairs file's least similarity is %.4f, above the threshold: pairs between the two are not in it, and clusters may be split.", rd.Pairs.lowest)
+	}
+	fmt.Fprintf(&b, "<p class=\"note\">%s</p>\n", esc(cnote))
 	if len(rd.Clusters) > 0 {
-		b.WriteString("<table><tr><th class=\"num\">size</th><th>representative</th><th>members (first 6)</th></tr>\n")
+		b.WriteString("<table><tr><th class=\"num\">size</th><th>members (the first 8 by id)</th></tr>\n")
 		for _, c := range rd.Clusters[:min(len(rd.Clusters), 5)] {
-			fmt.Fprintf(&b, "<tr><td class=\"num\">%d</td><td class=\"id nowrap\">%s</td><td class=\"id\">%s</td></tr>\n",
-				len(c.IDs), esc(escControls(c.Representative)), esc(strings.Join(escAll(c.IDs[:min(len(c.IDs), 6)]), " ")))
+			more := ""
+			if len(c) > 8 {
+				more = fmt.Sprintf(" … (%s more)", groupDigits(int64(len(c)-8)))
+			}
+			fmt.Fprintf(&b, "<tr><td class=\"num\">%s</td><td class=\"id\">%s%s</td></tr>\n",
+				groupDigits(int64(len(c))), esc(strings.Join(escAll(c[:min(len(c), 8)]), " ")), more)
 		}
 		b.WriteString("</table>\n")
 	}

@@ -7,9 +7,12 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/lshdb/lshdb/db"
 )
 
 // reportFixture builds an index of the Debian sample (1,277 real package
@@ -221,6 +224,10 @@ func TestReportFromPairsFile(t *testing.T) {
 	if got := chartBars(t, page, "chart-pairs"); !equalFloats(got, want) {
 		t.Errorf("pairs bars %v, want %v", got, want)
 	}
+	// Clusters of the pairs at >= 0.8: p, q, r (x, y, z are below it).
+	if got := chartBars(t, page, "chart-clusters"); !equalFloats(got, []float64{0, 1}) {
+		t.Errorf("cluster bars %v, want [0 1] (one cluster of 3)", got)
+	}
 	// 0.8 (the index threshold) is 15 of the 25 bins from the left.
 	marks := page.all(func(x *xnode) bool { return x.XMLName.Local == "svg" && x.attr("id") == "chart-pairs" })[0].class("mark")
 	if len(marks) != 1 || math.Abs(marks[0].num(t, "x1")-(marginL+15.0/25*plotW)) > 0.01 {
@@ -260,6 +267,7 @@ func TestReportErrors(t *testing.T) {
 		{[]string{"report", "--db", dir, "--out", out, "--pairs", write("bad.jsonl", "{\"a\":\"x\",\"b\":\"y\",\"jaccard\":0.9}\nnot json\n")}, 1, "bad.jsonl:2: not a JSON object"},
 		{[]string{"report", "--db", dir, "--out", out, "--pairs", write("range.jsonl", "{\"a\":\"x\",\"b\":\"y\",\"jaccard\":1.2}\n")}, 1, "range.jsonl:1: jaccard 1.2 is outside [0, 1]"},
 		{[]string{"report", "--db", dir, "--out", out, "--pairs", write("half.jsonl", "{\"a\":\"x\",\"jaccard\":0.9}\n")}, 1, "half.jsonl:1: a pair needs a, b and jaccard"},
+		{[]string{"report", "--db", dir, "--out", out, "--pairs", write("self.jsonl", "{\"a\":\"x\",\"b\":\"x\",\"jaccard\":1}\n")}, 1, "self.jsonl:1: a pair of \"x\" with itself"},
 		{[]string{"report", "--db", dir, "--out", out, "--pairs", filepath.Join(tmp, "absent.jsonl")}, 1, "absent.jsonl: no such file"},
 		{[]string{"report", "--db", dir, "--out", filepath.Join(tmp, "no", "such", "dir.html")}, 1, "no such file or directory"},
 		{[]string{"report", "--db", filepath.Join(tmp, "nope"), "--out", out}, 1, "database does not exist"},
@@ -356,4 +364,23 @@ func labelRange(t *testing.T, s string) (int, int) {
 		t.Fatalf("label %q", s)
 	}
 	return lo, hi
+}
+
+// Ensure that the components of a few pairs, joined by hand, come out
+// with their ids sorted, largest first, and that pairs below the
+// threshold join nothing.
+func TestReportComponents(t *testing.T) {
+	h := newPairHist(0.8)
+	for _, p := range []db.Pair{{A: "e", B: "f", Jaccard: 0.9}, {A: "c", B: "d", Jaccard: 1}, {A: "b", B: "c", Jaccard: 0.8},
+		{A: "a", B: "b", Jaccard: 0.85}, {A: "f", B: "g", Jaccard: 0.79}, {A: "x", B: "y", Jaccard: 0.95}} {
+		h.add(p)
+	}
+	got := h.comps.clusters()
+	want := [][]string{{"a", "b", "c", "d"}, {"e", "f"}, {"x", "y"}}
+	if !slices.EqualFunc(got, want, slices.Equal) {
+		t.Errorf("clusters %v, want %v", got, want)
+	}
+	if h.total != 6 || h.atOrAbove != 5 || h.lowest != 0.79 {
+		t.Errorf("total %d, at or above %d, lowest %v", h.total, h.atOrAbove, h.lowest)
+	}
 }
