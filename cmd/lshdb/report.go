@@ -466,13 +466,14 @@ func writeReport(w io.Writer, rd *reportData) error {
 	}
 	mark := (t - rd.PairsLo) / (float64(len(bins)) * pairBinWidth)
 	pc := barChart{ID: "chart-pairs", Title: fmt.Sprintf("Pairs by exact Jaccard similarity (%s pairs from %s)", groupDigits(rd.Pairs.total), rd.PairsSource),
-		XLabel: fmt.Sprintf("Jaccard similarity (bins of %v, by lower edge)", pairBinWidth), YLabel: "pairs", Bars: pbars, LogY: skewed(vals)}
+		XLabel: fmt.Sprintf("Jaccard similarity (bins of %v, by lower edge)", pairBinWidth), YLabel: "pairs", Bars: pbars, LogY: skewed(vals),
+		Empty: fmt.Sprintf("no pairs at Jaccard ≥ %v", rd.PairsLo)}
 	if mark >= 0 && mark <= 1 {
 		pc.Mark, pc.MarkLabel = &mark, fmt.Sprintf("threshold %v", t)
 	}
 	b.WriteString(pc.svg())
 	note := fmt.Sprintf("%s pairs at Jaccard ≥ %v (the index threshold), %s below it.", groupDigits(rd.Pairs.atOrAbove), t, groupDigits(rd.Pairs.total-rd.Pairs.atOrAbove))
-	if rd.PairsFromRun || rd.PairsLo < t {
+	if rd.Pairs.total > 0 && (rd.PairsFromRun || rd.PairsLo < t) {
 		note += fmt.Sprintf(" A pair below the threshold is found only when it is a candidate, with probability P(s) (%.2f at s = %.2f), so the bars left of the threshold undercount the pairs that exist.", p.Bands.Probability(rd.PairsLo), rd.PairsLo)
 	}
 	fmt.Fprintf(&b, "<p class=\"note\">%s</p>\n</section>\n", esc(note))
@@ -495,8 +496,12 @@ func writeReport(w io.Writer, rd *reportData) error {
 		cbars = append(cbars, bar{Label: clusterBinLabel(i), Value: float64(n), Note: fmt.Sprintf("%s clusters of %s documents", groupDigits(int64(n)), clusterBinLabel(i))})
 		vals = append(vals, float64(n))
 	}
-	ccb := barChart{ID: "chart-clusters", Title: fmt.Sprintf("Cluster sizes at Jaccard ≥ %v (%s clusters, largest %s)", t, groupDigits(int64(len(rd.Clusters))), groupDigits(int64(largest))),
-		XLabel: "documents in the cluster", YLabel: "clusters", Bars: cbars, LogY: skewed(vals)}
+	title := fmt.Sprintf("Cluster sizes at Jaccard ≥ %v (%s clusters, largest %s)", t, groupDigits(int64(len(rd.Clusters))), groupDigits(int64(largest)))
+	if len(rd.Clusters) == 0 {
+		title = fmt.Sprintf("Cluster sizes at Jaccard ≥ %v", t)
+	}
+	ccb := barChart{ID: "chart-clusters", Title: title, XLabel: "documents in the cluster", YLabel: "clusters", Bars: cbars, LogY: skewed(vals),
+		Empty: "no clusters: no pair reaches the threshold"}
 	b.WriteString(ccb.svg())
 	cnote := "Connected components of the pairs at or above the threshold, as lshdb clusters finds them: two members of one cluster may be less similar than the threshold (chaining). Bins above 3 are powers of two."
 	if !rd.PairsFromRun && rd.Pairs.total > 0 && rd.Pairs.lowest > t {
@@ -533,7 +538,7 @@ func writeReport(w io.Writer, rd *reportData) error {
 		hottest = rd.Stats.Buckets.Hottest
 	}
 	bc := barChart{ID: "chart-buckets", Title: "Bucket sizes (documents per posting list, all bands)", XLabel: "documents in the bucket",
-		YLabel: "posting lists", Bars: bbars, LogY: skewed(vals)}
+		YLabel: "posting lists", Bars: bbars, LogY: skewed(vals), Empty: "no buckets: the index holds no document"}
 	b.WriteString(bc.svg())
 	b.WriteString(`<p class="note">A query reads one bucket per band and verifies every other member: large buckets (boilerplate, many copies of one text) make queries and pairs slow. "empty" lists are left by deletes until lshdb purge.</p>` + "\n")
 	if len(hottest) > 0 {

@@ -12,6 +12,7 @@ package main
 // areas <path class="fp-area"> and <path class="fn-area">.
 
 import (
+	"cmp"
 	"fmt"
 	"html"
 	"math"
@@ -23,7 +24,7 @@ import (
 const (
 	chartW, chartH             = 960, 380
 	marginL, marginR           = 80, 24
-	marginTop, marginBottom    = 40, 72
+	marginTop, marginBottom    = 50, 84
 	plotW                      = chartW - marginL - marginR
 	plotH                      = chartH - marginTop - marginBottom
 	charW                      = 7.5 // the width of a tick label's character at 12px, for thinning labels
@@ -51,6 +52,9 @@ type barChart struct {
 	// the last), labelled MarkLabel.
 	Mark      *float64
 	MarkLabel string
+	// Empty is the note shown when no bar has a height. Default:
+	// "nothing to show".
+	Empty string
 }
 
 // skewed reports whether the values span enough orders of magnitude to
@@ -171,34 +175,47 @@ func (c *barChart) svg() string {
 		fmt.Fprintf(&b, `<text class="ytick" x="%.1f" y="%.1f" text-anchor="end">%s</text>`+"\n", x0-8, y+4, t.label)
 	}
 	n := len(c.Bars)
-	if n == 0 {
-		fmt.Fprintf(&b, `<text class="empty" x="%.1f" y="%.1f" text-anchor="middle" font-size="14" fill="#777">nothing to show</text>`+"\n", x0+plotW/2, y0-plotH/2)
+	if hi == 0 {
+		fmt.Fprintf(&b, `<text class="empty" x="%.1f" y="%.1f" text-anchor="middle" font-size="14" fill="#777">%s</text>`+"\n",
+			x0+plotW/2, y0-plotH/2, html.EscapeString(cmp.Or(c.Empty, "nothing to show")))
 	}
 	slot := plotW / math.Max(float64(n), 1)
 	gap := math.Min(slot*0.15, 6)
-	// Thin the labels so that they do not overlap: every k-th one.
+	// Labels that do not fit under their bars are turned by 30 degrees
+	// when that is enough (a turned label needs about 2 font heights
+	// across), else thinned out to every k-th one.
 	widest := 0
 	for _, br := range c.Bars {
 		widest = max(widest, len([]rune(br.Label)))
 	}
 	k := max(1, int(math.Ceil((float64(widest)*charW+10)/slot)))
+	turn := k > 1 && slot >= 26 && float64(widest)*charW/2 <= marginBottom-46
+	if turn {
+		k = 1
+	}
 	for i, br := range c.Bars {
 		h := yOf(br.Value)
 		x := x0 + float64(i)*slot + gap/2
 		fmt.Fprintf(&b, `<rect class="bar" x="%.2f" y="%.2f" width="%.2f" height="%.2f" fill="%s" data-value="%s"><title>%s</title></rect>`+"\n",
 			x, y0-h, slot-gap, h, colorBar, strconv.FormatFloat(br.Value, 'g', -1, 64), html.EscapeString(br.Note))
-		if i%k == 0 {
-			fmt.Fprintf(&b, `<text class="xtick" x="%.2f" y="%.1f" text-anchor="middle">%s</text>`+"\n", x0+(float64(i)+0.5)*slot, y0+18, html.EscapeString(br.Label))
+		cx := x0 + (float64(i)+0.5)*slot
+		switch {
+		case turn:
+			fmt.Fprintf(&b, `<text class="xtick" x="%.2f" y="%.1f" text-anchor="end" transform="rotate(-30 %.2f %.1f)">%s</text>`+"\n", cx+4, y0+16, cx+4, y0+16, html.EscapeString(br.Label))
+		case i%k == 0:
+			fmt.Fprintf(&b, `<text class="xtick" x="%.2f" y="%.1f" text-anchor="middle">%s</text>`+"\n", cx, y0+18, html.EscapeString(br.Label))
 		}
 	}
 	if c.Mark != nil {
+		// NB: the line rises above the plot and its label sits there, clear
+		// of the bars whatever their heights.
 		x := x0 + *c.Mark*plotW
-		fmt.Fprintf(&b, `<line class="mark" x1="%.2f" y1="%.1f" x2="%.2f" y2="%.1f" stroke="%s" stroke-width="1.5" stroke-dasharray="6 4"/>`+"\n", x, y0, x, float64(marginTop), colorFN)
-		anchor, dx := "end", -6.0
+		fmt.Fprintf(&b, `<line class="mark" x1="%.2f" y1="%.1f" x2="%.2f" y2="%.1f" stroke="%s" stroke-width="1.5" stroke-dasharray="6 4"/>`+"\n", x, y0, x, float64(marginTop-12), colorFN)
+		anchor, dx := "end", -5.0
 		if *c.Mark < 0.3 {
-			anchor, dx = "start", 6
+			anchor, dx = "start", 5
 		}
-		fmt.Fprintf(&b, `<text class="mark-label" x="%.2f" y="%d" text-anchor="%s" fill="%s">%s</text>`+"\n", x+dx, marginTop+14, anchor, colorFN, html.EscapeString(c.MarkLabel))
+		fmt.Fprintf(&b, `<text class="mark-label" x="%.2f" y="%d" text-anchor="%s" fill="%s">%s</text>`+"\n", x+dx, marginTop-4, anchor, colorFN, html.EscapeString(c.MarkLabel))
 	}
 	fmt.Fprintf(&b, `<line class="axis" x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#333"/>`+"\n", x0, y0, x0+plotW, y0)
 	fmt.Fprintf(&b, `<line class="axis" x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#333"/>`+"\n", x0, y0, x0, float64(marginTop))
@@ -222,6 +239,21 @@ type curveChart struct {
 	Points int
 	// FP and FN are the areas, written in the legend.
 	FP, FN float64
+}
+
+// The legend's size, in pixels.
+const legendW, legendH = 330, 44
+
+// clear reports whether the curve stays out of the box [s0, s1] × [p0, p1]
+// (in the chart's units), with a margin of 0.03 in P.
+func (c *curveChart) clear(s0, s1, p0, p1 float64) bool {
+	for i := 0; i <= 100; i++ {
+		s := s0 + (s1-s0)*float64(i)/100
+		if v := c.P(s); v >= p0-0.03 && v <= p1+0.03 {
+			return false
+		}
+	}
+	return true
 }
 
 func (c *curveChart) svg() string {
@@ -286,9 +318,13 @@ func (c *curveChart) svg() string {
 	fmt.Fprintf(&b, `<text class="mark-label" x="%.2f" y="%.2f" text-anchor="%s" font-weight="600">t = %s</text>`+"\n",
 		x(c.T)+dx, ly0, anchor, strconv.FormatFloat(c.T, 'f', -1, 64))
 	fmt.Fprintf(&b, `<text class="mark-label" x="%.2f" y="%.2f" text-anchor="%s">P(t) = %.4f</text>`+"\n", x(c.T)+dx, ly0+16, anchor, pt)
-	// The legend, in the upper left (the curve is low there), on white.
+	// The legend, in the upper left when the curve is low there, else in
+	// the lower right (where an S-curve is high), on white.
 	lx, ly := x(0)+14, float64(marginTop)+14
-	fmt.Fprintf(&b, `<rect class="legend-box" x="%.1f" y="%.1f" width="320" height="42" fill="white" fill-opacity="0.9" stroke="#ddd"/>`+"\n", lx-8, ly-7)
+	if !c.clear(0, float64(legendW+14)/plotW, 1-float64(legendH+14)/plotH, 1) {
+		lx, ly = x(1)-legendW-6, y0-legendH-8
+	}
+	fmt.Fprintf(&b, `<rect class="legend-box" x="%.1f" y="%.1f" width="%d" height="%d" fill="white" fill-opacity="0.9" stroke="#ddd"/>`+"\n", lx-8, ly-7, legendW, legendH)
 	fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="14" height="12" fill="%s" fill-opacity="0.6"/>`+"\n", lx, ly, colorFP)
 	fmt.Fprintf(&b, `<text class="legend" x="%.1f" y="%.1f">false-positive area (candidates below t): %.4f</text>`+"\n", lx+20, ly+10, c.FP)
 	fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="14" height="12" fill="%s" fill-opacity="0.6"/>`+"\n", lx, ly+20, colorFN)

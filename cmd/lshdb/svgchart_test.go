@@ -271,3 +271,62 @@ func TestTickFormats(t *testing.T) {
 		}
 	}
 }
+
+// Ensure that the legend of the S-curve never covers the curve, for
+// bandings whose curve rises early (low thresholds) or late.
+func TestCurveLegendClear(t *testing.T) {
+	for _, c := range []struct {
+		b, r int
+		t    float64
+	}{{16, 6, 0.8}, {17, 2, 0.5}, {35, 3, 0.3}, {9, 13, 0.9}, {20, 5, 0.6}, {64, 1, 0.05}} {
+		p := func(s float64) float64 { return sCurve(s, c.b, c.r) }
+		svg := parseXML(t, (&curveChart{ID: "s", P: p, T: c.t, Points: 200}).svg())
+		box := svg.class("legend-box")
+		if len(box) != 1 {
+			t.Fatalf("%d legends", len(box))
+		}
+		x0, y0 := box[0].num(t, "x"), box[0].num(t, "y")
+		x1, y1 := x0+box[0].num(t, "width"), y0+box[0].num(t, "height")
+		if x0 < marginL || x1 > marginL+plotW || y0 < marginTop || y1 > marginTop+plotH {
+			t.Errorf("b=%d r=%d: the legend (%v,%v)-(%v,%v) leaves the plot", c.b, c.r, x0, y0, x1, y1)
+		}
+		for _, pt := range points(t, svg.class("curve")[0].attr("d")) {
+			if pt[0] >= x0 && pt[0] <= x1 && pt[1] >= y0 && pt[1] <= y1 {
+				t.Errorf("b=%d r=%d t=%v: the curve passes under the legend at (%v, %v)", c.b, c.r, c.t, pt[0], pt[1])
+				break
+			}
+		}
+	}
+}
+
+// Ensure that labels too wide for their bars are turned (all of them
+// shown) when the bars are wide enough, and that a marked line's label
+// sits above the plot, clear of the bars.
+func TestBarChartTurnedLabels(t *testing.T) {
+	var bars []bar
+	for i := range 12 {
+		bars = append(bars, bar{Label: bucketBinLabel(i + 1), Value: float64(100 - i)}) // up to "2048-4095"
+	}
+	m := 0.5
+	svg := parseXML(t, (&barChart{ID: "c", Bars: bars, Mark: &m, MarkLabel: "t"}).svg())
+	labels := svg.class("xtick")
+	if len(labels) != 12 {
+		t.Fatalf("%d labels for 12 bars", len(labels))
+	}
+	for _, l := range labels {
+		if !strings.HasPrefix(l.attr("transform"), "rotate(-30 ") {
+			t.Errorf("label %q not turned: %q", l.Text, l.attr("transform"))
+		}
+	}
+	ml := svg.class("mark-label")
+	if len(ml) != 1 || ml[0].num(t, "y") >= marginTop {
+		t.Errorf("mark label %v: want one above the plot (y < %d)", ml, marginTop)
+	}
+	if e := svg.class("empty"); len(e) != 0 {
+		t.Errorf("bars with heights: an empty note %q", e[0].Text)
+	}
+	svg = parseXML(t, (&barChart{ID: "z", Bars: []bar{{Label: "a"}, {Label: "b"}}, Empty: "no pairs"}).svg())
+	if e := svg.class("empty"); len(e) != 1 || e[0].Text != "no pairs" || len(svg.class("bar")) != 2 {
+		t.Errorf("all-zero bars: want 2 bars and the note, got %d notes", len(e))
+	}
+}
