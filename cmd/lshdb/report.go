@@ -414,7 +414,7 @@ func writeReport(w io.Writer, rd *reportData) error {
 	row("banding", fmt.Sprintf("%v: %d bands of %d rows (%d of %d signature values)", p.Bands, p.Bands.B, p.Bands.R, p.Bands.B*p.Bands.R, p.NumPerm))
 	row("signature scheme, seed", fmt.Sprintf("%v, %d", p.Scheme, p.Seed))
 	row("shingles", fmt.Sprintf("%v %d-shingles, bag %v, normalization %v", p.Shingle, p.ShingleSize, p.Bag, p.Normalization))
-	row("storage", storageNote(p))
+	row("storage", strings.TrimPrefix(storageNote(p), "storage "))
 	row("index format", strconv.Itoa(p.FormatVersion))
 	row("documents", groupDigits(int64(rd.Info.Docs)))
 	row("size on disk", fmt.Sprintf("%s (%s bytes)", humanBytes(rd.Info.DiskBytes), groupDigits(int64(rd.Info.DiskBytes))))
@@ -446,6 +446,9 @@ func writeReport(w io.Writer, rd *reportData) error {
 	b.WriteString(cc.svg())
 	fmt.Fprintf(&b, `<p class="note">Two documents become a candidate pair when they agree on all %d rows of at least one of the %d bands: with probability P(s) at Jaccard similarity s. The orange area left of t (%.4f) measures the candidates below the threshold that verification must reject (work, not wrong answers: every candidate is verified with exact Jaccard); the red area right of t (%.4f) measures the pairs at or above the threshold that are never candidates (missed). P(t) = %.4f; the curve's steepest point is at (1/b)^(1/r) = %.4f.</p>`+"\n",
 		p.Bands.R, p.Bands.B, fp, fn, p.Bands.Probability(t), p.Bands.Threshold())
+	if fn < 0.002 {
+		b.WriteString(`<p class="note">The false-negative area is too thin to see at this scale: the banding was chosen for recall at the threshold.</p>` + "\n")
+	}
 	b.WriteString("</section>\n")
 
 	// Pair similarities.
@@ -542,7 +545,8 @@ func writeReport(w io.Writer, rd *reportData) error {
 	b.WriteString(bc.svg())
 	b.WriteString(`<p class="note">A query reads one bucket per band and verifies every other member: large buckets (boilerplate, many copies of one text) make queries and pairs slow. "empty" lists are left by deletes until lshdb purge.</p>` + "\n")
 	if len(hottest) > 0 {
-		b.WriteString("<table><tr><th class=\"num\">band</th><th>bucket</th><th class=\"num\">size</th><th>sample</th></tr>\n")
+		b.WriteString("<p class=\"note\">The largest buckets (lshdb bucket BAND BUCKET lists one):</p>\n")
+		b.WriteString("<table><tr><th class=\"num\">band</th><th>bucket</th><th class=\"num\">size</th><th>sample (first 5 members)</th></tr>\n")
 		for _, h := range hottest {
 			fmt.Fprintf(&b, "<tr><td class=\"num\">%d</td><td class=\"id\">%s</td><td class=\"num\">%d</td><td class=\"id\">%s</td></tr>\n",
 				h.Band, bucketHex(h.Bucket), h.Size, esc(strings.Join(escAll(h.Sample), " ")))

@@ -118,14 +118,17 @@ func groupDigits(n int64) string {
 	return b.String()
 }
 
-func svgOpen(b *strings.Builder, id, title string) {
+// svgOpen starts a chart of height h (chartH, or less when its x labels
+// need less room).
+func svgOpen(b *strings.Builder, id, title string, h int) {
 	fmt.Fprintf(b, `<svg xmlns="http://www.w3.org/2000/svg" class="chart" id="%s" width="%d" height="%d" viewBox="0 0 %d %d" %s font-size="12" role="img" aria-label="%s">`+"\n",
-		html.EscapeString(id), chartW, chartH, chartW, chartH, chartFont, html.EscapeString(title))
+		html.EscapeString(id), chartW, h, chartW, h, chartFont, html.EscapeString(title))
 	fmt.Fprintf(b, `<text class="title" x="%d" y="24" font-size="15" font-weight="600">%s</text>`+"\n", marginL, html.EscapeString(title))
 }
 
-func axisLabels(b *strings.Builder, xlabel, ylabel string) {
-	fmt.Fprintf(b, `<text class="xlabel" x="%d" y="%d" text-anchor="middle" font-size="13">%s</text>`+"\n", marginL+plotW/2, chartH-14, html.EscapeString(xlabel))
+// axisLabels writes the axes' names, the x axis's at height xy.
+func axisLabels(b *strings.Builder, xlabel, ylabel string, xy int) {
+	fmt.Fprintf(b, `<text class="xlabel" x="%d" y="%d" text-anchor="middle" font-size="13">%s</text>`+"\n", marginL+plotW/2, xy, html.EscapeString(xlabel))
 	cy := marginTop + plotH/2
 	fmt.Fprintf(b, `<text class="ylabel" x="18" y="%d" transform="rotate(-90 18 %d)" text-anchor="middle" font-size="13">%s</text>`+"\n", cy, cy, html.EscapeString(ylabel))
 }
@@ -133,7 +136,28 @@ func axisLabels(b *strings.Builder, xlabel, ylabel string) {
 // svg writes the chart.
 func (c *barChart) svg() string {
 	var b strings.Builder
-	svgOpen(&b, c.ID, c.Title)
+	n := len(c.Bars)
+	slot := plotW / math.Max(float64(n), 1)
+	gap := math.Min(slot*0.15, 6)
+	// Labels that do not fit under their bars are turned by 30 degrees
+	// when that is enough (a turned label needs about 2 font heights
+	// across), else thinned out to every k-th one.
+	widest := 0
+	for _, br := range c.Bars {
+		widest = max(widest, len([]rune(br.Label)))
+	}
+	k := max(1, int(math.Ceil((float64(widest)*charW+10)/slot)))
+	turn := k > 1 && slot >= 26 && float64(widest)*charW/2 <= marginBottom-46
+	if turn {
+		k = 1
+	}
+	// NB: the turned labels take the whole bottom margin; level ones
+	// leave 28 px that the picture need not have.
+	h, xlabelY := chartH-28, marginTop+plotH+46
+	if turn {
+		h, xlabelY = chartH, chartH-12
+	}
+	svgOpen(&b, c.ID, c.Title, h)
 	x0, y0 := float64(marginL), float64(marginTop+plotH) // the plot's origin
 	hi := 0.0
 	for _, br := range c.Bars {
@@ -174,25 +198,6 @@ func (c *barChart) svg() string {
 		fmt.Fprintf(&b, `<line class="grid" x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#e3e3e3"/>`+"\n", x0, y, x0+plotW, y)
 		fmt.Fprintf(&b, `<text class="ytick" x="%.1f" y="%.1f" text-anchor="end">%s</text>`+"\n", x0-8, y+4, t.label)
 	}
-	n := len(c.Bars)
-	if hi == 0 {
-		fmt.Fprintf(&b, `<text class="empty" x="%.1f" y="%.1f" text-anchor="middle" font-size="14" fill="#777">%s</text>`+"\n",
-			x0+plotW/2, y0-plotH/2, html.EscapeString(cmp.Or(c.Empty, "nothing to show")))
-	}
-	slot := plotW / math.Max(float64(n), 1)
-	gap := math.Min(slot*0.15, 6)
-	// Labels that do not fit under their bars are turned by 30 degrees
-	// when that is enough (a turned label needs about 2 font heights
-	// across), else thinned out to every k-th one.
-	widest := 0
-	for _, br := range c.Bars {
-		widest = max(widest, len([]rune(br.Label)))
-	}
-	k := max(1, int(math.Ceil((float64(widest)*charW+10)/slot)))
-	turn := k > 1 && slot >= 26 && float64(widest)*charW/2 <= marginBottom-46
-	if turn {
-		k = 1
-	}
 	for i, br := range c.Bars {
 		h := yOf(br.Value)
 		x := x0 + float64(i)*slot + gap/2
@@ -217,13 +222,21 @@ func (c *barChart) svg() string {
 		}
 		fmt.Fprintf(&b, `<text class="mark-label" x="%.2f" y="%d" text-anchor="%s" fill="%s">%s</text>`+"\n", x+dx, marginTop-4, anchor, colorFN, html.EscapeString(c.MarkLabel))
 	}
+	if hi == 0 {
+		// On white, over the mark's line if any.
+		note := cmp.Or(c.Empty, "nothing to show")
+		w := float64(len([]rune(note)))*8 + 16
+		fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="%.1f" height="26" fill="white"/>`+"\n", x0+plotW/2-w/2, y0-plotH/2-18, w)
+		fmt.Fprintf(&b, `<text class="empty" x="%.1f" y="%.1f" text-anchor="middle" font-size="14" fill="#777">%s</text>`+"\n",
+			x0+plotW/2, y0-plotH/2, html.EscapeString(note))
+	}
 	fmt.Fprintf(&b, `<line class="axis" x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#333"/>`+"\n", x0, y0, x0+plotW, y0)
 	fmt.Fprintf(&b, `<line class="axis" x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#333"/>`+"\n", x0, y0, x0, float64(marginTop))
 	ylabel := c.YLabel
 	if c.LogY {
 		ylabel += " (log scale)"
 	}
-	axisLabels(&b, c.XLabel, ylabel)
+	axisLabels(&b, c.XLabel, ylabel, xlabelY)
 	b.WriteString("</svg>\n")
 	return b.String()
 }
@@ -258,7 +271,7 @@ func (c *curveChart) clear(s0, s1, p0, p1 float64) bool {
 
 func (c *curveChart) svg() string {
 	var b strings.Builder
-	svgOpen(&b, c.ID, c.Title)
+	svgOpen(&b, c.ID, c.Title, chartH-28)
 	x0, y0 := float64(marginL), float64(marginTop+plotH)
 	x := func(s float64) float64 { return x0 + s*plotW }
 	y := func(p float64) float64 { return y0 - p*plotH }
@@ -331,7 +344,7 @@ func (c *curveChart) svg() string {
 	fmt.Fprintf(&b, `<text class="legend" x="%.1f" y="%.1f">false-negative area (missed at or above t): %.4f</text>`+"\n", lx+20, ly+30, c.FN)
 	fmt.Fprintf(&b, `<line class="axis" x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#333"/>`+"\n", x(0), y(0), x(1), y(0))
 	fmt.Fprintf(&b, `<line class="axis" x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#333"/>`+"\n", x(0), y(0), x(0), y(1))
-	axisLabels(&b, "Jaccard similarity s", "P(candidate | s)")
+	axisLabels(&b, "Jaccard similarity s", "P(candidate | s)", marginTop+plotH+46)
 	b.WriteString("</svg>\n")
 	return b.String()
 }
