@@ -366,7 +366,7 @@ table { border-collapse: collapse; font-size: 14px; margin: 8px 0; }
 th, td { text-align: left; padding: 4px 14px 4px 0; vertical-align: top; }
 th { color: #555; font-weight: 600; white-space: nowrap; }
 th.num { text-align: right; }
-td.nowrap { white-space: nowrap; }
+td.nowrap, span.i { white-space: nowrap; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
 table.kv th { width: 260px; }
 code, .id { font-family: ui-monospace, Menlo, Consolas, monospace; font-size: 13px; }
@@ -374,6 +374,19 @@ code, .id { font-family: ui-monospace, Menlo, Consolas, monospace; font-size: 13
 .figure b { display: block; font-size: 22px; }
 .figure span { color: #666; font-size: 13px; }
 `
+
+// idList writes ids for a table cell, escaped, each unbroken (a line
+// breaks between ids, not at an id's hyphens).
+func idList(ids []string) string {
+	var b strings.Builder
+	for i, id := range escAll(ids) {
+		if i > 0 {
+			b.WriteString(" ")
+		}
+		fmt.Fprintf(&b, `<span class="i">%s</span>`, html.EscapeString(id))
+	}
+	return b.String()
+}
 
 // writeReport writes the page. NB: it is well-formed XML (XHTML syntax:
 // every element closed, no named entities but XML's), so that its tests
@@ -519,7 +532,7 @@ func writeReport(w io.Writer, rd *reportData) error {
 				more = fmt.Sprintf(" … (%s more)", groupDigits(int64(len(c)-8)))
 			}
 			fmt.Fprintf(&b, "<tr><td class=\"num\">%s</td><td class=\"id\">%s%s</td></tr>\n",
-				groupDigits(int64(len(c))), esc(strings.Join(escAll(c[:min(len(c), 8)]), " ")), more)
+				groupDigits(int64(len(c))), idList(c[:min(len(c), 8)]), more)
 		}
 		b.WriteString("</table>\n")
 	}
@@ -549,7 +562,7 @@ func writeReport(w io.Writer, rd *reportData) error {
 		b.WriteString("<table><tr><th class=\"num\">band</th><th>bucket</th><th class=\"num\">size</th><th>sample (first 5 members)</th></tr>\n")
 		for _, h := range hottest {
 			fmt.Fprintf(&b, "<tr><td class=\"num\">%d</td><td class=\"id\">%s</td><td class=\"num\">%d</td><td class=\"id\">%s</td></tr>\n",
-				h.Band, bucketHex(h.Bucket), h.Size, esc(strings.Join(escAll(h.Sample), " ")))
+				h.Band, bucketHex(h.Bucket), h.Size, idList(h.Sample))
 		}
 		b.WriteString("</table>\n")
 	}

@@ -255,7 +255,7 @@ type curveChart struct {
 }
 
 // The legend's size, in pixels.
-const legendW, legendH = 330, 44
+const legendW, legendH = 350, 44
 
 // clear reports whether the curve stays out of the box [s0, s1] × [p0, p1]
 // (in the chart's units), with a margin of 0.03 in P.
