@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
@@ -107,4 +108,43 @@ func TestInfoReadsNothing(t *testing.T) {
 	if _, err := d.Info(); err != ErrClosed {
 		t.Errorf("Info after Close: %v; want ErrClosed", err)
 	}
+}
+
+// BenchmarkInfo measures Info against Stats (the full scan it replaces for
+// the cheap facts) on the shared benchmark index (≥ 100,000 documents),
+// each op one call of each, so that the ratio compares two measurements
+// of the same run. Run with -benchtime=3x: a Stats call takes seconds.
+func BenchmarkInfo(b *testing.B) {
+	d, err := benchIndex()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var info, stats time.Duration
+	i := 0
+	for b.Loop() {
+		runInfo := func() {
+			start := time.Now()
+			if _, err := d.Info(); err != nil {
+				b.Fatal(err)
+			}
+			info += time.Since(start)
+		}
+		runStats := func() {
+			start := time.Now()
+			if _, err := d.Stats(context.Background(), 5); err != nil {
+				b.Fatal(err)
+			}
+			stats += time.Since(start)
+		}
+		if i++; i%2 == 0 {
+			runInfo()
+			runStats()
+		} else {
+			runStats()
+			runInfo()
+		}
+	}
+	b.ReportMetric(float64(info.Microseconds())/float64(i), "info-µs")
+	b.ReportMetric(float64(stats.Milliseconds())/float64(i), "stats-ms")
+	b.ReportMetric(float64(stats)/float64(info), "stats-x-info")
 }

@@ -35,10 +35,11 @@ const pairBinWidth = 0.02
 // of pairs, and a --pairs file is read once.
 const pairFine = 10000
 
-// defaultPairsThreshold is the pairs run's threshold when none is given:
-// 0.2 below the index's, and at least 0.1.
+// defaultPairsThreshold is where the similarity histogram starts when
+// --pairs-threshold is not given: 0.2 below the index threshold, at least
+// 0.1 (and never above the index threshold).
 func defaultPairsThreshold(t float64) float64 {
-	return max(math.Round((t-0.2)*100)/100, 0.1)
+	return min(max(math.Round((t-0.2)*100)/100, 0.1), t)
 }
 
 // pairHist counts pair similarities at the resolution 1/pairFine, and
@@ -259,8 +260,10 @@ is where the histogram starts; else at the file's lowest similarity).
 Below the index threshold a pair is found with probability P(s) only, so
 the bars there undercount. The clusters are the connected components of
 the same pairs at or above the index threshold (as lshdb clusters finds
-them); the bucket sizes and bytes take a scan of the store (as stats). The page is written to a temporary
-file and renamed: a failed run leaves no partial page.`,
+them): the pairs run goes down to the lower of the two thresholds. The
+bucket sizes and bytes take a scan of the store (as stats). The page is
+written to a temporary file and renamed: a failed run leaves no partial
+page.`,
 		Args: nArgs(0),
 		RunE: func(c *cobra.Command, args []string) error {
 			if out == "" {
@@ -295,8 +298,10 @@ file and renamed: a failed run leaves no partial page.`,
 						rd.PairsLo = pairsThreshold
 					}
 					rd.PairsFromRun = true
-					rd.PairsSource = fmt.Sprintf("a pairs run at Jaccard ≥ %v", rd.PairsLo)
-					for p, err := range d.Pairs(a.ctx, &db.PairsOptions{Threshold: rd.PairsLo}) {
+					// NB: down to the index threshold at least, for the clusters.
+					run := min(rd.PairsLo, t)
+					rd.PairsSource = fmt.Sprintf("a pairs run at Jaccard ≥ %v", run)
+					for p, err := range d.Pairs(a.ctx, &db.PairsOptions{Threshold: run}) {
 						if err != nil {
 							return interruptNote(err, "report interrupted: nothing written")
 						}

@@ -384,3 +384,35 @@ func TestReportComponents(t *testing.T) {
 		t.Errorf("total %d, at or above %d, lowest %v", h.total, h.atOrAbove, h.lowest)
 	}
 }
+
+// Ensure that a histogram that starts above the index threshold still
+// gets its clusters from every pair at or above the threshold (the run
+// goes down to it), and that the default start never exceeds it.
+func TestReportPairsThresholdAboveIndex(t *testing.T) {
+	dir := reportFixture(t)
+	out := filepath.Join(t.TempDir(), "r.html")
+	runOK(t, "report", "--db", dir, "--out", out, "--pairs-threshold", "0.95")
+	raw, _ := os.ReadFile(out)
+	page := parseXML(t, string(raw))
+	if n := len(chartBars(t, page, "chart-pairs")); n != 3 { // [0.95,0.97), [0.97,0.99), [0.99,1]
+		t.Errorf("%d similarity bins from 0.95, want 3", n)
+	}
+	var want []float64
+	for _, line := range strings.Split(strings.TrimSpace(runOK(t, "clusters", "--db", dir, "--output", "json")), "\n") {
+		var c struct{ Size int }
+		json.Unmarshal([]byte(line), &c)
+		i := clusterBin(c.Size)
+		for len(want) <= i {
+			want = append(want, 0)
+		}
+		want[i]++
+	}
+	if got := chartBars(t, page, "chart-clusters"); !equalFloats(got, want) {
+		t.Errorf("cluster bars %v; lshdb clusters gives %v", got, want)
+	}
+	for _, c := range []struct{ t, want float64 }{{0.8, 0.6}, {0.5, 0.3}, {0.25, 0.1}, {0.05, 0.05}, {1, 0.8}} {
+		if got := defaultPairsThreshold(c.t); math.Abs(got-c.want) > 1e-12 {
+			t.Errorf("defaultPairsThreshold(%v) = %v, want %v", c.t, got, c.want)
+		}
+	}
+}
