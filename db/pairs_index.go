@@ -84,8 +84,8 @@ func (db *DB) loadPairsIndex(ctx context.Context, r pebble.Reader) (*pairsIndex,
 		return x, err
 	}
 	type part struct {
-		nums  []uint64
-		ids   []string
+		nums     []uint64
+		ids      []string
 		sizes    []uint32
 		fps      []uint64
 		sketches []byte

@@ -20,7 +20,7 @@ import (
 
 // volatile matches what differs between two identical indexes on disk:
 // file sizes, which compactions and logs decide.
-var volatile = regexp.MustCompile(`("disk_bytes":|on disk )\d+|"table_bytes":\{[^}]*\}|tables on disk \(compressed\): [^\n]*`)
+var volatile = regexp.MustCompile(`("disk_bytes":|on disk |size on disk: )\d+(\.\d [KMGTPE]iB| B)?|"table_bytes":\{[^}]*\}|tables on disk \(compressed\): [^\n]*`)
 
 // Ensure that the commands print, attached to a served index (through
 // its socket, and through --addr with a token), exactly what they print
@@ -62,6 +62,7 @@ func TestAttachMatchesInProcess(t *testing.T) {
 		return volatile.ReplaceAllString(s, "…")
 	}
 	reads := [][]string{
+		{"info"}, {"info", "--output", "json"},
 		{"stats"}, {"stats", "--output", "json"},
 		{"query", "--id", "fox1"}, {"query", "--id", "fox1", "--threshold", "0.3", "--output", "json"},
 		{"query", "--text", "the quick brown fox jumped over the lazy dog", "--top", "1"},

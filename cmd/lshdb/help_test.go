@@ -23,7 +23,7 @@ func TestHelpExamples(t *testing.T) {
 	os.WriteFile("notes/c.bin", []byte("binary\x00data"), 0o644)
 	os.WriteFile("ids.txt", []byte("fox1\nnope\n"), 0o644)
 	root := (&app{}).rootCmd()
-	for _, name := range []string{"insert", "build", "query", "pairs", "clusters", "shell", "delete"} {
+	for _, name := range []string{"insert", "build", "query", "pairs", "clusters", "shell", "delete", "info", "report"} {
 		c, _, err := root.Find([]string{name})
 		if err != nil || c.Example == "" {
 			t.Fatalf("%s: no examples (%v)", name, err)

@@ -22,7 +22,7 @@ import (
 	"github.com/lshdb/lshdb/internal/gen"
 )
 
-var diskBytes = regexp.MustCompile(`("disk_bytes":|on disk )\d+`)
+var diskBytes = regexp.MustCompile(`("disk_bytes":|on disk |size on disk: )\d+(\.\d [KMGTPE]iB| B)?`)
 
 // tableBytes matches stats' table sizes, which depend on how Pebble
 // flushed and compressed (not on what the index holds): the scripts show

@@ -84,6 +84,7 @@ func TestJSONKeysSnakeCase(t *testing.T) {
 		{"pairs", "--db", dir, "--threshold", "0.5"},
 		{"pairs", "--db", dir, "--sort=false"},
 		{"clusters", "--db", dir, "--threshold", "0.5"},
+		{"info", "--db", dir},
 		{"stats", "--db", dir},
 		{"buckets", "--db", dir, "--top", "3"},
 		{"bucket", "--db", dir, "0", bs.Hottest[0].Bucket},

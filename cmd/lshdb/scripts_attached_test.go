@@ -11,7 +11,7 @@ import (
 
 // attachable are the commands that attach to a served index (the others
 // must own it, or take no index).
-var attachable = []string{"query", "pairs", "clusters", "stats", "buckets", "bucket", "explain", "check", "tune",
+var attachable = []string{"query", "pairs", "clusters", "info", "stats", "buckets", "bucket", "explain", "check", "tune",
 	"get", "insert", "dedup", "delete", "purge", "shell"}
 
 // TestScriptsAttached runs testdata/cmd/scripts as TestScripts does, but

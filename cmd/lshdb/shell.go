@@ -33,6 +33,7 @@ type shellSpec struct {
 }
 
 var shellSpecs = map[string]shellSpec{
+	"info":     {"info", nil},
 	"stats":    {"stats", nil},
 	"buckets":  {"buckets [--band B] [--top N]", []string{"band", "top"}},
 	"bucket":   {"bucket BAND BUCKET", nil},
@@ -52,7 +53,7 @@ var shellSpecs = map[string]shellSpec{
 var shellExits = []string{"exit", "quit", ".quit", ".exit", `\q`}
 
 // shellCommands are the words the shell completes.
-var shellCommands = []string{"stats", "buckets", "bucket", "get", "query", "explain", "pairs", "clusters", "tune", "check", "purge", "put", "delete", "help", "exit", "quit"}
+var shellCommands = []string{"info", "stats", "buckets", "bucket", "get", "query", "explain", "pairs", "clusters", "tune", "check", "purge", "put", "delete", "help", "exit", "quit"}
 
 func (a *app) shellCmd() *cobra.Command {
 	return &cobra.Command{

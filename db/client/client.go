@@ -572,6 +572,18 @@ func (c *Client) Clusters(ctx context.Context, po *db.PairsOptions) ([]db.Cluste
 	return out, nil
 }
 
+// Info returns the index's parameters, document count and size on disk,
+// which the server answers without reading the data (db.DB.Info).
+func (c *Client) Info() (*db.Info, error) {
+	ctx, cancel := c.ctx()
+	defer cancel()
+	var out httpapi.InfoJSON
+	if err := c.call(ctx, "GET", "/v1/info", nil, nil, &out); err != nil {
+		return nil, err
+	}
+	return out.Info()
+}
+
 // Stats returns the index's parameters, counts, bytes and bucket
 // statistics with the top hottest lists.
 func (c *Client) Stats(ctx context.Context, top int) (*db.Stats, error) {

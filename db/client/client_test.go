@@ -154,6 +154,17 @@ func TestReadsMatchInProcess(t *testing.T) {
 			n, err := c.Count()
 			want, _ := d.Count()
 			same(t, "Count", [2]any{n, err}, [2]any{want, nil})
+			gi, err := c.Info()
+			if err != nil {
+				t.Fatal(err)
+			}
+			wi, _ := d.Info()
+			// NB: not the bytes on disk, which a compaction in the
+			// background may change between the two calls.
+			same(t, "Info", [2]any{gi.Params, gi.Docs}, [2]any{wi.Params, wi.Docs})
+			if gi.DiskBytes == 0 {
+				t.Error("Info through the client: 0 bytes on disk")
+			}
 			for _, id := range []string{docs[0].ID, docs[1].ID, docs[7].ID} {
 				got, err := c.Get(id)
 				if err != nil {

@@ -427,6 +427,17 @@ func (h *handler) clusters(w *resp, r *http.Request) error {
 	return w.line(EndJSON{EndBody{Lines: len(cs)}}, true)
 }
 
+func (h *handler) info(w *resp, r *http.Request) error {
+	if _, err := params(r, nil); err != nil {
+		return err
+	}
+	in, err := h.d.Info()
+	if err != nil {
+		return err
+	}
+	return w.json(http.StatusOK, InfoOut(in))
+}
+
 func (h *handler) stats(w *resp, r *http.Request) error {
 	q, err := params(r, []string{"top"})
 	if err != nil {

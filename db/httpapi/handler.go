@@ -114,6 +114,7 @@ func Handler(d *db.DB, opts *Options) http.Handler {
 		{"POST", "/v1/query", "query", h.queryPost},
 		{"GET", "/v1/pairs", "pairs", h.pairs},
 		{"GET", "/v1/clusters", "clusters", h.clusters},
+		{"GET", "/v1/info", "info", h.info},
 		{"GET", "/v1/stats", "stats", h.stats},
 		{"GET", "/v1/buckets", "buckets", h.buckets},
 		{"GET", "/v1/buckets/", "bucket", h.bucket}, // /v1/buckets/{band}/{bucket}
@@ -143,7 +144,7 @@ type route struct {
 // per endpoint (GET and DELETE /v1/docs are get and delete; both query
 // endpoints are query), plus "unknown" for a request that matched none.
 var Ops = []string{"healthz", "params", "count", "get", "put", "delete", "has", "put_if_new", "load", "query",
-	"pairs", "clusters", "stats", "buckets", "bucket", "explain", "check", "tune", "backup", "purge", "openapi", "unknown"}
+	"pairs", "clusters", "info", "stats", "buckets", "bucket", "explain", "check", "tune", "backup", "purge", "openapi", "unknown"}
 
 // match finds the route of r: ok false when no path matches; rt nil (and
 // allow the methods the path takes) when the path matches but not the

@@ -484,6 +484,27 @@ type RecallJSON struct {
 	Measured  bool     `json:"measured"`
 }
 
+// InfoJSON is db.Info on the wire.
+type InfoJSON struct {
+	Params    ParamsJSON `json:"params"`
+	Docs      uint64     `json:"docs"`
+	DiskBytes uint64     `json:"disk_bytes"`
+}
+
+// InfoOut converts in for the wire.
+func InfoOut(in *db.Info) InfoJSON {
+	return InfoJSON{Params: ParamsOut(in.Params), Docs: in.Docs, DiskBytes: in.DiskBytes}
+}
+
+// Info converts in back.
+func (in InfoJSON) Info() (*db.Info, error) {
+	p, err := in.Params.Params()
+	if err != nil {
+		return nil, err
+	}
+	return &db.Info{Params: p, Docs: in.Docs, DiskBytes: in.DiskBytes}, nil
+}
+
 // StatsJSON is db.Stats, with the keys of lshdb stats --output json and
 // the rest of the parameters and the recall estimate.
 type StatsJSON struct {

@@ -1,0 +1,93 @@
+package main
+
+// info: the cheap facts about an index (C24), where stats is the full scan.
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/lshdb/lshdb/db"
+	"github.com/spf13/cobra"
+)
+
+// infoJSON is the output of info --output json: the keys stats uses for
+// the same facts, and the rest of the manifest's parameters.
+type infoJSON struct {
+	Docs           uint64   `json:"docs"`
+	Threshold      float64  `json:"threshold"`
+	Bands          int      `json:"bands"`
+	Rows           int      `json:"rows"`
+	NumPerm        int      `json:"num_perm"`
+	Scheme         string   `json:"scheme"`
+	Seed           uint64   `json:"seed"`
+	Shingle        string   `json:"shingle"`
+	ShingleSize    int      `json:"shingle_size"`
+	Bag            bool     `json:"bag"`
+	Normalization  string   `json:"normalization"`
+	StopWords      []string `json:"stop_words"`
+	StoreText      bool     `json:"store_text"`
+	Storage        string   `json:"storage"`
+	FormatVersion  int      `json:"format_version"`
+	ExpectedRecall float64  `json:"expected_recall"` // P(candidate) at the threshold, from the S-curve
+	DiskBytes      uint64   `json:"disk_bytes"`
+}
+
+func infoOut(in *db.Info) infoJSON {
+	p := in.Params
+	return infoJSON{Docs: in.Docs, Threshold: p.Threshold, Bands: p.Bands.B, Rows: p.Bands.R, NumPerm: p.NumPerm,
+		Scheme: p.Scheme.String(), Seed: p.Seed, Shingle: p.Shingle.String(), ShingleSize: p.ShingleSize, Bag: p.Bag,
+		Normalization: p.Normalization.String(), StopWords: nonNil(p.StopWords), StoreText: p.StoreText, Storage: p.Storage,
+		FormatVersion: p.FormatVersion, ExpectedRecall: p.Bands.Probability(p.Threshold), DiskBytes: in.DiskBytes}
+}
+
+func (a *app) infoCmd() *cobra.Command {
+	return &cobra.Command{
+		Use: "info --db DIR",
+		Example: `  # Parameters, documents and size on disk, at once on any index
+  lshdb info --db idx
+
+  # The same as one JSON object (sizes in bytes)
+  lshdb info --db idx --output json`,
+		Short: "Parameters, document count and size on disk, without a scan",
+		Long: `The index's parameters (from its manifest), its document count (kept by
+every write) and its size on disk, in human units (KiB, MiB, GiB). It reads
+no records, so it answers at once on any index; stats scans the whole store
+for bucket sizes and bytes by record kind. With --output json: one object,
+sizes in bytes.`,
+		Args: nArgs(0),
+		RunE: func(c *cobra.Command, args []string) error {
+			return a.withIndex(func(d index) error {
+				in, err := d.Info()
+				if err != nil {
+					return err
+				}
+				if a.json() {
+					return a.emitJSON(infoOut(in))
+				}
+				p := in.Params
+				fmt.Fprintf(a.stdout, "threshold %v, %v (%d of %d signature values), scheme %v, %v %d-shingles, bag %v, %s\n",
+					p.Threshold, p.Bands, p.Bands.B*p.Bands.R, p.NumPerm, p.Scheme, p.Shingle, p.ShingleSize, p.Bag, storageNote(p))
+				fmt.Fprintf(a.stdout, "P(candidate) at the threshold: %.4f (S-curve)\n", p.Bands.Probability(p.Threshold))
+				fmt.Fprintf(a.stdout, "index format: %d\n", p.FormatVersion)
+				fmt.Fprintf(a.stdout, "documents: %d\n", in.Docs)
+				_, err = fmt.Fprintf(a.stdout, "size on disk: %s\n", humanBytes(in.DiskBytes))
+				return err
+			})
+		},
+	}
+}
+
+// humanBytes writes n in binary units: "512 B", "1.5 KiB", "12.3 MiB",
+// "1.7 GiB" (one decimal from KiB up).
+func humanBytes(n uint64) string {
+	if n < 1024 {
+		return fmt.Sprintf("%d B", n)
+	}
+	units := []string{"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"}
+	e := min(int(math.Log2(float64(n))/10), len(units))
+	v := float64(n) / math.Pow(1024, float64(e))
+	if math.Round(v*10)/10 >= 1024 && e < len(units) { // 1023.96 KiB prints as 1.0 MiB
+		e, v = e+1, v/1024
+	}
+	return fmt.Sprintf("%.1f %s", v, units[e-1])
+}

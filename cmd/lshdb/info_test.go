@@ -1,0 +1,67 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// Ensure that humanBytes writes sizes in binary units as a person would by
+// hand, rounding to one decimal and carrying into the next unit.
+func TestHumanBytes(t *testing.T) {
+	for _, c := range []struct {
+		n    uint64
+		want string
+	}{
+		{0, "0 B"}, {1, "1 B"}, {1023, "1023 B"},
+		{1024, "1.0 KiB"}, {1536, "1.5 KiB"}, // 1536 = 1.5 × 1024
+		{10*1024 + 102, "10.1 KiB"}, // 10342 / 1024 = 10.0996
+		{1024*1024 - 1, "1.0 MiB"},  // 1023.999 KiB rounds to 1024.0: carried
+		{1 << 20, "1.0 MiB"}, {3 << 29, "1.5 GiB"},
+		{1788914308, "1.7 GiB"}, // C24's index: 1788914308 / 2^30 = 1.666
+		{1 << 40, "1.0 TiB"}, {1<<64 - 1, "16.0 EiB"},
+	} {
+		if got := humanBytes(c.n); got != c.want {
+			t.Errorf("humanBytes(%d) = %q; want %q", c.n, got, c.want)
+		}
+	}
+}
+
+// Ensure that info reports what stats reports of the same index (count,
+// parameters, bytes on disk) and that its text shows the size in human
+// units of that byte count.
+func TestInfoAgreesWithStats(t *testing.T) {
+	dir := fixture(t)
+	out, errOut, code := runLine([]string{"info", "--db", dir, "--output", "json"}, "")
+	if code != 0 {
+		t.Fatalf("info: %d %s", code, errOut)
+	}
+	var in infoJSON
+	if err := json.Unmarshal([]byte(out), &in); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code = runLine([]string{"stats", "--db", dir, "--output", "json"}, "")
+	if code != 0 {
+		t.Fatalf("stats: %d %s", code, errOut)
+	}
+	var st statsJSON
+	if err := json.Unmarshal([]byte(out), &st); err != nil {
+		t.Fatal(err)
+	}
+	// docs.jsonl holds 6 records with distinct ids.
+	if in.Docs != 6 || st.Docs != 6 {
+		t.Errorf("info says %d documents, stats %d; the input has 6", in.Docs, st.Docs)
+	}
+	if in.Threshold != st.Threshold || in.Bands != st.Bands || in.Rows != st.Rows || in.NumPerm != st.NumPerm ||
+		in.Scheme != st.Scheme || in.Storage != st.Storage || in.FormatVersion != st.FormatVersion || in.ExpectedRecall != st.ExpectedRecall {
+		t.Errorf("info %+v disagrees with stats %+v", in, st)
+	}
+	// NB: a read-only open (each command's) writes nothing: the same files.
+	if in.DiskBytes != st.DiskBytes || in.DiskBytes == 0 {
+		t.Errorf("info: %d bytes on disk, stats %d", in.DiskBytes, st.DiskBytes)
+	}
+	out, _, _ = runLine([]string{"info", "--db", dir}, "")
+	if want := "size on disk: " + humanBytes(in.DiskBytes) + "\n"; !strings.Contains(out, want) {
+		t.Errorf("info prints %q; want a line %q", out, want)
+	}
+}

@@ -1,0 +1,577 @@
+package main
+
+// report: one self-contained HTML page about an index, with SVG charts
+// (svgchart.go): the S-curve with its error areas, the pair similarities,
+// the cluster sizes, the bucket sizes, and the parameters and sizes.
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html"
+	"io"
+	"math"
+	"math/bits"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/lshdb/lshdb/db"
+	"github.com/spf13/cobra"
+)
+
+// errBadPairs is the error of a --pairs file that is not pairs JSON Lines.
+var errBadPairs = errors.New("bad pairs file")
+
+// pairBinWidth is the width of the pair-similarity histogram's bins.
+const pairBinWidth = 0.02
+
+// pairFine is the resolution at which pair similarities are counted
+// before they are put in bins: the counts take 80 KB whatever the number
+// of pairs, and a --pairs file is read once.
+const pairFine = 10000
+
+// defaultPairsThreshold is where the similarity histogram starts when
+// --pairs-threshold is not given: 0.2 below the index threshold, at least
+// 0.1 (and never above the index threshold).
+func defaultPairsThreshold(t float64) float64 {
+	return min(max(math.Round((t-0.2)*100)/100, 0.1), t)
+}
+
+// pairHist counts pair similarities at the resolution 1/pairFine, and
+// joins the pairs at or above the index threshold into clusters.
+type pairHist struct {
+	fine      []int64 // fine[i]: pairs with Jaccard in [i, i+1) / pairFine (i = pairFine: 1)
+	total     int64
+	atOrAbove int64 // pairs with Jaccard ≥ the index threshold
+	lowest    float64
+	t         float64
+	comps     components
+}
+
+func newPairHist(t float64) *pairHist {
+	return &pairHist{fine: make([]int64, pairFine+1), lowest: 1, t: t, comps: components{pos: map[string]int32{}}}
+}
+
+func (h *pairHist) add(p db.Pair) {
+	j := p.Jaccard
+	h.fine[min(int(math.Floor(j*pairFine+1e-9)), pairFine)]++
+	h.total++
+	h.lowest = min(h.lowest, j)
+	if j >= h.t {
+		h.atOrAbove++
+		h.comps.union(p.A, p.B)
+	}
+}
+
+// components is a union-find over document ids: the connected components
+// of the pairs at or above the threshold, which is what lshdb clusters
+// prints (its tests check that the two agree).
+//
+// NB: the report joins the pairs of its own pairs run (or file) rather
+// than call Clusters, which would run the whole join a second time: on
+// 64k Debian descriptions at threshold 0.5 (35M candidate pairs) each
+// run took 2 minutes.
+type components struct {
+	pos    map[string]int32
+	ids    []string
+	parent []int32
+}
+
+func (c *components) node(id string) int32 {
+	i, ok := c.pos[id]
+	if !ok {
+		i = int32(len(c.ids))
+		c.pos[id] = i
+		c.ids = append(c.ids, id)
+		c.parent = append(c.parent, i)
+	}
+	return i
+}
+
+func (c *components) find(i int32) int32 {
+	for c.parent[i] != i {
+		c.parent[i] = c.parent[c.parent[i]]
+		i = c.parent[i]
+	}
+	return i
+}
+
+func (c *components) union(a, b string) {
+	ra, rb := c.find(c.node(a)), c.find(c.node(b))
+	if ra != rb {
+		c.parent[max(ra, rb)] = min(ra, rb)
+	}
+}
+
+// clusters returns the components, each with its ids sorted, largest
+// first (ties: by first id).
+func (c *components) clusters() [][]string {
+	byRoot := map[int32][]string{}
+	for i, id := range c.ids {
+		r := c.find(int32(i))
+		byRoot[r] = append(byRoot[r], id)
+	}
+	out := make([][]string, 0, len(byRoot))
+	for _, ids := range byRoot {
+		slices.Sort(ids)
+		out = append(out, ids)
+	}
+	slices.SortFunc(out, func(a, b []string) int {
+		if len(a) != len(b) {
+			return len(b) - len(a)
+		}
+		return strings.Compare(a[0], b[0])
+	})
+	return out
+}
+
+// bins returns the counts in bins of pairBinWidth from lo (a multiple of
+// 1/pairFine) up to 1, the last bin closed: [lo, lo+w), …, [1−w, 1].
+func (h *pairHist) bins(lo float64) []int64 {
+	n := max(1, int(math.Ceil((1-lo)/pairBinWidth-1e-9)))
+	out := make([]int64, n)
+	for i, c := range h.fine {
+		if c == 0 {
+			continue
+		}
+		v := float64(i) / pairFine
+		if v < lo-1e-12 {
+			continue
+		}
+		out[min(int(math.Floor((v-lo)/pairBinWidth+1e-9)), n-1)] += c
+	}
+	return out
+}
+
+// readPairs counts the pairs of a pairs JSON Lines file (lshdb pairs
+// --output json): objects with a, b and jaccard; other records (a
+// header) are skipped.
+func readPairs(path string, h *pairHist) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("%w: %w", errBadPairs, err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
+	line := 0
+	for sc.Scan() {
+		line++
+		if strings.TrimSpace(sc.Text()) == "" {
+			continue
+		}
+		var rec struct {
+			A       *string  `json:"a"`
+			B       *string  `json:"b"`
+			Jaccard *float64 `json:"jaccard"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
+			return fmt.Errorf("%w: %s:%d: not a JSON object: %v (want the JSON Lines of lshdb pairs --output json)", errBadPairs, path, line, err)
+		}
+		if rec.Jaccard == nil && rec.A == nil && rec.B == nil {
+			continue // not a pair (a header record)
+		}
+		if rec.Jaccard == nil || rec.A == nil || rec.B == nil {
+			return fmt.Errorf("%w: %s:%d: a pair needs a, b and jaccard", errBadPairs, path, line)
+		}
+		if *rec.A == *rec.B {
+			return fmt.Errorf("%w: %s:%d: a pair of %q with itself", errBadPairs, path, line, *rec.A)
+		}
+		if j := *rec.Jaccard; !(j >= 0 && j <= 1) {
+			return fmt.Errorf("%w: %s:%d: jaccard %v is outside [0, 1]", errBadPairs, path, line, j)
+		}
+		h.add(db.Pair{A: *rec.A, B: *rec.B, Jaccard: *rec.Jaccard})
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("%w: %s:%d: %w", errBadPairs, path, line+1, err)
+	}
+	return nil
+}
+
+// clusterBin returns the bin of a cluster of n ≥ 2 documents: 2, 3, then
+// powers of two (4-7, 8-15, …).
+func clusterBin(n int) int {
+	if n < 4 {
+		return n - 2
+	}
+	return bits.Len(uint(n)) - 1
+}
+
+// clusterBinLabel is the label of bin i of clusterBin.
+func clusterBinLabel(i int) string {
+	if i < 2 {
+		return strconv.Itoa(i + 2)
+	}
+	return fmt.Sprintf("%d-%d", 1<<i, 1<<(i+1)-1)
+}
+
+// bucketBinLabel is the label of bin i of db.BucketStats.Histogram.
+func bucketBinLabel(i int) string {
+	switch lo, hi := 1<<max(i-1, 0), 1<<i-1; {
+	case i == 0:
+		return "empty"
+	case lo == hi:
+		return strconv.Itoa(lo)
+	default:
+		return fmt.Sprintf("%d-%d", lo, hi)
+	}
+}
+
+// reportData is what the page shows.
+type reportData struct {
+	Dir          string
+	Info         *db.Info
+	Stats        *db.Stats
+	Pairs        *pairHist
+	PairsLo      float64 // the similarity histogram's first bin
+	PairsSource  string  // where the pairs came from, for the page
+	PairsFromRun bool
+	Clusters     [][]string // ids sorted, largest first
+	Elapsed      time.Duration
+}
+
+func (a *app) reportCmd() *cobra.Command {
+	var out, pairsFile string
+	var pairsThreshold float64
+	c := &cobra.Command{
+		Use: "report --db DIR --out FILE.html [--pairs-threshold T | --pairs FILE]",
+		Example: `  # A page of charts about an index (one file, opens in any browser)
+  lshdb report --db idx --out idx.html
+
+  # Pair similarities from 0.5 up (a pairs file made earlier: --pairs FILE)
+  lshdb report --db idx --out idx.html --pairs-threshold 0.5`,
+		Short: "Write an HTML page of charts: S-curve, pair similarities, cluster and bucket sizes",
+		Long: `Write one self-contained HTML page (inline SVG and CSS: no script, nothing
+fetched) about the index: its parameters and sizes; the S-curve
+P(candidate | Jaccard) of its banding with the false-positive area (under
+the curve below the threshold) and the false-negative area (above it at
+and above the threshold) shaded; the histogram of pair similarities; the
+sizes of the clusters at the index threshold; the sizes of the buckets.
+
+The pair similarities come from a pairs run at --pairs-threshold (default:
+the index threshold minus 0.2, at least 0.1), or from --pairs FILE, the
+JSON Lines of lshdb pairs --output json (then --pairs-threshold, if given,
+is where the histogram starts; else at the file's lowest similarity).
+Below the index threshold a pair is found with probability P(s) only, so
+the bars there undercount. The clusters are the connected components of
+the same pairs at or above the index threshold (as lshdb clusters finds
+them): the pairs run goes down to the lower of the two thresholds. The
+bucket sizes and bytes take a scan of the store (as stats). The page is
+written to a temporary file and renamed: a failed run leaves no partial
+page.`,
+		Args: nArgs(0),
+		RunE: func(c *cobra.Command, args []string) error {
+			if out == "" {
+				return usagef("--out FILE.html is required")
+			}
+			if c.Flags().Changed("pairs-threshold") && !(pairsThreshold > 0 && pairsThreshold <= 1) {
+				return usagef("--pairs-threshold %v is outside (0, 1]", pairsThreshold)
+			}
+			return a.withIndex(func(d index) error {
+				start := time.Now()
+				in, err := d.Info()
+				if err != nil {
+					return err
+				}
+				t := in.Params.Threshold
+				rd := reportData{Dir: a.dbDir, Info: in, Pairs: newPairHist(t)}
+				if rd.Dir == "" {
+					rd.Dir = a.addr
+				}
+				if pairsFile != "" {
+					if err := readPairs(pairsFile, rd.Pairs); err != nil {
+						return err
+					}
+					rd.PairsSource = "the pairs file " + filepath.Base(pairsFile)
+					rd.PairsLo = math.Floor(rd.Pairs.lowest/pairBinWidth+1e-9) * pairBinWidth
+					if c.Flags().Changed("pairs-threshold") {
+						rd.PairsLo = pairsThreshold
+					}
+				} else {
+					rd.PairsLo = defaultPairsThreshold(t)
+					if c.Flags().Changed("pairs-threshold") {
+						rd.PairsLo = pairsThreshold
+					}
+					rd.PairsFromRun = true
+					// NB: down to the index threshold at least, for the clusters.
+					run := min(rd.PairsLo, t)
+					rd.PairsSource = fmt.Sprintf("a pairs run at Jaccard ≥ %v", run)
+					for p, err := range d.Pairs(a.ctx, &db.PairsOptions{Threshold: run}) {
+						if err != nil {
+							return interruptNote(err, "report interrupted: nothing written")
+						}
+						rd.Pairs.add(p)
+					}
+				}
+				rd.PairsLo = math.Floor(rd.PairsLo*pairFine+1e-6) / pairFine
+				rd.Clusters = rd.Pairs.comps.clusters()
+				if rd.Stats, err = d.Stats(a.ctx, 10); err != nil {
+					return interruptNote(err, "report interrupted: nothing written")
+				}
+				rd.Elapsed = time.Since(start)
+				if err := writeFileAtomic(out, func(w io.Writer) error { return writeReport(w, &rd) }); err != nil {
+					return err
+				}
+				if a.json() {
+					return a.emitJSON(struct {
+						Out      string `json:"out"`
+						Docs     uint64 `json:"docs"`
+						Pairs    int64  `json:"pairs"`
+						PairsAtT int64  `json:"pairs_at_threshold"`
+						Clusters int    `json:"clusters"`
+					}{out, in.Docs, rd.Pairs.total, rd.Pairs.atOrAbove, len(rd.Clusters)})
+				}
+				_, err = fmt.Fprintf(a.stdout, "wrote %s: %d documents, %d pairs from %s (%d at Jaccard >= %v), %d clusters\n",
+					out, in.Docs, rd.Pairs.total, rd.PairsSource, rd.Pairs.atOrAbove, t, len(rd.Clusters))
+				return err
+			})
+		},
+	}
+	c.Flags().StringVar(&out, "out", "", "the HTML file to write (required)")
+	c.Flags().StringVar(&pairsFile, "pairs", "", "take pair similarities from this JSON Lines file (lshdb pairs --output json) instead of a pairs run")
+	c.Flags().Float64Var(&pairsThreshold, "pairs-threshold", 0, "the least Jaccard of the similarity histogram (default: the index threshold - 0.2, at least 0.1)")
+	return c
+}
+
+// writeFileAtomic writes path through a temporary file in its directory,
+// renamed over it when fn succeeds and removed when it fails.
+func writeFileAtomic(path string, fn func(w io.Writer) error) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return err
+	}
+	bw := bufio.NewWriter(f)
+	// NB: CreateTemp makes the file 0600; a page is for reading.
+	err = errors.Join(fn(bw), bw.Flush(), f.Chmod(0o644), f.Close())
+	if err == nil {
+		err = os.Rename(f.Name(), path)
+	}
+	if err != nil {
+		os.Remove(f.Name())
+	}
+	return err
+}
+
+// reportCSS is the page's style: readable on a laptop and in print.
+const reportCSS = `
+body { font-family: system-ui, -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; color: #222; background: #fafafa; margin: 0; }
+main { max-width: 1000px; margin: 0 auto; padding: 24px 20px 48px; }
+h1 { font-size: 26px; margin: 0 0 4px; }
+h2 { font-size: 19px; margin: 10px 0 8px; border-bottom: 1px solid #ddd; padding-bottom: 4px; }
+p.sub { color: #666; margin: 0 0 16px; }
+p.note { color: #444; font-size: 14px; max-width: 900px; line-height: 1.45; }
+section { background: #fff; border: 1px solid #e2e2e2; border-radius: 6px; padding: 8px 20px 16px; margin-top: 20px; }
+svg.chart { display: block; max-width: 100%; height: auto; margin: 8px 0; }
+table { border-collapse: collapse; font-size: 14px; margin: 8px 0; }
+th, td { text-align: left; padding: 4px 14px 4px 0; vertical-align: top; }
+th { color: #555; font-weight: 600; white-space: nowrap; }
+th.num { text-align: right; }
+td.nowrap, span.i { white-space: nowrap; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; }
+table.kv th { width: 260px; }
+code, .id { font-family: ui-monospace, Menlo, Consolas, monospace; font-size: 13px; }
+.figures { display: flex; flex-wrap: wrap; gap: 10px 28px; margin: 8px 0 4px; }
+.figure b { display: block; font-size: 22px; }
+.figure span { color: #666; font-size: 13px; }
+`
+
+// idList writes ids for a table cell, escaped, each unbroken (a line
+// breaks between ids, not at an id's hyphens).
+func idList(ids []string) string {
+	var b strings.Builder
+	for i, id := range escAll(ids) {
+		if i > 0 {
+			b.WriteString(" ")
+		}
+		fmt.Fprintf(&b, `<span class="i">%s</span>`, html.EscapeString(id))
+	}
+	return b.String()
+}
+
+// writeReport writes the page. NB: it is well-formed XML (XHTML syntax:
+// every element closed, no named entities but XML's), so that its tests
+// parse it with encoding/xml.
+func writeReport(w io.Writer, rd *reportData) error {
+	var b strings.Builder
+	p := rd.Info.Params
+	t := p.Threshold
+	esc := html.EscapeString
+	fp, fn := p.Bands.FalsePositiveArea(t), p.Bands.FalseNegativeArea(t)
+	b.WriteString("<!DOCTYPE html>\n")
+	b.WriteString(`<html xmlns="http://www.w3.org/1999/xhtml" lang="en"><head><meta charset="utf-8"/>` + "\n")
+	b.WriteString(`<meta name="viewport" content="width=device-width, initial-scale=1"/>` + "\n")
+	fmt.Fprintf(&b, "<title>lshdb report: %s</title>\n<style>%s</style>\n</head><body><main>\n", esc(filepath.Base(rd.Dir)), reportCSS)
+	fmt.Fprintf(&b, "<h1>lshdb report: <span class=\"id\">%s</span></h1>\n", esc(rd.Dir))
+	fmt.Fprintf(&b, "<p class=\"sub\">Written %s by lshdb %s in %s.</p>\n", time.Now().UTC().Format("2006-01-02 15:04 UTC"), esc(version()), rd.Elapsed.Round(100*time.Millisecond))
+
+	docsInClusters := 0
+	for _, c := range rd.Clusters {
+		docsInClusters += len(c)
+	}
+	b.WriteString(`<div class="figures">` + "\n")
+	figure := func(v, label string) {
+		fmt.Fprintf(&b, `<div class="figure"><b>%s</b><span>%s</span></div>`+"\n", esc(v), esc(label))
+	}
+	figure(groupDigits(int64(rd.Info.Docs)), "documents")
+	figure(humanBytes(rd.Info.DiskBytes), "on disk")
+	figure(groupDigits(rd.Pairs.atOrAbove), fmt.Sprintf("pairs at Jaccard ≥ %v", t))
+	figure(groupDigits(int64(len(rd.Clusters))), "clusters")
+	figure(groupDigits(int64(docsInClusters)), "documents in clusters")
+	figure(fmt.Sprintf("%.4f", p.Bands.Probability(t)), "P(candidate) at the threshold")
+	b.WriteString("</div>\n")
+
+	// The index.
+	b.WriteString("<section id=\"index\"><h2>The index</h2>\n<table class=\"kv\">\n")
+	row := func(k, v string) { fmt.Fprintf(&b, "<tr><th>%s</th><td>%s</td></tr>\n", esc(k), esc(v)) }
+	row("threshold", strconv.FormatFloat(t, 'f', -1, 64))
+	row("banding", fmt.Sprintf("%v: %d bands of %d rows (%d of %d signature values)", p.Bands, p.Bands.B, p.Bands.R, p.Bands.B*p.Bands.R, p.NumPerm))
+	row("signature scheme, seed", fmt.Sprintf("%v, %d", p.Scheme, p.Seed))
+	row("shingles", fmt.Sprintf("%v %d-shingles, bag %v, normalization %v", p.Shingle, p.ShingleSize, p.Bag, p.Normalization))
+	row("storage", strings.TrimPrefix(storageNote(p), "storage "))
+	row("index format", strconv.Itoa(p.FormatVersion))
+	row("documents", groupDigits(int64(rd.Info.Docs)))
+	row("size on disk", fmt.Sprintf("%s (%s bytes)", humanBytes(rd.Info.DiskBytes), groupDigits(int64(rd.Info.DiskBytes))))
+	if st := rd.Stats; st != nil {
+		sb, tb := st.StoredBytes, st.TableBytes
+		kinds := []string{"docs", "ids", "postings", "manifest+counters"}
+		var parts, tparts []string
+		for _, k := range kinds {
+			parts = append(parts, fmt.Sprintf("%s %s", k, humanBytes(sb[k])))
+			tparts = append(tparts, fmt.Sprintf("%s %s", k, humanBytes(tb[k])))
+		}
+		row("records, as written", strings.Join(parts, ", "))
+		row("tables on disk (compressed)", strings.Join(tparts, ", "))
+		lists := 0
+		for _, n := range st.Buckets.Lists {
+			lists += n
+		}
+		row("posting lists (buckets)", fmt.Sprintf("%s, about %s per band", groupDigits(int64(lists)), groupDigits(int64(lists/max(len(st.Buckets.Lists), 1)))))
+		if st.Recall.Measured {
+			row("P(candidate) at t, short documents", fmt.Sprintf("%.4f (measured for 8-100 shingles)", st.Recall.ShortDocs))
+		}
+	}
+	b.WriteString("</table></section>\n")
+
+	// The S-curve.
+	b.WriteString("<section id=\"s-curve\"><h2>Candidate probability</h2>\n")
+	cc := curveChart{ID: "chart-s-curve", Title: fmt.Sprintf("P(candidate | s) = 1 - (1 - s^%d)^%d, threshold %v", p.Bands.R, p.Bands.B, t),
+		P: p.Bands.Probability, T: t, Points: 200, FP: fp, FN: fn}
+	b.WriteString(cc.svg())
+	fmt.Fprintf(&b, `<p class="note">Two documents become a candidate pair when they agree on all %d rows of at least one of the %d bands: with probability P(s) at Jaccard similarity s. The orange area left of t (%.4f) measures the candidates below the threshold that verification must reject (work, not wrong answers: every candidate is verified with exact Jaccard); the red area right of t (%.4f) measures the pairs at or above the threshold that are never candidates (missed). P(t) = %.4f; the curve's steepest point is at (1/b)^(1/r) = %.4f.</p>`+"\n",
+		p.Bands.R, p.Bands.B, fp, fn, p.Bands.Probability(t), p.Bands.Threshold())
+	if fn < 0.002 {
+		b.WriteString(`<p class="note">The false-negative area is too thin to see at this scale: the banding was chosen for recall at the threshold.</p>` + "\n")
+	}
+	b.WriteString("</section>\n")
+
+	// Pair similarities.
+	bins := rd.Pairs.bins(rd.PairsLo)
+	b.WriteString("<section id=\"pairs\"><h2>Pair similarities</h2>\n")
+	var pbars []bar
+	vals := make([]float64, len(bins))
+	for i, n := range bins {
+		lo := rd.PairsLo + float64(i)*pairBinWidth
+		hi := min(lo+pairBinWidth, 1)
+		closing := ")"
+		if i == len(bins)-1 {
+			closing = "]"
+		}
+		pbars = append(pbars, bar{Label: strconv.FormatFloat(lo, 'f', 2, 64), Value: float64(n),
+			Note: fmt.Sprintf("Jaccard in [%.2f, %.2f%s: %s pairs", lo, hi, closing, groupDigits(n))})
+		vals[i] = float64(n)
+	}
+	mark := (t - rd.PairsLo) / (float64(len(bins)) * pairBinWidth)
+	pc := barChart{ID: "chart-pairs", Title: fmt.Sprintf("Pairs by exact Jaccard similarity (%s pairs from %s)", groupDigits(rd.Pairs.total), rd.PairsSource),
+		XLabel: fmt.Sprintf("Jaccard similarity (bins of %v, by lower edge)", pairBinWidth), YLabel: "pairs", Bars: pbars, LogY: skewed(vals),
+		Empty: fmt.Sprintf("no pairs at Jaccard ≥ %v", rd.PairsLo)}
+	if mark >= 0 && mark <= 1 {
+		pc.Mark, pc.MarkLabel = &mark, fmt.Sprintf("threshold %v", t)
+	}
+	b.WriteString(pc.svg())
+	note := fmt.Sprintf("%s pairs at Jaccard ≥ %v (the index threshold), %s below it.", groupDigits(rd.Pairs.atOrAbove), t, groupDigits(rd.Pairs.total-rd.Pairs.atOrAbove))
+	if rd.Pairs.total > 0 && (rd.PairsFromRun || rd.PairsLo < t) {
+		note += fmt.Sprintf(" A pair below the threshold is found only when it is a candidate, with probability P(s) (%.2f at s = %.2f), so the bars left of the threshold undercount the pairs that exist.", p.Bands.Probability(rd.PairsLo), rd.PairsLo)
+	}
+	fmt.Fprintf(&b, "<p class=\"note\">%s</p>\n</section>\n", esc(note))
+
+	// Clusters.
+	b.WriteString("<section id=\"clusters\"><h2>Clusters</h2>\n")
+	var cbins []int
+	largest := 0
+	for _, c := range rd.Clusters {
+		i := clusterBin(len(c))
+		for len(cbins) <= i {
+			cbins = append(cbins, 0)
+		}
+		cbins[i]++
+		largest = max(largest, len(c))
+	}
+	var cbars []bar
+	vals = vals[:0]
+	for i, n := range cbins {
+		cbars = append(cbars, bar{Label: clusterBinLabel(i), Value: float64(n), Note: fmt.Sprintf("%s clusters of %s documents", groupDigits(int64(n)), clusterBinLabel(i))})
+		vals = append(vals, float64(n))
+	}
+	title := fmt.Sprintf("Cluster sizes at Jaccard ≥ %v (%s clusters, largest %s)", t, groupDigits(int64(len(rd.Clusters))), groupDigits(int64(largest)))
+	if len(rd.Clusters) == 0 {
+		title = fmt.Sprintf("Cluster sizes at Jaccard ≥ %v", t)
+	}
+	ccb := barChart{ID: "chart-clusters", Title: title, XLabel: "documents in the cluster", YLabel: "clusters", Bars: cbars, LogY: skewed(vals),
+		Empty: "no clusters: no pair reaches the threshold"}
+	b.WriteString(ccb.svg())
+	cnote := "Connected components of the pairs at or above the threshold, as lshdb clusters finds them: two members of one cluster may be less similar than the threshold (chaining). Bins above 3 are powers of two."
+	if !rd.PairsFromRun && rd.Pairs.total > 0 && rd.Pairs.lowest > t {
+		cnote += fmt.Sprintf(" The pairs file's least similarity is %.4f, above the threshold: pairs between the two are not in it, and clusters may be split.", rd.Pairs.lowest)
+	}
+	fmt.Fprintf(&b, "<p class=\"note\">%s</p>\n", esc(cnote))
+	if len(rd.Clusters) > 0 {
+		b.WriteString("<table><tr><th class=\"num\">size</th><th>members (the first 8 by id)</th></tr>\n")
+		for _, c := range rd.Clusters[:min(len(rd.Clusters), 5)] {
+			more := ""
+			if len(c) > 8 {
+				more = fmt.Sprintf(" … (%s more)", groupDigits(int64(len(c)-8)))
+			}
+			fmt.Fprintf(&b, "<tr><td class=\"num\">%s</td><td class=\"id\">%s%s</td></tr>\n",
+				groupDigits(int64(len(c))), idList(c[:min(len(c), 8)]), more)
+		}
+		b.WriteString("</table>\n")
+	}
+	b.WriteString("</section>\n")
+
+	// Buckets.
+	b.WriteString("<section id=\"buckets\"><h2>Buckets</h2>\n")
+	var bbars []bar
+	vals = vals[:0]
+	var hottest []db.BucketInfo
+	if rd.Stats != nil && rd.Stats.Buckets != nil {
+		for i, n := range rd.Stats.Buckets.Histogram {
+			if i == 0 && n == 0 {
+				continue // no empty lists: no bar for them
+			}
+			bbars = append(bbars, bar{Label: bucketBinLabel(i), Value: float64(n), Note: fmt.Sprintf("%s posting lists of %s documents", groupDigits(int64(n)), bucketBinLabel(i))})
+			vals = append(vals, float64(n))
+		}
+		hottest = rd.Stats.Buckets.Hottest
+	}
+	bc := barChart{ID: "chart-buckets", Title: "Bucket sizes (documents per posting list, all bands)", XLabel: "documents in the bucket",
+		YLabel: "posting lists", Bars: bbars, LogY: skewed(vals), Empty: "no buckets: the index holds no document"}
+	b.WriteString(bc.svg())
+	b.WriteString(`<p class="note">A query reads one bucket per band and verifies every other member: large buckets (boilerplate, many copies of one text) make queries and pairs slow. "empty" lists are left by deletes until lshdb purge.</p>` + "\n")
+	if len(hottest) > 0 {
+		b.WriteString("<p class=\"note\">The largest buckets (lshdb bucket BAND BUCKET lists one):</p>\n")
+		b.WriteString("<table><tr><th class=\"num\">band</th><th>bucket</th><th class=\"num\">size</th><th>sample (first 5 members)</th></tr>\n")
+		for _, h := range hottest {
+			fmt.Fprintf(&b, "<tr><td class=\"num\">%d</td><td class=\"id\">%s</td><td class=\"num\">%d</td><td class=\"id\">%s</td></tr>\n",
+				h.Band, bucketHex(h.Bucket), h.Size, idList(h.Sample))
+		}
+		b.WriteString("</table>\n")
+	}
+	b.WriteString("</section>\n</main></body></html>\n")
+	_, err := io.WriteString(w, b.String())
+	return err
+}

@@ -1,0 +1,418 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/lshdb/lshdb/db"
+)
+
+// reportFixture builds an index of the Debian sample (1,277 real package
+// descriptions, many near-copies).
+func reportFixture(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(shortDir(t), "idx")
+	if _, errOut, code := runLine([]string{"build", "--db", dir, "../../testdata/corpora/debian-sample/docs.jsonl"}, ""); code != 0 {
+		t.Fatalf("build: %s", errOut)
+	}
+	return dir
+}
+
+// chartBars returns the values of the bars of the chart id in page.
+func chartBars(t *testing.T, page *xnode, id string) []float64 {
+	t.Helper()
+	svgs := page.all(func(x *xnode) bool { return x.XMLName.Local == "svg" && x.attr("id") == id })
+	if len(svgs) != 1 {
+		t.Fatalf("%d charts %q in the page", len(svgs), id)
+	}
+	var vals []float64
+	for _, r := range svgs[0].class("bar") {
+		vals = append(vals, r.num(t, "data-value"))
+	}
+	return vals
+}
+
+func runOK(t *testing.T, args ...string) string {
+	t.Helper()
+	out, errOut, code := runLine(args, "")
+	if code != 0 {
+		t.Fatalf("%v: exit %d: %s", args, code, errOut)
+	}
+	return out
+}
+
+// Ensure that the report is one well-formed, self-contained page (no
+// script, nothing fetched) whose four charts hold what the other commands
+// say of the same index: the pairs histogram the bins of lshdb pairs'
+// similarities, the cluster sizes those of lshdb clusters, the bucket
+// sizes lshdb buckets' histogram, and the S-curve's areas the integrals
+// of 1 − (1 − s^r)^b.
+func TestReportMatchesCommands(t *testing.T) {
+	dir := reportFixture(t)
+	out := filepath.Join(t.TempDir(), "r.html")
+	const lo = 0.6
+	msg := runOK(t, "report", "--db", dir, "--out", out, "--pairs-threshold", "0.6")
+	raw, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := parseXML(t, string(raw))
+	selfContained(t, page, string(raw))
+
+	// Pairs: lshdb pairs at 0.6, put in bins of 0.02 by hand.
+	var pairs []float64
+	for _, line := range strings.Split(strings.TrimSpace(runOK(t, "pairs", "--db", dir, "--threshold", "0.6", "--sort=false", "--output", "json")), "\n") {
+		var p struct{ Jaccard float64 }
+		if err := json.Unmarshal([]byte(line), &p); err != nil {
+			t.Fatal(err)
+		}
+		pairs = append(pairs, p.Jaccard)
+	}
+	want := make([]float64, 20) // [0.60, 0.62), …, [0.98, 1]
+	for _, j := range pairs {
+		i := 0
+		for i < 19 && j >= lo+float64(i+1)*0.02-1e-9 {
+			i++
+		}
+		want[i]++
+	}
+	if got := chartBars(t, page, "chart-pairs"); !equalFloats(got, want) {
+		t.Errorf("pairs bars %v; lshdb pairs gives %v", got, want)
+	}
+	if !strings.Contains(msg, strconv.Itoa(len(pairs))+" pairs") {
+		t.Errorf("report says %q; lshdb pairs gives %d pairs", msg, len(pairs))
+	}
+
+	// Clusters: lshdb clusters' sizes in bins 2, 3, 4-7, 8-15, ….
+	var cwant []float64
+	for _, line := range strings.Split(strings.TrimSpace(runOK(t, "clusters", "--db", dir, "--output", "json")), "\n") {
+		var c struct{ Size int }
+		if err := json.Unmarshal([]byte(line), &c); err != nil {
+			t.Fatal(err)
+		}
+		edges := []int{2, 3, 4, 8, 16, 32, 64, 128, 256, 512, 1024} // bin i holds [edges[i], edges[i+1])
+		i := 0
+		for c.Size >= edges[i+1] {
+			i++
+		}
+		for len(cwant) <= i {
+			cwant = append(cwant, 0)
+		}
+		cwant[i]++
+	}
+	if len(cwant) < 3 {
+		t.Fatalf("the fixture has clusters in %d size bins; want a few", len(cwant))
+	}
+	if got := chartBars(t, page, "chart-clusters"); !equalFloats(got, cwant) {
+		t.Errorf("cluster bars %v; lshdb clusters gives %v", got, cwant)
+	}
+
+	// Buckets: lshdb buckets' histogram (no deletes: no empty lists).
+	var bs bucketStatsJSON
+	if err := json.Unmarshal([]byte(runOK(t, "buckets", "--db", dir, "--output", "json")), &bs); err != nil {
+		t.Fatal(err)
+	}
+	if bs.Histogram[0] != 0 {
+		t.Fatalf("the fixture has %d empty lists", bs.Histogram[0])
+	}
+	var bwant []float64
+	for _, n := range bs.Histogram[1:] {
+		bwant = append(bwant, float64(n))
+	}
+	if got := chartBars(t, page, "chart-buckets"); !equalFloats(got, bwant) {
+		t.Errorf("bucket bars %v; lshdb buckets gives %v", got, bwant)
+	}
+
+	// The S-curve: the index's b and r (from info), areas by Simpson's rule.
+	var in infoJSON
+	if err := json.Unmarshal([]byte(runOK(t, "info", "--db", dir, "--output", "json")), &in); err != nil {
+		t.Fatal(err)
+	}
+	p := func(s float64) float64 { return sCurve(s, in.Bands, in.Rows) }
+	for class, want := range map[string]float64{
+		"fp-area": simpson(p, 0, in.Threshold, 2000),
+		"fn-area": simpson(func(s float64) float64 { return 1 - p(s) }, in.Threshold, 1, 2000),
+	} {
+		a := page.class(class)
+		if len(a) != 1 {
+			t.Fatalf("%d %s", len(a), class)
+		}
+		if got := a[0].num(t, "data-area"); math.Abs(got-want) > 1e-6 {
+			t.Errorf("%s %v; Simpson's rule gives %v", class, got, want)
+		}
+	}
+	// The figures: documents, and the size in human units.
+	text := page.text()
+	for _, s := range []string{groupDigits(int64(in.Docs)), humanBytes(in.DiskBytes), "b=" + strconv.Itoa(in.Bands) + " r=" + strconv.Itoa(in.Rows)} {
+		if !strings.Contains(text, s) {
+			t.Errorf("the page does not show %q", s)
+		}
+	}
+	if in.Docs != 1277 {
+		t.Errorf("%d documents; the sample has 1277", in.Docs)
+	}
+}
+
+func equalFloats(a, b []float64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+var externalRef = regexp.MustCompile(`(?i)url\(|@import|https?://`)
+
+// selfContained fails the test when the page has a script or an
+// attribute or style that would fetch something.
+func selfContained(t *testing.T, page *xnode, raw string) {
+	t.Helper()
+	for _, x := range page.all(func(*xnode) bool { return true }) {
+		switch x.XMLName.Local {
+		case "script", "link", "img", "iframe", "object", "embed":
+			t.Errorf("the page has a <%s>", x.XMLName.Local)
+		}
+		for _, a := range x.Attrs {
+			if a.Name.Local == "src" || a.Name.Local == "href" || strings.HasPrefix(a.Name.Local, "on") {
+				t.Errorf("<%s %s=%q>", x.XMLName.Local, a.Name.Local, a.Value)
+			}
+		}
+	}
+	// NB: the namespace declarations are names, not fetches.
+	rest := strings.NewReplacer(`xmlns="http://www.w3.org/2000/svg"`, "", `xmlns="http://www.w3.org/1999/xhtml"`, "").Replace(raw)
+	if m := externalRef.FindString(rest); m != "" {
+		t.Errorf("the page refers to something outside it: %q", m)
+	}
+}
+
+// Ensure that --pairs reads a pairs file (skipping a header record and
+// blank lines) into bins counted here by hand, and that the threshold is
+// marked where it falls.
+func TestReportFromPairsFile(t *testing.T) {
+	dir := reportFixture(t)
+	tmp := t.TempDir()
+	pf := filepath.Join(tmp, "pairs.jsonl")
+	os.WriteFile(pf, []byte(`{"header":{"threshold":0.5}}
+{"a":"x","b":"y","jaccard":0.5}
+{"a":"x","b":"z","jaccard":0.51}
+
+{"a":"y","b":"z","jaccard":0.55}
+{"a":"p","b":"q","jaccard":0.9}
+{"a":"p","b":"r","jaccard":1}
+{"a":"q","b":"r","jaccard":1}
+`), 0o644)
+	out := filepath.Join(tmp, "r.html")
+	msg := runOK(t, "report", "--db", dir, "--out", out, "--pairs", pf)
+	// Default: bins from the file's lowest similarity, 0.5: 25 bins,
+	// [0.50,0.52) 2, [0.54,0.56) 1, [0.90,0.92) 1, [0.98,1] 2.
+	want := make([]float64, 25)
+	want[0], want[2], want[20], want[24] = 2, 1, 1, 2
+	raw, _ := os.ReadFile(out)
+	page := parseXML(t, string(raw))
+	if got := chartBars(t, page, "chart-pairs"); !equalFloats(got, want) {
+		t.Errorf("pairs bars %v, want %v", got, want)
+	}
+	// Clusters of the pairs at >= 0.8: p, q, r (x, y, z are below it).
+	if got := chartBars(t, page, "chart-clusters"); !equalFloats(got, []float64{0, 1}) {
+		t.Errorf("cluster bars %v, want [0 1] (one cluster of 3)", got)
+	}
+	// 0.8 (the index threshold) is 15 of the 25 bins from the left.
+	marks := page.all(func(x *xnode) bool { return x.XMLName.Local == "svg" && x.attr("id") == "chart-pairs" })[0].class("mark")
+	if len(marks) != 1 || math.Abs(marks[0].num(t, "x1")-(marginL+15.0/25*plotW)) > 0.01 {
+		t.Errorf("threshold mark %v, want at x %v", marks, marginL+15.0/25*plotW)
+	}
+	if !strings.Contains(msg, "6 pairs from the pairs file pairs.jsonl (3 at Jaccard >= 0.8)") {
+		t.Errorf("report says %q", msg)
+	}
+	// --pairs-threshold starts the bins there: [0.9, 1] in 5 bins.
+	runOK(t, "report", "--db", dir, "--out", out, "--pairs", pf, "--pairs-threshold", "0.9")
+	raw, _ = os.ReadFile(out)
+	if got := chartBars(t, parseXML(t, string(raw)), "chart-pairs"); !equalFloats(got, []float64{1, 0, 0, 0, 2}) {
+		t.Errorf("pairs bars from 0.9: %v, want [1 0 0 0 2]", got)
+	}
+}
+
+// Ensure that bad arguments and bad pairs files are refused with an error
+// naming the problem, before anything is written, and leave no file
+// behind (not even a temporary one).
+func TestReportErrors(t *testing.T) {
+	dir := reportFixture(t)
+	tmp := t.TempDir()
+	out := filepath.Join(tmp, "r.html")
+	write := func(name, s string) string {
+		p := filepath.Join(tmp, name)
+		os.WriteFile(p, []byte(s), 0o644)
+		return p
+	}
+	for _, c := range []struct {
+		args []string
+		code int
+		msg  string
+	}{
+		{[]string{"report", "--db", dir}, 2, "--out FILE.html is required"},
+		{[]string{"report", "--db", dir, "--out", out, "--pairs-threshold", "1.5"}, 2, "--pairs-threshold 1.5 is outside (0, 1]"},
+		{[]string{"report", "--db", dir, "--out", out, "--pairs-threshold", "0"}, 2, "--pairs-threshold 0 is outside (0, 1]"},
+		{[]string{"report", "--db", dir, "--out", out, "--pairs", write("bad.jsonl", "{\"a\":\"x\",\"b\":\"y\",\"jaccard\":0.9}\nnot json\n")}, 1, "bad.jsonl:2: not a JSON object"},
+		{[]string{"report", "--db", dir, "--out", out, "--pairs", write("range.jsonl", "{\"a\":\"x\",\"b\":\"y\",\"jaccard\":1.2}\n")}, 1, "range.jsonl:1: jaccard 1.2 is outside [0, 1]"},
+		{[]string{"report", "--db", dir, "--out", out, "--pairs", write("half.jsonl", "{\"a\":\"x\",\"jaccard\":0.9}\n")}, 1, "half.jsonl:1: a pair needs a, b and jaccard"},
+		{[]string{"report", "--db", dir, "--out", out, "--pairs", write("self.jsonl", "{\"a\":\"x\",\"b\":\"x\",\"jaccard\":1}\n")}, 1, "self.jsonl:1: a pair of \"x\" with itself"},
+		{[]string{"report", "--db", dir, "--out", out, "--pairs", filepath.Join(tmp, "absent.jsonl")}, 1, "absent.jsonl: no such file"},
+		{[]string{"report", "--db", dir, "--out", filepath.Join(tmp, "no", "such", "dir.html")}, 1, "no such file or directory"},
+		{[]string{"report", "--db", filepath.Join(tmp, "nope"), "--out", out}, 1, "database does not exist"},
+	} {
+		_, errOut, code := runLine(c.args, "")
+		if code != c.code || !strings.Contains(errOut, c.msg) {
+			t.Errorf("%v: exit %d %q; want exit %d and %q", c.args[3:], code, errOut, c.code, c.msg)
+		}
+	}
+	ents, _ := os.ReadDir(tmp)
+	for _, e := range ents {
+		if !strings.HasSuffix(e.Name(), ".jsonl") {
+			t.Errorf("a failed report left %s", e.Name())
+		}
+	}
+	err := readPairs(filepath.Join(tmp, "bad.jsonl"), newPairHist(0.8))
+	if !errors.Is(err, errBadPairs) {
+		t.Errorf("readPairs of a bad file: %v; want errBadPairs", err)
+	}
+}
+
+// Ensure that report makes the same page attached to a served index as
+// in process (but for the line saying when and how long).
+func TestReportAttached(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a server: skipped with -short")
+	}
+	dir := reportFixture(t)
+	tmp := t.TempDir()
+	a, b := filepath.Join(tmp, "a.html"), filepath.Join(tmp, "b.html")
+	msgA := runOK(t, "report", "--db", dir, "--out", a)
+	_, _, log, stop := startServe(t, "--db", dir)
+	msgB := runOK(t, "report", "--db", dir, "--out", b)
+	if code := stop(); code != 0 {
+		t.Fatalf("serve: exit %d: %s", code, log)
+	}
+	if strings.ReplaceAll(msgA, a, "F") != strings.ReplaceAll(msgB, b, "F") {
+		t.Errorf("in process %q, attached %q", msgA, msgB)
+	}
+	written := regexp.MustCompile(`<p class="sub">Written [^<]*</p>`)
+	pa, _ := os.ReadFile(a)
+	pb, _ := os.ReadFile(b)
+	sa, sb := written.ReplaceAllString(string(pa), ""), written.ReplaceAllString(string(pb), "")
+	// NB: the bytes on disk depend on how the store was opened (a writable
+	// owner flushes the log it replays into a table); the figures and
+	// rows that show them are compared without them.
+	sizes := regexp.MustCompile(`[\d.,]+ (B|KiB|MiB|GiB)|\([\d,]+ bytes\)`)
+	sa, sb = sizes.ReplaceAllString(sa, "N"), sizes.ReplaceAllString(sb, "N")
+	if sa != sb {
+		t.Errorf("the attached page differs:\n%s", firstDiff(sa, sb))
+	}
+}
+
+func firstDiff(a, b string) string {
+	la, lb := strings.Split(a, "\n"), strings.Split(b, "\n")
+	for i := range min(len(la), len(lb)) {
+		if la[i] != lb[i] {
+			return "in process: " + la[i] + "\nattached:   " + lb[i]
+		}
+	}
+	return "lengths differ"
+}
+
+// Ensure that every cluster size falls in the bin whose label names a
+// range holding it, and every bucket-histogram bin's label the range
+// db.BucketStats documents ([2^(i-1), 2^i)).
+func TestReportBinLabels(t *testing.T) {
+	for n := 2; n <= 5000; n++ {
+		lo, hi := labelRange(t, clusterBinLabel(clusterBin(n)))
+		if n < lo || n > hi {
+			t.Errorf("size %d in bin %q", n, clusterBinLabel(clusterBin(n)))
+		}
+	}
+	for i := 1; i < 20; i++ {
+		lo, hi := labelRange(t, bucketBinLabel(i))
+		if lo != 1<<(i-1) || hi != 1<<i-1 {
+			t.Errorf("bucket bin %d: %q", i, bucketBinLabel(i))
+		}
+	}
+}
+
+func labelRange(t *testing.T, s string) (int, int) {
+	t.Helper()
+	a, b, ok := strings.Cut(s, "-")
+	lo, err := strconv.Atoi(a)
+	if err != nil {
+		t.Fatalf("label %q", s)
+	}
+	if !ok {
+		return lo, lo
+	}
+	hi, err := strconv.Atoi(b)
+	if err != nil {
+		t.Fatalf("label %q", s)
+	}
+	return lo, hi
+}
+
+// Ensure that the components of a few pairs, joined by hand, come out
+// with their ids sorted, largest first, and that pairs below the
+// threshold join nothing.
+func TestReportComponents(t *testing.T) {
+	h := newPairHist(0.8)
+	for _, p := range []db.Pair{{A: "e", B: "f", Jaccard: 0.9}, {A: "c", B: "d", Jaccard: 1}, {A: "b", B: "c", Jaccard: 0.8},
+		{A: "a", B: "b", Jaccard: 0.85}, {A: "f", B: "g", Jaccard: 0.79}, {A: "x", B: "y", Jaccard: 0.95}} {
+		h.add(p)
+	}
+	got := h.comps.clusters()
+	want := [][]string{{"a", "b", "c", "d"}, {"e", "f"}, {"x", "y"}}
+	if !slices.EqualFunc(got, want, slices.Equal) {
+		t.Errorf("clusters %v, want %v", got, want)
+	}
+	if h.total != 6 || h.atOrAbove != 5 || h.lowest != 0.79 {
+		t.Errorf("total %d, at or above %d, lowest %v", h.total, h.atOrAbove, h.lowest)
+	}
+}
+
+// Ensure that a histogram that starts above the index threshold still
+// gets its clusters from every pair at or above the threshold (the run
+// goes down to it), and that the default start never exceeds it.
+func TestReportPairsThresholdAboveIndex(t *testing.T) {
+	dir := reportFixture(t)
+	out := filepath.Join(t.TempDir(), "r.html")
+	runOK(t, "report", "--db", dir, "--out", out, "--pairs-threshold", "0.95")
+	raw, _ := os.ReadFile(out)
+	page := parseXML(t, string(raw))
+	if n := len(chartBars(t, page, "chart-pairs")); n != 3 { // [0.95,0.97), [0.97,0.99), [0.99,1]
+		t.Errorf("%d similarity bins from 0.95, want 3", n)
+	}
+	var want []float64
+	for _, line := range strings.Split(strings.TrimSpace(runOK(t, "clusters", "--db", dir, "--output", "json")), "\n") {
+		var c struct{ Size int }
+		json.Unmarshal([]byte(line), &c)
+		i := clusterBin(c.Size)
+		for len(want) <= i {
+			want = append(want, 0)
+		}
+		want[i]++
+	}
+	if got := chartBars(t, page, "chart-clusters"); !equalFloats(got, want) {
+		t.Errorf("cluster bars %v; lshdb clusters gives %v", got, want)
+	}
+	for _, c := range []struct{ t, want float64 }{{0.8, 0.6}, {0.5, 0.3}, {0.25, 0.1}, {0.05, 0.05}, {1, 0.8}} {
+		if got := defaultPairsThreshold(c.t); math.Abs(got-c.want) > 1e-12 {
+			t.Errorf("defaultPairsThreshold(%v) = %v, want %v", c.t, got, c.want)
+		}
+	}
+}

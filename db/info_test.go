@@ -1,0 +1,150 @@
+package db
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
+)
+
+// Ensure that Info reports the document count a model of the writes
+// expects, the parameters given at creation, and the directory's size as
+// the operating system lists it, and that it reads no file to do so
+// (while Stats, on the same handle, does).
+func TestInfoReadsNothing(t *testing.T) {
+	dir := t.TempDir()
+	d := mustOpen(t, dir, &Options{Threshold: 0.6, Storage: StorageSets})
+	model := map[string]bool{}
+	for i := range 40 {
+		id := fmt.Sprintf("doc%02d", i%30) // ids 0-9 written twice: replaced
+		if err := d.Put(id, fmt.Sprintf("document number %d says something about %d things", i, i*7)); err != nil {
+			t.Fatal(err)
+		}
+		model[id] = true
+	}
+	for _, id := range []string{"doc03", "doc17", "doc29"} {
+		if err := d.Delete(id, nil); err != nil {
+			t.Fatal(err)
+		}
+		delete(model, id)
+	}
+	// NB: flushed, so that the records are in tables, where reading them
+	// is reading files (a read-only Open replays the log into memory).
+	if err := d.pdb.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// NB: read-only, so that no flush, compaction or table-stats
+	// collection (Pebble reads tables in the background after a writable
+	// Open) reads files while reads are counted.
+	var reads atomic.Int64
+	fs := errorfs.Wrap(vfs.Default, errorfs.InjectorFunc(func(op errorfs.Op) error {
+		switch op.Kind {
+		case errorfs.OpFileRead, errorfs.OpFileReadAt, errorfs.OpOpen:
+			reads.Add(1)
+		}
+		return nil
+	}))
+	// A block cache too small to hold a block: every read of a record
+	// is a read of a file.
+	d = mustOpen(t, dir, &Options{ReadOnly: true, FS: fs, CacheSize: 1})
+	defer d.Close()
+	reads.Store(0)
+	info, err := d.Info()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := reads.Load(); n != 0 {
+		t.Errorf("Info opened or read files %d times; want none", n)
+	}
+	if info.Docs != uint64(len(model)) {
+		t.Errorf("Info.Docs = %d; the model holds %d", info.Docs, len(model))
+	}
+	if p := info.Params; p.Threshold != 0.6 || p.Storage != StorageSets || p.Bands.B == 0 || p.Bands.R == 0 {
+		t.Errorf("Info.Params = %+v; want threshold 0.6, storage sets, a banding", p)
+	}
+	var want uint64
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		fi, err := os.Stat(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !fi.IsDir() && !strings.HasPrefix(e.Name(), ".") {
+			want += uint64(fi.Size())
+		}
+	}
+	if info.DiskBytes != want || want == 0 {
+		t.Errorf("Info.DiskBytes = %d; the directory's files sum to %d", info.DiskBytes, want)
+	}
+
+	// The control: the counter sees the reads a full scan makes.
+	st, err := d.Stats(context.Background(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if reads.Load() == 0 {
+		t.Error("Stats read no file: the counter cannot see reads")
+	}
+	if st.Docs != info.Docs || st.DiskBytes != info.DiskBytes || st.Params.Bands != info.Params.Bands {
+		t.Errorf("Stats says %d docs, %d bytes, %v; Info %d, %d, %v", st.Docs, st.DiskBytes, st.Params.Bands, info.Docs, info.DiskBytes, info.Params.Bands)
+	}
+
+	// Closed: the error every call gives.
+	d.Close()
+	if _, err := d.Info(); err != ErrClosed {
+		t.Errorf("Info after Close: %v; want ErrClosed", err)
+	}
+}
+
+// BenchmarkInfo measures Info against Stats (the full scan it replaces for
+// the cheap facts) on the shared benchmark index (≥ 100,000 documents),
+// each op one call of each, so that the ratio compares two measurements
+// of the same run. Run with -benchtime=3x: a Stats call takes seconds.
+func BenchmarkInfo(b *testing.B) {
+	d, err := benchIndex()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var info, stats time.Duration
+	i := 0
+	for b.Loop() {
+		runInfo := func() {
+			start := time.Now()
+			if _, err := d.Info(); err != nil {
+				b.Fatal(err)
+			}
+			info += time.Since(start)
+		}
+		runStats := func() {
+			start := time.Now()
+			if _, err := d.Stats(context.Background(), 5); err != nil {
+				b.Fatal(err)
+			}
+			stats += time.Since(start)
+		}
+		if i++; i%2 == 0 {
+			runInfo()
+			runStats()
+		} else {
+			runStats()
+			runInfo()
+		}
+	}
+	b.ReportMetric(float64(info.Microseconds())/float64(i), "info-µs")
+	b.ReportMetric(float64(stats.Milliseconds())/float64(i), "stats-ms")
+	b.ReportMetric(float64(stats)/float64(info), "stats-x-info")
+}
