@@ -11,7 +11,6 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/lshdb/lshdb/codec"
-	"github.com/lshdb/lshdb/minhash"
 	"golang.org/x/sync/errgroup"
 )
 
@@ -25,22 +24,6 @@ type pairsIndex struct {
 	rep     []int32   // the group representative (first doc with the same set)
 	groups  [][]int32 // members of groups with two or more, by representative
 	groupOf map[int32]int
-	// sketches holds the low byte of each of the first sketchLen values
-	// of every document's signature, sketchLen bytes by position: the
-	// candidates stage rules out a pair whose sketches agree in too few
-	// places (sketchFloor) before any set is read. sketchLen 0: none
-	// (none mode verifies by the signatures themselves).
-	sketches  []byte
-	sketchLen int
-}
-
-// maxSketchLen bounds a document's sketch: 128 bytes, for a signature of
-// 128 values or more (the default).
-const maxSketchLen = 128
-
-// sketch returns document i's sketch (nil without sketches).
-func (x *pairsIndex) sketch(i int32) []byte {
-	return x.sketches[int(i)*x.sketchLen : (int(i)+1)*x.sketchLen]
 }
 
 func (x *pairsIndex) find(n uint64) (int, bool) {
@@ -68,27 +51,17 @@ func (x *pairsIndex) members(rep int32) []int32 {
 // scanning its own part: in text mode each record holds its text, so the
 // scan decompresses the whole corpus, and one scan was a serial stage of
 // Pairs. Grouping identical sets is a serial pass over the parts in order.
-//
-// Unless the index is in none mode, it also keeps each document's sketch:
-// from the stored signature (sets mode), or from the signature of the
-// text's shingles (text mode: the scan shingles every text, as the set
-// file did before the sketches filtered the candidates; the set file now
-// shingles again the documents of the pairs that pass, a few of them).
-func (db *DB) loadPairsIndex(ctx context.Context, r pebble.Reader) (*pairsIndex, error) {
+func loadPairsIndex(ctx context.Context, r pebble.Reader) (*pairsIndex, error) {
 	x := &pairsIndex{groupOf: map[int32]int{}}
-	if !db.estimateOnly() {
-		x.sketchLen = min(db.skOpt.NumPerm, maxSketchLen)
-	}
 	first, last, ok, err := docNumRange(r)
 	if err != nil || !ok {
 		return x, err
 	}
 	type part struct {
-		nums     []uint64
-		ids      []string
-		sizes    []uint32
-		fps      []uint64
-		sketches []byte
+		nums  []uint64
+		ids   []string
+		sizes []uint32
+		fps   []uint64
 	}
 	workers := uint64(runtime.GOMAXPROCS(0))
 	span := last - first + 1
@@ -106,10 +79,6 @@ func (db *DB) loadPairsIndex(ctx context.Context, r pebble.Reader) (*pairsIndex,
 		g.Go(func() error {
 			p := &parts[w]
 			var derr error
-			h := db.hashers.Get().(*minhash.Hasher)
-			defer db.hashers.Put(h)
-			var set []uint64
-			var sig []uint32
 			err := scan(gctx, r, lo, hi, func(k, v []byte) {
 				if derr != nil {
 					return
@@ -127,25 +96,6 @@ func (db *DB) loadPairsIndex(ctx context.Context, r pebble.Reader) (*pairsIndex,
 				p.ids = append(p.ids, string(view.ID))
 				p.sizes = append(p.sizes, uint32(view.SetLen))
 				p.fps = append(p.fps, view.SetFingerprint())
-				if x.sketchLen > 0 {
-					if view.HasSignature() {
-						sig = view.AppendSignature(sig[:0])
-					} else {
-						// NB: the set and signature a build derived.
-						if set, err = db.viewSet(h, n, &view, set[:0]); err != nil {
-							derr = classify(err)
-							return
-						}
-						sig = h.Sketcher().Sketch(sig[:0], set)
-					}
-					if len(sig) < x.sketchLen {
-						derr = fmt.Errorf("%w: doc %d: a signature of %d values, want %d", ErrCorrupt, n, len(sig), x.sketchLen)
-						return
-					}
-					for _, v := range sig[:x.sketchLen] {
-						p.sketches = append(p.sketches, byte(v))
-					}
-				}
 			})
 			return cmp.Or(derr, err)
 		})
@@ -159,9 +109,7 @@ func (db *DB) loadPairsIndex(ctx context.Context, r pebble.Reader) (*pairsIndex,
 	}
 	x.nums, x.ids, x.sizes, x.rep = make([]uint64, 0, total), make([]string, 0, total), make([]uint32, 0, total), make([]int32, 0, total)
 	firstOf := make(map[uint64]int32, total)
-	x.sketches = make([]byte, 0, total*x.sketchLen)
 	for _, p := range parts {
-		x.sketches = append(x.sketches, p.sketches...)
 		for j, fp := range p.fps {
 			i := int32(len(x.nums))
 			x.nums = append(x.nums, p.nums[j])

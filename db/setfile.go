@@ -42,6 +42,23 @@ type setFile struct {
 	off  []int64 // by pairsIndex position: where the set starts (−1: absent)
 	n    []int32 // by pairsIndex position: values in the set
 	x    *pairsIndex
+	// sketches holds, for the documents in the file, the low byte of each
+	// of the first sketchLen values of their signatures (sketchLen bytes
+	// by pairsIndex position): verification rules out a candidate pair
+	// whose sketches agree in too few places (sketchFloor) without reading
+	// its sets. sketchLen 0: none (none mode, whose file holds the
+	// signatures themselves).
+	sketches  []byte
+	sketchLen int
+}
+
+// maxSketchLen bounds a document's sketch: 128 bytes, for a signature of
+// 128 values or more (the default).
+const maxSketchLen = 128
+
+// sketch returns document i's sketch.
+func (s *setFile) sketch(i int32) []byte {
+	return s.sketches[int(i)*s.sketchLen : (int(i)+1)*s.sketchLen]
 }
 
 // setChunkBytes is the set bytes a worker gathers before it appends them
@@ -67,6 +84,10 @@ func (db *DB) writeSetFile(ctx context.Context, fs vfs.FS, path string, snap peb
 	s := &setFile{fs: fs, path: path, f: f, off: make([]int64, len(x.nums)), n: make([]int32, len(x.nums)), x: x}
 	for i := range s.off {
 		s.off[i] = -1
+	}
+	if !db.estimateOnly() {
+		s.sketchLen = min(db.skOpt.NumPerm, maxSketchLen)
+		s.sketches = make([]byte, len(x.nums)*s.sketchLen)
 	}
 	workers := runtime.GOMAXPROCS(0)
 	if len(x.nums) < 1024*workers {
@@ -124,8 +145,23 @@ func (db *DB) writeSetFile(ctx context.Context, fs vfs.FS, path string, snap peb
 						if db.estimateOnly() {
 							sig = view.AppendSignature(sig[:0])
 							set = codec.Widen(set[:0], sig)
-						} else {
-							set, err = db.viewSet(h, x.nums[i], &view, set[:0])
+						} else if set, err = db.viewSet(h, x.nums[i], &view, set[:0]); err == nil {
+							// NB: sets mode stores the signature; text mode
+							// derives it from the set (the sketch step of a
+							// build: a few percent of the shingling).
+							if view.HasSignature() {
+								sig = view.AppendSignature(sig[:0])
+							} else {
+								sig = h.Sketcher().Sketch(sig[:0], set)
+							}
+							if len(sig) < s.sketchLen {
+								err = fmt.Errorf("%w: a signature of %d values, want %d", ErrCorrupt, len(sig), s.sketchLen)
+							} else {
+								sk := s.sketch(int32(i))
+								for k := range sk {
+									sk[k] = byte(sig[k])
+								}
+							}
 						}
 					}
 					if err != nil {
