@@ -324,6 +324,9 @@ func (db *DB) create() error {
 		Bands:         o.Bands,
 		Rows:          o.Rows,
 	}
+	if m.Seed == 0 && o.Scheme == minhash.SchemeDatasketch {
+		m.Seed = DatasketchSeed
+	}
 	if m.ShingleSize == 0 {
 		m.ShingleSize = minhash.DefaultCharK
 		if o.Shingle == minhash.ShingleWord {

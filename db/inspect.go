@@ -188,7 +188,7 @@ func (db *DB) Explain(a, b string) (*Explanation, error) {
 		return nil, err
 	}
 	defer db.mu.RUnlock()
-	it, err := db.queryIter()
+	it, err := db.queryIter(db.pdb)
 	if err != nil {
 		return nil, err
 	}
@@ -329,7 +329,7 @@ func (db *DB) PutIfNew(doc Doc, wo *WriteOptions) (*Match, error) {
 	}
 	db.wmu.Lock()
 	defer db.wmu.Unlock()
-	it, err := db.queryIter()
+	it, err := db.queryIter(db.pdb)
 	if err != nil {
 		return nil, err
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -167,7 +168,7 @@ func sameMatches(got, want []Match) error {
 		return fmt.Errorf("%d matches, want %d:\n got %v\nwant %v", len(got), len(want), got, want)
 	}
 	for i := range got {
-		if got[i] != want[i] {
+		if !reflect.DeepEqual(got[i], want[i]) {
 			return fmt.Errorf("match %d is %+v, want %+v", i, got[i], want[i])
 		}
 	}
@@ -349,7 +350,7 @@ func runModel(t *testing.T, rng *rand.Rand, dir string, opts *Options, steps int
 			switch {
 			case len(want) == 0 && dup != nil:
 				t.Fatalf("step %d: PutIfNew refused %q as a duplicate of %v; the model has none", step, id, dup)
-			case len(want) > 0 && (dup == nil || *dup != want[0]):
+			case len(want) > 0 && (dup == nil || !reflect.DeepEqual(*dup, want[0])):
 				t.Fatalf("step %d: PutIfNew(%q) = %v, model's best match %v", step, id, dup, want[0])
 			case dup == nil:
 				m.docs[id] = q

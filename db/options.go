@@ -25,6 +25,9 @@ const (
 	DefaultQueryCacheSize = 64 << 20
 	// DefaultThreshold is the default Jaccard threshold.
 	DefaultThreshold = 0.8
+	// DatasketchSeed is the seed a new SchemeDatasketch index takes when
+	// Options.Seed is 0: datasketch's default (MinHash(seed=1)).
+	DatasketchSeed = 1
 )
 
 // Options configure Open. The zero value is a valid configuration: on
@@ -51,8 +54,24 @@ type Options struct {
 	// Scheme is the signature scheme of a new database. Default:
 	// minhash.SchemeFSS. An existing database keeps the scheme it was made
 	// with (databases made before fss are oph).
+	//
+	// minhash.SchemeDatasketch makes signatures equal to those of the
+	// Python library datasketch (MinHash with num_perm NumPerm and seed
+	// Seed): a set put as Tokens signs as datasketch's MinHash of the same
+	// tokens (each updated as its UTF-8 bytes), and datasketch's
+	// hashvalues can be put and queried as they are (PutSignature,
+	// QuerySignature). Only the signatures match: lshdb bands them its own
+	// way (b bands of r rows, each band's values hashed into a bucket,
+	// chosen from Threshold and Recall), not as datasketch's MinHashLSH
+	// does, so an lshdb index and a MinHashLSH with the same threshold
+	// find similar but not identical candidates, and lshdb verifies them
+	// (exactly, where a set or text is stored). A text put into such an
+	// index is shingled and hashed by lshdb, so its signature is not
+	// datasketch's of any token list.
 	Scheme minhash.Scheme
-	// Seed selects the signature hash functions. Default: 0.
+	// Seed selects the signature hash functions. Default: 0, and
+	// DatasketchSeed (1, datasketch's default) for SchemeDatasketch, whose
+	// seed must be below 2^32.
 	Seed uint64
 	// Shingle is the shingle kind. Default: minhash.ShingleChar.
 	Shingle minhash.ShingleKind
@@ -213,4 +232,8 @@ type QueryOptions struct {
 	// whose signature estimate reaches the threshold, sorted by estimate,
 	// with Jaccard left at 0.
 	EstimateOnly bool
+	// WithText fills each match's Text with its stored text (one more
+	// record read per match, after Limit). Default: false (Match.Meta is
+	// always filled; Text is not).
+	WithText bool
 }

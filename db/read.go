@@ -81,7 +81,7 @@ func (db *DB) Get(id string) (*Document, error) {
 	if err := checkID(id); err != nil {
 		return nil, err
 	}
-	it, err := db.queryIter()
+	it, err := db.queryIter(db.pdb)
 	if err != nil {
 		return nil, err
 	}

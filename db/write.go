@@ -15,12 +15,19 @@ import (
 	"github.com/lshdb/lshdb/minhash"
 )
 
-// Doc is a document to store.
+// Doc is a document to store: its id, its content as exactly one of
+// Text, Set or Signature, and optional metadata.
 type Doc struct {
 	// ID is the external id: non-empty UTF-8, at most MaxIDBytes bytes.
 	ID string
-	// Text is the document's text.
+	// Text is the document's text, shingled as the index says.
 	Text string
+	// Set is the document as the caller's tokens or token hashes (Tokens,
+	// Hashes) instead of text: see PutSet. Zero: none.
+	Set Set
+	// Signature is the document as a precomputed signature instead of
+	// text: see PutSignature. Nil: none.
+	Signature []uint32
 	// Meta is opaque metadata stored with the document; nil for none.
 	Meta []byte
 }
@@ -61,10 +68,20 @@ func (db *DB) validate(d *Doc) error {
 	if err := checkID(d.ID); err != nil {
 		return err
 	}
-	if n := len(d.Text) + len(d.Meta); n > db.opts.MaxDocBytes {
+	if given := btoi(d.Text != "") + btoi(!d.Set.IsZero()) + btoi(d.Signature != nil); given > 1 {
+		return fmt.Errorf("%w: %q gives %d of Text, Set and Signature (one at most)", ErrInvalidDoc, d.ID, given)
+	}
+	if n := len(d.Text) + len(d.Meta) + d.Set.bytes() + 4*len(d.Signature); n > db.opts.MaxDocBytes {
 		return fmt.Errorf("%w: %q has %d bytes (at most %d)", ErrDocTooLarge, d.ID, n, db.opts.MaxDocBytes)
 	}
 	return nil
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // MaxDocBytes returns the largest text plus metadata a document may have
@@ -103,6 +120,9 @@ func (db *DB) prepareIn(d *Doc, storeText bool, sc *scratch) (prepared, error) {
 	}
 	h := db.hashers.Get().(*minhash.Hasher)
 	defer db.hashers.Put(h)
+	if !d.Set.IsZero() || d.Signature != nil {
+		return db.prepareGiven(d, h.Sketcher())
+	}
 	var set []uint64
 	var sig []uint32
 	// NB: where the record needs no sorted set, de-duplicating it in a

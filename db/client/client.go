@@ -257,6 +257,9 @@ func (c *Client) PutDocs(docs []db.Doc, wo *db.WriteOptions) error {
 
 // PutBatch is PutDocs with a report.
 func (c *Client) PutBatch(docs []db.Doc, wo *db.WriteOptions) (db.BatchResult, error) {
+	if err := textsOnly(docs); err != nil {
+		return db.BatchResult{}, err
+	}
 	req := httpapi.PutRequest{Docs: make([]httpapi.DocJSON, len(docs))}
 	for i, d := range docs {
 		req.Docs[i] = httpapi.DocIn(d)
@@ -276,6 +279,9 @@ func (c *Client) PutBatch(docs []db.Doc, wo *db.WriteOptions) (db.BatchResult, e
 // PutIfNew stores doc unless a stored document is a near-duplicate of it,
 // which it returns instead.
 func (c *Client) PutIfNew(doc db.Doc, wo *db.WriteOptions) (*db.Match, error) {
+	if err := textsOnly([]db.Doc{doc}); err != nil {
+		return nil, err
+	}
 	q := url.Values{}
 	if wo != nil && wo.NoSync {
 		q.Set("no_sync", "true")
@@ -376,7 +382,7 @@ func (c *Client) DeleteIDs(ids []string, o *db.DeleteOptions) (db.DeleteResult, 
 
 func (c *Client) query(ctx context.Context, req httpapi.QueryRequest, qo *db.QueryOptions) (*db.QueryResult, error) {
 	if qo != nil {
-		req.Threshold, req.Limit, req.EstimateOnly = qo.Threshold, qo.Limit, qo.EstimateOnly
+		req.Threshold, req.Limit, req.EstimateOnly, req.WithText = qo.Threshold, qo.Limit, qo.EstimateOnly, qo.WithText
 	}
 	var out httpapi.QueryResultJSON
 	if err := c.call(ctx, "POST", "/v1/query", nil, req, &out); err != nil {
@@ -602,6 +608,17 @@ func (c *Client) Validate(d db.Doc) error {
 	}
 	if n := len(d.Text) + len(d.Meta); c.maxDoc > 0 && n > c.maxDoc {
 		return fmt.Errorf("%w: %q has %d bytes (at most %d)", db.ErrDocTooLarge, d.ID, n, c.maxDoc)
+	}
+	return nil
+}
+
+// textsOnly refuses documents given as sets or signatures: the wire
+// carries texts only (use the library in the owning process for those).
+func textsOnly(docs []db.Doc) error {
+	for i := range docs {
+		if !docs[i].Set.IsZero() || docs[i].Signature != nil {
+			return fmt.Errorf("%w: %q: the client sends texts only, not sets or signatures", db.ErrInvalidDoc, docs[i].ID)
+		}
 	}
 	return nil
 }
