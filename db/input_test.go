@@ -2,9 +2,12 @@ package db
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -466,5 +469,67 @@ func TestQueryManySnapshot(t *testing.T) {
 			t.Fatalf("query %d sees %d new documents, an earlier one of its text %d", i, n, prev)
 		}
 		counts[i%7] = n
+	}
+}
+
+// Ensure that an index created with the datasketch scheme stores, for a
+// set put as tokens, the signature datasketch computed for those tokens
+// (testdata/datasketch/vectors.json, made by datasketch itself), for its
+// defaults (num_perm 128, seed 1, the seed a datasketch index takes by
+// default) and another num_perm and seed; that the manifest keeps the
+// scheme and seed across a reopen; and that datasketch's hashvalues,
+// queried as a signature, find the document at estimate 1.
+func TestDatasketchIndex(t *testing.T) {
+	b, err := os.ReadFile("../testdata/datasketch/vectors.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v struct {
+		Cases []struct {
+			NumPerm    int      `json:"num_perm"`
+			Seed       uint64   `json:"seed"`
+			Tokens     []string `json:"tokens"`
+			HashValues []uint32 `json:"hashvalues"`
+		} `json:"cases"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		t.Fatal(err)
+	}
+	tested := map[[2]uint64]bool{}
+	for _, c := range v.Cases {
+		if len(c.Tokens) == 0 || (c.Seed != 1 && c.Seed != 7) {
+			continue
+		}
+		key := [2]uint64{uint64(c.NumPerm), c.Seed}
+		dir := filepath.Join(t.TempDir(), fmt.Sprint(key))
+		o := &Options{Storage: StorageSets, Scheme: minhash.SchemeDatasketch, NumPerm: c.NumPerm}
+		if c.Seed != DatasketchSeed {
+			o.Seed = c.Seed
+		}
+		d := mustOpen(t, dir, o)
+		if err := d.PutSet("x", Tokens(c.Tokens...), nil); err != nil {
+			t.Fatal(err)
+		}
+		d.Close()
+		d = mustOpen(t, dir, &Options{MustExist: true})
+		if p := d.Params(); p.Scheme != minhash.SchemeDatasketch || p.Seed != c.Seed || p.NumPerm != c.NumPerm {
+			t.Fatalf("reopened params %+v", p)
+		}
+		doc, err := d.Get("x")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(doc.Signature, c.HashValues) {
+			t.Fatalf("num_perm %d seed %d, %d tokens: stored signature differs from datasketch's", c.NumPerm, c.Seed, len(c.Tokens))
+		}
+		res, err := d.QuerySignature(context.Background(), c.HashValues, nil)
+		if err != nil || len(res.Matches) != 1 || res.Matches[0].Estimate != 1 || !res.EstimateOnly {
+			t.Fatalf("QuerySignature of datasketch's hashvalues: %+v, %v", res, err)
+		}
+		d.Close()
+		tested[key] = true
+	}
+	if !tested[[2]uint64{128, 1}] || !tested[[2]uint64{64, 7}] {
+		t.Fatalf("vectors tested: %v", tested)
 	}
 }
