@@ -7,7 +7,7 @@
 //	d, err := db.Open("/var/lib/mydocs", nil) // creates it with the defaults
 //	if err != nil { ... }
 //	defer d.Close()
-//	err = d.Put("doc-1", "The quick brown fox jumps over the lazy dog")
+//	err = d.Put(db.Doc{ID: "doc-1", Text: "The quick brown fox jumps over the lazy dog"}, nil)
 //	res, err := d.Query(ctx, "The quick brown fox jumped over the lazy dog", nil)
 //	for _, m := range res.Matches { fmt.Println(m.ID, m.Jaccard) }
 //

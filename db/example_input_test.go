@@ -110,7 +110,7 @@ func ExampleDB_QueryMany() {
 	}
 	defer d.Close()
 
-	err = d.PutDocs([]db.Doc{
+	_, err = d.PutBatch([]db.Doc{
 		{ID: "fox", Text: "The quick brown fox jumps over the lazy dog", Meta: []byte(`{"lang":"en"}`)},
 		{ID: "cat", Text: "A completely different sentence about a cat", Meta: []byte(`{"lang":"en"}`)},
 	}, nil)

@@ -175,7 +175,7 @@ func TestInputStorageModes(t *testing.T) {
 		t.Run(c.storage, func(t *testing.T) {
 			d := mustOpen(t, t.TempDir(), &Options{Storage: c.storage})
 			defer d.Close()
-			if err := d.Put("t", "a text that stays"); err != nil {
+			if err := d.Put(Doc{ID: "t", Text: "a text that stays"}, nil); err != nil {
 				t.Fatal(err)
 			}
 			err := d.PutSet("s", Tokens("a", "b"), nil)
@@ -281,7 +281,7 @@ func TestQuerySetTextIndex(t *testing.T) {
 	defer d.Close()
 	texts := []string{"the quick brown fox jumps over the lazy dog", "the quick brown fox jumped over the lazy dog", "a b c d e f g", "a b c d e f h"}
 	for i, s := range texts {
-		if err := d.Put(fmt.Sprint(i), s); err != nil {
+		if err := d.Put(Doc{ID: fmt.Sprint(i), Text: s}, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -318,8 +318,8 @@ func TestInputErrors(t *testing.T) {
 		{"nil signature", d.PutSignature("a", nil, nil), ErrInvalidSignature},
 		{"empty set's signature", d.PutSignature("a", empty, nil), ErrEmptyDocument},
 		{"empty set", d.PutSet("a", Tokens(), nil), ErrEmptyDocument},
-		{"text and set", d.PutDocs([]Doc{{ID: "a", Text: "x", Set: Tokens("x")}}, nil), ErrInvalidDoc},
-		{"set and signature", d.PutDocs([]Doc{{ID: "a", Set: Tokens("x"), Signature: make([]uint32, 128)}}, nil), ErrInvalidDoc},
+		{"text and set", second(d.PutBatch([]Doc{{ID: "a", Text: "x", Set: Tokens("x")}}, nil)), ErrInvalidDoc},
+		{"set and signature", second(d.PutBatch([]Doc{{ID: "a", Set: Tokens("x"), Signature: make([]uint32, 128)}}, nil)), ErrInvalidDoc},
 		{"33-bit hash", d.PutSet("a", Hashes(1, 1<<32), nil), ErrInvalidDoc},
 		{"large set", d.PutSet("a", Hashes(make([]uint64, 100)...), nil), ErrDocTooLarge},
 		{"bad id", d.PutSet("", Tokens("x"), nil), ErrInvalidID},
@@ -355,7 +355,7 @@ func TestQueryMany(t *testing.T) {
 			docs = append(docs, Doc{ID: fmt.Sprint("s", i), Set: Tokens(s...), Meta: []byte{byte(i)}})
 		}
 	}
-	if err := d.PutDocs(docs, nil); err != nil {
+	if _, err := d.PutBatch(docs, nil); err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
@@ -431,7 +431,7 @@ func TestQueryManySnapshot(t *testing.T) {
 	defer d.Close()
 	text := func(i int) string { return fmt.Sprintf("the same base text of every document here, number %d", i%7) }
 	for i := range 50 {
-		if err := d.Put(fmt.Sprint("old", i), text(i)); err != nil {
+		if err := d.Put(Doc{ID: fmt.Sprint("old", i), Text: text(i)}, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -442,7 +442,7 @@ func TestQueryManySnapshot(t *testing.T) {
 	done := make(chan error)
 	go func() {
 		for i := range 200 {
-			if err := d.Put(fmt.Sprint("new", i), text(i)); err != nil {
+			if err := d.Put(Doc{ID: fmt.Sprint("new", i), Text: text(i)}, nil); err != nil {
 				done <- err
 				return
 			}
@@ -531,5 +531,48 @@ func TestDatasketchIndex(t *testing.T) {
 	}
 	if !tested[[2]uint64{128, 1}] || !tested[[2]uint64{64, 7}] {
 		t.Fatalf("vectors tested: %v", tested)
+	}
+}
+
+// Ensure that Load takes documents given as sets (and, in a none index,
+// as signatures) as PutBatch does: the loaded index answers QuerySet
+// exactly as an index filled by PutBatch (the oracle), and refuses what
+// the mode cannot keep with ErrStorageMode, loading nothing.
+func TestLoadSets(t *testing.T) {
+	sets := tokenSets(5, 200)
+	docs := make([]Doc, len(sets))
+	for i, s := range sets {
+		docs[i] = Doc{ID: fmt.Sprint(i), Set: Tokens(s...)}
+	}
+	loaded := mustOpen(t, t.TempDir(), &Options{Storage: StorageSets, Threshold: 0.6})
+	defer loaded.Close()
+	if _, err := loaded.Load(context.Background(), seqOf(docs), nil); err != nil {
+		t.Fatal(err)
+	}
+	put := mustOpen(t, t.TempDir(), &Options{Storage: StorageSets, Threshold: 0.6})
+	defer put.Close()
+	if _, err := put.PutBatch(docs, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range sets {
+		a, err := loaded.QuerySet(context.Background(), Tokens(s...), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := put.QuerySet(context.Background(), Tokens(s...), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fmt.Sprint(a) != fmt.Sprint(b) || len(a.Matches) == 0 {
+			t.Fatalf("loaded index answers %+v, put one %+v", a, b)
+		}
+	}
+	text := mustOpen(t, t.TempDir(), nil)
+	defer text.Close()
+	if _, err := text.Load(context.Background(), seqOf(docs), nil); !errors.Is(err, ErrStorageMode) {
+		t.Fatalf("loading sets into a text index: %v", err)
+	}
+	if n, _ := text.Count(); n != 0 {
+		t.Fatalf("%d documents loaded", n)
 	}
 }

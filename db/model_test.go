@@ -212,25 +212,25 @@ func runModel(t *testing.T, rng *rand.Rand, dir string, opts *Options, steps int
 		switch op := rng.IntN(110); {
 		case op < 35: // Put (insert or upsert)
 			id, text := pickID(), randomText(rng, texts())
-			if err := d.Put(id, text); err != nil {
+			if err := d.Put(Doc{ID: id, Text: text}, nil); err != nil {
 				t.Fatalf("step %d: Put: %v", step, err)
 			}
 			m.docs[id] = m.doc(text)
-		case op < 45: // PutDocs, with repeated ids
+		case op < 45: // PutBatch, with repeated ids
 			var docs []Doc
 			for range 1 + rng.IntN(6) {
 				docs = append(docs, Doc{ID: pickID(), Text: randomText(rng, texts())})
 			}
-			if err := d.PutDocs(docs, &WriteOptions{NoSync: rng.IntN(2) == 0}); err != nil {
-				t.Fatalf("step %d: PutDocs: %v", step, err)
+			if _, err := d.PutBatch(docs, &WriteOptions{NoSync: rng.IntN(2) == 0}); err != nil {
+				t.Fatalf("step %d: PutBatch: %v", step, err)
 			}
 			for _, doc := range docs {
 				m.docs[doc.ID] = m.doc(doc.Text)
 			}
 		case op < 55: // a batch with one bad document changes nothing
 			docs := []Doc{{ID: pickID(), Text: randomText(rng, texts())}, {ID: pickID(), Text: "   "}}
-			if err := d.PutDocs(docs, nil); !errors.Is(err, ErrEmptyDocument) {
-				t.Fatalf("step %d: PutDocs with an empty document: %v", step, err)
+			if _, err := d.PutBatch(docs, nil); !errors.Is(err, ErrEmptyDocument) {
+				t.Fatalf("step %d: PutBatch with an empty document: %v", step, err)
 			}
 		case op < 65: // Delete
 			id := pickID()
@@ -360,7 +360,7 @@ func runModel(t *testing.T, rng *rand.Rand, dir string, opts *Options, steps int
 				if err := d.Close(); err != nil {
 					t.Fatal(err)
 				}
-				if d, err = Open(dir, &Options{FS: opts.FS}); err != nil {
+				if d, err = Open(dir, &Options{fs: opts.fs}); err != nil {
 					t.Fatalf("step %d: reopen: %v", step, err)
 				}
 			}
@@ -387,7 +387,7 @@ func TestModel(t *testing.T) {
 		{Storage: StorageSets, Shingle: minhash.ShingleWord, ShingleSize: 1, Threshold: 0.7},
 	} {
 		t.Run(fmt.Sprint(i), func(t *testing.T) {
-			opts.FS = vfs.NewMem()
+			opts.fs = vfs.NewMem()
 			runModel(t, rand.New(rand.NewPCG(uint64(i), 7)), "db", opts, steps, false)
 		})
 	}

@@ -120,9 +120,6 @@ type Options struct {
 	// never reused). Default: DefaultQueryCacheSize (64 MiB); negative:
 	// no cache.
 	QueryCacheSize int64
-	// FS is the filesystem. Default: the operating system's (vfs.Default);
-	// tests pass vfs.NewCrashableMem().
-	FS vfs.FS
 	// DiskReserve is the free space, in bytes, below which writes are
 	// refused with ErrDiskFull (a writable Open only below 8 MiB, or this
 	// if it is less: an index whose writes are refused still opens). Pebble cannot
@@ -143,6 +140,17 @@ type Options struct {
 
 	// upgrading lets Open read an older format, for Upgrade only.
 	upgrading bool
+	// fs is the filesystem: the operating system's (vfs.Default) unless a
+	// test sets it (vfs.NewCrashableMem()). NB: unexported, so that no
+	// Pebble type is in the public API.
+	fs vfs.FS
+}
+
+// handleOptions are the options a DB runs with: Options, defaults filled
+// in, and the filesystem as FS.
+type handleOptions struct {
+	Options
+	FS vfs.FS
 }
 
 // DefaultDiskReserve is the default Options.DiskReserve: 64 MiB, several
@@ -161,8 +169,8 @@ func (o *Options) ensureDefaults() {
 	if o.QueryCacheSize == 0 {
 		o.QueryCacheSize = DefaultQueryCacheSize
 	}
-	if o.FS == nil {
-		o.FS = vfs.Default
+	if o.fs == nil {
+		o.fs = vfs.Default
 	}
 	if o.DiskReserve == 0 {
 		o.DiskReserve = DefaultDiskReserve
@@ -205,7 +213,10 @@ func (o *Options) validate() error {
 	return nil
 }
 
-// WriteOptions adjust one write. A nil *WriteOptions means the defaults.
+// WriteOptions adjust one write: every writing call (Put, PutBatch,
+// PutSet, PutSignature, PutIfNew, Delete, DeleteIDs) takes them, and
+// each uses the fields that concern it. A nil *WriteOptions means the
+// defaults.
 type WriteOptions struct {
 	// NoSync returns before the write is synced to disk. Default: false
 	// (synced, unless the DB was opened with Options.NoSync).
@@ -217,6 +228,10 @@ type WriteOptions struct {
 	// instead of failing the whole call with ErrEmptyDocument. Default:
 	// false.
 	SkipEmpty bool
+	// IgnoreMissing makes Delete and DeleteIDs delete the ids that are
+	// stored and pass over the others. Default: false (an id not stored
+	// fails the whole call with ErrNotFound).
+	IgnoreMissing bool
 }
 
 // QueryOptions adjust one query. A nil *QueryOptions means the defaults.

@@ -762,7 +762,7 @@ stored deletes nothing and fails the command, unless --ignore-missing.`,
 				ids = append(ids, more...)
 			}
 			return a.withWritableIndex(func(d index) error {
-				res, err := d.DeleteIDs(ids, &db.DeleteOptions{IgnoreMissing: ignoreMissing})
+				res, err := d.DeleteIDs(ids, &db.WriteOptions{IgnoreMissing: ignoreMissing})
 				if err != nil {
 					return err
 				}

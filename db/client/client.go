@@ -244,18 +244,15 @@ func (c *Client) call(ctx context.Context, method, path string, q url.Values, bo
 	return nil
 }
 
-// Put stores a document under id, replacing any document with that id.
-func (c *Client) Put(id, text string) error {
-	return c.PutDocs([]db.Doc{{ID: id, Text: text}}, nil)
-}
-
-// PutDocs stores documents atomically: all of them or none.
-func (c *Client) PutDocs(docs []db.Doc, wo *db.WriteOptions) error {
-	_, err := c.PutBatch(docs, wo)
+// Put stores the document d under d.ID, replacing any document with that
+// id.
+func (c *Client) Put(d db.Doc, wo *db.WriteOptions) error {
+	_, err := c.PutBatch([]db.Doc{d}, wo)
 	return err
 }
 
-// PutBatch is PutDocs with a report.
+// PutBatch stores documents atomically (all of them or none), with a
+// report.
 func (c *Client) PutBatch(docs []db.Doc, wo *db.WriteOptions) (db.BatchResult, error) {
 	if err := textsOnly(docs); err != nil {
 		return db.BatchResult{}, err
@@ -315,7 +312,7 @@ func (c *Client) PutIfNew(doc db.Doc, wo *db.WriteOptions) (*db.Match, error) {
 }
 
 // Get returns the document id.
-func (c *Client) Get(id string) (*db.Document, error) {
+func (c *Client) Get(id string) (*db.StoredDoc, error) {
 	ctx, cancel := c.ctx()
 	defer cancel()
 	var out httpapi.DocumentJSON
@@ -349,16 +346,12 @@ func (c *Client) Count() (uint64, error) {
 
 // Delete removes the document id.
 func (c *Client) Delete(id string, wo *db.WriteOptions) error {
-	var o db.DeleteOptions
-	if wo != nil {
-		o.NoSync = wo.NoSync
-	}
-	_, err := c.DeleteIDs([]string{id}, &o)
+	_, err := c.DeleteIDs([]string{id}, wo)
 	return err
 }
 
 // DeleteIDs removes documents atomically: all of them or none.
-func (c *Client) DeleteIDs(ids []string, o *db.DeleteOptions) (db.DeleteResult, error) {
+func (c *Client) DeleteIDs(ids []string, o *db.WriteOptions) (db.DeleteResult, error) {
 	req := httpapi.DeleteRequest{IDs: ids}
 	if o != nil {
 		req.IgnoreMissing, req.NoSync = o.IgnoreMissing, o.NoSync

@@ -140,7 +140,7 @@ func sortedPairs(t *testing.T, seq func(func(db.Pair, error) bool)) []db.Pair {
 func TestReadsMatchInProcess(t *testing.T) {
 	d := open(t, nil)
 	docs := sampleDocs(t, 150)
-	if err := d.PutDocs(docs, &db.WriteOptions{NoSync: true}); err != nil {
+	if _, err := d.PutBatch(docs, &db.WriteOptions{NoSync: true}); err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
@@ -277,7 +277,7 @@ func TestWritesThroughClient(t *testing.T) {
 			t.Errorf("%s: stored %q %q, want %q %q", doc.ID, got.Text, got.Meta, doc.Text, doc.Meta)
 		}
 	}
-	if err := c.Put("fox", "The quick brown fox jumps over the lazy dog"); err != nil {
+	if err := c.Put(db.Doc{ID: "fox", Text: "The quick brown fox jumps over the lazy dog"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	m, err := c.PutIfNew(db.Doc{ID: "fox2", Text: "The quick brown fox jumps over the lazy dog!"}, nil)
@@ -300,7 +300,7 @@ func TestWritesThroughClient(t *testing.T) {
 	if ok, _ := d.Has("owl"); ok {
 		t.Error("owl was not deleted")
 	}
-	dr, err := c.DeleteIDs([]string{"fox", "nope", "fox"}, &db.DeleteOptions{IgnoreMissing: true})
+	dr, err := c.DeleteIDs([]string{"fox", "nope", "fox"}, &db.WriteOptions{IgnoreMissing: true})
 	same(t, "DeleteIDs", [2]any{dr, err}, [2]any{db.DeleteResult{Deleted: 1, Missing: []string{"nope"}}, nil})
 	n, err := c.PurgeEmptyLists(context.Background())
 	if err != nil || n == 0 {
@@ -316,7 +316,7 @@ func TestWritesThroughClient(t *testing.T) {
 // the in-process calls' do, for every error a running index can return.
 func TestErrorsMatchSentinels(t *testing.T) {
 	d := open(t, &db.Options{MaxDocBytes: 1000})
-	if err := d.Put("a", "some text to find"); err != nil {
+	if err := d.Put(db.Doc{ID: "a", Text: "some text to find"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	c := server(t, d, nil, "")["tcp"]
@@ -330,8 +330,8 @@ func TestErrorsMatchSentinels(t *testing.T) {
 	}{
 		{"not found", func() error { _, err := c.Get("nope"); return err }, func() error { _, err := d.Get("nope"); return err }, db.ErrNotFound},
 		{"invalid id", func() error { _, err := c.Get(""); return err }, func() error { _, err := d.Get(""); return err }, db.ErrInvalidID},
-		{"empty document", func() error { return c.Put("e", "  ") }, func() error { return d.Put("e", "  ") }, db.ErrEmptyDocument},
-		{"too large", func() error { return c.Put("b", big) }, func() error { return d.Put("b", big) }, db.ErrDocTooLarge},
+		{"empty document", func() error { return c.Put(db.Doc{ID: "e", Text: "  "}, nil) }, func() error { return d.Put(db.Doc{ID: "e", Text: "  "}, nil) }, db.ErrEmptyDocument},
+		{"too large", func() error { return c.Put(db.Doc{ID: "b", Text: big}, nil) }, func() error { return d.Put(db.Doc{ID: "b", Text: big}, nil) }, db.ErrDocTooLarge},
 		{"invalid options", func() error { _, err := c.Query(ctx, "x y z", &db.QueryOptions{Threshold: 2}); return err },
 			func() error { _, err := d.Query(ctx, "x y z", &db.QueryOptions{Threshold: 2}); return err }, db.ErrInvalidOptions},
 		{"delete missing", func() error { return c.Delete("nope", nil) }, func() error { return d.Delete("nope", nil) }, db.ErrNotFound},
@@ -361,7 +361,7 @@ func TestErrorsMatchSentinels(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		x.Put("a", "a document")
+		x.Put(db.Doc{ID: "a", Text: "a document"}, nil)
 		x.Close()
 		y, err := db.Open(dir, o)
 		if err != nil {
@@ -370,10 +370,10 @@ func TestErrorsMatchSentinels(t *testing.T) {
 		t.Cleanup(func() { y.Close() })
 		return server(t, y, nil, "")["unix"]
 	}
-	if err := ro(&db.Options{ReadOnly: true}).Put("b", "another text"); !errors.Is(err, db.ErrReadOnly) {
+	if err := ro(&db.Options{ReadOnly: true}).Put(db.Doc{ID: "b", Text: "another text"}, nil); !errors.Is(err, db.ErrReadOnly) {
 		t.Errorf("a put to a read-only index: %v", err)
 	}
-	if err := ro(&db.Options{DiskReserve: 1 << 60}).Put("b", "another text"); !errors.Is(err, db.ErrDiskFull) {
+	if err := ro(&db.Options{DiskReserve: 1 << 60}).Put(db.Doc{ID: "b", Text: "another text"}, nil); !errors.Is(err, db.ErrDiskFull) {
 		t.Errorf("a put on a full disk: %v", err)
 	}
 	// A closed index answers 503 closed, and so does a closed client.
@@ -403,7 +403,7 @@ func firstErr(seq func(func(db.Pair, error) bool)) error {
 // context.Canceled.
 func TestTokenAndContext(t *testing.T) {
 	d := open(t, nil)
-	d.Put("a", "some text to find")
+	d.Put(db.Doc{ID: "a", Text: "some text to find"}, nil)
 	h := httpapi.Handler(d, &httpapi.Options{Token: "right"})
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

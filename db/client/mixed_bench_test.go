@@ -23,7 +23,7 @@ import (
 // mixer is what the mixed benchmark calls.
 type mixer interface {
 	QueryID(ctx context.Context, id string, qo *db.QueryOptions) (*db.QueryResult, error)
-	Put(id, text string) error
+	Put(d db.Doc, wo *db.WriteOptions) error
 }
 
 // BenchmarkMixed runs the many-clients mix: 16 concurrent
@@ -111,7 +111,7 @@ func BenchmarkMixed(b *testing.B) {
 						var err error
 						if i%10 == 0 {
 							id := fmt.Sprintf("%s-put-%d", bc.name, i)
-							if err = bc.m.Put(id, docs[int(i)%len(docs)].Text+" (a new version)"); err == nil {
+							if err = bc.m.Put(db.Doc{ID: id, Text: docs[int(i)%len(docs)].Text + " (a new version)"}, nil); err == nil {
 								ackMu.Lock()
 								acked = append(acked, id)
 								ackMu.Unlock()

@@ -219,7 +219,7 @@ func (h *handler) delete(w *resp, req DeleteRequest) error {
 	if len(req.IDs) == 0 {
 		return badRequest("no ids to delete")
 	}
-	res, err := h.d.DeleteIDs(req.IDs, &db.DeleteOptions{IgnoreMissing: req.IgnoreMissing, NoSync: req.NoSync})
+	res, err := h.d.DeleteIDs(req.IDs, &db.WriteOptions{IgnoreMissing: req.IgnoreMissing, NoSync: req.NoSync})
 	if err != nil {
 		return err
 	}

@@ -145,7 +145,7 @@ type DocumentJSON struct {
 }
 
 // DocumentOut converts d for the wire.
-func DocumentOut(d *db.Document) DocumentJSON {
+func DocumentOut(d *db.StoredDoc) DocumentJSON {
 	out := DocumentJSON{ID: d.ID, Num: d.Num, Shingles: len(d.Shingles), HasText: d.HasText,
 		ShingleSet: make([]string, len(d.Shingles)), Signature: nonNil(d.Signature)}
 	if d.HasText {
@@ -159,8 +159,8 @@ func DocumentOut(d *db.Document) DocumentJSON {
 }
 
 // Document converts d back.
-func (d DocumentJSON) Document() (*db.Document, error) {
-	out := &db.Document{ID: d.ID, Num: d.Num, HasText: d.HasText, Signature: nilIfEmpty(d.Signature)}
+func (d DocumentJSON) Document() (*db.StoredDoc, error) {
+	out := &db.StoredDoc{ID: d.ID, Num: d.Num, HasText: d.HasText, Signature: nilIfEmpty(d.Signature)}
 	if d.Text != nil {
 		out.Text = *d.Text
 	}
