@@ -576,3 +576,63 @@ func TestLoadSets(t *testing.T) {
 		t.Fatalf("%d documents loaded", n)
 	}
 }
+
+// Ensure that Pairs in a none index pairs signatures put with each other
+// (at their estimate, the oracle computed here), and, as PutSignature
+// says, never a signature put with a set put: a signature has no set size
+// for Pairs' size filter.
+func TestPairsOfSignatures(t *testing.T) {
+	d := mustOpen(t, t.TempDir(), &Options{Storage: StorageNone, Threshold: 0.5})
+	defer d.Close()
+	sk, err := minhash.NewSketcher(minhash.SketchOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := make([]uint64, 100)
+	for i := range set {
+		set[i] = uint64(i) * 0x9e3779b97f4a7c15
+	}
+	a, b := sk.Sketch(nil, set), sk.Sketch(nil, set[:90])
+	if err := d.PutSignature("a", a, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.PutSignature("b", b, nil); err != nil {
+		t.Fatal(err)
+	}
+	toks := make([]string, 50)
+	for i := range toks {
+		toks[i] = fmt.Sprint("t", i)
+	}
+	if err := d.PutSet("s1", Tokens(toks...), nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.PutSignature("s2", signOfTokens(t, d, toks), nil); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for p, err := range d.Pairs(context.Background(), nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, fmt.Sprintf("%s-%s %.4f", p.A, p.B, p.Jaccard))
+	}
+	want := []string{fmt.Sprintf("a-b %.4f", minhash.Estimate(a, b))}
+	if !slices.Equal(got, want) {
+		t.Fatalf("pairs %v, want %v", got, want)
+	}
+}
+
+// signOfTokens is the index's signature of a set of tokens, computed
+// outside it.
+func signOfTokens(t *testing.T, d *DB, toks []string) []uint32 {
+	p := d.Params()
+	sk, err := minhash.NewSketcher(minhash.SketchOptions{Scheme: p.Scheme, NumPerm: p.NumPerm, Seed: p.Seed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var e []uint64
+	for _, tok := range toks {
+		e = append(e, sk.TokenElement(tok))
+	}
+	return sk.Sketch(nil, e)
+}
