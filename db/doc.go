@@ -20,6 +20,17 @@
 // threshold happens with probability Params().Bands.Probability(t) (0.99
 // or more with the default, recall-first banding).
 //
+// # Input other than text
+//
+// A document may also be the caller's own tokens or token hashes ([Tokens],
+// [Hashes]: [DB.PutSet], [DB.QuerySet]) in an index that keeps sets
+// (Options.Storage), or a precomputed signature ([DB.PutSignature],
+// [DB.QuerySignature]), whose answers are estimates. With
+// minhash.SchemeDatasketch the signatures are those of the Python library
+// datasketch. [DB.QueryMany] answers many queries of any kind concurrently
+// on one snapshot, and every [Match] carries its document's metadata (and
+// its text, with QueryOptions.WithText).
+//
 // # Durability
 //
 // Every write is one atomic Pebble batch, committed with sync before the
@@ -40,7 +51,8 @@
 // Every method is safe for concurrent use. Writes are serialized; reads
 // run in parallel and each sees one consistent snapshot. The long calls
 // ([DB.Load], [DB.Pairs], [DB.Clusters], [DB.Check], [DB.Stats],
-// [DB.Buckets], [DB.Query], [DB.QueryID], [DB.PurgeEmptyLists]) take a
+// [DB.Buckets], [DB.Query], [DB.QueryID], [DB.QuerySet], [DB.QuerySignature],
+// [DB.QueryMany], [DB.PurgeEmptyLists]) take a
 // context.Context: cancelling it stops them at their next check with
 // ctx's error, and stores nothing half-done.
 //
