@@ -14,9 +14,9 @@ import (
 )
 
 // allDocs returns every stored document by id.
-func allDocs(t *testing.T, d *DB) map[string]*Document {
+func allDocs(t *testing.T, d *DB) map[string]*StoredDoc {
 	t.Helper()
-	out := map[string]*Document{}
+	out := map[string]*StoredDoc{}
 	for doc, err := range d.All() {
 		if err != nil {
 			t.Fatal(err)
@@ -41,11 +41,11 @@ func TestBackup(t *testing.T) {
 				docs = append(docs, Doc{ID: fmt.Sprintf("d%03d", i), Text: fmt.Sprintf("document %d about %s, version %d", i, []string{"foxes", "owls", "cats"}[i%3], i%7),
 					Meta: []byte{byte(i)}})
 			}
-			if err := src.PutDocs(docs[:200], nil); err != nil {
+			if _, err := src.PutBatch(docs[:200], nil); err != nil {
 				t.Fatal(err)
 			}
 			// NB: unsynced: the backup must still hold them.
-			if err := src.PutDocs(docs[200:], &WriteOptions{NoSync: true}); err != nil {
+			if _, err := src.PutBatch(docs[200:], &WriteOptions{NoSync: true}); err != nil {
 				t.Fatal(err)
 			}
 			if err := src.Delete("d007", nil); err != nil {
@@ -61,7 +61,7 @@ func TestBackup(t *testing.T) {
 				t.Fatal(err)
 			}
 			// Later writes to the source do not reach the copy.
-			if err := src.Put("after", "a document stored after the backup"); err != nil {
+			if err := src.Put(Doc{ID: "after", Text: "a document stored after the backup"}, nil); err != nil {
 				t.Fatal(err)
 			}
 			if err := src.Delete("d010", nil); err != nil {
@@ -84,7 +84,7 @@ func TestBackup(t *testing.T) {
 				t.Errorf("query on the copy %+v %v, on the source %+v", gotQ, err, wantQ)
 			}
 			// The copy is a database of its own: it takes writes.
-			if err := cp.Put("own", "a write to the copy"); err != nil {
+			if err := cp.Put(Doc{ID: "own", Text: "a write to the copy"}, nil); err != nil {
 				t.Fatal(err)
 			}
 			if ok, _ := src.Has("own"); ok {
@@ -108,7 +108,7 @@ func TestBackupLive(t *testing.T) {
 	go func() {
 		defer wg.Done()
 		for i := 0; !stop.Load() || i < 50; i++ {
-			if err := src.Put(fmt.Sprintf("w%05d", i), fmt.Sprintf("live write number %d of the test", i)); err != nil {
+			if err := src.Put(Doc{ID: fmt.Sprintf("w%05d", i), Text: fmt.Sprintf("live write number %d of the test", i)}, nil); err != nil {
 				t.Error(err)
 				return
 			}
@@ -161,7 +161,7 @@ func TestBackupErrors(t *testing.T) {
 	ctx := context.Background()
 	dir := filepath.Join(t.TempDir(), "src")
 	src := mustOpen(t, dir, nil)
-	src.Put("a", "a document to back up")
+	src.Put(Doc{ID: "a", Text: "a document to back up"}, nil)
 	if err := src.Backup(ctx, t.TempDir()); !errors.Is(err, ErrInvalidOptions) || !errors.Is(err, fs.ErrExist) {
 		t.Errorf("an existing directory: %v", err)
 	}

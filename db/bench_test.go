@@ -123,7 +123,7 @@ var benchIndex = sync.OnceValues(func() (*DB, error) {
 		return nil, err
 	}
 	for i := 0; i < len(docs); i += 1000 {
-		if err := d.PutDocs(docs[i:min(i+1000, len(docs))], nil); err != nil {
+		if _, err := d.PutBatch(docs[i:min(i+1000, len(docs))], nil); err != nil {
 			return nil, err
 		}
 	}
@@ -252,7 +252,7 @@ func BenchmarkPut(b *testing.B) {
 		}
 		sig += time.Since(start)
 		start = time.Now()
-		if err := d.PutDocs(batch, nil); err != nil {
+		if _, err := d.PutBatch(batch, nil); err != nil {
 			b.Fatal(err)
 		}
 		put += time.Since(start)

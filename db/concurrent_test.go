@@ -12,10 +12,10 @@ import (
 
 // Ensure that concurrent writers and readers are safe (run with -race) and
 // that every query sees one consistent state: two documents always written
-// together (in one PutDocs, with identical texts) are found together or
+// together (in one PutBatch, with identical texts) are found together or
 // not at all; the database checks clean at the end.
 func TestConcurrentReadersAndWriters(t *testing.T) {
-	d := mustOpen(t, "db", &Options{FS: vfs.NewMem(), NoSync: true})
+	d := mustOpen(t, "db", &Options{fs: vfs.NewMem(), NoSync: true})
 	defer d.Close()
 	const writers, readers, rounds = 3, 3, 150
 	var wg sync.WaitGroup
@@ -31,7 +31,7 @@ func TestConcurrentReadersAndWriters(t *testing.T) {
 			for i := range rounds {
 				text := textOf(w, i)
 				pair := []Doc{{ID: fmt.Sprintf("w%d-%d-a", w, i%10), Text: text}, {ID: fmt.Sprintf("w%d-%d-b", w, i%10), Text: text}}
-				if err := d.PutDocs(pair, nil); err != nil {
+				if _, err := d.PutBatch(pair, nil); err != nil {
 					errc <- err
 					return
 				}

@@ -31,7 +31,7 @@ func TestCrash(t *testing.T) {
 		t.Run(fmt.Sprint(trial), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(uint64(trial), 42))
 			fs := vfs.NewCrashableMem()
-			d := mustOpen(t, "db", &Options{FS: fs})
+			d := mustOpen(t, "db", &Options{fs: fs})
 			m := newModel(t, d.Params())
 			states := []map[string]modelDoc{{}} // states[i]: after i acknowledged writes
 			synced := []bool{true}
@@ -55,12 +55,12 @@ func TestCrash(t *testing.T) {
 					switch op := wrng.IntN(10); {
 					case op < 6:
 						text := randomText(wrng, texts)
-						if err = d.PutDocs([]Doc{{ID: id, Text: text}}, wo); err == nil {
+						if _, err = d.PutBatch([]Doc{{ID: id, Text: text}}, wo); err == nil {
 							m.docs[id] = m.doc(text)
 						}
 					case op < 8:
 						docs := []Doc{{ID: id, Text: randomText(wrng, texts)}, {ID: fmt.Sprintf("doc-%d", wrng.IntN(40)), Text: randomText(wrng, texts)}}
-						if err = d.PutDocs(docs, wo); err == nil {
+						if _, err = d.PutBatch(docs, wo); err == nil {
 							for _, doc := range docs {
 								m.docs[doc.ID] = m.doc(doc.Text)
 							}
@@ -98,7 +98,7 @@ func TestCrash(t *testing.T) {
 				}
 			}
 			hi := min(after+1, len(states)-1) // a write in flight may have landed
-			r := mustOpen(t, "db", &Options{FS: crashed})
+			r := mustOpen(t, "db", &Options{fs: crashed})
 			defer r.Close()
 			got := stateOf(t, r)
 			found := -1
@@ -120,7 +120,7 @@ func TestCrash(t *testing.T) {
 				t.Fatalf("Count = %d, %d documents", n, len(got))
 			}
 			// The recovered database takes writes and they survive a reopen.
-			if err := r.Put("after-crash", "a document written after recovery"); err != nil {
+			if err := r.Put(Doc{ID: "after-crash", Text: "a document written after recovery"}, nil); err != nil {
 				t.Fatal(err)
 			}
 		})

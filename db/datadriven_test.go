@@ -70,7 +70,7 @@ func TestDataDriven(t *testing.T) {
 			}
 			switch td.Cmd {
 			case "open":
-				o := &Options{FS: fs, Threshold: float("threshold"), NumPerm: integer("num-perm"),
+				o := &Options{fs: fs, Threshold: float("threshold"), NumPerm: integer("num-perm"),
 					StoreText: td.HasArg("store-text"), MaxDocBytes: integer("max-doc-bytes")}
 				nd, err := Open("db", o)
 				if err != nil {
@@ -87,9 +87,9 @@ func TestDataDriven(t *testing.T) {
 			case "put":
 				var err error
 				if td.HasArg("meta") {
-					err = d.PutDocs([]Doc{{ID: arg("id"), Text: td.Input, Meta: []byte(arg("meta"))}}, nil)
+					_, err = d.PutBatch([]Doc{{ID: arg("id"), Text: td.Input, Meta: []byte(arg("meta"))}}, nil)
 				} else {
-					err = d.Put(arg("id"), td.Input)
+					err = d.Put(Doc{ID: arg("id"), Text: td.Input}, nil)
 				}
 				if err != nil {
 					return errString(err)
@@ -101,7 +101,7 @@ func TestDataDriven(t *testing.T) {
 					id, text, _ := strings.Cut(line, ":")
 					docs = append(docs, Doc{ID: strings.TrimSpace(id), Text: strings.TrimSpace(text)})
 				}
-				if err := d.PutDocs(docs, nil); err != nil {
+				if _, err := d.PutBatch(docs, nil); err != nil {
 					return errString(err)
 				}
 				return fmt.Sprintf("ok, %d documents\n", len(docs))

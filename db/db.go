@@ -36,7 +36,7 @@ const blockSize = 32 << 10
 // other process (or DB value) can take before.
 type DB struct {
 	dir   string
-	opts  Options
+	opts  handleOptions
 	pdb   *pebble.DB
 	popts *pebble.Options // as opened, defaults filled in (Load's SSTables follow them)
 	lock  *pebble.Lock
@@ -85,7 +85,7 @@ func Open(dir string, opts *Options) (*DB, error) {
 		return nil, err
 	}
 	o.ensureDefaults()
-	created, err := prepareDir(o.FS, dir, &o)
+	created, err := prepareDir(o.fs, dir, &o)
 	if err != nil {
 		return nil, err
 	}
@@ -93,7 +93,7 @@ func Open(dir string, opts *Options) (*DB, error) {
 	if err != nil && created {
 		// NB: a failed Open (bad creation options, a full disk) leaves no
 		// half-made database behind for a later Open to take as real.
-		o.FS.RemoveAll(dir)
+		o.fs.RemoveAll(dir)
 	}
 	return db, err
 }
@@ -103,7 +103,7 @@ func openIn(dir string, o Options) (*DB, error) {
 	if !o.ReadOnly {
 		// NB: a writable open writes (a new WAL, a MANIFEST), and Pebble
 		// panics when it runs out of space mid-way.
-		if err := roomIn(o.FS, dir, min(o.DiskReserve, openReserve), 0); err != nil {
+		if err := roomIn(o.fs, dir, min(o.DiskReserve, openReserve), 0); err != nil {
 			return nil, fmt.Errorf("%w (open it read-only to read it)", err)
 		}
 	}
@@ -120,7 +120,7 @@ func openIn(dir string, o Options) (*DB, error) {
 	cache := pebble.NewCache(o.CacheSize)
 	defer cache.Unref()
 	popts := &pebble.Options{
-		FS:                 o.FS,
+		FS:                 o.fs,
 		Lock:               lock,
 		Cache:              cache,
 		Merger:             compaction.Merger,
@@ -174,19 +174,19 @@ func openIn(dir string, o Options) (*DB, error) {
 		// The temporary files of a load that was interrupted (crash, kill)
 		// before its ingest: the index never saw them.
 		// So are the spilled candidates of a Pairs run that was interrupted.
-		names, _ := o.FS.List(dir)
+		names, _ := o.fs.List(dir)
 		for _, n := range names {
 			if n != loadTmpDir && !(strings.HasPrefix(n, "lshdb-pairs-") && strings.HasSuffix(n, ".tmp")) {
 				continue
 			}
-			if err := o.FS.RemoveAll(o.FS.PathJoin(dir, n)); err != nil {
+			if err := o.fs.RemoveAll(o.fs.PathJoin(dir, n)); err != nil {
 				pdb.Close()
 				lock.Close()
 				return nil, fmt.Errorf("lshdb: removing an interrupted load's or pairs run's files: %w", err)
 			}
 		}
 	}
-	db := &DB{dir: dir, opts: o, pdb: pdb, popts: popts, lock: lock, qcache: newQueryCache(o.QueryCacheSize)}
+	db := &DB{dir: dir, opts: handleOptions{Options: o, FS: o.fs}, pdb: pdb, popts: popts, lock: lock, qcache: newQueryCache(o.QueryCacheSize)}
 	db.closing, db.closeCancel = context.WithCancelCause(context.Background())
 	db.open = make(map[*openIter]struct{})
 	if err := db.loadManifest(); err != nil {
@@ -323,6 +323,9 @@ func (db *DB) create() error {
 		Storage:       cmp.Or(o.Storage, StorageText),
 		Bands:         o.Bands,
 		Rows:          o.Rows,
+	}
+	if m.Seed == 0 && o.Scheme == minhash.SchemeDatasketch {
+		m.Seed = DatasketchSeed
 	}
 	if m.ShingleSize == 0 {
 		m.ShingleSize = minhash.DefaultCharK

@@ -20,16 +20,16 @@ import (
 func TestDiskReserve(t *testing.T) {
 	fs := vfs.NewMem()
 	fs.TestingSetDiskUsage(vfs.DiskUsage{AvailBytes: 1 << 20, TotalBytes: 1 << 30})
-	if _, err := Open("idx", &Options{FS: fs, DiskReserve: 8 << 20}); !errors.Is(err, ErrDiskFull) {
+	if _, err := Open("idx", &Options{fs: fs, DiskReserve: 8 << 20}); !errors.Is(err, ErrDiskFull) {
 		t.Fatalf("writable Open with 1 MiB free: %v, want ErrDiskFull", err)
 	}
 	fs.TestingSetDiskUsage(vfs.DiskUsage{AvailBytes: 1 << 30, TotalBytes: 1 << 30})
-	d := mustOpen(t, "idx", &Options{FS: fs, DiskReserve: 8 << 20})
-	if err := d.Put("a", "the first document, stored while there is room"); err != nil {
+	d := mustOpen(t, "idx", &Options{fs: fs, DiskReserve: 8 << 20})
+	if err := d.Put(Doc{ID: "a", Text: "the first document, stored while there is room"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	fs.TestingSetDiskUsage(vfs.DiskUsage{AvailBytes: 4 << 20, TotalBytes: 1 << 30})
-	if err := d.Put("b", "a second document, refused: the disk is nearly full"); !errors.Is(err, ErrDiskFull) {
+	if err := d.Put(Doc{ID: "b", Text: "a second document, refused: the disk is nearly full"}, nil); !errors.Is(err, ErrDiskFull) {
 		t.Fatalf("Put with 4 MiB free: %v, want ErrDiskFull", err)
 	}
 	if err := d.Delete("a", nil); !errors.Is(err, ErrDiskFull) {
@@ -54,7 +54,7 @@ func TestDiskReserve(t *testing.T) {
 		t.Fatal("the refused document was stored")
 	}
 	fs.TestingSetDiskUsage(vfs.DiskUsage{AvailBytes: 1 << 30, TotalBytes: 1 << 30})
-	if err := d.Put("b", "a second document, stored once there is room again"); err != nil {
+	if err := d.Put(Doc{ID: "b", Text: "a second document, stored once there is room again"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := d.Close(); err != nil {
@@ -63,11 +63,11 @@ func TestDiskReserve(t *testing.T) {
 	// A writable Open needs less room than a write: an index whose writes
 	// are refused still opens and answers reads.
 	fs.TestingSetDiskUsage(vfs.DiskUsage{AvailBytes: 16 << 20, TotalBytes: 1 << 30})
-	w := mustOpen(t, "idx", &Options{FS: fs, DiskReserve: 64 << 20})
+	w := mustOpen(t, "idx", &Options{fs: fs, DiskReserve: 64 << 20})
 	if n, _ := w.Count(); n != 2 {
 		t.Fatalf("Count = %d with 16 MiB free, want 2", n)
 	}
-	if err := w.Put("c", "refused: below the 64 MiB reserve"); !errors.Is(err, ErrDiskFull) {
+	if err := w.Put(Doc{ID: "c", Text: "refused: below the 64 MiB reserve"}, nil); !errors.Is(err, ErrDiskFull) {
 		t.Fatalf("Put with 16 MiB free and a 64 MiB reserve: %v, want ErrDiskFull", err)
 	}
 	if err := w.Close(); err != nil {
@@ -75,7 +75,7 @@ func TestDiskReserve(t *testing.T) {
 	}
 	// Read-only opens need no room.
 	fs.TestingSetDiskUsage(vfs.DiskUsage{AvailBytes: 1, TotalBytes: 1 << 30})
-	r := mustOpen(t, "idx", &Options{FS: fs, ReadOnly: true, DiskReserve: 8 << 20})
+	r := mustOpen(t, "idx", &Options{fs: fs, ReadOnly: true, DiskReserve: 8 << 20})
 	defer r.Close()
 	if n, _ := r.Count(); n != 2 {
 		t.Fatalf("Count = %d after reopening, want 2", n)
@@ -120,7 +120,7 @@ func diskFullChild(t *testing.T, dir string) {
 			n := batch*200 + i
 			docs = append(docs, Doc{ID: fmt.Sprintf("doc-%07d", n), Text: strings.Repeat(fmt.Sprintf("words of document %d ", n), 40)})
 		}
-		if err = d.PutDocs(docs, nil); err != nil {
+		if _, err = d.PutBatch(docs, nil); err != nil {
 			break
 		}
 		stored += len(docs)
@@ -141,7 +141,7 @@ func diskFullChild(t *testing.T, dir string) {
 		t.Fatalf("Count = %d after reopening, want the %d acknowledged", n, stored)
 	}
 	for i := 0; ; i++ {
-		err := w.Put(fmt.Sprintf("more-%d", i), strings.Repeat(fmt.Sprintf("more words %d ", i), 40))
+		err := w.Put(Doc{ID: fmt.Sprintf("more-%d", i), Text: strings.Repeat(fmt.Sprintf("more words %d ", i), 40)}, nil)
 		if errors.Is(err, ErrDiskFull) {
 			break
 		}
@@ -182,7 +182,7 @@ func BenchmarkPutOneReserve(b *testing.B) {
 			defer d.Close()
 			i := 0
 			for b.Loop() {
-				if err := d.Put(fmt.Sprintf("doc-%d", i), fmt.Sprintf("a small document, number %d of many", i)); err != nil {
+				if err := d.Put(Doc{ID: fmt.Sprintf("doc-%d", i), Text: fmt.Sprintf("a small document, number %d of many", i)}, nil); err != nil {
 					b.Fatal(err)
 				}
 				i++

@@ -7,7 +7,7 @@
 //	d, err := db.Open("/var/lib/mydocs", nil) // creates it with the defaults
 //	if err != nil { ... }
 //	defer d.Close()
-//	err = d.Put("doc-1", "The quick brown fox jumps over the lazy dog")
+//	err = d.Put(db.Doc{ID: "doc-1", Text: "The quick brown fox jumps over the lazy dog"}, nil)
 //	res, err := d.Query(ctx, "The quick brown fox jumped over the lazy dog", nil)
 //	for _, m := range res.Matches { fmt.Println(m.ID, m.Jaccard) }
 //
@@ -19,6 +19,17 @@
 // pair is found when it shares at least one band, which for a pair at the
 // threshold happens with probability Params().Bands.Probability(t) (0.99
 // or more with the default, recall-first banding).
+//
+// # Input other than text
+//
+// A document may also be the caller's own tokens or token hashes ([Tokens],
+// [Hashes]: [DB.PutSet], [DB.QuerySet]) in an index that keeps sets
+// (Options.Storage), or a precomputed signature ([DB.PutSignature],
+// [DB.QuerySignature]), whose answers are estimates. With
+// minhash.SchemeDatasketch the signatures are those of the Python library
+// datasketch. [DB.QueryMany] answers many queries of any kind concurrently
+// on one snapshot, and every [Match] carries its document's metadata (and
+// its text, with QueryOptions.WithText).
 //
 // # Durability
 //
@@ -40,7 +51,8 @@
 // Every method is safe for concurrent use. Writes are serialized; reads
 // run in parallel and each sees one consistent snapshot. The long calls
 // ([DB.Load], [DB.Pairs], [DB.Clusters], [DB.Check], [DB.Stats],
-// [DB.Buckets], [DB.Query], [DB.QueryID], [DB.PurgeEmptyLists]) take a
+// [DB.Buckets], [DB.Query], [DB.QueryID], [DB.QuerySet], [DB.QuerySignature],
+// [DB.QueryMany], [DB.PurgeEmptyLists]) take a
 // context.Context: cancelling it stops them at their next check with
 // ctx's error, and stores nothing half-done.
 //

@@ -54,6 +54,20 @@ var (
 	ErrNotExist = errors.New("lshdb: database does not exist")
 	// ErrReadOnly is returned by a write to a database opened read-only.
 	ErrReadOnly = errors.New("lshdb: database is open read-only")
+	// ErrStorageMode is returned when a write gives a document in a form
+	// the index's storage mode (Options.Storage) cannot keep: a set
+	// (Doc.Set, PutSet) for a text index, which verifies from stored text,
+	// or a signature alone (Doc.Signature, PutSignature) for a text or sets
+	// index, which verify every answer exactly. Nothing is written.
+	ErrStorageMode = errors.New("lshdb: the index's storage mode cannot keep this document")
+	// ErrInvalidSignature is returned when a signature given as input
+	// (PutSignature, QuerySignature, Doc.Signature) does not have the
+	// index's NumPerm values.
+	ErrInvalidSignature = errors.New("lshdb: signature does not fit the index")
+	// ErrInvalidDoc is returned when a Doc gives more than one of Text,
+	// Set and Signature, or a Set holds a hash outside the scheme's range
+	// (datasketch's hashes are 32-bit).
+	ErrInvalidDoc = errors.New("lshdb: invalid document")
 	// ErrDiskFull is returned by a write (and a writable Open) when the
 	// filesystem holding the database has less than Options.DiskReserve
 	// free. Nothing of the refused write is stored; reads go on working.

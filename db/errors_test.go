@@ -76,8 +76,8 @@ func TestErrLocked(t *testing.T) {
 // options take the stored values.
 func TestErrParamsMismatch(t *testing.T) {
 	fs := vfs.NewMem()
-	mustOpen(t, "db", &Options{FS: fs, NumPerm: 64, Threshold: 0.7, StoreText: true}).Close()
-	_, err := Open("db", &Options{FS: fs, NumPerm: 128})
+	mustOpen(t, "db", &Options{fs: fs, NumPerm: 64, Threshold: 0.7, StoreText: true}).Close()
+	_, err := Open("db", &Options{fs: fs, NumPerm: 128})
 	var me *MismatchError
 	if !errors.Is(err, ErrParamsMismatch) || !errors.As(err, &me) || me.Field != "NumPerm" || me.Stored != 64 || me.Requested != 128 {
 		t.Fatalf("mismatch: %v", err)
@@ -85,7 +85,7 @@ func TestErrParamsMismatch(t *testing.T) {
 	if !strings.Contains(err.Error(), "NumPerm is 64 in the database, 128 was requested") {
 		t.Errorf("message: %v", err)
 	}
-	d := mustOpen(t, "db", &Options{FS: fs})
+	d := mustOpen(t, "db", &Options{fs: fs})
 	defer d.Close()
 	if p := d.Params(); p.NumPerm != 64 || p.Threshold != 0.7 || !p.StoreText {
 		t.Fatalf("stored params not taken: %+v", p)
@@ -96,8 +96,8 @@ func TestErrParamsMismatch(t *testing.T) {
 // that stored bytes that do not decode are reported as ErrCorrupt.
 func TestErrFormatTooNewAndCorrupt(t *testing.T) {
 	fs := vfs.NewMem()
-	d := mustOpen(t, "db", &Options{FS: fs})
-	if err := d.Put("a", "some text here"); err != nil {
+	d := mustOpen(t, "db", &Options{fs: fs})
+	if err := d.Put(Doc{ID: "a", Text: "some text here"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	d.Close()
@@ -111,7 +111,7 @@ func TestErrFormatTooNewAndCorrupt(t *testing.T) {
 	}
 	// A corrupt doc record.
 	raw(func(p *pebble.DB) { p.Set(codec.AppendDocKey(nil, 1), []byte{1, 0, 200}, pebble.Sync) })
-	d = mustOpen(t, "db", &Options{FS: fs})
+	d = mustOpen(t, "db", &Options{fs: fs})
 	if _, err := d.Get("a"); !errors.Is(err, ErrCorrupt) {
 		t.Errorf("Get of a corrupt record: %v", err)
 	}
@@ -127,7 +127,7 @@ func TestErrFormatTooNewAndCorrupt(t *testing.T) {
 		m, _ := codec.EncodeManifest(&codec.Manifest{FormatVersion: codec.FormatVersion + 1})
 		p.Set(codec.ManifestKey, m, pebble.Sync)
 	})
-	if _, err := Open("db", &Options{FS: fs}); !errors.Is(err, ErrFormatTooNew) {
+	if _, err := Open("db", &Options{fs: fs}); !errors.Is(err, ErrFormatTooNew) {
 		t.Fatalf("newer format: %v", err)
 	}
 }
@@ -138,7 +138,7 @@ func TestErrCorruptSSTable(t *testing.T) {
 	dir := t.TempDir()
 	d := mustOpen(t, dir, nil)
 	for i := range 200 {
-		if err := d.Put(string(rune('a'+i%26))+strings.Repeat("x", i), strings.Repeat("lorem ipsum dolor ", 1+i%7)+string(rune('a'+i%26))); err != nil {
+		if err := d.Put(Doc{ID: string(rune('a'+i%26)) + strings.Repeat("x", i), Text: strings.Repeat("lorem ipsum dolor ", 1+i%7) + string(rune('a'+i%26))}, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -174,9 +174,9 @@ func TestErrCorruptSSTable(t *testing.T) {
 // Ensure that bad documents and ids are refused with their sentinels and
 // leave the stored data intact.
 func TestErrBadInput(t *testing.T) {
-	d := mustOpen(t, "db", &Options{FS: vfs.NewMem(), MaxDocBytes: 1000})
+	d := mustOpen(t, "db", &Options{fs: vfs.NewMem(), MaxDocBytes: 1000})
 	defer d.Close()
-	if err := d.Put("keep", "a document that stays"); err != nil {
+	if err := d.Put(Doc{ID: "keep", Text: "a document that stays"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {
@@ -191,7 +191,7 @@ func TestErrBadInput(t *testing.T) {
 		{"big", strings.Repeat("y", 1001), ErrDocTooLarge},
 		{"keep", "", ErrEmptyDocument}, // a bad upsert leaves the old version
 	} {
-		if err := d.Put(c.id, c.text); !errors.Is(err, c.want) {
+		if err := d.Put(Doc{ID: c.id, Text: c.text}, nil); !errors.Is(err, c.want) {
 			t.Errorf("Put(%.20q, %.20q) = %v, want %v", c.id, c.text, err, c.want)
 		}
 	}
@@ -221,13 +221,13 @@ func TestErrBadInput(t *testing.T) {
 
 // Ensure that every method of a closed DB returns ErrClosed.
 func TestErrClosed(t *testing.T) {
-	d := mustOpen(t, "db", &Options{FS: vfs.NewMem()})
+	d := mustOpen(t, "db", &Options{fs: vfs.NewMem()})
 	if err := d.Close(); err != nil {
 		t.Fatal(err)
 	}
 	for name, err := range map[string]error{
 		"Close":  d.Close(),
-		"Put":    d.Put("a", "b"),
+		"Put":    d.Put(Doc{ID: "a", Text: "b"}, nil),
 		"Delete": d.Delete("a", nil),
 		"Get":    func() error { _, err := d.Get("a"); return err }(),
 		"Has":    func() error { _, err := d.Has("a"); return err }(),
@@ -291,14 +291,14 @@ func TestErrNotIndex(t *testing.T) {
 func TestReadOnly(t *testing.T) {
 	dir := t.TempDir()
 	d := mustOpen(t, dir, nil)
-	d.Put("a", "alpha beta gamma")
+	d.Put(Doc{ID: "a", Text: "alpha beta gamma"}, nil)
 	d.Close()
 	ro := mustOpen(t, dir, &Options{ReadOnly: true})
 	defer ro.Close()
 	if _, err := ro.Get("a"); err != nil {
 		t.Fatal(err)
 	}
-	if err := ro.Put("b", "x y z"); !errors.Is(err, ErrReadOnly) {
+	if err := ro.Put(Doc{ID: "b", Text: "x y z"}, nil); !errors.Is(err, ErrReadOnly) {
 		t.Fatalf("Put on read-only: %v", err)
 	}
 }

@@ -20,12 +20,12 @@ func ExampleDB_Backup() {
 		log.Fatal(err)
 	}
 	defer d.Close()
-	d.Put("fox", "The quick brown fox jumps over the lazy dog")
+	d.Put(db.Doc{ID: "fox", Text: "The quick brown fox jumps over the lazy dog"}, nil)
 
 	if err := d.Backup(context.Background(), filepath.Join(dir, "copy")); err != nil {
 		log.Fatal(err)
 	}
-	d.Put("cat", "A sentence stored after the backup") // not in the copy
+	d.Put(db.Doc{ID: "cat", Text: "A sentence stored after the backup"}, nil) // not in the copy
 
 	cp, err := db.Open(filepath.Join(dir, "copy"), &db.Options{ReadOnly: true})
 	if err != nil {

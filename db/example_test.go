@@ -24,7 +24,7 @@ func Example() {
 	}
 	defer d.Close()
 
-	err = d.PutDocs([]db.Doc{
+	_, err = d.PutBatch([]db.Doc{
 		{ID: "fox-1", Text: "The quick brown fox jumps over the lazy dog"},
 		{ID: "fox-2", Text: "The quick brown fox jumps over the lazy dog!"},
 		{ID: "cat", Text: "A completely different sentence about a cat"},
@@ -111,7 +111,7 @@ func ExampleDB_Clusters() {
 		log.Fatal(err)
 	}
 	defer d.Close()
-	err = d.PutDocs([]db.Doc{
+	_, err = d.PutBatch([]db.Doc{
 		{ID: "v1", Text: "Release notes: fixed a crash when opening large files"},
 		{ID: "other", Text: "An unrelated announcement about the spring meeting"},
 		{ID: "v2", Text: "Release notes: fixed a crash when opening large files."},
@@ -170,7 +170,7 @@ func ExampleDB_All() {
 		log.Fatal(err)
 	}
 	defer d.Close()
-	if err := d.PutDocs([]db.Doc{{ID: "x", Text: "first text"}, {ID: "y", Text: "second text"}}, nil); err != nil {
+	if _, err := d.PutBatch([]db.Doc{{ID: "x", Text: "first text"}, {ID: "y", Text: "second text"}}, nil); err != nil {
 		log.Fatal(err)
 	}
 	for doc, err := range d.All() {
@@ -195,7 +195,7 @@ func Example_errorsIs() {
 	}
 	_, err = d.Get("missing")
 	fmt.Println(errors.Is(err, db.ErrNotFound))
-	err = d.Put("", "an empty id")
+	err = d.Put(db.Doc{ID: "", Text: "an empty id"}, nil)
 	fmt.Println(errors.Is(err, db.ErrInvalidID))
 	d.Close()
 	_, err = d.Count()
@@ -218,7 +218,7 @@ func ExampleDB_Pairs() {
 		log.Fatal(err)
 	}
 	defer d.Close()
-	err = d.PutDocs([]db.Doc{
+	_, err = d.PutBatch([]db.Doc{
 		{ID: "orig", Text: "Water boils at one hundred degrees Celsius at sea level"},
 		{ID: "copy", Text: "Water boils at one hundred degrees Celsius at sea level."},
 		{ID: "same", Text: "water boils at one hundred degrees celsius at sea level"},

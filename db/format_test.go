@@ -172,7 +172,7 @@ func TestUpgradeFormat1(t *testing.T) {
 			}
 			// Writable again, and writes go on.
 			d = mustOpen(t, dir, nil)
-			if err := d.Put("new", docs["hunspell-nl"]+" again"); err != nil {
+			if err := d.Put(Doc{ID: "new", Text: docs["hunspell-nl"] + " again"}, nil); err != nil {
 				t.Fatal(err)
 			}
 			docs := maps.Clone(docs)
@@ -237,7 +237,7 @@ func TestFormat2And3Golden(t *testing.T) {
 				docs["new"] = docs["hunspell-nl"] + " again"
 				docs["libghc-aeson-dev"] += " upserted"
 				for _, id := range []string{"new", "libghc-aeson-dev"} {
-					if err := d.Put(id, docs[id]); err != nil {
+					if err := d.Put(Doc{ID: id, Text: docs[id]}, nil); err != nil {
 						t.Fatal(err)
 					}
 				}
@@ -265,10 +265,10 @@ func TestPairsReportsACorruptText(t *testing.T) {
 	defer d.Close()
 	docs := goldenDocs(t)
 	for id, text := range docs {
-		if err := d.Put(id, text); err != nil {
+		if err := d.Put(Doc{ID: id, Text: text}, nil); err != nil {
 			t.Fatal(err)
 		}
-		if err := d.Put(id+"-copy", text+" copy"); err != nil {
+		if err := d.Put(Doc{ID: id + "-copy", Text: text + " copy"}, nil); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -24,7 +24,7 @@ func TestInfoReadsNothing(t *testing.T) {
 	model := map[string]bool{}
 	for i := range 40 {
 		id := fmt.Sprintf("doc%02d", i%30) // ids 0-9 written twice: replaced
-		if err := d.Put(id, fmt.Sprintf("document number %d says something about %d things", i, i*7)); err != nil {
+		if err := d.Put(Doc{ID: id, Text: fmt.Sprintf("document number %d says something about %d things", i, i*7)}, nil); err != nil {
 			t.Fatal(err)
 		}
 		model[id] = true
@@ -57,7 +57,7 @@ func TestInfoReadsNothing(t *testing.T) {
 	}))
 	// A block cache too small to hold a block: every read of a record
 	// is a read of a file.
-	d = mustOpen(t, dir, &Options{ReadOnly: true, FS: fs, CacheSize: 1})
+	d = mustOpen(t, dir, &Options{ReadOnly: true, fs: fs, CacheSize: 1})
 	defer d.Close()
 	reads.Store(0)
 	info, err := d.Info()

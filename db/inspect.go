@@ -188,7 +188,7 @@ func (db *DB) Explain(a, b string) (*Explanation, error) {
 		return nil, err
 	}
 	defer db.mu.RUnlock()
-	it, err := db.queryIter()
+	it, err := db.queryIter(db.pdb)
 	if err != nil {
 		return nil, err
 	}
@@ -336,7 +336,7 @@ func (db *DB) PutIfNew(doc Doc, wo *WriteOptions) (*Match, error) {
 // putIfNewLocked is PutIfNew's check and insert. The caller holds db.mu
 // for reading and wmu, and waits on the syncWaiter after releasing wmu.
 func (db *DB) putIfNewLocked(doc *Doc, p prepared, wo *WriteOptions) (*Match, syncWaiter, error) {
-	it, err := db.queryIter()
+	it, err := db.queryIter(db.pdb)
 	if err != nil {
 		return nil, syncWaiter{}, err
 	}

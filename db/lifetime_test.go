@@ -20,7 +20,7 @@ func TestGetMetaOwned(t *testing.T) {
 	d := mustOpen(t, t.TempDir(), &Options{CacheSize: 64 << 10, NoSync: true})
 	defer d.Close()
 	want := bytes.Repeat([]byte("M"), 64)
-	if err := d.PutDocs([]Doc{{ID: "x", Text: "the meta of this document must survive", Meta: want}}, nil); err != nil {
+	if _, err := d.PutBatch([]Doc{{ID: "x", Text: "the meta of this document must survive", Meta: want}}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := d.pdb.Flush(); err != nil {
@@ -33,7 +33,7 @@ func TestGetMetaOwned(t *testing.T) {
 	// Churn: new blocks through the 64 KiB cache evict and reuse the one
 	// that held x.
 	for i := range 3000 {
-		if err := d.Put(fmt.Sprintf("churn-%d", i), strings.Repeat(fmt.Sprintf("text %d ", i), 20)); err != nil {
+		if err := d.Put(Doc{ID: fmt.Sprintf("churn-%d", i), Text: strings.Repeat(fmt.Sprintf("text %d ", i), 20)}, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -69,7 +69,7 @@ func closeWithin(t *testing.T, db *DB, d time.Duration) error {
 func TestCloseInsideAll(t *testing.T) {
 	d := mustOpen(t, t.TempDir(), &Options{NoSync: true})
 	for i := range 10 {
-		if err := d.Put(fmt.Sprintf("d%d", i), fmt.Sprintf("document number %d of ten", i)); err != nil {
+		if err := d.Put(Doc{ID: fmt.Sprintf("d%d", i), Text: fmt.Sprintf("document number %d of ten", i)}, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -110,7 +110,7 @@ func TestCloseInsidePairs(t *testing.T) {
 	for i := range 20 {
 		docs = append(docs, Doc{ID: fmt.Sprintf("copy-%d", i), Text: "one text in twenty identical copies"})
 	}
-	if err := d.PutDocs(docs, nil); err != nil {
+	if _, err := d.PutBatch(docs, nil); err != nil {
 		t.Fatal(err)
 	}
 	var seen int
@@ -146,7 +146,7 @@ func TestCloseInsidePairs(t *testing.T) {
 func TestWriteInsideAllWhileClosing(t *testing.T) {
 	d := mustOpen(t, t.TempDir(), &Options{NoSync: true})
 	for i := range 5 {
-		if err := d.Put(fmt.Sprintf("d%d", i), fmt.Sprintf("document number %d of five", i)); err != nil {
+		if err := d.Put(Doc{ID: fmt.Sprintf("d%d", i), Text: fmt.Sprintf("document number %d of five", i)}, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -165,7 +165,7 @@ func TestWriteInsideAllWhileClosing(t *testing.T) {
 				<-closing
 				time.Sleep(50 * time.Millisecond) // let Close wait for the lock
 			}
-			if err := d.Put("w", "a write made inside the loop body"); err != nil && !errors.Is(err, ErrClosed) {
+			if err := d.Put(Doc{ID: "w", Text: "a write made inside the loop body"}, nil); err != nil && !errors.Is(err, ErrClosed) {
 				t.Errorf("Put: %v", err)
 			}
 		}
@@ -185,7 +185,7 @@ func TestCancelledLongCalls(t *testing.T) {
 	for i := range 3000 {
 		docs = append(docs, Doc{ID: fmt.Sprintf("d%d", i), Text: fmt.Sprintf("document %d with some words %d", i, i*7919)})
 	}
-	if err := d.PutDocs(docs, nil); err != nil {
+	if _, err := d.PutBatch(docs, nil); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -229,7 +229,7 @@ func TestClustersIdenticalGroup(t *testing.T) {
 	}
 	docs = append(docs, Doc{ID: "near", Text: text + "!"}, Doc{ID: "other", Text: "nothing like the rest at all"})
 	want = append(want, "near")
-	if err := d.PutDocs(docs, nil); err != nil {
+	if _, err := d.PutBatch(docs, nil); err != nil {
 		t.Fatal(err)
 	}
 	cs, err := d.Clusters(context.Background(), nil)
@@ -249,7 +249,7 @@ func TestLoggerReceivesPebble(t *testing.T) {
 	var mu sync.Mutex
 	logger := slog.New(slog.NewTextHandler(&lockedWriter{w: &buf, mu: &mu}, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	d := mustOpen(t, t.TempDir(), &Options{Logger: logger, NoSync: true})
-	if err := d.Put("a", "a document to flush"); err != nil {
+	if err := d.Put(Doc{ID: "a", Text: "a document to flush"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := d.pdb.Flush(); err != nil {
@@ -286,7 +286,7 @@ func TestCancelInsideIdenticalGroup(t *testing.T) {
 	for i := range 3000 {
 		docs = append(docs, Doc{ID: fmt.Sprintf("copy-%04d", i), Text: "one notice copied three thousand times, word for word"})
 	}
-	if err := d.PutDocs(docs, nil); err != nil {
+	if _, err := d.PutBatch(docs, nil); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -95,7 +95,7 @@ type LoadResult struct {
 //
 // Hazards:
 //   - Load holds the database's writer lock for its whole run, reading
-//     docs included: every writer ([DB.Put], [DB.PutDocs],
+//     docs included: every writer ([DB.Put], [DB.PutBatch],
 //     [DB.PutBatch], [DB.PutIfNew], [DB.Delete], another Load) and
 //     [DB.PurgeEmptyLists] waits until it returns. Readers go on.
 //   - [DB.Close] cancels a Load in flight (it returns ErrClosed) and

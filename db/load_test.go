@@ -67,16 +67,16 @@ func TestLoadEqualsPuts(t *testing.T) {
 	for i := range n / 2 {
 		docs = append(docs, Doc{ID: docs[i].ID, Text: docs[n-1-i].Text + " (a new version)"})
 	}
-	puts := mustOpen(t, "puts", &Options{FS: vfs.NewMem(), NoSync: true})
+	puts := mustOpen(t, "puts", &Options{fs: vfs.NewMem(), NoSync: true})
 	defer puts.Close()
 	for _, d := range docs {
-		if err := puts.Put(d.ID, d.Text); err != nil {
+		if err := puts.Put(Doc{ID: d.ID, Text: d.Text}, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
 	want, wantRep := purgedStateOf(t, puts)
 
-	one := mustOpen(t, "one", &Options{FS: vfs.NewMem()})
+	one := mustOpen(t, "one", &Options{fs: vfs.NewMem()})
 	defer one.Close()
 	res, err := one.Load(context.Background(), seqOf(docs), &LoadOptions{Memory: 64 << 10, tableBytes: 1 << 20})
 	if err != nil {
@@ -93,7 +93,7 @@ func TestLoadEqualsPuts(t *testing.T) {
 		t.Fatalf("one load: check summary %+v, puts %+v", gotRep, wantRep)
 	}
 
-	four := mustOpen(t, "four", &Options{FS: vfs.NewMem()})
+	four := mustOpen(t, "four", &Options{fs: vfs.NewMem()})
 	defer four.Close()
 	for _, part := range [][]Doc{docs[:n/3], docs[n/3 : 2*n/3], docs[2*n/3 : n], docs[n:]} {
 		if _, err := four.Load(context.Background(), seqOf(part), &LoadOptions{Memory: 64 << 10, tableBytes: 1 << 20}); err != nil {
@@ -108,7 +108,7 @@ func TestLoadEqualsPuts(t *testing.T) {
 		t.Fatalf("four loads: check summary %+v, puts %+v", gotRep, wantRep)
 	}
 	// The loaded index keeps taking ordinary writes.
-	if err := four.Put("after", "a document after the loads"); err != nil {
+	if err := four.Put(Doc{ID: "after", Text: "a document after the loads"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if rep, err := four.Check(context.Background()); err != nil || !rep.OK() {
@@ -165,7 +165,7 @@ func TestLoadKilled(t *testing.T) {
 		dir := t.TempDir()
 		d := mustOpen(t, dir, nil)
 		for i := range 200 {
-			if err := d.Put(fmt.Sprintf("pre-%d", i), randomText(rng, nil)); err != nil {
+			if err := d.Put(Doc{ID: fmt.Sprintf("pre-%d", i), Text: randomText(rng, nil)}, nil); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -260,7 +260,7 @@ func indexState(t *testing.T, d *DB) string {
 func TestLoadStopsAtBadDocument(t *testing.T) {
 	d := mustOpen(t, t.TempDir(), nil)
 	defer d.Close()
-	if err := d.Put("pre", "a document stored before the load"); err != nil {
+	if err := d.Put(Doc{ID: "pre", Text: "a document stored before the load"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	before := indexState(t, d)
@@ -298,7 +298,7 @@ func TestLoadCancelled(t *testing.T) {
 			defer d.Close()
 			for i := range 20 {
 				// Some documents the load replaces.
-				if err := d.Put(fmt.Sprintf("d-%d", i*7), fmt.Sprintf("an old version of document %d", i)); err != nil {
+				if err := d.Put(Doc{ID: fmt.Sprintf("d-%d", i*7), Text: fmt.Sprintf("an old version of document %d", i)}, nil); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -429,9 +429,9 @@ func TestLoadDiskError(t *testing.T) {
 		}
 		return nil
 	}))
-	d := mustOpen(t, "db", &Options{FS: fs})
+	d := mustOpen(t, "db", &Options{fs: fs})
 	defer d.Close()
-	if err := d.Put("pre", "a document stored before the load"); err != nil {
+	if err := d.Put(Doc{ID: "pre", Text: "a document stored before the load"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	before := indexState(t, d)
@@ -452,7 +452,7 @@ func TestLoadDiskError(t *testing.T) {
 	if _, err := fs.Stat(fs.PathJoin("db", loadTmpDir)); err == nil {
 		t.Fatal("the load's directory is still there")
 	}
-	if err := d.Put("after", "a document stored after the failed load"); err != nil {
+	if err := d.Put(Doc{ID: "after", Text: "a document stored after the failed load"}, nil); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -477,9 +477,9 @@ func TestLoadIntoEmptiedIndex(t *testing.T) {
 	}
 	later := []Doc{{ID: "later-1", Text: first[60].Text}, {ID: "later-2", Text: second[10].Text + " and more"}}
 	build := func(name string, load bool) *DB {
-		d := mustOpen(t, name, &Options{FS: vfs.NewMem(), NoSync: true})
+		d := mustOpen(t, name, &Options{fs: vfs.NewMem(), NoSync: true})
 		for _, doc := range first {
-			if err := d.Put(doc.ID, doc.Text); err != nil {
+			if err := d.Put(Doc{ID: doc.ID, Text: doc.Text}, nil); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -494,7 +494,7 @@ func TestLoadIntoEmptiedIndex(t *testing.T) {
 			}
 		} else {
 			for _, doc := range second {
-				if err := d.Put(doc.ID, doc.Text); err != nil {
+				if err := d.Put(Doc{ID: doc.ID, Text: doc.Text}, nil); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -511,7 +511,7 @@ func TestLoadIntoEmptiedIndex(t *testing.T) {
 			t.Fatalf("round %d: documents, query answers or check summary differ from puts (%+v, %+v)", round, gotRep, wantRep)
 		}
 		for _, d := range []*DB{puts, loaded} {
-			if err := d.PutDocs(later, nil); err != nil {
+			if _, err := d.PutBatch(later, nil); err != nil {
 				t.Fatal(err)
 			}
 		}

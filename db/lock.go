@@ -20,7 +20,7 @@ func lockDirectory(dir string, o *Options) (*pebble.Lock, error) {
 	deadline := time.Now().Add(o.LockTimeout)
 	wait := 10 * time.Millisecond
 	for {
-		lock, err := pebble.LockDirectory(dir, o.FS)
+		lock, err := pebble.LockDirectory(dir, o.fs)
 		if err == nil || o.LockTimeout <= 0 || !isLockError(err) {
 			return lock, err
 		}

@@ -13,7 +13,7 @@ import (
 func TestLockTimeout(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "idx")
 	holder := mustOpen(t, dir, nil)
-	if err := holder.Put("a", "a document to find"); err != nil {
+	if err := holder.Put(Doc{ID: "a", Text: "a document to find"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -167,7 +168,7 @@ func sameMatches(got, want []Match) error {
 		return fmt.Errorf("%d matches, want %d:\n got %v\nwant %v", len(got), len(want), got, want)
 	}
 	for i := range got {
-		if got[i] != want[i] {
+		if !reflect.DeepEqual(got[i], want[i]) {
 			return fmt.Errorf("match %d is %+v, want %+v", i, got[i], want[i])
 		}
 	}
@@ -211,25 +212,25 @@ func runModel(t *testing.T, rng *rand.Rand, dir string, opts *Options, steps int
 		switch op := rng.IntN(110); {
 		case op < 35: // Put (insert or upsert)
 			id, text := pickID(), randomText(rng, texts())
-			if err := d.Put(id, text); err != nil {
+			if err := d.Put(Doc{ID: id, Text: text}, nil); err != nil {
 				t.Fatalf("step %d: Put: %v", step, err)
 			}
 			m.docs[id] = m.doc(text)
-		case op < 45: // PutDocs, with repeated ids
+		case op < 45: // PutBatch, with repeated ids
 			var docs []Doc
 			for range 1 + rng.IntN(6) {
 				docs = append(docs, Doc{ID: pickID(), Text: randomText(rng, texts())})
 			}
-			if err := d.PutDocs(docs, &WriteOptions{NoSync: rng.IntN(2) == 0}); err != nil {
-				t.Fatalf("step %d: PutDocs: %v", step, err)
+			if _, err := d.PutBatch(docs, &WriteOptions{NoSync: rng.IntN(2) == 0}); err != nil {
+				t.Fatalf("step %d: PutBatch: %v", step, err)
 			}
 			for _, doc := range docs {
 				m.docs[doc.ID] = m.doc(doc.Text)
 			}
 		case op < 55: // a batch with one bad document changes nothing
 			docs := []Doc{{ID: pickID(), Text: randomText(rng, texts())}, {ID: pickID(), Text: "   "}}
-			if err := d.PutDocs(docs, nil); !errors.Is(err, ErrEmptyDocument) {
-				t.Fatalf("step %d: PutDocs with an empty document: %v", step, err)
+			if _, err := d.PutBatch(docs, nil); !errors.Is(err, ErrEmptyDocument) {
+				t.Fatalf("step %d: PutBatch with an empty document: %v", step, err)
 			}
 		case op < 65: // Delete
 			id := pickID()
@@ -349,7 +350,7 @@ func runModel(t *testing.T, rng *rand.Rand, dir string, opts *Options, steps int
 			switch {
 			case len(want) == 0 && dup != nil:
 				t.Fatalf("step %d: PutIfNew refused %q as a duplicate of %v; the model has none", step, id, dup)
-			case len(want) > 0 && (dup == nil || *dup != want[0]):
+			case len(want) > 0 && (dup == nil || !reflect.DeepEqual(*dup, want[0])):
 				t.Fatalf("step %d: PutIfNew(%q) = %v, model's best match %v", step, id, dup, want[0])
 			case dup == nil:
 				m.docs[id] = q
@@ -359,7 +360,7 @@ func runModel(t *testing.T, rng *rand.Rand, dir string, opts *Options, steps int
 				if err := d.Close(); err != nil {
 					t.Fatal(err)
 				}
-				if d, err = Open(dir, &Options{FS: opts.FS}); err != nil {
+				if d, err = Open(dir, &Options{fs: opts.fs}); err != nil {
 					t.Fatalf("step %d: reopen: %v", step, err)
 				}
 			}
@@ -386,7 +387,7 @@ func TestModel(t *testing.T) {
 		{Storage: StorageSets, Shingle: minhash.ShingleWord, ShingleSize: 1, Threshold: 0.7},
 	} {
 		t.Run(fmt.Sprint(i), func(t *testing.T) {
-			opts.FS = vfs.NewMem()
+			opts.fs = vfs.NewMem()
 			runModel(t, rand.New(rand.NewPCG(uint64(i), 7)), "db", opts, steps, false)
 		})
 	}

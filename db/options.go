@@ -25,6 +25,9 @@ const (
 	DefaultQueryCacheSize = 64 << 20
 	// DefaultThreshold is the default Jaccard threshold.
 	DefaultThreshold = 0.8
+	// DatasketchSeed is the seed a new SchemeDatasketch index takes when
+	// Options.Seed is 0: datasketch's default (MinHash(seed=1)).
+	DatasketchSeed = 1
 )
 
 // Options configure Open. The zero value is a valid configuration: on
@@ -51,8 +54,24 @@ type Options struct {
 	// Scheme is the signature scheme of a new database. Default:
 	// minhash.SchemeFSS. An existing database keeps the scheme it was made
 	// with (databases made before fss are oph).
+	//
+	// minhash.SchemeDatasketch makes signatures equal to those of the
+	// Python library datasketch (MinHash with num_perm NumPerm and seed
+	// Seed): a set put as Tokens signs as datasketch's MinHash of the same
+	// tokens (each updated as its UTF-8 bytes), and datasketch's
+	// hashvalues can be put and queried as they are (PutSignature,
+	// QuerySignature). Only the signatures match: lshdb bands them its own
+	// way (b bands of r rows, each band's values hashed into a bucket,
+	// chosen from Threshold and Recall), not as datasketch's MinHashLSH
+	// does, so an lshdb index and a MinHashLSH with the same threshold
+	// find similar but not identical candidates, and lshdb verifies them
+	// (exactly, where a set or text is stored). A text put into such an
+	// index is shingled and hashed by lshdb, so its signature is not
+	// datasketch's of any token list.
 	Scheme minhash.Scheme
-	// Seed selects the signature hash functions. Default: 0.
+	// Seed selects the signature hash functions. Default: 0, and
+	// DatasketchSeed (1, datasketch's default) for SchemeDatasketch, whose
+	// seed must be below 2^32.
 	Seed uint64
 	// Shingle is the shingle kind. Default: minhash.ShingleChar.
 	Shingle minhash.ShingleKind
@@ -101,9 +120,6 @@ type Options struct {
 	// never reused). Default: DefaultQueryCacheSize (64 MiB); negative:
 	// no cache.
 	QueryCacheSize int64
-	// FS is the filesystem. Default: the operating system's (vfs.Default);
-	// tests pass vfs.NewCrashableMem().
-	FS vfs.FS
 	// DiskReserve is the free space, in bytes, below which writes are
 	// refused with ErrDiskFull (a writable Open only below 8 MiB, or this
 	// if it is less: an index whose writes are refused still opens). Pebble cannot
@@ -124,6 +140,17 @@ type Options struct {
 
 	// upgrading lets Open read an older format, for Upgrade only.
 	upgrading bool
+	// fs is the filesystem: the operating system's (vfs.Default) unless a
+	// test sets it (vfs.NewCrashableMem()). NB: unexported, so that no
+	// Pebble type is in the public API.
+	fs vfs.FS
+}
+
+// handleOptions are the options a DB runs with: Options, defaults filled
+// in, and the filesystem as FS.
+type handleOptions struct {
+	Options
+	FS vfs.FS
 }
 
 // DefaultDiskReserve is the default Options.DiskReserve: 64 MiB, several
@@ -142,8 +169,8 @@ func (o *Options) ensureDefaults() {
 	if o.QueryCacheSize == 0 {
 		o.QueryCacheSize = DefaultQueryCacheSize
 	}
-	if o.FS == nil {
-		o.FS = vfs.Default
+	if o.fs == nil {
+		o.fs = vfs.Default
 	}
 	if o.DiskReserve == 0 {
 		o.DiskReserve = DefaultDiskReserve
@@ -186,7 +213,10 @@ func (o *Options) validate() error {
 	return nil
 }
 
-// WriteOptions adjust one write. A nil *WriteOptions means the defaults.
+// WriteOptions adjust one write: every writing call (Put, PutBatch,
+// PutSet, PutSignature, PutIfNew, Delete, DeleteIDs) takes them, and
+// each uses the fields that concern it. A nil *WriteOptions means the
+// defaults.
 type WriteOptions struct {
 	// NoSync returns before the write is synced to disk. Default: false
 	// (synced, unless the DB was opened with Options.NoSync).
@@ -198,6 +228,10 @@ type WriteOptions struct {
 	// instead of failing the whole call with ErrEmptyDocument. Default:
 	// false.
 	SkipEmpty bool
+	// IgnoreMissing makes Delete and DeleteIDs delete the ids that are
+	// stored and pass over the others. Default: false (an id not stored
+	// fails the whole call with ErrNotFound).
+	IgnoreMissing bool
 }
 
 // QueryOptions adjust one query. A nil *QueryOptions means the defaults.
@@ -213,4 +247,8 @@ type QueryOptions struct {
 	// whose signature estimate reaches the threshold, sorted by estimate,
 	// with Jaccard left at 0.
 	EstimateOnly bool
+	// WithText fills each match's Text with its stored text (one more
+	// record read per match, after Limit). Default: false (Match.Meta is
+	// always filled; Text is not).
+	WithText bool
 }

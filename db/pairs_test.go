@@ -37,7 +37,7 @@ func collectPairs(t *testing.T, d *DB, po *PairsOptions) []idPair {
 // copies form one group, reported at Jaccard 1 without verification, and
 // take part in candidate generation once; the pairs equal brute force.
 func TestPairsHotBucketOfIdenticalDocs(t *testing.T) {
-	d := mustOpen(t, "db", &Options{FS: vfs.NewMem(), NoSync: true})
+	d := mustOpen(t, "db", &Options{fs: vfs.NewMem(), NoSync: true})
 	defer d.Close()
 	rng := rand.New(rand.NewPCG(3, 3))
 	var docs []Doc
@@ -52,7 +52,7 @@ func TestPairsHotBucketOfIdenticalDocs(t *testing.T) {
 		docs = append(docs, Doc{ID: fmt.Sprintf("other-%03d", i), Text: text})
 	}
 	docs = append(docs, Doc{ID: "near-copy", Text: "the same boilerplate notice, copied everywhere!"})
-	if err := d.PutDocs(docs, nil); err != nil {
+	if _, err := d.PutBatch(docs, nil); err != nil {
 		t.Fatal(err)
 	}
 	var st PairsStats
@@ -100,7 +100,7 @@ func TestPairsHotBucketOfIdenticalDocs(t *testing.T) {
 // Ensure that Pairs gives the same answer when its candidates spill to
 // disk, and that stopping early releases everything.
 func TestPairsSpillAndStop(t *testing.T) {
-	d := mustOpen(t, "db", &Options{FS: vfs.NewMem(), NoSync: true, Threshold: 0.5})
+	d := mustOpen(t, "db", &Options{fs: vfs.NewMem(), NoSync: true, Threshold: 0.5})
 	defer d.Close()
 	rng := rand.New(rand.NewPCG(4, 4))
 	var texts []string
@@ -110,7 +110,7 @@ func TestPairsSpillAndStop(t *testing.T) {
 		texts = append(texts, text)
 		docs = append(docs, Doc{ID: fmt.Sprintf("d%04d", i), Text: text})
 	}
-	if err := d.PutDocs(docs, nil); err != nil {
+	if _, err := d.PutBatch(docs, nil); err != nil {
 		t.Fatal(err)
 	}
 	var inMem, spilled PairsStats

@@ -71,6 +71,7 @@ type cacheEntry struct {
 type cachedDoc struct {
 	id     string
 	setLen int
+	meta   []byte   // the record's metadata; nil: none
 	elems  []uint64 // nil: not derived yet
 	sig    []uint32 // nil: not derived yet
 }
@@ -138,7 +139,7 @@ func (c *queryCache) putDoc(n uint64, d cachedDoc) {
 		s.remove(e)
 	}
 	e := &cacheEntry{doc: n, cachedDoc: d}
-	e.size = entryOverhead + int64(len(d.id)) + 8*int64(cap(d.elems)) + 4*int64(cap(d.sig))
+	e.size = entryOverhead + int64(len(d.id)) + int64(len(d.meta)) + 8*int64(cap(d.elems)) + 4*int64(cap(d.sig))
 	if e.size > s.maxBytes {
 		return
 	}

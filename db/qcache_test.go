@@ -31,7 +31,7 @@ func TestQueryCache(t *testing.T) {
 	} {
 		t.Run(fmt.Sprint(i), func(t *testing.T) {
 			fs := vfs.NewMem()
-			o.FS = fs
+			o.fs = fs
 			d := mustOpen(t, "db", &o)
 			defer func() { d.Close() }()
 			m := newModel(t, d.Params())
@@ -86,7 +86,7 @@ func TestQueryCache(t *testing.T) {
 				switch op := rng.IntN(10); {
 				case op < 5: // Put or upsert
 					id, tx := pick(), text()
-					if err := d.Put(id, tx); err != nil {
+					if err := d.Put(Doc{ID: id, Text: tx}, nil); err != nil {
 						t.Fatal(err)
 					}
 					m.docs[id], texts = m.doc(tx), append(texts, tx)
@@ -128,7 +128,7 @@ func TestQueryCache(t *testing.T) {
 			if err := d.Close(); err != nil {
 				t.Fatal(err)
 			}
-			d = mustOpen(t, "db", &Options{FS: fs, QueryCacheSize: o.QueryCacheSize})
+			d = mustOpen(t, "db", &Options{fs: fs, QueryCacheSize: o.QueryCacheSize})
 			for _, q := range queries {
 				res, err := d.Query(context.Background(), q, nil)
 				if err != nil {

@@ -54,7 +54,7 @@ func TestQualityOnSharedCorpora(t *testing.T) {
 				for i, doc := range docs {
 					batch = append(batch, Doc{ID: doc.ID, Text: doc.Text})
 					if len(batch) == cap(batch) || i == len(docs)-1 {
-						if err := d.PutDocs(batch, nil); err != nil {
+						if _, err := d.PutBatch(batch, nil); err != nil {
 							t.Fatal(err)
 						}
 						batch = batch[:0]

@@ -24,6 +24,14 @@ type Match struct {
 	Estimate float64 `json:"estimate"`
 	// Bands is the number of bands the two documents share.
 	Bands int `json:"bands"`
+	// Meta is the document's stored metadata, nil for none: a copy, owned
+	// by the caller.
+	Meta []byte `json:"meta,omitempty"`
+	// Text is the document's stored text when QueryOptions.WithText asks
+	// for it ("" otherwise, and for a document stored without text).
+	Text string `json:"text,omitempty"`
+
+	num uint64 // the doc number, while the query runs
 }
 
 // QueryResult is the answer to a query.
@@ -65,53 +73,50 @@ func (db *DB) queryOptions(qo *QueryOptions) (QueryOptions, error) {
 // with it. It reads only the query's b buckets and the candidates' records,
 // all from one consistent view.
 func (db *DB) Query(ctx context.Context, text string, qo *QueryOptions) (*QueryResult, error) {
-	if err := db.enter(); err != nil {
-		return nil, err
-	}
-	defer db.mu.RUnlock()
-	q, err := db.queryOptions(qo)
-	if err != nil {
-		return nil, err
-	}
-	if len(text) > db.opts.MaxDocBytes {
-		return nil, fmt.Errorf("%w: query text of %d bytes (at most %d)", ErrDocTooLarge, len(text), db.opts.MaxDocBytes)
-	}
-	sc := db.scratch.Get().(*queryScratch)
-	defer db.putScratch(sc)
-	h := db.hashers.Get().(*minhash.Hasher)
-	var set []uint64
-	var sig []uint32
-	if db.man.Storage == StorageText {
-		// NB: text mode verifies through a hash table of the query's
-		// shingles (probeSet), which takes them with repeats and in any
-		// order, and so does the signature: sorting them, as Document
-		// does, was ~5% of a warm query (BenchmarkQuery's profile).
-		sc.elems = h.Shingler().AppendElements(sc.elems[:0], text)
-		sc.sig = h.Sketcher().Sketch(sc.sig[:0], sc.elems)
-		set, sig = sc.elems, sc.sig
-	} else {
-		set, sig = h.Document(nil, nil, text)
-	}
-	db.hashers.Put(h)
-	if len(set) == 0 {
-		return nil, fmt.Errorf("%w: query text", ErrEmptyDocument)
-	}
-	it, err := db.queryIter()
-	if err != nil {
-		return nil, err
-	}
-	defer it.Close()
-	ctx, cancel := db.opCtx(ctx)
-	defer cancel()
-	if db.man.Storage != StorageText {
-		set = db.verifySet(set)
-	}
-	return db.query(ctx, it, set, sig, 0, q, sc)
+	return db.queryOne(ctx, &QueryInput{Text: text}, qo)
 }
 
 // QueryID is Query with the stored document id as the query. The document
 // itself is never among the matches.
 func (db *DB) QueryID(ctx context.Context, id string, qo *QueryOptions) (*QueryResult, error) {
+	if id == "" {
+		return nil, fmt.Errorf("%w: empty", ErrInvalidID)
+	}
+	return db.queryOne(ctx, &QueryInput{ID: id}, qo)
+}
+
+// QueryInput is one query of QueryMany: exactly one of Text (Query), Set
+// (QuerySet), Signature (QuerySignature) or ID (QueryID).
+type QueryInput struct {
+	Text      string
+	Set       Set
+	Signature []uint32
+	ID        string
+}
+
+// check validates in before any I/O.
+func (db *DB) checkInput(in *QueryInput) error {
+	given := btoi(in.Text != "") + btoi(!in.Set.IsZero()) + btoi(in.Signature != nil) + btoi(in.ID != "")
+	switch {
+	case given > 1:
+		return fmt.Errorf("%w: a query gives %d of Text, Set, Signature and ID (one at most)", ErrInvalidDoc, given)
+	case in.ID != "":
+		return checkID(in.ID)
+	case in.Signature != nil:
+		return db.checkSignature(in.Signature)
+	}
+	if n := len(in.Text) + in.Set.bytes(); n > db.opts.MaxDocBytes {
+		what := "text"
+		if !in.Set.IsZero() {
+			what = "set"
+		}
+		return fmt.Errorf("%w: query %s of %d bytes (at most %d)", ErrDocTooLarge, what, n, db.opts.MaxDocBytes)
+	}
+	return nil
+}
+
+// queryOne answers one query on a view of its own.
+func (db *DB) queryOne(ctx context.Context, in *QueryInput, qo *QueryOptions) (*QueryResult, error) {
 	if err := db.enter(); err != nil {
 		return nil, err
 	}
@@ -120,24 +125,70 @@ func (db *DB) QueryID(ctx context.Context, id string, qo *QueryOptions) (*QueryR
 	if err != nil {
 		return nil, err
 	}
-	if err := checkID(id); err != nil {
+	if err := db.checkInput(in); err != nil {
 		return nil, err
 	}
-	it, err := db.queryIter()
+	it, err := db.queryIter(db.pdb)
 	if err != nil {
 		return nil, err
 	}
 	defer it.Close()
-	var rec docData
-	n, err := db.lookup(it, id, &rec)
-	if err != nil {
-		return nil, err
-	}
 	ctx, cancel := db.opCtx(ctx)
 	defer cancel()
 	sc := db.scratch.Get().(*queryScratch)
 	defer db.putScratch(sc)
-	return db.query(ctx, it, rec.Set, rec.Signature, n, q, sc)
+	return db.answer(ctx, it, in, q, sc)
+}
+
+// answer answers the checked query in through it.
+func (db *DB) answer(ctx context.Context, it *pebble.Iterator, in *QueryInput, q QueryOptions, sc *queryScratch) (*QueryResult, error) {
+	switch {
+	case in.ID != "":
+		var rec docData
+		n, err := db.lookup(it, in.ID, &rec)
+		if err != nil {
+			return nil, err
+		}
+		return db.query(ctx, it, rec.Set, rec.Signature, n, q, sc)
+	case in.Signature != nil:
+		// NB: no set to compare: every answer is an estimate.
+		q.EstimateOnly = true
+		return db.query(ctx, it, nil, in.Signature, 0, q, sc)
+	}
+	h := db.hashers.Get().(*minhash.Hasher)
+	var set []uint64
+	var sig []uint32
+	switch {
+	case !in.Set.IsZero():
+		var err error
+		if sc.elems, err = in.Set.elements(h.Sketcher(), sc.elems[:0]); err != nil {
+			db.hashers.Put(h)
+			return nil, err
+		}
+		sc.sig = h.Sketcher().Sketch(sc.sig[:0], sc.elems)
+		set, sig = sc.elems, sc.sig
+	case db.man.Storage == StorageText:
+		// NB: text mode verifies through a hash table of the query's
+		// shingles (probeSet), which takes them with repeats and in any
+		// order, and so does the signature: sorting them, as Document
+		// does, was ~5% of a warm query (BenchmarkQuery's profile).
+		sc.elems = h.Shingler().AppendElements(sc.elems[:0], in.Text)
+		sc.sig = h.Sketcher().Sketch(sc.sig[:0], sc.elems)
+		set, sig = sc.elems, sc.sig
+	default:
+		set, sig = h.Document(nil, nil, in.Text)
+	}
+	db.hashers.Put(h)
+	if len(set) == 0 {
+		if !in.Set.IsZero() {
+			return nil, fmt.Errorf("%w: query set", ErrEmptyDocument)
+		}
+		return nil, fmt.Errorf("%w: query text", ErrEmptyDocument)
+	}
+	if db.man.Storage != StorageText {
+		set = db.verifySet(set)
+	}
+	return db.query(ctx, it, set, sig, 0, q, sc)
 }
 
 // queryIter returns the iterator a query reads everything through. A Pebble
@@ -147,8 +198,8 @@ func (db *DB) QueryID(ctx context.Context, id string, qo *QueryOptions) (*QueryR
 // measured against a point read per key (BenchmarkQuery), it cut the
 // median query by a quarter, as each Get builds and tears down an iterator
 // stack over every level.
-func (db *DB) queryIter() (*pebble.Iterator, error) {
-	it, err := db.pdb.NewIter(&pebble.IterOptions{LowerBound: codec.DocPrefix, UpperBound: codec.PostingPrefixEnd})
+func (db *DB) queryIter(r pebble.Reader) (*pebble.Iterator, error) {
+	it, err := r.NewIter(&pebble.IterOptions{LowerBound: codec.DocPrefix, UpperBound: codec.PostingPrefixEnd})
 	return it, classify(err)
 }
 
@@ -326,7 +377,7 @@ func (db *DB) query(ctx context.Context, it *pebble.Iterator, set []uint64, sig 
 			}
 			haveView = true
 			if !hit {
-				d = cachedDoc{id: string(view.ID), setLen: view.SetLen}
+				d = cachedDoc{id: string(view.ID), setLen: view.SetLen, meta: bytes.Clone(view.Meta)}
 			}
 			if d.sig == nil && view.HasSignature() {
 				// NB: a stored signature is cached with the entry (it is
@@ -400,7 +451,7 @@ func (db *DB) query(ctx context.Context, it *pebble.Iterator, set []uint64, sig 
 			return nil, err
 		}
 		if cache != nil && (!hit || newElems || newSig) {
-			put := cachedDoc{id: d.id, setLen: d.setLen}
+			put := cachedDoc{id: d.id, setLen: d.setLen, meta: d.meta}
 			if newElems {
 				put.elems = slices.Clone(d.elems)
 			}
@@ -412,7 +463,9 @@ func (db *DB) query(ctx context.Context, it *pebble.Iterator, set []uint64, sig 
 		if !ok {
 			continue
 		}
-		m.ID = d.id
+		m.ID, m.num = d.id, n
+		// NB: the cached metadata is shared; the caller gets a copy.
+		m.Meta = bytes.Clone(d.meta)
 		res.Matches = append(res.Matches, m)
 	}
 	slices.SortFunc(res.Matches, func(a, b Match) int {
@@ -423,6 +476,27 @@ func (db *DB) query(ctx context.Context, it *pebble.Iterator, set []uint64, sig 
 	})
 	if q.Limit > 0 && len(res.Matches) > q.Limit {
 		res.Matches = res.Matches[:q.Limit]
+	}
+	for i := range res.Matches {
+		m := &res.Matches[i]
+		if q.WithText {
+			// NB: the texts of the matches only, after the limit: a record
+			// read just now is in the block cache.
+			kbuf = codec.AppendDocKey(kbuf[:0], m.num)
+			v, ok, err := seekExact(it, kbuf)
+			if err != nil {
+				return nil, err
+			}
+			if !ok {
+				return nil, fmt.Errorf("%w: a posting names doc %d, which has no record", ErrCorrupt, m.num)
+			}
+			view, err := codec.ParseDocView(v)
+			if err != nil {
+				return nil, classify(fmt.Errorf("doc %d: %w", m.num, err))
+			}
+			m.Text = string(view.Text)
+		}
+		m.num = 0
 	}
 	return res, nil
 }

@@ -10,9 +10,10 @@ import (
 	"github.com/lshdb/lshdb/codec"
 )
 
-// Document is a stored document. Every slice and string in it is owned by
+// StoredDoc is a stored document, as Get and All return it (a Doc is a
+// document to store). Every slice and string in it is owned by
 // the caller: it can be modified and held indefinitely.
-type Document struct {
+type StoredDoc struct {
 	ID string
 	// Num is the internal doc number: dense, increasing with insertion,
 	// never reused (an upsert gets a new one).
@@ -68,12 +69,12 @@ func (db *DB) lookup(it *pebble.Iterator, id string, rec *docData) (uint64, erro
 	return n, nil
 }
 
-func toDocument(n uint64, r *docData) *Document {
-	return &Document{ID: r.ID, Num: n, HasText: r.HasText, Text: r.Text, Meta: r.Meta, Shingles: r.Set, Signature: r.Signature}
+func toDocument(n uint64, r *docData) *StoredDoc {
+	return &StoredDoc{ID: r.ID, Num: n, HasText: r.HasText, Text: r.Text, Meta: r.Meta, Shingles: r.Set, Signature: r.Signature}
 }
 
 // Get returns the document id, or ErrNotFound.
-func (db *DB) Get(id string) (*Document, error) {
+func (db *DB) Get(id string) (*StoredDoc, error) {
 	if err := db.enter(); err != nil {
 		return nil, err
 	}
@@ -81,7 +82,7 @@ func (db *DB) Get(id string) (*Document, error) {
 	if err := checkID(id); err != nil {
 		return nil, err
 	}
-	it, err := db.queryIter()
+	it, err := db.queryIter(db.pdb)
 	if err != nil {
 		return nil, err
 	}
@@ -125,8 +126,8 @@ func (db *DB) Count() (uint64, error) {
 // The iteration does not hold the database while the loop body runs: the
 // body may call any method, Close included; after Close the iteration ends
 // with ErrClosed.
-func (db *DB) All() iter.Seq2[*Document, error] {
-	return func(yield func(*Document, error) bool) {
+func (db *DB) All() iter.Seq2[*StoredDoc, error] {
+	return func(yield func(*StoredDoc, error) bool) {
 		if err := db.enter(); err != nil {
 			yield(nil, err)
 			return

@@ -38,7 +38,7 @@ func TestSchemeOfNewAndExistingDatabases(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
 			d := mustOpen(t, dir, &Options{Scheme: c.create, Threshold: 0.3})
-			if err := d.Put("a", a); err != nil {
+			if err := d.Put(Doc{ID: "a", Text: a}, nil); err != nil {
 				t.Fatal(err)
 			}
 			if err := d.Close(); err != nil {

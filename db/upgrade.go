@@ -45,7 +45,7 @@ type UpgradeReport struct {
 func Upgrade(ctx context.Context, dir string, opts *Options) (*UpgradeReport, error) {
 	var o Options
 	if opts != nil {
-		o = Options{FS: opts.FS, Logger: opts.Logger, CacheSize: opts.CacheSize, DiskReserve: opts.DiskReserve, NoSync: opts.NoSync}
+		o = Options{fs: opts.fs, Logger: opts.Logger, CacheSize: opts.CacheSize, DiskReserve: opts.DiskReserve, NoSync: opts.NoSync}
 	}
 	o.MustExist, o.upgrading = true, true
 	d, err := Open(dir, &o)

@@ -15,12 +15,19 @@ import (
 	"github.com/lshdb/lshdb/minhash"
 )
 
-// Doc is a document to store.
+// Doc is a document to store: its id, its content as exactly one of
+// Text, Set or Signature, and optional metadata.
 type Doc struct {
 	// ID is the external id: non-empty UTF-8, at most MaxIDBytes bytes.
 	ID string
-	// Text is the document's text.
+	// Text is the document's text, shingled as the index says.
 	Text string
+	// Set is the document as the caller's tokens or token hashes (Tokens,
+	// Hashes) instead of text: see PutSet. Zero: none.
+	Set Set
+	// Signature is the document as a precomputed signature instead of
+	// text: see PutSignature. Nil: none.
+	Signature []uint32
 	// Meta is opaque metadata stored with the document; nil for none.
 	Meta []byte
 }
@@ -49,9 +56,10 @@ func checkID(id string) error {
 	return nil
 }
 
-// Validate runs the checks that PutDocs, PutBatch and Load make on a
+// Validate runs the checks that Put, PutBatch and Load make on a
 // document before hashing it: an empty, over-long (MaxIDBytes) or non-UTF-8
-// id is ErrInvalidID, a text and metadata over Options.MaxDocBytes is
+// id is ErrInvalidID, more than one of Text, Set and Signature is
+// ErrInvalidDoc, a content and metadata over Options.MaxDocBytes is
 // ErrDocTooLarge. A reader of many documents calls it on each as it reads
 // them, so that its error can name where the document came from. It does
 // not hash the text: a document with no shingles (ErrEmptyDocument) passes.
@@ -61,10 +69,20 @@ func (db *DB) validate(d *Doc) error {
 	if err := checkID(d.ID); err != nil {
 		return err
 	}
-	if n := len(d.Text) + len(d.Meta); n > db.opts.MaxDocBytes {
+	if given := btoi(d.Text != "") + btoi(!d.Set.IsZero()) + btoi(d.Signature != nil); given > 1 {
+		return fmt.Errorf("%w: %q gives %d of Text, Set and Signature (one at most)", ErrInvalidDoc, d.ID, given)
+	}
+	if n := len(d.Text) + len(d.Meta) + d.Set.bytes() + 4*len(d.Signature); n > db.opts.MaxDocBytes {
 		return fmt.Errorf("%w: %q has %d bytes (at most %d)", ErrDocTooLarge, d.ID, n, db.opts.MaxDocBytes)
 	}
 	return nil
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // MaxDocBytes returns the largest text plus metadata a document may have
@@ -103,6 +121,9 @@ func (db *DB) prepareIn(d *Doc, storeText bool, sc *scratch) (prepared, error) {
 	}
 	h := db.hashers.Get().(*minhash.Hasher)
 	defer db.hashers.Put(h)
+	if !d.Set.IsZero() || d.Signature != nil {
+		return db.prepareGiven(d, h.Sketcher())
+	}
 	var set []uint64
 	var sig []uint32
 	// NB: where the record needs no sorted set, de-duplicating it in a
@@ -204,20 +225,14 @@ func (db *DB) prepareAll(docs []Doc, storeText, skipEmpty bool) ([]prepared, []s
 	return keep, skipped, nil
 }
 
-// Put stores a document under id, replacing any document with that id
-// (an upsert): the old version's postings are removed and the new ones
+// Put stores the document d under d.ID, replacing any document with that
+// id (an upsert): the old version's postings are removed and the new ones
 // added in one atomic batch. The write is synced unless the database was
-// opened with NoSync.
-func (db *DB) Put(id, text string) error { return db.PutDocs([]Doc{{ID: id, Text: text}}, nil) }
-
-// PutDocs stores documents atomically: all of them or, on any error, none.
-// A document whose id is already stored replaces it; when an id repeats
-// within docs, the last one wins. Every document is checked before
-// anything is written: an invalid id (ErrInvalidID), a text with no
-// shingles (ErrEmptyDocument) or one too large (ErrDocTooLarge) fails the
-// whole call and names the document.
-func (db *DB) PutDocs(docs []Doc, wo *WriteOptions) error {
-	_, err := db.PutBatch(docs, wo)
+// opened with NoSync or wo.NoSync. An invalid id (ErrInvalidID), a text
+// with no shingles (ErrEmptyDocument), one too large (ErrDocTooLarge)
+// or a content the index cannot keep (ErrStorageMode) stores nothing.
+func (db *DB) Put(d Doc, wo *WriteOptions) error {
+	_, err := db.PutBatch([]Doc{d}, wo)
 	return err
 }
 
@@ -233,9 +248,16 @@ type BatchResult struct {
 	SkippedEmpty []string
 }
 
-// PutBatch is PutDocs with a report; with WriteOptions.SkipEmpty,
-// documents with no shingles are skipped (and listed) instead of failing
-// the call.
+// PutBatch stores documents atomically: all of them or, on any error,
+// none. A document whose id is already stored replaces it; when an id
+// repeats within docs, the last one wins. Every document is checked before
+// anything is written: an invalid id (ErrInvalidID), a text with no
+// shingles (ErrEmptyDocument) or one too large (ErrDocTooLarge) fails the
+// whole call and names the document; with WriteOptions.SkipEmpty,
+// documents with no shingles are skipped (and listed in the result)
+// instead. Every document is held in memory and prepared before the one
+// batch is written: pass thousands at a time, not millions (Load is the
+// bulk path).
 func (db *DB) PutBatch(docs []Doc, wo *WriteOptions) (BatchResult, error) {
 	var res BatchResult
 	if err := db.enter(); err != nil {
@@ -334,25 +356,11 @@ func (db *DB) writeLockedCount(preps []prepared, wo *WriteOptions) (replaced int
 }
 
 // Delete removes the document id: its record, its id and its postings, in
-// one atomic batch. It returns ErrNotFound if no document has that id.
+// one atomic batch. It returns ErrNotFound if no document has that id
+// (unless WriteOptions.IgnoreMissing).
 func (db *DB) Delete(id string, wo *WriteOptions) error {
-	var o DeleteOptions
-	if wo != nil {
-		o.NoSync = wo.NoSync
-	}
-	_, err := db.DeleteIDs([]string{id}, &o)
+	_, err := db.DeleteIDs([]string{id}, wo)
 	return err
-}
-
-// DeleteOptions adjust DeleteIDs. A nil *DeleteOptions means the defaults.
-type DeleteOptions struct {
-	// IgnoreMissing deletes the ids that are stored and passes over the
-	// others. Default: false (an id not stored fails the whole call with
-	// ErrNotFound).
-	IgnoreMissing bool
-	// NoSync returns before the write is synced to disk. Default: false
-	// (synced, unless the DB was opened with Options.NoSync).
-	NoSync bool
 }
 
 // DeleteResult reports what DeleteIDs did.
@@ -363,9 +371,9 @@ type DeleteResult struct {
 
 // DeleteIDs removes the documents ids in one atomic batch: all of them
 // or, on any error, none. An id that is not stored fails the call with
-// ErrNotFound naming it, unless DeleteOptions.IgnoreMissing; an invalid
+// ErrNotFound naming it, unless WriteOptions.IgnoreMissing; an invalid
 // id fails it with ErrInvalidID. An id repeated in ids counts once.
-func (db *DB) DeleteIDs(ids []string, o *DeleteOptions) (DeleteResult, error) {
+func (db *DB) DeleteIDs(ids []string, o *WriteOptions) (DeleteResult, error) {
 	var res DeleteResult
 	if err := db.enter(); err != nil {
 		return res, err
@@ -375,7 +383,7 @@ func (db *DB) DeleteIDs(ids []string, o *DeleteOptions) (DeleteResult, error) {
 		return res, ErrReadOnly
 	}
 	if o == nil {
-		o = &DeleteOptions{}
+		o = &WriteOptions{}
 	}
 	for _, id := range ids {
 		if err := checkID(id); err != nil {
@@ -393,7 +401,7 @@ func (db *DB) DeleteIDs(ids []string, o *DeleteOptions) (DeleteResult, error) {
 
 // deleteLocked is DeleteIDs' batch. The caller holds db.mu for reading
 // and wmu, and waits on the syncWaiter after releasing wmu.
-func (db *DB) deleteLocked(ids []string, o *DeleteOptions) (res DeleteResult, sw syncWaiter, err error) {
+func (db *DB) deleteLocked(ids []string, o *WriteOptions) (res DeleteResult, sw syncWaiter, err error) {
 	b := db.pdb.NewBatch()
 	defer func() {
 		if sw.b == nil {
@@ -437,7 +445,7 @@ func (db *DB) deleteLocked(ids []string, o *DeleteOptions) (res DeleteResult, sw
 	if res.Deleted == 0 {
 		return res, sw, nil
 	}
-	sw, err = db.commit(b, postings, c, &WriteOptions{NoSync: o.NoSync})
+	sw, err = db.commit(b, postings, c, o)
 	return res, sw, err
 }
 

@@ -46,23 +46,23 @@ func TestDeleteIDs(t *testing.T) {
 		docs = append(docs, Doc{ID: id, Text: fmt.Sprintf("document number %d with some words %d", i, i*i)})
 		model[id] = true
 	}
-	if err := d.PutDocs(docs, nil); err != nil {
+	if _, err := d.PutBatch(docs, nil); err != nil {
 		t.Fatal(err)
 	}
 	steps := []struct {
 		ids     []string
-		o       *DeleteOptions
+		o       *WriteOptions
 		want    int
 		missing []string
 		wantErr error
 	}{
 		{ids: []string{"doc01", "doc02", "nope"}, wantErr: ErrNotFound},
 		{ids: []string{"doc01", ""}, wantErr: ErrInvalidID},
-		{ids: []string{"doc01", "bad\xff"}, o: &DeleteOptions{IgnoreMissing: true}, wantErr: ErrInvalidID},
+		{ids: []string{"doc01", "bad\xff"}, o: &WriteOptions{IgnoreMissing: true}, wantErr: ErrInvalidID},
 		{ids: []string{"doc01", "doc02", "doc01"}, want: 2},
 		{ids: []string{"doc01"}, wantErr: ErrNotFound}, // already deleted
-		{ids: []string{"doc01", "doc03", "nope", "doc04", "doc03"}, o: &DeleteOptions{IgnoreMissing: true}, want: 2, missing: []string{"doc01", "nope"}},
-		{ids: []string{"nope", "nope"}, o: &DeleteOptions{IgnoreMissing: true}, want: 0, missing: []string{"nope"}},
+		{ids: []string{"doc01", "doc03", "nope", "doc04", "doc03"}, o: &WriteOptions{IgnoreMissing: true}, want: 2, missing: []string{"doc01", "nope"}},
+		{ids: []string{"nope", "nope"}, o: &WriteOptions{IgnoreMissing: true}, want: 0, missing: []string{"nope"}},
 		{ids: nil, want: 0},
 	}
 	for i, s := range steps {
@@ -102,7 +102,7 @@ func TestDeleteIDs(t *testing.T) {
 	}
 }
 
-// Ensure that Validate refuses exactly what PutDocs refuses before hashing,
+// Ensure that Validate refuses exactly what PutBatch refuses before hashing,
 // with the same sentinels, and passes what it stores.
 func TestValidate(t *testing.T) {
 	d := mustOpen(t, filepath.Join(t.TempDir(), "index"), &Options{MaxDocBytes: 100})
@@ -124,8 +124,8 @@ func TestValidate(t *testing.T) {
 		if !errors.Is(err, c.want) || (c.want == nil && err != nil) {
 			t.Errorf("Validate(%.20q) = %v, want %v", c.doc.ID, err, c.want)
 		}
-		if perr := d.PutDocs([]Doc{c.doc}, nil); !errors.Is(perr, c.want) || (c.want == nil && perr != nil) {
-			t.Errorf("PutDocs(%.20q) = %v, want %v like Validate", c.doc.ID, perr, c.want)
+		if perr := d.Put(c.doc, nil); !errors.Is(perr, c.want) || (c.want == nil && perr != nil) {
+			t.Errorf("Put(%.20q) = %v, want %v like Validate", c.doc.ID, perr, c.want)
 		}
 	}
 	if d.MaxDocBytes() != 100 {

@@ -28,9 +28,19 @@ const (
 	// SchemeClassic is k independent multiply-shift hash functions, the
 	// minimum of each: k hash evaluations per element.
 	SchemeClassic
+	// SchemeDatasketch is the MinHash of the Python library datasketch
+	// (MinHash with its default hashfunc): k permutations
+	// ((a_i·h + b_i) mod (2⁶¹−1)) & (2³²−1) of each element's 32-bit hash
+	// h, with (a_i, b_i) drawn by numpy.random.RandomState(Seed), and the
+	// minimum of each. A set given as tokens ([Sketcher.TokenElement]) is
+	// hashed with datasketch's sha1_hash32, so that with Seed 1 (datasketch's
+	// default) and the same NumPerm a signature equals datasketch's
+	// MinHash.hashvalues bit for bit. k hash evaluations per element, like
+	// classic. See datasketch.go.
+	SchemeDatasketch
 )
 
-// String returns "fss", "oph" or "classic".
+// String returns "fss", "oph", "classic" or "datasketch".
 func (s Scheme) String() string {
 	switch s {
 	case SchemeFSS:
@@ -39,6 +49,8 @@ func (s Scheme) String() string {
 		return "oph"
 	case SchemeClassic:
 		return "classic"
+	case SchemeDatasketch:
+		return "datasketch"
 	}
 	return "scheme(" + strconv.Itoa(int(s)) + ")"
 }
@@ -54,8 +66,10 @@ func ParseScheme(s string) (Scheme, error) {
 		return SchemeOPH, nil
 	case "classic":
 		return SchemeClassic, nil
+	case "datasketch":
+		return SchemeDatasketch, nil
 	}
-	return 0, optionError("Scheme", "unknown scheme %q (want fss, oph or classic)", s)
+	return 0, optionError("Scheme", "unknown scheme %q (want fss, oph, classic or datasketch)", s)
 }
 
 const (
@@ -71,13 +85,16 @@ const EmptyValue = math.MaxUint32
 // SketchOptions says how a set becomes a signature. The zero value gives
 // the defaults: fss, 128 values, seed 0.
 type SketchOptions struct {
-	// Scheme is SchemeFSS, SchemeOPH or SchemeClassic. Default: SchemeFSS.
+	// Scheme is SchemeFSS, SchemeOPH, SchemeClassic or SchemeDatasketch.
+	// Default: SchemeFSS.
 	Scheme Scheme
 	// NumPerm is the number of signature values k, 1 to MaxNumPerm.
 	// Default (0): DefaultNumPerm.
 	NumPerm int
 	// Seed selects the hash functions. Every seed, 0 included, is valid and
-	// gives the same signatures everywhere. Default: 0.
+	// gives the same signatures everywhere; SchemeDatasketch takes seeds
+	// below 2³² (numpy's RandomState does), and datasketch's default is 1.
+	// Default: 0.
 	Seed uint64
 }
 
@@ -92,8 +109,11 @@ func (o *SketchOptions) EnsureDefaults() *SketchOptions {
 // Validate reports the first option that is out of range, as an error
 // wrapping [ErrInvalidOptions]. Call it after EnsureDefaults.
 func (o *SketchOptions) Validate() error {
-	if o.Scheme > SchemeClassic {
+	if o.Scheme > SchemeDatasketch {
 		return optionError("Scheme", "unknown scheme %d", o.Scheme)
+	}
+	if o.Scheme == SchemeDatasketch && o.Seed > math.MaxUint32 {
+		return optionError("Seed", "datasketch's seed %d is above 2^32-1 (numpy's RandomState takes 32 bits)", o.Seed)
 	}
 	if o.NumPerm < 1 || o.NumPerm > MaxNumPerm {
 		return optionError("NumPerm", "signature size %d is outside 1..%d", o.NumPerm, MaxNumPerm)
@@ -106,7 +126,9 @@ func (o *SketchOptions) Validate() error {
 type Sketcher struct {
 	opts SketchOptions
 	// classic: h_i(x) = a[i]·x (mod 2^64), a[i] odd: multiply-shift.
+	// datasketch: the permutations' a[i] and b[i].
 	a []uint64
+	b []uint64
 	// oph and fss
 	mix   uint64   // xored into each element before mum
 	probe uint64   // oph: seeds the densification probe sequence; fss: the rounds' salt
@@ -135,6 +157,8 @@ func NewSketcher(opts SketchOptions) (*Sketcher, error) {
 			st, s.a[i] = splitmix64(st)
 			s.a[i] |= 1
 		}
+	case SchemeDatasketch:
+		s.a, s.b = datasketchPermutations(uint32(opts.Seed), k)
 	case SchemeOPH:
 		st := opts.Seed ^ 0x0e0e0e0e0e0e0e0e
 		st, s.mix = splitmix64(st)
@@ -161,6 +185,8 @@ func (s *Sketcher) Sketch(dst []uint32, elems []uint64) []uint32 {
 		return s.classic(dst, elems)
 	case SchemeOPH:
 		return s.oph(dst, elems)
+	case SchemeDatasketch:
+		return s.datasketch(dst, elems)
 	}
 	return s.fss(dst, elems)
 }

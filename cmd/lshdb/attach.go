@@ -23,12 +23,12 @@ type index interface {
 	Params() db.Params
 	MaxDocBytes() int
 	Validate(d db.Doc) error
-	Put(id, text string) error
+	Put(d db.Doc, wo *db.WriteOptions) error
 	PutBatch(docs []db.Doc, wo *db.WriteOptions) (db.BatchResult, error)
 	PutIfNew(doc db.Doc, wo *db.WriteOptions) (*db.Match, error)
 	Load(ctx context.Context, docs iter.Seq2[db.Doc, error], lo *db.LoadOptions) (db.LoadResult, error)
-	Get(id string) (*db.Document, error)
-	DeleteIDs(ids []string, o *db.DeleteOptions) (db.DeleteResult, error)
+	Get(id string) (*db.StoredDoc, error)
+	DeleteIDs(ids []string, o *db.WriteOptions) (db.DeleteResult, error)
 	Query(ctx context.Context, text string, qo *db.QueryOptions) (*db.QueryResult, error)
 	QueryID(ctx context.Context, id string, qo *db.QueryOptions) (*db.QueryResult, error)
 	Pairs(ctx context.Context, po *db.PairsOptions) iter.Seq2[db.Pair, error]

@@ -14,14 +14,14 @@ import (
 
 // docsOf returns every document of the index in dir, by id, and its
 // check report.
-func docsOf(t *testing.T, dir string) (map[string]*db.Document, *db.CheckReport) {
+func docsOf(t *testing.T, dir string) (map[string]*db.StoredDoc, *db.CheckReport) {
 	t.Helper()
 	d, err := db.Open(dir, &db.Options{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	out := map[string]*db.Document{}
+	out := map[string]*db.StoredDoc{}
 	for doc, err := range d.All() {
 		if err != nil {
 			t.Fatal(err)

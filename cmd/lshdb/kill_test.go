@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lshdb/lshdb/db"
 	"github.com/lshdb/lshdb/db/client"
 )
 
@@ -68,7 +69,7 @@ func TestKillOwner(t *testing.T) {
 			defer wg.Done()
 			for i := 0; ; i++ {
 				id := fmt.Sprintf("w%d-%d", w, i)
-				if err := c.Put(id, fmt.Sprintf("writer %d wrote document %d before the owner died", w, i)); err != nil {
+				if err := c.Put(db.Doc{ID: id, Text: fmt.Sprintf("writer %d wrote document %d before the owner died", w, i)}, nil); err != nil {
 					return // the owner is gone
 				}
 				mu.Lock()

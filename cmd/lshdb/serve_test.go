@@ -135,7 +135,7 @@ func TestServe(t *testing.T) {
 	if _, err := client.Open(tcp, nil); !errors.Is(err, httpapi.ErrUnauthorized) {
 		t.Errorf("no token over TCP: %v", err)
 	}
-	if err := c.Put("served", "a document stored through the server"); err != nil {
+	if err := c.Put(db.Doc{ID: "served", Text: "a document stored through the server"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()

@@ -324,7 +324,7 @@ func (a *app) shellLine(line string) (done bool, err error) {
 		if len(words) < 3 {
 			return false, usagef("put ID TEXT... (type help put)")
 		}
-		if err := a.shellDB.Put(words[1], strings.Join(words[2:], " ")); err != nil {
+		if err := a.shellDB.Put(db.Doc{ID: words[1], Text: strings.Join(words[2:], " ")}, nil); err != nil {
 			return false, err
 		}
 		fmt.Fprintf(a.stdout, "stored %s\n", esc(words[1]))

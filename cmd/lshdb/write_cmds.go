@@ -57,7 +57,7 @@ func (f *createFlags) add(c *cobra.Command) {
 	fs.Float64Var(&f.threshold, "threshold", 0.8, "Jaccard threshold the banding is chosen for, in (0, 1]")
 	fs.Float64Var(&f.recall, "recall", 0.99, "target probability that a pair at the threshold shares a band, in (0, 1)")
 	fs.IntVar(&f.numPerm, "num-perm", 128, "signature values")
-	fs.StringVar(&f.scheme, "scheme", "fss", "signature scheme of a new index: fss, oph or classic")
+	fs.StringVar(&f.scheme, "scheme", "fss", "signature scheme of a new index: fss, oph, classic or datasketch (signatures equal to the Python datasketch MinHash's, seed 1 unless --seed)")
 	fs.StringVar(&f.shingle, "shingle", "char", "shingle kind: char or word")
 	fs.IntVar(&f.shingleSize, "shingle-size", 0, "shingle size k (default 5 for char, 3 for word)")
 	fs.BoolVar(&f.bag, "bag", false, "bag (multiset) shingles: repeats count")
@@ -91,7 +91,7 @@ func (f *createFlags) options(c *cobra.Command) (*db.Options, error) {
 	if set("scheme") {
 		s, err := minhash.ParseScheme(f.scheme)
 		if err != nil || f.scheme == "" {
-			return nil, usagef("--scheme %q: want fss, oph or classic", f.scheme)
+			return nil, usagef("--scheme %q: want fss, oph, classic or datasketch", f.scheme)
 		}
 		// NB: fss is the zero value of db.Options.Scheme, which db takes
 		// as "the index's own": verifier compares it after opening.
@@ -759,7 +759,7 @@ stored deletes nothing and fails the command, unless --ignore-missing.`,
 				ids = append(ids, more...)
 			}
 			return a.withWritableIndex(func(d index) error {
-				res, err := d.DeleteIDs(ids, &db.DeleteOptions{IgnoreMissing: ignoreMissing})
+				res, err := d.DeleteIDs(ids, &db.WriteOptions{IgnoreMissing: ignoreMissing})
 				if err != nil {
 					return err
 				}

@@ -37,7 +37,7 @@ func BenchmarkQueryID(b *testing.B) {
 	}
 	defer d.Close()
 	docs := sampleDocs(b, 1000)
-	if err := d.PutDocs(docs, &db.WriteOptions{NoSync: true}); err != nil {
+	if _, err := d.PutBatch(docs, &db.WriteOptions{NoSync: true}); err != nil {
 		b.Fatal(err)
 	}
 	h := httpapi.Handler(d, nil)

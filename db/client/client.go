@@ -244,19 +244,19 @@ func (c *Client) call(ctx context.Context, method, path string, q url.Values, bo
 	return nil
 }
 
-// Put stores a document under id, replacing any document with that id.
-func (c *Client) Put(id, text string) error {
-	return c.PutDocs([]db.Doc{{ID: id, Text: text}}, nil)
-}
-
-// PutDocs stores documents atomically: all of them or none.
-func (c *Client) PutDocs(docs []db.Doc, wo *db.WriteOptions) error {
-	_, err := c.PutBatch(docs, wo)
+// Put stores the document d under d.ID, replacing any document with that
+// id.
+func (c *Client) Put(d db.Doc, wo *db.WriteOptions) error {
+	_, err := c.PutBatch([]db.Doc{d}, wo)
 	return err
 }
 
-// PutBatch is PutDocs with a report.
+// PutBatch stores documents atomically (all of them or none), with a
+// report.
 func (c *Client) PutBatch(docs []db.Doc, wo *db.WriteOptions) (db.BatchResult, error) {
+	if err := textsOnly(docs); err != nil {
+		return db.BatchResult{}, err
+	}
 	req := httpapi.PutRequest{Docs: make([]httpapi.DocJSON, len(docs))}
 	for i, d := range docs {
 		req.Docs[i] = httpapi.DocIn(d)
@@ -305,6 +305,9 @@ func (c *Client) Load(ctx context.Context, docs iter.Seq2[db.Doc, error], lo *db
 		enc := json.NewEncoder(bw)
 		n := 0
 		for d, err := range docs {
+			if err == nil {
+				err = textsOnly([]db.Doc{d})
+			}
 			if err != nil {
 				docsErr = err
 				pw.CloseWithError(err)
@@ -349,6 +352,9 @@ var errLoadAnswered = errors.New("lshdb: client: the server answered the load")
 // PutIfNew stores doc unless a stored document is a near-duplicate of it,
 // which it returns instead.
 func (c *Client) PutIfNew(doc db.Doc, wo *db.WriteOptions) (*db.Match, error) {
+	if err := textsOnly([]db.Doc{doc}); err != nil {
+		return nil, err
+	}
 	q := url.Values{}
 	if wo != nil && wo.NoSync {
 		q.Set("no_sync", "true")
@@ -382,7 +388,7 @@ func (c *Client) PutIfNew(doc db.Doc, wo *db.WriteOptions) (*db.Match, error) {
 }
 
 // Get returns the document id.
-func (c *Client) Get(id string) (*db.Document, error) {
+func (c *Client) Get(id string) (*db.StoredDoc, error) {
 	ctx, cancel := c.ctx()
 	defer cancel()
 	var out httpapi.DocumentJSON
@@ -416,16 +422,12 @@ func (c *Client) Count() (uint64, error) {
 
 // Delete removes the document id.
 func (c *Client) Delete(id string, wo *db.WriteOptions) error {
-	var o db.DeleteOptions
-	if wo != nil {
-		o.NoSync = wo.NoSync
-	}
-	_, err := c.DeleteIDs([]string{id}, &o)
+	_, err := c.DeleteIDs([]string{id}, wo)
 	return err
 }
 
 // DeleteIDs removes documents atomically: all of them or none.
-func (c *Client) DeleteIDs(ids []string, o *db.DeleteOptions) (db.DeleteResult, error) {
+func (c *Client) DeleteIDs(ids []string, o *db.WriteOptions) (db.DeleteResult, error) {
 	req := httpapi.DeleteRequest{IDs: ids}
 	if o != nil {
 		req.IgnoreMissing, req.NoSync = o.IgnoreMissing, o.NoSync
@@ -449,7 +451,7 @@ func (c *Client) DeleteIDs(ids []string, o *db.DeleteOptions) (db.DeleteResult, 
 
 func (c *Client) query(ctx context.Context, req httpapi.QueryRequest, qo *db.QueryOptions) (*db.QueryResult, error) {
 	if qo != nil {
-		req.Threshold, req.Limit, req.EstimateOnly = qo.Threshold, qo.Limit, qo.EstimateOnly
+		req.Threshold, req.Limit, req.EstimateOnly, req.WithText = qo.Threshold, qo.Limit, qo.EstimateOnly, qo.WithText
 	}
 	var out httpapi.QueryResultJSON
 	if err := c.call(ctx, "POST", "/v1/query", nil, req, &out); err != nil {
@@ -687,6 +689,17 @@ func (c *Client) Validate(d db.Doc) error {
 	}
 	if n := len(d.Text) + len(d.Meta); c.maxDoc > 0 && n > c.maxDoc {
 		return fmt.Errorf("%w: %q has %d bytes (at most %d)", db.ErrDocTooLarge, d.ID, n, c.maxDoc)
+	}
+	return nil
+}
+
+// textsOnly refuses documents given as sets or signatures: the wire
+// carries texts only (use the library in the owning process for those).
+func textsOnly(docs []db.Doc) error {
+	for i := range docs {
+		if !docs[i].Set.IsZero() || docs[i].Signature != nil {
+			return fmt.Errorf("%w: %q: the client sends texts only, not sets or signatures", db.ErrInvalidDoc, docs[i].ID)
+		}
 	}
 	return nil
 }

@@ -141,7 +141,7 @@ func sortedPairs(t *testing.T, seq func(func(db.Pair, error) bool)) []db.Pair {
 func TestReadsMatchInProcess(t *testing.T) {
 	d := open(t, nil)
 	docs := sampleDocs(t, 150)
-	if err := d.PutDocs(docs, &db.WriteOptions{NoSync: true}); err != nil {
+	if _, err := d.PutBatch(docs, &db.WriteOptions{NoSync: true}); err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
@@ -289,7 +289,7 @@ func TestWritesThroughClient(t *testing.T) {
 			t.Errorf("%s: stored %q %q, want %q %q", doc.ID, got.Text, got.Meta, doc.Text, doc.Meta)
 		}
 	}
-	if err := c.Put("fox", "The quick brown fox jumps over the lazy dog"); err != nil {
+	if err := c.Put(db.Doc{ID: "fox", Text: "The quick brown fox jumps over the lazy dog"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	m, err := c.PutIfNew(db.Doc{ID: "fox2", Text: "The quick brown fox jumps over the lazy dog!"}, nil)
@@ -312,7 +312,7 @@ func TestWritesThroughClient(t *testing.T) {
 	if ok, _ := d.Has("owl"); ok {
 		t.Error("owl was not deleted")
 	}
-	dr, err := c.DeleteIDs([]string{"fox", "nope", "fox"}, &db.DeleteOptions{IgnoreMissing: true})
+	dr, err := c.DeleteIDs([]string{"fox", "nope", "fox"}, &db.WriteOptions{IgnoreMissing: true})
 	same(t, "DeleteIDs", [2]any{dr, err}, [2]any{db.DeleteResult{Deleted: 1, Missing: []string{"nope"}}, nil})
 	n, err := c.PurgeEmptyLists(context.Background())
 	if err != nil || n == 0 {
@@ -328,7 +328,7 @@ func TestWritesThroughClient(t *testing.T) {
 // the in-process calls' do, for every error a running index can return.
 func TestErrorsMatchSentinels(t *testing.T) {
 	d := open(t, &db.Options{MaxDocBytes: 1000})
-	if err := d.Put("a", "some text to find"); err != nil {
+	if err := d.Put(db.Doc{ID: "a", Text: "some text to find"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	c := server(t, d, nil, "")["tcp"]
@@ -342,8 +342,8 @@ func TestErrorsMatchSentinels(t *testing.T) {
 	}{
 		{"not found", func() error { _, err := c.Get("nope"); return err }, func() error { _, err := d.Get("nope"); return err }, db.ErrNotFound},
 		{"invalid id", func() error { _, err := c.Get(""); return err }, func() error { _, err := d.Get(""); return err }, db.ErrInvalidID},
-		{"empty document", func() error { return c.Put("e", "  ") }, func() error { return d.Put("e", "  ") }, db.ErrEmptyDocument},
-		{"too large", func() error { return c.Put("b", big) }, func() error { return d.Put("b", big) }, db.ErrDocTooLarge},
+		{"empty document", func() error { return c.Put(db.Doc{ID: "e", Text: "  "}, nil) }, func() error { return d.Put(db.Doc{ID: "e", Text: "  "}, nil) }, db.ErrEmptyDocument},
+		{"too large", func() error { return c.Put(db.Doc{ID: "b", Text: big}, nil) }, func() error { return d.Put(db.Doc{ID: "b", Text: big}, nil) }, db.ErrDocTooLarge},
 		{"invalid options", func() error { _, err := c.Query(ctx, "x y z", &db.QueryOptions{Threshold: 2}); return err },
 			func() error { _, err := d.Query(ctx, "x y z", &db.QueryOptions{Threshold: 2}); return err }, db.ErrInvalidOptions},
 		{"delete missing", func() error { return c.Delete("nope", nil) }, func() error { return d.Delete("nope", nil) }, db.ErrNotFound},
@@ -373,7 +373,7 @@ func TestErrorsMatchSentinels(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		x.Put("a", "a document")
+		x.Put(db.Doc{ID: "a", Text: "a document"}, nil)
 		x.Close()
 		y, err := db.Open(dir, o)
 		if err != nil {
@@ -382,10 +382,10 @@ func TestErrorsMatchSentinels(t *testing.T) {
 		t.Cleanup(func() { y.Close() })
 		return server(t, y, nil, "")["unix"]
 	}
-	if err := ro(&db.Options{ReadOnly: true}).Put("b", "another text"); !errors.Is(err, db.ErrReadOnly) {
+	if err := ro(&db.Options{ReadOnly: true}).Put(db.Doc{ID: "b", Text: "another text"}, nil); !errors.Is(err, db.ErrReadOnly) {
 		t.Errorf("a put to a read-only index: %v", err)
 	}
-	if err := ro(&db.Options{DiskReserve: 1 << 60}).Put("b", "another text"); !errors.Is(err, db.ErrDiskFull) {
+	if err := ro(&db.Options{DiskReserve: 1 << 60}).Put(db.Doc{ID: "b", Text: "another text"}, nil); !errors.Is(err, db.ErrDiskFull) {
 		t.Errorf("a put on a full disk: %v", err)
 	}
 	// A closed index answers 503 closed, and so does a closed client.
@@ -415,7 +415,7 @@ func firstErr(seq func(func(db.Pair, error) bool)) error {
 // context.Canceled.
 func TestTokenAndContext(t *testing.T) {
 	d := open(t, nil)
-	d.Put("a", "some text to find")
+	d.Put(db.Doc{ID: "a", Text: "some text to find"}, nil)
 	h := httpapi.Handler(d, &httpapi.Options{Token: "right"})
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -550,7 +550,7 @@ func TestLoadThroughClient(t *testing.T) {
 	}
 	local, served := open(t, nil), open(t, nil)
 	for _, d := range []*db.DB{local, served} {
-		if err := d.Put("before", "a document stored before the load"); err != nil {
+		if err := d.Put(db.Doc{ID: "before", Text: "a document stored before the load"}, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -568,8 +568,8 @@ func TestLoadThroughClient(t *testing.T) {
 	if progress != len(docs) {
 		t.Errorf("progress ended at %d, want %d", progress, len(docs))
 	}
-	all := func(d *db.DB) []*db.Document {
-		var out []*db.Document
+	all := func(d *db.DB) []*db.StoredDoc {
+		var out []*db.StoredDoc
 		for doc, err := range d.All() {
 			if err != nil {
 				t.Fatal(err)
@@ -588,6 +588,9 @@ func TestLoadThroughClient(t *testing.T) {
 	}
 	if _, err := c.Load(context.Background(), seq([]db.Doc{{ID: "ok", Text: "fine text"}, {ID: "", Text: "no id"}}, nil), nil); !errors.Is(err, db.ErrInvalidID) {
 		t.Errorf("Load of an empty id: %v, want ErrInvalidID", err)
+	}
+	if _, err := c.Load(context.Background(), seq([]db.Doc{{ID: "ok", Text: "fine text"}, {ID: "s", Set: db.Tokens("a", "set")}}, nil), nil); !errors.Is(err, db.ErrInvalidDoc) {
+		t.Errorf("Load of a set: %v, want ErrInvalidDoc", err)
 	}
 	if _, err := c.Load(context.Background(), seq([]db.Doc{{ID: "x", Text: "fine"}}, nil), &db.LoadOptions{Memory: -1}); !errors.Is(err, db.ErrInvalidOptions) {
 		t.Errorf("Load with negative memory: %v, want ErrInvalidOptions", err)

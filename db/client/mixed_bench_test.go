@@ -24,7 +24,7 @@ import (
 // mixer is what the mixed benchmark calls.
 type mixer interface {
 	QueryID(ctx context.Context, id string, qo *db.QueryOptions) (*db.QueryResult, error)
-	Put(id, text string) error
+	Put(d db.Doc, wo *db.WriteOptions) error
 }
 
 // BenchmarkMixed runs the many-clients mix: 16 concurrent
@@ -215,7 +215,7 @@ func (mx *mix) run(tag string, m mixer, n int64, rate float64) (mixStats, error)
 				put := i%10 == 0
 				if put {
 					id := fmt.Sprintf("%s-put-%d", tag, i)
-					if err = m.Put(id, mx.docs[int(i)%len(mx.docs)].Text+" (a new version)"); err == nil {
+					if err = m.Put(db.Doc{ID: id, Text: mx.docs[int(i)%len(mx.docs)].Text + " (a new version)"}, nil); err == nil {
 						mx.mu.Lock()
 						mx.acked = append(mx.acked, id)
 						mx.mu.Unlock()

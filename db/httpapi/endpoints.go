@@ -280,7 +280,7 @@ func (h *handler) delete(w *resp, req DeleteRequest) error {
 	if len(req.IDs) == 0 {
 		return badRequest("no ids to delete")
 	}
-	res, err := h.d.DeleteIDs(req.IDs, &db.DeleteOptions{IgnoreMissing: req.IgnoreMissing, NoSync: req.NoSync})
+	res, err := h.d.DeleteIDs(req.IDs, &db.WriteOptions{IgnoreMissing: req.IgnoreMissing, NoSync: req.NoSync})
 	if err != nil {
 		return err
 	}
@@ -288,7 +288,7 @@ func (h *handler) delete(w *resp, req DeleteRequest) error {
 }
 
 func (h *handler) queryGet(w *resp, r *http.Request) error {
-	q, err := params(r, []string{"id", "text", "threshold", "limit", "estimate_only"})
+	q, err := params(r, []string{"id", "text", "threshold", "limit", "estimate_only", "with_text"})
 	if err != nil {
 		return err
 	}
@@ -310,6 +310,9 @@ func (h *handler) queryGet(w *resp, r *http.Request) error {
 	if req.EstimateOnly, err = boolParam(q, "estimate_only"); err != nil {
 		return err
 	}
+	if req.WithText, err = boolParam(q, "with_text"); err != nil {
+		return err
+	}
 	return h.query(w, r, req)
 }
 
@@ -328,7 +331,7 @@ func (h *handler) query(w *resp, r *http.Request, req QueryRequest) error {
 	if (req.ID == nil) == (req.Text == nil) {
 		return badRequest("give exactly one of id and text")
 	}
-	qo := &db.QueryOptions{Threshold: req.Threshold, Limit: req.Limit, EstimateOnly: req.EstimateOnly}
+	qo := &db.QueryOptions{Threshold: req.Threshold, Limit: req.Limit, EstimateOnly: req.EstimateOnly, WithText: req.WithText}
 	var res *db.QueryResult
 	var err error
 	if req.ID != nil {

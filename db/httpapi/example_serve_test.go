@@ -27,7 +27,7 @@ func ExampleServeSocket() {
 		panic(err)
 	}
 	defer d.Close()
-	if err := d.Put("fox", "the quick brown fox jumps over the lazy dog"); err != nil {
+	if err := d.Put(db.Doc{ID: "fox", Text: "the quick brown fox jumps over the lazy dog"}, nil); err != nil {
 		panic(err)
 	}
 	stop, err := httpapi.ServeSocket(d, nil)

@@ -51,7 +51,7 @@ func openFixture(t testing.TB, n int, o *db.Options) *db.DB {
 	}
 	t.Cleanup(func() { d.Close() })
 	if n > 0 {
-		if err := d.PutDocs(sampleDocs(t, n), &db.WriteOptions{NoSync: true}); err != nil {
+		if _, err := d.PutBatch(sampleDocs(t, n), &db.WriteOptions{NoSync: true}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -50,7 +50,7 @@ func FuzzHandler(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Cleanup(func() { d.Close() })
-	if err := d.PutDocs(sampleDocs(f, 20), nil); err != nil {
+	if _, err := d.PutBatch(sampleDocs(f, 20), nil); err != nil {
 		f.Fatal(err)
 	}
 	f.Fuzz(func(t *testing.T, method uint8, path, query string, body []byte) {

@@ -158,7 +158,7 @@ type DocumentJSON struct {
 }
 
 // DocumentOut converts d for the wire.
-func DocumentOut(d *db.Document) DocumentJSON {
+func DocumentOut(d *db.StoredDoc) DocumentJSON {
 	out := DocumentJSON{ID: d.ID, Num: d.Num, Shingles: len(d.Shingles), HasText: d.HasText,
 		ShingleSet: make([]string, len(d.Shingles)), Signature: nonNil(d.Signature)}
 	if d.HasText {
@@ -172,8 +172,8 @@ func DocumentOut(d *db.Document) DocumentJSON {
 }
 
 // Document converts d back.
-func (d DocumentJSON) Document() (*db.Document, error) {
-	out := &db.Document{ID: d.ID, Num: d.Num, HasText: d.HasText, Signature: nilIfEmpty(d.Signature)}
+func (d DocumentJSON) Document() (*db.StoredDoc, error) {
+	out := &db.StoredDoc{ID: d.ID, Num: d.Num, HasText: d.HasText, Signature: nilIfEmpty(d.Signature)}
 	if d.Text != nil {
 		out.Text = *d.Text
 	}
@@ -199,6 +199,7 @@ type QueryRequest struct {
 	Threshold    float64 `json:"threshold,omitempty"`
 	Limit        int     `json:"limit,omitempty"`
 	EstimateOnly bool    `json:"estimate_only,omitempty"`
+	WithText     bool    `json:"with_text,omitempty"`
 }
 
 // MatchJSON is one match, as a line of lshdb query --output json: jaccard
@@ -208,6 +209,12 @@ type MatchJSON struct {
 	Jaccard  *float64 `json:"jaccard"`
 	Estimate float64  `json:"estimate"`
 	Bands    int      `json:"bands"`
+	// Meta (UTF-8) or MetaBase64 (other bytes): the stored metadata, as in
+	// DocumentJSON; absent for none.
+	Meta       *string `json:"meta,omitempty"`
+	MetaBase64 *string `json:"meta_base64,omitempty"`
+	// Text is the stored text when the query asked with_text.
+	Text string `json:"text,omitempty"`
 }
 
 // QueryResultJSON is db.QueryResult.
@@ -231,7 +238,8 @@ func QueryResultOut(r *db.QueryResult) QueryResultJSON {
 
 // MatchOut converts m for the wire.
 func MatchOut(m db.Match, estimateOnly bool) MatchJSON {
-	out := MatchJSON{ID: m.ID, Estimate: m.Estimate, Bands: m.Bands}
+	out := MatchJSON{ID: m.ID, Estimate: m.Estimate, Bands: m.Bands, Text: m.Text}
+	out.Meta, out.MetaBase64 = metaOut(m.Meta)
 	if !estimateOnly {
 		j := m.Jaccard
 		out.Jaccard = &j
@@ -241,10 +249,13 @@ func MatchOut(m db.Match, estimateOnly bool) MatchJSON {
 
 // Match converts m back.
 func (m MatchJSON) Match() db.Match {
-	out := db.Match{ID: m.ID, Estimate: m.Estimate, Bands: m.Bands}
+	out := db.Match{ID: m.ID, Estimate: m.Estimate, Bands: m.Bands, Text: m.Text}
 	if m.Jaccard != nil {
 		out.Jaccard = *m.Jaccard
 	}
+	// NB: a server's metaOut never gives both forms; bad base64 from
+	// another server leaves Meta nil rather than failing the query.
+	out.Meta, _ = metaIn(m.Meta, m.MetaBase64)
 	return out
 }
 

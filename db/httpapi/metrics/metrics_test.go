@@ -78,7 +78,7 @@ func TestMetrics(t *testing.T) {
 	texts := []string{"the quick brown fox jumps over the lazy dog", "the quick brown fox jumps over the lazy dogs",
 		"a completely different sentence about owls", "the quick brown fox jumped over the lazy dog"}
 	for i, text := range texts {
-		if err := d.Put(string(rune('a'+i)), text); err != nil {
+		if err := d.Put(db.Doc{ID: string(rune('a' + i)), Text: text}, nil); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -1,0 +1,258 @@
+package db
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"slices"
+	"sync/atomic"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/lshdb/lshdb/codec"
+	"github.com/lshdb/lshdb/minhash"
+)
+
+// Set is a document given as the caller's own set instead of text: tokens
+// (words, tags, code tokens) or token hashes it already computed. Build
+// one with Tokens or Hashes; the zero Set gives nothing (a Doc without a
+// set). Repeats count once: a Set is a set.
+//
+// NB: one type with two constructors, not two methods per call (PutTokens,
+// PutHashes, QueryTokens, …): every call that takes a document's content
+// (PutSet, QuerySet, Doc.Set in PutBatch and Load, QueryInput in
+// QueryMany) takes either form, and a new form would add a constructor,
+// not a method to each.
+//
+// How a set becomes elements depends on the index's scheme (see
+// minhash.Sketcher.TokenElement and HashElement): for fss, oph and classic
+// a token is hashed as a shingle of the same text is (xxhash64 of its
+// UTF-8 bytes), so Tokens(strings.Fields(text)...) is the set of a word
+// 1-shingle index (normalization none) of text; a caller's hash goes
+// through a fixed bijective mix, so any distinct values (small integers
+// included) stay distinct. For datasketch, a token is hashed with
+// sha1_hash32, and a caller's hash is datasketch's 32-bit hash value.
+// Keep to one form in one index: Tokens and Hashes of the same tokens are
+// different elements.
+type Set struct {
+	kind   uint8 // 0: no set; setTokens; setHashes
+	tokens []string
+	hashes []uint64
+}
+
+const (
+	setTokens = 1 + iota
+	setHashes
+)
+
+// Tokens returns the set of tokens. The Set keeps the slice: do not modify
+// it until the call that takes the Set returns.
+func Tokens(tokens ...string) Set { return Set{kind: setTokens, tokens: tokens} }
+
+// Hashes returns the set of the caller's token hashes. The Set keeps the
+// slice: do not modify it until the call that takes the Set returns.
+func Hashes(hashes ...uint64) Set { return Set{kind: setHashes, hashes: hashes} }
+
+// IsZero reports whether s is the zero Set (no set given).
+func (s Set) IsZero() bool { return s.kind == 0 }
+
+// Len returns the number of tokens or hashes given, repeats included.
+func (s Set) Len() int { return len(s.tokens) + len(s.hashes) }
+
+// TokenList returns the tokens of a Set built by Tokens (nil otherwise).
+func (s Set) TokenList() []string { return s.tokens }
+
+// HashList returns the hashes of a Set built by Hashes (nil otherwise).
+func (s Set) HashList() []uint64 { return s.hashes }
+
+// bytes is what the set counts toward Options.MaxDocBytes.
+func (s Set) bytes() int {
+	n := 8 * len(s.hashes)
+	for _, t := range s.tokens {
+		n += len(t)
+	}
+	return n
+}
+
+// elements appends s's elements under sk's scheme to dst, sorted and
+// distinct.
+func (s Set) elements(sk *minhash.Sketcher, dst []uint64) ([]uint64, error) {
+	start := len(dst)
+	for _, t := range s.tokens {
+		dst = append(dst, sk.TokenElement(t))
+	}
+	for _, h := range s.hashes {
+		e, ok := sk.HashElement(h)
+		if !ok {
+			return dst, fmt.Errorf("%w: hash %#x is outside the %s scheme's range (32-bit values)", ErrInvalidDoc, h, sk.Options().Scheme)
+		}
+		dst = append(dst, e)
+	}
+	slices.Sort(dst[start:])
+	return append(dst[:start], slices.Compact(dst[start:])...), nil
+}
+
+// checkSignature checks a signature given as input against the index.
+func (db *DB) checkSignature(sig []uint32) error {
+	if len(sig) != db.skOpt.NumPerm {
+		return fmt.Errorf("%w: %d values, the index's signatures have %d", ErrInvalidSignature, len(sig), db.skOpt.NumPerm)
+	}
+	for _, v := range sig {
+		if v != minhash.EmptyValue {
+			return nil
+		}
+	}
+	return fmt.Errorf("%w: the signature is an empty set's (every value %#x)", ErrEmptyDocument, uint32(minhash.EmptyValue))
+}
+
+// prepareGiven is prepare for a document given as a set or a signature.
+func (db *DB) prepareGiven(d *Doc, sk *minhash.Sketcher) (prepared, error) {
+	var rec codec.DocRecord
+	var set []uint64
+	var sig []uint32
+	if d.Signature != nil {
+		if db.man.Storage != StorageNone {
+			return prepared{}, fmt.Errorf("%w: %q: a %s index verifies every answer and needs each document's set or text; put a set (PutSet), or keep signatures in an index created with Storage none", ErrStorageMode, d.ID, db.man.Storage)
+		}
+		if err := db.checkSignature(d.Signature); err != nil {
+			return prepared{}, fmt.Errorf("%q: %w", d.ID, err)
+		}
+		sig = slices.Clone(d.Signature)
+		// NB: a signature put has no set size: SetLen 0 says so (no other
+		// write stores an empty set), and its fingerprint is the
+		// signature's, so that only equal signatures count as one set.
+		rec = codec.DocRecord{ID: d.ID, Meta: d.Meta, Signature: sig, SetFP: codec.SetFingerprint(sig)}
+	} else {
+		if db.man.Storage == StorageText {
+			return prepared{}, fmt.Errorf("%w: %q: a text index verifies from stored texts and keeps no sets; create the index with Storage sets (exact Jaccard of the sets) or none", ErrStorageMode, d.ID)
+		}
+		var err error
+		if set, err = d.Set.elements(sk, make([]uint64, 0, d.Set.Len())); err != nil {
+			return prepared{}, fmt.Errorf("%q: %w", d.ID, err)
+		}
+		if len(set) == 0 {
+			return prepared{}, fmt.Errorf("%w: %q: an empty set", ErrEmptyDocument, d.ID)
+		}
+		sig = sk.Sketch(nil, set)
+		rec, _ = db.newRecord(d.ID, set, sig, "", false, d.Meta, nil)
+	}
+	keys, err := db.bucketKeys(make([]uint64, 0, db.bands.B), sig)
+	if err != nil {
+		return prepared{}, err
+	}
+	return prepared{id: d.ID, record: codec.AppendDocRecord(nil, &rec), keys: keys, set: set, sig: sig}, nil
+}
+
+// PutSet stores the set s under id, replacing any document with that id,
+// as Put stores a text: Put(Doc{ID: id, Set: s}, wo). The index must keep
+// sets (Options.Storage sets or none; a text index refuses with
+// ErrStorageMode). In a sets index, queries verify against the stored set
+// exactly (as 32-bit hashes, like every set there); in a none index they
+// estimate. An empty set is ErrEmptyDocument.
+func (db *DB) PutSet(id string, s Set, wo *WriteOptions) error {
+	_, err := db.PutBatch([]Doc{{ID: id, Set: s}}, wo)
+	return err
+}
+
+// PutSignature stores a precomputed signature under id, replacing any
+// document with that id: Put(Doc{ID: id, Signature: sig}, wo). The
+// signature must have the index's NumPerm values (ErrInvalidSignature),
+// made with the index's scheme and seed (lshdb cannot tell: a signature
+// of another scheme finds nothing); with SchemeDatasketch and Seed 1,
+// datasketch's MinHash.hashvalues (as uint32s) are such signatures. Only
+// a none index keeps signatures alone (ErrStorageMode otherwise): every
+// answer about such a document is an estimate, and says so
+// (QueryResult.EstimateOnly).
+//
+// Pairs and Clusters compare a signature put with other signatures put
+// only: it has no set size, and their size filter passes no pair of a
+// document with one and one without.
+func (db *DB) PutSignature(id string, sig []uint32, wo *WriteOptions) error {
+	if sig == nil {
+		sig = []uint32{}
+	}
+	_, err := db.PutBatch([]Doc{{ID: id, Signature: sig}}, wo)
+	return err
+}
+
+// QuerySet is Query with the set s as the query: the stored documents
+// whose Jaccard similarity to s reaches the threshold, among those that
+// share a band with it. It works in every storage mode: a sets index
+// compares s with the stored sets (32-bit hashes), a none index
+// estimates, and a text index compares s with the shingle sets of the
+// stored texts, which is meaningful when the tokens are the index's
+// shingles (for example word tokens in a word 1-shingle index; see Set).
+func (db *DB) QuerySet(ctx context.Context, s Set, qo *QueryOptions) (*QueryResult, error) {
+	return db.queryOne(ctx, &QueryInput{Set: s}, qo)
+}
+
+// QuerySignature is Query with a precomputed signature as the query (with
+// the index's NumPerm values, made with its scheme and seed). With no set
+// to compare, every answer is an estimate from the signatures
+// (QueryResult.EstimateOnly), in every storage mode.
+func (db *DB) QuerySignature(ctx context.Context, sig []uint32, qo *QueryOptions) (*QueryResult, error) {
+	if sig == nil {
+		sig = []uint32{}
+	}
+	return db.queryOne(ctx, &QueryInput{Signature: sig}, qo)
+}
+
+// QueryMany answers the queries qs, concurrently (on every core), on one
+// snapshot of the index: every answer sees the same documents, whatever
+// is written meanwhile. results[i] answers qs[i] with the options qo, as
+// the single-query call for its input would (Query, QuerySet,
+// QuerySignature or QueryID). Every input is checked first: one that is
+// invalid fails the call, naming its position, before any is answered;
+// so does a read error or the end of ctx.
+func (db *DB) QueryMany(ctx context.Context, qs []QueryInput, qo *QueryOptions) ([]*QueryResult, error) {
+	if err := db.enter(); err != nil {
+		return nil, err
+	}
+	defer db.mu.RUnlock()
+	q, err := db.queryOptions(qo)
+	if err != nil {
+		return nil, err
+	}
+	for i := range qs {
+		if err := db.checkInput(&qs[i]); err != nil {
+			return nil, fmt.Errorf("query %d: %w", i, err)
+		}
+	}
+	snap := db.pdb.NewSnapshot()
+	defer snap.Close()
+	ctx, cancel := db.opCtx(ctx)
+	defer cancel()
+	out := make([]*QueryResult, len(qs))
+	var next atomic.Int64
+	g, gctx := errgroup.WithContext(ctx)
+	for range max(1, min(runtime.GOMAXPROCS(0), len(qs))) {
+		g.Go(func() error {
+			// NB: an iterator is one goroutine's; the snapshot is shared.
+			it, err := db.queryIter(snap)
+			if err != nil {
+				return err
+			}
+			defer it.Close()
+			sc := db.scratch.Get().(*queryScratch)
+			defer db.putScratch(sc)
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(qs) {
+					return nil
+				}
+				if err := ctxErr(gctx); err != nil {
+					return err
+				}
+				res, err := db.answer(gctx, it, &qs[i], q, sc)
+				if err != nil {
+					return fmt.Errorf("query %d: %w", i, err)
+				}
+				out[i] = res
+			}
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
