@@ -164,9 +164,8 @@ func (db *DB) PutSet(id string, s Set, wo *WriteOptions) error {
 // answer about such a document is an estimate, and says so
 // (QueryResult.EstimateOnly).
 //
-// Pairs and Clusters compare a signature put with other signatures put
-// only: it has no set size, and their size filter passes no pair of a
-// document with one and one without.
+// Pairs and Clusters compare a signature put with every other document by
+// the estimate: it has no set size, so their size filter passes its pairs.
 func (db *DB) PutSignature(id string, sig []uint32, wo *WriteOptions) error {
 	if sig == nil {
 		sig = []uint32{}

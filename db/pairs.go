@@ -326,7 +326,9 @@ func candidates(ctx context.Context, snap pebble.Reader, x *pairsIndex, nbands i
 					sa := float64(x.sizes[a])
 					for _, b := range reps[i+1:] {
 						sb := float64(x.sizes[b])
-						if min(sa, sb)/max(sa, sb) < t { // J ≤ min/max: never a pair
+						// NB: J ≤ min/max: never a pair. A size of 0 is
+						// unknown (a signature put in none mode).
+						if sa > 0 && sb > 0 && min(sa, sb)/max(sa, sb) < t {
 							continue
 						}
 						batch = append(batch, uint64(a)<<32|uint64(b))
