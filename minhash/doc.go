@@ -3,7 +3,7 @@
 // It is the pure-computation front of lshdb's pipeline:
 //
 //	text ─ normalize ─ shingle ─ xxhash64 ─┬─ shingle set (sorted, de-duplicated []uint64)
-//	                                       └─ signature (k uint32 values, scheme fss, oph or classic)
+//	                                       └─ signature (k uint32 values, scheme fss, oph, classic or datasketch)
 //
 // Nothing here does I/O, and nothing depends on per-process state: the same
 // text, [Options], [SketchOptions] and seed give the same hashes and

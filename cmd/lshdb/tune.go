@@ -26,7 +26,7 @@ func (a *app) tuneCmd() *cobra.Command {
 			t := threshold
 			scheme, err := minhash.ParseScheme(schemeName)
 			if err != nil || schemeName == "" {
-				return usagef("--scheme %q: want fss, oph or classic", schemeName)
+				return usagef("--scheme %q: want fss, oph, classic or datasketch", schemeName)
 			}
 			if a.dbDir != "" || a.shellDB != nil || a.addr != "" {
 				// NB: with an index, its banding is fixed: --threshold asks
@@ -99,7 +99,7 @@ func (a *app) tuneCmd() *cobra.Command {
 	fs.Float64Var(&threshold, "threshold", 0.8, "Jaccard threshold")
 	fs.IntVar(&numPerm, "num-perm", 128, "signature values")
 	fs.Float64Var(&recall, "recall", 0.99, "target P(candidate) at the threshold")
-	fs.StringVar(&schemeName, "scheme", "fss", "signature scheme whose measured recall on short documents to report: fss, oph or classic")
+	fs.StringVar(&schemeName, "scheme", "fss", "signature scheme whose measured recall on short documents to report: fss, oph, classic or datasketch")
 	fs.StringVar(&plot, "plot", "", "write the S-curve as an SVG picture to this file")
 	return c
 }

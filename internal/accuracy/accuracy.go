@@ -99,7 +99,11 @@ func drawTrial(scheme minhash.Scheme, k, m int, base uint64, t int, a, b []uint6
 			b[i] = rng.Uint64()
 		}
 	}
-	return minhash.NewSketcher(minhash.SketchOptions{Scheme: scheme, NumPerm: k, Seed: trial})
+	seed := trial
+	if scheme == minhash.SchemeDatasketch {
+		seed >>= 32 // its seeds are numpy's: 32 bits
+	}
+	return minhash.NewSketcher(minhash.SketchOptions{Scheme: scheme, NumPerm: k, Seed: seed})
 }
 
 // Spec says how many trials a cell gets.

@@ -85,3 +85,25 @@ func TestShortSetRecall(t *testing.T) {
 		t.Errorf("fss %+v, oph %+v around the curve's %v", fss, oph, curve)
 	}
 }
+
+// Ensure that ShortSetRecall measures the datasketch scheme (classic
+// MinHash with numpy's 32-bit seeds: a 64-bit trial seed was refused) and
+// finds it on the curve, as independent permutations are: within five
+// standard errors of P(t).
+func TestShortSetRecallDatasketch(t *testing.T) {
+	p, err := bands.Choose(128, 0.5, bands.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	curve := p.Probability(0.5)
+	const trials = 400
+	ds, err := ShortSetRecall(minhash.SchemeDatasketch, 128, p, 0.5, trials, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	se := math.Sqrt(curve * (1 - curve) / float64(ds.Pairs))
+	t.Logf("curve %.4f; datasketch %.4f over %d pairs (SE %.4f)", curve, ds.AtThreshold, ds.Pairs, se)
+	if ds.Pairs == 0 || math.Abs(ds.AtThreshold-curve) > 5*se {
+		t.Errorf("datasketch %+v against the curve's %v", ds, curve)
+	}
+}
