@@ -10,6 +10,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -17,6 +18,7 @@ import (
 	"testing"
 
 	"github.com/lshdb/lshdb/db"
+	"github.com/parquet-go/parquet-go"
 )
 
 // runCtx runs one command line in-process with ctx.
@@ -480,5 +482,51 @@ func TestOutputClosed(t *testing.T) {
 	errOut, code = runW(w, []string{"version"}, "")
 	if code != 1 || errOut != "lshdb: write |1: no space left on device\n" {
 		t.Fatalf("version to a full disk: exit %d, %q", code, errOut)
+	}
+}
+
+// Ensure that build and insert read a Parquet file (the way Hugging Face
+// datasets ship) into the same index as the JSON Lines of the same rows:
+// the documents read back equal.
+func TestInsertParquet(t *testing.T) {
+	type row struct {
+		ID    string `parquet:"id"`
+		Text  string `parquet:"text"`
+		Extra int64  `parquet:"extra"`
+	}
+	tmp := t.TempDir()
+	var rows []row
+	var jsonl strings.Builder
+	for i := range 300 {
+		r := row{ID: fmt.Sprintf("r%03d", i), Text: fmt.Sprintf("row %d of a parquet file, words %d and %d", i, i%13, i%29), Extra: int64(i)}
+		rows = append(rows, r)
+		fmt.Fprintf(&jsonl, "{\"id\":%q,\"text\":%q}\n", r.ID, r.Text)
+	}
+	pq := filepath.Join(tmp, "train-00000-of-00001.parquet")
+	f, err := os.Create(pq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := parquet.NewGenericWriter[row](f, parquet.Compression(&parquet.Snappy))
+	if _, err := w.Write(rows); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	for _, cmd := range []string{"build", "insert"} {
+		fromPQ, fromJSON := filepath.Join(tmp, cmd+"-pq"), filepath.Join(tmp, cmd+"-json")
+		if _, errOut, code := runLine([]string{cmd, "--db", fromPQ, pq}, ""); code != 0 {
+			t.Fatalf("%s of a Parquet file: exit %d %s", cmd, code, errOut)
+		}
+		if _, errOut, code := runLine([]string{cmd, "--db", fromJSON, "-"}, jsonl.String()); code != 0 {
+			t.Fatalf("%s of JSON Lines: exit %d %s", cmd, code, errOut)
+		}
+		a, ra := docsOf(t, fromPQ)
+		b, rb := docsOf(t, fromJSON)
+		if len(a) != len(rows) || !reflect.DeepEqual(a, b) || !ra.OK() || !rb.OK() {
+			t.Errorf("%s: %d documents from Parquet, %d from JSON Lines, equal %v", cmd, len(a), len(b), reflect.DeepEqual(a, b))
+		}
 	}
 }

@@ -32,7 +32,7 @@ var (
 )
 
 // Formats are the accepted values of Options.Format ("" = by file name).
-var Formats = []string{"jsonl", "csv", "tsv", "text"}
+var Formats = []string{"jsonl", "csv", "tsv", "text", "parquet"}
 
 // DefaultMaxRecordBytes is the default Options.MaxRecordBytes: 64 MiB (the
 // database's default document limit) plus 1 MiB for the id, the JSON
@@ -43,8 +43,9 @@ const DefaultMaxRecordBytes = 65 << 20
 // "id" and "text" fields (or CSV/TSV with "id" and "text" columns, by file
 // name).
 type Options struct {
-	// Format is jsonl, csv, tsv or text, in any case. Default: "" (by
-	// file name: .csv, .tsv, .txt, else JSON Lines; a directory: text).
+	// Format is jsonl, csv, tsv, text or parquet, in any case. Default:
+	// "" (by file name: .csv, .tsv, .txt, .parquet, else JSON Lines; a
+	// directory: text).
 	Format string
 	// IDField and TextField are the JSON Lines fields of the id and the
 	// text, as dotted paths into nested objects ("meta.url"). Default:
@@ -53,7 +54,8 @@ type Options struct {
 	// MetaField, if set, is the JSON Lines field (a dotted path) whose raw
 	// JSON value becomes Record.Meta. Default: "" (no metadata).
 	MetaField string
-	// IDCol and TextCol are the CSV/TSV header names of the id and text
+	// IDCol and TextCol are the CSV/TSV header names, or the Parquet
+	// column names (dotted paths into groups), of the id and text
 	// columns. Default: "id" and "text".
 	IDCol, TextCol string
 	// IDFrom, if set, makes the ids instead of reading them (JSON Lines,
@@ -283,6 +285,16 @@ func (r *reader) file(path, name, format, textID string) error {
 		return err
 	}
 	defer f.Close()
+	if format == "" {
+		// NB: a Parquet file is told by its name or its magic number.
+		var magic [4]byte
+		if n, _ := f.ReadAt(magic[:], 0); formatByName(name) == "parquet" || n == 4 && string(magic[:]) == string(parquetMagic) {
+			format = "parquet"
+		}
+	}
+	if format == "parquet" {
+		return r.parquet(name, f)
+	}
 	return r.stream(name, f, format, textID)
 }
 
@@ -310,6 +322,9 @@ func (r *reader) stream(name string, in io.Reader, format, textID string) error 
 	}
 	if format == "" {
 		format = formatByName(name)
+	}
+	if format == "parquet" {
+		return fmt.Errorf("%s: %w", name, ErrNeedsFile)
 	}
 	if format == "jsonl" {
 		// NB: the JSON Lines reader closes the decompressor itself, when
@@ -392,6 +407,8 @@ func formatByName(name string) string {
 		return "tsv"
 	case strings.HasSuffix(n, ".txt"):
 		return "text"
+	case strings.HasSuffix(n, ".parquet"), strings.HasSuffix(n, ".pq"):
+		return "parquet"
 	}
 	return "jsonl"
 }

@@ -1,0 +1,138 @@
+package docio
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/parquet-go/parquet-go"
+)
+
+// ErrNeedsFile is returned for a Parquet input that is not a regular file
+// (stdin, a pipe): Parquet keeps its index at the end of the file, so a
+// reader needs to seek.
+var ErrNeedsFile = errors.New("parquet input must be a file (it cannot be read from a pipe or stdin)")
+
+// parquetMagic starts (and ends) every Parquet file.
+var parquetMagic = []byte("PAR1")
+
+// parquet reads the Parquet file f (name for messages): one record per
+// row, the id and the text from the columns Options.IDCol and
+// Options.TextCol (top-level or dotted paths into groups; text: a string
+// or binary column; id: a string, binary or integer column). Record.Line
+// is the row's number (1-based) and Record.Raw is nil. A row whose id or
+// text is null is a bad record. Parquet's own compression (snappy, gzip,
+// zstd, lz4, brotli) is read by the library; a Parquet file inside gzip
+// or zstd is not.
+func (r *reader) parquet(name string, f *os.File) error {
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if !st.Mode().IsRegular() {
+		return fmt.Errorf("%s: %w", name, ErrNeedsFile)
+	}
+	pf, err := parquet.OpenFile(f, st.Size())
+	if err != nil {
+		return fmt.Errorf("%s: not a readable Parquet file: %w", name, err)
+	}
+	schema := pf.Schema()
+	lookup := func(col string) (parquet.LeafColumn, bool) {
+		return schema.Lookup(strings.Split(col, ".")...)
+	}
+	textCol, okText := lookup(r.o.TextCol)
+	idCol, okID := lookup(r.o.IDCol)
+	if !okText || (!okID && r.o.IDFrom == "") {
+		var cols []string
+		for _, path := range schema.Columns() {
+			cols = append(cols, strings.Join(path, "."))
+		}
+		return fmt.Errorf("%s: the Parquet schema's columns %q have no %q or no %q column (set --id-col and --text-col)", name, cols, r.o.IDCol, r.o.TextCol)
+	}
+	check := func(what string, c parquet.LeafColumn, ints bool) error {
+		if c.MaxRepetitionLevel > 0 {
+			return fmt.Errorf("%s: the %s column %q is repeated (a list): want one value per row", name, what, strings.Join(c.Path, "."))
+		}
+		switch k := c.Node.Type().Kind(); {
+		case k == parquet.ByteArray, k == parquet.FixedLenByteArray:
+		case ints && (k == parquet.Int32 || k == parquet.Int64):
+		default:
+			return fmt.Errorf("%s: the %s column %q holds %s values: want strings", name, what, strings.Join(c.Path, "."), k)
+		}
+		return nil
+	}
+	if err := check("text", textCol, false); err != nil {
+		return err
+	}
+	if okID && r.o.IDFrom == "" {
+		if err := check("id", idCol, true); err != nil {
+			return err
+		}
+	}
+	rd := parquet.NewReader(f, schema)
+	defer rd.Close()
+	rows := make([]parquet.Row, 256)
+	line := 0
+	for {
+		n, err := rd.ReadRows(rows)
+		for _, row := range rows[:n] {
+			line++
+			if err := r.parquetRow(name, line, row, idCol.ColumnIndex, textCol.ColumnIndex, okID); err != nil {
+				return err
+			}
+		}
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("%s: row %d: %w", name, line+1, err)
+		}
+	}
+}
+
+// parquetRow emits one row as a record.
+func (r *reader) parquetRow(name string, line int, row parquet.Row, idIdx, textIdx int, hasID bool) error {
+	var id, text parquet.Value
+	var gotID, gotText bool
+	for _, v := range row {
+		switch c := v.Column(); {
+		case c == textIdx:
+			text, gotText = v, true
+		case hasID && c == idIdx:
+			id, gotID = v, true
+		}
+	}
+	out := Record{File: name, Line: line}
+	var rerr error
+	switch {
+	case !gotText || text.IsNull():
+		rerr = fmt.Errorf("no text (null)")
+	case len(text.ByteArray()) > r.o.MaxRecordBytes:
+		rerr = tooLong(len(text.ByteArray()), r.o.MaxRecordBytes)
+	}
+	if rerr == nil {
+		out.Text = string(text.ByteArray())
+		switch r.o.IDFrom {
+		case "line":
+			out.ID = lineID(name, line)
+		case "hash":
+			out.ID = hashID(out.Text)
+		default:
+			switch {
+			case !gotID || id.IsNull():
+				rerr = fmt.Errorf("no id (null)")
+			case id.Kind() == parquet.Int32 || id.Kind() == parquet.Int64:
+				out.ID = strconv.FormatInt(id.Int64(), 10)
+			default:
+				out.ID = string(id.ByteArray())
+			}
+		}
+	}
+	if rerr != nil {
+		return r.emit(Record{}, badRecord(name, line, out.ID, nil, rerr))
+	}
+	return r.emit(out, nil)
+}

@@ -1,0 +1,167 @@
+package docio
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/compress"
+)
+
+// The rows the Parquet tests write: a string id, a text (dictionary
+// encoded, so that repeats are stored once), and other columns that the
+// reader must pass over.
+type pqRow struct {
+	Lang  string  `parquet:"lang"`
+	ID    string  `parquet:"id"`
+	Text  string  `parquet:"text,dict"`
+	Score float64 `parquet:"score"`
+}
+
+type pqIntRow struct {
+	Num  int64   `parquet:"num"`
+	Body *string `parquet:"body,optional"`
+}
+
+func writeParquet[T any](t *testing.T, path string, rows []T, opts ...parquet.WriterOption) {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := parquet.NewGenericWriter[T](f, opts...)
+	if _, err := w.Write(rows); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Ensure that a Parquet file's rows come out as records, in order, with
+// the id and text of the chosen columns (byte for byte, multibyte and
+// empty texts included), whatever the file's compression and row-group
+// split, told by name or, without the name, by content.
+func TestParquetRecords(t *testing.T) {
+	var rows []pqRow
+	for i := range 2500 {
+		text := fmt.Sprintf("document %d: the quick brown fox, %d times", i, i%7)
+		switch i % 500 {
+		case 3:
+			text = "" // an empty text is a record like any other
+		case 4:
+			text = "naïve café — 東京 \x00 and a NUL"
+		}
+		rows = append(rows, pqRow{Lang: "en", ID: fmt.Sprintf("doc-%04d", i), Text: text, Score: float64(i)})
+	}
+	dir := t.TempDir()
+	for _, c := range []struct {
+		name  string
+		codec compress.Codec
+	}{{"snappy", &parquet.Snappy}, {"zstd", &parquet.Zstd}, {"gzip", &parquet.Gzip}, {"none", &parquet.Uncompressed}} {
+		for _, file := range []string{"rows-" + c.name + ".parquet", "rows-" + c.name + ".data"} {
+			path := filepath.Join(dir, file)
+			writeParquet(t, path, rows, parquet.Compression(c.codec), parquet.MaxRowsPerRowGroup(700))
+			var got []Record
+			for rec, err := range Read(context.Background(), []string{path}, nil, Options{}) {
+				if err != nil {
+					t.Fatalf("%s: %v", file, err)
+				}
+				got = append(got, rec)
+			}
+			if len(got) != len(rows) {
+				t.Fatalf("%s: %d records, want %d", file, len(got), len(rows))
+			}
+			for i, rec := range got {
+				if rec.ID != rows[i].ID || rec.Text != rows[i].Text || rec.Line != i+1 || rec.File != path {
+					t.Fatalf("%s: record %d = %+v, want %s %q at row %d", file, i, rec, rows[i].ID, rows[i].Text, i+1)
+				}
+			}
+		}
+	}
+}
+
+// Ensure that an integer id column gives decimal ids, that --text-col
+// chooses the column, that a null text is a bad record naming its row
+// (and reading goes on), and that a missing column, a list column, a
+// Parquet input on stdin and a file that is not Parquet fail clearly.
+func TestParquetColumnsAndErrors(t *testing.T) {
+	dir := t.TempDir()
+	body := func(s string) *string { return &s }
+	path := filepath.Join(dir, "ints.parquet")
+	writeParquet(t, path, []pqIntRow{{7, body("seven")}, {-3, nil}, {1 << 40, body("big")}})
+	var ids, texts []string
+	var bad []*RecordError
+	for rec, err := range Read(context.Background(), []string{path}, nil, Options{IDCol: "num", TextCol: "body"}) {
+		var re *RecordError
+		switch {
+		case errors.As(err, &re):
+			bad = append(bad, re)
+		case err != nil:
+			t.Fatal(err)
+		default:
+			ids, texts = append(ids, rec.ID), append(texts, rec.Text)
+		}
+	}
+	if strings.Join(ids, ",") != "7,1099511627776" || strings.Join(texts, ",") != "seven,big" {
+		t.Errorf("ids %v texts %v", ids, texts)
+	}
+	if len(bad) != 1 || bad[0].Line != 2 || !errors.Is(bad[0], ErrBadRecord) || !strings.Contains(bad[0].Error(), "null") {
+		t.Errorf("bad records %v, want row 2's null text", bad)
+	}
+
+	for _, c := range []struct {
+		name string
+		o    Options
+		want string
+	}{
+		{"missing column", Options{}, `no "id" or no "text" column`},
+		{"text not a string", Options{IDCol: "body", TextCol: "num"}, "holds INT64 values"},
+	} {
+		err := firstErr(Read(context.Background(), []string{path}, nil, c.o))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want %q", c.name, err, c.want)
+		}
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := firstErr(Read(context.Background(), []string{"-"}, strings.NewReader(string(raw)), Options{Format: "parquet"})); !errors.Is(err, ErrNeedsFile) {
+		t.Errorf("parquet on stdin: %v, want ErrNeedsFile", err)
+	}
+	notPQ := filepath.Join(dir, "not.parquet")
+	if err := os.WriteFile(notPQ, []byte(`{"id":"a","text":"b"}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := firstErr(Read(context.Background(), []string{notPQ}, nil, Options{})); err == nil || !strings.Contains(err.Error(), "not a readable Parquet file") {
+		t.Errorf("a JSON file named .parquet: %v", err)
+	}
+	type listRow struct {
+		ID   string   `parquet:"id"`
+		Text []string `parquet:"text,list"`
+	}
+	lists := filepath.Join(dir, "lists.parquet")
+	writeParquet(t, lists, []listRow{{"a", []string{"x", "y"}}})
+	if err := firstErr(Read(context.Background(), []string{lists}, nil, Options{TextCol: "text.list.element"})); err == nil || !strings.Contains(err.Error(), "repeated") {
+		t.Errorf("a list column: %v", err)
+	}
+}
+
+// firstErr returns the first error a Read yields.
+func firstErr(seq func(func(Record, error) bool)) error {
+	for _, err := range seq {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
