@@ -170,7 +170,7 @@ func TestRead(t *testing.T) {
 			paths: []string{"t"}, o: Options{MaxRecordBytes: 100},
 			want: []string{`bad t/a.txt (id "a.txt"): longer than the record limit: more than 100 bytes`, `t/b.txt id=b.txt text="b"`}},
 		{name: "missing file", paths: []string{"nope.jsonl"}, wantErr: fs.ErrNotExist},
-		{name: "unknown format", paths: []string{"-"}, o: Options{Format: "parquet"}, wantErr: ErrUnknownFormat},
+		{name: "unknown format", paths: []string{"-"}, o: Options{Format: "arrow"}, wantErr: ErrUnknownFormat},
 		{name: "bad id-from", paths: []string{"-"}, o: Options{IDFrom: "uuid"}, wantErr: ErrInvalidOptions},
 		{name: "truncated gzip", files: map[string][]byte{"t.jsonl.gz": gzipBytes(bytes.Repeat(docsJSONL, 100))[:40]},
 			paths: []string{"t.jsonl.gz"}, wantErr: ErrTruncated},
