@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -72,5 +73,43 @@ func TestStdinTerminalNote(t *testing.T) {
 	code := run(context.Background(), []string{"dedup", "--db", filepath.Join(t.TempDir(), "dedup")}, tty, &out, &errb)
 	if want := "reading JSON Lines from stdin (Ctrl-D to end)\n1 inserted, 0 duplicates of stored documents\n"; code != 0 || errb.String() != want {
 		t.Errorf("dedup: exit %d, stderr %q, want %q", code, errb.String(), want)
+	}
+}
+
+// Ensure that insert and build from files, on a terminal, draw a bar in
+// bytes of the input files with a percentage (C19): the total is known
+// before reading; from stdin there is no total.
+func TestProgressPercentOnTerminal(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "docs.jsonl")
+	var in strings.Builder
+	for i := range 2000 {
+		fmt.Fprintf(&in, "{\"id\":\"d%d\",\"text\":\"document %d says something about %d things\"}\n", i, i, i%37)
+	}
+	if err := os.WriteFile(file, []byte(in.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for i, cmd := range []string{"insert", "build"} {
+		ctl, tty := openPTY(t)
+		drawn := make(chan string, 1)
+		go func() {
+			var all []byte
+			buf := make([]byte, 4096)
+			for {
+				n, err := ctl.Read(buf)
+				all = append(all, buf[:n]...)
+				if err != nil {
+					drawn <- string(all)
+					return
+				}
+			}
+		}()
+		var out strings.Builder
+		code := run(context.Background(), []string{cmd, "--db", filepath.Join(t.TempDir(), fmt.Sprint("index", i)), file}, strings.NewReader(""), &out, tty)
+		tty.Close()
+		ctl.Close()
+		got := <-drawn
+		if code != 0 || !regexp.MustCompile(cmd+` +[0-9]+% \|`).MatchString(got) {
+			t.Errorf("%s of a file on a terminal: exit %d, the terminal got %q", cmd, code, got)
+		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/lshdb/lshdb/db"
 	"github.com/lshdb/lshdb/internal/docio"
@@ -285,13 +286,43 @@ func maxMemoryMiB() int {
 	return 64 << 10
 }
 
-func (a *app) progress(name string) (add func(n int), done func()) {
+//
+// When every input is a regular file (in.inputBytes knows their total), the
+// bar counts the bytes read from them instead, with the percentage and
+// the time left: in's reader reports them (docio.Options.Progress) and
+// add does nothing.
+func (a *app) progress(name string, in *inputFlags, paths []string) (add func(n int), done func()) {
 	if !a.stderrIsTerminal() {
 		return func(int) {}, func() {}
+	}
+	if total := inputBytes(paths); total > 0 {
+		bar := progressbar.NewOptions64(total, progressbar.OptionSetWriter(a.stderr), progressbar.OptionSetDescription(name),
+			progressbar.OptionShowBytes(true), progressbar.OptionSetPredictTime(true), progressbar.OptionShowElapsedTimeOnFinish(),
+			progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish())
+		in.Progress = func(n int64) { bar.Add64(n) }
+		return func(int) {}, func() { bar.Finish() }
 	}
 	bar := progressbar.NewOptions64(-1, progressbar.OptionSetWriter(a.stderr), progressbar.OptionSetDescription(name),
 		progressbar.OptionShowCount(), progressbar.OptionShowIts(), progressbar.OptionClearOnFinish())
 	return func(n int) { bar.Add(n) }, func() { bar.Finish() }
+}
+
+// inputBytes returns the total size of the input files, or -1 when one of
+// them is not a regular file (stdin, a directory, a pipe): then the total
+// is not known before reading.
+func inputBytes(paths []string) int64 {
+	if len(paths) == 0 {
+		return -1
+	}
+	var total int64
+	for _, p := range paths {
+		st, err := os.Stat(p)
+		if p == "-" || err != nil || !st.Mode().IsRegular() {
+			return -1
+		}
+		total += st.Size()
+	}
+	return total
 }
 
 func (a *app) buildCmd() *cobra.Command {
@@ -351,7 +382,7 @@ was (a new index is removed again).`,
 					}
 				}
 			}
-			add, done := a.progress("build")
+			add, done := a.progress("build", &in, args)
 			last := 0
 			// NB: attached, the load runs in the owner's process: the
 			// input is read here and streamed to it.
@@ -504,7 +535,7 @@ after committing what was read and says where to continue.`,
 				return err
 			}
 			defer inp.close()
-			add, done := a.progress(name)
+			add, done := a.progress(name, &in, args)
 			w := &inserter{d: d, ids: make(map[string]uint8), batch: make([]db.Doc, 0, 1000), add: add}
 			var readErr, putErr error
 			for pd, err := range inp.docs(args) {

@@ -67,6 +67,48 @@ type Options struct {
 	// a longer one is a bad record, skipped without being held in
 	// memory. Default: DefaultMaxRecordBytes.
 	MaxRecordBytes int
+	// Progress, if set, is called with the number of bytes read from the
+	// inputs as they are read: the bytes of the files as stored
+	// (compressed ones before decompression) and of stdin, so that their
+	// sum reaches the files' sizes. It may be called from another
+	// goroutine than Read's.
+	Progress func(n int64)
+}
+
+// countingReader reports each read's bytes to add.
+type countingReader struct {
+	r   io.Reader
+	add func(int64)
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	if n > 0 {
+		c.add(int64(n))
+	}
+	return n, err
+}
+
+// countedFile is a file whose reads are reported to add.
+type countedFile struct {
+	*os.File
+	add func(int64)
+}
+
+func (c *countedFile) Read(p []byte) (int, error) {
+	n, err := c.File.Read(p)
+	if n > 0 {
+		c.add(int64(n))
+	}
+	return n, err
+}
+
+// counted returns in, counting its bytes when Options.Progress is set.
+func (r *reader) counted(in io.Reader) io.Reader {
+	if r.o.Progress == nil {
+		return in
+	}
+	return &countingReader{r: in, add: r.o.Progress}
 }
 
 // EnsureDefaults fills the zero fields with their defaults and normalizes
@@ -222,7 +264,7 @@ func Read(ctx context.Context, paths []string, stdin io.Reader, o Options) iter.
 		for _, p := range paths {
 			var err error
 			if p == "-" {
-				err = r.stream("stdin", stdin, o.Format, "")
+				err = r.stream("stdin", r.counted(stdin), o.Format, "")
 			} else {
 				err = r.path(p)
 			}
@@ -295,13 +337,23 @@ func (r *reader) file(path, name, format, textID string) error {
 	if format == "parquet" {
 		return r.parquet(name, f)
 	}
-	return r.stream(name, f, format, textID)
+	// NB: a file's own reads are counted; mayWait still sees the file.
+	if r.o.Progress == nil {
+		return r.stream(name, f, format, textID)
+	}
+	return r.stream(name, &countedFile{File: f, add: r.o.Progress}, format, textID)
 }
 
 // mayWait reports whether reading in may wait for a writer (a pipe, a
 // terminal, a socket, any reader but a regular file): its JSON Lines are
 // then passed on as soon as they are read, not held until a chunk fills.
 func mayWait(in io.Reader) bool {
+	switch c := in.(type) {
+	case *countingReader:
+		in = c.r
+	case *countedFile:
+		in = c.File
+	}
 	f, ok := in.(*os.File)
 	if !ok {
 		return true

@@ -76,6 +76,15 @@ func (r *reader) parquet(name string, f *os.File) error {
 	defer rd.Close()
 	rows := make([]parquet.Row, 256)
 	line := 0
+	// NB: progress in bytes of the file, as the share of its rows read.
+	var reported int64
+	report := func() {
+		if r.o.Progress != nil && pf.NumRows() > 0 {
+			at := st.Size() * int64(line) / pf.NumRows()
+			r.o.Progress(at - reported)
+			reported = at
+		}
+	}
 	for {
 		n, err := rd.ReadRows(rows)
 		for _, row := range rows[:n] {
@@ -84,6 +93,7 @@ func (r *reader) parquet(name string, f *os.File) error {
 				return err
 			}
 		}
+		report()
 		if err == io.EOF {
 			return nil
 		}

@@ -1,12 +1,14 @@
 package docio
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/parquet-go/parquet-go"
@@ -164,4 +166,42 @@ func firstErr(seq func(func(Record, error) bool)) error {
 		}
 	}
 	return nil
+}
+
+// Ensure that Options.Progress reports the bytes of the files as stored
+// (compressed ones before decompression; Parquet by the share of its rows
+// read), so that the sum is each file's size.
+func TestProgressBytes(t *testing.T) {
+	dir := t.TempDir()
+	plain := bytes.Repeat([]byte("{\"id\":\"a\",\"text\":\"alpha\"}\n{\"id\":\"b\",\"text\":\"beta\"}\n"), 200)
+	files := map[string][]byte{"a.jsonl": plain, "b.jsonl.gz": gzipBytes(plain), "c.jsonl.zst": zstdBytes(plain), "d.csv": []byte("id,text\nx,one\ny,two\n")}
+	var want int64
+	var paths []string
+	for name, b := range files {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		paths = append(paths, p)
+		want += int64(len(b))
+	}
+	pq := filepath.Join(dir, "e.parquet")
+	writeParquet(t, pq, []pqRow{{ID: "p1", Text: "one"}, {ID: "p2", Text: "two"}})
+	st, err := os.Stat(pq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	paths = append(paths, pq)
+	want += st.Size()
+	var got atomic.Int64
+	n := 0
+	for _, err := range Read(context.Background(), paths, nil, Options{Progress: func(b int64) { got.Add(b) }}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		n++
+	}
+	if got.Load() != want || n == 0 {
+		t.Errorf("progress reported %d bytes over %d records, want the files' %d", got.Load(), n, want)
+	}
 }
