@@ -286,7 +286,6 @@ func maxMemoryMiB() int {
 	return 64 << 10
 }
 
-//
 // When every input is a regular file (in.inputBytes knows their total), the
 // bar counts the bytes read from them instead, with the percentage and
 // the time left: in's reader reports them (docio.Options.Progress) and
