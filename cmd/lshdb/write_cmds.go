@@ -286,10 +286,12 @@ func maxMemoryMiB() int {
 	return 64 << 10
 }
 
-// When every input is a regular file (in.inputBytes knows their total), the
-// bar counts the bytes read from them instead, with the percentage and
-// the time left: in's reader reports them (docio.Options.Progress) and
-// add does nothing.
+// progress draws a bar on a terminal's stderr for a command that reads
+// paths (none otherwise): add counts documents, done ends the bar. When
+// every input is a regular file (inputBytes knows their total), the bar
+// counts the bytes read from them instead, with the percentage and the
+// time left: in's reader reports them (docio.Options.Progress) and add
+// does nothing.
 func (a *app) progress(name string, in *inputFlags, paths []string) (add func(n int), done func()) {
 	if !a.stderrIsTerminal() {
 		return func(int) {}, func() {}
