@@ -39,9 +39,10 @@ type mixer interface {
 //     in process (x-inproc-ops). Latency here is mostly queueing: with
 //     16 clients on 2 cores, the mean is 16 / throughput whatever the
 //     transport.
-//   - latency: the same 16 clients at a fixed offered load, half the
-//     socket's saturation throughput of this run, for mixedSeconds (10 s;
-//     LSHDB_MIXED_SECONDS overrides, 60 for the run). Operation i
+//   - latency: the same 16 clients at a fixed offered load, a quarter and
+//     then half of the socket's saturation throughput of this run, for
+//     10 s each (LSHDB_MIXED_SECONDS overrides, 60 for the run).
+//     Operation i
 //     is due at start + i/rate and its latency is measured from when it
 //     was due, so a stall counts for every operation it delays (no
 //     coordinated omission). It reports p50 and p99 of all operations, of
@@ -128,16 +129,19 @@ func BenchmarkMixed(b *testing.B) {
 			b.Fatalf("LSHDB_MIXED_SECONDS=%q is not a positive number of seconds", v)
 		}
 	}
-	if socket > 0 {
-		rate := socket / 2
+	for _, load := range []float64{0.25, 0.5} {
+		if socket == 0 {
+			break
+		}
+		rate := socket * load
 		for _, bc := range mixers {
 			var st *mixStats
-			b.Run("latency/"+bc.name, func(b *testing.B) {
+			b.Run(fmt.Sprintf("latency-%.0f%%/%s", 100*load, bc.name), func(b *testing.B) {
 				// NB: one fixed-length run whatever b.N (the framework
 				// calls with b.N = 1 first): the offered load, not the
 				// framework, sets how many operations run.
 				if st == nil {
-					s, err := mx.run(bc.name+"-lat", bc.m, int64(rate*seconds), rate)
+					s, err := mx.run(fmt.Sprintf("%s-lat%.0f", bc.name, 100*load), bc.m, int64(rate*seconds), rate)
 					if err != nil {
 						b.Fatal(err)
 					}
