@@ -172,16 +172,6 @@ type pairJSON struct {
 	ExpectedRecall *float64 `json:"expected_recall,omitempty"`
 }
 
-// clusterJSON is one line of clusters --output json.
-type clusterJSON struct {
-	Cluster int `json:"cluster"`
-	Size    int `json:"size"`
-	// Representative is the earliest inserted member (ids[0]).
-	Representative string   `json:"representative"`
-	IDs            []string `json:"ids"`
-	ExpectedRecall *float64 `json:"expected_recall,omitempty"`
-}
-
 // matchJSON is one line of query --output json. Jaccard is null when the
 // match was not verified (--estimate-only).
 type matchJSON struct {
