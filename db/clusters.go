@@ -3,106 +3,498 @@ package db
 import (
 	"cmp"
 	"context"
+	"fmt"
+	"iter"
 	"slices"
+
+	"github.com/lshdb/lshdb/codec"
+	"github.com/lshdb/lshdb/minhash"
 )
 
-// Cluster is a connected component of the near-duplicate pairs.
-type Cluster struct {
-	// Representative is the earliest inserted member.
-	Representative string
-	// IDs are the members in insertion order (Representative first).
-	IDs []string
+// ClusterMode is how Clusters groups the near-duplicate pairs.
+type ClusterMode string
 
-	first int32 // the representative's position, for the order
+const (
+	// Components are the connected components of the pairs. They chain: a
+	// ~ b ~ c puts a and c in one cluster however little a and c share, so
+	// a member's Jaccard to its representative may be below the threshold
+	// (Cluster.MinJaccard is the weakest link of the chain, the least
+	// Jaccard of the pairs inside the cluster; ClusterMember.Jaccard says
+	// how far each member really is from the representative).
+	Components ClusterMode = "components"
+	// Centers are star clusters that do not chain: every member reaches
+	// the threshold with its representative. The rule (greedy): the
+	// documents are taken in the keep order (KeepPolicy); a document not
+	// yet in a cluster becomes a center (the representative of a new
+	// cluster) and takes every document not yet in a cluster whose pair
+	// with it was found. A center and any later center were not found as
+	// a pair, so the representatives kept are pairwise below the threshold
+	// (up to the pairs that LSH misses).
+	Centers ClusterMode = "centers"
+)
+
+// KeepPolicy chooses the document a cluster keeps: its representative.
+type KeepPolicy string
+
+const (
+	// KeepFirst keeps the earliest inserted member (the default).
+	KeepFirst KeepPolicy = "first"
+	// KeepLast keeps the latest inserted member.
+	KeepLast KeepPolicy = "last"
+	// KeepLongest keeps the member with the largest shingle set (the
+	// stored set's size, which the doc record holds; not the text's
+	// length in bytes), the earliest inserted among equals.
+	KeepLongest KeepPolicy = "longest"
+	// KeepShortest keeps the member with the smallest shingle set, the
+	// earliest inserted among equals.
+	KeepShortest KeepPolicy = "shortest"
+)
+
+// Cluster is a group of near-duplicates and the member to keep.
+type Cluster struct {
+	// Representative is the member to keep, chosen by
+	// PairsOptions.Keep (default: the earliest inserted).
+	Representative string
+	// IDs are the members: Representative first, then the others in
+	// insertion order.
+	IDs []string
+	// Jaccard[i] is the exact Jaccard of IDs[i] to the representative (1
+	// for the representative itself; the signatures' estimate in storage
+	// none). In Centers mode each is at least the threshold; in
+	// Components mode it may be less (chaining).
+	Jaccard []float64
+	// MinJaccard is, in Components mode, the least Jaccard of the
+	// verified pairs inside the cluster (a pair of identical documents
+	// counts as 1): the weakest link that joined it, at least the
+	// threshold. In Centers mode it is the least of Jaccard.
+	MinJaccard float64
+
+	first int32 // the least member position, for the order
 }
 
-// Clusters returns the connected components (of two or more documents) of
-// the pairs that Pairs reports, largest first (ties by representative's
-// insertion order), from one snapshot. A component is transitive: two of
-// its members may be less similar than the threshold (a ~ b ~ c).
-//
-// It runs the same join as Pairs, but a group of identical documents joins
-// its cluster as a group, so m copies cost O(m), not m(m−1)/2 pairs.
-func (db *DB) Clusters(ctx context.Context, po *PairsOptions) ([]Cluster, error) {
-	var x *pairsIndex
-	var parent []int32 // union-find over pairsIndex positions, -1: no pair yet
-	find := func(i int32) int32 {
-		for parent[i] != i {
-			parent[i] = parent[parent[i]]
-			i = parent[i]
-		}
-		return i
+// clusterer is what Clusters and ClustersFrom share: the documents of a
+// pairsIndex, the pairs found between group representatives (nodes), and
+// the options.
+type clusterer struct {
+	x     *pairsIndex
+	mode  ClusterMode
+	keep  KeepPolicy
+	t     float64
+	edges []edge // between nodes (x.rep values), a < b, each once
+	on    []bool // by node: in some pair (its group is clustered)
+}
+
+type edge struct {
+	a, b int32
+	j    float64
+}
+
+// clusterOptions validates the cluster fields of o, with their defaults.
+func clusterOptions(o *PairsOptions) (ClusterMode, KeepPolicy, error) {
+	mode, keep := Components, KeepFirst
+	if o != nil && o.Mode != "" {
+		mode = o.Mode
 	}
-	union := func(a, b int32) {
-		ra, rb := find(a), find(b)
-		if ra == rb {
-			return
-		}
-		if ra > rb { // the earlier inserted (lower position) root represents
-			ra, rb = rb, ra
-		}
-		parent[rb] = ra
+	if o != nil && o.Keep != "" {
+		keep = o.Keep
 	}
-	init := func(px *pairsIndex) {
-		if x == nil {
-			x = px
-			parent = make([]int32, len(x.nums))
-			for i := range parent {
-				parent[i] = int32(i)
+	switch mode {
+	case Components, Centers:
+	default:
+		return "", "", invalid("cluster mode %q is not components or centers", string(mode))
+	}
+	switch keep {
+	case KeepFirst, KeepLast, KeepLongest, KeepShortest:
+	default:
+		return "", "", invalid("keep %q is not first, last, longest or shortest", string(keep))
+	}
+	return mode, keep, nil
+}
+
+func newClusterer(x *pairsIndex, mode ClusterMode, keep KeepPolicy, t float64) *clusterer {
+	return &clusterer{x: x, mode: mode, keep: keep, t: t, on: make([]bool, len(x.nums))}
+}
+
+// better reports whether position i comes before j in the keep order.
+func (c *clusterer) better(i, j int32) bool {
+	x := c.x
+	switch c.keep {
+	case KeepLast:
+		return i > j
+	case KeepLongest:
+		if x.sizes[i] != x.sizes[j] {
+			return x.sizes[i] > x.sizes[j]
+		}
+	case KeepShortest:
+		if x.sizes[i] != x.sizes[j] {
+			return x.sizes[i] < x.sizes[j]
+		}
+	}
+	return i < j
+}
+
+// best returns the member of node n's group first in the keep order.
+func (c *clusterer) best(n int32) int32 {
+	ms := c.x.members(n)
+	b := ms[0]
+	for _, m := range ms[1:] {
+		if c.better(m, b) {
+			b = m
+		}
+	}
+	return b
+}
+
+// add records a verified pair of nodes.
+func (c *clusterer) add(a, b int32, j float64) {
+	if a > b {
+		a, b = b, a
+	}
+	c.on[a], c.on[b] = true, true
+	c.edges = append(c.edges, edge{a, b, j})
+}
+
+// clusters groups the nodes; sim returns the Jaccard of two nodes' sets
+// (Components mode asks it for each member's Jaccard to its
+// representative, once per node).
+func (c *clusterer) clusters(ctx context.Context, sim func(a, b int32) (float64, error)) ([]Cluster, error) {
+	x := c.x
+	var out []Cluster
+	// emit makes a cluster of the nodes ns (center or root first is not
+	// implied), whose representative is rep and whose node Jaccards to
+	// rep's node are js (by index in ns).
+	emit := func(rep int32, ns []int32, js []float64, minJ float64) {
+		type mj struct {
+			m int32
+			j float64
+		}
+		var ms []mj
+		for k, n := range ns {
+			for _, m := range x.members(n) {
+				if m != rep {
+					ms = append(ms, mj{m, js[k]})
+				}
 			}
 		}
-	}
-	var linked []uint64 // bit i: position i is in some pair
-	mark := func(i int32) {
-		if linked == nil {
-			linked = make([]uint64, (len(x.nums)+63)/64)
+		if len(ms) == 0 {
+			return
 		}
-		linked[i/64] |= 1 << (i % 64)
-	}
-	var st PairsStats
-	err := db.pairs(ctx, po, &st, func(px *pairsIndex, g []int32) bool {
-		init(px)
-		for _, m := range g {
-			mark(m)
-			union(g[0], m)
+		slices.SortFunc(ms, func(a, b mj) int { return cmp.Compare(a.m, b.m) })
+		cl := Cluster{Representative: x.ids[rep], IDs: make([]string, 1, len(ms)+1), Jaccard: make([]float64, 1, len(ms)+1),
+			MinJaccard: minJ, first: min(rep, ms[0].m)}
+		cl.IDs[0], cl.Jaccard[0] = x.ids[rep], 1
+		for _, e := range ms {
+			cl.IDs = append(cl.IDs, x.ids[e.m])
+			cl.Jaccard = append(cl.Jaccard, e.j)
 		}
-		return true
-	}, func(px *pairsIndex, a, b int32, j float64) bool {
-		init(px)
-		mark(a)
-		mark(b)
-		union(a, b) // a and b are representatives: their groups follow them
-		return true
-	})
-	if err != nil {
-		return nil, err
-	}
-	if x == nil {
-		return nil, nil
-	}
-	// A group member's root is its representative's: members joined their
-	// representative in onGroup, before any pair.
-	byRoot := make(map[int32][]int32)
-	for i := range parent {
-		if linked[i/64]&(1<<(i%64)) == 0 {
-			continue
+		if c.mode == Centers {
+			cl.MinJaccard = slices.Min(cl.Jaccard[1:])
 		}
-		r := find(int32(i))
-		byRoot[r] = append(byRoot[r], int32(i))
+		out = append(out, cl)
 	}
-	out := make([]Cluster, 0, len(byRoot))
-	for r, ms := range byRoot {
-		if len(ms) < 2 {
-			continue
+	nodes := make([]int32, 0)
+	for n, on := range c.on {
+		if on || (x.rep[n] == int32(n) && len(x.members(int32(n))) > 1) {
+			nodes = append(nodes, int32(n))
 		}
-		ids := make([]string, len(ms))
-		for k, m := range ms { // ascending positions: insertion order
-			ids[k] = x.ids[m]
+	}
+	switch c.mode {
+	case Components:
+		parent := make([]int32, len(x.nums))
+		for i := range parent {
+			parent[i] = int32(i)
 		}
-		out = append(out, Cluster{Representative: x.ids[r], IDs: ids, first: r})
+		find := func(i int32) int32 {
+			for parent[i] != i {
+				parent[i] = parent[parent[i]]
+				i = parent[i]
+			}
+			return i
+		}
+		for _, e := range c.edges {
+			ra, rb := find(e.a), find(e.b)
+			if ra != rb {
+				parent[max(ra, rb)] = min(ra, rb)
+			}
+		}
+		minJ := map[int32]float64{}
+		for _, e := range c.edges {
+			r := find(e.a)
+			if v, ok := minJ[r]; !ok || e.j < v {
+				minJ[r] = e.j
+			}
+		}
+		byRoot := map[int32][]int32{}
+		var roots []int32
+		for _, n := range nodes {
+			r := find(n)
+			if _, ok := byRoot[r]; !ok {
+				roots = append(roots, r)
+			}
+			byRoot[r] = append(byRoot[r], n)
+		}
+		for _, r := range roots {
+			if err := ctxErr(ctx); err != nil {
+				return nil, err
+			}
+			ns := byRoot[r]
+			rep := c.best(ns[0])
+			for _, n := range ns[1:] {
+				if b := c.best(n); c.better(b, rep) {
+					rep = b
+				}
+			}
+			js := make([]float64, len(ns))
+			for k, n := range ns {
+				if n == x.rep[rep] {
+					js[k] = 1
+					continue
+				}
+				j, err := sim(x.rep[rep], n)
+				if err != nil {
+					return nil, err
+				}
+				js[k] = j
+			}
+			m, ok := minJ[r]
+			if !ok {
+				m = 1 // one group of identical documents
+			}
+			emit(rep, ns, js, m)
+		}
+	case Centers:
+		// Adjacency of the nodes, from the edges.
+		deg := make(map[int32]int, len(nodes))
+		for _, e := range c.edges {
+			deg[e.a]++
+			deg[e.b]++
+		}
+		adj := make(map[int32][]edge, len(nodes))
+		for _, e := range c.edges {
+			if adj[e.a] == nil {
+				adj[e.a] = make([]edge, 0, deg[e.a])
+			}
+			if adj[e.b] == nil {
+				adj[e.b] = make([]edge, 0, deg[e.b])
+			}
+			adj[e.a] = append(adj[e.a], edge{e.a, e.b, e.j})
+			adj[e.b] = append(adj[e.b], edge{e.b, e.a, e.j})
+		}
+		bestOf := make(map[int32]int32, len(nodes))
+		for _, n := range nodes {
+			bestOf[n] = c.best(n)
+		}
+		slices.SortFunc(nodes, func(a, b int32) int {
+			ba, bb := bestOf[a], bestOf[b]
+			switch {
+			case ba == bb:
+				return 0
+			case c.better(ba, bb):
+				return -1
+			}
+			return 1
+		})
+		assigned := make(map[int32]bool, len(nodes))
+		for _, n := range nodes {
+			if assigned[n] {
+				continue
+			}
+			if err := ctxErr(ctx); err != nil {
+				return nil, err
+			}
+			assigned[n] = true
+			ns, js := []int32{n}, []float64{1}
+			for _, e := range adj[n] {
+				if !assigned[e.b] && e.j >= c.t {
+					assigned[e.b] = true
+					ns, js = append(ns, e.b), append(js, e.j)
+				}
+			}
+			emit(bestOf[n], ns, js, 1)
+		}
 	}
 	slices.SortFunc(out, func(a, b Cluster) int {
 		return cmp.Or(cmp.Compare(len(b.IDs), len(a.IDs)), cmp.Compare(a.first, b.first))
 	})
 	return out, nil
+}
+
+// Clusters returns the clusters (of two or more documents) of the pairs
+// that Pairs reports, largest first (ties by their earliest inserted
+// member), from one snapshot: connected components by default, or
+// centers (PairsOptions.Mode), each naming the member to keep
+// (PairsOptions.Keep) and every member's Jaccard to it.
+//
+// It runs the same join as Pairs, but a group of identical documents joins
+// its cluster as a group, so m copies cost O(m), not m(m−1)/2 pairs. The
+// verified pairs between distinct sets are held in memory (16 bytes
+// each) until the join ends.
+func (db *DB) Clusters(ctx context.Context, po *PairsOptions) ([]Cluster, error) {
+	mode, keep, err := clusterOptions(po)
+	if err != nil {
+		return nil, err
+	}
+	var c *clusterer
+	var out []Cluster
+	var st PairsStats
+	init := func(px *pairsIndex) {
+		if c == nil {
+			c = newClusterer(px, mode, keep, 0)
+		}
+	}
+	err = db.pairs(ctx, po, &st, func(px *pairsIndex, g []int32) bool {
+		init(px)
+		return true // groups are known to the clusterer through px
+	}, func(px *pairsIndex, a, b int32, j float64) bool {
+		init(px)
+		c.add(a, b, j)
+		return true
+	}, func(px *pairsIndex, sets *setFile) error {
+		init(px)
+		c.t = 0 // every pair found reached the threshold
+		var sa, sb []uint64
+		var buf []byte
+		var table minhash.SetTable
+		cached := int32(-1)
+		var err error
+		out, err = c.clusters(ctx, func(a, b int32) (float64, error) {
+			if a != cached {
+				if sa, buf, err = sets.read(a, sa[:0], buf); err != nil {
+					return 0, err
+				}
+				cached = a
+				table.Reset(sa)
+			}
+			if sb, buf, err = sets.read(b, sb[:0], buf); err != nil {
+				return 0, err
+			}
+			if db.estimateOnly() {
+				return estimateOf(sa, sb), nil
+			}
+			j, _ := table.JaccardAtLeast(sb, 0)
+			return j, nil
+		})
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if po != nil && po.Stats != nil {
+		*po.Stats = st
+	}
+	return out, nil
+}
+
+// ClustersFrom returns the clusters of the pairs of seq, as Clusters
+// would from the pairs it finds itself: a pairs file written by an
+// earlier run (lshdb pairs --output json) need not be computed again.
+// Pairs below the threshold (PairsOptions.Threshold, default the
+// index's) are skipped; a pair naming an id the index does not hold ends
+// the run with ErrNotFound. The index supplies what the keep policy needs
+// (insertion order, set sizes) and, in Components mode, the sets of the
+// members to measure their Jaccard to the representative: one scan of the
+// doc records and point reads, no scan of the posting lists. Identical
+// documents are grouped as Clusters groups them: every document whose set
+// equals one in a pair joins its cluster.
+func (db *DB) ClustersFrom(ctx context.Context, seq iter.Seq2[Pair, error], po *PairsOptions) ([]Cluster, error) {
+	mode, keep, err := clusterOptions(po)
+	if err != nil {
+		return nil, err
+	}
+	t := db.man.Threshold
+	if po != nil && po.Threshold != 0 {
+		t = po.Threshold
+	}
+	if !(t > 0 && t <= 1) {
+		return nil, invalid("pairs threshold %v is outside (0, 1]", t)
+	}
+	if err := db.enter(); err != nil {
+		return nil, err
+	}
+	defer db.mu.RUnlock()
+	ctx, cancel := db.opCtx(ctx)
+	defer cancel()
+	snap := db.pdb.NewSnapshot()
+	defer snap.Close()
+	x, err := loadPairsIndex(ctx, snap)
+	if err != nil {
+		return nil, err
+	}
+	pos := make(map[string]int32, len(x.ids))
+	for i, id := range x.ids {
+		pos[id] = int32(i)
+	}
+	c := newClusterer(x, mode, keep, t)
+	type key struct{ a, b int32 }
+	seen := map[key]bool{}
+	for p, err := range seq {
+		if err != nil {
+			return nil, err
+		}
+		if err := ctxErr(ctx); err != nil {
+			return nil, err
+		}
+		if p.Jaccard < t {
+			continue
+		}
+		ia, oka := pos[p.A]
+		ib, okb := pos[p.B]
+		if !oka || !okb {
+			missing := p.A
+			if oka {
+				missing = p.B
+			}
+			return nil, fmt.Errorf("%w: the pair (%q, %q) names %q, which the index does not hold", ErrNotFound, p.A, p.B, missing)
+		}
+		na, nb := x.rep[ia], x.rep[ib]
+		if na == nb {
+			c.on[na] = true
+			continue
+		}
+		k := key{min(na, nb), max(na, nb)}
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		c.add(na, nb, p.Jaccard)
+	}
+	h := db.hashers.Get().(*minhash.Hasher)
+	defer db.hashers.Put(h)
+	setOf := func(n int32, dst []uint64) ([]uint64, error) {
+		v, ok, err := getCopy(snap, codec.AppendDocKey(nil, x.nums[n]))
+		if err != nil {
+			return nil, classify(err)
+		}
+		if !ok {
+			return nil, fmt.Errorf("%w: doc %d vanished from the snapshot", ErrCorrupt, x.nums[n])
+		}
+		view, err := codec.ParseDocView(v)
+		if err != nil {
+			return nil, classify(fmt.Errorf("doc %d: %w", x.nums[n], err))
+		}
+		if db.estimateOnly() {
+			return codec.Widen(dst, view.AppendSignature(nil)), nil
+		}
+		return db.viewSet(h, x.nums[n], &view, dst)
+	}
+	var sa, sb []uint64
+	var table minhash.SetTable
+	cached := int32(-1)
+	return c.clusters(ctx, func(a, b int32) (float64, error) {
+		if a != cached {
+			if sa, err = setOf(a, sa[:0]); err != nil {
+				return 0, err
+			}
+			cached = a
+			table.Reset(sa)
+		}
+		if sb, err = setOf(b, sb[:0]); err != nil {
+			return 0, err
+		}
+		if db.estimateOnly() {
+			return estimateOf(sa, sb), nil
+		}
+		j, _ := table.JaccardAtLeast(sb, 0)
+		return j, nil
+	})
 }

@@ -42,6 +42,12 @@ type PairsOptions struct {
 	Memory int
 	// Stats, if set, is filled in when the iteration ends.
 	Stats *PairsStats
+	// Mode is how Clusters and ClustersFrom group the pairs. Default:
+	// Components. Pairs ignores it.
+	Mode ClusterMode
+	// Keep chooses each cluster's representative in Clusters and
+	// ClustersFrom. Default: KeepFirst. Pairs ignores it.
+	Keep KeepPolicy
 }
 
 // PairsStats says what a Pairs run did, including the work that stays
@@ -141,7 +147,7 @@ func (db *DB) Pairs(ctx context.Context, po *PairsOptions) iter.Seq2[Pair, error
 				}
 			}
 			return true
-		})
+		}, nil)
 		if errors.Is(err, errStopped) && db.closed.Load() {
 			err = ErrClosed
 		} else if errors.Is(err, errStopped) && cancelled != nil {
@@ -165,13 +171,16 @@ var errStopped = errors.New("lshdb: iteration stopped")
 //     it: nothing later reads the store);
 //  4. onGroup for every group of identical sets;
 //  5. verify: each distinct candidate pair checked with exact Jaccard on
-//     every core, onPair for those that reach the threshold.
+//     every core, onPair for those that reach the threshold;
+//  6. fin, if not nil, with the set file still open (Clusters measures
+//     each member's Jaccard to its representative there).
 //
 // Every stage stops at the first error, or when ctx ends; onGroup or
 // onPair returning false stops the run with errStopped. a < b is not
 // implied.
 func (db *DB) pairs(ctx context.Context, po *PairsOptions, st *PairsStats,
-	onGroup func(x *pairsIndex, g []int32) bool, onPair func(x *pairsIndex, a, b int32, j float64) bool) error {
+	onGroup func(x *pairsIndex, g []int32) bool, onPair func(x *pairsIndex, a, b int32, j float64) bool,
+	fin func(x *pairsIndex, sets *setFile) error) error {
 	if err := db.enter(); err != nil {
 		return err
 	}
@@ -251,7 +260,10 @@ func (db *DB) pairs(ctx context.Context, po *PairsOptions, st *PairsStats,
 		}
 	}
 
-	return verify(ctx, x, sorter, sets, t, db.estimateOnly(), st, onPair)
+	if err := verify(ctx, x, sorter, sets, t, db.estimateOnly(), st, onPair); err != nil || fin == nil {
+		return err
+	}
+	return fin(x, sets)
 }
 
 // candidates is the join's first stage: it reads every posting list of

@@ -34,6 +34,9 @@ type index interface {
 	Pairs(ctx context.Context, po *db.PairsOptions) iter.Seq2[db.Pair, error]
 	Clusters(ctx context.Context, po *db.PairsOptions) ([]db.Cluster, error)
 	Info() (*db.Info, error)
+	ClustersFrom(ctx context.Context, seq iter.Seq2[db.Pair, error], po *db.PairsOptions) ([]db.Cluster, error)
+	Count() (uint64, error)
+	Has(id string) (bool, error)
 	Stats(ctx context.Context, top int) (*db.Stats, error)
 	Buckets(ctx context.Context, band, top int) (*db.BucketStats, error)
 	Bucket(band int, bucket uint64) ([]string, error)

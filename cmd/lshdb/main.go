@@ -106,6 +106,7 @@ type app struct {
 	stopProfile    func()
 	shellDB        index  // set inside the shell: commands reuse it
 	addr           string // --addr: a server to attach to instead of --db
+	pairRows       int64  // the pairs the last pairs output printed
 }
 
 // run executes one command line and returns the exit status.
@@ -245,10 +246,13 @@ func (a *app) rootCmd() *cobra.Command {
 	root.SetOut(a.stdout)
 	root.SetErr(a.stderr)
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err} })
-	root.PersistentFlags().StringVar(&a.output, "output", "table", "output format: table or json (JSON Lines)")
+	root.PersistentFlags().StringVar(&a.output, "output", "table", "output format: table or json (JSON Lines); pairs also csv or tsv")
 	root.PersistentPreRunE = func(c *cobra.Command, args []string) error {
-		if a.output != "table" && a.output != "json" {
-			return usagef("--output must be table or json, not %q", a.output)
+		if (a.output == "csv" || a.output == "tsv") && c.Name() != "pairs" {
+			return usagef("--output %s is for pairs only (use table or json)", a.output)
+		}
+		if a.output != "table" && a.output != "json" && a.output != "csv" && a.output != "tsv" {
+			return usagef("--output must be table or json (pairs: also csv or tsv), not %q", a.output)
 		}
 		if a.cpuProfile != "" && a.stopProfile == nil {
 			f, err := os.Create(a.cpuProfile)
@@ -420,6 +424,9 @@ func (a *app) withWritableIndex(fn func(d index) error) error {
 func (a *app) table() *tabwriter.Writer { return tabwriter.NewWriter(a.stdout, 2, 8, 2, ' ', 0) }
 
 func (a *app) json() bool { return a.output == "json" }
+
+// delimited reports whether the output is CSV or TSV (pairs).
+func (a *app) delimited() bool { return a.output == "csv" || a.output == "tsv" }
 
 // stderrIsTerminal reports whether progress bars should be drawn.
 func (a *app) stderrIsTerminal() bool {

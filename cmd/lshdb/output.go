@@ -172,16 +172,6 @@ type pairJSON struct {
 	ExpectedRecall *float64 `json:"expected_recall,omitempty"`
 }
 
-// clusterJSON is one line of clusters --output json.
-type clusterJSON struct {
-	Cluster int `json:"cluster"`
-	Size    int `json:"size"`
-	// Representative is the earliest inserted member (ids[0]).
-	Representative string   `json:"representative"`
-	IDs            []string `json:"ids"`
-	ExpectedRecall *float64 `json:"expected_recall,omitempty"`
-}
-
 // matchJSON is one line of query --output json. Jaccard is null when the
 // match was not verified (--estimate-only).
 type matchJSON struct {
@@ -341,6 +331,7 @@ type pairsStatsJSON struct {
 	HotLists        int   `json:"hot_lists"`
 	LargestList     int   `json:"largest_list"`
 	Candidates      int64 `json:"candidates"`
+	Filtered        int64 `json:"filtered"`
 	Verified        int64 `json:"verified"`
 	Matched         int64 `json:"matched"`
 	Reported        int64 `json:"reported"`
@@ -350,7 +341,7 @@ type pairsStatsJSON struct {
 func pairsStatsOut(s db.PairsStats) pairsStatsJSON {
 	return pairsStatsJSON{Docs: s.Docs, IdenticalGroups: s.IdenticalGroups, IdenticalPairs: s.IdenticalPairs,
 		Lists: s.Lists, HotLists: s.HotLists, LargestList: s.LargestList, Candidates: s.Candidates,
-		Verified: s.Verified, Matched: s.Matched, Reported: s.Reported, Spilled: s.Spilled}
+		Filtered: s.Filtered, Verified: s.Verified, Matched: s.Matched, Reported: s.Reported, Spilled: s.Spilled}
 }
 
 // shortDocs returns a recall estimate's short-document figure for JSON:

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/binary"
+	"encoding/csv"
 	"errors"
 	"fmt"
 	"iter"
@@ -13,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/lshdb/lshdb/db"
@@ -219,6 +221,7 @@ type pairsOut struct {
 	a    *app
 	rec  *float64
 	tw   *tabwriter.Writer
+	cw   *csv.Writer // --output csv or tsv
 	rows int64
 }
 
@@ -226,6 +229,17 @@ func (o *pairsOut) add(p db.Pair) error {
 	o.rows++
 	if o.a.json() {
 		return o.a.emitJSON(pairJSON{A: p.A, B: p.B, Jaccard: p.Jaccard, ExpectedRecall: o.rec})
+	}
+	if o.a.delimited() {
+		if o.cw == nil {
+			o.csvHeader()
+		}
+		o.cw.Write([]string{p.A, p.B, strconv.FormatFloat(p.Jaccard, 'f', -1, 64)})
+		if o.rows%streamRows == 0 {
+			o.cw.Flush()
+			return o.cw.Error()
+		}
+		return nil
 	}
 	if o.tw == nil {
 		o.tw = o.a.table()
@@ -241,14 +255,35 @@ func (o *pairsOut) add(p db.Pair) error {
 // flush writes the rows still buffered; header says whether to print the
 // header of an empty table.
 func (o *pairsOut) flush(header bool) error {
+	o.a.pairRows = o.rows
+	if o.a.delimited() {
+		if o.cw == nil && header {
+			o.csvHeader()
+		}
+		if o.cw == nil {
+			return nil
+		}
+		o.cw.Flush()
+		return o.cw.Error()
+	}
 	if o.tw == nil && header && !o.a.json() {
 		o.tw = o.a.table()
 		fmt.Fprintln(o.tw, "A\tB\tJACCARD")
 	}
+	o.a.pairRows = o.rows
 	if o.tw == nil {
 		return nil
 	}
 	return o.tw.Flush()
+}
+
+// csvHeader starts the CSV or TSV output with its header row.
+func (o *pairsOut) csvHeader() {
+	o.cw = csv.NewWriter(o.a.stdout)
+	if o.a.output == "tsv" {
+		o.cw.Comma = '\t'
+	}
+	o.cw.Write([]string{"a", "b", "jaccard"})
 }
 
 // stopped returns err, or the command's context error once it has ended:
@@ -394,27 +429,41 @@ func (a *app) sortedPairs(seq iter.Seq2[db.Pair, error], limit int, rec *float64
 func (a *app) pairsCmd() *cobra.Command {
 	var threshold float64
 	var limit int
-	var stats, sorted bool
+	var stats, sorted, header bool
+	var clustersFile string
+	var cf clusterFlags
 	c := &cobra.Command{
-		Use: "pairs --db DIR [--threshold T] [--limit N] [--stats] [--sort=false]",
+		Use: "pairs --db DIR [--threshold T] [--limit N] [--stats] [--sort=false] [--header] [--clusters FILE [--mode M] [--keep K]]",
 		Example: `  # Every near-duplicate pair, best first
   lshdb pairs --db idx
 
   # The best 100 down to Jaccard 0.5, with the work done on stderr
   lshdb pairs --db idx --threshold 0.5 --limit 100 --stats
 
-  # Streamed as JSON Lines, unsorted, in bounded memory
-  lshdb pairs --db idx --sort=false --output json`,
+  # Streamed as JSON Lines, unsorted, in bounded memory, with a run header
+  lshdb pairs --db idx --sort=false --output json --header
+
+  # Pairs as CSV, and their clusters in the same run
+  lshdb pairs --db idx --output csv --clusters clusters.jsonl --mode centers`,
 		Short: "Every stored pair with exact Jaccard >= T, each once",
 		Long: `Every stored pair with exact Jaccard >= T, each once, best first (ties by
 ids). With --limit N only the best N, in memory for N pairs. With
 --sort=false the pairs stream out as they are verified, in no particular
 order and in bounded memory (for nightly jobs over millions of documents).
+--output csv or tsv writes a header row (a,b,jaccard) and one row a pair.
 
 Below the index's threshold, fewer pairs share a band: the expected recall
-at T is printed on stderr and carried in each JSON line (expected_recall).`,
+at T is printed on stderr and carried in each JSON line (expected_recall).
+
+--clusters FILE also writes the clusters of all the pairs found (as
+clusters --output json, with --mode and --keep) to FILE, from the same
+run: the pairs are not computed twice. With --output json --header the
+first line says how the output was made (threshold, parameters,
+P(candidate), documents) and the last line ({"end": …}) how many lines
+came and how long the run took; FILE gets a header and an end line too.`,
 		Args: nArgs(0),
 		RunE: func(c *cobra.Command, args []string) error {
+			started := time.Now()
 			t, err := thresholdFlag(c, threshold)
 			if err != nil {
 				return err
@@ -425,19 +474,56 @@ at T is printed on stderr and carried in each JSON line (expected_recall).`,
 			if limit < 0 {
 				return usagef("--limit %d: must be at least 0", limit)
 			}
+			if header && !a.json() {
+				return usagef("--header needs --output json")
+			}
+			mode, keep, err := cf.options()
+			if err != nil {
+				return err
+			}
+			if clustersFile == "" && (c.Flags().Changed("mode") || c.Flags().Changed("keep")) {
+				return usagef("--mode and --keep need --clusters FILE")
+			}
 			return a.withIndex(func(d index) error {
 				rec := recallNote(d, t)
 				a.warnRecall(d, t, rec)
+				var h headerJSON
+				if header || clustersFile != "" {
+					if h, err = runHeader(d, "pairs", t, started); err != nil {
+						return err
+					}
+				}
+				if header {
+					if err := a.emitJSON(h); err != nil {
+						return err
+					}
+				}
 				var st db.PairsStats
 				seq := d.Pairs(a.ctx, &db.PairsOptions{Threshold: t, Stats: &st})
+				var spill *pairSpill
+				if clustersFile != "" {
+					if spill, err = newPairSpill(); err != nil {
+						return err
+					}
+					defer spill.close()
+					seq = spill.tee(seq)
+				}
 				if sorted {
 					err = a.sortedPairs(seq, limit, rec)
 				} else {
 					err = a.streamPairs(seq, rec)
 				}
 				if stats && err == nil {
-					fmt.Fprintf(a.stderr, "pairs: %d documents, %d identical groups (%d pairs reported unverified), %d posting lists (%d with over %d distinct sets, largest %d), %d candidate pairs, %d distinct verified, %d matched, %d reported, spilled to disk: %v\n",
-						st.Docs, st.IdenticalGroups, st.IdenticalPairs, st.Lists, st.HotLists, db.HotList, st.LargestList, st.Candidates, st.Verified, st.Matched, st.Reported, st.Spilled)
+					fmt.Fprintf(a.stderr, "pairs: %d documents, %d identical groups (%d pairs reported unverified), %d posting lists (%d with over %d distinct sets, largest %d), %d candidate pairs, %d distinct ruled out by their signatures, %d distinct verified, %d matched, %d reported, spilled to disk: %v\n",
+						st.Docs, st.IdenticalGroups, st.IdenticalPairs, st.Lists, st.HotLists, db.HotList, st.LargestList, st.Candidates, st.Filtered, st.Verified, st.Matched, st.Reported, st.Spilled)
+				}
+				if err == nil && spill != nil {
+					h.Header.Command, h.Header.Mode, h.Header.Keep = "clusters", string(mode), string(keep)
+					err = a.clustersTo(d, clustersFile, spill, h, &db.PairsOptions{Threshold: t, Mode: mode, Keep: keep}, rec, started)
+				}
+				if err == nil && header {
+					ps := pairsStatsOut(st)
+					err = a.emitJSON(runEndJSON{runEndBody{Lines: a.pairRows, ElapsedSeconds: time.Since(started).Seconds(), Stats: &ps}})
 				}
 				return err
 			})
@@ -447,56 +533,9 @@ at T is printed on stderr and carried in each JSON line (expected_recall).`,
 	c.Flags().IntVar(&limit, "limit", 0, "print at most this many pairs, the best (default: all)")
 	c.Flags().BoolVar(&stats, "stats", false, "report on stderr the work done: identical groups, hot buckets, candidates, verified pairs")
 	c.Flags().BoolVar(&sorted, "sort", true, "sort the pairs, best first (holds them all in memory unless --limit); --sort=false streams them")
-	return c
-}
-
-func (a *app) clustersCmd() *cobra.Command {
-	var threshold float64
-	c := &cobra.Command{
-		Use: "clusters --db DIR [--threshold T]",
-		Example: `  # Groups of near-duplicates, largest first
-  lshdb clusters --db idx
-
-  # Looser groups, as JSON Lines
-  lshdb clusters --db idx --threshold 0.5 --output json`,
-		Short: "Connected components of the near-duplicate pairs",
-		Long: `Connected components of the near-duplicate pairs, largest first, one per
-line; the first id of each is its representative, the earliest inserted.
-Members are linked through pairs at or above the threshold, so two members
-of one cluster may be less similar than that (chaining). The number of
-clusters goes to stderr.`,
-		Args: nArgs(0),
-		RunE: func(c *cobra.Command, args []string) error {
-			t, err := thresholdFlag(c, threshold)
-			if err != nil {
-				return err
-			}
-			return a.withIndex(func(d index) error {
-				rec := recallNote(d, t)
-				a.warnRecall(d, t, rec)
-				cs, err := d.Clusters(a.ctx, &db.PairsOptions{Threshold: t})
-				if err != nil {
-					return interruptNote(err, "clusters interrupted: nothing printed")
-				}
-				for i, cl := range cs {
-					if a.json() {
-						err = a.emitJSON(clusterJSON{Cluster: i + 1, Size: len(cl.IDs), Representative: cl.Representative, IDs: cl.IDs, ExpectedRecall: rec})
-					} else {
-						_, err = fmt.Fprintf(a.stdout, "cluster %d (%d documents): %s\n", i+1, len(cl.IDs), strings.Join(escAll(cl.IDs), " "))
-					}
-					if err != nil {
-						return err
-					}
-				}
-				if !a.json() {
-					fmt.Fprintf(a.stderr, "%d clusters at Jaccard >= %v (connected components of the pairs: members may be less similar; the first id is the earliest inserted)\n",
-						len(cs), cmp.Or(t, d.Params().Threshold))
-				}
-				return nil
-			})
-		},
-	}
-	c.Flags().Float64Var(&threshold, "threshold", 0, "least Jaccard (default: the index's)")
+	c.Flags().BoolVar(&header, "header", false, "with --output json: a first line saying how the output was made and a last line with the run time")
+	c.Flags().StringVar(&clustersFile, "clusters", "", "also write the clusters of the pairs (JSON Lines, as clusters --output json --header) to this file")
+	cf.add(c, db.Components)
 	return c
 }
 

@@ -478,6 +478,12 @@ func pairsQuery(po *db.PairsOptions) url.Values {
 	if po != nil && po.Memory != 0 {
 		q.Set("memory", strconv.Itoa(po.Memory))
 	}
+	if po != nil && po.Mode != "" {
+		q.Set("mode", string(po.Mode))
+	}
+	if po != nil && po.Keep != "" {
+		q.Set("keep", string(po.Keep))
+	}
 	return q
 }
 
@@ -549,20 +555,65 @@ func (c *Client) Pairs(ctx context.Context, po *db.PairsOptions) iter.Seq2[db.Pa
 	}
 }
 
-// Clusters returns the connected components of the pairs, largest first.
+// Clusters returns the clusters of the pairs, largest first, as
+// db.DB.Clusters does.
 func (c *Client) Clusters(ctx context.Context, po *db.PairsOptions) ([]db.Cluster, error) {
 	resp, err := c.do(ctx, "GET", "/v1/clusters", pairsQuery(po), nil)
 	if err != nil {
 		return nil, err
 	}
 	defer resp.Body.Close()
+	return readClusters(ctx, resp.Body)
+}
+
+// ClustersFrom returns the clusters of the pairs of seq, as
+// db.DB.ClustersFrom does: the pairs are sent to the server as the body
+// of one request, as they come.
+func (c *Client) ClustersFrom(ctx context.Context, seq iter.Seq2[db.Pair, error], po *db.PairsOptions) ([]db.Cluster, error) {
+	q := pairsQuery(po)
+	q.Del("memory")
+	pr, pw := io.Pipe()
+	var seqErr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		bw := bufio.NewWriterSize(pw, 64<<10)
+		enc := json.NewEncoder(bw)
+		for p, err := range seq {
+			if err != nil {
+				seqErr = err
+				pw.CloseWithError(err)
+				return
+			}
+			if err := enc.Encode(httpapi.PairJSON{A: p.A, B: p.B, Jaccard: p.Jaccard}); err != nil {
+				pw.CloseWithError(err)
+				return
+			}
+		}
+		pw.CloseWithError(bw.Flush())
+	}()
+	defer pr.Close()
+	resp, err := c.do(ctx, "POST", "/v1/clusters", q, io.Reader(pr))
+	if err != nil {
+		pr.CloseWithError(err)
+		<-done
+		if seqErr != nil {
+			return nil, seqErr
+		}
+		return nil, err
+	}
+	defer resp.Body.Close()
+	return readClusters(ctx, resp.Body)
+}
+
+func readClusters(ctx context.Context, body io.Reader) ([]db.Cluster, error) {
 	var out []db.Cluster
-	_, err = lines(resp.Body, func(line []byte) (bool, error) {
+	_, err := lines(body, func(line []byte) (bool, error) {
 		var cl httpapi.ClusterJSON
 		if err := json.Unmarshal(line, &cl); err != nil {
 			return false, fmt.Errorf("lshdb: client: a malformed cluster: %w", err)
 		}
-		out = append(out, db.Cluster{Representative: cl.Representative, IDs: cl.IDs})
+		out = append(out, cl.DBCluster())
 		return true, nil
 	})
 	if err != nil {

@@ -122,6 +122,17 @@ func clusterIDs(cs []db.Cluster) [][]string {
 	return out
 }
 
+// clusterViews are the exported fields of clusters.
+func clusterViews(cs []db.Cluster) []db.Cluster {
+	out := make([]db.Cluster, len(cs))
+	for i, c := range cs {
+		out[i] = db.Cluster{Representative: c.Representative, IDs: c.IDs, Jaccard: c.Jaccard, MinJaccard: c.MinJaccard}
+	}
+	return out
+}
+
+var errPairsSource = errors.New("the pairs source failed")
+
 func sortedPairs(t *testing.T, seq func(func(db.Pair, error) bool)) []db.Pair {
 	t.Helper()
 	var ps []db.Pair
@@ -213,6 +224,35 @@ func TestReadsMatchInProcess(t *testing.T) {
 				}
 				wc, _ := d.Clusters(ctx, po)
 				same(t, "Clusters", clusterIDs(gc), clusterIDs(wc))
+			}
+			// Every mode and keep policy, and clusters from the pairs sent
+			// in the request's body, carry what the database computes.
+			for _, mode := range []db.ClusterMode{db.Components, db.Centers} {
+				for _, keep := range []db.KeepPolicy{db.KeepFirst, db.KeepLast, db.KeepLongest, db.KeepShortest} {
+					po := &db.PairsOptions{Threshold: 0.4, Mode: mode, Keep: keep}
+					want, err := d.Clusters(ctx, po)
+					if err != nil {
+						t.Fatal(err)
+					}
+					got, err := c.Clusters(ctx, po)
+					if err != nil {
+						t.Fatal(err)
+					}
+					same(t, "Clusters "+string(mode)+" "+string(keep), clusterViews(got), clusterViews(want))
+					got, err = c.ClustersFrom(ctx, d.Pairs(ctx, &db.PairsOptions{Threshold: 0.4}), po)
+					if err != nil {
+						t.Fatal(err)
+					}
+					same(t, "ClustersFrom "+string(mode)+" "+string(keep), clusterViews(got), clusterViews(want))
+				}
+			}
+			bad := func(yield func(db.Pair, error) bool) { yield(db.Pair{A: docs[0].ID, B: "nobody", Jaccard: 1}, nil) }
+			if _, err := c.ClustersFrom(ctx, bad, nil); !errors.Is(err, db.ErrNotFound) {
+				t.Errorf("ClustersFrom naming an unknown id: %v, want ErrNotFound", err)
+			}
+			failing := func(yield func(db.Pair, error) bool) { yield(db.Pair{}, errPairsSource) }
+			if _, err := c.ClustersFrom(ctx, failing, nil); !errors.Is(err, errPairsSource) {
+				t.Errorf("ClustersFrom of a failing source: %v, want its error", err)
 			}
 			if name == "unix" {
 				ws, _ := d.Stats(ctx, 5)

@@ -353,6 +353,7 @@ func pairsOptions(q url.Values) (*db.PairsOptions, error) {
 	if err != nil {
 		return nil, err
 	}
+	mode, keep := db.ClusterMode(q.Get("mode")), db.KeepPolicy(q.Get("keep"))
 	mem, err := intParam(q, "memory", 0)
 	if err != nil {
 		return nil, err
@@ -362,7 +363,19 @@ func pairsOptions(q url.Values) (*db.PairsOptions, error) {
 		// be able to claim in full.
 		return nil, fmt.Errorf("%w: memory %d exceeds the server's %d", db.ErrInvalidOptions, mem, MaxPairsMemory)
 	}
-	return &db.PairsOptions{Threshold: t, Memory: mem}, nil
+	return &db.PairsOptions{Threshold: t, Memory: mem, Mode: mode, Keep: keep}, nil
+}
+
+// clusterChoice is the mode and keep policy of po, with their defaults.
+func clusterChoice(po *db.PairsOptions) (db.ClusterMode, db.KeepPolicy) {
+	mode, keep := db.Components, db.KeepFirst
+	if po.Mode != "" {
+		mode = po.Mode
+	}
+	if po.Keep != "" {
+		keep = po.Keep
+	}
+	return mode, keep
 }
 
 // MaxPairsMemory is the largest sort budget (the memory parameter) a
@@ -408,7 +421,7 @@ func (h *handler) pairs(w *resp, r *http.Request) error {
 }
 
 func (h *handler) clusters(w *resp, r *http.Request) error {
-	q, err := params(r, []string{"threshold", "memory"})
+	q, err := params(r, []string{"threshold", "memory", "mode", "keep"})
 	if err != nil {
 		return err
 	}
@@ -420,10 +433,15 @@ func (h *handler) clusters(w *resp, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	return h.sendClusters(w, po, cs)
+}
+
+func (h *handler) sendClusters(w *resp, po *db.PairsOptions, cs []db.Cluster) error {
 	rec := h.recallNote(po.Threshold)
+	mode, keep := clusterChoice(po)
 	w.startStream()
 	for i, c := range cs {
-		if err := w.line(ClusterJSON{Cluster: i + 1, Size: len(c.IDs), Representative: c.Representative, IDs: c.IDs, ExpectedRecall: rec}, (i+1)%streamLines == 0); err != nil {
+		if err := w.line(ClusterOut(i+1, c, mode, keep, rec), (i+1)%streamLines == 0); err != nil {
 			return err
 		}
 	}
@@ -439,6 +457,52 @@ func (h *handler) info(w *resp, r *http.Request) error {
 		return err
 	}
 	return w.json(http.StatusOK, InfoOut(in))
+}
+
+// clustersFrom answers POST /v1/clusters: the clusters of the pairs in
+// the body (JSON Lines of PairJSON, as GET /v1/pairs sends them; an end
+// line, if any, is skipped), as db.ClustersFrom makes them.
+func (h *handler) clustersFrom(w *resp, r *http.Request) error {
+	q, err := params(r, []string{"threshold", "mode", "keep"})
+	if err != nil {
+		return err
+	}
+	po, err := pairsOptions(q)
+	if err != nil {
+		return err
+	}
+	lim, _ := r.Body.(*docLimit)
+	dec := json.NewDecoder(r.Body)
+	seq := func(yield func(db.Pair, error) bool) {
+		for {
+			if lim != nil {
+				lim.read = 0
+			}
+			var line struct {
+				PairJSON
+				End *EndBody `json:"end"`
+			}
+			err := dec.Decode(&line)
+			if err == io.EOF {
+				return
+			}
+			if err != nil {
+				yield(db.Pair{}, bodyError(err))
+				return
+			}
+			if line.End != nil {
+				continue
+			}
+			if !yield(db.Pair{A: line.A, B: line.B, Jaccard: line.Jaccard}, nil) {
+				return
+			}
+		}
+	}
+	cs, err := h.d.ClustersFrom(r.Context(), seq, po)
+	if err != nil {
+		return err
+	}
+	return h.sendClusters(w, po, cs)
 }
 
 func (h *handler) stats(w *resp, r *http.Request) error {

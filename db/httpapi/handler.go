@@ -115,6 +115,7 @@ func Handler(d *db.DB, opts *Options) http.Handler {
 		{"GET", "/v1/pairs", "pairs", h.pairs},
 		{"GET", "/v1/clusters", "clusters", h.clusters},
 		{"GET", "/v1/info", "info", h.info},
+		{"POST", "/v1/clusters", "clusters_from", h.clustersFrom},
 		{"GET", "/v1/stats", "stats", h.stats},
 		{"GET", "/v1/buckets", "buckets", h.buckets},
 		{"GET", "/v1/buckets/", "bucket", h.bucket}, // /v1/buckets/{band}/{bucket}
@@ -144,7 +145,7 @@ type route struct {
 // per endpoint (GET and DELETE /v1/docs are get and delete; both query
 // endpoints are query), plus "unknown" for a request that matched none.
 var Ops = []string{"healthz", "params", "count", "get", "put", "delete", "has", "put_if_new", "load", "query",
-	"pairs", "clusters", "info", "stats", "buckets", "bucket", "explain", "check", "tune", "backup", "purge", "openapi", "unknown"}
+	"pairs", "clusters", "clusters_from", "info", "stats", "buckets", "bucket", "explain", "check", "tune", "backup", "purge", "openapi", "unknown"}
 
 // match finds the route of r: ok false when no path matches; rt nil (and
 // allow the methods the path takes) when the path matches but not the
@@ -205,10 +206,10 @@ func (h *handler) ServeHTTP(hw http.ResponseWriter, r *http.Request) {
 		w.fail(err)
 		return
 	}
-	if max := h.o.MaxBodyBytes; max > 0 && (rt.op == "put_if_new" || rt.op == "load") {
+	if max := h.o.MaxBodyBytes; max > 0 && (rt.op == "put_if_new" || rt.op == "load" || rt.op == "clusters_from") {
 		// NB: a put-if-new or load stream (a dedup run or a build over a
-		// whole corpus) is bounded per document, not in total: see
-		// docLimit.
+		// whole corpus) and a pairs file to cluster are bounded per line,
+		// not in total: see docLimit.
 		r.Body = &docLimit{r: r.Body, max: max}
 	} else if max > 0 {
 		if r.ContentLength > max {

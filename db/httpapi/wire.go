@@ -276,14 +276,57 @@ type PairJSON struct {
 	ExpectedRecall *float64 `json:"expected_recall,omitempty"`
 }
 
-// ClusterJSON is one line of GET /v1/clusters, as lshdb clusters --output
-// json.
+// ClusterJSON is one line of GET /v1/clusters (and POST /v1/clusters),
+// as lshdb clusters --output json.
 type ClusterJSON struct {
-	Cluster        int      `json:"cluster"`
-	Size           int      `json:"size"`
-	Representative string   `json:"representative"`
-	IDs            []string `json:"ids"`
+	Cluster int `json:"cluster"`
+	Size    int `json:"size"`
+	// Mode is components or centers (db.ClusterMode).
+	Mode string `json:"mode"`
+	// Keep is the policy that chose the representative (db.KeepPolicy).
+	Keep string `json:"keep"`
+	// Representative is the member to keep (ids[0]).
+	Representative string `json:"representative"`
+	// MinJaccard is db.Cluster.MinJaccard: in components mode the least
+	// Jaccard of the verified pairs inside the cluster (its chain's
+	// weakest link), in centers mode the least member's Jaccard to the
+	// representative.
+	MinJaccard float64             `json:"min_jaccard"`
+	IDs        []string            `json:"ids"`
+	Members    []ClusterMemberJSON `json:"members"`
+	// ExpectedRecall is set only when the threshold is below the index's.
 	ExpectedRecall *float64 `json:"expected_recall,omitempty"`
+}
+
+// ClusterMemberJSON is one member of a ClusterJSON, in the order of ids.
+type ClusterMemberJSON struct {
+	ID string `json:"id"`
+	// DuplicateOf is the representative; null for the representative.
+	DuplicateOf *string `json:"duplicate_of"`
+	// Jaccard is the exact Jaccard to the representative (1 for it).
+	Jaccard float64 `json:"jaccard"`
+}
+
+// ClusterOut converts the i-th cluster (from 1) for the wire.
+func ClusterOut(i int, c db.Cluster, mode db.ClusterMode, keep db.KeepPolicy, rec *float64) ClusterJSON {
+	out := ClusterJSON{Cluster: i, Size: len(c.IDs), Mode: string(mode), Keep: string(keep), Representative: c.Representative,
+		MinJaccard: c.MinJaccard, IDs: c.IDs, Members: make([]ClusterMemberJSON, len(c.IDs)), ExpectedRecall: rec}
+	for k, id := range c.IDs {
+		out.Members[k] = ClusterMemberJSON{ID: id, Jaccard: c.Jaccard[k]}
+		if k > 0 {
+			out.Members[k].DuplicateOf = &out.Representative
+		}
+	}
+	return out
+}
+
+// DBCluster converts c back.
+func (c ClusterJSON) DBCluster() db.Cluster {
+	out := db.Cluster{Representative: c.Representative, IDs: c.IDs, Jaccard: make([]float64, len(c.Members)), MinJaccard: c.MinJaccard}
+	for k, m := range c.Members {
+		out.Jaccard[k] = m.Jaccard
+	}
+	return out
 }
 
 // EndJSON is the last line of a stream that completed: a stream without
@@ -307,6 +350,7 @@ type PairsStatsJSON struct {
 	HotLists        int   `json:"hot_lists"`
 	LargestList     int   `json:"largest_list"`
 	Candidates      int64 `json:"candidates"`
+	Filtered        int64 `json:"filtered"`
 	Verified        int64 `json:"verified"`
 	Matched         int64 `json:"matched"`
 	Reported        int64 `json:"reported"`
@@ -317,14 +361,14 @@ type PairsStatsJSON struct {
 func PairsStatsOut(s db.PairsStats) *PairsStatsJSON {
 	return &PairsStatsJSON{Docs: s.Docs, IdenticalGroups: s.IdenticalGroups, IdenticalPairs: s.IdenticalPairs,
 		Lists: s.Lists, HotLists: s.HotLists, LargestList: s.LargestList, Candidates: s.Candidates,
-		Verified: s.Verified, Matched: s.Matched, Reported: s.Reported, Spilled: s.Spilled}
+		Filtered: s.Filtered, Verified: s.Verified, Matched: s.Matched, Reported: s.Reported, Spilled: s.Spilled}
 }
 
 // PairsStats converts s back.
 func (s PairsStatsJSON) PairsStats() db.PairsStats {
 	return db.PairsStats{Docs: s.Docs, IdenticalGroups: s.IdenticalGroups, IdenticalPairs: s.IdenticalPairs,
 		Lists: s.Lists, HotLists: s.HotLists, LargestList: s.LargestList, Candidates: s.Candidates,
-		Verified: s.Verified, Matched: s.Matched, Reported: s.Reported, Spilled: s.Spilled}
+		Filtered: s.Filtered, Verified: s.Verified, Matched: s.Matched, Reported: s.Reported, Spilled: s.Spilled}
 }
 
 // ParamsJSON is db.Params, with the keys of lshdb create --output json,

@@ -1,0 +1,396 @@
+package main
+
+// Clusters and what nightly jobs archive with them: the keep decision
+// (which member to keep, which to drop and why), clusters from a pairs
+// file, and the run header of pairs and clusters JSON Lines.
+
+import (
+	"bufio"
+	"bytes"
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"io"
+	"iter"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/lshdb/lshdb/db"
+	"github.com/lshdb/lshdb/db/httpapi"
+	"github.com/spf13/cobra"
+)
+
+// clusterFlags are --mode and --keep, of clusters, pairs --clusters,
+// filter and export.
+type clusterFlags struct {
+	mode, keep string
+}
+
+func (f *clusterFlags) add(c *cobra.Command, mode db.ClusterMode) {
+	c.Flags().StringVar(&f.mode, "mode", string(mode), "components (connected components of the pairs: chains, a member may be below the threshold to the one kept) or centers (every member is at or above the threshold to the one kept)")
+	c.Flags().StringVar(&f.keep, "keep", string(db.KeepFirst), "the member each cluster keeps: first or last (inserted), longest or shortest (by shingle set size)")
+}
+
+// options returns the flags as db options, or a usage error.
+func (f *clusterFlags) options() (db.ClusterMode, db.KeepPolicy, error) {
+	mode, keep := db.ClusterMode(f.mode), db.KeepPolicy(f.keep)
+	switch mode {
+	case db.Components, db.Centers:
+	default:
+		return "", "", usagef("--mode %q: want components or centers", f.mode)
+	}
+	switch keep {
+	case db.KeepFirst, db.KeepLast, db.KeepLongest, db.KeepShortest:
+	default:
+		return "", "", usagef("--keep %q: want first, last, longest or shortest", f.keep)
+	}
+	return mode, keep, nil
+}
+
+// keepNote says in words which member a keep policy keeps.
+func keepNote(k db.KeepPolicy) string {
+	switch k {
+	case db.KeepLast:
+		return "the latest inserted"
+	case db.KeepLongest:
+		return "the largest shingle set"
+	case db.KeepShortest:
+		return "the smallest shingle set"
+	}
+	return "the earliest inserted"
+}
+
+// headerJSON is the first line of pairs or clusters --output json
+// --header: how the file was made. The run's length is known only at its
+// end: it is in the last line (runEndJSON).
+type headerJSON struct {
+	Header headerBody `json:"header"`
+}
+
+type headerBody struct {
+	// Command is pairs or clusters.
+	Command string `json:"command"`
+	// Version is the lshdb that wrote the file.
+	Version string `json:"lshdb_version"`
+	// Started is when the run started, RFC 3339 in UTC.
+	Started string `json:"started"`
+	// Threshold is the least Jaccard reported; IndexThreshold the one
+	// the index's banding was chosen for.
+	Threshold      float64 `json:"threshold"`
+	IndexThreshold float64 `json:"index_threshold"`
+	// PCandidate is P(candidate) at Threshold: the chance that LSH
+	// proposes a pair of exactly that Jaccard (1−(1−t^r)^b).
+	PCandidate float64 `json:"p_candidate"`
+	// Docs are the documents in the index when the run started.
+	Docs        uint64 `json:"docs"`
+	NumPerm     int    `json:"num_perm"`
+	Bands       int    `json:"bands"`
+	Rows        int    `json:"rows"`
+	Scheme      string `json:"scheme"`
+	Shingle     string `json:"shingle"`
+	ShingleSize int    `json:"shingle_size"`
+	Bag         bool   `json:"bag"`
+	Storage     string `json:"storage"`
+	// Mode and Keep are the clustering's (clusters only).
+	Mode string `json:"mode,omitempty"`
+	Keep string `json:"keep,omitempty"`
+	// From is the pairs file the clusters were made from (clusters
+	// --from).
+	From string `json:"from,omitempty"`
+}
+
+// runEndJSON is the last line of an output that started with a header.
+type runEndJSON struct {
+	End runEndBody `json:"end"`
+}
+
+type runEndBody struct {
+	// Lines are the data lines between the header and this line.
+	Lines int64 `json:"lines"`
+	// ElapsedSeconds is the run's wall time, from Started to this line.
+	ElapsedSeconds float64 `json:"elapsed_seconds"`
+	// Stats is what pairs did (pairs only).
+	Stats *pairsStatsJSON `json:"stats,omitempty"`
+}
+
+// runHeader is the header of a run of command on d at threshold t (0:
+// the index's).
+func runHeader(d index, command string, t float64, started time.Time) (headerJSON, error) {
+	p := d.Params()
+	t = cmp.Or(t, p.Threshold)
+	n, err := d.Count()
+	if err != nil {
+		return headerJSON{}, err
+	}
+	return headerJSON{headerBody{Command: command, Version: version(), Started: started.UTC().Format(time.RFC3339),
+		Threshold: t, IndexThreshold: p.Threshold, PCandidate: p.Bands.Probability(t), Docs: n,
+		NumPerm: p.NumPerm, Bands: p.Bands.B, Rows: p.Bands.R, Scheme: p.Scheme.String(), Shingle: p.Shingle.String(),
+		ShingleSize: p.ShingleSize, Bag: p.Bag, Storage: p.Storage}}, nil
+}
+
+// writeJSONLine writes v as one JSON line to w, as emitJSON does.
+func writeJSONLine(w io.Writer, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b = append(escapeJSONControls(b), '\n')
+	_, err = w.Write(b)
+	return err
+}
+
+// clustersWriter prints clusters as text or JSON lines to w.
+type clustersWriter struct {
+	w    io.Writer
+	json bool
+	mode db.ClusterMode
+	keep db.KeepPolicy
+	rec  *float64
+}
+
+func (o *clustersWriter) write(cs []db.Cluster) (dropped int, err error) {
+	for i, cl := range cs {
+		dropped += len(cl.IDs) - 1
+		if o.json {
+			err = writeJSONLine(o.w, httpapi.ClusterOut(i+1, cl, o.mode, o.keep, o.rec))
+		} else {
+			var b strings.Builder
+			fmt.Fprintf(&b, "cluster %d (%d documents", i+1, len(cl.IDs))
+			if o.mode == db.Components {
+				fmt.Fprintf(&b, ", weakest pair %.4f", cl.MinJaccard)
+			}
+			fmt.Fprintf(&b, "): keep %s; drop", esc(cl.Representative))
+			for k, id := range cl.IDs[1:] {
+				sep := ","
+				if k == 0 {
+					sep = ""
+				}
+				fmt.Fprintf(&b, "%s %s (%.4f)", sep, esc(id), cl.Jaccard[k+1])
+			}
+			b.WriteByte('\n')
+			_, err = io.WriteString(o.w, b.String())
+		}
+		if err != nil {
+			return dropped, err
+		}
+	}
+	return dropped, nil
+}
+
+// clustersNote is the summary line of clusters on stderr.
+func clustersNote(n, dropped int, t float64, mode db.ClusterMode, keep db.KeepPolicy) string {
+	what := "centers: every member is at or above the threshold to the one kept"
+	if mode == db.Components {
+		what = "components: members are linked through pairs at or above the threshold, so a member may be less similar to the one kept (its Jaccard to it is shown)"
+	}
+	return fmt.Sprintf("%d clusters at Jaccard >= %v, %d documents to drop (%s; kept: %s)", n, t, dropped, what, keepNote(keep))
+}
+
+// readPairsFile yields the pairs of a pairs --output json file (a header
+// and an end line are skipped); "-" is standard input.
+func (a *app) readPairsFile(path string) iter.Seq2[db.Pair, error] {
+	return func(yield func(db.Pair, error) bool) {
+		var r io.Reader = a.stdin
+		name := "stdin"
+		if path != "-" {
+			f, err := os.Open(path)
+			if err != nil {
+				yield(db.Pair{}, err)
+				return
+			}
+			defer f.Close()
+			r, name = f, path
+		}
+		br := bufio.NewReaderSize(r, 64<<10)
+		for line := 1; ; line++ {
+			b, err := br.ReadBytes('\n')
+			if t := bytes.TrimSpace(b); len(t) > 0 && !bytes.HasPrefix(t, []byte(`{"header"`)) && !bytes.HasPrefix(t, []byte(`{"end"`)) {
+				var p pairJSON
+				if jerr := json.Unmarshal(t, &p); jerr != nil || p.A == "" || p.B == "" {
+					yield(db.Pair{}, fmt.Errorf("%s:%d: not a pair of pairs --output json (want {\"a\":…,\"b\":…,\"jaccard\":…})", name, line))
+					return
+				}
+				if !yield(db.Pair{A: p.A, B: p.B, Jaccard: p.Jaccard}, nil) {
+					return
+				}
+			}
+			if err == io.EOF {
+				return
+			}
+			if err != nil {
+				yield(db.Pair{}, fmt.Errorf("%s: %w", name, err))
+				return
+			}
+		}
+	}
+}
+
+func (a *app) clustersCmd() *cobra.Command {
+	var threshold float64
+	var from string
+	var header bool
+	var cf clusterFlags
+	c := &cobra.Command{
+		Use: "clusters --db DIR [--threshold T] [--mode components|centers] [--keep first|last|longest|shortest] [--from PAIRS.jsonl] [--header]",
+		Example: `  # Groups of near-duplicates, largest first, and what to keep of each
+  lshdb clusters --db idx
+
+  # Clusters that do not chain, keeping the longest document, as JSON Lines
+  lshdb clusters --db idx --mode centers --keep longest --output json`,
+		Short: "Clusters of near-duplicates, and the member each keeps",
+		Long: `Clusters of near-duplicates, largest first, one per line: the member to keep
+(--keep: first or last inserted, longest or shortest by shingle set size)
+and the ones to drop, each with its exact Jaccard to the one kept.
+
+--mode components (the default) are connected components of the pairs:
+they chain (a ~ b ~ c), so a member may be less similar to the one kept
+than the threshold; each cluster shows its weakest pair (min_jaccard in
+JSON). --mode centers does not chain: the documents are taken in the keep
+order, and one not yet in a cluster keeps every unclustered document it
+forms a pair with; every member is at or above the threshold to the one
+kept, and no two documents kept form a pair that was found.
+
+--from reads the pairs from a file of pairs --output json instead of
+finding them (the index still supplies insertion order, sizes, and the
+sets for each member's Jaccard). The summary line goes to stderr. With
+--output json --header the first line says how the file was made and the
+last line ({"end": …}) how long it took.`,
+		Args: nArgs(0),
+		RunE: func(c *cobra.Command, args []string) error {
+			started := time.Now()
+			t, err := thresholdFlag(c, threshold)
+			if err != nil {
+				return err
+			}
+			mode, keep, err := cf.options()
+			if err != nil {
+				return err
+			}
+			if header && !a.json() {
+				return usagef("--header needs --output json")
+			}
+			return a.withIndex(func(d index) error {
+				rec := recallNote(d, t)
+				if from == "" {
+					a.warnRecall(d, t, rec)
+				}
+				var h headerJSON
+				if header {
+					if h, err = runHeader(d, "clusters", t, started); err != nil {
+						return err
+					}
+					h.Header.Mode, h.Header.Keep, h.Header.From = string(mode), string(keep), from
+				}
+				po := &db.PairsOptions{Threshold: t, Mode: mode, Keep: keep}
+				var cs []db.Cluster
+				if from != "" {
+					cs, err = d.ClustersFrom(a.ctx, a.readPairsFile(from), po)
+				} else {
+					cs, err = d.Clusters(a.ctx, po)
+				}
+				if err != nil {
+					return interruptNote(err, "clusters interrupted: nothing printed")
+				}
+				if header {
+					if err := a.emitJSON(h); err != nil {
+						return err
+					}
+				}
+				o := &clustersWriter{w: a.stdout, json: a.json(), mode: mode, keep: keep, rec: rec}
+				dropped, err := o.write(cs)
+				if err != nil {
+					return err
+				}
+				if header {
+					return a.emitJSON(runEndJSON{runEndBody{Lines: int64(len(cs)), ElapsedSeconds: time.Since(started).Seconds()}})
+				}
+				if !a.json() {
+					fmt.Fprintln(a.stderr, clustersNote(len(cs), dropped, cmp.Or(t, d.Params().Threshold), mode, keep))
+				}
+				return nil
+			})
+		},
+	}
+	c.Flags().Float64Var(&threshold, "threshold", 0, "least Jaccard (default: the index's)")
+	c.Flags().StringVar(&from, "from", "", "make the clusters from this file of pairs --output json (- for stdin) instead of finding the pairs")
+	c.Flags().BoolVar(&header, "header", false, "with --output json: a first line saying how the file was made (threshold, parameters, P(candidate), documents) and a last line with the run time")
+	cf.add(c, db.Components)
+	return c
+}
+
+// pairSpill keeps the pairs of a pairs run in a temporary file (JSON
+// Lines), so that pairs --clusters makes the clusters from them after the
+// pairs are printed, without a second join or the pairs in memory.
+type pairSpill struct {
+	f   *os.File
+	bw  *bufio.Writer
+	err error
+}
+
+func newPairSpill() (*pairSpill, error) {
+	f, err := os.CreateTemp("", "lshdb-pairs-*.jsonl")
+	if err != nil {
+		return nil, err
+	}
+	return &pairSpill{f: f, bw: bufio.NewWriterSize(f, 1<<20)}, nil
+}
+
+// tee yields the pairs of seq and writes each to the file.
+func (s *pairSpill) tee(seq iter.Seq2[db.Pair, error]) iter.Seq2[db.Pair, error] {
+	return func(yield func(db.Pair, error) bool) {
+		for p, err := range seq {
+			if err == nil && s.err == nil {
+				s.err = writeJSONLine(s.bw, pairJSON{A: p.A, B: p.B, Jaccard: p.Jaccard})
+			}
+			if err == nil && s.err != nil {
+				err = fmt.Errorf("writing the pairs for --clusters: %w", s.err)
+			}
+			if !yield(p, err) || err != nil {
+				return
+			}
+		}
+	}
+}
+
+func (s *pairSpill) close() {
+	s.f.Close()
+	os.Remove(s.f.Name())
+}
+
+// clustersTo writes the clusters of the spilled pairs to path: header h,
+// one JSON line a cluster, an end line.
+func (a *app) clustersTo(d index, path string, s *pairSpill, h headerJSON, po *db.PairsOptions, rec *float64, started time.Time) error {
+	if err := s.bw.Flush(); err != nil {
+		return fmt.Errorf("writing the pairs for --clusters: %w", err)
+	}
+	cs, err := d.ClustersFrom(a.ctx, a.readPairsFile(s.f.Name()), po)
+	if err != nil {
+		return interruptNote(err, "clusters interrupted: the pairs were printed, no clusters written")
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	bw := bufio.NewWriterSize(f, 1<<20)
+	o := &clustersWriter{w: bw, json: true, mode: po.Mode, keep: po.Keep, rec: rec}
+	err = writeJSONLine(bw, h)
+	dropped := 0
+	if err == nil {
+		dropped, err = o.write(cs)
+	}
+	if err == nil {
+		err = writeJSONLine(bw, runEndJSON{runEndBody{Lines: int64(len(cs)), ElapsedSeconds: time.Since(started).Seconds()}})
+	}
+	if err == nil {
+		err = bw.Flush()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	fmt.Fprintf(a.stderr, "%s: %s\n", escControls(path), clustersNote(len(cs), dropped, cmp.Or(po.Threshold, d.Params().Threshold), po.Mode, po.Keep))
+	return nil
+}

@@ -1,0 +1,273 @@
+package db
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"slices"
+	"testing"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/lshdb/lshdb/minhash"
+)
+
+var allKeeps = []KeepPolicy{KeepFirst, KeepLast, KeepLongest, KeepShortest}
+
+// clusterFixture is an index of random texts with near-copies and chains
+// (copies of copies), and the exact sets and insertion numbers of its
+// documents read back with Get.
+func clusterFixture(t *testing.T) (*DB, map[string]*StoredDoc) {
+	t.Helper()
+	d := mustOpen(t, "db", &Options{fs: vfs.NewMem(), NoSync: true, Threshold: 0.5})
+	rng := rand.New(rand.NewPCG(15, 15))
+	var docs []Doc
+	var texts []string
+	for i := range 600 {
+		text := randomText(rng, texts)
+		texts = append(texts, text)
+		docs = append(docs, Doc{ID: fmt.Sprintf("d%03d", i), Text: text})
+	}
+	for i := range 5 { // a group of identical documents
+		docs = append(docs, Doc{ID: fmt.Sprintf("same%d", i), Text: texts[7]})
+	}
+	if _, err := d.PutBatch(docs, nil); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]*StoredDoc{}
+	for _, doc := range docs {
+		g, err := d.Get(doc.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got[doc.ID] = g
+	}
+	return d, got
+}
+
+// keepBest is the keep policy's choice among ids, computed from the
+// documents' numbers and sets.
+func keepBest(keep KeepPolicy, ids []string, docs map[string]*StoredDoc) string {
+	best := ids[0]
+	for _, id := range ids[1:] {
+		a, b := docs[id], docs[best]
+		la, lb := len(a.Shingles), len(b.Shingles)
+		var better bool
+		switch keep {
+		case KeepFirst:
+			better = a.Num < b.Num
+		case KeepLast:
+			better = a.Num > b.Num
+		case KeepLongest:
+			better = la > lb || la == lb && a.Num < b.Num
+		case KeepShortest:
+			better = la < lb || la == lb && a.Num < b.Num
+		}
+		if better {
+			best = id
+		}
+	}
+	return best
+}
+
+// Ensure that components are the connected components of the pairs, with
+// the representative the keep policy names, each member's exact Jaccard
+// to it (brute force on the stored sets) and the least Jaccard of the
+// pairs inside as MinJaccard.
+func TestClustersComponentsOracle(t *testing.T) {
+	d, docs := clusterFixture(t)
+	defer d.Close()
+	pairs := collectPairs(t, d, nil)
+	adj := map[string][]idPair{}
+	for _, p := range pairs {
+		adj[p.a] = append(adj[p.a], p)
+		adj[p.b] = append(adj[p.b], p)
+	}
+	chained := false
+	for _, keep := range allKeeps {
+		cs, err := d.Clusters(context.Background(), &PairsOptions{Keep: keep})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(cs) < 10 {
+			t.Fatalf("only %d clusters: the fixture is too easy", len(cs))
+		}
+		seen := map[string]bool{}
+		for _, c := range cs {
+			// The component of c's first member, by a walk over the pairs.
+			comp := map[string]bool{c.IDs[0]: true}
+			stack := []string{c.IDs[0]}
+			minJ := 2.0
+			for len(stack) > 0 {
+				id := stack[len(stack)-1]
+				stack = stack[:len(stack)-1]
+				for _, p := range adj[id] {
+					minJ = min(minJ, p.j)
+					for _, o := range []string{p.a, p.b} {
+						if !comp[o] {
+							comp[o] = true
+							stack = append(stack, o)
+						}
+					}
+				}
+			}
+			members := slices.Sorted(func(yield func(string) bool) {
+				for id := range comp {
+					if !yield(id) {
+						return
+					}
+				}
+			})
+			got := slices.Sorted(slices.Values(c.IDs))
+			if !slices.Equal(got, members) {
+				t.Fatalf("keep %s: cluster %v, component %v", keep, got, members)
+			}
+			for _, id := range c.IDs {
+				if seen[id] {
+					t.Fatalf("%s in two clusters", id)
+				}
+				seen[id] = true
+			}
+			if want := keepBest(keep, c.IDs, docs); c.Representative != want || c.IDs[0] != want {
+				t.Fatalf("keep %s: representative %s (ids %v), want %s", keep, c.Representative, c.IDs, want)
+			}
+			if c.MinJaccard != minJ {
+				t.Fatalf("keep %s: MinJaccard %v, brute force over the cluster's pairs %v", keep, c.MinJaccard, minJ)
+			}
+			for i, id := range c.IDs {
+				want := minhash.Jaccard(docs[c.Representative].Shingles, docs[id].Shingles)
+				if c.Jaccard[i] != want {
+					t.Fatalf("keep %s: %s's Jaccard to %s is %v, brute force %v", keep, id, c.Representative, c.Jaccard[i], want)
+				}
+				if want < 0.5 {
+					chained = true
+				}
+			}
+			for i := 2; i < len(c.IDs); i++ {
+				if docs[c.IDs[i-1]].Num > docs[c.IDs[i]].Num {
+					t.Fatalf("members after the representative are not in insertion order: %v", c.IDs)
+				}
+			}
+		}
+		for _, p := range pairs {
+			if !seen[p.a] || !seen[p.b] {
+				t.Fatalf("pair %v is in no cluster", p)
+			}
+		}
+	}
+	if !chained {
+		t.Fatal("no member is below the threshold to its representative: the fixture does not chain")
+	}
+}
+
+// Ensure that centers do not chain: every member reaches the threshold
+// with its representative (brute force), the representative is first of
+// its cluster in the keep order, no two documents kept (representatives
+// and documents in no cluster) form a pair that Pairs reports, and every
+// document is in one cluster at most.
+func TestClustersCentersOracle(t *testing.T) {
+	d, docs := clusterFixture(t)
+	defer d.Close()
+	pairs := collectPairs(t, d, nil)
+	for _, keep := range allKeeps {
+		cs, err := d.Clusters(context.Background(), &PairsOptions{Mode: Centers, Keep: keep})
+		if err != nil {
+			t.Fatal(err)
+		}
+		removed := map[string]bool{}
+		seen := map[string]bool{}
+		for _, c := range cs {
+			if want := keepBest(keep, c.IDs, docs); c.Representative != want {
+				t.Fatalf("keep %s: representative %s, first of %v in the keep order is %s", keep, c.Representative, c.IDs, want)
+			}
+			least := 1.0
+			for i, id := range c.IDs {
+				if seen[id] {
+					t.Fatalf("%s in two clusters", id)
+				}
+				seen[id] = true
+				j := minhash.Jaccard(docs[c.Representative].Shingles, docs[id].Shingles)
+				if j != c.Jaccard[i] || j < 0.5 {
+					t.Fatalf("keep %s: %s to %s: Jaccard %v, brute force %v (threshold 0.5)", keep, id, c.Representative, c.Jaccard[i], j)
+				}
+				if i > 0 {
+					removed[id] = true
+					least = min(least, j)
+				}
+			}
+			if c.MinJaccard != least {
+				t.Fatalf("MinJaccard %v, least member %v", c.MinJaccard, least)
+			}
+		}
+		for _, p := range pairs {
+			if !removed[p.a] && !removed[p.b] {
+				t.Fatalf("keep %s: both of pair %v are kept", keep, p)
+			}
+		}
+	}
+}
+
+// Ensure that each keep policy names the right representative of a
+// hand-made cluster whose members' order and lengths are known.
+func TestClustersKeepPolicies(t *testing.T) {
+	d := mustOpen(t, "db", &Options{fs: vfs.NewMem(), NoSync: true, Threshold: 0.6})
+	defer d.Close()
+	base := "the committee approved the annual budget for the public library after a long debate"
+	docs := []Doc{
+		{ID: "first", Text: base},
+		{ID: "longest", Text: base + " on tuesday"},
+		{ID: "shortest", Text: base[:len(base)-8]},
+		{ID: "last", Text: base + "!"},
+	}
+	if _, err := d.PutBatch(docs, nil); err != nil {
+		t.Fatal(err)
+	}
+	want := map[KeepPolicy]string{KeepFirst: "first", KeepLast: "last", KeepLongest: "longest", KeepShortest: "shortest"}
+	for _, mode := range []ClusterMode{Components, Centers} {
+		for keep, rep := range want {
+			cs, err := d.Clusters(context.Background(), &PairsOptions{Mode: mode, Keep: keep})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(cs) != 1 || len(cs[0].IDs) != 4 || cs[0].Representative != rep {
+				t.Fatalf("%s, keep %s: %+v, want one cluster of 4 kept by %s", mode, keep, cs, rep)
+			}
+		}
+	}
+	if _, err := d.Clusters(context.Background(), &PairsOptions{Keep: "newest"}); !errors.Is(err, ErrInvalidOptions) {
+		t.Fatalf("keep newest: %v, want ErrInvalidOptions", err)
+	}
+	if _, err := d.Clusters(context.Background(), &PairsOptions{Mode: "stars"}); !errors.Is(err, ErrInvalidOptions) {
+		t.Fatalf("mode stars: %v, want ErrInvalidOptions", err)
+	}
+}
+
+// Ensure that clusters from the pairs Pairs reported equal the clusters
+// Clusters computes, in every mode and keep policy, and that a pair naming
+// an unknown id is refused.
+func TestClustersFromPairs(t *testing.T) {
+	d, _ := clusterFixture(t)
+	defer d.Close()
+	ctx := context.Background()
+	for _, mode := range []ClusterMode{Components, Centers} {
+		for _, keep := range allKeeps {
+			po := &PairsOptions{Mode: mode, Keep: keep}
+			want, err := d.Clusters(ctx, po)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := d.ClustersFrom(ctx, d.Pairs(ctx, nil), po)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("%s/%s: ClustersFrom differs from Clusters", mode, keep)
+			}
+		}
+	}
+	bad := func(yield func(Pair, error) bool) { yield(Pair{A: "d001", B: "nobody", Jaccard: 0.9}, nil) }
+	if _, err := d.ClustersFrom(ctx, bad, nil); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("unknown id: %v, want ErrNotFound", err)
+	}
+}
