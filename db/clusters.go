@@ -401,12 +401,9 @@ func (db *DB) ClustersFrom(ctx context.Context, seq iter.Seq2[Pair, error], po *
 	if err != nil {
 		return nil, err
 	}
-	t := db.man.Threshold
-	if po != nil && po.Threshold != 0 {
-		t = po.Threshold
-	}
-	if !(t > 0 && t <= 1) {
-		return nil, invalid("pairs threshold %v is outside (0, 1]", t)
+	t, err := db.pairsThreshold(po)
+	if err != nil {
+		return nil, err
 	}
 	if err := db.enter(); err != nil {
 		return nil, err

@@ -161,6 +161,19 @@ func (db *DB) Pairs(ctx context.Context, po *PairsOptions) iter.Seq2[Pair, error
 
 var errStopped = errors.New("lshdb: iteration stopped")
 
+// pairsThreshold returns the threshold po asks for (the index's when po
+// or its Threshold is zero), or ErrInvalidOptions outside (0, 1].
+func (db *DB) pairsThreshold(po *PairsOptions) (float64, error) {
+	t := db.man.Threshold
+	if po != nil && po.Threshold != 0 {
+		t = po.Threshold
+	}
+	if !(t > 0 && t <= 1) {
+		return 0, invalid("pairs threshold %v is outside (0, 1]", t)
+	}
+	return t, nil
+}
+
 // pairs runs an all-pairs join, in stages:
 //  1. loadPairsIndex: one scan of the doc records of a snapshot: ids, set
 //     sizes, groups of identical sets;
@@ -194,11 +207,9 @@ func (db *DB) pairs(ctx context.Context, po *PairsOptions, st *PairsStats,
 	if po != nil {
 		o = *po
 	}
-	if o.Threshold == 0 {
-		o.Threshold = db.man.Threshold
-	}
-	if !(o.Threshold > 0 && o.Threshold <= 1) {
-		return invalid("pairs threshold %v is outside (0, 1]", o.Threshold)
+	var err error
+	if o.Threshold, err = db.pairsThreshold(po); err != nil {
+		return err
 	}
 	if o.Memory == 0 {
 		o.Memory = DefaultPairsMemory

@@ -1,10 +1,8 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"sync"
@@ -14,16 +12,6 @@ import (
 	"github.com/lshdb/lshdb/db"
 	"github.com/lshdb/lshdb/db/client"
 )
-
-// TestHelperServe is not a test: TestKillOwner runs it in a process of
-// its own, as lshdb serve --db $LSHDB_HELPER_SERVE.
-func TestHelperServe(t *testing.T) {
-	dir := os.Getenv("LSHDB_HELPER_SERVE")
-	if dir == "" {
-		t.Skip("a helper process of TestKillOwner")
-	}
-	os.Exit(run(context.Background(), []string{"serve", "--db", dir}, os.Stdin, os.Stdout, os.Stderr))
-}
 
 // Ensure that killing the owner (SIGKILL) while clients write through it
 // loses no acknowledged (synced) write: the next owner starts, removes the
@@ -37,8 +25,7 @@ func TestKillOwner(t *testing.T) {
 	if _, errOut, code := runLine([]string{"create", "--db", idx}, ""); code != 0 {
 		t.Fatal(errOut)
 	}
-	owner := exec.Command(os.Args[0], "-test.run=^TestHelperServe$")
-	owner.Env = append(os.Environ(), "LSHDB_HELPER_SERVE="+idx)
+	owner := lshdbProcess("serve", "--db", idx)
 	if err := owner.Start(); err != nil {
 		t.Fatal(err)
 	}

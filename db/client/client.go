@@ -306,7 +306,7 @@ func (c *Client) Load(ctx context.Context, docs iter.Seq2[db.Doc, error], lo *db
 		n := 0
 		for d, err := range docs {
 			if err == nil {
-				err = textsOnly([]db.Doc{d})
+				err = textOnly(&d)
 			}
 			if err != nil {
 				docsErr = err
@@ -748,9 +748,17 @@ func (c *Client) Validate(d db.Doc) error {
 // carries texts only (use the library in the owning process for those).
 func textsOnly(docs []db.Doc) error {
 	for i := range docs {
-		if !docs[i].Set.IsZero() || docs[i].Signature != nil {
-			return fmt.Errorf("%w: %q: the client sends texts only, not sets or signatures", db.ErrInvalidDoc, docs[i].ID)
+		if err := textOnly(&docs[i]); err != nil {
+			return err
 		}
+	}
+	return nil
+}
+
+// textOnly is textsOnly for one document.
+func textOnly(d *db.Doc) error {
+	if !d.Set.IsZero() || d.Signature != nil {
+		return fmt.Errorf("%w: %q: the client sends texts only, not sets or signatures", db.ErrInvalidDoc, d.ID)
 	}
 	return nil
 }

@@ -137,19 +137,11 @@ func (h *handler) putIfNew(w *resp, r *http.Request) error {
 	// (the in-process tests with a recorder cannot see this: the README's
 	// curl test does).
 	_ = w.rc.EnableFullDuplex()
-	dec := json.NewDecoder(r.Body)
-	dec.DisallowUnknownFields()
-	lim, _ := r.Body.(*docLimit)
+	lines := h.bodyLines(w, r, true)
 	ctx := r.Context()
 	for n := 0; ; n++ {
-		if h.o.ReadTimeout > 0 {
-			_ = w.rc.SetReadDeadline(time.Now().Add(h.o.ReadTimeout))
-		}
-		if lim != nil {
-			lim.read = 0
-		}
 		var dj DocJSON
-		err := dec.Decode(&dj)
+		err := lines.next(&dj)
 		if err == io.EOF && n > 0 {
 			return nil
 		}
@@ -190,6 +182,36 @@ func (h *handler) putIfNew(w *resp, r *http.Request) error {
 	}
 }
 
+// bodyLines reads a JSON Lines body one value at a time: each value gets
+// its own read deadline (Options.ReadTimeout) and, for a body bounded per
+// line (docLimit), its own byte budget. strict refuses unknown fields.
+type bodyLines struct {
+	h   *handler
+	w   *resp
+	dec *json.Decoder
+	lim *docLimit
+}
+
+func (h *handler) bodyLines(w *resp, r *http.Request, strict bool) *bodyLines {
+	dec := json.NewDecoder(r.Body)
+	if strict {
+		dec.DisallowUnknownFields()
+	}
+	lim, _ := r.Body.(*docLimit)
+	return &bodyLines{h: h, w: w, dec: dec, lim: lim}
+}
+
+// next decodes the next value into v (io.EOF at the end of the body).
+func (b *bodyLines) next(v any) error {
+	if b.h.o.ReadTimeout > 0 {
+		_ = b.w.rc.SetReadDeadline(time.Now().Add(b.h.o.ReadTimeout))
+	}
+	if b.lim != nil {
+		b.lim.read = 0
+	}
+	return b.dec.Decode(v)
+}
+
 // load streams JSON Lines of documents into db.Load: one atomic load,
 // answered with one LoadResultJSON when the body ends. A malformed line,
 // a body cut short or a client that goes away fails the whole load, with
@@ -210,20 +232,12 @@ func (h *handler) load(w *resp, r *http.Request) error {
 		// NB: as for pairs: the budget is the server's memory.
 		return fmt.Errorf("%w: memory %d exceeds the server's %d", db.ErrInvalidOptions, lo.Memory, MaxPairsMemory)
 	}
-	lim, _ := r.Body.(*docLimit)
-	dec := json.NewDecoder(r.Body)
-	dec.DisallowUnknownFields()
+	lines := h.bodyLines(w, r, true)
 	var bodyErr error
 	docs := func(yield func(db.Doc, error) bool) {
 		for {
-			if h.o.ReadTimeout > 0 {
-				_ = w.rc.SetReadDeadline(time.Now().Add(h.o.ReadTimeout))
-			}
-			if lim != nil {
-				lim.read = 0
-			}
 			var dj DocJSON
-			err := dec.Decode(&dj)
+			err := lines.next(&dj)
 			if err == io.EOF {
 				return
 			}
@@ -471,18 +485,14 @@ func (h *handler) clustersFrom(w *resp, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	lim, _ := r.Body.(*docLimit)
-	dec := json.NewDecoder(r.Body)
+	lines := h.bodyLines(w, r, false)
 	seq := func(yield func(db.Pair, error) bool) {
 		for {
-			if lim != nil {
-				lim.read = 0
-			}
 			var line struct {
 				PairJSON
 				End *EndBody `json:"end"`
 			}
-			err := dec.Decode(&line)
+			err := lines.next(&line)
 			if err == io.EOF {
 				return
 			}

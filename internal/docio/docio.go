@@ -89,20 +89,6 @@ func (c *countingReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// countedFile is a file whose reads are reported to add.
-type countedFile struct {
-	*os.File
-	add func(int64)
-}
-
-func (c *countedFile) Read(p []byte) (int, error) {
-	n, err := c.File.Read(p)
-	if n > 0 {
-		c.add(int64(n))
-	}
-	return n, err
-}
-
 // counted returns in, counting its bytes when Options.Progress is set.
 func (r *reader) counted(in io.Reader) io.Reader {
 	if r.o.Progress == nil {
@@ -337,22 +323,16 @@ func (r *reader) file(path, name, format, textID string) error {
 	if format == "parquet" {
 		return r.parquet(name, f)
 	}
-	// NB: a file's own reads are counted; mayWait still sees the file.
-	if r.o.Progress == nil {
-		return r.stream(name, f, format, textID)
-	}
-	return r.stream(name, &countedFile{File: f, add: r.o.Progress}, format, textID)
+	// NB: mayWait sees the file through the counting reader.
+	return r.stream(name, r.counted(f), format, textID)
 }
 
 // mayWait reports whether reading in may wait for a writer (a pipe, a
 // terminal, a socket, any reader but a regular file): its JSON Lines are
 // then passed on as soon as they are read, not held until a chunk fills.
 func mayWait(in io.Reader) bool {
-	switch c := in.(type) {
-	case *countingReader:
+	if c, ok := in.(*countingReader); ok {
 		in = c.r
-	case *countedFile:
-		in = c.File
 	}
 	f, ok := in.(*os.File)
 	if !ok {
