@@ -13,6 +13,7 @@ import (
 
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
+	"github.com/parquet-go/parquet-go"
 )
 
 // Sentinel errors: test with errors.Is.
@@ -73,6 +74,12 @@ type Options struct {
 	// sum reaches the files' sizes. It may be called from another
 	// goroutine than Read's.
 	Progress func(n int64)
+	// OnSource, if set, is called as each input starts, before its first
+	// record (for CSV/TSV, once its header is read): what it says is the
+	// input's shape. An error it returns ends the reading with that error.
+	OnSource func(Source) error
+	// Rows makes a Parquet input's records carry their row (Record.Row).
+	Rows bool
 }
 
 // countingReader reports each read's bytes to add.
@@ -168,6 +175,12 @@ type Record struct {
 	// aliases the reader's buffer and is valid only until the loop
 	// continues: copy it to keep it.
 	Raw []byte
+	// End is the line end that followed Raw in the input: "\n", "\r\n", or
+	// "" (the input's last line, or a text or Parquet file).
+	End string
+	// Row is a Parquet record's row (all of its columns), with
+	// Options.Rows; nil otherwise. It is the caller's to keep.
+	Row parquet.Row
 }
 
 // Pos returns "FILE:LINE", or FILE for a text file.

@@ -1,0 +1,33 @@
+package docio
+
+import "github.com/parquet-go/parquet-go"
+
+// Source describes one input as its reading starts, for a caller that
+// writes records back in the input's own shape (lshdb filter): its
+// format, its compression, a CSV/TSV header as read, a Parquet schema.
+type Source struct {
+	// Name is the input as Record.File names it.
+	Name string
+	// Format is jsonl, csv, tsv, text or parquet.
+	Format string
+	// Compression is "gzip" or "zstd" for a compressed stream, else "".
+	Compression string
+	// Header is a CSV/TSV input's header record as read (a quoted field
+	// may span lines: their ends as in the input), without its line end;
+	// HeaderEnd is that line end ("\n", "\r\n", or "" at the end of the
+	// input).
+	Header    []byte
+	HeaderEnd string
+	// Schema is a Parquet input's schema, and Codec the compression of
+	// its first column chunk ("" when uncompressed or unknown).
+	Schema *parquet.Schema
+	Codec  string
+}
+
+// onSource calls Options.OnSource, if set.
+func (r *reader) onSource(s Source) error {
+	if r.o.OnSource == nil {
+		return nil
+	}
+	return r.o.OnSource(s)
+}
