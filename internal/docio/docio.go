@@ -201,7 +201,9 @@ type RecordError struct {
 	Line int
 	ID   string // the record's id when it was read, else ""
 	Raw  []byte
-	Err  error
+	// Row is a Parquet record's row, with Options.Rows; nil otherwise.
+	Row parquet.Row
+	Err error
 }
 
 func (e *RecordError) Error() string {
