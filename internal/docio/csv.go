@@ -98,18 +98,23 @@ func splitFields(rec []byte, comma byte, dst []string) ([]string, error) {
 }
 
 // csv reads CSV (comma ',') or TSV (comma '\t') with a header line from
-// r.lines.
-func (r *reader) csv(name string, comma byte) error {
+// r.lines, and calls OnSource with src once the header is read.
+func (r *reader) csv(src Source, comma byte) error {
+	name := src.Name
 	state := fieldStart
 	r.lines.scan = func(b []byte) { state = state.step(b, comma) }
-	var rec []byte
+	// NB: rec joins a record's lines with LF, as it is parsed (a quoted
+	// field's line ends read as LF, as encoding/csv does); raw keeps
+	// them as they were, for Record.Raw.
+	var rec, raw []byte
 	var fields []string
 	idCol, textCol := -1, -1
 	header, columns := true, 0
 	for {
 		// One record: lines until the quoting is closed.
 		start := r.lines.line + 1
-		rec = rec[:0]
+		rec, raw = rec[:0], raw[:0]
+		end := ""
 		total, long := 0, false
 		state = fieldStart
 		for {
@@ -126,13 +131,16 @@ func (r *reader) csv(name string, comma byte) error {
 			total += n
 			if l || total > r.o.MaxRecordBytes {
 				long = true
-				rec = rec[:0]
+				rec, raw = rec[:0], raw[:0]
 			} else {
-				if len(rec) > 0 {
+				if total > n { // NB: not the record's first line
 					rec = append(rec, '\n')
+					raw = append(raw, end...)
 				}
 				rec = append(rec, b...)
+				raw = append(raw, b...)
 			}
+			end = r.lines.end
 			if state != quoted { // NB: a line end outside quotes ends the record
 				break
 			}
@@ -169,9 +177,13 @@ func (r *reader) csv(name string, comma byte) error {
 			}
 			header = false
 			columns = len(fields)
+			src.Header, src.HeaderEnd = bytes.Clone(raw), end
+			if err := r.onSource(src); err != nil {
+				return err
+			}
 			continue
 		}
-		out := Record{File: name, Line: start, Raw: rec}
+		out := Record{File: name, Line: start, Raw: raw, End: end}
 		if rerr == nil && len(fields) != columns {
 			// NB: a row with more fields than the header is most often a
 			// text with an unquoted comma: taking the field would cut it.
@@ -179,7 +191,9 @@ func (r *reader) csv(name string, comma byte) error {
 		}
 		var err error
 		if rerr != nil {
-			err = r.emit(Record{}, badRecord(name, start, "", rec, rerr))
+			re := badRecord(name, start, "", raw, rerr)
+			re.End = end
+			err = r.emit(Record{}, re)
 		} else {
 			out.Text = fields[textCol]
 			switch r.o.IDFrom {

@@ -170,8 +170,9 @@ type Record struct {
 	// Line is the line where the record starts (1-based); 0 for a text
 	// file, which is one record.
 	Line int
-	// Raw is the record's bytes as read (a CSV record's line ends are
-	// LF), without its final line end; nil for a text file. NB: it
+	// Raw is the record's bytes as read, without its final line end (a
+	// CSV record's line ends inside quotes as they were); nil for a text
+	// or Parquet file. NB: it
 	// aliases the reader's buffer and is valid only until the loop
 	// continues: copy it to keep it.
 	Raw []byte
@@ -201,6 +202,8 @@ type RecordError struct {
 	Line int
 	ID   string // the record's id when it was read, else ""
 	Raw  []byte
+	// End is the line end that followed Raw, as Record.End.
+	End string
 	// Row is a Parquet record's row, with Options.Rows; nil otherwise.
 	Row parquet.Row
 	Err error
@@ -360,7 +363,7 @@ func mayWait(in io.Reader) bool {
 // stream reads one input: it tells and undoes compression, drops a BOM,
 // and reads the format (as text, with the id textID, or its base name).
 func (r *reader) stream(name string, in io.Reader, format, textID string) error {
-	br, closeFn, err := decompress(name, in)
+	br, comp, closeFn, err := decompress(name, in)
 	if err != nil {
 		return err
 	}
@@ -373,6 +376,12 @@ func (r *reader) stream(name string, in io.Reader, format, textID string) error 
 	if format == "parquet" {
 		return fmt.Errorf("%s: %w", name, ErrNeedsFile)
 	}
+	if format != "csv" && format != "tsv" { // NB: CSV's once its header is read
+		if err := r.onSource(Source{Name: name, Format: format, Compression: comp}); err != nil {
+			closeFn()
+			return err
+		}
+	}
 	if format == "jsonl" {
 		// NB: the JSON Lines reader closes the decompressor itself, when
 		// its reading goroutine is done with it.
@@ -382,9 +391,9 @@ func (r *reader) stream(name string, in io.Reader, format, textID string) error 
 	r.lines.reset(name, br, r.o.MaxRecordBytes)
 	switch format {
 	case "csv":
-		return r.csv(name, ',')
+		return r.csv(Source{Name: name, Format: format, Compression: comp}, ',')
 	case "tsv":
-		return r.csv(name, '\t')
+		return r.csv(Source{Name: name, Format: format, Compression: comp}, '\t')
 	case "text":
 		if textID == "" {
 			textID = baseName(name)
@@ -401,13 +410,13 @@ var utf8BOM = []byte{0xef, 0xbb, 0xbf}
 const bufSize = 256 << 10
 
 // decompress returns a buffered reader of in's content, decompressed when
-// it starts with a gzip or zstd magic number, and a function that
-// releases the decompressor.
-func decompress(name string, in io.Reader) (*bufio.Reader, func(), error) {
+// it starts with a gzip or zstd magic number, the compression ("gzip",
+// "zstd" or ""), and a function that releases the decompressor.
+func decompress(name string, in io.Reader) (*bufio.Reader, string, func(), error) {
 	br := bufio.NewReaderSize(in, 64<<10)
 	magic, err := br.Peek(4)
 	if err != nil && err != io.EOF && !errors.Is(err, bufio.ErrBufferFull) {
-		return nil, nil, fmt.Errorf("%s: %w", name, err)
+		return nil, "", nil, fmt.Errorf("%s: %w", name, err)
 	}
 	switch {
 	case bytes.HasPrefix(magic, []byte{0x1f, 0x8b}):
@@ -415,9 +424,9 @@ func decompress(name string, in io.Reader) (*bufio.Reader, func(), error) {
 		// corpus 1.25x as fast as compress/gzip (133 against 106 MB/s).
 		gz, err := gzip.NewReader(br)
 		if err != nil {
-			return nil, nil, fmt.Errorf("%s: gzip: %w", name, truncated(err))
+			return nil, "", nil, fmt.Errorf("%s: gzip: %w", name, truncated(err))
 		}
-		return bufio.NewReaderSize(gz, bufSize), func() { gz.Close() }, nil
+		return bufio.NewReaderSize(gz, bufSize), "gzip", func() { gz.Close() }, nil
 	case bytes.Equal(magic, []byte{0x28, 0xb5, 0x2f, 0xfd}):
 		// NB: one decoding goroutine: the reader is the bottleneck of a
 		// load only when signatures are computed on every other core. A
@@ -425,11 +434,11 @@ func decompress(name string, in io.Reader) (*bufio.Reader, func(), error) {
 		// without --memory: a frame could otherwise ask for 512 MiB.
 		zr, err := zstd.NewReader(br, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxWindow(128<<20), zstd.WithDecoderMaxMemory(1<<30))
 		if err != nil {
-			return nil, nil, fmt.Errorf("%s: zstd: %w", name, err)
+			return nil, "", nil, fmt.Errorf("%s: zstd: %w", name, err)
 		}
-		return bufio.NewReaderSize(zr, bufSize), zr.Close, nil
+		return bufio.NewReaderSize(zr, bufSize), "zstd", zr.Close, nil
 	}
-	return bufio.NewReaderSize(br, bufSize), func() {}, nil
+	return bufio.NewReaderSize(br, bufSize), "", func() {}, nil
 }
 
 // truncated marks an unexpected end of a compressed stream with

@@ -303,7 +303,7 @@ func TestTruncatedText(t *testing.T) {
 }
 
 // Ensure that Record.Raw is the record as read (a CSV record's lines
-// joined with LF, without the final line end) and Record.Meta the raw JSON
+// joined with their own line ends, without the final line end) and Record.Meta the raw JSON
 // of the meta field, nil when the record has none.
 func TestRawAndMeta(t *testing.T) {
 	dir := t.TempDir()
@@ -314,14 +314,94 @@ func TestRawAndMeta(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got = append(got, fmt.Sprintf("%s raw=%q meta=%q nil=%v", rec.ID, rec.Raw, rec.Meta, rec.Meta == nil))
+		got = append(got, fmt.Sprintf("%s raw=%q end=%q text=%q meta=%q nil=%v", rec.ID, rec.Raw, rec.End, rec.Text, rec.Meta, rec.Meta == nil))
 	}
 	want := []string{
-		`a raw="{\"id\":\"a\",\"text\":\"x\",\"m\":{\"k\": [1, 2]}}" meta="{\"k\": [1, 2]}" nil=false`,
-		`b raw="{\"id\":\"b\",\"text\":\"y\"}" meta="" nil=true`,
-		`c raw="c,\"two\nlines\"" meta="" nil=true`,
+		`a raw="{\"id\":\"a\",\"text\":\"x\",\"m\":{\"k\": [1, 2]}}" end="\r\n" text="x" meta="{\"k\": [1, 2]}" nil=false`,
+		`b raw="{\"id\":\"b\",\"text\":\"y\"}" end="\n" text="y" meta="" nil=true`,
+		`c raw="c,\"two\r\nlines\"" end="\r\n" text="two\nlines" meta="" nil=true`,
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// Ensure that an input can be written back byte for byte from what Read
+// says of it: for JSON Lines and CSV/TSV (LF, CRLF, a last line without
+// its end, quoted fields over lines, bad records, compressed or not), the
+// CSV header and its line end, then each record's (or bad record's) Raw
+// and End, are the file's bytes. The oracle is the file itself. Blank
+// lines are not records, so the inputs have none.
+func TestSourceAndEndsRebuildInput(t *testing.T) {
+	dir := t.TempDir()
+	inputs := map[string][]byte{
+		"lf.jsonl":   []byte("{\"id\":\"a\",\"text\":\"x\"}\n{\"id\":\"b\",\"text\":\"y\"}\n"),
+		"crlf.jsonl": []byte("{\"id\":\"a\",\"text\":\"x\"}\r\nnot json\r\n{\"id\":\"c\", \"text\":\"z\"}"),
+		"mixed.csv":  []byte("id,text,extra\r\n1,\"a,\r\nb\",e\n2,plain,\"\"\"q\"\"\"\r\n3,too,many,fields\n4,last,x"),
+		"tabs.tsv":   []byte("text\tid\nhello\t1\n\"two\nlines\"\t2\n"),
+		"z.jsonl.gz": gzipBytes([]byte("{\"id\":\"g\",\"text\":\"gz\"}\r\n")),
+		"z.csv.zst":  zstdBytes([]byte("id,text\n5,zst\n")),
+	}
+	for name, b := range inputs {
+		os.WriteFile(filepath.Join(dir, name), b, 0o644)
+	}
+	plain := map[string][]byte{}
+	for name, b := range inputs {
+		plain[name] = b
+	}
+	plain["z.jsonl.gz"] = []byte("{\"id\":\"g\",\"text\":\"gz\"}\r\n")
+	plain["z.csv.zst"] = []byte("id,text\n5,zst\n")
+	wantComp := map[string]string{"z.jsonl.gz": "gzip", "z.csv.zst": "zstd"}
+	for name := range inputs {
+		var got bytes.Buffer
+		var srcs []Source
+		o := Options{OnSource: func(s Source) error {
+			srcs = append(srcs, s)
+			got.Write(s.Header)
+			got.WriteString(s.HeaderEnd)
+			return nil
+		}}
+		for rec, err := range Read(context.Background(), []string{filepath.Join(dir, name)}, nil, o) {
+			var re *RecordError
+			switch {
+			case errors.As(err, &re):
+				got.Write(re.Raw)
+				got.WriteString(re.End)
+			case err != nil:
+				t.Fatalf("%s: %v", name, err)
+			default:
+				got.Write(rec.Raw)
+				got.WriteString(rec.End)
+			}
+		}
+		if !bytes.Equal(got.Bytes(), plain[name]) {
+			t.Errorf("%s: rebuilt\n%q\nwant\n%q", name, got.Bytes(), plain[name])
+		}
+		format := formatByName(name)
+		if len(srcs) != 1 || srcs[0].Format != format || srcs[0].Compression != wantComp[name] || srcs[0].Name != filepath.Join(dir, name) {
+			t.Errorf("%s: sources %+v, want one of format %s, compression %q", name, srcs, format, wantComp[name])
+		}
+	}
+}
+
+// Ensure that an error returned by OnSource ends the reading with it,
+// before the input's first record.
+func TestOnSourceError(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "a.csv"), []byte("id,text\n1,x\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "b.jsonl"), []byte("{\"id\":\"2\",\"text\":\"y\"}\n"), 0o644)
+	stop := errors.New("mixed formats")
+	for _, name := range []string{"a.csv", "b.jsonl"} {
+		n := 0
+		var last error
+		for _, err := range Read(context.Background(), []string{filepath.Join(dir, name)}, nil, Options{OnSource: func(Source) error { return stop }}) {
+			if err == nil {
+				n++
+			}
+			last = err
+		}
+		if n != 0 || !errors.Is(last, stop) {
+			t.Errorf("%s: %d records, last error %v; want none and %v", name, n, last, stop)
+		}
 	}
 }

@@ -54,6 +54,7 @@ type jsonLine struct {
 	n          int  // an over-long line's length
 	long       bool // longer than Options.MaxRecordBytes, not read
 	blank      bool
+	eol        string // the line end after it (Record.End)
 	rec        Record
 	err        error // a *RecordError
 }
@@ -115,8 +116,12 @@ func (r *reader) jsonl(name string, br *bufio.Reader, closeFn func(), mayWait bo
 			case l.blank:
 				continue
 			case l.err != nil:
+				if re, ok := l.err.(*RecordError); ok {
+					re.End = l.eol
+				}
 				err = r.emit(Record{}, l.err)
 			default:
+				l.rec.End = l.eol
 				err = r.emit(l.rec, nil)
 			}
 			if err != nil {
@@ -186,13 +191,13 @@ func (s *splitter) run() {
 			c = s.c
 			c.data = b
 			s.lr.buf = nil
-			c.lines = append(c.lines, jsonLine{start: 0, end: len(b), line: line})
+			c.lines = append(c.lines, jsonLine{start: 0, end: len(b), line: line, eol: s.lr.end})
 			s.send()
 			continue
 		default:
 			start := len(c.data)
 			c.data = append(c.data, b...)
-			c.lines = append(c.lines, jsonLine{start: start, end: len(c.data), line: s.lr.line})
+			c.lines = append(c.lines, jsonLine{start: start, end: len(c.data), line: s.lr.line, eol: s.lr.end})
 		}
 		if len(c.data) >= chunkBytes || len(c.lines) >= chunkLines || s.mayWait && s.lr.br.Buffered() == 0 {
 			s.send()

@@ -20,6 +20,9 @@ type lineReader struct {
 	// joined says that the line last returned, longer than the read
 	// buffer, was joined in buf: a caller may take buf (and set it nil).
 	joined bool
+	// end is the line end of the line last returned: "\n", "\r\n", or
+	// "" (the input's last line, or a line too long to keep).
+	end string
 	// scan, if set, sees every chunk of every line, kept or dropped (the
 	// CSV reader follows its quotes with it).
 	scan func([]byte)
@@ -39,7 +42,7 @@ func (lr *lineReader) reset(name string, br *bufio.Reader, max int) {
 // call.
 func (lr *lineReader) next() (b []byte, n int, long bool, err error) {
 	lr.line++
-	lr.joined = false
+	lr.joined, lr.end = false, ""
 	// NB: a line longer than the read buffer is kept as a list of its
 	// chunks and joined once at its end: growing one buffer by doubling
 	// left about twice the cap of garbage behind on an over-long line
@@ -85,12 +88,17 @@ func (lr *lineReader) next() (b []byte, n int, long bool, err error) {
 				b = lr.buf
 				lr.joined = true
 			}
-			return b[:len(b)-trailing(b, len(b))], n, false, nil
+			t := trailing(b, len(b))
+			lr.end = lineEnds[t]
+			return b[:len(b)-t], n, false, nil
 		default:
 			return nil, n, long, fmt.Errorf("%s:%d: %w", lr.name, lr.line, truncated(rerr))
 		}
 	}
 }
+
+// lineEnds are the line ends by their length.
+var lineEnds = [3]string{"", "\n", "\r\n"}
 
 // trailing returns the length of the line end at the end of b ("\n",
 // "\r\n" or nothing); with b nil, 0.
