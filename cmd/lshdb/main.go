@@ -268,7 +268,7 @@ func (a *app) rootCmd() *cobra.Command {
 		return nil
 	}
 	root.AddCommand(a.createCmd(), a.insertCmd("insert"), a.buildCmd(), a.queryCmd(), a.pairsCmd(),
-		a.clustersCmd(), a.dedupCmd(), a.getCmd(), a.deleteCmd(), a.infoCmd(), a.statsCmd(), a.reportCmd(), a.bucketsCmd(), a.bucketCmd(),
+		a.clustersCmd(), a.filterCmd(), a.dedupCmd(), a.getCmd(), a.deleteCmd(), a.infoCmd(), a.statsCmd(), a.reportCmd(), a.bucketsCmd(), a.bucketCmd(),
 		a.explainCmd(), a.tuneCmd(), a.checkCmd(), a.purgeCmd(), a.upgradeCmd(), a.shellCmd(), a.benchCmd(), a.genCmd(), a.versionCmd(),
 		a.serveCmd(), a.backupCmd())
 	// NB: --db and --cpuprofile are flags of the commands that use them,
@@ -429,6 +429,14 @@ func (a *app) json() bool { return a.output == "json" }
 func (a *app) delimited() bool { return a.output == "csv" || a.output == "tsv" }
 
 // stderrIsTerminal reports whether progress bars should be drawn.
+func (a *app) stdoutIsTerminal() bool {
+	if a.out == nil {
+		return false
+	}
+	f, ok := a.out.w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
 func (a *app) stderrIsTerminal() bool {
 	f, ok := a.stderr.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))

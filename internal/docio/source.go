@@ -1,6 +1,10 @@
 package docio
 
-import "github.com/parquet-go/parquet-go"
+import (
+	"bytes"
+
+	"github.com/parquet-go/parquet-go"
+)
 
 // Source describes one input as its reading starts, for a caller that
 // writes records back in the input's own shape (lshdb filter): its
@@ -30,4 +34,22 @@ func (r *reader) onSource(s Source) error {
 		return nil
 	}
 	return r.o.OnSource(s)
+}
+
+// HasMember reports whether the JSON object obj, a record's Raw as Read
+// yielded it (checked JSON), has a top-level member named key.
+func HasMember(obj []byte, key string) bool {
+	_, ok := member(obj, key)
+	return ok
+}
+
+// HeaderFields returns the fields of a CSV or TSV source's header, as the
+// reader split them (not trimmed).
+func HeaderFields(s Source) ([]string, error) {
+	comma := byte(',')
+	if s.Format == "tsv" {
+		comma = '\t'
+	}
+	// NB: the reader splits a record whose line ends are LF.
+	return splitFields(bytes.ReplaceAll(s.Header, []byte("\r\n"), []byte("\n")), comma, nil)
 }

@@ -1,0 +1,666 @@
+package main
+
+// lshdb filter: the input files again, less the near-duplicates a
+// clustering drops, every kept record as it was read.
+
+import (
+	"bufio"
+	"bytes"
+	"cmp"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/cespare/xxhash/v2"
+	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/zstd"
+	"github.com/lshdb/lshdb/db"
+	"github.com/lshdb/lshdb/internal/docio"
+	"github.com/parquet-go/parquet-go"
+	"github.com/spf13/cobra"
+)
+
+// Errors of filter's inputs and outputs: test with errors.Is.
+var (
+	// errFilterFormat: an input filter cannot write back (text files).
+	errFilterFormat = errors.New("filter cannot write this input format")
+	// errInputsDiffer: the inputs of one output differ in format, CSV
+	// header or Parquet schema.
+	errInputsDiffer = errors.New("the inputs differ in shape")
+	// errFieldExists: a record already has a field filter would add.
+	errFieldExists = errors.New("the input already has a field that filter adds")
+	// errUncopyable: a record that cannot be copied (over the record
+	// limit, or a binary file): the output would lose it.
+	errUncopyable = errors.New("a record cannot be copied to the output")
+)
+
+// fate is what a clustering decided for one document.
+type fate struct {
+	cluster, size int32 // the cluster's number (1-based, largest first) and size
+	// rep is the member kept (the representative), or "" for the
+	// representative itself.
+	rep string
+	sim float64 // the exact Jaccard to the representative
+}
+
+// fatesOf maps every clustered document to its fate.
+func fatesOf(cs []db.Cluster) map[string]fate {
+	n := 0
+	for _, c := range cs {
+		n += len(c.IDs)
+	}
+	m := make(map[string]fate, n)
+	for i, c := range cs {
+		for k, id := range c.IDs {
+			f := fate{cluster: int32(i + 1), size: int32(len(c.IDs)), sim: c.Jaccard[k]}
+			if k > 0 {
+				f.rep = c.Representative
+			}
+			m[id] = f
+		}
+	}
+	return m
+}
+
+// outCol is a column (JSON member) that filter adds to the records it
+// writes: its name and its kind (string, int64 or double).
+type outCol struct{ name, kind string }
+
+var (
+	// removedCols are the columns of --removed's records.
+	removedCols = []outCol{{"duplicate_of", "string"}, {"similarity", "double"}}
+	// annotateCols are the columns --annotate adds to every record.
+	annotateCols = []outCol{{"cluster_id", "int64"}, {"cluster_size", "int64"}, {"duplicate_of", "string"}, {"similarity", "double"}}
+)
+
+// removedVals are a dropped record's values of removedCols.
+func removedVals(f fate) []any { return []any{f.rep, f.sim} }
+
+// annotateVals are a record's values of annotateCols: nulls but the size
+// (1) for a record in no cluster, no duplicate_of for a representative.
+func annotateVals(f fate, ok bool) []any {
+	if !ok {
+		return []any{nil, int64(1), nil, nil}
+	}
+	var dup any
+	if f.rep != "" {
+		dup = f.rep
+	}
+	return []any{int64(f.cluster), int64(f.size), dup, f.sim}
+}
+
+// sink writes the records of one output (the kept records, or --removed's)
+// in the shape of the inputs: the first input's format and compression
+// (or --compress, or the output's name), a CSV/TSV header, a Parquet
+// schema; with cols added to every record. A file is written beside its
+// path and renamed over it when the output is complete.
+type sink struct {
+	what     string // "--out" or "--removed", for messages
+	path     string // "" or "-": stdout
+	stdout   io.Writer
+	compress string // --compress: auto, none, gzip, zstd
+	terminal bool   // stdout is a terminal: never compressed by auto
+	cols     []outCol
+
+	started bool
+	first   docio.Source
+	fields  []string // the first CSV/TSV input's header fields
+	tmp     *os.File
+	bw      *bufio.Writer
+	zw      io.WriteCloser // the compressor, or nil
+	w       io.Writer      // where records go
+	pq      *parquetSink
+	eol     string // the line end of a record that had none (the input's last line)
+	comma   byte
+	n       int64 // records written
+	buf     []byte
+}
+
+// compression returns the output's compression: --compress, else a
+// file's name (.gz, .zst or none: the name says what the file holds),
+// else (stdout) the first input's.
+func (s *sink) compression(input string) string {
+	switch s.compress {
+	case "gzip", "zstd":
+		return s.compress
+	case "none":
+		return ""
+	}
+	if s.path != "" && s.path != "-" {
+		n := strings.ToLower(s.path)
+		switch {
+		case strings.HasSuffix(n, ".gz"):
+			return "gzip"
+		case strings.HasSuffix(n, ".zst"), strings.HasSuffix(n, ".zstd"):
+			return "zstd"
+		}
+		return ""
+	}
+	if s.terminal {
+		return ""
+	}
+	return input
+}
+
+// begin takes the shape of an input as its reading starts: the first
+// sets the output's, the others must match it.
+func (s *sink) begin(src docio.Source) error {
+	if s.started {
+		return s.same(src)
+	}
+	switch src.Format {
+	case "jsonl", "csv", "tsv", "parquet":
+	default:
+		return fmt.Errorf("%w: %s is %s (filter writes back JSON Lines, CSV, TSV and Parquet; for text files use lshdb export)", errFilterFormat, escControls(src.Name), src.Format)
+	}
+	s.started, s.first, s.eol = true, src, "\n"
+	if src.Format == "csv" || src.Format == "tsv" {
+		fields, err := docio.HeaderFields(src)
+		if err != nil {
+			return fmt.Errorf("%s: the header: %w", escControls(src.Name), err)
+		}
+		s.fields = fields
+		for _, c := range s.cols {
+			for _, f := range fields {
+				if strings.TrimSpace(f) == c.name {
+					return fmt.Errorf("%w: %s has a column %q", errFieldExists, escControls(src.Name), c.name)
+				}
+			}
+		}
+		s.comma = ','
+		if src.Format == "tsv" {
+			s.comma = '\t'
+		}
+		if src.HeaderEnd != "" {
+			s.eol = src.HeaderEnd
+		}
+	}
+	if err := s.open(); err != nil {
+		return err
+	}
+	if src.Format == "parquet" {
+		pq, err := newParquetSink(s.w, src, s.cols)
+		if err != nil {
+			return fmt.Errorf("%s: %w", s.what, err)
+		}
+		s.pq = pq
+		return nil
+	}
+	comp := s.compression(src.Compression)
+	switch comp {
+	case "gzip":
+		s.zw = gzip.NewWriter(s.bw)
+	case "zstd":
+		zw, err := zstd.NewWriter(s.bw)
+		if err != nil {
+			return err
+		}
+		s.zw = zw
+	}
+	if s.zw != nil {
+		s.w = s.zw
+	}
+	if s.fields != nil {
+		s.buf = append(s.buf[:0], src.Header...)
+		for _, c := range s.cols {
+			s.buf = append(s.buf, s.comma)
+			s.buf = appendCSVField(s.buf, c.name, s.comma)
+		}
+		s.buf = append(s.buf, s.eol...)
+		if _, err := s.w.Write(s.buf); err != nil {
+			return s.fail(err)
+		}
+	}
+	return nil
+}
+
+// same checks that a later input has the first one's shape.
+func (s *sink) same(src docio.Source) error {
+	differ := func(what string) error {
+		return fmt.Errorf("%w: %s and %s have different %s: filter them one at a time (one output each)", errInputsDiffer, escControls(s.first.Name), escControls(src.Name), what)
+	}
+	if src.Format != s.first.Format {
+		return differ(fmt.Sprintf("formats (%s, %s)", s.first.Format, src.Format))
+	}
+	if s.fields != nil {
+		fields, err := docio.HeaderFields(src)
+		if err != nil || strings.Join(fields, "\x00") != strings.Join(s.fields, "\x00") {
+			return differ("headers")
+		}
+	}
+	if s.pq != nil && !s.pq.sameSchema(src) {
+		return differ("Parquet schemas")
+	}
+	return nil
+}
+
+// open creates the output: a temporary file beside path, or stdout.
+func (s *sink) open() error {
+	var w io.Writer = s.stdout
+	if s.path != "" && s.path != "-" {
+		f, err := os.CreateTemp(filepath.Dir(s.path), "."+filepath.Base(s.path)+".*.tmp")
+		if err != nil {
+			return fmt.Errorf("%s: %w", s.what, err)
+		}
+		s.tmp, w = f, f
+	}
+	s.bw = bufio.NewWriterSize(w, 1<<20)
+	s.w = s.bw
+	return nil
+}
+
+// write writes one record: its bytes as read and its line end (or a
+// Parquet row), with vals for cols (nil: the record as read).
+func (s *sink) write(rec record, vals []any) error {
+	if !s.started {
+		return fmt.Errorf("%s: a record before its input's shape (a bug)", s.what)
+	}
+	s.n++
+	if s.pq != nil {
+		return s.fail(s.pq.write(rec, vals))
+	}
+	end := rec.end
+	if end == "" {
+		end = s.eol // NB: an input's last line: the next input's first must not join it
+	} else {
+		s.eol = end
+	}
+	b := s.buf[:0]
+	switch {
+	case vals == nil:
+		b = append(b, rec.raw...)
+	case s.fields != nil:
+		b = append(b, rec.raw...)
+		for i, v := range vals {
+			b = append(b, s.comma)
+			b = appendCSVField(b, csvValue(v, s.cols[i].kind), s.comma)
+		}
+	default:
+		var err error
+		if b, err = appendMembers(b, rec, s.cols, vals); err != nil {
+			return err
+		}
+	}
+	b = append(b, end...)
+	s.buf = b
+	_, err := s.w.Write(b)
+	return s.fail(err)
+}
+
+// fail names the output in a write error.
+func (s *sink) fail(err error) error {
+	if err == nil {
+		return nil
+	}
+	name := s.path
+	if name == "" || name == "-" {
+		return err // NB: as is: a closed pipe (| head) ends the command quietly
+	}
+	return fmt.Errorf("%s %s: %w", s.what, escControls(name), err)
+}
+
+// finish completes the output when ok (flushes, syncs, renames it over
+// its path), else removes what was written. An output that never started
+// (no input record) is still made: empty, or of the first input's
+// header.
+func (s *sink) finish(ok bool) error {
+	if !s.started {
+		if !ok {
+			return nil
+		}
+		if err := s.open(); err != nil {
+			return err
+		}
+	}
+	var err error
+	if ok {
+		if s.pq != nil {
+			err = s.pq.close()
+		}
+		if s.zw != nil {
+			err = errors.Join(err, s.zw.Close())
+		}
+		err = errors.Join(err, s.bw.Flush())
+	}
+	if s.tmp == nil {
+		return s.fail(err)
+	}
+	if ok && err == nil {
+		// NB: the data is on disk before the name says it is complete.
+		err = errors.Join(s.tmp.Sync(), s.tmp.Chmod(0o644))
+	}
+	err = errors.Join(err, s.tmp.Close())
+	if ok && err == nil {
+		err = os.Rename(s.tmp.Name(), s.path)
+	}
+	if !ok || err != nil {
+		os.Remove(s.tmp.Name())
+	}
+	return s.fail(err)
+}
+
+// record is what filter copies of an input record: its bytes as read and
+// the line end after them, or its Parquet row, and where it was read.
+type record struct {
+	raw []byte
+	end string
+	row parquet.Row
+	pos string
+}
+
+// appendMembers appends the JSON object rec.raw with cols added as its
+// last members.
+func appendMembers(b []byte, rec record, cols []outCol, vals []any) ([]byte, error) {
+	raw := bytes.TrimRight(rec.raw, " \t\r")
+	if len(raw) == 0 || raw[len(raw)-1] != '}' {
+		return b, fmt.Errorf("%s: not a JSON object (a bug: it was read as one)", rec.pos)
+	}
+	for _, c := range cols {
+		if docio.HasMember(raw, c.name) {
+			return b, fmt.Errorf("%w: %s has a field %q", errFieldExists, rec.pos, c.name)
+		}
+	}
+	body := raw[:len(raw)-1]
+	b = append(b, body...)
+	empty := len(bytes.TrimSpace(bytes.TrimLeft(bytes.TrimSpace(body), "{"))) == 0
+	for i, c := range cols {
+		if i > 0 || !empty {
+			b = append(b, ',')
+		}
+		b = appendJSONValue(b, c.name)
+		b = append(b, ':')
+		b = appendJSONValue(b, vals[i])
+	}
+	return append(b, '}'), nil
+}
+
+// appendJSONValue appends v (nil, string, int64 or float64) as JSON.
+func appendJSONValue(b []byte, v any) []byte {
+	switch v := v.(type) {
+	case nil:
+		return append(b, "null"...)
+	case string:
+		q, _ := jsonString(v)
+		return append(b, q...)
+	case int64:
+		return strconv.AppendInt(b, v, 10)
+	case float64:
+		return strconv.AppendFloat(b, v, 'g', -1, 64)
+	}
+	return append(b, "null"...)
+}
+
+// jsonString returns s as a JSON string, as the command's JSON output
+// writes it (control characters escaped).
+func jsonString(s string) ([]byte, error) {
+	var buf bytes.Buffer
+	if err := writeJSONLine(&buf, s); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// csvValue is v as a CSV field: "" for null.
+func csvValue(v any, kind string) string {
+	switch v := v.(type) {
+	case string:
+		return v
+	case int64:
+		return strconv.FormatInt(v, 10)
+	case float64:
+		return strconv.FormatFloat(v, 'g', -1, 64)
+	}
+	return ""
+}
+
+// appendCSVField appends s as one CSV/TSV field, quoted (RFC 4180) when it
+// holds the separator, a quote, a line end or edge spaces.
+func appendCSVField(b []byte, s string, comma byte) []byte {
+	if !strings.ContainsAny(s, "\"\r\n"+string(comma)) && strings.TrimSpace(s) == s {
+		return append(b, s...)
+	}
+	b = append(b, '"')
+	b = append(b, strings.ReplaceAll(s, `"`, `""`)...)
+	return append(b, '"')
+}
+
+// filterCounts are what a filter run did, for its summary line.
+type filterCounts struct {
+	read, kept, removed int64
+	bad                 int64 // records not read as documents (not in the index): kept as read
+	repeated            int64 // records whose id an earlier record had
+	clusters            int
+}
+
+func (a *app) filterCmd() *cobra.Command {
+	var in inputFlags
+	var threshold float64
+	var cf clusterFlags
+	var out, removed, from, compress string
+	var annotate bool
+	c := &cobra.Command{
+		Use: "filter --db DIR [--out FILE] [--removed FILE | --annotate] [--mode centers|components] [--keep first|last|longest|shortest] INPUT...",
+		Example: `  # The corpus without its near-duplicates, in its own format
+  lshdb build --db idx docs.jsonl.gz
+  lshdb filter --db idx --out kept.jsonl.gz --removed removed.jsonl.gz docs.jsonl.gz
+
+  # Every record, with its cluster and what it duplicates
+  lshdb filter --db idx --annotate --out annotated.csv docs.csv`,
+		Short: "Write the input files again without their near-duplicates",
+		Long: `Write the input files again, less the documents a clustering of the index
+drops: each cluster keeps one member (--keep) and the others are removed.
+Every kept record is written as it was read, byte for byte (its fields,
+their order, its line end), in the input's format: JSON Lines, CSV or TSV
+(with the input's header), or Parquet (with the input's schema). The
+output file is compressed as its name says (.gz for gzip, .zst for zstd,
+else not); stdout as the first input; --compress overrides both.
+
+The index must have been built from these inputs with the same id flags
+(--id-field, --id-col, --id-from): records are matched to documents by id.
+A record that is not in any cluster is kept, including one the index
+refused (a bad record) and one it never saw.
+
+--removed FILE writes the removed records in the same format, each with
+duplicate_of (the id kept) and similarity (its exact Jaccard to it)
+added. --annotate writes every record with cluster_id, cluster_size,
+duplicate_of and similarity added (null, size 1, outside any cluster).
+
+--mode centers (the default here) drops only documents at or above the
+threshold to the one kept; components drops whole chains. --from takes
+the pairs from a file of pairs --output json.
+
+Outputs are written beside their names and renamed when complete; an
+interrupted or failed run leaves no partial file. The summary goes to
+stderr.`,
+		RunE: func(c *cobra.Command, args []string) error {
+			t, err := thresholdFlag(c, threshold)
+			if err != nil {
+				return err
+			}
+			mode, keep, err := cf.options()
+			if err != nil {
+				return err
+			}
+			switch compress {
+			case "auto", "none", "gzip", "zstd":
+			default:
+				return usagef("--compress %q: want auto, none, gzip or zstd", compress)
+			}
+			if annotate && removed != "" {
+				return usagef("--annotate writes every record to --out: --removed has nothing to take")
+			}
+			if len(args) == 0 {
+				return usagef("give the input files the index was built from")
+			}
+			for _, p := range args {
+				if p == "-" {
+					return usagef("filter reads its inputs after clustering: give files, not stdin")
+				}
+			}
+			if err := in.check(args); err != nil {
+				return err
+			}
+			if out != "" && out != "-" && removed != "" && filepath.Clean(out) == filepath.Clean(removed) {
+				return usagef("--out and --removed are the same file")
+			}
+			return a.withIndex(func(d index) error {
+				rec := recallNote(d, t)
+				if from == "" {
+					a.warnRecall(d, t, rec)
+				}
+				po := &db.PairsOptions{Threshold: t, Mode: mode, Keep: keep}
+				var cs []db.Cluster
+				if from != "" {
+					cs, err = d.ClustersFrom(a.ctx, a.readPairsFile(from), po)
+				} else {
+					cs, err = d.Clusters(a.ctx, po)
+				}
+				if err != nil {
+					return interruptNote(err, "filter interrupted while clustering: nothing written")
+				}
+				fates := fatesOf(cs)
+				cs = nil
+				kept := &sink{what: "--out", path: out, stdout: a.stdout, compress: compress, terminal: a.stdoutIsTerminal()}
+				if annotate {
+					kept.cols = annotateCols
+				}
+				var drop *sink
+				if removed != "" {
+					drop = &sink{what: "--removed", path: removed, compress: compress, cols: removedCols}
+				}
+				n, err := a.filter(args, &in, fates, kept, drop, annotate)
+				ok := err == nil
+				if ferr := kept.finish(ok); ferr != nil {
+					err = cmp.Or(err, ferr)
+				}
+				if drop != nil {
+					if ferr := drop.finish(ok); ferr != nil {
+						err = cmp.Or(err, ferr)
+					}
+				}
+				if err != nil {
+					return interruptNote(err, "filter interrupted: no output written")
+				}
+				docs, cerr := d.Count()
+				if cerr != nil {
+					return cerr
+				}
+				a.filterNote(n, docs, cmp.Or(t, d.Params().Threshold), mode, keep)
+				return nil
+			})
+		},
+	}
+	in.add(c)
+	c.Flags().Lookup("skip-bad").Hidden = true // NB: filter keeps bad records as read
+	c.Flags().Lookup("rejects").Hidden = true
+	c.Flags().Lookup("meta-field").Hidden = true
+	c.Flags().Float64Var(&threshold, "threshold", 0, "least Jaccard (default: the index's)")
+	c.Flags().StringVar(&out, "out", "", "the file of the kept records (default: stdout)")
+	c.Flags().StringVar(&removed, "removed", "", "also write the removed records to this file, with duplicate_of and similarity")
+	c.Flags().BoolVar(&annotate, "annotate", false, "keep every record and add cluster_id, cluster_size, duplicate_of and similarity")
+	c.Flags().StringVar(&from, "from", "", "make the clusters from this file of pairs --output json instead of finding the pairs")
+	c.Flags().StringVar(&compress, "compress", "auto", "the outputs' compression: auto (a file's by its name, .gz or .zst, else none; stdout's as the input), none, gzip or zstd")
+	cf.add(c, db.Centers)
+	return c
+}
+
+// filter streams the inputs to the sinks by the fates.
+func (a *app) filter(paths []string, in *inputFlags, fates map[string]fate, kept, drop *sink, annotate bool) (filterCounts, error) {
+	n := filterCounts{}
+	clusters := map[int32]struct{}{}
+	// NB: a bar of the bytes read when every input is a regular file and
+	// stderr a terminal (progress sets in.Progress).
+	_, done := a.progress("filter", in, paths)
+	defer done()
+	o := in.Options
+	o.Rows = true
+	// NB: a record is copied, never parsed into a document: the index's
+	// record limit does not apply, only a bound on memory.
+	o.MaxRecordBytes = max(o.MaxRecordBytes, 1<<30)
+	o.OnSource = func(src docio.Source) error {
+		if err := kept.begin(src); err != nil {
+			return err
+		}
+		if drop != nil {
+			return drop.begin(src)
+		}
+		return nil
+	}
+	seen := make(map[uint64]struct{}, len(fates))
+	for r, err := range docio.Read(a.ctx, paths, a.stdin, o) {
+		var re *docio.RecordError
+		if err != nil && !errors.As(err, &re) {
+			return n, err
+		}
+		n.read++
+		if re != nil {
+			// NB: a record the index could not have taken is kept as read.
+			if re.Raw == nil && re.Row == nil {
+				return n, fmt.Errorf("%w: %v", errUncopyable, re)
+			}
+			n.bad++
+			n.kept++
+			var vals []any
+			if annotate && kept.fields != nil {
+				vals = annotateVals(fate{}, false)
+			}
+			if err := kept.write(record{raw: re.Raw, end: re.End, row: re.Row, pos: re.Pos()}, vals); err != nil {
+				return n, err
+			}
+			continue
+		}
+		h := xxhash.Sum64String(r.ID)
+		if _, ok := seen[h]; ok {
+			n.repeated++
+		} else {
+			seen[h] = struct{}{}
+		}
+		f, ok := fates[r.ID]
+		if ok {
+			clusters[f.cluster] = struct{}{}
+		}
+		rec := record{raw: r.Raw, end: r.End, row: r.Row, pos: r.Pos()}
+		var err error
+		switch {
+		case annotate:
+			n.kept++
+			if ok && f.rep != "" {
+				n.kept--
+				n.removed++
+			}
+			err = kept.write(rec, annotateVals(f, ok))
+		case ok && f.rep != "":
+			n.removed++
+			if drop != nil {
+				err = drop.write(rec, removedVals(f))
+			}
+		default:
+			n.kept++
+			err = kept.write(rec, nil)
+		}
+		if err != nil {
+			return n, err
+		}
+	}
+	n.clusters = len(clusters)
+	return n, nil
+}
+
+// filterNote prints filter's summary on stderr.
+func (a *app) filterNote(n filterCounts, docs uint64, t float64, mode db.ClusterMode, keep db.KeepPolicy) {
+	fmt.Fprintf(a.stderr, "%d kept, %d removed in %d clusters (%d records read; mode %s, keep %s, Jaccard >= %v)\n",
+		n.kept, n.removed, n.clusters, n.read, mode, keep, t)
+	if n.bad > 0 {
+		fmt.Fprintf(a.stderr, "note: %d records could not be read as documents (as insert would skip them): kept as read\n", n.bad)
+	}
+	if n.repeated > 0 {
+		fmt.Fprintf(a.stderr, "note: %d records repeat an id read before: the index holds one document per id (the last written), and every record of an id shares its fate; make ids unique (--id-from line) to tell them apart\n", n.repeated)
+	}
+	if ids := n.read - n.bad - n.repeated; ids != int64(docs) {
+		fmt.Fprintf(a.stderr, "note: the inputs have %d distinct ids, the index %d documents: was it built from these inputs with the same id flags? Records not in the index are kept.\n", ids, docs)
+	}
+}

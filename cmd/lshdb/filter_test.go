@@ -1,0 +1,304 @@
+package main
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/lshdb/lshdb/internal/allpairs"
+	"github.com/lshdb/lshdb/internal/docio"
+	"github.com/lshdb/lshdb/minhash"
+)
+
+// genLine is one line of lshdb gen's output: a copy names its original
+// and the word-edit rate that made it (the ground truth).
+type genLine struct {
+	ID       string  `json:"id"`
+	Text     string  `json:"text"`
+	Of       string  `json:"of"`
+	EditRate float64 `json:"edit_rate"`
+}
+
+// gunzipFile returns a gzip file's content.
+func gunzipFile(t *testing.T, path string) []byte {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// splitLines splits b after each "\n" (a line keeps its end).
+func splitLines(b []byte) []string {
+	var out []string
+	for len(b) > 0 {
+		i := bytes.IndexByte(b, '\n')
+		if i < 0 {
+			i = len(b) - 1
+		}
+		out = append(out, string(b[:i+1]))
+		b = b[i+1:]
+	}
+	return out
+}
+
+// mustRun runs the command in-process and fails the test on a non-zero
+// exit.
+func mustRun(t *testing.T, args ...string) (string, string) {
+	t.Helper()
+	out, errOut, code := runLine(args, "")
+	if code != 0 {
+		t.Fatalf("lshdb %s: exit %d\n%s", strings.Join(args, " "), code, errOut)
+	}
+	return out, errOut
+}
+
+// Ensure that filter in centers mode, on a generated corpus with known
+// copies, keeps exactly one document of each group of copies made at a
+// word-edit rate of at most 0.03 (the ground truth of lshdb gen, not
+// lshdb's pairs), that no two kept documents reach the threshold (an exact
+// all-pairs join over the kept documents' shingle sets), that every removed record
+// names a kept document at or above the threshold with its exact Jaccard,
+// and that the kept and removed records are the input's lines, each
+// exactly once, byte for byte, in the input's order.
+func TestFilterKeepsOnePerGroupOfCopies(t *testing.T) {
+	dir := t.TempDir()
+	in, idx := filepath.Join(dir, "g.jsonl.gz"), filepath.Join(dir, "idx")
+	mustRun(t, "gen", "--n", "3000", "--seed", "11", "--out", in)
+	const th = 0.5
+	mustRun(t, "build", "--db", idx, "--threshold", fmt.Sprint(th), in)
+	kept, removed := filepath.Join(dir, "kept.jsonl"), filepath.Join(dir, "removed.jsonl")
+	_, summary := mustRun(t, "filter", "--db", idx, "--mode", "centers", "--out", kept, "--removed", removed, in)
+
+	input := splitLines(gunzipFile(t, in))
+	keptB, _ := os.ReadFile(kept)
+	removedB, _ := os.ReadFile(removed)
+	keptL, removedL := splitLines(keptB), splitLines(removedB)
+	docs := map[string]genLine{}
+	var order []string
+	for _, l := range input {
+		var g genLine
+		if err := json.Unmarshal([]byte(l), &g); err != nil {
+			t.Fatal(err)
+		}
+		docs[g.ID] = g
+		order = append(order, g.ID)
+	}
+	// The kept lines are input lines, in the input's order; the removed
+	// ones are input lines with two members added; together, the input.
+	var rebuilt []string
+	keptIDs := map[string]bool{}
+	for _, l := range keptL {
+		var g genLine
+		json.Unmarshal([]byte(l), &g)
+		keptIDs[g.ID] = true
+		rebuilt = append(rebuilt, l)
+	}
+	wantKept := []string{}
+	for i, id := range order {
+		if keptIDs[id] {
+			wantKept = append(wantKept, input[i])
+		}
+	}
+	if !slices.Equal(keptL, wantKept) {
+		t.Fatalf("the kept lines are not the input's lines of the kept ids, in order")
+	}
+	h, _ := minhash.NewHasher(minhash.Options{}, minhash.SketchOptions{})
+	set := func(id string) []uint64 {
+		s, _ := h.Document(nil, nil, docs[id].Text)
+		return s
+	}
+	for _, l := range removedL {
+		var r struct {
+			ID          string   `json:"id"`
+			DuplicateOf string   `json:"duplicate_of"`
+			Similarity  *float64 `json:"similarity"`
+		}
+		if err := json.Unmarshal([]byte(l), &r); err != nil || r.Similarity == nil {
+			t.Fatalf("removed line %q: %v", l, err)
+		}
+		if !keptIDs[r.DuplicateOf] {
+			t.Errorf("%s: duplicate_of %s is not kept", r.ID, r.DuplicateOf)
+		}
+		if exact := minhash.Jaccard(set(r.ID), set(r.DuplicateOf)); exact != *r.Similarity || exact < th {
+			t.Errorf("%s ~ %s: similarity %v, exact %v, threshold %v", r.ID, r.DuplicateOf, *r.Similarity, exact, th)
+		}
+		suffix := fmt.Sprintf(`,"duplicate_of":%q,"similarity":%v}`+"\n", r.DuplicateOf, *r.Similarity)
+		if !strings.HasSuffix(l, suffix) {
+			t.Fatalf("removed line %q does not end with %q", l, suffix)
+		}
+		rebuilt = append(rebuilt, strings.TrimSuffix(l, suffix)+"}\n")
+	}
+	slices.Sort(rebuilt)
+	sorted := slices.Clone(input)
+	slices.Sort(sorted)
+	if !slices.Equal(rebuilt, sorted) {
+		t.Fatalf("kept ∪ removed (%d + %d lines) is not the input (%d lines)", len(keptL), len(removedL), len(input))
+	}
+	// Exactly one kept of every group of copies at edit rate ≤ 0.03.
+	groups := map[string][]string{}
+	for _, id := range order {
+		if g := docs[id]; g.Of != "" && g.EditRate <= 0.03 {
+			groups[g.Of] = append(groups[g.Of], id)
+		}
+	}
+	for orig, copies := range groups {
+		n := 0
+		for _, id := range append([]string{orig}, copies...) {
+			if keptIDs[id] {
+				n++
+			}
+		}
+		if n != 1 {
+			t.Errorf("group of %s (%d copies): %d kept", orig, len(copies), n)
+		}
+	}
+	// No kept pair at or above the threshold: the exact all-pairs join
+	// (internal/allpairs, checked against brute force by its own tests).
+	var sets [][]uint64
+	var ids []string
+	for id := range keptIDs {
+		ids = append(ids, id)
+		sets = append(sets, set(id))
+	}
+	if ps := allpairs.Join(sets, th); len(ps) > 0 {
+		p := ps[0]
+		t.Errorf("%d kept pairs at Jaccard >= %v, e.g. %s ~ %s (%v)", len(ps), th, ids[p.A], ids[p.B], minhash.Jaccard(sets[p.A], sets[p.B]))
+	}
+	if len(groups) < 100 || len(removedL) < 100 {
+		t.Fatalf("only %d groups, %d removed: the corpus does not test much", len(groups), len(removedL))
+	}
+	want := fmt.Sprintf("%d kept, %d removed in ", len(keptL), len(removedL))
+	if !strings.HasPrefix(summary, want) {
+		t.Errorf("summary %q, want it to start %q", summary, want)
+	}
+}
+
+// Ensure that filter writes CSV back byte for byte: the header once, CRLF
+// line ends, a quoted field over lines and an extra column as they were,
+// the input's last line without its end; --annotate adds its columns to
+// the header and to every row; a gzip input gives a gzip stdout.
+func TestFilterCSVBytes(t *testing.T) {
+	dir := t.TempDir()
+	idx := filepath.Join(dir, "idx")
+	text := "the quick brown fox jumps over the lazy dog and runs far away into the forest"
+	rows := []string{
+		"id,text,note\r\n",
+		"a,\"" + text + "\",first\r\n",
+		"b,\"" + text + " today\",\"two\r\nlines\"\r\n",
+		"c,something else entirely with no relation to foxes or dogs at all,\"q \"\"x\"\"\"\r\n",
+		"d,\"" + text + "\",last",
+	}
+	in := filepath.Join(dir, "docs.csv")
+	os.WriteFile(in, []byte(strings.Join(rows, "")), 0o644)
+	mustRun(t, "build", "--db", idx, "--threshold", "0.7", in)
+	out, _ := mustRun(t, "filter", "--db", idx, in)
+	if want := rows[0] + rows[1] + rows[3]; out != want {
+		t.Fatalf("filter wrote\n%q\nwant\n%q", out, want)
+	}
+	removed := filepath.Join(dir, "removed.csv")
+	mustRun(t, "filter", "--db", idx, "--out", filepath.Join(dir, "kept.csv"), "--removed", removed, in)
+	got, _ := os.ReadFile(removed)
+	h, _ := minhash.NewHasher(minhash.Options{}, minhash.SketchOptions{})
+	sa, _ := h.Document(nil, nil, text)
+	sb, _ := h.Document(nil, nil, text+" today")
+	want := "id,text,note,duplicate_of,similarity\r\n" +
+		strings.TrimSuffix(rows[2], "\r\n") + fmt.Sprintf(",a,%v\r\n", minhash.Jaccard(sa, sb)) +
+		rows[4] + ",a,1\r\n"
+	if string(got) != want {
+		t.Fatalf("--removed wrote\n%q\nwant\n%q", got, want)
+	}
+	ann, _ := mustRun(t, "filter", "--db", idx, "--annotate", in)
+	wantAnn := "id,text,note,cluster_id,cluster_size,duplicate_of,similarity\r\n" +
+		strings.TrimSuffix(rows[1], "\r\n") + ",1,3,,1\r\n" +
+		strings.TrimSuffix(rows[2], "\r\n") + fmt.Sprintf(",1,3,a,%v\r\n", minhash.Jaccard(sa, sb)) +
+		strings.TrimSuffix(rows[3], "\r\n") + ",,1,,\r\n" +
+		rows[4] + ",1,3,a,1\r\n"
+	if ann != wantAnn {
+		t.Fatalf("--annotate wrote\n%q\nwant\n%q", ann, wantAnn)
+	}
+	// A gzip input: stdout (not a terminal) is gzip too.
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zw.Write([]byte(strings.Join(rows, "")))
+	zw.Close()
+	gzIn := filepath.Join(dir, "docs.csv.gz")
+	os.WriteFile(gzIn, gz.Bytes(), 0o644)
+	zout, _ := mustRun(t, "filter", "--db", idx, gzIn)
+	zr, err := gzip.NewReader(strings.NewReader(zout))
+	if err != nil {
+		t.Fatalf("stdout of a gzip input is not gzip: %v", err)
+	}
+	if b, _ := io.ReadAll(zr); string(b) != rows[0]+rows[1]+rows[3] {
+		t.Fatalf("gzip stdout holds %q", b)
+	}
+}
+
+// Ensure that filter refuses what it cannot write back, with an error
+// naming the problem, and leaves no output file behind: inputs of
+// different formats or headers, a text file, a record that already has a
+// field filter adds, stdin; and that a record the index refused (a bad
+// line) is kept as read.
+func TestFilterErrors(t *testing.T) {
+	dir := t.TempDir()
+	idx := filepath.Join(dir, "idx")
+	text := "the quick brown fox jumps over the lazy dog and runs far away into the forest"
+	j := filepath.Join(dir, "a.jsonl")
+	os.WriteFile(j, []byte(fmt.Sprintf("{\"id\":\"a\",\"text\":%q}\n{\"id\":\"b\",\"text\":%q,\"duplicate_of\":\"x\"}\nnot json\n", text, text)), 0o644)
+	c1, c2 := filepath.Join(dir, "a.csv"), filepath.Join(dir, "b.csv")
+	os.WriteFile(c1, []byte("id,text\nc,"+text+"\n"), 0o644)
+	os.WriteFile(c2, []byte("text,id\n"+text+",d\n"), 0o644)
+	txt := filepath.Join(dir, "t.txt")
+	os.WriteFile(txt, []byte(text), 0o644)
+	mustRun(t, "build", "--db", idx, "--skip-bad", j)
+	out := filepath.Join(dir, "out.jsonl")
+	for _, tc := range []struct {
+		args []string
+		code int
+		msg  string
+	}{
+		{[]string{j, c1}, 1, "different formats (jsonl, csv)"},
+		{[]string{c1, c2}, 1, "different headers"},
+		{[]string{txt}, 1, "filter writes back JSON Lines, CSV, TSV and Parquet"},
+		{[]string{"--removed", filepath.Join(dir, "r.jsonl"), j}, 1, `has a field "duplicate_of"`},
+		{[]string{"-"}, 2, "give files, not stdin"},
+		{[]string{"--annotate", "--removed", "x", j}, 2, "--annotate writes every record"},
+	} {
+		args := append([]string{"filter", "--db", idx, "--out", out}, tc.args...)
+		_, errOut, code := runLine(args, "")
+		if code != tc.code || !strings.Contains(errOut, tc.msg) {
+			t.Errorf("%v: exit %d, %q; want exit %d and %q", tc.args, code, errOut, tc.code, tc.msg)
+		}
+		if left, _ := filepath.Glob(filepath.Join(dir, "*out.jsonl*")); len(left) > 0 {
+			t.Errorf("%v: left %v behind", tc.args, left)
+		}
+	}
+	// The bad line is kept as read; b (a duplicate of a) is removed.
+	got, _ := mustRun(t, "filter", "--db", idx, j)
+	if want := fmt.Sprintf("{\"id\":\"a\",\"text\":%q}\nnot json\n", text); got != want {
+		t.Errorf("filter wrote %q, want %q", got, want)
+	}
+	// The sentinels match with errors.Is.
+	s := &sink{what: "--out", cols: removedCols}
+	if err := s.begin(docio.Source{Name: txt, Format: "text"}); !errors.Is(err, errFilterFormat) {
+		t.Errorf("text input: %v", err)
+	}
+}
