@@ -245,3 +245,27 @@ func ExampleDB_Pairs() {
 	// orig same 1.000
 	// identical groups: 1
 }
+
+// Scan reads every stored text without re-deriving shingle sets and
+// signatures: the cheap way to export an index's documents.
+func ExampleDB_Scan() {
+	dir, _ := os.MkdirTemp("", "lshdb-example-")
+	defer os.RemoveAll(dir)
+	d, err := db.Open(dir, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer d.Close()
+	if _, err := d.PutBatch([]db.Doc{{ID: "x", Text: "first text", Meta: []byte(`{"lang":"en"}`)}, {ID: "y", Text: "second text"}}, nil); err != nil {
+		log.Fatal(err)
+	}
+	for doc, err := range d.Scan(context.Background(), nil) {
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Println(doc.ID, doc.Text, string(doc.Meta), doc.Shingles == nil)
+	}
+	// Output:
+	// x first text {"lang":"en"} true
+	// y second text  true
+}

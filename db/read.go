@@ -2,6 +2,7 @@ package db
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"iter"
@@ -126,7 +127,28 @@ func (db *DB) Count() (uint64, error) {
 // The iteration does not hold the database while the loop body runs: the
 // body may call any method, Close included; after Close the iteration ends
 // with ErrClosed.
+//
+// Each document comes with its shingle set and signature, re-derived from
+// the text in the default text mode (about the cost of hashing every text
+// again); [DB.Scan] without ScanOptions.Sets reads the texts alone.
 func (db *DB) All() iter.Seq2[*StoredDoc, error] {
+	return db.Scan(context.Background(), &ScanOptions{Sets: true})
+}
+
+// ScanOptions say what DB.Scan reads of each document.
+type ScanOptions struct {
+	// Sets fills StoredDoc.Shingles and Signature, as All does (in text
+	// mode, by hashing each text again). Default: false: ID, Num,
+	// HasText, Text and Meta only.
+	Sets bool
+}
+
+// Scan iterates over the stored documents in insertion order from one
+// snapshot, as All does; without ScanOptions.Sets it reads only their ids,
+// texts and metadata, the cheap way to read every text (lshdb export).
+// Cancelling ctx ends the iteration with an error wrapping ctx.Err().
+func (db *DB) Scan(ctx context.Context, so *ScanOptions) iter.Seq2[*StoredDoc, error] {
+	sets := so != nil && so.Sets
 	return func(yield func(*StoredDoc, error) bool) {
 		if err := db.enter(); err != nil {
 			yield(nil, err)
@@ -166,10 +188,19 @@ func (db *DB) All() iter.Seq2[*StoredDoc, error] {
 			}
 			n, err := codec.ParseDocKey(it.Key())
 			var rec docData
-			if err == nil {
-				err = db.decodeDoc(n, it.Value(), &rec)
-			} else {
+			switch {
+			case err != nil:
 				err = classify(fmt.Errorf("doc record %x: %w", it.Key(), err))
+			case sets:
+				err = db.decodeDoc(n, it.Value(), &rec)
+			default:
+				if err = codec.DecodeDocRecord(it.Value(), &rec.DocRecord); err != nil {
+					err = classify(fmt.Errorf("doc %d: %w", n, err))
+				}
+				rec.Signature = nil
+			}
+			if err == nil && ctx.Err() != nil {
+				err = fmt.Errorf("scan interrupted: %w", ctx.Err())
 			}
 			db.mu.RUnlock()
 			if err != nil {

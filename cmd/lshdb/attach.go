@@ -32,6 +32,7 @@ type index interface {
 	Query(ctx context.Context, text string, qo *db.QueryOptions) (*db.QueryResult, error)
 	QueryID(ctx context.Context, id string, qo *db.QueryOptions) (*db.QueryResult, error)
 	Pairs(ctx context.Context, po *db.PairsOptions) iter.Seq2[db.Pair, error]
+	Scan(ctx context.Context, so *db.ScanOptions) iter.Seq2[*db.StoredDoc, error]
 	Clusters(ctx context.Context, po *db.PairsOptions) ([]db.Cluster, error)
 	Info() (*db.Info, error)
 	ClustersFrom(ctx context.Context, seq iter.Seq2[db.Pair, error], po *db.PairsOptions) ([]db.Cluster, error)

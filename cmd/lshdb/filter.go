@@ -577,7 +577,7 @@ func (a *app) filter(paths []string, in *inputFlags, fates map[string]fate, kept
 	_, done := a.progress("filter", in, paths)
 	defer done()
 	o := in.Options
-	o.Rows = true
+	o.Rows, o.SkipText = true, true
 	// NB: a record is copied, never parsed into a document: the index's
 	// record limit does not apply, only a bound on memory.
 	o.MaxRecordBytes = max(o.MaxRecordBytes, 1<<30)

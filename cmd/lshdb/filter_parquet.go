@@ -15,6 +15,6 @@ func newParquetSink(w io.Writer, src docio.Source, cols []outCol) (*parquetSink,
 	return nil, errors.New("parquet output: not yet")
 }
 
-func (p *parquetSink) sameSchema(src docio.Source) bool { return false }
+func (p *parquetSink) sameSchema(src docio.Source) bool   { return false }
 func (p *parquetSink) write(rec record, vals []any) error { return nil }
 func (p *parquetSink) close() error                       { return nil }

@@ -555,6 +555,41 @@ func (c *Client) Pairs(ctx context.Context, po *db.PairsOptions) iter.Seq2[db.Pa
 	}
 }
 
+// Scan streams every stored document in insertion order, as db.DB.Scan
+// does on the server's snapshot. Breaking out of the loop closes the
+// connection.
+func (c *Client) Scan(ctx context.Context, so *db.ScanOptions) iter.Seq2[*db.StoredDoc, error] {
+	return func(yield func(*db.StoredDoc, error) bool) {
+		q := url.Values{}
+		if so != nil && so.Sets {
+			q.Set("sets", "true")
+		}
+		resp, err := c.do(ctx, "GET", "/v1/scan", q, nil)
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		defer resp.Body.Close()
+		_, err = lines(resp.Body, func(line []byte) (bool, error) {
+			var d httpapi.DocumentJSON
+			if err := json.Unmarshal(line, &d); err != nil {
+				return false, fmt.Errorf("lshdb: client: a malformed document: %w", err)
+			}
+			doc, err := d.Document()
+			if err != nil {
+				return false, fmt.Errorf("lshdb: client: a malformed document: %w", err)
+			}
+			return yield(doc, nil), nil
+		})
+		if err != nil {
+			if ctx != nil && ctx.Err() != nil {
+				err = fmt.Errorf("%w: %w", ctx.Err(), err)
+			}
+			yield(nil, err)
+		}
+	}
+}
+
 // Clusters returns the clusters of the pairs, largest first, as
 // db.DB.Clusters does.
 func (c *Client) Clusters(ctx context.Context, po *db.PairsOptions) ([]db.Cluster, error) {

@@ -176,6 +176,25 @@ func TestReadsMatchInProcess(t *testing.T) {
 			if gi.DiskBytes == 0 {
 				t.Error("Info through the client: 0 bytes on disk")
 			}
+			for _, so := range []*db.ScanOptions{nil, {Sets: true}} {
+				var got, want []*db.StoredDoc
+				for doc, err := range c.Scan(ctx, so) {
+					if err != nil {
+						t.Fatal(err)
+					}
+					got = append(got, doc)
+				}
+				for doc, err := range d.Scan(ctx, so) {
+					if err != nil {
+						t.Fatal(err)
+					}
+					want = append(want, doc)
+				}
+				if len(want) != len(docs) {
+					t.Fatalf("Scan in-process: %d documents, want %d", len(want), len(docs))
+				}
+				same(t, "Scan", got, want)
+			}
 			for _, id := range []string{docs[0].ID, docs[1].ID, docs[7].ID} {
 				got, err := c.Get(id)
 				if err != nil {

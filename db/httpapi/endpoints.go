@@ -434,6 +434,41 @@ func (h *handler) pairs(w *resp, r *http.Request) error {
 	return w.line(EndJSON{EndBody{Lines: n, Stats: PairsStatsOut(st)}}, true)
 }
 
+// scan answers GET /v1/scan: every stored document in insertion order
+// (JSON Lines of DocumentJSON, then an end line), with their shingle sets
+// and signatures when sets=true.
+func (h *handler) scan(w *resp, r *http.Request) error {
+	q, err := params(r, []string{"sets"})
+	if err != nil {
+		return err
+	}
+	sets, err := boolParam(q, "sets")
+	if err != nil {
+		return err
+	}
+	n := 0
+	for doc, err := range h.d.Scan(r.Context(), &db.ScanOptions{Sets: sets}) {
+		if err != nil {
+			if !w.started {
+				return err
+			}
+			w.failLine(err)
+			return err
+		}
+		if !w.started {
+			w.startStream()
+		}
+		n++
+		if err := w.line(DocumentOut(doc), n%streamLines == 0); err != nil {
+			return err
+		}
+	}
+	if !w.started {
+		w.startStream()
+	}
+	return w.line(EndJSON{EndBody{Lines: n}}, true)
+}
+
 func (h *handler) clusters(w *resp, r *http.Request) error {
 	q, err := params(r, []string{"threshold", "memory", "mode", "keep"})
 	if err != nil {

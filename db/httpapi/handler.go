@@ -113,6 +113,7 @@ func Handler(d *db.DB, opts *Options) http.Handler {
 		{"GET", "/v1/query", "query", h.queryGet},
 		{"POST", "/v1/query", "query", h.queryPost},
 		{"GET", "/v1/pairs", "pairs", h.pairs},
+		{"GET", "/v1/scan", "scan", h.scan},
 		{"GET", "/v1/clusters", "clusters", h.clusters},
 		{"GET", "/v1/info", "info", h.info},
 		{"POST", "/v1/clusters", "clusters_from", h.clustersFrom},
@@ -145,7 +146,7 @@ type route struct {
 // per endpoint (GET and DELETE /v1/docs are get and delete; both query
 // endpoints are query), plus "unknown" for a request that matched none.
 var Ops = []string{"healthz", "params", "count", "get", "put", "delete", "has", "put_if_new", "load", "query",
-	"pairs", "clusters", "clusters_from", "info", "stats", "buckets", "bucket", "explain", "check", "tune", "backup", "purge", "openapi", "unknown"}
+	"pairs", "scan", "clusters", "clusters_from", "info", "stats", "buckets", "bucket", "explain", "check", "tune", "backup", "purge", "openapi", "unknown"}
 
 // match finds the route of r: ok false when no path matches; rt nil (and
 // allow the methods the path takes) when the path matches but not the

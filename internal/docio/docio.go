@@ -80,6 +80,10 @@ type Options struct {
 	OnSource func(Source) error
 	// Rows makes a Parquet input's records carry their row (Record.Row).
 	Rows bool
+	// SkipText leaves Record.Text empty for a caller that needs the ids
+	// and raw records only (lshdb filter): JSON Lines texts are checked
+	// as strings but not decoded. Bad records are the same as without it.
+	SkipText bool
 }
 
 // countingReader reports each read's bytes to add.

@@ -405,3 +405,33 @@ func TestOnSourceError(t *testing.T) {
 		}
 	}
 }
+
+// Ensure that SkipText yields the same records and bad records as without
+// it (the oracle: a read without it), with every text empty.
+func TestSkipTextSameRecords(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "s.jsonl")
+	os.WriteFile(path, []byte("{\"id\":\"a\",\"text\":\"x\\u00e9\"}\n{\"id\":\"b\",\"text\":5}\n{\"id\":\"c\"}\n{\"id\":\"d\",\"text\":\"\"}\nnope\n"), 0o644)
+	read := func(o Options) (ids []string, bad []string) {
+		for rec, err := range Read(context.Background(), []string{path}, nil, o) {
+			var re *RecordError
+			switch {
+			case errors.As(err, &re):
+				bad = append(bad, re.Error())
+			case err != nil:
+				t.Fatal(err)
+			default:
+				if o.SkipText && rec.Text != "" {
+					t.Errorf("%s: text %q with SkipText", rec.ID, rec.Text)
+				}
+				ids = append(ids, rec.ID+":"+string(rec.Raw))
+			}
+		}
+		return ids, bad
+	}
+	ids, bad := read(Options{})
+	ids2, bad2 := read(Options{SkipText: true})
+	if fmt.Sprint(ids) != fmt.Sprint(ids2) || fmt.Sprint(bad) != fmt.Sprint(bad2) || len(ids) != 2 || len(bad) != 3 {
+		t.Fatalf("without SkipText %q %q, with it %q %q", ids, bad, ids2, bad2)
+	}
+}

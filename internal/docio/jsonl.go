@@ -312,7 +312,12 @@ func parseJSON(o *Options, s *lineScan, name string, line int, b []byte) (Record
 		return Record{ID: rec.ID}, err
 	}
 	var ok bool
-	if rec.Text, s.buf, ok = decodeString(raw, s.buf); !ok {
+	if o.SkipText && o.IDFrom != "hash" {
+		// NB: checked as a string (the line is valid JSON), not copied.
+		if len(raw) == 0 || raw[0] != '"' {
+			return Record{ID: rec.ID}, fmt.Errorf("field %q is not a string", o.TextField)
+		}
+	} else if rec.Text, s.buf, ok = decodeString(raw, s.buf); !ok {
 		return Record{ID: rec.ID}, fmt.Errorf("field %q is not a string", o.TextField)
 	}
 	if o.IDFrom == "hash" {
