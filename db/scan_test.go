@@ -74,6 +74,7 @@ func TestScanEqualsAll(t *testing.T) {
 		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	n := 0
 	var last error
 	for _, err := range d.Scan(ctx, nil) {

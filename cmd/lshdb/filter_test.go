@@ -190,6 +190,47 @@ func TestFilterKeepsOnePerGroupOfCopies(t *testing.T) {
 	if !strings.HasPrefix(summary, want) {
 		t.Errorf("summary %q, want it to start %q", summary, want)
 	}
+
+	// export writes the same decision from the stored texts: the kept
+	// documents (id and text as in the input) in insertion order, the
+	// removed ones with the same duplicate_of and similarity as filter's.
+	exported, _ := mustRun(t, "export", "--db", idx, "--removed", filepath.Join(dir, "xr.jsonl.gz"))
+	var exportedIDs []string
+	for _, l := range splitLines([]byte(exported)) {
+		var g genLine
+		if err := json.Unmarshal([]byte(l), &g); err != nil {
+			t.Fatalf("export line %q: %v", l, err)
+		}
+		if g.Text != docs[g.ID].Text {
+			t.Fatalf("export of %s: text %q, the input's %q", g.ID, g.Text, docs[g.ID].Text)
+		}
+		exportedIDs = append(exportedIDs, g.ID)
+	}
+	var keptOrder []string
+	for _, id := range order {
+		if keptIDs[id] {
+			keptOrder = append(keptOrder, id)
+		}
+	}
+	if !slices.Equal(exportedIDs, keptOrder) {
+		t.Fatalf("export kept %d documents, filter %d (or in another order)", len(exportedIDs), len(keptOrder))
+	}
+	xr := splitLines(gunzipFile(t, filepath.Join(dir, "xr.jsonl.gz")))
+	if len(xr) != len(removedL) {
+		t.Fatalf("export removed %d, filter %d", len(xr), len(removedL))
+	}
+	for i, l := range xr {
+		var x, f struct {
+			ID          string  `json:"id"`
+			DuplicateOf string  `json:"duplicate_of"`
+			Similarity  float64 `json:"similarity"`
+		}
+		json.Unmarshal([]byte(l), &x)
+		json.Unmarshal([]byte(removedL[i]), &f)
+		if x != f {
+			t.Fatalf("removed %d: export %+v, filter %+v", i, x, f)
+		}
+	}
 }
 
 // Ensure that filter writes CSV back byte for byte: the header once, CRLF

@@ -268,7 +268,7 @@ func (a *app) rootCmd() *cobra.Command {
 		return nil
 	}
 	root.AddCommand(a.createCmd(), a.insertCmd("insert"), a.buildCmd(), a.queryCmd(), a.pairsCmd(),
-		a.clustersCmd(), a.filterCmd(), a.dedupCmd(), a.getCmd(), a.deleteCmd(), a.infoCmd(), a.statsCmd(), a.reportCmd(), a.bucketsCmd(), a.bucketCmd(),
+		a.clustersCmd(), a.filterCmd(), a.exportCmd(), a.dedupCmd(), a.getCmd(), a.deleteCmd(), a.infoCmd(), a.statsCmd(), a.reportCmd(), a.bucketsCmd(), a.bucketCmd(),
 		a.explainCmd(), a.tuneCmd(), a.checkCmd(), a.purgeCmd(), a.upgradeCmd(), a.shellCmd(), a.benchCmd(), a.genCmd(), a.versionCmd(),
 		a.serveCmd(), a.backupCmd())
 	// NB: --db and --cpuprofile are flags of the commands that use them,
