@@ -183,7 +183,7 @@ func (a *app) export(d index, fates map[string]fate, src docio.Source, kept, dro
 			return n, noText, err
 		}
 		buf = escapeJSONControls(append(buf, b...))
-		rec := record{raw: buf, end: "\n", pos: doc.ID}
+		rec := record{raw: buf, end: "\n", file: "document " + doc.ID}
 		f, ok := fates[doc.ID]
 		switch {
 		case ok && f.rep != "":

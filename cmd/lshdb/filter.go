@@ -7,6 +7,7 @@ import (
 	"bufio"
 	"bytes"
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -349,7 +350,18 @@ type record struct {
 	raw []byte
 	end string
 	row parquet.Row
-	pos string
+	// file and line say where it was read (line 0: a Parquet row or an
+	// exported document, named by file alone).
+	file string
+	line int
+}
+
+// pos is where the record was read, for messages.
+func (r *record) pos() string {
+	if r.line == 0 {
+		return escControls(r.file)
+	}
+	return fmt.Sprintf("%s:%d", escControls(r.file), r.line)
 }
 
 // appendMembers appends the JSON object rec.raw with cols added as its
@@ -357,11 +369,11 @@ type record struct {
 func appendMembers(b []byte, rec record, cols []outCol, vals []any) ([]byte, error) {
 	raw := bytes.TrimRight(rec.raw, " \t\r")
 	if len(raw) == 0 || raw[len(raw)-1] != '}' {
-		return b, fmt.Errorf("%s: not a JSON object (a bug: it was read as one)", rec.pos)
+		return b, fmt.Errorf("%s: not a JSON object (a bug: it was read as one)", rec.pos())
 	}
 	for _, c := range cols {
 		if docio.HasMember(raw, c.name) {
-			return b, fmt.Errorf("%w: %s has a field %q", errFieldExists, rec.pos, c.name)
+			return b, fmt.Errorf("%w: %s has a field %q", errFieldExists, rec.pos(), c.name)
 		}
 	}
 	body := raw[:len(raw)-1]
@@ -441,7 +453,7 @@ func (a *app) filterCmd() *cobra.Command {
 	var threshold float64
 	var cf clusterFlags
 	var out, removed, from, compress string
-	var annotate bool
+	var annotate, prefetchOn bool
 	c := &cobra.Command{
 		Use: "filter --db DIR [--out FILE] [--removed FILE | --annotate] [--mode centers|components] [--keep first|last|longest|shortest] INPUT...",
 		Example: `  # The corpus without its near-duplicates, in its own format
@@ -473,9 +485,11 @@ duplicate_of and similarity added (null, size 1, outside any cluster).
 threshold to the one kept; components drops whole chains. --from takes
 the pairs from a file of pairs --output json.
 
-Outputs are written beside their names and renamed when complete; an
-interrupted or failed run leaves no partial file. The summary goes to
-stderr.`,
+While the clustering runs, the inputs are read into a temporary file
+(in $TMPDIR; --prefetch=false reads them after the clustering instead),
+so a malformed input stops the run early. Outputs are written beside
+their names and renamed when complete; an interrupted or failed run
+leaves no partial file. The summary goes to stderr.`,
 		RunE: func(c *cobra.Command, args []string) error {
 			t, err := thresholdFlag(c, threshold)
 			if err != nil {
@@ -513,11 +527,30 @@ stderr.`,
 					a.warnRecall(d, t, rec)
 				}
 				po := &db.PairsOptions{Threshold: t, Mode: mode, Keep: keep}
+				// NB: the inputs are read into a spill file while the
+				// clustering runs (see prefetch).
+				ctx, cancel := context.WithCancelCause(a.ctx)
+				defer cancel(nil)
+				pf := &prefetch{err: errNoPrefetch, done: make(chan struct{})}
+				close(pf.done)
+				if prefetchOn {
+					if pf, err = a.startPrefetch(ctx, cancel, args, &in); err != nil {
+						return err
+					}
+					defer pf.close()
+				}
 				var cs []db.Cluster
 				if from != "" {
-					cs, err = d.ClustersFrom(a.ctx, a.readPairsFile(from), po)
+					cs, err = d.ClustersFrom(ctx, a.readPairsFile(from), po)
 				} else {
-					cs, err = d.Clusters(a.ctx, po)
+					cs, err = d.Clusters(ctx, po)
+				}
+				if err != nil {
+					cancel(err)
+				}
+				perr := pf.wait()
+				if perr != nil && !errors.Is(perr, errNoPrefetch) && context.Cause(ctx) == perr {
+					return perr // NB: an input's failure, which stopped the clustering
 				}
 				if err != nil {
 					return interruptNote(err, "filter interrupted while clustering: nothing written")
@@ -532,7 +565,13 @@ stderr.`,
 				if removed != "" {
 					drop = &sink{what: "--removed", path: removed, compress: compress, cols: removedCols}
 				}
-				n, err := a.filter(args, &in, fates, kept, drop, annotate)
+				f := newFilterer(fates, kept, drop, annotate)
+				if perr == nil {
+					err = a.replay(pf, f)
+				} else {
+					err = a.filter(args, &in, f)
+				}
+				n := f.n
 				ok := err == nil
 				if ferr := kept.finish(ok); ferr != nil {
 					err = cmp.Or(err, ferr)
@@ -564,90 +603,114 @@ stderr.`,
 	c.Flags().BoolVar(&annotate, "annotate", false, "keep every record and add cluster_id, cluster_size, duplicate_of and similarity")
 	c.Flags().StringVar(&from, "from", "", "make the clusters from this file of pairs --output json instead of finding the pairs")
 	c.Flags().StringVar(&compress, "compress", "auto", "the outputs' compression: auto (a file's by its name, .gz or .zst, else none; stdout's as the input), none, gzip or zstd")
+	c.Flags().BoolVar(&prefetchOn, "prefetch", true, "read the inputs into a temporary file (s2-compressed, about a third of their text) while the clustering runs; false reads them after it")
 	cf.add(c, db.Centers)
 	return c
 }
 
-// filter streams the inputs to the sinks by the fates.
-func (a *app) filter(paths []string, in *inputFlags, fates map[string]fate, kept, drop *sink, annotate bool) (filterCounts, error) {
-	n := filterCounts{}
-	clusters := map[int32]struct{}{}
-	// NB: a bar of the bytes read when every input is a regular file and
-	// stderr a terminal (progress sets in.Progress).
-	_, done := a.progress("filter", in, paths)
-	defer done()
+// filterer sends each input record to its sink by the fates.
+type filterer struct {
+	fates      map[string]fate
+	kept, drop *sink
+	annotate   bool
+	n          filterCounts
+	clusters   map[int32]struct{}
+	seen       map[uint64]struct{} // the ids' hashes, for repeats
+}
+
+func newFilterer(fates map[string]fate, kept, drop *sink, annotate bool) *filterer {
+	return &filterer{fates: fates, kept: kept, drop: drop, annotate: annotate,
+		clusters: map[int32]struct{}{}, seen: make(map[uint64]struct{}, len(fates))}
+}
+
+// begin starts an input in the outputs.
+func (f *filterer) begin(src docio.Source) error {
+	if err := f.kept.begin(src); err != nil {
+		return err
+	}
+	if f.drop != nil {
+		return f.drop.begin(src)
+	}
+	return nil
+}
+
+// bad keeps a record that could not be read as a document, as read.
+func (f *filterer) bad(rec record) error {
+	f.n.read++
+	f.n.bad++
+	f.n.kept++
+	var vals []any
+	if f.annotate && f.kept.fields != nil {
+		vals = annotateVals(fate{}, false) // NB: a bad JSON line takes no members
+	}
+	return f.kept.write(rec, vals)
+}
+
+// take sends the record of document id to its sink.
+func (f *filterer) take(id string, rec record) error {
+	f.n.read++
+	h := xxhash.Sum64String(id)
+	if _, ok := f.seen[h]; ok {
+		f.n.repeated++
+	} else {
+		f.seen[h] = struct{}{}
+	}
+	ft, ok := f.fates[id]
+	if ok {
+		f.clusters[ft.cluster] = struct{}{}
+	}
+	dropped := ok && ft.rep != ""
+	if dropped {
+		f.n.removed++
+	} else {
+		f.n.kept++
+	}
+	switch {
+	case f.annotate:
+		return f.kept.write(rec, annotateVals(ft, ok))
+	case dropped:
+		if f.drop != nil {
+			return f.drop.write(rec, removedVals(ft))
+		}
+		return nil
+	}
+	return f.kept.write(rec, nil)
+}
+
+// readOptions are the docio options of filter's reading of the inputs.
+func readOptions(in *inputFlags, onSource func(docio.Source) error) docio.Options {
 	o := in.Options
 	o.Rows, o.SkipText = true, true
 	// NB: a record is copied, never parsed into a document: the index's
 	// record limit does not apply, only a bound on memory.
 	o.MaxRecordBytes = max(o.MaxRecordBytes, 1<<30)
-	o.OnSource = func(src docio.Source) error {
-		if err := kept.begin(src); err != nil {
-			return err
-		}
-		if drop != nil {
-			return drop.begin(src)
-		}
-		return nil
-	}
-	seen := make(map[uint64]struct{}, len(fates))
-	for r, err := range docio.Read(a.ctx, paths, a.stdin, o) {
+	o.OnSource = onSource
+	return o
+}
+
+// filter streams the inputs to the sinks by the fates.
+func (a *app) filter(paths []string, in *inputFlags, f *filterer) error {
+	// NB: a bar of the bytes read when every input is a regular file and
+	// stderr a terminal (progress sets in.Progress).
+	_, done := a.progress("filter", in, paths)
+	defer done()
+	for r, err := range docio.Read(a.ctx, paths, a.stdin, readOptions(in, f.begin)) {
 		var re *docio.RecordError
-		if err != nil && !errors.As(err, &re) {
-			return n, err
-		}
-		n.read++
-		if re != nil {
-			// NB: a record the index could not have taken is kept as read.
-			if re.Raw == nil && re.Row == nil {
-				return n, fmt.Errorf("%w: %v", errUncopyable, re)
-			}
-			n.bad++
-			n.kept++
-			var vals []any
-			if annotate && kept.fields != nil {
-				vals = annotateVals(fate{}, false)
-			}
-			if err := kept.write(record{raw: re.Raw, end: re.End, row: re.Row, pos: re.Pos()}, vals); err != nil {
-				return n, err
-			}
-			continue
-		}
-		h := xxhash.Sum64String(r.ID)
-		if _, ok := seen[h]; ok {
-			n.repeated++
-		} else {
-			seen[h] = struct{}{}
-		}
-		f, ok := fates[r.ID]
-		if ok {
-			clusters[f.cluster] = struct{}{}
-		}
-		rec := record{raw: r.Raw, end: r.End, row: r.Row, pos: r.Pos()}
-		var err error
 		switch {
-		case annotate:
-			n.kept++
-			if ok && f.rep != "" {
-				n.kept--
-				n.removed++
+		case errors.As(err, &re):
+			if re.Raw == nil && re.Row == nil {
+				return fmt.Errorf("%w: %v", errUncopyable, re)
 			}
-			err = kept.write(rec, annotateVals(f, ok))
-		case ok && f.rep != "":
-			n.removed++
-			if drop != nil {
-				err = drop.write(rec, removedVals(f))
-			}
-		default:
-			n.kept++
-			err = kept.write(rec, nil)
+			err = f.bad(record{raw: re.Raw, end: re.End, row: re.Row, file: re.File, line: re.Line})
+		case err == nil:
+			err = f.take(r.ID, record{raw: r.Raw, end: r.End, row: r.Row, file: r.File, line: r.Line})
 		}
 		if err != nil {
-			return n, err
+			return err
 		}
 	}
-	n.clusters = len(clusters)
-	return n, nil
+	f.n.clusters = len(f.clusters)
+	return nil
 }
 
 // filterNote prints filter's summary on stderr.
