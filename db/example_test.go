@@ -269,3 +269,59 @@ func ExampleDB_Scan() {
 	// x first text {"lang":"en"} true
 	// y second text  true
 }
+
+// Clusters from pairs found before (a pairs file of a nightly run, or
+// pairs filtered by other rules): the index supplies the keep order and
+// each member's exact Jaccard to the one kept.
+func ExampleDB_ClustersFrom() {
+	dir, _ := os.MkdirTemp("", "lshdb-example-")
+	defer os.RemoveAll(dir)
+	d, err := db.Open(dir, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer d.Close()
+	_, err = d.PutBatch([]db.Doc{
+		{ID: "v1", Text: "Release notes: fixed a crash when opening large files"},
+		{ID: "v2", Text: "Release notes: fixed a crash when opening large files."},
+		{ID: "other", Text: "An unrelated announcement about the spring meeting"},
+	}, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	pairs := func(yield func(db.Pair, error) bool) {
+		// NB: 49 shingles shared of 50: 0.98, recomputed from the sets.
+		yield(db.Pair{A: "v2", B: "v1", Jaccard: 1}, nil)
+	}
+	cs, err := d.ClustersFrom(context.Background(), pairs, &db.PairsOptions{Keep: db.KeepLast})
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, c := range cs {
+		fmt.Printf("keep %s, drop %s (Jaccard %.3f)\n", c.Representative, c.IDs[1], c.Jaccard[1])
+	}
+	// Output:
+	// keep v2, drop v1 (Jaccard 0.980)
+}
+
+// Info answers at once from the manifest and the store's metadata:
+// parameters, document count and size on disk.
+func ExampleDB_Info() {
+	dir, _ := os.MkdirTemp("", "lshdb-example-")
+	defer os.RemoveAll(dir)
+	d, err := db.Open(dir, &db.Options{Threshold: 0.7})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer d.Close()
+	if err := d.Put(db.Doc{ID: "a", Text: "a short text to count"}, nil); err != nil {
+		log.Fatal(err)
+	}
+	info, err := d.Info()
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(info.Docs, info.Params.Threshold, info.DiskBytes > 0)
+	// Output:
+	// 1 0.7 true
+}
