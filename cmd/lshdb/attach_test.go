@@ -75,6 +75,8 @@ func TestAttachMatchesInProcess(t *testing.T) {
 		{"get", "fox1"}, {"get", "fox1", "--output", "json"}, {"get", ""},
 		{"check"}, {"check", "--output", "json"},
 		{"tune"}, {"tune", "--threshold", "0.5", "--output", "json"},
+		{"filter", "../../testdata/cmd/inputs/docs.jsonl"}, {"filter", "--annotate", "--mode", "components", "../../testdata/cmd/inputs/docs.jsonl"},
+		{"export"}, {"export", "--all"},
 	}
 	for _, args := range reads {
 		want := run(local, false, args, "")
@@ -87,6 +89,13 @@ func TestAttachMatchesInProcess(t *testing.T) {
 		if got := run(local, true, args, ""); got != want {
 			t.Errorf("lshdb %s attached through --addr:\n%s\nin process:\n%s", strings.Join(args, " "), got, want)
 		}
+	}
+	// bench measures queries through the socket (timings vary: the
+	// report's shape and document count are checked).
+	out, errOut, code := runLine([]string{"bench", "--db", served, "--queries", "20", "--output", "json"}, "")
+	var rep struct{ Docs, Queries int }
+	if err := json.Unmarshal([]byte(out), &rep); code != 0 || err != nil || rep.Queries != 20 || rep.Docs < 5 {
+		t.Errorf("bench attached: exit %d %s %s", code, out, errOut)
 	}
 	writes := []struct {
 		args  []string
@@ -119,7 +128,7 @@ func TestAttachMatchesInProcess(t *testing.T) {
 		t.Fatalf("serve: exit %d %s", code, log)
 	}
 	// The attached runs went through the server, every operation of them.
-	for _, op := range []string{"stats", "query", "pairs", "clusters", "buckets", "bucket", "explain", "get", "check", "put", "put_if_new", "delete", "purge", "load"} {
+	for _, op := range []string{"stats", "query", "pairs", "clusters", "scan", "buckets", "bucket", "explain", "get", "check", "put", "put_if_new", "delete", "purge", "load"} {
 		if !strings.Contains(log.String(), "op="+op+" ") {
 			t.Errorf("the server served no %s", op)
 		}
