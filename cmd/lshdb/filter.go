@@ -340,6 +340,12 @@ func (s *sink) finish(ok bool) error {
 	}
 	if !ok || err != nil {
 		os.Remove(s.tmp.Name())
+		return s.fail(err)
+	}
+	// NB: the rename is durable once the directory is synced.
+	if d, derr := os.Open(filepath.Dir(s.path)); derr == nil {
+		err = d.Sync()
+		d.Close()
 	}
 	return s.fail(err)
 }
