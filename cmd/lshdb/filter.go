@@ -106,6 +106,7 @@ type sink struct {
 	compress string // --compress: auto, none, gzip, zstd
 	terminal bool   // stdout is a terminal: never compressed by auto
 	cols     []outCol
+	probe    bool // check the inputs' shapes only: nothing is written
 
 	started bool
 	first   docio.Source
@@ -180,6 +181,9 @@ func (s *sink) begin(src docio.Source) error {
 			s.eol = src.HeaderEnd
 		}
 	}
+	if s.probe {
+		return nil
+	}
 	if err := s.open(); err != nil {
 		return err
 	}
@@ -233,7 +237,7 @@ func (s *sink) same(src docio.Source) error {
 			return differ("headers")
 		}
 	}
-	if s.pq != nil && !s.pq.sameSchema(src) {
+	if src.Format == "parquet" && (src.Schema == nil || s.first.Schema == nil || src.Schema.String() != s.first.Schema.String()) {
 		return differ("Parquet schemas")
 	}
 	return nil
@@ -459,7 +463,7 @@ func (a *app) filterCmd() *cobra.Command {
 	var threshold float64
 	var cf clusterFlags
 	var out, removed, from, compress string
-	var annotate, prefetchOn bool
+	var annotate bool
 	c := &cobra.Command{
 		Use: "filter --db DIR [--out FILE] [--removed FILE | --annotate] [--mode centers|components] [--keep first|last|longest|shortest] INPUT...",
 		Example: `  # The corpus without its near-duplicates, in its own format
@@ -491,11 +495,11 @@ duplicate_of and similarity added (null, size 1, outside any cluster).
 threshold to the one kept; components drops whole chains. --from takes
 the pairs from a file of pairs --output json.
 
-While the clustering runs, the inputs are read into a temporary file
-(in $TMPDIR; --prefetch=false reads them after the clustering instead),
-so a malformed input stops the run early. Outputs are written beside
-their names and renamed when complete; an interrupted or failed run
-leaves no partial file. The summary goes to stderr.`,
+The inputs' shapes (formats, headers, schemas) are checked before the
+clustering, and read again after it. Outputs are written beside their
+names and renamed when complete; an interrupted or failed run leaves no
+partial file. The summary goes to stderr. Reading gzip takes one core:
+zstd inputs are read several times faster.`,
 		RunE: func(c *cobra.Command, args []string) error {
 			t, err := thresholdFlag(c, threshold)
 			if err != nil {
@@ -533,30 +537,17 @@ leaves no partial file. The summary goes to stderr.`,
 					a.warnRecall(d, t, rec)
 				}
 				po := &db.PairsOptions{Threshold: t, Mode: mode, Keep: keep}
-				// NB: the inputs are read into a spill file while the
-				// clustering runs (see prefetch).
-				ctx, cancel := context.WithCancelCause(a.ctx)
-				defer cancel(nil)
-				pf := &prefetch{err: errNoPrefetch, done: make(chan struct{})}
-				close(pf.done)
-				if prefetchOn {
-					if pf, err = a.startPrefetch(ctx, cancel, args, &in); err != nil {
-						return err
-					}
-					defer pf.close()
+				// NB: the inputs' shapes are checked before the clustering,
+				// so that one filter cannot write back fails at once.
+				cols := addedCols(removed != "", annotate)
+				if err := checkShapes(a.ctx, args, &in, cols); err != nil {
+					return err
 				}
 				var cs []db.Cluster
 				if from != "" {
-					cs, err = d.ClustersFrom(ctx, a.readPairsFile(from), po)
+					cs, err = d.ClustersFrom(a.ctx, a.readPairsFile(from), po)
 				} else {
-					cs, err = d.Clusters(ctx, po)
-				}
-				if err != nil {
-					cancel(err)
-				}
-				perr := pf.wait()
-				if perr != nil && !errors.Is(perr, errNoPrefetch) && context.Cause(ctx) == perr {
-					return perr // NB: an input's failure, which stopped the clustering
+					cs, err = d.Clusters(a.ctx, po)
 				}
 				if err != nil {
 					return interruptNote(err, "filter interrupted while clustering: nothing written")
@@ -572,11 +563,7 @@ leaves no partial file. The summary goes to stderr.`,
 					drop = &sink{what: "--removed", path: removed, compress: compress, cols: removedCols}
 				}
 				f := newFilterer(fates, kept, drop, annotate)
-				if perr == nil {
-					err = a.replay(pf, f)
-				} else {
-					err = a.filter(args, &in, f)
-				}
+				err := a.filter(args, &in, f)
 				n := f.n
 				ok := err == nil
 				if ferr := kept.finish(ok); ferr != nil {
@@ -609,7 +596,6 @@ leaves no partial file. The summary goes to stderr.`,
 	c.Flags().BoolVar(&annotate, "annotate", false, "keep every record and add cluster_id, cluster_size, duplicate_of and similarity")
 	c.Flags().StringVar(&from, "from", "", "make the clusters from this file of pairs --output json instead of finding the pairs")
 	c.Flags().StringVar(&compress, "compress", "auto", "the outputs' compression: auto (a file's by its name, .gz or .zst, else none; stdout's as the input), none, gzip or zstd")
-	c.Flags().BoolVar(&prefetchOn, "prefetch", true, "read the inputs into a temporary file (s2-compressed, about a third of their text) while the clustering runs; false reads them after it")
 	cf.add(c, db.Centers)
 	return c
 }
@@ -692,6 +678,42 @@ func readOptions(in *inputFlags, onSource func(docio.Source) error) docio.Option
 	o.MaxRecordBytes = max(o.MaxRecordBytes, 1<<30)
 	o.OnSource = onSource
 	return o
+}
+
+// errShapeRead stops checkShapes' reading of an input at its shape.
+var errShapeRead = errors.New("filter: shape read")
+
+// checkShapes reads the shape of each input (its first bytes, a CSV
+// header, a Parquet footer) and checks them as the outputs will: the
+// format, one header or schema, no column filter would add.
+func checkShapes(ctx context.Context, paths []string, in *inputFlags, cols []outCol) error {
+	probe := &sink{what: "--out", cols: cols, probe: true}
+	for _, p := range paths {
+		for _, err := range docio.Read(ctx, []string{p}, nil, readOptions(in, func(src docio.Source) error {
+			if err := probe.begin(src); err != nil {
+				return err
+			}
+			return errShapeRead
+		})) {
+			if err != nil && !errors.Is(err, errShapeRead) && !errors.Is(err, docio.ErrBadRecord) {
+				return err
+			}
+			break
+		}
+	}
+	return nil
+}
+
+// addedCols are the columns filter's outputs add: --annotate's, or
+// --removed's, or none.
+func addedCols(removed, annotate bool) []outCol {
+	switch {
+	case annotate:
+		return annotateCols
+	case removed:
+		return removedCols
+	}
+	return nil
 }
 
 // filter streams the inputs to the sinks by the fates.

@@ -344,41 +344,37 @@ func TestFilterErrors(t *testing.T) {
 	}
 }
 
-// Ensure that the prefetched pass (inputs spilled while clustering) and
-// the direct one (--prefetch=false: inputs read after) write the same
-// bytes to --out and --removed, on JSON Lines (LF and CRLF, a bad line, a
-// last line without its end) and CSV across two inputs, and that the
-// spill file is gone after either.
-func TestFilterPrefetchEqualsDirect(t *testing.T) {
+// Ensure that filter writes JSON Lines inputs back byte for byte across
+// two files (CRLF line ends, a bad line kept as read, a first file whose
+// last line has no end and gets the line end seen before it, so that the
+// next file's first line does not join it), and that inputs filter cannot
+// write back are refused before the clustering: here the clustering
+// itself would fail (a pairs file naming an id the index does not hold),
+// and the shape's error comes first.
+func TestFilterAcrossFilesAndShapeFirst(t *testing.T) {
 	dir := t.TempDir()
-	t.Setenv("TMPDIR", filepath.Join(dir, "tmp"))
-	os.Mkdir(filepath.Join(dir, "tmp"), 0o755)
 	text := "the quick brown fox jumps over the lazy dog and runs far away into the forest"
 	a := filepath.Join(dir, "a.jsonl")
 	os.WriteFile(a, []byte(fmt.Sprintf("{\"id\":\"a\",\"text\":%q}\r\n{\"id\":\"b\",\"text\":%q}\r\nbad line\r\n{\"id\":\"c\",\"text\":\"other words entirely, nothing alike\"}", text, text+"!")), 0o644)
 	b := filepath.Join(dir, "b.jsonl")
-	os.WriteFile(b, []byte(fmt.Sprintf("{\"id\":\"d\",\"text\":%q,\"extra\":[1,2]}\n", text)), 0o644)
-	c1, c2 := filepath.Join(dir, "c1.csv"), filepath.Join(dir, "c2.csv")
-	os.WriteFile(c1, []byte("id,text\ne,\""+text+"\"\n"), 0o644)
-	os.WriteFile(c2, []byte("id,text\nf,\""+text+"\"\ng,\"a\nb\"\n"), 0o644)
-	for _, inputs := range [][]string{{a, b}, {c1, c2}} {
-		idx := filepath.Join(dir, "idx-"+filepath.Base(inputs[0]))
-		mustRun(t, append([]string{"build", "--db", idx, "--skip-bad", "--threshold", "0.7"}, inputs...)...)
-		var outs [2][2][]byte
-		for i, pf := range []string{"--prefetch=true", "--prefetch=false"} {
-			kept, rem := filepath.Join(dir, fmt.Sprintf("k%d", i)), filepath.Join(dir, fmt.Sprintf("r%d", i))
-			mustRun(t, append([]string{"filter", "--db", idx, pf, "--out", kept, "--removed", rem}, inputs...)...)
-			outs[i][0], _ = os.ReadFile(kept)
-			outs[i][1], _ = os.ReadFile(rem)
-		}
-		if !bytes.Equal(outs[0][0], outs[1][0]) || !bytes.Equal(outs[0][1], outs[1][1]) {
-			t.Errorf("%v: prefetched\n%q\n%q\ndirect\n%q\n%q", inputs, outs[0][0], outs[0][1], outs[1][0], outs[1][1])
-		}
-		if len(outs[0][1]) == 0 {
-			t.Errorf("%v: nothing removed: the test tests little", inputs)
-		}
-		if left, _ := os.ReadDir(filepath.Join(dir, "tmp")); len(left) > 0 {
-			t.Errorf("%v: left %d files in TMPDIR", inputs, len(left))
-		}
+	os.WriteFile(b, []byte(fmt.Sprintf("{\"id\":\"d\",\"text\":%q,\"extra\":[1,2]}\n{\"id\":\"e\",\"text\":\"a fifth text, unlike the others\"}\n", text)), 0o644)
+	idx := filepath.Join(dir, "idx")
+	mustRun(t, "build", "--db", idx, "--skip-bad", "--threshold", "0.7", a, b)
+	out, _ := mustRun(t, "filter", "--db", idx, a, b)
+	want := fmt.Sprintf("{\"id\":\"a\",\"text\":%q}\r\nbad line\r\n{\"id\":\"c\",\"text\":\"other words entirely, nothing alike\"}\r\n{\"id\":\"e\",\"text\":\"a fifth text, unlike the others\"}\n", text)
+	if out != want {
+		t.Fatalf("filter wrote\n%q\nwant\n%q", out, want)
+	}
+	csv := filepath.Join(dir, "c.csv")
+	os.WriteFile(csv, []byte("id,text\nz,"+text+"\n"), 0o644)
+	pairs := filepath.Join(dir, "pairs.jsonl")
+	os.WriteFile(pairs, []byte(`{"a":"a","b":"nobody","jaccard":1}`+"\n"), 0o644)
+	_, errOut, code := runLine([]string{"filter", "--db", idx, "--from", pairs, a, csv}, "")
+	if code != 1 || !strings.Contains(errOut, "different formats") {
+		t.Fatalf("mixed inputs with a failing clustering: exit %d %q; want the inputs' error", code, errOut)
+	}
+	_, errOut, code = runLine([]string{"filter", "--db", idx, "--from", pairs, a}, "")
+	if code != 1 || !strings.Contains(errOut, "nobody") {
+		t.Fatalf("the failing clustering alone: exit %d %q", code, errOut)
 	}
 }
