@@ -254,7 +254,7 @@ func (c *Client) Put(d db.Doc, wo *db.WriteOptions) error {
 // PutBatch stores documents atomically (all of them or none), with a
 // report.
 func (c *Client) PutBatch(docs []db.Doc, wo *db.WriteOptions) (db.BatchResult, error) {
-	if err := textsOnly(docs); err != nil {
+	if err := wireable(docs); err != nil {
 		return db.BatchResult{}, err
 	}
 	req := httpapi.PutRequest{Docs: make([]httpapi.DocJSON, len(docs))}
@@ -352,7 +352,7 @@ var errLoadAnswered = errors.New("lshdb: client: the server answered the load")
 // PutIfNew stores doc unless a stored document is a near-duplicate of it,
 // which it returns instead.
 func (c *Client) PutIfNew(doc db.Doc, wo *db.WriteOptions) (*db.Match, error) {
-	if err := textsOnly([]db.Doc{doc}); err != nil {
+	if err := wireable([]db.Doc{doc}); err != nil {
 		return nil, err
 	}
 	q := url.Values{}
@@ -468,6 +468,60 @@ func (c *Client) Query(ctx context.Context, text string, qo *db.QueryOptions) (*
 // QueryID returns the stored near-duplicates of the stored document id.
 func (c *Client) QueryID(ctx context.Context, id string, qo *db.QueryOptions) (*db.QueryResult, error) {
 	return c.query(ctx, httpapi.QueryRequest{ID: &id}, qo)
+}
+
+// QuerySet returns the stored near-duplicates of the set s, as
+// db.DB.QuerySet does. An empty set is refused before any request, with
+// db.ErrEmptyDocument as in process.
+func (c *Client) QuerySet(ctx context.Context, s db.Set, qo *db.QueryOptions) (*db.QueryResult, error) {
+	if s.Len() == 0 {
+		return nil, fmt.Errorf("%w: an empty set", db.ErrEmptyDocument)
+	}
+	return c.query(ctx, httpapi.QueryRequestOf(db.QueryInput{Set: s}), qo)
+}
+
+// QuerySignature returns the stored near-duplicates of the signature sig,
+// as db.DB.QuerySignature does.
+func (c *Client) QuerySignature(ctx context.Context, sig []uint32, qo *db.QueryOptions) (*db.QueryResult, error) {
+	if len(sig) == 0 {
+		return nil, fmt.Errorf("%w: 0 values", db.ErrInvalidSignature)
+	}
+	return c.query(ctx, httpapi.QueryRequest{Signature: sig}, qo)
+}
+
+// QueryMany answers the queries on one snapshot of the server's index,
+// as db.DB.QueryMany does: one result per query, in their order.
+func (c *Client) QueryMany(ctx context.Context, qs []db.QueryInput, qo *db.QueryOptions) ([]*db.QueryResult, error) {
+	req := httpapi.QueryManyRequest{Queries: make([]httpapi.QueryRequest, len(qs))}
+	for i, q := range qs {
+		req.Queries[i] = httpapi.QueryRequestOf(q)
+	}
+	if qo != nil {
+		req.Threshold, req.Limit, req.EstimateOnly, req.WithText = qo.Threshold, qo.Limit, qo.EstimateOnly, qo.WithText
+	}
+	var out httpapi.QueryManyJSON
+	if err := c.call(ctx, "POST", "/v1/query/many", nil, req, &out); err != nil {
+		return nil, err
+	}
+	res := make([]*db.QueryResult, len(out.Results))
+	for i, r := range out.Results {
+		res[i] = r.QueryResult()
+	}
+	return res, nil
+}
+
+// PutSet stores the set s under id, as db.DB.PutSet does.
+func (c *Client) PutSet(id string, s db.Set, wo *db.WriteOptions) error {
+	return c.Put(db.Doc{ID: id, Set: s}, wo)
+}
+
+// PutSignature stores the signature sig under id, as db.DB.PutSignature
+// does.
+func (c *Client) PutSignature(id string, sig []uint32, wo *db.WriteOptions) error {
+	if len(sig) == 0 {
+		return fmt.Errorf("%w: %q: 0 values", db.ErrInvalidSignature, id)
+	}
+	return c.Put(db.Doc{ID: id, Signature: sig}, wo)
 }
 
 func pairsQuery(po *db.PairsOptions) url.Values {
@@ -779,18 +833,24 @@ func (c *Client) Validate(d db.Doc) error {
 	return nil
 }
 
-// textsOnly refuses documents given as sets or signatures: the wire
-// carries texts only (use the library in the owning process for those).
-func textsOnly(docs []db.Doc) error {
-	for i := range docs {
-		if err := textOnly(&docs[i]); err != nil {
-			return err
+// wireable refuses, as the index would, a document given as an empty set
+// or signature: the wire omits an empty list, which would read as an
+// empty text.
+func wireable(docs []db.Doc) error {
+	for _, d := range docs {
+		switch {
+		case !d.Set.IsZero() && d.Set.Len() == 0:
+			return fmt.Errorf("%w: %q: an empty set", db.ErrEmptyDocument, d.ID)
+		case d.Signature != nil && len(d.Signature) == 0:
+			return fmt.Errorf("%w: %q: 0 values", db.ErrInvalidSignature, d.ID)
 		}
 	}
 	return nil
 }
 
-// textOnly is textsOnly for one document.
+// textOnly refuses a document given as a set or a signature to Load: the
+// load stream carries texts only (use PutBatch, or the library in the
+// owning process).
 func textOnly(d *db.Doc) error {
 	if !d.Set.IsZero() || d.Signature != nil {
 		return fmt.Errorf("%w: %q: the client sends texts only, not sets or signatures", db.ErrInvalidDoc, d.ID)

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"iter"
 	"math"
@@ -16,6 +17,7 @@ import (
 	"reflect"
 	"runtime"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -660,5 +662,109 @@ func TestLoadThroughClient(t *testing.T) {
 	rep, err := served.Check(context.Background())
 	if err != nil || !rep.OK() {
 		t.Errorf("check after the loads: %+v %v", rep, err)
+	}
+}
+
+// Ensure that sets, token hashes and signatures go through the client as
+// in process: puts through the client leave the same index as puts in
+// process (a second index written directly is the model), and QuerySet,
+// QuerySignature and QueryMany answer as db.DB does on the same index;
+// bad inputs fail with the same sentinels.
+func TestSetsAndSignaturesThroughClient(t *testing.T) {
+	ctx := context.Background()
+	words := func(s string) []string { return strings.Fields(strings.ToLower(s)) }
+	docs := sampleDocs(t, 60)
+	for _, storage := range []string{db.StorageSets, db.StorageNone} {
+		t.Run(storage, func(t *testing.T) {
+			d, model := open(t, &db.Options{Storage: storage}), open(t, &db.Options{Storage: storage})
+			c := server(t, d, nil, "")["unix"]
+			for i, doc := range docs {
+				id := fmt.Sprintf("s%02d", i)
+				var s db.Set
+				if i%2 == 0 {
+					s = db.Tokens(words(doc.Text)...)
+				} else {
+					hs := make([]uint64, 0)
+					for _, w := range words(doc.Text) {
+						hs = append(hs, uint64(len(w))<<32|uint64(w[0])<<8|uint64(w[len(w)-1]))
+					}
+					s = db.Hashes(hs...)
+				}
+				if err := c.PutSet(id, s, nil); err != nil {
+					t.Fatal(err)
+				}
+				if err := model.PutSet(id, s, nil); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for i := range docs {
+				id := fmt.Sprintf("s%02d", i)
+				got, _ := d.Get(id)
+				want, _ := model.Get(id)
+				got.Num, want.Num = 0, 0
+				same(t, "stored "+id, got, want)
+			}
+			q := db.Tokens(words(docs[4].Text)...)
+			for _, qo := range []*db.QueryOptions{nil, {Threshold: 0.3, Limit: 3}} {
+				got, err := c.QuerySet(ctx, q, qo)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want, _ := d.QuerySet(ctx, q, qo)
+				same(t, "QuerySet", got, want)
+				if len(want.Matches) == 0 {
+					t.Fatal("QuerySet found nothing: the test tests little")
+				}
+			}
+			stored, _ := d.Get("s04")
+			if storage == db.StorageNone {
+				got, err := c.QuerySignature(ctx, stored.Signature, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want, _ := d.QuerySignature(ctx, stored.Signature, nil)
+				same(t, "QuerySignature", got, want)
+				if err := c.PutSignature("sig", stored.Signature, nil); err != nil {
+					t.Fatal(err)
+				}
+				if err := model.PutSignature("sig", stored.Signature, nil); err != nil {
+					t.Fatal(err)
+				}
+				got2, _ := d.Get("sig")
+				want2, _ := model.Get("sig")
+				got2.Num, want2.Num = 0, 0
+				same(t, "stored signature", got2, want2)
+			}
+			qs := []db.QueryInput{{Set: q}, {ID: "s07"}, {Signature: stored.Signature}}
+			for _, qo := range []*db.QueryOptions{nil, {Threshold: 0.2, EstimateOnly: true}} {
+				got, err := c.QueryMany(ctx, qs, qo)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want, err := d.QueryMany(ctx, qs, qo)
+				if err != nil {
+					t.Fatal(err)
+				}
+				same(t, "QueryMany", got, want)
+			}
+			// The same sentinels as in process.
+			for _, tc := range []struct {
+				name     string
+				got, exp error
+			}{
+				{"empty set", func() error { _, err := c.QuerySet(ctx, db.Tokens(), nil); return err }(), func() error { _, err := d.QuerySet(ctx, db.Tokens(), nil); return err }()},
+				{"short signature", func() error { _, err := c.QuerySignature(ctx, []uint32{1, 2}, nil); return err }(), func() error { _, err := d.QuerySignature(ctx, []uint32{1, 2}, nil); return err }()},
+				{"two inputs", func() error { _, err := c.QueryMany(ctx, []db.QueryInput{{ID: "s01", Text: "x"}}, nil); return err }(), func() error { _, err := d.QueryMany(ctx, []db.QueryInput{{ID: "s01", Text: "x"}}, nil); return err }()},
+			} {
+				for _, sentinel := range []error{db.ErrEmptyDocument, db.ErrInvalidSignature, db.ErrInvalidDoc} {
+					if errors.Is(tc.exp, sentinel) != errors.Is(tc.got, sentinel) {
+						t.Errorf("%s: client %v, in process %v (%v)", tc.name, tc.got, tc.exp, sentinel)
+					}
+				}
+				if tc.exp == nil || tc.got == nil {
+					t.Errorf("%s: client %v, in process %v: want errors", tc.name, tc.got, tc.exp)
+				}
+			}
+		})
 	}
 }

@@ -342,16 +342,21 @@ func (h *handler) queryPost(w *resp, r *http.Request) error {
 }
 
 func (h *handler) query(w *resp, r *http.Request, req QueryRequest) error {
-	if (req.ID == nil) == (req.Text == nil) {
-		return badRequest("give exactly one of id and text")
+	in, err := req.Input()
+	if err != nil {
+		return err
 	}
 	qo := &db.QueryOptions{Threshold: req.Threshold, Limit: req.Limit, EstimateOnly: req.EstimateOnly, WithText: req.WithText}
 	var res *db.QueryResult
-	var err error
-	if req.ID != nil {
-		res, err = h.d.QueryID(r.Context(), *req.ID, qo)
-	} else {
-		res, err = h.d.Query(r.Context(), *req.Text, qo)
+	switch {
+	case req.ID != nil:
+		res, err = h.d.QueryID(r.Context(), in.ID, qo)
+	case req.Text != nil:
+		res, err = h.d.Query(r.Context(), in.Text, qo)
+	case in.Signature != nil:
+		res, err = h.d.QuerySignature(r.Context(), in.Signature, qo)
+	default:
+		res, err = h.d.QuerySet(r.Context(), in.Set, qo)
 	}
 	if err != nil {
 		return err
@@ -360,6 +365,44 @@ func (h *handler) query(w *resp, r *http.Request, req QueryRequest) error {
 		h.o.Hooks.Query("query", res.Candidates)
 	}
 	return w.json(http.StatusOK, QueryResultOut(res))
+}
+
+// queryMany answers POST /v1/query/many: the queries of the body on one
+// snapshot (db.QueryMany), one result each, in their order.
+func (h *handler) queryMany(w *resp, r *http.Request) error {
+	if _, err := params(r, nil); err != nil {
+		return err
+	}
+	var req QueryManyRequest
+	if err := decode(r, &req); err != nil {
+		return err
+	}
+	if req.Queries == nil {
+		return badRequest("no queries: give queries, a list of query requests")
+	}
+	ins := make([]db.QueryInput, len(req.Queries))
+	for i, q := range req.Queries {
+		if q.Threshold != 0 || q.Limit != 0 || q.EstimateOnly || q.WithText {
+			return badRequest("query %d: the options (threshold, limit, estimate_only, with_text) are the request's, not each query's", i)
+		}
+		var err error
+		if ins[i], err = q.Input(); err != nil {
+			return fmt.Errorf("query %d: %w", i, err)
+		}
+	}
+	qo := &db.QueryOptions{Threshold: req.Threshold, Limit: req.Limit, EstimateOnly: req.EstimateOnly, WithText: req.WithText}
+	res, err := h.d.QueryMany(r.Context(), ins, qo)
+	if err != nil {
+		return err
+	}
+	out := QueryManyJSON{Results: make([]QueryResultJSON, len(res))}
+	for i, q := range res {
+		out.Results[i] = QueryResultOut(q)
+		if h.o.Hooks.Query != nil {
+			h.o.Hooks.Query("query_many", q.Candidates)
+		}
+	}
+	return w.json(http.StatusOK, out)
 }
 
 func pairsOptions(q url.Values) (*db.PairsOptions, error) {

@@ -107,7 +107,11 @@ func TestBadRequests(t *testing.T) {
 		{"POST", "/v1/docs", `{"id": "a", "text": "x", "docs": []}`, "s3cret", 400, "bad_request"},
 		{"POST", "/v1/docs", `{"id": "", "text": "some text"}`, "s3cret", 400, "invalid_id"},
 		{"POST", "/v1/docs", `{"id": "a", "text": "   "}`, "s3cret", 422, "empty_document"},
-		{"POST", "/v1/query", `{"text": "abc", "id": "x"}`, "s3cret", 400, "bad_request"},
+		{"POST", "/v1/query", `{"text": "abc", "id": "x"}`, "s3cret", 400, "invalid_doc"}, // NB: two inputs, as db.QueryMany says
+		{"POST", "/v1/query", `{"threshold": 0.5}`, "s3cret", 400, "bad_request"},
+		{"POST", "/v1/query", `{"hashes": ["0xzz"]}`, "s3cret", 400, "bad_request"},
+		{"POST", "/v1/query/many", `{"threshold": 0.5}`, "s3cret", 400, "bad_request"},
+		{"POST", "/v1/query/many", `{"queries": [{"text": "a", "limit": 2}]}`, "s3cret", 400, "bad_request"},
 		{"POST", "/v1/query", `{"text": "some text here", "threshold": 2}`, "s3cret", 400, "invalid_options"},
 		{"GET", "/v1/query?id=0ad&treshold=0.5", "", "s3cret", 400, "bad_request"},
 		{"GET", "/v1/query?id=0ad&threshold=x", "", "s3cret", 400, "bad_request"},

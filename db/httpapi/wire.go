@@ -12,6 +12,7 @@ package httpapi
 
 import (
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"math"
 	"strconv"
@@ -22,26 +23,92 @@ import (
 	"github.com/lshdb/lshdb/minhash"
 )
 
-// DocJSON is a document to store (put, put-if-new). Meta is the metadata
-// as a UTF-8 string; MetaBase64 carries metadata that is not UTF-8.
+// DocJSON is a document to store (put, put-if-new): a text, or the
+// caller's tokens or token hashes (PutSet), or a signature (PutSignature),
+// one of them. Meta is the metadata as a UTF-8 string; MetaBase64 carries
+// metadata that is not UTF-8.
 type DocJSON struct {
-	ID         string  `json:"id"`
-	Text       string  `json:"text"`
-	Meta       *string `json:"meta,omitempty"`
-	MetaBase64 *string `json:"meta_base64,omitempty"`
+	ID         string   `json:"id"`
+	Text       string   `json:"text"`
+	Tokens     []string `json:"tokens,omitempty"`
+	Hashes     []Hash64 `json:"hashes,omitempty"`
+	Signature  []uint32 `json:"signature,omitempty"`
+	Meta       *string  `json:"meta,omitempty"`
+	MetaBase64 *string  `json:"meta_base64,omitempty"`
+}
+
+// Hash64 is a 64-bit token hash: a JSON number, or a string of one
+// (decimal, or hex with 0x) for clients whose numbers are doubles.
+type Hash64 uint64
+
+// UnmarshalJSON reads a number or a string of one.
+func (h *Hash64) UnmarshalJSON(b []byte) error {
+	s := string(b)
+	if len(b) > 0 && b[0] == '"' {
+		if err := json.Unmarshal(b, &s); err != nil {
+			return err
+		}
+	}
+	v, err := strconv.ParseUint(s, 0, 64)
+	if err != nil {
+		return fmt.Errorf("a hash is a 64-bit unsigned integer (a number, or a string of one): %s", b)
+	}
+	*h = Hash64(v)
+	return nil
 }
 
 // DocIn converts d for the wire.
 func DocIn(d db.Doc) DocJSON {
-	out := DocJSON{ID: d.ID, Text: d.Text}
+	out := DocJSON{ID: d.ID, Text: d.Text, Tokens: d.Set.TokenList(), Hashes: hashesIn(d.Set.HashList()), Signature: d.Signature}
 	out.Meta, out.MetaBase64 = metaOut(d.Meta)
 	return out
 }
 
+func hashesIn(hs []uint64) []Hash64 {
+	if hs == nil {
+		return nil
+	}
+	out := make([]Hash64, len(hs))
+	for i, h := range hs {
+		out[i] = Hash64(h)
+	}
+	return out
+}
+
+// givenSet returns the set of tokens or hashes given (zero for none), or
+// a bad request when more than one of text, tokens, hashes and signature
+// is.
+func givenSet(text string, tokens []string, hashes []Hash64, sig []uint32) (db.Set, error) {
+	n := 0
+	for _, given := range []bool{text != "", tokens != nil, hashes != nil, sig != nil} {
+		if given {
+			n++
+		}
+	}
+	if n > 1 {
+		return db.Set{}, fmt.Errorf("%w: a document gives %d of text, tokens, hashes and signature (one at most)", db.ErrInvalidDoc, n)
+	}
+	switch {
+	case tokens != nil:
+		return db.Tokens(tokens...), nil
+	case hashes != nil:
+		hs := make([]uint64, len(hashes))
+		for i, h := range hashes {
+			hs[i] = uint64(h)
+		}
+		return db.Hashes(hs...), nil
+	}
+	return db.Set{}, nil
+}
+
 // Doc converts d back.
 func (d DocJSON) Doc() (db.Doc, error) {
+	set, err := givenSet(d.Text, d.Tokens, d.Hashes, d.Signature)
+	if err != nil {
+		return db.Doc{}, err
+	}
 	meta, err := metaIn(d.Meta, d.MetaBase64)
-	return db.Doc{ID: d.ID, Text: d.Text, Meta: meta}, err
+	return db.Doc{ID: d.ID, Text: d.Text, Set: set, Signature: d.Signature, Meta: meta}, err
 }
 
 func metaOut(m []byte) (*string, *string) {
@@ -192,14 +259,75 @@ func (d DocumentJSON) Document() (*db.StoredDoc, error) {
 	return out, nil
 }
 
-// QueryRequest is the body of POST /v1/query: a text or a stored id.
+// QueryRequest is the body of POST /v1/query: a text, a stored id, the
+// caller's tokens or token hashes (QuerySet), or a signature
+// (QuerySignature), one of them.
 type QueryRequest struct {
-	Text         *string `json:"text,omitempty"`
-	ID           *string `json:"id,omitempty"`
+	Text         *string  `json:"text,omitempty"`
+	ID           *string  `json:"id,omitempty"`
+	Tokens       []string `json:"tokens,omitempty"`
+	Hashes       []Hash64 `json:"hashes,omitempty"`
+	Signature    []uint32 `json:"signature,omitempty"`
 	Threshold    float64 `json:"threshold,omitempty"`
 	Limit        int     `json:"limit,omitempty"`
 	EstimateOnly bool    `json:"estimate_only,omitempty"`
 	WithText     bool    `json:"with_text,omitempty"`
+}
+
+// Input returns the query the request gives, or a bad request when it
+// gives none or more than one.
+func (q QueryRequest) Input() (db.QueryInput, error) {
+	n := 0
+	for _, given := range []bool{q.ID != nil, q.Text != nil, q.Tokens != nil, q.Hashes != nil, q.Signature != nil} {
+		if given {
+			n++
+		}
+	}
+	switch {
+	case n > 1:
+		return db.QueryInput{}, fmt.Errorf("%w: a query gives %d of id, text, tokens, hashes and signature (one at most)", db.ErrInvalidDoc, n)
+	case n == 0:
+		return db.QueryInput{}, badRequest("give one of id, text, tokens, hashes and signature")
+	}
+	set, _ := givenSet("", q.Tokens, q.Hashes, nil)
+	in := db.QueryInput{Set: set, Signature: q.Signature}
+	switch {
+	case q.ID != nil:
+		if in.ID = *q.ID; in.ID == "" {
+			return in, fmt.Errorf("%w: an empty id", db.ErrInvalidID)
+		}
+	case q.Text != nil:
+		in.Text = *q.Text
+	}
+	return in, nil
+}
+
+// QueryRequestOf is in as a request (without the options).
+func QueryRequestOf(in db.QueryInput) QueryRequest {
+	q := QueryRequest{Tokens: in.Set.TokenList(), Hashes: hashesIn(in.Set.HashList()), Signature: in.Signature}
+	if in.ID != "" {
+		q.ID = &in.ID
+	}
+	if in.Text != "" || in.ID == "" && in.Set.IsZero() && in.Signature == nil {
+		q.Text = &in.Text // NB: nothing given reads as an empty text, refused as in process
+	}
+	return q
+}
+
+// QueryManyRequest is the body of POST /v1/query/many: queries answered
+// on one snapshot, with one set of options.
+type QueryManyRequest struct {
+	Queries      []QueryRequest `json:"queries"`
+	Threshold    float64        `json:"threshold,omitempty"`
+	Limit        int            `json:"limit,omitempty"`
+	EstimateOnly bool           `json:"estimate_only,omitempty"`
+	WithText     bool           `json:"with_text,omitempty"`
+}
+
+// QueryManyJSON is the answer of POST /v1/query/many: one result per
+// query, in their order.
+type QueryManyJSON struct {
+	Results []QueryResultJSON `json:"results"`
 }
 
 // MatchJSON is one match, as a line of lshdb query --output json: jaccard
