@@ -268,10 +268,10 @@ type QueryRequest struct {
 	Tokens       []string `json:"tokens,omitempty"`
 	Hashes       []Hash64 `json:"hashes,omitempty"`
 	Signature    []uint32 `json:"signature,omitempty"`
-	Threshold    float64 `json:"threshold,omitempty"`
-	Limit        int     `json:"limit,omitempty"`
-	EstimateOnly bool    `json:"estimate_only,omitempty"`
-	WithText     bool    `json:"with_text,omitempty"`
+	Threshold    float64  `json:"threshold,omitempty"`
+	Limit        int      `json:"limit,omitempty"`
+	EstimateOnly bool     `json:"estimate_only,omitempty"`
+	WithText     bool     `json:"with_text,omitempty"`
 }
 
 // Input returns the query the request gives, or a bad request when it
