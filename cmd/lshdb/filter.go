@@ -182,7 +182,15 @@ func (s *sink) begin(src docio.Source) error {
 		}
 	}
 	if s.probe {
+		if src.Format == "parquet" {
+			// NB: the columns filter adds are checked against the schema.
+			_, err := newParquetSink(io.Discard, src, s.cols)
+			return err
+		}
 		return nil
+	}
+	if src.Format == "parquet" && (s.path == "" || s.path == "-") && s.terminal {
+		return fmt.Errorf("%w: Parquet output to a terminal: give --out FILE", errFilterFormat)
 	}
 	if err := s.open(); err != nil {
 		return err
@@ -632,7 +640,7 @@ func (f *filterer) bad(rec record) error {
 	f.n.bad++
 	f.n.kept++
 	var vals []any
-	if f.annotate && f.kept.fields != nil {
+	if f.annotate && f.kept.first.Format != "jsonl" {
 		vals = annotateVals(fate{}, false) // NB: a bad JSON line takes no members
 	}
 	return f.kept.write(rec, vals)

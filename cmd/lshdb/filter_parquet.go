@@ -2,19 +2,38 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"io"
 
 	"github.com/lshdb/lshdb/internal/docio"
 )
 
-// parquetSink writes filter's Parquet output. TODO(lead): the writer is
-// being built in internal/docio (parquetout.go).
-type parquetSink struct{}
-
-func newParquetSink(w io.Writer, src docio.Source, cols []outCol) (*parquetSink, error) {
-	return nil, errors.New("parquet output: not yet")
+// parquetSink writes filter's Parquet output: the input's rows, with the
+// input's schema (and filter's columns added last).
+type parquetSink struct {
+	pw *docio.ParquetWriter
 }
 
-func (p *parquetSink) sameSchema(src docio.Source) bool   { return false }
-func (p *parquetSink) write(rec record, vals []any) error { return nil }
-func (p *parquetSink) close() error                       { return nil }
+func newParquetSink(w io.Writer, src docio.Source, cols []outCol) (*parquetSink, error) {
+	extra := make([]docio.Column, len(cols))
+	for i, c := range cols {
+		extra[i] = docio.Column{Name: c.name, Kind: c.kind}
+	}
+	pw, err := docio.NewParquetWriter(w, src, extra)
+	if errors.Is(err, docio.ErrColumnExists) {
+		return nil, fmt.Errorf("%w: %w", errFieldExists, err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &parquetSink{pw: pw}, nil
+}
+
+func (p *parquetSink) write(rec record, vals []any) error {
+	if rec.row == nil {
+		return fmt.Errorf("%s: a Parquet output takes rows (a bug: the record has none)", rec.pos())
+	}
+	return p.pw.Write(rec.row, vals)
+}
+
+func (p *parquetSink) close() error { return p.pw.Close() }

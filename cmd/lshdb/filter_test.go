@@ -16,6 +16,7 @@ import (
 	"github.com/lshdb/lshdb/internal/allpairs"
 	"github.com/lshdb/lshdb/internal/docio"
 	"github.com/lshdb/lshdb/minhash"
+	"github.com/parquet-go/parquet-go"
 )
 
 // genLine is one line of lshdb gen's output: a copy names its original
@@ -376,5 +377,95 @@ func TestFilterAcrossFilesAndShapeFirst(t *testing.T) {
 	_, errOut, code = runLine([]string{"filter", "--db", idx, "--from", pairs, a}, "")
 	if code != 1 || !strings.Contains(errOut, "nobody") {
 		t.Fatalf("the failing clustering alone: exit %d %q", code, errOut)
+	}
+}
+
+// parquetFileRows reads a Parquet file's schema and rows with parquet-go.
+func parquetFileRows(t *testing.T, path string) (*parquet.Schema, []parquet.Row) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	st, _ := f.Stat()
+	pf, err := parquet.OpenFile(f, st.Size())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rd := parquet.NewReader(pf, pf.Schema())
+	defer rd.Close()
+	var rows []parquet.Row
+	buf := make([]parquet.Row, 64)
+	for {
+		n, err := rd.ReadRows(buf)
+		for _, r := range buf[:n] {
+			rows = append(rows, r.Clone())
+		}
+		if err == io.EOF {
+			return pf.Schema(), rows
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// Ensure that filter writes a Parquet input back as Parquet: on a file
+// made by another writer (Apache Arrow's Go pqarrow, testdata/parquet-arrow),
+// the kept file has the input's schema exactly and its rows are the
+// input's rows of the kept ids, in order, every column (lists, structs,
+// nulls) unchanged; the removed file has the input's columns then
+// duplicate_of and similarity; kept ∪ removed is the input.
+func TestFilterParquetFromAnotherWriter(t *testing.T) {
+	dir := t.TempDir()
+	in := "../../testdata/parquet-arrow/docs.parquet"
+	idx := filepath.Join(dir, "idx")
+	mustRun(t, "build", "--db", idx, "--threshold", "0.7", in)
+	kept, removed := filepath.Join(dir, "kept.parquet"), filepath.Join(dir, "removed.parquet")
+	mustRun(t, "filter", "--db", idx, "--out", kept, "--removed", removed, in)
+	inSchema, inRows := parquetFileRows(t, in)
+	kSchema, kRows := parquetFileRows(t, kept)
+	rSchema, rRows := parquetFileRows(t, removed)
+	if kSchema.String() != inSchema.String() {
+		t.Fatalf("kept schema\n%s\ninput's\n%s", kSchema, inSchema)
+	}
+	n := len(inSchema.Columns())
+	if len(rSchema.Columns()) != n+2 || rSchema.Fields()[len(inSchema.Fields())].Name() != "duplicate_of" {
+		t.Fatalf("removed schema\n%s", rSchema)
+	}
+	if len(rRows) == 0 || len(kRows)+len(rRows) != len(inRows) {
+		t.Fatalf("%d kept + %d removed rows, %d in the input", len(kRows), len(rRows), len(inRows))
+	}
+	idOf := func(r parquet.Row) string {
+		for _, v := range r {
+			if v.Column() == 0 {
+				return string(v.ByteArray())
+			}
+		}
+		return ""
+	}
+	removedIDs := map[string]parquet.Row{}
+	for _, r := range rRows {
+		var orig parquet.Row
+		for _, v := range r {
+			if v.Column() < n {
+				orig = append(orig, v)
+			}
+		}
+		removedIDs[idOf(r)] = orig
+	}
+	k := 0
+	for _, r := range inRows {
+		if orig, ok := removedIDs[idOf(r)]; ok {
+			if !orig.Equal(r) {
+				t.Fatalf("removed %s: %v, the input's %v", idOf(r), orig, r)
+			}
+			continue
+		}
+		if k >= len(kRows) || !kRows[k].Equal(r) {
+			t.Fatalf("kept row %d is not the input's row of %s", k, idOf(r))
+		}
+		k++
 	}
 }

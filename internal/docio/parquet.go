@@ -72,6 +72,15 @@ func (r *reader) parquet(name string, f *os.File) error {
 			return err
 		}
 	}
+	codec := ""
+	if rgs := pf.Metadata().RowGroups; len(rgs) > 0 && len(rgs[0].Columns) > 0 {
+		if c := parquet.LookupCompressionCodec(rgs[0].Columns[0].MetaData.Codec); c != nil && c.CompressionCodec() != 0 {
+			codec = strings.ToLower(c.String())
+		}
+	}
+	if err := r.onSource(Source{Name: name, Format: "parquet", Schema: schema, Codec: codec}); err != nil {
+		return err
+	}
 	rd := parquet.NewReader(f, schema)
 	defer rd.Close()
 	rows := make([]parquet.Row, 256)
@@ -142,7 +151,14 @@ func (r *reader) parquetRow(name string, line int, row parquet.Row, idIdx, textI
 		}
 	}
 	if rerr != nil {
-		return r.emit(Record{}, badRecord(name, line, out.ID, nil, rerr))
+		re := badRecord(name, line, out.ID, nil, rerr)
+		if r.o.Rows {
+			re.Row = row.Clone()
+		}
+		return r.emit(Record{}, re)
+	}
+	if r.o.Rows {
+		out.Row = row.Clone() // NB: the reader reuses its rows
 	}
 	return r.emit(out, nil)
 }
