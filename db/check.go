@@ -59,6 +59,10 @@ func (db *DB) Check(ctx context.Context) (*CheckReport, error) {
 	snap := db.pdb.NewSnapshot()
 	defer snap.Close()
 	rep := &CheckReport{}
+	prog := progressOf(ctx)
+	defer prog.end()
+	prog.phase(1, 3, "checking documents", int64(db.live.Load()))
+	done := counter{p: prog}
 	h := db.hashers.Get().(*minhash.Hasher)
 	defer db.hashers.Put(h)
 
@@ -71,6 +75,7 @@ func (db *DB) Check(ctx context.Context) (*CheckReport, error) {
 	maxDoc := uint64(0)
 	var rec docData
 	err := scan(ctx, snap, codec.DocPrefix, codec.DocPrefixEnd, func(k, v []byte) {
+		done.inc()
 		rep.Docs++
 		n, err := codec.ParseDocKey(k)
 		if err != nil {
@@ -114,8 +119,11 @@ func (db *DB) Check(ctx context.Context) (*CheckReport, error) {
 	}
 
 	// Id map: every id names a record with that id, once.
+	done.flush()
+	prog.phase(2, 3, "checking ids", int64(len(docs)))
 	mapped := make(map[uint64]bool, len(docs))
 	err = scan(ctx, snap, codec.IDPrefix, codec.IDPrefixEnd, func(k, v []byte) {
+		done.inc()
 		rep.IDs++
 		id, err := codec.ParseIDKey(k)
 		if err != nil {
@@ -155,7 +163,11 @@ func (db *DB) Check(ctx context.Context) (*CheckReport, error) {
 	}
 	present := make(map[member]bool)
 	var ps []codec.Posting
+	done.flush()
+	prog.phase(3, 3, "checking posting lists (bands)", int64(db.bands.B))
+	bands := newBandCounter(prog)
 	err = scan(ctx, snap, codec.PostingPrefix, codec.PostingPrefixEnd, func(k, v []byte) {
+		bands.key(k)
 		rep.PostingLists++
 		band, bucket, err := codec.ParsePostingKey(k)
 		if err != nil {

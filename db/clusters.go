@@ -413,10 +413,16 @@ func (db *DB) ClustersFrom(ctx context.Context, seq iter.Seq2[Pair, error], po *
 	defer cancel()
 	snap := db.pdb.NewSnapshot()
 	defer snap.Close()
+	prog := progressOf(ctx)
+	defer prog.end()
+	prog.phase(1, 2, "reading documents", int64(db.live.Load()))
 	x, err := loadPairsIndex(ctx, snap)
 	if err != nil {
 		return nil, err
 	}
+	prog.phase(2, 2, "reading pairs", 0)
+	read := counter{p: prog}
+	defer read.flush()
 	pos := make(map[string]int32, len(x.ids))
 	for i, id := range x.ids {
 		pos[id] = int32(i)
@@ -431,6 +437,7 @@ func (db *DB) ClustersFrom(ctx context.Context, seq iter.Seq2[Pair, error], po *
 		if err := ctxErr(ctx); err != nil {
 			return nil, err
 		}
+		read.inc()
 		if p.Jaccard < t {
 			continue
 		}

@@ -39,6 +39,11 @@ type BucketStats struct {
 // returns their count, a size histogram and the top hottest lists with a
 // sample of their members, from one snapshot.
 func (db *DB) Buckets(ctx context.Context, band, top int) (*BucketStats, error) {
+	return db.buckets(ctx, band, top, 1, 1)
+}
+
+// buckets is Buckets, reporting its progress as step of steps.
+func (db *DB) buckets(ctx context.Context, band, top, step, steps int) (*BucketStats, error) {
 	if err := db.enter(); err != nil {
 		return nil, err
 	}
@@ -66,7 +71,18 @@ func (db *DB) Buckets(ctx context.Context, band, top int) (*BucketStats, error) 
 	var hottest []hot
 	var ps []codec.Posting
 	var derr error
+	prog := progressOf(ctx)
+	nb := int64(db.bands.B)
+	if band >= 0 {
+		nb = 1
+	}
+	prog.phase(step, steps, "reading posting lists (bands)", nb)
+	if step == steps {
+		defer prog.end()
+	}
+	bands := newBandCounter(prog)
 	err := scan(ctx, snap, lo, hi, func(k, v []byte) {
+		bands.key(k)
 		b, bucket, err := codec.ParsePostingKey(k)
 		if err == nil {
 			ps, err = codec.DecodePostings(v, ps[:0])
@@ -249,7 +265,7 @@ type Stats struct {
 // usage, the posting-list statistics (with the top hottest lists) and the
 // expected recall (MeasureRecall). It reads the whole store.
 func (db *DB) Stats(ctx context.Context, top int) (*Stats, error) {
-	bs, err := db.Buckets(ctx, -1, top)
+	bs, err := db.buckets(ctx, -1, top, 1, 5)
 	if err != nil {
 		return nil, err
 	}
@@ -261,11 +277,15 @@ func (db *DB) Stats(ctx context.Context, top int) (*Stats, error) {
 	defer cancel()
 	st := &Stats{Params: db.Params(), Docs: db.live.Load(), ExpectedRecall: db.bands.Probability(db.man.Threshold),
 		StoredBytes: map[string]uint64{}, Buckets: bs}
+	prog := progressOf(ctx)
+	defer prog.end()
+	prog.phase(2, 5, "measuring the expected recall", 1)
 	if st.Recall, err = MeasureRecall(st.Params, 0); err != nil {
 		return nil, err
 	}
 	snap := db.pdb.NewSnapshot()
 	defer snap.Close()
+	step := 2
 	for _, k := range []struct {
 		name   string
 		lo, hi []byte
@@ -273,9 +293,26 @@ func (db *DB) Stats(ctx context.Context, top int) (*Stats, error) {
 		{"docs", codec.DocPrefix, codec.DocPrefixEnd}, {"ids", codec.IDPrefix, codec.IDPrefixEnd},
 		{"postings", codec.PostingPrefix, codec.PostingPrefixEnd}} {
 		var n uint64
-		if err := scan(ctx, snap, k.lo, k.hi, func(key, v []byte) { n += uint64(len(key) + len(v)) }); err != nil {
+		done, bands := counter{p: prog}, newBandCounter(prog)
+		switch k.name {
+		case "docs", "ids":
+			step++
+			prog.phase(step, 5, "sizing "+k.name, int64(st.Docs))
+		case "postings":
+			step++
+			prog.phase(step, 5, "sizing posting lists (bands)", int64(db.bands.B))
+		}
+		if err := scan(ctx, snap, k.lo, k.hi, func(key, v []byte) {
+			n += uint64(len(key) + len(v))
+			if k.name == "postings" {
+				bands.key(key)
+			} else {
+				done.inc()
+			}
+		}); err != nil {
 			return nil, err
 		}
+		done.flush()
 		st.StoredBytes[k.name] = n
 	}
 	// NB: the directory's files, not Pebble's EstimateDiskUsage over the

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"math/bits"
 	"runtime"
 	"slices"
 	"sync"
@@ -220,6 +221,9 @@ func (db *DB) pairs(ctx context.Context, po *PairsOptions, st *PairsStats,
 	ctx, cancel := db.opCtx(ctx)
 	defer cancel()
 	t := o.Threshold
+	prog := progressOf(ctx)
+	defer prog.end()
+	prog.phase(1, 4, "reading documents", int64(db.live.Load()))
 	snap := db.pdb.NewSnapshot()
 	snapOpen := true
 	defer func() {
@@ -243,11 +247,19 @@ func (db *DB) pairs(ctx context.Context, po *PairsOptions, st *PairsStats,
 	defer fs.RemoveAll(tmp)
 	sorter := extsort.NewUint64(fs, tmp, "pairs", o.Memory)
 	defer sorter.Close()
+	prog.phase(2, 4, "reading posting lists (bands)", int64(db.bands.B))
 	inPair, err := candidates(ctx, snap, x, db.bands.B, t, sorter, st)
 	if err != nil {
 		return err
 	}
 	st.Spilled = sorter.Runs() > 0
+	if prog != nil {
+		n := 0
+		for _, w := range inPair {
+			n += bits.OnesCount64(w)
+		}
+		prog.phase(3, 4, "reading the sets of candidate documents", int64(n))
+	}
 	sets, err := db.writeSetFile(ctx, fs, fs.PathJoin(tmp, "sets"), snap, x, inPair)
 	if err != nil {
 		return err
@@ -271,6 +283,7 @@ func (db *DB) pairs(ctx context.Context, po *PairsOptions, st *PairsStats,
 		}
 	}
 
+	prog.phase(4, 4, "verifying candidate pairs", st.Candidates)
 	if err := verify(ctx, x, sorter, sets, t, db.estimateOnly(), st, onPair); err != nil || fin == nil {
 		return err
 	}
@@ -301,6 +314,7 @@ func candidates(ctx context.Context, snap pebble.Reader, x *pairsIndex, nbands i
 			hi = codec.AppendPostingKey(nil, (w+1)*nbands/workers, 0)
 		}
 		g.Go(func() error {
+			bands := newBandCounter(progressOf(ctx))
 			var ps []codec.Posting
 			var reps []int32
 			var batch []uint64
@@ -326,6 +340,7 @@ func candidates(ctx context.Context, snap pebble.Reader, x *pairsIndex, nbands i
 					derr = classify(fmt.Errorf("posting list %x: %w", k, derr))
 					return
 				}
+				bands.key(k)
 				local.Lists++
 				reps = reps[:0]
 				for _, p := range ps {
@@ -408,7 +423,10 @@ func verify(ctx context.Context, x *pairsIndex, sorter *extsort.Fixed[uint64], s
 		defer close(jobs)
 		var cur job
 		last, have := uint64(0), false
+		seen := counter{p: progressOf(ctx)}
+		defer seen.flush()
 		prodErr = sorter.Iterate(func(v uint64) error {
+			seen.inc()
 			if have && v == last {
 				return nil // the same pair from another band
 			}

@@ -37,6 +37,20 @@ func BenchmarkPairsClusters(b *testing.B) {
 			}
 		}
 	})
+	// NB: the same with a progress reporter (what the command's bar uses):
+	// compare with "pairs" in the same run.
+	b.Run("pairs-progress", func(b *testing.B) {
+		reports := 0
+		ctx := WithProgress(context.Background(), func(Progress) { reports++ })
+		for b.Loop() {
+			for _, err := range d.Pairs(ctx, nil) {
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		b.ReportMetric(float64(reports)/float64(b.N), "reports/op")
+	})
 	b.Run("clusters", func(b *testing.B) {
 		for b.Loop() {
 			if _, err := d.Clusters(context.Background(), nil); err != nil {

@@ -78,11 +78,14 @@ func loadPairsIndex(ctx context.Context, r pebble.Reader) (*pairsIndex, error) {
 		}
 		g.Go(func() error {
 			p := &parts[w]
+			done := counter{p: progressOf(ctx)}
+			defer done.flush()
 			var derr error
 			err := scan(gctx, r, lo, hi, func(k, v []byte) {
 				if derr != nil {
 					return
 				}
+				done.inc()
 				n, err := codec.ParseDocKey(k)
 				var view codec.DocView
 				if err == nil {

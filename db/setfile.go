@@ -128,6 +128,8 @@ func (db *DB) writeSetFile(ctx context.Context, fs vfs.FS, path string, snap peb
 				hi = codec.AppendDocKey(nil, x.nums[to])
 			}
 			i := from
+			done := counter{p: progressOf(ctx)}
+			defer done.flush()
 			var derr error
 			err := scan(gctx, snap, codec.AppendDocKey(nil, x.nums[from]), hi, func(k, v []byte) {
 				if derr != nil {
@@ -140,6 +142,7 @@ func (db *DB) writeSetFile(ctx context.Context, fs vfs.FS, path string, snap peb
 					return
 				}
 				if inPair[i/64]&(1<<(i%64)) != 0 {
+					done.inc()
 					view, err := codec.ParseDocView(v)
 					if err == nil {
 						if db.estimateOnly() {

@@ -283,12 +283,7 @@ last line ({"end": …}) how long it took.`,
 					h.Header.Mode, h.Header.Keep, h.Header.From = string(mode), string(keep), from
 				}
 				po := &db.PairsOptions{Threshold: t, Mode: mode, Keep: keep}
-				var cs []db.Cluster
-				if from != "" {
-					cs, err = d.ClustersFrom(a.ctx, a.readPairsFile(from), po)
-				} else {
-					cs, err = d.Clusters(a.ctx, po)
-				}
+				cs, err := a.clusters(d, from, po)
 				if err != nil {
 					return interruptNote(err, "clusters interrupted: nothing printed")
 				}
@@ -317,6 +312,29 @@ last line ({"end": …}) how long it took.`,
 	c.Flags().BoolVar(&header, "header", false, "with --output json: a first line saying how the file was made (threshold, parameters, P(candidate), documents) and a last line with the run time")
 	cf.add(c, db.Components)
 	return c
+}
+
+// clusters clusters d (from the pairs file from, if given), with a bar
+// on a terminal.
+func (a *app) clusters(d index, from string, po *db.PairsOptions) ([]db.Cluster, error) {
+	ctx, barDone := a.phaseBar("clusters")
+	defer barDone()
+	if from != "" {
+		return d.ClustersFrom(ctx, a.readPairsFile(from), po)
+	}
+	return d.Clusters(ctx, po)
+}
+
+// untilDone yields seq, then calls done (before the loop's caller goes on).
+func untilDone[T any](seq iter.Seq2[T, error], done func()) iter.Seq2[T, error] {
+	return func(yield func(T, error) bool) {
+		defer done()
+		for v, err := range seq {
+			if !yield(v, err) {
+				return
+			}
+		}
+	}
 }
 
 // pairSpill keeps the pairs of a pairs run in a temporary file (JSON
@@ -364,7 +382,9 @@ func (a *app) clustersTo(d index, path string, s *pairSpill, h headerJSON, po *d
 	if err := s.bw.Flush(); err != nil {
 		return fmt.Errorf("writing the pairs for --clusters: %w", err)
 	}
-	cs, err := d.ClustersFrom(a.ctx, a.readPairsFile(s.f.Name()), po)
+	ctx, barDone := a.phaseBar("clusters")
+	cs, err := d.ClustersFrom(ctx, a.readPairsFile(s.f.Name()), po)
+	barDone()
 	if err != nil {
 		return interruptNote(err, "clusters interrupted: the pairs were printed, no clusters written")
 	}

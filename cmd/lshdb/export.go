@@ -106,12 +106,7 @@ it and renamed when complete. The summary goes to stderr.`,
 						a.warnRecall(d, t, rec)
 					}
 					po := &db.PairsOptions{Threshold: t, Mode: mode, Keep: keep}
-					var cs []db.Cluster
-					if from != "" {
-						cs, err = d.ClustersFrom(a.ctx, a.readPairsFile(from), po)
-					} else {
-						cs, err = d.Clusters(a.ctx, po)
-					}
+					cs, err := a.clusters(d, from, po)
 					if err != nil {
 						return interruptNote(err, "export interrupted while clustering: nothing written")
 					}

@@ -551,12 +551,7 @@ zstd inputs are read several times faster.`,
 				if err := checkShapes(a.ctx, args, &in, cols); err != nil {
 					return err
 				}
-				var cs []db.Cluster
-				if from != "" {
-					cs, err = d.ClustersFrom(a.ctx, a.readPairsFile(from), po)
-				} else {
-					cs, err = d.Clusters(a.ctx, po)
-				}
+				cs, err := a.clusters(d, from, po)
 				if err != nil {
 					return interruptNote(err, "filter interrupted while clustering: nothing written")
 				}
@@ -571,7 +566,7 @@ zstd inputs are read several times faster.`,
 					drop = &sink{what: "--removed", path: removed, compress: compress, cols: removedCols}
 				}
 				f := newFilterer(fates, kept, drop, annotate)
-				err := a.filter(args, &in, f)
+				err = a.filter(args, &in, f)
 				n := f.n
 				ok := err == nil
 				if ferr := kept.finish(ok); ferr != nil {

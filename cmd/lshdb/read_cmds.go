@@ -499,7 +499,13 @@ came and how long the run took; FILE gets a header and an end line too.`,
 					}
 				}
 				var st db.PairsStats
-				seq := d.Pairs(a.ctx, &db.PairsOptions{Threshold: t, Stats: &st})
+				// NB: no bar beside pairs streamed to a terminal.
+				pctx, barDone := a.ctx, func() {}
+				if sorted || !a.stdoutIsTerminal() {
+					pctx, barDone = a.phaseBar("pairs")
+				}
+				defer barDone()
+				seq := untilDone(d.Pairs(pctx, &db.PairsOptions{Threshold: t, Stats: &st}), barDone)
 				var spill *pairSpill
 				if clustersFile != "" {
 					if spill, err = newPairSpill(); err != nil {
@@ -546,7 +552,9 @@ func (a *app) statsCmd() *cobra.Command {
 		Args:  nArgs(0),
 		RunE: func(c *cobra.Command, args []string) error {
 			return a.withIndex(func(d index) error {
-				st, err := d.Stats(a.ctx, 5)
+				ctx, barDone := a.phaseBar("stats")
+				st, err := d.Stats(ctx, 5)
+				barDone()
 				if err != nil {
 					return interruptNote(err, "stats interrupted: nothing printed")
 				}
@@ -744,7 +752,9 @@ func (a *app) checkCmd() *cobra.Command {
 		Args:  nArgs(0),
 		RunE: func(c *cobra.Command, args []string) error {
 			return a.withIndex(func(d index) error {
-				rep, err := d.Check(a.ctx)
+				ctx, barDone := a.phaseBar("check")
+				rep, err := d.Check(ctx)
+				barDone()
 				if err != nil {
 					return interruptNote(err, "check interrupted: no verdict")
 				}

@@ -113,3 +113,57 @@ func TestProgressPercentOnTerminal(t *testing.T) {
 		}
 	}
 }
+
+// Ensure that pairs, clusters, check and stats draw a bar per phase on a
+// terminal's stderr (the phase, its place among the phases, a
+// percentage), and that what they print on stdout is what they print
+// without a terminal (the bar never reaches stdout); and that the bar is
+// not drawn when stderr is not a terminal (the datadriven scripts'
+// byte-identical outputs cover that).
+func TestPhaseBarsOnTerminal(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "docs.jsonl")
+	var in strings.Builder
+	for i := range 3000 {
+		fmt.Fprintf(&in, "{\"id\":\"d%d\",\"text\":\"document %d says something about %d things and more\"}\n", i, i%900, i%37)
+	}
+	os.WriteFile(file, []byte(in.String()), 0o644)
+	idx := filepath.Join(dir, "idx")
+	if _, errOut, code := runLine([]string{"insert", "--db", idx, file}, ""); code != 0 {
+		t.Fatal(errOut)
+	}
+	for _, c := range []struct {
+		args  []string
+		phase string
+	}{
+		{[]string{"pairs"}, `pairs 4/4: verifying candidate pairs +[0-9]+% \|`},
+		{[]string{"clusters"}, `clusters 1/4: reading documents +[0-9]+% \|`},
+		{[]string{"check"}, `check 3/3: checking posting lists \(bands\) +[0-9]+% \|`},
+		{[]string{"stats"}, `stats 1/5: reading posting lists \(bands\) +[0-9]+% \|`},
+	} {
+		ctl, tty := openPTY(t)
+		drawn := make(chan string, 1)
+		go func() {
+			var all []byte
+			buf := make([]byte, 4096)
+			for {
+				n, err := ctl.Read(buf)
+				all = append(all, buf[:n]...)
+				if err != nil {
+					drawn <- string(all)
+					return
+				}
+			}
+		}()
+		args := append([]string{c.args[0], "--db", idx}, c.args[1:]...)
+		var out strings.Builder
+		code := run(context.Background(), args, strings.NewReader(""), &out, tty)
+		tty.Close()
+		ctl.Close()
+		got := <-drawn
+		want, _, wantCode := runLine(args, "")
+		if code != wantCode || out.String() != want || !regexp.MustCompile(c.phase).MatchString(got) {
+			t.Errorf("%s on a terminal: exit %d (want %d), stdout equal %v, the terminal got %q", c.args[0], code, wantCode, out.String() == want, got)
+		}
+	}
+}

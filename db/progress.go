@@ -1,0 +1,156 @@
+package db
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Progress is how far a long call has come: Pairs, Clusters,
+// ClustersFrom, Check and Stats report it, through a context made by
+// WithProgress.
+type Progress struct {
+	// Phase names the work ("reading documents", "verifying candidate
+	// pairs", …); Step is its place among Steps, from 1.
+	Phase       string
+	Step, Steps int
+	// Done and Total count the phase's work in its own unit (documents,
+	// bands, candidate pairs), Total known when the phase starts. Done
+	// reaches Total when the phase ends.
+	Done, Total int64
+}
+
+type progressKey struct{}
+
+// WithProgress returns a context that makes the calls given it report
+// their progress to fn: at most about ten times a second, and once more
+// at the end of each phase (Done = Total). fn runs on the call's
+// goroutines, one call at a time; it must be quick. The way net/http's
+// httptrace hooks into a request: no method takes an extra argument, and
+// a call without it does no progress work at all.
+//
+// A call through db/client does not report progress.
+func WithProgress(ctx context.Context, fn func(Progress)) context.Context {
+	return context.WithValue(ctx, progressKey{}, &progress{fn: fn})
+}
+
+// progress is a WithProgress reporter; its methods do nothing on nil.
+type progress struct {
+	fn   func(Progress)
+	mu   sync.Mutex // fn, cur
+	cur  Progress
+	done atomic.Int64
+	last atomic.Int64 // unix nanoseconds of the last report
+}
+
+// progressOf returns ctx's reporter, or nil.
+func progressOf(ctx context.Context) *progress {
+	if ctx == nil {
+		return nil
+	}
+	p, _ := ctx.Value(progressKey{}).(*progress)
+	return p
+}
+
+// progressEvery is the least time between two reports of a phase.
+const progressEvery = int64(100 * time.Millisecond)
+
+// phase ends the current phase (reporting it complete) and starts step
+// of steps, named name, with total units of work.
+func (p *progress) phase(step, steps int, name string, total int64) {
+	if p == nil {
+		return
+	}
+	p.end()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cur = Progress{Phase: name, Step: step, Steps: steps, Total: total}
+	p.done.Store(0)
+	p.last.Store(time.Now().UnixNano())
+	p.fn(p.cur)
+}
+
+// add counts n units of the phase's work done; it reports when the last
+// report is old enough.
+func (p *progress) add(n int64) {
+	if p == nil {
+		return
+	}
+	done := p.done.Add(n)
+	now := time.Now().UnixNano()
+	if last := p.last.Load(); now-last < progressEvery || !p.last.CompareAndSwap(last, now) {
+		return
+	}
+	if !p.mu.TryLock() {
+		return // NB: another goroutine reports
+	}
+	defer p.mu.Unlock()
+	if p.cur.Phase == "" {
+		return
+	}
+	p.cur.Done = done
+	if p.cur.Total > 0 {
+		p.cur.Done = min(done, p.cur.Total) // NB: a total known ahead may be an estimate
+	}
+	p.fn(p.cur)
+}
+
+// end reports the current phase complete.
+func (p *progress) end() {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cur.Phase == "" {
+		return
+	}
+	p.cur.Done = max(p.cur.Total, p.done.Load())
+	p.cur.Total = p.cur.Done
+	p.fn(p.cur)
+	p.cur = Progress{}
+}
+
+// counter batches a goroutine's progress: every 1024 units it adds them
+// to p, so that a loop over millions of items pays a local increment.
+type counter struct {
+	p *progress
+	n int64
+}
+
+func (c *counter) inc() {
+	if c.p == nil {
+		return
+	}
+	if c.n++; c.n == 1024 {
+		c.p.add(c.n)
+		c.n = 0
+	}
+}
+
+func (c *counter) flush() {
+	if c.p != nil && c.n > 0 {
+		c.p.add(c.n)
+		c.n = 0
+	}
+}
+
+// bandCounter counts the bands a scan of posting lists enters, in key
+// order (a posting key starts with its prefix and the band, big endian).
+type bandCounter struct {
+	p    *progress
+	band int
+}
+
+func newBandCounter(p *progress) bandCounter { return bandCounter{p: p, band: -1} }
+
+func (c *bandCounter) key(k []byte) {
+	if c.p == nil || len(k) < 3 {
+		return
+	}
+	if b := int(k[1])<<8 | int(k[2]); b != c.band {
+		c.band = b
+		c.p.add(1)
+	}
+}

@@ -1,0 +1,129 @@
+package db
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+)
+
+// progressLog records the reports of a WithProgress context.
+type progressLog struct {
+	mu  sync.Mutex
+	all []Progress
+}
+
+func (l *progressLog) ctx() context.Context {
+	return WithProgress(context.Background(), func(p Progress) {
+		l.mu.Lock()
+		l.all = append(l.all, p)
+		l.mu.Unlock()
+	})
+}
+
+// check verifies the reports: phases in step order from 1, each ending
+// with Done = Total, Done never going back within a phase nor past a
+// known Total; it returns the last report of each phase by name.
+func (l *progressLog) check(t *testing.T, what string, steps int) map[string]Progress {
+	t.Helper()
+	ends := map[string]Progress{}
+	var cur Progress
+	for i, p := range l.all {
+		switch {
+		case p.Steps != steps:
+			t.Fatalf("%s: report %d %+v: %d steps, want %d", what, i, p, p.Steps, steps)
+		case p.Phase != cur.Phase:
+			if cur.Phase != "" && cur.Done != cur.Total {
+				t.Fatalf("%s: phase %q ended at %d of %d", what, cur.Phase, cur.Done, cur.Total)
+			}
+			if p.Step != cur.Step+1 {
+				t.Fatalf("%s: phase %q is step %d after step %d", what, p.Phase, p.Step, cur.Step)
+			}
+		case p.Done < cur.Done:
+			t.Fatalf("%s: %q went back from %d to %d", what, p.Phase, cur.Done, p.Done)
+		}
+		cur = p
+		ends[p.Phase] = p
+	}
+	if cur.Step != steps || cur.Done != cur.Total {
+		t.Fatalf("%s: the last report %+v is not the end of step %d", what, cur, steps)
+	}
+	return ends
+}
+
+// Ensure that Pairs, Clusters, ClustersFrom, Check and Stats report their
+// phases through WithProgress, in order, each reaching its total: the
+// documents phase counts every stored document, the posting-list phases
+// every band (oracles: Count and the banding); the verification phase
+// counts the candidate pairs PairsStats reports; and that the results are
+// those of a call without a reporter.
+func TestProgressReports(t *testing.T) {
+	d := mustOpen(t, t.TempDir(), nil)
+	defer d.Close()
+	var docs []Doc
+	for i := range 3000 {
+		docs = append(docs, Doc{ID: fmt.Sprintf("d%04d", i), Text: fmt.Sprintf("document %d of a test corpus, with words %d %d %d", i%700, i%13, i%17, i%700)})
+	}
+	if _, err := d.PutBatch(docs, &WriteOptions{NoSync: true}); err != nil {
+		t.Fatal(err)
+	}
+	n, _ := d.Count()
+	bandsN := int64(d.Params().Bands.B)
+	var l progressLog
+	var st PairsStats
+	var got, want int
+	for _, err := range d.Pairs(l.ctx(), &PairsOptions{Stats: &st}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		got++
+	}
+	for _, err := range d.Pairs(context.Background(), nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		want++
+	}
+	if got != want || want == 0 {
+		t.Fatalf("pairs with a reporter %d, without %d", got, want)
+	}
+	ends := l.check(t, "Pairs", 4)
+	if e := ends["reading documents"]; e.Total != int64(n) {
+		t.Errorf("documents phase %+v, want %d", e, n)
+	}
+	if e := ends["reading posting lists (bands)"]; e.Total != bandsN {
+		t.Errorf("bands phase %+v, want %d", e, bandsN)
+	}
+	if e := ends["verifying candidate pairs"]; e.Total != st.Candidates {
+		t.Errorf("verification phase %+v, want %d candidates", e, st.Candidates)
+	}
+	l = progressLog{}
+	cs, err := d.Clusters(l.ctx(), nil)
+	if err != nil || len(cs) == 0 {
+		t.Fatalf("clusters %d, %v", len(cs), err)
+	}
+	l.check(t, "Clusters", 4)
+	l = progressLog{}
+	if _, err := d.ClustersFrom(l.ctx(), d.Pairs(context.Background(), nil), nil); err != nil {
+		t.Fatal(err)
+	}
+	if e := l.check(t, "ClustersFrom", 2)["reading pairs"]; e.Total != int64(want) {
+		t.Errorf("ClustersFrom read %d pairs, want %d", e.Total, want)
+	}
+	l = progressLog{}
+	if rep, err := d.Check(l.ctx()); err != nil || !rep.OK() {
+		t.Fatalf("check: %+v %v", rep, err)
+	}
+	ends = l.check(t, "Check", 3)
+	if ends["checking documents"].Total != int64(n) || ends["checking ids"].Total != int64(n) || ends["checking posting lists (bands)"].Total != bandsN {
+		t.Errorf("check phases %+v", ends)
+	}
+	l = progressLog{}
+	if _, err := d.Stats(l.ctx(), 3); err != nil {
+		t.Fatal(err)
+	}
+	ends = l.check(t, "Stats", 5)
+	if ends["sizing docs"].Total != int64(n) || ends["reading posting lists (bands)"].Total != bandsN {
+		t.Errorf("stats phases %+v", ends)
+	}
+}
