@@ -8,7 +8,6 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"iter"
 	"os"
 	"strings"
@@ -117,16 +116,4 @@ func checkOptions(o *db.Options, p db.Params) error {
 		check("StoreText", o.StoreText, p.StoreText, o.StoreText),
 		check("Storage", o.Storage != "", p.Storage, o.Storage),
 	)
-}
-
-// owned returns d as the in-process database a command needs to own
-// (build, bench), or an error naming the owner when d is attached.
-func (a *app) owned(d index, what string) (*db.DB, error) {
-	if dd, ok := d.(*db.DB); ok {
-		return dd, nil
-	}
-	if a.addr != "" {
-		return nil, fmt.Errorf("%s needs to own the index: it cannot run through --addr (run it where the index is, with the server stopped)", what)
-	}
-	return nil, fmt.Errorf("%s needs to own the index: %w", what, lockedHint(fmt.Errorf("%w: %s", db.ErrLocked, a.dbDir), a.dbDir))
 }

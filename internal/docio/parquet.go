@@ -74,7 +74,7 @@ func (r *reader) parquet(name string, f *os.File) error {
 	}
 	codec := ""
 	if rgs := pf.Metadata().RowGroups; len(rgs) > 0 && len(rgs[0].Columns) > 0 {
-		if c := parquet.LookupCompressionCodec(rgs[0].Columns[0].MetaData.Codec); c != nil && c.CompressionCodec() != 0 {
+		if c := parquet.LookupCompressionCodec(rgs[0].Columns[0].MetaData.Codec); c.CompressionCodec() != 0 {
 			codec = strings.ToLower(c.String())
 		}
 	}

@@ -27,7 +27,7 @@ type Column struct {
 // followed by the added columns as the root's last fields, so that the
 // input's columns keep their indexes and its rows need no remapping.
 type ParquetWriter struct {
-	w     *parquet.Writer
+	w     *parquet.GenericWriter[any]
 	extra []int // the added columns' leaf indexes
 	kinds []string
 	row   parquet.Row
@@ -79,7 +79,7 @@ func NewParquetWriter(w io.Writer, src Source, extra []Column) (*ParquetWriter, 
 	if err != nil {
 		return nil, err
 	}
-	pw.w = parquet.NewWriter(w, schema, parquet.Compression(codec), parquet.MaxRowsPerRowGroup(parquetRowGroup))
+	pw.w = parquet.NewGenericWriter[any](w, schema, parquet.Compression(codec), parquet.MaxRowsPerRowGroup(parquetRowGroup))
 	return pw, nil
 }
 

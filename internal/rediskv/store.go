@@ -1,0 +1,669 @@
+// Package rediskv keeps an lshdb index on a Redis Cluster (or one Redis
+// server): the storage a second backend of package db will run over (issue
+// 16). It holds what db's Pebble store holds — the manifest, one record
+// per document, the id map and one posting list per band bucket — in a
+// layout a cluster can shard, and writes in an order that readers
+// tolerate, since a cluster has no transaction across slots.
+//
+// # Key layout
+//
+// Every key starts with "lshdb:NAME:" (NAME from the URL's path, default
+// "default"). Keys hash to slots by their whole name (no hash tags), so
+// documents and buckets spread over the masters; only the counters share
+// a slot, in one hash.
+//
+//	lshdb:NAME:manifest             string: the manifest (db's codec)
+//	{lshdb:NAME}:counters           hash: next (the last doc number given), live (documents stored)
+//	lshdb:NAME:i:ID                 string: the doc number of ID (decimal)
+//	lshdb:NAME:d:N                  hash: i (the id), r (the record), b (its band buckets, 8 bytes each), x (set when deleted)
+//	lshdb:NAME:p:BAND:BUCKET        set: the doc numbers (decimal) in a band bucket (BUCKET hex)
+//
+// # Write order
+//
+// A put writes the document's record (and its buckets) first, then its
+// postings and its id, then retires the document it replaces: marks its
+// record deleted, removes its postings, deletes the record. A delete does
+// the last step alone, after removing the id. A reader skips a posting
+// whose record is missing or marked deleted (it reads the record to verify
+// the candidate anyway), so a crash between the steps never shows a
+// half-written document: at worst an orphan record or postings that point
+// at nothing, which Repair removes. Documents written in one Apply are
+// visible together only if it completes; there is no snapshot: a query
+// reads the cluster as it is (Pebble's snapshot is the one thing a
+// cluster cannot give).
+//
+// # Round trips
+//
+// go-redis's cluster pipeline sends each node its commands in one round
+// trip, to all nodes at once: a query reads its b buckets in one round
+// trip per master holding any of them (three on a 3-master cluster), and
+// its candidates' records in another; Apply pipelines each of its steps,
+// thousands of commands per round trip per node.
+package rediskv
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// ErrURL is returned by Open and ParseURL for a URL that is not
+// redis://HOST:PORT[/NAME] or redis+cluster://HOST:PORT,HOST:PORT…[/NAME].
+var ErrURL = errors.New("not a redis:// or redis+cluster:// URL")
+
+// Store is an index's storage on Redis. Its methods are safe for
+// concurrent use.
+type Store struct {
+	c      redis.UniversalClient
+	prefix string
+	// pipelines counts the pipelines sent to nodes (round trips), for
+	// benchmarks and tests.
+	pipelines atomic.Int64
+}
+
+// ParseURL returns the nodes, whether they form a cluster, and the index
+// name of a redis:// or redis+cluster:// URL.
+func ParseURL(s string) (addrs []string, cluster bool, name string, err error) {
+	u, err := url.Parse(s)
+	if err != nil {
+		return nil, false, "", fmt.Errorf("%w: %q: %v", ErrURL, s, err)
+	}
+	switch u.Scheme {
+	case "redis":
+	case "redis+cluster":
+		cluster = true
+	default:
+		return nil, false, "", fmt.Errorf("%w: %q", ErrURL, s)
+	}
+	for _, a := range strings.Split(u.Host, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			if !strings.Contains(a, ":") {
+				a += ":6379"
+			}
+			addrs = append(addrs, a)
+		}
+	}
+	if len(addrs) == 0 || !cluster && len(addrs) > 1 {
+		return nil, false, "", fmt.Errorf("%w: %q: give one HOST:PORT (redis://) or several (redis+cluster://)", ErrURL, s)
+	}
+	name = strings.Trim(u.Path, "/")
+	if name == "" {
+		name = "default"
+	}
+	if strings.ContainsAny(name, "{}:/ ") {
+		return nil, false, "", fmt.Errorf("%w: %q: the index name %q holds one of {}:/ or a space", ErrURL, s, name)
+	}
+	return addrs, cluster, name, nil
+}
+
+// Open connects to the index named by url (see ParseURL) and checks that
+// the nodes answer.
+func Open(ctx context.Context, rawURL string) (*Store, error) {
+	addrs, cluster, name, err := ParseURL(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	var c redis.UniversalClient
+	if cluster {
+		c = redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
+	} else {
+		c = redis.NewClient(&redis.Options{Addr: addrs[0]})
+	}
+	s := &Store{c: c, prefix: "lshdb:" + name + ":"}
+	c.AddHook(countHook{&s.pipelines})
+	if err := s.ping(ctx); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Store) ping(ctx context.Context) error {
+	if cc, ok := s.c.(*redis.ClusterClient); ok {
+		return cc.ForEachShard(ctx, func(ctx context.Context, n *redis.Client) error { return n.Ping(ctx).Err() })
+	}
+	return s.c.Ping(ctx).Err()
+}
+
+// Close closes the connections.
+func (s *Store) Close() error { return s.c.Close() }
+
+// Pipelines returns the number of pipelines sent to nodes so far: the
+// round trips (a cluster pipeline sends one to each node it touches).
+func (s *Store) Pipelines() int64 { return s.pipelines.Load() }
+
+// countHook counts the pipelines sent to a node.
+type countHook struct{ n *atomic.Int64 }
+
+func (h countHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h countHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		h.n.Add(1)
+		return next(ctx, cmd)
+	}
+}
+func (h countHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		h.n.Add(1)
+		return next(ctx, cmds)
+	}
+}
+
+func (s *Store) manifestKey() string    { return s.prefix + "manifest" }
+func (s *Store) countersKey() string    { return "{" + strings.TrimSuffix(s.prefix, ":") + "}:counters" }
+func (s *Store) idKey(id string) string { return s.prefix + "i:" + id }
+func (s *Store) docKey(n uint64) string { return s.prefix + "d:" + strconv.FormatUint(n, 10) }
+func (s *Store) docPattern() string     { return s.prefix + "d:*" }
+func (s *Store) postingPattern() string { return s.prefix + "p:*" }
+func (s *Store) postKey(band int, bucket uint64) string {
+	return s.prefix + "p:" + strconv.Itoa(band) + ":" + strconv.FormatUint(bucket, 16)
+}
+
+// Manifest returns the stored manifest, or nil when there is none.
+func (s *Store) Manifest(ctx context.Context) ([]byte, error) {
+	b, err := s.c.Get(ctx, s.manifestKey()).Bytes()
+	if errors.Is(err, redis.Nil) {
+		return nil, nil
+	}
+	return b, err
+}
+
+// SetManifest stores the manifest.
+func (s *Store) SetManifest(ctx context.Context, m []byte) error {
+	return s.c.Set(ctx, s.manifestKey(), m, 0).Err()
+}
+
+// Put is one document to store: its id, its record, and its bucket in
+// each band (Buckets[band]).
+type Put struct {
+	ID      string
+	Record  []byte
+	Buckets []uint64
+}
+
+// WriteSet is what one Apply writes: puts (an id already stored is
+// replaced) and deletes of ids. An id may appear once.
+type WriteSet struct {
+	Puts    []Put
+	Deletes []string
+}
+
+// Result says what an Apply did: the doc numbers given to the puts, the
+// documents replaced, and the deleted ids that were not stored.
+type Result struct {
+	Nums     []uint64
+	Replaced int
+	Missing  []string
+}
+
+// failAfter, when set by a test, stops Apply after that many of its
+// steps, as a crash would (1: records written; 2: postings and ids
+// written; 3: old documents marked deleted; 4: their postings removed).
+var failAfter atomic.Int32
+
+var errCrash = errors.New("rediskv: a crash injected by a test")
+
+// Apply writes ws in the order the package documents. It is not atomic:
+// a failure part way leaves what Repair removes and no posting a reader
+// would return for a document not fully written.
+func (s *Store) Apply(ctx context.Context, ws *WriteSet) (Result, error) {
+	var res Result
+	ids := make([]string, 0, len(ws.Puts)+len(ws.Deletes))
+	for _, p := range ws.Puts {
+		ids = append(ids, p.ID)
+	}
+	ids = append(ids, ws.Deletes...)
+	seen := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		if id == "" || seen[id] {
+			return res, fmt.Errorf("rediskv: id %q is empty or given twice in one write set", id)
+		}
+		seen[id] = true
+	}
+	// The documents the write set replaces or deletes, and their buckets.
+	old := make([]*redis.StringCmd, len(ids))
+	if _, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, id := range ids {
+			old[i] = p.Get(ctx, s.idKey(id))
+		}
+		return nil
+	}); err != nil && !errors.Is(err, redis.Nil) {
+		return res, err
+	}
+	oldNums := make([]uint64, len(ids)) // 0: none
+	for i, c := range old {
+		if v, err := c.Uint64(); err == nil {
+			oldNums[i] = v
+		}
+	}
+	oldBuckets := make([]*redis.StringCmd, len(ids))
+	if _, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, n := range oldNums {
+			if n != 0 {
+				oldBuckets[i] = p.HGet(ctx, s.docKey(n), "b")
+			}
+		}
+		return nil
+	}); err != nil && !errors.Is(err, redis.Nil) {
+		return res, err
+	}
+	// 1. The new records, under fresh numbers.
+	if len(ws.Puts) > 0 {
+		last, err := s.c.HIncrBy(ctx, s.countersKey(), "next", int64(len(ws.Puts))).Result()
+		if err != nil {
+			return res, err
+		}
+		first := uint64(last) - uint64(len(ws.Puts)) + 1
+		for i := range ws.Puts {
+			res.Nums = append(res.Nums, first+uint64(i))
+		}
+	}
+	if _, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, put := range ws.Puts {
+			p.HSet(ctx, s.docKey(res.Nums[i]), "i", put.ID, "r", put.Record, "b", bucketBytes(put.Buckets))
+		}
+		return nil
+	}); err != nil {
+		return res, err
+	}
+	if failAfter.Load() == 1 {
+		return res, errCrash
+	}
+	// 2. Their postings, then their ids.
+	if _, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, put := range ws.Puts {
+			num := strconv.FormatUint(res.Nums[i], 10)
+			for band, b := range put.Buckets {
+				p.SAdd(ctx, s.postKey(band, b), num)
+			}
+		}
+		for i, put := range ws.Puts {
+			p.Set(ctx, s.idKey(put.ID), res.Nums[i], 0)
+		}
+		for i, id := range ws.Deletes {
+			if oldNums[len(ws.Puts)+i] != 0 {
+				p.Del(ctx, s.idKey(id))
+			}
+		}
+		return nil
+	}); err != nil {
+		return res, err
+	}
+	if failAfter.Load() == 2 {
+		return res, errCrash
+	}
+	// 3. Retire the replaced and deleted documents: mark, unpost, delete.
+	var retired []int
+	for i, n := range oldNums {
+		if n != 0 {
+			retired = append(retired, i)
+			if i < len(ws.Puts) {
+				res.Replaced++
+			}
+		} else if i >= len(ws.Puts) {
+			res.Missing = append(res.Missing, ids[i])
+		}
+	}
+	if err := s.retire(ctx, retired, oldNums, oldBuckets); err != nil {
+		return res, err
+	}
+	live := int64(len(ws.Puts)) - int64(len(retired))
+	if live != 0 {
+		if err := s.c.HIncrBy(ctx, s.countersKey(), "live", live).Err(); err != nil {
+			return res, err
+		}
+	}
+	return res, nil
+}
+
+// retire removes the documents oldNums[i] for i in which: marks their
+// records deleted, removes their postings, deletes the records.
+func (s *Store) retire(ctx context.Context, which []int, oldNums []uint64, oldBuckets []*redis.StringCmd) error {
+	if len(which) == 0 {
+		return nil
+	}
+	if _, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, i := range which {
+			p.HSet(ctx, s.docKey(oldNums[i]), "x", "1")
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	if failAfter.Load() == 3 {
+		return errCrash
+	}
+	if _, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, i := range which {
+			bs, _ := oldBuckets[i].Bytes()
+			num := strconv.FormatUint(oldNums[i], 10)
+			for band, b := range parseBuckets(bs) {
+				p.SRem(ctx, s.postKey(band, b), num)
+			}
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	if failAfter.Load() == 4 {
+		return errCrash
+	}
+	_, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, i := range which {
+			p.Del(ctx, s.docKey(oldNums[i]))
+		}
+		return nil
+	})
+	return err
+}
+
+func bucketBytes(bs []uint64) []byte {
+	out := make([]byte, 0, 8*len(bs))
+	for _, b := range bs {
+		out = binary.LittleEndian.AppendUint64(out, b)
+	}
+	return out
+}
+
+func parseBuckets(b []byte) []uint64 {
+	out := make([]uint64, len(b)/8)
+	for i := range out {
+		out[i] = binary.LittleEndian.Uint64(b[8*i:])
+	}
+	return out
+}
+
+// BandBucket names a posting list.
+type BandBucket struct {
+	Band   int
+	Bucket uint64
+}
+
+// Postings returns the doc numbers of each posting list, in one round
+// trip per node, as stored: a number whose record is missing or deleted
+// may be among them (Records says so).
+func (s *Store) Postings(ctx context.Context, lists []BandBucket) ([][]uint64, error) {
+	cmds := make([]*redis.StringSliceCmd, len(lists))
+	if _, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, l := range lists {
+			cmds[i] = p.SMembers(ctx, s.postKey(l.Band, l.Bucket))
+		}
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	out := make([][]uint64, len(lists))
+	for i, c := range cmds {
+		for _, v := range c.Val() {
+			n, err := strconv.ParseUint(v, 10, 64)
+			if err != nil {
+				return nil, fmt.Errorf("rediskv: posting list %s holds %q", s.postKey(lists[i].Band, lists[i].Bucket), v)
+			}
+			out[i] = append(out[i], n)
+		}
+	}
+	return out, nil
+}
+
+// Records returns the record of each doc number, in one round trip per
+// node: nil for a number whose record is missing or marked deleted.
+func (s *Store) Records(ctx context.Context, nums []uint64) ([][]byte, error) {
+	cmds := make([]*redis.SliceCmd, len(nums))
+	if _, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, n := range nums {
+			cmds[i] = p.HMGet(ctx, s.docKey(n), "r", "x")
+		}
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	out := make([][]byte, len(nums))
+	for i, c := range cmds {
+		v := c.Val()
+		if len(v) == 2 && v[0] != nil && v[1] == nil {
+			if r, ok := v[0].(string); ok {
+				out[i] = []byte(r)
+			}
+		}
+	}
+	return out, nil
+}
+
+// DocNums returns the doc number of each id, 0 for an id not stored.
+func (s *Store) DocNums(ctx context.Context, ids []string) ([]uint64, error) {
+	cmds := make([]*redis.StringCmd, len(ids))
+	if _, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, id := range ids {
+			cmds[i] = p.Get(ctx, s.idKey(id))
+		}
+		return nil
+	}); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, err
+	}
+	out := make([]uint64, len(ids))
+	for i, c := range cmds {
+		out[i], _ = c.Uint64()
+	}
+	return out, nil
+}
+
+// Count returns the number of documents stored.
+func (s *Store) Count(ctx context.Context) (uint64, error) {
+	n, err := s.c.HGet(ctx, s.countersKey(), "live").Uint64()
+	if errors.Is(err, redis.Nil) {
+		return 0, nil
+	}
+	return n, err
+}
+
+// scanKeys calls fn with every key matching pattern, on every master
+// (the masters are scanned at once; fn is called one key at a time).
+func (s *Store) scanKeys(ctx context.Context, pattern string, fn func(c redis.Cmdable, key string) error) error {
+	var mu sync.Mutex
+	each := func(ctx context.Context, c *redis.Client) error {
+		it := c.Scan(ctx, 0, pattern, 1000).Iterator()
+		for it.Next(ctx) {
+			mu.Lock()
+			err := fn(c, it.Val())
+			mu.Unlock()
+			if err != nil {
+				return err
+			}
+		}
+		return it.Err()
+	}
+	if cc, ok := s.c.(*redis.ClusterClient); ok {
+		return cc.ForEachMaster(ctx, each)
+	}
+	return each(ctx, s.c.(*redis.Client))
+}
+
+// RepairReport says what Repair found and removed.
+type RepairReport struct {
+	// Orphans are records that no id names (a put that stopped before
+	// its id was written, or a retirement that stopped before the record
+	// was deleted); Dangling the postings of numbers with no live record.
+	Orphans, Dangling int
+}
+
+// Repair removes what an Apply that stopped part way left: records no id
+// names (with their postings) and postings whose record is missing or
+// deleted. It must not run beside writers (as db's check --repair).
+func (s *Store) Repair(ctx context.Context) (RepairReport, error) {
+	var rep RepairReport
+	live := map[uint64]bool{}
+	var docKeys []string
+	if err := s.scanKeys(ctx, s.docPattern(), func(_ redis.Cmdable, key string) error {
+		docKeys = append(docKeys, key)
+		return nil
+	}); err != nil {
+		return rep, err
+	}
+	// A record is live when its id names it and it is not marked.
+	nums := make([]uint64, len(docKeys))
+	for i, k := range docKeys {
+		n, err := strconv.ParseUint(strings.TrimPrefix(k, s.prefix+"d:"), 10, 64)
+		if err != nil {
+			return rep, fmt.Errorf("rediskv: a record key %q", k)
+		}
+		nums[i] = n
+	}
+	cmds := make([]*redis.SliceCmd, len(nums))
+	if _, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, n := range nums {
+			cmds[i] = p.HMGet(ctx, s.docKey(n), "i", "x")
+		}
+		return nil
+	}); err != nil {
+		return rep, err
+	}
+	var ids []string
+	var idOf []int
+	for i, c := range cmds {
+		if v := c.Val(); len(v) == 2 && v[1] == nil {
+			if id, ok := v[0].(string); ok {
+				ids = append(ids, id)
+				idOf = append(idOf, i)
+			}
+		}
+	}
+	named, err := s.DocNums(ctx, ids)
+	if err != nil {
+		return rep, err
+	}
+	for k, i := range idOf {
+		if named[k] == nums[i] {
+			live[nums[i]] = true
+		}
+	}
+	var dead []int
+	deadNums := make([]uint64, len(nums))
+	deadBuckets := make([]*redis.StringCmd, len(nums))
+	if _, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, n := range nums {
+			if !live[n] {
+				dead = append(dead, i)
+				deadNums[i] = n
+				deadBuckets[i] = p.HGet(ctx, s.docKey(n), "b")
+			}
+		}
+		return nil
+	}); err != nil && !errors.Is(err, redis.Nil) {
+		return rep, err
+	}
+	rep.Orphans = len(dead)
+	if err := s.retire(ctx, dead, deadNums, deadBuckets); err != nil {
+		return rep, err
+	}
+	// The live count is the ids'.
+	if err := s.c.HSet(ctx, s.countersKey(), "live", len(live)).Err(); err != nil {
+		return rep, err
+	}
+	// Postings of numbers with no live record.
+	err = s.scanKeys(ctx, s.postingPattern(), func(c redis.Cmdable, key string) error {
+		members, err := c.SMembers(ctx, key).Result()
+		if err != nil {
+			return err
+		}
+		for _, m := range members {
+			n, err := strconv.ParseUint(m, 10, 64)
+			if err != nil || !live[n] {
+				if err := c.SRem(ctx, key, m).Err(); err != nil {
+					return err
+				}
+				rep.Dangling++
+			}
+		}
+		return nil
+	})
+	return rep, err
+}
+
+// Check returns the index's inconsistencies, none when it is whole: an
+// id naming no record, a record of another id, or a deleted one; a
+// posting of a number no id names; a live document missing from one of
+// its buckets; a live count that is not the ids'. It reads everything;
+// run it without writers.
+func (s *Store) Check(ctx context.Context) ([]string, error) {
+	var problems []string
+	idNum := map[string]uint64{}
+	if err := s.scanKeys(ctx, s.prefix+"i:*", func(c redis.Cmdable, key string) error {
+		n, err := c.Get(ctx, key).Uint64()
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("id key %s: %v", key, err))
+			return nil
+		}
+		idNum[strings.TrimPrefix(key, s.prefix+"i:")] = n
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	live := map[uint64]bool{}
+	for id, n := range idNum {
+		v, err := s.c.HMGet(ctx, s.docKey(n), "i", "x", "b").Result()
+		if err != nil {
+			return nil, err
+		}
+		rid, _ := v[0].(string)
+		switch {
+		case v[0] == nil:
+			problems = append(problems, fmt.Sprintf("id %q names doc %d, which has no record", id, n))
+			continue
+		case rid != id:
+			problems = append(problems, fmt.Sprintf("id %q names doc %d, the record of %q", id, n, rid))
+			continue
+		case v[1] != nil:
+			problems = append(problems, fmt.Sprintf("id %q names doc %d, which is marked deleted", id, n))
+			continue
+		}
+		live[n] = true
+		bs, _ := v[2].(string)
+		for band, b := range parseBuckets([]byte(bs)) {
+			ok, err := s.c.SIsMember(ctx, s.postKey(band, b), strconv.FormatUint(n, 10)).Result()
+			if err != nil {
+				return nil, err
+			}
+			if !ok {
+				problems = append(problems, fmt.Sprintf("doc %d (%q) is missing from band %d bucket %x", n, id, band, b))
+			}
+		}
+	}
+	if err := s.scanKeys(ctx, s.postingPattern(), func(c redis.Cmdable, key string) error {
+		members, err := c.SMembers(ctx, key).Result()
+		if err != nil {
+			return err
+		}
+		for _, m := range members {
+			if n, err := strconv.ParseUint(m, 10, 64); err != nil || !live[n] {
+				problems = append(problems, fmt.Sprintf("posting list %s names %s, no live document", key, m))
+			}
+		}
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	if n, err := s.Count(ctx); err != nil {
+		return nil, err
+	} else if n != uint64(len(idNum)) {
+		problems = append(problems, fmt.Sprintf("the live count is %d, the ids %d", n, len(idNum)))
+	}
+	return problems, nil
+}
+
+// Flush deletes every key of the index (for tests and lshdb's drop).
+func (s *Store) Flush(ctx context.Context) error {
+	for _, pat := range []string{s.prefix + "*"} {
+		if err := s.scanKeys(ctx, pat, func(c redis.Cmdable, key string) error { return c.Del(ctx, key).Err() }); err != nil {
+			return err
+		}
+	}
+	return s.c.Del(ctx, s.countersKey()).Err()
+}

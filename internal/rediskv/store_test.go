@@ -1,0 +1,369 @@
+package rediskv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/lshdb/lshdb/internal/redistest"
+)
+
+// cluster is the package's Redis Cluster (3 masters, 3 replicas), started
+// once by TestMain; nil when redis-server is absent (the tests skip, or
+// fail with LSHDB_REQUIRE_REDIS=1).
+var cluster *redistest.Cluster
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "lshdb-redis-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	c, err := redistest.Start(context.Background(), dir)
+	switch {
+	case errors.Is(err, redistest.ErrNoRedis) && os.Getenv("LSHDB_REQUIRE_REDIS") != "1":
+		fmt.Fprintf(os.Stderr, "rediskv: %v: its tests skip\n", err)
+	case err != nil:
+		fmt.Fprintf(os.Stderr, "rediskv: %v\n", err)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	default:
+		cluster = c
+	}
+	code := m.Run()
+	if c != nil {
+		c.Stop()
+	}
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// open opens a fresh index named after the test on the cluster.
+func open(t *testing.T) *Store {
+	t.Helper()
+	if cluster == nil {
+		t.Skip("no redis-server: the Redis Cluster tests skip (LSHDB_REQUIRE_REDIS=1 makes this a failure)")
+	}
+	name := strings.NewReplacer("/", "-", " ", "-").Replace(t.Name())
+	s, err := Open(context.Background(), "redis+cluster://"+strings.Join(cluster.Addrs, ",")+"/"+name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Flush(context.Background()); s.Close() })
+	return s
+}
+
+// model is the expected state: each id's record and buckets.
+type model struct {
+	docs map[string]Put
+}
+
+// postings returns the model's posting lists: ids by band bucket.
+func (m *model) postings() map[BandBucket][]string {
+	out := map[BandBucket][]string{}
+	for id, p := range m.docs {
+		for band, b := range p.Buckets {
+			k := BandBucket{band, b}
+			out[k] = append(out[k], id)
+		}
+	}
+	return out
+}
+
+// verify checks the store against the model: the count, every id's
+// record, every posting list (as ids, through the records), and Check.
+func verify(t *testing.T, s *Store, m *model, allIDs []string, lists []BandBucket) {
+	t.Helper()
+	ctx := context.Background()
+	n, err := s.Count(ctx)
+	if err != nil || n != uint64(len(m.docs)) {
+		t.Fatalf("Count %d, %v; the model has %d", n, err, len(m.docs))
+	}
+	nums, err := s.DocNums(ctx, allIDs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, err := s.Records(ctx, nums)
+	if err != nil {
+		t.Fatal(err)
+	}
+	idOfNum := map[uint64]string{}
+	for i, id := range allIDs {
+		want, ok := m.docs[id]
+		switch {
+		case ok && (nums[i] == 0 || string(recs[i]) != string(want.Record)):
+			t.Fatalf("%s: doc %d record %q, want %q", id, nums[i], recs[i], want.Record)
+		case !ok && nums[i] != 0:
+			t.Fatalf("%s: deleted, but names doc %d", id, nums[i])
+		}
+		if ok {
+			idOfNum[nums[i]] = id
+		}
+	}
+	got, err := s.Postings(ctx, lists)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := m.postings()
+	for i, l := range lists {
+		var ids []string
+		for _, n := range got[i] {
+			id, ok := idOfNum[n]
+			if !ok {
+				t.Fatalf("band %d bucket %d names doc %d, which no id names", l.Band, l.Bucket, n)
+			}
+			ids = append(ids, id)
+		}
+		slices.Sort(ids)
+		w := want[l]
+		slices.Sort(w)
+		if !slices.Equal(ids, w) {
+			t.Fatalf("band %d bucket %d: %v, want %v", l.Band, l.Bucket, ids, w)
+		}
+	}
+	if problems, err := s.Check(ctx); err != nil || len(problems) > 0 {
+		t.Fatalf("check: %v %v", problems, err)
+	}
+}
+
+const bands = 4
+
+// randomPut is a put of id with a random record and buckets among a few,
+// so that lists hold several documents.
+func randomPut(rng *rand.Rand, id string) Put {
+	p := Put{ID: id, Record: []byte(fmt.Sprintf("record of %s #%d", id, rng.IntN(1e6)))}
+	for range bands {
+		p.Buckets = append(p.Buckets, uint64(rng.IntN(12)))
+	}
+	return p
+}
+
+func allLists() []BandBucket {
+	var out []BandBucket
+	for band := range bands {
+		for b := range 12 {
+			out = append(out, BandBucket{band, uint64(b)})
+		}
+	}
+	return out
+}
+
+// Ensure that random write sets (new documents, upserts, deletes of
+// stored and missing ids) leave the cluster in the model's state after
+// each Apply: every id's record, every posting list exactly, the count,
+// and Check clean; and that Apply reports replaced and missing ids as the
+// model says.
+func TestApplyMatchesModel(t *testing.T) {
+	s := open(t)
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(16, 1))
+	m := &model{docs: map[string]Put{}}
+	var ids []string
+	for i := range 60 {
+		ids = append(ids, fmt.Sprintf("doc-%02d", i))
+	}
+	for round := range 30 {
+		ws := &WriteSet{}
+		used := map[string]bool{}
+		replaced, missing := 0, 0
+		for range 1 + rng.IntN(12) {
+			id := ids[rng.IntN(len(ids))]
+			if used[id] {
+				continue
+			}
+			used[id] = true
+			if rng.IntN(4) == 0 {
+				ws.Deletes = append(ws.Deletes, id)
+				if _, ok := m.docs[id]; !ok {
+					missing++
+				}
+				continue
+			}
+			if _, ok := m.docs[id]; ok {
+				replaced++
+			}
+			ws.Puts = append(ws.Puts, randomPut(rng, id))
+		}
+		res, err := s.Apply(ctx, ws)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Replaced != replaced || len(res.Missing) != missing || len(res.Nums) != len(ws.Puts) {
+			t.Fatalf("round %d: %+v; want %d replaced, %d missing", round, res, replaced, missing)
+		}
+		for _, p := range ws.Puts {
+			m.docs[p.ID] = p
+		}
+		for _, id := range ws.Deletes {
+			delete(m.docs, id)
+		}
+		verify(t, s, m, ids, allLists())
+	}
+	if len(m.docs) < 10 {
+		t.Fatalf("only %d documents at the end: the test tests little", len(m.docs))
+	}
+}
+
+// Ensure that an Apply stopped after each of its steps (as a crash
+// would) never lets a reader see a posting of a document not fully
+// written (every posting whose record reads back names a record of the
+// old or the new state), that Check then reports the leftovers, and that
+// Repair leaves an index Check finds whole, in which every document the
+// stopped write set did not touch is as before and every touched id holds
+// its old or its new record.
+func TestCrashBetweenStepsAndRepair(t *testing.T) {
+	ctx := context.Background()
+	for step := int32(1); step <= 4; step++ {
+		t.Run(fmt.Sprint("after step ", step), func(t *testing.T) {
+			s := open(t)
+			rng := rand.New(rand.NewPCG(uint64(step), 2))
+			m := &model{docs: map[string]Put{}}
+			var ids []string
+			ws := &WriteSet{}
+			for i := range 20 {
+				id := fmt.Sprintf("doc-%02d", i)
+				ids = append(ids, id)
+				p := randomPut(rng, id)
+				ws.Puts = append(ws.Puts, p)
+				m.docs[id] = p
+			}
+			if _, err := s.Apply(ctx, ws); err != nil {
+				t.Fatal(err)
+			}
+			verify(t, s, m, ids, allLists())
+			// The stopped write set: two upserts, a delete, a new document.
+			crashed := &WriteSet{Puts: []Put{randomPut(rng, "doc-01"), randomPut(rng, "doc-02"), randomPut(rng, "new")}, Deletes: []string{"doc-03"}}
+			failAfter.Store(step)
+			_, err := s.Apply(ctx, crashed)
+			failAfter.Store(0)
+			if !errors.Is(err, errCrash) {
+				t.Fatalf("Apply stopped after step %d: %v", step, err)
+			}
+			known := map[string]bool{}
+			for _, p := range append(slices.Collect(mapValues(m.docs)), crashed.Puts...) {
+				known[string(p.Record)] = true
+			}
+			got, err := s.Postings(ctx, allLists())
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, nums := range got {
+				recs, err := s.Records(ctx, nums)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for k, r := range recs {
+					if r != nil && !known[string(r)] {
+						t.Fatalf("doc %d reads as %q, written by nobody", nums[k], r)
+					}
+				}
+			}
+			if _, err := s.Repair(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if problems, err := s.Check(ctx); err != nil || len(problems) > 0 {
+				t.Fatalf("after Repair: %v %v", problems, err)
+			}
+			all := append(ids, "new")
+			nums, _ := s.DocNums(ctx, all)
+			recs, _ := s.Records(ctx, nums)
+			for i, id := range all {
+				touched := slices.ContainsFunc(crashed.Puts, func(p Put) bool { return p.ID == id }) || slices.Contains(crashed.Deletes, id)
+				old, had := m.docs[id]
+				var newRec []byte
+				for _, p := range crashed.Puts {
+					if p.ID == id {
+						newRec = p.Record
+					}
+				}
+				switch {
+				case !touched && (!had || string(recs[i]) != string(old.Record)):
+					t.Fatalf("%s, untouched by the stopped write, reads %q, want %q", id, recs[i], old.Record)
+				case touched && recs[i] != nil && string(recs[i]) != string(old.Record) && string(recs[i]) != string(newRec):
+					t.Fatalf("%s reads %q: neither its old nor its new record", id, recs[i])
+				case touched && recs[i] == nil && !slices.Contains(crashed.Deletes, id) && had:
+					t.Fatalf("%s, upserted, was lost", id)
+				}
+			}
+		})
+	}
+}
+
+func mapValues[K comparable, V any](m map[K]V) func(func(V) bool) {
+	return func(yield func(V) bool) {
+		for _, v := range m {
+			if !yield(v) {
+				return
+			}
+		}
+	}
+}
+
+// Ensure that URLs are parsed as documented and bad ones refused with
+// ErrURL.
+func TestParseURL(t *testing.T) {
+	for _, c := range []struct {
+		url     string
+		addrs   string
+		cluster bool
+		name    string
+	}{
+		{"redis://localhost:6379/idx", "localhost:6379", false, "idx"},
+		{"redis://localhost", "localhost:6379", false, "default"},
+		{"redis+cluster://127.0.0.1:7000,127.0.0.1:7001/docs", "127.0.0.1:7000,127.0.0.1:7001", true, "docs"},
+	} {
+		addrs, cluster, name, err := ParseURL(c.url)
+		if err != nil || strings.Join(addrs, ",") != c.addrs || cluster != c.cluster || name != c.name {
+			t.Errorf("%s: %v %v %q %v", c.url, addrs, cluster, name, err)
+		}
+	}
+	for _, bad := range []string{"http://x:1", "redis://a:1,b:2/x", "redis://", "redis://h:1/a:b", "redis+cluster://h:1/{x}"} {
+		if _, _, _, err := ParseURL(bad); !errors.Is(err, ErrURL) {
+			t.Errorf("%s: %v, want ErrURL", bad, err)
+		}
+	}
+}
+
+// Ensure that a query's reads take one round trip per node: the b bucket
+// reads of a query go to at most the 3 masters in one pipeline each, and
+// so do the candidates' records.
+func TestQueryRoundTrips(t *testing.T) {
+	s := open(t)
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(3, 3))
+	ws := &WriteSet{}
+	for i := range 200 {
+		ws.Puts = append(ws.Puts, randomPut(rng, fmt.Sprintf("d%03d", i)))
+	}
+	if _, err := s.Apply(ctx, ws); err != nil {
+		t.Fatal(err)
+	}
+	before := s.Pipelines()
+	lists := allLists()[:bands]
+	got, err := s.Postings(ctx, lists)
+	if err != nil {
+		t.Fatal(err)
+	}
+	buckets := s.Pipelines() - before
+	var nums []uint64
+	for _, g := range got {
+		nums = append(nums, g...)
+	}
+	before = s.Pipelines()
+	if _, err := s.Records(ctx, nums); err != nil {
+		t.Fatal(err)
+	}
+	records := s.Pipelines() - before
+	t.Logf("a query of %d bands: %d round trips for the buckets, %d for %d candidates' records", len(lists), buckets, records, len(nums))
+	if buckets < 1 || buckets > 3 || records < 1 || records > 3 {
+		t.Fatalf("round trips: %d for the buckets, %d for the records; want 1 to 3 each (one per master)", buckets, records)
+	}
+}
