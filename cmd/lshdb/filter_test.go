@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/klauspost/compress/zstd"
 	"github.com/lshdb/lshdb/internal/allpairs"
 	"github.com/lshdb/lshdb/internal/docio"
 	"github.com/lshdb/lshdb/minhash"
@@ -467,5 +468,27 @@ func TestFilterParquetFromAnotherWriter(t *testing.T) {
 			t.Fatalf("kept row %d is not the input's row of %s", k, idOf(r))
 		}
 		k++
+	}
+}
+
+// Ensure that gen compresses as its output's name says: a .zst file holds
+// zstd, a .gz file gzip, the same lines.
+func TestGenCompressionByName(t *testing.T) {
+	dir := t.TempDir()
+	gz, zst := filepath.Join(dir, "g.jsonl.gz"), filepath.Join(dir, "g.jsonl.zst")
+	mustRun(t, "gen", "--n", "300", "--seed", "4", "--out", gz)
+	mustRun(t, "gen", "--n", "300", "--seed", "4", "--out", zst)
+	raw, _ := os.ReadFile(zst)
+	zr, err := zstd.NewReader(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer zr.Close()
+	plain, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatalf("%s is not zstd: %v", zst, err)
+	}
+	if want := gunzipFile(t, gz); !bytes.Equal(plain, want) || len(splitLines(plain)) != 300 {
+		t.Fatalf("zstd and gzip outputs differ (%d and %d bytes)", len(plain), len(want))
 	}
 }

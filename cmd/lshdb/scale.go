@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/zstd"
+	"io"
 	"os"
 	"runtime"
 	"runtime/debug"
@@ -53,7 +55,17 @@ the seed.`,
 				return err
 			}
 			bw := bufio.NewWriterSize(f, 1<<20)
-			zw := gzip.NewWriter(bw)
+			// NB: compressed as the name says: zstd for .zst (read about
+			// four times as fast as gzip, see filter), else gzip.
+			var zw io.WriteCloser
+			if n := strings.ToLower(out); strings.HasSuffix(n, ".zst") || strings.HasSuffix(n, ".zstd") {
+				if zw, err = zstd.NewWriter(bw); err != nil {
+					f.Close()
+					return err
+				}
+			} else {
+				zw = gzip.NewWriter(bw)
+			}
 			enc := json.NewEncoder(zw)
 			i := 0
 			for d := range gen.Stream(gen.Options{Seed: seed, N: n, Sources: sources, CopyFraction: copyFraction}) {
@@ -87,7 +99,7 @@ the seed.`,
 	c.Flags().IntVar(&n, "n", 0, "documents")
 	c.Flags().Uint64Var(&seed, "seed", 1, "seed")
 	c.Flags().Float64Var(&copyFraction, "copy-fraction", 0.2, "fraction of near-copies")
-	c.Flags().StringVar(&out, "out", "", "output file (gzip-compressed JSON Lines)")
+	c.Flags().StringVar(&out, "out", "", "output file: JSON Lines, zstd-compressed when it ends .zst, else gzip-compressed")
 	c.Flags().StringVar(&prefix, "id-prefix", "g", "id prefix (ids are PREFIX + 8 digits)")
 	c.Flags().StringVar(&source, "source", "", "JSON Lines corpus the originals are made of (default: debian-descriptions from ../shared beside a checkout, else the built-in sample)")
 	c.Flags().IntVar(&upserts, "upserts", 0, "give the first K documents ids of a default-prefix corpus (upserts)")
