@@ -8,7 +8,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"unicode/utf8"
 
 	"github.com/lshdb/lshdb/db"
@@ -49,9 +48,7 @@ func exportOf(doc *db.StoredDoc) exportLine {
 }
 
 func (a *app) exportCmd() *cobra.Command {
-	var threshold float64
-	var cf clusterFlags
-	var out, removed, from, compress string
+	var df dedupFlags
 	var all bool
 	c := &cobra.Command{
 		Use: "export --db DIR [--out FILE] [--removed FILE] [--all] [--mode centers|components] [--keep first|last|longest|shortest]",
@@ -78,57 +75,25 @@ An output file is compressed as its name says (.gz, .zst), written beside
 it and renamed when complete. The summary goes to stderr.`,
 		Args: nArgs(0),
 		RunE: func(c *cobra.Command, args []string) error {
-			t, err := thresholdFlag(c, threshold)
+			t, mode, keep, err := df.check(c)
 			if err != nil {
 				return err
 			}
-			mode, keep, err := cf.options()
-			if err != nil {
-				return err
-			}
-			switch compress {
-			case "auto", "none", "gzip", "zstd":
-			default:
-				return usagef("--compress %q: want auto, none, gzip or zstd", compress)
-			}
-			if all && (removed != "" || from != "") {
+			if all && (df.removed != "" || df.from != "") {
 				return usagef("--all exports every document: --removed and --from have nothing to do")
-			}
-			if out != "" && out != "-" && removed != "" && filepath.Clean(out) == filepath.Clean(removed) {
-				return usagef("--out and --removed are the same file")
 			}
 			return a.withIndex(func(d index) error {
 				var fates map[string]fate
 				nClusters := 0
 				if !all {
-					rec := recallNote(d, t)
-					if from == "" {
-						a.warnRecall(d, t, rec)
-					}
-					po := &db.PairsOptions{Threshold: t, Mode: mode, Keep: keep}
-					cs, err := a.clusters(d, from, po)
-					if err != nil {
+					if fates, nClusters, err = df.fates(a, d, t, mode, keep); err != nil {
 						return interruptNote(err, "export interrupted while clustering: nothing written")
 					}
-					fates, nClusters = fatesOf(cs), len(cs)
 				}
 				src := docio.Source{Name: "the index", Format: "jsonl"}
-				kept := &sink{what: "--out", path: out, stdout: a.stdout, compress: compress, terminal: a.stdoutIsTerminal()}
-				var drop *sink
-				if removed != "" {
-					drop = &sink{what: "--removed", path: removed, compress: compress, cols: removedCols}
-				}
+				kept, drop := df.sinks(a, nil)
 				n, noText, err := a.export(d, fates, src, kept, drop)
-				ok := err == nil
-				if ferr := kept.finish(ok); ferr != nil {
-					err = cmp.Or(err, ferr)
-				}
-				if drop != nil {
-					if ferr := drop.finish(ok); ferr != nil {
-						err = cmp.Or(err, ferr)
-					}
-				}
-				if err != nil {
+				if err = finishSinks(err, kept, drop); err != nil {
 					return interruptNote(err, "export interrupted: no output written")
 				}
 				if all {
@@ -144,13 +109,8 @@ it and renamed when complete. The summary goes to stderr.`,
 			})
 		},
 	}
-	c.Flags().Float64Var(&threshold, "threshold", 0, "least Jaccard (default: the index's)")
-	c.Flags().StringVar(&out, "out", "", "the file of the kept documents (default: stdout)")
-	c.Flags().StringVar(&removed, "removed", "", "also write the removed documents to this file, with duplicate_of and similarity")
+	df.add(c, "the file of the kept documents (default: stdout)", "also write the removed documents to this file, with duplicate_of and similarity", "none")
 	c.Flags().BoolVar(&all, "all", false, "export every document, without clustering")
-	c.Flags().StringVar(&from, "from", "", "make the clusters from this file of pairs --output json instead of finding the pairs")
-	c.Flags().StringVar(&compress, "compress", "auto", "the outputs' compression: auto (a file's by its name, .gz or .zst, else none; stdout: none), none, gzip or zstd")
-	cf.add(c, db.Centers)
 	return c
 }
 

@@ -458,6 +458,82 @@ func appendCSVField(b []byte, s string, comma byte) []byte {
 	return append(b, '"')
 }
 
+// dedupFlags are the flags filter and export share: the clustering's
+// (threshold, mode, keep, a pairs file) and the outputs'.
+type dedupFlags struct {
+	threshold                    float64
+	cf                           clusterFlags
+	out, removed, from, compress string
+}
+
+func (f *dedupFlags) add(c *cobra.Command, outHelp, removedHelp, stdoutCompress string) {
+	c.Flags().Float64Var(&f.threshold, "threshold", 0, "least Jaccard (default: the index's)")
+	c.Flags().StringVar(&f.out, "out", "", outHelp)
+	c.Flags().StringVar(&f.removed, "removed", "", removedHelp)
+	c.Flags().StringVar(&f.from, "from", "", "make the clusters from this file of pairs --output json instead of finding the pairs")
+	c.Flags().StringVar(&f.compress, "compress", "auto", "the outputs' compression: auto (a file's by its name, .gz or .zst, else none; stdout's "+stdoutCompress+"), none, gzip or zstd")
+	f.cf.add(c, db.Centers)
+}
+
+// check validates the flags: the threshold, the mode and keep policy.
+func (f *dedupFlags) check(c *cobra.Command) (float64, db.ClusterMode, db.KeepPolicy, error) {
+	t, err := thresholdFlag(c, f.threshold)
+	if err != nil {
+		return 0, "", "", err
+	}
+	mode, keep, err := f.cf.options()
+	if err != nil {
+		return 0, "", "", err
+	}
+	switch f.compress {
+	case "auto", "none", "gzip", "zstd":
+	default:
+		return 0, "", "", usagef("--compress %q: want auto, none, gzip or zstd", f.compress)
+	}
+	if f.out != "" && f.out != "-" && f.removed != "" && filepath.Clean(f.out) == filepath.Clean(f.removed) {
+		return 0, "", "", usagef("--out and --removed are the same file")
+	}
+	return t, mode, keep, nil
+}
+
+// fates clusters d as the flags say, with a recall note on stderr when
+// the threshold is below the index's.
+func (f *dedupFlags) fates(a *app, d index, t float64, mode db.ClusterMode, keep db.KeepPolicy) (map[string]fate, int, error) {
+	rec := recallNote(d, t)
+	if f.from == "" {
+		a.warnRecall(d, t, rec)
+	}
+	cs, err := a.clusters(d, f.from, &db.PairsOptions{Threshold: t, Mode: mode, Keep: keep})
+	if err != nil {
+		return nil, 0, err
+	}
+	return fatesOf(cs), len(cs), nil
+}
+
+// sinks are the outputs: the kept records (with keptCols added) and, with
+// --removed, the removed ones.
+func (f *dedupFlags) sinks(a *app, keptCols []outCol) (kept, drop *sink) {
+	kept = &sink{what: "--out", path: f.out, stdout: a.stdout, compress: f.compress, terminal: a.stdoutIsTerminal(), cols: keptCols}
+	if f.removed != "" {
+		drop = &sink{what: "--removed", path: f.removed, compress: f.compress, cols: removedCols}
+	}
+	return kept, drop
+}
+
+// finishSinks completes the outputs when err is nil, else removes them;
+// it returns err or the first output's failure.
+func finishSinks(err error, kept, drop *sink) error {
+	ok := err == nil
+	for _, s := range []*sink{kept, drop} {
+		if s != nil {
+			if ferr := s.finish(ok); ferr != nil {
+				err = cmp.Or(err, ferr)
+			}
+		}
+	}
+	return err
+}
+
 // filterCounts are what a filter run did, for its summary line.
 type filterCounts struct {
 	read, kept, removed int64
@@ -468,9 +544,7 @@ type filterCounts struct {
 
 func (a *app) filterCmd() *cobra.Command {
 	var in inputFlags
-	var threshold float64
-	var cf clusterFlags
-	var out, removed, from, compress string
+	var df dedupFlags
 	var annotate bool
 	c := &cobra.Command{
 		Use: "filter --db DIR [--out FILE] [--removed FILE | --annotate] [--mode centers|components] [--keep first|last|longest|shortest] INPUT...",
@@ -509,20 +583,11 @@ names and renamed when complete; an interrupted or failed run leaves no
 partial file. The summary goes to stderr. Reading gzip takes one core:
 zstd inputs are read several times faster.`,
 		RunE: func(c *cobra.Command, args []string) error {
-			t, err := thresholdFlag(c, threshold)
+			t, mode, keep, err := df.check(c)
 			if err != nil {
 				return err
 			}
-			mode, keep, err := cf.options()
-			if err != nil {
-				return err
-			}
-			switch compress {
-			case "auto", "none", "gzip", "zstd":
-			default:
-				return usagef("--compress %q: want auto, none, gzip or zstd", compress)
-			}
-			if annotate && removed != "" {
+			if annotate && df.removed != "" {
 				return usagef("--annotate writes every record to --out: --removed has nothing to take")
 			}
 			if len(args) == 0 {
@@ -536,55 +601,30 @@ zstd inputs are read several times faster.`,
 			if err := in.check(args); err != nil {
 				return err
 			}
-			if out != "" && out != "-" && removed != "" && filepath.Clean(out) == filepath.Clean(removed) {
-				return usagef("--out and --removed are the same file")
-			}
 			return a.withIndex(func(d index) error {
-				rec := recallNote(d, t)
-				if from == "" {
-					a.warnRecall(d, t, rec)
-				}
-				po := &db.PairsOptions{Threshold: t, Mode: mode, Keep: keep}
 				// NB: the inputs' shapes are checked before the clustering,
 				// so that one filter cannot write back fails at once.
-				cols := addedCols(removed != "", annotate)
-				if err := checkShapes(a.ctx, args, &in, cols); err != nil {
+				if err := checkShapes(a.ctx, args, &in, addedCols(df.removed != "", annotate)); err != nil {
 					return err
 				}
-				cs, err := a.clusters(d, from, po)
+				fates, _, err := df.fates(a, d, t, mode, keep)
 				if err != nil {
 					return interruptNote(err, "filter interrupted while clustering: nothing written")
 				}
-				fates := fatesOf(cs)
-				cs = nil
-				kept := &sink{what: "--out", path: out, stdout: a.stdout, compress: compress, terminal: a.stdoutIsTerminal()}
+				var keptCols []outCol
 				if annotate {
-					kept.cols = annotateCols
+					keptCols = annotateCols
 				}
-				var drop *sink
-				if removed != "" {
-					drop = &sink{what: "--removed", path: removed, compress: compress, cols: removedCols}
-				}
+				kept, drop := df.sinks(a, keptCols)
 				f := newFilterer(fates, kept, drop, annotate)
-				err = a.filter(args, &in, f)
-				n := f.n
-				ok := err == nil
-				if ferr := kept.finish(ok); ferr != nil {
-					err = cmp.Or(err, ferr)
-				}
-				if drop != nil {
-					if ferr := drop.finish(ok); ferr != nil {
-						err = cmp.Or(err, ferr)
-					}
-				}
-				if err != nil {
+				if err := finishSinks(a.filter(args, &in, f), kept, drop); err != nil {
 					return interruptNote(err, "filter interrupted: no output written")
 				}
 				docs, cerr := d.Count()
 				if cerr != nil {
 					return cerr
 				}
-				a.filterNote(n, docs, cmp.Or(t, d.Params().Threshold), mode, keep)
+				a.filterNote(f.n, docs, cmp.Or(t, d.Params().Threshold), mode, keep)
 				return nil
 			})
 		},
@@ -593,13 +633,8 @@ zstd inputs are read several times faster.`,
 	c.Flags().Lookup("skip-bad").Hidden = true // NB: filter keeps bad records as read
 	c.Flags().Lookup("rejects").Hidden = true
 	c.Flags().Lookup("meta-field").Hidden = true
-	c.Flags().Float64Var(&threshold, "threshold", 0, "least Jaccard (default: the index's)")
-	c.Flags().StringVar(&out, "out", "", "the file of the kept records (default: stdout)")
-	c.Flags().StringVar(&removed, "removed", "", "also write the removed records to this file, with duplicate_of and similarity")
+	df.add(c, "the file of the kept records (default: stdout)", "also write the removed records to this file, with duplicate_of and similarity", "as the input")
 	c.Flags().BoolVar(&annotate, "annotate", false, "keep every record and add cluster_id, cluster_size, duplicate_of and similarity")
-	c.Flags().StringVar(&from, "from", "", "make the clusters from this file of pairs --output json instead of finding the pairs")
-	c.Flags().StringVar(&compress, "compress", "auto", "the outputs' compression: auto (a file's by its name, .gz or .zst, else none; stdout's as the input), none, gzip or zstd")
-	cf.add(c, db.Centers)
 	return c
 }
 

@@ -90,19 +90,7 @@ func TestProgressPercentOnTerminal(t *testing.T) {
 	}
 	for i, cmd := range []string{"insert", "build"} {
 		ctl, tty := openPTY(t)
-		drawn := make(chan string, 1)
-		go func() {
-			var all []byte
-			buf := make([]byte, 4096)
-			for {
-				n, err := ctl.Read(buf)
-				all = append(all, buf[:n]...)
-				if err != nil {
-					drawn <- string(all)
-					return
-				}
-			}
-		}()
+		drawn := drain(ctl)
 		var out strings.Builder
 		code := run(context.Background(), []string{cmd, "--db", filepath.Join(t.TempDir(), fmt.Sprint("index", i)), file}, strings.NewReader(""), &out, tty)
 		tty.Close()
@@ -142,19 +130,7 @@ func TestPhaseBarsOnTerminal(t *testing.T) {
 		{[]string{"stats"}, `stats 1/5: reading posting lists \(bands\) +[0-9]+% \|`},
 	} {
 		ctl, tty := openPTY(t)
-		drawn := make(chan string, 1)
-		go func() {
-			var all []byte
-			buf := make([]byte, 4096)
-			for {
-				n, err := ctl.Read(buf)
-				all = append(all, buf[:n]...)
-				if err != nil {
-					drawn <- string(all)
-					return
-				}
-			}
-		}()
+		drawn := drain(ctl)
 		args := append([]string{c.args[0], "--db", idx}, c.args[1:]...)
 		var out strings.Builder
 		code := run(context.Background(), args, strings.NewReader(""), &out, tty)
@@ -166,4 +142,23 @@ func TestPhaseBarsOnTerminal(t *testing.T) {
 			t.Errorf("%s on a terminal: exit %d (want %d), stdout equal %v, the terminal got %q", c.args[0], code, wantCode, out.String() == want, got)
 		}
 	}
+}
+
+// drain reads everything the terminal shows, until ctl is closed, and
+// sends it on the channel.
+func drain(ctl *os.File) <-chan string {
+	drawn := make(chan string, 1)
+	go func() {
+		var all []byte
+		buf := make([]byte, 4096)
+		for {
+			n, err := ctl.Read(buf)
+			all = append(all, buf[:n]...)
+			if err != nil {
+				drawn <- string(all)
+				return
+			}
+		}
+	}()
+	return drawn
 }

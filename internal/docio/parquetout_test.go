@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"slices"
 	"testing"
 
 	"github.com/parquet-go/parquet-go"
@@ -108,7 +109,7 @@ func TestParquetWriterRoundTripsArrowFile(t *testing.T) {
 		for i := range n {
 			g, _ := got.Lookup(gc[i]...)
 			w, _ := src.Schema.Lookup(wc[i]...)
-			if !equalPath(gc[i], wc[i]) || g.Node.Type().String() != w.Node.Type().String() ||
+			if !slices.Equal(gc[i], wc[i]) || g.Node.Type().String() != w.Node.Type().String() ||
 				g.MaxRepetitionLevel != w.MaxRepetitionLevel || g.MaxDefinitionLevel != w.MaxDefinitionLevel || g.ColumnIndex != w.ColumnIndex {
 				t.Fatalf("leaf %d: %v %s r%d d%d, input %v %s r%d d%d", i, gc[i], g.Node.Type(), g.MaxRepetitionLevel, g.MaxDefinitionLevel, wc[i], w.Node.Type(), w.MaxRepetitionLevel, w.MaxDefinitionLevel)
 			}
@@ -194,18 +195,6 @@ func TestParquetWriterRoundTripsArrowFile(t *testing.T) {
 	if _, err := NewParquetWriter(io.Discard, src, []Column{{"text", "string"}}); !errors.Is(err, ErrColumnExists) {
 		t.Fatalf("an added column named text: %v", err)
 	}
-}
-
-func equalPath(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func mustRead(t *testing.T, path string) []byte {
