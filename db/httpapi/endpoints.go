@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"net/http"
 	"net/url"
 	"os"
@@ -454,8 +455,17 @@ func (h *handler) pairs(w *resp, r *http.Request) error {
 	var st db.PairsStats
 	po.Stats = &st
 	rec := h.recallNote(po.Threshold)
+	return stream(w, h.d.Pairs(r.Context(), po), func(p db.Pair) any {
+		return PairJSON{A: p.A, B: p.B, Jaccard: p.Jaccard, ExpectedRecall: rec}
+	}, func(n int) any { return EndJSON{EndBody{Lines: n, Stats: PairsStatsOut(st)}} })
+}
+
+// stream answers with seq's values as JSON Lines (each as out makes it),
+// then the end line end(n) of n lines. An error before the first line is
+// the answer's; after it, an error line ends the stream.
+func stream[T any](w *resp, seq iter.Seq2[T, error], out func(T) any, end func(n int) any) error {
 	n := 0
-	for p, err := range h.d.Pairs(r.Context(), po) {
+	for v, err := range seq {
 		if err != nil {
 			if !w.started {
 				return err
@@ -467,14 +477,14 @@ func (h *handler) pairs(w *resp, r *http.Request) error {
 			w.startStream()
 		}
 		n++
-		if err := w.line(PairJSON{A: p.A, B: p.B, Jaccard: p.Jaccard, ExpectedRecall: rec}, n%streamLines == 0); err != nil {
+		if err := w.line(out(v), n%streamLines == 0); err != nil {
 			return err
 		}
 	}
 	if !w.started {
 		w.startStream()
 	}
-	return w.line(EndJSON{EndBody{Lines: n, Stats: PairsStatsOut(st)}}, true)
+	return w.line(end(n), true)
 }
 
 // scan answers GET /v1/scan: every stored document in insertion order
@@ -489,27 +499,8 @@ func (h *handler) scan(w *resp, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	n := 0
-	for doc, err := range h.d.Scan(r.Context(), &db.ScanOptions{Sets: sets}) {
-		if err != nil {
-			if !w.started {
-				return err
-			}
-			w.failLine(err)
-			return err
-		}
-		if !w.started {
-			w.startStream()
-		}
-		n++
-		if err := w.line(DocumentOut(doc), n%streamLines == 0); err != nil {
-			return err
-		}
-	}
-	if !w.started {
-		w.startStream()
-	}
-	return w.line(EndJSON{EndBody{Lines: n}}, true)
+	return stream(w, h.d.Scan(r.Context(), &db.ScanOptions{Sets: sets}), func(d *db.StoredDoc) any { return DocumentOut(d) },
+		func(n int) any { return EndJSON{EndBody{Lines: n}} })
 }
 
 func (h *handler) clusters(w *resp, r *http.Request) error {
