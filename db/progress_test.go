@@ -61,8 +61,8 @@ func TestProgressReports(t *testing.T) {
 	d := mustOpen(t, t.TempDir(), nil)
 	defer d.Close()
 	var docs []Doc
-	for i := range 3000 {
-		docs = append(docs, Doc{ID: fmt.Sprintf("d%04d", i), Text: fmt.Sprintf("document %d of a test corpus, with words %d %d %d", i%700, i%13, i%17, i%700)})
+	for i := range 1500 {
+		docs = append(docs, Doc{ID: fmt.Sprintf("d%04d", i), Text: fmt.Sprintf("document %d of a test corpus, with words %d %d %d", i%400, i%13, i%17, i%400)})
 	}
 	if _, err := d.PutBatch(docs, &WriteOptions{NoSync: true}); err != nil {
 		t.Fatal(err)

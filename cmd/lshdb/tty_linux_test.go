@@ -112,8 +112,8 @@ func TestPhaseBarsOnTerminal(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "docs.jsonl")
 	var in strings.Builder
-	for i := range 3000 {
-		fmt.Fprintf(&in, "{\"id\":\"d%d\",\"text\":\"document %d says something about %d things and more\"}\n", i, i%900, i%37)
+	for i := range 1000 {
+		fmt.Fprintf(&in, "{\"id\":\"d%d\",\"text\":\"document %d says something about %d things and more\"}\n", i, i%300, i%37)
 	}
 	os.WriteFile(file, []byte(in.String()), 0o644)
 	idx := filepath.Join(dir, "idx")
