@@ -185,6 +185,18 @@ func TestKeys(t *testing.T) {
 	if band != 513 || bucket != 0xdeadbeef || err != nil {
 		t.Fatal(band, bucket, err)
 	}
+	// PostingKeyBand: the band of a key of either format, as the full
+	// parsers read it; nothing for a short or foreign key.
+	for _, k := range [][]byte{AppendPostingKey(nil, 513, 0xdeadbeef), {'p', 2, 1, 1, 2, 3, 4, 5, 6, 7, 8}} {
+		if b, ok := PostingKeyBand(k); !ok || b != 513 {
+			t.Fatalf("PostingKeyBand(%x) = %d, %v", k, b, ok)
+		}
+	}
+	for _, bad := range [][]byte{nil, {'p', 1}, AppendDocKey(nil, 7)} {
+		if _, ok := PostingKeyBand(bad); ok {
+			t.Errorf("PostingKeyBand(%x) gave a band", bad)
+		}
+	}
 	if id, err := ParseIDKey(AppendIDKey(nil, "x/y")); id != "x/y" || err != nil {
 		t.Fatal(id, err)
 	}

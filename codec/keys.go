@@ -115,6 +115,16 @@ func ParsePostingKey(k []byte) (band int, bucket uint64, err error) {
 	return int(binary.BigEndian.Uint16(k[1:])), uint64(binary.BigEndian.Uint32(k[3:])), nil
 }
 
+// PostingKeyBand returns the band of a posting-list key of any format (the
+// band follows the prefix in both), without checking the rest of the key:
+// for a scan that counts bands. ok is false for a key too short.
+func PostingKeyBand(k []byte) (band int, ok bool) {
+	if len(k) < 3 || k[0] != PrefixPosting {
+		return 0, false
+	}
+	return int(binary.BigEndian.Uint16(k[1:])), true
+}
+
 // ParsePostingKeyV1 returns the band and the 64-bit bucket of a format 1
 // posting-list key.
 func ParsePostingKeyV1(k []byte) (band int, bucket uint64, err error) {

@@ -294,6 +294,7 @@ func (db *DB) Stats(ctx context.Context, top int) (*Stats, error) {
 		{"postings", codec.PostingPrefix, codec.PostingPrefixEnd}} {
 		var n uint64
 		done, bands := counter{p: prog}, newBandCounter(prog)
+		tick := func([]byte) { done.inc() }
 		switch k.name {
 		case "docs", "ids":
 			step++
@@ -301,14 +302,11 @@ func (db *DB) Stats(ctx context.Context, top int) (*Stats, error) {
 		case "postings":
 			step++
 			prog.phase(step, 5, "sizing posting lists (bands)", int64(db.bands.B))
+			tick = bands.key
 		}
 		if err := scan(ctx, snap, k.lo, k.hi, func(key, v []byte) {
 			n += uint64(len(key) + len(v))
-			if k.name == "postings" {
-				bands.key(key)
-			} else {
-				done.inc()
-			}
+			tick(key)
 		}); err != nil {
 			return nil, err
 		}

@@ -5,6 +5,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/lshdb/lshdb/codec"
 )
 
 // Progress is how far a long call has come: Pairs, Clusters,
@@ -137,7 +139,7 @@ func (c *counter) flush() {
 }
 
 // bandCounter counts the bands a scan of posting lists enters, in key
-// order (a posting key starts with its prefix and the band, big endian).
+// order.
 type bandCounter struct {
 	p    *progress
 	band int
@@ -146,10 +148,10 @@ type bandCounter struct {
 func newBandCounter(p *progress) bandCounter { return bandCounter{p: p, band: -1} }
 
 func (c *bandCounter) key(k []byte) {
-	if c.p == nil || len(k) < 3 {
+	if c.p == nil {
 		return
 	}
-	if b := int(k[1])<<8 | int(k[2]); b != c.band {
+	if b, ok := codec.PostingKeyBand(k); ok && b != c.band {
 		c.band = b
 		c.p.add(1)
 	}

@@ -114,45 +114,28 @@ it and renamed when complete. The summary goes to stderr.`,
 	return c
 }
 
-// export writes the stored documents to the sinks by their fates.
+// export writes the stored documents to the sinks by their fates, as
+// filter writes records.
 func (a *app) export(d index, fates map[string]fate, src docio.Source, kept, drop *sink) (n filterCounts, noText int64, err error) {
-	if err := kept.begin(src); err != nil {
-		return n, 0, err
+	f := newFilterer(fates, kept, drop, false)
+	if err := f.begin(src); err != nil {
+		return f.n, 0, err
 	}
-	if drop != nil {
-		if err := drop.begin(src); err != nil {
-			return n, 0, err
-		}
-	}
-	var buf []byte
 	for doc, err := range d.Scan(a.ctx, nil) {
 		if err != nil {
-			return n, noText, err
+			return f.n, noText, err
 		}
 		if !doc.HasText {
 			noText++
 		}
-		buf = buf[:0]
 		b, err := json.Marshal(exportOf(doc))
 		if err != nil {
-			return n, noText, err
+			return f.n, noText, err
 		}
-		buf = escapeJSONControls(append(buf, b...))
-		rec := record{raw: buf, end: "\n", file: "document " + doc.ID}
-		f, ok := fates[doc.ID]
-		switch {
-		case ok && f.rep != "":
-			n.removed++
-			if drop != nil {
-				err = drop.write(rec, removedVals(f))
-			}
-		default:
-			n.kept++
-			err = kept.write(rec, nil)
-		}
-		if err != nil {
-			return n, noText, err
+		// NB: file names the document in a message (line 0).
+		if err := f.take(doc.ID, record{raw: escapeJSONControls(b), end: "\n", file: doc.ID}); err != nil {
+			return f.n, noText, err
 		}
 	}
-	return n, noText, nil
+	return f.n, noText, nil
 }

@@ -8,11 +8,13 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -67,15 +69,13 @@ func fatesOf(cs []db.Cluster) map[string]fate {
 	return m
 }
 
-// outCol is a column (JSON member) that filter adds to the records it
-// writes: its name and its kind (string, int64 or double).
-type outCol struct{ name, kind string }
-
+// The columns (JSON members) filter adds to the records it writes: their
+// names and kinds (string, int64 or double).
 var (
 	// removedCols are the columns of --removed's records.
-	removedCols = []outCol{{"duplicate_of", "string"}, {"similarity", "double"}}
+	removedCols = []docio.Column{{Name: "duplicate_of", Kind: "string"}, {Name: "similarity", Kind: "double"}}
 	// annotateCols are the columns --annotate adds to every record.
-	annotateCols = []outCol{{"cluster_id", "int64"}, {"cluster_size", "int64"}, {"duplicate_of", "string"}, {"similarity", "double"}}
+	annotateCols = []docio.Column{{Name: "cluster_id", Kind: "int64"}, {Name: "cluster_size", Kind: "int64"}, {Name: "duplicate_of", Kind: "string"}, {Name: "similarity", Kind: "double"}}
 )
 
 // removedVals are a dropped record's values of removedCols.
@@ -105,8 +105,12 @@ type sink struct {
 	stdout   io.Writer
 	compress string // --compress: auto, none, gzip, zstd
 	terminal bool   // stdout is a terminal: never compressed by auto
-	cols     []outCol
+	cols     []docio.Column
 	probe    bool // check the inputs' shapes only: nothing is written
+	// names are the cols' names, and keys their JSON keys with the
+	// colon ("name":), made once.
+	names []string
+	keys  [][]byte
 
 	started bool
 	first   docio.Source
@@ -118,7 +122,6 @@ type sink struct {
 	pq      *parquetSink
 	eol     string // the line end of a record that had none (the input's last line)
 	comma   byte
-	n       int64 // records written
 	buf     []byte
 }
 
@@ -160,6 +163,10 @@ func (s *sink) begin(src docio.Source) error {
 		return fmt.Errorf("%w: %s is %s (filter writes back JSON Lines, CSV, TSV and Parquet; for text files use lshdb export)", errFilterFormat, escControls(src.Name), src.Format)
 	}
 	s.started, s.first, s.eol = true, src, "\n"
+	for _, c := range s.cols {
+		s.names = append(s.names, c.Name)
+		s.keys = append(s.keys, append(appendJSONValue(nil, c.Name), ':'))
+	}
 	if src.Format == "csv" || src.Format == "tsv" {
 		fields, err := docio.HeaderFields(src)
 		if err != nil {
@@ -168,8 +175,8 @@ func (s *sink) begin(src docio.Source) error {
 		s.fields = fields
 		for _, c := range s.cols {
 			for _, f := range fields {
-				if strings.TrimSpace(f) == c.name {
-					return fmt.Errorf("%w: %s has a column %q", errFieldExists, escControls(src.Name), c.name)
+				if strings.TrimSpace(f) == c.Name {
+					return fmt.Errorf("%w: %s has a column %q", errFieldExists, escControls(src.Name), c.Name)
 				}
 			}
 		}
@@ -221,7 +228,7 @@ func (s *sink) begin(src docio.Source) error {
 		s.buf = append(s.buf[:0], src.Header...)
 		for _, c := range s.cols {
 			s.buf = append(s.buf, s.comma)
-			s.buf = appendCSVField(s.buf, c.name, s.comma)
+			s.buf = appendCSVField(s.buf, c.Name, s.comma)
 		}
 		s.buf = append(s.buf, s.eol...)
 		if _, err := s.w.Write(s.buf); err != nil {
@@ -241,7 +248,7 @@ func (s *sink) same(src docio.Source) error {
 	}
 	if s.fields != nil {
 		fields, err := docio.HeaderFields(src)
-		if err != nil || strings.Join(fields, "\x00") != strings.Join(s.fields, "\x00") {
+		if err != nil || !slices.Equal(fields, s.fields) {
 			return differ("headers")
 		}
 	}
@@ -272,7 +279,6 @@ func (s *sink) write(rec record, vals []any) error {
 	if !s.started {
 		return fmt.Errorf("%s: a record before its input's shape (a bug)", s.what)
 	}
-	s.n++
 	if s.pq != nil {
 		return s.fail(s.pq.write(rec, vals))
 	}
@@ -288,13 +294,13 @@ func (s *sink) write(rec record, vals []any) error {
 		b = append(b, rec.raw...)
 	case s.fields != nil:
 		b = append(b, rec.raw...)
-		for i, v := range vals {
+		for _, v := range vals {
 			b = append(b, s.comma)
-			b = appendCSVField(b, csvValue(v, s.cols[i].kind), s.comma)
+			b = appendCSVField(b, csvValue(v), s.comma)
 		}
 	default:
 		var err error
-		if b, err = appendMembers(b, rec, s.cols, vals); err != nil {
+		if b, err = s.appendMembers(b, rec, vals); err != nil {
 			return err
 		}
 	}
@@ -382,40 +388,37 @@ func (r *record) pos() string {
 	return fmt.Sprintf("%s:%d", escControls(r.file), r.line)
 }
 
-// appendMembers appends the JSON object rec.raw with cols added as its
-// last members.
-func appendMembers(b []byte, rec record, cols []outCol, vals []any) ([]byte, error) {
+// appendMembers appends the JSON object rec.raw with the sink's columns
+// added as its last members.
+func (s *sink) appendMembers(b []byte, rec record, vals []any) ([]byte, error) {
 	raw := bytes.TrimRight(rec.raw, " \t\r")
 	if len(raw) == 0 || raw[len(raw)-1] != '}' {
 		return b, fmt.Errorf("%s: not a JSON object (a bug: it was read as one)", rec.pos())
 	}
-	for _, c := range cols {
-		if docio.HasMember(raw, c.name) {
-			return b, fmt.Errorf("%w: %s has a field %q", errFieldExists, rec.pos(), c.name)
-		}
+	if name, ok := docio.MemberOf(raw, s.names); ok {
+		return b, fmt.Errorf("%w: %s has a field %q", errFieldExists, rec.pos(), name)
 	}
 	body := raw[:len(raw)-1]
 	b = append(b, body...)
 	empty := len(bytes.TrimSpace(bytes.TrimLeft(bytes.TrimSpace(body), "{"))) == 0
-	for i, c := range cols {
+	for i, key := range s.keys {
 		if i > 0 || !empty {
 			b = append(b, ',')
 		}
-		b = appendJSONValue(b, c.name)
-		b = append(b, ':')
-		b = appendJSONValue(b, vals[i])
+		b = appendJSONValue(append(b, key...), vals[i])
 	}
 	return append(b, '}'), nil
 }
 
-// appendJSONValue appends v (nil, string, int64 or float64) as JSON.
+// appendJSONValue appends v (nil, string, int64 or float64) as JSON, a
+// string as the command's JSON output writes it (writeJSONLine).
 func appendJSONValue(b []byte, v any) []byte {
 	switch v := v.(type) {
 	case nil:
 		return append(b, "null"...)
 	case string:
-		q, _ := jsonString(v)
-		return append(b, q...)
+		q, _ := json.Marshal(v) // NB: a string always marshals
+		return append(b, escapeJSONControls(q)...)
 	case int64:
 		return strconv.AppendInt(b, v, 10)
 	case float64:
@@ -424,18 +427,8 @@ func appendJSONValue(b []byte, v any) []byte {
 	return append(b, "null"...)
 }
 
-// jsonString returns s as a JSON string, as the command's JSON output
-// writes it (control characters escaped).
-func jsonString(s string) ([]byte, error) {
-	var buf bytes.Buffer
-	if err := writeJSONLine(&buf, s); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
-}
-
 // csvValue is v as a CSV field: "" for null.
-func csvValue(v any, kind string) string {
+func csvValue(v any) string {
 	switch v := v.(type) {
 	case string:
 		return v
@@ -512,7 +505,7 @@ func (f *dedupFlags) fates(a *app, d index, t float64, mode db.ClusterMode, keep
 
 // sinks are the outputs: the kept records (with keptCols added) and, with
 // --removed, the removed ones.
-func (f *dedupFlags) sinks(a *app, keptCols []outCol) (kept, drop *sink) {
+func (f *dedupFlags) sinks(a *app, keptCols []docio.Column) (kept, drop *sink) {
 	kept = &sink{what: "--out", path: f.out, stdout: a.stdout, compress: f.compress, terminal: a.stdoutIsTerminal(), cols: keptCols}
 	if f.removed != "" {
 		drop = &sink{what: "--removed", path: f.removed, compress: f.compress, cols: removedCols}
@@ -611,7 +604,7 @@ zstd inputs are read several times faster.`,
 				if err != nil {
 					return interruptNote(err, "filter interrupted while clustering: nothing written")
 				}
-				var keptCols []outCol
+				var keptCols []docio.Column
 				if annotate {
 					keptCols = annotateCols
 				}
@@ -724,7 +717,7 @@ var errShapeRead = errors.New("filter: shape read")
 // checkShapes reads the shape of each input (its first bytes, a CSV
 // header, a Parquet footer) and checks them as the outputs will: the
 // format, one header or schema, no column filter would add.
-func checkShapes(ctx context.Context, paths []string, in *inputFlags, cols []outCol) error {
+func checkShapes(ctx context.Context, paths []string, in *inputFlags, cols []docio.Column) error {
 	probe := &sink{what: "--out", cols: cols, probe: true}
 	for _, p := range paths {
 		for _, err := range docio.Read(ctx, []string{p}, nil, readOptions(in, func(src docio.Source) error {
@@ -744,7 +737,7 @@ func checkShapes(ctx context.Context, paths []string, in *inputFlags, cols []out
 
 // addedCols are the columns filter's outputs add: --annotate's, or
 // --removed's, or none.
-func addedCols(removed, annotate bool) []outCol {
+func addedCols(removed, annotate bool) []docio.Column {
 	switch {
 	case annotate:
 		return annotateCols

@@ -14,12 +14,8 @@ type parquetSink struct {
 	pw *docio.ParquetWriter
 }
 
-func newParquetSink(w io.Writer, src docio.Source, cols []outCol) (*parquetSink, error) {
-	extra := make([]docio.Column, len(cols))
-	for i, c := range cols {
-		extra[i] = docio.Column{Name: c.name, Kind: c.kind}
-	}
-	pw, err := docio.NewParquetWriter(w, src, extra)
+func newParquetSink(w io.Writer, src docio.Source, cols []docio.Column) (*parquetSink, error) {
+	pw, err := docio.NewParquetWriter(w, src, cols)
 	if errors.Is(err, docio.ErrColumnExists) {
 		return nil, fmt.Errorf("%w: %w", errFieldExists, err)
 	}

@@ -17,27 +17,40 @@ import (
 // member returns the raw value of the member named key of the object obj,
 // the last one when the key repeats (as encoding/json keeps the last).
 func member(obj []byte, key string) (val []byte, ok bool) {
+	eachMember(obj, func(k, v []byte) bool {
+		if keyIs(k, key) {
+			val, ok = v, true
+		}
+		return true
+	})
+	return val, ok
+}
+
+// eachMember calls fn with the raw key (without its quotes) and value of
+// each top-level member of the object obj, in order, until fn returns
+// false.
+func eachMember(obj []byte, fn func(k, v []byte) bool) {
 	i := skipSpace(obj, 0)
 	if i >= len(obj) || obj[i] != '{' {
-		return nil, false
+		return
 	}
 	i++
 	for {
 		i = skipSpace(obj, i)
 		if i >= len(obj) || obj[i] != '"' {
-			return val, ok // '}': the end of the object
+			return // '}': the end of the object
 		}
 		kEnd := stringEnd(obj, i)
 		k := obj[i+1 : kEnd-1]
 		i = skipSpace(obj, kEnd) + 1 // the ':'
 		i = skipSpace(obj, i)
 		vEnd := valueEnd(obj, i)
-		if keyIs(k, key) {
-			val, ok = obj[i:vEnd], true
+		if !fn(k, obj[i:vEnd]) {
+			return
 		}
 		i = skipSpace(obj, vEnd)
 		if i >= len(obj) || obj[i] != ',' {
-			return val, ok
+			return
 		}
 		i++
 	}

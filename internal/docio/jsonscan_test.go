@@ -249,3 +249,32 @@ func FuzzParseJSON(f *testing.F) {
 		}
 	})
 }
+
+// Ensure that MemberOf finds one of the keys an object has among its
+// top-level members only (none when it has none), an escaped key included, as
+// encoding/json's decoding into a map (the oracle) sees the members.
+func TestMemberOf(t *testing.T) {
+	keys := []string{"duplicate_of", "similarity"}
+	for _, obj := range []string{
+		`{"a":1,"duplicate_of":"x"}`,
+		`{ "similarity" : null , "duplicate_of":2}`,
+		`{"nested":{"similarity":1},"b":[{"duplicate_of":1}]}`,
+		`{"s\u0069milarity":2}`,
+		`{}`,
+		`{"text":"\"duplicate_of\": no"}`,
+	} {
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(obj), &m); err != nil {
+			t.Fatal(err)
+		}
+		wantOK := false
+		for _, k := range keys {
+			_, has := m[k]
+			wantOK = wantOK || has
+		}
+		got, ok := MemberOf([]byte(obj), keys)
+		if _, has := m[got]; ok != wantOK || ok && !has {
+			t.Errorf("%s: %q %v, want one of %q: %v", obj, got, ok, keys, wantOK)
+		}
+	}
+}

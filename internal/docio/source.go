@@ -36,11 +36,20 @@ func (r *reader) onSource(s Source) error {
 	return r.o.OnSource(s)
 }
 
-// HasMember reports whether the JSON object obj, a record's Raw as Read
-// yielded it (checked JSON), has a top-level member named key.
-func HasMember(obj []byte, key string) bool {
-	_, ok := member(obj, key)
-	return ok
+// MemberOf returns one of keys (the first met) that the JSON object obj, a record's
+// Raw as Read yielded it (checked JSON), has as a top-level member, in one
+// pass over its members.
+func MemberOf(obj []byte, keys []string) (key string, ok bool) {
+	eachMember(obj, func(k, _ []byte) bool {
+		for _, want := range keys {
+			if keyIs(k, want) {
+				key, ok = want, true
+				return false
+			}
+		}
+		return true
+	})
+	return key, ok
 }
 
 // HeaderFields returns the fields of a CSV or TSV source's header, as the

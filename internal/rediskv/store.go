@@ -46,7 +46,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -589,7 +591,7 @@ func (s *Store) Repair(ctx context.Context) (RepairReport, error) {
 
 // Check returns the index's inconsistencies, none when it is whole: an
 // id naming no record, a record of another id, or a deleted one; a
-// posting of a number no id names; a live document missing from one of
+// record no id names; a posting of a number no id names; a live document missing from one of
 // its buckets; a live count that is not the ids'. It reads everything;
 // run it without writers.
 func (s *Store) Check(ctx context.Context) ([]string, error) {
@@ -606,12 +608,29 @@ func (s *Store) Check(ctx context.Context) ([]string, error) {
 	}); err != nil {
 		return nil, err
 	}
-	live := map[uint64]bool{}
-	for id, n := range idNum {
-		v, err := s.c.HMGet(ctx, s.docKey(n), "i", "x", "b").Result()
-		if err != nil {
-			return nil, err
+	// NB: the records, then the postings they need, in one pipeline each
+	// (a round trip per node), not a round trip per document.
+	ids := slices.Sorted(maps.Keys(idNum))
+	recs := make([]*redis.SliceCmd, len(ids))
+	if _, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, id := range ids {
+			recs[i] = p.HMGet(ctx, s.docKey(idNum[id]), "i", "x", "b")
 		}
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	type need struct {
+		id       string
+		n        uint64
+		band     int
+		bucket   uint64
+		isMember *redis.BoolCmd
+	}
+	var needs []need
+	live := map[uint64]bool{}
+	for i, id := range ids {
+		n, v := idNum[id], recs[i].Val()
 		rid, _ := v[0].(string)
 		switch {
 		case v[0] == nil:
@@ -627,14 +646,29 @@ func (s *Store) Check(ctx context.Context) ([]string, error) {
 		live[n] = true
 		bs, _ := v[2].(string)
 		for band, b := range parseBuckets([]byte(bs)) {
-			ok, err := s.c.SIsMember(ctx, s.postKey(band, b), strconv.FormatUint(n, 10)).Result()
-			if err != nil {
-				return nil, err
-			}
-			if !ok {
-				problems = append(problems, fmt.Sprintf("doc %d (%q) is missing from band %d bucket %x", n, id, band, b))
-			}
+			needs = append(needs, need{id: id, n: n, band: band, bucket: b})
 		}
+	}
+	if _, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i := range needs {
+			needs[i].isMember = p.SIsMember(ctx, s.postKey(needs[i].band, needs[i].bucket), strconv.FormatUint(needs[i].n, 10))
+		}
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	for _, nd := range needs {
+		if !nd.isMember.Val() {
+			problems = append(problems, fmt.Sprintf("doc %d (%q) is missing from band %d bucket %x", nd.n, nd.id, nd.band, nd.bucket))
+		}
+	}
+	if err := s.scanKeys(ctx, s.docPattern(), func(_ redis.Cmdable, key string) error {
+		if n, err := strconv.ParseUint(strings.TrimPrefix(key, s.prefix+"d:"), 10, 64); err != nil || !live[n] {
+			problems = append(problems, fmt.Sprintf("record %s: no id names it (a write or delete stopped part way)", key))
+		}
+		return nil
+	}); err != nil {
+		return nil, err
 	}
 	if err := s.scanKeys(ctx, s.postingPattern(), func(c redis.Cmdable, key string) error {
 		members, err := c.SMembers(ctx, key).Result()
@@ -660,10 +694,8 @@ func (s *Store) Check(ctx context.Context) ([]string, error) {
 
 // Flush deletes every key of the index (for tests and lshdb's drop).
 func (s *Store) Flush(ctx context.Context) error {
-	for _, pat := range []string{s.prefix + "*"} {
-		if err := s.scanKeys(ctx, pat, func(c redis.Cmdable, key string) error { return c.Del(ctx, key).Err() }); err != nil {
-			return err
-		}
+	if err := s.scanKeys(ctx, s.prefix+"*", func(c redis.Cmdable, key string) error { return c.Del(ctx, key).Err() }); err != nil {
+		return err
 	}
 	return s.c.Del(ctx, s.countersKey()).Err()
 }

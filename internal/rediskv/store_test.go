@@ -266,6 +266,9 @@ func TestCrashBetweenStepsAndRepair(t *testing.T) {
 					}
 				}
 			}
+			if problems, err := s.Check(ctx); err != nil || len(problems) == 0 {
+				t.Fatalf("Check after the stopped write: %v %v; want its leftovers", problems, err)
+			}
 			if _, err := s.Repair(ctx); err != nil {
 				t.Fatal(err)
 			}
