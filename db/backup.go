@@ -32,6 +32,9 @@ func (db *DB) Backup(ctx context.Context, dir string) error {
 		return err
 	}
 	defer db.mu.RUnlock()
+	if err := db.unsupported("Backup"); err != nil {
+		return err
+	}
 	if ctx != nil {
 		if err := ctx.Err(); err != nil {
 			return err

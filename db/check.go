@@ -56,6 +56,9 @@ func (db *DB) Check(ctx context.Context) (*CheckReport, error) {
 	defer db.mu.RUnlock()
 	ctx, cancel := db.opCtx(ctx)
 	defer cancel()
+	if db.rkv != nil {
+		return db.redisCheck(ctx)
+	}
 	snap := db.pdb.NewSnapshot()
 	defer snap.Close()
 	rep := &CheckReport{}

@@ -409,6 +409,9 @@ func (db *DB) ClustersFrom(ctx context.Context, seq iter.Seq2[Pair, error], po *
 		return nil, err
 	}
 	defer db.mu.RUnlock()
+	if err := db.unsupported("ClustersFrom"); err != nil {
+		return nil, err
+	}
 	ctx, cancel := db.opCtx(ctx)
 	defer cancel()
 	snap := db.pdb.NewSnapshot()

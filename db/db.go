@@ -19,6 +19,7 @@ import (
 	"github.com/lshdb/lshdb/bands"
 	"github.com/lshdb/lshdb/codec"
 	"github.com/lshdb/lshdb/compaction"
+	"github.com/lshdb/lshdb/internal/rediskv"
 	"github.com/lshdb/lshdb/minhash"
 )
 
@@ -37,7 +38,8 @@ const blockSize = 32 << 10
 type DB struct {
 	dir   string
 	opts  handleOptions
-	pdb   *pebble.DB
+	pdb   *pebble.DB      // nil on Redis
+	rkv   *rediskv.Store  // the Redis backend; nil on Pebble
 	popts *pebble.Options // as opened, defaults filled in (Load's SSTables follow them)
 	lock  *pebble.Lock
 	man   codec.Manifest
@@ -85,6 +87,9 @@ func Open(dir string, opts *Options) (*DB, error) {
 		return nil, err
 	}
 	o.ensureDefaults()
+	if IsRedisURL(dir) {
+		return openRedis(dir, o)
+	}
 	created, err := prepareDir(o.fs, dir, &o)
 	if err != nil {
 		return nil, err
@@ -194,6 +199,13 @@ func openIn(dir string, o Options) (*DB, error) {
 		lock.Close()
 		return nil, err
 	}
+	db.initPools()
+	return db, nil
+}
+
+// initPools sets up the pools of hashers and query buffers, once the
+// manifest is loaded.
+func (db *DB) initPools() {
 	db.scratch.New = func() any { return new(queryScratch) }
 	db.hashers.New = func() any {
 		h, err := minhash.NewHasher(db.shOpt, db.skOpt)
@@ -203,7 +215,6 @@ func openIn(dir string, o Options) (*DB, error) {
 		}
 		return h
 	}
-	return db, nil
 }
 
 // prepareDir checks what dir is before Pebble touches it: refuses a file
@@ -266,20 +277,10 @@ func (db *DB) loadManifest() error {
 	case err != nil:
 		return classify(err)
 	}
-	m, err := codec.DecodeManifest(v)
+	err = db.useManifest(v)
 	closer.Close()
 	if err != nil {
-		return classify(err)
-	}
-	db.man = *m
-	if m.FormatVersion < codec.MinFormatVersion && !db.opts.upgrading {
-		return fmt.Errorf("%w: %s has index format %d and this build reads formats %d to %d; rewrite it in place with `lshdb upgrade --db %s` (db.Upgrade), after a backup if it is the only copy", ErrFormat, db.dir, m.FormatVersion, codec.MinFormatVersion, codec.FormatVersion, db.dir)
-	}
-	if err := db.checkOptions(); err != nil {
 		return err
-	}
-	if err := db.derive(); err != nil {
-		return fmt.Errorf("%w: stored parameters: %w", ErrCorrupt, err)
 	}
 	cv, closer, err := db.pdb.Get(codec.CountersKey)
 	if err != nil {
@@ -295,6 +296,26 @@ func (db *DB) loadManifest() error {
 	return nil
 }
 
+// useManifest decodes a stored manifest, checks it against the options
+// and derives the pipeline's options from it.
+func (db *DB) useManifest(v []byte) error {
+	m, err := codec.DecodeManifest(v)
+	if err != nil {
+		return classify(err)
+	}
+	db.man = *m
+	if m.FormatVersion < codec.MinFormatVersion && !db.opts.upgrading {
+		return fmt.Errorf("%w: %s has index format %d and this build reads formats %d to %d; rewrite it in place with `lshdb upgrade --db %s` (db.Upgrade), after a backup if it is the only copy", ErrFormat, db.dir, m.FormatVersion, codec.MinFormatVersion, codec.FormatVersion, db.dir)
+	}
+	if err := db.checkOptions(); err != nil {
+		return err
+	}
+	if err := db.derive(); err != nil {
+		return fmt.Errorf("%w: stored parameters: %w", ErrCorrupt, err)
+	}
+	return nil
+}
+
 func (db *DB) isEmpty() (bool, error) {
 	it, err := db.pdb.NewIter(nil)
 	if err != nil {
@@ -306,6 +327,25 @@ func (db *DB) isEmpty() (bool, error) {
 
 // create writes the manifest of a new database from the options.
 func (db *DB) create() error {
+	enc, err := db.newManifest()
+	if err != nil {
+		return err
+	}
+	b := db.pdb.NewBatch()
+	defer b.Close()
+	db.counters = codec.Counters{NextDoc: 1}
+	if err := b.Set(codec.ManifestKey, enc, nil); err != nil {
+		return err
+	}
+	if err := b.Set(codec.CountersKey, codec.EncodeCounters(db.counters), nil); err != nil {
+		return err
+	}
+	return classify(b.Commit(pebble.Sync))
+}
+
+// newManifest makes the manifest of a new database from the options,
+// sets it as the database's and returns it encoded.
+func (db *DB) newManifest() ([]byte, error) {
 	o := &db.opts
 	m := codec.Manifest{
 		FormatVersion: codec.FormatVersion,
@@ -337,28 +377,15 @@ func (db *DB) create() error {
 		t := min(m.Threshold, 0.999) // NB: a threshold of 1 asks for identical sets; band for 0.999
 		p, err := bands.Choose(m.NumPerm, t, bands.Options{Recall: m.Recall})
 		if err != nil {
-			return fmt.Errorf("%w: %w", ErrInvalidOptions, err)
+			return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
 		}
 		m.Bands, m.Rows = p.B, p.R
 	}
 	db.man = m
 	if err := db.derive(); err != nil {
-		return fmt.Errorf("%w: %w", ErrInvalidOptions, err)
+		return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
 	}
-	enc, err := codec.EncodeManifest(&m)
-	if err != nil {
-		return err
-	}
-	b := db.pdb.NewBatch()
-	defer b.Close()
-	db.counters = codec.Counters{NextDoc: 1}
-	if err := b.Set(codec.ManifestKey, enc, nil); err != nil {
-		return err
-	}
-	if err := b.Set(codec.CountersKey, codec.EncodeCounters(db.counters), nil); err != nil {
-		return err
-	}
-	return classify(b.Commit(pebble.Sync))
+	return codec.EncodeManifest(&m)
 }
 
 // derive builds and validates the pipeline options from the manifest.
@@ -487,6 +514,9 @@ func (db *DB) Close() error {
 	}
 	clear(db.open)
 	db.openMu.Unlock()
+	if db.rkv != nil {
+		return redisErr(db.rkv.Close())
+	}
 	err := db.pdb.Close()
 	if lerr := db.lock.Close(); err == nil {
 		err = lerr

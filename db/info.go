@@ -24,5 +24,11 @@ func (db *DB) Info() (*Info, error) {
 		return nil, err
 	}
 	defer db.mu.RUnlock()
+	if db.rkv != nil {
+		// NB: the size is the cluster's: the README gives its cost per
+		// document; INFO memory on each master tells it.
+		n, err := db.rkv.Count(db.closing)
+		return &Info{Params: db.Params(), Docs: n}, redisErr(err)
+	}
 	return &Info{Params: db.Params(), Docs: db.live.Load(), DiskBytes: dirBytes(db.opts.FS, db.dir)}, nil
 }

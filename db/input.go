@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync/atomic"
 
+	"github.com/cockroachdb/pebble/v2"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/lshdb/lshdb/codec"
@@ -217,8 +218,12 @@ func (db *DB) QueryMany(ctx context.Context, qs []QueryInput, qo *QueryOptions) 
 			return nil, fmt.Errorf("query %d: %w", i, err)
 		}
 	}
-	snap := db.pdb.NewSnapshot()
-	defer snap.Close()
+	var snap pebble.Reader
+	if db.pdb != nil {
+		s := db.pdb.NewSnapshot()
+		defer s.Close()
+		snap = s
+	}
 	ctx, cancel := db.opCtx(ctx)
 	defer cancel()
 	out := make([]*QueryResult, len(qs))
@@ -227,13 +232,13 @@ func (db *DB) QueryMany(ctx context.Context, qs []QueryInput, qo *QueryOptions) 
 	for range max(1, min(runtime.GOMAXPROCS(0), len(qs))) {
 		g.Go(func() error {
 			// NB: an iterator is one goroutine's; the snapshot is shared.
-			it, err := db.queryIter(snap)
+			sc := db.scratch.Get().(*queryScratch)
+			defer db.putScratch(sc)
+			v, release, err := db.openView(gctx, snap, &sc.pv)
 			if err != nil {
 				return err
 			}
-			defer it.Close()
-			sc := db.scratch.Get().(*queryScratch)
-			defer db.putScratch(sc)
+			defer release()
 			for {
 				i := int(next.Add(1) - 1)
 				if i >= len(qs) {
@@ -242,7 +247,7 @@ func (db *DB) QueryMany(ctx context.Context, qs []QueryInput, qo *QueryOptions) 
 				if err := ctxErr(gctx); err != nil {
 					return err
 				}
-				res, err := db.answer(gctx, it, &qs[i], q, sc)
+				res, err := db.answer(gctx, v, &qs[i], q, sc)
 				if err != nil {
 					return fmt.Errorf("query %d: %w", i, err)
 				}

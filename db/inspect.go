@@ -48,6 +48,9 @@ func (db *DB) buckets(ctx context.Context, band, top, step, steps int) (*BucketS
 		return nil, err
 	}
 	defer db.mu.RUnlock()
+	if err := db.unsupported("Buckets and Stats"); err != nil {
+		return nil, err
+	}
 	ctx, cancel := db.opCtx(ctx)
 	defer cancel()
 	if band >= db.bands.B {
@@ -153,26 +156,40 @@ func (db *DB) Bucket(band int, bucket uint64) ([]string, error) {
 	if bucket >= 1<<32 {
 		return nil, invalid("bucket %x: buckets are 32 bits", bucket)
 	}
-	snap := db.pdb.NewSnapshot()
-	defer snap.Close()
-	v, ok, err := getCopy(snap, codec.AppendPostingKey(nil, band, bucket))
-	if err != nil || !ok {
+	var r pebble.Reader
+	if db.pdb != nil {
+		snap := db.pdb.NewSnapshot()
+		defer snap.Close()
+		r = snap
+	}
+	v, release, err := db.openView(db.closing, r, nil)
+	if err != nil {
 		return nil, err
 	}
-	ps, err := codec.DecodePostings(v, nil)
+	defer release()
+	nums, err := v.postings(nil, band, bucket)
 	if err != nil {
-		return nil, classify(err)
+		return nil, err
 	}
-	ids := make([]string, 0, len(ps))
-	for _, p := range ps {
-		if p.Remove {
-			continue
-		}
-		id, err := idOf(snap, p.Doc)
-		if err != nil {
+	if err := v.prefetchRecords(nums); err != nil {
+		return nil, err
+	}
+	ids := make([]string, 0, len(nums))
+	for _, n := range nums {
+		rec, ok, err := v.record(n)
+		switch {
+		case err != nil:
 			return nil, err
+		case !ok && v.gone():
+			continue
+		case !ok:
+			return nil, fmt.Errorf("%w: a posting names doc %d, which has no record", ErrCorrupt, n)
 		}
-		ids = append(ids, id)
+		dv, err := codec.ParseDocView(rec)
+		if err != nil {
+			return nil, classify(err)
+		}
+		ids = append(ids, string(dv.ID))
 	}
 	return ids, nil
 }
@@ -204,16 +221,16 @@ func (db *DB) Explain(a, b string) (*Explanation, error) {
 		return nil, err
 	}
 	defer db.mu.RUnlock()
-	it, err := db.queryIter(db.pdb)
+	v, release, err := db.openView(db.closing, db.pdb, nil)
 	if err != nil {
 		return nil, err
 	}
-	defer it.Close()
+	defer release()
 	var ra, rb docData
-	if _, err := db.lookup(it, a, &ra); err != nil {
+	if _, err := db.lookup(v, a, &ra); err != nil {
 		return nil, err
 	}
-	if _, err := db.lookup(it, b, &rb); err != nil {
+	if _, err := db.lookup(v, b, &rb); err != nil {
 		return nil, err
 	}
 	ka, err := db.bucketKeys(nil, ra.Signature)
@@ -371,24 +388,19 @@ func (db *DB) PutIfNew(doc Doc, wo *WriteOptions) (*Match, error) {
 // putIfNewLocked is PutIfNew's check and insert. The caller holds db.mu
 // for reading and wmu, and waits on the syncWaiter after releasing wmu.
 func (db *DB) putIfNewLocked(doc *Doc, p prepared, wo *WriteOptions) (*Match, syncWaiter, error) {
-	it, err := db.queryIter(db.pdb)
+	sc := db.scratch.Get().(*queryScratch)
+	defer db.putScratch(sc)
+	v, release, err := db.openView(db.closing, db.pdb, &sc.pv)
 	if err != nil {
 		return nil, syncWaiter{}, err
 	}
-	self := uint64(0)
-	if v, ok, err := seekExact(it, codec.AppendIDKey(nil, doc.ID)); err != nil {
-		it.Close()
+	self, _, err := v.docNum(doc.ID)
+	if err != nil {
+		release()
 		return nil, syncWaiter{}, err
-	} else if ok {
-		if self, err = codec.DecodeDocNum(v); err != nil {
-			it.Close()
-			return nil, syncWaiter{}, classify(err)
-		}
 	}
-	sc := db.scratch.Get().(*queryScratch)
-	res, err := db.query(context.Background(), it, db.verifySet(p.set), p.sig, self, QueryOptions{Threshold: db.man.Threshold, Limit: 1}, sc)
-	db.putScratch(sc)
-	it.Close()
+	res, err := db.query(db.closing, v, db.verifySet(p.set), p.sig, self, QueryOptions{Threshold: db.man.Threshold, Limit: 1}, sc)
+	release()
 	if err != nil {
 		return nil, syncWaiter{}, err
 	}

@@ -131,6 +131,9 @@ func (db *DB) Load(ctx context.Context, docs iter.Seq2[Doc, error], lo *LoadOpti
 	defer cancel()
 	db.wmu.Lock()
 	defer db.wmu.Unlock()
+	if db.rkv != nil {
+		return db.redisLoad(ctx, docs, o)
+	}
 	// NB: the load's tables fill the disk before the ingest; a disk that
 	// fills on the way fails the load cleanly (ENOSPC is ErrDiskFull), but
 	// one already below the reserve would leave Pebble no room after it.
@@ -418,6 +421,7 @@ func (l *loader) resolveIDs(ctx context.Context) error {
 		return classify(err)
 	}
 	defer it.Close()
+	v := &pebbleView{it: it}
 	var old docData
 	var lastID []byte
 	lastSeq, have := uint64(0), false
@@ -425,7 +429,7 @@ func (l *loader) resolveIDs(ctx context.Context) error {
 		if !have {
 			return nil
 		}
-		oldNum, err := db.lookup(it, string(lastID), &old)
+		oldNum, err := db.lookup(v, string(lastID), &old)
 		if err != nil && !errors.Is(err, ErrNotFound) {
 			return err
 		}

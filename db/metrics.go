@@ -59,6 +59,9 @@ func (db *DB) Metrics() (Metrics, error) {
 		return Metrics{}, err
 	}
 	defer db.mu.RUnlock()
+	if err := db.unsupported("Metrics"); err != nil {
+		return Metrics{}, err
+	}
 	pm := db.pdb.Metrics()
 	m := Metrics{
 		Docs:                  db.live.Load(),

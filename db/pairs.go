@@ -204,6 +204,9 @@ func (db *DB) pairs(ctx context.Context, po *PairsOptions, st *PairsStats,
 			db.mu.RUnlock()
 		}
 	}()
+	if err := db.unsupported("Pairs and Clusters"); err != nil {
+		return err
+	}
 	var o PairsOptions
 	if po != nil {
 		o = *po

@@ -24,6 +24,9 @@ func (db *DB) PurgeEmptyLists(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	defer db.mu.RUnlock()
+	if err := db.unsupported("PurgeEmptyLists"); err != nil {
+		return 0, err
+	}
 	if db.opts.ReadOnly {
 		return 0, ErrReadOnly
 	}

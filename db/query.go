@@ -128,32 +128,32 @@ func (db *DB) queryOne(ctx context.Context, in *QueryInput, qo *QueryOptions) (*
 	if err := db.checkInput(in); err != nil {
 		return nil, err
 	}
-	it, err := db.queryIter(db.pdb)
-	if err != nil {
-		return nil, err
-	}
-	defer it.Close()
 	ctx, cancel := db.opCtx(ctx)
 	defer cancel()
 	sc := db.scratch.Get().(*queryScratch)
 	defer db.putScratch(sc)
-	return db.answer(ctx, it, in, q, sc)
+	v, release, err := db.openView(ctx, db.pdb, &sc.pv)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	return db.answer(ctx, v, in, q, sc)
 }
 
-// answer answers the checked query in through it.
-func (db *DB) answer(ctx context.Context, it *pebble.Iterator, in *QueryInput, q QueryOptions, sc *queryScratch) (*QueryResult, error) {
+// answer answers the checked query in through v.
+func (db *DB) answer(ctx context.Context, v view, in *QueryInput, q QueryOptions, sc *queryScratch) (*QueryResult, error) {
 	switch {
 	case in.ID != "":
 		var rec docData
-		n, err := db.lookup(it, in.ID, &rec)
+		n, err := db.lookup(v, in.ID, &rec)
 		if err != nil {
 			return nil, err
 		}
-		return db.query(ctx, it, rec.Set, rec.Signature, n, q, sc)
+		return db.query(ctx, v, rec.Set, rec.Signature, n, q, sc)
 	case in.Signature != nil:
 		// NB: no set to compare: every answer is an estimate.
 		q.EstimateOnly = true
-		return db.query(ctx, it, nil, in.Signature, 0, q, sc)
+		return db.query(ctx, v, nil, in.Signature, 0, q, sc)
 	}
 	h := db.hashers.Get().(*minhash.Hasher)
 	var set []uint64
@@ -188,7 +188,7 @@ func (db *DB) answer(ctx context.Context, it *pebble.Iterator, in *QueryInput, q
 	if db.man.Storage != StorageText {
 		set = db.verifySet(set)
 	}
-	return db.query(ctx, it, set, sig, 0, q, sc)
+	return db.query(ctx, v, set, sig, 0, q, sc)
 }
 
 // queryIter returns the iterator a query reads everything through. A Pebble
@@ -206,15 +206,16 @@ func (db *DB) queryIter(r pebble.Reader) (*pebble.Iterator, error) {
 // queryScratch holds a query's buffers, reused across queries.
 type queryScratch struct {
 	elems    []uint64 // the query's elements
+	live     []uint64 // one posting list's live doc numbers
 	sig      []uint32 // the query's signature
 	keys     []uint64
 	hits     []uint64
-	ps       []codec.Posting
-	kbuf     []byte
 	cands    []cand
 	other    []uint64
 	otherSig []uint32
 	probe    probeSet
+	pv       pebbleView // the query's view, on Pebble
+	nums     []uint64   // the candidates' doc numbers (prefetch)
 }
 
 // cand is a candidate: a doc number and the bands it shares with the
@@ -264,12 +265,12 @@ func viewVersion(it *pebble.Iterator) (codec.Counters, error) {
 	return c, classify(err)
 }
 
-// query finds, reads and verifies the candidates of (set, sig) through it,
+// query finds, reads and verifies the candidates of (set, sig) through v,
 // leaving out doc number self (0: none). set holds the elements of the
 // query's set in the form this index verifies (verifySet), in any order,
 // repeats allowed. sc is the query's scratch space (set and sig may be in
 // it).
-func (db *DB) query(ctx context.Context, it *pebble.Iterator, set []uint64, sig []uint32, self uint64, q QueryOptions, sc *queryScratch) (*QueryResult, error) {
+func (db *DB) query(ctx context.Context, v view, set []uint64, sig []uint32, self uint64, q QueryOptions, sc *queryScratch) (*QueryResult, error) {
 	q.EstimateOnly = q.EstimateOnly || db.estimateOnly()
 	h := db.hashers.Get().(*minhash.Hasher)
 	defer db.hashers.Put(h)
@@ -281,14 +282,16 @@ func (db *DB) query(ctx context.Context, it *pebble.Iterator, set []uint64, sig 
 	cache := db.qcache
 	var version codec.Counters
 	if cache != nil {
-		if version, err = viewVersion(it); err != nil {
+		if version, err = v.version(); err != nil {
 			return nil, err
 		}
+	} else if err := v.prefetchPostings(keys); err != nil {
+		return nil, err
 	}
 	// Every posting of every band goes into hits; sorted, a run of one doc
 	// number is a candidate and its length the bands it shares.
-	hits, ps, kbuf := sc.hits[:0], sc.ps[:0], sc.kbuf[:0]
-	defer func() { sc.hits, sc.ps, sc.kbuf = hits, ps, kbuf }()
+	hits := sc.hits[:0]
+	defer func() { sc.hits = hits }()
 	for band, k := range keys { // keys ascend with the band
 		pk := postingKey{band, k}
 		if cache != nil {
@@ -301,21 +304,13 @@ func (db *DB) query(ctx context.Context, it *pebble.Iterator, set []uint64, sig 
 				continue
 			}
 		}
-		kbuf = codec.AppendPostingKey(kbuf[:0], band, k)
-		v, ok, err := seekExact(it, kbuf)
+		var live []uint64 // nil: the list is absent (or empty)
+		if cache == nil {
+			live = sc.live[:0]
+		}
+		live, err := v.postings(live, band, k)
 		if err != nil {
 			return nil, err
-		}
-		var live []uint64 // nil: the list is absent (or empty)
-		if ok {
-			if ps, err = codec.DecodePostings(v, ps[:0]); err != nil {
-				return nil, classify(fmt.Errorf("posting list of band %d: %w", band, err))
-			}
-			for _, p := range ps {
-				if !p.Remove {
-					live = append(live, p.Doc)
-				}
-			}
 		}
 		for _, n := range live {
 			if n != self {
@@ -324,6 +319,8 @@ func (db *DB) query(ctx context.Context, it *pebble.Iterator, set []uint64, sig 
 		}
 		if cache != nil {
 			cache.putList(pk, version, live)
+		} else {
+			sc.live = live
 		}
 	}
 	slices.Sort(hits) // NB: doc-number order reads the records in key order
@@ -336,6 +333,16 @@ func (db *DB) query(ctx context.Context, it *pebble.Iterator, set []uint64, sig 
 		}
 		cands = append(cands, cand{hits[i], j - i})
 		i = j
+	}
+	if cache == nil {
+		nums := sc.nums[:0]
+		for _, c := range cands {
+			nums = append(nums, c.doc)
+		}
+		sc.nums = nums
+		if err := v.prefetchRecords(nums); err != nil {
+			return nil, err
+		}
 	}
 	res := &QueryResult{Threshold: q.Threshold, ExpectedRecall: db.bands.Probability(q.Threshold), Candidates: len(cands), EstimateOnly: q.EstimateOnly}
 	var probe *probeSet
@@ -364,15 +371,17 @@ func (db *DB) query(ctx context.Context, it *pebble.Iterator, set []uint64, sig 
 		var view codec.DocView
 		haveView := false
 		load := func() error {
-			kbuf = codec.AppendDocKey(kbuf[:0], n)
-			v, ok, err := seekExact(it, kbuf)
+			r, ok, err := v.record(n)
 			if err != nil {
 				return err
 			}
 			if !ok {
+				if v.gone() {
+					return errGone
+				}
 				return fmt.Errorf("%w: a posting names doc %d, which has no record", ErrCorrupt, n)
 			}
-			if view, err = codec.ParseDocView(v); err != nil {
+			if view, err = codec.ParseDocView(r); err != nil {
 				return classify(fmt.Errorf("doc %d: %w", n, err))
 			}
 			haveView = true
@@ -388,7 +397,12 @@ func (db *DB) query(ctx context.Context, it *pebble.Iterator, set []uint64, sig 
 			return nil
 		}
 		if !hit {
-			if err := load(); err != nil {
+			if err := load(); err == errGone {
+				// NB: a document being written or retired (Redis): not
+				// there yet, or no more.
+				res.Candidates--
+				continue
+			} else if err != nil {
 				return nil, err
 			}
 		}
@@ -482,15 +496,18 @@ func (db *DB) query(ctx context.Context, it *pebble.Iterator, set []uint64, sig 
 		if q.WithText {
 			// NB: the texts of the matches only, after the limit: a record
 			// read just now is in the block cache.
-			kbuf = codec.AppendDocKey(kbuf[:0], m.num)
-			v, ok, err := seekExact(it, kbuf)
+			r, ok, err := v.record(m.num)
 			if err != nil {
 				return nil, err
 			}
 			if !ok {
+				if v.gone() {
+					m.num = 0
+					continue // retired since it was verified; no text
+				}
 				return nil, fmt.Errorf("%w: a posting names doc %d, which has no record", ErrCorrupt, m.num)
 			}
-			view, err := codec.ParseDocView(v)
+			view, err := codec.ParseDocView(r)
 			if err != nil {
 				return nil, classify(fmt.Errorf("doc %d: %w", m.num, err))
 			}

@@ -1,7 +1,6 @@
 package db
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -47,24 +46,28 @@ func getCopy(r pebble.Reader, key []byte) (v []byte, ok bool, err error) {
 	return v, true, classify(closer.Close())
 }
 
-// lookup returns the doc number and record of id as it sees them, or an
+// lookup returns the doc number and record of id as v sees them, or an
 // error wrapping ErrNotFound. Every id → record read goes through it.
-func (db *DB) lookup(it *pebble.Iterator, id string, rec *docData) (uint64, error) {
-	v, ok, err := seekExact(it, codec.AppendIDKey(nil, id))
+func (db *DB) lookup(v view, id string, rec *docData) (uint64, error) {
+	n, ok, err := v.docNum(id)
 	if err != nil {
 		return 0, err
 	}
 	if !ok {
 		return 0, fmt.Errorf("%w: %q", ErrNotFound, id)
 	}
-	n, err := codec.DecodeDocNum(v)
+	r, ok, err := v.record(n)
 	if err != nil {
-		return 0, classify(err)
+		return 0, err
 	}
-	if v, ok, err = seekExact(it, codec.AppendDocKey(nil, n)); err != nil || !ok {
-		return 0, cmp.Or(err, fmt.Errorf("%w: id %q names doc %d, which has no record", ErrCorrupt, id, n))
+	if !ok {
+		if v.gone() {
+			// NB: deleted between the two reads (Redis).
+			return 0, fmt.Errorf("%w: %q", ErrNotFound, id)
+		}
+		return 0, fmt.Errorf("%w: id %q names doc %d, which has no record", ErrCorrupt, id, n)
 	}
-	if err := db.decodeDoc(n, v, rec); err != nil {
+	if err := db.decodeDoc(n, r, rec); err != nil {
 		return 0, err
 	}
 	return n, nil
@@ -83,13 +86,13 @@ func (db *DB) Get(id string) (*StoredDoc, error) {
 	if err := checkID(id); err != nil {
 		return nil, err
 	}
-	it, err := db.queryIter(db.pdb)
+	v, release, err := db.openView(db.closing, db.pdb, nil)
 	if err != nil {
 		return nil, err
 	}
-	defer it.Close()
+	defer release()
 	var rec docData
-	n, err := db.lookup(it, id, &rec)
+	n, err := db.lookup(v, id, &rec)
 	if err != nil {
 		return nil, err
 	}
@@ -105,6 +108,11 @@ func (db *DB) Has(id string) (bool, error) {
 	if err := checkID(id); err != nil {
 		return false, err
 	}
+	if db.rkv != nil {
+		v, _, _ := db.openView(db.closing, nil, nil)
+		_, ok, err := v.docNum(id)
+		return ok, err
+	}
 	_, ok, err := getCopy(db.pdb, codec.AppendIDKey(nil, id))
 	return ok, err
 }
@@ -115,6 +123,10 @@ func (db *DB) Count() (uint64, error) {
 		return 0, err
 	}
 	defer db.mu.RUnlock()
+	if db.rkv != nil {
+		n, err := db.rkv.Count(db.closing)
+		return n, redisErr(err)
+	}
 	return db.live.Load(), nil
 }
 
@@ -149,6 +161,9 @@ type ScanOptions struct {
 // Cancelling ctx ends the iteration with an error wrapping ctx.Err().
 func (db *DB) Scan(ctx context.Context, so *ScanOptions) iter.Seq2[*StoredDoc, error] {
 	sets := so != nil && so.Sets
+	if db.rkv != nil {
+		return db.redisScan(ctx, sets)
+	}
 	return func(yield func(*StoredDoc, error) bool) {
 		if err := db.enter(); err != nil {
 			yield(nil, err)

@@ -43,6 +43,9 @@ type UpgradeReport struct {
 // open elsewhere (ErrLocked). opts may set handle options (FS, Logger,
 // CacheSize); creation options are ignored.
 func Upgrade(ctx context.Context, dir string, opts *Options) (*UpgradeReport, error) {
+	if IsRedisURL(dir) {
+		return nil, fmt.Errorf("%w: Upgrade of a Redis index (its format is always this build's)", ErrUnsupported)
+	}
 	var o Options
 	if opts != nil {
 		o = Options{fs: opts.fs, Logger: opts.Logger, CacheSize: opts.CacheSize, DiskReserve: opts.DiskReserve, NoSync: opts.NoSync}

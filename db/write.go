@@ -313,6 +313,10 @@ func (db *DB) writeLocked(preps []prepared, wo *WriteOptions) (syncWaiter, error
 // writeLockedCount is writeLocked that also returns how many documents
 // replaced a stored one.
 func (db *DB) writeLockedCount(preps []prepared, wo *WriteOptions) (replaced int, sw syncWaiter, err error) {
+	if db.rkv != nil {
+		replaced, err = db.redisWrite(preps)
+		return replaced, sw, err
+	}
 	b := db.pdb.NewBatch()
 	defer func() {
 		if sw.b == nil {
@@ -402,6 +406,10 @@ func (db *DB) DeleteIDs(ids []string, o *WriteOptions) (DeleteResult, error) {
 // deleteLocked is DeleteIDs' batch. The caller holds db.mu for reading
 // and wmu, and waits on the syncWaiter after releasing wmu.
 func (db *DB) deleteLocked(ids []string, o *WriteOptions) (res DeleteResult, sw syncWaiter, err error) {
+	if db.rkv != nil {
+		res, err = db.redisDelete(ids, o)
+		return res, sw, err
+	}
 	b := db.pdb.NewBatch()
 	defer func() {
 		if sw.b == nil {

@@ -42,6 +42,7 @@
 package rediskv
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -181,6 +182,13 @@ func (s *Store) Manifest(ctx context.Context) ([]byte, error) {
 // SetManifest stores the manifest.
 func (s *Store) SetManifest(ctx context.Context, m []byte) error {
 	return s.c.Set(ctx, s.manifestKey(), m, 0).Err()
+}
+
+// CreateManifest stores the manifest of a new index unless one is stored
+// (two processes creating the same index at once: one wins); created says
+// whether this one did.
+func (s *Store) CreateManifest(ctx context.Context, m []byte) (created bool, err error) {
+	return s.c.SetNX(ctx, s.manifestKey(), m, 0).Result()
 }
 
 // Put is one document to store: its id, its record, and its bucket in
@@ -698,4 +706,34 @@ func (s *Store) Flush(ctx context.Context) error {
 		return err
 	}
 	return s.c.Del(ctx, s.countersKey()).Err()
+}
+
+// IDNum is a stored id and its doc number.
+type IDNum struct {
+	ID  string
+	Num uint64
+}
+
+// Live returns every stored id with its doc number, by doc number (the
+// order of insertion). It scans the id keys of every master.
+func (s *Store) Live(ctx context.Context) ([]IDNum, error) {
+	var ids []string
+	if err := s.scanKeys(ctx, s.prefix+"i:*", func(_ redis.Cmdable, key string) error {
+		ids = append(ids, strings.TrimPrefix(key, s.prefix+"i:"))
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	nums, err := s.DocNums(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]IDNum, 0, len(ids))
+	for i, id := range ids {
+		if nums[i] != 0 { // NB: deleted since the scan saw it
+			out = append(out, IDNum{id, nums[i]})
+		}
+	}
+	slices.SortFunc(out, func(a, b IDNum) int { return cmp.Compare(a.Num, b.Num) })
+	return out, nil
 }

@@ -1,0 +1,380 @@
+package db
+
+// The Redis backend (issue 16): an index kept on a Redis Cluster, or one
+// Redis server, by internal/rediskv, behind the same DB. Open takes its
+// URL in place of a directory.
+//
+// What it runs: Put, PutBatch, PutSet, PutSignature, PutIfNew, Delete,
+// DeleteIDs, Load (as batched puts), Get, Has, Count, All, Scan, Query,
+// QueryID, QuerySet, QuerySignature, QueryMany, Explain, Bucket, Check
+// (and Repair). The rest (Pairs, Clusters, Stats, Buckets, Backup,
+// PurgeEmptyLists, Metrics, Upgrade) is Pebble's for now and returns
+// ErrUnsupported.
+//
+// How it differs from Pebble, all of it from what a cluster is:
+//   - No snapshot: a read sees the cluster as it is. A query reads its b
+//     buckets in one pipelined round trip per master, then its
+//     candidates' records in another; a write that lands in between may
+//     or may not be seen.
+//   - No multi-key transaction: a write is several steps (rediskv's
+//     package comment gives the order), and a posting whose document is
+//     not (or no longer) there is skipped by readers. A batch is visible
+//     whole only once it has completed; a crash between the steps leaves
+//     what Check reports and Repair removes.
+//   - Durability is the server's: an acknowledged write is in the
+//     masters' memory, on disk as their appendonly/appendfsync settings
+//     say, and on a replica only after replication (WriteOptions.NoSync
+//     changes nothing).
+//   - No lock: any number of processes may open the index and write to
+//     it. Writes of one DB are serialized; two processes writing the same
+//     id at once may leave a record that Check reports.
+//   - The query cache is off (it is tagged by Pebble's view of the
+//     counters).
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"strings"
+	"time"
+
+	"github.com/lshdb/lshdb/codec"
+	"github.com/lshdb/lshdb/internal/rediskv"
+)
+
+// ErrUnsupported is returned by the calls that the index's storage
+// backend does not run (the Redis backend: see IsRedisURL).
+var ErrUnsupported = errors.New("lshdb: not supported by this index's storage backend")
+
+// ErrBackend wraps a failure of a remote storage backend: a Redis node
+// that does not answer, a cluster that is down or failing over.
+var ErrBackend = errors.New("lshdb: the storage backend failed")
+
+// IsRedisURL reports whether s names an index on Redis
+// (redis://HOST:PORT[/NAME] or redis+cluster://HOST:PORT,…[/NAME]), which
+// Open opens in place of a directory.
+func IsRedisURL(s string) bool {
+	return strings.HasPrefix(s, "redis://") || strings.HasPrefix(s, "redis+cluster://")
+}
+
+// redisErr wraps an error of the Redis client as ErrBackend (a context's
+// error passes as it is).
+func redisErr(err error) error {
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return fmt.Errorf("%w: redis: %w", ErrBackend, err)
+}
+
+// unsupported returns ErrUnsupported for op on a Redis index, nil on
+// Pebble.
+func (db *DB) unsupported(op string) error {
+	if db.rkv == nil {
+		return nil
+	}
+	return fmt.Errorf("%w: %s on a Redis index (Pebble's for now)", ErrUnsupported, op)
+}
+
+// openTimeout bounds Open's first round trips to a Redis cluster.
+const openTimeout = 30 * time.Second
+
+// openRedis opens or creates the index at the Redis URL u.
+func openRedis(u string, o Options) (*DB, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), openTimeout)
+	defer cancel()
+	s, err := rediskv.Open(ctx, u)
+	if err != nil {
+		if errors.Is(err, rediskv.ErrURL) {
+			return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
+		}
+		return nil, fmt.Errorf("%w: opening %s: %w", ErrBackend, u, err)
+	}
+	// NB: no query cache: its entries are tagged with the counters a
+	// Pebble view sees, and a cluster gives no such view.
+	db := &DB{dir: u, opts: handleOptions{Options: o, FS: o.fs}, rkv: s}
+	db.closing, db.closeCancel = context.WithCancelCause(context.Background())
+	db.open = make(map[*openIter]struct{})
+	if err := db.redisManifest(ctx); err != nil {
+		s.Close()
+		return nil, err
+	}
+	db.initPools()
+	return db, nil
+}
+
+// redisManifest reads the manifest, or creates it for a new index.
+func (db *DB) redisManifest(ctx context.Context) error {
+	v, err := db.rkv.Manifest(ctx)
+	if err != nil {
+		return redisErr(err)
+	}
+	if v == nil {
+		if db.opts.ReadOnly || db.opts.MustExist {
+			return fmt.Errorf("%w: no index at %s", ErrNotExist, db.dir)
+		}
+		enc, err := db.newManifest()
+		if err != nil {
+			return err
+		}
+		created, err := db.rkv.CreateManifest(ctx, enc)
+		if err != nil {
+			return redisErr(err)
+		}
+		if created {
+			return nil
+		}
+		// NB: another process created it first: open what it made.
+		if v, err = db.rkv.Manifest(ctx); err != nil {
+			return redisErr(err)
+		}
+	}
+	return db.useManifest(v)
+}
+
+// redisWrite writes prepared documents (unique ids); it returns how many
+// replaced a stored one. The caller holds wmu.
+func (db *DB) redisWrite(preps []prepared) (int, error) {
+	ws := rediskv.WriteSet{Puts: make([]rediskv.Put, len(preps))}
+	for i := range preps {
+		p := &preps[i]
+		ws.Puts[i] = rediskv.Put{ID: p.id, Record: p.record, Buckets: p.keys}
+	}
+	res, err := db.rkv.Apply(db.closing, &ws)
+	if err != nil {
+		return 0, redisErr(err)
+	}
+	return res.Replaced, nil
+}
+
+// redisDelete is deleteLocked on Redis. NB: the ids are checked before
+// anything is deleted, so that a missing one fails the call with nothing
+// done, as on Pebble (a writer in another process may still delete one
+// in between).
+func (db *DB) redisDelete(ids []string, o *WriteOptions) (DeleteResult, error) {
+	var res DeleteResult
+	seen := make(map[string]bool, len(ids))
+	var uniq []string
+	for _, id := range ids {
+		if !seen[id] {
+			seen[id] = true
+			uniq = append(uniq, id)
+		}
+	}
+	nums, err := db.rkv.DocNums(db.closing, uniq)
+	if err != nil {
+		return res, redisErr(err)
+	}
+	var stored []string
+	for i, id := range uniq {
+		switch {
+		case nums[i] != 0:
+			stored = append(stored, id)
+		case o.IgnoreMissing:
+			res.Missing = append(res.Missing, id)
+		default:
+			return DeleteResult{}, fmt.Errorf("%w: %q", ErrNotFound, id)
+		}
+	}
+	if len(stored) == 0 {
+		return res, nil
+	}
+	r, err := db.rkv.Apply(db.closing, &rediskv.WriteSet{Deletes: stored})
+	if err != nil {
+		return DeleteResult{}, redisErr(err)
+	}
+	res.Deleted = len(stored) - len(r.Missing)
+	res.Missing = append(res.Missing, r.Missing...)
+	return res, nil
+}
+
+// redisScanChunk is how many records a Redis scan reads per round trip.
+const redisScanChunk = 512
+
+// redisScan is Scan on Redis: the live ids by doc number, their records
+// read a chunk at a time. It is not a snapshot: a document written after
+// the scan listed the ids is not seen, one deleted after is skipped.
+func (db *DB) redisScan(ctx context.Context, sets bool) iter.Seq2[*StoredDoc, error] {
+	return func(yield func(*StoredDoc, error) bool) {
+		if err := db.enter(); err != nil {
+			yield(nil, err)
+			return
+		}
+		live, err := db.rkv.Live(ctx)
+		db.mu.RUnlock()
+		if err != nil {
+			yield(nil, redisErr(err))
+			return
+		}
+		nums := make([]uint64, 0, redisScanChunk)
+		for start := 0; start < len(live); start += redisScanChunk {
+			chunk := live[start:min(len(live), start+redisScanChunk)]
+			nums = nums[:0]
+			for _, x := range chunk {
+				nums = append(nums, x.Num)
+			}
+			if err := db.enter(); err != nil {
+				yield(nil, err)
+				return
+			}
+			recs, err := db.rkv.Records(ctx, nums)
+			db.mu.RUnlock()
+			if err == nil && ctx.Err() != nil {
+				err = fmt.Errorf("scan interrupted: %w", ctx.Err())
+			}
+			if err != nil {
+				yield(nil, redisErr(err))
+				return
+			}
+			for i, r := range recs {
+				if r == nil {
+					continue // deleted since the ids were listed
+				}
+				var rec docData
+				n := nums[i]
+				if sets {
+					err = db.decodeDoc(n, r, &rec)
+				} else if err = codec.DecodeDocRecord(r, &rec.DocRecord); err != nil {
+					err = classify(fmt.Errorf("doc %d: %w", n, err))
+				}
+				if err != nil {
+					yield(nil, err)
+					return
+				}
+				if !sets {
+					rec.Signature = nil
+				}
+				if !yield(toDocument(n, &rec), nil) {
+					return
+				}
+			}
+		}
+	}
+}
+
+// redisCheck is Check on Redis: rediskv's structural check (ids, records,
+// postings, counts) and a decode of every live record.
+func (db *DB) redisCheck(ctx context.Context) (*CheckReport, error) {
+	rep := &CheckReport{}
+	problems, err := db.rkv.Check(ctx)
+	if err != nil {
+		return nil, redisErr(err)
+	}
+	for _, p := range problems {
+		rep.problem("%s", p)
+	}
+	for _, err := range db.redisScan(ctx, true) {
+		if err != nil {
+			if errors.Is(err, ErrCorrupt) {
+				rep.problem("%v", err)
+				continue
+			}
+			return nil, err
+		}
+		rep.Docs++
+		rep.IDs++
+	}
+	return rep, nil
+}
+
+// Repair removes what writes that stopped part way left in a Redis index
+// (records no id names, postings of no live document; see Check), and
+// reports how many it removed. Run it with no writer beside it. On a
+// Pebble index, whose writes are atomic, there is nothing to repair: it
+// returns ErrUnsupported.
+func (db *DB) Repair(ctx context.Context) (orphans, dangling int, err error) {
+	if err := db.enter(); err != nil {
+		return 0, 0, err
+	}
+	defer db.mu.RUnlock()
+	if db.rkv == nil {
+		return 0, 0, fmt.Errorf("%w: Repair on a Pebble index (its writes are atomic: nothing to repair)", ErrUnsupported)
+	}
+	if db.opts.ReadOnly {
+		return 0, 0, ErrReadOnly
+	}
+	db.wmu.Lock()
+	defer db.wmu.Unlock()
+	rep, err := db.rkv.Repair(ctx)
+	return rep.Orphans, rep.Dangling, redisErr(err)
+}
+
+// redisLoadBatch is how many documents a Redis load writes per Apply:
+// each of its steps is one pipeline (thousands of commands) per master.
+const redisLoadBatch = 2048
+
+// redisLoad is Load on Redis: batched puts, prepared on every core, each
+// batch written with pipelined steps. Unlike Pebble's load it is not
+// atomic: an error stops it with the batches before written (a re-run
+// replaces them), and Replaced also counts documents replacing earlier
+// ones of the same load. The caller holds db.mu for reading and wmu.
+func (db *DB) redisLoad(ctx context.Context, docs iter.Seq2[Doc, error], o LoadOptions) (LoadResult, error) {
+	var res LoadResult
+	batch := make([]Doc, 0, redisLoadBatch)
+	read := 0
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		if err := ctxErr(ctx); err != nil {
+			return err
+		}
+		// NB: prepared first, then the last of each id wins among the
+		// documents kept, as in Pebble's load: an empty text skipped
+		// leaves an earlier version of its id.
+		preps, errs, _ := db.prepareEach(batch, db.man.StoreText, nil)
+		keep := preps[:0]
+		for i, err := range errs {
+			switch {
+			case err == nil:
+				keep = append(keep, preps[i])
+			case o.SkipEmpty && errors.Is(err, ErrEmptyDocument):
+				res.SkippedEmpty = append(res.SkippedEmpty, batch[i].ID)
+			default:
+				return fmt.Errorf("document %d: %w", read-len(batch)+i, err)
+			}
+		}
+		last := make(map[string]int, len(keep))
+		for i := range keep {
+			last[keep[i].id] = i
+		}
+		uniq := keep[:0]
+		for i := range keep {
+			if last[keep[i].id] == i {
+				uniq = append(uniq, keep[i])
+			}
+		}
+		res.Repeated += len(keep) - len(uniq)
+		keep = uniq
+		replaced, err := db.redisWrite(keep)
+		if err != nil {
+			return err
+		}
+		res.Stored += len(keep)
+		res.Replaced += replaced
+		batch = batch[:0]
+		return nil
+	}
+	for d, err := range docs {
+		if err != nil {
+			return res, err
+		}
+		batch = append(batch, d)
+		read++
+		if o.Progress != nil && read%10000 == 0 {
+			o.Progress(read)
+		}
+		if len(batch) == redisLoadBatch {
+			if err := flush(); err != nil {
+				return res, err
+			}
+		}
+	}
+	if err := flush(); err != nil {
+		return res, err
+	}
+	if o.Progress != nil {
+		o.Progress(read)
+	}
+	return res, nil
+}

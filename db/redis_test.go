@@ -1,0 +1,216 @@
+package db
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/lshdb/lshdb/internal/rediskv"
+	"github.com/lshdb/lshdb/internal/redistest"
+	"github.com/lshdb/lshdb/minhash"
+)
+
+// The Redis backend's tests run on a local 3-master, 3-replica Redis
+// Cluster (internal/redistest), started once for the package by the first
+// test that needs it and stopped by TestMain. Without redis-server they
+// skip, unless LSHDB_REQUIRE_REDIS=1 (CI): then they fail.
+
+var (
+	redisOnce    sync.Once
+	redisCluster *redistest.Cluster
+	redisDir     string
+	redisErrOnce error
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if redisCluster != nil {
+		redisCluster.Stop()
+	}
+	if redisDir != "" {
+		os.RemoveAll(redisDir)
+	}
+	os.Exit(code)
+}
+
+// redisURL returns the URL of a fresh, empty index on the package's
+// cluster, named after the test, and removes its keys when the test ends.
+func redisURL(t *testing.T) string {
+	t.Helper()
+	redisOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "lshdb-db-redis-")
+		if err != nil {
+			redisErrOnce = err
+			return
+		}
+		redisDir = dir
+		redisCluster, redisErrOnce = redistest.Start(context.Background(), dir)
+	})
+	switch {
+	case errors.Is(redisErrOnce, redistest.ErrNoRedis) && os.Getenv("LSHDB_REQUIRE_REDIS") != "1":
+		t.Skipf("%v: the Redis backend's tests skip (LSHDB_REQUIRE_REDIS=1 makes this a failure)", redisErrOnce)
+	case redisErrOnce != nil:
+		t.Fatal(redisErrOnce)
+	}
+	name := strings.NewReplacer("/", "-", " ", "-", ":", "-").Replace(t.Name())
+	u := "redis+cluster://" + strings.Join(redisCluster.Addrs, ",") + "/" + name
+	s, err := rediskv.Open(context.Background(), u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Flush(context.Background()); s.Close() })
+	return u
+}
+
+// Ensure that random puts, upserts, deletes, queries, Get, Explain,
+// Bucket and PutIfNew on a Redis Cluster give exactly the model's answers
+// (brute force), as on Pebble, and that Check finds it whole throughout.
+func TestRedisModel(t *testing.T) {
+	steps := 1500
+	if testing.Short() {
+		steps = 400
+	}
+	for i, opts := range []*Options{
+		{},
+		{Shingle: minhash.ShingleWord, ShingleSize: 2, Threshold: 0.5, Scheme: minhash.SchemeClassic, NumPerm: 64},
+		{Storage: StorageSets, Threshold: 0.5, StoreText: true},
+	} {
+		t.Run(fmt.Sprint(i), func(t *testing.T) {
+			runModel(t, rand.New(rand.NewPCG(uint64(i), 11)), redisURL(t), opts, steps, true)
+		})
+	}
+}
+
+// Ensure that a Redis index keeps its parameters and documents across
+// handles: a second handle opened beside the first (no lock) sees the
+// first's writes, and refuses options that differ from the stored ones.
+func TestRedisReopenAndShare(t *testing.T) {
+	u := redisURL(t)
+	a, err := Open(u, &Options{Threshold: 0.6})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	if err := a.Put(Doc{ID: "x", Text: "the quick brown fox jumps over the lazy dog"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	b, err := Open(u, &Options{MustExist: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if p := b.Params(); p.Threshold != 0.6 {
+		t.Fatalf("second handle's threshold %v, stored 0.6", p.Threshold)
+	}
+	doc, err := b.Get("x")
+	if err != nil || doc.Text != "the quick brown fox jumps over the lazy dog" {
+		t.Fatalf("second handle Get = %+v, %v", doc, err)
+	}
+	res, err := b.Query(context.Background(), "the quick brown fox jumps over the lazy dog", nil)
+	if err != nil || len(res.Matches) != 1 || res.Matches[0].ID != "x" || res.Matches[0].Jaccard != 1 {
+		t.Fatalf("second handle Query = %+v, %v", res, err)
+	}
+	if _, err := Open(u, &Options{Threshold: 0.9}); !errors.As(err, new(*MismatchError)) || !errors.Is(err, ErrParamsMismatch) {
+		t.Fatalf("Open with another threshold: %v, want ErrParamsMismatch", err)
+	}
+	if _, err := Open(u+"-absent", &Options{MustExist: true}); !errors.Is(err, ErrNotExist) {
+		t.Fatalf("Open of an absent index with MustExist: %v, want ErrNotExist", err)
+	}
+	if _, err := Open("redis+cluster://127.0.0.1:7000/a{b}", nil); !errors.Is(err, ErrInvalidOptions) {
+		t.Fatalf("Open of a bad URL: %v, want ErrInvalidOptions", err)
+	}
+}
+
+// Ensure that what the Redis backend does not run says so with
+// ErrUnsupported, and changes nothing.
+func TestRedisUnsupported(t *testing.T) {
+	d, err := Open(redisURL(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	ctx := context.Background()
+	if err := d.Put(Doc{ID: "a", Text: "some text to keep"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	for name, err := range map[string]error{
+		"Backup":          d.Backup(ctx, t.TempDir()+"/b"),
+		"PurgeEmptyLists": second(d.PurgeEmptyLists(ctx)),
+		"Stats":           second(d.Stats(ctx, 1)),
+		"Buckets":         second(d.Buckets(ctx, -1, 1)),
+		"Clusters":        second(d.Clusters(ctx, nil)),
+		"Metrics":         second(d.Metrics()),
+		"Pairs":           pairsErr(d),
+	} {
+		if !errors.Is(err, ErrUnsupported) {
+			t.Errorf("%s on Redis: %v, want ErrUnsupported", name, err)
+		}
+	}
+	if n, err := d.Count(); err != nil || n != 1 {
+		t.Fatalf("Count after the refused calls = %d, %v", n, err)
+	}
+}
+
+func pairsErr(d *DB) error {
+	for _, err := range d.Pairs(context.Background(), nil) {
+		return err
+	}
+	return nil
+}
+
+// Ensure that Load on Redis (batched puts) stores what Put of each
+// document in order would: the last of a repeated id wins, empty texts
+// are skipped when asked, and every document is found by its own text.
+func TestRedisLoad(t *testing.T) {
+	d, err := Open(redisURL(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	rng := rand.New(rand.NewPCG(3, 4))
+	want := map[string]string{}
+	var docs []Doc
+	for i := range 5000 {
+		id := fmt.Sprintf("d%d", rng.IntN(4000))
+		text := randomText(rng, nil) + fmt.Sprintf(" number %d", i)
+		if i%997 == 0 {
+			text = "  "
+		} else {
+			want[id] = text
+		}
+		docs = append(docs, Doc{ID: id, Text: text})
+	}
+	// NB: an empty text skipped by the load leaves the id's earlier
+	// version stored, as Put would (it skips it too).
+	res, err := d.Load(context.Background(), func(yield func(Doc, error) bool) {
+		for _, doc := range docs {
+			if !yield(doc, nil) {
+				return
+			}
+		}
+	}, &LoadOptions{SkipEmpty: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := d.Count(); err != nil || n != uint64(len(want)) {
+		t.Fatalf("Count = %d, %v; want %d (load %+v)", n, err, len(want), res)
+	}
+	for id, text := range want {
+		doc, err := d.Get(id)
+		if err != nil || doc.Text != text {
+			t.Fatalf("Get(%q) = %v, %v; want the last text loaded", id, doc, err)
+		}
+	}
+	rep, err := d.Check(context.Background())
+	if err != nil || !rep.OK() {
+		t.Fatalf("Check after the load: %+v, %v", rep, err)
+	}
+}
