@@ -115,6 +115,12 @@ func (db *DB) Pairs(ctx context.Context, po *PairsOptions) iter.Seq2[Pair, error
 		if po != nil && po.Stats != nil {
 			defer func() { *po.Stats = st }()
 		}
+		if db.rkv != nil {
+			if err := db.redisPairs(ctx, po, &st, yield); err != nil {
+				yield(Pair{}, err)
+			}
+			return
+		}
 		var cancelled error
 		emit := func(x *pairsIndex, a, b int32, j float64) bool {
 			if a > b {

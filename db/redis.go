@@ -36,11 +36,13 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/lshdb/lshdb/codec"
 	"github.com/lshdb/lshdb/internal/rediskv"
+	"github.com/lshdb/lshdb/minhash"
 )
 
 // ErrUnsupported is returned by the calls that the index's storage
@@ -255,14 +257,15 @@ func (db *DB) redisScan(ctx context.Context, sets bool) iter.Seq2[*StoredDoc, er
 // redisCheck is Check on Redis: rediskv's structural check (ids, records,
 // postings, counts) and a decode of every live record.
 func (db *DB) redisCheck(ctx context.Context) (*CheckReport, error) {
-	rep := &CheckReport{}
-	problems, err := db.rkv.Check(ctx)
+	r, err := db.rkv.Check(ctx)
 	if err != nil {
 		return nil, redisErr(err)
 	}
-	for _, p := range problems {
+	rep := &CheckReport{IDs: r.IDs, PostingLists: r.Lists, Postings: r.Postings}
+	for _, p := range r.Problems {
 		rep.problem("%s", p)
 	}
+	// NB: Redis deletes a set when its last member goes: no empty lists.
 	for _, err := range db.redisScan(ctx, true) {
 		if err != nil {
 			if errors.Is(err, ErrCorrupt) {
@@ -272,7 +275,6 @@ func (db *DB) redisCheck(ctx context.Context) (*CheckReport, error) {
 			return nil, err
 		}
 		rep.Docs++
-		rep.IDs++
 	}
 	return rep, nil
 }
@@ -377,4 +379,179 @@ func (db *DB) redisLoad(ctx context.Context, docs iter.Seq2[Doc, error], o LoadO
 		o.Progress(read)
 	}
 	return res, nil
+}
+
+// redisPairsChunk is how many documents a Redis Pairs run takes at a
+// time: their buckets in one pipeline, their candidates' records in
+// another.
+const redisPairsChunk = 256
+
+// redisPairs is Pairs on Redis. It takes the live documents a chunk at a
+// time in doc-number order; for each, the other members of its b buckets
+// with a larger doc number are its candidates, verified with exact
+// Jaccard (the estimate in storage none) as a query verifies them. Every
+// pair is thus reported once, by its earlier document. Three round trips
+// per master and chunk; the memory is a chunk's records and its
+// candidates'. No snapshot: documents written or deleted while it runs
+// may or may not be seen.
+func (db *DB) redisPairs(ctx context.Context, po *PairsOptions, st *PairsStats, yield func(Pair, error) bool) error {
+	t, err := db.pairsThreshold(po)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := db.opCtx(ctx)
+	defer cancel()
+	if err := db.enter(); err != nil {
+		return err
+	}
+	live, err := db.rkv.Live(ctx)
+	db.mu.RUnlock()
+	if err != nil {
+		return redisErr(err)
+	}
+	st.Docs = len(live)
+	prog := progressOf(ctx)
+	defer prog.end()
+	prog.phase(1, 1, "verifying candidates", int64(len(live)))
+	est := db.estimateOnly()
+	decode := func(n uint64, r []byte) (*docData, error) {
+		d := new(docData)
+		if err := db.decodeDoc(n, r, d); err != nil {
+			return nil, err
+		}
+		return d, nil
+	}
+	for start := 0; start < len(live); start += redisPairsChunk {
+		if err := ctxErr(ctx); err != nil {
+			return err
+		}
+		chunk := live[start:min(len(live), start+redisPairsChunk)]
+		if err := db.enter(); err != nil {
+			return err
+		}
+		pairs, err := db.redisPairsOf(ctx, chunk, t, est, decode, st)
+		db.mu.RUnlock()
+		if err != nil {
+			return err
+		}
+		prog.add(int64(len(chunk)))
+		for _, p := range pairs {
+			st.Reported++
+			if !yield(p, nil) {
+				return nil
+			}
+		}
+	}
+	return nil
+}
+
+// redisPairsOf returns the pairs that the documents of chunk report
+// (with documents of larger doc numbers). The caller holds db.mu.
+func (db *DB) redisPairsOf(ctx context.Context, chunk []rediskv.IDNum, t float64, est bool,
+	decode func(uint64, []byte) (*docData, error), st *PairsStats) ([]Pair, error) {
+	nums := make([]uint64, len(chunk))
+	for i, x := range chunk {
+		nums[i] = x.Num
+	}
+	recs, err := db.rkv.Records(ctx, nums)
+	if err != nil {
+		return nil, redisErr(err)
+	}
+	docs := make(map[uint64]*docData, len(chunk))
+	keys := make([][]uint64, len(chunk))
+	var lists []rediskv.BandBucket
+	listOf := map[postingKey]int{}
+	for i, r := range recs {
+		if r == nil {
+			continue // deleted since the ids were listed
+		}
+		d, err := decode(nums[i], r)
+		if err != nil {
+			return nil, err
+		}
+		docs[nums[i]] = d
+		if keys[i], err = db.bucketKeys(nil, d.Signature); err != nil {
+			return nil, classify(err)
+		}
+		for band, k := range keys[i] {
+			pk := postingKey{band, k}
+			if _, ok := listOf[pk]; !ok {
+				listOf[pk] = len(lists)
+				lists = append(lists, rediskv.BandBucket{Band: band, Bucket: k})
+			}
+		}
+	}
+	members, err := db.rkv.Postings(ctx, lists)
+	if err != nil {
+		return nil, redisErr(err)
+	}
+	st.Lists += len(lists)
+	// Each document's candidates: the later members of its buckets.
+	cands := make([][]uint64, len(chunk))
+	var need []uint64
+	needed := map[uint64]bool{}
+	for i, n := range nums {
+		if docs[n] == nil {
+			continue
+		}
+		seen := map[uint64]bool{}
+		for band, k := range keys[i] {
+			for _, m := range members[listOf[postingKey{band, k}]] {
+				if m <= n || seen[m] {
+					continue
+				}
+				seen[m] = true
+				cands[i] = append(cands[i], m)
+				if docs[m] == nil && !needed[m] {
+					needed[m] = true
+					need = append(need, m)
+				}
+			}
+		}
+		slices.Sort(cands[i])
+		st.Candidates += int64(len(cands[i]))
+	}
+	if len(need) > 0 {
+		rs, err := db.rkv.Records(ctx, need)
+		if err != nil {
+			return nil, redisErr(err)
+		}
+		for i, r := range rs {
+			if r == nil {
+				continue // being written or retired: skipped, as a query skips it
+			}
+			if docs[need[i]], err = decode(need[i], r); err != nil {
+				return nil, err
+			}
+		}
+	}
+	var out []Pair
+	for i, n := range nums {
+		a := docs[n]
+		if a == nil {
+			continue
+		}
+		for _, m := range cands[i] {
+			b := docs[m]
+			if b == nil {
+				continue
+			}
+			var j float64
+			if est {
+				j = minhash.Estimate(a.Signature, b.Signature)
+			} else {
+				small, big := min(len(a.Set), len(b.Set)), max(len(a.Set), len(b.Set))
+				if float64(small)/float64(big) < t {
+					continue
+				}
+				j = minhash.Jaccard(a.Set, b.Set)
+			}
+			st.Verified++
+			if j >= t {
+				st.Matched++
+				out = append(out, Pair{A: a.ID, B: b.ID, Jaccard: j})
+			}
+		}
+	}
+	return out, nil
 }

@@ -281,7 +281,7 @@ func (a *app) rootCmd() *cobra.Command {
 				c.Flags().StringVar(&a.addr, "addr", "", "attach to the lshdb serve at this URL (http(s)://HOST:PORT; token from $LSHDB_TOKEN) instead of --db")
 			}
 			if !slices.Contains([]string{"gen", "version"}, c.Name()) {
-				c.Flags().StringVar(&a.dbDir, "db", "", "index directory")
+				c.Flags().StringVar(&a.dbDir, "db", "", "index directory, or an index on Redis: redis+cluster://HOST:PORT,…/NAME (redis://HOST:PORT/NAME for one server)")
 				c.Flags().StringVar(&a.cpuProfile, "cpuprofile", "", "write a CPU profile of the command to this file (for go tool pprof)")
 			}
 		}
@@ -352,6 +352,15 @@ func (a *app) openDB(opts *db.Options) (index, func(), error) {
 	}
 	if err := a.needDB(); err != nil {
 		return nil, nil, err
+	}
+	if db.IsRedisURL(a.dbDir) {
+		// NB: no lock, no owner, no socket: every process opens a Redis
+		// index itself, and many may at once.
+		d, err := db.Open(a.dbDir, opts)
+		if err != nil {
+			return nil, nil, err
+		}
+		return d, func() { d.Close() }, nil
 	}
 	// NB: an owner that is ending stops serving before it releases the
 	// lock (it closes the index last): for that moment the index is

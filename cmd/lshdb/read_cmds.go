@@ -746,12 +746,37 @@ func (a *app) explainCmd() *cobra.Command {
 }
 
 func (a *app) checkCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "check --db DIR",
+	var repair bool
+	c := &cobra.Command{
+		Use:   "check --db DIR [--repair]",
 		Short: "Full consistency check; exit 1 with the problems if any",
-		Args:  nArgs(0),
+		Long: `Full consistency check; exit 1 with the problems if any.
+
+With --repair (an index on Redis), first remove what writes that stopped
+part way left: records no id names and postings of no live document (a
+Redis Cluster has no transaction across keys, so a crash between a
+write's steps leaves them; readers skip them). Run it with no writer
+beside it. A Pebble index's writes are atomic: it has nothing to repair.`,
+		Args: nArgs(0),
 		RunE: func(c *cobra.Command, args []string) error {
-			return a.withIndex(func(d index) error {
+			open := a.withIndex
+			if repair {
+				open = a.withWritableIndex
+			}
+			return open(func(d index) error {
+				if repair {
+					dd, ok := d.(*db.DB)
+					if !ok {
+						return fmt.Errorf("check --repair runs in-process on a Redis index, not attached")
+					}
+					orphans, dangling, err := dd.Repair(a.ctx)
+					if err != nil {
+						return err
+					}
+					if !a.json() {
+						fmt.Fprintf(a.stdout, "repaired: %d records no id names, %d postings of no live document removed\n", orphans, dangling)
+					}
+				}
 				ctx, barDone := a.phaseBar("check")
 				rep, err := d.Check(ctx)
 				barDone()
@@ -784,4 +809,6 @@ func (a *app) checkCmd() *cobra.Command {
 			})
 		},
 	}
+	c.Flags().BoolVar(&repair, "repair", false, "an index on Redis: first remove what writes that stopped part way left")
+	return c
 }

@@ -175,7 +175,7 @@ func (a *app) printRecall(rec db.RecallEstimate, scheme minhash.Scheme) error {
 // exists or the shell holds the index: what a failed write command that
 // committed nothing removes again.
 func (a *app) missingRoot() string {
-	if a.shellDB != nil || a.dbDir == "" {
+	if a.shellDB != nil || a.dbDir == "" || db.IsRedisURL(a.dbDir) {
 		return ""
 	}
 	root := ""
@@ -245,6 +245,12 @@ func (a *app) createCmd() *cobra.Command {
 			}
 			if names, err := os.ReadDir(a.dbDir); err == nil && len(names) > 0 {
 				return fmt.Errorf("%s already exists (open it with the other commands)", a.dbDir)
+			}
+			if db.IsRedisURL(a.dbDir) {
+				if d, err := db.Open(a.dbDir, &db.Options{ReadOnly: true}); err == nil {
+					d.Close()
+					return fmt.Errorf("%s already exists (open it with the other commands)", a.dbDir)
+				}
 			}
 			d, finish, err := a.openForWrite(o, nil)
 			if err != nil {

@@ -597,13 +597,22 @@ func (s *Store) Repair(ctx context.Context) (RepairReport, error) {
 	return rep, err
 }
 
+// CheckReport is what Check counted and found.
+type CheckReport struct {
+	IDs, Records, Lists, Postings int
+	// Problems are the inconsistencies, none when the index is whole.
+	Problems []string
+}
+
 // Check returns the index's inconsistencies, none when it is whole: an
 // id naming no record, a record of another id, or a deleted one; a
 // record no id names; a posting of a number no id names; a live document missing from one of
 // its buckets; a live count that is not the ids'. It reads everything;
 // run it without writers.
-func (s *Store) Check(ctx context.Context) ([]string, error) {
+func (s *Store) Check(ctx context.Context) (*CheckReport, error) {
+	rep := &CheckReport{}
 	var problems []string
+	defer func() { rep.Problems = problems }()
 	idNum := map[string]uint64{}
 	if err := s.scanKeys(ctx, s.prefix+"i:*", func(c redis.Cmdable, key string) error {
 		n, err := c.Get(ctx, key).Uint64()
@@ -671,6 +680,7 @@ func (s *Store) Check(ctx context.Context) ([]string, error) {
 		}
 	}
 	if err := s.scanKeys(ctx, s.docPattern(), func(_ redis.Cmdable, key string) error {
+		rep.Records++
 		if n, err := strconv.ParseUint(strings.TrimPrefix(key, s.prefix+"d:"), 10, 64); err != nil || !live[n] {
 			problems = append(problems, fmt.Sprintf("record %s: no id names it (a write or delete stopped part way)", key))
 		}
@@ -683,6 +693,8 @@ func (s *Store) Check(ctx context.Context) ([]string, error) {
 		if err != nil {
 			return err
 		}
+		rep.Lists++
+		rep.Postings += len(members)
 		for _, m := range members {
 			if n, err := strconv.ParseUint(m, 10, 64); err != nil || !live[n] {
 				problems = append(problems, fmt.Sprintf("posting list %s names %s, no live document", key, m))
@@ -697,7 +709,8 @@ func (s *Store) Check(ctx context.Context) ([]string, error) {
 	} else if n != uint64(len(idNum)) {
 		problems = append(problems, fmt.Sprintf("the live count is %d, the ids %d", n, len(idNum)))
 	}
-	return problems, nil
+	rep.IDs = len(idNum)
+	return rep, nil
 }
 
 // Flush deletes every key of the index (for tests and lshdb's drop).
@@ -736,4 +749,34 @@ func (s *Store) Live(ctx context.Context) ([]IDNum, error) {
 	}
 	slices.SortFunc(out, func(a, b IDNum) int { return cmp.Compare(a.Num, b.Num) })
 	return out, nil
+}
+
+// UsedMemory returns the memory the masters report in use (INFO memory's
+// used_memory, summed): what the index costs, with the servers' own
+// overhead and whatever else they hold. Replicas hold as much again.
+func (s *Store) UsedMemory(ctx context.Context) (uint64, error) {
+	var mu sync.Mutex
+	var total uint64
+	each := func(ctx context.Context, c *redis.Client) error {
+		info, err := c.Info(ctx, "memory").Result()
+		if err != nil {
+			return err
+		}
+		for _, line := range strings.Split(info, "\n") {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(line), "used_memory:"); ok {
+				n, err := strconv.ParseUint(v, 10, 64)
+				if err != nil {
+					return fmt.Errorf("rediskv: INFO memory: used_memory %q", v)
+				}
+				mu.Lock()
+				total += n
+				mu.Unlock()
+			}
+		}
+		return nil
+	}
+	if cc, ok := s.c.(*redis.ClusterClient); ok {
+		return total, cc.ForEachMaster(ctx, each)
+	}
+	return total, each(ctx, s.c.(*redis.Client))
 }

@@ -129,8 +129,8 @@ func verify(t *testing.T, s *Store, m *model, allIDs []string, lists []BandBucke
 			t.Fatalf("band %d bucket %d: %v, want %v", l.Band, l.Bucket, ids, w)
 		}
 	}
-	if problems, err := s.Check(ctx); err != nil || len(problems) > 0 {
-		t.Fatalf("check: %v %v", problems, err)
+	if rep, err := s.Check(ctx); err != nil || len(rep.Problems) > 0 {
+		t.Fatalf("check: %+v %v", rep, err)
 	}
 }
 
@@ -266,14 +266,14 @@ func TestCrashBetweenStepsAndRepair(t *testing.T) {
 					}
 				}
 			}
-			if problems, err := s.Check(ctx); err != nil || len(problems) == 0 {
-				t.Fatalf("Check after the stopped write: %v %v; want its leftovers", problems, err)
+			if rep, err := s.Check(ctx); err != nil || len(rep.Problems) == 0 {
+				t.Fatalf("Check after the stopped write: %+v %v; want its leftovers", rep, err)
 			}
 			if _, err := s.Repair(ctx); err != nil {
 				t.Fatal(err)
 			}
-			if problems, err := s.Check(ctx); err != nil || len(problems) > 0 {
-				t.Fatalf("after Repair: %v %v", problems, err)
+			if rep, err := s.Check(ctx); err != nil || len(rep.Problems) > 0 {
+				t.Fatalf("after Repair: %+v %v", rep, err)
 			}
 			all := append(ids, "new")
 			nums, _ := s.DocNums(ctx, all)
