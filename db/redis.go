@@ -21,10 +21,12 @@ package db
 //     not (or no longer) there is skipped by readers. A batch is visible
 //     whole only once it has completed; a crash between the steps leaves
 //     what Check reports and Repair removes.
-//   - Durability is the server's: an acknowledged write is in the
-//     masters' memory, on disk as their appendonly/appendfsync settings
-//     say, and on a replica only after replication (WriteOptions.NoSync
-//     changes nothing).
+//   - Durability is replication: an acknowledged write is in the
+//     memory of its masters and of at least one replica of each
+//     (rediskv.Store.Sync: WAIT), so it survives the failover of a
+//     master; on disk as the servers' appendonly/appendfsync settings
+//     say. WriteOptions.NoSync and Options.NoSync skip the wait (the
+//     write is then on the masters only when the call returns).
 //   - No lock: any number of processes may open the index and write to
 //     it. Writes of one DB are serialized; two processes writing the same
 //     id at once may leave a record that Check reports.
@@ -147,6 +149,20 @@ func (db *DB) redisWrite(preps []prepared) (int, error) {
 		return 0, redisErr(err)
 	}
 	return res.Replaced, nil
+}
+
+// redisSyncTimeout bounds the wait for replicas after a write.
+//
+// NB: under go-redis's read timeout (3 s), which WAIT must not outlast.
+const redisSyncTimeout = 2 * time.Second
+
+// redisSync waits until the replicas hold the writes made so far,
+// unless the caller opted out of synced writes.
+func (db *DB) redisSync(wo *WriteOptions) error {
+	if db.opts.NoSync || wo != nil && wo.NoSync {
+		return nil
+	}
+	return redisErr(db.rkv.Sync(db.closing, redisSyncTimeout))
 }
 
 // redisDelete is deleteLocked on Redis. NB: the ids are checked before
@@ -305,9 +321,46 @@ func (db *DB) Repair(ctx context.Context) (orphans, dangling int, err error) {
 // each of its steps is one pipeline (thousands of commands) per master.
 const redisLoadBatch = 2048
 
+// redisLoadRetry is how long a Redis load retries a batch whose write
+// failed (a master failing over: the cluster takes the node timeout plus
+// an election, seconds) before it gives up.
+const redisLoadRetry = 60 * time.Second
+
+// redisWriteRetrying writes one batch of a load and waits for its
+// replicas, retrying for up to redisLoadRetry while the cluster fails.
+// NB: retrying a batch is safe: a write that stopped part way is redone
+// whole (its ids now name the first try's records, which the second
+// retires), and whatever else the first try left, check --repair
+// removes.
+func (db *DB) redisWriteRetrying(ctx context.Context, preps []prepared) (int, error) {
+	start := time.Now()
+	wait := 50 * time.Millisecond
+	for {
+		replaced, err := db.redisWrite(preps)
+		if err == nil {
+			err = db.redisSync(nil)
+		}
+		if err == nil || !errors.Is(err, ErrBackend) || time.Since(start) > redisLoadRetry {
+			if err != nil && errors.Is(err, ErrBackend) {
+				err = fmt.Errorf("%w (retried for %v)", err, time.Since(start).Round(time.Second))
+			}
+			return replaced, err
+		}
+		db.opts.Logger.Warn("lshdb: a Redis write failed; retrying the batch", "err", err, "after", wait)
+		select {
+		case <-ctx.Done():
+			return 0, context.Cause(ctx)
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 2*time.Second)
+	}
+}
+
 // redisLoad is Load on Redis: batched puts, prepared on every core, each
-// batch written with pipelined steps. Unlike Pebble's load it is not
-// atomic: an error stops it with the batches before written (a re-run
+// batch written with pipelined steps and acknowledged by the replicas
+// before the next (unless Options.NoSync), retried while a master fails
+// over. Unlike Pebble's load it is not atomic: an error stops it with the
+// batches before it written (LoadResult.Stored counts them; a re-run
 // replaces them), and Replaced also counts documents replacing earlier
 // ones of the same load. The caller holds db.mu for reading and wmu.
 func (db *DB) redisLoad(ctx context.Context, docs iter.Seq2[Doc, error], o LoadOptions) (LoadResult, error) {
@@ -348,7 +401,7 @@ func (db *DB) redisLoad(ctx context.Context, docs iter.Seq2[Doc, error], o LoadO
 		}
 		res.Repeated += len(keep) - len(uniq)
 		keep = uniq
-		replaced, err := db.redisWrite(keep)
+		replaced, err := db.redisWriteRetrying(ctx, keep)
 		if err != nil {
 			return err
 		}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/lshdb/lshdb/internal/rediskv"
 	"github.com/lshdb/lshdb/internal/redistest"
@@ -204,5 +205,114 @@ func TestRedisLoad(t *testing.T) {
 	rep, err := d.Check(context.Background())
 	if err != nil || !rep.OK() {
 		t.Fatalf("Check after the load: %+v, %v", rep, err)
+	}
+}
+
+// Ensure that a load survives the failover of a master: kill -9 one of
+// the three masters part way through a load of 100,000 documents (10,000
+// with -short); the load retries through the failover and completes, or
+// fails with ErrBackend having acknowledged a prefix (LoadResult.Stored),
+// which a second load completes. Either way, after check --repair every
+// acknowledged document is stored with its text, and Check finds no
+// posting of a missing document.
+func TestRedisFailoverDuringLoad(t *testing.T) {
+	n := 100000
+	if testing.Short() {
+		n = 10000
+	}
+	c := redistest.Require(t) // a cluster of its own: this test kills a master
+	u := "redis+cluster://" + strings.Join(c.Addrs, ",") + "/failover"
+	d, err := Open(u, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { d.Close() }()
+	rng := rand.New(rand.NewPCG(6, 6))
+	words := strings.Fields("alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi rho sigma tau upsilon phi chi psi omega")
+	docs := make([]Doc, n)
+	for i := range docs {
+		w := make([]string, 12+rng.IntN(20))
+		for j := range w {
+			w[j] = words[rng.IntN(len(words))]
+		}
+		docs[i] = Doc{ID: fmt.Sprintf("f%06d", i), Text: strings.Join(w, " ") + fmt.Sprintf(" %d", i)}
+	}
+	seqOf := func(ds []Doc) func(func(Doc, error) bool) {
+		return func(yield func(Doc, error) bool) {
+			for _, doc := range ds {
+				if !yield(doc, nil) {
+					return
+				}
+			}
+		}
+	}
+	killed := make(chan error, 1)
+	var once sync.Once
+	ctx := context.Background()
+	start := time.Now()
+	res, err := d.Load(ctx, seqOf(docs), &LoadOptions{Progress: func(read int) {
+		if read >= n*3/10 {
+			once.Do(func() { go func() { killed <- c.Kill(0) }() })
+		}
+	}})
+	if kerr := <-killed; kerr != nil {
+		t.Fatal(kerr)
+	}
+	t.Logf("load through the failover: %v after %v, %d of %d documents acknowledged", err, time.Since(start).Round(time.Millisecond), res.Stored, n)
+	acked := n
+	if err != nil {
+		if !errors.Is(err, ErrBackend) {
+			t.Fatalf("the load failed with %v; want ErrBackend", err)
+		}
+		acked = res.Stored
+	}
+	// The cluster has failed over (the load waited for it, or we do).
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if _, err := d.Count(); err == nil {
+			if err := d.Put(Doc{ID: "probe", Text: "after the failover"}, nil); err == nil {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the cluster did not recover in 60 s")
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Logf("recovered after %v", time.Since(start).Round(time.Millisecond))
+	if err := d.Delete("probe", nil); err != nil {
+		t.Fatal(err)
+	}
+	if acked < n {
+		if _, err := d.Load(ctx, seqOf(docs[acked:]), nil); err != nil {
+			t.Fatalf("resuming the load: %v", err)
+		}
+	}
+	orphans, dangling, err := d.Repair(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("repair removed %d orphan records, %d dangling postings", orphans, dangling)
+	t.Logf("repaired after %v", time.Since(start).Round(time.Millisecond))
+	rep, err := d.Check(ctx)
+	if err != nil || !rep.OK() {
+		t.Fatalf("Check after the repair: %+v, %v", rep, err)
+	}
+	t.Logf("checked after %v", time.Since(start).Round(time.Millisecond))
+	stored := map[string]string{}
+	for doc, err := range d.Scan(ctx, nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		stored[doc.ID] = doc.Text
+	}
+	t.Logf("scanned after %v", time.Since(start).Round(time.Millisecond))
+	for _, doc := range docs {
+		if stored[doc.ID] != doc.Text {
+			t.Fatalf("document %s: stored %q, loaded %q", doc.ID, stored[doc.ID], doc.Text)
+		}
+	}
+	if len(stored) != n {
+		t.Fatalf("%d documents stored, %d loaded", len(stored), n)
 	}
 }

@@ -314,7 +314,9 @@ func (db *DB) writeLocked(preps []prepared, wo *WriteOptions) (syncWaiter, error
 // replaced a stored one.
 func (db *DB) writeLockedCount(preps []prepared, wo *WriteOptions) (replaced int, sw syncWaiter, err error) {
 	if db.rkv != nil {
-		replaced, err = db.redisWrite(preps)
+		if replaced, err = db.redisWrite(preps); err == nil {
+			err = db.redisSync(wo)
+		}
 		return replaced, sw, err
 	}
 	b := db.pdb.NewBatch()
@@ -407,7 +409,9 @@ func (db *DB) DeleteIDs(ids []string, o *WriteOptions) (DeleteResult, error) {
 // and wmu, and waits on the syncWaiter after releasing wmu.
 func (db *DB) deleteLocked(ids []string, o *WriteOptions) (res DeleteResult, sw syncWaiter, err error) {
 	if db.rkv != nil {
-		res, err = db.redisDelete(ids, o)
+		if res, err = db.redisDelete(ids, o); err == nil && res.Deleted > 0 {
+			err = db.redisSync(o)
+		}
 		return res, sw, err
 	}
 	b := db.pdb.NewBatch()

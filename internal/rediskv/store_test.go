@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lshdb/lshdb/internal/redistest"
 )
@@ -368,5 +369,38 @@ func TestQueryRoundTrips(t *testing.T) {
 	t.Logf("a query of %d bands: %d round trips for the buckets, %d for %d candidates' records", len(lists), buckets, records, len(nums))
 	if buckets < 1 || buckets > 3 || records < 1 || records > 3 {
 		t.Fatalf("round trips: %d for the buckets, %d for the records; want 1 to 3 each (one per master)", buckets, records)
+	}
+}
+
+// Ensure that slotOf agrees with the servers' CLUSTER KEYSLOT (the
+// oracle), hash tags included, and that Sync on a healthy cluster has
+// every master's replica acknowledge.
+func TestSlotOfAndSync(t *testing.T) {
+	s := open(t)
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(8, 8))
+	keys := []string{"", "a", "foo", "{user1000}.following", "foo{}{bar}", "foo{{bar}}zap", "{}x", s.prefix + "sync:0"}
+	for range 200 {
+		b := make([]byte, rng.IntN(24))
+		for i := range b {
+			b[i] = byte(rng.IntN(256))
+		}
+		keys = append(keys, string(b))
+	}
+	for _, k := range keys {
+		want, err := s.c.ClusterKeySlot(ctx, k).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := slotOf(k); int64(got) != want {
+			t.Fatalf("slotOf(%q) = %d, CLUSTER KEYSLOT %d", k, got, want)
+		}
+	}
+	before := s.Pipelines()
+	if err := s.Sync(ctx, 2*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if n := s.Pipelines() - before; n < 4 {
+		t.Fatalf("Sync sent %d pipelines; want CLUSTER SLOTS and one per master", n)
 	}
 }

@@ -103,6 +103,27 @@ func Start(ctx context.Context, dir string) (*Cluster, error) {
 			return nil, c.failed(fmt.Errorf("node %s: the cluster is not ready: %w", a, err))
 		}
 	}
+	// NB: a replica that has not finished its first sync is not yet
+	// listed by CLUSTER SLOTS: writers that wait for replicas (WAIT)
+	// need them all online.
+	if err := waitFor(ctx, 30*time.Second, func() error {
+		online := 0
+		for _, a := range c.Addrs {
+			out, err := run(ctx, cli, "-h", "127.0.0.1", "-p", port(a), "info", "replication")
+			if err != nil {
+				return err
+			}
+			if strings.Contains(out, "role:master") && strings.Contains(out, "state=online") {
+				online++
+			}
+		}
+		if online != Nodes/2 {
+			return fmt.Errorf("%d of %d masters have an online replica", online, Nodes/2)
+		}
+		return nil
+	}); err != nil {
+		return nil, c.failed(fmt.Errorf("the replicas did not come online: %w", err))
+	}
 	ok = true
 	return c, nil
 }
