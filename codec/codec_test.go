@@ -43,6 +43,15 @@ func TestDocRecordKnownBytes(t *testing.T) {
 	if got := AppendDocRecord(nil, &r); !bytes.Equal(got, want) {
 		t.Fatalf("AppendDocRecord = %v, want %v", got, want)
 	}
+	// An expiring document: the time after the fingerprint.
+	r = DocRecord{ID: "a", SetLen: 1, SetFP: 0, Expires: 0x0102030405060708}
+	want = []byte{2, flagExpires, 1, 'a', 1, 0, 0, 0, 0, 0, 0, 0, 0, 8, 7, 6, 5, 4, 3, 2, 1}
+	if got := AppendDocRecord(nil, &r); !bytes.Equal(got, want) {
+		t.Fatalf("AppendDocRecord = %v, want %v", got, want)
+	}
+	if d, err := ParseDocView(want); err != nil || d.Expires != 0x0102030405060708 {
+		t.Fatalf("ParseDocView of an expiring record: %+v, %v", d, err)
+	}
 	// Format 1, which an upgrade reads.
 	text := "hi"
 	v1 := AppendDocRecordV1(nil, "ab", []uint32{1, 0x01020304}, []uint64{5, 7}, &text, nil)
@@ -100,6 +109,9 @@ func randomRecord(rng *rand.Rand) DocRecord {
 			r.Meta = []byte("meta")
 		}
 	}
+	if rng.IntN(3) == 0 {
+		r.Expires = 1 + rng.Int64N(1<<62)
+	}
 	return r
 }
 
@@ -107,7 +119,8 @@ func sameRecord(a, b *DocRecord) bool {
 	return a.ID == b.ID && a.SetLen == b.SetLen && a.SetFP == b.SetFP &&
 		slices.Equal(a.Signature, b.Signature) && (a.Signature == nil) == (b.Signature == nil) &&
 		slices.Equal(a.Set32, b.Set32) && (a.Set32 == nil) == (b.Set32 == nil) &&
-		a.HasText == b.HasText && a.Text == b.Text && bytes.Equal(a.Meta, b.Meta) && (a.Meta == nil) == (b.Meta == nil)
+		a.HasText == b.HasText && a.Text == b.Text && bytes.Equal(a.Meta, b.Meta) && (a.Meta == nil) == (b.Meta == nil) &&
+		a.Expires == b.Expires
 }
 
 // Ensure that doc records, sets, postings, counters and manifests round-trip.
@@ -125,6 +138,12 @@ func TestRoundTrips(t *testing.T) {
 		}
 		if !sameRecord(&r, &got) {
 			t.Fatalf("round trip: %+v became %+v", r, got)
+		}
+		// SetExpiry gives what AppendDocRecord gives with the expiry set.
+		x := r
+		x.Expires = 1 + rng.Int64N(1<<62)
+		if spliced, err := SetExpiry(nil, b[1:], x.Expires); err != nil || !bytes.Equal(spliced, AppendDocRecord(nil, &x)) {
+			t.Fatalf("SetExpiry(%+v) = %v, %v", r, spliced, err)
 		}
 		d, err := ParseDocView(b[1:])
 		if err != nil || d.HasSignature() != (r.Signature != nil) || d.HasSet() != (r.Set32 != nil) {
@@ -196,6 +215,17 @@ func TestKeys(t *testing.T) {
 		if _, ok := PostingKeyBand(bad); ok {
 			t.Errorf("PostingKeyBand(%x) gave a band", bad)
 		}
+	}
+	// Expiry keys sort by time, then doc number.
+	k1, k2, k3 := AppendExpiryKey(nil, 5, 9), AppendExpiryKey(nil, 6, 1), AppendExpiryKey(nil, 6, 2)
+	if bytes.Compare(k1, k2) >= 0 || bytes.Compare(k2, k3) >= 0 || !bytes.Equal(k1, []byte{'x', 0, 0, 0, 0, 0, 0, 0, 5, 0, 0, 0, 0, 0, 0, 0, 9}) {
+		t.Fatalf("expiry keys %x %x %x", k1, k2, k3)
+	}
+	if x, n, err := ParseExpiryKey(k3); x != 6 || n != 2 || err != nil {
+		t.Fatal(x, n, err)
+	}
+	if _, _, err := ParseExpiryKey(AppendDocKey(nil, 1)); !errors.Is(err, ErrCorrupt) {
+		t.Fatal(err)
 	}
 	if id, err := ParseIDKey(AppendIDKey(nil, "x/y")); id != "x/y" || err != nil {
 		t.Fatal(id, err)

@@ -3,6 +3,7 @@ package codec
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"math/bits"
 	"slices"
 
@@ -20,10 +21,11 @@ const (
 // Flag bits, the second byte of a record. Version 1 knows text and meta
 // only (it always holds a signature and a 64-bit set).
 const (
-	flagText  = 1 << iota // the text a user gave
-	flagMeta              // opaque metadata
-	flagSig               // the signature (sets and none modes)
-	flagSet32             // the 32-bit shingle set, Rice coded (sets mode)
+	flagText    = 1 << iota // the text a user gave
+	flagMeta                // opaque metadata
+	flagSig                 // the signature (sets and none modes)
+	flagSet32               // the 32-bit shingle set, Rice coded (sets mode)
+	flagExpires             // an expiry time (a document put with a TTL)
 )
 
 // Limits that decoders enforce so that bad bytes cannot ask for huge
@@ -50,13 +52,17 @@ type DocRecord struct {
 	HasText   bool
 	Text      string
 	Meta      []byte // opaque; nil when absent
+	// Expires is when the document expires, in Unix nanoseconds; 0 for
+	// never.
+	Expires int64
 }
 
 // AppendDocRecord appends the format 2 and 3 encoding of r:
 //
-//	version 2 (1 byte) | flags (1 byte: 1 text, 2 meta, 4 signature, 8 set32)
+//	version 2 (1 byte) | flags (1 byte: 1 text, 2 meta, 4 signature, 8 set32, 16 expiry)
 //	uvarint len(id) | id
 //	uvarint set length | set fingerprint (uint64 little-endian)
+//	[expiry: int64 little-endian, Unix nanoseconds]  (flag 16)
 //	[uvarint k | k × uint32 little-endian]          signature
 //	[uvarint len(coded) | AppendRiceSet(Set32)]     32-bit set
 //	[uvarint len(text) | text]
@@ -80,12 +86,18 @@ func AppendDocRecord(dst []byte, r *DocRecord) []byte {
 	if r.Set32 != nil {
 		flags |= flagSet32
 	}
+	if r.Expires != 0 {
+		flags |= flagExpires
+	}
 	dst = slices.Grow(dst, MaxDocRecordSize(r))
 	dst = append(dst, docRecordV2, flags)
 	dst = binary.AppendUvarint(dst, uint64(len(r.ID)))
 	dst = append(dst, r.ID...)
 	dst = binary.AppendUvarint(dst, uint64(r.SetLen))
 	dst = binary.LittleEndian.AppendUint64(dst, r.SetFP)
+	if r.Expires != 0 {
+		dst = binary.LittleEndian.AppendUint64(dst, uint64(r.Expires))
+	}
 	if r.Signature != nil {
 		dst = appendSignature(dst, r.Signature)
 	}
@@ -124,7 +136,7 @@ func appendSignature(dst []byte, sig []uint32) []byte {
 // counts every varint at its longest and the set at 5 bytes a value), so
 // a caller can hand AppendDocRecord a buffer it will not outgrow.
 func MaxDocRecordSize(r *DocRecord) int {
-	size := 2 + 2*binary.MaxVarintLen64 + len(r.ID) + 8
+	size := 2 + 2*binary.MaxVarintLen64 + len(r.ID) + 8 + 8
 	if r.Signature != nil {
 		size += binary.MaxVarintLen64 + 4*len(r.Signature)
 	}
@@ -242,6 +254,7 @@ type DocView struct {
 	Text    []byte
 	Meta    []byte // nil when absent
 	SetLen  int    // elements in the verification set
+	Expires int64  // Unix nanoseconds; 0: never
 	setFP   uint64 // version 2
 	sig     []byte // k × uint32 LE; nil when absent
 	set64   []byte // version 1: SetLen × uint64 LE
@@ -273,7 +286,7 @@ func ParseDocView(v []byte) (DocView, error) {
 		d.SetLen = int(n)
 		d.set64 = rd.bytes(n*8, "set")
 	case docRecordV2:
-		if flags&^(flagText|flagMeta|flagSig|flagSet32) != 0 {
+		if flags&^(flagText|flagMeta|flagSig|flagSet32|flagExpires) != 0 {
 			return d, corrupt("doc record flags %#x", flags)
 		}
 		d.Version = 2
@@ -281,6 +294,14 @@ func ParseDocView(v []byte) (DocView, error) {
 		n := rd.uvarint("set length")
 		if fp := rd.bytes(8, "set fingerprint"); fp != nil {
 			d.setFP = binary.LittleEndian.Uint64(fp)
+		}
+		if flags&flagExpires != 0 {
+			if x := rd.bytes(8, "expiry"); x != nil {
+				d.Expires = int64(binary.LittleEndian.Uint64(x))
+				if d.Expires <= 0 {
+					return d, corrupt("expiry %d", d.Expires)
+				}
+			}
 		}
 		if flags&flagSig != 0 {
 			d.sig = rd.signature()
@@ -409,6 +430,7 @@ func DecodeDocRecord(v []byte, r *DocRecord) error {
 		r.Set32 = nil
 	}
 	r.HasText, r.Text, r.Meta = d.HasText, string(d.Text), bytes.Clone(d.Meta)
+	r.Expires = d.Expires
 	return nil
 }
 
@@ -443,4 +465,36 @@ func AppendDocRecordV1(dst []byte, id string, sig []uint32, set []uint64, text *
 		dst = append(dst, meta...)
 	}
 	return dst
+}
+
+// SetExpiry returns doc record v (format 2 and 3) with its expiry set to
+// expires (Unix nanoseconds, > 0), appended to dst: the record as
+// AppendDocRecord would have encoded it with DocRecord.Expires. It
+// splices the bytes in, without decoding the rest.
+func SetExpiry(dst, v []byte, expires int64) ([]byte, error) {
+	if expires <= 0 {
+		return nil, fmt.Errorf("codec: expiry %d", expires)
+	}
+	if len(v) < 2 || v[0] != docRecordV2 {
+		return nil, corrupt("not a version 2 doc record")
+	}
+	rd := reader{b: v[2:]}
+	rd.bytes(rd.uvarint("id length"), "id")
+	rd.uvarint("set length")
+	rd.bytes(8, "set fingerprint")
+	if rd.err != nil {
+		return nil, rd.err
+	}
+	at := len(v) - len(rd.b) // the end of the fingerprint
+	old := v[1]&flagExpires != 0
+	dst = append(dst, v[0], v[1]|flagExpires)
+	dst = append(dst, v[2:at]...)
+	dst = binary.LittleEndian.AppendUint64(dst, uint64(expires))
+	if old {
+		at += 8
+		if at > len(v) {
+			return nil, corrupt("expiry past the record's end")
+		}
+	}
+	return append(dst, v[at:]...), nil
 }

@@ -13,6 +13,7 @@ const (
 	PrefixDoc      = 'd'
 	PrefixID       = 'i'
 	PrefixPosting  = 'p'
+	PrefixExpiry   = 'x'
 )
 
 // ErrCorrupt is wrapped by every decoding error: the bytes are not a valid
@@ -164,3 +165,29 @@ func DecodeCounters(v []byte) (Counters, error) {
 	}
 	return Counters{NextDoc: binary.BigEndian.Uint64(v), Live: binary.BigEndian.Uint64(v[8:])}, nil
 }
+
+// ExpiryKeyLen is the length of an expiry-index key.
+const ExpiryKeyLen = 17
+
+// AppendExpiryKey appends the expiry-index key of doc number n, which
+// expires at expires (Unix nanoseconds, > 0): the keys sort by time, so
+// that a sweep reads the due ones from the front. The value is empty.
+func AppendExpiryKey(dst []byte, expires int64, n uint64) []byte {
+	dst = binary.BigEndian.AppendUint64(append(dst, PrefixExpiry), uint64(expires))
+	return binary.BigEndian.AppendUint64(dst, n)
+}
+
+// ParseExpiryKey returns the expiry time and doc number of an
+// expiry-index key.
+func ParseExpiryKey(k []byte) (expires int64, n uint64, err error) {
+	if len(k) != ExpiryKeyLen || k[0] != PrefixExpiry || k[1]&0x80 != 0 {
+		return 0, 0, corrupt("expiry key %x", k)
+	}
+	return int64(binary.BigEndian.Uint64(k[1:])), binary.BigEndian.Uint64(k[9:]), nil
+}
+
+// ExpiryPrefix bounds the expiry index: [ExpiryPrefix, ExpiryPrefixEnd).
+var (
+	ExpiryPrefix    = []byte{PrefixExpiry}
+	ExpiryPrefixEnd = []byte{PrefixExpiry + 1}
+)

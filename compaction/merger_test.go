@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -253,5 +254,29 @@ func TestPurgeable(t *testing.T) {
 	}
 	if _, err := Purgeable([]byte{0xff}); !errors.Is(err, codec.ErrCorrupt) {
 		t.Errorf("Purgeable of bad bytes: %v, want ErrCorrupt", err)
+	}
+}
+
+// Ensure that the expiry rule holds at its edges: a record expires at its
+// expiry time, not before; 0 never expires; ExpiresAt prefers an absolute
+// time to a TTL.
+func TestExpiryRule(t *testing.T) {
+	for _, c := range []struct {
+		expires, now int64
+		want         bool
+	}{{0, 1 << 62, false}, {10, 9, false}, {10, 10, true}, {10, 11, true}} {
+		if got := Expired(c.expires, c.now); got != c.want {
+			t.Errorf("Expired(%d, %d) = %v", c.expires, c.now, got)
+		}
+	}
+	now := time.Unix(100, 0)
+	if got := ExpiresAt(now, time.Second, time.Time{}); got != time.Unix(101, 0).UnixNano() {
+		t.Errorf("ExpiresAt with a TTL: %d", got)
+	}
+	if got := ExpiresAt(now, time.Second, time.Unix(500, 0)); got != time.Unix(500, 0).UnixNano() {
+		t.Errorf("ExpiresAt with both: %d", got)
+	}
+	if got := ExpiresAt(now, 0, time.Time{}); got != 0 {
+		t.Errorf("ExpiresAt with neither: %d", got)
 	}
 }

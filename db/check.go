@@ -71,8 +71,9 @@ func (db *DB) Check(ctx context.Context) (*CheckReport, error) {
 
 	// Doc records: decode, re-sketch, and remember id and band keys.
 	type docInfo struct {
-		id   string
-		keys []uint64
+		id      string
+		keys    []uint64
+		expires int64
 	}
 	docs := make(map[uint64]docInfo)
 	maxDoc := uint64(0)
@@ -115,10 +116,40 @@ func (db *DB) Check(ctx context.Context) (*CheckReport, error) {
 		if err != nil {
 			rep.problem("doc %d (%q): %v", n, rec.ID, err)
 		}
-		docs[n] = docInfo{rec.ID, keys}
+		docs[n] = docInfo{rec.ID, keys, rec.Expires}
 	})
 	if err != nil {
 		return nil, err
+	}
+	// The expiry index: one key per expiring record, naming its expiry.
+	indexed := 0
+	err = scan(ctx, snap, codec.ExpiryPrefix, codec.ExpiryPrefixEnd, func(k, _ []byte) {
+		x, n, err := codec.ParseExpiryKey(k)
+		if err != nil {
+			rep.problem("bad expiry key %x", k)
+			return
+		}
+		d, ok := docs[n]
+		switch {
+		case !ok:
+			rep.problem("the expiry index names doc %d, which has no record", n)
+		case d.expires != x:
+			rep.problem("the expiry index has doc %d (%q) expire at %d, its record at %d", n, d.id, x, d.expires)
+		default:
+			indexed++
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	expiring := 0
+	for _, d := range docs {
+		if d.expires != 0 {
+			expiring++
+		}
+	}
+	if expiring != indexed {
+		rep.problem("%d records expire, %d of them are in the expiry index", expiring, indexed)
 	}
 
 	// Id map: every id names a record with that id, once.

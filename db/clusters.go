@@ -419,7 +419,7 @@ func (db *DB) ClustersFrom(ctx context.Context, seq iter.Seq2[Pair, error], po *
 	prog := progressOf(ctx)
 	defer prog.end()
 	prog.phase(1, 2, "reading documents", int64(db.live.Load()))
-	x, err := loadPairsIndex(ctx, snap)
+	x, err := loadPairsIndex(ctx, snap, db.now().UnixNano())
 	if err != nil {
 		return nil, err
 	}

@@ -200,6 +200,7 @@ func openIn(dir string, o Options) (*DB, error) {
 		return nil, err
 	}
 	db.initPools()
+	db.startSweeper()
 	return db, nil
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/lshdb/lshdb/codec"
+	"github.com/lshdb/lshdb/compaction"
 	"github.com/lshdb/lshdb/minhash"
 )
 
@@ -189,6 +190,9 @@ func (db *DB) Bucket(band int, bucket uint64) ([]string, error) {
 		if err != nil {
 			return nil, classify(err)
 		}
+		if compaction.Expired(dv.Expires, db.now().UnixNano()) {
+			continue
+		}
 		ids = append(ids, string(dv.ID))
 	}
 	return ids, nil
@@ -276,6 +280,10 @@ type Stats struct {
 	// cut tables by size, not by kind) counts as its first key's.
 	TableBytes map[string]uint64
 	Buckets    *BucketStats
+	// Expired counts the documents whose TTL has passed and that await
+	// the sweep (counted in Docs until then, never returned); Expiring
+	// those set to expire later.
+	Expired, Expiring int
 }
 
 // Stats returns the parameters, counts, stored bytes by record kind, disk
@@ -302,6 +310,9 @@ func (db *DB) Stats(ctx context.Context, top int) (*Stats, error) {
 	}
 	snap := db.pdb.NewSnapshot()
 	defer snap.Close()
+	if st.Expired, st.Expiring, err = db.pendingExpiry(snap); err != nil {
+		return nil, err
+	}
 	step := 2
 	for _, k := range []struct {
 		name   string
@@ -375,7 +386,16 @@ func (db *DB) PutIfNew(doc Doc, wo *WriteOptions) (*Match, error) {
 	if wo == nil {
 		wo = &WriteOptions{}
 	}
+	expires, err := wo.expires(db.now())
+	if err != nil {
+		return nil, err
+	}
 	p, err := db.prepare(&doc, wo.StoreText || db.man.StoreText)
+	if err == nil {
+		ps := []prepared{p}
+		err = withExpiry(ps, expires)
+		p = ps[0]
+	}
 	if err != nil {
 		return nil, err
 	}

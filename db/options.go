@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/lshdb/lshdb/compaction"
 	"github.com/lshdb/lshdb/minhash"
 )
 
@@ -133,6 +134,14 @@ type Options struct {
 	// value) to release the database before it fails with ErrLocked.
 	// Default: 0, fail at once.
 	LockTimeout time.Duration
+	// ExpirySweep is how often the handle removes the documents whose TTL
+	// has passed (WriteOptions.TTL): their records, ids and postings.
+	// An expired document is never returned, swept or not; until it is
+	// swept it is still counted (Count, Info) and Stats reports it as
+	// pending. Default: compaction.SweepInterval (1 s); negative: no
+	// background sweep (DB.SweepExpired sweeps on demand). A read-only
+	// handle never sweeps.
+	ExpirySweep time.Duration
 	// Logger receives Pebble's errors and lshdb's warnings. Pebble's
 	// informational messages go to it at the Debug level. Default:
 	// slog.Default().
@@ -140,6 +149,9 @@ type Options struct {
 
 	// upgrading lets Open read an older format, for Upgrade only.
 	upgrading bool
+	// clock is the time expiry is measured against: time.Now unless a
+	// test sets a fake one.
+	clock func() time.Time
 	// fs is the filesystem: the operating system's (vfs.Default) unless a
 	// test sets it (vfs.NewCrashableMem()). NB: unexported, so that no
 	// Pebble type is in the public API.
@@ -177,6 +189,12 @@ func (o *Options) ensureDefaults() {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
+	}
+	if o.ExpirySweep == 0 {
+		o.ExpirySweep = compaction.SweepInterval
+	}
+	if o.clock == nil {
+		o.clock = time.Now
 	}
 }
 
@@ -232,6 +250,31 @@ type WriteOptions struct {
 	// stored and pass over the others. Default: false (an id not stored
 	// fails the whole call with ErrNotFound).
 	IgnoreMissing bool
+	// TTL makes the documents written expire this long after the write:
+	// from then on no call returns them, and the sweep removes them (see
+	// Options.ExpirySweep). Default: 0, never. A replacing write without
+	// a TTL makes the document permanent again.
+	TTL time.Duration
+	// ExpireAt makes the documents written expire at this time, as TTL
+	// does (one of the two at most). Default: the zero time, never.
+	ExpireAt time.Time
+}
+
+// expires returns the expiry time (Unix nanoseconds) that wo gives the
+// documents it writes at now, 0 for none, or ErrInvalidOptions.
+func (wo *WriteOptions) expires(now time.Time) (int64, error) {
+	if wo == nil {
+		return 0, nil
+	}
+	switch {
+	case wo.TTL < 0:
+		return 0, invalid("TTL %v is negative", wo.TTL)
+	case wo.TTL > 0 && !wo.ExpireAt.IsZero():
+		return 0, invalid("TTL and ExpireAt are both set (one at most)")
+	case !wo.ExpireAt.IsZero() && wo.ExpireAt.UnixNano() <= 0:
+		return 0, invalid("ExpireAt %v is before 1970", wo.ExpireAt)
+	}
+	return compaction.ExpiresAt(now, wo.TTL, wo.ExpireAt), nil
 }
 
 // QueryOptions adjust one query. A nil *QueryOptions means the defaults.

@@ -240,7 +240,7 @@ func (db *DB) pairs(ctx context.Context, po *PairsOptions, st *PairsStats,
 			snap.Close()
 		}
 	}()
-	x, err := loadPairsIndex(ctx, snap)
+	x, err := loadPairsIndex(ctx, snap, db.now().UnixNano())
 	if err != nil {
 		return err
 	}
@@ -357,6 +357,9 @@ func candidates(ctx context.Context, snap pebble.Reader, x *pairsIndex, nbands i
 						continue
 					}
 					i, ok := x.find(p.Doc)
+					if !ok && x.isExpired(p.Doc) {
+						continue // expired, not yet swept
+					}
 					if !ok {
 						derr = fmt.Errorf("%w: posting list %x names doc %d, which has no record", ErrCorrupt, k, p.Doc)
 						return

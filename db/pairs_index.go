@@ -11,6 +11,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/lshdb/lshdb/codec"
+	"github.com/lshdb/lshdb/compaction"
 	"golang.org/x/sync/errgroup"
 )
 
@@ -24,6 +25,15 @@ type pairsIndex struct {
 	rep     []int32   // the group representative (first doc with the same set)
 	groups  [][]int32 // members of groups with two or more, by representative
 	groupOf map[int32]int
+	// expired are the doc numbers of the records left out for having
+	// expired (not yet swept), ascending: their postings are skipped.
+	expired []uint64
+}
+
+// isExpired reports whether doc n was left out for having expired.
+func (x *pairsIndex) isExpired(n uint64) bool {
+	_, ok := slices.BinarySearch(x.expired, n)
+	return ok
 }
 
 func (x *pairsIndex) find(n uint64) (int, bool) {
@@ -51,17 +61,18 @@ func (x *pairsIndex) members(rep int32) []int32 {
 // scanning its own part: in text mode each record holds its text, so the
 // scan decompresses the whole corpus, and one scan was a serial stage of
 // Pairs. Grouping identical sets is a serial pass over the parts in order.
-func loadPairsIndex(ctx context.Context, r pebble.Reader) (*pairsIndex, error) {
+func loadPairsIndex(ctx context.Context, r pebble.Reader, now int64) (*pairsIndex, error) {
 	x := &pairsIndex{groupOf: map[int32]int{}}
 	first, last, ok, err := docNumRange(r)
 	if err != nil || !ok {
 		return x, err
 	}
 	type part struct {
-		nums  []uint64
-		ids   []string
-		sizes []uint32
-		fps   []uint64
+		nums    []uint64
+		ids     []string
+		sizes   []uint32
+		fps     []uint64
+		expired []uint64
 	}
 	workers := uint64(runtime.GOMAXPROCS(0))
 	span := last - first + 1
@@ -95,6 +106,10 @@ func loadPairsIndex(ctx context.Context, r pebble.Reader) (*pairsIndex, error) {
 					derr = classify(fmt.Errorf("doc record %x: %w", k, err))
 					return
 				}
+				if compaction.Expired(view.Expires, now) {
+					p.expired = append(p.expired, n)
+					return
+				}
 				p.nums = append(p.nums, n)
 				p.ids = append(p.ids, string(view.ID))
 				p.sizes = append(p.sizes, uint32(view.SetLen))
@@ -112,6 +127,9 @@ func loadPairsIndex(ctx context.Context, r pebble.Reader) (*pairsIndex, error) {
 	}
 	x.nums, x.ids, x.sizes, x.rep = make([]uint64, 0, total), make([]string, 0, total), make([]uint32, 0, total), make([]int32, 0, total)
 	firstOf := make(map[uint64]int32, total)
+	for _, p := range parts {
+		x.expired = append(x.expired, p.expired...) // NB: the parts are in doc-number order
+	}
 	for _, p := range parts {
 		for j, fp := range p.fps {
 			i := int32(len(x.nums))

@@ -74,6 +74,9 @@ type cachedDoc struct {
 	meta   []byte   // the record's metadata; nil: none
 	elems  []uint64 // nil: not derived yet
 	sig    []uint32 // nil: not derived yet
+	// expires is the record's expiry (Unix nanoseconds; 0: never): a hit
+	// after it is no hit.
+	expires int64
 }
 
 // entryOverhead is the bytes counted for an entry besides its slices and

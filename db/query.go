@@ -11,6 +11,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/lshdb/lshdb/codec"
+	"github.com/lshdb/lshdb/compaction"
 	"github.com/lshdb/lshdb/minhash"
 )
 
@@ -272,6 +273,7 @@ func viewVersion(it *pebble.Iterator) (codec.Counters, error) {
 // it).
 func (db *DB) query(ctx context.Context, v view, set []uint64, sig []uint32, self uint64, q QueryOptions, sc *queryScratch) (*QueryResult, error) {
 	q.EstimateOnly = q.EstimateOnly || db.estimateOnly()
+	now := db.now().UnixNano()
 	h := db.hashers.Get().(*minhash.Hasher)
 	defer db.hashers.Put(h)
 	keys, err := db.bucketKeys(sc.keys[:0], sig)
@@ -384,9 +386,12 @@ func (db *DB) query(ctx context.Context, v view, set []uint64, sig []uint32, sel
 			if view, err = codec.ParseDocView(r); err != nil {
 				return classify(fmt.Errorf("doc %d: %w", n, err))
 			}
+			if compaction.Expired(view.Expires, now) {
+				return errGone // expired, not yet swept
+			}
 			haveView = true
 			if !hit {
-				d = cachedDoc{id: string(view.ID), setLen: view.SetLen, meta: bytes.Clone(view.Meta)}
+				d = cachedDoc{id: string(view.ID), setLen: view.SetLen, meta: bytes.Clone(view.Meta), expires: view.Expires}
 			}
 			if d.sig == nil && view.HasSignature() {
 				// NB: a stored signature is cached with the entry (it is
@@ -395,6 +400,10 @@ func (db *DB) query(ctx context.Context, v view, set []uint64, sig []uint32, sel
 				d.sig, newSig = otherSig, true
 			}
 			return nil
+		}
+		if hit && compaction.Expired(d.expires, now) {
+			res.Candidates--
+			continue
 		}
 		if !hit {
 			if err := load(); err == errGone {
@@ -465,7 +474,7 @@ func (db *DB) query(ctx context.Context, v view, set []uint64, sig []uint32, sel
 			return nil, err
 		}
 		if cache != nil && (!hit || newElems || newSig) {
-			put := cachedDoc{id: d.id, setLen: d.setLen, meta: d.meta}
+			put := cachedDoc{id: d.id, setLen: d.setLen, meta: d.meta, expires: d.expires}
 			if newElems {
 				put.elems = slices.Clone(d.elems)
 			}

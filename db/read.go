@@ -8,6 +8,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/lshdb/lshdb/codec"
+	"github.com/lshdb/lshdb/compaction"
 )
 
 // StoredDoc is a stored document, as Get and All return it (a Doc is a
@@ -70,6 +71,9 @@ func (db *DB) lookup(v view, id string, rec *docData) (uint64, error) {
 	if err := db.decodeDoc(n, r, rec); err != nil {
 		return 0, err
 	}
+	if compaction.Expired(rec.Expires, db.now().UnixNano()) {
+		return 0, fmt.Errorf("%w: %q (expired)", ErrNotFound, id)
+	}
 	return n, nil
 }
 
@@ -108,13 +112,19 @@ func (db *DB) Has(id string) (bool, error) {
 	if err := checkID(id); err != nil {
 		return false, err
 	}
-	if db.rkv != nil {
-		v, _, _ := db.openView(db.closing, nil, nil)
-		_, ok, err := v.docNum(id)
-		return ok, err
+	v, release, err := db.openView(db.closing, db.pdb, nil)
+	if err != nil {
+		return false, err
 	}
-	_, ok, err := getCopy(db.pdb, codec.AppendIDKey(nil, id))
-	return ok, err
+	defer release()
+	// NB: the record too, for its expiry.
+	var rec docData
+	if _, err := db.lookup(v, id, &rec); errors.Is(err, ErrNotFound) {
+		return false, nil
+	} else if err != nil {
+		return false, err
+	}
+	return true, nil
 }
 
 // Count returns the number of stored documents.
@@ -221,6 +231,9 @@ func (db *DB) Scan(ctx context.Context, so *ScanOptions) iter.Seq2[*StoredDoc, e
 			if err != nil {
 				yield(nil, err)
 				return
+			}
+			if compaction.Expired(rec.Expires, db.now().UnixNano()) {
+				continue // expired, not yet swept
 			}
 			if !yield(toDocument(n, &rec), nil) {
 				return

@@ -43,6 +43,7 @@ import (
 	"time"
 
 	"github.com/lshdb/lshdb/codec"
+	"github.com/lshdb/lshdb/compaction"
 	"github.com/lshdb/lshdb/internal/rediskv"
 	"github.com/lshdb/lshdb/minhash"
 )
@@ -104,6 +105,7 @@ func openRedis(u string, o Options) (*DB, error) {
 		return nil, err
 	}
 	db.initPools()
+	db.startSweeper()
 	return db, nil
 }
 
@@ -142,7 +144,7 @@ func (db *DB) redisWrite(preps []prepared) (int, error) {
 	ws := rediskv.WriteSet{Puts: make([]rediskv.Put, len(preps))}
 	for i := range preps {
 		p := &preps[i]
-		ws.Puts[i] = rediskv.Put{ID: p.id, Record: p.record, Buckets: p.keys}
+		ws.Puts[i] = rediskv.Put{ID: p.id, Record: p.record, Buckets: p.keys, Expires: p.expires}
 	}
 	res, err := db.rkv.Apply(db.closing, &ws)
 	if err != nil {
@@ -261,6 +263,9 @@ func (db *DB) redisScan(ctx context.Context, sets bool) iter.Seq2[*StoredDoc, er
 				}
 				if !sets {
 					rec.Signature = nil
+				}
+				if compaction.Expired(rec.Expires, db.now().UnixNano()) {
+					continue
 				}
 				if !yield(toDocument(n, &rec), nil) {
 					return
@@ -607,4 +612,10 @@ func (db *DB) redisPairsOf(ctx context.Context, chunk []rediskv.IDNum, t float64
 		}
 	}
 	return out, nil
+}
+
+// redisSweep is SweepExpired on Redis (not yet: see rediskv).
+func (db *DB) redisSweep(ctx context.Context) (int, error) {
+	n, err := db.rkv.Sweep(ctx, db.now().UnixNano(), compaction.SweepBatch)
+	return n, redisErr(err)
 }

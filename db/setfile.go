@@ -137,7 +137,11 @@ func (db *DB) writeSetFile(ctx context.Context, fs vfs.FS, path string, snap peb
 				}
 				// NB: the key's number, not a key built to compare with:
 				// that allocated once per document of the scan.
-				if n, err := codec.ParseDocKey(k); err != nil || i >= to || n != x.nums[i] {
+				n, err := codec.ParseDocKey(k)
+				if err == nil && (i >= to || n != x.nums[i]) && x.isExpired(n) {
+					return // left out of the index: expired
+				}
+				if err != nil || i >= to || n != x.nums[i] {
 					derr = fmt.Errorf("lshdb: doc records changed during Pairs")
 					return
 				}

@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+	"time"
 	"unicode/utf8"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -36,11 +37,30 @@ type Doc struct {
 // the shingle set (sorted only where sortedSets says so) and signature
 // they were made from.
 type prepared struct {
-	id     string
-	record []byte
-	keys   []uint64
-	set    []uint64
-	sig    []uint32
+	id      string
+	record  []byte
+	keys    []uint64
+	set     []uint64
+	sig     []uint32
+	expires int64 // Unix nanoseconds; 0: never (the record holds it too)
+}
+
+// now is the time that expiry is measured against.
+func (db *DB) now() time.Time { return db.opts.clock() }
+
+// withExpiry sets the expiry x (0: none) of prepared documents.
+func withExpiry(preps []prepared, x int64) error {
+	if x == 0 {
+		return nil
+	}
+	for i := range preps {
+		r, err := codec.SetExpiry(nil, preps[i].record, x)
+		if err != nil {
+			return err
+		}
+		preps[i].record, preps[i].expires = r, x
+	}
+	return nil
 }
 
 // checkID validates an external id.
@@ -270,6 +290,10 @@ func (db *DB) PutBatch(docs []Doc, wo *WriteOptions) (BatchResult, error) {
 	if wo == nil {
 		wo = &WriteOptions{}
 	}
+	expires, err := wo.expires(db.now())
+	if err != nil {
+		return res, err
+	}
 	// Last one wins within the call: keep each id's last position.
 	last := make(map[string]int, len(docs))
 	for i := range docs {
@@ -289,6 +313,9 @@ func (db *DB) PutBatch(docs []Doc, wo *WriteOptions) (BatchResult, error) {
 	// by hashing it twice.
 	preps, skipped, err := db.prepareAll(docs, wo.StoreText || db.man.StoreText, wo.SkipEmpty)
 	res.SkippedEmpty = skipped
+	if err == nil {
+		err = withExpiry(preps, expires)
+	}
 	if err != nil {
 		return res, err
 	}
@@ -351,6 +378,11 @@ func (db *DB) writeLockedCount(preps []prepared, wo *WriteOptions) (replaced int
 		}
 		if err := b.Set(idKey, codec.EncodeDocNum(n), nil); err != nil {
 			return 0, sw, err
+		}
+		if p.expires != 0 {
+			if err := b.Set(codec.AppendExpiryKey(nil, p.expires, n), nil, nil); err != nil {
+				return 0, sw, err
+			}
 		}
 		for band, k := range p.keys {
 			pk := postingKey{band, k}
@@ -499,6 +531,11 @@ func (db *DB) removeOld(it *pebble.Iterator, b *pebble.Batch, idKey []byte, old 
 		postings[pk] = append(postings[pk], codec.Posting{Doc: n, Remove: true})
 	}
 	c.Live--
+	if old.Expires != 0 {
+		if err := b.Delete(codec.AppendExpiryKey(nil, old.Expires, n), nil); err != nil {
+			return err
+		}
+	}
 	return b.Delete(dk, nil)
 }
 

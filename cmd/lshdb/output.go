@@ -250,6 +250,8 @@ type statsJSON struct {
 	DiskBytes           uint64          `json:"disk_bytes"`
 	TableBytes          storedBytesJSON `json:"table_bytes"` // on disk, by the kind of each table's first key
 	Hottest             []bucketJSON    `json:"hottest"`
+	Expired             int             `json:"expired,omitempty"`  // TTL passed, awaiting the sweep
+	Expiring            int             `json:"expiring,omitempty"` // set to expire later
 }
 
 // paramsJSON is the output of create --output json: the parameters, as

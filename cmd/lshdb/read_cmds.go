@@ -569,12 +569,15 @@ func (a *app) statsCmd() *cobra.Command {
 						BucketSizeHistogram: nonNil(st.Buckets.Histogram), StoredBytes: sb, DiskBytes: st.DiskBytes,
 						TableBytes: storedBytesJSON{Docs: st.TableBytes["docs"], IDs: st.TableBytes["ids"], Postings: st.TableBytes["postings"],
 							ManifestCounters: st.TableBytes["manifest+counters"]},
-						Hottest: bucketsJSON(st.Buckets.Hottest)})
+						Hottest: bucketsJSON(st.Buckets.Hottest), Expired: st.Expired, Expiring: st.Expiring})
 				}
 				if err := a.printParams(d, &st.Recall); err != nil {
 					return err
 				}
 				fmt.Fprintf(a.stdout, "documents: %d\n", st.Docs)
+				if st.Expired > 0 || st.Expiring > 0 {
+					fmt.Fprintf(a.stdout, "expiry: %d expired (awaiting the sweep, never returned), %d set to expire later\n", st.Expired, st.Expiring)
+				}
 				total := 0
 				for _, n := range st.Buckets.Lists {
 					total += n

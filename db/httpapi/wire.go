@@ -711,6 +711,8 @@ type StatsJSON struct {
 	DiskBytes           uint64         `json:"disk_bytes"`
 	TableBytes          ByteCountsJSON `json:"table_bytes"`
 	Hottest             []BucketJSON   `json:"hottest"`
+	Expired             int            `json:"expired,omitempty"`
+	Expiring            int            `json:"expiring,omitempty"`
 	// Beyond the command's keys:
 	Params ParamsJSON `json:"params"`
 	Recall RecallJSON `json:"recall"`
@@ -723,7 +725,7 @@ func StatsOut(s *db.Stats) StatsJSON {
 		Scheme: p.Scheme.String(), Shingle: p.Shingle.String(), ShingleSize: p.ShingleSize, Bag: p.Bag,
 		StoreText: p.StoreText, Storage: p.Storage, FormatVersion: p.FormatVersion, ExpectedRecall: s.ExpectedRecall,
 		StoredBytes: byteCountsOut(s.StoredBytes), DiskBytes: s.DiskBytes, TableBytes: byteCountsOut(s.TableBytes),
-		Params: ParamsOut(p),
+		Params: ParamsOut(p), Expired: s.Expired, Expiring: s.Expiring,
 		Recall: RecallJSON{Threshold: s.Recall.Threshold, Curve: s.Recall.Curve, ShortDocs: s.Recall.ShortDocs, Measured: s.Recall.Measured}}
 	if s.Recall.Measured {
 		out.ExpectedRecallShort = &s.Recall.ShortDocs
@@ -753,7 +755,8 @@ func (s StatsJSON) Stats() (*db.Stats, error) {
 	out := &db.Stats{Params: p, Docs: s.Docs, ExpectedRecall: s.ExpectedRecall,
 		Recall:      db.RecallEstimate{Threshold: s.Recall.Threshold, Curve: s.Recall.Curve, ShortDocs: s.Recall.ShortDocs, MissRatio: math.NaN(), Measured: s.Recall.Measured},
 		StoredBytes: s.StoredBytes.byteCounts(true), DiskBytes: s.DiskBytes, TableBytes: s.TableBytes.byteCounts(false),
-		Buckets: &db.BucketStats{Lists: nilIfEmpty(s.PostingListsPerBand), Histogram: nilIfEmpty(s.BucketSizeHistogram), Hottest: hot}}
+		Buckets: &db.BucketStats{Lists: nilIfEmpty(s.PostingListsPerBand), Histogram: nilIfEmpty(s.BucketSizeHistogram), Hottest: hot},
+		Expired: s.Expired, Expiring: s.Expiring}
 	if s.Recall.MissRatio != nil {
 		out.Recall.MissRatio = *s.Recall.MissRatio
 	}

@@ -17,6 +17,16 @@
 //	lshdb:NAME:i:ID                 string: the doc number of ID (decimal)
 //	lshdb:NAME:d:N                  hash: i (the id), r (the record), b (its band buckets, 8 bytes each), x (set when deleted)
 //	lshdb:NAME:p:BAND:BUCKET        set: the doc numbers (decimal) in a band bucket (BUCKET hex)
+//	lshdb:NAME:x                    sorted set: the expiring documents, "N:BUCKETS" (hex) by expiry (Unix ms)
+//
+// # Expiry
+//
+// A document put with an expiry has its record and its id expire with
+// Redis's own key expiry (PEXPIREAT), and is listed in the expiry set with
+// its buckets, which outlive the record: Sweep removes the postings (and
+// whatever Redis has not yet expired) of the documents that are due.
+// Readers check the expiry in the record too (db's compaction.Expired),
+// so nothing is returned after it, swept or not.
 //
 // # Write order
 //
@@ -48,6 +58,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net"
 	"net/url"
 	"slices"
 	"strconv"
@@ -194,6 +205,7 @@ func (s *Store) idKey(id string) string { return s.prefix + "i:" + id }
 func (s *Store) docKey(n uint64) string { return s.prefix + "d:" + strconv.FormatUint(n, 10) }
 func (s *Store) docPattern() string     { return s.prefix + "d:*" }
 func (s *Store) postingPattern() string { return s.prefix + "p:*" }
+func (s *Store) expiryKey() string      { return s.prefix + "x" }
 func (s *Store) postKey(band int, bucket uint64) string {
 	return s.prefix + "p:" + strconv.Itoa(band) + ":" + strconv.FormatUint(bucket, 16)
 }
@@ -225,6 +237,9 @@ type Put struct {
 	ID      string
 	Record  []byte
 	Buckets []uint64
+	// Expires is when the document expires, in Unix nanoseconds; 0:
+	// never.
+	Expires int64
 }
 
 // WriteSet is what one Apply writes: puts (an id already stored is
@@ -307,6 +322,10 @@ func (s *Store) Apply(ctx context.Context, ws *WriteSet) (Result, error) {
 	if _, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, put := range ws.Puts {
 			p.HSet(ctx, s.docKey(res.Nums[i]), "i", put.ID, "r", put.Record, "b", bucketBytes(put.Buckets))
+			if put.Expires != 0 {
+				p.PExpireAt(ctx, s.docKey(res.Nums[i]), expiryTime(put.Expires))
+				p.ZAdd(ctx, s.expiryKey(), redis.Z{Score: float64(expiryMillis(put.Expires)), Member: expiryMember(res.Nums[i], put.Buckets)})
+			}
 		}
 		return nil
 	}); err != nil {
@@ -325,6 +344,9 @@ func (s *Store) Apply(ctx context.Context, ws *WriteSet) (Result, error) {
 		}
 		for i, put := range ws.Puts {
 			p.Set(ctx, s.idKey(put.ID), res.Nums[i], 0)
+			if put.Expires != 0 {
+				p.PExpireAt(ctx, s.idKey(put.ID), expiryTime(put.Expires))
+			}
 		}
 		for i, id := range ws.Deletes {
 			if oldNums[len(ws.Puts)+i] != 0 {
@@ -386,6 +408,8 @@ func (s *Store) retire(ctx context.Context, which []int, oldNums []uint64, oldBu
 			for band, b := range parseBuckets(bs) {
 				p.SRem(ctx, s.postKey(band, b), num)
 			}
+			// NB: a no-op for a document that does not expire.
+			p.ZRem(ctx, s.expiryKey(), expiryMember(oldNums[i], parseBuckets(bs)))
 		}
 		return nil
 	}); err != nil {
@@ -766,8 +790,26 @@ func (s *Store) Check(ctx context.Context) (*CheckReport, error) {
 			problems = append(problems, fmt.Sprintf("doc %d (%q) is missing from band %d bucket %x", nd.n, nd.id, nd.band, nd.bucket))
 		}
 	}
+	// Documents that expired and await the sweep: their postings (and,
+	// until Redis expires them, their records) are no problem.
+	due := map[uint64]bool{}
+	members, err := s.c.ZRangeByScore(ctx, s.expiryKey(), &redis.ZRangeBy{Min: "-inf", Max: strconv.FormatInt(time.Now().UnixMilli(), 10)}).Result()
+	if err != nil {
+		return nil, err
+	}
+	for _, m := range members {
+		n, _, err := parseExpiryMember(m)
+		if err != nil {
+			problems = append(problems, err.Error())
+			continue
+		}
+		due[n] = true
+	}
 	if err := s.scanKeys(ctx, s.docPattern(), func(key string) error {
 		rep.Records++
+		if n, err := strconv.ParseUint(strings.TrimPrefix(key, s.prefix+"d:"), 10, 64); err == nil && due[n] {
+			return nil
+		}
 		if n, err := strconv.ParseUint(strings.TrimPrefix(key, s.prefix+"d:"), 10, 64); err != nil || !live[n] {
 			problems = append(problems, fmt.Sprintf("record %s: no id names it (a write or delete stopped part way)", key))
 		}
@@ -784,7 +826,7 @@ func (s *Store) Check(ctx context.Context) (*CheckReport, error) {
 			rep.Lists++
 			rep.Postings += len(ms)
 			for _, m := range ms {
-				if n, err := strconv.ParseUint(m, 10, 64); err != nil || !live[n] {
+				if n, err := strconv.ParseUint(m, 10, 64); err != nil || !live[n] && !due[n] {
 					problems = append(problems, fmt.Sprintf("posting list %s names %s, no live document", keys[i], m))
 				}
 			}
@@ -793,10 +835,18 @@ func (s *Store) Check(ctx context.Context) (*CheckReport, error) {
 	}); err != nil {
 		return nil, err
 	}
+	// NB: an expired document is counted until the sweep, its id maybe
+	// not (Redis expires it).
+	gone := 0
+	for n := range due {
+		if !live[n] {
+			gone++
+		}
+	}
 	if n, err := s.Count(ctx); err != nil {
 		return nil, err
-	} else if n != uint64(len(idNum)) {
-		problems = append(problems, fmt.Sprintf("the live count is %d, the ids %d", n, len(idNum)))
+	} else if n != uint64(len(idNum)+gone) {
+		problems = append(problems, fmt.Sprintf("the live count is %d, the ids %d (and %d expired documents await the sweep)", n, len(idNum), gone))
 	}
 	rep.IDs = len(idNum)
 	return rep, nil
@@ -945,18 +995,17 @@ func (s *Store) Sync(ctx context.Context, timeout time.Duration) error {
 	if !ok {
 		return waitOn(ctx, s.c.(*redis.Client), s.prefix+"sync")
 	}
-	// NB: CLUSTER SLOTS lists the masters' ranges (it may leave out a
-	// replica the master has not yet heard an offset from).
-	slots, err := cc.ClusterSlots(ctx).Result()
+	shards, err := cc.ClusterShards(ctx).Result()
 	if err != nil {
 		return err
 	}
+	// Each master's first slot range.
 	type rng struct{ start, end int }
 	owns := map[string]rng{}
-	for _, sl := range slots {
-		if len(sl.Nodes) > 0 {
-			if _, ok := owns[sl.Nodes[0].Addr]; !ok {
-				owns[sl.Nodes[0].Addr] = rng{int(sl.Start), int(sl.End)}
+	for _, sh := range shards {
+		for _, n := range sh.Nodes {
+			if n.Role == "master" && len(sh.Slots) > 0 {
+				owns[net.JoinHostPort(n.IP, strconv.FormatInt(n.Port, 10))] = rng{int(sh.Slots[0].Start), int(sh.Slots[0].End)}
 			}
 		}
 	}
@@ -972,4 +1021,106 @@ func (s *Store) Sync(ctx context.Context, timeout time.Duration) error {
 			}
 		}
 	})
+}
+
+// expiryMillis is the Unix millisecond at or after the Unix nanosecond
+// ns: a key expires no earlier than its document.
+func expiryMillis(ns int64) int64 { return (ns + 999_999) / 1_000_000 }
+
+func expiryTime(ns int64) time.Time { return time.UnixMilli(expiryMillis(ns)) }
+
+// expiryMember is the expiry set's member for doc n with buckets: the
+// number and the buckets, which the sweep needs after the record is gone.
+func expiryMember(n uint64, buckets []uint64) string {
+	b := make([]byte, 0, 20+17*len(buckets))
+	b = strconv.AppendUint(b, n, 10)
+	for _, k := range buckets {
+		b = append(b, ':')
+		b = strconv.AppendUint(b, k, 16)
+	}
+	return string(b)
+}
+
+func parseExpiryMember(m string) (n uint64, buckets []uint64, err error) {
+	parts := strings.Split(m, ":")
+	if n, err = strconv.ParseUint(parts[0], 10, 64); err != nil {
+		return 0, nil, fmt.Errorf("rediskv: expiry member %q", m)
+	}
+	for _, p := range parts[1:] {
+		k, err := strconv.ParseUint(p, 16, 64)
+		if err != nil {
+			return 0, nil, fmt.Errorf("rediskv: expiry member %q", m)
+		}
+		buckets = append(buckets, k)
+	}
+	return n, buckets, nil
+}
+
+// Sweep removes up to batch documents at a time that expired at now (Unix
+// nanoseconds) from the index until none is due: their postings, what
+// Redis has not yet expired of their records, their expiry entries, and
+// their count. Concurrent sweeps (several processes) remove each once:
+// only the one whose ZREM removed the entry does the rest.
+func (s *Store) Sweep(ctx context.Context, now int64, batch int) (int, error) {
+	total := 0
+	for {
+		due, err := s.c.ZRangeByScore(ctx, s.expiryKey(), &redis.ZRangeBy{
+			Min: "-inf", Max: strconv.FormatInt(now/1_000_000, 10), Count: int64(batch),
+		}).Result()
+		if err != nil || len(due) == 0 {
+			return total, err
+		}
+		rems := make([]*redis.IntCmd, len(due))
+		if _, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for i, m := range due {
+				rems[i] = p.ZRem(ctx, s.expiryKey(), m)
+			}
+			return nil
+		}); err != nil {
+			return total, err
+		}
+		mine := 0
+		if _, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for i, m := range due {
+				if rems[i].Val() != 1 {
+					continue // another sweep took it
+				}
+				n, buckets, err := parseExpiryMember(m)
+				if err != nil {
+					return err
+				}
+				num := strconv.FormatUint(n, 10)
+				for band, b := range buckets {
+					p.SRem(ctx, s.postKey(band, b), num)
+				}
+				p.Del(ctx, s.docKey(n))
+				mine++
+			}
+			if mine > 0 {
+				p.HIncrBy(ctx, s.countersKey(), "live", -int64(mine))
+			}
+			return nil
+		}); err != nil {
+			return total, err
+		}
+		total += mine
+		if len(due) < batch {
+			return total, nil
+		}
+	}
+}
+
+// Pending returns how many documents have expired at now (Unix
+// nanoseconds) and await the sweep, and how many more are set to expire.
+func (s *Store) Pending(ctx context.Context, now int64) (expired, expiring int64, err error) {
+	cut := strconv.FormatInt(now/1_000_000, 10)
+	var a, b *redis.IntCmd
+	if _, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		a = p.ZCount(ctx, s.expiryKey(), "-inf", cut)
+		b = p.ZCount(ctx, s.expiryKey(), "("+cut, "+inf")
+		return nil
+	}); err != nil {
+		return 0, 0, err
+	}
+	return a.Val(), b.Val(), nil
 }

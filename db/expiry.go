@@ -1,0 +1,198 @@
+package db
+
+// Expiry: documents put with a TTL (WriteOptions.TTL, ExpireAt).
+//
+// A record holds its expiry time, and every read applies
+// compaction.Expired to what it reads, so an expired document is never
+// returned, swept or not. On Pebble, an expiry index (codec's 'x' keys:
+// expiry time, doc number) orders the expiring documents by time; the
+// sweep reads its front and deletes what is due, SweepBatch documents per
+// write batch under the writer lock, as deletes do (record, id, removal
+// postings, expiry key). A background sweep runs every
+// Options.ExpirySweep on a writable handle; SweepExpired runs one now.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/lshdb/lshdb/codec"
+	"github.com/lshdb/lshdb/compaction"
+)
+
+// SweepExpired removes the documents whose expiry has passed (their
+// records, ids and postings) and returns how many it removed. The
+// background sweep (Options.ExpirySweep) calls it; call it to sweep now,
+// for example on a handle opened with a negative ExpirySweep.
+func (db *DB) SweepExpired(ctx context.Context) (int, error) {
+	if err := db.enter(); err != nil {
+		return 0, err
+	}
+	defer db.mu.RUnlock()
+	if db.opts.ReadOnly {
+		return 0, ErrReadOnly
+	}
+	ctx, cancel := db.opCtx(ctx)
+	defer cancel()
+	if db.rkv != nil {
+		return db.redisSweep(ctx)
+	}
+	total := 0
+	for {
+		if err := ctxErr(ctx); err != nil {
+			return total, err
+		}
+		n, more, err := db.sweepBatch()
+		total += n
+		if err != nil || !more {
+			return total, err
+		}
+	}
+}
+
+// dueExpiries returns an iterator over the expiry index.
+func (db *DB) expiryIter(r pebble.Reader) (*pebble.Iterator, error) {
+	it, err := r.NewIter(&pebble.IterOptions{LowerBound: codec.ExpiryPrefix, UpperBound: codec.ExpiryPrefixEnd})
+	return it, classify(err)
+}
+
+// sweepBatch removes up to compaction.SweepBatch expired documents in one
+// batch; more says that more are due. The caller holds db.mu for reading.
+func (db *DB) sweepBatch() (n int, more bool, err error) {
+	now := db.now().UnixNano()
+	// NB: a look before the writer lock: most sweeps find nothing due.
+	peek, err := db.expiryIter(db.pdb)
+	if err != nil {
+		return 0, false, err
+	}
+	due := false
+	if peek.First() {
+		x, _, err := codec.ParseExpiryKey(peek.Key())
+		due = err != nil || compaction.Expired(x, now)
+	}
+	if err := classify(errors.Join(peek.Error(), peek.Close())); err != nil || !due {
+		return 0, false, err
+	}
+	db.wmu.Lock()
+	defer db.wmu.Unlock()
+	xit, err := db.expiryIter(db.pdb)
+	if err != nil {
+		return 0, false, err
+	}
+	defer xit.Close()
+	it, err := db.writeIter()
+	if err != nil {
+		return 0, false, err
+	}
+	defer it.Close()
+	b := db.pdb.NewBatch()
+	defer b.Close()
+	c := db.counters
+	postings := make(map[postingKey][]codec.Posting)
+	var old docData
+	valid := xit.First()
+	for ; valid && n < compaction.SweepBatch; valid = xit.Next() {
+		x, num, err := codec.ParseExpiryKey(xit.Key())
+		if err != nil {
+			return n, false, classify(err)
+		}
+		if !compaction.Expired(x, now) {
+			break
+		}
+		// NB: the key goes whatever it names: removeOld deletes it again
+		// for a record that still expires at x, harmlessly.
+		if err := b.Delete(xit.Key(), nil); err != nil {
+			return n, false, err
+		}
+		rv, ok, err := seekExact(it, codec.AppendDocKey(nil, num))
+		if err != nil {
+			return n, false, err
+		}
+		if !ok {
+			continue // a stale key (Check reports it): nothing else to remove
+		}
+		view, err := codec.ParseDocView(rv)
+		if err != nil {
+			return n, false, classify(fmt.Errorf("doc %d: %w", num, err))
+		}
+		if view.Expires != x {
+			continue // stale: the record expires at another time
+		}
+		idKey := codec.AppendIDKey(nil, string(view.ID))
+		v, ok, err := seekExact(it, idKey)
+		if err != nil {
+			return n, false, err
+		}
+		if named, err := codec.DecodeDocNum(v); !ok || err != nil || named != num {
+			continue // not the id's document (Check reports it)
+		}
+		if err := db.removeOld(it, b, idKey, &old, postings, &c); err != nil {
+			return n, false, err
+		}
+		if err := b.Delete(idKey, nil); err != nil {
+			return n, false, err
+		}
+		n++
+	}
+	if valid {
+		x, _, err := codec.ParseExpiryKey(xit.Key())
+		more = err == nil && compaction.Expired(x, now)
+	}
+	if b.Empty() {
+		return 0, false, nil
+	}
+	// NB: unsynced: a sweep acknowledges nothing, and one lost to a crash
+	// is done again by the next.
+	sw, err := db.commit(b, postings, c, &WriteOptions{NoSync: true})
+	if err == nil && sw.b != nil {
+		err = sw.wait()
+	}
+	return n, more, err
+}
+
+// startSweeper runs SweepExpired every Options.ExpirySweep until the
+// handle closes (a writable handle with a positive ExpirySweep).
+func (db *DB) startSweeper() {
+	if db.opts.ReadOnly || db.opts.ExpirySweep <= 0 {
+		return
+	}
+	go func() {
+		t := time.NewTicker(db.opts.ExpirySweep)
+		defer t.Stop()
+		for {
+			select {
+			case <-db.closing.Done():
+				return
+			case <-t.C:
+			}
+			if _, err := db.SweepExpired(db.closing); err != nil && !errors.Is(err, ErrClosed) && db.closing.Err() == nil {
+				db.opts.Logger.Warn("lshdb: sweeping expired documents", "err", err)
+			}
+		}
+	}()
+}
+
+// pendingExpiry returns how many documents have expired and await the
+// sweep, and how many more are set to expire.
+func (db *DB) pendingExpiry(r pebble.Reader) (expired, expiring int, err error) {
+	it, err := db.expiryIter(r)
+	if err != nil {
+		return 0, 0, err
+	}
+	now := db.now().UnixNano()
+	for ok := it.First(); ok; ok = it.Next() {
+		x, _, err := codec.ParseExpiryKey(it.Key())
+		if err != nil {
+			it.Close()
+			return 0, 0, classify(err)
+		}
+		if compaction.Expired(x, now) {
+			expired++
+		} else {
+			expiring++
+		}
+	}
+	return expired, expiring, classify(errors.Join(it.Error(), it.Close()))
+}

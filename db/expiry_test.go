@@ -1,0 +1,296 @@
+package db
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+// fakeClock is a clock a test moves by hand.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *fakeClock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *fakeClock) advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+// expiryTexts are near-duplicates: each finds the others.
+var expiryTexts = map[string]string{
+	"a": "the quick brown fox jumps over the lazy dog by the river bank today",
+	"b": "the quick brown fox jumps over the lazy dog by the river bank today!",
+	"c": "the quick brown fox jumps over the lazy dog by the river bank, today",
+	"d": "the quick brown fox jumps over the lazy dog by the river bank today.",
+}
+
+// queryIDs returns the ids a query by text finds, sorted.
+func queryIDs(t *testing.T, d *DB, text string) []string {
+	t.Helper()
+	res, err := d.Query(context.Background(), text, &QueryOptions{Threshold: 0.5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, m := range res.Matches {
+		ids = append(ids, m.ID)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// putExpiring puts a (TTL 1 s), b (no TTL), c (ExpireAt now + 1 s), and d
+// with a TTL that a later put without one makes permanent again.
+func putExpiring(t *testing.T, d *DB, now time.Time) {
+	t.Helper()
+	for _, p := range []struct {
+		id string
+		wo *WriteOptions
+	}{{"a", &WriteOptions{TTL: time.Second}}, {"b", nil}, {"c", &WriteOptions{ExpireAt: now.Add(time.Second)}},
+		{"d", &WriteOptions{TTL: time.Second}}, {"d", nil}} {
+		if err := d.Put(Doc{ID: p.id, Text: expiryTexts[p.id]}, p.wo); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// Ensure that on Pebble (a fake clock) a document put with a TTL is found
+// until its expiry and never after it, by every read (Query, QueryID,
+// Get, Has, All, Bucket, Pairs, Explain), is removed with its postings by
+// the sweep and not before, and that the index checks clean throughout and
+// after a reopen (the model: the documents without a TTL).
+func TestExpiryPebble(t *testing.T) {
+	ctx := context.Background()
+	clock := &fakeClock{t: time.Unix(1_800_000_000, 0)}
+	opts := &Options{fs: vfs.NewMem(), clock: clock.now, ExpirySweep: -1}
+	d, err := Open("db", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { d.Close() }()
+	for _, wo := range []*WriteOptions{{TTL: -time.Second}, {TTL: time.Second, ExpireAt: clock.now()}} {
+		if err := d.Put(Doc{ID: "x", Text: "some text"}, wo); !errors.Is(err, ErrInvalidOptions) {
+			t.Fatalf("Put with %+v: %v, want ErrInvalidOptions", wo, err)
+		}
+	}
+	putExpiring(t, d, clock.now())
+	all := []string{"a", "b", "c", "d"}
+	if got := queryIDs(t, d, expiryTexts["a"]); !slices.Equal(got, all) {
+		t.Fatalf("before the expiry: %v", got)
+	}
+	clock.advance(999 * time.Millisecond)
+	if got := queryIDs(t, d, expiryTexts["a"]); !slices.Equal(got, all) {
+		t.Fatalf("a millisecond before the expiry: %v", got)
+	}
+	clock.advance(time.Millisecond)
+	live := []string{"b", "d"}
+	check := func(when string) {
+		t.Helper()
+		if got := queryIDs(t, d, expiryTexts["a"]); !slices.Equal(got, live) {
+			t.Fatalf("%s: Query finds %v, want %v", when, got, live)
+		}
+		res, err := d.QueryID(ctx, "b", &QueryOptions{Threshold: 0.5})
+		if err != nil || len(res.Matches) != 1 || res.Matches[0].ID != "d" {
+			t.Fatalf("%s: QueryID(b) = %+v, %v", when, res, err)
+		}
+		for _, id := range []string{"a", "c"} {
+			if _, err := d.Get(id); !errors.Is(err, ErrNotFound) {
+				t.Fatalf("%s: Get(%s): %v, want ErrNotFound", when, id, err)
+			}
+			if ok, err := d.Has(id); ok || err != nil {
+				t.Fatalf("%s: Has(%s) = %v, %v", when, id, ok, err)
+			}
+			if _, err := d.QueryID(ctx, id, nil); !errors.Is(err, ErrNotFound) {
+				t.Fatalf("%s: QueryID(%s): %v, want ErrNotFound", when, id, err)
+			}
+			if _, err := d.Explain(id, "b"); !errors.Is(err, ErrNotFound) {
+				t.Fatalf("%s: Explain(%s, b): %v, want ErrNotFound", when, id, err)
+			}
+		}
+		var ids []string
+		for doc, err := range d.All() {
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, doc.ID)
+		}
+		if !slices.Equal(ids, live) {
+			t.Fatalf("%s: All yields %v", when, ids)
+		}
+		var pairs [][2]string
+		for p, err := range d.Pairs(ctx, &PairsOptions{Threshold: 0.5}) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			pairs = append(pairs, [2]string{min(p.A, p.B), max(p.A, p.B)})
+		}
+		if !slices.Equal(pairs, [][2]string{{"b", "d"}}) {
+			t.Fatalf("%s: Pairs %v", when, pairs)
+		}
+		doc, err := d.Get("b")
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys, _ := d.bucketKeys(nil, doc.Signature)
+		members, err := d.Bucket(0, keys[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		slices.Sort(members)
+		var want []string // the live documents in b's band-0 bucket
+		for _, id := range live {
+			o, err := d.Get(id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if k, _ := d.bucketKeys(nil, o.Signature); k[0] == keys[0] {
+				want = append(want, id)
+			}
+		}
+		if !slices.Equal(members, want) {
+			t.Fatalf("%s: Bucket members %v, want %v", when, members, want)
+		}
+		rep, err := d.Check(ctx)
+		if err != nil || !rep.OK() {
+			t.Fatalf("%s: Check %+v, %v", when, rep, err)
+		}
+	}
+	check("expired, not swept")
+	st, err := d.Stats(ctx, 0)
+	if err != nil || st.Expired != 2 || st.Expiring != 0 || st.Docs != 4 {
+		t.Fatalf("Stats before the sweep: expired %d, expiring %d, docs %d, %v; want 2, 0, 4", st.Expired, st.Expiring, st.Docs, err)
+	}
+	postings := func() int {
+		rep, err := d.Check(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rep.Postings
+	}
+	before := postings()
+	// Reopened: the expiry is stored.
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if d, err = Open("db", opts); err != nil {
+		t.Fatal(err)
+	}
+	check("expired, reopened")
+	if n, err := d.SweepExpired(ctx); n != 2 || err != nil {
+		t.Fatalf("SweepExpired = %d, %v; want 2", n, err)
+	}
+	if n, err := d.Count(); n != 2 || err != nil {
+		t.Fatalf("Count after the sweep = %d, %v", n, err)
+	}
+	if after := postings(); after != before-2*d.Params().Bands.B {
+		t.Fatalf("the sweep left %d postings of %d; want the two documents' %d removed", after, before, 2*d.Params().Bands.B)
+	}
+	check("swept")
+	if n, err := d.SweepExpired(ctx); n != 0 || err != nil {
+		t.Fatalf("a second sweep = %d, %v; want nothing", n, err)
+	}
+	// Deleting an expiring document, and replacing one, drops its entry.
+	if err := d.Put(Doc{ID: "e", Text: expiryTexts["a"]}, &WriteOptions{TTL: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Delete("e", nil); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := d.Stats(ctx, 0); err != nil || st.Expiring != 0 {
+		t.Fatalf("Stats after deleting an expiring document: expiring %d, %v", st.Expiring, err)
+	}
+	check("after a delete")
+}
+
+// Ensure that the background sweep removes an expired document within its
+// bound (Options.ExpirySweep after the expiry) on Pebble, with a fake
+// clock.
+func TestExpiryBackgroundSweepPebble(t *testing.T) {
+	clock := &fakeClock{t: time.Unix(1_800_000_000, 0)}
+	d, err := Open("db", &Options{fs: vfs.NewMem(), clock: clock.now, ExpirySweep: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	putExpiring(t, d, clock.now())
+	clock.advance(time.Second)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if n, err := d.Count(); err != nil {
+			t.Fatal(err)
+		} else if n == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the background sweep did not remove the expired documents in 10 s (its interval is 10 ms)")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if rep, err := d.Check(context.Background()); err != nil || !rep.OK() {
+		t.Fatalf("Check after the sweep: %+v, %v", rep, err)
+	}
+}
+
+// Ensure that on Redis a document put with a TTL of 1 s is gone from
+// queries after it, and that the background sweep removes its postings
+// within the bound (ExpirySweep, 1 s, after the expiry), with the index
+// checking clean before and after.
+func TestExpiryRedis(t *testing.T) {
+	u := redisURL(t)
+	d, err := Open(u, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	ctx := context.Background()
+	start := time.Now()
+	putExpiring(t, d, start)
+	if got := queryIDs(t, d, expiryTexts["a"]); len(got) != 4 && time.Since(start) < time.Second {
+		t.Fatalf("before the expiry: %v", got)
+	}
+	time.Sleep(time.Until(start.Add(time.Second)))
+	live := []string{"b", "d"}
+	if got := queryIDs(t, d, expiryTexts["a"]); !slices.Equal(got, live) {
+		t.Fatalf("after the expiry: Query finds %v, want %v", got, live)
+	}
+	if _, err := d.Get("a"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Get(a) after its expiry: %v", err)
+	}
+	// Swept: the postings are the two live documents' (Check counts
+	// them, and says the index is whole before and after).
+	bound := start.Add(time.Second + compactionSweepBound)
+	want := 2 * d.Params().Bands.B
+	for {
+		rep, err := d.Check(ctx)
+		if err != nil || !rep.OK() {
+			t.Fatalf("Check while the sweep is due: %+v, %v", rep, err)
+		}
+		if rep.Postings == want {
+			break
+		}
+		// NB: a second of slack for a loaded machine.
+		if time.Now().After(bound.Add(time.Second)) {
+			t.Fatalf("%d postings %v after the put, past the sweep's bound; want %d", rep.Postings, time.Since(start), want)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Logf("postings swept %v after the put (TTL 1 s)", time.Since(start).Round(time.Millisecond))
+	if n, err := d.Count(); n != 2 || err != nil {
+		t.Fatalf("Count after the sweep = %d, %v", n, err)
+	}
+	if rep, err := d.Check(ctx); err != nil || !rep.OK() {
+		t.Fatalf("Check after the sweep: %+v, %v", rep, err)
+	}
+}
+
+// compactionSweepBound is the sweep's documented bound past an expiry: one
+// interval.
+const compactionSweepBound = time.Second
