@@ -161,11 +161,15 @@ func (db *DB) startSweeper() {
 	go func() {
 		t := time.NewTicker(db.opts.ExpirySweep)
 		defer t.Stop()
-		for {
-			select {
-			case <-db.closing.Done():
-				return
-			case <-t.C:
+		// NB: a sweep at once, then every interval: a command that opens
+		// an index for less than the interval still sweeps what is due.
+		for first := true; ; first = false {
+			if !first {
+				select {
+				case <-db.closing.Done():
+					return
+				case <-t.C:
+				}
 			}
 			if _, err := db.SweepExpired(db.closing); err != nil && !errors.Is(err, ErrClosed) && db.closing.Err() == nil {
 				db.opts.Logger.Warn("lshdb: sweeping expired documents", "err", err)

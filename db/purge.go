@@ -30,6 +30,20 @@ func (db *DB) PurgeEmptyLists(ctx context.Context) (int, error) {
 	if db.opts.ReadOnly {
 		return 0, ErrReadOnly
 	}
+	// NB: the expired documents first (SweepExpired): removing them may
+	// empty lists.
+	for {
+		if err := ctxErr(ctx); err != nil {
+			return 0, err
+		}
+		_, more, err := db.sweepBatch()
+		if err != nil {
+			return 0, err
+		}
+		if !more {
+			break
+		}
+	}
 	db.wmu.Lock()
 	defer db.wmu.Unlock()
 	ctx, cancel := db.opCtx(ctx)

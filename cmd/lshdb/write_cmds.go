@@ -426,6 +426,7 @@ was (a new index is removed again).`,
 // counts the way build counts: each id once, whatever batch it is in.
 type inserter struct {
 	d       index
+	ttl     time.Duration // --ttl: the documents expire this long after their batch is written
 	sum     insertSummary
 	ids     map[string]uint8 // idRead, idWritten
 	batch   []db.Doc
@@ -459,7 +460,7 @@ func (w *inserter) flush() error {
 	if len(w.batch) == 0 {
 		return nil
 	}
-	res, err := w.d.PutBatch(w.batch, &db.WriteOptions{SkipEmpty: true})
+	res, err := w.d.PutBatch(w.batch, &db.WriteOptions{SkipEmpty: true, TTL: w.ttl})
 	if err != nil {
 		return err
 	}
@@ -492,6 +493,7 @@ func (w *inserter) flush() error {
 func (a *app) insertCmd(name string) *cobra.Command {
 	var cf createFlags
 	var in inputFlags
+	var ttl time.Duration
 	short := "Insert or replace documents from files, directories or stdin"
 	c := &cobra.Command{
 		Use: name + " --db DIR [FILE|DIR|- ...]",
@@ -543,7 +545,7 @@ after committing what was read and says where to continue.`,
 			}
 			defer inp.close()
 			add, done := a.progress(name, &in, args)
-			w := &inserter{d: d, ids: make(map[string]uint8), batch: make([]db.Doc, 0, 1000), add: add}
+			w := &inserter{d: d, ttl: ttl, ids: make(map[string]uint8), batch: make([]db.Doc, 0, 1000), add: add}
 			var readErr, putErr error
 			for pd, err := range inp.docs(args) {
 				if err != nil {
@@ -574,6 +576,7 @@ after committing what was read and says where to continue.`,
 	}
 	cf.add(c)
 	in.add(c)
+	c.Flags().DurationVar(&ttl, "ttl", 0, "the documents expire this long after they are written (1h, 30m, 90s): never returned after it, then swept")
 	return c
 }
 
@@ -605,6 +608,7 @@ func (a *app) reportInsert(s insertSummary) error {
 
 func (a *app) dedupCmd() *cobra.Command {
 	var in inputFlags
+	var ttl time.Duration
 	c := &cobra.Command{
 		Use:   "dedup --db DIR [FILE|DIR|- ...]",
 		Short: "Insert each input document unless a stored one is a near-duplicate",
@@ -638,7 +642,7 @@ func (a *app) dedupCmd() *cobra.Command {
 					if err != nil {
 						return err
 					}
-					m, err := d.PutIfNew(pd.doc, nil)
+					m, err := d.PutIfNew(pd.doc, &db.WriteOptions{TTL: ttl})
 					if errors.Is(err, db.ErrEmptyDocument) {
 						empty++
 						fmt.Fprintf(a.stderr, "lshdb: skipped %s (id %s): %v\n", escControls(pd.pos), docio.QuoteID(pd.doc.ID), dbReason{err})
@@ -698,6 +702,7 @@ func (a *app) dedupCmd() *cobra.Command {
 		},
 	}
 	in.add(c)
+	c.Flags().DurationVar(&ttl, "ttl", 0, "the documents inserted expire this long after they are written (1h, 30m, 90s): never returned after it, then swept")
 	return c
 }
 
@@ -834,8 +839,9 @@ func (a *app) purgeCmd() *cobra.Command {
 		Use:   "purge --db DIR",
 		Short: "Delete the emptied posting lists that deletes and upserts leave behind",
 		Long: `Delete the posting lists that hold no document any more (check counts them
-as empty lists). Nothing a query or pairs returns changes; writers wait while
-it runs.`,
+as empty lists), after removing the documents whose TTL has passed (insert
+--ttl; an open index sweeps them every second anyway). Nothing a query or
+pairs returns changes; writers wait while it runs.`,
 		Args: nArgs(0),
 		RunE: func(c *cobra.Command, args []string) error {
 			return a.withWritableIndex(func(d index) error {

@@ -263,6 +263,7 @@ func (c *Client) PutBatch(docs []db.Doc, wo *db.WriteOptions) (db.BatchResult, e
 	}
 	if wo != nil {
 		req.NoSync, req.StoreText, req.SkipEmpty = wo.NoSync, wo.StoreText, wo.SkipEmpty
+		req.TTLMillis, req.ExpireAt = httpapi.ExpiryOut(wo)
 	}
 	ctx, cancel := c.ctx()
 	defer cancel()
@@ -361,6 +362,14 @@ func (c *Client) PutIfNew(doc db.Doc, wo *db.WriteOptions) (*db.Match, error) {
 	}
 	if wo != nil && wo.StoreText {
 		q.Set("store_text", "true")
+	}
+	if ttl, at := httpapi.ExpiryOut(wo); ttl != 0 || at != "" {
+		if ttl != 0 {
+			q.Set("ttl_ms", strconv.FormatInt(ttl, 10))
+		}
+		if at != "" {
+			q.Set("expire_at", at)
+		}
 	}
 	ctx, cancel := c.ctx()
 	defer cancel()

@@ -768,3 +768,36 @@ func TestSetsAndSignaturesThroughClient(t *testing.T) {
 		})
 	}
 }
+
+// Ensure that a TTL and an expiry time reach the server through PutBatch
+// and PutIfNew, over TCP and the socket: the documents are found before
+// their expiry and not after it, and a bad time is refused as in process.
+func TestClientExpiry(t *testing.T) {
+	d := open(t, &db.Options{ExpirySweep: -1})
+	for name, c := range server(t, d, nil, "") {
+		t.Run(name, func(t *testing.T) {
+			start := time.Now()
+			if _, err := c.PutBatch([]db.Doc{{ID: name + "-ttl", Text: "expires soon, by its ttl"}}, &db.WriteOptions{TTL: 400 * time.Millisecond}); err != nil {
+				t.Fatal(err)
+			}
+			written := time.Now() // NB: the TTL runs from the server's write, before this
+			if _, err := c.PutIfNew(db.Doc{ID: name + "-at", Text: "expires soon, at a time given"}, &db.WriteOptions{ExpireAt: start.Add(400 * time.Millisecond)}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := c.PutBatch([]db.Doc{{ID: "x", Text: "never stored"}}, &db.WriteOptions{TTL: time.Second, ExpireAt: start}); !errors.Is(err, db.ErrInvalidOptions) {
+				t.Fatalf("both TTL and ExpireAt: %v, want ErrInvalidOptions", err)
+			}
+			for _, id := range []string{name + "-ttl", name + "-at"} {
+				if _, err := c.Get(id); err != nil && time.Since(start) < 400*time.Millisecond {
+					t.Fatalf("Get(%s) before its expiry: %v", id, err)
+				}
+			}
+			time.Sleep(time.Until(written.Add(400 * time.Millisecond)))
+			for _, id := range []string{name + "-ttl", name + "-at"} {
+				if _, err := c.Get(id); !errors.Is(err, db.ErrNotFound) {
+					t.Fatalf("Get(%s) after its expiry: %v, want ErrNotFound", id, err)
+				}
+			}
+		})
+	}
+}

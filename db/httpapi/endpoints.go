@@ -107,7 +107,12 @@ func (h *handler) put(w *resp, r *http.Request) error {
 			return fmt.Errorf("document %d: %w", i, err)
 		}
 	}
-	res, err := h.d.PutBatch(docs, &db.WriteOptions{NoSync: req.NoSync, StoreText: req.StoreText, SkipEmpty: req.SkipEmpty})
+	wo := db.WriteOptions{NoSync: req.NoSync, StoreText: req.StoreText, SkipEmpty: req.SkipEmpty}
+	var err error
+	if wo.TTL, wo.ExpireAt, err = Expiry(req.TTLMillis, req.ExpireAt); err != nil {
+		return err
+	}
+	res, err := h.d.PutBatch(docs, &wo)
 	if err != nil {
 		return err
 	}
@@ -122,11 +127,20 @@ func perDoc(err error) bool {
 }
 
 func (h *handler) putIfNew(w *resp, r *http.Request) error {
-	q, err := params(r, []string{"no_sync", "store_text"})
+	q, err := params(r, []string{"no_sync", "store_text", "ttl_ms", "expire_at"})
 	if err != nil {
 		return err
 	}
 	var wo db.WriteOptions
+	ttl := int64(0)
+	if v := q.Get("ttl_ms"); v != "" {
+		if ttl, err = strconv.ParseInt(v, 10, 64); err != nil {
+			return badRequest("ttl_ms %q is not an integer", v)
+		}
+	}
+	if wo.TTL, wo.ExpireAt, err = Expiry(ttl, q.Get("expire_at")); err != nil {
+		return err
+	}
 	if wo.NoSync, err = boolParam(q, "no_sync"); err != nil {
 		return err
 	}

@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"time"
 	"unicode/utf8"
 
 	"github.com/lshdb/lshdb/bands"
@@ -151,6 +152,44 @@ type PutRequest struct {
 	NoSync    bool      `json:"no_sync,omitempty"`
 	StoreText bool      `json:"store_text,omitempty"`
 	SkipEmpty bool      `json:"skip_empty,omitempty"`
+	// TTLMillis and ExpireAt (RFC 3339) are db.WriteOptions.TTL and
+	// ExpireAt.
+	TTLMillis int64  `json:"ttl_ms,omitempty"`
+	ExpireAt  string `json:"expire_at,omitempty"`
+}
+
+// Expiry returns the TTL and expiry time that ttl_ms and expire_at give,
+// or ErrBadRequest.
+func Expiry(ttlMillis int64, expireAt string) (time.Duration, time.Time, error) {
+	var at time.Time
+	if expireAt != "" {
+		var err error
+		if at, err = time.Parse(time.RFC3339Nano, expireAt); err != nil {
+			return 0, at, fmt.Errorf("%w: expire_at %q is not an RFC 3339 time", ErrBadRequest, expireAt)
+		}
+	}
+	return time.Duration(ttlMillis) * time.Millisecond, at, nil
+}
+
+// ExpiryOut returns ttl_ms and expire_at for wo's TTL and ExpireAt. NB: a
+// TTL below a millisecond is sent as one.
+func ExpiryOut(wo *db.WriteOptions) (ttlMillis int64, expireAt string) {
+	if wo == nil {
+		return 0, ""
+	}
+	if wo.TTL != 0 {
+		ttlMillis = wo.TTL.Milliseconds()
+		if ttlMillis == 0 {
+			ttlMillis = 1
+			if wo.TTL < 0 {
+				ttlMillis = -1
+			}
+		}
+	}
+	if !wo.ExpireAt.IsZero() {
+		expireAt = wo.ExpireAt.Format(time.RFC3339Nano)
+	}
+	return ttlMillis, expireAt
 }
 
 // BatchResultJSON is db.BatchResult.
