@@ -11,6 +11,9 @@
 //	"i" + external id                     doc number (uint64 big-endian)
 //	"p" + band (uint16 BE) + bucket (uint32 BE: the high half of the band's hash)
 //	                                      posting list: sorted (doc number, add|remove)
+//	"x" + expiry (int64 BE, Unix ns) + doc number (uint64 BE)
+//	                                      empty: the expiry index (documents put with a TTL,
+//	                                      whose records hold the expiry too)
 //
 // Hot data is raw binary: doc records hold their signature as little-endian
 // integers and their 32-bit set Golomb-Rice coded, posting lists their doc numbers as

@@ -40,8 +40,9 @@ func TestMain(m *testing.M) {
 }
 
 // redisURL returns the URL of a fresh, empty index on the package's
-// cluster, named after the test, and removes its keys when the test ends.
-func redisURL(t testing.TB) string {
+// cluster, named after the test (and suffix, if any: a test's second
+// index), and removes its keys when the test ends.
+func redisURL(t testing.TB, suffix ...string) string {
 	t.Helper()
 	redisOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "lshdb-db-redis-")
@@ -58,7 +59,7 @@ func redisURL(t testing.TB) string {
 	case redisErrOnce != nil:
 		t.Fatal(redisErrOnce)
 	}
-	name := strings.NewReplacer("/", "-", " ", "-", ":", "-").Replace(t.Name())
+	name := strings.NewReplacer("/", "-", " ", "-", ":", "-").Replace(t.Name() + strings.Join(suffix, ""))
 	u := "redis+cluster://" + strings.Join(redisCluster.Addrs, ",") + "/" + name
 	s, err := rediskv.Open(context.Background(), u)
 	if err != nil {

@@ -70,6 +70,11 @@ sizes in bytes.`,
 				fmt.Fprintf(a.stdout, "P(candidate) at the threshold: %.4f (S-curve)\n", p.Bands.Probability(p.Threshold))
 				fmt.Fprintf(a.stdout, "index format: %d\n", p.FormatVersion)
 				fmt.Fprintf(a.stdout, "documents: %d\n", in.Docs)
+				if db.IsRedisURL(a.dbDir) {
+					// NB: the servers' memory: INFO memory on each master.
+					_, err = fmt.Fprintln(a.stdout, "storage: Redis (no files of its own; the masters' INFO memory says what it takes)")
+					return err
+				}
 				_, err = fmt.Fprintf(a.stdout, "size on disk: %s\n", humanBytes(in.DiskBytes))
 				return err
 			})

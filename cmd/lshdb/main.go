@@ -30,11 +30,25 @@ import (
 	"github.com/lshdb/lshdb/codec"
 	"github.com/lshdb/lshdb/db"
 	"github.com/lshdb/lshdb/db/client"
+	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 )
 
+// redisLog takes go-redis's own log lines (a node that does not answer,
+// dialled again and again while a master fails over) off stderr: what a
+// command's user needs of them is in the error or the retry warning lshdb
+// reports. LSHDB_REDIS_LOG=1 shows them.
+type redisLog struct{}
+
+func (redisLog) Printf(ctx context.Context, format string, v ...any) {
+	if os.Getenv("LSHDB_REDIS_LOG") == "1" {
+		fmt.Fprintf(os.Stderr, "lshdb: redis: "+format+"\n", v...)
+	}
+}
+
 func main() {
+	redis.SetLogger(redisLog{})
 	if os.Getenv("GOMEMLIMIT") == "" {
 		// NB: a soft limit makes the garbage collector work harder as the
 		// heap nears it, instead of letting it double past its live data:

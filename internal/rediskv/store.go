@@ -999,20 +999,33 @@ func (s *Store) Sync(ctx context.Context, timeout time.Duration) error {
 	if err != nil {
 		return err
 	}
-	// Each master's first slot range.
+	// Each master's first slot range, if it has a replica online.
+	// NB: a master that lost its replica (it was the replica, promoted
+	// when its master failed) has none to wait for: WAIT would block for
+	// the whole timeout on every write, which made a 100,000-document
+	// load through a failover take 87 s instead of about 6.
 	type rng struct{ start, end int }
 	owns := map[string]rng{}
 	for _, sh := range shards {
+		master, replicas := "", 0
 		for _, n := range sh.Nodes {
-			if n.Role == "master" && len(sh.Slots) > 0 {
-				owns[net.JoinHostPort(n.IP, strconv.FormatInt(n.Port, 10))] = rng{int(sh.Slots[0].Start), int(sh.Slots[0].End)}
+			switch {
+			case n.Role == "master":
+				master = net.JoinHostPort(n.IP, strconv.FormatInt(n.Port, 10))
+			case n.Health != "failed":
+				// NB: "loading" too: Redis 7.0 says so of a replica
+				// whose offset its master has not yet heard of.
+				replicas++
 			}
+		}
+		if master != "" && replicas > 0 && len(sh.Slots) > 0 {
+			owns[master] = rng{int(sh.Slots[0].Start), int(sh.Slots[0].End)}
 		}
 	}
 	return cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
 		r, ok := owns[c.Options().Addr]
 		if !ok {
-			return nil // a master that serves no slot holds none of our writes
+			return nil // no replica online, or no slot: nothing to wait for
 		}
 		for i := 0; ; i++ {
 			key := s.prefix + "sync:" + strconv.Itoa(i)

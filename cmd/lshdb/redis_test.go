@@ -1,0 +1,75 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/lshdb/lshdb/internal/redistest"
+)
+
+// Ensure that the command on an index on a Redis Cluster (--db
+// redis+cluster://…) prints what it prints on a Pebble index, byte for
+// byte, line after line of a session (inserts, upserts, deletes, queries,
+// get, explain, pairs), and that check (with --repair) finds it whole.
+// The oracle is the same session on a directory.
+func TestRedisCommandsMatchPebble(t *testing.T) {
+	c := redistest.Require(t)
+	in, err := filepath.Abs("../../testdata/cmd/inputs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "index")
+	url := "redis+cluster://" + strings.Join(c.Addrs, ",") + "/cmdtest"
+	extra := filepath.Join(t.TempDir(), "more.jsonl")
+	if err := os.WriteFile(extra, []byte(`{"id": "fox1", "text": "the quick brown fox jumps over the lazy dog again"}
+{"id": "fox3", "text": "the quick brown fox jumps over the lazy dog."}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	session := []struct{ line, stdin string }{
+		{"create --db $DB --threshold 0.5", ""},
+		{"insert --db $DB $IN/docs.jsonl", ""},
+		{"insert --db $DB " + extra, ""},
+		{"info --db $DB --output json", ""},
+		{"query --db $DB --id fox1", ""},
+		{"query --db $DB --id fox1 --output json", ""},
+		{`query --db $DB --text "THE QUICK BROWN FOX JUMPS OVER THE LAZY DOG"`, ""},
+		{"query --db $DB --id h --top 1 --threshold 0.5 --output json", ""},
+		{"query --db $DB --id fox1 --estimate-only", ""},
+		{"query --db $DB --id nosuch", ""},
+		{"get --db $DB fox3", ""},
+		{"get --db $DB --output json fox1", ""},
+		{"explain --db $DB h x", ""},
+		{"explain --db $DB fox1 fox2 --output json", ""},
+		{"pairs --db $DB", ""},
+		{"pairs --db $DB --threshold 0.3 --output json", ""},
+		{"delete --db $DB fox2", ""},
+		{"delete --db $DB fox2", ""},
+		{"query --db $DB --id fox1", ""},
+		{"dedup --db $DB -", `{"id": "fox4", "text": "the quick brown fox jumps over the lazy dog."}` + "\n" + `{"id": "new", "text": "nothing like any other text here"}` + "\n"},
+		{"pairs --db $DB --output csv", ""},
+	}
+	for _, s := range session {
+		var outs [2]string
+		for i, db := range []string{dir, url} {
+			args, err := splitWords(strings.NewReplacer("$DB", db, "$IN", in).Replace(s.line))
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, errOut, code := runLine(args, s.stdin)
+			outs[i] = transcript(out, errOut, code, strings.NewReplacer(db, "$DB", in, "$IN"))
+		}
+		if outs[0] != outs[1] {
+			t.Fatalf("lshdb %s:\n--- on Pebble:\n%s\n--- on Redis:\n%s", s.line, outs[0], outs[1])
+		}
+	}
+	for _, line := range []string{"check --db $DB --repair", "check --db $DB"} {
+		args, _ := splitWords(strings.ReplaceAll(line, "$DB", url))
+		out, errOut, code := runLine(args, "")
+		if code != 0 || !strings.HasSuffix(out, "ok\n") {
+			t.Fatalf("lshdb %s: exit %d\n%s%s", line, code, out, errOut)
+		}
+	}
+}
