@@ -334,6 +334,9 @@ func (db *DB) Clusters(ctx context.Context, po *PairsOptions) ([]Cluster, error)
 	if err != nil {
 		return nil, err
 	}
+	if db.rkv != nil {
+		return db.redisClusters(ctx, po)
+	}
 	var c *clusterer
 	var out []Cluster
 	var st PairsStats
@@ -409,19 +412,28 @@ func (db *DB) ClustersFrom(ctx context.Context, seq iter.Seq2[Pair, error], po *
 		return nil, err
 	}
 	defer db.mu.RUnlock()
-	if err := db.unsupported("ClustersFrom"); err != nil {
-		return nil, err
-	}
 	ctx, cancel := db.opCtx(ctx)
 	defer cancel()
-	snap := db.pdb.NewSnapshot()
-	defer snap.Close()
 	prog := progressOf(ctx)
 	defer prog.end()
 	prog.phase(1, 2, "reading documents", int64(db.live.Load()))
-	x, err := loadPairsIndex(ctx, snap, db.now().UnixNano())
-	if err != nil {
-		return nil, err
+	// The index of the documents, and the reader of their records: from
+	// one snapshot on Pebble, as they are on Redis.
+	var x *pairsIndex
+	var record func(n uint64) ([]byte, bool, error)
+	if db.rkv != nil {
+		if x, err = db.redisPairsIndex(ctx, db.now().UnixNano()); err != nil {
+			return nil, err
+		}
+		v := &redisView{ctx: ctx, s: db.rkv}
+		record = v.record
+	} else {
+		snap := db.pdb.NewSnapshot()
+		defer snap.Close()
+		if x, err = loadPairsIndex(ctx, snap, db.now().UnixNano()); err != nil {
+			return nil, err
+		}
+		record = func(n uint64) ([]byte, bool, error) { return getCopy(snap, codec.AppendDocKey(nil, n)) }
 	}
 	prog.phase(2, 2, "reading pairs", 0)
 	read := counter{p: prog}
@@ -468,9 +480,12 @@ func (db *DB) ClustersFrom(ctx context.Context, seq iter.Seq2[Pair, error], po *
 	h := db.hashers.Get().(*minhash.Hasher)
 	defer db.hashers.Put(h)
 	setOf := func(n int32, dst []uint64) ([]uint64, error) {
-		v, ok, err := getCopy(snap, codec.AppendDocKey(nil, x.nums[n]))
+		v, ok, err := record(x.nums[n])
 		if err != nil {
 			return nil, classify(err)
+		}
+		if !ok && db.rkv != nil {
+			return nil, fmt.Errorf("%w: doc %d (%q) was deleted while the clusters were made", ErrNotFound, x.nums[n], x.ids[n])
 		}
 		if !ok {
 			return nil, fmt.Errorf("%w: doc %d vanished from the snapshot", ErrCorrupt, x.nums[n])

@@ -442,9 +442,6 @@ func checkPairs(t *testing.T, d *DB, m *model) {
 	if !maps.Equal(got, want) {
 		t.Fatalf("Pairs found %d pairs, the model %d", len(got), len(want))
 	}
-	if d.rkv != nil {
-		return // Clusters are Pebble's (TestRedisUnsupported)
-	}
 	// Components by a plain graph search over the model's pairs.
 	adj := map[string][]string{}
 	for k := range want {

@@ -67,13 +67,7 @@ func loadPairsIndex(ctx context.Context, r pebble.Reader, now int64) (*pairsInde
 	if err != nil || !ok {
 		return x, err
 	}
-	type part struct {
-		nums    []uint64
-		ids     []string
-		sizes   []uint32
-		fps     []uint64
-		expired []uint64
-	}
+	type part = indexPart
 	workers := uint64(runtime.GOMAXPROCS(0))
 	span := last - first + 1
 	if span < 1024*workers {
@@ -106,14 +100,7 @@ func loadPairsIndex(ctx context.Context, r pebble.Reader, now int64) (*pairsInde
 					derr = classify(fmt.Errorf("doc record %x: %w", k, err))
 					return
 				}
-				if compaction.Expired(view.Expires, now) {
-					p.expired = append(p.expired, n)
-					return
-				}
-				p.nums = append(p.nums, n)
-				p.ids = append(p.ids, string(view.ID))
-				p.sizes = append(p.sizes, uint32(view.SetLen))
-				p.fps = append(p.fps, view.SetFingerprint())
+				p.add(n, &view, now)
 			})
 			return cmp.Or(derr, err)
 		})
@@ -121,6 +108,34 @@ func loadPairsIndex(ctx context.Context, r pebble.Reader, now int64) (*pairsInde
 	if err := g.Wait(); err != nil {
 		return nil, err
 	}
+	return x.fill(parts), nil
+}
+
+// indexPart is the documents of one range of doc numbers, in order, as
+// a pairsIndex takes them.
+type indexPart struct {
+	nums    []uint64
+	ids     []string
+	sizes   []uint32
+	fps     []uint64
+	expired []uint64
+}
+
+// add adds the document of record v, doc number n, or notes it expired.
+func (p *indexPart) add(n uint64, view *codec.DocView, now int64) {
+	if compaction.Expired(view.Expires, now) {
+		p.expired = append(p.expired, n)
+		return
+	}
+	p.nums = append(p.nums, n)
+	p.ids = append(p.ids, string(view.ID))
+	p.sizes = append(p.sizes, uint32(view.SetLen))
+	p.fps = append(p.fps, view.SetFingerprint())
+}
+
+// fill fills x from parts, in doc-number order, and groups identical
+// sets by fingerprint.
+func (x *pairsIndex) fill(parts []indexPart) *pairsIndex {
 	total := 0
 	for _, p := range parts {
 		total += len(p.nums)
@@ -152,7 +167,7 @@ func loadPairsIndex(ctx context.Context, r pebble.Reader, now int64) (*pairsInde
 			}
 		}
 	}
-	return x, nil
+	return x
 }
 
 // docNumRange returns the first and last doc numbers in r (ok is false if

@@ -5,11 +5,11 @@ package db
 // URL in place of a directory.
 //
 // What it runs: Put, PutBatch, PutSet, PutSignature, PutIfNew, Delete,
-// DeleteIDs, Load (as batched puts), Get, Has, Count, All, Scan, Query,
-// QueryID, QuerySet, QuerySignature, QueryMany, Explain, Bucket, Check
-// (and Repair). The rest (Pairs, Clusters, Stats, Buckets, Backup,
-// PurgeEmptyLists, Metrics, Upgrade) is Pebble's for now and returns
-// ErrUnsupported.
+// DeleteIDs, Load (as batched puts), Get, Has, Count, Info, All, Scan,
+// Query, QueryID, QuerySet, QuerySignature, QueryMany, Explain, Bucket,
+// Pairs, Clusters, ClustersFrom, Check (and Repair), SweepExpired. The
+// rest (Stats, Buckets, Backup, PurgeEmptyLists, Metrics, Upgrade) is
+// Pebble's for now and returns ErrUnsupported.
 //
 // How it differs from Pebble, all of it from what a cluster is:
 //   - No snapshot: a read sees the cluster as it is. A query reads its b
@@ -618,4 +618,56 @@ func (db *DB) redisPairsOf(ctx context.Context, chunk []rediskv.IDNum, t float64
 func (db *DB) redisSweep(ctx context.Context) (int, error) {
 	n, err := db.rkv.Sweep(ctx, db.now().UnixNano(), compaction.SweepBatch)
 	return n, redisErr(err)
+}
+
+// redisPairsIndex reads the documents' ids, set sizes and fingerprints
+// into a pairsIndex (Clusters' and ClustersFrom's), a chunk of records per
+// round trip.
+func (db *DB) redisPairsIndex(ctx context.Context, now int64) (*pairsIndex, error) {
+	live, err := db.rkv.Live(ctx)
+	if err != nil {
+		return nil, redisErr(err)
+	}
+	var p indexPart
+	nums := make([]uint64, 0, redisScanChunk)
+	for start := 0; start < len(live); start += redisScanChunk {
+		nums = nums[:0]
+		for _, x := range live[start:min(len(live), start+redisScanChunk)] {
+			nums = append(nums, x.Num)
+		}
+		recs, err := db.rkv.Records(ctx, nums)
+		if err != nil {
+			return nil, redisErr(err)
+		}
+		for i, r := range recs {
+			if r == nil {
+				continue // deleted since the ids were listed
+			}
+			view, err := codec.ParseDocView(r)
+			if err != nil {
+				return nil, classify(fmt.Errorf("doc %d: %w", nums[i], err))
+			}
+			p.add(nums[i], &view, now)
+		}
+	}
+	return (&pairsIndex{groupOf: map[int32]int{}}).fill([]indexPart{p}), nil
+}
+
+// redisClusters is Clusters on Redis: the pairs of Pairs, held in memory,
+// made into clusters as ClustersFrom makes them.
+func (db *DB) redisClusters(ctx context.Context, po *PairsOptions) ([]Cluster, error) {
+	var pairs []Pair
+	for p, err := range db.Pairs(ctx, po) {
+		if err != nil {
+			return nil, err
+		}
+		pairs = append(pairs, p)
+	}
+	return db.ClustersFrom(ctx, func(yield func(Pair, error) bool) {
+		for _, p := range pairs {
+			if !yield(p, nil) {
+				return
+			}
+		}
+	}, po)
 }

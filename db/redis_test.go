@@ -148,7 +148,6 @@ func TestRedisUnsupported(t *testing.T) {
 		"PurgeEmptyLists": second(d.PurgeEmptyLists(ctx)),
 		"Stats":           second(d.Stats(ctx, 1)),
 		"Buckets":         second(d.Buckets(ctx, -1, 1)),
-		"Clusters":        second(d.Clusters(ctx, nil)),
 		"Metrics":         second(d.Metrics()),
 	} {
 		if !errors.Is(err, ErrUnsupported) {

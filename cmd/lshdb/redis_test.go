@@ -50,6 +50,9 @@ func TestRedisCommandsMatchPebble(t *testing.T) {
 		{"query --db $DB --id fox1", ""},
 		{"dedup --db $DB -", `{"id": "fox4", "text": "the quick brown fox jumps over the lazy dog."}` + "\n" + `{"id": "new", "text": "nothing like any other text here"}` + "\n"},
 		{"pairs --db $DB --output csv", ""},
+		{"clusters --db $DB --threshold 0.3", ""},
+		{"clusters --db $DB --threshold 0.3 --mode centers --keep longest --output json", ""},
+		{"filter --db $DB --threshold 0.3 $IN/docs.jsonl", ""},
 	}
 	for _, s := range session {
 		var outs [2]string
