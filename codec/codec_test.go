@@ -310,7 +310,7 @@ func TestDecodersRefuseBadBytes(t *testing.T) {
 			t.Errorf("manifest %s: %v", name, err)
 		}
 	}
-	newer, _ := EncodeManifest(&Manifest{FormatVersion: FormatVersion + 1})
+	newer, _ := EncodeManifest(&Manifest{FormatVersion: MaxFormatVersion + 1})
 	if _, err := DecodeManifest(newer); !errors.Is(err, ErrFormatTooNew) {
 		t.Errorf("newer manifest: %v", err)
 	}

@@ -17,6 +17,17 @@ import (
 // written as it is, with its own fingerprint.
 const FormatVersion = 3
 
+// ExpiryFormatVersion is format 3 whose doc records may hold an expiry (a
+// document put with a TTL: the flag 16 and the time after the
+// fingerprint) and whose keyspace holds the expiry index ("x" keys). An
+// index becomes format 4 at its first such write, so that a build that
+// knows no expiry refuses it (ErrFormatTooNew) instead of reading those
+// records as corrupt; an index never written with a TTL stays format 3.
+const ExpiryFormatVersion = 4
+
+// MaxFormatVersion is the newest format this build reads and writes.
+const MaxFormatVersion = ExpiryFormatVersion
+
 // MinFormatVersion is the oldest format a database is opened in as it is;
 // an older one is opened only to upgrade it.
 const MinFormatVersion = 2
@@ -123,8 +134,8 @@ func DecodeManifest(v []byte) (*Manifest, error) {
 		return nil, fmt.Errorf("%w: manifest: %w", ErrCorrupt, err)
 	}
 	switch {
-	case m.FormatVersion > FormatVersion:
-		return nil, fmt.Errorf("%w: the database has format %d, this build reads up to %d", ErrFormatTooNew, m.FormatVersion, FormatVersion)
+	case m.FormatVersion > MaxFormatVersion:
+		return nil, fmt.Errorf("%w: the database has format %d, this build reads up to %d", ErrFormatTooNew, m.FormatVersion, MaxFormatVersion)
 	case m.FormatVersion < 1:
 		return nil, corrupt("manifest format version %d", m.FormatVersion)
 	case m.FormatVersion >= 2 && m.Storage != StorageText && m.Storage != StorageSets && m.Storage != StorageNone:

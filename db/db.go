@@ -71,7 +71,11 @@ type DB struct {
 	// commits one batch, with no other writer in between.
 	wmu      sync.Mutex
 	counters codec.Counters // guarded by wmu
-	live     atomic.Uint64  // counters.Live, for lock-free Count
+	// expiryFormat is set once the manifest says format 4 (a write with a
+	// TTL made it so, or it was opened so). NB: db.man is not changed
+	// after Open, for readers that use it without the writer lock.
+	expiryFormat atomic.Bool
+	live         atomic.Uint64 // counters.Live, for lock-free Count
 }
 
 // Open opens the database in dir, creating it (and dir) if it does not
@@ -283,6 +287,7 @@ func (db *DB) loadManifest() error {
 	if err != nil {
 		return err
 	}
+	db.expiryFormat.Store(db.man.FormatVersion >= codec.ExpiryFormatVersion)
 	cv, closer, err := db.pdb.Get(codec.CountersKey)
 	if err != nil {
 		return classify(fmt.Errorf("lshdb: reading counters: %w", err))
@@ -306,7 +311,7 @@ func (db *DB) useManifest(v []byte) error {
 	}
 	db.man = *m
 	if m.FormatVersion < codec.MinFormatVersion && !db.opts.upgrading {
-		return fmt.Errorf("%w: %s has index format %d and this build reads formats %d to %d; rewrite it in place with `lshdb upgrade --db %s` (db.Upgrade), after a backup if it is the only copy", ErrFormat, db.dir, m.FormatVersion, codec.MinFormatVersion, codec.FormatVersion, db.dir)
+		return fmt.Errorf("%w: %s has index format %d and this build reads formats %d to %d; rewrite it in place with `lshdb upgrade --db %s` (db.Upgrade), after a backup if it is the only copy", ErrFormat, db.dir, m.FormatVersion, codec.MinFormatVersion, codec.MaxFormatVersion, db.dir)
 	}
 	if err := db.checkOptions(); err != nil {
 		return err
@@ -486,8 +491,17 @@ func (db *DB) Params() Params {
 		Scheme: db.skOpt.Scheme, NumPerm: db.skOpt.NumPerm, Seed: db.skOpt.Seed,
 		Shingle: db.shOpt.Kind, ShingleSize: db.shOpt.K, Bag: db.shOpt.Bag,
 		Normalization: db.shOpt.Normalization, StopWords: slices.Clone(db.shOpt.StopWords),
-		StoreText: db.man.StoreText, Storage: db.man.Storage, FormatVersion: db.man.FormatVersion,
+		StoreText: db.man.StoreText, Storage: db.man.Storage, FormatVersion: db.formatVersion(),
 	}
+}
+
+// formatVersion is the index's format: the manifest's, or 4 once a write
+// with a TTL has made it so (expiryFormat).
+func (db *DB) formatVersion() int {
+	if db.expiryFormat.Load() {
+		return codec.ExpiryFormatVersion
+	}
+	return db.man.FormatVersion
 }
 
 // Dir returns the database's directory.

@@ -124,7 +124,7 @@ func TestErrFormatTooNewAndCorrupt(t *testing.T) {
 	d.Close()
 	// A newer format.
 	raw(func(p *pebble.DB) {
-		m, _ := codec.EncodeManifest(&codec.Manifest{FormatVersion: codec.FormatVersion + 1})
+		m, _ := codec.EncodeManifest(&codec.Manifest{FormatVersion: codec.MaxFormatVersion + 1})
 		p.Set(codec.ManifestKey, m, pebble.Sync)
 	})
 	if _, err := Open("db", &Options{fs: fs}); !errors.Is(err, ErrFormatTooNew) {

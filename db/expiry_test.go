@@ -81,7 +81,15 @@ func TestExpiryPebble(t *testing.T) {
 			t.Fatalf("Put with %+v: %v, want ErrInvalidOptions", wo, err)
 		}
 	}
+	if v := d.Params().FormatVersion; v != 3 {
+		t.Fatalf("a new index has format %d, want 3", v)
+	}
 	putExpiring(t, d, clock.now())
+	// The first write with a TTL made it format 4: a build that knows no
+	// expiry refuses it rather than misreading its records.
+	if v := d.Params().FormatVersion; v != 4 {
+		t.Fatalf("after a put with a TTL, format %d; want 4", v)
+	}
 	all := []string{"a", "b", "c", "d"}
 	if got := queryIDs(t, d, expiryTexts["a"]); !slices.Equal(got, all) {
 		t.Fatalf("before the expiry: %v", got)
@@ -184,6 +192,9 @@ func TestExpiryPebble(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("expired, reopened")
+	if v := d.Params().FormatVersion; v != 4 {
+		t.Fatalf("reopened, format %d; want 4", v)
+	}
 	if n, err := d.SweepExpired(ctx); n != 2 || err != nil {
 		t.Fatalf("SweepExpired = %d, %v; want 2", n, err)
 	}

@@ -355,6 +355,10 @@ func (db *DB) writeLockedCount(preps []prepared, wo *WriteOptions) (replaced int
 	c := db.counters
 	postings := make(map[postingKey][]codec.Posting)
 	var old docData
+	bump, err := db.expiryManifest(b, preps)
+	if err != nil {
+		return 0, sw, err
+	}
 	it, err := db.writeIter()
 	if err != nil {
 		return 0, sw, err
@@ -390,7 +394,30 @@ func (db *DB) writeLockedCount(preps []prepared, wo *WriteOptions) (replaced int
 		}
 	}
 	sw, err = db.commit(b, postings, c, wo)
+	if err == nil && bump {
+		db.expiryFormat.Store(true)
+	}
 	return replaced, sw, err
+}
+
+// expiryManifest adds to b the manifest of format 4 when preps are the
+// index's first documents with an expiry (see codec.ExpiryFormatVersion),
+// and says whether it did. A format 2 index takes no expiry. The caller
+// holds wmu.
+func (db *DB) expiryManifest(b *pebble.Batch, preps []prepared) (bool, error) {
+	if db.expiryFormat.Load() || !slices.ContainsFunc(preps, func(p prepared) bool { return p.expires != 0 }) {
+		return false, nil
+	}
+	if db.man.FormatVersion < codec.FormatVersion {
+		return false, fmt.Errorf("%w: documents with a TTL need an index of format %d or later; %s is format %d (rebuild it to use expiry)", ErrFormat, codec.FormatVersion, db.dir, db.man.FormatVersion)
+	}
+	m := db.man
+	m.FormatVersion = codec.ExpiryFormatVersion
+	enc, err := codec.EncodeManifest(&m)
+	if err != nil {
+		return false, err
+	}
+	return true, b.Set(codec.ManifestKey, enc, nil)
 }
 
 // Delete removes the document id: its record, its id and its postings, in
