@@ -49,9 +49,6 @@ func (db *DB) buckets(ctx context.Context, band, top, step, steps int) (*BucketS
 		return nil, err
 	}
 	defer db.mu.RUnlock()
-	if err := db.unsupported("Buckets and Stats"); err != nil {
-		return nil, err
-	}
 	ctx, cancel := db.opCtx(ctx)
 	defer cancel()
 	if band >= db.bands.B {
@@ -59,6 +56,9 @@ func (db *DB) buckets(ctx context.Context, band, top, step, steps int) (*BucketS
 	}
 	if top < 0 {
 		return nil, invalid("top %d is negative", top)
+	}
+	if db.rkv != nil {
+		return db.redisBuckets(ctx, band, top)
 	}
 	snap := db.pdb.NewSnapshot()
 	defer snap.Close()
@@ -290,6 +290,9 @@ type Stats struct {
 // usage, the posting-list statistics (with the top hottest lists) and the
 // expected recall (MeasureRecall). It reads the whole store.
 func (db *DB) Stats(ctx context.Context, top int) (*Stats, error) {
+	if db.rkv != nil {
+		return nil, db.unsupported("Stats")
+	}
 	bs, err := db.buckets(ctx, -1, top, 1, 5)
 	if err != nil {
 		return nil, err

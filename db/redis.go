@@ -7,9 +7,9 @@ package db
 // What it runs: Put, PutBatch, PutSet, PutSignature, PutIfNew, Delete,
 // DeleteIDs, Load (as batched puts), Get, Has, Count, Info, All, Scan,
 // Query, QueryID, QuerySet, QuerySignature, QueryMany, Explain, Bucket,
-// Pairs, Clusters, ClustersFrom, Check (and Repair), SweepExpired. The
-// rest (Stats, Buckets, Backup, PurgeEmptyLists, Metrics, Upgrade) is
-// Pebble's for now and returns ErrUnsupported.
+// Pairs, Clusters, ClustersFrom, Buckets, Check (and Repair),
+// SweepExpired. The rest (Stats, Backup, PurgeEmptyLists, Metrics,
+// Upgrade) is Pebble's for now and returns ErrUnsupported.
 //
 // How it differs from Pebble, all of it from what a cluster is:
 //   - No snapshot: a read sees the cluster as it is. A query reads its b
@@ -34,10 +34,12 @@ package db
 //     counters).
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"iter"
+	"math/bits"
 	"slices"
 	"strings"
 	"time"
@@ -670,4 +672,61 @@ func (db *DB) redisClusters(ctx context.Context, po *PairsOptions) ([]Cluster, e
 			}
 		}
 	}, po)
+}
+
+// redisBuckets is Buckets on Redis: every posting list's size (a SCAN
+// page of SCARDs per round trip), then the hottest lists' members. Ties
+// among the hottest go to the earlier band and bucket, as on Pebble.
+func (db *DB) redisBuckets(ctx context.Context, band, top int) (*BucketStats, error) {
+	st := &BucketStats{Lists: make([]int, db.bands.B)}
+	var hottest []BucketInfo
+	if err := db.rkv.ListSizes(ctx, band, func(b int, bucket uint64, size int) {
+		if b < 0 || b >= len(st.Lists) {
+			return
+		}
+		st.Lists[b]++
+		h := bits.Len(uint(size))
+		for len(st.Histogram) <= h {
+			st.Histogram = append(st.Histogram, 0)
+		}
+		st.Histogram[h]++
+		if top > 0 {
+			hottest = append(hottest, BucketInfo{Band: b, Bucket: bucket, Size: size})
+		}
+	}); err != nil {
+		return nil, redisErr(err)
+	}
+	slices.SortFunc(hottest, func(a, b BucketInfo) int {
+		return cmp.Or(cmp.Compare(b.Size, a.Size), cmp.Compare(a.Band, b.Band), cmp.Compare(a.Bucket, b.Bucket))
+	})
+	hottest = hottest[:min(len(hottest), top)]
+	lists := make([]rediskv.BandBucket, len(hottest))
+	for i, h := range hottest {
+		lists[i] = rediskv.BandBucket{Band: h.Band, Bucket: h.Bucket}
+	}
+	members, err := db.rkv.Postings(ctx, lists)
+	if err != nil {
+		return nil, redisErr(err)
+	}
+	for i := range hottest {
+		nums := members[i]
+		slices.Sort(nums)
+		nums = nums[:min(len(nums), SampleSize)]
+		recs, err := db.rkv.Records(ctx, nums)
+		if err != nil {
+			return nil, redisErr(err)
+		}
+		for _, r := range recs {
+			if r == nil {
+				continue // being written or retired
+			}
+			view, err := codec.ParseDocView(r)
+			if err != nil {
+				return nil, classify(err)
+			}
+			hottest[i].Sample = append(hottest[i].Sample, string(view.ID))
+		}
+	}
+	st.Hottest = hottest
+	return st, nil
 }

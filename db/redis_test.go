@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/lshdb/lshdb/internal/corpus"
 	"github.com/lshdb/lshdb/internal/rediskv"
 	"github.com/lshdb/lshdb/internal/redistest"
 	"github.com/lshdb/lshdb/minhash"
@@ -147,7 +149,6 @@ func TestRedisUnsupported(t *testing.T) {
 		"Backup":          d.Backup(ctx, t.TempDir()+"/b"),
 		"PurgeEmptyLists": second(d.PurgeEmptyLists(ctx)),
 		"Stats":           second(d.Stats(ctx, 1)),
-		"Buckets":         second(d.Buckets(ctx, -1, 1)),
 		"Metrics":         second(d.Metrics()),
 	} {
 		if !errors.Is(err, ErrUnsupported) {
@@ -314,5 +315,48 @@ func TestRedisFailoverDuringLoad(t *testing.T) {
 	}
 	if len(stored) != n {
 		t.Fatalf("%d documents stored, %d loaded", len(stored), n)
+	}
+}
+
+// Ensure that Buckets on Redis gives what it gives on Pebble for the same
+// documents written in the same order (the oracle): list counts per band,
+// the size histogram, the hottest lists and their samples.
+func TestRedisBucketsMatchPebble(t *testing.T) {
+	docs := make([]Doc, 0, 1300)
+	p, _ := corpus.Testdata("corpora/debian-sample/docs.jsonl")
+	sample, err := corpus.Load(p, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range sample {
+		docs = append(docs, Doc{ID: d.ID, Text: d.Text})
+	}
+	var got [2]*DB
+	for i, where := range []string{t.TempDir(), redisURL(t)} {
+		d, err := Open(where, &Options{Threshold: 0.5})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer d.Close()
+		for j := 0; j < len(docs); j += 500 {
+			if _, err := d.PutBatch(docs[j:min(j+500, len(docs))], &WriteOptions{SkipEmpty: true}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got[i] = d
+	}
+	ctx := context.Background()
+	for _, c := range []struct{ band, top int }{{-1, 10}, {3, 4}, {0, 0}} {
+		a, err := got[0].Buckets(ctx, c.band, c.top)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := got[1].Buckets(ctx, c.band, c.top)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(a, b) {
+			t.Fatalf("Buckets(%d, %d):\nPebble %+v\n Redis %+v", c.band, c.top, a, b)
+		}
 	}
 }

@@ -1137,3 +1137,35 @@ func (s *Store) Pending(ctx context.Context, now int64) (expired, expiring int64
 	}
 	return a.Val(), b.Val(), nil
 }
+
+// ListSizes calls fn with the band, bucket and size of every posting list
+// (of band, or of every band when band < 0), a SCAN page per pipeline.
+func (s *Store) ListSizes(ctx context.Context, band int, fn func(band int, bucket uint64, size int)) error {
+	pattern := s.postingPattern()
+	if band >= 0 {
+		pattern = s.prefix + "p:" + strconv.Itoa(band) + ":*"
+	}
+	return s.scanPages(ctx, pattern, func(c *redis.Client, keys []string) error {
+		cmds := make([]*redis.IntCmd, len(keys))
+		if _, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for i, k := range keys {
+				cmds[i] = p.SCard(ctx, k)
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+		for i, k := range keys {
+			b, bucket, ok := strings.Cut(strings.TrimPrefix(k, s.prefix+"p:"), ":")
+			bn, err1 := strconv.Atoi(b)
+			bk, err2 := strconv.ParseUint(bucket, 16, 64)
+			if !ok || err1 != nil || err2 != nil {
+				return fmt.Errorf("rediskv: a posting list key %q", k)
+			}
+			if n := cmds[i].Val(); n > 0 {
+				fn(bn, bk, int(n))
+			}
+		}
+		return nil
+	})
+}
