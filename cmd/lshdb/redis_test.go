@@ -80,3 +80,45 @@ func TestRedisCommandsMatchPebble(t *testing.T) {
 		}
 	}
 }
+
+// Ensure that the README's Redis Cluster example runs as written: its
+// lshdb lines, on the test's own cluster (the example's start-up lines
+// are what redistest does), each exiting 0, and check --repair ending
+// "ok".
+func TestReadmeRedis(t *testing.T) {
+	c := redistest.Require(t)
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(readme), "### Past one machine: an index on a Redis Cluster")
+	if !ok {
+		t.Fatal("README has no Redis Cluster section")
+	}
+	_, rest, _ = strings.Cut(rest, "```sh\n")
+	block, _, _ := strings.Cut(rest, "```")
+	url := "redis+cluster://" + strings.Join(c.Addrs, ",") + "/readme"
+	t.Chdir("../..")
+	ran := 0
+	for _, line := range strings.Split(block, "\n") {
+		line = strings.TrimSpace(line)
+		if !strings.HasPrefix(line, "lshdb ") {
+			continue // the cluster's start-up, and U=
+		}
+		args, err := splitWords(strings.ReplaceAll(strings.TrimPrefix(line, "lshdb "), "$U", url))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, errOut, code := runLine(args, "")
+		if code != 0 {
+			t.Fatalf("%s: exit %d\n%s%s", line, code, out, errOut)
+		}
+		if strings.HasPrefix(line, "lshdb check") && !strings.HasSuffix(out, "ok\n") {
+			t.Fatalf("%s:\n%s", line, out)
+		}
+		ran++
+	}
+	if ran < 4 {
+		t.Fatalf("%d lshdb lines ran", ran)
+	}
+}
