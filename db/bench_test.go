@@ -137,6 +137,20 @@ var benchIndex = sync.OnceValues(func() (*DB, error) {
 
 func tempDir() (string, error) { return os.MkdirTemp("", "lshdb-bench-") }
 
+// mutatedQueries returns n query texts: documents of docs picked at
+// random, each with one word replaced (a near-duplicate of a stored one).
+func mutatedQueries(docs []Doc, n int, rng *rand.Rand) []string {
+	queries := make([]string, n)
+	for i := range queries {
+		w := strings.Fields(docs[rng.IntN(len(docs))].Text)
+		if len(w) > 3 {
+			w[rng.IntN(len(w))] = "mutated"
+		}
+		queries[i] = strings.Join(w, " ")
+	}
+	return queries
+}
+
 func percentile(ds []time.Duration, p float64) time.Duration {
 	slices.Sort(ds)
 	return ds[min(len(ds)-1, int(p*float64(len(ds))))]
@@ -166,15 +180,7 @@ func benchQuery(b *testing.B, cached bool) {
 		defer func() { d.qcache = c }()
 	}
 	mem := newMemIndex(docs, d.Params().Bands)
-	rng := rand.New(rand.NewPCG(2, 2))
-	queries := make([]string, 2000)
-	for i := range queries {
-		w := strings.Fields(docs[rng.IntN(len(docs))].Text)
-		if len(w) > 3 {
-			w[rng.IntN(len(w))] = "mutated"
-		}
-		queries[i] = strings.Join(w, " ")
-	}
+	queries := mutatedQueries(docs, 2000, rand.New(rand.NewPCG(2, 2)))
 	for range 2 { // warm the cache
 		for _, q := range queries {
 			d.Query(context.Background(), q, nil)

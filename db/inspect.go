@@ -176,6 +176,7 @@ func (db *DB) Bucket(band int, bucket uint64) ([]string, error) {
 		return nil, err
 	}
 	ids := make([]string, 0, len(nums))
+	now := db.now().UnixNano()
 	for _, n := range nums {
 		rec, ok, err := v.record(n)
 		switch {
@@ -190,7 +191,7 @@ func (db *DB) Bucket(band int, bucket uint64) ([]string, error) {
 		if err != nil {
 			return nil, classify(err)
 		}
-		if compaction.Expired(dv.Expires, db.now().UnixNano()) {
+		if compaction.Expired(dv.Expires, now) {
 			continue
 		}
 		ids = append(ids, string(dv.ID))
@@ -395,9 +396,7 @@ func (db *DB) PutIfNew(doc Doc, wo *WriteOptions) (*Match, error) {
 	}
 	p, err := db.prepare(&doc, wo.StoreText || db.man.StoreText)
 	if err == nil {
-		ps := []prepared{p}
-		err = withExpiry(ps, expires)
-		p = ps[0]
+		err = p.setExpiry(expires)
 	}
 	if err != nil {
 		return nil, err

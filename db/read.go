@@ -117,14 +117,21 @@ func (db *DB) Has(id string) (bool, error) {
 		return false, err
 	}
 	defer release()
-	// NB: the record too, for its expiry.
-	var rec docData
-	if _, err := db.lookup(v, id, &rec); errors.Is(err, ErrNotFound) {
-		return false, nil
-	} else if err != nil {
+	n, ok, err := v.docNum(id)
+	if err != nil || !ok {
 		return false, err
 	}
-	return true, nil
+	// NB: the record's head too, for its expiry, and no more: lookup
+	// would decode it (re-shingling a text mode record's text).
+	r, ok, err := v.record(n)
+	if err != nil || !ok {
+		return false, err
+	}
+	view, err := codec.ParseDocView(r)
+	if err != nil {
+		return false, classify(fmt.Errorf("doc %d: %w", n, err))
+	}
+	return !compaction.Expired(view.Expires, db.now().UnixNano()), nil
 }
 
 // Count returns the number of stored documents.

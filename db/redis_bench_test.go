@@ -5,7 +5,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 )
@@ -27,15 +26,7 @@ func BenchmarkRedis(b *testing.B) {
 	}
 	docs := all[:min(n, len(all))]
 	u := redisURL(b)
-	rng := rand.New(rand.NewPCG(5, 5))
-	queries := make([]string, 1000)
-	for i := range queries {
-		w := strings.Fields(docs[rng.IntN(len(docs))].Text)
-		if len(w) > 3 {
-			w[rng.IntN(len(w))] = "mutated"
-		}
-		queries[i] = strings.Join(w, " ")
-	}
+	queries := mutatedQueries(docs, 1000, rand.New(rand.NewPCG(5, 5)))
 	seq := func(yield func(Doc, error) bool) {
 		for _, d := range docs {
 			if !yield(d, nil) {

@@ -48,18 +48,16 @@ type prepared struct {
 // now is the time that expiry is measured against.
 func (db *DB) now() time.Time { return db.opts.clock() }
 
-// withExpiry sets the expiry x (0: none) of prepared documents.
-func withExpiry(preps []prepared, x int64) error {
+// setExpiry sets p's expiry x (0: none), in its record too.
+func (p *prepared) setExpiry(x int64) error {
 	if x == 0 {
 		return nil
 	}
-	for i := range preps {
-		r, err := codec.SetExpiry(nil, preps[i].record, x)
-		if err != nil {
-			return err
-		}
-		preps[i].record, preps[i].expires = r, x
+	r, err := codec.SetExpiry(nil, p.record, x)
+	if err != nil {
+		return err
 	}
+	p.record, p.expires = r, x
 	return nil
 }
 
@@ -313,8 +311,8 @@ func (db *DB) PutBatch(docs []Doc, wo *WriteOptions) (BatchResult, error) {
 	// by hashing it twice.
 	preps, skipped, err := db.prepareAll(docs, wo.StoreText || db.man.StoreText, wo.SkipEmpty)
 	res.SkippedEmpty = skipped
-	if err == nil {
-		err = withExpiry(preps, expires)
+	for i := 0; err == nil && i < len(preps); i++ {
+		err = preps[i].setExpiry(expires)
 	}
 	if err != nil {
 		return res, err

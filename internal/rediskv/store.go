@@ -567,10 +567,16 @@ func (s *Store) scanPages(ctx context.Context, pattern string, fn func(c *redis.
 			}
 		}
 	}
+	return s.eachMaster(ctx, each)
+}
+
+// eachMaster calls fn with the client of every master at once (of the
+// one server, on a single-server index).
+func (s *Store) eachMaster(ctx context.Context, fn func(context.Context, *redis.Client) error) error {
 	if cc, ok := s.c.(*redis.ClusterClient); ok {
-		return cc.ForEachMaster(ctx, each)
+		return cc.ForEachMaster(ctx, fn)
 	}
-	return each(ctx, s.c.(*redis.Client))
+	return fn(ctx, s.c.(*redis.Client))
 }
 
 // membersOf reads the sets keys on c in one pipeline.
@@ -922,10 +928,10 @@ func (s *Store) UsedMemory(ctx context.Context) (uint64, error) {
 		}
 		return nil
 	}
-	if cc, ok := s.c.(*redis.ClusterClient); ok {
-		return total, cc.ForEachMaster(ctx, each)
-	}
-	return total, each(ctx, s.c.(*redis.Client))
+	// NB: the call before total is read: Go leaves the order of a plain
+	// operand and a call in one return statement unspecified.
+	err := s.eachMaster(ctx, each)
+	return total, err
 }
 
 // slotOf returns the cluster slot of key: CRC16 (XMODEM) of the key, or
