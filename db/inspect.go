@@ -270,7 +270,10 @@ type Stats struct {
 	// documents with the index's scheme (see MeasureRecall).
 	Recall RecallEstimate
 	// StoredBytes is the bytes of keys and values by record kind, as
-	// written (before Pebble's block compression).
+	// written (before Pebble's block compression). On Redis: the memory
+	// the keys of each kind take on the masters (MEMORY USAGE: keys,
+	// values and Redis's per-key overhead; replicas hold as much again),
+	// and DiskBytes and TableBytes are zero.
 	StoredBytes map[string]uint64
 	// DiskBytes is the space the store's files take on disk (tables,
 	// logs, and files that compactions made obsolete but not yet removed).
@@ -291,10 +294,11 @@ type Stats struct {
 // usage, the posting-list statistics (with the top hottest lists) and the
 // expected recall (MeasureRecall). It reads the whole store.
 func (db *DB) Stats(ctx context.Context, top int) (*Stats, error) {
+	steps := 5 // buckets, recall, sizing docs, ids, postings
 	if db.rkv != nil {
-		return nil, db.unsupported("Stats")
+		steps = 3 // buckets, recall, sizing every key
 	}
-	bs, err := db.buckets(ctx, -1, top, 1, 5)
+	bs, err := db.buckets(ctx, -1, top, 1, steps)
 	if err != nil {
 		return nil, err
 	}
@@ -308,9 +312,12 @@ func (db *DB) Stats(ctx context.Context, top int) (*Stats, error) {
 		StoredBytes: map[string]uint64{}, Buckets: bs}
 	prog := progressOf(ctx)
 	defer prog.end()
-	prog.phase(2, 5, "measuring the expected recall", 1)
+	prog.phase(2, steps, "measuring the expected recall", 1)
 	if st.Recall, err = MeasureRecall(st.Params, 0); err != nil {
 		return nil, err
+	}
+	if db.rkv != nil {
+		return db.redisStats(ctx, st)
 	}
 	snap := db.pdb.NewSnapshot()
 	defer snap.Close()

@@ -1,6 +1,7 @@
 package db
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -42,6 +44,12 @@ type LoadOptions struct {
 	// Progress, if set, is called with the number of documents read so far
 	// (every 10,000 and at the end), on the goroutine that called Load.
 	Progress func(docs int)
+	// TTL makes every document of the load expire this long after Load
+	// starts, and ExpireAt at that time (one of them at most), as
+	// WriteOptions.TTL and ExpireAt do for a write: the first documents
+	// with an expiry make the index format 4. Default: none.
+	TTL      time.Duration
+	ExpireAt time.Time
 
 	// tableBytes is the size at which the load starts a new SSTable.
 	// Default: defaultTableBytes (tests make it small).
@@ -127,12 +135,16 @@ func (db *DB) Load(ctx context.Context, docs iter.Seq2[Doc, error], lo *LoadOpti
 	if o.Memory < 0 {
 		return LoadResult{}, invalid("load memory %d is negative", o.Memory)
 	}
+	expires, err := (&WriteOptions{TTL: o.TTL, ExpireAt: o.ExpireAt}).expires(db.now())
+	if err != nil {
+		return LoadResult{}, err
+	}
 	ctx, cancel := db.opCtx(ctx)
 	defer cancel()
 	db.wmu.Lock()
 	defer db.wmu.Unlock()
 	if db.rkv != nil {
-		return db.redisLoad(ctx, docs, o)
+		return db.redisLoad(ctx, docs, o, expires)
 	}
 	// NB: the load's tables fill the disk before the ingest; a disk that
 	// fills on the way fails the load cleanly (ENOSPC is ErrDiskFull), but
@@ -140,10 +152,14 @@ func (db *DB) Load(ctx context.Context, docs iter.Seq2[Doc, error], lo *LoadOpti
 	if err := db.roomFor(0); err != nil {
 		return LoadResult{}, err
 	}
+	if expires != 0 && db.man.FormatVersion < codec.FormatVersion {
+		return LoadResult{}, db.expiryFormatError()
+	}
 	l, err := db.newLoader(o)
 	if err != nil {
 		return LoadResult{}, err
 	}
+	l.expires = expires
 	defer l.close()
 	if err := l.readAndPrepare(ctx, docs); err != nil {
 		return LoadResult{}, classify(err)
@@ -156,6 +172,14 @@ func (db *DB) Load(ctx context.Context, docs iter.Seq2[Doc, error], lo *LoadOpti
 	}
 	if err := db.roomFor(0); err != nil {
 		return LoadResult{}, err
+	}
+	if expires != 0 {
+		// NB: the manifest says format 4 before the ingest: if the load
+		// fails after it, the index is format 4 with no expiring document
+		// yet, which every reader of format 4 reads.
+		if err := db.setExpiryFormat(); err != nil {
+			return LoadResult{}, err
+		}
 	}
 	if err := l.ingest(ctx); err != nil {
 		return LoadResult{}, classify(err)
@@ -173,6 +197,9 @@ type loader struct {
 	fresh  bool   // the index held no live document: postings are written as values
 	tables loadTables
 	res    LoadResult
+	// expires is the load's expiry (LoadOptions.TTL, ExpireAt; Unix ns),
+	// 0 for none.
+	expires int64
 
 	// Stage 1: readAndPrepare.
 	read      int                 // documents read from the iterator
@@ -191,6 +218,7 @@ type loader struct {
 	counters codec.Counters  // the counters after the load
 	dropped  []uint64        // bit s: the document of seq s is superseded within the load
 	oldDocs  []uint64        // the replaced documents' numbers
+	oldXKeys [][]byte        // the expiry keys of the replaced documents that had one
 	ids      *extsort.KeyLog // the id map, in key order: (id, doc number)
 
 	// Stage 3: writeTables.
@@ -369,6 +397,9 @@ func (l *loader) writeBatch(b loadBatch) error {
 			}
 			return docError(b.first+i, b.docs[i].ID, err)
 		}
+		if err := p.setExpiry(l.expires); err != nil {
+			return docError(b.first+i, b.docs[i].ID, err)
+		}
 		l.recKey = codec.AppendDocKey(l.recKey[:0], l.base+l.seq)
 		if err := l.records.set(l.recKey, p.record); err != nil {
 			return err
@@ -439,6 +470,9 @@ func (l *loader) resolveIDs(ctx context.Context) error {
 				return classify(err)
 			}
 			l.oldDocs = append(l.oldDocs, oldNum)
+			if old.Expires != 0 {
+				l.oldXKeys = append(l.oldXKeys, codec.AppendExpiryKey(nil, old.Expires, oldNum))
+			}
 			for band, k := range oldKeys {
 				if err := l.removals.Add(band, extsort.BandEntry{Bucket: k, Value: posting(oldNum, true)}); err != nil {
 					return err
@@ -521,6 +555,9 @@ func (l *loader) writeTables(ctx context.Context) error {
 	if err := l.keepRecords(ctx); err != nil {
 		return err
 	}
+	if err := l.writeExpiries(); err != nil {
+		return err
+	}
 	// NB: the id map and counters, and the posting lists split by band
 	// range, are written concurrently (one part per core): each part's keys
 	// are a range of their own, so the tables never overlap. On one core
@@ -560,6 +597,46 @@ func (l *loader) writeTables(ctx context.Context) error {
 		l.paths = append(l.paths, pp...)
 	}
 	return nil
+}
+
+// writeExpiries adds a table of the expiry index's changes: the keys of
+// the replaced documents that had an expiry deleted, a key for every
+// document of the load set (when it has an expiry). The load's keys share
+// one expiry, so they come in doc number order; both lists are merged in
+// key order. The 'x' keys are a range no other table of the load touches.
+func (l *loader) writeExpiries() error {
+	if len(l.oldXKeys) == 0 && l.expires == 0 {
+		return nil
+	}
+	slices.SortFunc(l.oldXKeys, bytes.Compare)
+	paths, err := l.tables.write("expiry", func(w tableSink) error {
+		old := l.oldXKeys
+		var k []byte
+		for s := uint64(0); l.expires != 0 && s < l.seq; s++ {
+			n := l.base + s
+			if l.isDropped(n) {
+				continue
+			}
+			k = codec.AppendExpiryKey(k[:0], l.expires, n)
+			for len(old) > 0 && bytes.Compare(old[0], k) < 0 {
+				if err := w.del(old[0]); err != nil {
+					return err
+				}
+				old = old[1:]
+			}
+			if err := w.set(k, nil); err != nil {
+				return err
+			}
+		}
+		for _, o := range old {
+			if err := w.del(o); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	l.paths = append(l.paths, paths...)
+	return err
 }
 
 // keepRecords adds stage 1's records tables to the ingest, each rewritten

@@ -15,6 +15,10 @@ import (
 // deletes is synced unless the database was opened with NoSync. Writers
 // (and loads) wait while it runs; readers do not, and see no difference.
 //
+// On Redis it only sweeps the expired documents (SweepExpired) and
+// returns 0: a set is deleted with its last member, so no list is ever
+// left empty.
+//
 // NB: the merge operator cannot drop an emptied list itself: Pebble's
 // DeletableFinish panics in compactions (cockroachdb/pebble#6168). Holding
 // the writer lock is what makes the delete safe: no merge operand can
@@ -24,11 +28,14 @@ func (db *DB) PurgeEmptyLists(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	defer db.mu.RUnlock()
-	if err := db.unsupported("PurgeEmptyLists"); err != nil {
-		return 0, err
-	}
 	if db.opts.ReadOnly {
 		return 0, ErrReadOnly
+	}
+	if db.rkv != nil {
+		ctx, cancel := db.opCtx(ctx)
+		defer cancel()
+		_, err := db.redisSweep(ctx)
+		return 0, err
 	}
 	// NB: the expired documents first (SweepExpired): removing them may
 	// empty lists.

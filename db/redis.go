@@ -8,8 +8,10 @@ package db
 // DeleteIDs, Load (as batched puts), Get, Has, Count, Info, All, Scan,
 // Query, QueryID, QuerySet, QuerySignature, QueryMany, Explain, Bucket,
 // Pairs, Clusters, ClustersFrom, Buckets, Check (and Repair),
-// SweepExpired. The rest (Stats, Backup, PurgeEmptyLists, Metrics,
-// Upgrade) is Pebble's for now and returns ErrUnsupported.
+// SweepExpired, Stats (memory by record kind in place of bytes on disk),
+// PurgeEmptyLists (nothing to purge: a set goes with its last member) and
+// Drop. The rest (Backup, Metrics, Upgrade) is Pebble's and returns
+// ErrUnsupported.
 //
 // How it differs from Pebble, all of it from what a cluster is:
 //   - No snapshot: a read sees the cluster as it is. A query reads its b
@@ -119,7 +121,7 @@ func (db *DB) redisManifest(ctx context.Context) error {
 	}
 	if v == nil {
 		if db.opts.ReadOnly || db.opts.MustExist {
-			return fmt.Errorf("%w: no index at %s", ErrNotExist, db.dir)
+			return fmt.Errorf("%w: %s", ErrNotExist, db.dir)
 		}
 		enc, err := db.newManifest()
 		if err != nil {
@@ -137,12 +139,23 @@ func (db *DB) redisManifest(ctx context.Context) error {
 			return redisErr(err)
 		}
 	}
-	return db.useManifest(v)
+	if err := db.useManifest(v); err != nil {
+		return err
+	}
+	db.expiryFormat.Store(db.man.FormatVersion >= codec.ExpiryFormatVersion)
+	return nil
 }
 
 // redisWrite writes prepared documents (unique ids); it returns how many
 // replaced a stored one. The caller holds wmu.
 func (db *DB) redisWrite(preps []prepared) (int, error) {
+	// NB: as on Pebble (expiryManifest), the first documents with an
+	// expiry make the index format 4, before they are written.
+	if slices.ContainsFunc(preps, func(p prepared) bool { return p.expires != 0 }) {
+		if err := db.setExpiryFormat(); err != nil {
+			return 0, err
+		}
+	}
 	ws := rediskv.WriteSet{Puts: make([]rediskv.Put, len(preps))}
 	for i := range preps {
 		p := &preps[i]
@@ -370,7 +383,7 @@ func (db *DB) redisWriteRetrying(ctx context.Context, preps []prepared) (int, er
 // batches before it written (LoadResult.Stored counts them; a re-run
 // replaces them), and Replaced also counts documents replacing earlier
 // ones of the same load. The caller holds db.mu for reading and wmu.
-func (db *DB) redisLoad(ctx context.Context, docs iter.Seq2[Doc, error], o LoadOptions) (LoadResult, error) {
+func (db *DB) redisLoad(ctx context.Context, docs iter.Seq2[Doc, error], o LoadOptions, expires int64) (LoadResult, error) {
 	var res LoadResult
 	batch := make([]Doc, 0, redisLoadBatch)
 	read := 0
@@ -387,6 +400,9 @@ func (db *DB) redisLoad(ctx context.Context, docs iter.Seq2[Doc, error], o LoadO
 		preps, errs, _ := db.prepareEach(batch, db.man.StoreText, nil)
 		keep := preps[:0]
 		for i, err := range errs {
+			if err == nil {
+				err = preps[i].setExpiry(expires)
+			}
 			switch {
 			case err == nil:
 				keep = append(keep, preps[i])
@@ -453,7 +469,11 @@ const redisPairsChunk = 256
 // pair is thus reported once, by its earlier document. Three round trips
 // per master and chunk; the memory is a chunk's records and its
 // candidates'. No snapshot: documents written or deleted while it runs
-// may or may not be seen.
+// may or may not be seen. Its PairsStats count the work of this method:
+// no identical groups are formed (identical documents are candidates,
+// verified at 1), and Lists, HotLists and LargestList count the lists as
+// each chunk reads them (a list that two chunks read counts twice), by
+// documents, not distinct sets.
 func (db *DB) redisPairs(ctx context.Context, po *PairsOptions, st *PairsStats, yield func(Pair, error) bool) error {
 	t, err := db.pairsThreshold(po)
 	if err != nil {
@@ -546,6 +566,12 @@ func (db *DB) redisPairsOf(ctx context.Context, chunk []rediskv.IDNum, t float64
 		return nil, redisErr(err)
 	}
 	st.Lists += len(lists)
+	for _, m := range members {
+		st.LargestList = max(st.LargestList, len(m))
+		if len(m) > HotList {
+			st.HotLists++
+		}
+	}
 	// Each document's candidates: the later members of its buckets.
 	cands := make([][]uint64, len(chunk))
 	var need []uint64
@@ -729,4 +755,46 @@ func (db *DB) redisBuckets(ctx context.Context, band, top int) (*BucketStats, er
 	}
 	st.Hottest = hottest
 	return st, nil
+}
+
+// redisStats fills st's Redis parts: what is pending expiry and the
+// memory the keys take by kind (in StoredBytes).
+func (db *DB) redisStats(ctx context.Context, st *Stats) (*Stats, error) {
+	progressOf(ctx).phase(3, 3, "sizing the keys (MEMORY USAGE)", 0)
+	n, err := db.rkv.Count(ctx)
+	if err != nil {
+		return nil, redisErr(err)
+	}
+	st.Docs = n
+	expired, expiring, err := db.rkv.Pending(ctx, db.now().UnixNano())
+	if err != nil {
+		return nil, redisErr(err)
+	}
+	st.Expired, st.Expiring = int(expired), int(expiring)
+	if st.StoredBytes, err = db.rkv.MemoryUsage(ctx); err != nil {
+		return nil, redisErr(err)
+	}
+	return st, nil
+}
+
+// Drop deletes the index at dir (a directory, or a Redis URL as Open
+// takes) and everything it holds. It refuses what is not an lshdb index
+// (ErrNotExist, ErrNotIndex), and a directory that another process
+// has open (ErrLocked). On Redis it deletes the manifest first, then
+// every key; another process that has the index open meanwhile sees it
+// vanish (its writes may leave keys that a second Drop removes).
+func Drop(ctx context.Context, dir string) error {
+	d, err := Open(dir, &Options{MustExist: true})
+	if err != nil {
+		return err
+	}
+	if d.rkv != nil {
+		err := redisErr(d.rkv.Drop(ctx))
+		return cmp.Or(err, d.Close())
+	}
+	fsys := d.opts.FS
+	if err := d.Close(); err != nil {
+		return err
+	}
+	return fsys.RemoveAll(dir)
 }

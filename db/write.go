@@ -407,7 +407,7 @@ func (db *DB) expiryManifest(b *pebble.Batch, preps []prepared) (bool, error) {
 		return false, nil
 	}
 	if db.man.FormatVersion < codec.FormatVersion {
-		return false, fmt.Errorf("%w: documents with a TTL need an index of format %d or later; %s is format %d (rebuild it to use expiry)", ErrFormat, codec.FormatVersion, db.dir, db.man.FormatVersion)
+		return false, db.expiryFormatError()
 	}
 	m := db.man
 	m.FormatVersion = codec.ExpiryFormatVersion
@@ -416,6 +416,39 @@ func (db *DB) expiryManifest(b *pebble.Batch, preps []prepared) (bool, error) {
 		return false, err
 	}
 	return true, b.Set(codec.ManifestKey, enc, nil)
+}
+
+// expiryFormatError refuses documents with an expiry in an index of
+// format 2.
+func (db *DB) expiryFormatError() error {
+	return fmt.Errorf("%w: documents with a TTL need an index of format %d or later; %s is format %d (rebuild it to use expiry)", ErrFormat, codec.FormatVersion, db.dir, db.man.FormatVersion)
+}
+
+// setExpiryFormat makes the index format 4 now (a synced write of the
+// manifest, unless NoSync), if it is not yet. The caller holds wmu.
+func (db *DB) setExpiryFormat() error {
+	if db.expiryFormat.Load() {
+		return nil
+	}
+	m := db.man
+	m.FormatVersion = codec.ExpiryFormatVersion
+	enc, err := codec.EncodeManifest(&m)
+	if err != nil {
+		return err
+	}
+	if db.rkv != nil {
+		err = redisErr(db.rkv.SetManifest(db.closing, enc))
+	} else {
+		sync := pebble.Sync
+		if db.opts.NoSync {
+			sync = pebble.NoSync
+		}
+		err = classify(db.pdb.Set(codec.ManifestKey, enc, sync))
+	}
+	if err == nil {
+		db.expiryFormat.Store(true)
+	}
+	return err
 }
 
 // Delete removes the document id: its record, its id and its postings, in

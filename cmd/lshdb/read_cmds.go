@@ -584,6 +584,11 @@ func (a *app) statsCmd() *cobra.Command {
 				}
 				fmt.Fprintf(a.stdout, "posting lists: %d (per band: %v)\n", total, st.Buckets.Lists)
 				a.printHistogram(st.Buckets.Histogram)
+				if db.IsRedisURL(a.dbDir) {
+					fmt.Fprintf(a.stdout, "memory on the masters (MEMORY USAGE): docs %d, ids %d, postings %d, manifest and counters %d; total %s\n",
+						sb.Docs, sb.IDs, sb.Postings, sb.ManifestCounters, humanBytes(sb.Docs+sb.IDs+sb.Postings+sb.ManifestCounters))
+					return a.printHottest(st.Buckets.Hottest)
+				}
 				fmt.Fprintf(a.stdout, "stored bytes: docs %d, ids %d, postings %d, manifest and counters %d; on disk %d\n",
 					sb.Docs, sb.IDs, sb.Postings, sb.ManifestCounters, st.DiskBytes)
 				tb := st.TableBytes

@@ -175,7 +175,19 @@ func (a *app) printRecall(rec db.RecallEstimate, scheme minhash.Scheme) error {
 // exists or the shell holds the index: what a failed write command that
 // committed nothing removes again.
 func (a *app) missingRoot() string {
-	if a.shellDB != nil || a.dbDir == "" || db.IsRedisURL(a.dbDir) {
+	if a.shellDB != nil || a.dbDir == "" {
+		return ""
+	}
+	if db.IsRedisURL(a.dbDir) {
+		// NB: an index on Redis is missing when it has no manifest; a
+		// failed write command drops (db.Drop) what it created.
+		d, err := db.Open(a.dbDir, &db.Options{ReadOnly: true})
+		if err == nil {
+			d.Close()
+		}
+		if errors.Is(err, db.ErrNotExist) {
+			return a.dbDir
+		}
 		return ""
 	}
 	root := ""
@@ -202,11 +214,22 @@ func (a *app) missingRoot() string {
 // MUST call finish; calls after the first do nothing.
 func (a *app) openForWrite(o *db.Options, verify func(index) error) (d index, finish func(keep bool), err error) {
 	root := a.missingRoot()
-	d, closeDB, err := a.openDB(o)
-	if err != nil {
-		if root != "" {
+	remove := func() {
+		switch {
+		case root == "":
+		case db.IsRedisURL(root):
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			if err := db.Drop(ctx, root); err != nil && !errors.Is(err, db.ErrNotExist) {
+				fmt.Fprintf(a.stderr, "lshdb: removing the index this command created: %v\n", err)
+			}
+		default:
 			os.RemoveAll(root)
 		}
+	}
+	d, closeDB, err := a.openDB(o)
+	if err != nil {
+		remove()
 		return nil, nil, err
 	}
 	var once sync.Once
@@ -215,8 +238,8 @@ func (a *app) openForWrite(o *db.Options, verify func(index) error) (d index, fi
 	finish = func(keep bool) {
 		once.Do(func() {
 			closeDB()
-			if !keep && root != "" {
-				os.RemoveAll(root)
+			if !keep {
+				remove()
 			}
 		})
 	}
@@ -336,6 +359,7 @@ func (a *app) buildCmd() *cobra.Command {
 	var cf createFlags
 	var in inputFlags
 	var memory int
+	var ttl time.Duration
 	c := &cobra.Command{
 		Use: "build --db DIR [FILE|DIR|- ...]",
 		Example: `  # Bulk-load a large input (gzip or zstd is told by content)
@@ -393,7 +417,7 @@ was (a new index is removed again).`,
 			last := 0
 			// NB: attached, the load runs in the owner's process: the
 			// input is read here and streamed to it.
-			res, err := d.Load(a.ctx, docs, &db.LoadOptions{Memory: memory << 20, SkipEmpty: true, Progress: func(n int) {
+			res, err := d.Load(a.ctx, docs, &db.LoadOptions{Memory: memory << 20, SkipEmpty: true, TTL: ttl, Progress: func(n int) {
 				add(n - last)
 				last = n
 			}})
@@ -419,6 +443,7 @@ was (a new index is removed again).`,
 	cf.add(c)
 	in.add(c)
 	c.Flags().IntVar(&memory, "memory", db.DefaultLoadMemory>>20, "memory budget for sorted data, in MiB (the process needs about 3x this; at most half of the machine's memory)")
+	c.Flags().DurationVar(&ttl, "ttl", 0, "every document of the build expires this long after the build starts (1h, 30m, 90s): never returned after it, then swept")
 	return c
 }
 

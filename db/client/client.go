@@ -278,7 +278,8 @@ func (c *Client) PutBatch(docs []db.Doc, wo *db.WriteOptions) (db.BatchResult, e
 // Lines: one atomic load, as in process. An error yielded by docs is
 // returned unchanged and fails the load (the request is cut, so the
 // server stores nothing). LoadOptions.Progress is called with the number
-// of documents sent so far; Memory and SkipEmpty go to the server.
+// of documents sent so far; Memory, SkipEmpty, TTL and ExpireAt go to
+// the server.
 func (c *Client) Load(ctx context.Context, docs iter.Seq2[db.Doc, error], lo *db.LoadOptions) (db.LoadResult, error) {
 	q := url.Values{}
 	var progress func(int)
@@ -292,6 +293,7 @@ func (c *Client) Load(ctx context.Context, docs iter.Seq2[db.Doc, error], lo *db
 		if lo.SkipEmpty {
 			q.Set("skip_empty", "true")
 		}
+		setExpiry(q, &db.WriteOptions{TTL: lo.TTL, ExpireAt: lo.ExpireAt})
 		progress = lo.Progress
 	}
 	if ctx == nil {
@@ -363,14 +365,7 @@ func (c *Client) PutIfNew(doc db.Doc, wo *db.WriteOptions) (*db.Match, error) {
 	if wo != nil && wo.StoreText {
 		q.Set("store_text", "true")
 	}
-	if ttl, at := httpapi.ExpiryOut(wo); ttl != 0 || at != "" {
-		if ttl != 0 {
-			q.Set("ttl_ms", strconv.FormatInt(ttl, 10))
-		}
-		if at != "" {
-			q.Set("expire_at", at)
-		}
-	}
+	setExpiry(q, wo)
 	ctx, cancel := c.ctx()
 	defer cancel()
 	var out httpapi.PutIfNewJSON
@@ -865,4 +860,16 @@ func textOnly(d *db.Doc) error {
 		return fmt.Errorf("%w: %q: the client sends texts only, not sets or signatures", db.ErrInvalidDoc, d.ID)
 	}
 	return nil
+}
+
+// setExpiry sets the query parameters ttl_ms and expire_at of wo's TTL
+// and ExpireAt.
+func setExpiry(q url.Values, wo *db.WriteOptions) {
+	ttl, at := httpapi.ExpiryOut(wo)
+	if ttl != 0 {
+		q.Set("ttl_ms", strconv.FormatInt(ttl, 10))
+	}
+	if at != "" {
+		q.Set("expire_at", at)
+	}
 }

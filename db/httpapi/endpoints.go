@@ -132,13 +132,7 @@ func (h *handler) putIfNew(w *resp, r *http.Request) error {
 		return err
 	}
 	var wo db.WriteOptions
-	ttl := int64(0)
-	if v := q.Get("ttl_ms"); v != "" {
-		if ttl, err = strconv.ParseInt(v, 10, 64); err != nil {
-			return badRequest("ttl_ms %q is not an integer", v)
-		}
-	}
-	if wo.TTL, wo.ExpireAt, err = Expiry(ttl, q.Get("expire_at")); err != nil {
+	if wo.TTL, wo.ExpireAt, err = expiryParams(q); err != nil {
 		return err
 	}
 	if wo.NoSync, err = boolParam(q, "no_sync"); err != nil {
@@ -232,11 +226,14 @@ func (b *bodyLines) next(v any) error {
 // a body cut short or a client that goes away fails the whole load, with
 // nothing stored.
 func (h *handler) load(w *resp, r *http.Request) error {
-	q, err := params(r, []string{"memory", "skip_empty"})
+	q, err := params(r, []string{"memory", "skip_empty", "ttl_ms", "expire_at"})
 	if err != nil {
 		return err
 	}
 	var lo db.LoadOptions
+	if lo.TTL, lo.ExpireAt, err = expiryParams(q); err != nil {
+		return err
+	}
 	if lo.SkipEmpty, err = boolParam(q, "skip_empty"); err != nil {
 		return err
 	}
@@ -794,3 +791,16 @@ func (l *docLimit) Read(p []byte) (int, error) {
 }
 
 func (l *docLimit) Close() error { return l.r.Close() }
+
+// expiryParams returns the TTL and expiry time of the query parameters
+// ttl_ms and expire_at, or ErrBadRequest.
+func expiryParams(q url.Values) (time.Duration, time.Time, error) {
+	ttl := int64(0)
+	if v := q.Get("ttl_ms"); v != "" {
+		var err error
+		if ttl, err = strconv.ParseInt(v, 10, 64); err != nil {
+			return 0, time.Time{}, badRequest("ttl_ms %q is not an integer", v)
+		}
+	}
+	return Expiry(ttl, q.Get("expire_at"))
+}

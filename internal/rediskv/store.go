@@ -1175,3 +1175,59 @@ func (s *Store) ListSizes(ctx context.Context, band int, fn func(band int, bucke
 		return nil
 	})
 }
+
+// MemoryUsage returns the memory the index's keys take on the masters,
+// by record kind as db's Stats names them ("docs", "ids", "postings",
+// "manifest+counters", the expiry set counted with the last): MEMORY
+// USAGE of every key (keys, values and Redis's per-key overhead, not the
+// servers' own), a SCAN page per pipeline. Replicas hold as much again.
+func (s *Store) MemoryUsage(ctx context.Context) (map[string]uint64, error) {
+	out := map[string]uint64{"docs": 0, "ids": 0, "postings": 0, "manifest+counters": 0}
+	kind := func(key string) string {
+		switch rest := strings.TrimPrefix(key, s.prefix); {
+		case strings.HasPrefix(rest, "d:"):
+			return "docs"
+		case strings.HasPrefix(rest, "i:"):
+			return "ids"
+		case strings.HasPrefix(rest, "p:"):
+			return "postings"
+		}
+		return "manifest+counters"
+	}
+	usage := func(c redis.Cmdable, keys []string) error {
+		cmds := make([]*redis.IntCmd, len(keys))
+		if _, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for i, k := range keys {
+				// NB: SAMPLES 0 sizes every element of a set or hash
+				// (the default samples 5 and extrapolates).
+				cmds[i] = p.MemoryUsage(ctx, k, 0)
+			}
+			return nil
+		}); err != nil && !errors.Is(err, redis.Nil) {
+			return err
+		}
+		for i, k := range keys {
+			// NB: a key deleted since the scan saw it answers nil.
+			if n, err := cmds[i].Result(); err == nil {
+				out[kind(k)] += uint64(n)
+			}
+		}
+		return nil
+	}
+	if err := s.scanPages(ctx, s.prefix+"*", func(c *redis.Client, keys []string) error { return usage(c, keys) }); err != nil {
+		return nil, err
+	}
+	if err := usage(s.c, []string{s.countersKey()}); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Drop deletes every key of the index: its manifest first, so that a
+// reader that opens it meanwhile finds no index rather than part of one.
+func (s *Store) Drop(ctx context.Context) error {
+	if err := s.c.Del(ctx, s.manifestKey()).Err(); err != nil {
+		return err
+	}
+	return s.Flush(ctx)
+}
