@@ -428,7 +428,7 @@ func (db *DB) putIfNewLocked(doc *Doc, p prepared, wo *WriteOptions) (*Match, sy
 		release()
 		return nil, syncWaiter{}, err
 	}
-	res, err := db.query(db.closing, v, db.verifySet(p.set), p.sig, self, QueryOptions{Threshold: db.man.Threshold, Limit: 1}, sc)
+	res, err := db.query(db.closing, v, db.verifySet(p.set), p.sig, self, doc.ID, QueryOptions{Threshold: db.man.Threshold, Limit: 1}, sc)
 	release()
 	if err != nil {
 		return nil, syncWaiter{}, err

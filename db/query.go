@@ -150,11 +150,11 @@ func (db *DB) answer(ctx context.Context, v view, in *QueryInput, q QueryOptions
 		if err != nil {
 			return nil, err
 		}
-		return db.query(ctx, v, rec.Set, rec.Signature, n, q, sc)
+		return db.query(ctx, v, rec.Set, rec.Signature, n, in.ID, q, sc)
 	case in.Signature != nil:
 		// NB: no set to compare: every answer is an estimate.
 		q.EstimateOnly = true
-		return db.query(ctx, v, nil, in.Signature, 0, q, sc)
+		return db.query(ctx, v, nil, in.Signature, 0, "", q, sc)
 	}
 	h := db.hashers.Get().(*minhash.Hasher)
 	var set []uint64
@@ -189,7 +189,7 @@ func (db *DB) answer(ctx context.Context, v view, in *QueryInput, q QueryOptions
 	if db.man.Storage != StorageText {
 		set = db.verifySet(set)
 	}
-	return db.query(ctx, v, set, sig, 0, q, sc)
+	return db.query(ctx, v, set, sig, 0, "", q, sc)
 }
 
 // queryIter returns the iterator a query reads everything through. A Pebble
@@ -267,11 +267,13 @@ func viewVersion(it *pebble.Iterator) (codec.Counters, error) {
 }
 
 // query finds, reads and verifies the candidates of (set, sig) through v,
-// leaving out doc number self (0: none). set holds the elements of the
+// leaving out doc number self (0: none) and any other document of id
+// selfID (""): none; on a backend with no snapshot, a version of it being
+// replaced). set holds the elements of the
 // query's set in the form this index verifies (verifySet), in any order,
 // repeats allowed. sc is the query's scratch space (set and sig may be in
 // it).
-func (db *DB) query(ctx context.Context, v view, set []uint64, sig []uint32, self uint64, q QueryOptions, sc *queryScratch) (*QueryResult, error) {
+func (db *DB) query(ctx context.Context, v view, set []uint64, sig []uint32, self uint64, selfID string, q QueryOptions, sc *queryScratch) (*QueryResult, error) {
 	q.EstimateOnly = q.EstimateOnly || db.estimateOnly()
 	now := db.now().UnixNano()
 	h := db.hashers.Get().(*minhash.Hasher)
@@ -483,13 +485,16 @@ func (db *DB) query(ctx context.Context, v view, set []uint64, sig []uint32, sel
 			}
 			cache.putDoc(n, put)
 		}
-		if !ok {
+		if !ok || selfID != "" && d.id == selfID {
 			continue
 		}
 		m.ID, m.num = d.id, n
 		// NB: the cached metadata is shared; the caller gets a copy.
 		m.Meta = bytes.Clone(d.meta)
 		res.Matches = append(res.Matches, m)
+	}
+	if v.gone() && len(res.Matches) > 1 {
+		res.Matches = newestPerID(res.Matches)
 	}
 	slices.SortFunc(res.Matches, func(a, b Match) int {
 		if q.EstimateOnly {
@@ -525,4 +530,12 @@ func (db *DB) query(ctx context.Context, v view, set []uint64, sig []uint32, sel
 		m.num = 0
 	}
 	return res, nil
+}
+
+// newestPerID keeps one match per id, the newest (the largest doc
+// number): on a backend with no snapshot (Redis), a query that lands
+// while an id is replaced may find both its versions.
+func newestPerID(ms []Match) []Match {
+	slices.SortFunc(ms, func(a, b Match) int { return cmp.Or(cmp.Compare(a.ID, b.ID), cmp.Compare(b.num, a.num)) })
+	return slices.CompactFunc(ms, func(a, b Match) bool { return a.ID == b.ID })
 }

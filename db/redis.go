@@ -490,6 +490,13 @@ func (db *DB) redisPairs(ctx context.Context, po *PairsOptions, st *PairsStats, 
 		return redisErr(err)
 	}
 	st.Docs = len(live)
+	// NB: the candidates are the documents listed now (live is in doc
+	// number order): a posting of a version being replaced, or of a
+	// document written since, is skipped, so each id pairs once.
+	listed := func(n uint64) bool {
+		_, ok := slices.BinarySearchFunc(live, n, func(x rediskv.IDNum, n uint64) int { return cmp.Compare(x.Num, n) })
+		return ok
+	}
 	prog := progressOf(ctx)
 	defer prog.end()
 	prog.phase(1, 1, "verifying candidates", int64(len(live)))
@@ -509,7 +516,7 @@ func (db *DB) redisPairs(ctx context.Context, po *PairsOptions, st *PairsStats, 
 		if err := db.enter(); err != nil {
 			return err
 		}
-		pairs, err := db.redisPairsOf(ctx, chunk, t, est, decode, st)
+		pairs, err := db.redisPairsOf(ctx, chunk, t, est, decode, listed, st)
 		db.mu.RUnlock()
 		if err != nil {
 			return err
@@ -526,9 +533,9 @@ func (db *DB) redisPairs(ctx context.Context, po *PairsOptions, st *PairsStats, 
 }
 
 // redisPairsOf returns the pairs that the documents of chunk report
-// (with documents of larger doc numbers). The caller holds db.mu.
+// (with listed documents of larger doc numbers). The caller holds db.mu.
 func (db *DB) redisPairsOf(ctx context.Context, chunk []rediskv.IDNum, t float64, est bool,
-	decode func(uint64, []byte) (*docData, error), st *PairsStats) ([]Pair, error) {
+	decode func(uint64, []byte) (*docData, error), listed func(uint64) bool, st *PairsStats) ([]Pair, error) {
 	nums := make([]uint64, len(chunk))
 	for i, x := range chunk {
 		nums[i] = x.Num
@@ -583,7 +590,7 @@ func (db *DB) redisPairsOf(ctx context.Context, chunk []rediskv.IDNum, t float64
 		seen := map[uint64]bool{}
 		for band, k := range keys[i] {
 			for _, m := range members[listOf[postingKey{band, k}]] {
-				if m <= n || seen[m] {
+				if m <= n || seen[m] || !listed(m) {
 					continue
 				}
 				seen[m] = true

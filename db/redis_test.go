@@ -512,3 +512,74 @@ func TestDrop(t *testing.T) {
 		t.Fatalf("Drop of a dropped index: %v, want ErrNotExist", err)
 	}
 }
+
+// Ensure that what a reader sees while an id is being replaced on Redis
+// (no snapshot: both versions' records and postings are there, as after a
+// crash between Apply's steps) never shows the id twice: a query finds it
+// once, at its new text's Jaccard; QueryID leaves out both its versions;
+// PutIfNew does not take its old version for a duplicate of it; Pairs and
+// Clusters pair it once. The oracle is exact Jaccard over the new texts.
+func TestRedisReplaceInFlight(t *testing.T) {
+	d, err := Open(redisURL(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	ctx := context.Background()
+	const (
+		a    = "the quick brown fox jumps over the lazy dog near the old river bank"
+		xOld = "the quick brown fox jumps over the lazy dog near the old river bank!"
+		xNew = "the quick brown fox jumps over the lazy dog near the old river bank?!"
+	)
+	if _, err := d.PutBatch([]Doc{{ID: "a", Text: a}, {ID: "x", Text: xOld}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	restore := rediskv.InjectCrash(2) // the new version's record, postings and id written; the old one not retired
+	if err := d.Put(Doc{ID: "x", Text: xNew}, nil); err == nil {
+		t.Fatal("the injected crash did not stop the put")
+	}
+	restore()
+	if rep, err := d.Check(ctx); err != nil || rep.OK() {
+		t.Fatalf("Check should report the old version left behind: %+v, %v", rep, err)
+	}
+	h, _ := minhash.NewHasher(minhash.Options{}, minhash.SketchOptions{})
+	jac := func(s, u string) float64 {
+		p, _ := h.Document(nil, nil, s)
+		q, _ := h.Document(nil, nil, u)
+		return minhash.Jaccard(p, q)
+	}
+	res, err := d.Query(ctx, a, &QueryOptions{Threshold: 0.5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Matches) != 2 || res.Matches[0].ID != "a" || res.Matches[1].ID != "x" || res.Matches[1].Jaccard != jac(a, xNew) {
+		t.Fatalf("Query finds %+v; want a, then x once at %v", res.Matches, jac(a, xNew))
+	}
+	res, err = d.QueryID(ctx, "x", &QueryOptions{Threshold: 0.5})
+	if err != nil || len(res.Matches) != 1 || res.Matches[0].ID != "a" {
+		t.Fatalf("QueryID(x) = %+v, %v; want a alone", res, err)
+	}
+	if m, err := d.PutIfNew(Doc{ID: "x", Text: xOld + " again"}, nil); err != nil || m == nil || m.ID != "a" {
+		t.Fatalf("PutIfNew(x) = %+v, %v; want a as its duplicate, not x", m, err)
+	}
+	var pairs []Pair
+	for p, err := range d.Pairs(ctx, &PairsOptions{Threshold: 0.5}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		pairs = append(pairs, p)
+	}
+	if len(pairs) != 1 || pairs[0] != (Pair{A: "a", B: "x", Jaccard: jac(a, xNew)}) {
+		t.Fatalf("Pairs = %+v; want (a, x) once at %v", pairs, jac(a, xNew))
+	}
+	cs, err := d.Clusters(ctx, &PairsOptions{Threshold: 0.5})
+	if err != nil || len(cs) != 1 || !reflect.DeepEqual(cs[0].IDs, []string{"a", "x"}) {
+		t.Fatalf("Clusters = %+v, %v; want one of a and x", cs, err)
+	}
+	if _, _, err := d.Repair(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := d.Check(ctx); err != nil || !rep.OK() {
+		t.Fatalf("Check after Repair: %+v, %v", rep, err)
+	}
+}

@@ -264,6 +264,14 @@ var failAfter atomic.Int32
 
 var errCrash = errors.New("rediskv: a crash injected by a test")
 
+// InjectCrash makes every Apply stop after step (see failAfter) until
+// restore is called, as a crash would: for the tests of the packages
+// above this one (db's), which must see what readers see in between.
+func InjectCrash(step int32) (restore func()) {
+	failAfter.Store(step)
+	return func() { failAfter.Store(0) }
+}
+
 // Apply writes ws in the order the package documents. It is not atomic:
 // a failure part way leaves what Repair removes and no posting a reader
 // would return for a document not fully written.
