@@ -10,8 +10,8 @@ package db
 // Pairs, Clusters, ClustersFrom, Buckets, Check (and Repair),
 // SweepExpired, Stats (memory by record kind in place of bytes on disk),
 // PurgeEmptyLists (nothing to purge: a set goes with its last member) and
-// Drop. The rest (Backup, Metrics, Upgrade) is Pebble's and returns
-// ErrUnsupported.
+// Drop, and Backup (into a new Pebble index). The rest (Metrics, Upgrade)
+// is Pebble's and returns ErrUnsupported.
 //
 // How it differs from Pebble, all of it from what a cluster is:
 //   - No snapshot: a read sees the cluster as it is. A query reads its b
@@ -42,6 +42,7 @@ import (
 	"fmt"
 	"iter"
 	"math/bits"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -804,4 +805,110 @@ func Drop(ctx context.Context, dir string) error {
 		return err
 	}
 	return fsys.RemoveAll(dir)
+}
+
+// redisBackup is Backup on Redis: the live documents copied, a chunk of
+// records per round trip, into a new Pebble index built beside dir and
+// renamed to it. The caller holds db.mu for reading.
+func (db *DB) redisBackup(ctx context.Context, dir string) (err error) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	ctx, cancel := db.opCtx(ctx)
+	defer cancel()
+	fsys := db.opts.FS
+	if err := fsys.MkdirAll(fsys.PathDir(dir), 0o755); err != nil {
+		return fmt.Errorf("lshdb: backup: %w", err)
+	}
+	tmp := fmt.Sprintf("%s.backup-%d.tmp", dir, time.Now().UnixNano())
+	p := db.Params()
+	o := Options{Threshold: p.Threshold, Recall: p.Recall, NumPerm: p.NumPerm, Scheme: p.Scheme, Seed: p.Seed,
+		Shingle: p.Shingle, ShingleSize: p.ShingleSize, Bag: p.Bag, Normalization: p.Normalization,
+		StopWords: p.StopWords, Storage: p.Storage, StoreText: p.StoreText, MaxDocBytes: db.opts.MaxDocBytes,
+		NoSync: true, ExpirySweep: -1, Logger: db.opts.Logger, fs: db.opts.fs, clock: db.opts.clock}
+	out, err := Open(tmp, &o)
+	if err != nil {
+		return fmt.Errorf("lshdb: backup: creating the copy: %w", err)
+	}
+	done := false
+	defer func() {
+		if !done {
+			out.Close()
+			fsys.RemoveAll(tmp)
+		}
+	}()
+	want, got := db.Params(), out.Params()
+	want.FormatVersion, got.FormatVersion = 0, 0
+	if !reflect.DeepEqual(want, got) {
+		return fmt.Errorf("lshdb: backup: the copy's parameters %+v are not the index's %+v", got, want)
+	}
+	live, err := db.rkv.Live(ctx)
+	if err != nil {
+		return redisErr(err)
+	}
+	prog := progressOf(ctx)
+	defer prog.end()
+	prog.phase(1, 1, "copying documents", int64(len(live)))
+	nums := make([]uint64, 0, redisLoadBatch)
+	for start := 0; start < len(live); start += redisLoadBatch {
+		if err := ctxErr(ctx); err != nil {
+			return err
+		}
+		chunk := live[start:min(len(live), start+redisLoadBatch)]
+		nums = nums[:0]
+		for _, x := range chunk {
+			nums = append(nums, x.Num)
+		}
+		recs, err := db.rkv.Records(ctx, nums)
+		if err != nil {
+			return redisErr(err)
+		}
+		now := db.now().UnixNano()
+		preps := make([]prepared, 0, len(recs))
+		for i, r := range recs {
+			if r == nil {
+				continue // deleted since the ids were listed
+			}
+			var d docData
+			if err := db.decodeDoc(nums[i], r, &d); err != nil {
+				return err
+			}
+			if compaction.Expired(d.Expires, now) {
+				continue
+			}
+			keys, err := db.bucketKeys(nil, d.Signature)
+			if err != nil {
+				return classify(err)
+			}
+			preps = append(preps, prepared{id: d.ID, record: r, keys: keys, expires: d.Expires})
+		}
+		out.wmu.Lock()
+		_, _, err = out.writeLockedCount(preps, &WriteOptions{NoSync: true})
+		out.wmu.Unlock()
+		if err != nil {
+			return fmt.Errorf("lshdb: backup: writing the copy: %w", err)
+		}
+		prog.add(int64(len(chunk)))
+	}
+	// NB: the copy's writes were not synced one by one: its memtables
+	// are flushed to synced tables before it is closed and renamed.
+	if err := out.pdb.Flush(); err != nil {
+		return classify(fmt.Errorf("lshdb: backup: flushing the copy: %w", err))
+	}
+	if err := out.Close(); err != nil {
+		return fmt.Errorf("lshdb: backup: closing the copy: %w", err)
+	}
+	done = true
+	if err := fsys.Rename(tmp, dir); err != nil {
+		fsys.RemoveAll(tmp)
+		return fmt.Errorf("lshdb: backup: %w", err)
+	}
+	if d, err := fsys.OpenDir(fsys.PathDir(dir)); err == nil {
+		err = d.Sync()
+		d.Close()
+		if err != nil {
+			return fmt.Errorf("lshdb: backup: syncing %s: %w", fsys.PathDir(dir), err)
+		}
+	}
+	return nil
 }

@@ -1,12 +1,14 @@
 package db
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -141,13 +143,13 @@ func TestRedisUnsupported(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	ctx := context.Background()
 	if err := d.Put(Doc{ID: "a", Text: "some text to keep"}, nil); err != nil {
 		t.Fatal(err)
 	}
+	_, upgradeErr := Upgrade(context.Background(), redisURL(t, "-upgrade"), nil)
 	for name, err := range map[string]error{
-		"Backup":  d.Backup(ctx, t.TempDir()+"/b"),
 		"Metrics": second(d.Metrics()),
+		"Upgrade": upgradeErr,
 	} {
 		if !errors.Is(err, ErrUnsupported) {
 			t.Errorf("%s on Redis: %v, want ErrUnsupported", name, err)
@@ -581,5 +583,119 @@ func TestRedisReplaceInFlight(t *testing.T) {
 	}
 	if rep, err := d.Check(ctx); err != nil || !rep.OK() {
 		t.Fatalf("Check after Repair: %+v, %v", rep, err)
+	}
+}
+
+// Ensure that Backup of a Redis index makes a Pebble index that holds
+// what the Redis one holds (the oracle: the source, read through the same
+// calls): the same parameters, documents (text, metadata, expiry pending),
+// query answers and pairs; that the copy checks clean; and that a
+// directory that exists, or a cancelled context, leaves nothing behind.
+func TestRedisBackup(t *testing.T) {
+	d, err := Open(redisURL(t), &Options{Threshold: 0.5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	ctx := context.Background()
+	p, _ := corpus.Testdata("corpora/debian-sample/docs.jsonl")
+	sample, err := corpus.Load(p, 300)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range sample {
+		wo := &WriteOptions{SkipEmpty: true}
+		if i%9 == 0 {
+			wo.TTL = time.Hour
+		}
+		doc := Doc{ID: s.ID, Text: s.Text}
+		if i%5 == 0 {
+			doc.Meta = []byte(fmt.Sprintf(`{"n":%d}`, i))
+		}
+		if _, err := d.PutBatch([]Doc{doc}, wo); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 0; i < len(sample); i += 11 {
+		if err := d.Delete(sample[i].ID, &WriteOptions{IgnoreMissing: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := d.Put(Doc{ID: sample[1].ID, Text: sample[2].Text + " (replaced)"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := d.Backup(ctx, dir); !errors.Is(err, ErrInvalidOptions) {
+		t.Fatalf("Backup into a directory that exists: %v, want ErrInvalidOptions", err)
+	}
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := d.Backup(cancelled, dir+"/never"); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Backup with a cancelled context: %v", err)
+	}
+	if names, _ := os.ReadDir(dir); len(names) != 0 {
+		t.Fatalf("a failed Backup left %d entries", len(names))
+	}
+	to := dir + "/copy"
+	if err := d.Backup(ctx, to); err != nil {
+		t.Fatal(err)
+	}
+	if names, _ := os.ReadDir(dir); len(names) != 1 {
+		t.Fatalf("Backup left %d entries beside its copy", len(names))
+	}
+	c, err := Open(to, &Options{MustExist: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if !reflect.DeepEqual(c.Params(), d.Params()) {
+		t.Fatalf("the copy's parameters %+v, the index's %+v", c.Params(), d.Params())
+	}
+	if rep, err := c.Check(ctx); err != nil || !rep.OK() {
+		t.Fatalf("Check of the copy: %+v, %v", rep, err)
+	}
+	n, _ := d.Count()
+	if m, err := c.Count(); err != nil || m != n {
+		t.Fatalf("the copy counts %d documents (%v), the index %d", m, err, n)
+	}
+	var ids []string
+	for doc, err := range d.All() {
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, doc.ID)
+		got, err := c.Get(doc.ID)
+		if err != nil || got.Text != doc.Text || !bytes.Equal(got.Meta, doc.Meta) {
+			t.Fatalf("Get(%s) of the copy = %+v, %v; want %+v", doc.ID, got, err, doc)
+		}
+	}
+	if len(ids) != int(n) {
+		t.Fatalf("All yields %d documents, Count %d", len(ids), n)
+	}
+	for _, id := range ids[:40] {
+		a, err1 := d.QueryID(ctx, id, nil)
+		b, err2 := c.QueryID(ctx, id, nil)
+		if err1 != nil || err2 != nil || !reflect.DeepEqual(a.Matches, b.Matches) {
+			t.Fatalf("QueryID(%s): index %+v (%v), copy %+v (%v)", id, a, err1, b, err2)
+		}
+	}
+	pairs := func(x *DB) []Pair {
+		var ps []Pair
+		for p, err := range x.Pairs(ctx, nil) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			ps = append(ps, p)
+		}
+		slices.SortFunc(ps, func(a, b Pair) int { return strings.Compare(a.A+"\x00"+a.B, b.A+"\x00"+b.B) })
+		return ps
+	}
+	if a, b := pairs(d), pairs(c); !reflect.DeepEqual(a, b) || len(a) == 0 {
+		t.Fatalf("Pairs: index %d, copy %d", len(a), len(b))
+	}
+	sd, err1 := d.Stats(ctx, 0)
+	sc, err2 := c.Stats(ctx, 0)
+	if err1 != nil || err2 != nil || sd.Expiring == 0 || sd.Expiring != sc.Expiring {
+		t.Fatalf("expiring: index %d (%v), copy %d (%v)", sd.Expiring, err1, sc.Expiring, err2)
 	}
 }

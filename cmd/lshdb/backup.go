@@ -32,7 +32,12 @@ func (a *app) backupCmd() *cobra.Command {
 of one instant (Pebble's checkpoint: table files are hard-linked when NEWDIR is
 on the same filesystem). The copy is an index of its own. When another process
 owns the index (lshdb serve), the copy is made by that process, through the
-index's socket. The copy is opened afterwards and its documents counted.`,
+index's socket. The copy is opened afterwards and its documents counted.
+
+Of an index on Redis (--db redis+cluster://…), the copy is a new Pebble index
+in NEWDIR with the same parameters and every live document, each as it is when
+read (a cluster has no snapshot): a local copy for safekeeping, or for a
+nightly pairs run at the embedded index's speed.`,
 		Args: nArgs(0),
 		RunE: func(c *cobra.Command, args []string) error {
 			if err := a.needDB(); err != nil {
@@ -53,7 +58,9 @@ index's socket. The copy is opened afterwards and its documents counted.`,
 			d, err := db.Open(a.dbDir, &db.Options{MustExist: true})
 			switch {
 			case err == nil:
-				err = d.Backup(a.ctx, abs)
+				ctx, barDone := a.phaseBar("backup")
+				err = d.Backup(ctx, abs)
+				barDone()
 				if cerr := d.Close(); err == nil {
 					err = cerr
 				}

@@ -79,6 +79,24 @@ func TestRedisCommandsMatchPebble(t *testing.T) {
 			t.Fatalf("lshdb %s: exit %d\n%s%s", line, code, out, errOut)
 		}
 	}
+	// backup makes a Pebble copy of the Redis index, which answers as
+	// the index does.
+	copyDir := filepath.Join(t.TempDir(), "copy")
+	out, errOut, code := runLine([]string{"backup", "--db", url, "--to", copyDir}, "")
+	if code != 0 || !strings.HasPrefix(out, "backed up "+url+" to "+copyDir+": ") {
+		t.Fatalf("backup: exit %d\n%s%s", code, out, errOut)
+	}
+	for _, line := range []string{"pairs --db $DB --threshold 0.3", "query --db $DB --id fox1 --output json", "info --db $DB --output json"} {
+		var outs [2]string
+		for i, where := range []string{url, copyDir} {
+			args, _ := splitWords(strings.ReplaceAll(line, "$DB", where))
+			out, errOut, code := runLine(args, "")
+			outs[i] = transcript(out, errOut, code, strings.NewReplacer(where, "$DB"))
+		}
+		if outs[0] != outs[1] {
+			t.Fatalf("lshdb %s:\n--- on Redis:\n%s\n--- on its backup:\n%s", line, outs[0], outs[1])
+		}
+	}
 }
 
 // Ensure that the README's Redis Cluster example runs as written: its
