@@ -30,8 +30,11 @@ import (
 //
 // On Redis, Backup copies the index into a new Pebble index in dir (a
 // local, embedded copy: for a backup of its own, or for a nightly pairs
-// run at Pebble's speed): every live document's record as stored, its
-// postings and id, in insertion order, with the same parameters. There is
+// run at Pebble's speed): every live document's record and band buckets
+// as stored, its postings and id, in insertion order, with the same
+// parameters (BenchmarkRedis: 20,000 documents copied in 0.63 s; the copy
+// and a pairs run on it took 0.76-0.78x the time of pairs on Redis, which
+// is 4.3x Pebble's). There is
 // no snapshot: each document is copied as it is when read, and one
 // written or deleted meanwhile may or may not be in the copy. The copy is
 // built in a directory beside dir and renamed to dir once complete and

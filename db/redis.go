@@ -859,7 +859,9 @@ func (db *DB) redisBackup(ctx context.Context, dir string) (err error) {
 		for _, x := range chunk {
 			nums = append(nums, x.Num)
 		}
-		recs, err := db.rkv.Records(ctx, nums)
+		// NB: the buckets as stored with each record: deriving them again
+		// re-shingles every text (text mode), which took most of a copy.
+		recs, buckets, err := db.rkv.RecordsAndBuckets(ctx, nums)
 		if err != nil {
 			return redisErr(err)
 		}
@@ -869,18 +871,18 @@ func (db *DB) redisBackup(ctx context.Context, dir string) (err error) {
 			if r == nil {
 				continue // deleted since the ids were listed
 			}
-			var d docData
-			if err := db.decodeDoc(nums[i], r, &d); err != nil {
-				return err
+			view, err := codec.ParseDocView(r)
+			if err != nil {
+				return classify(fmt.Errorf("doc %d: %w", nums[i], err))
 			}
-			if compaction.Expired(d.Expires, now) {
+			if compaction.Expired(view.Expires, now) {
 				continue
 			}
-			keys, err := db.bucketKeys(nil, d.Signature)
-			if err != nil {
-				return classify(err)
+			keys := buckets[i]
+			if len(keys) != db.bands.B {
+				return fmt.Errorf("%w: doc %d has %d band buckets, the index %d bands", ErrCorrupt, nums[i], len(keys), db.bands.B)
 			}
-			preps = append(preps, prepared{id: d.ID, record: r, keys: keys, expires: d.Expires})
+			preps = append(preps, prepared{id: string(view.ID), record: r, keys: keys, expires: view.Expires})
 		}
 		out.wmu.Lock()
 		_, _, err = out.writeLockedCount(preps, &WriteOptions{NoSync: true})

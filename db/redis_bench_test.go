@@ -88,8 +88,41 @@ func BenchmarkRedis(b *testing.B) {
 				b.Fatalf("the backends answer %q differently: %v %v", q, err1, err2)
 			}
 		}
+		// A nightly pairs run: on Redis, on Pebble, and on a Pebble copy
+		// made by Backup (the time of the copy counted in).
+		pairs := func(d *DB) (int, time.Duration) {
+			start := time.Now()
+			n := 0
+			for _, err := range d.Pairs(ctx, nil) {
+				if err != nil {
+					b.Fatal(err)
+				}
+				n++
+			}
+			return n, time.Since(start)
+		}
+		pn, pPairs := pairs(p)
+		rn, rPairs := pairs(r)
+		copyDir := b.TempDir() + "/copy"
+		start := time.Now()
+		if err := r.Backup(ctx, copyDir); err != nil {
+			b.Fatal(err)
+		}
+		rBackup := time.Since(start)
+		c, err := Open(copyDir, &Options{MustExist: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		cn, cPairs := pairs(c)
+		c.Close()
+		if pn != rn || pn != cn {
+			b.Fatalf("pairs: Pebble %d, Redis %d, Redis's copy %d", pn, rn, cn)
+		}
 		p.Close()
 		r.Close()
+		b.ReportMetric(rPairs.Seconds()/pPairs.Seconds(), "redis-pairs-x-pebble")
+		b.ReportMetric(rBackup.Seconds(), "redis-backup-s")
+		b.ReportMetric((rBackup+cPairs).Seconds()/rPairs.Seconds(), "backup+pairs-x-redis-pairs")
 		docsPerSec := func(d time.Duration) float64 { return float64(len(docs)) / d.Seconds() }
 		b.ReportMetric(docsPerSec(pLoad), "pebble-load-docs/s")
 		b.ReportMetric(docsPerSec(rLoad), "redis-load-docs/s")

@@ -507,6 +507,32 @@ func (s *Store) Records(ctx context.Context, nums []uint64) ([][]byte, error) {
 	return out, nil
 }
 
+// RecordsAndBuckets is Records with each record's band buckets (nil with
+// a nil record), as Apply stored them with it.
+func (s *Store) RecordsAndBuckets(ctx context.Context, nums []uint64) ([][]byte, [][]uint64, error) {
+	cmds := make([]*redis.SliceCmd, len(nums))
+	if _, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, n := range nums {
+			cmds[i] = p.HMGet(ctx, s.docKey(n), "r", "x", "b")
+		}
+		return nil
+	}); err != nil {
+		return nil, nil, err
+	}
+	recs, buckets := make([][]byte, len(nums)), make([][]uint64, len(nums))
+	for i, c := range cmds {
+		v := c.Val()
+		if len(v) == 3 && v[0] != nil && v[1] == nil {
+			r, ok1 := v[0].(string)
+			b, ok2 := v[2].(string)
+			if ok1 && ok2 {
+				recs[i], buckets[i] = []byte(r), parseBuckets([]byte(b))
+			}
+		}
+	}
+	return recs, buckets, nil
+}
+
 // DocNums returns the doc number of each id, 0 for an id not stored.
 func (s *Store) DocNums(ctx context.Context, ids []string) ([]uint64, error) {
 	cmds := make([]*redis.StringCmd, len(ids))
