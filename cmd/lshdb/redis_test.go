@@ -1,11 +1,13 @@
 package main
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/lshdb/lshdb/db"
 	"github.com/lshdb/lshdb/internal/redistest"
 )
 
@@ -116,6 +118,7 @@ func TestReadmeRedis(t *testing.T) {
 	_, rest, _ = strings.Cut(rest, "```sh\n")
 	block, _, _ := strings.Cut(rest, "```")
 	url := "redis+cluster://" + strings.Join(c.Addrs, ",") + "/readme"
+	copyDir := filepath.Join(t.TempDir(), "copy")
 	t.Chdir("../..")
 	ran := 0
 	for _, line := range strings.Split(block, "\n") {
@@ -123,6 +126,8 @@ func TestReadmeRedis(t *testing.T) {
 		if !strings.HasPrefix(line, "lshdb ") {
 			continue // the cluster's start-up, and U=
 		}
+		line, _, _ = strings.Cut(line, " #") // a comment
+		line = strings.ReplaceAll(line, "/tmp/mydocs-copy", copyDir)
 		args, err := splitWords(strings.ReplaceAll(strings.TrimPrefix(line, "lshdb "), "$U", url))
 		if err != nil {
 			t.Fatal(err)
@@ -136,7 +141,18 @@ func TestReadmeRedis(t *testing.T) {
 		}
 		ran++
 	}
-	if ran < 4 {
+	if ran < 6 {
 		t.Fatalf("%d lshdb lines ran", ran)
+	}
+	// The example ends with drop: the index is gone, its copy stays.
+	if _, err := db.Open(url, &db.Options{MustExist: true}); !errors.Is(err, db.ErrNotExist) {
+		t.Fatalf("the index after drop: %v, want ErrNotExist", err)
+	}
+	if d, err := db.Open(copyDir, &db.Options{MustExist: true}); err != nil {
+		t.Fatalf("the backup copy: %v", err)
+	} else if n, err := d.Count(); err != nil || n == 0 {
+		t.Fatalf("the backup copy holds %d documents (%v)", n, err)
+	} else {
+		d.Close()
 	}
 }

@@ -884,6 +884,49 @@ pairs returns changes; writers wait while it runs.`,
 	}
 }
 
+func (a *app) dropCmd() *cobra.Command {
+	var yes bool
+	c := &cobra.Command{
+		Use:   "drop --db DIR --yes",
+		Short: "Delete an index and every document in it",
+		Long: `Delete the index and every document in it: its directory, or on Redis every
+key of its name (--db redis+cluster://…/NAME; other indexes on the cluster are
+untouched). It refuses what is not an lshdb index, and an index another
+process holds. Nothing asks again: --yes says you mean it.`,
+		Example: `  lshdb drop --db old-index --yes
+  lshdb drop --db redis+cluster://127.0.0.1:7000/scratch --yes`,
+		Args: nArgs(0),
+		RunE: func(c *cobra.Command, args []string) error {
+			if a.shellDB != nil {
+				return usagef("drop needs the index to itself: run it outside the shell")
+			}
+			if err := a.needDB(); err != nil {
+				return err
+			}
+			if !yes {
+				return usagef("drop deletes %s and every document in it: add --yes to confirm", a.dbDir)
+			}
+			// NB: the count first, for the message; Drop opens the index
+			// again (and refuses it if another process took it meanwhile).
+			n := uint64(0)
+			if d, err := db.Open(a.dbDir, &db.Options{ReadOnly: true}); err == nil {
+				n, _ = d.Count()
+				d.Close()
+			}
+			if err := lockedHint(db.Drop(a.ctx, a.dbDir), a.dbDir); err != nil {
+				return err
+			}
+			if a.json() {
+				return a.emitJSON(map[string]any{"dropped": a.dbDir, "docs": n})
+			}
+			_, err := fmt.Fprintf(a.stdout, "dropped the index and its %d documents\n", n)
+			return err
+		},
+	}
+	c.Flags().BoolVar(&yes, "yes", false, "confirm: delete the index and every document in it")
+	return c
+}
+
 func (a *app) upgradeCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "upgrade --db DIR",
