@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/lshdb/lshdb/db"
 	"github.com/peterh/liner"
@@ -45,7 +46,7 @@ var shellSpecs = map[string]shellSpec{
 	"tune":     {"tune [--threshold T]   (the open index's banding at T; lshdb tune without --db chooses one)", []string{"threshold"}},
 	"check":    {"check", nil},
 	"purge":    {"purge", nil},
-	"put":      {"put ID TEXT...", nil},
+	"put":      {"put [--ttl D] ID TEXT...", nil},
 	"delete":   {"delete ID...", nil},
 }
 
@@ -315,16 +316,33 @@ func (a *app) shellLine(line string) (done bool, err error) {
 		if len(words) == 2 && (words[1] == "--help" || words[1] == "-h") {
 			return false, a.shellHelp([]string{name})
 		}
-		if strings.HasPrefix(words[1], "-") {
+		var wo *db.WriteOptions
+		if len(words) > 1 && (words[1] == "--ttl" || strings.HasPrefix(words[1], "--ttl=")) {
+			v, ok := strings.CutPrefix(words[1], "--ttl=")
+			n := 2
+			if !ok {
+				if len(words) < 3 {
+					return false, usagef("put --ttl needs a duration (1h, 30m, 90s)")
+				}
+				v, n = words[2], 3
+			}
+			ttl, err := time.ParseDuration(v)
+			if err != nil || ttl <= 0 {
+				return false, usagef("put --ttl %q: want a positive duration (1h, 30m, 90s)", v)
+			}
+			wo = &db.WriteOptions{TTL: ttl}
+			words = slices.Delete(words, 1, n)
+		}
+		if len(words) > 1 && strings.HasPrefix(words[1], "-") {
 			if words[1] != "--" {
-				return false, usagef("put takes no flags: %q (an id that starts with '-' follows --: put -- ID TEXT...)", words[1])
+				return false, usagef("put takes one flag, --ttl: %q (an id that starts with '-' follows --: put -- ID TEXT...)", words[1])
 			}
 			words = slices.Delete(words, 1, 2)
 		}
 		if len(words) < 3 {
-			return false, usagef("put ID TEXT... (type help put)")
+			return false, usagef("put [--ttl D] ID TEXT... (type help put)")
 		}
-		if err := a.shellDB.Put(db.Doc{ID: words[1], Text: strings.Join(words[2:], " ")}, nil); err != nil {
+		if err := a.shellDB.Put(db.Doc{ID: words[1], Text: strings.Join(words[2:], " ")}, wo); err != nil {
 			return false, err
 		}
 		fmt.Fprintf(a.stdout, "stored %s\n", esc(words[1]))
@@ -395,7 +413,7 @@ func (a *app) shellHelp(args []string) error {
   stats | buckets [--band B] [--top N] | bucket BAND BUCKET | get ID
   query (--id ID | --text TEXT) [--threshold T] [--top K] [--estimate-only]
   explain ID1 ID2 | pairs [--threshold T] [--limit N] [--stats] [--sort=false]
-  clusters [--threshold T] | tune [--threshold T] | check | purge | put ID TEXT... | delete ID...
+  clusters [--threshold T] | tune [--threshold T] | check | purge | put [--ttl D] ID TEXT... | delete ID...
   exit (or quit, .quit, \q, Ctrl-D); Ctrl-C cancels the running statement`)
 		return nil
 	}
@@ -412,7 +430,7 @@ func (a *app) shellHelp(args []string) error {
 	root := a.rootCmd()
 	sub, _, err := root.Find([]string{name})
 	if name == "put" || err != nil || sub == root {
-		fmt.Fprintln(a.stdout, "  store (insert or replace) one document; the text is the rest of the line")
+		fmt.Fprintln(a.stdout, "  store (insert or replace) one document; the text is the rest of the line;\n  --ttl D: it expires after D (1h, 30m, 90s): never returned after it, then swept")
 		return nil
 	}
 	fmt.Fprintf(a.stdout, "  %s\n", sub.Short)

@@ -174,7 +174,7 @@ func TestShellPutProse(t *testing.T) {
 	}
 	out, errOut, code := runLine([]string{"shell", "--db", idx},
 		"put a1 don't stop me now\nput --threshold 0.5 hello world\nput -- -x dash id text\n")
-	if code != 1 || !strings.Contains(errOut, `put takes no flags: "--threshold"`) {
+	if code != 1 || !strings.Contains(errOut, `put takes one flag, --ttl: "--threshold"`) {
 		t.Fatalf("shell: exit %d\nstdout %s\nstderr %s", code, out, errOut)
 	}
 	got := storedTexts(t, idx)
