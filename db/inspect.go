@@ -177,6 +177,12 @@ func (db *DB) Bucket(band int, bucket uint64) ([]string, error) {
 	}
 	ids := make([]string, 0, len(nums))
 	now := db.now().UnixNano()
+	// NB: with no snapshot (Redis), an id being replaced may have two
+	// versions in the bucket: it is listed once.
+	var seen map[string]bool
+	if v.gone() {
+		seen = make(map[string]bool, len(nums))
+	}
 	for _, n := range nums {
 		rec, ok, err := v.record(n)
 		switch {
@@ -191,8 +197,11 @@ func (db *DB) Bucket(band int, bucket uint64) ([]string, error) {
 		if err != nil {
 			return nil, classify(err)
 		}
-		if compaction.Expired(dv.Expires, now) {
+		if compaction.Expired(dv.Expires, now) || seen != nil && seen[string(dv.ID)] {
 			continue
+		}
+		if seen != nil {
+			seen[string(dv.ID)] = true
 		}
 		ids = append(ids, string(dv.ID))
 	}

@@ -561,6 +561,28 @@ func TestRedisReplaceInFlight(t *testing.T) {
 	if err != nil || len(res.Matches) != 1 || res.Matches[0].ID != "a" {
 		t.Fatalf("QueryID(x) = %+v, %v; want a alone", res, err)
 	}
+	// Bucket lists x once in each of a's buckets, and in some of them.
+	_, sigA := h.Document(nil, nil, a)
+	keys, err := d.bucketKeys(nil, sigA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	withX := 0
+	for band, k := range keys {
+		ids, err := d.Bucket(band, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if slices.Contains(ids, "x") {
+			withX++
+		}
+		if len(slices.Compact(slices.Sorted(slices.Values(ids)))) != len(ids) {
+			t.Fatalf("Bucket(%d, %x) = %v: an id twice", band, k, ids)
+		}
+	}
+	if withX == 0 {
+		t.Fatal("x is in none of a's buckets")
+	}
 	if m, err := d.PutIfNew(Doc{ID: "x", Text: xOld + " again"}, nil); err != nil || m == nil || m.ID != "a" {
 		t.Fatalf("PutIfNew(x) = %+v, %v; want a as its duplicate, not x", m, err)
 	}
