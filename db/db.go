@@ -76,7 +76,16 @@ type DB struct {
 	// after Open, for readers that use it without the writer lock.
 	expiryFormat atomic.Bool
 	live         atomic.Uint64 // counters.Live, for lock-free Count
+	// created says that this Open created the index (Created).
+	created bool
 }
+
+// Created reports whether this Open created the index: it wrote the
+// manifest of a new one (in a new or empty directory, or on Redis under a
+// name no index had). A program that created an index and then failed to
+// fill it can remove it again with Drop; on Redis, where any number of
+// processes may open an index at once, only the creator should.
+func (db *DB) Created() bool { return db.created }
 
 // Open opens the database in dir, creating it (and dir) if it does not
 // exist, unless opts.MustExist or opts.ReadOnly. A nil opts means the
@@ -278,6 +287,7 @@ func (db *DB) loadManifest() error {
 			// writing its manifest leaves; only a creating Open may finish it.
 			return fmt.Errorf("%w: %s holds an empty store with no lshdb manifest (a create that failed?)", ErrNotExist, db.dir)
 		}
+		db.created = true
 		return db.create()
 	case err != nil:
 		return classify(err)

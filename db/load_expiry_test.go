@@ -50,6 +50,9 @@ func loadExpiring(t *testing.T, d *DB) (before, after time.Time) {
 		if _, err := d.Load(ctx, docs("n2"), lo); !errors.Is(err, ErrInvalidOptions) {
 			t.Fatalf("Load with %+v: %v, want ErrInvalidOptions", lo, err)
 		}
+		if ok, err := d.Has("n2"); ok || err != nil {
+			t.Fatalf("a refused Load (%+v) stored n2: %v, %v", lo, ok, err)
+		}
 	}
 	before = time.Now()
 	res, err := d.Load(ctx, docs("e", "n1", "p", "n1", "n2"), &LoadOptions{TTL: time.Second})

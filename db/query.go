@@ -356,6 +356,17 @@ func (db *DB) query(ctx context.Context, v view, set []uint64, sig []uint32, sel
 	}
 	other, otherSig := sc.other[:0], sc.otherSig[:0]
 	defer func() { sc.other, sc.otherSig = other, otherSig }()
+	// newest is, with no snapshot (Redis), the newest doc number read of
+	// each id: while an id is being replaced both its versions may be
+	// candidates, and once the newer is read the older does not answer
+	// for the id, matched or not. (When only the older is a candidate the
+	// query reads the id as it was before the replacement, as a query an
+	// instant earlier would; after a crash between the steps, until
+	// Repair, as Check reports.)
+	var newest map[string]uint64
+	if v.gone() {
+		newest = map[string]uint64{}
+	}
 	for i, c := range cands {
 		if i%256 == 0 {
 			// NB: a query that reaches a hot bucket verifies thousands of
@@ -416,6 +427,9 @@ func (db *DB) query(ctx context.Context, v view, set []uint64, sig []uint32, sel
 			} else if err != nil {
 				return nil, err
 			}
+		}
+		if newest != nil {
+			newest[d.id] = max(newest[d.id], n)
 		}
 		m := Match{Bands: c.bands}
 		verify := func() (bool, error) {
@@ -493,8 +507,8 @@ func (db *DB) query(ctx context.Context, v view, set []uint64, sig []uint32, sel
 		m.Meta = bytes.Clone(d.meta)
 		res.Matches = append(res.Matches, m)
 	}
-	if v.gone() && len(res.Matches) > 1 {
-		res.Matches = newestPerID(res.Matches)
+	if newest != nil {
+		res.Matches = slices.DeleteFunc(res.Matches, func(m Match) bool { return m.num < newest[m.ID] })
 	}
 	slices.SortFunc(res.Matches, func(a, b Match) int {
 		if q.EstimateOnly {
@@ -530,12 +544,4 @@ func (db *DB) query(ctx context.Context, v view, set []uint64, sig []uint32, sel
 		m.num = 0
 	}
 	return res, nil
-}
-
-// newestPerID keeps one match per id, the newest (the largest doc
-// number): on a backend with no snapshot (Redis), a query that lands
-// while an id is replaced may find both its versions.
-func newestPerID(ms []Match) []Match {
-	slices.SortFunc(ms, func(a, b Match) int { return cmp.Or(cmp.Compare(a.ID, b.ID), cmp.Compare(b.num, a.num)) })
-	return slices.CompactFunc(ms, func(a, b Match) bool { return a.ID == b.ID })
 }

@@ -133,6 +133,7 @@ func (db *DB) redisManifest(ctx context.Context) error {
 			return redisErr(err)
 		}
 		if created {
+			db.created = true
 			return nil
 		}
 		// NB: another process created it first: open what it made.
@@ -787,12 +788,25 @@ func (db *DB) redisStats(ctx context.Context, st *Stats) (*Stats, error) {
 
 // Drop deletes the index at dir (a directory, or a Redis URL as Open
 // takes) and everything it holds. It refuses what is not an lshdb index
-// (ErrNotExist, ErrNotIndex), and a directory that another process
-// has open (ErrLocked). On Redis it deletes the manifest first, then
-// every key; another process that has the index open meanwhile sees it
-// vanish (its writes may leave keys that a second Drop removes).
+// (ErrNotExist, ErrNotIndex), and a directory that another process has
+// open (ErrLocked): the directory is renamed aside while Drop holds its
+// lock, then removed, so nothing can open it in between.
+//
+// On Redis there is no lock: Drop deletes the manifest first (an Open
+// after it finds no index), then every key of the name, under any process
+// that has the index open. Such a process's later writes leave keys with
+// no manifest; Drop of the name removes those too (and returns
+// ErrNotExist only when the name holds no key at all).
 func Drop(ctx context.Context, dir string) error {
-	d, err := Open(dir, &Options{MustExist: true})
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	// NB: read-only: no sweeper (whose writes could land after the keys
+	// are gone) and no write to a store about to be deleted.
+	d, err := Open(dir, &Options{ReadOnly: true, ExpirySweep: -1})
+	if IsRedisURL(dir) && errors.Is(err, ErrNotExist) {
+		return dropLeftovers(ctx, dir)
+	}
 	if err != nil {
 		return err
 	}
@@ -801,10 +815,34 @@ func Drop(ctx context.Context, dir string) error {
 		return cmp.Or(err, d.Close())
 	}
 	fsys := d.opts.FS
+	tomb := fmt.Sprintf("%s.dropped-%d", dir, time.Now().UnixNano())
+	if err := fsys.Rename(dir, tomb); err != nil {
+		d.Close()
+		return fmt.Errorf("lshdb: drop: %w", err)
+	}
 	if err := d.Close(); err != nil {
 		return err
 	}
-	return fsys.RemoveAll(dir)
+	return fsys.RemoveAll(tomb)
+}
+
+// dropLeftovers deletes the keys of a Redis index name that has no
+// manifest (what writers left after a Drop), or returns ErrNotExist when
+// it holds none.
+func dropLeftovers(ctx context.Context, u string) error {
+	s, err := rediskv.Open(ctx, u)
+	if err != nil {
+		return fmt.Errorf("%w: opening %s: %w", ErrBackend, u, err)
+	}
+	defer s.Close()
+	n, err := s.Flush(ctx)
+	if err != nil {
+		return redisErr(err)
+	}
+	if n == 0 {
+		return fmt.Errorf("%w: %s", ErrNotExist, u)
+	}
+	return nil
 }
 
 // redisBackup is Backup on Redis: the live documents copied, a chunk of
@@ -897,10 +935,11 @@ func (db *DB) redisBackup(ctx context.Context, dir string) (err error) {
 	if err := out.pdb.Flush(); err != nil {
 		return classify(fmt.Errorf("lshdb: backup: flushing the copy: %w", err))
 	}
+	done = true
 	if err := out.Close(); err != nil {
+		fsys.RemoveAll(tmp)
 		return fmt.Errorf("lshdb: backup: closing the copy: %w", err)
 	}
-	done = true
 	if err := fsys.Rename(tmp, dir); err != nil {
 		fsys.RemoveAll(tmp)
 		return fmt.Errorf("lshdb: backup: %w", err)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -69,7 +70,7 @@ func redisURL(t testing.TB, suffix ...string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Flush(context.Background()); err != nil {
+	if _, err := s.Flush(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Flush(context.Background()); s.Close() })
@@ -513,6 +514,40 @@ func TestDrop(t *testing.T) {
 	if err := Drop(ctx, u); !errors.Is(err, ErrNotExist) {
 		t.Fatalf("Drop of a dropped index: %v, want ErrNotExist", err)
 	}
+
+	// A process that has the index open while it is dropped, and writes
+	// after, leaves keys with no manifest: the next Drop removes them.
+	w := redisURL(t, "-writer")
+	put(w)
+	d, err := Open(w, &Options{ExpirySweep: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if err := Drop(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Put(Doc{ID: "late", Text: "a write after the drop, by a handle opened before it"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := Drop(ctx, w); err != nil {
+		t.Fatalf("Drop of the leftovers: %v", err)
+	}
+	if err := Drop(ctx, w); !errors.Is(err, ErrNotExist) {
+		t.Fatalf("Drop once the leftovers are gone: %v, want ErrNotExist", err)
+	}
+	// A glob character in a name would make its keys' patterns match
+	// other names' keys (v[12]: v1's and v2's): refused.
+	for _, name := range []string{"v[12]", "v*", "v%3F", `v\x`} {
+		bad := strings.Replace(w, "/"+strings.TrimPrefix(w[strings.LastIndex(w, "/"):], "/"), "/"+name, 1)
+		if _, err := Open(bad, nil); !errors.Is(err, ErrInvalidOptions) {
+			t.Fatalf("Open of the name %q: %v, want ErrInvalidOptions", name, err)
+		}
+	}
+	// Pebble: nothing is left beside the dropped directory.
+	if names, _ := os.ReadDir(filepath.Dir(dir)); len(names) != 0 {
+		t.Fatalf("Drop left %v beside the index", names)
+	}
 }
 
 // Ensure that what a reader sees while an id is being replaced on Redis
@@ -533,11 +568,19 @@ func TestRedisReplaceInFlight(t *testing.T) {
 		xOld = "the quick brown fox jumps over the lazy dog near the old river bank!"
 		xNew = "the quick brown fox jumps over the lazy dog near the old river bank?!"
 	)
-	if _, err := d.PutBatch([]Doc{{ID: "a", Text: a}, {ID: "x", Text: xOld}}, nil); err != nil {
+	// z's old version is a near-duplicate of a; its new one is a
+	// candidate of a (8 bands shared) below the threshold (Jaccard 0.447):
+	// once a query has read the new version, the old one must not answer
+	// for z.
+	const (
+		zOld = "the quick brown fox jumps over the lazy dog near the old river bank."
+		zNew = "the quick brown fox under over the lazy new near the fast river bank"
+	)
+	if _, err := d.PutBatch([]Doc{{ID: "a", Text: a}, {ID: "x", Text: xOld}, {ID: "z", Text: zOld}}, nil); err != nil {
 		t.Fatal(err)
 	}
-	restore := rediskv.InjectCrash(2) // the new version's record, postings and id written; the old one not retired
-	if err := d.Put(Doc{ID: "x", Text: xNew}, nil); err == nil {
+	restore := rediskv.InjectCrash(2) // the new versions' records, postings and ids written; the old ones not retired
+	if _, err := d.PutBatch([]Doc{{ID: "x", Text: xNew}, {ID: "z", Text: zNew}}, nil); err == nil {
 		t.Fatal("the injected crash did not stop the put")
 	}
 	restore()
@@ -550,12 +593,33 @@ func TestRedisReplaceInFlight(t *testing.T) {
 		q, _ := h.Document(nil, nil, u)
 		return minhash.Jaccard(p, q)
 	}
+	if j := jac(a, zNew); j >= 0.5 {
+		t.Fatalf("z's new text is at %v of a: the test needs it below 0.5", j)
+	}
 	res, err := d.Query(ctx, a, &QueryOptions{Threshold: 0.5})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(res.Matches) != 2 || res.Matches[0].ID != "a" || res.Matches[1].ID != "x" || res.Matches[1].Jaccard != jac(a, xNew) {
-		t.Fatalf("Query finds %+v; want a, then x once at %v", res.Matches, jac(a, xNew))
+		t.Fatalf("Query finds %+v; want a, then x once at %v (and not z, whose new text is below the threshold)", res.Matches, jac(a, xNew))
+	}
+	// At a threshold below z's new text, z is found once, by its new text
+	// (which shows that its new version is a candidate of a).
+	res, err = d.Query(ctx, a, &QueryOptions{Threshold: 0.01})
+	if err != nil {
+		t.Fatal(err)
+	}
+	zs := 0
+	for _, m := range res.Matches {
+		if m.ID == "z" {
+			zs++
+			if m.Jaccard != jac(a, zNew) {
+				t.Fatalf("z found at %v, its new text is at %v", m.Jaccard, jac(a, zNew))
+			}
+		}
+	}
+	if zs != 1 {
+		t.Fatalf("z found %d times at threshold 0.01: %+v", zs, res.Matches)
 	}
 	res, err = d.QueryID(ctx, "x", &QueryOptions{Threshold: 0.5})
 	if err != nil || len(res.Matches) != 1 || res.Matches[0].ID != "a" {
@@ -650,10 +714,13 @@ func TestRedisBackup(t *testing.T) {
 	if err := d.Backup(ctx, dir); !errors.Is(err, ErrInvalidOptions) {
 		t.Fatalf("Backup into a directory that exists: %v, want ErrInvalidOptions", err)
 	}
+	// Cancelled once the copy has started (its first progress report):
+	// the partial copy goes.
 	cancelled, cancel := context.WithCancel(ctx)
-	cancel()
-	if err := d.Backup(cancelled, dir+"/never"); !errors.Is(err, context.Canceled) {
-		t.Fatalf("Backup with a cancelled context: %v", err)
+	reports := 0
+	cancelled = WithProgress(cancelled, func(Progress) { reports++; cancel() })
+	if err := d.Backup(cancelled, dir+"/never"); !errors.Is(err, context.Canceled) || reports == 0 {
+		t.Fatalf("Backup cancelled as it started: %v (%d progress reports)", err, reports)
 	}
 	if names, _ := os.ReadDir(dir); len(names) != 0 {
 		t.Fatalf("a failed Backup left %d entries", len(names))

@@ -179,15 +179,8 @@ func (a *app) missingRoot() string {
 		return ""
 	}
 	if db.IsRedisURL(a.dbDir) {
-		// NB: an index on Redis is missing when it has no manifest; a
-		// failed write command drops (db.Drop) what it created.
-		d, err := db.Open(a.dbDir, &db.Options{ReadOnly: true})
-		if err == nil {
-			d.Close()
-		}
-		if errors.Is(err, db.ErrNotExist) {
-			return a.dbDir
-		}
+		// NB: on Redis, openForWrite asks the handle whether it created
+		// the index (db.DB.Created): other processes may create it too.
 		return ""
 	}
 	root := ""
@@ -214,16 +207,22 @@ func (a *app) missingRoot() string {
 // MUST call finish; calls after the first do nothing.
 func (a *app) openForWrite(o *db.Options, verify func(index) error) (d index, finish func(keep bool), err error) {
 	root := a.missingRoot()
+	redisCreated := false
 	remove := func() {
 		switch {
-		case root == "":
-		case db.IsRedisURL(root):
+		case redisCreated:
+			// NB: on Redis only the process that created the index drops
+			// it, and only while it holds no document: another process
+			// may have opened it and written to it meanwhile.
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			if err := db.Drop(ctx, root); err != nil && !errors.Is(err, db.ErrNotExist) {
+			if n, err := countOf(a.dbDir); err != nil || n > 0 {
+				return
+			}
+			if err := db.Drop(ctx, a.dbDir); err != nil && !errors.Is(err, db.ErrNotExist) {
 				fmt.Fprintf(a.stderr, "lshdb: removing the index this command created: %v\n", err)
 			}
-		default:
+		case root != "":
 			os.RemoveAll(root)
 		}
 	}
@@ -231,6 +230,9 @@ func (a *app) openForWrite(o *db.Options, verify func(index) error) (d index, fi
 	if err != nil {
 		remove()
 		return nil, nil, err
+	}
+	if h, ok := d.(*db.DB); ok && db.IsRedisURL(a.dbDir) && a.shellDB == nil {
+		redisCreated = h.Created()
 	}
 	var once sync.Once
 	// NB: closeDB stops serving (openDB serves the index it opens:
@@ -250,6 +252,16 @@ func (a *app) openForWrite(o *db.Options, verify func(index) error) (d index, fi
 		}
 	}
 	return d, finish, nil
+}
+
+// countOf returns the documents of the index at dir, opened read-only.
+func countOf(dir string) (uint64, error) {
+	d, err := db.Open(dir, &db.Options{ReadOnly: true, ExpirySweep: -1})
+	if err != nil {
+		return 0, err
+	}
+	defer d.Close()
+	return d.Count()
 }
 
 func (a *app) createCmd() *cobra.Command {
@@ -891,8 +903,10 @@ func (a *app) dropCmd() *cobra.Command {
 		Short: "Delete an index and every document in it",
 		Long: `Delete the index and every document in it: its directory, or on Redis every
 key of its name (--db redis+cluster://…/NAME; other indexes on the cluster are
-untouched). It refuses what is not an lshdb index, and an index another
-process holds. Nothing asks again: --yes says you mean it.`,
+untouched). It refuses what is not an lshdb index, and a directory another
+process holds. On Redis nothing holds an index: drop deletes it under any
+process that has it open (what such a process writes afterwards, a second
+drop removes). Nothing asks again: --yes says you mean it.`,
 		Example: `  lshdb drop --db old-index --yes
   lshdb drop --db redis+cluster://127.0.0.1:7000/scratch --yes`,
 		Args: nArgs(0),

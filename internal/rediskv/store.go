@@ -113,8 +113,11 @@ func ParseURL(s string) (addrs []string, cluster bool, name string, err error) {
 	if name == "" {
 		name = "default"
 	}
-	if strings.ContainsAny(name, "{}:/ ") {
-		return nil, false, "", fmt.Errorf("%w: %q: the index name %q holds one of {}:/ or a space", ErrURL, s, name)
+	// NB: the name is part of the SCAN patterns that find the index's
+	// keys (lshdb:NAME:*): a glob character in it would match the keys
+	// of other names (v[12] those of v1 and v2), which Drop would delete.
+	if strings.ContainsAny(name, "{}:/ *?[]\\") {
+		return nil, false, "", fmt.Errorf("%w: %q: the index name %q holds one of {}:/*?[]\\ or a space", ErrURL, s, name)
 	}
 	return addrs, cluster, name, nil
 }
@@ -892,20 +895,29 @@ func (s *Store) Check(ctx context.Context) (*CheckReport, error) {
 	return rep, nil
 }
 
-// Flush deletes every key of the index (for tests and lshdb's drop).
-func (s *Store) Flush(ctx context.Context) error {
+// Flush deletes every key of the index and returns how many it deleted
+// (for tests and Drop).
+func (s *Store) Flush(ctx context.Context) (int64, error) {
+	var n int64
 	if err := s.scanPages(ctx, s.prefix+"*", func(c *redis.Client, keys []string) error {
-		_, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for _, k := range keys {
-				p.Del(ctx, k)
+		dels := make([]*redis.IntCmd, len(keys))
+		if _, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for i, k := range keys {
+				dels[i] = p.Del(ctx, k)
 			}
 			return nil
-		})
-		return err
+		}); err != nil {
+			return err
+		}
+		for _, d := range dels {
+			n += d.Val()
+		}
+		return nil
 	}); err != nil {
-		return err
+		return n, err
 	}
-	return s.c.Del(ctx, s.countersKey()).Err()
+	m, err := s.c.Del(ctx, s.countersKey()).Result()
+	return n + m, err
 }
 
 // IDNum is a stored id and its doc number.
@@ -935,7 +947,9 @@ func (s *Store) Live(ctx context.Context) ([]IDNum, error) {
 		}
 	}
 	slices.SortFunc(out, func(a, b IDNum) int { return cmp.Compare(a.Num, b.Num) })
-	return out, nil
+	// NB: SCAN may return a key twice (a master that rehashes while the
+	// scan runs): each id once.
+	return slices.CompactFunc(out, func(a, b IDNum) bool { return a == b }), nil
 }
 
 // UsedMemory returns the memory the masters report in use (INFO memory's
@@ -1241,8 +1255,13 @@ func (s *Store) MemoryUsage(ctx context.Context) (map[string]uint64, error) {
 			return err
 		}
 		for i, k := range keys {
-			// NB: a key deleted since the scan saw it answers nil.
-			if n, err := cmds[i].Result(); err == nil {
+			n, err := cmds[i].Result()
+			switch {
+			case errors.Is(err, redis.Nil):
+				// NB: a key deleted since the scan saw it.
+			case err != nil:
+				return fmt.Errorf("rediskv: MEMORY USAGE %s: %w", k, err)
+			default:
 				out[kind(k)] += uint64(n)
 			}
 		}
@@ -1263,5 +1282,6 @@ func (s *Store) Drop(ctx context.Context) error {
 	if err := s.c.Del(ctx, s.manifestKey()).Err(); err != nil {
 		return err
 	}
-	return s.Flush(ctx)
+	_, err := s.Flush(ctx)
+	return err
 }

@@ -55,7 +55,7 @@ func open(t *testing.T) *Store {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Flush(context.Background()); err != nil {
+	if _, err := s.Flush(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Flush(context.Background()); s.Close() })
