@@ -788,3 +788,36 @@ func TestRedisBackup(t *testing.T) {
 		t.Fatalf("expiring: index %d (%v), copy %d (%v)", sd.Expiring, err1, sc.Expiring, err2)
 	}
 }
+
+// Ensure that Created says which Open made the index, on both backends:
+// the first of two opens of a new index, not the second, nor a reopen.
+func TestCreated(t *testing.T) {
+	for _, where := range []string{filepath.Join(t.TempDir(), "idx"), redisURL(t)} {
+		first, err := Open(where, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !first.Created() {
+			t.Fatalf("%s: the first Open did not create it", where)
+		}
+		if redisIdx := IsRedisURL(where); redisIdx {
+			second, err := Open(where, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if second.Created() {
+				t.Fatalf("%s: a second Open says it created the index", where)
+			}
+			second.Close()
+		}
+		first.Close()
+		again, err := Open(where, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if again.Created() {
+			t.Fatalf("%s: a reopen says it created the index", where)
+		}
+		again.Close()
+	}
+}
