@@ -71,8 +71,8 @@ sizes in bytes.`,
 				fmt.Fprintf(a.stdout, "index format: %d\n", p.FormatVersion)
 				fmt.Fprintf(a.stdout, "documents: %d\n", in.Docs)
 				if db.IsRedisURL(a.dbDir) {
-					// NB: the servers' memory: INFO memory on each master.
-					_, err = fmt.Fprintln(a.stdout, "storage: Redis (no files of its own; the masters' INFO memory says what it takes)")
+					// NB: no size here: stats measures the keys' memory (a scan).
+					_, err = fmt.Fprintln(a.stdout, "storage: Redis (no files of its own; lshdb stats gives the memory its keys take)")
 					return err
 				}
 				_, err = fmt.Fprintf(a.stdout, "size on disk: %s\n", humanBytes(in.DiskBytes))

@@ -52,7 +52,7 @@ func redisExpected(expected string) string {
 		return fmt.Sprintf(`"posting_lists":%d,"empty_lists":0`, n-e)
 	})
 	s = purged.ReplaceAllString(s, "purged 0 empty posting lists")
-	s = sizeOnDisk.ReplaceAllString(s, "storage: Redis (no files of its own; the masters' INFO memory says what it takes)")
+	s = sizeOnDisk.ReplaceAllString(s, "storage: Redis (no files of its own; lshdb stats gives the memory its keys take)")
 	s = storedDisk.ReplaceAllString(s, "memory on the masters (MEMORY USAGE): …")
 	s = pairsWork.ReplaceAllString(s, "$1…$2")
 	return storedJSON.ReplaceAllString(s, `"stored_bytes":…`)
