@@ -103,6 +103,9 @@ func Open(dir string, opts *Options) (*DB, error) {
 	if IsRedisURL(dir) {
 		return openRedis(dir, o)
 	}
+	if looksLikeURL(dir) {
+		return nil, fmt.Errorf("%w: %q is neither a directory nor an index URL (redis://HOST:PORT/NAME or redis+cluster://HOST:PORT,…/NAME; rediss:// with TLS is not supported)", ErrInvalidOptions, dir)
+	}
 	created, err := prepareDir(o.fs, dir, &o)
 	if err != nil {
 		return nil, err

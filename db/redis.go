@@ -65,7 +65,17 @@ var ErrBackend = errors.New("lshdb: the storage backend failed")
 // (redis://HOST:PORT[/NAME] or redis+cluster://HOST:PORT,…[/NAME]), which
 // Open opens in place of a directory.
 func IsRedisURL(s string) bool {
-	return strings.HasPrefix(s, "redis://") || strings.HasPrefix(s, "redis+cluster://")
+	l := strings.ToLower(s[:min(len(s), len("redis+cluster://"))])
+	return strings.HasPrefix(l, "redis://") || strings.HasPrefix(l, "redis+cluster://")
+}
+
+// looksLikeURL reports whether dir, which is not a Redis URL, was meant
+// as a URL (rediss://, redis-cluster://, redis+cluster:/…, redis:HOST):
+// Open refuses it rather than make a directory of that name.
+func looksLikeURL(dir string) bool {
+	first, _, _ := strings.Cut(dir, "/")
+	first = strings.ToLower(first)
+	return strings.Contains(dir, "://") || strings.HasPrefix(first, "redis") && strings.ContainsAny(first, ":+")
 }
 
 // redisErr wraps an error of the Redis client as ErrBackend (a context's
@@ -98,11 +108,12 @@ func openRedis(u string, o Options) (*DB, error) {
 		if errors.Is(err, rediskv.ErrURL) {
 			return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
 		}
-		return nil, fmt.Errorf("%w: opening %s: %w", ErrBackend, u, err)
+		return nil, fmt.Errorf("%w: opening %s: %w", ErrBackend, rediskv.Redact(u), err)
 	}
 	// NB: no query cache: its entries are tagged with the counters a
-	// Pebble view sees, and a cluster gives no such view.
-	db := &DB{dir: u, opts: handleOptions{Options: o, FS: o.fs}, rkv: s}
+	// Pebble view sees, and a cluster gives no such view. dir is for
+	// messages: the URL without its password.
+	db := &DB{dir: rediskv.Redact(u), opts: handleOptions{Options: o, FS: o.fs}, rkv: s}
 	db.closing, db.closeCancel = context.WithCancelCause(context.Background())
 	db.open = make(map[*openIter]struct{})
 	if err := db.redisManifest(ctx); err != nil {
@@ -832,7 +843,7 @@ func Drop(ctx context.Context, dir string) error {
 func dropLeftovers(ctx context.Context, u string) error {
 	s, err := rediskv.Open(ctx, u)
 	if err != nil {
-		return fmt.Errorf("%w: opening %s: %w", ErrBackend, u, err)
+		return fmt.Errorf("%w: opening %s: %w", ErrBackend, rediskv.Redact(u), err)
 	}
 	defer s.Close()
 	n, err := s.Flush(ctx)
@@ -840,7 +851,7 @@ func dropLeftovers(ctx context.Context, u string) error {
 		return redisErr(err)
 	}
 	if n == 0 {
-		return fmt.Errorf("%w: %s", ErrNotExist, u)
+		return fmt.Errorf("%w: %s", ErrNotExist, rediskv.Redact(u))
 	}
 	return nil
 }

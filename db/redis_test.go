@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -819,5 +821,90 @@ func TestCreated(t *testing.T) {
 			t.Fatalf("%s: a reopen says it created the index", where)
 		}
 		again.Close()
+	}
+}
+
+// Ensure that a --db meant as a URL but not an index URL is refused
+// (ErrInvalidOptions) and makes no directory, that the scheme is read in
+// any case, and that redis:// naming a node of a cluster says to use
+// redis+cluster://.
+func TestRedisURLMistakes(t *testing.T) {
+	u := redisURL(t)
+	t.Chdir(t.TempDir())
+	for _, bad := range []string{"rediss://127.0.0.1:7000/a", "redis-cluster://127.0.0.1:7000/a", "redis+cluster:/127.0.0.1:7000/a",
+		"redis+cluster//127.0.0.1:7000/a", "http://127.0.0.1:7000/a", "redis:127.0.0.1/a"} {
+		if _, err := Open(bad, nil); !errors.Is(err, ErrInvalidOptions) {
+			t.Errorf("Open(%q): %v, want ErrInvalidOptions", bad, err)
+		}
+	}
+	if names, _ := os.ReadDir("."); len(names) != 0 {
+		t.Fatalf("refused URLs made %v", names)
+	}
+	upper := "REDIS+CLUSTER" + strings.TrimPrefix(u, "redis+cluster")
+	d, err := Open(upper, nil)
+	if err != nil {
+		t.Fatalf("Open(%s): %v", upper, err)
+	}
+	d.Close()
+	node := "redis://" + redisCluster.Addrs[0] + "/a"
+	if _, err := Open(node, nil); !errors.Is(err, ErrInvalidOptions) || !strings.Contains(err.Error(), "redis+cluster://") {
+		t.Fatalf("Open(%s) of a cluster node: %v, want ErrInvalidOptions naming redis+cluster://", node, err)
+	}
+}
+
+// Ensure that a Redis server that wants a password is opened with the
+// URL's (redis://:PASSWORD@HOST:PORT/NAME), refused without it, and that
+// no message shows it. The server is a standalone redis-server started
+// here with requirepass.
+func TestRedisPassword(t *testing.T) {
+	redisURL(t) // NB: skips (or fails under LSHDB_REQUIRE_REDIS) as the others
+	dir := t.TempDir()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	srv := exec.Command("redis-server", "--port", fmt.Sprint(port), "--bind", "127.0.0.1", "--requirepass", "sekret",
+		"--save", "", "--appendonly", "no", "--dir", dir)
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { srv.Process.Kill(); srv.Wait() }()
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	for start := time.Now(); ; time.Sleep(20 * time.Millisecond) {
+		if c, err := net.Dial("tcp", addr); err == nil {
+			c.Close()
+			break
+		}
+		if time.Since(start) > 10*time.Second {
+			t.Fatal("redis-server did not start")
+		}
+	}
+	_, err = Open("redis://"+addr+"/p", nil)
+	if !errors.Is(err, ErrBackend) {
+		t.Fatalf("Open without the password: %v, want ErrBackend", err)
+	}
+	_, err = Open("redis://:wrong@"+addr+"/p", nil)
+	if !errors.Is(err, ErrBackend) || strings.Contains(err.Error(), "wrong") {
+		t.Fatalf("Open with a wrong password: %v (want ErrBackend, no password shown)", err)
+	}
+	u := "redis://:sekret@" + addr + "/p"
+	d, err := Open(u, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if err := d.Put(Doc{ID: "a", Text: "a document behind a password"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if doc, err := d.Get("a"); err != nil || doc.Text != "a document behind a password" {
+		t.Fatalf("Get = %+v, %v", doc, err)
+	}
+	if _, err := d.Get("missing"); err == nil || strings.Contains(err.Error(), "sekret") {
+		t.Fatalf("Get(missing): %v", err)
+	}
+	if _, err := Open("redis://:sekret@"+addr+"/none", &Options{MustExist: true}); !errors.Is(err, ErrNotExist) || strings.Contains(err.Error(), "sekret") {
+		t.Fatalf("Open of a missing index: %v (want ErrNotExist, no password shown)", err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/lshdb/lshdb/db"
 	"github.com/lshdb/lshdb/db/client"
 	"github.com/lshdb/lshdb/db/httpapi"
+	"github.com/lshdb/lshdb/internal/rediskv"
 	"github.com/spf13/cobra"
 )
 
@@ -87,13 +88,13 @@ nightly pairs run at the embedded index's speed.`,
 				return err
 			}
 			if a.json() {
-				return a.emitJSON(backupJSON{DB: a.dbDir, To: abs, Docs: n, Via: via})
+				return a.emitJSON(backupJSON{DB: rediskv.Redact(a.dbDir), To: abs, Docs: n, Via: via})
 			}
 			how := ""
 			if via == "socket" {
 				how = " (made by the index's owner, through its socket)"
 			}
-			_, err = fmt.Fprintf(a.stdout, "backed up %s to %s: %d documents%s\n", esc(a.dbDir), esc(abs), n, how)
+			_, err = fmt.Fprintf(a.stdout, "backed up %s to %s: %d documents%s\n", esc(rediskv.Redact(a.dbDir)), esc(abs), n, how)
 			return err
 		},
 	}

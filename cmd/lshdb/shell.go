@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/lshdb/lshdb/db"
+	"github.com/lshdb/lshdb/internal/rediskv"
 	"github.com/peterh/liner"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -182,7 +183,7 @@ func (a *app) interactive() error {
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, os.Interrupt)
 	defer signal.Stop(sigs)
-	fmt.Fprintf(a.stdout, "lshdb shell on %s; type help for commands, exit or Ctrl-D to leave, Ctrl-C cancels\n", esc(cmp.Or(a.dbDir, a.addr)))
+	fmt.Fprintf(a.stdout, "lshdb shell on %s; type help for commands, exit or Ctrl-D to leave, Ctrl-C cancels\n", esc(rediskv.Redact(cmp.Or(a.dbDir, a.addr))))
 	return a.repl(ln, sigs)
 }
 

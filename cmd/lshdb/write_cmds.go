@@ -17,6 +17,7 @@ import (
 
 	"github.com/lshdb/lshdb/db"
 	"github.com/lshdb/lshdb/internal/docio"
+	"github.com/lshdb/lshdb/internal/rediskv"
 	"github.com/lshdb/lshdb/minhash"
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
@@ -284,7 +285,7 @@ func (a *app) createCmd() *cobra.Command {
 			if db.IsRedisURL(a.dbDir) {
 				if d, err := db.Open(a.dbDir, &db.Options{ReadOnly: true}); err == nil {
 					d.Close()
-					return fmt.Errorf("%s already exists (open it with the other commands)", a.dbDir)
+					return fmt.Errorf("%s already exists (open it with the other commands)", rediskv.Redact(a.dbDir))
 				}
 			}
 			d, finish, err := a.openForWrite(o, nil)
@@ -918,7 +919,7 @@ drop removes). Nothing asks again: --yes says you mean it.`,
 				return err
 			}
 			if !yes {
-				return usagef("drop deletes %s and every document in it: add --yes to confirm", a.dbDir)
+				return usagef("drop deletes %s and every document in it: add --yes to confirm", rediskv.Redact(a.dbDir))
 			}
 			// NB: the count first, for the message; Drop opens the index
 			// again (and refuses it if another process took it meanwhile).
@@ -931,7 +932,7 @@ drop removes). Nothing asks again: --yes says you mean it.`,
 				return err
 			}
 			if a.json() {
-				return a.emitJSON(map[string]any{"dropped": a.dbDir, "docs": n})
+				return a.emitJSON(map[string]any{"dropped": rediskv.Redact(a.dbDir), "docs": n})
 			}
 			_, err := fmt.Fprintf(a.stdout, "dropped the index and its %d documents\n", n)
 			return err

@@ -87,10 +87,53 @@ type Store struct {
 // ParseURL returns the nodes, whether they form a cluster, and the index
 // name of a redis:// or redis+cluster:// URL.
 func ParseURL(s string) (addrs []string, cluster bool, name string, err error) {
+	c, err := parseURL(s)
+	return c.addrs, c.cluster, c.name, err
+}
+
+// urlConfig is what an index URL says.
+type urlConfig struct {
+	addrs              []string
+	cluster            bool
+	name               string
+	username, password string
+}
+
+// Redact returns s with the password of its user information, if any,
+// replaced by "xxxxx", for messages (a URL that does not parse is
+// returned as it is).
+func Redact(s string) string {
+	u, err := url.Parse(s)
+	if err != nil || u.User == nil {
+		return s
+	}
+	if _, ok := u.User.Password(); !ok {
+		return s
+	}
+	return u.Redacted()
+}
+
+func parseURL(s string) (urlConfig, error) {
+	var c urlConfig
 	u, err := url.Parse(s)
 	if err != nil {
-		return nil, false, "", fmt.Errorf("%w: %q: %v", ErrURL, s, err)
+		return c, fmt.Errorf("%w: %q: %v", ErrURL, Redact(s), err)
 	}
+	if u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {
+		// NB: "…/x?y" would name the index x, and "…/x#y" too.
+		return c, fmt.Errorf("%w: %q: a query (?…) or fragment (#…) is not part of an index URL", ErrURL, Redact(s))
+	}
+	if u.User != nil {
+		c.username = u.User.Username()
+		c.password, _ = u.User.Password()
+	}
+	addrs, cluster, name, err := hostsAndName(s, u)
+	c.addrs, c.cluster, c.name = addrs, cluster, name
+	return c, err
+}
+
+func hostsAndName(s string, u *url.URL) (addrs []string, cluster bool, name string, err error) {
+	s = Redact(s)
 	switch u.Scheme {
 	case "redis":
 	case "redis+cluster":
@@ -125,17 +168,17 @@ func ParseURL(s string) (addrs []string, cluster bool, name string, err error) {
 // Open connects to the index named by url (see ParseURL) and checks that
 // the nodes answer.
 func Open(ctx context.Context, rawURL string) (*Store, error) {
-	addrs, cluster, name, err := ParseURL(rawURL)
+	cfg, err := parseURL(rawURL)
 	if err != nil {
 		return nil, err
 	}
 	var c redis.UniversalClient
-	if cluster {
-		c = redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
+	if cfg.cluster {
+		c = redis.NewClusterClient(&redis.ClusterOptions{Addrs: cfg.addrs, Username: cfg.username, Password: cfg.password})
 	} else {
-		c = redis.NewClient(&redis.Options{Addr: addrs[0]})
+		c = redis.NewClient(&redis.Options{Addr: cfg.addrs[0], Username: cfg.username, Password: cfg.password})
 	}
-	s := &Store{c: c, prefix: "lshdb:" + name + ":"}
+	s := &Store{c: c, prefix: "lshdb:" + cfg.name + ":"}
 	if cc, ok := c.(*redis.ClusterClient); ok {
 		// NB: a hook on the cluster client sees one pipeline per
 		// Pipelined call; the nodes' clients see the round trips.
@@ -151,6 +194,15 @@ func Open(ctx context.Context, rawURL string) (*Store, error) {
 	if err := s.ping(ctx); err != nil {
 		c.Close()
 		return nil, err
+	}
+	if !cfg.cluster {
+		// NB: redis:// is one server; on a node of a cluster, most keys
+		// would answer MOVED.
+		info, err := c.Info(ctx, "cluster").Result()
+		if err == nil && strings.Contains(info, "cluster_enabled:1") {
+			c.Close()
+			return nil, fmt.Errorf("%w: %s is a node of a Redis Cluster: name the cluster with redis+cluster://%s,…/%s", ErrURL, cfg.addrs[0], cfg.addrs[0], cfg.name)
+		}
 	}
 	return s, nil
 }

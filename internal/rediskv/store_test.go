@@ -329,9 +329,33 @@ func TestParseURL(t *testing.T) {
 			t.Errorf("%s: %v %v %q %v", c.url, addrs, cluster, name, err)
 		}
 	}
-	for _, bad := range []string{"http://x:1", "redis://a:1,b:2/x", "redis://", "redis://h:1/a:b", "redis+cluster://h:1/{x}"} {
-		if _, _, _, err := ParseURL(bad); !errors.Is(err, ErrURL) {
+	for _, bad := range []string{"http://x:1", "redis://a:1,b:2/x", "redis://", "redis://h:1/a:b", "redis+cluster://h:1/{x}",
+		"redis://h:1/x?y", "redis://h:1/x#y", "redis://h:1/x?", "redis://h:1/v[12]", "redis://h:1/v*", "redis://h:1/v%3F",
+		"redis://:sekret@h:1/x?y"} {
+		_, _, _, err := ParseURL(bad)
+		if !errors.Is(err, ErrURL) {
 			t.Errorf("%s: %v, want ErrURL", bad, err)
+		}
+		if err != nil && strings.Contains(err.Error(), "sekret") {
+			t.Errorf("%s: the error shows the password: %v", bad, err)
+		}
+	}
+	// The user information gives the credentials; Redact hides the
+	// password (and only it).
+	c, err := parseURL("redis+cluster://app:sekret@h:1,h:2/docs")
+	if err != nil || c.username != "app" || c.password != "sekret" || c.name != "docs" || len(c.addrs) != 2 {
+		t.Fatalf("parseURL with credentials: %+v, %v", c, err)
+	}
+	if c, err := parseURL("redis://:sekret@h:1/docs"); err != nil || c.username != "" || c.password != "sekret" {
+		t.Fatalf("parseURL with a password alone: %+v, %v", c, err)
+	}
+	for in, want := range map[string]string{
+		"redis+cluster://app:sekret@h:1,h:2/docs": "redis+cluster://app:xxxxx@h:1,h:2/docs",
+		"redis://:sekret@h:1/docs":                "redis://:xxxxx@h:1/docs",
+		"redis://h:1/docs":                        "redis://h:1/docs",
+	} {
+		if got := Redact(in); got != want {
+			t.Errorf("Redact(%s) = %s, want %s", in, got, want)
 		}
 	}
 }
