@@ -156,3 +156,34 @@ func TestReadmeRedis(t *testing.T) {
 		d.Close()
 	}
 }
+
+// Ensure that lshdb serve serves an index on Redis on --addr (which it
+// then needs: there is no directory for a socket), and that a command
+// attached to it (--addr) prints what it prints on the index directly.
+func TestServeRedis(t *testing.T) {
+	c := redistest.Require(t)
+	url := "redis+cluster://" + strings.Join(c.Addrs, ",") + "/served"
+	if out, errOut, code := runLine([]string{"insert", "--db", url, "../../testdata/cmd/inputs/docs.jsonl"}, ""); code != 0 {
+		t.Fatalf("insert: exit %d\n%s%s", code, out, errOut)
+	}
+	if _, errOut, code := runLine([]string{"serve", "--db", url}, ""); code != 2 || !strings.Contains(errOut, "give --addr") {
+		t.Fatalf("serve without --addr: exit %d, %q", code, errOut)
+	}
+	sock, tcp, log, stop := startServe(t, "--db", url, "--addr", "127.0.0.1:0")
+	defer func() {
+		if code := stop(); code != 0 {
+			t.Fatalf("serve: exit %d: %s", code, log)
+		}
+	}()
+	if sock != "" || tcp == "" {
+		t.Fatalf("serving on socket %q, TCP %q", sock, tcp)
+	}
+	for _, line := range []string{"query --id fox1", "get fox2 --output json", "pairs", "info --output json"} {
+		args, _ := splitWords(line)
+		direct, errDirect, codeDirect := runLine(append(args, "--db", url), "")
+		served, errServed, codeServed := runLine(append(args, "--addr", tcp), "")
+		if codeDirect != 0 || codeServed != codeDirect || served != direct {
+			t.Fatalf("lshdb %s: direct exit %d\n%s%s\nserved exit %d\n%s%s", line, codeDirect, direct, errDirect, codeServed, served, errServed)
+		}
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"github.com/lshdb/lshdb/db"
 	"github.com/lshdb/lshdb/db/httpapi"
 	"github.com/lshdb/lshdb/db/httpapi/metrics"
+	"github.com/lshdb/lshdb/internal/rediskv"
 	"github.com/spf13/cobra"
 )
 
@@ -44,6 +45,9 @@ TCP when --addr is given. A non-loopback --addr needs --token (or the
 LSHDB_TOKEN environment variable): every request but /healthz must then carry
 "Authorization: Bearer TOKEN". /metrics serves Prometheus metrics; one line per
 request is logged on stderr.
+
+An index on Redis (--db redis+cluster://…) has no directory: it is served on
+--addr only, which it then needs; any number of servers may serve it at once.
 
 SIGTERM or SIGINT stops accepting requests, lets those in flight finish (up to
 --shutdown-timeout, then cancels them), closes the index and exits 0.`,
@@ -97,6 +101,10 @@ func (a *app) serve(so *serveOptions) error {
 		lh = slog.NewJSONHandler(a.stderr, nil)
 	}
 	log := slog.New(lh)
+	onRedis := db.IsRedisURL(a.dbDir)
+	if onRedis && so.addr == "" {
+		return usagef("an index on Redis has no directory for the Unix socket: give --addr HOST:PORT (any number of servers may serve it)")
+	}
 	d, err := db.Open(a.dbDir, &db.Options{MustExist: true, Logger: log})
 	if err != nil {
 		return err
@@ -104,17 +112,23 @@ func (a *app) serve(so *serveOptions) error {
 	// NB: the index is closed last, after the server has stopped, so that
 	// requests in flight finish against an open index.
 	defer d.Close()
-	sock := httpapi.SocketPath(a.dbDir)
-	unixL, err := httpapi.ListenSocket(sock)
-	if err != nil {
-		return err
+	var listeners []net.Listener
+	sock := ""
+	if !onRedis {
+		sock = httpapi.SocketPath(a.dbDir)
+		unixL, err := httpapi.ListenSocket(sock)
+		if err != nil {
+			return err
+		}
+		listeners = append(listeners, unixL)
 	}
-	listeners := []net.Listener{unixL}
 	tcpAddr := ""
 	if so.addr != "" {
 		l, err := net.Listen("tcp", so.addr)
 		if err != nil {
-			unixL.Close()
+			for _, l := range listeners {
+				l.Close()
+			}
 			return err
 		}
 		listeners = append(listeners, l)
@@ -139,7 +153,7 @@ func (a *app) serve(so *serveOptions) error {
 	for _, l := range listeners {
 		go func() { served <- srv.Serve(l) }()
 	}
-	attrs := []any{"db", a.dbDir, "socket", sock, "pid", os.Getpid()}
+	attrs := []any{"db", rediskv.Redact(a.dbDir), "socket", sock, "pid", os.Getpid()}
 	if tcpAddr != "" {
 		attrs = append(attrs, "tcp", tcpAddr, "token", so.token != "")
 	}
