@@ -45,6 +45,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/lshdb/lshdb/codec"
@@ -114,6 +115,14 @@ func openRedis(u string, o Options) (*DB, error) {
 	// Pebble view sees, and a cluster gives no such view. dir is for
 	// messages: the URL without its password.
 	db := &DB{dir: rediskv.Redact(u), opts: handleOptions{Options: o, FS: o.fs}, rkv: s}
+	// NB: once per master and handle: a write there is acknowledged
+	// without a replica (Sync has none to wait for).
+	var warned sync.Map
+	s.Unreplicated = func(master string) {
+		if _, seen := warned.LoadOrStore(master, true); !seen {
+			o.Logger.Warn("lshdb: a Redis master has no replica online: writes to it are acknowledged without one and would not survive its failure", "master", master)
+		}
+	}
 	db.closing, db.closeCancel = context.WithCancelCause(context.Background())
 	db.open = make(map[*openIter]struct{})
 	if err := db.redisManifest(ctx); err != nil {

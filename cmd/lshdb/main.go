@@ -250,12 +250,12 @@ func (a *app) rootCmd() *cobra.Command {
 	root := &cobra.Command{
 		Use:           "lshdb",
 		Short:         "Build, query and inspect near-duplicate indexes",
-		Long:          "lshdb finds near-duplicate documents: MinHash signatures and LSH banding find candidates, exact Jaccard similarity decides.\nAn index is a directory (--db) holding a Pebble store.",
+		Long:          "lshdb finds near-duplicate documents: MinHash signatures and LSH banding find candidates, exact Jaccard similarity decides.\nAn index is a directory (--db) holding a Pebble store, or an index on a Redis Cluster (--db redis+cluster://HOST:PORT,…/NAME).",
 		Version:       version(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.SetVersionTemplate(fmt.Sprintf("lshdb {{.Version}} (index format %d, %s)\n", codec.FormatVersion, runtime.Version()))
+	root.SetVersionTemplate(fmt.Sprintf("lshdb {{.Version}} (%s, %s)\n", formatNote(), runtime.Version()))
 	root.SetIn(a.stdin)
 	root.SetOut(a.stdout)
 	root.SetErr(a.stderr)
@@ -321,7 +321,7 @@ func (a *app) versionCmd() *cobra.Command {
 			if a.json() {
 				return a.emitJSON(versionJSON{Version: version(), FormatVersion: codec.FormatVersion, GoVersion: runtime.Version()})
 			}
-			_, err := fmt.Fprintf(a.stdout, "lshdb %s (index format %d, %s)\n", version(), codec.FormatVersion, runtime.Version())
+			_, err := fmt.Fprintf(a.stdout, "lshdb %s (%s, %s)\n", version(), formatNote(), runtime.Version())
 			return err
 		},
 	}
@@ -463,4 +463,12 @@ func (a *app) stdoutIsTerminal() bool {
 func (a *app) stderrIsTerminal() bool {
 	f, ok := a.stderr.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// formatNote says which index formats this build writes and reads: new
+// indexes are codec.FormatVersion, and become codec.ExpiryFormatVersion at
+// their first document with a TTL.
+func formatNote() string {
+	return fmt.Sprintf("index format %d, %d once a document has a TTL; reads %d to %d",
+		codec.FormatVersion, codec.ExpiryFormatVersion, codec.MinFormatVersion, codec.MaxFormatVersion)
 }

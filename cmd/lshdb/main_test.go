@@ -241,7 +241,7 @@ func TestBench(t *testing.T) {
 // Ensure that lshdb version and lshdb --version name the build and the
 // index format this build reads and writes (codec.FormatVersion is 3).
 func TestVersion(t *testing.T) {
-	want := regexp.MustCompile(`^lshdb (\(devel\)|v\S+) \(index format 3, go\S+\)\n$`)
+	want := regexp.MustCompile(`^lshdb (\(devel\)|v\S+) \(index format 3, 4 once a document has a TTL; reads 2 to 4, go\S+\)\n$`)
 	for _, args := range [][]string{{"version"}, {"--version"}} {
 		out, errOut, code := runLine(args, "")
 		if code != 0 || !want.MatchString(out) {

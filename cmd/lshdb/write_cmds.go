@@ -403,6 +403,9 @@ was (a new index is removed again).`,
 			if most := maxMemoryMiB(); memory > most {
 				return usagef("--memory %d MiB is more than half of this machine's memory (at most %d MiB)", memory, most)
 			}
+			if ttl < 0 {
+				return usagef("--ttl %v is negative (a duration such as 1h, 30m or 90s)", ttl)
+			}
 			if err := in.check(args); err != nil {
 				return err
 			}
@@ -567,6 +570,9 @@ after committing what was read and says where to continue.`,
 			if err != nil {
 				return err
 			}
+			if ttl < 0 {
+				return usagef("--ttl %v is negative (a duration such as 1h, 30m or 90s)", ttl)
+			}
 			if err := in.check(args); err != nil {
 				return err
 			}
@@ -651,6 +657,9 @@ func (a *app) dedupCmd() *cobra.Command {
 		Use:   "dedup --db DIR [FILE|DIR|- ...]",
 		Short: "Insert each input document unless a stored one is a near-duplicate",
 		RunE: func(c *cobra.Command, args []string) error {
+			if ttl < 0 {
+				return usagef("--ttl %v is negative (a duration such as 1h, 30m or 90s)", ttl)
+			}
 			if err := in.check(args); err != nil {
 				return err
 			}

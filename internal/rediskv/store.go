@@ -77,6 +77,12 @@ var ErrURL = errors.New("not a redis:// or redis+cluster:// URL")
 // Store is an index's storage on Redis. Its methods are safe for
 // concurrent use.
 type Store struct {
+	// Unreplicated, if set before use, is called by Sync with the address
+	// of each master that holds slots but has no replica online (after a
+	// failover, until a replica is added): its writes are acknowledged
+	// without one.
+	Unreplicated func(master string)
+
 	c      redis.UniversalClient
 	prefix string
 	// pipelines counts the pipelines sent to nodes (round trips), for
@@ -1112,6 +1118,7 @@ func (s *Store) Sync(ctx context.Context, timeout time.Duration) error {
 	// load through a failover take 87 s instead of about 6.
 	type rng struct{ start, end int }
 	owns := map[string]rng{}
+	var alone []string
 	for _, sh := range shards {
 		master, replicas := "", 0
 		for _, n := range sh.Nodes {
@@ -1126,6 +1133,14 @@ func (s *Store) Sync(ctx context.Context, timeout time.Duration) error {
 		}
 		if master != "" && replicas > 0 && len(sh.Slots) > 0 {
 			owns[master] = rng{int(sh.Slots[0].Start), int(sh.Slots[0].End)}
+		}
+		if master != "" && replicas == 0 && len(sh.Slots) > 0 {
+			alone = append(alone, master)
+		}
+	}
+	if s.Unreplicated != nil {
+		for _, m := range alone {
+			s.Unreplicated(m)
 		}
 	}
 	return cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
