@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/lshdb/lshdb/codec"
@@ -32,6 +33,9 @@ type StoredDoc struct {
 	// Signature is the MinHash signature (re-derived from the text in
 	// text mode).
 	Signature []uint32
+	// ExpiresAt is when the document expires (WriteOptions.TTL,
+	// ExpireAt); the zero time for never.
+	ExpiresAt time.Time
 }
 
 // getCopy reads key into a fresh slice; ok is false if it is absent.
@@ -78,7 +82,11 @@ func (db *DB) lookup(v view, id string, rec *docData) (uint64, error) {
 }
 
 func toDocument(n uint64, r *docData) *StoredDoc {
-	return &StoredDoc{ID: r.ID, Num: n, HasText: r.HasText, Text: r.Text, Meta: r.Meta, Shingles: r.Set, Signature: r.Signature}
+	d := &StoredDoc{ID: r.ID, Num: n, HasText: r.HasText, Text: r.Text, Meta: r.Meta, Shingles: r.Set, Signature: r.Signature}
+	if r.Expires != 0 {
+		d.ExpiresAt = time.Unix(0, r.Expires).UTC()
+	}
+	return d
 }
 
 // Get returns the document id, or ErrNotFound.

@@ -772,9 +772,15 @@ func (a *app) getCmd() *cobra.Command {
 					if doc.Meta != nil {
 						out["meta"] = string(doc.Meta)
 					}
+					if !doc.ExpiresAt.IsZero() {
+						out["expires_at"] = doc.ExpiresAt.Format(time.RFC3339Nano)
+					}
 					return a.emitJSON(out)
 				}
 				fmt.Fprintf(a.stdout, "id: %s\ndoc number: %d\nshingles: %d\n", esc(doc.ID), doc.Num, len(doc.Shingles))
+				if !doc.ExpiresAt.IsZero() {
+					fmt.Fprintf(a.stdout, "expires: %s\n", doc.ExpiresAt.Format(time.RFC3339))
+				}
 				if doc.HasText {
 					_, err = fmt.Fprintf(a.stdout, "text: %s\n", esc(doc.Text))
 				} else {

@@ -788,8 +788,24 @@ func TestClientExpiry(t *testing.T) {
 				t.Fatalf("both TTL and ExpireAt: %v, want ErrInvalidOptions", err)
 			}
 			for _, id := range []string{name + "-ttl", name + "-at"} {
-				if _, err := c.Get(id); err != nil && time.Since(start) < 400*time.Millisecond {
+				doc, err := c.Get(id)
+				if err != nil && time.Since(start) < 400*time.Millisecond {
 					t.Fatalf("Get(%s) before its expiry: %v", id, err)
+				}
+				if err != nil {
+					continue
+				}
+				// The expiry comes back over the wire as the index holds it.
+				local, lerr := d.Get(id)
+				if lerr == nil && !doc.ExpiresAt.Equal(local.ExpiresAt) {
+					t.Fatalf("Get(%s): expires %v over the wire, %v in process", id, doc.ExpiresAt, local.ExpiresAt)
+				}
+				lo, hi := start.Add(400*time.Millisecond), written.Add(400*time.Millisecond)
+				if id == name+"-at" {
+					hi = lo // ExpireAt: exactly the time given
+				}
+				if doc.ExpiresAt.Before(lo.Truncate(time.Millisecond)) || doc.ExpiresAt.After(hi) {
+					t.Fatalf("Get(%s) expires at %v, want within [%v, %v]", id, doc.ExpiresAt, lo, hi)
 				}
 			}
 			time.Sleep(time.Until(written.Add(400 * time.Millisecond)))

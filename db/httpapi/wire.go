@@ -261,6 +261,8 @@ type DocumentJSON struct {
 	MetaBase64 *string  `json:"meta_base64,omitempty"`
 	ShingleSet []string `json:"shingle_set"` // 16 hex digits each
 	Signature  []uint32 `json:"signature"`
+	// ExpiresAt is when the document expires (RFC 3339); absent: never.
+	ExpiresAt string `json:"expires_at,omitempty"`
 }
 
 // DocumentOut converts d for the wire.
@@ -274,6 +276,9 @@ func DocumentOut(d *db.StoredDoc) DocumentJSON {
 	for i, s := range d.Shingles {
 		out.ShingleSet[i] = fmt.Sprintf("%016x", s)
 	}
+	if !d.ExpiresAt.IsZero() {
+		out.ExpiresAt = d.ExpiresAt.Format(time.RFC3339Nano)
+	}
 	return out
 }
 
@@ -286,6 +291,12 @@ func (d DocumentJSON) Document() (*db.StoredDoc, error) {
 	var err error
 	if out.Meta, err = metaIn(d.Meta, d.MetaBase64); err != nil {
 		return nil, err
+	}
+	if d.ExpiresAt != "" {
+		if out.ExpiresAt, err = time.Parse(time.RFC3339Nano, d.ExpiresAt); err != nil {
+			return nil, fmt.Errorf("expires_at: %w", err)
+		}
+		out.ExpiresAt = out.ExpiresAt.UTC()
 	}
 	if len(d.ShingleSet) > 0 {
 		out.Shingles = make([]uint64, len(d.ShingleSet))
