@@ -409,13 +409,18 @@ func (db *DB) expiryManifest(b *pebble.Batch, preps []prepared) (bool, error) {
 	if db.man.FormatVersion < codec.FormatVersion {
 		return false, db.expiryFormatError()
 	}
-	m := db.man
-	m.FormatVersion = codec.ExpiryFormatVersion
-	enc, err := codec.EncodeManifest(&m)
+	enc, err := db.expiryManifestBytes()
 	if err != nil {
 		return false, err
 	}
 	return true, b.Set(codec.ManifestKey, enc, nil)
+}
+
+// expiryManifestBytes encodes the index's manifest at format 4.
+func (db *DB) expiryManifestBytes() ([]byte, error) {
+	m := db.man
+	m.FormatVersion = codec.ExpiryFormatVersion
+	return codec.EncodeManifest(&m)
 }
 
 // expiryFormatError refuses documents with an expiry in an index of
@@ -430,9 +435,7 @@ func (db *DB) setExpiryFormat() error {
 	if db.expiryFormat.Load() {
 		return nil
 	}
-	m := db.man
-	m.FormatVersion = codec.ExpiryFormatVersion
-	enc, err := codec.EncodeManifest(&m)
+	enc, err := db.expiryManifestBytes()
 	if err != nil {
 		return err
 	}

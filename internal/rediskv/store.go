@@ -674,6 +674,21 @@ func (s *Store) eachMaster(ctx context.Context, fn func(context.Context, *redis.
 	return fn(ctx, s.c.(*redis.Client))
 }
 
+// intsOf sends cmd for each key on c in one pipeline and returns the
+// replies, each with its own error (redis.Nil for a key that is gone).
+func intsOf(ctx context.Context, c redis.Cmdable, keys []string, cmd func(p redis.Pipeliner, key string) *redis.IntCmd) ([]*redis.IntCmd, error) {
+	cmds := make([]*redis.IntCmd, len(keys))
+	if _, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, k := range keys {
+			cmds[i] = cmd(p, k)
+		}
+		return nil
+	}); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, err
+	}
+	return cmds, nil
+}
+
 // membersOf reads the sets keys on c in one pipeline.
 func membersOf(ctx context.Context, c *redis.Client, keys []string) ([][]string, error) {
 	cmds := make([]*redis.StringSliceCmd, len(keys))
@@ -958,13 +973,8 @@ func (s *Store) Check(ctx context.Context) (*CheckReport, error) {
 func (s *Store) Flush(ctx context.Context) (int64, error) {
 	var n int64
 	if err := s.scanPages(ctx, s.prefix+"*", func(c *redis.Client, keys []string) error {
-		dels := make([]*redis.IntCmd, len(keys))
-		if _, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for i, k := range keys {
-				dels[i] = p.Del(ctx, k)
-			}
-			return nil
-		}); err != nil {
+		dels, err := intsOf(ctx, c, keys, func(p redis.Pipeliner, k string) *redis.IntCmd { return p.Del(ctx, k) })
+		if err != nil {
 			return err
 		}
 		for _, d := range dels {
@@ -1267,13 +1277,8 @@ func (s *Store) ListSizes(ctx context.Context, band int, fn func(band int, bucke
 		pattern = s.prefix + "p:" + strconv.Itoa(band) + ":*"
 	}
 	return s.scanPages(ctx, pattern, func(c *redis.Client, keys []string) error {
-		cmds := make([]*redis.IntCmd, len(keys))
-		if _, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for i, k := range keys {
-				cmds[i] = p.SCard(ctx, k)
-			}
-			return nil
-		}); err != nil {
+		cmds, err := intsOf(ctx, c, keys, func(p redis.Pipeliner, k string) *redis.IntCmd { return p.SCard(ctx, k) })
+		if err != nil {
 			return err
 		}
 		for i, k := range keys {
@@ -1310,15 +1315,10 @@ func (s *Store) MemoryUsage(ctx context.Context) (map[string]uint64, error) {
 		return "manifest+counters"
 	}
 	usage := func(c redis.Cmdable, keys []string) error {
-		cmds := make([]*redis.IntCmd, len(keys))
-		if _, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for i, k := range keys {
-				// NB: SAMPLES 0 sizes every element of a set or hash
-				// (the default samples 5 and extrapolates).
-				cmds[i] = p.MemoryUsage(ctx, k, 0)
-			}
-			return nil
-		}); err != nil && !errors.Is(err, redis.Nil) {
+		// NB: SAMPLES 0 sizes every element of a set or hash (the
+		// default samples 5 and extrapolates).
+		cmds, err := intsOf(ctx, c, keys, func(p redis.Pipeliner, k string) *redis.IntCmd { return p.MemoryUsage(ctx, k, 0) })
+		if err != nil {
 			return err
 		}
 		for i, k := range keys {
