@@ -727,6 +727,10 @@ func (l *loader) ingest(ctx context.Context) error {
 	if err := ctxErr(ctx); err != nil {
 		return err
 	}
+	if l.db.qcache != nil {
+		// NB: before the tables are visible (see queryCache).
+		l.db.qcache.changingAll(l.counters)
+	}
 	// NB: one Ingest call is atomic: every file gets the same sequence
 	// number and becomes visible at once. Once begun it is not cancelled.
 	if err := l.db.pdb.Ingest(context.Background(), l.paths); err != nil {

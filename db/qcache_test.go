@@ -4,9 +4,13 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/lshdb/lshdb/codec"
 )
 
 // Ensure that queries answered through the query cache are exactly the
@@ -168,5 +172,219 @@ func TestQueryCacheBudget(t *testing.T) {
 	}
 	if newQueryCache(0) != nil || newQueryCache(-1) != nil {
 		t.Fatal("a cache of no bytes")
+	}
+}
+
+// Ensure that a list entry serves exactly the queries whose view holds the
+// same list: a write makes stale the entries of the lists it changes and
+// no other, an entry read by an older view is never served to a newer
+// one once the list changed in between, and a load or an emptied change
+// record makes every older entry stale. The oracle is the rule itself,
+// computed by hand for each case.
+func TestQueryCacheListVersions(t *testing.T) {
+	v := func(next, live uint64) codec.Counters { return codec.Counters{NextDoc: next, Live: live} }
+	a, b := postingKey{0, 7}, postingKey{3, 9}
+	hit := func(c *queryCache, pk postingKey, at codec.Counters) bool {
+		_, ok := c.getList(pk, at)
+		return ok
+	}
+	c := newQueryCache(1 << 20)
+	c.putList(a, v(5, 4), []uint64{1, 2})
+	c.putList(b, v(5, 4), []uint64{3})
+	// A put at version (6, 5) changes list a only.
+	c.changing([]postingKey{a}, v(6, 5))
+	if hit(c, a, v(6, 5)) {
+		t.Fatal("list a, changed at (6,5), served from its (5,4) entry")
+	}
+	if hit(c, a, v(5, 4)) {
+		// NB: right for that view, but the cache keeps only a list's
+		// latest change and cannot tell: a miss, never a wrong list.
+		t.Fatal("list a served to a view older than its latest change")
+	}
+	if docs, ok := c.getList(b, v(6, 5)); !ok || !slices.Equal(docs, []uint64{3}) {
+		t.Fatalf("list b, unchanged by the put, not served at (6,5): %v %v", docs, ok)
+	}
+	// A query that opened its view before the put reads list a and puts
+	// it after the put was recorded: stale for every view.
+	c.putList(a, v(5, 4), []uint64{1, 2})
+	if hit(c, a, v(6, 5)) || hit(c, a, v(7, 5)) {
+		t.Fatal("an entry read before a change served after it")
+	}
+	// Read again at (6,5): served to later views until the next change.
+	c.putList(a, v(6, 5), []uint64{1, 2, 4})
+	if docs, ok := c.getList(a, v(8, 6)); !ok || !slices.Equal(docs, []uint64{1, 2, 4}) {
+		t.Fatalf("list a as of (6,5) not served at (8,6): %v %v", docs, ok)
+	}
+	if hit(c, a, v(5, 4)) {
+		t.Fatal("a list read at (6,5) served to a view at (5,4), before its change")
+	}
+	// A delete at (8, 5) (same NextDoc, fewer live) is newer than (8, 6).
+	c.changing([]postingKey{a}, v(8, 5))
+	if hit(c, a, v(8, 5)) || !hit(c, b, v(8, 5)) {
+		t.Fatal("a delete's change is not ordered after the put's")
+	}
+	// A load changes every list.
+	c.changingAll(v(20, 15))
+	if hit(c, b, v(20, 15)) {
+		t.Fatal("list b served after a load")
+	}
+	c.putList(b, v(20, 15), []uint64{3, 17})
+	if !hit(c, b, v(21, 16)) {
+		t.Fatal("list b read after the load not served")
+	}
+	// Once a shard's change records overflow, its older entries go stale.
+	small := newQueryCache(cacheShards * 4096)
+	s := small.listShard(listKey(b))
+	small.putList(b, v(1, 1), []uint64{5})
+	n := uint64(2)
+	for bucket := uint64(0); len(s.changed) < s.maxChanged; bucket++ {
+		pk := postingKey{1, bucket}
+		if small.listShard(listKey(pk)) == s && pk != b {
+			small.changing([]postingKey{pk}, v(n, n))
+			n++
+		}
+	}
+	if !hit(small, b, v(n, n)) {
+		t.Fatal("list b stale before the change records overflowed")
+	}
+	for bucket := uint64(1 << 20); len(s.changed) != 1; bucket++ {
+		pk := postingKey{1, bucket}
+		if small.listShard(listKey(pk)) == s {
+			small.changing([]postingKey{pk}, v(n, n))
+			n++
+		}
+	}
+	if hit(small, b, v(n, n)) {
+		t.Fatal("list b served after its shard's change records were emptied")
+	}
+}
+
+// Ensure that queries answered through the cache while one writer puts,
+// upserts and deletes are exactly the brute-force model's answers for the
+// state their view holds: each query reads the version of its view, and
+// the writer recorded the model of every version before writing it. The
+// writes change some lists and not others, so entries survive writes and
+// are served to views of later versions (the rule TestQueryCacheListVersions
+// checks by hand).
+func TestQueryCacheConcurrent(t *testing.T) {
+	steps, readers := 300, 3
+	if testing.Short() {
+		steps = 120
+	}
+	d := mustOpen(t, "db", &Options{fs: vfs.NewMem(), NoSync: true})
+	defer d.Close()
+	m := newModel(t, d.Params())
+	rng := rand.New(rand.NewPCG(7, 11))
+	var texts []string
+	for range 40 {
+		texts = append(texts, randomText(rng, texts))
+	}
+	queries := texts[:12]
+	var asked atomic.Int64
+	var mu sync.Mutex
+	states := map[codec.Counters]map[string]modelDoc{d.counters: m.clone()}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	errc := make(chan error, readers+1)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		defer close(done)
+		c := d.counters
+		ids := []string{}
+		for step := range steps {
+			if len(ids) > 4 && rng.IntN(5) == 0 {
+				id := ids[rng.IntN(len(ids))]
+				if _, ok := m.docs[id]; !ok {
+					continue
+				}
+				delete(m.docs, id)
+				c.Live--
+				mu.Lock()
+				states[c] = m.clone()
+				mu.Unlock()
+				if err := d.Delete(id, nil); err != nil {
+					errc <- err
+					return
+				}
+				continue
+			}
+			id := fmt.Sprintf("doc-%d", rng.IntN(step+1))
+			text := randomText(rng, texts)
+			if _, ok := m.docs[id]; !ok {
+				c.Live++
+				ids = append(ids, id)
+			}
+			c.NextDoc++
+			m.docs[id] = m.doc(text)
+			mu.Lock()
+			states[c] = m.clone()
+			mu.Unlock()
+			if err := d.Put(Doc{ID: id, Text: text}, nil); err != nil {
+				errc <- err
+				return
+			}
+		}
+	}()
+	for r := range readers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(r), 5))
+			q, _ := d.queryOptions(nil)
+			qm := newModel(t, d.Params())
+			for n := 0; ; n++ {
+				select {
+				case <-done:
+					if n > 0 {
+						return
+					}
+				default:
+				}
+				text := queries[rng.IntN(len(queries))]
+				sc := d.scratch.Get().(*queryScratch)
+				v, release, err := d.openView(context.Background(), d.pdb, &sc.pv)
+				if err != nil {
+					errc <- err
+					return
+				}
+				version, err := v.version()
+				if err != nil {
+					release()
+					errc <- err
+					return
+				}
+				res, err := d.answer(context.Background(), v, &QueryInput{Text: text}, q, sc)
+				release()
+				d.putScratch(sc)
+				if err != nil {
+					errc <- err
+					return
+				}
+				mu.Lock()
+				state, ok := states[version]
+				mu.Unlock()
+				if !ok {
+					errc <- fmt.Errorf("a view at %+v, a version the writer never wrote", version)
+					return
+				}
+				qm.docs = state
+				asked.Add(1)
+				if err := sameMatches(res.Matches, qm.expect(qm.doc(text), "", qm.t)); err != nil {
+					errc <- fmt.Errorf("query %d at %+v: %w", n, version, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errc)
+	for err := range errc {
+		t.Fatal(err)
+	}
+	hits, across, stale := d.qcache.listCounts()
+	t.Logf("%d queries; list entries: %d served (%d to a view of a later version), %d stale", asked.Load(), hits, across, stale)
+	if across == 0 || stale == 0 {
+		t.Fatalf("the run never served an entry across a write (%d) or found one stale (%d): it tested nothing", across, stale)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"unsafe"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -308,23 +309,18 @@ func (db *DB) query(ctx context.Context, v view, set []uint64, sig []uint32, sel
 				continue
 			}
 		}
-		var live []uint64 // nil: the list is absent (or empty)
-		if cache == nil {
-			live = sc.live[:0]
-		}
-		live, err := v.postings(live, band, k)
+		live, err := v.postings(sc.live[:0], band, k)
 		if err != nil {
 			return nil, err
 		}
+		sc.live = live
 		for _, n := range live {
 			if n != self {
 				hits = append(hits, n)
 			}
 		}
 		if cache != nil {
-			cache.putList(pk, version, live)
-		} else {
-			sc.live = live
+			cache.putList(pk, version, live) // NB: it copies
 		}
 	}
 	slices.Sort(hits) // NB: doc-number order reads the records in key order
@@ -490,12 +486,14 @@ func (db *DB) query(ctx context.Context, v view, set []uint64, sig []uint32, sel
 			return nil, err
 		}
 		if cache != nil && (!hit || newElems || newSig) {
+			// NB: putDoc copies what it keeps; nil parts keep what the
+			// entry has.
 			put := cachedDoc{id: d.id, setLen: d.setLen, meta: d.meta, expires: d.expires}
 			if newElems {
-				put.elems = slices.Clone(d.elems)
+				put.elems = d.elems
 			}
 			if newSig {
-				put.sig = slices.Clone(d.sig)
+				put.sig = d.sig
 			}
 			cache.putDoc(n, put)
 		}
@@ -503,6 +501,11 @@ func (db *DB) query(ctx context.Context, v view, set []uint64, sig []uint32, sel
 			continue
 		}
 		m.ID, m.num = d.id, n
+		if hit {
+			// NB: a cached id is a view of the cache's payload, which
+			// holds the candidate's elements too: the answer keeps a copy.
+			m.ID = strings.Clone(d.id)
+		}
 		// NB: the cached metadata is shared; the caller gets a copy.
 		m.Meta = bytes.Clone(d.meta)
 		res.Matches = append(res.Matches, m)

@@ -660,6 +660,11 @@ func (db *DB) commit(b *pebble.Batch, postings map[postingKey][]codec.Posting, c
 	if err := db.roomFor(2 * int64(b.Len())); err != nil {
 		return syncWaiter{}, err
 	}
+	if db.qcache != nil {
+		// NB: before the batch is visible (see queryCache); a batch that
+		// then fails only costs these lists' entries.
+		db.qcache.changing(keys, c)
+	}
 	var sw syncWaiter
 	if wo.NoSync || db.opts.NoSync {
 		if err := b.Commit(pebble.NoSync); err != nil {

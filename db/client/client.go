@@ -36,6 +36,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
@@ -238,11 +239,26 @@ func (c *Client) call(ctx context.Context, method, path string, q url.Values, bo
 		return err
 	}
 	defer resp.Body.Close()
-	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+	// NB: read into a buffer of the pool, then decoded: a Decoder per
+	// answer grew a buffer of its own from 512 bytes each time (see
+	// httpapi's marshal for why the garbage matters).
+	buf := buffers.Get().(*bytes.Buffer)
+	buf.Reset()
+	defer func() {
+		if buf.Cap() <= 1<<20 {
+			buffers.Put(buf)
+		}
+	}()
+	if _, err := buf.ReadFrom(resp.Body); err != nil {
+		return fmt.Errorf("lshdb: client: reading the answer of %s %s: %w", method, path, err)
+	}
+	if err := json.Unmarshal(buf.Bytes(), out); err != nil {
 		return fmt.Errorf("lshdb: client: reading the answer of %s %s: %w", method, path, err)
 	}
 	return nil
 }
+
+var buffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
 // Put stores the document d under d.ID, replacing any document with that
 // id.

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -16,6 +17,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/lshdb/lshdb/db"
@@ -311,23 +313,42 @@ func (w *resp) header(status int, contentType string) {
 
 // json writes v as the whole answer.
 func (w *resp) json(status int, v any) error {
-	b, err := marshal(v)
+	buf, err := marshal(v)
 	if err != nil {
 		return err
 	}
+	defer putBuffer(buf)
 	w.header(status, "application/json")
-	_, err = w.Write(b)
+	_, err = w.Write(buf.Bytes())
 	return err
 }
 
-func marshal(v any) ([]byte, error) {
-	var sb strings.Builder
-	enc := json.NewEncoder(&sb)
+// marshal encodes v as one line of JSON into a buffer of the pool; the
+// caller returns it with putBuffer.
+//
+// NB: an answer's encoding is most of what a query through the API
+// allocates beside the query itself; the server's and client's garbage
+// set how often the collector runs, and its mark phase is where the
+// latency tail of BenchmarkMixed's socket runs was.
+func marshal(v any) (*bytes.Buffer, error) {
+	buf := buffers.Get().(*bytes.Buffer)
+	buf.Reset()
+	enc := json.NewEncoder(buf)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(v); err != nil {
+		putBuffer(buf)
 		return nil, fmt.Errorf("%w: encoding the answer: %w", ErrInternal, err)
 	}
-	return []byte(sb.String()), nil
+	return buf, nil
+}
+
+var buffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// putBuffer returns buf to the pool, unless a large answer grew it.
+func putBuffer(buf *bytes.Buffer) {
+	if buf.Cap() <= 1<<20 {
+		buffers.Put(buf)
+	}
 }
 
 // fail writes err as the answer: its code's status and
@@ -351,11 +372,13 @@ func (w *resp) startStream() {
 // line writes v as one line of the stream; flush sends it now rather
 // than when the buffer fills.
 func (w *resp) line(v any, flush bool) error {
-	b, err := marshal(v)
+	buf, err := marshal(v)
 	if err != nil {
 		return err
 	}
-	if _, err := w.bw.Write(b); err != nil {
+	_, err = w.bw.Write(buf.Bytes())
+	putBuffer(buf)
+	if err != nil {
 		return err
 	}
 	if flush {
