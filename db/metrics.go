@@ -44,6 +44,24 @@ type Metrics struct {
 	WALBytesWritten uint64 // physical bytes written, with the log's overhead
 
 	DiskBytes uint64 // the store's files: tables, logs, manifests
+
+	// QueryCache is what the query cache (Options.QueryCacheSize) holds
+	// and served; zero with no cache.
+	QueryCache QueryCacheMetrics
+}
+
+// QueryCacheMetrics are the query cache's figures: what it holds, and
+// counters of its lookups. A list lookup is served (ListHits) only when
+// no write changed the posting list since the entry was read (ListStale
+// counts the entries found but changed since).
+type QueryCacheMetrics struct {
+	Bytes     int64 // bytes counted against the budget
+	Docs      int64 // document entries held
+	Lists     int64 // posting list entries held
+	DocHits   int64
+	DocMisses int64
+	ListHits  int64
+	ListStale int64
 }
 
 // LevelMetrics describes one level of the store.
@@ -89,6 +107,9 @@ func (db *DB) Metrics() (Metrics, error) {
 	}
 	for _, l := range pm.Levels {
 		m.Levels = append(m.Levels, LevelMetrics{Files: l.TablesCount, Bytes: l.TablesSize})
+	}
+	if db.qcache != nil {
+		m.QueryCache = db.qcache.metrics()
 	}
 	return m, nil
 }

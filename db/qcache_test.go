@@ -189,8 +189,18 @@ func TestQueryCacheListVersions(t *testing.T) {
 		return ok
 	}
 	c := newQueryCache(1 << 20)
+	// A list is cached the second time it is offered (the doorkeeper).
 	c.putList(a, v(5, 4), []uint64{1, 2})
-	c.putList(b, v(5, 4), []uint64{3})
+	if hit(c, a, v(5, 4)) {
+		t.Fatal("a list offered once was cached")
+	}
+	c.putList(a, v(5, 4), []uint64{1, 2})
+	for range 2 {
+		c.putList(b, v(5, 4), []uint64{3})
+	}
+	if !hit(c, a, v(5, 4)) || !hit(c, b, v(5, 4)) {
+		t.Fatal("a list offered twice was not cached")
+	}
 	// A put at version (6, 5) changes list a only.
 	c.changing([]postingKey{a}, v(6, 5))
 	if hit(c, a, v(6, 5)) {
@@ -235,7 +245,9 @@ func TestQueryCacheListVersions(t *testing.T) {
 	// Once a shard's change records overflow, its older entries go stale.
 	small := newQueryCache(cacheShards * 4096)
 	s := small.listShard(listKey(b))
-	small.putList(b, v(1, 1), []uint64{5})
+	for range 2 {
+		small.putList(b, v(1, 1), []uint64{5})
+	}
 	n := uint64(2)
 	for bucket := uint64(0); len(s.changed) < s.maxChanged; bucket++ {
 		pk := postingKey{1, bucket}

@@ -146,8 +146,20 @@ func (db *DB) queryOne(ctx context.Context, in *QueryInput, qo *QueryOptions) (*
 func (db *DB) answer(ctx context.Context, v view, in *QueryInput, q QueryOptions, sc *queryScratch) (*QueryResult, error) {
 	switch {
 	case in.ID != "":
-		var rec docData
+		// NB: the stored document's set and (text mode) signature are
+		// derived into the scratch space, which query does not use for
+		// anything else.
+		rec := docData{Set: sc.elems[:0], sigBuf: sc.sig[:0]}
+		if rec.sigBuf == nil {
+			rec.sigBuf = make([]uint32, 0, db.skOpt.NumPerm)
+		}
 		n, err := db.lookup(v, in.ID, &rec)
+		if rec.Set != nil {
+			sc.elems = rec.Set[:0]
+		}
+		if rec.sigBuf != nil {
+			sc.sig = rec.sigBuf[:0]
+		}
 		if err != nil {
 			return nil, err
 		}

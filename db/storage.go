@@ -31,6 +31,10 @@ const (
 type docData struct {
 	codec.DocRecord
 	Set []uint64
+	// sigBuf, when not nil, is where complete derives a signature that
+	// the record does not store (a caller's scratch; complete leaves the
+	// grown buffer in it).
+	sigBuf []uint32
 }
 
 // sortedSets reports whether writing a record needs the document's set
@@ -93,7 +97,10 @@ func (db *DB) complete(h *minhash.Hasher, n uint64, d *docData) error {
 		if !d.HasText {
 			return fmt.Errorf("%w: doc %d (%q) holds neither its text nor its signature", ErrCorrupt, n, d.ID)
 		}
-		d.Set, d.Signature = h.Document(d.Set, nil, d.Text)
+		d.Set, d.Signature = h.Document(d.Set, d.sigBuf[:0], d.Text)
+		if d.sigBuf != nil {
+			d.sigBuf = d.Signature
+		}
 		if len(d.Set) != d.SetLen {
 			return fmt.Errorf("%w: doc %d (%q): its text gives %d shingles, the record says %d", ErrCorrupt, n, d.ID, len(d.Set), d.SetLen)
 		}

@@ -48,6 +48,13 @@ var (
 		counter("lshdb_pebble_wal_bytes_in_total", "Logical bytes written to the write-ahead log.", func(m *db.Metrics) float64 { return float64(m.WALBytesIn) }),
 		counter("lshdb_pebble_wal_bytes_written_total", "Physical bytes written to the write-ahead log.", func(m *db.Metrics) float64 { return float64(m.WALBytesWritten) }),
 		gauge("lshdb_pebble_disk_bytes", "Bytes of the store's files on disk.", func(m *db.Metrics) float64 { return float64(m.DiskBytes) }),
+		gauge("lshdb_query_cache_bytes", "Bytes the query cache holds (counted against its budget).", func(m *db.Metrics) float64 { return float64(m.QueryCache.Bytes) }),
+		gauge("lshdb_query_cache_docs", "Document entries in the query cache.", func(m *db.Metrics) float64 { return float64(m.QueryCache.Docs) }),
+		gauge("lshdb_query_cache_lists", "Posting list entries in the query cache.", func(m *db.Metrics) float64 { return float64(m.QueryCache.Lists) }),
+		counter("lshdb_query_cache_doc_hits_total", "Candidates found in the query cache.", func(m *db.Metrics) float64 { return float64(m.QueryCache.DocHits) }),
+		counter("lshdb_query_cache_doc_misses_total", "Candidates read from the store.", func(m *db.Metrics) float64 { return float64(m.QueryCache.DocMisses) }),
+		counter("lshdb_query_cache_list_hits_total", "Posting lists served from the query cache.", func(m *db.Metrics) float64 { return float64(m.QueryCache.ListHits) }),
+		counter("lshdb_query_cache_list_stale_total", "Cached posting lists found changed by a write since they were read.", func(m *db.Metrics) float64 { return float64(m.QueryCache.ListStale) }),
 	}
 	levelFiles = prometheus.NewDesc("lshdb_pebble_level_files", "Tables by level.", []string{"level"}, nil)
 	levelBytes = prometheus.NewDesc("lshdb_pebble_level_bytes", "Table bytes by level.", []string{"level"}, nil)

@@ -106,6 +106,13 @@ func TestMetrics(t *testing.T) {
 		{"lshdb_query_candidates_sum", []string{"op=query"}, float64(want.Candidates)},
 		{"lshdb_documents", nil, float64(count)},
 		{"lshdb_pebble_level_files", []string{"level=6"}, 0},
+		// The one query read each candidate once and cached it; its
+		// posting lists were read once each, which the doorkeeper does
+		// not cache.
+		{"lshdb_query_cache_doc_misses_total", nil, float64(want.Candidates)},
+		{"lshdb_query_cache_doc_hits_total", nil, 0},
+		{"lshdb_query_cache_docs", nil, float64(want.Candidates)},
+		{"lshdb_query_cache_lists", nil, 0},
 	} {
 		got, ok := value(fams, c.name, c.labels...)
 		if !ok || got != c.want {
