@@ -48,7 +48,7 @@ type DB struct {
 	bands bands.Params
 
 	hashers sync.Pool   // *minhash.Hasher
-	qcache  *queryCache // nil: Options.QueryCacheSize < 0
+	qcache  *queryCache // nil: Options.QueryCacheSize < 0, or Redis
 	scratch sync.Pool   // *queryScratch
 
 	// mu guards the handle's life: every operation holds it for reading

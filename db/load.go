@@ -734,17 +734,26 @@ func (l *loader) ingest(ctx context.Context) error {
 	// NB: one Ingest call is atomic: every file gets the same sequence
 	// number and becomes visible at once. Once begun it is not cancelled.
 	if err := l.db.pdb.Ingest(context.Background(), l.paths); err != nil {
+		if l.db.qcache != nil {
+			// NB: nothing became visible: back to the stored version, or
+			// the floor would stay above every version until NextDoc
+			// caught up and no list would be served.
+			l.db.qcache.changingAll(l.db.counters)
+		}
 		return classify(fmt.Errorf("lshdb: ingesting the load: %w", err))
 	}
+	// NB: the load is in the index from here on: its counters are the
+	// handle's before anything else can fail, or the next write would
+	// hand out its doc numbers again.
+	l.db.counters = l.counters
+	l.db.live.Store(l.counters.Live)
 	// NB: tables whose span overlaps the memtable's (the counters) are
 	// ingested as a flushable, which sits beside the memtable, outside the
 	// LSM's levels, until the next flush: Pebble's SSTables and
 	// EstimateDiskUsage did not see the whole index a build had made. A
 	// flush now puts them in the levels.
 	if err := l.db.pdb.Flush(); err != nil {
-		return classify(fmt.Errorf("lshdb: flushing after the load: %w", err))
+		return classify(fmt.Errorf("lshdb: flushing after the load (the load itself is stored): %w", err))
 	}
-	l.db.counters = l.counters
-	l.db.live.Store(l.counters.Live)
 	return nil
 }

@@ -55,13 +55,14 @@ type Metrics struct {
 // no write changed the posting list since the entry was read (ListStale
 // counts the entries found but changed since).
 type QueryCacheMetrics struct {
-	Bytes     int64 // bytes counted against the budget
-	Docs      int64 // document entries held
-	Lists     int64 // posting list entries held
-	DocHits   int64
-	DocMisses int64
-	ListHits  int64
-	ListStale int64
+	Bytes      int64 // bytes counted against the budget
+	Docs       int64 // document entries held
+	Lists      int64 // posting list entries held
+	DocHits    int64
+	DocMisses  int64
+	ListHits   int64
+	ListMisses int64 // not cached (a list read once is not: see Options.QueryCacheSize)
+	ListStale  int64 // cached, but as of a version a write changed since (or later than the query's)
 }
 
 // LevelMetrics describes one level of the store.

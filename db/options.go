@@ -116,10 +116,13 @@ type Options struct {
 	// shingle hashes (re-derived from the text in text mode, ~8 bytes a
 	// character) and signatures, least recently used evicted first. A
 	// query whose buckets and candidates are cached reads one key and
-	// re-shingles nothing; any write makes the cached posting lists stale
+	// re-shingles nothing. A posting list is cached the second time a
+	// query reads it; a write makes stale the cached lists it changes
 	// (they are re-read), never the candidates (a document's number is
-	// never reused). Default: DefaultQueryCacheSize (64 MiB); negative:
-	// no cache.
+	// never reused). Its bookkeeping takes up to ~1/8 more than the
+	// budget (recent writes' list changes, and a bit per 64 bytes of
+	// budget for the lists read once). Default: DefaultQueryCacheSize
+	// (64 MiB); negative: no cache.
 	QueryCacheSize int64
 	// DiskReserve is the free space, in bytes, below which writes are
 	// refused with ErrDiskFull (a writable Open only below 8 MiB, or this

@@ -51,8 +51,9 @@ import (
 // pointer-free slice per shard, linked by slot numbers, its maps go from
 // uint64 to a slot, and each entry's id, metadata, elements, signature or
 // posting list are packed into one []uint64 the entry owns. The garbage
-// collector therefore marks one pointer-free object per entry and scans
-// nothing else of the cache. With the pointer-linked cache this replaced
+// collector therefore scans one slice header per entry (the shard's data)
+// and marks one pointer-free object per entry, and nothing else of the
+// cache. With the pointer-linked cache this replaced
 // (an object with seven pointers per entry, maps of pointers, separate
 // id, metadata and slice objects) a GC cycle's mark phase took a median
 // 48 ms on a full 64 MiB cache, against 7 ms with no cache and 12-16 ms
@@ -93,12 +94,13 @@ type cacheShard struct {
 	// served to a view of another version than their own, listStale the
 	// entries found but not served (changed since, or read before a
 	// change).
-	listHits, listAcross, listStale int64
-	docHits, docMisses              int64
+	listHits, listAcross, listStale, listMisses int64
+	docHits, docMisses                          int64
 	// seen is the doorkeeper of list entries (seenBefore): a bit per
 	// hash of recently offered lists, seenAdds bits set since it was
 	// last emptied.
 	seen     []uint64
+	seenLog  uint
 	seenAdds int
 }
 
@@ -286,7 +288,8 @@ func (c *queryCache) forget(n uint64) {
 }
 
 // getList returns the live doc numbers of the posting list k as of
-// version, if cached: a view of the cache's payload, never modified.
+// version, if cached and unchanged since (see unchanged): a view of the
+// cache's payload, never modified.
 func (c *queryCache) getList(pk postingKey, version codec.Counters) ([]uint64, bool) {
 	k := listKey(pk)
 	s := c.listShard(k)
@@ -294,6 +297,7 @@ func (c *queryCache) getList(pk postingKey, version codec.Counters) ([]uint64, b
 	defer s.mu.Unlock()
 	i, ok := s.lists[k]
 	if !ok {
+		s.listMisses++
 		return nil, false
 	}
 	if !s.unchanged(k, s.ents[i].version, version) {
@@ -310,7 +314,9 @@ func (c *queryCache) getList(pk postingKey, version codec.Counters) ([]uint64, b
 }
 
 // putList caches the live doc numbers of posting list k as of version,
-// unless the cache holds the list as of a later version. It copies docs.
+// unless a write changed the list since that version (the entry could
+// serve no query), the cache holds the list as of a later version, or
+// the list was not offered recently (seenBefore). It copies docs.
 func (c *queryCache) putList(pk postingKey, version codec.Counters, docs []uint64) {
 	k := listKey(pk)
 	s := c.listShard(k)
@@ -346,28 +352,30 @@ func (c *queryCache) putList(pk postingKey, version codec.Counters, docs []uint6
 // (BenchmarkMixed: 20% of list reads were hits).
 func (s *cacheShard) seenBefore(k uint64) bool {
 	if s.seen == nil {
-		s.seen = make([]uint64, seenBits/64)
+		// NB: a bit per 64 bytes of budget (65,536 bits a shard at the
+		// default size: about twice the lists the shard can hold),
+		// between 1,024 and 2^20 bits.
+		s.seenLog = 10
+		for s.seenLog < 20 && int64(1)<<(s.seenLog+6) < s.maxBytes {
+			s.seenLog++
+		}
+		s.seen = make([]uint64, (1<<s.seenLog)/64)
 	}
-	h := (k * 0xBF58476D1CE4E5B9) >> (64 - seenLog)
+	h := (k * 0xBF58476D1CE4E5B9) >> (64 - s.seenLog)
 	w, bit := h/64, uint64(1)<<(h%64)
 	if s.seen[w]&bit != 0 {
 		return true
 	}
 	// NB: emptied once a quarter of its bits were set, so that "recently"
-	// means the last ~8,000 new lists of the shard and false positives
-	// stay below a quarter.
-	if s.seenAdds++; s.seenAdds > seenBits/4 {
+	// means the last bits/4 new lists of the shard (16,384 at the default
+	// size) and false positives stay below a quarter.
+	if s.seenAdds++; s.seenAdds > 1<<s.seenLog/4 {
 		clear(s.seen)
 		s.seenAdds = 0
 	}
 	s.seen[w] |= bit
 	return false
 }
-
-const (
-	seenLog  = 15
-	seenBits = 1 << seenLog
-)
 
 // metrics sums the shards' figures.
 func (c *queryCache) metrics() QueryCacheMetrics {
@@ -382,22 +390,10 @@ func (c *queryCache) metrics() QueryCacheMetrics {
 		m.DocMisses += s.docMisses
 		m.ListHits += s.listHits
 		m.ListStale += s.listStale
+		m.ListMisses += s.listMisses
 		s.mu.Unlock()
 	}
 	return m
-}
-
-// listCounts returns how many list entries were served, how many of them
-// to a view of another version than their own, and how many were found
-// stale.
-func (c *queryCache) listCounts() (hits, across, stale int64) {
-	for i := range c.shards {
-		s := &c.shards[i]
-		s.mu.Lock()
-		hits, across, stale = hits+s.listHits, across+s.listAcross, stale+s.listStale
-		s.mu.Unlock()
-	}
-	return hits, across, stale
 }
 
 // unchanged reports whether no write changed list k between versions v

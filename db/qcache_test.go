@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -48,7 +49,7 @@ func TestQueryCache(t *testing.T) {
 			check := func(step int) {
 				t.Helper()
 				for _, text := range queries {
-					for pass := range 2 { // the second is answered from the cache
+					for pass := range 3 { // the later ones from the cache (lists: the third)
 						got, err := d.Query(context.Background(), text, nil)
 						if err != nil {
 							t.Fatalf("step %d: Query: %v", step, err)
@@ -119,6 +120,7 @@ func TestQueryCache(t *testing.T) {
 					}
 				}
 				check(step)
+				checkCache(t, d.qcache)
 			}
 			// A reopened database (no cache yet) gives the same answers.
 			before := map[string][]Match{}
@@ -166,6 +168,7 @@ func TestQueryCacheBudget(t *testing.T) {
 	if docs == 0 || docs == 1000 {
 		t.Fatalf("%d of 1000 documents kept in %d bytes", docs, bytes)
 	}
+	checkCache(t, c)
 	c.putDoc(5000, cachedDoc{id: "big", elems: make([]uint64, 10000)})
 	if _, ok := c.getDoc(5000); ok {
 		t.Fatal("an entry over a shard's budget was kept")
@@ -214,8 +217,16 @@ func TestQueryCacheListVersions(t *testing.T) {
 	if docs, ok := c.getList(b, v(6, 5)); !ok || !slices.Equal(docs, []uint64{3}) {
 		t.Fatalf("list b, unchanged by the put, not served at (6,5): %v %v", docs, ok)
 	}
-	// A query that opened its view before the put reads list a and puts
-	// it after the put was recorded: stale for every view.
+	// A query that opened its view before the put reads a list the put
+	// changed and offers it after the put was recorded: not kept.
+	fresh := postingKey{5, 11}
+	c.changing([]postingKey{fresh}, v(6, 5))
+	for range 2 {
+		c.putList(fresh, v(5, 4), []uint64{8})
+	}
+	if _, ok := c.listShard(listKey(fresh)).lists[listKey(fresh)]; ok || hit(c, fresh, v(6, 5)) || hit(c, fresh, v(7, 5)) {
+		t.Fatal("a list read before a change was cached")
+	}
 	c.putList(a, v(5, 4), []uint64{1, 2})
 	if hit(c, a, v(6, 5)) || hit(c, a, v(7, 5)) {
 		t.Fatal("an entry read before a change served after it")
@@ -293,6 +304,7 @@ func TestQueryCacheConcurrent(t *testing.T) {
 	}
 	queries := texts[:12]
 	var asked atomic.Int64
+	var failed atomic.Bool // a reader stopped on an error
 	var mu sync.Mutex
 	states := map[codec.Counters]map[string]modelDoc{d.counters: m.clone()}
 	done := make(chan struct{})
@@ -336,12 +348,18 @@ func TestQueryCacheConcurrent(t *testing.T) {
 				errc <- err
 				return
 			}
+			// NB: the readers query between any two writes, however
+			// the scheduler runs the goroutines.
+			for from := asked.Load(); asked.Load() < from+int64(readers) && !failed.Load(); {
+				runtime.Gosched()
+			}
 		}
 	}()
 	for r := range readers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			defer failed.Store(true) // NB: a reader returns only when done or failed
 			rng := rand.New(rand.NewPCG(uint64(r), 5))
 			q, _ := d.queryOptions(nil)
 			qm := newModel(t, d.Params())
@@ -399,4 +417,107 @@ func TestQueryCacheConcurrent(t *testing.T) {
 	if across == 0 || stale == 0 {
 		t.Fatalf("the run never served an entry across a write (%d) or found one stale (%d): it tested nothing", across, stale)
 	}
+}
+
+// listCounts returns how many list entries were served, how many of them
+// to a view of another version than their own, and how many were found
+// stale.
+func (c *queryCache) listCounts() (hits, across, stale int64) {
+	for i := range c.shards {
+		s := &c.shards[i]
+		s.mu.Lock()
+		hits, across, stale = hits+s.listHits, across+s.listAcross, stale+s.listStale
+		s.mu.Unlock()
+	}
+	return hits, across, stale
+}
+
+// checkCache checks the cache's bookkeeping: every shard's LRU list runs
+// through exactly its mapped entries, each mapped to its own slot, their
+// sizes add up to the shard's bytes, within budget, and the free slots are
+// empty.
+func checkCache(t *testing.T, c *queryCache) {
+	t.Helper()
+	if c == nil {
+		return
+	}
+	for si := range c.shards {
+		s := &c.shards[si]
+		s.mu.Lock()
+		seen := map[int32]bool{}
+		var bytes int64
+		for i, n := s.ents[0].next, 0; i != 0; i = s.ents[i].next {
+			if n++; n > len(s.ents) || seen[i] {
+				t.Fatalf("shard %d: the LRU list loops", si)
+			}
+			seen[i] = true
+			e := &s.ents[i]
+			if s.ents[e.next].prev != i {
+				t.Fatalf("shard %d: slot %d's successor does not link back", si, i)
+			}
+			m := s.docs
+			if e.list {
+				m = s.lists
+			}
+			if m[e.key] != i {
+				t.Fatalf("shard %d: slot %d (key %d) is not where its map says", si, i, e.key)
+			}
+			if s.data[i] == nil && e.size > entryOverhead {
+				t.Fatalf("shard %d: slot %d has no payload", si, i)
+			}
+			bytes += e.size
+		}
+		if len(seen) != len(s.docs)+len(s.lists) {
+			t.Fatalf("shard %d: %d entries on the LRU list, %d mapped", si, len(seen), len(s.docs)+len(s.lists))
+		}
+		if bytes != s.bytes || bytes > s.maxBytes {
+			t.Fatalf("shard %d: entries of %d bytes, counted %d, budget %d", si, bytes, s.bytes, s.maxBytes)
+		}
+		for _, i := range s.free {
+			if seen[i] || s.data[i] != nil || s.ents[i] != (cacheEntry{}) {
+				t.Fatalf("shard %d: free slot %d is in use", si, i)
+			}
+		}
+		if len(seen)+len(s.free)+1 != len(s.ents) {
+			t.Fatalf("shard %d: %d slots, %d used, %d free", si, len(s.ents), len(seen), len(s.free))
+		}
+		s.mu.Unlock()
+	}
+}
+
+// Ensure that a doc entry gives back exactly what was put, whatever the
+// shape of its parts (an odd signature, an empty id, empty but present
+// metadata, derived but empty elements), and that a later put keeps the
+// parts it lacks from the entry it replaces.
+func TestQueryCacheDocPayload(t *testing.T) {
+	c := newQueryCache(1 << 20)
+	cases := []cachedDoc{
+		{id: "doc-1", setLen: 3, elems: []uint64{1, 1 << 63, 7}, sig: []uint32{9, 8, 7}, meta: []byte("m"), expires: 42},
+		{id: "", setLen: 0, elems: []uint64{}, sig: []uint32{5}},
+		{id: "odd-id-of-nine", meta: []byte{}},
+		{id: "x", setLen: 2},
+		{id: "long", elems: []uint64{1, 2, 3, 4}, meta: []byte("0123456789abcdef0")},
+	}
+	for n, want := range cases {
+		c.putDoc(uint64(n), want)
+		got, ok := c.getDoc(uint64(n))
+		if !ok {
+			t.Fatalf("doc %d: not cached", n)
+		}
+		same := got.id == want.id && got.setLen == want.setLen && got.expires == want.expires &&
+			slices.Equal(got.elems, want.elems) && (got.elems == nil) == (want.elems == nil) &&
+			slices.Equal(got.sig, want.sig) && (got.sig == nil) == (want.sig == nil) &&
+			string(got.meta) == string(want.meta) && (got.meta == nil) == (want.meta == nil)
+		if !same {
+			t.Fatalf("doc %d: put %+v, got %+v", n, want, got)
+		}
+	}
+	// A put with the signature only keeps the elements the entry had.
+	c.putDoc(3, cachedDoc{id: "x", setLen: 2, elems: []uint64{4, 5}})
+	c.putDoc(3, cachedDoc{id: "x", setLen: 2, sig: []uint32{1, 2, 3}})
+	got, _ := c.getDoc(3)
+	if !slices.Equal(got.elems, []uint64{4, 5}) || !slices.Equal(got.sig, []uint32{1, 2, 3}) {
+		t.Fatalf("merged entry: %+v", got)
+	}
+	checkCache(t, c)
 }

@@ -150,7 +150,7 @@ func (db *DB) answer(ctx context.Context, v view, in *QueryInput, q QueryOptions
 		// derived into the scratch space, which query does not use for
 		// anything else.
 		rec := docData{Set: sc.elems[:0], sigBuf: sc.sig[:0]}
-		if rec.sigBuf == nil {
+		if rec.sigBuf == nil && db.man.Storage == StorageText {
 			rec.sigBuf = make([]uint32, 0, db.skOpt.NumPerm)
 		}
 		n, err := db.lookup(v, in.ID, &rec)
@@ -412,7 +412,10 @@ func (db *DB) query(ctx context.Context, v view, set []uint64, sig []uint32, sel
 			}
 			haveView = true
 			if !hit {
-				d = cachedDoc{id: string(view.ID), setLen: view.SetLen, meta: bytes.Clone(view.Meta), expires: view.Expires}
+				// NB: meta is the record's, valid until v reads again:
+				// putDoc copies it and the Match clones it before this
+				// candidate's turn ends.
+				d = cachedDoc{id: string(view.ID), setLen: view.SetLen, meta: view.Meta, expires: view.Expires}
 			}
 			if d.sig == nil && view.HasSignature() {
 				// NB: a stored signature is cached with the entry (it is

@@ -661,8 +661,11 @@ func (db *DB) commit(b *pebble.Batch, postings map[postingKey][]codec.Posting, c
 		return syncWaiter{}, err
 	}
 	if db.qcache != nil {
-		// NB: before the batch is visible (see queryCache); a batch that
-		// then fails only costs these lists' entries.
+		// NB: before the batch is visible (see queryCache). A batch that
+		// then fails records a version no write made; the next write
+		// computes its version from the same counters, so the entries
+		// this makes stale are at most those of the lists it names and,
+		// if a shard's records overflowed meanwhile, that shard's.
 		db.qcache.changing(keys, c)
 	}
 	var sw syncWaiter

@@ -54,7 +54,8 @@ var (
 		counter("lshdb_query_cache_doc_hits_total", "Candidates found in the query cache.", func(m *db.Metrics) float64 { return float64(m.QueryCache.DocHits) }),
 		counter("lshdb_query_cache_doc_misses_total", "Candidates read from the store.", func(m *db.Metrics) float64 { return float64(m.QueryCache.DocMisses) }),
 		counter("lshdb_query_cache_list_hits_total", "Posting lists served from the query cache.", func(m *db.Metrics) float64 { return float64(m.QueryCache.ListHits) }),
-		counter("lshdb_query_cache_list_stale_total", "Cached posting lists found changed by a write since they were read.", func(m *db.Metrics) float64 { return float64(m.QueryCache.ListStale) }),
+		counter("lshdb_query_cache_list_misses_total", "Posting lists not in the query cache.", func(m *db.Metrics) float64 { return float64(m.QueryCache.ListMisses) }),
+		counter("lshdb_query_cache_list_stale_total", "Cached posting lists not served: changed by a write since they were read, or read at a later version than the query's.", func(m *db.Metrics) float64 { return float64(m.QueryCache.ListStale) }),
 	}
 	levelFiles = prometheus.NewDesc("lshdb_pebble_level_files", "Tables by level.", []string{"level"}, nil)
 	levelBytes = prometheus.NewDesc("lshdb_pebble_level_bytes", "Table bytes by level.", []string{"level"}, nil)

@@ -113,6 +113,8 @@ func TestMetrics(t *testing.T) {
 		{"lshdb_query_cache_doc_hits_total", nil, 0},
 		{"lshdb_query_cache_docs", nil, float64(want.Candidates)},
 		{"lshdb_query_cache_lists", nil, 0},
+		{"lshdb_query_cache_list_misses_total", nil, float64(d.Params().Bands.B)},
+		{"lshdb_query_cache_list_hits_total", nil, 0},
 	} {
 		got, ok := value(fams, c.name, c.labels...)
 		if !ok || got != c.want {
