@@ -149,7 +149,7 @@ func (db *DB) answer(ctx context.Context, v view, in *QueryInput, q QueryOptions
 		// NB: the stored document's set and (text mode) signature are
 		// derived into the scratch space, which query does not use for
 		// anything else.
-		rec := docData{Set: sc.elems[:0], sigBuf: sc.sig[:0]}
+		rec := docData{Set: sc.elems[:0], sigBuf: sc.sig[:0], anyOrder: true}
 		if rec.sigBuf == nil && db.man.Storage == StorageText {
 			rec.sigBuf = make([]uint32, 0, db.skOpt.NumPerm)
 		}

@@ -35,6 +35,10 @@ type docData struct {
 	// the record does not store (a caller's scratch; complete leaves the
 	// grown buffer in it).
 	sigBuf []uint32
+	// anyOrder: the caller takes Set in any order (a query's probe
+	// table), so that complete need not sort a set derived from text when
+	// the format's fingerprint does not depend on the order.
+	anyOrder bool
 }
 
 // sortedSets reports whether writing a record needs the document's set
@@ -97,7 +101,11 @@ func (db *DB) complete(h *minhash.Hasher, n uint64, d *docData) error {
 		if !d.HasText {
 			return fmt.Errorf("%w: doc %d (%q) holds neither its text nor its signature", ErrCorrupt, n, d.ID)
 		}
-		d.Set, d.Signature = h.Document(d.Set, d.sigBuf[:0], d.Text)
+		if d.anyOrder && db.man.FormatVersion >= 3 {
+			d.Set, d.Signature = h.DocumentUnsorted(d.Set, d.sigBuf[:0], d.Text)
+		} else {
+			d.Set, d.Signature = h.Document(d.Set, d.sigBuf[:0], d.Text)
+		}
 		if d.sigBuf != nil {
 			d.sigBuf = d.Signature
 		}
