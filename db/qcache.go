@@ -349,7 +349,7 @@ func (c *queryCache) putList(pk postingKey, version codec.Counters, docs []uint6
 // index hold a few documents and are read once in a long while, and
 // caching each on its first read made the cache's own copies and
 // evictions a sixth of what a query through the API allocated
-// (BenchmarkMixed: 20% of list reads were hits).
+// (BenchmarkMixed: a quarter of list reads were hits).
 func (s *cacheShard) seenBefore(k uint64) bool {
 	if s.seen == nil {
 		// NB: a bit per 64 bytes of budget (65,536 bits a shard at the
