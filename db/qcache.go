@@ -197,26 +197,7 @@ func (c *queryCache) getDoc(n uint64) (cachedDoc, bool) {
 	}
 	s.docHits++
 	s.touch(i)
-	e, p := &s.ents[i], s.data[i]
-	d := cachedDoc{setLen: e.setLen, expires: e.expires}
-	if e.hasElems {
-		d.elems = p[:e.nElems:e.nElems]
-	}
-	p = p[e.nElems:]
-	sigWords := (int(e.nSig) + 1) / 2
-	if e.hasSig {
-		d.sig = unsafe.Slice((*uint32)(unsafe.Pointer(unsafe.SliceData(p))), e.nSig)
-	}
-	if p = p[sigWords:]; len(p) > 0 {
-		b := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(p))), 8*len(p))
-		d.id = unsafe.String(unsafe.SliceData(b), e.idLen)
-		if e.hasMeta {
-			d.meta = b[e.idLen : e.idLen+e.metaLen : e.idLen+e.metaLen]
-		}
-	} else if e.hasMeta {
-		d.meta = []byte{}
-	}
-	return d, true
+	return s.viewDoc(i), true
 }
 
 // putDoc caches what d holds of doc n, keeping what the cache already has
@@ -263,16 +244,26 @@ func (c *queryCache) putDoc(n uint64, d cachedDoc) {
 	s.add(i)
 }
 
-// viewDoc is getDoc's view of slot i, without touching it. The caller
-// holds s.mu.
+// viewDoc decodes slot i's payload into views of it (see cachedDoc),
+// without touching the entry. The caller holds s.mu.
 func (s *cacheShard) viewDoc(i int32) cachedDoc {
 	e, p := &s.ents[i], s.data[i]
-	var d cachedDoc
+	d := cachedDoc{setLen: e.setLen, expires: e.expires}
 	if e.hasElems {
 		d.elems = p[:e.nElems:e.nElems]
 	}
+	p = p[e.nElems:]
 	if e.hasSig {
-		d.sig = unsafe.Slice((*uint32)(unsafe.Pointer(unsafe.SliceData(p[e.nElems:]))), e.nSig)
+		d.sig = unsafe.Slice((*uint32)(unsafe.Pointer(unsafe.SliceData(p))), e.nSig)
+	}
+	if p = p[(e.nSig+1)/2:]; len(p) > 0 {
+		b := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(p))), 8*len(p))
+		d.id = unsafe.String(unsafe.SliceData(b), e.idLen)
+		if e.hasMeta {
+			d.meta = b[e.idLen : e.idLen+e.metaLen : e.idLen+e.metaLen]
+		}
+	} else if e.hasMeta {
+		d.meta = []byte{}
 	}
 	return d
 }

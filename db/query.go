@@ -150,9 +150,6 @@ func (db *DB) answer(ctx context.Context, v view, in *QueryInput, q QueryOptions
 		// derived into the scratch space, which query does not use for
 		// anything else.
 		rec := docData{Set: sc.elems[:0], sigBuf: sc.sig[:0], anyOrder: true}
-		if rec.sigBuf == nil && db.man.Storage == StorageText {
-			rec.sigBuf = make([]uint32, 0, db.skOpt.NumPerm)
-		}
 		n, err := db.lookup(v, in.ID, &rec)
 		if rec.Set != nil {
 			sc.elems = rec.Set[:0]

@@ -31,9 +31,9 @@ const (
 type docData struct {
 	codec.DocRecord
 	Set []uint64
-	// sigBuf, when not nil, is where complete derives a signature that
-	// the record does not store (a caller's scratch; complete leaves the
-	// grown buffer in it).
+	// sigBuf is where complete derives a signature that the record does
+	// not store (a caller's scratch, or nil); complete leaves the derived
+	// signature in it, so that the caller keeps the buffer for next time.
 	sigBuf []uint32
 	// anyOrder: the caller takes Set in any order (a query's probe
 	// table), so that complete need not sort a set derived from text when
@@ -106,9 +106,7 @@ func (db *DB) complete(h *minhash.Hasher, n uint64, d *docData) error {
 		} else {
 			d.Set, d.Signature = h.Document(d.Set, d.sigBuf[:0], d.Text)
 		}
-		if d.sigBuf != nil {
-			d.sigBuf = d.Signature
-		}
+		d.sigBuf = d.Signature
 		if len(d.Set) != d.SetLen {
 			return fmt.Errorf("%w: doc %d (%q): its text gives %d shingles, the record says %d", ErrCorrupt, n, d.ID, len(d.Set), d.SetLen)
 		}
