@@ -213,7 +213,13 @@ func (s *sink) begin(src docio.Source) error {
 	comp := s.compression(src.Compression)
 	switch comp {
 	case "gzip":
-		s.zw = gzip.NewWriter(s.bw)
+		// NB: BGZF, compressed on every core and read back on every core
+		// by lshdb (docio.GzipWriter); any gzip reader reads it.
+		zw, err := docio.NewGzipWriter(s.bw, gzip.DefaultCompression)
+		if err != nil {
+			return err
+		}
+		s.zw = zw
 	case "zstd":
 		zw, err := zstd.NewWriter(s.bw)
 		if err != nil {
@@ -344,6 +350,8 @@ func (s *sink) finish(ok bool) error {
 			err = errors.Join(err, s.zw.Close())
 		}
 		err = errors.Join(err, s.bw.Flush())
+	} else if s.zw != nil {
+		s.zw.Close() // NB: ends the compressor's goroutines; the file goes
 	}
 	if s.tmp == nil {
 		return s.fail(err)

@@ -63,8 +63,10 @@ the seed.`,
 					f.Close()
 					return err
 				}
-			} else {
-				zw = gzip.NewWriter(bw)
+			} else if zw, err = docio.NewGzipWriter(bw, gzip.DefaultCompression); err != nil {
+				// NB: BGZF, which lshdb inflates on every core.
+				f.Close()
+				return err
 			}
 			enc := json.NewEncoder(zw)
 			i := 0
