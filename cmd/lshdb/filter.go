@@ -581,7 +581,9 @@ the pairs from a file of pairs --output json.
 The inputs' shapes (formats, headers, schemas) are checked before the
 clustering, and read again after it. Outputs are written beside their
 names and renamed when complete; an interrupted or failed run leaves no
-partial file. The summary goes to stderr. Reading gzip takes one core:
+partial file. The summary goes to stderr. A gzip output is BGZF (blocked
+gzip, as bgzip writes it: any gzip reader reads it), compressed on every
+core. A BGZF input is inflated on every core, any other gzip on one:
 zstd inputs are read several times faster.`,
 		RunE: func(c *cobra.Command, args []string) error {
 			t, mode, keep, err := df.check(c)

@@ -496,3 +496,51 @@ func TestGenCompressionByName(t *testing.T) {
 		t.Fatalf("zstd and gzip outputs differ (%d and %d bytes)", len(plain), len(want))
 	}
 }
+
+// bgzfMembers walks a BGZF file by the sizes its members' headers give
+// (the SAM/BAM specification's layout: a fixed header with FEXTRA, XLEN
+// 6, subfield "BC" of 2 bytes holding the member's size less one) and
+// returns how many there are, failing the test where the layout breaks.
+func bgzfMembers(t *testing.T, b []byte) int {
+	t.Helper()
+	n := 0
+	for len(b) > 0 {
+		if len(b) < 18 || b[0] != 0x1f || b[1] != 0x8b || b[3]&4 == 0 || b[12] != 'B' || b[13] != 'C' {
+			t.Fatalf("member %d is not a BGZF member", n)
+		}
+		size := int(b[16]) | int(b[17])<<8 + 1
+		if size > len(b) {
+			t.Fatalf("member %d says %d bytes, %d left", n, size, len(b))
+		}
+		b = b[size:]
+		n++
+	}
+	return n
+}
+
+// Ensure that lshdb's gzip outputs (gen's, filter's) are BGZF, which any
+// gzip reader reads as one stream (compress/gzip here) and lshdb reads on
+// every core, and that a BGZF input filters as its plain text does.
+func TestGzipOutputsAreBGZF(t *testing.T) {
+	dir := t.TempDir()
+	gz, plain, idx := filepath.Join(dir, "g.jsonl.gz"), filepath.Join(dir, "g.jsonl"), filepath.Join(dir, "idx")
+	mustRun(t, "gen", "--n", "1500", "--seed", "5", "--out", gz)
+	raw, _ := os.ReadFile(gz)
+	text := gunzipFile(t, gz)
+	if m := bgzfMembers(t, raw); m < 10 {
+		t.Fatalf("gen wrote %d members for %d bytes", m, len(text))
+	}
+	if err := os.WriteFile(plain, text, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mustRun(t, "build", "--db", idx, "--threshold", "0.5", gz)
+	k1, k2 := filepath.Join(dir, "k1.jsonl"), filepath.Join(dir, "k2.jsonl.gz")
+	mustRun(t, "filter", "--db", idx, "--out", k1, plain)
+	mustRun(t, "filter", "--db", idx, "--out", k2, gz)
+	want, _ := os.ReadFile(k1)
+	raw, _ = os.ReadFile(k2)
+	bgzfMembers(t, raw)
+	if got := gunzipFile(t, k2); !bytes.Equal(got, want) || len(want) == 0 || len(want) == len(text) {
+		t.Fatalf("filter of the BGZF input wrote %d bytes (gunzipped), of the plain one %d (of %d)", len(got), len(want), len(text))
+	}
+}

@@ -101,7 +101,7 @@ the seed.`,
 	c.Flags().IntVar(&n, "n", 0, "documents")
 	c.Flags().Uint64Var(&seed, "seed", 1, "seed")
 	c.Flags().Float64Var(&copyFraction, "copy-fraction", 0.2, "fraction of near-copies")
-	c.Flags().StringVar(&out, "out", "", "output file: JSON Lines, zstd-compressed when it ends .zst, else gzip-compressed")
+	c.Flags().StringVar(&out, "out", "", "output file: JSON Lines, zstd-compressed when it ends .zst, else gzip (BGZF: blocked gzip, read on every core)")
 	c.Flags().StringVar(&prefix, "id-prefix", "g", "id prefix (ids are PREFIX + 8 digits)")
 	c.Flags().StringVar(&source, "source", "", "JSON Lines corpus the originals are made of (default: debian-descriptions from ../shared beside a checkout, else the built-in sample)")
 	c.Flags().IntVar(&upserts, "upserts", 0, "give the first K documents ids of a default-prefix corpus (upserts)")
