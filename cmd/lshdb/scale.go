@@ -83,6 +83,7 @@ the seed.`,
 					rec["of"], rec["edit_rate"] = d.Of, d.EditRate
 				}
 				if err := enc.Encode(rec); err != nil {
+					zw.Close() // NB: ends the compressor's goroutines
 					f.Close()
 					return err
 				}

@@ -9,7 +9,6 @@ import (
 	"hash/crc32"
 	"io"
 	"runtime"
-	"slices"
 	"sync"
 
 	"github.com/klauspost/compress/flate"
@@ -35,14 +34,39 @@ import (
 // would read it. A BGZF member whose BC size disagrees with its deflate
 // stream is corrupt, and refused as such.
 
+// A gzip stream is one deflate stream per member, and a deflate stream
+// can only be inflated from its start: one core's work (the 1.6 GB of
+// text of a million generated documents took 8.8 CPU-s, the largest
+// part of filter's pass over its inputs). A stream of many members whose
+// headers say their lengths can be cut into members without inflating
+// them and inflated on every core. That is BGZF, the "blocked gzip" of
+// bgzip (samtools/htslib) and of lshdb gen, and of every gzip output
+// lshdb writes: members of at most 64 KiB that inflate to at most 64 KiB,
+// each header's extra field holding a "BC" subfield with the member's
+// size less one (the SAM/BAM specification, section 4.1). Any gzip
+// reader reads such a file as one stream (gzip -d, zcat, Python's gzip);
+// lshdb reads it on every core.
+//
+// newGzipReader falls back to klauspost's sequential reader, from the
+// member on, as soon as a member is not a plain BGZF one (no BC
+// subfield, flags other than FTEXT and FEXTRA, another method, a size
+// over 64 KiB either way), so a concatenation of a BGZF file and any
+// other gzip file reads as gzip -d would read it. A BGZF member whose BC
+// size disagrees with its deflate stream is corrupt, and refused as such
+// (as htslib does; a sequential reader, which ignores the subfield, may
+// read it).
+
 const (
-	bgzfMaxBlock = 64 << 10 // a member's size, header to trailer, at most
+	bgzfMaxBlock = 64 << 10 // a member's size, header to trailer, and its text, at most
 	// bgzfMaxInput is the text a writer puts in one member: htslib's
 	// figure, which leaves room for deflate's stored-block overhead when
 	// the text does not compress.
 	bgzfMaxInput = 0xff00
-	// bgzfBatch is the compressed bytes a reader's job inflates at once.
+	// bgzfBatch is the text a reader's job inflates at once, at most.
 	bgzfBatch = 1 << 20
+	// bgzfMaxWorkers caps the goroutines that inflate (and so the
+	// batches in memory), as the JSON Lines parsers are capped.
+	bgzfMaxWorkers = 8
 )
 
 // bgzfEOF is the empty member that ends a BGZF file (htslib checks for
@@ -52,20 +76,23 @@ var bgzfEOF = []byte{
 	0x1b, 0x00, 0x03, 0x00, 0, 0, 0, 0, 0, 0, 0, 0,
 }
 
+// bgzfHeader is the fixed part of a BGZF header and its extra field,
+// when it holds no subfield but BC: 18 bytes.
+const bgzfHeader = 18
+
 // bgzfSize returns the size of the member that starts hdr and the length
 // of its header, or ok false when hdr does not start a plain BGZF member
-// (whole header in hdr, the method deflate, no flags but FEXTRA, FNAME
-// and FCOMMENT, a BC subfield of two bytes).
+// (whole header in hdr, the method deflate, no flags but FTEXT and
+// FEXTRA, a BC subfield of two bytes, a size from header to trailer).
 func bgzfSize(hdr []byte) (size, hlen int, ok bool) {
-	const fextra, fname, fcomment = 1 << 2, 1 << 3, 1 << 4
+	const ftext, fextra = 1 << 0, 1 << 2
 	if len(hdr) < 12 || hdr[0] != 0x1f || hdr[1] != 0x8b || hdr[2] != 8 {
 		return 0, 0, false
 	}
-	// NB: FHCRC and the reserved flags are left to the sequential
-	// reader, which checks them.
-	const ftext = 1 << 0
-	flg := hdr[3]
-	if flg&fextra == 0 || flg&^(ftext|fextra|fname|fcomment) != 0 {
+	// NB: a name, a comment (whose length the sequential readers cap), a
+	// header CRC and the reserved flags are left to the sequential
+	// reader; bgzip writes none of them.
+	if flg := hdr[3]; flg&fextra == 0 || flg&^(ftext|fextra) != 0 {
 		return 0, 0, false
 	}
 	xlen := int(binary.LittleEndian.Uint16(hdr[10:]))
@@ -83,17 +110,6 @@ func bgzfSize(hdr []byte) (size, hlen int, ok bool) {
 		x = x[4+slen:]
 	}
 	hlen = 12 + xlen
-	// NB: a name or a comment is zero-terminated after the extra field.
-	for _, f := range []byte{fname, fcomment} {
-		if flg&f == 0 {
-			continue
-		}
-		i := bytes.IndexByte(hdr[min(hlen, len(hdr)):], 0)
-		if i < 0 {
-			return 0, 0, false
-		}
-		hlen += i + 1
-	}
 	if size == 0 || size < hlen+8 {
 		return 0, 0, false
 	}
@@ -105,21 +121,23 @@ type bgzfJob struct {
 	in   []byte        // the members, back to back
 	ends []int         // where each member ends in in
 	hlen []int         // each member's header length
+	text int           // what they inflate to, by their trailers
 	out  []byte        // what they inflate to
-	err  error         // what went wrong, or nil
+	err  error         // what went wrong after the members, or nil
 	tail *bufio.Reader // not nil: the rest of the stream, read sequentially
 	done chan struct{}
 }
 
-// bgzfReader inflates a BGZF stream on every core, in order.
+// bgzfReader inflates a BGZF stream on several cores, in order.
 type bgzfReader struct {
-	order chan *bgzfJob // the jobs in stream order, as they are cut
-	stop  chan struct{}
-	once  sync.Once
-	cur   *bgzfJob
-	off   int
-	gz    *gzip.Reader // the sequential reader of a tail
-	err   error
+	order   chan *bgzfJob // the jobs in stream order, as they are cut
+	stop    chan struct{}
+	once    sync.Once
+	mayWait bool // pass each member on as soon as it is read
+	cur     *bgzfJob
+	off     int
+	gz      *gzip.Reader // the sequential reader of a tail
+	err     error
 	// NB: buffers are reused through free lists, not a sync.Pool, which
 	// each GC empties: reading 64 MB allocated and zeroed megabytes per
 	// batch, and grew them by doubling (a third of the reader's CPU).
@@ -147,48 +165,64 @@ func put(free chan []byte, b []byte) {
 }
 
 // newGzipReader returns a reader of the gzip stream br starts with: on
-// every core when its first member is a BGZF one, else klauspost's
-// reader (a quarter faster than compress/gzip's).
-func newGzipReader(br *bufio.Reader) (io.ReadCloser, error) {
-	hdr, _ := br.Peek(bgzfHeaderPeek(br))
-	if _, _, ok := bgzfSize(hdr); !ok {
+// several cores when its first member is a BGZF one, else klauspost's
+// reader (a quarter faster than compress/gzip's). br's buffer must hold
+// a whole member (64 KiB). mayWait: br reads a pipe or the like, whose
+// members are passed on as they arrive rather than in batches.
+func newGzipReader(br *bufio.Reader, mayWait bool) (io.ReadCloser, error) {
+	if _, ok, _ := bgzfMember(br); !ok || br.Size() < bgzfMaxBlock {
 		gz, err := gzip.NewReader(br)
 		if err != nil {
 			return nil, err
 		}
 		return gz, nil
 	}
-	procs := runtime.GOMAXPROCS(0)
+	workers := min(runtime.GOMAXPROCS(0), bgzfMaxWorkers)
 	r := &bgzfReader{
-		order:   make(chan *bgzfJob, 2*procs),
+		order:   make(chan *bgzfJob, 2*workers),
 		stop:    make(chan struct{}),
-		freeIn:  make(chan []byte, 4*procs),
-		freeOut: make(chan []byte, 4*procs),
+		mayWait: mayWait,
+		freeIn:  make(chan []byte, 4*workers),
+		freeOut: make(chan []byte, 4*workers),
 	}
-	work := make(chan *bgzfJob, 2*procs)
+	work := make(chan *bgzfJob, 2*workers)
 	go r.cut(br, work)
-	for range procs {
+	for range workers {
 		go r.inflate(work)
 	}
 	return r, nil
 }
 
-// bgzfHeaderPeek is how much of br to peek at for a member's header: the
-// fixed part and an extra field, or less at the end of the stream.
-func bgzfHeaderPeek(br *bufio.Reader) int {
-	fixed, _ := br.Peek(12)
-	if len(fixed) < 12 {
-		return len(fixed)
+// bgzfMember peeks at the member br starts with: the whole member when
+// it is a BGZF one (ok), else what br holds of it; err is a read error
+// other than the end of the stream.
+func bgzfMember(br *bufio.Reader) (m []byte, ok bool, err error) {
+	hdr, err := br.Peek(bgzfHeader)
+	if err != nil && err != io.EOF {
+		return hdr, false, err
 	}
-	n := 12 + int(binary.LittleEndian.Uint16(fixed[10:]))
-	// NB: a name or comment follows; a BGZF member's whole header is
-	// within its 64 KiB, which is br's buffer.
-	return min(max(n+1024, 18), br.Size())
+	size, _, ok := bgzfSize(hdr)
+	if !ok {
+		return hdr, false, nil
+	}
+	m, err = br.Peek(size)
+	if err != nil && err != io.EOF {
+		return m, false, err
+	}
+	if len(m) < size || binary.LittleEndian.Uint32(m[size-4:]) > bgzfMaxBlock {
+		// NB: a member cut short, or one that says it inflates to more
+		// than BGZF allows (which would be a lie to allocate for): the
+		// sequential reader judges it.
+		return m, false, nil
+	}
+	return m, true, nil
 }
 
 // cut reads whole members into batches and hands each to the workers
-// and, in order, to Read; it ends with the stream, an error, or a member
-// that is not BGZF, which it hands over as the tail to read sequentially.
+// and, in order, to Read; it ends with the stream, a read error, or a
+// member that is not BGZF, which it hands over as the tail to read
+// sequentially (the sequential reader then judges it: a cut member is
+// io.ErrUnexpectedEOF).
 func (r *bgzfReader) cut(br *bufio.Reader, work chan<- *bgzfJob) {
 	defer close(work)
 	defer close(r.order)
@@ -211,19 +245,28 @@ func (r *bgzfReader) cut(br *bufio.Reader, work chan<- *bgzfJob) {
 		return true
 	}
 	for {
-		peek := bgzfHeaderPeek(br)
-		if peek == 0 {
+		select {
+		case <-r.stop:
+			return
+		default:
+		}
+		m, ok, err := bgzfMember(br)
+		if err != nil || len(m) == 0 {
+			// NB: a read error (which Peek reports once) after the
+			// members before it; else the end.
+			if err != nil {
+				if job == nil {
+					job = &bgzfJob{done: make(chan struct{})}
+				}
+				job.err = err
+			}
 			send()
 			return
 		}
-		hdr, _ := br.Peek(peek)
-		size, hlen, ok := bgzfSize(hdr)
 		if !ok {
 			if !send() {
 				return
 			}
-			// NB: the rest is read as gzip -d reads it (a non-BGZF member
-			// or trailing bytes, which the sequential reader judges).
 			job = &bgzfJob{tail: br, done: make(chan struct{})}
 			close(job.done)
 			select {
@@ -233,22 +276,15 @@ func (r *bgzfReader) cut(br *bufio.Reader, work chan<- *bgzfJob) {
 			return
 		}
 		if job == nil {
-			job = &bgzfJob{done: make(chan struct{}), in: get(r.freeIn, bgzfBatch+bgzfMaxBlock)}
+			job = &bgzfJob{done: make(chan struct{}), in: get(r.freeIn, bgzfBatch/2)}
 		}
-		start := len(job.in)
-		job.in = slices.Grow(job.in, size)[:start+size]
-		if _, err := io.ReadFull(br, job.in[start:]); err != nil {
-			if err == io.EOF {
-				err = io.ErrUnexpectedEOF
-			}
-			job.in = job.in[:start]
-			job.err = err // NB: after the members before it
-			send()
-			return
-		}
+		_, hlen, _ := bgzfSize(m)
+		job.in = append(job.in, m...)
 		job.ends = append(job.ends, len(job.in))
 		job.hlen = append(job.hlen, hlen)
-		if len(job.in) >= bgzfBatch && !send() {
+		job.text += int(binary.LittleEndian.Uint32(m[len(m)-4:]))
+		br.Discard(len(m))
+		if (job.text >= bgzfBatch-bgzfMaxBlock || r.mayWait && br.Buffered() == 0) && !send() {
 			return
 		}
 	}
@@ -258,26 +294,17 @@ func (r *bgzfReader) cut(br *bufio.Reader, work chan<- *bgzfJob) {
 func (r *bgzfReader) inflate(work <-chan *bgzfJob) {
 	var fr io.ReadCloser
 	var src bytes.Reader
+	var one [1]byte
 	for job := range work {
-		// NB: the output's size is the sum of the trailers' sizes; each
-		// is checked before it is trusted.
-		total := 0
-		for _, end := range job.ends {
-			total += min(int(binary.LittleEndian.Uint32(job.in[end-4:])), bgzfMaxBlock*1024+1)
-		}
-		job.out = get(r.freeOut, total)
+		// NB: the text's size is the trailers' sum, each at most 64 KiB
+		// (cut checked).
+		job.out = get(r.freeOut, job.text)
 		start := 0
 		for i, end := range job.ends {
 			m := job.in[start:end]
 			start = end
 			data, trailer := m[job.hlen[i]:len(m)-8], m[len(m)-8:]
 			want, isize := binary.LittleEndian.Uint32(trailer), int(binary.LittleEndian.Uint32(trailer[4:]))
-			if isize > bgzfMaxBlock*1024 {
-				// NB: deflate expands at most ~1032:1; a larger size is a
-				// lie, not an allocation to make.
-				job.err = fmt.Errorf("%w: a member says it inflates to %d bytes", gzip.ErrHeader, isize)
-				break
-			}
 			src.Reset(data)
 			if fr == nil {
 				fr = flate.NewReader(&src)
@@ -286,32 +313,30 @@ func (r *bgzfReader) inflate(work <-chan *bgzfJob) {
 				break
 			}
 			n := len(job.out)
-			job.out = slices.Grow(job.out, isize)[:n+isize]
+			job.out = job.out[:n+isize]
 			got, err := io.ReadFull(fr, job.out[n:])
-			if err == nil {
+			switch {
+			case err == nil:
 				// NB: the member's deflate stream must end where its
-				// trailer starts, as a sequential reader would read it.
-				var one [1]byte
+				// trailer starts, as a sequential reader reads it.
 				if k, e := fr.Read(one[:]); k != 0 || e != io.EOF || src.Len() != 0 {
-					err = fmt.Errorf("%w: a member's data does not end where its size says", gzip.ErrHeader)
+					err = fmt.Errorf("%w: a BGZF member's data does not end where its size says", gzip.ErrHeader)
 				}
-			} else if err == io.EOF || err == io.ErrUnexpectedEOF {
+			case err == io.EOF || err == io.ErrUnexpectedEOF:
 				// NB: the whole member is in memory, so this is not a
 				// truncated file but a member that lies about itself.
 				if got < isize && src.Len() == 0 {
-					err = fmt.Errorf("%w: a member's deflate data runs past its size", gzip.ErrHeader)
+					err = fmt.Errorf("%w: a BGZF member's deflate data runs past its size", gzip.ErrHeader)
 				} else {
-					err = fmt.Errorf("%w: a member inflates to less than its size", gzip.ErrChecksum)
+					err = fmt.Errorf("%w: a BGZF member inflates to less than its trailer says", gzip.ErrChecksum)
 				}
+			}
+			if err == nil && crc32.ChecksumIEEE(job.out[n:]) != want {
+				err = gzip.ErrChecksum
 			}
 			if err != nil {
 				job.out = job.out[:n]
-				job.err = err
-				break
-			}
-			if crc32.ChecksumIEEE(job.out[n:]) != want {
-				job.out = job.out[:n]
-				job.err = gzip.ErrChecksum
+				job.err = err // NB: replaces a read error after the members
 				break
 			}
 		}
@@ -366,8 +391,9 @@ func (r *bgzfReader) Read(p []byte) (int, error) {
 	}
 }
 
-// Close stops the goroutines (the one cutting members stops at its next
-// member) and releases the reader.
+// Close stops the goroutines (the one that cuts members stops before
+// its next member; one blocked reading a pipe, when the read returns)
+// and releases the reader.
 func (r *bgzfReader) Close() error {
 	r.once.Do(func() { close(r.stop) })
 	if r.gz != nil {
@@ -379,22 +405,19 @@ func (r *bgzfReader) Close() error {
 	return nil
 }
 
-// GzipWriter compresses to BGZF on every core: members of at most
-// 0xff00 bytes of input, compressed concurrently and written in order,
-// ended by BGZF's empty member. Any gzip reader reads its output;
-// lshdb's inflates it on every core. Members cost a little ratio: the
 // generated corpus's gzip was 3% larger than one stream's.
 type GzipWriter struct {
-	w      io.Writer
-	level  int
-	block  []byte
-	order  chan *bgzfBlock
-	work   chan *bgzfBlock
-	wrote  chan struct{} // closed when the writing goroutine ends
-	err    error         // the first write error, set before wrote closes
-	mu     sync.Mutex
-	pool   sync.Pool
-	closed bool
+	w        io.Writer
+	level    int
+	block    []byte
+	order    chan *bgzfBlock
+	work     chan *bgzfBlock
+	wrote    chan struct{} // closed when the writing goroutine ends
+	err      error         // the first write error, set before wrote closes
+	mu       sync.Mutex
+	pool     sync.Pool
+	closed   bool
+	closeErr error // what Close returned, returned again
 }
 
 type bgzfBlock struct {
@@ -525,7 +548,7 @@ func (g *GzipWriter) write() {
 // returns the first write error.
 func (g *GzipWriter) Close() error {
 	if g.closed {
-		return nil
+		return g.closeErr
 	}
 	g.closed = true
 	var err error
@@ -536,13 +559,13 @@ func (g *GzipWriter) Close() error {
 	close(g.order)
 	<-g.wrote
 	g.mu.Lock()
-	defer g.mu.Unlock()
 	if g.err != nil {
-		return g.err
+		err = g.err
 	}
-	if err != nil {
-		return err
+	g.mu.Unlock()
+	if err == nil {
+		_, err = g.w.Write(bgzfEOF)
 	}
-	_, err = g.w.Write(bgzfEOF)
+	g.closeErr = err
 	return err
 }

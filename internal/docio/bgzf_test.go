@@ -4,12 +4,16 @@ import (
 	"bufio"
 	"bytes"
 	"compress/gzip"
+	"encoding/binary"
 	"errors"
 	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
+	"testing/iotest"
+	"time"
 
 	"github.com/klauspost/compress/flate"
 )
@@ -48,7 +52,7 @@ func stdGunzip(b []byte) ([]byte, error) {
 // ourGunzip reads b through newGzipReader and says whether the members
 // were inflated in parallel.
 func ourGunzip(b []byte) ([]byte, bool, error) {
-	r, err := newGzipReader(bufio.NewReaderSize(bytes.NewReader(b), 64<<10))
+	r, err := newGzipReader(bufio.NewReaderSize(bytes.NewReader(b), 64<<10), false)
 	if err != nil {
 		return nil, false, err
 	}
@@ -198,11 +202,55 @@ func TestGzipReaderDamage(t *testing.T) {
 			t.Errorf("%s: read %d bytes before the error, not the members before it", tc.name, len(got))
 		}
 	}
-	// A member whose BC size lies is corrupt, whatever its deflate data.
-	lie := bytes.Clone(z)
-	lie[16]-- // NB: the first member's size, one byte short
-	if _, _, err := ourGunzip(lie); err == nil {
-		t.Error("a member whose size lies was read")
+	// A member whose BC size says one byte more than its deflate stream
+	// and trailer (a byte between them) is refused in parallel; a
+	// sequential reader reads that byte as the trailer's, and fails too.
+	pad := cat(z[:second-8], []byte{0}, z[second-8:])
+	binary.LittleEndian.PutUint16(pad[16:], uint16(second)) // NB: size+1, less one
+	if _, parallel, err := ourGunzip(pad); err == nil || !parallel || !errors.Is(err, gzip.ErrHeader) {
+		t.Errorf("a member with a byte after its deflate data: parallel %v, err %v", parallel, err)
+	}
+	// A member whose trailer says it inflates to 64 MiB is not BGZF: it
+	// is left to the sequential reader, which finds the size wrong (and
+	// nothing allocates 64 MiB per member).
+	big := bytes.Clone(z)
+	binary.LittleEndian.PutUint32(big[second-4:], 64<<20)
+	if _, _, err := ourGunzip(big); !errors.Is(err, gzip.ErrChecksum) {
+		t.Errorf("a member whose trailer lies about its size: err %v, want %v", err, gzip.ErrChecksum)
+	}
+	// A read error after whole members is the read's error, not the end.
+	eio := errors.New("input/output error")
+	r, err := newGzipReader(bufio.NewReaderSize(io.MultiReader(bytes.NewReader(z[:second]), iotest.ErrReader(eio)), 64<<10), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.ReadAll(r)
+	r.Close()
+	if !errors.Is(err, eio) || !bytes.Equal(got, in[:bgzfMaxInput]) {
+		t.Errorf("a read error after a member: read %d bytes, err %v; want %d and %v", len(got), err, bgzfMaxInput, eio)
+	}
+}
+
+// TestGzipReaderFallback: a member that is not plain BGZF (a name, a BC
+// size that a name makes wrong) is read by the sequential reader, as
+// compress/gzip reads it.
+func TestGzipReaderFallback(t *testing.T) {
+	var named bytes.Buffer
+	zw := gzip.NewWriter(&named)
+	zw.Name = "docs.jsonl"
+	zw.Extra = []byte{'B', 'C', 2, 0, 10, 0} // NB: a BC size that is wrong
+	zw.Write([]byte("named member\n"))
+	zw.Close()
+	ours := bgzfBytes(t, []byte("bgzf member\n"), 1<<20)
+	for _, z := range [][]byte{named.Bytes(), cat(ours[:len(ours)-len(bgzfEOF)], named.Bytes(), ours)} {
+		want, err := stdGunzip(z)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _, err := ourGunzip(z)
+		if err != nil || !bytes.Equal(got, want) {
+			t.Errorf("read %q, %v; want %q", got, err, want)
+		}
 	}
 }
 
@@ -212,19 +260,75 @@ func flip(b []byte, i int, bit uint) []byte {
 	return c
 }
 
-// TestGzipReaderClose: closing before the end stops the reader.
+// TestGzipReaderClose: closing before the end stops the reader and its
+// goroutines.
 func TestGzipReaderClose(t *testing.T) {
 	z := bgzfBytes(t, textLike(rand.New(rand.NewPCG(5, 6)), 4*bgzfBatch), 1<<20)
-	r, err := newGzipReader(bufio.NewReaderSize(bytes.NewReader(z), 64<<10))
+	before := runtime.NumGoroutine()
+	r, err := newGzipReader(bufio.NewReaderSize(bytes.NewReader(z), 64<<10), false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := io.ReadFull(r, make([]byte, 100)); err != nil {
 		t.Fatal(err)
 	}
+	if runtime.NumGoroutine() <= before {
+		t.Fatal("no goroutine started")
+	}
 	r.Close()
 	if _, err := r.Read(make([]byte, 10)); err == nil {
 		t.Error("a closed reader read")
+	}
+	waitGoroutines(t, before)
+}
+
+// waitGoroutines waits until no more than n goroutines run.
+func waitGoroutines(t *testing.T, n int) {
+	t.Helper()
+	for i := 0; runtime.NumGoroutine() > n; i++ {
+		if i == 200 {
+			t.Fatalf("%d goroutines, %d before", runtime.NumGoroutine(), n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+type failWriter struct{ n int }
+
+func (w *failWriter) Write(p []byte) (int, error) {
+	if w.n -= len(p); w.n < 0 {
+		return 0, errors.New("disk full")
+	}
+	return len(p), nil
+}
+
+// TestGzipWriterErrors: a write error comes back from Write or Close,
+// and again from a second Close; a Write after Close fails; the
+// goroutines end.
+func TestGzipWriterErrors(t *testing.T) {
+	before := runtime.NumGoroutine()
+	w, err := NewGzipWriter(&failWriter{n: 1000}, flate.DefaultCompression)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := textLike(rand.New(rand.NewPCG(9, 10)), 20*bgzfMaxInput)
+	var werr error
+	for p := text; len(p) > 0 && werr == nil; p = p[bgzfMaxInput:] {
+		_, werr = w.Write(p[:bgzfMaxInput])
+	}
+	cerr := w.Close()
+	if werr == nil && cerr == nil || cerr == nil {
+		t.Fatalf("Write %v, Close %v: want the disk-full error from Close", werr, cerr)
+	}
+	if again := w.Close(); again != cerr {
+		t.Errorf("second Close: %v, want %v", again, cerr)
+	}
+	if _, err := w.Write([]byte("x")); err == nil {
+		t.Error("a Write after Close succeeded")
+	}
+	waitGoroutines(t, before)
+	if _, err := NewGzipWriter(io.Discard, 10); err == nil {
+		t.Error("level 10 accepted")
 	}
 }
 
@@ -248,4 +352,28 @@ func FuzzGzipReader(f *testing.F) {
 			t.Fatalf("read %q; compress/gzip reads %q, %v", got, want, stdErr)
 		}
 	})
+}
+
+// TestGzipReaderPipe: from a pipe, each member is passed on as soon as
+// it is read, not when a batch fills.
+func TestGzipReaderPipe(t *testing.T) {
+	text := textLike(rand.New(rand.NewPCG(11, 12)), 2*bgzfMaxInput)
+	z := bgzfBytes(t, text, 1<<20)
+	first, _, _ := bgzfSize(z)
+	pr, pw := io.Pipe()
+	go pw.Write(z[:first]) // NB: one member, and the writer waits
+	r, err := newGzipReader(bufio.NewReaderSize(pr, 64<<10), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make([]byte, bgzfMaxInput)
+	if _, err := io.ReadFull(r, got); err != nil || !bytes.Equal(got, text[:bgzfMaxInput]) {
+		t.Fatalf("first member: %v", err)
+	}
+	go func() { pw.Write(z[first:]); pw.Close() }()
+	rest, err := io.ReadAll(r)
+	r.Close()
+	if err != nil || !bytes.Equal(rest, text[bgzfMaxInput:]) {
+		t.Fatalf("the rest: %d bytes, %v", len(rest), err)
+	}
 }

@@ -366,7 +366,7 @@ func mayWait(in io.Reader) bool {
 // stream reads one input: it tells and undoes compression, drops a BOM,
 // and reads the format (as text, with the id textID, or its base name).
 func (r *reader) stream(name string, in io.Reader, format, textID string) error {
-	br, comp, closeFn, err := decompress(name, in)
+	br, comp, closeFn, err := decompress(name, in, mayWait(in))
 	if err != nil {
 		return err
 	}
@@ -413,9 +413,10 @@ var utf8BOM = []byte{0xef, 0xbb, 0xbf}
 const bufSize = 256 << 10
 
 // decompress returns a buffered reader of in's content, decompressed when
-// it starts with a gzip or zstd magic number, the compression ("gzip",
+// it starts with a gzip or zstd magic number (mayWait: in is a pipe or
+// the like, whose content is passed on as it arrives), the compression ("gzip",
 // "zstd" or ""), and a function that releases the decompressor.
-func decompress(name string, in io.Reader) (*bufio.Reader, string, func(), error) {
+func decompress(name string, in io.Reader, mayWait bool) (*bufio.Reader, string, func(), error) {
 	br := bufio.NewReaderSize(in, 64<<10)
 	magic, err := br.Peek(4)
 	if err != nil && err != io.EOF && !errors.Is(err, bufio.ErrBufferFull) {
@@ -427,7 +428,7 @@ func decompress(name string, in io.Reader) (*bufio.Reader, string, func(), error
 		// gzip through klauspost's reader, which inflated the
 		// 200,000-document generated corpus 1.25x as fast as
 		// compress/gzip (133 against 106 MB/s).
-		gz, err := newGzipReader(br)
+		gz, err := newGzipReader(br, mayWait)
 		if err != nil {
 			return nil, "", nil, fmt.Errorf("%s: gzip: %w", name, truncated(err))
 		}

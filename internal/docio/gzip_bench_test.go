@@ -80,7 +80,7 @@ func BenchmarkGzip(b *testing.B) {
 			t *time.Duration
 		}{{&stream, &rStream}, {&bgzf, &rBGZF}} {
 			start = time.Now()
-			r, err := docio.NewGzipReader(bufio.NewReaderSize(bytes.NewReader(c.z.Bytes()), 64<<10))
+			r, err := docio.NewGzipReader(bufio.NewReaderSize(bytes.NewReader(c.z.Bytes()), 64<<10), false)
 			if err != nil {
 				b.Fatal(err)
 			}
