@@ -126,7 +126,8 @@ type sink struct {
 }
 
 // compression returns the output's compression: --compress, else a
-// file's name (.gz, .zst or none: the name says what the file holds),
+// file's name (.gz or bgzip's .bgz, .zst or none: the name says what the
+// file holds),
 // else (stdout) the first input's.
 func (s *sink) compression(input string) string {
 	switch s.compress {
@@ -138,7 +139,7 @@ func (s *sink) compression(input string) string {
 	if s.path != "" && s.path != "-" {
 		n := strings.ToLower(s.path)
 		switch {
-		case strings.HasSuffix(n, ".gz"):
+		case strings.HasSuffix(n, ".gz"), strings.HasSuffix(n, ".bgz"):
 			return "gzip"
 		case strings.HasSuffix(n, ".zst"), strings.HasSuffix(n, ".zstd"):
 			return "zstd"

@@ -30,7 +30,7 @@
 //     that format instead.
 //
 // The format is Options.Format, or else told by the name: .csv, .tsv,
-// .txt (after a .gz, .zst or .zstd suffix), JSON Lines otherwise.
+// .txt (after a .gz, .bgz, .zst or .zstd suffix), JSON Lines otherwise.
 // Compression is told by content, not name: gzip by its magic 1F 8B, zstd
 // by 28 B5 2F FD. gzip made of BGZF members (bgzip's, GzipWriter's) is
 // inflated on every core, any other gzip on one. A UTF-8 byte-order mark at the start is dropped and CRLF

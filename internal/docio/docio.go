@@ -459,7 +459,7 @@ func truncated(err error) error {
 // formatByName tells the format from a file name.
 func formatByName(name string) string {
 	n := strings.ToLower(name)
-	for _, suf := range []string{".gz", ".zst", ".zstd"} {
+	for _, suf := range []string{".gz", ".bgz", ".zst", ".zstd"} {
 		n = strings.TrimSuffix(n, suf)
 	}
 	switch {

@@ -342,16 +342,25 @@ func TestSourceAndEndsRebuildInput(t *testing.T) {
 		"z.jsonl.gz": gzipBytes([]byte("{\"id\":\"g\",\"text\":\"gz\"}\r\n")),
 		"z.csv.zst":  zstdBytes([]byte("id,text\n5,zst\n")),
 	}
+	// NB: a BGZF CSV over several members, named as bgzip names it.
+	var bigCSV bytes.Buffer
+	bigCSV.WriteString("id,text\r\n")
+	for i := 0; bigCSV.Len() < 3*bgzfMaxInput; i++ {
+		fmt.Fprintf(&bigCSV, "%d,\"row %d, quoted\"\r\n", i, i)
+	}
+	inputs["big.csv.bgz"] = bgzfBytes(t, bigCSV.Bytes(), 1<<20)
 	for name, b := range inputs {
 		os.WriteFile(filepath.Join(dir, name), b, 0o644)
 	}
-	plain := map[string][]byte{}
+	plain := map[string][]byte{"big.csv.bgz": bigCSV.Bytes()}
 	for name, b := range inputs {
-		plain[name] = b
+		if plain[name] == nil {
+			plain[name] = b
+		}
 	}
 	plain["z.jsonl.gz"] = []byte("{\"id\":\"g\",\"text\":\"gz\"}\r\n")
 	plain["z.csv.zst"] = []byte("id,text\n5,zst\n")
-	wantComp := map[string]string{"z.jsonl.gz": "gzip", "z.csv.zst": "zstd"}
+	wantComp := map[string]string{"z.jsonl.gz": "gzip", "z.csv.zst": "zstd", "big.csv.bgz": "gzip"}
 	for name := range inputs {
 		var got bytes.Buffer
 		var srcs []Source
@@ -378,6 +387,9 @@ func TestSourceAndEndsRebuildInput(t *testing.T) {
 			t.Errorf("%s: rebuilt\n%q\nwant\n%q", name, got.Bytes(), plain[name])
 		}
 		format := formatByName(name)
+		if name == "big.csv.bgz" && format != "csv" {
+			t.Errorf("%s: format %s by name, want csv", name, format)
+		}
 		if len(srcs) != 1 || srcs[0].Format != format || srcs[0].Compression != wantComp[name] || srcs[0].Name != filepath.Join(dir, name) {
 			t.Errorf("%s: sources %+v, want one of format %s, compression %q", name, srcs, format, wantComp[name])
 		}
