@@ -543,4 +543,12 @@ func TestGzipOutputsAreBGZF(t *testing.T) {
 	if got := gunzipFile(t, k2); !bytes.Equal(got, want) || len(want) == 0 || len(want) == len(text) {
 		t.Fatalf("filter of the BGZF input wrote %d bytes (gunzipped), of the plain one %d (of %d)", len(got), len(want), len(text))
 	}
+	// bgzip's own suffix says gzip too.
+	k3 := filepath.Join(dir, "k3.jsonl.bgz")
+	mustRun(t, "filter", "--db", idx, "--out", k3, plain)
+	raw, _ = os.ReadFile(k3)
+	bgzfMembers(t, raw)
+	if got := gunzipFile(t, k3); !bytes.Equal(got, want) {
+		t.Fatalf("the .bgz output gunzips to %d bytes, want %d", len(got), len(want))
+	}
 }
