@@ -58,6 +58,10 @@ type mixer interface {
 //
 //	go test -run '^$' -bench Mixed -benchtime 20000x ./db/client/
 //	LSHDB_MIXED_SECONDS=60 go test -run '^$' -bench Mixed -benchtime 60s ./db/client/
+//
+// LSHDB_MIXED_LOG=DIR writes each fixed-load run's operations to
+// DIR/TRANSPORT-LOAD.tsv (see mixLogDir), to find what the slowest ones
+// waited for.
 func BenchmarkMixed(b *testing.B) {
 	var docs []db.Doc
 	shared, err := corpus.Shared("debian-descriptions", 0)
@@ -219,6 +223,7 @@ func (mx *mix) run(tag string, m mixer, n int64, rate float64) (mixStats, error)
 	var next atomic.Int64
 	var mu sync.Mutex
 	var all, queries, puts, wakes []time.Duration
+	var log []opLog
 	var failed atomic.Value
 	var wg sync.WaitGroup
 	start := time.Now()
@@ -227,6 +232,7 @@ func (mx *mix) run(tag string, m mixer, n int64, rate float64) (mixStats, error)
 		go func() {
 			defer wg.Done()
 			var mine, mq, mp, mw []time.Duration
+			var ml []opLog
 			ctx := context.Background()
 			for {
 				i := next.Add(1)
@@ -256,6 +262,9 @@ func (mx *mix) run(tag string, m mixer, n int64, rate float64) (mixStats, error)
 					_, err = m.QueryID(ctx, mx.docs[int(i)%len(mx.docs)].ID, nil)
 				}
 				dt := time.Since(t0)
+				if mixLogDir != "" {
+					ml = append(ml, opLog{due: t0.Sub(start), lat: dt, put: put})
+				}
 				mine = append(mine, dt)
 				if put {
 					mp = append(mp, dt)
@@ -269,6 +278,7 @@ func (mx *mix) run(tag string, m mixer, n int64, rate float64) (mixStats, error)
 			}
 			mu.Lock()
 			all, queries, puts, wakes = append(all, mine...), append(queries, mq...), append(puts, mp...), append(wakes, mw...)
+			log = append(log, ml...)
 			mu.Unlock()
 		}()
 	}
@@ -276,6 +286,11 @@ func (mx *mix) run(tag string, m mixer, n int64, rate float64) (mixStats, error)
 	elapsed := time.Since(start)
 	if err, _ := failed.Load().(error); err != nil {
 		return mixStats{}, err
+	}
+	if mixLogDir != "" && rate > 0 {
+		if err := writeOpLog(filepath.Join(mixLogDir, tag+".tsv"), start, log); err != nil {
+			return mixStats{}, err
+		}
 	}
 	q := func(lat []time.Duration, p float64) float64 {
 		if len(lat) == 0 {
@@ -291,4 +306,35 @@ func (mx *mix) run(tag string, m mixer, n int64, rate float64) (mixStats, error)
 		putP50: q(puts, 0.5), putP99: q(puts, 0.99),
 		wakeP50: q(wakes, 0.5), wakeP99: q(wakes, 0.99),
 	}, nil
+}
+
+// mixLogDir, from LSHDB_MIXED_LOG, is where each fixed-load run writes
+// one line per operation, to find when the slowest ones happened (and
+// lay them beside GODEBUG=gctrace=1, whose times count from the
+// process's start, or Pebble's events): due (ms since the run's start),
+// latency (µs), q or p. The first line says when the run started, in ms
+// since the process started.
+var mixLogDir = os.Getenv("LSHDB_MIXED_LOG")
+
+// processStart is about when the process started (its first package
+// initialisations).
+var processStart = time.Now()
+
+type opLog struct {
+	due, lat time.Duration
+	put      bool
+}
+
+func writeOpLog(path string, start time.Time, log []opLog) error {
+	slices.SortFunc(log, func(a, b opLog) int { return int(a.due - b.due) })
+	var b strings.Builder
+	fmt.Fprintf(&b, "# run started %.3f ms after the process\n", float64(start.Sub(processStart).Microseconds())/1e3)
+	for _, o := range log {
+		kind := "q"
+		if o.put {
+			kind = "p"
+		}
+		fmt.Fprintf(&b, "%.3f\t%d\t%s\n", float64(o.due.Microseconds())/1e3, o.lat.Microseconds(), kind)
+	}
+	return os.WriteFile(path, []byte(b.String()), 0o644)
 }
