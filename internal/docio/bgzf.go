@@ -170,7 +170,7 @@ func put(free chan []byte, b []byte) {
 // a whole member (64 KiB). mayWait: br reads a pipe or the like, whose
 // members are passed on as they arrive rather than in batches.
 func newGzipReader(br *bufio.Reader, mayWait bool) (io.ReadCloser, error) {
-	if _, ok, _ := bgzfMember(br); !ok || br.Size() < bgzfMaxBlock {
+	if _, _, ok, _ := bgzfMember(br); !ok || br.Size() < bgzfMaxBlock {
 		gz, err := gzip.NewReader(br)
 		if err != nil {
 			return nil, err
@@ -193,29 +193,29 @@ func newGzipReader(br *bufio.Reader, mayWait bool) (io.ReadCloser, error) {
 	return r, nil
 }
 
-// bgzfMember peeks at the member br starts with: the whole member when
-// it is a BGZF one (ok), else what br holds of it; err is a read error
-// other than the end of the stream.
-func bgzfMember(br *bufio.Reader) (m []byte, ok bool, err error) {
+// bgzfMember peeks at the member br starts with: the whole member and its
+// header's length when it is a BGZF one (ok), else what br holds of it;
+// err is a read error other than the end of the stream.
+func bgzfMember(br *bufio.Reader) (m []byte, hlen int, ok bool, err error) {
 	hdr, err := br.Peek(bgzfHeader)
 	if err != nil && err != io.EOF {
-		return hdr, false, err
+		return hdr, 0, false, err
 	}
-	size, _, ok := bgzfSize(hdr)
+	size, hlen, ok := bgzfSize(hdr)
 	if !ok {
-		return hdr, false, nil
+		return hdr, 0, false, nil
 	}
 	m, err = br.Peek(size)
 	if err != nil && err != io.EOF {
-		return m, false, err
+		return m, 0, false, err
 	}
 	if len(m) < size || binary.LittleEndian.Uint32(m[size-4:]) > bgzfMaxBlock {
 		// NB: a member cut short, or one that says it inflates to more
 		// than BGZF allows (which would be a lie to allocate for): the
 		// sequential reader judges it.
-		return m, false, nil
+		return m, 0, false, nil
 	}
-	return m, true, nil
+	return m, hlen, true, nil
 }
 
 // cut reads whole members into batches and hands each to the workers
@@ -250,7 +250,7 @@ func (r *bgzfReader) cut(br *bufio.Reader, work chan<- *bgzfJob) {
 			return
 		default:
 		}
-		m, ok, err := bgzfMember(br)
+		m, hlen, ok, err := bgzfMember(br)
 		if err != nil || len(m) == 0 {
 			// NB: a read error (which Peek reports once) after the
 			// members before it; else the end.
@@ -278,7 +278,6 @@ func (r *bgzfReader) cut(br *bufio.Reader, work chan<- *bgzfJob) {
 		if job == nil {
 			job = &bgzfJob{done: make(chan struct{}), in: get(r.freeIn, bgzfBatch/2)}
 		}
-		_, hlen, _ := bgzfSize(m)
 		job.in = append(job.in, m...)
 		job.ends = append(job.ends, len(job.in))
 		job.hlen = append(job.hlen, hlen)
@@ -405,7 +404,12 @@ func (r *bgzfReader) Close() error {
 	return nil
 }
 
-// generated corpus's gzip was 3% larger than one stream's.
+// GzipWriter compresses to BGZF on several cores: members of at most
+// 0xff00 bytes of input, compressed concurrently and written in order,
+// ended by BGZF's empty member. Any gzip reader reads its output;
+// lshdb's inflates it on every core. Members cost some ratio: 3.4% on
+// the gcide corpus, 7.7% on a million generated documents, against one
+// stream at the same level.
 type GzipWriter struct {
 	w        io.Writer
 	level    int
@@ -415,7 +419,7 @@ type GzipWriter struct {
 	wrote    chan struct{} // closed when the writing goroutine ends
 	err      error         // the first write error, set before wrote closes
 	mu       sync.Mutex
-	pool     sync.Pool
+	free     chan []byte // members' input buffers, reused (see bgzfReader)
 	closed   bool
 	closeErr error // what Close returned, returned again
 }
@@ -432,15 +436,16 @@ func NewGzipWriter(w io.Writer, level int) (*GzipWriter, error) {
 	if level < flate.HuffmanOnly || level > flate.BestCompression {
 		return nil, fmt.Errorf("docio: gzip level %d out of range", level)
 	}
-	procs := runtime.GOMAXPROCS(0)
+	workers := min(runtime.GOMAXPROCS(0), bgzfMaxWorkers)
 	g := &GzipWriter{
 		w:     w,
 		level: level,
-		order: make(chan *bgzfBlock, 2*procs),
-		work:  make(chan *bgzfBlock, 2*procs),
+		order: make(chan *bgzfBlock, 2*workers),
+		work:  make(chan *bgzfBlock, 2*workers),
 		wrote: make(chan struct{}),
+		free:  make(chan []byte, 4*workers),
 	}
-	for range procs {
+	for range workers {
 		go g.compress()
 	}
 	go g.write()
@@ -455,11 +460,7 @@ func (g *GzipWriter) Write(p []byte) (int, error) {
 	n := len(p)
 	for len(p) > 0 {
 		if g.block == nil {
-			if b, ok := g.pool.Get().(*[]byte); ok {
-				g.block = (*b)[:0]
-			} else {
-				g.block = make([]byte, 0, bgzfMaxInput)
-			}
+			g.block = get(g.free, bgzfMaxInput)
 		}
 		k := copy(g.block[len(g.block):bgzfMaxInput], p)
 		g.block = g.block[:len(g.block)+k]
@@ -495,7 +496,7 @@ func (g *GzipWriter) compress() {
 	for b := range g.work {
 		for _, level := range []int{g.level, flate.NoCompression} {
 			buf.Reset()
-			buf.Write([]byte{0x1f, 0x8b, 0x08, 0x04, 0, 0, 0, 0, 0, 0xff, 0x06, 0x00, 'B', 'C', 0x02, 0x00, 0, 0})
+			buf.Write(bgzfEOF[:bgzfHeader]) // NB: its size is set below
 			w := fw
 			switch {
 			case level != g.level:
@@ -518,9 +519,8 @@ func (g *GzipWriter) compress() {
 		out := bytes.Clone(buf.Bytes())
 		binary.LittleEndian.PutUint16(out[16:], uint16(len(out)-1))
 		b.out = out
-		in := b.in[:0]
+		put(g.free, b.in)
 		b.in = nil
-		g.pool.Put(&in)
 		close(b.done)
 	}
 }

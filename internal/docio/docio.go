@@ -366,7 +366,8 @@ func mayWait(in io.Reader) bool {
 // stream reads one input: it tells and undoes compression, drops a BOM,
 // and reads the format (as text, with the id textID, or its base name).
 func (r *reader) stream(name string, in io.Reader, format, textID string) error {
-	br, comp, closeFn, err := decompress(name, in, mayWait(in))
+	wait := mayWait(in) // NB: a Stat: once per input
+	br, comp, closeFn, err := decompress(name, in, wait)
 	if err != nil {
 		return err
 	}
@@ -388,7 +389,7 @@ func (r *reader) stream(name string, in io.Reader, format, textID string) error 
 	if format == "jsonl" {
 		// NB: the JSON Lines reader closes the decompressor itself, when
 		// its reading goroutine is done with it.
-		return r.jsonl(name, br, closeFn, mayWait(in))
+		return r.jsonl(name, br, closeFn, wait)
 	}
 	defer closeFn()
 	r.lines.reset(name, br, r.o.MaxRecordBytes)
