@@ -356,19 +356,20 @@ func (db *DB) Clusters(ctx context.Context, po *PairsOptions) ([]Cluster, error)
 		init(px)
 		c.t = 0 // every pair found reached the threshold
 		var sa, sb []uint64
-		var buf []byte
+		rd := sets.reader()
+		defer rd.close()
 		var table minhash.SetTable
 		cached := int32(-1)
 		var err error
 		out, err = c.clusters(ctx, func(a, b int32) (float64, error) {
 			if a != cached {
-				if sa, buf, err = sets.read(a, sa[:0], buf); err != nil {
+				if sa, err = rd.read(a, sa); err != nil {
 					return 0, err
 				}
 				cached = a
 				table.Reset(sa)
 			}
-			if sb, buf, err = sets.read(b, sb[:0], buf); err != nil {
+			if sb, err = rd.read(b, sb); err != nil {
 				return 0, err
 			}
 			if db.estimateOnly() {

@@ -475,7 +475,8 @@ func verify(ctx context.Context, x *pairsIndex, sorter *extsort.Fixed[uint64], s
 		go func() {
 			defer wg.Done()
 			var sa, sb []uint64
-			var buf []byte
+			rd := sets.reader()
+			defer rd.close()
 			var table minhash.SetTable // sa's set, when verifying
 			cached := int32(-1)
 			floor := sketchFloor(sets.sketchLen, t)
@@ -496,7 +497,7 @@ func verify(ctx context.Context, x *pairsIndex, sorter *extsort.Fixed[uint64], s
 					}
 					var err error
 					if a != cached {
-						if sa, buf, err = sets.read(a, sa[:0], buf); err != nil {
+						if sa, err = rd.read(a, sa); err != nil {
 							fail(err)
 							break
 						}
@@ -505,7 +506,7 @@ func verify(ctx context.Context, x *pairsIndex, sorter *extsort.Fixed[uint64], s
 							table.Reset(sa)
 						}
 					}
-					if sb, buf, err = sets.read(b, sb[:0], buf); err != nil {
+					if sb, err = rd.read(b, sb); err != nil {
 						fail(err)
 						break
 					}

@@ -3,9 +3,11 @@ package db
 import (
 	"cmp"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 	"runtime"
 	"slices"
 
@@ -217,10 +219,23 @@ func sketchFloor(n int, t float64) int {
 	return n
 }
 
-// agree counts the places in which two sketches agree.
+// agree counts the places in which two sketches (of equal length) agree.
+//
+// NB: eight places at a time: a byte of x is zero where they agree, and
+// the arithmetic below sets that byte's high bit, and only that one (the
+// sum of two 7-bit values cannot carry into the next byte), so a popcount
+// counts them. Pairs compares the sketches of every distinct candidate
+// pair (17 million at a million generated documents): a byte at a time,
+// that was a tenth of its CPU time.
 func agree(a, b []byte) int {
-	n := 0
-	for i := range a {
+	const low7 = 0x7f7f7f7f7f7f7f7f
+	b = b[:len(a)]
+	n, i := 0, 0
+	for ; i+8 <= len(a); i += 8 {
+		x := binary.LittleEndian.Uint64(a[i:]) ^ binary.LittleEndian.Uint64(b[i:])
+		n += bits.OnesCount64(^((x&low7 + low7) | x | low7))
+	}
+	for ; i < len(a); i++ {
 		if a[i] == b[i] {
 			n++
 		}

@@ -206,3 +206,45 @@ func TestPairsScancodeRules(t *testing.T) {
 		d.Close()
 	}
 }
+
+// TestAgree checks agree, which counts eight places at a time, against a
+// count of one place at a time, on sketches of every length up to 40 and
+// the default 128, with agreements at every position, and bytes that
+// differ in only their high or only their low bit.
+func TestAgree(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 11))
+	oracle := func(a, b []byte) int {
+		n := 0
+		for i := range a {
+			if a[i] == b[i] {
+				n++
+			}
+		}
+		return n
+	}
+	lengths := []int{128}
+	for n := range 41 {
+		lengths = append(lengths, n)
+	}
+	for _, n := range lengths {
+		for range 200 {
+			a, b := make([]byte, n), make([]byte, n)
+			for i := range a {
+				a[i] = byte(rng.Uint32())
+				switch rng.IntN(5) {
+				case 0, 1:
+					b[i] = a[i]
+				case 2:
+					b[i] = a[i] ^ 0x80
+				case 3:
+					b[i] = a[i] ^ 1
+				default:
+					b[i] = byte(rng.Uint32())
+				}
+			}
+			if got, want := agree(a, b), oracle(a, b); got != want {
+				t.Fatalf("agree(%x, %x) = %d, want %d", a, b, got, want)
+			}
+		}
+	}
+}

@@ -30,18 +30,28 @@ import (
 // into memory instead of reading it saved no time and counted every page
 // touched in the process's resident set (5.6 GB at a million documents).
 //
-// In text mode the sets are re-derived from the stored texts as they are
-// written, de-duplicated but not sorted: verification puts one side of a
-// pair in a hash table (minhash.SetTable) and passes over the other. In
+// In text mode the file holds each document's stored text, and a reader
+// re-derives the set (normalize, shingle, de-duplicate, not sorted) when
+// verification asks for it: verification puts one side of a pair in a
+// hash table (minhash.SetTable) and passes over the other. The scan still
+// derives every set, for its sketch, but only the pairs the sketches do
+// not rule out are verified (on a million generated documents, 162,357 of
+// 17 million candidate pairs, among 450,000 documents): writing the sets
+// instead (8 bytes a shingle, about 8 bytes a character of text) wrote
+// 5.4 GB there, and the write calls alone took a quarter of Pairs' CPU
+// time. A document with a stored set (sets mode) has its set written. In
 // none mode the file holds the signatures (as uint64s), and verification
 // compares them.
 type setFile struct {
 	fs   vfs.FS
 	path string
 	f    vfs.File
-	off  []int64 // by pairsIndex position: where the set starts (−1: absent)
-	n    []int32 // by pairsIndex position: values in the set
-	x    *pairsIndex
+	off  []int64 // by pairsIndex position: where the set or text starts (−1: absent)
+	// n, by pairsIndex position: the values in the set, or −1 − the
+	// length of the text (a document whose set is derived when read).
+	n       []int32
+	x       *pairsIndex
+	hashers *sync.Pool // *minhash.Hasher: readers derive sets from texts
 	// sketches holds, for the documents in the file, the low byte of each
 	// of the first sketchLen values of their signatures (sketchLen bytes
 	// by pairsIndex position): verification rules out a candidate pair
@@ -81,7 +91,7 @@ func (db *DB) writeSetFile(ctx context.Context, fs vfs.FS, path string, snap peb
 	if err != nil {
 		return nil, err
 	}
-	s := &setFile{fs: fs, path: path, f: f, off: make([]int64, len(x.nums)), n: make([]int32, len(x.nums)), x: x}
+	s := &setFile{fs: fs, path: path, f: f, off: make([]int64, len(x.nums)), n: make([]int32, len(x.nums)), x: x, hashers: &db.hashers}
 	for i := range s.off {
 		s.off[i] = -1
 	}
@@ -118,7 +128,7 @@ func (db *DB) writeSetFile(ctx context.Context, fs vfs.FS, path string, snap peb
 				}
 				for j, i := range idx {
 					s.off[i], s.n[i] = pos, ns[j]
-					pos += 8 * int64(ns[j])
+					pos += s.bytes(ns[j])
 				}
 				out, idx, ns = out[:0], idx[:0], ns[:0]
 				return nil
@@ -175,6 +185,16 @@ func (db *DB) writeSetFile(ctx context.Context, fs vfs.FS, path string, snap peb
 						derr = classify(fmt.Errorf("doc %d: %w", x.nums[i], err))
 						return
 					}
+					if !db.estimateOnly() && !view.HasSet() {
+						// NB: the text, not the set it gives (see setFile).
+						idx, ns = append(idx, i), append(ns, -1-int32(len(view.Text)))
+						out = append(out, view.Text...)
+						if len(out) >= setChunkBytes {
+							derr = flush()
+						}
+						i++
+						return
+					}
 					idx, ns = append(idx, i), append(ns, int32(len(set)))
 					at := len(out)
 					out = slices.Grow(out, 8*len(set))[:at+8*len(set)]
@@ -207,7 +227,56 @@ func (db *DB) writeSetFile(ctx context.Context, fs vfs.FS, path string, snap peb
 	return s, nil
 }
 
-// read appends document i's set to dst, using buf for the bytes.
+// bytes returns the length in the file of an entry of n (see setFile.n).
+func (s *setFile) bytes(n int32) int64 {
+	if n < 0 {
+		return int64(-1 - n)
+	}
+	return 8 * int64(n)
+}
+
+// setReader reads sets from a setFile for one goroutine at a time.
+type setReader struct {
+	s   *setFile
+	h   *minhash.Hasher // derives the sets of texts; nil until one is read
+	buf []byte
+}
+
+// reader returns a reader of s's sets; the caller MUST close it.
+func (s *setFile) reader() *setReader { return &setReader{s: s} }
+
+// close hands back the reader's hasher.
+func (r *setReader) close() {
+	if r.h != nil {
+		r.s.hashers.Put(r.h)
+		r.h = nil
+	}
+}
+
+// read replaces dst's contents with document i's set (de-duplicated, in no
+// particular order) and returns it.
+func (r *setReader) read(i int32, dst []uint64) ([]uint64, error) {
+	s := r.s
+	if n := s.n[i]; n < 0 && s.off[i] >= 0 {
+		r.buf = slices.Grow(r.buf[:0], int(-1-n))[:-1-n]
+		if _, err := s.f.ReadAt(r.buf, s.off[i]); err != nil {
+			return dst, fmt.Errorf("lshdb: reading the text of doc %d: %w", s.x.nums[i], err)
+		}
+		if r.h == nil {
+			r.h = s.hashers.Get().(*minhash.Hasher)
+		}
+		// NB: the set writeSetFile derived from the same bytes (and
+		// checked against the record's size); the text is not kept past
+		// the call.
+		return r.h.Shingler().AppendDistinct(dst[:0], unsafe.String(unsafe.SliceData(r.buf), len(r.buf))), nil
+	}
+	var err error
+	dst, r.buf, err = s.read(i, dst[:0], r.buf)
+	return dst, err
+}
+
+// read appends document i's set to dst, using buf for the bytes. The file
+// MUST hold the set itself (not the text).
 func (s *setFile) read(i int32, dst []uint64, buf []byte) ([]uint64, []byte, error) {
 	n, off := int64(s.n[i])*8, s.off[i]
 	if off < 0 {
