@@ -105,7 +105,7 @@ type PairsStats struct {
 // by the signatures, has no such step.
 //
 // Pairs reads the store first (candidates, and a temporary file of the
-// shingle sets in the database's directory, removed at the end), then
+// candidates' texts in the database's directory, removed at the end), then
 // verifies and yields without holding the database: a loop body may call
 // any method, Close included; after Close the iteration ends with
 // ErrClosed. Cancelling ctx ends it with ctx's error.
@@ -186,9 +186,10 @@ func (db *DB) pairsThreshold(po *PairsOptions) (float64, error) {
 //     sizes, groups of identical sets;
 //  2. candidates: one scan of the posting lists, candidate pairs of group
 //     representatives into an external sort;
-//  3. writeSetFile: the sets of the documents in some candidate pair, into
-//     a temporary file (the snapshot and the handle are released after
-//     it: nothing later reads the store);
+//  3. writeSetFile: the texts (sets mode: the sets) and sketches of the
+//     documents in some candidate pair, into a temporary file (the
+//     snapshot and the handle are released after it: nothing later reads
+//     the store);
 //  4. onGroup for every group of identical sets;
 //  5. verify: each distinct candidate pair checked with exact Jaccard on
 //     every core, onPair for those that reach the threshold;

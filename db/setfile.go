@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"math"
 	"runtime"
 	"slices"
 	"sync"
@@ -17,16 +18,18 @@ import (
 	"golang.org/x/sync/errgroup"
 )
 
-// setFile holds the shingle sets of the documents that take part in
-// candidate pairs, written in one sequential scan of the doc records, so
-// that verification reads a set with one positioned read.
+// setFile holds what verification needs of the documents that take part
+// in candidate pairs (their texts, or their sets), written in one
+// sequential scan of the doc records, so that verification reads each
+// with one positioned read.
 //
-// NB: reading the sets with Pebble point lookups instead cost 4x more at a
+// NB: reading the records with Pebble point lookups instead cost 4x more at a
 // million documents: for an index much larger than the block cache nearly
 // every lookup misses the cache, reads and checksums a ~10 KB block and the
 // index blocks above it, and allocates a cache entry (79% of Pairs' time
 // went there). The file takes disk space up to the size of the stored
-// sets, in the database's directory, until Pairs ends. Mapping the file
+// texts (sets mode: 8 bytes a set element), in the database's directory,
+// until Pairs ends. Mapping the file
 // into memory instead of reading it saved no time and counted every page
 // touched in the process's resident set (5.6 GB at a million documents).
 //
@@ -71,19 +74,20 @@ func (s *setFile) sketch(i int32) []byte {
 	return s.sketches[int(i)*s.sketchLen : (int(i)+1)*s.sketchLen]
 }
 
-// setChunkBytes is the set bytes a worker gathers before it appends them
-// to the file.
+// setChunkBytes is the bytes a worker gathers before it appends them to
+// the file.
 const setChunkBytes = 1 << 20
 
-// writeSetFile writes the sets of the documents whose bit is set in
-// inPair, checking each once (its size against the record's).
+// writeSetFile writes the texts (or sets) and sketches of the documents
+// whose bit is set in inPair, checking each set once (its size against
+// the record's).
 //
 // NB: in text mode each set is re-derived from the text (normalize,
-// shingle, de-duplicate): that took half of Pairs' time on one core. The
-// doc-number range is split among a goroutine per core (as in
-// loadPairsIndex), each scanning its part, deriving the sets as it goes
-// and appending them to the file in chunks, under a lock, recording where
-// each went: the file's order does not matter. One scan handing copies of
+// shingle, de-duplicate) for its sketch: that took half of Pairs' time on
+// one core. The doc-number range is split among a goroutine per core (as
+// in loadPairsIndex), each scanning its part, deriving the sets as it goes
+// and appending the texts to the file in chunks, under a lock, recording
+// where each went: the file's order does not matter. One scan handing copies of
 // the records to workers left the scan (decompressing every text) and the
 // copies as a serial stage.
 func (db *DB) writeSetFile(ctx context.Context, fs vfs.FS, path string, snap pebble.Reader, x *pairsIndex, inPair []uint64) (*setFile, error) {
@@ -185,8 +189,10 @@ func (db *DB) writeSetFile(ctx context.Context, fs vfs.FS, path string, snap peb
 						derr = classify(fmt.Errorf("doc %d: %w", x.nums[i], err))
 						return
 					}
-					if !db.estimateOnly() && !view.HasSet() {
-						// NB: the text, not the set it gives (see setFile).
+					if !db.estimateOnly() && !view.HasSet() && len(view.Text) < math.MaxInt32 {
+						// NB: the text, not the set it gives (see setFile);
+						// n is −1 − its length, so a text of 2 GiB or more
+						// (MaxDocBytes raised that far) has its set written.
 						idx, ns = append(idx, i), append(ns, -1-int32(len(view.Text)))
 						out = append(out, view.Text...)
 						if len(out) >= setChunkBytes {
