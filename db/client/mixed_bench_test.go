@@ -311,9 +311,9 @@ func (mx *mix) run(tag string, m mixer, n int64, rate float64) (mixStats, error)
 // mixLogDir, from LSHDB_MIXED_LOG, is where each fixed-load run writes
 // one line per operation, to find when the slowest ones happened (and
 // lay them beside GODEBUG=gctrace=1, whose times count from the
-// process's start, or Pebble's events): due (ms since the run's start),
-// latency (µs), q or p. The first line says when the run started, in ms
-// since the process started.
+// process's start, Pebble's events, or another process's clock): due (ms
+// since the run's start), latency (µs), q or p. The first line says when
+// the run started, in ms since the process started and in Unix time.
 var mixLogDir = os.Getenv("LSHDB_MIXED_LOG")
 
 // processStart is about when the process started (its first package
@@ -328,7 +328,7 @@ type opLog struct {
 func writeOpLog(path string, start time.Time, log []opLog) error {
 	slices.SortFunc(log, func(a, b opLog) int { return int(a.due - b.due) })
 	var b strings.Builder
-	fmt.Fprintf(&b, "# run started %.3f ms after the process\n", float64(start.Sub(processStart).Microseconds())/1e3)
+	fmt.Fprintf(&b, "# run started %.3f ms after the process, at Unix time %d ms\n", float64(start.Sub(processStart).Microseconds())/1e3, start.UnixMilli())
 	for _, o := range log {
 		kind := "q"
 		if o.put {
