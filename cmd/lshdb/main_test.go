@@ -401,3 +401,45 @@ func TestSignalExitCodes(t *testing.T) {
 		}
 	}
 }
+
+// Ensure that gen never leaves part of a corpus under its name: an
+// interrupted run (the context cancelled as Ctrl-C does) exits 130 and
+// leaves an existing file as it was, a run whose rename fails (the name
+// is a directory) reports it, and neither leaves a temporary file behind.
+func TestGenLeavesNoPartialFile(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "c.jsonl.gz")
+	if err := os.WriteFile(out, []byte("the previous corpus\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cancel(signalCause{os.Interrupt})
+	var o, e bytes.Buffer
+	if code := run(ctx, []string{"gen", "--n", "5000", "--seed", "3", "--out", out}, strings.NewReader(""), &o, &e); code != 130 || !strings.Contains(e.String(), "not written") {
+		t.Fatalf("interrupted gen: exit %d, %q", code, e.String())
+	}
+	if b, err := os.ReadFile(out); err != nil || string(b) != "the previous corpus\n" {
+		t.Fatalf("the existing file after an interrupted gen: %q, %v", b, err)
+	}
+	sub := filepath.Join(dir, "a-directory")
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(sub, "keep"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, errOut, code := runLine([]string{"gen", "--n", "200", "--seed", "3", "--out", sub}, ""); code != 1 || !strings.Contains(errOut, "a-directory") {
+		t.Fatalf("gen over a directory: exit %d, %q", code, errOut)
+	}
+	names, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(names) != 2 {
+		var got []string
+		for _, n := range names {
+			got = append(got, n.Name())
+		}
+		t.Fatalf("the directory holds %q, want only c.jsonl.gz and a-directory", got)
+	}
+}

@@ -339,15 +339,22 @@ page.`,
 }
 
 // writeFileAtomic writes path through a temporary file in its directory,
-// renamed over it when fn succeeds and removed when it fails.
+// synced and renamed over it when fn succeeds, removed when it fails (fn's
+// error first), so the name never holds part of a file.
 func writeFileAtomic(path string, fn func(w io.Writer) error) error {
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
 	if err != nil {
 		return err
 	}
-	bw := bufio.NewWriter(f)
-	// NB: CreateTemp makes the file 0600; a page is for reading.
-	err = errors.Join(fn(bw), bw.Flush(), f.Chmod(0o644), f.Close())
+	bw := bufio.NewWriterSize(f, 1<<20)
+	err = fn(bw)
+	if err == nil {
+		// NB: CreateTemp makes the file 0600; what lshdb writes is for
+		// reading. The data is on disk before the name says it is
+		// complete.
+		err = errors.Join(bw.Flush(), f.Chmod(0o644), f.Sync())
+	}
+	err = errors.Join(err, f.Close())
 	if err == nil {
 		err = os.Rename(f.Name(), path)
 	}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -50,53 +49,51 @@ the seed.`,
 				return err
 			}
 			fmt.Fprintf(a.stderr, "gen: originals from %s (%d texts)\n", what, len(sources))
-			f, err := os.Create(out)
-			if err != nil {
-				return err
-			}
-			bw := bufio.NewWriterSize(f, 1<<20)
-			// NB: compressed as the name says: zstd for .zst (read about
-			// four times as fast as gzip, see filter), else gzip.
-			var zw io.WriteCloser
-			if n := strings.ToLower(out); strings.HasSuffix(n, ".zst") || strings.HasSuffix(n, ".zstd") {
-				if zw, err = zstd.NewWriter(bw); err != nil {
-					f.Close()
+			// NB: written beside its name and renamed when complete, so an
+			// interrupted or failed run (Ctrl-C, a full disk) leaves no
+			// partial corpus under the name.
+			bar := a.countBar("gen", n)
+			defer bar.done()
+			return writeFileAtomic(out, func(w io.Writer) error {
+				// NB: compressed as the name says: zstd for .zst (read
+				// about four times as fast as gzip, see filter), else gzip.
+				var zw io.WriteCloser
+				if n := strings.ToLower(out); strings.HasSuffix(n, ".zst") || strings.HasSuffix(n, ".zstd") {
+					if zw, err = zstd.NewWriter(w); err != nil {
+						return err
+					}
+				} else if zw, err = docio.NewGzipWriter(w, gzip.DefaultCompression); err != nil {
+					// NB: BGZF, which lshdb inflates on every core.
 					return err
 				}
-			} else if zw, err = docio.NewGzipWriter(bw, gzip.DefaultCompression); err != nil {
-				// NB: BGZF, which lshdb inflates on every core.
-				f.Close()
-				return err
-			}
-			enc := json.NewEncoder(zw)
-			i := 0
-			for d := range gen.Stream(gen.Options{Seed: seed, N: n, Sources: sources, CopyFraction: copyFraction}) {
-				id := prefix + d.ID[1:]
-				if i < upserts {
-					// Every upsert-range/upserts-th id of a corpus made with
-					// the default prefix: K distinct existing ids.
-					id = fmt.Sprintf("g%08d", i*max(upsertRange/max(upserts, 1), 1))
+				enc := json.NewEncoder(zw)
+				i := 0
+				for d := range gen.Stream(gen.Options{Seed: seed, N: n, Sources: sources, CopyFraction: copyFraction}) {
+					if i%1024 == 0 {
+						if err := a.ctx.Err(); err != nil {
+							zw.Close() // NB: ends the compressor's goroutines
+							return fmt.Errorf("gen: %w after %d documents (%s not written)", err, i, out)
+						}
+						bar.set(i)
+					}
+					id := prefix + d.ID[1:]
+					if i < upserts {
+						// Every upsert-range/upserts-th id of a corpus made
+						// with the default prefix: K distinct existing ids.
+						id = fmt.Sprintf("g%08d", i*max(upsertRange/max(upserts, 1), 1))
+					}
+					i++
+					rec := map[string]any{"id": id, "text": d.Text}
+					if d.Of != "" {
+						rec["of"], rec["edit_rate"] = d.Of, d.EditRate
+					}
+					if err := enc.Encode(rec); err != nil {
+						zw.Close()
+						return err
+					}
 				}
-				i++
-				rec := map[string]any{"id": id, "text": d.Text}
-				if d.Of != "" {
-					rec["of"], rec["edit_rate"] = d.Of, d.EditRate
-				}
-				if err := enc.Encode(rec); err != nil {
-					zw.Close() // NB: ends the compressor's goroutines
-					f.Close()
-					return err
-				}
-			}
-			if err := zw.Close(); err != nil {
-				f.Close()
-				return err
-			}
-			if err := bw.Flush(); err != nil {
-				f.Close()
-				return err
-			}
-			return f.Close()
+				return zw.Close()
+			})
 		},
 	}
 	c.Flags().IntVar(&n, "n", 0, "documents")
