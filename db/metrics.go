@@ -1,6 +1,9 @@
 package db
 
-import "time"
+import (
+	"sync"
+	"time"
+)
 
 // Metrics is a point-in-time view of the storage engine's health, for
 // monitoring (lshdb serve exports it as Prometheus metrics). Counters
@@ -44,6 +47,13 @@ type Metrics struct {
 	WALBytesWritten uint64 // physical bytes written, with the log's overhead
 
 	DiskBytes uint64 // the store's files: tables, logs, manifests
+
+	// WriteStalls counts the times Pebble held every write back (too many
+	// memtables waiting for their flush, or too many level 0 sublevels),
+	// and WriteStallTime is how long they lasted in all, the one in
+	// progress included. Each is logged too (Options.Logger).
+	WriteStalls    int64
+	WriteStallTime time.Duration
 
 	// QueryCache is what the query cache (Options.QueryCacheSize) holds
 	// and served; zero with no cache.
@@ -106,6 +116,9 @@ func (db *DB) Metrics() (Metrics, error) {
 		WALBytesWritten:       pm.WAL.BytesWritten,
 		DiskBytes:             pm.DiskSpaceUsage(),
 	}
+	if db.stalls != nil {
+		m.WriteStalls, m.WriteStallTime = db.stalls.get()
+	}
 	for _, l := range pm.Levels {
 		m.Levels = append(m.Levels, LevelMetrics{Files: l.TablesCount, Bytes: l.TablesSize})
 	}
@@ -113,4 +126,45 @@ func (db *DB) Metrics() (Metrics, error) {
 		m.QueryCache = db.qcache.metrics()
 	}
 	return m, nil
+}
+
+// writeStalls counts Pebble's write stalls (its EventListener's
+// WriteStallBegin and WriteStallEnd, which come in pairs).
+type writeStalls struct {
+	mu    sync.Mutex
+	n     int64
+	total time.Duration
+	since time.Time // the stall in progress began; zero: none
+}
+
+func (w *writeStalls) begin() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.n++
+	w.since = time.Now()
+}
+
+// end closes the stall in progress and returns how long it lasted.
+func (w *writeStalls) end() time.Duration {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.since.IsZero() {
+		return 0
+	}
+	d := time.Since(w.since)
+	w.total += d
+	w.since = time.Time{}
+	return d
+}
+
+// get returns the stalls so far and their time, the one in progress
+// included.
+func (w *writeStalls) get() (int64, time.Duration) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	t := w.total
+	if !w.since.IsZero() {
+		t += time.Since(w.since)
+	}
+	return w.n, t
 }

@@ -54,7 +54,10 @@ type mixer interface {
 //     transports).
 //
 // Every put is acknowledged synced; the benchmark checks afterwards that
-// each one is readable and that the index checks clean.
+// each one is readable and that the index checks clean. The fixed-load
+// runs also report Pebble's write stalls during the run (write-stalls,
+// stalled-ms): while one lasts, every put waits, and so do the clients
+// that issued them.
 //
 //	go test -run '^$' -bench Mixed -benchtime 20000x ./db/client/
 //	LSHDB_MIXED_SECONDS=60 go test -run '^$' -bench Mixed -benchtime 60s ./db/client/
@@ -165,10 +168,19 @@ func BenchmarkMixed(b *testing.B) {
 				// calls with b.N = 1 first): the offered load, not the
 				// framework, sets how many operations run.
 				if st == nil {
+					m0, err := d.Metrics()
+					if err != nil {
+						b.Fatal(err)
+					}
 					s, err := mx.run(fmt.Sprintf("%s-%s", bc.name, load.name), bc.m, int64(rate*seconds), rate)
 					if err != nil {
 						b.Fatal(err)
 					}
+					m1, err := d.Metrics()
+					if err != nil {
+						b.Fatal(err)
+					}
+					s.stalls, s.stallMs = float64(m1.WriteStalls-m0.WriteStalls), float64((m1.WriteStallTime-m0.WriteStallTime).Microseconds())/1e3
 					st = &s
 				}
 				b.ReportMetric(rate, "offered-ops/s")
@@ -181,6 +193,8 @@ func BenchmarkMixed(b *testing.B) {
 				b.ReportMetric(st.putP99, "put-p99-µs")
 				b.ReportMetric(st.wakeP50, "wake-p50-µs")
 				b.ReportMetric(st.wakeP99, "wake-p99-µs")
+				b.ReportMetric(st.stalls, "write-stalls")
+				b.ReportMetric(st.stallMs, "stalled-ms")
 			})
 		}
 	}
@@ -212,6 +226,7 @@ type mixStats struct {
 	opsPerSec                                    float64
 	p50, p99, queryP50, queryP99, putP50, putP99 float64
 	wakeP50, wakeP99                             float64 // rate > 0: how late idle clients woke
+	stalls, stallMs                              float64 // Pebble's write stalls during the run, and their time
 }
 
 // run issues n operations from 16 clients: every tenth a synced put of a

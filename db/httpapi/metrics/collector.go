@@ -48,6 +48,8 @@ var (
 		counter("lshdb_pebble_wal_bytes_in_total", "Logical bytes written to the write-ahead log.", func(m *db.Metrics) float64 { return float64(m.WALBytesIn) }),
 		counter("lshdb_pebble_wal_bytes_written_total", "Physical bytes written to the write-ahead log.", func(m *db.Metrics) float64 { return float64(m.WALBytesWritten) }),
 		gauge("lshdb_pebble_disk_bytes", "Bytes of the store's files on disk.", func(m *db.Metrics) float64 { return float64(m.DiskBytes) }),
+		counter("lshdb_pebble_write_stalls_total", "Times Pebble held every write back (memtables waiting for flushes, or too many level 0 sublevels).", func(m *db.Metrics) float64 { return float64(m.WriteStalls) }),
+		counter("lshdb_pebble_write_stall_seconds_total", "Time writes were held back, the stall in progress included.", func(m *db.Metrics) float64 { return m.WriteStallTime.Seconds() }),
 		gauge("lshdb_query_cache_bytes", "Bytes the query cache holds (counted against its budget).", func(m *db.Metrics) float64 { return float64(m.QueryCache.Bytes) }),
 		gauge("lshdb_query_cache_docs", "Document entries in the query cache.", func(m *db.Metrics) float64 { return float64(m.QueryCache.Docs) }),
 		gauge("lshdb_query_cache_lists", "Posting list entries in the query cache.", func(m *db.Metrics) float64 { return float64(m.QueryCache.Lists) }),

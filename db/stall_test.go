@@ -1,0 +1,130 @@
+package db
+
+import (
+	"bytes"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+// flushBlocker is a file system whose table creations (memtable flushes)
+// wait until release is closed.
+type flushBlocker struct {
+	vfs.FS
+	release chan struct{}
+}
+
+func (f *flushBlocker) Create(name string, cat vfs.DiskWriteCategory) (vfs.File, error) {
+	if strings.HasSuffix(name, ".sst") {
+		<-f.release
+	}
+	return f.FS.Create(name, cat)
+}
+
+// syncBuffer is a log destination safe for Pebble's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// Ensure that a write stall (memtables full while their flush cannot
+// finish) is counted in Metrics while it lasts, with its time, and logged
+// when it begins and ends; and that the writes it held back are stored
+// once it ends.
+func TestWriteStallsAreReported(t *testing.T) {
+	fs := &flushBlocker{FS: vfs.NewMem(), release: make(chan struct{})}
+	var log syncBuffer
+	d := mustOpen(t, "idx", &Options{fs: fs, NoSync: true, Logger: slog.New(slog.NewTextHandler(&log, nil))})
+	defer d.Close()
+	// NB: deferred after Close, so it runs first: a failing test must not
+	// leave Close waiting for a flush that never ends.
+	release := sync.OnceFunc(func() { close(fs.release) })
+	defer release()
+	if m, err := d.Metrics(); err != nil || m.WriteStalls != 0 || m.WriteStallTime != 0 {
+		t.Fatalf("a new index: %d stalls, %v, %v", m.WriteStalls, m.WriteStallTime, err)
+	}
+	// NB: random words, so that 160 documents of 256 KiB fill Pebble's
+	// 4 MiB memtables many times over.
+	rng := rand.New(rand.NewPCG(1, 2))
+	var docs []Doc
+	for i := range 160 {
+		var sb strings.Builder
+		for sb.Len() < 256<<10 {
+			fmt.Fprintf(&sb, "w%x ", rng.Uint32())
+		}
+		docs = append(docs, Doc{ID: fmt.Sprint("doc", i), Text: sb.String()})
+	}
+	done := make(chan error, 1)
+	go func() {
+		for _, doc := range docs {
+			if err := d.Put(doc, nil); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		m, err := d.Metrics()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.WriteStalls > 0 {
+			time.Sleep(20 * time.Millisecond)
+			if m2, _ := d.Metrics(); m2.WriteStallTime < 20*time.Millisecond {
+				t.Fatalf("a stall in progress for 20 ms counts %v", m2.WriteStallTime)
+			}
+			break
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("every put returned (%v) with the flushes blocked: no stall", err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no write stall after 30 s with the flushes blocked")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if !strings.Contains(log.String(), "writes stalled") {
+		t.Fatalf("the log says nothing of the stall:\n%s", log.String())
+	}
+	release()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if n, err := d.Count(); err != nil || n != uint64(len(docs)) {
+		t.Fatalf("Count = %d, %v after the stall; want %d", n, err, len(docs))
+	}
+	m, err := d.Metrics()
+	if err != nil || m.WriteStalls < 1 || m.WriteStallTime < 20*time.Millisecond {
+		t.Fatalf("after the stall: %d stalls, %v, %v", m.WriteStalls, m.WriteStallTime, err)
+	}
+	// NB: Pebble reports the end from the goroutine that ends it; give it
+	// a moment after the puts return.
+	for end := time.Now().Add(5 * time.Second); !strings.Contains(log.String(), "writes resumed") && time.Now().Before(end); {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if !strings.Contains(log.String(), "writes resumed") {
+		t.Fatalf("the log does not say the writes resumed:\n%s", log.String())
+	}
+}
