@@ -451,6 +451,11 @@ ids). With --limit N only the best N, in memory for N pairs. With
 --sort=false the pairs stream out as they are verified, in no particular
 order and in bounded memory (for nightly jobs over millions of documents).
 --output csv or tsv writes a header row (a,b,jaccard) and one row a pair.
+A run needs temporary disk space in the index's directory, removed at the
+end: the stored texts of the documents in candidate pairs (sets mode:
+their sets, 8 bytes an element; 0.7 GB of texts at a million generated
+documents of 1.3 KB) and the candidate pairs that do not fit in memory,
+8 bytes each.
 
 Below the index's threshold, fewer pairs share a band: the expected recall
 at T is printed on stderr and carried in each JSON line (expected_recall).
