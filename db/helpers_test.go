@@ -1,10 +1,12 @@
 package db
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"iter"
 	"os"
+	"sync"
 	"testing"
 )
 
@@ -97,4 +99,23 @@ func mustOpenB(b *testing.B, dir string, o *Options) *DB {
 		b.Fatal(err)
 	}
 	return d
+}
+
+// syncBuffer is a log destination that Pebble's and lshdb's goroutines
+// may write while the test reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

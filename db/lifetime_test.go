@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
@@ -245,9 +244,8 @@ func TestClustersIdenticalGroup(t *testing.T) {
 // with a Debug-level logger, a flush's informational messages arrive
 // there, tagged as Pebble's.
 func TestLoggerReceivesPebble(t *testing.T) {
-	var buf bytes.Buffer
-	var mu sync.Mutex
-	logger := slog.New(slog.NewTextHandler(&lockedWriter{w: &buf, mu: &mu}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	var buf syncBuffer
+	logger := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	d := mustOpen(t, t.TempDir(), &Options{Logger: logger, NoSync: true})
 	if err := d.Put(Doc{ID: "a", Text: "a document to flush"}, nil); err != nil {
 		t.Fatal(err)
@@ -258,22 +256,9 @@ func TestLoggerReceivesPebble(t *testing.T) {
 	if err := d.Close(); err != nil {
 		t.Fatal(err)
 	}
-	mu.Lock()
-	defer mu.Unlock()
 	if !strings.Contains(buf.String(), "lshdb: pebble: ") {
 		t.Fatalf("the logger received no Pebble message:\n%s", buf.String())
 	}
-}
-
-type lockedWriter struct {
-	w  *bytes.Buffer
-	mu *sync.Mutex
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }
 
 // Ensure that cancelling the context stops Pairs inside a group of

@@ -29,9 +29,9 @@ import (
 // index blocks above it, and allocates a cache entry (79% of Pairs' time
 // went there). The file takes disk space up to the size of the stored
 // texts (sets mode: 8 bytes a set element), in the database's directory,
-// until Pairs ends. Mapping the file
-// into memory instead of reading it saved no time and counted every page
-// touched in the process's resident set (5.6 GB at a million documents).
+// until Pairs ends. Mapping the file into memory instead of reading it
+// saved no time and counted every page touched in the process's resident
+// set (5.6 GB at a million documents).
 //
 // In text mode the file holds each document's stored text, and a reader
 // re-derives the set (normalize, shingle, de-duplicate, not sorted) when
@@ -87,9 +87,9 @@ const setChunkBytes = 1 << 20
 // one core. The doc-number range is split among a goroutine per core (as
 // in loadPairsIndex), each scanning its part, deriving the sets as it goes
 // and appending the texts to the file in chunks, under a lock, recording
-// where each went: the file's order does not matter. One scan handing copies of
-// the records to workers left the scan (decompressing every text) and the
-// copies as a serial stage.
+// where each went: the file's order does not matter. One scan handing
+// copies of the records to workers left the scan (decompressing every
+// text) and the copies as a serial stage.
 func (db *DB) writeSetFile(ctx context.Context, fs vfs.FS, path string, snap pebble.Reader, x *pairsIndex, inPair []uint64) (*setFile, error) {
 	f, err := fs.Create(path, vfs.WriteCategoryUnspecified)
 	if err != nil {
@@ -195,20 +195,16 @@ func (db *DB) writeSetFile(ctx context.Context, fs vfs.FS, path string, snap peb
 						// (MaxDocBytes raised that far) has its set written.
 						idx, ns = append(idx, i), append(ns, -1-int32(len(view.Text)))
 						out = append(out, view.Text...)
-						if len(out) >= setChunkBytes {
-							derr = flush()
-						}
-						i++
-						return
-					}
-					idx, ns = append(idx, i), append(ns, int32(len(set)))
-					at := len(out)
-					out = slices.Grow(out, 8*len(set))[:at+8*len(set)]
-					if nativeLittleEndian && len(set) > 0 { // see read
-						copy(out[at:], unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(set))), 8*len(set)))
 					} else {
-						for k, v := range set {
-							binary.LittleEndian.PutUint64(out[at+8*k:], v)
+						idx, ns = append(idx, i), append(ns, int32(len(set)))
+						at := len(out)
+						out = slices.Grow(out, 8*len(set))[:at+8*len(set)]
+						if nativeLittleEndian && len(set) > 0 { // see read
+							copy(out[at:], unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(set))), 8*len(set)))
+						} else {
+							for k, v := range set {
+								binary.LittleEndian.PutUint64(out[at+8*k:], v)
+							}
 						}
 					}
 					if len(out) >= setChunkBytes {

@@ -1,7 +1,6 @@
 package db
 
 import (
-	"bytes"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -25,24 +24,6 @@ func (f *flushBlocker) Create(name string, cat vfs.DiskWriteCategory) (vfs.File,
 		<-f.release
 	}
 	return f.FS.Create(name, cat)
-}
-
-// syncBuffer is a log destination safe for Pebble's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // Ensure that a write stall (memtables full while their flush cannot

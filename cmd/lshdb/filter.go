@@ -357,24 +357,7 @@ func (s *sink) finish(ok bool) error {
 	if s.tmp == nil {
 		return s.fail(err)
 	}
-	if ok && err == nil {
-		// NB: the data is on disk before the name says it is complete.
-		err = errors.Join(s.tmp.Sync(), s.tmp.Chmod(0o644))
-	}
-	err = errors.Join(err, s.tmp.Close())
-	if ok && err == nil {
-		err = os.Rename(s.tmp.Name(), s.path)
-	}
-	if !ok || err != nil {
-		os.Remove(s.tmp.Name())
-		return s.fail(err)
-	}
-	// NB: the rename is durable once the directory is synced.
-	if d, derr := os.Open(filepath.Dir(s.path)); derr == nil {
-		err = d.Sync()
-		d.Close()
-	}
-	return s.fail(err)
+	return s.fail(commitTemp(s.tmp, s.path, ok, err))
 }
 
 // record is what filter copies of an input record: its bytes as read and

@@ -52,30 +52,15 @@ func (a *app) phaseBar(what string) (ctx context.Context, done func()) {
 	}
 }
 
-// counter is a bar of a count known ahead, drawn on a terminal's stderr
-// (nothing otherwise).
-type counter struct{ bar *progressbar.ProgressBar }
-
-// countBar returns a bar of total items described by what.
-func (a *app) countBar(what string, total int) *counter {
+// countBar draws a bar of total items, described by what, on a
+// terminal's stderr (none otherwise), as progress does for inputs: set
+// moves it to n, done clears it.
+func (a *app) countBar(what string, total int) (set func(n int), done func()) {
 	if !a.stderrIsTerminal() {
-		return &counter{}
+		return func(int) {}, func() {}
 	}
-	return &counter{progressbar.NewOptions(total, progressbar.OptionSetWriter(a.stderr),
+	bar := progressbar.NewOptions(total, progressbar.OptionSetWriter(a.stderr),
 		progressbar.OptionSetDescription(what), progressbar.OptionShowCount(), progressbar.OptionSetPredictTime(true),
-		progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish())}
-}
-
-func (c *counter) set(n int) {
-	if c.bar != nil {
-		c.bar.Set(n)
-	}
-}
-
-// done clears the bar.
-func (c *counter) done() {
-	if c.bar != nil {
-		c.bar.Finish()
-		c.bar = nil
-	}
+		progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish())
+	return func(n int) { bar.Set(n) }, func() { bar.Finish() }
 }

@@ -339,8 +339,8 @@ page.`,
 }
 
 // writeFileAtomic writes path through a temporary file in its directory,
-// synced and renamed over it when fn succeeds, removed when it fails (fn's
-// error first), so the name never holds part of a file.
+// committed (commitTemp) when fn succeeds, removed when it fails, so the
+// name never holds part of a file.
 func writeFileAtomic(path string, fn func(w io.Writer) error) error {
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
 	if err != nil {
@@ -349,17 +349,32 @@ func writeFileAtomic(path string, fn func(w io.Writer) error) error {
 	bw := bufio.NewWriterSize(f, 1<<20)
 	err = fn(bw)
 	if err == nil {
-		// NB: CreateTemp makes the file 0600; what lshdb writes is for
-		// reading. The data is on disk before the name says it is
-		// complete.
-		err = errors.Join(bw.Flush(), f.Chmod(0o644), f.Sync())
+		err = bw.Flush()
 	}
-	err = errors.Join(err, f.Close())
-	if err == nil {
-		err = os.Rename(f.Name(), path)
+	return commitTemp(f, path, err == nil, err)
+}
+
+// commitTemp ends the temporary file tmp of path (see writeFileAtomic and
+// filter's outputs): when ok and err is nil, it syncs it (the data is on
+// disk before the name says it is complete), makes it readable (CreateTemp
+// makes it 0600), closes it, renames it over path and syncs the directory
+// (the rename is durable then); otherwise it closes and removes it. It
+// returns err, or the first error of those steps.
+func commitTemp(tmp *os.File, path string, ok bool, err error) error {
+	if ok && err == nil {
+		err = errors.Join(tmp.Sync(), tmp.Chmod(0o644))
 	}
-	if err != nil {
-		os.Remove(f.Name())
+	err = errors.Join(err, tmp.Close())
+	if ok && err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if !ok || err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	if d, derr := os.Open(filepath.Dir(path)); derr == nil {
+		err = d.Sync()
+		d.Close()
 	}
 	return err
 }

@@ -52,8 +52,8 @@ the seed.`,
 			// NB: written beside its name and renamed when complete, so an
 			// interrupted or failed run (Ctrl-C, a full disk) leaves no
 			// partial corpus under the name.
-			bar := a.countBar("gen", n)
-			defer bar.done()
+			setBar, barDone := a.countBar("gen", n)
+			defer barDone()
 			return writeFileAtomic(out, func(w io.Writer) error {
 				// NB: compressed as the name says: zstd for .zst (read
 				// about four times as fast as gzip, see filter), else gzip.
@@ -74,7 +74,7 @@ the seed.`,
 							zw.Close() // NB: ends the compressor's goroutines
 							return fmt.Errorf("gen: %w after %d documents (%s not written)", err, i, out)
 						}
-						bar.set(i)
+						setBar(i)
 					}
 					id := prefix + d.ID[1:]
 					if i < upserts {
