@@ -52,6 +52,17 @@ func TestDocRecordKnownBytes(t *testing.T) {
 	if d, err := ParseDocView(want); err != nil || d.Expires != 0x0102030405060708 {
 		t.Fatalf("ParseDocView of an expiring record: %+v, %v", d, err)
 	}
+	// A sketch (format 5) after the sets, before the text: signature
+	// values 0x13, 0xa4 and 0xff give the low halves 3, 4 and 15, two to a
+	// byte, the first in the low half: 0x43, 0x0f.
+	r = DocRecord{ID: "a", SetLen: 1, SetFP: 0, HasText: true, Text: "x", Sketch: AppendSketch(nil, []uint32{0x13, 0xa4, 0xff})}
+	want = []byte{2, flagText | flagSketch, 1, 'a', 1, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0x43, 0x0f, 1, 'x'}
+	if got := AppendDocRecord(nil, &r); !bytes.Equal(got, want) {
+		t.Fatalf("AppendDocRecord = %v, want %v", got, want)
+	}
+	if d, err := ParseDocView(want); err != nil || !bytes.Equal(d.Sketch(), []byte{0x43, 0x0f}) || string(d.Text) != "x" {
+		t.Fatalf("ParseDocView of a sketched record: %+v, %v", d, err)
+	}
 	// Format 1, which an upgrade reads.
 	text := "hi"
 	v1 := AppendDocRecordV1(nil, "ab", []uint32{1, 0x01020304}, []uint64{5, 7}, &text, nil)
@@ -112,6 +123,13 @@ func randomRecord(rng *rand.Rand) DocRecord {
 	if rng.IntN(3) == 0 {
 		r.Expires = 1 + rng.Int64N(1<<62)
 	}
+	if rng.IntN(2) == 0 {
+		sig := make([]uint32, rng.IntN(200))
+		for i := range sig {
+			sig[i] = rng.Uint32()
+		}
+		r.Sketch = AppendSketch([]byte{}, sig)
+	}
 	return r
 }
 
@@ -120,7 +138,33 @@ func sameRecord(a, b *DocRecord) bool {
 		slices.Equal(a.Signature, b.Signature) && (a.Signature == nil) == (b.Signature == nil) &&
 		slices.Equal(a.Set32, b.Set32) && (a.Set32 == nil) == (b.Set32 == nil) &&
 		a.HasText == b.HasText && a.Text == b.Text && bytes.Equal(a.Meta, b.Meta) && (a.Meta == nil) == (b.Meta == nil) &&
-		a.Expires == b.Expires
+		a.Expires == b.Expires && bytes.Equal(a.Sketch, b.Sketch) && (a.Sketch == nil) == (b.Sketch == nil)
+}
+
+// Ensure that a sketch keeps the low 4 bits of each of the first 128
+// values, two to a byte, and is as long as SketchBytes says.
+func TestAppendSketch(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 3))
+	for _, k := range []int{0, 1, 2, 7, 64, 127, 128, 129, 256} {
+		sig := make([]uint32, k)
+		for i := range sig {
+			sig[i] = rng.Uint32()
+		}
+		sk := AppendSketch([]byte{9}, sig)[1:]
+		if len(sk) != SketchBytes(k) {
+			t.Fatalf("k = %d: %d bytes, SketchBytes says %d", k, len(sk), SketchBytes(k))
+		}
+		for i := range 2 * len(sk) {
+			got := sk[i/2] >> (4 * (i % 2)) & 0xf
+			want := byte(0) // the padding of an odd count
+			if i < min(k, SketchPlaces) {
+				want = byte(sig[i] % 16)
+			}
+			if got != want {
+				t.Fatalf("k = %d, place %d: %x, want %x", k, i, got, want)
+			}
+		}
+	}
 }
 
 // Ensure that doc records, sets, postings, counters and manifests round-trip.
@@ -152,6 +196,14 @@ func TestRoundTrips(t *testing.T) {
 		set, err := d.AppendSet(nil)
 		if err != nil || !slices.Equal(set, Widen(nil, r.Set32)) {
 			t.Fatalf("AppendSet = %v, %v", set, err)
+		}
+		// The view's sketch: the stored one, else the signature's.
+		want, wantOK := r.Sketch, r.Sketch != nil
+		if !wantOK && r.Signature != nil {
+			want, wantOK = AppendSketch(nil, r.Signature), true
+		}
+		if sk, ok := d.AppendSketch(nil); ok != wantOK || !bytes.Equal(sk, want) {
+			t.Fatalf("DocView.AppendSketch = %v, %v; want %v, %v", sk, ok, want, wantOK)
 		}
 
 		var ps []Posting
@@ -256,6 +308,8 @@ func TestDecodersRefuseBadBytes(t *testing.T) {
 		"rice extra byte":  {2, flagSet32, 1, 'a', 2, 0, 0, 0, 0, 0, 0, 0, 0, 4, 2, 1, 0x3c, 0},
 		"rice value range": {2, flagSet32, 1, 'a', 1, 0, 0, 0, 0, 0, 0, 0, 0, 7, 1, 31, 0x04, 0, 0, 0, 0},
 		"huge sig":         {2, flagSig, 1, 'a', 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0x0f},
+		"huge sketch":      {2, flagSketch, 1, 'a', 0, 0, 0, 0, 0, 0, 0, 0, 0, 65, 0},
+		"short sketch":     {2, flagSketch, 1, 'a', 0, 0, 0, 0, 0, 0, 0, 0, 0, 4, 0},
 		"v1 flags":         {1, flagSig, 1, 'a', 0, 0},
 		"v1 huge set":      {1, 0, 1, 'a', 0, 0xff, 0xff, 0x0f, 1},
 	} {
@@ -325,6 +379,7 @@ func TestDecodersRefuseBadBytes(t *testing.T) {
 func FuzzDecodeDocRecord(f *testing.F) {
 	f.Add(AppendDocRecord(nil, &DocRecord{ID: "a", SetLen: 2, Signature: []uint32{1, 2}, Set32: []uint32{3, 9}, HasText: true, Text: "t", Meta: []byte("m")}))
 	f.Add(AppendDocRecord(nil, &DocRecord{ID: "a", SetLen: 7, SetFP: 9, HasText: true, Text: "t"}))
+	f.Add(AppendDocRecord(nil, &DocRecord{ID: "a", SetLen: 7, SetFP: 9, HasText: true, Text: "t", Sketch: []byte{1, 2, 3}, Expires: 5}))
 	text := "t"
 	f.Add(AppendDocRecordV1(nil, "a", []uint32{1, 2}, []uint64{3, 9}, &text, []byte("m")))
 	f.Fuzz(func(t *testing.T, b []byte) {

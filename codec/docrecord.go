@@ -26,6 +26,7 @@ const (
 	flagSig                 // the signature (sets and none modes)
 	flagSet32               // the 32-bit shingle set, Rice coded (sets mode)
 	flagExpires             // an expiry time (a document put with a TTL)
+	flagSketch              // a sketch of the signature (text mode, format 5)
 )
 
 // Limits that decoders enforce so that bad bytes cannot ask for huge
@@ -33,7 +34,32 @@ const (
 const (
 	// MaxSignature is the most signature values a record may hold.
 	MaxSignature = 1 << 16
+	// SketchPlaces is the most signature values a sketch keeps.
+	SketchPlaces = 128
 )
+
+// SketchBytes returns the length of the sketch of a signature of k
+// values: 4 bits a value, for at most SketchPlaces values.
+func SketchBytes(k int) int { return (min(k, SketchPlaces) + 1) / 2 }
+
+// AppendSketch appends to dst the sketch of signature sig: the low 4 bits
+// of each of its first min(len(sig), SketchPlaces) values, two to a byte,
+// the first in the low half; an odd count leaves the last high half zero.
+// Two signatures' values are equal with probability J, the Jaccard of
+// their sets, so the sketches' places agree with probability J + (1-J)/16:
+// at least J, which is what lets Pairs rule out, by their sketches alone,
+// pairs that cannot reach a threshold.
+func AppendSketch(dst []byte, sig []uint32) []byte {
+	sig = sig[:min(len(sig), SketchPlaces)]
+	for i := 0; i < len(sig); i += 2 {
+		b := byte(sig[i] & 0xf)
+		if i+1 < len(sig) {
+			b |= byte(sig[i+1]&0xf) << 4
+		}
+		dst = append(dst, b)
+	}
+	return dst
+}
 
 // DocRecord is one stored document, in formats 2 and 3.
 //
@@ -55,16 +81,20 @@ type DocRecord struct {
 	// Expires is when the document expires, in Unix nanoseconds; 0 for
 	// never.
 	Expires int64
+	// Sketch is the signature's sketch (AppendSketch), stored when
+	// non-nil (text mode from format 5), at most SketchPlaces/2 bytes.
+	Sketch []byte
 }
 
 // AppendDocRecord appends the format 2 and 3 encoding of r:
 //
-//	version 2 (1 byte) | flags (1 byte: 1 text, 2 meta, 4 signature, 8 set32, 16 expiry)
+//	version 2 (1 byte) | flags (1 byte: 1 text, 2 meta, 4 signature, 8 set32, 16 expiry, 32 sketch)
 //	uvarint len(id) | id
 //	uvarint set length | set fingerprint (uint64 little-endian)
 //	[expiry: int64 little-endian, Unix nanoseconds]  (flag 16)
 //	[uvarint k | k × uint32 little-endian]          signature
 //	[uvarint len(coded) | AppendRiceSet(Set32)]     32-bit set
+//	[uvarint len(sketch) | sketch]                  sketch (format 5)
 //	[uvarint len(text) | text]
 //	[uvarint len(meta) | meta]
 //
@@ -89,6 +119,9 @@ func AppendDocRecord(dst []byte, r *DocRecord) []byte {
 	if r.Expires != 0 {
 		flags |= flagExpires
 	}
+	if r.Sketch != nil {
+		flags |= flagSketch
+	}
 	dst = slices.Grow(dst, MaxDocRecordSize(r))
 	dst = append(dst, docRecordV2, flags)
 	dst = binary.AppendUvarint(dst, uint64(len(r.ID)))
@@ -110,6 +143,10 @@ func AppendDocRecord(dst []byte, r *DocRecord) []byte {
 		var lb [binary.MaxVarintLen64]byte
 		l := binary.PutUvarint(lb[:], uint64(n))
 		dst = slices.Insert(dst, at, lb[:l]...)
+	}
+	if r.Sketch != nil {
+		dst = binary.AppendUvarint(dst, uint64(len(r.Sketch)))
+		dst = append(dst, r.Sketch...)
 	}
 	if r.HasText {
 		dst = binary.AppendUvarint(dst, uint64(len(r.Text)))
@@ -142,6 +179,9 @@ func MaxDocRecordSize(r *DocRecord) int {
 	}
 	if r.Set32 != nil {
 		size += 2*binary.MaxVarintLen64 + 1 + maxRiceBytes(r.Set32)
+	}
+	if r.Sketch != nil {
+		size += binary.MaxVarintLen64 + len(r.Sketch)
 	}
 	if r.HasText {
 		size += binary.MaxVarintLen64 + len(r.Text)
@@ -259,6 +299,7 @@ type DocView struct {
 	sig     []byte // k × uint32 LE; nil when absent
 	set64   []byte // version 1: SetLen × uint64 LE
 	set32   []byte // version 2 sets mode: AppendRiceSet's coding
+	sketch  []byte // version 2, format 5 text mode: AppendSketch's
 }
 
 // ParseDocView checks a doc record's structure (version, flags, every
@@ -286,7 +327,7 @@ func ParseDocView(v []byte) (DocView, error) {
 		d.SetLen = int(n)
 		d.set64 = rd.bytes(n*8, "set")
 	case docRecordV2:
-		if flags&^(flagText|flagMeta|flagSig|flagSet32|flagExpires) != 0 {
+		if flags&^(flagText|flagMeta|flagSig|flagSet32|flagExpires|flagSketch) != 0 {
 			return d, corrupt("doc record flags %#x", flags)
 		}
 		d.Version = 2
@@ -311,6 +352,16 @@ func ParseDocView(v []byte) (DocView, error) {
 			// Rice coding spends at least one bit a value.
 			if rd.err == nil && n > 8*uint64(len(d.set32)) {
 				return d, corrupt("set of %d elements in %d bytes", n, len(d.set32))
+			}
+		}
+		if flags&flagSketch != 0 {
+			k := rd.uvarint("sketch length")
+			if rd.err == nil && k > SketchPlaces/2 {
+				return d, corrupt("sketch of %d bytes", k)
+			}
+			d.sketch = rd.bytes(k, "sketch")
+			if d.sketch == nil && rd.err == nil {
+				d.sketch = []byte{}
 			}
 		}
 		if rd.err == nil && n > 1<<40 {
@@ -356,6 +407,32 @@ func (d *DocView) SetFingerprint() uint64 {
 // HasSignature reports whether the record holds its signature (format 1,
 // and format 2 in sets and none modes).
 func (d *DocView) HasSignature() bool { return d.sig != nil }
+
+// Sketch returns the stored sketch (AppendSketch), aliasing the record;
+// nil if the record holds none.
+func (d *DocView) Sketch() []byte { return d.sketch }
+
+// AppendSketch appends the record's sketch to dst: the stored one, or
+// that of the stored signature (AppendSketch); ok is false, and nothing
+// appended, when the record holds neither (a text mode record of a format
+// before 5), whose sketch is its text's signature's.
+func (d *DocView) AppendSketch(dst []byte) (_ []byte, ok bool) {
+	if d.sketch != nil {
+		return append(dst, d.sketch...), true
+	}
+	if d.sig == nil {
+		return dst, false
+	}
+	n := min(len(d.sig)/4, SketchPlaces)
+	for i := 0; i < n; i += 2 {
+		b := d.sig[4*i] & 0xf // the value's low byte: little-endian
+		if i+1 < n {
+			b |= d.sig[4*(i+1)] << 4
+		}
+		dst = append(dst, b)
+	}
+	return dst, true
+}
 
 // HasSet reports whether the record holds a shingle set (format 1: the
 // 64-bit set; format 2 in sets mode: the 32-bit set).
@@ -431,6 +508,10 @@ func DecodeDocRecord(v []byte, r *DocRecord) error {
 	}
 	r.HasText, r.Text, r.Meta = d.HasText, string(d.Text), bytes.Clone(d.Meta)
 	r.Expires = d.Expires
+	r.Sketch = nil
+	if d.sketch != nil {
+		r.Sketch = append([]byte{}, d.sketch...)
+	}
 	return nil
 }
 

@@ -8,25 +8,38 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 )
 
-// FormatVersion is the on-disk format this build writes. A database
-// written by a newer format is refused with ErrFormatTooNew; format 1
-// (doc records with 64-bit shingle sets) is read only to upgrade it.
-// Format 3 is format 2's layout with the order-independent set fingerprint
-// (SumFingerprint instead of SetFingerprint), so that a document's set
-// need not be sorted where it is not stored; a format 2 index is read and
-// written as it is, with its own fingerprint.
-const FormatVersion = 3
+// FormatVersion is the format of the indexes this build creates. A
+// database written by a newer format is refused with ErrFormatTooNew;
+// format 1 (doc records with 64-bit shingle sets) is read only to upgrade
+// it. Formats 2 to 4 are read and written as they are, each with its own
+// records: a build writes an index in the format it has.
+const FormatVersion = SketchFormatVersion
+
+// SumFingerprintFormatVersion is format 2's layout with the
+// order-independent set fingerprint (SumFingerprint instead of
+// SetFingerprint), so that a document's set need not be sorted where it
+// is not stored. It is the oldest format that takes documents with an
+// expiry.
+const SumFingerprintFormatVersion = 3
 
 // ExpiryFormatVersion is format 3 whose doc records may hold an expiry (a
 // document put with a TTL: the flag 16 and the time after the
-// fingerprint) and whose keyspace holds the expiry index ("x" keys). An
-// index becomes format 4 at its first such write, so that a build that
-// knows no expiry refuses it (ErrFormatTooNew) instead of reading those
-// records as corrupt; an index never written with a TTL stays format 3.
+// fingerprint) and whose keyspace holds the expiry index ("x" keys). A
+// format 3 index becomes format 4 at its first such write, so that a
+// build that knows no expiry refuses it (ErrFormatTooNew) instead of
+// reading those records as corrupt; an index never written with a TTL
+// stays format 3.
 const ExpiryFormatVersion = 4
 
+// SketchFormatVersion is format 4 whose text mode doc records hold a
+// sketch of their signature (the flag 32: SketchOf, 64 bytes), so that
+// Pairs rules out most candidate pairs without deriving anything from
+// their texts. Records without one (none in a new index; every record of
+// an older format) are sketched from their text when Pairs needs it.
+const SketchFormatVersion = 5
+
 // MaxFormatVersion is the newest format this build reads and writes.
-const MaxFormatVersion = ExpiryFormatVersion
+const MaxFormatVersion = SketchFormatVersion
 
 // MinFormatVersion is the oldest format a database is opened in as it is;
 // an older one is opened only to upgrade it.

@@ -1,6 +1,7 @@
 package db
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -78,6 +79,7 @@ func (db *DB) Check(ctx context.Context) (*CheckReport, error) {
 	docs := make(map[uint64]docInfo)
 	maxDoc := uint64(0)
 	var rec docData
+	var sk []byte
 	err := scan(ctx, snap, codec.DocPrefix, codec.DocPrefixEnd, func(k, v []byte) {
 		done.inc()
 		rep.Docs++
@@ -88,7 +90,7 @@ func (db *DB) Check(ctx context.Context) (*CheckReport, error) {
 		}
 		maxDoc = max(maxDoc, n)
 		if v[0] != 2 {
-			rep.problem("doc %d: a record of format %d in a format %d index", n, v[0], codec.FormatVersion)
+			rep.problem("doc %d: a record of format %d in a format %d index", n, v[0], db.man.FormatVersion)
 			return
 		}
 		if err := codec.DecodeDocRecord(v, &rec.DocRecord); err != nil {
@@ -111,6 +113,11 @@ func (db *DB) Check(ctx context.Context) (*CheckReport, error) {
 		}
 		if len(rec.Signature) != db.skOpt.NumPerm {
 			rep.problem("doc %d (%q): a signature of %d values (the index has %d)", n, rec.ID, len(rec.Signature), db.skOpt.NumPerm)
+		}
+		// NB: Pairs rules pairs out by the stored sketch alone: one that
+		// is not its signature's would lose pairs silently.
+		if sk = codec.AppendSketch(sk[:0], rec.Signature); rec.Sketch != nil && !bytes.Equal(rec.Sketch, sk) {
+			rep.problem("doc %d (%q): the stored sketch is not its signature's", n, rec.ID)
 		}
 		keys, err := db.bucketKeys(nil, rec.Signature)
 		if err != nil {

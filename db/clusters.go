@@ -431,7 +431,7 @@ func (db *DB) ClustersFrom(ctx context.Context, seq iter.Seq2[Pair, error], po *
 	} else {
 		snap := db.pdb.NewSnapshot()
 		defer snap.Close()
-		if x, err = loadPairsIndex(ctx, snap, db.now().UnixNano()); err != nil {
+		if x, err = loadPairsIndex(ctx, snap, db.now().UnixNano(), 0); err != nil {
 			return nil, err
 		}
 		record = func(n uint64) ([]byte, bool, error) { return getCopy(snap, codec.AppendDocKey(nil, n)) }

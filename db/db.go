@@ -414,6 +414,9 @@ func (db *DB) newManifest() ([]byte, error) {
 		m.Bands, m.Rows = p.B, p.R
 	}
 	db.man = m
+	// NB: a new index takes expiring documents as it is: its first TTL
+	// leaves the manifest alone (see expiryManifest).
+	db.expiryFormat.Store(m.FormatVersion >= codec.ExpiryFormatVersion)
 	if err := db.derive(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
 	}
@@ -522,9 +525,9 @@ func (db *DB) Params() Params {
 }
 
 // formatVersion is the index's format: the manifest's, or 4 once a write
-// with a TTL has made it so (expiryFormat).
+// with a TTL has made a format 3 index so (expiryFormat).
 func (db *DB) formatVersion() int {
-	if db.expiryFormat.Load() {
+	if db.expiryFormat.Load() && db.man.FormatVersion < codec.ExpiryFormatVersion {
 		return codec.ExpiryFormatVersion
 	}
 	return db.man.FormatVersion

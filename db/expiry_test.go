@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/lshdb/lshdb/codec"
 )
 
 // fakeClock is a clock a test moves by hand.
@@ -81,14 +82,14 @@ func TestExpiryPebble(t *testing.T) {
 			t.Fatalf("Put with %+v: %v, want ErrInvalidOptions", wo, err)
 		}
 	}
-	if v := d.Params().FormatVersion; v != 3 {
-		t.Fatalf("a new index has format %d, want 3", v)
+	if v := d.Params().FormatVersion; v != codec.FormatVersion {
+		t.Fatalf("a new index has format %d, want %d", v, codec.FormatVersion)
 	}
 	putExpiring(t, d, clock.now())
-	// The first write with a TTL made it format 4: a build that knows no
-	// expiry refuses it rather than misreading its records.
-	if v := d.Params().FormatVersion; v != 4 {
-		t.Fatalf("after a put with a TTL, format %d; want 4", v)
+	// A new index takes expiry as it is (a format 3 one becomes format 4:
+	// TestFormat3TakesExpiry).
+	if v := d.Params().FormatVersion; v != codec.FormatVersion {
+		t.Fatalf("after a put with a TTL, format %d; want %d", v, codec.FormatVersion)
 	}
 	all := []string{"a", "b", "c", "d"}
 	if got := queryIDs(t, d, expiryTexts["a"]); !slices.Equal(got, all) {
@@ -192,8 +193,8 @@ func TestExpiryPebble(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("expired, reopened")
-	if v := d.Params().FormatVersion; v != 4 {
-		t.Fatalf("reopened, format %d; want 4", v)
+	if v := d.Params().FormatVersion; v != codec.FormatVersion {
+		t.Fatalf("reopened, format %d; want %d", v, codec.FormatVersion)
 	}
 	if n, err := d.SweepExpired(ctx); n != 2 || err != nil {
 		t.Fatalf("SweepExpired = %d, %v; want 2", n, err)

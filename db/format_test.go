@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lshdb/lshdb/codec"
 	"github.com/lshdb/lshdb/minhash"
@@ -29,7 +30,9 @@ import (
 //   - format2/text, format2/sets, format2/none: by format 2's lshdb,
 //     one per --storage: a build of 36, an insert of 4, an insert and a
 //     delete;
-//   - format3/text, format3/sets, format3/none: the same by format 3's.
+//   - format3/text, format3/sets, format3/none: the same by format 3's;
+//   - format5/text, format5/sets, format5/none: the same by format 5's
+//     (make-format5.sh).
 //
 // They hold every kind of record and merge operand a real index does; a
 // change to the format that they do not read back is a format change.
@@ -165,6 +168,9 @@ func TestUpgradeFormat1(t *testing.T) {
 				t.Fatalf("params after the upgrade: %+v", p)
 			}
 			checkGolden(t, d, docs)
+			if with, without := sketches(t, d); (c.storage == StorageText) != (with == len(docs) && without == 0) {
+				t.Fatalf("after the upgrade, %d records with a sketch, %d without", with, without)
+			}
 			d.Close()
 			rep, err = Upgrade(context.Background(), dir, nil)
 			if err != nil || rep.From != codec.FormatVersion || rep.To != codec.FormatVersion || rep.Docs != 0 {
@@ -211,13 +217,35 @@ func TestUpgradeRefusesAndStops(t *testing.T) {
 	}
 }
 
-// Ensure that the golden format 2 and 3 indexes read back: every
-// document, every pair, a clean check, in each storage mode; and that
-// each is written in its own format (format 2 keeps its fingerprint of
-// the sorted set, which Check verifies), with no upgrade.
-func TestFormat2And3Golden(t *testing.T) {
+// sketches counts the doc records of d that hold a sketch, and those that
+// do not.
+func sketches(t *testing.T, d *DB) (with, without int) {
+	t.Helper()
+	err := scan(context.Background(), d.pdb, codec.DocPrefix, codec.DocPrefixEnd, func(k, v []byte) {
+		view, err := codec.ParseDocView(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if view.Sketch() != nil {
+			with++
+		} else {
+			without++
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return with, without
+}
+
+// Ensure that the golden format 2, 3 and 5 indexes read back: every
+// document, every pair (against a brute-force join), a clean check, in
+// each storage mode; and that each is written in its own format (format 2
+// keeps its fingerprint of the sorted set, which Check verifies; only
+// format 5 text records hold a sketch), with no upgrade.
+func TestFormatGolden(t *testing.T) {
 	docs := goldenDocs(t)
-	for _, format := range []int{2, 3} {
+	for _, format := range []int{2, 3, 5} {
 		for _, mode := range []string{StorageText, StorageSets, StorageNone} {
 			t.Run(fmt.Sprintf("format%d/%s", format, mode), func(t *testing.T) {
 				dir := copyGolden(t, fmt.Sprintf("format%d/%s", format, mode))
@@ -245,6 +273,10 @@ func TestFormat2And3Golden(t *testing.T) {
 					t.Fatalf("format after writes: %d", p.FormatVersion)
 				}
 				checkGolden(t, d, docs)
+				with, without := sketches(t, d)
+				if want := format >= codec.SketchFormatVersion && mode == StorageText; (with == len(docs) && without == 0) != want || (with == 0) == want {
+					t.Fatalf("%d records with a sketch, %d without", with, without)
+				}
 				if rep, err := Upgrade(context.Background(), dir, nil); !errors.Is(err, ErrLocked) {
 					t.Fatalf("Upgrade of an open index: %+v, %v", rep, err)
 				}
@@ -254,6 +286,45 @@ func TestFormat2And3Golden(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// Ensure that a format 3 index becomes format 4 at its first write with a
+// TTL (a Put, and on another copy a Load), says so after a reopen, and
+// goes on writing records without a sketch that Pairs derives, with every
+// pair still the brute-force one.
+func TestFormat3TakesExpiry(t *testing.T) {
+	docs := goldenDocs(t)
+	for _, how := range []string{"put", "load"} {
+		t.Run(how, func(t *testing.T) {
+			dir := copyGolden(t, "format3/text")
+			d := mustOpen(t, dir, nil)
+			defer func() { d.Close() }()
+			docs := maps.Clone(docs)
+			docs["expiring"] = docs["hunspell-nl"] + " for an hour"
+			doc := Doc{ID: "expiring", Text: docs["expiring"]}
+			var err error
+			if how == "put" {
+				err = d.Put(doc, &WriteOptions{TTL: time.Hour})
+			} else {
+				_, err = d.Load(context.Background(), func(yield func(Doc, error) bool) { yield(doc, nil) }, &LoadOptions{TTL: time.Hour})
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v := d.Params().FormatVersion; v != codec.ExpiryFormatVersion {
+				t.Fatalf("after a write with a TTL, format %d", v)
+			}
+			d.Close()
+			d = mustOpen(t, dir, nil)
+			if v := d.Params().FormatVersion; v != codec.ExpiryFormatVersion {
+				t.Fatalf("reopened, format %d", v)
+			}
+			if with, _ := sketches(t, d); with != 0 {
+				t.Fatalf("%d records of a format 4 index hold a sketch", with)
+			}
+			checkGolden(t, d, docs)
+		})
 	}
 }
 
@@ -302,5 +373,41 @@ func TestPairsReportsACorruptText(t *testing.T) {
 	rep, err := d.Check(context.Background())
 	if err != nil || rep.OK() {
 		t.Fatalf("Check: %v, %v", rep, err)
+	}
+}
+
+// Ensure that Check reports a stored sketch that is not its signature's
+// (Pairs would rule pairs out by it), and passes the index before it.
+func TestCheckFindsABadSketch(t *testing.T) {
+	d := mustOpen(t, t.TempDir(), &Options{Threshold: 0.5, NoSync: true})
+	defer d.Close()
+	for id, text := range goldenDocs(t) {
+		if err := d.Put(Doc{ID: id, Text: text}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if rep, err := d.Check(context.Background()); err != nil || !rep.OK() {
+		t.Fatalf("Check before: %v, %v", rep, err)
+	}
+	doc, err := d.Get("hunspell-nl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := codec.AppendDocKey(nil, doc.Num)
+	v, ok, err := getCopy(d.pdb, k)
+	if err != nil || !ok {
+		t.Fatal(err)
+	}
+	var rec codec.DocRecord
+	if err := codec.DecodeDocRecord(v, &rec); err != nil || len(rec.Sketch) == 0 {
+		t.Fatalf("record %+v, %v", rec, err)
+	}
+	rec.Sketch[3] ^= 0x10 // one place, the high half of a byte
+	if err := d.pdb.Set(k, codec.AppendDocRecord(nil, &rec), nil); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := d.Check(context.Background())
+	if err != nil || rep.OK() || !strings.Contains(fmt.Sprint(rep.Problems), "sketch") {
+		t.Fatalf("Check: %+v, %v", rep, err)
 	}
 }

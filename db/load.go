@@ -152,7 +152,7 @@ func (db *DB) Load(ctx context.Context, docs iter.Seq2[Doc, error], lo *LoadOpti
 	if err := db.roomFor(0); err != nil {
 		return LoadResult{}, err
 	}
-	if expires != 0 && db.man.FormatVersion < codec.FormatVersion {
+	if expires != 0 && db.man.FormatVersion < codec.SumFingerprintFormatVersion {
 		return LoadResult{}, db.expiryFormatError()
 	}
 	l, err := db.newLoader(o)

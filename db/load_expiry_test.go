@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/lshdb/lshdb/codec"
 )
 
 // loadTexts are near-duplicates of each other (each finds the others at
@@ -63,8 +64,8 @@ func loadExpiring(t *testing.T, d *DB) (before, after time.Time) {
 	if res.Stored != 4 || res.Replaced != 2 || res.Repeated != 1 {
 		t.Fatalf("Load: %+v, want 4 stored, 2 replaced, 1 repeated", res)
 	}
-	if v := d.Params().FormatVersion; v != 4 {
-		t.Fatalf("after a load with a TTL, format %d; want 4", v)
+	if v := d.Params().FormatVersion; v != codec.FormatVersion {
+		t.Fatalf("after a load with a TTL, format %d; want %d", v, codec.FormatVersion)
 	}
 	return before, after
 }

@@ -70,10 +70,12 @@ type PairsStats struct {
 	// threshold; Reported the pairs yielded (matched pairs of groups
 	// expand to every member).
 	Candidates, Verified, Matched, Reported int64
-	// Filtered are the distinct candidate pairs ruled out by their
-	// signatures' sketches without reading their sets: they agree in so
-	// few places that a pair at the threshold would only with probability
-	// below 10^-12 (see Pairs). Verified counts the others.
+	// Filtered are the candidate pairs ruled out by their signatures'
+	// sketches without reading their sets: they agree in so few places
+	// that a pair at the threshold would only with probability below
+	// 10^-12 (see Pairs). Pairs whose sketches the records hold are ruled
+	// out as they are generated, counted as Candidates are (once per
+	// band); the others once each, before verification.
 	Filtered int64
 	// Spilled reports whether candidate pairs spilled to disk.
 	Spilled bool
@@ -90,19 +92,23 @@ type PairsStats struct {
 // copies is m(m−1)/2 pairs; [DB.Clusters] reports it as one cluster).
 // Candidate pairs are generated band by band, sorted within
 // PairsOptions.Memory (spilling to disk), and each distinct pair is
-// verified once, on every core. Memory beyond that budget is about 200
+// verified once, on every core. Memory beyond that budget is about 140
 // bytes per document (ids, set sizes, groups, set-file offsets, and a
-// 128-byte sketch).
+// 64-byte sketch).
 //
 // A candidate pair is first compared by its signatures' sketches (the
-// low byte of each of the first 128 values, kept for the documents of the
-// set file as it is written): each place agrees with probability at least
-// J, so a pair whose sketches agree in fewer places than a pair at the
-// threshold would with probability 10^-12 is ruled out without reading
-// its sets (PairsStats.Filtered). On a million generated documents at
-// t = 0.8, 87% of the distinct candidates were ruled out, with the same
-// pairs reported. None mode, which verifies
-// by the signatures, has no such step.
+// low 4 bits of each of the first 128 values, codec.AppendSketch): each
+// place agrees with probability at least J, so a pair whose sketches agree
+// in fewer places than a pair at the threshold would with probability
+// 10^-12 is ruled out without reading its sets (PairsStats.Filtered). An
+// index of format 5 stores each text's sketch in its record (sets mode:
+// the signature), so pairs are ruled out as they are generated, before
+// the sort, and only the texts of the documents in a pair that is left
+// are read again; a text record of an older format has its sketch
+// derived from its text first. On a million generated documents at
+// t = 0.8, 15.4 M of the 15.6 M distinct candidates were ruled out, with
+// the same pairs reported. None mode, which verifies by the signatures,
+// has no such step.
 //
 // Pairs reads the store first (candidates, and a temporary file of the
 // candidates' texts in the database's directory, removed at the end), then
@@ -186,8 +192,9 @@ func (db *DB) pairsThreshold(po *PairsOptions) (float64, error) {
 //     sizes, groups of identical sets;
 //  2. candidates: one scan of the posting lists, candidate pairs of group
 //     representatives into an external sort;
-//  3. writeSetFile: the texts (sets mode: the sets) and sketches of the
-//     documents in some candidate pair, into a temporary file (the
+//  3. writeSetFile: the texts (sets mode: the sets) of the documents in
+//     some candidate pair, and the sketches not yet known, into a
+//     temporary file (the
 //     snapshot and the handle are released after it: nothing later reads
 //     the store);
 //  4. onGroup for every group of identical sets;
@@ -241,7 +248,11 @@ func (db *DB) pairs(ctx context.Context, po *PairsOptions, st *PairsStats,
 			snap.Close()
 		}
 	}()
-	x, err := loadPairsIndex(ctx, snap, db.now().UnixNano())
+	places := 0
+	if !db.estimateOnly() {
+		places = min(db.skOpt.NumPerm, codec.SketchPlaces)
+	}
+	x, err := loadPairsIndex(ctx, snap, db.now().UnixNano(), places)
 	if err != nil {
 		return err
 	}
@@ -302,7 +313,8 @@ func (db *DB) pairs(ctx context.Context, po *PairsOptions, st *PairsStats,
 
 // candidates is the join's first stage: it reads every posting list of
 // snap and adds to sorter each pair of distinct group representatives
-// that share a list and whose set sizes allow Jaccard t, as a<<32|b
+// that share a list, whose set sizes allow Jaccard t and whose sketches,
+// where both are known, do not rule it out, as a<<32|b
 // (a < b); a pair that shares several bands is added once per band. The
 // bits it returns mark the documents in some candidate pair.
 //
@@ -330,6 +342,7 @@ func candidates(ctx context.Context, snap pebble.Reader, x *pairsIndex, nbands i
 			var batch []uint64
 			mine := make([]uint64, words)
 			var local PairsStats
+			floor := sketchFloor(x.places, t)
 			flush := func() error {
 				mu.Lock()
 				defer mu.Unlock()
@@ -382,10 +395,18 @@ func candidates(ctx context.Context, snap pebble.Reader, x *pairsIndex, nbands i
 						if sa > 0 && sb > 0 && min(sa, sb)/max(sa, sb) < t {
 							continue
 						}
+						local.Candidates++
+						// NB: the pairs whose two sketches are known (read
+						// with the records) are ruled out here, before the
+						// sort; the others in verify, once writeSetFile has
+						// derived them.
+						if floor > 0 && x.sketched[a] && x.sketched[b] && agree(x.sketch(a), x.sketch(b), x.places) < floor {
+							local.Filtered++
+							continue
+						}
 						batch = append(batch, uint64(a)<<32|uint64(b))
 						mine[a/64] |= 1 << (a % 64)
 						mine[b/64] |= 1 << (b % 64)
-						local.Candidates++
 					}
 				}
 				if len(batch) >= 1<<14 {
@@ -406,6 +427,7 @@ func candidates(ctx context.Context, snap pebble.Reader, x *pairsIndex, nbands i
 			st.Lists += local.Lists
 			st.HotLists += local.HotLists
 			st.Candidates += local.Candidates
+			st.Filtered += local.Filtered
 			st.LargestList = max(st.LargestList, local.LargestList)
 			return nil
 		})
@@ -480,7 +502,7 @@ func verify(ctx context.Context, x *pairsIndex, sorter *extsort.Fixed[uint64], s
 			defer rd.close()
 			var table minhash.SetTable // sa's set, when verifying
 			cached := int32(-1)
-			floor := sketchFloor(sets.sketchLen, t)
+			floor := sketchFloor(x.places, t)
 			var filtered int64
 			defer func() { filteredAll.Add(filtered) }()
 			fail := func(err error) {
@@ -492,7 +514,7 @@ func verify(ctx context.Context, x *pairsIndex, sorter *extsort.Fixed[uint64], s
 				var out []verified
 				for i := range jb.a {
 					a, b := jb.a[i], jb.b[i]
-					if floor > 0 && agree(sets.sketch(a), sets.sketch(b)) < floor {
+					if floor > 0 && agree(x.sketch(a), x.sketch(b), x.places) < floor {
 						filtered++
 						continue
 					}
@@ -548,8 +570,8 @@ func verify(ctx context.Context, x *pairsIndex, sorter *extsort.Fixed[uint64], s
 			}
 		}
 	}
-	st.Filtered = filteredAll.Load()
-	st.Verified = distinct - st.Filtered
+	st.Filtered += filteredAll.Load()
+	st.Verified = distinct - filteredAll.Load()
 	if err := ctxErr(ctx); err != nil {
 		return err
 	}

@@ -30,6 +30,20 @@ type pairsIndex struct {
 	// expired are the doc numbers of the records left out for having
 	// expired (not yet swept), ascending: their postings are skipped.
 	expired []uint64
+	// places are the signature values a sketch keeps (0: no sketches,
+	// none mode); sketches holds each document's sketch
+	// (codec.AppendSketch: skBytes bytes by position), where sketched
+	// says it is known: read with the record (format 5 text mode, and
+	// the stored signatures of sets mode), or derived from the text by
+	// writeSetFile.
+	places, skBytes int
+	sketches        []byte
+	sketched        []bool
+}
+
+// sketch returns document i's sketch.
+func (x *pairsIndex) sketch(i int32) []byte {
+	return x.sketches[int(i)*x.skBytes : (int(i)+1)*x.skBytes : (int(i)+1)*x.skBytes]
 }
 
 // isExpired reports whether doc n was left out for having expired.
@@ -57,14 +71,18 @@ func (x *pairsIndex) members(rep int32) []int32 {
 	return []int32{rep}
 }
 
-// loadPairsIndex reads every doc record of r into a pairsIndex.
+// loadPairsIndex reads every doc record of r into a pairsIndex, with the
+// sketches of places values (0: none) that the records hold.
 //
 // NB: the doc-number range is split among a goroutine per core, each
 // scanning its own part: in text mode each record holds its text, so the
 // scan decompresses the whole corpus, and one scan was a serial stage of
 // Pairs. Grouping identical sets is a serial pass over the parts in order.
-func loadPairsIndex(ctx context.Context, r pebble.Reader, now int64) (*pairsIndex, error) {
-	x := &pairsIndex{groupOf: map[int32]int{}}
+func loadPairsIndex(ctx context.Context, r pebble.Reader, now int64, places int) (*pairsIndex, error) {
+	x := &pairsIndex{groupOf: map[int32]int{}, places: places}
+	if places > 0 {
+		x.skBytes = codec.SketchBytes(places)
+	}
 	first, last, ok, err := docNumRange(r)
 	if err != nil || !ok {
 		return x, err
@@ -85,6 +103,7 @@ func loadPairsIndex(ctx context.Context, r pebble.Reader, now int64) (*pairsInde
 		}
 		g.Go(func() error {
 			p := &parts[w]
+			p.skBytes = x.skBytes
 			done := counter{p: progressOf(ctx)}
 			defer done.flush()
 			var derr error
@@ -102,7 +121,9 @@ func loadPairsIndex(ctx context.Context, r pebble.Reader, now int64) (*pairsInde
 					derr = classify(fmt.Errorf("doc record %x: %w", k, err))
 					return
 				}
-				p.add(n, &view, now)
+				if err = p.add(n, &view, now); err != nil {
+					derr = classify(fmt.Errorf("doc %d: %w", n, err))
+				}
 			})
 			return cmp.Or(derr, err)
 		})
@@ -116,23 +137,39 @@ func loadPairsIndex(ctx context.Context, r pebble.Reader, now int64) (*pairsInde
 // indexPart is the documents of one range of doc numbers, in order, as
 // a pairsIndex takes them.
 type indexPart struct {
-	nums    []uint64
-	ids     []string
-	sizes   []uint32
-	fps     []uint64
-	expired []uint64
+	nums     []uint64
+	ids      []string
+	sizes    []uint32
+	fps      []uint64
+	expired  []uint64
+	skBytes  int    // a sketch's length (0: none kept)
+	sketches []byte // skBytes a document, zero where unknown
+	sketched []bool
 }
 
 // add adds the document of record v, doc number n, or notes it expired.
-func (p *indexPart) add(n uint64, view *codec.DocView, now int64) {
+// A sketch of the wrong length is ErrCorrupt.
+func (p *indexPart) add(n uint64, view *codec.DocView, now int64) error {
 	if compaction.Expired(view.Expires, now) {
 		p.expired = append(p.expired, n)
-		return
+		return nil
 	}
 	p.nums = append(p.nums, n)
 	p.ids = append(p.ids, string(view.ID))
 	p.sizes = append(p.sizes, uint32(view.SetLen))
 	p.fps = append(p.fps, view.SetFingerprint())
+	if p.skBytes > 0 {
+		at := len(p.sketches)
+		sk, ok := view.AppendSketch(p.sketches)
+		switch {
+		case !ok:
+			sk = append(sk, make([]byte, p.skBytes)...)
+		case len(sk)-at != p.skBytes:
+			return fmt.Errorf("%w: a sketch of %d bytes, the index's are %d", ErrCorrupt, len(sk)-at, p.skBytes)
+		}
+		p.sketches, p.sketched = sk, append(p.sketched, ok)
+	}
+	return nil
 }
 
 // fill fills x from parts, in doc-number order, and groups identical
@@ -144,8 +181,13 @@ func (x *pairsIndex) fill(parts []indexPart) *pairsIndex {
 	}
 	x.nums, x.ids, x.sizes, x.rep = make([]uint64, 0, total), make([]string, 0, total), make([]uint32, 0, total), make([]int32, 0, total)
 	firstOf := make(map[uint64]int32, total)
+	if x.skBytes > 0 {
+		x.sketches, x.sketched = make([]byte, 0, total*x.skBytes), make([]bool, 0, total)
+	}
 	for _, p := range parts {
 		x.expired = append(x.expired, p.expired...) // NB: the parts are in doc-number order
+		x.sketches = append(x.sketches, p.sketches...)
+		x.sketched = append(x.sketched, p.sketched...)
 	}
 	for _, p := range parts {
 		for j, fp := range p.fps {
@@ -219,26 +261,35 @@ func sketchFloor(n int, t float64) int {
 	return n
 }
 
-// agree counts the places in which two sketches (of equal length) agree.
+// agree counts the places in which two sketches of the given places
+// agree (codec.AppendSketch: 4 bits a place, two to a byte).
 //
-// NB: eight places at a time: a byte of x is zero where they agree, and
-// the arithmetic below sets that byte's high bit, and only that one (the
-// sum of two 7-bit values cannot carry into the next byte), so a popcount
-// counts them. Pairs compares the sketches of every distinct candidate
-// pair (17 million at a million generated documents): a byte at a time,
-// that was a tenth of its CPU time.
-func agree(a, b []byte) int {
-	const low7 = 0x7f7f7f7f7f7f7f7f
-	b = b[:len(a)]
+// NB: sixteen places at a time: a half-byte of x is zero where they agree,
+// and the arithmetic below sets the top bit of every other half-byte, and
+// only those (the sum of two 3-bit values cannot carry into the next half),
+// so a popcount counts the places that disagree. Pairs compares the
+// sketches of every candidate pair (17 million at a million generated
+// documents): a place at a time, that was a tenth of its CPU time.
+func agree(a, b []byte, places int) int {
+	const low3, top = 0x7777777777777777, 0x8888888888888888
+	full := places / 2 // bytes of two places
+	a, b = a[:(places+1)/2], b[:(places+1)/2]
 	n, i := 0, 0
-	for ; i+8 <= len(a); i += 8 {
+	for ; i+8 <= full; i += 8 {
 		x := binary.LittleEndian.Uint64(a[i:]) ^ binary.LittleEndian.Uint64(b[i:])
-		n += bits.OnesCount64(^((x&low7 + low7) | x | low7))
+		n += 16 - bits.OnesCount64(((x&low3)+low3|x)&top)
 	}
-	for ; i < len(a); i++ {
-		if a[i] == b[i] {
+	for ; i < full; i++ {
+		x := a[i] ^ b[i]
+		if x&0xf == 0 {
 			n++
 		}
+		if x>>4 == 0 {
+			n++
+		}
+	}
+	if places%2 == 1 && (a[full]^b[full])&0xf == 0 {
+		n++ // the last byte's low half; its high half is padding
 	}
 	return n
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/lshdb/lshdb/codec"
 	"github.com/lshdb/lshdb/internal/allpairs"
 	"github.com/lshdb/lshdb/minhash"
 )
@@ -213,37 +214,42 @@ func TestPairsScancodeRules(t *testing.T) {
 // differ in only their high or only their low bit.
 func TestAgree(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 11))
-	oracle := func(a, b []byte) int {
+	// The oracle: the places whose values' low 4 bits are equal, one at a
+	// time, from the signatures the sketches were made of.
+	oracle := func(a, b []uint32) int {
 		n := 0
 		for i := range a {
-			if a[i] == b[i] {
+			if a[i]%16 == b[i]%16 {
 				n++
 			}
 		}
 		return n
 	}
-	lengths := []int{128}
+	places := []int{127, 128}
 	for n := range 41 {
-		lengths = append(lengths, n)
+		places = append(places, n)
 	}
-	for _, n := range lengths {
+	for _, n := range places {
 		for range 200 {
-			a, b := make([]byte, n), make([]byte, n)
+			a, b := make([]uint32, n), make([]uint32, n)
 			for i := range a {
-				a[i] = byte(rng.Uint32())
-				switch rng.IntN(5) {
+				a[i] = rng.Uint32()
+				switch rng.IntN(6) {
 				case 0, 1:
 					b[i] = a[i]
 				case 2:
-					b[i] = a[i] ^ 0x80
+					b[i] = a[i] ^ 8 // the half-byte's top bit
 				case 3:
 					b[i] = a[i] ^ 1
+				case 4:
+					b[i] = a[i] ^ 0x10 // beyond the sketch's bits: agrees
 				default:
-					b[i] = byte(rng.Uint32())
+					b[i] = rng.Uint32()
 				}
 			}
-			if got, want := agree(a, b), oracle(a, b); got != want {
-				t.Fatalf("agree(%x, %x) = %d, want %d", a, b, got, want)
+			sa, sb := codec.AppendSketch(nil, a), codec.AppendSketch(nil, b)
+			if got, want := agree(sa, sb, n), oracle(a, b); got != want {
+				t.Fatalf("agree(%x, %x, %d) = %d, want %d", sa, sb, n, got, want)
 			}
 		}
 	}

@@ -704,7 +704,11 @@ func (db *DB) redisPairsIndex(ctx context.Context, now int64) (*pairsIndex, erro
 			if err != nil {
 				return nil, classify(fmt.Errorf("doc %d: %w", nums[i], err))
 			}
-			p.add(nums[i], &view, now)
+			// NB: no sketches (skBytes 0): Redis's Pairs verifies as it
+			// reads, with no set file.
+			if err := p.add(nums[i], &view, now); err != nil {
+				return nil, classify(fmt.Errorf("doc %d: %w", nums[i], err))
+			}
 		}
 	}
 	return (&pairsIndex{groupOf: map[int32]int{}}).fill([]indexPart{p}), nil

@@ -35,16 +35,17 @@ import (
 //
 // In text mode the file holds each document's stored text, and a reader
 // re-derives the set (normalize, shingle, de-duplicate, not sorted) when
-// verification asks for it: verification puts one side of a pair in a
-// hash table (minhash.SetTable) and passes over the other. The scan still
-// derives every set, for its sketch, but only the pairs the sketches do
-// not rule out are verified (on a million generated documents, 162,357 of
-// 17 million candidate pairs, among 450,000 documents): writing the sets
-// instead (8 bytes a shingle, about 8 bytes a character of text) wrote
-// 5.4 GB there, and the write calls alone took a quarter of Pairs' CPU
-// time. A document with a stored set (sets mode) has its set written. In
-// none mode the file holds the signatures (as uint64s), and verification
-// compares them.
+// verification asks for it, checking its size against the record's:
+// verification puts one side of a pair in a hash table (minhash.SetTable)
+// and passes over the other. Only the pairs the sketches do not rule out
+// are verified (on a million generated documents, 162,359 of 15.6 million
+// distinct candidate pairs): writing the sets instead (8 bytes a shingle,
+// about 8 bytes a character of text) wrote 5.4 GB there, and the write
+// calls alone took a quarter of Pairs' CPU time. A record without a
+// sketch (a format before 5) has its set derived as it is written, for
+// the sketch. A document with a stored set (sets mode) has its set
+// written. In none mode the file holds the signatures (as uint64s), and
+// verification compares them.
 type setFile struct {
 	fs   vfs.FS
 	path string
@@ -55,41 +56,24 @@ type setFile struct {
 	n       []int32
 	x       *pairsIndex
 	hashers *sync.Pool // *minhash.Hasher: readers derive sets from texts
-	// sketches holds, for the documents in the file, the low byte of each
-	// of the first sketchLen values of their signatures (sketchLen bytes
-	// by pairsIndex position): verification rules out a candidate pair
-	// whose sketches agree in too few places (sketchFloor) without reading
-	// its sets. sketchLen 0: none (none mode, whose file holds the
-	// signatures themselves).
-	sketches  []byte
-	sketchLen int
-}
-
-// maxSketchLen bounds a document's sketch: 128 bytes, for a signature of
-// 128 values or more (the default).
-const maxSketchLen = 128
-
-// sketch returns document i's sketch.
-func (s *setFile) sketch(i int32) []byte {
-	return s.sketches[int(i)*s.sketchLen : (int(i)+1)*s.sketchLen]
 }
 
 // setChunkBytes is the bytes a worker gathers before it appends them to
 // the file.
 const setChunkBytes = 1 << 20
 
-// writeSetFile writes the texts (or sets) and sketches of the documents
-// whose bit is set in inPair, checking each set once (its size against
-// the record's).
+// writeSetFile writes the texts (or sets) of the documents whose bit is
+// set in inPair, and derives the sketches x does not hold yet.
 //
-// NB: in text mode each set is re-derived from the text (normalize,
-// shingle, de-duplicate) for its sketch: that took half of Pairs' time on
-// one core. The doc-number range is split among a goroutine per core (as
-// in loadPairsIndex), each scanning its part, deriving the sets as it goes
-// and appending the texts to the file in chunks, under a lock, recording
-// where each went: the file's order does not matter. One scan handing
-// copies of the records to workers left the scan (decompressing every
-// text) and the copies as a serial stage.
+// NB: a text whose record holds no sketch (format 4 and before) is
+// re-derived (normalize, shingle, de-duplicate) for its sketch, and its
+// set's size checked against the record's: that took half of Pairs' time
+// on one core. The doc-number range is split among a goroutine per core
+// (as in loadPairsIndex), each scanning its part and appending the texts
+// to the file in chunks, under a lock, recording where each went: the
+// file's order does not matter. One scan handing copies of the records to
+// workers left the scan (decompressing every text) and the copies as a
+// serial stage.
 func (db *DB) writeSetFile(ctx context.Context, fs vfs.FS, path string, snap pebble.Reader, x *pairsIndex, inPair []uint64) (*setFile, error) {
 	f, err := fs.Create(path, vfs.WriteCategoryUnspecified)
 	if err != nil {
@@ -98,10 +82,6 @@ func (db *DB) writeSetFile(ctx context.Context, fs vfs.FS, path string, snap peb
 	s := &setFile{fs: fs, path: path, f: f, off: make([]int64, len(x.nums)), n: make([]int32, len(x.nums)), x: x, hashers: &db.hashers}
 	for i := range s.off {
 		s.off[i] = -1
-	}
-	if !db.estimateOnly() {
-		s.sketchLen = min(db.skOpt.NumPerm, maxSketchLen)
-		s.sketches = make([]byte, len(x.nums)*s.sketchLen)
 	}
 	workers := runtime.GOMAXPROCS(0)
 	if len(x.nums) < 1024*workers {
@@ -162,6 +142,18 @@ func (db *DB) writeSetFile(ctx context.Context, fs vfs.FS, path string, snap peb
 				if inPair[i/64]&(1<<(i%64)) != 0 {
 					done.inc()
 					view, err := codec.ParseDocView(v)
+					if err == nil && x.places > 0 && x.sketched[i] && !view.HasSet() && view.HasText && len(view.Text) < math.MaxInt32 {
+						// NB: the sketch came with the record: the text
+						// goes to the file as it is, its set derived (and
+						// checked) only if verification reads it.
+						idx, ns = append(idx, i), append(ns, -1-int32(len(view.Text)))
+						out = append(out, view.Text...)
+						if len(out) >= setChunkBytes {
+							derr = flush()
+						}
+						i++
+						return
+					}
 					if err == nil {
 						if db.estimateOnly() {
 							sig = view.AppendSignature(sig[:0])
@@ -175,13 +167,11 @@ func (db *DB) writeSetFile(ctx context.Context, fs vfs.FS, path string, snap peb
 							} else {
 								sig = h.Sketcher().Sketch(sig[:0], set)
 							}
-							if len(sig) < s.sketchLen {
-								err = fmt.Errorf("%w: a signature of %d values, want %d", ErrCorrupt, len(sig), s.sketchLen)
-							} else {
-								sk := s.sketch(int32(i))
-								for k := range sk {
-									sk[k] = byte(sig[k])
-								}
+							if len(sig) < x.places {
+								err = fmt.Errorf("%w: a signature of %d values, want %d", ErrCorrupt, len(sig), x.places)
+							} else if x.places > 0 && !x.sketched[i] {
+								codec.AppendSketch(x.sketch(int32(i))[:0], sig)
+								x.sketched[i] = true
 							}
 						}
 					}
@@ -267,10 +257,14 @@ func (r *setReader) read(i int32, dst []uint64) ([]uint64, error) {
 		if r.h == nil {
 			r.h = s.hashers.Get().(*minhash.Hasher)
 		}
-		// NB: the set writeSetFile derived from the same bytes (and
-		// checked against the record's size); the text is not kept past
-		// the call.
-		return r.h.Shingler().AppendDistinct(dst[:0], unsafe.String(unsafe.SliceData(r.buf), len(r.buf))), nil
+		// NB: the text is not kept past the call. Its set's size is
+		// checked against the record's here: writeSetFile derives only the
+		// sets of the texts whose records hold no sketch.
+		dst = r.h.Shingler().AppendDistinct(dst[:0], unsafe.String(unsafe.SliceData(r.buf), len(r.buf)))
+		if want := s.x.sizes[i]; len(dst) != int(want) {
+			return dst, fmt.Errorf("%w: doc %d (%q): its text gives %d shingles, the record says %d", ErrCorrupt, s.x.nums[i], s.x.ids[i], len(dst), want)
+		}
+		return dst, nil
 	}
 	var err error
 	dst, r.buf, err = s.read(i, dst[:0], r.buf)

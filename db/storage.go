@@ -75,6 +75,11 @@ func (db *DB) newRecord(id string, set []uint64, sig []uint32, text string, stor
 	case StorageText:
 		r.SetLen, r.SetFP = len(set), codec.FingerprintOf(db.man.FormatVersion, set)
 		r.HasText, r.Text = true, text
+		if db.man.FormatVersion >= codec.SketchFormatVersion {
+			// NB: 64 bytes that spare Pairs deriving the set of every
+			// document in a candidate pair (see codec.AppendSketch).
+			r.Sketch = codec.AppendSketch(make([]byte, 0, codec.SketchBytes(len(sig))), sig)
+		}
 	case StorageSets:
 		scratch32 = codec.Set32Of(scratch32[:0], set)
 		r.Set32, r.Signature = scratch32, sig

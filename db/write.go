@@ -406,7 +406,7 @@ func (db *DB) expiryManifest(b *pebble.Batch, preps []prepared) (bool, error) {
 	if db.expiryFormat.Load() || !slices.ContainsFunc(preps, func(p prepared) bool { return p.expires != 0 }) {
 		return false, nil
 	}
-	if db.man.FormatVersion < codec.FormatVersion {
+	if db.man.FormatVersion < codec.SumFingerprintFormatVersion {
 		return false, db.expiryFormatError()
 	}
 	enc, err := db.expiryManifestBytes()
@@ -416,17 +416,18 @@ func (db *DB) expiryManifest(b *pebble.Batch, preps []prepared) (bool, error) {
 	return true, b.Set(codec.ManifestKey, enc, nil)
 }
 
-// expiryManifestBytes encodes the index's manifest at format 4.
+// expiryManifestBytes encodes the index's manifest at format 4 (at
+// least: a manifest of a later format, which takes expiry, keeps it).
 func (db *DB) expiryManifestBytes() ([]byte, error) {
 	m := db.man
-	m.FormatVersion = codec.ExpiryFormatVersion
+	m.FormatVersion = max(m.FormatVersion, codec.ExpiryFormatVersion)
 	return codec.EncodeManifest(&m)
 }
 
 // expiryFormatError refuses documents with an expiry in an index of
 // format 2.
 func (db *DB) expiryFormatError() error {
-	return fmt.Errorf("%w: documents with a TTL need an index of format %d or later; %s is format %d (rebuild it to use expiry)", ErrFormat, codec.FormatVersion, db.dir, db.man.FormatVersion)
+	return fmt.Errorf("%w: documents with a TTL need an index of format %d or later; %s is format %d (rebuild it to use expiry)", ErrFormat, codec.SumFingerprintFormatVersion, db.dir, db.man.FormatVersion)
 }
 
 // setExpiryFormat makes the index format 4 now (a synced write of the

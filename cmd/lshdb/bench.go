@@ -401,7 +401,7 @@ func (a *app) benchBuild(corpusPath, extendPath string, rounds int) error {
 		fmt.Fprintf(a.stdout, "peak RSS of each phase alone: build %.0f MiB, pairs %.0f MiB\n", r.BuildRSSMiB, r.PairsRSSMiB)
 	}
 	st := r.PairsStats
-	fmt.Fprintf(a.stdout, "pairs: %d identical groups (%d pairs unverified), %d lists (%d hot, largest %d), %d candidates, %d distinct filtered, %d distinct verified, %d matched, spilled %v\n",
+	fmt.Fprintf(a.stdout, "pairs: %d identical groups (%d pairs unverified), %d lists (%d hot, largest %d), %d candidates, %d ruled out by sketches, %d distinct verified, %d matched, spilled %v\n",
 		st.IdenticalGroups, st.IdenticalPairs, st.Lists, st.HotLists, st.LargestList, st.Candidates, st.Filtered, st.Verified, st.Matched, st.Spilled)
 	if extendPath != "" {
 		fmt.Fprintf(a.stdout, "extend: %.1fs, into an empty index %.1fs (%.2fx)\n", r.ExtendSecs, r.ExtendEmptySec, r.ExtendXEmpty)

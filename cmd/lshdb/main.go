@@ -466,9 +466,10 @@ func (a *app) stderrIsTerminal() bool {
 }
 
 // formatNote says which index formats this build writes and reads: new
-// indexes are codec.FormatVersion, and become codec.ExpiryFormatVersion at
-// their first document with a TTL.
+// indexes are codec.FormatVersion; an older one keeps its format (a
+// format 3 one becomes codec.ExpiryFormatVersion at its first document
+// with a TTL).
 func formatNote() string {
-	return fmt.Sprintf("index format %d, %d once a document has a TTL; reads %d to %d",
-		codec.FormatVersion, codec.ExpiryFormatVersion, codec.MinFormatVersion, codec.MaxFormatVersion)
+	return fmt.Sprintf("index format %d; reads and writes %d to %d",
+		codec.FormatVersion, codec.MinFormatVersion, codec.MaxFormatVersion)
 }

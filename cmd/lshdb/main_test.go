@@ -17,6 +17,7 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/datadriven"
+	"github.com/lshdb/lshdb/codec"
 	"github.com/lshdb/lshdb/db"
 	"github.com/lshdb/lshdb/internal/corpus"
 	"github.com/lshdb/lshdb/internal/gen"
@@ -241,7 +242,7 @@ func TestBench(t *testing.T) {
 // Ensure that lshdb version and lshdb --version name the build and the
 // index format this build reads and writes (codec.FormatVersion is 3).
 func TestVersion(t *testing.T) {
-	want := regexp.MustCompile(`^lshdb (\(devel\)|v\S+) \(index format 3, 4 once a document has a TTL; reads 2 to 4, go\S+\)\n$`)
+	want := regexp.MustCompile(`^lshdb (\(devel\)|v\S+) \(index format 5; reads and writes 2 to 5, go\S+\)\n$`)
 	for _, args := range [][]string{{"version"}, {"--version"}} {
 		out, errOut, code := runLine(args, "")
 		if code != 0 || !want.MatchString(out) {
@@ -250,7 +251,7 @@ func TestVersion(t *testing.T) {
 	}
 	out, _, code := runLine([]string{"version", "--output", "json"}, "")
 	var v versionJSON
-	if err := json.Unmarshal([]byte(out), &v); code != 0 || err != nil || v.FormatVersion != 3 || v.Version == "" {
+	if err := json.Unmarshal([]byte(out), &v); code != 0 || err != nil || v.FormatVersion != codec.FormatVersion || v.Version == "" {
 		t.Errorf("version --output json: exit %d, %q, %v", code, out, err)
 	}
 }

@@ -525,7 +525,7 @@ came and how long the run took; FILE gets a header and an end line too.`,
 					err = a.streamPairs(seq, rec)
 				}
 				if stats && err == nil {
-					fmt.Fprintf(a.stderr, "pairs: %d documents, %d identical groups (%d pairs reported unverified), %d posting lists (%d with over %d distinct sets, largest %d), %d candidate pairs, %d distinct ruled out by their signatures, %d distinct verified, %d matched, %d reported, spilled to disk: %v\n",
+					fmt.Fprintf(a.stderr, "pairs: %d documents, %d identical groups (%d pairs reported unverified), %d posting lists (%d with over %d distinct sets, largest %d), %d candidate pairs, %d ruled out by their signatures, %d distinct verified, %d matched, %d reported, spilled to disk: %v\n",
 						st.Docs, st.IdenticalGroups, st.IdenticalPairs, st.Lists, st.HotLists, db.HotList, st.LargestList, st.Candidates, st.Filtered, st.Verified, st.Matched, st.Reported, st.Spilled)
 				}
 				if err == nil && spill != nil {
