@@ -2,6 +2,7 @@ package db
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -15,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2"
 	"github.com/lshdb/lshdb/codec"
 	"github.com/lshdb/lshdb/minhash"
 )
@@ -281,8 +283,29 @@ func TestFormatGolden(t *testing.T) {
 					t.Fatalf("Upgrade of an open index: %+v, %v", rep, err)
 				}
 				d.Close()
-				if rep, err := Upgrade(context.Background(), dir, nil); err != nil || rep.From != format || rep.To != format || rep.Docs != 0 {
+				// Only a text index before format 5 is upgraded: its
+				// records gain their sketches.
+				rep, err := Upgrade(context.Background(), dir, nil)
+				if mode != StorageText || format >= codec.SketchFormatVersion {
+					if err != nil || rep.From != format || rep.To != format || rep.Docs != 0 {
+						t.Fatalf("Upgrade: %+v, %v", rep, err)
+					}
+					return
+				}
+				if err != nil || rep.From != format || rep.To != codec.FormatVersion || rep.Docs != len(docs) {
 					t.Fatalf("Upgrade: %+v, %v", rep, err)
+				}
+				d = mustOpen(t, dir, nil)
+				if p := d.Params(); p.FormatVersion != codec.FormatVersion || p.Storage != mode {
+					t.Fatalf("params after the upgrade: %+v", p)
+				}
+				if with, without := sketches(t, d); with != len(docs) || without != 0 {
+					t.Fatalf("after the upgrade, %d records with a sketch, %d without", with, without)
+				}
+				checkGolden(t, d, docs)
+				d.Close()
+				if rep, err := Upgrade(context.Background(), dir, nil); err != nil || rep.To != codec.FormatVersion || rep.Docs != 0 {
+					t.Fatalf("a second upgrade: %+v, %v", rep, err)
 				}
 			})
 		}
@@ -292,7 +315,8 @@ func TestFormatGolden(t *testing.T) {
 // Ensure that a format 3 index becomes format 4 at its first write with a
 // TTL (a Put, and on another copy a Load), says so after a reopen, and
 // goes on writing records without a sketch that Pairs derives, with every
-// pair still the brute-force one.
+// pair still the brute-force one; and that its upgrade to format 5 keeps
+// the expiry.
 func TestFormat3TakesExpiry(t *testing.T) {
 	docs := goldenDocs(t)
 	for _, how := range []string{"put", "load"} {
@@ -324,7 +348,59 @@ func TestFormat3TakesExpiry(t *testing.T) {
 				t.Fatalf("%d records of a format 4 index hold a sketch", with)
 			}
 			checkGolden(t, d, docs)
+			before, err := d.Get("expiring")
+			if err != nil || before.ExpiresAt.IsZero() {
+				t.Fatalf("Get: %+v, %v", before, err)
+			}
+			// The upgrade to format 5 keeps the expiry.
+			d.Close()
+			if rep, err := Upgrade(context.Background(), dir, nil); err != nil || rep.From != codec.ExpiryFormatVersion || rep.To != codec.FormatVersion {
+				t.Fatalf("Upgrade: %+v, %v", rep, err)
+			}
+			d = mustOpen(t, dir, nil)
+			if after, err := d.Get("expiring"); err != nil || !after.ExpiresAt.Equal(before.ExpiresAt) {
+				t.Fatalf("after the upgrade: %+v, %v; want expiry %v", after, err, before.ExpiresAt)
+			}
+			checkGolden(t, d, docs)
 		})
+	}
+}
+
+// Ensure that the upgrade of a format 3 text index refuses (ErrCorrupt,
+// nothing changed: still format 3, the record as it was) a record whose
+// stored text no longer gives its stored set.
+func TestUpgradeToSketchesRefusesACorruptText(t *testing.T) {
+	dir := copyGolden(t, "format3/text")
+	d := mustOpen(t, dir, nil)
+	doc, err := d.Get("hunspell-nl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := codec.AppendDocKey(nil, doc.Num)
+	v, _, err := getCopy(d.pdb, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec codec.DocRecord
+	if err := codec.DecodeDocRecord(v, &rec); err != nil {
+		t.Fatal(err)
+	}
+	rec.Text = "a different text altogether"
+	bad := codec.AppendDocRecord(nil, &rec)
+	if err := d.pdb.Set(k, bad, pebble.Sync); err != nil {
+		t.Fatal(err)
+	}
+	d.Close()
+	if rep, err := Upgrade(context.Background(), dir, nil); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "hunspell-nl") {
+		t.Fatalf("Upgrade: %+v, %v; want ErrCorrupt naming the document", rep, err)
+	}
+	d = mustOpen(t, dir, &Options{ReadOnly: true})
+	defer d.Close()
+	if v := d.Params().FormatVersion; v != 3 {
+		t.Fatalf("after a refused upgrade, format %d", v)
+	}
+	if got, _, err := getCopy(d.pdb, k); err != nil || !bytes.Equal(got, bad) {
+		t.Fatalf("after a refused upgrade the record changed: %v", err)
 	}
 }
 

@@ -17,7 +17,9 @@ import (
 type UpgradeReport struct {
 	// From and To are the format versions before and after (equal when
 	// the index needed no upgrade and nothing was written: this build
-	// reads and writes formats codec.MinFormatVersion and up as they are).
+	// reads and writes formats codec.MinFormatVersion and up as they are,
+	// and upgrades only text indexes of formats 2 to 4, whose records
+	// gain a sketch).
 	From, To int
 	// Storage is the storage mode of the upgraded index: text for a
 	// format 1 index that stored every text, sets otherwise.
@@ -34,6 +36,13 @@ type UpgradeReport struct {
 // index is either wholly old or wholly new after a crash at any point (a
 // crash before the ingest leaves temporary tables that the next Open
 // removes). Ids are the same in both formats and are kept.
+//
+// A text index of format 2 to 4 has its doc records rewritten with their
+// signature's sketch (format 5, which Pairs reads instead of deriving it
+// from every text); each text is re-shingled and checked against its
+// record's set size and fingerprint (ErrCorrupt, nothing changed, if it
+// does not give them back), and the posting lists are left as they are.
+// Indexes of other modes, and of format 5, need nothing.
 //
 // A format 1 index whose manifest stores text becomes a text index (the
 // text is verified against the stored shingle set: a text that does not
@@ -67,7 +76,10 @@ func (db *DB) upgrade(ctx context.Context) (*UpgradeReport, error) {
 	db.wmu.Lock()
 	defer db.wmu.Unlock()
 	rep := &UpgradeReport{From: db.man.FormatVersion, To: codec.FormatVersion, Storage: db.man.Storage}
-	if db.man.FormatVersion >= codec.MinFormatVersion {
+	// sketches: a format 2 to 4 text index, whose records only gain their
+	// sketch (and, from format 2, the order-independent fingerprint).
+	sketches := db.man.FormatVersion >= codec.MinFormatVersion
+	if sketches && (db.man.Storage != StorageText || db.man.FormatVersion >= codec.SketchFormatVersion) {
 		// NB: nothing to do: this build reads and writes the format as it
 		// is (a format 2 index keeps format 2's fingerprint).
 		rep.To = db.man.FormatVersion
@@ -78,9 +90,11 @@ func (db *DB) upgrade(ctx context.Context) (*UpgradeReport, error) {
 
 	m := db.man
 	m.FormatVersion = codec.FormatVersion
-	m.Storage = StorageSets
-	if m.StoreText {
-		m.Storage = StorageText
+	if !sketches {
+		m.Storage = StorageSets
+		if m.StoreText {
+			m.Storage = StorageText
+		}
 	}
 	rep.Storage = m.Storage
 	enc, err := codec.EncodeManifest(&m)
@@ -112,7 +126,12 @@ func (db *DB) upgrade(ctx context.Context) (*UpgradeReport, error) {
 	h := db.hashers.Get().(*minhash.Hasher)
 	defer db.hashers.Put(h)
 	snap := db.pdb.NewSnapshot()
-	defer snap.Close()
+	snapOpen := true
+	defer func() {
+		if snapOpen {
+			snap.Close()
+		}
+	}()
 	var (
 		set, again []uint64
 		sig        []uint32
@@ -131,6 +150,17 @@ func (db *DB) upgrade(ctx context.Context) (*UpgradeReport, error) {
 			return
 		}
 		view, err := codec.ParseDocView(v)
+		if sketches {
+			if err == nil {
+				err = db.sketchRecord(h, old.FormatVersion, &view, &out)
+			}
+			if err != nil {
+				derr = classify(fmt.Errorf("doc %d: %w", n, err))
+			} else if derr = records.set(k, out); derr == nil {
+				docs++
+			}
+			return
+		}
 		if err == nil && view.Version != 1 {
 			err = fmt.Errorf("%w: a record of format %d in a format %d index", codec.ErrCorrupt, view.Version, old.FormatVersion)
 		}
@@ -166,9 +196,17 @@ func (db *DB) upgrade(ctx context.Context) (*UpgradeReport, error) {
 	if err = cmp.Or(err, derr); err != nil {
 		return nil, err
 	}
-	if err := upgradePostings(ctx, snap, postings); err != nil {
-		return nil, err
+	if !sketches {
+		if err := upgradePostings(ctx, snap, postings); err != nil {
+			return nil, err
+		}
 	}
+	// NB: released before the ingest and the compaction below: a snapshot
+	// keeps every record it can see, so the compaction kept the old
+	// records beside the new ones (a million-document index stayed at
+	// 1.6x its size until later compactions dropped them).
+	snap.Close()
+	snapOpen = false
 	if err := manifest.set(codec.ManifestKey, enc); err != nil {
 		return nil, err
 	}
@@ -198,10 +236,43 @@ func (db *DB) upgrade(ctx context.Context) (*UpgradeReport, error) {
 	// The old records and posting lists are shadowed or deleted; a
 	// compaction of their ranges frees their space now rather than
 	// whenever Pebble gets to it.
-	if err := db.pdb.Compact(ctx, codec.DocPrefix, codec.PostingPrefixEnd, true); err != nil {
+	hi := codec.PostingPrefixEnd
+	if sketches {
+		hi = codec.DocPrefixEnd // the posting lists were left alone
+	}
+	if err := db.pdb.Compact(ctx, codec.DocPrefix, hi, true); err != nil {
 		db.opts.Logger.Warn("lshdb: upgrade: compacting the old records", "err", err)
 	}
 	return rep, nil
+}
+
+// sketchRecord encodes into *out the format 5 record of a text record of
+// an index of format old (2 to 4): the same id, text, metadata and expiry,
+// with the sketch of the signature its text gives (db.man is format 5's).
+// A record without text, or whose text does not give back its stored set
+// size and fingerprint, is ErrCorrupt.
+func (db *DB) sketchRecord(h *minhash.Hasher, old int, view *codec.DocView, out *[]byte) error {
+	if view.Version != 2 {
+		return fmt.Errorf("%w: a record of format %d in a format %d index", codec.ErrCorrupt, view.Version, old)
+	}
+	if !view.HasText {
+		return fmt.Errorf("%w: %q of a text index holds no text", ErrCorrupt, view.ID)
+	}
+	text := string(view.Text)
+	var set []uint64
+	var sig []uint32
+	if old < 3 {
+		set, sig = h.Document(nil, nil, text) // format 2's fingerprint is of the sorted set
+	} else {
+		set, sig = h.DocumentUnsorted(nil, nil, text)
+	}
+	if len(set) != view.SetLen || codec.FingerprintOf(old, set) != view.SetFingerprint() {
+		return fmt.Errorf("%w: %q: its stored text does not give back its stored shingle set (%d shingles, %d stored)", ErrCorrupt, view.ID, len(set), view.SetLen)
+	}
+	rec, _ := db.newRecord(string(view.ID), set, sig, text, true, view.Meta, nil)
+	rec.Expires = view.Expires
+	*out = codec.AppendDocRecord((*out)[:0], &rec)
+	return nil
 }
 
 // upgradePostings writes into t the format 2 posting lists of the format

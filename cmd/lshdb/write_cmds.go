@@ -966,9 +966,12 @@ format, in place and atomically: after a crash at any point the index is
 either wholly old or wholly new. Format 1 indexes that stored every text
 become text indexes (verification re-shingles the stored text); the others
 become sets indexes (32-bit shingle sets, no text). Posting lists are
-rewritten under their format 2 keys; ids are kept. An index of format 2 or
-later is left as it is (this build reads and writes it in its own format).
-It needs free space for a second copy of the records until it ends.`,
+rewritten under their format 2 keys; ids are kept. A text index of format
+2 to 4 has its records rewritten with their signature's sketch (format 5,
+which pairs and clusters read instead of re-shingling every candidate's
+text), each text checked against its record; its posting lists are kept.
+Any other index is left as it is (this build reads and writes it in its own
+format). It needs free space for a second copy of the records until it ends.`,
 		Example: "  lshdb upgrade --db old-index",
 		Args:    nArgs(0),
 		RunE: func(c *cobra.Command, args []string) error {

@@ -530,3 +530,38 @@ func TestInsertParquet(t *testing.T) {
 		}
 	}
 }
+
+// Ensure that `upgrade` takes a format 3 text index (the golden one) to
+// format 5, says so, prints the same pairs and scores after as before,
+// checks clean, and has nothing to do a second time.
+func TestUpgradeToFormat5(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "index")
+	if err := os.CopyFS(dir, os.DirFS("../../testdata/golden/format3/text")); err != nil {
+		t.Fatal(err)
+	}
+	pairs := func() string {
+		out, errOut, code := runLine([]string{"pairs", "--db", dir}, "")
+		if code != 0 {
+			t.Fatalf("pairs: exit %d, %s", code, errOut)
+		}
+		return out
+	}
+	before := pairs()
+	if strings.Count(before, "\n") < 2 {
+		t.Fatalf("pairs before the upgrade: %q", before)
+	}
+	out, errOut, code := runLine([]string{"upgrade", "--db", dir}, "")
+	if code != 0 || out != "upgraded index format 3 to 5: 40 documents, storage text\n" {
+		t.Fatalf("upgrade: exit %d, %q, %q", code, out, errOut)
+	}
+	if after := pairs(); after != before {
+		t.Fatalf("pairs after the upgrade:\n%s\nbefore:\n%s", after, before)
+	}
+	if out, errOut, code := runLine([]string{"check", "--db", dir}, ""); code != 0 {
+		t.Fatalf("check: exit %d, %q, %q", code, out, errOut)
+	}
+	out, errOut, code = runLine([]string{"upgrade", "--db", dir}, "")
+	if code != 0 || out != "index format 5 needs no upgrade: nothing to do\n" {
+		t.Fatalf("a second upgrade: exit %d, %q, %q", code, out, errOut)
+	}
+}
