@@ -5,9 +5,10 @@
 //	"m"                                   manifest: format version and every parameter
 //	                                      that shapes hashes and bands (msgpack)
 //	"n"                                   counters: next doc number, live documents
-//	"d" + doc number (uint64 big-endian)  doc record (formats 2, 3): external id, set size and
-//	                                      fingerprint, then by storage mode the text, or
-//	                                      the signature and 32-bit set, and metadata
+//	"d" + doc number (uint64 big-endian)  doc record (formats 2 to 5): external id, set size
+//	                                      and fingerprint, then by storage mode the text and
+//	                                      (format 5) its signature's 64-byte sketch, or the
+//	                                      signature and 32-bit set, and metadata
 //	"i" + external id                     doc number (uint64 big-endian)
 //	"p" + band (uint16 BE) + bucket (uint32 BE: the high half of the band's hash)
 //	                                      posting list: sorted (doc number, add|remove)
