@@ -89,6 +89,10 @@ func (db *DB) Check(ctx context.Context) (*CheckReport, error) {
 			return
 		}
 		maxDoc = max(maxDoc, n)
+		if len(v) == 0 {
+			rep.problem("doc %d: an empty record", n)
+			return
+		}
 		if v[0] != 2 {
 			rep.problem("doc %d: a record of format %d in a format %d index", n, v[0], db.man.FormatVersion)
 			return
@@ -118,6 +122,11 @@ func (db *DB) Check(ctx context.Context) (*CheckReport, error) {
 		// is not its signature's would lose pairs silently.
 		if sk = codec.AppendSketch(sk[:0], rec.Signature); rec.Sketch != nil && !bytes.Equal(rec.Sketch, sk) {
 			rep.problem("doc %d (%q): the stored sketch is not its signature's", n, rec.ID)
+		}
+		// NB: a sketch where the format or the mode has none would make
+		// an older build, which this index's format promises to, refuse it.
+		if rec.Sketch != nil && (db.man.FormatVersion < codec.SketchFormatVersion || db.man.Storage != StorageText) {
+			rep.problem("doc %d (%q): a sketch in a format %d %s index", n, rec.ID, db.man.FormatVersion, db.man.Storage)
 		}
 		keys, err := db.bucketKeys(nil, rec.Signature)
 		if err != nil {

@@ -483,7 +483,32 @@ func TestCheckFindsABadSketch(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep, err := d.Check(context.Background())
-	if err != nil || rep.OK() || !strings.Contains(fmt.Sprint(rep.Problems), "sketch") {
+	if err != nil || rep.OK() || !strings.Contains(fmt.Sprint(rep.Problems), "the stored sketch is not its signature's") {
 		t.Fatalf("Check: %+v, %v", rep, err)
+	}
+
+	// A right sketch in a format 3 index, which an older build must read,
+	// is a problem too.
+	old := mustOpen(t, copyGolden(t, "format3/text"), nil)
+	defer old.Close()
+	doc, err = old.Get("hunspell-nl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	k = codec.AppendDocKey(nil, doc.Num)
+	if v, _, err = getCopy(old.pdb, k); err != nil {
+		t.Fatal(err)
+	}
+	if err := codec.DecodeDocRecord(v, &rec); err != nil || rec.Sketch != nil {
+		t.Fatalf("record %+v, %v", rec, err)
+	}
+	_, sig := old.hashers.Get().(*minhash.Hasher).Document(nil, nil, rec.Text)
+	rec.Sketch = codec.AppendSketch(nil, sig)
+	if err := old.pdb.Set(k, codec.AppendDocRecord(nil, &rec), nil); err != nil {
+		t.Fatal(err)
+	}
+	rep, err = old.Check(context.Background())
+	if err != nil || rep.OK() || !strings.Contains(fmt.Sprint(rep.Problems), "a sketch in a format 3 text index") {
+		t.Fatalf("Check of format 3: %+v, %v", rep, err)
 	}
 }

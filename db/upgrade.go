@@ -21,8 +21,9 @@ type UpgradeReport struct {
 	// and upgrades only text indexes of formats 2 to 4, whose records
 	// gain a sketch).
 	From, To int
-	// Storage is the storage mode of the upgraded index: text for a
-	// format 1 index that stored every text, sets otherwise.
+	// Storage is the storage mode of the upgraded index: its own from
+	// format 2; for a format 1 index text if it stored every text, sets
+	// otherwise.
 	Storage string
 	// Docs is the number of doc records rewritten.
 	Docs int
@@ -53,7 +54,7 @@ type UpgradeReport struct {
 // CacheSize); creation options are ignored.
 func Upgrade(ctx context.Context, dir string, opts *Options) (*UpgradeReport, error) {
 	if IsRedisURL(dir) {
-		return nil, fmt.Errorf("%w: Upgrade of a Redis index (its format is always this build's)", ErrUnsupported)
+		return nil, fmt.Errorf("%w: Upgrade of a Redis index (a Redis index keeps the format it was created in; its Pairs reads no sketch)", ErrUnsupported)
 	}
 	var o Options
 	if opts != nil {
