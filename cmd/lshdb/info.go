@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/lshdb/lshdb/codec"
 	"github.com/lshdb/lshdb/db"
 	"github.com/spf13/cobra"
 )
@@ -68,7 +69,7 @@ sizes in bytes.`,
 				fmt.Fprintf(a.stdout, "threshold %v, %v (%d of %d signature values), scheme %v, %v %d-shingles, bag %v, %s\n",
 					p.Threshold, p.Bands, p.Bands.B*p.Bands.R, p.NumPerm, p.Scheme, p.Shingle, p.ShingleSize, p.Bag, storageNote(p))
 				fmt.Fprintf(a.stdout, "P(candidate) at the threshold: %.4f (S-curve)\n", p.Bands.Probability(p.Threshold))
-				fmt.Fprintf(a.stdout, "index format: %d\n", p.FormatVersion)
+				fmt.Fprintf(a.stdout, "index format: %d%s\n", p.FormatVersion, upgradeHint(a.dbDir, p))
 				fmt.Fprintf(a.stdout, "documents: %d\n", in.Docs)
 				if db.IsRedisURL(a.dbDir) {
 					// NB: no size here: stats measures the keys' memory (a scan).
@@ -95,4 +96,15 @@ func humanBytes(n uint64) string {
 		e, v = e+1, v/1024
 	}
 	return fmt.Sprintf("%.1f %s", v, units[e-1])
+}
+
+// upgradeHint says, after a text index's format, when lshdb upgrade would
+// give it the signature sketches of format 5 (which pairs reads instead
+// of re-shingling every candidate's text); "" otherwise (a Redis index
+// keeps its format).
+func upgradeHint(dir string, p db.Params) string {
+	if p.Storage != db.StorageText || p.FormatVersion >= codec.SketchFormatVersion || db.IsRedisURL(dir) {
+		return ""
+	}
+	return fmt.Sprintf(" (lshdb upgrade takes it to %d, whose stored sketches make pairs about twice as fast)", codec.SketchFormatVersion)
 }

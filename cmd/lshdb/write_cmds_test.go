@@ -550,6 +550,10 @@ func TestUpgradeToFormat5(t *testing.T) {
 	if strings.Count(before, "\n") < 2 {
 		t.Fatalf("pairs before the upgrade: %q", before)
 	}
+	hint := "index format: 3 (lshdb upgrade takes it to 5, whose stored sketches make pairs about twice as fast)\n"
+	if out, errOut, code := runLine([]string{"info", "--db", dir}, ""); code != 0 || !strings.Contains(out, hint) {
+		t.Fatalf("info before the upgrade: exit %d, %q, %q", code, out, errOut)
+	}
 	out, errOut, code := runLine([]string{"upgrade", "--db", dir}, "")
 	if code != 0 || out != "upgraded index format 3 to 5: 40 documents, storage text\n" {
 		t.Fatalf("upgrade: exit %d, %q, %q", code, out, errOut)
@@ -559,6 +563,9 @@ func TestUpgradeToFormat5(t *testing.T) {
 	}
 	if out, errOut, code := runLine([]string{"check", "--db", dir}, ""); code != 0 {
 		t.Fatalf("check: exit %d, %q, %q", code, out, errOut)
+	}
+	if out, errOut, code := runLine([]string{"info", "--db", dir}, ""); code != 0 || !strings.Contains(out, "index format: 5\n") {
+		t.Fatalf("info after the upgrade: exit %d, %q, %q", code, out, errOut)
 	}
 	out, errOut, code = runLine([]string{"upgrade", "--db", dir}, "")
 	if code != 0 || out != "index format 5 needs no upgrade: nothing to do\n" {
