@@ -118,15 +118,17 @@ func (db *DB) Check(ctx context.Context) (*CheckReport, error) {
 		if len(rec.Signature) != db.skOpt.NumPerm {
 			rep.problem("doc %d (%q): a signature of %d values (the index has %d)", n, rec.ID, len(rec.Signature), db.skOpt.NumPerm)
 		}
-		// NB: Pairs rules pairs out by the stored sketch alone: one that
-		// is not its signature's would lose pairs silently.
-		if sk = codec.AppendSketch(sk[:0], rec.Signature); rec.Sketch != nil && !bytes.Equal(rec.Sketch, sk) {
-			rep.problem("doc %d (%q): the stored sketch is not its signature's", n, rec.ID)
-		}
-		// NB: a sketch where the format or the mode has none would make
-		// an older build, which this index's format promises to, refuse it.
-		if rec.Sketch != nil && (db.man.FormatVersion < codec.SketchFormatVersion || db.man.Storage != StorageText) {
-			rep.problem("doc %d (%q): a sketch in a format %d %s index", n, rec.ID, db.man.FormatVersion, db.man.Storage)
+		if rec.Sketch != nil {
+			// NB: Pairs rules pairs out by the stored sketch alone: one
+			// that is not its signature's would lose pairs silently.
+			if sk = codec.AppendSketch(sk[:0], rec.Signature); !bytes.Equal(rec.Sketch, sk) {
+				rep.problem("doc %d (%q): the stored sketch is not its signature's", n, rec.ID)
+			}
+			// NB: a sketch where the format or the mode has none would
+			// make an older build, which this format promises, refuse it.
+			if db.man.FormatVersion < codec.SketchFormatVersion || db.man.Storage != StorageText {
+				rep.problem("doc %d (%q): a sketch in a format %d %s index", n, rec.ID, db.man.FormatVersion, db.man.Storage)
+			}
 		}
 		keys, err := db.bucketKeys(nil, rec.Signature)
 		if err != nil {

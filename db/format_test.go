@@ -240,6 +240,32 @@ func sketches(t *testing.T, d *DB) (with, without int) {
 	return with, without
 }
 
+// rewriteRecord replaces the stored record of document id with what
+// change makes of it, behind the database's back (no other key changes),
+// and returns the record's key and its new bytes.
+func rewriteRecord(t *testing.T, d *DB, id string, change func(*codec.DocRecord)) (key, v []byte) {
+	t.Helper()
+	doc, err := d.Get(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key = codec.AppendDocKey(nil, doc.Num)
+	v, ok, err := getCopy(d.pdb, key)
+	if err != nil || !ok {
+		t.Fatalf("the record of %q: %v, %v", id, ok, err)
+	}
+	var rec codec.DocRecord
+	if err := codec.DecodeDocRecord(v, &rec); err != nil {
+		t.Fatal(err)
+	}
+	change(&rec)
+	v = codec.AppendDocRecord(nil, &rec)
+	if err := d.pdb.Set(key, v, pebble.Sync); err != nil {
+		t.Fatal(err)
+	}
+	return key, v
+}
+
 // Ensure that the golden format 2, 3 and 5 indexes read back: every
 // document, every pair (against a brute-force join), a clean check, in
 // each storage mode; and that each is written in its own format (format 2
@@ -372,24 +398,7 @@ func TestFormat3TakesExpiry(t *testing.T) {
 func TestUpgradeToSketchesRefusesACorruptText(t *testing.T) {
 	dir := copyGolden(t, "format3/text")
 	d := mustOpen(t, dir, nil)
-	doc, err := d.Get("hunspell-nl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	k := codec.AppendDocKey(nil, doc.Num)
-	v, _, err := getCopy(d.pdb, k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rec codec.DocRecord
-	if err := codec.DecodeDocRecord(v, &rec); err != nil {
-		t.Fatal(err)
-	}
-	rec.Text = "a different text altogether"
-	bad := codec.AppendDocRecord(nil, &rec)
-	if err := d.pdb.Set(k, bad, pebble.Sync); err != nil {
-		t.Fatal(err)
-	}
+	k, bad := rewriteRecord(t, d, "hunspell-nl", func(rec *codec.DocRecord) { rec.Text = "a different text altogether" })
 	d.Close()
 	if rep, err := Upgrade(context.Background(), dir, nil); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "hunspell-nl") {
 		t.Fatalf("Upgrade: %+v, %v; want ErrCorrupt naming the document", rep, err)
@@ -420,23 +429,7 @@ func TestPairsReportsACorruptText(t *testing.T) {
 		}
 	}
 	// Replace one record's text, keeping the rest of the record.
-	doc, err := d.Get("hunspell-nl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	k := codec.AppendDocKey(nil, doc.Num)
-	v, ok, err := getCopy(d.pdb, k)
-	if err != nil || !ok {
-		t.Fatal(err)
-	}
-	var rec codec.DocRecord
-	if err := codec.DecodeDocRecord(v, &rec); err != nil {
-		t.Fatal(err)
-	}
-	rec.Text = "a different text altogether"
-	if err := d.pdb.Set(k, codec.AppendDocRecord(nil, &rec), nil); err != nil {
-		t.Fatal(err)
-	}
+	rewriteRecord(t, d, "hunspell-nl", func(rec *codec.DocRecord) { rec.Text = "a different text altogether" })
 	var perr error
 	for _, err := range d.Pairs(context.Background(), nil) {
 		if err != nil {
@@ -465,23 +458,12 @@ func TestCheckFindsABadSketch(t *testing.T) {
 	if rep, err := d.Check(context.Background()); err != nil || !rep.OK() {
 		t.Fatalf("Check before: %v, %v", rep, err)
 	}
-	doc, err := d.Get("hunspell-nl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	k := codec.AppendDocKey(nil, doc.Num)
-	v, ok, err := getCopy(d.pdb, k)
-	if err != nil || !ok {
-		t.Fatal(err)
-	}
-	var rec codec.DocRecord
-	if err := codec.DecodeDocRecord(v, &rec); err != nil || len(rec.Sketch) == 0 {
-		t.Fatalf("record %+v, %v", rec, err)
-	}
-	rec.Sketch[3] ^= 0x10 // one place, the high half of a byte
-	if err := d.pdb.Set(k, codec.AppendDocRecord(nil, &rec), nil); err != nil {
-		t.Fatal(err)
-	}
+	rewriteRecord(t, d, "hunspell-nl", func(rec *codec.DocRecord) {
+		if len(rec.Sketch) == 0 {
+			t.Fatalf("a format 5 text record without a sketch: %+v", rec)
+		}
+		rec.Sketch[3] ^= 0x10 // one place, the high half of a byte
+	})
 	rep, err := d.Check(context.Background())
 	if err != nil || rep.OK() || !strings.Contains(fmt.Sprint(rep.Problems), "the stored sketch is not its signature's") {
 		t.Fatalf("Check: %+v, %v", rep, err)
@@ -491,22 +473,13 @@ func TestCheckFindsABadSketch(t *testing.T) {
 	// is a problem too.
 	old := mustOpen(t, copyGolden(t, "format3/text"), nil)
 	defer old.Close()
-	doc, err = old.Get("hunspell-nl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	k = codec.AppendDocKey(nil, doc.Num)
-	if v, _, err = getCopy(old.pdb, k); err != nil {
-		t.Fatal(err)
-	}
-	if err := codec.DecodeDocRecord(v, &rec); err != nil || rec.Sketch != nil {
-		t.Fatalf("record %+v, %v", rec, err)
-	}
-	_, sig := old.hashers.Get().(*minhash.Hasher).Document(nil, nil, rec.Text)
-	rec.Sketch = codec.AppendSketch(nil, sig)
-	if err := old.pdb.Set(k, codec.AppendDocRecord(nil, &rec), nil); err != nil {
-		t.Fatal(err)
-	}
+	rewriteRecord(t, old, "hunspell-nl", func(rec *codec.DocRecord) {
+		if rec.Sketch != nil {
+			t.Fatalf("a format 3 record with a sketch: %+v", rec)
+		}
+		_, sig := old.hashers.Get().(*minhash.Hasher).Document(nil, nil, rec.Text)
+		rec.Sketch = codec.AppendSketch(nil, sig)
+	})
 	rep, err = old.Check(context.Background())
 	if err != nil || rep.OK() || !strings.Contains(fmt.Sprint(rep.Problems), "a sketch in a format 3 text index") {
 		t.Fatalf("Check of format 3: %+v, %v", rep, err)

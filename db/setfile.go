@@ -142,19 +142,15 @@ func (db *DB) writeSetFile(ctx context.Context, fs vfs.FS, path string, snap peb
 				if inPair[i/64]&(1<<(i%64)) != 0 {
 					done.inc()
 					view, err := codec.ParseDocView(v)
-					if err == nil && x.places > 0 && x.sketched[i] && !view.HasSet() && view.HasText && len(view.Text) < math.MaxInt32 {
-						// NB: the sketch came with the record: the text
-						// goes to the file as it is, its set derived (and
-						// checked) only if verification reads it.
-						idx, ns = append(idx, i), append(ns, -1-int32(len(view.Text)))
-						out = append(out, view.Text...)
-						if len(out) >= setChunkBytes {
-							derr = flush()
-						}
-						i++
-						return
-					}
-					if err == nil {
+					// asText: the file takes the text, not the set it gives
+					// (see setFile); n is −1 − its length, so a text of
+					// 2 GiB or more (MaxDocBytes raised that far) has its
+					// set written.
+					asText := err == nil && !db.estimateOnly() && !view.HasSet() && len(view.Text) < math.MaxInt32
+					// NB: a text whose sketch came with its record goes to
+					// the file as it is, its set derived (and checked) only
+					// if verification reads it.
+					if err == nil && !(asText && view.HasText && x.places > 0 && x.sketched[i]) {
 						if db.estimateOnly() {
 							sig = view.AppendSignature(sig[:0])
 							set = codec.Widen(set[:0], sig)
@@ -179,10 +175,7 @@ func (db *DB) writeSetFile(ctx context.Context, fs vfs.FS, path string, snap peb
 						derr = classify(fmt.Errorf("doc %d: %w", x.nums[i], err))
 						return
 					}
-					if !db.estimateOnly() && !view.HasSet() && len(view.Text) < math.MaxInt32 {
-						// NB: the text, not the set it gives (see setFile);
-						// n is −1 − its length, so a text of 2 GiB or more
-						// (MaxDocBytes raised that far) has its set written.
+					if asText {
 						idx, ns = append(idx, i), append(ns, -1-int32(len(view.Text)))
 						out = append(out, view.Text...)
 					} else {
