@@ -125,7 +125,7 @@ func openIn(dir string, o Options) (*DB, error) {
 	if !o.ReadOnly {
 		// NB: a writable open writes (a new WAL, a MANIFEST), and Pebble
 		// panics when it runs out of space mid-way.
-		if err := roomIn(o.fs, dir, min(o.DiskReserve, openReserve), 0); err != nil {
+		if err := roomIn(o.fs, dir, min(o.DiskReserve, openReserve(&o)), 0); err != nil {
 			return nil, fmt.Errorf("%w (open it read-only to read it)", err)
 		}
 	}
@@ -145,6 +145,7 @@ func openIn(dir string, o Options) (*DB, error) {
 	popts := &pebble.Options{
 		FS:                 o.fs,
 		Lock:               lock,
+		MemTableSize:       uint64(o.MemTableSize),
 		Cache:              cache,
 		Merger:             compaction.Merger,
 		FormatMajorVersion: formatMajorVersion,
@@ -630,10 +631,11 @@ func ctxErr(ctx context.Context) error {
 }
 
 // openReserve is the free space a writable Open needs (at most
-// Options.DiskReserve): room for a new WAL and MANIFEST, and for flushing
-// the memtable the old WAL replays into. Less than the write reserve, so
-// that an index whose writes are refused can still be opened and read.
-const openReserve = 8 << 20
+// Options.DiskReserve): room for a new WAL and MANIFEST (8 MiB), and for
+// flushing the two memtables the old WAL may replay into. Less than the
+// write reserve by default (40 of 64 MiB), so that an index whose writes
+// are refused can still be opened and read.
+func openReserve(o *Options) int64 { return 8<<20 + 2*o.MemTableSize }
 
 // roomFor returns ErrDiskFull when writing about n more bytes would leave
 // the database's filesystem with less than Options.DiskReserve free.

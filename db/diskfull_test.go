@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -60,18 +61,25 @@ func TestDiskReserve(t *testing.T) {
 	if err := d.Close(); err != nil {
 		t.Fatal(err)
 	}
-	// A writable Open needs less room than a write: an index whose writes
-	// are refused still opens and answers reads.
-	fs.TestingSetDiskUsage(vfs.DiskUsage{AvailBytes: 16 << 20, TotalBytes: 1 << 30})
-	w := mustOpen(t, "idx", &Options{fs: fs, DiskReserve: 64 << 20})
-	if n, _ := w.Count(); n != 2 {
-		t.Fatalf("Count = %d with 16 MiB free, want 2", n)
-	}
-	if err := w.Put(Doc{ID: "c", Text: "refused: below the 64 MiB reserve"}, nil); !errors.Is(err, ErrDiskFull) {
-		t.Fatalf("Put with 16 MiB free and a 64 MiB reserve: %v, want ErrDiskFull", err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
+	// A writable Open needs less room than a write (8 MiB and two
+	// memtables: 40 MiB by default, 16 MiB with 4 MiB memtables): an index
+	// whose writes are refused still opens and answers reads.
+	for _, c := range []struct{ free, mem int64 }{{40 << 20, 0}, {16 << 20, 4 << 20}} {
+		fs.TestingSetDiskUsage(vfs.DiskUsage{AvailBytes: uint64(c.free - 1<<20), TotalBytes: 1 << 30})
+		if _, err := Open("idx", &Options{fs: fs, DiskReserve: 64 << 20, MemTableSize: c.mem}); !errors.Is(err, ErrDiskFull) {
+			t.Fatalf("writable Open with %d bytes free, memtables of %d: %v, want ErrDiskFull", c.free-1<<20, c.mem, err)
+		}
+		fs.TestingSetDiskUsage(vfs.DiskUsage{AvailBytes: uint64(c.free), TotalBytes: 1 << 30})
+		w := mustOpen(t, "idx", &Options{fs: fs, DiskReserve: 64 << 20, MemTableSize: c.mem})
+		if n, _ := w.Count(); n != 2 {
+			t.Fatalf("Count = %d with %d bytes free, want 2", n, c.free)
+		}
+		if err := w.Put(Doc{ID: "c", Text: "refused: below the 64 MiB reserve"}, nil); !errors.Is(err, ErrDiskFull) {
+			t.Fatalf("Put with %d bytes free and a 64 MiB reserve: %v, want ErrDiskFull", c.free, err)
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
 	}
 	// Read-only opens need no room.
 	fs.TestingSetDiskUsage(vfs.DiskUsage{AvailBytes: 1, TotalBytes: 1 << 30})
@@ -82,35 +90,52 @@ func TestDiskReserve(t *testing.T) {
 	}
 }
 
+// diskFullCases are TestDiskFullTmpfs's filesystems and options: a small
+// reserve with small memtables, and the defaults (whose reserve covers
+// four of their memtables and whose write-ahead logs preallocate 1.1
+// memtables each).
+var diskFullCases = []struct {
+	name, size string
+	opts       Options
+}{
+	{"small", "48m", Options{DiskReserve: 16 << 20, MemTableSize: 4 << 20}},
+	{"defaults", "160m", Options{}},
+}
+
 // Ensure that filling a real filesystem ends in ErrDiskFull, not a panic
 // or a hang, that everything acknowledged before it survives a reopen,
-// and that the index checks clean (reliability R3, on a 48 MiB tmpfs).
+// and that the index checks clean (reliability R3, on a tmpfs).
 // It runs in a child process as root: mounting needs it, and a Pebble
 // panic must fail the test rather than kill the test binary.
 func TestDiskFullTmpfs(t *testing.T) {
 	if dir := os.Getenv("LSHDB_DISKFULL_DIR"); dir != "" {
-		diskFullChild(t, dir)
+		i, _ := strconv.Atoi(os.Getenv("LSHDB_DISKFULL_CASE"))
+		diskFullChild(t, dir, diskFullCases[i].opts)
 		return
 	}
 	if testing.Short() {
 		t.Skip("short mode: fills a tmpfs")
 	}
-	mnt := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=48m", "tmpfs", mnt).CombinedOutput(); err != nil {
-		t.Skipf("cannot mount a tmpfs here (needs root): %v: %s", err, out)
+	for i, c := range diskFullCases {
+		t.Run(c.name, func(t *testing.T) {
+			mnt := t.TempDir()
+			if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+c.size, "tmpfs", mnt).CombinedOutput(); err != nil {
+				t.Skipf("cannot mount a tmpfs here (needs root): %v: %s", err, out)
+			}
+			defer exec.Command("umount", mnt).Run()
+			cmd := exec.Command(os.Args[0], "-test.run", "^TestDiskFullTmpfs$", "-test.v")
+			cmd.Env = append(os.Environ(), "LSHDB_DISKFULL_DIR="+filepath.Join(mnt, "idx"), fmt.Sprint("LSHDB_DISKFULL_CASE=", i))
+			out, err := cmd.CombinedOutput()
+			if err != nil || !strings.Contains(string(out), "disk full after") {
+				t.Fatalf("child: %v\n%s", err, out)
+			}
+			t.Logf("%s", out)
+		})
 	}
-	defer exec.Command("umount", mnt).Run()
-	cmd := exec.Command(os.Args[0], "-test.run", "^TestDiskFullTmpfs$", "-test.v")
-	cmd.Env = append(os.Environ(), "LSHDB_DISKFULL_DIR="+filepath.Join(mnt, "idx"))
-	out, err := cmd.CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "disk full after") {
-		t.Fatalf("child: %v\n%s", err, out)
-	}
-	t.Logf("%s", out)
 }
 
-func diskFullChild(t *testing.T, dir string) {
-	opts := &Options{DiskReserve: 16 << 20}
+func diskFullChild(t *testing.T, dir string, o Options) {
+	opts := &o
 	d := mustOpen(t, dir, opts)
 	stored := 0
 	var err error

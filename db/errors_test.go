@@ -2,11 +2,15 @@ package db
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
+	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -329,5 +333,57 @@ func TestFailedCreateLeavesNothing(t *testing.T) {
 	defer d.Close()
 	if got := d.Params().Threshold; got != 0.7 {
 		t.Fatalf("threshold %v, want 0.7", got)
+	}
+}
+
+// Ensure that Options.MemTableSize is checked before anything is created,
+// defaults to DefaultMemTableSize, and sizes Pebble's memtables (the same
+// writes flush a 1 MiB memtable several times and the default one never)
+// and the default DiskReserve.
+func TestMemTableSize(t *testing.T) {
+	for _, size := range []int64{-1, 1<<30 + 1} {
+		dir := filepath.Join(t.TempDir(), "idx")
+		if _, err := Open(dir, &Options{MemTableSize: size}); !errors.Is(err, ErrInvalidOptions) {
+			t.Errorf("MemTableSize %d: %v, want ErrInvalidOptions", size, err)
+		}
+		if _, err := os.Stat(dir); !os.IsNotExist(err) {
+			t.Errorf("MemTableSize %d: the refused Open made %s", size, dir)
+		}
+	}
+	flushes := func(opts *Options) int64 {
+		d := mustOpen(t, t.TempDir(), opts)
+		defer d.Close()
+		rng := rand.New(rand.NewPCG(1, 1))
+		for i := range 6 {
+			docs := make([]Doc, 100)
+			for j := range docs {
+				w := make([]string, 800)
+				for k := range w {
+					w[k] = strconv.FormatUint(rng.Uint64(), 36)
+				}
+				docs[j] = Doc{ID: fmt.Sprintf("d%d-%d", i, j), Text: strings.Join(w, " ")}
+			}
+			if _, err := d.PutBatch(docs, &WriteOptions{NoSync: true}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if want := cmp.Or(opts.MemTableSize, DefaultMemTableSize); d.popts.MemTableSize != uint64(want) {
+			t.Errorf("Pebble's MemTableSize %d, want %d", d.popts.MemTableSize, want)
+		}
+		return d.pdb.Metrics().Flush.Count
+	}
+	// The default disk reserve covers four memtables.
+	for _, c := range []struct{ mem, reserve int64 }{{0, DefaultDiskReserve}, {1 << 20, DefaultDiskReserve}, {64 << 20, 256 << 20}} {
+		d := mustOpen(t, t.TempDir(), &Options{MemTableSize: c.mem})
+		if d.opts.DiskReserve != c.reserve {
+			t.Errorf("MemTableSize %d: DiskReserve %d, want %d", c.mem, d.opts.DiskReserve, c.reserve)
+		}
+		d.Close()
+	}
+	if n := flushes(&Options{MemTableSize: 1 << 20}); n < 2 {
+		t.Errorf("~6 MB written through 1 MiB memtables: %d flushes", n)
+	}
+	if n := flushes(&Options{}); n != 0 {
+		t.Errorf("~6 MB written through the default memtables: %d flushes", n)
 	}
 }

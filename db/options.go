@@ -20,6 +20,18 @@ const (
 	// DefaultCacheSize is the default block cache: 64 MiB (Pebble's own
 	// default, 8 MB, holds too few posting lists for a warm query path).
 	DefaultCacheSize = 64 << 20
+	// DefaultMemTableSize is the default Options.MemTableSize: 16 MiB.
+	// Pebble's own default, 4 MiB, flushed a level 0 table every few
+	// 1,000-document batches, and each table's compaction rewrote the
+	// level below it (posting keys are hashes, so every table overlaps all
+	// of it): compactions took two thirds of the CPU of BenchmarkPut's
+	// 300,000 synced inserts, which ran at 9,800-11,600 documents/s
+	// against 26,900-30,000 with 16 MiB (and 26,200 with 8 MiB), and
+	// upserts at 5,300-6,000 against 12,800-15,300. Larger is slower
+	// again: 14,800-17,700 with 32 and 64 MiB, whose level 0 tables' bloom
+	// filters are each larger than a block cache shard keeps, so every
+	// lookup of a new id read them from disk (stop 27, one run on 2 cores).
+	DefaultMemTableSize = 16 << 20
 	// DefaultQueryCacheSize is the default Options.QueryCacheSize: 64 MiB,
 	// as much as the block cache, and the shingle hashes of ~20,000
 	// documents of 400 characters.
@@ -110,6 +122,12 @@ type Options struct {
 	MaxDocBytes int
 	// CacheSize is the block cache size in bytes. Default: 64 MiB.
 	CacheSize int64
+	// MemTableSize is the size, in bytes, of each of Pebble's memtables,
+	// the in-memory tables writes go to before they are flushed to disk
+	// (two at most, then writes wait; after a crash the write-ahead log
+	// of up to that much is replayed on the next Open). Default:
+	// DefaultMemTableSize (16 MiB); at most 1 GiB.
+	MemTableSize int64
 	// QueryCacheSize is the memory, in bytes, that queries keep of what
 	// they read and derive beyond the block cache: the live doc numbers of
 	// the posting lists they read, and their candidates' ids, set sizes,
@@ -125,13 +143,15 @@ type Options struct {
 	// (64 MiB); negative: no cache.
 	QueryCacheSize int64
 	// DiskReserve is the free space, in bytes, below which writes are
-	// refused with ErrDiskFull (a writable Open only below 8 MiB, or this
-	// if it is less: an index whose writes are refused still opens). Pebble cannot
-	// survive running out of space (it panics when it cannot close a
-	// write-ahead log, and a flush that fails retries forever), so lshdb
-	// stops writing while Pebble still has room to flush and compact.
-	// Default: DefaultDiskReserve (64 MiB); negative: no check. Filesystems
-	// that cannot report their free space are not checked.
+	// refused with ErrDiskFull (a writable Open only below 8 MiB plus two
+	// memtables, 40 MiB by default, or this if it is less: an index whose
+	// writes are refused still opens). Pebble cannot survive running out
+	// of space (it panics when it cannot close a write-ahead log, and a
+	// flush that fails retries forever), so lshdb stops writing while
+	// Pebble still has room to flush and compact. Default:
+	// DefaultDiskReserve (64 MiB), or four memtables (4·MemTableSize) if
+	// that is more; negative: no check. Filesystems that cannot report
+	// their free space are not checked.
 	DiskReserve int64
 	// LockTimeout is how long Open waits for another process (or DB
 	// value) to release the database before it fails with ErrLocked.
@@ -168,9 +188,9 @@ type handleOptions struct {
 	FS vfs.FS
 }
 
-// DefaultDiskReserve is the default Options.DiskReserve: 64 MiB, several
-// memtables' worth (Pebble's are 4 MiB) plus a compaction's headroom for a
-// small index.
+// DefaultDiskReserve is the default Options.DiskReserve: 64 MiB, both
+// memtables' worth (DefaultMemTableSize) plus a compaction's headroom for
+// a small index.
 const DefaultDiskReserve = 64 << 20
 
 // ensureDefaults fills in the handle options.
@@ -184,11 +204,14 @@ func (o *Options) ensureDefaults() {
 	if o.QueryCacheSize == 0 {
 		o.QueryCacheSize = DefaultQueryCacheSize
 	}
+	if o.MemTableSize == 0 {
+		o.MemTableSize = DefaultMemTableSize
+	}
 	if o.fs == nil {
 		o.fs = vfs.Default
 	}
 	if o.DiskReserve == 0 {
-		o.DiskReserve = DefaultDiskReserve
+		o.DiskReserve = max(DefaultDiskReserve, 4*o.MemTableSize)
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
@@ -228,6 +251,8 @@ func (o *Options) validate() error {
 		return invalid("MaxDocBytes %d is negative", o.MaxDocBytes)
 	case o.CacheSize < 0:
 		return invalid("CacheSize %d is negative", o.CacheSize)
+	case o.MemTableSize < 0 || o.MemTableSize > 1<<30:
+		return invalid("MemTableSize %d is outside 0..1 GiB", o.MemTableSize)
 	case math.IsNaN(o.Threshold) || math.IsNaN(o.Recall):
 		return invalid("Threshold and Recall must be numbers")
 	}

@@ -33,7 +33,7 @@ func (f *flushBlocker) Create(name string, cat vfs.DiskWriteCategory) (vfs.File,
 func TestWriteStallsAreReported(t *testing.T) {
 	fs := &flushBlocker{FS: vfs.NewMem(), release: make(chan struct{})}
 	var log syncBuffer
-	d := mustOpen(t, "idx", &Options{fs: fs, NoSync: true, Logger: slog.New(slog.NewTextHandler(&log, nil))})
+	d := mustOpen(t, "idx", &Options{fs: fs, NoSync: true, MemTableSize: 4 << 20, Logger: slog.New(slog.NewTextHandler(&log, nil))})
 	defer d.Close()
 	// NB: deferred after Close, so it runs first: a failing test must not
 	// leave Close waiting for a flush that never ends.
@@ -42,8 +42,8 @@ func TestWriteStallsAreReported(t *testing.T) {
 	if m, err := d.Metrics(); err != nil || m.WriteStalls != 0 || m.WriteStallTime != 0 {
 		t.Fatalf("a new index: %d stalls, %v, %v", m.WriteStalls, m.WriteStallTime, err)
 	}
-	// NB: random words, so that 160 documents of 256 KiB fill Pebble's
-	// 4 MiB memtables many times over.
+	// NB: random words, so that 160 documents of 256 KiB fill 4 MiB
+	// memtables many times over.
 	rng := rand.New(rand.NewPCG(1, 2))
 	var docs []Doc
 	for i := range 160 {
