@@ -243,24 +243,28 @@ func benchQuery(b *testing.B, cached bool) {
 // NB: the in-loop signature pass runs while the previous batches' flushes
 // and compactions run in the background, which slows it: on 2 cores it
 // ran at 55,000-68,000 documents/s with Pebble's 4 MiB memtables,
-// 88,000-103,000 with the default 16 MiB (DefaultMemTableSize) and
-// 140,000-175,000 with 64 MiB ones (whose compactions are fewer).
-// quiet-sig-docs/s is the same pass over the first ten batches before the
-// database exists, and x-quiet-sig the put time against it: the ratio
-// without that interference. Run it long enough for the index to outgrow
-// its memtables (-benchtime 300x: 300,000 documents).
+// 91,000 with the default 8 MiB (DefaultMemTableSize), 88,000-103,000
+// with 16 MiB and 140,000-175,000 with 64 MiB ones (whose compactions
+// are fewer). quiet-sig-docs/s is the same pass over the first ten
+// batches before the database exists, and x-quiet-sig the put time
+// against it: the ratio without that interference. Run it long enough
+// for the index to outgrow its memtables (-benchtime 300x: 300,000
+// documents); LSHDB_BENCH_MEMTABLE_MB sets Options.MemTableSize.
 func BenchmarkPut(b *testing.B) { benchPut(b, false) }
 
 // BenchmarkPutUpsert is BenchmarkPut with every document already stored:
 // the database first holds the whole corpus, and each op replaces 1,000
 // stored documents (the same ids, one word of each text changed), which
-// reads each one's old record to withdraw its postings.
+// reads each one's old record to withdraw its postings. As the replaced
+// records outgrow the block cache those reads dominate: 12,800-15,300
+// documents/s over 100 batches with 16 MiB memtables (5,300-6,000 with 4
+// MiB), 4,400-4,500 over 300 with 4 or 8 MiB alike.
 func BenchmarkPutUpsert(b *testing.B) { benchPut(b, true) }
 
 func benchPut(b *testing.B, upsert bool) {
 	docs, _ := benchDocs()
 	dir := b.TempDir()
-	d, err := Open(dir, nil)
+	d, err := Open(dir, &Options{MemTableSize: benchMemTableSize(b)})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -346,6 +350,20 @@ func BenchmarkDiskUsage(b *testing.B) {
 		b.ReportMetric(float64(total)/float64(n), kind.name+"-B/doc")
 	}
 	b.ReportMetric(float64(dirBytes(d.opts.FS, d.dir))/float64(n), "disk-B/doc")
+}
+
+// benchMemTableSize is Options.MemTableSize for the write benchmarks:
+// LSHDB_BENCH_MEMTABLE_MB, else the default.
+func benchMemTableSize(b *testing.B) int64 {
+	v := os.Getenv("LSHDB_BENCH_MEMTABLE_MB")
+	if v == "" {
+		return 0
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 {
+		b.Fatalf("LSHDB_BENCH_MEMTABLE_MB=%q is not a positive number of MiB", v)
+	}
+	return int64(n) << 20
 }
 
 // benchCacheSize is the block cache of the benchmark index: 512 MiB, more

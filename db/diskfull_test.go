@@ -62,9 +62,9 @@ func TestDiskReserve(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A writable Open needs less room than a write (8 MiB and two
-	// memtables: 40 MiB by default, 16 MiB with 4 MiB memtables): an index
+	// memtables: 24 MiB by default, 16 MiB with 4 MiB memtables): an index
 	// whose writes are refused still opens and answers reads.
-	for _, c := range []struct{ free, mem int64 }{{40 << 20, 0}, {16 << 20, 4 << 20}} {
+	for _, c := range []struct{ free, mem int64 }{{24 << 20, 0}, {16 << 20, 4 << 20}} {
 		fs.TestingSetDiskUsage(vfs.DiskUsage{AvailBytes: uint64(c.free - 1<<20), TotalBytes: 1 << 30})
 		if _, err := Open("idx", &Options{fs: fs, DiskReserve: 64 << 20, MemTableSize: c.mem}); !errors.Is(err, ErrDiskFull) {
 			t.Fatalf("writable Open with %d bytes free, memtables of %d: %v, want ErrDiskFull", c.free-1<<20, c.mem, err)

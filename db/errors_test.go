@@ -354,7 +354,7 @@ func TestMemTableSize(t *testing.T) {
 		d := mustOpen(t, t.TempDir(), opts)
 		defer d.Close()
 		rng := rand.New(rand.NewPCG(1, 1))
-		for i := range 6 {
+		for i := range 3 {
 			docs := make([]Doc, 100)
 			for j := range docs {
 				w := make([]string, 800)
@@ -381,9 +381,9 @@ func TestMemTableSize(t *testing.T) {
 		d.Close()
 	}
 	if n := flushes(&Options{MemTableSize: 1 << 20}); n < 2 {
-		t.Errorf("~6 MB written through 1 MiB memtables: %d flushes", n)
+		t.Errorf("~3 MB written through 1 MiB memtables: %d flushes", n)
 	}
 	if n := flushes(&Options{}); n != 0 {
-		t.Errorf("~6 MB written through the default memtables: %d flushes", n)
+		t.Errorf("~3 MB written through the default memtables: %d flushes", n)
 	}
 }

@@ -20,18 +20,22 @@ const (
 	// DefaultCacheSize is the default block cache: 64 MiB (Pebble's own
 	// default, 8 MB, holds too few posting lists for a warm query path).
 	DefaultCacheSize = 64 << 20
-	// DefaultMemTableSize is the default Options.MemTableSize: 16 MiB.
-	// Pebble's own default, 4 MiB, flushed a level 0 table every few
-	// 1,000-document batches, and each table's compaction rewrote the
-	// level below it (posting keys are hashes, so every table overlaps all
-	// of it): compactions took two thirds of the CPU of BenchmarkPut's
-	// 300,000 synced inserts, which ran at 9,800-11,600 documents/s
-	// against 26,900-30,000 with 16 MiB (and 26,200 with 8 MiB), and
-	// upserts at 5,300-6,000 against 12,800-15,300. Larger is slower
-	// again: 14,800-17,700 with 32 and 64 MiB, whose level 0 tables' bloom
-	// filters are each larger than a block cache shard keeps, so every
-	// lookup of a new id read them from disk (stop 27, one run on 2 cores).
-	DefaultMemTableSize = 16 << 20
+	// DefaultMemTableSize is the default Options.MemTableSize: 8 MiB,
+	// between writes and reads. Pebble's own default, 4 MiB, flushed a
+	// level 0 table every few 1,000-document batches, and each table's
+	// compaction rewrote the level below it (posting keys are hashes, so
+	// every table overlaps all of it): compactions took two thirds of the
+	// CPU of BenchmarkPut's 300,000 synced inserts, which ran at
+	// 9,800-11,600 documents/s against 23,600-26,200 with 8 MiB and
+	// 26,900-30,000 with 16 MiB. But every read seeks the memtable's skip
+	// list, and a fuller one costs more cache misses: BenchmarkMixed's
+	// queries (90%) and synced puts through the socket ran at 5,600-6,100
+	// operations/s with 4 MiB, 5,300-5,800 with 8 MiB and 4,200-4,500
+	// with 16 MiB (memtable seeks 11% of the CPU with 4 MiB, 29% with 16).
+	// 32 and 64 MiB wrote more slowly than 16 (14,800-17,700 documents/s):
+	// their level 0 tables' bloom filters outgrow a block cache shard, so
+	// every lookup of a new id read them from disk (stop 27, 2 cores).
+	DefaultMemTableSize = 8 << 20
 	// DefaultQueryCacheSize is the default Options.QueryCacheSize: 64 MiB,
 	// as much as the block cache, and the shingle hashes of ~20,000
 	// documents of 400 characters.
@@ -126,7 +130,8 @@ type Options struct {
 	// the in-memory tables writes go to before they are flushed to disk
 	// (two at most, then writes wait; after a crash the write-ahead log
 	// of up to that much is replayed on the next Open). Default:
-	// DefaultMemTableSize (16 MiB); at most 1 GiB.
+	// DefaultMemTableSize (8 MiB); at most 1 GiB. Larger takes batched
+	// writes faster and reads slower (see DefaultMemTableSize).
 	MemTableSize int64
 	// QueryCacheSize is the memory, in bytes, that queries keep of what
 	// they read and derive beyond the block cache: the live doc numbers of
@@ -144,7 +149,7 @@ type Options struct {
 	QueryCacheSize int64
 	// DiskReserve is the free space, in bytes, below which writes are
 	// refused with ErrDiskFull (a writable Open only below 8 MiB plus two
-	// memtables, 40 MiB by default, or this if it is less: an index whose
+	// memtables, 24 MiB by default, or this if it is less: an index whose
 	// writes are refused still opens). Pebble cannot survive running out
 	// of space (it panics when it cannot close a write-ahead log, and a
 	// flush that fails retries forever), so lshdb stops writing while

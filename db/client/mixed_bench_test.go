@@ -83,7 +83,16 @@ func BenchmarkMixed(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer os.RemoveAll(dir)
-	d, err := db.Open(filepath.Join(dir, "idx"), nil)
+	// NB: LSHDB_BENCH_MEMTABLE_MB sets Options.MemTableSize.
+	var opts db.Options
+	if v := os.Getenv("LSHDB_BENCH_MEMTABLE_MB"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			b.Fatalf("LSHDB_BENCH_MEMTABLE_MB=%q is not a positive number of MiB", v)
+		}
+		opts.MemTableSize = int64(n) << 20
+	}
+	d, err := db.Open(filepath.Join(dir, "idx"), &opts)
 	if err != nil {
 		b.Fatal(err)
 	}
