@@ -71,8 +71,9 @@
 // # Disk space
 //
 // Pebble cannot recover from running out of disk space mid-write, so
-// writes (and a writable Open) are refused with [ErrDiskFull] once the
-// filesystem has less than Options.DiskReserve free (64 MiB by default).
+// writes are refused with [ErrDiskFull] once the filesystem has less than
+// Options.DiskReserve free (64 MiB by default, or four memtables if more),
+// and a writable Open below 8 MiB plus two memtables (24 MiB by default).
 // The refused write stores nothing; reads go on working.
 //
 // # Bulk loads and all pairs

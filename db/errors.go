@@ -68,9 +68,10 @@ var (
 	// Set and Signature, or a Set holds a hash outside the scheme's range
 	// (datasketch's hashes are 32-bit).
 	ErrInvalidDoc = errors.New("lshdb: invalid document")
-	// ErrDiskFull is returned by a write (and a writable Open) when the
-	// filesystem holding the database has less than Options.DiskReserve
-	// free. Nothing of the refused write is stored; reads go on working.
+	// ErrDiskFull is returned by a write when the filesystem holding the
+	// database has less than Options.DiskReserve free, and by a writable
+	// Open below 8 MiB plus two memtables (or DiskReserve if less).
+	// Nothing of the refused write is stored; reads go on working.
 	ErrDiskFull = errors.New("lshdb: disk full")
 )
 

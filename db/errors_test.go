@@ -341,7 +341,7 @@ func TestFailedCreateLeavesNothing(t *testing.T) {
 // writes flush a 1 MiB memtable several times and the default one never)
 // and the default DiskReserve.
 func TestMemTableSize(t *testing.T) {
-	for _, size := range []int64{-1, 1<<30 + 1} {
+	for _, size := range []int64{-1, 1, 1<<20 - 1, 1<<30 + 1} {
 		dir := filepath.Join(t.TempDir(), "idx")
 		if _, err := Open(dir, &Options{MemTableSize: size}); !errors.Is(err, ErrInvalidOptions) {
 			t.Errorf("MemTableSize %d: %v, want ErrInvalidOptions", size, err)
@@ -350,7 +350,10 @@ func TestMemTableSize(t *testing.T) {
 			t.Errorf("MemTableSize %d: the refused Open made %s", size, dir)
 		}
 	}
-	flushes := func(opts *Options) int64 {
+	// flushes writes ~3 MB and returns the flushes it has led to once at
+	// least `least` of them have finished (10 s at most: a flush runs in
+	// the background, after the write that fills its memtable returns).
+	flushes := func(opts *Options, least int64) int64 {
 		d := mustOpen(t, t.TempDir(), opts)
 		defer d.Close()
 		rng := rand.New(rand.NewPCG(1, 1))
@@ -370,20 +373,25 @@ func TestMemTableSize(t *testing.T) {
 		if want := cmp.Or(opts.MemTableSize, DefaultMemTableSize); d.popts.MemTableSize != uint64(want) {
 			t.Errorf("Pebble's MemTableSize %d, want %d", d.popts.MemTableSize, want)
 		}
+		for deadline := time.Now().Add(10 * time.Second); d.pdb.Metrics().Flush.Count < least && time.Now().Before(deadline); {
+			time.Sleep(10 * time.Millisecond)
+		}
 		return d.pdb.Metrics().Flush.Count
 	}
-	// The default disk reserve covers four memtables.
+	// The default disk reserve covers four memtables. NB: in memory:
+	// 64 MiB memtables preallocate a 70 MiB log.
 	for _, c := range []struct{ mem, reserve int64 }{{0, DefaultDiskReserve}, {1 << 20, DefaultDiskReserve}, {64 << 20, 256 << 20}} {
-		d := mustOpen(t, t.TempDir(), &Options{MemTableSize: c.mem})
+		d := mustOpen(t, "idx", &Options{fs: vfs.NewMem(), MemTableSize: c.mem})
 		if d.opts.DiskReserve != c.reserve {
 			t.Errorf("MemTableSize %d: DiskReserve %d, want %d", c.mem, d.opts.DiskReserve, c.reserve)
 		}
 		d.Close()
 	}
-	if n := flushes(&Options{MemTableSize: 1 << 20}); n < 2 {
-		t.Errorf("~3 MB written through 1 MiB memtables: %d flushes", n)
+	small := flushes(&Options{MemTableSize: 1 << 20}, 2)
+	if small < 2 {
+		t.Errorf("~3 MB written through 1 MiB memtables: %d flushes", small)
 	}
-	if n := flushes(&Options{}); n != 0 {
-		t.Errorf("~3 MB written through the default memtables: %d flushes", n)
+	if n := flushes(&Options{}, 0); n >= small {
+		t.Errorf("~3 MB written through the default memtables: %d flushes, as many as through 1 MiB ones", n)
 	}
 }

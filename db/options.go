@@ -130,8 +130,9 @@ type Options struct {
 	// the in-memory tables writes go to before they are flushed to disk
 	// (two at most, then writes wait; after a crash the write-ahead log
 	// of up to that much is replayed on the next Open). Default:
-	// DefaultMemTableSize (8 MiB); at most 1 GiB. Larger takes batched
-	// writes faster and reads slower (see DefaultMemTableSize).
+	// DefaultMemTableSize (8 MiB); 1 MiB to 1 GiB. Larger makes batched
+	// writes faster and reads slower (see DefaultMemTableSize). A Redis
+	// index has none (its Backup's copy takes this size).
 	MemTableSize int64
 	// QueryCacheSize is the memory, in bytes, that queries keep of what
 	// they read and derive beyond the block cache: the live doc numbers of
@@ -256,8 +257,10 @@ func (o *Options) validate() error {
 		return invalid("MaxDocBytes %d is negative", o.MaxDocBytes)
 	case o.CacheSize < 0:
 		return invalid("CacheSize %d is negative", o.CacheSize)
-	case o.MemTableSize < 0 || o.MemTableSize > 1<<30:
-		return invalid("MemTableSize %d is outside 0..1 GiB", o.MemTableSize)
+	case o.MemTableSize != 0 && o.MemTableSize < 1<<20 || o.MemTableSize > 1<<30:
+		// NB: Pebble panics on a memtable smaller than an empty one
+		// (~1 KiB), and a few KiB would flush every write.
+		return invalid("MemTableSize %d is outside 1 MiB..1 GiB", o.MemTableSize)
 	case math.IsNaN(o.Threshold) || math.IsNaN(o.Recall):
 		return invalid("Threshold and Recall must be numbers")
 	}

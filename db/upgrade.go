@@ -51,14 +51,15 @@ type UpgradeReport struct {
 // becomes a sets index (the 32-bit sets come from the stored 64-bit
 // ones; a document whose text was stored keeps it). The index must not be
 // open elsewhere (ErrLocked). opts may set handle options (FS, Logger,
-// CacheSize); creation options are ignored.
+// CacheSize, MemTableSize, DiskReserve, NoSync); creation options are
+// ignored.
 func Upgrade(ctx context.Context, dir string, opts *Options) (*UpgradeReport, error) {
 	if IsRedisURL(dir) {
 		return nil, fmt.Errorf("%w: Upgrade of a Redis index (a Redis index keeps the format it was created in; its Pairs reads no sketch)", ErrUnsupported)
 	}
 	var o Options
 	if opts != nil {
-		o = Options{fs: opts.fs, Logger: opts.Logger, CacheSize: opts.CacheSize, DiskReserve: opts.DiskReserve, NoSync: opts.NoSync}
+		o = Options{fs: opts.fs, Logger: opts.Logger, CacheSize: opts.CacheSize, MemTableSize: opts.MemTableSize, DiskReserve: opts.DiskReserve, NoSync: opts.NoSync}
 	}
 	o.MustExist, o.upgrading = true, true
 	d, err := Open(dir, &o)
