@@ -114,11 +114,15 @@ func (m *memIndex) query(text string, t float64) []Match {
 // benchIndex is a built database over benchDocs, shared by the benchmarks.
 var benchIndex = sync.OnceValues(func() (*DB, error) {
 	docs, _ := benchDocs()
+	cacheSize, err := benchCacheSize()
+	if err != nil {
+		return nil, err
+	}
 	dir, err := tempDir()
 	if err != nil {
 		return nil, err
 	}
-	d, err := Open(dir, &Options{CacheSize: benchCacheSize()})
+	d, err := Open(dir, &Options{CacheSize: cacheSize})
 	if err != nil {
 		return nil, err
 	}
@@ -356,26 +360,30 @@ func BenchmarkDiskUsage(b *testing.B) {
 // benchMemTableSize is Options.MemTableSize for the write benchmarks:
 // LSHDB_BENCH_MEMTABLE_MB, else the default.
 func benchMemTableSize(b *testing.B) int64 {
-	v := os.Getenv("LSHDB_BENCH_MEMTABLE_MB")
-	if v == "" {
-		return 0
+	n, err := envMiB("LSHDB_BENCH_MEMTABLE_MB", 0)
+	if err != nil {
+		b.Fatal(err)
 	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n <= 0 {
-		b.Fatalf("LSHDB_BENCH_MEMTABLE_MB=%q is not a positive number of MiB", v)
-	}
-	return int64(n) << 20
+	return n
 }
 
 // benchCacheSize is the block cache of the benchmark index: 512 MiB, more
 // than its ~320 MB of data, so that "warm cache" means every block cached
 // (LSHDB_BENCH_CACHE_MB overrides it, e.g. 64 for the default cache).
-func benchCacheSize() int64 {
-	if v := os.Getenv("LSHDB_BENCH_CACHE_MB"); v != "" {
-		n, _ := strconv.Atoi(v)
-		return int64(n) << 20
+func benchCacheSize() (int64, error) { return envMiB("LSHDB_BENCH_CACHE_MB", 512<<20) }
+
+// envMiB is the size in MiB that the environment variable name gives, in
+// bytes; def when it is unset.
+func envMiB(name string, def int64) (int64, error) {
+	v := os.Getenv(name)
+	if v == "" {
+		return def, nil
 	}
-	return 512 << 20
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 {
+		return 0, fmt.Errorf("%s=%q is not a positive number of MiB", name, v)
+	}
+	return int64(n) << 20, nil
 }
 
 // BenchmarkLoadTables measures how fast a load writes its SSTables in the

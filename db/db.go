@@ -633,9 +633,9 @@ func ctxErr(ctx context.Context) error {
 // openReserve is the free space a writable Open needs (at most
 // Options.DiskReserve): room for a new WAL and MANIFEST (8 MiB), and for
 // flushing the two memtables the old WAL may replay into (of this
-// handle's size: a log written with larger memtables may need more). Less than the
-// write reserve by default (24 of 64 MiB), so that an index whose writes
-// are refused can still be opened and read.
+// handle's size: a log written with larger memtables may need more). Less
+// than the write reserve by default (24 of 64 MiB), so that an index
+// whose writes are refused can still be opened and read.
 func openReserve(o *Options) int64 { return 8<<20 + 2*o.MemTableSize }
 
 // roomFor returns ErrDiskFull when writing about n more bytes would leave

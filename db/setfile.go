@@ -150,7 +150,8 @@ func (db *DB) writeSetFile(ctx context.Context, fs vfs.FS, path string, snap peb
 					// NB: a text whose sketch came with its record goes to
 					// the file as it is, its set derived (and checked) only
 					// if verification reads it.
-					if err == nil && !(asText && view.HasText && x.places > 0 && x.sketched[i]) {
+					sketchedText := asText && view.HasText && x.places > 0 && x.sketched[i]
+					if err == nil && !sketchedText {
 						if db.estimateOnly() {
 							sig = view.AppendSignature(sig[:0])
 							set = codec.Widen(set[:0], sig)
