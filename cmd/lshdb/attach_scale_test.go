@@ -148,15 +148,46 @@ func TestAttachDuringBuildAtScale(t *testing.T) {
 	}
 	before := inProcess()
 
-	build := lshdbProcess("build", "--db", idx, newIn)
+	// NB: the build reads its input from a pipe that the test closes only
+	// once every probe has answered attached (or a minute has passed), so
+	// the load is in progress for as long as the probes need, however
+	// fast this machine builds: a build from the file took 1.6 s under
+	// parallel test load, and a probe went unanswered.
+	build := lshdbProcess("build", "--db", idx, "-")
 	var buildOut bytes.Buffer
 	build.Stdout, build.Stderr = &buildOut, &buildOut
+	buildIn, err := build.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	input, err := os.ReadFile(newIn)
+	if err != nil {
+		t.Fatal(err)
+	}
 	start := time.Now()
 	if err := build.Start(); err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
 	go func() { done <- build.Wait() }()
+	fed := make(chan error, 1)
+	go func() {
+		_, err := buildIn.Write(input)
+		fed <- err
+	}()
+	inputOpen := true
+	endInput := func() {
+		if !inputOpen {
+			return
+		}
+		inputOpen = false
+		if err := <-fed; err != nil {
+			t.Errorf("feeding the build: %v", err)
+		}
+		buildIn.Close()
+	}
+	defer endInput()
+	answered := map[int]bool{}
 	sock := filepath.Join(idx, "lshdb.sock")
 	waitServed(t, sock, done)
 	type answer struct {
@@ -183,6 +214,7 @@ probing:
 			// serving (it does so to close the index) loses its
 			// connection: that is no answer from any state, and only
 			// allowed as the build ends. Any other failure fails.
+			endInput()
 			select {
 			case buildErr = <-done:
 				t.Logf("%s as the build ended: %v %s", p.name, err, errOut.String())
@@ -192,6 +224,12 @@ probing:
 			t.Fatalf("%s during the build: %v %s", p.name, err, errOut.String())
 		}
 		answers = append(answers, answer{i % len(probes), norm(p.name, out.String()), time.Since(start)})
+		if inputOpen {
+			answered[i%len(probes)] = true
+			if len(answered) == len(probes) || time.Since(start) > time.Minute {
+				endInput()
+			}
+		}
 	}
 	took := time.Since(start)
 	if buildErr != nil {
