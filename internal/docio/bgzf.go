@@ -142,6 +142,9 @@ type bgzfReader struct {
 	// each GC empties: reading 64 MB allocated and zeroed megabytes per
 	// batch, and grew them by doubling (a third of the reader's CPU).
 	freeIn, freeOut chan []byte
+	// running counts the goroutines the reader started (tests wait for
+	// them to end after Close).
+	running sync.WaitGroup
 }
 
 // get returns a buffer of the free list, or a new one of capacity n.
@@ -186,9 +189,9 @@ func newGzipReader(br *bufio.Reader, mayWait bool) (io.ReadCloser, error) {
 		freeOut: make(chan []byte, 4*workers),
 	}
 	work := make(chan *bgzfJob, 2*workers)
-	go r.cut(br, work)
+	r.running.Go(func() { r.cut(br, work) })
 	for range workers {
-		go r.inflate(work)
+		r.running.Go(func() { r.inflate(work) })
 	}
 	return r, nil
 }

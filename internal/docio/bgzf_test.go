@@ -264,8 +264,9 @@ func flip(b []byte, i int, bit uint) []byte {
 // TestGzipReaderClose: closing before the end stops the reader and its
 // goroutines.
 func TestGzipReaderClose(t *testing.T) {
-	z := bgzfBytes(t, textLike(rand.New(rand.NewPCG(5, 6)), 4*bgzfBatch), 1<<20)
-	before := runtime.NumGoroutine()
+	// NB: more batches than the reader keeps in flight (2 per worker), so
+	// that its goroutines are blocked, not done, when it is closed.
+	z := bgzfBytes(t, textLike(rand.New(rand.NewPCG(5, 6)), 24*bgzfBatch), 1<<20)
 	r, err := newGzipReader(bufio.NewReaderSize(bytes.NewReader(z), 64<<10), false)
 	if err != nil {
 		t.Fatal(err)
@@ -275,15 +276,22 @@ func TestGzipReaderClose(t *testing.T) {
 	}
 	// NB: not a count of goroutines: one a test before this started may
 	// end meanwhile (the flake CI saw). The parallel reader is the one
-	// whose goroutines must end.
-	if _, ok := r.(*bgzfReader); !ok {
+	// whose goroutines must end: it counts them.
+	br, ok := r.(*bgzfReader)
+	if !ok {
 		t.Fatalf("%T: want the parallel BGZF reader", r)
 	}
 	r.Close()
 	if _, err := r.Read(make([]byte, 10)); err == nil {
 		t.Error("a closed reader read")
 	}
-	waitGoroutines(t, before)
+	ended := make(chan struct{})
+	go func() { br.running.Wait(); close(ended) }()
+	select {
+	case <-ended:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the reader's goroutines run on after Close")
+	}
 }
 
 // waitGoroutines waits until no more than n goroutines run.
