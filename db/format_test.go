@@ -9,8 +9,10 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -483,5 +485,80 @@ func TestCheckFindsABadSketch(t *testing.T) {
 	rep, err = old.Check(context.Background())
 	if err != nil || rep.OK() || !strings.Contains(fmt.Sprint(rep.Problems), "a sketch in a format 3 text index") {
 		t.Fatalf("Check of format 3: %+v, %v", rep, err)
+	}
+}
+
+// Ensure that a batch of upserts large enough to look up the documents it
+// replaces on several goroutines (lookupOlds) answers as one loop would:
+// with two corrupt records among those it replaces, the error names the
+// first in the batch's order and nothing is written; on a sound index
+// every replaced document's postings go (a clean Check, the counts of a
+// model) and every new text is found.
+func TestUpsertBatchLooksUpOldsInOrder(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
+	rng := rand.New(rand.NewPCG(11, 12))
+	words := strings.Fields("alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi rho sigma tau upsilon phi chi psi omega")
+	text := func() string {
+		w := make([]string, 30)
+		for i := range w {
+			w[i] = words[rng.IntN(len(words))] + fmt.Sprint(rng.IntN(50))
+		}
+		return strings.Join(w, " ")
+	}
+	const n = 4 * lookupOldsPerWorker * 2
+	docs := make([]Doc, n)
+	for i := range docs {
+		docs[i] = Doc{ID: fmt.Sprintf("d%03d", i), Text: text()}
+	}
+	// The batch: every stored id with a new text, and as many new ids.
+	batch := make([]Doc, 0, 2*n)
+	for i := range docs {
+		batch = append(batch, Doc{ID: docs[i].ID, Text: text()}, Doc{ID: fmt.Sprintf("new%03d", i), Text: text()})
+	}
+
+	d := mustOpen(t, t.TempDir(), &Options{NoSync: true})
+	defer d.Close()
+	if _, err := d.PutBatch(docs, nil); err != nil {
+		t.Fatal(err)
+	}
+	// NB: neighbours in the batch, so that both are often looked up at
+	// once, on two goroutines, and the later one may fail first.
+	first, last := docs[n/3].ID, docs[n/3+1].ID
+	for _, id := range []string{last, first} {
+		rewriteRecord(t, d, id, func(rec *codec.DocRecord) { rec.Text = "a different text altogether" })
+	}
+	for range 20 {
+		_, err := d.PutBatch(batch, nil)
+		if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), fmt.Sprintf("%q", first)) {
+			t.Fatalf("PutBatch over two corrupt records: %v; want ErrCorrupt naming %s, the first in the batch", err, first)
+		}
+	}
+	if c, err := d.Count(); err != nil || c != n {
+		t.Fatalf("after a refused batch: %d documents, %v; want %d", c, err, n)
+	}
+	if got, err := d.Get(docs[0].ID); err != nil || got.Text != docs[0].Text {
+		t.Fatalf("after a refused batch %s reads %q, %v", docs[0].ID, got.Text, err)
+	}
+
+	d2 := mustOpen(t, t.TempDir(), &Options{NoSync: true})
+	defer d2.Close()
+	if _, err := d2.PutBatch(docs, nil); err != nil {
+		t.Fatal(err)
+	}
+	res, err := d2.PutBatch(batch, nil)
+	if err != nil || res.Replaced != n {
+		t.Fatalf("PutBatch: %+v, %v; want %d replaced", res, err, n)
+	}
+	if c, err := d2.Count(); err != nil || c != 2*n {
+		t.Fatalf("%d documents, %v; want %d", c, err, 2*n)
+	}
+	if rep, err := d2.Check(context.Background()); err != nil || !rep.OK() {
+		t.Fatalf("Check: %+v, %v", rep, err)
+	}
+	for _, doc := range batch {
+		r, err := d2.Query(context.Background(), doc.Text, nil)
+		if err != nil || len(r.Matches) == 0 || r.Matches[0].ID != doc.ID || r.Matches[0].Jaccard != 1 {
+			t.Fatalf("query by the text of %s: %+v, %v", doc.ID, r, err)
+		}
 	}
 }

@@ -42,12 +42,15 @@ import (
 	"fmt"
 	"iter"
 	"math/bits"
+	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/lshdb/lshdb/codec"
 	"github.com/lshdb/lshdb/compaction"
 	"github.com/lshdb/lshdb/internal/rediskv"
@@ -814,7 +817,8 @@ func (db *DB) redisStats(ctx context.Context, st *Stats) (*Stats, error) {
 // takes) and everything it holds. It refuses what is not an lshdb index
 // (ErrNotExist, ErrNotIndex), and a directory that another process has
 // open (ErrLocked): the directory is renamed aside while Drop holds its
-// lock, then removed, so nothing can open it in between.
+// lock, then removed, so nothing can open it in between. A dir that is a
+// symbolic link to an index drops the index it names, then the link.
 //
 // On Redis there is no lock: Drop deletes the manifest first (an Open
 // after it finds no index), then every key of the name, under any process
@@ -839,6 +843,22 @@ func Drop(ctx context.Context, dir string) error {
 		return cmp.Or(err, d.Close())
 	}
 	fsys := d.opts.FS
+	// NB: dir may be a symbolic link to the index (or pass through one):
+	// renaming the link would remove only the link and report the index
+	// dropped while every document stayed on disk. The index is dropped
+	// where it is, then the link that named it.
+	link := ""
+	if fsys == vfs.Default {
+		real, err := filepath.EvalSymlinks(dir)
+		if err != nil {
+			d.Close()
+			return fmt.Errorf("lshdb: drop: %w", err)
+		}
+		if fi, err := os.Lstat(dir); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+			link = dir
+		}
+		dir = real
+	}
 	tomb := fmt.Sprintf("%s.dropped-%d", dir, time.Now().UnixNano())
 	if err := fsys.Rename(dir, tomb); err != nil {
 		d.Close()
@@ -847,7 +867,15 @@ func Drop(ctx context.Context, dir string) error {
 	if err := d.Close(); err != nil {
 		return err
 	}
-	return fsys.RemoveAll(tomb)
+	if err := fsys.RemoveAll(tomb); err != nil {
+		return err
+	}
+	if link != "" {
+		if err := os.Remove(link); err != nil {
+			return fmt.Errorf("lshdb: drop: the index is dropped, its link is not: %w", err)
+		}
+	}
+	return nil
 }
 
 // dropLeftovers deletes the keys of a Redis index name that has no

@@ -479,6 +479,24 @@ func TestDrop(t *testing.T) {
 	if err := Drop(ctx, dir); !errors.Is(err, ErrNotExist) {
 		t.Fatalf("Drop of a missing index: %v, want ErrNotExist", err)
 	}
+	// Through a symbolic link: the index it names goes, then the link
+	// (renaming the link alone left every document on disk).
+	real, link := t.TempDir()+"/real", t.TempDir()+"/link"
+	put(real)
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	if err := Drop(ctx, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{real, link} {
+		if _, err := os.Lstat(p); !os.IsNotExist(err) {
+			t.Errorf("%s after a Drop through the link: %v", p, err)
+		}
+	}
+	if left, _ := filepath.Glob(real + "*"); len(left) > 0 {
+		t.Errorf("Drop through a link left %v", left)
+	}
 	other := t.TempDir()
 	if err := os.WriteFile(other+"/notes.txt", []byte("mine"), 0o644); err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -352,24 +353,21 @@ func (db *DB) writeLockedCount(preps []prepared, wo *WriteOptions) (replaced int
 	}()
 	c := db.counters
 	postings := make(map[postingKey][]codec.Posting)
-	var old docData
 	bump, err := db.expiryManifest(b, preps)
 	if err != nil {
 		return 0, sw, err
 	}
-	it, err := db.writeIter()
+	olds, err := db.lookupOlds(preps)
 	if err != nil {
 		return 0, sw, err
 	}
-	defer it.Close()
 	for i := range preps {
 		p := &preps[i]
 		idKey := codec.AppendIDKey(nil, p.id)
-		live := c.Live
-		if err := db.removeOld(it, b, idKey, &old, postings, &c); err != nil {
+		if err := dropOld(b, &olds[i], postings, &c); err != nil {
 			return 0, sw, err
 		}
-		if c.Live < live {
+		if olds[i].found {
 			replaced++
 		}
 		n := c.NextDoc
@@ -565,6 +563,27 @@ type postingKey struct {
 // stored signature). it reads the committed state (writeIter). The caller
 // holds wmu.
 func (db *DB) removeOld(it *pebble.Iterator, b *pebble.Batch, idKey []byte, old *docData, postings map[postingKey][]codec.Posting, c *codec.Counters) error {
+	var o oldDoc
+	if err := db.lookupOld(it, idKey, old, &o); err != nil {
+		return err
+	}
+	return dropOld(b, &o, postings, c)
+}
+
+// oldDoc is what removing the document an id names takes: its number,
+// its buckets and its expiry.
+type oldDoc struct {
+	found   bool
+	n       uint64
+	expires int64
+	keys    []uint64 // bucket of each band
+}
+
+// lookupOld finds the document stored under idKey in the committed state
+// (it, a writeIter), if any, and derives its buckets into o (o.keys'
+// buffer is reused); scratch is the caller's record buffer.
+func (db *DB) lookupOld(it *pebble.Iterator, idKey []byte, scratch *docData, o *oldDoc) error {
+	*o = oldDoc{keys: o.keys[:0]}
 	v, ok, err := seekExact(it, idKey)
 	if err != nil || !ok {
 		return err
@@ -573,33 +592,120 @@ func (db *DB) removeOld(it *pebble.Iterator, b *pebble.Batch, idKey []byte, old 
 	if err != nil {
 		return classify(err)
 	}
-	dk := codec.AppendDocKey(nil, n)
-	rv, ok, err := seekExact(it, dk)
+	rv, ok, err := seekExact(it, codec.AppendDocKey(nil, n))
 	if err != nil {
 		return classify(fmt.Errorf("doc %d of id %q: %w", n, idKey[1:], err))
 	}
 	if !ok {
 		return fmt.Errorf("%w: id %q names doc %d, which has no record", ErrCorrupt, idKey[1:], n)
 	}
-	if err := db.decodeDoc(n, rv, old); err != nil {
+	// NB: the derived set is only checked (size, fingerprint), never
+	// read in order: no sort.
+	scratch.anyOrder = true
+	if err := db.decodeDoc(n, rv, scratch); err != nil {
 		return err
 	}
-	keys, err := db.bucketKeys(nil, old.Signature)
+	keys, err := db.bucketKeys(o.keys, scratch.Signature)
 	if err != nil {
 		return classify(fmt.Errorf("%w: doc %d: %w", codec.ErrCorrupt, n, err))
 	}
-	for band, k := range keys {
+	o.found, o.n, o.expires, o.keys = true, n, scratch.Expires, keys
+	return nil
+}
+
+// dropOld adds to b the removal of o, if found: its record, its expiry
+// key and a removal posting in each of its buckets.
+func dropOld(b *pebble.Batch, o *oldDoc, postings map[postingKey][]codec.Posting, c *codec.Counters) error {
+	if !o.found {
+		return nil
+	}
+	for band, k := range o.keys {
 		pk := postingKey{band, k}
-		postings[pk] = append(postings[pk], codec.Posting{Doc: n, Remove: true})
+		postings[pk] = append(postings[pk], codec.Posting{Doc: o.n, Remove: true})
 	}
 	c.Live--
-	if old.Expires != 0 {
-		if err := b.Delete(codec.AppendExpiryKey(nil, old.Expires, n), nil); err != nil {
+	if o.expires != 0 {
+		if err := b.Delete(codec.AppendExpiryKey(nil, o.expires, o.n), nil); err != nil {
 			return err
 		}
 	}
-	return b.Delete(dk, nil)
+	return b.Delete(codec.AppendDocKey(nil, o.n), nil)
 }
+
+// lookupOlds is lookupOld for the id of every one of preps, on several
+// cores when there are many: each replaced document's record is read
+// and its text re-shingled to find its buckets, which made a batch of
+// upserts one core's work under wmu. It returns the error lookupOld
+// gives for the first failing document in preps' order, as one loop
+// would. The caller holds wmu (nothing commits meanwhile).
+func (db *DB) lookupOlds(preps []prepared) ([]oldDoc, error) {
+	olds := make([]oldDoc, len(preps))
+	workers := min(runtime.GOMAXPROCS(0), len(preps)/lookupOldsPerWorker)
+	if workers <= 1 {
+		it, err := db.writeIter()
+		if err != nil {
+			return nil, err
+		}
+		defer it.Close()
+		var scratch docData
+		var idKey []byte
+		for i := range preps {
+			idKey = codec.AppendIDKey(idKey[:0], preps[i].id)
+			if err := db.lookupOld(it, idKey, &scratch, &olds[i]); err != nil {
+				return nil, err
+			}
+		}
+		return olds, nil
+	}
+	its := make([]*pebble.Iterator, 0, workers)
+	defer func() {
+		for _, it := range its {
+			it.Close()
+		}
+	}()
+	for range workers {
+		it, err := db.writeIter()
+		if err != nil {
+			return nil, err
+		}
+		its = append(its, it)
+	}
+	errs := make([]error, len(preps))
+	var next atomic.Int64
+	var failed atomic.Bool
+	var wg sync.WaitGroup
+	for _, it := range its {
+		wg.Go(func() {
+			var scratch docData
+			var idKey []byte
+			// NB: indexes are claimed in order and a claimed one is always
+			// looked up, so every index below a failing one was looked up:
+			// the first error by index is the one a loop would meet.
+			for !failed.Load() {
+				i := int(next.Add(1) - 1)
+				if i >= len(preps) {
+					return
+				}
+				idKey = codec.AppendIDKey(idKey[:0], preps[i].id)
+				if err := db.lookupOld(it, idKey, &scratch, &olds[i]); err != nil {
+					errs[i] = err
+					failed.Store(true)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return olds, nil
+}
+
+// lookupOldsPerWorker is the fewest documents lookupOlds gives each
+// goroutine: a put of a few documents looks them up inline.
+const lookupOldsPerWorker = 64
 
 // writeIter returns the iterator removeOld reads the committed id map and
 // records through. NB: one iterator per batch, with prefix seeks that

@@ -39,6 +39,10 @@ var (
 	// errUncopyable: a record that cannot be copied (over the record
 	// limit, or a binary file): the output would lose it.
 	errUncopyable = errors.New("a record cannot be copied to the output")
+	// errNoDocuments: no record of the inputs could be read as a
+	// document (the id and text flags differ from the build's), so
+	// filter could match none to the index.
+	errNoDocuments = errors.New("no record of the inputs could be read as a document")
 )
 
 // fate is what a clustering decided for one document.
@@ -481,6 +485,30 @@ func (f *dedupFlags) check(c *cobra.Command) (float64, db.ClusterMode, db.KeepPo
 	return t, mode, keep, nil
 }
 
+// notInputs refuses an output (--out, --removed) that is one of the
+// inputs, by name or as the same file (a link, another path): the output
+// replaces its file when complete, so the input would be lost.
+func (f *dedupFlags) notInputs(inputs []string) error {
+	for _, out := range []struct{ flag, path string }{{"--out", f.out}, {"--removed", f.removed}} {
+		if out.path == "" || out.path == "-" {
+			continue
+		}
+		ost, oerr := os.Stat(out.path)
+		for _, in := range inputs {
+			same := filepath.Clean(in) == filepath.Clean(out.path)
+			if !same && oerr == nil {
+				if ist, err := os.Stat(in); err == nil {
+					same = os.SameFile(ist, ost)
+				}
+			}
+			if same {
+				return usagef("%s %s is the input %s: filter would replace the file it reads; write elsewhere", out.flag, escControls(out.path), escControls(in))
+			}
+		}
+	}
+	return nil
+}
+
 // fates clusters d as the flags say, with a recall note on stderr when
 // the threshold is below the index's.
 func (f *dedupFlags) fates(a *app, d index, t float64, mode db.ClusterMode, keep db.KeepPolicy) (map[string]fate, int, error) {
@@ -588,6 +616,9 @@ zstd inputs are read several times faster.`,
 			if err := in.check(args); err != nil {
 				return err
 			}
+			if err := df.notInputs(args); err != nil {
+				return err
+			}
 			return a.withIndex(func(d index) error {
 				// NB: the inputs' shapes are checked before the clustering,
 				// so that one filter cannot write back fails at once.
@@ -602,14 +633,20 @@ zstd inputs are read several times faster.`,
 				if annotate {
 					keptCols = annotateCols
 				}
+				docs, err := d.Count()
+				if err != nil {
+					return err
+				}
 				kept, drop := df.sinks(a, keptCols)
 				f := newFilterer(fates, kept, drop, annotate)
-				if err := finishSinks(a.filter(args, &in, f), kept, drop); err != nil {
-					return interruptNote(err, "filter interrupted: no output written")
+				err = a.filter(args, &in, f)
+				if err == nil && f.n.read > 0 && f.n.bad == f.n.read && docs > 0 {
+					// NB: every record kept as read, none matched to the
+					// index: a wrong flag, not a clean corpus.
+					err = fmt.Errorf("%w (the index holds %d documents; the first record: %v): give the id and text flags the index was built with (--id-field, --id-col, --id-from, --text-field, --text-col); nothing written", errNoDocuments, docs, f.firstBad)
 				}
-				docs, cerr := d.Count()
-				if cerr != nil {
-					return cerr
+				if err := finishSinks(err, kept, drop); err != nil {
+					return interruptNote(err, "filter interrupted: no output written")
 				}
 				a.filterNote(f.n, docs, cmp.Or(t, d.Params().Threshold), mode, keep)
 				return nil
@@ -633,6 +670,7 @@ type filterer struct {
 	n          filterCounts
 	clusters   map[int32]struct{}
 	seen       map[uint64]struct{} // the ids' hashes, for repeats
+	firstBad   error               // why the first bad record is one
 }
 
 func newFilterer(fates map[string]fate, kept, drop *sink, annotate bool) *filterer {
@@ -753,6 +791,9 @@ func (a *app) filter(paths []string, in *inputFlags, f *filterer) error {
 		case errors.As(err, &re):
 			if re.Raw == nil && re.Row == nil {
 				return fmt.Errorf("%w: %v", errUncopyable, re)
+			}
+			if f.firstBad == nil {
+				f.firstBad = re
 			}
 			err = f.bad(record{raw: re.Raw, end: re.End, row: re.Row, file: re.File, line: re.Line})
 		case err == nil:

@@ -350,6 +350,86 @@ func TestFilterErrors(t *testing.T) {
 	}
 }
 
+// Ensure that filter refuses an output that is one of its inputs (the
+// output replaces its file: the input would be lost), by the same name,
+// another spelling of it, a symbolic link or a hard link to it, for --out
+// and --removed alike, and that the input is left as it was.
+func TestFilterRefusesToOverwriteItsInput(t *testing.T) {
+	dir := t.TempDir()
+	idx := filepath.Join(dir, "idx")
+	text := "the quick brown fox jumps over the lazy dog and runs far away into the forest"
+	in := filepath.Join(dir, "in.jsonl")
+	body := fmt.Sprintf("{\"id\":\"a\",\"text\":%q}\n{\"id\":\"b\",\"text\":%q}\n", text, text)
+	if err := os.WriteFile(in, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mustRun(t, "build", "--db", idx, in)
+	sym, hard := filepath.Join(dir, "sym.jsonl"), filepath.Join(dir, "hard.jsonl")
+	if err := os.Symlink(in, sym); err != nil {
+		t.Skip("no symbolic links here:", err)
+	}
+	if err := os.Link(in, hard); err != nil {
+		t.Fatal(err)
+	}
+	other := filepath.Join(dir, "other.jsonl")
+	for _, args := range [][]string{
+		{"--out", in, in},
+		{"--out", filepath.Join(dir, ".", "in.jsonl"), in},
+		{"--out", other, "--removed", in, in},
+		{"--out", sym, in},
+		{"--removed", hard, "--out", other, in},
+		{"--out", other, "--removed", in, sym},
+	} {
+		_, errOut, code := runLine(append([]string{"filter", "--db", idx}, args...), "")
+		if code != 2 || !strings.Contains(errOut, "filter would replace the file it reads") {
+			t.Errorf("%v: exit %d, %q; want exit 2 and a refusal", args, code, errOut)
+		}
+		if got, err := os.ReadFile(in); err != nil || string(got) != body {
+			t.Fatalf("%v: the input is now %q (%v)", args, got, err)
+		}
+		if _, err := os.Stat(other); err == nil {
+			t.Errorf("%v: wrote %s", args, other)
+		}
+	}
+	// Another file is fine, and the input stays.
+	mustRun(t, "filter", "--db", idx, "--out", other, in)
+	if got, _ := os.ReadFile(other); !strings.Contains(string(got), `"id":"a"`) || strings.Contains(string(got), `"id":"b"`) {
+		t.Errorf("filter wrote %q", got)
+	}
+}
+
+// Ensure that filter fails, writing nothing, when not one record of its
+// inputs can be read as a document (the index was built with other id or
+// text flags), instead of keeping every record as read and exiting 0; and
+// that with the build's flags the same input filters.
+func TestFilterWithTheWrongFlags(t *testing.T) {
+	dir := t.TempDir()
+	idx := filepath.Join(dir, "idx")
+	text := "the quick brown fox jumps over the lazy dog and runs far away into the forest"
+	in := filepath.Join(dir, "in.jsonl")
+	body := fmt.Sprintf("{\"body\":%q}\n{\"body\":%q}\n{\"body\":\"something else entirely, not like the others at all\"}\n", text, text)
+	if err := os.WriteFile(in, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mustRun(t, "build", "--db", idx, "--id-from", "line", "--text-field", "body", in)
+	out := filepath.Join(dir, "out.jsonl")
+	_, errOut, code := runLine([]string{"filter", "--db", idx, "--out", out, in}, "")
+	if code != 1 || !strings.Contains(errOut, "no record of the inputs could be read as a document") || !strings.Contains(errOut, "--id-from") {
+		t.Errorf("filter without the build's flags: exit %d %q", code, errOut)
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, "*out.jsonl*")); len(left) > 0 {
+		t.Errorf("a failed filter left %v", left)
+	}
+	mustRun(t, "filter", "--db", idx, "--id-from", "line", "--text-field", "body", "--out", out, in)
+	got, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lines := strings.Split(body, "\n"); string(got) != lines[0]+"\n"+lines[2]+"\n" {
+		t.Errorf("filter with the build's flags wrote %q", got)
+	}
+}
+
 // Ensure that filter writes JSON Lines inputs back byte for byte across
 // two files (CRLF line ends, a bad line kept as read, a first file whose
 // last line has no end and gets the line end seen before it, so that the

@@ -2,6 +2,9 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -63,5 +66,36 @@ func TestInfoAgreesWithStats(t *testing.T) {
 	out, _, _ = runLine([]string{"info", "--db", dir}, "")
 	if want := "size on disk: " + humanBytes(in.DiskBytes) + "\n"; !strings.Contains(out, want) {
 		t.Errorf("info prints %q; want a line %q", out, want)
+	}
+}
+
+// Ensure that get says a document's shingle count is not stored in an
+// index of storage none (it printed 0), as text and as JSON (null), and
+// gives the count where a set or text is stored.
+func TestGetShinglesByStorage(t *testing.T) {
+	dir := t.TempDir()
+	text := "the quick brown fox jumps over the lazy dog"
+	in := filepath.Join(dir, "in.jsonl")
+	if err := os.WriteFile(in, []byte(fmt.Sprintf("{\"id\":\"a\",\"text\":%q}\n", text)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// 43 characters, character 5-shingles (the default): 39 windows, no
+	// two alike.
+	for storage, want := range map[string][2]string{
+		"none": {"shingles: (not stored: storage none)\n", `"shingles":null`},
+		"sets": {"shingles: 39\n", `"shingles":39`},
+		"text": {"shingles: 39\n", `"shingles":39`},
+	} {
+		idx := filepath.Join(dir, storage)
+		mustRun(t, "create", "--db", idx, "--storage", storage)
+		mustRun(t, "insert", "--db", idx, in)
+		out, _ := mustRun(t, "get", "--db", idx, "a")
+		if !strings.Contains(out, want[0]) {
+			t.Errorf("storage %s: get printed %q, want %q", storage, out, want[0])
+		}
+		out, _ = mustRun(t, "get", "--db", idx, "a", "--output", "json")
+		if !strings.Contains(out, want[1]) {
+			t.Errorf("storage %s: get --output json printed %q, want %q", storage, out, want[1])
+		}
 	}
 }

@@ -59,6 +59,11 @@ SIGTERM or SIGINT stops accepting requests, lets those in flight finish (up to
 			if so.token == "" {
 				so.token = os.Getenv("LSHDB_TOKEN")
 			}
+			if so.addr != "" {
+				if _, _, err := net.SplitHostPort(so.addr); err != nil {
+					return usagef("--addr %s: not a TCP address, want HOST:PORT (127.0.0.1:7070, or :7070 for every interface): %v", escControls(so.addr), err)
+				}
+			}
 			if so.addr != "" && so.token == "" && !loopback(so.addr) {
 				return usagef("--addr %s listens beyond this machine: give --token (or LSHDB_TOKEN), or a loopback address (127.0.0.1:PORT)", so.addr)
 			}
@@ -107,7 +112,7 @@ func (a *app) serve(so *serveOptions) error {
 	}
 	d, err := db.Open(a.dbDir, &db.Options{MustExist: true, Logger: log})
 	if err != nil {
-		return err
+		return lockedHint(err, a.dbDir)
 	}
 	// NB: the index is closed last, after the server has stopped, so that
 	// requests in flight finish against an open index.

@@ -207,7 +207,8 @@ func TestServe(t *testing.T) {
 }
 
 // Ensure that serve refuses a TCP address beyond loopback without a token,
-// and a socket another process answers on, and replaces a stale one.
+// an --addr that is no HOST:PORT (for what it is), and a socket another
+// process answers on, and replaces a stale one.
 func TestServeRefuses(t *testing.T) {
 	idx := filepath.Join(shortDir(t), "idx")
 	if _, errOut, code := runLine([]string{"create", "--db", idx}, ""); code != 0 {
@@ -216,6 +217,11 @@ func TestServeRefuses(t *testing.T) {
 	for _, addr := range []string{"0.0.0.0:0", ":0", "[::]:0", "example.com:80"} {
 		if _, errOut, code := runLine([]string{"serve", "--db", idx, "--addr", addr}, ""); code != 2 || !strings.Contains(errOut, "--token") {
 			t.Errorf("--addr %s without a token: exit %d %s", addr, code, errOut)
+		}
+	}
+	for _, addr := range []string{"nonsense", "127.0.0.1", "http://127.0.0.1:7070"} {
+		if _, errOut, code := runLine([]string{"serve", "--db", idx, "--addr", addr}, ""); code != 2 || !strings.Contains(errOut, "not a TCP address, want HOST:PORT") {
+			t.Errorf("--addr %s: exit %d %s", addr, code, errOut)
 		}
 	}
 	if _, errOut, code := runLine([]string{"serve", "--db", filepath.Join(idx, "nope")}, ""); code != 1 || !strings.Contains(errOut, "does not exist") {
@@ -240,6 +246,10 @@ func TestServeRefuses(t *testing.T) {
 		t.Errorf("over the replaced socket: %v", err)
 	} else {
 		c.Close()
+	}
+	// A second serve names the owner and where it serves.
+	if _, errOut, code := runLine([]string{"serve", "--db", idx}, ""); code != 1 || !strings.Contains(errOut, "lshdb serve (pid ") || !strings.Contains(errOut, sock) {
+		t.Errorf("a second serve: exit %d %s", code, errOut)
 	}
 	if code := stop(); code != 0 {
 		t.Errorf("exit %d: %s", code, log)

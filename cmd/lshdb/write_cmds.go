@@ -764,8 +764,14 @@ func (a *app) getCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
+				// NB: an index of storage none keeps no shingle set
+				// (Shingles is nil): its size is unknown, not 0.
+				var shingles any = len(doc.Shingles)
+				if doc.Shingles == nil {
+					shingles = nil
+				}
 				if a.json() {
-					out := map[string]any{"id": doc.ID, "num": doc.Num, "shingles": len(doc.Shingles)}
+					out := map[string]any{"id": doc.ID, "num": doc.Num, "shingles": shingles}
 					if doc.HasText {
 						out["text"] = doc.Text
 					}
@@ -777,7 +783,10 @@ func (a *app) getCmd() *cobra.Command {
 					}
 					return a.emitJSON(out)
 				}
-				fmt.Fprintf(a.stdout, "id: %s\ndoc number: %d\nshingles: %d\n", esc(doc.ID), doc.Num, len(doc.Shingles))
+				if shingles == nil {
+					shingles = "(not stored: storage none)"
+				}
+				fmt.Fprintf(a.stdout, "id: %s\ndoc number: %d\nshingles: %v\n", esc(doc.ID), doc.Num, shingles)
 				if !doc.ExpiresAt.IsZero() {
 					fmt.Fprintf(a.stdout, "expires: %s\n", doc.ExpiresAt.Format(time.RFC3339))
 				}

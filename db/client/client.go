@@ -34,6 +34,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -101,6 +102,14 @@ func Open(target string, opts *Options) (*Client, error) {
 		path := strings.TrimPrefix(target, "unix:")
 		if path == "" {
 			return nil, errors.New("lshdb: client: no address (a socket path or an http(s) URL)")
+		}
+		// NB: HOST:PORT with no scheme would be dialled as a socket file
+		// of that name ("dial unix 127.0.0.1:7072: no such file"): say
+		// what was meant, unless such a file exists.
+		if _, port, err := net.SplitHostPort(target); err == nil && !strings.HasPrefix(target, "unix:") && port != "" && strings.Trim(port, "0123456789") == "" {
+			if _, err := os.Stat(path); err != nil {
+				return nil, fmt.Errorf("%w: client: %s: a server's address is a URL, http://%s (a socket is a file path)", db.ErrInvalidOptions, target, target)
+			}
 		}
 		var d net.Dialer
 		hc.Transport = &http.Transport{

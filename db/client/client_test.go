@@ -817,3 +817,22 @@ func TestClientExpiry(t *testing.T) {
 		})
 	}
 }
+
+// Ensure that an address of the form HOST:PORT without a scheme is refused
+// with ErrInvalidOptions and a message giving the URL meant (it was dialled
+// as a socket file of that name), while a socket file of such a name is
+// still dialled as a socket.
+func TestOpenHostPortWithoutScheme(t *testing.T) {
+	_, err := client.Open("127.0.0.1:7072", nil)
+	if !errors.Is(err, db.ErrInvalidOptions) || !strings.Contains(err.Error(), "http://127.0.0.1:7072") {
+		t.Fatalf("Open(HOST:PORT): %v, want ErrInvalidOptions naming http://127.0.0.1:7072", err)
+	}
+	// A file of that name (no server behind it) is tried as a socket.
+	t.Chdir(t.TempDir())
+	if err := os.WriteFile("localhost:1", nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.Open("localhost:1", nil); err == nil || errors.Is(err, db.ErrInvalidOptions) {
+		t.Fatalf("Open of a file named like HOST:PORT: %v, want a dial error", err)
+	}
+}
