@@ -9,8 +9,10 @@ import (
 	"context"
 	"errors"
 	"iter"
+	"net"
 	"os"
 	"strings"
+	"sync"
 
 	"github.com/lshdb/lshdb/db"
 	"github.com/lshdb/lshdb/db/client"
@@ -49,6 +51,7 @@ type index interface {
 var (
 	_ index = (*db.DB)(nil)
 	_ index = (*client.Client)(nil)
+	_ index = (*handover)(nil)
 )
 
 // clientOptions are the options of an attached command's client: the
@@ -116,4 +119,175 @@ func checkOptions(o *db.Options, p db.Params) error {
 		check("StoreText", o.StoreText, p.StoreText, o.StoreText),
 		check("Storage", o.Storage != "", p.Storage, o.Storage),
 	)
+}
+
+// handover is an index attached to another process's server that, when
+// that owner goes away between two calls (it ended: its socket is gone or
+// refuses connections), opens the index again (in process, now that the
+// lock is free, or attached to the next owner) and repeats the call. A
+// nightly insert attached to a shorter-lived owner stopped with "dial
+// unix …/lshdb.sock: no such file" after the owner's exit.
+//
+// NB: only a call that never reached the owner is repeated (the dial
+// failed): one cut off in flight may have been applied (a PutIfNew
+// repeated would find itself), and returns its error; so does a stream
+// (Load, Pairs, Scan, ClustersFrom), which goes to the current index
+// without a repeat.
+type handover struct {
+	reopen func() (index, func(), error)
+
+	mu    sync.Mutex
+	cur   index // what the calls below go to
+	close func()
+}
+
+func newHandover(c index, closeC func(), reopen func() (index, func(), error)) *handover {
+	return &handover{cur: c, close: closeC, reopen: reopen}
+}
+
+// ownerGone reports whether err says the attached owner is gone before
+// the request reached it: the socket's dial failed.
+func ownerGone(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
+}
+
+// current is the index the calls go to now.
+func (h *handover) current() index {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.cur
+}
+
+// again opens the index anew after a call to d failed with err, if err
+// says the owner is gone, and returns the index to repeat the call on
+// (nil: do not repeat).
+func (h *handover) again(d index, err error) index {
+	if !ownerGone(err) {
+		return nil
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.cur != d {
+		return h.cur // NB: another call reopened it meanwhile
+	}
+	nd, closeND, oerr := h.reopen()
+	if oerr != nil {
+		return nil
+	}
+	h.close()
+	h.cur, h.close = nd, closeND
+	return nd
+}
+
+// retry calls call on the current index, and once more on a reopened one
+// when the owner was gone.
+func retry[T any](h *handover, call func(index) (T, error)) (T, error) {
+	d := h.current()
+	v, err := call(d)
+	if err != nil {
+		if nd := h.again(d, err); nd != nil {
+			return call(nd)
+		}
+	}
+	return v, err
+}
+
+func (h *handover) Put(d db.Doc, wo *db.WriteOptions) error {
+	_, err := retry(h, func(x index) (struct{}, error) { return struct{}{}, x.Put(d, wo) })
+	return err
+}
+
+func (h *handover) PutBatch(docs []db.Doc, wo *db.WriteOptions) (db.BatchResult, error) {
+	return retry(h, func(x index) (db.BatchResult, error) { return x.PutBatch(docs, wo) })
+}
+
+func (h *handover) PutIfNew(doc db.Doc, wo *db.WriteOptions) (*db.Match, error) {
+	return retry(h, func(x index) (*db.Match, error) { return x.PutIfNew(doc, wo) })
+}
+
+func (h *handover) DeleteIDs(ids []string, o *db.WriteOptions) (db.DeleteResult, error) {
+	return retry(h, func(x index) (db.DeleteResult, error) { return x.DeleteIDs(ids, o) })
+}
+
+func (h *handover) Get(id string) (*db.StoredDoc, error) {
+	return retry(h, func(x index) (*db.StoredDoc, error) { return x.Get(id) })
+}
+
+func (h *handover) Has(id string) (bool, error) {
+	return retry(h, func(x index) (bool, error) { return x.Has(id) })
+}
+
+func (h *handover) Query(ctx context.Context, text string, qo *db.QueryOptions) (*db.QueryResult, error) {
+	return retry(h, func(x index) (*db.QueryResult, error) { return x.Query(ctx, text, qo) })
+}
+
+func (h *handover) QueryID(ctx context.Context, id string, qo *db.QueryOptions) (*db.QueryResult, error) {
+	return retry(h, func(x index) (*db.QueryResult, error) { return x.QueryID(ctx, id, qo) })
+}
+
+func (h *handover) Count() (uint64, error) {
+	return retry(h, func(x index) (uint64, error) { return x.Count() })
+}
+
+func (h *handover) Params() db.Params       { return h.current().Params() }
+func (h *handover) MaxDocBytes() int        { return h.current().MaxDocBytes() }
+func (h *handover) Validate(d db.Doc) error { return h.current().Validate(d) }
+func (h *handover) Info() (*db.Info, error) {
+	return retry(h, func(x index) (*db.Info, error) { return x.Info() })
+}
+func (h *handover) Explain(a, b string) (*db.Explanation, error) {
+	return retry(h, func(x index) (*db.Explanation, error) { return x.Explain(a, b) })
+}
+
+func (h *handover) Bucket(band int, bucket uint64) ([]string, error) {
+	return retry(h, func(x index) ([]string, error) { return x.Bucket(band, bucket) })
+}
+
+func (h *handover) Buckets(ctx context.Context, band, top int) (*db.BucketStats, error) {
+	return retry(h, func(x index) (*db.BucketStats, error) { return x.Buckets(ctx, band, top) })
+}
+
+func (h *handover) Stats(ctx context.Context, top int) (*db.Stats, error) {
+	return retry(h, func(x index) (*db.Stats, error) { return x.Stats(ctx, top) })
+}
+
+func (h *handover) Check(ctx context.Context) (*db.CheckReport, error) {
+	return retry(h, func(x index) (*db.CheckReport, error) { return x.Check(ctx) })
+}
+
+func (h *handover) PurgeEmptyLists(ctx context.Context) (int, error) {
+	return retry(h, func(x index) (int, error) { return x.PurgeEmptyLists(ctx) })
+}
+
+func (h *handover) Clusters(ctx context.Context, po *db.PairsOptions) ([]db.Cluster, error) {
+	return retry(h, func(x index) ([]db.Cluster, error) { return x.Clusters(ctx, po) })
+}
+
+func (h *handover) ClustersFrom(ctx context.Context, seq iter.Seq2[db.Pair, error], po *db.PairsOptions) ([]db.Cluster, error) {
+	return h.current().ClustersFrom(ctx, seq, po)
+}
+
+func (h *handover) Load(ctx context.Context, docs iter.Seq2[db.Doc, error], lo *db.LoadOptions) (db.LoadResult, error) {
+	return h.current().Load(ctx, docs, lo)
+}
+
+func (h *handover) Pairs(ctx context.Context, po *db.PairsOptions) iter.Seq2[db.Pair, error] {
+	return h.current().Pairs(ctx, po)
+}
+
+func (h *handover) Scan(ctx context.Context, so *db.ScanOptions) iter.Seq2[*db.StoredDoc, error] {
+	return h.current().Scan(ctx, so)
+}
+
+// closeAll closes the current index.
+func (h *handover) closeAll() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.close()
+}
+
+func (h *handover) Close() error {
+	h.closeAll()
+	return nil
 }

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lshdb/lshdb/db"
 	"github.com/lshdb/lshdb/db/client"
 )
 
@@ -227,5 +228,86 @@ func TestAttachDuringBuild(t *testing.T) {
 	}
 	if _, err := os.Lstat(filepath.Join(idx, "lshdb.sock")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the build left its socket: %v", err)
+	}
+}
+
+// Ensure that an insert attached to another process's server goes on
+// when that owner ends in the middle of it: its next batch finds the
+// socket gone, opens the index itself (the lock is free) and carries on,
+// and every document of its input is stored, with a clean check. Before,
+// it stopped with "dial unix …/lshdb.sock: no such file or directory"
+// after the owner's batches, exit 1.
+func TestAttachedInsertOutlivesItsOwner(t *testing.T) {
+	if testing.Short() {
+		t.Skip("an insert in another process (-short)")
+	}
+	dir := shortDir(t)
+	idx := filepath.Join(dir, "idx")
+	in := filepath.Join(dir, "in.jsonl")
+	const n = 6000
+	mustRun(t, "gen", "--n", fmt.Sprint(n), "--seed", "5", "--out", in)
+	lines, err := os.ReadFile(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustRun(t, "create", "--db", idx)
+	sock, _, log, stop := startServe(t, "--db", idx)
+
+	ins := lshdbProcess("insert", "--db", idx, "-")
+	var out bytes.Buffer
+	ins.Stdout, ins.Stderr = &out, &out
+	stdin, err := ins.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ins.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- ins.Wait() }()
+	// The first half, then wait until the owner holds some of it: the
+	// insert is attached and has committed batches through the socket.
+	half := bytes.IndexByte(lines[len(lines)/2:], '\n') + len(lines)/2 + 1
+	if _, err := stdin.Write(lines[:half]); err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.Open(sock, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
+		if got, err := c.Count(); err == nil && got > 0 {
+			break
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("the insert ended early: %v %s", err, out.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("nothing committed through the owner: %s", out.String())
+		}
+	}
+	c.Close()
+	if code := stop(); code != 0 {
+		t.Fatalf("serve: exit %d %s", code, log)
+	}
+	if _, err := stdin.Write(lines[half:]); err != nil {
+		t.Fatalf("the rest of the input: %v %s", err, out.String())
+	}
+	stdin.Close()
+	if err := <-done; err != nil {
+		t.Fatalf("the insert, after its owner ended: %v %s", err, out.String())
+	}
+	d, err := db.Open(idx, &db.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if got, err := d.Count(); err != nil || got != n {
+		t.Errorf("%d documents, %v; want all %d", got, err, n)
+	}
+	if rep, err := d.Check(context.Background()); err != nil || !rep.OK() {
+		t.Errorf("check: %+v %v", rep, err)
 	}
 }

@@ -388,7 +388,16 @@ func (a *app) openDB(opts *db.Options) (index, func(), error) {
 			var refused *client.Error
 			switch {
 			case cerr == nil:
-				return c, func() { c.Close() }, nil
+				// NB: should this owner end while the command runs, its
+				// calls go on with the next owner (handover).
+				h := newHandover(c, func() { c.Close() }, func() (index, func(), error) {
+					d, closeDB, err := a.openDB(opts)
+					if hd, ok := d.(*handover); ok {
+						return hd.cur, hd.close, err // NB: one wrapper, not nested
+					}
+					return d, closeDB, err
+				})
+				return h, h.closeAll, nil
 			case errors.As(cerr, &refused) || errors.Is(cerr, db.ErrParamsMismatch):
 				return nil, nil, cerr // the owner answered, and refused (a token, a parameter)
 			}
