@@ -17,7 +17,7 @@ import (
 // answers on its socket (serving true), else the holder of its lock file
 // (lockHolder; 0 when it cannot tell).
 func ownerOf(dir string) (pid int, serving bool) {
-	sock := httpapi.SocketPath(dir)
+	sock := httpapi.DialPath(httpapi.SocketPath(dir))
 	hc := &http.Client{
 		Timeout: 2 * time.Second,
 		Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {

@@ -331,3 +331,53 @@ func TestServeShutdown(t *testing.T) {
 		})
 	}
 }
+
+// Ensure that an index whose socket path is too long for a Unix socket
+// address (> 103 bytes) is served and attached to through the path
+// relative to the working directory, when that is short enough: serve
+// from beside it, then a client and an attached command given the
+// absolute path (which named the server as not serving); and that where
+// no path is short enough, serve says so.
+func TestServeDeepIndex(t *testing.T) {
+	deep := filepath.Join(t.TempDir(), strings.Repeat("d", 70))
+	if err := os.MkdirAll(deep, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	idx := filepath.Join(deep, "idx")
+	if _, errOut, code := runLine([]string{"insert", "--db", idx, "../../testdata/cmd/inputs/docs.jsonl"}, ""); code != 0 {
+		t.Fatal(errOut)
+	}
+	abs := filepath.Join(idx, "lshdb.sock")
+	if len(abs) <= 103 {
+		t.Fatalf("%s is %d bytes: not deep enough for the test", abs, len(abs))
+	}
+	want, _, code := runLine([]string{"info", "--db", idx}, "")
+	if code != 0 {
+		t.Fatal(want)
+	}
+	// No path short enough: from the root, the relative path is the
+	// absolute one less its slash.
+	t.Chdir("/")
+	if _, errOut, code := runLine([]string{"serve", "--db", idx}, ""); code != 1 || !strings.Contains(errOut, "longer than Unix sockets allow") {
+		t.Errorf("serve of a deep index from /: exit %d %s", code, errOut)
+	}
+	t.Chdir(deep)
+	_, _, log, stop := startServe(t, "--db", "idx")
+	c, err := client.Open(abs, nil)
+	if err != nil {
+		t.Fatalf("client of %s: %v", abs, err)
+	}
+	if n, err := c.Count(); err != nil || n == 0 {
+		t.Errorf("Count through the deep socket: %d, %v", n, err)
+	}
+	c.Close()
+	// Attached by the absolute path (in this process the index is locked
+	// by the server, so info attaches).
+	got, errOut, code := runLine([]string{"info", "--db", idx}, "")
+	if code != 0 || volatile.ReplaceAllString(got, "") != volatile.ReplaceAllString(want, "") {
+		t.Errorf("info attached by the absolute path: exit %d %s\n%s\nwant\n%s", code, errOut, got, want)
+	}
+	if code := stop(); code != 0 {
+		t.Errorf("serve: exit %d %s", code, log)
+	}
+}

@@ -112,9 +112,12 @@ func Open(target string, opts *Options) (*Client, error) {
 			}
 		}
 		var d net.Dialer
+		// NB: a path too long for a socket address is dialled relative to
+		// the working directory, if that is short enough.
+		dial := httpapi.DialPath(path)
 		hc.Transport = &http.Transport{
 			DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-				return d.DialContext(ctx, "unix", path)
+				return d.DialContext(ctx, "unix", dial)
 			},
 			MaxIdleConnsPerHost: 64,
 		}

@@ -29,6 +29,36 @@ var ErrSocketInUse = errors.New("lshdb: another process answers on the index's s
 // SocketPath returns the socket path of the index in dir.
 func SocketPath(dir string) string { return filepath.Join(dir, SocketName) }
 
+// DialPath returns path, or the same file relative to the working
+// directory when that is shorter and path is too long for a Unix socket
+// address: what to bind or dial. An index deep in a tree can then be
+// served and attached to from nearby (an owner that bound its socket
+// through a relative path answered, and an attach through the absolute
+// path, too long to dial, named it as not serving).
+func DialPath(path string) string {
+	if len(path) <= maxSocketPath {
+		return path
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return path
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return path
+	}
+	if rel, err := filepath.Rel(wd, abs); err == nil && len(rel) < len(path) {
+		return rel
+	}
+	return path
+}
+
+// tooLong is the error for a socket path that even DialPath cannot
+// shorten enough.
+func tooLong(path string) error {
+	return fmt.Errorf("lshdb: socket path %s is %d bytes, longer than Unix sockets allow (%d), even relative to the working directory: use an index directory with a shorter path, or work nearer to it", path, len(path), maxSocketPath)
+}
+
 // ListenSocket listens on the Unix socket path, which only the process's
 // user may connect to (mode 0600). A socket file left by an owner that
 // died is removed first, but only after checking that no process answers
@@ -39,8 +69,11 @@ func SocketPath(dir string) string { return filepath.Join(dir, SocketName) }
 // 0600 and only then renamed into place, so that no other user can
 // connect in the moment between bind and chmod.
 func ListenSocket(path string) (net.Listener, error) {
-	if len(path) > maxSocketPath {
-		return nil, fmt.Errorf("lshdb: socket path %s is %d bytes, longer than Unix sockets allow (%d): use an index directory with a shorter path", path, len(path), maxSocketPath)
+	// NB: bound (in a private directory beside path, ~14 bytes longer)
+	// and dialled through DialPath; renamed and removed through path
+	// itself, which has no limit.
+	if len(DialPath(path)) > maxSocketPath {
+		return nil, tooLong(path)
 	}
 	if err := removeStale(path); err != nil {
 		return nil, err
@@ -58,7 +91,10 @@ func ListenSocket(path string) (net.Listener, error) {
 	}
 	defer os.RemoveAll(tmp)
 	bound := filepath.Join(tmp, "s")
-	l, err := net.Listen("unix", bound)
+	if len(DialPath(bound)) > maxSocketPath {
+		return nil, tooLong(bound)
+	}
+	l, err := net.Listen("unix", DialPath(bound))
 	if err != nil {
 		return nil, fmt.Errorf("lshdb: socket: %w", err)
 	}
@@ -87,7 +123,7 @@ func removeStale(path string) error {
 	if st.Mode().Type() != os.ModeSocket {
 		return fmt.Errorf("lshdb: %s exists and is not a socket: remove it or rename it", path)
 	}
-	c, err := net.DialTimeout("unix", path, 2*time.Second)
+	c, err := net.DialTimeout("unix", DialPath(path), 2*time.Second)
 	if err == nil {
 		c.Close()
 		return fmt.Errorf("%w: %s", ErrSocketInUse, path)
