@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
 // Backup writes a consistent copy of the open database into dir, which
@@ -85,5 +88,37 @@ func (db *DB) checkBackupDir(dir string) error {
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("lshdb: backup directory %s: %w", dir, err)
 	}
+	// NB: a copy inside the index would live among the files it copies
+	// (a later backup would copy it again, Drop would delete it with the
+	// index).
+	if db.rkv == nil && db.opts.FS == vfs.Default && within(dir, db.dir) {
+		return fmt.Errorf("%w: backup directory %s is inside the index it copies (%s): write it elsewhere", ErrInvalidOptions, dir, db.dir)
+	}
 	return nil
+}
+
+// within reports whether path is dir or lies inside it, symbolic links
+// resolved as far as path exists.
+func within(path, dir string) bool {
+	resolve := func(p string) string {
+		p, err := filepath.Abs(p)
+		if err != nil {
+			return filepath.Clean(p)
+		}
+		// The longest existing prefix, resolved, then the rest.
+		rest := ""
+		for {
+			if r, err := filepath.EvalSymlinks(p); err == nil {
+				return filepath.Join(r, rest)
+			}
+			parent := filepath.Dir(p)
+			if parent == p {
+				return filepath.Join(p, rest)
+			}
+			rest = filepath.Join(filepath.Base(p), rest)
+			p = parent
+		}
+	}
+	rel, err := filepath.Rel(resolve(dir), resolve(path))
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"reflect"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -167,6 +169,24 @@ func TestBackupErrors(t *testing.T) {
 	}
 	if err := src.Backup(ctx, ""); !errors.Is(err, ErrInvalidOptions) {
 		t.Errorf("an empty path: %v", err)
+	}
+	// Inside the index: directly, deeper, through a link to it; beside it
+	// (a name that starts like it) is fine.
+	link := filepath.Join(t.TempDir(), "link")
+	if err := os.Symlink(dir, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, in := range []string{filepath.Join(dir, "inner"), filepath.Join(dir, "a", "b"), filepath.Join(link, "inner")} {
+		if err := src.Backup(ctx, in); !errors.Is(err, ErrInvalidOptions) || !strings.Contains(err.Error(), "inside the index") {
+			t.Errorf("a backup to %s: %v", in, err)
+		}
+		if _, err := os.Stat(in); !os.IsNotExist(err) {
+			t.Errorf("a refused backup made %s: %v", in, err)
+		}
+	}
+	beside := dir + "-copy"
+	if err := src.Backup(ctx, beside); err != nil {
+		t.Errorf("a backup beside the index: %v", err)
 	}
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()

@@ -225,7 +225,8 @@ type Explanation struct {
 	// Threshold is the index's threshold.
 	Threshold float64
 	// Found reports whether a query by either id reports the other: they
-	// share a band and Jaccard ≥ Threshold.
+	// share a band and Jaccard ≥ Threshold. A document explained with
+	// itself is never found (no query by id or pair reports it).
 	Found bool
 }
 
@@ -266,7 +267,7 @@ func (db *DB) Explain(a, b string) (*Explanation, error) {
 		shared = shared || ka[i] == kb[i]
 	}
 	e.Probability = db.bands.Probability(e.Jaccard)
-	e.Found = shared && e.Jaccard >= e.Threshold
+	e.Found = shared && e.Jaccard >= e.Threshold && a != b
 	return e, nil
 }
 

@@ -315,7 +315,12 @@ func runModel(t *testing.T, rng *rand.Rand, dir string, opts *Options, steps int
 			}
 			j := minhash.Jaccard(m.docs[a].set, m.docs[b].set)
 			if a == b {
-				continue // a document collides with itself in every band
+				// A document collides with itself in every band, and no
+				// query or pair reports it with itself.
+				if !shared || e.Jaccard != 1 || e.Found {
+					t.Fatalf("step %d: Explain(%s, %s) = %+v, want every band, J 1, not found", step, a, b, e)
+				}
+				continue
 			}
 			if e.Jaccard != j || e.Found != (shared && j >= m.t) {
 				t.Fatalf("step %d: Explain(%s, %s) = %+v, want J %v", step, a, b, e, j)

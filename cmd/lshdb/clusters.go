@@ -253,7 +253,8 @@ kept, and no two documents kept form a pair that was found.
 
 --from reads the pairs from a file of pairs --output json instead of
 finding them (the index still supplies insertion order, sizes, and the
-sets for each member's Jaccard). The summary line goes to stderr. With
+sets for each member's Jaccard). A summary line goes to stderr after a
+table (JSON output is the clusters alone). With
 --output json --header the first line says how the file was made and the
 last line ({"end": …}) how long it took.`,
 		Args: nArgs(0),

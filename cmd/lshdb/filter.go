@@ -273,7 +273,7 @@ func (s *sink) same(src docio.Source) error {
 func (s *sink) open() error {
 	var w io.Writer = s.stdout
 	if s.path != "" && s.path != "-" {
-		f, err := os.CreateTemp(filepath.Dir(s.path), "."+filepath.Base(s.path)+".*.tmp")
+		f, err := createTempFor(s.path)
 		if err != nil {
 			return fmt.Errorf("%s: %w", s.what, err)
 		}

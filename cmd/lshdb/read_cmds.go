@@ -695,6 +695,11 @@ func (a *app) bucketCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
+				if len(ids) == 0 {
+					// NB: stdout stays empty (a script counts lines); the
+					// note says the bucket was read and holds nothing.
+					fmt.Fprintf(a.stderr, "note: band %d bucket %08x holds no document\n", band, bucket)
+				}
 				for _, id := range ids {
 					if a.json() {
 						err = a.emitJSON(memberJSON{ID: id})
@@ -742,6 +747,8 @@ func (a *app) explainCmd() *cobra.Command {
 				fmt.Fprintf(a.stdout, "P(candidate) at Jaccard %.4f: %.4f\n", e.Jaccard, e.Probability)
 				var verdict string
 				switch {
+				case e.A == e.B:
+					verdict = "the same document: no query by its id and no pair reports it with itself"
 				case e.Found:
 					verdict = "found: they share a band and reach the threshold"
 				case len(collide) == 0 && e.Jaccard >= e.Threshold:

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"html"
 	"io"
+	"io/fs"
 	"math"
 	"math/bits"
 	"os"
@@ -342,7 +343,7 @@ page.`,
 // committed (commitTemp) when fn succeeds, removed when it fails, so the
 // name never holds part of a file.
 func writeFileAtomic(path string, fn func(w io.Writer) error) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
+	f, err := createTempFor(path)
 	if err != nil {
 		return err
 	}
@@ -352,6 +353,20 @@ func writeFileAtomic(path string, fn func(w io.Writer) error) error {
 		err = bw.Flush()
 	}
 	return commitTemp(f, path, err == nil, err)
+}
+
+// createTempFor creates the temporary file that becomes path
+// (commitTemp); an error names path, not the temporary name.
+func createTempFor(path string) (*os.File, error) {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return nil, fmt.Errorf("cannot write %s: %w", escControls(path), err)
+	}
+	return f, nil
 }
 
 // commitTemp ends the temporary file tmp of path (see writeFileAtomic and

@@ -634,7 +634,13 @@ func stoppedErr(done, through string, err error) error {
 	var re *docio.RecordError
 	switch {
 	case errors.Is(err, context.Canceled):
-		return interrupted{done + "; re-run with the rest"}
+		if through == "" {
+			return interrupted{done + "; re-run it"}
+		}
+		// NB: there is no resume flag: the rest is the input after that
+		// record (tail -n +N for JSON Lines); the whole input again also
+		// does, each document put again replacing itself.
+		return interrupted{done + "; re-run with the records after it"}
 	case errors.As(err, &re):
 		return fmt.Errorf("%s; stopped at %w", done, re)
 	}

@@ -210,8 +210,8 @@ func TestInterrupted(t *testing.T) {
 			continue
 		}
 		var n, through int
-		if errOut != "lshdb: interrupted: committed 0 documents; re-run with the rest\n" {
-			if _, err := fmt.Sscanf(errOut, "lshdb: interrupted: committed %d documents through stdin:%d; re-run with the rest\n", &n, &through); err != nil {
+		if errOut != "lshdb: interrupted: committed 0 documents; re-run it\n" {
+			if _, err := fmt.Sscanf(errOut, "lshdb: interrupted: committed %d documents through stdin:%d; re-run with the records after it\n", &n, &through); err != nil {
 				t.Fatalf("insert: %q: %v", errOut, err)
 			}
 		}
