@@ -100,10 +100,10 @@ func (db *DB) checkBackupDir(dir string) error {
 // within reports whether path is dir or lies inside it, symbolic links
 // resolved as far as path exists.
 func within(path, dir string) bool {
-	resolve := func(p string) string {
-		p, err := filepath.Abs(p)
+	resolve := func(given string) string {
+		p, err := filepath.Abs(given)
 		if err != nil {
-			return filepath.Clean(p)
+			return filepath.Clean(given)
 		}
 		// The longest existing prefix, resolved, then the rest.
 		rest := ""

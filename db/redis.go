@@ -854,8 +854,11 @@ func Drop(ctx context.Context, dir string) error {
 			d.Close()
 			return fmt.Errorf("lshdb: drop: %w", err)
 		}
-		if fi, err := os.Lstat(dir); err == nil && fi.Mode()&os.ModeSymlink != 0 {
-			link = dir
+		// NB: without its trailing slashes, or Lstat follows the link.
+		if l := strings.TrimRight(dir, string(filepath.Separator)); l != "" {
+			if fi, err := os.Lstat(l); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+				link = l
+			}
 		}
 		dir = real
 	}

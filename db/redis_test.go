@@ -479,14 +479,15 @@ func TestDrop(t *testing.T) {
 	if err := Drop(ctx, dir); !errors.Is(err, ErrNotExist) {
 		t.Fatalf("Drop of a missing index: %v, want ErrNotExist", err)
 	}
-	// Through a symbolic link: the index it names goes, then the link
-	// (renaming the link alone left every document on disk).
+	// Through a symbolic link (given with a trailing slash): the index it
+	// names goes, then the link (renaming the link alone left every
+	// document on disk).
 	real, link := t.TempDir()+"/real", t.TempDir()+"/link"
 	put(real)
 	if err := os.Symlink(real, link); err != nil {
 		t.Fatal(err)
 	}
-	if err := Drop(ctx, link); err != nil {
+	if err := Drop(ctx, link+"/"); err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range []string{real, link} {

@@ -707,8 +707,9 @@ func (db *DB) lookupOlds(preps []prepared) ([]oldDoc, error) {
 // goroutine: a put of a few documents looks them up inline.
 const lookupOldsPerWorker = 64
 
-// writeIter returns the iterator removeOld reads the committed id map and
-// records through. NB: one iterator per batch, with prefix seeks that
+// writeIter returns the iterator removeOld (lookupOld) reads the committed
+// id map and records through. NB: one iterator per batch (and goroutine
+// of lookupOlds), with prefix seeks that
 // consult the bloom filters: a Get per document (a miss for a new id)
 // built and tore down an iterator stack over every level, and was half of
 // a 1,000-document batch's own CPU time in BenchmarkPut's profile.

@@ -8,9 +8,11 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"iter"
 	"net"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 
@@ -136,13 +138,24 @@ func checkOptions(o *db.Options, p db.Params) error {
 type handover struct {
 	reopen func() (index, func(), error)
 
-	mu    sync.Mutex
-	cur   index // what the calls below go to
-	close func()
+	mu     sync.Mutex
+	cur    index // what the calls below go to
+	close  func()
+	closed bool // closeAll ran: nothing is reopened
 }
 
 func newHandover(c index, closeC func(), reopen func() (index, func(), error)) *handover {
 	return &handover{cur: c, close: closeC, reopen: reopen}
+}
+
+// sameParams reports whether p and q are the parameters of one index
+// (its format may have moved on: a first TTL makes format 3 into 4).
+func sameParams(p, q db.Params) bool {
+	return p.Threshold == q.Threshold && p.Recall == q.Recall && p.Bands == q.Bands &&
+		p.Scheme == q.Scheme && p.NumPerm == q.NumPerm && p.Seed == q.Seed &&
+		p.Shingle == q.Shingle && p.ShingleSize == q.ShingleSize && p.Bag == q.Bag &&
+		p.Normalization == q.Normalization && slices.Equal(p.StopWords, q.StopWords) &&
+		p.StoreText == q.StoreText && p.Storage == q.Storage
 }
 
 // ownerGone reports whether err says the attached owner is gone before
@@ -162,22 +175,27 @@ func (h *handover) current() index {
 // again opens the index anew after a call to d failed with err, if err
 // says the owner is gone, and returns the index to repeat the call on
 // (nil: do not repeat).
-func (h *handover) again(d index, err error) index {
-	if !ownerGone(err) {
-		return nil
-	}
+func (h *handover) again(d index, err error) (index, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.cur != d {
-		return h.cur // NB: another call reopened it meanwhile
+	switch {
+	case h.closed:
+		return nil, nil
+	case h.cur != d && (ownerGone(err) || errors.Is(err, db.ErrClosed)):
+		return h.cur, nil // NB: another call reopened it meanwhile (and closed d)
+	case !ownerGone(err):
+		return nil, nil
 	}
 	nd, closeND, oerr := h.reopen()
 	if oerr != nil {
-		return nil
+		return nil, oerr
+	}
+	if nd == d {
+		return nil, nil
 	}
 	h.close()
 	h.cur, h.close = nd, closeND
-	return nd
+	return nd, nil
 }
 
 // retry calls call on the current index, and once more on a reopened one
@@ -186,8 +204,12 @@ func retry[T any](h *handover, call func(index) (T, error)) (T, error) {
 	d := h.current()
 	v, err := call(d)
 	if err != nil {
-		if nd := h.again(d, err); nd != nil {
+		nd, oerr := h.again(d, err)
+		if nd != nil {
 			return call(nd)
+		}
+		if oerr != nil {
+			return v, fmt.Errorf("%w; its owner ended, and opening the index again failed: %w", err, oerr)
 		}
 	}
 	return v, err
@@ -284,7 +306,10 @@ func (h *handover) Scan(ctx context.Context, so *db.ScanOptions) iter.Seq2[*db.S
 func (h *handover) closeAll() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.close()
+	if !h.closed {
+		h.closed = true
+		h.close()
+	}
 }
 
 func (h *handover) Close() error {

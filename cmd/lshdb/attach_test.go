@@ -311,3 +311,110 @@ func TestAttachedInsertOutlivesItsOwner(t *testing.T) {
 		t.Errorf("check: %+v %v", rep, err)
 	}
 }
+
+// Ensure that a shell attached to another process's server goes on when
+// that owner ends (its next statement opens the index itself: it went on
+// failing with a closed index, for every later statement), and that an
+// attached insert whose owner ended and whose index was moved away
+// meanwhile fails rather than making a new empty index where it was.
+func TestHandoverShellAndMovedIndex(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a shell and an insert in other processes (-short)")
+	}
+	dir := shortDir(t)
+	idx := filepath.Join(dir, "idx")
+	mustRun(t, "insert", "--db", idx, "../../testdata/cmd/inputs/docs.jsonl")
+	doc, _ := mustRun(t, "get", "--db", idx, "fox1", "--output", "json")
+
+	// The shell.
+	_, _, log, stop := startServe(t, "--db", idx)
+	sh := lshdbProcess("shell", "--db", idx)
+	out := &syncBuffer{}
+	sh.Stdout, sh.Stderr = out, out
+	stdin, err := sh.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sh.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- sh.Wait() }()
+	waitFor := func(n int) {
+		t.Helper()
+		for deadline := time.Now().Add(time.Minute); strings.Count(out.String(), strings.TrimSpace(doc)) < n; time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d answers wanted, the shell printed:\n%s", n, out.String())
+			}
+		}
+	}
+	io.WriteString(stdin, "get fox1 --output json\n")
+	waitFor(1)
+	if code := stop(); code != 0 {
+		t.Fatalf("serve: exit %d %s", code, log)
+	}
+	io.WriteString(stdin, "get fox1 --output json\n")
+	waitFor(2)
+	io.WriteString(stdin, "get fox1 --output json\n")
+	waitFor(3)
+	stdin.Close()
+	if err := <-done; err != nil {
+		t.Fatalf("the shell after its owner ended: %v\n%s", err, out.String())
+	}
+
+	// The insert, whose index moves away while no one owns it.
+	sock, _, log, stop := startServe(t, "--db", idx)
+	ins := lshdbProcess("insert", "--db", idx, "-")
+	var insOut bytes.Buffer
+	ins.Stdout, ins.Stderr = &insOut, &insOut
+	in, err := ins.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ins.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { done <- ins.Wait() }()
+	// More than a batch (1,000 documents), so that some are committed
+	// through the owner.
+	var buf bytes.Buffer
+	for i := range 3000 {
+		fmt.Fprintf(&buf, "{\"id\":\"new%d\",\"text\":\"document number %d of the insert whose index moves away\"}\n", i, i)
+	}
+	lines := buf.Bytes()
+	half := bytes.IndexByte(lines[len(lines)/2:], '\n') + len(lines)/2 + 1
+	if _, err := in.Write(lines[:half]); err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.Open(sock, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, err := c.Count()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
+		if n, err := c.Count(); err == nil && n > before {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("nothing committed through the owner: %s", insOut.String())
+		}
+	}
+	c.Close()
+	if code := stop(); code != 0 {
+		t.Fatalf("serve: exit %d %s", code, log)
+	}
+	if err := os.Rename(idx, idx+".moved"); err != nil {
+		t.Fatal(err)
+	}
+	in.Write(lines[half:])
+	in.Close()
+	if err := <-done; err == nil {
+		t.Errorf("the insert succeeded with its index moved away: %s", insOut.String())
+	}
+	if _, err := os.Stat(idx); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the insert made %s anew: %v (%s)", idx, err, insOut.String())
+	}
+}

@@ -489,6 +489,9 @@ func (f *dedupFlags) check(c *cobra.Command) (float64, db.ClusterMode, db.KeepPo
 // inputs, by name or as the same file (a link, another path): the output
 // replaces its file when complete, so the input would be lost.
 func (f *dedupFlags) notInputs(inputs []string) error {
+	if f.from != "" && f.from != "-" {
+		inputs = append(slices.Clone(inputs), f.from) // NB: read by the clustering
+	}
 	for _, out := range []struct{ flag, path string }{{"--out", f.out}, {"--removed", f.removed}} {
 		if out.path == "" || out.path == "-" {
 			continue
@@ -643,7 +646,7 @@ zstd inputs are read several times faster.`,
 				if err == nil && f.n.read > 0 && f.n.bad == f.n.read && docs > 0 {
 					// NB: every record kept as read, none matched to the
 					// index: a wrong flag, not a clean corpus.
-					err = fmt.Errorf("%w (the index holds %d documents; the first record: %v): give the id and text flags the index was built with (--id-field, --id-col, --id-from, --text-field, --text-col); nothing written", errNoDocuments, docs, f.firstBad)
+					err = fmt.Errorf("%w (the index holds %d documents; the first record: %v): give the id and text flags the index was built with (--id-field, --id-col, --id-from, --text-field, --text-col)", errNoDocuments, docs, f.firstBad)
 				}
 				if err := finishSinks(err, kept, drop); err != nil {
 					return interruptNote(err, "filter interrupted: no output written")

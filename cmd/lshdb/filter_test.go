@@ -391,6 +391,16 @@ func TestFilterRefusesToOverwriteItsInput(t *testing.T) {
 			t.Errorf("%v: wrote %s", args, other)
 		}
 	}
+	// The pairs file --from reads is an input too.
+	pairs := filepath.Join(dir, "pairs.jsonl")
+	p, _ := mustRun(t, "pairs", "--db", idx, "--output", "json")
+	if err := os.WriteFile(pairs, []byte(p), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, errOut, code := runLine([]string{"filter", "--db", idx, "--from", pairs, "--removed", pairs, "--out", other, in}, "")
+	if got, _ := os.ReadFile(pairs); code != 2 || !strings.Contains(errOut, "filter would replace the file it reads") || string(got) != p {
+		t.Errorf("--removed over the --from file: exit %d %q; the file is now %q", code, errOut, got)
+	}
 	// Another file is fine, and the input stays.
 	mustRun(t, "filter", "--db", idx, "--out", other, in)
 	if got, _ := os.ReadFile(other); !strings.Contains(string(got), `"id":"a"`) || strings.Contains(string(got), `"id":"b"`) {

@@ -357,6 +357,11 @@ func (a *app) openDB(opts *db.Options) (index, func(), error) {
 	if a.shellDB != nil {
 		return a.shellDB, func() {}, nil
 	}
+	return a.openFresh(opts)
+}
+
+// openFresh is openDB without the shell's index: it opens, or attaches.
+func (a *app) openFresh(opts *db.Options) (index, func(), error) {
 	if a.addr != "" {
 		c, err := a.connect(opts)
 		if err != nil {
@@ -389,13 +394,27 @@ func (a *app) openDB(opts *db.Options) (index, func(), error) {
 			switch {
 			case cerr == nil:
 				// NB: should this owner end while the command runs, its
-				// calls go on with the next owner (handover).
+				// calls go on with the next owner (handover). The index
+				// must still be there, with the same parameters: one
+				// dropped or moved meanwhile is not made anew.
+				again := db.Options{}
+				if opts != nil {
+					again = *opts
+				}
+				again.MustExist = true
 				h := newHandover(c, func() { c.Close() }, func() (index, func(), error) {
-					d, closeDB, err := a.openDB(opts)
-					if hd, ok := d.(*handover); ok {
-						return hd.cur, hd.close, err // NB: one wrapper, not nested
+					d, closeDB, err := a.openFresh(&again)
+					if err != nil {
+						return nil, nil, err
 					}
-					return d, closeDB, err
+					if hd, ok := d.(*handover); ok {
+						d, closeDB = hd.cur, hd.close // NB: one wrapper, not nested
+					}
+					if !sameParams(d.Params(), c.Params()) {
+						closeDB()
+						return nil, nil, fmt.Errorf("%w: the index at %s is not the one this command attached to", db.ErrParamsMismatch, a.dbDir)
+					}
+					return d, closeDB, nil
 				})
 				return h, h.closeAll, nil
 			case errors.As(cerr, &refused) || errors.Is(cerr, db.ErrParamsMismatch):

@@ -20,8 +20,8 @@ import (
 // and other commands find it locked, with this process's pid.
 func (a *app) serveOwned(d index) (stop func()) {
 	dd, ok := d.(*db.DB)
-	if !ok || a.shellDB != nil || a.dbDir == "" || db.IsRedisURL(a.dbDir) {
-		return func() {} // attached, or the shell already serves it
+	if !ok || a.dbDir == "" || db.IsRedisURL(a.dbDir) {
+		return func() {} // attached, or not a directory
 	}
 	stopServing, err := httpapi.ServeSocket(dd, nil)
 	if err != nil {

@@ -105,19 +105,20 @@ func Open(target string, opts *Options) (*Client, error) {
 		}
 		// NB: HOST:PORT with no scheme would be dialled as a socket file
 		// of that name ("dial unix 127.0.0.1:7072: no such file"): say
-		// what was meant, unless such a file exists.
-		if _, port, err := net.SplitHostPort(target); err == nil && !strings.HasPrefix(target, "unix:") && port != "" && strings.Trim(port, "0123456789") == "" {
+		// what was meant, unless such a file exists (or it has a slash:
+		// a path).
+		if _, port, err := net.SplitHostPort(target); err == nil && !strings.HasPrefix(target, "unix:") && !strings.Contains(target, "/") && port != "" && strings.Trim(port, "0123456789") == "" {
 			if _, err := os.Stat(path); err != nil {
 				return nil, fmt.Errorf("%w: client: %s: a server's address is a URL, http://%s (a socket is a file path)", db.ErrInvalidOptions, target, target)
 			}
 		}
 		var d net.Dialer
 		// NB: a path too long for a socket address is dialled relative to
-		// the working directory, if that is short enough.
-		dial := httpapi.DialPath(path)
+		// the working directory, if that is short enough, as it is at
+		// each dial.
 		hc.Transport = &http.Transport{
 			DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-				return d.DialContext(ctx, "unix", dial)
+				return d.DialContext(ctx, "unix", httpapi.DialPath(path))
 			},
 			MaxIdleConnsPerHost: 64,
 		}

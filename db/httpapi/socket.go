@@ -31,10 +31,16 @@ func SocketPath(dir string) string { return filepath.Join(dir, SocketName) }
 
 // DialPath returns path, or the same file relative to the working
 // directory when that is shorter and path is too long for a Unix socket
-// address: what to bind or dial. An index deep in a tree can then be
-// served and attached to from nearby (an owner that bound its socket
-// through a relative path answered, and an attach through the absolute
-// path, too long to dial, named it as not serving).
+// address: what to bind or dial, at once (a later change of directory
+// makes another). An index deep in a tree can then be served and attached
+// to from nearby (an owner that bound its socket through a relative path
+// answered, and an attach through the absolute path, too long to dial,
+// named it as not serving).
+//
+// NB: the relative path is made between physical directories (symbolic
+// links resolved): the kernel resolves ".." from where the working
+// directory really is, so one made from the names as typed could lead to
+// another socket.
 func DialPath(path string) string {
 	if len(path) <= maxSocketPath {
 		return path
@@ -43,11 +49,19 @@ func DialPath(path string) string {
 	if err != nil {
 		return path
 	}
+	wd, err = filepath.EvalSymlinks(wd)
+	if err != nil {
+		return path
+	}
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return path
 	}
-	if rel, err := filepath.Rel(wd, abs); err == nil && len(rel) < len(path) {
+	dir, err := filepath.EvalSymlinks(filepath.Dir(abs))
+	if err != nil {
+		return path
+	}
+	if rel, err := filepath.Rel(wd, filepath.Join(dir, filepath.Base(abs))); err == nil && len(rel) < len(path) {
 		return rel
 	}
 	return path
@@ -92,7 +106,7 @@ func ListenSocket(path string) (net.Listener, error) {
 	defer os.RemoveAll(tmp)
 	bound := filepath.Join(tmp, "s")
 	if len(DialPath(bound)) > maxSocketPath {
-		return nil, tooLong(bound)
+		return nil, tooLong(path)
 	}
 	l, err := net.Listen("unix", DialPath(bound))
 	if err != nil {

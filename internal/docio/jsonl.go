@@ -291,6 +291,11 @@ func parseJSON(o *Options, s *lineScan, name string, line int, b []byte) (Record
 	if !s.scan(b) || !s.object {
 		var m map[string]json.RawMessage
 		if err := json.Unmarshal(b, &m); err != nil {
+			// NB: a CSV or TSV line read as JSON Lines (stdin, or a file
+			// whose name does not say): say what would read it.
+			if t := bytes.TrimSpace(b); len(t) > 0 && t[0] != '{' && t[0] != '[' && bytes.ContainsAny(t, ",\t") {
+				return Record{}, fmt.Errorf("not a JSON object (CSV or TSV? give --format csv or tsv): %w", err)
+			}
 			return Record{}, fmt.Errorf("not a JSON object: %w", err)
 		}
 		return Record{}, errors.New("not a JSON object: null")
