@@ -8,9 +8,11 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"iter"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -494,6 +496,90 @@ func (w *inserter) put(pd posDoc) error {
 	return nil
 }
 
+// stallFlushAfter is how long insert, reading standard input, waits for
+// more with documents read but not committed before it commits them: a
+// stream that pauses (tail -f, a slow producer) has what it sent stored
+// and visible, rather than held until a batch of 1,000 fills.
+const stallFlushAfter = 200 * time.Millisecond
+
+// putStream puts the documents of docs as put does, reading them on
+// another goroutine so that the batch read so far is committed when the
+// input pauses for stallFlushAfter. It returns the read error or the put
+// error that stopped it. NB: when a put fails, the reader may be blocked
+// reading a pipe: it is told to stop and waited for a moment, not for
+// ever (the command ends with the error).
+func (w *inserter) putStream(docs iter.Seq2[posDoc, error]) (readErr, putErr error) {
+	type item struct {
+		pd  posDoc
+		err error
+	}
+	ch := make(chan item, 64)
+	stop := make(chan struct{})
+	go func() {
+		defer close(ch)
+		for pd, err := range docs {
+			select {
+			case ch <- item{pd, err}:
+			case <-stop:
+				return
+			}
+		}
+	}()
+	timer := time.NewTimer(stallFlushAfter)
+	timer.Stop()
+	defer timer.Stop()
+	armed := false
+	for {
+		var tick <-chan time.Time
+		if armed {
+			tick = timer.C
+		}
+		select {
+		case it, ok := <-ch:
+			switch {
+			case !ok:
+				return nil, nil
+			case it.err != nil:
+				return it.err, nil // NB: the reader ends after an error
+			}
+			if err := w.put(it.pd); err != nil {
+				close(stop)
+				select {
+				case <-drained(ch):
+				case <-time.After(time.Second):
+				}
+				return nil, err
+			}
+			armed = len(w.batch) > 0
+			if armed {
+				timer.Reset(stallFlushAfter)
+			}
+		case <-tick:
+			armed = false
+			if err := w.flush(); err != nil {
+				close(stop)
+				select {
+				case <-drained(ch):
+				case <-time.After(time.Second):
+				}
+				return nil, err
+			}
+		}
+	}
+}
+
+// drained empties ch in the background and closes the returned channel
+// when ch is closed.
+func drained[T any](ch <-chan T) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		for range ch {
+		}
+		close(done)
+	}()
+	return done
+}
+
 // flush commits the batch. NB: PutBatch counts a document that replaces
 // one an earlier batch of this insert wrote as replaced; those are taken
 // back out, so that "replaced" means stored before the command.
@@ -591,13 +677,17 @@ after committing what was read and says where to continue.`,
 			add, done := a.progress(name, &in, args)
 			w := &inserter{d: d, ttl: ttl, ids: make(map[string]uint8), batch: make([]db.Doc, 0, 1000), add: add}
 			var readErr, putErr error
-			for pd, err := range inp.docs(args) {
-				if err != nil {
-					readErr = err
-					break
-				}
-				if putErr = w.put(pd); putErr != nil {
-					break
+			if len(args) == 0 || slices.Contains(args, "-") {
+				readErr, putErr = w.putStream(inp.docs(args))
+			} else {
+				for pd, err := range inp.docs(args) {
+					if err != nil {
+						readErr = err
+						break
+					}
+					if putErr = w.put(pd); putErr != nil {
+						break
+					}
 				}
 			}
 			if putErr == nil {

@@ -16,8 +16,10 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/lshdb/lshdb/db"
+	"github.com/lshdb/lshdb/db/client"
 	"github.com/parquet-go/parquet-go"
 )
 
@@ -570,5 +572,70 @@ func TestUpgradeToFormat5(t *testing.T) {
 	out, errOut, code = runLine([]string{"upgrade", "--db", dir}, "")
 	if code != 0 || out != "index format 5 needs no upgrade: nothing to do\n" {
 		t.Fatalf("a second upgrade: exit %d, %q, %q", code, out, errOut)
+	}
+}
+
+// Ensure that insert reading standard input commits what it has read when
+// the input pauses, without waiting for a batch of 1,000 or the end: the
+// documents are visible (here to a client attached to the insert's
+// socket) while the stream stays open, and the rest follows at its end.
+func TestInsertStreamCommitsWhenInputPauses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("an insert in another process (-short)")
+	}
+	idx := filepath.Join(shortDir(t), "idx")
+	mustRun(t, "create", "--db", idx)
+	ins := lshdbProcess("insert", "--db", idx, "-")
+	var out bytes.Buffer
+	ins.Stdout, ins.Stderr = &out, &out
+	stdin, err := ins.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ins.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- ins.Wait() }()
+	write := func(from, to int) {
+		t.Helper()
+		for i := from; i < to; i++ {
+			if _, err := fmt.Fprintf(stdin, "{\"id\":\"s%d\",\"text\":\"streamed document number %d, sent while the input stays open\"}\n", i, i); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	write(0, 10)
+	sock := filepath.Join(idx, "lshdb.sock")
+	waitServed(t, sock, done)
+	c, err := client.Open(sock, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		n, err := c.Count()
+		if err == nil && n == 10 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d documents visible (%v) while the input pauses, want the 10 sent", n, err)
+		}
+	}
+	c.Close()
+	write(10, 15)
+	stdin.Close()
+	if err := <-done; err != nil {
+		t.Fatalf("insert: %v %s", err, out.String())
+	}
+	if !strings.Contains(out.String(), "inserted 15 documents") {
+		t.Errorf("insert said %q", out.String())
+	}
+	d, err := db.Open(idx, &db.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if n, err := d.Count(); err != nil || n != 15 {
+		t.Errorf("%d documents, %v; want 15", n, err)
 	}
 }
