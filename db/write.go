@@ -640,23 +640,7 @@ func dropOld(b *pebble.Batch, o *oldDoc, postings map[postingKey][]codec.Posting
 // would. The caller holds wmu (nothing commits meanwhile).
 func (db *DB) lookupOlds(preps []prepared) ([]oldDoc, error) {
 	olds := make([]oldDoc, len(preps))
-	workers := min(runtime.GOMAXPROCS(0), len(preps)/lookupOldsPerWorker)
-	if workers <= 1 {
-		it, err := db.writeIter()
-		if err != nil {
-			return nil, err
-		}
-		defer it.Close()
-		var scratch docData
-		var idKey []byte
-		for i := range preps {
-			idKey = codec.AppendIDKey(idKey[:0], preps[i].id)
-			if err := db.lookupOld(it, idKey, &scratch, &olds[i]); err != nil {
-				return nil, err
-			}
-		}
-		return olds, nil
-	}
+	workers := max(1, min(runtime.GOMAXPROCS(0), len(preps)/lookupOldsPerWorker))
 	its := make([]*pebble.Iterator, 0, workers)
 	defer func() {
 		for _, it := range its {
@@ -673,28 +657,33 @@ func (db *DB) lookupOlds(preps []prepared) ([]oldDoc, error) {
 	errs := make([]error, len(preps))
 	var next atomic.Int64
 	var failed atomic.Bool
-	var wg sync.WaitGroup
-	for _, it := range its {
-		wg.Go(func() {
-			var scratch docData
-			var idKey []byte
-			// NB: indexes are claimed in order and a claimed one is always
-			// looked up, so every index below a failing one was looked up:
-			// the first error by index is the one a loop would meet.
-			for !failed.Load() {
-				i := int(next.Add(1) - 1)
-				if i >= len(preps) {
-					return
-				}
-				idKey = codec.AppendIDKey(idKey[:0], preps[i].id)
-				if err := db.lookupOld(it, idKey, &scratch, &olds[i]); err != nil {
-					errs[i] = err
-					failed.Store(true)
-				}
+	// NB: indexes are claimed in order and a claimed one is always looked
+	// up, so every index below a failing one was looked up: the first
+	// error by index is the one a loop would meet.
+	work := func(it *pebble.Iterator) {
+		var scratch docData
+		var idKey []byte
+		for !failed.Load() {
+			i := int(next.Add(1) - 1)
+			if i >= len(preps) {
+				return
 			}
-		})
+			idKey = codec.AppendIDKey(idKey[:0], preps[i].id)
+			if err := db.lookupOld(it, idKey, &scratch, &olds[i]); err != nil {
+				errs[i] = err
+				failed.Store(true)
+			}
+		}
 	}
-	wg.Wait()
+	if workers == 1 {
+		work(its[0]) // NB: a put of a few documents: no goroutine
+	} else {
+		var wg sync.WaitGroup
+		for _, it := range its {
+			wg.Go(func() { work(it) })
+		}
+		wg.Wait()
+	}
 	for _, err := range errs {
 		if err != nil {
 			return nil, err
@@ -709,10 +698,10 @@ const lookupOldsPerWorker = 64
 
 // writeIter returns the iterator removeOld (lookupOld) reads the committed
 // id map and records through. NB: one iterator per batch (and goroutine
-// of lookupOlds), with prefix seeks that
-// consult the bloom filters: a Get per document (a miss for a new id)
-// built and tore down an iterator stack over every level, and was half of
-// a 1,000-document batch's own CPU time in BenchmarkPut's profile.
+// of lookupOlds), with prefix seeks that consult the bloom filters: a Get
+// per document (a miss for a new id) built and tore down an iterator
+// stack over every level, and was half of a 1,000-document batch's own
+// CPU time in BenchmarkPut's profile.
 func (db *DB) writeIter() (*pebble.Iterator, error) {
 	it, err := db.pdb.NewIter(&pebble.IterOptions{LowerBound: codec.DocPrefix, UpperBound: codec.IDPrefixEnd})
 	return it, classify(err)

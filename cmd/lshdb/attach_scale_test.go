@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -45,6 +46,74 @@ func lshdbProcess(args ...string) *exec.Cmd {
 	}
 	c.Env = append(os.Environ(), "LSHDB_HELPER_ARGS="+string(a))
 	return c
+}
+
+// piped is lshdb running in another process (lshdbProcess) with its
+// standard input a pipe the test writes and closes.
+type piped struct {
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	out   *syncBuffer // its stdout and stderr
+	done  chan error  // receives the process's end, once
+}
+
+// startPiped starts lshdb ARGS in another process, its standard input a
+// pipe.
+func startPiped(t *testing.T, args ...string) *piped {
+	t.Helper()
+	p := &piped{cmd: lshdbProcess(args...), out: &syncBuffer{}, done: make(chan error, 1)}
+	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
+	var err error
+	if p.stdin, err = p.cmd.StdinPipe(); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { p.done <- p.cmd.Wait() }()
+	return p
+}
+
+// waitUntil polls cond every 10 ms until it holds, failing the test with
+// what() when a minute passes or the process p (if not nil) ends first.
+func waitUntil(t *testing.T, p *piped, what func() string, cond func() bool) {
+	t.Helper()
+	var done chan error
+	if p != nil {
+		done = p.done
+	}
+	for deadline := time.Now().Add(time.Minute); !cond(); time.Sleep(10 * time.Millisecond) {
+		select {
+		case err := <-done:
+			t.Fatalf("%s: the process ended (%v): %s", what(), err, p.out)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s after a minute", what())
+		}
+	}
+}
+
+// waitCount waits until ok holds for the document count of the index
+// served on sock, as waitUntil (p: the process that writes to it).
+func waitCount(t *testing.T, sock string, p *piped, ok func(uint64) bool) {
+	t.Helper()
+	c, err := client.Open(sock, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var n uint64
+	waitUntil(t, p, func() string { return fmt.Sprintf("%d documents served on %s (%v)", n, sock, err) }, func() bool {
+		n, err = c.Count()
+		return err == nil && ok(n)
+	})
+}
+
+// firstHalf is the length of about the first half of lines (JSON Lines),
+// up to a line end.
+func firstHalf(lines []byte) int {
+	return bytes.IndexByte(lines[len(lines)/2:], '\n') + len(lines)/2 + 1
 }
 
 // Ensure that while lshdb build loads a large input into an index (issue
@@ -153,23 +222,13 @@ func TestAttachDuringBuildAtScale(t *testing.T) {
 	// the load is in progress for as long as the probes need, however
 	// fast this machine builds: a build from the file took 1.6 s under
 	// parallel test load, and a probe went unanswered.
-	build := lshdbProcess("build", "--db", idx, "-")
-	var buildOut bytes.Buffer
-	build.Stdout, build.Stderr = &buildOut, &buildOut
-	buildIn, err := build.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
 	input, err := os.ReadFile(newIn)
 	if err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	if err := build.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- build.Wait() }()
+	build := startPiped(t, "build", "--db", idx, "-")
+	buildIn, done := build.stdin, build.done
 	fed := make(chan error, 1)
 	go func() {
 		_, err := buildIn.Write(input)
@@ -240,7 +299,7 @@ probing:
 	}
 	took := time.Since(start)
 	if buildErr != nil {
-		t.Fatalf("build: %v %s", buildErr, buildOut.String())
+		t.Fatalf("build: %v %s", buildErr, build.out)
 	}
 	docs = 2000 + n + 1
 	after := inProcess()
@@ -275,18 +334,8 @@ probing:
 	// through a pipe that holds half of it and stays open, so the build is
 	// still reading when it dies.
 	stateBefore := inProcess()
-	kill := lshdbProcess("build", "--db", idx, "-")
-	var killOut bytes.Buffer
-	kill.Stdout, kill.Stderr = &killOut, &killOut
-	in, err := kill.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := kill.Start(); err != nil {
-		t.Fatal(err)
-	}
-	killed := make(chan error, 1)
-	go func() { killed <- kill.Wait() }()
+	kill := startPiped(t, "build", "--db", idx, "-")
+	in, killed, killOut := kill.stdin, kill.done, kill.out
 	half, err := os.ReadFile(killIn)
 	if err != nil {
 		t.Fatal(err)
@@ -295,7 +344,7 @@ probing:
 		t.Fatalf("feeding the build: %v %s", err, killOut.String())
 	}
 	waitServed(t, sock, killed)
-	if err := kill.Process.Kill(); err != nil {
+	if err := kill.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
 	if err := <-killed; err == nil {

@@ -253,51 +253,23 @@ func TestAttachedInsertOutlivesItsOwner(t *testing.T) {
 	mustRun(t, "create", "--db", idx)
 	sock, _, log, stop := startServe(t, "--db", idx)
 
-	ins := lshdbProcess("insert", "--db", idx, "-")
-	var out bytes.Buffer
-	ins.Stdout, ins.Stderr = &out, &out
-	stdin, err := ins.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := ins.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- ins.Wait() }()
+	ins := startPiped(t, "insert", "--db", idx, "-")
 	// The first half, then wait until the owner holds some of it: the
 	// insert is attached and has committed batches through the socket.
-	half := bytes.IndexByte(lines[len(lines)/2:], '\n') + len(lines)/2 + 1
-	if _, err := stdin.Write(lines[:half]); err != nil {
+	half := firstHalf(lines)
+	if _, err := ins.stdin.Write(lines[:half]); err != nil {
 		t.Fatal(err)
 	}
-	c, err := client.Open(sock, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
-		if got, err := c.Count(); err == nil && got > 0 {
-			break
-		}
-		select {
-		case err := <-done:
-			t.Fatalf("the insert ended early: %v %s", err, out.String())
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("nothing committed through the owner: %s", out.String())
-		}
-	}
-	c.Close()
+	waitCount(t, sock, ins, func(n uint64) bool { return n > 0 })
 	if code := stop(); code != 0 {
 		t.Fatalf("serve: exit %d %s", code, log)
 	}
-	if _, err := stdin.Write(lines[half:]); err != nil {
-		t.Fatalf("the rest of the input: %v %s", err, out.String())
+	if _, err := ins.stdin.Write(lines[half:]); err != nil {
+		t.Fatalf("the rest of the input: %v %s", err, ins.out)
 	}
-	stdin.Close()
-	if err := <-done; err != nil {
-		t.Fatalf("the insert, after its owner ended: %v %s", err, out.String())
+	ins.stdin.Close()
+	if err := <-ins.done; err != nil {
+		t.Fatalf("the insert, after its owner ended: %v %s", err, ins.out)
 	}
 	d, err := db.Open(idx, &db.Options{ReadOnly: true})
 	if err != nil {
@@ -328,53 +300,38 @@ func TestHandoverShellAndMovedIndex(t *testing.T) {
 
 	// The shell.
 	_, _, log, stop := startServe(t, "--db", idx)
-	sh := lshdbProcess("shell", "--db", idx)
-	out := &syncBuffer{}
-	sh.Stdout, sh.Stderr = out, out
-	stdin, err := sh.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := sh.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- sh.Wait() }()
+	sh := startPiped(t, "shell", "--db", idx)
 	waitFor := func(n int) {
 		t.Helper()
-		for deadline := time.Now().Add(time.Minute); strings.Count(out.String(), strings.TrimSpace(doc)) < n; time.Sleep(10 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("%d answers wanted, the shell printed:\n%s", n, out.String())
-			}
-		}
+		waitUntil(t, nil, func() string { return fmt.Sprintf("%d answers wanted, the shell printed:\n%s", n, sh.out) },
+			func() bool { return strings.Count(sh.out.String(), strings.TrimSpace(doc)) >= n })
 	}
-	io.WriteString(stdin, "get fox1 --output json\n")
+	io.WriteString(sh.stdin, "get fox1 --output json\n")
 	waitFor(1)
 	if code := stop(); code != 0 {
 		t.Fatalf("serve: exit %d %s", code, log)
 	}
-	io.WriteString(stdin, "get fox1 --output json\n")
+	io.WriteString(sh.stdin, "get fox1 --output json\n")
 	waitFor(2)
-	io.WriteString(stdin, "get fox1 --output json\n")
+	io.WriteString(sh.stdin, "get fox1 --output json\n")
 	waitFor(3)
-	stdin.Close()
-	if err := <-done; err != nil {
-		t.Fatalf("the shell after its owner ended: %v\n%s", err, out.String())
+	sh.stdin.Close()
+	if err := <-sh.done; err != nil {
+		t.Fatalf("the shell after its owner ended: %v\n%s", err, sh.out)
 	}
 
 	// The insert, whose index moves away while no one owns it.
 	sock, _, log, stop := startServe(t, "--db", idx)
-	ins := lshdbProcess("insert", "--db", idx, "-")
-	var insOut bytes.Buffer
-	ins.Stdout, ins.Stderr = &insOut, &insOut
-	in, err := ins.StdinPipe()
+	c, err := client.Open(sock, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := ins.Start(); err != nil {
+	before, err := c.Count()
+	c.Close()
+	if err != nil {
 		t.Fatal(err)
 	}
-	go func() { done <- ins.Wait() }()
+	ins := startPiped(t, "insert", "--db", idx, "-")
 	// More than a batch (1,000 documents), so that some are committed
 	// through the owner.
 	var buf bytes.Buffer
@@ -382,39 +339,23 @@ func TestHandoverShellAndMovedIndex(t *testing.T) {
 		fmt.Fprintf(&buf, "{\"id\":\"new%d\",\"text\":\"document number %d of the insert whose index moves away\"}\n", i, i)
 	}
 	lines := buf.Bytes()
-	half := bytes.IndexByte(lines[len(lines)/2:], '\n') + len(lines)/2 + 1
-	if _, err := in.Write(lines[:half]); err != nil {
+	half := firstHalf(lines)
+	if _, err := ins.stdin.Write(lines[:half]); err != nil {
 		t.Fatal(err)
 	}
-	c, err := client.Open(sock, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	before, err := c.Count()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
-		if n, err := c.Count(); err == nil && n > before {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("nothing committed through the owner: %s", insOut.String())
-		}
-	}
-	c.Close()
+	waitCount(t, sock, ins, func(n uint64) bool { return n > before })
 	if code := stop(); code != 0 {
 		t.Fatalf("serve: exit %d %s", code, log)
 	}
 	if err := os.Rename(idx, idx+".moved"); err != nil {
 		t.Fatal(err)
 	}
-	in.Write(lines[half:])
-	in.Close()
-	if err := <-done; err == nil {
-		t.Errorf("the insert succeeded with its index moved away: %s", insOut.String())
+	ins.stdin.Write(lines[half:])
+	ins.stdin.Close()
+	if err := <-ins.done; err == nil {
+		t.Errorf("the insert succeeded with its index moved away: %s", ins.out)
 	}
 	if _, err := os.Stat(idx); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("the insert made %s anew: %v (%s)", idx, err, insOut.String())
+		t.Errorf("the insert made %s anew: %v (%s)", idx, err, ins.out)
 	}
 }

@@ -525,6 +525,15 @@ func (w *inserter) putStream(docs iter.Seq2[posDoc, error]) (readErr, putErr err
 			}
 		}
 	}()
+	// quit tells the reader to stop and waits for it a moment.
+	quit := func(err error) (error, error) {
+		close(stop)
+		select {
+		case <-drained(ch):
+		case <-time.After(time.Second):
+		}
+		return nil, err
+	}
 	timer := time.NewTimer(stallFlushAfter)
 	timer.Stop()
 	defer timer.Stop()
@@ -543,12 +552,7 @@ func (w *inserter) putStream(docs iter.Seq2[posDoc, error]) (readErr, putErr err
 				return it.err, nil // NB: the reader ends after an error
 			}
 			if err := w.put(it.pd); err != nil {
-				close(stop)
-				select {
-				case <-drained(ch):
-				case <-time.After(time.Second):
-				}
-				return nil, err
+				return quit(err)
 			}
 			armed = len(w.batch) > 0
 			if armed {
@@ -557,12 +561,7 @@ func (w *inserter) putStream(docs iter.Seq2[posDoc, error]) (readErr, putErr err
 		case <-tick:
 			armed = false
 			if err := w.flush(); err != nil {
-				close(stop)
-				select {
-				case <-drained(ch):
-				case <-time.After(time.Second):
-				}
-				return nil, err
+				return quit(err)
 			}
 		}
 	}

@@ -16,10 +16,8 @@ import (
 	"sync"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/lshdb/lshdb/db"
-	"github.com/lshdb/lshdb/db/client"
 	"github.com/parquet-go/parquet-go"
 )
 
@@ -585,50 +583,26 @@ func TestInsertStreamCommitsWhenInputPauses(t *testing.T) {
 	}
 	idx := filepath.Join(shortDir(t), "idx")
 	mustRun(t, "create", "--db", idx)
-	ins := lshdbProcess("insert", "--db", idx, "-")
-	var out bytes.Buffer
-	ins.Stdout, ins.Stderr = &out, &out
-	stdin, err := ins.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := ins.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- ins.Wait() }()
+	ins := startPiped(t, "insert", "--db", idx, "-")
 	write := func(from, to int) {
 		t.Helper()
 		for i := from; i < to; i++ {
-			if _, err := fmt.Fprintf(stdin, "{\"id\":\"s%d\",\"text\":\"streamed document number %d, sent while the input stays open\"}\n", i, i); err != nil {
+			if _, err := fmt.Fprintf(ins.stdin, "{\"id\":\"s%d\",\"text\":\"streamed document number %d, sent while the input stays open\"}\n", i, i); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
 	write(0, 10)
 	sock := filepath.Join(idx, "lshdb.sock")
-	waitServed(t, sock, done)
-	c, err := client.Open(sock, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		n, err := c.Count()
-		if err == nil && n == 10 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d documents visible (%v) while the input pauses, want the 10 sent", n, err)
-		}
-	}
-	c.Close()
+	waitServed(t, sock, ins.done)
+	waitCount(t, sock, ins, func(n uint64) bool { return n == 10 })
 	write(10, 15)
-	stdin.Close()
-	if err := <-done; err != nil {
-		t.Fatalf("insert: %v %s", err, out.String())
+	ins.stdin.Close()
+	if err := <-ins.done; err != nil {
+		t.Fatalf("insert: %v %s", err, ins.out)
 	}
-	if !strings.Contains(out.String(), "inserted 15 documents") {
-		t.Errorf("insert said %q", out.String())
+	if !strings.Contains(ins.out.String(), "inserted 15 documents") {
+		t.Errorf("insert said %q", ins.out)
 	}
 	d, err := db.Open(idx, &db.Options{ReadOnly: true})
 	if err != nil {
