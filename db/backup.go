@@ -6,11 +6,10 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
-	"strings"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/lshdb/lshdb/internal/fspath"
 )
 
 // Backup writes a consistent copy of the open database into dir, which
@@ -91,34 +90,8 @@ func (db *DB) checkBackupDir(dir string) error {
 	// NB: a copy inside the index would live among the files it copies
 	// (a later backup would copy it again, Drop would delete it with the
 	// index).
-	if db.rkv == nil && db.opts.FS == vfs.Default && within(dir, db.dir) {
+	if db.rkv == nil && db.opts.FS == vfs.Default && fspath.Within(dir, db.dir) {
 		return fmt.Errorf("%w: backup directory %s is inside the index it copies (%s): write it elsewhere", ErrInvalidOptions, dir, db.dir)
 	}
 	return nil
-}
-
-// within reports whether path is dir or lies inside it, symbolic links
-// resolved as far as path exists.
-func within(path, dir string) bool {
-	resolve := func(given string) string {
-		p, err := filepath.Abs(given)
-		if err != nil {
-			return filepath.Clean(given)
-		}
-		// The longest existing prefix, resolved, then the rest.
-		rest := ""
-		for {
-			if r, err := filepath.EvalSymlinks(p); err == nil {
-				return filepath.Join(r, rest)
-			}
-			parent := filepath.Dir(p)
-			if parent == p {
-				return filepath.Join(p, rest)
-			}
-			rest = filepath.Join(filepath.Base(p), rest)
-			p = parent
-		}
-	}
-	rel, err := filepath.Rel(resolve(dir), resolve(path))
-	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/lshdb/lshdb/bands"
 	"github.com/lshdb/lshdb/db"
+	"github.com/lshdb/lshdb/internal/fspath"
 )
 
 func (h *handler) healthz(w *resp, r *http.Request) error {
@@ -730,11 +731,10 @@ func (h *handler) backup(w *resp, r *http.Request) error {
 		return fmt.Errorf("%w: backup directory %q is not an absolute path (it is the server's)", db.ErrInvalidOptions, req.Dir)
 	}
 	dir := filepath.Clean(req.Dir)
-	if root := h.o.BackupRoot; root != "" {
-		rel, err := filepath.Rel(filepath.Clean(root), dir)
-		if err != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-			return fmt.Errorf("%w: backup directory %s is outside the server's backup root %s", db.ErrInvalidOptions, dir, root)
-		}
+	// NB: where the directory really is: a link under the root may lead
+	// out of it.
+	if root := h.o.BackupRoot; root != "" && (!fspath.Within(dir, root) || fspath.Resolve(dir) == fspath.Resolve(root)) {
+		return fmt.Errorf("%w: backup directory %s is outside the server's backup root %s", db.ErrInvalidOptions, dir, root)
 	}
 	if err := h.d.Backup(r.Context(), dir); err != nil {
 		return err

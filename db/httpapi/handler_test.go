@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,6 +12,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -453,5 +455,61 @@ func TestPutIfNewLimit(t *testing.T) {
 	var hj HealthJSON
 	if err := json.Unmarshal(rec.Body.Bytes(), &hj); err != nil || hj.PID != os.Getpid() || hj.Docs != 101 || hj.Status != "ok" {
 		t.Errorf("healthz: %s %v", rec.Body, err)
+	}
+}
+
+// Ensure that POST /v1/backup writes only under Options.BackupRoot, by
+// where a directory really is: a backup below it is made; the root itself,
+// a directory beside it, one through ".." and one through a link under the
+// root that leads out of it are refused with invalid_options, and nothing
+// is made outside.
+func TestBackupRoot(t *testing.T) {
+	d := openFixture(t, 10, nil)
+	tmp := t.TempDir()
+	root, outside := filepath.Join(tmp, "backups"), filepath.Join(tmp, "elsewhere")
+	for _, dir := range []string{root, outside} {
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(outside, filepath.Join(root, "out")); err != nil {
+		t.Skip("no symbolic links here:", err)
+	}
+	addr := startTCP(t, Handler(d, &Options{BackupRoot: root}), 0)
+	for _, tc := range []struct {
+		dir    string
+		status int
+	}{
+		{filepath.Join(root, "b1"), 200},
+		{root, 400},
+		{root + "-x", 400},
+		{filepath.Join(root, "..", "b2"), 400},
+		{filepath.Join(root, "out", "b3"), 400},
+	} {
+		body, _ := json.Marshal(BackupRequest{Dir: tc.dir})
+		resp, err := http.Post("http://"+addr+"/v1/backup", "application/json", bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.StatusCode != tc.status {
+			b, _ := io.ReadAll(resp.Body)
+			t.Errorf("backup to %s: status %d, want %d (%s)", tc.dir, resp.StatusCode, tc.status, b)
+		} else if tc.status == 400 {
+			if code := errorCode(t, resp.Body); code != "invalid_options" {
+				t.Errorf("backup to %s: code %q, want invalid_options", tc.dir, code)
+			}
+		}
+		resp.Body.Close()
+	}
+	if left, _ := os.ReadDir(outside); len(left) > 0 {
+		t.Errorf("a refused backup wrote outside the root: %v", left)
+	}
+	b, err := db.Open(filepath.Join(root, "b1"), &db.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatalf("the backup under the root: %v", err)
+	}
+	defer b.Close()
+	if n, err := b.Count(); err != nil || n != 10 {
+		t.Errorf("the backup under the root holds %d documents (%v), want 10", n, err)
 	}
 }
