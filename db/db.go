@@ -73,11 +73,12 @@ type DB struct {
 	qcache  *queryCache // nil: Options.QueryCacheSize < 0, or Redis
 	scratch sync.Pool   // *queryScratch
 
-	// mu guards the handle's life: every operation holds it for reading
-	// while it uses Pebble, Close for writing. NB: no iterator holds it
-	// while it yields, so a loop body may call any method, Close included.
-	mu     sync.RWMutex
-	closed atomic.Bool // set under mu held for writing
+	// mu guards the handle's life: every operation is in it (enter, then
+	// mu.RUnlock) while it uses Pebble, and Close waits until none is.
+	// NB: no iterator is in it while it yields, so a loop body may call
+	// any method, Close included.
+	mu     handleGate
+	closed atomic.Bool // set once Close has waited out the operations
 
 	// open holds the Pebble resources of iterations in progress (All), which
 	// outlive a call: Close releases them. Guarded by openMu.
@@ -559,16 +560,17 @@ func (db *DB) formatVersion() int {
 // Dir returns the database's directory.
 func (db *DB) Dir() string { return db.dir }
 
-// Close closes the database. It never hangs: long calls in flight (loads,
-// pairs, checks, scans) stop at their next check and return ErrClosed,
-// short ones finish first, and iterations parked in their loop body end
-// with ErrClosed when they resume. It may be called from inside a loop
-// body. Later calls return ErrClosed; closing twice returns ErrClosed.
+// Close closes the database. It does not hang: long calls in flight
+// (loads, pairs, checks, scans) stop at their next check and return
+// ErrClosed, calls made once Close has begun return ErrClosed at once,
+// short ones in flight finish first, and iterations parked in their loop
+// body end with ErrClosed when they resume. It may be called from inside
+// a loop body, but not from a callback that a long call runs (Load's
+// documents, a WithProgress function, ClustersFrom's pairs): it would wait
+// for that call. Closing twice returns ErrClosed.
 func (db *DB) Close() error {
 	db.closeCancel(ErrClosed) // long operations in flight stop at their next check
-	db.mu.Lock()
-	defer db.mu.Unlock()
-	if db.closed.Load() {
+	if !db.mu.close() {
 		return ErrClosed
 	}
 	db.closed.Store(true)
@@ -591,15 +593,64 @@ func (db *DB) Close() error {
 	return classify(err)
 }
 
-// enter takes the handle's read lock for an operation; the caller MUST
-// call db.mu.RUnlock when it returns nil.
+// enter counts an operation in; the caller MUST call db.mu.RUnlock when
+// it returns nil. Once Close has begun it returns ErrClosed at once.
 func (db *DB) enter() error {
-	db.mu.RLock()
-	if db.closed.Load() {
-		db.mu.RUnlock()
+	if !db.mu.enter() {
 		return ErrClosed
 	}
 	return nil
+}
+
+// handleGate is what Close waits on: the operations in flight. Unlike a
+// read-write mutex, it refuses new operations as soon as Close begins
+// instead of queueing them behind it: an operation that calls back into
+// the caller's code (Load's documents, a Progress function, ClustersFrom's
+// pairs) while another goroutine closes the handle would otherwise wait
+// for Close, which waits for that operation: a deadlock (a sync.RWMutex
+// blocks new readers while a writer waits). The callback's call returns
+// ErrClosed instead, and the operation stops at its next check.
+type handleGate struct {
+	mu      sync.Mutex
+	idle    *sync.Cond // signalled when ops falls to 0 while closing
+	closing bool
+	ops     int
+}
+
+// enter counts an operation in, unless Close has begun.
+func (g *handleGate) enter() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closing {
+		return false
+	}
+	g.ops++
+	return true
+}
+
+// RUnlock counts an operation out.
+func (g *handleGate) RUnlock() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.ops--; g.ops == 0 && g.idle != nil {
+		g.idle.Broadcast()
+	}
+}
+
+// close refuses new operations and waits until none is in flight. It
+// reports false if the gate was already closing (a second Close).
+func (g *handleGate) close() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closing {
+		return false
+	}
+	g.closing = true
+	g.idle = sync.NewCond(&g.mu)
+	for g.ops > 0 {
+		g.idle.Wait()
+	}
+	return true
 }
 
 // openIter is an iteration's hold on Pebble resources across yields.
@@ -619,7 +670,12 @@ func (db *DB) track(release func()) *openIter {
 
 // untrack releases an iteration's resources, unless Close already did.
 func (db *DB) untrack(it *openIter) {
-	db.mu.RLock()
+	if !db.mu.enter() {
+		// NB: Close has begun: it releases every tracked iteration once
+		// the operations in flight are done (after this one's release
+		// could race with Pebble's Close).
+		return
+	}
 	defer db.mu.RUnlock()
 	db.openMu.Lock()
 	delete(db.open, it)

@@ -56,11 +56,15 @@
 // context.Context: cancelling it stops them at their next check with
 // ctx's error, and stores nothing half-done.
 //
-// [DB.Close] never hangs: it cancels the long calls in flight (they end
-// with [ErrClosed]), waits for the short ones, and releases what open
-// iterations hold. An iteration ([DB.All], [DB.Pairs]) does not hold the
-// database while the loop body runs, so the body may call any method,
-// Close included; after Close the iteration ends with ErrClosed.
+// [DB.Close] does not hang: it cancels the long calls in flight (they end
+// with [ErrClosed]), refuses new calls at once (they return ErrClosed),
+// waits for the short ones, and releases what open iterations hold. An
+// iteration ([DB.All], [DB.Pairs]) does not hold the database while the
+// loop body runs, so the body may call any method, Close included; after
+// Close the iteration ends with ErrClosed. A callback that a long call
+// runs (Load's documents, a [WithProgress] function, [DB.ClustersFrom]'s
+// pairs) may call any method but Close, which would wait for the call
+// that runs it.
 //
 // Only one process (and one DB value in a process) may have a database
 // open at a time: Open returns [ErrLocked] otherwise. A [DB.Load] holds the

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -290,4 +291,95 @@ func TestCancelInsideIdenticalGroup(t *testing.T) {
 	if !errors.Is(last, context.Canceled) || n > 10+2048 {
 		t.Fatalf("after cancelling at pair 10: %d pairs, last error %v; want context.Canceled within 2048 more", n, last)
 	}
+}
+
+// Ensure that Close, called while a long call runs the caller's code (a
+// Load's documents, a Progress function, ClustersFrom's pairs) and that
+// code calls the database, neither deadlocks (the embedder's review: a
+// read-write mutex queued the callback's call behind the waiting Close,
+// which waited for the long call): the callback's call returns ErrClosed
+// or answers, the long call returns, and Close returns.
+func TestCallbackIntoDBWhileClosing(t *testing.T) {
+	var docs []Doc
+	for i := range 3000 {
+		docs = append(docs, Doc{ID: fmt.Sprintf("d%d", i), Text: fmt.Sprintf("document %d with some words %d", i, i*7919)})
+	}
+	fill := func(t *testing.T) *DB {
+		d := mustOpen(t, t.TempDir(), &Options{NoSync: true})
+		if _, err := d.PutBatch(docs[:1000], nil); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	// run starts call on d, which calls back into d through touch; the
+	// first callback starts Close on another goroutine and waits until
+	// Close has begun (it refuses new calls once it has, or the handle is
+	// closed) before it calls d. Both must return.
+	run := func(t *testing.T, d *DB, call func(touch func()) error) {
+		var once sync.Once
+		closed := make(chan error, 1)
+		touch := func() {
+			once.Do(func() {
+				go func() { closed <- d.Close() }()
+				// NB: Close begins at once; give it the time to be waiting.
+				time.Sleep(50 * time.Millisecond)
+			})
+			if _, err := d.Has("d1"); err != nil && !errors.Is(err, ErrClosed) {
+				t.Errorf("Has inside the callback: %v", err)
+			}
+		}
+		returned := make(chan error, 1)
+		go func() { returned <- call(touch) }()
+		select {
+		case err := <-returned:
+			if err != nil && !errors.Is(err, ErrClosed) {
+				t.Errorf("the long call: %v, want nil or ErrClosed", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("the long call deadlocked with Close")
+		}
+		select {
+		case err := <-closed:
+			if err != nil {
+				t.Errorf("Close: %v", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("Close deadlocked with the long call")
+		}
+	}
+	t.Run("Load", func(t *testing.T) {
+		d := fill(t)
+		run(t, d, func(touch func()) error {
+			_, err := d.Load(context.Background(), func(yield func(Doc, error) bool) {
+				for _, doc := range docs[1000:] {
+					touch() // the "skip what is stored" pattern
+					if !yield(doc, nil) {
+						return
+					}
+				}
+			}, nil)
+			return err
+		})
+	})
+	t.Run("Progress", func(t *testing.T) {
+		d := fill(t)
+		run(t, d, func(touch func()) error {
+			_, err := d.Check(WithProgress(context.Background(), func(Progress) { touch() }))
+			return err
+		})
+	})
+	t.Run("ClustersFrom", func(t *testing.T) {
+		d := fill(t)
+		run(t, d, func(touch func()) error {
+			_, err := d.ClustersFrom(context.Background(), func(yield func(Pair, error) bool) {
+				for i := range 500 {
+					touch()
+					if !yield(Pair{A: fmt.Sprintf("d%d", i), B: fmt.Sprintf("d%d", i+1), Jaccard: 0.9}, nil) {
+						return
+					}
+				}
+			}, nil)
+			return err
+		})
+	})
 }

@@ -16,10 +16,12 @@
 // server is a *url.Error. The methods without a context (Put, Get,
 // Explain, …) run under Options.Timeout.
 //
-// Caveat: JSON strings are UTF-8. An id or text that is not valid UTF-8
-// reaches the server with each invalid byte replaced by U+FFFD (which
-// shingles the same, but is stored as such); ids that are not UTF-8, which
-// db refuses with ErrInvalidID, are sent as such only in query strings.
+// Caveat: JSON strings are UTF-8. A text that is not valid UTF-8 reaches
+// the server with each invalid byte replaced by U+FFFD (which shingles
+// the same, but is stored as such). An id that is not valid UTF-8 is
+// refused before anything is sent, with db.ErrInvalidID as in process:
+// replaced, two such ids would name one document, and the second write
+// would overwrite the first.
 package client
 
 import (
@@ -340,6 +342,11 @@ func (c *Client) Load(ctx context.Context, docs iter.Seq2[db.Doc, error], lo *db
 			if err == nil {
 				err = textOnly(&d)
 			}
+			if err == nil {
+				if err = wireID(d.ID); err != nil {
+					err = fmt.Errorf("document %d: %w", n, err)
+				}
+			}
 			if err != nil {
 				docsErr = err
 				pw.CloseWithError(err)
@@ -461,6 +468,11 @@ func (c *Client) Delete(id string, wo *db.WriteOptions) error {
 
 // DeleteIDs removes documents atomically: all of them or none.
 func (c *Client) DeleteIDs(ids []string, o *db.WriteOptions) (db.DeleteResult, error) {
+	for _, id := range ids {
+		if err := wireID(id); err != nil {
+			return db.DeleteResult{}, err // NB: as in process, the id names itself
+		}
+	}
 	req := httpapi.DeleteRequest{IDs: ids}
 	if o != nil {
 		req.IgnoreMissing, req.NoSync = o.IgnoreMissing, o.NoSync
@@ -847,7 +859,7 @@ func (c *Client) Backup(ctx context.Context, dir string) error {
 	return c.call(ctx, "POST", "/v1/backup", nil, httpapi.BackupRequest{Dir: dir}, &out)
 }
 
-// Validate runs the checks that PutDocs makes on a document before
+// Validate runs the checks that PutBatch makes on a document before
 // hashing it, as (*db.DB).Validate does, without asking the server: an
 // empty, over-long (db.MaxIDBytes) or non-UTF-8 id is db.ErrInvalidID, a
 // text and metadata over the server's MaxDocBytes db.ErrDocTooLarge.
@@ -870,7 +882,13 @@ func (c *Client) Validate(d db.Doc) error {
 // or signature: the wire omits an empty list, which would read as an
 // empty text.
 func wireable(docs []db.Doc) error {
-	for _, d := range docs {
+	for i, d := range docs {
+		if err := wireID(d.ID); err != nil {
+			if len(docs) > 1 {
+				return fmt.Errorf("document %d: %w", i, err)
+			}
+			return err
+		}
 		switch {
 		case !d.Set.IsZero() && d.Set.Len() == 0:
 			return fmt.Errorf("%w: %q: an empty set", db.ErrEmptyDocument, d.ID)
@@ -884,6 +902,16 @@ func wireable(docs []db.Doc) error {
 // textOnly refuses a document given as a set or a signature to Load: the
 // load stream carries texts only (use PutBatch, or the library in the
 // owning process).
+// wireID refuses an id that is not valid UTF-8, as the index would: JSON
+// would carry it with each invalid byte replaced by U+FFFD, so that
+// "k\xff" and "k\xfe" would both write (or delete) "k\uFFFD".
+func wireID(id string) error {
+	if !utf8.ValidString(id) {
+		return fmt.Errorf("%w: %q is not valid UTF-8", db.ErrInvalidID, id)
+	}
+	return nil
+}
+
 func textOnly(d *db.Doc) error {
 	if !d.Set.IsZero() || d.Signature != nil {
 		return fmt.Errorf("%w: %q: the client sends texts only, not sets or signatures", db.ErrInvalidDoc, d.ID)

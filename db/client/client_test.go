@@ -416,6 +416,21 @@ func TestErrorsMatchSentinels(t *testing.T) {
 		{"pairs threshold", func() error { return firstErr(c.Pairs(ctx, &db.PairsOptions{Threshold: 3})) },
 			func() error { return firstErr(d.Pairs(ctx, &db.PairsOptions{Threshold: 3})) }, db.ErrInvalidOptions},
 		{"backup exists", func() error { return c.Backup(ctx, d.Dir()) }, func() error { return d.Backup(ctx, d.Dir()) }, db.ErrInvalidOptions},
+		// NB: JSON would carry these ids with U+FFFD for the invalid
+		// byte: the client refuses them as the index does.
+		{"put non-UTF-8 id", func() error { return c.Put(db.Doc{ID: "k\xff", Text: "some text"}, nil) },
+			func() error { return d.Put(db.Doc{ID: "k\xff", Text: "some text"}, nil) }, db.ErrInvalidID},
+		{"batch non-UTF-8 id", func() error {
+			_, err := c.PutBatch([]db.Doc{{ID: "ok", Text: "fine"}, {ID: "k\xfe", Text: "some text"}}, nil)
+			return err
+		},
+			func() error {
+				_, err := d.PutBatch([]db.Doc{{ID: "ok", Text: "fine"}, {ID: "k\xfe", Text: "some text"}}, nil)
+				return err
+			}, db.ErrInvalidID},
+		{"put-if-new non-UTF-8 id", func() error { _, err := c.PutIfNew(db.Doc{ID: "k\xff", Text: "some text"}, nil); return err },
+			func() error { _, err := d.PutIfNew(db.Doc{ID: "k\xff", Text: "some text"}, nil); return err }, db.ErrInvalidID},
+		{"delete non-UTF-8 id", func() error { return c.Delete("a\xff", nil) }, func() error { return d.Delete("a\xff", nil) }, db.ErrInvalidID},
 	} {
 		cerr, lerr := tc.client(), tc.local()
 		if !errors.Is(lerr, tc.want) {
@@ -834,5 +849,57 @@ func TestOpenHostPortWithoutScheme(t *testing.T) {
 	}
 	if _, err := client.Open("localhost:1", nil); err == nil || errors.Is(err, db.ErrInvalidOptions) {
 		t.Fatalf("Open of a file named like HOST:PORT: %v, want a dial error", err)
+	}
+}
+
+// Ensure that ids that are not valid UTF-8 cannot overwrite one another
+// through the client (the embedder's review: JSON carried "k\xff" and
+// "k\xfe" both as "k\uFFFD", so the second put replaced the first, and
+// the caller could not read back either): every write call refuses them
+// with ErrInvalidID, nothing is sent, and the stored documents are as
+// they were.
+func TestClientRefusesNonUTF8IDs(t *testing.T) {
+	d := open(t, nil)
+	if err := d.Put(db.Doc{ID: "k\uFFFD", Text: "a document whose id is the replacement character"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	c := server(t, d, nil, "")["tcp"]
+	seq := func(docs ...db.Doc) iter.Seq2[db.Doc, error] {
+		return func(yield func(db.Doc, error) bool) {
+			for _, doc := range docs {
+				if !yield(doc, nil) {
+					return
+				}
+			}
+		}
+	}
+	for name, write := range map[string]func() error{
+		"Put": func() error { return c.Put(db.Doc{ID: "k\xff", Text: "document one text"}, nil) },
+		"PutBatch": func() error {
+			_, err := c.PutBatch([]db.Doc{{ID: "k\xfe", Text: "document two, unrelated"}}, nil)
+			return err
+		},
+		"PutIfNew":     func() error { _, err := c.PutIfNew(db.Doc{ID: "k\xfd", Text: "document three"}, nil); return err },
+		"PutSignature": func() error { return c.PutSignature("k\xfc", make([]uint32, 128), nil) },
+		"Load": func() error {
+			_, err := c.Load(context.Background(), seq(db.Doc{ID: "fine", Text: "a fine document"}, db.Doc{ID: "k\xfb", Text: "document four"}), nil)
+			return err
+		},
+		"Delete": func() error { return c.Delete("k\xff", nil) },
+		"DeleteIDs": func() error {
+			_, err := c.DeleteIDs([]string{"fine", "k\xfa"}, &db.WriteOptions{IgnoreMissing: true})
+			return err
+		},
+	} {
+		if err := write(); !errors.Is(err, db.ErrInvalidID) {
+			t.Errorf("%s of a non-UTF-8 id: %v, want ErrInvalidID", name, err)
+		}
+	}
+	got, err := d.Get("k\uFFFD")
+	if err != nil || got.Text != "a document whose id is the replacement character" {
+		t.Fatalf("the stored document was touched: %+v %v", got, err)
+	}
+	if n, err := d.Count(); err != nil || n != 1 {
+		t.Fatalf("count %d %v, want 1: a refused write stored something", n, err)
 	}
 }
