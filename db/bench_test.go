@@ -278,7 +278,7 @@ func benchPut(b *testing.B, upsert bool) {
 	quietN := 0
 	for i := 0; i+1000 <= len(docs) && quietN < 10_000; i += 1000 {
 		start := time.Now()
-		if _, _, err := d.prepareAll(docs[i:i+1000], false, false); err != nil {
+		if _, _, err := d.prepareAll(docs[i:i+1000], nil, 1000, false, false); err != nil {
 			b.Fatal(err)
 		}
 		quiet += time.Since(start)
@@ -313,7 +313,7 @@ func benchPut(b *testing.B, upsert bool) {
 		}
 		op++
 		start := time.Now()
-		if _, _, err := d.prepareAll(batch, false, false); err != nil {
+		if _, _, err := d.prepareAll(batch, nil, len(batch), false, false); err != nil {
 			b.Fatal(err)
 		}
 		sig += time.Since(start)

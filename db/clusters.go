@@ -401,6 +401,9 @@ func (db *DB) Clusters(ctx context.Context, po *PairsOptions) ([]Cluster, error)
 // documents are grouped as Clusters groups them: every document whose set
 // equals one in a pair joins its cluster.
 func (db *DB) ClustersFrom(ctx context.Context, seq iter.Seq2[Pair, error], po *PairsOptions) ([]Cluster, error) {
+	if seq == nil {
+		return nil, fmt.Errorf("%w: ClustersFrom of a nil sequence of pairs", ErrInvalidOptions)
+	}
 	mode, keep, err := clusterOptions(po)
 	if err != nil {
 		return nil, err

@@ -123,6 +123,9 @@ func Open(dir string, opts *Options) (*DB, error) {
 	if err := o.validate(); err != nil {
 		return nil, err
 	}
+	if dir == "" {
+		return nil, fmt.Errorf("%w: an empty directory name", ErrInvalidOptions)
+	}
 	o.ensureDefaults()
 	if IsRedisURL(dir) {
 		return openRedis(dir, o)

@@ -211,6 +211,20 @@ func TestErrBadInput(t *testing.T) {
 	if _, err := d.Query(context.Background(), "  ", nil); !errors.Is(err, ErrEmptyDocument) {
 		t.Errorf("empty query: %v", err)
 	}
+	// An id no document can have is an invalid id, not a missing one.
+	if _, err := d.Explain("keep", ""); !errors.Is(err, ErrInvalidID) {
+		t.Errorf("Explain(keep, \"\"): %v, want ErrInvalidID", err)
+	}
+	// A nil sequence is a caller's mistake, not a panic.
+	if _, err := d.Load(context.Background(), nil, nil); !errors.Is(err, ErrInvalidOptions) {
+		t.Errorf("Load(nil): %v, want ErrInvalidOptions", err)
+	}
+	if _, err := d.ClustersFrom(context.Background(), nil, nil); !errors.Is(err, ErrInvalidOptions) {
+		t.Errorf("ClustersFrom(nil): %v, want ErrInvalidOptions", err)
+	}
+	if _, err := Open("", nil); !errors.Is(err, ErrInvalidOptions) {
+		t.Errorf("Open(\"\"): %v, want ErrInvalidOptions", err)
+	}
 	doc, err := d.Get("keep")
 	if err != nil || doc.ID != "keep" {
 		t.Fatalf("stored document lost: %v", err)
@@ -393,5 +407,30 @@ func TestMemTableSize(t *testing.T) {
 	}
 	if n := flushes(&Options{}, 0); n >= small {
 		t.Errorf("~3 MB written through the default memtables: %d flushes, as many as through 1 MiB ones", n)
+	}
+}
+
+// Ensure that PutBatch's error names the failing document by its position
+// in the caller's slice when ids repeat (the embedder's review: it counted
+// in the list left after the repeats were dropped, "document 2" for the
+// fourth document, and no position at all when one document was left).
+func TestPutBatchNamesTheCallersPosition(t *testing.T) {
+	d := mustOpen(t, t.TempDir(), &Options{NoSync: true})
+	for _, tc := range []struct {
+		docs []Doc
+		want error
+		pos  string
+	}{
+		{[]Doc{{ID: "a", Text: "first version of a"}, {ID: "a", Text: "second version of a"}, {ID: "b", Text: "fine text"}, {ID: "c", Text: "   "}}, ErrEmptyDocument, "document 3: "},
+		{[]Doc{{ID: "a", Text: "   "}, {ID: "b", Text: "fine text"}, {ID: "b", Text: "fine text again"}}, ErrEmptyDocument, "document 0: "},
+		{[]Doc{{ID: ""}, {ID: ""}}, ErrInvalidID, "document 1: "},
+	} {
+		_, err := d.PutBatch(tc.docs, nil)
+		if !errors.Is(err, tc.want) || !strings.HasPrefix(err.Error(), tc.pos) {
+			t.Errorf("PutBatch(%d documents): %v, want %v at %q", len(tc.docs), err, tc.want, tc.pos)
+		}
+	}
+	if n, err := d.Count(); err != nil || n != 0 {
+		t.Fatalf("count %d %v: a failed batch stored something", n, err)
 	}
 }

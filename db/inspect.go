@@ -235,6 +235,12 @@ func (db *DB) Explain(a, b string) (*Explanation, error) {
 	if err := db.enter(); err != nil {
 		return nil, err
 	}
+	// NB: as Get does: an id no document can have is an invalid id (an
+	// API request without b), not a missing document.
+	if err := cmp.Or(checkID(a), checkID(b)); err != nil {
+		db.mu.RUnlock()
+		return nil, err
+	}
 	defer db.mu.RUnlock()
 	v, release, err := db.openView(db.closing, db.pdb, nil)
 	if err != nil {

@@ -104,7 +104,7 @@ type LoadResult struct {
 // Hazards:
 //   - Load holds the database's writer lock for its whole run, reading
 //     docs included: every writer ([DB.Put], [DB.PutBatch],
-//     [DB.PutBatch], [DB.PutIfNew], [DB.Delete], another Load) and
+//     [DB.PutIfNew], [DB.Delete], another Load) and
 //     [DB.PurgeEmptyLists] waits until it returns. Readers go on.
 //   - [DB.Close] cancels a Load in flight (it returns ErrClosed) and
 //     waits for it to stop. A Load waiting inside docs for its next
@@ -124,6 +124,9 @@ func (db *DB) Load(ctx context.Context, docs iter.Seq2[Doc, error], lo *LoadOpti
 	defer db.mu.RUnlock()
 	if db.opts.ReadOnly {
 		return LoadResult{}, ErrReadOnly
+	}
+	if docs == nil {
+		return LoadResult{}, fmt.Errorf("%w: Load of a nil sequence of documents", ErrInvalidOptions)
 	}
 	var o LoadOptions
 	if lo != nil {

@@ -51,7 +51,10 @@ const (
 // creation every zero field takes its default, on reopening every zero
 // field of the "creation parameters" takes the value stored in the
 // database, and a non-zero field that differs from the stored value is
-// refused with a *MismatchError (errors.Is ErrParamsMismatch).
+// refused with a *MismatchError (errors.Is ErrParamsMismatch). NB: the
+// defaults that are their types' zero values (minhash.SchemeFSS,
+// minhash.NormalizeFold, minhash.ShingleChar) cannot be told from "not
+// set": given on reopening, they take the stored value, whatever it is.
 type Options struct {
 	// Creation parameters: stored in the manifest, fixed for the
 	// database's life.

@@ -224,8 +224,10 @@ func (db *DB) prepareEach(docs []Doc, storeText bool, scratches *sync.Pool) ([]p
 // prepareAll prepares docs in parallel. With skipEmpty, documents with no
 // shingles are left out and their ids returned; any other error (and, without
 // skipEmpty, an empty document) fails the call, naming the document's
-// position.
-func (db *DB) prepareAll(docs []Doc, storeText, skipEmpty bool) ([]prepared, []string, error) {
+// position: pos[i] for docs[i] when pos is given (the caller's positions,
+// of which docs is a part), else i, and none when n, the number of
+// documents the caller gave, is 1.
+func (db *DB) prepareAll(docs []Doc, pos []int, n int, storeText, skipEmpty bool) ([]prepared, []string, error) {
 	preps, errs, _ := db.prepareEach(docs, storeText, nil)
 	keep := preps[:0]
 	var skipped []string
@@ -235,7 +237,10 @@ func (db *DB) prepareAll(docs []Doc, storeText, skipEmpty bool) ([]prepared, []s
 			keep = append(keep, preps[i])
 		case skipEmpty && errors.Is(err, ErrEmptyDocument):
 			skipped = append(skipped, docs[i].ID)
-		case len(docs) > 1:
+		case n > 1:
+			if pos != nil {
+				i = pos[i]
+			}
 			return nil, nil, fmt.Errorf("document %d: %w", i, err)
 		default:
 			return nil, nil, err
@@ -298,19 +303,23 @@ func (db *DB) PutBatch(docs []Doc, wo *WriteOptions) (BatchResult, error) {
 	for i := range docs {
 		last[docs[i].ID] = i
 	}
-	if len(last) < len(docs) {
-		res.Repeated = len(docs) - len(last)
+	n := len(docs)
+	var pos []int // NB: an error names the caller's position, not uniq's
+	if len(last) < n {
+		res.Repeated = n - len(last)
 		uniq := make([]Doc, 0, len(last))
+		pos = make([]int, 0, len(last))
 		for i := range docs {
 			if last[docs[i].ID] == i {
 				uniq = append(uniq, docs[i])
+				pos = append(pos, i)
 			}
 		}
 		docs = uniq
 	}
 	// NB: with SkipEmpty, an empty document is found by preparing it, not
 	// by hashing it twice.
-	preps, skipped, err := db.prepareAll(docs, wo.StoreText || db.man.StoreText, wo.SkipEmpty)
+	preps, skipped, err := db.prepareAll(docs, pos, n, wo.StoreText || db.man.StoreText, wo.SkipEmpty)
 	res.SkippedEmpty = skipped
 	for i := 0; err == nil && i < len(preps); i++ {
 		err = preps[i].setExpiry(expires)

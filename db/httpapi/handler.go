@@ -421,6 +421,9 @@ func params(r *http.Request, allowed []string, multi ...string) (url.Values, err
 	}
 	for k, v := range q {
 		if !slices.Contains(allowed, k) {
+			if len(allowed) == 0 {
+				return nil, badRequest("unknown parameter %q (this endpoint takes none)", k)
+			}
 			return nil, badRequest("unknown parameter %q (this endpoint takes %s)", k, strings.Join(allowed, ", "))
 		}
 		if len(v) > 1 && !slices.Contains(multi, k) {
