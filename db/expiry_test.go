@@ -123,6 +123,13 @@ func TestExpiryPebble(t *testing.T) {
 			if _, err := d.Explain(id, "b"); !errors.Is(err, ErrNotFound) {
 				t.Fatalf("%s: Explain(%s, b): %v, want ErrNotFound", when, id, err)
 			}
+			// NB: missing to Delete too, which leaves it to the sweeper.
+			if err := d.Delete(id, nil); !errors.Is(err, ErrNotFound) {
+				t.Fatalf("%s: Delete(%s): %v, want ErrNotFound", when, id, err)
+			}
+			if res, err := d.DeleteIDs([]string{id}, &WriteOptions{IgnoreMissing: true}); err != nil || res.Deleted != 0 || !slices.Equal(res.Missing, []string{id}) {
+				t.Fatalf("%s: DeleteIDs(%s, IgnoreMissing) = %+v, %v", when, id, res, err)
+			}
 		}
 		var ids []string
 		for doc, err := range d.All() {

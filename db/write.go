@@ -13,6 +13,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/lshdb/lshdb/codec"
+	"github.com/lshdb/lshdb/compaction"
 	"github.com/lshdb/lshdb/internal/arena"
 	"github.com/lshdb/lshdb/minhash"
 )
@@ -533,22 +534,29 @@ func (db *DB) deleteLocked(ids []string, o *WriteOptions) (res DeleteResult, sw 
 		return DeleteResult{}, sw, err
 	}
 	defer it.Close()
+	now := db.now().UnixNano()
+	var od oldDoc
 	for _, id := range ids {
 		if _, dup := seen[id]; dup {
 			continue
 		}
 		seen[id] = struct{}{}
 		idKey = codec.AppendIDKey(idKey[:0], id)
-		before := c.Live
-		if err := db.removeOld(it, b, idKey, &old, postings, &c); err != nil {
+		if err := db.lookupOld(it, idKey, &old, &od); err != nil {
 			return DeleteResult{}, sw, err
 		}
-		if c.Live == before {
+		// NB: a document past its expiry, not yet swept, is missing to
+		// every read (Get, Has, QueryID): so it is to Delete, which
+		// leaves it to the sweeper.
+		if !od.found || compaction.Expired(od.expires, now) {
 			if o.IgnoreMissing {
 				res.Missing = append(res.Missing, id)
 				continue
 			}
 			return DeleteResult{}, sw, fmt.Errorf("%w: %q", ErrNotFound, id)
+		}
+		if err := dropOld(b, &od, postings, &c); err != nil {
+			return DeleteResult{}, sw, err
 		}
 		if err := b.Delete(idKey, nil); err != nil {
 			return DeleteResult{}, sw, err
