@@ -199,6 +199,14 @@ func TestCancelledLongCalls(t *testing.T) {
 	if _, err := d.QueryID(ctx, "d5", nil); !errors.Is(err, context.Canceled) {
 		t.Fatalf("QueryID with a cancelled context: %v, want context.Canceled", err)
 	}
+	// NB: a query with no candidate too (it checked among them only).
+	if _, err := d.Query(ctx, "zzzz qqqq xxxx, nothing like any document", nil); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Query with no candidate and a cancelled context: %v, want context.Canceled", err)
+	}
+	//lint:ignore SA1012 a nil context is what this checks
+	if _, err := d.Query(nil, "document 5 with some words", nil); err != nil {
+		t.Fatalf("Query with a nil context: %v", err)
+	}
 	if _, err := d.Clusters(ctx, nil); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Clusters with a cancelled context: %v, want context.Canceled", err)
 	}

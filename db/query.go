@@ -127,6 +127,14 @@ func (db *DB) queryOne(ctx context.Context, in *QueryInput, qo *QueryOptions) (*
 	if err != nil {
 		return nil, err
 	}
+	// NB: checked first, not only among the candidates: a query with none
+	// would answer a cancelled context.
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if err := ctxErr(ctx); err != nil {
+		return nil, err
+	}
 	if err := db.checkInput(in); err != nil {
 		return nil, err
 	}

@@ -304,9 +304,8 @@ func (h *handler) deleteBody(w *resp, r *http.Request) error {
 }
 
 func (h *handler) delete(w *resp, req DeleteRequest) error {
-	if len(req.IDs) == 0 {
-		return badRequest("no ids to delete")
-	}
+	// NB: no ids deletes nothing, as in process (DeleteIDs(nil)) and as
+	// an empty query/many answers nothing.
 	res, err := h.d.DeleteIDs(req.IDs, &db.WriteOptions{IgnoreMissing: req.IgnoreMissing, NoSync: req.NoSync})
 	if err != nil {
 		return err

@@ -24,7 +24,7 @@ const maxSocketPath = 103
 
 // ErrSocketInUse is returned by ListenSocket when a process answers on
 // the socket already.
-var ErrSocketInUse = errors.New("lshdb: another process answers on the index's socket")
+var ErrSocketInUse = errors.New("lshdb: a server already answers on the index's socket (another process, or this one)")
 
 // SocketPath returns the socket path of the index in dir.
 func SocketPath(dir string) string { return filepath.Join(dir, SocketName) }
