@@ -637,6 +637,10 @@ func (g *handleGate) RUnlock() {
 	defer g.mu.Unlock()
 	if g.ops--; g.ops == 0 && g.idle != nil {
 		g.idle.Broadcast()
+	} else if g.ops < 0 {
+		// NB: a bug in lshdb, not in its input: as sync.RWMutex's RUnlock
+		// of an unlocked mutex, which this gate replaced.
+		panic("lshdb: handle gate left more often than entered")
 	}
 }
 
