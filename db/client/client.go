@@ -589,9 +589,14 @@ func pairsQuery(po *db.PairsOptions) url.Values {
 // lines reads a JSON Lines answer: each line to fn, which decodes it;
 // an error line ends it with the server's error, the end line with its
 // body; a stream that stops without either was cut short.
-func lines(body io.Reader, fn func(line []byte) (bool, error)) (*httpapi.EndBody, error) {
+func lines(ctx context.Context, body io.Reader, fn func(line []byte) (bool, error)) (*httpapi.EndBody, error) {
 	br := bufio.NewReaderSize(body, 64<<10)
 	for {
+		// NB: lines already read stay in the buffer after ctx ends: a
+		// cancelled stream must not go on yielding them.
+		if ctx != nil && ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
 		line, err := br.ReadBytes('\n')
 		if len(line) > 0 {
 			var tail struct {
@@ -634,7 +639,7 @@ func (c *Client) Pairs(ctx context.Context, po *db.PairsOptions) iter.Seq2[db.Pa
 			return
 		}
 		defer resp.Body.Close()
-		end, err := lines(resp.Body, func(line []byte) (bool, error) {
+		end, err := lines(ctx, resp.Body, func(line []byte) (bool, error) {
 			var p httpapi.PairJSON
 			if err := json.Unmarshal(line, &p); err != nil {
 				return false, fmt.Errorf("lshdb: client: a malformed pair: %w", err)
@@ -642,9 +647,7 @@ func (c *Client) Pairs(ctx context.Context, po *db.PairsOptions) iter.Seq2[db.Pa
 			return yield(db.Pair{A: p.A, B: p.B, Jaccard: p.Jaccard}, nil), nil
 		})
 		if err != nil {
-			if ctx != nil && ctx.Err() != nil {
-				err = fmt.Errorf("%w: %w", ctx.Err(), err)
-			}
+			err = withCtxErr(ctx, err)
 			yield(db.Pair{}, err)
 			return
 		}
@@ -669,7 +672,7 @@ func (c *Client) Scan(ctx context.Context, so *db.ScanOptions) iter.Seq2[*db.Sto
 			return
 		}
 		defer resp.Body.Close()
-		_, err = lines(resp.Body, func(line []byte) (bool, error) {
+		_, err = lines(ctx, resp.Body, func(line []byte) (bool, error) {
 			var d httpapi.DocumentJSON
 			if err := json.Unmarshal(line, &d); err != nil {
 				return false, fmt.Errorf("lshdb: client: a malformed document: %w", err)
@@ -681,9 +684,7 @@ func (c *Client) Scan(ctx context.Context, so *db.ScanOptions) iter.Seq2[*db.Sto
 			return yield(doc, nil), nil
 		})
 		if err != nil {
-			if ctx != nil && ctx.Err() != nil {
-				err = fmt.Errorf("%w: %w", ctx.Err(), err)
-			}
+			err = withCtxErr(ctx, err)
 			yield(nil, err)
 		}
 	}
@@ -742,7 +743,7 @@ func (c *Client) ClustersFrom(ctx context.Context, seq iter.Seq2[db.Pair, error]
 
 func readClusters(ctx context.Context, body io.Reader) ([]db.Cluster, error) {
 	var out []db.Cluster
-	_, err := lines(body, func(line []byte) (bool, error) {
+	_, err := lines(ctx, body, func(line []byte) (bool, error) {
 		var cl httpapi.ClusterJSON
 		if err := json.Unmarshal(line, &cl); err != nil {
 			return false, fmt.Errorf("lshdb: client: a malformed cluster: %w", err)
@@ -751,9 +752,7 @@ func readClusters(ctx context.Context, body io.Reader) ([]db.Cluster, error) {
 		return true, nil
 	})
 	if err != nil {
-		if ctx != nil && ctx.Err() != nil {
-			err = fmt.Errorf("%w: %w", ctx.Err(), err)
-		}
+		err = withCtxErr(ctx, err)
 		return nil, err
 	}
 	return out, nil
@@ -902,6 +901,15 @@ func wireable(docs []db.Doc) error {
 // textOnly refuses a document given as a set or a signature to Load: the
 // load stream carries texts only (use PutBatch, or the library in the
 // owning process).
+// withCtxErr makes err, a stream's failure, match ctx's error when ctx
+// ended (as in process, a cancelled call returns ctx's error), once.
+func withCtxErr(ctx context.Context, err error) error {
+	if ctx == nil || ctx.Err() == nil || errors.Is(err, ctx.Err()) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", ctx.Err(), err)
+}
+
 // wireID refuses an id that is not valid UTF-8, as the index would: JSON
 // would carry it with each invalid byte replaced by U+FFFD, so that
 // "k\xff" and "k\xfe" would both write (or delete) "k\uFFFD".

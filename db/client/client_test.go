@@ -903,3 +903,38 @@ func TestClientRefusesNonUTF8IDs(t *testing.T) {
 		t.Fatalf("count %d %v, want 1: a refused write stored something", n, err)
 	}
 }
+
+// Ensure that a stream stops at once when its context ends (the
+// embedder's review: Pairs went on yielding the ~1,000 pairs already read
+// into its buffer, then said "context canceled: context canceled"): the
+// first item after the cancel is the error, context.Canceled, said once.
+func TestStreamStopsWhenCancelled(t *testing.T) {
+	d := open(t, &db.Options{NoSync: true})
+	var docs []db.Doc
+	for i := range 200 { // 19,900 pairs at Jaccard 1
+		docs = append(docs, db.Doc{ID: fmt.Sprintf("d%03d", i), Text: "one text shared by every document of this test"})
+	}
+	if _, err := d.PutBatch(docs, nil); err != nil {
+		t.Fatal(err)
+	}
+	c := server(t, d, nil, "")["tcp"]
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	seen := 0
+	for _, err := range c.Pairs(ctx, nil) {
+		if err != nil {
+			if !errors.Is(err, context.Canceled) || strings.Count(err.Error(), "context canceled") != 1 {
+				t.Fatalf("after the cancel: %v, want context.Canceled once", err)
+			}
+			break
+		}
+		if seen++; seen == 1 {
+			cancel()
+		} else {
+			t.Fatalf("pair %d yielded after the cancel", seen)
+		}
+	}
+	if seen != 1 {
+		t.Fatalf("%d pairs, want 1 then the error", seen)
+	}
+}
