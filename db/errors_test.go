@@ -215,6 +215,9 @@ func TestErrBadInput(t *testing.T) {
 	if _, err := d.Explain("keep", ""); !errors.Is(err, ErrInvalidID) {
 		t.Errorf("Explain(keep, \"\"): %v, want ErrInvalidID", err)
 	}
+	if _, err := d.QuerySet(context.Background(), Set{}, nil); !errors.Is(err, ErrEmptyDocument) || !strings.Contains(err.Error(), "query set") {
+		t.Errorf("QuerySet(Set{}): %v, want ErrEmptyDocument naming the query set", err)
+	}
 	// A nil sequence is a caller's mistake, not a panic.
 	if _, err := d.Load(context.Background(), nil, nil); !errors.Is(err, ErrInvalidOptions) {
 		t.Errorf("Load(nil): %v, want ErrInvalidOptions", err)

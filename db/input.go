@@ -183,6 +183,11 @@ func (db *DB) PutSignature(id string, sig []uint32, wo *WriteOptions) error {
 // stored texts, which is meaningful when the tokens are the index's
 // shingles (for example word tokens in a word 1-shingle index; see Set).
 func (db *DB) QuerySet(ctx context.Context, s Set, qo *QueryOptions) (*QueryResult, error) {
+	if s.IsZero() {
+		// NB: the zero Set reads as "no set given" below, which would name
+		// an empty query text.
+		return nil, fmt.Errorf("%w: query set", ErrEmptyDocument)
+	}
 	return db.queryOne(ctx, &QueryInput{Set: s}, qo)
 }
 
