@@ -555,7 +555,10 @@ type filterCounts struct {
 	read, kept, removed int64
 	bad                 int64 // records not read as documents (not in the index): kept as read
 	repeated            int64 // records whose id an earlier record had
-	clusters            int
+	// exact are the repeated records that were the same bytes as the
+	// first record of their id: removed as its duplicates.
+	exact    int64
+	clusters int
 }
 
 func (a *app) filterCmd() *cobra.Command {
@@ -672,13 +675,15 @@ type filterer struct {
 	annotate   bool
 	n          filterCounts
 	clusters   map[int32]struct{}
-	seen       map[uint64]struct{} // the ids' hashes, for repeats
-	firstBad   error               // why the first bad record is one
+	// seen maps the hash of every id read to the hash of its first
+	// record's bytes (0: none, a Parquet row), for repeats.
+	seen     map[uint64]uint64
+	firstBad error // why the first bad record is one
 }
 
 func newFilterer(fates map[string]fate, kept, drop *sink, annotate bool) *filterer {
 	return &filterer{fates: fates, kept: kept, drop: drop, annotate: annotate,
-		clusters: map[int32]struct{}{}, seen: make(map[uint64]struct{}, len(fates))}
+		clusters: map[int32]struct{}{}, seen: make(map[uint64]uint64, len(fates))}
 }
 
 // begin starts an input in the outputs.
@@ -708,16 +713,34 @@ func (f *filterer) bad(rec record) error {
 func (f *filterer) take(id string, rec record) error {
 	f.n.read++
 	h := xxhash.Sum64String(id)
-	if _, ok := f.seen[h]; ok {
+	var bh uint64 // the record's bytes' hash, never 0 (0: no bytes)
+	if rec.raw != nil {
+		bh = xxhash.Sum64(rec.raw) | 1
+	}
+	first, repeat := f.seen[h]
+	if repeat {
 		f.n.repeated++
 	} else {
-		f.seen[h] = struct{}{}
+		f.seen[h] = bh
 	}
 	ft, ok := f.fates[id]
 	if ok {
 		f.clusters[ft.cluster] = struct{}{}
 	}
 	dropped := ok && ft.rep != ""
+	// NB: the index holds one document per id, so the records of an id
+	// share its fate; but an input that holds a record twice (the same id,
+	// the same bytes) would keep both copies of a kept id. A later copy of
+	// the first record is removed as its duplicate (similarity 1), unless
+	// every record is kept (--annotate).
+	if repeat && !dropped && !f.annotate && bh != 0 && bh == first {
+		f.n.removed++
+		f.n.exact++
+		if f.drop != nil {
+			return f.drop.write(rec, removedVals(fate{rep: id, sim: 1}))
+		}
+		return nil
+	}
 	if dropped {
 		f.n.removed++
 	} else {
@@ -817,8 +840,11 @@ func (a *app) filterNote(n filterCounts, docs uint64, t float64, mode db.Cluster
 	if n.bad > 0 {
 		fmt.Fprintf(a.stderr, "note: %d records could not be read as documents (as insert would skip them): kept as read\n", n.bad)
 	}
-	if n.repeated > 0 {
-		fmt.Fprintf(a.stderr, "note: %d records repeat an id read before: the index holds one document per id (the last written), and every record of an id shares its fate; make ids unique (--id-from line) to tell them apart\n", n.repeated)
+	if n.exact > 0 {
+		fmt.Fprintf(a.stderr, "note: %d records were copies, byte for byte, of an earlier record with their id: removed as its duplicates (similarity 1)\n", n.exact)
+	}
+	if other := n.repeated - n.exact; other > 0 {
+		fmt.Fprintf(a.stderr, "note: %d records repeat an id read before with other content: the index holds one document per id (the last written), and every record of an id shares its fate; make ids unique (--id-from line) to tell them apart\n", other)
 	}
 	if ids := n.read - n.bad - n.repeated; ids != int64(docs) {
 		fmt.Fprintf(a.stderr, "note: the inputs have %d distinct ids, the index %d documents: was it built from these inputs with the same id flags? Records not in the index are kept.\n", ids, docs)

@@ -642,3 +642,62 @@ func TestGzipOutputsAreBGZF(t *testing.T) {
 		t.Fatalf("the .bgz output gunzips to %d bytes, want %d", len(got), len(want))
 	}
 }
+
+// Ensure that a record repeated byte for byte (the same id, the same
+// bytes: an input that holds a record twice) is kept once and removed as
+// a duplicate of its first copy, similarity 1, in JSON Lines and CSV;
+// that a repeated id with other content still shares its id's fate (both
+// kept: the index knows one document of it); that --annotate still keeps
+// every record; and that kept + removed is the input, record for record.
+// Before, every copy of a kept record was kept.
+func TestFilterRemovesExactRepeats(t *testing.T) {
+	t1 := "the quick brown fox jumps over the lazy dog and runs far away into the forest"
+	t2 := "an entirely different text about the weather in the mountains this week"
+	t3 := "a third text, about none of the above, with its own words and letters"
+	for _, format := range []string{"jsonl", "csv"} {
+		t.Run(format, func(t *testing.T) {
+			dir := t.TempDir()
+			idx := filepath.Join(dir, "idx")
+			rec := func(id, text string) string {
+				if format == "csv" {
+					return fmt.Sprintf("%s,\"%s\"\n", id, text)
+				}
+				return fmt.Sprintf("{\"id\":%q,\"text\":%q}\n", id, text)
+			}
+			header := ""
+			if format == "csv" {
+				header = "id,text\n"
+			}
+			lines := []string{rec("a", t1), rec("b", t2), rec("a", t1), rec("c", t3), rec("b", t2+" and again"), rec("a", t1)}
+			in := filepath.Join(dir, "docs."+format)
+			os.WriteFile(in, []byte(header+strings.Join(lines, "")), 0o644)
+			mustRun(t, "build", "--db", idx, in)
+			kept, removed := filepath.Join(dir, "kept."+format), filepath.Join(dir, "removed."+format)
+			_, errOut := mustRun(t, "filter", "--db", idx, "--out", kept, "--removed", removed, in)
+			gotKept, _ := os.ReadFile(kept)
+			if want := header + lines[0] + lines[1] + lines[3] + lines[4]; string(gotKept) != want {
+				t.Fatalf("kept\n%s\nwant\n%s", gotKept, want)
+			}
+			gotRemoved, _ := os.ReadFile(removed)
+			var want string
+			if format == "csv" {
+				want = "id,text,duplicate_of,similarity\n" + strings.TrimSuffix(lines[2], "\n") + ",a,1\n" + strings.TrimSuffix(lines[5], "\n") + ",a,1\n"
+			} else {
+				add := func(l string) string { return strings.TrimSuffix(l, "}\n") + `,"duplicate_of":"a","similarity":1}` + "\n" }
+				want = add(lines[2]) + add(lines[5])
+			}
+			if string(gotRemoved) != want {
+				t.Fatalf("removed\n%s\nwant\n%s", gotRemoved, want)
+			}
+			for _, note := range []string{"4 kept, 2 removed", "2 records were copies, byte for byte", "1 records repeat an id read before with other content"} {
+				if !strings.Contains(errOut, note) {
+					t.Errorf("the summary lacks %q:\n%s", note, errOut)
+				}
+			}
+			ann, _ := mustRun(t, "filter", "--db", idx, "--annotate", in)
+			if n := strings.Count(ann, "\n") - strings.Count(header, "\n"); n != len(lines) {
+				t.Errorf("--annotate wrote %d records, want all %d", n, len(lines))
+			}
+		})
+	}
+}
