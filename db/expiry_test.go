@@ -3,6 +3,7 @@ package db
 import (
 	"context"
 	"errors"
+	"math"
 	"slices"
 	"sync"
 	"testing"
@@ -77,7 +78,13 @@ func TestExpiryPebble(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { d.Close() }()
-	for _, wo := range []*WriteOptions{{TTL: -time.Second}, {TTL: time.Second, ExpireAt: clock.now()}} {
+	// NB: the next four wrapped around the int64 of Unix nanoseconds (a
+	// write failed in the codec, or stored an expiry in the past: the
+	// document was gone at once; year 9999 was "before 1970").
+	for _, wo := range []*WriteOptions{{TTL: -time.Second}, {TTL: time.Second, ExpireAt: clock.now()},
+		{TTL: 250 * 365 * 24 * time.Hour}, {TTL: time.Duration(math.MaxInt64)},
+		{ExpireAt: time.Date(2600, 1, 1, 0, 0, 0, 0, time.UTC)}, {ExpireAt: time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC)},
+		{ExpireAt: time.Date(1969, 12, 31, 0, 0, 0, 0, time.UTC)}} {
 		if err := d.Put(Doc{ID: "x", Text: "some text"}, wo); !errors.Is(err, ErrInvalidOptions) {
 			t.Fatalf("Put with %+v: %v, want ErrInvalidOptions", wo, err)
 		}

@@ -305,16 +305,27 @@ func (wo *WriteOptions) expires(now time.Time) (int64, error) {
 	if wo == nil {
 		return 0, nil
 	}
+	// NB: an expiry is stored in Unix nanoseconds (an int64): past
+	// lastExpiry it would wrap around (the write failed deep in the codec,
+	// or stored an expiry in the past: the document was gone at once).
 	switch {
 	case wo.TTL < 0:
 		return 0, invalid("TTL %v is negative", wo.TTL)
 	case wo.TTL > 0 && !wo.ExpireAt.IsZero():
 		return 0, invalid("TTL and ExpireAt are both set (one at most)")
-	case !wo.ExpireAt.IsZero() && wo.ExpireAt.UnixNano() <= 0:
-		return 0, invalid("ExpireAt %v is before 1970", wo.ExpireAt)
+	case !wo.ExpireAt.IsZero() && !wo.ExpireAt.After(time.Unix(0, 0)):
+		return 0, invalid("ExpireAt %v is not after 1970", wo.ExpireAt)
+	case wo.ExpireAt.After(lastExpiry):
+		return 0, invalid("ExpireAt %v is after %v, the latest expiry an index can store", wo.ExpireAt, lastExpiry)
+	case wo.TTL > 0 && now.Add(wo.TTL).After(lastExpiry):
+		return 0, invalid("TTL %v ends after %v, the latest expiry an index can store", wo.TTL, lastExpiry)
 	}
 	return compaction.ExpiresAt(now, wo.TTL, wo.ExpireAt), nil
 }
+
+// lastExpiry is the latest expiry an index stores: Unix nanoseconds fill
+// an int64 in April 2262.
+var lastExpiry = time.Unix(0, math.MaxInt64).UTC()
 
 // QueryOptions adjust one query. A nil *QueryOptions means the defaults.
 type QueryOptions struct {

@@ -189,6 +189,6 @@ func (a *app) serve(so *serveOptions) error {
 	if err = errors.Join(serveErr, err); err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
-	log.Info("lshdb: stopped", "db", a.dbDir)
+	log.Info("lshdb: stopped", "db", rediskv.Redact(a.dbDir))
 	return nil
 }

@@ -283,7 +283,7 @@ func TestServeShutdown(t *testing.T) {
 			// when the handler starts reading the body: from then on the
 			// request is in flight (not a connection waiting in the
 			// listener's backlog, which a shutdown drops).
-			fmt.Fprintf(conn, "POST /v1/docs HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: %d\r\n\r\n", len(body))
+			fmt.Fprintf(conn, "POST /v1/docs HTTP/1.1\r\nHost: localhost\r\nExpect: 100-continue\r\nContent-Length: %d\r\n\r\n", len(body))
 			br := bufio.NewReader(conn)
 			if line, err := br.ReadString('\n'); err != nil || !strings.Contains(line, "100 Continue") {
 				t.Fatalf("%q %v", line, err)

@@ -20,6 +20,11 @@ var (
 	ErrBodyTooLarge = errors.New("lshdb: request body too large")
 	// ErrUnauthorized is a request without the server's bearer token.
 	ErrUnauthorized = errors.New("lshdb: unauthorized")
+	// ErrCrossSite is a request a web browser made for another site (it
+	// carries a foreign Origin), or one that reached a loopback port
+	// without a token under another host name (DNS rebinding): a web page
+	// must not write to, or read from, a local index.
+	ErrCrossSite = errors.New("lshdb: cross-site request refused")
 	// ErrNoRoute is a path the API does not serve.
 	ErrNoRoute = errors.New("lshdb: no such endpoint")
 	// ErrMethod is a method the path does not accept.
@@ -46,6 +51,7 @@ type Code struct {
 // write refused for space may also carry its document's position.
 var Codes = []Code{
 	{"unauthorized", ErrUnauthorized, http.StatusUnauthorized},
+	{"cross_site", ErrCrossSite, http.StatusForbidden},
 	{"body_too_large", ErrBodyTooLarge, http.StatusRequestEntityTooLarge},
 	{"request_timeout", ErrRequestTimeout, http.StatusRequestTimeout},
 	{"bad_request", ErrBadRequest, http.StatusBadRequest},

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -204,6 +205,10 @@ func (h *handler) ServeHTTP(hw http.ResponseWriter, r *http.Request) {
 		w.fail(err)
 		return
 	}
+	if err = h.sameSite(r); err != nil && rt.op != "healthz" {
+		w.fail(err)
+		return
+	}
 	if rt.op != "healthz" && !h.authorized(r) {
 		w.w.Header().Set("WWW-Authenticate", `Bearer realm="lshdb"`)
 		err = fmt.Errorf("%w: a bearer token is required (Authorization: Bearer TOKEN)", ErrUnauthorized)
@@ -247,6 +252,42 @@ func (h *handler) ServeHTTP(hw http.ResponseWriter, r *http.Request) {
 
 // authorized compares the request's bearer token with the handler's in
 // constant time (of the digests, so that not even the length leaks).
+// sameSite refuses what a web page could make a browser send: a request
+// that carries a foreign Origin (or Sec-Fetch-Site: cross-site), whatever
+// the transport; and, on a TCP port served without a token, one whose
+// Host is not a loopback name or address, which is how a page rebinds its
+// own host name to 127.0.0.1 to read the answers. lshdb's client and curl
+// send neither header and name the host they dial.
+//
+// NB: without it, any page the operator opened could POST (as text/plain,
+// no preflight) to a loopback server without a token: delete documents,
+// write them, or make a backup anywhere the server may write.
+func (h *handler) sameSite(r *http.Request) error {
+	if o := r.Header.Get("Origin"); o != "" {
+		u, err := url.Parse(o)
+		if err != nil || u.Host != r.Host {
+			return fmt.Errorf("%w: Origin %q is not this server (%s)", ErrCrossSite, o, r.Host)
+		}
+	}
+	if r.Header.Get("Sec-Fetch-Site") == "cross-site" {
+		return fmt.Errorf("%w: Sec-Fetch-Site: cross-site", ErrCrossSite)
+	}
+	if h.o.Token != "" {
+		return nil // NB: a page cannot send the token
+	}
+	if _, tcp := r.Context().Value(http.LocalAddrContextKey).(*net.TCPAddr); !tcp {
+		return nil // NB: a Unix socket, which no browser dials
+	}
+	host := r.Host
+	if hp, _, err := net.SplitHostPort(host); err == nil {
+		host = hp
+	}
+	if ip := net.ParseIP(strings.Trim(host, "[]")); ip != nil && ip.IsLoopback() || strings.EqualFold(host, "localhost") {
+		return nil
+	}
+	return fmt.Errorf("%w: Host %q is not a loopback name or address, and the server has no token (serve it with --token to take other names)", ErrCrossSite, r.Host)
+}
+
 func (h *handler) authorized(r *http.Request) bool {
 	if h.o.Token == "" {
 		return true

@@ -167,6 +167,15 @@ func Expiry(ttlMillis int64, expireAt string) (time.Duration, time.Time, error) 
 		if at, err = time.Parse(time.RFC3339Nano, expireAt); err != nil {
 			return 0, at, fmt.Errorf("%w: expire_at %q is not an RFC 3339 time", ErrBadRequest, expireAt)
 		}
+		if at.IsZero() {
+			// NB: the zero time means "no expiry" to db.WriteOptions.
+			return 0, at, fmt.Errorf("%w: expire_at %q is not after 1970", db.ErrInvalidOptions, expireAt)
+		}
+	}
+	// NB: in nanoseconds a TTL fills an int64 at 292 years: one longer
+	// would wrap around to a short or negative one.
+	if ttlMillis > math.MaxInt64/int64(time.Millisecond) {
+		return 0, at, fmt.Errorf("%w: ttl_ms %d is more than %d", db.ErrInvalidOptions, ttlMillis, math.MaxInt64/int64(time.Millisecond))
 	}
 	return time.Duration(ttlMillis) * time.Millisecond, at, nil
 }
