@@ -581,3 +581,32 @@ func TestCrossSite(t *testing.T) {
 		t.Errorf("a refused request changed the index: %d documents, want %d", n, before)
 	}
 }
+
+// Ensure that put-if-new's line for a refused document carries only id
+// and error (the operator's review: "duplicate_of": null, which the API
+// documents as "stored", was on error lines too), and a stored one's
+// duplicate_of is null.
+func TestPutIfNewErrorLine(t *testing.T) {
+	d := openFixture(t, 0, nil)
+	addr := startTCP(t, Handler(d, nil), 0)
+	body := `{"id":"p5","text":""}` + "\n" + `{"id":"p6","text":"a document with enough words to store"}` + "\n"
+	resp, err := http.Post("http://"+addr+"/v1/docs/put-if-new", "application/x-ndjson", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(lines) < 2 {
+		t.Fatalf("answer %s", b)
+	}
+	var refused, stored map[string]any
+	json.Unmarshal([]byte(lines[0]), &refused)
+	json.Unmarshal([]byte(lines[1]), &stored)
+	if _, ok := refused["duplicate_of"]; ok || refused["error"] == nil || refused["id"] != "p5" {
+		t.Errorf("the refused document's line: %s", lines[0])
+	}
+	if v, ok := stored["duplicate_of"]; !ok || v != nil || stored["error"] != nil {
+		t.Errorf("the stored document's line: %s", lines[1])
+	}
+}

@@ -234,8 +234,8 @@ func (r LoadResultJSON) LoadResult() db.LoadResult {
 
 // PutIfNewJSON is one line of the put-if-new answer, as lshdb dedup
 // --output json prints it: duplicate_of and jaccard are null when the
-// document was stored. Error is set, and the rest null, when the document
-// was refused.
+// document was stored. A refused document's line has only id and error
+// (a null duplicate_of would read as "stored").
 type PutIfNewJSON struct {
 	ID          string     `json:"id"`
 	DuplicateOf *string    `json:"duplicate_of"`
@@ -243,6 +243,19 @@ type PutIfNewJSON struct {
 	Estimate    *float64   `json:"estimate,omitempty"`
 	Bands       *int       `json:"bands,omitempty"`
 	Error       *ErrorBody `json:"error,omitempty"`
+}
+
+// MarshalJSON writes a refused document's line without duplicate_of and
+// jaccard.
+func (p PutIfNewJSON) MarshalJSON() ([]byte, error) {
+	type line PutIfNewJSON // NB: without this method
+	if p.Error != nil {
+		return json.Marshal(struct {
+			ID    string     `json:"id"`
+			Error *ErrorBody `json:"error"`
+		}{p.ID, p.Error})
+	}
+	return json.Marshal(line(p))
 }
 
 // DeleteRequest is the body of POST /v1/docs/delete.
