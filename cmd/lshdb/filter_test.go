@@ -683,7 +683,9 @@ func TestFilterRemovesExactRepeats(t *testing.T) {
 			if format == "csv" {
 				want = "id,text,duplicate_of,similarity\n" + strings.TrimSuffix(lines[2], "\n") + ",a,1\n" + strings.TrimSuffix(lines[5], "\n") + ",a,1\n"
 			} else {
-				add := func(l string) string { return strings.TrimSuffix(l, "}\n") + `,"duplicate_of":"a","similarity":1}` + "\n" }
+				add := func(l string) string {
+					return strings.TrimSuffix(l, "}\n") + `,"duplicate_of":"a","similarity":1}` + "\n"
+				}
 				want = add(lines[2]) + add(lines[5])
 			}
 			if string(gotRemoved) != want {
