@@ -82,6 +82,10 @@ type clusterer struct {
 	t     float64
 	edges []edge // between nodes (x.rep values), a < b, each once
 	on    []bool // by node: in some pair (its group is clustered)
+	// named makes only the groups in some pair clusters (ClustersFrom:
+	// the pairs given say which); otherwise every group of identical
+	// documents is one, as Pairs reports their pairs.
+	named bool
 }
 
 type edge struct {
@@ -194,7 +198,7 @@ func (c *clusterer) clusters(ctx context.Context, sim func(a, b int32) (float64,
 	}
 	nodes := make([]int32, 0)
 	for n, on := range c.on {
-		if on || (x.rep[n] == int32(n) && len(x.members(int32(n))) > 1) {
+		if on || (!c.named && x.rep[n] == int32(n) && len(x.members(int32(n))) > 1) {
 			nodes = append(nodes, int32(n))
 		}
 	}
@@ -399,7 +403,11 @@ func (db *DB) Clusters(ctx context.Context, po *PairsOptions) ([]Cluster, error)
 // members to measure their Jaccard to the representative: one scan of the
 // doc records and point reads, no scan of the posting lists. Identical
 // documents are grouped as Clusters groups them: every document whose set
-// equals one in a pair joins its cluster.
+// equals one in a pair joins its cluster; a group of identical documents
+// none of which is in a pair is no cluster (with the whole output of
+// Pairs, as lshdb pairs writes it, every group is in one). A pair whose
+// Jaccard is not in [0, 1], or that names one document twice, ends the
+// run with ErrInvalidOptions.
 func (db *DB) ClustersFrom(ctx context.Context, seq iter.Seq2[Pair, error], po *PairsOptions) ([]Cluster, error) {
 	if seq == nil {
 		return nil, fmt.Errorf("%w: ClustersFrom of a nil sequence of pairs", ErrInvalidOptions)
@@ -447,6 +455,7 @@ func (db *DB) ClustersFrom(ctx context.Context, seq iter.Seq2[Pair, error], po *
 		pos[id] = int32(i)
 	}
 	c := newClusterer(x, mode, keep, t)
+	c.named = true
 	type key struct{ a, b int32 }
 	seen := map[key]bool{}
 	for p, err := range seq {
@@ -457,6 +466,12 @@ func (db *DB) ClustersFrom(ctx context.Context, seq iter.Seq2[Pair, error], po *
 			return nil, err
 		}
 		read.inc()
+		switch {
+		case !(p.Jaccard >= 0 && p.Jaccard <= 1): // NB: NaN too
+			return nil, fmt.Errorf("%w: the pair (%q, %q) has Jaccard %v, not in [0, 1]", ErrInvalidOptions, p.A, p.B, p.Jaccard)
+		case p.A == p.B:
+			return nil, fmt.Errorf("%w: the pair (%q, %q) names one document twice", ErrInvalidOptions, p.A, p.B)
+		}
 		if p.Jaccard < t {
 			continue
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"math"
 	"slices"
 	"testing"
 
@@ -269,5 +270,52 @@ func TestClustersFromPairs(t *testing.T) {
 	bad := func(yield func(Pair, error) bool) { yield(Pair{A: "d001", B: "nobody", Jaccard: 0.9}, nil) }
 	if _, err := d.ClustersFrom(ctx, bad, nil); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("unknown id: %v, want ErrNotFound", err)
+	}
+	// Only the pairs given make clusters (the operator's review: an empty
+	// pairs file gave the index's groups of identical documents): none
+	// from none, and from each pair alone the clusters it is in, by an
+	// independent oracle, Clusters' own: the cluster holding both.
+	pairs := slices.Collect(func(yield func(Pair) bool) {
+		for p, err := range d.Pairs(ctx, nil) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !yield(p) {
+				return
+			}
+		}
+	})
+	none, err := d.ClustersFrom(ctx, func(func(Pair, error) bool) {}, nil)
+	if err != nil || len(none) != 0 {
+		t.Fatalf("ClustersFrom of no pairs: %d clusters, %v", len(none), err)
+	}
+	all, _ := d.Clusters(ctx, nil)
+	identical := 0
+	for _, p := range pairs {
+		if p.Jaccard == 1 {
+			identical++
+		}
+		got, err := d.ClustersFrom(ctx, func(yield func(Pair, error) bool) { yield(p, nil) }, nil)
+		if err != nil || len(got) != 1 {
+			t.Fatalf("ClustersFrom of (%s, %s): %d clusters, %v", p.A, p.B, len(got), err)
+		}
+		// Its cluster is within the one Clusters makes of everything.
+		for _, c := range all {
+			if slices.Contains(c.IDs, p.A) {
+				for _, id := range got[0].IDs {
+					if !slices.Contains(c.IDs, id) {
+						t.Fatalf("ClustersFrom of (%s, %s) holds %s, outside their cluster %v", p.A, p.B, id, c.IDs)
+					}
+				}
+			}
+		}
+	}
+	if identical == 0 {
+		t.Fatal("the fixture has no identical documents: the test proves nothing about their groups")
+	}
+	for _, p := range []Pair{{A: "d001", B: "d002", Jaccard: 1.5}, {A: "d001", B: "d002", Jaccard: math.NaN()}, {A: "d001", B: "d001", Jaccard: 0.9}} {
+		if _, err := d.ClustersFrom(ctx, func(yield func(Pair, error) bool) { yield(p, nil) }, nil); !errors.Is(err, ErrInvalidOptions) {
+			t.Errorf("ClustersFrom of %+v: %v, want ErrInvalidOptions", p, err)
+		}
 	}
 }
