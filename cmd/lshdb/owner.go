@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"net/http"
 	"time"
@@ -44,7 +45,21 @@ func lockedHint(err error, dir string) error {
 		return err
 	}
 	pid, serving := ownerOf(dir)
+	sock := httpapi.SocketPath(dir)
+	denied := false
+	if !serving {
+		// NB: a socket of another user's server (mode 0600) refuses the
+		// connection: that owner serves, but not to this user.
+		c, derr := net.Dial("unix", httpapi.DialPath(sock))
+		if derr == nil {
+			c.Close()
+		}
+		denied = errors.Is(derr, fs.ErrPermission)
+	}
 	switch {
+	case denied:
+		return fmt.Errorf("%w; its owner serves it on %s, which belongs to another user (permission denied): run the command as that user, or have the owner serve on TCP with a token too (lshdb serve --addr 127.0.0.1:PORT --token …) and use --addr",
+			err, sock)
 	case serving:
 		return fmt.Errorf("%w; lshdb serve (pid %d) owns it and serves its API on %s: query it there (curl --unix-socket %s http://localhost/v1/stats; see db/httpapi/openapi.yaml), copy it with lshdb backup, or stop the server (kill %d)",
 			err, pid, httpapi.SocketPath(dir), httpapi.SocketPath(dir), pid)

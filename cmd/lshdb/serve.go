@@ -169,6 +169,9 @@ func (a *app) serve(so *serveOptions) error {
 	var serveErr error
 	select {
 	case <-a.ctx.Done():
+		// NB: said at once, so that an operator who sent SIGTERM sees it
+		// taken while the requests in flight finish.
+		log.Info("lshdb: stopping: requests in flight may finish", "cause", context.Cause(a.ctx).Error(), "within", so.shutdownTimeout)
 	case serveErr = <-served:
 	}
 	// Stop accepting, let requests in flight finish within the bound, then

@@ -209,11 +209,12 @@ func (h *handler) ServeHTTP(hw http.ResponseWriter, r *http.Request) {
 		w.fail(err)
 		return
 	}
-	if rt.op != "healthz" && !h.authorized(r) {
-		w.w.Header().Set("WWW-Authenticate", `Bearer realm="lshdb"`)
-		err = fmt.Errorf("%w: a bearer token is required (Authorization: Bearer TOKEN)", ErrUnauthorized)
-		w.fail(err)
-		return
+	if rt.op != "healthz" {
+		if err = h.authorized(r); err != nil {
+			w.w.Header().Set("WWW-Authenticate", `Bearer realm="lshdb"`)
+			w.fail(err)
+			return
+		}
 	}
 	if max := h.o.MaxBodyBytes; max > 0 && (rt.op == "put_if_new" || rt.op == "load" || rt.op == "clusters_from") {
 		// NB: a put-if-new or load stream (a dedup run or a build over a
@@ -288,17 +289,24 @@ func (h *handler) sameSite(r *http.Request) error {
 	return fmt.Errorf("%w: Host %q is not a loopback name or address, and the server has no token (serve it with --token to take other names)", ErrCrossSite, r.Host)
 }
 
-func (h *handler) authorized(r *http.Request) bool {
+// authorized returns nil if r carries the server's token (or the server
+// has none), else ErrUnauthorized saying whether the token was missing or
+// wrong.
+func (h *handler) authorized(r *http.Request) error {
 	if h.o.Token == "" {
-		return true
+		return nil
 	}
 	auth := r.Header.Get("Authorization")
-	tok, ok := strings.CutPrefix(auth, "Bearer ")
-	if !ok {
-		return false
+	// NB: the scheme is case-insensitive (RFC 9110, 11.1).
+	scheme, tok, _ := strings.Cut(auth, " ")
+	if auth == "" || !strings.EqualFold(scheme, "Bearer") {
+		return fmt.Errorf("%w: a bearer token is required (Authorization: Bearer TOKEN; lshdb's commands take it from $LSHDB_TOKEN)", ErrUnauthorized)
 	}
-	sum := sha256.Sum256([]byte(tok))
-	return subtle.ConstantTimeCompare(sum[:], h.token[:]) == 1
+	sum := sha256.Sum256([]byte(strings.TrimSpace(tok)))
+	if subtle.ConstantTimeCompare(sum[:], h.token[:]) != 1 {
+		return fmt.Errorf("%w: the bearer token is not this server's", ErrUnauthorized)
+	}
+	return nil
 }
 
 func (h *handler) done(r *http.Request, op string, w *resp, err error, elapsed time.Duration) {

@@ -159,6 +159,21 @@ func TestBadRequests(t *testing.T) {
 	if n, _ := d.Count(); n != before {
 		t.Errorf("the refused writes changed the index: %d documents, want %d", n, before)
 	}
+	// The scheme is case-insensitive; a wrong token is told from a
+	// missing one.
+	for auth, want := range map[string]string{"bearer s3cret": "", "BEARER  s3cret": "", "Bearer nope": "not this server's", "Basic czNjcmV0": "is required"} {
+		req, _ := http.NewRequest("GET", base+"/v1/count", nil)
+		req.Header.Set("Authorization", auth)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if want == "" && resp.StatusCode != 200 || want != "" && (resp.StatusCode != 401 || !strings.Contains(string(b), want)) {
+			t.Errorf("Authorization %q: %d %s, want %q", auth, resp.StatusCode, b, want)
+		}
+	}
 }
 
 // byteSource yields n bytes of a JSON document's text without holding

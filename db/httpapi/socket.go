@@ -174,10 +174,10 @@ func RequireToken(token string, next http.Handler) http.Handler {
 	h := &handler{o: Options{Token: token}}
 	h.token = sha256.Sum256([]byte(token))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !h.authorized(r) {
+		if err := h.authorized(r); err != nil {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="lshdb"`)
 			rw := &resp{w: w, rc: http.NewResponseController(w), h: h}
-			rw.fail(fmt.Errorf("%w: a bearer token is required (Authorization: Bearer TOKEN)", ErrUnauthorized))
+			rw.fail(err)
 			return
 		}
 		next.ServeHTTP(w, r)
