@@ -282,6 +282,11 @@ func (h *handler) deleteQuery(w *resp, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if len(q["id"]) == 0 {
+		// NB: as openapi.yaml says; a DELETE with no id is a mistake (a
+		// misspelt "ids="), not an empty batch as a POSTed list may be.
+		return badRequest("id is required (one or more: ?id=A&id=B)")
+	}
 	req := DeleteRequest{IDs: q["id"]}
 	if req.IgnoreMissing, err = boolParam(q, "ignore_missing"); err != nil {
 		return err

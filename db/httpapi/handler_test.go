@@ -125,6 +125,7 @@ func TestBadRequests(t *testing.T) {
 		{"PATCH", "/v1/docs", "", "s3cret", 405, "method_not_allowed"},
 		{"POST", "/v1/backup", `{"dir": "relative/dir"}`, "s3cret", 400, "invalid_options"},
 		{"POST", "/v1/docs/put-if-new", `{"id": "a"`, "s3cret", 400, "bad_request"},
+		{"DELETE", "/v1/docs", "", "s3cret", 400, "bad_request"},
 		// NB: expiries past 2262 wrapped around the int64 of Unix
 		// nanoseconds (stored, then gone at once; or a 500), and the zero
 		// time meant no expiry at all.
