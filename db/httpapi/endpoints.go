@@ -147,7 +147,9 @@ func (h *handler) putIfNew(w *resp, r *http.Request) error {
 	// (the in-process tests with a recorder cannot see this: the README's
 	// curl test does).
 	_ = w.rc.EnableFullDuplex()
-	lines := h.bodyLines(w, r, true)
+	// NB: a corpus's other fields (url, title; lshdb gen's of and
+	// edit_rate) are ignored, as lshdb dedup and insert ignore them.
+	lines := h.bodyLines(w, r)
 	ctx := r.Context()
 	for n := 0; ; n++ {
 		var dj DocJSON
@@ -194,7 +196,9 @@ func (h *handler) putIfNew(w *resp, r *http.Request) error {
 
 // bodyLines reads a JSON Lines body one value at a time: each value gets
 // its own read deadline (Options.ReadTimeout) and, for a body bounded per
-// line (docLimit), its own byte budget. strict refuses unknown fields.
+// line (docLimit), its own byte budget. Fields it does not know are
+// ignored: a JSON Lines body is a corpus's records (or a pairs file), as
+// the command reads them.
 type bodyLines struct {
 	h   *handler
 	w   *resp
@@ -202,11 +206,8 @@ type bodyLines struct {
 	lim *docLimit
 }
 
-func (h *handler) bodyLines(w *resp, r *http.Request, strict bool) *bodyLines {
+func (h *handler) bodyLines(w *resp, r *http.Request) *bodyLines {
 	dec := json.NewDecoder(r.Body)
-	if strict {
-		dec.DisallowUnknownFields()
-	}
 	lim, _ := r.Body.(*docLimit)
 	return &bodyLines{h: h, w: w, dec: dec, lim: lim}
 }
@@ -245,7 +246,9 @@ func (h *handler) load(w *resp, r *http.Request) error {
 		// NB: as for pairs: the budget is the server's memory.
 		return fmt.Errorf("%w: memory %d exceeds the server's %d", db.ErrInvalidOptions, lo.Memory, MaxPairsMemory)
 	}
-	lines := h.bodyLines(w, r, true)
+	// NB: a corpus's other fields are ignored, as lshdb build ignores
+	// them (a file lshdb gen wrote has of and edit_rate).
+	lines := h.bodyLines(w, r)
 	var bodyErr error
 	docs := func(yield func(db.Doc, error) bool) {
 		for {
@@ -570,7 +573,7 @@ func (h *handler) clustersFrom(w *resp, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	lines := h.bodyLines(w, r, false)
+	lines := h.bodyLines(w, r)
 	seq := func(yield func(db.Pair, error) bool) {
 		for {
 			var line struct {

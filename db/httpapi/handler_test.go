@@ -626,3 +626,32 @@ func TestPutIfNewErrorLine(t *testing.T) {
 		t.Errorf("the stored document's line: %s", lines[1])
 	}
 }
+
+// Ensure that a load or put-if-new body may carry a corpus's other fields
+// (the operator's review: a file lshdb gen wrote, with of and edit_rate,
+// loaded with lshdb build but was refused over HTTP with 400 unknown
+// field): they are ignored, the documents stored.
+func TestStreamsIgnoreOtherFields(t *testing.T) {
+	d := openFixture(t, 0, nil)
+	addr := startTCP(t, Handler(d, nil), 0)
+	for path, body := range map[string]string{
+		"/v1/load": `{"id":"g1","text":"an original text with words enough to store","url":"http://x"}` + "\n" +
+			`{"id":"g2","text":"an original text with words enough to store, copied","of":"g1","edit_rate":0.01}` + "\n",
+		"/v1/docs/put-if-new": `{"id":"g3","text":"another text about something else entirely","title":"t"}` + "\n",
+	} {
+		resp, err := http.Post("http://"+addr+path, "application/x-ndjson", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || strings.Contains(string(b), `"error"`) {
+			t.Errorf("POST %s: %d %s", path, resp.StatusCode, b)
+		}
+	}
+	for _, id := range []string{"g1", "g2", "g3"} {
+		if ok, err := d.Has(id); !ok || err != nil {
+			t.Errorf("%s not stored: %v", id, err)
+		}
+	}
+}
