@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"syscall"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -68,6 +69,11 @@ func (db *DB) Backup(ctx context.Context, dir string) error {
 	// full copy when they do not (another filesystem): the reserve is
 	// checked only for the database's own filesystem, as for writes.
 	if err := db.opts.FS.MkdirAll(db.opts.FS.PathDir(dir), 0o755); err != nil {
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {
+			// NB: a place the backup cannot be made is the caller's to
+			// change (the API answered 500 internal for /proc/bk).
+			return fmt.Errorf("%w: backup directory %s: %w", ErrInvalidOptions, dir, err)
+		}
 		return fmt.Errorf("lshdb: backup: %w", err)
 	}
 	if err := db.pdb.Checkpoint(dir, pebble.WithFlushedWAL()); err != nil {
@@ -84,6 +90,8 @@ func (db *DB) checkBackupDir(dir string) error {
 	}
 	if _, err := db.opts.FS.Stat(dir); err == nil {
 		return fmt.Errorf("%w: backup directory %s exists (a backup makes a new directory): %w", ErrInvalidOptions, dir, fs.ErrExist)
+	} else if errors.Is(err, syscall.ENOTDIR) || errors.Is(err, fs.ErrPermission) {
+		return fmt.Errorf("%w: backup directory %s: %w", ErrInvalidOptions, dir, err)
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("lshdb: backup directory %s: %w", dir, err)
 	}

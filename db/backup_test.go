@@ -170,6 +170,12 @@ func TestBackupErrors(t *testing.T) {
 	if err := src.Backup(ctx, ""); !errors.Is(err, ErrInvalidOptions) {
 		t.Errorf("an empty path: %v", err)
 	}
+	// A place no directory can be made: under a file.
+	file := filepath.Join(t.TempDir(), "file")
+	os.WriteFile(file, nil, 0o644)
+	if err := src.Backup(ctx, filepath.Join(file, "sub", "copy")); !errors.Is(err, ErrInvalidOptions) {
+		t.Errorf("a path under a file: %v, want ErrInvalidOptions", err)
+	}
 	// Inside the index: directly, deeper, through a link to it; beside it
 	// (a name that starts like it) is fine.
 	link := filepath.Join(t.TempDir(), "link")
