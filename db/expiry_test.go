@@ -328,3 +328,33 @@ func TestExpiryRedis(t *testing.T) {
 // compactionSweepBound is the sweep's documented bound past an expiry: one
 // interval.
 const compactionSweepBound = time.Second
+
+// Ensure that on Redis too a document past its expiry, not yet swept, is
+// missing to Delete as to every read: ErrNotFound, or Missing with
+// IgnoreMissing, and still there for the sweeper.
+func TestExpiredDeleteRedis(t *testing.T) {
+	u := redisURL(t, "expired-delete")
+	clock := &fakeClock{t: time.Unix(1_800_000_000, 0)}
+	d, err := Open(u, &Options{clock: clock.now, ExpirySweep: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if err := d.Put(Doc{ID: "e", Text: "a document that expires in a second"}, &WriteOptions{TTL: time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Put(Doc{ID: "k", Text: "a document that stays for good"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	clock.advance(2 * time.Second)
+	if _, err := d.Get("e"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Get of the expired document: %v, want ErrNotFound", err)
+	}
+	if err := d.Delete("e", nil); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Delete of the expired document: %v, want ErrNotFound", err)
+	}
+	res, err := d.DeleteIDs([]string{"e", "k"}, &WriteOptions{IgnoreMissing: true})
+	if err != nil || res.Deleted != 1 || !slices.Equal(res.Missing, []string{"e"}) {
+		t.Fatalf("DeleteIDs(e, k, IgnoreMissing) = %+v, %v; want k deleted, e missing", res, err)
+	}
+}

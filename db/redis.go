@@ -225,6 +225,26 @@ func (db *DB) redisDelete(ids []string, o *WriteOptions) (DeleteResult, error) {
 	if err != nil {
 		return res, redisErr(err)
 	}
+	// NB: a document past its expiry, not yet swept, is missing to every
+	// read: so it is to Delete (as on Pebble), which leaves it to the
+	// sweeper.
+	recs, err := db.rkv.Records(db.closing, nums)
+	if err != nil {
+		return res, redisErr(err)
+	}
+	now := db.now().UnixNano()
+	for i, r := range recs {
+		if nums[i] == 0 || r == nil {
+			continue
+		}
+		view, err := codec.ParseDocView(r)
+		if err != nil {
+			return res, classify(fmt.Errorf("doc %d: %w", nums[i], err))
+		}
+		if compaction.Expired(view.Expires, now) {
+			nums[i] = 0
+		}
+	}
 	var stored []string
 	for i, id := range uniq {
 		switch {
