@@ -868,8 +868,9 @@ func (c *Client) Validate(d db.Doc) error {
 		return fmt.Errorf("%w: empty", db.ErrInvalidID)
 	case len(d.ID) > db.MaxIDBytes:
 		return fmt.Errorf("%w: %d bytes (at most %d)", db.ErrInvalidID, len(d.ID), db.MaxIDBytes)
-	case !utf8.ValidString(d.ID):
-		return fmt.Errorf("%w: %q is not valid UTF-8", db.ErrInvalidID, d.ID)
+	}
+	if err := wireID(d.ID); err != nil {
+		return err
 	}
 	if n := len(d.Text) + len(d.Meta); c.maxDoc > 0 && n > c.maxDoc {
 		return fmt.Errorf("%w: %q has %d bytes (at most %d)", db.ErrDocTooLarge, d.ID, n, c.maxDoc)

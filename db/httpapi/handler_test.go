@@ -71,6 +71,30 @@ func startTCP(t *testing.T, h http.Handler, readTimeout time.Duration) string {
 	return l.Addr().String()
 }
 
+// expectAnswer sends req and checks its status and, when code is set,
+// the error code of its answer; what names the request in failures. It
+// returns the answer's header, and whether the status was the one
+// wanted.
+func expectAnswer(t *testing.T, req *http.Request, status int, code, what string) (http.Header, bool) {
+	t.Helper()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != status {
+		b, _ := io.ReadAll(resp.Body)
+		t.Errorf("%s: status %d, want %d (%s)", what, resp.StatusCode, status, b)
+		return resp.Header, false
+	}
+	if code != "" {
+		if got := errorCode(t, resp.Body); got != code {
+			t.Errorf("%s: code %q, want %q", what, got, code)
+		}
+	}
+	return resp.Header, true
+}
+
 // errorCode reads an error answer's code.
 func errorCode(t *testing.T, body io.Reader) string {
 	t.Helper()
@@ -140,22 +164,10 @@ func TestBadRequests(t *testing.T) {
 		if tc.token != "" {
 			req.Header.Set("Authorization", "Bearer "+tc.token)
 		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
+		h, ok := expectAnswer(t, req, tc.status, tc.code, fmt.Sprintf("%s %s %q", tc.method, tc.path, tc.body))
+		if ok && tc.status == 401 && h.Get("WWW-Authenticate") == "" {
+			t.Errorf("401 without WWW-Authenticate")
 		}
-		if resp.StatusCode != tc.status {
-			b, _ := io.ReadAll(resp.Body)
-			t.Errorf("%s %s %q: status %d, want %d (%s)", tc.method, tc.path, tc.body, resp.StatusCode, tc.status, b)
-		} else if tc.code != "" {
-			if code := errorCode(t, resp.Body); code != tc.code {
-				t.Errorf("%s %s %q: code %q, want %q", tc.method, tc.path, tc.body, code, tc.code)
-			}
-			if tc.status == 401 && resp.Header.Get("WWW-Authenticate") == "" {
-				t.Errorf("401 without WWW-Authenticate")
-			}
-		}
-		resp.Body.Close()
 	}
 	if n, _ := d.Count(); n != before {
 		t.Errorf("the refused writes changed the index: %d documents, want %d", n, before)
@@ -579,19 +591,11 @@ func TestCrossSite(t *testing.T) {
 				req.Header.Set(k, v)
 			}
 		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
+		code := ""
+		if tc.status == 403 {
+			code = "cross_site"
 		}
-		if resp.StatusCode != tc.status {
-			b, _ := io.ReadAll(resp.Body)
-			t.Errorf("%s %s %v: status %d, want %d (%s)", tc.method, tc.path, tc.header, resp.StatusCode, tc.status, b)
-		} else if tc.status == 403 {
-			if code := errorCode(t, resp.Body); code != "cross_site" {
-				t.Errorf("%s %s %v: code %q, want cross_site", tc.method, tc.path, tc.header, code)
-			}
-		}
-		resp.Body.Close()
+		expectAnswer(t, req, tc.status, code, fmt.Sprintf("%s %s %v", tc.method, tc.path, tc.header))
 	}
 	if n, _ := d.Count(); n != before {
 		t.Errorf("a refused request changed the index: %d documents, want %d", n, before)
