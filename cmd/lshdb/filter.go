@@ -4,7 +4,6 @@ package main
 // clustering drops, every kept record as it was read.
 
 import (
-	"bufio"
 	"bytes"
 	"cmp"
 	"context"
@@ -120,13 +119,16 @@ type sink struct {
 	first   docio.Source
 	fields  []string // the first CSV/TSV input's header fields
 	tmp     *os.File
-	bw      *bufio.Writer
-	zw      io.WriteCloser // the compressor, or nil
-	w       io.Writer      // where records go
-	pq      *parquetSink
-	eol     string // the line end of a record that had none (the input's last line)
-	comma   byte
-	buf     []byte
+	// bw buffers the output and writes it on a goroutine of its own, so
+	// that the write calls (as long as the rest of the pass) overlap the
+	// reading.
+	bw    *docio.AsyncWriter
+	zw    io.WriteCloser // the compressor, or nil
+	w     io.Writer      // where records go
+	pq    *parquetSink
+	eol   string // the line end of a record that had none (the input's last line)
+	comma byte
+	buf   []byte
 }
 
 // compression returns the output's compression: --compress, else a
@@ -279,7 +281,7 @@ func (s *sink) open() error {
 		}
 		s.tmp, w = f, f
 	}
-	s.bw = bufio.NewWriterSize(w, 1<<20)
+	s.bw = docio.NewAsyncWriter(w, 1<<20)
 	s.w = s.bw
 	return nil
 }
@@ -357,6 +359,9 @@ func (s *sink) finish(ok bool) error {
 		err = errors.Join(err, s.bw.Flush())
 	} else if s.zw != nil {
 		s.zw.Close() // NB: ends the compressor's goroutines; the file goes
+	}
+	if s.bw != nil {
+		s.bw.Close() // NB: ends the writer's goroutine (after Flush: its error is Flush's)
 	}
 	if s.tmp == nil {
 		return s.fail(err)
