@@ -46,6 +46,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -835,8 +836,10 @@ func (db *DB) redisStats(ctx context.Context, st *Stats) (*Stats, error) {
 
 // Drop deletes the index at dir (a directory, or a Redis URL as Open
 // takes) and everything it holds. It refuses what is not an lshdb index
-// (ErrNotExist, ErrNotIndex), and a directory that another process has
-// open (ErrLocked): the directory is renamed aside while Drop holds its
+// (ErrNotExist, ErrNotIndex), an index directory that also holds files
+// that are not the index's (ErrNotIndex, naming them: a corpus kept
+// beside the index would go with it), and a directory that another
+// process has open (ErrLocked): the directory is renamed aside while Drop holds its
 // lock, then removed, so nothing can open it in between. A dir that is a
 // symbolic link to an index drops the index it names, then the link.
 //
@@ -881,6 +884,30 @@ func Drop(ctx context.Context, dir string) error {
 			}
 		}
 		dir = real
+	}
+	// NB: Drop deletes the directory: a file the user put beside the
+	// index (a corpus, notes) would go with it. What is not the index's
+	// is named, and the index left as it was.
+	names, err := fsys.List(dir)
+	if err != nil {
+		d.Close()
+		return fmt.Errorf("lshdb: drop: %w", err)
+	}
+	var foreign []string
+	for _, n := range names {
+		if !indexFile(n) {
+			foreign = append(foreign, n)
+		}
+	}
+	if len(foreign) > 0 {
+		d.Close()
+		slices.Sort(foreign)
+		shown := foreign[:min(len(foreign), 5)]
+		more := ""
+		if len(foreign) > len(shown) {
+			more = fmt.Sprintf(" and %d more", len(foreign)-len(shown))
+		}
+		return fmt.Errorf("%w: %s also holds files that are not the index's (%s%s): drop deletes the whole directory, so nothing was deleted; move them out first", ErrNotIndex, dir, strings.Join(quoteAll(shown), ", "), more)
 	}
 	tomb := fmt.Sprintf("%s.dropped-%d", dir, time.Now().UnixNano())
 	if err := fsys.Rename(dir, tomb); err != nil {
@@ -1027,4 +1054,58 @@ func (db *DB) redisBackup(ctx context.Context, dir string) (err error) {
 		}
 	}
 	return nil
+}
+
+// indexFile reports whether name, in an index's directory, is one of the
+// index's files: Pebble's (tables, blob files, write-ahead logs, the
+// manifest and its markers, options, the lock, temporary files) or
+// lshdb's own (an interrupted load's or pairs run's, the socket of a
+// serving owner and its private binding directories).
+func indexFile(name string) bool {
+	switch {
+	case name == "LOCK", name == "CURRENT", name == loadTmpDir, name == "lshdb.sock":
+		return true
+	case strings.HasPrefix(name, "MANIFEST-"), strings.HasPrefix(name, "OPTIONS-"),
+		strings.HasPrefix(name, "marker."), strings.HasPrefix(name, ".lshdb-sock-"):
+		return true
+	case strings.HasSuffix(name, ".dbtmp") && (strings.HasPrefix(name, "CURRENT.") || strings.HasPrefix(name, "temporary.")):
+		return true
+	case strings.HasPrefix(name, "lshdb-pairs-") && strings.HasSuffix(name, ".tmp"):
+		return true
+	}
+	// NNNNNN.sst, NNNNNN.blob, NNNNNN.log and a failover log NNNNNN-NNN.log.
+	num, ext, ok := strings.Cut(name, ".")
+	if !ok || num == "" {
+		return false
+	}
+	switch ext {
+	case "sst", "blob":
+		return allDigits(num)
+	case "log":
+		n, k, two := strings.Cut(num, "-")
+		return allDigits(n) && (!two || allDigits(k))
+	}
+	return false
+}
+
+// allDigits reports whether s is one or more ASCII digits.
+func allDigits(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := range len(s) {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// quoteAll quotes each name (%q: a control character cannot hide).
+func quoteAll(names []string) []string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = strconv.Quote(n)
+	}
+	return q
 }

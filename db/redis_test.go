@@ -508,6 +508,30 @@ func TestDrop(t *testing.T) {
 	if b, err := os.ReadFile(other + "/notes.txt"); err != nil || string(b) != "mine" {
 		t.Fatalf("a refused Drop changed the directory: %q, %v", b, err)
 	}
+	// An index directory that also holds a user's file: refused, the
+	// index and the file kept; without the file it drops.
+	mixed := t.TempDir() + "/mixed"
+	put(mixed)
+	if err := os.WriteFile(mixed+"/corpus.jsonl", []byte("mine"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := Drop(ctx, mixed); !errors.Is(err, ErrNotIndex) || !strings.Contains(err.Error(), `"corpus.jsonl"`) {
+		t.Fatalf("Drop of an index beside a user's file: %v, want ErrNotIndex naming the file", err)
+	}
+	if b, err := os.ReadFile(mixed + "/corpus.jsonl"); err != nil || string(b) != "mine" {
+		t.Fatalf("a refused Drop changed the user's file: %q, %v", b, err)
+	}
+	d := mustOpen(t, mixed, &Options{ReadOnly: true})
+	if ok, err := d.Has("a"); !ok || err != nil {
+		t.Fatalf("the index after a refused Drop: Has = %v, %v", ok, err)
+	}
+	d.Close()
+	if err := os.Remove(mixed + "/corpus.jsonl"); err != nil {
+		t.Fatal(err)
+	}
+	if err := Drop(ctx, mixed); err != nil {
+		t.Fatalf("Drop once the user's file is out: %v", err)
+	}
 	held := mustOpen(t, t.TempDir()+"/held", nil)
 	defer held.Close()
 	if err := Drop(ctx, held.dir); !errors.Is(err, ErrLocked) {

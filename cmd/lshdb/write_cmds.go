@@ -1023,8 +1023,9 @@ func (a *app) dropCmd() *cobra.Command {
 		Short: "Delete an index and every document in it",
 		Long: `Delete the index and every document in it: its directory, or on Redis every
 key of its name (--db redis+cluster://…/NAME; other indexes on the cluster are
-untouched). It refuses what is not an lshdb index, and a directory another
-process holds. On Redis nothing holds an index: drop deletes it under any
+untouched). It refuses what is not an lshdb index, a directory that also
+holds files that are not the index's (it names them: move them out
+first), and a directory another process holds. On Redis nothing holds an index: drop deletes it under any
 process that has it open (what such a process writes afterwards, a second
 drop removes). Nothing asks again: --yes says you mean it.`,
 		Example: `  lshdb drop --db old-index --yes
