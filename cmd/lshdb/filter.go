@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -684,6 +685,36 @@ type filterer struct {
 	// record's bytes (0: none, a Parquet row), for repeats.
 	seen     map[uint64]uint64
 	firstBad error // why the first bad record is one
+	// digest and scratch hash Parquet rows (rowHash).
+	digest  *xxhash.Digest
+	scratch []byte
+}
+
+// rowHash hashes a Parquet row's values: each one's column, kind, levels,
+// whether it is null, its bytes' length and its bytes, so that two rows
+// hash alike only if their values are the same.
+func (f *filterer) rowHash(row parquet.Row) uint64 {
+	if f.digest == nil {
+		f.digest = xxhash.New()
+	}
+	d := f.digest
+	d.Reset()
+	var buf [32]byte
+	for _, v := range row {
+		hdr := buf[:0]
+		hdr = binary.AppendVarint(hdr, int64(v.Column()))
+		hdr = append(hdr, byte(v.Kind()))
+		hdr = binary.AppendUvarint(hdr, uint64(v.RepetitionLevel()))
+		hdr = binary.AppendUvarint(hdr, uint64(v.DefinitionLevel()))
+		if v.IsNull() {
+			d.Write(append(hdr, 0))
+			continue
+		}
+		f.scratch = v.AppendBytes(f.scratch[:0])
+		d.Write(binary.AppendUvarint(append(hdr, 1), uint64(len(f.scratch))))
+		d.Write(f.scratch)
+	}
+	return d.Sum64()
 }
 
 func newFilterer(fates map[string]fate, kept, drop *sink, annotate bool) *filterer {
@@ -718,9 +749,12 @@ func (f *filterer) bad(rec record) error {
 func (f *filterer) take(id string, rec record) error {
 	f.n.read++
 	h := xxhash.Sum64String(id)
-	var bh uint64 // the record's bytes' hash, never 0 (0: no bytes)
-	if rec.raw != nil {
+	var bh uint64 // the record's bytes' (or row's values') hash, never 0
+	switch {
+	case rec.raw != nil:
 		bh = xxhash.Sum64(rec.raw) | 1
+	case rec.row != nil:
+		bh = f.rowHash(rec.row) | 1
 	}
 	first, repeat := f.seen[h]
 	if repeat {

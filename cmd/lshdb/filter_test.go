@@ -703,3 +703,64 @@ func TestFilterRemovesExactRepeats(t *testing.T) {
 		})
 	}
 }
+
+// Ensure that filter removes a Parquet row that repeats an earlier row
+// value for value, as it does a repeated line, and keeps a row of the
+// same id and text that differs in another column (its values are not
+// the same).
+func TestFilterRemovesExactRepeatsParquet(t *testing.T) {
+	type row struct {
+		ID    string `parquet:"id"`
+		Text  string `parquet:"text"`
+		Extra int64  `parquet:"extra"`
+	}
+	t1 := "the quick brown fox jumps over the lazy dog and runs far away into the forest"
+	t2 := "an entirely different text about the weather in the mountains this week"
+	t3 := "a third text, about none of the above, with its own words and letters"
+	rows := []row{{"a", t1, 0}, {"b", t2, 0}, {"a", t1, 0}, {"c", t3, 0}, {"b", t2 + " and again", 0}, {"a", t1, 0}, {"a", t1, 9}}
+	dir := t.TempDir()
+	in := filepath.Join(dir, "docs.parquet")
+	f, err := os.Create(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := parquet.NewGenericWriter[row](f)
+	if _, err := w.Write(rows); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	idx := filepath.Join(dir, "idx")
+	mustRun(t, "build", "--db", idx, in)
+	kept, removed := filepath.Join(dir, "kept.parquet"), filepath.Join(dir, "removed.parquet")
+	_, errOut := mustRun(t, "filter", "--db", idx, "--out", kept, "--removed", removed, in)
+	_, inRows := parquetFileRows(t, in)
+	_, kRows := parquetFileRows(t, kept)
+	_, rRows := parquetFileRows(t, removed)
+	wantKept := []parquet.Row{inRows[0], inRows[1], inRows[3], inRows[4], inRows[6]}
+	if len(kRows) != len(wantKept) {
+		t.Fatalf("%d rows kept, want %d", len(kRows), len(wantKept))
+	}
+	for i := range kRows {
+		if !parquet.Row(kRows[i]).Equal(wantKept[i]) {
+			t.Errorf("kept row %d: %v, want %v", i, kRows[i], wantKept[i])
+		}
+	}
+	if len(rRows) != 2 {
+		t.Fatalf("%d rows removed, want the 2 exact repeats of a", len(rRows))
+	}
+	for i, r := range rRows {
+		// NB: the input's three columns, then duplicate_of and similarity.
+		orig := inRows[[]int{2, 5}[i]]
+		if !parquet.Row(r[:3]).Equal(orig) || r[3].String() != "a" || r[4].Double() != 1 {
+			t.Errorf("removed row %d: %v, want %v with duplicate_of a, similarity 1", i, r, orig)
+		}
+	}
+	for _, note := range []string{"5 kept, 2 removed", "2 records were copies, byte for byte", "2 records repeat an id read before with other content"} {
+		if !strings.Contains(errOut, note) {
+			t.Errorf("the summary lacks %q:\n%s", note, errOut)
+		}
+	}
+}
