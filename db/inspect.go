@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/bits"
 	"slices"
+	"strings"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -456,13 +457,25 @@ func (db *DB) putIfNewLocked(doc *Doc, p prepared, wo *WriteOptions) (*Match, sy
 	return nil, sw, err
 }
 
-// dirBytes returns the total size of the files in dir (not recursing:
-// Pebble keeps its files flat).
+// dirBytes returns the total size of the files in dir and the
+// temporary directories of loads and pairs runs in it: Pebble keeps its
+// files flat, but a run that was killed leaves its directory, whose files
+// take disk space until they are removed.
 func dirBytes(fs vfs.FS, dir string) uint64 {
 	names, _ := fs.List(dir)
 	var n uint64
 	for _, name := range names {
-		if fi, err := fs.Stat(fs.PathJoin(dir, name)); err == nil && !fi.IsDir() {
+		p := fs.PathJoin(dir, name)
+		fi, err := fs.Stat(p)
+		switch {
+		case err != nil:
+		case fi.IsDir():
+			// NB: only lshdb's own directories, whose files are flat: a
+			// link a user put there could loop.
+			if name == loadTmpDir || strings.HasPrefix(name, pairsTmpPrefix) && strings.HasSuffix(name, pairsTmpSuffix) {
+				n += dirBytes(fs, p)
+			}
+		default:
 			n += uint64(fi.Size())
 		}
 	}

@@ -5,6 +5,8 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -252,5 +254,101 @@ func TestAgree(t *testing.T) {
 				t.Fatalf("agree(%x, %x, %d) = %d, want %d", sa, sb, n, got, want)
 			}
 		}
+	}
+}
+
+// Ensure that a pairs run removes the temporary directories of runs that
+// died (a kill -9 leaves one, with its set file, that no read-only command
+// removed), and only those: a directory whose lock a run holds stays, even
+// when old, and so does one made a moment ago (a run between making its
+// directory and locking it). The oracle: the directories present after.
+func TestPairsSweepsDeadRuns(t *testing.T) {
+	dir := t.TempDir()
+	d := mustOpen(t, dir, nil)
+	defer d.Close()
+	for i := range 20 {
+		text := fmt.Sprintf("a document about the number %d and its neighbours, written out at length", i/2)
+		if err := d.Put(Doc{ID: fmt.Sprintf("d%02d", i), Text: text}, &WriteOptions{NoSync: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before, err := d.Info()
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-2 * staleRunAge)
+	mkRun := func(name string, mtime time.Time) string {
+		p := dir + "/" + name
+		if err := os.MkdirAll(p, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p+"/sets", make([]byte, 1000), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(p, mtime, mtime); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	dead := mkRun("lshdb-pairs-0xc000123456.tmp", old) // NB: the name an older build gave
+	deadLocked := mkRun("lshdb-pairs-4242-1.tmp", old)
+	os.WriteFile(deadLocked+"/LOCK", nil, 0o644) // NB: a lock file no process holds
+	os.Chtimes(deadLocked, old, old)
+	fresh := mkRun("lshdb-pairs-4242-2.tmp", time.Now())
+	live := mkRun("lshdb-pairs-4242-3.tmp", old)
+	lock, err := vfs.Default.Lock(live + "/LOCK")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Close()
+	os.Chtimes(live, old, old)
+	// NB: the leftovers count in the index's size on disk (four set
+	// files of 1,000 bytes).
+	if after, err := d.Info(); err != nil || after.DiskBytes < before.DiskBytes+4000 {
+		t.Fatalf("size on disk with leftovers: %v, before %d (%v)", after, before.DiskBytes, err)
+	}
+	want := collectPairs(t, d, nil)
+	if len(want) == 0 {
+		t.Fatal("no pairs: the test needs some")
+	}
+	for _, p := range []string{dead, deadLocked} {
+		if _, err := os.Stat(p); !os.IsNotExist(err) {
+			t.Errorf("a dead run's directory %s after a pairs run: %v, want it removed", p, err)
+		}
+	}
+	for _, p := range []string{fresh, live} {
+		if _, err := os.Stat(p + "/sets"); err != nil {
+			t.Errorf("%s after a pairs run: %v, want it kept", p, err)
+		}
+	}
+	// A run under way whose directory is old: another run leaves it.
+	ctx := context.Background()
+	n := 0
+	for _, err := range d.Pairs(ctx, nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n++; n > 1 {
+			continue
+		}
+		runs, _ := filepath.Glob(fmt.Sprintf("%s/lshdb-pairs-%d-*.tmp", dir, os.Getpid()))
+		if len(runs) != 1 {
+			t.Fatalf("this run's directories: %v, want one", runs)
+		}
+		if err := os.Chtimes(runs[0], old, old); err != nil {
+			t.Fatal(err)
+		}
+		if got := collectPairs(t, d, nil); !slices.Equal(got, want) {
+			t.Fatalf("a second run beside the first: %d pairs, want %d", len(got), len(want))
+		}
+		if _, err := os.Stat(runs[0] + "/LOCK"); err != nil {
+			t.Fatalf("the first run's directory after a second run: %v, want it kept", err)
+		}
+	}
+	if n != len(want) {
+		t.Fatalf("the first run gave %d pairs, want %d", n, len(want))
+	}
+	if runs, _ := filepath.Glob(fmt.Sprintf("%s/lshdb-pairs-%d-*.tmp", dir, os.Getpid())); len(runs) != 0 {
+		t.Fatalf("directories left by this process's runs: %v", runs)
 	}
 }
