@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"iter"
@@ -187,9 +188,82 @@ func clustersNote(n, dropped int, t float64, mode db.ClusterMode, keep db.KeepPo
 	return fmt.Sprintf("%d clusters at Jaccard >= %v, %d documents to drop (%s; kept: %s)", n, t, dropped, what, keepNote(keep))
 }
 
-// readPairsFile yields the pairs of a pairs --output json file (a header
-// and an end line are skipped); "-" is standard input.
-func (a *app) readPairsFile(path string) iter.Seq2[db.Pair, error] {
+// pairsFile checks a pairs --output json file as it is read: its header
+// line (pairs --header) and end line, if it has them, against its pairs
+// and the run that reads it.
+type pairsFile struct {
+	name   string
+	header *headerBody
+	end    *runEndBody
+	pairs  int64
+}
+
+// line takes one non-blank line; pair reports whether it is a pair (else
+// a header or end line, checked and kept).
+func (f *pairsFile) line(n int, t []byte) (pair bool, err error) {
+	if f.end != nil {
+		return false, fmt.Errorf("%w: %s:%d: a line after the end line", errBadPairs, f.name, n)
+	}
+	switch {
+	case bytes.HasPrefix(t, []byte(`{"header"`)):
+		var h headerJSON
+		if err := json.Unmarshal(t, &h); err != nil || n != 1 {
+			return false, fmt.Errorf("%w: %s:%d: a header line that is not the first line of pairs --header", errBadPairs, f.name, n)
+		}
+		f.header = &h.Header
+		return false, nil
+	case bytes.HasPrefix(t, []byte(`{"end"`)):
+		var e runEndJSON
+		if err := json.Unmarshal(t, &e); err != nil {
+			return false, fmt.Errorf("%w: %s:%d: not the end line of pairs --header", errBadPairs, f.name, n)
+		}
+		f.end = &e.End
+		return false, nil
+	}
+	f.pairs++
+	return true, nil
+}
+
+// errIncomplete is the error of a pairs file whose header says it was cut
+// short.
+var errIncomplete = errors.New("incomplete pairs file")
+
+// finish checks the whole file: a file with a header must end with its
+// end line and hold the pairs that line counts (else the run that wrote
+// it was interrupted, or the file was cut), and must have been made at a
+// threshold no higher than t, the clustering's (its pairs below that are
+// missing). A file made when the index held another number of documents
+// than docs is warned of (its pairs miss the documents written since).
+func (f *pairsFile) finish(t float64, docs uint64, warn func(string)) error {
+	if f.header == nil {
+		if f.end != nil {
+			return fmt.Errorf("%w: %s: an end line but no header line", errBadPairs, f.name)
+		}
+		return nil
+	}
+	h := f.header
+	switch {
+	case f.end == nil:
+		return fmt.Errorf("%w: %s has the header of pairs --header but no end line: the run that wrote it was interrupted, or the file was cut (%d pairs read); run pairs again", errIncomplete, f.name, f.pairs)
+	case f.end.Lines != f.pairs:
+		return fmt.Errorf("%w: %s holds %d pairs, its end line says %d: the file was cut or edited; run pairs again", errIncomplete, f.name, f.pairs, f.end.Lines)
+	case t > 0 && h.Threshold > t+1e-12:
+		return fmt.Errorf("%w: %s holds the pairs at Jaccard >= %v, and the clustering asks for >= %v: the pairs between are not in it; run pairs --threshold %v, or cluster at --threshold %v", errBadPairs, f.name, h.Threshold, t, t, h.Threshold)
+	}
+	if warn != nil && h.Docs != docs {
+		warn(fmt.Sprintf("%s was made when the index held %d documents, it holds %d now: documents written since are in no pair of it", f.name, h.Docs, docs))
+	}
+	return nil
+}
+
+// notef prints a note on stderr.
+func (a *app) notef(s string) { fmt.Fprintf(a.stderr, "note: %s\n", s) }
+
+// readPairsFile yields the pairs of a pairs --output json file, "-" for
+// standard input. A file made with --header is checked at its end
+// (pairsFile.finish, with t, docs and warn; t 0: no threshold check):
+// the error, if any, is the sequence's last.
+func (a *app) readPairsFile(path string, t float64, docs uint64, warn func(string)) iter.Seq2[db.Pair, error] {
 	return func(yield func(db.Pair, error) bool) {
 		var r io.Reader = a.stdin
 		name := "stdin"
@@ -202,24 +276,35 @@ func (a *app) readPairsFile(path string) iter.Seq2[db.Pair, error] {
 			defer f.Close()
 			r, name = f, path
 		}
+		pf := pairsFile{name: escControls(name)}
 		br := bufio.NewReaderSize(r, 64<<10)
 		for line := 1; ; line++ {
 			b, err := br.ReadBytes('\n')
-			if t := bytes.TrimSpace(b); len(t) > 0 && !bytes.HasPrefix(t, []byte(`{"header"`)) && !bytes.HasPrefix(t, []byte(`{"end"`)) {
-				var p pairJSON
-				if jerr := json.Unmarshal(t, &p); jerr != nil || p.A == "" || p.B == "" {
-					yield(db.Pair{}, fmt.Errorf("%s:%d: not a pair of pairs --output json (want {\"a\":…,\"b\":…,\"jaccard\":…})", name, line))
+			if ln := bytes.TrimSpace(b); len(ln) > 0 {
+				pair, perr := pf.line(line, ln)
+				if perr != nil {
+					yield(db.Pair{}, perr)
 					return
 				}
-				if !yield(db.Pair{A: p.A, B: p.B, Jaccard: p.Jaccard}, nil) {
-					return
+				if pair {
+					var p pairJSON
+					if jerr := json.Unmarshal(ln, &p); jerr != nil || p.A == "" || p.B == "" {
+						yield(db.Pair{}, fmt.Errorf("%w: %s:%d: not a pair of pairs --output json (want {\"a\":…,\"b\":…,\"jaccard\":…})", errBadPairs, pf.name, line))
+						return
+					}
+					if !yield(db.Pair{A: p.A, B: p.B, Jaccard: p.Jaccard}, nil) {
+						return
+					}
 				}
 			}
 			if err == io.EOF {
+				if ferr := pf.finish(t, docs, warn); ferr != nil {
+					yield(db.Pair{}, ferr)
+				}
 				return
 			}
 			if err != nil {
-				yield(db.Pair{}, fmt.Errorf("%s: %w", name, err))
+				yield(db.Pair{}, fmt.Errorf("%s: %w", pf.name, err))
 				return
 			}
 		}
@@ -253,7 +338,11 @@ kept, and no two documents kept form a pair that was found.
 
 --from reads the pairs from a file of pairs --output json instead of
 finding them (the index still supplies insertion order, sizes, and the
-sets for each member's Jaccard). A summary line goes to stderr after a
+sets for each member's Jaccard). A file written with --header is checked:
+it must end with its end line and hold as many pairs as that line says
+(a run that was interrupted leaves neither), at a threshold no higher
+than the clustering's; a note says when the index has since changed its
+number of documents. Write pairs files with --header. A summary line goes to stderr after a
 table (JSON output is the clusters alone). With
 --output json --header the first line says how the file was made and the
 last line ({"end": …}) how long it took.`,
@@ -321,7 +410,11 @@ func (a *app) clusters(d index, from string, po *db.PairsOptions) ([]db.Cluster,
 	ctx, barDone := a.phaseBar("clusters")
 	defer barDone()
 	if from != "" {
-		return d.ClustersFrom(ctx, a.readPairsFile(from), po)
+		docs, err := d.Count()
+		if err != nil {
+			return nil, err
+		}
+		return d.ClustersFrom(ctx, a.readPairsFile(from, cmp.Or(po.Threshold, d.Params().Threshold), docs, a.notef), po)
 	}
 	return d.Clusters(ctx, po)
 }
@@ -384,7 +477,7 @@ func (a *app) clustersTo(d index, path string, s *pairSpill, h headerJSON, po *d
 		return fmt.Errorf("writing the pairs for --clusters: %w", err)
 	}
 	ctx, barDone := a.phaseBar("clusters")
-	cs, err := d.ClustersFrom(ctx, a.readPairsFile(s.f.Name()), po)
+	cs, err := d.ClustersFrom(ctx, a.readPairsFile(s.f.Name(), 0, 0, nil), po)
 	barDone()
 	if err != nil {
 		return interruptNote(err, "clusters interrupted: the pairs were printed, no clusters written")

@@ -6,6 +6,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -152,7 +153,7 @@ func (h *pairHist) bins(lo float64) []int64 {
 // readPairs counts the pairs of a pairs JSON Lines file (lshdb pairs
 // --output json): objects with a, b and jaccard; other records (a
 // header) are skipped.
-func readPairs(path string, h *pairHist) error {
+func readPairs(path string, h *pairHist, docs uint64, warn func(string)) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return fmt.Errorf("%w: %w", errBadPairs, err)
@@ -161,9 +162,17 @@ func readPairs(path string, h *pairHist) error {
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
 	line := 0
+	pf := pairsFile{name: escControls(path)}
 	for sc.Scan() {
 		line++
-		if strings.TrimSpace(sc.Text()) == "" {
+		ln := bytes.TrimSpace(sc.Bytes())
+		if len(ln) == 0 {
+			continue
+		}
+		if pair, err := pf.line(line, ln); err != nil || !pair {
+			if err != nil {
+				return err
+			}
 			continue
 		}
 		var rec struct {
@@ -191,7 +200,7 @@ func readPairs(path string, h *pairHist) error {
 	if err := sc.Err(); err != nil {
 		return fmt.Errorf("%w: %s:%d: %w", errBadPairs, path, line+1, err)
 	}
-	return nil
+	return pf.finish(0, docs, warn)
 }
 
 // clusterBin returns the bin of a cluster of n ≥ 2 documents: 2, 3, then
@@ -285,7 +294,7 @@ page.`,
 					rd.Dir = a.addr
 				}
 				if pairsFile != "" {
-					if err := readPairs(pairsFile, rd.Pairs); err != nil {
+					if err := readPairs(pairsFile, rd.Pairs, in.Docs, a.notef); err != nil {
 						return err
 					}
 					rd.PairsSource = "the pairs file " + filepath.Base(pairsFile)

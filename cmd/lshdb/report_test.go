@@ -212,6 +212,7 @@ func TestReportFromPairsFile(t *testing.T) {
 {"a":"p","b":"q","jaccard":0.9}
 {"a":"p","b":"r","jaccard":1}
 {"a":"q","b":"r","jaccard":1}
+{"end":{"lines":6}}
 `), 0o644)
 	out := filepath.Join(tmp, "r.html")
 	msg := runOK(t, "report", "--db", dir, "--out", out, "--pairs", pf)
@@ -269,6 +270,7 @@ func TestReportErrors(t *testing.T) {
 		{[]string{"report", "--db", dir, "--out", out, "--pairs", write("half.jsonl", "{\"a\":\"x\",\"jaccard\":0.9}\n")}, 1, "half.jsonl:1: a pair needs a, b and jaccard"},
 		{[]string{"report", "--db", dir, "--out", out, "--pairs", write("self.jsonl", "{\"a\":\"x\",\"b\":\"x\",\"jaccard\":1}\n")}, 1, "self.jsonl:1: a pair of \"x\" with itself"},
 		{[]string{"report", "--db", dir, "--out", out, "--pairs", filepath.Join(tmp, "absent.jsonl")}, 1, "absent.jsonl: no such file"},
+		{[]string{"report", "--db", dir, "--out", out, "--pairs", write("cut.jsonl", "{\"header\":{\"threshold\":0.5}}\n{\"a\":\"x\",\"b\":\"y\",\"jaccard\":0.5}\n")}, 1, "cut.jsonl has the header of pairs --header but no end line"},
 		{[]string{"report", "--db", dir, "--out", filepath.Join(tmp, "no", "such", "dir.html")}, 1, "no such file or directory"},
 		{[]string{"report", "--db", filepath.Join(tmp, "nope"), "--out", out}, 1, "database does not exist"},
 	} {
@@ -283,7 +285,7 @@ func TestReportErrors(t *testing.T) {
 			t.Errorf("a failed report left %s", e.Name())
 		}
 	}
-	err := readPairs(filepath.Join(tmp, "bad.jsonl"), newPairHist(0.8))
+	err := readPairs(filepath.Join(tmp, "bad.jsonl"), newPairHist(0.8), 0, nil)
 	if !errors.Is(err, errBadPairs) {
 		t.Errorf("readPairs of a bad file: %v; want errBadPairs", err)
 	}
