@@ -43,6 +43,9 @@ var (
 	// document (the id and text flags differ from the build's), so
 	// filter could match none to the index.
 	errNoDocuments = errors.New("no record of the inputs could be read as a document")
+	// errNoIDs: the inputs' records were read, but none of the ids
+	// sampled is in the index (other id flags, or inputs never indexed).
+	errNoIDs = errors.New("none of the inputs' ids is in the index")
 )
 
 // fate is what a clustering decided for one document.
@@ -565,6 +568,9 @@ type filterCounts struct {
 	// first record of their id: removed as its duplicates.
 	exact    int64
 	clusters int
+	// sampled are the ids checked against the index (the first 1,000
+	// records' and every 1,024th after), found those it holds.
+	sampled, found int64
 }
 
 func (a *app) filterCmd() *cobra.Command {
@@ -591,7 +597,10 @@ else not); stdout as the first input; --compress overrides both.
 The index must have been built from these inputs with the same id flags
 (--id-field, --id-col, --id-from): records are matched to documents by id.
 A record that is not in any cluster is kept, including one the index
-refused (a bad record) and one it never saw.
+refused (a bad record) and one it never saw. A sample of the ids (the
+first 1,000 records', then every 1,024th) is checked against the index:
+if it holds none of them, filter fails, writing nothing (other id flags,
+or inputs it was not built from); if it lacks some, a note counts them.
 
 --removed FILE writes the removed records in the same format, each with
 duplicate_of (the id kept) and similarity (its exact Jaccard to it)
@@ -651,11 +660,16 @@ zstd inputs are read several times faster.`,
 				}
 				kept, drop := df.sinks(a, keptCols)
 				f := newFilterer(fates, kept, drop, annotate)
+				f.has = d.Has
 				err = a.filter(args, &in, f)
-				if err == nil && f.n.read > 0 && f.n.bad == f.n.read && docs > 0 {
+				switch {
+				case err != nil || docs == 0:
+				case f.n.read > 0 && f.n.bad == f.n.read:
 					// NB: every record kept as read, none matched to the
 					// index: a wrong flag, not a clean corpus.
 					err = fmt.Errorf("%w (the index holds %d documents; the first record: %v): give the id and text flags the index was built with (--id-field, --id-col, --id-from, --text-field, --text-col)", errNoDocuments, docs, f.firstBad)
+				case f.n.sampled > 0 && f.n.found == 0:
+					err = fmt.Errorf("%w: none of the %d ids checked (the first: %q) is one of the index's %d documents: give the id flags the index was built with (--id-field, --id-col, --id-from), and inputs it was built from", errNoIDs, f.n.sampled, f.firstID, docs)
 				}
 				if err := finishSinks(err, kept, drop); err != nil {
 					return interruptNote(err, "filter interrupted: no output written")
@@ -685,6 +699,10 @@ type filterer struct {
 	// record's bytes (0: none, a Parquet row), for repeats.
 	seen     map[uint64]uint64
 	firstBad error // why the first bad record is one
+	// has tells whether the index holds an id (the sample of
+	// filterCounts), nil for none; firstID is the first id read.
+	has     func(id string) (bool, error)
+	firstID string
 	// digest and scratch hash Parquet rows (rowHash).
 	digest  *xxhash.Digest
 	scratch []byte
@@ -763,6 +781,25 @@ func (f *filterer) take(id string, rec record) error {
 		f.seen[h] = bh
 	}
 	ft, ok := f.fates[id]
+	if f.n.read == 1 {
+		f.firstID = id
+	}
+	if !repeat && f.has != nil && (f.n.read <= 1000 || f.n.read%1024 == 0) {
+		// NB: a sample, so that inputs the index does not hold (other
+		// id flags) are told from inputs with no duplicates; an id in
+		// a cluster is in the index.
+		in := ok
+		if !in {
+			var err error
+			if in, err = f.has(id); err != nil {
+				return err
+			}
+		}
+		f.n.sampled++
+		if in {
+			f.n.found++
+		}
+	}
 	if ok {
 		f.clusters[ft.cluster] = struct{}{}
 	}
@@ -885,7 +922,7 @@ func (a *app) filterNote(n filterCounts, docs uint64, t float64, mode db.Cluster
 	if other := n.repeated - n.exact; other > 0 {
 		fmt.Fprintf(a.stderr, "note: %d records repeat an id read before with other content: the index holds one document per id (the last written), and every record of an id shares its fate; make ids unique (--id-from line) to tell them apart\n", other)
 	}
-	if ids := n.read - n.bad - n.repeated; ids != int64(docs) {
-		fmt.Fprintf(a.stderr, "note: the inputs have %d distinct ids, the index %d documents: was it built from these inputs with the same id flags? Records not in the index are kept.\n", ids, docs)
+	if missing := n.sampled - n.found; missing > 0 {
+		fmt.Fprintf(a.stderr, "note: %d of the %d ids checked are not in the index (kept as read): was it built from these inputs with the same id flags?\n", missing, n.sampled)
 	}
 }

@@ -764,3 +764,50 @@ func TestFilterRemovesExactRepeatsParquet(t *testing.T) {
 		}
 	}
 }
+
+// Ensure that filter tells inputs whose ids the index does not hold from
+// inputs with no duplicates: records that read as documents under ids the
+// index never saw (other id flags) fail the run, writing nothing; a part
+// of the inputs the index was built from (tonight's file of an index of
+// every night) filters with no note; inputs of which some records were
+// never indexed are filtered, with a note that counts them.
+func TestFilterChecksIDsAgainstTheIndex(t *testing.T) {
+	dir := t.TempDir()
+	idx := filepath.Join(dir, "idx")
+	var all, part, mixed strings.Builder
+	for i := range 40 {
+		text := fmt.Sprintf("document number %d about topic %d, with enough words to shingle well", i/2, i/2)
+		line := fmt.Sprintf("{\"id\":\"d%02d\",\"text\":%q}\n", i, text)
+		all.WriteString(line)
+		if i < 20 {
+			part.WriteString(line)
+			mixed.WriteString(line)
+			mixed.WriteString(fmt.Sprintf("{\"id\":\"new%02d\",\"text\":%q}\n", i, text+" and more"))
+		}
+	}
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	in := write("all.jsonl", all.String())
+	mustRun(t, "build", "--db", idx, in)
+	out := filepath.Join(dir, "out.jsonl")
+	_, errOut, code := runLine([]string{"filter", "--db", idx, "--id-from", "line", "--out", out, in}, "")
+	if code != 1 || !strings.Contains(errOut, "none of the inputs' ids is in the index") || !strings.Contains(errOut, "none of the 40 ids checked") {
+		t.Errorf("filter with ids the index never saw: exit %d %q", code, errOut)
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("a failed filter wrote its output: %v", err)
+	}
+	_, errOut = mustRun(t, "filter", "--db", idx, "--out", out, write("part.jsonl", part.String()))
+	if got, _ := os.ReadFile(out); strings.Count(string(got), "\n") != 10 || strings.Contains(errOut, "note:") {
+		t.Errorf("filter of a part of the inputs: %d records kept (want 10), stderr %q", strings.Count(string(got), "\n"), errOut)
+	}
+	_, errOut = mustRun(t, "filter", "--db", idx, "--out", out, write("mixed.jsonl", mixed.String()))
+	if got, _ := os.ReadFile(out); strings.Count(string(got), "\n") != 30 || !strings.Contains(errOut, "20 of the 40 ids checked are not in the index") {
+		t.Errorf("filter of inputs half indexed: %d records kept (want 30), stderr %q", strings.Count(string(got), "\n"), errOut)
+	}
+}
