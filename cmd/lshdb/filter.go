@@ -564,10 +564,12 @@ type filterCounts struct {
 	read, kept, removed int64
 	bad                 int64 // records not read as documents (not in the index): kept as read
 	repeated            int64 // records whose id an earlier record had
-	// exact are the repeated records that were the same bytes as the
-	// first record of their id: removed as its duplicates.
-	exact    int64
-	clusters int
+	// copies are the repeated records that were the same bytes as the
+	// first record of their id; exact those of them removed as its
+	// duplicates (the others went with their id's fate: removed with a
+	// removed id, kept by --annotate).
+	copies, exact int64
+	clusters      int
 	// sampled are the ids checked against the index (the first 1,000
 	// records' and every 1,024th after), found those it holds.
 	sampled, found int64
@@ -809,7 +811,11 @@ func (f *filterer) take(id string, rec record) error {
 	// the same bytes) would keep both copies of a kept id. A later copy of
 	// the first record is removed as its duplicate (similarity 1), unless
 	// every record is kept (--annotate).
-	if repeat && !dropped && !f.annotate && bh != 0 && bh == first {
+	copied := repeat && bh != 0 && bh == first
+	if copied {
+		f.n.copies++
+	}
+	if copied && !dropped && !f.annotate {
 		f.n.removed++
 		f.n.exact++
 		if f.drop != nil {
@@ -916,10 +922,17 @@ func (a *app) filterNote(n filterCounts, docs uint64, t float64, mode db.Cluster
 	if n.bad > 0 {
 		fmt.Fprintf(a.stderr, "note: %d records could not be read as documents (as insert would skip them): kept as read\n", n.bad)
 	}
-	if n.exact > 0 {
-		fmt.Fprintf(a.stderr, "note: %d records were copies, byte for byte, of an earlier record with their id: removed as its duplicates (similarity 1)\n", n.exact)
+	if n.copies > 0 {
+		how := "removed as its duplicates (similarity 1)"
+		switch {
+		case n.exact == 0:
+			how = "each shares its id's fate"
+		case n.exact < n.copies:
+			how = fmt.Sprintf("%d removed as its duplicates (similarity 1), the others with their id's cluster", n.exact)
+		}
+		fmt.Fprintf(a.stderr, "note: %d records were copies, byte for byte, of an earlier record with their id: %s\n", n.copies, how)
 	}
-	if other := n.repeated - n.exact; other > 0 {
+	if other := n.repeated - n.copies; other > 0 {
 		fmt.Fprintf(a.stderr, "note: %d records repeat an id read before with other content: the index holds one document per id (the last written), and every record of an id shares its fate; make ids unique (--id-from line) to tell them apart\n", other)
 	}
 	if missing := n.sampled - n.found; missing > 0 {

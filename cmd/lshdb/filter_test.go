@@ -811,3 +811,30 @@ func TestFilterChecksIDsAgainstTheIndex(t *testing.T) {
 		t.Errorf("filter of inputs half indexed: %d records kept (want 30), stderr %q", strings.Count(string(got), "\n"), errOut)
 	}
 }
+
+// Ensure that a byte-for-byte copy of a record whose id a cluster drops is
+// removed with it and counted as a copy, not as a record of other content.
+// The build inserts a repeated id where its last record is, so here b
+// (inserted before a's last record) is the one kept.
+func TestFilterCopyOfADroppedRecord(t *testing.T) {
+	dir := t.TempDir()
+	text := "the quick brown fox jumps over the lazy dog and runs far away into the forest"
+	a := fmt.Sprintf("{\"id\":\"a\",\"text\":%q}\n", text)
+	b := fmt.Sprintf("{\"id\":\"b\",\"text\":%q}\n", text+"!")
+	in := filepath.Join(dir, "in.jsonl")
+	os.WriteFile(in, []byte(a+b+a), 0o644)
+	idx := filepath.Join(dir, "idx")
+	mustRun(t, "build", "--db", idx, in)
+	kept, removed := filepath.Join(dir, "kept.jsonl"), filepath.Join(dir, "removed.jsonl")
+	_, errOut := mustRun(t, "filter", "--db", idx, "--out", kept, "--removed", removed, in)
+	if got, _ := os.ReadFile(kept); string(got) != b {
+		t.Errorf("kept %q, want b", got)
+	}
+	got, _ := os.ReadFile(removed)
+	if n := strings.Count(string(got), `"duplicate_of":"b"`); n != 2 {
+		t.Errorf("removed %q: want both records of a as duplicates of b", got)
+	}
+	if !strings.Contains(errOut, "1 records were copies, byte for byte") || strings.Contains(errOut, "other content") {
+		t.Errorf("the summary: %q", errOut)
+	}
+}
