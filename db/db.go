@@ -5,12 +5,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
@@ -162,6 +164,11 @@ func openIn(dir string, o Options) (*DB, error) {
 				return nil, fmt.Errorf("%w: %s (waited %v)", ErrLocked, dir, o.LockTimeout)
 			}
 			return nil, fmt.Errorf("%w: %s", ErrLocked, dir)
+		}
+		if errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EROFS) {
+			// NB: Pebble takes its lock file for every open, read-only
+			// ones too.
+			return nil, fmt.Errorf("lshdb: locking %s: %w (every open, read-only too, writes the lock file %s: copy the index where you may write, or open it as its owner)", dir, err, o.fs.PathJoin(dir, "LOCK"))
 		}
 		return nil, fmt.Errorf("lshdb: locking %s: %w", dir, err)
 	}

@@ -3,6 +3,7 @@ package db
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"syscall"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -112,7 +113,16 @@ func classify(err error) error {
 // Pebble's in-process check for this one. NB: Pebble v2.1.7's in-process
 // error is unexported and matched by its text (TestErrLocked covers it:
 // recheck on a Pebble upgrade).
+//
+// NB: EACCES is also what opening the lock file returns without write
+// permission (a read-only copy, another user's index): that error comes
+// as an *fs.PathError from the open, fcntl's as a bare errno, and it is
+// no lock held by anyone.
 func isLockError(err error) bool {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return false
+	}
 	return errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EACCES) ||
 		errors.Is(err, syscall.EWOULDBLOCK) || err.Error() == "lock held by current process"
 }

@@ -6,12 +6,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -435,5 +438,29 @@ func TestPutBatchNamesTheCallersPosition(t *testing.T) {
 	}
 	if n, err := d.Count(); err != nil || n != 0 {
 		t.Fatalf("count %d %v: a failed batch stored something", n, err)
+	}
+}
+
+// lockDeniedFS is a filesystem whose lock file cannot be opened, as an
+// index directory the user may read but not write.
+type lockDeniedFS struct{ vfs.FS }
+
+func (f lockDeniedFS) Lock(name string) (io.Closer, error) {
+	return nil, &os.PathError{Op: "open", Path: name, Err: syscall.EACCES}
+}
+
+// Ensure that an index whose lock file cannot be opened (no write
+// permission) is not reported as locked by another process, which no
+// process was: the error names the permission and the lock file.
+func TestOpenLockFileDenied(t *testing.T) {
+	mem := vfs.NewMem()
+	d, err := Open("idx", &Options{fs: mem})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Close()
+	_, err = Open("idx", &Options{fs: lockDeniedFS{mem}, ReadOnly: true})
+	if err == nil || errors.Is(err, ErrLocked) || !errors.Is(err, fs.ErrPermission) || !strings.Contains(err.Error(), "LOCK") {
+		t.Fatalf("Open with the lock file denied: %v, want a permission error naming the lock file, not ErrLocked", err)
 	}
 }
