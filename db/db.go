@@ -190,7 +190,9 @@ func openIn(dir string, o Options) (*DB, error) {
 		// ErrCorrupt.
 		EventListener: &pebble.EventListener{
 			DataCorruption: func(info pebble.DataCorruptionInfo) {
-				o.Logger.Error("lshdb: pebble: data corruption", "info", info.String())
+				// NB: the details' first line: the rest is Pebble's stack
+				// traces (5 KB in a log line).
+				o.Logger.Error("lshdb: pebble: data corruption", "file", info.Path, "error", firstLine{info.Details}.Error())
 			},
 			// NB: while writes are stalled every write waits, synced puts
 			// included (BenchmarkMixed's socket runs at half their

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"strings"
 	"syscall"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -101,7 +102,7 @@ func classify(err error) error {
 	case errors.Is(err, codec.ErrFormatTooNew):
 		return fmt.Errorf("%w: %w", ErrFormatTooNew, err)
 	case errors.Is(err, codec.ErrCorrupt) || pebble.IsCorruptionError(err):
-		return fmt.Errorf("%w: %w", ErrCorrupt, err)
+		return fmt.Errorf("%w: %w", ErrCorrupt, firstLine{err})
 	case errors.Is(err, syscall.ENOSPC):
 		return fmt.Errorf("%w: %w", ErrDiskFull, err)
 	}
@@ -126,3 +127,16 @@ func isLockError(err error) bool {
 	return errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EACCES) ||
 		errors.Is(err, syscall.EWOULDBLOCK) || err.Error() == "lock held by current process"
 }
+
+// firstLine is an error whose message is the first line of its cause's,
+// which it wraps. NB: Pebble's corruption errors carry their details on
+// further lines (a "<corruption detail carrier>" and the message again),
+// which a command's one-line error would show as escaped line ends.
+type firstLine struct{ err error }
+
+func (e firstLine) Error() string {
+	msg, _, _ := strings.Cut(e.err.Error(), "\n")
+	return msg
+}
+
+func (e firstLine) Unwrap() error { return e.err }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -164,17 +165,26 @@ func TestErrCorruptSSTable(t *testing.T) {
 		}
 		os.WriteFile(f, b, 0o644)
 	}
-	d, err := Open(dir, nil)
-	if err != nil {
-		if !errors.Is(err, ErrCorrupt) {
-			t.Fatalf("Open of a damaged store: %v", err)
+	// NB: the log and the error carry one line: Pebble's details add its
+	// stack traces and the message again on further lines.
+	var log strings.Builder
+	logger := slog.New(slog.NewTextHandler(&log, nil))
+	oneLine := func(what string, err error) {
+		t.Helper()
+		if !errors.Is(err, ErrCorrupt) || !pebble.IsCorruptionError(err) || strings.Contains(err.Error(), "\n") {
+			t.Fatalf("%s: %q, want ErrCorrupt, Pebble's corruption, one line", what, err)
 		}
+	}
+	d, err := Open(dir, &Options{Logger: logger})
+	if err != nil {
+		oneLine("Open of a damaged store", err)
 		return
 	}
 	defer d.Close()
 	_, err = d.Check(context.Background())
-	if !errors.Is(err, ErrCorrupt) {
-		t.Fatalf("Check of a damaged sstable: %v", err)
+	oneLine("Check of a damaged sstable", err)
+	if n := strings.Count(log.String(), "\n"); n == 0 || strings.Contains(log.String(), "stack trace") {
+		t.Errorf("the log of the corruption (%d lines): %s", n, log.String())
 	}
 }
 
