@@ -174,7 +174,7 @@ func openIn(dir string, o Options) (*DB, error) {
 	}
 	cache := pebble.NewCache(o.CacheSize)
 	defer cache.Unref()
-	stalls := new(writeStalls)
+	stalls := &writeStalls{log: o.Logger}
 	popts := &pebble.Options{
 		FS:                 o.fs,
 		Lock:               lock,
@@ -197,13 +197,13 @@ func openIn(dir string, o Options) (*DB, error) {
 			// NB: while writes are stalled every write waits, synced puts
 			// included (BenchmarkMixed's socket runs at half their
 			// saturation had a p99 of 426 ms): operators see each stall
-			// in the log and in Metrics.
+			// in Metrics, and in the log each that lasts a second
+			// (writeStalls).
 			WriteStallBegin: func(info pebble.WriteStallBeginInfo) {
-				stalls.begin()
-				o.Logger.Warn("lshdb: pebble: writes stalled", "reason", info.Reason)
+				stalls.begin(info.Reason)
 			},
 			WriteStallEnd: func() {
-				o.Logger.Info("lshdb: pebble: writes resumed", "stalled", stalls.end())
+				stalls.end()
 			},
 		},
 	}

@@ -1,6 +1,7 @@
 package db
 
 import (
+	"log/slog"
 	"sync"
 	"time"
 )
@@ -129,19 +130,42 @@ func (db *DB) Metrics() (Metrics, error) {
 }
 
 // writeStalls counts Pebble's write stalls (its EventListener's
-// WriteStallBegin and WriteStallEnd, which come in pairs).
+// WriteStallBegin and WriteStallEnd, which come in pairs) and logs them:
+// a stall that lasts stallLogAfter is logged then (Warn) and when it ends;
+// a shorter one only at Debug. NB: a bulk insert meets stalls of a few
+// milliseconds as its memtables wait for a flush, a routine event that
+// filled a nightly job's mail with warnings; an operator wants the ones
+// that hold writes up.
 type writeStalls struct {
-	mu    sync.Mutex
-	n     int64
-	total time.Duration
-	since time.Time // the stall in progress began; zero: none
+	mu     sync.Mutex
+	n      int64
+	total  time.Duration
+	since  time.Time // the stall in progress began; zero: none
+	reason string    // the stall in progress's reason
+	told   bool      // the stall in progress was logged (it lasted stallLogAfter)
+	timer  *time.Timer
+	log    *slog.Logger
 }
 
-func (w *writeStalls) begin() {
+// stallLogAfter is how long a stall lasts before it is logged as one.
+var stallLogAfter = time.Second
+
+func (w *writeStalls) begin(reason string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.n++
-	w.since = time.Now()
+	w.since, w.reason, w.told = time.Now(), reason, false
+	n := w.n
+	if w.log != nil {
+		w.timer = time.AfterFunc(stallLogAfter, func() {
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			if w.n == n && !w.since.IsZero() {
+				w.told = true
+				w.log.Warn("lshdb: pebble: writes stalled", "reason", w.reason, "for", time.Since(w.since).Round(time.Millisecond))
+			}
+		})
+	}
 }
 
 // end closes the stall in progress and returns how long it lasted.
@@ -154,6 +178,17 @@ func (w *writeStalls) end() time.Duration {
 	d := time.Since(w.since)
 	w.total += d
 	w.since = time.Time{}
+	if w.timer != nil {
+		w.timer.Stop()
+		w.timer = nil
+	}
+	if w.log != nil {
+		if w.told {
+			w.log.Warn("lshdb: pebble: writes resumed", "stalled", d.Round(time.Millisecond), "reason", w.reason)
+		} else {
+			w.log.Debug("lshdb: pebble: writes stalled briefly", "stalled", d, "reason", w.reason)
+		}
+	}
 	return d
 }
 

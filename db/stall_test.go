@@ -86,8 +86,13 @@ func TestWriteStallsAreReported(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+	// NB: a stall is logged once it has lasted stallLogAfter; this one
+	// lasts until release.
+	for end := time.Now().Add(stallLogAfter + 5*time.Second); !strings.Contains(log.String(), "writes stalled") && time.Now().Before(end); {
+		time.Sleep(5 * time.Millisecond)
+	}
 	if !strings.Contains(log.String(), "writes stalled") {
-		t.Fatalf("the log says nothing of the stall:\n%s", log.String())
+		t.Fatalf("the log says nothing of a stall of over %v:\n%s", stallLogAfter, log.String())
 	}
 	release()
 	if err := <-done; err != nil {
@@ -107,5 +112,30 @@ func TestWriteStallsAreReported(t *testing.T) {
 	}
 	if !strings.Contains(log.String(), "writes resumed") {
 		t.Fatalf("the log does not say the writes resumed:\n%s", log.String())
+	}
+}
+
+// Ensure that a brief stall (a bulk insert's memtable waiting a few
+// milliseconds for its flush) is counted but not logged at Info or
+// above, and that a long one is logged while it lasts and when it ends.
+func TestBriefStallsAreQuiet(t *testing.T) {
+	var log syncBuffer
+	w := &writeStalls{log: slog.New(slog.NewTextHandler(&log, nil))}
+	w.begin("memtable count limit reached")
+	time.Sleep(time.Millisecond)
+	w.end()
+	if n, d := w.get(); n != 1 || d <= 0 || log.String() != "" {
+		t.Fatalf("a brief stall: %d stalls, %v; logged %q, want nothing", n, d, log.String())
+	}
+	defer func(old time.Duration) { stallLogAfter = old }(stallLogAfter)
+	stallLogAfter = 20 * time.Millisecond
+	w.begin("L0 file count limit exceeded")
+	for end := time.Now().Add(5 * time.Second); !strings.Contains(log.String(), "writes stalled") && time.Now().Before(end); {
+		time.Sleep(5 * time.Millisecond)
+	}
+	w.end()
+	got := log.String()
+	if !strings.Contains(got, "level=WARN msg=\"lshdb: pebble: writes stalled\" reason=\"L0 file count limit exceeded\"") || !strings.Contains(got, "writes resumed") {
+		t.Fatalf("a long stall logged %q, want its beginning and its end", got)
 	}
 }
