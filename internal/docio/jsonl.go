@@ -296,6 +296,13 @@ func parseJSON(o *Options, s *lineScan, name string, line int, b []byte) (Record
 			if t := bytes.TrimSpace(b); len(t) > 0 && t[0] != '{' && t[0] != '[' && bytes.ContainsAny(t, ",\t") {
 				return Record{}, fmt.Errorf("not a JSON object (CSV or TSV? give --format csv or tsv): %w", err)
 			}
+			if t := bytes.TrimSpace(b); len(t) > 0 && t[0] != '{' {
+				// NB: encoding/json's message for a line that is no JSON
+				// at all ("invalid character 'o' in literal null") says
+				// what it tried, not what the line is.
+				r, _ := utf8.DecodeRune(t)
+				return Record{}, fmt.Errorf("not a JSON object: the line starts with %q, not {", r)
+			}
 			return Record{}, fmt.Errorf("not a JSON object: %w", err)
 		}
 		return Record{}, errors.New("not a JSON object: null")
