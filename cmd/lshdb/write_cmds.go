@@ -737,6 +737,11 @@ func stoppedErr(done, through string, err error) error {
 }
 
 func (a *app) reportInsert(s insertSummary) error {
+	if s.Inserted+s.Repeated+s.Empty+s.BadSkipped == 0 {
+		// NB: an empty input is no error (a night with nothing new), but a
+		// job whose upstream wrote an empty file should hear of it.
+		a.notef("the inputs held no record: nothing was inserted")
+	}
 	if a.json() {
 		return a.emitJSON(s)
 	}

@@ -613,3 +613,22 @@ func TestInsertStreamCommitsWhenInputPauses(t *testing.T) {
 		t.Errorf("%d documents, %v; want 15", n, err)
 	}
 }
+
+// Ensure that a build or insert of inputs that hold no record succeeds
+// (a night with nothing new) but says so on stderr, where a job's mail
+// shows it, and that one that inserts says nothing of the kind.
+func TestInsertOfNothingSaysSo(t *testing.T) {
+	dir := t.TempDir()
+	empty := filepath.Join(dir, "empty.jsonl")
+	os.WriteFile(empty, nil, 0o644)
+	for _, cmd := range []string{"build", "insert"} {
+		out, errOut, code := runLine([]string{cmd, "--db", filepath.Join(dir, cmd), empty}, "")
+		if code != 0 || !strings.Contains(out, "inserted 0 documents") || !strings.Contains(errOut, "the inputs held no record") {
+			t.Errorf("%s of an empty file: exit %d, stdout %q, stderr %q", cmd, code, out, errOut)
+		}
+	}
+	_, errOut, code := runLine([]string{"insert", "--db", filepath.Join(dir, "insert"), "-"}, "{\"id\":\"a\",\"text\":\"some words to index\"}\n")
+	if code != 0 || strings.Contains(errOut, "held no record") {
+		t.Errorf("insert of a record: exit %d, stderr %q", code, errOut)
+	}
+}
