@@ -192,7 +192,7 @@ func openIn(dir string, o Options) (*DB, error) {
 			DataCorruption: func(info pebble.DataCorruptionInfo) {
 				// NB: the details' first line: the rest is Pebble's stack
 				// traces (5 KB in a log line).
-				o.Logger.Error("lshdb: pebble: data corruption", "file", info.Path, "error", firstLine{info.Details}.Error())
+				o.Logger.Error("lshdb: pebble: data corruption", "file", info.Path, "bounds", info.Bounds.String(), "error", firstLine{info.Details}.Error())
 			},
 			// NB: while writes are stalled every write waits, synced puts
 			// included (BenchmarkMixed's socket runs at half their

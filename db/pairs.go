@@ -647,8 +647,10 @@ func runTempDir(fs vfs.FS, dir string) (tmp string, remove func(), err error) {
 		return "", nil, fmt.Errorf("lshdb: locking the pairs run's temporary directory: %w", err)
 	}
 	return tmp, func() {
-		fs.RemoveAll(tmp)
+		// NB: the lock released first: on Windows a held lock file
+		// cannot be deleted, nor its directory.
 		lock.Close()
+		fs.RemoveAll(tmp)
 	}, nil
 }
 
@@ -671,7 +673,7 @@ func sweepDeadRuns(fs vfs.FS, dir string) {
 		if err != nil {
 			continue
 		}
-		fs.RemoveAll(p)
 		lock.Close()
+		fs.RemoveAll(p)
 	}
 }

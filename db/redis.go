@@ -1065,6 +1065,10 @@ func indexFile(name string) bool {
 	switch {
 	case name == "LOCK", name == "CURRENT", name == loadTmpDir, name == "lshdb.sock":
 		return true
+	case name == ".DS_Store", name == "Thumbs.db", name == "desktop.ini":
+		// NB: what a file browser leaves in a folder it showed: not
+		// the user's data, and no reason to refuse a drop.
+		return true
 	case strings.HasPrefix(name, "MANIFEST-"), strings.HasPrefix(name, "OPTIONS-"),
 		strings.HasPrefix(name, "marker."), strings.HasPrefix(name, ".lshdb-sock-"):
 		return true

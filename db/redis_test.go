@@ -529,6 +529,10 @@ func TestDrop(t *testing.T) {
 	if err := os.Remove(mixed + "/corpus.jsonl"); err != nil {
 		t.Fatal(err)
 	}
+	// NB: what a file browser leaves does not hold a drop back.
+	if err := os.WriteFile(mixed+"/.DS_Store", []byte("finder"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	if err := Drop(ctx, mixed); err != nil {
 		t.Fatalf("Drop once the user's file is out: %v", err)
 	}

@@ -17,6 +17,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/klauspost/compress/gzip"
@@ -569,10 +570,11 @@ type filterCounts struct {
 	// duplicates (the others went with their id's fate: removed with a
 	// removed id, kept by --annotate).
 	copies, exact int64
+	copyKind      string // how copies were compared: byte for byte, or value for value (Parquet rows)
 	clusters      int
-	// sampled are the ids checked against the index (the first 1,000
-	// records' and every 1,024th after), found those it holds.
-	sampled, found int64
+	// sampled are the ids checked against the index before the
+	// clustering (sampleIDs), found those it holds.
+	sampled, found int
 }
 
 func (a *app) filterCmd() *cobra.Command {
@@ -599,10 +601,10 @@ else not); stdout as the first input; --compress overrides both.
 The index must have been built from these inputs with the same id flags
 (--id-field, --id-col, --id-from): records are matched to documents by id.
 A record that is not in any cluster is kept, including one the index
-refused (a bad record) and one it never saw. A sample of the ids (the
-first 1,000 records', then every 1,024th) is checked against the index:
-if it holds none of them, filter fails, writing nothing (other id flags,
-or inputs it was not built from); if it lacks some, a note counts them.
+refused (a bad record) and one it never saw. The ids of the first 1,000
+documents are checked against the index before the clustering: if it
+holds none of them, filter fails, writing nothing (other id flags, or
+inputs it was not built from); if it lacks some, a note counts them.
 
 --removed FILE writes the removed records in the same format, each with
 duplicate_of (the id kept) and similarity (its exact Jaccard to it)
@@ -648,6 +650,20 @@ zstd inputs are read several times faster.`,
 				if err := checkShapes(a.ctx, args, &in, addedCols(df.removed != "", annotate)); err != nil {
 					return err
 				}
+				docs, err := d.Count()
+				if err != nil {
+					return err
+				}
+				// NB: and their ids, so that inputs the index does not
+				// hold (other id flags) fail before anything is written,
+				// stdout included, not after a copy of the input.
+				ids, err := sampleIDs(a.ctx, args, &in, d.Has)
+				if err != nil {
+					return err
+				}
+				if docs > 0 && ids.sampled > 0 && ids.found == 0 {
+					return fmt.Errorf("%w: none of the first %d ids read (the first: %q) is one of the index's %d documents: give the id flags the index was built with (--id-field, --id-col, --id-from), and inputs it was built from", errNoIDs, ids.sampled, ids.first, docs)
+				}
 				fates, _, err := df.fates(a, d, t, mode, keep)
 				if err != nil {
 					return interruptNote(err, "filter interrupted while clustering: nothing written")
@@ -656,22 +672,14 @@ zstd inputs are read several times faster.`,
 				if annotate {
 					keptCols = annotateCols
 				}
-				docs, err := d.Count()
-				if err != nil {
-					return err
-				}
 				kept, drop := df.sinks(a, keptCols)
 				f := newFilterer(fates, kept, drop, annotate)
-				f.has = d.Has
+				f.n.sampled, f.n.found = ids.sampled, ids.found
 				err = a.filter(args, &in, f)
-				switch {
-				case err != nil || docs == 0:
-				case f.n.read > 0 && f.n.bad == f.n.read:
+				if err == nil && docs > 0 && f.n.read > 0 && f.n.bad == f.n.read {
 					// NB: every record kept as read, none matched to the
 					// index: a wrong flag, not a clean corpus.
 					err = fmt.Errorf("%w (the index holds %d documents; the first record: %v): give the id and text flags the index was built with (--id-field, --id-col, --id-from, --text-field, --text-col)", errNoDocuments, docs, f.firstBad)
-				case f.n.sampled > 0 && f.n.found == 0:
-					err = fmt.Errorf("%w: none of the %d ids checked (the first: %q) is one of the index's %d documents: give the id flags the index was built with (--id-field, --id-col, --id-from), and inputs it was built from", errNoIDs, f.n.sampled, f.firstID, docs)
 				}
 				if err := finishSinks(err, kept, drop); err != nil {
 					return interruptNote(err, "filter interrupted: no output written")
@@ -701,10 +709,6 @@ type filterer struct {
 	// record's bytes (0: none, a Parquet row), for repeats.
 	seen     map[uint64]uint64
 	firstBad error // why the first bad record is one
-	// has tells whether the index holds an id (the sample of
-	// filterCounts), nil for none; firstID is the first id read.
-	has     func(id string) (bool, error)
-	firstID string
 	// digest and scratch hash Parquet rows (rowHash).
 	digest  *xxhash.Digest
 	scratch []byte
@@ -783,25 +787,6 @@ func (f *filterer) take(id string, rec record) error {
 		f.seen[h] = bh
 	}
 	ft, ok := f.fates[id]
-	if f.n.read == 1 {
-		f.firstID = id
-	}
-	if !repeat && f.has != nil && (f.n.read <= 1000 || f.n.read%1024 == 0) {
-		// NB: a sample, so that inputs the index does not hold (other
-		// id flags) are told from inputs with no duplicates; an id in
-		// a cluster is in the index.
-		in := ok
-		if !in {
-			var err error
-			if in, err = f.has(id); err != nil {
-				return err
-			}
-		}
-		f.n.sampled++
-		if in {
-			f.n.found++
-		}
-	}
 	if ok {
 		f.clusters[ft.cluster] = struct{}{}
 	}
@@ -814,6 +799,10 @@ func (f *filterer) take(id string, rec record) error {
 	copied := repeat && bh != 0 && bh == first
 	if copied {
 		f.n.copies++
+		f.n.copyKind = "byte for byte"
+		if rec.raw == nil {
+			f.n.copyKind = "value for value"
+		}
 	}
 	if copied && !dropped && !f.annotate {
 		f.n.removed++
@@ -849,6 +838,58 @@ func readOptions(in *inputFlags, onSource func(docio.Source) error) docio.Option
 	o.MaxRecordBytes = max(o.MaxRecordBytes, 1<<30)
 	o.OnSource = onSource
 	return o
+}
+
+// idSample is what sampleIDs found.
+type idSample struct {
+	sampled, found int
+	first          string // the first id checked
+}
+
+// idSampleSize is how many ids sampleIDs checks.
+const idSampleSize = 1000
+
+// sampleIDs checks the ids of the inputs' first idSampleSize documents
+// with text (has: whether the index holds an id). Records that cannot be
+// read as documents, repeated ids, and texts with no letter or digit
+// (which the build skips as empty) are not counted.
+func sampleIDs(ctx context.Context, paths []string, in *inputFlags, has func(string) (bool, error)) (idSample, error) {
+	var s idSample
+	o := in.Options
+	o.MaxRecordBytes = max(o.MaxRecordBytes, 1<<30)
+	seen := map[string]bool{}
+	for r, err := range docio.Read(ctx, paths, nil, o) {
+		var re *docio.RecordError
+		switch {
+		case errors.As(err, &re):
+			continue
+		case err != nil:
+			return s, err
+		case seen[r.ID] || !hasContent(r.Text):
+			continue
+		}
+		seen[r.ID] = true
+		ok, err := has(r.ID)
+		if err != nil {
+			return s, err
+		}
+		if s.sampled == 0 {
+			s.first = r.ID
+		}
+		s.sampled++
+		if ok {
+			s.found++
+		}
+		if s.sampled == idSampleSize {
+			break
+		}
+	}
+	return s, nil
+}
+
+// hasContent reports whether text has a letter or a digit.
+func hasContent(text string) bool {
+	return strings.IndexFunc(text, func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }) >= 0
 }
 
 // errShapeRead stops checkShapes' reading of an input at its shape.
@@ -930,12 +971,12 @@ func (a *app) filterNote(n filterCounts, docs uint64, t float64, mode db.Cluster
 		case n.exact < n.copies:
 			how = fmt.Sprintf("%d removed as its duplicates (similarity 1), the others with their id's cluster", n.exact)
 		}
-		fmt.Fprintf(a.stderr, "note: %d records were copies, byte for byte, of an earlier record with their id: %s\n", n.copies, how)
+		fmt.Fprintf(a.stderr, "note: %d records were copies, %s, of an earlier record with their id: %s\n", n.copies, n.copyKind, how)
 	}
 	if other := n.repeated - n.copies; other > 0 {
 		fmt.Fprintf(a.stderr, "note: %d records repeat an id read before with other content: the index holds one document per id (the last written), and every record of an id shares its fate; make ids unique (--id-from line) to tell them apart\n", other)
 	}
 	if missing := n.sampled - n.found; missing > 0 {
-		fmt.Fprintf(a.stderr, "note: %d of the %d ids checked are not in the index (kept as read): was it built from these inputs with the same id flags?\n", missing, n.sampled)
+		fmt.Fprintf(a.stderr, "note: %d of the first %d ids read are not in the index (kept as read): was it built from these inputs with the same id flags?\n", missing, n.sampled)
 	}
 }

@@ -758,7 +758,7 @@ func TestFilterRemovesExactRepeatsParquet(t *testing.T) {
 			t.Errorf("removed row %d: %v, want %v with duplicate_of a, similarity 1", i, r, orig)
 		}
 	}
-	for _, note := range []string{"5 kept, 2 removed", "2 records were copies, byte for byte", "2 records repeat an id read before with other content"} {
+	for _, note := range []string{"5 kept, 2 removed", "2 records were copies, value for value", "2 records repeat an id read before with other content"} {
 		if !strings.Contains(errOut, note) {
 			t.Errorf("the summary lacks %q:\n%s", note, errOut)
 		}
@@ -796,19 +796,31 @@ func TestFilterChecksIDsAgainstTheIndex(t *testing.T) {
 	mustRun(t, "build", "--db", idx, in)
 	out := filepath.Join(dir, "out.jsonl")
 	_, errOut, code := runLine([]string{"filter", "--db", idx, "--id-from", "line", "--out", out, in}, "")
-	if code != 1 || !strings.Contains(errOut, "none of the inputs' ids is in the index") || !strings.Contains(errOut, "none of the 40 ids checked") {
+	if code != 1 || !strings.Contains(errOut, "none of the inputs' ids is in the index") || !strings.Contains(errOut, "none of the first 40 ids read") {
 		t.Errorf("filter with ids the index never saw: exit %d %q", code, errOut)
 	}
 	if _, err := os.Stat(out); !os.IsNotExist(err) {
 		t.Errorf("a failed filter wrote its output: %v", err)
+	}
+	// NB: to stdout too: the check comes before any record is written.
+	if stdout, _, code := runLine([]string{"filter", "--db", idx, "--id-from", "line", in}, ""); code != 1 || stdout != "" {
+		t.Errorf("filter to stdout with ids the index never saw: exit %d, wrote %d bytes", code, len(stdout))
 	}
 	_, errOut = mustRun(t, "filter", "--db", idx, "--out", out, write("part.jsonl", part.String()))
 	if got, _ := os.ReadFile(out); strings.Count(string(got), "\n") != 10 || strings.Contains(errOut, "note:") {
 		t.Errorf("filter of a part of the inputs: %d records kept (want 10), stderr %q", strings.Count(string(got), "\n"), errOut)
 	}
 	_, errOut = mustRun(t, "filter", "--db", idx, "--out", out, write("mixed.jsonl", mixed.String()))
-	if got, _ := os.ReadFile(out); strings.Count(string(got), "\n") != 30 || !strings.Contains(errOut, "20 of the 40 ids checked are not in the index") {
+	if got, _ := os.ReadFile(out); strings.Count(string(got), "\n") != 30 || !strings.Contains(errOut, "20 of the first 40 ids read are not in the index") {
 		t.Errorf("filter of inputs half indexed: %d records kept (want 30), stderr %q", strings.Count(string(got), "\n"), errOut)
+	}
+	// Records with empty texts, which the build skipped, are not ids the
+	// index lacks.
+	withEmpty := write("with-empty.jsonl", part.String()+"{\"id\":\"e1\",\"text\":\"\"}\n{\"id\":\"e2\",\"text\":\" ... \"}\n")
+	eidx := filepath.Join(dir, "eidx")
+	mustRun(t, "build", "--db", eidx, withEmpty)
+	if _, errOut = mustRun(t, "filter", "--db", eidx, "--out", out, withEmpty); strings.Contains(errOut, "not in the index") {
+		t.Errorf("filter of inputs with empty texts: %q", errOut)
 	}
 }
 

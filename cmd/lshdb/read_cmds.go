@@ -456,7 +456,8 @@ end: the stored texts of the documents in candidate pairs (sets mode:
 their sets, 8 bytes an element; 0.7 GB of texts at a million generated
 documents of 1.3 KB) and the candidate pairs that do not fit in memory,
 8 bytes each. A run that was killed leaves its files: the next pairs run
-removes them (info counts them in the size on disk).
+removes them once they are a minute old (info counts them in the size
+on disk).
 
 Below the index's threshold, fewer pairs share a band: the expected recall
 at T is printed on stderr and carried in each JSON line (expected_recall).

@@ -19,6 +19,7 @@ import (
 // must be called to end its goroutine, whether or not the output is
 // wanted.
 type AsyncWriter struct {
+	w    io.Writer     // the underlying writer
 	buf  []byte        // the buffer being filled
 	size int           // a buffer's size: a full one is handed on
 	full chan []byte   // buffers to write, to the goroutine
@@ -38,6 +39,7 @@ const asyncBuffers = 2
 func NewAsyncWriter(w io.Writer, size int) *AsyncWriter {
 	size = max(size, 4096)
 	a := &AsyncWriter{
+		w:    w,
 		buf:  make([]byte, 0, size),
 		size: size,
 		full: make(chan []byte, asyncBuffers),
@@ -76,14 +78,31 @@ func (a *AsyncWriter) Err() error {
 // errAsyncClosed is the error of a write to a closed AsyncWriter.
 var errAsyncClosed = errors.New("docio: write to a closed AsyncWriter")
 
-// Write buffers p, handing the buffer to the writing goroutine when full.
-// Its error is the underlying writer's first, if there was one.
+// Write buffers p, handing the buffer to the writing goroutine when full;
+// a p as large as a buffer is written through on the caller's goroutine
+// once the buffers are written (the goroutine is idle then). Its error is
+// the underlying writer's first, if there was one.
 func (a *AsyncWriter) Write(p []byte) (int, error) {
 	if a.closed {
 		return 0, errAsyncClosed
 	}
 	if err := a.Err(); err != nil {
 		return 0, err
+	}
+	if len(p) >= a.size {
+		// NB: a write as large as a buffer (a record of many megabytes)
+		// goes straight through once what is buffered is written: copied
+		// into a buffer it would grow that buffer to its size for good.
+		if err := a.Flush(); err != nil {
+			return 0, err
+		}
+		n, err := a.w.Write(p)
+		if err != nil {
+			a.mu.Lock()
+			a.err = err
+			a.mu.Unlock()
+		}
+		return n, err
 	}
 	a.buf = append(a.buf, p...)
 	if len(a.buf) >= a.size {

@@ -71,6 +71,10 @@ func TestAsyncWriterOrder(t *testing.T) {
 		if err := a.Flush(); err != nil {
 			t.Fatal(err)
 		}
+		// NB: writes larger than a buffer went through, not into one.
+		if c := cap(a.buf); c > 2*size {
+			t.Errorf("size %d: a buffer grew to %d bytes", size, c)
+		}
 		if err := a.Close(); err != nil {
 			t.Fatal(err)
 		}
