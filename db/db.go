@@ -165,7 +165,10 @@ func openIn(dir string, o Options) (*DB, error) {
 			}
 			return nil, fmt.Errorf("%w: %s", ErrLocked, dir)
 		}
-		if errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EROFS) {
+		switch {
+		case errors.Is(err, syscall.EROFS):
+			return nil, fmt.Errorf("lshdb: locking %s: %w (a read-only filesystem: the index can be opened for reading only)", dir, err)
+		case errors.Is(err, fs.ErrPermission):
 			// NB: Pebble takes its lock file for every open, read-only
 			// ones too.
 			return nil, fmt.Errorf("lshdb: locking %s: %w (every open, read-only too, writes the lock file %s: copy the index where you may write, or open it as its owner)", dir, err, o.fs.PathJoin(dir, "LOCK"))

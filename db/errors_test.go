@@ -474,3 +474,116 @@ func TestOpenLockFileDenied(t *testing.T) {
 		t.Fatalf("Open with the lock file denied: %v, want a permission error naming the lock file, not ErrLocked", err)
 	}
 }
+
+// readOnlyFS refuses every write under root with EROFS, as a read-only
+// mount does (the rest of the filesystem, a temporary directory, stays
+// writable).
+type readOnlyFS struct {
+	vfs.FS
+	root string
+}
+
+func (f readOnlyFS) ro(name string) bool { return strings.HasPrefix(name, f.root) }
+
+func erofs(op, name string) error { return &os.PathError{Op: op, Path: name, Err: syscall.EROFS} }
+
+func (f readOnlyFS) Create(name string, c vfs.DiskWriteCategory) (vfs.File, error) {
+	if f.ro(name) {
+		return nil, erofs("open", name)
+	}
+	return f.FS.Create(name, c)
+}
+func (f readOnlyFS) Link(o, n string) error {
+	if f.ro(n) {
+		return erofs("link", n)
+	}
+	return f.FS.Link(o, n)
+}
+func (f readOnlyFS) OpenReadWrite(name string, c vfs.DiskWriteCategory, opts ...vfs.OpenOption) (vfs.File, error) {
+	if f.ro(name) {
+		return nil, erofs("open", name)
+	}
+	return f.FS.OpenReadWrite(name, c, opts...)
+}
+func (f readOnlyFS) Remove(name string) error {
+	if f.ro(name) {
+		return erofs("remove", name)
+	}
+	return f.FS.Remove(name)
+}
+func (f readOnlyFS) RemoveAll(name string) error {
+	if f.ro(name) {
+		return erofs("remove", name)
+	}
+	return f.FS.RemoveAll(name)
+}
+func (f readOnlyFS) Rename(o, n string) error {
+	if f.ro(n) || f.ro(o) {
+		return erofs("rename", n)
+	}
+	return f.FS.Rename(o, n)
+}
+func (f readOnlyFS) ReuseForWrite(o, n string, c vfs.DiskWriteCategory) (vfs.File, error) {
+	if f.ro(n) {
+		return nil, erofs("open", n)
+	}
+	return f.FS.ReuseForWrite(o, n, c)
+}
+func (f readOnlyFS) MkdirAll(dir string, perm os.FileMode) error {
+	if f.ro(dir) {
+		return erofs("mkdir", dir)
+	}
+	return f.FS.MkdirAll(dir, perm)
+}
+func (f readOnlyFS) Lock(name string) (io.Closer, error) {
+	if f.ro(name) {
+		return nil, erofs("open", name)
+	}
+	return f.FS.Lock(name)
+}
+
+// Ensure that an index on a read-only filesystem (a backup on read-only
+// media) opens read-only and answers, as the index it was: the lock file
+// it cannot make is no writer to exclude; pairs spills elsewhere. A
+// writable open is refused.
+func TestOpenOnReadOnlyFilesystem(t *testing.T) {
+	mem := vfs.NewMem()
+	d, err := Open("idx", &Options{fs: mem})
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs := []Doc{{ID: "a", Text: "the quick brown fox jumps over the lazy dog"}, {ID: "b", Text: "the quick brown fox jumps over the lazy dog!"}, {ID: "c", Text: "something else entirely, about the weather"}}
+	if _, err := d.PutBatch(docs, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ro := readOnlyFS{mem, "idx"}
+	d, err = Open("idx", &Options{fs: ro, ReadOnly: true})
+	if err != nil {
+		t.Fatalf("read-only Open on a read-only filesystem: %v", err)
+	}
+	defer d.Close()
+	if n, err := d.Count(); err != nil || n != 3 {
+		t.Fatalf("Count = %d, %v; want 3", n, err)
+	}
+	res, err := d.QueryID(context.Background(), "a", nil)
+	if err != nil || len(res.Matches) != 1 || res.Matches[0].ID != "b" {
+		t.Fatalf("QueryID(a) = %+v, %v; want b", res, err)
+	}
+	// NB: pairs spills in the system's temporary directory instead.
+	var pairs []Pair
+	for p, err := range d.Pairs(context.Background(), nil) {
+		if err != nil {
+			t.Fatalf("Pairs on a read-only filesystem: %v", err)
+		}
+		pairs = append(pairs, p)
+	}
+	if len(pairs) != 1 || pairs[0].A != "a" || pairs[0].B != "b" {
+		t.Fatalf("Pairs = %v, want (a, b)", pairs)
+	}
+	if _, err := Open("idx", &Options{fs: ro}); err == nil || !errors.Is(err, syscall.EROFS) {
+		t.Fatalf("writable Open on a read-only filesystem: %v, want EROFS", err)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	iofs "io/fs"
 	"iter"
 	"math/bits"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -637,9 +639,18 @@ const staleRunAge = time.Minute
 // (0.7 GB at a million documents) per killed run.
 func runTempDir(fs vfs.FS, dir string) (tmp string, remove func(), err error) {
 	sweepDeadRuns(fs, dir)
-	tmp = fs.PathJoin(dir, fmt.Sprintf("%s%d-%d%s", pairsTmpPrefix, os.Getpid(), pairsRuns.Add(1), pairsTmpSuffix))
+	name := fmt.Sprintf("%s%d-%d%s", pairsTmpPrefix, os.Getpid(), pairsRuns.Add(1), pairsTmpSuffix)
+	tmp = fs.PathJoin(dir, name)
 	if err := fs.MkdirAll(tmp, 0o755); err != nil {
-		return "", nil, err
+		if !errors.Is(err, syscall.EROFS) && !errors.Is(err, iofs.ErrPermission) {
+			return "", nil, err
+		}
+		// NB: an index on a read-only filesystem (or another user's
+		// read-only open): the system's temporary directory.
+		tmp = fs.PathJoin(os.TempDir(), name)
+		if err := fs.MkdirAll(tmp, 0o755); err != nil {
+			return "", nil, err
+		}
 	}
 	lock, err := fs.Lock(fs.PathJoin(tmp, "LOCK"))
 	if err != nil {
