@@ -47,10 +47,12 @@ func lockDirectory(dir string, o *Options) (*pebble.Lock, error) {
 // readOnlyLockFS is the filesystem a read-only Open takes its lock on:
 // where the lock file cannot be made because the filesystem is read-only
 // (EROFS: a backup on read-only media, a snapshot mounted read-only),
-// the lock is one that holds nothing. No process can write there, so
-// there is no writer to exclude; without it no read command could open
-// such an index, since Pebble makes its lock file for read-only opens
-// too.
+// the lock is one that holds nothing. No process writes through a
+// read-only filesystem, so there is no writer to exclude (but for one
+// writing the same directory through another, writable mount, which
+// Options.ReadOnly's doc warns of); without it no read command could
+// open such an index, since Pebble makes its lock file for read-only
+// opens too.
 type readOnlyLockFS struct{ vfs.FS }
 
 func (f readOnlyLockFS) Lock(name string) (io.Closer, error) {

@@ -119,7 +119,12 @@ type Options struct {
 	// write of this handle (WriteOptions.NoSync does it per call). A crash
 	// may lose the latest unsynced writes, never half of one. Default: false.
 	NoSync bool
-	// ReadOnly opens an existing database for reading only. Default: false.
+	// ReadOnly opens an existing database for reading only. It takes the
+	// directory's lock like any open (a writer elsewhere waits for it),
+	// except on a read-only filesystem (a backup on read-only media),
+	// where no lock file can be made: there it opens unlocked, which is
+	// safe unless the same directory is written through another, writable
+	// mount. Default: false.
 	ReadOnly bool
 	// MustExist refuses to create a database that does not exist
 	// (ErrNotExist). Default: false (Open creates it).
