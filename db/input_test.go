@@ -186,6 +186,11 @@ func TestInputStorageModes(t *testing.T) {
 			if c.sigOK != (err == nil) || (err != nil && !errors.Is(err, ErrStorageMode)) {
 				t.Errorf("PutSignature: %v", err)
 			}
+			// NB: the refusal names the call this index takes (a text
+			// index refuses PutSet too).
+			if want := map[string]string{StorageText: "put it (Put)", StorageSets: "put it (PutSet)"}[c.storage]; err != nil && !strings.Contains(err.Error(), want) {
+				t.Errorf("PutSignature's refusal %q does not say %q", err, want)
+			}
 			n, _ := d.Count()
 			if want := 1 + btoi(c.set) + btoi(c.sigOK); n != uint64(want) {
 				t.Errorf("%d documents stored, want %d", n, want)
