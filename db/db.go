@@ -160,10 +160,16 @@ func openIn(dir string, o Options) (*DB, error) {
 	lock, err := lockDirectory(dir, &o)
 	if err != nil {
 		if isLockError(err) {
-			if o.LockTimeout > 0 {
-				return nil, fmt.Errorf("%w: %s (waited %v)", ErrLocked, dir, o.LockTimeout)
+			// NB: ErrLocked's text says "another process"; Pebble's own
+			// check finds a handle of this one.
+			by := ""
+			if err.Error() == "lock held by current process" {
+				by = " (by another handle in this process: Close it first, or share it)"
 			}
-			return nil, fmt.Errorf("%w: %s", ErrLocked, dir)
+			if o.LockTimeout > 0 {
+				return nil, fmt.Errorf("%w: %s%s (waited %v)", ErrLocked, dir, by, o.LockTimeout)
+			}
+			return nil, fmt.Errorf("%w: %s%s", ErrLocked, dir, by)
 		}
 		switch {
 		case errors.Is(err, syscall.EROFS):

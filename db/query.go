@@ -101,7 +101,7 @@ func (db *DB) checkInput(in *QueryInput) error {
 	given := btoi(in.Text != "") + btoi(!in.Set.IsZero()) + btoi(in.Signature != nil) + btoi(in.ID != "")
 	switch {
 	case given > 1:
-		return fmt.Errorf("%w: a query gives %d of Text, Set, Signature and ID (one at most)", ErrInvalidDoc, given)
+		return fmt.Errorf("%w: a query gives %d of Text, Set, Signature and ID (exactly one)", ErrInvalidDoc, given)
 	case in.ID != "":
 		return checkID(in.ID)
 	case in.Signature != nil:

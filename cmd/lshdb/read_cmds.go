@@ -599,7 +599,7 @@ func (a *app) statsCmd() *cobra.Command {
 				fmt.Fprintf(a.stdout, "stored bytes: docs %d, ids %d, postings %d, manifest and counters %d; on disk %d\n",
 					sb.Docs, sb.IDs, sb.Postings, sb.ManifestCounters, st.DiskBytes)
 				tb := st.TableBytes
-				fmt.Fprintf(a.stdout, "tables on disk (compressed): docs %d, ids %d, postings %d, manifest and counters %d\n",
+				fmt.Fprintf(a.stdout, "tables on disk (compressed), each counted by the kind of its first key (a table may hold several kinds): docs %d, ids %d, postings %d, manifest and counters %d\n",
 					tb["docs"], tb["ids"], tb["postings"], tb["manifest+counters"])
 				return a.printHottest(st.Buckets.Hottest)
 			})

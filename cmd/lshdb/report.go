@@ -491,7 +491,7 @@ func writeReport(w io.Writer, rd *reportData) error {
 			tparts = append(tparts, fmt.Sprintf("%s %s", k, humanBytes(tb[k])))
 		}
 		row("records, as written", strings.Join(parts, ", "))
-		row("tables on disk (compressed)", strings.Join(tparts, ", "))
+		row("tables on disk (compressed), by the kind of each one's first key", strings.Join(tparts, ", "))
 		lists := 0
 		for _, n := range st.Buckets.Lists {
 			lists += n

@@ -357,7 +357,7 @@ func (q QueryRequest) Input() (db.QueryInput, error) {
 	}
 	switch {
 	case n > 1:
-		return db.QueryInput{}, fmt.Errorf("%w: a query gives %d of id, text, tokens, hashes and signature (one at most)", db.ErrInvalidDoc, n)
+		return db.QueryInput{}, fmt.Errorf("%w: a query gives %d of id, text, tokens, hashes and signature (exactly one)", db.ErrInvalidDoc, n)
 	case n == 0:
 		return db.QueryInput{}, badRequest("give one of id, text, tokens, hashes and signature")
 	}
