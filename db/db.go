@@ -255,7 +255,7 @@ func openIn(dir string, o Options) (*DB, error) {
 		// So are the spilled candidates of a Pairs run that was interrupted.
 		names, _ := o.fs.List(dir)
 		for _, n := range names {
-			if n != loadTmpDir && !(strings.HasPrefix(n, "lshdb-pairs-") && strings.HasSuffix(n, ".tmp")) {
+			if n != loadTmpDir && !isPairsRunDir(n) {
 				continue
 			}
 			if err := o.fs.RemoveAll(o.fs.PathJoin(dir, n)); err != nil {

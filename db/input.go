@@ -113,7 +113,11 @@ func (db *DB) prepareGiven(d *Doc, sk *minhash.Sketcher) (prepared, error) {
 	var sig []uint32
 	if d.Signature != nil {
 		if db.man.Storage != StorageNone {
-			return prepared{}, fmt.Errorf("%w: %q: a %s index verifies every answer and needs each document's %s; put it (%s), or keep signatures in an index created with Storage none", ErrStorageMode, d.ID, db.man.Storage, storedKind(db.man.Storage), storedCall(db.man.Storage))
+			kind, call := "text", "Put"
+			if db.man.Storage == StorageSets {
+				kind, call = "set", "PutSet"
+			}
+			return prepared{}, fmt.Errorf("%w: %q: a %s index verifies every answer and needs each document's %s; put it (%s), or keep signatures in an index created with Storage none", ErrStorageMode, d.ID, db.man.Storage, kind, call)
 		}
 		if err := db.checkSignature(d.Signature); err != nil {
 			return prepared{}, fmt.Errorf("%q: %w", d.ID, err)
@@ -264,21 +268,4 @@ func (db *DB) QueryMany(ctx context.Context, qs []QueryInput, qo *QueryOptions) 
 		return nil, err
 	}
 	return out, nil
-}
-
-// storedKind is what an index of storage mode m verifies from: a text
-// index its texts, a sets index its sets.
-func storedKind(m string) string {
-	if m == StorageSets {
-		return "set"
-	}
-	return "text"
-}
-
-// storedCall is the call that puts what an index of storage mode m keeps.
-func storedCall(m string) string {
-	if m == StorageSets {
-		return "PutSet"
-	}
-	return "Put"
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math/bits"
 	"slices"
-	"strings"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -472,7 +471,7 @@ func dirBytes(fs vfs.FS, dir string) uint64 {
 		case fi.IsDir():
 			// NB: only lshdb's own directories, whose files are flat: a
 			// link a user put there could loop.
-			if name == loadTmpDir || strings.HasPrefix(name, pairsTmpPrefix) && strings.HasSuffix(name, pairsTmpSuffix) {
+			if name == loadTmpDir || isPairsRunDir(name) {
 				n += dirBytes(fs, p)
 			}
 		default:

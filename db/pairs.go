@@ -623,6 +623,12 @@ const (
 	pairsTmpSuffix = ".tmp"
 )
 
+// isPairsRunDir reports whether name is a pairs run's temporary
+// directory (this build's or an older one's, lshdb-pairs-0x….tmp).
+func isPairsRunDir(name string) bool {
+	return strings.HasPrefix(name, pairsTmpPrefix) && strings.HasSuffix(name, pairsTmpSuffix)
+}
+
 // pairsRuns numbers this process's pairs runs, for their directories.
 var pairsRuns atomic.Uint64
 
@@ -672,7 +678,7 @@ func runTempDir(fs vfs.FS, dir string) (tmp string, remove func(), err error) {
 func sweepDeadRuns(fs vfs.FS, dir string) {
 	names, _ := fs.List(dir)
 	for _, n := range names {
-		if !strings.HasPrefix(n, pairsTmpPrefix) || !strings.HasSuffix(n, pairsTmpSuffix) {
+		if !isPairsRunDir(n) {
 			continue
 		}
 		p := fs.PathJoin(dir, n)

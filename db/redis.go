@@ -1063,18 +1063,19 @@ func (db *DB) redisBackup(ctx context.Context, dir string) (err error) {
 // serving owner and its private binding directories).
 func indexFile(name string) bool {
 	switch {
-	case name == "LOCK", name == "CURRENT", name == loadTmpDir, name == "lshdb.sock":
+	case name == "LOCK", name == "CURRENT", name == loadTmpDir, isPairsRunDir(name):
+		return true
+	case name == "lshdb.sock", strings.HasPrefix(name, ".lshdb-sock-"):
+		// NB: httpapi's SocketName and its binding directories (db
+		// cannot import httpapi, which imports db).
 		return true
 	case name == ".DS_Store", name == "Thumbs.db", name == "desktop.ini":
 		// NB: what a file browser leaves in a folder it showed: not
 		// the user's data, and no reason to refuse a drop.
 		return true
-	case strings.HasPrefix(name, "MANIFEST-"), strings.HasPrefix(name, "OPTIONS-"),
-		strings.HasPrefix(name, "marker."), strings.HasPrefix(name, ".lshdb-sock-"):
+	case strings.HasPrefix(name, "MANIFEST-"), strings.HasPrefix(name, "OPTIONS-"), strings.HasPrefix(name, "marker."):
 		return true
 	case strings.HasSuffix(name, ".dbtmp") && (strings.HasPrefix(name, "CURRENT.") || strings.HasPrefix(name, "temporary.")):
-		return true
-	case strings.HasPrefix(name, "lshdb-pairs-") && strings.HasSuffix(name, ".tmp"):
 		return true
 	}
 	// NNNNNN.sst, NNNNNN.blob, NNNNNN.log and a failover log NNNNNN-NNN.log.

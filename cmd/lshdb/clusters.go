@@ -260,9 +260,7 @@ func (f *pairsFile) finish(t float64, docs uint64, warn func(string)) error {
 func (a *app) notef(s string) { fmt.Fprintf(a.stderr, "note: %s\n", s) }
 
 // readPairsFile yields the pairs of a pairs --output json file, "-" for
-// standard input. A file made with --header is checked at its end
-// (pairsFile.finish, with t, docs and warn; t 0: no threshold check):
-// the error, if any, is the sequence's last.
+// standard input (pairLines).
 func (a *app) readPairsFile(path string, t float64, docs uint64, warn func(string)) iter.Seq2[db.Pair, error] {
 	return func(yield func(db.Pair, error) bool) {
 		var r io.Reader = a.stdin
@@ -270,31 +268,40 @@ func (a *app) readPairsFile(path string, t float64, docs uint64, warn func(strin
 		if path != "-" {
 			f, err := os.Open(path)
 			if err != nil {
-				yield(db.Pair{}, err)
+				yield(db.Pair{}, fmt.Errorf("%w: %w", errBadPairs, err))
 				return
 			}
 			defer f.Close()
 			r, name = f, path
 		}
+		for p, err := range pairLines(r, name, t, docs, warn) {
+			if !yield(p, err) || err != nil {
+				return
+			}
+		}
+	}
+}
+
+// pairLines yields the pairs of r, the JSON Lines of pairs --output json
+// (name names it in errors): each a pair of two ids, not one twice, with
+// a Jaccard in [0, 1]; blank lines skipped. A file made with --header is
+// checked at its end (pairsFile.finish, with t, docs and warn; t 0: no
+// threshold check). Every error is errBadPairs or errIncomplete, and the
+// sequence's last.
+func pairLines(r io.Reader, name string, t float64, docs uint64, warn func(string)) iter.Seq2[db.Pair, error] {
+	return func(yield func(db.Pair, error) bool) {
 		pf := pairsFile{name: escControls(name)}
 		br := bufio.NewReaderSize(r, 64<<10)
 		for line := 1; ; line++ {
 			b, err := br.ReadBytes('\n')
 			if ln := bytes.TrimSpace(b); len(ln) > 0 {
-				pair, perr := pf.line(line, ln)
+				p, ok, perr := pf.pair(line, ln)
 				if perr != nil {
 					yield(db.Pair{}, perr)
 					return
 				}
-				if pair {
-					var p pairJSON
-					if jerr := json.Unmarshal(ln, &p); jerr != nil || p.A == "" || p.B == "" {
-						yield(db.Pair{}, fmt.Errorf("%w: %s:%d: not a pair of pairs --output json (want {\"a\":…,\"b\":…,\"jaccard\":…})", errBadPairs, pf.name, line))
-						return
-					}
-					if !yield(db.Pair{A: p.A, B: p.B, Jaccard: p.Jaccard}, nil) {
-						return
-					}
+				if ok && !yield(p, nil) {
+					return
 				}
 			}
 			if err == io.EOF {
@@ -304,11 +311,37 @@ func (a *app) readPairsFile(path string, t float64, docs uint64, warn func(strin
 				return
 			}
 			if err != nil {
-				yield(db.Pair{}, fmt.Errorf("%s: %w", pf.name, err))
+				yield(db.Pair{}, fmt.Errorf("%w: %s: %w", errBadPairs, pf.name, err))
 				return
 			}
 		}
 	}
+}
+
+// pair reads line n, a non-blank line: a pair (ok), or a header or end
+// line (pairsFile.line), or an error.
+func (f *pairsFile) pair(n int, ln []byte) (p db.Pair, ok bool, err error) {
+	if isPair, err := f.line(n, ln); !isPair || err != nil {
+		return p, false, err
+	}
+	var rec struct {
+		A       *string  `json:"a"`
+		B       *string  `json:"b"`
+		Jaccard *float64 `json:"jaccard"`
+	}
+	if err := json.Unmarshal(ln, &rec); err != nil {
+		// NB: encoding/json's message names Go types or what it tried.
+		return p, false, fmt.Errorf("%w: %s:%d: not a JSON object (want a pair of pairs --output json: {\"a\":…,\"b\":…,\"jaccard\":…})", errBadPairs, f.name, n)
+	}
+	switch {
+	case rec.A == nil || rec.B == nil || rec.Jaccard == nil || *rec.A == "" || *rec.B == "":
+		return p, false, fmt.Errorf("%w: %s:%d: a pair needs a, b and jaccard", errBadPairs, f.name, n)
+	case *rec.A == *rec.B:
+		return p, false, fmt.Errorf("%w: %s:%d: a pair of %q with itself", errBadPairs, f.name, n, *rec.A)
+	case !(*rec.Jaccard >= 0 && *rec.Jaccard <= 1):
+		return p, false, fmt.Errorf("%w: %s:%d: jaccard %v is outside [0, 1]", errBadPairs, f.name, n, *rec.Jaccard)
+	}
+	return db.Pair{A: *rec.A, B: *rec.B, Jaccard: *rec.Jaccard}, true, nil
 }
 
 func (a *app) clustersCmd() *cobra.Command {

@@ -748,6 +748,11 @@ func newFilterer(fates map[string]fate, kept, drop *sink, annotate bool) *filter
 
 // begin starts an input in the outputs.
 func (f *filterer) begin(src docio.Source) error {
+	// NB: every input has the first one's format (sink.same).
+	f.n.copyKind = "byte for byte"
+	if src.Format == "parquet" {
+		f.n.copyKind = "value for value" // NB: rows are compared, not bytes
+	}
 	if err := f.kept.begin(src); err != nil {
 		return err
 	}
@@ -799,10 +804,6 @@ func (f *filterer) take(id string, rec record) error {
 	copied := repeat && bh != 0 && bh == first
 	if copied {
 		f.n.copies++
-		f.n.copyKind = "byte for byte"
-		if rec.raw == nil {
-			f.n.copyKind = "value for value"
-		}
 	}
 	if copied && !dropped && !f.annotate {
 		f.n.removed++

@@ -62,7 +62,7 @@ func lockedHint(err error, dir string) error {
 			err, sock)
 	case serving:
 		return fmt.Errorf("%w; lshdb (pid %d: serve, shell or a write command) owns it and serves its API on %s: query it there (curl --unix-socket %s http://localhost/v1/stats; the API: GET /v1/openapi.yaml), copy it with lshdb backup, or stop that process (kill %d)",
-			err, pid, httpapi.SocketPath(dir), httpapi.SocketPath(dir), pid)
+			err, pid, sock, sock, pid)
 	case pid > 0:
 		return fmt.Errorf("%w; process %d holds it and does not serve it: wait for it to end, or stop it (kill %d); an owner started with lshdb serve could be queried meanwhile",
 			err, pid, pid)

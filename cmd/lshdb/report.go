@@ -6,8 +6,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"html"
@@ -151,56 +149,20 @@ func (h *pairHist) bins(lo float64) []int64 {
 }
 
 // readPairs counts the pairs of a pairs JSON Lines file (lshdb pairs
-// --output json): objects with a, b and jaccard; other records (a
-// header) are skipped.
+// --output json, read as clusters --from reads it: pairLines).
 func readPairs(path string, h *pairHist, docs uint64, warn func(string)) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return fmt.Errorf("%w: %w", errBadPairs, err)
 	}
 	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
-	line := 0
-	pf := pairsFile{name: escControls(path)}
-	for sc.Scan() {
-		line++
-		ln := bytes.TrimSpace(sc.Bytes())
-		if len(ln) == 0 {
-			continue
+	for p, err := range pairLines(f, path, 0, docs, warn) {
+		if err != nil {
+			return err
 		}
-		if pair, err := pf.line(line, ln); err != nil || !pair {
-			if err != nil {
-				return err
-			}
-			continue
-		}
-		var rec struct {
-			A       *string  `json:"a"`
-			B       *string  `json:"b"`
-			Jaccard *float64 `json:"jaccard"`
-		}
-		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
-			return fmt.Errorf("%w: %s:%d: not a JSON object: %v (want the JSON Lines of lshdb pairs --output json)", errBadPairs, path, line, err)
-		}
-		if rec.Jaccard == nil && rec.A == nil && rec.B == nil {
-			continue // not a pair (a header record)
-		}
-		if rec.Jaccard == nil || rec.A == nil || rec.B == nil {
-			return fmt.Errorf("%w: %s:%d: a pair needs a, b and jaccard", errBadPairs, path, line)
-		}
-		if *rec.A == *rec.B {
-			return fmt.Errorf("%w: %s:%d: a pair of %q with itself", errBadPairs, path, line, *rec.A)
-		}
-		if j := *rec.Jaccard; !(j >= 0 && j <= 1) {
-			return fmt.Errorf("%w: %s:%d: jaccard %v is outside [0, 1]", errBadPairs, path, line, j)
-		}
-		h.add(db.Pair{A: *rec.A, B: *rec.B, Jaccard: *rec.Jaccard})
+		h.add(p)
 	}
-	if err := sc.Err(); err != nil {
-		return fmt.Errorf("%w: %s:%d: %w", errBadPairs, path, line+1, err)
-	}
-	return pf.finish(0, docs, warn)
+	return nil
 }
 
 // clusterBin returns the bin of a cluster of n ≥ 2 documents: 2, 3, then

@@ -899,9 +899,6 @@ func wireable(docs []db.Doc) error {
 	return nil
 }
 
-// textOnly refuses a document given as a set or a signature to Load: the
-// load stream carries texts only (use PutBatch, or the library in the
-// owning process).
 // withCtxErr makes err, a stream's failure, match ctx's error when ctx
 // ended (as in process, a cancelled call returns ctx's error), once.
 func withCtxErr(ctx context.Context, err error) error {
@@ -921,6 +918,9 @@ func wireID(id string) error {
 	return nil
 }
 
+// textOnly refuses a document given as a set or a signature to Load: the
+// load stream carries texts only (use PutBatch, or the library in the
+// owning process).
 func textOnly(d *db.Doc) error {
 	if !d.Set.IsZero() || d.Signature != nil {
 		return fmt.Errorf("%w: %q: the client sends texts only, not sets or signatures", db.ErrInvalidDoc, d.ID)
