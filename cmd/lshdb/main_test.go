@@ -17,6 +17,7 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/datadriven"
+	"github.com/klauspost/compress/zstd"
 	"github.com/lshdb/lshdb/codec"
 	"github.com/lshdb/lshdb/db"
 	"github.com/lshdb/lshdb/internal/corpus"
@@ -259,7 +260,9 @@ func TestVersion(t *testing.T) {
 // Ensure that gen works outside the source tree (no go.mod above the
 // working directory): its originals come from the built-in sample, so the
 // corpus equals gen.Stream over the texts of
-// testdata/corpora/debian-sample/docs.jsonl read here.
+// testdata/corpora/debian-sample/docs.jsonl read here. And that the file
+// is compressed as its name says, read back by the standard library's
+// gzip, klauspost's zstd, or as it is.
 func TestGenOutsideTheTree(t *testing.T) {
 	docs, err := corpus.Load("../../testdata/corpora/debian-sample/docs.jsonl", 0)
 	if err != nil {
@@ -270,33 +273,44 @@ func TestGenOutsideTheTree(t *testing.T) {
 		sources = append(sources, d.Text)
 	}
 	t.Chdir(t.TempDir())
-	out, errOut, code := runLine([]string{"gen", "--n", "50", "--seed", "7", "--out", "c.jsonl.gz"}, "")
-	if code != 0 || !strings.Contains(errOut, "the built-in debian sample (1277 texts)") {
-		t.Fatalf("gen: exit %d, %q %q", code, out, errOut)
-	}
-	f, err := os.Open("c.jsonl.gz")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dec := json.NewDecoder(zr)
-	n := 0
-	for want := range gen.Stream(gen.Options{Seed: 7, N: 50, Sources: sources}) {
-		var got struct{ ID, Text, Of string }
-		if err := dec.Decode(&got); err != nil {
-			t.Fatalf("line %d: %v", n+1, err)
+	for _, tc := range []struct {
+		name   string
+		reader func(io.Reader) (io.Reader, error)
+	}{
+		{"c.jsonl.gz", func(r io.Reader) (io.Reader, error) { return gzip.NewReader(r) }},
+		{"c.jsonl.zst", func(r io.Reader) (io.Reader, error) { return zstd.NewReader(r) }},
+		{"c.jsonl", func(r io.Reader) (io.Reader, error) { return r, nil }},
+	} {
+		out, errOut, code := runLine([]string{"gen", "--n", "50", "--seed", "7", "--out", tc.name}, "")
+		if code != 0 || !strings.Contains(errOut, "the built-in debian sample (1277 texts)") {
+			t.Fatalf("gen %s: exit %d, %q %q", tc.name, code, out, errOut)
 		}
-		if got.ID != want.ID || got.Text != want.Text || got.Of != want.Of {
-			t.Fatalf("line %d: %+v, want %+v", n+1, got, want)
+		raw, err := os.ReadFile(tc.name)
+		if err != nil {
+			t.Fatal(err)
 		}
-		n++
-	}
-	if n != 50 || dec.More() {
-		t.Fatalf("%d documents", n)
+		if plain := tc.name == "c.jsonl"; plain != bytes.HasPrefix(raw, []byte(`{"`)) {
+			t.Fatalf("%s starts with %q", tc.name, raw[:min(len(raw), 8)])
+		}
+		r, err := tc.reader(bytes.NewReader(raw))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		dec := json.NewDecoder(r)
+		n := 0
+		for want := range gen.Stream(gen.Options{Seed: 7, N: 50, Sources: sources}) {
+			var got struct{ ID, Text, Of string }
+			if err := dec.Decode(&got); err != nil {
+				t.Fatalf("%s line %d: %v", tc.name, n+1, err)
+			}
+			if got.ID != want.ID || got.Text != want.Text || got.Of != want.Of {
+				t.Fatalf("%s line %d: %+v, want %+v", tc.name, n+1, got, want)
+			}
+			n++
+		}
+		if n != 50 || dec.More() {
+			t.Fatalf("%s: %d documents", tc.name, n)
+		}
 	}
 }
 

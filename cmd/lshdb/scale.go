@@ -31,14 +31,16 @@ func (a *app) genCmd() *cobra.Command {
 	var out, prefix, source string
 	var upserts, upsertRange int
 	c := &cobra.Command{
-		Use:   "gen --n N --out FILE.jsonl.gz [--seed S] [--copy-fraction F] [--id-prefix P] [--upserts K --upsert-range M]",
+		Use:   "gen --n N --out FILE.jsonl[.gz|.zst] [--seed S] [--copy-fraction F] [--id-prefix P] [--upserts K --upsert-range M]",
 		Short: "Generate a corpus with known near-copies, for scale tests",
 		Long: `Generate a corpus for scale tests: originals made of three real texts each
 (--source, else debian-descriptions from ../shared/corpora beside a source
-checkout, else the sample of 1,277 Debian descriptions built into the command), and a fraction of near-copies of earlier originals at word-edit
+checkout, else the sample of 1,277 Debian descriptions built into the
+command), and a fraction of near-copies of earlier originals at word-edit
 rates 0, 0.01, 0.03 and 0.1. Each line has id and text, and for a copy "of"
 (the original's id) and "edit_rate": the ground truth. Deterministic from
-the seed.`,
+the seed. The file is compressed as its name says: gzip for .gz (BGZF,
+which lshdb inflates on every core), zstd for .zst, else plain JSON Lines.`,
 		Args: nArgs(0),
 		RunE: func(c *cobra.Command, args []string) error {
 			if n < 1 || out == "" {
@@ -55,15 +57,11 @@ the seed.`,
 			setBar, barDone := a.countBar("gen", n)
 			defer barDone()
 			return writeFileAtomic(out, func(w io.Writer) error {
-				// NB: compressed as the name says: zstd for .zst (read
-				// about four times as fast as gzip, see filter), else gzip.
-				var zw io.WriteCloser
-				if n := strings.ToLower(out); strings.HasSuffix(n, ".zst") || strings.HasSuffix(n, ".zstd") {
-					if zw, err = zstd.NewWriter(w); err != nil {
-						return err
-					}
-				} else if zw, err = docio.NewGzipWriter(w, gzip.DefaultCompression); err != nil {
-					// NB: BGZF, which lshdb inflates on every core.
+				// NB: compressed as the name says, as every reader of the
+				// file expects (jq, Python, a browser): a name with no
+				// compression suffix gets plain JSON Lines.
+				zw, err := genWriter(w, out)
+				if err != nil {
 					return err
 				}
 				enc := json.NewEncoder(zw)
@@ -99,13 +97,31 @@ the seed.`,
 	c.Flags().IntVar(&n, "n", 0, "documents")
 	c.Flags().Uint64Var(&seed, "seed", 1, "seed")
 	c.Flags().Float64Var(&copyFraction, "copy-fraction", 0.2, "fraction of near-copies")
-	c.Flags().StringVar(&out, "out", "", "output file: JSON Lines, zstd-compressed when it ends .zst, else gzip (BGZF: blocked gzip, read on every core)")
+	c.Flags().StringVar(&out, "out", "", "output file: JSON Lines; gzip when it ends .gz (BGZF: blocked gzip, read on every core), zstd when it ends .zst")
 	c.Flags().StringVar(&prefix, "id-prefix", "g", "id prefix (ids are PREFIX + 8 digits)")
 	c.Flags().StringVar(&source, "source", "", "JSON Lines corpus the originals are made of (default: debian-descriptions from ../shared beside a checkout, else the built-in sample)")
 	c.Flags().IntVar(&upserts, "upserts", 0, "give the first K documents ids of a default-prefix corpus (upserts)")
 	c.Flags().IntVar(&upsertRange, "upsert-range", 0, "the size of that corpus")
 	return c
 }
+
+// genWriter returns the writer of gen's output file name on w: gzip for
+// .gz (BGZF, which lshdb inflates on every core), zstd for .zst, else w
+// itself (plain JSON Lines). Closing it flushes the compressor; it never
+// closes w.
+func genWriter(w io.Writer, name string) (io.WriteCloser, error) {
+	switch n := strings.ToLower(name); {
+	case strings.HasSuffix(n, ".zst") || strings.HasSuffix(n, ".zstd"):
+		return zstd.NewWriter(w)
+	case strings.HasSuffix(n, ".gz") || strings.HasSuffix(n, ".gzip") || strings.HasSuffix(n, ".bgz"):
+		return docio.NewGzipWriter(w, gzip.DefaultCompression)
+	}
+	return nopCloser{w}, nil
+}
+
+type nopCloser struct{ io.Writer }
+
+func (nopCloser) Close() error { return nil }
 
 // genSources returns the texts gen makes originals of, and where they
 // came from: the file given, the shared corpus beside a source checkout,
