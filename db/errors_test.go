@@ -587,3 +587,59 @@ func TestOpenOnReadOnlyFilesystem(t *testing.T) {
 		t.Fatalf("writable Open on a read-only filesystem: %v, want EROFS", err)
 	}
 }
+
+// Ensure that pairs on an index it cannot write spills in the system's
+// temporary directory and sweeps there what dead runs left (a kill -9
+// during a nightly pairs on a read-only backup), as it does beside a
+// writable index: a dead run's directory goes, a live one's stays.
+func TestPairsOnReadOnlyFilesystemSweepsTempDir(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	dir := filepath.Join(t.TempDir(), "idx")
+	d := mustOpen(t, dir, nil)
+	docs := []Doc{{ID: "a", Text: "the quick brown fox jumps over the lazy dog"}, {ID: "b", Text: "the quick brown fox jumps over the lazy dog!"}}
+	if _, err := d.PutBatch(docs, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-2 * staleRunAge)
+	dead, live := filepath.Join(tmp, "lshdb-pairs-4242-1.tmp"), filepath.Join(tmp, "lshdb-pairs-4242-2.tmp")
+	for _, p := range []string{dead, live} {
+		if err := os.MkdirAll(p, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p+"/sets", make([]byte, 1000), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lock, err := vfs.Default.Lock(live + "/LOCK")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Close()
+	for _, p := range []string{dead, live} {
+		if err := os.Chtimes(p, old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d, err = Open(dir, &Options{fs: readOnlyFS{vfs.Default, dir}, ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if got := collectPairs(t, d, nil); len(got) != 1 {
+		t.Fatalf("pairs = %v, want (a, b)", got)
+	}
+	if _, err := os.Stat(dead); !os.IsNotExist(err) {
+		t.Errorf("a dead run's directory in the temporary directory: %v, want it removed", err)
+	}
+	if _, err := os.Stat(live + "/sets"); err != nil {
+		t.Errorf("a live run's directory: %v, want it kept", err)
+	}
+	names, _ := os.ReadDir(tmp)
+	if len(names) != 1 {
+		t.Errorf("temporary directory holds %v, want only the live run's", names)
+	}
+}

@@ -652,7 +652,10 @@ func runTempDir(fs vfs.FS, dir string) (tmp string, remove func(), err error) {
 			return "", nil, err
 		}
 		// NB: an index on a read-only filesystem (or another user's
-		// read-only open): the system's temporary directory.
+		// read-only open): the system's temporary directory, where what
+		// dead runs left is swept as it is beside an index (the runs of
+		// every index that spilled there: a live one's lock is held).
+		sweepDeadRuns(fs, os.TempDir())
 		tmp = fs.PathJoin(os.TempDir(), name)
 		if err := fs.MkdirAll(tmp, 0o755); err != nil {
 			return "", nil, err

@@ -97,10 +97,10 @@ it and renamed when complete. The summary goes to stderr.`,
 					return interruptNote(err, "export interrupted: no output written")
 				}
 				if all {
-					fmt.Fprintf(a.stderr, "%d documents exported\n", n.kept)
+					fmt.Fprintf(a.stderr, "%s exported\n", counted(n.kept, "document", "documents"))
 				} else {
-					fmt.Fprintf(a.stderr, "%d kept, %d removed in %d clusters (mode %s, keep %s, Jaccard >= %v)\n",
-						n.kept, n.removed, nClusters, mode, keep, cmp.Or(t, d.Params().Threshold))
+					fmt.Fprintf(a.stderr, "%d kept, %d removed in %s (mode %s, keep %s, Jaccard >= %v)\n",
+						n.kept, n.removed, counted(nClusters, "cluster", "clusters"), mode, keep, cmp.Or(t, d.Params().Threshold))
 				}
 				if noText > 0 {
 					fmt.Fprintf(a.stderr, "note: %d documents have no stored text (index storage %s): written without text\n", noText, d.Params().Storage)

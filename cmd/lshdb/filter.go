@@ -959,8 +959,8 @@ func (a *app) filter(paths []string, in *inputFlags, f *filterer) error {
 
 // filterNote prints filter's summary on stderr.
 func (a *app) filterNote(n filterCounts, docs uint64, t float64, mode db.ClusterMode, keep db.KeepPolicy) {
-	fmt.Fprintf(a.stderr, "%d kept, %d removed in %d clusters (%d records read; mode %s, keep %s, Jaccard >= %v)\n",
-		n.kept, n.removed, n.clusters, n.read, mode, keep, t)
+	fmt.Fprintf(a.stderr, "%d kept, %d removed in %s (%s read; mode %s, keep %s, Jaccard >= %v)\n",
+		n.kept, n.removed, counted(n.clusters, "cluster", "clusters"), counted(n.read, "record", "records"), mode, keep, t)
 	if n.bad > 0 {
 		fmt.Fprintf(a.stderr, "note: %d records could not be read as documents (as insert would skip them): kept as read\n", n.bad)
 	}

@@ -118,8 +118,8 @@ func (a *app) queryCmd() *cobra.Command {
 				if res.EstimateOnly {
 					what = "estimated Jaccard (not verified)"
 				}
-				_, err = fmt.Fprintf(a.stdout, "%d matches at %s >= %v among %d candidates (P(candidate) at %v: %.4f)\n",
-					len(res.Matches), what, res.Threshold, res.Candidates, res.Threshold, res.ExpectedRecall)
+				_, err = fmt.Fprintf(a.stdout, "%s at %s >= %v among %s (P(candidate) at %v: %.4f)\n",
+					counted(len(res.Matches), "match", "matches"), what, res.Threshold, counted(res.Candidates, "candidate", "candidates"), res.Threshold, res.ExpectedRecall)
 				return err
 			})
 		},
@@ -527,8 +527,14 @@ came and how long the run took; FILE gets a header and an end line too.`,
 					err = a.streamPairs(seq, rec)
 				}
 				if stats && err == nil {
-					fmt.Fprintf(a.stderr, "pairs: %d documents, %d identical groups (%d pairs reported unverified), %d posting lists (%d with over %d distinct sets, largest %d), %d candidate pairs, %d ruled out by their signatures, %d distinct verified, %d matched, %d reported, spilled to disk: %v\n",
-						st.Docs, st.IdenticalGroups, st.IdenticalPairs, st.Lists, st.HotLists, db.HotList, st.LargestList, st.Candidates, st.Filtered, st.Verified, st.Matched, st.Reported, st.Spilled)
+					// NB: with --limit the run still finds every pair; the
+					// count printed is the smaller.
+					found := fmt.Sprintf("%d found", st.Reported)
+					if sorted && limit > 0 && int64(limit) < int64(st.Reported) {
+						found += fmt.Sprintf(" (%d printed: --limit)", limit)
+					}
+					fmt.Fprintf(a.stderr, "pairs: %d documents, %s (%s reported unverified), %d posting lists (%d with over %d distinct sets, largest %d), %d candidate pairs, %d ruled out by their signatures, %d distinct verified, %d matched, %s, spilled to disk: %v\n",
+						st.Docs, counted(st.IdenticalGroups, "identical group", "identical groups"), counted(st.IdenticalPairs, "pair", "pairs"), st.Lists, st.HotLists, db.HotList, st.LargestList, st.Candidates, st.Filtered, st.Verified, st.Matched, found, st.Spilled)
 				}
 				if err == nil && spill != nil {
 					h.Header.Command, h.Header.Mode, h.Header.Keep = "clusters", string(mode), string(keep)

@@ -31,7 +31,7 @@ var (
 	// pairsWork: pairs --stats reports the work its method did, and
 	// Redis's is another method (db's redisPairs): the documents and the
 	// pairs reported are the same, the work between them is not.
-	pairsWork = regexp.MustCompile(`(?m)^(stderr: pairs: \d+ documents, ).*(, \d+ reported), .*$`)
+	pairsWork = regexp.MustCompile(`(?m)^(stderr: pairs: \d+ documents, ).*(, \d+ found(?: \(\d+ printed: --limit\))?), .*$`)
 )
 
 // redisExpected turns a script's expected output (from a Pebble index)

@@ -34,6 +34,12 @@ type shellSpec struct {
 	flags []string
 }
 
+// shellShorts replace the one-line descriptions of commands whose own
+// name what the shell does not take (a file).
+var shellShorts = map[string]string{
+	"query": "Near-duplicates of a stored document or a text",
+}
+
 var shellSpecs = map[string]shellSpec{
 	"info":     {"info", nil},
 	"stats":    {"stats", nil},
@@ -434,7 +440,7 @@ func (a *app) shellHelp(args []string) error {
 		fmt.Fprintln(a.stdout, "  store (insert or replace) one document; the text is the rest of the line;\n  --ttl D: it expires after D (1h, 30m, 90s): never returned after it, then swept")
 		return nil
 	}
-	fmt.Fprintf(a.stdout, "  %s\n", sub.Short)
+	fmt.Fprintf(a.stdout, "  %s\n", cmp.Or(shellShorts[name], sub.Short))
 	for _, f := range spec.flags {
 		if fl := sub.Flags().Lookup(f); fl != nil {
 			fmt.Fprintf(a.stdout, "  --%s: %s\n", f, fl.Usage)
