@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"syscall"
@@ -24,9 +25,13 @@ import (
 // NB: the write-ahead log is synced first, so that the copy holds every
 // write acknowledged before the call, NoSync ones too.
 //
-// A database opened read-only cannot be backed up (ErrReadOnly): Pebble
-// v2.1.7's Checkpoint of a read-only store looks for an OPTIONS file that
-// a read-only open never wrote.
+// A database opened read-only (one on a read-only filesystem, or on a
+// disk too full to open it for writing) is copied file by file instead:
+// Pebble v2.1.7's Checkpoint of a read-only store looks for an OPTIONS
+// file that a read-only open never wrote. No writer can change the files
+// meanwhile (the handle holds the index's lock), so the copy is the state
+// the handle reads. It is made in a directory beside dir, synced, and
+// renamed to dir once complete.
 //
 // Backup checks ctx before it starts; the copy itself is one step that
 // cannot be interrupted. A failed backup removes what it wrote of dir.
@@ -59,11 +64,11 @@ func (db *DB) Backup(ctx context.Context, dir string) error {
 		}
 		return db.redisBackup(ctx, dir)
 	}
-	if db.opts.ReadOnly {
-		return fmt.Errorf("%w: a backup needs a writable handle (Pebble cannot checkpoint a read-only store)", ErrReadOnly)
-	}
 	if err := db.checkBackupDir(dir); err != nil {
 		return err
+	}
+	if db.opts.ReadOnly {
+		return db.copyFiles(ctx, dir)
 	}
 	// NB: a checkpoint costs little space when hard links work, but a
 	// full copy when they do not (another filesystem): the reserve is
@@ -102,4 +107,89 @@ func (db *DB) checkBackupDir(dir string) error {
 		return fmt.Errorf("%w: backup directory %s is inside the index it copies (%s): write it elsewhere", ErrInvalidOptions, dir, db.dir)
 	}
 	return nil
+}
+
+// copyFiles is Backup of a read-only handle: a copy of the store's files
+// (not the lock, the socket, or lshdb's temporary directories), made in a
+// directory beside dir, each file synced, then renamed to dir.
+func (db *DB) copyFiles(ctx context.Context, dir string) (err error) {
+	fsys := db.opts.FS
+	parent := fsys.PathDir(dir)
+	if err := fsys.MkdirAll(parent, 0o755); err != nil {
+		return fmt.Errorf("%w: backup directory %s: %w", ErrInvalidOptions, dir, err)
+	}
+	tmp := fsys.PathJoin(parent, "."+fsys.PathBase(dir)+".lshdb-backup.tmp")
+	if err := fsys.RemoveAll(tmp); err != nil { // NB: a killed backup's
+		return fmt.Errorf("lshdb: backup: %w", err)
+	}
+	if err := fsys.MkdirAll(tmp, 0o755); err != nil {
+		return fmt.Errorf("lshdb: backup: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			fsys.RemoveAll(tmp)
+		}
+	}()
+	names, err := fsys.List(db.dir)
+	if err != nil {
+		return fmt.Errorf("lshdb: backup: %w", err)
+	}
+	for _, n := range names {
+		if ctx != nil && ctx.Err() != nil {
+			return ctxErr(ctx)
+		}
+		src := fsys.PathJoin(db.dir, n)
+		fi, err := fsys.Stat(src)
+		if err != nil {
+			return fmt.Errorf("lshdb: backup: %w", err)
+		}
+		if fi.IsDir() || !fi.Mode().IsRegular() || n == "LOCK" {
+			continue // NB: lshdb's temporary directories, the socket, the lock
+		}
+		if err := copyFile(fsys, src, fsys.PathJoin(tmp, n)); err != nil {
+			return fmt.Errorf("lshdb: backup: copying %s: %w", n, err)
+		}
+	}
+	if err := syncDir(fsys, tmp); err != nil {
+		return fmt.Errorf("lshdb: backup: %w", err)
+	}
+	if err := fsys.Rename(tmp, dir); err != nil {
+		return fmt.Errorf("lshdb: backup: %w", err)
+	}
+	return syncDir(fsys, parent)
+}
+
+// copyFile copies src to dst, a new file, and syncs it.
+func copyFile(fsys vfs.FS, src, dst string) error {
+	in, err := fsys.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := fsys.Create(dst, vfs.WriteCategoryUnspecified)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	if err := out.Sync(); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+// syncDir syncs directory dir (the names in it).
+func syncDir(fsys vfs.FS, dir string) error {
+	d, err := fsys.OpenDir(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
 // allDocs returns every stored document by id.
@@ -203,9 +205,65 @@ func TestBackupErrors(t *testing.T) {
 	if err := src.Backup(ctx, filepath.Join(t.TempDir(), "y")); !errors.Is(err, ErrClosed) {
 		t.Errorf("a closed database: %v", err)
 	}
-	ro := mustOpen(t, dir, &Options{ReadOnly: true})
-	defer ro.Close()
-	if err := ro.Backup(ctx, filepath.Join(t.TempDir(), "ro-copy")); !errors.Is(err, ErrReadOnly) {
-		t.Errorf("a read-only database: %v", err)
+}
+
+// Ensure that a read-only handle backs up too (a copy of its files under
+// its lock): on a read-only filesystem (a backup on read-only media) and
+// on a disk too full to open the index for writing, where copying it off
+// is what an operator needs. The copy holds what the source holds, with
+// the writes not yet flushed (the log is copied), checks clean, takes
+// writes of its own, and leaves no temporary directory; a killed copy's
+// is replaced.
+func TestBackupReadOnly(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "src")
+	src := mustOpen(t, dir, nil)
+	var docs []Doc
+	for i := range 200 {
+		docs = append(docs, Doc{ID: fmt.Sprintf("d%03d", i), Text: fmt.Sprintf("document %d about %s, version %d", i, []string{"foxes", "owls", "cats"}[i%3], i%7)})
+	}
+	if _, err := src.PutBatch(docs, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := src.Delete("d007", nil); err != nil {
+		t.Fatal(err)
+	}
+	want := allDocs(t, src)
+	if err := src.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, how := range []string{"read-only handle", "read-only filesystem"} {
+		o := &Options{ReadOnly: true}
+		if how == "read-only filesystem" {
+			o.fs = readOnlyFS{vfs.Default, dir}
+		}
+		ro := mustOpen(t, dir, o)
+		out := t.TempDir()
+		copyDir := filepath.Join(out, "copy")
+		// A killed backup's directory is replaced.
+		if err := os.MkdirAll(filepath.Join(out, ".copy.lshdb-backup.tmp"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := ro.Backup(ctx, copyDir); err != nil {
+			t.Fatalf("%s: Backup: %v", how, err)
+		}
+		if err := ro.Backup(ctx, copyDir); !errors.Is(err, ErrInvalidOptions) {
+			t.Errorf("%s: a second backup to the same directory: %v, want ErrInvalidOptions", how, err)
+		}
+		ro.Close()
+		if ents, _ := os.ReadDir(out); len(ents) != 1 || ents[0].Name() != "copy" {
+			t.Errorf("%s: beside the copy: %v, want only it", how, ents)
+		}
+		cp := mustOpen(t, copyDir, &Options{MustExist: true})
+		if got := allDocs(t, cp); !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: the copy holds %d documents, the source %d (or they differ)", how, len(got), len(want))
+		}
+		if rep, err := cp.Check(ctx); err != nil || !rep.OK() {
+			t.Errorf("%s: check of the copy: %+v %v", how, rep, err)
+		}
+		if err := cp.Put(Doc{ID: "own", Text: "a write to the copy"}, nil); err != nil {
+			t.Errorf("%s: a write to the copy: %v", how, err)
+		}
+		cp.Close()
 	}
 }

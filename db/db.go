@@ -94,14 +94,17 @@ type DB struct {
 
 	// wmu serializes writers: a write reads the id map and counters, then
 	// commits one batch, with no other writer in between.
-	wmu      sync.Mutex
+	wmu      writerLock
 	counters codec.Counters // guarded by wmu
 	// expiryFormat is set once the manifest says format 4 (a write with a
 	// TTL made it so, or it was opened so). NB: db.man is not changed
 	// after Open, for readers that use it without the writer lock.
 	expiryFormat atomic.Bool
 	live         atomic.Uint64 // counters.Live, for lock-free Count
-	stalls       *writeStalls  // Pebble's write stalls, for Metrics; nil on Redis
+	// published are the counters as of the last write, read together
+	// (Info's Written and Docs) without the writer lock.
+	published atomic.Pointer[codec.Counters]
+	stalls    *writeStalls // Pebble's write stalls, for Metrics; nil on Redis
 	// created says that this Open created the index (Created).
 	created bool
 }
@@ -150,13 +153,6 @@ func Open(dir string, opts *Options) (*DB, error) {
 
 // openIn opens or creates the database in dir, which prepareDir checked.
 func openIn(dir string, o Options) (*DB, error) {
-	if !o.ReadOnly {
-		// NB: a writable open writes (a new WAL, a MANIFEST), and Pebble
-		// panics when it runs out of space mid-way.
-		if err := roomIn(o.fs, dir, min(o.DiskReserve, openReserve(&o)), 0); err != nil {
-			return nil, fmt.Errorf("%w (open it read-only to read it)", err)
-		}
-	}
 	lock, err := lockDirectory(dir, &o)
 	if err != nil {
 		if isLockError(err) {
@@ -180,6 +176,31 @@ func openIn(dir string, o Options) (*DB, error) {
 			return nil, fmt.Errorf("lshdb: locking %s: %w (every open, read-only too, writes the lock file %s: copy the index where you may write, or open it as its owner)", dir, err, o.fs.PathJoin(dir, "LOCK"))
 		}
 		return nil, fmt.Errorf("lshdb: locking %s: %w", dir, err)
+	}
+	if !o.ReadOnly {
+		// The temporary files of a load that was interrupted (crash, kill)
+		// before its ingest: the index never saw them. So are the spilled
+		// candidates of a Pairs run that was interrupted. NB: removed
+		// under the lock (no writer of this index runs) and before the
+		// free space is checked: a killed build left up to the size of its
+		// input there, and the next writable open was refused as out of
+		// space, the message naming none of it.
+		names, _ := o.fs.List(dir)
+		for _, n := range names {
+			if n != loadTmpDir && !isPairsRunDir(n) {
+				continue
+			}
+			if err := o.fs.RemoveAll(o.fs.PathJoin(dir, n)); err != nil {
+				lock.Close()
+				return nil, fmt.Errorf("lshdb: removing an interrupted load's or pairs run's files: %w", err)
+			}
+		}
+		// NB: a writable open writes (a new WAL, a MANIFEST), and Pebble
+		// panics when it runs out of space mid-way.
+		if err := roomIn(o.fs, dir, min(o.DiskReserve, openReserve(&o)), 0); err != nil {
+			lock.Close()
+			return nil, fmt.Errorf("%w (open it read-only to read it)", err)
+		}
 	}
 	cache := pebble.NewCache(o.CacheSize)
 	defer cache.Unref()
@@ -248,22 +269,6 @@ func openIn(dir string, o Options) (*DB, error) {
 			return nil, fmt.Errorf("%w: %s: %w", ErrNotIndex, dir, err)
 		}
 		return nil, classify(fmt.Errorf("lshdb: opening %s: %w", dir, err))
-	}
-	if !o.ReadOnly {
-		// The temporary files of a load that was interrupted (crash, kill)
-		// before its ingest: the index never saw them.
-		// So are the spilled candidates of a Pairs run that was interrupted.
-		names, _ := o.fs.List(dir)
-		for _, n := range names {
-			if n != loadTmpDir && !isPairsRunDir(n) {
-				continue
-			}
-			if err := o.fs.RemoveAll(o.fs.PathJoin(dir, n)); err != nil {
-				pdb.Close()
-				lock.Close()
-				return nil, fmt.Errorf("lshdb: removing an interrupted load's or pairs run's files: %w", err)
-			}
-		}
 	}
 	db := &DB{dir: dir, opts: handleOptions{Options: o, FS: o.fs}, pdb: pdb, popts: popts, lock: lock, qcache: newQueryCache(o.QueryCacheSize), stalls: stalls}
 	db.closing, db.closeCancel = context.WithCancelCause(context.Background())
@@ -368,9 +373,17 @@ func (db *DB) loadManifest() error {
 	if err != nil {
 		return classify(err)
 	}
-	db.counters = c
-	db.live.Store(c.Live)
+	db.setCounters(c)
 	return nil
+}
+
+// setCounters makes c the handle's counters: the writers' (db.counters,
+// under wmu) and the ones Count and Info read without the lock. The
+// caller holds wmu, or is Open.
+func (db *DB) setCounters(c codec.Counters) {
+	db.counters = c
+	db.published.Store(&c)
+	db.live.Store(c.Live)
 }
 
 // useManifest decodes a stored manifest, checks it against the options
@@ -382,7 +395,7 @@ func (db *DB) useManifest(v []byte) error {
 	}
 	db.man = *m
 	if m.FormatVersion < codec.MinFormatVersion && !db.opts.upgrading {
-		return fmt.Errorf("%w: %s has index format %d and this build reads formats %d to %d; rewrite it in place with `lshdb upgrade --db %s` (db.Upgrade), after a backup if it is the only copy", ErrFormat, db.dir, m.FormatVersion, codec.MinFormatVersion, codec.MaxFormatVersion, db.dir)
+		return fmt.Errorf("%w: %s has index format %d and this build reads formats %d to %d; rewrite it in place with `lshdb upgrade --db %s` (db.Upgrade), after copying the directory if it is the only copy (cp -a, while nothing has it open: lshdb backup reads only the formats this build reads)", ErrFormat, db.dir, m.FormatVersion, codec.MinFormatVersion, codec.MaxFormatVersion, db.dir)
 	}
 	if err := db.checkOptions(); err != nil {
 		return err
@@ -410,7 +423,7 @@ func (db *DB) create() error {
 	}
 	b := db.pdb.NewBatch()
 	defer b.Close()
-	db.counters = codec.Counters{NextDoc: 1}
+	db.setCounters(codec.Counters{NextDoc: 1}) // NB: doc numbers start at 1
 	if err := b.Set(codec.ManifestKey, enc, nil); err != nil {
 		return err
 	}
@@ -513,6 +526,15 @@ func (db *DB) derive() error {
 	return nil
 }
 
+// stopWordsOf is a list of stop words as a mismatch names it: "none" for
+// none (a message said "StopWords is  in the database").
+func stopWordsOf(words []string) string {
+	if len(words) == 0 {
+		return "none"
+	}
+	return strings.Join(words, ",")
+}
+
 // checkOptions refuses non-zero options that differ from the manifest.
 func (db *DB) checkOptions() error {
 	o, m := &db.opts, &db.man
@@ -534,7 +556,7 @@ func (db *DB) checkOptions() error {
 		check("ShingleSize", o.ShingleSize != 0, m.ShingleSize, o.ShingleSize),
 		check("Bag", o.Bag, m.Bag, o.Bag),
 		check("Normalization", o.Normalization != 0, m.Normalization, o.Normalization.String()),
-		check("StopWords", len(o.StopWords) != 0, strings.Join(m.StopWords, ","), strings.Join(o.StopWords, ",")),
+		check("StopWords", len(o.StopWords) != 0, stopWordsOf(m.StopWords), stopWordsOf(o.StopWords)),
 		check("StoreText", o.StoreText, m.StoreText, o.StoreText),
 		check("Storage", o.Storage != "", m.Storage, o.Storage),
 	)
@@ -613,6 +635,48 @@ func (db *DB) Close() error {
 	}
 	return classify(err)
 }
+
+// writerLock is DB.wmu: a mutex whose waiters give up when their context
+// ends (lock), Close's included. NB: a write made inside a Load's
+// documents or Progress function waits for the Load, which waits for the
+// write to return: with a sync.Mutex, Close (which cancels the Load and
+// waits for it) then hung too. Now Close ends the wait: the write returns
+// ErrClosed, the Load stops, and Close returns. The zero value is
+// unlocked.
+type writerLock struct {
+	once sync.Once
+	ch   chan struct{} // holds a token while locked
+}
+
+func (l *writerLock) sem() chan struct{} {
+	l.once.Do(func() { l.ch = make(chan struct{}, 1) })
+	return l.ch
+}
+
+// Lock locks l, waiting as long as it takes.
+func (l *writerLock) Lock() { l.sem() <- struct{}{} }
+
+// lock locks l unless ctx ends first, and then returns ctxErr(ctx)
+// (ErrClosed when the database is closing).
+func (l *writerLock) lock(ctx context.Context) error {
+	if ctx.Err() != nil {
+		return ctxErr(ctx)
+	}
+	select {
+	case l.sem() <- struct{}{}:
+		return nil
+	default:
+	}
+	select {
+	case l.sem() <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctxErr(ctx)
+	}
+}
+
+// Unlock unlocks l.
+func (l *writerLock) Unlock() { <-l.sem() }
 
 // enter counts an operation in; the caller MUST call db.mu.RUnlock when
 // it returns nil. Once Close has begun it returns ErrClosed at once.
@@ -772,7 +836,17 @@ func roomIn(fs vfs.FS, dir string, reserve, n int64) error {
 	return nil
 }
 
-func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
+// mib is n bytes in MiB, or in KiB or bytes below a tenth of a MiB (a
+// small write "needed about 0.0 MiB").
+func mib(n int64) string {
+	switch {
+	case n >= 1<<20/10:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
 
 // pebbleLogger sends Pebble's messages to the handle's slog.Logger:
 // informational ones at Debug, errors at Error.

@@ -32,6 +32,8 @@ func TestDiskReserve(t *testing.T) {
 	fs.TestingSetDiskUsage(vfs.DiskUsage{AvailBytes: 4 << 20, TotalBytes: 1 << 30})
 	if err := d.Put(Doc{ID: "b", Text: "a second document, refused: the disk is nearly full"}, nil); !errors.Is(err, ErrDiskFull) {
 		t.Fatalf("Put with 4 MiB free: %v, want ErrDiskFull", err)
+	} else if !strings.Contains(err.Error(), "4.0 MiB free") || strings.Contains(err.Error(), "0.0 MiB") {
+		t.Errorf("Put with 4 MiB free: %v; want the free space in MiB and the write's size in KiB or bytes", err)
 	}
 	if err := d.Delete("a", nil); !errors.Is(err, ErrDiskFull) {
 		t.Fatalf("Delete with 4 MiB free: %v, want ErrDiskFull", err)
@@ -213,5 +215,77 @@ func BenchmarkPutOneReserve(b *testing.B) {
 				i++
 			}
 		})
+	}
+}
+
+// quotaFS is a filesystem of capacity bytes, of which the files under
+// root use what they hold: its free space grows when they are removed.
+type quotaFS struct {
+	vfs.FS
+	root     string
+	capacity int64
+}
+
+func (f quotaFS) GetDiskUsage(string) (vfs.DiskUsage, error) {
+	var used int64
+	var walk func(dir string)
+	walk = func(dir string) {
+		names, _ := f.List(dir)
+		for _, n := range names {
+			p := f.PathJoin(dir, n)
+			if fi, err := f.Stat(p); err == nil {
+				if fi.IsDir() {
+					walk(p)
+				} else {
+					used += fi.Size()
+				}
+			}
+		}
+	}
+	walk(f.root)
+	return vfs.DiskUsage{AvailBytes: uint64(max(f.capacity-used, 0)), TotalBytes: uint64(f.capacity)}, nil
+}
+
+// Ensure that what an interrupted load left in the index's directory
+// (its temporary tables: up to the size of its input) does not make the
+// next writable Open refuse the index as out of space: it is removed
+// before the free space is checked, and the open succeeds with the room
+// it freed.
+func TestOpenRemovesLeftoversBeforeTheReserve(t *testing.T) {
+	mem := vfs.NewMem()
+	fs := quotaFS{FS: mem, root: "idx", capacity: 64 << 20}
+	d := mustOpen(t, "idx", &Options{fs: fs, DiskReserve: 8 << 20})
+	if err := d.Put(Doc{ID: "a", Text: "a document stored before the load that was killed"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// A killed load's tables: 60 MiB, which leaves less than the
+	// reserve free.
+	if err := mem.MkdirAll("idx/"+loadTmpDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f, err := mem.Create("idx/"+loadTmpDir+"/records-000001.sst", vfs.WriteCategoryUnspecified)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write(make([]byte, 60<<20)); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if u, _ := fs.GetDiskUsage("idx"); u.AvailBytes >= 8<<20 {
+		t.Fatalf("the test needs less than the reserve free: %d bytes", u.AvailBytes)
+	}
+	d, err = Open("idx", &Options{fs: fs, DiskReserve: 8 << 20})
+	if err != nil {
+		t.Fatalf("writable Open with a killed load's 60 MiB left: %v", err)
+	}
+	defer d.Close()
+	if _, err := mem.Stat("idx/" + loadTmpDir); !os.IsNotExist(err) {
+		t.Fatalf("the killed load's directory: %v, want it removed", err)
+	}
+	if got, err := d.Get("a"); err != nil || got.ID != "a" {
+		t.Fatalf("Get(a) = %+v, %v", got, err)
 	}
 }

@@ -93,6 +93,10 @@ func TestErrParamsMismatch(t *testing.T) {
 	if !strings.Contains(err.Error(), "NumPerm is 64 in the database, 128 was requested") {
 		t.Errorf("message: %v", err)
 	}
+	// A list the database does not have is named as none, not as nothing.
+	if _, err := Open("db", &Options{fs: fs, StopWords: []string{"a", "the"}}); err == nil || !strings.Contains(err.Error(), "StopWords is none in the database, a,the was requested") {
+		t.Errorf("stop words: %v", err)
+	}
 	d := mustOpen(t, "db", &Options{fs: fs})
 	defer d.Close()
 	if p := d.Params(); p.NumPerm != 64 || p.Threshold != 0.7 || !p.StoreText {

@@ -75,7 +75,9 @@ func (db *DB) sweepBatch() (n int, more bool, err error) {
 	if err := classify(errors.Join(peek.Error(), peek.Close())); err != nil || !due {
 		return 0, false, err
 	}
-	db.wmu.Lock()
+	if err := db.wmu.lock(db.closing); err != nil {
+		return 0, false, err
+	}
 	defer db.wmu.Unlock()
 	xit, err := db.expiryIter(db.pdb)
 	if err != nil {

@@ -358,3 +358,95 @@ func TestExpiredDeleteRedis(t *testing.T) {
 		t.Fatalf("DeleteIDs(e, k, IgnoreMissing) = %+v, %v; want k deleted, e missing", res, err)
 	}
 }
+
+// Ensure that a write over an id whose document expired but is not yet
+// swept removes it as it removes a live one, by PutBatch and by Load
+// alike, but does not count it as replaced (it was never there to be
+// read); and that the new document is what the id then gives.
+func TestReplacedSkipsExpired(t *testing.T) {
+	for _, how := range []string{"PutBatch", "Load"} {
+		clock := &fakeClock{t: time.Unix(1_800_000_000, 0)}
+		d, err := Open("db", &Options{fs: vfs.NewMem(), clock: clock.now, ExpirySweep: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := d.Put(Doc{ID: "gone", Text: expiryTexts["a"]}, &WriteOptions{TTL: time.Second}); err != nil {
+			t.Fatal(err)
+		}
+		if err := d.Put(Doc{ID: "live", Text: expiryTexts["b"]}, nil); err != nil {
+			t.Fatal(err)
+		}
+		clock.advance(2 * time.Second)
+		docs := []Doc{{ID: "gone", Text: expiryTexts["c"]}, {ID: "live", Text: expiryTexts["d"]}}
+		var stored, replaced int
+		if how == "PutBatch" {
+			res, err := d.PutBatch(docs, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			stored, replaced = res.Stored, res.Replaced
+		} else {
+			res, err := d.Load(context.Background(), seqOf(docs), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			stored, replaced = res.Stored, res.Replaced
+		}
+		if stored != 2 || replaced != 1 {
+			t.Errorf("%s over an expired and a live document: %d stored, %d replaced; want 2 and 1", how, stored, replaced)
+		}
+		for _, doc := range docs {
+			if got, err := d.Get(doc.ID); err != nil || got.Text != doc.Text {
+				t.Errorf("%s: Get(%s) = %+v, %v", how, doc.ID, got, err)
+			}
+		}
+		if n, err := d.Count(); err != nil || n != 2 {
+			t.Errorf("%s: Count = %d, %v; want 2", how, n, err)
+		}
+		// Nothing of the expired document is left (a load left its record
+		// and postings under no id: Check reported them, and the sweeper
+		// could not remove them).
+		if rep, err := d.Check(context.Background()); err != nil || !rep.OK() {
+			t.Errorf("%s: Check = %+v, %v", how, rep, err)
+		}
+		if n, err := d.SweepExpired(context.Background()); err != nil || n != 0 {
+			t.Errorf("%s: SweepExpired = %d, %v; want nothing left to sweep", how, n, err)
+		}
+		d.Close()
+	}
+}
+
+// Ensure that the sample of a hot list (Buckets, Stats) names no expired
+// document, as Bucket does not, while its size still counts the postings
+// that the sweep has not yet removed (as documented).
+func TestBucketsSampleSkipsExpired(t *testing.T) {
+	clock := &fakeClock{t: time.Unix(1_800_000_000, 0)}
+	d, err := Open("db", &Options{fs: vfs.NewMem(), clock: clock.now, ExpirySweep: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	text := "the quick brown fox jumps over the lazy dog"
+	if err := d.Put(Doc{ID: "live", Text: text}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Put(Doc{ID: "gone", Text: text}, &WriteOptions{TTL: time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	clock.advance(2 * time.Second)
+	bs, err := d.Buckets(context.Background(), 0, 1)
+	if err != nil || len(bs.Hottest) != 1 {
+		t.Fatalf("Buckets = %+v, %v", bs, err)
+	}
+	h := bs.Hottest[0]
+	if h.Size != 2 || !slices.Equal(h.Sample, []string{"live"}) {
+		t.Errorf("the hot list: size %d, sample %v; want 2 postings, sample [live]", h.Size, h.Sample)
+	}
+	if ids, err := d.Bucket(h.Band, h.Bucket); err != nil || !slices.Equal(ids, []string{"live"}) {
+		t.Errorf("Bucket = %v, %v; want [live]", ids, err)
+	}
+	st, err := d.Stats(context.Background(), 1)
+	if err != nil || len(st.Buckets.Hottest) != 1 || !slices.Equal(st.Buckets.Hottest[0].Sample, []string{"live"}) {
+		t.Errorf("Stats' hot list: %+v, %v; want the sample [live]", st.Buckets.Hottest, err)
+	}
+}

@@ -562,3 +562,39 @@ func TestUpsertBatchLooksUpOldsInOrder(t *testing.T) {
 		}
 	}
 }
+
+// Ensure that a put with a TTL on a format 2 index, which this build reads
+// but cannot give expiry, is refused with ErrFormat in words that say so
+// and name the way out (lshdb upgrade, not a rebuild), storing nothing;
+// and that after Upgrade the same put is stored and expires.
+func TestFormat2TTLSaysUpgrade(t *testing.T) {
+	dir := copyGolden(t, "format2/text")
+	d, err := Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, _ := d.Count()
+	doc := Doc{ID: "ttl", Text: "a document that should expire in an hour"}
+	err = d.Put(doc, &WriteOptions{TTL: time.Hour})
+	if !errors.Is(err, ErrFormat) || !strings.Contains(err.Error(), "lshdb upgrade --db") || strings.Contains(err.Error(), "older than this build reads") {
+		t.Fatalf("a TTL put on format 2: %v, want ErrFormat naming lshdb upgrade", err)
+	}
+	if m, _ := d.Count(); m != n {
+		t.Fatalf("the refused put changed the count from %d to %d", n, m)
+	}
+	d.Close()
+	if _, err := Upgrade(context.Background(), dir, nil); err != nil {
+		t.Fatal(err)
+	}
+	d, err = Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if err := d.Put(doc, &WriteOptions{TTL: time.Hour}); err != nil {
+		t.Fatalf("a TTL put after Upgrade: %v", err)
+	}
+	if got, err := d.Get("ttl"); err != nil || got.ExpiresAt.IsZero() {
+		t.Fatalf("Get(ttl) = %+v, %v; want it with its expiry", got, err)
+	}
+}

@@ -10,6 +10,14 @@ type Info struct {
 	// Docs is the number of stored documents, from the counters the
 	// writes keep.
 	Docs uint64
+	// Written counts the documents ever written (each put, an upsert's
+	// included, takes a number never used before). With Docs it tells
+	// whether the index was written between two calls: every write changes
+	// one of them (a put raises Written, a delete or an expiry sweep lowers
+	// Docs), and no two states of an index share both. (On Redis the two
+	// are read one after the other: a write under way may show as a state
+	// of its own.)
+	Written uint64
 	// DiskBytes is the space the store's files take on disk, as in
 	// [Stats.DiskBytes].
 	DiskBytes uint64
@@ -27,8 +35,14 @@ func (db *DB) Info() (*Info, error) {
 	if db.rkv != nil {
 		// NB: the size is the cluster's: the README gives its cost per
 		// document; INFO memory on each master tells it.
+		// NB: written first: a write raises it before it raises the count.
+		w, err := db.rkv.Written(db.closing)
+		if err != nil {
+			return nil, redisErr(err)
+		}
 		n, err := db.rkv.Count(db.closing)
-		return &Info{Params: db.Params(), Docs: n}, redisErr(err)
+		return &Info{Params: db.Params(), Docs: n, Written: w}, redisErr(err)
 	}
-	return &Info{Params: db.Params(), Docs: db.live.Load(), DiskBytes: dirBytes(db.opts.FS, db.dir)}, nil
+	c := db.published.Load()
+	return &Info{Params: db.Params(), Docs: c.Live, Written: max(c.NextDoc, 1) - 1, DiskBytes: dirBytes(db.opts.FS, db.dir)}, nil
 }

@@ -67,8 +67,8 @@ func TestInfoReadsNothing(t *testing.T) {
 	if n := reads.Load(); n != 0 {
 		t.Errorf("Info opened or read files %d times; want none", n)
 	}
-	if info.Docs != uint64(len(model)) {
-		t.Errorf("Info.Docs = %d; the model holds %d", info.Docs, len(model))
+	if info.Docs != uint64(len(model)) || info.Written != 40 {
+		t.Errorf("Info.Docs = %d, Written %d; the model holds %d, 40 were written", info.Docs, info.Written, len(model))
 	}
 	if p := info.Params; p.Threshold != 0.6 || p.Storage != StorageSets || p.Bands.B == 0 || p.Bands.R == 0 {
 		t.Errorf("Info.Params = %+v; want threshold 0.6, storage sets, a banding", p)
@@ -147,4 +147,70 @@ func BenchmarkInfo(b *testing.B) {
 	b.ReportMetric(float64(info.Microseconds())/float64(i), "info-µs")
 	b.ReportMetric(float64(stats.Milliseconds())/float64(i), "stats-ms")
 	b.ReportMetric(float64(stats)/float64(info), "stats-x-info")
+}
+
+// Ensure that Info's (Written, Docs) changes with every kind of write
+// (put, upsert, batch, load, delete, expiry sweep), stays the same over
+// reads and a reopen, and never comes back to an earlier value: what a
+// pairs file made before a write is refused by.
+func TestInfoChangesWithEveryWrite(t *testing.T) {
+	clock := &fakeClock{t: time.Unix(1_800_000_000, 0)}
+	fs := vfs.NewMem()
+	d, err := Open("db", &Options{fs: fs, clock: clock.now, ExpirySweep: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { d.Close() }()
+	seen := map[[2]uint64]string{}
+	state := func() [2]uint64 {
+		t.Helper()
+		in, err := d.Info()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return [2]uint64{in.Written, in.Docs}
+	}
+	last := state()
+	seen[last] = "the empty index"
+	step := func(what string, write func() error) {
+		t.Helper()
+		if err := write(); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		now := state()
+		if prev, ok := seen[now]; ok {
+			t.Fatalf("after %s: Info (written, docs) = %v, as after %s", what, now, prev)
+		}
+		seen[now], last = what, now
+	}
+	text := func(i int) string {
+		return fmt.Sprintf("document %d, which says a few things about the number %d", i, i)
+	}
+	step("a put", func() error { return d.Put(Doc{ID: "a", Text: text(1)}, nil) })
+	step("an upsert", func() error { return d.Put(Doc{ID: "a", Text: text(2)}, nil) })
+	step("a batch", func() error {
+		_, err := d.PutBatch([]Doc{{ID: "b", Text: text(3)}, {ID: "c", Text: text(4)}}, nil)
+		return err
+	})
+	step("a delete", func() error { return d.Delete("b", nil) })
+	step("a load of an upsert", func() error {
+		_, err := d.Load(context.Background(), seqOf([]Doc{{ID: "c", Text: text(5)}}), nil)
+		return err
+	})
+	step("a put with a TTL", func() error { return d.Put(Doc{ID: "x", Text: text(6)}, &WriteOptions{TTL: time.Second}) })
+	clock.advance(2 * time.Second)
+	step("an expiry sweep", func() error { _, err := d.SweepExpired(context.Background()); return err })
+	if _, err := d.QueryID(context.Background(), "a", nil); err != nil {
+		t.Fatal(err)
+	}
+	if now := state(); now != last {
+		t.Fatalf("a query changed Info from %v to %v", last, now)
+	}
+	d.Close()
+	if d, err = Open("db", &Options{fs: fs, clock: clock.now}); err != nil {
+		t.Fatal(err)
+	}
+	if now := state(); now != last || now != [2]uint64{6, 2} {
+		t.Fatalf("after a reopen Info is %v, before it %v; want (6, 2): six documents written, two stored", now, last)
+	}
 }

@@ -16,10 +16,14 @@ import (
 
 // BucketInfo describes one posting list.
 type BucketInfo struct {
-	Band   int      `json:"band"`
-	Bucket uint64   `json:"bucket"`
-	Size   int      `json:"size"`
-	Sample []string `json:"sample,omitempty"` // up to SampleSize member ids
+	Band   int    `json:"band"`
+	Bucket uint64 `json:"bucket"`
+	// Size is the list's postings: expired documents not yet swept
+	// included (a scan of the lists reads no record).
+	Size int `json:"size"`
+	// Sample holds up to SampleSize ids of live members (an expired
+	// document is never returned, swept or not).
+	Sample []string `json:"sample,omitempty"`
 }
 
 // SampleSize is the number of member ids a BucketInfo carries.
@@ -114,34 +118,41 @@ func (db *DB) buckets(ctx context.Context, band, top, step, steps int) (*BucketS
 	if err = cmp.Or(derr, err); err != nil {
 		return nil, err
 	}
+	now := db.now().UnixNano()
 	for _, h := range hottest {
 		info := BucketInfo{Band: h.band, Bucket: h.bucket, Size: len(h.docs)}
-		for _, n := range h.docs[:min(len(h.docs), SampleSize)] {
-			id, err := idOf(snap, n)
+		for _, n := range h.docs {
+			if len(info.Sample) == SampleSize {
+				break
+			}
+			id, expires, err := idOf(snap, n)
 			if err != nil {
 				return nil, err
 			}
-			info.Sample = append(info.Sample, id)
+			if !compaction.Expired(expires, now) {
+				info.Sample = append(info.Sample, id)
+			}
 		}
 		st.Hottest = append(st.Hottest, info)
 	}
 	return st, nil
 }
 
-// idOf returns the external id of doc number n.
-func idOf(r pebble.Reader, n uint64) (string, error) {
+// idOf returns the external id and expiry (Unix ns, 0 for none) of doc
+// number n.
+func idOf(r pebble.Reader, n uint64) (string, int64, error) {
 	v, ok, err := getCopy(r, codec.AppendDocKey(nil, n))
 	if err != nil {
-		return "", err
+		return "", 0, err
 	}
 	if !ok {
-		return "", fmt.Errorf("%w: a posting names doc %d, which has no record", ErrCorrupt, n)
+		return "", 0, fmt.Errorf("%w: a posting names doc %d, which has no record", ErrCorrupt, n)
 	}
 	view, err := codec.ParseDocView(v)
 	if err != nil {
-		return "", classify(err)
+		return "", 0, classify(err)
 	}
-	return string(view.ID), nil
+	return string(view.ID), view.Expires, nil
 }
 
 // Bucket returns the ids of the members of one posting list, in insertion
@@ -424,7 +435,9 @@ func (db *DB) PutIfNew(doc Doc, wo *WriteOptions) (*Match, error) {
 	if err != nil {
 		return nil, err
 	}
-	db.wmu.Lock()
+	if err := db.wmu.lock(db.closing); err != nil {
+		return nil, err
+	}
 	m, sw, err := db.putIfNewLocked(&doc, p, wo)
 	db.wmu.Unlock()
 	return m, cmp.Or(err, sw.wait())

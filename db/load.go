@@ -15,6 +15,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/lshdb/lshdb/codec"
+	"github.com/lshdb/lshdb/compaction"
 	"github.com/lshdb/lshdb/internal/extsort"
 	"golang.org/x/sync/errgroup"
 )
@@ -144,7 +145,11 @@ func (db *DB) Load(ctx context.Context, docs iter.Seq2[Doc, error], lo *LoadOpti
 	}
 	ctx, cancel := db.opCtx(ctx)
 	defer cancel()
-	db.wmu.Lock()
+	// NB: a Load waiting for another writer (another Load) gives up when
+	// its context ends or the database closes.
+	if err := db.wmu.lock(ctx); err != nil {
+		return LoadResult{}, err
+	}
 	defer db.wmu.Unlock()
 	if db.rkv != nil {
 		return db.redisLoad(ctx, docs, o, expires)
@@ -441,6 +446,7 @@ func docError(pos int, id string, err error) error {
 // are dropped); an id stored before the load is replaced: its record
 // deleted, its postings removed. The id map comes out in key order.
 func (l *loader) resolveIDs(ctx context.Context) error {
+	now := l.db.now().UnixNano()
 	db := l.db
 	l.counters = db.counters
 	l.counters.NextDoc = l.base + l.seq
@@ -463,7 +469,10 @@ func (l *loader) resolveIDs(ctx context.Context) error {
 		if !have {
 			return nil
 		}
-		oldNum, err := db.lookup(v, string(lastID), &old)
+		// NB: an expired document not yet swept is replaced as any other
+		// (before, the load left its record and postings behind, under no
+		// id, and counted one document too many).
+		oldNum, err := db.lookupStored(v, string(lastID), &old)
 		if err != nil && !errors.Is(err, ErrNotFound) {
 			return err
 		}
@@ -481,7 +490,9 @@ func (l *loader) resolveIDs(ctx context.Context) error {
 					return err
 				}
 			}
-			l.res.Replaced++
+			if !compaction.Expired(old.Expires, now) {
+				l.res.Replaced++ // NB: an expired one was never returned
+			}
 			l.counters.Live--
 		}
 		ids.Append(lastID, l.base+lastSeq)
@@ -748,8 +759,7 @@ func (l *loader) ingest(ctx context.Context) error {
 	// NB: the load is in the index from here on: its counters are the
 	// handle's before anything else can fail, or the next write would
 	// hand out its doc numbers again.
-	l.db.counters = l.counters
-	l.db.live.Store(l.counters.Live)
+	l.db.setCounters(l.counters)
 	// NB: tables whose span overlaps the memtable's (the counters) are
 	// ingested as a flushable, which sits beside the memtable, outside the
 	// LSM's levels, until the next flush: Pebble's SSTables and

@@ -389,6 +389,105 @@ func TestLoadClosed(t *testing.T) {
 	}
 }
 
+// Ensure that a write made inside Load's documents, which waits for the
+// Load (it holds the writer lock) while the Load waits for it, does not
+// make Close hang: Close ends the write's wait (ErrClosed) and the Load
+// (ErrClosed), and the index holds neither the load nor the write. So
+// does a Load waiting behind it for the writer lock, on its own context.
+func TestWriteInsideLoadDoesNotHangClose(t *testing.T) {
+	dir := t.TempDir()
+	d := mustOpen(t, dir, nil)
+	inside, started := make(chan error, 1), make(chan struct{})
+	docs := func(yield func(Doc, error) bool) {
+		if !yield(Doc{ID: "a", Text: "a loaded document, the first of two"}, nil) {
+			return
+		}
+		close(started)
+		inside <- d.Put(Doc{ID: "side", Text: "a document written by the documents of a load"}, nil)
+		yield(Doc{ID: "b", Text: "a loaded document, the second of two"}, nil)
+	}
+	loaded := make(chan error, 1)
+	go func() {
+		_, err := d.Load(context.Background(), docs, nil)
+		loaded <- err
+	}()
+	<-started
+	// A second Load waits for the first; its context's end ends the wait.
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if _, err := d.Load(ctx, seqOf([]Doc{{ID: "c", Text: "a document of a second load"}}), nil); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a Load behind another: %v, want DeadlineExceeded", err)
+	}
+	select {
+	case err := <-inside:
+		t.Fatalf("the write inside the load returned %v before Close", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- d.Close() }()
+	for what, ch := range map[string]chan error{"the write inside the load": inside, "Load": loaded, "Close": closed} {
+		select {
+		case err := <-ch:
+			if want := ErrClosed; what == "Close" && err != nil || what != "Close" && !errors.Is(err, want) {
+				t.Fatalf("%s: %v", what, err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s did not return within 10 s of Close", what)
+		}
+	}
+	d = mustOpen(t, dir, nil)
+	defer d.Close()
+	if n, err := d.Count(); err != nil || n != 0 {
+		t.Fatalf("after the closed load: %d documents, %v", n, err)
+	}
+}
+
+// Ensure that PutBatchContext gives up when its context ends while it
+// waits for the writer lock behind a Load, storing nothing (a server's
+// client that went away), and with a context already ended even when the
+// lock is free; with a live context it stores as PutBatch does.
+func TestPutBatchContextGivesUp(t *testing.T) {
+	d := mustOpen(t, t.TempDir(), nil)
+	defer d.Close()
+	started, release := make(chan struct{}), make(chan struct{})
+	docs := func(yield func(Doc, error) bool) {
+		if yield(Doc{ID: "a", Text: "a loaded document, which holds the writer lock"}, nil) {
+			close(started)
+			<-release
+		}
+	}
+	loaded := make(chan error, 1)
+	go func() {
+		_, err := d.Load(context.Background(), docs, nil)
+		loaded <- err
+	}()
+	<-started
+	doc := []Doc{{ID: "p", Text: "a document put while a load runs"}}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if _, err := d.PutBatchContext(ctx, doc, nil); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("PutBatchContext behind a Load: %v, want DeadlineExceeded", err)
+	}
+	close(release)
+	if err := <-loaded; err != nil {
+		t.Fatal(err)
+	}
+	ended, end := context.WithCancel(context.Background())
+	end()
+	if _, err := d.PutBatchContext(ended, doc, nil); !errors.Is(err, context.Canceled) {
+		t.Fatalf("PutBatchContext with an ended context: %v, want Canceled", err)
+	}
+	if _, err := d.Get("p"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Get(p) after two abandoned puts: %v, want ErrNotFound", err)
+	}
+	if res, err := d.PutBatchContext(context.Background(), doc, nil); err != nil || res.Stored != 1 {
+		t.Fatalf("PutBatchContext: %+v, %v", res, err)
+	}
+	if got, err := d.Get("p"); err != nil || got.Text != doc[0].Text {
+		t.Fatalf("Get(p) = %+v, %v", got, err)
+	}
+}
+
 // Ensure that an error yielded by the caller's iterator ends the load at
 // once with that error, unchanged, and stores nothing.
 func TestLoadIteratorError(t *testing.T) {

@@ -11,11 +11,15 @@ import (
 // Ensure that the probe table's Jaccard equals the sorted merge's, bit for
 // bit, on random sets given with repeats and in any order: small and large
 // values, zero, overlapping and disjoint, across many candidates (the
-// stamps must forget the previous one).
+// stamps must forget the previous one), and query sets given with repeats,
+// some of more than 4,096 distinct values (the table grows as they come).
 func TestProbeSetMatchesMerge(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 5))
-	for range 300 {
-		universe := 1 + rng.IntN(400)
+	for round := range 300 {
+		universe, most := 1+rng.IntN(400), 200
+		if round%10 == 0 {
+			universe, most = 20000, 12000
+		}
 		value := func() uint64 {
 			x := uint64(rng.IntN(universe))
 			if rng.IntN(2) == 0 {
@@ -35,10 +39,20 @@ func TestProbeSetMatchesMerge(t *testing.T) {
 			slices.Sort(s)
 			return s
 		}
-		a := distinct(rng.IntN(200))
-		p := newProbeSet(a)
+		a := distinct(rng.IntN(most))
+		given := slices.Clone(a)
+		for range rng.IntN(3 * (len(a) + 1)) { // repeats
+			if len(a) > 0 {
+				given = append(given, a[rng.IntN(len(a))])
+			}
+		}
+		rng.Shuffle(len(given), func(i, j int) { given[i], given[j] = given[j], given[i] })
+		p := newProbeSet(given)
+		if p.n != len(a) || 2*p.n > len(p.slots) {
+			t.Fatalf("a table of %d slots counts %d distinct values, want %d", len(p.slots), p.n, len(a))
+		}
 		for range 20 {
-			b := distinct(rng.IntN(200))
+			b := distinct(rng.IntN(most))
 			elems := slices.Clone(b)
 			for range rng.IntN(len(b) + 1) { // repeats
 				if len(b) > 0 {

@@ -51,10 +51,12 @@ func (db *DB) PurgeEmptyLists(ctx context.Context) (int, error) {
 			break
 		}
 	}
-	db.wmu.Lock()
-	defer db.wmu.Unlock()
 	ctx, cancel := db.opCtx(ctx)
 	defer cancel()
+	if err := db.wmu.lock(ctx); err != nil {
+		return 0, err
+	}
+	defer db.wmu.Unlock()
 	it, err := db.pdb.NewIter(&pebble.IterOptions{LowerBound: codec.PostingPrefix, UpperBound: codec.PostingPrefixEnd})
 	if err != nil {
 		return 0, classify(err)

@@ -54,6 +54,20 @@ func getCopy(r pebble.Reader, key []byte) (v []byte, ok bool, err error) {
 // lookup returns the doc number and record of id as v sees them, or an
 // error wrapping ErrNotFound. Every id → record read goes through it.
 func (db *DB) lookup(v view, id string, rec *docData) (uint64, error) {
+	n, err := db.lookupStored(v, id, rec)
+	if err != nil {
+		return 0, err
+	}
+	if compaction.Expired(rec.Expires, db.now().UnixNano()) {
+		return 0, fmt.Errorf("%w: %q (expired)", ErrNotFound, id)
+	}
+	return n, nil
+}
+
+// lookupStored is lookup without the expiry check: the document stored
+// under id, expired or not, for a writer that must remove it (an expired
+// document not yet swept is still stored: its record, postings and id).
+func (db *DB) lookupStored(v view, id string, rec *docData) (uint64, error) {
 	n, ok, err := v.docNum(id)
 	if err != nil {
 		return 0, err
@@ -74,9 +88,6 @@ func (db *DB) lookup(v view, id string, rec *docData) (uint64, error) {
 	}
 	if err := db.decodeDoc(n, r, rec); err != nil {
 		return 0, err
-	}
-	if compaction.Expired(rec.Expires, db.now().UnixNano()) {
-		return 0, fmt.Errorf("%w: %q (expired)", ErrNotFound, id)
 	}
 	return n, nil
 }

@@ -58,6 +58,9 @@ func MeasureRecall(p Params, t float64) (RecallEstimate, error) {
 	if !(t > 0 && t <= 1) {
 		return RecallEstimate{}, fmt.Errorf("%w: threshold %v is outside (0, 1]", ErrInvalidOptions, t)
 	}
+	if err := p.Bands.Validate(p.NumPerm); err != nil {
+		return RecallEstimate{}, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
+	}
 	return measureRecall(p.Scheme, p.NumPerm, p.Bands, t)
 }
 

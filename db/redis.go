@@ -377,7 +377,9 @@ func (db *DB) Repair(ctx context.Context) (orphans, dangling int, err error) {
 	if db.opts.ReadOnly {
 		return 0, 0, ErrReadOnly
 	}
-	db.wmu.Lock()
+	if err := db.wmu.lock(db.closing); err != nil {
+		return 0, 0, err
+	}
 	defer db.wmu.Unlock()
 	rep, err := db.rkv.Repair(ctx)
 	return rep.Orphans, rep.Dangling, redisErr(err)

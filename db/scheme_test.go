@@ -112,4 +112,10 @@ func TestMeasureRecall(t *testing.T) {
 			t.Errorf("MeasureRecall(t=%v) = %v, want ErrInvalidOptions", bad, err)
 		}
 	}
+	// Parameters no index could have: no bands, or more rows than values.
+	for _, bad := range []Params{{}, {Threshold: 0.8, NumPerm: 16, Bands: bands.Params{B: 4, R: 5}}} {
+		if _, err := MeasureRecall(bad, 0.8); !errors.Is(err, ErrInvalidOptions) {
+			t.Errorf("MeasureRecall(%+v) = %v, want ErrInvalidOptions", bad, err)
+		}
+	}
 }

@@ -75,7 +75,9 @@ func (db *DB) upgrade(ctx context.Context) (*UpgradeReport, error) {
 		return nil, err
 	}
 	defer db.mu.RUnlock()
-	db.wmu.Lock()
+	if err := db.wmu.lock(cmp.Or(ctx, db.closing)); err != nil {
+		return nil, err
+	}
 	defer db.wmu.Unlock()
 	rep := &UpgradeReport{From: db.man.FormatVersion, To: codec.FormatVersion, Storage: db.man.Storage}
 	// sketches: a format 2 to 4 text index, whose records only gain their

@@ -2,6 +2,7 @@ package db
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"runtime"
@@ -250,6 +251,35 @@ func (db *DB) prepareAll(docs []Doc, pos []int, n int, storeText, skipEmpty bool
 	return keep, skipped, nil
 }
 
+// prepareLastNonEmpty prepares docs, in which ids repeat, for PutBatch
+// with SkipEmpty: the document of each id that wins is its last one that
+// is not empty; every empty one is skipped (listed, in the order of docs),
+// as Load lists them; the others before the winner are repeated (counted)
+// and not checked further, as a repeat never is. Any other error of a
+// winner fails the call and names its position.
+func (db *DB) prepareLastNonEmpty(docs []Doc, storeText bool) (_ []prepared, skipped []string, repeated int, _ error) {
+	preps, errs, _ := db.prepareEach(docs, storeText, nil)
+	won := make(map[string]bool, len(docs))
+	var keep []prepared
+	for i := len(docs) - 1; i >= 0; i-- {
+		id, err := docs[i].ID, errs[i]
+		switch {
+		case errors.Is(err, ErrEmptyDocument):
+			skipped = append(skipped, id)
+		case won[id]:
+			repeated++
+		case err != nil:
+			return nil, nil, 0, fmt.Errorf("document %d: %w", i, err)
+		default:
+			won[id] = true
+			keep = append(keep, preps[i])
+		}
+	}
+	slices.Reverse(keep)
+	slices.Reverse(skipped)
+	return keep, skipped, repeated, nil
+}
+
 // Put stores the document d under d.ID, replacing any document with that
 // id (an upsert): the old version's postings are removed and the new ones
 // added in one atomic batch. The write is synced unless the database was
@@ -284,6 +314,17 @@ type BatchResult struct {
 // batch is written: pass thousands at a time, not millions (Load is the
 // bulk path).
 func (db *DB) PutBatch(docs []Doc, wo *WriteOptions) (BatchResult, error) {
+	return db.PutBatchContext(context.Background(), docs, wo)
+}
+
+// PutBatchContext is PutBatch that gives up when ctx ends before the
+// batch is written: before it takes the writer lock, or while it waits for
+// it (behind a Load, which holds it for its whole run).
+// It then returns ctx's error and stores nothing. Once it holds the lock
+// the batch is written whatever ctx says, as PutBatch's is. A server calls
+// it with a request's context, so that a client that went away (an
+// interrupted command) does not have its batch applied after it left.
+func (db *DB) PutBatchContext(ctx context.Context, docs []Doc, wo *WriteOptions) (BatchResult, error) {
 	var res BatchResult
 	if err := db.enter(); err != nil {
 		return res, err
@@ -305,22 +346,32 @@ func (db *DB) PutBatch(docs []Doc, wo *WriteOptions) (BatchResult, error) {
 		last[docs[i].ID] = i
 	}
 	n := len(docs)
-	var pos []int // NB: an error names the caller's position, not uniq's
-	if len(last) < n {
+	storeText := wo.StoreText || db.man.StoreText
+	var preps []prepared
+	var skipped []string
+	switch {
+	case len(last) < n && wo.SkipEmpty:
+		// NB: a skipped document does not win: an id's last document
+		// that is not empty does, as a Put of each document in turn and
+		// Load give (the documents are prepared before the repeats are
+		// settled).
+		preps, skipped, res.Repeated, err = db.prepareLastNonEmpty(docs, storeText)
+	case len(last) < n:
 		res.Repeated = n - len(last)
 		uniq := make([]Doc, 0, len(last))
-		pos = make([]int, 0, len(last))
+		pos := make([]int, 0, len(last)) // NB: an error names the caller's position, not uniq's
 		for i := range docs {
 			if last[docs[i].ID] == i {
 				uniq = append(uniq, docs[i])
 				pos = append(pos, i)
 			}
 		}
-		docs = uniq
+		preps, skipped, err = db.prepareAll(uniq, pos, n, storeText, wo.SkipEmpty)
+	default:
+		// NB: with SkipEmpty, an empty document is found by preparing it,
+		// not by hashing it twice.
+		preps, skipped, err = db.prepareAll(docs, nil, n, storeText, wo.SkipEmpty)
 	}
-	// NB: with SkipEmpty, an empty document is found by preparing it, not
-	// by hashing it twice.
-	preps, skipped, err := db.prepareAll(docs, pos, n, wo.StoreText || db.man.StoreText, wo.SkipEmpty)
 	res.SkippedEmpty = skipped
 	for i := 0; err == nil && i < len(preps); i++ {
 		err = preps[i].setExpiry(expires)
@@ -328,7 +379,11 @@ func (db *DB) PutBatch(docs []Doc, wo *WriteOptions) (BatchResult, error) {
 	if err != nil {
 		return res, err
 	}
-	db.wmu.Lock()
+	ctx, cancel := db.opCtx(ctx)
+	defer cancel()
+	if err := db.wmu.lock(ctx); err != nil {
+		return res, err
+	}
 	replaced, sw, err := db.writeLockedCount(preps, wo)
 	db.wmu.Unlock()
 	res.Replaced = replaced
@@ -371,13 +426,16 @@ func (db *DB) writeLockedCount(preps []prepared, wo *WriteOptions) (replaced int
 	if err != nil {
 		return 0, sw, err
 	}
+	now := db.now().UnixNano()
 	for i := range preps {
 		p := &preps[i]
 		idKey := codec.AppendIDKey(nil, p.id)
 		if err := dropOld(b, &olds[i], postings, &c); err != nil {
 			return 0, sw, err
 		}
-		if olds[i].found {
+		// NB: an expired document not yet swept is removed as any other,
+		// but it was not there to be replaced: it is never returned.
+		if olds[i].found && !compaction.Expired(olds[i].expires, now) {
 			replaced++
 		}
 		n := c.NextDoc
@@ -435,8 +493,16 @@ func (db *DB) expiryManifestBytes() ([]byte, error) {
 // expiryFormatError refuses documents with an expiry in an index of
 // format 2.
 func (db *DB) expiryFormatError() error {
-	return fmt.Errorf("%w: documents with a TTL need an index of format %d or later; %s is format %d (rebuild it to use expiry)", ErrFormat, codec.SumFingerprintFormatVersion, db.dir, db.man.FormatVersion)
+	return formatError(fmt.Sprintf("lshdb: documents with a TTL need an index of format %d or later, and %s is format %d: rewrite it in place with lshdb upgrade --db %s (db.Upgrade), after a backup if it is the only copy", codec.SumFingerprintFormatVersion, db.dir, db.man.FormatVersion, db.dir))
 }
+
+// formatError is an error that matches ErrFormat (errors.Is) in words of
+// its own: ErrFormat's say the build does not read the index, where a
+// format 2 index is read, and only a TTL needs a newer one.
+type formatError string
+
+func (e formatError) Error() string        { return string(e) }
+func (e formatError) Is(target error) bool { return target == ErrFormat }
 
 // setExpiryFormat makes the index format 4 now (a synced write of the
 // manifest, unless NoSync), if it is not yet. The caller holds wmu.
@@ -498,7 +564,9 @@ func (db *DB) DeleteIDs(ids []string, o *WriteOptions) (DeleteResult, error) {
 			return res, err
 		}
 	}
-	db.wmu.Lock()
+	if err := db.wmu.lock(db.closing); err != nil {
+		return DeleteResult{}, err
+	}
 	res, sw, err := db.deleteLocked(ids, o)
 	db.wmu.Unlock()
 	if err = cmp.Or(err, sw.wait()); err != nil {
@@ -796,8 +864,7 @@ func (db *DB) commit(b *pebble.Batch, postings map[postingKey][]codec.Posting, c
 		}
 		sw.b = b
 	}
-	db.counters = c
-	db.live.Store(c.Live)
+	db.setCounters(c)
 	if db.qcache != nil {
 		// The removed documents' cached entries can no longer be asked
 		// for (no posting names them): free their room. NB: one removal

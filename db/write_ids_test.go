@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math/rand/v2"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -130,5 +131,83 @@ func TestValidate(t *testing.T) {
 	}
 	if d.MaxDocBytes() != 100 {
 		t.Fatalf("MaxDocBytes %d", d.MaxDocBytes())
+	}
+}
+
+// Ensure that PutBatch with SkipEmpty, given ids that repeat with some of
+// their documents empty, stores what a Put of each document in turn stores
+// (the model: an empty document is skipped and changes nothing), and what
+// Load with SkipEmpty stores: an empty later version never wins over an
+// earlier one, nor over the stored one. Random batches over a few ids,
+// each checked against the model by Get after a reopen.
+func TestPutBatchSkipEmptyRepeats(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	ids := []string{"a", "b", "c", "d"}
+	for round := range 40 {
+		var docs []Doc
+		for range 1 + rng.IntN(8) {
+			text := fmt.Sprintf("version %d of a document about the number %d, told at some length", rng.IntN(1000), round)
+			if rng.IntN(3) == 0 {
+				text = []string{"", "   ", "\t"}[rng.IntN(3)]
+			}
+			docs = append(docs, Doc{ID: ids[rng.IntN(len(ids))], Text: text})
+		}
+		// The model: the documents stored before the batch, then each
+		// document of the batch in turn, an empty one skipped.
+		stored := map[string]string{"a": "the stored document a, from before the batch"}
+		want := maps.Clone(stored)
+		wantSkipped, wantRepeated := 0, 0
+		for i, d := range docs {
+			if strings.TrimSpace(d.Text) == "" {
+				wantSkipped++
+				continue
+			}
+			for _, later := range docs[i+1:] {
+				if later.ID == d.ID && strings.TrimSpace(later.Text) != "" {
+					wantRepeated++
+					break
+				}
+			}
+			want[d.ID] = d.Text
+		}
+		for _, how := range []string{"PutBatch", "Load"} {
+			dir := t.TempDir()
+			d := mustOpen(t, dir, nil)
+			if err := d.Put(Doc{ID: "a", Text: stored["a"]}, nil); err != nil {
+				t.Fatal(err)
+			}
+			var skipped, repeated int
+			if how == "PutBatch" {
+				res, err := d.PutBatch(docs, &WriteOptions{SkipEmpty: true})
+				if err != nil {
+					t.Fatalf("round %d: PutBatch: %v", round, err)
+				}
+				skipped, repeated = len(res.SkippedEmpty), res.Repeated
+				if res.Stored != len(docs)-skipped-repeated {
+					t.Fatalf("round %d: PutBatch %+v of %d documents", round, res, len(docs))
+				}
+			} else {
+				res, err := d.Load(context.Background(), seqOf(docs), &LoadOptions{SkipEmpty: true})
+				if err != nil {
+					t.Fatalf("round %d: Load: %v", round, err)
+				}
+				skipped, repeated = len(res.SkippedEmpty), res.Repeated
+			}
+			if skipped != wantSkipped || repeated != wantRepeated {
+				t.Errorf("round %d: %s skipped %d and counted %d repeated, want %d and %d (%+v)", round, how, skipped, repeated, wantSkipped, wantRepeated, docs)
+			}
+			d.Close()
+			d = mustOpen(t, dir, nil)
+			for _, id := range ids {
+				got, err := d.Get(id)
+				switch text, ok := want[id]; {
+				case !ok && !errors.Is(err, ErrNotFound):
+					t.Fatalf("round %d: %s: Get(%s) = %v, %v; want not found (%+v)", round, how, id, got, err, docs)
+				case ok && (err != nil || got.Text != text):
+					t.Fatalf("round %d: %s: Get(%s) = %+v, %v; want %q (%+v)", round, how, id, got, err, text, docs)
+				}
+			}
+			d.Close()
+		}
 	}
 }

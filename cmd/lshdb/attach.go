@@ -16,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/lshdb/lshdb/db"
 	"github.com/lshdb/lshdb/db/client"
@@ -58,16 +59,22 @@ var (
 )
 
 // clientOptions are the options of an attached command's client: the
-// token from LSHDB_TOKEN.
-func clientOptions() *client.Options {
-	return &client.Options{Token: os.Getenv("LSHDB_TOKEN")}
+// token from LSHDB_TOKEN; the command's context, so that an interrupt
+// (Ctrl-C, SIGTERM) ends a call waiting for the server, and a put it was
+// waiting to write is not written; and a bound on the first exchange, so
+// that a stopped or stuck server fails the command instead of hanging it.
+func clientOptions(ctx context.Context) *client.Options {
+	return &client.Options{Token: os.Getenv("LSHDB_TOKEN"), Context: ctx, OpenTimeout: attachTimeout}
 }
+
+// attachTimeout is how long a command waits for a server's first answer.
+const attachTimeout = 15 * time.Second
 
 // attach connects to the server that owns the index in dir through its
 // socket, checking opts' creation parameters against the index's as Open
 // would.
-func attach(dir string, opts *db.Options) (*client.Client, error) {
-	c, err := client.Open(httpapi.SocketPath(dir), clientOptions())
+func attach(ctx context.Context, dir string, opts *db.Options) (*client.Client, error) {
+	c, err := client.Open(httpapi.SocketPath(dir), clientOptions(ctx))
 	if err != nil {
 		return nil, err
 	}
@@ -83,7 +90,7 @@ func (a *app) connect(opts *db.Options) (*client.Client, error) {
 	if a.dbDir != "" {
 		return nil, usagef("give --db DIR or --addr URL, not both")
 	}
-	c, err := client.Open(a.addr, clientOptions())
+	c, err := client.Open(a.addr, clientOptions(a.ctx))
 	if err != nil {
 		return nil, err
 	}

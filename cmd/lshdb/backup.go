@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"syscall"
 
 	"github.com/lshdb/lshdb/db"
 	"github.com/lshdb/lshdb/db/client"
@@ -33,7 +34,9 @@ func (a *app) backupCmd() *cobra.Command {
 of one instant (Pebble's checkpoint: table files are hard-linked when NEWDIR is
 on the same filesystem). The copy is an index of its own. When another process
 owns the index (lshdb serve), the copy is made by that process, through the
-index's socket. The copy is opened afterwards and its documents counted.
+index's socket. An index that cannot be opened for writing (a disk too full
+for it, a read-only filesystem) is copied file by file under its lock. The copy
+is opened afterwards and its documents counted.
 
 Of an index on Redis (--db redis+cluster://…), the copy is a new Pebble index
 in NEWDIR with the same parameters and every live document, each as it is when
@@ -54,9 +57,15 @@ nightly pairs run at the embedded index's speed.`,
 				return err
 			}
 			via := "open"
-			// NB: writable (Pebble cannot checkpoint a read-only store),
-			// and must exist: a backup never creates its source.
+			// NB: writable (Pebble checkpoints a writable store: table
+			// files hard-linked where they can be), and must exist: a
+			// backup never creates its source. An index that cannot be
+			// opened for writing (a full disk, a read-only filesystem) is
+			// copied file by file through a read-only open.
 			d, err := db.Open(a.dbDir, &db.Options{MustExist: true})
+			if errors.Is(err, db.ErrDiskFull) || errors.Is(err, syscall.EROFS) {
+				d, err = db.Open(a.dbDir, &db.Options{MustExist: true, ReadOnly: true})
+			}
 			switch {
 			case err == nil:
 				ctx, barDone := a.phaseBar("backup")

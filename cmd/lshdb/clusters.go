@@ -83,8 +83,12 @@ type headerBody struct {
 	// PCandidate is P(candidate) at Threshold: the chance that LSH
 	// proposes a pair of exactly that Jaccard (1−(1−t^r)^b).
 	PCandidate float64 `json:"p_candidate"`
-	// Docs are the documents in the index when the run started.
+	// Docs are the documents in the index when the run started, and
+	// Written the documents ever written to it then (db.Info): a file
+	// whose pair differs from the index's was made before a write
+	// (absent from the files of earlier builds).
 	Docs        uint64 `json:"docs"`
+	Written     uint64 `json:"written,omitempty"`
 	NumPerm     int    `json:"num_perm"`
 	Bands       int    `json:"bands"`
 	Rows        int    `json:"rows"`
@@ -120,12 +124,12 @@ type runEndBody struct {
 func runHeader(d index, command string, t float64, started time.Time) (headerJSON, error) {
 	p := d.Params()
 	t = cmp.Or(t, p.Threshold)
-	n, err := d.Count()
+	in, err := d.Info()
 	if err != nil {
 		return headerJSON{}, err
 	}
 	return headerJSON{headerBody{Command: command, Version: version(), Started: started.UTC().Format(time.RFC3339),
-		Threshold: t, IndexThreshold: p.Threshold, PCandidate: p.Bands.Probability(t), Docs: n,
+		Threshold: t, IndexThreshold: p.Threshold, PCandidate: p.Bands.Probability(t), Docs: in.Docs, Written: in.Written,
 		NumPerm: p.NumPerm, Bands: p.Bands.B, Rows: p.Bands.R, Scheme: p.Scheme.String(), Shingle: p.Shingle.String(),
 		ShingleSize: p.ShingleSize, Bag: p.Bag, Storage: p.Storage}}, nil
 }
@@ -228,13 +232,20 @@ func (f *pairsFile) line(n int, t []byte) (pair bool, err error) {
 // short.
 var errIncomplete = errors.New("incomplete pairs file")
 
+// errStalePairs is the error of a pairs file made before the index was
+// last written.
+var errStalePairs = errors.New("stale pairs file")
+
 // finish checks the whole file: a file with a header must end with its
 // end line and hold the pairs that line counts (else the run that wrote
-// it was interrupted, or the file was cut), and must have been made at a
+// it was interrupted, or the file was cut), must have been made at a
 // threshold no higher than t, the clustering's (its pairs below that are
-// missing). A file made when the index held another number of documents
-// than docs is warned of (its pairs miss the documents written since).
-func (f *pairsFile) finish(t float64, docs uint64, warn func(string)) error {
+// missing), and, when now is not nil, on the index as it is now: a file
+// whose header says the index was written since is refused (a replaced
+// document's pairs are no longer its pairs: a filter removed records
+// that were no copies, with exit 0), and one of an earlier build, which
+// only counts the documents, is warned of when the count differs.
+func (f *pairsFile) finish(t float64, now *db.Info, warn func(string)) error {
 	if f.header == nil {
 		if f.end != nil {
 			return fmt.Errorf("%w: %s: an end line but no header line", errBadPairs, f.name)
@@ -250,8 +261,12 @@ func (f *pairsFile) finish(t float64, docs uint64, warn func(string)) error {
 	case t > 0 && h.Threshold > t+1e-12:
 		return fmt.Errorf("%w: %s holds the pairs at Jaccard >= %v, and the clustering asks for >= %v: the pairs between are not in it; run pairs --threshold %v, or cluster at --threshold %v", errBadPairs, f.name, h.Threshold, t, t, h.Threshold)
 	}
-	if warn != nil && h.Docs != docs {
-		warn(fmt.Sprintf("%s was made when the index held %d documents, it holds %d now: documents written since are in no pair of it", f.name, h.Docs, docs))
+	switch {
+	case now == nil:
+	case h.Written != 0 && now.Written != 0 && (h.Written != now.Written || h.Docs != now.Docs):
+		return fmt.Errorf("%w: %s was made when the index held %d documents of %d written, it holds %d of %d now: the index was written since, and the pairs of the documents written or deleted no longer hold; run pairs again", errStalePairs, f.name, h.Docs, h.Written, now.Docs, now.Written)
+	case warn != nil && h.Docs != now.Docs:
+		warn(fmt.Sprintf("%s was made when the index held %d documents, it holds %d now: documents written since are in no pair of it", f.name, h.Docs, now.Docs))
 	}
 	return nil
 }
@@ -261,7 +276,7 @@ func (a *app) notef(s string) { fmt.Fprintf(a.stderr, "note: %s\n", s) }
 
 // readPairsFile yields the pairs of a pairs --output json file, "-" for
 // standard input (pairLines).
-func (a *app) readPairsFile(path string, t float64, docs uint64, warn func(string)) iter.Seq2[db.Pair, error] {
+func (a *app) readPairsFile(path string, t float64, now *db.Info, warn func(string)) iter.Seq2[db.Pair, error] {
 	return func(yield func(db.Pair, error) bool) {
 		var r io.Reader = a.stdin
 		name := "stdin"
@@ -274,7 +289,7 @@ func (a *app) readPairsFile(path string, t float64, docs uint64, warn func(strin
 			defer f.Close()
 			r, name = f, path
 		}
-		for p, err := range pairLines(r, name, t, docs, warn) {
+		for p, err := range pairLines(r, name, t, now, warn) {
 			if !yield(p, err) || err != nil {
 				return
 			}
@@ -288,7 +303,7 @@ func (a *app) readPairsFile(path string, t float64, docs uint64, warn func(strin
 // checked at its end (pairsFile.finish, with t, docs and warn; t 0: no
 // threshold check). Every error is errBadPairs or errIncomplete, and the
 // sequence's last.
-func pairLines(r io.Reader, name string, t float64, docs uint64, warn func(string)) iter.Seq2[db.Pair, error] {
+func pairLines(r io.Reader, name string, t float64, now *db.Info, warn func(string)) iter.Seq2[db.Pair, error] {
 	return func(yield func(db.Pair, error) bool) {
 		pf := pairsFile{name: escControls(name)}
 		br := bufio.NewReaderSize(r, 64<<10)
@@ -305,7 +320,7 @@ func pairLines(r io.Reader, name string, t float64, docs uint64, warn func(strin
 				}
 			}
 			if err == io.EOF {
-				if ferr := pf.finish(t, docs, warn); ferr != nil {
+				if ferr := pf.finish(t, now, warn); ferr != nil {
 					yield(db.Pair{}, ferr)
 				}
 				return
@@ -443,11 +458,11 @@ func (a *app) clusters(d index, from string, po *db.PairsOptions) ([]db.Cluster,
 	ctx, barDone := a.phaseBar("clusters")
 	defer barDone()
 	if from != "" {
-		docs, err := d.Count()
+		now, err := d.Info()
 		if err != nil {
 			return nil, err
 		}
-		return d.ClustersFrom(ctx, a.readPairsFile(from, cmp.Or(po.Threshold, d.Params().Threshold), docs, a.notef), po)
+		return d.ClustersFrom(ctx, a.readPairsFile(from, cmp.Or(po.Threshold, d.Params().Threshold), now, a.notef), po)
 	}
 	return d.Clusters(ctx, po)
 }
@@ -510,7 +525,7 @@ func (a *app) clustersTo(d index, path string, s *pairSpill, h headerJSON, po *d
 		return fmt.Errorf("writing the pairs for --clusters: %w", err)
 	}
 	ctx, barDone := a.phaseBar("clusters")
-	cs, err := d.ClustersFrom(ctx, a.readPairsFile(s.f.Name(), 0, 0, nil), po)
+	cs, err := d.ClustersFrom(ctx, a.readPairsFile(s.f.Name(), 0, nil, nil), po)
 	barDone()
 	if err != nil {
 		return interruptNote(err, "clusters interrupted: the pairs were printed, no clusters written")

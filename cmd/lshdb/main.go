@@ -389,7 +389,7 @@ func (a *app) openFresh(opts *db.Options) (index, func(), error) {
 	for {
 		d, err := db.Open(a.dbDir, opts)
 		if errors.Is(err, db.ErrLocked) {
-			c, cerr := attach(a.dbDir, opts)
+			c, cerr := attach(a.ctx, a.dbDir, opts)
 			var refused *client.Error
 			switch {
 			case cerr == nil:
@@ -419,6 +419,10 @@ func (a *app) openFresh(opts *db.Options) (index, func(), error) {
 				return h, h.closeAll, nil
 			case errors.As(cerr, &refused) || errors.Is(cerr, db.ErrParamsMismatch):
 				return nil, nil, cerr // the owner answered, and refused (a token, a parameter)
+			case a.ctx.Err() != nil:
+				return nil, nil, fmt.Errorf("%w while waiting for the process that owns %s to answer: nothing was done%w", context.Cause(a.ctx), a.dbDir, silently{context.Canceled})
+			case errors.Is(cerr, context.DeadlineExceeded):
+				return nil, nil, stuckOwner(err, a.dbDir, attachTimeout)
 			}
 			// Nothing serves it: the error says who holds it.
 			if time.Now().Before(deadline) {

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -343,6 +344,35 @@ func TestBenchCleansStaleDirs(t *testing.T) {
 	}
 	if len(names) != 1 || names[0] != "1-456" {
 		t.Fatalf("left in %s: %v, want only 1-456", base, names)
+	}
+}
+
+// Ensure that a command writing an output file (here gen; filter,
+// export and report alike) removes the hidden temporary files of that
+// output that killed runs left (named for a process that is gone), and
+// keeps a live process's and another output's.
+func TestOutputsSweepDeadRunsTemps(t *testing.T) {
+	dir := t.TempDir()
+	// NB: Linux pids stay below 2^22; pid 1 is always running.
+	dead, live, other := ".c.jsonl.lshdb-999999999-1.tmp", ".c.jsonl.lshdb-1-2.tmp", ".d.jsonl.lshdb-999999999-3.tmp"
+	for _, n := range []string{dead, live, other} {
+		if err := os.WriteFile(filepath.Join(dir, n), []byte("a partial output"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if out, errOut, code := runLine([]string{"gen", "--n", "20", "--out", filepath.Join(dir, "c.jsonl")}, ""); code != 0 {
+		t.Fatalf("gen: %d %q %q", code, out, errOut)
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	if want := []string{live, other, "c.jsonl"}; !slices.Equal(names, want) {
+		t.Fatalf("left in the output's directory: %q, want %q", names, want)
 	}
 }
 

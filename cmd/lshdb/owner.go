@@ -38,6 +38,17 @@ func ownerOf(dir string) (pid int, serving bool) {
 	return lockHolder(dir), false
 }
 
+// stuckOwner is the error of an index locked by a process whose socket
+// takes connections but does not answer within waited: one stopped
+// (kill -STOP, a debugger) or stuck.
+func stuckOwner(err error, dir string, waited time.Duration) error {
+	pid := lockHolder(dir)
+	if pid <= 0 {
+		return fmt.Errorf("%w; its owner does not answer on %s (%v waited): is it stopped or stuck?", err, httpapi.SocketPath(dir), waited)
+	}
+	return fmt.Errorf("%w; process %d owns it but does not answer on %s (%v waited): is it stopped (kill -STOP, a debugger; kill -CONT %d resumes it) or stuck (kill %d)?", err, pid, httpapi.SocketPath(dir), waited, pid, pid)
+}
+
 // lockedHint adds to an ErrLocked what an operator needs: which process
 // holds the index, and what to do. Other errors pass unchanged.
 func lockedHint(err error, dir string) error {
@@ -69,3 +80,11 @@ func lockedHint(err error, dir string) error {
 	}
 	return err
 }
+
+// silently is err for errors.Is, and nothing in a message: a cause that
+// decides the exit status (context.Canceled: 130 or 143) where the message
+// already says what happened.
+type silently struct{ err error }
+
+func (s silently) Error() string { return "" }
+func (s silently) Unwrap() error { return s.err }

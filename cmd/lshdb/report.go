@@ -150,13 +150,13 @@ func (h *pairHist) bins(lo float64) []int64 {
 
 // readPairs counts the pairs of a pairs JSON Lines file (lshdb pairs
 // --output json, read as clusters --from reads it: pairLines).
-func readPairs(path string, h *pairHist, docs uint64, warn func(string)) error {
+func readPairs(path string, h *pairHist, now *db.Info, warn func(string)) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return fmt.Errorf("%w: %w", errBadPairs, err)
 	}
 	defer f.Close()
-	for p, err := range pairLines(f, path, 0, docs, warn) {
+	for p, err := range pairLines(f, path, 0, now, warn) {
 		if err != nil {
 			return err
 		}
@@ -256,7 +256,7 @@ page.`,
 					rd.Dir = a.addr
 				}
 				if pairsFile != "" {
-					if err := readPairs(pairsFile, rd.Pairs, in.Docs, a.notef); err != nil {
+					if err := readPairs(pairsFile, rd.Pairs, in, a.notef); err != nil {
 						return err
 					}
 					rd.PairsSource = "the pairs file " + filepath.Base(pairsFile)
@@ -327,9 +327,26 @@ func writeFileAtomic(path string, fn func(w io.Writer) error) error {
 }
 
 // createTempFor creates the temporary file that becomes path
-// (commitTemp); an error names path, not the temporary name.
+// (commitTemp), named for this process (.NAME.lshdb-PID-N.tmp), after
+// removing those of path that processes now gone left: a killed filter,
+// export or report (SIGKILL runs no deferred removal) left a hidden file
+// of up to its whole output beside it, which nothing removed. An error
+// names path, not the temporary name.
 func createTempFor(path string) (*os.File, error) {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
+	dir, prefix := filepath.Dir(path), "."+filepath.Base(path)+".lshdb-"
+	if ents, err := os.ReadDir(dir); err == nil {
+		for _, e := range ents {
+			rest, ok := strings.CutPrefix(e.Name(), prefix)
+			if !ok || !strings.HasSuffix(rest, ".tmp") {
+				continue
+			}
+			p, _, _ := strings.Cut(rest, "-")
+			if pid, err := strconv.Atoi(p); err == nil && pid > 0 && pid != os.Getpid() && processGone(pid) {
+				os.Remove(filepath.Join(dir, e.Name()))
+			}
+		}
+	}
+	f, err := os.CreateTemp(dir, fmt.Sprintf("%s%d-*.tmp", prefix, os.Getpid()))
 	if err != nil {
 		var pe *fs.PathError
 		if errors.As(err, &pe) {

@@ -285,7 +285,7 @@ func TestReportErrors(t *testing.T) {
 			t.Errorf("a failed report left %s", e.Name())
 		}
 	}
-	err := readPairs(filepath.Join(tmp, "bad.jsonl"), newPairHist(0.8), 0, nil)
+	err := readPairs(filepath.Join(tmp, "bad.jsonl"), newPairHist(0.8), nil, nil)
 	if !errors.Is(err, errBadPairs) {
 		t.Errorf("readPairs of a bad file: %v; want errBadPairs", err)
 	}

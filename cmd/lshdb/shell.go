@@ -133,7 +133,7 @@ func (a *app) script(r io.Reader) error {
 		}
 	}
 	if failed > 0 {
-		return fmt.Errorf("%d shell commands failed", failed)
+		return fmt.Errorf("%s failed", counted(failed, "shell command", "shell commands"))
 	}
 	return sc.Err()
 }

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/lshdb/lshdb/db"
+	"github.com/lshdb/lshdb/db/client"
 	"github.com/lshdb/lshdb/internal/docio"
 	"github.com/lshdb/lshdb/internal/rediskv"
 	"github.com/lshdb/lshdb/minhash"
@@ -475,7 +476,10 @@ type inserter struct {
 	batch   []db.Doc
 	last    string // position of the batch's last document
 	through string // position of the last committed document
-	add     func(int)
+	// doubt is the position of the last document of a batch sent to an
+	// owner whose answer was lost: it may have been written.
+	doubt string
+	add   func(int)
 }
 
 const (
@@ -588,6 +592,12 @@ func (w *inserter) flush() error {
 	}
 	res, err := w.d.PutBatch(w.batch, &db.WriteOptions{SkipEmpty: true, TTL: w.ttl})
 	if err != nil {
+		var answer *client.Error
+		if _, local := w.d.(*db.DB); !local && !errors.As(err, &answer) {
+			// NB: the owner's answer was lost (it was killed, the command
+			// interrupted): it may have written the batch before.
+			w.doubt = w.last
+		}
 		return err
 	}
 	empty := make(map[string]bool, len(res.SkippedEmpty))
@@ -702,7 +712,13 @@ after committing what was read and says where to continue.`,
 			}
 			if err != nil {
 				finish(w.sum.Inserted > 0)
-				return stoppedErr(fmt.Sprintf("committed %d documents", w.sum.Inserted), w.through, err)
+				done := fmt.Sprintf("committed %d documents", w.sum.Inserted)
+				if w.doubt != "" {
+					through := cmp.Or(w.through, "the start")
+					done = fmt.Sprintf("committed %d documents through %s, and perhaps the next batch, through %s (the answer of the process that owns the index was lost: it may have written them)", w.sum.Inserted, through, w.doubt)
+					return stoppedErr(done, "", err)
+				}
+				return stoppedErr(done, w.through, err)
 			}
 			return a.reportInsert(w.sum)
 		},

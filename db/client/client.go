@@ -55,6 +55,15 @@ type Options struct {
 	// Timeout bounds the calls that take no context (Put, Get, Delete,
 	// Bucket, Explain, …). Default: none.
 	Timeout time.Duration
+	// Context, when set, is the context of the calls that take none, and
+	// of Open's: when it ends they stop waiting and return its error (a
+	// command's interrupt). A put the server is still waiting to write
+	// (behind a load) is then not written. Default: none.
+	Context context.Context
+	// OpenTimeout bounds Open's exchange with the server, which answers
+	// at once unless it is stopped or stuck: a server that does not answer
+	// in time fails Open with an error that says so. Default: none.
+	OpenTimeout time.Duration
 	// HTTPClient sends the requests (TLS settings, proxies). Default: a
 	// client of its own, dialling the Unix socket for a socket target.
 	// NB: for a socket target, its Transport is replaced.
@@ -130,8 +139,15 @@ func Open(target string, opts *Options) (*Client, error) {
 	c.hc = hc
 	ctx, cancel := c.ctx()
 	defer cancel()
+	if o.OpenTimeout > 0 {
+		ctx, cancel = context.WithTimeoutCause(ctx, o.OpenTimeout, errNoAnswer)
+		defer cancel()
+	}
 	var p httpapi.ParamsJSON
 	if err := c.call(ctx, "GET", "/v1/params", nil, nil, &p); err != nil {
+		if errors.Is(context.Cause(ctx), errNoAnswer) {
+			return nil, fmt.Errorf("lshdb: client: %s did not answer within %v: %w (is the server stopped or stuck?)", target, o.OpenTimeout, context.DeadlineExceeded)
+		}
 		return nil, err
 	}
 	var err error
@@ -141,6 +157,9 @@ func Open(target string, opts *Options) (*Client, error) {
 	c.maxDoc = p.MaxDocBytes
 	return c, nil
 }
+
+// errNoAnswer is the cause of Open's context when OpenTimeout passes.
+var errNoAnswer = errors.New("no answer")
 
 // Close releases the client's idle connections. Later calls return
 // db.ErrClosed, as a closed *db.DB's do; closing twice returns
@@ -179,10 +198,14 @@ func (e *Error) Error() string { return e.Message }
 func (e *Error) Unwrap() error { return httpapi.ErrorOf(e.Code) }
 
 func (c *Client) ctx() (context.Context, context.CancelFunc) {
-	if c.timeout > 0 {
-		return context.WithTimeout(context.Background(), c.timeout)
+	base := c.o.Context
+	if base == nil {
+		base = context.Background()
 	}
-	return context.WithCancel(context.Background())
+	if c.timeout > 0 {
+		return context.WithTimeout(base, c.timeout)
+	}
+	return context.WithCancel(base)
 }
 
 // do sends a request and returns the response of a 2xx status; other

@@ -938,3 +938,91 @@ func TestStreamStopsWhenCancelled(t *testing.T) {
 		t.Fatalf("%d pairs, want 1 then the error", seen)
 	}
 }
+
+// Ensure that a client's Options.Context ends a put that waits on the
+// server behind a Load (it holds the writer lock), and that the server
+// then does not write it once the lock is free: an interrupted command's
+// batch is not applied after it left. And that OpenTimeout ends Open on a
+// server that takes the connection but never answers (one stopped with
+// SIGSTOP), with an error that says so.
+func TestContextEndsWaitingPut(t *testing.T) {
+	d := open(t, nil)
+	started, release := make(chan struct{}), make(chan struct{})
+	loaded := make(chan error, 1)
+	go func() {
+		_, err := d.Load(context.Background(), func(yield func(db.Doc, error) bool) {
+			if yield(db.Doc{ID: "a", Text: "a loaded document, which holds the writer lock"}, nil) {
+				close(started)
+				<-release
+			}
+		}, nil)
+		loaded <- err
+	}()
+	<-started
+	h := httpapi.Handler(d, nil)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: h}
+	go srv.Serve(l)
+	defer srv.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	c, err := client.Open("http://"+l.Addr().String(), &client.Options{Context: ctx})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	put := make(chan error, 1)
+	go func() { put <- c.Put(db.Doc{ID: "late", Text: "a document whose writer was interrupted"}, nil) }()
+	time.Sleep(100 * time.Millisecond) // NB: the put reaches the server and waits
+	cancel()
+	select {
+	case err := <-put:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("the interrupted put: %v, want context.Canceled", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the put did not return within 10 s of its context's end")
+	}
+	time.Sleep(100 * time.Millisecond) // NB: the server sees the client gone
+	close(release)
+	if err := <-loaded; err != nil {
+		t.Fatal(err)
+	}
+	// NB: Shutdown waits for the handlers still running: the put's, if
+	// it went on waiting for the lock.
+	if err := srv.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Get("late"); !errors.Is(err, db.ErrNotFound) {
+		t.Fatalf("Get(late) after the interrupted put: %v, want ErrNotFound (the server wrote it after its client left)", err)
+	}
+	if _, err := d.Get("a"); err != nil {
+		t.Fatalf("the load: %v", err)
+	}
+
+	// A server that accepts connections and never answers.
+	mute, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mute.Close()
+	go func() {
+		for {
+			conn, err := mute.Accept()
+			if err != nil {
+				return
+			}
+			defer conn.Close()
+		}
+	}()
+	start := time.Now()
+	_, err = client.Open("http://"+mute.Addr().String(), &client.Options{OpenTimeout: 200 * time.Millisecond})
+	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "did not answer within 200ms") {
+		t.Fatalf("Open on a mute server: %v, want a DeadlineExceeded that says so", err)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Fatalf("Open on a mute server took %v", took)
+	}
+}

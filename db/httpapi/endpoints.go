@@ -113,7 +113,9 @@ func (h *handler) put(w *resp, r *http.Request) error {
 	if wo.TTL, wo.ExpireAt, err = Expiry(req.TTLMillis, req.ExpireAt); err != nil {
 		return err
 	}
-	res, err := h.d.PutBatch(docs, &wo)
+	// NB: a client that goes away while the batch waits for the writer
+	// lock (an interrupted command) does not have it applied after it left.
+	res, err := h.d.PutBatchContext(r.Context(), docs, &wo)
 	if err != nil {
 		return err
 	}

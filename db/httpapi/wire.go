@@ -743,12 +743,13 @@ type RecallJSON struct {
 type InfoJSON struct {
 	Params    ParamsJSON `json:"params"`
 	Docs      uint64     `json:"docs"`
+	Written   uint64     `json:"written"`
 	DiskBytes uint64     `json:"disk_bytes"`
 }
 
 // InfoOut converts in for the wire.
 func InfoOut(in *db.Info) InfoJSON {
-	return InfoJSON{Params: ParamsOut(in.Params), Docs: in.Docs, DiskBytes: in.DiskBytes}
+	return InfoJSON{Params: ParamsOut(in.Params), Docs: in.Docs, Written: in.Written, DiskBytes: in.DiskBytes}
 }
 
 // Info converts in back.
@@ -757,7 +758,7 @@ func (in InfoJSON) Info() (*db.Info, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &db.Info{Params: p, Docs: in.Docs, DiskBytes: in.DiskBytes}, nil
+	return &db.Info{Params: p, Docs: in.Docs, Written: in.Written, DiskBytes: in.DiskBytes}, nil
 }
 
 // StatsJSON is db.Stats, with the keys of lshdb stats --output json and

@@ -621,6 +621,16 @@ func (s *Store) Count(ctx context.Context) (uint64, error) {
 	return n, err
 }
 
+// Written returns the number of documents ever written: the last doc
+// number handed out.
+func (s *Store) Written(ctx context.Context) (uint64, error) {
+	n, err := s.c.HGet(ctx, s.countersKey(), "next").Uint64()
+	if errors.Is(err, redis.Nil) {
+		return 0, nil
+	}
+	return n, err
+}
+
 // scanKeys calls fn with every key matching pattern, on every master
 // (the masters are scanned at once; fn is called one key at a time).
 func (s *Store) scanKeys(ctx context.Context, pattern string, fn func(key string) error) error {
