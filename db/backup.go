@@ -33,8 +33,9 @@ import (
 // the handle reads. It is made in a directory beside dir, synced, and
 // renamed to dir once complete.
 //
-// Backup checks ctx before it starts; the copy itself is one step that
-// cannot be interrupted. A failed backup removes what it wrote of dir.
+// Backup checks ctx before it starts; a checkpoint is one step that
+// cannot be interrupted, a read-only handle's copy stops between files.
+// A failed backup removes what it wrote of dir.
 //
 // On Redis, Backup copies the index into a new Pebble index in dir (a
 // local, embedded copy: for a backup of its own, or for a nightly pairs
@@ -116,7 +117,18 @@ func (db *DB) copyFiles(ctx context.Context, dir string) (err error) {
 	fsys := db.opts.FS
 	parent := fsys.PathDir(dir)
 	if err := fsys.MkdirAll(parent, 0o755); err != nil {
-		return fmt.Errorf("%w: backup directory %s: %w", ErrInvalidOptions, dir, err)
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {
+			return fmt.Errorf("%w: backup directory %s: %w", ErrInvalidOptions, dir, err)
+		}
+		return fmt.Errorf("lshdb: backup: %w", err)
+	}
+	// NB: a copy that does not fit is refused before it starts: the usual
+	// reason to copy a read-only handle is a disk too full to open the
+	// index for writing, often the disk the copy goes to.
+	if need := int64(dirBytes(fsys, db.dir)); need > 0 {
+		if u, err := fsys.GetDiskUsage(parent); err == nil && int64(u.AvailBytes) < need+need/64 {
+			return fmt.Errorf("%w: backup: %s has %s free, and the copy of %s needs %s", ErrDiskFull, parent, mib(int64(u.AvailBytes)), db.dir, mib(need))
+		}
 	}
 	tmp := fsys.PathJoin(parent, "."+fsys.PathBase(dir)+".lshdb-backup.tmp")
 	if err := fsys.RemoveAll(tmp); err != nil { // NB: a killed backup's
@@ -156,7 +168,11 @@ func (db *DB) copyFiles(ctx context.Context, dir string) (err error) {
 	if err := fsys.Rename(tmp, dir); err != nil {
 		return fmt.Errorf("lshdb: backup: %w", err)
 	}
-	return syncDir(fsys, parent)
+	if err := syncDir(fsys, parent); err != nil {
+		fsys.RemoveAll(dir) // NB: its name may not last a crash
+		return fmt.Errorf("lshdb: backup: %w", err)
+	}
+	return nil
 }
 
 // copyFile copies src to dst, a new file, and syncs it.

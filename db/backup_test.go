@@ -159,8 +159,8 @@ func TestBackupLive(t *testing.T) {
 	}
 }
 
-// Ensure that a backup refuses a directory that exists, an empty path and
-// a closed database and a read-only one (which Pebble cannot checkpoint).
+// Ensure that a backup refuses a directory that exists, an empty path, a
+// cancelled context and a closed database.
 func TestBackupErrors(t *testing.T) {
 	ctx := context.Background()
 	dir := filepath.Join(t.TempDir(), "src")
@@ -265,5 +265,24 @@ func TestBackupReadOnly(t *testing.T) {
 			t.Errorf("%s: a write to the copy: %v", how, err)
 		}
 		cp.Close()
+	}
+	// A copy that does not fit is refused before it starts, and leaves
+	// nothing.
+	mem := vfs.NewMem()
+	m := mustOpen(t, "src", &Options{fs: mem})
+	if _, err := m.PutBatch(docs, nil); err != nil {
+		t.Fatal(err)
+	}
+	m.Close()
+	used := int64(dirBytes(mem, "src"))
+	ro := mustOpen(t, "src", &Options{fs: quotaFS{FS: mem, root: "src", capacity: used + 1000}, ReadOnly: true})
+	defer ro.Close()
+	if err := ro.Backup(ctx, "copy"); !errors.Is(err, ErrDiskFull) {
+		t.Fatalf("a copy of %d bytes with 1,000 free: %v, want ErrDiskFull", used, err)
+	}
+	for _, n := range []string{"copy", ".copy.lshdb-backup.tmp"} {
+		if _, err := mem.Stat(n); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("a refused copy left %s: %v", n, err)
+		}
 	}
 }

@@ -675,8 +675,15 @@ func (l *writerLock) lock(ctx context.Context) error {
 	}
 }
 
-// Unlock unlocks l.
-func (l *writerLock) Unlock() { <-l.sem() }
+// Unlock unlocks l. Unlocking an unlocked l is a bug, as with a
+// sync.Mutex: it panics rather than block for ever.
+func (l *writerLock) Unlock() {
+	select {
+	case <-l.sem():
+	default:
+		panic("lshdb: unlock of an unlocked writer lock")
+	}
+}
 
 // enter counts an operation in; the caller MUST call db.mu.RUnlock when
 // it returns nil. Once Close has begun it returns ErrClosed at once.

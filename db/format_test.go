@@ -566,8 +566,21 @@ func TestUpsertBatchLooksUpOldsInOrder(t *testing.T) {
 // Ensure that a put with a TTL on a format 2 index, which this build reads
 // but cannot give expiry, is refused with ErrFormat in words that say so
 // and name the way out (lshdb upgrade, not a rebuild), storing nothing;
-// and that after Upgrade the same put is stored and expires.
+// and that after Upgrade the same put is stored and expires. A sets or
+// none index of format 2, which Upgrade leaves as it is, is told to be
+// built anew instead.
 func TestFormat2TTLSaysUpgrade(t *testing.T) {
+	for _, mode := range []string{"sets", "none"} {
+		d, err := Open(copyGolden(t, "format2/"+mode), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = d.Put(Doc{ID: "ttl", Text: "a document that should expire in an hour"}, &WriteOptions{TTL: time.Hour})
+		if !errors.Is(err, ErrFormat) || strings.Contains(err.Error(), "upgrade --db") || !strings.Contains(err.Error(), "build a new one") {
+			t.Errorf("a TTL put on a format 2 %s index: %v, want ErrFormat saying to build anew", mode, err)
+		}
+		d.Close()
+	}
 	dir := copyGolden(t, "format2/text")
 	d, err := Open(dir, nil)
 	if err != nil {

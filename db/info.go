@@ -10,13 +10,14 @@ type Info struct {
 	// Docs is the number of stored documents, from the counters the
 	// writes keep.
 	Docs uint64
-	// Written counts the documents ever written (each put, an upsert's
-	// included, takes a number never used before). With Docs it tells
+	// Written counts the document numbers ever handed out: each document
+	// written takes one never used before (an upsert's too, and each
+	// document a Load reads, repeats of an id included). With Docs it tells
 	// whether the index was written between two calls: every write changes
 	// one of them (a put raises Written, a delete or an expiry sweep lowers
-	// Docs), and no two states of an index share both. (On Redis the two
-	// are read one after the other: a write under way may show as a state
-	// of its own.)
+	// Docs), and no two states of an index share both. (On Redis a write
+	// raises them in two steps, and one under way may show as the state
+	// before it or as one of its own.)
 	Written uint64
 	// DiskBytes is the space the store's files take on disk, as in
 	// [Stats.DiskBytes].
@@ -35,12 +36,7 @@ func (db *DB) Info() (*Info, error) {
 	if db.rkv != nil {
 		// NB: the size is the cluster's: the README gives its cost per
 		// document; INFO memory on each master tells it.
-		// NB: written first: a write raises it before it raises the count.
-		w, err := db.rkv.Written(db.closing)
-		if err != nil {
-			return nil, redisErr(err)
-		}
-		n, err := db.rkv.Count(db.closing)
+		w, n, err := db.rkv.Counters(db.closing)
 		return &Info{Params: db.Params(), Docs: n, Written: w}, redisErr(err)
 	}
 	c := db.published.Load()

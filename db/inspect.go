@@ -121,8 +121,10 @@ func (db *DB) buckets(ctx context.Context, band, top, step, steps int) (*BucketS
 	now := db.now().UnixNano()
 	for _, h := range hottest {
 		info := BucketInfo{Band: h.band, Bucket: h.bucket, Size: len(h.docs)}
-		for _, n := range h.docs {
-			if len(info.Sample) == SampleSize {
+		// NB: at most 8 × SampleSize records read for a sample: a hot list
+		// of expired documents not yet swept is read no further.
+		for i, n := range h.docs {
+			if len(info.Sample) == SampleSize || i == 8*SampleSize {
 				break
 			}
 			id, expires, err := idOf(snap, n)

@@ -493,7 +493,14 @@ func (db *DB) expiryManifestBytes() ([]byte, error) {
 // expiryFormatError refuses documents with an expiry in an index of
 // format 2.
 func (db *DB) expiryFormatError() error {
-	return formatError(fmt.Sprintf("lshdb: documents with a TTL need an index of format %d or later, and %s is format %d: rewrite it in place with lshdb upgrade --db %s (db.Upgrade), after a backup if it is the only copy", codec.SumFingerprintFormatVersion, db.dir, db.man.FormatVersion, db.dir))
+	way := fmt.Sprintf("rewrite it in place with lshdb upgrade --db %s (db.Upgrade), after a backup if it is the only copy", db.dir)
+	if db.man.Storage != StorageText {
+		// NB: Upgrade rewrites the records of a text index only (it
+		// re-derives what format 3 stores from each text); a sets or
+		// none index of format 2 stays format 2.
+		way = fmt.Sprintf("an index in %s mode of that format cannot be upgraded: build a new one from the documents' sources", db.man.Storage)
+	}
+	return formatError(fmt.Sprintf("lshdb: documents with a TTL need an index of format %d or later, and %s is format %d: %s", codec.SumFingerprintFormatVersion, db.dir, db.man.FormatVersion, way))
 }
 
 // formatError is an error that matches ErrFormat (errors.Is) in words of

@@ -30,6 +30,7 @@ type index interface {
 	Validate(d db.Doc) error
 	Put(d db.Doc, wo *db.WriteOptions) error
 	PutBatch(docs []db.Doc, wo *db.WriteOptions) (db.BatchResult, error)
+	PutBatchContext(ctx context.Context, docs []db.Doc, wo *db.WriteOptions) (db.BatchResult, error)
 	PutIfNew(doc db.Doc, wo *db.WriteOptions) (*db.Match, error)
 	Load(ctx context.Context, docs iter.Seq2[db.Doc, error], lo *db.LoadOptions) (db.LoadResult, error)
 	Get(id string) (*db.StoredDoc, error)
@@ -59,12 +60,10 @@ var (
 )
 
 // clientOptions are the options of an attached command's client: the
-// token from LSHDB_TOKEN; the command's context, so that an interrupt
-// (Ctrl-C, SIGTERM) ends a call waiting for the server, and a put it was
-// waiting to write is not written; and a bound on the first exchange, so
-// that a stopped or stuck server fails the command instead of hanging it.
-func clientOptions(ctx context.Context) *client.Options {
-	return &client.Options{Token: os.Getenv("LSHDB_TOKEN"), Context: ctx, OpenTimeout: attachTimeout}
+// token from LSHDB_TOKEN, and a bound on the first exchange, so that a
+// stopped or stuck server fails the command instead of hanging it.
+func clientOptions() *client.Options {
+	return &client.Options{Token: os.Getenv("LSHDB_TOKEN"), OpenTimeout: attachTimeout}
 }
 
 // attachTimeout is how long a command waits for a server's first answer.
@@ -74,7 +73,7 @@ const attachTimeout = 15 * time.Second
 // socket, checking opts' creation parameters against the index's as Open
 // would.
 func attach(ctx context.Context, dir string, opts *db.Options) (*client.Client, error) {
-	c, err := client.Open(httpapi.SocketPath(dir), clientOptions(ctx))
+	c, err := client.OpenContext(ctx, httpapi.SocketPath(dir), clientOptions())
 	if err != nil {
 		return nil, err
 	}
@@ -90,7 +89,7 @@ func (a *app) connect(opts *db.Options) (*client.Client, error) {
 	if a.dbDir != "" {
 		return nil, usagef("give --db DIR or --addr URL, not both")
 	}
-	c, err := client.Open(a.addr, clientOptions(a.ctx))
+	c, err := client.OpenContext(a.ctx, a.addr, clientOptions())
 	if err != nil {
 		return nil, err
 	}
@@ -237,6 +236,10 @@ func (h *handover) Put(d db.Doc, wo *db.WriteOptions) error {
 
 func (h *handover) PutBatch(docs []db.Doc, wo *db.WriteOptions) (db.BatchResult, error) {
 	return retry(h, func(x index) (db.BatchResult, error) { return x.PutBatch(docs, wo) })
+}
+
+func (h *handover) PutBatchContext(ctx context.Context, docs []db.Doc, wo *db.WriteOptions) (db.BatchResult, error) {
+	return retry(h, func(x index) (db.BatchResult, error) { return x.PutBatchContext(ctx, docs, wo) })
 }
 
 func (h *handover) PutIfNew(doc db.Doc, wo *db.WriteOptions) (*db.Match, error) {

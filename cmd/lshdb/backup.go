@@ -1,9 +1,9 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"syscall"
 
@@ -76,8 +76,11 @@ nightly pairs run at the embedded index's speed.`,
 				}
 			case errors.Is(err, db.ErrLocked):
 				sock := httpapi.SocketPath(a.dbDir)
-				cl, cerr := client.Open(sock, &client.Options{Token: os.Getenv("LSHDB_TOKEN")})
-				if cerr != nil {
+				cl, cerr := client.OpenContext(a.ctx, sock, clientOptions())
+				switch {
+				case cerr != nil && a.ctx.Err() == nil && errors.Is(cerr, context.DeadlineExceeded):
+					return stuckOwner(err, a.dbDir, attachTimeout)
+				case cerr != nil:
 					return fmt.Errorf("%w (and nothing answers on its socket %s: %w)", lockedHint(err, a.dbDir), sock, cerr)
 				}
 				via = "socket"

@@ -197,6 +197,7 @@ func clustersNote(n, dropped int, t float64, mode db.ClusterMode, keep db.KeepPo
 // and the run that reads it.
 type pairsFile struct {
 	name   string
+	now    *db.Info // the index the file is read against; nil: none
 	header *headerBody
 	end    *runEndBody
 	pairs  int64
@@ -215,7 +216,9 @@ func (f *pairsFile) line(n int, t []byte) (pair bool, err error) {
 			return false, fmt.Errorf("%w: %s:%d: a header line that is not the first line of pairs --header", errBadPairs, f.name, n)
 		}
 		f.header = &h.Header
-		return false, nil
+		// NB: a stale file is refused at its first line, not after a
+		// read of gigabytes.
+		return false, f.fresh()
 	case bytes.HasPrefix(t, []byte(`{"end"`)):
 		var e runEndJSON
 		if err := json.Unmarshal(t, &e); err != nil {
@@ -226,6 +229,17 @@ func (f *pairsFile) line(n int, t []byte) (pair bool, err error) {
 	}
 	f.pairs++
 	return true, nil
+}
+
+// fresh refuses a file whose header says the index was written after it
+// was made (errStalePairs). A header of an earlier build, which only
+// counts the documents, is not refused (finish warns of it).
+func (f *pairsFile) fresh() error {
+	h, now := f.header, f.now
+	if h == nil || now == nil || h.Written == 0 || now.Written == 0 || h.Written == now.Written && h.Docs == now.Docs {
+		return nil
+	}
+	return fmt.Errorf("%w: %s was made when the index held %d documents of %d written, it holds %d of %d now: the index was written since (a put, a delete, an expiry swept), and the pairs of the documents written or deleted no longer hold; run pairs again", errStalePairs, f.name, h.Docs, h.Written, now.Docs, now.Written)
 }
 
 // errIncomplete is the error of a pairs file whose header says it was cut
@@ -261,11 +275,10 @@ func (f *pairsFile) finish(t float64, now *db.Info, warn func(string)) error {
 	case t > 0 && h.Threshold > t+1e-12:
 		return fmt.Errorf("%w: %s holds the pairs at Jaccard >= %v, and the clustering asks for >= %v: the pairs between are not in it; run pairs --threshold %v, or cluster at --threshold %v", errBadPairs, f.name, h.Threshold, t, t, h.Threshold)
 	}
-	switch {
-	case now == nil:
-	case h.Written != 0 && now.Written != 0 && (h.Written != now.Written || h.Docs != now.Docs):
-		return fmt.Errorf("%w: %s was made when the index held %d documents of %d written, it holds %d of %d now: the index was written since, and the pairs of the documents written or deleted no longer hold; run pairs again", errStalePairs, f.name, h.Docs, h.Written, now.Docs, now.Written)
-	case warn != nil && h.Docs != now.Docs:
+	if err := f.fresh(); err != nil {
+		return err
+	}
+	if now != nil && warn != nil && h.Written == 0 && h.Docs != now.Docs {
 		warn(fmt.Sprintf("%s was made when the index held %d documents, it holds %d now: documents written since are in no pair of it", f.name, h.Docs, now.Docs))
 	}
 	return nil
@@ -300,12 +313,13 @@ func (a *app) readPairsFile(path string, t float64, now *db.Info, warn func(stri
 // pairLines yields the pairs of r, the JSON Lines of pairs --output json
 // (name names it in errors): each a pair of two ids, not one twice, with
 // a Jaccard in [0, 1]; blank lines skipped. A file made with --header is
-// checked at its end (pairsFile.finish, with t, docs and warn; t 0: no
-// threshold check). Every error is errBadPairs or errIncomplete, and the
-// sequence's last.
+// checked against now, the index (when not nil), at its header line
+// (pairsFile.fresh), and at its end (pairsFile.finish, with t and warn; t
+// 0: no threshold check). Every error is errBadPairs, errIncomplete or
+// errStalePairs, and the sequence's last.
 func pairLines(r io.Reader, name string, t float64, now *db.Info, warn func(string)) iter.Seq2[db.Pair, error] {
 	return func(yield func(db.Pair, error) bool) {
-		pf := pairsFile{name: escControls(name)}
+		pf := pairsFile{name: escControls(name), now: now}
 		br := bufio.NewReaderSize(r, 64<<10)
 		for line := 1; ; line++ {
 			b, err := br.ReadBytes('\n')

@@ -24,6 +24,14 @@ import (
 // literal ("a\x1b]0;title\a", "two\r\nlines"), so that no id or stored
 // text can move the cursor, retitle or clear the terminal, set the
 // clipboard (OSC 52) or forge an output line. A string starting with a
+// double quote is quoted too, so that a quoted form is never ambiguous.
+func esc(s string) string {
+	if !needsQuote(s) {
+		return s
+	}
+	return strconv.Quote(s)
+}
+
 // counted returns n and its noun, singular for one: "1 match", "2
 // matches".
 func counted[N ~int | ~int64 | ~uint64](n N, one, many string) string {
@@ -31,14 +39,6 @@ func counted[N ~int | ~int64 | ~uint64](n N, one, many string) string {
 		return "1 " + one
 	}
 	return fmt.Sprintf("%d %s", n, many)
-}
-
-// double quote is quoted too, so that a quoted form is never ambiguous.
-func esc(s string) string {
-	if !needsQuote(s) {
-		return s
-	}
-	return strconv.Quote(s)
 }
 
 // needsQuote reports whether s holds invalid UTF-8, a control character

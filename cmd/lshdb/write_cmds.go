@@ -469,7 +469,11 @@ was (a new index is removed again).`,
 // inserter writes a stream of documents in batches and keeps insert's
 // counts the way build counts: each id once, whatever batch it is in.
 type inserter struct {
-	d       index
+	d index
+	// ctx ends a batch waiting to be written (an interrupt): the
+	// command's context, and after an interrupt one that does not end, for
+	// the batch of what was read.
+	ctx     context.Context
 	ttl     time.Duration // --ttl: the documents expire this long after their batch is written
 	sum     insertSummary
 	ids     map[string]uint8 // idRead, idWritten
@@ -590,10 +594,11 @@ func (w *inserter) flush() error {
 	if len(w.batch) == 0 {
 		return nil
 	}
-	res, err := w.d.PutBatch(w.batch, &db.WriteOptions{SkipEmpty: true, TTL: w.ttl})
+	sent := w.ctx.Err() == nil
+	res, err := w.d.PutBatchContext(w.ctx, w.batch, &db.WriteOptions{SkipEmpty: true, TTL: w.ttl})
 	if err != nil {
 		var answer *client.Error
-		if _, local := w.d.(*db.DB); !local && !errors.As(err, &answer) {
+		if _, local := w.d.(*db.DB); sent && !local && !errors.As(err, &answer) {
 			// NB: the owner's answer was lost (it was killed, the command
 			// interrupted): it may have written the batch before.
 			w.doubt = w.last
@@ -684,7 +689,7 @@ after committing what was read and says where to continue.`,
 			}
 			defer inp.close()
 			add, done := a.progress(name, &in, args)
-			w := &inserter{d: d, ttl: ttl, ids: make(map[string]uint8), batch: make([]db.Doc, 0, 1000), add: add}
+			w := &inserter{d: d, ctx: a.ctx, ttl: ttl, ids: make(map[string]uint8), batch: make([]db.Doc, 0, 1000), add: add}
 			var readErr, putErr error
 			if len(args) == 0 || slices.Contains(args, "-") {
 				readErr, putErr = w.putStream(inp.docs(args))
@@ -701,7 +706,12 @@ after committing what was read and says where to continue.`,
 			}
 			if putErr == nil {
 				// NB: the documents read before a bad record, a read
-				// error or an interrupt are good: they are committed.
+				// error or an interrupt are good: they are committed
+				// (after an interrupt, whatever a second one says: the
+				// default action of a second signal ends the process).
+				if a.ctx.Err() != nil {
+					w.ctx = context.WithoutCancel(a.ctx)
+				}
 				putErr = w.flush()
 			}
 			err = cmp.Or(putErr, readErr)

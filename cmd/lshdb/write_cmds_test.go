@@ -227,6 +227,48 @@ func TestInterrupted(t *testing.T) {
 	}
 }
 
+// Ensure that an insert attached to an owner (lshdb serve) and
+// interrupted says what it committed through the owner, exactly, as one
+// that opens the index itself does (TestInterrupted): the documents it
+// names are stored, and no other.
+func TestInterruptedAttached(t *testing.T) {
+	var buf bytes.Buffer
+	for i := 1; i <= 40000; i++ {
+		fmt.Fprintln(&buf, docLine(fmt.Sprint(i), docText(i)))
+	}
+	input := buf.Bytes()
+	idx := filepath.Join(shortDir(t), "index")
+	if _, errOut, code := runLine([]string{"create", "--db", idx}, ""); code != 0 {
+		t.Fatal(errOut)
+	}
+	_, _, _, stop := startServe(t, "--db", idx)
+	ctx, cancel := context.WithCancel(context.Background())
+	stdin := &cancelAfter{r: bytes.NewReader(input), n: len(input) * 3 / 4, cancel: cancel}
+	out, errOut, code := runCtx(ctx, []string{"insert", "--db", idx, "-"}, stdin)
+	cancel()
+	if code != 130 || out != "" {
+		t.Fatalf("attached insert: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	var n, through int
+	if errOut != "lshdb: interrupted: committed 0 documents; re-run it\n" {
+		if _, err := fmt.Sscanf(errOut, "lshdb: interrupted: committed %d documents through stdin:%d; re-run with the records after it\n", &n, &through); err != nil {
+			t.Fatalf("attached insert: %q: %v", errOut, err)
+		}
+	}
+	if stop() != 0 {
+		t.Fatal("the owner did not stop cleanly")
+	}
+	got := slices.Sorted(maps.Keys(storedTexts(t, idx)))
+	var want []string
+	for i := 1; i <= through; i++ {
+		want = append(want, fmt.Sprint(i))
+	}
+	slices.Sort(want)
+	if n != through || !slices.Equal(got, want) || n == 40000 {
+		t.Fatalf("attached insert says %d documents through line %d, the index holds %d", n, through, len(got))
+	}
+}
+
 // Ensure that a failed create, insert or build on a new path leaves no
 // directory behind (nor the parents it made), while a failure on an
 // existing index keeps it and its documents.

@@ -55,11 +55,6 @@ type Options struct {
 	// Timeout bounds the calls that take no context (Put, Get, Delete,
 	// Bucket, Explain, …). Default: none.
 	Timeout time.Duration
-	// Context, when set, is the context of the calls that take none, and
-	// of Open's: when it ends they stop waiting and return its error (a
-	// command's interrupt). A put the server is still waiting to write
-	// (behind a load) is then not written. Default: none.
-	Context context.Context
 	// OpenTimeout bounds Open's exchange with the server, which answers
 	// at once unless it is stopped or stuck: a server that does not answer
 	// in time fails Open with an error that says so. Default: none.
@@ -87,6 +82,13 @@ type Client struct {
 // the server for the index's parameters, so a wrong address or token
 // fails here.
 func Open(target string, opts *Options) (*Client, error) {
+	return OpenContext(context.Background(), target, opts)
+}
+
+// OpenContext is Open whose first exchange with the server (the index's
+// parameters) gives up when ctx ends; the client's later calls do not
+// depend on ctx.
+func OpenContext(ctx context.Context, target string, opts *Options) (*Client, error) {
 	var o Options
 	if opts != nil {
 		o = *opts
@@ -137,7 +139,7 @@ func Open(target string, opts *Options) (*Client, error) {
 		c.base = "http://lshdb"
 	}
 	c.hc = hc
-	ctx, cancel := c.ctx()
+	ctx, cancel := c.ctxFrom(ctx)
 	defer cancel()
 	if o.OpenTimeout > 0 {
 		ctx, cancel = context.WithTimeoutCause(ctx, o.OpenTimeout, errNoAnswer)
@@ -146,7 +148,7 @@ func Open(target string, opts *Options) (*Client, error) {
 	var p httpapi.ParamsJSON
 	if err := c.call(ctx, "GET", "/v1/params", nil, nil, &p); err != nil {
 		if errors.Is(context.Cause(ctx), errNoAnswer) {
-			return nil, fmt.Errorf("lshdb: client: %s did not answer within %v: %w (is the server stopped or stuck?)", target, o.OpenTimeout, context.DeadlineExceeded)
+			return nil, fmt.Errorf("lshdb: client: %s did not answer within %v (is the server stopped or stuck?): %w", target, o.OpenTimeout, err)
 		}
 		return nil, err
 	}
@@ -198,7 +200,11 @@ func (e *Error) Error() string { return e.Message }
 func (e *Error) Unwrap() error { return httpapi.ErrorOf(e.Code) }
 
 func (c *Client) ctx() (context.Context, context.CancelFunc) {
-	base := c.o.Context
+	return c.ctxFrom(context.Background())
+}
+
+// ctxFrom is ctx under a caller's context.
+func (c *Client) ctxFrom(base context.Context) (context.Context, context.CancelFunc) {
 	if base == nil {
 		base = context.Background()
 	}
@@ -308,6 +314,15 @@ func (c *Client) Put(d db.Doc, wo *db.WriteOptions) error {
 // PutBatch stores documents atomically (all of them or none), with a
 // report.
 func (c *Client) PutBatch(docs []db.Doc, wo *db.WriteOptions) (db.BatchResult, error) {
+	return c.PutBatchContext(context.Background(), docs, wo)
+}
+
+// PutBatchContext is PutBatch that gives up when ctx ends, as
+// db.DB.PutBatchContext does: the request is cut, and a server still
+// waiting to write the batch (behind a load) does not write it. One it
+// was already writing is written: an error from a cut request says
+// nothing of whether the batch was stored.
+func (c *Client) PutBatchContext(ctx context.Context, docs []db.Doc, wo *db.WriteOptions) (db.BatchResult, error) {
 	if err := wireable(docs); err != nil {
 		return db.BatchResult{}, err
 	}
@@ -319,7 +334,7 @@ func (c *Client) PutBatch(docs []db.Doc, wo *db.WriteOptions) (db.BatchResult, e
 		req.NoSync, req.StoreText, req.SkipEmpty = wo.NoSync, wo.StoreText, wo.SkipEmpty
 		req.TTLMillis, req.ExpireAt = httpapi.ExpiryOut(wo)
 	}
-	ctx, cancel := c.ctx()
+	ctx, cancel := c.ctxFrom(ctx)
 	defer cancel()
 	var out httpapi.BatchResultJSON
 	if err := c.call(ctx, "POST", "/v1/docs", nil, req, &out); err != nil {

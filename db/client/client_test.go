@@ -939,10 +939,11 @@ func TestStreamStopsWhenCancelled(t *testing.T) {
 	}
 }
 
-// Ensure that a client's Options.Context ends a put that waits on the
+// Ensure that PutBatchContext's context ends a put that waits on the
 // server behind a Load (it holds the writer lock), and that the server
 // then does not write it once the lock is free: an interrupted command's
-// batch is not applied after it left. And that OpenTimeout ends Open on a
+// batch is not applied after it left; and that the client's other calls
+// do not depend on that context. And that OpenTimeout ends Open on a
 // server that takes the connection but never answers (one stopped with
 // SIGSTOP), with an error that says so.
 func TestContextEndsWaitingPut(t *testing.T) {
@@ -968,13 +969,16 @@ func TestContextEndsWaitingPut(t *testing.T) {
 	go srv.Serve(l)
 	defer srv.Close()
 	ctx, cancel := context.WithCancel(context.Background())
-	c, err := client.Open("http://"+l.Addr().String(), &client.Options{Context: ctx})
+	c, err := client.OpenContext(ctx, "http://"+l.Addr().String(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
 	put := make(chan error, 1)
-	go func() { put <- c.Put(db.Doc{ID: "late", Text: "a document whose writer was interrupted"}, nil) }()
+	go func() {
+		_, err := c.PutBatchContext(ctx, []db.Doc{{ID: "late", Text: "a document whose writer was interrupted"}}, nil)
+		put <- err
+	}()
 	time.Sleep(100 * time.Millisecond) // NB: the put reaches the server and waits
 	cancel()
 	select {
@@ -984,6 +988,9 @@ func TestContextEndsWaitingPut(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("the put did not return within 10 s of its context's end")
+	}
+	if _, err := c.Count(); err != nil {
+		t.Fatalf("Count through the client after its open context ended: %v", err)
 	}
 	time.Sleep(100 * time.Millisecond) // NB: the server sees the client gone
 	close(release)

@@ -621,14 +621,22 @@ func (s *Store) Count(ctx context.Context) (uint64, error) {
 	return n, err
 }
 
-// Written returns the number of documents ever written: the last doc
-// number handed out.
-func (s *Store) Written(ctx context.Context) (uint64, error) {
-	n, err := s.c.HGet(ctx, s.countersKey(), "next").Uint64()
-	if errors.Is(err, redis.Nil) {
-		return 0, nil
+// Counters returns, in one read, the last doc number handed out (the
+// documents ever written) and the number of documents stored.
+func (s *Store) Counters(ctx context.Context) (written, live uint64, err error) {
+	vs, err := s.c.HMGet(ctx, s.countersKey(), "next", "live").Result()
+	if err != nil {
+		return 0, 0, err
 	}
-	return n, err
+	out := [2]uint64{}
+	for i, v := range vs {
+		if str, ok := v.(string); ok {
+			if out[i], err = strconv.ParseUint(str, 10, 64); err != nil {
+				return 0, 0, fmt.Errorf("rediskv: counter %q: %w", str, err)
+			}
+		}
+	}
+	return out[0], out[1], nil
 }
 
 // scanKeys calls fn with every key matching pattern, on every master
