@@ -442,13 +442,17 @@ func TestWriteInsideLoadDoesNotHangClose(t *testing.T) {
 	}
 }
 
-// Ensure that PutBatchContext gives up when its context ends while it
-// waits for the writer lock behind a Load, storing nothing (a server's
-// client that went away), and with a context already ended even when the
-// lock is free; with a live context it stores as PutBatch does.
+// Ensure that PutBatchContext and DeleteIDsContext give up when their
+// context ends while they wait for the writer lock behind a Load, writing
+// nothing (a server's client that went away), and PutBatchContext with a
+// context already ended even when the lock is free; with a live context
+// it stores as PutBatch does.
 func TestPutBatchContextGivesUp(t *testing.T) {
 	d := mustOpen(t, t.TempDir(), nil)
 	defer d.Close()
+	if err := d.Put(Doc{ID: "old", Text: "a document stored before the load"}, nil); err != nil {
+		t.Fatal(err)
+	}
 	started, release := make(chan struct{}), make(chan struct{})
 	docs := func(yield func(Doc, error) bool) {
 		if yield(Doc{ID: "a", Text: "a loaded document, which holds the writer lock"}, nil) {
@@ -468,6 +472,11 @@ func TestPutBatchContextGivesUp(t *testing.T) {
 	if _, err := d.PutBatchContext(ctx, doc, nil); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("PutBatchContext behind a Load: %v, want DeadlineExceeded", err)
 	}
+	dctx, dcancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer dcancel()
+	if _, err := d.DeleteIDsContext(dctx, []string{"old"}, nil); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("DeleteIDsContext behind a Load: %v, want DeadlineExceeded", err)
+	}
 	close(release)
 	if err := <-loaded; err != nil {
 		t.Fatal(err)
@@ -479,6 +488,9 @@ func TestPutBatchContextGivesUp(t *testing.T) {
 	}
 	if _, err := d.Get("p"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("Get(p) after two abandoned puts: %v, want ErrNotFound", err)
+	}
+	if _, err := d.Get("old"); err != nil {
+		t.Fatalf("Get(old) after an abandoned delete: %v", err)
 	}
 	if res, err := d.PutBatchContext(context.Background(), doc, nil); err != nil || res.Stored != 1 {
 		t.Fatalf("PutBatchContext: %+v, %v", res, err)

@@ -555,6 +555,15 @@ type DeleteResult struct {
 // ErrNotFound naming it, unless WriteOptions.IgnoreMissing; an invalid
 // id fails it with ErrInvalidID. An id repeated in ids counts once.
 func (db *DB) DeleteIDs(ids []string, o *WriteOptions) (DeleteResult, error) {
+	return db.DeleteIDsContext(context.Background(), ids, o)
+}
+
+// DeleteIDsContext is DeleteIDs that gives up when ctx ends before it
+// takes the writer lock, or while it waits for it (behind a Load): it then
+// returns ctx's error and deletes nothing. Once it holds the lock the
+// batch is written whatever ctx says. A server calls it with a request's
+// context, as PutBatchContext.
+func (db *DB) DeleteIDsContext(ctx context.Context, ids []string, o *WriteOptions) (DeleteResult, error) {
 	var res DeleteResult
 	if err := db.enter(); err != nil {
 		return res, err
@@ -571,7 +580,9 @@ func (db *DB) DeleteIDs(ids []string, o *WriteOptions) (DeleteResult, error) {
 			return res, err
 		}
 	}
-	if err := db.wmu.lock(db.closing); err != nil {
+	ctx, cancel := db.opCtx(ctx)
+	defer cancel()
+	if err := db.wmu.lock(ctx); err != nil {
 		return DeleteResult{}, err
 	}
 	res, sw, err := db.deleteLocked(ids, o)

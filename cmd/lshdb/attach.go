@@ -35,6 +35,7 @@ type index interface {
 	Load(ctx context.Context, docs iter.Seq2[db.Doc, error], lo *db.LoadOptions) (db.LoadResult, error)
 	Get(id string) (*db.StoredDoc, error)
 	DeleteIDs(ids []string, o *db.WriteOptions) (db.DeleteResult, error)
+	DeleteIDsContext(ctx context.Context, ids []string, o *db.WriteOptions) (db.DeleteResult, error)
 	Query(ctx context.Context, text string, qo *db.QueryOptions) (*db.QueryResult, error)
 	QueryID(ctx context.Context, id string, qo *db.QueryOptions) (*db.QueryResult, error)
 	Pairs(ctx context.Context, po *db.PairsOptions) iter.Seq2[db.Pair, error]
@@ -248,6 +249,10 @@ func (h *handover) PutIfNew(doc db.Doc, wo *db.WriteOptions) (*db.Match, error) 
 
 func (h *handover) DeleteIDs(ids []string, o *db.WriteOptions) (db.DeleteResult, error) {
 	return retry(h, func(x index) (db.DeleteResult, error) { return x.DeleteIDs(ids, o) })
+}
+
+func (h *handover) DeleteIDsContext(ctx context.Context, ids []string, o *db.WriteOptions) (db.DeleteResult, error) {
+	return retry(h, func(x index) (db.DeleteResult, error) { return x.DeleteIDsContext(ctx, ids, o) })
 }
 
 func (h *handover) Get(id string) (*db.StoredDoc, error) {

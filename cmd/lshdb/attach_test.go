@@ -265,7 +265,12 @@ func TestAttachedInsertOutlivesItsOwner(t *testing.T) {
 		t.Fatalf("serve: exit %d %s", code, log)
 	}
 	if _, err := ins.stdin.Write(lines[half:]); err != nil {
-		t.Fatalf("the rest of the input: %v %s", err, ins.out)
+		// NB: the insert ended: its output says why once it has exited.
+		select {
+		case <-ins.done:
+		case <-time.After(10 * time.Second):
+		}
+		t.Fatalf("the rest of the input: %v; the insert said %q", err, ins.out)
 	}
 	ins.stdin.Close()
 	if err := <-ins.done; err != nil {

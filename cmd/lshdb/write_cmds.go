@@ -990,7 +990,15 @@ stored deletes nothing and fails the command, unless --ignore-missing.`,
 				ids = append(ids, more...)
 			}
 			return a.withWritableIndex(func(d index) error {
-				res, err := d.DeleteIDs(ids, &db.WriteOptions{IgnoreMissing: ignoreMissing})
+				// NB: an interrupt ends a deletion still waiting for the
+				// writer lock (behind a load): nothing is deleted.
+				res, err := d.DeleteIDsContext(a.ctx, ids, &db.WriteOptions{IgnoreMissing: ignoreMissing})
+				if err != nil && a.ctx.Err() != nil {
+					if _, local := d.(*db.DB); !local {
+						return fmt.Errorf("interrupted before the process that owns the index answered: the deletion was not made if it was still waiting, and was if it was under way (lshdb get tells)%w", silently{err})
+					}
+					return fmt.Errorf("interrupted: nothing deleted%w", silently{err})
+				}
 				if err != nil {
 					return err
 				}

@@ -506,6 +506,13 @@ func (c *Client) Delete(id string, wo *db.WriteOptions) error {
 
 // DeleteIDs removes documents atomically: all of them or none.
 func (c *Client) DeleteIDs(ids []string, o *db.WriteOptions) (db.DeleteResult, error) {
+	return c.DeleteIDsContext(context.Background(), ids, o)
+}
+
+// DeleteIDsContext is DeleteIDs that gives up when ctx ends, as
+// PutBatchContext does: a server still waiting to delete (behind a load)
+// does not delete.
+func (c *Client) DeleteIDsContext(ctx context.Context, ids []string, o *db.WriteOptions) (db.DeleteResult, error) {
 	for _, id := range ids {
 		if err := wireID(id); err != nil {
 			return db.DeleteResult{}, err // NB: as in process, the id names itself
@@ -519,7 +526,7 @@ func (c *Client) DeleteIDs(ids []string, o *db.WriteOptions) (db.DeleteResult, e
 		// NB: as in-process, deleting nothing does nothing.
 		return db.DeleteResult{}, nil
 	}
-	ctx, cancel := c.ctx()
+	ctx, cancel := c.ctxFrom(ctx)
 	defer cancel()
 	var out httpapi.DeleteResultJSON
 	if err := c.call(ctx, "POST", "/v1/docs/delete", nil, req, &out); err != nil {

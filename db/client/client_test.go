@@ -939,15 +939,19 @@ func TestStreamStopsWhenCancelled(t *testing.T) {
 	}
 }
 
-// Ensure that PutBatchContext's context ends a put that waits on the
-// server behind a Load (it holds the writer lock), and that the server
-// then does not write it once the lock is free: an interrupted command's
+// Ensure that PutBatchContext's (and DeleteIDsContext's) context ends a
+// put (a delete) that waits on the server behind a Load (it holds the
+// writer lock), and that the server then does not write it once the lock
+// is free: an interrupted command's
 // batch is not applied after it left; and that the client's other calls
 // do not depend on that context. And that OpenTimeout ends Open on a
 // server that takes the connection but never answers (one stopped with
 // SIGSTOP), with an error that says so.
 func TestContextEndsWaitingPut(t *testing.T) {
 	d := open(t, nil)
+	if err := d.Put(db.Doc{ID: "early", Text: "a document stored before the load, whose delete is interrupted"}, nil); err != nil {
+		t.Fatal(err)
+	}
 	started, release := make(chan struct{}), make(chan struct{})
 	loaded := make(chan error, 1)
 	go func() {
@@ -974,10 +978,14 @@ func TestContextEndsWaitingPut(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	put := make(chan error, 1)
+	put, del := make(chan error, 1), make(chan error, 1)
 	go func() {
 		_, err := c.PutBatchContext(ctx, []db.Doc{{ID: "late", Text: "a document whose writer was interrupted"}}, nil)
 		put <- err
+	}()
+	go func() {
+		_, err := c.DeleteIDsContext(ctx, []string{"early"}, nil)
+		del <- err
 	}()
 	time.Sleep(100 * time.Millisecond) // NB: the put reaches the server and waits
 	cancel()
@@ -988,6 +996,9 @@ func TestContextEndsWaitingPut(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("the put did not return within 10 s of its context's end")
+	}
+	if err := <-del; !errors.Is(err, context.Canceled) {
+		t.Fatalf("the interrupted delete: %v, want context.Canceled", err)
 	}
 	if _, err := c.Count(); err != nil {
 		t.Fatalf("Count through the client after its open context ended: %v", err)
@@ -1007,6 +1018,9 @@ func TestContextEndsWaitingPut(t *testing.T) {
 	}
 	if _, err := d.Get("a"); err != nil {
 		t.Fatalf("the load: %v", err)
+	}
+	if _, err := d.Get("early"); err != nil {
+		t.Fatalf("Get(early) after the interrupted delete: %v (the server deleted it after its client left)", err)
 	}
 
 	// A server that accepts connections and never answers.

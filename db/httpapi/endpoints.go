@@ -299,7 +299,7 @@ func (h *handler) deleteQuery(w *resp, r *http.Request) error {
 	if req.NoSync, err = boolParam(q, "no_sync"); err != nil {
 		return err
 	}
-	return h.delete(w, req)
+	return h.delete(w, r, req)
 }
 
 func (h *handler) deleteBody(w *resp, r *http.Request) error {
@@ -310,13 +310,15 @@ func (h *handler) deleteBody(w *resp, r *http.Request) error {
 	if err := decode(r, &req); err != nil {
 		return err
 	}
-	return h.delete(w, req)
+	return h.delete(w, r, req)
 }
 
-func (h *handler) delete(w *resp, req DeleteRequest) error {
+func (h *handler) delete(w *resp, r *http.Request, req DeleteRequest) error {
 	// NB: no ids deletes nothing, as in process (DeleteIDs(nil)) and as
 	// an empty query/many answers nothing.
-	res, err := h.d.DeleteIDs(req.IDs, &db.WriteOptions{IgnoreMissing: req.IgnoreMissing, NoSync: req.NoSync})
+	// NB: as put: a client gone while the batch waits for the writer lock
+	// does not have it applied.
+	res, err := h.d.DeleteIDsContext(r.Context(), req.IDs, &db.WriteOptions{IgnoreMissing: req.IgnoreMissing, NoSync: req.NoSync})
 	if err != nil {
 		return err
 	}
