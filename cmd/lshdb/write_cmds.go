@@ -689,7 +689,13 @@ after committing what was read and says where to continue.`,
 			}
 			defer inp.close()
 			add, done := a.progress(name, &in, args)
-			w := &inserter{d: d, ctx: a.ctx, ttl: ttl, ids: make(map[string]uint8), batch: make([]db.Doc, 0, 1000), add: add}
+			// NB: a batch under way when an interrupt comes is given a
+			// moment to be answered (its answer says it was written, as
+			// in process), then cut: one waiting behind another writer
+			// (a load, through an owner) does not hold the command.
+			bctx, stopGrace := afterGrace(a.ctx, interruptGrace)
+			defer stopGrace()
+			w := &inserter{d: d, ctx: bctx, ttl: ttl, ids: make(map[string]uint8), batch: make([]db.Doc, 0, 1000), add: add}
 			var readErr, putErr error
 			if len(args) == 0 || slices.Contains(args, "-") {
 				readErr, putErr = w.putStream(inp.docs(args))
@@ -737,6 +743,32 @@ after committing what was read and says where to continue.`,
 	in.add(c)
 	c.Flags().DurationVar(&ttl, "ttl", 0, "the documents expire this long after they are written (1h, 30m, 90s): never returned after it, then swept")
 	return c
+}
+
+// interruptGrace is how long a write under way when an interrupt comes
+// may take to be answered before it is cut.
+const interruptGrace = 2 * time.Second
+
+// afterGrace returns a context that ends grace after parent does (with
+// parent's cause), and the function that releases it.
+func afterGrace(parent context.Context, grace time.Duration) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancelCause(context.WithoutCancel(parent))
+	var timer *time.Timer
+	var mu sync.Mutex
+	stop := context.AfterFunc(parent, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		timer = time.AfterFunc(grace, func() { cancel(context.Cause(parent)) })
+	})
+	return ctx, func() {
+		stop()
+		mu.Lock()
+		if timer != nil {
+			timer.Stop()
+		}
+		mu.Unlock()
+		cancel(context.Canceled)
+	}
 }
 
 // stoppedErr is the error of insert or dedup stopped by err after

@@ -249,23 +249,31 @@ func TestInterruptedAttached(t *testing.T) {
 	if code != 130 || out != "" {
 		t.Fatalf("attached insert: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
-	var n, through int
+	// NB: a batch under way that is not answered within the grace after
+	// the interrupt (a slow machine, the race detector) is cut, and the
+	// message says it may have been written: either is then right.
+	var n, through, perhaps int
 	if errOut != "lshdb: interrupted: committed 0 documents; re-run it\n" {
 		if _, err := fmt.Sscanf(errOut, "lshdb: interrupted: committed %d documents through stdin:%d; re-run with the records after it\n", &n, &through); err != nil {
-			t.Fatalf("attached insert: %q: %v", errOut, err)
+			if _, err := fmt.Sscanf(errOut, "lshdb: interrupted: committed %d documents through stdin:%d, and perhaps the next batch, through stdin:%d ", &n, &through, &perhaps); err != nil {
+				t.Fatalf("attached insert: %q: %v", errOut, err)
+			}
 		}
 	}
 	if stop() != 0 {
 		t.Fatal("the owner did not stop cleanly")
 	}
 	got := slices.Sorted(maps.Keys(storedTexts(t, idx)))
-	var want []string
-	for i := 1; i <= through; i++ {
-		want = append(want, fmt.Sprint(i))
+	upTo := func(k int) []string {
+		var want []string
+		for i := 1; i <= k; i++ {
+			want = append(want, fmt.Sprint(i))
+		}
+		slices.Sort(want)
+		return want
 	}
-	slices.Sort(want)
-	if n != through || !slices.Equal(got, want) || n == 40000 {
-		t.Fatalf("attached insert says %d documents through line %d, the index holds %d", n, through, len(got))
+	if n != through || !slices.Equal(got, upTo(through)) && (perhaps == 0 || !slices.Equal(got, upTo(perhaps))) || n == 40000 {
+		t.Fatalf("attached insert says %d documents through line %d (perhaps %d), the index holds %d", n, through, perhaps, len(got))
 	}
 }
 
