@@ -65,7 +65,7 @@ func (db *DB) Check(ctx context.Context) (*CheckReport, error) {
 	rep := &CheckReport{}
 	prog := progressOf(ctx)
 	defer prog.end()
-	prog.phase(1, 3, "checking documents", int64(db.live.Load()))
+	prog.phase(1, 3, "checking documents", int64(db.stored()))
 	done := counter{p: prog}
 	h := db.hashers.Get().(*minhash.Hasher)
 	defer db.hashers.Put(h)

@@ -428,7 +428,7 @@ func (db *DB) ClustersFrom(ctx context.Context, seq iter.Seq2[Pair, error], po *
 	defer cancel()
 	prog := progressOf(ctx)
 	defer prog.end()
-	prog.phase(1, 2, "reading documents", int64(db.live.Load()))
+	prog.phase(1, 2, "reading documents", int64(db.stored()))
 	// The index of the documents, and the reader of their records: from
 	// one snapshot on Pebble, as they are on Redis.
 	var x *pairsIndex

@@ -100,9 +100,8 @@ type DB struct {
 	// TTL made it so, or it was opened so). NB: db.man is not changed
 	// after Open, for readers that use it without the writer lock.
 	expiryFormat atomic.Bool
-	live         atomic.Uint64 // counters.Live, for lock-free Count
-	// published are the counters as of the last write, read together
-	// (Info's Written and Docs) without the writer lock.
+	// published are the counters as of the last write, read without the
+	// writer lock (Count, Info: Written and Docs together); nil on Redis.
 	published atomic.Pointer[codec.Counters]
 	stalls    *writeStalls // Pebble's write stalls, for Metrics; nil on Redis
 	// created says that this Open created the index (Created).
@@ -383,7 +382,15 @@ func (db *DB) loadManifest() error {
 func (db *DB) setCounters(c codec.Counters) {
 	db.counters = c
 	db.published.Store(&c)
-	db.live.Store(c.Live)
+}
+
+// stored is the number of documents stored, as of the last write (0 on
+// Redis, whose count is the cluster's).
+func (db *DB) stored() uint64 {
+	if c := db.published.Load(); c != nil {
+		return c.Live
+	}
+	return 0
 }
 
 // useManifest decodes a stored manifest, checks it against the options
@@ -660,12 +667,7 @@ func (l *writerLock) Lock() { l.sem() <- struct{}{} }
 // (ErrClosed when the database is closing).
 func (l *writerLock) lock(ctx context.Context) error {
 	if ctx.Err() != nil {
-		return ctxErr(ctx)
-	}
-	select {
-	case l.sem() <- struct{}{}:
-		return nil
-	default:
+		return ctxErr(ctx) // NB: an ended context never takes the lock
 	}
 	select {
 	case l.sem() <- struct{}{}:

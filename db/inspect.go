@@ -337,7 +337,7 @@ func (db *DB) Stats(ctx context.Context, top int) (*Stats, error) {
 	defer db.mu.RUnlock()
 	ctx, cancel := db.opCtx(ctx)
 	defer cancel()
-	st := &Stats{Params: db.Params(), Docs: db.live.Load(), ExpectedRecall: db.bands.Probability(db.man.Threshold),
+	st := &Stats{Params: db.Params(), Docs: db.stored(), ExpectedRecall: db.bands.Probability(db.man.Threshold),
 		StoredBytes: map[string]uint64{}, Buckets: bs}
 	prog := progressOf(ctx)
 	defer prog.end()

@@ -94,7 +94,7 @@ func (db *DB) Metrics() (Metrics, error) {
 	}
 	pm := db.pdb.Metrics()
 	m := Metrics{
-		Docs:                  db.live.Load(),
+		Docs:                  db.stored(),
 		Compactions:           pm.Compact.Count,
 		CompactionsInProgress: pm.Compact.NumInProgress,
 		CompactionDebt:        pm.Compact.EstimatedDebt,

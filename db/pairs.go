@@ -252,7 +252,7 @@ func (db *DB) pairs(ctx context.Context, po *PairsOptions, st *PairsStats,
 	t := o.Threshold
 	prog := progressOf(ctx)
 	defer prog.end()
-	prog.phase(1, 4, "reading documents", int64(db.live.Load()))
+	prog.phase(1, 4, "reading documents", int64(db.stored()))
 	snap := db.pdb.NewSnapshot()
 	snapOpen := true
 	defer func() {

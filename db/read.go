@@ -163,7 +163,7 @@ func (db *DB) Count() (uint64, error) {
 		n, err := db.rkv.Count(db.closing)
 		return n, redisErr(err)
 	}
-	return db.live.Load(), nil
+	return db.stored(), nil
 }
 
 // All iterates over the stored documents in insertion order (doc number),

@@ -1048,12 +1048,8 @@ func (db *DB) redisBackup(ctx context.Context, dir string) (err error) {
 		fsys.RemoveAll(tmp)
 		return fmt.Errorf("lshdb: backup: %w", err)
 	}
-	if d, err := fsys.OpenDir(fsys.PathDir(dir)); err == nil {
-		err = d.Sync()
-		d.Close()
-		if err != nil {
-			return fmt.Errorf("lshdb: backup: syncing %s: %w", fsys.PathDir(dir), err)
-		}
+	if err := syncDir(fsys, fsys.PathDir(dir)); err != nil {
+		return fmt.Errorf("lshdb: backup: syncing %s: %w", fsys.PathDir(dir), err)
 	}
 	return nil
 }

@@ -203,8 +203,7 @@ func (a *app) benchDir() (string, error) {
 		return "", err
 	}
 	for _, e := range ents {
-		prefix, _, _ := strings.Cut(e.Name(), "-")
-		if pid, err := strconv.Atoi(prefix); err == nil && pid > 0 && pid != os.Getpid() && processGone(pid) {
+		if namedForDeadProcess(e.Name()) {
 			if err := os.RemoveAll(filepath.Join(base, e.Name())); err != nil {
 				return "", err
 			}
@@ -215,6 +214,15 @@ func (a *app) benchDir() (string, error) {
 		fmt.Fprintf(a.stderr, "bench: temporary index in %s (removed at the end, or by the next bench)\n", dir)
 	}
 	return dir, err
+}
+
+// namedForDeadProcess reports whether name starts with the pid of a
+// process that is gone, not this one ("PID-…"): what a killed run left
+// (bench's indexes, an output's temporary file).
+func namedForDeadProcess(name string) bool {
+	p, _, _ := strings.Cut(name, "-")
+	pid, err := strconv.Atoi(p)
+	return err == nil && pid > 0 && pid != os.Getpid() && processGone(pid)
 }
 
 // hashSpeed returns the MB/s of the hashing floor and of the default

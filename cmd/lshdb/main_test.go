@@ -334,7 +334,16 @@ func TestBenchCleansStaleDirs(t *testing.T) {
 	if code != 0 || !strings.Contains(errOut, "bench: temporary index in "+base) {
 		t.Fatalf("bench: %d %q %q", code, out, errOut)
 	}
-	ents, err := os.ReadDir(base)
+	names := dirNames(t, base)
+	if len(names) != 1 || names[0] != "1-456" {
+		t.Fatalf("left in %s: %v, want only 1-456", base, names)
+	}
+}
+
+// dirNames returns the names in dir, sorted.
+func dirNames(t *testing.T, dir string) []string {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -342,9 +351,7 @@ func TestBenchCleansStaleDirs(t *testing.T) {
 	for _, e := range ents {
 		names = append(names, e.Name())
 	}
-	if len(names) != 1 || names[0] != "1-456" {
-		t.Fatalf("left in %s: %v, want only 1-456", base, names)
-	}
+	return names
 }
 
 // Ensure that a command writing an output file (here gen; filter,
@@ -363,15 +370,7 @@ func TestOutputsSweepDeadRunsTemps(t *testing.T) {
 	if out, errOut, code := runLine([]string{"gen", "--n", "20", "--out", filepath.Join(dir, "c.jsonl")}, ""); code != 0 {
 		t.Fatalf("gen: %d %q %q", code, out, errOut)
 	}
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, e := range ents {
-		names = append(names, e.Name())
-	}
-	if want := []string{live, other, "c.jsonl"}; !slices.Equal(names, want) {
+	if names, want := dirNames(t, dir), []string{live, other, "c.jsonl"}; !slices.Equal(names, want) {
 		t.Fatalf("left in the output's directory: %q, want %q", names, want)
 	}
 }

@@ -336,12 +336,7 @@ func createTempFor(path string) (*os.File, error) {
 	dir, prefix := filepath.Dir(path), "."+filepath.Base(path)+".lshdb-"
 	if ents, err := os.ReadDir(dir); err == nil {
 		for _, e := range ents {
-			rest, ok := strings.CutPrefix(e.Name(), prefix)
-			if !ok || !strings.HasSuffix(rest, ".tmp") {
-				continue
-			}
-			p, _, _ := strings.Cut(rest, "-")
-			if pid, err := strconv.Atoi(p); err == nil && pid > 0 && pid != os.Getpid() && processGone(pid) {
+			if rest, ok := strings.CutPrefix(e.Name(), prefix); ok && strings.HasSuffix(rest, ".tmp") && namedForDeadProcess(rest) {
 				os.Remove(filepath.Join(dir, e.Name()))
 			}
 		}

@@ -90,6 +90,20 @@ func server(t *testing.T, d *db.DB, o *httpapi.Options, token string) map[string
 	return out
 }
 
+// serveTCP serves h on a loopback port until the test ends, and returns
+// its URL and server.
+func serveTCP(t *testing.T, h http.Handler) (string, *http.Server) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: h}
+	go srv.Serve(l)
+	t.Cleanup(func() { srv.Close() })
+	return "http://" + l.Addr().String(), srv
+}
+
 func open(t *testing.T, o *db.Options) *db.DB {
 	t.Helper()
 	d, err := db.Open(filepath.Join(t.TempDir(), "idx"), o)
@@ -493,19 +507,13 @@ func TestTokenAndContext(t *testing.T) {
 	d := open(t, nil)
 	d.Put(db.Doc{ID: "a", Text: "some text to find"}, nil)
 	h := httpapi.Handler(d, &httpapi.Options{Token: "right"})
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: h}
-	go srv.Serve(l)
-	defer srv.Close()
+	base, _ := serveTCP(t, h)
 	for _, tok := range []string{"", "wrong", "righ", "right2"} {
-		if _, err := client.Open("http://"+l.Addr().String(), &client.Options{Token: tok}); !errors.Is(err, httpapi.ErrUnauthorized) {
+		if _, err := client.Open(base, &client.Options{Token: tok}); !errors.Is(err, httpapi.ErrUnauthorized) {
 			t.Errorf("token %q: %v", tok, err)
 		}
 	}
-	c, err := client.Open("http://"+l.Addr().String(), &client.Options{Token: "right"})
+	c, err := client.Open(base, &client.Options{Token: "right"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -515,7 +523,7 @@ func TestTokenAndContext(t *testing.T) {
 	if _, err := c.Query(ctx, "some text", nil); !errors.Is(err, context.Canceled) {
 		t.Errorf("a cancelled query: %v", err)
 	}
-	if _, err := client.Open("http://"+l.Addr().String()+"/v1", nil); err == nil {
+	if _, err := client.Open(base+"/v1", nil); err == nil {
 		t.Error("a URL with a path was accepted")
 	}
 }
@@ -526,19 +534,13 @@ func TestTokenAndContext(t *testing.T) {
 func TestPutIfNewFullDuplex(t *testing.T) {
 	d := open(t, nil)
 	h := httpapi.Handler(d, nil)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: h}
-	go srv.Serve(l)
-	defer srv.Close()
+	base, _ := serveTCP(t, h)
 	pr, pw := io.Pipe()
 	// NB: a server that holds the answers until the body ends would make
 	// this test wait forever: bounded, it fails instead.
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, "POST", "http://"+l.Addr().String()+"/v1/docs/put-if-new", pr)
+	req, _ := http.NewRequestWithContext(ctx, "POST", base+"/v1/docs/put-if-new", pr)
 	type result struct {
 		resp *http.Response
 		err  error
@@ -965,15 +967,9 @@ func TestContextEndsWaitingPut(t *testing.T) {
 	}()
 	<-started
 	h := httpapi.Handler(d, nil)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: h}
-	go srv.Serve(l)
-	defer srv.Close()
+	base, srv := serveTCP(t, h)
 	ctx, cancel := context.WithCancel(context.Background())
-	c, err := client.OpenContext(ctx, "http://"+l.Addr().String(), nil)
+	c, err := client.OpenContext(ctx, base, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
