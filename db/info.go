@@ -22,6 +22,10 @@ type Info struct {
 	// DiskBytes is the space the store's files take on disk, as in
 	// [Stats.DiskBytes].
 	DiskBytes uint64
+	// Instance names the index: random hex given when it was made, the
+	// same in its backups, another in an index built anew in the same
+	// place. Empty for an index made before lshdb gave it.
+	Instance string
 }
 
 // Info returns the database's parameters, document count and size on
@@ -37,8 +41,8 @@ func (db *DB) Info() (*Info, error) {
 		// NB: the size is the cluster's: the README gives its cost per
 		// document; INFO memory on each master tells it.
 		w, n, err := db.rkv.Counters(db.closing)
-		return &Info{Params: db.Params(), Docs: n, Written: w}, redisErr(err)
+		return &Info{Params: db.Params(), Docs: n, Written: w, Instance: db.man.Instance}, redisErr(err)
 	}
 	c := db.published.Load()
-	return &Info{Params: db.Params(), Docs: c.Live, Written: max(c.NextDoc, 1) - 1, DiskBytes: dirBytes(db.opts.FS, db.dir)}, nil
+	return &Info{Params: db.Params(), Docs: c.Live, Written: max(c.NextDoc, 1) - 1, DiskBytes: dirBytes(db.opts.FS, db.dir), Instance: db.man.Instance}, nil
 }

@@ -87,8 +87,13 @@ type headerBody struct {
 	// Written the documents ever written to it then (db.Info): a file
 	// whose pair differs from the index's was made before a write
 	// (absent from the files of earlier builds).
-	Docs        uint64 `json:"docs"`
-	Written     uint64 `json:"written,omitempty"`
+	Docs    uint64 `json:"docs"`
+	Written uint64 `json:"written,omitempty"`
+	// Instance names the index (db.Info): a file made on another index,
+	// one built anew in the same place included, is refused even when its
+	// counts agree (absent from the files of earlier builds and of
+	// indexes made before them).
+	Instance    string `json:"index_instance,omitempty"`
 	NumPerm     int    `json:"num_perm"`
 	Bands       int    `json:"bands"`
 	Rows        int    `json:"rows"`
@@ -129,7 +134,7 @@ func runHeader(d index, command string, t float64, started time.Time) (headerJSO
 		return headerJSON{}, err
 	}
 	return headerJSON{headerBody{Command: command, Version: version(), Started: started.UTC().Format(time.RFC3339),
-		Threshold: t, IndexThreshold: p.Threshold, PCandidate: p.Bands.Probability(t), Docs: in.Docs, Written: in.Written,
+		Threshold: t, IndexThreshold: p.Threshold, PCandidate: p.Bands.Probability(t), Docs: in.Docs, Written: in.Written, Instance: in.Instance,
 		NumPerm: p.NumPerm, Bands: p.Bands.B, Rows: p.Bands.R, Scheme: p.Scheme.String(), Shingle: p.Shingle.String(),
 		ShingleSize: p.ShingleSize, Bag: p.Bag, Storage: p.Storage}}, nil
 }
@@ -236,6 +241,9 @@ func (f *pairsFile) line(n int, t []byte) (pair bool, err error) {
 // counts the documents, is not refused (finish warns of it).
 func (f *pairsFile) fresh() error {
 	h, now := f.header, f.now
+	if h != nil && now != nil && h.Instance != "" && now.Instance != "" && h.Instance != now.Instance {
+		return fmt.Errorf("%w: %s was made on another index (instance %s), not this one (one built anew in its place, or another directory: lshdb info names an index's instance); run pairs again", errStalePairs, f.name, h.Instance)
+	}
 	if h == nil || now == nil || h.Written == 0 || now.Written == 0 || h.Written == now.Written && h.Docs == now.Docs {
 		return nil
 	}

@@ -31,6 +31,9 @@ type infoJSON struct {
 	FormatVersion  int      `json:"format_version"`
 	ExpectedRecall float64  `json:"expected_recall"` // P(candidate) at the threshold, from the S-curve
 	DiskBytes      uint64   `json:"disk_bytes"`
+	// Instance names the index (db.Info): a pairs file made on another
+	// is refused.
+	Instance string `json:"instance,omitempty"`
 }
 
 func infoOut(in *db.Info) infoJSON {
@@ -38,7 +41,8 @@ func infoOut(in *db.Info) infoJSON {
 	return infoJSON{Docs: in.Docs, Threshold: p.Threshold, Bands: p.Bands.B, Rows: p.Bands.R, NumPerm: p.NumPerm,
 		Scheme: p.Scheme.String(), Seed: p.Seed, Shingle: p.Shingle.String(), ShingleSize: p.ShingleSize, Bag: p.Bag,
 		Normalization: p.Normalization.String(), StopWords: nonNil(p.StopWords), StoreText: p.StoreText, Storage: p.Storage,
-		FormatVersion: p.FormatVersion, ExpectedRecall: p.Bands.Probability(p.Threshold), DiskBytes: in.DiskBytes}
+		FormatVersion: p.FormatVersion, ExpectedRecall: p.Bands.Probability(p.Threshold), DiskBytes: in.DiskBytes,
+		Instance: in.Instance}
 }
 
 func (a *app) infoCmd() *cobra.Command {
@@ -71,6 +75,10 @@ sizes in bytes.`,
 				fmt.Fprintf(a.stdout, "P(candidate) at the threshold: %.4f (S-curve)\n", p.Bands.Probability(p.Threshold))
 				fmt.Fprintf(a.stdout, "index format: %d%s\n", p.FormatVersion, upgradeHint(a.dbDir, p))
 				fmt.Fprintf(a.stdout, "documents: %d\n", in.Docs)
+				if in.Instance != "" {
+					// NB: a pairs file names the instance it was made on.
+					fmt.Fprintf(a.stdout, "instance: %s\n", in.Instance)
+				}
 				if db.IsRedisURL(a.dbDir) {
 					// NB: no size here: stats measures the keys' memory (a scan).
 					_, err = fmt.Fprintln(a.stdout, "storage: Redis (no files of its own; lshdb stats gives the memory its keys take)")

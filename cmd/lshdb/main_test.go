@@ -27,6 +27,10 @@ import (
 
 var diskBytes = regexp.MustCompile(`("disk_bytes":|on disk |size on disk: )\d+(\.\d [KMGTPE]iB| B)?`)
 
+// instance matches the random name of an index (db.Info.Instance) as info
+// prints it: the scripts show it as I.
+var instance = regexp.MustCompile(`("instance":"|(?m)^instance: )[A-Z2-7]{26}`)
+
 // tableBytes matches stats' table sizes, which depend on how Pebble
 // flushed and compressed (not on what the index holds): the scripts show
 // their numbers as N.
@@ -46,6 +50,7 @@ func transcript(out, errOut string, code int, paths *strings.Replacer) string {
 	}
 	fmt.Fprintf(&b, "exit %d\n", code)
 	got := diskBytes.ReplaceAllString(b.String(), "${1}N")
+	got = instance.ReplaceAllString(got, "${1}I")
 	return tableBytes.ReplaceAllStringFunc(got, func(s string) string { return number.ReplaceAllString(s, "N") })
 }
 

@@ -50,6 +50,13 @@ func TestTopPairs(t *testing.T) {
 func tieFixture(t *testing.T) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "index")
+	tieFixtureIn(t, dir)
+	return dir
+}
+
+// tieFixtureIn builds tieFixture's index in dir.
+func tieFixtureIn(t *testing.T, dir string) {
+	t.Helper()
 	var in strings.Builder
 	base := []string{
 		"the quick brown fox jumps over the lazy dog near the river bank",
@@ -66,7 +73,43 @@ func tieFixture(t *testing.T) string {
 	if _, errOut, code := runLine([]string{"insert", "--db", dir}, in.String()); code != 0 {
 		t.Fatalf("insert: %d %s", code, errOut)
 	}
-	return dir
+}
+
+// Ensure that a pairs file is refused on an index built anew in its
+// index's place, whose counts are the same (the documents are), and taken
+// on a backup of its index, which is the same index.
+func TestPairsFileOfAnotherIndex(t *testing.T) {
+	dir := tieFixture(t)
+	pairsFile := filepath.Join(t.TempDir(), "pairs.jsonl")
+	out, errOut, code := runLine([]string{"pairs", "--db", dir, "--output", "json", "--header"}, "")
+	if code != 0 {
+		t.Fatalf("pairs: %d %s", code, errOut)
+	}
+	if err := os.WriteFile(pairsFile, []byte(out), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	clusters := func(index string) (string, int) {
+		_, errOut, code := runLine([]string{"clusters", "--db", index, "--from", pairsFile, "--output", "json"}, "")
+		return errOut, code
+	}
+	if errOut, code := clusters(dir); code != 0 {
+		t.Fatalf("clusters on the index the file was made on: %d %s", code, errOut)
+	}
+	copyDir := filepath.Join(t.TempDir(), "copy")
+	if _, errOut, code := runLine([]string{"backup", "--db", dir, "--to", copyDir}, ""); code != 0 {
+		t.Fatalf("backup: %d %s", code, errOut)
+	}
+	if errOut, code := clusters(copyDir); code != 0 {
+		t.Fatalf("clusters on a backup of the index the file was made on: %d %s", code, errOut)
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	tieFixtureIn(t, dir)
+	errOut, code = clusters(dir)
+	if code != 1 || !strings.Contains(errOut, "stale pairs file") || !strings.Contains(errOut, "another index") {
+		t.Fatalf("clusters on an index built anew: exit %d, %s; want the file refused as made on another index", code, errOut)
+	}
 }
 
 // Ensure that pairs --limit N prints the first N lines of the full sorted

@@ -745,11 +745,12 @@ type InfoJSON struct {
 	Docs      uint64     `json:"docs"`
 	Written   uint64     `json:"written"`
 	DiskBytes uint64     `json:"disk_bytes"`
+	Instance  string     `json:"instance,omitempty"`
 }
 
 // InfoOut converts in for the wire.
 func InfoOut(in *db.Info) InfoJSON {
-	return InfoJSON{Params: ParamsOut(in.Params), Docs: in.Docs, Written: in.Written, DiskBytes: in.DiskBytes}
+	return InfoJSON{Params: ParamsOut(in.Params), Docs: in.Docs, Written: in.Written, DiskBytes: in.DiskBytes, Instance: in.Instance}
 }
 
 // Info converts in back.
@@ -758,7 +759,7 @@ func (in InfoJSON) Info() (*db.Info, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &db.Info{Params: p, Docs: in.Docs, Written: in.Written, DiskBytes: in.DiskBytes}, nil
+	return &db.Info{Params: p, Docs: in.Docs, Written: in.Written, DiskBytes: in.DiskBytes, Instance: in.Instance}, nil
 }
 
 // StatsJSON is db.Stats, with the keys of lshdb stats --output json and
