@@ -241,7 +241,8 @@ func benchQuery(b *testing.B, cached bool) {
 // throughput ≥ 70% of signature-only (issue 13; x-sig ≤ 1.43), not met:
 // x-sig 3.5-3.9 over 300 batches at stop 27, 2.78-2.93 since level 0
 // stops writes later (l0StopWrites; stalled-ms is the time writes waited
-// for compactions).
+// for compactions), 2.49-2.57 since a batch's posting operands are a
+// sorted slice (postingOps).
 //
 // NB: every id is new (the op number is part of it): until stop 27 the
 // ids repeated after the corpus's ~100 batches, so a longer run measured

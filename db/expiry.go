@@ -92,7 +92,7 @@ func (db *DB) sweepBatch() (n int, more bool, err error) {
 	b := db.pdb.NewBatch()
 	defer b.Close()
 	c := db.counters
-	postings := make(map[postingKey][]codec.Posting)
+	var postings postingOps
 	var old docData
 	valid := xit.First()
 	for ; valid && n < compaction.SweepBatch; valid = xit.Next() {
@@ -130,7 +130,7 @@ func (db *DB) sweepBatch() (n int, more bool, err error) {
 		if named, err := codec.DecodeDocNum(v); !ok || err != nil || named != num {
 			continue // not the id's document (Check reports it)
 		}
-		if err := db.removeOld(it, b, idKey, &old, postings, &c); err != nil {
+		if err := db.removeOld(it, b, idKey, &old, &postings, &c); err != nil {
 			return n, false, err
 		}
 		if err := b.Delete(idKey, nil); err != nil {
