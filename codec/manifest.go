@@ -86,7 +86,7 @@ type Manifest struct {
 	Recall        float64   `msgpack:"recall"`        // the recall target the banding was chosen for
 	StoreText     bool      `msgpack:"store_text"`    // store document text by default
 	Storage       string    `msgpack:"storage"`       // format 2: "text", "sets" or "none"
-	// Instance names the index: random hex given when it was made (a
+	// Instance names the index: random base32 given when it was made (a
 	// copy shares it, an index built anew gets another), so that what
 	// was derived from one index (a pairs file) is not taken for another's.
 	// Empty in indexes made before it existed; no format depends on it.

@@ -79,6 +79,9 @@ func TestBackup(t *testing.T) {
 			if p, q := cp.Params(), src.Params(); !reflect.DeepEqual(p, q) {
 				t.Errorf("params %+v, want %+v", p, q)
 			}
+			if cp.Instance() != src.Instance() || src.Instance() == "" {
+				t.Errorf("instance %q, want the source's %q (not empty)", cp.Instance(), src.Instance())
+			}
 			rep, err := cp.Check(ctx)
 			if err != nil || !rep.OK() || rep.Docs != len(want) {
 				t.Errorf("check of the copy: %+v %v", rep, err)

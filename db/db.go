@@ -481,7 +481,7 @@ func (db *DB) newManifest() ([]byte, error) {
 		Storage:       cmp.Or(o.Storage, StorageText),
 		Bands:         o.Bands,
 		Rows:          o.Rows,
-		Instance:      newInstance(),
+		Instance:      cmp.Or(o.instance, newInstance()),
 	}
 	if m.Seed == 0 && o.Scheme == minhash.SchemeDatasketch {
 		m.Seed = DatasketchSeed

@@ -22,9 +22,10 @@ type Info struct {
 	// DiskBytes is the space the store's files take on disk, as in
 	// [Stats.DiskBytes].
 	DiskBytes uint64
-	// Instance names the index: random hex given when it was made, the
-	// same in its backups, another in an index built anew in the same
-	// place. Empty for an index made before lshdb gave it.
+	// Instance names the index: 26 random base32 characters (128 bits)
+	// given when it was made, the same in its backups, another in an
+	// index built anew in the same place. Empty for an index made before
+	// lshdb gave it (such an index keeps none).
 	Instance string
 }
 

@@ -186,6 +186,9 @@ type Options struct {
 
 	// upgrading lets Open read an older format, for Upgrade only.
 	upgrading bool
+	// instance, when set, is the instance a new index takes instead of a
+	// random one: a Redis index's backup is the same index.
+	instance string
 	// clock is the time expiry is measured against: time.Now unless a
 	// test sets a fake one.
 	clock func() time.Time

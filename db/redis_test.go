@@ -798,6 +798,11 @@ func TestRedisBackup(t *testing.T) {
 	if !reflect.DeepEqual(c.Params(), d.Params()) {
 		t.Fatalf("the copy's parameters %+v, the index's %+v", c.Params(), d.Params())
 	}
+	// NB: a backup is the same index: what was derived from one (a pairs
+	// file) holds for the other.
+	if c.Instance() != d.Instance() || d.Instance() == "" {
+		t.Fatalf("the copy's instance %q, the index's %q: want the same, not empty", c.Instance(), d.Instance())
+	}
 	if rep, err := c.Check(ctx); err != nil || !rep.OK() {
 		t.Fatalf("Check of the copy: %+v, %v", rep, err)
 	}

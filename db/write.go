@@ -110,6 +110,10 @@ func btoi(b bool) int {
 // (Options.MaxDocBytes, resolved).
 func (db *DB) MaxDocBytes() int { return db.opts.MaxDocBytes }
 
+// Instance returns the index's instance name (see Info.Instance): empty
+// for an index made before lshdb gave one.
+func (db *DB) Instance() string { return db.man.Instance }
+
 // prepare computes a document's shingle set, signature, record and band
 // keys. It does no I/O.
 func (db *DB) prepare(d *Doc, storeText bool) (prepared, error) {

@@ -255,13 +255,17 @@ func TestAttachedInsertOutlivesItsOwner(t *testing.T) {
 	sock, _, log, stop := startServe(t, "--db", idx)
 
 	ins := startPiped(t, "insert", "--db", idx, "-")
-	// The first half, then wait until the owner holds some of it: the
+	// The first half, then wait until the owner holds all of it: the
 	// insert is attached and has committed batches through the socket.
+	// NB: all, not some: a batch still under way when the owner stops
+	// may or may not have been written, and the insert then ends saying
+	// so (by design); the handover is what this test is about.
 	half := firstHalf(lines)
 	if _, err := ins.stdin.Write(lines[:half]); err != nil {
 		t.Fatal(err)
 	}
-	waitCount(t, sock, ins, func(n uint64) bool { return n > 0 })
+	firstN := uint64(bytes.Count(lines[:half], []byte("\n")))
+	waitCount(t, sock, ins, func(n uint64) bool { return n >= firstN })
 	if code := stop(); code != 0 {
 		t.Fatalf("serve: exit %d %s", code, log)
 	}
@@ -349,7 +353,11 @@ func TestHandoverShellAndMovedIndex(t *testing.T) {
 	if _, err := ins.stdin.Write(lines[:half]); err != nil {
 		t.Fatal(err)
 	}
-	waitCount(t, sock, ins, func(n uint64) bool { return n > before })
+	// NB: all of the first half committed through the owner: the insert
+	// has nothing left to commit (a pause commits what was read) that
+	// could open the index itself before it moves.
+	firstN := uint64(bytes.Count(lines[:half], []byte("\n")))
+	waitCount(t, sock, ins, func(n uint64) bool { return n >= before+firstN })
 	if code := stop(); code != 0 {
 		t.Fatalf("serve: exit %d %s", code, log)
 	}
@@ -363,5 +371,53 @@ func TestHandoverShellAndMovedIndex(t *testing.T) {
 	}
 	if _, err := os.Stat(idx); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the insert made %s anew: %v (%s)", idx, err, ins.out)
+	}
+
+	// The insert, whose index is built anew in its place (the same
+	// parameters) while no one owns it.
+	if err := os.Rename(idx+".moved", idx); err != nil {
+		t.Fatal(err)
+	}
+	sock, _, log, stop = startServe(t, "--db", idx)
+	if c, err = client.Open(sock, nil); err != nil {
+		t.Fatal(err)
+	}
+	mid, err := c.Count()
+	c.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf.Reset()
+	for i := range 3000 { // NB: ids of its own: the counts must grow
+		fmt.Fprintf(&buf, "{\"id\":\"again%d\",\"text\":\"document number %d of the insert whose index is built anew\"}\n", i, i)
+	}
+	lines = buf.Bytes()
+	half = firstHalf(lines)
+	ins = startPiped(t, "insert", "--db", idx, "-")
+	if _, err := ins.stdin.Write(lines[:half]); err != nil {
+		t.Fatal(err)
+	}
+	// NB: all of it committed through the owner, as above.
+	firstN = uint64(bytes.Count(lines[:half], []byte("\n")))
+	waitCount(t, sock, ins, func(n uint64) bool { return n >= mid+firstN })
+	if code := stop(); code != 0 {
+		t.Fatalf("serve: exit %d %s", code, log)
+	}
+	if err := os.Rename(idx, idx+".old"); err != nil {
+		t.Fatal(err)
+	}
+	mustRun(t, "insert", "--db", idx, "../../testdata/cmd/inputs/docs.jsonl")
+	ins.stdin.Write(lines[half:])
+	ins.stdin.Close()
+	if err := <-ins.done; err == nil || !strings.Contains(ins.out.String(), "built anew in its place") {
+		t.Errorf("the insert whose index was built anew: %v, %s; want it refused", err, ins.out)
+	}
+	d, err := db.Open(idx, &db.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if n, err := d.Count(); err != nil || n != before {
+		t.Errorf("the index built anew holds %d documents, %v; want its own %d", n, err, before)
 	}
 }

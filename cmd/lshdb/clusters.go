@@ -242,7 +242,7 @@ func (f *pairsFile) line(n int, t []byte) (pair bool, err error) {
 func (f *pairsFile) fresh() error {
 	h, now := f.header, f.now
 	if h != nil && now != nil && h.Instance != "" && now.Instance != "" && h.Instance != now.Instance {
-		return fmt.Errorf("%w: %s was made on another index (instance %s), not this one (one built anew in its place, or another directory: lshdb info names an index's instance); run pairs again", errStalePairs, f.name, h.Instance)
+		return fmt.Errorf("%w: %s was made on another index (instance %s; this index is instance %s): one built anew in its place, or another directory; run pairs again", errStalePairs, f.name, h.Instance, now.Instance)
 	}
 	if h == nil || now == nil || h.Written == 0 || now.Written == 0 || h.Written == now.Written && h.Docs == now.Docs {
 		return nil

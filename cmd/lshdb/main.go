@@ -402,6 +402,9 @@ func (a *app) openFresh(opts *db.Options) (index, func(), error) {
 					again = *opts
 				}
 				again.MustExist = true
+				// NB: and the same index, not one built anew in its place
+				// with the same parameters (its instance, see db.Info).
+				instance := c.Instance()
 				h := newHandover(c, func() { c.Close() }, func() (index, func(), error) {
 					d, closeDB, err := a.openFresh(&again)
 					if err != nil {
@@ -413,6 +416,19 @@ func (a *app) openFresh(opts *db.Options) (index, func(), error) {
 					if !sameParams(d.Params(), c.Params()) {
 						closeDB()
 						return nil, nil, fmt.Errorf("%w: the index at %s is not the one this command attached to", db.ErrParamsMismatch, a.dbDir)
+					}
+					if instance != "" {
+						in, err := d.Info()
+						if err != nil {
+							closeDB()
+							return nil, nil, err
+						}
+						// NB: an index without an instance (made by an
+						// earlier build) says nothing either way.
+						if in.Instance != "" && in.Instance != instance {
+							closeDB()
+							return nil, nil, fmt.Errorf("%w: the index at %s is not the one this command attached to: it was built anew in its place (instance %s, not %s); nothing more was written", errOtherIndex, a.dbDir, in.Instance, instance)
+						}
 					}
 					return d, closeDB, nil
 				})
@@ -440,6 +456,10 @@ func (a *app) openFresh(opts *db.Options) (index, func(), error) {
 		return d, func() { stop(); d.Close() }, nil
 	}
 }
+
+// errOtherIndex is the error of a command whose index was replaced by
+// another (built anew in its place) while it ran.
+var errOtherIndex = errors.New("lshdb: another index")
 
 // handoverWait is how long a command retries an index that is locked by
 // a process that does not serve it (an owner closing it, or a holder

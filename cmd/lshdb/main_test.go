@@ -29,7 +29,7 @@ var diskBytes = regexp.MustCompile(`("disk_bytes":|on disk |size on disk: )\d+(\
 
 // instance matches the random name of an index (db.Info.Instance) as info
 // prints it: the scripts show it as I.
-var instance = regexp.MustCompile(`("instance":"|(?m)^instance: )[A-Z2-7]{26}`)
+var instance = regexp.MustCompile(`("instance":"|(?m)^instance: |this index is instance )[A-Z2-7]{26}`)
 
 // tableBytes matches stats' table sizes, which depend on how Pebble
 // flushed and compressed (not on what the index holds): the scripts show

@@ -68,13 +68,15 @@ type Options struct {
 // Client is a connection to one lshdb server. Every method is safe for
 // concurrent use. The caller MUST call Close.
 type Client struct {
-	base    string // http://host:port, no trailing slash
-	hc      *http.Client
-	o       Options
-	params  db.Params
-	maxDoc  int
-	closed  atomic.Bool
-	timeout time.Duration
+	base   string // http://host:port, no trailing slash
+	hc     *http.Client
+	o      Options
+	params db.Params
+	maxDoc int
+	// instance is the server's index's instance name, read by Open.
+	instance string
+	closed   atomic.Bool
+	timeout  time.Duration
 }
 
 // Open connects to the server at target: a Unix socket path (absolute,
@@ -157,6 +159,7 @@ func OpenContext(ctx context.Context, target string, opts *Options) (*Client, er
 		return nil, fmt.Errorf("lshdb: client: the server's parameters: %w", err)
 	}
 	c.maxDoc = p.MaxDocBytes
+	c.instance = p.Instance
 	return c, nil
 }
 
@@ -173,6 +176,11 @@ func (c *Client) Close() error {
 	c.hc.CloseIdleConnections()
 	return nil
 }
+
+// Instance returns the instance name of the server's index (see
+// db.Info.Instance), read once by Open: empty for an index made before
+// lshdb gave one, or a server of an earlier build.
+func (c *Client) Instance() string { return c.instance }
 
 // Params returns the index's parameters (fixed for its life: read once,
 // by Open).
@@ -643,6 +651,12 @@ func lines(ctx context.Context, body io.Reader, fn func(line []byte) (bool, erro
 			return nil, ctx.Err()
 		}
 		line, err := br.ReadBytes('\n')
+		if err != nil && len(line) > 0 && (ctx == nil || ctx.Err() == nil) && !isTimeout(err) {
+			// NB: a line without its end is a line cut short (the
+			// server writes through a buffer, flushed where it fills):
+			// not a malformed one, and not to be parsed.
+			return nil, cutShort(err)
+		}
 		if len(line) > 0 {
 			var tail struct {
 				End   *httpapi.EndBody   `json:"end"`
@@ -664,13 +678,34 @@ func lines(ctx context.Context, body io.Reader, fn func(line []byte) (bool, erro
 				return nil, ferr
 			}
 		}
-		if err == io.EOF {
-			return nil, fmt.Errorf("lshdb: client: the server's answer was cut short: %w", io.ErrUnexpectedEOF)
+		if err != nil && (ctx == nil || ctx.Err() == nil) && !isTimeout(err) {
+			return nil, cutShort(err)
 		}
 		if err != nil {
 			return nil, err
 		}
 	}
+}
+
+// cutShort is the error of a stream that ended before its end line: the
+// connection ended mid-answer (the server stopped or was killed), where
+// the transport says only "unexpected EOF" or "connection reset by peer".
+// It matches io.ErrUnexpectedEOF.
+func cutShort(err error) error {
+	if err == io.EOF {
+		err = io.ErrUnexpectedEOF
+	}
+	if !errors.Is(err, io.ErrUnexpectedEOF) {
+		err = fmt.Errorf("%w (%w)", io.ErrUnexpectedEOF, err)
+	}
+	return fmt.Errorf("lshdb: client: the server's answer was cut short (did the server stop?): what came before it is all there is: %w", err)
+}
+
+// isTimeout says whether err is a timeout (the caller's HTTP client's, a
+// deadline), which is not a cut stream.
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout()
 }
 
 // Pairs streams every near-duplicate pair, as the server computes them.

@@ -941,6 +941,62 @@ func TestStreamStopsWhenCancelled(t *testing.T) {
 	}
 }
 
+// Ensure that a stream whose connection ends mid-answer (a server killed
+// during a pairs run) fails with an error that says the answer was cut
+// short, after the pairs that came before it, rather than the
+// transport's bare "unexpected EOF", or a malformed pair when the cut is
+// in the middle of a line (the server writes through a buffer, flushed
+// where it fills).
+func TestStreamCutShort(t *testing.T) {
+	for _, tail := range []string{"", `{"a":"b","b":"c","jac`} {
+		t.Run(fmt.Sprintf("tail=%q", tail), func(t *testing.T) { testStreamCutShort(t, tail) })
+	}
+}
+
+func testStreamCutShort(t *testing.T, tail string) {
+	d := open(t, &db.Options{NoSync: true})
+	if _, err := d.PutBatch([]db.Doc{{ID: "a", Text: "a text of a few words"}, {ID: "b", Text: "a text of a few words"}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	api := httpapi.Handler(d, nil)
+	base, _ := serveTCP(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v1/pairs" {
+			api.ServeHTTP(w, r)
+			return
+		}
+		// Two pairs, flushed (chunked: no length), then the connection
+		// dropped before the stream's end line.
+		io.WriteString(w, `{"a":"a","b":"b","jaccard":1}`+"\n"+`{"a":"b","b":"c","jaccard":0.9}`+"\n"+tail)
+		rc := http.NewResponseController(w)
+		if err := rc.Flush(); err != nil {
+			t.Error(err)
+			return
+		}
+		conn, _, err := rc.Hijack()
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		conn.Close()
+	}))
+	c, err := client.Open(base, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	n := 0
+	for _, err := range c.Pairs(context.Background(), nil) {
+		if err != nil {
+			if n != 2 || !errors.Is(err, io.ErrUnexpectedEOF) || !strings.Contains(err.Error(), "cut short") {
+				t.Fatalf("after %d pairs: %v; want the two pairs, then an ErrUnexpectedEOF that says the answer was cut short", n, err)
+			}
+			return
+		}
+		n++
+	}
+	t.Fatalf("%d pairs and no error: the cut stream was taken for a whole one", n)
+}
+
 // Ensure that PutBatchContext's (and DeleteIDsContext's) context ends a
 // put (a delete) that waits on the server behind a Load (it holds the
 // writer lock), and that the server then does not write it once the lock

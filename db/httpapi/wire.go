@@ -591,6 +591,9 @@ type ParamsJSON struct {
 	FormatVersion  int      `json:"format_version"`
 	ExpectedRecall float64  `json:"expected_recall"`
 	MaxDocBytes    int      `json:"max_doc_bytes,omitempty"`
+	// Instance is the server's index's (db.Info.Instance), with
+	// MaxDocBytes in /v1/params only.
+	Instance string `json:"instance,omitempty"`
 }
 
 // ParamsOut converts p for the wire.
