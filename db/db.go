@@ -62,7 +62,9 @@ var compactionCompression = func() *sstable.CompressionProfile {
 // its 9.2 s in such stalls over 300 batches of 1,000 documents, and 19 s
 // of 44 s over 1,000. With 40, in the same runs (alternated, one process
 // each): 32,600-35,100 documents/s become 40,200-41,300 over 300 batches
-// (0.06-0.08 s of stalls) and 22,900 become 33,700-34,300 over 1,000. The
+// (0.06-0.08 s of stalls) and 22,900 become 33,700-34,300 over 1,000;
+// BenchmarkPutUpsert's 100 batches of replacements 6,900-7,300 become
+// 18,600-19,600 (10.4 s stalled with 12, 0.6-0.9 s with 40). The
 // cost is read amplification while compactions catch up: 3,000 queries
 // right after the 300 batches took 1.41-1.55 s against 1.05-1.11 s
 // (level 0: 20-26 tables against 10-12), after the 1,000 batches 4.08 s
