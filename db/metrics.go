@@ -25,7 +25,8 @@ type Metrics struct {
 
 	// L0Files and L0Sublevels measure level 0, where flushes and ingests
 	// land: many sublevels mean reads consult many tables (read
-	// amplification) and writes are about to be throttled.
+	// amplification), and at 40 every write waits for compactions (a
+	// write stall) until they are fewer.
 	L0Files     int64
 	L0Sublevels int32
 	ReadAmp     int // tables a point read may consult, over all levels
