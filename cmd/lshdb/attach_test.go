@@ -412,6 +412,11 @@ func TestHandoverShellAndMovedIndex(t *testing.T) {
 	if err := <-ins.done; err == nil || !strings.Contains(ins.out.String(), "built anew in its place") {
 		t.Errorf("the insert whose index was built anew: %v, %s; want it refused", err, ins.out)
 	}
+	// NB: its last batch reached no owner (the socket's dial failed):
+	// not "perhaps written".
+	if strings.Contains(ins.out.String(), "perhaps") {
+		t.Errorf("the insert whose index was built anew says its last batch may have been written: %s", ins.out)
+	}
 	d, err := db.Open(idx, &db.Options{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)

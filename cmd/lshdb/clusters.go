@@ -102,6 +102,9 @@ type headerBody struct {
 	ShingleSize int    `json:"shingle_size"`
 	Bag         bool   `json:"bag"`
 	Storage     string `json:"storage"`
+	// Limit is pairs --limit's: the file holds the best Limit pairs, not
+	// all of them, and no clustering takes it.
+	Limit int `json:"limit,omitempty"`
 	// Mode and Keep are the clustering's (clusters only).
 	Mode string `json:"mode,omitempty"`
 	Keep string `json:"keep,omitempty"`
@@ -221,6 +224,9 @@ func (f *pairsFile) line(n int, t []byte) (pair bool, err error) {
 			return false, fmt.Errorf("%w: %s:%d: a header line that is not the first line of pairs --header", errBadPairs, f.name, n)
 		}
 		f.header = &h.Header
+		if h.Header.Limit > 0 {
+			return false, fmt.Errorf("%w: %s was made with pairs --limit %d: it holds the best %s, not all of them; run pairs without --limit", errIncomplete, f.name, h.Header.Limit, counted(h.Header.Limit, "pair", "pairs"))
+		}
 		// NB: a stale file is refused at its first line, not after a
 		// read of gigabytes.
 		return false, f.fresh()
@@ -280,6 +286,10 @@ func (f *pairsFile) finish(t float64, now *db.Info, warn func(string)) error {
 		return fmt.Errorf("%w: %s has the header of pairs --header but no end line: the run that wrote it was interrupted, or the file was cut (%d pairs read); run pairs again", errIncomplete, f.name, f.pairs)
 	case f.end.Lines != f.pairs:
 		return fmt.Errorf("%w: %s holds %d pairs, its end line says %d: the file was cut or edited; run pairs again", errIncomplete, f.name, f.pairs, f.end.Lines)
+	case f.end.Stats != nil && f.end.Stats.Reported > f.end.Lines:
+		// NB: a file of pairs --limit made by an earlier build, whose
+		// header does not say so: its end line's stats count every pair.
+		return fmt.Errorf("%w: %s holds %s of the %d its run found (pairs --limit): run pairs without --limit", errIncomplete, f.name, counted(f.end.Lines, "pair", "pairs"), f.end.Stats.Reported)
 	case t > 0 && h.Threshold > t+1e-12:
 		return fmt.Errorf("%w: %s holds the pairs at Jaccard >= %v, and the clustering asks for >= %v: the pairs between are not in it; run pairs --threshold %v, or cluster at --threshold %v", errBadPairs, f.name, h.Threshold, t, t, h.Threshold)
 	}

@@ -75,6 +75,23 @@ func tieFixtureIn(t *testing.T, dir string) {
 	}
 }
 
+// Ensure that a file of pairs --limit is not taken for all the pairs (a
+// filter from it removed 10 records where the index's clustering removes
+// hundreds), and that a full run's file of the same index is.
+func TestPairsLimitFileRefused(t *testing.T) {
+	dir := tieFixture(t)
+	for _, args := range [][]string{{"--limit", "2"}, nil} {
+		out, errOut, code := runLine(append([]string{"pairs", "--db", dir, "--output", "json", "--header"}, args...), "")
+		if code != 0 {
+			t.Fatalf("pairs %v: %d %s", args, code, errOut)
+		}
+		_, errOut, code = runLine([]string{"clusters", "--db", dir, "--from", "-", "--output", "json"}, out)
+		if limited := args != nil; limited != (code != 0) || limited && !strings.Contains(errOut, "pairs --limit 2") {
+			t.Errorf("clusters --from a file of pairs %v: exit %d, %s", args, code, errOut)
+		}
+	}
+}
+
 // Ensure that a pairs file is refused on an index built anew in its
 // index's place, whose counts are the same (the documents are), and taken
 // on a backup of its index, which is the same index.

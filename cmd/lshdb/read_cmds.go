@@ -501,7 +501,9 @@ came and how long the run took; FILE gets a header and an end line too.`,
 					}
 				}
 				if header {
-					if err := a.emitJSON(h); err != nil {
+					ph := h
+					ph.Header.Limit = limit // NB: the clusters file's header has none: it clusters every pair
+					if err := a.emitJSON(ph); err != nil {
 						return err
 					}
 				}

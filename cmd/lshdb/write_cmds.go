@@ -598,9 +598,11 @@ func (w *inserter) flush() error {
 	res, err := w.d.PutBatchContext(w.ctx, w.batch, &db.WriteOptions{SkipEmpty: true, TTL: w.ttl})
 	if err != nil {
 		var answer *client.Error
-		if _, local := w.d.(*db.DB); sent && !local && !errors.As(err, &answer) {
+		if _, local := w.d.(*db.DB); sent && !local && !errors.As(err, &answer) && !ownerGone(err) {
 			// NB: the owner's answer was lost (it was killed, the command
-			// interrupted): it may have written the batch before.
+			// interrupted): it may have written the batch before. Not
+			// when the request never reached an owner (ownerGone: its
+			// socket's dial failed, then no other index took it).
 			w.doubt = w.last
 		}
 		return err
