@@ -504,10 +504,12 @@ func (w *inserter) put(pd posDoc) error {
 	return nil
 }
 
-// stallFlushAfter is how long insert, reading standard input, waits for
-// more with documents read but not committed before it commits them: a
-// stream that pauses (tail -f, a slow producer) has what it sent stored
-// and visible, rather than held until a batch of 1,000 fills.
+// stallFlushAfter is how long insert, reading standard input, holds a
+// document read but not committed before it commits the batch so far: a
+// stream that pauses or trickles (tail -f, a slow producer) has what it
+// sent stored and visible, rather than held until a batch of 1,000
+// fills. NB: counted from the batch's first document, not the last: a
+// line every 50 ms never paused for 200 ms, and waited for the 1,000th.
 const stallFlushAfter = 200 * time.Millisecond
 
 // putStream puts the documents of docs as put does, reading them on
@@ -562,9 +564,13 @@ func (w *inserter) putStream(docs iter.Seq2[posDoc, error]) (readErr, putErr err
 			if err := w.put(it.pd); err != nil {
 				return quit(err)
 			}
-			armed = len(w.batch) > 0
-			if armed {
+			switch {
+			case len(w.batch) == 0 && armed: // committed: a full batch
+				timer.Stop()
+				armed = false
+			case len(w.batch) > 0 && !armed: // the batch's first document
 				timer.Reset(stallFlushAfter)
+				armed = true
 			}
 		case <-tick:
 			armed = false

@@ -14,8 +14,10 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/lshdb/lshdb/db"
 	"github.com/parquet-go/parquet-go"
@@ -661,6 +663,55 @@ func TestInsertStreamCommitsWhenInputPauses(t *testing.T) {
 	defer d.Close()
 	if n, err := d.Count(); err != nil || n != 15 {
 		t.Errorf("%d documents, %v; want 15", n, err)
+	}
+}
+
+// Ensure that insert reading a stream that never pauses for long (a line
+// every 50 ms) commits as it goes, within about stallFlushAfter of each
+// batch's first document, not when 1,000 have come: the count served
+// reaches 10 while the stream is still short of 100 lines.
+func TestInsertStreamCommitsATrickle(t *testing.T) {
+	if testing.Short() {
+		t.Skip("an insert in another process (-short)")
+	}
+	idx := filepath.Join(shortDir(t), "idx")
+	mustRun(t, "create", "--db", idx)
+	ins := startPiped(t, "insert", "--db", idx, "-")
+	var wrote atomic.Int64
+	stop, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		for i := 0; i < 200; i++ { // NB: 10 s at most, then a pause
+			select {
+			case <-stop:
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+			if _, err := fmt.Fprintf(ins.stdin, "{\"id\":\"t%d\",\"text\":\"trickled document number %d, one every 50 ms\"}\n", i, i); err != nil {
+				return
+			}
+			wrote.Add(1)
+		}
+	}()
+	sock := filepath.Join(idx, "lshdb.sock")
+	waitServed(t, sock, ins.done)
+	waitCount(t, sock, ins, func(n uint64) bool { return n >= 10 })
+	if w := wrote.Load(); w >= 100 {
+		t.Errorf("10 documents served only after %d lines were written: the trickle was held", w)
+	}
+	close(stop)
+	<-stopped
+	ins.stdin.Close()
+	if err := <-ins.done; err != nil {
+		t.Fatalf("insert: %v %s", err, ins.out)
+	}
+	d, err := db.Open(idx, &db.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if n, err := d.Count(); err != nil || n != uint64(wrote.Load()) {
+		t.Errorf("%d documents, %v; want the %d written", n, err, wrote.Load())
 	}
 }
 
