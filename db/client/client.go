@@ -264,6 +264,13 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, body
 			// NB: as in-process: a cancelled call returns ctx's error.
 			return nil, fmt.Errorf("%w: %w", ctx.Err(), err)
 		}
+		var op *net.OpError
+		if errors.As(err, &op) && op.Op == "dial" {
+			// NB: also what a server killed before it answered leaves:
+			// the transport retries an idempotent request on a new
+			// connection, whose dial fails.
+			return nil, fmt.Errorf("lshdb: client: no server answers (it stopped, or was killed before it answered): %w", err)
+		}
 		return nil, err
 	}
 	if resp.StatusCode/100 != 2 {

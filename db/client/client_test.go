@@ -997,6 +997,45 @@ func testStreamCutShort(t *testing.T, tail string) {
 	t.Fatalf("%d pairs and no error: the cut stream was taken for a whole one", n)
 }
 
+// Ensure that a stream whose server is killed before it answers (a
+// sorted pairs run sends nothing until its end) says no server answers,
+// not only the bare dial error of the transport's retry.
+func TestStreamServerGoneBeforeAnswer(t *testing.T) {
+	d := open(t, &db.Options{NoSync: true})
+	api := httpapi.Handler(d, nil)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v1/pairs" {
+			api.ServeHTTP(w, r)
+			return
+		}
+		l.Close() // NB: the server is gone: no new connection either
+		conn, _, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		conn.Close()
+	})}
+	go srv.Serve(l)
+	defer srv.Close()
+	c, err := client.Open("http://"+l.Addr().String(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for _, err := range c.Pairs(context.Background(), nil) {
+		if err == nil || !strings.Contains(err.Error(), "no server answers") {
+			t.Fatalf("pairs from a server gone before it answered: %v; want an error that says no server answers", err)
+		}
+		return
+	}
+	t.Fatal("no pair and no error from a server gone before it answered")
+}
+
 // Ensure that PutBatchContext's (and DeleteIDsContext's) context ends a
 // put (a delete) that waits on the server behind a Load (it holds the
 // writer lock), and that the server then does not write it once the lock
