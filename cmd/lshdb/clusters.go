@@ -220,8 +220,15 @@ func (f *pairsFile) line(n int, t []byte) (pair bool, err error) {
 	switch {
 	case bytes.HasPrefix(t, []byte(`{"header"`)):
 		var h headerJSON
-		if err := json.Unmarshal(t, &h); err != nil || n != 1 {
+		switch err := json.Unmarshal(t, &h); {
+		case n != 1:
 			return false, fmt.Errorf("%w: %s:%d: a header line that is not the first line of pairs --header", errBadPairs, f.name, n)
+		case err != nil:
+			return false, fmt.Errorf("%w: %s:%d: a malformed header line (%v): not one pairs --header wrote", errBadPairs, f.name, n, err)
+		case h.Header.Command != "pairs" && h.Header.Command != "":
+			// NB: one without a command (written by hand, or by a tool of
+			// the user's) is taken for what it says it is.
+			return false, fmt.Errorf("%w: %s:%d: the header of %q, not of pairs --header", errBadPairs, f.name, n, h.Header.Command)
 		}
 		f.header = &h.Header
 		if h.Header.Limit > 0 {
@@ -250,8 +257,19 @@ func (f *pairsFile) fresh() error {
 	if h != nil && now != nil && h.Instance != "" && now.Instance != "" && h.Instance != now.Instance {
 		return fmt.Errorf("%w: %s was made on another index (instance %s; this index is instance %s): one built anew in its place, or another directory; run pairs again", errStalePairs, f.name, h.Instance, now.Instance)
 	}
+	if h != nil && now != nil && h.NumPerm != 0 {
+		p := now.Params
+		if h.NumPerm != p.NumPerm || h.Bands != p.Bands.B || h.Rows != p.Bands.R || h.Scheme != p.Scheme.String() ||
+			h.Shingle != p.Shingle.String() || h.ShingleSize != p.ShingleSize || h.Bag != p.Bag || h.Storage != p.Storage {
+			return fmt.Errorf("%w: %s was made on an index of other parameters (%d signature values, b=%d r=%d, %s, %s %d-shingles; this one has %d, %v, %v, %v %d-shingles): another index; run pairs again", errStalePairs, f.name,
+				h.NumPerm, h.Bands, h.Rows, h.Scheme, h.Shingle, h.ShingleSize, p.NumPerm, p.Bands, p.Scheme, p.Shingle, p.ShingleSize)
+		}
+	}
 	if h == nil || now == nil || h.Written == 0 || now.Written == 0 || h.Written == now.Written && h.Docs == now.Docs {
 		return nil
+	}
+	if h.Written > now.Written {
+		return fmt.Errorf("%w: %s was made when the index held %d documents of %d written, and this one holds %d of %d: the file is of a later state of the index than this one (an older copy of it?); run pairs again", errStalePairs, f.name, h.Docs, h.Written, now.Docs, now.Written)
 	}
 	return fmt.Errorf("%w: %s was made when the index held %d documents of %d written, it holds %d of %d now: the index was written since (a put, a delete, an expiry swept), and the pairs of the documents written or deleted no longer hold; run pairs again", errStalePairs, f.name, h.Docs, h.Written, now.Docs, now.Written)
 }
