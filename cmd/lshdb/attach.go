@@ -27,6 +27,7 @@ import (
 type index interface {
 	Params() db.Params
 	MaxDocBytes() int
+	Instance() string
 	Validate(d db.Doc) error
 	Put(d db.Doc, wo *db.WriteOptions) error
 	PutBatch(docs []db.Doc, wo *db.WriteOptions) (db.BatchResult, error)
@@ -277,6 +278,7 @@ func (h *handover) Count() (uint64, error) {
 
 func (h *handover) Params() db.Params       { return h.current().Params() }
 func (h *handover) MaxDocBytes() int        { return h.current().MaxDocBytes() }
+func (h *handover) Instance() string        { return h.current().Instance() }
 func (h *handover) Validate(d db.Doc) error { return h.current().Validate(d) }
 func (h *handover) Info() (*db.Info, error) {
 	return retry(h, func(x index) (*db.Info, error) { return x.Info() })

@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lshdb/lshdb/db"
 	"github.com/lshdb/lshdb/db/client"
 )
 
@@ -281,11 +280,7 @@ func TestAttachedInsertOutlivesItsOwner(t *testing.T) {
 	if err := <-ins.done; err != nil {
 		t.Fatalf("the insert, after its owner ended: %v %s", err, ins.out)
 	}
-	d, err := db.Open(idx, &db.Options{ReadOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
+	d := openReadOnly(t, idx)
 	if got, err := d.Count(); err != nil || got != n {
 		t.Errorf("%d documents, %v; want all %d", got, err, n)
 	}
@@ -417,11 +412,7 @@ func TestHandoverShellAndMovedIndex(t *testing.T) {
 	if strings.Contains(ins.out.String(), "perhaps") {
 		t.Errorf("the insert whose index was built anew says its last batch may have been written: %s", ins.out)
 	}
-	d, err := db.Open(idx, &db.Options{ReadOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
+	d := openReadOnly(t, idx)
 	if n, err := d.Count(); err != nil || n != before {
 		t.Errorf("the index built anew holds %d documents, %v; want its own %d", n, err, before)
 	}

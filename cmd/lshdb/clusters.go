@@ -93,15 +93,8 @@ type headerBody struct {
 	// one built anew in the same place included, is refused even when its
 	// counts agree (absent from the files of earlier builds and of
 	// indexes made before them).
-	Instance    string `json:"index_instance,omitempty"`
-	NumPerm     int    `json:"num_perm"`
-	Bands       int    `json:"bands"`
-	Rows        int    `json:"rows"`
-	Scheme      string `json:"scheme"`
-	Shingle     string `json:"shingle"`
-	ShingleSize int    `json:"shingle_size"`
-	Bag         bool   `json:"bag"`
-	Storage     string `json:"storage"`
+	Instance string `json:"index_instance,omitempty"`
+	headerParams
 	// Limit is pairs --limit's: the file holds the best Limit pairs, not
 	// all of them, and no clustering takes it.
 	Limit int `json:"limit,omitempty"`
@@ -127,6 +120,29 @@ type runEndBody struct {
 	Stats *pairsStatsJSON `json:"stats,omitempty"`
 }
 
+// headerParams are the index's parameters a pairs header names (its
+// fields are the header's: JSON promotes them): a file made on an index
+// of others is another index's.
+type headerParams struct {
+	NumPerm     int    `json:"num_perm"`
+	Bands       int    `json:"bands"`
+	Rows        int    `json:"rows"`
+	Scheme      string `json:"scheme"`
+	Shingle     string `json:"shingle"`
+	ShingleSize int    `json:"shingle_size"`
+	Bag         bool   `json:"bag"`
+	Storage     string `json:"storage"`
+}
+
+func paramsOf(p db.Params) headerParams {
+	return headerParams{NumPerm: p.NumPerm, Bands: p.Bands.B, Rows: p.Bands.R, Scheme: p.Scheme.String(), Shingle: p.Shingle.String(),
+		ShingleSize: p.ShingleSize, Bag: p.Bag, Storage: p.Storage}
+}
+
+func (p headerParams) String() string {
+	return fmt.Sprintf("%d signature values, b=%d r=%d, %s, %s %d-shingles, bag %v, storage %s", p.NumPerm, p.Bands, p.Rows, p.Scheme, p.Shingle, p.ShingleSize, p.Bag, p.Storage)
+}
+
 // runHeader is the header of a run of command on d at threshold t (0:
 // the index's).
 func runHeader(d index, command string, t float64, started time.Time) (headerJSON, error) {
@@ -138,8 +154,7 @@ func runHeader(d index, command string, t float64, started time.Time) (headerJSO
 	}
 	return headerJSON{headerBody{Command: command, Version: version(), Started: started.UTC().Format(time.RFC3339),
 		Threshold: t, IndexThreshold: p.Threshold, PCandidate: p.Bands.Probability(t), Docs: in.Docs, Written: in.Written, Instance: in.Instance,
-		NumPerm: p.NumPerm, Bands: p.Bands.B, Rows: p.Bands.R, Scheme: p.Scheme.String(), Shingle: p.Shingle.String(),
-		ShingleSize: p.ShingleSize, Bag: p.Bag, Storage: p.Storage}}, nil
+		headerParams: paramsOf(p)}}, nil
 }
 
 // writeJSONLine writes v as one JSON line to w, as emitJSON does.
@@ -249,23 +264,24 @@ func (f *pairsFile) line(n int, t []byte) (pair bool, err error) {
 	return true, nil
 }
 
-// fresh refuses a file whose header says the index was written after it
-// was made (errStalePairs). A header of an earlier build, which only
-// counts the documents, is not refused (finish warns of it).
+// fresh refuses a file whose header says it was made on another index
+// (another instance, other parameters) or on another state of this one
+// (errStalePairs). A header of an earlier build, which only counts the
+// documents, is not refused (finish warns of it).
 func (f *pairsFile) fresh() error {
 	h, now := f.header, f.now
-	if h != nil && now != nil && h.Instance != "" && now.Instance != "" && h.Instance != now.Instance {
+	if h == nil || now == nil {
+		return nil
+	}
+	if h.Instance != "" && now.Instance != "" && h.Instance != now.Instance {
 		return fmt.Errorf("%w: %s was made on another index (instance %s; this index is instance %s): one built anew in its place, or another directory; run pairs again", errStalePairs, f.name, h.Instance, now.Instance)
 	}
-	if h != nil && now != nil && h.NumPerm != 0 {
-		p := now.Params
-		if h.NumPerm != p.NumPerm || h.Bands != p.Bands.B || h.Rows != p.Bands.R || h.Scheme != p.Scheme.String() ||
-			h.Shingle != p.Shingle.String() || h.ShingleSize != p.ShingleSize || h.Bag != p.Bag || h.Storage != p.Storage {
-			return fmt.Errorf("%w: %s was made on an index of other parameters (%d signature values, b=%d r=%d, %s, %s %d-shingles; this one has %d, %v, %v, %v %d-shingles): another index; run pairs again", errStalePairs, f.name,
-				h.NumPerm, h.Bands, h.Rows, h.Scheme, h.Shingle, h.ShingleSize, p.NumPerm, p.Bands, p.Scheme, p.Shingle, p.ShingleSize)
-		}
+	// NB: a header without them (by hand, or by a tool of the user's)
+	// names no parameters.
+	if p := paramsOf(now.Params); h.NumPerm != 0 && h.headerParams != p {
+		return fmt.Errorf("%w: %s was made on an index of other parameters (%v; this one has %v): another index; run pairs again", errStalePairs, f.name, h.headerParams, p)
 	}
-	if h == nil || now == nil || h.Written == 0 || now.Written == 0 || h.Written == now.Written && h.Docs == now.Docs {
+	if h.Written == 0 || now.Written == 0 || h.Written == now.Written && h.Docs == now.Docs {
 		return nil
 	}
 	if h.Written > now.Written {
@@ -286,12 +302,10 @@ var errStalePairs = errors.New("stale pairs file")
 // end line and hold the pairs that line counts (else the run that wrote
 // it was interrupted, or the file was cut), must have been made at a
 // threshold no higher than t, the clustering's (its pairs below that are
-// missing), and, when now is not nil, on the index as it is now: a file
-// whose header says the index was written since is refused (a replaced
-// document's pairs are no longer its pairs: a filter removed records
-// that were no copies, with exit 0), and one of an earlier build, which
-// only counts the documents, is warned of when the count differs.
-func (f *pairsFile) finish(t float64, now *db.Info, warn func(string)) error {
+// missing), and not with --limit. Its header was checked against the
+// index (f.now) at its line (fresh); one of an earlier build, which only
+// counts the documents, is warned of here when the count differs.
+func (f *pairsFile) finish(t float64, warn func(string)) error {
 	if f.header == nil {
 		if f.end != nil {
 			return fmt.Errorf("%w: %s: an end line but no header line", errBadPairs, f.name)
@@ -311,10 +325,8 @@ func (f *pairsFile) finish(t float64, now *db.Info, warn func(string)) error {
 	case t > 0 && h.Threshold > t+1e-12:
 		return fmt.Errorf("%w: %s holds the pairs at Jaccard >= %v, and the clustering asks for >= %v: the pairs between are not in it; run pairs --threshold %v, or cluster at --threshold %v", errBadPairs, f.name, h.Threshold, t, t, h.Threshold)
 	}
-	if err := f.fresh(); err != nil {
-		return err
-	}
-	if now != nil && warn != nil && h.Written == 0 && h.Docs != now.Docs {
+	// NB: the header was checked against the index at its line (fresh).
+	if now := f.now; now != nil && warn != nil && h.Written == 0 && h.Docs != now.Docs {
 		warn(fmt.Sprintf("%s was made when the index held %d documents, it holds %d now: documents written since are in no pair of it", f.name, h.Docs, now.Docs))
 	}
 	return nil
@@ -370,7 +382,7 @@ func pairLines(r io.Reader, name string, t float64, now *db.Info, warn func(stri
 				}
 			}
 			if err == io.EOF {
-				if ferr := pf.finish(t, now, warn); ferr != nil {
+				if ferr := pf.finish(t, warn); ferr != nil {
 					yield(db.Pair{}, ferr)
 				}
 				return

@@ -417,18 +417,11 @@ func (a *app) openFresh(opts *db.Options) (index, func(), error) {
 						closeDB()
 						return nil, nil, fmt.Errorf("%w: the index at %s is not the one this command attached to", db.ErrParamsMismatch, a.dbDir)
 					}
-					if instance != "" {
-						in, err := d.Info()
-						if err != nil {
-							closeDB()
-							return nil, nil, err
-						}
-						// NB: an index without an instance (made by an
-						// earlier build) says nothing either way.
-						if in.Instance != "" && in.Instance != instance {
-							closeDB()
-							return nil, nil, fmt.Errorf("%w: the index at %s is not the one this command attached to: it was built anew in its place (instance %s, not %s); nothing more was written", errOtherIndex, a.dbDir, in.Instance, instance)
-						}
+					// NB: an index without an instance (made by an earlier
+					// build) says nothing either way.
+					if now := d.Instance(); instance != "" && now != "" && now != instance {
+						closeDB()
+						return nil, nil, fmt.Errorf("%w: the index at %s is not the one this command attached to: it was built anew in its place (instance %s, not %s); nothing more was written", errOtherIndex, a.dbDir, now, instance)
 					}
 					return d, closeDB, nil
 				})

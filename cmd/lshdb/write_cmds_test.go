@@ -625,17 +625,36 @@ func TestUpgradeToFormat5(t *testing.T) {
 	}
 }
 
+// startStdinInsert starts lshdb insert reading standard input into a new
+// index, in another process (skipped with -short).
+func startStdinInsert(t *testing.T) (idx string, ins *piped) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("an insert in another process (-short)")
+	}
+	idx = filepath.Join(shortDir(t), "idx")
+	mustRun(t, "create", "--db", idx)
+	return idx, startPiped(t, "insert", "--db", idx, "-")
+}
+
+// openReadOnly opens idx read-only (no owner may hold it), closed when
+// the test ends.
+func openReadOnly(t *testing.T, idx string) *db.DB {
+	t.Helper()
+	d, err := db.Open(idx, &db.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return d
+}
+
 // Ensure that insert reading standard input commits what it has read when
 // the input pauses, without waiting for a batch of 1,000 or the end: the
 // documents are visible (here to a client attached to the insert's
 // socket) while the stream stays open, and the rest follows at its end.
 func TestInsertStreamCommitsWhenInputPauses(t *testing.T) {
-	if testing.Short() {
-		t.Skip("an insert in another process (-short)")
-	}
-	idx := filepath.Join(shortDir(t), "idx")
-	mustRun(t, "create", "--db", idx)
-	ins := startPiped(t, "insert", "--db", idx, "-")
+	idx, ins := startStdinInsert(t)
 	write := func(from, to int) {
 		t.Helper()
 		for i := from; i < to; i++ {
@@ -656,11 +675,7 @@ func TestInsertStreamCommitsWhenInputPauses(t *testing.T) {
 	if !strings.Contains(ins.out.String(), "inserted 15 documents") {
 		t.Errorf("insert said %q", ins.out)
 	}
-	d, err := db.Open(idx, &db.Options{ReadOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
+	d := openReadOnly(t, idx)
 	if n, err := d.Count(); err != nil || n != 15 {
 		t.Errorf("%d documents, %v; want 15", n, err)
 	}
@@ -671,12 +686,7 @@ func TestInsertStreamCommitsWhenInputPauses(t *testing.T) {
 // batch's first document, not when 1,000 have come: the count served
 // reaches 10 while the stream is still short of 100 lines.
 func TestInsertStreamCommitsATrickle(t *testing.T) {
-	if testing.Short() {
-		t.Skip("an insert in another process (-short)")
-	}
-	idx := filepath.Join(shortDir(t), "idx")
-	mustRun(t, "create", "--db", idx)
-	ins := startPiped(t, "insert", "--db", idx, "-")
+	idx, ins := startStdinInsert(t)
 	var wrote atomic.Int64
 	stop, stopped := make(chan struct{}), make(chan struct{})
 	go func() {
@@ -705,11 +715,7 @@ func TestInsertStreamCommitsATrickle(t *testing.T) {
 	if err := <-ins.done; err != nil {
 		t.Fatalf("insert: %v %s", err, ins.out)
 	}
-	d, err := db.Open(idx, &db.Options{ReadOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
+	d := openReadOnly(t, idx)
 	if n, err := d.Count(); err != nil || n != uint64(wrote.Load()) {
 		t.Errorf("%d documents, %v; want the %d written", n, err, wrote.Load())
 	}

@@ -658,38 +658,34 @@ func lines(ctx context.Context, body io.Reader, fn func(line []byte) (bool, erro
 			return nil, ctx.Err()
 		}
 		line, err := br.ReadBytes('\n')
-		if err != nil && len(line) > 0 && (ctx == nil || ctx.Err() == nil) && !isTimeout(err) {
-			// NB: a line without its end is a line cut short (the
-			// server writes through a buffer, flushed where it fills):
-			// not a malformed one, and not to be parsed.
-			return nil, cutShort(err)
-		}
-		if len(line) > 0 {
-			var tail struct {
-				End   *httpapi.EndBody   `json:"end"`
-				Error *httpapi.ErrorBody `json:"error"`
-			}
-			if bytes.HasPrefix(line, []byte(`{"end"`)) || bytes.HasPrefix(line, []byte(`{"error"`)) {
-				if jerr := json.Unmarshal(line, &tail); jerr != nil {
-					return nil, fmt.Errorf("lshdb: client: a malformed line: %w", jerr)
-				}
-				if tail.Error != nil {
-					return nil, &Error{Status: http.StatusOK, Code: tail.Error.Code, Message: tail.Error.Message}
-				}
-				if tail.End != nil {
-					return tail.End, nil
-				}
-			}
-			more, ferr := fn(line)
-			if ferr != nil || !more {
-				return nil, ferr
-			}
-		}
-		if err != nil && (ctx == nil || ctx.Err() == nil) && !isTimeout(err) {
-			return nil, cutShort(err)
-		}
 		if err != nil {
+			// NB: ReadBytes fails only before a line's end: the stream
+			// ended without its end line, and what came with the error
+			// is a line cut short (the server writes through a buffer,
+			// flushed where it fills), not one to parse.
+			if (ctx == nil || ctx.Err() == nil) && !isTimeout(err) {
+				return nil, cutShort(err)
+			}
 			return nil, err
+		}
+		var tail struct {
+			End   *httpapi.EndBody   `json:"end"`
+			Error *httpapi.ErrorBody `json:"error"`
+		}
+		if bytes.HasPrefix(line, []byte(`{"end"`)) || bytes.HasPrefix(line, []byte(`{"error"`)) {
+			if jerr := json.Unmarshal(line, &tail); jerr != nil {
+				return nil, fmt.Errorf("lshdb: client: a malformed line: %w", jerr)
+			}
+			if tail.Error != nil {
+				return nil, &Error{Status: http.StatusOK, Code: tail.Error.Code, Message: tail.Error.Message}
+			}
+			if tail.End != nil {
+				return tail.End, nil
+			}
+		}
+		more, ferr := fn(line)
+		if ferr != nil || !more {
+			return nil, ferr
 		}
 	}
 }
