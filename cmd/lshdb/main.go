@@ -118,9 +118,11 @@ type app struct {
 	output         string
 	cpuProfile     string
 	stopProfile    func()
-	shellDB        index  // set inside the shell: commands reuse it
-	addr           string // --addr: a server to attach to instead of --db
-	pairRows       int64  // the pairs the last pairs output printed
+	shellDB        index         // set inside the shell: commands reuse it
+	addr           string        // --addr: a server to attach to instead of --db
+	pairRows       int64         // the pairs the last pairs output printed
+	progressMode   string        // --progress: auto, bar, log or none
+	progressEvery  time.Duration // --progress-every: between two progress lines
 }
 
 // run executes one command line and returns the exit status.
@@ -261,7 +263,12 @@ func (a *app) rootCmd() *cobra.Command {
 	root.SetErr(a.stderr)
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err} })
 	root.PersistentFlags().StringVar(&a.output, "output", "table", "output format: table or json (JSON Lines); pairs also csv or tsv")
+	root.PersistentFlags().StringVar(&a.progressMode, "progress", progressAuto, "how long work shows progress on stderr: auto (a bar on a terminal, else a line every --progress-every), bar, log or none")
+	root.PersistentFlags().DurationVar(&a.progressEvery, "progress-every", defaultProgressEvery, "time between two progress lines (--progress log, or auto without a terminal)")
 	root.PersistentPreRunE = func(c *cobra.Command, args []string) error {
+		if err := a.checkProgressFlags(); err != nil {
+			return err
+		}
 		if (a.output == "csv" || a.output == "tsv") && c.Name() != "pairs" {
 			return usagef("--output %s is for pairs only (use table or json)", a.output)
 		}

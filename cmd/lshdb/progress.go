@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
+	"strconv"
 	"sync"
 	"time"
 
@@ -10,13 +12,130 @@ import (
 	"github.com/schollz/progressbar/v3"
 )
 
-// phaseBar returns a.ctx made to draw a bar per phase of a long call on a
-// terminal's stderr (db.WithProgress: pairs, clusters, check, stats),
-// with the phase, its place among the phases, a percentage and the time
-// left; done clears it. Without a terminal it returns a.ctx as it is. An
-// attached index reports no progress: no bar is drawn.
+// How a long command shows its progress on stderr (--progress): a bar
+// redrawn in place, which only a terminal shows as one, or a line every
+// --progress-every, which a log file (a nightly job's, a service's
+// journal) keeps readable. auto, the default, draws the bar on a
+// terminal and writes the lines elsewhere, so that a job that runs for
+// hours says it is alive and how far it has come. A command shorter than
+// one interval writes no line.
+const (
+	progressAuto = "auto"
+	progressBar  = "bar"
+	progressLog  = "log"
+	progressNone = "none"
+)
+
+// defaultProgressEvery is --progress-every's default.
+const defaultProgressEvery = time.Minute
+
+// checkProgressFlags validates --progress and --progress-every.
+func (a *app) checkProgressFlags() error {
+	switch a.progressMode {
+	case progressAuto, progressBar, progressLog, progressNone:
+	default:
+		return usagef("--progress must be auto, bar, log or none, not %q", a.progressMode)
+	}
+	if a.progressEvery <= 0 {
+		return usagef("--progress-every must be a positive duration (such as 30s or 5m), not %s", a.progressEvery)
+	}
+	return nil
+}
+
+// progressStyle is how this command shows progress: progressBar,
+// progressLog or progressNone.
+func (a *app) progressStyle() string {
+	switch a.progressMode {
+	case progressAuto, "": // NB: "": an app made without flags (tests)
+		if a.stderrIsTerminal() {
+			return progressBar
+		}
+		return progressLog
+	default:
+		return a.progressMode
+	}
+}
+
+// A lineLog writes a progress line to w at most once per every, the first
+// one every after it was made: "lshdb: what: <status>, <elapsed> elapsed".
+// It is safe for concurrent use.
+type lineLog struct {
+	w     io.Writer
+	what  string
+	every time.Duration
+	start time.Time
+	mu    sync.Mutex
+	next  time.Time
+}
+
+func (a *app) newLineLog(what string) *lineLog {
+	every := a.progressEvery
+	if every <= 0 {
+		every = defaultProgressEvery
+	}
+	now := time.Now()
+	return &lineLog{w: a.stderr, what: what, every: every, start: now, next: now.Add(every)}
+}
+
+// maybe writes status() as a line if the interval has passed; status is
+// only called then.
+func (l *lineLog) maybe(status func(elapsed time.Duration) string) {
+	now := time.Now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if now.Before(l.next) {
+		return
+	}
+	l.next = now.Add(l.every)
+	elapsed := now.Sub(l.start)
+	fmt.Fprintf(l.w, "lshdb: %s: %s, %s elapsed\n", l.what, status(elapsed), elapsed.Round(time.Second))
+}
+
+// fraction describes done of total units (total ≤ 0: not known) of noun
+// ("" or " documents") reached in elapsed: the share done and the time
+// left at the pace so far.
+func fraction(done, total int64, elapsed time.Duration, unit func(int64) string, noun string) string {
+	if total <= 0 {
+		return unit(done) + noun
+	}
+	s := fmt.Sprintf("%s of %s%s (%.0f%%)", unit(done), unit(total), noun, 100*float64(done)/float64(total))
+	if done > 0 && done < total {
+		if left := time.Duration(float64(elapsed) * float64(total-done) / float64(done)); left >= time.Second {
+			s += fmt.Sprintf(", about %s left", left.Round(time.Second))
+		}
+	}
+	return s
+}
+
+func countUnit(n int64) string { return strconv.FormatInt(n, 10) }
+
+func byteUnit(n int64) string { return humanBytes(uint64(max(n, 0))) }
+
+// phaseBar returns a.ctx made to report the progress of a long call's
+// phases (db.WithProgress: pairs, clusters, check, stats, backup) as
+// --progress says: a bar per phase on a terminal's stderr, with the
+// phase, its place among the phases, a percentage and the time left, or
+// a line every interval saying the same; done clears the bar. An attached
+// index reports no progress: nothing is shown.
 func (a *app) phaseBar(what string) (ctx context.Context, done func()) {
-	if !a.stderrIsTerminal() {
+	switch a.progressStyle() {
+	case progressLog:
+		l := a.newLineLog(what)
+		var mu sync.Mutex
+		phase, phaseStart := "", time.Now()
+		return db.WithProgress(a.ctx, func(p db.Progress) {
+			mu.Lock()
+			if p.Phase != phase {
+				phase, phaseStart = p.Phase, time.Now()
+			}
+			inPhase := time.Since(phaseStart)
+			mu.Unlock()
+			l.maybe(func(time.Duration) string {
+				return fmt.Sprintf("%d/%d %s: %s", p.Step, p.Steps, p.Phase, fraction(p.Done, p.Total, inPhase, countUnit, ""))
+			})
+		}), func() {}
+	case progressBar:
+	default:
 		return a.ctx, func() {}
 	}
 	var mu sync.Mutex
@@ -52,11 +171,19 @@ func (a *app) phaseBar(what string) (ctx context.Context, done func()) {
 	}
 }
 
-// countBar draws a bar of total items, described by what, on a
-// terminal's stderr (none otherwise), as progress does for inputs: set
-// moves it to n, done clears it.
+// countBar shows the progress of total items, described by what, as
+// --progress says (see progress): set moves it to n, done clears the bar.
 func (a *app) countBar(what string, total int) (set func(n int), done func()) {
-	if !a.stderrIsTerminal() {
+	switch a.progressStyle() {
+	case progressLog:
+		l := a.newLineLog(what)
+		return func(n int) {
+			l.maybe(func(elapsed time.Duration) string {
+				return "written " + fraction(int64(n), int64(total), elapsed, countUnit, " documents")
+			})
+		}, func() {}
+	case progressBar:
+	default:
 		return func(int) {}, func() {}
 	}
 	bar := progressbar.NewOptions(total, progressbar.OptionSetWriter(a.stderr),

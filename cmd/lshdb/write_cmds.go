@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/lshdb/lshdb/db"
@@ -331,17 +332,40 @@ func maxMemoryMiB() int {
 	return 64 << 10
 }
 
-// progress draws a bar on a terminal's stderr for a command that reads
-// paths (none otherwise): add counts documents, done ends the bar. When
-// every input is a regular file (inputBytes knows their total), the bar
-// counts the bytes read from them instead, with the percentage and the
-// time left: in's reader reports them (docio.Options.Progress) and add
-// does nothing.
+// progress shows the progress of a command that reads paths as
+// --progress says (a bar on a terminal's stderr, a line every interval
+// elsewhere: see phaseBar): add counts documents, done ends the bar. When
+// every input is a regular file (inputBytes knows their total), it counts
+// the bytes read from them instead, with the percentage and the time
+// left: in's reader reports them (docio.Options.Progress) and add only
+// counts the documents a line mentions.
 func (a *app) progress(name string, in *inputFlags, paths []string) (add func(n int), done func()) {
-	if !a.stderrIsTerminal() {
+	total := inputBytes(paths)
+	switch a.progressStyle() {
+	case progressLog:
+		l := a.newLineLog(name)
+		var read, docs atomic.Int64
+		status := func(elapsed time.Duration) string {
+			if total > 0 {
+				return fmt.Sprintf("%d documents; read %s", docs.Load(), fraction(read.Load(), total, elapsed, byteUnit, ""))
+			}
+			return fmt.Sprintf("%d documents", docs.Load())
+		}
+		if total > 0 {
+			in.Progress = func(n int64) {
+				read.Add(n)
+				l.maybe(status)
+			}
+		}
+		return func(n int) {
+			docs.Add(int64(n))
+			l.maybe(status)
+		}, func() {}
+	case progressBar:
+	default:
 		return func(int) {}, func() {}
 	}
-	if total := inputBytes(paths); total > 0 {
+	if total > 0 {
 		bar := progressbar.NewOptions64(total, progressbar.OptionSetWriter(a.stderr), progressbar.OptionSetDescription(name),
 			progressbar.OptionShowBytes(true), progressbar.OptionSetPredictTime(true), progressbar.OptionShowElapsedTimeOnFinish(),
 			progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish())

@@ -1,0 +1,125 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// TestProgressLines runs a build, a pairs run and gen with progress lines
+// (--progress log, as a nightly job without a terminal gets them every
+// minute) at a short interval, and checks each line against what the run
+// did: counts that never go back and never pass the input's, shares
+// within 0-100%, the input's real size as the total.
+func TestProgressLines(t *testing.T) {
+	dir := t.TempDir()
+	corpus := filepath.Join(dir, "c.jsonl")
+	if _, errOut, code := runLine([]string{"gen", "--n", "20000", "--seed", "5", "--out", corpus, "--progress", "log", "--progress-every", "1ms"}, ""); code != 0 {
+		t.Fatalf("gen: exit %d: %s", code, errOut)
+	} else {
+		checkLines(t, errOut, regexp.MustCompile(`^lshdb: gen: written (\d+) of (\d+) documents \((\d+)%\)(, about \S+ left)?, \S+ elapsed$`), "20000")
+	}
+	st, err := os.Stat(corpus)
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx := filepath.Join(dir, "idx")
+	out, errOut, code := runLine([]string{"build", "--db", idx, "--progress", "log", "--progress-every", "1ms", corpus}, "")
+	if code != 0 || !strings.Contains(out, "inserted 20000 documents") {
+		t.Fatalf("build: exit %d: %s%s", code, out, errOut)
+	}
+	build := regexp.MustCompile(`^lshdb: build: (\d+) documents; read (.+) of (.+) \((\d+)%\)(, about \S+ left)?, \S+ elapsed$`)
+	var docs []int
+	var shares []int
+	for _, line := range progressLines(errOut, "lshdb: build:") {
+		m := build.FindStringSubmatch(line)
+		if m == nil {
+			t.Fatalf("a build progress line: %q", line)
+		}
+		if m[3] != humanBytes(uint64(st.Size())) {
+			t.Fatalf("the build's total %q, the input has %s: %q", m[3], humanBytes(uint64(st.Size())), line)
+		}
+		n, _ := strconv.Atoi(m[1])
+		p, _ := strconv.Atoi(m[4])
+		docs, shares = append(docs, n), append(shares, p)
+	}
+	if len(docs) == 0 {
+		t.Fatalf("no build progress line at a 1ms interval:\n%s", errOut)
+	}
+	for i := range docs {
+		if docs[i] > 20000 || shares[i] > 100 || i > 0 && (docs[i] < docs[i-1] || shares[i] < shares[i-1]) {
+			t.Fatalf("build progress went back or past the input: documents %v, shares %v", docs, shares)
+		}
+	}
+	_, errOut, code = runLine([]string{"pairs", "--db", idx, "--progress", "log", "--progress-every", "1ms", "--threshold", "0.5"}, "")
+	if code != 0 {
+		t.Fatalf("pairs: exit %d: %s", code, errOut)
+	}
+	pairs := regexp.MustCompile(`^lshdb: pairs: (\d)/(\d) ([a-z ()]+): (\d+)(?: of (\d+) \((\d+)%\))?(, about \S+ left)?, \S+ elapsed$`)
+	lines := progressLines(errOut, "lshdb: pairs:")
+	if len(lines) == 0 {
+		t.Fatalf("no pairs progress line at a 1ms interval:\n%s", errOut)
+	}
+	for _, line := range lines {
+		m := pairs.FindStringSubmatch(line)
+		if m == nil {
+			t.Fatalf("a pairs progress line: %q", line)
+		}
+		if m[1] > m[2] {
+			t.Fatalf("step %s of %s: %q", m[1], m[2], line)
+		}
+		if m[5] != "" {
+			done, _ := strconv.Atoi(m[4])
+			total, _ := strconv.Atoi(m[5])
+			if done > total {
+				t.Fatalf("done past the total: %q", line)
+			}
+		}
+	}
+	// none: no line; bad flags: usage errors naming the flag.
+	if _, errOut, code := runLine([]string{"pairs", "--db", idx, "--progress", "none", "--progress-every", "1ms", "--threshold", "0.5"}, ""); code != 0 || len(progressLines(errOut, "lshdb: pairs:")) != 0 {
+		t.Fatalf("--progress none: exit %d, %q", code, errOut)
+	}
+	for _, bad := range [][]string{{"--progress", "often"}, {"--progress-every", "0s"}, {"--progress-every", "-1m"}} {
+		if _, errOut, code := runLine(append([]string{"info", "--db", idx}, bad...), ""); code != 2 || !strings.Contains(errOut, bad[0]) {
+			t.Fatalf("%v: exit %d, %q", bad, code, errOut)
+		}
+	}
+}
+
+// progressLines returns errOut's lines that start with prefix.
+func progressLines(errOut, prefix string) []string {
+	var lines []string
+	for _, line := range strings.Split(errOut, "\n") {
+		if strings.HasPrefix(line, prefix) {
+			lines = append(lines, line)
+		}
+	}
+	return lines
+}
+
+// checkLines checks gen's progress lines: each matches re, whose groups
+// are documents written, their total (want) and the share; they never go
+// back.
+func checkLines(t *testing.T, errOut string, re *regexp.Regexp, want string) {
+	t.Helper()
+	lines := progressLines(errOut, "lshdb: gen:")
+	if len(lines) == 0 {
+		t.Fatalf("no gen progress line at a 1ms interval:\n%s", errOut)
+	}
+	last := -1
+	for _, line := range lines {
+		m := re.FindStringSubmatch(line)
+		if m == nil || m[2] != want {
+			t.Fatalf("a gen progress line: %q (total %s)", line, want)
+		}
+		n, _ := strconv.Atoi(m[1])
+		if n < last {
+			t.Fatalf("gen progress went back: %q after %d", line, last)
+		}
+		last = n
+	}
+}
