@@ -232,6 +232,12 @@ func TestErrBadInput(t *testing.T) {
 	if _, err := d.Explain("keep", ""); !errors.Is(err, ErrInvalidID) {
 		t.Errorf("Explain(keep, \"\"): %v, want ErrInvalidID", err)
 	}
+	if _, err := d.HasIDs([]string{"keep", "bad\xff"}); !errors.Is(err, ErrInvalidID) || !strings.HasPrefix(err.Error(), "ids[1]: ") {
+		t.Errorf("HasIDs with an invalid second id: %v, want ErrInvalidID naming ids[1]", err)
+	}
+	if _, err := d.Has(""); !errors.Is(err, ErrInvalidID) || strings.Contains(err.Error(), "ids[") {
+		t.Errorf("Has(\"\"): %v, want ErrInvalidID without a position", err)
+	}
 	if _, err := d.QuerySet(context.Background(), Set{}, nil); !errors.Is(err, ErrEmptyDocument) || !strings.Contains(err.Error(), "query set") {
 		t.Errorf("QuerySet(Set{}): %v, want ErrEmptyDocument naming the query set", err)
 	}
@@ -269,6 +275,7 @@ func TestErrClosed(t *testing.T) {
 		"Delete": d.Delete("a", nil),
 		"Get":    func() error { _, err := d.Get("a"); return err }(),
 		"Has":    func() error { _, err := d.Has("a"); return err }(),
+		"HasIDs": func() error { _, err := d.HasIDs([]string{"a"}); return err }(),
 		"Count":  func() error { _, err := d.Count(); return err }(),
 		"Query":  func() error { _, err := d.Query(context.Background(), "a", nil); return err }(),
 		"Check":  func() error { _, err := d.Check(context.Background()); return err }(),

@@ -154,6 +154,20 @@ func checkState(t *testing.T, d *DB, want map[string]modelDoc) {
 	if seen != len(want) {
 		t.Fatalf("All yielded %d documents, model has %d", seen, len(want))
 	}
+	// HasIDs: every model id, each beside one the model does not hold.
+	var ids []string
+	for id := range want {
+		ids = append(ids, id, id+"/absent")
+	}
+	found, err := d.HasIDs(ids)
+	if err != nil || len(found) != len(ids) {
+		t.Fatalf("HasIDs of %d ids: %d answers, %v", len(ids), len(found), err)
+	}
+	for i, id := range ids {
+		if _, ok := want[id]; found[i] != ok {
+			t.Fatalf("HasIDs says %q: %v, the model %v", id, found[i], ok)
+		}
+	}
 	rep, err := d.Check(context.Background())
 	if err != nil {
 		t.Fatal(err)

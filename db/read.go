@@ -124,33 +124,77 @@ func (db *DB) Get(id string) (*StoredDoc, error) {
 
 // Has reports whether a document has id.
 func (db *DB) Has(id string) (bool, error) {
+	found, err := db.HasIDs([]string{id})
+	if err != nil {
+		return false, unwrapOne(err)
+	}
+	return found[0], nil
+}
+
+// HasIDs reports for each of ids whether a document has it, as of one
+// snapshot: what Has says of each, in one call (an attached client's one
+// round trip). An invalid id fails the call, naming its position.
+func (db *DB) HasIDs(ids []string) ([]bool, error) {
 	if err := db.enter(); err != nil {
-		return false, err
+		return nil, err
 	}
 	defer db.mu.RUnlock()
-	if err := checkID(id); err != nil {
-		return false, err
+	for i, id := range ids {
+		if err := checkID(id); err != nil {
+			return nil, idsError{i, err}
+		}
+	}
+	found := make([]bool, len(ids))
+	if len(ids) == 0 {
+		return found, nil
 	}
 	v, release, err := db.openView(db.closing, db.pdb, nil)
 	if err != nil {
-		return false, err
+		return nil, err
 	}
 	defer release()
-	n, ok, err := v.docNum(id)
-	if err != nil || !ok {
-		return false, err
+	now := db.now().UnixNano()
+	for i, id := range ids {
+		n, ok, err := v.docNum(id)
+		if err != nil || !ok {
+			if err != nil {
+				return nil, err
+			}
+			continue
+		}
+		// NB: the record's head too, for its expiry, and no more: lookup
+		// would decode it (re-shingling a text mode record's text).
+		r, ok, err := v.record(n)
+		if err != nil || !ok {
+			if err != nil {
+				return nil, err
+			}
+			continue
+		}
+		view, err := codec.ParseDocView(r)
+		if err != nil {
+			return nil, classify(fmt.Errorf("doc %d: %w", n, err))
+		}
+		found[i] = !compaction.Expired(view.Expires, now)
 	}
-	// NB: the record's head too, for its expiry, and no more: lookup
-	// would decode it (re-shingling a text mode record's text).
-	r, ok, err := v.record(n)
-	if err != nil || !ok {
-		return false, err
+	return found, nil
+}
+
+// idsError is an invalid id of a call that takes many, at its position.
+type idsError struct {
+	i   int
+	err error
+}
+
+func (e idsError) Error() string { return fmt.Sprintf("ids[%d]: %v", e.i, e.err) }
+func (e idsError) Unwrap() error { return e.err }
+
+// unwrapOne returns the error of a call of one id without its position.
+func unwrapOne(err error) error {
+	if e, ok := err.(idsError); ok {
+		return e.err
 	}
-	view, err := codec.ParseDocView(r)
-	if err != nil {
-		return false, classify(fmt.Errorf("doc %d: %w", n, err))
-	}
-	return !compaction.Expired(view.Expires, db.now().UnixNano()), nil
+	return err
 }
 
 // Count returns the number of stored documents.

@@ -45,7 +45,7 @@ type index interface {
 	Info() (*db.Info, error)
 	ClustersFrom(ctx context.Context, seq iter.Seq2[db.Pair, error], po *db.PairsOptions) ([]db.Cluster, error)
 	Count() (uint64, error)
-	Has(id string) (bool, error)
+	HasIDs(ids []string) ([]bool, error)
 	Stats(ctx context.Context, top int) (*db.Stats, error)
 	Buckets(ctx context.Context, band, top int) (*db.BucketStats, error)
 	Bucket(band int, bucket uint64) ([]string, error)
@@ -260,8 +260,8 @@ func (h *handover) Get(id string) (*db.StoredDoc, error) {
 	return retry(h, func(x index) (*db.StoredDoc, error) { return x.Get(id) })
 }
 
-func (h *handover) Has(id string) (bool, error) {
-	return retry(h, func(x index) (bool, error) { return x.Has(id) })
+func (h *handover) HasIDs(ids []string) ([]bool, error) {
+	return retry(h, func(x index) ([]bool, error) { return x.HasIDs(ids) })
 }
 
 func (h *handover) Query(ctx context.Context, text string, qo *db.QueryOptions) (*db.QueryResult, error) {

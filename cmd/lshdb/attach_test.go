@@ -91,6 +91,15 @@ func TestAttachMatchesInProcess(t *testing.T) {
 			t.Errorf("lshdb %s attached through --addr:\n%s\nin process:\n%s", strings.Join(args, " "), got, want)
 		}
 	}
+	// An attached filter checks its sample of ids in one request (it made
+	// one per id): one per filter run above.
+	filters := 4
+	if testing.Short() {
+		filters = 2
+	}
+	if n := strings.Count(log.String(), " op=has "); n != filters {
+		t.Errorf("%d has requests for %d attached filter runs:\n%s", n, filters, log)
+	}
 	// bench measures queries through the socket (timings vary: the
 	// report's shape and document count are checked).
 	out, errOut, code := runLine([]string{"bench", "--db", served, "--queries", "20", "--output", "json"}, "")

@@ -657,7 +657,7 @@ zstd inputs are read several times faster.`,
 				// NB: and their ids, so that inputs the index does not
 				// hold (other id flags) fail before anything is written,
 				// stdout included, not after a copy of the input.
-				ids, err := sampleIDs(a.ctx, args, &in, d.Has)
+				ids, err := sampleIDs(a.ctx, args, &in, d.HasIDs)
 				if err != nil {
 					return err
 				}
@@ -851,14 +851,16 @@ type idSample struct {
 const idSampleSize = 1000
 
 // sampleIDs checks the ids of the inputs' first idSampleSize documents
-// with text (has: whether the index holds an id). Records that cannot be
-// read as documents, repeated ids, and texts with no letter or digit
-// (which the build skips as empty) are not counted.
-func sampleIDs(ctx context.Context, paths []string, in *inputFlags, has func(string) (bool, error)) (idSample, error) {
+// with text, all at once (has: whether the index holds each id; one
+// request when attached). Records that cannot be read as documents,
+// repeated ids, and texts with no letter or digit (which the build skips
+// as empty) are not counted.
+func sampleIDs(ctx context.Context, paths []string, in *inputFlags, has func([]string) ([]bool, error)) (idSample, error) {
 	var s idSample
 	o := in.Options
 	o.MaxRecordBytes = max(o.MaxRecordBytes, 1<<30)
 	seen := map[string]bool{}
+	var ids []string
 	for r, err := range docio.Read(ctx, paths, nil, o) {
 		var re *docio.RecordError
 		switch {
@@ -870,19 +872,21 @@ func sampleIDs(ctx context.Context, paths []string, in *inputFlags, has func(str
 			continue
 		}
 		seen[r.ID] = true
-		ok, err := has(r.ID)
-		if err != nil {
-			return s, err
+		if ids = append(ids, r.ID); len(ids) == idSampleSize {
+			break
 		}
-		if s.sampled == 0 {
-			s.first = r.ID
-		}
-		s.sampled++
+	}
+	if len(ids) == 0 {
+		return s, nil
+	}
+	found, err := has(ids)
+	if err != nil {
+		return s, err
+	}
+	s.first, s.sampled = ids[0], len(ids)
+	for _, ok := range found {
 		if ok {
 			s.found++
-		}
-		if s.sampled == idSampleSize {
-			break
 		}
 	}
 	return s, nil

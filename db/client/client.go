@@ -502,6 +502,29 @@ func (c *Client) Has(id string) (bool, error) {
 	return out.Exists, err
 }
 
+// HasIDs reports for each of ids whether a document has it, as of one
+// snapshot, in one request (POST /v1/docs/has), as DB.HasIDs does.
+func (c *Client) HasIDs(ids []string) ([]bool, error) {
+	for i, id := range ids {
+		if err := wireID(id); err != nil {
+			return nil, fmt.Errorf("ids[%d]: %w", i, err) // NB: as in process
+		}
+	}
+	if len(ids) == 0 {
+		return []bool{}, nil
+	}
+	ctx, cancel := c.ctx()
+	defer cancel()
+	var out httpapi.HasResultJSON
+	if err := c.call(ctx, "POST", "/v1/docs/has", nil, httpapi.HasRequest{IDs: ids}, &out); err != nil {
+		return nil, err
+	}
+	if len(out.Exists) != len(ids) {
+		return nil, fmt.Errorf("lshdb: client: the server answered %d of %d ids", len(out.Exists), len(ids))
+	}
+	return out.Exists, nil
+}
+
 // Count returns the number of stored documents.
 func (c *Client) Count() (uint64, error) {
 	ctx, cancel := c.ctx()

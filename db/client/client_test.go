@@ -223,6 +223,16 @@ func TestReadsMatchInProcess(t *testing.T) {
 					t.Errorf("Has(%q) = %v, %v", id, ok, err)
 				}
 			}
+			ids := []string{docs[3].ID, "absent", docs[149].ID, docs[3].ID, "absent too"}
+			gotHas, err := c.HasIDs(ids)
+			wantHas, _ := d.HasIDs(ids)
+			same(t, "HasIDs", [2]any{gotHas, err}, [2]any{wantHas, nil})
+			if !slices.Equal(wantHas, []bool{true, false, true, true, false}) {
+				t.Fatalf("HasIDs in process: %v", wantHas)
+			}
+			if got, err := c.HasIDs(nil); err != nil || len(got) != 0 {
+				t.Errorf("HasIDs(nil) = %v, %v", got, err)
+			}
 			for _, qo := range []*db.QueryOptions{nil, {Threshold: 0.3}, {Threshold: 0.3, Limit: 2}, {EstimateOnly: true, Threshold: 0.5}} {
 				got, err := c.QueryID(ctx, docs[0].ID, qo)
 				if err != nil {
@@ -445,6 +455,10 @@ func TestErrorsMatchSentinels(t *testing.T) {
 		{"put-if-new non-UTF-8 id", func() error { _, err := c.PutIfNew(db.Doc{ID: "k\xff", Text: "some text"}, nil); return err },
 			func() error { _, err := d.PutIfNew(db.Doc{ID: "k\xff", Text: "some text"}, nil); return err }, db.ErrInvalidID},
 		{"delete non-UTF-8 id", func() error { return c.Delete("a\xff", nil) }, func() error { return d.Delete("a\xff", nil) }, db.ErrInvalidID},
+		{"has-many empty id", func() error { _, err := c.HasIDs([]string{"a", ""}); return err },
+			func() error { _, err := d.HasIDs([]string{"a", ""}); return err }, db.ErrInvalidID},
+		{"has-many non-UTF-8 id", func() error { _, err := c.HasIDs([]string{"a\xff"}); return err },
+			func() error { _, err := d.HasIDs([]string{"a\xff"}); return err }, db.ErrInvalidID},
 	} {
 		cerr, lerr := tc.client(), tc.local()
 		if !errors.Is(lerr, tc.want) {

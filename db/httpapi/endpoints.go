@@ -84,6 +84,21 @@ func (h *handler) has(w *resp, r *http.Request) error {
 	}{q.Get("id"), ok})
 }
 
+func (h *handler) hasMany(w *resp, r *http.Request) error {
+	if _, err := params(r, nil); err != nil {
+		return err
+	}
+	var req HasRequest
+	if err := decode(r, &req); err != nil {
+		return err
+	}
+	found, err := h.d.HasIDs(req.IDs)
+	if err != nil {
+		return err
+	}
+	return w.json(http.StatusOK, HasResultJSON{Exists: found})
+}
+
 func (h *handler) put(w *resp, r *http.Request) error {
 	if _, err := params(r, nil); err != nil {
 		return err

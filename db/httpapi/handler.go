@@ -110,6 +110,7 @@ func Handler(d *db.DB, opts *Options) http.Handler {
 		{"POST", "/v1/docs", "put", h.put},
 		{"DELETE", "/v1/docs", "delete", h.deleteQuery},
 		{"GET", "/v1/docs/has", "has", h.has},
+		{"POST", "/v1/docs/has", "has", h.hasMany},
 		{"POST", "/v1/docs/delete", "delete", h.deleteBody},
 		{"POST", "/v1/docs/put-if-new", "put_if_new", h.putIfNew},
 		{"POST", "/v1/load", "load", h.load},

@@ -265,6 +265,16 @@ type DeleteRequest struct {
 	NoSync        bool     `json:"no_sync,omitempty"`
 }
 
+// HasRequest is the body of POST /v1/docs/has: the ids to look up.
+type HasRequest struct {
+	IDs []string `json:"ids"`
+}
+
+// HasResultJSON answers a HasRequest: Exists[i] answers IDs[i].
+type HasResultJSON struct {
+	Exists []bool `json:"exists"`
+}
+
 // DeleteResultJSON is db.DeleteResult.
 type DeleteResultJSON struct {
 	Deleted int      `json:"deleted"`
