@@ -416,6 +416,15 @@ func (db *DB) Stats(ctx context.Context, top int) (*Stats, error) {
 // or nil when doc was stored. An id already stored is replaced only if no
 // other document is a near-duplicate.
 func (db *DB) PutIfNew(doc Doc, wo *WriteOptions) (*Match, error) {
+	return db.PutIfNewContext(context.Background(), doc, wo)
+}
+
+// PutIfNewContext is PutIfNew that gives up when ctx ends before it
+// holds the writer lock (behind a Load, which holds it for its whole
+// run), as PutBatchContext does: it then returns ctx's error and stores
+// nothing. Once it holds the lock the check and the insert are made
+// whatever ctx says.
+func (db *DB) PutIfNewContext(ctx context.Context, doc Doc, wo *WriteOptions) (*Match, error) {
 	if err := db.enter(); err != nil {
 		return nil, err
 	}
@@ -437,7 +446,9 @@ func (db *DB) PutIfNew(doc Doc, wo *WriteOptions) (*Match, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := db.wmu.lock(db.closing); err != nil {
+	ctx, cancel := db.opCtx(ctx)
+	defer cancel()
+	if err := db.wmu.lock(ctx); err != nil {
 		return nil, err
 	}
 	m, sw, err := db.putIfNewLocked(&doc, p, wo)

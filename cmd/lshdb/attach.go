@@ -32,7 +32,7 @@ type index interface {
 	Put(d db.Doc, wo *db.WriteOptions) error
 	PutBatch(docs []db.Doc, wo *db.WriteOptions) (db.BatchResult, error)
 	PutBatchContext(ctx context.Context, docs []db.Doc, wo *db.WriteOptions) (db.BatchResult, error)
-	PutIfNew(doc db.Doc, wo *db.WriteOptions) (*db.Match, error)
+	PutIfNewContext(ctx context.Context, doc db.Doc, wo *db.WriteOptions) (*db.Match, error)
 	Load(ctx context.Context, docs iter.Seq2[db.Doc, error], lo *db.LoadOptions) (db.LoadResult, error)
 	Get(id string) (*db.StoredDoc, error)
 	DeleteIDs(ids []string, o *db.WriteOptions) (db.DeleteResult, error)
@@ -244,8 +244,8 @@ func (h *handover) PutBatchContext(ctx context.Context, docs []db.Doc, wo *db.Wr
 	return retry(h, func(x index) (db.BatchResult, error) { return x.PutBatchContext(ctx, docs, wo) })
 }
 
-func (h *handover) PutIfNew(doc db.Doc, wo *db.WriteOptions) (*db.Match, error) {
-	return retry(h, func(x index) (*db.Match, error) { return x.PutIfNew(doc, wo) })
+func (h *handover) PutIfNewContext(ctx context.Context, doc db.Doc, wo *db.WriteOptions) (*db.Match, error) {
+	return retry(h, func(x index) (*db.Match, error) { return x.PutIfNewContext(ctx, doc, wo) })
 }
 
 func (h *handover) DeleteIDs(ids []string, o *db.WriteOptions) (db.DeleteResult, error) {

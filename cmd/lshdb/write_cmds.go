@@ -874,12 +874,24 @@ func (a *app) dedupCmd() *cobra.Command {
 				}
 			}
 			stored, dups, empty, through, rows := 0, 0, 0, "", 0
+			// NB: as insert's batches: a document under way when an
+			// interrupt comes is given a moment to be answered, then cut
+			// (one waiting behind a load in the owner does not hold the
+			// command); doubt is one whose owner's answer was lost.
+			pctx, stopGrace := afterGrace(a.ctx, interruptGrace)
+			defer stopGrace()
+			doubt := ""
 			err = func() error {
 				for pd, err := range inp.docs(args) {
 					if err != nil {
 						return err
 					}
-					m, err := d.PutIfNew(pd.doc, &db.WriteOptions{TTL: ttl})
+					sent := pctx.Err() == nil
+					m, err := d.PutIfNewContext(pctx, pd.doc, &db.WriteOptions{TTL: ttl})
+					var answer *client.Error
+					if _, local := d.(*db.DB); err != nil && sent && !local && !errors.As(err, &answer) && !ownerGone(err) {
+						doubt = pd.pos
+					}
 					if errors.Is(err, db.ErrEmptyDocument) {
 						empty++
 						fmt.Fprintf(a.stderr, "lshdb: skipped %s (id %s): %v\n", escControls(pd.pos), docio.QuoteID(pd.doc.ID), dbReason{err})
@@ -926,6 +938,10 @@ func (a *app) dedupCmd() *cobra.Command {
 			err = cmp.Or(err, tw.Flush())
 			if err != nil {
 				finish(stored > 0)
+				if doubt != "" {
+					done := fmt.Sprintf("stored %d new documents through %s, and perhaps %s (the answer of the process that owns the index was lost: it may have stored it)", stored, cmp.Or(through, "the start"), doubt)
+					return stoppedErr(done, "", err)
+				}
 				return stoppedErr(fmt.Sprintf("stored %d new documents", stored), through, err)
 			}
 			// NB: on stderr, in both output formats: stdout stays the

@@ -444,6 +444,13 @@ var errLoadAnswered = errors.New("lshdb: client: the server answered the load")
 // PutIfNew stores doc unless a stored document is a near-duplicate of it,
 // which it returns instead.
 func (c *Client) PutIfNew(doc db.Doc, wo *db.WriteOptions) (*db.Match, error) {
+	return c.PutIfNewContext(context.Background(), doc, wo)
+}
+
+// PutIfNewContext is PutIfNew that gives up when ctx ends, as
+// PutBatchContext does: a server still waiting for the writer lock
+// (behind a load) stores nothing.
+func (c *Client) PutIfNewContext(ctx context.Context, doc db.Doc, wo *db.WriteOptions) (*db.Match, error) {
 	if err := wireable([]db.Doc{doc}); err != nil {
 		return nil, err
 	}
@@ -455,7 +462,7 @@ func (c *Client) PutIfNew(doc db.Doc, wo *db.WriteOptions) (*db.Match, error) {
 		q.Set("store_text", "true")
 	}
 	setExpiry(q, wo)
-	ctx, cancel := c.ctx()
+	ctx, cancel := c.ctxFrom(ctx)
 	defer cancel()
 	var out httpapi.PutIfNewJSON
 	if err := c.call(ctx, "POST", "/v1/docs/put-if-new", q, httpapi.DocIn(doc), &out); err != nil {

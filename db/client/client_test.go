@@ -1083,10 +1083,14 @@ func TestContextEndsWaitingPut(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	put, del := make(chan error, 1), make(chan error, 1)
+	put, del, pin := make(chan error, 1), make(chan error, 1), make(chan error, 1)
 	go func() {
 		_, err := c.PutBatchContext(ctx, []db.Doc{{ID: "late", Text: "a document whose writer was interrupted"}}, nil)
 		put <- err
+	}()
+	go func() {
+		_, err := c.PutIfNewContext(ctx, db.Doc{ID: "late-if-new", Text: "a new document whose check was interrupted"}, nil)
+		pin <- err
 	}()
 	go func() {
 		_, err := c.DeleteIDsContext(ctx, []string{"early"}, nil)
@@ -1105,6 +1109,9 @@ func TestContextEndsWaitingPut(t *testing.T) {
 	if err := <-del; !errors.Is(err, context.Canceled) {
 		t.Fatalf("the interrupted delete: %v, want context.Canceled", err)
 	}
+	if err := <-pin; !errors.Is(err, context.Canceled) {
+		t.Fatalf("the interrupted put-if-new: %v, want context.Canceled", err)
+	}
 	if _, err := c.Count(); err != nil {
 		t.Fatalf("Count through the client after its open context ended: %v", err)
 	}
@@ -1120,6 +1127,9 @@ func TestContextEndsWaitingPut(t *testing.T) {
 	}
 	if _, err := d.Get("late"); !errors.Is(err, db.ErrNotFound) {
 		t.Fatalf("Get(late) after the interrupted put: %v, want ErrNotFound (the server wrote it after its client left)", err)
+	}
+	if _, err := d.Get("late-if-new"); !errors.Is(err, db.ErrNotFound) {
+		t.Fatalf("Get(late-if-new) after the interrupted put-if-new: %v, want ErrNotFound (the server wrote it after its client left)", err)
 	}
 	if _, err := d.Get("a"); err != nil {
 		t.Fatalf("the load: %v", err)

@@ -193,7 +193,7 @@ func (h *handler) putIfNew(w *resp, r *http.Request) error {
 		doc, err := dj.Doc()
 		var m *db.Match
 		if err == nil {
-			m, err = h.d.PutIfNew(doc, &wo)
+			m, err = h.d.PutIfNewContext(ctx, doc, &wo)
 		}
 		switch {
 		case err != nil && perDoc(err):
