@@ -77,6 +77,34 @@ var (
 	ErrDiskFull = errors.New("lshdb: disk full")
 )
 
+// A DocError is the error of one document of a call that takes many
+// (PutBatch, Load, HasIDs's ids): Index is its position among the call's
+// documents, from 0, and ID its id. It wraps
+// the document's own error: test that with errors.Is (ErrEmptyDocument,
+// ErrInvalidID, …), and find the document with errors.As. A call through
+// db/client gives the same message, without the type.
+type DocError struct {
+	Index int
+	ID    string
+	Err   error
+}
+
+func (e *DocError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "lshdb: document %d", e.Index)
+	const show = 64 // NB: an id too long to store is shown cut
+	if len(e.ID) > show {
+		fmt.Fprintf(&b, " (id %q…)", e.ID[:show])
+	} else {
+		fmt.Fprintf(&b, " (id %q)", e.ID)
+	}
+	b.WriteString(": ")
+	b.WriteString(strings.TrimPrefix(e.Err.Error(), "lshdb: "))
+	return b.String()
+}
+
+func (e *DocError) Unwrap() error { return e.Err }
+
 // MismatchError reports an option that differs from the stored parameter.
 // It matches ErrParamsMismatch with errors.Is.
 type MismatchError struct {

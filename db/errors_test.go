@@ -232,10 +232,10 @@ func TestErrBadInput(t *testing.T) {
 	if _, err := d.Explain("keep", ""); !errors.Is(err, ErrInvalidID) {
 		t.Errorf("Explain(keep, \"\"): %v, want ErrInvalidID", err)
 	}
-	if _, err := d.HasIDs([]string{"keep", "bad\xff"}); !errors.Is(err, ErrInvalidID) || !strings.HasPrefix(err.Error(), "ids[1]: ") {
-		t.Errorf("HasIDs with an invalid second id: %v, want ErrInvalidID naming ids[1]", err)
+	if _, err := d.HasIDs([]string{"keep", "bad\xff"}); !errors.Is(err, ErrInvalidID) || !strings.HasPrefix(err.Error(), `lshdb: document 1 (id "bad\xff"): invalid document id`) {
+		t.Errorf("HasIDs with an invalid second id: %v, want ErrInvalidID naming document 1", err)
 	}
-	if _, err := d.Has(""); !errors.Is(err, ErrInvalidID) || strings.Contains(err.Error(), "ids[") {
+	if _, err := d.Has(""); !errors.Is(err, ErrInvalidID) || strings.Contains(err.Error(), "document 0") {
 		t.Errorf("Has(\"\"): %v, want ErrInvalidID without a position", err)
 	}
 	if _, err := d.QuerySet(context.Background(), Set{}, nil); !errors.Is(err, ErrEmptyDocument) || !strings.Contains(err.Error(), "query set") {
@@ -448,13 +448,18 @@ func TestPutBatchNamesTheCallersPosition(t *testing.T) {
 		want error
 		pos  string
 	}{
-		{[]Doc{{ID: "a", Text: "first version of a"}, {ID: "a", Text: "second version of a"}, {ID: "b", Text: "fine text"}, {ID: "c", Text: "   "}}, ErrEmptyDocument, "document 3: "},
-		{[]Doc{{ID: "a", Text: "   "}, {ID: "b", Text: "fine text"}, {ID: "b", Text: "fine text again"}}, ErrEmptyDocument, "document 0: "},
-		{[]Doc{{ID: ""}, {ID: ""}}, ErrInvalidID, "document 1: "},
+		{[]Doc{{ID: "a", Text: "first version of a"}, {ID: "a", Text: "second version of a"}, {ID: "b", Text: "fine text"}, {ID: "c", Text: "   "}}, ErrEmptyDocument, `lshdb: document 3 (id "c"): document has no shingles`},
+		{[]Doc{{ID: "a", Text: "   "}, {ID: "b", Text: "fine text"}, {ID: "b", Text: "fine text again"}}, ErrEmptyDocument, `lshdb: document 0 (id "a"): document has no shingles`},
+		{[]Doc{{ID: ""}, {ID: ""}}, ErrInvalidID, `lshdb: document 1 (id ""): invalid document id`},
 	} {
 		_, err := d.PutBatch(tc.docs, nil)
 		if !errors.Is(err, tc.want) || !strings.HasPrefix(err.Error(), tc.pos) {
 			t.Errorf("PutBatch(%d documents): %v, want %v at %q", len(tc.docs), err, tc.want, tc.pos)
+		}
+		// The position as a value, for a caller that acts on it.
+		var de *DocError
+		if !errors.As(err, &de) || "lshdb: document "+strconv.Itoa(de.Index) != tc.pos[:len("lshdb: document ")+1] || de.ID != tc.docs[de.Index].ID {
+			t.Errorf("PutBatch(%d documents): %v: DocError %+v, want the position of %q", len(tc.docs), err, de, tc.pos)
 		}
 	}
 	if n, err := d.Count(); err != nil || n != 0 {

@@ -435,11 +435,7 @@ func (l *loader) writeBatch(b loadBatch) error {
 
 // docError names the document at input position pos that failed.
 func docError(pos int, id string, err error) error {
-	const show = 64 // NB: an id too long to store is shown cut
-	if len(id) > show {
-		return fmt.Errorf("document %d (id %q…): %w", pos, id[:show], err)
-	}
-	return fmt.Errorf("document %d (id %q): %w", pos, id, err)
+	return &DocError{Index: pos, ID: id, Err: err}
 }
 
 // resolveIDs is stage 2: by id, the last occurrence wins (earlier ones

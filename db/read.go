@@ -141,7 +141,7 @@ func (db *DB) HasIDs(ids []string) ([]bool, error) {
 	defer db.mu.RUnlock()
 	for i, id := range ids {
 		if err := checkID(id); err != nil {
-			return nil, idsError{i, err}
+			return nil, &DocError{Index: i, ID: id, Err: err}
 		}
 	}
 	found := make([]bool, len(ids))
@@ -180,19 +180,11 @@ func (db *DB) HasIDs(ids []string) ([]bool, error) {
 	return found, nil
 }
 
-// idsError is an invalid id of a call that takes many, at its position.
-type idsError struct {
-	i   int
-	err error
-}
-
-func (e idsError) Error() string { return fmt.Sprintf("ids[%d]: %v", e.i, e.err) }
-func (e idsError) Unwrap() error { return e.err }
-
-// unwrapOne returns the error of a call of one id without its position.
+// unwrapOne returns the error of a call of one document without its
+// position.
 func unwrapOne(err error) error {
-	if e, ok := err.(idsError); ok {
-		return e.err
+	if e, ok := err.(*DocError); ok {
+		return e.Err
 	}
 	return err
 }

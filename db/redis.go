@@ -457,7 +457,7 @@ func (db *DB) redisLoad(ctx context.Context, docs iter.Seq2[Doc, error], o LoadO
 			case o.SkipEmpty && errors.Is(err, ErrEmptyDocument):
 				res.SkippedEmpty = append(res.SkippedEmpty, batch[i].ID)
 			default:
-				return fmt.Errorf("document %d: %w", read-len(batch)+i, err)
+				return &DocError{Index: read - len(batch) + i, ID: batch[i].ID, Err: err}
 			}
 		}
 		last := make(map[string]int, len(keep))

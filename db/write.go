@@ -244,10 +244,11 @@ func (db *DB) prepareAll(docs []Doc, pos []int, n int, storeText, skipEmpty bool
 		case skipEmpty && errors.Is(err, ErrEmptyDocument):
 			skipped = append(skipped, docs[i].ID)
 		case n > 1:
+			id := docs[i].ID
 			if pos != nil {
 				i = pos[i]
 			}
-			return nil, nil, fmt.Errorf("document %d: %w", i, err)
+			return nil, nil, &DocError{Index: i, ID: id, Err: err}
 		default:
 			return nil, nil, err
 		}
@@ -273,7 +274,7 @@ func (db *DB) prepareLastNonEmpty(docs []Doc, storeText bool) (_ []prepared, ski
 		case won[id]:
 			repeated++
 		case err != nil:
-			return nil, nil, 0, fmt.Errorf("document %d: %w", i, err)
+			return nil, nil, 0, &DocError{Index: i, ID: id, Err: err}
 		default:
 			won[id] = true
 			keep = append(keep, preps[i])

@@ -397,7 +397,7 @@ func (c *Client) Load(ctx context.Context, docs iter.Seq2[db.Doc, error], lo *db
 			}
 			if err == nil {
 				if err = wireID(d.ID); err != nil {
-					err = fmt.Errorf("document %d: %w", n, err)
+					err = &db.DocError{Index: n, ID: d.ID, Err: err}
 				}
 			}
 			if err != nil {
@@ -514,7 +514,7 @@ func (c *Client) Has(id string) (bool, error) {
 func (c *Client) HasIDs(ids []string) ([]bool, error) {
 	for i, id := range ids {
 		if err := wireID(id); err != nil {
-			return nil, fmt.Errorf("ids[%d]: %w", i, err) // NB: as in process
+			return nil, &db.DocError{Index: i, ID: id, Err: err} // NB: as in process
 		}
 	}
 	if len(ids) == 0 {
@@ -998,7 +998,7 @@ func wireable(docs []db.Doc) error {
 	for i, d := range docs {
 		if err := wireID(d.ID); err != nil {
 			if len(docs) > 1 {
-				return fmt.Errorf("document %d: %w", i, err)
+				return &db.DocError{Index: i, ID: d.ID, Err: err}
 			}
 			return err
 		}

@@ -121,7 +121,7 @@ func (h *handler) put(w *resp, r *http.Request) error {
 	for i, dj := range in {
 		var err error
 		if docs[i], err = dj.Doc(); err != nil {
-			return fmt.Errorf("document %d: %w", i, err)
+			return &db.DocError{Index: i, ID: dj.ID, Err: err}
 		}
 	}
 	wo := db.WriteOptions{NoSync: req.NoSync, StoreText: req.StoreText, SkipEmpty: req.SkipEmpty}
