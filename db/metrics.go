@@ -42,11 +42,20 @@ type Metrics struct {
 	MemTableBytes uint64
 	MemTables     int64
 
-	WALFiles        int64  // live write-ahead log files
-	WALBytes        uint64 // live data in them
-	WALPhysicalSize uint64 // their size on disk
-	WALBytesIn      uint64 // logical bytes written to the log
-	WALBytesWritten uint64 // physical bytes written, with the log's overhead
+	WALFiles int64  // live write-ahead log files
+	WALBytes uint64 // live data in them
+	// WALPhysicalSize is their size on disk as Pebble last measured it:
+	// the current log's is its size when it was opened (0 for a new
+	// one, a recycled log's old size), so it lags WALBytes while that
+	// log fills.
+	WALPhysicalSize uint64
+	// WALObsoleteFiles and WALObsoleteSize are logs no longer live,
+	// kept on disk to be recycled as the next logs (their space is
+	// reused, not freed).
+	WALObsoleteFiles int64
+	WALObsoleteSize  uint64
+	WALBytesIn       uint64 // logical bytes written to the log
+	WALBytesWritten  uint64 // physical bytes written, with the log's overhead
 
 	DiskBytes uint64 // the store's files: tables, logs, manifests
 
@@ -114,6 +123,8 @@ func (db *DB) Metrics() (Metrics, error) {
 		WALFiles:              pm.WAL.Files,
 		WALBytes:              pm.WAL.Size,
 		WALPhysicalSize:       pm.WAL.PhysicalSize,
+		WALObsoleteFiles:      pm.WAL.ObsoleteFiles,
+		WALObsoleteSize:       pm.WAL.ObsoletePhysicalSize,
 		WALBytesIn:            pm.WAL.BytesIn,
 		WALBytesWritten:       pm.WAL.BytesWritten,
 		DiskBytes:             pm.DiskSpaceUsage(),

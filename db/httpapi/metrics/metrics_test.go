@@ -129,7 +129,7 @@ func TestMetrics(t *testing.T) {
 			t.Errorf("%s = %v (present %v) after %d synced puts", name, v, ok, len(texts))
 		}
 	}
-	for _, name := range []string{"lshdb_pebble_compactions_total", "lshdb_pebble_l0_sublevels", "lshdb_pebble_cache_hits_total", "lshdb_pebble_wal_files",
+	for _, name := range []string{"lshdb_pebble_compactions_total", "lshdb_pebble_l0_sublevels", "lshdb_pebble_cache_hits_total", "lshdb_pebble_wal_files", "lshdb_pebble_wal_obsolete_files",
 		"lshdb_pebble_write_stalls_total", "lshdb_pebble_write_stall_seconds_total", "go_goroutines"} {
 		if _, ok := value(fams, name); !ok {
 			t.Errorf("%s is missing", name)
