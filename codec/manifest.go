@@ -91,6 +91,16 @@ type Manifest struct {
 	// was derived from one index (a pairs file) is not taken for another's.
 	// Empty in indexes made before it existed; no format depends on it.
 	Instance string `msgpack:"instance,omitempty"`
+	// Origin is, in a backup, the instance of the index it copies, and
+	// OriginWritten and OriginDocs that index's counters at the instant
+	// of the copy (db.Info's Written and Docs): until the backup is
+	// written it is in that state, and what was derived from the original
+	// in that state holds for it. A backup has an instance of its own, so
+	// that the two, once written apart, are not taken for each other.
+	// Empty in an index that is no backup; no format depends on them.
+	Origin        string `msgpack:"origin,omitempty"`
+	OriginWritten uint64 `msgpack:"origin_written,omitempty"`
+	OriginDocs    uint64 `msgpack:"origin_docs,omitempty"`
 }
 
 // MaxStopWords bounds the stop-word list a manifest may hold. Decoding

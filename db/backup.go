@@ -1,6 +1,7 @@
 package db
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -11,6 +12,8 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/lshdb/lshdb/codec"
+	"github.com/lshdb/lshdb/compaction"
 	"github.com/lshdb/lshdb/internal/fspath"
 )
 
@@ -20,7 +23,10 @@ import (
 // original. It uses Pebble's Checkpoint: table files are hard-linked when
 // dir is on the same filesystem (cheap, and they take no space until the
 // original compacts them away), copied otherwise; the write-ahead log and
-// the store's manifest are copied.
+// the store's manifest are copied. The copy has an instance of its own
+// (Info.Instance), and its Info.Origin names the original and the state
+// it copied: until the copy is written, what was derived from the
+// original in that state (a pairs file) holds for it.
 //
 // NB: the write-ahead log is synced first, so that the copy holds every
 // write acknowledged before the call, NoSync ones too.
@@ -82,9 +88,94 @@ func (db *DB) Backup(ctx context.Context, dir string) error {
 		}
 		return fmt.Errorf("lshdb: backup: %w", err)
 	}
-	if err := db.pdb.Checkpoint(dir, pebble.WithFlushedWAL()); err != nil {
-		db.opts.FS.RemoveAll(dir)
+	// NB: made beside dir and renamed once stamped (stampBackup), so that
+	// dir is never a copy with the original's instance.
+	fsys := db.opts.FS
+	tmp := fsys.PathJoin(fsys.PathDir(dir), "."+fsys.PathBase(dir)+".lshdb-backup.tmp")
+	if err := fsys.RemoveAll(tmp); err != nil { // NB: a killed backup's
+		return fmt.Errorf("lshdb: backup: %w", err)
+	}
+	if err := db.pdb.Checkpoint(tmp, pebble.WithFlushedWAL()); err != nil {
+		fsys.RemoveAll(tmp)
 		return classify(fmt.Errorf("lshdb: backup to %s: %w", dir, err))
+	}
+	if err := db.stampBackup(tmp); err != nil {
+		fsys.RemoveAll(tmp)
+		return err
+	}
+	return renameBackup(fsys, tmp, dir)
+}
+
+// stampBackup gives the copy in dir (a Pebble store, closed) an instance
+// of its own and names the original and the state it copied as its
+// Origin (codec.Manifest): a backup and its original, once written
+// apart, are two indexes, and a pairs file of one is not taken on the
+// other; until the backup is written, what was derived from the original
+// in the copied state holds for it.
+func (db *DB) stampBackup(dir string) error {
+	p, err := pebble.Open(dir, &pebble.Options{FS: db.opts.FS, Merger: compaction.Merger,
+		FormatMajorVersion: formatMajorVersion, Logger: pebbleLogger{db.opts.Logger}})
+	if err != nil {
+		return classify(fmt.Errorf("lshdb: backup: opening the copy: %w", err))
+	}
+	err = stampManifest(p, db.man.Instance)
+	if cerr := p.Close(); err == nil && cerr != nil {
+		err = classify(fmt.Errorf("lshdb: backup: closing the copy: %w", cerr))
+	}
+	return err
+}
+
+// stampManifest rewrites the manifest of the copy p: a new instance, and
+// origin's as its Origin with the copy's own counters (the original's at
+// the copy's instant).
+func stampManifest(p *pebble.DB, origin string) error {
+	get := func(k []byte) ([]byte, error) {
+		v, closer, err := p.Get(k)
+		if err != nil {
+			return nil, classify(fmt.Errorf("lshdb: backup: reading the copy: %w", err))
+		}
+		defer closer.Close()
+		return bytes.Clone(v), nil
+	}
+	mv, err := get(codec.ManifestKey)
+	if err != nil {
+		return err
+	}
+	cv, err := get(codec.CountersKey)
+	if err != nil {
+		return err
+	}
+	m, err := codec.DecodeManifest(mv)
+	if err != nil {
+		return classify(err)
+	}
+	c, err := codec.DecodeCounters(cv)
+	if err != nil {
+		return classify(err)
+	}
+	m.Instance, m.Origin = newInstance(), origin
+	m.OriginWritten, m.OriginDocs = max(c.NextDoc, 1)-1, c.Live
+	enc, err := codec.EncodeManifest(m)
+	if err != nil {
+		return err
+	}
+	return classify(p.Set(codec.ManifestKey, enc, pebble.Sync))
+}
+
+// renameBackup renames the complete copy tmp to dir and syncs their
+// parent, removing tmp when it fails.
+func renameBackup(fsys vfs.FS, tmp, dir string) error {
+	if err := syncDir(fsys, tmp); err != nil {
+		fsys.RemoveAll(tmp)
+		return fmt.Errorf("lshdb: backup: %w", err)
+	}
+	if err := fsys.Rename(tmp, dir); err != nil {
+		fsys.RemoveAll(tmp)
+		return fmt.Errorf("lshdb: backup: %w", err)
+	}
+	if err := syncDir(fsys, fsys.PathDir(dir)); err != nil {
+		fsys.RemoveAll(dir) // NB: its name may not last a crash
+		return fmt.Errorf("lshdb: backup: %w", err)
 	}
 	return nil
 }
@@ -162,17 +253,10 @@ func (db *DB) copyFiles(ctx context.Context, dir string) (err error) {
 			return fmt.Errorf("lshdb: backup: copying %s: %w", n, err)
 		}
 	}
-	if err := syncDir(fsys, tmp); err != nil {
-		return fmt.Errorf("lshdb: backup: %w", err)
+	if err := db.stampBackup(tmp); err != nil {
+		return err
 	}
-	if err := fsys.Rename(tmp, dir); err != nil {
-		return fmt.Errorf("lshdb: backup: %w", err)
-	}
-	if err := syncDir(fsys, parent); err != nil {
-		fsys.RemoveAll(dir) // NB: its name may not last a crash
-		return fmt.Errorf("lshdb: backup: %w", err)
-	}
-	return nil
+	return renameBackup(fsys, tmp, dir)
 }
 
 // copyFile copies src to dst, a new file, and syncs it.

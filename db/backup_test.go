@@ -56,6 +56,10 @@ func TestBackup(t *testing.T) {
 				t.Fatal(err)
 			}
 			want := allDocs(t, src)
+			srcInfo, err := src.Info()
+			if err != nil {
+				t.Fatal(err)
+			}
 			wantQ, err := src.QueryID(ctx, "d010", &QueryOptions{Threshold: 0.3})
 			if err != nil {
 				t.Fatal(err)
@@ -79,8 +83,23 @@ func TestBackup(t *testing.T) {
 			if p, q := cp.Params(), src.Params(); !reflect.DeepEqual(p, q) {
 				t.Errorf("params %+v, want %+v", p, q)
 			}
-			if cp.Instance() != src.Instance() || src.Instance() == "" {
-				t.Errorf("instance %q, want the source's %q (not empty)", cp.Instance(), src.Instance())
+			// An instance of its own, and the source's state it copied as
+			// its origin: the source's Info when the backup was made.
+			cpInfo, err := cp.Info()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cp.Instance() == src.Instance() || cp.Instance() == "" || src.Instance() == "" {
+				t.Errorf("instance %q, the source's %q: want another, not empty", cp.Instance(), src.Instance())
+			}
+			if o := cpInfo.Origin; o == nil || *o != (Origin{Instance: src.Instance(), Written: srcInfo.Written, Docs: srcInfo.Docs}) || srcInfo.Docs != 299 {
+				t.Errorf("the copy's origin %+v, want the source's instance %s and state %d/%d", o, src.Instance(), srcInfo.Docs, srcInfo.Written)
+			}
+			if cpInfo.Written != srcInfo.Written || cpInfo.Docs != srcInfo.Docs {
+				t.Errorf("the copy holds %d/%d, the source held %d/%d", cpInfo.Docs, cpInfo.Written, srcInfo.Docs, srcInfo.Written)
+			}
+			if si, _ := src.Info(); si.Origin != nil {
+				t.Errorf("the source names an origin: %+v", si.Origin)
 			}
 			rep, err := cp.Check(ctx)
 			if err != nil || !rep.OK() || rep.Docs != len(want) {
@@ -260,6 +279,9 @@ func TestBackupReadOnly(t *testing.T) {
 		cp := mustOpen(t, copyDir, &Options{MustExist: true})
 		if got := allDocs(t, cp); !reflect.DeepEqual(got, want) {
 			t.Errorf("%s: the copy holds %d documents, the source %d (or they differ)", how, len(got), len(want))
+		}
+		if ci, err := cp.Info(); err != nil || ci.Origin == nil || *ci.Origin != (Origin{Instance: ro.Instance(), Written: 200, Docs: 199}) || cp.Instance() == ro.Instance() {
+			t.Errorf("%s: the copy's instance %s and origin %+v (%v), want another instance and origin %s at 199/200", how, cp.Instance(), ci.Origin, err, ro.Instance())
 		}
 		if rep, err := cp.Check(ctx); err != nil || !rep.OK() {
 			t.Errorf("%s: check of the copy: %+v %v", how, rep, err)

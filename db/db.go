@@ -483,7 +483,8 @@ func (db *DB) newManifest() ([]byte, error) {
 		Storage:       cmp.Or(o.Storage, StorageText),
 		Bands:         o.Bands,
 		Rows:          o.Rows,
-		Instance:      cmp.Or(o.instance, newInstance()),
+		Instance:      newInstance(),
+		Origin:        o.origin,
 	}
 	if m.Seed == 0 && o.Scheme == minhash.SchemeDatasketch {
 		m.Seed = DatasketchSeed

@@ -1,5 +1,7 @@
 package db
 
+import "github.com/lshdb/lshdb/codec"
+
 // Info: what an index can say about itself without reading its data.
 
 // Info is the cheap description of a database: its parameters, its
@@ -23,10 +25,31 @@ type Info struct {
 	// [Stats.DiskBytes].
 	DiskBytes uint64
 	// Instance names the index: 26 random base32 characters (128 bits)
-	// given when it was made, the same in its backups, another in an
-	// index built anew in the same place. Empty for an index made before
-	// lshdb gave it (such an index keeps none).
+	// given when it was made; an index built anew in the same place, and
+	// a backup, get another. Empty for an index made before lshdb gave it
+	// (such an index keeps none).
 	Instance string
+	// Origin is set in a backup (Backup): the index it copies, and the
+	// state it copied.
+	Origin *Origin
+}
+
+// Origin is the index a backup copies (Info.Origin): its Instance, and
+// its Written and Docs at the instant of the copy. While the backup's own
+// Written and Docs are these, it holds what the original held then.
+// Written and Docs are 0 for a copy of a Redis index, which has no
+// instant (each document is copied as it is when read).
+type Origin struct {
+	Instance      string
+	Written, Docs uint64
+}
+
+// originOf returns m's Origin, nil when m is no backup.
+func originOf(m *codec.Manifest) *Origin {
+	if m.Origin == "" {
+		return nil
+	}
+	return &Origin{Instance: m.Origin, Written: m.OriginWritten, Docs: m.OriginDocs}
 }
 
 // Info returns the database's parameters, document count and size on
@@ -42,8 +65,8 @@ func (db *DB) Info() (*Info, error) {
 		// NB: the size is the cluster's: the README gives its cost per
 		// document; INFO memory on each master tells it.
 		w, n, err := db.rkv.Counters(db.closing)
-		return &Info{Params: db.Params(), Docs: n, Written: w, Instance: db.man.Instance}, redisErr(err)
+		return &Info{Params: db.Params(), Docs: n, Written: w, Instance: db.man.Instance, Origin: originOf(&db.man)}, redisErr(err)
 	}
 	c := db.published.Load()
-	return &Info{Params: db.Params(), Docs: c.Live, Written: max(c.NextDoc, 1) - 1, DiskBytes: dirBytes(db.opts.FS, db.dir), Instance: db.man.Instance}, nil
+	return &Info{Params: db.Params(), Docs: c.Live, Written: max(c.NextDoc, 1) - 1, DiskBytes: dirBytes(db.opts.FS, db.dir), Instance: db.man.Instance, Origin: originOf(&db.man)}, nil
 }

@@ -186,9 +186,10 @@ type Options struct {
 
 	// upgrading lets Open read an older format, for Upgrade only.
 	upgrading bool
-	// instance, when set, is the instance a new index takes instead of a
-	// random one: a Redis index's backup is the same index.
-	instance string
+	// origin, when set, is the Origin (codec.Manifest) of a new index: the
+	// instance of the Redis index it is a backup of, whose state it does
+	// not name (there is no instant of it).
+	origin string
 	// clock is the time expiry is measured against: time.Now unless a
 	// test sets a fake one.
 	clock func() time.Time

@@ -968,7 +968,7 @@ func (db *DB) redisBackup(ctx context.Context, dir string) (err error) {
 		Shingle: p.Shingle, ShingleSize: p.ShingleSize, Bag: p.Bag, Normalization: p.Normalization,
 		StopWords: p.StopWords, Storage: p.Storage, StoreText: p.StoreText, MaxDocBytes: db.opts.MaxDocBytes,
 		MemTableSize: db.opts.MemTableSize, NoSync: true, ExpirySweep: -1, Logger: db.opts.Logger, fs: db.opts.fs, clock: db.opts.clock,
-		instance: db.man.Instance}
+		origin: db.man.Instance}
 	out, err := Open(tmp, &o)
 	if err != nil {
 		return fmt.Errorf("lshdb: backup: creating the copy: %w", err)

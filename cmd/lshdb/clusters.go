@@ -273,15 +273,31 @@ func (f *pairsFile) fresh() error {
 	if h == nil || now == nil {
 		return nil
 	}
+	backup := false // a backup of the file's index, in the state the file was made on
 	if h.Instance != "" && now.Instance != "" && h.Instance != now.Instance {
-		return fmt.Errorf("%w: %s was made on another index (instance %s; this index is instance %s): one built anew in its place, or another directory; run pairs again", errStalePairs, f.name, h.Instance, now.Instance)
+		o := now.Origin
+		if o == nil || o.Instance != h.Instance {
+			return fmt.Errorf("%w: %s was made on another index (instance %s; this index is instance %s): one built anew in its place, another directory, or a backup of one or the other written since; run pairs again", errStalePairs, f.name, h.Instance, now.Instance)
+		}
+		// NB: a backup holds what its original held at the copy's
+		// instant until it is written: a file of the original in that
+		// state holds for it, one of any other state does not.
+		switch {
+		case o.Written == 0:
+			return fmt.Errorf("%w: %s was made on the Redis index this one is a backup of, and such a copy is of no one instant of it; run pairs again", errStalePairs, f.name)
+		case now.Written != o.Written || now.Docs != o.Docs:
+			return fmt.Errorf("%w: %s was made on the index this one is a backup of (instance %s), and this one was written since the backup (it held %d documents of %d written, it holds %d of %d now); run pairs again", errStalePairs, f.name, h.Instance, o.Docs, o.Written, now.Docs, now.Written)
+		case h.Written != o.Written || h.Docs != o.Docs:
+			return fmt.Errorf("%w: %s was made on the index this one is a backup of (instance %s) when it held %d documents of %d written, and the backup copied it at %d of %d: another state of it; run pairs again", errStalePairs, f.name, h.Instance, h.Docs, h.Written, o.Docs, o.Written)
+		}
+		backup = true
 	}
 	// NB: a header without them (by hand, or by a tool of the user's)
 	// names no parameters.
 	if p := paramsOf(now.Params); h.NumPerm != 0 && h.headerParams != p {
 		return fmt.Errorf("%w: %s was made on an index of other parameters (%v; this one has %v): another index; run pairs again", errStalePairs, f.name, h.headerParams, p)
 	}
-	if h.Written == 0 || now.Written == 0 || h.Written == now.Written && h.Docs == now.Docs {
+	if backup || h.Written == 0 || now.Written == 0 || h.Written == now.Written && h.Docs == now.Docs {
 		return nil
 	}
 	if h.Written > now.Written {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/lshdb/lshdb/codec"
 	"github.com/lshdb/lshdb/db"
+	"github.com/lshdb/lshdb/db/httpapi"
 	"github.com/spf13/cobra"
 )
 
@@ -34,6 +35,9 @@ type infoJSON struct {
 	// Instance names the index (db.Info): a pairs file made on another
 	// is refused.
 	Instance string `json:"instance,omitempty"`
+	// Origin is, in a backup, the index it copies and the state it
+	// copied (db.Info.Origin).
+	Origin *httpapi.OriginJSON `json:"origin,omitempty"`
 }
 
 func infoOut(in *db.Info) infoJSON {
@@ -42,7 +46,7 @@ func infoOut(in *db.Info) infoJSON {
 		Scheme: p.Scheme.String(), Seed: p.Seed, Shingle: p.Shingle.String(), ShingleSize: p.ShingleSize, Bag: p.Bag,
 		Normalization: p.Normalization.String(), StopWords: nonNil(p.StopWords), StoreText: p.StoreText, Storage: p.Storage,
 		FormatVersion: p.FormatVersion, ExpectedRecall: p.Bands.Probability(p.Threshold), DiskBytes: in.DiskBytes,
-		Instance: in.Instance}
+		Instance: in.Instance, Origin: httpapi.OriginOut(in.Origin)}
 }
 
 func (a *app) infoCmd() *cobra.Command {
@@ -79,6 +83,9 @@ sizes in bytes.`,
 					// NB: a pairs file names the instance it was made on.
 					fmt.Fprintf(a.stdout, "instance: %s\n", in.Instance)
 				}
+				if o := in.Origin; o != nil {
+					fmt.Fprintf(a.stdout, "backup of: instance %s%s\n", o.Instance, originState(o))
+				}
 				if db.IsRedisURL(a.dbDir) {
 					// NB: no size here: stats measures the keys' memory (a scan).
 					_, err = fmt.Fprintln(a.stdout, "storage: Redis (no files of its own; lshdb stats gives the memory its keys take)")
@@ -89,6 +96,14 @@ sizes in bytes.`,
 			})
 		},
 	}
+}
+
+// originState describes the state of its original a backup copied.
+func originState(o *db.Origin) string {
+	if o.Written == 0 {
+		return " (a Redis index, as read document by document)"
+	}
+	return fmt.Sprintf(" when it held %d documents of %d written", o.Docs, o.Written)
 }
 
 // humanBytes writes n in binary units: "512 B", "1.5 KiB", "12.3 MiB",

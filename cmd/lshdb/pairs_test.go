@@ -6,6 +6,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"encoding/json"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -118,6 +119,44 @@ func TestPairsFileOfAnotherIndex(t *testing.T) {
 	}
 	if errOut, code := clusters(copyDir); code != 0 {
 		t.Fatalf("clusters on a backup of the index the file was made on: %d %s", code, errOut)
+	}
+	var orig struct {
+		Docs     int
+		Instance string
+	}
+	if out, _, _ := runLine([]string{"info", "--db", dir, "--output", "json"}, ""); json.Unmarshal([]byte(out), &orig) != nil || orig.Instance == "" {
+		t.Fatalf("info of the original: %s", out)
+	}
+	if out, _, _ := runLine([]string{"info", "--db", copyDir}, ""); !strings.Contains(out, fmt.Sprintf("backup of: instance %s when it held %d documents of ", orig.Instance, orig.Docs)) || strings.Contains(out, "instance: "+orig.Instance) {
+		t.Fatalf("info of the backup does not name its origin, or has the original's instance:\n%s", out)
+	}
+	// The backup and its original written apart, one write each (the
+	// operator's case: their counts are the same again, and filter
+	// removed a record by the other copy's pair): each file is refused
+	// on the other index.
+	insert := func(index, line string) {
+		t.Helper()
+		if _, errOut, code := runLine([]string{"insert", "--db", index, "-"}, line+"\n"); code != 0 {
+			t.Fatalf("insert into %s: %d %s", index, code, errOut)
+		}
+	}
+	insert(dir, `{"id":"later","text":"a document written to the original after its backup"}`)
+	laterFile := filepath.Join(t.TempDir(), "later.jsonl")
+	if out, errOut, code := runLine([]string{"pairs", "--db", dir, "--output", "json", "--header"}, ""); code != 0 {
+		t.Fatalf("pairs: %d %s", code, errOut)
+	} else if err := os.WriteFile(laterFile, []byte(out), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, errOut, code = runLine([]string{"clusters", "--db", copyDir, "--from", laterFile}, "")
+	if code != 1 || !strings.Contains(errOut, "stale pairs file") || !strings.Contains(errOut, "another state of it") {
+		t.Fatalf("a file of the original written since, on its backup: exit %d, %s; want it refused", code, errOut)
+	}
+	insert(copyDir, `{"id":"own","text":"a document written to the backup, not to the original"}`)
+	for _, f := range []string{pairsFile, laterFile} {
+		_, errOut, code := runLine([]string{"clusters", "--db", copyDir, "--from", f}, "")
+		if code != 1 || !strings.Contains(errOut, "stale pairs file") || !strings.Contains(errOut, "written since the backup") {
+			t.Fatalf("%s on a backup written since: exit %d, %s; want it refused", filepath.Base(f), code, errOut)
+		}
 	}
 	if err := os.RemoveAll(dir); err != nil {
 		t.Fatal(err)

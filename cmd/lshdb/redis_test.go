@@ -95,6 +95,15 @@ func TestRedisCommandsMatchPebble(t *testing.T) {
 			out, errOut, code := runLine(args, "")
 			outs[i] = transcript(out, errOut, code, strings.NewReplacer(where, "$DB"))
 		}
+		if strings.HasPrefix(line, "info") {
+			// NB: the copy names the Redis index as its origin, with no
+			// state (a copy of Redis is of no one instant).
+			origin := `,"origin":{"instance":"I","written":0,"docs":0}`
+			if !strings.Contains(outs[1], origin) {
+				t.Fatalf("info of the backup of a Redis index lacks %s:\n%s", origin, outs[1])
+			}
+			outs[1] = strings.Replace(outs[1], origin, "", 1)
+		}
 		if outs[0] != outs[1] {
 			t.Fatalf("lshdb %s:\n--- on Redis:\n%s\n--- on its backup:\n%s", line, outs[0], outs[1])
 		}

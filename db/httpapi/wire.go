@@ -754,16 +754,40 @@ type RecallJSON struct {
 
 // InfoJSON is db.Info on the wire.
 type InfoJSON struct {
-	Params    ParamsJSON `json:"params"`
-	Docs      uint64     `json:"docs"`
-	Written   uint64     `json:"written"`
-	DiskBytes uint64     `json:"disk_bytes"`
-	Instance  string     `json:"instance,omitempty"`
+	Params    ParamsJSON  `json:"params"`
+	Docs      uint64      `json:"docs"`
+	Written   uint64      `json:"written"`
+	DiskBytes uint64      `json:"disk_bytes"`
+	Instance  string      `json:"instance,omitempty"`
+	Origin    *OriginJSON `json:"origin,omitempty"`
+}
+
+// OriginJSON is db.Origin on the wire.
+type OriginJSON struct {
+	Instance string `json:"instance"`
+	Written  uint64 `json:"written"`
+	Docs     uint64 `json:"docs"`
+}
+
+// OriginOut converts o for the wire (nil: none).
+func OriginOut(o *db.Origin) *OriginJSON {
+	if o == nil {
+		return nil
+	}
+	return &OriginJSON{Instance: o.Instance, Written: o.Written, Docs: o.Docs}
+}
+
+// Origin converts o back (nil: none).
+func (o *OriginJSON) Origin() *db.Origin {
+	if o == nil {
+		return nil
+	}
+	return &db.Origin{Instance: o.Instance, Written: o.Written, Docs: o.Docs}
 }
 
 // InfoOut converts in for the wire.
 func InfoOut(in *db.Info) InfoJSON {
-	return InfoJSON{Params: ParamsOut(in.Params), Docs: in.Docs, Written: in.Written, DiskBytes: in.DiskBytes, Instance: in.Instance}
+	return InfoJSON{Params: ParamsOut(in.Params), Docs: in.Docs, Written: in.Written, DiskBytes: in.DiskBytes, Instance: in.Instance, Origin: OriginOut(in.Origin)}
 }
 
 // Info converts in back.
@@ -772,7 +796,7 @@ func (in InfoJSON) Info() (*db.Info, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &db.Info{Params: p, Docs: in.Docs, Written: in.Written, DiskBytes: in.DiskBytes, Instance: in.Instance}, nil
+	return &db.Info{Params: p, Docs: in.Docs, Written: in.Written, DiskBytes: in.DiskBytes, Instance: in.Instance, Origin: in.Origin.Origin()}, nil
 }
 
 // StatsJSON is db.Stats, with the keys of lshdb stats --output json and
