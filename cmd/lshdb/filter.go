@@ -936,10 +936,11 @@ func addedCols(removed, annotate bool) []docio.Column {
 // filter streams the inputs to the sinks by the fates.
 func (a *app) filter(paths []string, in *inputFlags, f *filterer) error {
 	// NB: a bar of the bytes read when every input is a regular file and
-	// stderr a terminal (progress sets in.Progress).
-	_, done := a.progress("filter", in, paths)
+	// stderr a terminal (progress sets in.Progress), lines elsewhere.
+	add, done := a.progress("filter", "records", in, paths)
 	defer done()
 	for r, err := range docio.Read(a.ctx, paths, a.stdin, readOptions(in, f.begin)) {
+		add(1)
 		var re *docio.RecordError
 		switch {
 		case errors.As(err, &re):

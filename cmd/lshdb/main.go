@@ -23,6 +23,7 @@ import (
 	"runtime/pprof"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -128,7 +129,7 @@ type app struct {
 // run executes one command line and returns the exit status.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	out := &outWriter{w: stdout}
-	a := &app{ctx: ctx, root: ctx, stdin: stdin, stdout: out, stderr: stderr, out: out}
+	a := &app{ctx: ctx, root: ctx, stdin: stdin, stdout: out, stderr: &errWriter{w: stderr}, out: out}
 	root := a.rootCmd()
 	root.SetArgs(args)
 	err := root.Execute()
@@ -155,6 +156,20 @@ func (o *outWriter) Write(p []byte) (int, error) {
 		o.err = err
 	}
 	return n, err
+}
+
+// errWriter is the command's stderr, one write at a time: progress lines
+// come from the input's reader goroutines while the command writes its
+// notes.
+type errWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (e *errWriter) Write(p []byte) (int, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.w.Write(p)
 }
 
 // brokenPipe reports whether err is the output's own failed write to a
@@ -513,7 +528,11 @@ func (a *app) stdoutIsTerminal() bool {
 }
 
 func (a *app) stderrIsTerminal() bool {
-	f, ok := a.stderr.(*os.File)
+	w := a.stderr
+	if e, ok := w.(*errWriter); ok {
+		w = e.w
+	}
+	f, ok := w.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 

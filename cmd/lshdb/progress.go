@@ -92,19 +92,20 @@ func (l *lineLog) maybe(status func(elapsed time.Duration) string) {
 }
 
 // fraction describes done of total units (total ≤ 0: not known) of noun
-// ("" or " documents") reached in elapsed: the share done and the time
-// left at the pace so far.
-func fraction(done, total int64, elapsed time.Duration, unit func(int64) string, noun string) string {
+// ("" or " documents") reached in elapsed: the share done and, from a
+// second on, the time left at the pace so far, of what (" to read", " in
+// this phase"; "": the command's).
+func fraction(done, total int64, elapsed time.Duration, unit func(int64) string, noun, what string) string {
 	if total <= 0 {
 		return unit(done) + noun
 	}
-	s := fmt.Sprintf("%s of %s%s (%.0f%%)", unit(done), unit(total), noun, 100*float64(done)/float64(total))
+	pct := fmt.Sprintf("%.0f%%", 100*float64(done)/float64(total))
 	if done > 0 && done < total {
 		if left := time.Duration(float64(elapsed) * float64(total-done) / float64(done)); left >= time.Second {
-			s += fmt.Sprintf(", about %s left", left.Round(time.Second))
+			pct += fmt.Sprintf(", about %s left%s", left.Round(time.Second), what)
 		}
 	}
-	return s
+	return fmt.Sprintf("%s of %s%s (%s)", unit(done), unit(total), noun, pct)
 }
 
 func countUnit(n int64) string { return strconv.FormatInt(n, 10) }
@@ -131,7 +132,7 @@ func (a *app) phaseBar(what string) (ctx context.Context, done func()) {
 			inPhase := time.Since(phaseStart)
 			mu.Unlock()
 			l.maybe(func(time.Duration) string {
-				return fmt.Sprintf("%d/%d %s: %s", p.Step, p.Steps, p.Phase, fraction(p.Done, p.Total, inPhase, countUnit, ""))
+				return fmt.Sprintf("%d/%d %s: %s", p.Step, p.Steps, p.Phase, fraction(p.Done, p.Total, inPhase, countUnit, "", " in this phase"))
 			})
 		}), func() {}
 	case progressBar:
@@ -179,7 +180,7 @@ func (a *app) countBar(what string, total int) (set func(n int), done func()) {
 		l := a.newLineLog(what)
 		return func(n int) {
 			l.maybe(func(elapsed time.Duration) string {
-				return "written " + fraction(int64(n), int64(total), elapsed, countUnit, " documents")
+				return "written " + fraction(int64(n), int64(total), elapsed, countUnit, " documents", "")
 			})
 		}, func() {}
 	case progressBar:

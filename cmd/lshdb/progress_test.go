@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestProgressLines runs a build, a pairs run and gen with progress lines
@@ -20,7 +21,7 @@ func TestProgressLines(t *testing.T) {
 	if _, errOut, code := runLine([]string{"gen", "--n", "20000", "--seed", "5", "--out", corpus, "--progress", "log", "--progress-every", "1ms"}, ""); code != 0 {
 		t.Fatalf("gen: exit %d: %s", code, errOut)
 	} else {
-		checkLines(t, errOut, regexp.MustCompile(`^lshdb: gen: written (\d+) of (\d+) documents \((\d+)%\)(, about \S+ left)?, \S+ elapsed$`), "20000")
+		checkLines(t, errOut, regexp.MustCompile(`^lshdb: gen: written (\d+) of (\d+) documents \((\d+)%(?:, about \S+ left[a-z ]*)?\), \S+ elapsed$`), "20000")
 	}
 	st, err := os.Stat(corpus)
 	if err != nil {
@@ -31,7 +32,7 @@ func TestProgressLines(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "inserted 20000 documents") {
 		t.Fatalf("build: exit %d: %s%s", code, out, errOut)
 	}
-	build := regexp.MustCompile(`^lshdb: build: (\d+) documents; read (.+) of (.+) \((\d+)%\)(, about \S+ left)?, \S+ elapsed$`)
+	build := regexp.MustCompile(`^lshdb: build: (\d+) documents; read (.+) of (.+) \((\d+)%(?:, about \S+ left[a-z ]*)?\), \S+ elapsed$`)
 	var docs []int
 	var shares []int
 	for _, line := range progressLines(errOut, "lshdb: build:") {
@@ -58,7 +59,7 @@ func TestProgressLines(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("pairs: exit %d: %s", code, errOut)
 	}
-	pairs := regexp.MustCompile(`^lshdb: pairs: (\d)/(\d) ([a-z ()]+): (\d+)(?: of (\d+) \((\d+)%\))?(, about \S+ left)?, \S+ elapsed$`)
+	pairs := regexp.MustCompile(`^lshdb: pairs: (\d)/(\d) ([a-z ()]+): (\d+)(?: of (\d+) \((\d+)%(?:, about \S+ left in this phase)?\))?, \S+ elapsed$`)
 	lines := progressLines(errOut, "lshdb: pairs:")
 	if len(lines) == 0 {
 		t.Fatalf("no pairs progress line at a 1ms interval:\n%s", errOut)
@@ -79,6 +80,22 @@ func TestProgressLines(t *testing.T) {
 			}
 		}
 	}
+	// filter counts the records it reads; insert from a pipe (no total)
+	// the documents it stored.
+	_, errOut, code = runLine([]string{"filter", "--db", idx, "--progress", "log", "--progress-every", "1ms", "--out", filepath.Join(dir, "kept.jsonl"), corpus}, "")
+	if code != 0 {
+		t.Fatalf("filter: exit %d: %s", code, errOut)
+	}
+	checkCounts(t, errOut, regexp.MustCompile(`^lshdb: filter: (\d+) records; read .+ of .+ \(\d+%(?:, about \S+ left to read)?\), \S+ elapsed$`), "lshdb: filter:", 20000)
+	stdin, err := os.ReadFile(corpus)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, errOut, code = runLine([]string{"insert", "--db", idx, "--progress", "log", "--progress-every", "1ms", "-"}, string(stdin))
+	if code != 0 {
+		t.Fatalf("insert: exit %d: %s", code, errOut)
+	}
+	checkCounts(t, errOut, regexp.MustCompile(`^lshdb: insert: (\d+) documents, \S+ elapsed$`), "lshdb: insert:", 20000)
 	// none: no line; bad flags: usage errors naming the flag.
 	if _, errOut, code := runLine([]string{"pairs", "--db", idx, "--progress", "none", "--progress-every", "1ms", "--threshold", "0.5"}, ""); code != 0 || len(progressLines(errOut, "lshdb: pairs:")) != 0 {
 		t.Fatalf("--progress none: exit %d, %q", code, errOut)
@@ -87,6 +104,57 @@ func TestProgressLines(t *testing.T) {
 		if _, errOut, code := runLine(append([]string{"info", "--db", idx}, bad...), ""); code != 2 || !strings.Contains(errOut, bad[0]) {
 			t.Fatalf("%v: exit %d, %q", bad, code, errOut)
 		}
+	}
+}
+
+// checkCounts checks the progress lines of errOut that start with prefix:
+// each matches re, whose first group is a count that never goes back and
+// never passes max, and the last one counted something.
+func checkCounts(t *testing.T, errOut string, re *regexp.Regexp, prefix string, max int) {
+	t.Helper()
+	lines := progressLines(errOut, prefix)
+	if len(lines) == 0 {
+		t.Fatalf("no %s progress line at a 1ms interval:\n%s", prefix, errOut)
+	}
+	last := 0
+	for _, line := range lines {
+		m := re.FindStringSubmatch(line)
+		if m == nil {
+			t.Fatalf("a progress line: %q", line)
+		}
+		n, _ := strconv.Atoi(m[1])
+		if n < last || n > max {
+			t.Fatalf("%q after %d (at most %d)", line, last, max)
+		}
+		last = n
+	}
+	if last == 0 {
+		t.Fatalf("the last %s line counted nothing: %q", prefix, lines[len(lines)-1])
+	}
+}
+
+// Ensure that a progress line's share and time left are what the pace so
+// far gives, worked by hand: 1 of 4 in 10 s leaves 30 s.
+func TestFraction(t *testing.T) {
+	for _, tc := range []struct {
+		done, total int64
+		elapsed     time.Duration
+		want        string
+	}{
+		{1, 4, 10 * time.Second, "1 of 4 (25%, about 30s left to read)"},
+		{3, 4, 90 * time.Second, "3 of 4 (75%, about 30s left to read)"},
+		{4, 4, 90 * time.Second, "4 of 4 (100%)"},
+		{0, 4, 90 * time.Second, "0 of 4 (0%)"},        // no pace yet
+		{999, 1000, time.Second, "999 of 1000 (100%)"}, // under a second left
+		{7, 0, time.Second, "7"},                       // no total
+		{2, 3, 2 * time.Minute, "2 of 3 (67%, about 1m0s left to read)"},
+	} {
+		if got := fraction(tc.done, tc.total, tc.elapsed, countUnit, "", " to read"); got != tc.want {
+			t.Errorf("fraction(%d, %d, %v) = %q, want %q", tc.done, tc.total, tc.elapsed, got, tc.want)
+		}
+	}
+	if got := fraction(1536, 3<<20, time.Second, byteUnit, "", ""); got != "1.5 KiB of 3.0 MiB (0%, about 34m7s left)" {
+		t.Errorf("bytes: %q", got)
 	}
 }
 

@@ -334,12 +334,12 @@ func maxMemoryMiB() int {
 
 // progress shows the progress of a command that reads paths as
 // --progress says (a bar on a terminal's stderr, a line every interval
-// elsewhere: see phaseBar): add counts documents, done ends the bar. When
-// every input is a regular file (inputBytes knows their total), it counts
-// the bytes read from them instead, with the percentage and the time
-// left: in's reader reports them (docio.Options.Progress) and add only
-// counts the documents a line mentions.
-func (a *app) progress(name string, in *inputFlags, paths []string) (add func(n int), done func()) {
+// elsewhere: see phaseBar): add counts documents (a line calls them noun),
+// done ends the bar. When every input is a regular file (inputBytes knows
+// their total), it counts the bytes read from them instead, with the
+// percentage and the time left to read them: in's reader reports them
+// (docio.Options.Progress) and add only counts what a line mentions.
+func (a *app) progress(name, noun string, in *inputFlags, paths []string) (add func(n int), done func()) {
 	total := inputBytes(paths)
 	switch a.progressStyle() {
 	case progressLog:
@@ -347,9 +347,9 @@ func (a *app) progress(name string, in *inputFlags, paths []string) (add func(n 
 		var read, docs atomic.Int64
 		status := func(elapsed time.Duration) string {
 			if total > 0 {
-				return fmt.Sprintf("%d documents; read %s", docs.Load(), fraction(read.Load(), total, elapsed, byteUnit, ""))
+				return fmt.Sprintf("%d %s; read %s", docs.Load(), noun, fraction(read.Load(), total, elapsed, byteUnit, "", " to read"))
 			}
-			return fmt.Sprintf("%d documents", docs.Load())
+			return fmt.Sprintf("%d %s", docs.Load(), noun)
 		}
 		if total > 0 {
 			in.Progress = func(n int64) {
@@ -456,7 +456,7 @@ was (a new index is removed again).`,
 					}
 				}
 			}
-			add, done := a.progress("build", &in, args)
+			add, done := a.progress("build", "documents", &in, args)
 			last := 0
 			// NB: attached, the load runs in the owner's process: the
 			// input is read here and streamed to it.
@@ -720,7 +720,7 @@ after committing what was read and says where to continue.`,
 				return err
 			}
 			defer inp.close()
-			add, done := a.progress(name, &in, args)
+			add, done := a.progress(name, "documents", &in, args)
 			// NB: a batch under way when an interrupt comes is given a
 			// moment to be answered (its answer says it was written, as
 			// in process), then cut: one waiting behind another writer

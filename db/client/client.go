@@ -509,9 +509,13 @@ func (c *Client) Has(id string) (bool, error) {
 	return out.Exists, err
 }
 
-// HasIDs reports for each of ids whether a document has it, as of one
-// snapshot, in one request (POST /v1/docs/has), as DB.HasIDs does.
+// HasIDs reports for each of ids whether a document has it, in one
+// request (POST /v1/docs/has), as DB.HasIDs does. A server of an earlier
+// lshdb, which has no such request, is asked id by id.
 func (c *Client) HasIDs(ids []string) ([]bool, error) {
+	if c.closed.Load() {
+		return nil, db.ErrClosed
+	}
 	for i, id := range ids {
 		if err := wireID(id); err != nil {
 			return nil, &db.DocError{Index: i, ID: id, Err: err} // NB: as in process
@@ -523,7 +527,15 @@ func (c *Client) HasIDs(ids []string) ([]bool, error) {
 	ctx, cancel := c.ctx()
 	defer cancel()
 	var out httpapi.HasResultJSON
-	if err := c.call(ctx, "POST", "/v1/docs/has", nil, httpapi.HasRequest{IDs: ids}, &out); err != nil {
+	if err := c.call(ctx, "POST", "/v1/docs/has", nil, httpapi.HasRequest{IDs: ids}, &out); errors.Is(err, httpapi.ErrMethod) {
+		found := make([]bool, len(ids))
+		for i, id := range ids {
+			if found[i], err = c.Has(id); err != nil {
+				return nil, &db.DocError{Index: i, ID: id, Err: err}
+			}
+		}
+		return found, nil
+	} else if err != nil {
 		return nil, err
 	}
 	if len(out.Exists) != len(ids) {

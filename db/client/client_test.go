@@ -18,6 +18,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -1160,5 +1161,48 @@ func TestContextEndsWaitingPut(t *testing.T) {
 	}
 	if took := time.Since(start); took > 5*time.Second {
 		t.Fatalf("Open on a mute server took %v", took)
+	}
+}
+
+// Ensure that HasIDs asks a server of an earlier lshdb, which answers POST
+// /v1/docs/has with method_not_allowed, id by id, with the same answers,
+// and that a closed client refuses it as a closed DB does.
+func TestHasIDsOfAnEarlierServer(t *testing.T) {
+	d := open(t, nil)
+	if _, err := d.PutBatch(sampleDocs(t, 20), &db.WriteOptions{NoSync: true}); err != nil {
+		t.Fatal(err)
+	}
+	h := httpapi.Handler(d, nil)
+	var posts, gets atomic.Int32
+	earlier := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/docs/has" {
+			if r.Method == "POST" {
+				posts.Add(1)
+				r = r.Clone(r.Context())
+				r.Method = "PATCH" // NB: a method the path does not take, as POST was
+			} else {
+				gets.Add(1)
+			}
+		}
+		h.ServeHTTP(w, r)
+	})
+	base, _ := serveTCP(t, earlier)
+	c, err := client.Open(base, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs := sampleDocs(t, 20)
+	ids := []string{docs[0].ID, "absent", docs[19].ID}
+	got, err := c.HasIDs(ids)
+	want, _ := d.HasIDs(ids)
+	if err != nil || !slices.Equal(got, want) || !slices.Equal(want, []bool{true, false, true}) {
+		t.Fatalf("HasIDs through an earlier server: %v, %v; in process %v", got, err, want)
+	}
+	if posts.Load() != 1 || gets.Load() != 3 {
+		t.Fatalf("%d POST and %d GET requests, want 1 and then one per id", posts.Load(), gets.Load())
+	}
+	c.Close()
+	if _, err := c.HasIDs(nil); !errors.Is(err, db.ErrClosed) {
+		t.Fatalf("HasIDs on a closed client: %v, want ErrClosed", err)
 	}
 }
