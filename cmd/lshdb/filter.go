@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/klauspost/compress/gzip"
@@ -853,8 +854,10 @@ const idSampleSize = 1000
 // sampleIDs checks the ids of the inputs' first idSampleSize documents
 // with text, all at once (has: whether the index holds each id; one
 // request when attached). Records that cannot be read as documents,
-// repeated ids, and texts with no letter or digit (which the build skips
-// as empty) are not counted.
+// repeated ids, ids no index takes (empty, too long, not UTF-8: the build
+// skipped them as bad records, and filter keeps them as read) and texts
+// with no letter or digit (which the build skips as empty) are not
+// counted.
 func sampleIDs(ctx context.Context, paths []string, in *inputFlags, has func([]string) ([]bool, error)) (idSample, error) {
 	var s idSample
 	o := in.Options
@@ -868,7 +871,7 @@ func sampleIDs(ctx context.Context, paths []string, in *inputFlags, has func([]s
 			continue
 		case err != nil:
 			return s, err
-		case seen[r.ID] || !hasContent(r.Text):
+		case seen[r.ID] || !hasContent(r.Text) || r.ID == "" || len(r.ID) > db.MaxIDBytes || !utf8.ValidString(r.ID):
 			continue
 		}
 		seen[r.ID] = true

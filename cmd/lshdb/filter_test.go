@@ -822,6 +822,17 @@ func TestFilterChecksIDsAgainstTheIndex(t *testing.T) {
 	if _, errOut = mustRun(t, "filter", "--db", eidx, "--out", out, withEmpty); strings.Contains(errOut, "not in the index") {
 		t.Errorf("filter of inputs with empty texts: %q", errOut)
 	}
+	// Nor are ids no index takes, which a build with --skip-bad skipped
+	// (the operator's case: filter failed on its sample and wrote
+	// nothing): such a record is kept as read.
+	withBad := write("with-bad.jsonl", part.String()+fmt.Sprintf("{\"id\":%q,\"text\":\"a long id's document, with words\"}\n", strings.Repeat("x", 5000))+
+		"{\"id\":\"\",\"text\":\"an empty id's document, with words\"}\n")
+	bidx := filepath.Join(dir, "bidx")
+	mustRun(t, "build", "--db", bidx, "--skip-bad", withBad)
+	_, errOut = mustRun(t, "filter", "--db", bidx, "--out", out, withBad)
+	if got, _ := os.ReadFile(out); strings.Count(string(got), "\n") != 12 || strings.Contains(errOut, "not in the index") {
+		t.Errorf("filter of inputs with ids no index takes: %d records kept (want the 10 kept and the 2 bad), stderr %q", strings.Count(string(got), "\n"), errOut)
+	}
 }
 
 // Ensure that a byte-for-byte copy of a record whose id a cluster drops is
