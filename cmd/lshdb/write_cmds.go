@@ -20,6 +20,7 @@ import (
 
 	"github.com/lshdb/lshdb/db"
 	"github.com/lshdb/lshdb/db/client"
+	"github.com/lshdb/lshdb/db/httpapi"
 	"github.com/lshdb/lshdb/internal/docio"
 	"github.com/lshdb/lshdb/internal/rediskv"
 	"github.com/lshdb/lshdb/minhash"
@@ -502,6 +503,7 @@ type inserter struct {
 	sum     insertSummary
 	ids     map[string]uint8 // idRead, idWritten
 	batch   []db.Doc
+	bytes   int    // of the batch's ids, texts and metadata
 	last    string // position of the batch's last document
 	through string // position of the last committed document
 	// doubt is the position of the last document of a batch sent to an
@@ -516,17 +518,32 @@ const (
 )
 
 func (w *inserter) put(pd posDoc) error {
+	// NB: a batch is also bounded by its bytes: attached, it is one
+	// request, and 1,000 documents of 100 KB were over the server's
+	// bound on a body (httpapi.DefaultMaxBodyBytes, 65 MiB).
+	size := len(pd.doc.ID) + len(pd.doc.Text) + len(pd.doc.Meta)
+	if len(w.batch) > 0 && w.bytes+size > maxBatchBytes {
+		if err := w.flush(); err != nil {
+			return err
+		}
+	}
 	if w.ids[pd.doc.ID]&idRead != 0 {
 		w.sum.Repeated++
 	}
 	w.ids[pd.doc.ID] |= idRead
 	w.batch = append(w.batch, pd.doc)
+	w.bytes += size
 	w.last = pd.pos
 	if len(w.batch) == cap(w.batch) {
 		return w.flush()
 	}
 	return nil
 }
+
+// maxBatchBytes bounds the bytes of the documents of one of insert's
+// batches: half the server's bound on a request body, which the JSON's
+// escapes and fields fill out.
+const maxBatchBytes = httpapi.DefaultMaxBodyBytes / 2
 
 // stallFlushAfter is how long insert, reading standard input, holds a
 // document read but not committed before it commits the batch so far: a
@@ -659,7 +676,7 @@ func (w *inserter) flush() error {
 	w.sum.Empty += len(res.SkippedEmpty)
 	w.add(len(w.batch))
 	w.through = w.last
-	w.batch = w.batch[:0]
+	w.batch, w.bytes = w.batch[:0], 0
 	return nil
 }
 
