@@ -32,7 +32,10 @@
 //
 // # Limits and cancellation
 //
-// Request bodies are bounded (Options.MaxBodyBytes); each write of an
+// Request bodies are bounded (Options.MaxBodyBytes) and must be UTF-8, as
+// JSON is (a body with other bytes is refused as bad_request: Go's
+// decoder would turn them into U+FFFD, and two ids would become one);
+// each write of an
 // answer has its own deadline (Options.WriteTimeout) instead of the
 // server's whole-response one, which would cut long calls short. Every
 // call runs under the request's context: a client that goes away cancels

@@ -92,6 +92,9 @@ func (h *handler) hasMany(w *resp, r *http.Request) error {
 	if err := decode(r, &req); err != nil {
 		return err
 	}
+	if req.IDs == nil {
+		return badRequest(`no ids: give {"ids": ["a", "b", …]} (GET /v1/docs/has?id= asks of one)`)
+	}
 	found, err := h.d.HasIDs(req.IDs)
 	if err != nil {
 		return err

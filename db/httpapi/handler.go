@@ -20,6 +20,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/lshdb/lshdb/db"
 )
@@ -217,6 +218,9 @@ func (h *handler) ServeHTTP(hw http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	// NB: JSON is UTF-8 (RFC 8259), and Go's decoder turns other bytes into
+	// U+FFFD: two ids that differ only there were stored as one.
+	r.Body = &utf8Body{r: r.Body}
 	if max := h.o.MaxBodyBytes; max > 0 && (rt.op == "put_if_new" || rt.op == "load" || rt.op == "clusters_from") {
 		// NB: a put-if-new or load stream (a dedup run or a build over a
 		// whole corpus) and a pairs file to cluster are bounded per line,
@@ -553,6 +557,8 @@ func bodyError(err error) error {
 		return fmt.Errorf("%w: more than %d bytes", ErrBodyTooLarge, mbe.Limit)
 	case codeOf(err).Code == "request_timeout":
 		return fmt.Errorf("%w: reading the body: %w", ErrRequestTimeout, err)
+	case errors.Is(err, errNotUTF8):
+		return badRequest("%v", err)
 	case err == io.EOF:
 		return badRequest("the body is empty (a JSON object is expected)")
 	case err == io.ErrUnexpectedEOF:
@@ -576,3 +582,77 @@ func (h *handler) recallNote(t float64) *float64 {
 	r := p.Bands.Probability(t)
 	return &r
 }
+
+// errNotUTF8 is a request body that is not UTF-8.
+var errNotUTF8 = errors.New("the body is not UTF-8")
+
+// utf8Body is a request body checked to be UTF-8 as it is read: a read
+// that meets other bytes returns those before them and fails with
+// errNotUTF8, naming their offset, as does every read after it (so that
+// no decoder takes the bytes it has for a whole body). A character cut
+// between two reads is checked when the rest arrives.
+type utf8Body struct {
+	r     io.ReadCloser
+	off   int64   // bytes checked before carry
+	carry []byte  // the start of a character cut by the last read
+	buf   [4]byte // carry's storage
+	err   error   // the first errNotUTF8
+}
+
+func (b *utf8Body) Read(p []byte) (int, error) {
+	if b.err != nil {
+		return 0, b.err
+	}
+	n, err := b.r.Read(p)
+	data := p[:n]
+	bad := func(at int64, kept int, what string) (int, error) {
+		b.err = fmt.Errorf("%w: %s at byte %d (JSON text must be UTF-8; an id or a text with other bytes would be changed)", errNotUTF8, what, at)
+		return kept, b.err
+	}
+	used := 0 // bytes of data taken to complete the carried character
+	for used < len(data) && len(b.carry) > 0 {
+		// NB: the character cut by the last read lacks at most 3 bytes.
+		b.carry = append(b.carry, data[used])
+		used++
+		if utf8.FullRune(b.carry) {
+			if !utf8.Valid(b.carry) {
+				return bad(b.off, 0, "invalid bytes")
+			}
+			b.off += int64(len(b.carry))
+			b.carry = b.carry[:0]
+		}
+	}
+	rest := data[used:]
+	cut := len(rest)
+	for i := len(rest) - 1; i >= 0 && i >= len(rest)-3; i-- {
+		if c := rest[i]; c < 0x80 {
+			break
+		} else if c >= 0xC0 {
+			if !utf8.FullRune(rest[i:]) {
+				cut = i
+			}
+			break
+		}
+	}
+	if !utf8.Valid(rest[:cut]) {
+		i := 0
+		for i < cut {
+			r, size := utf8.DecodeRune(rest[i:cut])
+			if r == utf8.RuneError && size <= 1 {
+				break
+			}
+			i += size
+		}
+		return bad(b.off+int64(i), used+i, "invalid bytes")
+	}
+	b.off += int64(cut)
+	if cut < len(rest) {
+		b.carry = append(b.buf[:0], rest[cut:]...)
+	}
+	if err == io.EOF && len(b.carry) > 0 {
+		return bad(b.off, n, "the body ends inside a character")
+	}
+	return n, err
+}
+
+func (b *utf8Body) Close() error { return b.r.Close() }

@@ -19,6 +19,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	"github.com/lshdb/lshdb/db"
@@ -159,6 +160,13 @@ func TestBadRequests(t *testing.T) {
 		{"POST", "/v1/docs", `{"id": "t", "text": "some text here", "expire_at": "0001-01-01T00:00:00Z"}`, "s3cret", 400, "invalid_options"},
 		{"POST", "/v1/docs/put-if-new?ttl_ms=18446744073710", `{"id": "t", "text": "some text here"}`, "s3cret", 400, "invalid_options"},
 		{"POST", "/v1/load?ttl_ms=18446744073710", `{"id": "t", "text": "some text here"}`, "s3cret", 400, "invalid_options"},
+		// NB: bytes that are not UTF-8 were decoded as U+FFFD: "\xff\xfe"
+		// was stored as "\ufffd\ufffd", and the two were one id.
+		{"POST", "/v1/docs", `{"docs": [{"id": "ok", "text": "abc def"}, {"id": "` + "\xff\xfe" + `", "text": "abc def ghi"}]}`, "s3cret", 400, "bad_request"},
+		{"POST", "/v1/docs/has", `{"ids": ["` + "\xff" + `"]}`, "s3cret", 400, "bad_request"},
+		{"POST", "/v1/docs/put-if-new", `{"id": "q", "text": "` + "\xc3" + ` fine text"}` + "\n" + `{"id": "p", "text": "fine text"}`, "s3cret", 400, "bad_request"},
+		{"POST", "/v1/load", `{"id": "l", "text": "a text ending inside a character ` + "\xe2\x82", "s3cret", 400, "bad_request"},
+		{"POST", "/v1/docs/has", `{}`, "s3cret", 400, "bad_request"},
 	} {
 		req, _ := http.NewRequest(tc.method, base+tc.path, strings.NewReader(tc.body))
 		if tc.token != "" {
@@ -656,6 +664,44 @@ func TestStreamsIgnoreOtherFields(t *testing.T) {
 	for _, id := range []string{"g1", "g2", "g3"} {
 		if ok, err := d.Has(id); !ok || err != nil {
 			t.Errorf("%s not stored: %v", id, err)
+		}
+	}
+}
+
+// Ensure that utf8Body passes UTF-8 through whatever the reads' sizes (a
+// character cut between two reads included) and fails on other bytes,
+// naming where they are.
+func TestUTF8Body(t *testing.T) {
+	for _, tc := range []struct {
+		in  string
+		bad int64 // -1: valid
+	}{
+		{"plain ASCII", -1},
+		{"caf\u00e9 \u20ac \U0001F600 \u4e2d\u6587", -1},
+		{"", -1},
+		{"ok\xffok", 2},
+		{"\xc3", 0},            // cut at the end
+		{"ab\xe2\x82", 2},      // cut at the end
+		{"ab\xe2\x82x", 2},     // cut in the middle
+		{"\xed\xa0\x80", 0},    // a surrogate
+		{"abc\xf0\x9f\x98", 3}, // a 4-byte character cut
+	} {
+		for _, one := range []bool{false, true} {
+			var r io.Reader = strings.NewReader(tc.in)
+			if one {
+				r = iotest.OneByteReader(r)
+			}
+			b := &utf8Body{r: io.NopCloser(r)}
+			got, err := io.ReadAll(b)
+			if tc.bad < 0 {
+				if err != nil || string(got) != tc.in {
+					t.Errorf("%q (one byte a read: %v): %q, %v", tc.in, one, got, err)
+				}
+				continue
+			}
+			if !errors.Is(err, errNotUTF8) || !strings.Contains(err.Error(), fmt.Sprintf("byte %d", tc.bad)) {
+				t.Errorf("%q (one byte a read: %v): %v, want errNotUTF8 at byte %d", tc.in, one, err, tc.bad)
+			}
 		}
 	}
 }
