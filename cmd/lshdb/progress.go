@@ -123,18 +123,50 @@ func (a *app) phaseBar(what string) (ctx context.Context, done func()) {
 	case progressLog:
 		l := a.newLineLog(what)
 		var mu sync.Mutex
-		phase, phaseStart := "", time.Now()
-		return db.WithProgress(a.ctx, func(p db.Progress) {
+		phase, phaseStart, last := "", time.Now(), "running"
+		status := func(time.Duration) string {
+			mu.Lock()
+			defer mu.Unlock()
+			return last
+		}
+		ctx = db.WithProgress(a.ctx, func(p db.Progress) {
+			if a.ctx.Err() != nil {
+				return // NB: an interrupted call ends its phase "complete"
+			}
 			mu.Lock()
 			if p.Phase != phase {
 				phase, phaseStart = p.Phase, time.Now()
 			}
-			inPhase := time.Since(phaseStart)
+			last = fmt.Sprintf("%d/%d %s: %s", p.Step, p.Steps, p.Phase, fraction(p.Done, p.Total, time.Since(phaseStart), countUnit, "", " in this phase"))
 			mu.Unlock()
-			l.maybe(func(time.Duration) string {
-				return fmt.Sprintf("%d/%d %s: %s", p.Step, p.Steps, p.Phase, fraction(p.Done, p.Total, inPhase, countUnit, "", " in this phase"))
+			l.maybe(status)
+		})
+		// NB: a call that reports nothing for an interval (attached: the
+		// owner's progress does not cross the socket) still says it runs,
+		// so that a job's log tells a long run from a hung one.
+		stop := make(chan struct{})
+		var ticking sync.WaitGroup
+		ticking.Go(func() {
+			t := time.NewTicker(l.every)
+			defer t.Stop()
+			for {
+				select {
+				case <-stop:
+					return
+				case <-t.C:
+					if a.ctx.Err() == nil {
+						l.maybe(status)
+					}
+				}
+			}
+		})
+		var once sync.Once // NB: pairs calls done twice
+		return ctx, func() {
+			once.Do(func() {
+				close(stop)
+				ticking.Wait() // NB: no line after done
 			})
-		}), func() {}
+		}
 	case progressBar:
 	default:
 		return a.ctx, func() {}

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -8,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lshdb/lshdb/db"
 )
 
 // TestProgressLines runs a build, a pairs run and gen with progress lines
@@ -189,5 +193,54 @@ func checkLines(t *testing.T, errOut string, re *regexp.Regexp, want string) {
 			t.Fatalf("gen progress went back: %q after %d", line, last)
 		}
 		last = n
+	}
+}
+
+// Ensure that a long call that reports no progress (attached: the owner's
+// does not cross the socket) still writes a line each interval, and that
+// one that reports some writes it.
+func TestPhaseLinesWithoutProgress(t *testing.T) {
+	var errb bytes.Buffer
+	a := &app{ctx: context.Background(), stderr: &errWriter{w: &errb}, progressMode: progressLog, progressEvery: time.Millisecond}
+	_, done := a.phaseBar("check")
+	time.Sleep(50 * time.Millisecond)
+	done()
+	lines := progressLines(errb.String(), "lshdb: check:")
+	if len(lines) == 0 {
+		t.Fatal("no line in 50 intervals")
+	}
+	for _, line := range lines {
+		if !regexp.MustCompile(`^lshdb: check: running, \S+ elapsed$`).MatchString(line) {
+			t.Fatalf("a line of a call without progress: %q", line)
+		}
+	}
+	// After done, no more lines.
+	n := len(errb.String())
+	time.Sleep(20 * time.Millisecond)
+	if len(errb.String()) != n {
+		t.Fatalf("lines after done: %q", errb.String()[n:])
+	}
+	// An interrupted call's phases end "complete": no line says so.
+	ctx, cancel := context.WithCancel(context.Background())
+	errb.Reset()
+	a = &app{ctx: ctx, stderr: &errWriter{w: &errb}, progressMode: progressLog, progressEvery: time.Nanosecond}
+	pctx, done := a.phaseBar("pairs")
+	cancel()
+	d, err := db.Open(filepath.Join(t.TempDir(), "idx"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if err := d.Put(db.Doc{ID: "a", Text: "a few words of text"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, err := range d.Pairs(pctx, nil) {
+		if err == nil {
+			t.Fatal("pairs under a cancelled context gave a pair")
+		}
+	}
+	done()
+	if strings.Contains(errb.String(), "%)") {
+		t.Fatalf("an interrupted call's progress lines: %q", errb.String())
 	}
 }

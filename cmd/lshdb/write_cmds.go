@@ -347,6 +347,11 @@ func (a *app) progress(name, noun string, in *inputFlags, paths []string) (add f
 		l := a.newLineLog(name)
 		var read, docs atomic.Int64
 		status := func(elapsed time.Duration) string {
+			if n := read.Load(); n > total && total > 0 {
+				// NB: an input that grows while it is read (a file still
+				// being written) has no total to count against.
+				return fmt.Sprintf("%d %s; read %s (the inputs grew from %s)", docs.Load(), noun, byteUnit(n), byteUnit(total))
+			}
 			if total > 0 {
 				return fmt.Sprintf("%d %s; read %s", docs.Load(), noun, fraction(read.Load(), total, elapsed, byteUnit, "", " to read"))
 			}
@@ -898,11 +903,14 @@ func (a *app) dedupCmd() *cobra.Command {
 			pctx, stopGrace := afterGrace(a.ctx, interruptGrace)
 			defer stopGrace()
 			doubt := ""
+			add, done := a.progress("dedup", "documents", &in, args)
 			err = func() error {
+				defer done()
 				for pd, err := range inp.docs(args) {
 					if err != nil {
 						return err
 					}
+					add(1)
 					sent := pctx.Err() == nil
 					m, err := d.PutIfNewContext(pctx, pd.doc, &db.WriteOptions{TTL: ttl})
 					var answer *client.Error
