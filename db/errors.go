@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -81,8 +82,9 @@ var (
 // (PutBatch, Load, HasIDs's ids): Index is its position among the call's
 // documents, from 0, and ID its id. It wraps
 // the document's own error: test that with errors.Is (ErrEmptyDocument,
-// ErrInvalidID, …), and find the document with errors.As. A call through
-// db/client gives the same message, without the type.
+// ErrInvalidID, …), and find the document with errors.As. Through
+// db/client, an error the server returns keeps the message, not the type
+// (the client's own checks return a DocError).
 type DocError struct {
 	Index int
 	ID    string
@@ -90,16 +92,23 @@ type DocError struct {
 }
 
 func (e *DocError) Error() string {
+	msg := "no error"
+	if e.Err != nil {
+		msg = strings.TrimPrefix(e.Err.Error(), "lshdb: ")
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "lshdb: document %d", e.Index)
-	const show = 64 // NB: an id too long to store is shown cut
-	if len(e.ID) > show {
+	// NB: not when the document's own error names it already ("document
+	// has no shingles: \"b\"").
+	const show = 64 // an id too long to store is shown cut
+	switch {
+	case len(e.ID) > show:
 		fmt.Fprintf(&b, " (id %q…)", e.ID[:show])
-	} else {
+	case e.ID == "" || !strings.Contains(msg, strconv.Quote(e.ID)):
 		fmt.Fprintf(&b, " (id %q)", e.ID)
 	}
 	b.WriteString(": ")
-	b.WriteString(strings.TrimPrefix(e.Err.Error(), "lshdb: "))
+	b.WriteString(msg)
 	return b.String()
 }
 

@@ -232,7 +232,7 @@ func TestErrBadInput(t *testing.T) {
 	if _, err := d.Explain("keep", ""); !errors.Is(err, ErrInvalidID) {
 		t.Errorf("Explain(keep, \"\"): %v, want ErrInvalidID", err)
 	}
-	if _, err := d.HasIDs([]string{"keep", "bad\xff"}); !errors.Is(err, ErrInvalidID) || !strings.HasPrefix(err.Error(), `lshdb: document 1 (id "bad\xff"): invalid document id`) {
+	if _, err := d.HasIDs([]string{"keep", "bad\xff"}); !errors.Is(err, ErrInvalidID) || !strings.HasPrefix(err.Error(), `lshdb: document 1: invalid document id: "bad\xff" is not valid UTF-8`) {
 		t.Errorf("HasIDs with an invalid second id: %v, want ErrInvalidID naming document 1", err)
 	}
 	if _, err := d.Has(""); !errors.Is(err, ErrInvalidID) || strings.Contains(err.Error(), "document 0") {
@@ -448,8 +448,8 @@ func TestPutBatchNamesTheCallersPosition(t *testing.T) {
 		want error
 		pos  string
 	}{
-		{[]Doc{{ID: "a", Text: "first version of a"}, {ID: "a", Text: "second version of a"}, {ID: "b", Text: "fine text"}, {ID: "c", Text: "   "}}, ErrEmptyDocument, `lshdb: document 3 (id "c"): document has no shingles`},
-		{[]Doc{{ID: "a", Text: "   "}, {ID: "b", Text: "fine text"}, {ID: "b", Text: "fine text again"}}, ErrEmptyDocument, `lshdb: document 0 (id "a"): document has no shingles`},
+		{[]Doc{{ID: "a", Text: "first version of a"}, {ID: "a", Text: "second version of a"}, {ID: "b", Text: "fine text"}, {ID: "c", Text: "   "}}, ErrEmptyDocument, `lshdb: document 3: document has no shingles: "c"`},
+		{[]Doc{{ID: "a", Text: "   "}, {ID: "b", Text: "fine text"}, {ID: "b", Text: "fine text again"}}, ErrEmptyDocument, `lshdb: document 0: document has no shingles: "a"`},
 		{[]Doc{{ID: ""}, {ID: ""}}, ErrInvalidID, `lshdb: document 1 (id ""): invalid document id`},
 	} {
 		_, err := d.PutBatch(tc.docs, nil)

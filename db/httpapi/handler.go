@@ -219,13 +219,17 @@ func (h *handler) ServeHTTP(hw http.ResponseWriter, r *http.Request) {
 		}
 	}
 	// NB: JSON is UTF-8 (RFC 8259), and Go's decoder turns other bytes into
-	// U+FFFD: two ids that differ only there were stored as one.
-	r.Body = &utf8Body{r: r.Body}
+	// U+FFFD: two ids that differ only there were stored as one. The body
+	// is wrapped only once the request is taken: a request refused on its
+	// length keeps net/http's own body, whose early close makes the
+	// server wait for the client to read the answer before it closes
+	// (else the client met a connection reset, not the 413).
+	checked := &utf8Body{r: r.Body}
 	if max := h.o.MaxBodyBytes; max > 0 && (rt.op == "put_if_new" || rt.op == "load" || rt.op == "clusters_from") {
 		// NB: a put-if-new or load stream (a dedup run or a build over a
 		// whole corpus) and a pairs file to cluster are bounded per line,
 		// not in total: see docLimit.
-		r.Body = &docLimit{r: r.Body, max: max}
+		r.Body = &docLimit{r: checked, max: max}
 	} else if max > 0 {
 		if r.ContentLength > max {
 			// NB: refused on the announced length, before a byte of the
@@ -236,7 +240,9 @@ func (h *handler) ServeHTTP(hw http.ResponseWriter, r *http.Request) {
 			w.fail(err)
 			return
 		}
-		r.Body = http.MaxBytesReader(hw, r.Body, max)
+		r.Body = http.MaxBytesReader(hw, checked, max)
+	} else {
+		r.Body = checked
 	}
 	if h.o.WriteTimeout != 0 {
 		// NB: the server's whole-response deadline would cut a long call
