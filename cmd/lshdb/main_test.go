@@ -405,7 +405,7 @@ func TestOneLshdbPrefix(t *testing.T) {
 	var errb bytes.Buffer
 	a := &app{stderr: &errb, out: &outWriter{}}
 	dbErr := fmt.Errorf("%w: %w", db.ErrDiskFull, fmt.Errorf("lshdb: ingesting the load: %w", syscall.ENOSPC))
-	if code := a.exitCode(stoppedErr("committed 5 documents", "in.jsonl:5", dbErr)); code != 1 ||
+	if code := a.exitCode(stoppedErr("committed 5 documents", "in.jsonl:5", "", dbErr)); code != 1 ||
 		errb.String() != "lshdb: committed 5 documents through in.jsonl:5; stopped: disk full: ingesting the load: no space left on device\n" {
 		t.Fatalf("insert stopped by a db error: exit %d, %q", code, errb.String())
 	}

@@ -782,13 +782,11 @@ after committing what was read and says where to continue.`,
 			}
 			if err != nil {
 				finish(w.sum.Inserted > 0)
-				done := fmt.Sprintf("committed %d documents", w.sum.Inserted)
+				maybe := ""
 				if w.doubt != "" {
-					through := cmp.Or(w.through, "the start")
-					done = fmt.Sprintf("committed %d documents through %s, and perhaps the next batch, through %s (the answer of the process that owns the index was lost: it may have written them)", w.sum.Inserted, through, w.doubt)
-					return stoppedErr(done, "", err)
+					maybe = fmt.Sprintf(", and perhaps the next batch, through %s (the answer of the process that owns the index was lost: it may have written them)", w.doubt)
 				}
-				return stoppedErr(done, w.through, err)
+				return stoppedErr(fmt.Sprintf("committed %d documents", w.sum.Inserted), w.through, maybe, err)
 			}
 			return a.reportInsert(w.sum)
 		},
@@ -828,10 +826,14 @@ func afterGrace(parent context.Context, grace time.Duration) (context.Context, c
 // stoppedErr is the error of insert or dedup stopped by err after
 // committing what done says, through the input position through: it says
 // where to go on.
-func stoppedErr(done, through string, err error) error {
+func stoppedErr(done, through, maybe string, err error) error {
 	if through != "" {
 		done += " through " + through
 	}
+	// NB: what may have been written after through: the advice below
+	// (the records after through) puts it again, which is harmless (a
+	// document put again replaces itself).
+	done += maybe
 	var re *docio.RecordError
 	switch {
 	case errors.Is(err, context.Canceled):
@@ -841,6 +843,9 @@ func stoppedErr(done, through string, err error) error {
 		// NB: there is no resume flag: the rest is the input after that
 		// record (tail -n +N for JSON Lines); the whole input again also
 		// does, each document put again replacing itself.
+		if maybe != "" {
+			return interrupted{done + "; re-run with the records after " + through}
+		}
 		return interrupted{done + "; re-run with the records after it"}
 	case errors.As(err, &re):
 		return fmt.Errorf("%s; stopped at %w", done, re)
@@ -963,11 +968,11 @@ func (a *app) dedupCmd() *cobra.Command {
 			err = cmp.Or(err, tw.Flush())
 			if err != nil {
 				finish(stored > 0)
+				maybe := ""
 				if doubt != "" {
-					done := fmt.Sprintf("stored %d new documents through %s, and perhaps %s (the answer of the process that owns the index was lost: it may have stored it)", stored, cmp.Or(through, "the start"), doubt)
-					return stoppedErr(done, "", err)
+					maybe = fmt.Sprintf(", and perhaps %s (the answer of the process that owns the index was lost: it may have stored it)", doubt)
 				}
-				return stoppedErr(fmt.Sprintf("stored %d new documents", stored), through, err)
+				return stoppedErr(fmt.Sprintf("stored %d new documents", stored), through, maybe, err)
 			}
 			// NB: on stderr, in both output formats: stdout stays the
 			// table or the JSON lines (C23).
