@@ -235,6 +235,9 @@ func TestErrBadInput(t *testing.T) {
 	if _, err := d.HasIDs([]string{"keep", "bad\xff"}); !errors.Is(err, ErrInvalidID) || !strings.HasPrefix(err.Error(), `lshdb: document 1: invalid document id: "bad\xff" is not valid UTF-8`) {
 		t.Errorf("HasIDs with an invalid second id: %v, want ErrInvalidID naming document 1", err)
 	}
+	if _, err := d.DeleteIDs([]string{"keep", ""}, nil); !errors.Is(err, ErrInvalidID) || !strings.HasPrefix(err.Error(), `lshdb: document 1 (id ""): invalid document id`) {
+		t.Errorf("DeleteIDs with an empty second id: %v, want ErrInvalidID naming document 1", err)
+	}
 	if _, err := d.Has(""); !errors.Is(err, ErrInvalidID) || strings.Contains(err.Error(), "document 0") {
 		t.Errorf("Has(\"\"): %v, want ErrInvalidID without a position", err)
 	}

@@ -579,8 +579,10 @@ func (db *DB) DeleteIDsContext(ctx context.Context, ids []string, o *WriteOption
 	if o == nil {
 		o = &WriteOptions{}
 	}
-	for _, id := range ids {
-		if err := checkID(id); err != nil {
+	for i, id := range ids {
+		if err := checkID(id); err != nil && len(ids) > 1 {
+			return res, &DocError{Index: i, ID: id, Err: err}
+		} else if err != nil {
 			return res, err
 		}
 	}

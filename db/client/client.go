@@ -570,9 +570,11 @@ func (c *Client) DeleteIDs(ids []string, o *db.WriteOptions) (db.DeleteResult, e
 // PutBatchContext does: a server still waiting to delete (behind a load)
 // does not delete.
 func (c *Client) DeleteIDsContext(ctx context.Context, ids []string, o *db.WriteOptions) (db.DeleteResult, error) {
-	for _, id := range ids {
-		if err := wireID(id); err != nil {
-			return db.DeleteResult{}, err // NB: as in process, the id names itself
+	for i, id := range ids {
+		if err := wireID(id); err != nil && len(ids) > 1 {
+			return db.DeleteResult{}, &db.DocError{Index: i, ID: id, Err: err} // NB: as in process
+		} else if err != nil {
+			return db.DeleteResult{}, err
 		}
 	}
 	req := httpapi.DeleteRequest{IDs: ids}
