@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"iter"
+	"slices"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
