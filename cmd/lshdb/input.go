@@ -100,6 +100,7 @@ func (r dbReason) Unwrap() error { return r.err }
 func (in *input) docs(paths []string) iter.Seq2[posDoc, error] {
 	return func(yield func(posDoc, error) bool) {
 		in.a.stdinNote(paths, in.f.Format)
+		in.a.recordDirNote(paths, in.f.Format)
 		for rec, err := range docio.Read(in.a.ctx, paths, in.a.stdin, in.f.Options) {
 			var re *docio.RecordError
 			if err == nil {
@@ -156,6 +157,53 @@ func (e interrupted) Unwrap() error { return context.Canceled }
 // stdinNote tells a person at a terminal that the command waits for them
 // (C20): when stdin is among the inputs (none given, or -) and is a
 // terminal, one line on stderr names the format and how to end it.
+// recordDirNote notes, for each directory input read without --format
+// (each of its files one text document), record files among its first
+// entries: an operator who drops nightly JSON Lines files into a folder
+// and gives the folder gets one huge document per file.
+func (a *app) recordDirNote(paths []string, format string) {
+	if format != "" {
+		return
+	}
+	for _, p := range paths {
+		if st, err := os.Stat(p); err != nil || !st.IsDir() {
+			continue
+		}
+		ents, err := os.ReadDir(p)
+		if err != nil {
+			continue
+		}
+		var names []string
+		for _, e := range ents {
+			if n := strings.ToLower(e.Name()); e.Type().IsRegular() && !strings.HasPrefix(n, ".") && isRecordFile(n) {
+				names = append(names, e.Name())
+			}
+		}
+		if len(names) == 0 {
+			continue
+		}
+		more := ""
+		if len(names) > 1 {
+			more = fmt.Sprintf(" and %d more", len(names)-1)
+		}
+		fmt.Fprintf(a.stderr, "lshdb: note: %s holds record files (%s%s), which are read as one text document each, as every file of a directory is: to read their records, give the files themselves or --format jsonl, csv or tsv\n", p, names[0], more)
+	}
+}
+
+// isRecordFile reports whether a (lower-case) file name is one of a
+// record format: JSON Lines, CSV, TSV or Parquet, compressed or not.
+func isRecordFile(n string) bool {
+	for _, suf := range []string{".gz", ".bgz", ".zst", ".zstd"} {
+		n = strings.TrimSuffix(n, suf)
+	}
+	for _, suf := range []string{".jsonl", ".ndjson", ".csv", ".tsv", ".parquet"} {
+		if strings.HasSuffix(n, suf) {
+			return true
+		}
+	}
+	return false
+}
+
 func (a *app) stdinNote(paths []string, format string) {
 	if len(paths) > 0 && !slices.Contains(paths, "-") {
 		return

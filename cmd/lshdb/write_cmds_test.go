@@ -739,3 +739,31 @@ func TestInsertOfNothingSaysSo(t *testing.T) {
 		t.Errorf("insert of a record: exit %d, stderr %q", code, errOut)
 	}
 }
+
+// Ensure that a directory of record files given without --format (each
+// file one text document, as the help says) is noted, and that --format
+// reads their records (the operator's case: nightly JSON Lines files
+// dropped into a folder became two huge documents, silently).
+func TestRecordFilesInADirectory(t *testing.T) {
+	dir := t.TempDir()
+	src, err := os.ReadFile("../../testdata/cmd/inputs/docs.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := filepath.Join(dir, "in")
+	if err := os.Mkdir(in, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(in, "night.jsonl"), src, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := runLine([]string{"insert", "--db", filepath.Join(dir, "a"), in}, "")
+	if code != 0 || !strings.Contains(out, "inserted 1 documents") || !strings.Contains(errOut, "holds record files (night.jsonl)") {
+		t.Fatalf("a directory of a JSON Lines file: exit %d\n%s%s", code, out, errOut)
+	}
+	records := strings.Count(strings.TrimSpace(string(src)), "\n") + 1
+	out, errOut, code = runLine([]string{"insert", "--db", filepath.Join(dir, "b"), "--format", "jsonl", in}, "")
+	if code != 0 || !strings.Contains(out, fmt.Sprintf("inserted %d documents", records)) || strings.Contains(errOut, "record files") {
+		t.Fatalf("--format jsonl on the directory: exit %d\n%s%s", code, out, errOut)
+	}
+}
