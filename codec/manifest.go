@@ -101,6 +101,10 @@ type Manifest struct {
 	Origin        string `msgpack:"origin,omitempty"`
 	OriginWritten uint64 `msgpack:"origin_written,omitempty"`
 	OriginDocs    uint64 `msgpack:"origin_docs,omitempty"`
+	// OriginInstant says that OriginWritten and OriginDocs are the
+	// original's at one instant (a Pebble index's backup; 0 for an empty
+	// one), not absent (a Redis index's copy, of no one instant).
+	OriginInstant bool `msgpack:"origin_instant,omitempty"`
 }
 
 // MaxStopWords bounds the stop-word list a manifest may hold. Decoding

@@ -65,6 +65,8 @@ func (db *DB) Backup(ctx context.Context, dir string) error {
 			return err
 		}
 	}
+	db.backupMu.Lock()
+	defer db.backupMu.Unlock()
 	if db.rkv != nil {
 		if err := db.checkBackupDir(dir); err != nil {
 			return err
@@ -113,8 +115,14 @@ func (db *DB) Backup(ctx context.Context, dir string) error {
 // other; until the backup is written, what was derived from the original
 // in the copied state holds for it.
 func (db *DB) stampBackup(dir string) error {
+	// NB: no compaction: replaying the copied log may flush a table, and a
+	// compaction would rewrite hard-linked tables into new files (time and
+	// space a backup does not need); the original's memtable size, and
+	// its corruption handler (Pebble's default ends the process).
 	p, err := pebble.Open(dir, &pebble.Options{FS: db.opts.FS, Merger: compaction.Merger,
-		FormatMajorVersion: formatMajorVersion, Logger: pebbleLogger{db.opts.Logger}})
+		FormatMajorVersion: formatMajorVersion, Logger: pebbleLogger{db.opts.Logger},
+		MemTableSize: uint64(db.opts.MemTableSize), DisableAutomaticCompactions: true,
+		EventListener: &pebble.EventListener{DataCorruption: dataCorruption(db.opts.Logger)}})
 	if err != nil {
 		return classify(fmt.Errorf("lshdb: backup: opening the copy: %w", err))
 	}
@@ -154,7 +162,7 @@ func stampManifest(p *pebble.DB, origin string) error {
 		return classify(err)
 	}
 	m.Instance, m.Origin = newInstance(), origin
-	m.OriginWritten, m.OriginDocs = max(c.NextDoc, 1)-1, c.Live
+	m.OriginWritten, m.OriginDocs, m.OriginInstant = max(c.NextDoc, 1)-1, c.Live, true
 	enc, err := codec.EncodeManifest(m)
 	if err != nil {
 		return err
@@ -168,6 +176,12 @@ func renameBackup(fsys vfs.FS, tmp, dir string) error {
 	if err := syncDir(fsys, tmp); err != nil {
 		fsys.RemoveAll(tmp)
 		return fmt.Errorf("lshdb: backup: %w", err)
+	}
+	// NB: a rename replaces an empty directory: one made since the
+	// backup began (by another process) is not taken.
+	if _, err := fsys.Stat(dir); err == nil {
+		fsys.RemoveAll(tmp)
+		return fmt.Errorf("%w: backup directory %s was made while the backup ran: %w", ErrInvalidOptions, dir, fs.ErrExist)
 	}
 	if err := fsys.Rename(tmp, dir); err != nil {
 		fsys.RemoveAll(tmp)

@@ -1,6 +1,7 @@
 package db
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -92,7 +93,7 @@ func TestBackup(t *testing.T) {
 			if cp.Instance() == src.Instance() || cp.Instance() == "" || src.Instance() == "" {
 				t.Errorf("instance %q, the source's %q: want another, not empty", cp.Instance(), src.Instance())
 			}
-			if o := cpInfo.Origin; o == nil || *o != (Origin{Instance: src.Instance(), Written: srcInfo.Written, Docs: srcInfo.Docs}) || srcInfo.Docs != 299 {
+			if o := cpInfo.Origin; o == nil || *o != (Origin{Instance: src.Instance(), Written: srcInfo.Written, Docs: srcInfo.Docs, Instant: true}) || srcInfo.Docs != 299 {
 				t.Errorf("the copy's origin %+v, want the source's instance %s and state %d/%d", o, src.Instance(), srcInfo.Docs, srcInfo.Written)
 			}
 			if cpInfo.Written != srcInfo.Written || cpInfo.Docs != srcInfo.Docs {
@@ -280,7 +281,7 @@ func TestBackupReadOnly(t *testing.T) {
 		if got := allDocs(t, cp); !reflect.DeepEqual(got, want) {
 			t.Errorf("%s: the copy holds %d documents, the source %d (or they differ)", how, len(got), len(want))
 		}
-		if ci, err := cp.Info(); err != nil || ci.Origin == nil || *ci.Origin != (Origin{Instance: ro.Instance(), Written: 200, Docs: 199}) || cp.Instance() == ro.Instance() {
+		if ci, err := cp.Info(); err != nil || ci.Origin == nil || *ci.Origin != (Origin{Instance: ro.Instance(), Written: 200, Docs: 199, Instant: true}) || cp.Instance() == ro.Instance() {
 			t.Errorf("%s: the copy's instance %s and origin %+v (%v), want another instance and origin %s at 199/200", how, cp.Instance(), ci.Origin, err, ro.Instance())
 		}
 		if rep, err := cp.Check(ctx); err != nil || !rep.OK() {
@@ -309,5 +310,58 @@ func TestBackupReadOnly(t *testing.T) {
 		if _, err := mem.Stat(n); !errors.Is(err, fs.ErrNotExist) {
 			t.Errorf("a refused copy left %s: %v", n, err)
 		}
+	}
+}
+
+// Ensure that two backups to the same directory at once (a retried
+// request) make one good copy and refuse the other: they shared the
+// copy's temporary directory, and one could return nil on a copy that
+// did not open.
+func TestBackupTwiceAtOnce(t *testing.T) {
+	ctx := context.Background()
+	src := mustOpen(t, filepath.Join(t.TempDir(), "src"), &Options{NoSync: true})
+	defer src.Close()
+	var docs []Doc
+	for i := range 500 {
+		docs = append(docs, Doc{ID: fmt.Sprintf("d%03d", i), Text: fmt.Sprintf("document %d about %s, version %d", i, []string{"foxes", "owls", "cats"}[i%3], i%7)})
+	}
+	if _, err := src.PutBatch(docs, nil); err != nil {
+		t.Fatal(err)
+	}
+	for round := range 10 {
+		dir := filepath.Join(t.TempDir(), "copy")
+		errs := make(chan error, 2)
+		for range 2 {
+			go func() { errs <- src.Backup(ctx, dir) }()
+		}
+		e1, e2 := <-errs, <-errs
+		if (e1 == nil) == (e2 == nil) || !errors.Is(cmp.Or(e1, e2), ErrInvalidOptions) {
+			t.Fatalf("round %d: two backups to one directory: %v and %v, want one nil and one ErrInvalidOptions", round, e1, e2)
+		}
+		cp := mustOpen(t, dir, &Options{MustExist: true, ReadOnly: true})
+		if rep, err := cp.Check(ctx); err != nil || !rep.OK() || rep.Docs != len(docs) {
+			t.Fatalf("round %d: the copy: %+v %v", round, rep, err)
+		}
+		cp.Close()
+		if ents, _ := os.ReadDir(filepath.Dir(dir)); len(ents) != 1 {
+			t.Fatalf("round %d: %d entries beside the copy", round, len(ents))
+		}
+	}
+}
+
+// Ensure that the backup of an empty index names an instant of it (0
+// documents of 0 written), not "no instant" as a Redis index's copy does.
+func TestBackupOfAnEmptyIndex(t *testing.T) {
+	src := mustOpen(t, filepath.Join(t.TempDir(), "src"), nil)
+	defer src.Close()
+	dir := filepath.Join(t.TempDir(), "copy")
+	if err := src.Backup(context.Background(), dir); err != nil {
+		t.Fatal(err)
+	}
+	cp := mustOpen(t, dir, &Options{MustExist: true})
+	defer cp.Close()
+	ci, err := cp.Info()
+	if err != nil || ci.Origin == nil || *ci.Origin != (Origin{Instance: src.Instance(), Instant: true}) {
+		t.Fatalf("the empty index's copy: origin %+v (%v), want the source's instance at an instant", ci.Origin, err)
 	}
 }

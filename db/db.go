@@ -26,6 +26,16 @@ import (
 	"github.com/lshdb/lshdb/minhash"
 )
 
+// dataCorruption is the EventListener.DataCorruption of every Pebble
+// store lshdb opens: it logs, where Pebble's default ends the process.
+func dataCorruption(log *slog.Logger) func(pebble.DataCorruptionInfo) {
+	return func(info pebble.DataCorruptionInfo) {
+		// NB: the details' first line: the rest is Pebble's stack traces
+		// (5 KB in a log line).
+		log.Error("lshdb: pebble: data corruption", "file", info.Path, "bounds", info.Bounds.String(), "error", firstLine{info.Details}.Error())
+	}
+}
+
 // formatMajorVersion pins Pebble's on-disk format. NB: pinned, not
 // FormatNewest, so that upgrading Pebble never silently rewrites a user's
 // database into a format an older lshdb cannot open; raising it is a
@@ -78,16 +88,19 @@ const blockSize = 32 << 10
 // The caller MUST call Close: it releases the directory lock, which no
 // other process (or DB value) can take before.
 type DB struct {
-	dir   string
-	opts  handleOptions
-	pdb   *pebble.DB      // nil on Redis
-	rkv   *rediskv.Store  // the Redis backend; nil on Pebble
-	popts *pebble.Options // as opened, defaults filled in (Load's SSTables follow them)
-	lock  *pebble.Lock
-	man   codec.Manifest
-	shOpt minhash.Options
-	skOpt minhash.SketchOptions
-	bands bands.Params
+	// backupMu makes one Backup at a time: two to the same directory (a
+	// retried request) shared the copy's temporary directory.
+	backupMu sync.Mutex
+	dir      string
+	opts     handleOptions
+	pdb      *pebble.DB      // nil on Redis
+	rkv      *rediskv.Store  // the Redis backend; nil on Pebble
+	popts    *pebble.Options // as opened, defaults filled in (Load's SSTables follow them)
+	lock     *pebble.Lock
+	man      codec.Manifest
+	shOpt    minhash.Options
+	skOpt    minhash.SketchOptions
+	bands    bands.Params
 
 	hashers sync.Pool   // *minhash.Hasher
 	qcache  *queryCache // nil: Options.QueryCacheSize < 0, or Redis
@@ -236,11 +249,7 @@ func openIn(dir string, o Options) (*DB, error) {
 		// read itself returns the corruption error, which lshdb reports as
 		// ErrCorrupt.
 		EventListener: &pebble.EventListener{
-			DataCorruption: func(info pebble.DataCorruptionInfo) {
-				// NB: the details' first line: the rest is Pebble's stack
-				// traces (5 KB in a log line).
-				o.Logger.Error("lshdb: pebble: data corruption", "file", info.Path, "bounds", info.Bounds.String(), "error", firstLine{info.Details}.Error())
-			},
+			DataCorruption: dataCorruption(o.Logger),
 			// NB: while writes are stalled every write waits, synced puts
 			// included (BenchmarkMixed's socket runs at half their
 			// saturation had a p99 of 426 ms): operators see each stall

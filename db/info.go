@@ -37,11 +37,12 @@ type Info struct {
 // Origin is the index a backup copies (Info.Origin): its Instance, and
 // its Written and Docs at the instant of the copy. While the backup's own
 // Written and Docs are these, it holds what the original held then.
-// Written and Docs are 0 for a copy of a Redis index, which has no
-// instant (each document is copied as it is when read).
+// Instant is false for a copy of a Redis index, which has no instant
+// (each document is copied as it is when read; Written and Docs are 0).
 type Origin struct {
 	Instance      string
 	Written, Docs uint64
+	Instant       bool
 }
 
 // originOf returns m's Origin, nil when m is no backup.
@@ -49,7 +50,7 @@ func originOf(m *codec.Manifest) *Origin {
 	if m.Origin == "" {
 		return nil
 	}
-	return &Origin{Instance: m.Origin, Written: m.OriginWritten, Docs: m.OriginDocs}
+	return &Origin{Instance: m.Origin, Written: m.OriginWritten, Docs: m.OriginDocs, Instant: m.OriginInstant}
 }
 
 // Info returns the database's parameters, document count and size on

@@ -1,6 +1,9 @@
 package minhash
 
-import "math/bits"
+import (
+	"math/bits"
+	"slices"
+)
 
 // distinctTable de-duplicates shingle hashes without sorting them: open
 // addressing with linear probing over a power-of-two table of positions,
@@ -21,13 +24,20 @@ type distinctTable struct {
 }
 
 // dedup moves the distinct values of a to its front, in the order of their
-// first occurrence, and returns that prefix.
+// first occurrence (below 2^32-1 values; sorted above), and returns that
+// prefix.
 func (t *distinctTable) dedup(a []uint64) []uint64 {
 	n := len(a)
 	if n < 2 {
 		return a
 	}
-	b := bits.Len(uint(n)) + 2 // 4n ≤ 2^b < 8n
+	if uint64(n) >= 1<<32-1 {
+		// NB: positions are 32-bit; no text has this many shingles, but
+		// a caller's set may: sorted instead (the order is not kept).
+		slices.Sort(a)
+		return slices.Compact(a)
+	}
+	b := bits.Len(uint(n)) + 2 // 4n < 2^b ≤ 8n
 	size := 1 << b
 	if cap(t.slots) < size {
 		t.slots = make([]uint32, size)
@@ -40,8 +50,7 @@ func (t *distinctTable) dedup(a []uint64) []uint64 {
 	for _, x := range a {
 		// NB: Fibonacci hashing (one multiplication) spreads values that
 		// are not uniform, such as small integers, over the table; the
-		// table is at most 1/4 full, so every probe ends. (n < 2^32: a
-		// text's shingles, at most MaxDocBytes, fit a position.)
+		// table is at most 1/4 full, so every probe ends.
 		i := (x * 0x9e3779b97f4a7c15) >> shift
 		for {
 			s := slots[i]

@@ -283,7 +283,7 @@ func (f *pairsFile) fresh() error {
 		// instant until it is written: a file of the original in that
 		// state holds for it, one of any other state does not.
 		switch {
-		case o.Written == 0:
+		case !o.Instant:
 			return fmt.Errorf("%w: %s was made on the Redis index this one is a backup of, and such a copy is of no one instant of it; run pairs again", errStalePairs, f.name)
 		case now.Written != o.Written || now.Docs != o.Docs:
 			return fmt.Errorf("%w: %s was made on the index this one is a backup of (instance %s), and this one was written since the backup (it held %d documents of %d written, it holds %d of %d now); run pairs again", errStalePairs, f.name, h.Instance, o.Docs, o.Written, now.Docs, now.Written)

@@ -100,7 +100,7 @@ sizes in bytes.`,
 
 // originState describes the state of its original a backup copied.
 func originState(o *db.Origin) string {
-	if o.Written == 0 {
+	if !o.Instant {
 		return " (a Redis index, as read document by document)"
 	}
 	return fmt.Sprintf(" when it held %d documents of %d written", o.Docs, o.Written)

@@ -123,21 +123,28 @@ func (a *app) phaseBar(what string) (ctx context.Context, done func()) {
 	case progressLog:
 		l := a.newLineLog(what)
 		var mu sync.Mutex
-		phase, phaseStart, last := "", time.Now(), "running"
+		var last *db.Progress // nil: none reported yet
+		phaseStart := time.Now()
+		// NB: formatted when a line is written, so that a line of the
+		// heartbeat below has the time left as of then.
 		status := func(time.Duration) string {
 			mu.Lock()
 			defer mu.Unlock()
-			return last
+			if last == nil {
+				return "running"
+			}
+			p := *last
+			return fmt.Sprintf("%d/%d %s: %s", p.Step, p.Steps, p.Phase, fraction(p.Done, p.Total, time.Since(phaseStart), countUnit, "", " in this phase"))
 		}
 		ctx = db.WithProgress(a.ctx, func(p db.Progress) {
 			if a.ctx.Err() != nil {
 				return // NB: an interrupted call ends its phase "complete"
 			}
 			mu.Lock()
-			if p.Phase != phase {
-				phase, phaseStart = p.Phase, time.Now()
+			if last == nil || p.Phase != last.Phase {
+				phaseStart = time.Now()
 			}
-			last = fmt.Sprintf("%d/%d %s: %s", p.Step, p.Steps, p.Phase, fraction(p.Done, p.Total, time.Since(phaseStart), countUnit, "", " in this phase"))
+			last = &p
 			mu.Unlock()
 			l.maybe(status)
 		})

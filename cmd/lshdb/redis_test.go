@@ -98,7 +98,7 @@ func TestRedisCommandsMatchPebble(t *testing.T) {
 		if strings.HasPrefix(line, "info") {
 			// NB: the copy names the Redis index as its origin, with no
 			// state (a copy of Redis is of no one instant).
-			origin := `,"origin":{"instance":"I","written":0,"docs":0}`
+			origin := `,"origin":{"instance":"I","written":0,"docs":0,"instant":false}`
 			if !strings.Contains(outs[1], origin) {
 				t.Fatalf("info of the backup of a Redis index lacks %s:\n%s", origin, outs[1])
 			}

@@ -767,6 +767,7 @@ type OriginJSON struct {
 	Instance string `json:"instance"`
 	Written  uint64 `json:"written"`
 	Docs     uint64 `json:"docs"`
+	Instant  bool   `json:"instant"`
 }
 
 // OriginOut converts o for the wire (nil: none).
@@ -774,7 +775,7 @@ func OriginOut(o *db.Origin) *OriginJSON {
 	if o == nil {
 		return nil
 	}
-	return &OriginJSON{Instance: o.Instance, Written: o.Written, Docs: o.Docs}
+	return &OriginJSON{Instance: o.Instance, Written: o.Written, Docs: o.Docs, Instant: o.Instant}
 }
 
 // Origin converts o back (nil: none).
@@ -782,7 +783,7 @@ func (o *OriginJSON) Origin() *db.Origin {
 	if o == nil {
 		return nil
 	}
-	return &db.Origin{Instance: o.Instance, Written: o.Written, Docs: o.Docs}
+	return &db.Origin{Instance: o.Instance, Written: o.Written, Docs: o.Docs, Instant: o.Instant}
 }
 
 // InfoOut converts in for the wire.

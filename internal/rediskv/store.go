@@ -607,7 +607,14 @@ func (s *Store) DocNums(ctx context.Context, ids []string) ([]uint64, error) {
 	}
 	out := make([]uint64, len(ids))
 	for i, c := range cmds {
-		out[i], _ = c.Uint64()
+		// NB: Pipelined returns the first command's error only: a later
+		// command's failure behind a missing id (redis.Nil) must not read
+		// as another missing id.
+		n, err := c.Uint64()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return nil, err
+		}
+		out[i] = n
 	}
 	return out, nil
 }
