@@ -92,20 +92,36 @@ func (db *DB) Backup(ctx context.Context, dir string) error {
 	}
 	// NB: made beside dir and renamed once stamped (stampBackup), so that
 	// dir is never a copy with the original's instance.
-	fsys := db.opts.FS
-	tmp := fsys.PathJoin(fsys.PathDir(dir), "."+fsys.PathBase(dir)+".lshdb-backup.tmp")
-	if err := fsys.RemoveAll(tmp); err != nil { // NB: a killed backup's
-		return fmt.Errorf("lshdb: backup: %w", err)
-	}
-	if err := db.pdb.Checkpoint(tmp, pebble.WithFlushedWAL()); err != nil {
-		fsys.RemoveAll(tmp)
-		return classify(fmt.Errorf("lshdb: backup to %s: %w", dir, err))
-	}
-	if err := db.stampBackup(tmp); err != nil {
-		fsys.RemoveAll(tmp)
+	tmp, err := db.backupTemp(dir)
+	if err != nil {
 		return err
 	}
-	return renameBackup(fsys, tmp, dir)
+	if err := db.pdb.Checkpoint(tmp, pebble.WithFlushedWAL()); err != nil {
+		db.opts.FS.RemoveAll(tmp)
+		return classify(fmt.Errorf("lshdb: backup to %s: %w", dir, err))
+	}
+	return db.finishBackup(tmp, dir)
+}
+
+// backupTemp returns the directory beside dir that a backup to dir is
+// made in, empty (what a killed backup left there is removed).
+func (db *DB) backupTemp(dir string) (string, error) {
+	fsys := db.opts.FS
+	tmp := fsys.PathJoin(fsys.PathDir(dir), "."+fsys.PathBase(dir)+".lshdb-backup.tmp")
+	if err := fsys.RemoveAll(tmp); err != nil {
+		return "", fmt.Errorf("lshdb: backup: %w", err)
+	}
+	return tmp, nil
+}
+
+// finishBackup stamps the complete copy in tmp (stampBackup) and renames
+// it to dir; tmp is removed when either fails.
+func (db *DB) finishBackup(tmp, dir string) error {
+	if err := db.stampBackup(tmp); err != nil {
+		db.opts.FS.RemoveAll(tmp)
+		return err
+	}
+	return renameBackup(db.opts.FS, tmp, dir)
 }
 
 // stampBackup gives the copy in dir (a Pebble store, closed) an instance
@@ -235,9 +251,9 @@ func (db *DB) copyFiles(ctx context.Context, dir string) (err error) {
 			return fmt.Errorf("%w: backup: %s has %s free, and the copy of %s needs %s", ErrDiskFull, parent, mib(int64(u.AvailBytes)), db.dir, mib(need))
 		}
 	}
-	tmp := fsys.PathJoin(parent, "."+fsys.PathBase(dir)+".lshdb-backup.tmp")
-	if err := fsys.RemoveAll(tmp); err != nil { // NB: a killed backup's
-		return fmt.Errorf("lshdb: backup: %w", err)
+	tmp, err := db.backupTemp(dir)
+	if err != nil {
+		return err
 	}
 	if err := fsys.MkdirAll(tmp, 0o755); err != nil {
 		return fmt.Errorf("lshdb: backup: %w", err)
@@ -267,10 +283,7 @@ func (db *DB) copyFiles(ctx context.Context, dir string) (err error) {
 			return fmt.Errorf("lshdb: backup: copying %s: %w", n, err)
 		}
 	}
-	if err := db.stampBackup(tmp); err != nil {
-		return err
-	}
-	return renameBackup(fsys, tmp, dir)
+	return db.finishBackup(tmp, dir)
 }
 
 // copyFile copies src to dst, a new file, and syncs it.

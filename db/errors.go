@@ -78,10 +78,10 @@ var (
 	ErrDiskFull = errors.New("lshdb: disk full")
 )
 
-// A DocError is the error of one document of a call that takes many
-// (PutBatch, Load, HasIDs's ids): Index is its position among the call's
-// documents, from 0, and ID its id. It wraps
-// the document's own error: test that with errors.Is (ErrEmptyDocument,
+// A DocError is the error of one document of a call given several
+// (PutBatch, Load, HasIDs's and DeleteIDs's ids): Index is its position
+// among the call's documents, from 0, and ID its id. It wraps the
+// document's own error: test that with errors.Is (ErrEmptyDocument,
 // ErrInvalidID, …), and find the document with errors.As. Through
 // db/client, an error the server returns keeps the message, not the type
 // (the client's own checks return a DocError).

@@ -127,7 +127,7 @@ func (db *DB) Get(id string) (*StoredDoc, error) {
 func (db *DB) Has(id string) (bool, error) {
 	found, err := db.HasIDs([]string{id})
 	if err != nil {
-		return false, unwrapOne(err)
+		return false, err
 	}
 	return found[0], nil
 }
@@ -136,15 +136,18 @@ func (db *DB) Has(id string) (bool, error) {
 // says of each, in one call (an attached client's one round trip; on
 // Redis two pipelines). On Pebble the answers are of one snapshot; on
 // Redis, which has none, an id written meanwhile may be answered either
-// way. An invalid id fails the call, naming its position (a DocError).
+// way. An invalid id fails the call, naming its position (a DocError)
+// among several.
 func (db *DB) HasIDs(ids []string) ([]bool, error) {
 	if err := db.enter(); err != nil {
 		return nil, err
 	}
 	defer db.mu.RUnlock()
 	for i, id := range ids {
-		if err := checkID(id); err != nil {
+		if err := checkID(id); err != nil && len(ids) > 1 {
 			return nil, &DocError{Index: i, ID: id, Err: err}
+		} else if err != nil {
+			return nil, err
 		}
 	}
 	found := make([]bool, len(ids))
@@ -182,10 +185,9 @@ func (db *DB) HasIDs(ids []string) ([]bool, error) {
 		// NB: the record's head too, for its expiry, and no more: lookup
 		// would decode it (re-shingling a text mode record's text).
 		r, ok, err := v.record(n)
-		if err != nil || !ok {
-			if err != nil {
-				return nil, err
-			}
+		if err != nil {
+			return nil, err
+		} else if !ok {
 			continue
 		}
 		view, err := codec.ParseDocView(r)
@@ -195,15 +197,6 @@ func (db *DB) HasIDs(ids []string) ([]bool, error) {
 		found[i] = !compaction.Expired(view.Expires, now)
 	}
 	return found, nil
-}
-
-// unwrapOne returns the error of a call of one document without its
-// position.
-func unwrapOne(err error) error {
-	if e, ok := err.(*DocError); ok {
-		return e.Err
-	}
-	return err
 }
 
 // Count returns the number of stored documents.

@@ -64,6 +64,12 @@ func (p *prepared) setExpiry(x int64) error {
 	return nil
 }
 
+// CheckID reports whether id is one a document may have: an
+// ErrInvalidID naming what is wrong (empty, over MaxIDBytes, not UTF-8),
+// or nil. A caller holding ids from elsewhere tells with it the ones no
+// index holds (lshdb filter's sample).
+func CheckID(id string) error { return checkID(id) }
+
 // checkID validates an external id.
 func checkID(id string) error {
 	switch {

@@ -181,6 +181,17 @@ func ownerGone(err error) bool {
 	return op.Op == "dial" || op.Op == "write" && (errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET))
 }
 
+// answerLost reports whether a write to d that failed with err, sent
+// (its context live when it was made), may still have been applied: d is
+// another process's (attached) and the failure is not that process's
+// answer (a *client.Error) nor one that never reached it (ownerGone),
+// such as an owner killed mid-request or the command's own cut.
+func answerLost(d index, sent bool, err error) bool {
+	var answer *client.Error
+	_, local := d.(*db.DB)
+	return err != nil && sent && !local && !errors.As(err, &answer) && !ownerGone(err)
+}
+
 // current is the index the calls go to now.
 func (h *handover) current() index {
 	h.mu.Lock()

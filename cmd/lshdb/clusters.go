@@ -273,7 +273,6 @@ func (f *pairsFile) fresh() error {
 	if h == nil || now == nil {
 		return nil
 	}
-	backup := false // a backup of the file's index, in the state the file was made on
 	if h.Instance != "" && now.Instance != "" && h.Instance != now.Instance {
 		o := now.Origin
 		if o == nil || o.Instance != h.Instance {
@@ -281,7 +280,8 @@ func (f *pairsFile) fresh() error {
 		}
 		// NB: a backup holds what its original held at the copy's
 		// instant until it is written: a file of the original in that
-		// state holds for it, one of any other state does not.
+		// state holds for it (its counts are then the backup's, which
+		// the check below accepts), one of any other state does not.
 		switch {
 		case !o.Instant:
 			return fmt.Errorf("%w: %s was made on the Redis index this one is a backup of, and such a copy is of no one instant of it; run pairs again", errStalePairs, f.name)
@@ -290,14 +290,13 @@ func (f *pairsFile) fresh() error {
 		case h.Written != o.Written || h.Docs != o.Docs:
 			return fmt.Errorf("%w: %s was made on the index this one is a backup of (instance %s) when it held %d documents of %d written, and the backup copied it at %d of %d: another state of it; run pairs again", errStalePairs, f.name, h.Instance, h.Docs, h.Written, o.Docs, o.Written)
 		}
-		backup = true
 	}
 	// NB: a header without them (by hand, or by a tool of the user's)
 	// names no parameters.
 	if p := paramsOf(now.Params); h.NumPerm != 0 && h.headerParams != p {
 		return fmt.Errorf("%w: %s was made on an index of other parameters (%v; this one has %v): another index; run pairs again", errStalePairs, f.name, h.headerParams, p)
 	}
-	if backup || h.Written == 0 || now.Written == 0 || h.Written == now.Written && h.Docs == now.Docs {
+	if h.Written == 0 || now.Written == 0 || h.Written == now.Written && h.Docs == now.Docs {
 		return nil
 	}
 	if h.Written > now.Written {

@@ -18,7 +18,6 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
-	"unicode/utf8"
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/klauspost/compress/gzip"
@@ -871,7 +870,7 @@ func sampleIDs(ctx context.Context, paths []string, in *inputFlags, has func([]s
 			continue
 		case err != nil:
 			return s, err
-		case seen[r.ID] || !hasContent(r.Text) || r.ID == "" || len(r.ID) > db.MaxIDBytes || !utf8.ValidString(r.ID):
+		case seen[r.ID] || !hasContent(r.Text) || db.CheckID(r.ID) != nil:
 			continue
 		}
 		seen[r.ID] = true

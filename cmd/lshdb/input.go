@@ -175,7 +175,7 @@ func (a *app) recordDirNote(paths []string, format string) {
 		}
 		var names []string
 		for _, e := range ents {
-			if n := strings.ToLower(e.Name()); e.Type().IsRegular() && !strings.HasPrefix(n, ".") && isRecordFile(n) {
+			if e.Type().IsRegular() && !strings.HasPrefix(e.Name(), ".") && docio.IsRecordName(e.Name()) {
 				names = append(names, e.Name())
 			}
 		}
@@ -188,20 +188,6 @@ func (a *app) recordDirNote(paths []string, format string) {
 		}
 		fmt.Fprintf(a.stderr, "lshdb: note: %s holds record files (%s%s), which are read as one text document each, as every file of a directory is: to read their records, give the files themselves or --format jsonl, csv or tsv\n", p, names[0], more)
 	}
-}
-
-// isRecordFile reports whether a (lower-case) file name is one of a
-// record format: JSON Lines, CSV, TSV or Parquet, compressed or not.
-func isRecordFile(n string) bool {
-	for _, suf := range []string{".gz", ".bgz", ".zst", ".zstd"} {
-		n = strings.TrimSuffix(n, suf)
-	}
-	for _, suf := range []string{".jsonl", ".ndjson", ".csv", ".tsv", ".parquet"} {
-		if strings.HasSuffix(n, suf) {
-			return true
-		}
-	}
-	return false
 }
 
 func (a *app) stdinNote(paths []string, format string) {

@@ -19,7 +19,6 @@ import (
 	"time"
 
 	"github.com/lshdb/lshdb/db"
-	"github.com/lshdb/lshdb/db/client"
 	"github.com/lshdb/lshdb/db/httpapi"
 	"github.com/lshdb/lshdb/internal/docio"
 	"github.com/lshdb/lshdb/internal/rediskv"
@@ -649,12 +648,7 @@ func (w *inserter) flush() error {
 	sent := w.ctx.Err() == nil
 	res, err := w.d.PutBatchContext(w.ctx, w.batch, &db.WriteOptions{SkipEmpty: true, TTL: w.ttl})
 	if err != nil {
-		var answer *client.Error
-		if _, local := w.d.(*db.DB); sent && !local && !errors.As(err, &answer) && !ownerGone(err) {
-			// NB: the owner's answer was lost (it was killed, the command
-			// interrupted): it may have written the batch before. Not
-			// when the request never reached an owner (ownerGone: its
-			// socket's dial failed, then no other index took it).
+		if answerLost(w.d, sent, err) {
 			w.doubt = w.last
 		}
 		return err
@@ -918,8 +912,7 @@ func (a *app) dedupCmd() *cobra.Command {
 					add(1)
 					sent := pctx.Err() == nil
 					m, err := d.PutIfNewContext(pctx, pd.doc, &db.WriteOptions{TTL: ttl})
-					var answer *client.Error
-					if _, local := d.(*db.DB); err != nil && sent && !local && !errors.As(err, &answer) && !ownerGone(err) {
+					if answerLost(d, sent, err) {
 						doubt = pd.pos
 					}
 					if errors.Is(err, db.ErrEmptyDocument) {

@@ -522,8 +522,10 @@ func (c *Client) HasIDs(ids []string) ([]bool, error) {
 		return nil, db.ErrClosed
 	}
 	for i, id := range ids {
-		if err := wireID(id); err != nil {
+		if err := wireID(id); err != nil && len(ids) > 1 {
 			return nil, &db.DocError{Index: i, ID: id, Err: err} // NB: as in process
+		} else if err != nil {
+			return nil, err
 		}
 	}
 	if len(ids) == 0 {
@@ -535,7 +537,7 @@ func (c *Client) HasIDs(ids []string) ([]bool, error) {
 	if err := c.call(ctx, "POST", "/v1/docs/has", nil, httpapi.HasRequest{IDs: ids}, &out); errors.Is(err, httpapi.ErrMethod) {
 		found := make([]bool, len(ids))
 		for i, id := range ids {
-			if found[i], err = c.Has(id); errors.Is(err, db.ErrInvalidID) {
+			if found[i], err = c.Has(id); errors.Is(err, db.ErrInvalidID) && len(ids) > 1 {
 				return nil, &db.DocError{Index: i, ID: id, Err: err}
 			} else if err != nil {
 				return nil, err

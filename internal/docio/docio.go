@@ -459,10 +459,7 @@ func truncated(err error) error {
 
 // formatByName tells the format from a file name.
 func formatByName(name string) string {
-	n := strings.ToLower(name)
-	for _, suf := range []string{".gz", ".bgz", ".zst", ".zstd"} {
-		n = strings.TrimSuffix(n, suf)
-	}
+	n := stripCompression(strings.ToLower(name))
 	switch {
 	case strings.HasSuffix(n, ".csv"):
 		return "csv"
@@ -474,6 +471,29 @@ func formatByName(name string) string {
 		return "parquet"
 	}
 	return "jsonl"
+}
+
+// stripCompression drops a (lower-case) name's compression suffix.
+func stripCompression(n string) string {
+	for _, suf := range []string{".gz", ".bgz", ".zst", ".zstd"} {
+		n = strings.TrimSuffix(n, suf)
+	}
+	return n
+}
+
+// IsRecordName reports whether a file's name says it holds records (JSON
+// Lines, CSV, TSV or Parquet, compressed or not), as a directory's files,
+// which are read as one text document each, usually do not.
+func IsRecordName(name string) bool {
+	n := stripCompression(strings.ToLower(name))
+	if strings.HasSuffix(n, ".jsonl") || strings.HasSuffix(n, ".ndjson") {
+		return true
+	}
+	switch formatByName(n) {
+	case "csv", "tsv", "parquet":
+		return true
+	}
+	return false
 }
 
 // baseName is the last element of a slash- or OS-separated path.

@@ -452,3 +452,16 @@ func TestSkipTextSameRecords(t *testing.T) {
 		t.Fatalf("without SkipText %q %q, with it %q %q", ids, bad, ids2, bad2)
 	}
 }
+
+// Ensure that IsRecordName tells record files by name, compressed or not,
+// from a directory's ordinary files (the names worked by hand).
+func TestIsRecordName(t *testing.T) {
+	for name, want := range map[string]bool{
+		"night.jsonl": true, "NIGHT.JSONL.GZ": true, "a.ndjson.zst": true, "rows.csv": true, "rows.tsv.bgz": true,
+		"t.parquet": true, "notes.txt": false, "README": false, "data.json": false, "a.gz": false, "x.jsonl.bak": false,
+	} {
+		if got := IsRecordName(name); got != want {
+			t.Errorf("IsRecordName(%q) = %v, want %v", name, got, want)
+		}
+	}
+}
