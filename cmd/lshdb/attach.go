@@ -287,8 +287,17 @@ func (h *handover) Count() (uint64, error) {
 	return retry(h, func(x index) (uint64, error) { return x.Count() })
 }
 
-func (h *handover) Params() db.Params       { return h.current().Params() }
-func (h *handover) MaxDocBytes() int        { return h.current().MaxDocBytes() }
+func (h *handover) Params() db.Params { return h.current().Params() }
+func (h *handover) MaxDocBytes() int  { return h.current().MaxDocBytes() }
+
+// MaxBodyBytes is the current server's bound on a request body, as
+// client.Client's: -1 (none) once the index is open in process.
+func (h *handover) MaxBodyBytes() int64 {
+	if b, ok := h.current().(interface{ MaxBodyBytes() int64 }); ok {
+		return b.MaxBodyBytes()
+	}
+	return -1
+}
 func (h *handover) Instance() string        { return h.current().Instance() }
 func (h *handover) Validate(d db.Doc) error { return h.current().Validate(d) }
 func (h *handover) Info() (*db.Info, error) {

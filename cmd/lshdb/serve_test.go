@@ -387,40 +387,51 @@ func TestServeDeepIndex(t *testing.T) {
 // batch of 1,000 documents of 100 KB was one request over the server's
 // bound on a body (65 MiB), and the insert failed with none committed
 // where the same insert in process worked (the operator's case). A
-// batch is now also bounded by its bytes.
+// batch is now also bounded by its bytes, and by half the server's own
+// bound when it is lower (serve --max-body: /v1/params says it).
 func TestAttachedInsertOfLongDocuments(t *testing.T) {
-	idx := filepath.Join(shortDir(t), "idx")
-	mustRun(t, "create", "--db", idx)
-	rng := rand.New(rand.NewPCG(7, 7))
-	words := strings.Fields("the quick brown fox jumps over a lazy dog while seven owls watch from an old oak tree near the river bank")
-	var in strings.Builder
-	const n, size = 700, 100_000 // 70 MB: over the 65 MiB bound in one batch
-	for i := range n {
-		var text strings.Builder
-		for text.Len() < size {
-			text.WriteString(words[rng.IntN(len(words))])
-			text.WriteByte(' ')
-		}
-		fmt.Fprintf(&in, "{\"id\":\"long%03d\",\"text\":%q}\n", i, text.String())
-	}
-	path := filepath.Join(t.TempDir(), "long.jsonl")
-	if err := os.WriteFile(path, []byte(in.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	_, _, log, stop := startServe(t, "--db", idx)
-	out, errOut, code := runLine([]string{"insert", "--db", idx, path}, "")
-	if code != 0 || !strings.Contains(out, fmt.Sprintf("inserted %d documents", n)) {
-		t.Fatalf("attached insert of %d long documents: exit %d\n%s%s", n, code, out, errOut)
-	}
-	if code := stop(); code != 0 {
-		t.Fatalf("serve: exit %d: %s", code, log)
-	}
-	d, err := db.Open(idx, &db.Options{ReadOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
-	if got, err := d.Count(); err != nil || got != n {
-		t.Fatalf("the index holds %d documents (%v), want %d", got, err, n)
+	for _, c := range []struct {
+		name    string
+		serve   []string // flags of serve
+		n, size int
+	}{
+		{"default bound", nil, 700, 100_000},                            // 70 MB: over the 65 MiB bound in one batch
+		{"lower bound", []string{"--max-body", "4000000"}, 200, 30_000}, // 6 MB: over the server's 4 MB
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			idx := filepath.Join(shortDir(t), "idx")
+			mustRun(t, "create", "--db", idx)
+			rng := rand.New(rand.NewPCG(7, 7))
+			words := strings.Fields("the quick brown fox jumps over a lazy dog while seven owls watch from an old oak tree near the river bank")
+			var in strings.Builder
+			for i := range c.n {
+				var text strings.Builder
+				for text.Len() < c.size {
+					text.WriteString(words[rng.IntN(len(words))])
+					text.WriteByte(' ')
+				}
+				fmt.Fprintf(&in, "{\"id\":\"long%03d\",\"text\":%q}\n", i, text.String())
+			}
+			path := filepath.Join(t.TempDir(), "long.jsonl")
+			if err := os.WriteFile(path, []byte(in.String()), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, _, log, stop := startServe(t, append([]string{"--db", idx}, c.serve...)...)
+			out, errOut, code := runLine([]string{"insert", "--db", idx, path}, "")
+			if code != 0 || !strings.Contains(out, fmt.Sprintf("inserted %d documents", c.n)) {
+				t.Fatalf("attached insert of %d long documents: exit %d\n%s%s", c.n, code, out, errOut)
+			}
+			if code := stop(); code != 0 {
+				t.Fatalf("serve: exit %d: %s", code, log)
+			}
+			d, err := db.Open(idx, &db.Options{ReadOnly: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer d.Close()
+			if got, err := d.Count(); err != nil || got != uint64(c.n) {
+				t.Fatalf("the index holds %d documents (%v), want %d", got, err, c.n)
+			}
+		})
 	}
 }

@@ -526,7 +526,7 @@ func (w *inserter) put(pd posDoc) error {
 	// request, and 1,000 documents of 100 KB were over the server's
 	// bound on a body (httpapi.DefaultMaxBodyBytes, 65 MiB).
 	size := len(pd.doc.ID) + len(pd.doc.Text) + len(pd.doc.Meta)
-	if len(w.batch) > 0 && w.bytes+size > maxBatchBytes {
+	if len(w.batch) > 0 && w.bytes+size > batchBytes(w.d) {
 		if err := w.flush(); err != nil {
 			return err
 		}
@@ -545,9 +545,22 @@ func (w *inserter) put(pd posDoc) error {
 }
 
 // maxBatchBytes bounds the bytes of the documents of one of insert's
-// batches: half the server's bound on a request body, which the JSON's
+// batches: half the default bound on a request body, which the JSON's
 // escapes and fields fill out.
 const maxBatchBytes = httpapi.DefaultMaxBodyBytes / 2
+
+// batchBytes is the bound on the bytes of one of insert's batches into d:
+// maxBatchBytes, or half the bound on a request body of d's server when
+// it is lower (lshdb serve --max-body 8MiB: batches of 1,000 documents
+// of 10 KB were refused, and the insert failed).
+func batchBytes(d index) int {
+	if b, ok := d.(interface{ MaxBodyBytes() int64 }); ok {
+		if n := b.MaxBodyBytes(); n > 0 {
+			return int(min(n/2, maxBatchBytes))
+		}
+	}
+	return maxBatchBytes
+}
 
 // stallFlushAfter is how long insert, reading standard input, holds a
 // document read but not committed before it commits the batch so far: a

@@ -73,6 +73,9 @@ type Client struct {
 	o      Options
 	params db.Params
 	maxDoc int
+	// maxBody is the server's bound on a request body: 0 when it did not
+	// say (an earlier lshdb), negative for none.
+	maxBody int64
 	// instance is the server's index's instance name, read by Open.
 	instance string
 	closed   atomic.Bool
@@ -159,6 +162,7 @@ func OpenContext(ctx context.Context, target string, opts *Options) (*Client, er
 		return nil, fmt.Errorf("lshdb: client: the server's parameters: %w", err)
 	}
 	c.maxDoc = p.MaxDocBytes
+	c.maxBody = p.MaxBodyBytes
 	c.instance = p.Instance
 	return c, nil
 }
@@ -193,6 +197,14 @@ func (c *Client) Params() db.Params {
 // MaxDocBytes returns the largest text plus metadata the server's index
 // accepts.
 func (c *Client) MaxDocBytes() int { return c.maxDoc }
+
+// MaxBodyBytes returns the server's bound on a request body
+// (httpapi.Options.MaxBodyBytes, lshdb serve --max-body), read once by
+// Open: a PutBatch whose JSON is larger is refused with
+// httpapi.ErrBodyTooLarge and stores nothing. Negative: no bound; 0: the
+// server did not say (an lshdb before it did, whose default was
+// httpapi.DefaultMaxBodyBytes).
+func (c *Client) MaxBodyBytes() int64 { return c.maxBody }
 
 // Error is an error the server reported. It matches its code's sentinel
 // with errors.Is (db.ErrNotFound for "not_found", …).

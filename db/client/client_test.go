@@ -163,6 +163,20 @@ func sortedPairs(t *testing.T, seq func(func(db.Pair, error) bool)) []db.Pair {
 	return ps
 }
 
+// Ensure that the client reads the server's bound on a request body,
+// which a caller batching documents (lshdb insert) stays under: its own,
+// or -1 for none.
+func TestMaxBodyBytes(t *testing.T) {
+	d := open(t, nil)
+	for _, c := range []struct{ set, want int64 }{{4 << 20, 4 << 20}, {-1, -1}, {-7, -1}} {
+		for name, cl := range server(t, d, &httpapi.Options{MaxBodyBytes: c.set}, "") {
+			if got := cl.MaxBodyBytes(); got != c.want {
+				t.Errorf("%s: a server with MaxBodyBytes %d: the client read %d, want %d", name, c.set, got, c.want)
+			}
+		}
+	}
+}
+
 // Ensure that every read answers through the client, over TCP with a
 // token and over a Unix socket, exactly what the in-process call answers
 // on the same index.
@@ -178,6 +192,9 @@ func TestReadsMatchInProcess(t *testing.T) {
 			same(t, "Params", c.Params(), d.Params())
 			if c.MaxDocBytes() != d.MaxDocBytes() {
 				t.Errorf("MaxDocBytes %d, want %d", c.MaxDocBytes(), d.MaxDocBytes())
+			}
+			if c.MaxBodyBytes() != httpapi.DefaultMaxBodyBytes {
+				t.Errorf("MaxBodyBytes %d, want the server's default %d", c.MaxBodyBytes(), httpapi.DefaultMaxBodyBytes)
 			}
 			n, err := c.Count()
 			want, _ := d.Count()

@@ -40,6 +40,7 @@ func (h *handler) params(w *resp, r *http.Request) error {
 	}
 	p := ParamsOut(h.d.Params())
 	p.MaxDocBytes = h.d.MaxDocBytes()
+	p.MaxBodyBytes = max(h.o.MaxBodyBytes, -1)
 	p.Instance = h.d.Instance()
 	return w.json(http.StatusOK, p)
 }

@@ -601,8 +601,12 @@ type ParamsJSON struct {
 	FormatVersion  int      `json:"format_version"`
 	ExpectedRecall float64  `json:"expected_recall"`
 	MaxDocBytes    int      `json:"max_doc_bytes,omitempty"`
+	// MaxBodyBytes is the server's bound on a request body
+	// (Options.MaxBodyBytes; -1: none): absent from a server of an earlier
+	// lshdb, which had DefaultMaxBodyBytes unless told otherwise.
+	MaxBodyBytes int64 `json:"max_body_bytes,omitempty"`
 	// Instance is the server's index's (db.Info.Instance), with
-	// MaxDocBytes in /v1/params only.
+	// MaxDocBytes and MaxBodyBytes in /v1/params only.
 	Instance string `json:"instance,omitempty"`
 }
 
