@@ -43,6 +43,11 @@ func (r *CheckReport) problem(format string, args ...any) {
 // it takes time proportional to the database. The error is for I/O
 // failures; inconsistencies are in the report.
 //
+// On Redis there is no snapshot: the keys are read as they are, and a
+// write made by another handle while Check runs may be reported as an
+// inconsistency (a record no id names yet). Check a Redis index with no
+// writer beside it, and check again before a Repair acts on a report.
+//
 // The trust boundary: Pebble's block checksums catch damage on disk, and
 // Check what the index's own invariants can tell. A shingle set altered in
 // place (by a bug, or a crafted store with valid checksums) into another

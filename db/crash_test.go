@@ -52,7 +52,8 @@ func TestCrash(t *testing.T) {
 					wo := &WriteOptions{NoSync: noSync}
 					id := fmt.Sprintf("doc-%d", wrng.IntN(40))
 					var err error
-					switch op := wrng.IntN(10); {
+					batchStates := 0 // PutIfNewBatch: states pushed for the documents it stored
+					switch op := wrng.IntN(12); {
 					case op < 6:
 						text := randomText(wrng, texts)
 						if _, err = d.PutBatch([]Doc{{ID: id, Text: text}}, wo); err == nil {
@@ -64,6 +65,28 @@ func TestCrash(t *testing.T) {
 							for _, doc := range docs {
 								m.docs[doc.ID] = m.doc(doc.Text)
 							}
+						}
+					case op >= 10:
+						// NB: each document stored is a write of its own
+						// (a crash may keep any first part of them); one
+						// sync at the end covers them all.
+						docs := []Doc{{ID: id, Text: randomText(wrng, texts)}, {ID: fmt.Sprintf("doc-%d", wrng.IntN(40)), Text: randomText(wrng, texts)}, {ID: fmt.Sprintf("doc-%d", wrng.IntN(40)), Text: randomText(wrng, texts)}}
+						var res []IfNewResult
+						if res, err = d.PutIfNewBatch(context.Background(), docs, wo); err == nil {
+							for i, r := range res {
+								if r.Match == nil && r.Err == nil {
+									m.docs[docs[i].ID] = m.doc(docs[i].Text)
+									states = append(states, m.clone())
+									synced = append(synced, false)
+									batchStates++
+								}
+							}
+							if batchStates == 0 {
+								continue
+							}
+							synced[len(synced)-1] = !noSync
+							acked.Add(int64(batchStates))
+							continue
 						}
 					default:
 						if _, ok := m.docs[id]; !ok {
@@ -97,7 +120,9 @@ func TestCrash(t *testing.T) {
 					break
 				}
 			}
-			hi := min(after+1, len(states)-1) // a write in flight may have landed
+			// NB: a write in flight may have landed: a PutIfNewBatch, up
+			// to its 3 documents.
+			hi := min(after+3, len(states)-1)
 			r := mustOpen(t, "db", &Options{fs: crashed})
 			defer r.Close()
 			got := stateOf(t, r)

@@ -79,7 +79,9 @@ var (
 )
 
 // A DocError is the error of one document of a call given several
-// (PutBatch, Load, HasIDs's and DeleteIDs's ids): Index is its position
+// (PutBatch, Load, an invalid id among HasIDs's and DeleteIDs's ids; a
+// missing id of DeleteIDs is ErrNotFound naming it, not a DocError; a
+// refused document of PutIfNewBatch is its IfNewResult.Err): Index is its position
 // among the call's documents, from 0, and ID its id. It wraps the
 // document's own error: test that with errors.Is (ErrEmptyDocument,
 // ErrInvalidID, …), and find the document with errors.As. Through

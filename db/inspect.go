@@ -331,6 +331,19 @@ func (db *DB) Stats(ctx context.Context, top int) (*Stats, error) {
 	if err != nil {
 		return nil, err
 	}
+	prog := progressOf(ctx)
+	defer prog.end()
+	prog.phase(2, steps, "measuring the expected recall", 1)
+	// NB: before the handle is entered: the first measurement for a
+	// set of parameters takes 0.2 s or more (later ones are remembered),
+	// which a Close need not wait for.
+	recall, err := MeasureRecall(db.Params(), 0)
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	if err := db.enter(); err != nil {
 		return nil, err
 	}
@@ -338,13 +351,7 @@ func (db *DB) Stats(ctx context.Context, top int) (*Stats, error) {
 	ctx, cancel := db.opCtx(ctx)
 	defer cancel()
 	st := &Stats{Params: db.Params(), Docs: db.stored(), ExpectedRecall: db.bands.Probability(db.man.Threshold),
-		StoredBytes: map[string]uint64{}, Buckets: bs}
-	prog := progressOf(ctx)
-	defer prog.end()
-	prog.phase(2, steps, "measuring the expected recall", 1)
-	if st.Recall, err = MeasureRecall(st.Params, 0); err != nil {
-		return nil, err
-	}
+		StoredBytes: map[string]uint64{}, Buckets: bs, Recall: recall}
 	if db.rkv != nil {
 		return db.redisStats(ctx, st)
 	}
@@ -451,35 +458,138 @@ func (db *DB) PutIfNewContext(ctx context.Context, doc Doc, wo *WriteOptions) (*
 	if err := db.wmu.lock(ctx); err != nil {
 		return nil, err
 	}
-	m, sw, err := db.putIfNewLocked(&doc, p, wo)
+	m, _, sw, err := db.putIfNewLocked(&doc, p, wo)
 	db.wmu.Unlock()
 	return m, cmp.Or(err, sw.wait())
 }
 
+// IfNewResult is what PutIfNewBatch did with one document.
+type IfNewResult struct {
+	// Match is the best near-duplicate the document had, for which it
+	// was not stored; nil when it was stored, or refused (Err).
+	Match *Match
+	// Replaced says the document was stored in place of a stored one
+	// with the same id (an id already stored is replaced only if no
+	// other document is a near-duplicate, as PutIfNew's is).
+	Replaced bool
+	// Err is the document's own refusal, for which it stored nothing: an
+	// invalid id (ErrInvalidID), a text with no shingles
+	// (ErrEmptyDocument), one too large (ErrDocTooLarge), a content the
+	// index cannot keep (ErrStorageMode). The other documents go on.
+	Err error
+}
+
+// PutIfNewBatch is PutIfNew of each document of docs in turn: each is
+// stored unless a stored document is a near-duplicate of it, one stored
+// by an earlier document of docs included. It is PutIfNew's bulk form
+// (lshdb dedup): the documents are prepared on every core, the writer
+// lock is taken once, and the documents stored are synced once, at the
+// end, where PutIfNew syncs each (so pass hundreds or thousands at a
+// time). It returns one result per document, in order.
+//
+// The call is not atomic, as a sequence of PutIfNew calls is not: a
+// crash before it returns may leave any first part of the documents it
+// stored in the index (in order: never a later one without an earlier).
+// It gives up when ctx ends before it holds the writer lock, storing
+// nothing, and between two documents once it holds it: it then returns
+// the results of the documents it got to (fewer than docs), the ones it
+// stored synced, with ctx's error. An error of the index (I/O, a closed
+// handle, a full disk) stops it the same way, the documents stored before
+// it synced when the index still can; a document's own refusal does not
+// (IfNewResult.Err).
+func (db *DB) PutIfNewBatch(ctx context.Context, docs []Doc, wo *WriteOptions) ([]IfNewResult, error) {
+	if err := db.enter(); err != nil {
+		return nil, err
+	}
+	defer db.mu.RUnlock()
+	if db.opts.ReadOnly {
+		return nil, ErrReadOnly
+	}
+	if wo == nil {
+		wo = &WriteOptions{}
+	}
+	expires, err := wo.expires(db.now())
+	if err != nil {
+		return nil, err
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	preps, errs, _ := db.prepareEach(docs, wo.StoreText || db.man.StoreText, nil)
+	for i := range preps {
+		if errs[i] == nil {
+			errs[i] = preps[i].setExpiry(expires)
+		}
+	}
+	octx, cancel := db.opCtx(ctx)
+	defer cancel()
+	if err := db.wmu.lock(octx); err != nil {
+		return nil, err
+	}
+	// NB: each document's write is its own batch, unsynced, so that the
+	// next one's check sees it; one sync at the end covers them all
+	// (Pebble's log is written in order).
+	each := *wo
+	each.NoSync = true
+	res := make([]IfNewResult, 0, len(docs))
+	stored := false
+	for i := range docs {
+		if errs[i] != nil {
+			res = append(res, IfNewResult{Err: errs[i]})
+			continue
+		}
+		if err = ctx.Err(); err != nil {
+			break
+		}
+		var r IfNewResult
+		var sw syncWaiter
+		r.Match, r.Replaced, sw, err = db.putIfNewLocked(&docs[i], preps[i], &each)
+		if err = cmp.Or(err, sw.wait()); err != nil {
+			break
+		}
+		stored = stored || r.Match == nil
+		res = append(res, r)
+	}
+	db.wmu.Unlock()
+	if stored && !wo.NoSync && !db.opts.NoSync {
+		err = cmp.Or(err, db.syncLog())
+	}
+	return res, err
+}
+
+// syncLog makes every write made so far durable: Pebble's log synced, or
+// Redis's WAIT/fsync as a synced write's.
+func (db *DB) syncLog() error {
+	if db.rkv != nil {
+		return db.redisSync(nil)
+	}
+	return classify(db.pdb.LogData(nil, pebble.Sync))
+}
+
 // putIfNewLocked is PutIfNew's check and insert. The caller holds db.mu
 // for reading and wmu, and waits on the syncWaiter after releasing wmu.
-func (db *DB) putIfNewLocked(doc *Doc, p prepared, wo *WriteOptions) (*Match, syncWaiter, error) {
+func (db *DB) putIfNewLocked(doc *Doc, p prepared, wo *WriteOptions) (_ *Match, replaced bool, _ syncWaiter, _ error) {
 	sc := db.scratch.Get().(*queryScratch)
 	defer db.putScratch(sc)
 	v, release, err := db.openView(db.closing, db.pdb, &sc.pv)
 	if err != nil {
-		return nil, syncWaiter{}, err
+		return nil, false, syncWaiter{}, err
 	}
 	self, _, err := v.docNum(doc.ID)
 	if err != nil {
 		release()
-		return nil, syncWaiter{}, err
+		return nil, false, syncWaiter{}, err
 	}
 	res, err := db.query(db.closing, v, db.verifySet(p.set), p.sig, self, doc.ID, QueryOptions{Threshold: db.man.Threshold, Limit: 1}, sc)
 	release()
 	if err != nil {
-		return nil, syncWaiter{}, err
+		return nil, false, syncWaiter{}, err
 	}
 	if len(res.Matches) > 0 {
-		return &res.Matches[0], syncWaiter{}, nil
+		return &res.Matches[0], false, syncWaiter{}, nil
 	}
-	sw, err := db.writeLocked([]prepared{p}, wo)
-	return nil, sw, err
+	n, sw, err := db.writeLockedCount([]prepared{p}, wo)
+	return nil, n > 0, sw, err
 }
 
 // dirBytes returns the total size of the files in dir and the

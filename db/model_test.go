@@ -223,7 +223,7 @@ func runModel(t *testing.T, rng *rand.Rand, dir string, opts *Options, steps int
 		return fmt.Sprintf("doc-%d", nextID)
 	}
 	for step := range steps {
-		switch op := rng.IntN(110); {
+		switch op := rng.IntN(114); {
 		case op < 35: // Put (insert or upsert)
 			id, text := pickID(), randomText(rng, texts())
 			if err := d.Put(Doc{ID: id, Text: text}, nil); err != nil {
@@ -376,6 +376,47 @@ func runModel(t *testing.T, rng *rand.Rand, dir string, opts *Options, steps int
 				t.Fatalf("step %d: PutIfNew(%q) = %v, model's best match %v", step, id, dup, want[0])
 			case dup == nil:
 				m.docs[id] = q
+			}
+		case op < 114: // PutIfNewBatch: as PutIfNew of each in turn, an empty one refused alone
+			var docs []Doc
+			var batchTexts []string // NB: near-duplicates within the batch too
+			for range 1 + rng.IntN(6) {
+				text := randomText(rng, append(texts(), batchTexts...))
+				batchTexts = append(batchTexts, text)
+				docs = append(docs, Doc{ID: pickID(), Text: text})
+			}
+			if rng.IntN(4) == 0 {
+				docs = slices.Insert(docs, rng.IntN(len(docs)+1), Doc{ID: pickID(), Text: " \t "})
+			}
+			res, err := d.PutIfNewBatch(context.Background(), docs, &WriteOptions{NoSync: rng.IntN(2) == 0})
+			if err != nil || len(res) != len(docs) {
+				t.Fatalf("step %d: PutIfNewBatch of %d documents: %d results, %v", step, len(docs), len(res), err)
+			}
+			for i, doc := range docs {
+				r := res[i]
+				if strings.TrimSpace(doc.Text) == "" {
+					if !errors.Is(r.Err, ErrEmptyDocument) || r.Match != nil || r.Replaced {
+						t.Fatalf("step %d: PutIfNewBatch: the empty document %d: %+v", step, i, r)
+					}
+					continue
+				}
+				q := m.doc(doc.Text)
+				want := m.expect(q, doc.ID, m.t)
+				_, had := m.docs[doc.ID]
+				switch {
+				case r.Err != nil:
+					t.Fatalf("step %d: PutIfNewBatch: document %d: %v", step, i, r.Err)
+				case len(want) == 0 && r.Match != nil:
+					t.Fatalf("step %d: PutIfNewBatch refused %q as a duplicate of %v; the model has none", step, doc.ID, r.Match)
+				case len(want) > 0 && (r.Match == nil || !reflect.DeepEqual(*r.Match, want[0])):
+					t.Fatalf("step %d: PutIfNewBatch: %q: %v, model's best match %v", step, doc.ID, r.Match, want[0])
+				case r.Match == nil && r.Replaced != had:
+					t.Fatalf("step %d: PutIfNewBatch: %q stored, replaced = %v; the model had it: %v", step, doc.ID, r.Replaced, had)
+				case r.Match == nil:
+					m.docs[doc.ID] = q
+				case r.Replaced:
+					t.Fatalf("step %d: PutIfNewBatch: %q refused and replaced", step, doc.ID)
+				}
 			}
 		default:
 			if reopen {

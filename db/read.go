@@ -297,7 +297,7 @@ func (db *DB) Scan(ctx context.Context, so *ScanOptions) iter.Seq2[*StoredDoc, e
 				rec.Signature = nil
 			}
 			if err == nil && ctx.Err() != nil {
-				err = fmt.Errorf("scan interrupted: %w", ctx.Err())
+				err = fmt.Errorf("lshdb: scan interrupted: %w", ctx.Err())
 			}
 			db.mu.RUnlock()
 			if err != nil {

@@ -3,6 +3,7 @@ package db
 import (
 	"fmt"
 	"math"
+	"sync"
 
 	"github.com/lshdb/lshdb/bands"
 	"github.com/lshdb/lshdb/internal/accuracy"
@@ -64,7 +65,30 @@ func MeasureRecall(p Params, t float64) (RecallEstimate, error) {
 	return measureRecall(p.Scheme, p.NumPerm, p.Bands, t)
 }
 
+// measured remembers measureRecall's results (seeded, so the same on
+// every call): Stats asks each time, and a measurement takes 0.2 s.
+var measured sync.Map // recallKey → RecallEstimate
+
+type recallKey struct {
+	scheme minhash.Scheme
+	k      int
+	b      bands.Params
+	t      float64
+}
+
 func measureRecall(scheme minhash.Scheme, k int, b bands.Params, t float64) (RecallEstimate, error) {
+	key := recallKey{scheme, k, b, t}
+	if e, ok := measured.Load(key); ok {
+		return e.(RecallEstimate), nil
+	}
+	e, err := measureRecallNow(scheme, k, b, t)
+	if err == nil {
+		measured.Store(key, e)
+	}
+	return e, err
+}
+
+func measureRecallNow(scheme minhash.Scheme, k int, b bands.Params, t float64) (RecallEstimate, error) {
 	curve := b.Probability(t)
 	if k > MaxMeasuredNumPerm {
 		return RecallEstimate{Threshold: t, Curve: curve, ShortDocs: curve, MissRatio: math.NaN()}, nil

@@ -301,7 +301,7 @@ func (db *DB) redisScan(ctx context.Context, sets bool) iter.Seq2[*StoredDoc, er
 			recs, err := db.rkv.Records(ctx, nums)
 			db.mu.RUnlock()
 			if err == nil && ctx.Err() != nil {
-				err = fmt.Errorf("scan interrupted: %w", ctx.Err())
+				err = fmt.Errorf("lshdb: scan interrupted: %w", ctx.Err())
 			}
 			if err != nil {
 				yield(nil, redisErr(err))
@@ -526,6 +526,11 @@ func (db *DB) redisPairs(ctx context.Context, po *PairsOptions, st *PairsStats, 
 	t, err := db.pairsThreshold(po)
 	if err != nil {
 		return err
+	}
+	if po != nil && po.Memory < 0 {
+		// NB: as on Pebble, where it bounds the run's memory (here
+		// unused: the pairs are found chunk by chunk).
+		return invalid("pairs memory %d is negative", po.Memory)
 	}
 	ctx, cancel := db.opCtx(ctx)
 	defer cancel()

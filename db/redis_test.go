@@ -718,6 +718,12 @@ func TestRedisReplaceInFlight(t *testing.T) {
 	if len(pairs) != 1 || pairs[0] != (Pair{A: "a", B: "x", Jaccard: jac(a, xNew)}) {
 		t.Fatalf("Pairs = %+v; want (a, x) once at %v", pairs, jac(a, xNew))
 	}
+	// NB: refused as on Pebble, though Redis's pairs use no such bound.
+	for _, err := range d.Pairs(ctx, &PairsOptions{Memory: -1}) {
+		if !errors.Is(err, ErrInvalidOptions) {
+			t.Fatalf("Pairs with a negative memory: %v, want ErrInvalidOptions", err)
+		}
+	}
 	cs, err := d.Clusters(ctx, &PairsOptions{Threshold: 0.5})
 	if err != nil || len(cs) != 1 || !reflect.DeepEqual(cs[0].IDs, []string{"a", "x"}) {
 		t.Fatalf("Clusters = %+v, %v; want one of a and x", cs, err)

@@ -404,16 +404,9 @@ func (db *DB) PutBatchContext(ctx context.Context, docs []Doc, wo *WriteOptions)
 	return res, err
 }
 
-// writeLocked writes prepared documents (unique ids) in one batch. The
-// caller holds db.mu for reading and wmu, and waits on the syncWaiter
-// after releasing wmu.
-func (db *DB) writeLocked(preps []prepared, wo *WriteOptions) (syncWaiter, error) {
-	_, sw, err := db.writeLockedCount(preps, wo)
-	return sw, err
-}
-
-// writeLockedCount is writeLocked that also returns how many documents
-// replaced a stored one.
+// writeLockedCount writes prepared documents (unique ids) in one batch,
+// and returns how many replaced a stored one. The caller holds db.mu for
+// reading and wmu, and waits on the syncWaiter after releasing wmu.
 func (db *DB) writeLockedCount(preps []prepared, wo *WriteOptions) (replaced int, sw syncWaiter, err error) {
 	if db.rkv != nil {
 		if replaced, err = db.redisWrite(preps); err == nil {

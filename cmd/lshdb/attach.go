@@ -33,6 +33,7 @@ type index interface {
 	PutBatch(docs []db.Doc, wo *db.WriteOptions) (db.BatchResult, error)
 	PutBatchContext(ctx context.Context, docs []db.Doc, wo *db.WriteOptions) (db.BatchResult, error)
 	PutIfNewContext(ctx context.Context, doc db.Doc, wo *db.WriteOptions) (*db.Match, error)
+	PutIfNewBatch(ctx context.Context, docs []db.Doc, wo *db.WriteOptions) ([]db.IfNewResult, error)
 	Load(ctx context.Context, docs iter.Seq2[db.Doc, error], lo *db.LoadOptions) (db.LoadResult, error)
 	Get(id string) (*db.StoredDoc, error)
 	DeleteIDs(ids []string, o *db.WriteOptions) (db.DeleteResult, error)
@@ -257,6 +258,13 @@ func (h *handover) PutBatchContext(ctx context.Context, docs []db.Doc, wo *db.Wr
 
 func (h *handover) PutIfNewContext(ctx context.Context, doc db.Doc, wo *db.WriteOptions) (*db.Match, error) {
 	return retry(h, func(x index) (*db.Match, error) { return x.PutIfNewContext(ctx, doc, wo) })
+}
+
+// PutIfNewBatch, repeated on a reopened index when the owner was gone,
+// may find there documents the owner stored from the first attempt
+// before it went: they are checked again, and replace themselves.
+func (h *handover) PutIfNewBatch(ctx context.Context, docs []db.Doc, wo *db.WriteOptions) ([]db.IfNewResult, error) {
+	return retry(h, func(x index) ([]db.IfNewResult, error) { return x.PutIfNewBatch(ctx, docs, wo) })
 }
 
 func (h *handover) DeleteIDs(ids []string, o *db.WriteOptions) (db.DeleteResult, error) {

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"text/tabwriter"
 	"time"
 
 	"github.com/lshdb/lshdb/db"
@@ -570,13 +571,22 @@ func batchBytes(d index) int {
 // line every 50 ms never paused for 200 ms, and waited for the 1,000th.
 const stallFlushAfter = 200 * time.Millisecond
 
-// putStream puts the documents of docs as put does, reading them on
+// batcher is what putStream writes to: insert's batches or dedup's.
+type batcher interface {
+	put(pd posDoc) error // adds a document, committing the batch when it is full
+	flush() error        // commits the batch
+	pending() int        // documents in the batch
+}
+
+func (w *inserter) pending() int { return len(w.batch) }
+
+// putStream puts the documents of docs as w.put does, reading them on
 // another goroutine so that the batch read so far is committed when the
 // input pauses for stallFlushAfter. It returns the read error or the put
 // error that stopped it. NB: when a put fails, the reader may be blocked
 // reading a pipe: it is told to stop and waited for a moment, not for
 // ever (the command ends with the error).
-func (w *inserter) putStream(docs iter.Seq2[posDoc, error]) (readErr, putErr error) {
+func putStream(w batcher, docs iter.Seq2[posDoc, error]) (readErr, putErr error) {
 	type item struct {
 		pd  posDoc
 		err error
@@ -623,10 +633,10 @@ func (w *inserter) putStream(docs iter.Seq2[posDoc, error]) (readErr, putErr err
 				return quit(err)
 			}
 			switch {
-			case len(w.batch) == 0 && armed: // committed: a full batch
+			case w.pending() == 0 && armed: // committed: a full batch
 				timer.Stop()
 				armed = false
-			case len(w.batch) > 0 && !armed: // the batch's first document
+			case w.pending() > 0 && !armed: // the batch's first document
 				timer.Reset(stallFlushAfter)
 				armed = true
 			}
@@ -759,7 +769,7 @@ after committing what was read and says where to continue.`,
 			w := &inserter{d: d, ctx: bctx, ttl: ttl, ids: make(map[string]uint8), batch: make([]db.Doc, 0, 1000), add: add}
 			var readErr, putErr error
 			if len(args) == 0 || slices.Contains(args, "-") {
-				readErr, putErr = w.putStream(inp.docs(args))
+				readErr, putErr = putStream(w, inp.docs(args))
 			} else {
 				for pd, err := range inp.docs(args) {
 					if err != nil {
@@ -874,6 +884,134 @@ func (a *app) reportInsert(s insertSummary) error {
 	return err
 }
 
+// deduper checks and stores dedup's documents in batches, and writes a
+// row for each, in the input's order. NB: a batch is one PutIfNewBatch,
+// synced once: a document at a time was one sync each, the bulk of a
+// nightly dedup's time on a disk whose sync takes milliseconds (and one
+// request each when attached).
+type deduper struct {
+	a   *app
+	d   index
+	ctx context.Context // as inserter's
+	ttl time.Duration
+	// the batch: documents, their input positions, their bytes
+	batch []db.Doc
+	pos   []string
+	bytes int
+	tw    *tabwriter.Writer
+	// headed: the table's header is written (with the first row, not
+	// before an error; none in JSON)
+	headed bool
+	rows   int
+	// what was done: documents stored (of which replacing one with their
+	// id), duplicates found, empty texts skipped
+	stored, replaced, dups, empty int
+	through                       string // position of the last document stored
+	doubt                         string // of the last one of a batch whose answer was lost (see inserter)
+	add                           func(int)
+}
+
+// dedupBatch is the most documents of one of dedup's batches. NB: the
+// index's writer lock is held while a batch is checked (each document
+// against the others stored before it), which other writers wait for.
+const dedupBatch = 256
+
+func (w *deduper) pending() int { return len(w.batch) }
+
+func (w *deduper) put(pd posDoc) error {
+	size := len(pd.doc.ID) + len(pd.doc.Text) + len(pd.doc.Meta)
+	if len(w.batch) > 0 && w.bytes+size > batchBytes(w.d) {
+		if err := w.flush(); err != nil {
+			return err
+		}
+	}
+	w.batch = append(w.batch, pd.doc)
+	w.pos = append(w.pos, pd.pos)
+	w.bytes += size
+	if len(w.batch) == dedupBatch {
+		return w.flush()
+	}
+	return nil
+}
+
+// flush checks and stores the batch, and writes its rows. A document the
+// index refuses (other than an empty one, skipped and named) stops the
+// command once the batch's rows are written: the documents after it in
+// the batch were checked and perhaps stored, as the rows say.
+func (w *deduper) flush() error {
+	if len(w.batch) == 0 {
+		return nil
+	}
+	sent := w.ctx.Err() == nil
+	res, err := w.d.PutIfNewBatch(w.ctx, w.batch, &db.WriteOptions{TTL: w.ttl})
+	if answerLost(w.d, sent, err) {
+		w.doubt = w.pos[len(w.pos)-1]
+	}
+	// NB: counted first, then written: an output that fails at a row
+	// does not leave the batch's later documents stored uncounted.
+	var docErr error
+	for i, r := range res {
+		switch {
+		case errors.Is(r.Err, db.ErrEmptyDocument):
+			w.empty++
+			fmt.Fprintf(w.a.stderr, "lshdb: skipped %s (id %s): %v\n", escControls(w.pos[i]), docio.QuoteID(w.batch[i].ID), dbReason{r.Err})
+		case r.Err != nil:
+			docErr = cmp.Or(docErr, fmt.Errorf("%s: %w", w.pos[i], r.Err))
+		case r.Match == nil:
+			w.stored++
+			if r.Replaced {
+				w.replaced++
+			}
+			w.through = w.pos[i]
+		default:
+			w.dups++
+		}
+	}
+	w.add(len(res))
+	for i, r := range res {
+		if r.Err != nil {
+			continue
+		}
+		if err := w.row(w.batch[i].ID, r.Match); err != nil {
+			return err
+		}
+	}
+	w.batch, w.pos, w.bytes = w.batch[:0], w.pos[:0], 0
+	return cmp.Or(err, docErr)
+}
+
+// row writes the row of document id: its duplicate, or none (stored).
+func (w *deduper) row(id string, m *db.Match) error {
+	w.header()
+	w.rows++
+	var err error
+	switch {
+	case w.a.json():
+		out := map[string]any{"id": id, "duplicate_of": nil, "jaccard": nil}
+		if m != nil {
+			out["duplicate_of"], out["jaccard"] = m.ID, m.Jaccard
+		}
+		err = w.a.emitJSON(out)
+	case m != nil:
+		fmt.Fprintf(w.tw, "%s\t%s\t%.4f\n", esc(id), esc(m.ID), m.Jaccard)
+	default:
+		fmt.Fprintf(w.tw, "%s\t-\t-\n", esc(id))
+	}
+	// NB: the table is aligned and written streamRows rows at a time, as
+	// pairs does: bounded memory, and a closed output stops the work.
+	if err == nil && !w.a.json() && w.rows%streamRows == 0 {
+		err = w.tw.Flush()
+	}
+	return err
+}
+
+func (w *deduper) header() {
+	if !w.headed {
+		fmt.Fprintln(w.tw, "ID\tDUPLICATE_OF\tJACCARD")
+		w.headed = true
+	}
+}
+
 func (a *app) dedupCmd() *cobra.Command {
 	var in inputFlags
 	var ttl time.Duration
@@ -898,95 +1036,65 @@ func (a *app) dedupCmd() *cobra.Command {
 				return err
 			}
 			defer inp.close()
-			tw := a.table()
-			// NB: the header comes with the first row, not before an error.
-			headed := a.json()
-			header := func() {
-				if !headed {
-					fmt.Fprintln(tw, "ID\tDUPLICATE_OF\tJACCARD")
-					headed = true
-				}
-			}
-			stored, dups, empty, through, rows := 0, 0, 0, "", 0
-			// NB: as insert's batches: a document under way when an
+			add, done := a.progress("dedup", "documents", &in, args)
+			// NB: as insert's batches: a batch under way when an
 			// interrupt comes is given a moment to be answered, then cut
 			// (one waiting behind a load in the owner does not hold the
-			// command); doubt is one whose owner's answer was lost.
-			pctx, stopGrace := afterGrace(a.ctx, interruptGrace)
+			// command).
+			bctx, stopGrace := afterGrace(a.ctx, interruptGrace)
 			defer stopGrace()
-			doubt := ""
-			add, done := a.progress("dedup", "documents", &in, args)
-			err = func() error {
-				defer done()
+			w := &deduper{a: a, d: d, ctx: bctx, ttl: ttl, tw: a.table(), headed: a.json(), add: add}
+			var readErr, putErr error
+			if len(args) == 0 || slices.Contains(args, "-") {
+				readErr, putErr = putStream(w, inp.docs(args))
+			} else {
 				for pd, err := range inp.docs(args) {
 					if err != nil {
-						return err
+						readErr = err
+						break
 					}
-					add(1)
-					sent := pctx.Err() == nil
-					m, err := d.PutIfNewContext(pctx, pd.doc, &db.WriteOptions{TTL: ttl})
-					if answerLost(d, sent, err) {
-						doubt = pd.pos
-					}
-					if errors.Is(err, db.ErrEmptyDocument) {
-						empty++
-						fmt.Fprintf(a.stderr, "lshdb: skipped %s (id %s): %v\n", escControls(pd.pos), docio.QuoteID(pd.doc.ID), dbReason{err})
-						continue
-					}
-					if err != nil {
-						return fmt.Errorf("%s: %w", pd.pos, err)
-					}
-					if m == nil {
-						stored++
-						through = pd.pos
-					} else {
-						dups++
-					}
-					header()
-					rows++
-					if a.json() {
-						out := map[string]any{"id": pd.doc.ID, "duplicate_of": nil, "jaccard": nil}
-						if m != nil {
-							out["duplicate_of"], out["jaccard"] = m.ID, m.Jaccard
-						}
-						err = a.emitJSON(out)
-					} else if m != nil {
-						fmt.Fprintf(tw, "%s\t%s\t%.4f\n", esc(pd.doc.ID), esc(m.ID), m.Jaccard)
-					} else {
-						fmt.Fprintf(tw, "%s\t-\t-\n", esc(pd.doc.ID))
-					}
-					// NB: the table is aligned and written streamRows rows
-					// at a time, as pairs does: bounded memory, and a
-					// closed output stops the work.
-					if err == nil && !a.json() && rows%streamRows == 0 {
-						err = tw.Flush()
-					}
-					if err != nil {
-						return err
+					if putErr = w.put(pd); putErr != nil {
+						break
 					}
 				}
-				return nil
-			}()
+			}
+			if putErr == nil {
+				// NB: what was read before a bad record, a read error or
+				// an interrupt is checked and stored, as insert commits it.
+				if a.ctx.Err() != nil {
+					w.ctx = context.WithoutCancel(a.ctx)
+				}
+				putErr = w.flush()
+			}
+			err = cmp.Or(putErr, readErr)
+			done()
 			if err == nil {
-				header()
+				w.header()
 				err = inp.close()
 			}
-			err = cmp.Or(err, tw.Flush())
+			err = cmp.Or(err, w.tw.Flush())
 			if err != nil {
-				finish(stored > 0)
+				finish(w.stored > 0)
 				maybe := ""
-				if doubt != "" {
-					maybe = fmt.Sprintf(", and perhaps %s (the answer of the process that owns the index was lost: it may have stored it)", doubt)
+				if w.doubt != "" {
+					maybe = fmt.Sprintf(", and perhaps some of the next batch, through %s (the answer of the process that owns the index was lost: it may have stored them)", w.doubt)
 				}
-				return stoppedErr(fmt.Sprintf("stored %d new documents", stored), through, maybe, err)
+				return stoppedErr(fmt.Sprintf("stored %d new documents", w.stored), w.through, maybe, err)
 			}
 			// NB: on stderr, in both output formats: stdout stays the
 			// table or the JSON lines (C23).
 			skipped := ""
-			if n := inp.skipped + empty; n > 0 {
+			if n := inp.skipped + w.empty; n > 0 {
 				skipped = fmt.Sprintf(" (%d records skipped)", n)
 			}
-			fmt.Fprintf(a.stderr, "%d inserted, %d duplicates of stored documents%s\n", stored, dups, skipped)
+			replaced := ""
+			if w.replaced > 0 {
+				// NB: a re-run of the same input: each document is
+				// checked against the others, and stored again (it
+				// replaces itself) unless another is a near-duplicate.
+				replaced = fmt.Sprintf(" (%d of them replacing a stored document with the same id)", w.replaced)
+			}
+			fmt.Fprintf(a.stderr, "%d inserted%s, %d duplicates of stored documents%s\n", w.stored, replaced, w.dups, skipped)
 			return nil
 		},
 	}

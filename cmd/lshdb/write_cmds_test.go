@@ -468,22 +468,26 @@ func TestOutputClosed(t *testing.T) {
 	}
 	epipe := func(limit int) *failingWriter { return &failingWriter{limit: limit, err: syscall.EPIPE} }
 
-	// dedup's table goes out every 1,000 rows: the first flush fails and
-	// the 2,000 documents after it are not even read.
+	// dedup's table goes out every 1,000 rows: the first flush fails, in
+	// the batch that holds the 1,000th document (dedupBatch documents
+	// each, all stored and counted), and the documents after it are not
+	// even read.
 	idx := filepath.Join(tmp, "dedup")
 	w := epipe(0)
 	errOut, code := runW(w, []string{"dedup", "--db", idx, "-"}, docs.String())
-	if code != 1 || errOut != "lshdb: stored 1000 new documents through stdin:1000; stopped: write |1: broken pipe\n" || w.writes != 1 {
+	n := (1000 + dedupBatch - 1) / dedupBatch * dedupBatch
+	if code != 1 || errOut != fmt.Sprintf("lshdb: stored %d new documents through stdin:%d; stopped: write |1: broken pipe\n", n, n) || w.writes != 1 {
 		t.Fatalf("dedup: exit %d, %d writes, %q", code, w.writes, errOut)
 	}
-	if got := storedTexts(t, idx); len(got) != 1000 {
-		t.Fatalf("dedup stored %d documents, want 1000", len(got))
+	if got := storedTexts(t, idx); len(got) != n {
+		t.Fatalf("dedup stored %d documents, want %d", len(got), n)
 	}
-	// The same with JSON lines: the first line fails, after one document.
+	// The same with JSON lines: the first line fails, after the first
+	// batch.
 	idx = filepath.Join(tmp, "dedup-json")
 	w = epipe(0)
 	errOut, code = runW(w, []string{"dedup", "--db", idx, "--output", "json", "-"}, docs.String())
-	if code != 1 || errOut != "lshdb: stored 1 new documents through stdin:1; stopped: write |1: broken pipe\n" || w.writes != 1 {
+	if code != 1 || errOut != fmt.Sprintf("lshdb: stored %d new documents through stdin:%d; stopped: write |1: broken pipe\n", dedupBatch, dedupBatch) || w.writes != 1 {
 		t.Fatalf("dedup --output json: exit %d, %d writes, %q", code, w.writes, errOut)
 	}
 	// insert commits everything, then its summary fails: quietly.

@@ -488,20 +488,83 @@ func (c *Client) PutIfNewContext(ctx context.Context, doc db.Doc, wo *db.WriteOp
 	if out.Error != nil {
 		return nil, &Error{Status: http.StatusOK, Code: out.Error.Code, Message: out.Error.Message}
 	}
-	if out.DuplicateOf == nil {
-		return nil, nil
+	return out.Match(), nil
+}
+
+// PutIfNewBatch is db.DB.PutIfNewBatch through the server: the documents
+// go in one request (a put-if-new stream), checked and stored in turn,
+// the stored ones synced once by a server of this lshdb (one of an
+// earlier lshdb syncs each). A document the server refuses, or that
+// cannot be sent (an id that is not UTF-8), has its IfNewResult.Err; an
+// error of the stream (the server stopped, ctx ended) returns the results
+// of the documents answered before it.
+func (c *Client) PutIfNewBatch(ctx context.Context, docs []db.Doc, wo *db.WriteOptions) ([]db.IfNewResult, error) {
+	if c.closed.Load() {
+		return nil, db.ErrClosed
 	}
-	m := &db.Match{ID: *out.DuplicateOf}
-	if out.Jaccard != nil {
-		m.Jaccard = *out.Jaccard
+	res := make([]db.IfNewResult, len(docs))
+	var body bytes.Buffer
+	enc := json.NewEncoder(&body)
+	enc.SetEscapeHTML(false)
+	var sent []int // positions in docs of the documents sent
+	for i, d := range docs {
+		if err := wireable([]db.Doc{d}); err != nil {
+			res[i].Err = err
+			continue
+		}
+		if err := enc.Encode(httpapi.DocIn(d)); err != nil {
+			return nil, fmt.Errorf("lshdb: client: %w", err)
+		}
+		sent = append(sent, i)
 	}
-	if out.Estimate != nil {
-		m.Estimate = *out.Estimate
+	if len(sent) == 0 {
+		return res, nil
 	}
-	if out.Bands != nil {
-		m.Bands = *out.Bands
+	q := url.Values{}
+	if wo != nil && wo.NoSync {
+		q.Set("no_sync", "true")
 	}
-	return m, nil
+	if wo != nil && wo.StoreText {
+		q.Set("store_text", "true")
+	}
+	setExpiry(q, wo)
+	ctx, cancel := c.ctxFrom(ctx)
+	defer cancel()
+	resp, err := c.do(ctx, "POST", "/v1/docs/put-if-new", q, &body)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	dec := json.NewDecoder(resp.Body)
+	for k := 0; k < len(sent); k++ {
+		var line struct {
+			ID *string `json:"id"`
+			httpapi.PutIfNewJSON
+		}
+		if err := dec.Decode(&line); err != nil {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return res[:sent[k]], withCtxErr(ctx, fmt.Errorf("lshdb: client: reading the answer of POST /v1/docs/put-if-new: %w", err))
+		}
+		if line.ID == nil { // the stream's failure
+			var e error = db.ErrCorrupt
+			if line.Error != nil {
+				e = &Error{Status: http.StatusOK, Code: line.Error.Code, Message: line.Error.Message}
+			}
+			return res[:sent[k]], withCtxErr(ctx, e)
+		}
+		r := &res[sent[k]]
+		switch out := line.PutIfNewJSON; {
+		case out.Error != nil:
+			r.Err = &Error{Status: http.StatusOK, Code: out.Error.Code, Message: out.Error.Message}
+		case out.DuplicateOf != nil:
+			r.Match = out.Match()
+		default:
+			r.Replaced = out.Replaced
+		}
+	}
+	return res, nil
 }
 
 // Get returns the document id.

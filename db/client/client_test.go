@@ -163,6 +163,82 @@ func sortedPairs(t *testing.T, seq func(func(db.Pair, error) bool)) []db.Pair {
 	return ps
 }
 
+// Ensure that PutIfNewBatch through the client (one request, the
+// server's stream) answers what it answers in process, document by
+// document: near-duplicates within the batch and of stored documents, an
+// id repeated, a replaced document, an empty text and an id that is not
+// UTF-8 refused alone; and that both indexes end up the same.
+func TestPutIfNewBatchMatchesInProcess(t *testing.T) {
+	docs := sampleDocs(t, 300)
+	var batch []db.Doc
+	for i, d := range docs[100:] {
+		batch = append(batch, d)
+		if i%7 == 0 { // a near-copy of the document just before
+			batch = append(batch, db.Doc{ID: d.ID + "-copy", Text: d.Text + " (copy)"})
+		}
+		if i%11 == 0 { // a near-copy of a stored document
+			s := docs[i%100]
+			batch = append(batch, db.Doc{ID: s.ID + "-again", Text: "again: " + s.Text})
+		}
+	}
+	batch = append(batch,
+		db.Doc{ID: docs[0].ID, Text: "a new text under a stored id, of owls and oaks and rivers"}, // replaces it
+		db.Doc{ID: "blank", Text: "  \n "},                         // refused: empty
+		db.Doc{ID: "bad\xff", Text: "a text under a bad id"},       // refused: not UTF-8
+		db.Doc{ID: docs[150].ID, Text: docs[150].Text + " edited"}, // an id earlier in the batch
+	)
+	local, remote := open(t, nil), open(t, nil)
+	for _, d := range []*db.DB{local, remote} {
+		if _, err := d.PutBatch(docs[:100], nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := local.PutIfNewBatch(context.Background(), batch, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range server(t, remote, nil, "") {
+		got, err := c.PutIfNewBatch(context.Background(), batch, nil)
+		if err != nil || len(got) != len(want) {
+			t.Fatalf("through the client: %d results, %v; in process %d", len(got), err, len(want))
+		}
+		dups, replaced := 0, 0
+		for i := range want {
+			g, w := got[i], want[i]
+			if !reflect.DeepEqual(g.Match, w.Match) || g.Replaced != w.Replaced || (g.Err == nil) != (w.Err == nil) {
+				t.Fatalf("document %d (%q): through the client %+v %+v, in process %+v %+v", i, batch[i].ID, g, g.Match, w, w.Match)
+			}
+			for _, s := range []error{db.ErrEmptyDocument, db.ErrInvalidID} {
+				if errors.Is(g.Err, s) != errors.Is(w.Err, s) {
+					t.Fatalf("document %d (%q): through the client %v, in process %v", i, batch[i].ID, g.Err, w.Err)
+				}
+			}
+			if w.Match != nil {
+				dups++
+			}
+			if w.Replaced {
+				replaced++
+			}
+		}
+		if dups < 20 || replaced < 1 {
+			t.Fatalf("the batch found %d duplicates and replaced %d: the test checks too little", dups, replaced)
+		}
+		break // NB: one transport: a second would find the first's documents
+	}
+	ln, _ := local.Count()
+	rn, _ := remote.Count()
+	if ln != rn {
+		t.Fatalf("in process %d documents, through the client %d", ln, rn)
+	}
+	for _, d := range batch {
+		_, lerr := local.Get(d.ID)
+		_, rerr := remote.Get(d.ID)
+		if (lerr == nil) != (rerr == nil) {
+			t.Fatalf("%q: in process %v, through the client %v", d.ID, lerr, rerr)
+		}
+	}
+}
+
 // Ensure that the client reads the server's bound on a request body,
 // which a caller batching documents (lshdb insert) stays under: its own,
 // or -1 for none.
@@ -1105,7 +1181,14 @@ func TestContextEndsWaitingPut(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	put, del, pin := make(chan error, 1), make(chan error, 1), make(chan error, 1)
+	put, del, pin, pinb := make(chan error, 1), make(chan error, 1), make(chan error, 1), make(chan error, 1)
+	go func() {
+		res, err := c.PutIfNewBatch(ctx, []db.Doc{{ID: "late-batch-1", Text: "a first document of a batch whose check was interrupted"}, {ID: "late-batch-2", Text: "a second, as new"}}, nil)
+		if len(res) != 0 {
+			err = fmt.Errorf("%d results and %w", len(res), err)
+		}
+		pinb <- err
+	}()
 	go func() {
 		_, err := c.PutBatchContext(ctx, []db.Doc{{ID: "late", Text: "a document whose writer was interrupted"}}, nil)
 		put <- err
@@ -1134,6 +1217,9 @@ func TestContextEndsWaitingPut(t *testing.T) {
 	if err := <-pin; !errors.Is(err, context.Canceled) {
 		t.Fatalf("the interrupted put-if-new: %v, want context.Canceled", err)
 	}
+	if err := <-pinb; !errors.Is(err, context.Canceled) {
+		t.Fatalf("the interrupted put-if-new batch: %v, want no result and context.Canceled", err)
+	}
 	if _, err := c.Count(); err != nil {
 		t.Fatalf("Count through the client after its open context ended: %v", err)
 	}
@@ -1152,6 +1238,11 @@ func TestContextEndsWaitingPut(t *testing.T) {
 	}
 	if _, err := d.Get("late-if-new"); !errors.Is(err, db.ErrNotFound) {
 		t.Fatalf("Get(late-if-new) after the interrupted put-if-new: %v, want ErrNotFound (the server wrote it after its client left)", err)
+	}
+	for _, id := range []string{"late-batch-1", "late-batch-2"} {
+		if _, err := d.Get(id); !errors.Is(err, db.ErrNotFound) {
+			t.Fatalf("Get(%s) after the interrupted put-if-new batch: %v, want ErrNotFound (the server wrote it after its client left)", id, err)
+		}
 	}
 	if _, err := d.Get("a"); err != nil {
 		t.Fatalf("the load: %v", err)

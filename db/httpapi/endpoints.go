@@ -6,7 +6,6 @@ import (
 	"cmp"
 	_ "embed"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"iter"
@@ -142,13 +141,6 @@ func (h *handler) put(w *resp, r *http.Request) error {
 	return w.json(http.StatusOK, BatchResultOut(res))
 }
 
-// perDoc reports whether err refuses one document of a put-if-new stream
-// (the stream goes on) rather than the stream.
-func perDoc(err error) bool {
-	return errors.Is(err, db.ErrInvalidID) || errors.Is(err, db.ErrEmptyDocument) ||
-		errors.Is(err, db.ErrDocTooLarge) || errors.Is(err, ErrBadRequest) && !errors.Is(err, ErrBodyTooLarge)
-}
-
 func (h *handler) putIfNew(w *resp, r *http.Request) error {
 	q, err := params(r, []string{"no_sync", "store_text", "ttl_ms", "expire_at"})
 	if err != nil {
@@ -173,48 +165,98 @@ func (h *handler) putIfNew(w *resp, r *http.Request) error {
 	// edit_rate) are ignored, as lshdb dedup and insert ignore them.
 	lines := h.bodyLines(w, r)
 	ctx := r.Context()
-	for n := 0; ; n++ {
-		var dj DocJSON
-		err := lines.next(&dj)
-		if err == io.EOF && n > 0 {
-			return nil
-		}
-		if err != nil {
-			err = bodyError(err)
-			if !w.started {
-				return err
+	// NB: the documents already read (a client's batch, sent as one
+	// body) go to PutIfNewBatch together: one sync for them all, where
+	// a document at a time was one sync each. A stream that trickles
+	// (curl, a person typing) is answered as each document comes: a
+	// group is only what is already read.
+	type item struct {
+		id  string
+		doc db.Doc
+		err error // the line's own: not a document
+	}
+	var group []item
+	var docs []db.Doc
+	var docsBytes int
+	for n := 0; ; {
+		group, docs, docsBytes = group[:0], docs[:0], 0
+		var readErr error
+		for len(group) == 0 || len(group) < maxIfNewGroup && docsBytes < maxIfNewGroupBytes && lines.lineBuffered() {
+			var dj DocJSON
+			if readErr = lines.next(&dj); readErr != nil {
+				break
 			}
-			w.failLine(err)
-			return err
+			it := item{id: dj.ID}
+			if it.doc, it.err = dj.Doc(); it.err == nil {
+				docs = append(docs, it.doc)
+				docsBytes += len(it.doc.ID) + len(it.doc.Text) + len(it.doc.Meta)
+			}
+			group = append(group, it)
 		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if !w.started {
+		if len(group) > 0 && !w.started {
 			w.startStream()
 		}
-		out := PutIfNewJSON{ID: dj.ID}
-		doc, err := dj.Doc()
-		var m *db.Match
-		if err == nil {
-			m, err = h.d.PutIfNewContext(ctx, doc, &wo)
+		var res []db.IfNewResult
+		var err error
+		if len(docs) > 0 {
+			res, err = h.d.PutIfNewBatch(ctx, docs, &wo)
 		}
-		switch {
-		case err != nil && perDoc(err):
-			c := codeOf(err)
-			out.Error = &ErrorBody{Code: c.Code, Message: err.Error()}
-		case err != nil:
+		// NB: every result has its line, those before an error of the
+		// index included: a document stored is never left unanswered.
+		for _, it := range group {
+			out := PutIfNewJSON{ID: it.id}
+			docErr := it.err
+			if docErr == nil {
+				if len(res) == 0 {
+					break
+				}
+				r := res[0]
+				res = res[1:]
+				docErr = r.Err
+				if m := r.Match; m != nil {
+					j, e, b := m.Jaccard, m.Estimate, m.Bands
+					out.DuplicateOf, out.Jaccard, out.Estimate, out.Bands = &m.ID, &j, &e, &b
+					out.Meta, out.MetaBase64 = metaOut(m.Meta)
+				}
+				out.Replaced = r.Replaced
+			}
+			if docErr != nil {
+				c := codeOf(docErr)
+				out.Error = &ErrorBody{Code: c.Code, Message: docErr.Error()}
+			}
+			n++
+			if err := w.line(out, false); err != nil {
+				return err
+			}
+		}
+		if err != nil {
 			w.failLine(err)
 			return err
-		case m != nil:
-			j, e, b := m.Jaccard, m.Estimate, m.Bands
-			out.DuplicateOf, out.Jaccard, out.Estimate, out.Bands = &m.ID, &j, &e, &b
 		}
-		if err := w.line(out, true); err != nil {
+		switch {
+		case readErr == io.EOF && n > 0:
+			return w.flush()
+		case readErr != nil:
+			readErr = bodyError(readErr)
+			if !w.started {
+				return readErr
+			}
+			w.failLine(readErr)
+			return readErr
+		}
+		if err := w.flush(); err != nil {
 			return err
 		}
 	}
 }
+
+// maxIfNewGroup and maxIfNewGroupBytes bound the documents of a
+// put-if-new stream checked together (one PutIfNewBatch): as many as
+// lshdb insert's batches.
+const (
+	maxIfNewGroup      = 1000
+	maxIfNewGroupBytes = DefaultMaxBodyBytes / 2
+)
 
 // bodyLines reads a JSON Lines body one value at a time: each value gets
 // its own read deadline (Options.ReadTimeout) and, for a body bounded per
@@ -232,6 +274,29 @@ func (h *handler) bodyLines(w *resp, r *http.Request) *bodyLines {
 	dec := json.NewDecoder(r.Body)
 	lim, _ := r.Body.(*docLimit)
 	return &bodyLines{h: h, w: w, dec: dec, lim: lim}
+}
+
+// lineBuffered says whether a whole line with a value is already read
+// (so that decoding it does not wait for the client).
+func (b *bodyLines) lineBuffered() bool {
+	r, ok := b.dec.Buffered().(io.ByteReader)
+	if !ok {
+		return false
+	}
+	value := false
+	for {
+		c, err := r.ReadByte()
+		switch {
+		case err != nil:
+			return false
+		case c == '\n':
+			if value {
+				return true
+			}
+		case c != ' ' && c != '\t' && c != '\r':
+			value = true
+		}
+	}
 }
 
 // next decodes the next value into v (io.EOF at the end of the body).

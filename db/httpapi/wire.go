@@ -237,12 +237,41 @@ func (r LoadResultJSON) LoadResult() db.LoadResult {
 // document was stored. A refused document's line has only id and error
 // (a null duplicate_of would read as "stored").
 type PutIfNewJSON struct {
-	ID          string     `json:"id"`
-	DuplicateOf *string    `json:"duplicate_of"`
-	Jaccard     *float64   `json:"jaccard"`
-	Estimate    *float64   `json:"estimate,omitempty"`
-	Bands       *int       `json:"bands,omitempty"`
-	Error       *ErrorBody `json:"error,omitempty"`
+	ID          string   `json:"id"`
+	DuplicateOf *string  `json:"duplicate_of"`
+	Jaccard     *float64 `json:"jaccard"`
+	Estimate    *float64 `json:"estimate,omitempty"`
+	Bands       *int     `json:"bands,omitempty"`
+	// Meta (UTF-8) or MetaBase64 (other bytes): the duplicate's stored
+	// metadata, as in MatchJSON.
+	Meta       *string `json:"meta,omitempty"`
+	MetaBase64 *string `json:"meta_base64,omitempty"`
+	// Replaced: the document was stored in place of a stored one with
+	// its id (db.IfNewResult.Replaced).
+	Replaced bool       `json:"replaced,omitempty"`
+	Error    *ErrorBody `json:"error,omitempty"`
+}
+
+// Match is the duplicate the line names, nil for none (the document was
+// stored, or refused).
+func (p *PutIfNewJSON) Match() *db.Match {
+	if p.DuplicateOf == nil {
+		return nil
+	}
+	m := &db.Match{ID: *p.DuplicateOf}
+	if p.Jaccard != nil {
+		m.Jaccard = *p.Jaccard
+	}
+	if p.Estimate != nil {
+		m.Estimate = *p.Estimate
+	}
+	if p.Bands != nil {
+		m.Bands = *p.Bands
+	}
+	// NB: as MatchJSON.Match, bad base64 from another server leaves Meta
+	// nil.
+	m.Meta, _ = metaIn(p.Meta, p.MetaBase64)
+	return m
 }
 
 // MarshalJSON writes a refused document's line without duplicate_of and
