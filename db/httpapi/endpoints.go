@@ -165,11 +165,13 @@ func (h *handler) putIfNew(w *resp, r *http.Request) error {
 	// edit_rate) are ignored, as lshdb dedup and insert ignore them.
 	lines := h.bodyLines(w, r)
 	ctx := r.Context()
-	// NB: the documents already read (a client's batch, sent as one
-	// body) go to PutIfNewBatch together: one sync for them all, where
-	// a document at a time was one sync each. A stream that trickles
-	// (curl, a person typing) is answered as each document comes: a
-	// group is only what is already read.
+	// NB: documents go to PutIfNewBatch in groups: one sync for a
+	// group, where a document at a time was one sync each. A body of a
+	// known length (a client's batch, curl --data-binary @file) is sent
+	// whole: its groups are read whole. A stream of unknown length
+	// (chunked: a pipe, a person typing) is answered as its documents
+	// come: a group is only what is already read.
+	sized := r.ContentLength > 0
 	type item struct {
 		id  string
 		doc db.Doc
@@ -181,7 +183,7 @@ func (h *handler) putIfNew(w *resp, r *http.Request) error {
 	for n := 0; ; {
 		group, docs, docsBytes = group[:0], docs[:0], 0
 		var readErr error
-		for len(group) == 0 || len(group) < maxIfNewGroup && docsBytes < maxIfNewGroupBytes && lines.lineBuffered() {
+		for len(group) == 0 || len(group) < maxIfNewGroup && docsBytes < maxIfNewGroupBytes && (sized || lines.lineBuffered()) {
 			var dj DocJSON
 			if readErr = lines.next(&dj); readErr != nil {
 				break
