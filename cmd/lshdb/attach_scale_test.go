@@ -424,3 +424,117 @@ func appendGzipLine(t *testing.T, path string, v any) {
 		t.Fatal(err)
 	}
 }
+
+// Ensure that pairs piped into clusters --from - (or filter --from -),
+// two processes on one index, gives the clusters of the pairs file: the
+// second command attaches to the first, which owns the index, and whose
+// output is its input. The owner waited for it with its own output
+// still open, then cut it after 5 s: clusters failed with "use of
+// closed network connection", 3 runs in 4 on the operator's index. The
+// owner now closes its output first, and waits for the requests of the
+// commands attached to it to end.
+func TestPairsPipedIntoClusters(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("Unix sockets")
+	}
+	dir := shortDir(t)
+	idx, corpus := filepath.Join(dir, "idx"), filepath.Join(dir, "c.jsonl")
+	mustRun(t, "gen", "--n", "12000", "--out", corpus, "--source", "../../testdata/corpora/debian-sample/docs.jsonl")
+	mustRun(t, "build", "--db", idx, corpus)
+	pairsArgs := []string{"pairs", "--db", idx, "--output", "json", "--header", "--sort=false", "--progress", "none"}
+	// The oracle: the pairs file written first, then read in process.
+	file := filepath.Join(dir, "pairs.jsonl")
+	out, _ := mustRun(t, pairsArgs...)
+	if err := os.WriteFile(file, []byte(out), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want, _ := mustRun(t, "clusters", "--db", idx, "--from", file, "--output", "json")
+	if strings.Count(want, "\n") < 100 {
+		t.Fatalf("%d clusters: the test checks too little", strings.Count(want, "\n"))
+	}
+	for round := range 3 {
+		pr, pw, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		pairs := lshdbProcess(pairsArgs...)
+		var pairsErr, clErr syncBuffer
+		var clOut bytes.Buffer
+		pairs.Stdout, pairs.Stderr = pw, &pairsErr
+		clusters := lshdbProcess("clusters", "--db", idx, "--from", "-", "--output", "json")
+		clusters.Stdin, clusters.Stdout, clusters.Stderr = pr, &clOut, &clErr
+		if err := pairs.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(50 * time.Millisecond) // NB: pairs holds the index first
+		if err := clusters.Start(); err != nil {
+			t.Fatal(err)
+		}
+		pw.Close()
+		pr.Close()
+		start := time.Now()
+		perr, cerr := pairs.Wait(), clusters.Wait()
+		if perr != nil || cerr != nil {
+			t.Fatalf("round %d: pairs: %v %s; clusters: %v %s", round, perr, pairsErr.String(), cerr, clErr.String())
+		}
+		if clOut.String() != want {
+			t.Fatalf("round %d: pairs | clusters --from - gave %d lines, the pairs file %d", round, strings.Count(clOut.String(), "\n"), strings.Count(want, "\n"))
+		}
+		if took := time.Since(start); took > 4*time.Second {
+			t.Logf("round %d: %v", round, took)
+		}
+	}
+}
+
+// Ensure that a command which owns the index and ends while another
+// command's request runs through it (an attached build's load, the
+// operator's case: a short insert happened to hold the index when the
+// nightly build began) waits for that request, saying so, instead of
+// cutting it after 5 s with nothing loaded.
+func TestOwnerWaitsForAttachedLoad(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("Unix sockets")
+	}
+	idx := filepath.Join(shortDir(t), "idx")
+	mustRun(t, "create", "--db", idx)
+	owner := startPiped(t, "insert", "--db", idx, "-")
+	fmt.Fprintln(owner.stdin, docLine("owned", "a document the short insert stores"))
+	sock := filepath.Join(idx, "lshdb.sock")
+	waitUntil(t, owner, func() string { return "the owner's socket" }, func() bool {
+		c, err := client.Open(sock, nil)
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	})
+	waitCount(t, sock, owner, func(n uint64) bool { return n == 1 })
+	build := startPiped(t, "build", "--db", idx, "-")
+	const n = 200
+	for i := range n / 2 {
+		fmt.Fprintln(build.stdin, docLine(fmt.Sprintf("b%d", i), docText(i)))
+	}
+	time.Sleep(300 * time.Millisecond) // NB: the load is under way in the owner
+	owner.stdin.Close()                // the owner's own work ends
+	time.Sleep(6 * time.Second)        // past the 5 s it gave a request before
+	for i := n / 2; i < n; i++ {
+		fmt.Fprintln(build.stdin, docLine(fmt.Sprintf("b%d", i), docText(i)))
+	}
+	build.stdin.Close()
+	if err := <-build.done; err != nil {
+		t.Fatalf("the attached build: %v\n%s", err, build.out)
+	}
+	if err := <-owner.done; err != nil {
+		t.Fatalf("the owner: %v\n%s", err, owner.out)
+	}
+	if !strings.Contains(owner.out.String(), "waiting for the commands attached to this index") {
+		t.Errorf("the owner did not say it waited: %s", owner.out)
+	}
+	d, err := db.Open(idx, &db.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if got, err := d.Count(); err != nil || got != n+1 {
+		t.Fatalf("the index holds %d documents (%v), want %d", got, err, n+1)
+	}
+}

@@ -158,6 +158,23 @@ func (o *outWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
+// closeFile ends the output: a file (a pipe, a redirect) is closed, so
+// that its reader sees its end before the process exits. A write after
+// it fails, and is reported: whatever the writer (a test's buffer too).
+func (o *outWriter) closeFile() {
+	if f, ok := o.w.(*os.File); ok {
+		if err := f.Close(); err != nil && o.err == nil {
+			o.err = err
+		}
+	}
+	o.w = closedOutput{}
+}
+
+// closedOutput is the output after closeFile.
+type closedOutput struct{}
+
+func (closedOutput) Write([]byte) (int, error) { return 0, os.ErrClosed }
+
 // errWriter is the command's stderr, one write at a time: progress lines
 // come from the input's reader goroutines while the command writes its
 // notes.

@@ -28,9 +28,33 @@ func (a *app) serveOwned(d index) (stop func()) {
 		return func() {}
 	}
 	return func() {
-		// Requests in flight finish (briefly); then the index closes.
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		// NB: this command's output is complete: closed, so that a
+		// command reading it (pairs | clusters --from -), which may be
+		// attached here, sees its end and can finish its request.
+		a.out.closeFile()
+		if a.ctx.Err() != nil {
+			// Interrupted: requests in flight get a moment.
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			stopServing(ctx)
+			return
+		}
+		// NB: the requests in flight are other commands' whole jobs (an
+		// attached build's load, a clusters --from): they finish, however
+		// long they take, unless an interrupt cuts them. Cut after 5 s,
+		// they failed with nothing done: a nightly build that found a
+		// short insert holding the index.
+		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
+		defer context.AfterFunc(a.ctx, cancel)()
+		note := time.AfterFunc(ownerWaitNote, func() {
+			a.notef("waiting for the commands attached to this index to finish their requests (interrupt to cut them off)")
+		})
+		defer note.Stop()
 		stopServing(ctx)
 	}
 }
+
+// ownerWaitNote is how long an owner waits for attached commands'
+// requests before it says so.
+const ownerWaitNote = 2 * time.Second
