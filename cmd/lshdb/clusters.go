@@ -348,7 +348,7 @@ func (f *pairsFile) finish(t float64, warn func(string)) error {
 }
 
 // notef prints a note on stderr.
-func (a *app) notef(s string) { fmt.Fprintf(a.stderr, "note: %s\n", s) }
+func (a *app) notef(s string) { fmt.Fprintf(a.stderr, "lshdb: note: %s\n", s) }
 
 // readPairsFile yields the pairs of a pairs --output json file, "-" for
 // standard input (pairLines).

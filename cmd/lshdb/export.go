@@ -103,7 +103,7 @@ it and renamed when complete. The summary goes to stderr.`,
 						n.kept, n.removed, counted(nClusters, "cluster", "clusters"), mode, keep, cmp.Or(t, d.Params().Threshold))
 				}
 				if noText > 0 {
-					fmt.Fprintf(a.stderr, "note: %d documents have no stored text (index storage %s): written without text\n", noText, d.Params().Storage)
+					fmt.Fprintf(a.stderr, "lshdb: note: %d documents have no stored text (index storage %s): written without text\n", noText, d.Params().Storage)
 				}
 				return nil
 			})

@@ -969,7 +969,7 @@ func (a *app) filterNote(n filterCounts, docs uint64, t float64, mode db.Cluster
 	fmt.Fprintf(a.stderr, "%d kept, %d removed in %s (%s read; mode %s, keep %s, Jaccard >= %v)\n",
 		n.kept, n.removed, counted(n.clusters, "cluster", "clusters"), counted(n.read, "record", "records"), mode, keep, t)
 	if n.bad > 0 {
-		fmt.Fprintf(a.stderr, "note: %d records could not be read as documents (as insert would skip them): kept as read\n", n.bad)
+		fmt.Fprintf(a.stderr, "lshdb: note: %d records could not be read as documents (as insert would skip them): kept as read\n", n.bad)
 	}
 	if n.copies > 0 {
 		how := "removed as its duplicates (similarity 1)"
@@ -979,12 +979,12 @@ func (a *app) filterNote(n filterCounts, docs uint64, t float64, mode db.Cluster
 		case n.exact < n.copies:
 			how = fmt.Sprintf("%d removed as its duplicates (similarity 1), the others with their id's cluster", n.exact)
 		}
-		fmt.Fprintf(a.stderr, "note: %d records were copies, %s, of an earlier record with their id: %s\n", n.copies, n.copyKind, how)
+		fmt.Fprintf(a.stderr, "lshdb: note: %d records were copies, %s, of an earlier record with their id: %s\n", n.copies, n.copyKind, how)
 	}
 	if other := n.repeated - n.copies; other > 0 {
-		fmt.Fprintf(a.stderr, "note: %d records repeat an id read before with other content: the index holds one document per id (the last written), and every record of an id shares its fate; make ids unique (--id-from line) to tell them apart\n", other)
+		fmt.Fprintf(a.stderr, "lshdb: note: %d records repeat an id read before with other content: the index holds one document per id (the last written), and every record of an id shares its fate; make ids unique (--id-from line) to tell them apart\n", other)
 	}
 	if missing := n.sampled - n.found; missing > 0 {
-		fmt.Fprintf(a.stderr, "note: %d of the first %d ids read are not in the index (kept as read): was it built from these inputs with the same id flags?\n", missing, n.sampled)
+		fmt.Fprintf(a.stderr, "lshdb: note: %d of the first %d ids read are not in the index (kept as read): was it built from these inputs with the same id flags?\n", missing, n.sampled)
 	}
 }

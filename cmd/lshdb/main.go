@@ -16,12 +16,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -50,6 +52,10 @@ func (redisLog) Printf(ctx context.Context, format string, v ...any) {
 
 func main() {
 	redis.SetLogger(redisLog{})
+	// NB: what package db logs (Pebble's errors: a corrupt table found
+	// while reading) goes to stderr as the command's own lines do, one
+	// "lshdb: " line each, not the log package's dated format.
+	slog.SetDefault(slog.New(cliLog{w: os.Stderr}))
 	if os.Getenv("GOMEMLIMIT") == "" {
 		// NB: a soft limit makes the garbage collector work harder as the
 		// heap nears it, instead of letting it double past its live data:
@@ -138,6 +144,47 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	return a.exitCode(err)
 }
+
+// cliLog is the commands' slog handler: warnings and errors, one line
+// each, "lshdb: MESSAGE key=value …"; below a warning nothing (Pebble's
+// informational messages).
+type cliLog struct {
+	w     io.Writer
+	attrs []slog.Attr
+}
+
+func (h cliLog) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelWarn }
+
+func (h cliLog) Handle(_ context.Context, r slog.Record) error {
+	var b strings.Builder
+	b.WriteString("lshdb: ")
+	b.WriteString(escControls(plainMessage(r.Message)))
+	add := func(a slog.Attr) bool {
+		v := a.Value.Resolve().String()
+		switch {
+		case strings.Contains(v, `"`) || escControls(v) != v:
+			v = strconv.Quote(v) // NB: escapes what escControls would
+		case strings.ContainsAny(v, " =") || v == "":
+			v = `"` + v + `"` // NB: as written (Pebble's bounds are escaped already)
+		}
+		fmt.Fprintf(&b, " %s=%s", a.Key, v)
+		return true
+	}
+	for _, a := range h.attrs {
+		add(a)
+	}
+	r.Attrs(add)
+	b.WriteByte('\n')
+	_, err := io.WriteString(h.w, b.String())
+	return err
+}
+
+func (h cliLog) WithAttrs(as []slog.Attr) slog.Handler {
+	h.attrs = append(slices.Clip(h.attrs), as...)
+	return h
+}
+
+func (h cliLog) WithGroup(string) slog.Handler { return h }
 
 // outWriter is the command's stdout. After a write fails it fails every
 // later write with the same error, without writing, so that a command
@@ -229,6 +276,9 @@ func (a *app) exitCode(err error) int {
 		line = strings.Join(lines, "\n")
 	} else {
 		line = escControls(line)
+	}
+	if errors.Is(err, db.ErrCorrupt) {
+		line += "; the index is damaged (lshdb check says what it finds): restore a backup of it (lshdb backup makes them) or build it again from its inputs"
 	}
 	fmt.Fprintln(a.stderr, "lshdb: "+line)
 	if errors.Is(err, context.Canceled) {

@@ -8,6 +8,7 @@ import (
 	"encoding/xml"
 	"fmt"
 	"io"
+	"log/slog"
 	"math"
 	"os"
 	"path/filepath"
@@ -490,5 +491,33 @@ func TestGenLeavesNoPartialFile(t *testing.T) {
 			got = append(got, n.Name())
 		}
 		t.Fatalf("the directory holds %q, want only c.jsonl.gz and a-directory", got)
+	}
+}
+
+// Ensure that what package db logs reaches stderr as the commands' own
+// lines: "lshdb: " and the message once, attributes as key=value, a value
+// with spaces in quotes as written, one with quotes or control characters
+// quoted and escaped, nothing below a warning.
+func TestCLILog(t *testing.T) {
+	var b bytes.Buffer
+	log := slog.New(cliLog{w: &b}).With("file", "/idx/000004.sst")
+	log.Info("lshdb: pebble: compacting")
+	log.Error("lshdb: pebble: data corruption", "bounds", `[d\x00, d\x01]`, "error", "a \"quoted\" word\n", "n", 3)
+	want := `lshdb: pebble: data corruption file=/idx/000004.sst bounds="[d\x00, d\x01]" error="a \"quoted\" word\n" n=3` + "\n"
+	if b.String() != want {
+		t.Fatalf("logged\n%s\nwant\n%s", b.String(), want)
+	}
+}
+
+// Ensure that an error of a damaged index says what to do about it, on
+// its one line.
+func TestCorruptHint(t *testing.T) {
+	var errb bytes.Buffer
+	a := &app{ctx: context.Background(), root: context.Background(), stderr: &errWriter{w: &errb}}
+	if code := a.exitCode(fmt.Errorf("%w: block 12: checksum mismatch", db.ErrCorrupt)); code != 1 {
+		t.Fatalf("exit %d", code)
+	}
+	if got := errb.String(); strings.Count(got, "\n") != 1 || !strings.HasPrefix(got, "lshdb: database is corrupt: block 12: checksum mismatch; ") || !strings.Contains(got, "restore a backup") {
+		t.Fatalf("stderr %q", got)
 	}
 }

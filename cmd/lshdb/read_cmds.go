@@ -708,7 +708,7 @@ func (a *app) bucketCmd() *cobra.Command {
 				if len(ids) == 0 {
 					// NB: stdout stays empty (a script counts lines); the
 					// note says the bucket was read and holds nothing.
-					fmt.Fprintf(a.stderr, "note: band %d bucket %08x holds no document\n", band, bucket)
+					fmt.Fprintf(a.stderr, "lshdb: note: band %d bucket %08x holds no document\n", band, bucket)
 				}
 				for _, id := range ids {
 					if a.json() {

@@ -170,7 +170,7 @@ func (a *app) printRecall(rec db.RecallEstimate, scheme minhash.Scheme) error {
 	// rows agree slightly less together than independent ones), which is
 	// no shortfall of the promise at the banding's threshold.
 	if rec.MissRatio > 1.1 && scheme != minhash.SchemeFSS {
-		fmt.Fprintf(a.stderr, "note: %v signatures of short documents miss %.1f times as many pairs at the threshold as the S-curve says; an index made with --scheme fss (the default) does not\n",
+		fmt.Fprintf(a.stderr, "lshdb: note: %v signatures of short documents miss %.1f times as many pairs at the threshold as the S-curve says; an index made with --scheme fss (the default) does not\n",
 			scheme, rec.MissRatio)
 	}
 	return nil
@@ -285,6 +285,14 @@ func (a *app) createCmd() *cobra.Command {
 				return err
 			}
 			if names, err := os.ReadDir(a.dbDir); err == nil && len(names) > 0 {
+				// NB: an index, or some other directory: the other
+				// commands say which, and create should too.
+				d, err := db.Open(a.dbDir, &db.Options{ReadOnly: true, MustExist: true})
+				if err == nil {
+					d.Close()
+				} else if errors.Is(err, db.ErrNotIndex) {
+					return fmt.Errorf("%w: %s holds other files (%d entries): create makes an index in a new or empty directory", db.ErrNotIndex, a.dbDir, len(names))
+				}
 				return fmt.Errorf("%s already exists (open it with the other commands)", a.dbDir)
 			}
 			if db.IsRedisURL(a.dbDir) {
@@ -987,9 +995,14 @@ func (w *deduper) row(id string, m *db.Match) error {
 	var err error
 	switch {
 	case w.a.json():
-		out := map[string]any{"id": id, "duplicate_of": nil, "jaccard": nil}
+		// NB: a struct, not a map: the id first, as every command's lines.
+		out := struct {
+			ID          string   `json:"id"`
+			DuplicateOf *string  `json:"duplicate_of"`
+			Jaccard     *float64 `json:"jaccard"`
+		}{ID: id}
 		if m != nil {
-			out["duplicate_of"], out["jaccard"] = m.ID, m.Jaccard
+			out.DuplicateOf, out.Jaccard = &m.ID, &m.Jaccard
 		}
 		err = w.a.emitJSON(out)
 	case m != nil:
