@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"strings"
 	"syscall"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -92,10 +93,11 @@ func (db *DB) Backup(ctx context.Context, dir string) error {
 	}
 	// NB: made beside dir and renamed once stamped (stampBackup), so that
 	// dir is never a copy with the original's instance.
-	tmp, err := db.backupTemp(dir)
+	tmp, release, err := db.backupTemp(dir)
 	if err != nil {
 		return err
 	}
+	defer release()
 	if err := db.pdb.Checkpoint(tmp, pebble.WithFlushedWAL()); err != nil {
 		db.opts.FS.RemoveAll(tmp)
 		return classify(fmt.Errorf("lshdb: backup to %s: %w", dir, err))
@@ -104,14 +106,77 @@ func (db *DB) Backup(ctx context.Context, dir string) error {
 }
 
 // backupTemp returns the directory beside dir that a backup to dir is
-// made in, empty (what a killed backup left there is removed).
-func (db *DB) backupTemp(dir string) (string, error) {
+// made in, empty (what a killed backup left there is removed), and the
+// function that releases it, which the caller MUST call once the backup
+// has ended, done or not. While the backup runs, a file beside the
+// directory names its process (backupOwnerSuffix), so that a later
+// backup into the same parent removes what a killed one left under
+// another name (sweepBackupTemps): a nightly backup to a dated name
+// never reuses one, and a killed backup's copy (hard links to the
+// index's tables, or a whole copy on another filesystem) was left for
+// ever.
+func (db *DB) backupTemp(dir string) (tmp string, release func(), _ error) {
 	fsys := db.opts.FS
-	tmp := fsys.PathJoin(fsys.PathDir(dir), "."+fsys.PathBase(dir)+".lshdb-backup.tmp")
+	parent := fsys.PathDir(dir)
+	tmp = fsys.PathJoin(parent, "."+fsys.PathBase(dir)+backupTempSuffix)
+	sweepBackupTemps(fsys, parent)
 	if err := fsys.RemoveAll(tmp); err != nil {
-		return "", fmt.Errorf("lshdb: backup: %w", err)
+		return "", nil, fmt.Errorf("lshdb: backup: %w", err)
 	}
-	return tmp, nil
+	owner := tmp + backupOwnerSuffix
+	if f, err := fsys.Create(owner, vfs.WriteCategoryUnspecified); err == nil {
+		host, _ := os.Hostname()
+		_, err = fmt.Fprintf(f, "%d %s\n", os.Getpid(), host)
+		f.Close()
+		if err != nil {
+			fsys.Remove(owner)
+		}
+	}
+	return tmp, func() { fsys.Remove(owner) }, nil
+}
+
+// backupTempSuffix ends the name of a backup's temporary directory, and
+// backupOwnerSuffix that of the file beside it that names the process
+// making it: "PID HOST".
+const (
+	backupTempSuffix  = ".lshdb-backup.tmp"
+	backupOwnerSuffix = ".owner"
+)
+
+// sweepBackupTemps removes from parent the temporary directories of
+// backups whose process is gone (killed mid-way), with their owner files:
+// those a process of this host made, that no longer runs. One without an
+// owner file (an earlier lshdb's), another host's, or one whose process
+// may still run is left.
+func sweepBackupTemps(fsys vfs.FS, parent string) {
+	names, err := fsys.List(parent)
+	if err != nil {
+		return
+	}
+	host, _ := os.Hostname()
+	for _, n := range names {
+		if !strings.HasPrefix(n, ".") || !strings.HasSuffix(n, backupTempSuffix+backupOwnerSuffix) {
+			continue
+		}
+		owner := fsys.PathJoin(parent, n)
+		f, err := fsys.Open(owner)
+		if err != nil {
+			continue
+		}
+		b, err := io.ReadAll(io.LimitReader(f, 512))
+		f.Close()
+		if err != nil {
+			continue
+		}
+		var pid int
+		var h string
+		if _, err := fmt.Sscanf(string(b), "%d %s", &pid, &h); err != nil || h != host || pid == os.Getpid() || processRuns(pid) {
+			continue
+		}
+		if fsys.RemoveAll(strings.TrimSuffix(owner, backupOwnerSuffix)) == nil {
+			fsys.Remove(owner)
+		}
+	}
 }
 
 // finishBackup stamps the complete copy in tmp (stampBackup) and renames
@@ -251,10 +316,11 @@ func (db *DB) copyFiles(ctx context.Context, dir string) (err error) {
 			return fmt.Errorf("%w: backup: %s has %s free, and the copy of %s needs %s", ErrDiskFull, parent, mib(int64(u.AvailBytes)), db.dir, mib(need))
 		}
 	}
-	tmp, err := db.backupTemp(dir)
+	tmp, release, err := db.backupTemp(dir)
 	if err != nil {
 		return err
 	}
+	defer release()
 	if err := fsys.MkdirAll(tmp, 0o755); err != nil {
 		return fmt.Errorf("lshdb: backup: %w", err)
 	}

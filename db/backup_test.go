@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"runtime"
@@ -363,5 +364,72 @@ func TestBackupOfAnEmptyIndex(t *testing.T) {
 	ci, err := cp.Info()
 	if err != nil || ci.Origin == nil || *ci.Origin != (Origin{Instance: src.Instance(), Instant: true}) {
 		t.Fatalf("the empty index's copy: origin %+v (%v), want the source's instance at an instant", ci.Origin, err)
+	}
+}
+
+// Ensure that a backup removes from its parent directory what a killed
+// backup left under another name (its temporary copy and owner file),
+// once that backup's process is gone, and leaves one whose process runs
+// (another backup under way), one of another host, and one without an
+// owner file; and that its own temporary directory and owner file are
+// gone when it is done.
+func TestBackupSweepsKilledBackups(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("no signal 0 to tell a process runs")
+	}
+	parent := t.TempDir()
+	d := mustOpen(t, filepath.Join(t.TempDir(), "src"), nil)
+	defer d.Close()
+	if err := d.Put(Doc{ID: "a", Text: "a document to back up"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	// A process that has ended: its pid is gone.
+	gone := exec.Command(os.Args[0], "-test.run=^$")
+	if err := gone.Run(); err != nil {
+		t.Fatal(err)
+	}
+	host, _ := os.Hostname()
+	leave := func(name, owner string) string {
+		tmp := filepath.Join(parent, "."+name+backupTempSuffix)
+		if err := os.MkdirAll(tmp, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(tmp, "000004.sst"), []byte("a table's hard link"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if owner != "" {
+			if err := os.WriteFile(tmp+backupOwnerSuffix, []byte(owner), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return tmp
+	}
+	killed := leave("2026-11-26", fmt.Sprintf("%d %s\n", gone.Process.Pid, host))
+	running := leave("2026-11-27", fmt.Sprintf("%d %s\n", os.Getppid(), host)) // NB: the go command, which runs
+	elsewhere := leave("2026-11-25", fmt.Sprintf("%d %s-other\n", gone.Process.Pid, host))
+	unowned := leave("2026-11-24", "")
+	if err := d.Backup(context.Background(), filepath.Join(parent, "2026-11-28")); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{killed, killed + backupOwnerSuffix} {
+		if _, err := os.Stat(p); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s: %v; want it removed (its backup's process is gone)", filepath.Base(p), err)
+		}
+	}
+	for _, p := range []string{running, running + backupOwnerSuffix, elsewhere, elsewhere + backupOwnerSuffix, unowned} {
+		if _, err := os.Stat(p); err != nil {
+			t.Errorf("%s: %v; want it left", filepath.Base(p), err)
+		}
+	}
+	names, _ := os.ReadDir(parent)
+	for _, n := range names {
+		if strings.HasPrefix(n.Name(), ".2026-11-28") {
+			t.Errorf("the backup left %s", n.Name())
+		}
+	}
+	b := mustOpen(t, filepath.Join(parent, "2026-11-28"), &Options{ReadOnly: true})
+	defer b.Close()
+	if n, err := b.Count(); err != nil || n != 1 {
+		t.Fatalf("the backup holds %d documents (%v)", n, err)
 	}
 }

@@ -967,7 +967,11 @@ func (db *DB) redisBackup(ctx context.Context, dir string) (err error) {
 	if err := fsys.MkdirAll(fsys.PathDir(dir), 0o755); err != nil {
 		return fmt.Errorf("lshdb: backup: %w", err)
 	}
-	tmp := fmt.Sprintf("%s.backup-%d.tmp", dir, time.Now().UnixNano())
+	tmp, release, err := db.backupTemp(dir)
+	if err != nil {
+		return err
+	}
+	defer release()
 	p := db.Params()
 	o := Options{Threshold: p.Threshold, Recall: p.Recall, NumPerm: p.NumPerm, Scheme: p.Scheme, Seed: p.Seed,
 		Shingle: p.Shingle, ShingleSize: p.ShingleSize, Bag: p.Bag, Normalization: p.Normalization,
