@@ -35,6 +35,9 @@ func TestCrash(t *testing.T) {
 			m := newModel(t, d.Params())
 			states := []map[string]modelDoc{{}} // states[i]: after i acknowledged writes
 			synced := []bool{true}
+			// opEnd[i]: the last state of the write that made state i (a
+			// PutIfNewBatch makes one per document it stores)
+			opEnd := []int{0}
 			var acked atomic.Int64
 			var stop atomic.Bool
 			var wg sync.WaitGroup
@@ -85,6 +88,9 @@ func TestCrash(t *testing.T) {
 								continue
 							}
 							synced[len(synced)-1] = !noSync
+							for range batchStates {
+								opEnd = append(opEnd, len(states)-1)
+							}
 							acked.Add(int64(batchStates))
 							continue
 						}
@@ -102,6 +108,7 @@ func TestCrash(t *testing.T) {
 					}
 					states = append(states, m.clone())
 					synced = append(synced, !noSync)
+					opEnd = append(opEnd, len(states)-1)
 					acked.Add(1)
 				}
 			}()
@@ -120,9 +127,10 @@ func TestCrash(t *testing.T) {
 					break
 				}
 			}
-			// NB: a write in flight may have landed: a PutIfNewBatch, up
-			// to its 3 documents.
-			hi := min(after+3, len(states)-1)
+			// NB: the write in flight may have landed: each of its states
+			// (a PutIfNewBatch's, up to its last).
+			hi := min(after+1, len(states)-1)
+			hi = opEnd[hi]
 			r := mustOpen(t, "db", &Options{fs: crashed})
 			defer r.Close()
 			got := stateOf(t, r)

@@ -552,7 +552,11 @@ func (db *DB) PutIfNewBatch(ctx context.Context, docs []Doc, wo *WriteOptions) (
 	}
 	db.wmu.Unlock()
 	if stored && !wo.NoSync && !db.opts.NoSync {
-		err = cmp.Or(err, db.syncLog())
+		if serr := db.syncLog(); serr != nil {
+			// NB: the results stand (the documents were written, and
+			// read as stored until a crash), but not their durability.
+			err = cmp.Or(err, fmt.Errorf("the documents stored were written, but syncing them failed (a crash may lose them): %w", serr))
+		}
 	}
 	return res, err
 }

@@ -62,11 +62,17 @@ func MeasureRecall(p Params, t float64) (RecallEstimate, error) {
 	if err := p.Bands.Validate(p.NumPerm); err != nil {
 		return RecallEstimate{}, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
 	}
+	if t != p.Threshold {
+		// NB: remembered only at an index's threshold (what Stats asks
+		// each time): a client of tune asks at any, and each would stay.
+		return measureRecallNow(p.Scheme, p.NumPerm, p.Bands, t)
+	}
 	return measureRecall(p.Scheme, p.NumPerm, p.Bands, t)
 }
 
 // measured remembers measureRecall's results (seeded, so the same on
-// every call): Stats asks each time, and a measurement takes 0.2 s.
+// every call) at indexes' thresholds: Stats asks each time, and a
+// measurement takes 0.2 s.
 var measured sync.Map // recallKey → RecallEstimate
 
 type recallKey struct {

@@ -490,7 +490,8 @@ func TestPairsPipedIntoClusters(t *testing.T) {
 // command's request runs through it (an attached build's load, the
 // operator's case: a short insert happened to hold the index when the
 // nightly build began) waits for that request, saying so, instead of
-// cutting it after 5 s with nothing loaded.
+// cutting it after 5 s with nothing loaded; and serves the commands that
+// attach meanwhile.
 func TestOwnerWaitsForAttachedLoad(t *testing.T) {
 	if runtime.GOOS == "windows" {
 		t.Skip("Unix sockets")
@@ -515,7 +516,13 @@ func TestOwnerWaitsForAttachedLoad(t *testing.T) {
 	}
 	time.Sleep(300 * time.Millisecond) // NB: the load is under way in the owner
 	owner.stdin.Close()                // the owner's own work ends
-	time.Sleep(6 * time.Second)        // past the 5 s it gave a request before
+	time.Sleep(3 * time.Second)
+	// NB: while it waits, another command attaches and is answered (the
+	// socket was closed: it found the index locked).
+	if out, errOut, code := runLine([]string{"get", "--db", idx, "owned"}, ""); code != 0 || !strings.Contains(out, "a document the short insert stores") {
+		t.Fatalf("a command attached while the owner waits: exit %d, %q %s", code, out, errOut)
+	}
+	time.Sleep(3 * time.Second) // past the 5 s it gave a request before
 	for i := n / 2; i < n; i++ {
 		fmt.Fprintln(build.stdin, docLine(fmt.Sprintf("b%d", i), docText(i)))
 	}

@@ -55,7 +55,10 @@ func main() {
 	// NB: what package db logs (Pebble's errors: a corrupt table found
 	// while reading) goes to stderr as the command's own lines do, one
 	// "lshdb: " line each, not the log package's dated format.
-	slog.SetDefault(slog.New(cliLog{w: os.Stderr}))
+	slog.SetDefault(slog.New(cliLog{w: &errWriter{w: os.Stderr}}))
+	// NB: the log package's lines (net/http's errors) go through it too,
+	// as warnings: not dropped as informational.
+	slog.SetLogLoggerLevel(slog.LevelWarn)
 	if os.Getenv("GOMEMLIMIT") == "" {
 		// NB: a soft limit makes the garbage collector work harder as the
 		// heap nears it, instead of letting it double past its live data:
@@ -210,7 +213,7 @@ func (o *outWriter) Write(p []byte) (int, error) {
 // it fails, and is reported: whatever the writer (a test's buffer too).
 func (o *outWriter) closeFile() {
 	if f, ok := o.w.(*os.File); ok {
-		if err := f.Close(); err != nil && o.err == nil {
+		if err := releaseFile(f); err != nil && o.err == nil {
 			o.err = err
 		}
 	}
@@ -224,15 +227,18 @@ func (closedOutput) Write([]byte) (int, error) { return 0, os.ErrClosed }
 
 // errWriter is the command's stderr, one write at a time: progress lines
 // come from the input's reader goroutines while the command writes its
-// notes.
+// notes, and package db's log lines (cliLog) from its own. NB: one lock
+// for every errWriter, so that the log's lines, written through one of
+// their own, do not cut a progress line either.
 type errWriter struct {
-	mu sync.Mutex
-	w  io.Writer
+	w io.Writer
 }
 
+var stderrMu sync.Mutex
+
 func (e *errWriter) Write(p []byte) (int, error) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
+	stderrMu.Lock()
+	defer stderrMu.Unlock()
 	return e.w.Write(p)
 }
 

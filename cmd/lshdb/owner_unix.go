@@ -25,3 +25,16 @@ func lockHolder(dir string) int {
 	}
 	return int(lk.Pid)
 }
+
+// releaseFile ends f for its reader (a pipe's end of input) without
+// freeing its descriptor: /dev/null takes its place, so that a file the
+// process opens later (the index's, on a handover) never gets the
+// descriptor of stdout, where a write to fd 1 would land in it.
+func releaseFile(f *os.File) error {
+	null, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		return f.Close()
+	}
+	defer null.Close()
+	return unix.Dup2(int(null.Fd()), int(f.Fd()))
+}

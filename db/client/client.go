@@ -536,23 +536,35 @@ func (c *Client) PutIfNewBatch(ctx context.Context, docs []db.Doc, wo *db.WriteO
 	}
 	defer resp.Body.Close()
 	dec := json.NewDecoder(resp.Body)
-	for k := 0; k < len(sent); k++ {
+	// NB: read to the body's end, not to the last document's answer: the
+	// server's failure may follow it (the final sync's), and says the
+	// documents answered as stored may not be durable.
+	for k := 0; ; k++ {
 		var line struct {
 			ID *string `json:"id"`
 			httpapi.PutIfNewJSON
 		}
-		if err := dec.Decode(&line); err != nil {
-			if err == io.EOF {
-				err = io.ErrUnexpectedEOF
-			}
-			return res[:sent[k]], withCtxErr(ctx, fmt.Errorf("lshdb: client: reading the answer of POST /v1/docs/put-if-new: %w", err))
+		err := dec.Decode(&line)
+		answered := res
+		if k < len(sent) {
+			answered = res[:sent[k]]
 		}
-		if line.ID == nil { // the stream's failure
-			var e error = db.ErrCorrupt
+		switch {
+		case err == io.EOF && k == len(sent):
+			return res, nil
+		case err == io.EOF:
+			err = io.ErrUnexpectedEOF
+			fallthrough
+		case err != nil:
+			return answered, withCtxErr(ctx, fmt.Errorf("lshdb: client: reading the answer of POST /v1/docs/put-if-new: %w", err))
+		case line.ID == nil: // the stream's failure
+			var e error = fmt.Errorf("%w: a put-if-new answer with neither id nor error", db.ErrCorrupt)
 			if line.Error != nil {
 				e = &Error{Status: http.StatusOK, Code: line.Error.Code, Message: line.Error.Message}
 			}
-			return res[:sent[k]], withCtxErr(ctx, e)
+			return answered, withCtxErr(ctx, e)
+		case k >= len(sent):
+			return res, fmt.Errorf("%w: the server answered more documents than were sent", db.ErrCorrupt)
 		}
 		r := &res[sent[k]]
 		switch out := line.PutIfNewJSON; {
@@ -564,7 +576,6 @@ func (c *Client) PutIfNewBatch(ctx context.Context, docs []db.Doc, wo *db.WriteO
 			r.Replaced = out.Replaced
 		}
 	}
-	return res, nil
 }
 
 // Get returns the document id.

@@ -239,6 +239,50 @@ func TestPutIfNewBatchMatchesInProcess(t *testing.T) {
 	}
 }
 
+// Ensure that PutIfNewBatch reads the server's answer to its end: a
+// failure after the last document's line (the final sync's) is the
+// call's error, with every document's result; a stream cut before it is
+// an error too. The client stopped at the last document's line, and a
+// failed sync read as success (the maintainer's review).
+func TestPutIfNewBatchTrailingFailure(t *testing.T) {
+	d := open(t, nil)
+	real := httpapi.Handler(d, nil)
+	var tail string // what the fake answer ends with after both documents' lines
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v1/docs/put-if-new" {
+			real.ServeHTTP(w, r)
+			return
+		}
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/x-ndjson")
+		io.WriteString(w, `{"id":"a","duplicate_of":null,"jaccard":null}`+"\n"+`{"id":"b","duplicate_of":"a","jaccard":0.9}`+"\n"+tail)
+	})
+	base, _ := serveTCP(t, h)
+	c, err := client.Open(base, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	docs := []db.Doc{{ID: "a", Text: "a first text"}, {ID: "b", Text: "a first text!"}}
+	for _, k := range []struct {
+		tail string
+		want error
+	}{
+		{"", nil},
+		{`{"error":{"code":"disk_full","message":"the documents stored were written, but syncing them failed: disk full"}}` + "\n", db.ErrDiskFull},
+		{`{"id":"c","duplicate_of":null,"jaccard":null}` + "\n", db.ErrCorrupt},
+	} {
+		tail = k.tail
+		res, err := c.PutIfNewBatch(context.Background(), docs, nil)
+		if len(res) != 2 || res[0].Match != nil || res[1].Match == nil || res[1].Match.ID != "a" {
+			t.Fatalf("after %q: results %+v", k.tail, res)
+		}
+		if k.want == nil && err != nil || k.want != nil && !errors.Is(err, k.want) {
+			t.Fatalf("after %q: %v, want %v", k.tail, err, k.want)
+		}
+	}
+}
+
 // Ensure that the client reads the server's bound on a request body,
 // which a caller batching documents (lshdb insert) stays under: its own,
 // or -1 for none.

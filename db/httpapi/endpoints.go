@@ -179,11 +179,14 @@ func (h *handler) putIfNew(w *resp, r *http.Request) error {
 	}
 	var group []item
 	var docs []db.Doc
-	var docsBytes int
 	for n := 0; ; {
-		group, docs, docsBytes = group[:0], docs[:0], 0
+		group, docs = group[:0], docs[:0]
+		// NB: a group is bounded by the bytes of the body it was read
+		// from, whatever its documents hold (a text, tokens, hashes):
+		// they are all held, and prepared, at once.
+		from := lines.read
 		var readErr error
-		for len(group) == 0 || len(group) < maxIfNewGroup && docsBytes < maxIfNewGroupBytes && (sized || lines.lineBuffered()) {
+		for len(group) == 0 || len(group) < maxIfNewGroup && lines.read-from < maxIfNewGroupBytes && (sized || lines.lineBuffered()) {
 			var dj DocJSON
 			if readErr = lines.next(&dj); readErr != nil {
 				break
@@ -191,7 +194,6 @@ func (h *handler) putIfNew(w *resp, r *http.Request) error {
 			it := item{id: dj.ID}
 			if it.doc, it.err = dj.Doc(); it.err == nil {
 				docs = append(docs, it.doc)
-				docsBytes += len(it.doc.ID) + len(it.doc.Text) + len(it.doc.Meta)
 			}
 			group = append(group, it)
 		}
@@ -270,12 +272,28 @@ type bodyLines struct {
 	w   *resp
 	dec *json.Decoder
 	lim *docLimit
+	// read counts the body's bytes read so far (the decoder reads ahead
+	// of the value it decodes)
+	read int64
 }
 
 func (h *handler) bodyLines(w *resp, r *http.Request) *bodyLines {
-	dec := json.NewDecoder(r.Body)
 	lim, _ := r.Body.(*docLimit)
-	return &bodyLines{h: h, w: w, dec: dec, lim: lim}
+	b := &bodyLines{h: h, w: w, lim: lim}
+	b.dec = json.NewDecoder(countingReader{r.Body, &b.read})
+	return b
+}
+
+// countingReader adds the bytes read from r to *n.
+type countingReader struct {
+	r io.Reader
+	n *int64
+}
+
+func (c countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	*c.n += int64(n)
+	return n, err
 }
 
 // lineBuffered says whether a whole line with a value is already read

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/lshdb/lshdb/db"
@@ -16,9 +17,12 @@ import (
 // the defaults; no token is needed on the socket, which only this user
 // can reach).
 //
-// The returned stop stops accepting, lets requests in flight finish until
-// ctx ends (then cuts them), and removes the socket. Call it before
-// d.Close: a request that arrives after Close fails with db.ErrClosed.
+// The returned stop serves on while requests are in flight, new ones
+// included (another command's load, then its next batch), until none is
+// or ctx ends; then it stops accepting, lets a request that came in
+// meanwhile finish until ctx ends (then cuts it), and removes the socket.
+// Call it before d.Close: a request that arrives after Close fails with
+// db.ErrClosed.
 //
 //	d, err := db.Open(dir, nil)
 //	...
@@ -31,13 +35,26 @@ func ServeSocket(d *db.DB, o *Options) (stop func(ctx context.Context) error, er
 	if err != nil {
 		return nil, err
 	}
-	srv := &http.Server{Handler: Handler(d, o), ReadHeaderTimeout: 10 * time.Second}
+	var active atomic.Int64 // requests in flight
+	h := Handler(d, o)
+	srv := &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		active.Add(1)
+		defer active.Add(-1)
+		h.ServeHTTP(w, r)
+	})}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		srv.Serve(l)
 	}()
 	return func(ctx context.Context) error {
+		// NB: while one request runs, more may come (a command attached
+		// here that goes on): they are served, rather than refused at
+		// the socket while this process still holds the index (they then
+		// failed as locked).
+		for active.Load() > 0 && ctx.Err() == nil {
+			time.Sleep(20 * time.Millisecond)
+		}
 		err := srv.Shutdown(ctx)
 		if err != nil {
 			err = errors.Join(err, srv.Close())
