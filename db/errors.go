@@ -43,8 +43,10 @@ var (
 	// ErrInvalidID is returned when an id is empty, longer than
 	// MaxIDBytes, or not UTF-8.
 	ErrInvalidID = errors.New("lshdb: invalid document id")
-	// ErrClosed is returned by every method called after Close, and ends
-	// an iteration or a long call that Close interrupted.
+	// ErrClosed is returned by every method that reads or writes the
+	// store called after Close, and ends an iteration or a long call that
+	// Close interrupted. Those that answer from the handle alone (Params,
+	// Dir, MaxDocBytes, Instance, Created, Validate) still answer.
 	ErrClosed = errors.New("lshdb: database is closed")
 	// ErrInvalidOptions is returned when an option or query option is out
 	// of range.

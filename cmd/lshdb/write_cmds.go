@@ -907,6 +907,8 @@ type deduper struct {
 	pos   []string
 	bytes int
 	tw    *tabwriter.Writer
+	// stream: the input is stdin, whose rows go out with each batch
+	stream bool
 	// headed: the table's header is written (with the first row, not
 	// before an error; none in JSON)
 	headed bool
@@ -984,6 +986,13 @@ func (w *deduper) flush() error {
 			return err
 		}
 	}
+	if w.stream && !w.a.json() && len(res) > 0 {
+		// NB: a stream (stdin) is answered batch by batch, as its
+		// documents come, not once 1,000 rows are aligned.
+		if err := w.tw.Flush(); err != nil {
+			return err
+		}
+	}
 	w.batch, w.pos, w.bytes = w.batch[:0], w.pos[:0], 0
 	return cmp.Or(err, docErr)
 }
@@ -1058,7 +1067,7 @@ func (a *app) dedupCmd() *cobra.Command {
 			defer stopGrace()
 			w := &deduper{a: a, d: d, ctx: bctx, ttl: ttl, tw: a.table(), headed: a.json(), add: add}
 			var readErr, putErr error
-			if len(args) == 0 || slices.Contains(args, "-") {
+			if w.stream = len(args) == 0 || slices.Contains(args, "-"); w.stream {
 				readErr, putErr = putStream(w, inp.docs(args))
 			} else {
 				for pd, err := range inp.docs(args) {

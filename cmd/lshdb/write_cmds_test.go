@@ -468,19 +468,31 @@ func TestOutputClosed(t *testing.T) {
 	}
 	epipe := func(limit int) *failingWriter { return &failingWriter{limit: limit, err: syscall.EPIPE} }
 
-	// dedup's table goes out every 1,000 rows: the first flush fails, in
-	// the batch that holds the 1,000th document (dedupBatch documents
-	// each, all stored and counted), and the documents after it are not
-	// even read.
+	// dedup's table goes out every 1,000 rows, and from stdin after each
+	// batch (dedupBatch documents, all stored and counted): the first
+	// flush fails, and the documents after it are not even read.
 	idx := filepath.Join(tmp, "dedup")
 	w := epipe(0)
 	errOut, code := runW(w, []string{"dedup", "--db", idx, "-"}, docs.String())
-	n := (1000 + dedupBatch - 1) / dedupBatch * dedupBatch
+	n := dedupBatch
 	if code != 1 || errOut != fmt.Sprintf("lshdb: stored %d new documents through stdin:%d; stopped: write |1: broken pipe\n", n, n) || w.writes != 1 {
 		t.Fatalf("dedup: exit %d, %d writes, %q", code, w.writes, errOut)
 	}
 	if got := storedTexts(t, idx); len(got) != n {
 		t.Fatalf("dedup stored %d documents, want %d", len(got), n)
+	}
+	// From a file, the first flush is at the 1,000th row, in the batch
+	// that holds it.
+	file := filepath.Join(tmp, "docs.jsonl")
+	if err := os.WriteFile(file, []byte(docs.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	idx = filepath.Join(tmp, "dedup-file")
+	w = epipe(0)
+	errOut, code = runW(w, []string{"dedup", "--db", idx, file}, "")
+	n = (1000 + dedupBatch - 1) / dedupBatch * dedupBatch
+	if code != 1 || errOut != fmt.Sprintf("lshdb: stored %d new documents through %s:%d; stopped: write |1: broken pipe\n", n, file, n) || w.writes != 1 {
+		t.Fatalf("dedup of a file: exit %d, %d writes, %q", code, w.writes, errOut)
 	}
 	// The same with JSON lines: the first line fails, after the first
 	// batch.
