@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -33,7 +34,8 @@ func TestHelperLshdb(t *testing.T) {
 	if err := json.Unmarshal([]byte(a), &args); err != nil {
 		t.Fatal(err)
 	}
-	os.Exit(run(context.Background(), args, os.Stdin, os.Stdout, os.Stderr))
+	// NB: as main: a signal ends the command's context.
+	os.Exit(run(signalContext(), args, os.Stdin, os.Stdout, os.Stderr))
 }
 
 // lshdbProcess returns lshdb args as a command of its own process (the
@@ -543,5 +545,52 @@ func TestOwnerWaitsForAttachedLoad(t *testing.T) {
 	defer d.Close()
 	if got, err := d.Count(); err != nil || got != n+1 {
 		t.Fatalf("the index holds %d documents (%v), want %d", got, err, n+1)
+	}
+}
+
+// Ensure that an interrupt (SIGINT, SIGTERM) stops insert and dedup
+// reading an idle pipe: they commit what they read and exit 130 or 143
+// at once. They waited for the input's end (a writer that never
+// closed it held them for ever), then exited 0 (the newcomer's review).
+func TestInterruptOnIdleStdin(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("no SIGINT to send")
+	}
+	for _, c := range []struct {
+		cmd  string
+		sig  os.Signal
+		code int
+		said string
+	}{
+		{"insert", os.Interrupt, 130, "interrupted: committed 1 documents through stdin:1"},
+		{"dedup", syscall.SIGTERM, 143, "interrupted: stored 1 "},
+	} {
+		t.Run(c.cmd, func(t *testing.T) {
+			idx := filepath.Join(shortDir(t), "idx")
+			mustRun(t, "create", "--db", idx)
+			p := startPiped(t, c.cmd, "--db", idx, "-")
+			defer p.stdin.Close()
+			fmt.Fprintln(p.stdin, docLine("a", "a document read before the interrupt"))
+			sock := filepath.Join(idx, "lshdb.sock")
+			waitUntil(t, p, func() string { return "the command's socket" }, func() bool {
+				c, err := client.Open(sock, nil)
+				if err == nil {
+					c.Close()
+				}
+				return err == nil
+			})
+			waitCount(t, sock, p, func(n uint64) bool { return n == 1 })
+			if err := p.cmd.Process.Signal(c.sig); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-p.done:
+			case <-time.After(10 * time.Second):
+				t.Fatalf("%s still runs 10 s after the signal, its input idle: %s", c.cmd, p.out)
+			}
+			if got := p.cmd.ProcessState.ExitCode(); got != c.code || !strings.Contains(p.out.String(), c.said) {
+				t.Fatalf("%s: exit %d, want %d; %s", c.cmd, got, c.code, p.out)
+			}
+		})
 	}
 }

@@ -66,11 +66,15 @@ func main() {
 		// overrides it.
 		debug.SetMemoryLimit(defaultMemoryLimit)
 	}
-	// NB: the first Ctrl-C (or SIGTERM) cancels the command's context, with
-	// the signal as its cause: long work stops at its next check and the
-	// command reports what it committed, then exits 130 (SIGINT) or 143
-	// (SIGTERM). Stopping the channel restores the default, so a second
-	// Ctrl-C kills.
+	os.Exit(run(signalContext(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+// signalContext is the command's context: the first Ctrl-C (or SIGTERM)
+// cancels it, with the signal as its cause: long work stops at its next
+// check and the command reports what it committed, then exits 130
+// (SIGINT) or 143 (SIGTERM). Stopping the channel restores the default,
+// so a second Ctrl-C kills.
+func signalContext() context.Context {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	sigc := make(chan os.Signal, 1)
 	signal.Notify(sigc, os.Interrupt, syscall.SIGTERM)
@@ -84,7 +88,7 @@ func main() {
 	// stops at its next write and exits 1 quietly (see exitCode), and a
 	// write command first says what it committed.
 	signal.Ignore(syscall.SIGPIPE)
-	os.Exit(run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	return ctx
 }
 
 // defaultMemoryLimit is the soft memory limit of the command's Go heap.
@@ -284,7 +288,7 @@ func (a *app) exitCode(err error) int {
 		line = escControls(line)
 	}
 	if errors.Is(err, db.ErrCorrupt) {
-		line += "; the index is damaged (lshdb check says what it finds): restore a backup of it (lshdb backup makes them) or build it again from its inputs"
+		line += "; the index is damaged: restore a backup of it (lshdb backup makes them) or build it again from its inputs"
 	}
 	fmt.Fprintln(a.stderr, "lshdb: "+line)
 	if errors.Is(err, context.Canceled) {

@@ -588,13 +588,13 @@ type batcher interface {
 
 func (w *inserter) pending() int { return len(w.batch) }
 
-// putStream puts the documents of docs as w.put does, reading them on
-// another goroutine so that the batch read so far is committed when the
+// putStream puts the documents of docs as w.put does until they end or
+// ctx does (an interrupt), reading them on another goroutine so that the batch read so far is committed when the
 // input pauses for stallFlushAfter. It returns the read error or the put
 // error that stopped it. NB: when a put fails, the reader may be blocked
 // reading a pipe: it is told to stop and waited for a moment, not for
 // ever (the command ends with the error).
-func putStream(w batcher, docs iter.Seq2[posDoc, error]) (readErr, putErr error) {
+func putStream(ctx context.Context, w batcher, docs iter.Seq2[posDoc, error]) (readErr, putErr error) {
 	type item struct {
 		pd  posDoc
 		err error
@@ -653,6 +653,29 @@ func putStream(w batcher, docs iter.Seq2[posDoc, error]) (readErr, putErr error)
 			if err := w.flush(); err != nil {
 				return quit(err)
 			}
+		case <-ctx.Done():
+			// NB: an interrupt while the input is idle (a pipe whose
+			// writer waits, a fifo): the reader may wait in a read for
+			// ever, so the command goes on without it, with what it has
+			// read (the caller commits the batch). It waited for the
+			// input's end, and exited 0.
+		drain:
+			for {
+				select {
+				case it, ok := <-ch:
+					if !ok || it.err != nil {
+						break drain
+					}
+					if err := w.put(it.pd); err != nil {
+						close(stop)
+						return nil, err
+					}
+				default:
+					break drain
+				}
+			}
+			close(stop)
+			return ctx.Err(), nil
 		}
 	}
 }
@@ -777,7 +800,7 @@ after committing what was read and says where to continue.`,
 			w := &inserter{d: d, ctx: bctx, ttl: ttl, ids: make(map[string]uint8), batch: make([]db.Doc, 0, 1000), add: add}
 			var readErr, putErr error
 			if len(args) == 0 || slices.Contains(args, "-") {
-				readErr, putErr = putStream(w, inp.docs(args))
+				readErr, putErr = putStream(a.ctx, w, inp.docs(args))
 			} else {
 				for pd, err := range inp.docs(args) {
 					if err != nil {
@@ -914,11 +937,13 @@ type deduper struct {
 	headed bool
 	rows   int
 	// what was done: documents stored (of which replacing one with their
-	// id), duplicates found, empty texts skipped
-	stored, replaced, dups, empty int
-	through                       string // position of the last document stored
-	doubt                         string // of the last one of a batch whose answer was lost (see inserter)
-	add                           func(int)
+	// id stored before the run), stored again under an id this run stored
+	// (repeated), duplicates found, empty texts skipped
+	stored, replaced, repeated, dups, empty int
+	ids                                     map[string]bool // stored by this run
+	through                                 string          // position of the last document stored
+	doubt                                   string          // of the last one of a batch whose answer was lost (see inserter)
+	add                                     func(int)
 }
 
 // dedupBatch is the most documents of one of dedup's batches. NB: the
@@ -927,6 +952,17 @@ type deduper struct {
 const dedupBatch = 256
 
 func (w *deduper) pending() int { return len(w.batch) }
+
+// replacedNote says how many of the documents stored replaced one stored
+// before the run under their id (a re-run of an input: each is checked
+// against the others, and stored again unless another is a
+// near-duplicate).
+func (w *deduper) replacedNote() string {
+	if w.replaced == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (%d of them replacing a stored document with the same id)", w.replaced)
+}
 
 func (w *deduper) put(pd posDoc) error {
 	size := len(pd.doc.ID) + len(pd.doc.Text) + len(pd.doc.Meta)
@@ -967,7 +1003,13 @@ func (w *deduper) flush() error {
 			fmt.Fprintf(w.a.stderr, "lshdb: skipped %s (id %s): %v\n", escControls(w.pos[i]), docio.QuoteID(w.batch[i].ID), dbReason{r.Err})
 		case r.Err != nil:
 			docErr = cmp.Or(docErr, fmt.Errorf("%s: %w", w.pos[i], r.Err))
+		case r.Match == nil && w.ids[w.batch[i].ID]:
+			// NB: it replaced the one of its id stored earlier in this
+			// run: the last one stored wins, as insert's last one.
+			w.repeated++
+			w.through = w.pos[i]
 		case r.Match == nil:
+			w.ids[w.batch[i].ID] = true
 			w.stored++
 			if r.Replaced {
 				w.replaced++
@@ -1065,10 +1107,10 @@ func (a *app) dedupCmd() *cobra.Command {
 			// command).
 			bctx, stopGrace := afterGrace(a.ctx, interruptGrace)
 			defer stopGrace()
-			w := &deduper{a: a, d: d, ctx: bctx, ttl: ttl, tw: a.table(), headed: a.json(), add: add}
+			w := &deduper{a: a, d: d, ctx: bctx, ttl: ttl, tw: a.table(), headed: a.json(), add: add, ids: make(map[string]bool)}
 			var readErr, putErr error
 			if w.stream = len(args) == 0 || slices.Contains(args, "-"); w.stream {
-				readErr, putErr = putStream(w, inp.docs(args))
+				readErr, putErr = putStream(a.ctx, w, inp.docs(args))
 			} else {
 				for pd, err := range inp.docs(args) {
 					if err != nil {
@@ -1101,7 +1143,7 @@ func (a *app) dedupCmd() *cobra.Command {
 				if w.doubt != "" {
 					maybe = fmt.Sprintf(", and perhaps some of the next batch, through %s (the answer of the process that owns the index was lost: it may have stored them)", w.doubt)
 				}
-				return stoppedErr(fmt.Sprintf("stored %d new documents", w.stored), w.through, maybe, err)
+				return stoppedErr(fmt.Sprintf("stored %d documents%s", w.stored, w.replacedNote()), w.through, maybe, err)
 			}
 			// NB: on stderr, in both output formats: stdout stays the
 			// table or the JSON lines (C23).
@@ -1109,14 +1151,14 @@ func (a *app) dedupCmd() *cobra.Command {
 			if n := inp.skipped + w.empty; n > 0 {
 				skipped = fmt.Sprintf(" (%d records skipped)", n)
 			}
-			replaced := ""
-			if w.replaced > 0 {
-				// NB: a re-run of the same input: each document is
-				// checked against the others, and stored again (it
-				// replaces itself) unless another is a near-duplicate.
-				replaced = fmt.Sprintf(" (%d of them replacing a stored document with the same id)", w.replaced)
+			repeated := ""
+			if w.repeated > 0 {
+				repeated = fmt.Sprintf(", %d stored again under an id stored earlier in the input (the last one stored wins)", w.repeated)
 			}
-			fmt.Fprintf(a.stderr, "%d inserted%s, %d duplicates of stored documents%s\n", w.stored, replaced, w.dups, skipped)
+			if w.stored+w.dups+w.repeated+w.empty+inp.skipped == 0 {
+				a.notef("the inputs held no record: nothing was inserted")
+			}
+			fmt.Fprintf(a.stderr, "%d inserted%s, %d duplicates of stored documents%s%s\n", w.stored, w.replacedNote(), w.dups, repeated, skipped)
 			return nil
 		},
 	}

@@ -475,7 +475,7 @@ func TestOutputClosed(t *testing.T) {
 	w := epipe(0)
 	errOut, code := runW(w, []string{"dedup", "--db", idx, "-"}, docs.String())
 	n := dedupBatch
-	if code != 1 || errOut != fmt.Sprintf("lshdb: stored %d new documents through stdin:%d; stopped: write |1: broken pipe\n", n, n) || w.writes != 1 {
+	if code != 1 || errOut != fmt.Sprintf("lshdb: stored %d documents through stdin:%d; stopped: write |1: broken pipe\n", n, n) || w.writes != 1 {
 		t.Fatalf("dedup: exit %d, %d writes, %q", code, w.writes, errOut)
 	}
 	if got := storedTexts(t, idx); len(got) != n {
@@ -491,7 +491,7 @@ func TestOutputClosed(t *testing.T) {
 	w = epipe(0)
 	errOut, code = runW(w, []string{"dedup", "--db", idx, file}, "")
 	n = (1000 + dedupBatch - 1) / dedupBatch * dedupBatch
-	if code != 1 || errOut != fmt.Sprintf("lshdb: stored %d new documents through %s:%d; stopped: write |1: broken pipe\n", n, file, n) || w.writes != 1 {
+	if code != 1 || errOut != fmt.Sprintf("lshdb: stored %d documents through %s:%d; stopped: write |1: broken pipe\n", n, file, n) || w.writes != 1 {
 		t.Fatalf("dedup of a file: exit %d, %d writes, %q", code, w.writes, errOut)
 	}
 	// The same with JSON lines: the first line fails, after the first
@@ -499,7 +499,7 @@ func TestOutputClosed(t *testing.T) {
 	idx = filepath.Join(tmp, "dedup-json")
 	w = epipe(0)
 	errOut, code = runW(w, []string{"dedup", "--db", idx, "--output", "json", "-"}, docs.String())
-	if code != 1 || errOut != fmt.Sprintf("lshdb: stored %d new documents through stdin:%d; stopped: write |1: broken pipe\n", dedupBatch, dedupBatch) || w.writes != 1 {
+	if code != 1 || errOut != fmt.Sprintf("lshdb: stored %d documents through stdin:%d; stopped: write |1: broken pipe\n", dedupBatch, dedupBatch) || w.writes != 1 {
 		t.Fatalf("dedup --output json: exit %d, %d writes, %q", code, w.writes, errOut)
 	}
 	// insert commits everything, then its summary fails: quietly.
