@@ -295,6 +295,13 @@ func openIn(dir string, o Options) (*DB, error) {
 		if strings.Contains(err.Error(), "merger") {
 			return nil, fmt.Errorf("%w: %s: %w", ErrNotIndex, dir, err)
 		}
+		// NB: a store whose marker names a manifest file that is gone
+		// (deleted, a copy that missed it) is damaged, not missing: Pebble
+		// says "could not open manifest file" around the ENOENT, matched by
+		// text (TestOpenWithoutManifest: recheck on a Pebble upgrade).
+		if errors.Is(err, fs.ErrNotExist) && strings.Contains(err.Error(), "manifest") {
+			return nil, fmt.Errorf("%w: %s: the store's manifest is missing: %w", ErrCorrupt, dir, firstLine{err})
+		}
 		return nil, classify(fmt.Errorf("lshdb: opening %s: %w", dir, err))
 	}
 	db := &DB{dir: dir, opts: handleOptions{Options: o, FS: o.fs}, pdb: pdb, popts: popts, lock: lock, qcache: newQueryCache(o.QueryCacheSize), stalls: stalls}

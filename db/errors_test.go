@@ -662,3 +662,32 @@ func TestPairsOnReadOnlyFilesystemSweepsTempDir(t *testing.T) {
 		t.Errorf("temporary directory holds %v, want only the live run's", names)
 	}
 }
+
+// Ensure that an index whose store's manifest file is gone (deleted, a
+// copy that missed it) is refused as damaged (ErrCorrupt), which the
+// command answers with its advice to restore a backup, not with
+// Pebble's raw error; and the same on a read-only open.
+func TestOpenWithoutManifest(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "idx")
+	d := mustOpen(t, dir, nil)
+	if err := d.Put(Doc{ID: "a", Text: "a document in an index about to lose its manifest"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	manifests, err := filepath.Glob(filepath.Join(dir, "MANIFEST-*"))
+	if err != nil || len(manifests) == 0 {
+		t.Fatalf("no manifest file in %s: %v", dir, err)
+	}
+	for _, m := range manifests {
+		if err := os.Remove(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, o := range []*Options{nil, {ReadOnly: true}} {
+		if _, err := Open(dir, o); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "manifest is missing") {
+			t.Errorf("Open(%+v) without the manifest: %v, want ErrCorrupt saying the manifest is missing", o, err)
+		}
+	}
+}

@@ -292,6 +292,8 @@ func (a *app) createCmd() *cobra.Command {
 					d.Close()
 				} else if errors.Is(err, db.ErrNotIndex) {
 					return fmt.Errorf("%w: %s holds other files (%d entries): create makes an index in a new or empty directory", db.ErrNotIndex, a.dbDir, len(names))
+				} else if errors.Is(err, db.ErrCorrupt) {
+					return fmt.Errorf("%s holds a damaged index: %w", a.dbDir, err)
 				}
 				return fmt.Errorf("%s already exists (open it with the other commands)", a.dbDir)
 			}
