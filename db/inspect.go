@@ -432,20 +432,11 @@ func (db *DB) PutIfNew(doc Doc, wo *WriteOptions) (*Match, error) {
 // nothing. Once it holds the lock the check and the insert are made
 // whatever ctx says.
 func (db *DB) PutIfNewContext(ctx context.Context, doc Doc, wo *WriteOptions) (*Match, error) {
-	if err := db.enter(); err != nil {
-		return nil, err
-	}
-	defer db.mu.RUnlock()
-	if db.opts.ReadOnly {
-		return nil, ErrReadOnly
-	}
-	if wo == nil {
-		wo = &WriteOptions{}
-	}
-	expires, err := wo.expires(db.now())
+	wo, expires, err := db.enterWrite(wo)
 	if err != nil {
 		return nil, err
 	}
+	defer db.mu.RUnlock()
 	p, err := db.prepare(&doc, wo.StoreText || db.man.StoreText)
 	if err == nil {
 		err = p.setExpiry(expires)
@@ -498,20 +489,11 @@ type IfNewResult struct {
 // it synced when the index still can; a document's own refusal does not
 // (IfNewResult.Err).
 func (db *DB) PutIfNewBatch(ctx context.Context, docs []Doc, wo *WriteOptions) ([]IfNewResult, error) {
-	if err := db.enter(); err != nil {
-		return nil, err
-	}
-	defer db.mu.RUnlock()
-	if db.opts.ReadOnly {
-		return nil, ErrReadOnly
-	}
-	if wo == nil {
-		wo = &WriteOptions{}
-	}
-	expires, err := wo.expires(db.now())
+	wo, expires, err := db.enterWrite(wo)
 	if err != nil {
 		return nil, err
 	}
+	defer db.mu.RUnlock()
 	if ctx == nil {
 		ctx = context.Background()
 	}

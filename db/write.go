@@ -328,6 +328,29 @@ func (db *DB) PutBatch(docs []Doc, wo *WriteOptions) (BatchResult, error) {
 	return db.PutBatchContext(context.Background(), docs, wo)
 }
 
+// enterWrite enters the handle for a write of documents, refusing a
+// read-only one, and resolves wo (nil: the defaults) and the expiry it
+// gives as of now. On success the caller holds db.mu for reading and MUST
+// release it (db.mu.RUnlock).
+func (db *DB) enterWrite(wo *WriteOptions) (*WriteOptions, int64, error) {
+	if err := db.enter(); err != nil {
+		return nil, 0, err
+	}
+	if db.opts.ReadOnly {
+		db.mu.RUnlock()
+		return nil, 0, ErrReadOnly
+	}
+	if wo == nil {
+		wo = &WriteOptions{}
+	}
+	expires, err := wo.expires(db.now())
+	if err != nil {
+		db.mu.RUnlock()
+		return nil, 0, err
+	}
+	return wo, expires, nil
+}
+
 // PutBatchContext is PutBatch that gives up when ctx ends before the
 // batch is written: before it takes the writer lock, or while it waits for
 // it (behind a Load, which holds it for its whole run).
@@ -337,20 +360,11 @@ func (db *DB) PutBatch(docs []Doc, wo *WriteOptions) (BatchResult, error) {
 // interrupted command) does not have its batch applied after it left.
 func (db *DB) PutBatchContext(ctx context.Context, docs []Doc, wo *WriteOptions) (BatchResult, error) {
 	var res BatchResult
-	if err := db.enter(); err != nil {
-		return res, err
-	}
-	defer db.mu.RUnlock()
-	if db.opts.ReadOnly {
-		return res, ErrReadOnly
-	}
-	if wo == nil {
-		wo = &WriteOptions{}
-	}
-	expires, err := wo.expires(db.now())
+	wo, expires, err := db.enterWrite(wo)
 	if err != nil {
 		return res, err
 	}
+	defer db.mu.RUnlock()
 	// Last one wins within the call: keep each id's last position.
 	last := make(map[string]int, len(docs))
 	for i := range docs {

@@ -100,16 +100,21 @@ func waitUntil(t *testing.T, p *piped, what func() string, cond func() bool) {
 // served on sock, as waitUntil (p: the process that writes to it).
 func waitCount(t *testing.T, sock string, p *piped, ok func(uint64) bool) {
 	t.Helper()
-	c, err := client.Open(sock, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	// NB: the process may not serve yet: its socket is waited for too.
+	var c *client.Client
 	var n uint64
+	var err error
 	waitUntil(t, p, func() string { return fmt.Sprintf("%d documents served on %s (%v)", n, sock, err) }, func() bool {
+		if c == nil {
+			if c, err = client.Open(sock, nil); err != nil {
+				c = nil
+				return false
+			}
+		}
 		n, err = c.Count()
 		return err == nil && ok(n)
 	})
+	c.Close()
 }
 
 // firstHalf is the length of about the first half of lines (JSON Lines),
@@ -503,13 +508,6 @@ func TestOwnerWaitsForAttachedLoad(t *testing.T) {
 	owner := startPiped(t, "insert", "--db", idx, "-")
 	fmt.Fprintln(owner.stdin, docLine("owned", "a document the short insert stores"))
 	sock := filepath.Join(idx, "lshdb.sock")
-	waitUntil(t, owner, func() string { return "the owner's socket" }, func() bool {
-		c, err := client.Open(sock, nil)
-		if err == nil {
-			c.Close()
-		}
-		return err == nil
-	})
 	waitCount(t, sock, owner, func(n uint64) bool { return n == 1 })
 	build := startPiped(t, "build", "--db", idx, "-")
 	const n = 200
@@ -572,13 +570,6 @@ func TestInterruptOnIdleStdin(t *testing.T) {
 			defer p.stdin.Close()
 			fmt.Fprintln(p.stdin, docLine("a", "a document read before the interrupt"))
 			sock := filepath.Join(idx, "lshdb.sock")
-			waitUntil(t, p, func() string { return "the command's socket" }, func() bool {
-				c, err := client.Open(sock, nil)
-				if err == nil {
-					c.Close()
-				}
-				return err == nil
-			})
 			waitCount(t, sock, p, func(n uint64) bool { return n == 1 })
 			if err := p.cmd.Process.Signal(c.sig); err != nil {
 				t.Fatal(err)

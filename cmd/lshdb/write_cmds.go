@@ -510,10 +510,8 @@ was (a new index is removed again).`,
 // counts the way build counts: each id once, whatever batch it is in.
 type inserter struct {
 	d index
-	// ctx ends a batch waiting to be written (an interrupt): the
-	// command's context, and after an interrupt one that does not end, for
-	// the batch of what was read.
-	ctx     context.Context
+	// ctx ends a batch waiting to be written (an interrupt)
+	commitCtx
 	ttl     time.Duration // --ttl: the documents expire this long after their batch is written
 	sum     insertSummary
 	ids     map[string]uint8 // idRead, idWritten
@@ -581,11 +579,50 @@ func batchBytes(d index) int {
 // line every 50 ms never paused for 200 ms, and waited for the 1,000th.
 const stallFlushAfter = 200 * time.Millisecond
 
-// batcher is what putStream writes to: insert's batches or dedup's.
+// batcher is what putAll and putStream write to: insert's batches or
+// dedup's.
 type batcher interface {
 	put(pd posDoc) error // adds a document, committing the batch when it is full
 	flush() error        // commits the batch
 	pending() int        // documents in the batch
+	keepOn(parent context.Context)
+}
+
+// commitCtx is a batcher's context for its commits: the command's, and
+// after an interrupt one that does not end (keepOn), for the batch of
+// what was read.
+type commitCtx struct{ ctx context.Context }
+
+func (c *commitCtx) keepOn(parent context.Context) { c.ctx = context.WithoutCancel(parent) }
+
+// putAll puts the documents of docs into w (stream: as putStream does,
+// committing what an idle input has given), then commits the last batch,
+// and returns the read or put error that stopped it. NB: the documents
+// read before a bad record, a read error or an interrupt are good: they
+// are committed (after an interrupt, whatever a second one says: the
+// default action of a second signal ends the process).
+func (a *app) putAll(w batcher, docs iter.Seq2[posDoc, error], stream bool) error {
+	var readErr, putErr error
+	if stream {
+		readErr, putErr = putStream(a.ctx, w, docs)
+	} else {
+		for pd, err := range docs {
+			if err != nil {
+				readErr = err
+				break
+			}
+			if putErr = w.put(pd); putErr != nil {
+				break
+			}
+		}
+	}
+	if putErr == nil {
+		if a.ctx.Err() != nil {
+			w.keepOn(a.ctx)
+		}
+		putErr = w.flush()
+	}
+	return cmp.Or(putErr, readErr)
 }
 
 func (w *inserter) pending() int { return len(w.batch) }
@@ -799,32 +836,8 @@ after committing what was read and says where to continue.`,
 			// (a load, through an owner) does not hold the command.
 			bctx, stopGrace := afterGrace(a.ctx, interruptGrace)
 			defer stopGrace()
-			w := &inserter{d: d, ctx: bctx, ttl: ttl, ids: make(map[string]uint8), batch: make([]db.Doc, 0, 1000), add: add}
-			var readErr, putErr error
-			if len(args) == 0 || slices.Contains(args, "-") {
-				readErr, putErr = putStream(a.ctx, w, inp.docs(args))
-			} else {
-				for pd, err := range inp.docs(args) {
-					if err != nil {
-						readErr = err
-						break
-					}
-					if putErr = w.put(pd); putErr != nil {
-						break
-					}
-				}
-			}
-			if putErr == nil {
-				// NB: the documents read before a bad record, a read
-				// error or an interrupt are good: they are committed
-				// (after an interrupt, whatever a second one says: the
-				// default action of a second signal ends the process).
-				if a.ctx.Err() != nil {
-					w.ctx = context.WithoutCancel(a.ctx)
-				}
-				putErr = w.flush()
-			}
-			err = cmp.Or(putErr, readErr)
+			w := &inserter{d: d, commitCtx: commitCtx{bctx}, ttl: ttl, ids: make(map[string]uint8), batch: make([]db.Doc, 0, 1000), add: add}
+			err = a.putAll(w, inp.docs(args), len(args) == 0 || slices.Contains(args, "-"))
 			done()
 			w.sum.BadSkipped = inp.skipped
 			if err == nil {
@@ -923,10 +936,10 @@ func (a *app) reportInsert(s insertSummary) error {
 // nightly dedup's time on a disk whose sync takes milliseconds (and one
 // request each when attached).
 type deduper struct {
-	a   *app
-	d   index
-	ctx context.Context // as inserter's
-	ttl time.Duration
+	a         *app
+	d         index
+	commitCtx // as inserter's
+	ttl       time.Duration
 	// the batch: documents, their input positions, their bytes
 	batch []db.Doc
 	pos   []string
@@ -1109,30 +1122,9 @@ func (a *app) dedupCmd() *cobra.Command {
 			// command).
 			bctx, stopGrace := afterGrace(a.ctx, interruptGrace)
 			defer stopGrace()
-			w := &deduper{a: a, d: d, ctx: bctx, ttl: ttl, tw: a.table(), headed: a.json(), add: add, ids: make(map[string]bool)}
-			var readErr, putErr error
-			if w.stream = len(args) == 0 || slices.Contains(args, "-"); w.stream {
-				readErr, putErr = putStream(a.ctx, w, inp.docs(args))
-			} else {
-				for pd, err := range inp.docs(args) {
-					if err != nil {
-						readErr = err
-						break
-					}
-					if putErr = w.put(pd); putErr != nil {
-						break
-					}
-				}
-			}
-			if putErr == nil {
-				// NB: what was read before a bad record, a read error or
-				// an interrupt is checked and stored, as insert commits it.
-				if a.ctx.Err() != nil {
-					w.ctx = context.WithoutCancel(a.ctx)
-				}
-				putErr = w.flush()
-			}
-			err = cmp.Or(putErr, readErr)
+			w := &deduper{a: a, d: d, commitCtx: commitCtx{bctx}, ttl: ttl, tw: a.table(), headed: a.json(), add: add, ids: make(map[string]bool)}
+			w.stream = len(args) == 0 || slices.Contains(args, "-")
+			err = a.putAll(w, inp.docs(args), w.stream)
 			done()
 			if err == nil {
 				w.header()

@@ -471,14 +471,7 @@ func (c *Client) PutIfNewContext(ctx context.Context, doc db.Doc, wo *db.WriteOp
 	if err := wireable([]db.Doc{doc}); err != nil {
 		return nil, err
 	}
-	q := url.Values{}
-	if wo != nil && wo.NoSync {
-		q.Set("no_sync", "true")
-	}
-	if wo != nil && wo.StoreText {
-		q.Set("store_text", "true")
-	}
-	setExpiry(q, wo)
+	q := putIfNewQuery(wo)
 	ctx, cancel := c.ctxFrom(ctx)
 	defer cancel()
 	var out httpapi.PutIfNewJSON
@@ -489,6 +482,19 @@ func (c *Client) PutIfNewContext(ctx context.Context, doc db.Doc, wo *db.WriteOp
 		return nil, &Error{Status: http.StatusOK, Code: out.Error.Code, Message: out.Error.Message}
 	}
 	return out.Match(), nil
+}
+
+// putIfNewQuery is the query of a put-if-new request with wo.
+func putIfNewQuery(wo *db.WriteOptions) url.Values {
+	q := url.Values{}
+	if wo != nil && wo.NoSync {
+		q.Set("no_sync", "true")
+	}
+	if wo != nil && wo.StoreText {
+		q.Set("store_text", "true")
+	}
+	setExpiry(q, wo)
+	return q
 }
 
 // PutIfNewBatch is db.DB.PutIfNewBatch through the server: the documents
@@ -520,14 +526,7 @@ func (c *Client) PutIfNewBatch(ctx context.Context, docs []db.Doc, wo *db.WriteO
 	if len(sent) == 0 {
 		return res, nil
 	}
-	q := url.Values{}
-	if wo != nil && wo.NoSync {
-		q.Set("no_sync", "true")
-	}
-	if wo != nil && wo.StoreText {
-		q.Set("store_text", "true")
-	}
-	setExpiry(q, wo)
+	q := putIfNewQuery(wo)
 	ctx, cancel := c.ctxFrom(ctx)
 	defer cancel()
 	resp, err := c.do(ctx, "POST", "/v1/docs/put-if-new", q, &body)
