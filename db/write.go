@@ -694,6 +694,46 @@ type postingOp struct {
 	p   codec.Posting
 }
 
+// sorted returns ops ordered by list (band, then bucket) and by document
+// within a list, the order of the posting keys and of a list's operand;
+// ops' bands are below bands. NB: placed by band first (a counting sort,
+// one pass), then each band's operands sorted by bucket and document:
+// one comparison of 64-bit buckets where the sort of the whole by (band,
+// bucket, document) made three. A batch of 1,000 new documents (16,000
+// operands) sorted in 1.1 ms against 2.6-3.4 ms, on the single goroutine
+// that holds the write lock (BenchmarkPostingOpsSorted).
+func (ops postingOps) sorted(bands int) postingOps {
+	if len(ops) < 2 {
+		return ops
+	}
+	start := make([]int, bands+1)
+	for i := range ops {
+		start[ops[i].key.band+1]++
+	}
+	for b := 1; b <= bands; b++ {
+		start[b] += start[b-1]
+	}
+	out := make(postingOps, len(ops))
+	next := slices.Clone(start[:bands])
+	for i := range ops {
+		b := ops[i].key.band
+		out[next[b]] = ops[i]
+		next[b]++
+	}
+	for b := range bands {
+		slices.SortFunc(out[start[b]:start[b+1]], func(x, y postingOp) int {
+			switch {
+			case x.key.bucket < y.key.bucket:
+				return -1
+			case x.key.bucket > y.key.bucket:
+				return 1
+			}
+			return cmp.Compare(x.p.Doc, y.p.Doc)
+		})
+	}
+	return out
+}
+
 // removeOld adds to b the removal of the document stored under idKey, if
 // any: its record, and a removal posting in each of its buckets (from its
 // stored signature). it reads the committed state (writeIter). The caller
@@ -868,9 +908,7 @@ func (db *DB) commit(b *pebble.Batch, postings postingOps, c codec.Counters, wo 
 	// NB: sorted by list, so that a batch's operands are applied in key
 	// order (cheaper memtable inserts) and batches are reproducible, and
 	// by document within a list, as a list's operand holds them.
-	slices.SortFunc(postings, func(a, b postingOp) int {
-		return cmp.Or(cmp.Compare(a.key.band, b.key.band), cmp.Compare(a.key.bucket, b.key.bucket), cmp.Compare(a.p.Doc, b.p.Doc))
-	})
+	postings = postings.sorted(db.man.Bands)
 	var keys []postingKey // the lists, for the query cache
 	if db.qcache != nil {
 		keys = make([]postingKey, 0, len(postings))
