@@ -87,8 +87,8 @@ var (
 // among the call's documents, from 0, and ID its id. It wraps the
 // document's own error: test that with errors.Is (ErrEmptyDocument,
 // ErrInvalidID, …), and find the document with errors.As. Through
-// db/client, an error the server returns keeps the message, not the type
-// (the client's own checks return a DocError).
+// db/client the same: the server sends the position, and the client's
+// DocError wraps its *client.Error.
 type DocError struct {
 	Index int
 	ID    string
@@ -117,6 +117,26 @@ func (e *DocError) Error() string {
 }
 
 func (e *DocError) Unwrap() error { return e.Err }
+
+// A QueryError is the error of one query of QueryMany: an input that is
+// invalid (ErrInvalidDoc, ErrInvalidSignature, …), an id that is not
+// stored (ErrNotFound), or an error met while answering it. Index is its
+// position among the call's queries, from 0; it wraps the query's own
+// error (errors.Is, errors.As). Through db/client the same.
+type QueryError struct {
+	Index int
+	Err   error
+}
+
+func (e *QueryError) Error() string {
+	msg := "no error"
+	if e.Err != nil {
+		msg = strings.TrimPrefix(e.Err.Error(), "lshdb: ")
+	}
+	return fmt.Sprintf("lshdb: query %d: %s", e.Index, msg)
+}
+
+func (e *QueryError) Unwrap() error { return e.Err }
 
 // MismatchError reports an option that differs from the stored parameter.
 // It matches ErrParamsMismatch with errors.Is.

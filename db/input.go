@@ -211,8 +211,9 @@ func (db *DB) QuerySignature(ctx context.Context, sig []uint32, qo *QueryOptions
 // is written meanwhile. results[i] answers qs[i] with the options qo, as
 // the single-query call for its input would (Query, QuerySet,
 // QuerySignature or QueryID). Every input is checked first: one that is
-// invalid fails the call, naming its position, before any is answered;
-// so does a read error or the end of ctx.
+// invalid fails the call before any is answered, with a *QueryError
+// giving its position; so does a query that fails (an id not stored, a
+// read error while answering it), and the end of ctx stops the call.
 func (db *DB) QueryMany(ctx context.Context, qs []QueryInput, qo *QueryOptions) ([]*QueryResult, error) {
 	if err := db.enter(); err != nil {
 		return nil, err
@@ -224,7 +225,7 @@ func (db *DB) QueryMany(ctx context.Context, qs []QueryInput, qo *QueryOptions) 
 	}
 	for i := range qs {
 		if err := db.checkInput(&qs[i]); err != nil {
-			return nil, fmt.Errorf("query %d: %w", i, err)
+			return nil, &QueryError{Index: i, Err: err}
 		}
 	}
 	var snap pebble.Reader
@@ -258,7 +259,7 @@ func (db *DB) QueryMany(ctx context.Context, qs []QueryInput, qo *QueryOptions) 
 				}
 				res, err := db.answer(gctx, v, &qs[i], q, sc)
 				if err != nil {
-					return fmt.Errorf("query %d: %w", i, err)
+					return &QueryError{Index: i, Err: err}
 				}
 				out[i] = res
 			}

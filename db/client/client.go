@@ -304,7 +304,22 @@ func errorOf(resp *http.Response) error {
 		return &Error{Status: resp.StatusCode, Code: "internal",
 			Message: fmt.Sprintf("lshdb: client: the server answered %s: %.200q", resp.Status, b)}
 	}
-	return &Error{Status: resp.StatusCode, Code: e.Error.Code, Message: e.Error.Message}
+	return errorFrom(resp.StatusCode, &e.Error)
+}
+
+// errorFrom is the error of an answer's error body: an *Error, inside a
+// *db.DocError or *db.QueryError (around the error of the document or
+// query itself) when the body names one, as the call in process returns.
+func errorFrom(status int, b *httpapi.ErrorBody) error {
+	e := &Error{Status: status, Code: b.Code, Message: b.Message}
+	if b.Index == nil || b.Cause == "" {
+		return e
+	}
+	cause := &Error{Status: status, Code: b.Code, Message: b.Cause}
+	if b.ID != nil {
+		return &db.DocError{Index: *b.Index, ID: *b.ID, Err: cause}
+	}
+	return &db.QueryError{Index: *b.Index, Err: cause}
 }
 
 // call sends a request and decodes its JSON answer into out.
@@ -479,7 +494,7 @@ func (c *Client) PutIfNewContext(ctx context.Context, doc db.Doc, wo *db.WriteOp
 		return nil, err
 	}
 	if out.Error != nil {
-		return nil, &Error{Status: http.StatusOK, Code: out.Error.Code, Message: out.Error.Message}
+		return nil, errorFrom(http.StatusOK, out.Error)
 	}
 	return out.Match(), nil
 }
@@ -559,7 +574,7 @@ func (c *Client) PutIfNewBatch(ctx context.Context, docs []db.Doc, wo *db.WriteO
 		case line.ID == nil: // the stream's failure
 			var e error = fmt.Errorf("%w: a put-if-new answer with neither id nor error", db.ErrCorrupt)
 			if line.Error != nil {
-				e = &Error{Status: http.StatusOK, Code: line.Error.Code, Message: line.Error.Message}
+				e = errorFrom(http.StatusOK, line.Error)
 			}
 			return answered, withCtxErr(ctx, e)
 		case k >= len(sent):
@@ -568,7 +583,7 @@ func (c *Client) PutIfNewBatch(ctx context.Context, docs []db.Doc, wo *db.WriteO
 		r := &res[sent[k]]
 		switch out := line.PutIfNewJSON; {
 		case out.Error != nil:
-			r.Err = &Error{Status: http.StatusOK, Code: out.Error.Code, Message: out.Error.Message}
+			r.Err = errorFrom(http.StatusOK, out.Error)
 		case out.DuplicateOf != nil:
 			r.Match = out.Match()
 		default:
@@ -737,6 +752,11 @@ func (c *Client) QuerySignature(ctx context.Context, sig []uint32, qo *db.QueryO
 func (c *Client) QueryMany(ctx context.Context, qs []db.QueryInput, qo *db.QueryOptions) ([]*db.QueryResult, error) {
 	req := httpapi.QueryManyRequest{Queries: make([]httpapi.QueryRequest, len(qs))}
 	for i, q := range qs {
+		// NB: checked here, as db.DB.QueryMany does, so that the error
+		// names the fields of db.QueryInput, not the API's.
+		if given := btoi(q.Text != "") + btoi(!q.Set.IsZero()) + btoi(q.Signature != nil) + btoi(q.ID != ""); given > 1 {
+			return nil, &db.QueryError{Index: i, Err: fmt.Errorf("%w: a query gives %d of Text, Set, Signature and ID (exactly one)", db.ErrInvalidDoc, given)}
+		}
 		req.Queries[i] = httpapi.QueryRequestOf(q)
 	}
 	if qo != nil {
@@ -815,7 +835,7 @@ func lines(ctx context.Context, body io.Reader, fn func(line []byte) (bool, erro
 				return nil, fmt.Errorf("lshdb: client: a malformed line: %w", jerr)
 			}
 			if tail.Error != nil {
-				return nil, &Error{Status: http.StatusOK, Code: tail.Error.Code, Message: tail.Error.Message}
+				return nil, errorFrom(http.StatusOK, tail.Error)
 			}
 			if tail.End != nil {
 				return tail.End, nil
@@ -1160,4 +1180,11 @@ func setExpiry(q url.Values, wo *db.WriteOptions) {
 	if at != "" {
 		q.Set("expire_at", at)
 	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

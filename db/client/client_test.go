@@ -601,6 +601,32 @@ func TestErrorsMatchSentinels(t *testing.T) {
 			func() error { _, err := d.HasIDs([]string{"a", ""}); return err }, db.ErrInvalidID},
 		{"has-many non-UTF-8 id", func() error { _, err := c.HasIDs([]string{"a\xff"}); return err },
 			func() error { _, err := d.HasIDs([]string{"a\xff"}); return err }, db.ErrInvalidID},
+		// NB: the server finds these: the position comes back with the
+		// error (a DocError or a QueryError), as in process.
+		{"batch, third empty", func() error {
+			_, err := c.PutBatch([]db.Doc{{ID: "p", Text: "fine text"}, {ID: "q", Text: "more text"}, {ID: "r", Text: "  "}}, nil)
+			return err
+		},
+			func() error {
+				_, err := d.PutBatch([]db.Doc{{ID: "p", Text: "fine text"}, {ID: "q", Text: "more text"}, {ID: "r", Text: "  "}}, nil)
+				return err
+			}, db.ErrEmptyDocument},
+		{"query many, second invalid", func() error {
+			_, err := c.QueryMany(ctx, []db.QueryInput{{Text: "x y z"}, {Text: "y", ID: "z"}}, nil)
+			return err
+		},
+			func() error {
+				_, err := d.QueryMany(ctx, []db.QueryInput{{Text: "x y z"}, {Text: "y", ID: "z"}}, nil)
+				return err
+			}, db.ErrInvalidDoc},
+		{"query many, third not stored", func() error {
+			_, err := c.QueryMany(ctx, []db.QueryInput{{ID: "a"}, {Text: "some text"}, {ID: "nope"}}, nil)
+			return err
+		},
+			func() error {
+				_, err := d.QueryMany(ctx, []db.QueryInput{{ID: "a"}, {Text: "some text"}, {ID: "nope"}}, nil)
+				return err
+			}, db.ErrNotFound},
 	} {
 		cerr, lerr := tc.client(), tc.local()
 		if !errors.Is(lerr, tc.want) {
@@ -610,6 +636,15 @@ func TestErrorsMatchSentinels(t *testing.T) {
 			t.Errorf("%s: client %v, want %v", tc.name, cerr, tc.want)
 		} else if cerr.Error() != lerr.Error() {
 			t.Errorf("%s: message %q, in process %q", tc.name, cerr, lerr)
+		}
+		// The position, as a value, where the call in process gives it.
+		var lde, cde *db.DocError
+		if errors.As(lerr, &lde) && (!errors.As(cerr, &cde) || cde.Index != lde.Index || cde.ID != lde.ID) {
+			t.Errorf("%s: client %v: DocError %+v, in process %+v", tc.name, cerr, cde, lde)
+		}
+		var lqe, cqe *db.QueryError
+		if errors.As(lerr, &lqe) && (!errors.As(cerr, &cqe) || cqe.Index != lqe.Index) {
+			t.Errorf("%s: client %v: QueryError %+v, in process %+v", tc.name, cerr, cqe, lqe)
 		}
 	}
 	// A read-only index refuses writes; a full disk refuses them too.

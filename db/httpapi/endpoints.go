@@ -225,8 +225,8 @@ func (h *handler) putIfNew(w *resp, r *http.Request) error {
 				out.Replaced = r.Replaced
 			}
 			if docErr != nil {
-				c := codeOf(docErr)
-				out.Error = &ErrorBody{Code: c.Code, Message: docErr.Error()}
+				b := errorBody(docErr, codeOf(docErr))
+				out.Error = &b
 			}
 			n++
 			if err := w.line(out, false); err != nil {
@@ -516,7 +516,7 @@ func (h *handler) queryMany(w *resp, r *http.Request) error {
 		}
 		var err error
 		if ins[i], err = q.Input(); err != nil {
-			return fmt.Errorf("query %d: %w", i, err)
+			return &db.QueryError{Index: i, Err: err}
 		}
 	}
 	qo := &db.QueryOptions{Threshold: req.Threshold, Limit: req.Limit, EstimateOnly: req.EstimateOnly, WithText: req.WithText}

@@ -119,10 +119,36 @@ type ErrorJSON struct {
 	Error ErrorBody `json:"error"`
 }
 
-// ErrorBody is an error's code and message.
+// ErrorBody is an error's code and message and, for the error of one
+// document of a request (a db.DocError) or one query (a db.QueryError),
+// its position, its id and its own message: a client rebuilds the
+// DocError or QueryError an in-process call returns.
 type ErrorBody struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
+	// Index is the position of the document or query, from 0.
+	Index *int `json:"index,omitempty"`
+	// ID is the id of the document (a db.DocError only).
+	ID *string `json:"id,omitempty"`
+	// Cause is the message of the document's or query's own error (the
+	// wrapped one: Message names the position too).
+	Cause string `json:"cause,omitempty"`
+}
+
+// errorBody is err's body with its table entry's code.
+func errorBody(err error, c Code) ErrorBody {
+	b := ErrorBody{Code: c.Code, Message: err.Error()}
+	var de *db.DocError
+	var qe *db.QueryError
+	// NB: only when err is the DocError or QueryError itself (or says no
+	// more than it): the client rebuilds that, message and all.
+	switch {
+	case errors.As(err, &de) && de.Err != nil && de.Error() == b.Message:
+		b.Index, b.ID, b.Cause = &de.Index, &de.ID, de.Err.Error()
+	case errors.As(err, &qe) && qe.Err != nil && qe.Error() == b.Message:
+		b.Index, b.Cause = &qe.Index, qe.Err.Error()
+	}
+	return b
 }
 
 func badRequest(format string, args ...any) error {

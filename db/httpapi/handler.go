@@ -420,7 +420,7 @@ func (w *resp) fail(err error) {
 		// carry another request.
 		w.w.Header().Set("Connection", "close")
 	}
-	_ = w.json(c.Status, ErrorJSON{ErrorBody{Code: c.Code, Message: err.Error()}})
+	_ = w.json(c.Status, ErrorJSON{errorBody(err, c)})
 }
 
 // startStream begins a JSON Lines answer.
@@ -457,7 +457,7 @@ func (w *resp) flush() error {
 // failLine ends a stream with an error line.
 func (w *resp) failLine(err error) {
 	c := codeOf(err)
-	_ = w.line(ErrorJSON{ErrorBody{Code: c.Code, Message: err.Error()}}, true)
+	_ = w.line(ErrorJSON{errorBody(err, c)}, true)
 }
 
 func (w *resp) finish() {
