@@ -1143,7 +1143,7 @@ func (a *app) dedupCmd() *cobra.Command {
 			// table or the JSON lines (C23).
 			skipped := ""
 			if n := inp.skipped + w.empty; n > 0 {
-				skipped = fmt.Sprintf(" (%d records skipped)", n)
+				skipped = fmt.Sprintf(" (%s skipped)", counted(n, "record", "records"))
 			}
 			repeated := ""
 			if w.repeated > 0 {
@@ -1152,7 +1152,7 @@ func (a *app) dedupCmd() *cobra.Command {
 			if w.stored+w.dups+w.repeated+w.empty+inp.skipped == 0 {
 				a.notef("the inputs held no record: nothing was inserted")
 			}
-			fmt.Fprintf(a.stderr, "%d inserted%s, %d duplicates of stored documents%s%s\n", w.stored, w.replacedNote(), w.dups, repeated, skipped)
+			fmt.Fprintf(a.stderr, "%d inserted%s, %s of stored documents%s%s\n", w.stored, w.replacedNote(), counted(w.dups, "duplicate", "duplicates"), repeated, skipped)
 			return nil
 		},
 	}
