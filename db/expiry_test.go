@@ -450,3 +450,43 @@ func TestBucketsSampleSkipsExpired(t *testing.T) {
 		t.Errorf("Stats' hot list: %+v, %v; want the sample [live]", st.Buckets.Hottest, err)
 	}
 }
+
+// Ensure that a write with an ExpireAt already past is accepted and acts
+// as a delete of the id's stored document (never returned again) that
+// counts until the sweep removes it, as ExpireAt's documentation says
+// (the model: the documents written without an expiry).
+func TestPastExpireAtReplaces(t *testing.T) {
+	ctx := context.Background()
+	clock := &fakeClock{t: time.Unix(1_800_000_000, 0)}
+	d, err := Open("db", &Options{fs: vfs.NewMem(), clock: clock.now, ExpirySweep: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	for _, id := range []string{"a", "b"} {
+		if err := d.Put(Doc{ID: id, Text: expiryTexts[id]}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := d.Put(Doc{ID: "a", Text: expiryTexts["a"]}, &WriteOptions{ExpireAt: clock.now().Add(-time.Hour)}); err != nil {
+		t.Fatalf("Put with an ExpireAt an hour past: %v", err)
+	}
+	if _, err := d.Get("a"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Get(a) after a put expired at once: %v, want ErrNotFound", err)
+	}
+	if got := queryIDs(t, d, expiryTexts["a"]); !slices.Equal(got, []string{"b"}) {
+		t.Fatalf("Query finds %v, want [b]", got)
+	}
+	if n, err := d.Count(); n != 2 || err != nil {
+		t.Fatalf("Count before the sweep = %d, %v; want 2 (the expired one counts until swept)", n, err)
+	}
+	if n, err := d.SweepExpired(ctx); n != 1 || err != nil {
+		t.Fatalf("SweepExpired = %d, %v; want 1", n, err)
+	}
+	if n, err := d.Count(); n != 1 || err != nil {
+		t.Fatalf("Count after the sweep = %d, %v; want 1", n, err)
+	}
+	if rep, err := d.Check(ctx); err != nil || !rep.OK() {
+		t.Fatalf("Check: %+v %v", rep, err)
+	}
+}

@@ -306,7 +306,12 @@ type WriteOptions struct {
 	// a TTL makes the document permanent again.
 	TTL time.Duration
 	// ExpireAt makes the documents written expire at this time, as TTL
-	// does (one of the two at most). Default: the zero time, never.
+	// does (one of the two at most). Default: the zero time, never. A
+	// time already past is accepted (a caller that computes expiries from
+	// its records' dates need not sort them out): the documents are
+	// written expired, so they replace the stored ones of their ids and
+	// are never returned, as a delete would do, but they count in Count
+	// and Stats until the sweep removes them.
 	ExpireAt time.Time
 }
 
