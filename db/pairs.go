@@ -55,6 +55,21 @@ type PairsOptions struct {
 	// Keep chooses each cluster's representative in Clusters and
 	// ClustersFrom. Default: KeepFirst. Pairs ignores it.
 	Keep KeepPolicy
+	// Limit makes Pairs yield only the best Limit pairs, in order
+	// (ComparePairs: the highest Jaccard first, ties by ids, each pair
+	// with A < B), once the run has found them all, holding Limit pairs
+	// in memory. Through db/client the server keeps them (at most
+	// 1,000,000: httpapi.MaxPairsLimit), and only they travel. Default:
+	// 0, every pair, as they are found. Negative:
+	// ErrInvalidOptions. Clusters and ClustersFrom ignore it.
+	Limit int
+}
+
+// ComparePairs orders pairs best first: by Jaccard, highest first, then
+// by A, then by B (byte order). PairsOptions.Limit keeps the first ones
+// in this order.
+func ComparePairs(x, y Pair) int {
+	return cmp.Or(cmp.Compare(y.Jaccard, x.Jaccard), cmp.Compare(x.A, y.A), cmp.Compare(x.B, y.B))
 }
 
 // PairsStats says what a Pairs run did, including the work that stays
@@ -128,6 +143,73 @@ type PairsStats struct {
 // any method, Close included; after Close the iteration ends with
 // ErrClosed. Cancelling ctx ends it with ctx's error.
 func (db *DB) Pairs(ctx context.Context, po *PairsOptions) iter.Seq2[Pair, error] {
+	if po != nil && po.Limit != 0 {
+		return db.bestPairs(ctx, po)
+	}
+	return db.allPairs(ctx, po)
+}
+
+// bestPairs is Pairs with a Limit: every pair found into a heap of Limit
+// whose root is the worst kept, then the heap yielded best first. An
+// error of the run is yielded alone: the best pairs of part of a run are
+// not the best pairs.
+func (db *DB) bestPairs(ctx context.Context, po *PairsOptions) iter.Seq2[Pair, error] {
+	return func(yield func(Pair, error) bool) {
+		if po.Limit < 0 {
+			yield(Pair{}, invalid("pairs limit %d is negative", po.Limit))
+			return
+		}
+		all := *po
+		all.Limit = 0
+		h := make([]Pair, 0, min(po.Limit, 4096))
+		// worse reports whether h[i] ranks after h[j].
+		worse := func(i, j int) bool { return ComparePairs(h[i], h[j]) > 0 }
+		down := func(i int) {
+			for {
+				w, l, r := i, 2*i+1, 2*i+2
+				if l < len(h) && worse(l, w) {
+					w = l
+				}
+				if r < len(h) && worse(r, w) {
+					w = r
+				}
+				if w == i {
+					return
+				}
+				h[i], h[w] = h[w], h[i]
+				i = w
+			}
+		}
+		for p, err := range db.allPairs(ctx, &all) {
+			if err != nil {
+				yield(Pair{}, err)
+				return
+			}
+			if p.B < p.A {
+				p.A, p.B = p.B, p.A
+			}
+			switch {
+			case len(h) < po.Limit:
+				h = append(h, p)
+				for i := len(h) - 1; i > 0 && worse(i, (i-1)/2); i = (i - 1) / 2 {
+					h[i], h[(i-1)/2] = h[(i-1)/2], h[i]
+				}
+			case ComparePairs(p, h[0]) < 0:
+				h[0] = p
+				down(0)
+			}
+		}
+		slices.SortFunc(h, ComparePairs)
+		for _, p := range h {
+			if !yield(p, nil) {
+				return
+			}
+		}
+	}
+}
+
+// allPairs is Pairs without a Limit.
+func (db *DB) allPairs(ctx context.Context, po *PairsOptions) iter.Seq2[Pair, error] {
 	return func(yield func(Pair, error) bool) {
 		var st PairsStats
 		if po != nil && po.Stats != nil {

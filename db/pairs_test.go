@@ -3,6 +3,7 @@ package db
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -350,5 +351,75 @@ func TestPairsSweepsDeadRuns(t *testing.T) {
 	}
 	if runs, _ := filepath.Glob(fmt.Sprintf("%s/lshdb-pairs-%d-*.tmp", dir, os.Getpid())); len(runs) != 0 {
 		t.Fatalf("directories left by this process's runs: %v", runs)
+	}
+}
+
+// Ensure that PairsOptions.Limit yields the best pairs in order: the
+// first Limit pairs of brute force's, ordered here by Jaccard (highest
+// first) and then by the ids (each pair's smaller id first), for limits
+// below, at and above the number of pairs, with ties at Jaccard 1 (copies)
+// cut by the ids; the stats still count every pair found; a negative
+// limit is refused.
+func TestPairsLimit(t *testing.T) {
+	d := mustOpen(t, "db", &Options{fs: vfs.NewMem(), NoSync: true})
+	defer d.Close()
+	rng := rand.New(rand.NewPCG(5, 5))
+	var docs []Doc
+	for i := range 12 {
+		docs = append(docs, Doc{ID: fmt.Sprintf("copy-%02d", 11-i), Text: "the same boilerplate notice, copied everywhere"})
+	}
+	var texts []string
+	for i := range 200 {
+		text := randomText(rng, texts)
+		texts = append(texts, text)
+		docs = append(docs, Doc{ID: fmt.Sprintf("other-%03d", 199-i), Text: text})
+	}
+	if _, err := d.PutBatch(docs, nil); err != nil {
+		t.Fatal(err)
+	}
+	h, _ := minhash.NewHasher(minhash.Options{}, minhash.SketchOptions{})
+	sets := make([][]uint64, len(docs))
+	for i, doc := range docs {
+		sets[i], _ = h.Document(nil, nil, doc.Text)
+	}
+	var want []Pair
+	for _, p := range allpairs.Brute(sets, 0.8) {
+		a, b := docs[p.A].ID, docs[p.B].ID
+		if b < a {
+			a, b = b, a
+		}
+		want = append(want, Pair{A: a, B: b, Jaccard: p.Jaccard})
+	}
+	slices.SortFunc(want, func(x, y Pair) int {
+		if x.Jaccard != y.Jaccard {
+			return cmp.Compare(y.Jaccard, x.Jaccard)
+		}
+		return cmp.Or(strings.Compare(x.A, y.A), strings.Compare(x.B, y.B))
+	})
+	if len(want) < 70 || want[len(want)-1].Jaccard == 1 {
+		t.Fatalf("the fixture has %d pairs (the last at %v): want copies and near pairs", len(want), want[len(want)-1].Jaccard)
+	}
+	for _, limit := range []int{1, 7, 66, 67, len(want) - 1, len(want), len(want) + 5} {
+		var st PairsStats
+		var got []Pair
+		for p, err := range d.Pairs(context.Background(), &PairsOptions{Limit: limit, Stats: &st}) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, p)
+		}
+		if w := want[:min(limit, len(want))]; !slices.Equal(got, w) {
+			t.Fatalf("Limit %d: %d pairs %v…, want %d %v…", limit, len(got), got[:min(3, len(got))], len(w), w[:min(3, len(w))])
+		}
+		if st.Reported != int64(len(want)) {
+			t.Fatalf("Limit %d: stats report %d pairs found, want %d", limit, st.Reported, len(want))
+		}
+	}
+	var err error
+	for _, err = range d.Pairs(context.Background(), &PairsOptions{Limit: -1}) {
+		break
+	}
+	if !errors.Is(err, ErrInvalidOptions) {
+		t.Fatalf("Limit -1: %v, want ErrInvalidOptions", err)
 	}
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/lshdb/lshdb/db"
+	"github.com/lshdb/lshdb/db/httpapi"
 	"github.com/lshdb/lshdb/internal/extsort"
 	"github.com/spf13/cobra"
 )
@@ -514,7 +515,14 @@ came and how long the run took; FILE gets a header and an end line too.`,
 					pctx, barDone = a.phaseBar("pairs")
 				}
 				defer barDone()
-				seq := untilDone(d.Pairs(pctx, &db.PairsOptions{Threshold: t, Stats: &st}), barDone)
+				po := &db.PairsOptions{Threshold: t, Stats: &st}
+				if sorted && limit > 0 && limit <= httpapi.MaxPairsLimit && clustersFile == "" {
+					// NB: attached, the owner keeps the best pairs and
+					// sends only them (it sent every pair, and the client
+					// kept the best).
+					po.Limit = limit
+				}
+				seq := untilDone(d.Pairs(pctx, po), barDone)
 				var spill *pairSpill
 				if clustersFile != "" {
 					if spill, err = newPairSpill(); err != nil {

@@ -795,6 +795,9 @@ func pairsQuery(po *db.PairsOptions) url.Values {
 	if po != nil && po.Memory != 0 {
 		q.Set("memory", strconv.Itoa(po.Memory))
 	}
+	if po != nil && po.Limit != 0 {
+		q.Set("limit", strconv.Itoa(po.Limit))
+	}
 	if po != nil && po.Mode != "" {
 		q.Set("mode", string(po.Mode))
 	}

@@ -150,6 +150,19 @@ func clusterViews(cs []db.Cluster) []db.Cluster {
 
 var errPairsSource = errors.New("the pairs source failed")
 
+// inOrder collects the pairs of seq in the order it yields them.
+func inOrder(t *testing.T, seq func(func(db.Pair, error) bool)) []db.Pair {
+	t.Helper()
+	var out []db.Pair
+	for p, err := range seq {
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
 func sortedPairs(t *testing.T, seq func(func(db.Pair, error) bool)) []db.Pair {
 	t.Helper()
 	var ps []db.Pair
@@ -407,6 +420,18 @@ func TestReadsMatchInProcess(t *testing.T) {
 				}
 				wc, _ := d.Clusters(ctx, po)
 				same(t, "Clusters", clusterIDs(gc), clusterIDs(wc))
+			}
+			// The best pairs, kept by the server, in its order.
+			for _, limit := range []int{1, 3, 1000} {
+				po := &db.PairsOptions{Threshold: 0.4, Limit: limit}
+				got, want := inOrder(t, c.Pairs(ctx, po)), inOrder(t, d.Pairs(ctx, po))
+				if len(want) == 0 || limit < 1000 && len(want) != limit {
+					t.Fatalf("limit %d: %d pairs in process", limit, len(want))
+				}
+				same(t, fmt.Sprintf("Pairs limit %d", limit), got, want)
+			}
+			if err := firstErr(c.Pairs(ctx, &db.PairsOptions{Limit: httpapi.MaxPairsLimit + 1})); !errors.Is(err, db.ErrInvalidOptions) {
+				t.Errorf("a limit over the server's: %v, want ErrInvalidOptions", err)
 			}
 			// Every mode and keep policy, and clusters from the pairs sent
 			// in the request's body, carry what the database computes.

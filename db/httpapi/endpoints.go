@@ -549,7 +549,14 @@ func pairsOptions(q url.Values) (*db.PairsOptions, error) {
 		// be able to claim in full.
 		return nil, fmt.Errorf("%w: memory %d exceeds the server's %d", db.ErrInvalidOptions, mem, MaxPairsMemory)
 	}
-	return &db.PairsOptions{Threshold: t, Memory: mem, Mode: mode, Keep: keep}, nil
+	limit, err := intParam(q, "limit", 0)
+	if err != nil {
+		return nil, err
+	}
+	if limit > MaxPairsLimit {
+		return nil, fmt.Errorf("%w: limit %d exceeds the server's %d (the server holds the pairs it keeps)", db.ErrInvalidOptions, limit, MaxPairsLimit)
+	}
+	return &db.PairsOptions{Threshold: t, Memory: mem, Mode: mode, Keep: keep, Limit: limit}, nil
 }
 
 // clusterChoice is the mode and keep policy of po, with their defaults.
@@ -568,11 +575,16 @@ func clusterChoice(po *db.PairsOptions) (db.ClusterMode, db.KeepPolicy) {
 // pairs, clusters or load request may ask for: 1 GiB.
 const MaxPairsMemory = 1 << 30
 
+// MaxPairsLimit is the largest limit a pairs request may ask for: the
+// server holds that many pairs until the run ends (a larger one: take
+// every pair and keep the best in the client).
+const MaxPairsLimit = 1_000_000
+
 // streamLines is how many lines of pairs or clusters are sent at a time.
 const streamLines = 1000
 
 func (h *handler) pairs(w *resp, r *http.Request) error {
-	q, err := params(r, []string{"threshold", "memory"})
+	q, err := params(r, []string{"threshold", "memory", "limit"})
 	if err != nil {
 		return err
 	}
