@@ -149,7 +149,7 @@ func TestDataDriven(t *testing.T) {
 					return errString(err)
 				}
 				var b strings.Builder
-				fmt.Fprintf(&b, "threshold=%v recall=%.4f candidates=%d\n", res.Threshold, res.ExpectedRecall, res.Candidates)
+				fmt.Fprintf(&b, "threshold=%v recall=%.4f candidates=%d found=%d\n", res.Threshold, res.ExpectedRecall, res.Candidates, res.Found)
 				for _, m := range res.Matches {
 					if res.EstimateOnly {
 						fmt.Fprintf(&b, "%s estimate=%.4f\n", m.ID, m.Estimate)

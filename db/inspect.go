@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"math/bits"
-	"slices"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -74,9 +73,15 @@ func (db *DB) buckets(ctx context.Context, band, top, step, steps int) (*BucketS
 	type hot struct {
 		band   int
 		bucket uint64
-		docs   []uint64
+		size   int
+		seq    int      // the list's place in the scan: ties go to the first
+		docs   []uint64 // the first sampled ones
 	}
-	var hottest []hot
+	// NB: a heap of top, not a sorted slice re-sorted for each list it
+	// took: buckets --top 50000 took 28.6 s on 489,000 lists (and a
+	// billion ran for ever), and each list kept all its doc numbers.
+	hottest := newTopK(max(top, 1), func(a, b hot) int { return cmp.Or(cmp.Compare(b.size, a.size), cmp.Compare(a.seq, b.seq)) })
+	seq := 0
 	var ps []codec.Posting
 	var derr error
 	prog := progressOf(ctx)
@@ -105,26 +110,23 @@ func (db *DB) buckets(ctx context.Context, band, top, step, steps int) (*BucketS
 			st.Histogram = append(st.Histogram, 0)
 		}
 		st.Histogram[h]++
-		if top > 0 && (len(hottest) < top || len(ps) > len(hottest[len(hottest)-1].docs)) {
-			docs := make([]uint64, 0, len(ps))
-			for _, p := range ps {
-				docs = append(docs, p.Doc)
+		seq++
+		if h := (hot{band: b, bucket: bucket, size: len(ps), seq: seq}); top > 0 && hottest.wants(h) {
+			h.docs = make([]uint64, 0, min(len(ps), sampleReads))
+			for _, p := range ps[:min(len(ps), sampleReads)] {
+				h.docs = append(h.docs, p.Doc)
 			}
-			hottest = append(hottest, hot{b, bucket, docs})
-			slices.SortStableFunc(hottest, func(a, b hot) int { return cmp.Compare(len(b.docs), len(a.docs)) })
-			hottest = hottest[:min(len(hottest), top)]
+			hottest.offer(h)
 		}
 	})
 	if err = cmp.Or(derr, err); err != nil {
 		return nil, err
 	}
 	now := db.now().UnixNano()
-	for _, h := range hottest {
-		info := BucketInfo{Band: h.band, Bucket: h.bucket, Size: len(h.docs)}
-		// NB: at most 8 × SampleSize records read for a sample: a hot list
-		// of expired documents not yet swept is read no further.
-		for i, n := range h.docs {
-			if len(info.Sample) == SampleSize || i == 8*SampleSize {
+	for _, h := range hottest.sorted() {
+		info := BucketInfo{Band: h.band, Bucket: h.bucket, Size: h.size}
+		for _, n := range h.docs {
+			if len(info.Sample) == SampleSize {
 				break
 			}
 			id, expires, err := idOf(snap, n)
@@ -139,6 +141,10 @@ func (db *DB) buckets(ctx context.Context, band, top, step, steps int) (*BucketS
 	}
 	return st, nil
 }
+
+// sampleReads bounds the records read for a hot list's sample: a list
+// of expired documents not yet swept is read no further.
+const sampleReads = 8 * SampleSize
 
 // idOf returns the external id and expiry (Unix ns, 0 for none) of doc
 // number n.

@@ -161,25 +161,7 @@ func (db *DB) bestPairs(ctx context.Context, po *PairsOptions) iter.Seq2[Pair, e
 		}
 		all := *po
 		all.Limit = 0
-		h := make([]Pair, 0, min(po.Limit, 4096))
-		// worse reports whether h[i] ranks after h[j].
-		worse := func(i, j int) bool { return ComparePairs(h[i], h[j]) > 0 }
-		down := func(i int) {
-			for {
-				w, l, r := i, 2*i+1, 2*i+2
-				if l < len(h) && worse(l, w) {
-					w = l
-				}
-				if r < len(h) && worse(r, w) {
-					w = r
-				}
-				if w == i {
-					return
-				}
-				h[i], h[w] = h[w], h[i]
-				i = w
-			}
-		}
+		best := newTopK(po.Limit, ComparePairs)
 		for p, err := range db.allPairs(ctx, &all) {
 			if err != nil {
 				yield(Pair{}, err)
@@ -188,19 +170,9 @@ func (db *DB) bestPairs(ctx context.Context, po *PairsOptions) iter.Seq2[Pair, e
 			if p.B < p.A {
 				p.A, p.B = p.B, p.A
 			}
-			switch {
-			case len(h) < po.Limit:
-				h = append(h, p)
-				for i := len(h) - 1; i > 0 && worse(i, (i-1)/2); i = (i - 1) / 2 {
-					h[i], h[(i-1)/2] = h[(i-1)/2], h[i]
-				}
-			case ComparePairs(p, h[0]) < 0:
-				h[0] = p
-				down(0)
-			}
+			best.offer(p)
 		}
-		slices.SortFunc(h, ComparePairs)
-		for _, p := range h {
+		for _, p := range best.sorted() {
 			if !yield(p, nil) {
 				return
 			}

@@ -40,6 +40,9 @@ type Match struct {
 type QueryResult struct {
 	// Matches at or above Threshold, best first (ties by id).
 	Matches []Match
+	// Found is the number of matches before QueryOptions.Limit kept the
+	// best: len(Matches) when there is no limit.
+	Found int
 	// Threshold is the threshold applied.
 	Threshold float64
 	// ExpectedRecall is the probability that a document of similarity
@@ -539,6 +542,7 @@ func (db *DB) query(ctx context.Context, v view, set []uint64, sig []uint32, sel
 		}
 		return cmp.Or(cmp.Compare(b.Jaccard, a.Jaccard), cmp.Compare(a.ID, b.ID))
 	})
+	res.Found = len(res.Matches)
 	if q.Limit > 0 && len(res.Matches) > q.Limit {
 		res.Matches = res.Matches[:q.Limit]
 	}

@@ -100,6 +100,25 @@ func escControls(s string) string {
 }
 
 // escAll escapes each string of ids.
+// idLine writes ids on one line, separated by spaces: each as esc
+// writes it, and quoted when it holds a space or a quote, so that the
+// reader sees where each ends (kjv's "Exodus 6:10 Exodus 13:1" read as four
+// words).
+func idLine(ids []string) string {
+	var b strings.Builder
+	for i, id := range ids {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		if e := esc(id); e == id && (id == "" || strings.ContainsAny(id, " \"")) {
+			b.WriteString(strconv.Quote(id))
+		} else {
+			b.WriteString(e)
+		}
+	}
+	return b.String()
+}
+
 func escAll(ids []string) []string {
 	out := make([]string, len(ids))
 	for i, id := range ids {
@@ -288,15 +307,18 @@ type paramsJSON struct {
 
 // explainJSON is the output of explain --output json.
 type explainJSON struct {
-	A              string  `json:"a"`
-	B              string  `json:"b"`
-	Jaccard        float64 `json:"jaccard"`
-	Estimate       float64 `json:"estimate"`
-	Threshold      float64 `json:"threshold"`
-	Bands          int     `json:"bands"`
-	CollidingBands []int   `json:"colliding_bands"`
-	PCandidate     float64 `json:"p_candidate"`
-	Found          bool    `json:"found"`
+	A string `json:"a"`
+	B string `json:"b"`
+	// Jaccard is null on an index that keeps no sets (storage none), as
+	// query's is: only the estimate is known.
+	Jaccard        *float64 `json:"jaccard"`
+	Estimate       float64  `json:"estimate"`
+	EstimateOnly   bool     `json:"estimate_only,omitempty"`
+	Threshold      float64  `json:"threshold"`
+	Bands          int      `json:"bands"`
+	CollidingBands []int    `json:"colliding_bands"`
+	PCandidate     float64  `json:"p_candidate"`
+	Found          bool     `json:"found"`
 }
 
 // checkJSON is the output of check --output json.

@@ -7,6 +7,7 @@ import (
 	"encoding/csv"
 	"errors"
 	"fmt"
+	"io"
 	"iter"
 	"math"
 	"os"
@@ -77,7 +78,7 @@ func (a *app) queryCmd() *cobra.Command {
 				case c.Flags().Changed("id"):
 					res, err = d.QueryID(a.ctx, id, qo)
 				case c.Flags().Changed("file"):
-					b, rerr := os.ReadFile(file)
+					b, rerr := readAtMost(file, d.MaxDocBytes())
 					if rerr != nil {
 						return rerr
 					}
@@ -119,8 +120,12 @@ func (a *app) queryCmd() *cobra.Command {
 				if res.EstimateOnly {
 					what = "estimated Jaccard (not verified)"
 				}
+				found := counted(len(res.Matches), "match", "matches")
+				if res.Found > len(res.Matches) {
+					found = fmt.Sprintf("%d of %d matches (--top)", len(res.Matches), res.Found)
+				}
 				_, err = fmt.Fprintf(a.stdout, "%s at %s >= %v among %s (P(candidate) at %v: %.4f)\n",
-					counted(len(res.Matches), "match", "matches"), what, res.Threshold, counted(res.Candidates, "candidate", "candidates"), res.Threshold, res.ExpectedRecall)
+					found, what, res.Threshold, counted(res.Candidates, "candidate", "candidates"), res.Threshold, res.ExpectedRecall)
 				return err
 			})
 		},
@@ -651,7 +656,7 @@ func (a *app) printHottest(hs []db.BucketInfo) error {
 	tw := a.table()
 	fmt.Fprintln(tw, "  BAND\tBUCKET\tSIZE\tSAMPLE")
 	for _, h := range hs {
-		fmt.Fprintf(tw, "  %d\t%s\t%d\t%s\n", h.Band, bucketHex(h.Bucket), h.Size, strings.Join(escAll(h.Sample), " "))
+		fmt.Fprintf(tw, "  %d\t%s\t%d\t%s\n", h.Band, bucketHex(h.Bucket), h.Size, idLine(h.Sample))
 	}
 	return tw.Flush()
 }
@@ -669,6 +674,9 @@ bucket_size_histogram and hottest.`,
 		RunE: func(c *cobra.Command, args []string) error {
 			if top < 0 {
 				return usagef("--top %d: must be at least 0", top)
+			}
+			if band < -1 {
+				return usagef("--band %d: give a band (from 0), or -1 for all", band)
 			}
 			return a.withIndex(func(d index) error {
 				st, err := d.Buckets(a.ctx, band, top)
@@ -752,8 +760,12 @@ func (a *app) explainCmd() *cobra.Command {
 					}
 				}
 				if a.json() {
-					return a.emitJSON(explainJSON{A: e.A, B: e.B, Jaccard: e.Jaccard, Estimate: e.Estimate, Threshold: e.Threshold,
-						Bands: len(e.Collide), CollidingBands: collide, PCandidate: e.Probability, Found: e.Found})
+					out := explainJSON{A: e.A, B: e.B, Estimate: e.Estimate, EstimateOnly: e.EstimateOnly, Threshold: e.Threshold,
+						Bands: len(e.Collide), CollidingBands: collide, PCandidate: e.Probability, Found: e.Found}
+					if !e.EstimateOnly {
+						out.Jaccard = &e.Jaccard
+					}
+					return a.emitJSON(out)
 				}
 				fmt.Fprintf(a.stdout, "%s ~ %s\n", esc(e.A), esc(e.B))
 				if e.EstimateOnly {
@@ -762,7 +774,13 @@ func (a *app) explainCmd() *cobra.Command {
 					fmt.Fprintf(a.stdout, "exact Jaccard %.4f, signature estimate %.4f, threshold %v\n", e.Jaccard, e.Estimate, e.Threshold)
 				}
 				fmt.Fprintf(a.stdout, "bands colliding: %d of %d %v\n", len(collide), len(e.Collide), collide)
-				fmt.Fprintf(a.stdout, "P(candidate) at Jaccard %.4f: %.4f\n", e.Jaccard, e.Probability)
+				// NB: on an index without sets the Jaccard is the estimate,
+				// and every statement says so.
+				jaccard := "Jaccard"
+				if e.EstimateOnly {
+					jaccard = "estimated Jaccard"
+				}
+				fmt.Fprintf(a.stdout, "P(candidate) at %s %.4f: %.4f\n", jaccard, e.Jaccard, e.Probability)
 				var verdict string
 				switch {
 				case e.A == e.B:
@@ -771,10 +789,12 @@ func (a *app) explainCmd() *cobra.Command {
 					verdict = "found: they share a band and reach the threshold"
 				case len(collide) == 0 && e.Jaccard >= e.Threshold:
 					verdict = "missed: above the threshold, but no band collides (a false negative of LSH)"
+				case len(collide) > 0 && e.EstimateOnly:
+					verdict = "not reported: they share a band but the estimated Jaccard is below the threshold"
 				case len(collide) > 0:
 					verdict = "not reported: they share a band but the exact Jaccard is below the threshold"
 				default:
-					verdict = "not reported: no band collides and the Jaccard is below the threshold"
+					verdict = fmt.Sprintf("not reported: no band collides and the %s is below the threshold", jaccard)
 				}
 				_, err = fmt.Fprintln(a.stdout, verdict)
 				return err
@@ -849,4 +869,24 @@ beside it. A Pebble index's writes are atomic: it has nothing to repair.`,
 	}
 	c.Flags().BoolVar(&repair, "repair", false, "an index on Redis: first remove what writes that stopped part way left")
 	return c
+}
+
+// readAtMost reads the file named path if it holds at most max bytes, and
+// refuses it with db.ErrDocTooLarge otherwise, having read max+1 bytes:
+// query --file /dev/zero read until the process ran out of memory, and a
+// 134 MB file took 290 MB before the index refused it.
+func readAtMost(path string, max int) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, int64(max)+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > max {
+		return nil, fmt.Errorf("%w: %s holds more than %d bytes, the most a query text may have", db.ErrDocTooLarge, esc(path), max)
+	}
+	return b, nil
 }

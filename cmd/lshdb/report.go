@@ -150,19 +150,48 @@ func (h *pairHist) bins(lo float64) []int64 {
 
 // readPairs counts the pairs of a pairs JSON Lines file (lshdb pairs
 // --output json, read as clusters --from reads it: pairLines).
-func readPairs(path string, h *pairHist, now *db.Info, warn func(string)) error {
+func readPairs(path string, h *pairHist, d index, now *db.Info, warn func(string)) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return fmt.Errorf("%w: %w", errBadPairs, err)
 	}
 	defer f.Close()
+	// NB: every id is looked up, a batch of pairs at a time, as clusters
+	// --from does: a file without a header, made on another index, drew a
+	// page of its pairs over this index's documents.
+	var batch []db.Pair
+	check := func() error {
+		ids := make([]string, 0, 2*len(batch))
+		for _, p := range batch {
+			ids = append(ids, p.A, p.B)
+		}
+		has, err := d.HasIDs(ids)
+		if err != nil {
+			return err
+		}
+		for i, ok := range has {
+			if !ok {
+				p := batch[i/2]
+				return fmt.Errorf("%w: %s: the pair (%q, %q) names %q, which the index does not hold (a pairs file of another index, or of documents deleted since?)", db.ErrNotFound, esc(path), p.A, p.B, ids[i])
+			}
+		}
+		for _, p := range batch {
+			h.add(p)
+		}
+		batch = batch[:0]
+		return nil
+	}
 	for p, err := range pairLines(f, path, 0, now, warn) {
 		if err != nil {
 			return err
 		}
-		h.add(p)
+		if batch = append(batch, p); len(batch) == 1000 {
+			if err := check(); err != nil {
+				return err
+			}
+		}
 	}
-	return nil
+	return check()
 }
 
 // clusterBin returns the bin of a cluster of n ≥ 2 documents: 2, 3, then
@@ -256,7 +285,7 @@ page.`,
 					rd.Dir = a.addr
 				}
 				if pairsFile != "" {
-					if err := readPairs(pairsFile, rd.Pairs, in, a.notef); err != nil {
+					if err := readPairs(pairsFile, rd.Pairs, d, in, a.notef); err != nil {
 						return err
 					}
 					rd.PairsSource = "the pairs file " + filepath.Base(pairsFile)
@@ -333,6 +362,12 @@ func writeFileAtomic(path string, fn func(w io.Writer) error) error {
 // of up to its whole output beside it, which nothing removed. An error
 // names path, not the temporary name.
 func createTempFor(path string) (*os.File, error) {
+	// NB: a directory was found only by the final rename, with the
+	// temporary file made beside it (report --out /tmp: "rename
+	// /.tmp.lshdb-…tmp /tmp: file exists").
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return nil, fmt.Errorf("cannot write %s: it is a directory (give a file's name)", escControls(path))
+	}
 	dir, prefix := filepath.Dir(path), "."+filepath.Base(path)+".lshdb-"
 	if ents, err := os.ReadDir(dir); err == nil {
 		for _, e := range ents {

@@ -204,7 +204,10 @@ func TestReportFromPairsFile(t *testing.T) {
 	dir := reportFixture(t)
 	tmp := t.TempDir()
 	pf := filepath.Join(tmp, "pairs.jsonl")
-	os.WriteFile(pf, []byte(`{"header":{"threshold":0.5}}
+	// NB: ids of the index (report refuses a pair naming another), the
+	// similarities made up: the page bins what the file says.
+	os.WriteFile(pf, []byte(strings.NewReplacer(`"x"`, `"0ad"`, `"y"`, `"r-cran-abind"`, `"z"`, `"libace-xml-utils-dev"`,
+		`"p"`, `"libactivemq-protobuf-java"`, `"q"`, `"adwaita-icon-theme"`, `"r"`, `"libghc-agda-dev"`).Replace(`{"header":{"threshold":0.5}}
 {"a":"x","b":"y","jaccard":0.5}
 {"a":"x","b":"z","jaccard":0.51}
 
@@ -213,7 +216,7 @@ func TestReportFromPairsFile(t *testing.T) {
 {"a":"p","b":"r","jaccard":1}
 {"a":"q","b":"r","jaccard":1}
 {"end":{"lines":6}}
-`), 0o644)
+`)), 0o644)
 	out := filepath.Join(tmp, "r.html")
 	msg := runOK(t, "report", "--db", dir, "--out", out, "--pairs", pf)
 	// Default: bins from the file's lowest similarity, 0.5: 25 bins,
@@ -270,8 +273,12 @@ func TestReportErrors(t *testing.T) {
 		{[]string{"report", "--db", dir, "--out", out, "--pairs", write("half.jsonl", "{\"a\":\"x\",\"jaccard\":0.9}\n")}, 1, "half.jsonl:1: a pair needs a, b and jaccard"},
 		{[]string{"report", "--db", dir, "--out", out, "--pairs", write("self.jsonl", "{\"a\":\"x\",\"b\":\"x\",\"jaccard\":1}\n")}, 1, "self.jsonl:1: a pair of \"x\" with itself"},
 		{[]string{"report", "--db", dir, "--out", out, "--pairs", filepath.Join(tmp, "absent.jsonl")}, 1, "absent.jsonl: no such file"},
+		// A file without a header made on another index: its ids are not
+		// this index's (it drew a page of them).
+		{[]string{"report", "--db", dir, "--out", out, "--pairs", write("other.jsonl", "{\"a\":\"AGPL-1.0\",\"b\":\"MIT\",\"jaccard\":0.9}\n")}, 1, `names "AGPL-1.0", which the index does not hold`},
 		{[]string{"report", "--db", dir, "--out", out, "--pairs", write("cut.jsonl", "{\"header\":{\"threshold\":0.5}}\n{\"a\":\"x\",\"b\":\"y\",\"jaccard\":0.5}\n")}, 1, "cut.jsonl has the header of pairs --header but no end line"},
 		{[]string{"report", "--db", dir, "--out", filepath.Join(tmp, "no", "such", "dir.html")}, 1, "no such file or directory"},
+		{[]string{"report", "--db", dir, "--out", tmp}, 1, "cannot write " + tmp + ": it is a directory"},
 		{[]string{"report", "--db", filepath.Join(tmp, "nope"), "--out", out}, 1, "database does not exist"},
 	} {
 		_, errOut, code := runLine(c.args, "")
@@ -285,7 +292,7 @@ func TestReportErrors(t *testing.T) {
 			t.Errorf("a failed report left %s", e.Name())
 		}
 	}
-	err := readPairs(filepath.Join(tmp, "bad.jsonl"), newPairHist(0.8), nil, nil)
+	err := readPairs(filepath.Join(tmp, "bad.jsonl"), newPairHist(0.8), nil, nil, nil)
 	if !errors.Is(err, errBadPairs) {
 		t.Errorf("readPairs of a bad file: %v; want errBadPairs", err)
 	}

@@ -385,6 +385,12 @@ func checkShellFlags(name string, spec shellSpec, c *cobra.Command, args []strin
 		if w == "--" {
 			break
 		}
+		if w == "-" {
+			// NB: standard input is the shell's statements (a terminal in
+			// raw mode: delete - waited there for ever, deaf to Ctrl-D
+			// and Ctrl-C).
+			return false, usagef("%s -: the shell reads its statements from standard input; give the arguments on the line (or use the lshdb command)", name)
+		}
 		if len(w) < 2 || w[0] != '-' {
 			continue
 		}

@@ -1245,6 +1245,9 @@ per line) for -, or from --from FILE. The delete is atomic: an id that is not
 stored deletes nothing and fails the command, unless --ignore-missing.`,
 		RunE: func(c *cobra.Command, args []string) error {
 			if len(args) == 0 && from == "" {
+				if _, ok := c.Root().Annotations[inShell]; ok {
+					return usagef("delete needs ids as arguments (delete ID...)")
+				}
 				return usagef("delete needs ids: arguments, - for stdin, or --from FILE")
 			}
 			var ids []string

@@ -458,16 +458,19 @@ type MatchJSON struct {
 
 // QueryResultJSON is db.QueryResult.
 type QueryResultJSON struct {
-	Matches        []MatchJSON `json:"matches"`
-	Threshold      float64     `json:"threshold"`
-	ExpectedRecall float64     `json:"expected_recall"`
-	Candidates     int         `json:"candidates"`
-	EstimateOnly   bool        `json:"estimate_only"`
+	Matches []MatchJSON `json:"matches"`
+	// Found is the number of matches before the limit (0 from a server
+	// that did not say: read as len(matches)).
+	Found          int     `json:"found"`
+	Threshold      float64 `json:"threshold"`
+	ExpectedRecall float64 `json:"expected_recall"`
+	Candidates     int     `json:"candidates"`
+	EstimateOnly   bool    `json:"estimate_only"`
 }
 
 // QueryResultOut converts r for the wire.
 func QueryResultOut(r *db.QueryResult) QueryResultJSON {
-	out := QueryResultJSON{Matches: make([]MatchJSON, len(r.Matches)), Threshold: r.Threshold,
+	out := QueryResultJSON{Matches: make([]MatchJSON, len(r.Matches)), Found: r.Found, Threshold: r.Threshold,
 		ExpectedRecall: r.ExpectedRecall, Candidates: r.Candidates, EstimateOnly: r.EstimateOnly}
 	for i, m := range r.Matches {
 		out.Matches[i] = MatchOut(m, r.EstimateOnly)
@@ -500,7 +503,7 @@ func (m MatchJSON) Match() db.Match {
 
 // QueryResult converts r back.
 func (r QueryResultJSON) QueryResult() *db.QueryResult {
-	out := &db.QueryResult{Threshold: r.Threshold, ExpectedRecall: r.ExpectedRecall, Candidates: r.Candidates, EstimateOnly: r.EstimateOnly}
+	out := &db.QueryResult{Found: max(r.Found, len(r.Matches)), Threshold: r.Threshold, ExpectedRecall: r.ExpectedRecall, Candidates: r.Candidates, EstimateOnly: r.EstimateOnly}
 	for _, m := range r.Matches {
 		out.Matches = append(out.Matches, m.Match())
 	}

@@ -1,0 +1,60 @@
+package db
+
+import "slices"
+
+// topK keeps the k best values offered (k ≥ 1), in a heap whose root is
+// the worst one kept: O(k) memory and O(log k) an offer, however many are
+// offered. better orders values best first (negative: a before b) and
+// must break every tie (by the order offered, say): the heap does not
+// keep the order of equals.
+type topK[T any] struct {
+	k      int
+	better func(a, b T) int
+	h      []T
+}
+
+func newTopK[T any](k int, better func(a, b T) int) *topK[T] {
+	return &topK[T]{k: k, better: better, h: make([]T, 0, min(k, 4096))}
+}
+
+// worse reports whether h[i] ranks after h[j].
+func (t *topK[T]) worse(i, j int) bool { return t.better(t.h[i], t.h[j]) > 0 }
+
+// wants reports whether v would be kept: cheaper than offer when making
+// v costs (a copy).
+func (t *topK[T]) wants(v T) bool { return len(t.h) < t.k || t.better(v, t.h[0]) < 0 }
+
+// offer keeps v if it is among the k best so far.
+func (t *topK[T]) offer(v T) {
+	if len(t.h) < t.k {
+		t.h = append(t.h, v)
+		for i := len(t.h) - 1; i > 0 && t.worse(i, (i-1)/2); i = (i - 1) / 2 {
+			t.h[i], t.h[(i-1)/2] = t.h[(i-1)/2], t.h[i]
+		}
+		return
+	}
+	if t.better(v, t.h[0]) >= 0 {
+		return
+	}
+	t.h[0] = v
+	for i := 0; ; {
+		w, l, r := i, 2*i+1, 2*i+2
+		if l < len(t.h) && t.worse(l, w) {
+			w = l
+		}
+		if r < len(t.h) && t.worse(r, w) {
+			w = r
+		}
+		if w == i {
+			return
+		}
+		t.h[i], t.h[w] = t.h[w], t.h[i]
+		i = w
+	}
+}
+
+// sorted returns the values kept, best first; t is spent.
+func (t *topK[T]) sorted() []T {
+	slices.SortFunc(t.h, t.better)
+	return t.h
+}

@@ -1,0 +1,93 @@
+package db
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+// Ensure that topK keeps the k best values, best first (the oracle: a
+// sort of everything offered), scores tied and broken by the order
+// offered.
+func TestTopK(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 9))
+	type v struct{ score, seq int }
+	better := func(a, b v) int { return cmp.Or(cmp.Compare(b.score, a.score), cmp.Compare(a.seq, b.seq)) }
+	for _, n := range []int{0, 1, 5, 100, 1000} {
+		for _, k := range []int{1, 2, 7, 100, 2000} {
+			var all []v
+			top := newTopK(k, better)
+			for i := range n {
+				x := v{rng.IntN(20), i}
+				all = append(all, x)
+				top.offer(x)
+			}
+			slices.SortFunc(all, better)
+			want := all[:min(k, n)]
+			if got := top.sorted(); !slices.Equal(got, want) {
+				t.Fatalf("n=%d k=%d: %v, want %v", n, k, got, want)
+			}
+		}
+	}
+}
+
+// Ensure that Buckets' hottest lists are the largest, largest first and
+// among equal sizes in key order (band, then bucket), for tops below and
+// beyond the number of lists, each with its true size and a sample of its
+// members (the oracle: groups of identical texts, whose lists are known,
+// and Bucket's members of each list).
+func TestBucketsHottest(t *testing.T) {
+	d := mustOpen(t, "db", &Options{fs: vfs.NewMem(), NoSync: true})
+	defer d.Close()
+	var docs []Doc
+	group := map[string]int{} // id → its group's size
+	rng := rand.New(rand.NewPCG(4, 4))
+	for size := 1; size <= 6; size++ {
+		text := randomText(rng, nil) // NB: unrelated texts: no bucket shared by two groups
+		for i := range size {
+			id := fmt.Sprintf("g%d-%d", size, i)
+			docs = append(docs, Doc{ID: id, Text: text})
+			group[id] = size
+		}
+	}
+	if _, err := d.PutBatch(docs, nil); err != nil {
+		t.Fatal(err)
+	}
+	bands := d.Params().Bands.B
+	for _, top := range []int{1, 3, bands, 3*bands + 1, 1_000_000} {
+		bs, err := d.Buckets(context.Background(), -1, top)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lists := 6 * bands // one list per group and band
+		if len(bs.Hottest) != min(top, lists) {
+			t.Fatalf("top %d: %d hottest lists, want %d", top, len(bs.Hottest), min(top, lists))
+		}
+		for i, h := range bs.Hottest {
+			// The sizes, largest first: 6 in every band, then 5, …
+			if want := 6 - i/bands; h.Size != want {
+				t.Fatalf("top %d: list %d has size %d, want %d", top, i, h.Size, want)
+			}
+			if i > 0 && h.Size == bs.Hottest[i-1].Size && h.Band <= bs.Hottest[i-1].Band {
+				t.Fatalf("top %d: lists %d and %d of size %d are not in band order", top, i-1, i, h.Size)
+			}
+			members, err := d.Bucket(h.Band, h.Bucket)
+			if err != nil || len(members) != h.Size {
+				t.Fatalf("top %d: Bucket(%d, %x) = %v, %v; want %d members", top, h.Band, h.Bucket, members, err, h.Size)
+			}
+			if len(h.Sample) != min(h.Size, SampleSize) {
+				t.Fatalf("top %d: list %d's sample %v", top, i, h.Sample)
+			}
+			for _, id := range h.Sample {
+				if group[id] != h.Size || !slices.Contains(members, id) {
+					t.Fatalf("top %d: list %d (size %d) samples %q of a group of %d", top, i, h.Size, id, group[id])
+				}
+			}
+		}
+	}
+}
