@@ -851,8 +851,8 @@ beside it. A Pebble index's writes are atomic: it has nothing to repair.`,
 						return err
 					}
 				} else {
-					fmt.Fprintf(a.stdout, "%d documents, %d ids, %d posting lists (%d empty), %d postings\n",
-						rep.Docs, rep.IDs, rep.PostingLists, rep.EmptyLists, rep.Postings)
+					fmt.Fprintf(a.stdout, "%s, %s, %s (%d empty), %s\n",
+						counted(rep.Docs, "document", "documents"), counted(rep.IDs, "id", "ids"), counted(rep.PostingLists, "posting list", "posting lists"), rep.EmptyLists, counted(rep.Postings, "posting", "postings"))
 					for _, p := range rep.Problems {
 						fmt.Fprintln(a.stdout, "problem:", esc(p))
 					}

@@ -292,6 +292,11 @@ page.`,
 					rd.PairsLo = math.Floor(rd.Pairs.lowest/pairBinWidth+1e-9) * pairBinWidth
 					if c.Flags().Changed("pairs-threshold") {
 						rd.PairsLo = pairsThreshold
+						if rd.Pairs.total > 0 && pairsThreshold < rd.Pairs.lowest {
+							// NB: the page said "0 below it" of pairs the file
+							// could not hold.
+							a.notef(fmt.Sprintf("the lowest similarity in %s is %.4f: the page counts no pair below it because the file holds none (a pairs file made at a higher threshold?), not because there is none; for those, make it with pairs --threshold %v", escControls(pairsFile), rd.Pairs.lowest, pairsThreshold))
+						}
 					}
 				} else {
 					rd.PairsLo = defaultPairsThreshold(t)
@@ -327,8 +332,8 @@ page.`,
 						Clusters int    `json:"clusters"`
 					}{out, in.Docs, rd.Pairs.total, rd.Pairs.atOrAbove, len(rd.Clusters)})
 				}
-				_, err = fmt.Fprintf(a.stdout, "wrote %s: %d documents, %d pairs from %s (%d at Jaccard >= %v), %d clusters\n",
-					out, in.Docs, rd.Pairs.total, rd.PairsSource, rd.Pairs.atOrAbove, t, len(rd.Clusters))
+				_, err = fmt.Fprintf(a.stdout, "wrote %s: %s, %s from %s (%d at Jaccard >= %v), %s\n",
+					out, counted(in.Docs, "document", "documents"), counted(rd.Pairs.total, "pair", "pairs"), rd.PairsSource, rd.Pairs.atOrAbove, t, counted(len(rd.Clusters), "cluster", "clusters"))
 				return err
 			})
 		},

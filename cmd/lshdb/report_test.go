@@ -246,6 +246,14 @@ func TestReportFromPairsFile(t *testing.T) {
 	if got := chartBars(t, parseXML(t, string(raw)), "chart-pairs"); !equalFloats(got, []float64{1, 0, 0, 0, 2}) {
 		t.Errorf("pairs bars from 0.9: %v, want [1 0 0 0 2]", got)
 	}
+	// Below the file's lowest similarity (0.5) the page has bins the file
+	// cannot fill: a note says so (not above it: the first run said none).
+	if _, errOut, code := runLine([]string{"report", "--db", dir, "--out", out, "--pairs", pf, "--pairs-threshold", "0.3"}, ""); code != 0 || !strings.Contains(errOut, "the lowest similarity in "+pf+" is 0.5000") {
+		t.Errorf("--pairs-threshold 0.3: exit %d, stderr %q; want a note on the file's lowest similarity", code, errOut)
+	}
+	if _, errOut, _ := runLine([]string{"report", "--db", dir, "--out", out, "--pairs", pf, "--pairs-threshold", "0.9"}, ""); strings.Contains(errOut, "lowest similarity") {
+		t.Errorf("--pairs-threshold 0.9 noted %q", errOut)
+	}
 }
 
 // Ensure that bad arguments and bad pairs files are refused with an error

@@ -106,8 +106,13 @@ func (a *app) script(r io.Reader) error {
 	sc.Buffer(make([]byte, 1<<20), 64<<20)
 	failed := 0
 	ctx := a.ctx
-	for sc.Scan() {
+	for first := true; sc.Scan(); first = false {
 		line := strings.TrimSpace(sc.Text())
+		if first {
+			// NB: a script saved by an editor that writes a byte order
+			// mark ran its first statement as "\ufeffinfo", unknown.
+			line = strings.TrimPrefix(line, "\ufeff")
+		}
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
@@ -423,7 +428,7 @@ func checkShellFlags(name string, spec shellSpec, c *cobra.Command, args []strin
 func (a *app) shellHelp(args []string) error {
 	if len(args) == 0 {
 		fmt.Fprintln(a.stdout, `commands (help CMD for one; every command takes --output json):
-  stats | buckets [--band B] [--top N] | bucket BAND BUCKET | get ID
+  info | stats | buckets [--band B] [--top N] | bucket BAND BUCKET | get ID
   query (--id ID | --text TEXT) [--threshold T] [--top K] [--estimate-only]
   explain ID1 ID2 | pairs [--threshold T] [--limit N] [--stats] [--sort=false]
   clusters [--threshold T] | tune [--threshold T] | check | purge | put [--ttl D] ID TEXT... | delete ID...
