@@ -230,13 +230,37 @@ func runModel(t *testing.T, rng *rand.Rand, dir string, opts *Options, steps int
 				t.Fatalf("step %d: Put: %v", step, err)
 			}
 			m.docs[id] = m.doc(text)
-		case op < 45: // PutBatch, with repeated ids
+		case op < 45: // PutBatch, with repeated ids; or prepared first, with a write between
 			var docs []Doc
 			for range 1 + rng.IntN(6) {
 				docs = append(docs, Doc{ID: pickID(), Text: randomText(rng, texts())})
 			}
-			if _, err := d.PutBatch(docs, &WriteOptions{NoSync: rng.IntN(2) == 0}); err != nil {
-				t.Fatalf("step %d: PutBatch: %v", step, err)
+			wo := &WriteOptions{NoSync: rng.IntN(2) == 0}
+			if rng.IntN(2) == 0 {
+				if _, err := d.PutBatch(docs, wo); err != nil {
+					t.Fatalf("step %d: PutBatch: %v", step, err)
+				}
+			} else {
+				pb, err := d.PrepareBatch(docs, wo)
+				if err != nil {
+					t.Fatalf("step %d: PrepareBatch: %v", step, err)
+				}
+				if rng.IntN(2) == 0 {
+					// A write of one of its ids after the preparation: the
+					// batch, written later, replaces it.
+					mid := Doc{ID: docs[0].ID, Text: randomText(rng, texts())}
+					if err := d.Put(mid, nil); err != nil {
+						t.Fatalf("step %d: Put: %v", step, err)
+					}
+					m.docs[mid.ID] = m.doc(mid.Text)
+				}
+				res, err := d.PutPrepared(context.Background(), pb)
+				if err != nil || res.Stored != pb.Len() || res.Stored+res.Repeated != len(docs) {
+					t.Fatalf("step %d: PutPrepared of %d documents: %+v (Len %d), %v", step, len(docs), res, pb.Len(), err)
+				}
+				if _, err := d.PutPrepared(context.Background(), pb); !errors.Is(err, ErrInvalidOptions) {
+					t.Fatalf("step %d: PutPrepared again: %v, want ErrInvalidOptions", step, err)
+				}
 			}
 			for _, doc := range docs {
 				m.docs[doc.ID] = m.doc(doc.Text)

@@ -359,12 +359,82 @@ func (db *DB) enterWrite(wo *WriteOptions) (*WriteOptions, int64, error) {
 // it with a request's context, so that a client that went away (an
 // interrupted command) does not have its batch applied after it left.
 func (db *DB) PutBatchContext(ctx context.Context, docs []Doc, wo *WriteOptions) (BatchResult, error) {
-	var res BatchResult
 	wo, expires, err := db.enterWrite(wo)
 	if err != nil {
-		return res, err
+		return BatchResult{}, err
 	}
 	defer db.mu.RUnlock()
+	pb, err := db.prepareBatch(docs, wo)
+	if err != nil {
+		return BatchResult{}, err
+	}
+	return db.putPrepared(ctx, pb, expires)
+}
+
+// A PreparedBatch is documents made ready to write by PrepareBatch: each
+// one's shingles, signature and record, the work of PutBatch that needs
+// no lock. PutPrepared writes it, once.
+type PreparedBatch struct {
+	db      *DB
+	wo      WriteOptions
+	preps   []prepared
+	res     BatchResult // Repeated and SkippedEmpty
+	written atomic.Bool
+}
+
+// Len is the number of documents the batch writes (an id repeated in the
+// documents given once, the empty ones skipped).
+func (pb *PreparedBatch) Len() int { return len(pb.preps) }
+
+// PrepareBatch does the part of PutBatch that needs no lock, on every
+// core: it checks every document as PutBatch does (the same errors, and
+// with wo.SkipEmpty the same skipped documents) and computes each one's
+// shingles, signature and record. PutPrepared then writes the batch. A
+// writer that prepares its next batch while PutPrepared writes the one
+// before (one goroutine each, the writes in order) keeps every core busy:
+// lshdb insert does, and BenchmarkPut's pipelined runs measure it. The
+// documents and wo are not kept: wo's expiry counts from the write.
+func (db *DB) PrepareBatch(docs []Doc, wo *WriteOptions) (*PreparedBatch, error) {
+	wo, _, err := db.enterWrite(wo)
+	if err != nil {
+		return nil, err
+	}
+	defer db.mu.RUnlock()
+	return db.prepareBatch(docs, wo)
+}
+
+// PutPrepared writes a batch PrepareBatch made on this handle, as
+// PutBatchContext writes its documents: atomically, each replacing the
+// stored document of its id, giving up when ctx ends before it holds the
+// writer lock; the documents' expiry (WriteOptions.TTL) counts from now.
+// The result is PutBatch's. A batch is written once: again, at the same
+// time from two goroutines, or on another handle is ErrInvalidOptions;
+// after a write that failed it may be tried again (if the failure came
+// after the batch was written, a sync that failed, the second write
+// replaces its documents with themselves).
+func (db *DB) PutPrepared(ctx context.Context, pb *PreparedBatch) (BatchResult, error) {
+	if pb == nil || pb.db != db {
+		return BatchResult{}, invalid("a prepared batch is written by the handle that prepared it")
+	}
+	_, expires, err := db.enterWrite(&pb.wo)
+	if err != nil {
+		return BatchResult{}, err
+	}
+	defer db.mu.RUnlock()
+	if !pb.written.CompareAndSwap(false, true) {
+		return BatchResult{}, invalid("the prepared batch is written already (or being written)")
+	}
+	res, err := db.putPrepared(ctx, pb, expires)
+	if err != nil {
+		pb.written.Store(false)
+	}
+	return res, err
+}
+
+// prepareBatch is PrepareBatch; the caller holds db.mu for reading.
+func (db *DB) prepareBatch(docs []Doc, wo *WriteOptions) (*PreparedBatch, error) {
+	pb := &PreparedBatch{db: db, wo: *wo}
+	res := &pb.res
 	// Last one wins within the call: keep each id's last position.
 	last := make(map[string]int, len(docs))
 	for i := range docs {
@@ -372,15 +442,15 @@ func (db *DB) PutBatchContext(ctx context.Context, docs []Doc, wo *WriteOptions)
 	}
 	n := len(docs)
 	storeText := wo.StoreText || db.man.StoreText
-	var preps []prepared
 	var skipped []string
+	var err error
 	switch {
 	case len(last) < n && wo.SkipEmpty:
 		// NB: a skipped document does not win: an id's last document
 		// that is not empty does, as a Put of each document in turn and
 		// Load give (the documents are prepared before the repeats are
 		// settled).
-		preps, skipped, res.Repeated, err = db.prepareLastNonEmpty(docs, storeText)
+		pb.preps, skipped, res.Repeated, err = db.prepareLastNonEmpty(docs, storeText)
 	case len(last) < n:
 		res.Repeated = n - len(last)
 		uniq := make([]Doc, 0, len(last))
@@ -391,25 +461,40 @@ func (db *DB) PutBatchContext(ctx context.Context, docs []Doc, wo *WriteOptions)
 				pos = append(pos, i)
 			}
 		}
-		preps, skipped, err = db.prepareAll(uniq, pos, n, storeText, wo.SkipEmpty)
+		pb.preps, skipped, err = db.prepareAll(uniq, pos, n, storeText, wo.SkipEmpty)
 	default:
 		// NB: with SkipEmpty, an empty document is found by preparing it,
 		// not by hashing it twice.
-		preps, skipped, err = db.prepareAll(docs, nil, n, storeText, wo.SkipEmpty)
-	}
-	res.SkippedEmpty = skipped
-	for i := 0; err == nil && i < len(preps); i++ {
-		err = preps[i].setExpiry(expires)
+		pb.preps, skipped, err = db.prepareAll(docs, nil, n, storeText, wo.SkipEmpty)
 	}
 	if err != nil {
-		return res, err
+		return nil, err
+	}
+	res.SkippedEmpty = skipped
+	return pb, nil
+}
+
+// putPrepared writes pb with the expiry expires (0: none); the caller
+// holds db.mu for reading.
+func (db *DB) putPrepared(ctx context.Context, pb *PreparedBatch, expires int64) (BatchResult, error) {
+	res := BatchResult{Repeated: pb.res.Repeated, SkippedEmpty: pb.res.SkippedEmpty}
+	preps := pb.preps
+	if expires != 0 {
+		// NB: on copies: the batch's own records stay as prepared, for
+		// another try.
+		preps = slices.Clone(preps)
+		for i := range preps {
+			if err := preps[i].setExpiry(expires); err != nil {
+				return res, err
+			}
+		}
 	}
 	ctx, cancel := db.opCtx(ctx)
 	defer cancel()
 	if err := db.wmu.lock(ctx); err != nil {
 		return res, err
 	}
-	replaced, sw, err := db.writeLockedCount(preps, wo)
+	replaced, sw, err := db.writeLockedCount(preps, &pb.wo)
 	db.wmu.Unlock()
 	res.Replaced = replaced
 	if err = cmp.Or(err, sw.wait()); err == nil {

@@ -154,10 +154,15 @@ func TestInsertBuildSameCounts(t *testing.T) {
 		if got := storedTexts(t, idx); !maps.Equal(got, last) {
 			t.Fatalf("%s stored %d documents, not each id's last text", cmd, len(got))
 		}
-		// A second run replaces every stored id once.
+		// A second run replaces every stored id once (insert: each batch
+		// written while the next is prepared, in order: the last text of
+		// an id in two batches wins).
 		out, _, _ = runLine([]string{cmd, "--db", idx, in}, "")
 		if again := "inserted 1200 documents (1200 replaced stored ones); 1300 repeated ids in the input (last one wins), 0 empty texts skipped, 0 bad records skipped\n"; out != again {
 			t.Fatalf("%s again: %q, want %q", cmd, out, again)
+		}
+		if got := storedTexts(t, idx); !maps.Equal(got, last) {
+			t.Fatalf("%s again stored %d documents, not each id's last text", cmd, len(got))
 		}
 	}
 }
