@@ -19,6 +19,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/lshdb/lshdb/db"
 	"github.com/lshdb/lshdb/db/httpapi"
 	"github.com/lshdb/lshdb/internal/docio"
@@ -176,43 +178,88 @@ func (a *app) printRecall(rec db.RecallEstimate, scheme minhash.Scheme) error {
 	return nil
 }
 
-// missingRoot returns the topmost directory of --db that does not exist
-// yet (the index directory itself when its parent exists), or "" when it
-// exists or the shell holds the index: what a failed write command that
-// committed nothing removes again.
-func (a *app) missingRoot() string {
+// newIndexDir says what of --db a write command that creates the index
+// and fails removes again: root, the topmost directory of --db that did
+// not exist (the index directory itself when its parent exists), or, for
+// a directory that existed empty, its contents (emptied); neither when
+// the index exists or the shell holds it.
+func (a *app) newIndexDir() (root string, emptied bool) {
 	if a.shellDB != nil || a.dbDir == "" {
-		return ""
+		return "", false
 	}
 	if db.IsRedisURL(a.dbDir) {
 		// NB: on Redis, openForWrite asks the handle whether it created
 		// the index (db.DB.Created): other processes may create it too.
-		return ""
+		return "", false
 	}
-	root := ""
+	if ents, err := os.ReadDir(a.dbDir); err == nil {
+		return "", len(ents) == 0
+	}
 	for p := filepath.Clean(a.dbDir); ; {
 		if _, err := os.Lstat(p); err == nil {
-			return root
+			return root, false
 		} else if !errors.Is(err, fs.ErrNotExist) {
-			return ""
+			return "", false
 		}
 		root = p
 		parent := filepath.Dir(p)
 		if parent == p {
-			return root
+			return root, false
 		}
 		p = parent
 	}
+}
+
+// removeNewIndex removes the index a failed command created at --db (see
+// newIndexDir), closed by now, unless another process has it open: the
+// index directory (or its contents, when it existed empty), and then each
+// directory above it up to root that the command made and nothing else
+// uses (an empty one). NB: it took root whole, with everything in it:
+// the writes that attached commands made through it while it ran (they
+// were told they were stored), and a sibling index that another command
+// made under the same new directory.
+func (a *app) removeNewIndex(root string, emptied bool) {
+	// NB: the index's own lock, taken without waiting and held while its
+	// files go: a process that opened it since, or waits for it, keeps it.
+	parents := func() {
+		for p := filepath.Dir(filepath.Clean(a.dbDir)); root != "" && len(p) >= len(root) && p != filepath.Dir(p); p = filepath.Dir(p) {
+			if os.Remove(p) != nil {
+				break
+			}
+		}
+	}
+	if _, err := os.Stat(a.dbDir); errors.Is(err, fs.ErrNotExist) {
+		parents() // the open failed before it made the index directory
+		return
+	}
+	lock, err := pebble.LockDirectory(a.dbDir, vfs.Default)
+	if err != nil {
+		fmt.Fprintf(a.stderr, "lshdb: note: the index this command created at %s was left: another process has it open\n", escControls(a.dbDir))
+		return
+	}
+	if emptied {
+		ents, _ := os.ReadDir(a.dbDir)
+		for _, e := range ents {
+			os.RemoveAll(filepath.Join(a.dbDir, e.Name()))
+		}
+		lock.Close()
+		return
+	}
+	os.RemoveAll(a.dbDir)
+	lock.Close()
+	parents()
 }
 
 // openForWrite opens (or creates) the index for a write command and runs
 // verify on it (nil: none; a failed check leaves a new index removed and
 // an existing one untouched). finish
 // closes it; with keep false, an index this call created is removed (a
-// failed create, insert or build leaves no directory behind). The caller
-// MUST call finish; calls after the first do nothing.
+// failed create, insert or build leaves no directory behind), unless
+// documents were written to it meanwhile (by commands attached to this
+// one) or another process has it open. The caller MUST call finish;
+// calls after the first do nothing.
 func (a *app) openForWrite(o *db.Options, verify func(index) error) (d index, finish func(keep bool), err error) {
-	root := a.missingRoot()
+	root, emptied := a.newIndexDir()
 	redisCreated := false
 	remove := func() {
 		switch {
@@ -228,8 +275,8 @@ func (a *app) openForWrite(o *db.Options, verify func(index) error) (d index, fi
 			if err := db.Drop(ctx, a.dbDir); err != nil && !errors.Is(err, db.ErrNotExist) {
 				fmt.Fprintf(a.stderr, "lshdb: removing the index this command created: %v\n", err)
 			}
-		case root != "":
-			os.RemoveAll(root)
+		case root != "" || emptied:
+			a.removeNewIndex(root, emptied)
 		}
 	}
 	d, closeDB, err := a.openDB(o)
@@ -245,6 +292,17 @@ func (a *app) openForWrite(o *db.Options, verify func(index) error) (d index, fi
 	// others attach through its socket), then closes the index.
 	finish = func(keep bool) {
 		once.Do(func() {
+			if !keep && (root != "" || emptied) {
+				// NB: this command wrote nothing, so a document written
+				// is another's: a command attached to this one while it
+				// ran, told it was stored. The index stays.
+				if in, err := d.Info(); err != nil || in.Written > 0 || in.Docs > 0 {
+					keep = true
+					if err == nil {
+						fmt.Fprintf(a.stderr, "lshdb: note: the index this command created at %s was kept: other commands wrote %s to it meanwhile\n", escControls(a.dbDir), counted(in.Written, "document", "documents"))
+					}
+				}
+			}
 			closeDB()
 			if !keep {
 				remove()
@@ -434,7 +492,8 @@ repeated in the input: the last one wins.
 A build is atomic: it is all there or not at all. A malformed record (named
 by file and line) fails the whole build and nothing is loaded, unless
 --skip-bad skips it; so does Ctrl-C or a kill, after which the index is as it
-was (a new index is removed again).`,
+was (a new index is removed again, unless commands attached to this one
+wrote to it meanwhile; after a kill -9 it is left empty).`,
 		RunE: func(c *cobra.Command, args []string) error {
 			o, err := cf.options(c)
 			if err != nil {
