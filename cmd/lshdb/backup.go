@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"os"
 	"path/filepath"
 	"syscall"
 
@@ -25,6 +27,7 @@ type backupJSON struct {
 
 func (a *app) backupCmd() *cobra.Command {
 	var to string
+	var copyAll, verify bool
 	c := &cobra.Command{
 		Use: "backup --db DIR --to NEWDIR",
 		Example: `  # A consistent copy of an index, while it is in use
@@ -37,6 +40,13 @@ owns the index (lshdb serve), the copy is made by that process, through the
 index's socket. An index that cannot be opened for writing (a disk too full
 for it, a read-only filesystem) is copied file by file under its lock. The copy
 is opened afterwards and its documents counted.
+
+On the same filesystem the copy's tables are the original's files (hard
+links): it survives the index being deleted, overwritten or rebuilt, but not
+damage to the bytes on disk, which both then share. --copy gives the copy
+files of its own (the time and space of a full copy). --verify reads the
+whole copy afterwards (lshdb check) and fails if any of it is damaged: a
+backup of a damaged index is no backup.
 
 Of an index on Redis (--db redis+cluster://…), the copy is a new Pebble index
 in NEWDIR with the same parameters and every live document, each as it is when
@@ -90,11 +100,29 @@ nightly pairs run at the embedded index's speed.`,
 			if err != nil {
 				return interruptNote(err, "backup interrupted")
 			}
+			copied := 0
+			if copyAll && !db.IsRedisURL(a.dbDir) {
+				if copied, err = unlinkCopy(a.dbDir, abs); err != nil {
+					return fmt.Errorf("the copy in %s is complete, but its files are still shared with the index's: %w", abs, err)
+				}
+			}
 			cp, err := db.Open(abs, &db.Options{ReadOnly: true})
 			if err != nil {
 				return fmt.Errorf("the copy in %s does not open: %w", abs, err)
 			}
 			n, err := cp.Count()
+			if err == nil && verify {
+				ctx, barDone := a.phaseBar("verify")
+				var rep *db.CheckReport
+				rep, err = cp.Check(ctx)
+				barDone()
+				switch {
+				case err != nil:
+					err = fmt.Errorf("the copy in %s is damaged (so, most likely, is the index: lshdb check --db %s): %w", abs, a.dbDir, err)
+				case !rep.OK():
+					err = fmt.Errorf("%w: the copy in %s fails its check, %s (the first: %s): so, most likely, does the index", db.ErrCorrupt, abs, counted(len(rep.Problems), "problem", "problems"), rep.Problems[0])
+				}
+			}
 			cp.Close()
 			if err != nil {
 				return err
@@ -106,10 +134,83 @@ nightly pairs run at the embedded index's speed.`,
 			if via == "socket" {
 				how = " (made by the index's owner, through its socket)"
 			}
+			if copied > 0 {
+				how += fmt.Sprintf("; %s copied, not linked", counted(copied, "file", "files"))
+			}
+			if verify {
+				how += "; verified"
+			}
 			_, err = fmt.Fprintf(a.stdout, "backed up %s to %s: %d documents%s\n", esc(rediskv.Redact(a.dbDir)), esc(abs), n, how)
 			return err
 		},
 	}
 	c.Flags().StringVar(&to, "to", "", "the new directory to copy the index into (must not exist)")
+	c.Flags().BoolVar(&copyAll, "copy", false, "give the copy files of its own (on the same filesystem its tables are otherwise the index's, hard-linked)")
+	c.Flags().BoolVar(&verify, "verify", false, "read the whole copy afterwards (as check does) and fail if any of it is damaged")
 	return c
+}
+
+// unlinkCopy replaces each file of the backup in dir that is the same
+// file as the index's of that name in src (a hard link) with a copy of
+// its own, synced, and returns how many it replaced. A crash meanwhile
+// leaves a complete backup, some of its files still shared.
+func unlinkCopy(src, dir string) (int, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, e := range ents {
+		if !e.Type().IsRegular() {
+			continue
+		}
+		b, err := os.Stat(filepath.Join(dir, e.Name()))
+		if err != nil {
+			return n, err
+		}
+		if o, err := os.Stat(filepath.Join(src, e.Name())); err != nil || !os.SameFile(o, b) {
+			continue // NB: copied by the backup, or no longer the index's
+		}
+		tmp := filepath.Join(dir, "."+e.Name()+".copy")
+		if err := copyFileSynced(filepath.Join(dir, e.Name()), tmp); err != nil {
+			os.Remove(tmp)
+			return n, err
+		}
+		if err := os.Rename(tmp, filepath.Join(dir, e.Name())); err != nil {
+			os.Remove(tmp)
+			return n, err
+		}
+		n++
+	}
+	if n > 0 {
+		d, err := os.Open(dir)
+		if err != nil {
+			return n, err
+		}
+		defer d.Close()
+		return n, d.Sync()
+	}
+	return n, nil
+}
+
+// copyFileSynced copies src to dst, a new file, and syncs it.
+func copyFileSynced(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	if err := out.Sync(); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
 }

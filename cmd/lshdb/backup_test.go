@@ -86,3 +86,63 @@ func TestBackupCommand(t *testing.T) {
 		t.Error("the copy holds the owner's socket")
 	}
 }
+
+// Ensure that backup --copy gives the copy files of its own (on the same
+// filesystem they are otherwise the index's, hard-linked: damage to one
+// is damage to both), with the same documents, and that --verify fails a
+// backup of a damaged index, which a plain backup reports as done (an
+// operator's review). The oracle: os.SameFile against the index's files,
+// the documents read back, and bytes overwritten in a table by hand.
+func TestBackupCopyAndVerify(t *testing.T) {
+	dir := t.TempDir()
+	idx := filepath.Join(dir, "idx")
+	mustRun(t, "build", "--db", idx, "../../testdata/corpora/debian-sample/docs.jsonl")
+	want, _ := docsOf(t, idx)
+	shared := func(bk string) (n int) {
+		ents, _ := os.ReadDir(bk)
+		for _, e := range ents {
+			b, err1 := os.Stat(filepath.Join(bk, e.Name()))
+			o, err2 := os.Stat(filepath.Join(idx, e.Name()))
+			if err1 == nil && err2 == nil && os.SameFile(o, b) {
+				n++
+			}
+		}
+		return n
+	}
+	linked := filepath.Join(dir, "linked")
+	mustRun(t, "backup", "--db", idx, "--to", linked)
+	if shared(linked) == 0 {
+		t.Fatal("a backup on the same filesystem shares no file with the index: the test's premise (hard links) does not hold here")
+	}
+	own := filepath.Join(dir, "own")
+	out, _ := mustRun(t, "backup", "--db", idx, "--to", own, "--copy", "--verify")
+	if n := shared(own); n != 0 || !strings.Contains(out, "copied, not linked; verified") {
+		t.Fatalf("backup --copy shares %d files with the index; it said %q", n, out)
+	}
+	if got, rep := docsOf(t, own); !reflect.DeepEqual(got, want) || !rep.OK() {
+		t.Fatalf("the --copy backup holds %d documents of %d (check %+v)", len(got), len(want), rep)
+	}
+
+	// A damaged table: the plain backup does not notice, --verify does.
+	var biggest string
+	var size int64
+	ents, _ := os.ReadDir(idx)
+	for _, e := range ents {
+		if fi, err := e.Info(); err == nil && strings.HasSuffix(e.Name(), ".sst") && fi.Size() > size {
+			biggest, size = filepath.Join(idx, e.Name()), fi.Size()
+		}
+	}
+	f, err := os.OpenFile(biggest, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteAt([]byte("\xff\xff\xff\xff\xff\xff\xff\xff"), size/2)
+	f.Close()
+	if _, errOut, code := runLine([]string{"backup", "--db", idx, "--to", filepath.Join(dir, "plain")}, ""); code != 0 {
+		t.Fatalf("a plain backup of the damaged index: exit %d %s (the test expects it not to read the tables)", code, errOut)
+	}
+	_, errOut, code := runLine([]string{"backup", "--db", idx, "--to", filepath.Join(dir, "checked"), "--verify"}, "")
+	if code != 1 || !strings.Contains(errOut, "is damaged") && !strings.Contains(errOut, "fails its check") {
+		t.Fatalf("backup --verify of a damaged index: exit %d, %q", code, errOut)
+	}
+}
