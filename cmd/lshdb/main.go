@@ -133,6 +133,7 @@ type app struct {
 	cpuProfile     string
 	stopProfile    func()
 	shellDB        index         // set inside the shell: commands reuse it
+	shellJSON      bool          // lshdb shell --output json: every statement's default
 	addr           string        // --addr: a server to attach to instead of --db
 	pairRows       int64         // the pairs the last pairs output printed
 	progressMode   string        // --progress: auto, bar, log or none

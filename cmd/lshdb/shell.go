@@ -88,6 +88,11 @@ statement (after "> ") and its error, if any. It stops at an interrupt.`,
 			defer closeDB()
 			a.shellDB = d
 			defer func() { a.shellDB = nil }()
+			// NB: each statement parses its own flags, --output's default
+			// (table) included: the shell's --output json was taken and
+			// then not used.
+			a.shellJSON = a.json()
+			defer func() { a.shellJSON = false }()
 			if f, ok := a.stdin.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 				return a.interactive()
 			}
@@ -377,6 +382,9 @@ func (a *app) shellLine(line string) (done bool, err error) {
 		if s, ok := shellSpecs[c.Name()]; ok {
 			c.Use = s.usage
 		}
+	}
+	if a.shellJSON && !slices.ContainsFunc(words, func(w string) bool { return w == "--output" || strings.HasPrefix(w, "--output=") }) {
+		words = slices.Insert(words, 1, "--output=json")
 	}
 	root.SetArgs(words)
 	return false, root.ExecuteContext(a.ctx)

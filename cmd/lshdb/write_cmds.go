@@ -820,9 +820,11 @@ func (w *inserter) flush() error {
 // its own while the next one is read and prepared: the writes stay in
 // order, one at a time, and a batch is written only once every batch
 // before it was (an error of one is returned by the next send, or by
-// wait, and nothing after it is written). NB: writing ahead, lshdb insert
-// of 60,000 debian-descriptions documents (the commit's issue note has
-// the figures). Attached, the server prepares: the batch is written now.
+// wait, and nothing after it is written). NB: 100,000 generated documents
+// into a non-empty index took a median 5.6 s against 6.5 s written one
+// batch at a time (five alternated runs each, 2 cores; 60,000 short
+// debian-descriptions texts showed no difference beyond the machine's
+// noise). Attached, the server prepares: the batch is written now.
 func (w *inserter) send() error {
 	if len(w.batch) == 0 {
 		return nil
