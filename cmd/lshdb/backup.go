@@ -103,7 +103,7 @@ nightly pairs run at the embedded index's speed.`,
 			copied := 0
 			if copyAll && !db.IsRedisURL(a.dbDir) {
 				if copied, err = unlinkCopy(a.dbDir, abs); err != nil {
-					return fmt.Errorf("the copy in %s is complete, but its files are still shared with the index's: %w", abs, err)
+					return fmt.Errorf("the copy in %s is complete, but %d of its files were copied before this error and the others are still the index's (hard links): %w", abs, copied, err)
 				}
 			}
 			cp, err := db.Open(abs, &db.Options{ReadOnly: true})
@@ -117,6 +117,10 @@ nightly pairs run at the embedded index's speed.`,
 				rep, err = cp.Check(ctx)
 				barDone()
 				switch {
+				case err != nil && (a.ctx.Err() != nil || !errors.Is(err, db.ErrCorrupt)):
+					// NB: an interrupt (or a read error) says nothing of
+					// the copy's bytes: it was reported "damaged".
+					err = interruptNote(fmt.Errorf("the copy in %s is complete, but its verification stopped: %w", abs, err), "backup's verification interrupted: the copy is complete, not verified")
 				case err != nil:
 					err = fmt.Errorf("the copy in %s is damaged (so, most likely, is the index: lshdb check --db %s): %w", abs, a.dbDir, err)
 				case !rep.OK():

@@ -150,10 +150,9 @@ func interruptNote(err error, format string, args ...any) error {
 	return fmt.Errorf("%s: %w", fmt.Sprintf(format, args...), err)
 }
 
-// pairCmp orders pairs best first: higher Jaccard, then ids.
-func pairCmp(x, y db.Pair) int {
-	return cmp.Or(cmp.Compare(y.Jaccard, x.Jaccard), cmp.Compare(x.A, y.A), cmp.Compare(x.B, y.B))
-}
+// pairCmp orders pairs best first: higher Jaccard, then ids (as
+// PairsOptions.Limit keeps them).
+func pairCmp(x, y db.Pair) int { return db.ComparePairs(x, y) }
 
 // ordered returns p with its ids in byte order, as the sorted output
 // shows them.

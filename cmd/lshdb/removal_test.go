@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -8,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lshdb/lshdb/db"
 	"github.com/lshdb/lshdb/db/httpapi"
 )
 
@@ -77,4 +80,75 @@ func TestFailedCreatorRemovesOnlyItsOwn(t *testing.T) {
 	if ents, err := os.ReadDir(empty); err != nil || len(ents) != 0 {
 		t.Errorf("the empty directory given holds %d entries after a failed build (%v): an empty index was left", len(ents), err)
 	}
+	// A file another process put in the index's directory meanwhile is
+	// not the index's: it stays (and the index with it, said).
+	shared := filepath.Join(dir, "shared")
+	creator = startPiped(t, "insert", "--db", shared, "--progress", "none", "-")
+	waitCount(t, httpapi.SocketPath(shared), creator, func(n uint64) bool { return n == 0 })
+	notes := filepath.Join(shared, "notes.txt")
+	os.WriteFile(notes, []byte("mine\n"), 0o644)
+	fmt.Fprintln(creator.stdin, `{"id": broken`)
+	creator.stdin.Close()
+	<-creator.done
+	if b, err := os.ReadFile(notes); err != nil || string(b) != "mine\n" {
+		t.Errorf("a failed creator removed a file another process put beside its index: %v", err)
+	}
+	if !strings.Contains(creator.out.String(), "was kept") {
+		t.Errorf("the creator's output lacks the note: %s", creator.out)
+	}
+}
+
+// failingWrite is an index whose n-th PutPrepared fails without writing.
+type failingWrite struct {
+	*db.DB
+	n, calls int
+}
+
+var errInjected = errors.New("injected write failure")
+
+func (f *failingWrite) PutPrepared(ctx context.Context, pb *db.PreparedBatch) (db.BatchResult, error) {
+	if f.calls++; f.calls == f.n {
+		return db.BatchResult{}, errInjected
+	}
+	return f.DB.PutPrepared(ctx, pb)
+}
+
+// Ensure that insert, writing each batch while the next is prepared,
+// stops at the first batch that fails: the batches before it stored and
+// counted, "committed through" at the last of them, none after it
+// written (the oracle: the documents stored, counted in the reopened
+// index, and the input's positions).
+func TestInsertWriteAheadStopsAtFailure(t *testing.T) {
+	dir := t.TempDir()
+	d, err := db.Open(dir, &db.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &failingWrite{DB: d, n: 2}
+	w := &inserter{d: f, commitCtx: commitCtx{context.Background()}, ids: map[string]uint8{}, batch: make([]db.Doc, 0, 1000), add: func(int) {}}
+	var putErr error
+	for i := range 3500 {
+		if putErr = w.put(posDoc{db.Doc{ID: fmt.Sprint(i), Text: docText(i)}, fmt.Sprintf("f:%d", i+1)}); putErr != nil {
+			break
+		}
+	}
+	if putErr == nil {
+		putErr = w.flush()
+	}
+	if !errors.Is(putErr, errInjected) {
+		t.Fatalf("the insert ended with %v, want the second batch's failure", putErr)
+	}
+	if w.sum.Inserted != 1000 || w.through != "f:1000" || w.inflight != nil {
+		t.Fatalf("after the failure: %d inserted, through %q, in flight %v; want 1000 through f:1000, none", w.sum.Inserted, w.through, w.inflight)
+	}
+	if n, err := d.Count(); err != nil || n != 1000 {
+		t.Fatalf("%d documents stored (%v); want the first batch's 1000, none after the failed one", n, err)
+	}
+	if _, err := d.Get("999"); err != nil {
+		t.Fatalf("the first batch's last document: %v", err)
+	}
+	if _, err := d.Get("2000"); !errors.Is(err, db.ErrNotFound) {
+		t.Fatalf("a document after the failed batch: %v, want ErrNotFound", err)
+	}
+	d.Close()
 }

@@ -393,16 +393,16 @@ func (a *app) shellLine(line string) (done bool, err error) {
 // checkShellFlags refuses any flag of a shell statement that its spec does
 // not list; wantHelp reports -h or --help.
 func checkShellFlags(name string, spec shellSpec, c *cobra.Command, args []string) (wantHelp bool, err error) {
+	if slices.Contains(args, "-") {
+		// NB: standard input is the shell's statements (a terminal in
+		// raw mode: delete - waited there for ever, deaf to Ctrl-D and
+		// Ctrl-C), after -- too.
+		return false, usagef("%s -: the shell reads its statements from standard input; give the arguments on the line (or use the lshdb command)", name)
+	}
 	for i := 0; i < len(args); i++ {
 		w := args[i]
 		if w == "--" {
 			break
-		}
-		if w == "-" {
-			// NB: standard input is the shell's statements (a terminal in
-			// raw mode: delete - waited there for ever, deaf to Ctrl-D
-			// and Ctrl-C).
-			return false, usagef("%s -: the shell reads its statements from standard input; give the arguments on the line (or use the lshdb command)", name)
 		}
 		if len(w) < 2 || w[0] != '-' {
 			continue

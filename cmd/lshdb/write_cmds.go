@@ -19,8 +19,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/cockroachdb/pebble/v2"
-	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/lshdb/lshdb/db"
 	"github.com/lshdb/lshdb/db/httpapi"
 	"github.com/lshdb/lshdb/internal/docio"
@@ -211,43 +209,57 @@ func (a *app) newIndexDir() (root string, emptied bool) {
 }
 
 // removeNewIndex removes the index a failed command created at --db (see
-// newIndexDir), closed by now, unless another process has it open: the
-// index directory (or its contents, when it existed empty), and then each
-// directory above it up to root that the command made and nothing else
-// uses (an empty one). NB: it took root whole, with everything in it:
-// the writes that attached commands made through it while it ran (they
-// were told they were stored), and a sibling index that another command
-// made under the same new directory.
+// newIndexDir), closed by now, with db.Drop (under the index's lock, and
+// only the index's files), unless documents were written to it meanwhile
+// (by commands attached to this one, told they were stored) or another
+// process has it open; then the directories above it up to root that the
+// command made and that are empty. An empty directory given as --db is
+// made again, empty. NB: it took root whole with everything in it:
+// others' acknowledged writes, and a sibling index another command had
+// built under the same new directory.
 func (a *app) removeNewIndex(root string, emptied bool) {
-	// NB: the index's own lock, taken without waiting and held while its
-	// files go: a process that opened it since, or waits for it, keeps it.
-	parents := func() {
-		for p := filepath.Dir(filepath.Clean(a.dbDir)); root != "" && len(p) >= len(root) && p != filepath.Dir(p); p = filepath.Dir(p) {
-			if os.Remove(p) != nil {
-				break
-			}
+	left := func(why string) {
+		fmt.Fprintf(a.stderr, "lshdb: note: the index this command created at %s was kept: %s\n", escControls(a.dbDir), why)
+	}
+	d, err := db.Open(a.dbDir, &db.Options{ReadOnly: true, MustExist: true, ExpirySweep: -1})
+	switch {
+	case errors.Is(err, db.ErrLocked):
+		left("another process has it open")
+		return
+	case err != nil:
+		left(err.Error())
+		return
+	}
+	in, err := d.Info()
+	d.Close()
+	switch {
+	case err != nil:
+		left(err.Error())
+		return
+	case in.Written > 0 || in.Docs > 0:
+		left("other commands wrote " + counted(in.Written, "document", "documents") + " to it meanwhile")
+		return
+	}
+	fi, _ := os.Stat(a.dbDir)
+	if err := db.Drop(context.Background(), a.dbDir); err != nil {
+		left(err.Error())
+		return
+	}
+	if emptied && fi != nil {
+		os.Mkdir(a.dbDir, fi.Mode().Perm())
+		return
+	}
+	removeEmptyParents(a.dbDir, root)
+}
+
+// removeEmptyParents removes the directories above dir, up to root, while
+// they are empty.
+func removeEmptyParents(dir, root string) {
+	for p := filepath.Dir(filepath.Clean(dir)); root != "" && len(p) >= len(root) && p != filepath.Dir(p); p = filepath.Dir(p) {
+		if os.Remove(p) != nil {
+			return
 		}
 	}
-	if _, err := os.Stat(a.dbDir); errors.Is(err, fs.ErrNotExist) {
-		parents() // the open failed before it made the index directory
-		return
-	}
-	lock, err := pebble.LockDirectory(a.dbDir, vfs.Default)
-	if err != nil {
-		fmt.Fprintf(a.stderr, "lshdb: note: the index this command created at %s was left: another process has it open\n", escControls(a.dbDir))
-		return
-	}
-	if emptied {
-		ents, _ := os.ReadDir(a.dbDir)
-		for _, e := range ents {
-			os.RemoveAll(filepath.Join(a.dbDir, e.Name()))
-		}
-		lock.Close()
-		return
-	}
-	os.RemoveAll(a.dbDir)
-	lock.Close()
-	parents()
 }
 
 // openForWrite opens (or creates) the index for a write command and runs
@@ -260,7 +272,7 @@ func (a *app) removeNewIndex(root string, emptied bool) {
 // calls after the first do nothing.
 func (a *app) openForWrite(o *db.Options, verify func(index) error) (d index, finish func(keep bool), err error) {
 	root, emptied := a.newIndexDir()
-	redisCreated := false
+	redisCreated, created := false, false
 	remove := func() {
 		switch {
 		case redisCreated:
@@ -275,8 +287,15 @@ func (a *app) openForWrite(o *db.Options, verify func(index) error) (d index, fi
 			if err := db.Drop(ctx, a.dbDir); err != nil && !errors.Is(err, db.ErrNotExist) {
 				fmt.Fprintf(a.stderr, "lshdb: removing the index this command created: %v\n", err)
 			}
-		case root != "" || emptied:
+		case created && (root != "" || emptied):
 			a.removeNewIndex(root, emptied)
+		case root != "":
+			// NB: the open failed, or another process made the index
+			// first (this command attached to it, or opened it): only
+			// the directories this command made that are still empty.
+			if err := os.Remove(a.dbDir); err == nil || errors.Is(err, fs.ErrNotExist) {
+				removeEmptyParents(a.dbDir, root)
+			}
 		}
 	}
 	d, closeDB, err := a.openDB(o)
@@ -284,25 +303,20 @@ func (a *app) openForWrite(o *db.Options, verify func(index) error) (d index, fi
 		remove()
 		return nil, nil, err
 	}
-	if h, ok := d.(*db.DB); ok && db.IsRedisURL(a.dbDir) && a.shellDB == nil {
-		redisCreated = h.Created()
+	if h, ok := d.(*db.DB); ok && a.shellDB == nil {
+		// NB: this handle made the index (not another process between
+		// newIndexDir and the open, whose index this command must leave).
+		redisCreated = db.IsRedisURL(a.dbDir) && h.Created()
+		created = !db.IsRedisURL(a.dbDir) && h.Created()
 	}
 	var once sync.Once
 	// NB: closeDB stops serving (openDB serves the index it opens:
 	// others attach through its socket), then closes the index.
 	finish = func(keep bool) {
 		once.Do(func() {
-			if !keep && (root != "" || emptied) {
-				// NB: this command wrote nothing, so a document written
-				// is another's: a command attached to this one while it
-				// ran, told it was stored. The index stays.
-				if in, err := d.Info(); err != nil || in.Written > 0 || in.Docs > 0 {
-					keep = true
-					if err == nil {
-						fmt.Fprintf(a.stderr, "lshdb: note: the index this command created at %s was kept: other commands wrote %s to it meanwhile\n", escControls(a.dbDir), counted(in.Written, "document", "documents"))
-					}
-				}
-			}
+			// NB: closed (no longer served) before removeNewIndex reads
+			// what was written: a write attached to it could otherwise
+			// land after the reading and be removed.
 			closeDB()
 			if !keep {
 				remove()

@@ -37,6 +37,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -795,9 +796,7 @@ func pairsQuery(po *db.PairsOptions) url.Values {
 	if po != nil && po.Memory != 0 {
 		q.Set("memory", strconv.Itoa(po.Memory))
 	}
-	if po != nil && po.Limit != 0 {
-		q.Set("limit", strconv.Itoa(po.Limit))
-	}
+
 	if po != nil && po.Mode != "" {
 		q.Set("mode", string(po.Mode))
 	}
@@ -877,7 +876,36 @@ func isTimeout(err error) bool {
 // server's run.
 func (c *Client) Pairs(ctx context.Context, po *db.PairsOptions) iter.Seq2[db.Pair, error] {
 	return func(yield func(db.Pair, error) bool) {
-		resp, err := c.do(ctx, "GET", "/v1/pairs", pairsQuery(po), nil)
+		q := pairsQuery(po)
+		if po != nil && po.Limit != 0 {
+			q.Set("limit", strconv.Itoa(po.Limit))
+		}
+		resp, err := c.do(ctx, "GET", "/v1/pairs", q, nil)
+		var refused *Error
+		if po != nil && po.Limit > 0 && errors.As(err, &refused) && refused.Code == "bad_request" && strings.Contains(refused.Message, `unknown parameter "limit"`) {
+			// NB: a server before limit: every pair comes, and the best
+			// are kept here, as the client did before.
+			all := *po
+			all.Limit = 0
+			var ps []db.Pair
+			for p, err := range c.Pairs(ctx, &all) {
+				if err != nil {
+					yield(db.Pair{}, err)
+					return
+				}
+				if p.B < p.A {
+					p.A, p.B = p.B, p.A
+				}
+				ps = append(ps, p)
+			}
+			slices.SortFunc(ps, db.ComparePairs)
+			for _, p := range ps[:min(len(ps), po.Limit)] {
+				if !yield(p, nil) {
+					return
+				}
+			}
+			return
+		}
 		if err != nil {
 			yield(db.Pair{}, err)
 			return

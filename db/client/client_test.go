@@ -433,6 +433,13 @@ func TestReadsMatchInProcess(t *testing.T) {
 			if err := firstErr(c.Pairs(ctx, &db.PairsOptions{Limit: httpapi.MaxPairsLimit + 1})); !errors.Is(err, db.ErrInvalidOptions) {
 				t.Errorf("a limit over the server's: %v, want ErrInvalidOptions", err)
 			}
+			// Clusters ignore a limit, as in process (the client sent it
+			// to /v1/clusters, which refused it).
+			if gc, err := c.Clusters(ctx, &db.PairsOptions{Threshold: 0.4, Limit: 3}); err != nil {
+				t.Errorf("Clusters with a limit: %v", err)
+			} else if wc, _ := d.Clusters(ctx, &db.PairsOptions{Threshold: 0.4}); !reflect.DeepEqual(clusterIDs(gc), clusterIDs(wc)) {
+				t.Errorf("Clusters with a limit differ from those without")
+			}
 			// Every mode and keep policy, and clusters from the pairs sent
 			// in the request's body, carry what the database computes.
 			for _, mode := range []db.ClusterMode{db.Components, db.Centers} {
@@ -1420,5 +1427,43 @@ func TestHasIDsOfAnEarlierServer(t *testing.T) {
 	c.Close()
 	if _, err := c.HasIDs(nil); !errors.Is(err, db.ErrClosed) {
 		t.Fatalf("HasIDs on a closed client: %v, want ErrClosed", err)
+	}
+}
+
+// Ensure that Pairs with a limit against a server that does not know the
+// parameter (an lshdb before it: "unknown parameter") takes every pair
+// and keeps the best in the client, as the call in process orders them.
+func TestPairsLimitOldServer(t *testing.T) {
+	d := open(t, nil)
+	docs := sampleDocs(t, 150)
+	if _, err := d.PutBatch(docs, &db.WriteOptions{NoSync: true}); err != nil {
+		t.Fatal(err)
+	}
+	h := httpapi.Handler(d, nil)
+	old := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/pairs" && r.URL.Query().Has("limit") {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			fmt.Fprint(w, `{"error":{"code":"bad_request","message":"lshdb: bad request: unknown parameter \"limit\" (this endpoint takes threshold, memory)"}}`)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: old}
+	go srv.Serve(l)
+	defer srv.Close()
+	c, err := client.Open("http://"+l.Addr().String(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	po := &db.PairsOptions{Threshold: 0.4, Limit: 3}
+	got, want := inOrder(t, c.Pairs(context.Background(), po)), inOrder(t, d.Pairs(context.Background(), po))
+	if len(want) != 3 || !reflect.DeepEqual(got, want) {
+		t.Fatalf("an old server, limit 3: %v, in process %v", got, want)
 	}
 }
