@@ -10,6 +10,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/lshdb/lshdb/codec"
 	"github.com/lshdb/lshdb/compaction"
+	"github.com/lshdb/lshdb/internal/topk"
 	"github.com/lshdb/lshdb/minhash"
 )
 
@@ -80,7 +81,7 @@ func (db *DB) buckets(ctx context.Context, band, top, step, steps int) (*BucketS
 	// NB: a heap of top, not a sorted slice re-sorted for each list it
 	// took: buckets --top 50000 took 28.6 s on 489,000 lists (and a
 	// billion ran for ever), and each list kept all its doc numbers.
-	hottest := newTopK(max(top, 1), func(a, b hot) int { return cmp.Or(cmp.Compare(b.size, a.size), cmp.Compare(a.seq, b.seq)) })
+	hottest := topk.New(max(top, 1), func(a, b hot) int { return cmp.Or(cmp.Compare(b.size, a.size), cmp.Compare(a.seq, b.seq)) })
 	seq := 0
 	var ps []codec.Posting
 	var derr error
@@ -111,19 +112,19 @@ func (db *DB) buckets(ctx context.Context, band, top, step, steps int) (*BucketS
 		}
 		st.Histogram[h]++
 		seq++
-		if h := (hot{band: b, bucket: bucket, size: len(ps), seq: seq}); top > 0 && hottest.wants(h) {
+		if h := (hot{band: b, bucket: bucket, size: len(ps), seq: seq}); top > 0 && hottest.Wants(h) {
 			h.docs = make([]uint64, 0, min(len(ps), sampleReads))
 			for _, p := range ps[:min(len(ps), sampleReads)] {
 				h.docs = append(h.docs, p.Doc)
 			}
-			hottest.offer(h)
+			hottest.Offer(h)
 		}
 	})
 	if err = cmp.Or(derr, err); err != nil {
 		return nil, err
 	}
 	now := db.now().UnixNano()
-	for _, h := range hottest.sorted() {
+	for _, h := range hottest.Sorted() {
 		info := BucketInfo{Band: h.band, Bucket: h.bucket, Size: h.size}
 		for _, n := range h.docs {
 			if len(info.Sample) == SampleSize {

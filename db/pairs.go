@@ -21,6 +21,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/lshdb/lshdb/codec"
 	"github.com/lshdb/lshdb/internal/extsort"
+	"github.com/lshdb/lshdb/internal/topk"
 	"github.com/lshdb/lshdb/minhash"
 	"golang.org/x/sync/errgroup"
 )
@@ -161,7 +162,7 @@ func (db *DB) bestPairs(ctx context.Context, po *PairsOptions) iter.Seq2[Pair, e
 		}
 		all := *po
 		all.Limit = 0
-		best := newTopK(po.Limit, ComparePairs)
+		best := topk.New(po.Limit, ComparePairs)
 		for p, err := range db.allPairs(ctx, &all) {
 			if err != nil {
 				yield(Pair{}, err)
@@ -170,9 +171,9 @@ func (db *DB) bestPairs(ctx context.Context, po *PairsOptions) iter.Seq2[Pair, e
 			if p.B < p.A {
 				p.A, p.B = p.B, p.A
 			}
-			best.offer(p)
+			best.Offer(p)
 		}
-		for _, p := range best.sorted() {
+		for _, p := range best.Sorted() {
 			if !yield(p, nil) {
 				return
 			}

@@ -17,10 +17,11 @@ import (
 	"testing"
 
 	"github.com/lshdb/lshdb/db"
+	"github.com/lshdb/lshdb/internal/topk"
 )
 
-// Ensure that topPairs keeps exactly the n best pairs (best first, ties by
-// ids), as sorting everything and cutting does, and never holds more than
+// Ensure that the pairs' heap (topk with pairCmp) keeps exactly the n
+// best pairs (best first, ties by ids), as sorting everything and cutting does, and never holds more than
 // n: random pairs with many Jaccard ties, for n from 1 past the count.
 func TestTopPairs(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
@@ -33,14 +34,14 @@ func TestTopPairs(t *testing.T) {
 		return cmp.Or(cmp.Compare(y.Jaccard, x.Jaccard), strings.Compare(x.A, y.A), strings.Compare(x.B, y.B))
 	})
 	for _, n := range []int{1, 2, 3, 7, 64, 499, 500, 501, 1000} {
-		top := newTopPairs(n)
+		top := topk.New(n, pairCmp)
 		for _, p := range all {
-			top.add(p)
-			if len(top.h) > n {
-				t.Fatalf("n=%d: holds %d pairs", n, len(top.h))
+			top.Offer(p)
+			if top.Len() > n {
+				t.Fatalf("n=%d: holds %d pairs", n, top.Len())
 			}
 		}
-		if got := top.sorted(); !slices.Equal(got, want[:min(n, len(want))]) {
+		if got := top.Sorted(); !slices.Equal(got, want[:min(n, len(want))]) {
 			t.Fatalf("n=%d: got %v…, want %v…", n, got[:min(3, len(got))], want[:3])
 		}
 	}

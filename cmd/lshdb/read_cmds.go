@@ -11,7 +11,6 @@ import (
 	"iter"
 	"math"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -21,6 +20,7 @@ import (
 	"github.com/lshdb/lshdb/db"
 	"github.com/lshdb/lshdb/db/httpapi"
 	"github.com/lshdb/lshdb/internal/extsort"
+	"github.com/lshdb/lshdb/internal/topk"
 	"github.com/spf13/cobra"
 )
 
@@ -161,57 +161,6 @@ func ordered(p db.Pair) db.Pair {
 		p.A, p.B = p.B, p.A
 	}
 	return p
-}
-
-// topPairs keeps the n best pairs offered (n ≥ 1) in a heap whose root is
-// the worst one kept: O(n) memory however many pairs there are.
-type topPairs struct {
-	n int
-	h []db.Pair
-}
-
-func newTopPairs(n int) *topPairs { return &topPairs{n: n, h: make([]db.Pair, 0, min(n, 4096))} }
-
-// worse reports whether h[i] ranks after h[j] (the heap's order).
-func (t *topPairs) worse(i, j int) bool { return pairCmp(t.h[i], t.h[j]) > 0 }
-
-func (t *topPairs) add(p db.Pair) {
-	if len(t.h) < t.n {
-		t.h = append(t.h, p)
-		for i := len(t.h) - 1; i > 0; {
-			parent := (i - 1) / 2
-			if !t.worse(i, parent) {
-				break
-			}
-			t.h[i], t.h[parent] = t.h[parent], t.h[i]
-			i = parent
-		}
-		return
-	}
-	if pairCmp(p, t.h[0]) >= 0 {
-		return // no better than the worst kept
-	}
-	t.h[0] = p
-	for i := 0; ; {
-		w, l, r := i, 2*i+1, 2*i+2
-		if l < len(t.h) && t.worse(l, w) {
-			w = l
-		}
-		if r < len(t.h) && t.worse(r, w) {
-			w = r
-		}
-		if w == i {
-			return
-		}
-		t.h[i], t.h[w] = t.h[w], t.h[i]
-		i = w
-	}
-}
-
-// sorted returns the pairs kept, best first.
-func (t *topPairs) sorted() []db.Pair {
-	slices.SortFunc(t.h, pairCmp)
-	return t.h
 }
 
 // streamRows is how many table rows pairs --sort=false aligns and writes
@@ -357,7 +306,7 @@ func parsePairKey(k []byte) db.Pair {
 // limit when there is a limit, else in an external sort that spills to a
 // temporary directory beyond sortPairsMemory.
 type pairSorter struct {
-	top    *topPairs
+	top    *topk.Heap[db.Pair]
 	ext    *extsort.KeySorter
 	dir    string
 	keybuf []byte
@@ -365,7 +314,7 @@ type pairSorter struct {
 
 func newPairSorter(limit, memory int) (*pairSorter, error) {
 	if limit > 0 {
-		return &pairSorter{top: newTopPairs(limit)}, nil
+		return &pairSorter{top: topk.New(limit, pairCmp)}, nil
 	}
 	dir, err := os.MkdirTemp("", "lshdb-pairs-sort-")
 	if err != nil {
@@ -376,7 +325,7 @@ func newPairSorter(limit, memory int) (*pairSorter, error) {
 
 func (s *pairSorter) add(p db.Pair) error {
 	if s.top != nil {
-		s.top.add(p)
+		s.top.Offer(p)
 		return nil
 	}
 	s.keybuf = pairKey(s.keybuf[:0], p)
@@ -386,7 +335,7 @@ func (s *pairSorter) add(p db.Pair) error {
 // each calls fn for every pair, best first.
 func (s *pairSorter) each(fn func(db.Pair) error) error {
 	if s.top != nil {
-		for _, p := range s.top.sorted() {
+		for _, p := range s.top.Sorted() {
 			if err := fn(p); err != nil {
 				return err
 			}

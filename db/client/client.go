@@ -37,7 +37,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -47,6 +46,7 @@ import (
 
 	"github.com/lshdb/lshdb/db"
 	"github.com/lshdb/lshdb/db/httpapi"
+	"github.com/lshdb/lshdb/internal/topk"
 )
 
 // Options configure Open. The zero value is a valid configuration.
@@ -887,7 +887,7 @@ func (c *Client) Pairs(ctx context.Context, po *db.PairsOptions) iter.Seq2[db.Pa
 			// are kept here, as the client did before.
 			all := *po
 			all.Limit = 0
-			var ps []db.Pair
+			best := topk.New(po.Limit, db.ComparePairs)
 			for p, err := range c.Pairs(ctx, &all) {
 				if err != nil {
 					yield(db.Pair{}, err)
@@ -896,10 +896,9 @@ func (c *Client) Pairs(ctx context.Context, po *db.PairsOptions) iter.Seq2[db.Pa
 				if p.B < p.A {
 					p.A, p.B = p.B, p.A
 				}
-				ps = append(ps, p)
+				best.Offer(p)
 			}
-			slices.SortFunc(ps, db.ComparePairs)
-			for _, p := range ps[:min(len(ps), po.Limit)] {
+			for _, p := range best.Sorted() {
 				if !yield(p, nil) {
 					return
 				}

@@ -163,15 +163,10 @@ func inOrder(t *testing.T, seq func(func(db.Pair, error) bool)) []db.Pair {
 	return out
 }
 
+// sortedPairs collects the pairs of seq sorted by ids.
 func sortedPairs(t *testing.T, seq func(func(db.Pair, error) bool)) []db.Pair {
 	t.Helper()
-	var ps []db.Pair
-	for p, err := range seq {
-		if err != nil {
-			t.Fatal(err)
-		}
-		ps = append(ps, p)
-	}
+	ps := inOrder(t, seq)
 	slices.SortFunc(ps, func(a, b db.Pair) int { return cmp.Or(cmp.Compare(a.A, b.A), cmp.Compare(a.B, b.B)) })
 	return ps
 }

@@ -1,7 +1,6 @@
 package db
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -10,31 +9,6 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
-
-// Ensure that topK keeps the k best values, best first (the oracle: a
-// sort of everything offered), scores tied and broken by the order
-// offered.
-func TestTopK(t *testing.T) {
-	rng := rand.New(rand.NewPCG(9, 9))
-	type v struct{ score, seq int }
-	better := func(a, b v) int { return cmp.Or(cmp.Compare(b.score, a.score), cmp.Compare(a.seq, b.seq)) }
-	for _, n := range []int{0, 1, 5, 100, 1000} {
-		for _, k := range []int{1, 2, 7, 100, 2000} {
-			var all []v
-			top := newTopK(k, better)
-			for i := range n {
-				x := v{rng.IntN(20), i}
-				all = append(all, x)
-				top.offer(x)
-			}
-			slices.SortFunc(all, better)
-			want := all[:min(k, n)]
-			if got := top.sorted(); !slices.Equal(got, want) {
-				t.Fatalf("n=%d k=%d: %v, want %v", n, k, got, want)
-			}
-		}
-	}
-}
 
 // Ensure that Buckets' hottest lists are the largest, largest first and
 // among equal sizes in key order (band, then bucket), for tops below and
