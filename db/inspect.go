@@ -31,7 +31,8 @@ const SampleSize = 5
 
 // BucketStats summarizes the posting lists.
 type BucketStats struct {
-	// Lists is the number of posting lists per band (empty ones included).
+	// Lists is the number of posting lists per band (empty ones
+	// included); of a call for one band, the others are 0 (not read).
 	Lists []int `json:"lists"`
 	// Histogram counts lists by size: Histogram[i] is the number of lists
 	// with size in [2^(i-1), 2^i), Histogram[0] the empty ones.

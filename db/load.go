@@ -44,6 +44,8 @@ type LoadOptions struct {
 	SkipEmpty bool
 	// Progress, if set, is called with the number of documents read so far
 	// (every 10,000 and at the end), on the goroutine that called Load.
+	// A context made by WithProgress reports every stage of the load
+	// (reading, resolving ids, writing tables, ingesting).
 	Progress func(docs int)
 	// TTL makes every document of the load expire this long after Load
 	// starts, and ExpireAt at that time (one of them at most), as
@@ -169,12 +171,19 @@ func (db *DB) Load(ctx context.Context, docs iter.Seq2[Doc, error], lo *LoadOpti
 	}
 	l.expires = expires
 	defer l.close()
+	prog := progressOf(ctx)
+	defer prog.end()
+	prog.phase(1, 4, "reading documents", 0)
 	if err := l.readAndPrepare(ctx, docs); err != nil {
 		return LoadResult{}, classify(err)
 	}
+	// NB: each stored id is looked up here (a replaced document's record
+	// is read for its postings): minutes when millions are replaced.
+	prog.phase(2, 4, "resolving ids (documents)", int64(l.seq))
 	if err := l.resolveIDs(ctx); err != nil {
 		return LoadResult{}, classify(err)
 	}
+	prog.phase(3, 4, "writing tables (bands)", int64(db.bands.B))
 	if err := l.writeTables(ctx); err != nil {
 		return LoadResult{}, classify(err)
 	}
@@ -189,9 +198,11 @@ func (db *DB) Load(ctx context.Context, docs iter.Seq2[Doc, error], lo *LoadOpti
 			return LoadResult{}, err
 		}
 	}
+	prog.phase(4, 4, "ingesting tables", int64(len(l.paths)))
 	if err := l.ingest(ctx); err != nil {
 		return LoadResult{}, classify(err)
 	}
+	prog.add(int64(len(l.paths)))
 	return l.res, nil
 }
 
@@ -335,6 +346,7 @@ func (l *loader) readChunks(ctx context.Context, docs iter.Seq2[Doc, error], out
 		}
 		select {
 		case out <- loadBatch{docs: chunk, first: l.read - len(chunk)}:
+			progressOf(ctx).add(int64(len(chunk)))
 			chunk = make([]Doc, 0, loadChunk)
 			return nil
 		case <-ctx.Done():
@@ -497,7 +509,10 @@ func (l *loader) resolveIDs(ctx context.Context) error {
 		return nil
 	}
 	n := 0
+	done := counter{p: progressOf(ctx)}
+	defer done.flush()
 	err = l.byID.Iterate(func(key []byte, s uint64) error {
+		done.inc()
 		if n++; n%4096 == 0 {
 			if err := ctxErr(ctx); err != nil {
 				return err
@@ -708,6 +723,7 @@ func (l *loader) writePostings(ctx context.Context, w tableSink, from, to int) e
 		return put(listKey, vbuf)
 	}
 	sorters := []*extsort.BandSorter{l.postings, l.removals}
+	prog := progressOf(ctx)
 	for band := from; band < to; band++ {
 		if err := ctxErr(ctx); err != nil {
 			return err
@@ -728,6 +744,7 @@ func (l *loader) writePostings(ctx context.Context, w tableSink, from, to int) e
 		}); err != nil {
 			return err
 		}
+		prog.add(1)
 	}
 	return flushList()
 }

@@ -9,7 +9,7 @@ import (
 	"github.com/lshdb/lshdb/codec"
 )
 
-// Progress is how far a long call has come: Pairs, Clusters,
+// Progress is how far a long call has come: Load, Pairs, Clusters,
 // ClustersFrom, Check and Stats report it, through a context made by
 // WithProgress.
 type Progress struct {

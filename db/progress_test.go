@@ -129,3 +129,65 @@ func TestProgressReports(t *testing.T) {
 		t.Errorf("stats phases %+v", ends)
 	}
 }
+
+// Ensure that Load reports its four stages through WithProgress, in
+// order, each reaching its total: every document read (the input's
+// length), every document written resolved (the input less the empty
+// ones skipped), every band's posting lists written; and that what it
+// stored is what a model of the input says (the last of a repeated id,
+// the replaced ones counted).
+func TestLoadProgress(t *testing.T) {
+	d := mustOpen(t, t.TempDir(), nil)
+	defer d.Close()
+	text := func(i, v int) string {
+		return fmt.Sprintf("load progress document %d version %d with words %d %d", i, v, i%7, i%11)
+	}
+	var stored []Doc
+	for i := range 1000 {
+		stored = append(stored, Doc{ID: fmt.Sprintf("d%04d", i), Text: text(i, 0)})
+	}
+	if _, err := d.PutBatch(stored, &WriteOptions{NoSync: true}); err != nil {
+		t.Fatal(err)
+	}
+	// 3,000 documents: ids d0500..d3499, of which d0500..d0999 are
+	// stored (replaced), and d3000..d3499 come twice (the second wins),
+	// and one empty document (skipped).
+	var in []Doc
+	for i := 500; i < 3500; i++ {
+		in = append(in, Doc{ID: fmt.Sprintf("d%04d", i), Text: text(i, 1)})
+	}
+	for i := 3000; i < 3500; i++ {
+		in = append(in, Doc{ID: fmt.Sprintf("d%04d", i), Text: text(i, 2)})
+	}
+	in = append(in, Doc{ID: "empty", Text: ""})
+	var l progressLog
+	res, err := d.Load(l.ctx(), seqOf(in), &LoadOptions{SkipEmpty: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Stored != 3000 || res.Replaced != 500 || res.Repeated != 500 || len(res.SkippedEmpty) != 1 {
+		t.Fatalf("load %+v, want 3000 stored, 500 replaced, 500 repeated, 1 empty", res)
+	}
+	ends := l.check(t, "Load", 4)
+	if e := ends["reading documents"]; e.Total != int64(len(in)) {
+		t.Errorf("reading phase %+v, want %d documents", e, len(in))
+	}
+	if e := ends["resolving ids (documents)"]; e.Total != int64(len(in)-1) {
+		t.Errorf("ids phase %+v, want %d documents", e, len(in)-1)
+	}
+	if e := ends["writing tables (bands)"]; e.Total != int64(d.Params().Bands.B) {
+		t.Errorf("tables phase %+v, want %d bands", e, d.Params().Bands.B)
+	}
+	if e := ends["ingesting tables"]; e.Total == 0 {
+		t.Errorf("ingest phase %+v: no tables", e)
+	}
+	for _, c := range []struct {
+		id   string
+		want string
+	}{{"d0000", text(0, 0)}, {"d0700", text(700, 1)}, {"d2000", text(2000, 1)}, {"d3200", text(3200, 2)}} {
+		doc, err := d.Get(c.id)
+		if err != nil || doc.Text != c.want {
+			t.Errorf("%s: %q, %v; want %q", c.id, doc.Text, err, c.want)
+		}
+	}
+}

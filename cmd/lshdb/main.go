@@ -120,6 +120,22 @@ func (e usageError) Unwrap() error { return e.err }
 
 func usagef(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
 
+// isNegativeNumber reports whether w, an argument, is a negative number
+// (-1, -0.5), which the flag parser takes for shorthand flags.
+func isNegativeNumber(w string) bool {
+	if len(w) < 2 || w[0] != '-' {
+		return false
+	}
+	_, err := strconv.ParseFloat(w[1:], 64)
+	return err == nil && w[1] >= '0' && w[1] <= '9'
+}
+
+// negativeArgError is the usage error of an argument w, a negative
+// number, that the flag parser took for flags.
+func negativeArgError(name, w string) error {
+	return usagef("%s %s: an argument that starts with - is read as a flag; put it after -- (%s -- %s)", name, w, name, w)
+}
+
 // app is one invocation's state: its streams, global flags, and (in the
 // shell) the database it holds open.
 type app struct {
@@ -354,7 +370,14 @@ func (a *app) rootCmd() *cobra.Command {
 	root.SetIn(a.stdin)
 	root.SetOut(a.stdout)
 	root.SetErr(a.stderr)
-	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err} })
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		// NB: pflag takes -1 for the shorthand flag 1 ("unknown
+		// shorthand flag: '1' in -1"): say what was meant.
+		if _, w, ok := strings.Cut(err.Error(), "' in "); ok && strings.HasPrefix(err.Error(), "unknown shorthand flag") && isNegativeNumber(w) {
+			return negativeArgError(c.Name(), w)
+		}
+		return usageError{err}
+	})
 	root.PersistentFlags().StringVar(&a.output, "output", "table", "output format: table or json (JSON Lines); pairs also csv or tsv")
 	root.PersistentFlags().StringVar(&a.progressMode, "progress", progressAuto, "how long work shows progress on stderr: auto (a bar on a terminal, else a line every --progress-every), bar, log or none")
 	root.PersistentFlags().DurationVar(&a.progressEvery, "progress-every", defaultProgressEvery, "time between two progress lines (--progress log, or auto without a terminal)")

@@ -237,15 +237,19 @@ func bucketsJSON(hs []db.BucketInfo) []bucketJSON {
 // bucketStatsJSON is the output of buckets --output json: one object,
 // histogram included.
 type bucketStatsJSON struct {
-	Band      *int         `json:"band,omitempty"` // --band, when given
-	Lists     []int        `json:"posting_lists_per_band"`
+	Band      *int         `json:"band,omitempty"`         // --band, when given
+	Lists     []*int       `json:"posting_lists_per_band"` // null for a band --band left unread
 	Histogram []int        `json:"bucket_size_histogram"`
 	Hottest   []bucketJSON `json:"hottest"`
 }
 
-// memberJSON is one line of bucket --output json.
+// memberJSON is one line of bucket --output json: a member of the
+// bucket, which the line names as buckets does, so that lines of several
+// buckets can be joined.
 type memberJSON struct {
-	ID string `json:"id"`
+	Band   int    `json:"band"`
+	Bucket string `json:"bucket"`
+	ID     string `json:"id"`
 }
 
 // storedBytesJSON is stats' stored bytes by record kind.

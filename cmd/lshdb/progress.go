@@ -119,6 +119,16 @@ func byteUnit(n int64) string { return humanBytes(uint64(max(n, 0))) }
 // a line every interval saying the same; done clears the bar. An attached
 // index reports no progress: nothing is shown.
 func (a *app) phaseBar(what string) (ctx context.Context, done func()) {
+	report, done := a.phaseReporter(what)
+	if report == nil {
+		return a.ctx, done
+	}
+	return db.WithProgress(a.ctx, report), done
+}
+
+// phaseReporter is phaseBar's reporter, to be given to db.WithProgress
+// (nil when --progress shows nothing), and its done.
+func (a *app) phaseReporter(what string) (report func(db.Progress), done func()) {
 	switch a.progressStyle() {
 	case progressLog:
 		l := a.newLineLog(what)
@@ -136,7 +146,7 @@ func (a *app) phaseBar(what string) (ctx context.Context, done func()) {
 			p := *last
 			return fmt.Sprintf("%d/%d %s: %s", p.Step, p.Steps, p.Phase, fraction(p.Done, p.Total, time.Since(phaseStart), countUnit, "", " in this phase"))
 		}
-		ctx = db.WithProgress(a.ctx, func(p db.Progress) {
+		report = func(p db.Progress) {
 			if a.ctx.Err() != nil {
 				return // NB: an interrupted call ends its phase "complete"
 			}
@@ -147,7 +157,7 @@ func (a *app) phaseBar(what string) (ctx context.Context, done func()) {
 			last = &p
 			mu.Unlock()
 			l.maybe(status)
-		})
+		}
 		// NB: a call that reports nothing for an interval (attached: the
 		// owner's progress does not cross the socket) still says it runs,
 		// so that a job's log tells a long run from a hung one.
@@ -168,7 +178,7 @@ func (a *app) phaseBar(what string) (ctx context.Context, done func()) {
 			}
 		})
 		var once sync.Once // NB: pairs calls done twice
-		return ctx, func() {
+		return report, func() {
 			once.Do(func() {
 				close(stop)
 				ticking.Wait() // NB: no line after done
@@ -176,7 +186,7 @@ func (a *app) phaseBar(what string) (ctx context.Context, done func()) {
 		}
 	case progressBar:
 	default:
-		return a.ctx, func() {}
+		return nil, func() {}
 	}
 	var mu sync.Mutex
 	var bar *progressbar.ProgressBar
@@ -187,7 +197,7 @@ func (a *app) phaseBar(what string) (ctx context.Context, done func()) {
 			bar = nil
 		}
 	}
-	ctx = db.WithProgress(a.ctx, func(p db.Progress) {
+	report = func(p db.Progress) {
 		mu.Lock()
 		defer mu.Unlock()
 		if p.Phase != phase || bar == nil {
@@ -203,8 +213,8 @@ func (a *app) phaseBar(what string) (ctx context.Context, done func()) {
 				progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish())
 		}
 		bar.Set64(p.Done)
-	})
-	return ctx, func() {
+	}
+	return report, func() {
 		mu.Lock()
 		defer mu.Unlock()
 		finish()

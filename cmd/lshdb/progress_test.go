@@ -37,12 +37,35 @@ func TestProgressLines(t *testing.T) {
 		t.Fatalf("build: exit %d: %s%s", code, out, errOut)
 	}
 	build := regexp.MustCompile(`^lshdb: build: (\d+) documents; read (.+) of (.+) \((\d+)%(?:, about \S+ left[a-z ]*)?\), \S+ elapsed$`)
+	// NB: after the reading, the load's stages (resolving ids, writing
+	// tables, ingesting) have lines of their own, in order.
+	stage := regexp.MustCompile(`^lshdb: build: ([2-4])/4 ([a-z ()]+): (\d+) of (\d+) \(\d+%(?:, about \S+ left in this phase)?\), \S+ elapsed$`)
+	ro, err := db.Open(idx, &db.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stageTotals := map[string]string{"2": "20000", "3": strconv.Itoa(ro.Params().Bands.B)}
+	ro.Close()
 	var docs []int
 	var shares []int
+	lastStage, lastDone := 1, 0
 	for _, line := range progressLines(errOut, "lshdb: build:") {
+		if m := stage.FindStringSubmatch(line); m != nil {
+			step, _ := strconv.Atoi(m[1])
+			done, _ := strconv.Atoi(m[3])
+			total, _ := strconv.Atoi(m[4])
+			if step < lastStage || step == lastStage && done < lastDone || done > total {
+				t.Fatalf("a build stage went back or past its total: %q after stage %d at %d", line, lastStage, lastDone)
+			}
+			if want, ok := stageTotals[m[1]]; ok && m[4] != want {
+				t.Fatalf("stage %s's total %s, want %s: %q", m[1], m[4], want, line)
+			}
+			lastStage, lastDone = step, done
+			continue
+		}
 		m := build.FindStringSubmatch(line)
-		if m == nil {
-			t.Fatalf("a build progress line: %q", line)
+		if m == nil || lastStage > 1 {
+			t.Fatalf("a build progress line (after stage %d): %q", lastStage, line)
 		}
 		if m[3] != humanBytes(uint64(st.Size())) {
 			t.Fatalf("the build's total %q, the input has %s: %q", m[3], humanBytes(uint64(st.Size())), line)
@@ -51,8 +74,8 @@ func TestProgressLines(t *testing.T) {
 		p, _ := strconv.Atoi(m[4])
 		docs, shares = append(docs, n), append(shares, p)
 	}
-	if len(docs) == 0 {
-		t.Fatalf("no build progress line at a 1ms interval:\n%s", errOut)
+	if len(docs) == 0 || lastStage != 4 {
+		t.Fatalf("no build progress line (or none of its last stage) at a 1ms interval:\n%s", errOut)
 	}
 	for i := range docs {
 		if docs[i] > 20000 || shares[i] > 100 || i > 0 && (docs[i] < docs[i-1] || shares[i] < shares[i-1]) {

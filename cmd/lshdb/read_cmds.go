@@ -632,7 +632,17 @@ bucket_size_histogram and hottest.`,
 					return interruptNote(err, "buckets interrupted: nothing printed")
 				}
 				if a.json() {
-					out := bucketStatsJSON{Lists: nonNil(st.Lists), Histogram: nonNil(st.Histogram), Hottest: bucketsJSON(st.Hottest)}
+					out := bucketStatsJSON{Histogram: nonNil(st.Histogram), Hottest: bucketsJSON(st.Hottest)}
+					for i, n := range st.Lists {
+						if band < 0 || i == band {
+							out.Lists = append(out.Lists, &n)
+						} else {
+							out.Lists = append(out.Lists, nil) // NB: not read: null, not 0
+						}
+					}
+					if out.Lists == nil {
+						out.Lists = []*int{}
+					}
 					if band >= 0 {
 						out.Band = &band
 					}
@@ -676,7 +686,7 @@ func (a *app) bucketCmd() *cobra.Command {
 				}
 				for _, id := range ids {
 					if a.json() {
-						err = a.emitJSON(memberJSON{ID: id})
+						err = a.emitJSON(memberJSON{Band: band, Bucket: fmt.Sprintf("%08x", bucket), ID: id})
 					} else {
 						_, err = fmt.Fprintln(a.stdout, esc(id))
 					}

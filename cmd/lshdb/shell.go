@@ -407,6 +407,9 @@ func checkShellFlags(name string, spec shellSpec, c *cobra.Command, args []strin
 		if len(w) < 2 || w[0] != '-' {
 			continue
 		}
+		if isNegativeNumber(w) {
+			return false, negativeArgError(name, w)
+		}
 		flag, _, hasValue := strings.Cut(strings.TrimLeft(w, "-"), "=")
 		switch {
 		case flag == "h" || flag == "help":

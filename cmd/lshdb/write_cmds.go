@@ -465,6 +465,36 @@ func (a *app) progress(name, noun string, in *inputFlags, paths []string) (add f
 	return func(n int) { bar.Add(n) }, func() { bar.Finish() }
 }
 
+// loadProgress shows a load's progress (build) as --progress
+// says: the input read (progress), then the load's stages after it
+// (phaseBar's: resolving ids, writing tables, ingesting), which take
+// minutes when millions of stored documents are replaced. add counts
+// documents read; done ends whichever is shown.
+func (a *app) loadProgress(in *inputFlags, paths []string) (ctx context.Context, add func(n int), done func()) {
+	add, readDone := a.progress("build", "documents", in, paths)
+	var endRead sync.Once
+	var phases func(db.Progress)
+	phasesDone := func() {}
+	ctx = db.WithProgress(a.ctx, func(p db.Progress) {
+		// NB: reports come one at a time (db.WithProgress), so phases is
+		// made once, by the first report after the reading.
+		if p.Step < 2 {
+			return // the input's own progress shows the reading
+		}
+		if phases == nil {
+			endRead.Do(readDone)
+			if phases, phasesDone = a.phaseReporter("build"); phases == nil {
+				phases = func(db.Progress) {}
+			}
+		}
+		phases(p)
+	})
+	return ctx, add, func() {
+		endRead.Do(readDone)
+		phasesDone()
+	}
+}
+
 // inputBytes returns the total size of the input files, or -1 when one of
 // them is not a regular file (stdin, a directory, a pipe): then the total
 // is not known before reading.
@@ -545,11 +575,11 @@ wrote to it meanwhile; after a kill -9 it is left empty).`,
 					}
 				}
 			}
-			add, done := a.progress("build", "documents", &in, args)
+			ctx, add, done := a.loadProgress(&in, args)
 			last := 0
 			// NB: attached, the load runs in the owner's process: the
 			// input is read here and streamed to it.
-			res, err := d.Load(a.ctx, docs, &db.LoadOptions{Memory: memory << 20, SkipEmpty: true, TTL: ttl, Progress: func(n int) {
+			res, err := d.Load(ctx, docs, &db.LoadOptions{Memory: memory << 20, SkipEmpty: true, TTL: ttl, Progress: func(n int) {
 				add(n - last)
 				last = n
 			}})
