@@ -69,12 +69,18 @@ type lineLog struct {
 }
 
 func (a *app) newLineLog(what string) *lineLog {
+	return a.newLineLogSince(what, time.Now())
+}
+
+// newLineLogSince is newLineLog for work that started at start (its
+// lines' elapsed time counts from it); the first line comes an interval
+// from now.
+func (a *app) newLineLogSince(what string, start time.Time) *lineLog {
 	every := a.progressEvery
 	if every <= 0 {
 		every = defaultProgressEvery
 	}
-	now := time.Now()
-	return &lineLog{w: a.stderr, what: what, every: every, start: now, next: now.Add(every)}
+	return &lineLog{w: a.stderr, what: what, every: every, start: start, next: time.Now().Add(every)}
 }
 
 // maybe writes status() as a line if the interval has passed; status is
@@ -119,7 +125,7 @@ func byteUnit(n int64) string { return humanBytes(uint64(max(n, 0))) }
 // a line every interval saying the same; done clears the bar. An attached
 // index reports no progress: nothing is shown.
 func (a *app) phaseBar(what string) (ctx context.Context, done func()) {
-	report, done := a.phaseReporter(what)
+	report, done := a.phaseReporter(what, time.Now())
 	if report == nil {
 		return a.ctx, done
 	}
@@ -127,11 +133,12 @@ func (a *app) phaseBar(what string) (ctx context.Context, done func()) {
 }
 
 // phaseReporter is phaseBar's reporter, to be given to db.WithProgress
-// (nil when --progress shows nothing), and its done.
-func (a *app) phaseReporter(what string) (report func(db.Progress), done func()) {
+// (nil when --progress shows nothing), and its done; lines count the
+// elapsed time from start.
+func (a *app) phaseReporter(what string, start time.Time) (report func(db.Progress), done func()) {
 	switch a.progressStyle() {
 	case progressLog:
-		l := a.newLineLog(what)
+		l := a.newLineLogSince(what, start)
 		var mu sync.Mutex
 		var last *db.Progress // nil: none reported yet
 		phaseStart := time.Now()

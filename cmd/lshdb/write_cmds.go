@@ -471,6 +471,7 @@ func (a *app) progress(name, noun string, in *inputFlags, paths []string) (add f
 // minutes when millions of stored documents are replaced. add counts
 // documents read; done ends whichever is shown.
 func (a *app) loadProgress(in *inputFlags, paths []string) (ctx context.Context, add func(n int), done func()) {
+	start := time.Now()
 	add, readDone := a.progress("build", "documents", in, paths)
 	var endRead sync.Once
 	var phases func(db.Progress)
@@ -483,7 +484,7 @@ func (a *app) loadProgress(in *inputFlags, paths []string) (ctx context.Context,
 		}
 		if phases == nil {
 			endRead.Do(readDone)
-			if phases, phasesDone = a.phaseReporter("build"); phases == nil {
+			if phases, phasesDone = a.phaseReporter("build", start); phases == nil {
 				phases = func(db.Progress) {}
 			}
 		}
