@@ -168,23 +168,45 @@ func Open(dir string, opts *Options) (*DB, error) {
 	if looksLikeURL(dir) {
 		return nil, fmt.Errorf("%w: %q is neither a directory nor an index URL (redis://HOST:PORT/NAME or redis+cluster://HOST:PORT,…/NAME; rediss:// with TLS is not supported)", ErrInvalidOptions, dir)
 	}
-	created, err := prepareDir(o.fs, dir, &o)
-	if err != nil {
-		return nil, err
+	for try := 0; ; try++ {
+		created, err := prepareDir(o.fs, dir, &o)
+		if err != nil {
+			return nil, err
+		}
+		d, err := openIn(dir, o, created)
+		// NB: another Open's failed create removed dir between this one's
+		// check and its lock: it is checked (and made) again.
+		if !errors.Is(err, errDirVanished) || try == 2 {
+			return d, err
+		}
 	}
-	db, err := openIn(dir, o)
-	if err != nil && created {
-		// NB: a failed Open (bad creation options, a full disk) leaves no
-		// half-made database behind for a later Open to take as real.
-		o.fs.RemoveAll(dir)
-	}
-	return db, err
 }
 
-// openIn opens or creates the database in dir, which prepareDir checked.
-func openIn(dir string, o Options) (*DB, error) {
+// errDirVanished is openIn's error when the directory it checked was
+// removed before it held the lock: by a failed creating Open (openIn).
+var errDirVanished = errors.New("lshdb: the directory was removed while this open waited for its lock (another open's failed create): open it again")
+
+// openIn opens or creates the database in dir, which prepareDir checked
+// (and created, if created says so).
+//
+// A failed Open (bad creation options, a full disk) of a directory it
+// created leaves no half-made database behind for a later Open to take as
+// real: it removes the directory, but only under the lock and only if the
+// directory held nothing but the lock file when it took it. NB: two Opens
+// of one new directory both "create" it (MkdirAll succeeds for both); the
+// one refused the lock removed the directory from under the other, which
+// lost its acknowledged writes or ended in Pebble's fatal error.
+func openIn(dir string, o Options, created bool) (*DB, error) {
 	lock, err := lockDirectory(dir, &o)
 	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			if _, serr := o.fs.Stat(dir); errors.Is(serr, fs.ErrNotExist) {
+				return nil, fmt.Errorf("%w: %s: %w", ErrNotExist, dir, errDirVanished)
+			}
+		}
+		if created && !isLockError(err) {
+			o.fs.RemoveAll(dir) // NB: no other process holds it
+		}
 		if isLockError(err) {
 			// NB: ErrLocked's text says "another process"; Pebble's own
 			// check finds a handle of this one.
@@ -207,6 +229,23 @@ func openIn(dir string, o Options) (*DB, error) {
 		}
 		return nil, fmt.Errorf("lshdb: locking %s: %w", dir, err)
 	}
+	// NB: the lock may be a file of a directory that a failed creating
+	// Open removed while this one waited for it (LockTimeout).
+	if _, err := o.fs.Stat(o.fs.PathJoin(dir, "LOCK")); err != nil {
+		lock.Close()
+		return nil, fmt.Errorf("%w: %s: %w", ErrNotExist, dir, errDirVanished)
+	}
+	ours := false // dir is this Open's own: remove it if the open fails
+	if created {
+		names, err := o.fs.List(dir)
+		ours = err == nil && len(names) == 1 && names[0] == "LOCK"
+	}
+	release := func() {
+		if ours {
+			o.fs.RemoveAll(dir) // NB: under the lock, before it is released
+		}
+		lock.Close()
+	}
 	if !o.ReadOnly {
 		// The temporary files of a load that was interrupted (crash, kill)
 		// before its ingest: the index never saw them. So are the spilled
@@ -221,14 +260,14 @@ func openIn(dir string, o Options) (*DB, error) {
 				continue
 			}
 			if err := o.fs.RemoveAll(o.fs.PathJoin(dir, n)); err != nil {
-				lock.Close()
+				release()
 				return nil, fmt.Errorf("lshdb: removing an interrupted load's or pairs run's files: %w", err)
 			}
 		}
 		// NB: a writable open writes (a new WAL, a MANIFEST), and Pebble
 		// panics when it runs out of space mid-way.
 		if err := roomIn(o.fs, dir, min(o.DiskReserve, openReserve(&o)), 0); err != nil {
-			lock.Close()
+			release()
 			return nil, fmt.Errorf("%w (open it read-only to read it)", err)
 		}
 	}
@@ -288,7 +327,7 @@ func openIn(dir string, o Options) (*DB, error) {
 	popts.EnsureDefaults()
 	pdb, err := pebble.Open(dir, popts)
 	if err != nil {
-		lock.Close()
+		release()
 		// NB: Pebble v2.1.7 refuses a store made with another merger with
 		// an unexported error whose message names the merger; matched by
 		// text (TestErrNotIndex covers it: recheck on a Pebble upgrade).
@@ -309,7 +348,7 @@ func openIn(dir string, o Options) (*DB, error) {
 	db.open = make(map[*openIter]struct{})
 	if err := db.loadManifest(); err != nil {
 		pdb.Close()
-		lock.Close()
+		release()
 		return nil, err
 	}
 	db.initPools()
@@ -658,7 +697,10 @@ func (db *DB) Dir() string { return db.dir }
 // body end with ErrClosed when they resume. It may be called from inside
 // a loop body, but not from a callback that a long call runs (Load's
 // documents, a WithProgress function, ClustersFrom's pairs): it would wait
-// for that call. Closing twice returns ErrClosed.
+// for that call. It waits, though, for a callback that is running to
+// return: a Load whose documents iterator blocks (a stalled stream) holds
+// Close until it yields; such an iterator should watch the Load's ctx.
+// Closing twice returns ErrClosed.
 func (db *DB) Close() error {
 	db.closeCancel(ErrClosed) // long operations in flight stop at their next check
 	if !db.mu.close() {

@@ -56,9 +56,11 @@
 // context.Context: cancelling it stops them at their next check with
 // ctx's error, and stores nothing half-done.
 //
-// [DB.Close] does not hang: it cancels the long calls in flight (they end
-// with [ErrClosed]), refuses new calls at once (they return ErrClosed),
-// waits for the short ones, and releases what open iterations hold. An
+// [DB.Close] does not hang on lshdb's own work: it cancels the long calls
+// in flight (they end with [ErrClosed]), refuses new calls at once (they
+// return ErrClosed), waits for the short ones, and releases what open
+// iterations hold; it waits for a callback of the caller's that is
+// running (a Load's documents iterator blocked on a stream) to return. An
 // iteration ([DB.All], [DB.Pairs]) does not hold the database while the
 // loop body runs, so the body may call any method, Close included; after
 // Close the iteration ends with ErrClosed. A callback that a long call

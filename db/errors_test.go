@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -688,6 +689,41 @@ func TestOpenWithoutManifest(t *testing.T) {
 	for _, o := range []*Options{nil, {ReadOnly: true}} {
 		if _, err := Open(dir, o); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "manifest is missing") {
 			t.Errorf("Open(%+v) without the manifest: %v, want ErrCorrupt saying the manifest is missing", o, err)
+		}
+	}
+}
+
+// Ensure that Put, PutSet and PutSignature of an empty document fail with
+// ErrEmptyDocument with WriteOptions.SkipEmpty too, leaving the stored
+// version (it returned nil and left the old text, unseen), while PutBatch
+// skips and lists it; and that an ExpirySweep under 10 ms (a bare number
+// meant as seconds) is refused.
+func TestSingleWritesDoNotSkip(t *testing.T) {
+	d := mustOpen(t, t.TempDir(), nil)
+	defer d.Close()
+	if err := d.Put(Doc{ID: "e", Text: "a stored text to keep"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	skip := &WriteOptions{SkipEmpty: true}
+	if err := d.Put(Doc{ID: "e", Text: ""}, skip); !errors.Is(err, ErrEmptyDocument) {
+		t.Fatalf("Put of an empty text with SkipEmpty: %v, want ErrEmptyDocument", err)
+	}
+	if err := d.PutSet("e", Tokens(), skip); !errors.Is(err, ErrEmptyDocument) && !errors.Is(err, ErrStorageMode) {
+		t.Fatalf("PutSet of an empty set with SkipEmpty: %v", err)
+	}
+	if got, err := d.Get("e"); err != nil || got.Text != "a stored text to keep" {
+		t.Fatalf("after the refused puts: %q, %v", got.Text, err)
+	}
+	if !skip.SkipEmpty {
+		t.Fatal("Put changed the caller's WriteOptions")
+	}
+	res, err := d.PutBatch([]Doc{{ID: "e", Text: ""}, {ID: "f", Text: "another text"}}, skip)
+	if err != nil || !slices.Equal(res.SkippedEmpty, []string{"e"}) || res.Stored != 1 {
+		t.Fatalf("PutBatch with SkipEmpty: %+v, %v", res, err)
+	}
+	for _, every := range []time.Duration{1, time.Millisecond, 9 * time.Millisecond} {
+		if _, err := Open(filepath.Join(t.TempDir(), "x"), &Options{ExpirySweep: every}); !errors.Is(err, ErrInvalidOptions) {
+			t.Errorf("ExpirySweep %v: %v, want ErrInvalidOptions", every, err)
 		}
 	}
 }

@@ -46,6 +46,11 @@ const (
 	setHashes
 )
 
+// clone returns a copy of s that shares nothing with the caller's.
+func (s Set) clone() Set {
+	return Set{kind: s.kind, tokens: slices.Clone(s.tokens), hashes: slices.Clone(s.hashes)}
+}
+
 // Tokens returns the set of tokens. The Set keeps the slice: do not modify
 // it until the call that takes the Set returns.
 func Tokens(tokens ...string) Set { return Set{kind: setTokens, tokens: tokens} }
@@ -155,8 +160,7 @@ func (db *DB) prepareGiven(d *Doc, sk *minhash.Sketcher) (prepared, error) {
 // exactly (as 32-bit hashes, like every set there); in a none index they
 // estimate. An empty set is ErrEmptyDocument.
 func (db *DB) PutSet(id string, s Set, wo *WriteOptions) error {
-	_, err := db.PutBatch([]Doc{{ID: id, Set: s}}, wo)
-	return err
+	return db.putOne(Doc{ID: id, Set: s}, wo)
 }
 
 // PutSignature stores a precomputed signature under id, replacing any
@@ -175,8 +179,7 @@ func (db *DB) PutSignature(id string, sig []uint32, wo *WriteOptions) error {
 	if sig == nil {
 		sig = []uint32{}
 	}
-	_, err := db.PutBatch([]Doc{{ID: id, Signature: sig}}, wo)
-	return err
+	return db.putOne(Doc{ID: id, Signature: sig}, wo)
 }
 
 // QuerySet is Query with the set s as the query: the stored documents

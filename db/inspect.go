@@ -551,6 +551,23 @@ func (db *DB) PutIfNewBatch(ctx context.Context, docs []Doc, wo *WriteOptions) (
 	return res, err
 }
 
+// Sync makes every write this handle has acknowledged durable: the
+// writes of a handle opened with Options.NoSync, or made with
+// WriteOptions.NoSync, survive a crash once Sync returns nil (one sync of
+// Pebble's log: a batch of unsynced writes costs one sync, not one each;
+// on Redis, what a synced write waits for). A read-only handle has
+// nothing to sync.
+func (db *DB) Sync() error {
+	if err := db.enter(); err != nil {
+		return err
+	}
+	defer db.mu.RUnlock()
+	if db.opts.ReadOnly {
+		return nil
+	}
+	return db.syncLog()
+}
+
 // syncLog makes every write made so far durable: Pebble's log synced, or
 // Redis's WAIT/fsync as a synced write's.
 func (db *DB) syncLog() error {

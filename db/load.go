@@ -71,7 +71,9 @@ type LoadResult struct {
 // memtable, signatures on every core. It works on an existing index: a
 // document whose id is stored replaces it, and when an id repeats in docs
 // the last one wins. The result is the index that [DB.Put] of each
-// document in order would have produced, doc numbers included.
+// document in order would have produced, doc numbers included. Each
+// document is copied as it is read: docs may reuse its buffers (Meta,
+// Signature, a Set's slice) from one document to the next.
 //
 // Load runs in four stages:
 //
@@ -357,6 +359,11 @@ func (l *loader) readChunks(ctx context.Context, docs iter.Seq2[Doc, error], out
 		if err != nil {
 			return err
 		}
+		// NB: the document is prepared on another goroutine after docs
+		// goes on: its slices are copied, so that an iterator may reuse
+		// its buffers from one document to the next (a Meta appended into
+		// one buffer was stored as another document's).
+		d.Meta, d.Signature, d.Set = bytes.Clone(d.Meta), slices.Clone(d.Signature), d.Set.clone()
 		chunk = append(chunk, d)
 		l.read++
 		if len(chunk) == loadChunk {

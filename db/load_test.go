@@ -628,3 +628,51 @@ func TestLoadIntoEmptiedIndex(t *testing.T) {
 		}
 	}
 }
+
+// Ensure that Load copies what it keeps of each document, so that an
+// iterator may reuse one buffer for every document's metadata and set (it
+// stored 4,999 of 5,000 documents with another one's metadata). Oracle:
+// each document's metadata and shingle count as Put of a fresh copy
+// stores them.
+func TestLoadCopiesReusedBuffers(t *testing.T) {
+	d := mustOpen(t, t.TempDir(), &Options{Storage: StorageSets})
+	defer d.Close()
+	const n = 5000
+	meta := func(i int) string { return fmt.Sprintf("meta-%05d", i) }
+	words := func(i int) []string {
+		return strings.Fields(fmt.Sprintf("token%d alpha beta gamma delta w%d x%d", i, i%13, i%29))
+	}
+	var buf []byte
+	var toks []string
+	docs := func(yield func(Doc, error) bool) {
+		for i := range n {
+			buf = fmt.Appendf(buf[:0], "%s", meta(i))
+			toks = append(toks[:0], words(i)...)
+			if !yield(Doc{ID: fmt.Sprintf("d%05d", i), Set: Tokens(toks...), Meta: buf}, nil) {
+				return
+			}
+		}
+	}
+	if _, err := d.Load(context.Background(), docs, nil); err != nil {
+		t.Fatal(err)
+	}
+	ref := mustOpen(t, t.TempDir(), &Options{Storage: StorageSets})
+	defer ref.Close()
+	for i := 0; i < n; i += 97 {
+		id := fmt.Sprintf("d%05d", i)
+		if err := ref.Put(Doc{ID: id, Set: Tokens(words(i)...), Meta: []byte(meta(i))}, nil); err != nil {
+			t.Fatal(err)
+		}
+		got, err := d.Get(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := ref.Get(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got.Meta) != meta(i) || !slices.Equal(got.Shingles, want.Shingles) || !slices.Equal(got.Signature, want.Signature) {
+			t.Fatalf("%s: meta %q, %d shingles; want %q, %d (and the same shingles and signature)", id, got.Meta, len(got.Shingles), meta(i), len(want.Shingles))
+		}
+	}
+}

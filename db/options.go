@@ -130,7 +130,11 @@ type Options struct {
 	// (ErrNotExist). Default: false (Open creates it).
 	MustExist bool
 	// MaxDocBytes is the largest text plus metadata accepted, in bytes.
-	// Default: DefaultMaxDocBytes (64 MiB).
+	// Default: DefaultMaxDocBytes (64 MiB). NB: a document's shingle
+	// hashes and set take many times its size while it is written or
+	// queried (a 16 MiB text peaked at 1.1 GiB of the process's memory
+	// through Put, Query and Get): a service that takes documents from
+	// others should set it to what it expects, with that in mind.
 	MaxDocBytes int
 	// CacheSize is the block cache size in bytes. Default: 64 MiB.
 	CacheSize int64
@@ -177,9 +181,9 @@ type Options struct {
 	// swept, on Pebble, it is still counted (Count, Info) and Stats
 	// reports it as pending (a Redis index counts only the live ones).
 	// The sweep at Open runs in the background: a Count right after
-	// Open may still count documents that expired before it. Default: compaction.SweepInterval (1 s); negative: no
-	// background sweep (DB.SweepExpired sweeps on demand). A read-only
-	// handle never sweeps.
+	// Open may still count documents that expired before it. Default: compaction.SweepInterval (1 s); at least 10 ms;
+	// negative: no background sweep (DB.SweepExpired sweeps on demand). A
+	// read-only handle never sweeps.
 	ExpirySweep time.Duration
 	// Logger receives Pebble's errors and lshdb's warnings. Pebble's
 	// informational messages go to it at the Debug level. Default:
@@ -248,6 +252,9 @@ func invalid(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrInvalidOptions, fmt.Sprintf(format, args...))
 }
 
+// minExpirySweep is the least positive Options.ExpirySweep.
+const minExpirySweep = 10 * time.Millisecond
+
 // validate checks ranges that do not depend on the stored manifest.
 func (o *Options) validate() error {
 	switch {
@@ -267,6 +274,10 @@ func (o *Options) validate() error {
 		return invalid("ShingleSize %d is outside 1..%d", o.ShingleSize, minhash.MaxK)
 	case o.LockTimeout < 0:
 		return invalid("LockTimeout %v is negative", o.LockTimeout)
+	case o.ExpirySweep > 0 && o.ExpirySweep < minExpirySweep:
+		// NB: a bare number is nanoseconds: ExpirySweep: 1 meant as a
+		// second swept without pause, a core busy on an idle index.
+		return invalid("ExpirySweep %v is below %v (a duration such as time.Second; negative: no background sweep)", o.ExpirySweep, minExpirySweep)
 	case o.MaxDocBytes < 0:
 		return invalid("MaxDocBytes %d is negative", o.MaxDocBytes)
 	case o.CacheSize < 0:

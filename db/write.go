@@ -297,7 +297,21 @@ func (db *DB) prepareLastNonEmpty(docs []Doc, storeText bool) (_ []prepared, ski
 // opened with NoSync or wo.NoSync. An invalid id (ErrInvalidID), a text
 // with no shingles (ErrEmptyDocument), one too large (ErrDocTooLarge)
 // or a content the index cannot keep (ErrStorageMode) stores nothing.
+// WriteOptions.SkipEmpty is for batches: an empty document given to Put
+// is ErrEmptyDocument with it too (a skip would leave a stored version
+// in place with nothing to say so), as PutIfNew's is.
 func (db *DB) Put(d Doc, wo *WriteOptions) error {
+	return db.putOne(d, wo)
+}
+
+// putOne is Put, PutSet and PutSignature: PutBatch of one document,
+// without SkipEmpty.
+func (db *DB) putOne(d Doc, wo *WriteOptions) error {
+	if wo != nil && wo.SkipEmpty {
+		w := *wo
+		w.SkipEmpty = false
+		wo = &w
+	}
 	_, err := db.PutBatch([]Doc{d}, wo)
 	return err
 }
@@ -413,7 +427,10 @@ func (db *DB) PrepareBatch(docs []Doc, wo *WriteOptions) (*PreparedBatch, error)
 // after the batch was written, a sync that failed, the second write
 // replaces its documents with themselves).
 func (db *DB) PutPrepared(ctx context.Context, pb *PreparedBatch) (BatchResult, error) {
-	if pb == nil || pb.db != db {
+	switch {
+	case pb == nil:
+		return BatchResult{}, invalid("PutPrepared of a nil batch (PrepareBatch makes one)")
+	case pb.db != db:
 		return BatchResult{}, invalid("a prepared batch is written by the handle that prepared it")
 	}
 	_, expires, err := db.enterWrite(&pb.wo)
