@@ -183,7 +183,20 @@ func (db *DB) bestPairs(ctx context.Context, po *PairsOptions) iter.Seq2[Pair, e
 
 // allPairs is Pairs without a Limit.
 func (db *DB) allPairs(ctx context.Context, po *PairsOptions) iter.Seq2[Pair, error] {
-	return func(yield func(Pair, error) bool) {
+	return func(consumer func(Pair, error) bool) {
+		// NB: once the loop body has returned false (a break), yield is
+		// never called again: a consumer that cancelled ctx and then broke
+		// out of its loop was handed ctx's error, and Go panics ("range
+		// function continued iteration after function for loop body
+		// returned false"), ending an embedding program.
+		stopped := false
+		yield := func(p Pair, err error) bool {
+			if stopped {
+				return false
+			}
+			stopped = !consumer(p, err)
+			return !stopped
+		}
 		var st PairsStats
 		if po != nil && po.Stats != nil {
 			defer func() { *po.Stats = st }()
@@ -455,6 +468,16 @@ func candidates(ctx context.Context, snap pebble.Reader, x *pairsIndex, nbands i
 					local.HotLists++
 				}
 				for i, a := range reps {
+					// NB: a list of n distinct sets makes n²/2 candidates:
+					// a hot list of 10,600 held 1.2 GB of them, whatever
+					// the memory budget, and ran minutes deaf to a cancel
+					// (and to Close). Its candidates go to the sorter as
+					// they come, and the context is checked on the way.
+					if len(batch) >= 1<<14 || i&255 == 255 {
+						if derr = cmp.Or(ctxErr(gctx), flush()); derr != nil {
+							return
+						}
+					}
 					sa := float64(x.sizes[a])
 					for _, b := range reps[i+1:] {
 						sb := float64(x.sizes[b])

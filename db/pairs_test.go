@@ -423,3 +423,46 @@ func TestPairsLimit(t *testing.T) {
 		t.Fatalf("Limit -1: %v, want ErrInvalidOptions", err)
 	}
 }
+
+// Ensure that breaking out of a Pairs loop after cancelling its context
+// ends the iteration quietly: Pairs then handed the cancel's error to the
+// loop body that had returned false, and Go panicked ("range function
+// continued iteration"), ending the program. The same with a Limit.
+func TestPairsBreakAfterCancel(t *testing.T) {
+	d := mustOpen(t, t.TempDir(), &Options{Threshold: 0.5})
+	defer d.Close()
+	// 200 texts of 40 random words, 10 copies of each with one word
+	// changed: near, not identical, so that pairs come from verification.
+	rng := rand.New(rand.NewPCG(9, 9))
+	var docs []Doc
+	for base := range 200 {
+		words := make([]string, 40)
+		for i := range words {
+			words[i] = fmt.Sprintf("w%d", rng.IntN(5000))
+		}
+		for c := range 10 {
+			w := slices.Clone(words)
+			w[rng.IntN(len(w))] = fmt.Sprintf("copy%d", c)
+			docs = append(docs, Doc{ID: fmt.Sprintf("d%03d-%d", base, c), Text: strings.Join(w, " ")})
+		}
+	}
+	if _, err := d.PutBatch(docs, &WriteOptions{NoSync: true}); err != nil {
+		t.Fatal(err)
+	}
+	for round := range 20 {
+		for _, limit := range []int{0, 10} {
+			ctx, cancel := context.WithCancel(context.Background())
+			n := 0
+			for _, err := range d.Pairs(ctx, &PairsOptions{Limit: limit}) {
+				if err != nil {
+					t.Fatalf("round %d: %v", round, err)
+				}
+				if n++; n == 1+50*round {
+					cancel()
+					break
+				}
+			}
+			cancel()
+		}
+	}
+}

@@ -534,7 +534,8 @@ index in one step. The index is created with
 the creation flags if it does not exist; stored ids are replaced; an id
 repeated in the input: the last one wins.
 
-A build is atomic: it is all there or not at all. A malformed record (named
+A build is atomic: it is all there or not at all (on Redis it writes
+batches, and a failure leaves the batches before it stored). A malformed record (named
 by file and line) fails the whole build and nothing is loaded, unless
 --skip-bad skips it; so does Ctrl-C or a kill, after which the index is as it
 was (a new index is removed again, unless commands attached to this one
@@ -587,14 +588,19 @@ wrote to it meanwhile; after a kill -9 it is left empty).`,
 			done()
 			if err != nil {
 				finish(false)
+				what := "nothing loaded (a build is atomic)"
+				if res.Stored > 0 {
+					// NB: on Redis a load writes batches (db.Load).
+					what = fmt.Sprintf("%s stored before the failure (on Redis a build writes batches of documents: it is not atomic)", counted(res.Stored, "document", "documents"))
+				}
 				var re *docio.RecordError
 				switch {
 				case errors.Is(err, context.Canceled):
-					return interrupted{"nothing loaded (a build is atomic); re-run it"}
+					return interrupted{what + "; re-run it"}
 				case errors.As(err, &re):
-					return fmt.Errorf("nothing loaded (a build is atomic); stopped at %w", re)
+					return fmt.Errorf("%s; stopped at %w", what, re)
 				}
-				return fmt.Errorf("nothing loaded (a build is atomic): %w", err)
+				return fmt.Errorf("%s: %w", what, err)
 			}
 			if err := inp.close(); err != nil {
 				return err

@@ -106,24 +106,44 @@ type urlConfig struct {
 }
 
 // Redact returns s with the password of its user information, if any,
-// replaced by "xxxxx", for messages (a URL that does not parse is
-// returned as it is).
+// replaced by "xxxxx", for messages. A URL that does not parse (a
+// password with a bare %, space, # or /) has everything between its
+// scheme's "://" and its last "@" after the user name replaced: the
+// password is never shown.
 func Redact(s string) string {
 	u, err := url.Parse(s)
-	if err != nil || u.User == nil {
+	if err == nil && u.User != nil {
+		if _, ok := u.User.Password(); !ok {
+			return s
+		}
+		return u.Redacted()
+	}
+	if err == nil {
 		return s
 	}
-	if _, ok := u.User.Password(); !ok {
+	scheme, rest, ok := strings.Cut(s, "://")
+	at := strings.LastIndex(rest, "@")
+	if !ok || at < 0 {
 		return s
 	}
-	return u.Redacted()
+	user, _, _ := strings.Cut(rest[:at], ":")
+	return scheme + "://" + user + ":xxxxx" + rest[at:]
 }
 
 func parseURL(s string) (urlConfig, error) {
 	var c urlConfig
 	u, err := url.Parse(s)
 	if err != nil {
-		return c, fmt.Errorf("%w: %q: %v", ErrURL, Redact(s), err)
+		// NB: url.Parse's error quotes the whole URL, password included.
+		why := "it does not parse as a URL"
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			why += " (" + Redact(ue.Err.Error()) + ")"
+		}
+		if strings.Contains(s, "@") {
+			why = "it does not parse as a URL (in a password, write % as %25, @ as %40, / as %2F, # as %23, a space as %20)"
+		}
+		return c, fmt.Errorf("%w: %q: %s", ErrURL, Redact(s), why)
 	}
 	if u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {
 		// NB: "…/x?y" would name the index x, and "…/x#y" too.

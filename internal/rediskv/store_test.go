@@ -353,10 +353,23 @@ func TestParseURL(t *testing.T) {
 		"redis+cluster://app:sekret@h:1,h:2/docs": "redis+cluster://app:xxxxx@h:1,h:2/docs",
 		"redis://:sekret@h:1/docs":                "redis://:xxxxx@h:1/docs",
 		"redis://h:1/docs":                        "redis://h:1/docs",
+		// NB: passwords that do not parse (a bare %, space, # or /):
+		// Redact returned them as given, and the message quoted url.Parse's
+		// error, which quotes the URL again.
+		"redis://:se%zzkret@h:1/docs":      "redis://:xxxxx@h:1/docs",
+		"redis://app:se kret@h:1/docs":     "redis://app:xxxxx@h:1/docs",
+		"redis://app:se/k#ret@h:1/docs":    "redis://app:xxxxx@h:1/docs",
+		"redis+cluster://:s%@h:1,h:2/docs": "redis+cluster://:xxxxx@h:1,h:2/docs",
 	} {
 		if got := Redact(in); got != want {
 			t.Errorf("Redact(%s) = %s, want %s", in, got, want)
 		}
+		if _, _, _, err := ParseURL(in); err != nil && strings.Contains(err.Error(), "kret") {
+			t.Errorf("ParseURL(%s): the error shows the password: %v", in, err)
+		}
+	}
+	if _, _, _, err := ParseURL("redis://:se%zzkret@h:1/docs"); !errors.Is(err, ErrURL) || !strings.Contains(err.Error(), "%25") {
+		t.Errorf("a password with a bare %%: %v, want ErrURL saying how to write it", err)
 	}
 }
 
