@@ -301,11 +301,11 @@ func TestRedisFailoverDuringLoad(t *testing.T) {
 			t.Fatalf("resuming the load: %v", err)
 		}
 	}
-	orphans, dangling, err := d.Repair(ctx)
+	rr, err := d.Repair(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("repair removed %d orphan records, %d dangling postings", orphans, dangling)
+	t.Logf("repair removed %d orphan records, %d dangling postings; added %d missing postings", rr.Orphans, rr.Dangling, rr.Reposted)
 	t.Logf("repaired after %v", time.Since(start).Round(time.Millisecond))
 	rep, err := d.Check(ctx)
 	if err != nil || !rep.OK() {
@@ -728,7 +728,7 @@ func TestRedisReplaceInFlight(t *testing.T) {
 	if err != nil || len(cs) != 1 || !reflect.DeepEqual(cs[0].IDs, []string{"a", "x"}) {
 		t.Fatalf("Clusters = %+v, %v; want one of a and x", cs, err)
 	}
-	if _, _, err := d.Repair(ctx); err != nil {
+	if _, err := d.Repair(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if rep, err := d.Check(ctx); err != nil || !rep.OK() {

@@ -785,12 +785,12 @@ beside it. A Pebble index's writes are atomic: it has nothing to repair.`,
 					if !ok {
 						return fmt.Errorf("check --repair runs in-process on a Redis index, not attached")
 					}
-					orphans, dangling, err := dd.Repair(a.ctx)
+					r, err := dd.Repair(a.ctx)
 					if err != nil {
 						return err
 					}
 					if !a.json() {
-						fmt.Fprintf(a.stdout, "repaired: %d records no id names, %d postings of no live document removed\n", orphans, dangling)
+						fmt.Fprintf(a.stdout, "repaired: %d records no id names, %d postings of no live document removed; %d missing postings of live documents added\n", r.Orphans, r.Dangling, r.Reposted)
 					}
 				}
 				ctx, barDone := a.phaseBar("check")

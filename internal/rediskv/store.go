@@ -370,33 +370,6 @@ func (s *Store) Apply(ctx context.Context, ws *WriteSet) (Result, error) {
 		}
 		seen[id] = true
 	}
-	// The documents the write set replaces or deletes, and their buckets.
-	old := make([]*redis.StringCmd, len(ids))
-	if _, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, id := range ids {
-			old[i] = p.Get(ctx, s.idKey(id))
-		}
-		return nil
-	}); err != nil && !errors.Is(err, redis.Nil) {
-		return res, err
-	}
-	oldNums := make([]uint64, len(ids)) // 0: none
-	for i, c := range old {
-		if v, err := c.Uint64(); err == nil {
-			oldNums[i] = v
-		}
-	}
-	oldBuckets := make([]*redis.StringCmd, len(ids))
-	if _, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, n := range oldNums {
-			if n != 0 {
-				oldBuckets[i] = p.HGet(ctx, s.docKey(n), "b")
-			}
-		}
-		return nil
-	}); err != nil && !errors.Is(err, redis.Nil) {
-		return res, err
-	}
 	// 1. The new records, under fresh numbers.
 	if len(ws.Puts) > 0 {
 		last, err := s.c.HIncrBy(ctx, s.countersKey(), "next", int64(len(ws.Puts))).Result()
@@ -424,6 +397,11 @@ func (s *Store) Apply(ctx context.Context, ws *WriteSet) (Result, error) {
 		return res, errCrash
 	}
 	// 2. Their postings, then their ids.
+	//
+	// NB: two pipelines, one after the other: a cluster pipeline sends
+	// each node its part at once, so in one pipeline an id could land
+	// before postings on other nodes, and a writer killed then left a
+	// document that Get found and queries missed.
 	if _, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, put := range ws.Puts {
 			num := strconv.FormatUint(res.Nums[i], 10)
@@ -431,25 +409,56 @@ func (s *Store) Apply(ctx context.Context, ws *WriteSet) (Result, error) {
 				p.SAdd(ctx, s.postKey(band, b), num)
 			}
 		}
+		return nil
+	}); err != nil {
+		return res, err
+	}
+	// NB: each id is swapped (SET … GET, GETDEL), not read first and
+	// written after: the document an id named when this write replaced
+	// it is retired by this write alone. Read first, two writers of one
+	// id both retired the same old document (and counted it twice: the
+	// live counter went below zero), and a delete removed the id a put
+	// had just written, leaving its document stored under no id.
+	// NB: SET … GET answers as a status, GETDEL as a string: the old
+	// number either way, or redis.Nil.
+	prev := make([]interface{ Result() (string, error) }, len(ids))
+	if _, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, put := range ws.Puts {
-			p.Set(ctx, s.idKey(put.ID), res.Nums[i], 0)
+			prev[i] = p.SetArgs(ctx, s.idKey(put.ID), res.Nums[i], redis.SetArgs{Get: true})
 			if put.Expires != 0 {
 				p.PExpireAt(ctx, s.idKey(put.ID), expiryTime(put.Expires))
 			}
 		}
 		for i, id := range ws.Deletes {
-			if oldNums[len(ws.Puts)+i] != 0 {
-				p.Del(ctx, s.idKey(id))
-			}
+			prev[len(ws.Puts)+i] = p.GetDel(ctx, s.idKey(id))
 		}
 		return nil
-	}); err != nil {
+	}); err != nil && !errors.Is(err, redis.Nil) {
 		return res, err
+	}
+	oldNums := make([]uint64, len(ids)) // 0: none
+	for i, c := range prev {
+		if v, err := c.Result(); err == nil {
+			if oldNums[i], err = strconv.ParseUint(v, 10, 64); err != nil {
+				return res, fmt.Errorf("rediskv: id %q named %q", ids[i], v)
+			}
+		}
 	}
 	if failAfter.Load() == 2 {
 		return res, errCrash
 	}
 	// 3. Retire the replaced and deleted documents: mark, unpost, delete.
+	oldBuckets := make([]*redis.StringCmd, len(ids))
+	if _, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, n := range oldNums {
+			if n != 0 {
+				oldBuckets[i] = p.HGet(ctx, s.docKey(n), "b")
+			}
+		}
+		return nil
+	}); err != nil && !errors.Is(err, redis.Nil) {
+		return res, err
+	}
 	var retired []int
 	for i, n := range oldNums {
 		if n != 0 {
@@ -461,7 +470,7 @@ func (s *Store) Apply(ctx context.Context, ws *WriteSet) (Result, error) {
 			res.Missing = append(res.Missing, ids[i])
 		}
 	}
-	if err := s.retire(ctx, retired, oldNums, oldBuckets); err != nil {
+	if _, err := s.retire(ctx, retired, oldNums, oldBuckets); err != nil {
 		return res, err
 	}
 	live := int64(len(ws.Puts)) - int64(len(retired))
@@ -475,20 +484,26 @@ func (s *Store) Apply(ctx context.Context, ws *WriteSet) (Result, error) {
 
 // retire removes the documents oldNums[i] for i in which: marks their
 // records deleted, removes their postings, deletes the records.
-func (s *Store) retire(ctx context.Context, which []int, oldNums []uint64, oldBuckets []*redis.StringCmd) error {
+func (s *Store) retire(ctx context.Context, which []int, oldNums []uint64, oldBuckets []*redis.StringCmd) (won int, _ error) {
 	if len(which) == 0 {
-		return nil
+		return 0, nil
 	}
+	marks := make([]*redis.Cmd, len(which))
 	if _, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for _, i := range which {
-			p.HSet(ctx, s.docKey(oldNums[i]), "x", "1")
+		for k, i := range which {
+			marks[k] = p.Eval(ctx, markScript, []string{s.docKey(oldNums[i])})
 		}
 		return nil
 	}); err != nil {
-		return err
+		return 0, err
+	}
+	for _, m := range marks {
+		if n, _ := m.Int(); n == 1 {
+			won++
+		}
 	}
 	if failAfter.Load() == 3 {
-		return errCrash
+		return won, errCrash
 	}
 	if _, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for _, i := range which {
@@ -502,10 +517,10 @@ func (s *Store) retire(ctx context.Context, which []int, oldNums []uint64, oldBu
 		}
 		return nil
 	}); err != nil {
-		return err
+		return won, err
 	}
 	if failAfter.Load() == 4 {
-		return errCrash
+		return won, errCrash
 	}
 	_, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for _, i := range which {
@@ -513,8 +528,15 @@ func (s *Store) retire(ctx context.Context, which []int, oldNums []uint64, oldBu
 		}
 		return nil
 	})
-	return err
+	return won, err
 }
+
+// markScript marks a record retired ("x") and returns 1, if it is a
+// record (it has an id) not marked yet; else 0 and it writes nothing. NB:
+// HSET alone made a hash of the mark alone for a record another writer
+// had deleted (an orphan for Repair), and could not tell which of two
+// writers retiring one document did it first.
+const markScript = `if redis.call('HEXISTS', KEYS[1], 'i') == 1 then return redis.call('HSETNX', KEYS[1], 'x', '1') end return 0`
 
 func bucketBytes(bs []uint64) []byte {
 	out := make([]byte, 0, 8*len(bs))
@@ -641,11 +663,13 @@ func (s *Store) DocNums(ctx context.Context, ids []string) ([]uint64, error) {
 
 // Count returns the number of documents stored.
 func (s *Store) Count(ctx context.Context) (uint64, error) {
-	n, err := s.c.HGet(ctx, s.countersKey(), "live").Uint64()
+	n, err := s.c.HGet(ctx, s.countersKey(), "live").Int64()
 	if errors.Is(err, redis.Nil) {
 		return 0, nil
 	}
-	return n, err
+	// NB: an index written before retirements were counted once may hold
+	// a counter below zero (Repair sets it right).
+	return uint64(max(n, 0)), err
 }
 
 // Counters returns, in one read, the last doc number handed out (the
@@ -658,9 +682,11 @@ func (s *Store) Counters(ctx context.Context) (written, live uint64, err error) 
 	out := [2]uint64{}
 	for i, v := range vs {
 		if str, ok := v.(string); ok {
-			if out[i], err = strconv.ParseUint(str, 10, 64); err != nil {
+			n, err := strconv.ParseInt(str, 10, 64)
+			if err != nil {
 				return 0, 0, fmt.Errorf("rediskv: counter %q: %w", str, err)
 			}
+			out[i] = uint64(max(n, 0)) // NB: see Count
 		}
 	}
 	return out[0], out[1], nil
@@ -756,13 +782,17 @@ func membersOf(ctx context.Context, c *redis.Client, keys []string) ([][]string,
 type RepairReport struct {
 	// Orphans are records that no id names (a put that stopped before
 	// its id was written, or a retirement that stopped before the record
-	// was deleted); Dangling the postings of numbers with no live record.
-	Orphans, Dangling int
+	// was deleted); Dangling the postings of numbers with no live record;
+	// Reposted the postings a live document was missing (a put whose
+	// postings and id went to their nodes at once, stopped after the id
+	// landed and before all its postings had), added again.
+	Orphans, Dangling, Reposted int
 }
 
-// Repair removes what an Apply that stopped part way left: records no id
-// names (with their postings) and postings whose record is missing or
-// deleted. It must not run beside writers (as db's check --repair).
+// Repair mends what an Apply that stopped part way left: it removes
+// records no id names (with their postings) and postings whose record is
+// missing or deleted, and adds again a live document's postings that are
+// missing. It must not run beside writers (as db's check --repair).
 func (s *Store) Repair(ctx context.Context) (RepairReport, error) {
 	var rep RepairReport
 	live := map[uint64]bool{}
@@ -785,7 +815,7 @@ func (s *Store) Repair(ctx context.Context) (RepairReport, error) {
 	cmds := make([]*redis.SliceCmd, len(nums))
 	if _, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, n := range nums {
-			cmds[i] = p.HMGet(ctx, s.docKey(n), "i", "x")
+			cmds[i] = p.HMGet(ctx, s.docKey(n), "i", "x", "b")
 		}
 		return nil
 	}); err != nil {
@@ -794,7 +824,7 @@ func (s *Store) Repair(ctx context.Context) (RepairReport, error) {
 	var ids []string
 	var idOf []int
 	for i, c := range cmds {
-		if v := c.Val(); len(v) == 2 && v[1] == nil {
+		if v := c.Val(); len(v) == 3 && v[1] == nil {
 			if id, ok := v[0].(string); ok {
 				ids = append(ids, id)
 				idOf = append(idOf, i)
@@ -826,12 +856,34 @@ func (s *Store) Repair(ctx context.Context) (RepairReport, error) {
 		return rep, err
 	}
 	rep.Orphans = len(dead)
-	if err := s.retire(ctx, dead, deadNums, deadBuckets); err != nil {
+	if _, err := s.retire(ctx, dead, deadNums, deadBuckets); err != nil {
 		return rep, err
 	}
 	// The live count is the ids'.
 	if err := s.c.HSet(ctx, s.countersKey(), "live", len(live)).Err(); err != nil {
 		return rep, err
+	}
+	// Every live document in each of its buckets (SADD of a member the
+	// set holds does nothing): a query missed a document that a kill
+	// left out of some of its bands, and Check reported what Repair
+	// could not mend.
+	var added []*redis.IntCmd
+	if _, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, n := range nums {
+			if !live[n] {
+				continue
+			}
+			bs, _ := cmds[i].Val()[2].(string)
+			for band, b := range parseBuckets([]byte(bs)) {
+				added = append(added, p.SAdd(ctx, s.postKey(band, b), strconv.FormatUint(n, 10)))
+			}
+		}
+		return nil
+	}); err != nil {
+		return rep, err
+	}
+	for _, c := range added {
+		rep.Reposted += int(c.Val())
 	}
 	// Postings of numbers with no live record.
 	err = s.scanPages(ctx, s.postingPattern(), func(c *redis.Client, keys []string) error {
