@@ -504,7 +504,7 @@ func (db *DB) ClustersFrom(ctx context.Context, seq iter.Seq2[Pair, error], po *
 			return nil, classify(err)
 		}
 		if !ok && db.rkv != nil {
-			return nil, fmt.Errorf("%w: doc %d (%q) was deleted while the clusters were made", ErrNotFound, x.nums[n], x.ids[n])
+			return nil, fmt.Errorf("%w: doc %d (%q) was replaced or deleted while the clusters were made (a Redis index has no snapshot: run it again, or with no writer beside it)", ErrNotFound, x.nums[n], x.ids[n])
 		}
 		if !ok {
 			return nil, fmt.Errorf("%w: doc %d vanished from the snapshot", ErrCorrupt, x.nums[n])

@@ -93,14 +93,17 @@ type DB struct {
 	backupMu sync.Mutex
 	dir      string
 	opts     handleOptions
-	pdb      *pebble.DB      // nil on Redis
-	rkv      *rediskv.Store  // the Redis backend; nil on Pebble
-	popts    *pebble.Options // as opened, defaults filled in (Load's SSTables follow them)
-	lock     *pebble.Lock
-	man      codec.Manifest
-	shOpt    minhash.Options
-	skOpt    minhash.SketchOptions
-	bands    bands.Params
+	pdb      *pebble.DB     // nil on Redis
+	rkv      *rediskv.Store // the Redis backend; nil on Pebble
+	// writer is this writable Redis handle's registration
+	// (rediskv.Register), "" for none.
+	writer string
+	popts  *pebble.Options // as opened, defaults filled in (Load's SSTables follow them)
+	lock   *pebble.Lock
+	man    codec.Manifest
+	shOpt  minhash.Options
+	skOpt  minhash.SketchOptions
+	bands  bands.Params
 
 	hashers sync.Pool   // *minhash.Hasher
 	qcache  *queryCache // nil: Options.QueryCacheSize < 0, or Redis
@@ -717,6 +720,11 @@ func (db *DB) Close() error {
 	clear(db.open)
 	db.openMu.Unlock()
 	if db.rkv != nil {
+		if db.writer != "" {
+			ctx, cancel := context.WithTimeout(context.Background(), openTimeout)
+			db.rkv.Unregister(ctx, db.writer) // NB: one left behind reads as a writer: an index kept, never one dropped
+			cancel()
+		}
 		return redisErr(db.rkv.Close())
 	}
 	err := db.pdb.Close()

@@ -38,6 +38,8 @@ package db
 import (
 	"cmp"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"iter"
@@ -129,13 +131,53 @@ func openRedis(u string, o Options) (*DB, error) {
 	}
 	db.closing, db.closeCancel = context.WithCancelCause(context.Background())
 	db.open = make(map[*openIter]struct{})
+	if !o.ReadOnly {
+		// NB: before the manifest is read: a creating command that
+		// failed drops its new index only if no other writable handle
+		// is registered (OtherWriters), and one that read the manifest
+		// is registered by then.
+		var tok [12]byte
+		rand.Read(tok[:])
+		db.writer = hex.EncodeToString(tok[:])
+		if err := s.Register(ctx, db.writer); err != nil {
+			s.Close()
+			return nil, fmt.Errorf("%w: opening %s: %w", ErrBackend, db.dir, err)
+		}
+	}
 	if err := db.redisManifest(ctx); err != nil {
+		if db.writer != "" {
+			s.Unregister(ctx, db.writer)
+		}
 		s.Close()
 		return nil, err
 	}
 	db.initPools()
 	db.startSweeper()
 	return db, nil
+}
+
+// OtherWriters returns how many writable handles other than this one
+// have a Redis index open (in any process), so that a program that
+// created an index and failed can tell whether it may drop it: a process
+// that opened it and has not written yet counts (Count does not see it).
+// A process killed with it open counts until the index is dropped. On
+// Pebble, whose lock admits one writable handle, it is 0.
+func (db *DB) OtherWriters(ctx context.Context) (int, error) {
+	if err := db.enter(); err != nil {
+		return 0, err
+	}
+	defer db.mu.RUnlock()
+	if db.rkv == nil {
+		return 0, nil
+	}
+	n, err := db.rkv.Writers(ctx)
+	if err != nil {
+		return 0, redisErr(err)
+	}
+	if db.writer != "" {
+		n--
+	}
+	return max(n, 0), nil
 }
 
 // redisManifest reads the manifest, or creates it for a new index.
@@ -299,6 +341,34 @@ func (db *DB) redisScan(ctx context.Context, sets bool) iter.Seq2[*StoredDoc, er
 				return
 			}
 			recs, err := db.rkv.Records(ctx, nums)
+			if err == nil {
+				// NB: a record gone since the ids were listed was deleted,
+				// or replaced under a new number the list does not hold:
+				// its id is read again, and the document it names now is
+				// the one scanned (a backup or export beside a writer left
+				// out every document replaced while it ran).
+				var again []string
+				var at []int
+				for i, r := range recs {
+					if r == nil {
+						again = append(again, chunk[i].ID)
+						at = append(at, i)
+					}
+				}
+				if len(again) > 0 {
+					var now []uint64
+					if now, err = db.rkv.DocNums(ctx, again); err == nil {
+						var newer [][]byte
+						if newer, err = db.rkv.Records(ctx, now); err == nil {
+							for k, i := range at {
+								if now[k] != 0 && newer[k] != nil {
+									nums[i], recs[i] = now[k], newer[k]
+								}
+							}
+						}
+					}
+				}
+			}
 			db.mu.RUnlock()
 			if err == nil && ctx.Err() != nil {
 				err = fmt.Errorf("lshdb: scan interrupted: %w", ctx.Err())
@@ -1031,6 +1101,31 @@ func (db *DB) redisBackup(ctx context.Context, dir string) (err error) {
 		recs, buckets, err := db.rkv.RecordsAndBuckets(ctx, nums)
 		if err != nil {
 			return redisErr(err)
+		}
+		// NB: a document replaced since the ids were listed is copied as
+		// its id names it now (as redisScan does): the copy left out every
+		// document replaced while it ran.
+		var again []string
+		var at []int
+		for i, r := range recs {
+			if r == nil {
+				again, at = append(again, chunk[i].ID), append(at, i)
+			}
+		}
+		if len(again) > 0 {
+			cur, err := db.rkv.DocNums(ctx, again)
+			if err != nil {
+				return redisErr(err)
+			}
+			newer, newerKeys, err := db.rkv.RecordsAndBuckets(ctx, cur)
+			if err != nil {
+				return redisErr(err)
+			}
+			for k, i := range at {
+				if cur[k] != 0 && newer[k] != nil {
+					nums[i], recs[i], buckets[i] = cur[k], newer[k], newerKeys[k]
+				}
+			}
 		}
 		now := db.now().UnixNano()
 		preps := make([]prepared, 0, len(recs))

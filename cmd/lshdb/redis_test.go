@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -194,5 +196,56 @@ func TestServeRedis(t *testing.T) {
 		if codeDirect != 0 || codeServed != codeDirect || served != direct {
 			t.Fatalf("lshdb %s: direct exit %d\n%s%s\nserved exit %d\n%s%s", line, codeDirect, direct, errDirect, codeServed, served, errServed)
 		}
+	}
+}
+
+// Ensure that a creating command that fails on Redis keeps its new index
+// while another process has it open to write (and has written nothing
+// yet): it dropped it, and the other process's writes went to an index
+// no longer there. Once the other closes, a failed creator drops its own.
+func TestRedisFailedCreatorKeepsOthers(t *testing.T) {
+	c := redistest.Require(t)
+	url := "redis+cluster://" + strings.Join(c.Addrs, ",") + "/failedcreator"
+	runLine([]string{"drop", "--db", url, "--yes"}, "")
+	owner := startPiped(t, "insert", "--db", url, "-")
+	waitUntil(t, owner, func() string { return "the index created" }, func() bool {
+		_, _, code := runLine([]string{"info", "--db", url}, "")
+		return code == 0
+	})
+	other := startPiped(t, "insert", "--db", url, "-")
+	// NB: the other has opened it once it is registered: a read-only
+	// handle counts the writers.
+	waitUntil(t, other, func() string { return "the other writer open" }, func() bool {
+		d, err := db.Open(url, &db.Options{ReadOnly: true, ExpirySweep: -1})
+		if err != nil {
+			return false
+		}
+		defer d.Close()
+		n, err := d.OtherWriters(context.Background())
+		return err == nil && n == 2
+	})
+	io.WriteString(owner.stdin, "not json\n")
+	owner.stdin.Close()
+	if err := <-owner.done; err == nil {
+		t.Fatalf("the owner's bad line: exit 0: %s", owner.out)
+	}
+	if !strings.Contains(owner.out.String(), "was kept: another process has it open") {
+		t.Fatalf("the owner's output: %s", owner.out)
+	}
+	io.WriteString(other.stdin, "{\"id\": \"b\", \"text\": \"the other process's document\"}\n")
+	other.stdin.Close()
+	if err := <-other.done; err != nil {
+		t.Fatalf("the other writer: %v: %s", err, other.out)
+	}
+	if out, errOut, code := runLine([]string{"get", "--db", url, "b"}, ""); code != 0 || !strings.Contains(out, "the other process's document") {
+		t.Fatalf("the other's acknowledged document: exit %d: %s%s", code, out, errOut)
+	}
+	runLine([]string{"drop", "--db", url, "--yes"}, "")
+	// Alone, a failed creator drops the index it made.
+	if _, _, code := runLine([]string{"insert", "--db", url, "-"}, "not json\n"); code == 0 {
+		t.Fatal("a bad line: exit 0")
+	}
+	if _, errOut, code := runLine([]string{"info", "--db", url}, ""); code == 0 || !strings.Contains(errOut, "does not exist") {
+		t.Fatalf("after a failed create alone: exit %d: %s", code, errOut)
 	}
 }

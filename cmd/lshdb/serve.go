@@ -163,6 +163,12 @@ func (a *app) serve(so *serveOptions) error {
 		attrs = append(attrs, "tcp", tcpAddr, "token", so.token != "")
 	}
 	log.Info("lshdb: serving", attrs...)
+	if tcpAddr != "" && so.token == "" {
+		// NB: the socket is the owner's alone (0600); a loopback port
+		// without a token is every local user's, writes and backups
+		// included.
+		log.Warn("lshdb: the TCP address has no token: every user of this machine may read and write the index (give --token or LSHDB_TOKEN)", "tcp", tcpAddr)
+	}
 	if serving != nil {
 		serving(sock, tcpAddr)
 	}

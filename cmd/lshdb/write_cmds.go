@@ -281,7 +281,19 @@ func (a *app) openForWrite(o *db.Options, verify func(index) error) (d index, fi
 			// may have opened it and written to it meanwhile.
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			if n, err := countOf(a.dbDir); err != nil || n > 0 {
+			// NB: nor while another process has it open to write: one that
+			// had not finished its first batch saw the index dropped under
+			// it (its writes acknowledged, the index gone).
+			n, others, err := redisUse(ctx, a.dbDir)
+			if err != nil || n > 0 {
+				return
+			}
+			if others > 0 {
+				who := "another process has it"
+				if others > 1 {
+					who = fmt.Sprintf("%d other processes have it", others)
+				}
+				fmt.Fprintf(a.stderr, "lshdb: note: the new index %s was kept: %s open to write (lshdb drop removes it)\n", rediskv.Redact(a.dbDir), who)
 				return
 			}
 			if err := db.Drop(ctx, a.dbDir); err != nil && !errors.Is(err, db.ErrNotExist) {
@@ -333,6 +345,21 @@ func (a *app) openForWrite(o *db.Options, verify func(index) error) (d index, fi
 }
 
 // countOf returns the documents of the index at dir, opened read-only.
+// redisUse returns the documents a Redis index holds and the writable
+// handles other processes have open on it (db.OtherWriters).
+func redisUse(ctx context.Context, url string) (docs uint64, writers int, err error) {
+	d, err := db.Open(url, &db.Options{ReadOnly: true, ExpirySweep: -1})
+	if err != nil {
+		return 0, 0, err
+	}
+	defer d.Close()
+	if docs, err = d.Count(); err != nil {
+		return 0, 0, err
+	}
+	writers, err = d.OtherWriters(ctx)
+	return docs, writers, err
+}
+
 func countOf(dir string) (uint64, error) {
 	d, err := db.Open(dir, &db.Options{ReadOnly: true, ExpirySweep: -1})
 	if err != nil {

@@ -44,9 +44,9 @@
 //
 // # Caveats
 //
-// JSON strings are UTF-8: an invalid byte in a body's id or text arrives
-// as U+FFFD (texts shingle the same, but are stored so). Ids in query
-// strings arrive as sent, so db refuses an invalid one (invalid_id).
+// JSON strings are UTF-8: a body with an invalid byte is refused (see
+// Limits). Ids in query strings arrive as sent, so db refuses an invalid
+// one (invalid_id).
 // Anyone who can connect can read and write the whole index: restrict the
 // socket (ListenSocket makes it 0600) or set Options.Token, and
 // Options.BackupRoot if clients must not choose where backups go.

@@ -110,7 +110,12 @@ func (h *handler) put(w *resp, r *http.Request) error {
 	if err := decode(r, &req); err != nil {
 		return err
 	}
-	one := req.ID != "" || req.Text != "" || req.Meta != nil || req.MetaBase64 != nil
+	// NB: any field of a document makes the request one document: a
+	// body with docs and a top-level tokens list took the docs and
+	// dropped the tokens unsaid, and {"tokens": […]} with no id said "no
+	// document".
+	one := req.ID != "" || req.Text != "" || req.Meta != nil || req.MetaBase64 != nil ||
+		req.Tokens != nil || req.Hashes != nil || req.Signature != nil
 	if one && req.Docs != nil {
 		return badRequest("give one document (id, text) or docs, not both")
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"syscall"
 
 	"github.com/lshdb/lshdb/db"
 )
@@ -97,8 +98,18 @@ func codeOf(err error) Code {
 	if errors.Is(err, os.ErrDeadlineExceeded) {
 		return codeByName("request_timeout")
 	}
+	if errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET) {
+		// NB: a client gone mid-answer (a stream's write failed): not
+		// the server's fault, and no "internal" error to page anyone.
+		return codeByName("canceled")
+	}
 	return Codes[len(Codes)-1]
 }
+
+// CodeOf returns the stable code (Codes) that names err, as an error body
+// or a stream's error line gives it: "internal" for an error of no other
+// code.
+func CodeOf(err error) string { return codeOf(err).Code }
 
 func codeByName(name string) Code {
 	for _, c := range Codes {

@@ -332,9 +332,19 @@ func (h *handler) done(r *http.Request, op string, w *resp, err error, elapsed t
 		slog.String("remote", r.RemoteAddr)}
 	level := slog.LevelInfo
 	if err != nil {
-		attrs = append(attrs, slog.String("code", codeOf(err).Code), slog.String("error", err.Error()))
-		if w.status >= 500 && w.status != 499 {
+		c := codeOf(err)
+		attrs = append(attrs, slog.String("code", c.Code), slog.String("error", err.Error()))
+		switch {
+		case w.status >= 500 && w.status != 499:
 			level = slog.LevelError
+		case w.status < 400 && c.Status >= 500 && c.Status != 499:
+			// NB: a stream that failed after its 200 went out (its last
+			// line is the error): logged at INFO, it read as a success.
+			attrs = append(attrs, slog.Bool("stream_failed", true))
+			level = slog.LevelError
+		case w.status < 400 && c.Status != 499:
+			attrs = append(attrs, slog.Bool("stream_failed", true))
+			level = slog.LevelWarn
 		}
 	}
 	h.o.Logger.LogAttrs(r.Context(), level, "lshdb: request", attrs...)

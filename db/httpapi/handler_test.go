@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -18,6 +19,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"testing/iotest"
 	"time"
@@ -132,6 +134,8 @@ func TestBadRequests(t *testing.T) {
 		{"POST", "/v1/docs", `{}`, "s3cret", 400, "bad_request"},
 		{"POST", "/v1/docs", `[1,2]`, "s3cret", 400, "bad_request"},
 		{"POST", "/v1/docs", `{"id": "a", "text": "x", "docs": []}`, "s3cret", 400, "bad_request"},
+		{"POST", "/v1/docs", `{"tokens": ["zz"], "docs": [{"id": "a", "text": "x y z"}]}`, "s3cret", 400, "bad_request"}, // NB: the tokens were dropped unsaid
+		{"POST", "/v1/docs", `{"tokens": ["a"]}`, "s3cret", 400, "invalid_id"},                                           // NB: it said "no document"
 		{"POST", "/v1/docs", `{"id": "", "text": "some text"}`, "s3cret", 400, "invalid_id"},
 		{"POST", "/v1/docs", `{"id": "a", "text": "   "}`, "s3cret", 422, "empty_document"},
 		{"POST", "/v1/query", `{"text": "abc", "id": "x"}`, "s3cret", 400, "invalid_doc"}, // NB: two inputs, as db.QueryMany says
@@ -702,6 +706,38 @@ func TestUTF8Body(t *testing.T) {
 			if !errors.Is(err, errNotUTF8) || !strings.Contains(err.Error(), fmt.Sprintf("byte %d", tc.bad)) {
 				t.Errorf("%q (one byte a read: %v): %v, want errNotUTF8 at byte %d", tc.in, one, err, tc.bad)
 			}
+		}
+	}
+}
+
+// Ensure that a stream that fails after its 200 went out is logged as
+// the failure it is (ERROR for the server's own, with stream_failed; it
+// was INFO, status 200, a success to whoever reads the log), and that a
+// client gone mid-answer (a broken pipe) is code canceled, not internal.
+func TestStreamFailureLogged(t *testing.T) {
+	var buf bytes.Buffer
+	h := &handler{o: Options{Logger: slog.New(slog.NewJSONHandler(&buf, nil))}}
+	r := httptest.NewRequest("GET", "/v1/pairs", nil)
+	for _, c := range []struct {
+		err         error
+		level, code string
+		failed      bool
+	}{
+		{errors.New("lshdb: something broke"), "ERROR", "internal", true},
+		{fmt.Errorf("writing: %w", syscall.EPIPE), "INFO", "canceled", false},
+		{context.Canceled, "INFO", "canceled", false},
+	} {
+		buf.Reset()
+		h.done(r, "pairs", &resp{status: 200}, c.err, 0)
+		var rec map[string]any
+		if err := json.Unmarshal(buf.Bytes(), &rec); err != nil {
+			t.Fatal(err)
+		}
+		if rec["level"] != c.level || rec["code"] != c.code || (rec["stream_failed"] == true) != c.failed {
+			t.Errorf("%v: logged %v, want level %s, code %s, stream_failed %v", c.err, rec, c.level, c.code, c.failed)
+		}
+		if CodeOf(c.err) != c.code {
+			t.Errorf("CodeOf(%v) = %s, want %s", c.err, CodeOf(c.err), c.code)
 		}
 	}
 }

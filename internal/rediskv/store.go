@@ -280,7 +280,28 @@ func (h countHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 	}
 }
 
-func (s *Store) manifestKey() string    { return s.prefix + "manifest" }
+func (s *Store) manifestKey() string { return s.prefix + "manifest" }
+func (s *Store) writersKey() string  { return s.prefix + "writers" }
+
+// Register records token as a writable handle of the index (until
+// Unregister), so that a process deciding whether an index it created is
+// unused can tell one that another process opened and has not written to
+// yet. A process killed before Unregister leaves its token: such an index
+// then reads as in use (kept), never the reverse.
+func (s *Store) Register(ctx context.Context, token string) error {
+	return s.c.HSet(ctx, s.writersKey(), token, time.Now().Unix()).Err()
+}
+
+// Unregister removes token (Register).
+func (s *Store) Unregister(ctx context.Context, token string) error {
+	return s.c.HDel(ctx, s.writersKey(), token).Err()
+}
+
+// Writers returns how many writable handles are registered (Register).
+func (s *Store) Writers(ctx context.Context) (int, error) {
+	n, err := s.c.HLen(ctx, s.writersKey()).Result()
+	return int(n), err
+}
 func (s *Store) countersKey() string    { return "{" + strings.TrimSuffix(s.prefix, ":") + "}:counters" }
 func (s *Store) idKey(id string) string { return s.prefix + "i:" + id }
 func (s *Store) docKey(n uint64) string { return s.prefix + "d:" + strconv.FormatUint(n, 10) }

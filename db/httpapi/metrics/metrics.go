@@ -30,6 +30,7 @@ import (
 type Metrics struct {
 	reg        *prometheus.Registry
 	requests   *prometheus.CounterVec
+	errors     *prometheus.CounterVec
 	latency    *prometheus.HistogramVec
 	inFlight   *prometheus.GaugeVec
 	candidates *prometheus.HistogramVec
@@ -43,6 +44,10 @@ func New(d *db.DB) *Metrics {
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "lshdb_http_requests_total", Help: "Requests by operation and HTTP status.",
 		}, []string{"op", "status"}),
+		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "lshdb_http_request_errors_total",
+			Help: "Requests that ended with an error, by operation and error code (httpapi.Codes), streams that failed after their 200 included.",
+		}, []string{"op", "code"}),
 		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "lshdb_http_request_duration_seconds", Help: "Time to answer a request, by operation (a stream: to its end).",
 			// NB: from 100 µs (a warm query) to a minute (a check or pairs
@@ -64,7 +69,7 @@ func New(d *db.DB) *Metrics {
 		m.inFlight.WithLabelValues(op)
 	}
 	m.candidates.WithLabelValues("query")
-	m.reg.MustRegister(m.requests, m.latency, m.inFlight, m.candidates, &dbCollector{d: d},
+	m.reg.MustRegister(m.requests, m.errors, m.latency, m.inFlight, m.candidates, &dbCollector{d: d},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -85,6 +90,9 @@ func (m *Metrics) Hooks() httpapi.Hooks {
 		Start: func(ctx context.Context, op string) { m.inFlight.WithLabelValues(op).Inc() },
 		Done: func(ctx context.Context, op string, status int, err error, elapsed time.Duration) {
 			m.requests.WithLabelValues(op, strconv.Itoa(status)).Inc()
+			if err != nil {
+				m.errors.WithLabelValues(op, httpapi.CodeOf(err)).Inc()
+			}
 			m.latency.WithLabelValues(op).Observe(elapsed.Seconds())
 			m.inFlight.WithLabelValues(op).Dec()
 		},

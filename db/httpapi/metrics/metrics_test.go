@@ -99,6 +99,7 @@ func TestMetrics(t *testing.T) {
 		{"lshdb_http_requests_total", []string{"op=get", "status=404"}, 1},
 		{"lshdb_http_requests_total", []string{"op=query", "status=200"}, 1},
 		{"lshdb_http_requests_total", []string{"op=unknown", "status=404"}, 1},
+		{"lshdb_http_request_errors_total", []string{"op=get", "code=not_found"}, 1},
 		{"lshdb_http_request_duration_seconds_count", []string{"op=get"}, 3},
 		{"lshdb_http_request_duration_seconds_count", []string{"op=check"}, 0},
 		{"lshdb_http_requests_in_flight", []string{"op=get"}, 0},
