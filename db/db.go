@@ -14,6 +14,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
@@ -208,7 +209,9 @@ func openIn(dir string, o Options, created bool) (*DB, error) {
 			}
 		}
 		if created && !isLockError(err) {
-			o.fs.RemoveAll(dir) // NB: no other process holds it
+			// NB: only if empty (rmdir): another Open may hold the lock
+			// of a directory this one failed to lock for another reason.
+			o.fs.Remove(dir)
 		}
 		if isLockError(err) {
 			// NB: ErrLocked's text says "another process"; Pebble's own
@@ -233,8 +236,10 @@ func openIn(dir string, o Options, created bool) (*DB, error) {
 		return nil, fmt.Errorf("lshdb: locking %s: %w", dir, err)
 	}
 	// NB: the lock may be a file of a directory that a failed creating
-	// Open removed while this one waited for it (LockTimeout).
-	if _, err := o.fs.Stat(o.fs.PathJoin(dir, "LOCK")); err != nil {
+	// Open removed while this one waited for it (LockTimeout). A
+	// read-only open is not checked: on a read-only filesystem (a backup,
+	// which holds no LOCK file) it holds no lock file at all.
+	if _, err := o.fs.Stat(o.fs.PathJoin(dir, "LOCK")); err != nil && !o.ReadOnly {
 		lock.Close()
 		return nil, fmt.Errorf("%w: %s: %w", ErrNotExist, dir, errDirVanished)
 	}
@@ -721,7 +726,8 @@ func (db *DB) Close() error {
 	db.openMu.Unlock()
 	if db.rkv != nil {
 		if db.writer != "" {
-			ctx, cancel := context.WithTimeout(context.Background(), openTimeout)
+			// NB: briefly: Close does not wait on an unreachable cluster.
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 			db.rkv.Unregister(ctx, db.writer) // NB: one left behind reads as a writer: an index kept, never one dropped
 			cancel()
 		}

@@ -606,6 +606,17 @@ func TestOpenOnReadOnlyFilesystem(t *testing.T) {
 	if _, err := Open("idx", &Options{fs: ro}); err == nil || !errors.Is(err, syscall.EROFS) {
 		t.Fatalf("writable Open on a read-only filesystem: %v, want EROFS", err)
 	}
+	// A backup holds no LOCK file: on read-only media it opens with none
+	// (it was taken for a directory removed while the open waited).
+	d.Close()
+	if err := mem.Remove(mem.PathJoin("idx", "LOCK")); err != nil {
+		t.Fatal(err)
+	}
+	d2, err := Open("idx", &Options{fs: ro, ReadOnly: true})
+	if err != nil {
+		t.Fatalf("read-only Open of an index without a LOCK file on a read-only filesystem: %v", err)
+	}
+	d2.Close()
 }
 
 // Ensure that pairs on an index it cannot write spills in the system's

@@ -44,8 +44,9 @@ type LoadOptions struct {
 	SkipEmpty bool
 	// Progress, if set, is called with the number of documents read so far
 	// (every 10,000 and at the end), on the goroutine that called Load.
-	// A context made by WithProgress reports every stage of the load
-	// (reading, resolving ids, writing tables, ingesting).
+	// A context made by WithProgress reports every stage of a load on
+	// Pebble (reading, resolving ids, writing tables, ingesting); on Redis
+	// only this function reports.
 	Progress func(docs int)
 	// TTL makes every document of the load expire this long after Load
 	// starts, and ExpireAt at that time (one of them at most), as

@@ -18,8 +18,9 @@ type Progress struct {
 	Phase       string
 	Step, Steps int
 	// Done and Total count the phase's work in its own unit (documents,
-	// bands, candidate pairs), Total known when the phase starts. Done
-	// reaches Total when the phase ends.
+	// bands, candidate pairs), Total known when the phase starts (0 when
+	// it is not: a Load's documents read). Done reaches Total when the
+	// phase ends (Total then set to Done if it was not known).
 	Done, Total int64
 }
 

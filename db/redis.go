@@ -36,6 +36,7 @@ package db
 //     counters).
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"crypto/rand"
@@ -146,7 +147,9 @@ func openRedis(u string, o Options) (*DB, error) {
 	}
 	if err := db.redisManifest(ctx); err != nil {
 		if db.writer != "" {
-			s.Unregister(ctx, db.writer)
+			uctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			s.Unregister(uctx, db.writer) // NB: not ctx, which may have run out
+			cancel()
 		}
 		s.Close()
 		return nil, err
@@ -570,6 +573,9 @@ func (db *DB) redisLoad(ctx context.Context, docs iter.Seq2[Doc, error], o LoadO
 		if err != nil {
 			return res, err
 		}
+		// NB: kept until its batch is prepared: copied, as Load's doc
+		// promises (docs may reuse its buffers).
+		d.Meta, d.Signature, d.Set = bytes.Clone(d.Meta), slices.Clone(d.Signature), d.Set.clone()
 		batch = append(batch, d)
 		read++
 		if o.Progress != nil && read%10000 == 0 {

@@ -686,7 +686,7 @@ func (a *app) bucketCmd() *cobra.Command {
 				}
 				for _, id := range ids {
 					if a.json() {
-						err = a.emitJSON(memberJSON{Band: band, Bucket: fmt.Sprintf("%08x", bucket), ID: id})
+						err = a.emitJSON(memberJSON{Band: band, Bucket: bucketHex(bucket), ID: id})
 					} else {
 						_, err = fmt.Fprintln(a.stdout, esc(id))
 					}
@@ -768,16 +768,27 @@ func (a *app) checkCmd() *cobra.Command {
 		Short: "Full consistency check; exit 1 with the problems if any",
 		Long: `Full consistency check; exit 1 with the problems if any.
 
-With --repair (an index on Redis), first remove what writes that stopped
-part way left: records no id names and postings of no live document (a
-Redis Cluster has no transaction across keys, so a crash between a
-write's steps leaves them; readers skip them). Run it with no writer
-beside it. A Pebble index's writes are atomic: it has nothing to repair.`,
+With --repair (an index on Redis), first mend what writes that stopped
+part way left: remove records no id names and postings of no live
+document, and add the postings a live document is missing (a Redis
+Cluster has no transaction across keys, so a crash between a write's
+steps leaves them). Run it with no writer beside it (another process's
+writes, or its expiry sweep, look half done). A Pebble index's writes
+are atomic: it has nothing to repair.`,
 		Args: nArgs(0),
 		RunE: func(c *cobra.Command, args []string) error {
 			open := a.withIndex
 			if repair {
-				open = a.withWritableIndex
+				// NB: with no background sweep: one that expired documents
+				// while Repair read the index would see its removals undone.
+				open = func(fn func(d index) error) error {
+					d, closeDB, err := a.openDB(&db.Options{MustExist: true, ExpirySweep: -1})
+					if err != nil {
+						return err
+					}
+					defer closeDB()
+					return fn(d)
+				}
 			}
 			return open(func(d index) error {
 				if repair {
@@ -825,7 +836,7 @@ beside it. A Pebble index's writes are atomic: it has nothing to repair.`,
 			})
 		},
 	}
-	c.Flags().BoolVar(&repair, "repair", false, "an index on Redis: first remove what writes that stopped part way left")
+	c.Flags().BoolVar(&repair, "repair", false, "an index on Redis: first mend what writes that stopped part way left (no writer beside it)")
 	return c
 }
 

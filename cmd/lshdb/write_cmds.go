@@ -344,7 +344,6 @@ func (a *app) openForWrite(o *db.Options, verify func(index) error) (d index, fi
 	return d, finish, nil
 }
 
-// countOf returns the documents of the index at dir, opened read-only.
 // redisUse returns the documents a Redis index holds and the writable
 // handles other processes have open on it (db.OtherWriters).
 func redisUse(ctx context.Context, url string) (docs uint64, writers int, err error) {
@@ -360,6 +359,7 @@ func redisUse(ctx context.Context, url string) (docs uint64, writers int, err er
 	return docs, writers, err
 }
 
+// countOf returns the documents of the index at dir, opened read-only.
 func countOf(dir string) (uint64, error) {
 	d, err := db.Open(dir, &db.Options{ReadOnly: true, ExpirySweep: -1})
 	if err != nil {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"syscall"
 
 	"github.com/lshdb/lshdb/db"
 )
@@ -97,11 +96,6 @@ func codeOf(err error) Code {
 	}
 	if errors.Is(err, os.ErrDeadlineExceeded) {
 		return codeByName("request_timeout")
-	}
-	if errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET) {
-		// NB: a client gone mid-answer (a stream's write failed): not
-		// the server's fault, and no "internal" error to page anyone.
-		return codeByName("canceled")
 	}
 	return Codes[len(Codes)-1]
 }

@@ -19,6 +19,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -321,6 +322,13 @@ func (h *handler) authorized(r *http.Request) error {
 }
 
 func (h *handler) done(r *http.Request, op string, w *resp, err error, elapsed time.Duration) {
+	if err != nil && r.Context().Err() != nil && (errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET)) {
+		// NB: the client went away mid-answer (a stream's write failed):
+		// not the server's fault, and no "internal" error to page anyone.
+		// A backend's broken connection, with the client still there,
+		// stays what it is.
+		err = fmt.Errorf("%w: the client went away: %w", context.Canceled, err)
+	}
 	if h.o.Hooks.Done != nil {
 		h.o.Hooks.Done(r.Context(), op, w.status, err, elapsed)
 	}

@@ -443,7 +443,7 @@ func (s *Store) Apply(ctx context.Context, ws *WriteSet) (Result, error) {
 	// NB: SET … GET answers as a status, GETDEL as a string: the old
 	// number either way, or redis.Nil.
 	prev := make([]interface{ Result() (string, error) }, len(ids))
-	if _, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+	if cmds, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, put := range ws.Puts {
 			prev[i] = p.SetArgs(ctx, s.idKey(put.ID), res.Nums[i], redis.SetArgs{Get: true})
 			if put.Expires != 0 {
@@ -454,8 +454,13 @@ func (s *Store) Apply(ctx context.Context, ws *WriteSet) (Result, error) {
 			prev[len(ws.Puts)+i] = p.GetDel(ctx, s.idKey(id))
 		}
 		return nil
-	}); err != nil && !errors.Is(err, redis.Nil) {
-		return res, err
+	}); err != nil {
+		// NB: a pipeline's error is its first command's: an id new to
+		// the index answers redis.Nil there, which hid a later failure
+		// (a put acknowledged with no id written).
+		if err = pipeErr(cmds, err); err != nil {
+			return res, err
+		}
 	}
 	oldNums := make([]uint64, len(ids)) // 0: none
 	for i, c := range prev {
@@ -470,15 +475,17 @@ func (s *Store) Apply(ctx context.Context, ws *WriteSet) (Result, error) {
 	}
 	// 3. Retire the replaced and deleted documents: mark, unpost, delete.
 	oldBuckets := make([]*redis.StringCmd, len(ids))
-	if _, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+	if cmds, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, n := range oldNums {
 			if n != 0 {
 				oldBuckets[i] = p.HGet(ctx, s.docKey(n), "b")
 			}
 		}
 		return nil
-	}); err != nil && !errors.Is(err, redis.Nil) {
-		return res, err
+	}); err != nil {
+		if err = pipeErr(cmds, err); err != nil {
+			return res, err
+		}
 	}
 	var retired []int
 	for i, n := range oldNums {
@@ -491,10 +498,13 @@ func (s *Store) Apply(ctx context.Context, ws *WriteSet) (Result, error) {
 			res.Missing = append(res.Missing, ids[i])
 		}
 	}
-	if _, err := s.retire(ctx, retired, oldNums, oldBuckets); err != nil {
+	won, err := s.retire(ctx, retired, oldNums, oldBuckets)
+	if err != nil {
 		return res, err
 	}
-	live := int64(len(ws.Puts)) - int64(len(retired))
+	// NB: a retirement counts once, by whoever marked the record first:
+	// this write, or the expiry sweep that removed it meanwhile.
+	live := int64(len(ws.Puts)) - int64(won)
 	if live != 0 {
 		if err := s.c.HIncrBy(ctx, s.countersKey(), "live", live).Err(); err != nil {
 			return res, err
@@ -550,6 +560,20 @@ func (s *Store) retire(ctx context.Context, which []int, oldNums []uint64, oldBu
 		return nil
 	})
 	return won, err
+}
+
+// pipeErr returns the first error of a pipeline's commands other than
+// redis.Nil (an absent key, an answer), or err when none says more.
+func pipeErr(cmds []redis.Cmder, err error) error {
+	for _, c := range cmds {
+		if e := c.Err(); e != nil && !errors.Is(e, redis.Nil) {
+			return e
+		}
+	}
+	if errors.Is(err, redis.Nil) {
+		return nil
+	}
+	return err
 }
 
 // markScript marks a record retired ("x") and returns 1, if it is a
