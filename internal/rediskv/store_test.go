@@ -537,3 +537,20 @@ func TestConcurrentPutDeleteCount(t *testing.T) {
 		t.Fatalf("Counters: live %d, %v; want %d", live, err, want)
 	}
 }
+
+// Ensure that a failed id write fails the Apply: a pipeline's error is
+// its first command's, and a new id's SET … GET answers nil there, which
+// hid the failure of a later one (a put acknowledged with no id written).
+func TestApplyReportsALaterIDFailure(t *testing.T) {
+	ctx := context.Background()
+	s := open(t)
+	// NB: an id key that holds a hash: SET … GET of it fails (WRONGTYPE).
+	if err := s.c.HSet(ctx, s.idKey("bad"), "x", "1").Err(); err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(1, 1))
+	_, err := s.Apply(ctx, &WriteSet{Puts: []Put{randomPut(rng, "new"), randomPut(rng, "bad")}})
+	if err == nil || !strings.Contains(err.Error(), "WRONGTYPE") {
+		t.Fatalf("Apply with a failing id write: %v, want WRONGTYPE", err)
+	}
+}
