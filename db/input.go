@@ -1,6 +1,7 @@
 package db
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"runtime"
@@ -45,6 +46,14 @@ const (
 	setTokens = 1 + iota
 	setHashes
 )
+
+// clone returns a copy of d whose slices (Meta, Signature, Set's) share
+// nothing with the caller's: what Load keeps of a document its iterator
+// may then reuse the buffers of.
+func (d Doc) clone() Doc {
+	d.Meta, d.Signature, d.Set = bytes.Clone(d.Meta), slices.Clone(d.Signature), d.Set.clone()
+	return d
+}
 
 // clone returns a copy of s that shares nothing with the caller's.
 func (s Set) clone() Set {

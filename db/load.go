@@ -364,7 +364,7 @@ func (l *loader) readChunks(ctx context.Context, docs iter.Seq2[Doc, error], out
 		// goes on: its slices are copied, so that an iterator may reuse
 		// its buffers from one document to the next (a Meta appended into
 		// one buffer was stored as another document's).
-		d.Meta, d.Signature, d.Set = bytes.Clone(d.Meta), slices.Clone(d.Signature), d.Set.clone()
+		d = d.clone()
 		chunk = append(chunk, d)
 		l.read++
 		if len(chunk) == loadChunk {

@@ -162,8 +162,19 @@ func (db *DB) bestPairs(ctx context.Context, po *PairsOptions) iter.Seq2[Pair, e
 		}
 		all := *po
 		all.Limit = 0
-		best := topk.New(po.Limit, ComparePairs)
-		for p, err := range db.allPairs(ctx, &all) {
+		BestPairs(db.allPairs(ctx, &all), po.Limit)(yield)
+	}
+}
+
+// BestPairs yields the n best of pairs (n > 0) in ComparePairs order,
+// each with A < B, holding n of them at a time; an error of pairs is
+// yielded alone (the best of part of a run are not the best). Pairs
+// with a Limit is BestPairs of every pair; a client of a server without
+// one keeps the best itself.
+func BestPairs(pairs iter.Seq2[Pair, error], n int) iter.Seq2[Pair, error] {
+	return func(yield func(Pair, error) bool) {
+		best := topk.New(n, ComparePairs)
+		for p, err := range pairs {
 			if err != nil {
 				yield(Pair{}, err)
 				return

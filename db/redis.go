@@ -36,7 +36,6 @@ package db
 //     counters).
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"crypto/rand"
@@ -345,28 +344,14 @@ func (db *DB) redisScan(ctx context.Context, sets bool) iter.Seq2[*StoredDoc, er
 			}
 			recs, err := db.rkv.Records(ctx, nums)
 			if err == nil {
-				// NB: a record gone since the ids were listed was deleted,
-				// or replaced under a new number the list does not hold:
-				// its id is read again, and the document it names now is
-				// the one scanned (a backup or export beside a writer left
-				// out every document replaced while it ran).
-				var again []string
 				var at []int
-				for i, r := range recs {
-					if r == nil {
-						again = append(again, chunk[i].ID)
-						at = append(at, i)
-					}
-				}
-				if len(again) > 0 {
-					var now []uint64
-					if now, err = db.rkv.DocNums(ctx, again); err == nil {
-						var newer [][]byte
-						if newer, err = db.rkv.Records(ctx, now); err == nil {
-							for k, i := range at {
-								if now[k] != 0 && newer[k] != nil {
-									nums[i], recs[i] = now[k], newer[k]
-								}
+				var now []uint64
+				if at, now, err = db.replacedNow(ctx, chunk, recs); err == nil && len(at) > 0 {
+					var newer [][]byte
+					if newer, err = db.rkv.Records(ctx, now); err == nil {
+						for k, i := range at {
+							if newer[k] != nil {
+								nums[i], recs[i] = now[k], newer[k]
 							}
 						}
 					}
@@ -407,6 +392,27 @@ func (db *DB) redisScan(ctx context.Context, sets bool) iter.Seq2[*StoredDoc, er
 			}
 		}
 	}
+}
+
+// replacedNow returns the positions in chunk whose record is gone (recs[i]
+// nil) and the doc numbers their ids name now (0: deleted), for a caller
+// that reads the listed documents in chunks (Scan, Backup): a record gone
+// since the ids were listed was deleted, or replaced under a number the
+// list does not hold, and the document its id names now is the one to
+// read (a backup or export beside a writer left out every document
+// replaced while it ran).
+func (db *DB) replacedNow(ctx context.Context, chunk []rediskv.IDNum, recs [][]byte) (at []int, now []uint64, err error) {
+	var ids []string
+	for i, r := range recs {
+		if r == nil {
+			ids, at = append(ids, chunk[i].ID), append(at, i)
+		}
+	}
+	if len(ids) == 0 {
+		return nil, nil, nil
+	}
+	now, err = db.rkv.DocNums(ctx, ids)
+	return at, now, err
 }
 
 // redisCheck is Check on Redis: rediskv's structural check (ids, records,
@@ -575,7 +581,7 @@ func (db *DB) redisLoad(ctx context.Context, docs iter.Seq2[Doc, error], o LoadO
 		}
 		// NB: kept until its batch is prepared: copied, as Load's doc
 		// promises (docs may reuse its buffers).
-		d.Meta, d.Signature, d.Set = bytes.Clone(d.Meta), slices.Clone(d.Signature), d.Set.clone()
+		d = d.clone()
 		batch = append(batch, d)
 		read++
 		if o.Progress != nil && read%10000 == 0 {
@@ -1108,27 +1114,17 @@ func (db *DB) redisBackup(ctx context.Context, dir string) (err error) {
 		if err != nil {
 			return redisErr(err)
 		}
-		// NB: a document replaced since the ids were listed is copied as
-		// its id names it now (as redisScan does): the copy left out every
-		// document replaced while it ran.
-		var again []string
-		var at []int
-		for i, r := range recs {
-			if r == nil {
-				again, at = append(again, chunk[i].ID), append(at, i)
-			}
+		at, cur, err := db.replacedNow(ctx, chunk, recs)
+		if err != nil {
+			return redisErr(err)
 		}
-		if len(again) > 0 {
-			cur, err := db.rkv.DocNums(ctx, again)
-			if err != nil {
-				return redisErr(err)
-			}
+		if len(at) > 0 {
 			newer, newerKeys, err := db.rkv.RecordsAndBuckets(ctx, cur)
 			if err != nil {
 				return redisErr(err)
 			}
 			for k, i := range at {
-				if cur[k] != 0 && newer[k] != nil {
+				if newer[k] != nil {
 					nums[i], recs[i], buckets[i] = cur[k], newer[k], newerKeys[k]
 				}
 			}

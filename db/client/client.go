@@ -46,7 +46,6 @@ import (
 
 	"github.com/lshdb/lshdb/db"
 	"github.com/lshdb/lshdb/db/httpapi"
-	"github.com/lshdb/lshdb/internal/topk"
 )
 
 // Options configure Open. The zero value is a valid configuration.
@@ -887,22 +886,7 @@ func (c *Client) Pairs(ctx context.Context, po *db.PairsOptions) iter.Seq2[db.Pa
 			// are kept here, as the client did before.
 			all := *po
 			all.Limit = 0
-			best := topk.New(po.Limit, db.ComparePairs)
-			for p, err := range c.Pairs(ctx, &all) {
-				if err != nil {
-					yield(db.Pair{}, err)
-					return
-				}
-				if p.B < p.A {
-					p.A, p.B = p.B, p.A
-				}
-				best.Offer(p)
-			}
-			for _, p := range best.Sorted() {
-				if !yield(p, nil) {
-					return
-				}
-			}
+			db.BestPairs(c.Pairs(ctx, &all), po.Limit)(yield)
 			return
 		}
 		if err != nil {
