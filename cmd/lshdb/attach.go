@@ -306,6 +306,15 @@ func (h *handover) MaxBodyBytes() int64 {
 	}
 	return -1
 }
+
+// MaxBatch is the current server's bound on the documents of a batch, as
+// client.Client's: -1 (none) once the index is open in process.
+func (h *handover) MaxBatch() int {
+	if b, ok := h.current().(interface{ MaxBatch() int }); ok {
+		return b.MaxBatch()
+	}
+	return -1
+}
 func (h *handover) Instance() string        { return h.current().Instance() }
 func (h *handover) Validate(d db.Doc) error { return h.current().Validate(d) }
 func (h *handover) Info() (*db.Info, error) {

@@ -21,6 +21,7 @@ import (
 type serveOptions struct {
 	addr, token, backupRoot, logFormat     string
 	maxBody                                int64
+	maxBatch, maxInFlight                  int
 	readTimeout, writeTimeout, idleTimeout time.Duration
 	shutdownTimeout                        time.Duration
 }
@@ -70,6 +71,12 @@ SIGTERM or SIGINT stops accepting requests, lets those in flight finish (up to
 			if so.logFormat != "text" && so.logFormat != "json" {
 				return usagef("--log-format must be text or json, not %q", so.logFormat)
 			}
+			if so.maxBatch == 0 || so.maxBatch < -1 {
+				return usagef("--max-batch %d: give a number of documents, or -1 for no limit", so.maxBatch)
+			}
+			if so.maxInFlight == 0 || so.maxInFlight < -1 {
+				return usagef("--max-in-flight %d: give a number of documents, or -1 for no limit", so.maxInFlight)
+			}
 			return a.serve(&so)
 		},
 	}
@@ -77,6 +84,8 @@ SIGTERM or SIGINT stops accepting requests, lets those in flight finish (up to
 	fs.StringVar(&so.addr, "addr", "", "also listen on this TCP address (HOST:PORT); default: the Unix socket only")
 	fs.StringVar(&so.token, "token", "", "bearer token required on every request but /healthz (default: $LSHDB_TOKEN)")
 	fs.Int64Var(&so.maxBody, "max-body", httpapi.DefaultMaxBodyBytes, "largest request body in bytes (413 beyond; for put-if-new: each document)")
+	fs.IntVar(&so.maxBatch, "max-batch", httpapi.DefaultMaxBatch, "most documents (ids, queries) in one put, delete, has or query/many request (413 beyond; -1: no limit)")
+	fs.IntVar(&so.maxInFlight, "max-in-flight", httpapi.DefaultMaxInFlight, "most documents (queries) of all requests worked on at once; others wait (-1: no limit)")
 	fs.DurationVar(&so.readTimeout, "read-timeout", time.Minute, "time a client has to send a request, body included (for put-if-new: each document)")
 	fs.DurationVar(&so.writeTimeout, "write-timeout", httpapi.DefaultWriteTimeout, "time a client has to take each part of an answer")
 	fs.DurationVar(&so.idleTimeout, "idle-timeout", 2*time.Minute, "time an idle keep-alive connection is kept")
@@ -103,7 +112,14 @@ func loopback(addr string) bool {
 func (a *app) serve(so *serveOptions) error {
 	var lh slog.Handler = slog.NewTextHandler(a.stderr, nil)
 	if so.logFormat == "json" {
-		lh = slog.NewJSONHandler(a.stderr, nil)
+		// NB: a duration in JSON is slog's integer nanoseconds, which no
+		// one reads as such: milliseconds, with the unit in the key.
+		lh = slog.NewJSONHandler(a.stderr, &slog.HandlerOptions{ReplaceAttr: func(_ []string, at slog.Attr) slog.Attr {
+			if at.Value.Kind() == slog.KindDuration {
+				return slog.Float64(at.Key+"_ms", float64(at.Value.Duration().Microseconds())/1000)
+			}
+			return at
+		}})
 	}
 	log := slog.New(lh)
 	onRedis := db.IsRedisURL(a.dbDir)
@@ -141,7 +157,7 @@ func (a *app) serve(so *serveOptions) error {
 	}
 	m := metrics.New(d)
 	mux := http.NewServeMux()
-	mux.Handle("/", httpapi.Handler(d, &httpapi.Options{Token: so.token, MaxBodyBytes: so.maxBody, WriteTimeout: so.writeTimeout, ReadTimeout: so.readTimeout,
+	mux.Handle("/", httpapi.Handler(d, &httpapi.Options{Token: so.token, MaxBodyBytes: so.maxBody, MaxBatch: so.maxBatch, MaxInFlight: so.maxInFlight, WriteTimeout: so.writeTimeout, ReadTimeout: so.readTimeout,
 		BackupRoot: so.backupRoot, Logger: log, Hooks: m.Hooks()}))
 	mux.Handle("GET /metrics", httpapi.RequireToken(so.token, m.Handler()))
 	srv := &http.Server{

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -388,7 +389,8 @@ func TestServeDeepIndex(t *testing.T) {
 // bound on a body (65 MiB), and the insert failed with none committed
 // where the same insert in process worked (the operator's case). A
 // batch is now also bounded by its bytes, and by half the server's own
-// bound when it is lower (serve --max-body: /v1/params says it).
+// bound when it is lower (serve --max-body: /v1/params says it); its
+// documents by the server's bound on a batch (serve --max-batch).
 func TestAttachedInsertOfLongDocuments(t *testing.T) {
 	for _, c := range []struct {
 		name    string
@@ -397,6 +399,7 @@ func TestAttachedInsertOfLongDocuments(t *testing.T) {
 	}{
 		{"default bound", nil, 700, 100_000},                            // 70 MB: over the 65 MiB bound in one batch
 		{"lower bound", []string{"--max-body", "4000000"}, 200, 30_000}, // 6 MB: over the server's 4 MB
+		{"lower batch", []string{"--max-batch", "50"}, 200, 100},        // batches of 1,000 over the server's 50
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			idx := filepath.Join(shortDir(t), "idx")
@@ -433,5 +436,43 @@ func TestAttachedInsertOfLongDocuments(t *testing.T) {
 				t.Fatalf("the index holds %d documents (%v), want %d", got, err, c.n)
 			}
 		})
+	}
+}
+
+// Ensure that serve --log-format json writes one JSON object per line,
+// and a request's duration as milliseconds (elapsed_ms), not slog's
+// integer nanoseconds under a name that does not say so.
+func TestServeJSONLog(t *testing.T) {
+	idx := filepath.Join(shortDir(t), "idx")
+	mustRun(t, "create", "--db", idx)
+	_, tcp, log, stop := startServe(t, "--db", idx, "--addr", "127.0.0.1:0", "--log-format", "json")
+	resp, err := http.Get(tcp + "/v1/count")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if code := stop(); code != 0 {
+		t.Fatalf("serve: exit %d: %s", code, log)
+	}
+	found := false
+	for _, line := range strings.Split(strings.TrimSpace(log.String()), "\n") {
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("a log line is not JSON: %q: %v", line, err)
+		}
+		if rec["op"] != "count" {
+			continue
+		}
+		found = true
+		ms, ok := rec["elapsed_ms"].(float64)
+		if !ok || ms < 0 || ms > 60_000 {
+			t.Errorf("elapsed_ms %v in %s", rec["elapsed_ms"], line)
+		}
+		if _, ok := rec["elapsed"]; ok {
+			t.Errorf("elapsed in nanoseconds too: %s", line)
+		}
+	}
+	if !found {
+		t.Fatalf("no request line for the count: %s", log)
 	}
 }

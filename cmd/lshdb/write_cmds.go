@@ -728,6 +728,18 @@ func batchBytes(d index) int {
 	return maxBatchBytes
 }
 
+// batchDocs is the number of documents of one of insert's batches into
+// d: 1,000, or the server's bound on a batch when it is lower (lshdb
+// serve --max-batch).
+func batchDocs(d index) int {
+	if b, ok := d.(interface{ MaxBatch() int }); ok {
+		if n := b.MaxBatch(); n > 0 {
+			return min(n, 1000)
+		}
+	}
+	return 1000
+}
+
 // stallFlushAfter is how long insert, reading standard input, holds a
 // document read but not committed before it commits the batch so far: a
 // stream that pauses or trickles (tail -f, a slow producer) has what it
@@ -1045,7 +1057,7 @@ after committing what was read and says where to continue.`,
 			// (a load, through an owner) does not hold the command.
 			bctx, stopGrace := afterGrace(a.ctx, interruptGrace)
 			defer stopGrace()
-			w := &inserter{d: d, commitCtx: commitCtx{bctx}, ttl: ttl, ids: make(map[string]uint8), batch: make([]db.Doc, 0, 1000), add: add}
+			w := &inserter{d: d, commitCtx: commitCtx{bctx}, ttl: ttl, ids: make(map[string]uint8), batch: make([]db.Doc, 0, batchDocs(d)), add: add}
 			err = a.putAll(w, inp.docs(args), len(args) == 0 || slices.Contains(args, "-"))
 			done()
 			w.sum.BadSkipped = inp.skipped

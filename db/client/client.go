@@ -37,6 +37,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -76,6 +77,9 @@ type Client struct {
 	// maxBody is the server's bound on a request body: 0 when it did not
 	// say (an earlier lshdb), negative for none.
 	maxBody int64
+	// maxBatch is the server's bound on the documents, ids or queries of
+	// a request: 0 when it did not say (none), negative for none.
+	maxBatch int
 	// instance is the server's index's instance name, read by Open.
 	instance string
 	closed   atomic.Bool
@@ -163,6 +167,7 @@ func OpenContext(ctx context.Context, target string, opts *Options) (*Client, er
 	}
 	c.maxDoc = p.MaxDocBytes
 	c.maxBody = p.MaxBodyBytes
+	c.maxBatch = p.MaxBatch
 	c.instance = p.Instance
 	return c, nil
 }
@@ -205,6 +210,22 @@ func (c *Client) MaxDocBytes() int { return c.maxDoc }
 // server did not say (an lshdb before it did, whose default was
 // httpapi.DefaultMaxBodyBytes).
 func (c *Client) MaxBodyBytes() int64 { return c.maxBody }
+
+// MaxBatch returns the server's bound on the documents of a PutBatch, the
+// ids of a DeleteIDs and the queries of a QueryMany
+// (httpapi.Options.MaxBatch, lshdb serve --max-batch), read once by Open:
+// a larger one is refused with httpapi.ErrBatchTooLarge before it is sent
+// (HasIDs asks in several requests). 0 or negative: no bound.
+func (c *Client) MaxBatch() int { return c.maxBatch }
+
+// batch refuses n documents, ids or queries over the server's MaxBatch,
+// as the server would, without sending them.
+func (c *Client) batch(n int, what string) error {
+	if c.maxBatch > 0 && n > c.maxBatch {
+		return fmt.Errorf("%w: %d %s in one request (the server takes at most %d, lshdb serve --max-batch): split them", httpapi.ErrBatchTooLarge, n, what, c.maxBatch)
+	}
+	return nil
+}
 
 // Error is an error the server reported. It matches its code's sentinel
 // with errors.Is (db.ErrNotFound for "not_found", …).
@@ -370,6 +391,9 @@ func (c *Client) PutBatch(docs []db.Doc, wo *db.WriteOptions) (db.BatchResult, e
 // nothing of whether the batch was stored.
 func (c *Client) PutBatchContext(ctx context.Context, docs []db.Doc, wo *db.WriteOptions) (db.BatchResult, error) {
 	if err := wireable(docs); err != nil {
+		return db.BatchResult{}, err
+	}
+	if err := c.batch(len(docs), "documents"); err != nil {
 		return db.BatchResult{}, err
 	}
 	req := httpapi.PutRequest{Docs: make([]httpapi.DocJSON, len(docs))}
@@ -631,6 +655,19 @@ func (c *Client) HasIDs(ids []string) ([]bool, error) {
 	if len(ids) == 0 {
 		return []bool{}, nil
 	}
+	if c.maxBatch > 0 && len(ids) > c.maxBatch {
+		// NB: each id's answer is its own: asked in requests the server
+		// takes.
+		found := make([]bool, 0, len(ids))
+		for chunk := range slices.Chunk(ids, c.maxBatch) {
+			f, err := c.HasIDs(chunk)
+			if err != nil {
+				return nil, err
+			}
+			found = append(found, f...)
+		}
+		return found, nil
+	}
 	ctx, cancel := c.ctx()
 	defer cancel()
 	var out httpapi.HasResultJSON
@@ -685,6 +722,9 @@ func (c *Client) DeleteIDsContext(ctx context.Context, ids []string, o *db.Write
 		} else if err != nil {
 			return db.DeleteResult{}, err
 		}
+	}
+	if err := c.batch(len(ids), "ids"); err != nil {
+		return db.DeleteResult{}, err
 	}
 	req := httpapi.DeleteRequest{IDs: ids}
 	if o != nil {
@@ -750,6 +790,9 @@ func (c *Client) QuerySignature(ctx context.Context, sig []uint32, qo *db.QueryO
 // QueryMany answers the queries on one snapshot of the server's index,
 // as db.DB.QueryMany does: one result per query, in their order.
 func (c *Client) QueryMany(ctx context.Context, qs []db.QueryInput, qo *db.QueryOptions) ([]*db.QueryResult, error) {
+	if err := c.batch(len(qs), "queries"); err != nil {
+		return nil, err
+	}
 	req := httpapi.QueryManyRequest{Queries: make([]httpapi.QueryRequest, len(qs))}
 	for i, q := range qs {
 		// NB: checked here, as db.DB.QueryMany does, so that the error

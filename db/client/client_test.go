@@ -2,6 +2,7 @@ package client_test
 
 import (
 	"bufio"
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -12,6 +13,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -1460,5 +1462,66 @@ func TestPairsLimitOldServer(t *testing.T) {
 	got, want := inOrder(t, c.Pairs(context.Background(), po)), inOrder(t, d.Pairs(context.Background(), po))
 	if len(want) != 3 || !reflect.DeepEqual(got, want) {
 		t.Fatalf("an old server, limit 3: %v, in process %v", got, want)
+	}
+}
+
+// Ensure that the client reads the server's MaxBatch: a PutBatch,
+// DeleteIDs or QueryMany over it is refused with ErrBatchTooLarge and
+// nothing changes, and HasIDs of more ids asks in several requests and
+// answers what the index holds.
+func TestMaxBatch(t *testing.T) {
+	d := open(t, nil)
+	docs := sampleDocs(t, 12)
+	if _, err := d.PutBatch(docs[:10], nil); err != nil {
+		t.Fatal(err)
+	}
+	for name, c := range server(t, d, &httpapi.Options{MaxBatch: 3}, "") {
+		t.Run(name, func(t *testing.T) {
+			if c.MaxBatch() != 3 {
+				t.Fatalf("MaxBatch %d, want 3", c.MaxBatch())
+			}
+			if _, err := c.PutBatch(docs[8:12], nil); !errors.Is(err, httpapi.ErrBatchTooLarge) {
+				t.Errorf("a PutBatch of 4: %v, want ErrBatchTooLarge", err)
+			}
+			if _, err := c.DeleteIDs([]string{docs[0].ID, docs[1].ID, docs[2].ID, docs[3].ID}, nil); !errors.Is(err, httpapi.ErrBatchTooLarge) {
+				t.Errorf("a DeleteIDs of 4: %v, want ErrBatchTooLarge", err)
+			}
+			qs := make([]db.QueryInput, 4)
+			for i := range qs {
+				qs[i] = db.QueryInput{ID: docs[i].ID}
+			}
+			if _, err := c.QueryMany(context.Background(), qs, nil); !errors.Is(err, httpapi.ErrBatchTooLarge) {
+				t.Errorf("a QueryMany of 4: %v, want ErrBatchTooLarge", err)
+			}
+			ids := make([]string, 0, len(docs)+1)
+			for _, doc := range docs {
+				ids = append(ids, doc.ID)
+			}
+			ids = append(ids, "never stored")
+			got, err := c.HasIDs(ids)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, _ := d.HasIDs(ids)
+			same(t, "HasIDs of 13 ids by 3", got, want)
+			if n, _ := d.Count(); n != 10 {
+				t.Errorf("%d documents after refused batches, want 10", n)
+			}
+		})
+	}
+	// The server refuses what a client that does not check sends.
+	srv := httptest.NewServer(httpapi.Handler(d, &httpapi.Options{MaxBatch: 3}))
+	defer srv.Close()
+	body, _ := json.Marshal(httpapi.PutRequest{Docs: []httpapi.DocJSON{httpapi.DocIn(docs[10]), httpapi.DocIn(docs[11]), httpapi.DocIn(docs[8]), httpapi.DocIn(docs[9])}})
+	resp, err := http.Post(srv.URL+"/v1/docs", "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Errorf("a put of 4 at MaxBatch 3: status %d, want 413", resp.StatusCode)
+	}
+	if ok, _ := d.Has(docs[10].ID); ok {
+		t.Error("the refused put stored its documents")
 	}
 }

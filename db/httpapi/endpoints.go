@@ -40,6 +40,7 @@ func (h *handler) params(w *resp, r *http.Request) error {
 	p := ParamsOut(h.d.Params())
 	p.MaxDocBytes = h.d.MaxDocBytes()
 	p.MaxBodyBytes = max(h.o.MaxBodyBytes, -1)
+	p.MaxBatch = max(h.o.MaxBatch, -1)
 	p.Instance = h.d.Instance()
 	return w.json(http.StatusOK, p)
 }
@@ -95,6 +96,9 @@ func (h *handler) hasMany(w *resp, r *http.Request) error {
 	if req.IDs == nil {
 		return badRequest(`no ids: give {"ids": ["a", "b", …]} (GET /v1/docs/has?id= asks of one)`)
 	}
+	if err := h.batch(len(req.IDs), "ids"); err != nil {
+		return err
+	}
 	found, err := h.d.HasIDs(req.IDs)
 	if err != nil {
 		return err
@@ -125,6 +129,14 @@ func (h *handler) put(w *resp, r *http.Request) error {
 	} else if in == nil {
 		return badRequest("no document: give id and text, or docs")
 	}
+	if err := h.batch(len(in), "documents"); err != nil {
+		return err
+	}
+	release, err := h.admit(r.Context(), len(in))
+	if err != nil {
+		return err
+	}
+	defer release()
 	docs := make([]db.Doc, len(in))
 	for i, dj := range in {
 		var err error
@@ -133,7 +145,6 @@ func (h *handler) put(w *resp, r *http.Request) error {
 		}
 	}
 	wo := db.WriteOptions{NoSync: req.NoSync, StoreText: req.StoreText, SkipEmpty: req.SkipEmpty}
-	var err error
 	if wo.TTL, wo.ExpireAt, err = Expiry(req.TTLMillis, req.ExpireAt); err != nil {
 		return err
 	}
@@ -208,7 +219,11 @@ func (h *handler) putIfNew(w *resp, r *http.Request) error {
 		var res []db.IfNewResult
 		var err error
 		if len(docs) > 0 {
-			res, err = h.d.PutIfNewBatch(ctx, docs, &wo)
+			var release func()
+			if release, err = h.admit(ctx, len(docs)); err == nil {
+				res, err = h.d.PutIfNewBatch(ctx, docs, &wo)
+				release()
+			}
 		}
 		// NB: every result has its line, those before an error of the
 		// index included: a document stored is never left unanswered.
@@ -424,6 +439,9 @@ func (h *handler) deleteBody(w *resp, r *http.Request) error {
 }
 
 func (h *handler) delete(w *resp, r *http.Request, req DeleteRequest) error {
+	if err := h.batch(len(req.IDs), "ids"); err != nil {
+		return err
+	}
 	// NB: no ids deletes nothing, as in process (DeleteIDs(nil)) and as
 	// an empty query/many answers nothing.
 	// NB: as put: a client gone while the batch waits for the writer lock
@@ -514,6 +532,14 @@ func (h *handler) queryMany(w *resp, r *http.Request) error {
 	if req.Queries == nil {
 		return badRequest("no queries: give queries, a list of query requests")
 	}
+	if err := h.batch(len(req.Queries), "queries"); err != nil {
+		return err
+	}
+	release, err := h.admit(r.Context(), len(req.Queries))
+	if err != nil {
+		return err
+	}
+	defer release()
 	ins := make([]db.QueryInput, len(req.Queries))
 	for i, q := range req.Queries {
 		if q.Threshold != 0 || q.Limit != 0 || q.EstimateOnly || q.WithText {

@@ -18,6 +18,9 @@ var (
 	ErrBadRequest = errors.New("lshdb: bad request")
 	// ErrBodyTooLarge is a request body over Options.MaxBodyBytes.
 	ErrBodyTooLarge = errors.New("lshdb: request body too large")
+	// ErrBatchTooLarge is a request with more documents, ids or queries
+	// than Options.MaxBatch.
+	ErrBatchTooLarge = errors.New("lshdb: batch too large")
 	// ErrUnauthorized is a request without the server's bearer token.
 	ErrUnauthorized = errors.New("lshdb: unauthorized")
 	// ErrCrossSite is a request a web browser made for another site (it
@@ -53,6 +56,7 @@ var Codes = []Code{
 	{"unauthorized", ErrUnauthorized, http.StatusUnauthorized},
 	{"cross_site", ErrCrossSite, http.StatusForbidden},
 	{"body_too_large", ErrBodyTooLarge, http.StatusRequestEntityTooLarge},
+	{"batch_too_large", ErrBatchTooLarge, http.StatusRequestEntityTooLarge},
 	{"request_timeout", ErrRequestTimeout, http.StatusRequestTimeout},
 	{"bad_request", ErrBadRequest, http.StatusBadRequest},
 	{"no_route", ErrNoRoute, http.StatusNotFound},

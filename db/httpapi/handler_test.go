@@ -748,3 +748,209 @@ func TestStreamFailureLogged(t *testing.T) {
 
 	}
 }
+
+// Ensure that a put, has, delete or query/many of more documents, ids or
+// queries than MaxBatch is refused whole with 413 batch_too_large, with
+// nothing stored or deleted, and that one of exactly MaxBatch is taken.
+func TestMaxBatch(t *testing.T) {
+	d := openFixture(t, 10, nil)
+	stored, err := d.Count()
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := startTCP(t, Handler(d, &Options{MaxBatch: 5}), 0)
+	post := func(path string, body any) (int, string) {
+		t.Helper()
+		b, _ := json.Marshal(body)
+		resp, err := http.Post("http://"+addr+path, "application/json", bytes.NewReader(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			return resp.StatusCode, ""
+		}
+		return resp.StatusCode, errorCode(t, resp.Body)
+	}
+	docs := func(n int) []DocJSON {
+		out := make([]DocJSON, n)
+		for i := range out {
+			out[i] = DocJSON{ID: fmt.Sprintf("new%d", i), Text: fmt.Sprintf("a new document number %d of the batch", i)}
+		}
+		return out
+	}
+	ids := func(n int) []string {
+		out := make([]string, n)
+		for i := range out {
+			out[i] = fmt.Sprintf("new%d", i)
+		}
+		return out
+	}
+	if st, code := post("/v1/docs", PutRequest{Docs: docs(6)}); st != 413 || code != "batch_too_large" {
+		t.Fatalf("a put of 6 documents at MaxBatch 5: %d %s, want 413 batch_too_large", st, code)
+	}
+	if n, _ := d.Count(); n != stored {
+		t.Fatalf("the refused put stored %d documents", n-stored)
+	}
+	if st, code := post("/v1/docs", PutRequest{Docs: docs(5)}); st != 200 {
+		t.Fatalf("a put of 5 documents at MaxBatch 5: %d %s", st, code)
+	}
+	if n, _ := d.Count(); n != stored+5 {
+		t.Fatalf("%d documents after a put of 5 to %d", n, stored)
+	}
+	if st, code := post("/v1/docs/delete", DeleteRequest{IDs: append(ids(5), "one more")}); st != 413 || code != "batch_too_large" {
+		t.Errorf("a delete of 6 ids: %d %s, want 413 batch_too_large", st, code)
+	}
+	if st, code := post("/v1/docs/has", HasRequest{IDs: ids(6)}); st != 413 || code != "batch_too_large" {
+		t.Errorf("a has of 6 ids: %d %s, want 413 batch_too_large", st, code)
+	}
+	if found, _ := d.HasIDs(ids(5)); slices.Contains(found, false) {
+		t.Errorf("the refused delete deleted: %v", found)
+	}
+	q := func(n int) []QueryRequest {
+		out := make([]QueryRequest, n)
+		for i := range out {
+			id := fmt.Sprintf("new%d", i%5)
+			out[i] = QueryRequest{ID: &id}
+		}
+		return out
+	}
+	if st, code := post("/v1/query/many", QueryManyRequest{Queries: q(6)}); st != 413 || code != "batch_too_large" {
+		t.Errorf("a query/many of 6 queries: %d %s, want 413 batch_too_large", st, code)
+	}
+	if st, code := post("/v1/query/many", QueryManyRequest{Queries: q(5)}); st != 200 {
+		t.Errorf("a query/many of 5 queries: %d %s", st, code)
+	}
+	resp, err := http.Get("http://" + addr + "/v1/params")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var p ParamsJSON
+	if err := json.NewDecoder(resp.Body).Decode(&p); err != nil || p.MaxBatch != 5 {
+		t.Errorf("params: max_batch %d (%v), want 5", p.MaxBatch, err)
+	}
+}
+
+// Ensure that the documents of the puts worked on at once stay within
+// MaxInFlight: a put that would go over it waits, and gives up when its
+// client goes away, with nothing stored; the room comes back when the
+// puts before it end, and many puts of a whole budget each all finish.
+func TestMaxInFlight(t *testing.T) {
+	d := openFixture(t, 0, nil)
+	var mu sync.Mutex
+	var errs []error
+	h := Handler(d, &Options{MaxBatch: 4, MaxInFlight: 4, Hooks: Hooks{Done: func(_ context.Context, op string, _ int, err error, _ time.Duration) {
+		if op == "put" && err != nil {
+			mu.Lock()
+			errs = append(errs, err)
+			mu.Unlock()
+		}
+	}}})
+	addr := startTCP(t, h, 0)
+	put := func(ctx context.Context, prefix string, n int) error {
+		var req PutRequest
+		for i := range n {
+			req.Docs = append(req.Docs, DocJSON{ID: fmt.Sprintf("%s%d", prefix, i), Text: fmt.Sprintf("document %d of %s, with a few words", i, prefix)})
+		}
+		b, _ := json.Marshal(req)
+		hr, _ := http.NewRequestWithContext(ctx, "POST", "http://"+addr+"/v1/docs", bytes.NewReader(b))
+		resp, err := http.DefaultClient.Do(hr)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("status %d: %s", resp.StatusCode, errorCode(t, resp.Body))
+		}
+		return nil
+	}
+	// A load holds the writer: a put of the whole budget is admitted and
+	// waits for the writer; a put of one more document waits for room.
+	started, unblock := make(chan struct{}), make(chan struct{})
+	loaded := make(chan error, 1)
+	go func() {
+		_, err := d.Load(context.Background(), func(yield func(db.Doc, error) bool) {
+			close(started)
+			<-unblock
+			yield(db.Doc{ID: "loaded", Text: "a document of the load"}, nil)
+		}, nil)
+		loaded <- err
+	}()
+	<-started
+	first := make(chan error, 1)
+	go func() { first <- put(context.Background(), "a", 4) }()
+	time.Sleep(200 * time.Millisecond) // NB: for the first to be admitted
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	if err := put(ctx, "b", 1); err == nil {
+		t.Fatal("a put over the budget went through while the budget was held")
+	}
+	cancel()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		mu.Lock()
+		n := len(errs)
+		mu.Unlock()
+		if n > 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	mu.Lock()
+	if len(errs) != 1 || !strings.Contains(errs[0].Error(), "waiting for other requests' documents") {
+		t.Errorf("the waiting put ended with %v, want one error of waiting for room", errs)
+	}
+	mu.Unlock()
+	close(unblock)
+	if err := <-loaded; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-first; err != nil {
+		t.Fatalf("the admitted put: %v", err)
+	}
+	// Many puts of the whole budget: each waits its turn, none is lost.
+	var wg sync.WaitGroup
+	failed := make(chan error, 16)
+	for c := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := put(context.Background(), fmt.Sprintf("c%d-", c), 4); err != nil {
+				failed <- err
+			}
+		}()
+	}
+	wg.Wait()
+	close(failed)
+	for err := range failed {
+		t.Error(err)
+	}
+	if found, _ := d.Has("b0"); found {
+		t.Error("the put whose client went away while it waited was stored")
+	}
+	if n, _ := d.Count(); n != 1+4+16*4 {
+		t.Errorf("%d documents, want %d (the load's, the first put's and 16 puts of 4)", n, 1+4+16*4)
+	}
+}
+
+// Ensure that HEAD is answered as GET without its body, except where the
+// GET reads the whole index (pairs, scan, clusters, check): a HEAD would
+// run it to the end for nothing, so it is refused with 405.
+func TestHead(t *testing.T) {
+	d := openFixture(t, 10, nil)
+	addr := startTCP(t, Handler(d, nil), 0)
+	for path, want := range map[string]int{"/v1/count": 200, "/v1/params": 200, "/v1/docs?id=nope": 404,
+		"/v1/pairs": 405, "/v1/scan": 405, "/v1/clusters": 405, "/v1/check": 405} {
+		resp, err := http.Head("http://" + addr + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("HEAD %s: %d, want %d", path, resp.StatusCode, want)
+		}
+		if want == 405 && !strings.HasPrefix(resp.Header.Get("Allow"), "GET") {
+			t.Errorf("HEAD %s: Allow %q, want GET first", path, resp.Header.Get("Allow"))
+		}
+	}
+}

@@ -637,6 +637,10 @@ type ParamsJSON struct {
 	// (Options.MaxBodyBytes; -1: none): absent from a server of an earlier
 	// lshdb, which had DefaultMaxBodyBytes unless told otherwise.
 	MaxBodyBytes int64 `json:"max_body_bytes,omitempty"`
+	// MaxBatch is the server's bound on the documents, ids or queries of
+	// one request (Options.MaxBatch; -1: none): absent from a server of an
+	// earlier lshdb, which had none.
+	MaxBatch int `json:"max_batch,omitempty"`
 	// Instance is the server's index's (db.Info.Instance), with
 	// MaxDocBytes and MaxBodyBytes in /v1/params only.
 	Instance string `json:"instance,omitempty"`
@@ -987,20 +991,23 @@ type CheckJSON struct {
 	PostingLists int      `json:"posting_lists"`
 	EmptyLists   int      `json:"empty_lists"`
 	Postings     int      `json:"postings"`
-	Problems     []string `json:"problems"` // [] when clean, never null
-	OK           bool     `json:"ok"`
+	Problems     []string `json:"problems"` // [] when clean, never null; the first 100
+	// ProblemCount is every problem found, those not listed included
+	// (absent from an earlier lshdb's answer).
+	ProblemCount int  `json:"problem_count"`
+	OK           bool `json:"ok"`
 }
 
 // CheckOut converts r for the wire.
 func CheckOut(r *db.CheckReport) CheckJSON {
 	return CheckJSON{Docs: r.Docs, IDs: r.IDs, PostingLists: r.PostingLists, EmptyLists: r.EmptyLists,
-		Postings: r.Postings, Problems: nonNil(r.Problems), OK: r.OK()}
+		Postings: r.Postings, Problems: nonNil(r.Problems), ProblemCount: r.ProblemCount, OK: r.OK()}
 }
 
 // CheckReport converts r back.
 func (r CheckJSON) CheckReport() *db.CheckReport {
 	return &db.CheckReport{Docs: r.Docs, IDs: r.IDs, PostingLists: r.PostingLists, EmptyLists: r.EmptyLists,
-		Postings: r.Postings, Problems: nilIfEmpty(r.Problems)}
+		Postings: r.Postings, Problems: nilIfEmpty(r.Problems), ProblemCount: max(r.ProblemCount, len(r.Problems))}
 }
 
 // TuneJSON is the answer of GET /v1/tune, as lshdb tune --db --output
