@@ -18,9 +18,12 @@ type CheckReport struct {
 	PostingLists int // posting lists (keys), empty ones included
 	EmptyLists   int // posting lists with no postings (left by deletes)
 	Postings     int // postings over all lists
-	// Problems lists every inconsistency found (at most MaxProblems);
-	// empty means the database checks clean.
+	// Problems lists the inconsistencies found, the first MaxProblems of
+	// them; empty means the database checks clean.
 	Problems []string
+	// ProblemCount is the number of inconsistencies found, those past
+	// the first MaxProblems (not listed) included.
+	ProblemCount int
 }
 
 // MaxProblems bounds CheckReport.Problems.
@@ -30,6 +33,7 @@ const MaxProblems = 100
 func (r *CheckReport) OK() bool { return len(r.Problems) == 0 }
 
 func (r *CheckReport) problem(format string, args ...any) {
+	r.ProblemCount++
 	if len(r.Problems) < MaxProblems {
 		r.Problems = append(r.Problems, fmt.Sprintf(format, args...))
 	}

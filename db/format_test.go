@@ -611,3 +611,40 @@ func TestFormat2TTLSaysUpgrade(t *testing.T) {
 		t.Fatalf("Get(ttl) = %+v, %v; want it with its expiry", got, err)
 	}
 }
+
+// Ensure that Check counts every problem it finds, those past the
+// MaxProblems it lists included: with k id entries removed, each leaves
+// a record no id names; the count at k = 20 (all listed) gives the
+// problems besides them, and at k = 130 the count is 130 plus those.
+func TestCheckCountsUnlistedProblems(t *testing.T) {
+	count := func(k int) *CheckReport {
+		d := mustOpen(t, t.TempDir(), &Options{NoSync: true})
+		defer d.Close()
+		for i := range 150 {
+			if err := d.Put(Doc{ID: fmt.Sprintf("doc%03d", i), Text: fmt.Sprintf("the text of document number %d, a few words long", i)}, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for i := range k {
+			if err := d.pdb.Delete(codec.AppendIDKey(nil, fmt.Sprintf("doc%03d", i)), pebble.Sync); err != nil {
+				t.Fatal(err)
+			}
+		}
+		rep, err := d.Check(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rep
+	}
+	few := count(20)
+	if few.ProblemCount != len(few.Problems) || few.ProblemCount < 20 {
+		t.Fatalf("20 unnamed records: %d problems counted, %d listed", few.ProblemCount, len(few.Problems))
+	}
+	many := count(130)
+	if len(many.Problems) != MaxProblems {
+		t.Errorf("%d problems listed, want MaxProblems (%d)", len(many.Problems), MaxProblems)
+	}
+	if want := 130 + few.ProblemCount - 20; many.ProblemCount != want {
+		t.Errorf("130 unnamed records: %d problems counted, want %d", many.ProblemCount, want)
+	}
+}

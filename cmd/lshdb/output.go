@@ -332,7 +332,8 @@ type checkJSON struct {
 	PostingLists int      `json:"posting_lists"`
 	EmptyLists   int      `json:"empty_lists"`
 	Postings     int      `json:"postings"`
-	Problems     []string `json:"problems"` // [] when clean, never null
+	Problems     []string `json:"problems"` // [] when clean, never null; the first 100
+	ProblemCount int      `json:"problem_count"`
 	OK           bool     `json:"ok"`
 }
 

@@ -812,7 +812,7 @@ are atomic: it has nothing to repair.`,
 				}
 				if a.json() {
 					out := checkJSON{Docs: rep.Docs, IDs: rep.IDs, PostingLists: rep.PostingLists, EmptyLists: rep.EmptyLists,
-						Postings: rep.Postings, Problems: rep.Problems, OK: rep.OK()}
+						Postings: rep.Postings, Problems: rep.Problems, ProblemCount: rep.ProblemCount, OK: rep.OK()}
 					if out.Problems == nil {
 						out.Problems = []string{}
 					}
@@ -824,6 +824,9 @@ are atomic: it has nothing to repair.`,
 						counted(rep.Docs, "document", "documents"), counted(rep.IDs, "id", "ids"), counted(rep.PostingLists, "posting list", "posting lists"), rep.EmptyLists, counted(rep.Postings, "posting", "postings"))
 					for _, p := range rep.Problems {
 						fmt.Fprintln(a.stdout, "problem:", esc(p))
+					}
+					if rep.ProblemCount > len(rep.Problems) {
+						fmt.Fprintf(a.stdout, "%s in all, the first %d listed\n", counted(rep.ProblemCount, "problem", "problems"), len(rep.Problems))
 					}
 				}
 				if !rep.OK() {
