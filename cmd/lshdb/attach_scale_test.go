@@ -560,7 +560,7 @@ func TestInterruptOnIdleStdin(t *testing.T) {
 		code int
 		said string
 	}{
-		{"insert", os.Interrupt, 130, "interrupted: committed 1 documents through stdin:1"},
+		{"insert", os.Interrupt, 130, "interrupted: committed 1 document through stdin:1"},
 		{"dedup", syscall.SIGTERM, 143, "interrupted: stored 1 "},
 	} {
 		t.Run(c.cmd, func(t *testing.T) {

@@ -86,9 +86,13 @@ type headerBody struct {
 	// Docs are the documents in the index when the run started, and
 	// Written the documents ever written to it then (db.Info): a file
 	// whose pair differs from the index's was made before a write
-	// (absent from the files of earlier builds).
+	// (absent from the files of earlier builds). NB: written even when
+	// 0: a file made on an empty index, read as one of an earlier build,
+	// was only warned of once the index held documents.
 	Docs    uint64 `json:"docs"`
-	Written uint64 `json:"written,omitempty"`
+	Written uint64 `json:"written"`
+	// hasWritten is whether a header read from a file has Written.
+	hasWritten bool
 	// Instance names the index (db.Info): a file made on another index,
 	// one built anew in the same place included, is refused even when its
 	// counts agree (absent from the files of earlier builds and of
@@ -212,7 +216,7 @@ func clustersNote(n, dropped int, t float64, mode db.ClusterMode, keep db.KeepPo
 	if mode == db.Components {
 		what = "components: members are linked through pairs at or above the threshold, so a member may be less similar to the one kept (its Jaccard to it is shown)"
 	}
-	return fmt.Sprintf("%d clusters at Jaccard >= %v, %d documents to drop (%s; kept: %s)", n, t, dropped, what, keepNote(keep))
+	return fmt.Sprintf("%s at Jaccard >= %v, %s to drop (%s; kept: %s)", counted(n, "cluster", "clusters"), t, counted(dropped, "document", "documents"), what, keepNote(keep))
 }
 
 // pairsFile checks a pairs --output json file as it is read: its header
@@ -245,6 +249,13 @@ func (f *pairsFile) line(n int, t []byte) (pair bool, err error) {
 			// the user's) is taken for what it says it is.
 			return false, fmt.Errorf("%w: %s:%d: the header of %q, not of pairs --header", errBadPairs, f.name, n, h.Header.Command)
 		}
+		var has struct {
+			Header struct {
+				Written *uint64 `json:"written"`
+			} `json:"header"`
+		}
+		_ = json.Unmarshal(t, &has) // NB: t decoded above
+		h.Header.hasWritten = has.Header.Written != nil
 		f.header = &h.Header
 		if h.Header.Limit > 0 {
 			return false, fmt.Errorf("%w: %s was made with pairs --limit %d: it holds the best %s, not all of them; run pairs without --limit", errIncomplete, f.name, h.Header.Limit, counted(h.Header.Limit, "pair", "pairs"))
@@ -296,7 +307,7 @@ func (f *pairsFile) fresh() error {
 	if p := paramsOf(now.Params); h.NumPerm != 0 && h.headerParams != p {
 		return fmt.Errorf("%w: %s was made on an index of other parameters (%v; this one has %v): another index; run pairs again", errStalePairs, f.name, h.headerParams, p)
 	}
-	if h.Written == 0 || now.Written == 0 || h.Written == now.Written && h.Docs == now.Docs {
+	if !h.hasWritten || now.Written == 0 && h.Written == 0 || h.Written == now.Written && h.Docs == now.Docs {
 		return nil
 	}
 	if h.Written > now.Written {
@@ -341,7 +352,7 @@ func (f *pairsFile) finish(t float64, warn func(string)) error {
 		return fmt.Errorf("%w: %s holds the pairs at Jaccard >= %v, and the clustering asks for >= %v: the pairs between are not in it; run pairs --threshold %v, or cluster at --threshold %v", errBadPairs, f.name, h.Threshold, t, t, h.Threshold)
 	}
 	// NB: the header was checked against the index at its line (fresh).
-	if now := f.now; now != nil && warn != nil && h.Written == 0 && h.Docs != now.Docs {
+	if now := f.now; now != nil && warn != nil && !h.hasWritten && h.Docs != now.Docs {
 		warn(fmt.Sprintf("%s was made when the index held %d documents, it holds %d now: documents written since are in no pair of it", f.name, h.Docs, now.Docs))
 	}
 	return nil

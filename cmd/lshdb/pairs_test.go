@@ -353,3 +353,30 @@ func TestReadCommandsInterrupted(t *testing.T) {
 		}
 	}
 }
+
+// Ensure that a pairs file made while the index was empty is refused
+// once documents are written: its header's written count (0) was left
+// out of the file, which then read as one of an earlier build, and
+// filter kept every near-duplicate of the documents written since.
+func TestPairsFileOfAnEmptyIndex(t *testing.T) {
+	idx := filepath.Join(t.TempDir(), "idx")
+	mustRun(t, "create", "--db", idx)
+	pairs, errOut, code := runLine([]string{"pairs", "--db", idx, "--output", "json", "--header"}, "")
+	if code != 0 {
+		t.Fatalf("pairs of the empty index: exit %d: %s", code, errOut)
+	}
+	if !strings.Contains(pairs, `"written":0`) {
+		t.Errorf("the header does not say 0 documents were written: %s", pairs)
+	}
+	in := `{"id":"a","text":"the quick brown fox jumps over the lazy dog near the river"}` + "\n" +
+		`{"id":"b","text":"the quick brown fox jumps over the lazy dog near the river!"}` + "\n"
+	if _, errOut, code := runLine([]string{"insert", "--db", idx}, in); code != 0 {
+		t.Fatalf("insert: exit %d: %s", code, errOut)
+	}
+	for _, args := range [][]string{{"clusters", "--db", idx, "--from", "-"}, {"filter", "--db", idx, "--from", "-", "--out", filepath.Join(t.TempDir(), "kept.jsonl"), "/dev/null"}} {
+		_, errOut, code := runLine(args, pairs)
+		if code == 0 || !strings.Contains(errOut, "stale pairs file") || !strings.Contains(errOut, "held 0 documents of 0 written") {
+			t.Errorf("%s --from a file of the empty index: exit %d: %s", args[0], code, errOut)
+		}
+	}
+}

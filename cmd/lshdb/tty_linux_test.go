@@ -50,10 +50,10 @@ func TestStdinTerminalNote(t *testing.T) {
 		note    string
 		summary string // a prefix of stdout
 	}{
-		{[]string{"insert"}, `{"id":"a","text":"typed at a terminal"}` + "\n", "reading JSON Lines from stdin (Ctrl-D to end)\n", "inserted 1 documents"},
-		{[]string{"build", "-"}, `{"id":"a","text":"typed at a terminal"}` + "\n", "reading JSON Lines from stdin (Ctrl-D to end)\n", "inserted 1 documents"},
-		{[]string{"insert", "--format", "csv"}, "id,text\nb,typed as csv\n", "reading CSV from stdin (Ctrl-D to end)\n", "inserted 1 documents"},
-		{[]string{"insert", file}, "", "", "inserted 1 documents"},
+		{[]string{"insert"}, `{"id":"a","text":"typed at a terminal"}` + "\n", "reading JSON Lines from stdin (Ctrl-D to end)\n", "inserted 1 document"},
+		{[]string{"build", "-"}, `{"id":"a","text":"typed at a terminal"}` + "\n", "reading JSON Lines from stdin (Ctrl-D to end)\n", "inserted 1 document"},
+		{[]string{"insert", "--format", "csv"}, "id,text\nb,typed as csv\n", "reading CSV from stdin (Ctrl-D to end)\n", "inserted 1 document"},
+		{[]string{"insert", file}, "", "", "inserted 1 document"},
 	} {
 		ctl, tty := openPTY(t)
 		if _, err := ctl.Write([]byte(c.typed + "\x04")); err != nil { // Ctrl-D ends the input

@@ -1070,7 +1070,7 @@ after committing what was read and says where to continue.`,
 				if w.doubt != "" {
 					maybe = fmt.Sprintf(", and perhaps the next batch, through %s (the answer of the process that owns the index was lost: it may have written them)", w.doubt)
 				}
-				return stoppedErr(fmt.Sprintf("committed %d documents", w.sum.Inserted), w.through, maybe, err)
+				return stoppedErr("committed "+counted(w.sum.Inserted, "document", "documents"), w.through, maybe, err)
 			}
 			return a.reportInsert(w.sum)
 		},
@@ -1146,8 +1146,9 @@ func (a *app) reportInsert(s insertSummary) error {
 	if a.json() {
 		return a.emitJSON(s)
 	}
-	_, err := fmt.Fprintf(a.stdout, "inserted %d documents (%d replaced stored ones); %d repeated ids in the input (last one wins), %d empty texts skipped, %d bad records skipped\n",
-		s.Inserted, s.Replaced, s.Repeated, s.Empty, s.BadSkipped)
+	_, err := fmt.Fprintf(a.stdout, "inserted %s (%d replaced stored ones); %s in the input (last one wins), %s skipped, %s skipped\n",
+		counted(s.Inserted, "document", "documents"), s.Replaced, counted(s.Repeated, "repeated id", "repeated ids"),
+		counted(s.Empty, "empty text", "empty texts"), counted(s.BadSkipped, "bad record", "bad records"))
 	return err
 }
 

@@ -419,7 +419,7 @@ func TestInvalidIDsByFormat(t *testing.T) {
 		skipped       int // documents stored with --skip-bad
 	}{
 		{csvPath, fmt.Sprintf("lshdb: committed 4 documents through %[1]s:5; stopped at %[1]s:6 (id \"bad\\xff\"): invalid document id: \"bad\\xff\" is not valid UTF-8\n", csvPath), 4, 9},
-		{textDir, fmt.Sprintf("lshdb: committed 1 documents through %[1]s/a.txt; stopped at %[1]s/b\\xff.txt (id \"b\\xff.txt\"): invalid document id: \"b\\xff.txt\" is not valid UTF-8\n", textDir), 1, 2},
+		{textDir, fmt.Sprintf("lshdb: committed 1 document through %[1]s/a.txt; stopped at %[1]s/b\\xff.txt (id \"b\\xff.txt\"): invalid document id: \"b\\xff.txt\" is not valid UTF-8\n", textDir), 1, 2},
 	} {
 		idx := filepath.Join(t.TempDir(), "index")
 		_, errOut, code := runLine([]string{"insert", "--db", idx, c.path}, "")
@@ -779,7 +779,7 @@ func TestRecordFilesInADirectory(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, errOut, code := runLine([]string{"insert", "--db", filepath.Join(dir, "a"), in}, "")
-	if code != 0 || !strings.Contains(out, "inserted 1 documents") || !strings.Contains(errOut, "holds record files (night.jsonl)") {
+	if code != 0 || !strings.Contains(out, "inserted 1 document") || !strings.Contains(errOut, "holds record files (night.jsonl)") {
 		t.Fatalf("a directory of a JSON Lines file: exit %d\n%s%s", code, out, errOut)
 	}
 	records := strings.Count(strings.TrimSpace(string(src)), "\n") + 1

@@ -332,6 +332,12 @@ func parseJSON(o *Options, s *lineScan, name string, line int, b []byte) (Record
 	} else if rec.Text, s.buf, ok = decodeString(raw, s.buf); !ok {
 		return Record{ID: rec.ID}, fmt.Errorf("field %q is not a string", o.TextField)
 	}
+	if !o.SkipText && !utf8.Valid(raw) {
+		// NB: encoding/json (and decodeString) turn each byte that is not
+		// UTF-8 into U+FFFD: the texts of a Latin-1 file that differ only
+		// in their accents became one text, a pair at Jaccard 1.
+		return Record{ID: rec.ID}, notUTF8(o.TextField, raw)
+	}
 	if o.IDFrom == "hash" {
 		rec.ID = hashID(rec.Text)
 	}
@@ -341,6 +347,20 @@ func parseJSON(o *Options, s *lineScan, name string, line int, b []byte) (Record
 		}
 	}
 	return rec, nil
+}
+
+// notUTF8 is the error of a field whose raw bytes are not UTF-8: it
+// names the first bad byte and its offset in the field.
+func notUTF8(field string, raw []byte) error {
+	at := 0
+	for at < len(raw) {
+		r, size := utf8.DecodeRune(raw[at:])
+		if r == utf8.RuneError && size == 1 {
+			break
+		}
+		at += size
+	}
+	return fmt.Errorf("field %q is not valid UTF-8 (byte 0x%02x at offset %d of the field): text in another encoding, such as Latin-1? convert the file first (iconv -f latin1 -t utf-8)", field, raw[min(at, len(raw)-1)], at)
 }
 
 // lookup finds a field of the JSON object obj by its dotted path: a key

@@ -219,7 +219,9 @@ func oracleRecord(b []byte) (id, text string, ok bool) {
 	default:
 		return "", "", false
 	}
-	if rawText[0] != '"' || json.Unmarshal(rawText, &text) != nil {
+	// NB: a text that is not UTF-8 is refused (encoding/json would
+	// replace its bad bytes with U+FFFD).
+	if rawText[0] != '"' || !utf8.Valid(rawText) || json.Unmarshal(rawText, &text) != nil {
 		return "", "", false
 	}
 	return id, text, true

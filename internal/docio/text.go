@@ -14,7 +14,7 @@ import (
 // ErrBinary is the cause of a bad record for a file that is not text. A
 // directory walk yields one for each binary file it meets; callers
 // usually skip them with a note.
-var ErrBinary = errors.New("a binary file, not UTF-8 text (a NUL byte, or over 1% invalid UTF-8, in its first 8 KiB)")
+var ErrBinary = errors.New("not UTF-8 text (a NUL byte, or over 1% invalid UTF-8, in its first 8 KiB): a binary file, or text in another encoding such as Latin-1 (convert it first: iconv -f latin1 -t utf-8)")
 
 // invalidUTF8 counts the bytes of b that are not part of a valid UTF-8
 // sequence.
