@@ -80,8 +80,9 @@ type clusterer struct {
 	mode  ClusterMode
 	keep  KeepPolicy
 	t     float64
-	edges []edge // between nodes (x.rep values), a < b, each once
-	on    []bool // by node: in some pair (its group is clustered)
+	edges []edge           // between nodes (x.rep values), a < b, each once
+	adj   map[int32][]edge // edges by node, made by split when first needed
+	on    []bool           // by node: in some pair (its group is clustered)
 	// named makes only the groups in some pair clusters (ClustersFrom:
 	// the pairs given say which); otherwise every group of identical
 	// documents is one, as Pairs reports their pairs.
@@ -158,9 +159,73 @@ func (c *clusterer) add(a, b int32, j float64) {
 	c.edges = append(c.edges, edge{a, b, j})
 }
 
+// vanishedError is what a clusterer's sim returns for a node none of
+// whose documents is stored any more (on Redis, which has no snapshot:
+// replaced or deleted since the documents were read).
+type vanishedError struct{ node int32 }
+
+func (e vanishedError) Error() string { return fmt.Sprintf("lshdb: node %d vanished", e.node) }
+
+// split returns the connected components of ns by the edges between
+// them, each with the least Jaccard of its edges (1 with none).
+func (c *clusterer) split(ns []int32) (parts [][]int32, minJs []float64) {
+	if c.adj == nil {
+		c.adj = make(map[int32][]edge)
+		for _, e := range c.edges {
+			c.adj[e.a] = append(c.adj[e.a], e)
+			c.adj[e.b] = append(c.adj[e.b], e)
+		}
+	}
+	parent := make(map[int32]int32, len(ns))
+	for _, n := range ns {
+		parent[n] = n
+	}
+	find := func(i int32) int32 {
+		for parent[i] != i {
+			parent[i] = parent[parent[i]]
+			i = parent[i]
+		}
+		return i
+	}
+	// NB: the edges of ns alone: a writer may make many nodes vanish.
+	var edges []edge
+	for _, n := range ns {
+		for _, e := range c.adj[n] {
+			_, oka := parent[e.a]
+			_, okb := parent[e.b]
+			if oka && okb && n == e.a {
+				edges = append(edges, e)
+			}
+		}
+	}
+	for _, e := range edges {
+		if ra, rb := find(e.a), find(e.b); ra != rb {
+			parent[max(ra, rb)] = min(ra, rb)
+		}
+	}
+	at := map[int32]int{}
+	for _, n := range ns {
+		r := find(n)
+		i, ok := at[r]
+		if !ok {
+			i = len(parts)
+			at[r] = i
+			parts, minJs = append(parts, nil), append(minJs, 1)
+		}
+		parts[i] = append(parts[i], n)
+	}
+	for _, e := range edges {
+		i := at[find(e.a)]
+		minJs[i] = min(minJs[i], e.j)
+	}
+	return parts, minJs
+}
+
 // clusters groups the nodes; sim returns the Jaccard of two nodes' sets
 // (Components mode asks it for each member's Jaccard to its
-// representative, once per node).
+// representative, once per node). A node that sim reports vanished
+// (vanishedError) is left out: its component is made again without it
+// (the clusters of its pairs with the others, which may fall apart).
 func (c *clusterer) clusters(ctx context.Context, sim func(a, b int32) (float64, error)) ([]Cluster, error) {
 	x := c.x
 	var out []Cluster
@@ -237,11 +302,8 @@ func (c *clusterer) clusters(ctx context.Context, sim func(a, b int32) (float64,
 			}
 			byRoot[r] = append(byRoot[r], n)
 		}
-		for _, r := range roots {
-			if err := ctxErr(ctx); err != nil {
-				return nil, err
-			}
-			ns := byRoot[r]
+		var component func(ns []int32, m float64) error
+		component = func(ns []int32, m float64) error {
 			rep := c.best(ns[0])
 			for _, n := range ns[1:] {
 				if b := c.best(n); c.better(b, rep) {
@@ -255,16 +317,34 @@ func (c *clusterer) clusters(ctx context.Context, sim func(a, b int32) (float64,
 					continue
 				}
 				j, err := sim(x.rep[rep], n)
+				if v, ok := err.(vanishedError); ok {
+					parts, minJs := c.split(slices.DeleteFunc(slices.Clone(ns), func(n int32) bool { return n == v.node }))
+					for i, p := range parts {
+						if err := component(p, minJs[i]); err != nil {
+							return err
+						}
+					}
+					return nil
+				}
 				if err != nil {
-					return nil, err
+					return err
 				}
 				js[k] = j
+			}
+			emit(rep, ns, js, m)
+			return nil
+		}
+		for _, r := range roots {
+			if err := ctxErr(ctx); err != nil {
+				return nil, err
 			}
 			m, ok := minJ[r]
 			if !ok {
 				m = 1 // one group of identical documents
 			}
-			emit(rep, ns, js, m)
+			if err := component(byRoot[r], m); err != nil {
+				return nil, err
+			}
 		}
 	case Centers:
 		// Adjacency of the nodes, from the edges.
@@ -333,6 +413,17 @@ func (c *clusterer) clusters(ctx context.Context, sim func(a, b int32) (float64,
 // its cluster as a group, so m copies cost O(m), not m(m−1)/2 pairs. The
 // verified pairs between distinct sets are held in memory (16 bytes
 // each) until the join ends.
+//
+// On Redis (no snapshot) it runs Pairs, with the promise Pairs' doc gives
+// beside a writer, keeps each pair with the versions it scored, then
+// lists the documents again and makes the clusters of the pairs whose two
+// versions are still stored: a document replaced while it runs joins by
+// its current version's pairs that the run found, or not at all; one
+// deleted is left out, as is a member whose record is gone by the time
+// Components mode reads its set (its cluster is made again without it).
+// A writer never makes it fail, and a cluster of documents that no writer
+// touched, and that no version of a touched document read by the run
+// pairs with, is exactly the cluster of a run with no writer.
 func (db *DB) Clusters(ctx context.Context, po *PairsOptions) ([]Cluster, error) {
 	mode, keep, err := clusterOptions(po)
 	if err != nil {
@@ -407,11 +498,27 @@ func (db *DB) Clusters(ctx context.Context, po *PairsOptions) ([]Cluster, error)
 // none of which is in a pair is no cluster (with the whole output of
 // Pairs, as lshdb pairs writes it, every group is in one). A pair whose
 // Jaccard is not in [0, 1], or that names one document twice, ends the
-// run with ErrInvalidOptions.
+// run with ErrInvalidOptions. On Redis (no snapshot), a member whose
+// record is gone (replaced or deleted) by the time its set is read is
+// left out, and its cluster made again without it, as in Clusters.
 func (db *DB) ClustersFrom(ctx context.Context, seq iter.Seq2[Pair, error], po *PairsOptions) ([]Cluster, error) {
 	if seq == nil {
 		return nil, fmt.Errorf("%w: ClustersFrom of a nil sequence of pairs", ErrInvalidOptions)
 	}
+	return db.clustersFrom(ctx, func(yield func(redisPair, error) bool) {
+		for p, err := range seq {
+			if !yield(redisPair{Pair: p}, err) {
+				return
+			}
+		}
+	}, po, false)
+}
+
+// clustersFrom is ClustersFrom. With run, the pairs are a Redis Pairs
+// run's with the versions they scored (Clusters on Redis): a pair whose
+// documents the index no longer holds in those versions (replaced or
+// deleted since they were read) is skipped, not an error.
+func (db *DB) clustersFrom(ctx context.Context, seq iter.Seq2[redisPair, error], po *PairsOptions, run bool) ([]Cluster, error) {
 	mode, keep, err := clusterOptions(po)
 	if err != nil {
 		return nil, err
@@ -477,6 +584,9 @@ func (db *DB) ClustersFrom(ctx context.Context, seq iter.Seq2[Pair, error], po *
 		}
 		ia, oka := pos[p.A]
 		ib, okb := pos[p.B]
+		if run && !(oka && okb && x.nums[ia] == p.na && x.nums[ib] == p.nb) {
+			continue // NB: a version no longer stored: replaced or deleted since it was read
+		}
 		if !oka || !okb {
 			missing := p.A
 			if oka {
@@ -504,7 +614,23 @@ func (db *DB) ClustersFrom(ctx context.Context, seq iter.Seq2[Pair, error], po *
 			return nil, classify(err)
 		}
 		if !ok && db.rkv != nil {
-			return nil, fmt.Errorf("%w: doc %d (%q) was replaced or deleted while the clusters were made (a Redis index has no snapshot: run it again, or with no writer beside it)", ErrNotFound, x.nums[n], x.ids[n])
+			// NB: replaced or deleted since the index was read (a Redis
+			// index has no snapshot): an identical member's record gives
+			// the same set; with none left, the node is left out of its
+			// cluster (clusterer.clusters).
+			for _, m := range x.members(n) {
+				if m == n {
+					continue
+				}
+				if v, ok, err = record(x.nums[m]); err != nil {
+					return nil, classify(err)
+				} else if ok {
+					break
+				}
+			}
+			if !ok {
+				return nil, vanishedError{n}
+			}
 		}
 		if !ok {
 			return nil, fmt.Errorf("%w: doc %d vanished from the snapshot", ErrCorrupt, x.nums[n])

@@ -143,6 +143,26 @@ type PairsStats struct {
 // verifies and yields without holding the database: a loop body may call
 // any method, Close included; after Close the iteration ends with
 // ErrClosed. Cancelling ctx ends it with ctx's error.
+//
+// On Redis there is no snapshot: Pairs lists the ids when it starts and
+// reads their documents a chunk at a time, beside whatever writers do
+// meanwhile. What a run beside a writer promises:
+//   - every pair of documents that were stored when it started and
+//     unchanged until it ended is reported, once, with its exact Jaccard,
+//     as with no writer;
+//   - a document is paired by its id: one replaced while the run goes is
+//     paired in the version its id names when the run reads it (its
+//     current content where the run can still see it, as Scan reads it);
+//     its pairs with documents the run had already passed when it was
+//     replaced may be missing, or reported with its earlier version. It
+//     never fails the run;
+//   - a document deleted while the run goes is left out from then on (a
+//     pair yielded before the delete stays yielded: no snapshot says it
+//     is about to go); one written under a new id is not paired;
+//   - every pair names two ids stored at some time during the run, and its
+//     Jaccard is exact for the versions it read, each stored at some time
+//     during the run (not necessarily at the same instant: there is no
+//     snapshot to read both from).
 func (db *DB) Pairs(ctx context.Context, po *PairsOptions) iter.Seq2[Pair, error] {
 	if po != nil && po.Limit != 0 {
 		return db.bestPairs(ctx, po)

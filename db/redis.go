@@ -17,7 +17,9 @@ package db
 //   - No snapshot: a read sees the cluster as it is. A query reads its b
 //     buckets in one pipelined round trip per master, then its
 //     candidates' records in another; a write that lands in between may
-//     or may not be seen.
+//     or may not be seen. Scan, Backup, Pairs and Clusters list the ids
+//     first and follow a document replaced since through its id (what
+//     Pairs promises beside a writer is in its doc).
 //   - No multi-key transaction: a write is several steps (rediskv's
 //     package comment gives the order), and a posting whose document is
 //     not (or no longer) there is skipped by readers. A batch is visible
@@ -607,19 +609,61 @@ func (db *DB) redisLoad(ctx context.Context, docs iter.Seq2[Doc, error], o LoadO
 // another.
 const redisPairsChunk = 256
 
-// redisPairs is Pairs on Redis. It takes the live documents a chunk at a
-// time in doc-number order; for each, the other members of its b buckets
-// with a larger doc number are its candidates, verified with exact
-// Jaccard (the estimate in storage none) as a query verifies them. Every
-// pair is thus reported once, by its earlier document. Three round trips
-// per master and chunk; the memory is a chunk's records and its
-// candidates'. No snapshot: documents written or deleted while it runs
-// may or may not be seen. Its PairsStats count the work of this method:
-// no identical groups are formed (identical documents are candidates,
+// redisPair is a pair of a Redis Pairs run with the doc numbers of the
+// versions of A and B that it scored: Clusters keeps a pair only while
+// they are the versions its index lists.
+type redisPair struct {
+	Pair
+	na, nb uint64
+}
+
+// redisRun is what a Redis Pairs run keeps for its whole length: the
+// documents listed when it started, by doc number, and each id's key,
+// its place in that list. A pair is reported by the document of the
+// lesser key, whatever versions of the two are read.
+type redisRun struct {
+	live  []rediskv.IDNum
+	keyOf map[string]int
+	t     float64
+	est   bool
+	st    *PairsStats
+}
+
+// listedKey returns the key of the id that the list gives doc number n.
+func (r *redisRun) listedKey(n uint64) (int, bool) {
+	i, ok := slices.BinarySearchFunc(r.live, n, func(x rediskv.IDNum, n uint64) int { return cmp.Compare(x.Num, n) })
+	if !ok {
+		return 0, false
+	}
+	return r.keyOf[r.live[i].ID], true
+}
+
+// redisPairs is Pairs on Redis. It lists the live documents, then takes
+// them a chunk at a time in doc-number order; for each, the other members
+// of its b buckets that come later in the list are its candidates,
+// verified with exact Jaccard (the estimate in storage none) as a query
+// verifies them. Every pair is thus reported once, by its earlier
+// document. Three round trips per master and chunk (more while a writer
+// replaces documents); the memory is the list, a chunk's records and its
+// candidates'. Its PairsStats count the work of this method: no
+// identical groups are formed (identical documents are candidates,
 // verified at 1), and Lists, HotLists and LargestList count the lists as
 // each chunk reads them (a list that two chunks read counts twice), by
 // documents, not distinct sets.
+//
+// No snapshot: beside a writer, what it promises is what Pairs' doc says.
+// A document is paired by its id: one replaced since the list was made
+// (its listed record gone, or a newer version of it in a bucket) is read
+// as its id names it when its chunk is read, as Scan reads it; one
+// deleted is left out from then on; one written under a new id since is
+// not paired (no id of the list names it).
 func (db *DB) redisPairs(ctx context.Context, po *PairsOptions, st *PairsStats, yield func(Pair, error) bool) error {
+	return db.redisPairsRun(ctx, po, st, func(p redisPair) bool { return yield(p.Pair, nil) })
+}
+
+// redisPairsRun is redisPairs, each pair given to emit with the versions
+// it scored (until emit returns false).
+func (db *DB) redisPairsRun(ctx context.Context, po *PairsOptions, st *PairsStats, emit func(redisPair) bool) error {
 	t, err := db.pairsThreshold(po)
 	if err != nil {
 		return err
@@ -640,41 +684,30 @@ func (db *DB) redisPairs(ctx context.Context, po *PairsOptions, st *PairsStats, 
 		return redisErr(err)
 	}
 	st.Docs = len(live)
-	// NB: the candidates are the documents listed now (live is in doc
-	// number order): a posting of a version being replaced, or of a
-	// document written since, is skipped, so each id pairs once.
-	listed := func(n uint64) bool {
-		_, ok := slices.BinarySearchFunc(live, n, func(x rediskv.IDNum, n uint64) int { return cmp.Compare(x.Num, n) })
-		return ok
+	r := &redisRun{live: live, keyOf: make(map[string]int, len(live)), t: t, est: db.estimateOnly(), st: st}
+	for i, x := range live {
+		r.keyOf[x.ID] = i // NB: an id listed twice (SCAN gave it twice, replaced in between) has the later place
 	}
 	prog := progressOf(ctx)
 	defer prog.end()
 	prog.phase(1, 1, "verifying candidates", int64(len(live)))
-	est := db.estimateOnly()
-	decode := func(n uint64, r []byte) (*docData, error) {
-		d := new(docData)
-		if err := db.decodeDoc(n, r, d); err != nil {
-			return nil, err
-		}
-		return d, nil
-	}
 	for start := 0; start < len(live); start += redisPairsChunk {
 		if err := ctxErr(ctx); err != nil {
 			return err
 		}
-		chunk := live[start:min(len(live), start+redisPairsChunk)]
+		end := min(len(live), start+redisPairsChunk)
 		if err := db.enter(); err != nil {
 			return err
 		}
-		pairs, err := db.redisPairsOf(ctx, chunk, t, est, decode, listed, st)
+		pairs, err := db.redisPairsOf(ctx, r, start, end)
 		db.mu.RUnlock()
 		if err != nil {
 			return err
 		}
-		prog.add(int64(len(chunk)))
+		prog.add(int64(end - start))
 		for _, p := range pairs {
 			st.Reported++
-			if !yield(p, nil) {
+			if !emit(p) {
 				return nil
 			}
 		}
@@ -682,10 +715,26 @@ func (db *DB) redisPairs(ctx context.Context, po *PairsOptions, st *PairsStats, 
 	return nil
 }
 
-// redisPairsOf returns the pairs that the documents of chunk report
-// (with listed documents of larger doc numbers). The caller holds db.mu.
-func (db *DB) redisPairsOf(ctx context.Context, chunk []rediskv.IDNum, t float64, est bool,
-	decode func(uint64, []byte) (*docData, error), listed func(uint64) bool, st *PairsStats) ([]Pair, error) {
+// redisPairsOf returns the pairs that the documents listed at keys
+// [start, end) report (with documents of greater keys). Each id is read
+// in one version for the chunk: a chunk document's is its listed record,
+// or what its id names now if that is gone; a candidate's the newest
+// found (its listed record, a newer version posted in a bucket, or what
+// its id names now if the listed record is gone). The caller holds db.mu.
+func (db *DB) redisPairsOf(ctx context.Context, r *redisRun, start, end int) ([]redisPair, error) {
+	type version struct {
+		num uint64
+		doc *docData
+	}
+	decode := func(n uint64, rec []byte) (*docData, error) {
+		d := new(docData)
+		if err := db.decodeDoc(n, rec, d); err != nil {
+			return nil, err
+		}
+		return d, nil
+	}
+	chunk := r.live[start:end]
+	own := func(k int) bool { return k >= start && k < end }
 	nums := make([]uint64, len(chunk))
 	for i, x := range chunk {
 		nums[i] = x.Num
@@ -694,27 +743,51 @@ func (db *DB) redisPairsOf(ctx context.Context, chunk []rediskv.IDNum, t float64
 	if err != nil {
 		return nil, redisErr(err)
 	}
-	docs := make(map[uint64]*docData, len(chunk))
+	// NB: a document replaced since the ids were listed is read as its id
+	// names it now; one deleted is left out.
+	at, cur, err := db.replacedNow(ctx, chunk, recs)
+	if err != nil {
+		return nil, redisErr(err)
+	}
+	if len(at) > 0 {
+		newer, err := db.rkv.Records(ctx, cur)
+		if err != nil {
+			return nil, redisErr(err)
+		}
+		for k, i := range at {
+			if newer[k] != nil {
+				nums[i], recs[i] = cur[k], newer[k]
+			}
+		}
+	}
+	// numKey is the key of each doc number whose id is known; vers the
+	// version of each key read for this chunk.
+	numKey := map[uint64]int{}
+	vers := map[int]version{}
+	read := make([]bool, len(chunk))
 	keys := make([][]uint64, len(chunk))
 	var lists []rediskv.BandBucket
 	listOf := map[postingKey]int{}
-	for i, r := range recs {
-		if r == nil {
-			continue // deleted since the ids were listed
+	for i, rec := range recs {
+		k := start + i
+		if rec == nil || r.keyOf[chunk[i].ID] != k {
+			continue // deleted; or listed twice, and read at its other place
 		}
-		d, err := decode(nums[i], r)
+		d, err := decode(nums[i], rec)
 		if err != nil {
 			return nil, err
 		}
-		docs[nums[i]] = d
+		read[i] = true
+		vers[k] = version{nums[i], d}
+		numKey[nums[i]], numKey[chunk[i].Num] = k, k
 		if keys[i], err = db.bucketKeys(nil, d.Signature); err != nil {
 			return nil, classify(err)
 		}
-		for band, k := range keys[i] {
-			pk := postingKey{band, k}
+		for band, b := range keys[i] {
+			pk := postingKey{band, b}
 			if _, ok := listOf[pk]; !ok {
 				listOf[pk] = len(lists)
-				lists = append(lists, rediskv.BandBucket{Band: band, Bucket: k})
+				lists = append(lists, rediskv.BandBucket{Band: band, Bucket: b})
 			}
 		}
 	}
@@ -722,6 +795,7 @@ func (db *DB) redisPairsOf(ctx context.Context, chunk []rediskv.IDNum, t float64
 	if err != nil {
 		return nil, redisErr(err)
 	}
+	st := r.st
 	st.Lists += len(lists)
 	for _, m := range members {
 		st.LargestList = max(st.LargestList, len(m))
@@ -729,70 +803,138 @@ func (db *DB) redisPairsOf(ctx context.Context, chunk []rediskv.IDNum, t float64
 			st.HotLists++
 		}
 	}
-	// Each document's candidates: the later members of its buckets.
+	// Each document's candidates: the members of its buckets of a
+	// greater key, or of a key known only once their record is read (a
+	// version written since the ids were listed).
 	cands := make([][]uint64, len(chunk))
 	var need []uint64
 	needed := map[uint64]bool{}
-	for i, n := range nums {
-		if docs[n] == nil {
+	for i := range chunk {
+		if !read[i] {
 			continue
 		}
+		self := start + i
 		seen := map[uint64]bool{}
-		for band, k := range keys[i] {
-			for _, m := range members[listOf[postingKey{band, k}]] {
-				if m <= n || seen[m] || !listed(m) {
+		for band, b := range keys[i] {
+			for _, m := range members[listOf[postingKey{band, b}]] {
+				if seen[m] {
 					continue
 				}
 				seen[m] = true
+				k, known := numKey[m]
+				if !known {
+					k, known = r.listedKey(m)
+				}
+				if known && k <= self {
+					continue
+				}
 				cands[i] = append(cands[i], m)
-				if docs[m] == nil && !needed[m] {
+				if _, ok := numKey[m]; !ok && !needed[m] {
 					needed[m] = true
 					need = append(need, m)
 				}
 			}
 		}
-		slices.Sort(cands[i])
-		st.Candidates += int64(len(cands[i]))
 	}
+	// use makes rec (doc number n) the version of key k, unless the
+	// chunk's own or a newer one is.
+	use := func(k int, n uint64, rec []byte) error {
+		if v, ok := vers[k]; ok && (own(k) || v.num >= n) {
+			return nil
+		}
+		d, err := decode(n, rec)
+		if err != nil {
+			return err
+		}
+		vers[k] = version{n, d}
+		return nil
+	}
+	var follow []string
 	if len(need) > 0 {
 		rs, err := db.rkv.Records(ctx, need)
 		if err != nil {
 			return nil, redisErr(err)
 		}
-		for i, r := range rs {
-			if r == nil {
-				continue // being written or retired: skipped, as a query skips it
+		for i, rec := range rs {
+			n := need[i]
+			if rec == nil {
+				// NB: a listed document replaced or deleted since: read
+				// as its id names it now. A version not listed, gone,
+				// was replaced in turn: skipped, as a query skips it.
+				if k, ok := r.listedKey(n); ok {
+					numKey[n] = k
+					follow = append(follow, r.live[k].ID)
+				}
+				continue
 			}
-			if docs[need[i]], err = decode(need[i], r); err != nil {
+			view, err := codec.ParseDocView(rec)
+			if err != nil {
+				return nil, classify(fmt.Errorf("doc %d: %w", n, err))
+			}
+			k, ok := r.keyOf[string(view.ID)]
+			if !ok {
+				continue // an id written since the ids were listed: not paired
+			}
+			numKey[n] = k
+			if err := use(k, n, rec); err != nil {
 				return nil, err
 			}
 		}
 	}
-	var out []Pair
-	for i, n := range nums {
-		a := docs[n]
-		if a == nil {
+	if len(follow) > 0 {
+		now, err := db.rkv.DocNums(ctx, follow)
+		if err != nil {
+			return nil, redisErr(err)
+		}
+		rs, err := db.rkv.Records(ctx, now)
+		if err != nil {
+			return nil, redisErr(err)
+		}
+		for i, rec := range rs {
+			if rec == nil {
+				continue // deleted (or replaced once more): left out
+			}
+			if err := use(r.keyOf[follow[i]], now[i], rec); err != nil {
+				return nil, err
+			}
+		}
+	}
+	var out []redisPair
+	for i := range chunk {
+		if !read[i] {
 			continue
 		}
+		self := start + i
+		a := vers[self]
+		var ks []int
+		seen := map[int]bool{}
 		for _, m := range cands[i] {
-			b := docs[m]
-			if b == nil {
-				continue
+			if k, ok := numKey[m]; ok && k > self && !seen[k] {
+				seen[k] = true
+				ks = append(ks, k)
+			}
+		}
+		slices.Sort(ks)
+		st.Candidates += int64(len(ks))
+		for _, k := range ks {
+			b, ok := vers[k]
+			if !ok {
+				continue // deleted since the ids were listed
 			}
 			var j float64
-			if est {
-				j = minhash.Estimate(a.Signature, b.Signature)
+			if r.est {
+				j = minhash.Estimate(a.doc.Signature, b.doc.Signature)
 			} else {
-				small, big := min(len(a.Set), len(b.Set)), max(len(a.Set), len(b.Set))
-				if float64(small)/float64(big) < t {
+				small, big := min(len(a.doc.Set), len(b.doc.Set)), max(len(a.doc.Set), len(b.doc.Set))
+				if float64(small)/float64(big) < r.t {
 					continue
 				}
-				j = minhash.Jaccard(a.Set, b.Set)
+				j = minhash.Jaccard(a.doc.Set, b.doc.Set)
 			}
 			st.Verified++
-			if j >= t {
+			if j >= r.t {
 				st.Matched++
-				out = append(out, Pair{A: a.ID, B: b.ID, Jaccard: j})
+				out = append(out, redisPair{Pair{A: a.doc.ID, B: b.doc.ID, Jaccard: j}, a.num, b.num})
 			}
 		}
 	}
@@ -807,58 +949,137 @@ func (db *DB) redisSweep(ctx context.Context) (int, error) {
 
 // redisPairsIndex reads the documents' ids, set sizes and fingerprints
 // into a pairsIndex (Clusters' and ClustersFrom's), a chunk of records per
-// round trip.
+// round trip. A document replaced since the ids were listed is read as
+// its id names it now (as Scan reads it); one deleted is left out.
 func (db *DB) redisPairsIndex(ctx context.Context, now int64) (*pairsIndex, error) {
 	live, err := db.rkv.Live(ctx)
 	if err != nil {
 		return nil, redisErr(err)
 	}
+	listed := func(n uint64) bool {
+		_, ok := slices.BinarySearchFunc(live, n, func(x rediskv.IDNum, n uint64) int { return cmp.Compare(x.Num, n) })
+		return ok
+	}
+	// NB: no sketches (skBytes 0): Redis's Pairs verifies as it reads,
+	// with no set file.
 	var p indexPart
+	add := func(p *indexPart, n uint64, r []byte) error {
+		view, err := codec.ParseDocView(r)
+		if err == nil {
+			err = p.add(n, &view, now)
+		}
+		if err != nil {
+			return classify(fmt.Errorf("doc %d: %w", n, err))
+		}
+		return nil
+	}
+	// moved are the versions followed: their numbers are not in the
+	// list's order, and they are merged into it at the end.
+	type moved struct {
+		n uint64
+		r []byte
+	}
+	var follows []moved
 	nums := make([]uint64, 0, redisScanChunk)
 	for start := 0; start < len(live); start += redisScanChunk {
+		chunk := live[start:min(len(live), start+redisScanChunk)]
 		nums = nums[:0]
-		for _, x := range live[start:min(len(live), start+redisScanChunk)] {
+		for _, x := range chunk {
 			nums = append(nums, x.Num)
 		}
 		recs, err := db.rkv.Records(ctx, nums)
 		if err != nil {
 			return nil, redisErr(err)
 		}
-		for i, r := range recs {
-			if r == nil {
-				continue // deleted since the ids were listed
-			}
-			view, err := codec.ParseDocView(r)
-			if err != nil {
-				return nil, classify(fmt.Errorf("doc %d: %w", nums[i], err))
-			}
-			// NB: no sketches (skBytes 0): Redis's Pairs verifies as it
-			// reads, with no set file.
-			if err := p.add(nums[i], &view, now); err != nil {
-				return nil, classify(fmt.Errorf("doc %d: %w", nums[i], err))
+		at, cur, err := db.replacedNow(ctx, chunk, recs)
+		if err == nil && len(at) > 0 {
+			var newer [][]byte
+			if newer, err = db.rkv.Records(ctx, cur); err == nil {
+				for k := range at {
+					// NB: a number also listed (an id listed twice) is
+					// read there.
+					if newer[k] != nil && !listed(cur[k]) {
+						follows = append(follows, moved{cur[k], newer[k]})
+					}
+				}
 			}
 		}
+		if err != nil {
+			return nil, redisErr(err)
+		}
+		for i, r := range recs {
+			if r == nil {
+				continue // replaced (followed above) or deleted since the ids were listed
+			}
+			if err := add(&p, nums[i], r); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if len(follows) > 0 {
+		slices.SortFunc(follows, func(a, b moved) int { return cmp.Compare(a.n, b.n) })
+		follows = slices.CompactFunc(follows, func(a, b moved) bool { return a.n == b.n })
+		var q indexPart
+		for _, f := range follows {
+			if err := add(&q, f.n, f.r); err != nil {
+				return nil, err
+			}
+		}
+		p = mergeParts(p, q)
 	}
 	return (&pairsIndex{groupOf: map[int32]int{}}).fill([]indexPart{p}), nil
 }
 
-// redisClusters is Clusters on Redis: the pairs of Pairs, held in memory,
-// made into clusters as ClustersFrom makes them.
-func (db *DB) redisClusters(ctx context.Context, po *PairsOptions) ([]Cluster, error) {
-	var pairs []Pair
-	for p, err := range db.Pairs(ctx, po) {
-		if err != nil {
-			return nil, err
+// mergeParts returns the documents of p and q, each in doc-number order
+// and with no sketches, as one part in doc-number order.
+func mergeParts(p, q indexPart) indexPart {
+	var out indexPart
+	i, j := 0, 0
+	for i < len(p.nums) || j < len(q.nums) {
+		from, k := &p, i
+		if i == len(p.nums) || j < len(q.nums) && q.nums[j] < p.nums[i] {
+			from, k = &q, j
+			j++
+		} else {
+			i++
 		}
-		pairs = append(pairs, p)
+		out.nums = append(out.nums, from.nums[k])
+		out.ids = append(out.ids, from.ids[k])
+		out.sizes = append(out.sizes, from.sizes[k])
+		out.fps = append(out.fps, from.fps[k])
 	}
-	return db.ClustersFrom(ctx, func(yield func(Pair, error) bool) {
+	out.expired = slices.Sorted(slices.Values(append(slices.Clip(p.expired), q.expired...)))
+	return out
+}
+
+// redisClusters is Clusters on Redis: the pairs of a Pairs run, held in
+// memory with the versions they scored, made into clusters as
+// ClustersFrom makes them over the documents listed after the run. A
+// pair is kept only if both its versions are still the ones listed: a
+// document replaced while the clusters are made joins them by its
+// current version's pairs that the run found, or not at all; one deleted
+// is left out; one whose record is gone by the time its set is read is
+// left out of its cluster (see clusterer.clusters). The clusters of the
+// documents no writer touched are those of a run with no writer.
+func (db *DB) redisClusters(ctx context.Context, po *PairsOptions) ([]Cluster, error) {
+	var pairs []redisPair
+	var st PairsStats
+	if err := db.redisPairsRun(ctx, po, &st, func(p redisPair) bool {
+		pairs = append(pairs, p)
+		return true
+	}); err != nil {
+		return nil, err
+	}
+	if po != nil && po.Stats != nil {
+		*po.Stats = st
+	}
+	return db.clustersFrom(ctx, func(yield func(redisPair, error) bool) {
 		for _, p := range pairs {
 			if !yield(p, nil) {
 				return
 			}
 		}
-	}, po)
+	}, po, true)
 }
 
 // redisBuckets is Buckets on Redis: every posting list's size (a SCAN
