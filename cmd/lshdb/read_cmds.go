@@ -19,6 +19,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/lshdb/lshdb/db"
 	"github.com/lshdb/lshdb/db/httpapi"
+	"github.com/lshdb/lshdb/internal/docio"
 	"github.com/lshdb/lshdb/internal/extsort"
 	"github.com/lshdb/lshdb/internal/topk"
 	"github.com/spf13/cobra"
@@ -81,6 +82,11 @@ func (a *app) queryCmd() *cobra.Command {
 					b, rerr := readAtMost(file, d.MaxDocBytes())
 					if rerr != nil {
 						return rerr
+					}
+					if !docio.IsText(b) {
+						// NB: as insert refuses such a file (a binary was
+						// shingled, and answered "0 matches").
+						return fmt.Errorf("%s: %w", file, docio.ErrBinary)
 					}
 					res, err = d.Query(a.ctx, string(b), qo)
 				default:

@@ -333,36 +333,14 @@ func (a *app) shellLine(line string) (done bool, err error) {
 		if len(words) == 2 && (words[1] == "--help" || words[1] == "-h") {
 			return false, a.shellHelp([]string{name})
 		}
-		var wo *db.WriteOptions
-		if len(words) > 1 && (words[1] == "--ttl" || strings.HasPrefix(words[1], "--ttl=")) {
-			v, ok := strings.CutPrefix(words[1], "--ttl=")
-			n := 2
-			if !ok {
-				if len(words) < 3 {
-					return false, usagef("put --ttl needs a duration (1h, 30m, 90s)")
-				}
-				v, n = words[2], 3
-			}
-			ttl, err := time.ParseDuration(v)
-			if err != nil || ttl <= 0 {
-				return false, usagef("put --ttl %q: want a positive duration (1h, 30m, 90s)", v)
-			}
-			wo = &db.WriteOptions{TTL: ttl}
-			words = slices.Delete(words, 1, n)
-		}
-		if len(words) > 1 && strings.HasPrefix(words[1], "-") {
-			if words[1] != "--" {
-				return false, usagef("put takes one flag, --ttl: %q (an id that starts with '-' follows --: put -- ID TEXT...)", words[1])
-			}
-			words = slices.Delete(words, 1, 2)
-		}
-		if len(words) < 3 {
-			return false, usagef("put [--ttl D] ID TEXT... (type help put)")
-		}
-		if err := a.shellDB.Put(db.Doc{ID: words[1], Text: strings.Join(words[2:], " ")}, wo); err != nil {
+		id, text, wo, err := parsePut(line)
+		if err != nil {
 			return false, err
 		}
-		fmt.Fprintf(a.stdout, "stored %s\n", esc(words[1]))
+		if err := a.shellDB.Put(db.Doc{ID: id, Text: text}, wo); err != nil {
+			return false, err
+		}
+		fmt.Fprintf(a.stdout, "stored %s\n", esc(id))
 		return false, nil
 	}
 	root := a.rootCmd()
@@ -473,6 +451,78 @@ func (a *app) shellHelp(args []string) error {
 
 // splitWords splits a shell line into words, honouring "double" and
 // 'single' quotes.
+// parsePut reads a put statement: put [--ttl D] [--] ID TEXT. The id is
+// a word (quotes may hold spaces); the text is the rest of the line as
+// typed, its spaces and tabs kept, unless it is one quoted string, whose
+// quotes are taken off.
+//
+// NB: the text was the line's words joined by single spaces: runs of
+// spaces and tabs were lost, and get showed another text than typed.
+func parsePut(line string) (id, text string, wo *db.WriteOptions, err error) {
+	_, rest, _ := nextWord(line) // put
+	w, after, err := nextWord(rest)
+	if err == nil && (w == "--ttl" || strings.HasPrefix(w, "--ttl=")) {
+		v, ok := strings.CutPrefix(w, "--ttl=")
+		if !ok {
+			if v, after, err = nextWord(after); err != nil || v == "" {
+				return "", "", nil, usagef("put --ttl needs a duration (1h, 30m, 90s)")
+			}
+		}
+		ttl, perr := time.ParseDuration(v)
+		if perr != nil || ttl <= 0 {
+			return "", "", nil, usagef("put --ttl %q: want a positive duration (1h, 30m, 90s)", v)
+		}
+		wo = &db.WriteOptions{TTL: ttl}
+		w, after, err = nextWord(after)
+	}
+	if err == nil && strings.HasPrefix(w, "-") {
+		if w != "--" {
+			return "", "", nil, usagef("put takes one flag, --ttl: %q (an id that starts with '-' follows --: put -- ID TEXT...)", w)
+		}
+		w, after, err = nextWord(after)
+	}
+	if err != nil {
+		return "", "", nil, err
+	}
+	text = strings.TrimRight(strings.TrimLeft(after, " \t"), "\r\n")
+	if strings.TrimSpace(text) == "" {
+		// NB: an empty id ("") is db's to refuse, by its name.
+		return "", "", nil, usagef("put [--ttl D] ID TEXT... (type help put)")
+	}
+	if q := text[0]; len(text) >= 2 && (q == '"' || q == '\'') && text[len(text)-1] == q && !strings.ContainsRune(text[1:len(text)-1], rune(q)) {
+		text = text[1 : len(text)-1]
+	}
+	return w, text, wo, nil
+}
+
+// nextWord returns the first word of s (as splitWords reads words:
+// quotes may hold spaces) and what follows it.
+func nextWord(s string) (word, rest string, err error) {
+	s = strings.TrimLeft(s, " \t")
+	var cur strings.Builder
+	var quote rune
+	for i, r := range s {
+		switch {
+		case quote != 0:
+			if r == quote {
+				quote = 0
+			} else {
+				cur.WriteRune(r)
+			}
+		case r == '"' || r == '\'':
+			quote = r
+		case r == ' ' || r == '\t':
+			return cur.String(), s[i:], nil
+		default:
+			cur.WriteRune(r)
+		}
+	}
+	if quote != 0 {
+		return "", "", usagef("unterminated quote")
+	}
+	return cur.String(), "", nil
+}
+
 func splitWords(line string) ([]string, error) {
 	var words []string
 	var cur strings.Builder

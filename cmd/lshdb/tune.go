@@ -24,6 +24,7 @@ func (a *app) tuneCmd() *cobra.Command {
 		RunE: func(c *cobra.Command, args []string) error {
 			var p bands.Params
 			t := threshold
+			var indexT float64 // the index's threshold (tune --db)
 			scheme, err := minhash.ParseScheme(schemeName)
 			if err != nil || schemeName == "" {
 				return usagef("--scheme %q: want fss, oph, classic or datasketch", schemeName)
@@ -46,6 +47,7 @@ func (a *app) tuneCmd() *cobra.Command {
 				}
 				defer closeDB()
 				p, t, scheme, numPerm = d.Params().Bands, d.Params().Threshold, d.Params().Scheme, d.Params().NumPerm
+				indexT = t
 				if c.Flags().Changed("threshold") {
 					if !(threshold > 0 && threshold <= 1) {
 						return usagef("--threshold %v is outside (0, 1]", threshold)
@@ -81,8 +83,15 @@ func (a *app) tuneCmd() *cobra.Command {
 					PAtThreshold: p.Probability(t), PAtThresholdShortDocs: shortDocs(rec), Scheme: scheme.String(), FalsePositiveArea: p.FalsePositiveArea(t),
 					FalseNegativeArea: p.FalseNegativeArea(t), Table: p.Table(bands.DefaultTableS)})
 			}
-			fmt.Fprintf(a.stdout, "%v for threshold %v: P(%v) = %.4f, S-curve threshold (1/b)^(1/r) = %.4f\n",
-				p, t, t, p.Probability(t), p.Threshold())
+			if indexT > 0 {
+				// NB: "b=16 r=6 for threshold 0.5" read as a banding chosen
+				// for 0.5: it is the index's, chosen for its own threshold.
+				fmt.Fprintf(a.stdout, "the index's %v (chosen for threshold %v) at threshold %v: P(%v) = %.4f, S-curve threshold (1/b)^(1/r) = %.4f\n",
+					p, indexT, t, t, p.Probability(t), p.Threshold())
+			} else {
+				fmt.Fprintf(a.stdout, "%v for threshold %v: P(%v) = %.4f, S-curve threshold (1/b)^(1/r) = %.4f\n",
+					p, t, t, p.Probability(t), p.Threshold())
+			}
 			if err := a.printRecall(rec, scheme); err != nil {
 				return err
 			}

@@ -35,6 +35,7 @@ type createFlags struct {
 	scheme, shingle      string
 	storage              string
 	bag, storeText       bool
+	seed                 uint64
 }
 
 // verifier returns a check of an opened index against the flags given
@@ -55,6 +56,7 @@ func (f *createFlags) verifier(c *cobra.Command) func(index) error {
 		mismatch("scheme", "Scheme", p.Scheme.String(), f.scheme)
 		mismatch("shingle", "Shingle", p.Shingle.String(), f.shingle)
 		mismatch("bag", "Bag", p.Bag, f.bag)
+		mismatch("seed", "Seed", p.Seed, f.seed)
 		return errors.Join(errs...)
 	}
 }
@@ -64,7 +66,8 @@ func (f *createFlags) add(c *cobra.Command) {
 	fs.Float64Var(&f.threshold, "threshold", 0.8, "Jaccard threshold the banding is chosen for, in (0, 1]")
 	fs.Float64Var(&f.recall, "recall", 0.99, "target probability that a pair at the threshold shares a band, in (0, 1)")
 	fs.IntVar(&f.numPerm, "num-perm", 128, "signature values")
-	fs.StringVar(&f.scheme, "scheme", "fss", "signature scheme of a new index: fss, oph, classic or datasketch (signatures equal to the Python datasketch MinHash's, seed 1 unless --seed)")
+	fs.StringVar(&f.scheme, "scheme", "fss", "signature scheme of a new index: fss, oph, classic or datasketch (signatures equal to the Python datasketch MinHash's, of seed 1 unless --seed)")
+	fs.Uint64Var(&f.seed, "seed", 0, "seed of a new index's hash functions (default 0; 1 with --scheme datasketch, datasketch's default)")
 	fs.StringVar(&f.shingle, "shingle", "char", "shingle kind: char or word")
 	fs.IntVar(&f.shingleSize, "shingle-size", 0, "shingle size k (default 5 for char, 3 for word)")
 	fs.BoolVar(&f.bag, "bag", false, "bag (multiset) shingles: repeats count")
@@ -124,6 +127,13 @@ func (f *createFlags) options(c *cobra.Command) (*db.Options, error) {
 			return nil, usagef("--storage %q: want text, sets or none", f.storage)
 		}
 		o.Storage = f.storage
+	}
+	if set("seed") {
+		if f.seed == 0 && f.scheme == "datasketch" {
+			// NB: db takes a Seed of 0 as the scheme's default, 1.
+			return nil, usagef("--seed 0 with --scheme datasketch: datasketch's seed 0 is not available (its default is 1); give another seed")
+		}
+		o.Seed = f.seed
 	}
 	o.Bag, o.StoreText = f.bag, f.storeText
 	return o, nil
@@ -1405,8 +1415,15 @@ func (a *app) getCmd() *cobra.Command {
 					if doc.HasText {
 						out["text"] = doc.Text
 					}
-					if doc.Meta != nil {
-						out["meta"] = string(doc.Meta)
+					// NB: as export writes it (JSON as stored, else
+					// meta_string or meta_base64): a JSON value was given
+					// as a string holding it.
+					if l := exportOf(doc); l.Meta != nil {
+						out["meta"] = l.Meta
+					} else if l.MetaString != nil {
+						out["meta_string"] = *l.MetaString
+					} else if l.MetaBase64 != nil {
+						out["meta_base64"] = *l.MetaBase64
 					}
 					if !doc.ExpiresAt.IsZero() {
 						out["expires_at"] = doc.ExpiresAt.Format(time.RFC3339Nano)
@@ -1419,6 +1436,12 @@ func (a *app) getCmd() *cobra.Command {
 				fmt.Fprintf(a.stdout, "id: %s\ndoc number: %d\nshingles: %v\n", esc(doc.ID), doc.Num, shingles)
 				if !doc.ExpiresAt.IsZero() {
 					fmt.Fprintf(a.stdout, "expires: %s\n", doc.ExpiresAt.Format(time.RFC3339))
+				}
+				// NB: the metadata was shown in JSON only.
+				if l := exportOf(doc); l.Meta != nil || l.MetaString != nil {
+					fmt.Fprintf(a.stdout, "meta: %s\n", esc(string(doc.Meta)))
+				} else if l.MetaBase64 != nil {
+					fmt.Fprintf(a.stdout, "meta (base64): %s\n", *l.MetaBase64)
 				}
 				if doc.HasText {
 					_, err = fmt.Fprintf(a.stdout, "text: %s\n", esc(doc.Text))

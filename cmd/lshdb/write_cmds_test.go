@@ -788,3 +788,50 @@ func TestRecordFilesInADirectory(t *testing.T) {
 		t.Fatalf("--format jsonl on the directory: exit %d\n%s%s", code, out, errOut)
 	}
 }
+
+// Ensure that --seed makes a new index of that seed (the help of
+// --scheme named a flag that did not exist), that another seed on an
+// existing index is refused as a mismatch, and that seed 0 with the
+// datasketch scheme (which db takes as its default, 1) is refused.
+func TestSeedFlag(t *testing.T) {
+	idx := filepath.Join(t.TempDir(), "idx")
+	mustRun(t, "create", "--db", idx, "--seed", "5")
+	d, err := db.Open(idx, &db.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := d.Params().Seed; got != 5 {
+		t.Errorf("seed %d, want 5", got)
+	}
+	d.Close()
+	for _, seed := range []string{"6", "0"} {
+		_, errOut, code := runLine([]string{"insert", "--db", idx, "--seed", seed}, `{"id":"a","text":"some text"}`+"\n")
+		if code == 0 || !strings.Contains(errOut, "Seed") {
+			t.Errorf("insert --seed %s into an index of seed 5: exit %d: %s", seed, code, errOut)
+		}
+	}
+	_, errOut, code := runLine([]string{"create", "--db", filepath.Join(t.TempDir(), "ds"), "--scheme", "datasketch", "--seed", "0"}, "")
+	if code != 2 || !strings.Contains(errOut, "--seed 0") {
+		t.Errorf("create --scheme datasketch --seed 0: exit %d: %s", code, errOut)
+	}
+}
+
+// Ensure that an index given as an input is refused, whole: read as a
+// folder of texts, its own files were stored as documents (its OPTIONS
+// file among them) and the others counted as bad records.
+func TestIndexAsInput(t *testing.T) {
+	dir := t.TempDir()
+	src, dst := filepath.Join(dir, "src"), filepath.Join(dir, "dst")
+	if _, errOut, code := runLine([]string{"insert", "--db", src}, `{"id":"a","text":"some text"}`+"\n"); code != 0 {
+		t.Fatal(errOut)
+	}
+	for _, cmd := range []string{"insert", "build"} {
+		_, errOut, code := runLine([]string{cmd, "--db", dst, src}, "")
+		if code == 0 || !strings.Contains(errOut, "an index (a Pebble store), not a folder of documents") {
+			t.Errorf("%s from an index: exit %d: %s", cmd, code, errOut)
+		}
+		if _, err := os.Stat(dst); err == nil {
+			t.Errorf("%s from an index left an index at %s", cmd, dst)
+		}
+	}
+}

@@ -321,9 +321,33 @@ func (r *reader) path(p string) error {
 		return err
 	}
 	if st.IsDir() {
+		if isStore(p) {
+			// NB: read as a folder of texts, an index's own files (its
+			// OPTIONS file among them) were stored as documents.
+			return fmt.Errorf("%s: %w", p, ErrStoreInput)
+		}
 		return r.dir(p)
 	}
 	return r.file(p, p, r.o.Format, "")
+}
+
+// ErrStoreInput is the error of an input directory that is a Pebble store
+// (an lshdb index), not a folder of documents.
+var ErrStoreInput = errors.New("an index (a Pebble store), not a folder of documents: give its documents' files (lshdb export --db DIR writes them)")
+
+// isStore reports whether dir holds a Pebble store: an OPTIONS file and a
+// MANIFEST file of Pebble's names.
+func isStore(dir string) bool {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return false
+	}
+	var options, manifest bool
+	for _, e := range ents {
+		options = options || strings.HasPrefix(e.Name(), "OPTIONS-")
+		manifest = manifest || strings.HasPrefix(e.Name(), "MANIFEST-")
+	}
+	return options && manifest
 }
 
 // file opens a file and reads it in format (by name when ""); as text,

@@ -77,13 +77,20 @@ func (r *reader) text(name, id string, in io.Reader) error {
 		// NB: the rest is not read: its size is unknown, and the check
 		// stays bounded on a compressed bomb.
 		bad = fmt.Errorf("%w: more than %d bytes", errTooLong, max)
-	} else if head := b[:min(len(b), 8192)]; bytes.IndexByte(head, 0) >= 0 || invalidUTF8(trimPartialRune(head, len(b)))*100 > len(head) {
+	} else if !IsText(b) {
 		bad = ErrBinary
 	}
 	if bad != nil {
 		return r.emit(Record{}, &RecordError{File: name, ID: id, Err: bad})
 	}
 	return r.emit(Record{ID: id, Text: string(b), File: name}, nil)
+}
+
+// IsText reports whether b reads as UTF-8 text: no NUL byte, and at most
+// 1% invalid UTF-8, in its first 8 KiB (see ErrBinary).
+func IsText(b []byte) bool {
+	head := b[:min(len(b), 8192)]
+	return bytes.IndexByte(head, 0) < 0 && invalidUTF8(trimPartialRune(head, len(b)))*100 <= len(head)
 }
 
 // trimPartialRune drops a rune cut by the 8 KiB head window.
