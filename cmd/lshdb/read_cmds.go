@@ -661,7 +661,7 @@ bucket_size_histogram and hottest.`,
 			})
 		},
 	}
-	c.Flags().IntVar(&band, "band", -1, "one band (default: all)")
+	c.Flags().IntVar(&band, "band", -1, "one band (-1: all of them)")
 	c.Flags().IntVar(&top, "top", 10, "hottest buckets to list")
 	return c
 }

@@ -40,7 +40,7 @@ func (a *app) serveCmd() *cobra.Command {
   # Also on a TCP port, with a bearer token (required off loopback)
   LSHDB_TOKEN=s3cret lshdb serve --db idx --addr 0.0.0.0:7070`,
 		Short: "Own an index and serve its API over HTTP/JSON (Unix socket, optionally TCP)",
-		Long: `Own an index and serve the library's API over HTTP/JSON (see openapi.yaml):
+		Long: `Own an index and serve the library's API over HTTP/JSON (its OpenAPI description: GET /v1/openapi.yaml, or db/httpapi/openapi.yaml in the source):
 always on the Unix socket DIR/lshdb.sock (mode 0600: this user only), and on
 TCP when --addr is given. A non-loopback --addr needs --token (or the
 LSHDB_TOKEN environment variable): every request but /healthz must then carry

@@ -49,12 +49,12 @@ var shellSpecs = map[string]shellSpec{
 	"query":    {"query (--id ID | --text TEXT) [--threshold T] [--top K] [--estimate-only]", []string{"id", "text", "threshold", "top", "estimate-only"}},
 	"explain":  {"explain ID1 ID2", nil},
 	"pairs":    {"pairs [--threshold T] [--limit N] [--stats] [--sort=false]", []string{"threshold", "limit", "stats", "sort"}},
-	"clusters": {"clusters [--threshold T]", []string{"threshold"}},
+	"clusters": {"clusters [--threshold T] [--mode components|centers] [--keep first|last|longest|shortest]", []string{"threshold", "mode", "keep"}},
 	"tune":     {"tune [--threshold T]   (the open index's banding at T; lshdb tune without --db chooses one)", []string{"threshold"}},
 	"check":    {"check", nil},
 	"purge":    {"purge", nil},
 	"put":      {"put [--ttl D] ID TEXT...", nil},
-	"delete":   {"delete ID...", nil},
+	"delete":   {"delete [--ignore-missing] ID...", []string{"ignore-missing"}},
 }
 
 // shellExits are the words that leave the shell (as do Ctrl-D and EOF).
