@@ -3,9 +3,11 @@ package httpapi
 // The endpoints: one function per route of Handler.
 
 import (
+	"bytes"
 	"cmp"
 	_ "embed"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"iter"
@@ -110,10 +112,15 @@ func (h *handler) put(w *resp, r *http.Request) error {
 	if _, err := params(r, nil); err != nil {
 		return err
 	}
-	var req PutRequest
-	if err := decode(r, &req); err != nil {
+	// NB: the documents are counted as they are decoded: a body of
+	// 800,000 small documents was decoded whole (0.4 GB) before its
+	// count was refused.
+	body := putBody{Docs: &boundedDocs{max: h.o.MaxBatch}}
+	if err := decode(r, &body); err != nil {
 		return err
 	}
+	req := body.PutRequest
+	req.Docs = body.Docs.docs
 	// NB: any field of a document makes the request one document: a
 	// body with docs and a top-level tokens list took the docs and
 	// dropped the tokens unsaid, and {"tokens": […]} with no id said "no
@@ -128,9 +135,6 @@ func (h *handler) put(w *resp, r *http.Request) error {
 		in = []DocJSON{req.DocJSON}
 	} else if in == nil {
 		return badRequest("no document: give id and text, or docs")
-	}
-	if err := h.batch(len(in), "documents"); err != nil {
-		return err
 	}
 	release, err := h.admit(r.Context(), len(in))
 	if err != nil {
@@ -155,6 +159,52 @@ func (h *handler) put(w *resp, r *http.Request) error {
 		return err
 	}
 	return w.json(http.StatusOK, BatchResultOut(res))
+}
+
+// putBody is the body of a put as the handler decodes it: a PutRequest
+// whose docs are decoded one at a time, up to Options.MaxBatch.
+type putBody struct {
+	PutRequest
+	Docs *boundedDocs `json:"docs"`
+}
+
+// boundedDocs decodes a JSON list of documents, refusing (with
+// ErrBatchTooLarge) one longer than max (none when max ≤ 0) before
+// decoding more. docs stays nil for a null (or absent) list.
+type boundedDocs struct {
+	max  int
+	docs []DocJSON
+}
+
+func (b *boundedDocs) UnmarshalJSON(raw []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	t, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	if t == nil {
+		return nil // null
+	}
+	if d, ok := t.(json.Delim); !ok || d != '[' {
+		return badRequest("docs is not a list of documents")
+	}
+	b.docs = []DocJSON{}
+	for dec.More() {
+		if b.max > 0 && len(b.docs) == b.max {
+			return fmt.Errorf("%w: more than %d documents in one request (lshdb serve --max-batch): split them into several requests, or stream them (POST /v1/load, /v1/docs/put-if-new)", ErrBatchTooLarge, b.max)
+		}
+		var d DocJSON
+		if err := dec.Decode(&d); err != nil {
+			var te *json.UnmarshalTypeError
+			if errors.As(err, &te) {
+				return badRequest("docs[%d]: JSON field %q: %v", len(b.docs), te.Field, err)
+			}
+			return badRequest("docs[%d]: %v", len(b.docs), err)
+		}
+		b.docs = append(b.docs, d)
+	}
+	return nil
 }
 
 func (h *handler) putIfNew(w *resp, r *http.Request) error {

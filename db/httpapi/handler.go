@@ -654,6 +654,8 @@ func bodyError(err error) error {
 	var se *json.SyntaxError
 	var te *json.UnmarshalTypeError
 	switch {
+	case errors.Is(err, ErrBatchTooLarge) || errors.Is(err, ErrBadRequest):
+		return err // NB: a field's own decoding said (boundedDocs)
 	case errors.As(err, &mbe):
 		return fmt.Errorf("%w: more than %d bytes", ErrBodyTooLarge, mbe.Limit)
 	case codeOf(err).Code == "request_timeout":

@@ -792,6 +792,18 @@ func TestMaxBatch(t *testing.T) {
 	if n, _ := d.Count(); n != stored {
 		t.Fatalf("the refused put stored %d documents", n-stored)
 	}
+	// The documents are decoded one by one: their own errors are still
+	// the body's, with the document's place.
+	for _, body := range []string{`{"docs": [{"id": "x", "text": "t", "bogus": 1}]}`, `{"docs": [{"id": 7.5e999, "text": "t"}]}`, `{"docs": {"id": "x"}}`} {
+		resp, err := http.Post("http://"+addr+"/v1/docs", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if code := errorCode(t, resp.Body); resp.StatusCode != 400 || code != "bad_request" {
+			t.Errorf("%s: %d %s, want 400 bad_request", body, resp.StatusCode, code)
+		}
+		resp.Body.Close()
+	}
 	if st, code := post("/v1/docs", PutRequest{Docs: docs(5)}); st != 200 {
 		t.Fatalf("a put of 5 documents at MaxBatch 5: %d %s", st, code)
 	}
