@@ -46,6 +46,7 @@ import (
 	"fmt"
 	"iter"
 	"math/bits"
+	"net"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -92,6 +93,12 @@ func looksLikeURL(dir string) bool {
 func redisErr(err error) error {
 	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return err
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		// NB: go-redis's own words ("i/o timeout", after its retries)
+		// name no cause.
+		return fmt.Errorf("%w: redis: a node did not answer in time (a master frozen or unreachable: the cluster fails it over after its cluster-node-timeout; try again then): %w", ErrBackend, err)
 	}
 	return fmt.Errorf("%w: redis: %w", ErrBackend, err)
 }

@@ -2,6 +2,7 @@ package db
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -511,5 +512,29 @@ func TestRedisPairsClustersBesideWriter(t *testing.T) {
 	}
 	if checked < len(comps) || checked < followGroups*2/5 {
 		t.Fatalf("%d clusters of untouched groups checked, brute force has %d", checked, len(comps))
+	}
+}
+
+// timeoutErr is a net.Error that timed out, as go-redis returns when a
+// node does not answer.
+type timeoutErr struct{}
+
+func (timeoutErr) Error() string   { return "read tcp 127.0.0.1:1->127.0.0.1:2: i/o timeout" }
+func (timeoutErr) Timeout() bool   { return true }
+func (timeoutErr) Temporary() bool { return true }
+
+// Ensure that a Redis node's timeout is ErrBackend saying what it likely
+// is (go-redis's "i/o timeout" named no cause), and that other errors and
+// a context's end pass as they are.
+func TestRedisErrTimeout(t *testing.T) {
+	err := redisErr(fmt.Errorf("wrapped: %w", timeoutErr{}))
+	if !errors.Is(err, ErrBackend) || !strings.Contains(err.Error(), "did not answer in time") || !strings.Contains(err.Error(), "i/o timeout") {
+		t.Errorf("a timeout: %v", err)
+	}
+	if err := redisErr(errors.New("WRONGTYPE")); !errors.Is(err, ErrBackend) || strings.Contains(err.Error(), "in time") {
+		t.Errorf("another error: %v", err)
+	}
+	if err := redisErr(context.Canceled); err != context.Canceled {
+		t.Errorf("a cancel: %v", err)
 	}
 }

@@ -79,9 +79,14 @@ var ErrURL = errors.New("not a redis:// or redis+cluster:// URL")
 type Store struct {
 	// Unreplicated, if set before use, is called by Sync with the address
 	// of each master that holds slots but has no replica online (after a
-	// failover, until a replica is added): its writes are acknowledged
-	// without one.
+	// failover, until a replica is added; while its replicas are synced
+	// anew): its writes are acknowledged without one.
 	Unreplicated func(master string)
+
+	// resyncing holds, by master address, until when Sync takes the
+	// master's replicas for being synced anew without asking (a
+	// time.Time): a WAIT for them would wait its whole timeout.
+	resyncing sync.Map
 
 	c      redis.UniversalClient
 	prefix string
@@ -219,6 +224,11 @@ func Open(ctx context.Context, rawURL string) (*Store, error) {
 	}
 	if err := s.ping(ctx); err != nil {
 		c.Close()
+		if cfg.cluster && strings.Contains(err.Error(), "cluster support disabled") {
+			// NB: Redis's own words ("This instance has cluster support
+			// disabled") do not say what to give instead.
+			return nil, fmt.Errorf("%w: %s is a single Redis server, not a node of a Redis Cluster: name it with redis://%s/%s (%v)", ErrURL, cfg.addrs[0], cfg.addrs[0], cfg.name, err)
+		}
 		return nil, err
 	}
 	if !cfg.cluster {
@@ -1215,6 +1225,10 @@ func slotOf(key string) int {
 	return int(crc) & 16383
 }
 
+// resyncRecheck is how long Sync takes a master's replicas for being
+// synced anew before it asks again.
+const resyncRecheck = time.Second
+
 // ErrNotReplicated is returned by Sync when a master's replicas did not
 // acknowledge its writes in time.
 var ErrNotReplicated = errors.New("rediskv: the writes were not acknowledged by a replica in time")
@@ -1245,7 +1259,12 @@ func (s *Store) Sync(ctx context.Context, timeout time.Duration) error {
 		}
 		// NB: a master with no replica (one that lost it to a failover)
 		// has nothing to wait for; checked only when WAIT comes back
-		// short, to keep the common case at one round trip.
+		// short, to keep the common case at one round trip. Nor has one
+		// whose replicas are all being synced anew (a replica restarted
+		// or rejoined: state wait_bgsave, send_bulk), which acknowledge
+		// nothing until the sync ends: every synced write failed for as
+		// long as it took. Such a master's writes are as unreplicated as
+		// those of a master alone, and said so (Unreplicated).
 		info, err := c.Info(ctx, "replication").Result()
 		if err != nil {
 			return err
@@ -1253,10 +1272,45 @@ func (s *Store) Sync(ctx context.Context, timeout time.Duration) error {
 		if strings.Contains(info, "connected_slaves:0") {
 			return nil
 		}
+		if !strings.Contains(info, "state=online") {
+			s.resyncing.Store(c.Options().Addr, time.Now().Add(resyncRecheck))
+			if s.Unreplicated != nil {
+				s.Unreplicated(c.Options().Addr)
+			}
+			return nil
+		}
 		return fmt.Errorf("%w: %s, within %v", ErrNotReplicated, c.Options().Addr, timeout)
+	}
+	// NB: a master whose replicas were being synced anew is asked again
+	// (INFO, one round trip) at most every resyncRecheck, not waited on:
+	// every write of a sync that lasts minutes waited 2 s.
+	resyncing := func(ctx context.Context, c *redis.Client) (bool, error) {
+		addr := c.Options().Addr
+		until, ok := s.resyncing.Load(addr)
+		if !ok {
+			return false, nil
+		}
+		if time.Now().After(until.(time.Time)) {
+			info, err := c.Info(ctx, "replication").Result()
+			if err != nil {
+				return false, err
+			}
+			if strings.Contains(info, "state=online") || strings.Contains(info, "connected_slaves:0") {
+				s.resyncing.Delete(addr)
+				return false, nil
+			}
+			s.resyncing.Store(addr, time.Now().Add(resyncRecheck))
+		}
+		if s.Unreplicated != nil {
+			s.Unreplicated(addr)
+		}
+		return true, nil
 	}
 	cc, ok := s.c.(*redis.ClusterClient)
 	if !ok {
+		if skip, err := resyncing(ctx, s.c.(*redis.Client)); skip || err != nil {
+			return err
+		}
 		return waitOn(ctx, s.c.(*redis.Client), s.prefix+"sync")
 	}
 	shards, err := cc.ClusterShards(ctx).Result()
@@ -1299,6 +1353,9 @@ func (s *Store) Sync(ctx context.Context, timeout time.Duration) error {
 		r, ok := owns[c.Options().Addr]
 		if !ok {
 			return nil // no replica online, or no slot: nothing to wait for
+		}
+		if skip, err := resyncing(ctx, c); skip || err != nil {
+			return err
 		}
 		for i := 0; ; i++ {
 			key := s.prefix + "sync:" + strconv.Itoa(i)

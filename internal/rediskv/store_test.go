@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"os"
+	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
@@ -14,6 +16,7 @@ import (
 	"time"
 
 	"github.com/lshdb/lshdb/internal/redistest"
+	"github.com/redis/go-redis/v9"
 )
 
 // cluster is the package's Redis Cluster (3 masters, 3 replicas), started
@@ -552,5 +555,143 @@ func TestApplyReportsALaterIDFailure(t *testing.T) {
 	_, err := s.Apply(ctx, &WriteSet{Puts: []Put{randomPut(rng, "new"), randomPut(rng, "bad")}})
 	if err == nil || !strings.Contains(err.Error(), "WRONGTYPE") {
 		t.Fatalf("Apply with a failing id write: %v, want WRONGTYPE", err)
+	}
+}
+
+// Ensure that Sync does not fail while a master's only replica is synced
+// anew (restarted: it acknowledges nothing until its full sync ends), but
+// says that master's writes are unreplicated, as for a master alone: every
+// synced write failed with ErrNotReplicated for as long as the sync took.
+// The master delays the sync (repl-diskless-sync-delay) so that the test
+// writes inside it; once the replica is online, Sync waits for it again.
+func TestSyncWhileReplicaResyncs(t *testing.T) {
+	c := redistest.Require(t) // NB: its own cluster: a node is restarted
+	ctx := context.Background()
+	s, err := Open(ctx, "redis+cluster://"+strings.Join(c.Addrs, ",")+"/resync")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var mu sync.Mutex
+	var alone []string
+	s.Unreplicated = func(m string) {
+		mu.Lock()
+		alone = append(alone, m)
+		mu.Unlock()
+	}
+	master := redis.NewClient(&redis.Options{Addr: c.Addrs[0]})
+	defer master.Close()
+	info := func() string {
+		out, err := master.Info(ctx, "replication").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	_, rport, ok := strings.Cut(info(), "slave0:ip=127.0.0.1,port=")
+	rport, _, _ = strings.Cut(rport, ",")
+	replica := slices.Index(c.Addrs, "127.0.0.1:"+rport)
+	if !ok || replica < 0 {
+		t.Fatalf("no replica of %s among %v: %s", c.Addrs[0], c.Addrs, info())
+	}
+	for _, kv := range [][2]string{{"repl-diskless-sync", "yes"}, {"repl-diskless-sync-delay", "8"}, {"repl-diskless-sync-max-replicas", "0"}} {
+		if err := master.ConfigSet(ctx, kv[0], kv[1]).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// NB: a master that never wrote (offset 0) resyncs a replica at once,
+	// whatever the delay.
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs})
+	defer cc.Close()
+	for i := range 64 {
+		if err := cc.Set(ctx, fmt.Sprintf("resync:%d", i), strings.Repeat("x", 64<<10), 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.Kill(replica); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Restart(replica); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(info(), "state=wait_bgsave") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the restarted replica is not being synced: %s", info())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err := s.Sync(ctx, 300*time.Millisecond); err != nil {
+		t.Fatalf("Sync while the replica of %s is synced anew: %v", c.Addrs[0], err)
+	}
+	// A second Sync does not wait for the replica: it is known to be
+	// synced anew.
+	if _, ok := s.resyncing.Load(c.Addrs[0]); !ok {
+		t.Errorf("Sync did not note that %s's replica is synced anew", c.Addrs[0])
+	}
+	if err := s.Sync(ctx, 300*time.Millisecond); err != nil {
+		t.Fatalf("a second Sync while the replica of %s is synced anew: %v", c.Addrs[0], err)
+	}
+	if !strings.Contains(info(), "state=wait_bgsave") {
+		t.Fatalf("the sync ended before the writes were checked: the test proves nothing: %s", info())
+	}
+	mu.Lock()
+	if !slices.Contains(alone, c.Addrs[0]) {
+		t.Errorf("Sync said nothing of %s's writes being unreplicated (it said %v)", c.Addrs[0], alone)
+	}
+	mu.Unlock()
+	for !strings.Contains(info(), "state=online") {
+		if time.Now().After(deadline.Add(20 * time.Second)) {
+			t.Fatalf("the replica did not come online: %s", info())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	mu.Lock()
+	alone = nil
+	mu.Unlock()
+	time.Sleep(resyncRecheck) // NB: until Sync asks again
+	if err := s.Sync(ctx, 5*time.Second); err != nil {
+		t.Fatalf("Sync once the replica is online: %v", err)
+	}
+	if _, ok := s.resyncing.Load(c.Addrs[0]); ok {
+		t.Errorf("Sync still takes %s's replica for being synced anew once it is online", c.Addrs[0])
+	}
+	if len(alone) != 0 {
+		t.Errorf("Sync once the replica is online called unreplicated: %v", alone)
+	}
+}
+
+// Ensure that a URL of the wrong kind says which to give: redis:// at a
+// node of a cluster, and redis+cluster:// at a single server (Redis's own
+// "cluster support disabled" said nothing of the URL).
+func TestURLOfTheWrongKind(t *testing.T) {
+	if cluster == nil {
+		t.Skip("no redis-server: the Redis Cluster tests skip (LSHDB_REQUIRE_REDIS=1 makes this a failure)")
+	}
+	ctx := context.Background()
+	if _, err := Open(ctx, "redis://"+cluster.Addrs[0]+"/x"); !errors.Is(err, ErrURL) || !strings.Contains(err.Error(), "redis+cluster://") {
+		t.Errorf("redis:// at a node of a cluster: %v, want ErrURL naming redis+cluster://", err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	_, port, _ := net.SplitHostPort(addr)
+	cmd := exec.Command("redis-server", "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", t.TempDir())
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	var oerr error
+	for range 100 {
+		if _, oerr = Open(ctx, "redis+cluster://"+addr+"/x"); oerr == nil || !strings.Contains(oerr.Error(), "connection refused") {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if !errors.Is(oerr, ErrURL) || !strings.Contains(oerr.Error(), "redis://"+addr+"/x") {
+		t.Errorf("redis+cluster:// at a single server: %v, want ErrURL naming redis://%s/x", oerr, addr)
 	}
 }

@@ -33,6 +33,7 @@ type Cluster struct {
 	Addrs []string
 	dir   string
 	procs []*exec.Cmd
+	args  [][]string // each node's redis-server command line
 }
 
 // Nodes is the cluster's size: 3 masters, each with a replica.
@@ -63,9 +64,11 @@ func Start(ctx context.Context, dir string) (*Cluster, error) {
 		if err := os.MkdirAll(nd, 0o755); err != nil {
 			return nil, err
 		}
-		cmd := exec.Command(server, "--port", strconv.Itoa(p), "--bind", "127.0.0.1", "--protected-mode", "no",
+		args := []string{server, "--port", strconv.Itoa(p), "--bind", "127.0.0.1", "--protected-mode", "no",
 			"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "2000",
-			"--appendonly", "no", "--save", "", "--dir", nd, "--logfile", filepath.Join(nd, "log"), "--daemonize", "no")
+			"--appendonly", "no", "--save", "", "--dir", nd, "--logfile", filepath.Join(nd, "log"), "--daemonize", "no"}
+		c.args = append(c.args, args)
+		cmd := exec.Command(args[0], args[1:]...)
 		setParentDeath(cmd)
 		if err := cmd.Start(); err != nil {
 			return nil, fmt.Errorf("redis-server on port %d: %w", p, err)
@@ -160,6 +163,21 @@ func (c *Cluster) Kill(i int) error {
 	err := c.procs[i].Process.Kill()
 	c.procs[i].Wait()
 	return err
+}
+
+// Restart starts node i again after Kill, on its port and files: it
+// rejoins the cluster (a replica then syncs from its master anew).
+func (c *Cluster) Restart(i int) error {
+	if i < 0 || i >= len(c.procs) {
+		return fmt.Errorf("no node %d", i)
+	}
+	cmd := exec.Command(c.args[i][0], c.args[i][1:]...)
+	setParentDeath(cmd)
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	c.procs[i] = cmd
+	return nil
 }
 
 // Require starts a cluster for the test (or the package: call it from
