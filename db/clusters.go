@@ -421,9 +421,13 @@ func (c *clusterer) clusters(ctx context.Context, sim func(a, b int32) (float64,
 // its current version's pairs that the run found, or not at all; one
 // deleted is left out, as is a member whose record is gone by the time
 // Components mode reads its set (its cluster is made again without it).
-// A writer never makes it fail, and a cluster of documents that no writer
-// touched, and that no version of a touched document read by the run
-// pairs with, is exactly the cluster of a run with no writer.
+// A writer never makes it fail, and in Components mode a cluster of
+// documents that no writer touched, and that no version of a touched
+// document read by the run pairs with, is exactly the cluster of a run
+// with no writer. Centers mode promises less: its greedy choice of
+// centers runs over every document, so a touched one may change the
+// clusters of untouched documents it never pairs with (each is still a
+// valid clustering of the pairs the run kept).
 func (db *DB) Clusters(ctx context.Context, po *PairsOptions) ([]Cluster, error) {
 	mode, keep, err := clusterOptions(po)
 	if err != nil {

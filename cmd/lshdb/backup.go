@@ -124,7 +124,7 @@ nightly pairs run at the embedded index's speed.`,
 				case err != nil:
 					err = fmt.Errorf("the copy in %s is damaged (so, most likely, is the index: lshdb check --db %s): %w", abs, a.dbDir, err)
 				case !rep.OK():
-					err = fmt.Errorf("%w: the copy in %s fails its check, %s (the first: %s): so, most likely, does the index", db.ErrCorrupt, abs, counted(len(rep.Problems), "problem", "problems"), rep.Problems[0])
+					err = fmt.Errorf("%w: the copy in %s fails its check, %s (the first: %s): so, most likely, does the index", db.ErrCorrupt, abs, counted(max(rep.ProblemCount, len(rep.Problems)), "problem", "problems"), rep.Problems[0])
 				}
 			}
 			cp.Close()

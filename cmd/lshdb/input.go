@@ -119,8 +119,9 @@ func (in *input) docs(paths []string) iter.Seq2[posDoc, error] {
 				return
 			}
 			// NB: a binary file met in a directory walk is named and
-			// passed over, with or without --skip-bad (review C11).
-			if !in.f.skipBad && !errors.Is(re, docio.ErrBinary) {
+			// passed over, with or without --skip-bad (review C11), as is
+			// an index in it.
+			if !in.f.skipBad && !errors.Is(re, docio.ErrBinary) && !errors.Is(re, docio.ErrStoreInput) {
 				yield(posDoc{}, re)
 				return
 			}

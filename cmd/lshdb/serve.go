@@ -84,7 +84,7 @@ SIGTERM or SIGINT stops accepting requests, lets those in flight finish (up to
 	fs.StringVar(&so.addr, "addr", "", "also listen on this TCP address (HOST:PORT); default: the Unix socket only")
 	fs.StringVar(&so.token, "token", "", "bearer token required on every request but /healthz (default: $LSHDB_TOKEN)")
 	fs.Int64Var(&so.maxBody, "max-body", httpapi.DefaultMaxBodyBytes, "largest request body in bytes (413 beyond; for put-if-new: each document)")
-	fs.IntVar(&so.maxBatch, "max-batch", httpapi.DefaultMaxBatch, "most documents (ids, queries) in one put, delete, has or query/many request (413 beyond; -1: no limit)")
+	fs.IntVar(&so.maxBatch, "max-batch", httpapi.DefaultMaxBatch, "most documents (queries) in one put or query/many request (413 beyond; -1: no limit)")
 	fs.IntVar(&so.maxInFlight, "max-in-flight", httpapi.DefaultMaxInFlight, "most documents (queries) of all requests worked on at once; others wait (-1: no limit)")
 	fs.DurationVar(&so.readTimeout, "read-timeout", time.Minute, "time a client has to send a request, body included (for put-if-new: each document)")
 	fs.DurationVar(&so.writeTimeout, "write-timeout", httpapi.DefaultWriteTimeout, "time a client has to take each part of an answer")

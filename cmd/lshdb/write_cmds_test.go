@@ -834,4 +834,19 @@ func TestIndexAsInput(t *testing.T) {
 			t.Errorf("%s from an index left an index at %s", cmd, dst)
 		}
 	}
+	// In a folder of texts, an index is skipped as a bad record.
+	parent := filepath.Join(dir, "parent")
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(src, filepath.Join(parent, "idx")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(parent, "a.txt"), []byte("a text beside an index"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := runLine([]string{"insert", "--db", dst, parent}, "")
+	if code != 0 || !strings.Contains(out, "inserted 1 document ") || !strings.Contains(errOut, "an index (a Pebble store)") {
+		t.Errorf("insert from a folder holding an index: exit %d\n%s%s", code, out, errOut)
+	}
 }

@@ -37,7 +37,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -211,11 +210,10 @@ func (c *Client) MaxDocBytes() int { return c.maxDoc }
 // httpapi.DefaultMaxBodyBytes).
 func (c *Client) MaxBodyBytes() int64 { return c.maxBody }
 
-// MaxBatch returns the server's bound on the documents of a PutBatch, the
-// ids of a DeleteIDs and the queries of a QueryMany
-// (httpapi.Options.MaxBatch, lshdb serve --max-batch), read once by Open:
-// a larger one is refused with httpapi.ErrBatchTooLarge before it is sent
-// (HasIDs asks in several requests). 0 or negative: no bound.
+// MaxBatch returns the server's bound on the documents of a PutBatch and
+// the queries of a QueryMany (httpapi.Options.MaxBatch, lshdb serve
+// --max-batch), read once by Open: a larger one is refused with
+// httpapi.ErrBatchTooLarge before it is sent. 0 or negative: no bound.
 func (c *Client) MaxBatch() int { return c.maxBatch }
 
 // batch refuses n documents, ids or queries over the server's MaxBatch,
@@ -655,19 +653,6 @@ func (c *Client) HasIDs(ids []string) ([]bool, error) {
 	if len(ids) == 0 {
 		return []bool{}, nil
 	}
-	if c.maxBatch > 0 && len(ids) > c.maxBatch {
-		// NB: each id's answer is its own: asked in requests the server
-		// takes.
-		found := make([]bool, 0, len(ids))
-		for chunk := range slices.Chunk(ids, c.maxBatch) {
-			f, err := c.HasIDs(chunk)
-			if err != nil {
-				return nil, err
-			}
-			found = append(found, f...)
-		}
-		return found, nil
-	}
 	ctx, cancel := c.ctx()
 	defer cancel()
 	var out httpapi.HasResultJSON
@@ -722,9 +707,6 @@ func (c *Client) DeleteIDsContext(ctx context.Context, ids []string, o *db.Write
 		} else if err != nil {
 			return db.DeleteResult{}, err
 		}
-	}
-	if err := c.batch(len(ids), "ids"); err != nil {
-		return db.DeleteResult{}, err
 	}
 	req := httpapi.DeleteRequest{IDs: ids}
 	if o != nil {

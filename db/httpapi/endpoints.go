@@ -98,9 +98,6 @@ func (h *handler) hasMany(w *resp, r *http.Request) error {
 	if req.IDs == nil {
 		return badRequest(`no ids: give {"ids": ["a", "b", …]} (GET /v1/docs/has?id= asks of one)`)
 	}
-	if err := h.batch(len(req.IDs), "ids"); err != nil {
-		return err
-	}
 	found, err := h.d.HasIDs(req.IDs)
 	if err != nil {
 		return err
@@ -489,9 +486,6 @@ func (h *handler) deleteBody(w *resp, r *http.Request) error {
 }
 
 func (h *handler) delete(w *resp, r *http.Request, req DeleteRequest) error {
-	if err := h.batch(len(req.IDs), "ids"); err != nil {
-		return err
-	}
 	// NB: no ids deletes nothing, as in process (DeleteIDs(nil)) and as
 	// an empty query/many answers nothing.
 	// NB: as put: a client gone while the batch waits for the writer lock

@@ -59,22 +59,27 @@ type Options struct {
 	// streams a whole corpus). Default: DefaultMaxBodyBytes; negative: no
 	// limit.
 	MaxBodyBytes int64
-	// MaxBatch bounds the documents of one put (POST /v1/docs), the ids
-	// of one has or delete, and the queries of one query/many: a larger
-	// batch is refused, whole, with 413 batch_too_large (ErrBatchTooLarge)
-	// and nothing stored. It bounds what one request holds in memory
-	// beside its body (a 34 MB body of 800,000 small documents took the
-	// server to 3 GB). A put-if-new stream or a load is not bounded by it
-	// (they go in groups, or through Load's memory budget). Default:
-	// DefaultMaxBatch; negative: no limit.
+	// MaxBatch bounds the documents of one put (POST /v1/docs) and the
+	// queries of one query/many: a larger batch is refused, whole, with
+	// 413 batch_too_large (ErrBatchTooLarge) and nothing stored, its
+	// documents counted as they are decoded. It bounds what one request
+	// holds in memory beside its body: a document costs about 3.7 KB
+	// while it is written, whatever its size (a 34 MB body of 800,000
+	// small documents took the server to 3 GB). The ids of a has or a
+	// delete, a few bytes each, are bounded by MaxBodyBytes alone (a
+	// delete is atomic: it cannot be split); a put-if-new stream or a
+	// load is not bounded by it (they go in groups, or through Load's
+	// memory budget). Default: DefaultMaxBatch; negative: no limit.
 	MaxBatch int
 	// MaxInFlight bounds the documents of the puts (and put-if-new
 	// groups) and the queries of the query/many requests the server
-	// works on at once: a request that would go over it waits, in the
-	// order they came, for the ones before it to finish (or for its
-	// client to go away), so that concurrent clients cannot together
-	// exhaust the server's memory. Default: DefaultMaxInFlight, and at
-	// least MaxBatch; negative: no limit.
+	// prepares and writes at once: a request that would go over it waits,
+	// in the order they came, for the ones before it to finish (or for
+	// its client to go away). NB: a waiting request holds its body,
+	// decoded (bounded by MaxBodyBytes and MaxBatch): what bounds the
+	// requests waiting is the server's connection limit, not this.
+	// Default: DefaultMaxInFlight, and at least MaxBatch; negative: no
+	// limit.
 	MaxInFlight int
 	// WriteTimeout bounds each write of an answer, not the whole answer:
 	// a stream of pairs may take an hour, but a client that stops reading
@@ -226,7 +231,7 @@ var Ops = []string{"healthz", "params", "count", "get", "put", "delete", "has", 
 	"pairs", "scan", "clusters", "clusters_from", "info", "stats", "buckets", "bucket", "explain", "check", "tune", "backup", "purge", "openapi", "unknown"}
 
 // longOps are the GET operations that read the whole index.
-var longOps = []string{"pairs", "scan", "clusters", "check"}
+var longOps = []string{"pairs", "scan", "clusters", "check", "stats", "buckets"}
 
 // match finds the route of r: ok false when no path matches; rt nil (and
 // allow the methods the path takes) when the path matches but not the
@@ -239,7 +244,7 @@ func (h *handler) match(r *http.Request) (rt *route, allow []string, ok bool) {
 			ok = true
 			// NB: HEAD is GET without the body, so it does the GET's
 			// work: not taken where that work is a whole pass over the
-			// index (pairs, scan, clusters, check), which a HEAD would
+			// index (longOps), which a HEAD would
 			// run to the end for nothing.
 			if x.method == r.Method || x.method == "GET" && r.Method == "HEAD" && !slices.Contains(longOps, x.op) {
 				return x, nil, true

@@ -49,6 +49,14 @@ func (r *reader) dir(root string) error {
 			}
 			return nil
 		}
+		if e.IsDir() && path != root && isStore(path) {
+			// NB: an index among the inputs (a folder holding one) is
+			// skipped, as a bad record, not read as texts.
+			if err := r.emit(Record{}, &RecordError{File: path, Err: ErrStoreInput}); err != nil {
+				return err
+			}
+			return filepath.SkipDir
+		}
 		if !e.Type().IsRegular() {
 			return nil
 		}

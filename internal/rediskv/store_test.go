@@ -594,7 +594,7 @@ func TestSyncWhileReplicaResyncs(t *testing.T) {
 	if !ok || replica < 0 {
 		t.Fatalf("no replica of %s among %v: %s", c.Addrs[0], c.Addrs, info())
 	}
-	for _, kv := range [][2]string{{"repl-diskless-sync", "yes"}, {"repl-diskless-sync-delay", "8"}, {"repl-diskless-sync-max-replicas", "0"}} {
+	for _, kv := range [][2]string{{"repl-diskless-sync", "yes"}, {"repl-diskless-sync-delay", "12"}, {"repl-diskless-sync-max-replicas", "0"}} {
 		if err := master.ConfigSet(ctx, kv[0], kv[1]).Err(); err != nil {
 			t.Fatal(err)
 		}
@@ -621,7 +621,7 @@ func TestSyncWhileReplicaResyncs(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	if err := s.Sync(ctx, 300*time.Millisecond); err != nil {
+	if err := s.Sync(ctx, 2*time.Second); err != nil {
 		t.Fatalf("Sync while the replica of %s is synced anew: %v", c.Addrs[0], err)
 	}
 	// A second Sync does not wait for the replica: it is known to be
@@ -629,7 +629,7 @@ func TestSyncWhileReplicaResyncs(t *testing.T) {
 	if _, ok := s.resyncing.Load(c.Addrs[0]); !ok {
 		t.Errorf("Sync did not note that %s's replica is synced anew", c.Addrs[0])
 	}
-	if err := s.Sync(ctx, 300*time.Millisecond); err != nil {
+	if err := s.Sync(ctx, 2*time.Second); err != nil {
 		t.Fatalf("a second Sync while the replica of %s is synced anew: %v", c.Addrs[0], err)
 	}
 	if !strings.Contains(info(), "state=wait_bgsave") {
