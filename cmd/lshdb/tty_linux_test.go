@@ -71,7 +71,7 @@ func TestStdinTerminalNote(t *testing.T) {
 	ctl.Write([]byte(`{"id":"a","text":"typed at a terminal"}` + "\n\x04"))
 	var out, errb strings.Builder
 	code := run(context.Background(), []string{"dedup", "--db", filepath.Join(t.TempDir(), "dedup")}, tty, &out, &errb)
-	if want := "reading JSON Lines from stdin (Ctrl-D to end)\n1 inserted, 0 duplicates of stored documents\n"; code != 0 || errb.String() != want {
+	if want := "reading JSON Lines from stdin (Ctrl-D to end)\n1 inserted, 0 duplicates of documents stored before them (in the index, or earlier in the input)\n"; code != 0 || errb.String() != want {
 		t.Errorf("dedup: exit %d, stderr %q, want %q", code, errb.String(), want)
 	}
 }

@@ -1384,7 +1384,10 @@ func (a *app) dedupCmd() *cobra.Command {
 			if w.stored+w.dups+w.repeated+w.empty+inp.skipped == 0 {
 				a.notef("the inputs held no record: nothing was inserted")
 			}
-			fmt.Fprintf(a.stderr, "%d inserted%s, %s of stored documents%s%s\n", w.stored, w.replacedNote(), counted(w.dups, "duplicate", "duplicates"), repeated, skipped)
+			// NB: a duplicate may be of a document stored earlier in the
+			// same input: "of stored documents" read as of the index's
+			// alone.
+			fmt.Fprintf(a.stderr, "%d inserted%s, %s of documents stored before them (in the index, or earlier in the input)%s%s\n", w.stored, w.replacedNote(), counted(w.dups, "duplicate", "duplicates"), repeated, skipped)
 			return nil
 		},
 	}
