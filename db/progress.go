@@ -40,9 +40,12 @@ func WithProgress(ctx context.Context, fn func(Progress)) context.Context {
 
 // progress is a WithProgress reporter; its methods do nothing on nil.
 type progress struct {
-	fn   func(Progress)
-	mu   sync.Mutex // fn, cur
-	cur  Progress
+	fn  func(Progress)
+	mu  sync.Mutex // fn, cur, extra
+	cur Progress
+	// extra counts the steps a caller adds after those of the work it
+	// runs (Clusters' after Pairs'): each phase's Steps includes them.
+	extra int
 	done atomic.Int64
 	last atomic.Int64 // unix nanoseconds of the last report
 }
@@ -68,10 +71,21 @@ func (p *progress) phase(step, steps int, name string, total int64) {
 	p.end()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.cur = Progress{Phase: name, Step: step, Steps: steps, Total: total}
+	p.cur = Progress{Phase: name, Step: step, Steps: steps + p.extra, Total: total}
 	p.done.Store(0)
 	p.last.Store(time.Now().UnixNano())
 	p.fn(p.cur)
+}
+
+// addSteps makes the phases to come count n steps more (a caller's own,
+// after them).
+func (p *progress) addSteps(n int) {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	p.extra += n
+	p.mu.Unlock()
 }
 
 // add counts n units of the phase's work done; it reports when the last

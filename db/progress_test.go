@@ -104,7 +104,11 @@ func TestProgressReports(t *testing.T) {
 	if err != nil || len(cs) == 0 {
 		t.Fatalf("clusters %d, %v", len(cs), err)
 	}
-	l.check(t, "Clusters", 4)
+	// NB: a fifth step, the clustering itself (it showed as the pairs'
+	// verification at 100% for the last half of a run).
+	if e := l.check(t, "Clusters", 5); e["making clusters"].Step != 5 {
+		t.Errorf("Clusters' phases %v: no step 5, making clusters", e)
+	}
 	l = progressLog{}
 	if _, err := d.ClustersFrom(l.ctx(), d.Pairs(context.Background(), nil), nil); err != nil {
 		t.Fatal(err)

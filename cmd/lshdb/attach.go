@@ -53,6 +53,7 @@ type index interface {
 	Explain(a, b string) (*db.Explanation, error)
 	Check(ctx context.Context) (*db.CheckReport, error)
 	PurgeEmptyLists(ctx context.Context) (int, error)
+	Compact(ctx context.Context) error
 	Close() error
 }
 
@@ -342,6 +343,11 @@ func (h *handover) Check(ctx context.Context) (*db.CheckReport, error) {
 
 func (h *handover) PurgeEmptyLists(ctx context.Context) (int, error) {
 	return retry(h, func(x index) (int, error) { return x.PurgeEmptyLists(ctx) })
+}
+
+func (h *handover) Compact(ctx context.Context) error {
+	_, err := retry(h, func(x index) (struct{}, error) { return struct{}{}, x.Compact(ctx) })
+	return err
 }
 
 func (h *handover) Clusters(ctx context.Context, po *db.PairsOptions) ([]db.Cluster, error) {

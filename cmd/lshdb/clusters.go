@@ -403,6 +403,11 @@ func pairLines(r io.Reader, name string, t float64, now *db.Info, warn func(stri
 					yield(db.Pair{}, perr)
 					return
 				}
+				if ok && pf.pairs == 1 && pf.header == nil && warn != nil {
+					// NB: such a file was taken silently, stale or cut
+					// short; said at its first line, before any error.
+					warn(fmt.Sprintf("%s has no header line (pairs --output json --header writes one): it cannot be checked against the index, and its pairs are taken as they are", pf.name))
+				}
 				if ok && !yield(p, nil) {
 					return
 				}
@@ -477,8 +482,11 @@ finding them (the index still supplies insertion order, sizes, and the
 sets for each member's Jaccard). A file written with --header is checked:
 it must end with its end line and hold as many pairs as that line says
 (a run that was interrupted leaves neither), at a threshold no higher
-than the clustering's; a note says when the index has since changed its
-number of documents. Write pairs files with --header. A summary line goes to stderr after a
+than the clustering's, made without --limit, on this index as it is now:
+a file made before the index was last written (a put, a delete, an
+expiry), or on another index, is refused. A file without a header cannot
+be checked, and a note says so: write pairs files with --header. A
+summary line goes to stderr after a
 table (JSON output is the clusters alone). With
 --output json --header the first line says how the file was made and the
 last line ({"end": …}) how long it took.`,

@@ -969,7 +969,7 @@ func (a *app) filterNote(n filterCounts, docs uint64, t float64, mode db.Cluster
 	fmt.Fprintf(a.stderr, "%d kept, %d removed in %s (%s read; mode %s, keep %s, Jaccard >= %v)\n",
 		n.kept, n.removed, counted(n.clusters, "cluster", "clusters"), counted(n.read, "record", "records"), mode, keep, t)
 	if n.bad > 0 {
-		fmt.Fprintf(a.stderr, "lshdb: note: %d records could not be read as documents (as insert would skip them): kept as read\n", n.bad)
+		fmt.Fprintf(a.stderr, "lshdb: note: %s could not be read as documents (as insert would skip them): kept as read\n", counted(n.bad, "record", "records"))
 	}
 	if n.copies > 0 {
 		how := "removed as its duplicates (similarity 1)"

@@ -406,7 +406,7 @@ func (a *app) rootCmd() *cobra.Command {
 	}
 	root.AddCommand(a.createCmd(), a.insertCmd("insert"), a.buildCmd(), a.queryCmd(), a.pairsCmd(),
 		a.clustersCmd(), a.filterCmd(), a.exportCmd(), a.dedupCmd(), a.getCmd(), a.deleteCmd(), a.infoCmd(), a.statsCmd(), a.reportCmd(), a.bucketsCmd(), a.bucketCmd(),
-		a.explainCmd(), a.tuneCmd(), a.checkCmd(), a.purgeCmd(), a.dropCmd(), a.upgradeCmd(), a.shellCmd(), a.benchCmd(), a.genCmd(), a.versionCmd(),
+		a.explainCmd(), a.tuneCmd(), a.checkCmd(), a.purgeCmd(), a.compactCmd(), a.dropCmd(), a.upgradeCmd(), a.shellCmd(), a.benchCmd(), a.genCmd(), a.versionCmd(),
 		a.serveCmd(), a.backupCmd())
 	// NB: --db and --cpuprofile are flags of the commands that use them,
 	// not of the root, so that gen, version, help and completion do not

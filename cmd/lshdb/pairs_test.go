@@ -380,3 +380,37 @@ func TestPairsFileOfAnEmptyIndex(t *testing.T) {
 		}
 	}
 }
+
+// Ensure that pairs --clusters FILE with a path that cannot be written
+// fails before the run: it ran every pair out first, and the pairs file
+// it left had no end line.
+func TestPairsClustersFileCheckedFirst(t *testing.T) {
+	dir := tieFixture(t)
+	out, errOut, code := runLine([]string{"pairs", "--db", dir, "--output", "json", "--header", "--clusters", filepath.Join(t.TempDir(), "missing", "c.jsonl")}, "")
+	if code == 0 || !strings.Contains(errOut, "--clusters") || out != "" {
+		t.Errorf("pairs --clusters into a missing directory: exit %d, %d bytes out: %s", code, len(out), errOut)
+	}
+	ok := filepath.Join(t.TempDir(), "c.jsonl")
+	if _, errOut, code := runLine([]string{"pairs", "--db", dir, "--output", "json", "--clusters", ok}, ""); code != 0 {
+		t.Fatalf("pairs --clusters: exit %d: %s", code, errOut)
+	}
+	if b, err := os.ReadFile(ok); err != nil || !strings.Contains(string(b), `"header"`) {
+		t.Errorf("the clusters file: %v %q", err, b)
+	}
+}
+
+// Ensure that a pairs file without a header is taken with a note that it
+// cannot be checked (a stale one was taken silently).
+func TestPairsFileWithoutHeaderNoted(t *testing.T) {
+	dir := tieFixture(t)
+	pairs, errOut, code := runLine([]string{"pairs", "--db", dir, "--output", "json"}, "")
+	if code != 0 {
+		t.Fatalf("pairs: exit %d: %s", code, errOut)
+	}
+	for _, args := range [][]string{{"clusters", "--db", dir, "--from", "-"}, {"clusters", "--db", dir, "--from", "-", "--output", "json"}} {
+		_, errOut, code := runLine(args, pairs)
+		if code != 0 || !strings.Contains(errOut, "stdin has no header line") {
+			t.Errorf("%v of a file without a header: exit %d: %s", args, code, errOut)
+		}
+	}
+}

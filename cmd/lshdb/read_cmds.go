@@ -451,6 +451,14 @@ came and how long the run took; FILE gets a header and an end line too.`,
 			if clustersFile == "" && (c.Flags().Changed("mode") || c.Flags().Changed("keep")) {
 				return usagef("--mode and --keep need --clusters FILE")
 			}
+			if clustersFile != "" {
+				// NB: before the run, not after it: a path that cannot be
+				// written failed once every pair was out, and the pairs
+				// file had no end line.
+				if err := writable(clustersFile); err != nil {
+					return fmt.Errorf("--clusters: %w", err)
+				}
+			}
 			return a.withIndex(func(d index) error {
 				rec := recallNote(d, t)
 				a.warnRecall(d, t, rec)

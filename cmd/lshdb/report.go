@@ -18,6 +18,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/lshdb/lshdb/db"
@@ -366,13 +367,78 @@ func writeFileAtomic(path string, fn func(w io.Writer) error) error {
 // export or report (SIGKILL runs no deferred removal) left a hidden file
 // of up to its whole output beside it, which nothing removed. An error
 // names path, not the temporary name.
+//
+// A path that is not a regular file is not replaced: a symbolic link is
+// followed (its target is written, through a temporary file beside it),
+// and a device, FIFO or socket is written in place, not atomically
+// (filter --out /dev/full replaced the device with a 212 MB file, and
+// exited 0; --out /dev/null as root would have replaced it for the whole
+// system). commitTemp knows such a file by outputs.
 func createTempFor(path string) (*os.File, error) {
-	// NB: a directory was found only by the final rename, with the
-	// temporary file made beside it (report --out /tmp: "rename
-	// /.tmp.lshdb-…tmp /tmp: file exists").
-	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
-		return nil, fmt.Errorf("cannot write %s: it is a directory (give a file's name)", escControls(path))
+	target := path
+	if fi, err := os.Lstat(path); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		if target, err = filepath.EvalSymlinks(path); err != nil {
+			return nil, fmt.Errorf("cannot write %s: a symbolic link whose target cannot be reached: %w", escControls(path), err)
+		}
 	}
+	fi, err := os.Stat(target)
+	switch {
+	case err == nil && fi.IsDir():
+		// NB: a directory was found only by the final rename, with the
+		// temporary file made beside it (report --out /tmp: "rename
+		// /.tmp.lshdb-…tmp /tmp: file exists").
+		return nil, fmt.Errorf("cannot write %s: it is a directory (give a file's name)", escControls(path))
+	case err == nil && !fi.Mode().IsRegular():
+		f, err := os.OpenFile(target, os.O_WRONLY, 0)
+		if err != nil {
+			return nil, fmt.Errorf("cannot write %s: %w", escControls(path), err)
+		}
+		outputs.Store(f, output{target: target, direct: true})
+		return f, nil
+	}
+	f, err := createTemp(target)
+	if err == nil && target != path {
+		outputs.Store(f, output{target: target})
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cannot write %s: %w", escControls(path), err)
+	}
+	return f, nil
+}
+
+// writable checks that path can be opened for writing, without changing
+// it: a file that exists is opened (not truncated); one that does not is
+// created and removed again.
+func writable(path string) error {
+	flag := os.O_WRONLY
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		flag |= os.O_CREATE | os.O_EXCL
+	}
+	f, err := os.OpenFile(path, flag, 0o644)
+	if err != nil {
+		return err
+	}
+	f.Close()
+	if flag&os.O_CREATE != 0 {
+		os.Remove(path)
+	}
+	return nil
+}
+
+// outputs holds, by the file createTempFor returned, an output that is
+// not the temporary file of the path given: the target of a symbolic
+// link, or a non-regular file written in place (direct).
+var outputs sync.Map // *os.File → output
+
+type output struct {
+	target string
+	direct bool
+}
+
+// createTemp creates the temporary file that becomes path, after
+// removing those of path that processes now gone left. An error is the
+// cause alone.
+func createTemp(path string) (*os.File, error) {
 	dir, prefix := filepath.Dir(path), "."+filepath.Base(path)+".lshdb-"
 	if ents, err := os.ReadDir(dir); err == nil {
 		for _, e := range ents {
@@ -387,7 +453,7 @@ func createTempFor(path string) (*os.File, error) {
 		if errors.As(err, &pe) {
 			err = pe.Err
 		}
-		return nil, fmt.Errorf("cannot write %s: %w", escControls(path), err)
+		return nil, err
 	}
 	return f, nil
 }
@@ -399,6 +465,15 @@ func createTempFor(path string) (*os.File, error) {
 // (the rename is durable then); otherwise it closes and removes it. It
 // returns err, or the first error of those steps.
 func commitTemp(tmp *os.File, path string, ok bool, err error) error {
+	if v, found := outputs.LoadAndDelete(tmp); found {
+		o := v.(output)
+		if o.direct {
+			// NB: a device or FIFO written in place: nothing to rename,
+			// nor to remove.
+			return errors.Join(err, tmp.Close())
+		}
+		path = o.target
+	}
 	if ok && err == nil {
 		err = errors.Join(tmp.Sync(), tmp.Chmod(0o644))
 	}

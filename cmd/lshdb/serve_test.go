@@ -476,3 +476,31 @@ func TestServeJSONLog(t *testing.T) {
 		t.Fatalf("no request line for the count: %s", log)
 	}
 }
+
+// Ensure that compact runs on an index in process and on one a server
+// owns (POST /v1/compact), leaving its documents as they were.
+func TestCompactCommand(t *testing.T) {
+	idx := filepath.Join(shortDir(t), "idx")
+	in := `{"id":"a","text":"the quick brown fox jumps over the lazy dog"}` + "\n" + `{"id":"b","text":"the quick brown fox jumps over the lazy dog!"}` + "\n"
+	if _, errOut, code := runLine([]string{"insert", "--db", idx}, in); code != 0 {
+		t.Fatal(errOut)
+	}
+	if _, errOut, code := runLine([]string{"insert", "--db", idx}, in); code != 0 { // NB: replaces both
+		t.Fatal(errOut)
+	}
+	out, errOut, code := runLine([]string{"compact", "--db", idx}, "")
+	if code != 0 || !strings.HasPrefix(out, "compacted: ") {
+		t.Fatalf("compact: exit %d: %s%s", code, out, errOut)
+	}
+	_, _, log, stop := startServe(t, "--db", idx)
+	out, errOut, code = runLine([]string{"compact", "--db", idx, "--output", "json"}, "")
+	if code != 0 || !strings.Contains(out, `"disk_bytes_after"`) {
+		t.Errorf("an attached compact: exit %d: %s%s", code, out, errOut)
+	}
+	if code := stop(); code != 0 {
+		t.Fatalf("serve: exit %d: %s", code, log)
+	}
+	if out, _, _ := runLine([]string{"pairs", "--db", idx, "--output", "json"}, ""); !strings.Contains(out, `{"a":"a","b":"b","jaccard":`) {
+		t.Errorf("the pair after compact: %q", out)
+	}
+}

@@ -1588,6 +1588,47 @@ pairs returns changes; writers wait while it runs.`,
 	}
 }
 
+func (a *app) compactCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "compact --db DIR",
+		Short: "Free the space of deleted and replaced documents now",
+		Long: `Rewrite the whole index so that the space of the documents deleted, replaced
+or expired is freed now, rather than whenever the store's background
+compactions reach it: a nightly build that replaces most of the index leaves
+the old records on disk until then (200,000 documents loaded five times took
+2.8 times the room of one load). It takes about as long as a build, on every
+core; queries and writes go on meanwhile. An index on Redis needs none (it
+frees a deleted key at once).`,
+		Args: nArgs(0),
+		RunE: func(c *cobra.Command, args []string) error {
+			return a.withWritableIndex(func(d index) error {
+				before := a.diskBytes(d)
+				ctx, barDone := a.phaseBar("compact")
+				err := d.Compact(ctx)
+				barDone()
+				if err != nil {
+					return interruptNote(err, "compact interrupted: the index is as it was, or partly compacted")
+				}
+				after := a.diskBytes(d)
+				if a.json() {
+					return a.emitJSON(map[string]any{"disk_bytes_before": before, "disk_bytes_after": after})
+				}
+				_, err = fmt.Fprintf(a.stdout, "compacted: %s on disk, %s before\n", humanBytes(after), humanBytes(before))
+				return err
+			})
+		},
+	}
+}
+
+// diskBytes is the space d's files take (0 if it cannot say).
+func (a *app) diskBytes(d index) uint64 {
+	in, err := d.Info()
+	if err != nil {
+		return 0
+	}
+	return in.DiskBytes
+}
+
 func (a *app) dropCmd() *cobra.Command {
 	var yes bool
 	c := &cobra.Command{

@@ -850,3 +850,64 @@ func TestIndexAsInput(t *testing.T) {
 		t.Errorf("insert from a folder holding an index: exit %d\n%s%s", code, out, errOut)
 	}
 }
+
+// Ensure that an output path that is not a regular file is not replaced
+// by one: a symbolic link is followed (its target gets the output, the
+// link stays), and a device or FIFO is written in place (filter --out
+// /dev/full replaced the device with a file, and exited 0). The oracle
+// is the file system after the command, and the output read back.
+func TestOutputsThatAreNotFiles(t *testing.T) {
+	dir := t.TempDir()
+	idx := filepath.Join(dir, "idx")
+	in := filepath.Join(dir, "in.jsonl")
+	if err := os.WriteFile(in, []byte(`{"id":"a","text":"the quick brown fox jumps over the lazy dog"}`+"\n"+`{"id":"b","text":"the quick brown fox jumps over the lazy dog!"}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mustRun(t, "insert", "--db", idx, in)
+	// A symbolic link: its target gets the output.
+	target, link := filepath.Join(dir, "target.jsonl"), filepath.Join(dir, "link.jsonl")
+	if err := os.WriteFile(target, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	if _, errOut, code := runLine([]string{"filter", "--db", idx, "--out", link, in}, ""); code != 0 {
+		t.Fatalf("filter --out a link: exit %d: %s", code, errOut)
+	}
+	if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("the link was replaced: %v %v", fi.Mode(), err)
+	}
+	if b, _ := os.ReadFile(target); !strings.Contains(string(b), `"id":"a"`) || strings.Contains(string(b), `"id":"b"`) {
+		t.Errorf("the link's target holds %q, want the kept document a", b)
+	}
+	// /dev/full: written in place, so the write fails, and says so.
+	if _, err := os.Stat("/dev/full"); err == nil {
+		_, errOut, code := runLine([]string{"export", "--db", idx, "--all", "--out", "/dev/full"}, "")
+		if code == 0 || !strings.Contains(errOut, "no space left") {
+			t.Errorf("export --out /dev/full: exit %d: %s", code, errOut)
+		}
+		if fi, err := os.Stat("/dev/full"); err != nil || fi.Mode()&os.ModeDevice == 0 {
+			t.Fatalf("/dev/full is no longer a device: %v %v", fi.Mode(), err)
+		}
+	}
+	// A FIFO: its reader gets the output.
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan []byte, 1)
+	go func() {
+		b, _ := os.ReadFile(fifo)
+		got <- b
+	}()
+	if _, errOut, code := runLine([]string{"filter", "--db", idx, "--out", fifo, in}, ""); code != 0 {
+		t.Fatalf("filter --out a FIFO: exit %d: %s", code, errOut)
+	}
+	if b := <-got; !strings.Contains(string(b), `"id":"a"`) {
+		t.Errorf("the FIFO's reader got %q", b)
+	}
+	if fi, err := os.Lstat(fifo); err != nil || fi.Mode()&os.ModeNamedPipe == 0 {
+		t.Errorf("the FIFO was replaced: %v %v", fi.Mode(), err)
+	}
+}

@@ -1120,6 +1120,15 @@ func (c *Client) PurgeEmptyLists(ctx context.Context) (int, error) {
 	return out.PurgedLists, err
 }
 
+// Compact rewrites the server's index to free the space of deleted and
+// replaced documents, as db.DB.Compact does.
+func (c *Client) Compact(ctx context.Context) error {
+	var out struct {
+		Compacted bool `json:"compacted"`
+	}
+	return c.call(ctx, "POST", "/v1/compact", nil, struct{}{}, &out)
+}
+
 // Tune returns the index's banding at threshold t (0: the index's), as
 // lshdb tune --db reports it.
 func (c *Client) Tune(ctx context.Context, t float64) (httpapi.TuneJSON, error) {

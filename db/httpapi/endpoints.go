@@ -958,6 +958,18 @@ func (h *handler) purge(w *resp, r *http.Request) error {
 	}{n})
 }
 
+func (h *handler) compact(w *resp, r *http.Request) error {
+	if _, err := params(r, nil); err != nil {
+		return err
+	}
+	if err := h.d.Compact(r.Context()); err != nil {
+		return err
+	}
+	return w.json(http.StatusOK, struct {
+		Compacted bool `json:"compacted"`
+	}{true})
+}
+
 // OpenAPI is the API's description (openapi.yaml), which GET
 // /v1/openapi.yaml serves.
 //

@@ -177,6 +177,7 @@ func Handler(d *db.DB, opts *Options) http.Handler {
 		{"GET", "/v1/tune", "tune", h.tune},
 		{"POST", "/v1/backup", "backup", h.backup},
 		{"POST", "/v1/purge", "purge", h.purge},
+		{"POST", "/v1/compact", "compact", h.compact},
 		{"GET", "/v1/openapi.yaml", "openapi", h.openapi},
 	}
 	return h
@@ -228,7 +229,7 @@ type route struct {
 // per endpoint (GET and DELETE /v1/docs are get and delete; both query
 // endpoints are query), plus "unknown" for a request that matched none.
 var Ops = []string{"healthz", "params", "count", "get", "put", "delete", "has", "put_if_new", "load", "query", "query_many",
-	"pairs", "scan", "clusters", "clusters_from", "info", "stats", "buckets", "bucket", "explain", "check", "tune", "backup", "purge", "openapi", "unknown"}
+	"pairs", "scan", "clusters", "clusters_from", "info", "stats", "buckets", "bucket", "explain", "check", "tune", "backup", "purge", "compact", "openapi", "unknown"}
 
 // longOps are the GET operations that read the whole index.
 var longOps = []string{"pairs", "scan", "clusters", "check", "stats", "buckets"}

@@ -1,0 +1,44 @@
+package db
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/lshdb/lshdb/codec"
+)
+
+// Compact rewrites the whole store, so that the space of the documents
+// deleted, replaced or expired, and of emptied posting lists, is freed
+// now rather than whenever Pebble's compactions reach it: a nightly build
+// that replaces the whole index leaves the old records in the tables
+// until then (200,000 generated documents loaded five times took 490 MiB
+// on disk against 175 MiB for one load). It takes about as long as a
+// build of the index, on every core; reads and writes go on meanwhile
+// (writes may stall while it holds the compaction slots). ctx cancels it
+// (the store is left as it was, or partly compacted).
+//
+// On Redis it does nothing (Redis frees a deleted key's memory at once).
+// A read-only handle gets ErrReadOnly.
+func (db *DB) Compact(ctx context.Context) error {
+	if err := db.enter(); err != nil {
+		return err
+	}
+	defer db.mu.RUnlock()
+	if db.opts.ReadOnly {
+		return ErrReadOnly
+	}
+	if db.rkv != nil {
+		return nil
+	}
+	ctx, cancel := db.opCtx(ctx)
+	defer cancel()
+	// NB: every key lshdb writes is under one of codec's prefixes, from
+	// 'd' (documents) to 'x' (expiries).
+	if err := db.pdb.Compact(ctx, codec.DocPrefix, codec.ExpiryPrefixEnd, true); err != nil {
+		if err := ctxErr(ctx); err != nil {
+			return err
+		}
+		return classify(fmt.Errorf("lshdb: compacting: %w", err))
+	}
+	return nil
+}

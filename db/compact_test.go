@@ -1,0 +1,91 @@
+package db
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Ensure that Compact frees the space of replaced documents: an index
+// loaded four times over with the same documents (each load replacing
+// every one) takes much more room than one load, and after Compact about
+// as much as one load (the oracle: the size of that first load), with
+// every document still there and answering.
+func TestCompactFreesReplaced(t *testing.T) {
+	rng := rand.New(rand.NewPCG(4, 4))
+	words := strings.Fields("alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi rho sigma tau upsilon phi chi psi omega")
+	docs := make([]Doc, 20_000)
+	for i := range docs {
+		var b strings.Builder
+		for range 60 {
+			b.WriteString(words[rng.IntN(len(words))])
+			fmt.Fprintf(&b, "%d ", rng.IntN(1000))
+		}
+		docs[i] = Doc{ID: fmt.Sprintf("doc%05d", i), Text: b.String()}
+	}
+	dir := t.TempDir()
+	d := mustOpen(t, dir, &Options{NoSync: true})
+	defer func() { d.Close() }()
+	load := func() {
+		t.Helper()
+		if _, err := d.Load(context.Background(), func(yield func(Doc, error) bool) {
+			for _, doc := range docs {
+				if !yield(doc, nil) {
+					return
+				}
+			}
+		}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	size := func() int64 {
+		t.Helper()
+		in, err := d.Info()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return int64(in.DiskBytes)
+	}
+	load()
+	if err := d.Compact(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	once := size()
+	for range 3 {
+		load()
+	}
+	reloaded := size()
+	if reloaded < once*3/2 {
+		t.Logf("reloading took %d bytes against %d for one load: Pebble freed the space itself", reloaded, once)
+	}
+	if err := d.Compact(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	// NB: the obsolete tables are deleted once no reader holds them.
+	var after int64
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if after = size(); after <= once*5/4 || time.Now().After(deadline) {
+			break
+		}
+	}
+	t.Logf("one load %d bytes, four %d, compacted %d", once, reloaded, after)
+	if after > once*5/4 {
+		t.Errorf("after Compact: %d bytes, want about one load's %d (reloaded: %d)", after, once, reloaded)
+	}
+	if n, err := d.Count(); err != nil || n != uint64(len(docs)) {
+		t.Errorf("Count %d (%v), want %d", n, err, len(docs))
+	}
+	res, err := d.Query(context.Background(), docs[7].Text, nil)
+	if err != nil || len(res.Matches) == 0 || res.Matches[0].ID != docs[7].ID || res.Matches[0].Jaccard != 1 {
+		t.Errorf("a query by a stored text after Compact: %+v, %v", res, err)
+	}
+	d.Close()
+	d = mustOpen(t, dir, &Options{ReadOnly: true})
+	if err := d.Compact(context.Background()); !errors.Is(err, ErrReadOnly) {
+		t.Errorf("Compact of a read-only handle: %v, want ErrReadOnly", err)
+	}
+}
