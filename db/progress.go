@@ -46,8 +46,8 @@ type progress struct {
 	// extra counts the steps a caller adds after those of the work it
 	// runs (Clusters' after Pairs'): each phase's Steps includes them.
 	extra int
-	done atomic.Int64
-	last atomic.Int64 // unix nanoseconds of the last report
+	done  atomic.Int64
+	last  atomic.Int64 // unix nanoseconds of the last report
 }
 
 // progressOf returns ctx's reporter, or nil.
