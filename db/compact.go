@@ -11,7 +11,7 @@ import (
 // deleted, replaced or expired, and of emptied posting lists, is freed
 // now rather than whenever Pebble's compactions reach it: a nightly build
 // that replaces the whole index leaves the old records in the tables
-// until then (200,000 generated documents loaded five times took 490 MiB
+// until then (220,000 generated documents loaded five times took 490 MiB
 // on disk against 175 MiB for one load). It takes about as long as a
 // build of the index, on every core; reads and writes go on meanwhile
 // (writes may stall while it holds the compaction slots). ctx cancels it

@@ -1595,7 +1595,7 @@ func (a *app) compactCmd() *cobra.Command {
 		Long: `Rewrite the whole index so that the space of the documents deleted, replaced
 or expired is freed now, rather than whenever the store's background
 compactions reach it: a nightly build that replaces most of the index leaves
-the old records on disk until then (200,000 documents loaded five times took
+the old records on disk until then (220,000 documents loaded five times took
 2.8 times the room of one load). It takes about as long as a build, on every
 core; queries and writes go on meanwhile. An index on Redis needs none (it
 frees a deleted key at once).`,
