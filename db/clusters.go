@@ -443,13 +443,8 @@ func (db *DB) Clusters(ctx context.Context, po *PairsOptions) ([]Cluster, error)
 	// members' Jaccards read from their sets) took 40-50% of a run that
 	// showed "4/4 verifying candidate pairs: 100%" all along.
 	prog := progressOf(ctx)
-	prog.addSteps(1)
-	added := true
-	defer func() {
-		if added {
-			prog.addSteps(-1)
-		}
-	}()
+	prog.setSteps(5)
+	defer prog.setSteps(0)
 	init := func(px *pairsIndex) {
 		if c == nil {
 			c = newClusterer(px, mode, keep, 0)
@@ -464,8 +459,6 @@ func (db *DB) Clusters(ctx context.Context, po *PairsOptions) ([]Cluster, error)
 		return true
 	}, func(px *pairsIndex, sets *setFile) error {
 		init(px)
-		prog.addSteps(-1)
-		added = false
 		prog.phase(5, 5, "making clusters", 0)
 		c.t = 0 // every pair found reached the threshold
 		var sa, sb []uint64

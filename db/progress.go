@@ -41,11 +41,12 @@ func WithProgress(ctx context.Context, fn func(Progress)) context.Context {
 // progress is a WithProgress reporter; its methods do nothing on nil.
 type progress struct {
 	fn  func(Progress)
-	mu  sync.Mutex // fn, cur, extra
+	mu  sync.Mutex // fn, cur, steps
 	cur Progress
-	// extra counts the steps a caller adds after those of the work it
-	// runs (Clusters' after Pairs'): each phase's Steps includes them.
-	extra int
+	// steps, when set, is the number of steps a caller's whole run has
+	// (Clusters': Pairs' and its own after them): each phase reports it
+	// rather than its own work's count.
+	steps int
 	done  atomic.Int64
 	last  atomic.Int64 // unix nanoseconds of the last report
 }
@@ -71,20 +72,20 @@ func (p *progress) phase(step, steps int, name string, total int64) {
 	p.end()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.cur = Progress{Phase: name, Step: step, Steps: steps + p.extra, Total: total}
+	p.cur = Progress{Phase: name, Step: step, Steps: max(steps, p.steps), Total: total}
 	p.done.Store(0)
 	p.last.Store(time.Now().UnixNano())
 	p.fn(p.cur)
 }
 
-// addSteps makes the phases to come count n steps more (a caller's own,
-// after them).
-func (p *progress) addSteps(n int) {
+// setSteps makes the phases to come report n steps (0: their own count),
+// for a caller that adds steps of its own after those of the work it runs.
+func (p *progress) setSteps(n int) {
 	if p == nil {
 		return
 	}
 	p.mu.Lock()
-	p.extra += n
+	p.steps = n
 	p.mu.Unlock()
 }
 

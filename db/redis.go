@@ -353,18 +353,7 @@ func (db *DB) redisScan(ctx context.Context, sets bool) iter.Seq2[*StoredDoc, er
 			}
 			recs, err := db.rkv.Records(ctx, nums)
 			if err == nil {
-				var at []int
-				var now []uint64
-				if at, now, err = db.replacedNow(ctx, chunk, recs); err == nil && len(at) > 0 {
-					var newer [][]byte
-					if newer, err = db.rkv.Records(ctx, now); err == nil {
-						for k, i := range at {
-							if newer[k] != nil {
-								nums[i], recs[i] = now[k], newer[k]
-							}
-						}
-					}
-				}
+				err = db.followReplaced(ctx, chunk, nums, recs)
 			}
 			db.mu.RUnlock()
 			if err == nil && ctx.Err() != nil {
@@ -422,6 +411,26 @@ func (db *DB) replacedNow(ctx context.Context, chunk []rediskv.IDNum, recs [][]b
 	}
 	now, err = db.rkv.DocNums(ctx, ids)
 	return at, now, err
+}
+
+// followReplaced reads again, in place, the documents of chunk (nums and
+// recs, as listed and read) whose record is gone (replacedNow): each
+// becomes the document its id names now, or stays nil if deleted.
+func (db *DB) followReplaced(ctx context.Context, chunk []rediskv.IDNum, nums []uint64, recs [][]byte) error {
+	at, now, err := db.replacedNow(ctx, chunk, recs)
+	if err != nil || len(at) == 0 {
+		return err
+	}
+	newer, err := db.rkv.Records(ctx, now)
+	if err != nil {
+		return err
+	}
+	for k, i := range at {
+		if newer[k] != nil {
+			nums[i], recs[i] = now[k], newer[k]
+		}
+	}
+	return nil
 }
 
 // redisCheck is Check on Redis: rediskv's structural check (ids, records,
@@ -636,9 +645,15 @@ type redisRun struct {
 	st    *PairsStats
 }
 
+// listedAt finds doc number n in live, a list of the live documents in
+// doc-number order (rediskv.Store.Live).
+func listedAt(live []rediskv.IDNum, n uint64) (int, bool) {
+	return slices.BinarySearchFunc(live, n, func(x rediskv.IDNum, n uint64) int { return cmp.Compare(x.Num, n) })
+}
+
 // listedKey returns the key of the id that the list gives doc number n.
 func (r *redisRun) listedKey(n uint64) (int, bool) {
-	i, ok := slices.BinarySearchFunc(r.live, n, func(x rediskv.IDNum, n uint64) int { return cmp.Compare(x.Num, n) })
+	i, ok := listedAt(r.live, n)
 	if !ok {
 		return 0, false
 	}
@@ -752,20 +767,8 @@ func (db *DB) redisPairsOf(ctx context.Context, r *redisRun, start, end int) ([]
 	}
 	// NB: a document replaced since the ids were listed is read as its id
 	// names it now; one deleted is left out.
-	at, cur, err := db.replacedNow(ctx, chunk, recs)
-	if err != nil {
+	if err := db.followReplaced(ctx, chunk, nums, recs); err != nil {
 		return nil, redisErr(err)
-	}
-	if len(at) > 0 {
-		newer, err := db.rkv.Records(ctx, cur)
-		if err != nil {
-			return nil, redisErr(err)
-		}
-		for k, i := range at {
-			if newer[k] != nil {
-				nums[i], recs[i] = cur[k], newer[k]
-			}
-		}
 	}
 	// numKey is the key of each doc number whose id is known; vers the
 	// version of each key read for this chunk.
@@ -964,7 +967,7 @@ func (db *DB) redisPairsIndex(ctx context.Context, now int64) (*pairsIndex, erro
 		return nil, redisErr(err)
 	}
 	listed := func(n uint64) bool {
-		_, ok := slices.BinarySearchFunc(live, n, func(x rediskv.IDNum, n uint64) int { return cmp.Compare(x.Num, n) })
+		_, ok := listedAt(live, n)
 		return ok
 	}
 	// NB: no sketches (skBytes 0): Redis's Pairs verifies as it reads,

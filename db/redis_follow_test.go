@@ -117,8 +117,16 @@ func followPairs(t *testing.T, ctx context.Context, d *DB, po *PairsOptions) map
 	return got
 }
 
-func followLoad(t *testing.T, d *DB) map[string]string {
+// followIndex opens a new Redis index of threshold 0.5 holding the
+// follow corpus (closed when the test ends), and returns it with its
+// texts by id.
+func followIndex(t *testing.T) (*DB, map[string]string) {
 	t.Helper()
+	d, err := Open(redisURL(t), &Options{Threshold: 0.5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
 	texts := map[string]string{}
 	var docs []Doc
 	for g := range followGroups {
@@ -130,7 +138,7 @@ func followLoad(t *testing.T, d *DB) map[string]string {
 	if _, err := d.PutBatch(docs, &WriteOptions{NoSync: true}); err != nil {
 		t.Fatal(err)
 	}
-	return texts
+	return d, texts
 }
 
 // Ensure that Pairs and Clusters on Redis follow a document replaced
@@ -140,13 +148,8 @@ func followLoad(t *testing.T, d *DB) map[string]string {
 // force's over what the index then holds, and the clusters its components.
 // They left out every replaced document.
 func TestRedisPairsFollowReplaced(t *testing.T) {
-	d, err := Open(redisURL(t), &Options{Threshold: 0.5})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
+	d, texts := followIndex(t)
 	ctx := context.Background()
-	texts := followLoad(t, d)
 	version := 0
 	// write replaces the members of the groups ≥ 100 with g%5 == 1 and
 	// deletes those with g%5 == 3: none is in the first chunk's groups.
@@ -319,13 +322,8 @@ func TestRedisPairsFollowReplaced(t *testing.T) {
 // versions of a pair have; and that Clusters does not fail (it failed when
 // a member was replaced or deleted while it ran).
 func TestRedisPairsClustersBesideWriter(t *testing.T) {
-	d, err := Open(redisURL(t), &Options{Threshold: 0.5})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
+	d, texts := followIndex(t)
 	ctx := context.Background()
-	texts := followLoad(t, d)
 	const th = 0.5
 	// Touched: every member of the groups with g%5 == 1 (replaced, again
 	// and again) and g%5 == 3 (deleted); in the groups with g%5 == 2,

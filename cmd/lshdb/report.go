@@ -397,11 +397,11 @@ func createTempFor(path string) (*os.File, error) {
 		return f, nil
 	}
 	f, err := createTemp(target)
-	if err == nil && target != path {
-		outputs.Store(f, output{target: target})
-	}
 	if err != nil {
 		return nil, fmt.Errorf("cannot write %s: %w", escControls(path), err)
+	}
+	if target != path {
+		outputs.Store(f, output{target: target})
 	}
 	return f, nil
 }

@@ -495,8 +495,9 @@ func parsePut(line string) (id, text string, wo *db.WriteOptions, err error) {
 	return w, text, wo, nil
 }
 
-// nextWord returns the first word of s (as splitWords reads words:
-// quotes may hold spaces) and what follows it.
+// nextWord returns the first word of s and what follows it: words are
+// separated by spaces and tabs, and quotes (' or ") hold spaces, taken
+// off the word.
 func nextWord(s string) (word, rest string, err error) {
 	s = strings.TrimLeft(s, " \t")
 	var cur strings.Builder
@@ -523,37 +524,15 @@ func nextWord(s string) (word, rest string, err error) {
 	return cur.String(), "", nil
 }
 
+// splitWords returns the words of a shell statement (nextWord's).
 func splitWords(line string) ([]string, error) {
 	var words []string
-	var cur strings.Builder
-	inWord := false
-	var quote rune
-	for _, r := range line {
-		switch {
-		case quote != 0:
-			if r == quote {
-				quote = 0
-			} else {
-				cur.WriteRune(r)
-			}
-		case r == '"' || r == '\'':
-			quote, inWord = r, true
-		case r == ' ' || r == '\t':
-			if inWord {
-				words = append(words, cur.String())
-				cur.Reset()
-				inWord = false
-			}
-		default:
-			cur.WriteRune(r)
-			inWord = true
+	for s := line; strings.TrimLeft(s, " \t") != ""; {
+		w, rest, err := nextWord(s)
+		if err != nil {
+			return nil, err
 		}
-	}
-	if quote != 0 {
-		return nil, usagef("unterminated quote")
-	}
-	if inWord {
-		words = append(words, cur.String())
+		words, s = append(words, w), rest
 	}
 	return words, nil
 }

@@ -1602,14 +1602,14 @@ frees a deleted key at once).`,
 		Args: nArgs(0),
 		RunE: func(c *cobra.Command, args []string) error {
 			return a.withWritableIndex(func(d index) error {
-				before := a.diskBytes(d)
+				before := diskBytesOf(d)
 				ctx, barDone := a.phaseBar("compact")
 				err := d.Compact(ctx)
 				barDone()
 				if err != nil {
 					return interruptNote(err, "compact interrupted: the index is as it was, or partly compacted")
 				}
-				after := a.diskBytes(d)
+				after := diskBytesOf(d)
 				if a.json() {
 					return a.emitJSON(map[string]any{"disk_bytes_before": before, "disk_bytes_after": after})
 				}
@@ -1620,8 +1620,8 @@ frees a deleted key at once).`,
 	}
 }
 
-// diskBytes is the space d's files take (0 if it cannot say).
-func (a *app) diskBytes(d index) uint64 {
+// diskBytesOf is the space d's files take (0 if it cannot say).
+func diskBytesOf(d index) uint64 {
 	in, err := d.Info()
 	if err != nil {
 		return 0

@@ -76,8 +76,8 @@ type Client struct {
 	// maxBody is the server's bound on a request body: 0 when it did not
 	// say (an earlier lshdb), negative for none.
 	maxBody int64
-	// maxBatch is the server's bound on the documents, ids or queries of
-	// a request: 0 when it did not say (none), negative for none.
+	// maxBatch is the server's bound on the documents (or queries) of a
+	// request: 0 when it did not say (none), negative for none.
 	maxBatch int
 	// instance is the server's index's instance name, read by Open.
 	instance string
@@ -216,7 +216,7 @@ func (c *Client) MaxBodyBytes() int64 { return c.maxBody }
 // httpapi.ErrBatchTooLarge before it is sent. 0 or negative: no bound.
 func (c *Client) MaxBatch() int { return c.maxBatch }
 
-// batch refuses n documents, ids or queries over the server's MaxBatch,
+// batch refuses n documents (or queries) over the server's MaxBatch,
 // as the server would, without sending them.
 func (c *Client) batch(n int, what string) error {
 	if c.maxBatch > 0 && n > c.maxBatch {

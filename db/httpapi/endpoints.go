@@ -576,7 +576,7 @@ func (h *handler) queryMany(w *resp, r *http.Request) error {
 	if req.Queries == nil {
 		return badRequest("no queries: give queries, a list of query requests")
 	}
-	if err := h.batch(len(req.Queries), "queries"); err != nil {
+	if err := h.batch(len(req.Queries)); err != nil {
 		return err
 	}
 	release, err := h.admit(r.Context(), len(req.Queries))

@@ -18,7 +18,7 @@ var (
 	ErrBadRequest = errors.New("lshdb: bad request")
 	// ErrBodyTooLarge is a request body over Options.MaxBodyBytes.
 	ErrBodyTooLarge = errors.New("lshdb: request body too large")
-	// ErrBatchTooLarge is a request with more documents, ids or queries
+	// ErrBatchTooLarge is a request with more documents (or queries)
 	// than Options.MaxBatch.
 	ErrBatchTooLarge = errors.New("lshdb: batch too large")
 	// ErrUnauthorized is a request without the server's bearer token.

@@ -31,8 +31,8 @@ import (
 // document at db's default MaxDocBytes (64 MiB) with room for its JSON.
 const DefaultMaxBodyBytes = 65 << 20
 
-// DefaultMaxBatch is the default Options.MaxBatch: 100,000 documents, ids
-// or queries in one request. A put of 100,000 small documents holds about
+// DefaultMaxBatch is the default Options.MaxBatch: 100,000 documents (or
+// queries) in one request. A put of 100,000 small documents holds about
 // 370 MB while it is prepared and written (3.7 KB a document, most of it
 // its signature, twice: prepared and in the batch).
 const DefaultMaxBatch = 100_000
@@ -192,16 +192,13 @@ type handler struct {
 	inFlight *semaphore.Weighted
 }
 
-// batch refuses a batch of n documents, ids or queries over MaxBatch.
-func (h *handler) batch(n int, what string) error {
+// batch refuses the n queries of a query/many over MaxBatch (a put's
+// documents are counted as they are decoded: boundedDocs).
+func (h *handler) batch(n int) error {
 	if h.o.MaxBatch <= 0 || n <= h.o.MaxBatch {
 		return nil
 	}
-	way := "split it into several requests"
-	if what == "documents" {
-		way += ", or stream them (POST /v1/load, /v1/docs/put-if-new)"
-	}
-	return fmt.Errorf("%w: %d %s in one request (at most %d, lshdb serve --max-batch): %s", ErrBatchTooLarge, n, what, h.o.MaxBatch, way)
+	return fmt.Errorf("%w: %d queries in one request (at most %d, lshdb serve --max-batch): split them into several requests", ErrBatchTooLarge, n, h.o.MaxBatch)
 }
 
 // admit waits for room for n documents (or queries) among those the

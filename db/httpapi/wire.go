@@ -637,7 +637,7 @@ type ParamsJSON struct {
 	// (Options.MaxBodyBytes; -1: none): absent from a server of an earlier
 	// lshdb, which had DefaultMaxBodyBytes unless told otherwise.
 	MaxBodyBytes int64 `json:"max_body_bytes,omitempty"`
-	// MaxBatch is the server's bound on the documents, ids or queries of
+	// MaxBatch is the server's bound on the documents (or queries) of
 	// one request (Options.MaxBatch; -1: none): absent from a server of an
 	// earlier lshdb, which had none.
 	MaxBatch int `json:"max_batch,omitempty"`

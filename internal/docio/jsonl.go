@@ -329,14 +329,13 @@ func parseJSON(o *Options, s *lineScan, name string, line int, b []byte) (Record
 		if len(raw) == 0 || raw[0] != '"' {
 			return Record{ID: rec.ID}, fmt.Errorf("field %q is not a string", o.TextField)
 		}
-	} else if rec.Text, s.buf, ok = decodeString(raw, s.buf); !ok {
-		return Record{ID: rec.ID}, fmt.Errorf("field %q is not a string", o.TextField)
-	}
-	if !o.SkipText && !utf8.Valid(raw) {
+	} else if !utf8.Valid(raw) {
 		// NB: encoding/json (and decodeString) turn each byte that is not
 		// UTF-8 into U+FFFD: the texts of a Latin-1 file that differ only
 		// in their accents became one text, a pair at Jaccard 1.
 		return Record{ID: rec.ID}, notUTF8(o.TextField, raw)
+	} else if rec.Text, s.buf, ok = decodeString(raw, s.buf, true); !ok {
+		return Record{ID: rec.ID}, fmt.Errorf("field %q is not a string", o.TextField)
 	}
 	if o.IDFrom == "hash" {
 		rec.ID = hashID(rec.Text)
@@ -360,7 +359,8 @@ func notUTF8(field string, raw []byte) error {
 		}
 		at += size
 	}
-	return fmt.Errorf("field %q is not valid UTF-8 (byte 0x%02x at offset %d of the field): text in another encoding, such as Latin-1? convert the file first (iconv -f latin1 -t utf-8)", field, raw[min(at, len(raw)-1)], at)
+	// NB: the offset in the string as written, after its opening quote.
+	return fmt.Errorf("field %q is not valid UTF-8 (byte 0x%02x at offset %d of its string as written): text in another encoding, such as Latin-1? convert the file first (iconv -f latin1 -t utf-8)", field, raw[min(at, len(raw)-1)], max(at-1, 0))
 }
 
 // lookup finds a field of the JSON object obj by its dotted path: a key
@@ -403,17 +403,18 @@ func lookupIn(top func(key string) ([]byte, bool), path string) ([]byte, error) 
 // bytes are the string; else unquote decodes it as encoding/json does
 // (invalid UTF-8 becomes U+FFFD).
 func jsonString(raw []byte) (s string, ok bool) {
-	s, _, ok = decodeString(raw, nil)
+	s, _, ok = decodeString(raw, nil, false)
 	return s, ok
 }
 
 // decodeString is jsonString with buf as scratch space; it returns buf,
-// grown.
-func decodeString(raw, buf []byte) (s string, _ []byte, ok bool) {
+// grown. valid says the caller checked raw is UTF-8 (parseJSON, which
+// refuses a text that is not): it is not checked again.
+func decodeString(raw, buf []byte, valid bool) (s string, _ []byte, ok bool) {
 	if len(raw) < 2 || raw[0] != '"' {
 		return "", buf, false
 	}
-	if c := raw[1 : len(raw)-1]; bytes.IndexByte(c, '\\') < 0 && utf8.Valid(c) {
+	if c := raw[1 : len(raw)-1]; bytes.IndexByte(c, '\\') < 0 && (valid || utf8.Valid(c)) {
 		return string(c), buf, true
 	}
 	if buf, ok = appendUnquoted(buf[:0], raw); !ok {

@@ -1245,7 +1245,43 @@ var ErrNotReplicated = errors.New("rediskv: the writes were not acknowledged by 
 // earlier write to that master, whichever connection made it.
 func (s *Store) Sync(ctx context.Context, timeout time.Duration) error {
 	ms := max(1, timeout.Milliseconds())
+	// replication reads a master's replication: alone (no replica
+	// connected), or syncing (its replicas all being synced anew: a
+	// replica restarted or rejoined, state wait_bgsave or send_bulk).
+	replication := func(ctx context.Context, c *redis.Client) (alone, syncing bool, err error) {
+		info, err := c.Info(ctx, "replication").Result()
+		if err != nil {
+			return false, false, err
+		}
+		alone = strings.Contains(info, "connected_slaves:0")
+		return alone, !alone && !strings.Contains(info, "state=online"), nil
+	}
+	unreplicated := func(addr string) {
+		if s.Unreplicated != nil {
+			s.Unreplicated(addr)
+		}
+	}
 	waitOn := func(ctx context.Context, c *redis.Client, key string) error {
+		addr := c.Options().Addr
+		// NB: a master whose replicas were being synced anew is asked
+		// again (INFO, one round trip) at most every resyncRecheck, not
+		// waited on: every write of a sync that lasts minutes waited 2 s.
+		if until, ok := s.resyncing.Load(addr); ok {
+			if time.Now().Before(until.(time.Time)) {
+				unreplicated(addr)
+				return nil
+			}
+			_, syncing, err := replication(ctx, c)
+			if err != nil {
+				return err
+			}
+			if syncing {
+				s.resyncing.Store(addr, time.Now().Add(resyncRecheck))
+				unreplicated(addr)
+				return nil
+			}
+			s.resyncing.Delete(addr)
+		}
 		var n *redis.Cmd
 		if _, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
 			p.Incr(ctx, key)
@@ -1260,57 +1296,25 @@ func (s *Store) Sync(ctx context.Context, timeout time.Duration) error {
 		// NB: a master with no replica (one that lost it to a failover)
 		// has nothing to wait for; checked only when WAIT comes back
 		// short, to keep the common case at one round trip. Nor has one
-		// whose replicas are all being synced anew (a replica restarted
-		// or rejoined: state wait_bgsave, send_bulk), which acknowledge
+		// whose replicas are all being synced anew, which acknowledge
 		// nothing until the sync ends: every synced write failed for as
 		// long as it took. Such a master's writes are as unreplicated as
 		// those of a master alone, and said so (Unreplicated).
-		info, err := c.Info(ctx, "replication").Result()
-		if err != nil {
+		alone, syncing, err := replication(ctx, c)
+		switch {
+		case err != nil:
 			return err
-		}
-		if strings.Contains(info, "connected_slaves:0") {
+		case alone:
 			return nil
-		}
-		if !strings.Contains(info, "state=online") {
-			s.resyncing.Store(c.Options().Addr, time.Now().Add(resyncRecheck))
-			if s.Unreplicated != nil {
-				s.Unreplicated(c.Options().Addr)
-			}
-			return nil
-		}
-		return fmt.Errorf("%w: %s, within %v", ErrNotReplicated, c.Options().Addr, timeout)
-	}
-	// NB: a master whose replicas were being synced anew is asked again
-	// (INFO, one round trip) at most every resyncRecheck, not waited on:
-	// every write of a sync that lasts minutes waited 2 s.
-	resyncing := func(ctx context.Context, c *redis.Client) (bool, error) {
-		addr := c.Options().Addr
-		until, ok := s.resyncing.Load(addr)
-		if !ok {
-			return false, nil
-		}
-		if time.Now().After(until.(time.Time)) {
-			info, err := c.Info(ctx, "replication").Result()
-			if err != nil {
-				return false, err
-			}
-			if strings.Contains(info, "state=online") || strings.Contains(info, "connected_slaves:0") {
-				s.resyncing.Delete(addr)
-				return false, nil
-			}
+		case syncing:
 			s.resyncing.Store(addr, time.Now().Add(resyncRecheck))
+			unreplicated(addr)
+			return nil
 		}
-		if s.Unreplicated != nil {
-			s.Unreplicated(addr)
-		}
-		return true, nil
+		return fmt.Errorf("%w: %s, within %v", ErrNotReplicated, addr, timeout)
 	}
 	cc, ok := s.c.(*redis.ClusterClient)
 	if !ok {
-		if skip, err := resyncing(ctx, s.c.(*redis.Client)); skip || err != nil {
-			return err
-		}
 		return waitOn(ctx, s.c.(*redis.Client), s.prefix+"sync")
 	}
 	shards, err := cc.ClusterShards(ctx).Result()
@@ -1344,18 +1348,13 @@ func (s *Store) Sync(ctx context.Context, timeout time.Duration) error {
 			alone = append(alone, master)
 		}
 	}
-	if s.Unreplicated != nil {
-		for _, m := range alone {
-			s.Unreplicated(m)
-		}
+	for _, m := range alone {
+		unreplicated(m)
 	}
 	return cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
 		r, ok := owns[c.Options().Addr]
 		if !ok {
 			return nil // no replica online, or no slot: nothing to wait for
-		}
-		if skip, err := resyncing(ctx, c); skip || err != nil {
-			return err
 		}
 		for i := 0; ; i++ {
 			key := s.prefix + "sync:" + strconv.Itoa(i)
