@@ -55,35 +55,51 @@ func PostingCount(v []byte) (int, error) {
 // DecodePostings appends the entries of an encoded posting list to dst,
 // checking that doc numbers strictly increase.
 func DecodePostings(v []byte, dst []Posting) ([]Posting, error) {
+	err := eachPosting(v, func(p Posting) { dst = append(dst, p) })
+	return dst, err
+}
+
+// PostingsHaveRemoval reports whether an encoded posting list holds a
+// removal, checking it as DecodePostings does without decoding it into a
+// slice.
+func PostingsHaveRemoval(v []byte) (bool, error) {
+	found := false
+	err := eachPosting(v, func(p Posting) { found = found || p.Remove })
+	return found, err
+}
+
+// eachPosting calls f with each entry of an encoded posting list, in
+// order, and fails on a list that is not well formed.
+func eachPosting(v []byte, f func(Posting)) error {
 	if len(v) < 1 || v[0] != postingsVersion {
-		return dst, corrupt("posting list header")
+		return corrupt("posting list header")
 	}
 	rd := reader{b: v[1:]}
 	n := rd.uvarint("posting count")
 	if rd.err != nil {
-		return dst, rd.err
+		return rd.err
 	}
 	if n > uint64(len(rd.b)) {
-		return dst, corrupt("%d postings in %d bytes", n, len(rd.b))
+		return corrupt("%d postings in %d bytes", n, len(rd.b))
 	}
 	prev := uint64(0)
 	for i := uint64(0); i < n; i++ {
 		e := rd.uvarint("posting")
 		if rd.err != nil {
-			return dst, rd.err
+			return rd.err
 		}
 		d := e >> 1
 		if i > 0 && d == 0 {
-			return dst, corrupt("posting %d repeats doc %d", i, prev)
+			return corrupt("posting %d repeats doc %d", i, prev)
 		}
 		if d > MaxDocNum-prev {
-			return dst, corrupt("posting %d overflows", i)
+			return corrupt("posting %d overflows", i)
 		}
 		prev += d
-		dst = append(dst, Posting{Doc: prev, Remove: e&1 != 0})
+		f(Posting{Doc: prev, Remove: e&1 != 0})
 	}
 	if len(rd.b) != 0 {
-		return dst, corrupt("%d trailing bytes in posting list", len(rd.b))
+		return corrupt("%d trailing bytes in posting list", len(rd.b))
 	}
-	return dst, nil
+	return nil
 }

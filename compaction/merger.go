@@ -19,15 +19,33 @@ var Merger = &pebble.Merger{
 	Name: MergerName,
 	Merge: func(key, value []byte) (pebble.ValueMerger, error) {
 		m := &postingMerger{}
-		return m, m.MergeNewer(value)
+		if _, err := codec.PostingCount(value); err != nil {
+			return m, err
+		}
+		if len(value) <= len(m.inline) {
+			m.first = append(m.inline[:0], value...)
+		} else {
+			m.first = slices.Clone(value)
+		}
+		return m, nil
 	},
 }
 
 // postingMerger accumulates operands. Pebble hands them newest-first
-// (MergeOlder) or oldest-first (MergeNewer); Finish puts them oldest-first.
+// (MergeOlder) or oldest-first (MergeNewer) around the first one it gave
+// (Merger.Merge); Finish puts them oldest-first.
+//
+// NB: most keys a compaction meets hold one operand (a bucket that one
+// document fell in), so the first is kept apart, in the merger itself when
+// it is small, and Finish gives it back as it is when there is nothing to
+// merge: one allocation a key, where copying it into a list of operands
+// and encoding it again took five (BenchmarkPut's compactions spent 2.7
+// CPU-s of 26.6 in the merger, 1.4 of them allocating).
 type postingMerger struct {
-	older [][]byte // operands added by MergeOlder, newest first
-	newer [][]byte // operands added by MergeNewer, oldest first
+	first  []byte
+	inline [24]byte // first's bytes when they fit: a few postings
+	older  [][]byte // operands added by MergeOlder, newest first
+	newer  [][]byte // operands added by MergeNewer, oldest first
 }
 
 // MergeNewer adds an operand newer than all others. Pebble keeps ownership
@@ -52,10 +70,22 @@ func (m *postingMerger) MergeOlder(value []byte) error {
 // Finish merges the operands: for each doc number the newest operation
 // wins; with includesBase, removals are dropped.
 func (m *postingMerger) Finish(includesBase bool) ([]byte, io.Closer, error) {
-	ops := make([][]byte, 0, len(m.older)+len(m.newer))
+	if len(m.older)+len(m.newer) == 0 {
+		// One operand: a well-formed list is already merged (its doc
+		// numbers strictly increase), and is the result unless removals
+		// are to be dropped.
+		if !includesBase {
+			return m.first, nil, nil
+		}
+		if removal, err := codec.PostingsHaveRemoval(m.first); err != nil || !removal {
+			return m.first, nil, err
+		}
+	}
+	ops := make([][]byte, 0, len(m.older)+1+len(m.newer))
 	for i := len(m.older) - 1; i >= 0; i-- {
 		ops = append(ops, m.older[i])
 	}
+	ops = append(ops, m.first)
 	ops = append(ops, m.newer...)
 	out, err := Merge(nil, ops, includesBase)
 	return out, nil, err

@@ -147,6 +147,52 @@ func TestMergerRemovalsAndBase(t *testing.T) {
 	}
 }
 
+// Ensure that a key with one operand (most keys: a bucket one document
+// fell in) comes out of the ValueMerger as Merge makes it: as it is
+// without the base, its removals dropped with it, and a malformed one
+// refused when it is read whole.
+func TestMergerOneOperand(t *testing.T) {
+	lists := [][]codec.Posting{
+		{{Doc: 7}},
+		{{Doc: 1}, {Doc: 5}, {Doc: 900000}},
+		{{Doc: 3, Remove: true}},
+		{{Doc: 2}, {Doc: 4, Remove: true}, {Doc: 1 << 40}},
+		make([]codec.Posting, 40), // longer than the merger's inline bytes
+	}
+	for i := range lists[4] {
+		lists[4][i] = codec.Posting{Doc: uint64(i*1000 + 1), Remove: i%7 == 3}
+	}
+	for _, ps := range lists {
+		op := codec.AppendPostings(nil, ps)
+		for _, base := range []bool{false, true} {
+			want, err := Merge(nil, [][]byte{op, codec.AppendPostings(nil, nil)}, base)
+			if err != nil {
+				t.Fatal(err)
+			}
+			vm, err := Merger.Merge(nil, op)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, _, err := vm.Finish(base)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(got, want) {
+				t.Errorf("%v (base %v): ValueMerger gave %x, Merge %x", ps, base, got, want)
+			}
+		}
+	}
+	// Doc 5 twice: not strictly increasing.
+	bad := []byte{1, 2, 10, 0}
+	vm, err := Merger.Merge(nil, bad)
+	if err != nil {
+		t.Fatal(err) // only the header is checked until the list is read whole
+	}
+	if _, _, err := vm.Finish(true); !errors.Is(err, codec.ErrCorrupt) {
+		t.Fatalf("a malformed operand merged with its base: %v", err)
+	}
+}
+
 // Ensure that the merger works inside a real Pebble: merges, flushes and
 // compactions give the model's set on read.
 func TestMergerInPebble(t *testing.T) {
