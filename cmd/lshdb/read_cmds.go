@@ -513,6 +513,11 @@ came and how long the run took; FILE gets a header and an end line too.`,
 					fmt.Fprintf(a.stderr, "pairs: %d documents, %s (%s reported unverified), %d posting lists (%d with over %d distinct sets, largest %d), %d candidate pairs, %d ruled out by their signatures, %d distinct verified, %d matched, %s, spilled to disk: %v\n",
 						st.Docs, counted(st.IdenticalGroups, "identical group", "identical groups"), counted(st.IdenticalPairs, "pair", "pairs"), st.Lists, st.HotLists, db.HotList, st.LargestList, st.Candidates, st.Filtered, st.Verified, st.Matched, found, st.Spilled)
 				}
+				if err == nil && a.pairRows == 0 {
+					// NB: an empty table is its headings alone, and an empty
+					// JSON output nothing: say that the run found none.
+					fmt.Fprintf(a.stderr, "no pair at Jaccard >= %v among %s\n", cmp.Or(t, d.Params().Threshold), counted(st.Docs, "document", "documents"))
+				}
 				if err == nil && spill != nil {
 					h.Header.Command, h.Header.Mode, h.Header.Keep = "clusters", string(mode), string(keep)
 					err = a.clustersTo(d, clustersFile, spill, h, &db.PairsOptions{Threshold: t, Mode: mode, Keep: keep}, rec, started)
