@@ -96,7 +96,10 @@ func TestLoadEqualsPuts(t *testing.T) {
 	four := mustOpen(t, "four", &Options{fs: vfs.NewMem()})
 	defer four.Close()
 	for _, part := range [][]Doc{docs[:n/3], docs[n/3 : 2*n/3], docs[2*n/3 : n], docs[n:]} {
-		if _, err := four.Load(context.Background(), seqOf(part), &LoadOptions{Memory: 64 << 10, tableBytes: 1 << 20}); err != nil {
+		// NB: stored ids are looked up in chunks of 97 here (2,048 by
+		// default), so that a load's replacements span many chunks, each
+		// split between goroutines.
+		if _, err := four.Load(context.Background(), seqOf(part), &LoadOptions{Memory: 64 << 10, tableBytes: 1 << 20, resolveChunk: 97}); err != nil {
 			t.Fatal(err)
 		}
 	}
