@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -909,5 +910,80 @@ func TestOutputsThatAreNotFiles(t *testing.T) {
 	}
 	if fi, err := os.Lstat(fifo); err != nil || fi.Mode()&os.ModeNamedPipe == 0 {
 		t.Errorf("the FIFO was replaced: %v %v", fi.Mode(), err)
+	}
+}
+
+// Ensure that a build replacing the index's documents compacts after it
+// (--compact auto), freeing their old records' space, and that neither a
+// build that replaced few nor --compact never does: the same documents
+// loaded again take about what one load took, where without compacting
+// they take more; every pair is still found.
+func TestBuildCompactsAfterReplacing(t *testing.T) {
+	dir := shortDir(t)
+	idx, in, extra := filepath.Join(dir, "idx"), filepath.Join(dir, "in.jsonl"), filepath.Join(dir, "extra.jsonl")
+	for _, args := range [][]string{
+		{"gen", "--n", "3000", "--seed", "3", "--out", in},
+		{"gen", "--n", "100", "--seed", "4", "--id-prefix", "extra", "--out", extra},
+	} {
+		if _, errOut, code := runLine(args, ""); code != 0 {
+			t.Fatal(errOut)
+		}
+	}
+	disk := func() uint64 {
+		t.Helper()
+		out, errOut, code := runLine([]string{"info", "--db", idx, "--output", "json"}, "")
+		var info struct {
+			DiskBytes uint64 `json:"disk_bytes"`
+		}
+		if code != 0 || json.Unmarshal([]byte(out), &info) != nil {
+			t.Fatalf("info: exit %d: %s%s", code, out, errOut)
+		}
+		return info.DiskBytes
+	}
+	build := func(file string, extra ...string) insertSummary {
+		t.Helper()
+		out, errOut, code := runLine(append([]string{"build", "--db", idx, "--output", "json", file}, extra...), "")
+		var sum insertSummary
+		if code != 0 || json.Unmarshal([]byte(out), &sum) != nil {
+			t.Fatalf("build: exit %d: %s%s", code, out, errOut)
+		}
+		return sum
+	}
+	pairs := func() string {
+		t.Helper()
+		out, errOut, code := runLine([]string{"pairs", "--db", idx, "--output", "json"}, "")
+		if code != 0 || out == "" {
+			t.Fatalf("pairs: exit %d: %s%s", code, out, errOut)
+		}
+		return out
+	}
+	if sum := build(in); sum.Compacted != nil || sum.Replaced != 0 {
+		t.Fatalf("a build into an empty index: %+v", sum)
+	}
+	// A few new documents replace nothing: no compaction.
+	if sum := build(extra); sum.Compacted != nil {
+		t.Fatalf("a build that replaced nothing compacted: %+v", sum)
+	}
+	one, want := disk(), pairs()
+	// The same documents again, with --compact never: the old records stay.
+	if sum := build(in, "--compact", "never"); sum.Replaced != 3000 || sum.Compacted != nil {
+		t.Fatalf("--compact never: %+v", sum)
+	}
+	grown := disk()
+	if grown < one*3/2 {
+		t.Fatalf("a load replacing every document took %d bytes on disk, one load %d: the test cannot tell a compaction", grown, one)
+	}
+	// And again, by default: compacted.
+	sum := build(in)
+	if sum.Replaced != 3000 || sum.Compacted == nil {
+		t.Fatalf("a build replacing every document did not compact: %+v", sum)
+	}
+	// NB: the reported sizes are the moment's (Pebble removes the files
+	// a compaction replaced in the background); info's comes later.
+	if after := disk(); after > one*5/4 || sum.Compacted.DiskBytesAfter >= sum.Compacted.DiskBytesBefore {
+		t.Fatalf("compacted: %+v, info says %d bytes; one load took %d, before compacting %d", sum.Compacted, after, one, grown)
+	}
+	if got := pairs(); got != want {
+		t.Fatalf("the pairs after the compacted build differ from the first builds':\n%s\nwant\n%s", got, want)
 	}
 }
