@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -186,6 +187,29 @@ func Open(dir string, opts *Options) (*DB, error) {
 	}
 }
 
+// lockPath is the name under which dir's lock is taken: on the operating
+// system's filesystem, its absolute path with every symbolic link
+// resolved. NB: the lock is an fcntl lock, which never excludes the
+// process that holds it; Pebble refuses a second lock in the process by
+// the lock file's name, so "idx", "./idx", "/abs/idx" and a link to it
+// were four locks: two DB values wrote one index, and the synced writes
+// of one were lost; and closing either released the fcntl lock that kept
+// other processes out while the other was open. Where dir cannot be
+// resolved it is used as given (the lock's own open then reports why).
+func lockPath(fs vfs.FS, dir string) string {
+	if fs != vfs.Default {
+		return dir // NB: an in-memory or test filesystem: its names are its own
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return dir
+	}
+	if real, err := filepath.EvalSymlinks(abs); err == nil {
+		return real
+	}
+	return abs
+}
+
 // errDirVanished is openIn's error when the directory it checked was
 // removed before it held the lock: by a failed creating Open (openIn).
 var errDirVanished = errors.New("lshdb: the directory was removed while this open waited for its lock (another open's failed create): open it again")
@@ -201,7 +225,7 @@ var errDirVanished = errors.New("lshdb: the directory was removed while this ope
 // one refused the lock removed the directory from under the other, which
 // lost its acknowledged writes or ended in Pebble's fatal error.
 func openIn(dir string, o Options, created bool) (*DB, error) {
-	lock, err := lockDirectory(dir, &o)
+	lock, err := lockDirectory(lockPath(o.fs, dir), &o)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			if _, serr := o.fs.Stat(dir); errors.Is(serr, fs.ErrNotExist) {
@@ -393,6 +417,10 @@ func prepareDir(fs vfs.FS, dir string, o *Options) (created bool, err error) {
 			return false, fmt.Errorf("lshdb: %w", err)
 		}
 		return true, nil
+	case errors.Is(err, syscall.ENOTDIR):
+		// NB: a path through a file ("notes.txt/idx") is no index, and
+		// none can be made there.
+		return false, fmt.Errorf("%w: %s: a part of the path is a file: %w", ErrNotIndex, dir, err)
 	case err != nil:
 		return false, fmt.Errorf("lshdb: %w", err)
 	case !st.IsDir():

@@ -3,6 +3,7 @@ package db
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -118,5 +119,62 @@ func TestOpenRaceNewDirectory(t *testing.T) {
 			}
 		}
 		d.Close()
+	}
+}
+
+// Ensure that a second Open of an index in the same process is refused
+// however its path is spelled (relative, with "./", through a symbolic
+// link, with a trailing "/."), as by its first spelling: each was a lock
+// of its own, and two DB values wrote one index (the synced writes of
+// one were lost on reopen). Once the first is closed, each opens.
+func TestLockedUnderAnotherName(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "idx")
+	first, err := Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := first.Put(Doc{ID: "a", Text: "the quick brown fox jumps over the lazy dog"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel, err := filepath.Rel(wd, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(t.TempDir(), "link")
+	if err := os.Symlink(dir, link); err != nil {
+		t.Fatal(err)
+	}
+	names := []string{dir, rel, "." + string(filepath.Separator) + rel, link, dir + string(filepath.Separator) + "."}
+	for _, name := range names {
+		d, err := Open(name, &Options{MustExist: true})
+		if !errors.Is(err, ErrLocked) {
+			if err == nil {
+				d.Close()
+			}
+			t.Errorf("Open(%q) while %q is open: %v, want ErrLocked", name, dir, err)
+		}
+	}
+	// The refused opens left the first one's lock and data as they were.
+	if err := first.Put(Doc{ID: "b", Text: "a second document, synced"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range names {
+		d, err := Open(name, &Options{MustExist: true})
+		if err != nil {
+			t.Fatalf("Open(%q) after Close: %v", name, err)
+		}
+		if n, err := d.Count(); err != nil || n != 2 {
+			t.Errorf("Open(%q): %d documents (%v), want 2", name, n, err)
+		}
+		if err := d.Close(); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
