@@ -66,6 +66,12 @@ func (db *DB) Check(ctx context.Context) (*CheckReport, error) {
 	defer db.mu.RUnlock()
 	ctx, cancel := db.opCtx(ctx)
 	defer cancel()
+	// NB: a context that has ended gets its error at once, as from every
+	// other call (a small index was checked whole before the first of
+	// the checks every few thousand records).
+	if err := ctxErr(ctx); err != nil {
+		return nil, err
+	}
 	if db.rkv != nil {
 		return db.redisCheck(ctx)
 	}

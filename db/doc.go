@@ -8,8 +8,12 @@
 //	if err != nil { ... }
 //	defer d.Close()
 //	err = d.Put(db.Doc{ID: "doc-1", Text: "The quick brown fox jumps over the lazy dog"}, nil)
-//	res, err := d.Query(ctx, "The quick brown fox jumped over the lazy dog", nil)
-//	for _, m := range res.Matches { fmt.Println(m.ID, m.Jaccard) }
+//	res, err := d.Query(ctx, "The quick brown fox jumps over the lazy dog!", nil)
+//	for _, m := range res.Matches { fmt.Println(m.ID, m.Jaccard) } // doc-1 0.975
+//
+// (A text must be as close as the index's threshold, 0.8 by default:
+// "The quick brown fox jumped over the lazy dog" is at 0.756 and is no
+// match.)
 //
 // A document becomes a shingle set and a MinHash signature (package
 // minhash); the signature is cut into b bands whose keys (package bands)

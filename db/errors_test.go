@@ -306,6 +306,14 @@ func TestErrNotIndex(t *testing.T) {
 	if _, err := Open(file, nil); !errors.Is(err, ErrNotIndex) {
 		t.Errorf("a file: %v", err)
 	}
+	for _, o := range []*Options{nil, {ReadOnly: true}} {
+		if _, err := Open(filepath.Join(file, "sub"), o); !errors.Is(err, ErrNotIndex) {
+			t.Errorf("a path through a file (%+v): %v", o, err)
+		}
+	}
+	if b, err := os.ReadFile(file); err != nil || string(b) != "hello" {
+		t.Errorf("the file: %q, %v", b, err)
+	}
 	other := filepath.Join(dir, "other")
 	os.Mkdir(other, 0o755)
 	os.WriteFile(filepath.Join(other, "notes.txt"), []byte("x"), 0o644)

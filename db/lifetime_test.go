@@ -391,3 +391,21 @@ func TestCallbackIntoDBWhileClosing(t *testing.T) {
 		})
 	})
 }
+
+// Ensure that Check of a small index (checked whole before its first
+// periodic look at ctx) stops with a cancelled context's error as every
+// other call does, instead of a report.
+func TestCheckCancelledSmallIndex(t *testing.T) {
+	d := mustOpen(t, t.TempDir(), &Options{NoSync: true})
+	if _, err := d.PutBatch([]Doc{{ID: "a", Text: "the quick brown fox"}, {ID: "b", Text: "jumps over the lazy dog"}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if rep, err := d.Check(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Check of 2 documents with a cancelled context: %v, %v; want context.Canceled", rep, err)
+	}
+	if rep, err := d.Check(context.Background()); err != nil || !rep.OK() {
+		t.Fatalf("Check after it: %v, %v", rep, err)
+	}
+}

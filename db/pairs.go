@@ -26,7 +26,11 @@ import (
 	"golang.org/x/sync/errgroup"
 )
 
-// Pair is a verified near-duplicate pair: A was inserted before B.
+// Pair is a verified near-duplicate pair. From Pairs without
+// PairsOptions.Limit, A is the one stored first (the lower doc number: a
+// replaced document counts from its replacement); with Limit, and from
+// BestPairs, A is the lesser id. Jaccard is exact, but in storage mode
+// none (no set or text to verify with) it is the signatures' estimate.
 type Pair struct {
 	A, B    string
 	Jaccard float64
@@ -43,7 +47,10 @@ const HotList = 1000
 // defaults.
 type PairsOptions struct {
 	// Threshold is the least Jaccard reported, in (0, 1]. Default: the
-	// database's threshold.
+	// database's threshold. NB: below it, fewer pairs share a band:
+	// Params().Bands.Probability(Threshold) is the chance that a pair at
+	// Threshold is found (its expected recall there; lshdb pairs prints
+	// it), where at the index's threshold it is 0.99 or more.
 	Threshold float64
 	// Memory bounds the candidate pairs held in memory; the rest spill to
 	// sorted runs on disk. Default: DefaultPairsMemory (256 MiB).
