@@ -487,7 +487,7 @@ func (db *DB) Clusters(ctx context.Context, po *PairsOptions) ([]Cluster, error)
 		return err
 	})
 	if err != nil {
-		return nil, err
+		return nil, classify(err) // NB: ErrDiskFull where the run's spill found the disk full, as Pairs
 	}
 	if po != nil && po.Stats != nil {
 		*po.Stats = st

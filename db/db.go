@@ -210,6 +210,14 @@ func lockPath(fs vfs.FS, dir string) string {
 	return abs
 }
 
+// readOnlyFSError is a writable Open's error on a read-only filesystem:
+// it matches ErrReadOnly (errors.Is) in words of its own (ErrReadOnly's
+// say the handle is read-only), and the filesystem's error too.
+type readOnlyFSError struct{ error }
+
+func (e readOnlyFSError) Is(target error) bool { return target == ErrReadOnly }
+func (e readOnlyFSError) Unwrap() error        { return e.error }
+
 // errDirVanished is openIn's error when the directory it checked was
 // removed before it held the lock: by a failed creating Open (openIn).
 var errDirVanished = errors.New("lshdb: the directory was removed while this open waited for its lock (another open's failed create): open it again")
@@ -251,7 +259,7 @@ func openIn(dir string, o Options, created bool) (*DB, error) {
 		}
 		switch {
 		case errors.Is(err, syscall.EROFS):
-			return nil, fmt.Errorf("lshdb: locking %s: %w (a read-only filesystem: the index can be opened for reading only)", dir, err)
+			return nil, readOnlyFSError{fmt.Errorf("lshdb: locking %s: %w (a read-only filesystem: the index can be opened for reading only, Options.ReadOnly)", dir, err)}
 		case errors.Is(err, fs.ErrPermission):
 			// NB: Pebble takes its lock file for every open, read-only
 			// ones too.

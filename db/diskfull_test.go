@@ -194,6 +194,20 @@ func diskFullChild(t *testing.T, dir string, o Options) {
 	if err != nil || !rep.OK() {
 		t.Fatalf("Check after disk full: %v %v", err, rep.Problems)
 	}
+	// Pairs and Clusters spill into the index's directory: on the full
+	// disk they run or fail with ErrDiskFull (their spill's ENOSPC matched
+	// no sentinel).
+	for _, err := range r.Pairs(context.Background(), nil) {
+		if err != nil && !errors.Is(err, ErrDiskFull) {
+			t.Fatalf("Pairs on the full disk: %v, want ErrDiskFull", err)
+		}
+		if err != nil {
+			t.Logf("pairs on the full disk: %v", err)
+		}
+	}
+	if _, err := r.Clusters(context.Background(), nil); err != nil && !errors.Is(err, ErrDiskFull) {
+		t.Fatalf("Clusters on the full disk: %v, want ErrDiskFull", err)
+	}
 }
 
 // BenchmarkPutOneReserve measures what the disk-reserve check (a statfs

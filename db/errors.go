@@ -160,6 +160,8 @@ func classify(err error) error {
 	switch {
 	case err == nil:
 		return nil
+	case errors.Is(err, ErrFormatTooNew) || errors.Is(err, ErrCorrupt) || errors.Is(err, ErrDiskFull):
+		return err // NB: classified already
 	case errors.Is(err, codec.ErrFormatTooNew):
 		return fmt.Errorf("%w: %w", ErrFormatTooNew, err)
 	case errors.Is(err, codec.ErrCorrupt) || pebble.IsCorruptionError(err):

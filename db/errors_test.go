@@ -611,8 +611,8 @@ func TestOpenOnReadOnlyFilesystem(t *testing.T) {
 	if len(pairs) != 1 || pairs[0].A != "a" || pairs[0].B != "b" {
 		t.Fatalf("Pairs = %v, want (a, b)", pairs)
 	}
-	if _, err := Open("idx", &Options{fs: ro}); err == nil || !errors.Is(err, syscall.EROFS) {
-		t.Fatalf("writable Open on a read-only filesystem: %v, want EROFS", err)
+	if _, err := Open("idx", &Options{fs: ro}); !errors.Is(err, syscall.EROFS) || !errors.Is(err, ErrReadOnly) {
+		t.Fatalf("writable Open on a read-only filesystem: %v, want ErrReadOnly and EROFS", err)
 	}
 	// A backup holds no LOCK file: on read-only media it opens with none
 	// (it was taken for a directory removed while the open waited).

@@ -236,7 +236,14 @@ func (db *DB) QueryMany(ctx context.Context, qs []QueryInput, qo *QueryOptions) 
 		return nil, err
 	}
 	for i := range qs {
-		if err := db.checkInput(&qs[i]); err != nil {
+		in := &qs[i]
+		if in.Text == "" && in.Set.IsZero() && in.Signature == nil && in.ID == "" {
+			// NB: a zero QueryInput is no query (its doc asks for exactly
+			// one field), not an empty text: ErrInvalidDoc, as two fields
+			// are, and ErrEmptyDocument, which it was.
+			return nil, &QueryError{Index: i, Err: fmt.Errorf("%w: a query gives none of Text, Set, Signature and ID (exactly one; %w)", ErrInvalidDoc, ErrEmptyDocument)}
+		}
+		if err := db.checkInput(in); err != nil {
 			return nil, &QueryError{Index: i, Err: err}
 		}
 	}

@@ -332,6 +332,8 @@ func TestInputErrors(t *testing.T) {
 		{"query empty set", second(d.QuerySet(ctx, Tokens(), nil)), ErrEmptyDocument},
 		{"query 33-bit hash", second(d.QuerySet(ctx, Hashes(1<<40), nil)), ErrInvalidDoc},
 		{"query two inputs", second(d.QueryMany(ctx, []QueryInput{{Text: "x"}, {Text: "y", ID: "z"}}, nil)), ErrInvalidDoc},
+		{"query no input", second(d.QueryMany(ctx, []QueryInput{{Text: "x"}, {}}, nil)), ErrInvalidDoc},
+		{"query no input, as an empty text", second(d.QueryMany(ctx, []QueryInput{{}}, nil)), ErrEmptyDocument},
 	} {
 		if !errors.Is(c.err, c.want) {
 			t.Errorf("%s: %v, want %v", c.name, c.err, c.want)

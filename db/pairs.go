@@ -232,7 +232,9 @@ func (db *DB) allPairs(ctx context.Context, po *PairsOptions) iter.Seq2[Pair, er
 			if stopped {
 				return false
 			}
-			stopped = !consumer(p, err)
+			// NB: a run's own files (its spill of texts and candidates)
+			// fail as the store's do: ErrDiskFull where the disk is full.
+			stopped = !consumer(p, classify(err))
 			return !stopped
 		}
 		var st PairsStats
