@@ -55,51 +55,51 @@ func PostingCount(v []byte) (int, error) {
 // DecodePostings appends the entries of an encoded posting list to dst,
 // checking that doc numbers strictly increase.
 func DecodePostings(v []byte, dst []Posting) ([]Posting, error) {
-	err := eachPosting(v, func(p Posting) { dst = append(dst, p) })
-	return dst, err
-}
-
-// PostingsHaveRemoval reports whether an encoded posting list holds a
-// removal, checking it as DecodePostings does without decoding it into a
-// slice.
-func PostingsHaveRemoval(v []byte) (bool, error) {
-	found := false
-	err := eachPosting(v, func(p Posting) { found = found || p.Remove })
-	return found, err
-}
-
-// eachPosting calls f with each entry of an encoded posting list, in
-// order, and fails on a list that is not well formed.
-func eachPosting(v []byte, f func(Posting)) error {
 	if len(v) < 1 || v[0] != postingsVersion {
-		return corrupt("posting list header")
+		return dst, corrupt("posting list header")
 	}
 	rd := reader{b: v[1:]}
 	n := rd.uvarint("posting count")
 	if rd.err != nil {
-		return rd.err
+		return dst, rd.err
 	}
 	if n > uint64(len(rd.b)) {
-		return corrupt("%d postings in %d bytes", n, len(rd.b))
+		return dst, corrupt("%d postings in %d bytes", n, len(rd.b))
 	}
 	prev := uint64(0)
 	for i := uint64(0); i < n; i++ {
 		e := rd.uvarint("posting")
 		if rd.err != nil {
-			return rd.err
+			return dst, rd.err
 		}
 		d := e >> 1
 		if i > 0 && d == 0 {
-			return corrupt("posting %d repeats doc %d", i, prev)
+			return dst, corrupt("posting %d repeats doc %d", i, prev)
 		}
 		if d > MaxDocNum-prev {
-			return corrupt("posting %d overflows", i)
+			return dst, corrupt("posting %d overflows", i)
 		}
 		prev += d
-		f(Posting{Doc: prev, Remove: e&1 != 0})
+		dst = append(dst, Posting{Doc: prev, Remove: e&1 != 0})
 	}
 	if len(rd.b) != 0 {
-		return corrupt("%d trailing bytes in posting list", len(rd.b))
+		return dst, corrupt("%d trailing bytes in posting list", len(rd.b))
 	}
-	return nil
+	return dst, nil
+}
+
+// PostingsHaveRemoval reports whether an encoded posting list holds a
+// removal, checking it as DecodePostings does.
+func PostingsHaveRemoval(v []byte) (bool, error) {
+	var buf [16]Posting // NB: most lists hold a few postings: no allocation
+	ps, err := DecodePostings(v, buf[:0])
+	if err != nil {
+		return false, err
+	}
+	for _, p := range ps {
+		if p.Remove {
+			return true, nil
+		}
+	}
+	return false, nil
 }

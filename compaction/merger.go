@@ -77,8 +77,12 @@ func (m *postingMerger) Finish(includesBase bool) ([]byte, io.Closer, error) {
 		if !includesBase {
 			return m.first, nil, nil
 		}
-		if removal, err := codec.PostingsHaveRemoval(m.first); err != nil || !removal {
-			return m.first, nil, err
+		removal, err := codec.PostingsHaveRemoval(m.first)
+		if err != nil {
+			return nil, nil, err
+		}
+		if !removal {
+			return m.first, nil, nil
 		}
 	}
 	ops := make([][]byte, 0, len(m.older)+1+len(m.newer))

@@ -265,6 +265,29 @@ func FuzzMerge(f *testing.F) {
 		} else if valid {
 			t.Fatalf("Merge refused operands that decode: %v", err)
 		}
+		// The ValueMerger of one operand (its fast path) against Merge's
+		// general path, on the whole input: the same postings, or both
+		// refuse it (only its header is checked without the base).
+		if len(raw) > 0 {
+			vm, verr := Merger.Merge(nil, raw)
+			var got []byte
+			if verr == nil {
+				got, _, verr = vm.Finish(includesBase)
+			}
+			want, werr := Merge(nil, [][]byte{raw, codec.AppendPostings(nil, nil)}, includesBase)
+			// NB: compared decoded: a count or delta written in more
+			// bytes than it needs is given back as it is without the base.
+			gotPs, _ := codec.DecodePostings(got, nil)
+			wantPs, _ := codec.DecodePostings(want, nil)
+			switch {
+			case verr == nil && werr == nil && !slices.Equal(gotPs, wantPs):
+				t.Fatalf("one operand %x (base %v): ValueMerger gave %x, Merge %x", raw, includesBase, got, want)
+			case verr != nil && werr == nil:
+				t.Fatalf("one operand %x (base %v): ValueMerger refused it (%v), Merge gave %x", raw, includesBase, verr, want)
+			case verr == nil && werr != nil && includesBase:
+				t.Fatalf("one operand %x with its base: ValueMerger gave %x, Merge refused it (%v)", raw, got, werr)
+			}
+		}
 		// A valid history: the model decides.
 		hist, m := randomHistory(rand.New(rand.NewPCG(seed, 7)))
 		final, err := Merge(nil, hist, true)

@@ -101,7 +101,7 @@ type DB struct {
 	// (rediskv.Register), "" for none.
 	writer string
 	popts  *pebble.Options // as opened, defaults filled in (Load's SSTables follow them)
-	lock   *pebble.Lock
+	lock   *dirLock
 	man    codec.Manifest
 	shOpt  minhash.Options
 	skOpt  minhash.SketchOptions
@@ -189,13 +189,11 @@ func Open(dir string, opts *Options) (*DB, error) {
 
 // lockPath is the name under which dir's lock is taken: on the operating
 // system's filesystem, its absolute path with every symbolic link
-// resolved. NB: the lock is an fcntl lock, which never excludes the
-// process that holds it; Pebble refuses a second lock in the process by
-// the lock file's name, so "idx", "./idx", "/abs/idx" and a link to it
-// were four locks: two DB values wrote one index, and the synced writes
-// of one were lost; and closing either released the fcntl lock that kept
-// other processes out while the other was open. Where dir cannot be
-// resolved it is used as given (the lock's own open then reports why).
+// resolved, so that Pebble's lock has one name whatever the caller's
+// spelling ("idx", "./idx", "/abs/idx", a link). NB: what refuses a
+// second Open of the directory in this process is heldDirs, by the
+// directory's identity. Where dir cannot be resolved it is used as given
+// (the lock's own open then reports why).
 func lockPath(fs vfs.FS, dir string) string {
 	if fs != vfs.Default {
 		return dir // NB: an in-memory or test filesystem: its names are its own
@@ -316,7 +314,7 @@ func openIn(dir string, o Options, created bool) (*DB, error) {
 	stalls := &writeStalls{log: o.Logger}
 	popts := &pebble.Options{
 		FS:                 o.fs,
-		Lock:               lock,
+		Lock:               lock.Lock,
 		MemTableSize:       uint64(o.MemTableSize),
 		Cache:              cache,
 		Merger:             compaction.Merger,

@@ -493,7 +493,8 @@ func (l *loader) resolveIDs(ctx context.Context) error {
 		return err
 	}
 	defer r.close()
-	// apply takes the chunk's lookups in key order.
+	// apply looks the chunk's ids up, then takes what they replace in
+	// key order.
 	apply := func() error {
 		if err := r.lookup(ctx); err != nil {
 			return err
@@ -587,8 +588,8 @@ type resolved struct {
 type resolver struct {
 	db    *DB
 	chunk []resolved
-	its   []*pebble.Iterator
-	olds  []docData // a scratch record per goroutine
+	views []pebbleView // an iterator of its own per goroutine
+	olds  []docData    // a scratch record per goroutine
 }
 
 func newResolver(db *DB, workers, chunk int) (*resolver, error) {
@@ -599,7 +600,7 @@ func newResolver(db *DB, workers, chunk int) (*resolver, error) {
 			r.close()
 			return nil, classify(err)
 		}
-		r.its = append(r.its, it)
+		r.views = append(r.views, pebbleView{it: it})
 		// NB: a replaced document's set is only checked (size,
 		// fingerprint), never read in order: no sort (as the synced
 		// path's lookupOlds).
@@ -621,16 +622,22 @@ func (r *resolver) add(id []byte, seq uint64) bool {
 // lookup finds, for each id of the chunk, the document it names now, if
 // any, and that document's buckets: each goroutine a contiguous part.
 func (r *resolver) lookup(ctx context.Context) error {
-	g, _ := errgroup.WithContext(ctx)
-	per := (len(r.chunk) + len(r.its) - 1) / len(r.its)
-	for w := range r.its {
+	g, gctx := errgroup.WithContext(ctx)
+	per := (len(r.chunk) + len(r.views) - 1) / len(r.views)
+	for w := range r.views {
 		lo, hi := min(w*per, len(r.chunk)), min((w+1)*per, len(r.chunk))
 		if lo == hi {
 			continue
 		}
 		g.Go(func() error {
-			v, old := &pebbleView{it: r.its[w]}, &r.olds[w]
+			v, old := &r.views[w], &r.olds[w]
 			for i := lo; i < hi; i++ {
+				if (i-lo)%64 == 63 {
+					// NB: a cancel, or another goroutine's failure.
+					if err := ctxErr(gctx); err != nil {
+						return err
+					}
+				}
 				e := &r.chunk[i]
 				num, err := r.db.lookupStored(v, string(e.id), old)
 				if errors.Is(err, ErrNotFound) {
@@ -651,8 +658,8 @@ func (r *resolver) lookup(ctx context.Context) error {
 }
 
 func (r *resolver) close() {
-	for _, it := range r.its {
-		it.Close()
+	for _, v := range r.views {
+		v.it.Close()
 	}
 }
 

@@ -3,6 +3,9 @@ package db
 import (
 	"errors"
 	"io"
+	"os"
+	"slices"
+	"sync"
 	"syscall"
 	"time"
 
@@ -20,7 +23,7 @@ var lockRetried func()
 // NB: Pebble's lock is a non-blocking fcntl lock: waiting is polling, with
 // a backoff from 10 ms to 250 ms, so a waiter takes the lock at most that
 // late after its release.
-func lockDirectory(dir string, o *Options) (*pebble.Lock, error) {
+func lockDirectory(dir string, o *Options) (*dirLock, error) {
 	fs := o.fs
 	if o.ReadOnly {
 		fs = readOnlyLockFS{fs}
@@ -28,9 +31,16 @@ func lockDirectory(dir string, o *Options) (*pebble.Lock, error) {
 	deadline := time.Now().Add(o.LockTimeout)
 	wait := 10 * time.Millisecond
 	for {
-		lock, err := pebble.LockDirectory(dir, fs)
-		if err == nil || o.LockTimeout <= 0 || !isLockError(err) {
-			return lock, err
+		held, err := holdDir(o.fs, dir)
+		if err == nil {
+			var lock *pebble.Lock
+			if lock, err = pebble.LockDirectory(dir, fs); err == nil {
+				return &dirLock{Lock: lock, held: held}, nil
+			}
+			held.release()
+		}
+		if o.LockTimeout <= 0 || !isLockError(err) {
+			return nil, err
 		}
 		left := time.Until(deadline)
 		if left <= 0 {
@@ -41,6 +51,79 @@ func lockDirectory(dir string, o *Options) (*pebble.Lock, error) {
 		}
 		time.Sleep(min(wait, left))
 		wait = min(2*wait, 250*time.Millisecond)
+	}
+}
+
+// dirLock is an Open's hold on its directory: Pebble's lock, and the
+// directory's place among those this process has open.
+type dirLock struct {
+	*pebble.Lock
+	held *heldDir
+}
+
+// Close releases the lock, then the directory's place.
+func (l *dirLock) Close() error {
+	err := l.Lock.Close()
+	l.held.release()
+	return err
+}
+
+// heldDirs are the directories this process has open (on the operating
+// system's filesystem), known by identity rather than by name.
+//
+// NB: the lock is an fcntl lock, which never excludes the process that
+// holds it, and Pebble refuses a second lock in the process by the lock
+// file's name. lockPath resolves relative names and symbolic links, but
+// not a bind mount (or a case-insensitive filesystem's other spelling):
+// two DB values wrote one index, the synced writes of one were lost on
+// reopen, and closing either released the fcntl lock that kept other
+// processes out. A directory's identity (os.SameFile: device and inode)
+// is the same under every name.
+var heldDirs struct {
+	sync.Mutex
+	dirs []*heldDir
+}
+
+// heldDir is a directory of heldDirs.
+type heldDir struct{ fi os.FileInfo }
+
+// errHeldHere is holdDir's error. NB: Pebble's own words for a lock this
+// process holds, which isLockError and Open's message know.
+var errHeldHere = errors.New("lock held by current process")
+
+// holdDir records dir as open in this process, or returns errHeldHere if
+// it is already, under any name. On another filesystem (in memory, a
+// test's), or where dir cannot be read, it records nothing (nil): the
+// lock's own open reports what is wrong.
+func holdDir(fs vfs.FS, dir string) (*heldDir, error) {
+	if fs != vfs.Default {
+		return nil, nil
+	}
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return nil, nil
+	}
+	heldDirs.Lock()
+	defer heldDirs.Unlock()
+	for _, h := range heldDirs.dirs {
+		if os.SameFile(h.fi, fi) {
+			return nil, errHeldHere
+		}
+	}
+	h := &heldDir{fi: fi}
+	heldDirs.dirs = append(heldDirs.dirs, h)
+	return h, nil
+}
+
+// release forgets h (a nil h is nothing).
+func (h *heldDir) release() {
+	if h == nil {
+		return
+	}
+	heldDirs.Lock()
+	defer heldDirs.Unlock()
+	if i := slices.Index(heldDirs.dirs, h); i >= 0 {
+		heldDirs.dirs = slices.Delete(heldDirs.dirs, i, i+1)
 	}
 }
 

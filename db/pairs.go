@@ -50,7 +50,8 @@ type PairsOptions struct {
 	// database's threshold. NB: below it, fewer pairs share a band:
 	// Params().Bands.Probability(Threshold) is the chance that a pair at
 	// Threshold is found (its expected recall there; lshdb pairs prints
-	// it), where at the index's threshold it is 0.99 or more.
+	// it), against Params().Bands.Probability(Params().Threshold) at the
+	// index's own.
 	Threshold float64
 	// Memory bounds the candidate pairs held in memory; the rest spill to
 	// sorted runs on disk. Default: DefaultPairsMemory (256 MiB).

@@ -330,7 +330,8 @@ type BatchResult struct {
 
 // PutBatch stores documents atomically: all of them or, on any error,
 // none. A document whose id is already stored replaces it; when an id
-// repeats within docs, the last one wins. Every document is checked before
+// repeats within docs, the last one wins (the earlier ones are dropped
+// unchecked). Every document to be stored is checked before
 // anything is written: an invalid id (ErrInvalidID), a text with no
 // shingles (ErrEmptyDocument) or one too large (ErrDocTooLarge) fails the
 // whole call and names the document; with WriteOptions.SkipEmpty,

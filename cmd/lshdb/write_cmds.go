@@ -448,9 +448,13 @@ type compactedJSON struct {
 // compactAfterBuild compacts the index after a build as --compact says
 // (auto: when the build replaced at least a quarter as many documents as
 // the index now holds), and records it in sum. NB: the build is in
-// either way: a compaction that fails or is interrupted reports the
-// build's summary, then says so.
+// either way: an interrupted compaction, or a failed one that was asked
+// for (always), reports the build's summary, then fails; one that auto
+// chose warns.
 func (a *app) compactAfterBuild(d index, mode string, res db.LoadResult, sum *insertSummary) error {
+	if db.IsRedisURL(a.dbDir) {
+		return nil // NB: Redis frees a replaced key's memory at once
+	}
 	switch mode {
 	case "never":
 		return nil
@@ -461,16 +465,28 @@ func (a *app) compactAfterBuild(d index, mode string, res db.LoadResult, sum *in
 		}
 	}
 	before := diskBytesOf(d)
+	if before == 0 {
+		return nil // NB: no files to compact: attached to a server of an index on Redis
+	}
 	ctx, barDone := a.phaseBar("compact")
 	err := d.Compact(ctx)
 	barDone()
-	if err != nil {
+	switch {
+	case errors.Is(err, context.Canceled):
 		// NB: the build's summary still comes: its documents are in.
 		if rerr := a.reportInsert(*sum); rerr != nil {
 			return rerr
 		}
-		if errors.Is(err, context.Canceled) {
-			return interruptNote(err, "the build is in, but compacting after it was interrupted (lshdb compact frees the replaced documents' space)")
+		return interruptNote(err, "the build is in, but compacting after it was interrupted (lshdb compact frees the replaced documents' space)")
+	case err != nil && mode == "auto":
+		// NB: a compaction the build chose for itself: its failure (a
+		// disk too full for the rewrite) is a warning, and the build,
+		// which is in, succeeds; a nightly job would build again.
+		a.notef(fmt.Sprintf("the build is in, but compacting after it failed (lshdb compact frees the replaced documents' space): %v", err))
+		return nil
+	case err != nil:
+		if rerr := a.reportInsert(*sum); rerr != nil {
+			return rerr
 		}
 		return fmt.Errorf("the build is in, but compacting after it failed (lshdb compact frees the replaced documents' space): %w", err)
 	}
@@ -630,7 +646,8 @@ build never gives them time for: a nightly reload of the same documents
 doubled the disk it took. With --compact auto (the default) a build
 that replaced at least a quarter as many documents as the index holds
 then rewrites the store (as lshdb compact; 300,000 replaced generated
-documents: 458 MiB on disk became 237 MiB in 0.16x the build's time).`,
+documents: 458 MiB on disk became 237 MiB in 0.16x the build's time).
+On Redis, which frees a replaced key's memory at once, it does nothing.`,
 		RunE: func(c *cobra.Command, args []string) error {
 			o, err := cf.options(c)
 			if err != nil {
