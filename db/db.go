@@ -9,7 +9,6 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -187,27 +186,6 @@ func Open(dir string, opts *Options) (*DB, error) {
 	}
 }
 
-// lockPath is the name under which dir's lock is taken: on the operating
-// system's filesystem, its absolute path with every symbolic link
-// resolved, so that Pebble's lock has one name whatever the caller's
-// spelling ("idx", "./idx", "/abs/idx", a link). NB: what refuses a
-// second Open of the directory in this process is heldDirs, by the
-// directory's identity. Where dir cannot be resolved it is used as given
-// (the lock's own open then reports why).
-func lockPath(fs vfs.FS, dir string) string {
-	if fs != vfs.Default {
-		return dir // NB: an in-memory or test filesystem: its names are its own
-	}
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		return dir
-	}
-	if real, err := filepath.EvalSymlinks(abs); err == nil {
-		return real
-	}
-	return abs
-}
-
 // readOnlyFSError is a writable Open's error on a read-only filesystem:
 // it matches ErrReadOnly (errors.Is) in words of its own (ErrReadOnly's
 // say the handle is read-only), and the filesystem's error too.
@@ -231,7 +209,7 @@ var errDirVanished = errors.New("lshdb: the directory was removed while this ope
 // one refused the lock removed the directory from under the other, which
 // lost its acknowledged writes or ended in Pebble's fatal error.
 func openIn(dir string, o Options, created bool) (*DB, error) {
-	lock, err := lockDirectory(lockPath(o.fs, dir), &o)
+	lock, err := lockDirectory(dir, &o)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			if _, serr := o.fs.Stat(dir); errors.Is(serr, fs.ErrNotExist) {

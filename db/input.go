@@ -237,7 +237,7 @@ func (db *DB) QueryMany(ctx context.Context, qs []QueryInput, qo *QueryOptions) 
 	}
 	for i := range qs {
 		in := &qs[i]
-		if in.Text == "" && in.Set.IsZero() && in.Signature == nil && in.ID == "" {
+		if in.given() == 0 {
 			// NB: a zero QueryInput is no query (its doc asks for exactly
 			// one field), not an empty text: ErrInvalidDoc, as two fields
 			// are, and ErrEmptyDocument, which it was.

@@ -496,8 +496,13 @@ func (l *loader) resolveIDs(ctx context.Context) error {
 	// apply looks the chunk's ids up, then takes what they replace in
 	// key order.
 	apply := func() error {
-		if err := r.lookup(ctx); err != nil {
-			return err
+		// NB: an index with no live document holds no id (a deleted or
+		// replaced document's goes with it; an expired one counts as live
+		// until swept): nothing to look up, as writePostings relies on.
+		if !l.fresh {
+			if err := r.lookup(ctx); err != nil {
+				return err
+			}
 		}
 		for i := range r.chunk {
 			e := &r.chunk[i]

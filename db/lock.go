@@ -73,12 +73,11 @@ func (l *dirLock) Close() error {
 //
 // NB: the lock is an fcntl lock, which never excludes the process that
 // holds it, and Pebble refuses a second lock in the process by the lock
-// file's name. lockPath resolves relative names and symbolic links, but
-// not a bind mount (or a case-insensitive filesystem's other spelling):
-// two DB values wrote one index, the synced writes of one were lost on
-// reopen, and closing either released the fcntl lock that kept other
-// processes out. A directory's identity (os.SameFile: device and inode)
-// is the same under every name.
+// file's name only: "idx", "./idx", "/abs/idx", a symbolic link or a bind
+// mount of it were locks of their own; two DB values wrote one index, the
+// synced writes of one were lost on reopen, and closing either released
+// the fcntl lock that kept other processes out. A directory's identity
+// (os.SameFile: device and inode) is the same under every name.
 var heldDirs struct {
 	sync.Mutex
 	dirs []*heldDir

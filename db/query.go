@@ -99,9 +99,14 @@ type QueryInput struct {
 	ID        string
 }
 
+// given is how many of in's fields are set (exactly one should be).
+func (in *QueryInput) given() int {
+	return btoi(in.Text != "") + btoi(!in.Set.IsZero()) + btoi(in.Signature != nil) + btoi(in.ID != "")
+}
+
 // check validates in before any I/O.
 func (db *DB) checkInput(in *QueryInput) error {
-	given := btoi(in.Text != "") + btoi(!in.Set.IsZero()) + btoi(in.Signature != nil) + btoi(in.ID != "")
+	given := in.given()
 	switch {
 	case given > 1:
 		return fmt.Errorf("%w: a query gives %d of Text, Set, Signature and ID (exactly one)", ErrInvalidDoc, given)

@@ -46,7 +46,7 @@ func counted[N ~int | ~int64 | ~uint64](n N, one, many string) string {
 // characters such as bidirectional overrides), starts with a quote, or
 // is empty or starts or ends with a space.
 func needsQuote(s string) bool {
-	if s == "" || strings.HasPrefix(s, `"`) || s[0] == ' ' || s[len(s)-1] == ' ' {
+	if s == "" || s[0] == '"' || s[0] == ' ' || s[len(s)-1] == ' ' {
 		// NB: a space at either end is invisible in a table's column.
 		return true
 	}

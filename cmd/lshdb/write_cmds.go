@@ -452,43 +452,43 @@ type compactedJSON struct {
 // for (always), reports the build's summary, then fails; one that auto
 // chose warns.
 func (a *app) compactAfterBuild(d index, mode string, res db.LoadResult, sum *insertSummary) error {
-	if db.IsRedisURL(a.dbDir) {
-		return nil // NB: Redis frees a replaced key's memory at once
-	}
-	switch mode {
-	case "never":
+	if mode == "never" {
 		return nil
-	case "auto":
+	}
+	before := diskBytesOf(d)
+	if before == 0 {
+		return nil // NB: no files: an index on Redis, which frees a replaced key's memory at once
+	}
+	if mode == "auto" {
 		live, err := d.Count()
 		if err != nil || res.Replaced == 0 || uint64(res.Replaced)*4 < live {
 			return nil // NB: a count that fails only skips the compaction
 		}
 	}
-	before := diskBytesOf(d)
-	if before == 0 {
-		return nil // NB: no files to compact: attached to a server of an index on Redis
-	}
 	ctx, barDone := a.phaseBar("compact")
 	err := d.Compact(ctx)
 	barDone()
-	switch {
-	case errors.Is(err, context.Canceled):
+	if err != nil {
+		interrupted := errors.Is(err, context.Canceled)
+		what := "the build is in, but compacting after it failed (lshdb compact frees the replaced documents' space)"
+		if interrupted {
+			what = "the build is in, but compacting after it was interrupted (lshdb compact frees the replaced documents' space)"
+		}
+		if mode == "auto" && !interrupted {
+			// NB: a compaction the build chose for itself: its failure (a
+			// disk too full for the rewrite) is a warning, and the build,
+			// which is in, succeeds; a nightly job would build again.
+			a.notef(fmt.Sprintf("%s: %v", what, err))
+			return nil
+		}
 		// NB: the build's summary still comes: its documents are in.
 		if rerr := a.reportInsert(*sum); rerr != nil {
 			return rerr
 		}
-		return interruptNote(err, "the build is in, but compacting after it was interrupted (lshdb compact frees the replaced documents' space)")
-	case err != nil && mode == "auto":
-		// NB: a compaction the build chose for itself: its failure (a
-		// disk too full for the rewrite) is a warning, and the build,
-		// which is in, succeeds; a nightly job would build again.
-		a.notef(fmt.Sprintf("the build is in, but compacting after it failed (lshdb compact frees the replaced documents' space): %v", err))
-		return nil
-	case err != nil:
-		if rerr := a.reportInsert(*sum); rerr != nil {
-			return rerr
+		if interrupted {
+			return interruptNote(err, "%s", what)
 		}
-		return fmt.Errorf("the build is in, but compacting after it failed (lshdb compact frees the replaced documents' space): %w", err)
+		return fmt.Errorf("%s: %w", what, err)
 	}
 	sum.Compacted = &compactedJSON{DiskBytesBefore: before, DiskBytesAfter: diskBytesOf(d)}
 	if !a.json() {
@@ -1690,7 +1690,7 @@ frees a deleted key at once).`,
 				}
 				after := diskBytesOf(d)
 				if a.json() {
-					return a.emitJSON(map[string]any{"disk_bytes_before": before, "disk_bytes_after": after})
+					return a.emitJSON(compactedJSON{DiskBytesBefore: before, DiskBytesAfter: after})
 				}
 				_, err = fmt.Fprintf(a.stdout, "compacted: %s on disk, %s before\n", humanBytes(after), humanBytes(before))
 				return err
