@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -172,6 +173,9 @@ func Open(dir string, opts *Options) (*DB, error) {
 	if looksLikeURL(dir) {
 		return nil, fmt.Errorf("%w: %q is neither a directory nor an index URL (redis://HOST:PORT/NAME or redis+cluster://HOST:PORT,…/NAME; rediss:// with TLS is not supported)", ErrInvalidOptions, dir)
 	}
+	if o.fs == vfs.Default {
+		dir = resolveDotDot(dir)
+	}
 	for try := 0; ; try++ {
 		created, err := prepareDir(o.fs, dir, &o)
 		if err != nil {
@@ -183,6 +187,33 @@ func Open(dir string, opts *Options) (*DB, error) {
 		if !errors.Is(err, errDirVanished) || try == 2 {
 			return d, err
 		}
+	}
+}
+
+// resolveDotDot returns dir with the symbolic links before its ".."
+// resolved, if it has a ".." (else dir as it is). NB: Pebble joins its
+// file names to dir lexically ("link/../idx" + "LOCK" is "idx/LOCK"),
+// where the system resolves "link" first and then goes to its target's
+// parent: the two would be different directories. Resolved, they are the
+// same one. Where no part of dir exists, or it cannot be resolved, dir
+// is returned as it is (a part made later is a plain directory, for which
+// the lexical name is right).
+func resolveDotDot(dir string) string {
+	if !slices.Contains(strings.Split(filepath.ToSlash(dir), "/"), "..") {
+		return dir
+	}
+	var rest []string // the parts after p, which do not exist
+	for p := dir; ; {
+		if r, err := filepath.EvalSymlinks(p); err == nil {
+			return filepath.Join(append([]string{r}, rest...)...)
+		}
+		// NB: not filepath.Dir, which cleans "link/.." to ".".
+		i := strings.LastIndexFunc(p, func(r rune) bool { return os.IsPathSeparator(uint8(r)) })
+		if i <= 0 {
+			return dir
+		}
+		rest = append([]string{p[i+1:]}, rest...)
+		p = p[:i]
 	}
 }
 
@@ -356,6 +387,15 @@ func openIn(dir string, o Options, created bool) (*DB, error) {
 		// text (TestOpenWithoutManifest: recheck on a Pebble upgrade).
 		if errors.Is(err, fs.ErrNotExist) && strings.Contains(err.Error(), "manifest") {
 			return nil, fmt.Errorf("%w: %s: the store's manifest is missing: %w", ErrCorrupt, dir, firstLine{err})
+		}
+		// NB: Pebble checks, at Open, that every table file its manifest
+		// lists is there at the size it recorded; a file deleted or
+		// truncated behind its back (a copy that missed or cut it, a
+		// cleanup script) fails that check with errors that are not
+		// corruption errors to Pebble, matched by text
+		// (TestOpenWithDamagedTable: recheck on a Pebble upgrade).
+		if msg := err.Error(); strings.Contains(msg, "object size mismatch") || strings.Contains(msg, "unknown to the objstorage provider") {
+			return nil, fmt.Errorf("%w: %s: a table file the store's manifest lists is missing or truncated: %w", ErrCorrupt, dir, firstLine{err})
 		}
 		return nil, classify(fmt.Errorf("lshdb: opening %s: %w", dir, err))
 	}

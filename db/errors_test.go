@@ -712,6 +712,69 @@ func TestOpenWithoutManifest(t *testing.T) {
 	}
 }
 
+// Ensure that Open of an index one of whose table files was truncated or
+// deleted (Pebble's consistency check at Open) fails with ErrCorrupt,
+// naming the file, read-only or not, and leaves the files as they were
+// (it matched no sentinel).
+func TestOpenWithDamagedTable(t *testing.T) {
+	for _, damage := range []string{"truncated", "deleted"} {
+		t.Run(damage, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "idx")
+			d := mustOpen(t, dir, nil)
+			if err := d.Put(Doc{ID: "a", Text: "a document in an index about to lose a table"}, nil); err != nil {
+				t.Fatal(err)
+			}
+			if err := d.Compact(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if err := d.Close(); err != nil {
+				t.Fatal(err)
+			}
+			tables, err := filepath.Glob(filepath.Join(dir, "*.sst"))
+			if err != nil || len(tables) == 0 {
+				t.Fatalf("no table file in %s: %v", dir, err)
+			}
+			if damage == "truncated" {
+				err = os.Truncate(tables[0], 100)
+			} else {
+				err = os.Remove(tables[0])
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			before := dirListing(t, dir)
+			name := strings.TrimSuffix(filepath.Base(tables[0]), ".sst")
+			for _, o := range []*Options{nil, {ReadOnly: true}} {
+				_, err := Open(dir, o)
+				if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "missing or truncated") || !strings.Contains(err.Error(), name) {
+					t.Errorf("Open(%+v) with table %s %s: %v, want ErrCorrupt naming it", o, name, damage, err)
+				}
+			}
+			if after := dirListing(t, dir); after != before {
+				t.Errorf("Open changed the directory:\nbefore %s\nafter  %s", before, after)
+			}
+		})
+	}
+}
+
+// dirListing is the names and sizes of the files in dir.
+func dirListing(t *testing.T, dir string) string {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for _, e := range ents {
+		fi, err := e.Info()
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(&b, "%s:%d ", e.Name(), fi.Size())
+	}
+	return b.String()
+}
+
 // Ensure that Put, PutSet and PutSignature of an empty document fail with
 // ErrEmptyDocument with WriteOptions.SkipEmpty too, leaving the stored
 // version (it returned nil and left the old text, unseen), while PutBatch

@@ -123,6 +123,46 @@ func TestOpenRaceNewDirectory(t *testing.T) {
 	}
 }
 
+// Ensure that a path with ".." after a symbolic link opens the directory
+// the system resolves it to, the link's target's parent: Pebble joined
+// its file names lexically, so Open("link/../idx") made the index in one
+// directory and looked for its lock file in another (it failed with
+// ENOENT). The index made there is the one a plain path then opens.
+func TestOpenDotDotAfterLink(t *testing.T) {
+	root := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, "a", "b"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(root, "link")
+	if err := os.Symlink(filepath.Join(root, "a", "b"), link); err != nil {
+		t.Skipf("no symbolic links here: %v", err)
+	}
+	d, err := Open(link+"/../idx", nil)
+	if err != nil {
+		t.Fatalf("Open(link/../idx): %v", err)
+	}
+	if err := d.Put(Doc{ID: "x", Text: "a document stored through a link and a parent"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(filepath.Join(root, "a", "idx"), nil); !errors.Is(err, ErrLocked) {
+		t.Errorf("a second Open of a/idx while link/../idx is open: %v, want ErrLocked", err)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "idx")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("Open(link/../idx) made %s (the lexical reading): %v", filepath.Join(root, "idx"), err)
+	}
+	d, err = Open(filepath.Join(root, "a", "idx"), &Options{MustExist: true})
+	if err != nil {
+		t.Fatalf("Open(a/idx), where link/../idx is: %v", err)
+	}
+	defer d.Close()
+	if _, err := d.Get("x"); err != nil {
+		t.Errorf("Get(x) from a/idx: %v", err)
+	}
+}
+
 // Ensure that a second Open of an index in the same process is refused
 // however its path is spelled (relative, with "./", through a symbolic
 // link, with a trailing "/."), as by its first spelling: each was a lock

@@ -81,15 +81,21 @@ type cacheShard struct {
 	free     []int32 // unused slots
 	bytes    int64
 	maxBytes int64
-	// changed holds, by listKey, the version of the latest write that
-	// changed the list (recorded before the write became visible); every
-	// list changed at a version at or before floor may be missing from
-	// it. When changed outgrows maxChanged it is emptied into floor, which
-	// makes the shard's list entries older than that stale.
-	changed    map[uint64]codec.Counters
+	// changed holds, by a hash of the listKey (changedSlot), the version
+	// of the latest write that changed a list of that slot (recorded
+	// before the write became visible): at or after the latest change of
+	// each list of the slot, so a list is taken as changed when another
+	// of its slot was, never the other way round. floor is the version
+	// of the latest write that changed every list (a load).
+	//
+	// NB: a slot per hash, not a map of lists: a batch of 1,000 new
+	// documents changes 16,000 lists, whose map inserts (and the map
+	// emptied into floor when full, which made every entry of the shard
+	// stale) were a third of a batch's hold of the write lock besides its
+	// commit (BenchmarkPut, with the batch's postings left out of it).
+	changed    []codec.Counters
+	changedLog uint
 	floor      codec.Counters
-	newest     codec.Counters // the newest version in changed
-	maxChanged int
 	// listHits counts the list entries served, listAcross those of them
 	// served to a view of another version than their own, listStale the
 	// entries found but not served (changed since, or read before a
@@ -162,11 +168,14 @@ func newQueryCache(maxBytes int64) *queryCache {
 		s.ents = []cacheEntry{{}} // the sentinel, linked to itself
 		s.data = [][]uint64{nil}
 		s.maxBytes = max(1, maxBytes/cacheShards)
-		s.changed = make(map[uint64]codec.Counters)
-		// NB: about 1/16 of the budget (~40 bytes a recorded change):
-		// 6,553 changes a shard at the default size, 104,857 in all,
-		// emptied about every 100,000/b puts of b bands.
-		s.maxChanged = max(64, int(s.maxBytes/16/40))
+		// NB: about 1/16 of the budget (16 bytes a slot, a power of
+		// two): 16,384 slots a shard at the default size, 262,144 in all,
+		// the lists of about 16,000 puts of 16 bands.
+		s.changedLog = 6
+		for s.changedLog < 24 && int64(1)<<(s.changedLog+1)*16*16 <= s.maxBytes {
+			s.changedLog++
+		}
+		s.changed = make([]codec.Counters, 1<<s.changedLog)
 	}
 	return c
 }
@@ -396,10 +405,17 @@ func (c *queryCache) metrics() QueryCacheMetrics {
 // holds s.mu.
 func (s *cacheShard) unchanged(k uint64, v, w codec.Counters) bool {
 	last := s.floor
-	if c, ok := s.changed[k]; ok && newerVersion(c, last) {
+	if c := s.changed[s.changedSlot(k)]; newerVersion(c, last) {
 		last = c
 	}
 	return !newerVersion(last, v) && !newerVersion(last, w)
+}
+
+// changedSlot is list k's slot in s.changed. NB: a multiplier of its own,
+// not the shard's (listShardIndex) or the doorkeeper's (seenBefore), so
+// that the lists of one shard spread over its slots.
+func (s *cacheShard) changedSlot(k uint64) uint64 {
+	return (k * 0x94D049BB133111EB) >> (64 - s.changedLog)
 }
 
 // changing records that a write of version changes the posting lists
@@ -432,12 +448,9 @@ func (c *queryCache) changing(keys []postingKey, version codec.Counters) {
 		s := &c.shards[i]
 		s.mu.Lock()
 		for _, k := range byShard[start[i]:start[i+1]] {
-			if len(s.changed) >= s.maxChanged {
-				s.floor = s.newest
-				clear(s.changed)
-			}
-			s.changed[k] = version
-			s.newest = version
+			// NB: versions come in order (the writer holds db.wmu), so
+			// the slot's latest is this one.
+			s.changed[s.changedSlot(k)] = version
 		}
 		s.mu.Unlock()
 	}
@@ -449,8 +462,7 @@ func (c *queryCache) changingAll(version codec.Counters) {
 	for i := range c.shards {
 		s := &c.shards[i]
 		s.mu.Lock()
-		s.floor, s.newest = version, version
-		clear(s.changed)
+		s.floor = version
 		s.mu.Unlock()
 	}
 }

@@ -799,42 +799,82 @@ type postingOp struct {
 
 // sorted returns ops ordered by list (band, then bucket) and by document
 // within a list, the order of the posting keys and of a list's operand;
-// ops' bands are below bands. NB: placed by band first (a counting sort,
-// one pass), then each band's operands sorted by bucket and document:
-// one comparison of 64-bit buckets where the sort of the whole by (band,
-// bucket, document) made three. A batch of 1,000 new documents (16,000
-// operands) sorted in 1.1 ms against 2.6-3.4 ms, on the single goroutine
-// that holds the write lock (BenchmarkPostingOpsSorted).
+// ops' bands are below bands. It may reorder ops itself.
+//
+// NB: a stable radix sort by bucket, a byte at a time, then by band (a
+// counting sort), which keeps the order in which the write appended the
+// operands within a list; that order is by document but where a
+// replaced document's removal follows an earlier document's addition, so
+// each list's run is then put in document order by insertion (runs are
+// short: most lists of a batch hold one operand). A bucket is below 2^32
+// (codec.BucketOf); were one not, the operands are sorted by comparison,
+// band by band. A batch of 1,000 new documents (16,000 operands) sorted
+// in 0.2 ms against 1.1 ms by comparison, on the single goroutine that
+// holds the write lock (BenchmarkPostingOpsSorted).
 func (ops postingOps) sorted(bands int) postingOps {
 	if len(ops) < 2 {
 		return ops
 	}
-	start := make([]int, bands+1)
+	var count [4][256]int
+	bandStart := make([]int, bands+1)
+	var high uint64
 	for i := range ops {
-		start[ops[i].key.band+1]++
+		k := ops[i].key.bucket
+		high |= k
+		count[0][byte(k)]++
+		count[1][byte(k>>8)]++
+		count[2][byte(k>>16)]++
+		count[3][byte(k>>24)]++
+		bandStart[ops[i].key.band+1]++
 	}
 	for b := 1; b <= bands; b++ {
-		start[b] += start[b-1]
+		bandStart[b] += bandStart[b-1]
 	}
 	out := make(postingOps, len(ops))
-	next := slices.Clone(start[:bands])
-	for i := range ops {
-		b := ops[i].key.band
-		out[next[b]] = ops[i]
+	if high>>32 != 0 {
+		next := slices.Clone(bandStart[:bands])
+		for i := range ops {
+			b := ops[i].key.band
+			out[next[b]] = ops[i]
+			next[b]++
+		}
+		for b := range bands {
+			slices.SortStableFunc(out[bandStart[b]:bandStart[b+1]], func(x, y postingOp) int {
+				return cmp.Or(cmp.Compare(x.key.bucket, y.key.bucket), cmp.Compare(x.p.Doc, y.p.Doc))
+			})
+		}
+		return out
+	}
+	src, dst := ops, out
+	for d := range 4 {
+		c, shift := &count[d], 8*d
+		if c[byte(ops[0].key.bucket>>shift)] == len(ops) {
+			continue // every bucket has the same byte d: nothing moves
+		}
+		pos := 0
+		for v := range c {
+			c[v], pos = pos, pos+c[v]
+		}
+		for i := range src {
+			v := byte(src[i].key.bucket >> shift)
+			dst[c[v]] = src[i]
+			c[v]++
+		}
+		src, dst = dst, src
+	}
+	next := slices.Clone(bandStart[:bands])
+	for i := range src {
+		b := src[i].key.band
+		dst[next[b]] = src[i]
 		next[b]++
 	}
-	for b := range bands {
-		slices.SortFunc(out[start[b]:start[b+1]], func(x, y postingOp) int {
-			switch {
-			case x.key.bucket < y.key.bucket:
-				return -1
-			case x.key.bucket > y.key.bucket:
-				return 1
-			}
-			return cmp.Compare(x.p.Doc, y.p.Doc)
-		})
+	// Each list's run in document order (stable: by insertion).
+	for i := 1; i < len(dst); i++ {
+		for j := i; j > 0 && dst[j].key == dst[j-1].key && dst[j].p.Doc < dst[j-1].p.Doc; j-- {
+			dst[j], dst[j-1] = dst[j-1], dst[j]
+		}
 	}
-	return out
+	return dst
 }
 
 // removeOld adds to b the removal of the document stored under idKey, if

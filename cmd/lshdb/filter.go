@@ -575,6 +575,10 @@ type filterCounts struct {
 	// sampled are the ids checked against the index before the
 	// clustering (sampleIDs), found those it holds.
 	sampled, found int
+	// outside are the removed records whose kept document no input
+	// record has (the index holds it from other inputs), outsideReps
+	// those kept documents.
+	outside, outsideReps int64
 }
 
 func (a *app) filterCmd() *cobra.Command {
@@ -676,6 +680,7 @@ zstd inputs are read several times faster.`,
 				f := newFilterer(fates, kept, drop, annotate)
 				f.n.sampled, f.n.found = ids.sampled, ids.found
 				err = a.filter(args, &in, f)
+				f.countOutside()
 				if err == nil && docs > 0 && f.n.read > 0 && f.n.bad == f.n.read {
 					// NB: every record kept as read, none matched to the
 					// index: a wrong flag, not a clean corpus.
@@ -707,8 +712,12 @@ type filterer struct {
 	clusters   map[int32]struct{}
 	// seen maps the hash of every id read to the hash of its first
 	// record's bytes (0: none, a Parquet row), for repeats.
-	seen     map[uint64]uint64
-	firstBad error // why the first bad record is one
+	seen map[uint64]uint64
+	// removedFor counts the removed records by the hash of the id kept
+	// in their place, to tell at the end those whose kept document is
+	// in no input (outside).
+	removedFor map[uint64]int64
+	firstBad   error // why the first bad record is one
 	// digest and scratch hash Parquet rows (rowHash).
 	digest  *xxhash.Digest
 	scratch []byte
@@ -743,7 +752,7 @@ func (f *filterer) rowHash(row parquet.Row) uint64 {
 
 func newFilterer(fates map[string]fate, kept, drop *sink, annotate bool) *filterer {
 	return &filterer{fates: fates, kept: kept, drop: drop, annotate: annotate,
-		clusters: map[int32]struct{}{}, seen: make(map[uint64]uint64, len(fates))}
+		clusters: map[int32]struct{}{}, seen: make(map[uint64]uint64, len(fates)), removedFor: map[uint64]int64{}}
 }
 
 // begin starts an input in the outputs.
@@ -822,12 +831,24 @@ func (f *filterer) take(id string, rec record) error {
 	case f.annotate:
 		return f.kept.write(rec, annotateVals(ft, ok))
 	case dropped:
+		f.removedFor[xxhash.Sum64String(ft.rep)]++
 		if f.drop != nil {
 			return f.drop.write(rec, removedVals(ft))
 		}
 		return nil
 	}
 	return f.kept.write(rec, nil)
+}
+
+// countOutside counts, once every input was read, the removed records
+// whose kept document no input record has (filterCounts.outside).
+func (f *filterer) countOutside() {
+	for rep, n := range f.removedFor {
+		if _, ok := f.seen[rep]; !ok {
+			f.n.outside += n
+			f.n.outsideReps++
+		}
+	}
 }
 
 // readOptions are the docio options of filter's reading of the inputs.
@@ -983,6 +1004,15 @@ func (a *app) filterNote(n filterCounts, docs uint64, t float64, mode db.Cluster
 	}
 	if other := n.repeated - n.copies; other > 0 {
 		fmt.Fprintf(a.stderr, "lshdb: note: %d records repeat an id read before with other content: the index holds one document per id (the last written), and every record of an id shares its fate; make ids unique (--id-from line) to tell them apart\n", other)
+	}
+	if n.outside > 0 {
+		// NB: the index holds documents of other inputs (an earlier
+		// night's build it extends): a cluster may keep one of those, and
+		// then the output has no member of it. Right when the inputs are
+		// to be deduplicated against the index; a loss of their texts when
+		// the document kept is gone from the corpus.
+		fmt.Fprintf(a.stderr, "lshdb: note: %s of %s that no input holds, which the index has from other inputs: those clusters have no member in the output (--removed lists such records with duplicate_of; a filter through an index built from these inputs alone keeps one of each cluster)\n",
+			counted(n.outside, "removed record is a near-duplicate", "removed records are near-duplicates"), counted(n.outsideReps, "document", "documents"))
 	}
 	if missing := n.sampled - n.found; missing > 0 {
 		fmt.Fprintf(a.stderr, "lshdb: note: %d of the first %d ids read are not in the index (kept as read): was it built from these inputs with the same id flags?\n", missing, n.sampled)

@@ -861,3 +861,42 @@ func TestFilterCopyOfADroppedRecord(t *testing.T) {
 		t.Errorf("the summary: %q", errOut)
 	}
 }
+
+// Ensure that filter says when it removed records as near-duplicates of a
+// document no input holds (one the index has from an earlier build it
+// extends): the output then keeps no member of their cluster, and the run
+// said nothing of it. The oracle is the case built by hand: X (only in
+// the first build's input) and Y (only in the second's) are at Jaccard
+// 0.98, Z is in both.
+func TestFilterNotesKeptDocumentsOutsideTheInputs(t *testing.T) {
+	dir := t.TempDir()
+	idx := filepath.Join(dir, "idx")
+	write := func(name string, lines ...string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	x := `{"id":"X","text":"the quick brown fox jumps over the lazy dog near the river bank"}`
+	y := `{"id":"Y","text":"the quick brown fox jumps over the lazy dog near the river bank!"}`
+	z := `{"id":"Z","text":"completely unrelated text about databases and storage engines"}`
+	v1, v2 := write("v1.jsonl", x, z), write("v2.jsonl", z, y)
+	mustRun(t, "build", "--db", idx, v1)
+	mustRun(t, "build", "--db", idx, v2)
+	out, removed := filepath.Join(dir, "out.jsonl"), filepath.Join(dir, "removed.jsonl")
+	_, errOut := mustRun(t, "filter", "--db", idx, "--out", out, "--removed", removed, v2)
+	if got, _ := os.ReadFile(out); string(got) != z+"\n" {
+		t.Errorf("kept %q, want Z alone (Y's cluster keeps X)", got)
+	}
+	if got, _ := os.ReadFile(removed); !strings.Contains(string(got), `"duplicate_of":"X"`) {
+		t.Errorf("removed %q, want Y as X's duplicate", got)
+	}
+	if !strings.Contains(errOut, "1 removed record is a near-duplicate of 1 document that no input holds") {
+		t.Errorf("filter said nothing of Y's kept document being in no input: %q", errOut)
+	}
+	// With both inputs, X is read: no note.
+	if _, errOut := mustRun(t, "filter", "--db", idx, "--out", out, v1, v2); strings.Contains(errOut, "no input holds") {
+		t.Errorf("filter of every input noted kept documents outside them: %q", errOut)
+	}
+}

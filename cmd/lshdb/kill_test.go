@@ -5,7 +5,9 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -110,5 +112,49 @@ func TestKillOwner(t *testing.T) {
 	_, rep := docsOf(t, idx)
 	if !rep.OK() || rep.Docs < len(acked) {
 		t.Errorf("check after the kill: %+v", rep)
+	}
+}
+
+// Ensure that SIGHUP (the terminal that started it closed) stops serve as
+// SIGTERM does: it drains, removes its socket, says it stopped and exits
+// 0 (a server stopped as asked); it was killed (exit 129), its socket
+// left behind.
+func TestServeHangUp(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("no SIGHUP")
+	}
+	idx := filepath.Join(shortDir(t), "idx")
+	if _, errOut, code := runLine([]string{"create", "--db", idx}, ""); code != 0 {
+		t.Fatal(errOut)
+	}
+	owner := lshdbProcess("serve", "--db", idx)
+	var stderr strings.Builder
+	owner.Stderr = &stderr
+	if err := owner.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer owner.Process.Kill()
+	sock := filepath.Join(idx, "lshdb.sock")
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		c, err := client.Open(sock, nil)
+		if err == nil {
+			c.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the owner does not answer: %v", err)
+		}
+	}
+	if err := owner.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	if err := owner.Wait(); err != nil {
+		t.Errorf("serve after SIGHUP: %v, want exit 0 (stderr %q)", err, stderr.String())
+	}
+	if _, err := os.Stat(sock); !os.IsNotExist(err) {
+		t.Errorf("serve left its socket behind after SIGHUP: %v", err)
+	}
+	if !strings.Contains(stderr.String(), "stopped") {
+		t.Errorf("serve said nothing of stopping after SIGHUP: %q", stderr.String())
 	}
 }

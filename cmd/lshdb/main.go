@@ -69,15 +69,24 @@ func main() {
 	os.Exit(run(signalContext(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
-// signalContext is the command's context: the first Ctrl-C (or SIGTERM)
-// cancels it, with the signal as its cause: long work stops at its next
-// check and the command reports what it committed, then exits 130
-// (SIGINT) or 143 (SIGTERM). Stopping the channel restores the default,
-// so a second Ctrl-C kills.
+// signalContext is the command's context: the first Ctrl-C (or SIGTERM,
+// or SIGHUP) cancels it, with the signal as its cause: long work stops at
+// its next check and the command reports what it committed, then exits
+// 130 (SIGINT), 143 (SIGTERM) or 129 (SIGHUP). Stopping the channel
+// restores the default, so a second Ctrl-C kills.
+//
+// NB: SIGHUP (the terminal that started serve closed) killed the process
+// mid-request, with no drain and its socket left behind. A command
+// started with SIGHUP ignored (nohup) keeps it ignored: asking for it
+// would undo that.
 func signalContext() context.Context {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	sigc := make(chan os.Signal, 1)
-	signal.Notify(sigc, os.Interrupt, syscall.SIGTERM)
+	sigs := []os.Signal{os.Interrupt, syscall.SIGTERM}
+	if !signal.Ignored(syscall.SIGHUP) {
+		sigs = append(sigs, syscall.SIGHUP)
+	}
+	signal.Notify(sigc, sigs...)
 	go func() {
 		s := <-sigc
 		cancel(signalCause{s})
@@ -309,8 +318,13 @@ func (a *app) exitCode(err error) int {
 	}
 	fmt.Fprintln(a.stderr, "lshdb: "+line)
 	if errors.Is(err, context.Canceled) {
-		if sc, ok := context.Cause(a.root).(signalCause); ok && sc.sig == syscall.SIGTERM {
-			return 143 // terminated, as a shell reports SIGTERM
+		if sc, ok := context.Cause(a.root).(signalCause); ok {
+			switch sc.sig {
+			case syscall.SIGTERM:
+				return 143 // terminated, as a shell reports SIGTERM
+			case syscall.SIGHUP:
+				return 129 // hung up, as a shell reports SIGHUP
+			}
 		}
 		return 130 // interrupted, as a shell reports SIGINT
 	}

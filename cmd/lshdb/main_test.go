@@ -435,14 +435,14 @@ func TestOneLshdbPrefix(t *testing.T) {
 	}
 }
 
-// Ensure that a command stopped by SIGTERM exits 143 and by SIGINT 130, as
-// a shell reports them (128 + the signal's number).
+// Ensure that a command stopped by SIGTERM exits 143, by SIGINT 130 and by
+// SIGHUP 129, as a shell reports them (128 + the signal's number).
 func TestSignalExitCodes(t *testing.T) {
 	idx := filepath.Join(t.TempDir(), "idx")
 	if _, errOut, code := runLine([]string{"insert", "--db", idx, "../../testdata/cmd/inputs/docs.jsonl"}, ""); code != 0 {
 		t.Fatal(errOut)
 	}
-	for sig, want := range map[os.Signal]int{syscall.SIGTERM: 143, os.Interrupt: 130} {
+	for sig, want := range map[os.Signal]int{syscall.SIGTERM: 143, os.Interrupt: 130, syscall.SIGHUP: 129} {
 		ctx, cancel := context.WithCancelCause(context.Background())
 		cancel(signalCause{sig})
 		var out, errb bytes.Buffer

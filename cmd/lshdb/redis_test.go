@@ -249,3 +249,34 @@ func TestRedisFailedCreatorKeepsOthers(t *testing.T) {
 		t.Fatalf("after a failed create alone: exit %d: %s", code, errOut)
 	}
 }
+
+// Ensure that drop refuses a Redis index that another handle has open to
+// write, leaving it whole, and drops it with --force: it dropped it under
+// a running server, which then wrote into an index created again under
+// the name with its old parameters (its documents invisible to queries).
+func TestRedisDropRefusesWhileOthersWrite(t *testing.T) {
+	c := redistest.Require(t)
+	url := "redis+cluster://" + strings.Join(c.Addrs, ",") + "/dropinuse"
+	runLine([]string{"drop", "--db", url, "--yes", "--force"}, "")
+	w, err := db.Open(url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Put(db.Doc{ID: "a", Text: "a document of a handle that stays open"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	_, errOut, code := runLine([]string{"drop", "--db", url, "--yes"}, "")
+	if code != 1 || !strings.Contains(errOut, "has the index open to write in 1 other handle") {
+		t.Fatalf("drop under an open writer: exit %d, %q", code, errOut)
+	}
+	if out, _, code := runLine([]string{"get", "--db", url, "a"}, ""); code != 0 || !strings.Contains(out, "stays open") {
+		t.Fatalf("the index after a refused drop: exit %d, %q", code, out)
+	}
+	if out, errOut, code := runLine([]string{"drop", "--db", url, "--yes", "--force"}, ""); code != 0 || !strings.Contains(out, "dropped the index and its 1 document") {
+		t.Fatalf("drop --force: exit %d, %q %q", code, out, errOut)
+	}
+	w.Close()
+	if _, err := db.Open(url, &db.Options{MustExist: true}); !errors.Is(err, db.ErrNotExist) {
+		t.Fatalf("the index after drop --force: %v, want ErrNotExist", err)
+	}
+}

@@ -1709,7 +1709,7 @@ func diskBytesOf(d index) uint64 {
 }
 
 func (a *app) dropCmd() *cobra.Command {
-	var yes bool
+	var yes, force bool
 	c := &cobra.Command{
 		Use:   "drop --db DIR --yes",
 		Short: "Delete an index and every document in it",
@@ -1717,9 +1717,13 @@ func (a *app) dropCmd() *cobra.Command {
 key of its name (--db redis+cluster://…/NAME; other indexes on the cluster are
 untouched). It refuses what is not an lshdb index, a directory that also
 holds files that are not the index's (it names them: move them out
-first), and a directory another process holds. On Redis nothing holds an index: drop deletes it under any
-process that has it open (what such a process writes afterwards, a second
-drop removes). Nothing asks again: --yes says you mean it.`,
+first), and a directory another process holds. On Redis nothing holds an
+index: drop refuses one that other processes have open to write (a
+server, a shell, a program), since they would go on writing into it, and
+into an index created again under its name, with their old parameters
+(their documents then invisible to its queries); --force drops it under
+them (a process killed with the index open counts until it is dropped).
+Nothing asks again: --yes says you mean it.`,
 		Example: `  lshdb drop --db old-index --yes
   lshdb drop --db redis+cluster://127.0.0.1:7000/scratch --yes`,
 		Args: nArgs(0),
@@ -1735,10 +1739,15 @@ drop removes). Nothing asks again: --yes says you mean it.`,
 			}
 			// NB: the count first, for the message; Drop opens the index
 			// again (and refuses it if another process took it meanwhile).
-			n := uint64(0)
-			if d, err := db.Open(a.dbDir, &db.Options{ReadOnly: true}); err == nil {
+			n, writers := uint64(0), 0
+			if d, err := db.Open(a.dbDir, &db.Options{ReadOnly: true, ExpirySweep: -1}); err == nil {
 				n, _ = d.Count()
+				writers, _ = d.OtherWriters(a.ctx)
 				d.Close()
+			}
+			if writers > 0 && !force {
+				return fmt.Errorf("%w: %s has the index open to write in %s (a server, a shell, a program: stop them first; one killed with it open counts until the index is dropped: then add --force)",
+					errInUse, rediskv.Redact(a.dbDir), counted(writers, "other handle", "other handles"))
 			}
 			if err := lockedHint(db.Drop(a.ctx, a.dbDir), a.dbDir); err != nil {
 				return err
@@ -1746,13 +1755,18 @@ drop removes). Nothing asks again: --yes says you mean it.`,
 			if a.json() {
 				return a.emitJSON(map[string]any{"dropped": rediskv.Redact(a.dbDir), "docs": n})
 			}
-			_, err := fmt.Fprintf(a.stdout, "dropped the index and its %d documents\n", n)
+			_, err := fmt.Fprintf(a.stdout, "dropped the index and its %s\n", counted(n, "document", "documents"))
 			return err
 		},
 	}
 	c.Flags().BoolVar(&yes, "yes", false, "confirm: delete the index and every document in it")
+	c.Flags().BoolVar(&force, "force", false, "on Redis: drop the index even while other processes have it open to write")
 	return c
 }
+
+// errInUse is drop's error when other handles have a Redis index open to
+// write.
+var errInUse = errors.New("the index is in use")
 
 func (a *app) upgradeCmd() *cobra.Command {
 	return &cobra.Command{

@@ -117,7 +117,11 @@ func (h *handler) put(w *resp, r *http.Request) error {
 		return err
 	}
 	req := body.PutRequest
-	req.Docs = body.Docs.docs
+	// NB: "docs": null leaves body.Docs nil (a client's serializer writes
+	// an unset list so): a dereference of it was a 500 for a valid put.
+	if body.Docs != nil {
+		req.Docs = body.Docs.docs
+	}
 	// NB: any field of a document makes the request one document: a
 	// body with docs and a top-level tokens list took the docs and
 	// dropped the tokens unsaid, and {"tokens": […]} with no id said "no

@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -263,6 +264,11 @@ func (h *handler) ServeHTTP(hw http.ResponseWriter, r *http.Request) {
 			// NB: a handler's bug must not take the index's owner down
 			// with it; the request fails, the server goes on.
 			err = fmt.Errorf("%w: panic: %v", ErrInternal, p)
+			// NB: the request's own line says what failed; this one
+			// says where, for the bug report.
+			if h.o.Logger != nil {
+				h.o.Logger.Error("lshdb: a request's handler panicked", "method", r.Method, "path", r.URL.Path, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			}
 			if !w.started {
 				w.fail(err)
 			}

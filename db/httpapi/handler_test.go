@@ -134,6 +134,7 @@ func TestBadRequests(t *testing.T) {
 		{"POST", "/v1/docs", `{}`, "s3cret", 400, "bad_request"},
 		{"POST", "/v1/docs", `[1,2]`, "s3cret", 400, "bad_request"},
 		{"POST", "/v1/docs", `{"id": "a", "text": "x", "docs": []}`, "s3cret", 400, "bad_request"},
+		{"POST", "/v1/docs", `{"docs": null}`, "s3cret", 400, "bad_request"},                                             // NB: a 500 (a nil dereference)
 		{"POST", "/v1/docs", `{"tokens": ["zz"], "docs": [{"id": "a", "text": "x y z"}]}`, "s3cret", 400, "bad_request"}, // NB: the tokens were dropped unsaid
 		{"POST", "/v1/docs", `{"tokens": ["a"]}`, "s3cret", 400, "invalid_id"},                                           // NB: it said "no document"
 		{"POST", "/v1/docs", `{"id": "", "text": "some text"}`, "s3cret", 400, "invalid_id"},
@@ -273,6 +274,65 @@ func TestBodyTooLarge(t *testing.T) {
 				t.Error("the document was stored")
 			}
 		})
+	}
+}
+
+// Ensure that a put whose unset optional fields a client's serializer
+// wrote as null ("docs": null beside one document, "meta": null) stores
+// the document: "docs": null was a 500 (a nil dereference).
+func TestPutNullFields(t *testing.T) {
+	d := openFixture(t, 10, nil)
+	addr := startTCP(t, Handler(d, nil), 0)
+	for i, body := range []string{
+		`{"id": "n1", "text": "a text put by a client that writes null", "docs": null}`,
+		`{"id": "n2", "text": "another text put by a client that writes null", "docs": null, "meta": null, "tokens": null}`,
+	} {
+		resp, err := http.Post("http://"+addr+"/v1/docs", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("%s: status %d: %s", body, resp.StatusCode, b)
+		}
+		id := fmt.Sprintf("n%d", i+1)
+		if ok, err := d.Has(id); !ok || err != nil {
+			t.Errorf("%s: %s not stored: %v", body, id, err)
+		}
+	}
+}
+
+// Ensure that a handler's panic (here a hook's) fails the request with
+// 500 and code internal, the server going on, and logs where it happened:
+// the log had the panic's value and no stack.
+func TestPanicLogged(t *testing.T) {
+	d := openFixture(t, 10, nil)
+	var log syncBuffer
+	o := &Options{
+		Logger: slog.New(slog.NewTextHandler(&log, nil)),
+		Hooks: Hooks{Start: func(_ context.Context, op string) {
+			if op == "count" {
+				panic("a hook's bug")
+			}
+		}},
+	}
+	addr := startTCP(t, Handler(d, o), 0)
+	resp, err := http.Get("http://" + addr + "/v1/count")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusInternalServerError || errorCode(t, resp.Body) != "internal" {
+		t.Errorf("status %d, want 500 internal", resp.StatusCode)
+	}
+	if resp, err := http.Get("http://" + addr + "/healthz"); err != nil || resp.StatusCode != http.StatusOK {
+		t.Errorf("the server after a panic: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
+	}
+	if got := log.String(); !strings.Contains(got, "a hook's bug") || !strings.Contains(got, "stack=") || !strings.Contains(got, "TestPanicLogged") {
+		t.Errorf("the log says no stack of the panic:\n%s", got)
 	}
 }
 
@@ -971,4 +1031,23 @@ func TestHead(t *testing.T) {
 			t.Errorf("HEAD %s: Allow %q, want GET first", path, resp.Header.Get("Allow"))
 		}
 	}
+}
+
+// syncBuffer is a bytes.Buffer that a server's goroutines may write while
+// a test reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

@@ -83,10 +83,14 @@ type Store struct {
 	// anew): its writes are acknowledged without one.
 	Unreplicated func(master string)
 
-	// resyncing holds, by master address, until when Sync takes the
-	// master's replicas for being synced anew without asking (a
-	// time.Time): a WAIT for them would wait its whole timeout.
-	resyncing sync.Map
+	// noWait holds, by master address, until when Sync takes the master
+	// for one that acknowledges alone without asking (a time.Time): one
+	// with no replica connected, or whose replicas are being synced anew.
+	// A WAIT on it would wait its whole timeout.
+	noWait sync.Map
+	// asked holds the address of a server of its own (redis://) once Sync
+	// has asked it whether it has a replica.
+	asked sync.Map
 
 	c      redis.UniversalClient
 	prefix string
@@ -1263,24 +1267,25 @@ func (s *Store) Sync(ctx context.Context, timeout time.Duration) error {
 	}
 	waitOn := func(ctx context.Context, c *redis.Client, key string) error {
 		addr := c.Options().Addr
-		// NB: a master whose replicas were being synced anew is asked
-		// again (INFO, one round trip) at most every resyncRecheck, not
-		// waited on: every write of a sync that lasts minutes waited 2 s.
-		if until, ok := s.resyncing.Load(addr); ok {
+		// NB: a master alone or whose replicas were being synced anew is
+		// asked again (INFO, one round trip) at most every resyncRecheck,
+		// not waited on: every write of a sync that lasts minutes waited
+		// 2 s, and every write to a server with no replica did.
+		if until, ok := s.noWait.Load(addr); ok {
 			if time.Now().Before(until.(time.Time)) {
 				unreplicated(addr)
 				return nil
 			}
-			_, syncing, err := replication(ctx, c)
+			alone, syncing, err := replication(ctx, c)
 			if err != nil {
 				return err
 			}
-			if syncing {
-				s.resyncing.Store(addr, time.Now().Add(resyncRecheck))
+			if alone || syncing {
+				s.noWait.Store(addr, time.Now().Add(resyncRecheck))
 				unreplicated(addr)
 				return nil
 			}
-			s.resyncing.Delete(addr)
+			s.noWait.Delete(addr)
 		}
 		var n *redis.Cmd
 		if _, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
@@ -1304,10 +1309,8 @@ func (s *Store) Sync(ctx context.Context, timeout time.Duration) error {
 		switch {
 		case err != nil:
 			return err
-		case alone:
-			return nil
-		case syncing:
-			s.resyncing.Store(addr, time.Now().Add(resyncRecheck))
+		case alone || syncing:
+			s.noWait.Store(addr, time.Now().Add(resyncRecheck))
 			unreplicated(addr)
 			return nil
 		}
@@ -1315,7 +1318,23 @@ func (s *Store) Sync(ctx context.Context, timeout time.Duration) error {
 	}
 	cc, ok := s.c.(*redis.ClusterClient)
 	if !ok {
-		return waitOn(ctx, s.c.(*redis.Client), s.prefix+"sync")
+		// NB: a server of its own is most often one with no replica (a
+		// development setup, a cache): its WAIT waited the whole timeout
+		// before the check above found it alone, 2 s the first synced
+		// write of each process. It is asked once before it is first
+		// waited on.
+		c := s.c.(*redis.Client)
+		if _, asked := s.asked.LoadOrStore(c.Options().Addr, true); !asked {
+			alone, syncing, err := replication(ctx, c)
+			if err != nil {
+				s.asked.Delete(c.Options().Addr)
+				return err
+			}
+			if alone || syncing {
+				s.noWait.Store(c.Options().Addr, time.Now().Add(resyncRecheck))
+			}
+		}
+		return waitOn(ctx, c, s.prefix+"sync")
 	}
 	shards, err := cc.ClusterShards(ctx).Result()
 	if err != nil {

@@ -626,7 +626,7 @@ func TestSyncWhileReplicaResyncs(t *testing.T) {
 	}
 	// A second Sync does not wait for the replica: it is known to be
 	// synced anew.
-	if _, ok := s.resyncing.Load(c.Addrs[0]); !ok {
+	if _, ok := s.noWait.Load(c.Addrs[0]); !ok {
 		t.Errorf("Sync did not note that %s's replica is synced anew", c.Addrs[0])
 	}
 	if err := s.Sync(ctx, 2*time.Second); err != nil {
@@ -653,11 +653,111 @@ func TestSyncWhileReplicaResyncs(t *testing.T) {
 	if err := s.Sync(ctx, 5*time.Second); err != nil {
 		t.Fatalf("Sync once the replica is online: %v", err)
 	}
-	if _, ok := s.resyncing.Load(c.Addrs[0]); ok {
+	if _, ok := s.noWait.Load(c.Addrs[0]); ok {
 		t.Errorf("Sync still takes %s's replica for being synced anew once it is online", c.Addrs[0])
 	}
 	if len(alone) != 0 {
 		t.Errorf("Sync once the replica is online called unreplicated: %v", alone)
+	}
+}
+
+// startServer starts a redis-server of its own on a free loopback port
+// (args added to its command line) for the test's life, and returns its
+// address.
+func startServer(t *testing.T, args ...string) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	_, port, _ := net.SplitHostPort(addr)
+	cmd := exec.Command("redis-server", append([]string{"--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", t.TempDir()}, args...)...)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	c := redis.NewClient(&redis.Options{Addr: addr})
+	defer c.Close()
+	for start := time.Now(); c.Ping(context.Background()).Err() != nil; time.Sleep(20 * time.Millisecond) {
+		if time.Since(start) > 10*time.Second {
+			t.Fatalf("redis-server on %s did not start", addr)
+		}
+	}
+	return addr
+}
+
+// Ensure that Sync on a server of its own with no replica (redis://)
+// returns without a WAIT, which waited its whole timeout on every synced
+// write (2 s a put, so a document put with a TTL of 2 s had expired when
+// its put returned), and says the writes are unreplicated (the warning
+// the README promised and no path gave); and that once the server has a
+// replica online, Sync waits for it again. Oracle: the server's own count
+// of WAIT commands (INFO commandstats).
+func TestSyncServerWithoutReplica(t *testing.T) {
+	if cluster == nil {
+		t.Skip("no redis-server: the Redis tests skip (LSHDB_REQUIRE_REDIS=1 makes this a failure)")
+	}
+	ctx := context.Background()
+	addr := startServer(t)
+	s, err := Open(ctx, "redis://"+addr+"/x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var mu sync.Mutex
+	var alone []string
+	s.Unreplicated = func(m string) { mu.Lock(); alone = append(alone, m); mu.Unlock() }
+	direct := redis.NewClient(&redis.Options{Addr: addr})
+	defer direct.Close()
+	waits := func() string {
+		info, err := direct.Info(ctx, "commandstats").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, after, ok := strings.Cut(info, "cmdstat_wait:calls=")
+		if !ok {
+			return "0"
+		}
+		n, _, _ := strings.Cut(after, ",")
+		return n
+	}
+	for range 3 {
+		if err := s.Sync(ctx, time.Minute); err != nil {
+			t.Fatalf("Sync on a server with no replica: %v", err)
+		}
+	}
+	if n := waits(); n != "0" {
+		t.Errorf("Sync on a server with no replica sent %s WAIT commands, want none", n)
+	}
+	mu.Lock()
+	if len(alone) == 0 || alone[0] != addr {
+		t.Errorf("Sync said nothing of %s's writes being unreplicated (it said %v)", addr, alone)
+	}
+	mu.Unlock()
+	// A replica comes online: Sync asks again within resyncRecheck and
+	// waits for it from then on.
+	_, port, _ := net.SplitHostPort(addr)
+	replica := startServer(t, "--replicaof", "127.0.0.1", port)
+	for start := time.Now(); ; time.Sleep(50 * time.Millisecond) {
+		info, err := direct.Info(ctx, "replication").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(info, "connected_slaves:1") && strings.Contains(info, "state=online") {
+			break
+		}
+		if time.Since(start) > 20*time.Second {
+			t.Fatalf("the replica %s did not come online: %s", replica, info)
+		}
+	}
+	time.Sleep(resyncRecheck) // NB: until Sync asks again
+	if err := s.Sync(ctx, time.Minute); err != nil {
+		t.Fatalf("Sync once a replica is online: %v", err)
+	}
+	if n := waits(); n != "1" {
+		t.Errorf("Sync once a replica is online sent %s WAIT commands, want 1", n)
 	}
 }
 
