@@ -253,16 +253,16 @@ func openIn(dir string, o Options, created bool) (*DB, error) {
 			o.fs.Remove(dir)
 		}
 		if isLockError(err) {
-			// NB: ErrLocked's text says "another process"; Pebble's own
-			// check finds a handle of this one.
-			by := ""
+			// NB: the lock's own check (and heldDirs) finds a handle of
+			// this process; the lock file's, another process's.
+			by, hint := "another process", ""
 			if err.Error() == "lock held by current process" {
-				by = " (by another handle in this process: Close it first, or share it)"
+				by, hint = "another handle in this process", " (Close it first, or share it)"
 			}
 			if o.LockTimeout > 0 {
-				return nil, fmt.Errorf("%w: %s%s (waited %v)", ErrLocked, dir, by, o.LockTimeout)
+				hint += fmt.Sprintf(" (waited %v)", o.LockTimeout)
 			}
-			return nil, fmt.Errorf("%w: %s%s", ErrLocked, dir, by)
+			return nil, fmt.Errorf("%w by %s: %s%s", ErrLocked, by, dir, hint)
 		}
 		switch {
 		case errors.Is(err, syscall.EROFS):

@@ -112,7 +112,7 @@
 // verify them all, and Pairs report m(m−1)/2 pairs for m copies
 // (Clusters reports them as one cluster). Pairs and Load keep temporary
 // files inside the database directory (removed when they end, or by the
-// next writable Open after a crash). Index files follow the process's umask: with
-// Options.StoreText, restrict the directory's permissions if the texts are
-// private.
+// next writable Open after a crash). Index files follow the process's umask:
+// a text index (the default storage) keeps every text, so restrict the
+// directory's permissions if the texts are private.
 package db

@@ -19,7 +19,7 @@ var (
 	ErrNotFound = errors.New("lshdb: document not found")
 	// ErrLocked is returned by Open when another process (or another DB in
 	// this process) has the database open.
-	ErrLocked = errors.New("lshdb: database is locked by another process")
+	ErrLocked = errors.New("lshdb: database is locked")
 	// ErrParamsMismatch is returned by Open when an option differs from the
 	// value stored when the database was created. The error is a
 	// *MismatchError naming the field.

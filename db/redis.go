@@ -436,7 +436,7 @@ func (db *DB) followReplaced(ctx context.Context, chunk []rediskv.IDNum, nums []
 // redisCheck is Check on Redis: rediskv's structural check (ids, records,
 // postings, counts) and a decode of every live record.
 func (db *DB) redisCheck(ctx context.Context) (*CheckReport, error) {
-	r, err := db.rkv.Check(ctx)
+	r, err := db.rkv.Check(ctx, db.man.Bands)
 	if err != nil {
 		return nil, redisErr(err)
 	}

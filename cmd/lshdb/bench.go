@@ -175,7 +175,11 @@ by id against an existing index. Figures are from this run only.`,
 			} else {
 				fmt.Fprintln(a.stdout)
 			}
-			fmt.Fprintf(a.stdout, "%d queries: p50 %.0f µs, p99 %.0f µs, %.0f queries/s\n", rep.Queries, rep.QueryP50us, rep.QueryP99us, rep.QueriesPerSec)
+			via := ""
+			if _, ok := d.(*db.DB); !ok {
+				via = " (through the owner's API: its socket or --addr)"
+			}
+			fmt.Fprintf(a.stdout, "%d queries%s: p50 %.0f µs, p99 %.0f µs, %.0f queries/s\n", rep.Queries, via, rep.QueryP50us, rep.QueryP99us, rep.QueriesPerSec)
 			return nil
 		},
 	}

@@ -180,7 +180,9 @@ func TestTunePlotSVG(t *testing.T) {
 }
 
 // Ensure that an index held open elsewhere is refused with a clear message
-// (the db package's test covers another process holding it).
+// (the db package's test covers another process holding it): here by a
+// handle of this process, which it names as such (it said "another
+// process").
 func TestLockedIndex(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "index")
 	d, err := db.Open(dir, nil)
@@ -189,7 +191,7 @@ func TestLockedIndex(t *testing.T) {
 	}
 	defer d.Close()
 	_, errOut, code := runLine([]string{"stats", "--db", dir}, "")
-	if code != 1 || !strings.Contains(errOut, "locked by another process") {
+	if code != 1 || !strings.Contains(errOut, "locked by another handle in this process") {
 		t.Fatalf("stats on a locked index: exit %d, %q", code, errOut)
 	}
 }

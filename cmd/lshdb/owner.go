@@ -72,7 +72,7 @@ func lockedHint(err error, dir string) error {
 		return fmt.Errorf("%w; its owner serves it on %s, which belongs to another user (permission denied): run the command as that user, or have the owner serve on TCP with a token too (lshdb serve --addr 127.0.0.1:PORT --token …) and use --addr",
 			err, sock)
 	case serving:
-		return fmt.Errorf("%w; lshdb (pid %d: serve, shell or a write command) owns it and serves its API on %s: query it there (curl --unix-socket %s http://localhost/v1/stats; the API: GET /v1/openapi.yaml), copy it with lshdb backup, or stop that process (kill %d)",
+		return fmt.Errorf("%w; lshdb (pid %d: serve, the shell, or a command that holds the index while it runs) owns it and serves its API on %s: query it there (curl --unix-socket %s http://localhost/v1/stats; the API: GET /v1/openapi.yaml), copy it with lshdb backup, or stop that process (kill %d)",
 			err, pid, sock, sock, pid)
 	case pid > 0:
 		return fmt.Errorf("%w; process %d holds it and does not serve it: wait for it to end, or stop it (kill %d); an owner started with lshdb serve could be queried meanwhile",

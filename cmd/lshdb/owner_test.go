@@ -40,7 +40,7 @@ func TestLockedNamesOwner(t *testing.T) {
 		t.Fatal(errOut)
 	}
 	_, _, log, stop := startServe(t, "--db", idx)
-	want := fmt.Sprintf("lshdb (pid %d: serve, shell or a write command) owns it and serves its API on %s", os.Getpid(), filepath.Join(idx, "lshdb.sock"))
+	want := fmt.Sprintf("lshdb (pid %d: serve, the shell, or a command that holds the index while it runs) owns it and serves its API on %s", os.Getpid(), filepath.Join(idx, "lshdb.sock"))
 	// A command that must own the index cannot attach.
 	for _, args := range [][]string{{"upgrade", "--db", idx}} {
 		_, errOut, code := runLine(args, "")

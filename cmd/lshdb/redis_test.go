@@ -275,8 +275,22 @@ func TestRedisDropRefusesWhileOthersWrite(t *testing.T) {
 	if out, errOut, code := runLine([]string{"drop", "--db", url, "--yes", "--force"}, ""); code != 0 || !strings.Contains(out, "dropped the index and its 1 document") {
 		t.Fatalf("drop --force: exit %d, %q %q", code, out, errOut)
 	}
-	w.Close()
 	if _, err := db.Open(url, &db.Options{MustExist: true}); !errors.Is(err, db.ErrNotExist) {
 		t.Fatalf("the index after drop --force: %v, want ErrNotExist", err)
 	}
+	// The handle left open writes into an index made again under the
+	// name with other parameters (35 bands against its 16): check finds
+	// the document no query can (it said "ok").
+	if _, errOut, code := runLine([]string{"create", "--db", url, "--threshold", "0.5"}, ""); code != 0 {
+		t.Fatalf("create: exit %d, %q", code, errOut)
+	}
+	if err := w.Put(db.Doc{ID: "s3", Text: "the quick brown fox jumps over the lazy dog"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	out, _, code := runLine([]string{"check", "--db", url}, "")
+	if code != 1 || !strings.Contains(out, `id "s3" names doc`) || !strings.Contains(out, "lists 16 buckets where the index has 35 bands") {
+		t.Errorf("check of a document written with other parameters: exit %d, %q", code, out)
+	}
+	runLine([]string{"drop", "--db", url, "--yes", "--force"}, "")
 }

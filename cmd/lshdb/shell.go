@@ -416,7 +416,7 @@ func checkShellFlags(name string, spec shellSpec, c *cobra.Command, args []strin
 // flags.
 func (a *app) shellHelp(args []string) error {
 	if len(args) == 0 {
-		fmt.Fprintln(a.stdout, `commands (help CMD for one; every command takes --output json):
+		fmt.Fprintln(a.stdout, `commands (help CMD for one; every command but put takes --output json):
   info | stats | buckets [--band B] [--top N] | bucket BAND BUCKET | get ID
   query (--id ID | --text TEXT) [--threshold T] [--top K] [--estimate-only]
   explain ID1 ID2 | pairs [--threshold T] [--limit N] [--stats] [--sort=false]

@@ -976,9 +976,12 @@ type CheckReport struct {
 // Check returns the index's inconsistencies, none when it is whole: an
 // id naming no record, a record of another id, or a deleted one; a
 // record no id names; a posting of a number no id names; a live document missing from one of
-// its buckets; a live count that is not the ids'. It reads everything;
-// run it without writers.
-func (s *Store) Check(ctx context.Context) (*CheckReport, error) {
+// its buckets; a live count that is not the ids'; with bands > 0, a
+// record whose bucket list is not one bucket a band (written by a handle
+// of other parameters: one opened before the index was dropped and made
+// again under its name, whose documents no query finds). It reads
+// everything; run it without writers.
+func (s *Store) Check(ctx context.Context, bands int) (*CheckReport, error) {
 	rep := &CheckReport{}
 	var problems []string
 	defer func() { rep.Problems = problems }()
@@ -1045,7 +1048,11 @@ func (s *Store) Check(ctx context.Context) (*CheckReport, error) {
 		}
 		live[n] = true
 		bs, _ := v[2].(string)
-		for band, b := range parseBuckets([]byte(bs)) {
+		buckets := parseBuckets([]byte(bs))
+		if bands > 0 && len(buckets) != bands {
+			problems = append(problems, fmt.Sprintf("id %q names doc %d, whose record lists %d buckets where the index has %d bands (written by a handle of other parameters, opened before the index was made again under its name: no query finds it; put it again)", id, n, len(buckets), bands))
+		}
+		for band, b := range buckets {
 			needs = append(needs, need{id: id, n: n, band: band, bucket: b})
 		}
 	}

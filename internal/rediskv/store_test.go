@@ -135,7 +135,7 @@ func verify(t *testing.T, s *Store, m *model, allIDs []string, lists []BandBucke
 			t.Fatalf("band %d bucket %d: %v, want %v", l.Band, l.Bucket, ids, w)
 		}
 	}
-	if rep, err := s.Check(ctx); err != nil || len(rep.Problems) > 0 {
+	if rep, err := s.Check(ctx, 0); err != nil || len(rep.Problems) > 0 {
 		t.Fatalf("check: %+v %v", rep, err)
 	}
 }
@@ -272,13 +272,13 @@ func TestCrashBetweenStepsAndRepair(t *testing.T) {
 					}
 				}
 			}
-			if rep, err := s.Check(ctx); err != nil || len(rep.Problems) == 0 {
+			if rep, err := s.Check(ctx, 0); err != nil || len(rep.Problems) == 0 {
 				t.Fatalf("Check after the stopped write: %+v %v; want its leftovers", rep, err)
 			}
 			if _, err := s.Repair(ctx); err != nil {
 				t.Fatal(err)
 			}
-			if rep, err := s.Check(ctx); err != nil || len(rep.Problems) > 0 {
+			if rep, err := s.Check(ctx, 0); err != nil || len(rep.Problems) > 0 {
 				t.Fatalf("after Repair: %+v %v", rep, err)
 			}
 			all := append(ids, "new")
@@ -486,7 +486,7 @@ func TestRepairRepostsMissingPostings(t *testing.T) {
 	if removed != 6 {
 		t.Fatalf("removed %d postings, want 6", removed)
 	}
-	if rep, err := s.Check(ctx); err != nil || len(rep.Problems) != 6 {
+	if rep, err := s.Check(ctx, 0); err != nil || len(rep.Problems) != 6 {
 		t.Fatalf("Check with 6 postings missing: %+v %v", rep, err)
 	}
 	rep, err := s.Repair(ctx)
