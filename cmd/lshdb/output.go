@@ -210,6 +210,12 @@ type matchJSON struct {
 	Estimate       float64  `json:"estimate"`
 	Bands          int      `json:"bands"`
 	ExpectedRecall *float64 `json:"expected_recall,omitempty"`
+	// The stored metadata, as export writes it; none: absent.
+	Meta       json.RawMessage `json:"meta,omitempty"`
+	MetaString *string         `json:"meta_string,omitempty"`
+	MetaBase64 *string         `json:"meta_base64,omitempty"`
+	// Text is the stored text (--with-text).
+	Text *string `json:"text,omitempty"`
 }
 
 // bucketJSON is one posting list.

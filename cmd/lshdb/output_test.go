@@ -347,3 +347,40 @@ func TestQueryFileWithByteOrderMark(t *testing.T) {
 		t.Errorf("query --file of a stored file with a byte order mark: %s, want itself at Jaccard 1", out)
 	}
 }
+
+// Ensure that query shows each match's stored metadata (a META column, a
+// meta member as export writes it) and, with --with-text, its stored
+// text: a user who kept URLs with --meta-field needed one get per match.
+// The oracle is the input each match was inserted from.
+func TestQueryShowsMetaAndText(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "m.jsonl")
+	a := "the quick brown fox jumps over the lazy dog near the river bank"
+	b := a + "!"
+	body := fmt.Sprintf("{\"id\":\"a\",\"text\":%q,\"url\":\"http://a.example\"}\n{\"id\":\"b\",\"text\":%q,\"url\":\"http://b.example\"}\n", a, b)
+	if err := os.WriteFile(in, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	idx := filepath.Join(dir, "idx")
+	mustRun(t, "insert", "--db", idx, "--meta-field", "url", in)
+	out, _ := mustRun(t, "query", "--db", idx, "--id", "a")
+	if lines := strings.Split(out, "\n"); len(lines) < 2 || !strings.HasSuffix(strings.TrimSpace(lines[0]), "META") || !strings.HasSuffix(strings.TrimSpace(lines[1]), "http://b.example") {
+		t.Errorf("query's table without its match's metadata:\n%s", out)
+	}
+	out, _ = mustRun(t, "query", "--db", idx, "--id", "a", "--with-text", "--output", "json")
+	var m struct {
+		ID   string  `json:"id"`
+		Meta string  `json:"meta"`
+		Text *string `json:"text"`
+	}
+	if err := json.Unmarshal([]byte(out), &m); err != nil {
+		t.Fatalf("query --output json: %v: %s", err, out)
+	}
+	if m.ID != "b" || m.Meta != "http://b.example" || m.Text == nil || *m.Text != b {
+		t.Errorf("query --with-text --output json: %s, want b with its url and text", out)
+	}
+	// Without --with-text, no text.
+	if out, _ = mustRun(t, "query", "--db", idx, "--id", "a", "--output", "json"); strings.Contains(out, `"text"`) {
+		t.Errorf("query --output json without --with-text: %s", out)
+	}
+}

@@ -6,12 +6,14 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/csv"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"iter"
 	"math"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -41,17 +43,18 @@ func (a *app) queryCmd() *cobra.Command {
 	var id, text, file string
 	var threshold float64
 	var top int
-	var estimate bool
+	var estimate, withText bool
 	c := &cobra.Command{
-		Use: "query --db DIR (--id ID | --text TEXT | --file PATH) [--threshold T] [--top K] [--estimate-only]",
+		Use: "query --db DIR (--id ID | --text TEXT | --file PATH) [--threshold T] [--top K] [--estimate-only] [--with-text]",
 		Example: `  # Near-duplicates of a stored document
   lshdb query --db idx --id fox1
 
   # Of a text, down to Jaccard 0.5, the best 5
   lshdb query --db idx --text "the quick brown fox jumps over the lazy cat" --threshold 0.5 --top 5
 
-  # Of a file's contents, as JSON Lines
-  lshdb query --db idx --file notes/a.txt --output json`,
+  # Of a file's contents, as JSON Lines, each match with its stored text
+  # (and its metadata, which a match always shows)
+  lshdb query --db idx --file notes/a.txt --output json --with-text`,
 		Short: "Near-duplicates of a stored document, a text or a file",
 		Args:  nArgs(0),
 		RunE: func(c *cobra.Command, args []string) error {
@@ -74,7 +77,7 @@ func (a *app) queryCmd() *cobra.Command {
 			return a.withIndex(func(d index) error {
 				rec := recallNote(d, t)
 				a.warnRecall(d, t, rec)
-				qo := &db.QueryOptions{Threshold: t, Limit: top, EstimateOnly: estimate}
+				qo := &db.QueryOptions{Threshold: t, Limit: top, EstimateOnly: estimate, WithText: withText}
 				var res *db.QueryResult
 				switch {
 				case c.Flags().Changed("id"):
@@ -108,6 +111,13 @@ func (a *app) queryCmd() *cobra.Command {
 						if !res.EstimateOnly {
 							out.Jaccard = &m.Jaccard
 						}
+						// NB: as get and export write them (JSON as stored,
+						// else meta_string or meta_base64).
+						l := exportOf(&db.StoredDoc{Meta: m.Meta})
+						out.Meta, out.MetaString, out.MetaBase64 = l.Meta, l.MetaString, l.MetaBase64
+						if withText {
+							out.Text = &m.Text
+						}
 						if err := a.emitJSON(out); err != nil {
 							return err
 						}
@@ -115,13 +125,32 @@ func (a *app) queryCmd() *cobra.Command {
 					return nil
 				}
 				tw := a.table()
-				fmt.Fprintln(tw, "ID\tJACCARD\tESTIMATE\tBANDS")
+				// NB: a META column when a match has metadata (a URL
+				// insert --meta-field kept: one get per match otherwise),
+				// a TEXT column with --with-text; each escaped as get
+				// escapes them.
+				withMeta := slices.ContainsFunc(res.Matches, func(m db.Match) bool { return m.Meta != nil })
+				head := "ID\tJACCARD\tESTIMATE\tBANDS"
+				if withMeta {
+					head += "\tMETA"
+				}
+				if withText {
+					head += "\tTEXT"
+				}
+				fmt.Fprintln(tw, head)
 				for _, m := range res.Matches {
 					j := "-"
 					if !res.EstimateOnly {
 						j = fmt.Sprintf("%.4f", m.Jaccard)
 					}
-					fmt.Fprintf(tw, "%s\t%s\t%.4f\t%d\n", esc(m.ID), j, m.Estimate, m.Bands)
+					fmt.Fprintf(tw, "%s\t%s\t%.4f\t%d", esc(m.ID), j, m.Estimate, m.Bands)
+					if withMeta {
+						fmt.Fprintf(tw, "\t%s", metaCell(m.Meta))
+					}
+					if withText {
+						fmt.Fprintf(tw, "\t%s", esc(m.Text))
+					}
+					fmt.Fprintln(tw)
 				}
 				if err := tw.Flush(); err != nil {
 					return err
@@ -147,7 +176,25 @@ func (a *app) queryCmd() *cobra.Command {
 	fs.Float64Var(&threshold, "threshold", 0, "least Jaccard reported (default: the index's)")
 	fs.IntVar(&top, "top", 0, "keep only the best K matches (default: all)")
 	fs.BoolVar(&estimate, "estimate-only", false, "report signature estimates without exact verification")
+	fs.BoolVar(&withText, "with-text", false, "show each match's stored text (a match's metadata is always shown)")
 	return c
+}
+
+// metaCell is a table's cell of stored metadata: a JSON string's value
+// (what insert --meta-field keeps of a string field), other bytes as text
+// (JSON as stored), each escaped; base64 when they are not UTF-8, "-" for
+// none.
+func metaCell(meta []byte) string {
+	var str string
+	switch l := exportOf(&db.StoredDoc{Meta: meta}); {
+	case meta == nil:
+		return "-"
+	case l.MetaBase64 != nil:
+		return "base64:" + *l.MetaBase64
+	case l.Meta != nil && json.Unmarshal(l.Meta, &str) == nil:
+		return esc(str)
+	}
+	return esc(string(meta))
 }
 
 // interruptNote turns an error that wraps context.Canceled into the one
