@@ -214,7 +214,10 @@ func (o *clustersWriter) write(cs []db.Cluster) (dropped int, err error) {
 func clustersNote(n, dropped int, t float64, mode db.ClusterMode, keep db.KeepPolicy) string {
 	what := "centers: every member is at or above the threshold to the one kept"
 	if mode == db.Components {
-		what = "components: members are linked through pairs at or above the threshold, so a member may be less similar to the one kept (its Jaccard to it is shown)"
+		// NB: filter and export default to centers (each dropped member
+		// at or above the threshold to the one kept): their counts differ
+		// from these.
+		what = "components: members are linked through pairs at or above the threshold, so a member may be less similar to the one kept (its Jaccard to it is shown); filter and export default to --mode centers"
 	}
 	return fmt.Sprintf("%s at Jaccard >= %v, %s to drop (%s; kept: %s)", counted(n, "cluster", "clusters"), t, counted(dropped, "document", "documents"), what, keepNote(keep))
 }

@@ -1408,6 +1408,20 @@ func (a *app) dedupCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "dedup --db DIR [FILE|DIR|- ...]",
 		Short: "Insert each input document unless a stored one is a near-duplicate",
+		Long: `Insert each input document unless the index already holds a near-duplicate
+of it (Jaccard at or above the index's threshold), in input order: a
+document is also compared with those inserted before it from the same
+input. It prints one line per document: its id, and the id it duplicates
+with their exact Jaccard (JSON: duplicate_of and jaccard, null when it was
+inserted); a summary on stderr.
+
+A document whose id is stored already is compared with the other stored
+documents, not with its own stored version: unless another is near, it
+replaces it (a second run over the same input inserts its documents again
+as replacements). Each check and insert is atomic within this process.
+
+A missing index is created with the default parameters (threshold 0.8):
+make it first with lshdb create for others.`,
 		RunE: func(c *cobra.Command, args []string) error {
 			if ttl < 0 {
 				return usagef("--ttl %v is negative (a duration such as 1h, 30m or 90s)", ttl)

@@ -199,7 +199,7 @@ func (b *boundedDocs) UnmarshalJSON(raw []byte) error {
 		if err := dec.Decode(&d); err != nil {
 			var te *json.UnmarshalTypeError
 			if errors.As(err, &te) {
-				return badRequest("docs[%d]: JSON field %q: %v", len(b.docs), te.Field, err)
+				return badRequest("docs[%d]: JSON field %q: %s where %s is expected", len(b.docs), jsonField(te.Field), te.Value, jsonKind(te.Type))
 			}
 			return badRequest("docs[%d]: %v", len(b.docs), err)
 		}

@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"reflect"
 	"runtime/debug"
 	"slices"
 	"strconv"
@@ -22,6 +23,7 @@ import (
 	"sync"
 	"syscall"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/lshdb/lshdb/db"
@@ -671,6 +673,11 @@ func bodyError(err error) error {
 		return fmt.Errorf("%w: reading the body: %w", ErrRequestTimeout, err)
 	case errors.Is(err, errNotUTF8):
 		return badRequest("%v", err)
+	case errors.Is(err, net.ErrClosed) || errors.Is(err, syscall.ECONNRESET):
+		// NB: the connection ended under the read (the client went away,
+		// or the server closed it at the end of its shutdown): no bad
+		// request of the client's, which the log said it was.
+		return fmt.Errorf("%w: the connection ended while the body was read: %w", context.Canceled, err)
 	case err == io.EOF:
 		return badRequest("the body is empty (a JSON object is expected)")
 	case err == io.ErrUnexpectedEOF:
@@ -678,9 +685,51 @@ func bodyError(err error) error {
 	case errors.As(err, &se):
 		return badRequest("malformed JSON at byte %d: %v", se.Offset, err)
 	case errors.As(err, &te):
-		return badRequest("JSON field %q: %v", te.Field, err)
+		return badRequest("JSON field %q: %s where %s is expected", jsonField(te.Field), te.Value, jsonKind(te.Type))
 	}
 	return badRequest("the body: %v", err)
+}
+
+// jsonField is the JSON path of a field that failed to decode, without
+// the Go names of the structs embedded on the way ("PutRequest.DocJSON.id"
+// is "id"): the client knows its fields, not this package's types.
+func jsonField(path string) string {
+	var keep []string
+	for _, p := range strings.Split(path, ".") {
+		if r, _ := utf8.DecodeRuneInString(p); !unicode.IsUpper(r) {
+			keep = append(keep, p)
+		}
+	}
+	if len(keep) == 0 {
+		return path
+	}
+	return strings.Join(keep, ".")
+}
+
+// jsonKind says in JSON's words what a Go type decodes from.
+func jsonKind(t reflect.Type) string {
+	if t == nil {
+		return "another value"
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return "an integer"
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "a non-negative integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice, reflect.Array:
+		return "a list"
+	case reflect.Struct, reflect.Map:
+		return "an object"
+	case reflect.Pointer:
+		return jsonKind(t.Elem())
+	}
+	return "another value"
 }
 
 // recallNote is the expected recall at t when t is below the index's

@@ -336,6 +336,32 @@ func TestPanicLogged(t *testing.T) {
 	}
 }
 
+// Ensure that a field of the wrong JSON type is named by its JSON path,
+// with what was given and what is expected: a put said "JSON field
+// \"PutRequest.DocJSON.id\": json: cannot unmarshal number into Go
+// struct field putBody.PutRequest.DocJSON.id of type string".
+func TestTypeErrorsNameTheField(t *testing.T) {
+	d := openFixture(t, 10, nil)
+	addr := startTCP(t, Handler(d, nil), 0)
+	for _, tc := range []struct{ path, body, want string }{
+		{"/v1/docs", `{"id": 5, "text": "some text"}`, `JSON field "id": number where a string is expected`},
+		{"/v1/docs", `{"docs": [{"id": "a", "text": "x"}, {"id": "b", "text": ["x"]}]}`, `docs[1]: JSON field "text": array where a string is expected`},
+		{"/v1/query", `{"text": "some text", "threshold": "high"}`, `JSON field "threshold": string where a number is expected`},
+		{"/v1/query", `{"text": "some text", "limit": 2.5}`, `JSON field "limit": number 2.5 where an integer is expected`},
+	} {
+		resp, err := http.Post("http://"+addr+tc.path, "application/json", strings.NewReader(tc.body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var e ErrorJSON
+		json.NewDecoder(resp.Body).Decode(&e)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest || e.Error.Message != "lshdb: bad request: "+tc.want {
+			t.Errorf("%s %s: %d %q, want 400 %q", tc.path, tc.body, resp.StatusCode, e.Error.Message, tc.want)
+		}
+	}
+}
+
 // Ensure that a client that sends its body too slowly gets 408 once the
 // server's read timeout passes, and that the request does not run.
 func TestSlowClient(t *testing.T) {
@@ -1050,4 +1076,25 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// Ensure that a body whose connection ended under the read (the client
+// gone, or the server closing it at the end of a shutdown) is code
+// canceled, not the client's bad request (the log said bad_request with
+// "use of closed network connection"), while a malformed one stays a bad
+// request.
+func TestBodyErrorOfAClosedConnection(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		code string
+	}{
+		{&net.OpError{Op: "read", Net: "unix", Err: net.ErrClosed}, "canceled"},
+		{fmt.Errorf("read: %w", syscall.ECONNRESET), "canceled"},
+		{io.ErrUnexpectedEOF, "bad_request"},
+		{&json.SyntaxError{Offset: 3}, "bad_request"},
+	} {
+		if got := codeOf(bodyError(c.err)).Code; got != c.code {
+			t.Errorf("bodyError(%v): code %q, want %q", c.err, got, c.code)
+		}
+	}
 }
