@@ -20,7 +20,7 @@ import (
 // serveOptions are lshdb serve's flags.
 type serveOptions struct {
 	addr, token, backupRoot, logFormat     string
-	maxBody                                int64
+	maxBody, maxInFlightBytes              int64
 	maxBatch, maxInFlight                  int
 	readTimeout, writeTimeout, idleTimeout time.Duration
 	shutdownTimeout                        time.Duration
@@ -77,6 +77,9 @@ SIGTERM or SIGINT stops accepting requests, lets those in flight finish (up to
 			if so.maxInFlight == 0 || so.maxInFlight < -1 {
 				return usagef("--max-in-flight %d: give a number of documents, or -1 for no limit", so.maxInFlight)
 			}
+			if so.maxInFlightBytes == 0 || so.maxInFlightBytes < -1 {
+				return usagef("--max-in-flight-bytes %d: give a number of bytes, or -1 for no limit", so.maxInFlightBytes)
+			}
 			return a.serve(&so)
 		},
 	}
@@ -86,6 +89,7 @@ SIGTERM or SIGINT stops accepting requests, lets those in flight finish (up to
 	fs.Int64Var(&so.maxBody, "max-body", httpapi.DefaultMaxBodyBytes, "largest request body in bytes (413 beyond; for put-if-new: each document)")
 	fs.IntVar(&so.maxBatch, "max-batch", httpapi.DefaultMaxBatch, "most documents (queries) in one put or query/many request (413 beyond; -1: no limit)")
 	fs.IntVar(&so.maxInFlight, "max-in-flight", httpapi.DefaultMaxInFlight, "most documents (queries) of all requests worked on at once; others wait (-1: no limit)")
+	fs.Int64Var(&so.maxInFlightBytes, "max-in-flight-bytes", httpapi.DefaultMaxInFlightBytes, "most bytes of text of all requests worked on at once (a document takes about 35x its text in memory while it is signed); others wait (-1: no limit)")
 	fs.DurationVar(&so.readTimeout, "read-timeout", time.Minute, "time a client has to send a request, body included (for put-if-new: each document)")
 	fs.DurationVar(&so.writeTimeout, "write-timeout", httpapi.DefaultWriteTimeout, "time a client has to take each part of an answer")
 	fs.DurationVar(&so.idleTimeout, "idle-timeout", 2*time.Minute, "time an idle keep-alive connection is kept")
@@ -157,7 +161,7 @@ func (a *app) serve(so *serveOptions) error {
 	}
 	m := metrics.New(d)
 	mux := http.NewServeMux()
-	mux.Handle("/", httpapi.Handler(d, &httpapi.Options{Token: so.token, MaxBodyBytes: so.maxBody, MaxBatch: so.maxBatch, MaxInFlight: so.maxInFlight, WriteTimeout: so.writeTimeout, ReadTimeout: so.readTimeout,
+	mux.Handle("/", httpapi.Handler(d, &httpapi.Options{Token: so.token, MaxBodyBytes: so.maxBody, MaxBatch: so.maxBatch, MaxInFlight: so.maxInFlight, MaxInFlightBytes: so.maxInFlightBytes, WriteTimeout: so.writeTimeout, ReadTimeout: so.readTimeout,
 		BackupRoot: so.backupRoot, Logger: log, Hooks: m.Hooks()}))
 	mux.Handle("GET /metrics", httpapi.RequireToken(so.token, m.Handler()))
 	srv := &http.Server{

@@ -137,7 +137,11 @@ func (h *handler) put(w *resp, r *http.Request) error {
 	} else if in == nil {
 		return badRequest("no document: give id and text, or docs")
 	}
-	release, err := h.admit(r.Context(), len(in))
+	var size int64
+	for i := range in {
+		size += docBytes(in[i].Text, in[i].Tokens, len(in[i].Hashes))
+	}
+	release, err := h.admit(r.Context(), len(in), size)
 	if err != nil {
 		return err
 	}
@@ -271,7 +275,11 @@ func (h *handler) putIfNew(w *resp, r *http.Request) error {
 		var err error
 		if len(docs) > 0 {
 			var release func()
-			if release, err = h.admit(ctx, len(docs)); err == nil {
+			var size int64
+			for i := range docs {
+				size += docBytes(docs[i].Text, nil, 0)
+			}
+			if release, err = h.admit(ctx, len(docs), size); err == nil {
 				res, err = h.d.PutIfNewBatch(ctx, docs, &wo)
 				release()
 			}
@@ -583,7 +591,15 @@ func (h *handler) queryMany(w *resp, r *http.Request) error {
 	if err := h.batch(len(req.Queries)); err != nil {
 		return err
 	}
-	release, err := h.admit(r.Context(), len(req.Queries))
+	var size int64
+	for _, q := range req.Queries {
+		text := ""
+		if q.Text != nil {
+			text = *q.Text
+		}
+		size += docBytes(text, q.Tokens, len(q.Hashes))
+	}
+	release, err := h.admit(r.Context(), len(req.Queries), size)
 	if err != nil {
 		return err
 	}

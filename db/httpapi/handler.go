@@ -44,6 +44,13 @@ const DefaultMaxBatch = 100_000
 // two batches of DefaultMaxBatch.
 const DefaultMaxInFlight = 2 * DefaultMaxBatch
 
+// DefaultMaxInFlightBytes is the default Options.MaxInFlightBytes: 64 MiB
+// of text. NB: a document takes about 35 times its text in memory while
+// it is shingled and signed (one of 42 MB took a server from 67 MB to 1.5
+// GB, three at once to 4.4 GB, in an operator's review); 64 MiB keeps a
+// server's documents in flight near 2 GB.
+const DefaultMaxInFlightBytes = 64 << 20
+
 // DefaultWriteTimeout is the default Options.WriteTimeout.
 const DefaultWriteTimeout = 30 * time.Second
 
@@ -84,6 +91,12 @@ type Options struct {
 	// Default: DefaultMaxInFlight, and at least MaxBatch; negative: no
 	// limit.
 	MaxInFlight int
+	// MaxInFlightBytes bounds, as MaxInFlight does, the bytes of the
+	// texts (and token lists) of those documents and queries: a request
+	// that would go over it waits. A request whose texts alone exceed it
+	// runs once nothing else does. Default: DefaultMaxInFlightBytes;
+	// negative: no limit.
+	MaxInFlightBytes int64
 	// WriteTimeout bounds each write of an answer, not the whole answer:
 	// a stream of pairs may take an hour, but a client that stops reading
 	// it for WriteTimeout is dropped. It replaces the server's
@@ -149,6 +162,12 @@ func Handler(d *db.DB, opts *Options) http.Handler {
 		}
 		h.inFlight = semaphore.NewWeighted(int64(h.o.MaxInFlight))
 	}
+	if h.o.MaxInFlightBytes == 0 {
+		h.o.MaxInFlightBytes = DefaultMaxInFlightBytes
+	}
+	if h.o.MaxInFlightBytes > 0 {
+		h.inFlightBytes = semaphore.NewWeighted(h.o.MaxInFlightBytes)
+	}
 	if h.o.Token != "" {
 		h.token = sha256.Sum256([]byte(h.o.Token))
 	}
@@ -191,8 +210,9 @@ type handler struct {
 	o      Options
 	token  [32]byte
 	routes []route
-	// inFlight holds Options.MaxInFlight (nil: no limit).
-	inFlight *semaphore.Weighted
+	// inFlight holds Options.MaxInFlight, inFlightBytes
+	// Options.MaxInFlightBytes (nil: no limit).
+	inFlight, inFlightBytes *semaphore.Weighted
 }
 
 // batch refuses the n queries of a query/many over MaxBatch (a put's
@@ -204,20 +224,52 @@ func (h *handler) batch(n int) error {
 	return fmt.Errorf("%w: %d queries in one request (at most %d, lshdb serve --max-batch): split them into several requests", ErrBatchTooLarge, n, h.o.MaxBatch)
 }
 
-// admit waits for room for n documents (or queries) among those the
-// server works on at once (MaxInFlight), and returns the function that
-// gives it back; an error if the client went away while it waited.
-// n is at most MaxBatch, and MaxInFlight at least that: a request never
-// waits for more than the whole.
-func (h *handler) admit(ctx context.Context, n int) (release func(), err error) {
-	if h.inFlight == nil || n == 0 {
+// admit waits for room for n documents (or queries) of size bytes of
+// text among those the server works on at once (MaxInFlight,
+// MaxInFlightBytes), and returns the function that gives it back; an
+// error if the client went away while it waited. n is at most MaxBatch,
+// and MaxInFlight at least that; a request of more bytes than
+// MaxInFlightBytes waits for all of them: a request never waits for more
+// than the whole. NB: documents first, then bytes, in every request: no
+// two wait for each other.
+func (h *handler) admit(ctx context.Context, n int, size int64) (release func(), err error) {
+	if n == 0 {
 		return func() {}, nil
 	}
-	w := int64(min(n, h.o.MaxInFlight))
-	if err := h.inFlight.Acquire(ctx, w); err != nil {
-		return nil, fmt.Errorf("%w while waiting for other requests' documents to be written (serve --max-in-flight)", err)
+	var w, wb int64
+	if h.inFlight != nil {
+		w = int64(min(n, h.o.MaxInFlight))
+		if err := h.inFlight.Acquire(ctx, w); err != nil {
+			return nil, fmt.Errorf("%w while waiting for other requests' documents to be written (serve --max-in-flight)", err)
+		}
 	}
-	return func() { h.inFlight.Release(w) }, nil
+	if h.inFlightBytes != nil {
+		wb = min(max(size, 1), h.o.MaxInFlightBytes)
+		if err := h.inFlightBytes.Acquire(ctx, wb); err != nil {
+			if w > 0 {
+				h.inFlight.Release(w)
+			}
+			return nil, fmt.Errorf("%w while waiting for other requests' texts to be written (serve --max-in-flight-bytes)", err)
+		}
+	}
+	return func() {
+		if wb > 0 {
+			h.inFlightBytes.Release(wb)
+		}
+		if w > 0 {
+			h.inFlight.Release(w)
+		}
+	}, nil
+}
+
+// docBytes is what admit counts of a document: its text's and tokens'
+// bytes, 8 a hash.
+func docBytes(text string, tokens []string, hashes int) int64 {
+	n := int64(len(text)) + 8*int64(hashes)
+	for _, t := range tokens {
+		n += int64(len(t))
+	}
+	return n
 }
 
 type route struct {

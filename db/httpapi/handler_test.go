@@ -1098,3 +1098,49 @@ func TestBodyErrorOfAClosedConnection(t *testing.T) {
 		}
 	}
 }
+
+// Ensure that the server bounds the bytes of text it works on at once
+// (MaxInFlightBytes), as it bounds documents: a request over the room
+// left waits (and fails when its client goes, giving back its
+// documents' room), one larger than the whole runs once nothing else
+// does. A document takes about 35 times its text in memory while it is
+// signed: three puts of 42 MB took a server to 4.4 GB.
+func TestMaxInFlightBytes(t *testing.T) {
+	d := openFixture(t, 0, nil)
+	h := Handler(d, &Options{MaxInFlight: 10, MaxInFlightBytes: 1000}).(*handler)
+	first, err := h.admit(context.Background(), 1, 800)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if _, err := h.admit(ctx, 1, 300); err == nil || !strings.Contains(err.Error(), "--max-in-flight-bytes") {
+		t.Fatalf("a request over the bytes left: %v, want to wait until its client goes", err)
+	}
+	if !h.inFlight.TryAcquire(9) {
+		t.Fatal("the request that gave up kept its documents' room")
+	}
+	h.inFlight.Release(9)
+	whole := make(chan func(), 1)
+	go func() {
+		rel, err := h.admit(context.Background(), 1, 5000)
+		if err != nil {
+			t.Error(err)
+		}
+		whole <- rel
+	}()
+	select {
+	case <-whole:
+		t.Fatal("a request larger than the whole ran beside another")
+	case <-time.After(100 * time.Millisecond):
+	}
+	first()
+	rel := <-whole
+	if h.inFlightBytes.TryAcquire(1) {
+		t.Fatal("a request larger than the whole ran beside room for another")
+	}
+	rel()
+	if !h.inFlightBytes.TryAcquire(1000) {
+		t.Fatal("the room was not given back")
+	}
+}
