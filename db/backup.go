@@ -68,6 +68,11 @@ func (db *DB) Backup(ctx context.Context, dir string) error {
 	}
 	db.backupMu.Lock()
 	defer db.backupMu.Unlock()
+	if db.opts.FS == vfs.Default {
+		// NB: as Open: the copy goes where the system resolves dir, which
+		// a caller's check of it (httpapi's backup root) also resolves.
+		dir = fspath.ResolveDotDot(dir)
+	}
 	if db.rkv != nil {
 		if err := db.checkBackupDir(dir); err != nil {
 			return err

@@ -9,7 +9,6 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -24,6 +23,7 @@ import (
 	"github.com/lshdb/lshdb/bands"
 	"github.com/lshdb/lshdb/codec"
 	"github.com/lshdb/lshdb/compaction"
+	"github.com/lshdb/lshdb/internal/fspath"
 	"github.com/lshdb/lshdb/internal/rediskv"
 	"github.com/lshdb/lshdb/minhash"
 )
@@ -174,7 +174,7 @@ func Open(dir string, opts *Options) (*DB, error) {
 		return nil, fmt.Errorf("%w: %q is neither a directory nor an index URL (redis://HOST:PORT/NAME or redis+cluster://HOST:PORT,…/NAME; rediss:// with TLS is not supported)", ErrInvalidOptions, dir)
 	}
 	if o.fs == vfs.Default {
-		dir = resolveDotDot(dir)
+		dir = fspath.ResolveDotDot(dir)
 	}
 	for try := 0; ; try++ {
 		created, err := prepareDir(o.fs, dir, &o)
@@ -187,33 +187,6 @@ func Open(dir string, opts *Options) (*DB, error) {
 		if !errors.Is(err, errDirVanished) || try == 2 {
 			return d, err
 		}
-	}
-}
-
-// resolveDotDot returns dir with the symbolic links before its ".."
-// resolved, if it has a ".." (else dir as it is). NB: Pebble joins its
-// file names to dir lexically ("link/../idx" + "LOCK" is "idx/LOCK"),
-// where the system resolves "link" first and then goes to its target's
-// parent: the two would be different directories. Resolved, they are the
-// same one. Where no part of dir exists, or it cannot be resolved, dir
-// is returned as it is (a part made later is a plain directory, for which
-// the lexical name is right).
-func resolveDotDot(dir string) string {
-	if !slices.Contains(strings.Split(filepath.ToSlash(dir), "/"), "..") {
-		return dir
-	}
-	var rest []string // the parts after p, which do not exist
-	for p := dir; ; {
-		if r, err := filepath.EvalSymlinks(p); err == nil {
-			return filepath.Join(append([]string{r}, rest...)...)
-		}
-		// NB: not filepath.Dir, which cleans "link/.." to ".".
-		i := strings.LastIndexFunc(p, func(r rune) bool { return os.IsPathSeparator(uint8(r)) })
-		if i <= 0 {
-			return dir
-		}
-		rest = append([]string{p[i+1:]}, rest...)
-		p = p[:i]
 	}
 }
 

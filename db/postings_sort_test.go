@@ -64,6 +64,44 @@ func TestPostingOpsSorted(t *testing.T) {
 			}
 		}
 	}
+	// An upsert of many copies of one text: each document's removal of
+	// its old version comes after the additions before it, in lists that
+	// all of them share (long runs far from document order).
+	for _, n := range []int{20, 3000} {
+		ops := upsertPostingOps(n)
+		if got, want := slices.Clone(ops).sorted(16), bySortFunc(ops); !slices.Equal(got, want) {
+			t.Fatalf("an upsert of %d copies: sorted differs from one sort by band, bucket and document", n)
+		}
+	}
+	// Buckets whose high byte most (not all) share: that byte's pass
+	// must run.
+	rng2 := rand.New(rand.NewPCG(9, 9))
+	ops := randomPostingOps(rng2, 500, false)
+	for i := range ops {
+		if rng2.IntN(10) < 6 {
+			ops[i].key.bucket &= 0x00ff_ffff
+		}
+	}
+	if got, want := slices.Clone(ops).sorted(16), bySortFunc(ops); !slices.Equal(got, want) {
+		t.Fatal("buckets whose high byte most share: sorted differs from one sort by band, bucket and document")
+	}
+}
+
+// upsertPostingOps are the operands of a batch that replaces n stored
+// copies of one text (doc numbers 0..n-1) with n new ones (n..2n-1), in
+// the order the write appends them: for each document, the removal of
+// its old number from its 16 lists, then its new number's addition.
+func upsertPostingOps(n int) postingOps {
+	var ops postingOps
+	for d := range n {
+		for band := range 16 {
+			ops = append(ops, postingOp{postingKey{band, uint64(band) * 7919}, codec.Posting{Doc: uint64(d), Remove: true}})
+		}
+		for band := range 16 {
+			ops = append(ops, postingOp{postingKey{band, uint64(band) * 7919}, codec.Posting{Doc: uint64(n + d)}})
+		}
+	}
+	return ops
 }
 
 // BenchmarkPostingOpsSorted sorts a batch of 1,000 new documents'
@@ -84,6 +122,21 @@ func BenchmarkPostingOpsSorted(b *testing.B) {
 		for b.Loop() {
 			copy(work, ops)
 			work.sorted(16)
+		}
+	})
+	upsert := upsertPostingOps(10_000)
+	b.Run("upsert-10000-copies", func(b *testing.B) {
+		work := make(postingOps, len(upsert))
+		for b.Loop() {
+			copy(work, upsert)
+			work.sorted(16)
+		}
+	})
+	b.Run("upsert-10000-copies-comparison", func(b *testing.B) {
+		work := make(postingOps, len(upsert))
+		for b.Loop() {
+			copy(work, upsert)
+			sortByBandComparison(work, 16)
 		}
 	})
 	b.Run("by-band-comparison", func(b *testing.B) {

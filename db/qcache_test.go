@@ -182,8 +182,8 @@ func TestQueryCacheBudget(t *testing.T) {
 // same list: a write makes stale the entries of the lists it changes and
 // no other, an entry read by an older view is never served to a newer
 // one once the list changed in between, a load makes every older entry
-// stale, and a change of a list that shares the entry's change slot does. The oracle is the rule itself,
-// computed by hand for each case.
+// stale, and a change of a list that shares the entry's change slot
+// does. The oracle is the rule itself, computed by hand for each case.
 func TestQueryCacheListVersions(t *testing.T) {
 	v := func(next, live uint64) codec.Counters { return codec.Counters{NextDoc: next, Live: live} }
 	a, b := postingKey{0, 7}, postingKey{3, 9}

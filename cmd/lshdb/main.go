@@ -33,6 +33,7 @@ import (
 	"github.com/lshdb/lshdb/codec"
 	"github.com/lshdb/lshdb/db"
 	"github.com/lshdb/lshdb/db/client"
+	"github.com/lshdb/lshdb/internal/fspath"
 	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -404,6 +405,13 @@ func (a *app) rootCmd() *cobra.Command {
 		}
 		if a.output != "table" && a.output != "json" && a.output != "csv" && a.output != "tsv" {
 			return usagef("--output must be table or json (pairs: also csv or tsv), not %q", a.output)
+		}
+		if a.dbDir != "" && !db.IsRedisURL(a.dbDir) {
+			// NB: as db.Open takes it: "link/../idx" is where the system
+			// resolves it, for the socket, the lock's owner and every
+			// other file the command finds beside the index too (serve
+			// made its socket in the lexical idx/, which did not exist).
+			a.dbDir = fspath.ResolveDotDot(a.dbDir)
 		}
 		if a.cpuProfile != "" && a.stopProfile == nil {
 			f, err := os.Create(a.cpuProfile)

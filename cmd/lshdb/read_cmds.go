@@ -115,7 +115,9 @@ func (a *app) queryCmd() *cobra.Command {
 						// else meta_string or meta_base64).
 						l := exportOf(&db.StoredDoc{Meta: m.Meta})
 						out.Meta, out.MetaString, out.MetaBase64 = l.Meta, l.MetaString, l.MetaBase64
-						if withText {
+						// NB: absent for a match stored without its text (an
+						// index of sets); a stored text is never empty.
+						if withText && m.Text != "" {
 							out.Text = &m.Text
 						}
 						if err := a.emitJSON(out); err != nil {
@@ -148,7 +150,11 @@ func (a *app) queryCmd() *cobra.Command {
 						fmt.Fprintf(tw, "\t%s", metaCell(m.Meta))
 					}
 					if withText {
-						fmt.Fprintf(tw, "\t%s", esc(m.Text))
+						cell := "-" // stored without its text
+						if m.Text != "" {
+							cell = esc(m.Text)
+						}
+						fmt.Fprintf(tw, "\t%s", cell)
 					}
 					fmt.Fprintln(tw)
 				}
@@ -189,6 +195,8 @@ func metaCell(meta []byte) string {
 	switch l := exportOf(&db.StoredDoc{Meta: meta}); {
 	case meta == nil:
 		return "-"
+	case len(meta) == 0:
+		return `""`
 	case l.MetaBase64 != nil:
 		return "base64:" + *l.MetaBase64
 	case l.Meta != nil && json.Unmarshal(l.Meta, &str) == nil:

@@ -504,3 +504,36 @@ func TestCompactCommand(t *testing.T) {
 		t.Errorf("the pair after compact: %q", out)
 	}
 }
+
+// Ensure that an index named with ".." after a symbolic link is served
+// and attached to where the system resolves the name: serve made its
+// socket under the lexical name (a directory that did not exist), and a
+// command given the plain name found the index locked, not served.
+func TestServeThroughLinkAndParent(t *testing.T) {
+	root := shortDir(t)
+	if err := os.MkdirAll(filepath.Join(root, "a", "b"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(root, "link")
+	if err := os.Symlink(filepath.Join(root, "a", "b"), link); err != nil {
+		t.Skipf("no symbolic links here: %v", err)
+	}
+	name := link + "/../idx" // root/a/idx, to the system
+	if _, errOut, code := runLine([]string{"insert", "--db", name, "../../testdata/cmd/inputs/docs.jsonl"}, ""); code != 0 {
+		t.Fatalf("insert --db link/../idx: exit %d: %s", code, errOut)
+	}
+	sock, _, log, stop := startServe(t, "--db", name)
+	defer func() {
+		if code := stop(); code != 0 {
+			t.Fatalf("serve: exit %d: %s", code, log)
+		}
+	}()
+	if want := filepath.Join(root, "a", "idx", "lshdb.sock"); sock != want {
+		t.Errorf("serve --db link/../idx listens on %s, want %s", sock, want)
+	}
+	for _, db := range []string{name, filepath.Join(root, "a", "idx")} {
+		if out, errOut, code := runLine([]string{"get", "--db", db, "fox1"}, ""); code != 0 || !strings.Contains(out, "fox") {
+			t.Errorf("get --db %s beside serve: exit %d: %s%s", db, code, out, errOut)
+		}
+	}
+}

@@ -1754,10 +1754,18 @@ Nothing asks again: --yes says you mean it.`,
 			// NB: the count first, for the message; Drop opens the index
 			// again (and refuses it if another process took it meanwhile).
 			n, writers := uint64(0), 0
+			var werr error // why the other writers could not be counted
 			if d, err := db.Open(a.dbDir, &db.Options{ReadOnly: true, ExpirySweep: -1}); err == nil {
 				n, _ = d.Count()
-				writers, _ = d.OtherWriters(a.ctx)
+				writers, werr = d.OtherWriters(a.ctx)
 				d.Close()
+			} else if !errors.Is(err, db.ErrNotExist) {
+				werr = err
+			}
+			if db.IsRedisURL(a.dbDir) && werr != nil && !force {
+				// NB: a check that failed is no check: the drop went ahead
+				// under live writers, unsaid.
+				return fmt.Errorf("the processes that have %s open to write could not be counted: %w (add --force to drop it under them)", rediskv.Redact(a.dbDir), werr)
 			}
 			if writers > 0 && !force {
 				return fmt.Errorf("%w: %s has the index open to write in %s (a server, a shell, a program: stop them first; one killed with it open counts until the index is dropped: then add --force)",

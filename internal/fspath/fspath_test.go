@@ -36,6 +36,10 @@ func TestWithin(t *testing.T) {
 		{root, false},
 		{filepath.Join(leave, "x"), false}, // under dir by name, out of it really
 		{filepath.Join(dir, "..", "out"), false},
+		// NB: dir/x by its letters; the system goes to the link's
+		// target's parent, root: out of dir (Within said in).
+		{leave + "/../x", false},
+		{in + "/../dir/y", true}, // root/dir/y
 	} {
 		if got := Within(c.path, dir); got != c.want {
 			t.Errorf("Within(%s, %s) = %v, want %v", c.path, dir, got, c.want)

@@ -88,8 +88,8 @@ type Store struct {
 	// with no replica connected, or whose replicas are being synced anew.
 	// A WAIT on it would wait its whole timeout.
 	noWait sync.Map
-	// asked holds the address of a server of its own (redis://) once Sync
-	// has asked it whether it has a replica.
+	// asked holds, by the address of a server of its own (redis://), the
+	// sync.Once of Sync's first question to it: whether it has a replica.
 	asked sync.Map
 
 	c      redis.UniversalClient
@@ -1236,8 +1236,9 @@ func slotOf(key string) int {
 	return int(crc) & 16383
 }
 
-// resyncRecheck is how long Sync takes a master's replicas for being
-// synced anew before it asks again.
+// resyncRecheck is how long Sync takes a master for one that
+// acknowledges alone (no replica connected, or its replicas being synced
+// anew) before it asks again.
 const resyncRecheck = time.Second
 
 // ErrNotReplicated is returned by Sync when a master's replicas did not
@@ -1330,17 +1331,17 @@ func (s *Store) Sync(ctx context.Context, timeout time.Duration) error {
 		// before the check above found it alone, 2 s the first synced
 		// write of each process. It is asked once before it is first
 		// waited on.
+		// Concurrent first Syncs wait for the one that asks (a sync.Once
+		// an address): they WAITed their whole timeout meanwhile. NB: a
+		// user whose ACL refuses INFO (@dangerous) could WAIT: such an
+		// error is no answer, and WAIT decides as before.
 		c := s.c.(*redis.Client)
-		if _, asked := s.asked.LoadOrStore(c.Options().Addr, true); !asked {
-			alone, syncing, err := replication(ctx, c)
-			if err != nil {
-				s.asked.Delete(c.Options().Addr)
-				return err
-			}
-			if alone || syncing {
+		once, _ := s.asked.LoadOrStore(c.Options().Addr, new(sync.Once))
+		once.(*sync.Once).Do(func() {
+			if alone, syncing, err := replication(ctx, c); err == nil && (alone || syncing) {
 				s.noWait.Store(c.Options().Addr, time.Now().Add(resyncRecheck))
 			}
-		}
+		})
 		return waitOn(ctx, c, s.prefix+"sync")
 	}
 	shards, err := cc.ClusterShards(ctx).Result()

@@ -689,7 +689,8 @@ func startServer(t *testing.T, args ...string) string {
 }
 
 // Ensure that Sync on a server of its own with no replica (redis://)
-// returns without a WAIT, which waited its whole timeout on every synced
+// returns without a WAIT, four concurrent first ones too, where it waited
+// its whole timeout on every synced
 // write (2 s a put, so a document put with a TTL of 2 s had expired when
 // its put returned), and says the writes are unreplicated (the warning
 // the README promised and no path gave); and that once the server has a
@@ -723,6 +724,17 @@ func TestSyncServerWithoutReplica(t *testing.T) {
 		n, _, _ := strings.Cut(after, ",")
 		return n
 	}
+	// Concurrent first Syncs wait for the one that asks (they sent WAIT
+	// meanwhile, each waiting its whole timeout).
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			if err := s.Sync(ctx, time.Minute); err != nil {
+				t.Errorf("a first Sync on a server with no replica: %v", err)
+			}
+		})
+	}
+	wg.Wait()
 	for range 3 {
 		if err := s.Sync(ctx, time.Minute); err != nil {
 			t.Fatalf("Sync on a server with no replica: %v", err)
