@@ -32,6 +32,9 @@ type Info struct {
 	// Origin is set in a backup (Backup): the index it copies, and the
 	// state it copied.
 	Origin *Origin
+	// Redis is set for an index on Redis, which has no files (DiskBytes
+	// is 0: Stats gives the memory its keys take).
+	Redis bool
 }
 
 // Origin is the index a backup copies (Info.Origin): its Instance, and
@@ -66,7 +69,7 @@ func (db *DB) Info() (*Info, error) {
 		// NB: the size is the cluster's: the README gives its cost per
 		// document; INFO memory on each master tells it.
 		w, n, err := db.rkv.Counters(db.closing)
-		return &Info{Params: db.Params(), Docs: n, Written: w, Instance: db.man.Instance, Origin: originOf(&db.man)}, redisErr(err)
+		return &Info{Params: db.Params(), Docs: n, Written: w, Instance: db.man.Instance, Origin: originOf(&db.man), Redis: true}, redisErr(err)
 	}
 	c := db.published.Load()
 	return &Info{Params: db.Params(), Docs: c.Live, Written: max(c.NextDoc, 1) - 1, DiskBytes: dirBytes(db.opts.FS, db.dir), Instance: db.man.Instance, Origin: originOf(&db.man)}, nil

@@ -86,7 +86,7 @@ sizes in bytes.`,
 				if o := in.Origin; o != nil {
 					fmt.Fprintf(a.stdout, "backup of: instance %s%s\n", o.Instance, originState(o))
 				}
-				if db.IsRedisURL(a.dbDir) {
+				if in.Redis {
 					// NB: no size here: stats measures the keys' memory (a scan).
 					_, err = fmt.Fprintln(a.stdout, "storage: Redis (no files of its own; lshdb stats gives the memory its keys take)")
 					return err

@@ -800,6 +800,7 @@ type InfoJSON struct {
 	DiskBytes uint64      `json:"disk_bytes"`
 	Instance  string      `json:"instance,omitempty"`
 	Origin    *OriginJSON `json:"origin,omitempty"`
+	Redis     bool        `json:"redis,omitempty"`
 }
 
 // OriginJSON is db.Origin on the wire.
@@ -828,7 +829,7 @@ func (o *OriginJSON) Origin() *db.Origin {
 
 // InfoOut converts in for the wire.
 func InfoOut(in *db.Info) InfoJSON {
-	return InfoJSON{Params: ParamsOut(in.Params), Docs: in.Docs, Written: in.Written, DiskBytes: in.DiskBytes, Instance: in.Instance, Origin: OriginOut(in.Origin)}
+	return InfoJSON{Params: ParamsOut(in.Params), Docs: in.Docs, Written: in.Written, DiskBytes: in.DiskBytes, Instance: in.Instance, Origin: OriginOut(in.Origin), Redis: in.Redis}
 }
 
 // Info converts in back.
@@ -837,7 +838,7 @@ func (in InfoJSON) Info() (*db.Info, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &db.Info{Params: p, Docs: in.Docs, Written: in.Written, DiskBytes: in.DiskBytes, Instance: in.Instance, Origin: in.Origin.Origin()}, nil
+	return &db.Info{Params: p, Docs: in.Docs, Written: in.Written, DiskBytes: in.DiskBytes, Instance: in.Instance, Origin: in.Origin.Origin(), Redis: in.Redis}, nil
 }
 
 // StatsJSON is db.Stats, with the keys of lshdb stats --output json and
