@@ -1,8 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/zstd"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -382,5 +385,36 @@ func TestQueryShowsMetaAndText(t *testing.T) {
 	// Without --with-text, no text.
 	if out, _ = mustRun(t, "query", "--db", idx, "--id", "a", "--output", "json"); strings.Contains(out, `"text"`) {
 		t.Errorf("query --output json without --with-text: %s", out)
+	}
+}
+
+// Ensure that query --file inflates a gzip or zstd file, as insert reads
+// one: it shingled the compressed bytes (refused as binary). The oracle:
+// the plain file's own stored document, at Jaccard 1.
+func TestQueryFileCompressed(t *testing.T) {
+	dir := t.TempDir()
+	text := "a text in a compressed file, with a few more words to shingle"
+	plain := filepath.Join(dir, "c.txt")
+	if err := os.WriteFile(plain, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var gz, zs bytes.Buffer
+	gw := gzip.NewWriter(&gz)
+	gw.Write([]byte(text))
+	gw.Close()
+	zw, _ := zstd.NewWriter(&zs)
+	zw.Write([]byte(text))
+	zw.Close()
+	idx := filepath.Join(dir, "idx")
+	mustRun(t, "insert", "--db", idx, "--format", "text", plain)
+	for name, b := range map[string][]byte{"q.gz": gz.Bytes(), "q.zst": zs.Bytes()} {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out, _ := mustRun(t, "query", "--db", idx, "--file", p, "--output", "json")
+		if !strings.Contains(out, `"id":"c.txt","jaccard":1,`) {
+			t.Errorf("query --file %s: %s, want c.txt at Jaccard 1", name, out)
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"cmp"
 	"context"
@@ -9,6 +10,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/zstd"
 	"io"
 	"iter"
 	"math"
@@ -931,7 +934,27 @@ func readAtMost(path string, max int) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, int64(max)+1))
+	// NB: a gzip or zstd file is inflated, as insert reads it (it was
+	// shingled as its compressed bytes, and refused as binary).
+	br := bufio.NewReader(f)
+	var r io.Reader = br
+	switch magic, _ := br.Peek(4); {
+	case bytes.HasPrefix(magic, []byte{0x1f, 0x8b}):
+		zr, err := gzip.NewReader(br)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", esc(path), err)
+		}
+		defer zr.Close()
+		r = zr
+	case bytes.Equal(magic, []byte{0x28, 0xb5, 0x2f, 0xfd}):
+		zr, err := zstd.NewReader(br)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", esc(path), err)
+		}
+		defer zr.Close()
+		r = zr
+	}
+	b, err := io.ReadAll(io.LimitReader(r, int64(max)+1))
 	if err != nil {
 		return nil, err
 	}
