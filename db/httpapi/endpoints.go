@@ -549,12 +549,25 @@ func (h *handler) queryPost(w *resp, r *http.Request) error {
 	return h.query(w, r, req)
 }
 
+// bigQueryBytes is the size of a query's text (or tokens) from which it
+// is admitted among the server's work in flight (Options.MaxInFlightBytes).
+const bigQueryBytes = 1 << 20
+
 func (h *handler) query(w *resp, r *http.Request, req QueryRequest) error {
 	in, err := req.Input()
 	if err != nil {
 		return err
 	}
 	qo := &db.QueryOptions{Threshold: req.Threshold, Limit: req.Limit, EstimateOnly: req.EstimateOnly, WithText: req.WithText}
+	// NB: a large query text costs memory as a put's does
+	// (MaxInFlightBytes); a small one is not queued behind the writes.
+	if size := docBytes(in.Text, req.Tokens, len(req.Hashes)); size > bigQueryBytes {
+		release, err := h.admit(r.Context(), 1, size)
+		if err != nil {
+			return err
+		}
+		defer release()
+	}
 	var res *db.QueryResult
 	switch {
 	case req.ID != nil:

@@ -1143,4 +1143,33 @@ func TestMaxInFlightBytes(t *testing.T) {
 	if !h.inFlightBytes.TryAcquire(1000) {
 		t.Fatal("the room was not given back")
 	}
+	// A query of a large text waits for room too (one of a few bytes
+	// does not: it is not queued behind the writes).
+	addr := startTCP(t, h, 0)
+	query := func(ctx context.Context, text string) error {
+		b, _ := json.Marshal(QueryRequest{Text: &text})
+		hr, _ := http.NewRequestWithContext(ctx, "POST", "http://"+addr+"/v1/query", bytes.NewReader(b))
+		resp, err := http.DefaultClient.Do(hr)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("status %d", resp.StatusCode)
+		}
+		return nil
+	}
+	big := strings.Repeat("a large query text ", 100_000) // 1.9 MB
+	if err := query(context.Background(), "a small query text"); err != nil {
+		t.Fatalf("a small query while the bytes are held: %v", err)
+	}
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel2()
+	if err := query(ctx2, big); err == nil {
+		t.Fatal("a query of 1.9 MB ran while the bytes were held")
+	}
+	h.inFlightBytes.Release(1000)
+	if err := query(context.Background(), big); err != nil {
+		t.Fatalf("a query of 1.9 MB once the bytes are free: %v", err)
+	}
 }
