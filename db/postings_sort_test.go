@@ -107,8 +107,8 @@ func upsertPostingOps(n int) postingOps {
 // BenchmarkPostingOpsSorted sorts a batch of 1,000 new documents'
 // operands (16 bands) by radix (postingOps.sorted) and, as the
 // baselines, by band and then a comparison sort of each band
-// (sortByBandComparison: postingOps.sorted until stop 38), and by one
-// sort of the whole with a three-field comparison.
+// (byComparison: sorted's fallback, its only way until stop 38), and by
+// one sort of the whole with a three-field comparison.
 func BenchmarkPostingOpsSorted(b *testing.B) {
 	rng := rand.New(rand.NewPCG(1, 1))
 	var ops postingOps
@@ -136,14 +136,14 @@ func BenchmarkPostingOpsSorted(b *testing.B) {
 		work := make(postingOps, len(upsert))
 		for b.Loop() {
 			copy(work, upsert)
-			sortByBandComparison(work, 16)
+			byComparison(make(postingOps, len(work)), work, bandStarts(work, 16))
 		}
 	})
 	b.Run("by-band-comparison", func(b *testing.B) {
 		work := make(postingOps, len(ops))
 		for b.Loop() {
 			copy(work, ops)
-			sortByBandComparison(work, 16)
+			byComparison(make(postingOps, len(work)), work, bandStarts(work, 16))
 		}
 	})
 	b.Run("three-field", func(b *testing.B) {
@@ -157,10 +157,9 @@ func BenchmarkPostingOpsSorted(b *testing.B) {
 	})
 }
 
-// sortByBandComparison is how postingOps.sorted sorted until stop 38, the
-// baseline of BenchmarkPostingOpsSorted: placed by band (a counting
-// sort), then each band sorted by bucket and document by comparison.
-func sortByBandComparison(ops postingOps, bands int) postingOps {
+// bandStarts is where each band's operands begin once placed by band
+// (placeByBand), as sorted counts them.
+func bandStarts(ops postingOps, bands int) []int {
 	start := make([]int, bands+1)
 	for i := range ops {
 		start[ops[i].key.band+1]++
@@ -168,17 +167,5 @@ func sortByBandComparison(ops postingOps, bands int) postingOps {
 	for b := 1; b <= bands; b++ {
 		start[b] += start[b-1]
 	}
-	out := make(postingOps, len(ops))
-	next := slices.Clone(start[:bands])
-	for i := range ops {
-		b := ops[i].key.band
-		out[next[b]] = ops[i]
-		next[b]++
-	}
-	for b := range bands {
-		slices.SortFunc(out[start[b]:start[b+1]], func(x, y postingOp) int {
-			return cmp.Or(cmp.Compare(x.key.bucket, y.key.bucket), cmp.Compare(x.p.Doc, y.p.Doc))
-		})
-	}
-	return out
+	return start
 }

@@ -2,7 +2,9 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -24,27 +26,9 @@ func TestKillOwner(t *testing.T) {
 		t.Skip("no SIGKILL")
 	}
 	idx := filepath.Join(shortDir(t), "idx")
-	if _, errOut, code := runLine([]string{"create", "--db", idx}, ""); code != 0 {
-		t.Fatal(errOut)
-	}
-	owner := lshdbProcess("serve", "--db", idx)
-	if err := owner.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer owner.Process.Kill()
-	sock := filepath.Join(idx, "lshdb.sock")
-	var c *client.Client
-	for deadline := time.Now().Add(60 * time.Second); ; {
-		var err error
-		if c, err = client.Open(sock, nil); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the owner does not answer: %v", err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	owner, c := serveProcess(t, idx, nil)
 	defer c.Close()
+	sock := filepath.Join(idx, "lshdb.sock")
 	// Four writers put synced documents until the owner dies; each
 	// acknowledged id is recorded.
 	var mu sync.Mutex
@@ -124,27 +108,10 @@ func TestServeHangUp(t *testing.T) {
 		t.Skip("no SIGHUP")
 	}
 	idx := filepath.Join(shortDir(t), "idx")
-	if _, errOut, code := runLine([]string{"create", "--db", idx}, ""); code != 0 {
-		t.Fatal(errOut)
-	}
-	owner := lshdbProcess("serve", "--db", idx)
 	var stderr strings.Builder
-	owner.Stderr = &stderr
-	if err := owner.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer owner.Process.Kill()
+	owner, c := serveProcess(t, idx, &stderr)
+	c.Close()
 	sock := filepath.Join(idx, "lshdb.sock")
-	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		c, err := client.Open(sock, nil)
-		if err == nil {
-			c.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the owner does not answer: %v", err)
-		}
-	}
 	if err := owner.Process.Signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
@@ -156,5 +123,31 @@ func TestServeHangUp(t *testing.T) {
 	}
 	if !strings.Contains(stderr.String(), "stopped") {
 		t.Errorf("serve said nothing of stopping after SIGHUP: %q", stderr.String())
+	}
+}
+
+// serveProcess creates the index idx and serves it from another process
+// (lshdbProcess; its stderr to stderr, if given), killed when the test
+// ends, and returns it with a client of its socket once it answers.
+func serveProcess(t *testing.T, idx string, stderr io.Writer) (*exec.Cmd, *client.Client) {
+	t.Helper()
+	if _, errOut, code := runLine([]string{"create", "--db", idx}, ""); code != 0 {
+		t.Fatal(errOut)
+	}
+	owner := lshdbProcess("serve", "--db", idx)
+	owner.Stderr = stderr
+	if err := owner.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { owner.Process.Kill() })
+	sock := filepath.Join(idx, "lshdb.sock")
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		c, err := client.Open(sock, nil)
+		if err == nil {
+			return owner, c
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the owner does not answer: %v", err)
+		}
 	}
 }

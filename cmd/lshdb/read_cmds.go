@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"cmp"
 	"context"
 	"encoding/binary"
@@ -10,8 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/klauspost/compress/gzip"
-	"github.com/klauspost/compress/zstd"
 	"io"
 	"iter"
 	"math"
@@ -90,9 +86,6 @@ func (a *app) queryCmd() *cobra.Command {
 					if rerr != nil {
 						return rerr
 					}
-					// NB: as insert reads a file (docio drops a byte order
-					// mark): with it, a short file did not find itself.
-					b = bytes.TrimPrefix(b, []byte("\xef\xbb\xbf"))
 					if !docio.IsText(b) {
 						// NB: as insert refuses such a file (a binary was
 						// shingled, and answered "0 matches").
@@ -934,26 +927,14 @@ func readAtMost(path string, max int) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
-	// NB: a gzip or zstd file is inflated, as insert reads it (it was
-	// shingled as its compressed bytes, and refused as binary).
-	br := bufio.NewReader(f)
-	var r io.Reader = br
-	switch magic, _ := br.Peek(4); {
-	case bytes.HasPrefix(magic, []byte{0x1f, 0x8b}):
-		zr, err := gzip.NewReader(br)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", esc(path), err)
-		}
-		defer zr.Close()
-		r = zr
-	case bytes.Equal(magic, []byte{0x28, 0xb5, 0x2f, 0xfd}):
-		zr, err := zstd.NewReader(br)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", esc(path), err)
-		}
-		defer zr.Close()
-		r = zr
+	// NB: as insert reads it (docio): a gzip or zstd file inflated (it
+	// was shingled as its compressed bytes, and refused as binary), a
+	// byte order mark dropped (with it, a short file did not find itself).
+	r, release, err := docio.Decoded(esc(path), f)
+	if err != nil {
+		return nil, err
 	}
+	defer release()
 	b, err := io.ReadAll(io.LimitReader(r, int64(max)+1))
 	if err != nil {
 		return nil, err

@@ -549,6 +549,15 @@ func (h *handler) queryPost(w *resp, r *http.Request) error {
 	return h.query(w, r, req)
 }
 
+// textBytes is what admit counts of a query (docBytes).
+func (q *QueryRequest) textBytes() int64 {
+	text := ""
+	if q.Text != nil {
+		text = *q.Text
+	}
+	return docBytes(text, q.Tokens, len(q.Hashes))
+}
+
 // bigQueryBytes is the size of a query's text (or tokens) from which it
 // is admitted among the server's work in flight (Options.MaxInFlightBytes).
 const bigQueryBytes = 1 << 20
@@ -561,7 +570,7 @@ func (h *handler) query(w *resp, r *http.Request, req QueryRequest) error {
 	qo := &db.QueryOptions{Threshold: req.Threshold, Limit: req.Limit, EstimateOnly: req.EstimateOnly, WithText: req.WithText}
 	// NB: a large query text costs memory as a put's does
 	// (MaxInFlightBytes); a small one is not queued behind the writes.
-	if size := docBytes(in.Text, req.Tokens, len(req.Hashes)); size > bigQueryBytes {
+	if size := req.textBytes(); size > bigQueryBytes {
 		release, err := h.admit(r.Context(), 1, size)
 		if err != nil {
 			return err
@@ -605,12 +614,8 @@ func (h *handler) queryMany(w *resp, r *http.Request) error {
 		return err
 	}
 	var size int64
-	for _, q := range req.Queries {
-		text := ""
-		if q.Text != nil {
-			text = *q.Text
-		}
-		size += docBytes(text, q.Tokens, len(q.Hashes))
+	for i := range req.Queries {
+		size += req.Queries[i].textBytes()
 	}
 	release, err := h.admit(r.Context(), len(req.Queries), size)
 	if err != nil {

@@ -395,9 +395,7 @@ func (r *reader) stream(name string, in io.Reader, format, textID string) error 
 	if err != nil {
 		return err
 	}
-	if bom, _ := br.Peek(3); bytes.Equal(bom, utf8BOM) {
-		br.Discard(3)
-	}
+	dropBOM(br)
 	if format == "" {
 		format = formatByName(name)
 	}
@@ -470,6 +468,26 @@ func decompress(name string, in io.Reader, mayWait bool) (*bufio.Reader, string,
 		return bufio.NewReaderSize(zr, bufSize), "zstd", zr.Close, nil
 	}
 	return bufio.NewReaderSize(br, bufSize), "", func() {}, nil
+}
+
+// dropBOM skips a UTF-8 byte order mark at br's start.
+func dropBOM(br *bufio.Reader) {
+	if bom, _ := br.Peek(3); bytes.Equal(bom, utf8BOM) {
+		br.Discard(3)
+	}
+}
+
+// Decoded returns what Read reads of one input named name: in inflated
+// (gzip or zstd, by its magic number, within Read's bounds) and without a
+// UTF-8 byte order mark, and the function that releases the decompressor.
+// What reads a file as insert would (query --file) reads it through this.
+func Decoded(name string, in io.Reader) (*bufio.Reader, func(), error) {
+	br, _, release, err := decompress(name, in, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	dropBOM(br)
+	return br, release, nil
 }
 
 // truncated marks an unexpected end of a compressed stream with

@@ -12,27 +12,23 @@ import (
 
 // Resolve returns path absolute and cleaned, with the symbolic links of
 // its longest existing prefix resolved and the rest (not yet made)
-// joined on.
+// joined on. NB: a relative path is put under the working directory
+// without cleaning it: filepath.Abs cleans "link/../x" to "x" without
+// following link, where the system goes to link's target's parent, so a
+// name through a link out of a directory was judged inside it.
 func Resolve(path string) string {
-	// NB: Abs cleans "link/../x" to "x" without following link, where the
-	// system goes to link's target's parent: a name through a link out of
-	// a directory would be judged inside it.
-	p, err := filepath.Abs(ResolveDotDot(path))
-	if err != nil {
-		return filepath.Clean(path)
-	}
-	rest := ""
-	for {
-		if r, err := filepath.EvalSymlinks(p); err == nil {
-			return filepath.Join(r, rest)
+	p := path
+	if !filepath.IsAbs(p) {
+		wd, err := os.Getwd()
+		if err != nil {
+			return filepath.Clean(path)
 		}
-		parent := filepath.Dir(p)
-		if parent == p {
-			return filepath.Join(p, rest)
-		}
-		rest = filepath.Join(filepath.Base(p), rest)
-		p = parent
+		p = wd + string(filepath.Separator) + p
 	}
+	if r, ok := resolvePrefix(p); ok {
+		return r
+	}
+	return filepath.Clean(p)
 }
 
 // Within reports whether path is dir or lies inside it, both resolved
@@ -48,24 +44,39 @@ func Within(path, dir string) bool {
 // file names to dir lexically ("link/../idx" + "LOCK" is "idx/LOCK"),
 // where the system resolves "link" first and then goes to its target's
 // parent: the two would be different directories. Resolved, they are the
-// same one. Where no part of dir exists, or it cannot be resolved, dir
-// is returned as it is (a part made later is a plain directory, for which
-// the lexical name is right).
+// same one. Where no part of dir exists, dir is returned as it is (a part
+// made later is a plain directory, for which the lexical name is right).
 func ResolveDotDot(dir string) string {
 	if !slices.Contains(strings.Split(filepath.ToSlash(dir), "/"), "..") {
 		return dir
 	}
+	if r, ok := resolvePrefix(dir); ok {
+		return r
+	}
+	return dir
+}
+
+// resolvePrefix resolves the symbolic links of p's longest existing
+// prefix and joins the rest on; ok is false when no prefix exists. NB: p
+// is cut at its separators, not by filepath.Dir, which cleans "link/.."
+// to ".".
+func resolvePrefix(p string) (string, bool) {
 	var rest []string // the parts after p, which do not exist
-	for p := dir; ; {
+	for {
 		if r, err := filepath.EvalSymlinks(p); err == nil {
-			return filepath.Join(append([]string{r}, rest...)...)
+			return filepath.Join(append([]string{r}, rest...)...), true
 		}
-		// NB: not filepath.Dir, which cleans "link/.." to ".".
 		i := strings.LastIndexFunc(p, func(r rune) bool { return os.IsPathSeparator(uint8(r)) })
-		if i <= 0 {
-			return dir
+		root := len(filepath.VolumeName(p))
+		switch {
+		case i < 0:
+			return "", false
+		case i == root && p[i+1:] == "":
+			return "", false // the root itself does not resolve
+		case i == root:
+			rest, p = append([]string{p[i+1:]}, rest...), p[:i+1]
+		default:
+			rest, p = append([]string{p[i+1:]}, rest...), p[:i]
 		}
-		rest = append([]string{p[i+1:]}, rest...)
-		p = p[:i]
 	}
 }

@@ -88,9 +88,9 @@ type Store struct {
 	// with no replica connected, or whose replicas are being synced anew.
 	// A WAIT on it would wait its whole timeout.
 	noWait sync.Map
-	// asked holds, by the address of a server of its own (redis://), the
-	// sync.Once of Sync's first question to it: whether it has a replica.
-	asked sync.Map
+	// asked is Sync's first question to a server of its own (redis://):
+	// whether it has a replica.
+	asked sync.Once
 
 	c      redis.UniversalClient
 	prefix string
@@ -1273,6 +1273,9 @@ func (s *Store) Sync(ctx context.Context, timeout time.Duration) error {
 			s.Unreplicated(addr)
 		}
 	}
+	// skipWait notes that addr acknowledges alone: it is not waited on
+	// until resyncRecheck passes.
+	skipWait := func(addr string) { s.noWait.Store(addr, time.Now().Add(resyncRecheck)) }
 	waitOn := func(ctx context.Context, c *redis.Client, key string) error {
 		addr := c.Options().Addr
 		// NB: a master alone or whose replicas were being synced anew is
@@ -1289,7 +1292,7 @@ func (s *Store) Sync(ctx context.Context, timeout time.Duration) error {
 				return err
 			}
 			if alone || syncing {
-				s.noWait.Store(addr, time.Now().Add(resyncRecheck))
+				skipWait(addr)
 				unreplicated(addr)
 				return nil
 			}
@@ -1318,7 +1321,7 @@ func (s *Store) Sync(ctx context.Context, timeout time.Duration) error {
 		case err != nil:
 			return err
 		case alone || syncing:
-			s.noWait.Store(addr, time.Now().Add(resyncRecheck))
+			skipWait(addr)
 			unreplicated(addr)
 			return nil
 		}
@@ -1328,18 +1331,15 @@ func (s *Store) Sync(ctx context.Context, timeout time.Duration) error {
 	if !ok {
 		// NB: a server of its own is most often one with no replica (a
 		// development setup, a cache): its WAIT waited the whole timeout
-		// before the check above found it alone, 2 s the first synced
-		// write of each process. It is asked once before it is first
-		// waited on.
-		// Concurrent first Syncs wait for the one that asks (a sync.Once
-		// an address): they WAITed their whole timeout meanwhile. NB: a
-		// user whose ACL refuses INFO (@dangerous) could WAIT: such an
-		// error is no answer, and WAIT decides as before.
+		// before the check after it found the server alone, 2 s the first
+		// synced write of each process. It is asked once before it is
+		// first waited on; concurrent first Syncs wait for that answer.
+		// A user whose ACL refuses INFO (@dangerous) may still WAIT: such
+		// an error is no answer, and WAIT decides as before.
 		c := s.c.(*redis.Client)
-		once, _ := s.asked.LoadOrStore(c.Options().Addr, new(sync.Once))
-		once.(*sync.Once).Do(func() {
+		s.asked.Do(func() {
 			if alone, syncing, err := replication(ctx, c); err == nil && (alone || syncing) {
-				s.noWait.Store(c.Options().Addr, time.Now().Add(resyncRecheck))
+				skipWait(c.Options().Addr)
 			}
 		})
 		return waitOn(ctx, c, s.prefix+"sync")

@@ -784,25 +784,8 @@ func TestURLOfTheWrongKind(t *testing.T) {
 	if _, err := Open(ctx, "redis://"+cluster.Addrs[0]+"/x"); !errors.Is(err, ErrURL) || !strings.Contains(err.Error(), "redis+cluster://") {
 		t.Errorf("redis:// at a node of a cluster: %v, want ErrURL naming redis+cluster://", err)
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	_, port, _ := net.SplitHostPort(addr)
-	cmd := exec.Command("redis-server", "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", t.TempDir())
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { cmd.Process.Kill(); cmd.Wait() }()
-	var oerr error
-	for range 100 {
-		if _, oerr = Open(ctx, "redis+cluster://"+addr+"/x"); oerr == nil || !strings.Contains(oerr.Error(), "connection refused") {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	addr := startServer(t)
+	_, oerr := Open(ctx, "redis+cluster://"+addr+"/x")
 	if !errors.Is(oerr, ErrURL) || !strings.Contains(oerr.Error(), "redis://"+addr+"/x") {
 		t.Errorf("redis+cluster:// at a single server: %v, want ErrURL naming redis://%s/x", oerr, addr)
 	}
