@@ -57,6 +57,25 @@ import (
 // synced; ctx stops it (the partial copy is removed). The servers' own
 // RDB or AOF files back up the cluster itself.
 func (db *DB) Backup(ctx context.Context, dir string) error {
+	return db.BackupWith(ctx, dir, BackupOptions{})
+}
+
+// BackupOptions are the choices of BackupWith; the zero value is Backup.
+type BackupOptions struct {
+	// Copy gives the copy files of its own: each table that the
+	// checkpoint hard-linked to the index's file is replaced by a copy,
+	// synced, before the copy gets its name. On the same filesystem a
+	// plain backup's tables are the index's files, so damage to the
+	// disk's bytes of one is damage to both; a copy survives it, for the
+	// time and space of a full copy. A backup killed meanwhile leaves no
+	// copy under dir (only its temporary directory, which the next backup
+	// into the same directory removes). Without effect on Redis and on a
+	// read-only handle, whose copies are made of files of their own.
+	Copy bool
+}
+
+// BackupWith is Backup with options.
+func (db *DB) BackupWith(ctx context.Context, dir string, o BackupOptions) error {
 	if err := db.enter(); err != nil {
 		return err
 	}
@@ -107,7 +126,70 @@ func (db *DB) Backup(ctx context.Context, dir string) error {
 		db.opts.FS.RemoveAll(tmp)
 		return classify(fmt.Errorf("lshdb: backup to %s: %w", dir, err))
 	}
+	if o.Copy {
+		// NB: before the rename: a copy killed while it replaced the
+		// links was a complete-looking dir sharing tables with the index.
+		if err := db.unlinkTables(ctx, tmp); err != nil {
+			db.opts.FS.RemoveAll(tmp)
+			return err
+		}
+	}
 	return db.finishBackup(tmp, dir)
+}
+
+// backupCopyHook, when set (by tests), is called with each file's name
+// before BackupOptions.Copy copies it.
+var backupCopyHook func(name string)
+
+// unlinkTables replaces each file of the checkpoint in tmp that is a
+// hard link to the index's file of that name with a copy of its own,
+// synced. On a filesystem other than the system's, where links cannot be
+// told apart from copies, every file the index also holds is copied.
+func (db *DB) unlinkTables(ctx context.Context, tmp string) error {
+	fsys := db.opts.FS
+	names, err := fsys.List(tmp)
+	if err != nil {
+		return fmt.Errorf("lshdb: backup: %w", err)
+	}
+	for _, n := range names {
+		if ctx != nil && ctx.Err() != nil {
+			return ctxErr(ctx)
+		}
+		p, src := fsys.PathJoin(tmp, n), fsys.PathJoin(db.dir, n)
+		b, err := fsys.Stat(p)
+		if err != nil {
+			return fmt.Errorf("lshdb: backup: %w", err)
+		}
+		if !b.Mode().IsRegular() {
+			continue
+		}
+		if fsys == vfs.Default {
+			// NB: os's own FileInfo: SameFile tells nothing of another.
+			b, err := os.Stat(p)
+			if err != nil {
+				return fmt.Errorf("lshdb: backup: %w", err)
+			}
+			o, err := os.Stat(src)
+			if err != nil || !os.SameFile(o, b) {
+				continue // NB: copied by the checkpoint (the log, the manifest)
+			}
+		} else if _, err := fsys.Stat(src); err != nil {
+			continue
+		}
+		if backupCopyHook != nil {
+			backupCopyHook(n)
+		}
+		own := p + ".copy"
+		if err := copyFile(fsys, p, own); err != nil {
+			fsys.Remove(own)
+			return fmt.Errorf("lshdb: backup: copying %s: %w", n, err)
+		}
+		if err := fsys.Rename(own, p); err != nil {
+			fsys.Remove(own)
+			return fmt.Errorf("lshdb: backup: %w", err)
+		}
+	}
+	return nil
 }
 
 // backupTemp returns the directory beside dir that a backup to dir is

@@ -433,3 +433,108 @@ func TestBackupSweepsKilledBackups(t *testing.T) {
 		t.Fatalf("the backup holds %d documents (%v)", n, err)
 	}
 }
+
+// Ensure that BackupOptions.Copy gives the copy no file that is the
+// index's (os.SameFile against each of the index's files), with the same
+// documents, and that a backup stopped while it copies leaves nothing
+// under its name: neither when its context ends nor when its process is
+// killed (a copy that opened and checked clean while some of its tables
+// were still the index's files, once, when the links were replaced after
+// the rename).
+func TestBackupCopy(t *testing.T) {
+	if dir := os.Getenv("LSHDB_BACKUP_KILL"); dir != "" {
+		// The child: killed as it copies a table.
+		d := mustOpen(t, filepath.Join(dir, "idx"), &Options{MustExist: true})
+		backupCopyHook = func(string) {
+			p, _ := os.FindProcess(os.Getpid())
+			p.Kill()
+			select {}
+		}
+		err := d.BackupWith(context.Background(), filepath.Join(dir, "killed"), BackupOptions{Copy: true})
+		t.Fatalf("the backup was not killed: %v", err)
+	}
+	ctx := context.Background()
+	root := t.TempDir()
+	src := mustOpen(t, filepath.Join(root, "idx"), nil)
+	var docs []Doc
+	for i := range 400 {
+		docs = append(docs, Doc{ID: fmt.Sprintf("d%03d", i), Text: fmt.Sprintf("a document numbered %d about %s", i, []string{"foxes", "owls"}[i%2])})
+	}
+	if _, err := src.PutBatch(docs, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := src.Compact(ctx); err != nil { // NB: tables to link
+		t.Fatal(err)
+	}
+	want := allDocs(t, src)
+	shared := func(bk string) (n int) {
+		ents, _ := os.ReadDir(bk)
+		for _, e := range ents {
+			b, err1 := os.Stat(filepath.Join(bk, e.Name()))
+			o, err2 := os.Stat(filepath.Join(src.Dir(), e.Name()))
+			if err1 == nil && err2 == nil && os.SameFile(o, b) {
+				n++
+			}
+		}
+		return n
+	}
+	linked := filepath.Join(root, "linked")
+	if err := src.Backup(ctx, linked); err != nil {
+		t.Fatal(err)
+	}
+	if shared(linked) == 0 {
+		t.Skip("a backup on this filesystem shares no file with the index: no hard links here")
+	}
+	own := filepath.Join(root, "own")
+	if err := src.BackupWith(ctx, own, BackupOptions{Copy: true}); err != nil {
+		t.Fatal(err)
+	}
+	if n := shared(own); n != 0 {
+		t.Errorf("the copy shares %d files with the index", n)
+	}
+	cp := mustOpen(t, own, &Options{ReadOnly: true})
+	if got := allDocs(t, cp); !reflect.DeepEqual(got, want) {
+		t.Errorf("the copy holds %d documents, the index %d (or they differ)", len(got), len(want))
+	}
+	cp.Close()
+
+	absent := func(name string) {
+		t.Helper()
+		ents, _ := os.ReadDir(root)
+		for _, e := range ents {
+			if e.Name() == name {
+				t.Errorf("a stopped backup left %s", name)
+			}
+		}
+	}
+	// Its context ends while it copies: an error, and nothing left.
+	cctx, cancel := context.WithCancel(ctx)
+	backupCopyHook = func(string) { cancel() }
+	err := src.BackupWith(cctx, filepath.Join(root, "canceled"), BackupOptions{Copy: true})
+	backupCopyHook = nil
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("a backup canceled as it copies: %v, want context.Canceled", err)
+	}
+	absent("canceled")
+	absent(".canceled" + backupTempSuffix)
+
+	// Killed as it copies: no directory of its name (its temporary one is
+	// the next backup's to remove).
+	src.Close()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestBackupCopy$")
+	cmd.Env = append(os.Environ(), "LSHDB_BACKUP_KILL="+root)
+	out, err := cmd.CombinedOutput()
+	if ee := (*exec.ExitError)(nil); !errors.As(err, &ee) || ee.ExitCode() != -1 {
+		t.Fatalf("the child was not killed: %v\n%s", err, out)
+	}
+	absent("killed")
+	src = mustOpen(t, filepath.Join(root, "idx"), nil)
+	defer src.Close()
+	if got := allDocs(t, src); !reflect.DeepEqual(got, want) {
+		t.Errorf("the index holds %d documents after a killed backup, want %d", len(got), len(want))
+	}
+	if err := src.BackupWith(ctx, filepath.Join(root, "after"), BackupOptions{Copy: true}); err != nil {
+		t.Fatal(err)
+	}
+	absent(".killed" + backupTempSuffix)
+}

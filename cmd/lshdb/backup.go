@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"path/filepath"
 	"syscall"
 
@@ -79,7 +77,7 @@ nightly pairs run at the embedded index's speed.`,
 			switch {
 			case err == nil:
 				ctx, barDone := a.phaseBar("backup")
-				err = d.Backup(ctx, abs)
+				err = d.BackupWith(ctx, abs, db.BackupOptions{Copy: copyAll})
 				barDone()
 				if cerr := d.Close(); err == nil {
 					err = cerr
@@ -94,17 +92,11 @@ nightly pairs run at the embedded index's speed.`,
 					return fmt.Errorf("%w (and nothing answers on its socket %s: %w)", lockedHint(err, a.dbDir), sock, cerr)
 				}
 				via = "socket"
-				err = cl.Backup(a.ctx, abs)
+				err = cl.BackupWith(a.ctx, abs, db.BackupOptions{Copy: copyAll})
 				cl.Close()
 			}
 			if err != nil {
 				return interruptNote(err, "backup interrupted")
-			}
-			copied := 0
-			if copyAll && !db.IsRedisURL(a.dbDir) {
-				if copied, err = unlinkCopy(a.dbDir, abs); err != nil {
-					return fmt.Errorf("the copy in %s is complete, but %d of its files were copied before this error and the others are still the index's (hard links): %w", abs, copied, err)
-				}
 			}
 			cp, err := db.Open(abs, &db.Options{ReadOnly: true})
 			if err != nil {
@@ -138,8 +130,8 @@ nightly pairs run at the embedded index's speed.`,
 			if via == "socket" {
 				how = " (made by the index's owner, through its socket)"
 			}
-			if copied > 0 {
-				how += fmt.Sprintf("; %s copied, not linked", counted(copied, "file", "files"))
+			if copyAll && !db.IsRedisURL(a.dbDir) {
+				how += "; files copied, not linked"
 			}
 			if verify {
 				how += "; verified"
@@ -152,69 +144,4 @@ nightly pairs run at the embedded index's speed.`,
 	c.Flags().BoolVar(&copyAll, "copy", false, "give the copy files of its own (on the same filesystem its tables are otherwise the index's, hard-linked)")
 	c.Flags().BoolVar(&verify, "verify", false, "read the whole copy afterwards (as check does) and fail if any of it is damaged")
 	return c
-}
-
-// unlinkCopy replaces each file of the backup in dir that is the same
-// file as the index's of that name in src (a hard link) with a copy of
-// its own, synced, and returns how many it replaced. A crash meanwhile
-// leaves a complete backup, some of its files still shared.
-func unlinkCopy(src, dir string) (int, error) {
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		return 0, err
-	}
-	n := 0
-	for _, e := range ents {
-		if !e.Type().IsRegular() {
-			continue
-		}
-		b, err := os.Stat(filepath.Join(dir, e.Name()))
-		if err != nil {
-			return n, err
-		}
-		if o, err := os.Stat(filepath.Join(src, e.Name())); err != nil || !os.SameFile(o, b) {
-			continue // NB: copied by the backup, or no longer the index's
-		}
-		tmp := filepath.Join(dir, "."+e.Name()+".copy")
-		if err := copyFileSynced(filepath.Join(dir, e.Name()), tmp); err != nil {
-			os.Remove(tmp)
-			return n, err
-		}
-		if err := os.Rename(tmp, filepath.Join(dir, e.Name())); err != nil {
-			os.Remove(tmp)
-			return n, err
-		}
-		n++
-	}
-	if n > 0 {
-		d, err := os.Open(dir)
-		if err != nil {
-			return n, err
-		}
-		defer d.Close()
-		return n, d.Sync()
-	}
-	return n, nil
-}
-
-// copyFileSynced copies src to dst, a new file, and syncs it.
-func copyFileSynced(src, dst string) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	if err := out.Sync(); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
 }

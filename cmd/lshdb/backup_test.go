@@ -75,8 +75,24 @@ func TestBackupCommand(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &res); err != nil || res.Via != "socket" || res.Docs != uint64(len(want)) || res.To != copy2 {
 		t.Errorf("backup --output json: %q %v", out, err)
 	}
+	// --copy through the socket: the owner copies the tables.
+	copy3 := filepath.Join(root, "copy3")
+	if out, errOut, code := runLine([]string{"backup", "--db", idx, "--to", copy3, "--copy"}, ""); code != 0 || !strings.Contains(out, "owner") || !strings.Contains(out, "copied, not linked") {
+		t.Fatalf("backup --copy of a served index: exit %d %s %s", code, out, errOut)
+	}
 	if code := stop(); code != 0 {
 		t.Fatalf("serve: exit %d %s", code, log)
+	}
+	ents, _ := os.ReadDir(copy3)
+	for _, e := range ents {
+		b, err1 := os.Stat(filepath.Join(copy3, e.Name()))
+		o, err2 := os.Stat(filepath.Join(idx, e.Name()))
+		if err1 == nil && err2 == nil && os.SameFile(o, b) {
+			t.Errorf("backup --copy through the socket: %s is the index's file", e.Name())
+		}
+	}
+	if got, rep := docsOf(t, copy3); !reflect.DeepEqual(got, want) || !rep.OK() {
+		t.Errorf("the served --copy: %d documents (want %d), check %+v", len(got), len(want), rep)
 	}
 	got, rep = docsOf(t, copy2)
 	if !reflect.DeepEqual(got, want) || !rep.OK() {

@@ -1144,8 +1144,21 @@ func (c *Client) Tune(ctx context.Context, t float64) (httpapi.TuneJSON, error) 
 // Backup makes the server write a consistent copy of the index into dir,
 // a path on the server's machine that must not exist.
 func (c *Client) Backup(ctx context.Context, dir string) error {
+	return c.BackupWith(ctx, dir, db.BackupOptions{})
+}
+
+// BackupWith is Backup with options (db.BackupOptions).
+func (c *Client) BackupWith(ctx context.Context, dir string, o db.BackupOptions) error {
 	var out httpapi.BackupRequest
-	return c.call(ctx, "POST", "/v1/backup", nil, httpapi.BackupRequest{Dir: dir}, &out)
+	if err := c.call(ctx, "POST", "/v1/backup", nil, httpapi.BackupRequest{Dir: dir, Copy: o.Copy}, &out); err != nil {
+		return err
+	}
+	if o.Copy && !out.Copy {
+		// NB: a server from before copy ignored it: its backup's tables
+		// are the index's files.
+		return fmt.Errorf("%w: the server made the backup in %s, but not with files of its own (it does not know copy): its tables are hard links to the index's", db.ErrInvalidOptions, dir)
+	}
+	return nil
 }
 
 // Validate runs the checks that PutBatch makes on a document before

@@ -977,10 +977,10 @@ func (h *handler) backup(w *resp, r *http.Request) error {
 	if root := h.o.BackupRoot; root != "" && (!fspath.Within(dir, root) || fspath.Resolve(dir) == fspath.Resolve(root)) {
 		return fmt.Errorf("%w: backup directory %s is outside the server's backup root %s", db.ErrInvalidOptions, dir, root)
 	}
-	if err := h.d.Backup(r.Context(), dir); err != nil {
+	if err := h.d.BackupWith(r.Context(), dir, db.BackupOptions{Copy: req.Copy}); err != nil {
 		return err
 	}
-	return w.json(http.StatusOK, BackupRequest{Dir: dir})
+	return w.json(http.StatusOK, BackupRequest{Dir: dir, Copy: req.Copy})
 }
 
 func (h *handler) purge(w *resp, r *http.Request) error {

@@ -1029,6 +1029,8 @@ type TuneJSON struct {
 // BackupRequest is the body of POST /v1/backup.
 type BackupRequest struct {
 	Dir string `json:"dir"`
+	// Copy gives the copy files of its own (db.BackupOptions.Copy).
+	Copy bool `json:"copy,omitempty"`
 }
 
 // HealthJSON is the answer of GET /healthz.
