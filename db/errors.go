@@ -78,6 +78,10 @@ var (
 	// Open below 8 MiB plus two memtables (or DiskReserve if less).
 	// Nothing of the refused write is stored; reads go on working.
 	ErrDiskFull = errors.New("lshdb: disk full")
+	// ErrTooManyDeletes: a load that deletes the documents absent from it
+	// (LoadOptions.DeleteAbsent) would delete more than its MaxDeleted;
+	// nothing was stored.
+	ErrTooManyDeletes = errors.New("lshdb: the load would delete too many documents")
 )
 
 // A DocError is the error of one document of a call given several

@@ -54,6 +54,18 @@ type LoadOptions struct {
 	// with an expiry make the index format 4. Default: none.
 	TTL      time.Duration
 	ExpireAt time.Time
+	// DeleteAbsent deletes, in the same atomic step, every document stored
+	// before the load whose id docs does not hold: the index then holds
+	// the load's documents and no others (a nightly build of a corpus
+	// whose documents come and go). A stored document is looked up as a
+	// replaced one is (its record read for its postings). Not on Redis
+	// (ErrInvalidOptions). Default: false, a load only adds and replaces.
+	DeleteAbsent bool
+	// MaxDeleted, with DeleteAbsent, fails the load with
+	// ErrTooManyDeletes, storing nothing, when it would delete more than
+	// this many documents: a guard against an input cut short, or the
+	// wrong input, emptying the index. 0: no limit.
+	MaxDeleted int
 
 	// tableBytes is the size at which the load starts a new SSTable.
 	// Default: defaultTableBytes (tests make it small).
@@ -68,6 +80,7 @@ type LoadResult struct {
 	Stored       int      // documents written (new or replacing)
 	Replaced     int      // of which replaced a document stored before the load
 	Repeated     int      // documents superseded by a later one with the same id in the load
+	Deleted      int      // with DeleteAbsent: stored documents deleted for being absent from the load
 	SkippedEmpty []string // ids skipped for having no shingles (with SkipEmpty)
 }
 
@@ -91,7 +104,9 @@ type LoadResult struct {
 //  2. Resolve ids (loader.resolveIDs): the ids come out of their sorter in
 //     order; an earlier occurrence of an id in docs is dropped, and an id
 //     stored before the load is replaced (its record deleted, its
-//     postings removed). This makes the id map.
+//     postings removed). With DeleteAbsent the stored ids are walked
+//     beside them, and one the load does not hold is deleted the same
+//     way, its id with it. This makes the id map.
 //  3. Write tables (loader.writeTables): the deletes of replaced records,
 //     the record tables of stage 1 (rewritten without dropped records),
 //     the id map with the counters, and one merge operand per posting
@@ -152,6 +167,12 @@ func (db *DB) Load(ctx context.Context, docs iter.Seq2[Doc, error], lo *LoadOpti
 	if o.Memory < 0 {
 		return LoadResult{}, invalid("load memory %d is negative", o.Memory)
 	}
+	if o.MaxDeleted < 0 {
+		return LoadResult{}, invalid("load MaxDeleted %d is negative", o.MaxDeleted)
+	}
+	if o.MaxDeleted > 0 && !o.DeleteAbsent {
+		return LoadResult{}, invalid("load MaxDeleted %d without DeleteAbsent (a load deletes nothing without it)", o.MaxDeleted)
+	}
 	expires, err := (&WriteOptions{TTL: o.TTL, ExpireAt: o.ExpireAt}).expires(db.now())
 	if err != nil {
 		return LoadResult{}, err
@@ -165,6 +186,9 @@ func (db *DB) Load(ctx context.Context, docs iter.Seq2[Doc, error], lo *LoadOpti
 	}
 	defer db.wmu.Unlock()
 	if db.rkv != nil {
+		if o.DeleteAbsent {
+			return LoadResult{}, invalid("a load that deletes the documents absent from it (DeleteAbsent) is not supported on Redis: delete them apart (DeleteIDs)")
+		}
 		return db.redisLoad(ctx, docs, o, expires)
 	}
 	// NB: the load's tables fill the disk before the ingest; a disk that
@@ -193,6 +217,9 @@ func (db *DB) Load(ctx context.Context, docs iter.Seq2[Doc, error], lo *LoadOpti
 	prog.phase(2, 4, "resolving ids (documents)", int64(l.seq))
 	if err := l.resolveIDs(ctx); err != nil {
 		return LoadResult{}, classify(err)
+	}
+	if o.MaxDeleted > 0 && l.res.Deleted > o.MaxDeleted {
+		return LoadResult{}, fmt.Errorf("%w: %d stored documents are absent from it, more than its limit of %d (MaxDeleted); nothing is stored", ErrTooManyDeletes, l.res.Deleted, o.MaxDeleted)
 	}
 	prog.phase(3, 4, "writing tables (bands)", int64(db.bands.B))
 	if err := l.writeTables(ctx); err != nil {
@@ -493,6 +520,17 @@ func (l *loader) resolveIDs(ctx context.Context) error {
 		return err
 	}
 	defer r.close()
+	// NB: with DeleteAbsent, the stored ids are walked in key order beside
+	// the load's: each one the load passes over is absent (stored; the
+	// writer lock keeps them as they are meanwhile).
+	var stored *pebble.Iterator
+	if l.o.DeleteAbsent && !l.fresh {
+		if stored, err = db.pdb.NewIter(&pebble.IterOptions{LowerBound: codec.IDPrefix, UpperBound: codec.IDPrefixEnd}); err != nil {
+			return classify(err)
+		}
+		defer stored.Close()
+		stored.First()
+	}
 	// apply looks the chunk's ids up, then takes what they replace in
 	// key order.
 	apply := func() error {
@@ -506,6 +544,28 @@ func (l *loader) resolveIDs(ctx context.Context) error {
 		}
 		for i := range r.chunk {
 			e := &r.chunk[i]
+			if e.absent {
+				if !e.found {
+					return fmt.Errorf("%w: id %q is in the id map but its document was not found", ErrCorrupt, e.id)
+				}
+				l.oldDocs = append(l.oldDocs, e.num)
+				if e.expires != 0 {
+					l.oldXKeys = append(l.oldXKeys, codec.AppendExpiryKey(nil, e.expires, e.num))
+				}
+				for band, k := range e.keys {
+					if err := l.removals.Add(band, extsort.BandEntry{Bucket: k, Value: posting(e.num, true)}); err != nil {
+						return err
+					}
+				}
+				// NB: as a replaced one: an expired document not yet swept
+				// goes too, but was never returned: not counted.
+				if !compaction.Expired(e.expires, now) {
+					l.res.Deleted++
+				}
+				l.counters.Live--
+				ids.Append(e.id, deletedID)
+				continue
+			}
 			if e.found {
 				l.oldDocs = append(l.oldDocs, e.num)
 				if e.expires != 0 {
@@ -534,9 +594,36 @@ func (l *loader) resolveIDs(ctx context.Context) error {
 	}
 	var lastID []byte
 	lastSeq, have := uint64(0), false
+	// absentBefore adds each stored id before key (every one left, when
+	// key is nil) to the chunk as absent, and steps over key itself.
+	absentBefore := func(key []byte) error {
+		for ; stored != nil && stored.Valid(); stored.Next() {
+			id := stored.Key()[len(codec.IDPrefix):]
+			if key != nil {
+				if c := bytes.Compare(id, key); c == 0 {
+					stored.Next()
+					break
+				} else if c > 0 {
+					break
+				}
+			}
+			if r.addAbsent(id) {
+				if err := apply(); err != nil {
+					return err
+				}
+			}
+		}
+		if stored != nil {
+			return classify(stored.Error())
+		}
+		return nil
+	}
 	emit := func() error {
 		if !have {
 			return nil
+		}
+		if err := absentBefore(lastID); err != nil {
+			return err
 		}
 		if r.add(lastID, lastSeq) {
 			return apply()
@@ -565,6 +652,9 @@ func (l *loader) resolveIDs(ctx context.Context) error {
 	if err == nil {
 		err = emit()
 	}
+	if err == nil {
+		err = absentBefore(nil)
+	}
 	if err == nil && len(r.chunk) > 0 {
 		err = apply()
 	}
@@ -578,11 +668,16 @@ func (l *loader) resolveIDs(ctx context.Context) error {
 // resolveChunkLen is how many ids a resolver looks up at once.
 const resolveChunkLen = 2048
 
+// deletedID is the number the id map of a load gives an id it deletes
+// (LoadOptions.DeleteAbsent): no document's.
+const deletedID = ^uint64(0)
+
 // resolved is one id of a load, and what it replaces, if anything.
 type resolved struct {
 	id      []byte
 	seq     uint64 // its place in the load
-	found   bool   // stored before the load: replaced
+	absent  bool   // a stored id the load does not hold (DeleteAbsent): deleted
+	found   bool   // stored before the load: replaced (or, absent, deleted)
 	num     uint64 // the stored document's number
 	expires int64
 	keys    []uint64 // its bucket in each band
@@ -622,6 +717,14 @@ func (r *resolver) add(id []byte, seq uint64) bool {
 	// NB: the buffers of an entry are kept from chunk to chunk.
 	*e = resolved{id: append(e.id[:0], id...), seq: seq, keys: e.keys[:0]}
 	return len(r.chunk) == cap(r.chunk)
+}
+
+// addAbsent appends a stored id (copied) that the load does not hold,
+// to be deleted, and says whether the chunk is full.
+func (r *resolver) addAbsent(id []byte) bool {
+	full := r.add(id, 0)
+	r.chunk[len(r.chunk)-1].absent = true
+	return full
 }
 
 // lookup finds, for each id of the chunk, the document it names now, if
@@ -732,6 +835,9 @@ func (l *loader) writeTables(ctx context.Context) error {
 			var kbuf []byte
 			if err := l.ids.Replay(func(id []byte, n uint64) error {
 				kbuf = codec.AppendIDKey(kbuf[:0], string(id))
+				if n == deletedID {
+					return w.del(kbuf)
+				}
 				return w.set(kbuf, codec.EncodeDocNum(n))
 			}); err != nil {
 				return err

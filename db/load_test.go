@@ -679,3 +679,125 @@ func TestLoadCopiesReusedBuffers(t *testing.T) {
 		}
 	}
 }
+
+// Ensure that a load with DeleteAbsent gives the index that Put of each
+// of its documents, then DeleteIDs of every stored id it does not hold,
+// gives (doc numbers included; the oracle, a model of the expected
+// state): absent ids before, between and after the load's in key order,
+// across many lookup chunks, an expired document among them (deleted,
+// not counted), and an absent id that the load replaces nothing for.
+// MaxDeleted refuses a load over it with ErrTooManyDeletes and leaves
+// the index as it was, and allows one at it; an empty load deletes all.
+func TestLoadDeleteAbsent(t *testing.T) {
+	n := 1500
+	if testing.Short() {
+		n = 600
+	}
+	sources, err := corpus.SampleTexts()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all []Doc
+	for g := range gen.Stream(gen.Options{Seed: 9, N: n, Sources: sources}) {
+		all = append(all, Doc{ID: g.ID, Text: g.Text})
+	}
+	// NB: ids shuffled, so that absent ids fall everywhere in key order.
+	rng := rand.New(rand.NewPCG(9, 9))
+	rng.Shuffle(len(all), func(i, j int) { all[i].ID, all[j].ID = all[j].ID, all[i].ID })
+	before, night := all[:2*n/3], slices.Clone(all[n/3:])
+	for i := range night[:n/6] {
+		night[i].Text += " (tonight's version)"
+	}
+	absent := map[string]bool{}
+	for _, d := range before {
+		absent[d.ID] = true
+	}
+	for _, d := range night {
+		delete(absent, d.ID)
+	}
+	now := time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC)
+	clock := func() time.Time { return now }
+	expiring := Doc{ID: "~expiring", Text: "a document that expires before the night's load runs"}
+
+	puts := mustOpen(t, "puts", &Options{fs: vfs.NewMem(), NoSync: true, clock: clock})
+	defer puts.Close()
+	load := mustOpen(t, "load", &Options{fs: vfs.NewMem(), clock: clock})
+	defer load.Close()
+	for _, d := range before {
+		if err := puts.Put(d, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := load.Load(context.Background(), seqOf(before), nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []*DB{puts, load} {
+		if err := d.Put(expiring, &WriteOptions{TTL: time.Minute}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	now = now.Add(time.Hour)
+	for _, d := range night {
+		if err := puts.Put(d, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gone := append(slices.Sorted(maps.Keys(absent)), expiring.ID)
+	if _, err := puts.DeleteIDs(gone, &WriteOptions{IgnoreMissing: true}); err != nil {
+		t.Fatal(err)
+	}
+	// NB: the expired document is missing to DeleteIDs, left to the
+	// sweeper: gone from the model by hand.
+	if n, err := puts.SweepExpired(context.Background()); err != nil || n != 1 {
+		t.Fatalf("swept %d (%v), want the expiring document", n, err)
+	}
+	want, wantRep := purgedStateOf(t, puts)
+
+	opts := &LoadOptions{Memory: 64 << 10, tableBytes: 1 << 20, resolveChunk: 97, DeleteAbsent: true}
+	was := indexState(t, load)
+	opts.MaxDeleted = len(absent) - 1
+	if _, err := load.Load(context.Background(), seqOf(night), opts); !errors.Is(err, ErrTooManyDeletes) || !strings.Contains(err.Error(), fmt.Sprint(len(absent))) {
+		t.Fatalf("a load over MaxDeleted: %v, want ErrTooManyDeletes naming %d", err, len(absent))
+	}
+	if now := indexState(t, load); now != was {
+		t.Fatalf("a refused load changed the index: %s, was %s", now, was)
+	}
+	opts.MaxDeleted = len(absent)
+	res, err := load.Load(context.Background(), seqOf(night), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Deleted != len(absent) || res.Stored != len(night) || res.Replaced != len(before)-len(absent) {
+		t.Errorf("load result %+v; want %d deleted, %d stored, %d replaced", res, len(absent), len(night), len(before)-len(absent))
+	}
+	got, gotRep := purgedStateOf(t, load)
+	if !maps.Equal(got, want) {
+		t.Fatalf("documents or query answers differ from puts and deletes: %d documents, want %d", len(got), len(want))
+	}
+	if !reflect.DeepEqual(gotRep, wantRep) {
+		t.Fatalf("check summary %+v, puts and deletes %+v", gotRep, wantRep)
+	}
+	if c, err := load.Count(); err != nil || c != uint64(len(night)) {
+		t.Fatalf("count %d (%v), want %d", c, err, len(night))
+	}
+
+	// Nothing absent: nothing deleted. An empty load: everything.
+	if res, err := load.Load(context.Background(), seqOf(night), opts); err != nil || res.Deleted != 0 {
+		t.Fatalf("the same load again: %+v %v", res, err)
+	}
+	if res, err := load.Load(context.Background(), seqOf(nil), &LoadOptions{DeleteAbsent: true}); err != nil || res.Deleted != len(night) {
+		t.Fatalf("an empty load: %+v %v, want %d deleted", res, err, len(night))
+	}
+	if c, err := load.Count(); err != nil || c != 0 {
+		t.Fatalf("count after an empty load %d (%v)", c, err)
+	}
+	if rep, err := load.Check(context.Background()); err != nil || !rep.OK() {
+		t.Fatalf("check after an empty load: %+v %v", rep, err)
+	}
+
+	for _, bad := range []*LoadOptions{{MaxDeleted: -1, DeleteAbsent: true}, {MaxDeleted: 5}} {
+		if _, err := load.Load(context.Background(), seqOf(night), bad); !errors.Is(err, ErrInvalidOptions) {
+			t.Errorf("%+v: %v, want ErrInvalidOptions", *bad, err)
+		}
+	}
+}

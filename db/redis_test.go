@@ -211,6 +211,14 @@ func TestRedisLoad(t *testing.T) {
 	if err != nil || !rep.OK() {
 		t.Fatalf("Check after the load: %+v, %v", rep, err)
 	}
+	// A load that would delete what it does not hold is refused, and
+	// deletes nothing: on Redis it is not one atomic step.
+	if _, err := d.Load(context.Background(), seqOf(docs[:10]), &LoadOptions{DeleteAbsent: true}); !errors.Is(err, ErrInvalidOptions) {
+		t.Fatalf("Load with DeleteAbsent on Redis: %v, want ErrInvalidOptions", err)
+	}
+	if n, err := d.Count(); err != nil || n != uint64(len(want)) {
+		t.Fatalf("Count after a refused load = %d, %v; want %d", n, err, len(want))
+	}
 }
 
 // Ensure that a load survives the failover of a master: kill -9 one of

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -435,6 +436,9 @@ type insertSummary struct {
 	Repeated   int `json:"repeated_ids"`
 	Empty      int `json:"empty_skipped"`
 	BadSkipped int `json:"bad_skipped"`
+	// Deleted is what build --delete-missing deleted (absent from the
+	// inputs); nil without it.
+	Deleted *int `json:"deleted_missing,omitempty"`
 	// Compacted is what build --compact did, if it compacted.
 	Compacted *compactedJSON `json:"compacted,omitempty"`
 }
@@ -459,9 +463,12 @@ func (a *app) compactAfterBuild(d index, mode string, res db.LoadResult, sum *in
 	if before == 0 {
 		return nil // NB: no files: an index on Redis, which frees a replaced key's memory at once
 	}
+	// NB: a deleted document leaves its record behind as a replaced one
+	// does.
+	freed := res.Replaced + res.Deleted
 	if mode == "auto" {
 		live, err := d.Count()
-		if err != nil || res.Replaced == 0 || uint64(res.Replaced)*4 < live {
+		if err != nil || freed == 0 || uint64(freed)*4 < live {
 			return nil // NB: a count that fails only skips the compaction
 		}
 	}
@@ -492,8 +499,12 @@ func (a *app) compactAfterBuild(d index, mode string, res db.LoadResult, sum *in
 	}
 	sum.Compacted = &compactedJSON{DiskBytesBefore: before, DiskBytesAfter: diskBytesOf(d)}
 	if !a.json() {
-		a.notef(fmt.Sprintf("compacted after replacing %s: %s on disk, %s before (--compact never skips this)",
-			counted(res.Replaced, "document", "documents"), humanBytes(sum.Compacted.DiskBytesAfter), humanBytes(before)))
+		what := "replacing " + counted(res.Replaced, "document", "documents")
+		if res.Deleted > 0 {
+			what = fmt.Sprintf("replacing %d and deleting %d documents", res.Replaced, res.Deleted)
+		}
+		a.notef(fmt.Sprintf("compacted after %s: %s on disk, %s before (--compact never skips this)",
+			what, humanBytes(sum.Compacted.DiskBytesAfter), humanBytes(before)))
 	}
 	return nil
 }
@@ -617,14 +628,19 @@ func (a *app) buildCmd() *cobra.Command {
 	var in inputFlags
 	var memory int
 	var ttl time.Duration
-	var compact string
+	var compact, maxDelete string
+	var deleteMissing bool
 	c := &cobra.Command{
 		Use: "build --db DIR [FILE|DIR|- ...]",
 		Example: `  # Bulk-load a large input (gzip or zstd is told by content)
   lshdb build --db big docs.jsonl
 
   # Sort within 256 MiB, skipping malformed records
-  lshdb build --db big --memory 256 --skip-bad docs.jsonl notes`,
+  lshdb build --db big --memory 256 --skip-bad docs.jsonl notes
+
+  # Tonight's corpus, whole: the index then holds its documents and no
+  # others (those gone since the last build are deleted)
+  lshdb build --db big --delete-missing docs.jsonl`,
 		Short: "Bulk-load documents: sorted SSTables ingested in one atomic step",
 		Long: `Bulk-load documents (the same inputs as insert) for large inputs: signatures
 on every core, records written straight into SSTables, postings and ids
@@ -647,7 +663,17 @@ doubled the disk it took. With --compact auto (the default) a build
 that replaced at least a quarter as many documents as the index holds
 then rewrites the store (as lshdb compact; 300,000 replaced generated
 documents: 458 MiB on disk became 237 MiB in 0.16x the build's time).
-On Redis, which frees a replaced key's memory at once, it does nothing.`,
+On Redis, which frees a replaced key's memory at once, it does nothing.
+
+--delete-missing makes the index hold the inputs' documents and no others:
+every stored document whose id is in no input is deleted, in the same
+atomic step (a nightly build of a corpus whose documents come and go;
+without it a build only adds and replaces). A record skipped as bad
+(--skip-bad) or empty is in no input: its stored document is deleted too.
+--max-delete refuses, loading nothing, a build that would delete more than
+a count or a percentage of the index's documents (default 50%, "all"
+lifts it): an input cut short, or the wrong one, does not empty the
+index. Not on Redis.`,
 		RunE: func(c *cobra.Command, args []string) error {
 			o, err := cf.options(c)
 			if err != nil {
@@ -667,6 +693,13 @@ On Redis, which frees a replaced key's memory at once, it does nothing.`,
 			}
 			if err := in.check(args); err != nil {
 				return err
+			}
+			maxDel, err := parseMaxDelete(maxDelete)
+			if err != nil {
+				return err
+			}
+			if c.Flags().Changed("max-delete") && !deleteMissing {
+				return usagef("--max-delete without --delete-missing (a build deletes nothing without it)")
 			}
 			raiseMemoryLimit(memory << 20)
 			d, finish, err := a.openForWrite(o, cf.verifier(c))
@@ -688,14 +721,29 @@ On Redis, which frees a replaced key's memory at once, it does nothing.`,
 					}
 				}
 			}
+			lo := &db.LoadOptions{Memory: memory << 20, SkipEmpty: true, TTL: ttl, DeleteAbsent: deleteMissing}
+			if deleteMissing && maxDel.percent > 0 {
+				// NB: of the documents before the build; the limit is
+				// at least 1, or an index of one document could never
+				// lose it.
+				live, err := d.Count()
+				if err != nil {
+					finish(false)
+					return fmt.Errorf("counting the index's documents for --max-delete %s: %w", maxDelete, err)
+				}
+				lo.MaxDeleted = max(1, int(float64(live)*maxDel.percent/100))
+			} else if deleteMissing {
+				lo.MaxDeleted = maxDel.count
+			}
 			ctx, add, done := a.loadProgress(&in, args)
 			last := 0
-			// NB: attached, the load runs in the owner's process: the
-			// input is read here and streamed to it.
-			res, err := d.Load(ctx, docs, &db.LoadOptions{Memory: memory << 20, SkipEmpty: true, TTL: ttl, Progress: func(n int) {
+			lo.Progress = func(n int) {
 				add(n - last)
 				last = n
-			}})
+			}
+			// NB: attached, the load runs in the owner's process: the
+			// input is read here and streamed to it.
+			res, err := d.Load(ctx, docs, lo)
 			done()
 			if err != nil {
 				finish(false)
@@ -710,6 +758,8 @@ On Redis, which frees a replaced key's memory at once, it does nothing.`,
 					return interrupted{what + "; re-run it"}
 				case errors.As(err, &re):
 					return fmt.Errorf("%s; stopped at %w", what, re)
+				case errors.Is(err, db.ErrTooManyDeletes):
+					return fmt.Errorf("%s: %w (--max-delete %s; check the inputs, or raise it: a count, a percentage, or all)", what, err, maxDelete)
 				}
 				return fmt.Errorf("%s: %w", what, err)
 			}
@@ -718,6 +768,9 @@ On Redis, which frees a replaced key's memory at once, it does nothing.`,
 			}
 			sum := insertSummary{Inserted: res.Stored, Replaced: res.Replaced, Repeated: res.Repeated,
 				Empty: len(res.SkippedEmpty), BadSkipped: inp.skipped}
+			if deleteMissing {
+				sum.Deleted = &res.Deleted
+			}
 			if err := a.compactAfterBuild(d, compact, res, &sum); err != nil {
 				return err
 			}
@@ -729,7 +782,38 @@ On Redis, which frees a replaced key's memory at once, it does nothing.`,
 	c.Flags().StringVar(&compact, "compact", "auto", "rewrite the store after the build to free the replaced documents' space: auto (when it replaced at least a quarter as many documents as the index holds), always or never")
 	c.Flags().IntVar(&memory, "memory", db.DefaultLoadMemory>>20, "memory budget for sorted data, in MiB (the process needs about 3x this; at most half of the machine's memory)")
 	c.Flags().DurationVar(&ttl, "ttl", 0, "every document of the build expires this long after the build starts (1h, 30m, 90s): never returned after it, then swept")
+	c.Flags().BoolVar(&deleteMissing, "delete-missing", false, "also delete every stored document whose id is in no input, in the same atomic step: the index holds the inputs' documents only")
+	c.Flags().StringVar(&maxDelete, "max-delete", "50%", "with --delete-missing: refuse, loading nothing, to delete more than this many documents (a count, a percentage of the index's documents, or all)")
 	return c
+}
+
+// maxDelete is build --max-delete: a count or a percentage, 0 for none.
+type maxDelete struct {
+	count   int
+	percent float64
+}
+
+// parseMaxDelete reads --max-delete: N, P% or all.
+func parseMaxDelete(s string) (maxDelete, error) {
+	bad := usagef("--max-delete %q: a count (1000), a percentage of the index's documents (10%%), or all", s)
+	switch {
+	case s == "all":
+		return maxDelete{}, nil
+	case strings.HasSuffix(s, "%"):
+		p, err := strconv.ParseFloat(strings.TrimSuffix(s, "%"), 64)
+		if err != nil || !(p > 0 && p <= 100) {
+			return maxDelete{}, bad
+		}
+		if p == 100 {
+			return maxDelete{}, nil
+		}
+		return maxDelete{percent: p}, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 {
+		return maxDelete{}, bad
+	}
+	return maxDelete{count: n}, nil
 }
 
 // inserter writes a stream of documents in batches and keeps insert's
@@ -1235,8 +1319,12 @@ func (a *app) reportInsert(s insertSummary) error {
 	if a.json() {
 		return a.emitJSON(s)
 	}
-	_, err := fmt.Fprintf(a.stdout, "inserted %s (%d replaced stored ones); %s in the input (last one wins), %s skipped, %s skipped\n",
-		counted(s.Inserted, "document", "documents"), s.Replaced, counted(s.Repeated, "repeated id", "repeated ids"),
+	deleted := ""
+	if s.Deleted != nil {
+		deleted = fmt.Sprintf("; deleted %s in no input", counted(*s.Deleted, "stored document", "stored documents"))
+	}
+	_, err := fmt.Fprintf(a.stdout, "inserted %s (%d replaced stored ones)%s; %s in the input (last one wins), %s skipped, %s skipped\n",
+		counted(s.Inserted, "document", "documents"), s.Replaced, deleted, counted(s.Repeated, "repeated id", "repeated ids"),
 		counted(s.Empty, "empty text", "empty texts"), counted(s.BadSkipped, "bad record", "bad records"))
 	return err
 }

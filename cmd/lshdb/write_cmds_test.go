@@ -987,3 +987,88 @@ func TestBuildCompactsAfterReplacing(t *testing.T) {
 		t.Fatalf("the pairs after the compacted build differ from the first builds':\n%s\nwant\n%s", got, want)
 	}
 }
+
+// Ensure that build --delete-missing leaves the index holding exactly the
+// inputs' documents (the oracle: the ids and texts of the input file,
+// read back from the index), with the deletions counted; that --max-delete
+// refuses a build over it with exit 1 and the index unchanged, in
+// process and through a server that owns the index (the load's
+// parameters over the API); and that --max-delete alone is a usage error.
+func TestBuildDeleteMissing(t *testing.T) {
+	root := shortDir(t)
+	idx := filepath.Join(root, "idx")
+	sample := "../../testdata/corpora/debian-sample/docs.jsonl"
+	mustRun(t, "build", "--db", idx, sample)
+	raw, err := os.ReadFile(sample)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(strings.TrimSpace(string(raw)), "\n")
+	// Tonight: the first 1,000 documents, one of them with a new text.
+	night := filepath.Join(root, "night.jsonl")
+	var want []db.Doc
+	var nightLines []string
+	for i, l := range lines[:1000] {
+		var d struct{ ID, Text string }
+		if err := json.Unmarshal([]byte(l), &d); err != nil {
+			t.Fatal(err)
+		}
+		if i == 7 {
+			d.Text += " A new sentence, added tonight."
+			b, _ := json.Marshal(map[string]string{"id": d.ID, "text": d.Text})
+			l = string(b) + "\n"
+		}
+		nightLines = append(nightLines, strings.TrimSuffix(l, "\n")+"\n")
+		want = append(want, db.Doc{ID: d.ID, Text: d.Text})
+	}
+	if err := os.WriteFile(night, []byte(strings.Join(nightLines, "")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	holds := func(what string, want []db.Doc) {
+		t.Helper()
+		got, rep := docsOf(t, idx)
+		if len(got) != len(want) || !rep.OK() {
+			t.Fatalf("%s: %d documents (want %d), check %+v", what, len(got), len(want), rep)
+		}
+		for _, d := range want {
+			if g := got[d.ID]; g == nil || g.Text != d.Text {
+				t.Fatalf("%s: %s is missing or has another text", what, d.ID)
+			}
+		}
+	}
+	out, _ := mustRun(t, "build", "--db", idx, "--delete-missing", "--output", "json", night)
+	var sum insertSummary
+	if err := json.Unmarshal([]byte(out), &sum); err != nil || sum.Deleted == nil || *sum.Deleted != len(lines)-1000 || sum.Replaced != 1000 {
+		t.Fatalf("summary %s (%v): want %d deleted, 1000 replaced", out, err, len(lines)-1000)
+	}
+	holds("after --delete-missing", want)
+
+	// 400 of 1,000 to delete: over the default 50%? No; over 300, yes.
+	small := filepath.Join(root, "small.jsonl")
+	if err := os.WriteFile(small, []byte(strings.Join(nightLines[:600], "")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, errOut, code := runLine([]string{"build", "--db", idx, "--delete-missing", "--max-delete", "300", small}, "")
+	if code != 1 || !strings.Contains(errOut, "400 stored documents") || !strings.Contains(errOut, "nothing loaded") {
+		t.Fatalf("a build over --max-delete: exit %d %s", code, errOut)
+	}
+	holds("after a refused build", want)
+	if _, errOut, code := runLine([]string{"build", "--db", idx, "--max-delete", "10%", small}, ""); code != 2 || !strings.Contains(errOut, "--delete-missing") {
+		t.Fatalf("--max-delete alone: exit %d %s", code, errOut)
+	}
+	if _, errOut, code := runLine([]string{"build", "--db", idx, "--delete-missing", "--max-delete", "-3", small}, ""); code != 2 || !strings.Contains(errOut, "a count") {
+		t.Fatalf("--max-delete -3: exit %d %s", code, errOut)
+	}
+
+	// Served: the owner loads, with the same limit.
+	_, _, log, stop := startServe(t, "--db", idx)
+	_, errOut, code = runLine([]string{"build", "--db", idx, "--delete-missing", "--max-delete", "30%", small}, "")
+	if code != 1 || !strings.Contains(errOut, "more than its limit of 300") {
+		t.Fatalf("a served build over --max-delete 30%%: exit %d %s", code, errOut)
+	}
+	mustRun(t, "build", "--db", idx, "--delete-missing", small)
+	if code := stop(); code != 0 {
+		t.Fatalf("serve: exit %d %s", code, log)
+	}
+	holds("after a served --delete-missing", want[:600])
+}

@@ -430,6 +430,15 @@ func (c *Client) Load(ctx context.Context, docs iter.Seq2[db.Doc, error], lo *db
 		if lo.SkipEmpty {
 			q.Set("skip_empty", "true")
 		}
+		// NB: a server from before these refuses them (an unknown
+		// parameter is a bad request), rather than keep what it should
+		// delete.
+		if lo.DeleteAbsent {
+			q.Set("delete_absent", "true")
+		}
+		if lo.MaxDeleted != 0 {
+			q.Set("max_deleted", strconv.Itoa(lo.MaxDeleted))
+		}
 		setExpiry(q, &db.WriteOptions{TTL: lo.TTL, ExpireAt: lo.ExpireAt})
 		progress = lo.Progress
 	}

@@ -414,7 +414,7 @@ func (b *bodyLines) next(v any) error {
 // a body cut short or a client that goes away fails the whole load, with
 // nothing stored.
 func (h *handler) load(w *resp, r *http.Request) error {
-	q, err := params(r, []string{"memory", "skip_empty", "ttl_ms", "expire_at"})
+	q, err := params(r, []string{"memory", "skip_empty", "ttl_ms", "expire_at", "delete_absent", "max_deleted"})
 	if err != nil {
 		return err
 	}
@@ -426,6 +426,12 @@ func (h *handler) load(w *resp, r *http.Request) error {
 		return err
 	}
 	if lo.Memory, err = intParam(q, "memory", 0); err != nil {
+		return err
+	}
+	if lo.DeleteAbsent, err = boolParam(q, "delete_absent"); err != nil {
+		return err
+	}
+	if lo.MaxDeleted, err = intParam(q, "max_deleted", 0); err != nil {
 		return err
 	}
 	if lo.Memory > MaxPairsMemory {
@@ -463,7 +469,7 @@ func (h *handler) load(w *resp, r *http.Request) error {
 		// 413), not Load's wrapping of it.
 		return cmp.Or(bodyErr, err)
 	}
-	return w.json(http.StatusOK, LoadResultJSON{Stored: res.Stored, Replaced: res.Replaced, Repeated: res.Repeated, SkippedEmpty: nonNil(res.SkippedEmpty)})
+	return w.json(http.StatusOK, LoadResultJSON{Stored: res.Stored, Replaced: res.Replaced, Repeated: res.Repeated, Deleted: res.Deleted, SkippedEmpty: nonNil(res.SkippedEmpty)})
 }
 
 func (h *handler) deleteQuery(w *resp, r *http.Request) error {

@@ -224,12 +224,13 @@ type LoadResultJSON struct {
 	Stored       int      `json:"stored"`
 	Replaced     int      `json:"replaced"`
 	Repeated     int      `json:"repeated"`
+	Deleted      int      `json:"deleted"`
 	SkippedEmpty []string `json:"skipped_empty"`
 }
 
 // LoadResult converts r back.
 func (r LoadResultJSON) LoadResult() db.LoadResult {
-	return db.LoadResult{Stored: r.Stored, Replaced: r.Replaced, Repeated: r.Repeated, SkippedEmpty: nilIfEmpty(r.SkippedEmpty)}
+	return db.LoadResult{Stored: r.Stored, Replaced: r.Replaced, Repeated: r.Repeated, Deleted: r.Deleted, SkippedEmpty: nilIfEmpty(r.SkippedEmpty)}
 }
 
 // PutIfNewJSON is one line of the put-if-new answer, as lshdb dedup
