@@ -24,6 +24,11 @@ type Info struct {
 	// DiskBytes is the space the store's files take on disk, as in
 	// [Stats.DiskBytes].
 	DiskBytes uint64
+	// TempBytes is the part of DiskBytes that lshdb's temporary files
+	// take: a Load's sorted runs and tables, a Pairs run's spill files,
+	// while one runs, or left by a process killed during one (the next
+	// writable Open removes those).
+	TempBytes uint64
 	// Instance names the index: 26 random base32 characters (128 bits)
 	// given when it was made; an index built anew in the same place, and
 	// a backup, get another. Empty for an index made before lshdb gave it
@@ -72,5 +77,6 @@ func (db *DB) Info() (*Info, error) {
 		return &Info{Params: db.Params(), Docs: n, Written: w, Instance: db.man.Instance, Origin: originOf(&db.man), Redis: true}, redisErr(err)
 	}
 	c := db.published.Load()
-	return &Info{Params: db.Params(), Docs: c.Live, Written: max(c.NextDoc, 1) - 1, DiskBytes: dirBytes(db.opts.FS, db.dir), Instance: db.man.Instance, Origin: originOf(&db.man)}, nil
+	all, temp := dirBytesTemp(db.opts.FS, db.dir)
+	return &Info{Params: db.Params(), Docs: c.Live, Written: max(c.NextDoc, 1) - 1, DiskBytes: all, TempBytes: temp, Instance: db.man.Instance, Origin: originOf(&db.man)}, nil
 }

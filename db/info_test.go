@@ -214,3 +214,32 @@ func TestInfoChangesWithEveryWrite(t *testing.T) {
 		t.Fatalf("after a reopen Info is %v, before it %v; want (6, 2): six documents written, two stored", now, last)
 	}
 }
+
+// Ensure that Info counts a killed load's temporary files apart
+// (TempBytes, within DiskBytes), and none once a writable Open has
+// removed them. The oracle: the bytes written there by hand.
+func TestInfoTempBytes(t *testing.T) {
+	dir := t.TempDir()
+	d := mustOpen(t, dir, nil)
+	if err := d.Put(Doc{ID: "a", Text: "a document of the index"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	d.Close()
+	if err := os.MkdirAll(filepath.Join(dir, loadTmpDir), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, loadTmpDir, "000001.sst"), make([]byte, 100_000), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ro := mustOpen(t, dir, &Options{ReadOnly: true})
+	in, err := ro.Info()
+	ro.Close()
+	if err != nil || in.TempBytes != 100_000 || in.DiskBytes <= in.TempBytes {
+		t.Fatalf("read-only, a killed load's files left: %+v %v; want TempBytes 100000 within DiskBytes", in, err)
+	}
+	rw := mustOpen(t, dir, nil)
+	defer rw.Close()
+	if in2, err := rw.Info(); err != nil || in2.TempBytes != 0 || in2.DiskBytes > in.DiskBytes-100_000+1<<20 {
+		t.Fatalf("after a writable open: %+v %v; want no temporary bytes", in2, err)
+	}
+}

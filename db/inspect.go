@@ -608,8 +608,14 @@ func (db *DB) putIfNewLocked(doc *Doc, p prepared, wo *WriteOptions) (_ *Match, 
 // files flat, but a run that was killed leaves its directory, whose files
 // take disk space until they are removed.
 func dirBytes(fs vfs.FS, dir string) uint64 {
+	n, _ := dirBytesTemp(fs, dir)
+	return n
+}
+
+// dirBytesTemp is dirBytes, and the part of it in lshdb's temporary
+// directories (a load's, a pairs run's).
+func dirBytesTemp(fs vfs.FS, dir string) (all, temp uint64) {
 	names, _ := fs.List(dir)
-	var n uint64
 	for _, name := range names {
 		p := fs.PathJoin(dir, name)
 		fi, err := fs.Stat(p)
@@ -619,11 +625,13 @@ func dirBytes(fs vfs.FS, dir string) uint64 {
 			// NB: only lshdb's own directories, whose files are flat: a
 			// link a user put there could loop.
 			if name == loadTmpDir || isPairsRunDir(name) {
-				n += dirBytes(fs, p)
+				n, _ := dirBytesTemp(fs, p)
+				all += n
+				temp += n
 			}
 		default:
-			n += uint64(fi.Size())
+			all += uint64(fi.Size())
 		}
 	}
-	return n
+	return all, temp
 }

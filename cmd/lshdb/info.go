@@ -91,6 +91,12 @@ sizes in bytes.`,
 					_, err = fmt.Fprintln(a.stdout, "storage: Redis (no files of its own; lshdb stats gives the memory its keys take)")
 					return err
 				}
+				if in.TempBytes > 0 {
+					// NB: a killed build's tables once made an index look 13
+					// times its size, and nothing said why.
+					_, err = fmt.Fprintf(a.stdout, "size on disk: %s (%s of it temporary files: of a build or pairs run under way, or left by a killed one, which the next command that writes removes)\n", humanBytes(in.DiskBytes), humanBytes(in.TempBytes))
+					return err
+				}
 				_, err = fmt.Fprintf(a.stdout, "size on disk: %s\n", humanBytes(in.DiskBytes))
 				return err
 			})

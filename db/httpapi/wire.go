@@ -799,6 +799,7 @@ type InfoJSON struct {
 	Docs      uint64      `json:"docs"`
 	Written   uint64      `json:"written"`
 	DiskBytes uint64      `json:"disk_bytes"`
+	TempBytes uint64      `json:"temp_bytes,omitempty"`
 	Instance  string      `json:"instance,omitempty"`
 	Origin    *OriginJSON `json:"origin,omitempty"`
 	Redis     bool        `json:"redis,omitempty"`
@@ -830,7 +831,7 @@ func (o *OriginJSON) Origin() *db.Origin {
 
 // InfoOut converts in for the wire.
 func InfoOut(in *db.Info) InfoJSON {
-	return InfoJSON{Params: ParamsOut(in.Params), Docs: in.Docs, Written: in.Written, DiskBytes: in.DiskBytes, Instance: in.Instance, Origin: OriginOut(in.Origin), Redis: in.Redis}
+	return InfoJSON{Params: ParamsOut(in.Params), Docs: in.Docs, Written: in.Written, DiskBytes: in.DiskBytes, TempBytes: in.TempBytes, Instance: in.Instance, Origin: OriginOut(in.Origin), Redis: in.Redis}
 }
 
 // Info converts in back.
@@ -839,7 +840,7 @@ func (in InfoJSON) Info() (*db.Info, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &db.Info{Params: p, Docs: in.Docs, Written: in.Written, DiskBytes: in.DiskBytes, Instance: in.Instance, Origin: in.Origin.Origin(), Redis: in.Redis}, nil
+	return &db.Info{Params: p, Docs: in.Docs, Written: in.Written, DiskBytes: in.DiskBytes, TempBytes: in.TempBytes, Instance: in.Instance, Origin: in.Origin.Origin(), Redis: in.Redis}, nil
 }
 
 // StatsJSON is db.Stats, with the keys of lshdb stats --output json and
