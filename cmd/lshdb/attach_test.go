@@ -179,7 +179,7 @@ func TestAttachRefusals(t *testing.T) {
 		t.Errorf("--db and --addr: exit %d %s", code, errOut)
 	}
 	_, errOut, code := runLine([]string{"insert", "--db", idx, "--num-perm", "64", "../../testdata/cmd/inputs/docs.jsonl"}, "")
-	if code != 1 || !strings.Contains(errOut, "NumPerm is 128 in the database, 64 was requested") {
+	if code != 1 || !strings.Contains(errOut, "--num-perm 128 (given: 64)") {
 		t.Errorf("a mismatching parameter: exit %d %s", code, errOut)
 	}
 	if out, errOut, code := runLine([]string{"query", "--addr", tcp, "--id", "fox1"}, ""); code != 0 || !strings.Contains(out, "fox2") {

@@ -19,6 +19,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"regexp"
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
@@ -314,6 +315,12 @@ func (a *app) exitCode(err error) int {
 	} else {
 		line = escControls(line)
 	}
+	if m := mismatchLine(err); m != "" {
+		line = escControls(m)
+	}
+	if errors.Is(err, db.ErrNotExist) {
+		line += " (lshdb create, insert or build makes an index)"
+	}
 	if errors.Is(err, db.ErrCorrupt) {
 		line += "; the index is damaged: restore a backup of it (lshdb backup makes them) or build it again from its inputs"
 	}
@@ -390,6 +397,9 @@ func (a *app) rootCmd() *cobra.Command {
 		// shorthand flag: '1' in -1"): say what was meant.
 		if _, w, ok := strings.Cut(err.Error(), "' in "); ok && strings.HasPrefix(err.Error(), "unknown shorthand flag") && isNegativeNumber(w) {
 			return negativeArgError(c.Name(), w)
+		}
+		if m := flagValueMessage(err.Error()); m != "" {
+			return usagef("%s", m)
 		}
 		return usageError{err}
 	})
@@ -666,4 +676,82 @@ func (a *app) stderrIsTerminal() bool {
 func formatNote() string {
 	return fmt.Sprintf("index format %d; reads and writes %d to %d",
 		codec.FormatVersion, codec.MinFormatVersion, codec.MaxFormatVersion)
+}
+
+// mismatchFlags names the creation flag of each db.MismatchError field.
+var mismatchFlags = map[string]string{
+	"Threshold": "--threshold", "Recall": "--recall", "NumPerm": "--num-perm", "Scheme": "--scheme",
+	"Seed": "--seed", "Shingle": "--shingle", "ShingleSize": "--shingle-size", "Bag": "--bag",
+	"Storage": "--storage", "StoreText": "--store-text",
+}
+
+// mismatchLine is the message of an error made of the parameters a
+// command's flags gave that differ from the index's (db.MismatchError,
+// one or several joined), in flags: "" for any other error. NB: the
+// joined errors' own text is one line each, which the message shows as
+// one line with a literal \n, in the library's field names.
+func mismatchLine(err error) string {
+	var ms []*db.MismatchError
+	var walk func(error)
+	walk = func(e error) {
+		if m, ok := e.(*db.MismatchError); ok {
+			ms = append(ms, m)
+			return
+		}
+		switch u := e.(type) {
+		case interface{ Unwrap() []error }:
+			for _, x := range u.Unwrap() {
+				walk(x)
+			}
+		case interface{ Unwrap() error }:
+			if x := u.Unwrap(); x != nil {
+				walk(x)
+			}
+		}
+	}
+	walk(err)
+	if len(ms) == 0 {
+		return ""
+	}
+	parts := make([]string, len(ms))
+	for i, m := range ms {
+		name := mismatchFlags[m.Field]
+		if name == "" {
+			name = m.Field
+		}
+		parts[i] = fmt.Sprintf("%s %v (given: %v)", name, m.Stored, m.Requested)
+	}
+	return fmt.Sprintf("the index was made with other parameters than the flags give: %s; leave them out (an index keeps the parameters it was made with), or give a new --db for an index of these", strings.Join(parts, ", "))
+}
+
+// badFlagValue is pflag's message for a value that does not parse.
+var badFlagValue = regexp.MustCompile(`^invalid argument "(.*)" for "(.*)" flag: (.*)$`)
+
+// flagValueMessage rewords pflag's message for a flag value that does not
+// parse ("invalid argument "abc" for "--threshold" flag:
+// strconv.ParseFloat: parsing "abc": invalid syntax") as what was
+// expected; "" for any other message.
+func flagValueMessage(msg string) string {
+	m := badFlagValue.FindStringSubmatch(msg)
+	if m == nil {
+		return ""
+	}
+	value, flag, why := m[1], m[2], m[3]
+	var want string
+	switch {
+	case strings.HasPrefix(why, "strconv.ParseFloat"):
+		want = "a number"
+	case strings.HasPrefix(why, "strconv.ParseInt"), strings.HasPrefix(why, "strconv.ParseUint"):
+		want = "a whole number"
+		if strings.HasSuffix(why, "value out of range") {
+			return fmt.Sprintf("%s %q: out of range", flag, value)
+		}
+	case strings.HasPrefix(why, "strconv.ParseBool"):
+		want = "true or false"
+	case strings.HasPrefix(why, "time:"):
+		want = "a duration such as 90s, 30m or 1h"
+	default:
+		return ""
+	}
+	return fmt.Sprintf("%s %q: not %s", flag, value, want)
 }

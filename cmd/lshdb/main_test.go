@@ -421,7 +421,10 @@ func TestOneLshdbPrefix(t *testing.T) {
 		want  string // stderr
 	}{
 		{[]string{"get", "--db", dir, "a: lshdb: b"}, "", "lshdb: document not found: \"a: lshdb: b\"\n"},
-		{[]string{"insert", "--db", dir, "--threshold", "0.5", "-"}, "", "lshdb: parameters differ from the database's: Threshold is 0.8 in the database, 0.5 was requested\n"},
+		{[]string{"insert", "--db", dir, "--threshold", "0.5", "-"}, "", "lshdb: the index was made with other parameters than the flags give: --threshold 0.8 (given: 0.5); leave them out (an index keeps the parameters it was made with), or give a new --db for an index of these\n"},
+		// NB: two differences are one line (it showed a literal \n
+		// between them, in the library's field names).
+		{[]string{"insert", "--db", dir, "--num-perm", "64", "--shingle", "word", "-"}, "", "lshdb: the index was made with other parameters than the flags give: --num-perm 128 (given: 64), --shingle char (given: word); leave them out (an index keeps the parameters it was made with), or give a new --db for an index of these\n"},
 		{[]string{"insert", "--db", afile, "-"}, "", "lshdb: not an lshdb database: " + afile + " is a file\n"},
 		{[]string{"shell", "--db", dir}, "get nope\nbucket 99 0\nput \"\" some text\n",
 			"> get nope\nlshdb: document not found: \"nope\"\n> bucket 99 0\nlshdb: invalid options: band 99: the index has bands 0 to 15\n" +
@@ -521,5 +524,27 @@ func TestCorruptHint(t *testing.T) {
 	}
 	if got := errb.String(); strings.Count(got, "\n") != 1 || !strings.HasPrefix(got, "lshdb: database is corrupt: block 12: checksum mismatch; ") || !strings.Contains(got, "restore a backup") {
 		t.Fatalf("stderr %q", got)
+	}
+}
+
+// Ensure that a flag value that does not parse is named with what was
+// expected, exit 2, not with Go's parser message
+// ("strconv.ParseFloat: parsing "abc": invalid syntax").
+func TestFlagValueMessages(t *testing.T) {
+	dir := fixture(t)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"clusters", "--db", dir, "--threshold", "abc"}, `lshdb: --threshold "abc": not a number` + "\n"},
+		{[]string{"query", "--db", dir, "--id", "x", "--top", "1.5"}, `lshdb: --top "1.5": not a whole number` + "\n"},
+		{[]string{"query", "--db", dir, "--id", "x", "--top", "99999999999999999999"}, `lshdb: --top "99999999999999999999": out of range` + "\n"},
+		{[]string{"insert", "--db", dir, "--ttl", "5x", "-"}, `lshdb: --ttl "5x": not a duration such as 90s, 30m or 1h` + "\n"},
+		{[]string{"pairs", "--db", dir, "--sort=maybe"}, `lshdb: --sort "maybe": not true or false` + "\n"},
+	} {
+		_, errOut, code := runLine(c.args, "")
+		if code != 2 || errOut != c.want {
+			t.Errorf("%q: exit %d, stderr %q; want 2, %q", c.args, code, errOut, c.want)
+		}
 	}
 }

@@ -597,8 +597,16 @@ func writeReport(w io.Writer, rd *reportData) error {
 	cc := curveChart{ID: "chart-s-curve", Title: fmt.Sprintf("P(candidate | s) = 1 - (1 - s^%d)^%d, threshold %v", p.Bands.R, p.Bands.B, t),
 		P: p.Bands.Probability, T: t, Points: 200, FP: fp, FN: fn}
 	b.WriteString(cc.svg())
-	fmt.Fprintf(&b, `<p class="note">Two documents become a candidate pair when they agree on all %d rows of at least one of the %d bands: with probability P(s) at Jaccard similarity s. The orange area left of t (%.4f) measures the candidates below the threshold that verification must reject (work, not wrong answers: every candidate is verified with exact Jaccard); the red area right of t (%.4f) measures the pairs at or above the threshold that are never candidates (missed). P(t) = %.4f; the curve's steepest point is at (1/b)^(1/r) = %.4f.</p>`+"\n",
-		p.Bands.R, p.Bands.B, fp, fn, p.Bands.Probability(t), p.Bands.Threshold())
+	// NB: an index of storage none keeps no set to verify with: its
+	// similarities are the signatures' estimates (the page said every
+	// candidate was verified exactly).
+	estimates := p.Storage == db.StorageNone
+	verified, kind := "every candidate is verified with exact Jaccard", "exact Jaccard"
+	if estimates {
+		verified, kind = "this index stores no sets (storage none): candidates are kept or rejected by their signatures' estimate, which errs both ways", "estimated Jaccard"
+	}
+	fmt.Fprintf(&b, `<p class="note">Two documents become a candidate pair when they agree on all %d rows of at least one of the %d bands: with probability P(s) at Jaccard similarity s. The orange area left of t (%.4f) measures the candidates below the threshold that verification must reject (work, not wrong answers: %s); the red area right of t (%.4f) measures the pairs at or above the threshold that are never candidates (missed). P(t) = %.4f; the curve's steepest point is at (1/b)^(1/r) = %.4f.</p>`+"\n",
+		p.Bands.R, p.Bands.B, fp, verified, fn, p.Bands.Probability(t), p.Bands.Threshold())
 	if fn < 0.002 {
 		b.WriteString(`<p class="note">The false-negative area is too thin to see at this scale: the banding was chosen for recall at the threshold.</p>` + "\n")
 	}
@@ -621,7 +629,7 @@ func writeReport(w io.Writer, rd *reportData) error {
 		vals[i] = float64(n)
 	}
 	mark := (t - rd.PairsLo) / (float64(len(bins)) * pairBinWidth)
-	pc := barChart{ID: "chart-pairs", Title: fmt.Sprintf("Pairs by exact Jaccard similarity (%s pairs from %s)", groupDigits(rd.Pairs.total), rd.PairsSource),
+	pc := barChart{ID: "chart-pairs", Title: fmt.Sprintf("Pairs by %s similarity (%s pairs from %s)", kind, groupDigits(rd.Pairs.total), rd.PairsSource),
 		XLabel: fmt.Sprintf("Jaccard similarity (bins of %v, by lower edge)", pairBinWidth), YLabel: "pairs", Bars: pbars, LogY: skewed(vals),
 		Empty: fmt.Sprintf("no pairs at Jaccard ≥ %v", rd.PairsLo)}
 	if mark >= 0 && mark <= 1 {
@@ -629,6 +637,9 @@ func writeReport(w io.Writer, rd *reportData) error {
 	}
 	b.WriteString(pc.svg())
 	note := fmt.Sprintf("%s pairs at Jaccard ≥ %v (the index threshold), %s below it.", groupDigits(rd.Pairs.atOrAbove), t, groupDigits(rd.Pairs.total-rd.Pairs.atOrAbove))
+	if estimates {
+		note += " The similarities are the signatures' estimates (storage none): no pair was verified."
+	}
 	if rd.Pairs.total > 0 && (rd.PairsFromRun || rd.PairsLo < t) {
 		note += fmt.Sprintf(" A pair below the threshold is found only when it is a candidate, with probability P(s) (%.2f at s = %.2f), so the bars left of the threshold undercount the pairs that exist.", p.Bands.Probability(rd.PairsLo), rd.PairsLo)
 	}

@@ -433,3 +433,25 @@ func TestReportPairsThresholdAboveIndex(t *testing.T) {
 		}
 	}
 }
+
+// Ensure that the report of an index of storage none says its
+// similarities are estimates, and never that candidates are verified
+// exactly (it did, beside an estimate-only pairs histogram); a text
+// index's report says they are.
+func TestReportStorageNoneSaysEstimates(t *testing.T) {
+	dir := t.TempDir()
+	none, text := filepath.Join(dir, "none"), filepath.Join(dir, "text")
+	runOK(t, "create", "--db", none, "--storage", "none")
+	for _, idx := range []string{none, text} {
+		runOK(t, "insert", "--db", idx, "../../testdata/corpora/debian-sample/docs.jsonl")
+		runOK(t, "report", "--db", idx, "--out", idx+".html")
+	}
+	page, _ := os.ReadFile(none + ".html")
+	if strings.Contains(string(page), "exact Jaccard") || !strings.Contains(string(page), "estimates (storage none)") {
+		t.Errorf("the report of a storage none index claims exact verification, or does not say its similarities are estimates")
+	}
+	page, _ = os.ReadFile(text + ".html")
+	if !strings.Contains(string(page), "every candidate is verified with exact Jaccard") || strings.Contains(string(page), "storage none") {
+		t.Errorf("the report of a text index does not say candidates are verified exactly")
+	}
+}

@@ -757,7 +757,7 @@ index. Not on Redis.`,
 				case errors.Is(err, context.Canceled):
 					return interrupted{what + "; re-run it"}
 				case errors.As(err, &re):
-					return fmt.Errorf("%s; stopped at %w", what, re)
+					return fmt.Errorf("%s; stopped at %w (--skip-bad skips malformed records, --rejects FILE keeps them)", what, re)
 				case errors.Is(err, db.ErrTooManyDeletes):
 					return fmt.Errorf("%s: %w (--max-delete %s; check the inputs, or raise it: a count, a percentage, or all)", what, err, maxDelete)
 				}
@@ -1713,13 +1713,25 @@ stored deletes nothing and fails the command, unless --ignore-missing.`,
 					}
 					return fmt.Errorf("interrupted: nothing deleted%w", silently{err})
 				}
+				if errors.Is(err, db.ErrNotFound) && !ignoreMissing {
+					return fmt.Errorf("%w (nothing deleted: a delete is all or nothing; --ignore-missing passes over the ids not stored)", err)
+				}
 				if err != nil {
 					return err
 				}
 				missing := make(map[string]bool, len(res.Missing))
-				for _, id := range res.Missing {
+				for i, id := range res.Missing {
 					missing[id] = true
-					fmt.Fprintf(a.stderr, "lshdb: not found (ignored): %s\n", docio.QuoteID(id))
+					// NB: a nightly list of gone ids, run again, named
+					// each of thousands on stderr and counted none.
+					if i < maxMissingNamed {
+						fmt.Fprintf(a.stderr, "lshdb: not found (ignored): %s\n", docio.QuoteID(id))
+					}
+				}
+				summary := ""
+				if len(ids) > 1 {
+					summary = fmt.Sprintf("deleted %s; %s not stored (ignored)%s", counted(res.Deleted, "document", "documents"),
+						counted(len(res.Missing), "id", "ids"), cond(len(res.Missing) > maxMissingNamed, fmt.Sprintf(", the first %d named above", maxMissingNamed), ""))
 				}
 				for _, id := range ids {
 					if missing[id] {
@@ -1735,6 +1747,9 @@ stored deletes nothing and fails the command, unless --ignore-missing.`,
 						return err
 					}
 				}
+				if summary != "" {
+					a.notef(summary)
+				}
 				return nil
 			})
 		},
@@ -1742,6 +1757,18 @@ stored deletes nothing and fails the command, unless --ignore-missing.`,
 	c.Flags().StringVar(&from, "from", "", "read the ids from this file, one per line")
 	c.Flags().BoolVar(&ignoreMissing, "ignore-missing", false, "delete the ids that are stored and pass over the others")
 	return c
+}
+
+// maxMissingNamed is how many ids not stored delete --ignore-missing
+// names on stderr; a note counts them all.
+const maxMissingNamed = 20
+
+// cond is a if ok, else b.
+func cond(ok bool, a, b string) string {
+	if ok {
+		return a
+	}
+	return b
 }
 
 func (a *app) purgeCmd() *cobra.Command {

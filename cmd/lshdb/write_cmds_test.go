@@ -358,7 +358,7 @@ func TestDeleteCommand(t *testing.T) {
 	}
 	// One missing id: nothing deleted.
 	_, errOut, code := runLine([]string{"delete", "--db", idx, "d1", "d2", "nope"}, "")
-	if code != 1 || errOut != "lshdb: document not found: \"nope\"\n" {
+	if code != 1 || errOut != "lshdb: document not found: \"nope\" (nothing deleted: a delete is all or nothing; --ignore-missing passes over the ids not stored)\n" {
 		t.Fatalf("exit %d, %q", code, errOut)
 	}
 	// From stdin with CRLF and a repeat, beside an argument.
@@ -379,7 +379,7 @@ func TestDeleteCommand(t *testing.T) {
 	delete(model, "d1000")
 	delete(model, "d1001")
 	out, errOut, code = runLine([]string{"delete", "--db", idx, "--from", from, "--ignore-missing"}, "")
-	if code != 0 || out != "deleted d1000\ndeleted d1001\n" || errOut != "lshdb: not found (ignored): \"d5\"\n" {
+	if code != 0 || out != "deleted d1000\ndeleted d1001\n" || errOut != "lshdb: not found (ignored): \"d5\"\nlshdb: note: deleted 2 documents; 1 id not stored (ignored)\n" {
 		t.Fatalf("--from: exit %d, %q, %q", code, out, errOut)
 	}
 	if got := storedTexts(t, idx); !slices.Equal(slices.Sorted(maps.Keys(got)), slices.Sorted(maps.Keys(model))) {
@@ -807,7 +807,7 @@ func TestSeedFlag(t *testing.T) {
 	d.Close()
 	for _, seed := range []string{"6", "0"} {
 		_, errOut, code := runLine([]string{"insert", "--db", idx, "--seed", seed}, `{"id":"a","text":"some text"}`+"\n")
-		if code == 0 || !strings.Contains(errOut, "Seed") {
+		if code == 0 || !strings.Contains(errOut, "--seed 5 (given: "+seed+")") {
 			t.Errorf("insert --seed %s into an index of seed 5: exit %d: %s", seed, code, errOut)
 		}
 	}
@@ -1071,4 +1071,38 @@ func TestBuildDeleteMissing(t *testing.T) {
 		t.Fatalf("serve: exit %d %s", code, log)
 	}
 	holds("after a served --delete-missing", want[:600])
+}
+
+// Ensure that delete --ignore-missing of many ids names at most
+// maxMissingNamed of those not stored and counts them all in one note
+// (a nightly list of gone ids, run twice, named thousands on stderr and
+// counted none), and that a delete refused for one missing id says
+// nothing was deleted and how to pass over it.
+func TestDeleteManyMissing(t *testing.T) {
+	idx := filepath.Join(t.TempDir(), "idx")
+	mustRun(t, "insert", "--db", idx, "../../testdata/cmd/inputs/docs.jsonl")
+	ids := filepath.Join(t.TempDir(), "gone.ids")
+	var b strings.Builder
+	for i := range 30 {
+		fmt.Fprintf(&b, "gone-%d\n", i)
+	}
+	b.WriteString("fox1\n")
+	if err := os.WriteFile(ids, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, errOut, code := runLine([]string{"delete", "--db", idx, "--from", ids}, "")
+	if code != 1 || !strings.Contains(errOut, "nothing deleted") || !strings.Contains(errOut, "--ignore-missing") {
+		t.Fatalf("a delete of missing ids: exit %d %s", code, errOut)
+	}
+	if got, _ := docsOf(t, idx); got["fox1"] == nil {
+		t.Fatal("a refused delete deleted fox1")
+	}
+	out, errOut := mustRun(t, "delete", "--db", idx, "--from", ids, "--ignore-missing")
+	if out != "deleted fox1\n" || strings.Count(errOut, "not found (ignored)") != maxMissingNamed ||
+		!strings.Contains(errOut, "deleted 1 document; 30 ids not stored (ignored), the first 20 named above") {
+		t.Fatalf("stdout %q, stderr %q", out, errOut)
+	}
+	if got, _ := docsOf(t, idx); got["fox1"] != nil {
+		t.Fatal("fox1 is still stored")
+	}
 }
