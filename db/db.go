@@ -288,6 +288,10 @@ func openIn(dir string, o Options, created bool) (*DB, error) {
 		// panics when it runs out of space mid-way.
 		if err := roomIn(o.fs, dir, min(o.DiskReserve, openReserve(&o)), 0); err != nil {
 			release()
+			if ours {
+				// NB: no index to read: the hint was wrong for a new one.
+				return nil, err
+			}
 			return nil, fmt.Errorf("%w (open it read-only to read it)", err)
 		}
 	}

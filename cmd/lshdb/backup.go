@@ -70,7 +70,7 @@ nightly pairs run at the embedded index's speed.`,
 			// backup never creates its source. An index that cannot be
 			// opened for writing (a full disk, a read-only filesystem) is
 			// copied file by file through a read-only open.
-			d, err := db.Open(a.dbDir, &db.Options{MustExist: true})
+			d, err := db.Open(a.dbDir, a.writeOptions(&db.Options{MustExist: true}))
 			if errors.Is(err, db.ErrDiskFull) || errors.Is(err, syscall.EROFS) {
 				d, err = db.Open(a.dbDir, &db.Options{MustExist: true, ReadOnly: true})
 			}

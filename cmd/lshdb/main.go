@@ -157,6 +157,7 @@ type app struct {
 	out            *outWriter // stdout, which remembers its first failed write
 	dbDir          string
 	output         string
+	diskReserveMiB int64 // --disk-reserve: 0 the library's default, -1 no check
 	cpuProfile     string
 	stopProfile    func()
 	shellDB        index         // set inside the shell: commands reuse it
@@ -321,6 +322,10 @@ func (a *app) exitCode(err error) int {
 	if errors.Is(err, db.ErrNotExist) {
 		line += " (lshdb create, insert or build makes an index)"
 	}
+	if errors.Is(err, db.ErrDiskFull) {
+		// NB: the library's option, as the command sets it.
+		line = strings.ReplaceAll(line, "(Options.DiskReserve)", "(--disk-reserve MiB changes it)")
+	}
 	if errors.Is(err, db.ErrCorrupt) {
 		line += "; the index is damaged: restore a backup of it (lshdb backup makes them) or build it again from its inputs"
 	}
@@ -403,12 +408,16 @@ func (a *app) rootCmd() *cobra.Command {
 		}
 		return usageError{err}
 	})
+	root.PersistentFlags().Int64Var(&a.diskReserveMiB, "disk-reserve", 0, "free space, in MiB, below which writes to a Pebble index are refused as a full disk (0: the default, 64 MiB; -1: no check, at the risk of Pebble running out of room mid-write)")
 	root.PersistentFlags().StringVar(&a.output, "output", "table", "output format: table or json (JSON Lines); pairs also csv or tsv")
 	root.PersistentFlags().StringVar(&a.progressMode, "progress", progressAuto, "how long work shows progress on stderr: auto (a bar on a terminal, else a line every --progress-every), bar, log or none")
 	root.PersistentFlags().DurationVar(&a.progressEvery, "progress-every", defaultProgressEvery, "time between two progress lines (--progress log, or auto without a terminal)")
 	root.PersistentPreRunE = func(c *cobra.Command, args []string) error {
 		if err := a.checkProgressFlags(); err != nil {
 			return err
+		}
+		if a.diskReserveMiB < -1 {
+			return usagef("--disk-reserve %d: give MiB, 0 for the default or -1 for no check", a.diskReserveMiB)
 		}
 		if (a.output == "csv" || a.output == "tsv") && c.Name() != "pairs" {
 			return usagef("--output %s is for pairs only (use table or json)", a.output)
@@ -517,6 +526,13 @@ func (a *app) openDB(opts *db.Options) (index, func(), error) {
 
 // openFresh is openDB without the shell's index: it opens, or attaches.
 func (a *app) openFresh(opts *db.Options) (index, func(), error) {
+	if opts == nil || !opts.ReadOnly {
+		var o db.Options
+		if opts != nil {
+			o = *opts
+		}
+		opts = a.writeOptions(&o)
+	}
 	if a.addr != "" {
 		c, err := a.connect(opts)
 		if err != nil {
@@ -754,4 +770,19 @@ func flagValueMessage(msg string) string {
 		return ""
 	}
 	return fmt.Sprintf("%s %q: not %s", flag, value, want)
+}
+
+// writeOptions sets, in o (made if nil), what the global flags say of a
+// writable open: --disk-reserve.
+func (a *app) writeOptions(o *db.Options) *db.Options {
+	if o == nil {
+		o = &db.Options{}
+	}
+	switch {
+	case a.diskReserveMiB > 0:
+		o.DiskReserve = a.diskReserveMiB << 20
+	case a.diskReserveMiB < 0:
+		o.DiskReserve = -1
+	}
+	return o
 }

@@ -130,7 +130,7 @@ func (a *app) serve(so *serveOptions) error {
 	if onRedis && so.addr == "" {
 		return usagef("an index on Redis has no directory for the Unix socket: give --addr HOST:PORT (any number of servers may serve it)")
 	}
-	d, err := db.Open(a.dbDir, &db.Options{MustExist: true, Logger: log})
+	d, err := db.Open(a.dbDir, a.writeOptions(&db.Options{MustExist: true, Logger: log}))
 	if err != nil {
 		return lockedHint(err, a.dbDir)
 	}

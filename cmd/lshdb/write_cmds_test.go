@@ -1106,3 +1106,34 @@ func TestDeleteManyMissing(t *testing.T) {
 		t.Fatal("fox1 is still stored")
 	}
 }
+
+// Ensure that --disk-reserve reaches the library's DiskReserve for the
+// writes of a command: a reserve larger than any disk refuses a build as a
+// full disk, naming the flag (not the library's option) and storing
+// nothing, where the default and -1 build; and that a bad value is a
+// usage error.
+func TestDiskReserveFlag(t *testing.T) {
+	dir := t.TempDir()
+	idx := filepath.Join(dir, "idx")
+	in := "../../testdata/cmd/inputs/docs.jsonl"
+	mustRun(t, "build", "--db", idx, in)
+	huge := fmt.Sprint(int64(1) << 40) // MiB: an exbibyte
+	for _, args := range [][]string{{"build", "--db", idx, "--disk-reserve", huge, in}, {"insert", "--db", idx, "--disk-reserve", huge, in}} {
+		_, errOut, code := runLine(args, "")
+		if code != 1 || !strings.Contains(errOut, "disk full") || !strings.Contains(errOut, "--disk-reserve MiB changes it") || strings.Contains(errOut, "Options.") {
+			t.Errorf("%s under a reserve larger than the disk: exit %d %s", args[0], code, errOut)
+		}
+	}
+	// NB: a new index under it: no "open it read-only" (there is none).
+	_, errOut, code := runLine([]string{"build", "--db", filepath.Join(dir, "new"), "--disk-reserve", huge, in}, "")
+	if code != 1 || !strings.Contains(errOut, "disk full") || strings.Contains(errOut, "read-only") {
+		t.Errorf("a new index under a reserve larger than the disk: exit %d %s", code, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "new")); err == nil {
+		t.Error("a refused build left a new index behind")
+	}
+	mustRun(t, "build", "--db", idx, "--disk-reserve", "-1", in)
+	if _, errOut, code := runLine([]string{"build", "--db", idx, "--disk-reserve", "-2", in}, ""); code != 2 || !strings.Contains(errOut, "--disk-reserve -2") {
+		t.Errorf("--disk-reserve -2: exit %d %s", code, errOut)
+	}
+}
