@@ -685,6 +685,24 @@ func (a *app) stderrIsTerminal() bool {
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
+// stderrWidth is the width of the terminal stderr writes to, 0 when it
+// is none or does not say.
+func (a *app) stderrWidth() int {
+	w := a.stderr
+	if e, ok := w.(*errWriter); ok {
+		w = e.w
+	}
+	f, ok := w.(*os.File)
+	if !ok {
+		return 0
+	}
+	width, _, err := term.GetSize(int(f.Fd()))
+	if err != nil {
+		return 0
+	}
+	return max(width, 0)
+}
+
 // formatNote says which index formats this build writes and reads: new
 // indexes are codec.FormatVersion; an older one keeps its format (a
 // format 3 one becomes codec.ExpiryFormatVersion at its first document

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/lshdb/lshdb/db"
 	"github.com/schollz/progressbar/v3"
@@ -214,10 +215,9 @@ func (a *app) phaseReporter(what string, start time.Time) (report func(db.Progre
 			if total <= 0 {
 				total = -1 // NB: a spinner: the total is not known ahead
 			}
-			bar = progressbar.NewOptions64(total, progressbar.OptionSetWriter(a.stderr),
-				progressbar.OptionSetDescription(fmt.Sprintf("%s %d/%d: %s", what, p.Step, p.Steps, p.Phase)),
+			bar = progressbar.NewOptions64(total, a.barOptions(fmt.Sprintf("%s %d/%d: %s", what, p.Step, p.Steps, p.Phase), total, false,
 				progressbar.OptionShowCount(), progressbar.OptionSetPredictTime(true),
-				progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish())
+				progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish())...)
 		}
 		bar.Set64(p.Done)
 	}
@@ -243,8 +243,41 @@ func (a *app) countBar(what string, total int) (set func(n int), done func()) {
 	default:
 		return func(int) {}, func() {}
 	}
-	bar := progressbar.NewOptions(total, progressbar.OptionSetWriter(a.stderr),
-		progressbar.OptionSetDescription(what), progressbar.OptionShowCount(), progressbar.OptionSetPredictTime(true),
-		progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish())
+	bar := progressbar.NewOptions(total, a.barOptions(what, int64(total), false, progressbar.OptionShowCount(), progressbar.OptionSetPredictTime(true),
+		progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish())...)
 	return func(n int) { bar.Set(n) }, func() { bar.Finish() }
+}
+
+// barWidth is the most cells a progress bar takes.
+const barWidth = 40
+
+// barOptions are the options of a progress bar on stderr described by
+// desc, of total items (-1: unknown; bytes: shown in bytes), followed by
+// more: its writer, its description, and a width that keeps the line
+// within the terminal's. NB: the bar library measures the terminal only
+// through an *os.File, and stderr is wrapped: its 40-cell bars made lines
+// of 94 to 120 columns on an 80-column terminal, which wrapped, and each
+// redraw cleared only the last row. A description too long to leave room
+// is cut.
+func (a *app) barOptions(desc string, total int64, bytes bool, more ...progressbar.Option) []progressbar.Option {
+	width := barWidth
+	if cols := a.stderrWidth(); cols > 0 {
+		// NB: what the line holds besides the description and the bar:
+		// " 100% |", "| (N/N, …)" or "(1.2 GB/3.4 GB, …)", " [1h2m3s:4h5m6s]".
+		digits := len(strconv.FormatInt(max(total, 1), 10))
+		stats := 8 + 2*digits + 6 + 20
+		if bytes {
+			stats = 8 + 22 + 12 + 20
+		}
+		room := cols - 1 - stats
+		if n := utf8.RuneCountInString(desc); n > room-10 {
+			keep := max(room-10-1, 8)
+			if n > keep {
+				desc = string([]rune(desc)[:keep]) + "…"
+			}
+		}
+		width = min(barWidth, max(room-utf8.RuneCountInString(desc), 5))
+	}
+	return append([]progressbar.Option{progressbar.OptionSetWriter(a.stderr), progressbar.OptionSetDescription(desc),
+		progressbar.OptionSetWidth(width)}, more...)
 }

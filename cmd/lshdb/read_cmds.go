@@ -68,6 +68,9 @@ func (a *app) queryCmd() *cobra.Command {
 				}
 			}
 			if given != 1 {
+				if a.shellDB != nil {
+					return usagef("give exactly one of --id and --text") // NB: the shell takes no file
+				}
 				return usagef("give exactly one of --id, --text and --file")
 			}
 			if c.Flags().Changed("top") && top < 1 {

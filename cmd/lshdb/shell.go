@@ -320,6 +320,11 @@ func (a *app) shellLine(line string) (done bool, err error) {
 	}
 	name := words[0]
 	if slices.Contains(shellExits, name) {
+		if len(words) > 1 {
+			// NB: "quit now" left at once, skipping the rest of a script,
+			// where any other statement with a stray word fails.
+			return false, usagef("%s takes nothing after it (type %s to leave)", name, name)
+		}
 		return true, nil
 	}
 	if name == "help" {
@@ -416,22 +421,37 @@ func checkShellFlags(name string, spec shellSpec, c *cobra.Command, args []strin
 // flags.
 func (a *app) shellHelp(args []string) error {
 	if len(args) == 0 {
-		fmt.Fprintln(a.stdout, `commands (help CMD for one; every command but put takes --output json):
+		fmt.Fprintln(a.stdout, `commands (help CMD for one; every command but put and help takes --output json, pairs also csv or tsv):
   info | stats | buckets [--band B] [--top N] | bucket BAND BUCKET | get ID
   query (--id ID | --text TEXT) [--threshold T] [--top K] [--estimate-only]
   explain ID1 ID2 | pairs [--threshold T] [--limit N] [--stats] [--sort=false]
-  clusters [--threshold T] | tune [--threshold T] | check | purge | put [--ttl D] ID TEXT... | delete ID...
+  clusters [--threshold T] [--mode M] [--keep K] | tune [--threshold T] | check | purge
+  put [--ttl D] ID TEXT... | delete [--ignore-missing] ID...
   exit (or quit, .quit, \q, Ctrl-D); Ctrl-C cancels the running statement`)
 		return nil
 	}
 	name := args[0]
+	if slices.Contains(shellExits, name) {
+		fmt.Fprintln(a.stdout, "usage: exit (or quit, .quit, .exit, \\q, Ctrl-D)\n  leave the shell (its index is closed)")
+		return nil
+	}
+	if name == "help" {
+		fmt.Fprintln(a.stdout, "usage: help [CMD]\n  the shell's commands, or one command's usage and flags")
+		return nil
+	}
+	if strings.HasPrefix(name, "-") {
+		return usagef("help takes a command's name, not %s (type help)", name)
+	}
 	spec, ok := shellSpecs[name]
 	if !ok {
 		return usagef("no command %q (type help)", name)
 	}
-	if name == "put" {
+	switch name {
+	case "put":
 		fmt.Fprintf(a.stdout, "usage: %s\n", spec.usage)
-	} else {
+	case "pairs":
+		fmt.Fprintf(a.stdout, "usage: %s [--output table|json|csv|tsv]\n", spec.usage)
+	default:
 		fmt.Fprintf(a.stdout, "usage: %s [--output table|json]\n", spec.usage)
 	}
 	root := a.rootCmd()

@@ -177,3 +177,41 @@ func drain(ctl *os.File) <-chan string {
 	}()
 	return drawn
 }
+
+// Ensure that the bars drawn on a narrow terminal stay within its width
+// (the oracle: the terminal's own size, set with TIOCSWINSZ, against
+// every segment drawn between two \r or \n): 40-cell bars made lines of
+// 94 to 120 columns on an 80-column terminal, which wrapped, leaving
+// fragments of each redraw behind.
+func TestBarsFitTheTerminal(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "docs.jsonl")
+	var in strings.Builder
+	for i := range 3000 {
+		fmt.Fprintf(&in, "{\"id\":\"d%d\",\"text\":\"document %d says something about %d things and more\"}\n", i, i%300, i%37)
+	}
+	os.WriteFile(file, []byte(in.String()), 0o644)
+	idx := filepath.Join(dir, "idx")
+	for _, cols := range []uint16{60, 80} {
+		for _, args := range [][]string{{"build", "--db", idx, file}, {"pairs", "--db", idx}, {"clusters", "--db", idx}} {
+			ctl, tty := openPTY(t)
+			ws := struct{ row, col, x, y uint16 }{24, cols, 0, 0}
+			if _, _, e := syscall.Syscall(syscall.SYS_IOCTL, tty.Fd(), syscall.TIOCSWINSZ, uintptr(unsafe.Pointer(&ws))); e != 0 {
+				t.Skipf("sizing the pseudo-terminal: %v", e)
+			}
+			drawn := drain(ctl)
+			var out strings.Builder
+			code := run(context.Background(), args, strings.NewReader(""), &out, tty)
+			tty.Close()
+			got := drainedTerminal(ctl, drawn)
+			if code != 0 || !strings.Contains(got, "%") {
+				t.Fatalf("%s on a terminal: exit %d, drew %q", args[0], code, got)
+			}
+			for _, seg := range strings.FieldsFunc(got, func(r rune) bool { return r == '\r' || r == '\n' }) {
+				if n := len([]rune(seg)); n > int(cols) && strings.Contains(seg, "%") {
+					t.Errorf("%s on a %d-column terminal drew %d columns: %q", args[0], cols, n, seg)
+				}
+			}
+		}
+	}
+}

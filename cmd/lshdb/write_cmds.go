@@ -563,14 +563,14 @@ func (a *app) progress(name, noun string, in *inputFlags, paths []string) (add f
 		return func(int) {}, func() {}
 	}
 	if total > 0 {
-		bar := progressbar.NewOptions64(total, progressbar.OptionSetWriter(a.stderr), progressbar.OptionSetDescription(name),
+		bar := progressbar.NewOptions64(total, a.barOptions(name, total, true,
 			progressbar.OptionShowBytes(true), progressbar.OptionSetPredictTime(true), progressbar.OptionShowElapsedTimeOnFinish(),
-			progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish())
+			progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish())...)
 		in.Progress = func(n int64) { bar.Add64(n) }
 		return func(int) {}, func() { bar.Finish() }
 	}
-	bar := progressbar.NewOptions64(-1, progressbar.OptionSetWriter(a.stderr), progressbar.OptionSetDescription(name),
-		progressbar.OptionShowCount(), progressbar.OptionShowIts(), progressbar.OptionClearOnFinish())
+	bar := progressbar.NewOptions64(-1, a.barOptions(name, -1, false,
+		progressbar.OptionShowCount(), progressbar.OptionShowIts(), progressbar.OptionClearOnFinish())...)
 	return func(n int) { bar.Add(n) }, func() { bar.Finish() }
 }
 
