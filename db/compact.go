@@ -19,7 +19,9 @@ import (
 // (the store is left as it was, or partly compacted).
 //
 // On Redis it does nothing (Redis frees a deleted key's memory at once).
-// A read-only handle gets ErrReadOnly.
+// A read-only handle gets ErrReadOnly. It needs free space for the
+// store's size beyond Options.DiskReserve, and is refused with
+// ErrDiskFull without it (nothing done).
 func (db *DB) Compact(ctx context.Context) error {
 	if err := db.enter(); err != nil {
 		return err
@@ -30,6 +32,14 @@ func (db *DB) Compact(ctx context.Context) error {
 	}
 	if db.rkv != nil {
 		return nil
+	}
+	// NB: a compaction writes the new tables before it deletes the old
+	// ones, up to the whole store at once (the last level), and Pebble
+	// panics when the disk fills: as a write, it is refused below the
+	// reserve with room for that (it ignored DiskReserve).
+	all, temp := dirBytesTemp(db.opts.FS, db.dir)
+	if err := db.roomFor(int64(all - temp)); err != nil {
+		return fmt.Errorf("compacting, which may rewrite the whole store before it frees the old one: %w", err)
 	}
 	ctx, cancel := db.opCtx(ctx)
 	defer cancel()

@@ -650,13 +650,15 @@ func (db *DB) derive() error {
 	return nil
 }
 
-// stopWordsOf is a list of stop words as a mismatch names it: "none" for
-// none (a message said "StopWords is  in the database").
+// stopWordsOf is a list of stop words as a mismatch compares and names
+// it: "none" for none (a message said "StopWords is  in the database");
+// sorted, each once, since they are a set (reopening with {"a","b"} an
+// index made with {"b","a"} was refused).
 func stopWordsOf(words []string) string {
 	if len(words) == 0 {
 		return "none"
 	}
-	return strings.Join(words, ",")
+	return strings.Join(slices.Compact(slices.Sorted(slices.Values(words))), ",")
 }
 
 // checkOptions refuses non-zero options that differ from the manifest.

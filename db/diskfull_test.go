@@ -47,6 +47,24 @@ func TestDiskReserve(t *testing.T) {
 	if _, err := d.PurgeEmptyLists(context.Background()); err != nil && !errors.Is(err, ErrDiskFull) {
 		t.Fatalf("PurgeEmptyLists with 4 MiB free: %v", err)
 	}
+	// NB: Compact ignored the reserve, and writes the most of all.
+	if err := d.Compact(context.Background()); !errors.Is(err, ErrDiskFull) {
+		t.Fatalf("Compact with 4 MiB free: %v, want ErrDiskFull", err)
+	}
+	// It needs room for the store beyond the reserve.
+	if store := int64(dirBytes(fs, "idx")); store > 0 {
+		fs.TestingSetDiskUsage(vfs.DiskUsage{AvailBytes: uint64(8<<20 + store/2), TotalBytes: 1 << 30})
+		if err := d.Compact(context.Background()); !errors.Is(err, ErrDiskFull) || !strings.Contains(err.Error(), "whole store") {
+			t.Fatalf("Compact with room for half the store beyond the reserve: %v, want ErrDiskFull", err)
+		}
+		fs.TestingSetDiskUsage(vfs.DiskUsage{AvailBytes: uint64(8<<20 + 2*store), TotalBytes: 1 << 30})
+		if err := d.Compact(context.Background()); err != nil {
+			t.Fatalf("Compact with room for the store beyond the reserve: %v", err)
+		}
+		fs.TestingSetDiskUsage(vfs.DiskUsage{AvailBytes: 4 << 20, TotalBytes: 1 << 30})
+	} else {
+		t.Fatal("an index of no bytes")
+	}
 	if n, _ := d.Count(); n != 1 {
 		t.Fatalf("Count = %d after refused writes, want 1", n)
 	}

@@ -142,6 +142,25 @@ func (e *QueryError) Error() string {
 
 func (e *QueryError) Unwrap() error { return e.Err }
 
+// idError names the document whose error err is, after err's sentinel:
+// "lshdb: invalid document: "l": …". NB: it was "%q: %w", which put
+// the sentinel's own "lshdb: " inside ("lshdb: document 0: "l": lshdb:
+// invalid document: …").
+type idError struct {
+	id  string
+	err error
+}
+
+func (e *idError) Error() string {
+	msg := strings.TrimPrefix(e.err.Error(), "lshdb: ")
+	if head, tail, ok := strings.Cut(msg, ": "); ok {
+		return "lshdb: " + head + ": " + strconv.Quote(e.id) + ": " + tail
+	}
+	return "lshdb: " + msg + ": " + strconv.Quote(e.id)
+}
+
+func (e *idError) Unwrap() error { return e.err }
+
 // MismatchError reports an option that differs from the stored parameter.
 // It matches ErrParamsMismatch with errors.Is.
 type MismatchError struct {

@@ -24,6 +24,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/lshdb/lshdb/codec"
 	"github.com/lshdb/lshdb/compaction"
+	"github.com/lshdb/lshdb/minhash"
 )
 
 // TestHelperHoldLock is not a test: the lock test runs the test binary
@@ -97,6 +98,19 @@ func TestErrParamsMismatch(t *testing.T) {
 	// A list the database does not have is named as none, not as nothing.
 	if _, err := Open("db", &Options{fs: fs, StopWords: []string{"a", "the"}}); err == nil || !strings.Contains(err.Error(), "StopWords is none in the database, a,the was requested") {
 		t.Errorf("stop words: %v", err)
+	}
+	// Stop words are a set: their order and repeats are no change.
+	sw := mustOpen(t, "sw", &Options{fs: fs, Shingle: minhash.ShingleWord, StopWords: []string{"the", "a", "the"}})
+	sw.Close()
+	for _, words := range [][]string{{"a", "the"}, {"the", "a"}, {"a", "a", "the"}} {
+		if d, err := Open("sw", &Options{fs: fs, StopWords: words}); err != nil {
+			t.Errorf("reopening with stop words %v: %v", words, err)
+		} else {
+			d.Close()
+		}
+	}
+	if _, err := Open("sw", &Options{fs: fs, StopWords: []string{"a", "an"}}); !errors.Is(err, ErrParamsMismatch) {
+		t.Errorf("reopening with other stop words: %v, want ErrParamsMismatch", err)
 	}
 	d := mustOpen(t, "db", &Options{fs: fs})
 	defer d.Close()
@@ -807,5 +821,17 @@ func TestSingleWritesDoNotSkip(t *testing.T) {
 		if _, err := Open(filepath.Join(t.TempDir(), "x"), &Options{ExpirySweep: every}); !errors.Is(err, ErrInvalidOptions) {
 			t.Errorf("ExpirySweep %v: %v, want ErrInvalidOptions", every, err)
 		}
+	}
+}
+
+// Ensure that a document refused for its set or signature is named once,
+// after its sentinel, with one "lshdb: " (it read "lshdb: document 0:
+// "l": lshdb: invalid document: …").
+func TestIDErrorMessage(t *testing.T) {
+	d := mustOpen(t, t.TempDir(), &Options{Storage: StorageSets, Scheme: minhash.SchemeDatasketch})
+	defer d.Close()
+	_, err := d.PutBatch([]Doc{{ID: "l", Set: Hashes(1 << 40)}}, nil)
+	if !errors.Is(err, ErrInvalidDoc) || strings.Count(err.Error(), "lshdb: ") != 1 || !strings.Contains(err.Error(), `invalid document: "l": `) {
+		t.Fatalf("%v; want ErrInvalidDoc, one lshdb: prefix, the id after the sentinel", err)
 	}
 }

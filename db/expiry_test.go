@@ -80,11 +80,11 @@ func TestExpiryPebble(t *testing.T) {
 	defer func() { d.Close() }()
 	// NB: the next four wrapped around the int64 of Unix nanoseconds (a
 	// write failed in the codec, or stored an expiry in the past: the
-	// document was gone at once; year 9999 was "before 1970").
+	// document was gone at once; year 9999 was "before 1970"). A time
+	// before 1970 is past, and taken (TestPastExpireAtReplaces).
 	for _, wo := range []*WriteOptions{{TTL: -time.Second}, {TTL: time.Second, ExpireAt: clock.now()},
 		{TTL: 250 * 365 * 24 * time.Hour}, {TTL: time.Duration(math.MaxInt64)},
-		{ExpireAt: time.Date(2600, 1, 1, 0, 0, 0, 0, time.UTC)}, {ExpireAt: time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC)},
-		{ExpireAt: time.Date(1969, 12, 31, 0, 0, 0, 0, time.UTC)}} {
+		{ExpireAt: time.Date(2600, 1, 1, 0, 0, 0, 0, time.UTC)}, {ExpireAt: time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC)}} {
 		if err := d.Put(Doc{ID: "x", Text: "some text"}, wo); !errors.Is(err, ErrInvalidOptions) {
 			t.Fatalf("Put with %+v: %v, want ErrInvalidOptions", wo, err)
 		}
@@ -485,6 +485,13 @@ func TestPastExpireAtReplaces(t *testing.T) {
 	}
 	if n, err := d.Count(); n != 1 || err != nil {
 		t.Fatalf("Count after the sweep = %d, %v; want 1", n, err)
+	}
+	// NB: a time before 1970 is past too (it was refused).
+	if err := d.Put(Doc{ID: "b", Text: expiryTexts["b"]}, &WriteOptions{ExpireAt: time.Date(1900, 1, 1, 0, 0, 0, 0, time.UTC)}); err != nil {
+		t.Fatalf("Put with an ExpireAt in 1900: %v", err)
+	}
+	if _, err := d.Get("b"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Get(b) after a put that expired in 1900: %v, want ErrNotFound", err)
 	}
 	if rep, err := d.Check(ctx); err != nil || !rep.OK() {
 		t.Fatalf("Check: %+v %v", rep, err)

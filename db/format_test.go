@@ -101,6 +101,9 @@ func checkGolden(t *testing.T, d *DB, docs map[string]string) {
 		if p.Storage != StorageNone && !slices.Equal(doc.Shingles, m.docs[id].set) {
 			t.Fatalf("%s: the stored set differs from the model's", id)
 		}
+		if p.Storage == StorageNone && doc.Shingles != nil {
+			t.Fatalf("%s: none mode's Shingles %v, want nil (as documented)", id, doc.Shingles)
+		}
 	}
 	rep, err := d.Check(context.Background())
 	if err != nil || !rep.OK() {

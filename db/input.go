@@ -134,7 +134,7 @@ func (db *DB) prepareGiven(d *Doc, sk *minhash.Sketcher) (prepared, error) {
 			return prepared{}, fmt.Errorf("%w: %q: a %s index verifies every answer and needs each document's %s; put it (%s), or keep signatures in an index created with Storage none", ErrStorageMode, d.ID, db.man.Storage, kind, call)
 		}
 		if err := db.checkSignature(d.Signature); err != nil {
-			return prepared{}, fmt.Errorf("%q: %w", d.ID, err)
+			return prepared{}, &idError{d.ID, err}
 		}
 		sig = slices.Clone(d.Signature)
 		// NB: a signature put has no set size: SetLen 0 says so (no other
@@ -147,7 +147,7 @@ func (db *DB) prepareGiven(d *Doc, sk *minhash.Sketcher) (prepared, error) {
 		}
 		var err error
 		if set, err = d.Set.elements(sk, make([]uint64, 0, d.Set.Len())); err != nil {
-			return prepared{}, fmt.Errorf("%q: %w", d.ID, err)
+			return prepared{}, &idError{d.ID, err}
 		}
 		if len(set) == 0 {
 			return prepared{}, fmt.Errorf("%w: %q: an empty set", ErrEmptyDocument, d.ID)

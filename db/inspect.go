@@ -166,7 +166,10 @@ func idOf(r pebble.Reader, n uint64) (string, int64, error) {
 }
 
 // Bucket returns the ids of the members of one posting list, in insertion
-// order (an absent list has none).
+// order (an absent list has none). bucket is the index's own, as
+// Buckets, Stats' hot buckets and Explain (BandKeysA, BandKeysB) give it:
+// 32 bits since format 2 (a wider value, such as a key of
+// bands.AppendKeys, is refused with ErrInvalidOptions).
 func (db *DB) Bucket(band int, bucket uint64) ([]string, error) {
 	if err := db.enter(); err != nil {
 		return nil, err

@@ -87,7 +87,8 @@ type LoadResult struct {
 // Load bulk-loads documents, the fast path for large inputs: no WAL, no
 // memtable, signatures on every core. It works on an existing index: a
 // document whose id is stored replaces it, and when an id repeats in docs
-// the last one wins. The result is the index that [DB.Put] of each
+// the last one stored wins (one skipped as empty, with SkipEmpty, leaves
+// the one before it). The result is the index that [DB.Put] of each
 // document in order would have produced, doc numbers included. Each
 // document is copied as it is read: docs may reuse its buffers (Meta,
 // Signature, a Set's slice) from one document to the next.
@@ -357,7 +358,8 @@ func (l *loader) readAndPrepare(ctx context.Context, docs iter.Seq2[Doc, error])
 	if err := g.Wait(); err != nil {
 		return err
 	}
-	if l.o.Progress != nil {
+	if l.o.Progress != nil && (l.read%10000 != 0 || l.read == 0) {
+		// NB: a count that is a multiple of 10,000 was reported as read.
 		l.o.Progress(l.read)
 	}
 	// NB: sorting the postings overlaps stages 2 and 3 until the posting

@@ -801,3 +801,46 @@ func TestLoadDeleteAbsent(t *testing.T) {
 		}
 	}
 }
+
+// Ensure that a Load budget larger than any machine's memory loads (the
+// sorters allocate as they fill beyond a bound): 256 GiB ended the
+// process with "out of memory" at the first document, and 1<<62 panicked
+// in makeslice on a worker goroutine (an embedder's review).
+func TestLoadHugeMemoryBudget(t *testing.T) {
+	d := mustOpen(t, "huge", &Options{fs: vfs.NewMem()})
+	defer d.Close()
+	for i, m := range []int{256 << 30, 1 << 62} {
+		docs := []Doc{{ID: fmt.Sprint("a", i), Text: "a document loaded under a huge budget"}, {ID: fmt.Sprint("b", i), Text: "another one, loaded with it"}}
+		res, err := d.Load(context.Background(), seqOf(docs), &LoadOptions{Memory: m})
+		if err != nil || res.Stored != 2 {
+			t.Fatalf("Memory %d: %+v %v", m, res, err)
+		}
+	}
+	if n, err := d.Count(); err != nil || n != 4 {
+		t.Fatalf("count %d %v", n, err)
+	}
+}
+
+// Ensure that LoadOptions.Progress is called every 10,000 documents read
+// and once at the end, each count once (a count that is a multiple of
+// 10,000 was reported twice).
+func TestLoadProgressCounts(t *testing.T) {
+	for _, c := range []struct {
+		n    int
+		want []int
+	}{{20000, []int{10000, 20000}}, {12345, []int{10000, 12345}}, {0, []int{0}}} {
+		d := mustOpen(t, "p", &Options{fs: vfs.NewMem()})
+		docs := make([]Doc, c.n)
+		for i := range docs {
+			docs[i] = Doc{ID: fmt.Sprint(i), Text: fmt.Sprintf("document %d of the load", i)}
+		}
+		var got []int
+		if _, err := d.Load(context.Background(), seqOf(docs), &LoadOptions{Progress: func(n int) { got = append(got, n) }}); err != nil {
+			t.Fatal(err)
+		}
+		d.Close()
+		if !slices.Equal(got, c.want) {
+			t.Errorf("%d documents: Progress called with %v, want %v", c.n, got, c.want)
+		}
+	}
+}

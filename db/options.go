@@ -341,7 +341,10 @@ func (wo *WriteOptions) expires(now time.Time) (int64, error) {
 	case wo.TTL > 0 && !wo.ExpireAt.IsZero():
 		return 0, invalid("TTL and ExpireAt are both set (one at most)")
 	case !wo.ExpireAt.IsZero() && !wo.ExpireAt.After(time.Unix(0, 0)):
-		return 0, invalid("ExpireAt %v is not after 1970", wo.ExpireAt)
+		// NB: a time already past is accepted, as the field says: one
+		// before 1970 too (it was refused), stored as the earliest expiry
+		// (0 means none, and UnixNano wraps before 1678).
+		return 1, nil
 	case wo.ExpireAt.After(lastExpiry):
 		return 0, invalid("ExpireAt %v is after %v, the latest expiry an index can store", wo.ExpireAt, lastExpiry)
 	case wo.TTL > 0 && now.Add(wo.TTL).After(lastExpiry):

@@ -33,8 +33,14 @@ type progressKey struct{}
 // httptrace hooks into a request: no method takes an extra argument, and
 // a call without it does no progress work at all.
 //
-// A call through db/client does not report progress.
+// A call through db/client does not report progress. A nil fn reports
+// nothing (not even to a function an outer WithProgress gave).
 func WithProgress(ctx context.Context, fn func(Progress)) context.Context {
+	if fn == nil {
+		// NB: as httptrace's nil hooks (it was a nil dereference on the
+		// call's goroutine); a nil reporter's methods do nothing.
+		return context.WithValue(ctx, progressKey{}, (*progress)(nil))
+	}
 	return context.WithValue(ctx, progressKey{}, &progress{fn: fn})
 }
 

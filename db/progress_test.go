@@ -195,3 +195,27 @@ func TestLoadProgress(t *testing.T) {
 		}
 	}
 }
+
+// Ensure that WithProgress with a nil function reports nothing and
+// breaks nothing (it was a nil dereference in every call given it), even
+// inside a context that reports to another function.
+func TestWithProgressNil(t *testing.T) {
+	d := mustOpen(t, t.TempDir(), nil)
+	defer d.Close()
+	outer := 0
+	ctx := WithProgress(WithProgress(context.Background(), func(Progress) { outer++ }), nil)
+	if _, err := d.Load(ctx, seqOf([]Doc{{ID: "a", Text: "a document loaded"}, {ID: "b", Text: "a document loaded too"}}), nil); err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := d.Check(ctx); err != nil || !rep.OK() {
+		t.Fatalf("check: %+v %v", rep, err)
+	}
+	for _, err := range d.Pairs(ctx, &PairsOptions{Threshold: 0.5}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if outer != 0 {
+		t.Errorf("the outer function was called %d times under a nil one", outer)
+	}
+}

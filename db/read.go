@@ -95,6 +95,9 @@ func (db *DB) lookupStored(v view, id string, rec *docData) (uint64, error) {
 
 func toDocument(n uint64, r *docData) *StoredDoc {
 	d := &StoredDoc{ID: r.ID, Num: n, HasText: r.HasText, Text: r.Text, Meta: r.Meta, Shingles: r.Set, Signature: r.Signature}
+	if len(d.Shingles) == 0 {
+		d.Shingles = nil // NB: none mode's, as documented (it was empty, not nil)
+	}
 	if r.Expires != 0 {
 		d.ExpiresAt = time.Unix(0, r.Expires).UTC()
 	}

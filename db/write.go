@@ -330,8 +330,10 @@ type BatchResult struct {
 
 // PutBatch stores documents atomically: all of them or, on any error,
 // none. A document whose id is already stored replaces it; when an id
-// repeats within docs, the last one wins (the earlier ones are dropped
-// unchecked). Every document to be stored is checked before
+// repeats within docs, the result is Put of each in order: the last one
+// stored wins (Repeated counts the others), and one skipped as empty
+// (WriteOptions.SkipEmpty) leaves the one before it. Every document is
+// checked, an earlier copy of an id too, before
 // anything is written: an invalid id (ErrInvalidID), a text with no
 // shingles (ErrEmptyDocument) or one too large (ErrDocTooLarge) fails the
 // whole call and names the document; with WriteOptions.SkipEmpty,

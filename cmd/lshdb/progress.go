@@ -107,7 +107,10 @@ func fraction(done, total int64, elapsed time.Duration, unit func(int64) string,
 		return unit(done) + noun
 	}
 	pct := fmt.Sprintf("%.0f%%", 100*float64(done)/float64(total))
-	if done > 0 && done < total {
+	// NB: no estimate before 1% is done: the first chunk of a phase is
+	// not its pace ("1024 of 48404301 (0%, about 16h1m53s left)", then 47 s
+	// two seconds later).
+	if done > 0 && done < total && done*100 >= total {
 		if left := time.Duration(float64(elapsed) * float64(total-done) / float64(done)); left >= time.Second {
 			pct += fmt.Sprintf(", about %s left%s", left.Round(time.Second), what)
 		}

@@ -175,12 +175,14 @@ func TestFraction(t *testing.T) {
 		{999, 1000, time.Second, "999 of 1000 (100%)"}, // under a second left
 		{7, 0, time.Second, "7"},                       // no total
 		{2, 3, 2 * time.Minute, "2 of 3 (67%, about 1m0s left to read)"},
+		{1024, 48404301, 2 * time.Second, "1024 of 48404301 (0%)"},                           // under 1%: not its pace yet
+		{484044, 48404301, time.Second, "484044 of 48404301 (1%, about 1m39s left to read)"}, // 1%
 	} {
 		if got := fraction(tc.done, tc.total, tc.elapsed, countUnit, "", " to read"); got != tc.want {
 			t.Errorf("fraction(%d, %d, %v) = %q, want %q", tc.done, tc.total, tc.elapsed, got, tc.want)
 		}
 	}
-	if got := fraction(1536, 3<<20, time.Second, byteUnit, "", ""); got != "1.5 KiB of 3.0 MiB (0%, about 34m7s left)" {
+	if got := fraction(48<<10, 3<<20, time.Second, byteUnit, "", ""); got != "48.0 KiB of 3.0 MiB (2%, about 1m3s left)" {
 		t.Errorf("bytes: %q", got)
 	}
 }

@@ -1,7 +1,12 @@
 // Package client talks to an lshdb server (lshdb serve, or a program that
-// serves db/httpapi's Handler) with the methods and types of *db.DB, so
-// that code written against the embedded database runs unchanged against
-// an index another process owns.
+// serves db/httpapi's Handler) with the methods and types of *db.DB: the
+// methods it has take and return what *db.DB's of the same name do, so
+// that code written against the embedded database's reads and writes runs
+// against an index another process owns. It has no method of the owner's
+// process alone: All (Scan streams the same), Sync, SweepExpired,
+// Metrics, PrepareBatch, PutPrepared, Dir, Created, OtherWriters and
+// Repair. No interface names the methods both share; a program that uses
+// either declares the one it needs.
 //
 //	c, err := client.Open("/var/lib/mydocs/lshdb.sock", nil)      // the owner's Unix socket
 //	c, err := client.Open("https://idx.example:7070", &client.Options{Token: tok})

@@ -162,7 +162,6 @@ func TestBadRequests(t *testing.T) {
 		{"POST", "/v1/docs", `{"id": "t", "text": "some text here", "ttl_ms": 18446744073710}`, "s3cret", 400, "invalid_options"},
 		{"POST", "/v1/docs", `{"id": "t", "text": "some text here", "ttl_ms": 9000000000000}`, "s3cret", 400, "invalid_options"},
 		{"POST", "/v1/docs", `{"id": "t", "text": "some text here", "expire_at": "2600-01-01T00:00:00Z"}`, "s3cret", 400, "invalid_options"},
-		{"POST", "/v1/docs", `{"id": "t", "text": "some text here", "expire_at": "0001-01-01T00:00:00Z"}`, "s3cret", 400, "invalid_options"},
 		{"POST", "/v1/docs/put-if-new?ttl_ms=18446744073710", `{"id": "t", "text": "some text here"}`, "s3cret", 400, "invalid_options"},
 		{"POST", "/v1/load?ttl_ms=18446744073710", `{"id": "t", "text": "some text here"}`, "s3cret", 400, "invalid_options"},
 		// NB: bytes that are not UTF-8 were decoded as U+FFFD: "\xff\xfe"
@@ -299,6 +298,30 @@ func TestPutNullFields(t *testing.T) {
 		id := fmt.Sprintf("n%d", i+1)
 		if ok, err := d.Has(id); !ok || err != nil {
 			t.Errorf("%s: %s not stored: %v", body, id, err)
+		}
+	}
+}
+
+// Ensure that an expire_at already past is taken as such, the zero time
+// and one before 1970 too (both were refused as invalid options): the
+// document is stored expired, and never returned.
+func TestPutExpireAtPast(t *testing.T) {
+	d := openFixture(t, 10, nil)
+	addr := startTCP(t, Handler(d, nil), 0)
+	for i, at := range []string{"0001-01-01T00:00:00Z", "1900-01-01T00:00:00Z", "2001-01-01T00:00:00Z"} {
+		id := fmt.Sprint("past", i)
+		body := fmt.Sprintf(`{"id": %q, "text": "a text that has already expired", "expire_at": %q}`, id, at)
+		resp, err := http.Post("http://"+addr+"/v1/docs", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("expire_at %s: status %d: %s", at, resp.StatusCode, b)
+		}
+		if ok, err := d.Has(id); ok || err != nil {
+			t.Errorf("expire_at %s: the document is returned (%v)", at, err)
 		}
 	}
 }

@@ -168,8 +168,9 @@ func Expiry(ttlMillis int64, expireAt string) (time.Duration, time.Time, error) 
 			return 0, at, fmt.Errorf("%w: expire_at %q is not an RFC 3339 time", ErrBadRequest, expireAt)
 		}
 		if at.IsZero() {
-			// NB: the zero time means "no expiry" to db.WriteOptions.
-			return 0, at, fmt.Errorf("%w: expire_at %q is not after 1970", db.ErrInvalidOptions, expireAt)
+			// NB: the zero time means "no expiry" to db.WriteOptions: as
+			// any time past, it is the earliest expiry.
+			at = time.Unix(0, 1)
 		}
 	}
 	// NB: in nanoseconds a TTL fills an int64 at 292 years: one longer

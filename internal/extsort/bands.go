@@ -90,8 +90,11 @@ func NewBandSorter(fs vfs.FS, dir, name string, budget, bands int) *BandSorter {
 func (s *BandSorter) Add(band int, e BandEntry) error {
 	r := s.regions[band]
 	if r == nil {
-		// NB: allocated once at full size; pages are touched as they fill.
-		r = make([]BandEntry, 0, s.per)
+		// NB: allocated once at full size, pages touched as they fill,
+		// up to a size any machine reserves: a budget larger than the
+		// machine's memory (Load's Memory of 256 GiB) ended the process
+		// at the first document. Above it, a region grows as it fills.
+		r = make([]BandEntry, 0, min(s.per, upfrontBytes/bandEntryBytes/len(s.regions)))
 	} else if len(r) == s.per {
 		if err := s.spill(); err != nil {
 			return err
@@ -109,8 +112,8 @@ func (s *BandSorter) sortRegion(band int) {
 		slices.SortFunc(v, CompareBandEntry)
 		return
 	}
-	if s.tmp == nil {
-		s.tmp = make([]BandEntry, s.per)
+	if len(s.tmp) < len(v) {
+		s.tmp = make([]BandEntry, max(len(v), min(s.per, upfrontBytes/bandEntryBytes)))
 	}
 	// Slots by the top bits of the bucket: one or two entries each. NB:
 	// the top bits of the buckets' width, not of the uint64: format 2's

@@ -32,6 +32,10 @@ type keyEnt struct {
 // keyEntSize is the memory of one entry besides its key.
 const keyEntSize = 24
 
+// upfrontBytes bounds what a sorter allocates before it holds anything:
+// its budget, up to this.
+const upfrontBytes = 1 << 30
+
 // NewKeySorter returns a sorter that holds about budget bytes (at least
 // 64 KiB) in memory and writes its runs as dir/name-NNNNNN.run.
 func NewKeySorter(fs vfs.FS, dir, name string, budget int) *KeySorter {
@@ -44,9 +48,10 @@ func (s *KeySorter) key(e keyEnt) []byte { return s.arena[e.off : e.off+e.klen] 
 func (s *KeySorter) Add(key []byte, tag uint64) error {
 	if s.ents == nil {
 		// NB: allocated once at full size (pages untouched until used):
-		// growing by append would hold two copies at a peak.
-		s.ents = make([]keyEnt, 0, s.budget/2/keyEntSize)
-		s.arena = make([]byte, 0, s.budget/2)
+		// growing by append would hold two copies at a peak. Up to a size
+		// any machine reserves (see BandSorter.Add); above it, they grow.
+		s.ents = make([]keyEnt, 0, min(s.budget/2, upfrontBytes)/keyEntSize)
+		s.arena = make([]byte, 0, min(s.budget/2, upfrontBytes))
 	}
 	// NB: the budget counts the entries' bookkeeping too: with short keys
 	// it is most of the memory.
