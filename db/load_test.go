@@ -148,7 +148,8 @@ func TestHelperLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	os.Stdout.WriteString("loading\n")
-	if _, err := d.Load(context.Background(), seqOf(loadDocs(20000)), &LoadOptions{Memory: 1 << 20}); err != nil {
+	del := os.Getenv("LSHDB_LOAD_DELETE") == "1"
+	if _, err := d.Load(context.Background(), seqOf(loadDocs(20000)), &LoadOptions{Memory: 1 << 20, DeleteAbsent: del}); err != nil {
 		t.Fatal(err)
 	}
 	os.Stdout.WriteString("loaded\n")
@@ -157,9 +158,11 @@ func TestHelperLoad(t *testing.T) {
 
 // Ensure that killing the process (SIGKILL) at a random moment of a bulk
 // load leaves the index exactly as it was before the load, or (if the kill
-// came after the ingest) with all of it; it checks clean either way.
+// came after the ingest) with all of it; it checks clean either way. Every
+// other trial deletes what the load does not hold (DeleteAbsent): all of
+// it then is the load's documents and no others.
 func TestLoadKilled(t *testing.T) {
-	trials := 6
+	trials := 8
 	if testing.Short() {
 		trials = 2
 	}
@@ -175,8 +178,9 @@ func TestLoadKilled(t *testing.T) {
 		before, beforeRep := purgedStateOf(t, d)
 		d.Close()
 
+		del := trial%2 == 1
 		cmd := exec.Command(os.Args[0], "-test.run=^TestHelperLoad$")
-		cmd.Env = append(os.Environ(), "LSHDB_LOAD_DIR="+dir)
+		cmd.Env = append(os.Environ(), "LSHDB_LOAD_DIR="+dir, fmt.Sprintf("LSHDB_LOAD_DELETE=%d", map[bool]int{false: 0, true: 1}[del]))
 		stdout, _ := cmd.StdoutPipe()
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
@@ -185,7 +189,9 @@ func TestLoadKilled(t *testing.T) {
 		if line, err := br.ReadString('\n'); err != nil || line != "loading\n" {
 			t.Fatalf("helper: %q %v", line, err)
 		}
-		delay := time.Duration(rng.IntN(1600)) * time.Millisecond
+		// NB: a load of these takes about 0.3 s, one that deletes the
+		// absent longer: each trial may kill it before or after the ingest.
+		delay := time.Duration(rng.IntN(map[bool]int{false: 400, true: 900}[del])) * time.Millisecond
 		time.Sleep(delay)
 		cmd.Process.Kill() // SIGKILL
 		rest, _ := io.ReadAll(br)
@@ -199,11 +205,13 @@ func TestLoadKilled(t *testing.T) {
 		switch {
 		case maps.Equal(after, before) && reflect.DeepEqual(afterRep, beforeRep):
 			t.Logf("trial %d: killed after %v, before the ingest: index unchanged (%d docs)", trial, delay, n)
-		case n > uint64(len(before)):
-			t.Logf("trial %d: killed after %v, after the ingest (completed: %v): %d docs", trial, delay, completed, n)
+		case n != uint64(len(before)):
+			t.Logf("trial %d: killed after %v, after the ingest (completed: %v, deleting the absent: %v): %d docs", trial, delay, completed, del, n)
 			ids := map[string]bool{}
 			for i := range 200 {
-				ids[fmt.Sprintf("pre-%d", i)] = true
+				if !del {
+					ids[fmt.Sprintf("pre-%d", i)] = true
+				}
 			}
 			for _, doc := range loadDocs(20000) {
 				ids[doc.ID] = true
