@@ -115,6 +115,17 @@ func (db *DB) BackupWith(ctx context.Context, dir string, o BackupOptions) error
 		}
 		return fmt.Errorf("lshdb: backup: %w", err)
 	}
+	if o.Copy {
+		// NB: a copy of its own is a whole copy of the store, on the
+		// index's own filesystem whenever it has an effect (links work
+		// there only): refused, as a write, without room for it beyond
+		// the reserve (Pebble panics when the disk fills). It checked
+		// nothing (a review); the read-only copy does (copyFiles).
+		all, temp := dirBytesTemp(db.opts.FS, db.dir)
+		if err := db.roomFor(int64(all - temp)); err != nil {
+			return fmt.Errorf("backup with files of its own (a whole copy of the store): %w", err)
+		}
+	}
 	// NB: made beside dir and renamed once stamped (stampBackup), so that
 	// dir is never a copy with the original's instance.
 	tmp, release, err := db.backupTemp(dir)

@@ -538,3 +538,36 @@ func TestBackupCopy(t *testing.T) {
 	}
 	absent(".killed" + backupTempSuffix)
 }
+
+// Ensure that a backup with files of its own (Copy), a whole copy of the
+// store, is refused with ErrDiskFull without room for it beyond the
+// reserve, and leaves nothing (it checked nothing, where a read-only
+// handle's copy did); a plain backup, which links, is not.
+func TestBackupCopyNeedsRoom(t *testing.T) {
+	fs := vfs.NewMem()
+	d := mustOpen(t, "src", &Options{fs: fs, DiskReserve: 8 << 20})
+	defer d.Close()
+	for i := range 300 {
+		if err := d.Put(Doc{ID: fmt.Sprint("d", i), Text: fmt.Sprintf("document %d of the store, with words enough", i)}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := d.Compact(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	store := int64(dirBytes(fs, "src"))
+	fs.TestingSetDiskUsage(vfs.DiskUsage{AvailBytes: uint64(8<<20 + store/4), TotalBytes: 1 << 30})
+	if err := d.BackupWith(context.Background(), "copy", BackupOptions{Copy: true}); !errors.Is(err, ErrDiskFull) {
+		t.Fatalf("a copy with a quarter of the store free beyond the reserve: %v, want ErrDiskFull", err)
+	}
+	if _, err := fs.Stat("copy"); err == nil {
+		t.Fatal("a refused copy left its directory")
+	}
+	if err := d.Backup(context.Background(), "linked"); err != nil {
+		t.Fatalf("a plain backup with the same room: %v", err)
+	}
+	fs.TestingSetDiskUsage(vfs.DiskUsage{AvailBytes: uint64(8<<20 + 2*store), TotalBytes: 1 << 30})
+	if err := d.BackupWith(context.Background(), "copy", BackupOptions{Copy: true}); err != nil {
+		t.Fatalf("a copy with room for it: %v", err)
+	}
+}

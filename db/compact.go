@@ -19,9 +19,11 @@ import (
 // (the store is left as it was, or partly compacted).
 //
 // On Redis it does nothing (Redis frees a deleted key's memory at once).
-// A read-only handle gets ErrReadOnly. It needs free space for the
-// store's size beyond Options.DiskReserve, and is refused with
-// ErrDiskFull without it (nothing done).
+// A read-only handle gets ErrReadOnly. It needs free space beyond
+// Options.DiskReserve for the live data it writes anew (estimated as the
+// store's size times 1.5 times the live share of the documents ever
+// written, at most the store's size), and is refused with ErrDiskFull
+// without it (nothing done).
 func (db *DB) Compact(ctx context.Context) error {
 	if err := db.enter(); err != nil {
 		return err
@@ -34,12 +36,21 @@ func (db *DB) Compact(ctx context.Context) error {
 		return nil
 	}
 	// NB: a compaction writes the new tables before it deletes the old
-	// ones, up to the whole store at once (the last level), and Pebble
-	// panics when the disk fills: as a write, it is refused below the
-	// reserve with room for that (it ignored DiskReserve).
+	// ones, and Pebble panics when the disk fills: as a write, it is
+	// refused below the reserve (it ignored DiskReserve), with room for
+	// what it writes. That is about the live data, which a store of
+	// replaced and deleted documents holds a fraction of: the live share
+	// of the documents ever written, half again for what does not shrink
+	// with them (postings, ids). Room for the whole store refused the
+	// compaction a disk filling with replaced records needs (a review).
 	all, temp := dirBytesTemp(db.opts.FS, db.dir)
-	if err := db.roomFor(int64(all - temp)); err != nil {
-		return fmt.Errorf("compacting, which may rewrite the whole store before it frees the old one: %w", err)
+	need := int64(all - temp)
+	c := db.published.Load()
+	if written := max(c.NextDoc, 1) - 1; written > 0 && c.Live < written {
+		need = min(need, int64(float64(need)*float64(c.Live)/float64(written)*1.5))
+	}
+	if err := db.roomFor(need); err != nil {
+		return fmt.Errorf("compacting, which writes the live data anew before it frees the old: %w", err)
 	}
 	ctx, cancel := db.opCtx(ctx)
 	defer cancel()

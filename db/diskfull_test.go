@@ -54,7 +54,7 @@ func TestDiskReserve(t *testing.T) {
 	// It needs room for the store beyond the reserve.
 	if store := int64(dirBytes(fs, "idx")); store > 0 {
 		fs.TestingSetDiskUsage(vfs.DiskUsage{AvailBytes: uint64(8<<20 + store/2), TotalBytes: 1 << 30})
-		if err := d.Compact(context.Background()); !errors.Is(err, ErrDiskFull) || !strings.Contains(err.Error(), "whole store") {
+		if err := d.Compact(context.Background()); !errors.Is(err, ErrDiskFull) || !strings.Contains(err.Error(), "live data") {
 			t.Fatalf("Compact with room for half the store beyond the reserve: %v, want ErrDiskFull", err)
 		}
 		fs.TestingSetDiskUsage(vfs.DiskUsage{AvailBytes: uint64(8<<20 + 2*store), TotalBytes: 1 << 30})
@@ -319,5 +319,34 @@ func TestOpenRemovesLeftoversBeforeTheReserve(t *testing.T) {
 	}
 	if got, err := d.Get("a"); err != nil || got.ID != "a" {
 		t.Fatalf("Get(a) = %+v, %v", got, err)
+	}
+}
+
+// Ensure that Compact of a store of replaced documents needs room for
+// its live data, not for the whole store: four loads of the same
+// documents compact with half the store free beyond the reserve (room for
+// the whole store refused the compaction such a disk needs), and not with
+// a tenth of it.
+func TestCompactRoomForLiveData(t *testing.T) {
+	fs := vfs.NewMem()
+	d := mustOpen(t, "idx", &Options{fs: fs, DiskReserve: 8 << 20})
+	defer d.Close()
+	docs := make([]Doc, 2000)
+	for i := range docs {
+		docs[i] = Doc{ID: fmt.Sprint("d", i), Text: fmt.Sprintf("document %d, a text of some words that make shingles, %d", i, i*7)}
+	}
+	for range 4 {
+		if _, err := d.Load(context.Background(), seqOf(docs), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	store := int64(dirBytes(fs, "idx"))
+	fs.TestingSetDiskUsage(vfs.DiskUsage{AvailBytes: uint64(8<<20 + store/10), TotalBytes: 1 << 30})
+	if err := d.Compact(context.Background()); !errors.Is(err, ErrDiskFull) {
+		t.Fatalf("Compact with a tenth of the store free beyond the reserve: %v, want ErrDiskFull", err)
+	}
+	fs.TestingSetDiskUsage(vfs.DiskUsage{AvailBytes: uint64(8<<20 + store/2), TotalBytes: 1 << 30})
+	if err := d.Compact(context.Background()); err != nil {
+		t.Fatalf("Compact of a store three quarters replaced, with half of it free beyond the reserve: %v", err)
 	}
 }

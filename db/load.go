@@ -57,7 +57,9 @@ type LoadOptions struct {
 	// DeleteAbsent deletes, in the same atomic step, every document stored
 	// before the load whose id docs does not hold: the index then holds
 	// the load's documents and no others (a nightly build of a corpus
-	// whose documents come and go). A stored document is looked up as a
+	// whose documents come and go). An id whose only documents in docs
+	// are skipped as empty (SkipEmpty) is not held: its stored document
+	// is deleted, and counted. A stored document is looked up as a
 	// replaced one is (its record read for its postings). Not on Redis
 	// (ErrInvalidOptions). Default: false, a load only adds and replaces.
 	DeleteAbsent bool

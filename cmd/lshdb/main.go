@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"os/signal"
 	"regexp"
@@ -416,8 +417,9 @@ func (a *app) rootCmd() *cobra.Command {
 		if err := a.checkProgressFlags(); err != nil {
 			return err
 		}
-		if a.diskReserveMiB < -1 {
-			return usagef("--disk-reserve %d: give MiB, 0 for the default or -1 for no check", a.diskReserveMiB)
+		if a.diskReserveMiB < -1 || a.diskReserveMiB > math.MaxInt64>>20 {
+			// NB: one past it wrapped around to a negative reserve: no check.
+			return usagef("--disk-reserve %d: give MiB (at most %d), 0 for the default or -1 for no check", a.diskReserveMiB, int64(math.MaxInt64>>20))
 		}
 		if (a.output == "csv" || a.output == "tsv") && c.Name() != "pairs" {
 			return usagef("--output %s is for pairs only (use table or json)", a.output)
@@ -759,7 +761,7 @@ func mismatchLine(err error) string {
 }
 
 // badFlagValue is pflag's message for a value that does not parse.
-var badFlagValue = regexp.MustCompile(`^invalid argument "(.*)" for "(.*)" flag: (.*)$`)
+var badFlagValue = regexp.MustCompile(`^invalid argument ("(?:[^"\\]|\\.)*") for "(.*)" flag: (.*)$`)
 
 // flagValueMessage rewords pflag's message for a flag value that does not
 // parse ("invalid argument "abc" for "--threshold" flag:
@@ -770,16 +772,23 @@ func flagValueMessage(msg string) string {
 	if m == nil {
 		return ""
 	}
-	value, flag, why := m[1], m[2], m[3]
+	// NB: pflag quotes the value (%q): quoted again, it was escaped twice.
+	value, err := strconv.Unquote(m[1])
+	if err != nil {
+		return ""
+	}
+	flag, why := m[2], m[3]
+	if strings.HasSuffix(why, "value out of range") {
+		return fmt.Sprintf("%s %q: out of range", flag, value)
+	}
 	var want string
 	switch {
 	case strings.HasPrefix(why, "strconv.ParseFloat"):
 		want = "a number"
-	case strings.HasPrefix(why, "strconv.ParseInt"), strings.HasPrefix(why, "strconv.ParseUint"):
+	case strings.HasPrefix(why, "strconv.ParseUint"):
+		want = "a whole number, 0 or more"
+	case strings.HasPrefix(why, "strconv.ParseInt"):
 		want = "a whole number"
-		if strings.HasSuffix(why, "value out of range") {
-			return fmt.Sprintf("%s %q: out of range", flag, value)
-		}
 	case strings.HasPrefix(why, "strconv.ParseBool"):
 		want = "true or false"
 	case strings.HasPrefix(why, "time:"):

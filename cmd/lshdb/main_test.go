@@ -541,6 +541,12 @@ func TestFlagValueMessages(t *testing.T) {
 		{[]string{"query", "--db", dir, "--id", "x", "--top", "99999999999999999999"}, `lshdb: --top "99999999999999999999": out of range` + "\n"},
 		{[]string{"insert", "--db", dir, "--ttl", "5x", "-"}, `lshdb: --ttl "5x": not a duration such as 90s, 30m or 1h` + "\n"},
 		{[]string{"pairs", "--db", dir, "--sort=maybe"}, `lshdb: --sort "maybe": not true or false` + "\n"},
+		// NB: quoted once (pflag quotes the value), a float out of range,
+		// a negative value of an unsigned flag.
+		{[]string{"clusters", "--db", dir, "--threshold", "a\"b\tc"}, `lshdb: --threshold "a\"b\tc": not a number` + "\n"},
+		{[]string{"clusters", "--db", dir, "--threshold", "1e999"}, `lshdb: --threshold "1e999": out of range` + "\n"},
+		{[]string{"create", "--db", filepath.Join(t.TempDir(), "x"), "--seed=-1"}, `lshdb: --seed "-1": not a whole number, 0 or more` + "\n"},
+		{[]string{"info", "--db", dir, "--disk-reserve", "8796093022208"}, "lshdb: --disk-reserve 8796093022208: give MiB (at most 8796093022207), 0 for the default or -1 for no check\n"},
 	} {
 		_, errOut, code := runLine(c.args, "")
 		if code != 2 || errOut != c.want {

@@ -1053,6 +1053,13 @@ func TestBuildDeleteMissing(t *testing.T) {
 		t.Fatalf("a build over --max-delete: exit %d %s", code, errOut)
 	}
 	holds("after a refused build", want)
+	// An empty input: refused (the least limit is one document).
+	empty := filepath.Join(root, "empty.jsonl")
+	os.WriteFile(empty, nil, 0o644)
+	if _, errOut, code := runLine([]string{"build", "--db", idx, "--delete-missing", "--max-delete", "100%", empty}, ""); code != 1 || !strings.Contains(errOut, "held no document") {
+		t.Fatalf("an empty input with --delete-missing: exit %d %s", code, errOut)
+	}
+	holds("after an empty input refused", want)
 	if _, errOut, code := runLine([]string{"build", "--db", idx, "--max-delete", "10%", small}, ""); code != 2 || !strings.Contains(errOut, "--delete-missing") {
 		t.Fatalf("--max-delete alone: exit %d %s", code, errOut)
 	}
