@@ -222,7 +222,7 @@ func (db *DB) Load(ctx context.Context, docs iter.Seq2[Doc, error], lo *LoadOpti
 		return LoadResult{}, classify(err)
 	}
 	if o.MaxDeleted > 0 && l.res.Deleted > o.MaxDeleted {
-		return LoadResult{}, fmt.Errorf("%w: %d stored documents are absent from it, more than its limit of %d (MaxDeleted); nothing is stored", ErrTooManyDeletes, l.res.Deleted, o.MaxDeleted)
+		return LoadResult{}, fmt.Errorf("%w: %d stored documents are absent from it, more than its limit of %d", ErrTooManyDeletes, l.res.Deleted, o.MaxDeleted)
 	}
 	prog.phase(3, 4, "writing tables (bands)", int64(db.bands.B))
 	if err := l.writeTables(ctx); err != nil {

@@ -32,6 +32,7 @@ type infoJSON struct {
 	FormatVersion  int      `json:"format_version"`
 	ExpectedRecall float64  `json:"expected_recall"` // P(candidate) at the threshold, from the S-curve
 	DiskBytes      uint64   `json:"disk_bytes"`
+	TempBytes      uint64   `json:"temp_bytes,omitempty"`
 	// Instance names the index (db.Info): a pairs file made on another
 	// is refused.
 	Instance string `json:"instance,omitempty"`
@@ -45,7 +46,7 @@ func infoOut(in *db.Info) infoJSON {
 	return infoJSON{Docs: in.Docs, Threshold: p.Threshold, Bands: p.Bands.B, Rows: p.Bands.R, NumPerm: p.NumPerm,
 		Scheme: p.Scheme.String(), Seed: p.Seed, Shingle: p.Shingle.String(), ShingleSize: p.ShingleSize, Bag: p.Bag,
 		Normalization: p.Normalization.String(), StopWords: nonNil(p.StopWords), StoreText: p.StoreText, Storage: p.Storage,
-		FormatVersion: p.FormatVersion, ExpectedRecall: p.Bands.Probability(p.Threshold), DiskBytes: in.DiskBytes,
+		FormatVersion: p.FormatVersion, ExpectedRecall: p.Bands.Probability(p.Threshold), DiskBytes: in.DiskBytes, TempBytes: in.TempBytes,
 		Instance: in.Instance, Origin: httpapi.OriginOut(in.Origin)}
 }
 

@@ -99,3 +99,26 @@ func TestGetShinglesByStorage(t *testing.T) {
 		}
 	}
 }
+
+// Ensure that info --output json gives a killed build's temporary bytes
+// as the text does (it gave disk_bytes only).
+func TestInfoJSONTempBytes(t *testing.T) {
+	idx := filepath.Join(t.TempDir(), "idx")
+	if _, errOut, code := runLine([]string{"insert", "--db", idx, "../../testdata/cmd/inputs/docs.jsonl"}, ""); code != 0 {
+		t.Fatal(errOut)
+	}
+	os.MkdirAll(filepath.Join(idx, "lshdb-load.tmp"), 0o755)
+	os.WriteFile(filepath.Join(idx, "lshdb-load.tmp", "000001.sst"), make([]byte, 50_000), 0o644)
+	out, errOut, code := runLine([]string{"info", "--db", idx, "--output", "json"}, "")
+	var got struct {
+		DiskBytes uint64 `json:"disk_bytes"`
+		TempBytes uint64 `json:"temp_bytes"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &got) != nil || got.TempBytes != 50_000 || got.DiskBytes <= got.TempBytes {
+		t.Fatalf("info --output json: exit %d %s %s", code, out, errOut)
+	}
+	text, _, _ := runLine([]string{"info", "--db", idx}, "")
+	if !strings.Contains(text, "of it temporary files") {
+		t.Fatalf("info: %s", text)
+	}
+}

@@ -324,8 +324,7 @@ func (a *app) exitCode(err error) int {
 		line += " (lshdb create, insert or build makes an index)"
 	}
 	if errors.Is(err, db.ErrDiskFull) {
-		// NB: the library's option, as the command sets it.
-		line = strings.ReplaceAll(line, "(Options.DiskReserve)", "(--disk-reserve MiB changes it)")
+		line = optionNames(line)
 	}
 	if errors.Is(err, db.ErrCorrupt) {
 		line += "; the index is damaged: restore a backup of it (lshdb backup makes them) or build it again from its inputs"
@@ -812,4 +811,10 @@ func (a *app) writeOptions(o *db.Options) *db.Options {
 		o.DiskReserve = -1
 	}
 	return o
+}
+
+// optionNames names the command's flag where a library message names the
+// option it sets.
+func optionNames(msg string) string {
+	return strings.ReplaceAll(msg, "(Options.DiskReserve)", "(--disk-reserve MiB changes it)")
 }

@@ -267,14 +267,18 @@ func (a *app) barOptions(desc string, total int64, bytes bool, more ...progressb
 	if cols := a.stderrWidth(); cols > 0 {
 		// NB: what the line holds besides the description and the bar:
 		// " 100% |", "| (N/N, …)" or "(1.2 GB/3.4 GB, …)", " [1h2m3s:4h5m6s]".
+		// NB: measured on the bars drawn: " 89% |" and "| (" around the
+		// bar, then "N/N)" or "1.2 GB/3.4 GB, 39 MB/s)", and a time of up
+		// to " [1h2m3s:4h5m6s]". A larger guess cut phase names to
+		// "build 2/…" on lines of 36-45 of 60 columns.
 		digits := len(strconv.FormatInt(max(total, 1), 10))
-		stats := 8 + 2*digits + 6 + 20
+		stats := 6 + 3 + 2*digits + 2 + 16
 		if bytes {
-			stats = 8 + 22 + 12 + 20
+			stats = 6 + 3 + 23 + 16
 		}
 		room := cols - 1 - stats
-		if n := utf8.RuneCountInString(desc); n > room-10 {
-			keep := max(room-10-1, 8)
+		if n := utf8.RuneCountInString(desc); n > room-5 {
+			keep := max(room-5-1, 8)
 			if n > keep {
 				desc = string([]rune(desc)[:keep]) + "…"
 			}

@@ -17,10 +17,12 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
 	"github.com/lshdb/lshdb/db"
+	"github.com/lshdb/lshdb/db/client"
 	"github.com/lshdb/lshdb/db/httpapi"
 	"github.com/lshdb/lshdb/internal/docio"
 	"github.com/lshdb/lshdb/internal/rediskv"
@@ -485,7 +487,7 @@ func (a *app) compactAfterBuild(d index, mode string, res db.LoadResult, sum *in
 			// NB: a compaction the build chose for itself: its failure (a
 			// disk too full for the rewrite) is a warning, and the build,
 			// which is in, succeeds; a nightly job would build again.
-			a.notef(fmt.Sprintf("%s: %v", what, err))
+			a.notef(fmt.Sprintf("%s: %s", what, optionNames(plainMessage(err.Error()))))
 			return nil
 		}
 		// NB: the build's summary still comes: its documents are in.
@@ -702,6 +704,9 @@ Redis.`,
 			if c.Flags().Changed("max-delete") && !deleteMissing {
 				return usagef("--max-delete without --delete-missing (a build deletes nothing without it)")
 			}
+			if deleteMissing && db.IsRedisURL(a.dbDir) {
+				return usagef("--delete-missing is not supported on Redis (a build there writes batches, not one atomic step): delete the ids that left the corpus with lshdb delete --from FILE --ignore-missing")
+			}
 			raiseMemoryLimit(memory << 20)
 			d, finish, err := a.openForWrite(o, cf.verifier(c))
 			if err != nil {
@@ -771,6 +776,13 @@ Redis.`,
 				case errors.Is(err, db.ErrTooManyDeletes):
 					return fmt.Errorf("%s: %w (--max-delete %s; check the inputs, or raise it: a count, a percentage, or all)", what, err, maxDelete)
 				}
+				var ce *client.Error
+				if _, local := d.(*db.DB); !local && !errors.As(err, &ce) && (errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET)) {
+					// NB: the owner went away under the load: it may have
+					// ingested it first ("nothing loaded" was a guess, with
+					// the request's URL).
+					return fmt.Errorf("the process that owns the index went away during the build, which it may or may not have stored (lshdb info tells; a build can be run again): %w", silently{err})
+				}
 				return fmt.Errorf("%s: %w", what, err)
 			}
 			if err := inp.close(); err != nil {
@@ -820,6 +832,9 @@ func parseMaxDelete(s string) (maxDelete, error) {
 		return maxDelete{percent: p}, nil
 	}
 	n, err := strconv.Atoi(s)
+	if err == nil && n == 0 || s == "0%" {
+		return maxDelete{}, usagef("--max-delete %s: a build with --delete-missing deletes what is in no input; leave --delete-missing out to delete nothing", s)
+	}
 	if err != nil || n < 1 {
 		return maxDelete{}, bad
 	}
@@ -1713,6 +1728,11 @@ stored deletes nothing and fails the command, unless --ignore-missing.`,
 				}
 				ids = append(ids, more...)
 			}
+			if len(ids) == 0 {
+				// NB: an empty --from file said nothing at all.
+				a.notef("no ids given: nothing deleted")
+				return nil
+			}
 			return a.withWritableIndex(func(d index) error {
 				// NB: an interrupt ends a deletion still waiting for the
 				// writer lock (behind a load): nothing is deleted.
@@ -1739,7 +1759,7 @@ stored deletes nothing and fails the command, unless --ignore-missing.`,
 					}
 				}
 				summary := ""
-				if len(ids) > 1 {
+				if len(ids) > 1 && ignoreMissing {
 					summary = fmt.Sprintf("deleted %s; %s not stored (ignored)%s", counted(res.Deleted, "document", "documents"),
 						counted(len(res.Missing), "id", "ids"), cond(len(res.Missing) > maxMissingNamed, fmt.Sprintf(", the first %d named above", maxMissingNamed), ""))
 				}
@@ -1819,6 +1839,11 @@ core; queries and writes go on meanwhile. An index on Redis needs none (it
 frees a deleted key at once).`,
 		Args: nArgs(0),
 		RunE: func(c *cobra.Command, args []string) error {
+			if db.IsRedisURL(a.dbDir) {
+				// NB: it said "compacted: 0 B on disk, 0 B before".
+				a.notef("an index on Redis needs no compaction (Redis frees a deleted key's memory at once): nothing done")
+				return nil
+			}
 			return a.withWritableIndex(func(d index) error {
 				before := diskBytesOf(d)
 				ctx, barDone := a.phaseBar("compact")

@@ -1066,6 +1066,16 @@ func TestBuildDeleteMissing(t *testing.T) {
 	if _, errOut, code := runLine([]string{"build", "--db", idx, "--delete-missing", "--max-delete", "-3", small}, ""); code != 2 || !strings.Contains(errOut, "a count") {
 		t.Fatalf("--max-delete -3: exit %d %s", code, errOut)
 	}
+	if _, errOut, code := runLine([]string{"build", "--db", idx, "--delete-missing", "--max-delete", "0", small}, ""); code != 2 || !strings.Contains(errOut, "leave --delete-missing out") {
+		t.Fatalf("--max-delete 0: exit %d %s", code, errOut)
+	}
+	// NB: refused before anything is reached: no server needed.
+	if _, errOut, code := runLine([]string{"build", "--db", "redis://127.0.0.1:1/x", "--delete-missing", small}, ""); code != 2 || !strings.Contains(errOut, "not supported on Redis") || strings.Contains(errOut, "DeleteAbsent") {
+		t.Fatalf("--delete-missing on Redis: exit %d %s", code, errOut)
+	}
+	if _, errOut, code := runLine([]string{"build", "--db", idx, "--delete-missing", "--max-delete", "300", small}, ""); code != 1 || strings.Contains(errOut, "MaxDeleted") {
+		t.Fatalf("the refusal names the library's option: exit %d %s", code, errOut)
+	}
 
 	// Served: the owner loads, with the same limit.
 	_, _, log, stop := startServe(t, "--db", idx)
@@ -1103,6 +1113,11 @@ func TestDeleteManyMissing(t *testing.T) {
 	}
 	if got, _ := docsOf(t, idx); got["fox1"] == nil {
 		t.Fatal("a refused delete deleted fox1")
+	}
+	empty := filepath.Join(t.TempDir(), "empty.ids")
+	os.WriteFile(empty, nil, 0o644)
+	if out, errOut := mustRun(t, "delete", "--db", idx, "--from", empty); out != "" || errOut != "lshdb: note: no ids given: nothing deleted\n" {
+		t.Fatalf("delete of an empty list: %q %q", out, errOut)
 	}
 	out, errOut := mustRun(t, "delete", "--db", idx, "--from", ids, "--ignore-missing")
 	if out != "deleted fox1\n" || strings.Count(errOut, "not found (ignored)") != maxMissingNamed ||
