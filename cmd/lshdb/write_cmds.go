@@ -1744,7 +1744,21 @@ stored deletes nothing and fails the command, unless --ignore-missing.`,
 					return fmt.Errorf("interrupted: nothing deleted%w", silently{err})
 				}
 				if errors.Is(err, db.ErrNotFound) && !ignoreMissing {
-					return fmt.Errorf("%w (nothing deleted: a delete is all or nothing; --ignore-missing passes over the ids not stored)", err)
+					// NB: the library names the first; a nightly list of
+					// thousands gave no idea how many (counted, best effort).
+					more := ""
+					if has, herr := d.HasIDs(ids); herr == nil {
+						missing := map[string]bool{}
+						for i, ok := range has {
+							if !ok {
+								missing[ids[i]] = true
+							}
+						}
+						if len(missing) > 1 {
+							more = fmt.Sprintf(", and %d more of the ids are not stored", len(missing)-1)
+						}
+					}
+					return fmt.Errorf("%w (nothing deleted%s: a delete is all or nothing; --ignore-missing passes over the ids not stored)", err, more)
 				}
 				if err != nil {
 					return err

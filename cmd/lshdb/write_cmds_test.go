@@ -1108,7 +1108,7 @@ func TestDeleteManyMissing(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, errOut, code := runLine([]string{"delete", "--db", idx, "--from", ids}, "")
-	if code != 1 || !strings.Contains(errOut, "nothing deleted") || !strings.Contains(errOut, "--ignore-missing") {
+	if code != 1 || !strings.Contains(errOut, "nothing deleted, and 29 more of the ids are not stored") || !strings.Contains(errOut, "--ignore-missing") {
 		t.Fatalf("a delete of missing ids: exit %d %s", code, errOut)
 	}
 	if got, _ := docsOf(t, idx); got["fox1"] == nil {
