@@ -121,8 +121,7 @@ func (db *DB) BackupWith(ctx context.Context, dir string, o BackupOptions) error
 		// there only): refused, as a write, without room for it beyond
 		// the reserve (Pebble panics when the disk fills). It checked
 		// nothing (a review); the read-only copy does (copyFiles).
-		all, temp := dirBytesTemp(db.opts.FS, db.dir)
-		if err := db.roomFor(int64(all - temp)); err != nil {
+		if err := db.roomFor(db.storeBytes()); err != nil {
 			return fmt.Errorf("backup with files of its own (a whole copy of the store): %w", err)
 		}
 	}
@@ -409,7 +408,8 @@ func (db *DB) copyFiles(ctx context.Context, dir string) (err error) {
 	// NB: a copy that does not fit is refused before it starts: the usual
 	// reason to copy a read-only handle is a disk too full to open the
 	// index for writing, often the disk the copy goes to.
-	if need := int64(dirBytes(fsys, db.dir)); need > 0 {
+	// NB: lshdb's temporary directories are not copied.
+	if need := db.storeBytes(); need > 0 {
 		if u, err := fsys.GetDiskUsage(parent); err == nil && int64(u.AvailBytes) < need+need/64 {
 			return fmt.Errorf("%w: backup: %s has %s free, and the copy of %s needs %s", ErrDiskFull, parent, mib(int64(u.AvailBytes)), db.dir, mib(need))
 		}

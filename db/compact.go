@@ -43,8 +43,7 @@ func (db *DB) Compact(ctx context.Context) error {
 	// of the documents ever written, half again for what does not shrink
 	// with them (postings, ids). Room for the whole store refused the
 	// compaction a disk filling with replaced records needs (a review).
-	all, temp := dirBytesTemp(db.opts.FS, db.dir)
-	need := int64(all - temp)
+	need := db.storeBytes()
 	c := db.published.Load()
 	if written := max(c.NextDoc, 1) - 1; written > 0 && c.Live < written {
 		need = min(need, int64(float64(need)*float64(c.Live)/float64(written)*1.5))

@@ -615,6 +615,13 @@ func dirBytes(fs vfs.FS, dir string) uint64 {
 	return n
 }
 
+// storeBytes is the size of the store's own files: dirBytes less lshdb's
+// temporary directories, which a copy or a compaction leaves out.
+func (db *DB) storeBytes() int64 {
+	all, temp := dirBytesTemp(db.opts.FS, db.dir)
+	return int64(all - temp)
+}
+
 // dirBytesTemp is dirBytes, and the part of it in lshdb's temporary
 // directories (a load's, a pairs run's).
 func dirBytesTemp(fs vfs.FS, dir string) (all, temp uint64) {

@@ -552,42 +552,20 @@ func (l *loader) resolveIDs(ctx context.Context) error {
 				if !e.found {
 					return fmt.Errorf("%w: id %q is in the id map but its document was not found", ErrCorrupt, e.id)
 				}
-				l.oldDocs = append(l.oldDocs, e.num)
-				if e.expires != 0 {
-					l.oldXKeys = append(l.oldXKeys, codec.AppendExpiryKey(nil, e.expires, e.num))
-				}
-				for band, k := range e.keys {
-					if err := l.removals.Add(band, extsort.BandEntry{Bucket: k, Value: posting(e.num, true)}); err != nil {
-						return err
-					}
-				}
-				// NB: as a replaced one: an expired document not yet swept
-				// goes too, but was never returned: not counted.
-				if !compaction.Expired(e.expires, now) {
+				if live, err := l.dropStored(e, now); err != nil {
+					return err
+				} else if live {
 					l.res.Deleted++
 				}
-				l.counters.Live--
 				ids.Append(e.id, deletedID)
 				continue
 			}
 			if e.found {
-				l.oldDocs = append(l.oldDocs, e.num)
-				if e.expires != 0 {
-					l.oldXKeys = append(l.oldXKeys, codec.AppendExpiryKey(nil, e.expires, e.num))
-				}
-				for band, k := range e.keys {
-					if err := l.removals.Add(band, extsort.BandEntry{Bucket: k, Value: posting(e.num, true)}); err != nil {
-						return err
-					}
-				}
-				// NB: an expired document not yet swept is replaced as
-				// any other (before, the load left its record and
-				// postings behind, under no id, and counted one document
-				// too many), but it was never returned: not counted.
-				if !compaction.Expired(e.expires, now) {
+				if live, err := l.dropStored(e, now); err != nil {
+					return err
+				} else if live {
 					l.res.Replaced++
 				}
-				l.counters.Live--
 			}
 			ids.Append(e.id, l.base+e.seq)
 			l.res.Stored++
@@ -667,6 +645,26 @@ func (l *loader) resolveIDs(ctx context.Context) error {
 	}
 	l.byID.Close()
 	return nil
+}
+
+// dropStored takes away the document stored before the load that e
+// found, replaced or deleted (DeleteAbsent): its record, its expiry key
+// and its postings. It reports whether the document was live. NB: an
+// expired one not yet swept goes as any other (before, the load left its
+// record and postings behind, under no id, and counted one document too
+// many), but it was never returned: the caller does not count it.
+func (l *loader) dropStored(e *resolved, now int64) (live bool, _ error) {
+	l.oldDocs = append(l.oldDocs, e.num)
+	if e.expires != 0 {
+		l.oldXKeys = append(l.oldXKeys, codec.AppendExpiryKey(nil, e.expires, e.num))
+	}
+	for band, k := range e.keys {
+		if err := l.removals.Add(band, extsort.BandEntry{Bucket: k, Value: posting(e.num, true)}); err != nil {
+			return false, err
+		}
+	}
+	l.counters.Live--
+	return !compaction.Expired(e.expires, now), nil
 }
 
 // resolveChunkLen is how many ids a resolver looks up at once.

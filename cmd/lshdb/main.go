@@ -678,22 +678,24 @@ func (a *app) stdoutIsTerminal() bool {
 }
 
 func (a *app) stderrIsTerminal() bool {
+	f, ok := a.stderrFile()
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// stderrFile is the file stderr writes to, if it is one.
+func (a *app) stderrFile() (*os.File, bool) {
 	w := a.stderr
 	if e, ok := w.(*errWriter); ok {
 		w = e.w
 	}
 	f, ok := w.(*os.File)
-	return ok && term.IsTerminal(int(f.Fd()))
+	return f, ok
 }
 
 // stderrWidth is the width of the terminal stderr writes to, 0 when it
 // is none or does not say.
 func (a *app) stderrWidth() int {
-	w := a.stderr
-	if e, ok := w.(*errWriter); ok {
-		w = e.w
-	}
-	f, ok := w.(*os.File)
+	f, ok := a.stderrFile()
 	if !ok {
 		return 0
 	}

@@ -265,9 +265,8 @@ const barWidth = 40
 func (a *app) barOptions(desc string, total int64, bytes bool, more ...progressbar.Option) []progressbar.Option {
 	width := barWidth
 	if cols := a.stderrWidth(); cols > 0 {
-		// NB: what the line holds besides the description and the bar:
-		// " 100% |", "| (N/N, …)" or "(1.2 GB/3.4 GB, …)", " [1h2m3s:4h5m6s]".
-		// NB: measured on the bars drawn: " 89% |" and "| (" around the
+		// NB: what the line holds besides the description and the bar,
+		// measured on the bars drawn: " 89% |" and "| (" around the
 		// bar, then "N/N)" or "1.2 GB/3.4 GB, 39 MB/s)", and a time of up
 		// to " [1h2m3s:4h5m6s]". A larger guess cut phase names to
 		// "build 2/…" on lines of 36-45 of 60 columns.

@@ -110,12 +110,7 @@ func TestProgressPercentOnTerminal(t *testing.T) {
 // byte-identical outputs cover that).
 func TestPhaseBarsOnTerminal(t *testing.T) {
 	dir := t.TempDir()
-	file := filepath.Join(dir, "docs.jsonl")
-	var in strings.Builder
-	for i := range 1000 {
-		fmt.Fprintf(&in, "{\"id\":\"d%d\",\"text\":\"document %d says something about %d things and more\"}\n", i, i%300, i%37)
-	}
-	os.WriteFile(file, []byte(in.String()), 0o644)
+	file := barDocs(t, dir, 1000)
 	idx := filepath.Join(dir, "idx")
 	if _, errOut, code := runLine([]string{"insert", "--db", idx, file}, ""); code != 0 {
 		t.Fatal(errOut)
@@ -141,6 +136,21 @@ func TestPhaseBarsOnTerminal(t *testing.T) {
 			t.Errorf("%s on a terminal: exit %d (want %d), stdout equal %v, the terminal got %q", c.args[0], code, wantCode, out.String() == want, got)
 		}
 	}
+}
+
+// barDocs writes n short documents (near-duplicates in groups, so that
+// pairs and clusters have work) as dir/docs.jsonl and returns its path.
+func barDocs(t *testing.T, dir string, n int) string {
+	t.Helper()
+	file := filepath.Join(dir, "docs.jsonl")
+	var in strings.Builder
+	for i := range n {
+		fmt.Fprintf(&in, "{\"id\":\"d%d\",\"text\":\"document %d says something about %d things and more\"}\n", i, i%300, i%37)
+	}
+	if err := os.WriteFile(file, []byte(in.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return file
 }
 
 // drainedTerminal waits for drain's read to fail, once the terminal end
@@ -185,12 +195,7 @@ func drain(ctl *os.File) <-chan string {
 // fragments of each redraw behind.
 func TestBarsFitTheTerminal(t *testing.T) {
 	dir := t.TempDir()
-	file := filepath.Join(dir, "docs.jsonl")
-	var in strings.Builder
-	for i := range 3000 {
-		fmt.Fprintf(&in, "{\"id\":\"d%d\",\"text\":\"document %d says something about %d things and more\"}\n", i, i%300, i%37)
-	}
-	os.WriteFile(file, []byte(in.String()), 0o644)
+	file := barDocs(t, dir, 3000)
 	idx := filepath.Join(dir, "idx")
 	for _, cols := range []uint16{60, 80} {
 		for _, args := range [][]string{{"build", "--db", idx, file}, {"pairs", "--db", idx}, {"clusters", "--db", idx}} {

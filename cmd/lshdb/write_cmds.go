@@ -818,11 +818,15 @@ type maxDelete struct {
 // parseMaxDelete reads --max-delete: N, P% or all.
 func parseMaxDelete(s string) (maxDelete, error) {
 	bad := usagef("--max-delete %q: a count (1000), a percentage of the index's documents (10%%), or all", s)
+	zero := usagef("--max-delete %s: a build with --delete-missing deletes what is in no input; leave --delete-missing out to delete nothing", s)
 	switch {
 	case s == "all":
 		return maxDelete{}, nil
 	case strings.HasSuffix(s, "%"):
 		p, err := strconv.ParseFloat(strings.TrimSuffix(s, "%"), 64)
+		if err == nil && p == 0 {
+			return maxDelete{}, zero
+		}
 		if err != nil || !(p > 0 && p <= 100) {
 			return maxDelete{}, bad
 		}
@@ -832,8 +836,8 @@ func parseMaxDelete(s string) (maxDelete, error) {
 		return maxDelete{percent: p}, nil
 	}
 	n, err := strconv.Atoi(s)
-	if err == nil && n == 0 || s == "0%" {
-		return maxDelete{}, usagef("--max-delete %s: a build with --delete-missing deletes what is in no input; leave --delete-missing out to delete nothing", s)
+	if err == nil && n == 0 {
+		return maxDelete{}, zero
 	}
 	if err != nil || n < 1 {
 		return maxDelete{}, bad
@@ -1774,8 +1778,10 @@ stored deletes nothing and fails the command, unless --ignore-missing.`,
 				}
 				summary := ""
 				if len(ids) > 1 && ignoreMissing {
-					summary = fmt.Sprintf("deleted %s; %s not stored (ignored)%s", counted(res.Deleted, "document", "documents"),
-						counted(len(res.Missing), "id", "ids"), cond(len(res.Missing) > maxMissingNamed, fmt.Sprintf(", the first %d named above", maxMissingNamed), ""))
+					summary = fmt.Sprintf("deleted %s; %s not stored (ignored)", counted(res.Deleted, "document", "documents"), counted(len(res.Missing), "id", "ids"))
+					if len(res.Missing) > maxMissingNamed {
+						summary += fmt.Sprintf(", the first %d named above", maxMissingNamed)
+					}
 				}
 				for _, id := range ids {
 					if missing[id] {
@@ -1806,14 +1812,6 @@ stored deletes nothing and fails the command, unless --ignore-missing.`,
 // maxMissingNamed is how many ids not stored delete --ignore-missing
 // names on stderr; a note counts them all.
 const maxMissingNamed = 20
-
-// cond is a if ok, else b.
-func cond(ok bool, a, b string) string {
-	if ok {
-		return a
-	}
-	return b
-}
 
 func (a *app) purgeCmd() *cobra.Command {
 	return &cobra.Command{

@@ -1066,8 +1066,10 @@ func TestBuildDeleteMissing(t *testing.T) {
 	if _, errOut, code := runLine([]string{"build", "--db", idx, "--delete-missing", "--max-delete", "-3", small}, ""); code != 2 || !strings.Contains(errOut, "a count") {
 		t.Fatalf("--max-delete -3: exit %d %s", code, errOut)
 	}
-	if _, errOut, code := runLine([]string{"build", "--db", idx, "--delete-missing", "--max-delete", "0", small}, ""); code != 2 || !strings.Contains(errOut, "leave --delete-missing out") {
-		t.Fatalf("--max-delete 0: exit %d %s", code, errOut)
+	for _, zero := range []string{"0", "0%"} {
+		if _, errOut, code := runLine([]string{"build", "--db", idx, "--delete-missing", "--max-delete", zero, small}, ""); code != 2 || !strings.Contains(errOut, "leave --delete-missing out") {
+			t.Fatalf("--max-delete %s: exit %d %s", zero, code, errOut)
+		}
 	}
 	// NB: refused before anything is reached: no server needed.
 	if _, errOut, code := runLine([]string{"build", "--db", "redis://127.0.0.1:1/x", "--delete-missing", small}, ""); code != 2 || !strings.Contains(errOut, "not supported on Redis") || strings.Contains(errOut, "DeleteAbsent") {

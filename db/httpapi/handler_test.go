@@ -99,6 +99,18 @@ func expectAnswer(t *testing.T, req *http.Request, status int, code, what string
 }
 
 // errorCode reads an error answer's code.
+// postJSON posts body to url and returns the answer's status and body.
+func postJSON(t *testing.T, url, body string) (int, []byte) {
+	t.Helper()
+	resp, err := http.Post(url, "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, b
+}
+
 func errorCode(t *testing.T, body io.Reader) string {
 	t.Helper()
 	var e ErrorJSON
@@ -286,14 +298,8 @@ func TestPutNullFields(t *testing.T) {
 		`{"id": "n1", "text": "a text put by a client that writes null", "docs": null}`,
 		`{"id": "n2", "text": "another text put by a client that writes null", "docs": null, "meta": null, "tokens": null}`,
 	} {
-		resp, err := http.Post("http://"+addr+"/v1/docs", "application/json", strings.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			t.Errorf("%s: status %d: %s", body, resp.StatusCode, b)
+		if status, b := postJSON(t, "http://"+addr+"/v1/docs", body); status != http.StatusOK {
+			t.Errorf("%s: status %d: %s", body, status, b)
 		}
 		id := fmt.Sprintf("n%d", i+1)
 		if ok, err := d.Has(id); !ok || err != nil {
@@ -311,14 +317,8 @@ func TestPutExpireAtPast(t *testing.T) {
 	for i, at := range []string{"0001-01-01T00:00:00Z", "1900-01-01T00:00:00Z", "2001-01-01T00:00:00Z"} {
 		id := fmt.Sprint("past", i)
 		body := fmt.Sprintf(`{"id": %q, "text": "a text that has already expired", "expire_at": %q}`, id, at)
-		resp, err := http.Post("http://"+addr+"/v1/docs", "application/json", strings.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			t.Errorf("expire_at %s: status %d: %s", at, resp.StatusCode, b)
+		if status, b := postJSON(t, "http://"+addr+"/v1/docs", body); status != http.StatusOK {
+			t.Errorf("expire_at %s: status %d: %s", at, status, b)
 		}
 		if ok, err := d.Has(id); ok || err != nil {
 			t.Errorf("expire_at %s: the document is returned (%v)", at, err)
