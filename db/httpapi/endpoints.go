@@ -370,10 +370,30 @@ type countingReader struct {
 }
 
 func (c countingReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
+	n, err := transportReader{c.r}.Read(p)
 	*c.n += int64(n)
 	return n, err
 }
+
+// transportReader marks the errors of reading a request's body (other
+// than its end) as the transport's (a transportError), so that bodyError
+// tells a connection that ended inside the body from a body that ends
+// inside its JSON: encoding/json returns io.ErrUnexpectedEOF for both.
+type transportReader struct{ r io.Reader }
+
+func (t transportReader) Read(p []byte) (int, error) {
+	n, err := t.r.Read(p)
+	if err != nil && err != io.EOF {
+		err = transportError{err}
+	}
+	return n, err
+}
+
+// transportError is an error of reading a body (see transportReader).
+type transportError struct{ err error }
+
+func (e transportError) Error() string { return e.err.Error() }
+func (e transportError) Unwrap() error { return e.err }
 
 // lineBuffered says whether a whole line with a value is already read
 // (so that decoding it does not wait for the client).

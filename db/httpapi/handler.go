@@ -693,7 +693,7 @@ func boolParam(q url.Values, name string) (bool, error) {
 // decode reads the body as one JSON value into v: unknown fields and
 // anything after the value are refused.
 func decode(r *http.Request, v any) error {
-	dec := json.NewDecoder(r.Body)
+	dec := json.NewDecoder(transportReader{r.Body})
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		return bodyError(err)
@@ -725,10 +725,14 @@ func bodyError(err error) error {
 		return fmt.Errorf("%w: reading the body: %w", ErrRequestTimeout, err)
 	case errors.Is(err, errNotUTF8):
 		return badRequest("%v", err)
-	case errors.Is(err, net.ErrClosed) || errors.Is(err, syscall.ECONNRESET):
+	case errors.Is(err, net.ErrClosed) || errors.Is(err, syscall.ECONNRESET) || errors.As(err, new(transportError)) && errors.Is(err, io.ErrUnexpectedEOF):
 		// NB: the connection ended under the read (the client went away,
 		// or the server closed it at the end of its shutdown): no bad
-		// request of the client's, which the log said it was.
+		// request of the client's, which the log said it was. A body cut
+		// short by its connection (fewer bytes than its Content-Length,
+		// a chunk never ended) is io.ErrUnexpectedEOF from the transport;
+		// the same error from encoding/json is a body that ends inside
+		// its JSON value.
 		return fmt.Errorf("%w: the connection ended while the body was read: %w", context.Canceled, err)
 	case err == io.EOF:
 		return badRequest("the body is empty (a JSON object is expected)")

@@ -1122,6 +1122,58 @@ func TestBodyErrorOfAClosedConnection(t *testing.T) {
 	}
 }
 
+// Ensure that a client that goes away in the middle of its body (a load
+// killed as it uploads, a put cut short) is logged as canceled (499), not
+// as a bad request: both are io.ErrUnexpectedEOF to encoding/json, and
+// the log said 400 "the body ends inside its JSON value" for a build
+// killed mid-upload. A body whose JSON is cut short, on a connection that
+// delivered all it promised, stays a bad request.
+func TestBodyCutByItsConnection(t *testing.T) {
+	d := openFixture(t, 0, nil)
+	var log syncBuffer
+	addr := startTCP(t, Handler(d, &Options{Logger: slog.New(slog.NewTextHandler(&log, nil))}), 0)
+	lines := `{"id":"a","text":"the first document of the load"}` + "\n" + `{"id":"b","te`
+	for _, c := range []struct {
+		path, body, status, code string
+	}{
+		// Content-Length promises more than the client sends before it
+		// closes the connection.
+		{"/v1/load", fmt.Sprintf("Content-Length: %d\r\n\r\n%s", len(lines)+1000, lines), "499", "canceled"},
+		{"/v1/docs", fmt.Sprintf("Content-Length: 1000\r\n\r\n%s", `{"id":"c","text":"cut`), "499", "canceled"},
+		// A chunk that never ends.
+		{"/v1/load", fmt.Sprintf("Transfer-Encoding: chunked\r\n\r\n%x\r\n%s", len(lines)+100, lines), "499", "canceled"},
+		// The whole body arrives; its JSON is cut short.
+		{"/v1/docs", fmt.Sprintf("Content-Length: %d\r\n\r\n%s", len(`{"id":"c","text":"cut`), `{"id":"c","text":"cut`), "400", "bad_request"},
+	} {
+		before := strings.Count(log.String(), "lshdb: request")
+		conn, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n%s", c.path, c.body)
+		if c.status == "400" {
+			// NB: this client waits for its answer before it goes.
+			if _, err := conn.Read(make([]byte, 1)); err != nil {
+				t.Errorf("%s: no answer: %v", c.path, err)
+			}
+		}
+		conn.Close()
+		deadline := time.Now().Add(10 * time.Second)
+		for strings.Count(log.String(), "lshdb: request") == before && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		all := strings.Split(strings.TrimSpace(log.String()), "\n")
+		last := all[len(all)-1]
+		if !strings.Contains(last, "path="+c.path) || !strings.Contains(last, "status="+c.status) || !strings.Contains(last, "code="+c.code) {
+			t.Errorf("a %s cut short (%s): logged %s, want status=%s code=%s", c.path, c.code, last, c.status, c.code)
+		}
+	}
+	// Nothing of the cut loads was stored.
+	if n, err := d.Count(); err != nil || n != 0 {
+		t.Errorf("%d documents stored by loads cut short (%v), want 0", n, err)
+	}
+}
+
 // Ensure that the server bounds the bytes of text it works on at once
 // (MaxInFlightBytes), as it bounds documents: a request over the room
 // left waits (and fails when its client goes, giving back its
