@@ -163,7 +163,7 @@ func runHeader(d index, command string, t float64, started time.Time) (headerJSO
 
 // writeJSONLine writes v as one JSON line to w, as emitJSON does.
 func writeJSONLine(w io.Writer, v any) error {
-	b, err := json.Marshal(v)
+	b, err := marshalJSON(v)
 	if err != nil {
 		return err
 	}

@@ -128,7 +128,7 @@ func (a *app) export(d index, fates map[string]fate, src docio.Source, kept, dro
 		if !doc.HasText {
 			noText++
 		}
-		b, err := json.Marshal(exportOf(doc))
+		b, err := marshalJSON(exportOf(doc))
 		if err != nil {
 			return f.n, noText, err
 		}

@@ -8,7 +8,6 @@ import (
 	"cmp"
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -423,7 +422,7 @@ func appendJSONValue(b []byte, v any) []byte {
 	case nil:
 		return append(b, "null"...)
 	case string:
-		q, _ := json.Marshal(v) // NB: a string always marshals
+		q, _ := marshalJSON(v) // NB: a string always marshals
 		return append(b, escapeJSONControls(q)...)
 	case int64:
 		return strconv.AppendInt(b, v, 10)

@@ -134,13 +134,26 @@ func escAll(ids []string) []string {
 // written as \u escapes too, so a JSON line is as safe on a terminal as a
 // table.
 func (a *app) emitJSON(v any) error {
-	b, err := json.Marshal(v)
+	b, err := marshalJSON(v)
 	if err != nil {
 		return err
 	}
 	b = escapeJSONControls(b)
 	_, err = fmt.Fprintf(a.stdout, "%s\n", b)
 	return err
+}
+
+// marshalJSON is json.Marshal without its HTML escaping: a text or id
+// with <, > or & reads as written (json.Marshal gives \u003c, \u003e and
+// \u0026, meant for JSON inside HTML, which the command never writes).
+func marshalJSON(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte{'\n'}), nil
 }
 
 // escapeJSONControls rewrites DEL and C1 characters in encoded JSON as

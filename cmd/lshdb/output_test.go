@@ -418,3 +418,36 @@ func TestQueryFileCompressed(t *testing.T) {
 		}
 	}
 }
+
+// Ensure that JSON output writes <, > and & as they are: json.Marshal
+// wrote an id "a<b>&c" as "a\u003cb\u003e\u0026c", valid JSON that no
+// one greps for (the command never writes JSON into HTML).
+func TestJSONKeepsHTMLCharacters(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "idx")
+	const id, text = "a<b>&c", "if x < y && y > z then <tag> & more of the same text"
+	in := fmt.Sprintf(`{"id":%q,"text":%q}`+"\n"+`{"id":"twin","text":%q}`+"\n", id, text, text)
+	if _, errOut, code := runLine([]string{"insert", "--db", dir, "-"}, in); code != 0 {
+		t.Fatalf("insert: %d %s", code, errOut)
+	}
+	for _, args := range [][]string{
+		{"export", "--db", dir, "--all"},
+		{"query", "--db", dir, "--id", "twin", "--output", "json"},
+		{"pairs", "--db", dir, "--output", "json"},
+		{"clusters", "--db", dir, "--output", "json"},
+	} {
+		out, errOut, code := runLine(args, "")
+		if code != 0 {
+			t.Fatalf("%s: %d %s", args[0], code, errOut)
+		}
+		if !strings.Contains(out, id) || strings.Contains(out, `\u003c`) {
+			t.Errorf("%s: the id is not written as it is:\n%s", args[0], out)
+		}
+		found := false
+		for _, v := range jsonLines(t, args[0], out) {
+			found = found || strings.Contains(fmt.Sprint(v), id)
+		}
+		if !found {
+			t.Errorf("%s: no JSON value holds %q:\n%s", args[0], id, out)
+		}
+	}
+}

@@ -1691,7 +1691,7 @@ func (a *app) deleteCmd() *cobra.Command {
 	var from string
 	var ignoreMissing bool
 	c := &cobra.Command{
-		Use: "delete --db DIR (ID ... | - | --from FILE)",
+		Use: "delete --db DIR (ID ... | - | --from FILE)...",
 		Example: `  # Delete two documents (all or none: both must be stored)
   lshdb delete --db idx fox2 cat
 
@@ -1699,8 +1699,9 @@ func (a *app) deleteCmd() *cobra.Command {
   lshdb delete --db idx --from ids.txt --ignore-missing`,
 		Short: "Delete documents, all or none",
 		Long: `Delete documents by id: the ids given as arguments, read from stdin (one
-per line) for -, or from --from FILE. The delete is atomic: an id that is not
-stored deletes nothing and fails the command, unless --ignore-missing.`,
+per line) for -, and read from --from FILE; given together, all of them. The
+delete is atomic: an id that is not stored deletes nothing and fails the
+command, unless --ignore-missing.`,
 		RunE: func(c *cobra.Command, args []string) error {
 			if len(args) == 0 && from == "" {
 				if _, ok := c.Root().Annotations[inShell]; ok {
