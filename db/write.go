@@ -24,7 +24,12 @@ import (
 type Doc struct {
 	// ID is the external id: non-empty UTF-8, at most MaxIDBytes bytes.
 	ID string
-	// Text is the document's text, shingled as the index says.
+	// Text is the document's text, shingled as the index says. It is read
+	// as UTF-8, each byte that is not as U+FFFD (as minhash.Normalize
+	// says), and stored as given: texts in another encoding (Latin-1)
+	// that differ only in such bytes look identical, so convert them
+	// first. The command's JSON Lines, CSV and TSV readers refuse such
+	// a text.
 	Text string
 	// Set is the document as the caller's tokens or token hashes (Tokens,
 	// Hashes) instead of text: see PutSet. Zero: none.

@@ -19,6 +19,7 @@ import (
 
 	"github.com/lshdb/lshdb/db"
 	"github.com/lshdb/lshdb/db/httpapi"
+	"github.com/lshdb/lshdb/internal/docio"
 	"github.com/spf13/cobra"
 )
 
@@ -339,6 +340,12 @@ func (f *pairsFile) finish(t float64, warn func(string)) error {
 		if f.end != nil {
 			return fmt.Errorf("%w: %s: an end line but no header line", errBadPairs, f.name)
 		}
+		if f.pairs == 0 && warn != nil {
+			// NB: what pairs … > FILE leaves when it fails before its first
+			// line (a locked index, a wrong --db) was taken silently as a
+			// night without duplicates.
+			warn(fmt.Sprintf("%s holds no pairs and no header line: taken as no pairs (an empty file is also what a pairs that failed leaves; pairs --output json --header writes a header line, so that a file without one is refused)", f.name))
+		}
 		return nil
 	}
 	h := f.header
@@ -379,7 +386,15 @@ func (a *app) readPairsFile(path string, t float64, now *db.Info, warn func(stri
 			defer f.Close()
 			r, name = f, path
 		}
-		for p, err := range pairLines(r, name, t, now, warn) {
+		// NB: gzip or zstd (pairs … | gzip) and a byte order mark, as
+		// every input of the command is read.
+		br, release, err := docio.Decoded(name, r)
+		if err != nil {
+			yield(db.Pair{}, fmt.Errorf("%w: %w", errBadPairs, err))
+			return
+		}
+		defer release()
+		for p, err := range pairLines(br, name, t, now, warn) {
 			if !yield(p, err) || err != nil {
 				return
 			}

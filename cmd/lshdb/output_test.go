@@ -349,6 +349,12 @@ func TestQueryFileWithByteOrderMark(t *testing.T) {
 	if !strings.Contains(out, `"id":"bom.txt","jaccard":1,`) {
 		t.Errorf("query --file of a stored file with a byte order mark: %s, want itself at Jaccard 1", out)
 	}
+	// - reads stdin, as every other input of the command (it was
+	// refused as "open -: no such file").
+	out, errOut, code := runLine([]string{"query", "--db", idx, "--file", "-", "--output", "json"}, "abcdef")
+	if code != 0 || !strings.Contains(out, `"id":"bom.txt","jaccard":1,`) {
+		t.Errorf("query --file - of the stored text on stdin: exit %d %s %s, want bom.txt at Jaccard 1", code, out, errOut)
+	}
 }
 
 // Ensure that query shows each match's stored metadata (a META column, a

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"compress/gzip"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -396,6 +397,44 @@ func TestPairsClustersFileCheckedFirst(t *testing.T) {
 	}
 	if b, err := os.ReadFile(ok); err != nil || !strings.Contains(string(b), `"header"`) {
 		t.Errorf("the clusters file: %v %q", err, b)
+	}
+}
+
+// Ensure that a pairs file is read as every input is, gzipped or with a
+// byte order mark (both were refused as "not a JSON object"), and that an
+// empty one, what a pairs that failed before its first line leaves, is
+// taken with a note (it was taken silently, as a night without pairs).
+func TestPairsFileDecodedAndEmptyNoted(t *testing.T) {
+	dir := tieFixture(t)
+	pairs, errOut, code := runLine([]string{"pairs", "--db", dir, "--output", "json", "--header"}, "")
+	if code != 0 || strings.Count(pairs, `"jaccard"`) == 0 {
+		t.Fatalf("pairs: exit %d: %s", code, errOut)
+	}
+	want, errOut, code := runLine([]string{"clusters", "--db", dir, "--from", "-", "--output", "json"}, pairs)
+	if code != 0 || want == "" {
+		t.Fatalf("clusters: exit %d: %s", code, errOut)
+	}
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zw.Write([]byte(pairs))
+	zw.Close()
+	tmp := t.TempDir()
+	files := map[string][]byte{"pairs.jsonl.gz": gz.Bytes(), "bom.jsonl": append([]byte("\ufeff"), pairs...)}
+	for name, b := range files {
+		f := filepath.Join(tmp, name)
+		if err := os.WriteFile(f, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		got, errOut, code := runLine([]string{"clusters", "--db", dir, "--from", f, "--output", "json"}, "")
+		if code != 0 || got != want {
+			t.Errorf("clusters --from %s: exit %d %s\n%s, want\n%s", name, code, errOut, got, want)
+		}
+	}
+	empty := filepath.Join(tmp, "empty.jsonl")
+	os.WriteFile(empty, []byte("\n"), 0o644)
+	out, errOut, code := runLine([]string{"clusters", "--db", dir, "--from", empty, "--output", "json"}, "")
+	if code != 0 || strings.Contains(out, "members") || !strings.Contains(errOut, "empty.jsonl holds no pairs and no header line") {
+		t.Errorf("clusters --from an empty file: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
 }
 

@@ -85,7 +85,7 @@ func (a *app) queryCmd() *cobra.Command {
 				case c.Flags().Changed("id"):
 					res, err = d.QueryID(a.ctx, id, qo)
 				case c.Flags().Changed("file"):
-					b, rerr := readAtMost(file, d.MaxDocBytes())
+					b, rerr := a.readAtMost(file, d.MaxDocBytes())
 					if rerr != nil {
 						return rerr
 					}
@@ -177,7 +177,7 @@ func (a *app) queryCmd() *cobra.Command {
 	fs := c.Flags()
 	fs.StringVar(&id, "id", "", "query by a stored document's id")
 	fs.StringVar(&text, "text", "", "query by a text")
-	fs.StringVar(&file, "file", "", "query by a file's contents")
+	fs.StringVar(&file, "file", "", "query by a file's contents (- for stdin)")
 	fs.Float64Var(&threshold, "threshold", 0, "least Jaccard reported (default: the index's)")
 	fs.IntVar(&top, "top", 0, "keep only the best K matches (default: all)")
 	fs.BoolVar(&estimate, "estimate-only", false, "report signature estimates without exact verification")
@@ -920,16 +920,23 @@ are atomic: it has nothing to repair.`,
 	return c
 }
 
-// readAtMost reads the file named path if it holds at most max bytes, and
-// refuses it with db.ErrDocTooLarge otherwise, having read max+1 bytes:
-// query --file /dev/zero read until the process ran out of memory, and a
-// 134 MB file took 290 MB before the index refused it.
-func readAtMost(path string, max int) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
+// readAtMost reads the file named path (- for stdin) if it holds at most
+// max bytes, and refuses it with db.ErrDocTooLarge otherwise, having read
+// max+1 bytes: query --file /dev/zero read until the process ran out of
+// memory, and a 134 MB file took 290 MB before the index refused it.
+func (a *app) readAtMost(path string, max int) ([]byte, error) {
+	var f io.Reader = a.stdin
+	if path == "-" {
+		// NB: - is stdin, as for every other input of the command.
+		path = "stdin"
+	} else {
+		file, err := os.Open(path)
+		if err != nil {
+			return nil, err
+		}
+		defer file.Close()
+		f = file
 	}
-	defer f.Close()
 	// NB: as insert reads it (docio): a gzip or zstd file inflated (it
 	// was shingled as its compressed bytes, and refused as binary), a
 	// byte order mark dropped (with it, a short file did not find itself).

@@ -1669,20 +1669,26 @@ func (a *app) getCmd() *cobra.Command {
 
 // readIDs reads ids one per line (CRLF accepted, blank lines skipped).
 func readIDs(r io.Reader, name string) ([]string, error) {
-	sc := bufio.NewScanner(r)
+	// NB: gzip or zstd and a byte order mark, as every input of the
+	// command is read (a gzipped list was refused as an id "\x1f\x8b…").
+	br, release, err := docio.Decoded(name, r)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	sc := bufio.NewScanner(br)
 	sc.Buffer(make([]byte, 64<<10), db.MaxIDBytes+8)
 	var ids []string
-	for line := 1; sc.Scan(); line++ {
-		id := strings.TrimSuffix(sc.Text(), "\r")
-		if line == 1 {
-			id = strings.TrimPrefix(id, "\ufeff")
-		}
-		if id != "" {
+	line := 1
+	for ; sc.Scan(); line++ {
+		if id := strings.TrimSuffix(sc.Text(), "\r"); id != "" {
 			ids = append(ids, id)
 		}
 	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+	if err := sc.Err(); errors.Is(err, bufio.ErrTooLong) {
+		return nil, fmt.Errorf("%w: %s:%d: longer than an id may be (%d bytes): a file of ids holds one per line", db.ErrInvalidID, name, line, db.MaxIDBytes)
+	} else if err != nil {
+		return nil, fmt.Errorf("%s:%d: %w", name, line, err)
 	}
 	return ids, nil
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
@@ -1120,6 +1121,21 @@ func TestDeleteManyMissing(t *testing.T) {
 	os.WriteFile(empty, nil, 0o644)
 	if out, errOut := mustRun(t, "delete", "--db", idx, "--from", empty); out != "" || errOut != "lshdb: note: no ids given: nothing deleted\n" {
 		t.Fatalf("delete of an empty list: %q %q", out, errOut)
+	}
+	long := filepath.Join(t.TempDir(), "long.ids")
+	os.WriteFile(long, []byte("fox1\n"+strings.Repeat("x", 70<<10)+"\n"), 0o644)
+	if _, errOut, code := runLine([]string{"delete", "--db", idx, "--from", long}, ""); code == 0 || !strings.Contains(errOut, "long.ids:2: longer than an id may be") {
+		t.Fatalf("delete --from a file with an over-long line: exit %d %q", code, errOut)
+	}
+	// A gzipped list is read as every input is (it was refused as an id
+	// "\x1f\x8b…").
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zw.Write([]byte(b.String()))
+	zw.Close()
+	ids = filepath.Join(t.TempDir(), "gone.ids.gz")
+	if err := os.WriteFile(ids, gz.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
 	}
 	out, errOut := mustRun(t, "delete", "--db", idx, "--from", ids, "--ignore-missing")
 	if out != "deleted fox1\n" || strings.Count(errOut, "not found (ignored)") != maxMissingNamed ||

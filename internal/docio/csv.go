@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"unicode/utf8"
 )
 
 // quoteState follows RFC 4180 quoting across a CSV record's bytes, read
@@ -115,7 +116,7 @@ func (r *reader) csv(src Source, comma byte) error {
 		start := r.lines.line + 1
 		rec, raw = rec[:0], raw[:0]
 		end := ""
-		total, long := 0, false
+		total, long, nlines := 0, false, 0
 		state = fieldStart
 		for {
 			b, n, l, err := r.lines.next()
@@ -129,6 +130,7 @@ func (r *reader) csv(src Source, comma byte) error {
 				return err
 			}
 			total += n
+			nlines++
 			if l || total > r.o.MaxRecordBytes {
 				long = true
 				rec, raw = rec[:0], raw[:0]
@@ -144,6 +146,15 @@ func (r *reader) csv(src Source, comma byte) error {
 			if state != quoted { // NB: a line end outside quotes ends the record
 				break
 			}
+		}
+		if state == quoted && nlines > 1 {
+			// NB: a stray quote at the start of a field (a TSV text that
+			// starts with one, most often) took every line after it into
+			// one field: skipped as one bad record, 2,000 rows were lost
+			// and the summary said 1. Reading on from the next line would
+			// instead make records of a truncated file's multi-line text.
+			return fmt.Errorf("%s:%d: %w by the end of the input, %d lines on: a field that starts with a double quote is a quoted field, in TSV as in CSV (a stray quote? quote the field and double its quotes: \"\"\"Hi,\"\" she said\"); no record after line %d can be read",
+				name, start, ErrUnclosedQuote, nlines-1, start-1)
 		}
 		if !long && total > 0 && len(bytes.TrimSpace(rec)) == 0 {
 			continue
@@ -192,6 +203,14 @@ func (r *reader) csv(src Source, comma byte) error {
 		var err error
 		if rerr != nil {
 			re := badRecord(name, start, "", raw, rerr)
+			re.End = end
+			err = r.emit(Record{}, re)
+		} else if !utf8.ValidString(fields[textCol]) {
+			// NB: as the JSON Lines reader: the shingler reads each byte
+			// that is not UTF-8 as U+FFFD, and the texts of a Latin-1 file
+			// that differ only in their accents became one text. (notUTF8
+			// takes a JSON string as written, from its opening quote.)
+			re := badRecord(name, start, "", raw, notUTF8(r.o.TextCol, []byte(`"`+fields[textCol])))
 			re.End = end
 			err = r.emit(Record{}, re)
 		} else {

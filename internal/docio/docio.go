@@ -29,6 +29,12 @@ var (
 	// ErrTruncated is returned when a compressed stream ends before its
 	// end marker (a truncated file).
 	ErrTruncated = errors.New("the compressed stream ends early (truncated file?)")
+	// ErrUnclosedQuote is returned when a CSV or TSV field's opening quote
+	// is not closed by the end of the input, lines after the one it opens
+	// on: where the records after it start cannot be told, so reading
+	// stops (even when bad records are skipped; a quote not closed on the
+	// input's last line is a bad record).
+	ErrUnclosedQuote = errors.New("a quoted field is not closed")
 )
 
 // Formats are the accepted values of Options.Format ("" = by file name).
@@ -456,7 +462,9 @@ func decompress(name string, in io.Reader, mayWait bool) (*bufio.Reader, string,
 			return nil, "", nil, fmt.Errorf("%s: gzip: %w", name, truncated(err))
 		}
 		return bufio.NewReaderSize(gz, bufSize), "gzip", func() { gz.Close() }, nil
-	case bytes.Equal(magic, []byte{0x28, 0xb5, 0x2f, 0xfd}):
+	case bytes.Equal(magic, []byte{0x28, 0xb5, 0x2f, 0xfd}) || len(magic) == 4 && magic[0]&0xf0 == 0x50 && bytes.Equal(magic[1:], []byte{0x2a, 0x4d, 0x18}):
+		// NB: or a skippable frame (RFC 8878 3.1.2), which pzstd and the
+		// seekable format write first: such a file was read as JSON.
 		// NB: one decoding goroutine: the reader is the bottleneck of a
 		// load only when signatures are computed on every other core. A
 		// window over 128 MiB is refused, as zstd's own decoder does

@@ -103,6 +103,11 @@ func TestRead(t *testing.T) {
 			paths: []string{"g.data", "z.bin", "c.csv.zst"},
 			want: []string{`g.data:1 id=a text="alpha"`, `g.data:2 id=b text="beta"`, `z.bin:1 id=a text="alpha"`, `z.bin:2 id=b text="beta"`,
 				`c.csv.zst:2 id=c text="gamma"`}},
+		// pzstd writes a skippable frame first (RFC 8878 3.1.2): 0x184D2A5?
+		// little-endian, a 4-byte size, that many bytes.
+		{name: "zstd after a skippable frame", files: map[string][]byte{"p.data": append([]byte{0x50, 0x2a, 0x4d, 0x18, 4, 0, 0, 0, 0x4d, 0, 0, 0}, zstdBytes(docsJSONL)...)},
+			paths: []string{"p.data"},
+			want:  []string{`p.data:1 id=a text="alpha"`, `p.data:2 id=b text="beta"`}},
 		{name: "stdin", paths: []string{"-"}, stdin: "{\"id\":\"s\",\"text\":\"from stdin\"}\n",
 			want: []string{`stdin:1 id=s text="from stdin"`}},
 		{name: "numeric and nested ids", files: map[string][]byte{"n.jsonl": []byte(`{"id":42,"text":"a"}
@@ -156,6 +161,15 @@ func TestRead(t *testing.T) {
 			want: []string{`r.csv:2 id=a text="one two"`, `bad r.csv:3 (id ""): 3 columns, the header has 2 (quote a field that holds ",")`,
 				`bad r.csv:4 (id ""): field 2 has text after its closing quote (a quote inside a quoted field is written "")`,
 				`r.csv:5 id=d text="a \"quoted\" word"`, `r.csv:6 id=e text="5\" screen"`}},
+		{name: "csv text not UTF-8", files: map[string][]byte{"l.csv": []byte("id,text\nx1,r\xe9sum\xe9\nx2,r\xe8sum\xe8\nx3,caf\u00e9\n")},
+			paths: []string{"l.csv"},
+			want: []string{`bad l.csv:2 (id ""): field "text" is not valid UTF-8 (byte 0xe9 at offset 1 of its string as written): text in another encoding, such as Latin-1? convert the file first (iconv -f latin1 -t utf-8)`,
+				`bad l.csv:3 (id ""): field "text" is not valid UTF-8 (byte 0xe8 at offset 1 of its string as written): text in another encoding, such as Latin-1? convert the file first (iconv -f latin1 -t utf-8)`,
+				"l.csv:4 id=x3 text=\"caf\u00e9\""}},
+		// A stray quote opens a field that runs to the end: reading stops
+		// (skipping it as one bad record lost every row after it).
+		{name: "tsv stray quote", files: map[string][]byte{"s.tsv": []byte("id\ttext\ns1\tgood\ns2\t\"stray quote\ns3\tgood too\ns4\tand this\n")},
+			paths: []string{"s.tsv"}, wantErr: ErrUnclosedQuote},
 		{name: "csv over-long record", files: map[string][]byte{"r.csv": []byte("id,text\na,\"" + strings.Repeat("z\n", 60) + "\"\nb,ok\n")},
 			paths: []string{"r.csv"}, o: Options{MaxRecordBytes: 100},
 			want: []string{`bad r.csv:2 (id ""): longer than the record limit: 125 bytes (at most 100)`, `r.csv:63 id=b text="ok"`}},
