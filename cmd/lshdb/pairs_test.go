@@ -3,8 +3,8 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"compress/gzip"
 	"cmp"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
