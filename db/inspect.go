@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"math/bits"
+	"strings"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -323,7 +324,12 @@ type Stats struct {
 	// compressed, as on disk. A table that spans two kinds (compactions
 	// cut tables by size, not by kind) counts as its first key's.
 	TableBytes map[string]uint64
-	Buckets    *BucketStats
+	// LogBytes is the size of the write-ahead log's files on disk: writes
+	// not yet flushed into tables (an index written by small batches
+	// holds most of its data there until the log fills or the index is
+	// opened again), and log files kept for reuse.
+	LogBytes uint64
+	Buckets  *BucketStats
 	// Expired counts the documents whose TTL has passed and that await
 	// the sweep (counted in Docs until then, never returned); Expiring
 	// those set to expire later.
@@ -407,6 +413,17 @@ func (db *DB) Stats(ctx context.Context, top int) (*Stats, error) {
 	levels, err := db.pdb.SSTables()
 	if err != nil {
 		return nil, classify(err)
+	}
+	// NB: the files' sizes, not Pebble's WAL metrics, whose size of the
+	// log being written is its size when it was opened (0 for a new one).
+	if names, err := db.opts.FS.List(db.dir); err == nil {
+		for _, name := range names {
+			if strings.HasSuffix(name, ".log") {
+				if fi, err := db.opts.FS.Stat(db.opts.FS.PathJoin(db.dir, name)); err == nil && !fi.IsDir() {
+					st.LogBytes += uint64(fi.Size())
+				}
+			}
+		}
 	}
 	st.TableBytes = map[string]uint64{}
 	for _, level := range levels {

@@ -21,7 +21,7 @@ import (
 // volatile matches what differs between two identical indexes on disk:
 // file sizes, which compactions and logs decide, and the indexes' random
 // instance names.
-var volatile = regexp.MustCompile(`("disk_bytes":|on disk |size on disk: )\d+(\.\d [KMGTPE]iB| B)?|"table_bytes":\{[^}]*\}|tables on disk \(compressed\)[^\n]*|("instance":"|instance: )[A-Z2-7]{26}`)
+var volatile = regexp.MustCompile(`("disk_bytes":|"log_bytes":|on disk |size on disk: |log on disk: )\d+(\.\d [KMGTPE]iB| B)?|"table_bytes":\{[^}]*\}|tables on disk \(compressed\)[^\n]*|("instance":"|instance: )[A-Z2-7]{26}`)
 
 // Ensure that the commands print, attached to a served index (through
 // its socket, and through --addr with a token), exactly what they print

@@ -302,6 +302,7 @@ type statsJSON struct {
 	StoredBytes         storedBytesJSON `json:"stored_bytes"`
 	DiskBytes           uint64          `json:"disk_bytes"`
 	TableBytes          storedBytesJSON `json:"table_bytes"` // on disk, by the kind of each table's first key
+	LogBytes            uint64          `json:"log_bytes"`   // the write-ahead log's files: writes not yet in tables
 	Hottest             []bucketJSON    `json:"hottest"`
 	Expired             int             `json:"expired,omitempty"`  // TTL passed, awaiting the sweep
 	Expiring            int             `json:"expiring,omitempty"` // set to expire later

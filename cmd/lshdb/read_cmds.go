@@ -621,7 +621,7 @@ func (a *app) statsCmd() *cobra.Command {
 						ExpectedRecall: st.ExpectedRecall, ExpectedRecallShort: shortDocs(st.Recall), PostingListsPerBand: nonNil(st.Buckets.Lists),
 						BucketSizeHistogram: nonNil(st.Buckets.Histogram), StoredBytes: sb, DiskBytes: st.DiskBytes,
 						TableBytes: storedBytesJSON{Docs: st.TableBytes["docs"], IDs: st.TableBytes["ids"], Postings: st.TableBytes["postings"],
-							ManifestCounters: st.TableBytes["manifest+counters"]},
+							ManifestCounters: st.TableBytes["manifest+counters"]}, LogBytes: st.LogBytes,
 						Hottest: bucketsJSON(st.Buckets.Hottest), Expired: st.Expired, Expiring: st.Expiring})
 				}
 				if err := a.printParams(d, &st.Recall); err != nil {
@@ -647,6 +647,9 @@ func (a *app) statsCmd() *cobra.Command {
 				tb := st.TableBytes
 				fmt.Fprintf(a.stdout, "tables on disk (compressed), each counted by the kind of its first key (a table may hold several kinds): docs %d, ids %d, postings %d, manifest and counters %d\n",
 					tb["docs"], tb["ids"], tb["postings"], tb["manifest+counters"])
+				// NB: after small inserts, the tables held nothing and stats
+				// read as an empty index.
+				fmt.Fprintf(a.stdout, "write-ahead log on disk: %d (writes not yet flushed into tables: the log holds them until it fills or the index is opened again)\n", st.LogBytes)
 				return a.printHottest(st.Buckets.Hottest)
 			})
 		},

@@ -581,6 +581,9 @@ func writeReport(w io.Writer, rd *reportData) error {
 		}
 		row("records, as written", strings.Join(parts, ", "))
 		row("tables on disk (compressed), by the kind of each one's first key", strings.Join(tparts, ", "))
+		if !rd.Info.Redis {
+			row("write-ahead log on disk (writes not yet flushed into tables)", humanBytes(st.LogBytes))
+		}
 		lists := 0
 		for _, n := range st.Buckets.Lists {
 			lists += n

@@ -1863,8 +1863,13 @@ frees a deleted key at once).`,
 				a.notef("an index on Redis needs no compaction (Redis frees a deleted key's memory at once): nothing done")
 				return nil
 			}
+			// NB: the size before the command opens the index: opening it
+			// to write replays its write-ahead log into tables, and a
+			// compact after inserts and deletes said "375.8 KiB on disk,
+			// 375.8 KiB before" of a directory that had taken 907 KB.
+			pre := filesBytes(a.dbDir)
 			return a.withWritableIndex(func(d index) error {
-				before := diskBytesOf(d)
+				before := cmp.Or(pre, diskBytesOf(d))
 				ctx, barDone := a.phaseBar("compact")
 				err := d.Compact(ctx)
 				barDone()
@@ -1880,6 +1885,21 @@ frees a deleted key at once).`,
 			})
 		},
 	}
+}
+
+// filesBytes is the size of the regular files under dir (0 if there are
+// none, or dir cannot be read); links are not followed.
+func filesBytes(dir string) uint64 {
+	var n uint64
+	filepath.WalkDir(dir, func(_ string, e fs.DirEntry, err error) error {
+		if err == nil && e.Type().IsRegular() {
+			if fi, err := e.Info(); err == nil {
+				n += uint64(fi.Size())
+			}
+		}
+		return nil
+	})
+	return n
 }
 
 // diskBytesOf is the space d's files take (0 if it cannot say).

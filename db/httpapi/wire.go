@@ -866,6 +866,7 @@ type StatsJSON struct {
 	StoredBytes         ByteCountsJSON `json:"stored_bytes"`
 	DiskBytes           uint64         `json:"disk_bytes"`
 	TableBytes          ByteCountsJSON `json:"table_bytes"`
+	LogBytes            uint64         `json:"log_bytes,omitempty"`
 	Hottest             []BucketJSON   `json:"hottest"`
 	Expired             int            `json:"expired,omitempty"`
 	Expiring            int            `json:"expiring,omitempty"`
@@ -880,7 +881,7 @@ func StatsOut(s *db.Stats) StatsJSON {
 	out := StatsJSON{Docs: s.Docs, Threshold: p.Threshold, Bands: p.Bands.B, Rows: p.Bands.R, NumPerm: p.NumPerm,
 		Scheme: p.Scheme.String(), Shingle: p.Shingle.String(), ShingleSize: p.ShingleSize, Bag: p.Bag,
 		StoreText: p.StoreText, Storage: p.Storage, FormatVersion: p.FormatVersion, ExpectedRecall: s.ExpectedRecall,
-		StoredBytes: byteCountsOut(s.StoredBytes), DiskBytes: s.DiskBytes, TableBytes: byteCountsOut(s.TableBytes),
+		StoredBytes: byteCountsOut(s.StoredBytes), DiskBytes: s.DiskBytes, TableBytes: byteCountsOut(s.TableBytes), LogBytes: s.LogBytes,
 		Params: ParamsOut(p), Expired: s.Expired, Expiring: s.Expiring,
 		Recall: RecallJSON{Threshold: s.Recall.Threshold, Curve: s.Recall.Curve, ShortDocs: s.Recall.ShortDocs, Measured: s.Recall.Measured}}
 	if s.Recall.Measured {
@@ -910,7 +911,7 @@ func (s StatsJSON) Stats() (*db.Stats, error) {
 	}
 	out := &db.Stats{Params: p, Docs: s.Docs, ExpectedRecall: s.ExpectedRecall,
 		Recall:      db.RecallEstimate{Threshold: s.Recall.Threshold, Curve: s.Recall.Curve, ShortDocs: s.Recall.ShortDocs, MissRatio: math.NaN(), Measured: s.Recall.Measured},
-		StoredBytes: s.StoredBytes.byteCounts(true), DiskBytes: s.DiskBytes, TableBytes: s.TableBytes.byteCounts(false),
+		StoredBytes: s.StoredBytes.byteCounts(true), DiskBytes: s.DiskBytes, TableBytes: s.TableBytes.byteCounts(false), LogBytes: s.LogBytes,
 		Buckets: &db.BucketStats{Lists: nilIfEmpty(s.PostingListsPerBand), Histogram: nilIfEmpty(s.BucketSizeHistogram), Hottest: hot},
 		Expired: s.Expired, Expiring: s.Expiring}
 	if s.Recall.MissRatio != nil {
