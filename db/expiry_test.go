@@ -210,8 +210,12 @@ func TestExpiryPebble(t *testing.T) {
 	if v := d.Params().FormatVersion; v != codec.FormatVersion {
 		t.Fatalf("reopened, format %d; want %d", v, codec.FormatVersion)
 	}
-	if n, err := d.SweepExpired(ctx); n != 2 || err != nil {
-		t.Fatalf("SweepExpired = %d, %v; want 2", n, err)
+	// NB: Purge sweeps them first, and counts them.
+	if res, err := d.Purge(ctx); res.SweptExpired != 2 || err != nil {
+		t.Fatalf("Purge = %+v, %v; want 2 swept", res, err)
+	}
+	if rep, err := d.Check(ctx); err != nil || !rep.OK() || rep.EmptyLists != 0 {
+		t.Fatalf("Check after Purge: %+v, %v; want no empty list left", rep, err)
 	}
 	if n, err := d.Count(); n != 2 || err != nil {
 		t.Fatalf("Count after the sweep = %d, %v", n, err)

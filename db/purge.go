@@ -9,6 +9,27 @@ import (
 	"github.com/lshdb/lshdb/compaction"
 )
 
+// PurgeResult is what Purge removed.
+type PurgeResult struct {
+	// SweptExpired counts the documents whose TTL had passed, removed
+	// first (SweepExpired).
+	SweptExpired int
+	// PurgedLists counts the emptied posting lists deleted.
+	PurgedLists int
+}
+
+// Purge is PurgeEmptyLists that also counts the expired documents it
+// sweeps first.
+func (db *DB) Purge(ctx context.Context) (PurgeResult, error) {
+	var r PurgeResult
+	var err error
+	if r.SweptExpired, err = db.SweepExpired(ctx); err != nil {
+		return r, err
+	}
+	r.PurgedLists, err = db.purgeLists(ctx)
+	return r, err
+}
+
 // PurgeEmptyLists deletes the posting lists that hold no live posting —
 // the keys that deletes and upserts leave behind when they remove a
 // bucket's last document — and returns how many it deleted. Each batch of
@@ -24,6 +45,15 @@ import (
 // the writer lock is what makes the delete safe: no merge operand can
 // arrive between reading a list as empty and deleting it.
 func (db *DB) PurgeEmptyLists(ctx context.Context) (int, error) {
+	// NB: the expired documents first (SweepExpired): removing them may
+	// empty lists.
+	r, err := db.Purge(ctx)
+	return r.PurgedLists, err
+}
+
+// purgeLists deletes the emptied posting lists (PurgeEmptyLists without
+// the sweep).
+func (db *DB) purgeLists(ctx context.Context) (int, error) {
 	if err := db.enter(); err != nil {
 		return 0, err
 	}
@@ -32,24 +62,7 @@ func (db *DB) PurgeEmptyLists(ctx context.Context) (int, error) {
 		return 0, ErrReadOnly
 	}
 	if db.rkv != nil {
-		ctx, cancel := db.opCtx(ctx)
-		defer cancel()
-		_, err := db.redisSweep(ctx)
-		return 0, err
-	}
-	// NB: the expired documents first (SweepExpired): removing them may
-	// empty lists.
-	for {
-		if err := ctxErr(ctx); err != nil {
-			return 0, err
-		}
-		_, more, err := db.sweepBatch()
-		if err != nil {
-			return 0, err
-		}
-		if !more {
-			break
-		}
+		return 0, nil
 	}
 	ctx, cancel := db.opCtx(ctx)
 	defer cancel()

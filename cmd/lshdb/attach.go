@@ -53,6 +53,7 @@ type index interface {
 	Explain(a, b string) (*db.Explanation, error)
 	Check(ctx context.Context) (*db.CheckReport, error)
 	PurgeEmptyLists(ctx context.Context) (int, error)
+	Purge(ctx context.Context) (db.PurgeResult, error)
 	Compact(ctx context.Context) error
 	Close() error
 }
@@ -343,6 +344,10 @@ func (h *handover) Check(ctx context.Context) (*db.CheckReport, error) {
 
 func (h *handover) PurgeEmptyLists(ctx context.Context) (int, error) {
 	return retry(h, func(x index) (int, error) { return x.PurgeEmptyLists(ctx) })
+}
+
+func (h *handover) Purge(ctx context.Context) (db.PurgeResult, error) {
+	return retry(h, func(x index) (db.PurgeResult, error) { return x.Purge(ctx) })
 }
 
 func (h *handover) Compact(ctx context.Context) error {

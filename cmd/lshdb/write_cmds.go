@@ -1831,14 +1831,25 @@ pairs returns changes; writers wait while it runs.`,
 		Args: nArgs(0),
 		RunE: func(c *cobra.Command, args []string) error {
 			return a.withWritableIndex(func(d index) error {
-				n, err := d.PurgeEmptyLists(a.ctx)
+				// NB: Purge counts the expired documents it sweeps (purge
+				// said only how many lists it deleted, and the documents
+				// were gone).
+				res, err := d.Purge(a.ctx)
 				if err != nil {
 					return err
 				}
 				if a.json() {
-					return a.emitJSON(map[string]any{"purged_lists": n})
+					out := map[string]any{"purged_lists": res.PurgedLists}
+					if res.SweptExpired >= 0 {
+						out["swept_expired"] = res.SweptExpired
+					}
+					return a.emitJSON(out)
 				}
-				_, err = fmt.Fprintf(a.stdout, "purged %d empty posting lists\n", n)
+				if res.SweptExpired >= 0 {
+					_, err = fmt.Fprintf(a.stdout, "swept %s; purged %d empty posting lists\n", counted(res.SweptExpired, "expired document", "expired documents"), res.PurgedLists)
+					return err
+				}
+				_, err = fmt.Fprintf(a.stdout, "purged %d empty posting lists\n", res.PurgedLists)
 				return err
 			})
 		},

@@ -1127,11 +1127,21 @@ func (c *Client) Check(ctx context.Context) (*db.CheckReport, error) {
 
 // PurgeEmptyLists deletes the emptied posting lists.
 func (c *Client) PurgeEmptyLists(ctx context.Context) (int, error) {
-	var out struct {
-		PurgedLists int `json:"purged_lists"`
-	}
+	r, err := c.Purge(ctx)
+	return r.PurgedLists, err
+}
+
+// Purge is db.DB.Purge: the server sweeps the expired documents, then
+// deletes the emptied posting lists. An older server does not count the
+// documents it sweeps: SweptExpired is then -1.
+func (c *Client) Purge(ctx context.Context) (db.PurgeResult, error) {
+	var out httpapi.PurgeJSON
 	err := c.call(ctx, "POST", "/v1/purge", nil, struct{}{}, &out)
-	return out.PurgedLists, err
+	r := db.PurgeResult{PurgedLists: out.PurgedLists, SweptExpired: -1}
+	if out.SweptExpired != nil {
+		r.SweptExpired = *out.SweptExpired
+	}
+	return r, err
 }
 
 // Compact rewrites the server's index to free the space of deleted and

@@ -566,9 +566,21 @@ func TestWritesThroughClient(t *testing.T) {
 	}
 	dr, err := c.DeleteIDs([]string{"fox", "nope", "fox"}, &db.WriteOptions{IgnoreMissing: true})
 	same(t, "DeleteIDs", [2]any{dr, err}, [2]any{db.DeleteResult{Deleted: 1, Missing: []string{"nope"}}, nil})
+	// An expired document is swept by the server's purge, and counted.
+	if err := c.Put(db.Doc{ID: "gone", Text: "a document whose time has already passed"}, &db.WriteOptions{TTL: time.Nanosecond}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Millisecond)
+	pr, err := c.Purge(context.Background())
+	if err != nil || pr.PurgedLists == 0 || pr.SweptExpired > 1 || pr.SweptExpired < 0 {
+		t.Errorf("Purge: %+v %v, want lists purged and at most the one expired document swept", pr, err)
+	}
+	if ok, _ := d.Has("gone"); ok {
+		t.Error("the expired document is still there after Purge")
+	}
 	n, err := c.PurgeEmptyLists(context.Background())
-	if err != nil || n == 0 {
-		t.Errorf("PurgeEmptyLists: %d %v", n, err)
+	if err != nil || n != 0 {
+		t.Errorf("PurgeEmptyLists after Purge: %d %v, want nothing left", n, err)
 	}
 	rep, err := d.Check(context.Background())
 	if err != nil || !rep.OK() {

@@ -1013,13 +1013,19 @@ func (h *handler) purge(w *resp, r *http.Request) error {
 	if _, err := params(r, nil); err != nil {
 		return err
 	}
-	n, err := h.d.PurgeEmptyLists(r.Context())
+	res, err := h.d.Purge(r.Context())
 	if err != nil {
 		return err
 	}
-	return w.json(http.StatusOK, struct {
-		PurgedLists int `json:"purged_lists"`
-	}{n})
+	return w.json(http.StatusOK, PurgeJSON{PurgedLists: res.PurgedLists, SweptExpired: &res.SweptExpired})
+}
+
+// PurgeJSON is the answer of POST /v1/purge.
+type PurgeJSON struct {
+	PurgedLists int `json:"purged_lists"`
+	// SweptExpired counts the expired documents swept first; absent from
+	// an older server's answer.
+	SweptExpired *int `json:"swept_expired,omitempty"`
 }
 
 func (h *handler) compact(w *resp, r *http.Request) error {

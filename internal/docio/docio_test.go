@@ -125,7 +125,7 @@ func TestRead(t *testing.T) {
 {"body":{"text":"five"}}
 `)}, paths: []string{"m.jsonl"}, o: Options{IDField: "meta.url", TextField: "body.text"},
 			want: []string{`m.jsonl:1 id=http://x/1 text="one"`, `m.jsonl:2 id=7 text="two"`, `m.jsonl:3 id=literal text="three"`,
-				`bad m.jsonl:4 (id ""): no "meta.url" field ("meta" is not an object)`, `bad m.jsonl:5 (id ""): no "meta.url" field`}},
+				`bad m.jsonl:4 (id ""): no "meta.url" field ("meta" is not an object) (--id-field names the id's field; --id-from line or hash makes ids)`, `bad m.jsonl:5 (id ""): no "meta.url" field (--id-field names the id's field; --id-from line or hash makes ids)`}},
 		{name: "id from line", files: map[string][]byte{"sub/h.jsonl": []byte("{\"text\":\"abc\"}\n\n{\"text\":\"def\"}\n"), "h.csv": []byte("text\nabc\n")},
 			paths: []string{"sub/h.jsonl", "h.csv"}, o: Options{IDFrom: "LINE"},
 			want: []string{`sub/h.jsonl:1 id=h.jsonl:1 text="abc"`, `sub/h.jsonl:3 id=h.jsonl:3 text="def"`, `h.csv:2 id=h.csv:2 text="abc"`}},
@@ -140,7 +140,7 @@ func TestRead(t *testing.T) {
 				"u.jsonl:3 id=u\ufffd text=\"c\"", "u.jsonl:4 id=u\ufffd text=\"d\""}},
 		{name: "malformed JSON lines", files: map[string][]byte{"bad.jsonl": []byte("{\"id\":\"a\"}\n[1]\nnot json\n{\"id\":\"b\",\"text\":null}\n{\"id\":\"c\",\"text\":\"ok\"}\n")},
 			paths: []string{"bad.jsonl"},
-			want: []string{`bad bad.jsonl:1 (id "a"): no "text" field`,
+			want: []string{`bad bad.jsonl:1 (id "a"): no "text" field (--text-field names the text's field)`,
 				`bad bad.jsonl:2 (id ""): not a JSON object: the line starts with '[', not {`,
 				`bad bad.jsonl:3 (id ""): not a JSON object: the line starts with 'n', not {`,
 				`bad bad.jsonl:4 (id "b"): field "text" is not a string`, `bad.jsonl:5 id=c text="ok"`}},

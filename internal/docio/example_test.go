@@ -31,6 +31,6 @@ func ExampleRead() {
 	}
 	// Output:
 	// stdin:1 "42" "first"
-	// skipped stdin:2 (id "b"): no "text" field
+	// skipped stdin:2 (id "b"): no "text" field (--text-field names the text's field)
 	// stdin:3 "c" "third"
 }

@@ -311,7 +311,8 @@ func parseJSON(o *Options, s *lineScan, name string, line int, b []byte) (Record
 	case "":
 		raw, err := lookupIn(s.member, o.IDField)
 		if err != nil {
-			return Record{}, err
+			// NB: as the CSV reader names --id-col and --text-col.
+			return Record{}, fmt.Errorf("%w (--id-field names the id's field; --id-from line or hash makes ids)", err)
 		}
 		if rec.ID, err = idValue(raw, o.IDField); err != nil {
 			return Record{}, err
@@ -321,7 +322,7 @@ func parseJSON(o *Options, s *lineScan, name string, line int, b []byte) (Record
 	}
 	raw, err := lookupIn(s.member, o.TextField)
 	if err != nil {
-		return Record{ID: rec.ID}, err
+		return Record{ID: rec.ID}, fmt.Errorf("%w (--text-field names the text's field)", err)
 	}
 	var ok bool
 	if o.SkipText && o.IDFrom != "hash" {
