@@ -90,8 +90,9 @@ type Client struct {
 	timeout  time.Duration
 }
 
-// Open connects to the server at target: a Unix socket path (absolute,
-// or starting with ./ or unix:) or an http:// or https:// URL. It asks
+// Open connects to the server at target: an http:// or https:// URL, or
+// else the path of a Unix socket (relative to the working directory, or
+// absolute; a leading unix: is dropped). It asks
 // the server for the index's parameters, so a wrong address or token
 // fails here.
 func Open(target string, opts *Options) (*Client, error) {
