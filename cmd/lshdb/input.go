@@ -119,9 +119,9 @@ func (in *input) docs(paths []string) iter.Seq2[posDoc, error] {
 				return
 			}
 			// NB: a binary file met in a directory walk is named and
-			// passed over, with or without --skip-bad (review C11), as is
-			// an index in it.
-			if !in.f.skipBad && !errors.Is(re, docio.ErrBinary) && !errors.Is(re, docio.ErrStoreInput) {
+			// passed over, with or without --skip-bad (review C11), as are
+			// an index in it and what is not a file.
+			if !in.f.skipBad && !errors.Is(re, docio.ErrBinary) && !errors.Is(re, docio.ErrStoreInput) && !errors.Is(re, docio.ErrNotRegular) {
 				yield(posDoc{}, re)
 				return
 			}

@@ -1218,7 +1218,8 @@ func (a *app) insertCmd(name string) *cobra.Command {
 
 Inputs: JSON Lines with id and text fields, CSV or TSV with a header line
 (--id-col, --text-col), a directory of text files (id = relative path;
-hidden files skipped), or - (or nothing) for stdin; gzip or zstd
+hidden files skipped, links to files followed), or - (or nothing) for
+stdin; gzip or zstd
 compressed or not, told by content. The index is created with the
 creation flags if it does not exist.
 

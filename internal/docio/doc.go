@@ -25,7 +25,9 @@
 //   - Text: a file is one document. A directory (walked in lexical order)
 //     is one document per regular file, its id the slash-separated path
 //     relative to the directory; hidden files and folders (names starting
-//     with '.'), symbolic links and other special files are skipped. With
+//     with '.') are skipped. A symbolic link to a regular file is read as
+//     that file; one to a directory or to nothing, and a special file,
+//     are bad records (ErrNotRegular). With
 //     Options.Format jsonl, csv or tsv, a directory's files are read in
 //     that format instead.
 //

@@ -6,10 +6,15 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
 	"unicode/utf8"
 )
+
+// ErrNotRegular is the cause of the bad record of a directory entry that
+// is not a regular file or a symbolic link to one (see Read).
+var ErrNotRegular = errors.New("not a regular file")
 
 // ErrBinary is the cause of a bad record for a file that is not text. A
 // directory walk yields one for each binary file it meets; callers
@@ -36,8 +41,11 @@ func invalidUTF8(b []byte) int {
 
 // dir reads every regular file under root: as a text document whose id is
 // its slash-separated path relative to root, or in Options.Format when it
-// names a record format. Hidden files and folders, symbolic links and
-// special files are skipped.
+// names a record format. Hidden files and folders are skipped. A symbolic
+// link to a regular file is read as that file (its id the link's path);
+// one to a directory or to nothing, and a special file, are bad records
+// (ErrNotRegular): links to directories are not followed, which could
+// loop.
 func (r *reader) dir(root string) error {
 	return filepath.WalkDir(root, func(path string, e fs.DirEntry, err error) error {
 		if err != nil {
@@ -57,8 +65,27 @@ func (r *reader) dir(root string) error {
 			}
 			return filepath.SkipDir
 		}
-		if !e.Type().IsRegular() {
+		if e.IsDir() {
 			return nil
+		}
+		if !e.Type().IsRegular() {
+			// NB: they were skipped without a word: a tree of links to
+			// files (a model hub's cache of snapshots, a stow directory)
+			// built an empty index.
+			var why error
+			switch st, serr := os.Stat(path); {
+			case e.Type()&fs.ModeSymlink == 0:
+				why = fmt.Errorf("%w: a special file (%s)", ErrNotRegular, e.Type())
+			case serr != nil:
+				why = fmt.Errorf("%w: a symbolic link to nothing readable (%v)", ErrNotRegular, serr)
+			case st.IsDir():
+				why = fmt.Errorf("%w: a symbolic link to a directory, not followed (links can loop): give the directory itself as an input", ErrNotRegular)
+			case !st.Mode().IsRegular():
+				why = fmt.Errorf("%w: a symbolic link to a special file (%s)", ErrNotRegular, st.Mode().Type())
+			}
+			if why != nil {
+				return r.emit(Record{}, &RecordError{File: path, Err: why})
+			}
 		}
 		switch r.o.Format {
 		case "jsonl", "csv", "tsv":
