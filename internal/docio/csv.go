@@ -172,16 +172,19 @@ func (r *reader) csv(src Source, comma byte) error {
 				return fmt.Errorf("%s:%d: the header: %w", name, start, rerr)
 			}
 			for i, h := range fields {
+				col := &idCol
 				switch strings.TrimSpace(h) {
 				case r.o.IDCol:
-					if idCol < 0 {
-						idCol = i
-					}
 				case r.o.TextCol:
-					if textCol < 0 {
-						textCol = i
-					}
+					col = &textCol
+				default:
+					continue
 				}
+				if *col >= 0 {
+					// NB: the first was taken without a word.
+					return fmt.Errorf("%s:%d: the header names %q twice (columns %d and %d): which one to read is not clear", name, start, strings.TrimSpace(h), *col+1, i+1)
+				}
+				*col = i
 			}
 			if textCol < 0 || (idCol < 0 && r.o.IDFrom == "") {
 				return fmt.Errorf("%s:%d: the header %q has no %q or no %q column (set --id-col and --text-col)", name, start, strings.Join(fields, string(comma)), r.o.IDCol, r.o.TextCol)

@@ -174,6 +174,8 @@ func TestRead(t *testing.T) {
 		{name: "csv over-long record", files: map[string][]byte{"r.csv": []byte("id,text\na,\"" + strings.Repeat("z\n", 60) + "\"\nb,ok\n")},
 			paths: []string{"r.csv"}, o: Options{MaxRecordBytes: 100},
 			want: []string{`bad r.csv:2 (id ""): longer than the record limit: 125 bytes (at most 100)`, `r.csv:63 id=b text="ok"`}},
+		{name: "csv header naming a column twice", files: map[string][]byte{"r.csv": []byte("id,text,id\na,one,b\n")},
+			paths: []string{"r.csv"}, wantErr: nil},
 		{name: "csv without the columns", files: map[string][]byte{"r.csv": []byte("key,body\na,b\n")},
 			paths: []string{"r.csv"}, wantErr: nil},
 		{name: "directory: hidden skipped, binary reported", files: map[string][]byte{
@@ -216,6 +218,12 @@ func TestRead(t *testing.T) {
 				}
 				if len(c.paths) > 0 && c.paths[0] != "-" && !strings.Contains(err.Error(), c.paths[0]) {
 					t.Fatalf("error %q does not name %s", err, c.paths[0])
+				}
+				return
+			}
+			if c.name == "csv header naming a column twice" {
+				if err == nil || !strings.Contains(err.Error(), `r.csv:1: the header names "id" twice (columns 1 and 3)`) {
+					t.Fatalf("error %v", err)
 				}
 				return
 			}
