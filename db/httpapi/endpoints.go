@@ -232,6 +232,12 @@ func (h *handler) putIfNew(w *resp, r *http.Request) error {
 	// (the in-process tests with a recorder cannot see this: the README's
 	// curl test does).
 	_ = w.rc.EnableFullDuplex()
+	// NB: a full-duplex handler that returns with its body unread (a bad
+	// line, a line over the limit) made net/http panic as it read the
+	// connection's next request, "invalid concurrent Body.Read call"
+	// (golang/go#68560): closing the body first ends the connection
+	// cleanly instead.
+	defer r.Body.Close()
 	// NB: a corpus's other fields (url, title; lshdb gen's of and
 	// edit_rate) are ignored, as lshdb dedup and insert ignore them.
 	lines := h.bodyLines(w, r)

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"log/slog"
 	"net"
 	"net/http"
@@ -1246,5 +1247,42 @@ func TestMaxInFlightBytes(t *testing.T) {
 	h.inFlightBytes.Release(1000)
 	if err := query(context.Background(), big); err != nil {
 		t.Fatalf("a query of 1.9 MB once the bytes are free: %v", err)
+	}
+}
+
+// Ensure that a put-if-new stream that fails with its body still unread
+// (a malformed line among others, a line over the body limit) ends its
+// connection cleanly: net/http panicked ("invalid concurrent Body.Read
+// call", golang/go#68560) reading the next request of a full-duplex
+// connection whose body the handler had left, and logged the stack.
+func TestPutIfNewBadLineNoPanic(t *testing.T) {
+	d := openFixture(t, 0, nil)
+	var serverLog syncBuffer
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: Handler(d, nil), ErrorLog: log.New(&serverLog, "", 0)}
+	go srv.Serve(l)
+	t.Cleanup(func() { srv.Close() })
+	var body strings.Builder
+	body.WriteString(`{"id":"ok1","text":"small text one two three"}` + "\n{bad\n")
+	for i := range 200 {
+		fmt.Fprintf(&body, `{"id":"r%d","text":"filler %d abc def"}`+"\n", i, i)
+	}
+	for range 3 {
+		resp, err := http.Post("http://"+l.Addr().String()+"/v1/docs/put-if-new", "application/x-ndjson", strings.NewReader(body.String()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if !strings.Contains(string(b), `"bad_request"`) {
+			t.Fatalf("the answer names no bad line: %s", b)
+		}
+	}
+	time.Sleep(100 * time.Millisecond)
+	if got := serverLog.String(); strings.Contains(got, "panic") {
+		t.Errorf("the server logged a panic:\n%s", got)
 	}
 }
