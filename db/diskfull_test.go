@@ -350,3 +350,68 @@ func TestCompactRoomForLiveData(t *testing.T) {
 		t.Fatalf("Compact of a store three quarters replaced, with half of it free beyond the reserve: %v", err)
 	}
 }
+
+// Ensure that lshdb's temporary files keep the disk reserve: a Pairs run
+// that spills its candidates and a Load's runs and tables stop with
+// ErrDiskFull when the free space falls to the reserve, remove what they
+// wrote, and leave the index as it was. Only writes checked the reserve:
+// one pairs request over HTTP at a low threshold filled a disk to its
+// last byte with run files, where Pebble panics or retries without end.
+func TestTempFilesKeepTheReserve(t *testing.T) {
+	defer func(n int64) { tempCheckBytes = n }(tempCheckBytes)
+	tempCheckBytes = 4 << 10
+	mem := vfs.NewMem()
+	fs := &quotaFS{FS: mem, root: "idx", capacity: 1 << 30}
+	const reserve = 1 << 20
+	d := mustOpen(t, "idx", &Options{fs: fs, DiskReserve: reserve, NoSync: true})
+	defer d.Close()
+	// Many documents alike: at a low threshold every pair is a
+	// candidate, and a small budget spills them.
+	docs := make([]Doc, 600)
+	for i := range docs {
+		docs[i] = Doc{ID: fmt.Sprint("d", i), Text: fmt.Sprintf("the same few words in every one of them, and a number %d", i)}
+	}
+	if _, err := d.Load(context.Background(), seqOf(docs), nil); err != nil {
+		t.Fatal(err)
+	}
+	po := &PairsOptions{Threshold: 0.3, Memory: 64 << 10}
+	want, err := pairsOf(d, po)
+	if err != nil || len(want) < 1000 {
+		t.Fatalf("pairs with room: %d, %v", len(want), err)
+	}
+	store := int64(dirBytes(mem, "idx"))
+	fs.capacity = store + reserve + 16<<10
+	if _, err := pairsOf(d, po); !errors.Is(err, ErrDiskFull) {
+		t.Fatalf("pairs spilling into the reserve: %v, want ErrDiskFull", err)
+	}
+	if got := int64(dirBytes(mem, "idx")); got != store {
+		t.Errorf("the refused pairs left %d bytes, the index took %d", got, store)
+	}
+	more := make([]Doc, 3000)
+	for i := range more {
+		more[i] = Doc{ID: fmt.Sprint("m", i), Text: fmt.Sprintf("another document, number %d of a load too large for the room left", i)}
+	}
+	if _, err := d.Load(context.Background(), seqOf(more), &LoadOptions{Memory: 1 << 20}); !errors.Is(err, ErrDiskFull) {
+		t.Fatalf("a load into the reserve: %v, want ErrDiskFull", err)
+	}
+	if n, err := d.Count(); n != uint64(len(docs)) || err != nil {
+		t.Errorf("after the refused load: %d documents, %v", n, err)
+	}
+	fs.capacity = 1 << 30
+	got, err := pairsOf(d, po)
+	if err != nil || len(got) != len(want) {
+		t.Errorf("pairs with room again: %d pairs, %v; want %d", len(got), err, len(want))
+	}
+}
+
+// pairsOf returns the pairs of d, or the error that ended them.
+func pairsOf(d *DB, po *PairsOptions) ([]Pair, error) {
+	var out []Pair
+	for p, err := range d.Pairs(context.Background(), po) {
+		if err != nil {
+			return out, err
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}

@@ -381,7 +381,7 @@ func (db *DB) pairs(ctx context.Context, po *PairsOptions, st *PairsStats,
 	st.IdenticalGroups = len(x.groups)
 
 	// Candidates: pairs of distinct representatives sharing a list.
-	fs := db.opts.FS
+	fs := db.tempFS()
 	tmp, removeTmp, err := runTempDir(fs, db.dir)
 	if err != nil {
 		return err

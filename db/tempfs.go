@@ -1,0 +1,77 @@
+package db
+
+import (
+	"sync/atomic"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+// tempCheckBytes is how many bytes of temporary files are written
+// between two checks of the disk reserve (reserveFS).
+var tempCheckBytes int64 = 16 << 20
+
+// reserveFS is the filesystem of lshdb's temporary files (a load's
+// sorted runs and tables, a pairs run's spilled candidates and sets): it
+// refuses to write on with ErrDiskFull when the free space of the index's
+// filesystem falls to the disk reserve (Options.DiskReserve), checked
+// when a file is created and every tempCheckBytes written. NB: only
+// writes checked the reserve, and one pairs request over HTTP at a low
+// threshold filled a disk to its last byte with run files, where Pebble
+// panics or retries without end.
+type reserveFS struct {
+	vfs.FS
+	dir     string
+	reserve int64
+	// unchecked is the bytes written since the last check.
+	unchecked atomic.Int64
+}
+
+// tempFS returns the filesystem for db's temporary files (reserveFS).
+func (db *DB) tempFS() vfs.FS {
+	if db.opts.DiskReserve < 0 {
+		return db.opts.FS
+	}
+	return &reserveFS{FS: db.opts.FS, dir: db.dir, reserve: db.opts.DiskReserve}
+}
+
+func (r *reserveFS) check() error {
+	r.unchecked.Store(0)
+	// NB: the reserve itself is the margin of the next stretch of
+	// writes: a temporary file may eat tempCheckBytes into it, no more.
+	return roomIn(r.FS, r.dir, r.reserve, 0)
+}
+
+func (r *reserveFS) Create(name string, category vfs.DiskWriteCategory) (vfs.File, error) {
+	if err := r.check(); err != nil {
+		return nil, err
+	}
+	f, err := r.FS.Create(name, category)
+	if err != nil {
+		return nil, err
+	}
+	return &reserveFile{File: f, fs: r}, nil
+}
+
+// reserveFile is a file of a reserveFS.
+type reserveFile struct {
+	vfs.File
+	fs *reserveFS
+}
+
+func (f *reserveFile) Write(p []byte) (int, error) {
+	if f.fs.unchecked.Add(int64(len(p))) >= tempCheckBytes {
+		if err := f.fs.check(); err != nil {
+			return 0, err
+		}
+	}
+	return f.File.Write(p)
+}
+
+func (f *reserveFile) WriteAt(p []byte, off int64) (int, error) {
+	if f.fs.unchecked.Add(int64(len(p))) >= tempCheckBytes {
+		if err := f.fs.check(); err != nil {
+			return 0, err
+		}
+	}
+	return f.File.WriteAt(p, off)
+}
