@@ -394,7 +394,7 @@ func (c *Client) PutBatch(docs []db.Doc, wo *db.WriteOptions) (db.BatchResult, e
 // was already writing is written: an error from a cut request says
 // nothing of whether the batch was stored.
 func (c *Client) PutBatchContext(ctx context.Context, docs []db.Doc, wo *db.WriteOptions) (db.BatchResult, error) {
-	if err := wireable(docs); err != nil {
+	if err := c.wireable(docs); err != nil {
 		return db.BatchResult{}, err
 	}
 	if err := c.batch(len(docs), "documents"); err != nil {
@@ -520,7 +520,7 @@ func (c *Client) PutIfNew(doc db.Doc, wo *db.WriteOptions) (*db.Match, error) {
 // PutBatchContext does: a server still waiting for the writer lock
 // (behind a load) stores nothing.
 func (c *Client) PutIfNewContext(ctx context.Context, doc db.Doc, wo *db.WriteOptions) (*db.Match, error) {
-	if err := wireable([]db.Doc{doc}); err != nil {
+	if err := c.wireable([]db.Doc{doc}); err != nil {
 		return nil, err
 	}
 	q := putIfNewQuery(wo)
@@ -566,7 +566,7 @@ func (c *Client) PutIfNewBatch(ctx context.Context, docs []db.Doc, wo *db.WriteO
 	enc.SetEscapeHTML(false)
 	var sent []int // positions in docs of the documents sent
 	for i, d := range docs {
-		if err := wireable([]db.Doc{d}); err != nil {
+		if err := c.wireable([]db.Doc{d}); err != nil {
 			res[i].Err = err
 			continue
 		}
@@ -1207,11 +1207,16 @@ func (c *Client) Validate(d db.Doc) error {
 }
 
 // wireable refuses, as the index would, a document given as an empty set
-// or signature: the wire omits an empty list, which would read as an
-// empty text.
-func wireable(docs []db.Doc) error {
+// or signature (the wire omits an empty list, which would read as an
+// empty text) and one larger than the index takes (the server refused its
+// request as a body too large, which does not match db.ErrDocTooLarge).
+func (c *Client) wireable(docs []db.Doc) error {
 	for i, d := range docs {
-		if err := wireID(d.ID); err != nil {
+		err := wireID(d.ID)
+		if n := len(d.Text) + len(d.Meta); err == nil && c.maxDoc > 0 && n > c.maxDoc {
+			err = fmt.Errorf("%w: %q has %d bytes (at most %d)", db.ErrDocTooLarge, d.ID, n, c.maxDoc)
+		}
+		if err != nil {
 			if len(docs) > 1 {
 				return &db.DocError{Index: i, ID: d.ID, Err: err}
 			}

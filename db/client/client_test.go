@@ -596,6 +596,9 @@ func TestErrorsMatchSentinels(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := server(t, d, nil, "")["tcp"]
+	// A server whose body limit is below the document: the client refuses
+	// it itself, as the index would (the server answered body_too_large).
+	small := server(t, d, &httpapi.Options{MaxBodyBytes: 1500}, "")["tcp"]
 	ctx := context.Background()
 	big := string(make([]byte, 2000))
 	for _, tc := range []struct {
@@ -608,6 +611,9 @@ func TestErrorsMatchSentinels(t *testing.T) {
 		{"invalid id", func() error { _, err := c.Get(""); return err }, func() error { _, err := d.Get(""); return err }, db.ErrInvalidID},
 		{"empty document", func() error { return c.Put(db.Doc{ID: "e", Text: "  "}, nil) }, func() error { return d.Put(db.Doc{ID: "e", Text: "  "}, nil) }, db.ErrEmptyDocument},
 		{"too large", func() error { return c.Put(db.Doc{ID: "b", Text: big}, nil) }, func() error { return d.Put(db.Doc{ID: "b", Text: big}, nil) }, db.ErrDocTooLarge},
+		{"too large for the body", func() error { return small.Put(db.Doc{ID: "b", Text: big}, nil) }, func() error { return d.Put(db.Doc{ID: "b", Text: big}, nil) }, db.ErrDocTooLarge},
+		{"too large, if new", func() error { _, err := small.PutIfNew(db.Doc{ID: "b", Text: big}, nil); return err },
+			func() error { _, err := d.PutIfNew(db.Doc{ID: "b", Text: big}, nil); return err }, db.ErrDocTooLarge},
 		{"invalid options", func() error { _, err := c.Query(ctx, "x y z", &db.QueryOptions{Threshold: 2}); return err },
 			func() error { _, err := d.Query(ctx, "x y z", &db.QueryOptions{Threshold: 2}); return err }, db.ErrInvalidOptions},
 		{"delete missing", func() error { return c.Delete("nope", nil) }, func() error { return d.Delete("nope", nil) }, db.ErrNotFound},
