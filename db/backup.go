@@ -378,7 +378,9 @@ func (db *DB) checkBackupDir(dir string) error {
 		return invalid("backup directory is empty")
 	}
 	if _, err := db.opts.FS.Stat(dir); err == nil {
-		return fmt.Errorf("%w: backup directory %s exists (a backup makes a new directory): %w", ErrInvalidOptions, dir, fs.ErrExist)
+		// NB: fs.ErrExist matches, unsaid: "… (a backup makes a new
+		// directory): file already exists" said it twice.
+		return fmt.Errorf("%w: backup directory %s exists: a backup makes a new directory%w", ErrInvalidOptions, dir, unsaid{fs.ErrExist})
 	} else if errors.Is(err, syscall.ENOTDIR) || errors.Is(err, fs.ErrPermission) {
 		return fmt.Errorf("%w: backup directory %s: %w", ErrInvalidOptions, dir, err)
 	} else if !errors.Is(err, os.ErrNotExist) {
@@ -484,3 +486,10 @@ func syncDir(fsys vfs.FS, dir string) error {
 	}
 	return err
 }
+
+// unsaid wraps an error that errors.Is should match, but that a message
+// already says in its own words.
+type unsaid struct{ err error }
+
+func (u unsaid) Error() string { return "" }
+func (u unsaid) Unwrap() error { return u.err }

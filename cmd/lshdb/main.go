@@ -122,7 +122,18 @@ func raiseMemoryLimit(budget int) {
 // cancelled it.
 type signalCause struct{ sig os.Signal }
 
-func (c signalCause) Error() string { return "interrupted by " + c.sig.String() }
+func (c signalCause) Error() string {
+	// NB: by its name: Go's strings made "interrupted by terminated".
+	switch c.sig {
+	case os.Interrupt:
+		return "interrupted by SIGINT (Ctrl-C)"
+	case syscall.SIGTERM:
+		return "interrupted by SIGTERM"
+	case syscall.SIGHUP:
+		return "interrupted by SIGHUP (its terminal closed)"
+	}
+	return "interrupted by " + c.sig.String()
+}
 
 // usageError marks an error in how the command was called (exit 2).
 type usageError struct{ err error }

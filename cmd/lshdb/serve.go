@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/lshdb/lshdb/db"
@@ -45,12 +46,13 @@ always on the Unix socket DIR/lshdb.sock (mode 0600: this user only), and on
 TCP when --addr is given. A non-loopback --addr needs --token (or the
 LSHDB_TOKEN environment variable): every request but /healthz must then carry
 "Authorization: Bearer TOKEN". /metrics serves Prometheus metrics; one line per
-request is logged on stderr.
+request of the API (not /metrics, which scrapers poll) is logged on stderr.
 
 An index on Redis (--db redis+cluster://…) has no directory: it is served on
 --addr only, which it then needs; any number of servers may serve it at once.
 
-SIGTERM or SIGINT stops accepting requests, lets those in flight finish (up to
+SIGTERM, SIGINT or SIGHUP (unless started with it ignored, as by nohup)
+stops accepting requests, lets those in flight finish (up to
 --shutdown-timeout, then cancels them), closes the index and exits 0.`,
 		Args: nArgs(0),
 		RunE: func(c *cobra.Command, args []string) error {
@@ -164,8 +166,16 @@ func (a *app) serve(so *serveOptions) error {
 	mux.Handle("/", httpapi.Handler(d, &httpapi.Options{Token: so.token, MaxBodyBytes: so.maxBody, MaxBatch: so.maxBatch, MaxInFlight: so.maxInFlight, MaxInFlightBytes: so.maxInFlightBytes, WriteTimeout: so.writeTimeout, ReadTimeout: so.readTimeout,
 		BackupRoot: so.backupRoot, Logger: log, Hooks: m.Hooks()}))
 	mux.Handle("GET /metrics", httpapi.RequireToken(so.token, m.Handler()))
+	// NB: the requests still in their handler: at the shutdown timeout
+	// the server cancels them and returns, and a cancelled load's log
+	// line (and its metrics) came after "stopped", or never.
+	var inHandler atomic.Int64
 	srv := &http.Server{
-		Handler:           mux,
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			inHandler.Add(1)
+			defer inHandler.Add(-1)
+			mux.ServeHTTP(w, r)
+		}),
 		ReadHeaderTimeout: min(so.readTimeout, 10*time.Second),
 		ReadTimeout:       so.readTimeout,
 		// NB: the API gives each write its own deadline (long answers
@@ -208,6 +218,10 @@ func (a *app) serve(so *serveOptions) error {
 	if errors.Is(err, context.DeadlineExceeded) {
 		log.Warn("lshdb: requests still running at the shutdown timeout: cancelled", "timeout", so.shutdownTimeout)
 		err = srv.Close()
+		// Their handlers see the cancellation and log the requests.
+		for wait := time.Now().Add(10 * time.Second); inHandler.Load() > 0 && time.Now().Before(wait); {
+			time.Sleep(10 * time.Millisecond)
+		}
 	}
 	if cerr := d.Close(); err == nil {
 		err = cerr

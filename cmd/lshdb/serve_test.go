@@ -345,6 +345,11 @@ func TestServeShutdown(t *testing.T) {
 			if !finish && !strings.Contains(log.String(), "shutdown timeout") {
 				t.Errorf("the log does not say requests were cancelled:\n%s", log)
 			}
+			// The request's own line comes before the server says it
+			// stopped (it came after, or never).
+			if l := log.String(); !strings.Contains(l[:max(strings.Index(l, "lshdb: stopped"), 0)], "path=/v1/docs") {
+				t.Errorf("the request in flight is not logged before the server stopped:\n%s", l)
+			}
 		})
 	}
 }

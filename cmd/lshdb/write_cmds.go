@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"iter"
 	"math"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -777,11 +778,12 @@ Redis.`,
 					return fmt.Errorf("%s: %w (--max-delete %s; check the inputs, or raise it: a count, a percentage, or all)", what, err, maxDelete)
 				}
 				var ce *client.Error
-				if _, local := d.(*db.DB); !local && !errors.As(err, &ce) && (errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET)) {
+				if _, local := d.(*db.DB); !local && !errors.As(err, &ce) && (errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, net.ErrClosed)) {
 					// NB: the owner went away under the load: it may have
 					// ingested it first ("nothing loaded" was a guess, with
-					// the request's URL).
-					return fmt.Errorf("the process that owns the index went away during the build, which it may or may not have stored (lshdb info tells; a build can be run again): %w", silently{err})
+					// the request's URL). net.ErrClosed: the owner killed as
+					// the request was written.
+					return fmt.Errorf("the process that owns the index went away during the build, which it may or may not have stored (lshdb info tells; a build can be run again)%w", silently{err})
 				}
 				return fmt.Errorf("%s: %w", what, err)
 			}

@@ -1006,7 +1006,10 @@ func (h *handler) backup(w *resp, r *http.Request) error {
 	dir := filepath.Clean(req.Dir)
 	// NB: where the directory really is: a link under the root may lead
 	// out of it.
-	if root := h.o.BackupRoot; root != "" && (!fspath.Within(dir, root) || fspath.Resolve(dir) == fspath.Resolve(root)) {
+	if root := h.o.BackupRoot; root != "" && fspath.Resolve(dir) == fspath.Resolve(root) {
+		// NB: it said the root itself was outside the root.
+		return fmt.Errorf("%w: backup directory %s is the server's backup root: give a new directory under it", db.ErrInvalidOptions, dir)
+	} else if root != "" && !fspath.Within(dir, root) {
 		return fmt.Errorf("%w: backup directory %s is outside the server's backup root %s", db.ErrInvalidOptions, dir, root)
 	}
 	if err := h.d.BackupWith(r.Context(), dir, db.BackupOptions{Copy: req.Copy}); err != nil {

@@ -740,6 +740,9 @@ func bodyError(err error) error {
 		return badRequest("the body ends inside its JSON value")
 	case errors.As(err, &se):
 		return badRequest("malformed JSON at byte %d: %v", se.Offset, err)
+	case errors.As(err, &te) && jsonField(te.Field) == "":
+		// NB: it said JSON field "": array where an object is expected.
+		return badRequest("the body is a JSON %s where %s is expected", te.Value, jsonKind(te.Type))
 	case errors.As(err, &te):
 		return badRequest("JSON field %q: %s where %s is expected", jsonField(te.Field), te.Value, jsonKind(te.Type))
 	}

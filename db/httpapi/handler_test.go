@@ -372,6 +372,7 @@ func TestTypeErrorsNameTheField(t *testing.T) {
 		{"/v1/docs", `{"docs": [{"id": "a", "text": "x"}, {"id": "b", "text": ["x"]}]}`, `docs[1]: JSON field "text": array where a string is expected`},
 		{"/v1/query", `{"text": "some text", "threshold": "high"}`, `JSON field "threshold": string where a number is expected`},
 		{"/v1/query", `{"text": "some text", "limit": 2.5}`, `JSON field "limit": number 2.5 where an integer is expected`},
+		{"/v1/query", `[{"text": "some text"}]`, `the body is a JSON array where an object is expected`}, // NB: it said JSON field ""
 	} {
 		resp, err := http.Post("http://"+addr+tc.path, "application/json", strings.NewReader(tc.body))
 		if err != nil {
@@ -638,12 +639,14 @@ func TestBackupRoot(t *testing.T) {
 	for _, tc := range []struct {
 		dir    string
 		status int
+		msg    string
 	}{
-		{filepath.Join(root, "b1"), 200},
-		{root, 400},
-		{root + "-x", 400},
-		{filepath.Join(root, "..", "b2"), 400},
-		{filepath.Join(root, "out", "b3"), 400},
+		{filepath.Join(root, "b1"), 200, ""},
+		{root, 400, "is the server's backup root: give a new directory under it"}, // NB: it said outside the root
+		{root + "-x", 400, "is outside the server's backup root"},
+		{filepath.Join(root, "..", "b2"), 400, "is outside the server's backup root"},
+		{filepath.Join(root, "out", "b3"), 400, "is outside the server's backup root"},
+		{filepath.Join(root, "b1"), 400, "exists: a backup makes a new directory\""},
 	} {
 		body, _ := json.Marshal(BackupRequest{Dir: tc.dir})
 		resp, err := http.Post("http://"+addr+"/v1/backup", "application/json", bytes.NewReader(body))
@@ -654,8 +657,9 @@ func TestBackupRoot(t *testing.T) {
 			b, _ := io.ReadAll(resp.Body)
 			t.Errorf("backup to %s: status %d, want %d (%s)", tc.dir, resp.StatusCode, tc.status, b)
 		} else if tc.status == 400 {
-			if code := errorCode(t, resp.Body); code != "invalid_options" {
-				t.Errorf("backup to %s: code %q, want invalid_options", tc.dir, code)
+			b, _ := io.ReadAll(resp.Body)
+			if code := errorCode(t, bytes.NewReader(b)); code != "invalid_options" || !strings.Contains(string(b), tc.msg) {
+				t.Errorf("backup to %s: code %q, want invalid_options and %q: %s", tc.dir, code, tc.msg, b)
 			}
 		}
 		resp.Body.Close()
