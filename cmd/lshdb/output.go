@@ -44,9 +44,10 @@ func counted[N ~int | ~int64 | ~uint64](n N, one, many string) string {
 // needsQuote reports whether s holds invalid UTF-8, a control character
 // (C0 with tab, CR and LF, DEL, C1), any other non-printing rune (format
 // characters such as bidirectional overrides), starts with a quote, or
-// is empty or starts or ends with a space.
+// is empty, "-" (what a table shows for none) or starts or ends with a
+// space.
 func needsQuote(s string) bool {
-	if s == "" || s[0] == '"' || s[0] == ' ' || s[len(s)-1] == ' ' {
+	if s == "" || s == "-" || s[0] == '"' || s[0] == ' ' || s[len(s)-1] == ' ' {
 		// NB: a space at either end is invisible in a table's column.
 		return true
 	}

@@ -173,6 +173,8 @@ func TestEsc(t *testing.T) {
 		{"bidi\u202e", `"bidi\u202e"`},
 		{"bad\xffutf8", `"bad\xffutf8"`},
 		{`"quoted"`, `"\"quoted\""`},
+		{"-", `"-"`}, // NB: a table's mark for none (dedup's DUPLICATE_OF)
+		{"--", "--"},
 	} {
 		if got := esc(c.in); got != c.want {
 			t.Errorf("esc(%q) = %s, want %s", c.in, got, c.want)

@@ -1338,6 +1338,10 @@ func stoppedErr(done, through, maybe string, err error) error {
 		return interrupted{done + "; re-run with the records after it"}
 	case errors.As(err, &re):
 		return fmt.Errorf("%s; stopped at %w", done, re)
+	case errors.Is(err, httpapi.ErrBodyTooLarge):
+		// NB: an attached command's batch (or a document in it) over the
+		// serving owner's limit: said without naming the limit.
+		return fmt.Errorf("%s; stopped: %w (the serving owner's --max-body; a document larger than it cannot be sent)", done, err)
 	}
 	return fmt.Errorf("%s; stopped: %w", done, err)
 }
@@ -1582,7 +1586,7 @@ make it first with lshdb create for others.`,
 				if w.doubt != "" {
 					maybe = fmt.Sprintf(", and perhaps some of the next batch, through %s (the answer of the process that owns the index was lost: it may have stored them)", w.doubt)
 				}
-				return stoppedErr(fmt.Sprintf("stored %d documents%s", w.stored, w.replacedNote()), w.through, maybe, err)
+				return stoppedErr("stored "+counted(w.stored, "document", "documents")+w.replacedNote(), w.through, maybe, err)
 			}
 			// NB: on stderr, in both output formats: stdout stays the
 			// table or the JSON lines (C23).
