@@ -232,12 +232,12 @@ func (h *handler) putIfNew(w *resp, r *http.Request) error {
 	// (the in-process tests with a recorder cannot see this: the README's
 	// curl test does).
 	_ = w.rc.EnableFullDuplex()
-	// NB: a full-duplex handler that returns with its body unread (a bad
-	// line, a line over the limit) made net/http panic as it read the
-	// connection's next request, "invalid concurrent Body.Read call"
-	// (golang/go#68560): closing the body first ends the connection
-	// cleanly instead.
-	defer r.Body.Close()
+	atEOF := false
+	defer func() {
+		if !atEOF {
+			endBody(w, r)
+		}
+	}()
 	// NB: a corpus's other fields (url, title; lshdb gen's of and
 	// edit_rate) are ignored, as lshdb dedup and insert ignore them.
 	lines := h.bodyLines(w, r)
@@ -322,6 +322,7 @@ func (h *handler) putIfNew(w *resp, r *http.Request) error {
 			w.failLine(err)
 			return err
 		}
+		atEOF = readErr == io.EOF
 		switch {
 		case readErr == io.EOF && n > 0:
 			return w.flush()
@@ -338,6 +339,39 @@ func (h *handler) putIfNew(w *resp, r *http.Request) error {
 		}
 	}
 }
+
+// endBody ends a full-duplex request whose handler returns before the end
+// of its body (a bad line, a line over the limit, a failed write): what
+// the client sends of the rest within endBodyWait is read and dropped
+// (up to 256 KiB), and unless that reached the body's end, the
+// connection is closed after the answer. NB: left to net/http, the rest
+// was read after the answer, and the background read net/http starts at
+// the body's end ran beside its read of the connection's next request,
+// which panicked ("invalid concurrent Body.Read call", golang/go#68560:
+// logged with its stack, the connection reset). Read here without a
+// bound, a streaming client that waits for its answer before it sends
+// more got no end to it (nor any answer, when its first line was bad);
+// closed at once, a client that sent its whole body met a connection
+// reset or, keeping the connection for its next request, an EOF.
+func endBody(w *resp, r *http.Request) {
+	_ = w.rc.SetReadDeadline(time.Now().Add(endBodyWait))
+	if err := r.Body.Close(); err != nil {
+		// NB: MaxBytesReader tells the server to close the connection
+		// after the answer when its limit is passed (it is, by a reader
+		// of one byte against a limit of 0): the one way to say so once
+		// the answer's header is out.
+		_, _ = http.MaxBytesReader(w.w, io.NopCloser(oneByte{}), 0).Read(make([]byte, 1))
+	}
+	_ = w.rc.SetReadDeadline(time.Time{})
+}
+
+// endBodyWait bounds the wait for the rest of a body endBody reads.
+const endBodyWait = time.Second
+
+// oneByte reads one byte at a time, without end.
+type oneByte struct{}
+
+func (oneByte) Read(p []byte) (int, error) { return copy(p, "x"), nil }
 
 // maxIfNewGroup and maxIfNewGroupBytes bound the documents of a
 // put-if-new stream checked together (one PutIfNewBatch): as many as

@@ -1274,15 +1274,36 @@ func TestPutIfNewBadLineNoPanic(t *testing.T) {
 	for i := range 200 {
 		fmt.Fprintf(&body, `{"id":"r%d","text":"filler %d abc def"}`+"\n", i, i)
 	}
-	for range 3 {
+	for i := range 3 {
 		resp, err := http.Post("http://"+l.Addr().String()+"/v1/docs/put-if-new", "application/x-ndjson", strings.NewReader(body.String()))
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("request %d: %v", i, err)
 		}
 		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		if !strings.Contains(string(b), `"bad_request"`) {
 			t.Fatalf("the answer names no bad line: %s", b)
+		}
+	}
+	// A streaming client (chunked) that sends a bad line and waits for
+	// its answer before it sends more gets the whole answer, then the
+	// end of the connection: closing the body in the handler drained it,
+	// and such a client got no answer's end (nothing at all when the
+	// bad line came first) until it sent 256 KiB more or went away.
+	for _, lines := range []string{`{"id":"ok2","text":"another small text here"}` + "\n{bad\n", "{bad\n"} {
+		conn, err := net.Dial("tcp", l.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(conn, "POST /v1/docs/put-if-new HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-ndjson\r\nTransfer-Encoding: chunked\r\n\r\n%x\r\n%s\r\n", len(lines), lines)
+		conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+		answer, err := io.ReadAll(conn) // NB: to the end of the connection
+		conn.Close()
+		// NB: the answer's end: its last chunk (a stream) or its
+		// Connection: close (a 400 before any line), then the
+		// connection's.
+		if ended := strings.HasSuffix(string(answer), "\r\n0\r\n\r\n") || strings.Contains(string(answer), "Connection: close"); err != nil || !ended || !strings.Contains(string(answer), "bad_request") {
+			t.Errorf("a streaming client with a bad line %q: %v, answer:\n%s", lines, err, answer)
 		}
 	}
 	time.Sleep(100 * time.Millisecond)
