@@ -402,6 +402,17 @@ func TestTempFilesKeepTheReserve(t *testing.T) {
 	if err != nil || len(got) != len(want) {
 		t.Errorf("pairs with room again: %d pairs, %v; want %d", len(got), err, len(want))
 	}
+	// A read-only handle's are not checked: a backup on read-only media
+	// has no free space at all, and every pairs run failed.
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	fs.capacity = int64(dirBytes(mem, "idx"))
+	r := mustOpen(t, "idx", &Options{fs: fs, ReadOnly: true, DiskReserve: reserve})
+	defer r.Close()
+	if got, err := pairsOf(r, po); err != nil || len(got) != len(want) {
+		t.Errorf("pairs of a read-only handle with no free space: %d pairs, %v; want %d", len(got), err, len(want))
+	}
 }
 
 // pairsOf returns the pairs of d, or the error that ended them.
@@ -414,4 +425,41 @@ func pairsOf(d *DB, po *PairsOptions) ([]Pair, error) {
 		out = append(out, p)
 	}
 	return out, nil
+}
+
+// Ensure that reserveFS checks the reserve as a file grows, not only as
+// files are made: one large temporary file (a load's table) stops with
+// ErrDiskFull once the free space falls to the reserve, by Write and by
+// WriteAt, within tempCheckBytes of it.
+func TestReserveFSWrites(t *testing.T) {
+	defer func(n int64) { tempCheckBytes = n }(tempCheckBytes)
+	tempCheckBytes = 4 << 10
+	const reserve = 64 << 10
+	for _, at := range []bool{false, true} {
+		mem := vfs.NewMem()
+		if err := mem.MkdirAll("idx", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		rfs := &reserveFS{FS: &quotaFS{FS: mem, root: "idx", capacity: reserve + 32<<10}, dir: "idx", reserve: reserve}
+		f, err := rfs.Create("idx/big", vfs.WriteCategoryUnspecified)
+		if err != nil {
+			t.Fatal(err)
+		}
+		chunk := make([]byte, 1<<10)
+		var written int64
+		for ; written < 1<<20; written += int64(len(chunk)) {
+			if at {
+				_, err = f.WriteAt(chunk, written)
+			} else {
+				_, err = f.Write(chunk)
+			}
+			if err != nil {
+				break
+			}
+		}
+		f.Close()
+		if !errors.Is(err, ErrDiskFull) || written < 32<<10-tempCheckBytes || written > 32<<10+tempCheckBytes {
+			t.Errorf("WriteAt %v: stopped after %d bytes with %v; want ErrDiskFull within %d bytes of 32 KiB", at, written, err, tempCheckBytes)
+		}
+	}
 }

@@ -286,7 +286,7 @@ type loader struct {
 }
 
 func (db *DB) newLoader(o LoadOptions) (*loader, error) {
-	fs := db.tempFS()
+	fs := db.tempFS(db.dir)
 	tmp := fs.PathJoin(db.dir, loadTmpDir)
 	if err := fs.RemoveAll(tmp); err != nil {
 		return nil, err

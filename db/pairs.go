@@ -381,12 +381,14 @@ func (db *DB) pairs(ctx context.Context, po *PairsOptions, st *PairsStats,
 	st.IdenticalGroups = len(x.groups)
 
 	// Candidates: pairs of distinct representatives sharing a list.
-	fs := db.tempFS()
-	tmp, removeTmp, err := runTempDir(fs, db.dir)
+	tmp, removeTmp, err := runTempDir(db.opts.FS, db.dir)
 	if err != nil {
 		return err
 	}
 	defer removeTmp()
+	// NB: the free space of where the run's files are (the system's
+	// temporary directory when the index's cannot take them).
+	fs := db.tempFS(tmp)
 	sorter := extsort.NewUint64(fs, tmp, "pairs", o.Memory)
 	defer sorter.Close()
 	prog.phase(2, 4, "reading posting lists (bands)", int64(db.bands.B))

@@ -26,12 +26,15 @@ type reserveFS struct {
 	unchecked atomic.Int64
 }
 
-// tempFS returns the filesystem for db's temporary files (reserveFS).
-func (db *DB) tempFS() vfs.FS {
-	if db.opts.DiskReserve < 0 {
+// tempFS returns the filesystem for db's temporary files in dir
+// (reserveFS, measuring dir's filesystem). A read-only handle's are not
+// checked: it writes nothing else there, and a read-only medium (a backup
+// on one) has no free space at all.
+func (db *DB) tempFS(dir string) vfs.FS {
+	if db.opts.DiskReserve < 0 || db.opts.ReadOnly {
 		return db.opts.FS
 	}
-	return &reserveFS{FS: db.opts.FS, dir: db.dir, reserve: db.opts.DiskReserve}
+	return &reserveFS{FS: db.opts.FS, dir: dir, reserve: db.opts.DiskReserve}
 }
 
 func (r *reserveFS) check() error {

@@ -965,6 +965,13 @@ func (a *app) filter(paths []string, in *inputFlags, f *filterer) error {
 		add(1)
 		var re *docio.RecordError
 		switch {
+		case errors.As(err, &re) && (errors.Is(re, docio.ErrNotRegular) || errors.Is(re, docio.ErrStoreInput)):
+			// NB: no record (a directory's link to a directory or to
+			// nothing, an index among the inputs): named and passed over,
+			// as insert does; it was refused as a record filter could not
+			// copy.
+			fmt.Fprintf(a.stderr, "lshdb: skipped %s\n", escControls(re.Error()))
+			continue
 		case errors.As(err, &re):
 			if re.Raw == nil && re.Row == nil {
 				return fmt.Errorf("%w: %v", errUncopyable, re)

@@ -900,3 +900,29 @@ func TestFilterNotesKeptDocumentsOutsideTheInputs(t *testing.T) {
 		t.Errorf("filter of every input noted kept documents outside them: %q", errOut)
 	}
 }
+
+// Ensure that filter passes over a directory's entries that are not
+// records (a link to a directory), naming them, as insert does: it
+// refused the whole input as holding a record it could not copy.
+func TestFilterSkipsDirectoryLinks(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in")
+	if err := os.MkdirAll(filepath.Join(in, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	docs := `{"id":"a","text":"alpha beta gamma delta epsilon"}` + "\n" + `{"id":"b","text":"alpha beta gamma delta epsilon!"}` + "\n"
+	if err := os.WriteFile(filepath.Join(in, "x.jsonl"), []byte(docs), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("sub", filepath.Join(in, "ldir")); err != nil {
+		t.Skipf("no symbolic links here: %v", err)
+	}
+	idx := filepath.Join(dir, "idx")
+	mustRun(t, "insert", "--db", idx, "--format", "jsonl", in)
+	kept := filepath.Join(dir, "kept.jsonl")
+	_, errOut, code := runLine([]string{"filter", "--db", idx, "--format", "jsonl", "--out", kept, in}, "")
+	b, _ := os.ReadFile(kept)
+	if code != 0 || !strings.Contains(errOut, "skipped "+filepath.Join(in, "ldir")) || string(b) != `{"id":"a","text":"alpha beta gamma delta epsilon"}`+"\n" {
+		t.Errorf("filter of a directory with a link to a directory: exit %d %s; kept %q", code, errOut, b)
+	}
+}

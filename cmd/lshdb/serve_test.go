@@ -513,7 +513,10 @@ func TestCompactCommand(t *testing.T) {
 	// its size after that, and said no space was freed).
 	var du int64
 	filepath.WalkDir(idx, func(_ string, e fs.DirEntry, err error) error {
-		if fi, ierr := e.Info(); err == nil && ierr == nil && fi.Mode().IsRegular() {
+		if err != nil {
+			return err
+		}
+		if fi, err := e.Info(); err == nil && fi.Mode().IsRegular() {
 			du += fi.Size()
 		}
 		return nil

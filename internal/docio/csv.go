@@ -175,6 +175,9 @@ func (r *reader) csv(src Source, comma byte) error {
 				col := &idCol
 				switch strings.TrimSpace(h) {
 				case r.o.IDCol:
+					if r.o.IDFrom != "" {
+						continue // NB: not read: ids come from lines or hashes
+					}
 				case r.o.TextCol:
 					col = &textCol
 				default:
@@ -213,7 +216,11 @@ func (r *reader) csv(src Source, comma byte) error {
 			// that is not UTF-8 as U+FFFD, and the texts of a Latin-1 file
 			// that differ only in their accents became one text. (notUTF8
 			// takes a JSON string as written, from its opening quote.)
-			re := badRecord(name, start, "", raw, notUTF8(r.o.TextCol, []byte(`"`+fields[textCol])))
+			id := ""
+			if idCol >= 0 {
+				id = fields[idCol]
+			}
+			re := badRecord(name, start, id, raw, notUTF8(r.o.TextCol, []byte(`"`+fields[textCol])))
 			re.End = end
 			err = r.emit(Record{}, re)
 		} else {

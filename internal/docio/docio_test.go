@@ -164,8 +164,8 @@ func TestRead(t *testing.T) {
 				`r.csv:5 id=d text="a \"quoted\" word"`, `r.csv:6 id=e text="5\" screen"`}},
 		{name: "csv text not UTF-8", files: map[string][]byte{"l.csv": []byte("id,text\nx1,r\xe9sum\xe9\nx2,r\xe8sum\xe8\nx3,caf\u00e9\n")},
 			paths: []string{"l.csv"},
-			want: []string{`bad l.csv:2 (id ""): field "text" is not valid UTF-8 (byte 0xe9 at offset 1 of its string as written): text in another encoding, such as Latin-1? convert the file first (iconv -f latin1 -t utf-8)`,
-				`bad l.csv:3 (id ""): field "text" is not valid UTF-8 (byte 0xe8 at offset 1 of its string as written): text in another encoding, such as Latin-1? convert the file first (iconv -f latin1 -t utf-8)`,
+			want: []string{`bad l.csv:2 (id "x1"): field "text" is not valid UTF-8 (byte 0xe9 at offset 1 of its string as written): text in another encoding, such as Latin-1? convert the file first (iconv -f latin1 -t utf-8)`,
+				`bad l.csv:3 (id "x2"): field "text" is not valid UTF-8 (byte 0xe8 at offset 1 of its string as written): text in another encoding, such as Latin-1? convert the file first (iconv -f latin1 -t utf-8)`,
 				"l.csv:4 id=x3 text=\"caf\u00e9\""}},
 		// A stray quote opens a field that runs to the end: reading stops
 		// (skipping it as one bad record lost every row after it).
@@ -176,6 +176,9 @@ func TestRead(t *testing.T) {
 			want: []string{`bad r.csv:2 (id ""): longer than the record limit: 125 bytes (at most 100)`, `r.csv:63 id=b text="ok"`}},
 		{name: "csv header naming a column twice", files: map[string][]byte{"r.csv": []byte("id,text,id\na,one,b\n")},
 			paths: []string{"r.csv"}, wantErr: nil},
+		// An id column not read (ids from lines) may be named twice.
+		{name: "csv header naming an unread column twice", files: map[string][]byte{"r.csv": []byte("id,text,id\na,one,b\n")},
+			paths: []string{"r.csv"}, o: Options{IDFrom: "line"}, want: []string{`r.csv:2 id=r.csv:2 text="one"`}},
 		{name: "csv without the columns", files: map[string][]byte{"r.csv": []byte("key,body\na,b\n")},
 			paths: []string{"r.csv"}, wantErr: nil},
 		{name: "directory: hidden skipped, binary reported", files: map[string][]byte{
