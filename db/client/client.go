@@ -1200,10 +1200,20 @@ func (c *Client) Validate(d db.Doc) error {
 	if err := wireID(d.ID); err != nil {
 		return err
 	}
-	if n := len(d.Text) + len(d.Meta); c.maxDoc > 0 && n > c.maxDoc {
+	if n := docBytes(d); c.maxDoc > 0 && n > c.maxDoc {
 		return fmt.Errorf("%w: %q has %d bytes (at most %d)", db.ErrDocTooLarge, d.ID, n, c.maxDoc)
 	}
 	return nil
+}
+
+// docBytes is what d counts toward the index's MaxDocBytes, as db counts
+// it: its text, metadata, set and signature.
+func docBytes(d db.Doc) int {
+	n := len(d.Text) + len(d.Meta) + 8*len(d.Set.HashList()) + 4*len(d.Signature)
+	for _, t := range d.Set.TokenList() {
+		n += len(t)
+	}
+	return n
 }
 
 // wireable refuses, as the index would, a document given as an empty set
@@ -1213,7 +1223,7 @@ func (c *Client) Validate(d db.Doc) error {
 func (c *Client) wireable(docs []db.Doc) error {
 	for i, d := range docs {
 		err := wireID(d.ID)
-		if n := len(d.Text) + len(d.Meta); err == nil && c.maxDoc > 0 && n > c.maxDoc {
+		if n := docBytes(d); err == nil && c.maxDoc > 0 && n > c.maxDoc {
 			err = fmt.Errorf("%w: %q has %d bytes (at most %d)", db.ErrDocTooLarge, d.ID, n, c.maxDoc)
 		}
 		if err != nil {
