@@ -614,7 +614,9 @@ func TestErrorsMatchSentinels(t *testing.T) {
 		{"too large for the body", func() error { return small.Put(db.Doc{ID: "b", Text: big}, nil) }, func() error { return d.Put(db.Doc{ID: "b", Text: big}, nil) }, db.ErrDocTooLarge},
 		{"too large, if new", func() error { _, err := small.PutIfNew(db.Doc{ID: "b", Text: big}, nil); return err },
 			func() error { _, err := d.PutIfNew(db.Doc{ID: "b", Text: big}, nil); return err }, db.ErrDocTooLarge},
-		{"too large a set", func() error { return small.PutSet("b", db.Tokens(strings.Fields(strings.Repeat("token ", 300))...), nil) },
+		{"too large a set", func() error {
+			return small.PutSet("b", db.Tokens(strings.Fields(strings.Repeat("token ", 300))...), nil)
+		},
 			func() error { return d.PutSet("b", db.Tokens(strings.Fields(strings.Repeat("token ", 300))...), nil) }, db.ErrDocTooLarge},
 		{"invalid options", func() error { _, err := c.Query(ctx, "x y z", &db.QueryOptions{Threshold: 2}); return err },
 			func() error { _, err := d.Query(ctx, "x y z", &db.QueryOptions{Threshold: 2}); return err }, db.ErrInvalidOptions},
