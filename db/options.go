@@ -169,7 +169,11 @@ type Options struct {
 	// Pebble still has room to flush and compact. Default:
 	// DefaultDiskReserve (64 MiB), or four memtables (4·MemTableSize) if
 	// that is more; negative: no check. Filesystems that cannot report
-	// their free space are not checked.
+	// their free space are not checked. lshdb's temporary files (Pairs'
+	// spilled candidates and sets, Load's runs and tables) are held to it
+	// too: they stop with ErrDiskFull once the free space of their
+	// directory falls to it (checked every 16 MiB written), except a
+	// read-only handle's.
 	DiskReserve int64
 	// LockTimeout is how long Open waits for another process (or DB
 	// value) to release the database before it fails with ErrLocked.
