@@ -76,7 +76,10 @@ var (
 	// ErrDiskFull is returned by a write when the filesystem holding the
 	// database has less than Options.DiskReserve free, and by a writable
 	// Open below 8 MiB plus two memtables (or DiskReserve if less).
-	// Nothing of the refused write is stored; reads go on working.
+	// Nothing of the refused write is stored; reads go on working, but
+	// for a Pairs or Clusters run whose spilled files would take the
+	// reserve (on a writable handle), which ends with it and removes
+	// them.
 	ErrDiskFull = errors.New("lshdb: disk full")
 	// ErrTooManyDeletes: a load that deletes the documents absent from it
 	// (LoadOptions.DeleteAbsent) would delete more than its MaxDeleted;

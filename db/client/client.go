@@ -762,6 +762,9 @@ func (c *Client) Query(ctx context.Context, text string, qo *db.QueryOptions) (*
 
 // QueryID returns the stored near-duplicates of the stored document id.
 func (c *Client) QueryID(ctx context.Context, id string, qo *db.QueryOptions) (*db.QueryResult, error) {
+	if err := wireID(id); err != nil {
+		return nil, err
+	}
 	return c.query(ctx, httpapi.QueryRequest{ID: &id}, qo)
 }
 
@@ -796,6 +799,13 @@ func (c *Client) QueryMany(ctx context.Context, qs []db.QueryInput, qo *db.Query
 		// names the fields of db.QueryInput, not the API's.
 		if given := btoi(q.Text != "") + btoi(!q.Set.IsZero()) + btoi(q.Signature != nil) + btoi(q.ID != ""); given > 1 {
 			return nil, &db.QueryError{Index: i, Err: fmt.Errorf("%w: a query gives %d of Text, Set, Signature and ID (exactly one)", db.ErrInvalidDoc, given)}
+		}
+		if q.ID != "" {
+			// NB: sent as JSON, its bad bytes became U+FFFD: the query
+			// answered for another document (wireID).
+			if err := wireID(q.ID); err != nil {
+				return nil, &db.QueryError{Index: i, Err: err}
+			}
 		}
 		req.Queries[i] = httpapi.QueryRequestOf(q)
 	}
@@ -1011,6 +1021,16 @@ func (c *Client) ClustersFrom(ctx context.Context, seq iter.Seq2[db.Pair, error]
 		enc := json.NewEncoder(bw)
 		enc.SetEscapeHTML(false) // NB: "<" is 1 byte, not 6
 		for p, err := range seq {
+			if err == nil && (wireID(p.A) != nil || wireID(p.B) != nil) {
+				// NB: as in process, where no stored id is such; sent as
+				// JSON, its bad bytes became U+FFFD, and the pair named
+				// another document.
+				missing := p.A
+				if wireID(p.A) == nil {
+					missing = p.B
+				}
+				err = fmt.Errorf("%w: the pair (%q, %q) names %q, which the index does not hold", db.ErrNotFound, p.A, p.B, missing)
+			}
 			if err != nil {
 				seqErr = err
 				pw.CloseWithError(err)

@@ -595,6 +595,9 @@ func TestErrorsMatchSentinels(t *testing.T) {
 	if err := d.Put(db.Doc{ID: "a", Text: "some text to find"}, nil); err != nil {
 		t.Fatal(err)
 	}
+	if err := d.Put(db.Doc{ID: "a\ufffd", Text: "some text to find, and more"}, nil); err != nil {
+		t.Fatal(err)
+	}
 	c := server(t, d, nil, "")["tcp"]
 	// A server whose body limit is below the document: the client refuses
 	// it itself, as the index would (the server answered body_too_large).
@@ -609,6 +612,14 @@ func TestErrorsMatchSentinels(t *testing.T) {
 	}{
 		{"not found", func() error { _, err := c.Get("nope"); return err }, func() error { _, err := d.Get("nope"); return err }, db.ErrNotFound},
 		{"invalid id", func() error { _, err := c.Get(""); return err }, func() error { _, err := d.Get(""); return err }, db.ErrInvalidID},
+		// NB: an id not UTF-8 sent as JSON became one with U+FFFD: the
+		// query answered for another document ("a\ufffd" is stored).
+		{"query by an id not UTF-8", func() error { _, err := c.QueryID(ctx, "a\xff", nil); return err },
+			func() error { _, err := d.QueryID(ctx, "a\xff", nil); return err }, db.ErrInvalidID},
+		{"queries by an id not UTF-8", func() error { _, err := c.QueryMany(ctx, []db.QueryInput{{ID: "a\xff"}}, nil); return err },
+			func() error { _, err := d.QueryMany(ctx, []db.QueryInput{{ID: "a\xff"}}, nil); return err }, db.ErrInvalidID},
+		{"clusters of a pair with an id not UTF-8", func() error { _, err := c.ClustersFrom(ctx, pairSeq(db.Pair{A: "a\xff", B: "a", Jaccard: 0.9}), nil); return err },
+			func() error { _, err := d.ClustersFrom(ctx, pairSeq(db.Pair{A: "a\xff", B: "a", Jaccard: 0.9}), nil); return err }, db.ErrNotFound},
 		{"empty document", func() error { return c.Put(db.Doc{ID: "e", Text: "  "}, nil) }, func() error { return d.Put(db.Doc{ID: "e", Text: "  "}, nil) }, db.ErrEmptyDocument},
 		{"too large", func() error { return c.Put(db.Doc{ID: "b", Text: big}, nil) }, func() error { return d.Put(db.Doc{ID: "b", Text: big}, nil) }, db.ErrDocTooLarge},
 		{"too large for the body", func() error { return small.Put(db.Doc{ID: "b", Text: big}, nil) }, func() error { return d.Put(db.Doc{ID: "b", Text: big}, nil) }, db.ErrDocTooLarge},
@@ -1541,5 +1552,16 @@ func TestMaxBatch(t *testing.T) {
 	}
 	if ok, _ := d.Has(docs[10].ID); ok {
 		t.Error("the refused put stored its documents")
+	}
+}
+
+// pairSeq yields ps.
+func pairSeq(ps ...db.Pair) iter.Seq2[db.Pair, error] {
+	return func(yield func(db.Pair, error) bool) {
+		for _, p := range ps {
+			if !yield(p, nil) {
+				return
+			}
+		}
 	}
 }
