@@ -618,8 +618,14 @@ func TestErrorsMatchSentinels(t *testing.T) {
 			func() error { _, err := d.QueryID(ctx, "a\xff", nil); return err }, db.ErrInvalidID},
 		{"queries by an id not UTF-8", func() error { _, err := c.QueryMany(ctx, []db.QueryInput{{ID: "a\xff"}}, nil); return err },
 			func() error { _, err := d.QueryMany(ctx, []db.QueryInput{{ID: "a\xff"}}, nil); return err }, db.ErrInvalidID},
-		{"clusters of a pair with an id not UTF-8", func() error { _, err := c.ClustersFrom(ctx, pairSeq(db.Pair{A: "a\xff", B: "a", Jaccard: 0.9}), nil); return err },
-			func() error { _, err := d.ClustersFrom(ctx, pairSeq(db.Pair{A: "a\xff", B: "a", Jaccard: 0.9}), nil); return err }, db.ErrNotFound},
+		{"clusters of a pair with an id not UTF-8", func() error {
+			_, err := c.ClustersFrom(ctx, pairSeq(db.Pair{A: "a\xff", B: "a", Jaccard: 0.9}), nil)
+			return err
+		},
+			func() error {
+				_, err := d.ClustersFrom(ctx, pairSeq(db.Pair{A: "a\xff", B: "a", Jaccard: 0.9}), nil)
+				return err
+			}, db.ErrNotFound},
 		{"empty document", func() error { return c.Put(db.Doc{ID: "e", Text: "  "}, nil) }, func() error { return d.Put(db.Doc{ID: "e", Text: "  "}, nil) }, db.ErrEmptyDocument},
 		{"too large", func() error { return c.Put(db.Doc{ID: "b", Text: big}, nil) }, func() error { return d.Put(db.Doc{ID: "b", Text: big}, nil) }, db.ErrDocTooLarge},
 		{"too large for the body", func() error { return small.Put(db.Doc{ID: "b", Text: big}, nil) }, func() error { return d.Put(db.Doc{ID: "b", Text: big}, nil) }, db.ErrDocTooLarge},
