@@ -344,7 +344,7 @@ func (f *pairsFile) finish(t float64, warn func(string)) error {
 			// NB: what pairs … > FILE leaves when it fails before its first
 			// line (a locked index, a wrong --db) was taken silently as a
 			// night without duplicates.
-			warn(fmt.Sprintf("%s holds no pairs and no header line: taken as no pairs (an empty file is also what a pairs that failed leaves; pairs --output json --header writes a header line, so that a file without one is refused)", f.name))
+			warn(fmt.Sprintf("%s holds no pairs and no header line: taken as no pairs, though an empty file is also what a pairs run that failed leaves (pairs --output json --header writes a header and an end line even when it finds no pair, and a file of it cut short is refused)", f.name))
 		}
 		return nil
 	}

@@ -119,9 +119,11 @@ func (in *input) docs(paths []string) iter.Seq2[posDoc, error] {
 				return
 			}
 			// NB: a binary file met in a directory walk is named and
-			// passed over, with or without --skip-bad (review C11), as are
-			// an index in it and what is not a file.
-			if !in.f.skipBad && !errors.Is(re, docio.ErrBinary) && !errors.Is(re, docio.ErrStoreInput) && !errors.Is(re, docio.ErrNotRegular) {
+			// passed over, with or without --skip-bad (review C11), as is
+			// an index in it. A link to a directory in it, or to nothing,
+			// is not: its documents may be meant, and a build with
+			// --delete-missing that passed over one deleted them.
+			if !in.f.skipBad && !errors.Is(re, docio.ErrBinary) && !errors.Is(re, docio.ErrStoreInput) {
 				yield(posDoc{}, re)
 				return
 			}

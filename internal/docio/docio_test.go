@@ -526,4 +526,13 @@ func TestDirLinks(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
+	// A link given as the input (a nightly job's "current") is the
+	// directory it names: it was passed over, every document with it.
+	if err := os.Symlink("elsewhere", filepath.Join(dir, "current")); err != nil {
+		t.Fatal(err)
+	}
+	got, err = collect(t, dir, []string{"current"}, "", Options{})
+	if err != nil || !slices.Equal(got, []string{`current/c.txt id=c.txt text="gamma"`}) {
+		t.Errorf("a link given as the input: %v\n%s", err, strings.Join(got, "\n"))
+	}
 }

@@ -45,19 +45,30 @@ func invalidUTF8(b []byte) int {
 // link to a regular file is read as that file (its id the link's path);
 // one to a directory or to nothing, and a special file, are bad records
 // (ErrNotRegular): links to directories are not followed, which could
-// loop.
+// loop. root itself, given as an input, is followed when it is a link.
 func (r *reader) dir(root string) error {
-	return filepath.WalkDir(root, func(path string, e fs.DirEntry, err error) error {
+	walk := root
+	if fi, err := os.Lstat(root); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		// NB: a link named as an input (a nightly job's current or latest,
+		// a model hub's snapshots/main) is the directory it names:
+		// WalkDir does not follow its root, and every document in it was
+		// passed over (and with --delete-missing, deleted).
+		walk = root + string(filepath.Separator)
+	}
+	return filepath.WalkDir(walk, func(path string, e fs.DirEntry, err error) error {
 		if err != nil {
 			return err // NB: a PathError: it names the path
 		}
-		if path != root && strings.HasPrefix(e.Name(), ".") {
+		if path == walk {
+			return nil
+		}
+		if strings.HasPrefix(e.Name(), ".") {
 			if e.IsDir() {
 				return filepath.SkipDir
 			}
 			return nil
 		}
-		if e.IsDir() && path != root && isStore(path) {
+		if e.IsDir() && isStore(path) {
 			// NB: an index among the inputs (a folder holding one) is
 			// skipped, as a bad record, not read as texts.
 			if err := r.emit(Record{}, &RecordError{File: path, Err: ErrStoreInput}); err != nil {
