@@ -247,6 +247,11 @@ func (r *bgzfReader) cut(br *bufio.Reader, work chan<- *bgzfJob) {
 		job = nil
 		return true
 	}
+	// NB: whether the last member was the empty one that ends a BGZF
+	// file: a file cut at a member's end (and a line's) read as whole,
+	// and a build with --delete-missing deleted what the cut left out.
+	// htslib checks the same.
+	ended := true
 	for {
 		select {
 		case <-r.stop:
@@ -254,6 +259,9 @@ func (r *bgzfReader) cut(br *bufio.Reader, work chan<- *bgzfJob) {
 		default:
 		}
 		m, hlen, ok, err := bgzfMember(br)
+		if err == nil && len(m) == 0 && !ended {
+			err = fmt.Errorf("%w: the BGZF stream ends without its end-of-file block", ErrTruncated)
+		}
 		if err != nil || len(m) == 0 {
 			// NB: a read error (which Peek reports once) after the
 			// members before it; else the end.
@@ -266,6 +274,7 @@ func (r *bgzfReader) cut(br *bufio.Reader, work chan<- *bgzfJob) {
 			send()
 			return
 		}
+		ended = ok && bytes.Equal(m, bgzfEOF)
 		if !ok {
 			if !send() {
 				return

@@ -203,6 +203,18 @@ func TestGzipReaderDamage(t *testing.T) {
 			t.Errorf("%s: read %d bytes before the error, not the members before it", tc.name, len(got))
 		}
 	}
+	// A BGZF file cut at a member's end is whole gzip, but has no
+	// end-of-file block: truncated (it read as whole, and a nightly
+	// build deleted what the cut left out).
+	for _, cut := range []int{second, len(z) - len(bgzfEOF)} {
+		got, parallel, err := ourGunzip(z[:cut])
+		if !parallel || !errors.Is(err, ErrTruncated) || !bytes.HasPrefix(in, got) {
+			t.Errorf("cut at a member's end (%d of %d bytes): parallel %v, read %d bytes, err %v; want ErrTruncated", cut, len(z), parallel, len(got), err)
+		}
+	}
+	if got, _, err := ourGunzip(z); err != nil || !bytes.Equal(got, in) {
+		t.Errorf("the whole file: %d bytes, %v", len(got), err)
+	}
 	// A member whose BC size says one byte more than its deflate stream
 	// and trailer (a byte between them) is refused in parallel; a
 	// sequential reader reads that byte as the trailer's, and fails too.
