@@ -402,16 +402,21 @@ func TestTempFilesKeepTheReserve(t *testing.T) {
 	if err != nil || len(got) != len(want) {
 		t.Errorf("pairs with room again: %d pairs, %v; want %d", len(got), err, len(want))
 	}
-	// A read-only handle's are not checked: a backup on read-only media
-	// has no free space at all, and every pairs run failed.
+	// A read-only handle's are checked too (its pairs run fills a disk
+	// as well), and run with room.
 	if err := d.Close(); err != nil {
 		t.Fatal(err)
 	}
-	fs.capacity = int64(dirBytes(mem, "idx"))
+	store = int64(dirBytes(mem, "idx"))
+	fs.capacity = store + reserve + 16<<10
 	r := mustOpen(t, "idx", &Options{fs: fs, ReadOnly: true, DiskReserve: reserve})
 	defer r.Close()
+	if _, err := pairsOf(r, po); !errors.Is(err, ErrDiskFull) {
+		t.Errorf("pairs of a read-only handle spilling into the reserve: %v, want ErrDiskFull", err)
+	}
+	fs.capacity = 1 << 30
 	if got, err := pairsOf(r, po); err != nil || len(got) != len(want) {
-		t.Errorf("pairs of a read-only handle with no free space: %d pairs, %v; want %d", len(got), err, len(want))
+		t.Errorf("pairs of a read-only handle with room: %d pairs, %v; want %d", len(got), err, len(want))
 	}
 }
 

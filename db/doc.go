@@ -88,9 +88,9 @@
 // Options.DiskReserve free (64 MiB by default, or four memtables if more),
 // and a writable Open below 8 MiB plus two memtables (24 MiB by default).
 // The refused write stores nothing; reads go on working. The temporary
-// files of a writable handle's Pairs (and Clusters) and Load are held to
-// the reserve too: a run whose files would take it ends with ErrDiskFull
-// and removes them. A read-only handle's are not checked.
+// files of Pairs (and Clusters) and Load are held to the reserve too, a
+// read-only handle's as well: a run whose files would take it ends with
+// ErrDiskFull and removes them.
 //
 // # Bulk loads and all pairs
 //

@@ -78,7 +78,7 @@ var (
 	// Open below 8 MiB plus two memtables (or DiskReserve if less).
 	// Nothing of the refused write is stored; reads go on working, but
 	// for a Pairs or Clusters run whose spilled files would take the
-	// reserve (on a writable handle), which ends with it and removes
+	// reserve (a read-only handle's too), which ends with it and removes
 	// them.
 	ErrDiskFull = errors.New("lshdb: disk full")
 	// ErrTooManyDeletes: a load that deletes the documents absent from it

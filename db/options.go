@@ -172,8 +172,8 @@ type Options struct {
 	// their free space are not checked. lshdb's temporary files (Pairs'
 	// spilled candidates and sets, Load's runs and tables) are held to it
 	// too: they stop with ErrDiskFull once the free space of their
-	// directory falls to it (checked every 16 MiB written), except a
-	// read-only handle's.
+	// directory falls to it (checked every 16 MiB written), a read-only
+	// handle's too.
 	DiskReserve int64
 	// LockTimeout is how long Open waits for another process (or DB
 	// value) to release the database before it fails with ErrLocked.

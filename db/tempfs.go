@@ -27,11 +27,12 @@ type reserveFS struct {
 }
 
 // tempFS returns the filesystem for db's temporary files in dir
-// (reserveFS, measuring dir's filesystem). A read-only handle's are not
-// checked: it writes nothing else there, and a read-only medium (a backup
-// on one) has no free space at all.
+// (reserveFS, measuring dir's filesystem), a read-only handle's too: its
+// pairs run fills a disk as well. NB: an index on read-only media (which
+// reports no free space) has its runs' files in the system's temporary
+// directory (runTempDir), and that is where they are measured.
 func (db *DB) tempFS(dir string) vfs.FS {
-	if db.opts.DiskReserve < 0 || db.opts.ReadOnly {
+	if db.opts.DiskReserve < 0 {
 		return db.opts.FS
 	}
 	return &reserveFS{FS: db.opts.FS, dir: dir, reserve: db.opts.DiskReserve}
