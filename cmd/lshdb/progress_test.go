@@ -91,11 +91,19 @@ func TestProgressLines(t *testing.T) {
 	if len(lines) == 0 {
 		t.Fatalf("no pairs progress line at a 1ms interval:\n%s", errOut)
 	}
+	phased := false
 	for _, line := range lines {
 		m := pairs.FindStringSubmatch(line)
+		if m == nil && !phased && regexp.MustCompile(`^lshdb: pairs: running, \S+ elapsed$`).MatchString(line) {
+			// NB: the heartbeat of an interval before the first phase
+			// (opening the index, its temporary directory): the CI
+			// machine took more than the 1ms interval there.
+			continue
+		}
 		if m == nil {
 			t.Fatalf("a pairs progress line: %q", line)
 		}
+		phased = true
 		if m[1] > m[2] {
 			t.Fatalf("step %s of %s: %q", m[1], m[2], line)
 		}
