@@ -62,20 +62,25 @@ type reserveFile struct {
 	fs *reserveFS
 }
 
+// wrote counts n bytes about to be written, and checks the reserve once
+// tempCheckBytes have been since the last check.
+func (r *reserveFS) wrote(n int) error {
+	if r.unchecked.Add(int64(n)) < tempCheckBytes {
+		return nil
+	}
+	return r.check()
+}
+
 func (f *reserveFile) Write(p []byte) (int, error) {
-	if f.fs.unchecked.Add(int64(len(p))) >= tempCheckBytes {
-		if err := f.fs.check(); err != nil {
-			return 0, err
-		}
+	if err := f.fs.wrote(len(p)); err != nil {
+		return 0, err
 	}
 	return f.File.Write(p)
 }
 
 func (f *reserveFile) WriteAt(p []byte, off int64) (int, error) {
-	if f.fs.unchecked.Add(int64(len(p))) >= tempCheckBytes {
-		if err := f.fs.check(); err != nil {
-			return 0, err
-		}
+	if err := f.fs.wrote(len(p)); err != nil {
+		return 0, err
 	}
 	return f.File.WriteAt(p, off)
 }
