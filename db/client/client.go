@@ -38,6 +38,7 @@ import (
 	"fmt"
 	"io"
 	"iter"
+	"math"
 	"net"
 	"net/http"
 	"net/url"
@@ -424,6 +425,9 @@ func (c *Client) PutBatchContext(ctx context.Context, docs []db.Doc, wo *db.Writ
 // of documents sent so far; Memory, SkipEmpty, TTL and ExpireAt go to
 // the server.
 func (c *Client) Load(ctx context.Context, docs iter.Seq2[db.Doc, error], lo *db.LoadOptions) (db.LoadResult, error) {
+	if docs == nil {
+		return db.LoadResult{}, fmt.Errorf("%w: Load of a nil sequence of documents", db.ErrInvalidOptions)
+	}
 	q := url.Values{}
 	var progress func(int)
 	if lo != nil {
@@ -462,10 +466,10 @@ func (c *Client) Load(ctx context.Context, docs iter.Seq2[db.Doc, error], lo *db
 		n := 0
 		for d, err := range docs {
 			if err == nil {
-				err = textOnly(&d)
-			}
-			if err == nil {
-				if err = wireID(d.ID); err != nil {
+				// NB: as PutBatch's: what the index would refuse, or
+				// the wire would change (an id not UTF-8, an empty
+				// set or signature).
+				if err = c.wireable([]db.Doc{d}); err != nil {
 					err = &db.DocError{Index: n, ID: d.ID, Err: err}
 				}
 			}
@@ -745,6 +749,9 @@ func (c *Client) DeleteIDsContext(ctx context.Context, ids []string, o *db.Write
 }
 
 func (c *Client) query(ctx context.Context, req httpapi.QueryRequest, qo *db.QueryOptions) (*db.QueryResult, error) {
+	if err := queryOptions(qo); err != nil {
+		return nil, err
+	}
 	if qo != nil {
 		req.Threshold, req.Limit, req.EstimateOnly, req.WithText = qo.Threshold, qo.Limit, qo.EstimateOnly, qo.WithText
 	}
@@ -757,7 +764,20 @@ func (c *Client) query(ctx context.Context, req httpapi.QueryRequest, qo *db.Que
 
 // Query returns the stored near-duplicates of text.
 func (c *Client) Query(ctx context.Context, text string, qo *db.QueryOptions) (*db.QueryResult, error) {
+	if err := c.querySize("text", len(text)); err != nil {
+		return nil, err
+	}
 	return c.query(ctx, httpapi.QueryRequest{Text: &text}, qo)
+}
+
+// querySize refuses, as the index would, a query text or set larger
+// than the index's MaxDocBytes (the server refused its request as a body
+// too large, which does not match db.ErrDocTooLarge).
+func (c *Client) querySize(what string, n int) error {
+	if c.maxDoc > 0 && n > c.maxDoc {
+		return fmt.Errorf("%w: query %s of %d bytes (at most %d)", db.ErrDocTooLarge, what, n, c.maxDoc)
+	}
+	return nil
 }
 
 // QueryID returns the stored near-duplicates of the stored document id.
@@ -774,6 +794,9 @@ func (c *Client) QueryID(ctx context.Context, id string, qo *db.QueryOptions) (*
 func (c *Client) QuerySet(ctx context.Context, s db.Set, qo *db.QueryOptions) (*db.QueryResult, error) {
 	if s.Len() == 0 {
 		return nil, fmt.Errorf("%w: an empty set", db.ErrEmptyDocument)
+	}
+	if err := c.querySize("set", docBytes(db.Doc{Set: s})); err != nil {
+		return nil, err
 	}
 	return c.query(ctx, httpapi.QueryRequestOf(db.QueryInput{Set: s}), qo)
 }
@@ -793,12 +816,22 @@ func (c *Client) QueryMany(ctx context.Context, qs []db.QueryInput, qo *db.Query
 	if err := c.batch(len(qs), "queries"); err != nil {
 		return nil, err
 	}
+	if err := queryOptions(qo); err != nil {
+		return nil, err
+	}
 	req := httpapi.QueryManyRequest{Queries: make([]httpapi.QueryRequest, len(qs))}
 	for i, q := range qs {
 		// NB: checked here, as db.DB.QueryMany does, so that the error
 		// names the fields of db.QueryInput, not the API's.
 		if given := btoi(q.Text != "") + btoi(!q.Set.IsZero()) + btoi(q.Signature != nil) + btoi(q.ID != ""); given > 1 {
 			return nil, &db.QueryError{Index: i, Err: fmt.Errorf("%w: a query gives %d of Text, Set, Signature and ID (exactly one)", db.ErrInvalidDoc, given)}
+		}
+		if n := docBytes(db.Doc{Text: q.Text, Set: q.Set}); n > c.maxDoc && c.maxDoc > 0 {
+			what := "text"
+			if !q.Set.IsZero() {
+				what = "set"
+			}
+			return nil, &db.QueryError{Index: i, Err: c.querySize(what, n)}
 		}
 		if q.ID != "" {
 			// NB: sent as JSON, its bad bytes became U+FFFD: the query
@@ -831,8 +864,8 @@ func (c *Client) PutSet(id string, s db.Set, wo *db.WriteOptions) error {
 // PutSignature stores the signature sig under id, as db.DB.PutSignature
 // does.
 func (c *Client) PutSignature(id string, sig []uint32, wo *db.WriteOptions) error {
-	if len(sig) == 0 {
-		return fmt.Errorf("%w: %q: 0 values", db.ErrInvalidSignature, id)
+	if sig == nil {
+		sig = []uint32{} // as in process: a signature of no values, not a text
 	}
 	return c.Put(db.Doc{ID: id, Signature: sig}, wo)
 }
@@ -1252,6 +1285,9 @@ func (c *Client) wireable(docs []db.Doc) error {
 			}
 			return err
 		}
+		if err := c.storageMode(d); err != nil {
+			return err
+		}
 		switch {
 		case !d.Set.IsZero() && d.Set.Len() == 0:
 			return fmt.Errorf("%w: %q: an empty set", db.ErrEmptyDocument, d.ID)
@@ -1281,12 +1317,36 @@ func wireID(id string) error {
 	return nil
 }
 
-// textOnly refuses a document given as a set or a signature to Load: the
-// load stream carries texts only (use PutBatch, or the library in the
-// owning process).
-func textOnly(d *db.Doc) error {
-	if !d.Set.IsZero() || d.Signature != nil {
-		return fmt.Errorf("%w: %q: the client sends texts only, not sets or signatures", db.ErrInvalidDoc, d.ID)
+// storageMode refuses, as the index would, a set or a signature that the
+// server's storage mode cannot keep: checked here because an empty one
+// would reach the server as an empty text (the wire omits an empty list)
+// and be refused as that. The messages are db's (prepareGiven).
+func (c *Client) storageMode(d db.Doc) error {
+	storage := c.params.Storage
+	switch {
+	case d.Signature != nil && storage != db.StorageNone:
+		kind, call := "text", "Put"
+		if storage == db.StorageSets {
+			kind, call = "set", "PutSet"
+		}
+		return fmt.Errorf("%w: %q: a %s index verifies every answer and needs each document's %s; put it (%s), or keep signatures in an index created with Storage none", db.ErrStorageMode, d.ID, storage, kind, call)
+	case !d.Set.IsZero() && d.Signature == nil && d.Text == "" && storage == db.StorageText:
+		return fmt.Errorf("%w: %q: a text index verifies from stored texts and keeps no sets; create the index with Storage sets (exact Jaccard of the sets) or none", db.ErrStorageMode, d.ID)
+	}
+	return nil
+}
+
+// queryOptions refuses, as the index would, a query's threshold or limit
+// that is out of range: a NaN or an infinity cannot be sent as JSON, and
+// failed as an encoding error that matched no sentinel. 0 is the index's
+// threshold (the server's to fill in).
+func queryOptions(qo *db.QueryOptions) error {
+	switch {
+	case qo == nil:
+	case qo.Threshold != 0 && (math.IsNaN(qo.Threshold) || qo.Threshold <= 0 || qo.Threshold > 1):
+		return fmt.Errorf("%w: query threshold %v is outside (0, 1]", db.ErrInvalidOptions, qo.Threshold)
+	case qo.Limit < 0:
+		return fmt.Errorf("%w: query limit %d is negative", db.ErrInvalidOptions, qo.Limit)
 	}
 	return nil
 }

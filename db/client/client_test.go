@@ -669,6 +669,47 @@ func TestErrorsMatchSentinels(t *testing.T) {
 			func() error { _, err := d.HasIDs([]string{"a", ""}); return err }, db.ErrInvalidID},
 		{"has-many non-UTF-8 id", func() error { _, err := c.HasIDs([]string{"a\xff"}); return err },
 			func() error { _, err := d.HasIDs([]string{"a\xff"}); return err }, db.ErrInvalidID},
+		// NB: these the client checks itself: a NaN cannot be sent as
+		// JSON, an empty set or signature would reach the server as an
+		// empty text, and a nil sequence has nothing to stream.
+		{"query threshold NaN", func() error { _, err := c.Query(ctx, "x y z", &db.QueryOptions{Threshold: math.NaN()}); return err },
+			func() error { _, err := d.Query(ctx, "x y z", &db.QueryOptions{Threshold: math.NaN()}); return err }, db.ErrInvalidOptions},
+		{"query threshold +Inf", func() error { _, err := c.QueryID(ctx, "a", &db.QueryOptions{Threshold: math.Inf(1)}); return err },
+			func() error { _, err := d.QueryID(ctx, "a", &db.QueryOptions{Threshold: math.Inf(1)}); return err }, db.ErrInvalidOptions},
+		{"query limit negative", func() error { _, err := c.Query(ctx, "x y z", &db.QueryOptions{Limit: -1}); return err },
+			func() error { _, err := d.Query(ctx, "x y z", &db.QueryOptions{Limit: -1}); return err }, db.ErrInvalidOptions},
+		{"queries threshold NaN", func() error {
+			_, err := c.QueryMany(ctx, []db.QueryInput{{Text: "x y z"}}, &db.QueryOptions{Threshold: math.NaN()})
+			return err
+		},
+			func() error {
+				_, err := d.QueryMany(ctx, []db.QueryInput{{Text: "x y z"}}, &db.QueryOptions{Threshold: math.NaN()})
+				return err
+			}, db.ErrInvalidOptions},
+		{"query text too large", func() error { _, err := small.Query(ctx, big, nil); return err },
+			func() error { _, err := d.Query(ctx, big, nil); return err }, db.ErrDocTooLarge},
+		{"queries, second too large", func() error {
+			_, err := small.QueryMany(ctx, []db.QueryInput{{Text: "x y z"}, {Text: big}}, nil)
+			return err
+		},
+			func() error {
+				_, err := d.QueryMany(ctx, []db.QueryInput{{Text: "x y z"}, {Text: big}}, nil)
+				return err
+			}, db.ErrDocTooLarge},
+		{"load nil", func() error { _, err := c.Load(ctx, nil, nil); return err },
+			func() error { _, err := d.Load(ctx, nil, nil); return err }, db.ErrInvalidOptions},
+		{"signature in a text index", func() error { return c.PutSignature("s", nil, nil) },
+			func() error { return d.PutSignature("s", nil, nil) }, db.ErrStorageMode},
+		{"set in a text index", func() error { return c.PutSet("s", db.Tokens(), nil) },
+			func() error { return d.PutSet("s", db.Tokens(), nil) }, db.ErrStorageMode},
+		{"load a signature into a text index", func() error {
+			_, err := c.Load(ctx, docSeq(db.Doc{ID: "ok", Text: "fine text"}, db.Doc{ID: "s", Signature: make([]uint32, 128)}), nil)
+			return err
+		},
+			func() error {
+				_, err := d.Load(ctx, docSeq(db.Doc{ID: "ok", Text: "fine text"}, db.Doc{ID: "s", Signature: make([]uint32, 128)}), nil)
+				return err
+			}, db.ErrStorageMode},
 		// NB: the server finds these: the position comes back with the
 		// error (a DocError or a QueryError), as in process.
 		{"batch, third empty", func() error {
@@ -926,8 +967,10 @@ func TestLoadThroughClient(t *testing.T) {
 	if _, err := c.Load(context.Background(), seq([]db.Doc{{ID: "ok", Text: "fine text"}, {ID: "", Text: "no id"}}, nil), nil); !errors.Is(err, db.ErrInvalidID) {
 		t.Errorf("Load of an empty id: %v, want ErrInvalidID", err)
 	}
-	if _, err := c.Load(context.Background(), seq([]db.Doc{{ID: "ok", Text: "fine text"}, {ID: "s", Set: db.Tokens("a", "set")}}, nil), nil); !errors.Is(err, db.ErrInvalidDoc) {
-		t.Errorf("Load of a set: %v, want ErrInvalidDoc", err)
+	// A set into a text index: refused as in process (the client once
+	// refused every set and signature, as ErrInvalidDoc).
+	if _, err := c.Load(context.Background(), seq([]db.Doc{{ID: "ok", Text: "fine text"}, {ID: "s", Set: db.Tokens("a", "set")}}, nil), nil); !errors.Is(err, db.ErrStorageMode) {
+		t.Errorf("Load of a set: %v, want ErrStorageMode", err)
 	}
 	if _, err := c.Load(context.Background(), seq([]db.Doc{{ID: "x", Text: "fine"}}, nil), &db.LoadOptions{Memory: -1}); !errors.Is(err, db.ErrInvalidOptions) {
 		t.Errorf("Load with negative memory: %v, want ErrInvalidOptions", err)
@@ -1562,6 +1605,48 @@ func TestMaxBatch(t *testing.T) {
 }
 
 // pairSeq yields ps.
+// Ensure that Load streams signatures into a none index, as in process
+// (the client once refused every document that was not a text), and
+// that a query by one of them finds the documents stored with it.
+func TestLoadSignatures(t *testing.T) {
+	d := open(t, &db.Options{Storage: db.StorageNone})
+	c := server(t, d, nil, "")["tcp"]
+	ctx := context.Background()
+	sig := func(seed uint32) []uint32 {
+		s := make([]uint32, d.Params().NumPerm)
+		for i := range s {
+			s[i] = seed*2654435761 + uint32(i)*40503
+		}
+		return s
+	}
+	res, err := c.Load(ctx, docSeq(db.Doc{ID: "a", Signature: sig(1)}, db.Doc{ID: "b", Signature: sig(1)}, db.Doc{ID: "c", Signature: sig(2)}), nil)
+	if err != nil || res.Stored != 3 {
+		t.Fatalf("%+v %v", res, err)
+	}
+	q, err := c.QuerySignature(ctx, sig(1), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, m := range q.Matches {
+		got = append(got, m.ID)
+	}
+	slices.Sort(got)
+	if !slices.Equal(got, []string{"a", "b"}) || !q.EstimateOnly {
+		t.Errorf("query by a's signature: %v (estimate only: %v), want [a b]", got, q.EstimateOnly)
+	}
+}
+
+func docSeq(docs ...db.Doc) iter.Seq2[db.Doc, error] {
+	return func(yield func(db.Doc, error) bool) {
+		for _, d := range docs {
+			if !yield(d, nil) {
+				return
+			}
+		}
+	}
+}
+
 func pairSeq(ps ...db.Pair) iter.Seq2[db.Pair, error] {
 	return func(yield func(db.Pair, error) bool) {
 		for _, p := range ps {
