@@ -342,13 +342,17 @@ func (a *app) exitCode(err error) int {
 	}
 	fmt.Fprintln(a.stderr, "lshdb: "+line)
 	if errors.Is(err, context.Canceled) {
-		if sc, ok := context.Cause(a.root).(signalCause); ok {
-			switch sc.sig {
-			case syscall.SIGTERM:
-				return 143 // terminated, as a shell reports SIGTERM
-			case syscall.SIGHUP:
-				return 129 // hung up, as a shell reports SIGHUP
-			}
+		// NB: the shell's own handler names the signal that ended it in
+		// err (main's handler takes only the first signal).
+		var sc signalCause
+		if !errors.As(err, &sc) {
+			sc, _ = context.Cause(a.root).(signalCause)
+		}
+		switch sc.sig {
+		case syscall.SIGTERM:
+			return 143 // terminated, as a shell reports SIGTERM
+		case syscall.SIGHUP:
+			return 129 // hung up, as a shell reports SIGHUP
 		}
 		return 130 // interrupted, as a shell reports SIGINT
 	}

@@ -13,7 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/lshdb/lshdb/db"
@@ -196,8 +196,14 @@ func (a *app) interactive() error {
 	// NB: Go keeps SIGINT caught while any channel is registered, so the
 	// root's one-shot handler (main) no longer kills the process on a
 	// second Ctrl-C while the shell runs; the shell leaves on Ctrl-D.
+	// NB: SIGTERM and SIGHUP end the shell (exit 143, 129), at the prompt
+	// too: after the first signal main's handler is gone, and a second
+	// one killed the process unclosed (an owner's socket left behind).
 	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, os.Interrupt)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	if !signal.Ignored(syscall.SIGHUP) {
+		signal.Notify(sigs, syscall.SIGHUP)
+	}
 	defer signal.Stop(sigs)
 	fmt.Fprintf(a.stdout, "lshdb shell on %s; type help for commands, exit or Ctrl-D to leave, Ctrl-C cancels\n", esc(rediskv.Redact(cmp.Or(a.dbDir, a.addr))))
 	return a.repl(ln, sigs)
@@ -220,9 +226,12 @@ func saveHistory(path string, write func(io.Writer) (int, error)) error {
 }
 
 // repl reads statements from p and runs each under a context of its own,
-// cancelled by a signal on sigs: an interrupt ends the statement, never
-// the shell. It returns at EOF (Ctrl-D), an exit word, or when the
-// command's context ends for a reason other than an interrupt (SIGTERM).
+// cancelled by an interrupt on sigs: an interrupt ends the statement, never
+// the shell. It returns at EOF (Ctrl-D) or an exit word, and with an error
+// (context.Canceled, and the signal as a signalCause) when SIGTERM or
+// SIGHUP arrives on sigs or the command's context ends for a reason other
+// than an interrupt: a statement running is cancelled first, and the
+// prompt is left waiting.
 func (a *app) repl(p prompter, sigs <-chan os.Signal) error {
 	root := a.ctx
 	// NB: statements run under a context that the root's cancel (the first
@@ -237,13 +246,23 @@ func (a *app) repl(p prompter, sigs <-chan os.Signal) error {
 		}
 		mu.Unlock()
 	}
-	var terminated atomic.Bool
+	term := make(chan struct{}) // closed when the shell is to end
+	var termOnce sync.Once
+	var why error
+	terminate := func(cause error) {
+		termOnce.Do(func() {
+			why = cause
+			close(term)
+		})
+		cancelRunning()
+	}
 	stopAfter := context.AfterFunc(root, func() {
-		// NB: signal.NotifyContext's cause names the signal; only an
-		// interrupt is the shell's to absorb.
-		if c := context.Cause(root); c == nil || !strings.HasPrefix(c.Error(), os.Interrupt.String()) {
-			terminated.Store(true)
-			cancelRunning()
+		// NB: main's handler names the signal in the cause; only an
+		// interrupt is the shell's to absorb. (The test was a prefix of
+		// the cause's text, which every signal's came to match.)
+		var sc signalCause
+		if c := context.Cause(root); !errors.As(c, &sc) || sc.sig != os.Interrupt {
+			terminate(cmp.Or(c, root.Err()))
 		}
 	})
 	defer stopAfter()
@@ -252,15 +271,46 @@ func (a *app) repl(p prompter, sigs <-chan os.Signal) error {
 	go func() {
 		for {
 			select {
-			case <-sigs:
-				cancelRunning()
+			case s := <-sigs:
+				if s == os.Interrupt {
+					cancelRunning()
+				} else {
+					terminate(signalCause{s})
+				}
 			case <-quit:
 				return
 			}
 		}
 	}()
-	for !terminated.Load() {
-		line, err := p.Prompt("lshdb> ")
+	ended := func() error {
+		return fmt.Errorf("shell ended (%w): %w", why, context.Canceled)
+	}
+	type prompted struct {
+		line string
+		err  error
+	}
+	for {
+		// NB: the prompt waits on its own goroutine, so that a signal
+		// ends the shell without a key pressed; the one left waiting
+		// ends with the process.
+		next := make(chan prompted, 1)
+		go func() {
+			line, err := p.Prompt("lshdb> ")
+			next <- prompted{line, err}
+		}()
+		var in prompted
+		select {
+		case in = <-next:
+		case <-term:
+			fmt.Fprintln(a.stdout)
+			return ended()
+		}
+		select {
+		case <-term:
+			return ended()
+		default:
+		}
+		line, err := in.line, in.err
 		if errors.Is(err, liner.ErrPromptAborted) {
 			continue // Ctrl-C at the prompt: the line is dropped
 		}
@@ -290,8 +340,12 @@ func (a *app) repl(p prompter, sigs <-chan os.Signal) error {
 		if done {
 			return nil
 		}
+		select {
+		case <-term:
+			return ended()
+		default:
+		}
 	}
-	return fmt.Errorf("shell ended (%v): %w", context.Cause(root), root.Err())
 }
 
 // statement runs one shell line under ctx; done reports that it asked to

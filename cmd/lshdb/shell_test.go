@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/lshdb/lshdb/db"
@@ -43,13 +45,14 @@ type interruptingWriter struct {
 	bytes.Buffer
 	a    *app
 	sigs chan os.Signal
+	sig  os.Signal // os.Interrupt when nil
 	sent bool
 }
 
 func (w *interruptingWriter) Write(p []byte) (int, error) {
 	if !w.sent {
 		w.sent = true
-		w.sigs <- os.Interrupt
+		w.sigs <- cmp.Or(w.sig, os.Signal(os.Interrupt))
 		<-w.a.ctx.Done()
 	}
 	return w.Buffer.Write(p)
@@ -100,6 +103,28 @@ func TestShellInterruptKeepsShell(t *testing.T) {
 	}
 	if len(p.history) != 3 {
 		t.Errorf("history %q", p.history)
+	}
+}
+
+// Ensure that SIGTERM while a statement runs cancels it and ends the
+// shell, with the signal in the error (exit 143), before the next line.
+func TestShellTerminatedInStatement(t *testing.T) {
+	sigs := make(chan os.Signal)
+	w := &interruptingWriter{sigs: sigs, sig: syscall.SIGTERM}
+	a := shellApp(t, w)
+	w.a = a
+	p := &lines{items: []any{"pairs --sort=false --output json", "get g0-edit"}}
+	err := a.repl(p, sigs)
+	var sc signalCause
+	if !errors.Is(err, context.Canceled) || !errors.As(err, &sc) || sc.sig != syscall.SIGTERM {
+		t.Fatalf("repl: %v, want context.Canceled by SIGTERM", err)
+	}
+	a.root = context.Background()
+	if code := a.exitCode(err); code != 143 {
+		t.Errorf("exit %d, want 143", code)
+	}
+	if out := w.String(); !strings.Contains(out, "interrupted after 1 pairs") || strings.Contains(out, "doc number") {
+		t.Errorf("the statement was not cancelled, or the next line ran:\n%s", out)
 	}
 }
 

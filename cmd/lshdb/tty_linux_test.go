@@ -2,8 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -217,6 +220,73 @@ func TestBarsFitTheTerminal(t *testing.T) {
 					t.Errorf("%s on a %d-column terminal drew %d columns: %q", args[0], cols, n, seg)
 				}
 			}
+		}
+	}
+}
+
+// Ensure that SIGTERM ends an interactive shell (liner on a terminal,
+// another process) with exit 143, its owner's socket removed: at the
+// prompt, with no key pressed, and after an interrupt signal the shell
+// absorbed (main's one-shot handler then gone). Before, the shell took
+// every signal for an interrupt and went on, and the second killed the
+// process unclosed.
+func TestShellTerminated(t *testing.T) {
+	dir := shortDir(t)
+	idx := filepath.Join(dir, "idx")
+	if _, errOut, code := runLine([]string{"create", "--db", idx}, ""); code != 0 {
+		t.Fatal(errOut)
+	}
+	for _, first := range []os.Signal{nil, syscall.SIGINT} {
+		ctl, tty := openPTY(t)
+		shown := &syncBuffer{}
+		go io.Copy(shown, ctl)
+		c := lshdbProcess("shell", "--db", idx)
+		c.Env = append(c.Env, "TERM=xterm", "HOME="+dir)
+		c.Stdin, c.Stdout, c.Stderr = tty, tty, tty
+		c.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		exited := make(chan error, 1)
+		go func() { exited <- c.Wait() }()
+		prompts := func(n int) {
+			t.Helper()
+			for deadline := time.Now().Add(30 * time.Second); strings.Count(shown.String(), "lshdb> ") < n; time.Sleep(10 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					c.Process.Kill()
+					t.Fatalf("no prompt: %q", shown)
+				}
+			}
+		}
+		prompts(1)
+		if first != nil {
+			c.Process.Signal(first)
+			time.Sleep(300 * time.Millisecond)
+			select {
+			case err := <-exited:
+				t.Fatalf("an interrupt at the prompt ended the shell: %v: %q", err, shown)
+			default:
+			}
+			// The shell still runs statements.
+			io.WriteString(ctl, "info\r")
+			prompts(2)
+		}
+		c.Process.Signal(syscall.SIGTERM)
+		select {
+		case err := <-exited:
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != 143 {
+				t.Errorf("after %v, SIGTERM: %v (want exit 143): %q", first, err, shown)
+			}
+		case <-time.After(20 * time.Second):
+			c.Process.Kill()
+			t.Fatalf("after %v, SIGTERM did not end the shell: %q", first, shown)
+		}
+		if _, err := os.Stat(filepath.Join(idx, "lshdb.sock")); !os.IsNotExist(err) {
+			t.Errorf("after %v: the socket is left: %v", first, err)
+		}
+		if !strings.Contains(shown.String(), "interrupted by SIGTERM") {
+			t.Errorf("after %v: the shell does not say why it ended: %q", first, shown)
 		}
 	}
 }
