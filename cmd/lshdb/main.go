@@ -174,6 +174,7 @@ type app struct {
 	stopProfile    func()
 	shellDB        index         // set inside the shell: commands reuse it
 	shellJSON      bool          // lshdb shell --output json: every statement's default
+	shellProgress  []string      // lshdb shell's --progress and --progress-every, as flags for each statement
 	addr           string        // --addr: a server to attach to instead of --db
 	pairRows       int64         // the pairs the last pairs output printed
 	progressMode   string        // --progress: auto, bar, log or none

@@ -93,6 +93,11 @@ statement (after "> ") and its error, if any. It stops at an interrupt.`,
 			// then not used.
 			a.shellJSON = a.json()
 			defer func() { a.shellJSON = false }()
+			// NB: so are --progress and --progress-every: each
+			// statement's root reset them, and bars were drawn under
+			// lshdb shell --progress none.
+			a.shellProgress = []string{"--progress=" + a.progressMode, "--progress-every=" + a.progressEvery.String()}
+			defer func() { a.shellProgress = nil }()
 			if f, ok := a.stdin.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 				return a.interactive()
 			}
@@ -423,6 +428,9 @@ func (a *app) shellLine(line string) (done bool, err error) {
 	if a.shellJSON && !slices.ContainsFunc(words, func(w string) bool { return w == "--output" || strings.HasPrefix(w, "--output=") }) {
 		words = slices.Insert(words, 1, "--output=json")
 	}
+	// The shell's progress settings first, so that a statement's own
+	// --progress (parsed later) wins.
+	words = slices.Insert(words, 1, a.shellProgress...)
 	root.SetArgs(words)
 	return false, root.ExecuteContext(a.ctx)
 }
@@ -453,7 +461,7 @@ func checkShellFlags(name string, spec shellSpec, c *cobra.Command, args []strin
 			return true, nil
 		case flag == "db":
 			return false, usagef("the shell works on the index it opened; --db is not taken (open another index with lshdb shell --db DIR)")
-		case flag == "output" || slices.Contains(spec.flags, flag):
+		case flag == "output" || flag == "progress" || flag == "progress-every" || slices.Contains(spec.flags, flag):
 		case flag == "cpuprofile" || flag == "plot" || flag == "file":
 			return false, usagef("--%s names a file, which the shell does not read or write (use the lshdb command)", flag)
 		default:

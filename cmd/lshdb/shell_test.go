@@ -210,3 +210,32 @@ func TestShellPutProse(t *testing.T) {
 		t.Fatalf("stored %q, want %q", got, want)
 	}
 }
+
+// Ensure that the shell's --progress and --progress-every reach its
+// statements (each statement's flags were reset to their defaults: bars
+// were drawn under --progress none, and no line came every 1ms), and that
+// a statement's own --progress wins.
+func TestShellProgressFlags(t *testing.T) {
+	idx := filepath.Join(t.TempDir(), "idx")
+	if _, errOut, code := runLine([]string{"insert", "--db", idx, "../../testdata/corpora/debian-sample/docs.jsonl"}, ""); code != 0 {
+		t.Fatal(errOut)
+	}
+	for _, c := range []struct {
+		flags []string
+		stmt  string
+		lines bool
+	}{
+		{[]string{"--progress-every", "1ms"}, "check", true},
+		{[]string{"--progress", "none", "--progress-every", "1ms"}, "check", false},
+		{[]string{"--progress", "none"}, "check --progress log --progress-every 1ms", true},
+		{[]string{"--progress-every", "1ms"}, "check --progress none", false},
+	} {
+		_, errOut, code := runLine(append([]string{"shell", "--db", idx}, c.flags...), c.stmt+"\n")
+		if code != 0 {
+			t.Fatalf("%v %q: exit %d: %s", c.flags, c.stmt, code, errOut)
+		}
+		if got := strings.Contains(errOut, "lshdb: check: 1/3"); got != c.lines {
+			t.Errorf("shell %v, %q: progress lines %v, want %v:\n%s", c.flags, c.stmt, got, c.lines, errOut)
+		}
+	}
+}
