@@ -304,7 +304,7 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, body
 	if err != nil {
 		if ctx.Err() != nil {
 			// NB: as in-process: a cancelled call returns ctx's error.
-			return nil, fmt.Errorf("%w: %w", ctx.Err(), err)
+			return nil, withCtxErr(ctx, err)
 		}
 		var op *net.OpError
 		if errors.As(err, &op) && op.Op == "dial" {
@@ -1301,7 +1301,17 @@ func (c *Client) wireable(docs []db.Doc) error {
 // withCtxErr makes err, a stream's failure, match ctx's error when ctx
 // ended (as in process, a cancelled call returns ctx's error), once.
 func withCtxErr(ctx context.Context, err error) error {
-	if ctx == nil || ctx.Err() == nil || errors.Is(err, ctx.Err()) {
+	if ctx == nil || ctx.Err() == nil {
+		return err
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) && errors.Is(ue.Err, ctx.Err()) {
+		// NB: the transport's report of the cancellation ("Get
+		// \"http://lshdb/v1/pairs?…\": context canceled"): as in
+		// process, ctx's error alone.
+		return ctx.Err()
+	}
+	if errors.Is(err, ctx.Err()) {
 		return err
 	}
 	return fmt.Errorf("%w: %w", ctx.Err(), err)

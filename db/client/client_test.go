@@ -820,8 +820,13 @@ func TestTokenAndContext(t *testing.T) {
 	defer c.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := c.Query(ctx, "some text", nil); !errors.Is(err, context.Canceled) {
+	// As in process: ctx's error, and only it (the transport's own
+	// report, with the request's URL, was appended).
+	if _, err := c.Query(ctx, "some text", nil); !errors.Is(err, context.Canceled) || err.Error() != context.Canceled.Error() {
 		t.Errorf("a cancelled query: %v", err)
+	}
+	if err := firstErr(c.Pairs(ctx, nil)); !errors.Is(err, context.Canceled) || err.Error() != context.Canceled.Error() {
+		t.Errorf("cancelled pairs: %v", err)
 	}
 	if _, err := client.Open(base+"/v1", nil); err == nil {
 		t.Error("a URL with a path was accepted")
