@@ -764,11 +764,39 @@ func (db *DB) Close() error {
 		}
 		return redisErr(db.rkv.Close())
 	}
+	db.flushAtClose()
 	err := db.pdb.Close()
 	if lerr := db.lock.Close(); err == nil {
 		err = lerr
 	}
 	return classify(err)
+}
+
+// flushAtClose flushes the memtable of a writable handle that wrote, so
+// that a cleanly closed index does not depend on its write-ahead log.
+//
+// NB: Pebble replays the newest log leniently (damage in it reads as a
+// torn tail, what a crash leaves) and does not flush at Close: 4 bytes
+// overwritten in the middle of the log of a cleanly closed index dropped
+// the last 2,000 acknowledged documents of 30,000, and Open and Check
+// both said ok. A flush costs a table write (at most a memtable); it is
+// skipped without the room for it (the log holds the writes, synced), and
+// its failure is logged, not returned: the writes are in the log.
+func (db *DB) flushAtClose() {
+	if db.opts.ReadOnly {
+		return
+	}
+	m := db.pdb.Metrics()
+	if m.WAL.BytesIn == 0 {
+		return // nothing written through this handle
+	}
+	if err := db.roomFor(int64(m.MemTable.Size)); err != nil {
+		db.opts.Logger.Warn("lshdb: the last writes stay in the write-ahead log only (no room to flush them at close)", "error", err)
+		return
+	}
+	if err := db.pdb.Flush(); err != nil {
+		db.opts.Logger.Warn("lshdb: flushing at close failed; the last writes stay in the write-ahead log only", "error", err)
+	}
 }
 
 // writerLock is DB.wmu: a mutex whose waiters give up when their context
