@@ -56,6 +56,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/lshdb/lshdb/codec"
 	"github.com/lshdb/lshdb/compaction"
@@ -1183,15 +1184,29 @@ func (db *DB) redisStats(ctx context.Context, st *Stats) (*Stats, error) {
 // that has the index open. Such a process's later writes leave keys with
 // no manifest; Drop of the name removes those too (and returns
 // ErrNotExist only when the name holds no key at all).
+//
+// A Drop stopped after its rename (the process killed) leaves the index
+// in dir.dropped-N; the next Drop of dir removes it, and returns nil when
+// that finished an earlier Drop of an index no longer at dir.
 func Drop(ctx context.Context, dir string) error {
 	if ctx == nil {
 		ctx = context.Background()
+	}
+	swept := 0
+	if !IsRedisURL(dir) {
+		var err error
+		if swept, err = sweepTombs(dir); err != nil {
+			return err
+		}
 	}
 	// NB: read-only: no sweeper (whose writes could land after the keys
 	// are gone) and no write to a store about to be deleted.
 	d, err := Open(dir, &Options{ReadOnly: true, ExpirySweep: -1})
 	if IsRedisURL(dir) && errors.Is(err, ErrNotExist) {
 		return dropLeftovers(ctx, dir)
+	}
+	if swept > 0 && errors.Is(err, ErrNotExist) {
+		return nil // an earlier Drop's, killed after its rename: finished now
 	}
 	if err != nil {
 		return err
@@ -1244,7 +1259,7 @@ func Drop(ctx context.Context, dir string) error {
 		}
 		return fmt.Errorf("%w: %s also holds files that are not the index's (%s%s): drop deletes the whole directory, so nothing was deleted; move them out first", ErrNotIndex, dir, strings.Join(quoteAll(shown), ", "), more)
 	}
-	tomb := fmt.Sprintf("%s.dropped-%d", dir, time.Now().UnixNano())
+	tomb := fmt.Sprintf("%s%s%d", dir, tombPrefix, time.Now().UnixNano())
 	if err := fsys.Rename(dir, tomb); err != nil {
 		d.Close()
 		return fmt.Errorf("lshdb: drop: %w", err)
@@ -1261,6 +1276,44 @@ func Drop(ctx context.Context, dir string) error {
 		}
 	}
 	return nil
+}
+
+// tombPrefix is what Drop renames an index directory dir to before it
+// removes it: dir + tombPrefix + a number.
+const tombPrefix = ".dropped-"
+
+// sweepTombs removes what Drops of dir killed after their rename left
+// (dir.dropped-N: the whole index, texts included, which nothing else
+// would ever remove), and returns how many it removed. A tomb whose lock
+// a process holds is a Drop still running, and is left to it.
+func sweepTombs(dir string) (int, error) {
+	base := filepath.Clean(dir)
+	if real, err := filepath.EvalSymlinks(dir); err == nil {
+		base = real // NB: Drop renames the directory a link names
+	}
+	parent, name := filepath.Split(base)
+	entries, err := os.ReadDir(cmp.Or(parent, "."))
+	if err != nil {
+		return 0, nil // NB: no parent to read: no tombs either, and Open says what is wrong
+	}
+	n := 0
+	for _, e := range entries {
+		num, ok := strings.CutPrefix(e.Name(), name+tombPrefix)
+		if !ok || !e.IsDir() || num == "" || strings.Trim(num, "0123456789") != "" {
+			continue
+		}
+		tomb := filepath.Join(parent, e.Name())
+		lock, err := pebble.LockDirectory(tomb, vfs.Default)
+		if err != nil {
+			continue // a Drop running (or a directory that is not a tomb)
+		}
+		lock.Close()
+		if err := os.RemoveAll(tomb); err != nil {
+			return n, fmt.Errorf("lshdb: drop: removing %s, left by a drop that was stopped: %w", tomb, err)
+		}
+		n++
+	}
+	return n, nil
 }
 
 // dropLeftovers deletes the keys of a Redis index name that has no

@@ -487,6 +487,43 @@ func TestDrop(t *testing.T) {
 	if err := Drop(ctx, dir); !errors.Is(err, ErrNotExist) {
 		t.Fatalf("Drop of a missing index: %v, want ErrNotExist", err)
 	}
+	// A Drop killed after its rename left the index as dir.dropped-N (its
+	// texts on disk for good): the next Drop of dir removes it and
+	// finishes; a tomb whose lock is held (a Drop running) and names that
+	// are not dir's tombs stay.
+	killed := t.TempDir() + "/killed"
+	put(killed)
+	if err := os.Rename(killed, killed+".dropped-123"); err != nil {
+		t.Fatal(err)
+	}
+	put(killed + ".dropped-456")
+	running := mustOpen(t, killed+".dropped-456", nil)
+	for _, keep := range []string{killed + ".dropped-x1", killed + "x.dropped-7"} {
+		if err := os.Mkdir(keep, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := Drop(ctx, killed); err != nil {
+		t.Fatalf("Drop after a killed Drop: %v", err)
+	}
+	if _, err := os.Stat(killed + ".dropped-123"); !os.IsNotExist(err) {
+		t.Errorf("the killed Drop's directory is left: %v", err)
+	}
+	for _, keep := range []string{killed + ".dropped-456", killed + ".dropped-x1", killed + "x.dropped-7"} {
+		if _, err := os.Stat(keep); err != nil {
+			t.Errorf("%s: %v", keep, err)
+		}
+	}
+	running.Close()
+	if err := Drop(ctx, killed); err != nil {
+		t.Fatalf("Drop after the running one ended: %v", err)
+	}
+	if _, err := os.Stat(killed + ".dropped-456"); !os.IsNotExist(err) {
+		t.Errorf("the ended Drop's directory is left: %v", err)
+	}
+	if err := Drop(ctx, killed); !errors.Is(err, ErrNotExist) {
+		t.Fatalf("Drop with nothing left: %v, want ErrNotExist", err)
+	}
 	// Through a symbolic link (given with a trailing slash): the index it
 	// names goes, then the link (renaming the link alone left every
 	// document on disk).
