@@ -290,9 +290,12 @@ type statsJSON struct {
 	Rows                int             `json:"rows"`
 	NumPerm             int             `json:"num_perm"`
 	Scheme              string          `json:"scheme"`
+	Seed                uint64          `json:"seed"`
 	Shingle             string          `json:"shingle"`
 	ShingleSize         int             `json:"shingle_size"`
 	Bag                 bool            `json:"bag"`
+	Normalization       string          `json:"normalization"`
+	StopWords           []string        `json:"stop_words"`
 	StoreText           bool            `json:"store_text"`
 	Storage             string          `json:"storage"`
 	FormatVersion       int             `json:"format_version"`
@@ -312,17 +315,19 @@ type statsJSON struct {
 // paramsJSON is the output of create --output json: the parameters, as
 // stats names them.
 type paramsJSON struct {
-	Threshold   float64 `json:"threshold"`
-	Bands       int     `json:"bands"`
-	Rows        int     `json:"rows"`
-	NumPerm     int     `json:"num_perm"`
-	Scheme      string  `json:"scheme"`
-	Shingle     string  `json:"shingle"`
-	ShingleSize int     `json:"shingle_size"`
-	Bag         bool    `json:"bag"`
-	StoreText   bool    `json:"store_text"`
-	Storage     string  `json:"storage"`
-	Seed        uint64  `json:"seed"`
+	Threshold     float64  `json:"threshold"`
+	Bands         int      `json:"bands"`
+	Rows          int      `json:"rows"`
+	NumPerm       int      `json:"num_perm"`
+	Scheme        string   `json:"scheme"`
+	Shingle       string   `json:"shingle"`
+	ShingleSize   int      `json:"shingle_size"`
+	Bag           bool     `json:"bag"`
+	Normalization string   `json:"normalization"`
+	StopWords     []string `json:"stop_words"`
+	StoreText     bool     `json:"store_text"`
+	Storage       string   `json:"storage"`
+	Seed          uint64   `json:"seed"`
 	// ExpectedRecall is P(candidate) at the threshold, as in stats (it
 	// was recall_at_threshold here before: C24).
 	ExpectedRecall float64 `json:"expected_recall"`

@@ -157,10 +157,14 @@ func (a *app) printParams(d index, rec *db.RecallEstimate) error {
 	if a.json() {
 		return a.emitJSON(paramsJSON{Threshold: p.Threshold, Bands: p.Bands.B, Rows: p.Bands.R, NumPerm: p.NumPerm,
 			Scheme: p.Scheme.String(), Shingle: p.Shingle.String(), ShingleSize: p.ShingleSize, Bag: p.Bag,
-			StoreText: p.StoreText, Storage: p.Storage, Seed: p.Seed, ExpectedRecall: rec.Curve, ExpectedRecallShortDocs: shortDocs(*rec)})
+			Normalization: p.Normalization.String(), StopWords: nonNil(p.StopWords), StoreText: p.StoreText, Storage: p.Storage, Seed: p.Seed, ExpectedRecall: rec.Curve, ExpectedRecallShortDocs: shortDocs(*rec)})
 	}
-	fmt.Fprintf(a.stdout, "threshold %v, %v (%d of %d signature values), scheme %v, %v %d-shingles, bag %v, %s\n",
-		p.Threshold, p.Bands, p.Bands.B*p.Bands.R, p.NumPerm, p.Scheme, p.Shingle, p.ShingleSize, p.Bag, storageNote(p))
+	stop := ""
+	if len(p.StopWords) > 0 {
+		stop = fmt.Sprintf(", %d stop words", len(p.StopWords))
+	}
+	fmt.Fprintf(a.stdout, "threshold %v, %v (%d of %d signature values), scheme %v (seed %d), %v %d-shingles, bag %v, normalization %v%s, %s\n",
+		p.Threshold, p.Bands, p.Bands.B*p.Bands.R, p.NumPerm, p.Scheme, p.Seed, p.Shingle, p.ShingleSize, p.Bag, p.Normalization, stop, storageNote(p))
 	return a.printRecall(*rec, p.Scheme)
 }
 
