@@ -75,8 +75,7 @@ sizes in bytes.`,
 					return a.emitJSON(infoOut(in))
 				}
 				p := in.Params
-				fmt.Fprintf(a.stdout, "threshold %v, %v (%d of %d signature values), scheme %v, seed %d, %v %d-shingles, bag %v, %s\n",
-					p.Threshold, p.Bands, p.Bands.B*p.Bands.R, p.NumPerm, p.Scheme, p.Seed, p.Shingle, p.ShingleSize, p.Bag, storageNote(p))
+				fmt.Fprintln(a.stdout, paramsLine(p))
 				fmt.Fprintf(a.stdout, "P(candidate) at the threshold: %.4f (S-curve)\n", p.Bands.Probability(p.Threshold))
 				fmt.Fprintf(a.stdout, "index format: %d%s\n", p.FormatVersion, upgradeHint(a.dbDir, p))
 				fmt.Fprintf(a.stdout, "documents: %d\n", in.Docs)

@@ -159,13 +159,19 @@ func (a *app) printParams(d index, rec *db.RecallEstimate) error {
 			Scheme: p.Scheme.String(), Shingle: p.Shingle.String(), ShingleSize: p.ShingleSize, Bag: p.Bag,
 			Normalization: p.Normalization.String(), StopWords: nonNil(p.StopWords), StoreText: p.StoreText, Storage: p.Storage, Seed: p.Seed, ExpectedRecall: rec.Curve, ExpectedRecallShortDocs: shortDocs(*rec)})
 	}
+	fmt.Fprintln(a.stdout, paramsLine(p))
+	return a.printRecall(*rec, p.Scheme)
+}
+
+// paramsLine is the line of an index's parameters that create, info and
+// stats print.
+func paramsLine(p db.Params) string {
 	stop := ""
 	if len(p.StopWords) > 0 {
 		stop = fmt.Sprintf(", %d stop words", len(p.StopWords))
 	}
-	fmt.Fprintf(a.stdout, "threshold %v, %v (%d of %d signature values), scheme %v (seed %d), %v %d-shingles, bag %v, normalization %v%s, %s\n",
+	return fmt.Sprintf("threshold %v, %v (%d of %d signature values), scheme %v, seed %d, %v %d-shingles, bag %v, normalization %v%s, %s",
 		p.Threshold, p.Bands, p.Bands.B*p.Bands.R, p.NumPerm, p.Scheme, p.Seed, p.Shingle, p.ShingleSize, p.Bag, p.Normalization, stop, storageNote(p))
-	return a.printRecall(*rec, p.Scheme)
 }
 
 // printRecall prints P(candidate) at the threshold from the S-curve and
