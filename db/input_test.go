@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lshdb/lshdb/codec"
 	"github.com/lshdb/lshdb/minhash"
 )
 
@@ -645,4 +646,51 @@ func signOfTokens(t *testing.T, d *DB, toks []string) []uint32 {
 		e = append(e, sk.TokenElement(tok))
 	}
 	return sk.Sketch(nil, e)
+}
+
+// Ensure that in a sets index two documents whose 32-bit sets are equal
+// only by a collision of the hashes (texts "iprqg" and "pcupq": one
+// 5-shingle each, whose 64-bit hashes differ and share their high 32
+// bits) are not reported by Pairs at Jaccard 1 without a band in common:
+// Pairs grouped identical sets by the 32-bit set's fingerprint, while
+// their signatures (of the 64-bit hashes) differ, so Query and Explain
+// did not find the pair. The oracle: Query and Explain on the same index.
+func TestSetsCollisionNotGrouped(t *testing.T) {
+	h, _ := minhash.NewHasher(minhash.Options{}, minhash.SketchOptions{})
+	a, _ := h.Document(nil, nil, "iprqg")
+	b, _ := h.Document(nil, nil, "pcupq")
+	if slices.Equal(a, b) || !slices.Equal(codec.Set32Of(nil, a), codec.Set32Of(nil, b)) {
+		t.Fatalf("the texts' sets are not a 32-bit collision: %x %x", a, b)
+	}
+	d := mustOpen(t, t.TempDir(), &Options{Storage: StorageSets})
+	defer d.Close()
+	if _, err := d.PutBatch([]Doc{{ID: "a", Text: "iprqg"}, {ID: "b", Text: "pcupq"}, {ID: "c", Text: "iprqg"}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	var got []Pair
+	for p, err := range d.Pairs(context.Background(), nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, p)
+	}
+	// a and c are the same text: found by Pairs, by Query and Explain.
+	var want []Pair
+	for _, x := range []string{"a", "b", "c"} {
+		res, err := d.QueryID(context.Background(), x, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range res.Matches {
+			if x < m.ID {
+				want = append(want, Pair{A: x, B: m.ID, Jaccard: m.Jaccard})
+			}
+		}
+	}
+	if !slices.Equal(got, want) || len(want) != 1 {
+		t.Errorf("pairs %v, queries %v: want [{a c 1}]", got, want)
+	}
+	if e, err := d.Explain("a", "b"); err != nil || e.Found {
+		t.Errorf("explain a b: %+v %v", e, err)
+	}
 }
