@@ -79,7 +79,9 @@ var (
 	// Nothing of the refused write is stored; reads go on working, but
 	// for a Pairs or Clusters run whose spilled files would take the
 	// reserve (a read-only handle's too), which ends with it and removes
-	// them.
+	// them. On a Redis index it is a write that Redis refused at its
+	// maxmemory (noeviction), with ErrBackend: a delete's too, so that
+	// memory is freed by raising maxmemory or by Drop of an index.
 	ErrDiskFull = errors.New("lshdb: disk full")
 	// ErrTooManyDeletes: a load that deletes the documents absent from it
 	// (LoadOptions.DeleteAbsent) would delete more than its MaxDeleted;

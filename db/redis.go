@@ -95,6 +95,12 @@ func redisErr(err error) error {
 	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return err
 	}
+	if rediskv.OutOfMemory(err) {
+		// NB: Redis's words ("OOM command not allowed when used memory >
+		// 'maxmemory'", with a script's hash) say neither what is full
+		// nor what to do; a write that refused is no failover to wait out.
+		return fmt.Errorf("%w: %w: redis: Redis is at its maxmemory and refuses writes (maxmemory-policy noeviction), deletes included (they mark before they delete): raise maxmemory (CONFIG SET maxmemory), or drop an index (lshdb drop) to free memory: %w", ErrDiskFull, ErrBackend, err)
+	}
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() {
 		// NB: go-redis's own words ("i/o timeout", after its retries)
@@ -125,6 +131,9 @@ func openRedis(u string, o Options) (*DB, error) {
 		if errors.Is(err, rediskv.ErrURL) {
 			return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
 		}
+		if errors.Is(err, rediskv.ErrVersion) {
+			return nil, fmt.Errorf("%w: opening %s: %w", ErrUnsupported, rediskv.Redact(u), err)
+		}
 		return nil, fmt.Errorf("%w: opening %s: %w", ErrBackend, rediskv.Redact(u), err)
 	}
 	// NB: no query cache: its entries are tagged with the counters a
@@ -151,7 +160,7 @@ func openRedis(u string, o Options) (*DB, error) {
 		db.writer = hex.EncodeToString(tok[:])
 		if err := s.Register(ctx, db.writer); err != nil {
 			s.Close()
-			return nil, fmt.Errorf("%w: opening %s: %w", ErrBackend, db.dir, err)
+			return nil, fmt.Errorf("opening %s: %w", db.dir, redisErr(err))
 		}
 	}
 	if err := db.redisManifest(ctx); err != nil {
@@ -513,19 +522,27 @@ const redisLoadRetry = 60 * time.Second
 // whole (its ids now name the first try's records, which the second
 // retires), and whatever else the first try left, check --repair
 // removes.
-func (db *DB) redisWriteRetrying(ctx context.Context, preps []prepared) (int, error) {
+func (db *DB) redisWriteRetrying(ctx context.Context, preps []prepared, retried *int) (int, error) {
 	start := time.Now()
+	counted := false // in *retried
 	wait := 50 * time.Millisecond
 	for {
 		replaced, err := db.redisWrite(preps)
 		if err == nil {
 			err = db.redisSync(nil)
 		}
-		if err == nil || !errors.Is(err, ErrBackend) || time.Since(start) > redisLoadRetry {
-			if err != nil && errors.Is(err, ErrBackend) {
+		// NB: only what a failover gives is retried: a full memory, a
+		// refused password or an unknown command was retried for a
+		// minute, a warning each time.
+		if err == nil || !errors.Is(err, ErrBackend) || rediskv.Permanent(err) || time.Since(start) > redisLoadRetry {
+			if err != nil && errors.Is(err, ErrBackend) && time.Since(start) > redisLoadRetry {
 				err = fmt.Errorf("%w (retried for %v)", err, time.Since(start).Round(time.Second))
 			}
 			return replaced, err
+		}
+		if !counted {
+			*retried++
+			counted = true
 		}
 		db.opts.Logger.Warn("lshdb: a Redis write failed; retrying the batch", "err", err, "after", wait)
 		select {
@@ -548,6 +565,14 @@ func (db *DB) redisLoad(ctx context.Context, docs iter.Seq2[Doc, error], o LoadO
 	var res LoadResult
 	batch := make([]Doc, 0, redisLoadBatch)
 	read := 0
+	retried := 0
+	defer func() {
+		if retried > 0 {
+			// NB: the load succeeded (or says why not), and the index
+			// failed check: what the failed tries left takes memory too.
+			db.opts.Logger.Warn("lshdb: batches of this load were written again after Redis write failures: what the failed tries left (records no id names, postings of no document) fails check and takes memory until check --repair, run with no writer beside it, removes it", "batches", retried)
+		}
+	}()
 	flush := func() error {
 		if len(batch) == 0 {
 			return nil
@@ -585,7 +610,7 @@ func (db *DB) redisLoad(ctx context.Context, docs iter.Seq2[Doc, error], o LoadO
 		}
 		res.Repeated += len(keep) - len(uniq)
 		keep = uniq
-		replaced, err := db.redisWriteRetrying(ctx, keep)
+		replaced, err := db.redisWriteRetrying(ctx, keep, &retried)
 		if err != nil {
 			return err
 		}

@@ -1129,3 +1129,63 @@ func TestRedisOtherWriters(t *testing.T) {
 		t.Fatalf("Pebble: %d, %v", n, err)
 	}
 }
+
+// Ensure that a Redis at its maxmemory (noeviction) refuses a load with
+// ErrDiskFull (and ErrBackend), at once: the load retried it for a
+// minute, a warning each time, as if a failover were to be waited out,
+// and its message was Redis's "OOM command not allowed". The documents
+// of the batches before stay, and read. The server is a standalone
+// redis-server started here with maxmemory 16 MB.
+func TestRedisOutOfMemory(t *testing.T) {
+	redisURL(t) // NB: skips (or fails under LSHDB_REQUIRE_REDIS) as the others
+	dir := t.TempDir()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	srv := exec.Command("redis-server", "--port", fmt.Sprint(port), "--bind", "127.0.0.1", "--maxmemory", "16mb",
+		"--maxmemory-policy", "noeviction", "--save", "", "--appendonly", "no", "--dir", dir)
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { srv.Process.Kill(); srv.Wait() }()
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	for start := time.Now(); ; time.Sleep(20 * time.Millisecond) {
+		if c, err := net.Dial("tcp", addr); err == nil {
+			c.Close()
+			break
+		}
+		if time.Since(start) > 10*time.Second {
+			t.Fatal("redis-server did not start")
+		}
+	}
+	var log syncBuffer
+	d, err := Open("redis://"+addr+"/oom", &Options{Logger: slog.New(slog.NewTextHandler(&log, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	docs := func(yield func(Doc, error) bool) {
+		for i := 0; i < 200_000; i++ {
+			if !yield(Doc{ID: fmt.Sprint("doc-", i), Text: fmt.Sprintf("document %d fills the memory of a small redis with its words %d %d %d", i, i%7, i%11, i%13)}, nil) {
+				return
+			}
+		}
+	}
+	res, err := d.Load(context.Background(), docs, nil)
+	if !errors.Is(err, ErrDiskFull) || !errors.Is(err, ErrBackend) || !strings.Contains(err.Error(), "maxmemory") {
+		t.Fatalf("a load into a full Redis: %+v, %v; want ErrDiskFull and ErrBackend naming maxmemory", res, err)
+	}
+	if strings.Contains(log.String(), "retrying the batch") {
+		t.Errorf("the refused write was retried:\n%s", log.String())
+	}
+	if res.Stored == 0 {
+		t.Fatalf("no batch stored before the memory filled: %+v", res)
+	}
+	last := fmt.Sprint("doc-", res.Stored-1)
+	if ok, err := d.Has(last); !ok || err != nil {
+		t.Errorf("the last document of the batches stored (%s): %v %v", last, ok, err)
+	}
+}

@@ -212,6 +212,11 @@ type pairJSON struct {
 	A       string  `json:"a"`
 	B       string  `json:"b"`
 	Jaccard float64 `json:"jaccard"`
+	// EstimateOnly says Jaccard is the signatures' estimate, not verified
+	// (an index of storage none), as explain's estimate_only does. NB: the
+	// estimate stays in jaccard, so that clusters --from and report read
+	// the pairs file as any other.
+	EstimateOnly bool `json:"estimate_only,omitempty"`
 	// ExpectedRecall is set only when the threshold is below the index's.
 	ExpectedRecall *float64 `json:"expected_recall,omitempty"`
 }

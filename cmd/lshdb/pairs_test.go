@@ -241,7 +241,7 @@ func TestPairsTableStreams(t *testing.T) {
 			}
 		}
 	}
-	if err := a.streamPairs(seq, nil); err != nil {
+	if err := a.streamPairs(seq, nil, false); err != nil {
 		t.Fatal(err)
 	}
 	if seen < 2000 {
@@ -297,7 +297,7 @@ func TestPairsInterruptedMidway(t *testing.T) {
 			}
 		}
 	}
-	err := a.streamPairs(seq, nil)
+	err := a.streamPairs(seq, nil, false)
 	if !errors.Is(err, context.Canceled) || err.Error() != "interrupted after 5 pairs: context canceled" {
 		t.Fatalf("table: %v", err)
 	}
@@ -450,6 +450,56 @@ func TestPairsFileWithoutHeaderNoted(t *testing.T) {
 		_, errOut, code := runLine(args, pairs)
 		if code != 0 || !strings.Contains(errOut, "stdin has no header line") {
 			t.Errorf("%v of a file without a header: exit %d: %s", args, code, errOut)
+		}
+	}
+}
+
+// Ensure that pairs of an index that stores signatures only (storage
+// none) say in each result that the similarity is an estimate: each JSON
+// line has estimate_only, the table's and CSV's column is ESTIMATE; that
+// clusters --from reads such a file as any other (the same clusters as
+// clusters of the index); and that a text index's pairs say nothing of it.
+func TestPairsEstimatesSaidInEachResult(t *testing.T) {
+	dir := t.TempDir()
+	file := barDocs(t, dir, 300)
+	for _, storage := range []string{"none", "text"} {
+		idx := filepath.Join(dir, storage)
+		if _, errOut, code := runLine([]string{"create", "--db", idx, "--storage", storage}, ""); code != 0 {
+			t.Fatal(errOut)
+		}
+		if _, errOut, code := runLine([]string{"insert", "--db", idx, file}, ""); code != 0 {
+			t.Fatal(errOut)
+		}
+		js, errOut, code := runLine([]string{"pairs", "--db", idx, "--output", "json"}, "")
+		if code != 0 || js == "" {
+			t.Fatalf("%s: exit %d: %s", storage, code, errOut)
+		}
+		lines := strings.Split(strings.TrimSpace(js), "\n")
+		marked := 0
+		for _, l := range lines {
+			if strings.Contains(l, `"estimate_only":true`) {
+				marked++
+			}
+		}
+		table, _, _ := runLine([]string{"pairs", "--db", idx}, "")
+		csv, _, _ := runLine([]string{"pairs", "--db", idx, "--output", "csv"}, "")
+		want, col := 0, "JACCARD"
+		if storage == "none" {
+			want, col = len(lines), "ESTIMATE"
+		}
+		if marked != want || !strings.HasPrefix(table, "A  ") || !strings.Contains(strings.SplitN(table, "\n", 2)[0], col) ||
+			!strings.HasPrefix(csv, "a,b,"+strings.ToLower(col)+"\n") {
+			t.Errorf("%s: %d of %d lines say estimate_only (want %d); table header %q, csv header %q", storage, marked, len(lines), want,
+				strings.SplitN(table, "\n", 2)[0], strings.SplitN(csv, "\n", 2)[0])
+		}
+		pf := filepath.Join(dir, storage+".pairs")
+		if err := os.WriteFile(pf, []byte(js), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		from, errOut, code := runLine([]string{"clusters", "--db", idx, "--from", pf}, "")
+		direct, _, _ := runLine([]string{"clusters", "--db", idx}, "")
+		if code != 0 || from != direct {
+			t.Errorf("%s: clusters --from the pairs: exit %d %s\n%s\nwant\n%s", storage, code, errOut, from, direct)
 		}
 	}
 }

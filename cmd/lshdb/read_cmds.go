@@ -236,17 +236,20 @@ const streamRows = 1000
 // and output arrives while the pairs are computed; the header comes with
 // the first row (or at the end when there is none), never before an error.
 type pairsOut struct {
-	a    *app
-	rec  *float64
-	tw   *tabwriter.Writer
-	cw   *csv.Writer // --output csv or tsv
-	rows int64
+	a   *app
+	rec *float64
+	// estimates: the similarities are the signatures' estimates (a none
+	// index): each JSON line says so, and the column is ESTIMATE.
+	estimates bool
+	tw        *tabwriter.Writer
+	cw        *csv.Writer // --output csv or tsv
+	rows      int64
 }
 
 func (o *pairsOut) add(p db.Pair) error {
 	o.rows++
 	if o.a.json() {
-		return o.a.emitJSON(pairJSON{A: p.A, B: p.B, Jaccard: p.Jaccard, ExpectedRecall: o.rec})
+		return o.a.emitJSON(pairJSON{A: p.A, B: p.B, Jaccard: p.Jaccard, EstimateOnly: o.estimates, ExpectedRecall: o.rec})
 	}
 	if o.a.delimited() {
 		if o.cw == nil {
@@ -261,7 +264,7 @@ func (o *pairsOut) add(p db.Pair) error {
 	}
 	if o.tw == nil {
 		o.tw = o.a.table()
-		fmt.Fprintln(o.tw, "A\tB\tJACCARD")
+		fmt.Fprintln(o.tw, "A\tB\t"+strings.ToUpper(o.column()))
 	}
 	fmt.Fprintf(o.tw, "%s\t%s\t%.4f\n", esc(p.A), esc(p.B), p.Jaccard)
 	if o.rows%streamRows == 0 {
@@ -286,7 +289,7 @@ func (o *pairsOut) flush(header bool) error {
 	}
 	if o.tw == nil && header && !o.a.json() {
 		o.tw = o.a.table()
-		fmt.Fprintln(o.tw, "A\tB\tJACCARD")
+		fmt.Fprintln(o.tw, "A\tB\t"+strings.ToUpper(o.column()))
 	}
 	o.a.pairRows = o.rows
 	if o.tw == nil {
@@ -301,7 +304,15 @@ func (o *pairsOut) csvHeader() {
 	if o.a.output == "tsv" {
 		o.cw.Comma = '\t'
 	}
-	o.cw.Write([]string{"a", "b", "jaccard"})
+	o.cw.Write([]string{"a", "b", o.column()})
+}
+
+// column names the similarity: jaccard, or estimate in a none index.
+func (o *pairsOut) column() string {
+	if o.estimates {
+		return "estimate"
+	}
+	return "jaccard"
 }
 
 // stopped returns err, or the command's context error once it has ended:
@@ -315,8 +326,8 @@ func (a *app) stopped(err error) error {
 }
 
 // streamPairs prints the pairs of seq as they come (--sort=false).
-func (a *app) streamPairs(seq iter.Seq2[db.Pair, error], rec *float64) error {
-	o := &pairsOut{a: a, rec: rec}
+func (a *app) streamPairs(seq iter.Seq2[db.Pair, error], rec *float64, estimates bool) error {
+	o := &pairsOut{a: a, rec: rec, estimates: estimates}
 	for p, err := range seq {
 		err = a.stopped(err)
 		if err != nil {
@@ -420,7 +431,7 @@ func (s *pairSorter) close() {
 // > 0 only the best limit, kept in a heap of that size; otherwise sorted
 // within sortPairsMemory, spilling to disk. Nothing is printed before the
 // iteration ends.
-func (a *app) sortedPairs(seq iter.Seq2[db.Pair, error], limit int, rec *float64) error {
+func (a *app) sortedPairs(seq iter.Seq2[db.Pair, error], limit int, rec *float64, estimates bool) error {
 	sorter, err := newPairSorter(limit, sortPairsMemory)
 	if err != nil {
 		return err
@@ -437,7 +448,7 @@ func (a *app) sortedPairs(seq iter.Seq2[db.Pair, error], limit int, rec *float64
 			return err
 		}
 	}
-	o := &pairsOut{a: a, rec: rec}
+	o := &pairsOut{a: a, rec: rec, estimates: estimates}
 	if err := sorter.each(o.add); err != nil {
 		return err
 	}
@@ -556,10 +567,13 @@ came and how long the run took; FILE gets a header and an end line too.`,
 					defer spill.close()
 					seq = spill.tee(seq)
 				}
+				// NB: in a none index every similarity is the signatures'
+				// estimate: said in each result, as query says it.
+				estimates := d.Params().Storage == db.StorageNone
 				if sorted {
-					err = a.sortedPairs(seq, limit, rec)
+					err = a.sortedPairs(seq, limit, rec, estimates)
 				} else {
-					err = a.streamPairs(seq, rec)
+					err = a.streamPairs(seq, rec, estimates)
 				}
 				if stats && err == nil {
 					// NB: with --limit the run still finds every pair; the

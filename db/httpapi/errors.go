@@ -64,6 +64,11 @@ var Codes = []Code{
 	{"closed", db.ErrClosed, http.StatusServiceUnavailable},
 	{"disk_full", db.ErrDiskFull, http.StatusInsufficientStorage},
 	{"corrupt", db.ErrCorrupt, http.StatusInternalServerError},
+	// NB: a Redis index's store unreachable, or failing over: worth a
+	// retry, as a load balancer and a client take a 503 (it was a 500,
+	// "internal"). A full Redis (OOM) is disk_full, above.
+	{"backend_unavailable", db.ErrBackend, http.StatusServiceUnavailable},
+	{"unsupported", db.ErrUnsupported, http.StatusNotImplemented},
 	{"not_found", db.ErrNotFound, http.StatusNotFound},
 	{"invalid_id", db.ErrInvalidID, http.StatusBadRequest},
 	{"empty_document", db.ErrEmptyDocument, http.StatusUnprocessableEntity},

@@ -49,7 +49,8 @@ func TestErrorTable(t *testing.T) {
 	// Every sentinel of package db has a code.
 	for _, e := range []error{db.ErrNotFound, db.ErrLocked, db.ErrParamsMismatch, db.ErrFormatTooNew, db.ErrFormat,
 		db.ErrCorrupt, db.ErrEmptyDocument, db.ErrDocTooLarge, db.ErrInvalidID, db.ErrClosed, db.ErrInvalidOptions,
-		db.ErrNotIndex, db.ErrNotExist, db.ErrReadOnly, db.ErrDiskFull} {
+		db.ErrNotIndex, db.ErrNotExist, db.ErrReadOnly, db.ErrDiskFull, db.ErrBackend, db.ErrUnsupported, db.ErrStorageMode,
+		db.ErrInvalidSignature, db.ErrInvalidDoc, db.ErrTooManyDeletes} {
 		if c := codeOf(e); c.Code == "internal" {
 			t.Errorf("%v has no code", e)
 		}

@@ -249,9 +249,86 @@ func Open(ctx context.Context, rawURL string) (*Store, error) {
 
 func (s *Store) ping(ctx context.Context) error {
 	if cc, ok := s.c.(*redis.ClusterClient); ok {
-		return cc.ForEachShard(ctx, func(ctx context.Context, n *redis.Client) error { return n.Ping(ctx).Err() })
+		return cc.ForEachShard(ctx, func(ctx context.Context, n *redis.Client) error { return pingNode(ctx, n) })
 	}
-	return s.c.Ping(ctx).Err()
+	return pingNode(ctx, s.c)
+}
+
+// pingNode pings one server and checks its version: lshdb's writes use
+// SET … GET and GETDEL (Redis 6.2). NB: a server of an older Redis took
+// the index's first writes and failed later with its raw "unknown
+// command 'getdel'". A server that does not say its version (INFO
+// refused) is taken as it is.
+func pingNode(ctx context.Context, c redis.UniversalClient) error {
+	if err := c.Ping(ctx).Err(); err != nil {
+		return err
+	}
+	info, err := c.Info(ctx, "server").Result()
+	if err != nil {
+		return nil
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "redis_version:"); ok && !versionAtLeast(v, 6, 2) {
+			return fmt.Errorf("%w: %s runs Redis %s, and lshdb needs Redis 6.2 or later", ErrVersion, serverName(c), v)
+		}
+	}
+	return nil
+}
+
+// serverName is the address of a single server's client (for messages).
+func serverName(c redis.UniversalClient) string {
+	if n, ok := c.(*redis.Client); ok {
+		return n.Options().Addr
+	}
+	return "a server"
+}
+
+// versionAtLeast reports whether the version v ("MAJOR.MINOR.PATCH") is
+// at least major.minor; a version it cannot read passes.
+func versionAtLeast(v string, major, minor int) bool {
+	f := strings.SplitN(v, ".", 3)
+	if len(f) < 2 {
+		return true
+	}
+	ma, err1 := strconv.Atoi(f[0])
+	mi, err2 := strconv.Atoi(f[1])
+	if err1 != nil || err2 != nil {
+		return true
+	}
+	return ma > major || ma == major && mi >= minor
+}
+
+// ErrVersion is Open's error for a Redis server older than lshdb needs.
+var ErrVersion = errors.New("rediskv: the Redis server is too old")
+
+// OutOfMemory reports whether err is Redis's refusal of a write at its
+// maxmemory (the noeviction policy): "OOM command not allowed …", a
+// script's included.
+func OutOfMemory(err error) bool {
+	var re redis.Error
+	return errors.As(err, &re) && strings.HasPrefix(re.Error(), "OOM ")
+}
+
+// Permanent reports whether err is a reply of Redis that a retry does not
+// change: memory full (OutOfMemory), an authentication or permission
+// refusal, a command, type or syntax it does not take. What a failover
+// gives (a connection lost, CLUSTERDOWN, TRYAGAIN, LOADING, READONLY,
+// MASTERDOWN, a replica's acknowledgement missing) is not permanent.
+func Permanent(err error) bool {
+	if OutOfMemory(err) {
+		return true
+	}
+	var re redis.Error
+	if !errors.As(err, &re) {
+		return false
+	}
+	msg := re.Error()
+	for _, p := range []string{"NOAUTH", "WRONGPASS", "NOPERM", "WRONGTYPE", "ERR unknown command", "ERR syntax error", "ERR wrong number of arguments"} {
+		if strings.HasPrefix(msg, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // Close closes the connections.
