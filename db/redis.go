@@ -44,6 +44,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"iter"
 	"math/bits"
 	"net"
@@ -54,6 +55,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -100,6 +102,11 @@ func redisErr(err error) error {
 		// 'maxmemory'", with a script's hash) say neither what is full
 		// nor what to do; a write that refused is no failover to wait out.
 		return fmt.Errorf("%w: %w: redis: Redis is at its maxmemory and refuses writes (maxmemory-policy noeviction), deletes included (they mark before they delete): raise maxmemory (CONFIG SET maxmemory), or drop an index (lshdb drop) to free memory: %w", ErrDiskFull, ErrBackend, err)
+	}
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) {
+		// NB: go-redis's "EOF" named no cause (an insert stopped by a
+		// master's failover said only "redis: EOF").
+		return fmt.Errorf("%w: redis: a server closed the connection or refused it (killed, restarted, or a master failing over: a cluster promotes its replica after its cluster-node-timeout; try again then): %w", ErrBackend, err)
 	}
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() {

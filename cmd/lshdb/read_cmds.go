@@ -603,7 +603,7 @@ came and how long the run took; FILE gets a header and an end line too.`,
 		},
 	}
 	c.Flags().Float64Var(&threshold, "threshold", 0, "least Jaccard (default: the index's)")
-	c.Flags().IntVar(&limit, "limit", 0, "print at most this many pairs, the best (default: all)")
+	c.Flags().IntVar(&limit, "limit", 0, "print at most this many pairs, the best (default 0: all)")
 	c.Flags().BoolVar(&stats, "stats", false, "report on stderr the work done: identical groups, hot buckets, candidates, verified pairs")
 	c.Flags().BoolVar(&sorted, "sort", true, "sort the pairs, best first (holds them all in memory unless --limit); --sort=false streams them")
 	c.Flags().BoolVar(&header, "header", false, "with --output json: a first line saying how the output was made and a last line with the run time")

@@ -50,7 +50,7 @@ var shellSpecs = map[string]shellSpec{
 	"explain":  {"explain ID1 ID2", nil},
 	"pairs":    {"pairs [--threshold T] [--limit N] [--stats] [--sort=false]", []string{"threshold", "limit", "stats", "sort"}},
 	"clusters": {"clusters [--threshold T] [--mode components|centers] [--keep first|last|longest|shortest]", []string{"threshold", "mode", "keep"}},
-	"tune":     {"tune [--threshold T]   (the open index's banding at T; lshdb tune without --db chooses one)", []string{"threshold"}},
+	"tune":     {"tune [--threshold T]", []string{"threshold"}},
 	"check":    {"check", nil},
 	"purge":    {"purge", nil},
 	"put":      {"put [--ttl D] ID TEXT...", nil},
@@ -74,7 +74,7 @@ func (a *app) shellCmd() *cobra.Command {
 		Short: "Interactive shell over one index (reads commands from stdin when it is not a terminal)",
 		Long: `An interactive shell over one index, which it holds open. Ctrl-C cancels
 the running statement (or clears the line being typed) and keeps the shell;
-Ctrl-D, exit, quit, .quit or \q leave. Commands take the flags their help
+Ctrl-D, exit, quit, .quit, .exit or \q leave. Commands take the flags their help
 lists (help CMD); none names another index or a file. History is kept in
 ~/.lshdb_history (mode 0600). When stdin is not a terminal, the shell runs
 one statement per line: stdout gets only their output, and stderr each
@@ -489,7 +489,8 @@ func (a *app) shellHelp(args []string) error {
   explain ID1 ID2 | pairs [--threshold T] [--limit N] [--stats] [--sort=false]
   clusters [--threshold T] [--mode M] [--keep K] | tune [--threshold T] | check | purge
   put [--ttl D] ID TEXT... | delete [--ignore-missing] ID...
-  exit (or quit, .quit, \q, Ctrl-D); Ctrl-C cancels the running statement`)
+  exit (or quit, .quit, .exit, \q, Ctrl-D); Ctrl-C cancels the running statement
+  every command also takes --progress and --progress-every (the shell's own by default)`)
 		return nil
 	}
 	name := args[0]

@@ -66,6 +66,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -197,6 +198,11 @@ func hostsAndName(s string, u *url.URL) (addrs []string, cluster bool, name stri
 	if strings.ContainsAny(name, "{}:/ *?[]\\") {
 		return nil, false, "", fmt.Errorf("%w: %q: the index name %q holds one of {}:/*?[]\\ or a space", ErrURL, s, name)
 	}
+	if strings.IndexFunc(name, func(r rune) bool { return r < 0x20 || r == 0x7f || !utf8.ValidRune(r) }) >= 0 || !utf8.ValidString(name) {
+		// NB: "x%00y" and "a%0Ab" made keys that redis-cli shows cut
+		// short or over two lines.
+		return nil, false, "", fmt.Errorf("%w: %q: the index name %q holds a control character or is not UTF-8", ErrURL, s, name)
+	}
 	return addrs, cluster, name, nil
 }
 
@@ -254,14 +260,29 @@ func (s *Store) ping(ctx context.Context) error {
 	return pingNode(ctx, s.c)
 }
 
-// pingNode pings one server and checks its version: lshdb's writes use
+// pingNode pings one server (waiting while it loads its data, as one
+// restarted does) and checks its version: lshdb's writes use
 // SET … GET and GETDEL (Redis 6.2). NB: a server of an older Redis took
 // the index's first writes and failed later with its raw "unknown
 // command 'getdel'". A server that does not say its version (INFO
 // refused) is taken as it is.
 func pingNode(ctx context.Context, c redis.UniversalClient) error {
-	if err := c.Ping(ctx).Err(); err != nil {
-		return err
+	for {
+		err := c.Ping(ctx).Err()
+		if err == nil {
+			break
+		}
+		var re redis.Error
+		if !errors.As(err, &re) || !strings.HasPrefix(re.Error(), "LOADING") {
+			return err
+		}
+		// NB: "LOADING Redis is loading the dataset in memory" failed an
+		// open at once while a restarted server read its files.
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
 	info, err := c.Info(ctx, "server").Result()
 	if err != nil {
