@@ -688,21 +688,26 @@ func (db *DB) checkOptions() error {
 	)
 }
 
-// Params describes a database's fixed parameters.
+// Params describes a database's fixed parameters: the Options it was
+// created with, as its manifest stores them (defaults filled in).
 type Params struct {
-	Threshold     float64
-	Recall        float64
-	Bands         bands.Params
-	Scheme        minhash.Scheme
-	NumPerm       int
-	Seed          uint64
-	Shingle       minhash.ShingleKind
-	ShingleSize   int
-	Bag           bool
+	Threshold     float64             // the Jaccard threshold that queries, Pairs and Clusters default to
+	Recall        float64             // the recall target the banding was chosen for (P(candidate) at Threshold)
+	Bands         bands.Params        // the banding: B bands of R rows
+	Scheme        minhash.Scheme      // how signatures are computed
+	NumPerm       int                 // the values of a signature
+	Seed          uint64              // the seed of the signatures' hash functions
+	Shingle       minhash.ShingleKind // character or word shingles
+	ShingleSize   int                 // k, the shingles' length in characters or words
+	Bag           bool                // shingles counted with their repeats (weighted Jaccard)
 	Normalization minhash.Normalization
-	StopWords     []string
-	StoreText     bool
-	Storage       string // StorageText, StorageSets or StorageNone
+	StopWords     []string // words dropped before word shingling
+	// StoreText says a sets or none index also keeps each document's
+	// text (Options.StoreText); a text index always does.
+	StoreText bool
+	Storage   string // StorageText, StorageSets or StorageNone
+	// FormatVersion is the index's on-disk format (codec); Upgrade
+	// rewrites an older one to the current.
 	FormatVersion int
 }
 
