@@ -90,6 +90,7 @@ const blockSize = 32 << 10
 // The caller MUST call Close: it releases the directory lock, which no
 // other process (or DB value) can take before.
 type DB struct {
+	damage *damageSeen // Pebble's background reports of damage (Corruption)
 	// backupMu makes one Backup at a time: two to the same directory (a
 	// retried request) shared the copy's temporary directory.
 	backupMu sync.Mutex
@@ -298,6 +299,7 @@ func openIn(dir string, o Options, created bool) (*DB, error) {
 	cache := pebble.NewCache(o.CacheSize)
 	defer cache.Unref()
 	stalls := &writeStalls{log: o.Logger}
+	damage := &damageSeen{}
 	popts := &pebble.Options{
 		FS:                 o.fs,
 		Lock:               lock.Lock,
@@ -312,7 +314,20 @@ func openIn(dir string, o Options, created bool) (*DB, error) {
 		// read itself returns the corruption error, which lshdb reports as
 		// ErrCorrupt.
 		EventListener: &pebble.EventListener{
-			DataCorruption: dataCorruption(o.Logger),
+			DataCorruption: func(info pebble.DataCorruptionInfo) {
+				dataCorruption(o.Logger)(info)
+				damage.note(fmt.Errorf("%w: %s: %v", ErrCorrupt, info.Path, firstLine{info.Details}))
+			},
+			// NB: Pebble's default logs it; a compaction that met a
+			// damaged table is also noted (DB.Corruption): the writes
+			// that started it were acknowledged, and the command that
+			// made them exited 0.
+			BackgroundError: func(err error) {
+				pebbleLogger{o.Logger}.Errorf("background error: %v", firstLine{err})
+				if pebble.IsCorruptionError(err) {
+					damage.note(fmt.Errorf("%w: %v", ErrCorrupt, firstLine{err}))
+				}
+			},
 			// NB: while writes are stalled every write waits, synced puts
 			// included (BenchmarkMixed's socket runs at half their
 			// saturation had a p99 of 426 ms): operators see each stall
@@ -376,7 +391,7 @@ func openIn(dir string, o Options, created bool) (*DB, error) {
 		}
 		return nil, classify(fmt.Errorf("lshdb: opening %s: %w", dir, err))
 	}
-	db := &DB{dir: dir, opts: handleOptions{Options: o, FS: o.fs}, pdb: pdb, popts: popts, lock: lock, qcache: newQueryCache(o.QueryCacheSize), stalls: stalls}
+	db := &DB{dir: dir, opts: handleOptions{Options: o, FS: o.fs}, pdb: pdb, popts: popts, lock: lock, qcache: newQueryCache(o.QueryCacheSize), stalls: stalls, damage: damage}
 	db.closing, db.closeCancel = context.WithCancelCause(context.Background())
 	db.open = make(map[*openIter]struct{})
 	if err := db.loadManifest(); err != nil {
@@ -775,6 +790,29 @@ func (db *DB) Close() error {
 		err = lerr
 	}
 	return classify(err)
+}
+
+// damageSeen is the first damage to a store's files that Pebble reported
+// in the background (DB.Corruption).
+type damageSeen struct{ err atomic.Pointer[error] }
+
+func (d *damageSeen) note(err error) { d.err.CompareAndSwap(nil, &err) }
+
+// Corruption returns the first damage to the index's files that this
+// handle met where no call returned it, or nil: a compaction or a flush
+// in the background that read a table whose checksum was wrong (an
+// ErrCorrupt naming the file). The writes that started it are stored (in
+// the log and in new tables), but the index is damaged: Check reads every
+// table, and a backup restored (or a build from the inputs) mends it. A
+// read that meets damage returns it itself. Nil on a Redis index.
+func (db *DB) Corruption() error {
+	if db.damage == nil {
+		return nil
+	}
+	if p := db.damage.err.Load(); p != nil {
+		return *p
+	}
+	return nil
 }
 
 // flushAtClose flushes the memtable of a writable handle that wrote, so

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -151,4 +153,58 @@ func TestInsertWriteAheadStopsAtFailure(t *testing.T) {
 		t.Fatalf("a document after the failed batch: %v, want ErrNotFound", err)
 	}
 	d.Close()
+}
+
+// Ensure that a command whose index met damage in the background fails
+// (exit 1, the damage named), though its own work succeeded: insert
+// printed "inserted" and exited 0 beside a logged checksum error. The
+// damage: bytes overwritten in the middle of the index's largest table,
+// which a compaction started by the command's writes reads.
+func TestCommandFailsOnDamageSeen(t *testing.T) {
+	idx := filepath.Join(t.TempDir(), "idx")
+	var in strings.Builder
+	for i := range 3000 {
+		fmt.Fprintf(&in, "{\"id\":\"d%d\",\"text\":%q}\n", i, fmt.Sprintf("document %d: %s", i, strings.Repeat(fmt.Sprintf("word%d ", i), 40)))
+	}
+	if _, errOut, code := runLine([]string{"insert", "--db", idx, "-"}, in.String()); code != 0 {
+		t.Fatal(errOut)
+	}
+	if _, errOut, code := runLine([]string{"compact", "--db", idx}, ""); code != 0 {
+		t.Fatal(errOut)
+	}
+	tables, _ := filepath.Glob(filepath.Join(idx, "*.sst"))
+	var biggest string
+	var size int64
+	for _, p := range tables {
+		if fi, err := os.Stat(p); err == nil && fi.Size() > size {
+			biggest, size = p, fi.Size()
+		}
+	}
+	f, err := os.OpenFile(biggest, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteAt(bytes.Repeat([]byte{0xde, 0xad}, 16), size/3)
+	f.Close()
+	// One statement's write, then a compaction whose own error the
+	// statement does not see: the shell's put and purge succeed.
+	var errOut bytes.Buffer
+	out := &outWriter{w: io.Discard}
+	a := &app{ctx: context.Background(), root: context.Background(), stdin: strings.NewReader(""), stdout: out, out: out, stderr: &errWriter{w: &errOut}, dbDir: idx}
+	d, closeDB, err := a.openFresh(&db.Options{MustExist: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Put(db.Doc{ID: "new", Text: "document 7: " + strings.Repeat("word7 ", 40)}, nil); err != nil {
+		t.Fatal(err)
+	}
+	d.(*db.DB).Compact(context.Background())
+	closeDB()
+	err = a.damageSeen()
+	if !errors.Is(err, db.ErrCorrupt) || !strings.Contains(err.Error(), filepath.Base(biggest)) {
+		t.Fatalf("damageSeen: %v, want ErrCorrupt naming %s", err, filepath.Base(biggest))
+	}
+	if code := a.exitCode(err); code != 1 || !strings.Contains(errOut.String(), "lshdb check") {
+		t.Errorf("exit %d: %s", code, errOut.String())
+	}
 }
