@@ -15,10 +15,12 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
 )
 
 func equalState(got map[string][]uint64, want map[string]modelDoc) bool {
@@ -210,10 +212,11 @@ func TestSyncMakesNoSyncWritesDurable(t *testing.T) {
 
 // Ensure that a cleanly closed index does not depend on its write-ahead
 // log: every acknowledged document is there after each log file is
-// damaged in its middle. Pebble replays the newest log leniently (damage
-// there reads as a crash's torn tail), so that before Close flushed, the
-// writes since the last flush were dropped without an error, and Open and
-// Check said ok. The model: the ids acknowledged.
+// damaged in its middle. Before Close flushed, the writes since the last
+// flush were in the log only: Pebble replays the newest log leniently
+// (damage there reads as a crash's torn tail), so that, as the damage
+// fell, they were dropped without an error (Open and Check said ok) or
+// Open failed. The model: the ids acknowledged.
 func TestCleanCloseSurvivesLogDamage(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "idx")
 	d, err := Open(dir, nil)
@@ -327,5 +330,47 @@ func TestCorruptionSeenInTheBackground(t *testing.T) {
 	d.Compact(context.Background()) // NB: its own error is not the point: the handle keeps what the background met
 	if err := d.Corruption(); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), filepath.Base(biggest)) {
 		t.Errorf("after a compaction over a damaged table: %v, want ErrCorrupt naming %s", err, filepath.Base(biggest))
+	}
+}
+
+// Ensure that Close returns when the flush it starts (flushAtClose)
+// cannot be written: Pebble retries a failed flush without end, and Close
+// waited for it for ever. The tables' creation refused (a full disk, a
+// quota that statfs does not show); the writes stay in the log, and read
+// back after the disk takes writes again.
+func TestCloseWithAFailingFlush(t *testing.T) {
+	mem := vfs.NewMem()
+	var refuse errorfs.Toggle
+	refuse.Injector = errorfs.InjectorFunc(func(op errorfs.Op) error {
+		if op.Kind == errorfs.OpCreate && strings.HasSuffix(op.Path, ".sst") {
+			return syscall.ENOSPC
+		}
+		return nil
+	})
+	fs := errorfs.Wrap(mem, &refuse)
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	d, err := Open("idx", &Options{fs: fs, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Put(Doc{ID: "a", Text: "a document whose flush the disk refuses"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	refuse.On()
+	closed := make(chan error, 1)
+	go func() { closed <- d.Close() }()
+	select {
+	case <-closed:
+	case <-time.After(2 * time.Minute):
+		t.Fatal("Close hangs on a flush that cannot be written")
+	}
+	refuse.Off()
+	d, err = Open("idx", &Options{fs: fs, Logger: quiet, ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if doc, err := d.Get("a"); err != nil || doc.Text != "a document whose flush the disk refuses" {
+		t.Errorf("the write after the failed flush: %+v %v", doc, err)
 	}
 }

@@ -323,6 +323,7 @@ func openIn(dir string, o Options, created bool) (*DB, error) {
 			// that started it were acknowledged, and the command that
 			// made them exited 0.
 			BackgroundError: func(err error) {
+				damage.failures.Add(1)
 				pebbleLogger{o.Logger}.Errorf("background error: %v", firstLine{err})
 				if pebble.IsCorruptionError(err) {
 					damage.note(fmt.Errorf("%w: %v", ErrCorrupt, firstLine{err}))
@@ -794,7 +795,10 @@ func (db *DB) Close() error {
 
 // damageSeen is the first damage to a store's files that Pebble reported
 // in the background (DB.Corruption).
-type damageSeen struct{ err atomic.Pointer[error] }
+type damageSeen struct {
+	err      atomic.Pointer[error]
+	failures atomic.Int64 // Pebble's background errors, of any kind (flushAtClose)
+}
 
 func (d *damageSeen) note(err error) { d.err.CompareAndSwap(nil, &err) }
 
@@ -822,9 +826,12 @@ func (db *DB) Corruption() error {
 // torn tail, what a crash leaves) and does not flush at Close: 4 bytes
 // overwritten in the middle of the log of a cleanly closed index dropped
 // the last 2,000 acknowledged documents of 30,000, and Open and Check
-// both said ok. A flush costs a table write (at most a memtable); it is
-// skipped without the room for it (the log holds the writes, synced), and
-// its failure is logged, not returned: the writes are in the log.
+// both said ok. A flush costs a table write (at most a memtable). It is
+// skipped without the room for it, and waited for at most closeFlushWait
+// and until Pebble reports an error in the background: Pebble retries a
+// failed flush without end (a full disk, a quota), and Flush waited for
+// ever, which made Close hang. The writes are in the log whatever comes
+// of it (synced, unless the caller opted out), as before.
 func (db *DB) flushAtClose() {
 	if db.opts.ReadOnly {
 		return
@@ -837,10 +844,30 @@ func (db *DB) flushAtClose() {
 		db.opts.Logger.Warn("lshdb: the last writes stay in the write-ahead log only (no room to flush them at close)", "error", err)
 		return
 	}
-	if err := db.pdb.Flush(); err != nil {
-		db.opts.Logger.Warn("lshdb: flushing at close failed; the last writes stay in the write-ahead log only", "error", err)
+	failed := db.damage.failures.Load()
+	flushed, err := db.pdb.AsyncFlush()
+	if err != nil || flushed == nil {
+		if err != nil {
+			db.opts.Logger.Warn("lshdb: flushing at close failed; the last writes stay in the write-ahead log only", "error", err)
+		}
+		return
+	}
+	deadline := time.Now().Add(closeFlushWait)
+	for {
+		select {
+		case <-flushed:
+			return
+		case <-time.After(10 * time.Millisecond):
+		}
+		if db.damage.failures.Load() != failed || time.Now().After(deadline) {
+			db.opts.Logger.Warn("lshdb: flushing at close did not finish; the last writes stay in the write-ahead log only", "waited", time.Since(deadline.Add(-closeFlushWait)).Round(time.Millisecond))
+			return
+		}
 	}
 }
+
+// closeFlushWait bounds flushAtClose's wait for its flush.
+const closeFlushWait = 10 * time.Second
 
 // writerLock is DB.wmu: a mutex whose waiters give up when their context
 // ends (lock), Close's included. NB: a write made inside a Load's

@@ -218,6 +218,9 @@ func (db *DB) redisManifest(ctx context.Context) error {
 		if db.opts.ReadOnly || db.opts.MustExist {
 			return fmt.Errorf("%w: %s", ErrNotExist, db.dir)
 		}
+		if err := db.rkv.CheckNewName(); err != nil {
+			return fmt.Errorf("%w: %w", ErrInvalidOptions, err)
+		}
 		enc, err := db.newManifest()
 		if err != nil {
 			return err
@@ -1238,7 +1241,12 @@ func Drop(ctx context.Context, dir string) error {
 		return dropLeftovers(ctx, dir)
 	}
 	if swept > 0 && errors.Is(err, ErrNotExist) {
-		return nil // an earlier Drop's, killed after its rename: finished now
+		// An earlier Drop's, killed after its rename: finished now, with
+		// the link it was given, left dangling.
+		if fi, lerr := os.Lstat(strings.TrimRight(dir, string(filepath.Separator))); lerr == nil && fi.Mode()&os.ModeSymlink != 0 {
+			os.Remove(strings.TrimRight(dir, string(filepath.Separator)))
+		}
+		return nil
 	}
 	if err != nil {
 		return err
@@ -1317,11 +1325,19 @@ const tombPrefix = ".dropped-"
 // sweepTombs removes what Drops of dir killed after their rename left
 // (dir.dropped-N: the whole index, texts included, which nothing else
 // would ever remove), and returns how many it removed. A tomb whose lock
-// a process holds is a Drop still running, and is left to it.
+// a process holds is a Drop still running (before it closes the index),
+// and is left to it; so is a directory of that name that holds a file
+// no index has (Drop's own rule).
 func sweepTombs(dir string) (int, error) {
 	base := filepath.Clean(dir)
 	if real, err := filepath.EvalSymlinks(dir); err == nil {
 		base = real // NB: Drop renames the directory a link names
+	} else if target, err := os.Readlink(base); err == nil {
+		// NB: a link left dangling by a Drop killed after its rename.
+		if !filepath.IsAbs(target) {
+			target = filepath.Join(filepath.Dir(base), target)
+		}
+		base = filepath.Clean(target)
 	}
 	parent, name := filepath.Split(base)
 	entries, err := os.ReadDir(cmp.Or(parent, "."))
@@ -1335,9 +1351,13 @@ func sweepTombs(dir string) (int, error) {
 			continue
 		}
 		tomb := filepath.Join(parent, e.Name())
+		names, err := os.ReadDir(tomb)
+		if err != nil || slices.ContainsFunc(names, func(n os.DirEntry) bool { return !indexFile(n.Name()) }) {
+			continue // not an index's files only: not Drop's to remove
+		}
 		lock, err := pebble.LockDirectory(tomb, vfs.Default)
 		if err != nil {
-			continue // a Drop running (or a directory that is not a tomb)
+			continue // a Drop running
 		}
 		lock.Close()
 		if err := os.RemoveAll(tomb); err != nil {

@@ -524,6 +524,39 @@ func TestDrop(t *testing.T) {
 	if err := Drop(ctx, killed); !errors.Is(err, ErrNotExist) {
 		t.Fatalf("Drop with nothing left: %v, want ErrNotExist", err)
 	}
+	// A directory of a tomb's name that holds a file no index has is
+	// not Drop's to remove.
+	foreign := killed + ".dropped-789"
+	if err := os.Mkdir(foreign, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(foreign+"/notes.txt", []byte("mine"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := Drop(ctx, killed); !errors.Is(err, ErrNotExist) {
+		t.Fatalf("Drop beside a foreign directory: %v, want ErrNotExist", err)
+	}
+	if _, err := os.Stat(foreign + "/notes.txt"); err != nil {
+		t.Errorf("a foreign directory of a tomb's name was removed: %v", err)
+	}
+	// Killed after its rename through a link: the link left dangling
+	// names the tomb's index; the next Drop of the link removes both.
+	target, named := t.TempDir()+"/target", t.TempDir()+"/named"
+	put(target)
+	if err := os.Symlink(target, named); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(target, target+".dropped-5"); err != nil {
+		t.Fatal(err)
+	}
+	if err := Drop(ctx, named); err != nil {
+		t.Fatalf("Drop of a link a killed Drop left dangling: %v", err)
+	}
+	for _, p := range []string{target + ".dropped-5", named} {
+		if _, err := os.Lstat(p); !os.IsNotExist(err) {
+			t.Errorf("%s is left: %v", p, err)
+		}
+	}
 	// Through a symbolic link (given with a trailing slash): the index it
 	// names goes, then the link (renaming the link alone left every
 	// document on disk).
@@ -1187,5 +1220,26 @@ func TestRedisOutOfMemory(t *testing.T) {
 	last := fmt.Sprint("doc-", res.Stored-1)
 	if ok, err := d.Has(last); !ok || err != nil {
 		t.Errorf("the last document of the batches stored (%s): %v %v", last, ok, err)
+	}
+}
+
+// Ensure that an index is not created under a name with a control
+// character (keys that redis-cli shows cut short or over two lines):
+// ErrInvalidOptions, and no key of the name left behind.
+func TestRedisNewNameControlCharacters(t *testing.T) {
+	base := redisURL(t)
+	for _, name := range []string{"x%00y", "a%0Ab", "a%7Fb"} {
+		u := base[:strings.LastIndex(base, "/")+1] + name
+		if _, err := Open(u, nil); !errors.Is(err, ErrInvalidOptions) || !strings.Contains(err.Error(), "control character") {
+			t.Errorf("Open(%s): %v, want ErrInvalidOptions naming the control character", name, err)
+		}
+		s, err := rediskv.Open(context.Background(), u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n, err := s.Flush(context.Background()); err != nil || n != 0 {
+			t.Errorf("%s: %d keys left behind (%v)", name, n, err)
+		}
+		s.Close()
 	}
 }

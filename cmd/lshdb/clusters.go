@@ -644,7 +644,10 @@ func (a *app) clustersTo(d index, path string, s *pairSpill, h headerJSON, po *d
 	if err != nil {
 		return interruptNote(err, "clusters interrupted: the pairs were printed, no clusters written")
 	}
-	f, err := os.Create(path)
+	// NB: written beside it and renamed, as filter's and export's
+	// outputs: a run killed while writing left a file cut short in its
+	// place (and one that failed before, last night's).
+	f, err := createTempFor(path)
 	if err != nil {
 		return err
 	}
@@ -661,10 +664,7 @@ func (a *app) clustersTo(d index, path string, s *pairSpill, h headerJSON, po *d
 	if err == nil {
 		err = bw.Flush()
 	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
+	if err = commitTemp(f, path, true, err); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	fmt.Fprintf(a.stderr, "%s: %s\n", escControls(path), clustersNote(len(cs), dropped, cmp.Or(po.Threshold, d.Params().Threshold), po.Mode, po.Keep))

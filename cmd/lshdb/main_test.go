@@ -554,3 +554,18 @@ func TestFlagValueMessages(t *testing.T) {
 		}
 	}
 }
+
+// barDocs writes n short documents (near-duplicates in groups, so that
+// pairs and clusters have work) as dir/docs.jsonl and returns its path.
+func barDocs(t *testing.T, dir string, n int) string {
+	t.Helper()
+	file := filepath.Join(dir, "docs.jsonl")
+	var in strings.Builder
+	for i := range n {
+		fmt.Fprintf(&in, "{\"id\":\"d%d\",\"text\":\"document %d says something about %d things and more\"}\n", i, i%300, i%37)
+	}
+	if err := os.WriteFile(file, []byte(in.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return file
+}

@@ -4,8 +4,11 @@ package main
 
 import (
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -38,3 +41,23 @@ func releaseFile(f *os.File) error {
 	defer null.Close()
 	return unix.Dup2(int(null.Fd()), int(f.Fd()))
 }
+
+// processUmask is the process's umask: the permissions an output file does
+// not get (outputMode). NB: read once, before any goroutine of the
+// command's can create a file: umask(2) only reads it by setting it, and
+// for that instant a file made elsewhere would get no mask (Linux shows
+// it in /proc/self/status, read first).
+var processUmask = func() fs.FileMode {
+	if b, err := os.ReadFile("/proc/self/status"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "Umask:"); ok {
+				if m, err := strconv.ParseUint(strings.TrimSpace(v), 8, 32); err == nil {
+					return fs.FileMode(m) & fs.ModePerm
+				}
+			}
+		}
+	}
+	m := unix.Umask(0)
+	unix.Umask(m)
+	return fs.FileMode(m) & fs.ModePerm
+}()

@@ -3,7 +3,9 @@ package main
 import (
 	"fmt"
 	"math/rand/v2"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/lshdb/lshdb/db"
@@ -50,5 +52,29 @@ func TestPairSorterSpills(t *testing.T) {
 			}
 		}
 		t.Fatalf("got %d pairs, want %d", len(got), len(want))
+	}
+}
+
+// Ensure that pairs --sort=false prints each pair's ids in order (a < b),
+// as the sorted output does: the same lines, in another order. A fifth
+// of the streamed pairs came as b,a.
+func TestStreamedPairsOrdered(t *testing.T) {
+	dir := t.TempDir()
+	idx := filepath.Join(dir, "idx")
+	if _, errOut, code := runLine([]string{"insert", "--db", idx, barDocs(t, dir, 1000)}, ""); code != 0 {
+		t.Fatal(errOut)
+	}
+	streamed, _, c1 := runLine([]string{"pairs", "--db", idx, "--sort=false", "--output", "tsv"}, "")
+	sorted, _, c2 := runLine([]string{"pairs", "--db", idx, "--output", "tsv"}, "")
+	s1, s2 := strings.Split(strings.TrimSpace(streamed), "\n"), strings.Split(strings.TrimSpace(sorted), "\n")
+	slices.Sort(s1)
+	slices.Sort(s2)
+	if c1 != 0 || c2 != 0 || len(s1) < 100 || !slices.Equal(s1, s2) {
+		t.Fatalf("streamed and sorted pairs differ (exit %d, %d; %d and %d lines)", c1, c2, len(s1), len(s2))
+	}
+	for _, l := range s1[1:] { // NB: after the header
+		if f := strings.Split(l, "\t"); f[0] >= f[1] {
+			t.Fatalf("a pair out of order: %q", l)
+		}
 	}
 }

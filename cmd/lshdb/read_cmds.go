@@ -239,7 +239,7 @@ type pairsOut struct {
 	a   *app
 	rec *float64
 	// estimates: the similarities are the signatures' estimates (a none
-	// index): each JSON line says so, and the column is ESTIMATE.
+	// index): each JSON line says so, and the table's column is ESTIMATE.
 	estimates bool
 	tw        *tabwriter.Writer
 	cw        *csv.Writer // --output csv or tsv
@@ -264,7 +264,7 @@ func (o *pairsOut) add(p db.Pair) error {
 	}
 	if o.tw == nil {
 		o.tw = o.a.table()
-		fmt.Fprintln(o.tw, "A\tB\t"+strings.ToUpper(o.column()))
+		fmt.Fprintln(o.tw, "A\tB\t"+o.column())
 	}
 	fmt.Fprintf(o.tw, "%s\t%s\t%.4f\n", esc(p.A), esc(p.B), p.Jaccard)
 	if o.rows%streamRows == 0 {
@@ -289,7 +289,7 @@ func (o *pairsOut) flush(header bool) error {
 	}
 	if o.tw == nil && header && !o.a.json() {
 		o.tw = o.a.table()
-		fmt.Fprintln(o.tw, "A\tB\t"+strings.ToUpper(o.column()))
+		fmt.Fprintln(o.tw, "A\tB\t"+o.column())
 	}
 	o.a.pairRows = o.rows
 	if o.tw == nil {
@@ -304,15 +304,18 @@ func (o *pairsOut) csvHeader() {
 	if o.a.output == "tsv" {
 		o.cw.Comma = '\t'
 	}
-	o.cw.Write([]string{"a", "b", o.column()})
+	// NB: jaccard in a none index too (its estimate): a script that
+	// takes the column by its name reads every index's pairs.
+	o.cw.Write([]string{"a", "b", "jaccard"})
 }
 
-// column names the similarity: jaccard, or estimate in a none index.
+// column names the similarity in a table: JACCARD, or ESTIMATE in a
+// none index.
 func (o *pairsOut) column() string {
 	if o.estimates {
-		return "estimate"
+		return "ESTIMATE"
 	}
-	return "jaccard"
+	return "JACCARD"
 }
 
 // stopped returns err, or the command's context error once it has ended:
@@ -333,7 +336,10 @@ func (a *app) streamPairs(seq iter.Seq2[db.Pair, error], rec *float64, estimates
 		if err != nil {
 			return cmp.Or(o.flush(false), interruptNote(err, "interrupted after %d pairs", o.rows))
 		}
-		if err := o.add(p); err != nil {
+		// NB: each pair's ids in order, as the sorted output has them:
+		// a fifth came as b,a, and joins on (a, b) with a sorted run's
+		// pairs missed them.
+		if err := o.add(ordered(p)); err != nil {
 			return err
 		}
 	}
@@ -663,7 +669,7 @@ func (a *app) statsCmd() *cobra.Command {
 					tb["docs"], tb["ids"], tb["postings"], tb["manifest+counters"])
 				// NB: after small inserts, the tables held nothing and stats
 				// read as an empty index.
-				fmt.Fprintf(a.stdout, "write-ahead log on disk: %d (writes not yet flushed into tables: the log holds them until it fills or the index is opened again)\n", st.LogBytes)
+				fmt.Fprintf(a.stdout, "write-ahead log on disk: %d (writes not yet flushed into tables: the log holds them until it fills, or the writer closes the index, or it is opened again)\n", st.LogBytes)
 				return a.printHottest(st.Buckets.Hottest)
 			})
 		},

@@ -458,10 +458,21 @@ func createTemp(path string) (*os.File, error) {
 	return f, nil
 }
 
+// outputMode is the permissions of an output file written to path: an
+// existing file's own, else 0666 less the process's umask, as a shell's
+// redirect gives. NB: it was 0644 whatever the umask (077 for private
+// texts, as the README advises) and whatever the file's mode had been.
+func outputMode(path string) fs.FileMode {
+	if fi, err := os.Stat(path); err == nil && fi.Mode().IsRegular() {
+		return fi.Mode().Perm()
+	}
+	return 0o666 &^ processUmask
+}
+
 // commitTemp ends the temporary file tmp of path (see writeFileAtomic and
 // filter's outputs): when ok and err is nil, it syncs it (the data is on
-// disk before the name says it is complete), makes it readable (CreateTemp
-// makes it 0600), closes it, renames it over path and syncs the directory
+// disk before the name says it is complete), gives it outputMode's
+// permissions (CreateTemp makes it 0600), closes it, renames it over path and syncs the directory
 // (the rename is durable then); otherwise it closes and removes it. It
 // returns err, or the first error of those steps.
 func commitTemp(tmp *os.File, path string, ok bool, err error) error {
@@ -475,7 +486,7 @@ func commitTemp(tmp *os.File, path string, ok bool, err error) error {
 		path = o.target
 	}
 	if ok && err == nil {
-		err = errors.Join(tmp.Sync(), tmp.Chmod(0o644))
+		err = errors.Join(tmp.Sync(), tmp.Chmod(outputMode(path)))
 	}
 	err = errors.Join(err, tmp.Close())
 	if ok && err == nil {

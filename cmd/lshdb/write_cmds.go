@@ -774,6 +774,11 @@ Redis.`,
 			if err != nil {
 				finish(false)
 				what := "nothing loaded (a build is atomic)"
+				if db.IsRedisURL(a.dbDir) {
+					// NB: not atomic there: the batches before the
+					// failure stay, and none had been written.
+					what = "no document stored before the failure (on Redis a build writes batches of documents: it is not atomic)"
+				}
 				if res.Stored > 0 {
 					// NB: on Redis a load writes batches (db.Load).
 					what = fmt.Sprintf("%s stored before the failure (on Redis a build writes batches of documents: it is not atomic)", counted(res.Stored, "document", "documents"))

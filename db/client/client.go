@@ -1279,20 +1279,22 @@ func (c *Client) wireable(docs []db.Doc) error {
 		if n := docBytes(d); err == nil && c.maxDoc > 0 && n > c.maxDoc {
 			err = fmt.Errorf("%w: %q has %d bytes (at most %d)", db.ErrDocTooLarge, d.ID, n, c.maxDoc)
 		}
+		if err == nil {
+			err = c.storageMode(d)
+		}
+		switch {
+		case err != nil:
+		case !d.Set.IsZero() && d.Set.Len() == 0:
+			err = fmt.Errorf("%w: %q: an empty set", db.ErrEmptyDocument, d.ID)
+		case d.Signature != nil && len(d.Signature) == 0:
+			err = fmt.Errorf("%w: %q: 0 values", db.ErrInvalidSignature, d.ID)
+		}
 		if err != nil {
+			// NB: with its position in a batch, as in process.
 			if len(docs) > 1 {
 				return &db.DocError{Index: i, ID: d.ID, Err: err}
 			}
 			return err
-		}
-		if err := c.storageMode(d); err != nil {
-			return err
-		}
-		switch {
-		case !d.Set.IsZero() && d.Set.Len() == 0:
-			return fmt.Errorf("%w: %q: an empty set", db.ErrEmptyDocument, d.ID)
-		case d.Signature != nil && len(d.Signature) == 0:
-			return fmt.Errorf("%w: %q: 0 values", db.ErrInvalidSignature, d.ID)
 		}
 	}
 	return nil

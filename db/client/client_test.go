@@ -702,6 +702,14 @@ func TestErrorsMatchSentinels(t *testing.T) {
 			func() error { return d.PutSignature("s", nil, nil) }, db.ErrStorageMode},
 		{"set in a text index", func() error { return c.PutSet("s", db.Tokens(), nil) },
 			func() error { return d.PutSet("s", db.Tokens(), nil) }, db.ErrStorageMode},
+		{"batch, a signature in a text index", func() error {
+			_, err := c.PutBatch([]db.Doc{{ID: "ok", Text: "fine text"}, {ID: "s", Signature: make([]uint32, 128)}}, nil)
+			return err
+		},
+			func() error {
+				_, err := d.PutBatch([]db.Doc{{ID: "ok", Text: "fine text"}, {ID: "s", Signature: make([]uint32, 128)}}, nil)
+				return err
+			}, db.ErrStorageMode},
 		{"load a signature into a text index", func() error {
 			_, err := c.Load(ctx, docSeq(db.Doc{ID: "ok", Text: "fine text"}, db.Doc{ID: "s", Signature: make([]uint32, 128)}), nil)
 			return err

@@ -198,11 +198,6 @@ func hostsAndName(s string, u *url.URL) (addrs []string, cluster bool, name stri
 	if strings.ContainsAny(name, "{}:/ *?[]\\") {
 		return nil, false, "", fmt.Errorf("%w: %q: the index name %q holds one of {}:/*?[]\\ or a space", ErrURL, s, name)
 	}
-	if strings.IndexFunc(name, func(r rune) bool { return r < 0x20 || r == 0x7f || !utf8.ValidRune(r) }) >= 0 || !utf8.ValidString(name) {
-		// NB: "x%00y" and "a%0Ab" made keys that redis-cli shows cut
-		// short or over two lines.
-		return nil, false, "", fmt.Errorf("%w: %q: the index name %q holds a control character or is not UTF-8", ErrURL, s, name)
-	}
 	return addrs, cluster, name, nil
 }
 
@@ -258,6 +253,19 @@ func (s *Store) ping(ctx context.Context) error {
 		return cc.ForEachShard(ctx, func(ctx context.Context, n *redis.Client) error { return pingNode(ctx, n) })
 	}
 	return pingNode(ctx, s.c)
+}
+
+// CheckNewName refuses the name of an index about to be created that
+// holds a control character or is not UTF-8: "x%00y" and "a%0Ab" made
+// keys that redis-cli shows cut short or over two lines. NB: at creation
+// only, so that an index made under such a name before is still opened,
+// and dropped.
+func (s *Store) CheckNewName() error {
+	name := strings.TrimSuffix(strings.TrimPrefix(s.prefix, "lshdb:"), ":")
+	if !utf8.ValidString(name) || strings.IndexFunc(name, func(r rune) bool { return r < 0x20 || r == 0x7f }) >= 0 {
+		return fmt.Errorf("%w: the index name %q holds a control character or is not UTF-8", ErrURL, name)
+	}
+	return nil
 }
 
 // pingNode pings one server (waiting while it loads its data, as one
@@ -327,7 +335,9 @@ var ErrVersion = errors.New("rediskv: the Redis server is too old")
 // script's included.
 func OutOfMemory(err error) bool {
 	var re redis.Error
-	return errors.As(err, &re) && strings.HasPrefix(re.Error(), "OOM ")
+	// NB: Redis 6 wraps a script's refused call: "ERR Error running
+	// script (…): … -OOM command not allowed …".
+	return errors.As(err, &re) && (strings.HasPrefix(re.Error(), "OOM ") || strings.Contains(re.Error(), "OOM command not allowed"))
 }
 
 // Permanent reports whether err is a reply of Redis that a retry does not

@@ -336,7 +336,7 @@ func TestParseURL(t *testing.T) {
 	}
 	for _, bad := range []string{"http://x:1", "redis://a:1,b:2/x", "redis://", "redis://h:1/a:b", "redis+cluster://h:1/{x}",
 		"redis://h:1/x?y", "redis://h:1/x#y", "redis://h:1/x?", "redis://h:1/v[12]", "redis://h:1/v*", "redis://h:1/v%3F",
-		"redis://:sekret@h:1/x?y", "redis://h:1/x%00y", "redis://h:1/a%0Ab", "redis://h:1/a%7Fb", "redis://h:1/a%FFb"} {
+		"redis://:sekret@h:1/x?y"} {
 		_, _, _, err := ParseURL(bad)
 		if !errors.Is(err, ErrURL) {
 			t.Errorf("%s: %v, want ErrURL", bad, err)
