@@ -40,6 +40,10 @@ type createFlags struct {
 	storage              string
 	bag, storeText       bool
 	seed                 uint64
+	normalization        string
+	stopWords            []string
+	stopWordsFile        string
+	bands, rows          int
 }
 
 // verifier returns a check of an opened index against the flags given
@@ -61,6 +65,7 @@ func (f *createFlags) verifier(c *cobra.Command) func(index) error {
 		mismatch("shingle", "Shingle", p.Shingle.String(), f.shingle)
 		mismatch("bag", "Bag", p.Bag, f.bag)
 		mismatch("seed", "Seed", p.Seed, f.seed)
+		mismatch("normalization", "Normalization", p.Normalization.String(), f.normalization)
 		return errors.Join(errs...)
 	}
 }
@@ -77,6 +82,11 @@ func (f *createFlags) add(c *cobra.Command) {
 	fs.BoolVar(&f.bag, "bag", false, "bag (multiset) shingles: repeats count")
 	fs.StringVar(&f.storage, "storage", "text", "what a new index keeps per document: text (compressed; exact verification re-shingles it), sets (32-bit shingle hashes, no text) or none (signatures only: every similarity is an estimate)")
 	fs.BoolVar(&f.storeText, "store-text", false, "with --storage sets or none: keep each document's text too (text storage always does)")
+	fs.StringVar(&f.normalization, "normalization", "fold", "text normalization before shingling: fold (lower case, white space runs as one space) or none (the text as it is)")
+	fs.StringSliceVar(&f.stopWords, "stop-words", nil, "words dropped before word shingling (--shingle word), comma-separated")
+	fs.StringVar(&f.stopWordsFile, "stop-words-file", "", "a file of stop words, one per line (blank lines and lines starting with # ignored)")
+	fs.IntVar(&f.bands, "bands", 0, "the banding's bands, with --rows (default: chosen from --threshold and --recall)")
+	fs.IntVar(&f.rows, "rows", 0, "the rows of each band, with --bands; bands × rows ≤ --num-perm")
 }
 
 // options returns db options with only the flags given on the command line
@@ -138,6 +148,39 @@ func (f *createFlags) options(c *cobra.Command) (*db.Options, error) {
 			return nil, usagef("--seed 0 with --scheme datasketch: datasketch's seed 0 is not available (its default is 1); give another seed")
 		}
 		o.Seed = f.seed
+	}
+	if set("normalization") {
+		n, err := minhash.ParseNormalization(f.normalization)
+		if err != nil || f.normalization == "" {
+			return nil, usagef("--normalization %q: want fold or none", f.normalization)
+		}
+		// NB: fold is the zero value (the index's own): verifier
+		// compares it after opening, as --scheme fss.
+		o.Normalization = n
+	}
+	if set("stop-words") || set("stop-words-file") {
+		words := slices.Clone(f.stopWords)
+		if f.stopWordsFile != "" {
+			b, err := os.ReadFile(f.stopWordsFile)
+			if err != nil {
+				return nil, usagef("--stop-words-file: %v", err)
+			}
+			for _, line := range strings.Split(string(b), "\n") {
+				if w := strings.TrimSpace(line); w != "" && !strings.HasPrefix(w, "#") {
+					words = append(words, w)
+				}
+			}
+		}
+		if len(words) == 0 {
+			return nil, usagef("--stop-words and --stop-words-file give no word")
+		}
+		o.StopWords = words
+	}
+	if set("bands") || set("rows") {
+		if f.bands < 1 || f.rows < 1 {
+			return nil, usagef("--bands and --rows go together, each at least 1 (--bands %d --rows %d)", f.bands, f.rows)
+		}
+		o.Bands, o.Rows = f.bands, f.rows
 	}
 	o.Bag, o.StoreText = f.bag, f.storeText
 	return o, nil

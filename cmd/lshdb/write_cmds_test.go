@@ -10,6 +10,7 @@ import (
 	"io"
 	"io/fs"
 	"maps"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -1231,5 +1232,51 @@ func TestOutputFilesKeepTheUmask(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join(dir, "clusters.json"))
 	if err != nil || !strings.Contains(string(b), `{"end"`) {
 		t.Errorf("the clusters file: %v %q", err, b)
+	}
+}
+
+// Ensure that create takes the parameters the library does and the
+// command did not: --normalization, --stop-words (and a file of them),
+// --bands and --rows; that info says them; and that the index shingles
+// by them (explain's exact Jaccard against one computed by hand: with
+// normalization none and the stop word "the", "The Cat sat" is {The, Cat,
+// sat} and "the Cat sat" is {Cat, sat}: 2/3; with fold they are equal).
+// A flag that differs from an existing index's is refused.
+func TestCreateNormalizationStopWordsBanding(t *testing.T) {
+	dir := t.TempDir()
+	stop := filepath.Join(dir, "stop.txt")
+	if err := os.WriteFile(stop, []byte("# stop words\nthe\n\nof\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	docs := `{"id":"a","text":"The Cat sat"}` + "\n" + `{"id":"b","text":"the Cat sat"}` + "\n"
+	for _, c := range []struct {
+		norm string
+		want float64
+	}{{"none", 2.0 / 3}, {"fold", 1}} {
+		idx := filepath.Join(dir, c.norm)
+		if _, errOut, code := runLine([]string{"create", "--db", idx, "--normalization", c.norm, "--shingle", "word", "--shingle-size", "1",
+			"--stop-words", "a", "--stop-words-file", stop, "--bands", "20", "--rows", "5", "--threshold", "0.6"}, ""); code != 0 {
+			t.Fatal(errOut)
+		}
+		if _, errOut, code := runLine([]string{"insert", "--db", idx, "-"}, docs); code != 0 {
+			t.Fatal(errOut)
+		}
+		info, _, _ := runLine([]string{"info", "--db", idx, "--output", "json"}, "")
+		for _, want := range []string{`"normalization":"` + c.norm + `"`, `"stop_words":["a","the","of"]`, `"bands":20`, `"rows":5`} {
+			if !strings.Contains(info, want) {
+				t.Errorf("%s: info lacks %s: %s", c.norm, want, info)
+			}
+		}
+		out, errOut, code := runLine([]string{"explain", "--db", idx, "a", "b", "--output", "json"}, "")
+		var e struct{ Jaccard float64 }
+		if err := json.Unmarshal([]byte(out), &e); err != nil || code != 0 || math.Abs(e.Jaccard-c.want) > 1e-9 {
+			t.Errorf("%s: explain a b: %s %s, want Jaccard %v", c.norm, out, errOut, c.want)
+		}
+	}
+	if _, errOut, code := runLine([]string{"insert", "--db", filepath.Join(dir, "none"), "--normalization", "fold", "-"}, docs); code == 0 || !strings.Contains(errOut, "Normalization") {
+		t.Errorf("insert --normalization fold into a none index: exit %d: %s", code, errOut)
+	}
+	if _, errOut, code := runLine([]string{"create", "--db", filepath.Join(dir, "bad"), "--bands", "20"}, ""); code != 2 || !strings.Contains(errOut, "--rows") {
+		t.Errorf("--bands without --rows: exit %d: %s", code, errOut)
 	}
 }
