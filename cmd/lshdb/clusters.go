@@ -603,7 +603,8 @@ type pairSpill struct {
 }
 
 func newPairSpill() (*pairSpill, error) {
-	f, err := os.CreateTemp("", "lshdb-pairs-*.jsonl")
+	sweepTempOfDead("lshdb-pairs-")
+	f, err := os.CreateTemp("", fmt.Sprintf("lshdb-pairs-%d-*.jsonl", os.Getpid()))
 	if err != nil {
 		return nil, err
 	}

@@ -3,10 +3,12 @@ package main
 import (
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lshdb/lshdb/db"
 )
@@ -75,6 +77,49 @@ func TestStreamedPairsOrdered(t *testing.T) {
 	for _, l := range s1[1:] { // NB: after the header
 		if f := strings.Split(l, "\t"); f[0] >= f[1] {
 			t.Fatalf("a pair out of order: %q", l)
+		}
+	}
+}
+
+// Ensure that a pairs run removes what killed runs left in the temporary
+// directory (their spill of every pair for --clusters, a sort's runs):
+// named for a process that is gone and untouched for ten minutes; not a
+// recent one, nor one of a process alive.
+func TestPairsSweepDeadSpills(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	old := time.Now().Add(-time.Hour)
+	mk := func(name string, dir bool, mtime time.Time) string {
+		p := filepath.Join(tmp, name)
+		var err error
+		if dir {
+			err = os.Mkdir(p, 0o755)
+		} else {
+			err = os.WriteFile(p, []byte("{}\n"), 0o644)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(p, mtime, mtime); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	dead := mk("lshdb-pairs-999999999-1.jsonl", false, old)
+	deadSort := mk("lshdb-pairs-sort-999999999-2", true, old)
+	recent := mk("lshdb-pairs-999999999-3.jsonl", false, time.Now())
+	alive := mk(fmt.Sprintf("lshdb-pairs-%d-4.jsonl", os.Getppid()), false, old)
+	dir := t.TempDir()
+	idx := filepath.Join(dir, "idx")
+	if _, errOut, code := runLine([]string{"insert", "--db", idx, barDocs(t, dir, 300)}, ""); code != 0 {
+		t.Fatal(errOut)
+	}
+	if _, errOut, code := runLine([]string{"pairs", "--db", idx, "--output", "json", "--clusters", filepath.Join(dir, "c.json")}, ""); code != 0 {
+		t.Fatal(errOut)
+	}
+	for p, want := range map[string]bool{dead: false, deadSort: false, recent: true, alive: true} {
+		if _, err := os.Stat(p); (err == nil) != want {
+			t.Errorf("%s: present %v, want %v", filepath.Base(p), err == nil, want)
 		}
 	}
 }

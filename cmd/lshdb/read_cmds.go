@@ -12,6 +12,7 @@ import (
 	"iter"
 	"math"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -393,11 +394,35 @@ type pairSorter struct {
 	keybuf []byte
 }
 
+// sweepTempOfDead removes what pairs runs killed before they could left in
+// the system's temporary directory: the files and directories named
+// prefix + the pid of a process that is gone (a spill of every pair, a
+// sort's runs: gigabytes, which nothing else removed), and untouched for
+// ten minutes (NB: a process of another pid namespace sharing the
+// directory looks gone; its live spill is written to as it runs).
+func sweepTempOfDead(prefix string) {
+	dir := os.TempDir()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		rest, ok := strings.CutPrefix(e.Name(), prefix)
+		if !ok || !namedForDeadProcess(rest) {
+			continue
+		}
+		if fi, err := e.Info(); err == nil && time.Since(fi.ModTime()) > 10*time.Minute {
+			os.RemoveAll(filepath.Join(dir, e.Name()))
+		}
+	}
+}
+
 func newPairSorter(limit, memory int) (*pairSorter, error) {
 	if limit > 0 {
 		return &pairSorter{top: topk.New(limit, pairCmp)}, nil
 	}
-	dir, err := os.MkdirTemp("", "lshdb-pairs-sort-")
+	sweepTempOfDead("lshdb-pairs-sort-")
+	dir, err := os.MkdirTemp("", fmt.Sprintf("lshdb-pairs-sort-%d-", os.Getpid()))
 	if err != nil {
 		return nil, err
 	}
