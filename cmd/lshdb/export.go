@@ -60,8 +60,9 @@ func (a *app) exportCmd() *cobra.Command {
 		Short: "Write the stored documents without their near-duplicates, as JSON Lines",
 		Long: `Write the index's documents, in insertion order, less the ones a clustering
 drops (each cluster keeps one member: --keep), as JSON Lines of id, text
-and meta (the stored metadata: JSON as it was stored, else meta_string or
-meta_base64) — the shape insert reads back with --meta-field meta. The
+and meta (the stored metadata, when there is any: JSON as it was stored,
+else meta_string or meta_base64) — the shape insert reads back with
+--meta-field meta. The
 texts are the ones the index stores (the default text storage); a
 document whose text was not stored (storage sets or none) is written
 without text, and the summary says how many.
