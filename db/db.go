@@ -365,6 +365,10 @@ func openIn(dir string, o Options, created bool) (*DB, error) {
 	popts.Levels[0].Compression = func() *sstable.CompressionProfile { return sstable.FastestCompression }
 	popts.L0StopWritesThreshold = l0StopWrites
 	popts.EnsureDefaults()
+	if err := markerMissing(o.fs, dir); err != nil {
+		release()
+		return nil, err
+	}
 	pdb, err := pebble.Open(dir, popts)
 	if err != nil {
 		release()
@@ -791,6 +795,30 @@ func (db *DB) Close() error {
 		err = lerr
 	}
 	return classify(err)
+}
+
+// markerMissing returns ErrCorrupt for a store whose manifest and tables
+// are there but not the marker that names its current manifest: Pebble
+// said "database does not exist" to a reader and "already exists and is
+// not pristine" to a writer (which first wrote a marker of its own).
+func markerMissing(fs vfs.FS, dir string) error {
+	names, err := fs.List(dir)
+	if err != nil {
+		return nil // NB: Open says what is wrong with dir
+	}
+	store, marker := false, false
+	for _, n := range names {
+		switch {
+		case strings.HasPrefix(n, "marker.manifest.") || n == "CURRENT":
+			marker = true
+		case strings.HasPrefix(n, "MANIFEST-") || strings.HasSuffix(n, ".sst"):
+			store = true
+		}
+	}
+	if store && !marker {
+		return fmt.Errorf("%w: %s: the store's marker of its current manifest (marker.manifest.*) is missing, though its manifest and tables are there", ErrCorrupt, dir)
+	}
+	return nil
 }
 
 // damageSeen is the first damage to a store's files that Pebble reported

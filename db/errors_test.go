@@ -726,6 +726,39 @@ func TestOpenWithoutManifest(t *testing.T) {
 	}
 }
 
+// Ensure that Open of an index whose marker of its current manifest was
+// deleted (its manifest and tables there) fails with ErrCorrupt, read-only
+// or not, and writes nothing: Pebble said "database does not exist" to a
+// reader and "not pristine" to a writer, after writing a marker of its own.
+func TestOpenWithoutManifestMarker(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "idx")
+	d := mustOpen(t, dir, nil)
+	if err := d.Put(Doc{ID: "a", Text: "a document in an index about to lose its marker"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	markers, _ := filepath.Glob(filepath.Join(dir, "marker.*"))
+	if len(markers) == 0 {
+		t.Fatalf("no marker in %s", dir)
+	}
+	for _, m := range markers {
+		if err := os.Remove(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before, _ := os.ReadDir(dir)
+	for _, o := range []*Options{{ReadOnly: true}, nil} {
+		if _, err := Open(dir, o); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "marker") {
+			t.Errorf("Open(%+v) without the marker: %v, want ErrCorrupt naming the marker", o, err)
+		}
+	}
+	if after, _ := os.ReadDir(dir); len(after) != len(before) {
+		t.Errorf("a refused Open changed the directory: %d entries, were %d", len(after), len(before))
+	}
+}
+
 // Ensure that Open of an index one of whose table files was truncated or
 // deleted (Pebble's consistency check at Open) fails with ErrCorrupt,
 // naming the file, read-only or not, and leaves the files as they were
