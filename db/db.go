@@ -314,10 +314,9 @@ func openIn(dir string, o Options, created bool) (*DB, error) {
 		// read itself returns the corruption error, which lshdb reports as
 		// ErrCorrupt.
 		EventListener: &pebble.EventListener{
-			DataCorruption: func(info pebble.DataCorruptionInfo) {
-				dataCorruption(o.Logger)(info)
-				damage.note(fmt.Errorf("%w: %s: %v", ErrCorrupt, info.Path, firstLine{info.Details}))
-			},
+			// NB: Pebble reports here a read's damage too, which the
+			// read returns: only the background's is noted (below).
+			DataCorruption: dataCorruption(o.Logger),
 			// NB: Pebble's default logs it; a compaction that met a
 			// damaged table is also noted (DB.Corruption): the writes
 			// that started it were acknowledged, and the command that
@@ -831,12 +830,13 @@ type damageSeen struct {
 func (d *damageSeen) note(err error) { d.err.CompareAndSwap(nil, &err) }
 
 // Corruption returns the first damage to the index's files that this
-// handle met where no call returned it, or nil: a compaction or a flush
-// in the background that read a table whose checksum was wrong (an
-// ErrCorrupt naming the file). The writes that started it are stored (in
-// the log and in new tables), but the index is damaged: Check reads every
-// table, and a backup restored (or a build from the inputs) mends it. A
-// read that meets damage returns it itself. Nil on a Redis index.
+// handle's background work met, or nil: a compaction (or a flush) that
+// read a table whose checksum was wrong, as an ErrCorrupt naming the
+// file. No call returned it: the writes that started the compaction are
+// stored (in the log and in new tables), but the index is damaged: Check
+// reads every table, and a backup restored (or a build from the inputs)
+// mends it. A read that meets damage returns it itself, and is not noted
+// here. Nil on a read-only handle (which compacts nothing) and on Redis.
 func (db *DB) Corruption() error {
 	if db.damage == nil {
 		return nil
@@ -855,10 +855,10 @@ func (db *DB) Corruption() error {
 // overwritten in the middle of the log of a cleanly closed index dropped
 // the last 2,000 acknowledged documents of 30,000, and Open and Check
 // both said ok. A flush costs a table write (at most a memtable). It is
-// skipped without the room for it, and waited for at most closeFlushWait
-// and until Pebble reports an error in the background: Pebble retries a
-// failed flush without end (a full disk, a quota), and Flush waited for
-// ever, which made Close hang. The writes are in the log whatever comes
+// skipped without the room for it, and waited for until it is done or
+// Pebble reports an error in the background: Pebble retries a failed
+// flush without end (a full disk, a quota) until it is closed, and Flush
+// waited for ever, which made Close hang. The writes are in the log whatever comes
 // of it (synced, unless the caller opted out), as before.
 func (db *DB) flushAtClose() {
 	if db.opts.ReadOnly {
@@ -880,22 +880,19 @@ func (db *DB) flushAtClose() {
 		}
 		return
 	}
-	deadline := time.Now().Add(closeFlushWait)
 	for {
 		select {
 		case <-flushed:
 			return
 		case <-time.After(10 * time.Millisecond):
 		}
-		if db.damage.failures.Load() != failed || time.Now().After(deadline) {
-			db.opts.Logger.Warn("lshdb: flushing at close did not finish; the last writes stay in the write-ahead log only", "waited", time.Since(deadline.Add(-closeFlushWait)).Round(time.Millisecond))
+		if db.damage.failures.Load() != failed {
+			// NB: Pebble's Close then stops retrying it.
+			db.opts.Logger.Warn("lshdb: flushing at close failed; the last writes stay in the write-ahead log only")
 			return
 		}
 	}
 }
-
-// closeFlushWait bounds flushAtClose's wait for its flush.
-const closeFlushWait = 10 * time.Second
 
 // writerLock is DB.wmu: a mutex whose waiters give up when their context
 // ends (lock), Close's included. NB: a write made inside a Load's

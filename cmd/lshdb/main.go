@@ -192,6 +192,13 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if a.stopProfile != nil {
 		a.stopProfile()
 	}
+	return a.finish(err)
+}
+
+// finish returns the exit status of a command that returned err: err's,
+// or, when it succeeded, that of damage its index met in the background
+// (damageSeen).
+func (a *app) finish(err error) int {
 	if err == nil {
 		err = a.damageSeen()
 	}
@@ -709,6 +716,15 @@ func (a *app) stdoutIsTerminal() bool {
 	}
 	f, ok := a.out.w.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// stdoutFile returns the command's standard output when it is a file.
+func (a *app) stdoutFile() (*os.File, bool) {
+	if a.out == nil {
+		return nil, false
+	}
+	f, ok := a.out.w.(*os.File)
+	return f, ok
 }
 
 func (a *app) stderrIsTerminal() bool {

@@ -558,6 +558,16 @@ came and how long the run took; FILE gets a header and an end line too.`,
 				if err := writable(clustersFile); err != nil {
 					return fmt.Errorf("--clusters: %w", err)
 				}
+				// NB: the file the pairs go to (--clusters /dev/stdout >
+				// out): written beside and renamed over it, it took the
+				// name from the pairs, which went to the file unlinked.
+				if f, ok := a.stdoutFile(); ok {
+					if cfi, err := os.Stat(clustersFile); err == nil && cfi.Mode().IsRegular() {
+						if ofi, err := f.Stat(); err == nil && os.SameFile(cfi, ofi) {
+							return usagef("--clusters %s is the file the pairs are written to (standard output): give another", escControls(clustersFile))
+						}
+					}
+				}
 			}
 			return a.withIndex(func(d index) error {
 				rec := recallNote(d, t)

@@ -378,7 +378,14 @@ func createTempFor(path string) (*os.File, error) {
 	target := path
 	if fi, err := os.Lstat(path); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
 		if target, err = filepath.EvalSymlinks(path); err != nil {
-			return nil, fmt.Errorf("cannot write %s: a symbolic link whose target cannot be reached: %w", escControls(path), err)
+			// NB: /dev/stdout is /proc/self/fd/1, whose target is no
+			// path when it is a pipe ("pipe:[N]"): the kernel follows
+			// it, and it is written in place.
+			if sfi, serr := os.Stat(path); serr == nil && !sfi.Mode().IsRegular() && !sfi.IsDir() {
+				target = path
+			} else {
+				return nil, fmt.Errorf("cannot write %s: a symbolic link whose target cannot be reached: %w", escControls(path), err)
+			}
 		}
 	}
 	fi, err := os.Stat(target)
@@ -411,8 +418,15 @@ func createTempFor(path string) (*os.File, error) {
 // created and removed again.
 func writable(path string) error {
 	flag := os.O_WRONLY
-	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+	fi, err := os.Stat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
 		flag |= os.O_CREATE | os.O_EXCL
+	case err == nil && !fi.Mode().IsRegular() && !fi.IsDir():
+		// NB: a FIFO, a device, /dev/stdout: not opened to check. A FIFO
+		// opened and closed here ended its reader, and the real open
+		// then waited for another for ever, deaf to SIGTERM.
+		return nil
 	}
 	f, err := os.OpenFile(path, flag, 0o644)
 	if err != nil {

@@ -150,7 +150,7 @@ func (f *createFlags) options(c *cobra.Command) (*db.Options, error) {
 		o.Seed = f.seed
 	}
 	if set("normalization") {
-		n, err := minhash.ParseNormalization(f.normalization)
+		n, err := minhash.ParseNormalization(strings.ToLower(f.normalization))
 		if err != nil || f.normalization == "" {
 			return nil, usagef("--normalization %q: want fold or none", f.normalization)
 		}

@@ -1280,3 +1280,59 @@ func TestCreateNormalizationStopWordsBanding(t *testing.T) {
 		t.Errorf("--bands without --rows: exit %d: %s", code, errOut)
 	}
 }
+
+// Ensure that pairs --clusters writes to a FIFO (the check before the run
+// opened and closed it, ending its reader, and the run then waited for
+// another for ever) and to /dev/stdout when that is a pipe (its link's
+// target is no path); and that --clusters naming the file standard output
+// is refused (renamed over it, it took the pairs' name).
+func TestClustersToFIFOAndStdout(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("no FIFOs or /dev/stdout")
+	}
+	dir := shortDir(t)
+	idx := filepath.Join(dir, "idx")
+	if _, errOut, code := runLine([]string{"insert", "--db", idx, barDocs(t, dir, 300)}, ""); code != 0 {
+		t.Fatal(errOut)
+	}
+	fifo := filepath.Join(dir, "fifo")
+	if err := mkfifo(fifo); err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan []byte, 1)
+	go func() {
+		b, _ := os.ReadFile(fifo)
+		got <- b
+	}()
+	done := make(chan int, 1)
+	go func() {
+		_, _, code := runLine([]string{"pairs", "--db", idx, "--output", "json", "--clusters", fifo}, "")
+		done <- code
+	}()
+	select {
+	case code := <-done:
+		if b := <-got; code != 0 || !strings.Contains(string(b), `{"end"`) {
+			t.Errorf("--clusters a FIFO: exit %d, the reader got %q", code, b)
+		}
+	case <-time.After(2 * time.Minute):
+		t.Fatal("--clusters a FIFO: the run waits for ever")
+	}
+	c := lshdbProcess("pairs", "--db", idx, "--output", "json", "--header", "--clusters", "/dev/stdout")
+	out, err := c.Output() // NB: a pipe
+	if err != nil || strings.Count(string(out), `{"end"`) != 2 {
+		t.Errorf("--clusters /dev/stdout to a pipe: %v: %s", err, out)
+	}
+	file := filepath.Join(dir, "out.json")
+	f, err := os.Create(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	c = lshdbProcess("pairs", "--db", idx, "--output", "json", "--clusters", file)
+	c.Stdout = f
+	var stderr bytes.Buffer
+	c.Stderr = &stderr
+	if err := c.Run(); err == nil || !strings.Contains(stderr.String(), "standard output") {
+		t.Errorf("--clusters naming standard output's file: %v: %s", err, stderr.String())
+	}
+}
