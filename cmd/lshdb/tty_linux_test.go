@@ -270,8 +270,13 @@ func TestShellTerminated(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(idx, "lshdb.sock")); !os.IsNotExist(err) {
 			t.Errorf("after %v: the socket is left: %v", first, err)
 		}
-		if !strings.Contains(shown.String(), "interrupted by SIGTERM") {
-			t.Errorf("after %v: the shell does not say why it ended: %q", first, shown)
+		// NB: what the shell wrote last may still be on its way from the
+		// terminal to shown when the process has ended.
+		for deadline := time.Now().Add(10 * time.Second); !strings.Contains(shown.String(), "interrupted by SIGTERM"); time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Errorf("after %v: the shell does not say why it ended: %q", first, shown)
+				break
+			}
 		}
 	}
 }
