@@ -1001,36 +1001,44 @@ func TestRedisURLMistakes(t *testing.T) {
 	}
 }
 
-// Ensure that a Redis server that wants a password is opened with the
-// URL's (redis://:PASSWORD@HOST:PORT/NAME), refused without it, and that
-// no message shows it. The server is a standalone redis-server started
-// here with requirepass.
-func TestRedisPassword(t *testing.T) {
-	redisURL(t) // NB: skips (or fails under LSHDB_REQUIRE_REDIS) as the others
-	dir := t.TempDir()
+// standaloneRedis starts a redis-server of its own on a loopback port,
+// with args added to its command line, stopped when the test ends, and
+// returns its address. It skips (or fails under LSHDB_REQUIRE_REDIS) as
+// the cluster's tests do.
+func standaloneRedis(t *testing.T, args ...string) string {
+	t.Helper()
+	redisURL(t)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	port := l.Addr().(*net.TCPAddr).Port
 	l.Close()
-	srv := exec.Command("redis-server", "--port", fmt.Sprint(port), "--bind", "127.0.0.1", "--requirepass", "sekret",
-		"--save", "", "--appendonly", "no", "--dir", dir)
+	srv := exec.Command("redis-server", append([]string{"--port", fmt.Sprint(port), "--bind", "127.0.0.1",
+		"--save", "", "--appendonly", "no", "--dir", t.TempDir()}, args...)...)
 	if err := srv.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer func() { srv.Process.Kill(); srv.Wait() }()
+	t.Cleanup(func() { srv.Process.Kill(); srv.Wait() })
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	for start := time.Now(); ; time.Sleep(20 * time.Millisecond) {
 		if c, err := net.Dial("tcp", addr); err == nil {
 			c.Close()
-			break
+			return addr
 		}
 		if time.Since(start) > 10*time.Second {
 			t.Fatal("redis-server did not start")
 		}
 	}
-	_, err = Open("redis://"+addr+"/p", nil)
+}
+
+// Ensure that a Redis server that wants a password is opened with the
+// URL's (redis://:PASSWORD@HOST:PORT/NAME), refused without it, and that
+// no message shows it. The server is a standalone redis-server started
+// here with requirepass.
+func TestRedisPassword(t *testing.T) {
+	addr := standaloneRedis(t, "--requirepass", "sekret")
+	_, err := Open("redis://"+addr+"/p", nil)
 	if !errors.Is(err, ErrBackend) {
 		t.Fatalf("Open without the password: %v, want ErrBackend", err)
 	}
@@ -1170,30 +1178,7 @@ func TestRedisOtherWriters(t *testing.T) {
 // of the batches before stay, and read. The server is a standalone
 // redis-server started here with maxmemory 16 MB.
 func TestRedisOutOfMemory(t *testing.T) {
-	redisURL(t) // NB: skips (or fails under LSHDB_REQUIRE_REDIS) as the others
-	dir := t.TempDir()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	srv := exec.Command("redis-server", "--port", fmt.Sprint(port), "--bind", "127.0.0.1", "--maxmemory", "16mb",
-		"--maxmemory-policy", "noeviction", "--save", "", "--appendonly", "no", "--dir", dir)
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { srv.Process.Kill(); srv.Wait() }()
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	for start := time.Now(); ; time.Sleep(20 * time.Millisecond) {
-		if c, err := net.Dial("tcp", addr); err == nil {
-			c.Close()
-			break
-		}
-		if time.Since(start) > 10*time.Second {
-			t.Fatal("redis-server did not start")
-		}
-	}
+	addr := standaloneRedis(t, "--maxmemory", "16mb", "--maxmemory-policy", "noeviction")
 	var log syncBuffer
 	d, err := Open("redis://"+addr+"/oom", &Options{Logger: slog.New(slog.NewTextHandler(&log, nil))})
 	if err != nil {
