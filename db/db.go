@@ -141,6 +141,8 @@ type DB struct {
 	// writer lock (Count, Info: Written and Docs together); nil on Redis.
 	published atomic.Pointer[codec.Counters]
 	stalls    *writeStalls // Pebble's write stalls, for Metrics; nil on Redis
+	// counts are the figures of Metrics that this handle counts itself.
+	counts handleCounts
 	// created says that this Open created the index (Created).
 	created bool
 }
@@ -1074,7 +1076,29 @@ func openReserve(o *Options) int64 { return 8<<20 + 2*o.MemTableSize }
 // only after enough bytes would miss another process filling the disk,
 // and Pebble panics when the disk fills.
 func (db *DB) roomFor(n int64) error {
-	return roomIn(db.opts.FS, db.dir, db.opts.DiskReserve, n)
+	err := roomIn(db.opts.FS, db.dir, db.opts.DiskReserve, n)
+	if err != nil {
+		db.counts.diskFull.Add(1)
+	}
+	return err
+}
+
+// RoomToWrite returns ErrDiskFull when the index's filesystem has less
+// than Options.DiskReserve free, so that writes are refused (the error
+// says how much is free), ErrReadOnly on a read-only handle, else nil. A
+// server's health check calls it: reads are served either way.
+func (db *DB) RoomToWrite() error {
+	if err := db.enter(); err != nil {
+		return err
+	}
+	defer db.mu.RUnlock()
+	if db.opts.ReadOnly {
+		return ErrReadOnly
+	}
+	if db.rkv != nil {
+		return nil // NB: Redis refuses at maxmemory itself (ErrDiskFull then)
+	}
+	return roomIn(db.opts.FS, db.dir, db.opts.DiskReserve, 0)
 }
 
 func roomIn(fs vfs.FS, dir string, reserve, n int64) error {

@@ -29,6 +29,13 @@ type Info struct {
 	// while one runs, or left by a process killed during one (the next
 	// writable Open removes those).
 	TempBytes uint64
+	// RecycledLogBytes is the part of DiskBytes that write-ahead logs
+	// kept for reuse take: Pebble overwrites such a log as the next one
+	// (a synced write to a file of its size is cheaper than to a growing
+	// one), so its space is reused, not freed, and compaction does not
+	// shrink it. Most of a small index's size may be these (a few
+	// memtables' worth).
+	RecycledLogBytes uint64
 	// Instance names the index: 26 random base32 characters (128 bits)
 	// given when it was made; an index built anew in the same place, and
 	// a backup, get another. Empty for an index made before lshdb gave it
@@ -78,5 +85,10 @@ func (db *DB) Info() (*Info, error) {
 	}
 	c := db.published.Load()
 	all, temp := dirBytesTemp(db.opts.FS, db.dir)
-	return &Info{Params: db.Params(), Docs: c.Live, Written: max(c.NextDoc, 1) - 1, DiskBytes: all, TempBytes: temp, Instance: db.man.Instance, Origin: originOf(&db.man)}, nil
+	return &Info{Params: db.Params(), Docs: c.Live, Written: max(c.NextDoc, 1) - 1, DiskBytes: all, TempBytes: temp, RecycledLogBytes: db.recycledLogBytes(),
+		Instance: db.man.Instance, Origin: originOf(&db.man)}, nil
 }
+
+// recycledLogBytes is the size of the write-ahead logs that Pebble keeps
+// for reuse (Info.RecycledLogBytes).
+func (db *DB) recycledLogBytes() uint64 { return db.pdb.Metrics().WAL.ObsoletePhysicalSize }

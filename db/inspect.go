@@ -329,7 +329,10 @@ type Stats struct {
 	// holds most of its data there until the log fills or the index is
 	// opened again), and log files kept for reuse.
 	LogBytes uint64
-	Buckets  *BucketStats
+	// RecycledLogBytes is the part of LogBytes that logs kept for reuse
+	// take (Info.RecycledLogBytes): the rest holds writes.
+	RecycledLogBytes uint64
+	Buckets          *BucketStats
 	// Expired counts the documents whose TTL has passed and that await
 	// the sweep (counted in Docs until then, never returned); Expiring
 	// those set to expire later.
@@ -425,6 +428,7 @@ func (db *DB) Stats(ctx context.Context, top int) (*Stats, error) {
 			}
 		}
 	}
+	st.RecycledLogBytes = min(db.recycledLogBytes(), st.LogBytes)
 	st.TableBytes = map[string]uint64{}
 	for _, level := range levels {
 		for _, t := range level {

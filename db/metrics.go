@@ -3,6 +3,7 @@ package db
 import (
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -69,6 +70,33 @@ type Metrics struct {
 	// QueryCache is what the query cache (Options.QueryCacheSize) holds
 	// and served; zero with no cache.
 	QueryCache QueryCacheMetrics
+
+	// Damaged says that this handle's background work met damage to the
+	// index's files (Corruption returns it): run lshdb check.
+	Damaged bool
+	// DiskFree is the free space of the index's filesystem (-1 where the
+	// filesystem cannot tell), and DiskReserve the free space below which
+	// writes are refused as ErrDiskFull (Options.DiskReserve, resolved;
+	// -1: no check). DiskFullRefusals counts the writes refused so.
+	DiskFree, DiskReserve int64
+	DiskFullRefusals      uint64
+	// ExpirySweeps counts the expiry sweeps run (the background's every
+	// Options.ExpirySweep, and SweepExpired's), ExpirySweepErrors those
+	// that failed (each is logged), and ExpiredSwept the documents they
+	// removed.
+	ExpirySweeps, ExpirySweepErrors, ExpiredSwept uint64
+	// ExpiryOverdue is how long the oldest expired document has awaited
+	// the sweep (0 when none has): expired documents are never returned,
+	// but they are counted (Docs) and take space until swept, so a value
+	// that keeps growing says the sweep fails (ExpirySweepErrors) or is
+	// off (a negative Options.ExpirySweep).
+	ExpiryOverdue time.Duration
+}
+
+// handleCounts are the figures of Metrics that a handle counts itself.
+type handleCounts struct {
+	diskFull                   atomic.Uint64 // writes refused by roomFor
+	sweeps, sweepErrors, swept atomic.Uint64
 }
 
 // QueryCacheMetrics are the query cache's figures: what it holds, and
@@ -93,7 +121,8 @@ type LevelMetrics struct {
 }
 
 // Metrics returns the storage engine's current figures. It reads no data
-// and is cheap (microseconds): monitoring may call it on every scrape.
+// but the front of the expiry index, and is cheap (microseconds):
+// monitoring may call it on every scrape.
 func (db *DB) Metrics() (Metrics, error) {
 	if err := db.enter(); err != nil {
 		return Metrics{}, err
@@ -137,6 +166,17 @@ func (db *DB) Metrics() (Metrics, error) {
 	}
 	if db.qcache != nil {
 		m.QueryCache = db.qcache.metrics()
+	}
+	m.Damaged = db.Corruption() != nil
+	m.DiskFree, m.DiskReserve = -1, max(db.opts.DiskReserve, -1)
+	if u, err := db.opts.FS.GetDiskUsage(db.dir); err == nil {
+		m.DiskFree = int64(u.AvailBytes)
+	}
+	m.DiskFullRefusals = db.counts.diskFull.Load()
+	m.ExpirySweeps, m.ExpirySweepErrors, m.ExpiredSwept = db.counts.sweeps.Load(), db.counts.sweepErrors.Load(), db.counts.swept.Load()
+	var err error
+	if m.ExpiryOverdue, err = db.expiryOverdue(); err != nil {
+		return Metrics{}, err
 	}
 	return m, nil
 }

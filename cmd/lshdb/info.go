@@ -4,6 +4,7 @@ package main
 
 import (
 	"fmt"
+	"strings"
 	"math"
 
 	"github.com/lshdb/lshdb/codec"
@@ -33,6 +34,8 @@ type infoJSON struct {
 	ExpectedRecall float64  `json:"expected_recall"` // P(candidate) at the threshold, from the S-curve
 	DiskBytes      uint64   `json:"disk_bytes"`
 	TempBytes      uint64   `json:"temp_bytes,omitempty"`
+	// RecycledLogBytes is db.Info.RecycledLogBytes.
+	RecycledLogBytes uint64 `json:"recycled_log_bytes,omitempty"`
 	// Instance names the index (db.Info): a pairs file made on another
 	// is refused.
 	Instance string `json:"instance,omitempty"`
@@ -46,7 +49,7 @@ func infoOut(in *db.Info) infoJSON {
 	return infoJSON{Docs: in.Docs, Threshold: p.Threshold, Bands: p.Bands.B, Rows: p.Bands.R, NumPerm: p.NumPerm,
 		Scheme: p.Scheme.String(), Seed: p.Seed, Shingle: p.Shingle.String(), ShingleSize: p.ShingleSize, Bag: p.Bag,
 		Normalization: p.Normalization.String(), StopWords: nonNil(p.StopWords), StoreText: p.StoreText, Storage: p.Storage,
-		FormatVersion: p.FormatVersion, ExpectedRecall: p.Bands.Probability(p.Threshold), DiskBytes: in.DiskBytes, TempBytes: in.TempBytes,
+		FormatVersion: p.FormatVersion, ExpectedRecall: p.Bands.Probability(p.Threshold), DiskBytes: in.DiskBytes, TempBytes: in.TempBytes, RecycledLogBytes: in.RecycledLogBytes,
 		Instance: in.Instance, Origin: httpapi.OriginOut(in.Origin)}
 }
 
@@ -91,13 +94,7 @@ sizes in bytes.`,
 					_, err = fmt.Fprintln(a.stdout, "storage: Redis (no files of its own; lshdb stats gives the memory its keys take)")
 					return err
 				}
-				if in.TempBytes > 0 {
-					// NB: a killed build's tables once made an index look 13
-					// times its size, and nothing said why.
-					_, err = fmt.Fprintf(a.stdout, "size on disk: %s (%s of it temporary files: of a build or pairs run under way, or left by a killed one, which the next command that writes removes)\n", humanBytes(in.DiskBytes), humanBytes(in.TempBytes))
-					return err
-				}
-				_, err = fmt.Fprintf(a.stdout, "size on disk: %s\n", humanBytes(in.DiskBytes))
+				_, err = fmt.Fprintf(a.stdout, "size on disk: %s%s\n", humanBytes(in.DiskBytes), diskParts(in))
 				return err
 			})
 		},
@@ -136,4 +133,24 @@ func upgradeHint(dir string, p db.Params) string {
 		return ""
 	}
 	return fmt.Sprintf(" (lshdb upgrade takes it to %d, whose stored sketches make pairs about twice as fast)", codec.SketchFormatVersion)
+}
+
+// diskParts says what of an index's size on disk is not its data: its
+// temporary files and the write-ahead logs kept for reuse (" (…)"), or "".
+//
+// NB: a killed build's tables once made an index look 13 times its size,
+// and nothing said why; the logs kept for reuse made a small index's
+// compact look as if it did nothing (15.6 MiB, 2 MiB of it tables).
+func diskParts(in *db.Info) string {
+	var parts []string
+	if in.TempBytes > 0 {
+		parts = append(parts, humanBytes(in.TempBytes)+" of it temporary files: of a build or pairs run under way, or left by a killed one, which the next command that writes removes")
+	}
+	if in.RecycledLogBytes > 0 {
+		parts = append(parts, humanBytes(in.RecycledLogBytes)+" of it write-ahead logs kept to be reused as the next ones, not freed")
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(parts, "; ") + ")"
 }

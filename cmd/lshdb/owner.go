@@ -31,7 +31,8 @@ func ownerOf(dir string) (pid int, serving bool) {
 	if resp, err := hc.Get("http://lshdb/healthz"); err == nil {
 		defer resp.Body.Close()
 		var h httpapi.HealthJSON
-		if resp.StatusCode == http.StatusOK && json.NewDecoder(resp.Body).Decode(&h) == nil && h.PID > 0 {
+		// NB: a damaged index answers 503 with its health, pid included.
+		if (resp.StatusCode == http.StatusOK || resp.StatusCode == http.StatusServiceUnavailable) && json.NewDecoder(resp.Body).Decode(&h) == nil && h.PID > 0 {
 			return h.PID, true
 		}
 	}

@@ -676,7 +676,7 @@ func (a *app) statsCmd() *cobra.Command {
 						ExpectedRecall: st.ExpectedRecall, ExpectedRecallShort: shortDocs(st.Recall), PostingListsPerBand: nonNil(st.Buckets.Lists),
 						BucketSizeHistogram: nonNil(st.Buckets.Histogram), StoredBytes: sb, DiskBytes: st.DiskBytes,
 						TableBytes: storedBytesJSON{Docs: st.TableBytes["docs"], IDs: st.TableBytes["ids"], Postings: st.TableBytes["postings"],
-							ManifestCounters: st.TableBytes["manifest+counters"]}, LogBytes: st.LogBytes,
+							ManifestCounters: st.TableBytes["manifest+counters"]}, LogBytes: st.LogBytes, RecycledLogBytes: st.RecycledLogBytes,
 						Hottest: bucketsJSON(st.Buckets.Hottest), Expired: st.Expired, Expiring: st.Expiring})
 				}
 				if err := a.printParams(d, &st.Recall); err != nil {
@@ -704,7 +704,10 @@ func (a *app) statsCmd() *cobra.Command {
 					tb["docs"], tb["ids"], tb["postings"], tb["manifest+counters"])
 				// NB: after small inserts, the tables held nothing and stats
 				// read as an empty index.
-				fmt.Fprintf(a.stdout, "write-ahead log on disk: %d (writes not yet flushed into tables: the log holds them until it fills, or the writer closes the index, or it is opened again)\n", st.LogBytes)
+				// NB: it gave the logs kept for reuse as writes not yet
+				// flushed: 14 MB of a 16 MB index that held 2 MB of tables.
+				fmt.Fprintf(a.stdout, "write-ahead log on disk: %d: %d of writes not yet flushed into tables (the log holds them until it fills, or the writer closes the index, or it is opened again), %d of logs kept for reuse as the next ones (their space is reused, not freed)\n",
+					st.LogBytes, st.LogBytes-st.RecycledLogBytes, st.RecycledLogBytes)
 				return a.printHottest(st.Buckets.Hottest)
 			})
 		},

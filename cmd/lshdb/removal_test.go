@@ -172,20 +172,7 @@ func TestCommandFailsOnDamageSeen(t *testing.T) {
 	if _, errOut, code := runLine([]string{"compact", "--db", idx}, ""); code != 0 {
 		t.Fatal(errOut)
 	}
-	tables, _ := filepath.Glob(filepath.Join(idx, "*.sst"))
-	var biggest string
-	var size int64
-	for _, p := range tables {
-		if fi, err := os.Stat(p); err == nil && fi.Size() > size {
-			biggest, size = p, fi.Size()
-		}
-	}
-	f, err := os.OpenFile(biggest, os.O_RDWR, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.WriteAt(bytes.Repeat([]byte{0xde, 0xad}, 16), size/3)
-	f.Close()
+	damageLargestTable(t, idx)
 	// The command's writes (small memtables: flushes fill level 0), and
 	// the compactions they start in the background read the damaged
 	// table; the writes themselves succeed.
@@ -207,5 +194,27 @@ func TestCommandFailsOnDamageSeen(t *testing.T) {
 	// The command returned nil: its exit status is the damage's.
 	if code := a.finish(nil); code != 1 || !strings.Contains(errOut.String(), "lshdb check") || !strings.Contains(errOut.String(), "corrupt") {
 		t.Errorf("exit %d: %s", code, errOut.String())
+	}
+}
+
+// damageLargestTable overwrites 32 bytes in the middle of the largest
+// table of the index in dir, where a compaction will read them.
+func damageLargestTable(t *testing.T, dir string) {
+	t.Helper()
+	tables, _ := filepath.Glob(filepath.Join(dir, "*.sst"))
+	var biggest string
+	var size int64
+	for _, p := range tables {
+		if fi, err := os.Stat(p); err == nil && fi.Size() > size {
+			biggest, size = p, fi.Size()
+		}
+	}
+	f, err := os.OpenFile(biggest, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteAt(bytes.Repeat([]byte{0xde, 0xad}, 16), size/3); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -139,6 +140,9 @@ func (a *app) serve(so *serveOptions) error {
 	// NB: the index is closed last, after the server has stopped, so that
 	// requests in flight finish against an open index.
 	defer d.Close()
+	// NB: so that damage its background work meets makes serve exit 1
+	// (app.finish), as every other command: it exited 0.
+	a.opened = append(a.opened, d)
 	var listeners []net.Listener
 	sock := ""
 	if !onRedis {
@@ -192,7 +196,13 @@ func (a *app) serve(so *serveOptions) error {
 	if tcpAddr != "" {
 		attrs = append(attrs, "tcp", tcpAddr, "token", so.token != "")
 	}
+	attrs = append(attrs, startupAttrs(d, so)...)
 	log.Info("lshdb: serving", attrs...)
+	if err := d.RoomToWrite(); errors.Is(err, db.ErrDiskFull) {
+		log.Warn("lshdb: writes will be refused until there is room: reads are served", "err", err)
+	}
+	stopWatch := watchDamage(d, log, 5*time.Second)
+	defer stopWatch()
 	if tcpAddr != "" && so.token == "" {
 		// NB: the socket is the owner's alone (0600); a loopback port
 		// without a token is every local user's, writes and backups
@@ -234,4 +244,46 @@ func (a *app) serve(so *serveOptions) error {
 	}
 	log.Info("lshdb: stopped", "db", rediskv.Redact(a.dbDir))
 	return nil
+}
+
+// startupAttrs are what serve's first log line says of the index and the
+// limits, so that a log shows what a server ran with: the version, the
+// parameters, the documents, the reserve and the request limits.
+func startupAttrs(d *db.DB, so *serveOptions) []any {
+	p := d.Params()
+	attrs := []any{"version", version(), "format", p.FormatVersion, "storage", p.Storage, "params", paramsLine(p)}
+	if n, err := d.Count(); err == nil {
+		attrs = append(attrs, "docs", n)
+	}
+	if m, err := d.Metrics(); err == nil {
+		attrs = append(attrs, "disk_reserve", m.DiskReserve)
+		if m.DiskFree >= 0 {
+			attrs = append(attrs, "disk_free", m.DiskFree)
+		}
+	}
+	return append(attrs, "max_body", so.maxBody, "max_batch", so.maxBatch, "max_in_flight", so.maxInFlight, "max_in_flight_bytes", so.maxInFlightBytes)
+}
+
+// watchDamage logs, once, the damage that d's background work meets
+// (db.DB.Corruption), checking every interval until the returned stop is
+// called: Pebble logs its background error, but an operator needs to
+// read what it means for the server.
+func watchDamage(d *db.DB, log *slog.Logger, every time.Duration) (stop func()) {
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+			if err := d.Corruption(); err != nil {
+				log.Error("lshdb: the index met damage in the background: GET /healthz answers 503 and serve will exit 1; reads and writes go on where they can: stop the server and run lshdb check", "err", err)
+				return
+			}
+		}
+	}()
+	return sync.OnceFunc(func() { close(done) })
 }

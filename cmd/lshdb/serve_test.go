@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -572,5 +573,78 @@ func TestServeThroughLinkAndParent(t *testing.T) {
 		if out, errOut, code := runLine([]string{"get", "--db", db, "fox1"}, ""); code != 0 || !strings.Contains(out, "fox") {
 			t.Errorf("get --db %s beside serve: exit %d: %s%s", db, code, out, errOut)
 		}
+	}
+}
+
+// Ensure that a server whose index meets damage in the background says
+// so: /healthz answers 503 "damaged" (it answered 200 "ok"), the metric
+// lshdb_damaged is 1, the log says what to do, and serve exits 1 (it
+// exited 0), while reads go on. The damage: bytes overwritten in the
+// largest table, which the compaction a request starts reads.
+func TestServeReportsDamage(t *testing.T) {
+	idx := filepath.Join(t.TempDir(), "idx")
+	var in strings.Builder
+	for i := range 3000 {
+		fmt.Fprintf(&in, "{\"id\":\"d%d\",\"text\":%q}\n", i, fmt.Sprintf("document %d: %s", i, strings.Repeat(fmt.Sprintf("word%d ", i), 40)))
+	}
+	if _, errOut, code := runLine([]string{"insert", "--db", idx, "-"}, in.String()); code != 0 {
+		t.Fatal(errOut)
+	}
+	if _, errOut, code := runLine([]string{"compact", "--db", idx}, ""); code != 0 {
+		t.Fatal(errOut)
+	}
+	// Documents above the compacted table, for the compaction to merge.
+	if _, errOut, code := runLine([]string{"insert", "--db", idx, "-"}, strings.ReplaceAll(strings.Join(strings.SplitAfter(in.String(), "\n")[:300], ""), `"id":"d`, `"id":"e`)); code != 0 {
+		t.Fatal(errOut)
+	}
+	damageLargestTable(t, idx)
+	_, tcp, log, stop := startServe(t, "--db", idx, "--addr", "127.0.0.1:0")
+	health := func() (int, httpapi.HealthJSON) {
+		t.Helper()
+		resp, err := http.Get(tcp + "/healthz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var h httpapi.HealthJSON
+		if err := json.NewDecoder(resp.Body).Decode(&h); err != nil {
+			t.Fatal(err)
+		}
+		return resp.StatusCode, h
+	}
+	if code, h := health(); code != http.StatusOK || h.Status != "ok" {
+		t.Fatalf("before: %d %+v", code, h)
+	}
+	resp, err := http.Post(tcp+"/v1/compact", "application/json", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	code, h := health()
+	if code != http.StatusServiceUnavailable || h.Status != "damaged" || !strings.Contains(h.Error, "corrupt") || h.PID != os.Getpid() {
+		t.Errorf("after the compaction (%d): %d %+v", resp.StatusCode, code, h)
+	}
+	resp, err = http.Get(tcp + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !regexp.MustCompile(`(?m)^lshdb_damaged 1$`).Match(body) {
+		t.Errorf("metrics lack lshdb_damaged 1")
+	}
+	// Reads go on where they can.
+	resp, err = http.Get(tcp + "/v1/count")
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Errorf("count: %v %v", resp, err)
+	}
+	if resp != nil {
+		resp.Body.Close()
+	}
+	for wait := time.Now().Add(20 * time.Second); !strings.Contains(log.String(), "met damage in the background") && time.Now().Before(wait); {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if code := stop(); code != 1 || !strings.Contains(log.String(), "met damage in the background") || !strings.Contains(log.String(), "lshdb check") {
+		t.Errorf("exit %d: %s", code, log)
 	}
 }

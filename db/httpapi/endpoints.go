@@ -24,12 +24,25 @@ import (
 	"github.com/lshdb/lshdb/internal/fspath"
 )
 
+// healthz answers 200 while the index serves reads: "ok", or "disk_full"
+// when writes are refused for want of space; and 503 "damaged" once its
+// background work met damage to its files (db.DB.Corruption), which an
+// operator must see: the server goes on serving what it can, and only
+// lshdb check (after a restart) tells how far the damage goes.
 func (h *handler) healthz(w *resp, r *http.Request) error {
 	n, err := h.d.Count()
 	if err != nil {
 		return err
 	}
-	return w.json(http.StatusOK, HealthJSON{Status: "ok", Docs: n, PID: os.Getpid()})
+	hj := HealthJSON{Status: "ok", Docs: n, PID: os.Getpid()}
+	if err := h.d.Corruption(); err != nil {
+		hj.Status, hj.Error = "damaged", err.Error()
+		return w.json(http.StatusServiceUnavailable, hj)
+	}
+	if err := h.d.RoomToWrite(); errors.Is(err, db.ErrDiskFull) {
+		hj.Status, hj.Error = "disk_full", err.Error()
+	}
+	return w.json(http.StatusOK, hj)
 }
 
 func (h *handler) params(w *resp, r *http.Request) error {

@@ -796,14 +796,16 @@ type RecallJSON struct {
 
 // InfoJSON is db.Info on the wire.
 type InfoJSON struct {
-	Params    ParamsJSON  `json:"params"`
-	Docs      uint64      `json:"docs"`
-	Written   uint64      `json:"written"`
-	DiskBytes uint64      `json:"disk_bytes"`
-	TempBytes uint64      `json:"temp_bytes,omitempty"`
-	Instance  string      `json:"instance,omitempty"`
-	Origin    *OriginJSON `json:"origin,omitempty"`
-	Redis     bool        `json:"redis,omitempty"`
+	Params    ParamsJSON `json:"params"`
+	Docs      uint64     `json:"docs"`
+	Written   uint64     `json:"written"`
+	DiskBytes uint64     `json:"disk_bytes"`
+	TempBytes uint64     `json:"temp_bytes,omitempty"`
+	// RecycledLogBytes is db.Info.RecycledLogBytes.
+	RecycledLogBytes uint64      `json:"recycled_log_bytes,omitempty"`
+	Instance         string      `json:"instance,omitempty"`
+	Origin           *OriginJSON `json:"origin,omitempty"`
+	Redis            bool        `json:"redis,omitempty"`
 }
 
 // OriginJSON is db.Origin on the wire.
@@ -832,7 +834,7 @@ func (o *OriginJSON) Origin() *db.Origin {
 
 // InfoOut converts in for the wire.
 func InfoOut(in *db.Info) InfoJSON {
-	return InfoJSON{Params: ParamsOut(in.Params), Docs: in.Docs, Written: in.Written, DiskBytes: in.DiskBytes, TempBytes: in.TempBytes, Instance: in.Instance, Origin: OriginOut(in.Origin), Redis: in.Redis}
+	return InfoJSON{Params: ParamsOut(in.Params), Docs: in.Docs, Written: in.Written, DiskBytes: in.DiskBytes, TempBytes: in.TempBytes, RecycledLogBytes: in.RecycledLogBytes, Instance: in.Instance, Origin: OriginOut(in.Origin), Redis: in.Redis}
 }
 
 // Info converts in back.
@@ -841,7 +843,7 @@ func (in InfoJSON) Info() (*db.Info, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &db.Info{Params: p, Docs: in.Docs, Written: in.Written, DiskBytes: in.DiskBytes, TempBytes: in.TempBytes, Instance: in.Instance, Origin: in.Origin.Origin(), Redis: in.Redis}, nil
+	return &db.Info{Params: p, Docs: in.Docs, Written: in.Written, DiskBytes: in.DiskBytes, TempBytes: in.TempBytes, RecycledLogBytes: in.RecycledLogBytes, Instance: in.Instance, Origin: in.Origin.Origin(), Redis: in.Redis}, nil
 }
 
 // StatsJSON is db.Stats, with the keys of lshdb stats --output json and
@@ -867,6 +869,7 @@ type StatsJSON struct {
 	DiskBytes           uint64         `json:"disk_bytes"`
 	TableBytes          ByteCountsJSON `json:"table_bytes"`
 	LogBytes            uint64         `json:"log_bytes,omitempty"`
+	RecycledLogBytes    uint64         `json:"recycled_log_bytes,omitempty"`
 	Hottest             []BucketJSON   `json:"hottest"`
 	Expired             int            `json:"expired,omitempty"`
 	Expiring            int            `json:"expiring,omitempty"`
@@ -881,7 +884,7 @@ func StatsOut(s *db.Stats) StatsJSON {
 	out := StatsJSON{Docs: s.Docs, Threshold: p.Threshold, Bands: p.Bands.B, Rows: p.Bands.R, NumPerm: p.NumPerm,
 		Scheme: p.Scheme.String(), Shingle: p.Shingle.String(), ShingleSize: p.ShingleSize, Bag: p.Bag,
 		StoreText: p.StoreText, Storage: p.Storage, FormatVersion: p.FormatVersion, ExpectedRecall: s.ExpectedRecall,
-		StoredBytes: byteCountsOut(s.StoredBytes), DiskBytes: s.DiskBytes, TableBytes: byteCountsOut(s.TableBytes), LogBytes: s.LogBytes,
+		StoredBytes: byteCountsOut(s.StoredBytes), DiskBytes: s.DiskBytes, TableBytes: byteCountsOut(s.TableBytes), LogBytes: s.LogBytes, RecycledLogBytes: s.RecycledLogBytes,
 		Params: ParamsOut(p), Expired: s.Expired, Expiring: s.Expiring,
 		Recall: RecallJSON{Threshold: s.Recall.Threshold, Curve: s.Recall.Curve, ShortDocs: s.Recall.ShortDocs, Measured: s.Recall.Measured}}
 	if s.Recall.Measured {
@@ -911,7 +914,7 @@ func (s StatsJSON) Stats() (*db.Stats, error) {
 	}
 	out := &db.Stats{Params: p, Docs: s.Docs, ExpectedRecall: s.ExpectedRecall,
 		Recall:      db.RecallEstimate{Threshold: s.Recall.Threshold, Curve: s.Recall.Curve, ShortDocs: s.Recall.ShortDocs, MissRatio: math.NaN(), Measured: s.Recall.Measured},
-		StoredBytes: s.StoredBytes.byteCounts(true), DiskBytes: s.DiskBytes, TableBytes: s.TableBytes.byteCounts(false), LogBytes: s.LogBytes,
+		StoredBytes: s.StoredBytes.byteCounts(true), DiskBytes: s.DiskBytes, TableBytes: s.TableBytes.byteCounts(false), LogBytes: s.LogBytes, RecycledLogBytes: s.RecycledLogBytes,
 		Buckets: &db.BucketStats{Lists: nilIfEmpty(s.PostingListsPerBand), Histogram: nilIfEmpty(s.BucketSizeHistogram), Hottest: hot},
 		Expired: s.Expired, Expiring: s.Expiring}
 	if s.Recall.MissRatio != nil {
@@ -1039,8 +1042,13 @@ type BackupRequest struct {
 
 // HealthJSON is the answer of GET /healthz.
 type HealthJSON struct {
-	Status string `json:"status"` // "ok"
-	Docs   uint64 `json:"docs"`
+	// Status is "ok"; "disk_full" when writes are refused for want of
+	// space (reads are served: 200 still); "damaged" (503) once the
+	// index's background work met damage to its files: run lshdb check.
+	Status string `json:"status"`
+	// Error says what is wrong when Status is not "ok".
+	Error string `json:"error,omitempty"`
+	Docs  uint64 `json:"docs"`
 	// PID is the serving process's, the index's owner: what to signal
 	// (SIGTERM) to stop it.
 	PID int `json:"pid"`

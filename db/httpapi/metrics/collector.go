@@ -59,8 +59,16 @@ var (
 		counter("lshdb_query_cache_doc_misses_total", "Candidates read from the store.", func(m *db.Metrics) float64 { return float64(m.QueryCache.DocMisses) }),
 		counter("lshdb_query_cache_list_hits_total", "Posting lists served from the query cache.", func(m *db.Metrics) float64 { return float64(m.QueryCache.ListHits) }),
 		counter("lshdb_query_cache_list_misses_total", "Posting lists not in the query cache.", func(m *db.Metrics) float64 { return float64(m.QueryCache.ListMisses) }),
+		gauge("lshdb_damaged", "1 when the index's background work (a compaction, a flush) met damage to its files: run lshdb check (GET /healthz answers 503 meanwhile).", func(m *db.Metrics) float64 { return b2f(m.Damaged) }),
+		gauge("lshdb_disk_reserve_bytes", "Free space below which writes are refused as disk_full (--disk-reserve); -1: no check.", func(m *db.Metrics) float64 { return float64(m.DiskReserve) }),
+		counter("lshdb_disk_full_refusals_total", "Writes refused because the free space fell below the reserve.", func(m *db.Metrics) float64 { return float64(m.DiskFullRefusals) }),
+		counter("lshdb_expiry_sweeps_total", "Expiry sweeps run.", func(m *db.Metrics) float64 { return float64(m.ExpirySweeps) }),
+		counter("lshdb_expiry_sweep_errors_total", "Expiry sweeps that failed (each is logged).", func(m *db.Metrics) float64 { return float64(m.ExpirySweepErrors) }),
+		counter("lshdb_expired_swept_total", "Expired documents the sweeps removed.", func(m *db.Metrics) float64 { return float64(m.ExpiredSwept) }),
+		gauge("lshdb_expiry_overdue_seconds", "How long the oldest expired document has awaited the sweep (0: none): expired documents are never returned, but count in lshdb_documents and take space until swept.", func(m *db.Metrics) float64 { return m.ExpiryOverdue.Seconds() }),
 		counter("lshdb_query_cache_list_stale_total", "Cached posting lists not served: changed by a write since they were read, or read at a later version than the query's.", func(m *db.Metrics) float64 { return float64(m.QueryCache.ListStale) }),
 	}
+	diskFree   = prometheus.NewDesc("lshdb_disk_free_bytes", "Free space of the index's filesystem (writes are refused below lshdb_disk_reserve_bytes).", nil, nil)
 	levelFiles = prometheus.NewDesc("lshdb_pebble_level_files", "Tables by level.", []string{"level"}, nil)
 	levelBytes = prometheus.NewDesc("lshdb_pebble_level_bytes", "Table bytes by level.", []string{"level"}, nil)
 )
@@ -69,6 +77,7 @@ func (c *dbCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range descs {
 		ch <- d.d
 	}
+	ch <- diskFree
 	ch <- levelFiles
 	ch <- levelBytes
 }
@@ -83,8 +92,18 @@ func (c *dbCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, d := range descs {
 		ch <- prometheus.MustNewConstMetric(d.d, d.kind, d.value(&m))
 	}
+	if m.DiskFree >= 0 {
+		ch <- prometheus.MustNewConstMetric(diskFree, prometheus.GaugeValue, float64(m.DiskFree))
+	}
 	for i, l := range m.Levels {
 		ch <- prometheus.MustNewConstMetric(levelFiles, prometheus.GaugeValue, float64(l.Files), strconv.Itoa(i))
 		ch <- prometheus.MustNewConstMetric(levelBytes, prometheus.GaugeValue, float64(l.Bytes), strconv.Itoa(i))
 	}
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }

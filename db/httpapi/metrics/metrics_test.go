@@ -116,6 +116,14 @@ func TestMetrics(t *testing.T) {
 		{"lshdb_query_cache_lists", nil, 0},
 		{"lshdb_query_cache_list_misses_total", nil, float64(d.Params().Bands.B)},
 		{"lshdb_query_cache_list_hits_total", nil, 0},
+		// Health: present at 0 before anything goes wrong, so that
+		// alerts have a series.
+		{"lshdb_damaged", nil, 0},
+		{"lshdb_disk_full_refusals_total", nil, 0},
+		{"lshdb_disk_reserve_bytes", nil, db.DefaultDiskReserve},
+		{"lshdb_expiry_sweep_errors_total", nil, 0},
+		{"lshdb_expired_swept_total", nil, 0},
+		{"lshdb_expiry_overdue_seconds", nil, 0},
 	} {
 		got, ok := value(fams, c.name, c.labels...)
 		if !ok || got != c.want {
@@ -125,13 +133,13 @@ func TestMetrics(t *testing.T) {
 	if want.Candidates == 0 {
 		t.Error("the query had no candidates: the candidates metric is untested")
 	}
-	for _, name := range []string{"lshdb_pebble_wal_bytes_in_total", "lshdb_pebble_memtable_bytes", "lshdb_pebble_disk_bytes"} {
+	for _, name := range []string{"lshdb_pebble_wal_bytes_in_total", "lshdb_pebble_memtable_bytes", "lshdb_pebble_disk_bytes", "lshdb_disk_free_bytes"} {
 		if v, ok := value(fams, name); !ok || v <= 0 {
 			t.Errorf("%s = %v (present %v) after %d synced puts", name, v, ok, len(texts))
 		}
 	}
 	for _, name := range []string{"lshdb_pebble_compactions_total", "lshdb_pebble_l0_sublevels", "lshdb_pebble_cache_hits_total", "lshdb_pebble_wal_files", "lshdb_pebble_wal_obsolete_files",
-		"lshdb_pebble_write_stalls_total", "lshdb_pebble_write_stall_seconds_total", "go_goroutines"} {
+		"lshdb_pebble_write_stalls_total", "lshdb_pebble_write_stall_seconds_total", "lshdb_expiry_sweeps_total", "go_goroutines"} {
 		if _, ok := value(fams, name); !ok {
 			t.Errorf("%s is missing", name)
 		}
