@@ -44,9 +44,11 @@
 //
 // # Caveats
 //
-// JSON strings are UTF-8: a body with an invalid byte is refused (see
-// Limits). Ids in query strings arrive as sent, so db refuses an invalid
-// one (invalid_id).
+// JSON strings are UTF-8: a body with an invalid byte, or with the
+// escape of a lone UTF-16 surrogate (no character: Go's decoder would
+// make it U+FFFD, and two ids one), is refused (see Limits). Ids in query
+// strings arrive as sent, so db refuses an invalid one (invalid_id); a
+// text there that is not UTF-8 is refused too.
 // Anyone who can connect can read and write the whole index: restrict the
 // socket (ListenSocket makes it 0600) or set Options.Token, and
 // Options.BackupRoot if clients must not choose where backups go.

@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/lshdb/lshdb/bands"
 	"github.com/lshdb/lshdb/db"
@@ -600,6 +601,11 @@ func (h *handler) queryGet(w *resp, r *http.Request) error {
 	}
 	if q.Has("text") {
 		text := q.Get("text")
+		if !utf8.ValidString(text) {
+			// NB: as in a body (utf8Body): the text's shingles would
+			// not be the ones its bytes were meant to give.
+			return badRequest("the text parameter is not UTF-8 (percent-encode the text's UTF-8 bytes)")
+		}
 		req.Text = &text
 	}
 	if req.Threshold, err = floatParam(q, "threshold"); err != nil {

@@ -803,7 +803,8 @@ func (h *handler) recallNote(t float64) *float64 {
 	return &r
 }
 
-// errNotUTF8 is a request body that is not UTF-8.
+// errNotUTF8 is a request body that is not UTF-8, or whose JSON escapes
+// a lone UTF-16 surrogate (surrogateScan).
 var errNotUTF8 = errors.New("the body is not UTF-8")
 
 // utf8Body is a request body checked to be UTF-8 as it is read: a read
@@ -817,6 +818,8 @@ type utf8Body struct {
 	carry []byte  // the start of a character cut by the last read
 	buf   [4]byte // carry's storage
 	err   error   // the first errNotUTF8
+	read  int64   // bytes returned by earlier reads
+	esc   surrogateScan
 }
 
 func (b *utf8Body) Read(p []byte) (int, error) {
@@ -872,7 +875,92 @@ func (b *utf8Body) Read(p []byte) (int, error) {
 	if err == io.EOF && len(b.carry) > 0 {
 		return bad(b.off, n, "the body ends inside a character")
 	}
+	if at := b.esc.scan(data, b.read); at >= 0 {
+		return bad(at, int(max(at-b.read, 0)), "a lone UTF-16 surrogate escape (\\uD800 to \\uDFFF not in a pair), which is no character,")
+	}
+	b.read += int64(n)
 	return n, err
+}
+
+// surrogateScan finds the JSON escapes of lone UTF-16 surrogates in a
+// stream of JSON text: a \uD800-\uDBFF not followed at once by a
+// \uDC00-\uDFFF, or the latter alone. NB: Go's decoder turns each into
+// U+FFFD, so "a\ud800" and "a\udc00" were stored as one id (Python's
+// json.dumps writes them for a str that holds a lone surrogate); raw
+// bytes that are not UTF-8 were refused already. A backslash is an
+// escape wherever it is: outside a string it is a syntax error the
+// decoder refuses anyway.
+type surrogateScan struct {
+	state  int   // 0: text; 1: after a backslash; 2-5: the \u escape's hex digits read, plus 2
+	val    rune  // the \u escape's value so far
+	escAt  int64 // the offset of the escape being read
+	high   bool  // the last escape was a high surrogate: a low one must follow at once
+	highAt int64
+}
+
+// scan reads data, which starts at offset off of the stream, and returns
+// the offset of the first lone surrogate escape, or -1.
+func (s *surrogateScan) scan(data []byte, off int64) int64 {
+	for i := 0; i < len(data); {
+		switch s.state {
+		case 0:
+			if !s.high {
+				j := bytes.IndexByte(data[i:], '\\')
+				if j < 0 {
+					return -1
+				}
+				i += j
+			} else if data[i] != '\\' {
+				return s.highAt
+			}
+			s.state, s.escAt = 1, off+int64(i)
+			i++
+		case 1:
+			if data[i] == 'u' {
+				s.state, s.val = 2, 0
+			} else if s.high {
+				return s.highAt
+			} else {
+				s.state = 0 // another escape (a malformed one is the decoder's to refuse)
+			}
+			i++
+		default:
+			c, d := data[i], rune(-1)
+			switch {
+			case c >= '0' && c <= '9':
+				d = rune(c - '0')
+			case c >= 'a' && c <= 'f':
+				d = rune(c-'a') + 10
+			case c >= 'A' && c <= 'F':
+				d = rune(c-'A') + 10
+			}
+			if d < 0 {
+				s.state, s.high = 0, false // malformed: the decoder refuses it
+				continue
+			}
+			s.val, s.state = s.val<<4|d, s.state+1
+			i++
+			if s.state < 6 {
+				continue
+			}
+			s.state = 0
+			switch {
+			case s.val >= 0xD800 && s.val < 0xDC00:
+				if s.high {
+					return s.highAt
+				}
+				s.high, s.highAt = true, s.escAt
+			case s.val >= 0xDC00 && s.val < 0xE000:
+				if !s.high {
+					return s.escAt
+				}
+				s.high = false
+			case s.high:
+				return s.highAt
+			}
+		}
+	}
+	return -1
 }
 
 func (b *utf8Body) Close() error { return b.r.Close() }

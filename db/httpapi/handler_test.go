@@ -10,6 +10,7 @@ import (
 	"io"
 	"log"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -24,6 +25,7 @@ import (
 	"testing"
 	"testing/iotest"
 	"time"
+	"unicode/utf8"
 
 	"github.com/lshdb/lshdb/db"
 )
@@ -185,6 +187,12 @@ func TestBadRequests(t *testing.T) {
 		{"POST", "/v1/docs/put-if-new", `{"id": "q", "text": "` + "\xc3" + ` fine text"}` + "\n" + `{"id": "p", "text": "fine text"}`, "s3cret", 400, "bad_request"},
 		{"POST", "/v1/load", `{"id": "l", "text": "a text ending inside a character ` + "\xe2\x82", "s3cret", 400, "bad_request"},
 		{"POST", "/v1/docs/has", `{}`, "s3cret", 400, "bad_request"},
+		// NB: lone surrogate escapes were decoded as U+FFFD: "a\ud800"
+		// replaced "a\udc00" (Python's json.dumps writes them).
+		{"POST", "/v1/docs", `{"docs": [{"id": "sur\ud800", "text": "abc def"}, {"id": "sur\udc00", "text": "abc def ghi"}]}`, "s3cret", 400, "bad_request"},
+		{"POST", "/v1/docs/delete", `{"ids": ["0ad\udfff"]}`, "s3cret", 400, "bad_request"},
+		{"POST", "/v1/query", `{"id": "0ad\ud83d"}`, "s3cret", 400, "bad_request"},
+		{"GET", "/v1/query?text=%ff%fe+hello+world", "", "s3cret", 400, "bad_request"},
 	} {
 		req, _ := http.NewRequest(tc.method, base+tc.path, strings.NewReader(tc.body))
 		if tc.token != "" {
@@ -821,6 +829,73 @@ func TestUTF8Body(t *testing.T) {
 			if !errors.Is(err, errNotUTF8) || !strings.Contains(err.Error(), fmt.Sprintf("byte %d", tc.bad)) {
 				t.Errorf("%q (one byte a read: %v): %v, want errNotUTF8 at byte %d", tc.in, one, err, tc.bad)
 			}
+		}
+	}
+}
+
+// Ensure that utf8Body refuses the JSON escape of a lone UTF-16 surrogate
+// wherever it is and however the reads cut it, and passes pairs and every
+// other escape: against a model of random strings made of pieces, and
+// against encoding/json, which turns a lone one into U+FFFD (two ids that
+// differed there were stored as one) and a pair into its character.
+func TestUTF8BodyLoneSurrogates(t *testing.T) {
+	type piece struct {
+		s    string
+		kind int // 0: other; 1: a high surrogate escape; 2: a low one
+	}
+	pieces := []piece{{"a", 0}, {"\u00e9", 0}, {`\\`, 0}, {`\"`, 0}, {`\n`, 0}, {`\u0041`, 0}, {`\uFFFD`, 0},
+		{`\ud83d`, 1}, {`\uD800`, 1}, {`\ude00`, 2}, {`\uDFFF`, 2}, {`\\ud800`, 0}, {"u", 0}}
+	rng := rand.New(rand.NewPCG(3, 4))
+	for n := 0; n < 3000; n++ {
+		var b strings.Builder
+		b.WriteString(`{"id":"`)
+		lone, at := false, -1
+		var prev piece
+		ps := make([]piece, 1+rng.IntN(8))
+		for i := range ps {
+			ps[i] = pieces[rng.IntN(len(pieces))]
+		}
+		for i, p := range ps {
+			switch {
+			case lone:
+			case prev.kind == 1 && p.kind != 2:
+				lone, at = true, b.Len()-len(prev.s)
+			case p.kind == 2 && prev.kind != 1:
+				lone, at = true, b.Len()
+			}
+			b.WriteString(p.s)
+			if p.kind == 2 && prev.kind == 1 {
+				p = piece{} // the pair is one character
+			}
+			prev = p
+			if i == len(ps)-1 && p.kind == 1 && !lone {
+				lone, at = true, b.Len()-len(p.s)
+			}
+		}
+		b.WriteString(`"}`)
+		in := b.String()
+		var r io.Reader = strings.NewReader(in)
+		if rng.IntN(2) == 0 {
+			r = iotest.OneByteReader(r)
+		} else {
+			r = iotest.HalfReader(r)
+		}
+		got, err := io.ReadAll(&utf8Body{r: io.NopCloser(r)})
+		if lone {
+			if !errors.Is(err, errNotUTF8) || !strings.Contains(err.Error(), fmt.Sprintf("byte %d ", at)) || len(got) > at+len(`\ud800\uFFFD`) {
+				t.Fatalf("%s: %v (%d bytes read), want errNotUTF8 at byte %d", in, err, len(got), at)
+			}
+			continue
+		}
+		if err != nil || string(got) != in {
+			t.Fatalf("%s: %v", in, err)
+		}
+		var v struct{ ID string }
+		if err := json.Unmarshal(got, &v); err != nil {
+			t.Fatal(err)
+		}
+		if strings.ContainsRune(v.ID, utf8.RuneError) && !strings.Contains(in, `\uFFFD`) {
+			t.Fatalf("%s passed, and decodes to %q", in, v.ID)
 		}
 	}
 }
