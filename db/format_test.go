@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/lshdb/lshdb/codec"
 	"github.com/lshdb/lshdb/minhash"
 )
@@ -649,5 +650,75 @@ func TestCheckCountsUnlistedProblems(t *testing.T) {
 	}
 	if want := 130 + few.ProblemCount - 20; many.ProblemCount != want {
 		t.Errorf("130 unnamed records: %d problems counted, want %d", many.ProblemCount, want)
+	}
+}
+
+// Ensure that Upgrade keeps the disk reserve: without room above it for
+// a second copy of the records it is refused at once as ErrDiskFull,
+// saying what it needs, with the index as it was (it failed on a raw "no
+// space left on device", or filled the disk with its compaction and
+// succeeded); with room for the copy but not for the compaction after it,
+// it upgrades and says that the old records still take their space; with
+// room for both, it compacts them away. The disk: a filesystem of a
+// capacity set above what the index's files use.
+func TestUpgradeKeepsTheReserve(t *testing.T) {
+	const reserve = 1 << 20
+	for _, c := range []struct {
+		name        string
+		room        float64 // free space above the reserve, in copies of the records
+		refused     bool
+		uncompacted bool
+	}{{"no room", 0.5, true, false}, {"room to rewrite", 1.5, false, true}, {"room", 6, false, false}} {
+		t.Run(c.name, func(t *testing.T) {
+			docs := goldenDocs(t)
+			dir := copyGolden(t, "format3/text")
+			// Records enough (~2 MB) that what Pebble writes at an open
+			// is small beside them.
+			d := mustOpen(t, dir, nil)
+			rng := rand.New(rand.NewPCG(5, 6))
+			for i := range 2000 {
+				id := fmt.Sprintf("extra-%d", i)
+				var text strings.Builder
+				for range 150 {
+					fmt.Fprintf(&text, "%x ", rng.Uint32())
+				}
+				docs[id] = text.String()
+				if err := d.Put(Doc{ID: id, Text: docs[id]}, &WriteOptions{NoSync: true}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := d.Compact(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			need, err := d.pdb.EstimateDiskUsage(codec.DocPrefix, codec.DocPrefixEnd)
+			d.Close()
+			if err != nil || need < 1<<20 {
+				t.Fatal(need, err)
+			}
+			// NB: an open removes the files that the compaction made
+			// obsolete, and the logs: measured after one.
+			mustOpen(t, dir, nil).Close()
+			fs := &quotaFS{FS: vfs.Default, root: dir, capacity: 1 << 40}
+			u, _ := fs.GetDiskUsage(dir)
+			fs.capacity = int64(u.TotalBytes-u.AvailBytes) + reserve + int64(c.room*float64(need))
+			rep, err := Upgrade(context.Background(), dir, &Options{fs: fs, DiskReserve: reserve})
+			if c.refused {
+				if !errors.Is(err, ErrDiskFull) || !strings.Contains(err.Error(), "second copy of the records") {
+					t.Fatalf("Upgrade: %+v, %v; want ErrDiskFull", rep, err)
+				}
+			} else if err != nil || rep.To != codec.FormatVersion || rep.Uncompacted != c.uncompacted {
+				t.Fatalf("Upgrade: %+v, %v; want uncompacted %v", rep, err, c.uncompacted)
+			}
+			d = mustOpen(t, dir, &Options{ReadOnly: true})
+			defer d.Close()
+			want := codec.FormatVersion
+			if c.refused {
+				want = 3
+			}
+			if v := d.Params().FormatVersion; v != want {
+				t.Fatalf("format %d, want %d", v, want)
+			}
+			checkGolden(t, d, docs)
+		})
 	}
 }

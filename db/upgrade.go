@@ -27,6 +27,11 @@ type UpgradeReport struct {
 	Storage string
 	// Docs is the number of doc records rewritten.
 	Docs int
+	// Uncompacted says that the old records still take their space: the
+	// compaction that frees it at once was skipped for want of room above
+	// the reserve, or failed (logged); Pebble's own compactions free it
+	// later, or DB.Compact now.
+	Uncompacted bool
 }
 
 // Upgrade rewrites the index in dir, made by an lshdb of format 1, in the
@@ -114,7 +119,24 @@ func (db *DB) upgrade(ctx context.Context) (*UpgradeReport, error) {
 		}
 	}()
 
-	fs := db.opts.FS
+	// NB: the new records (and, from format 1, posting lists) are about
+	// as large as the old, which stay until the ingest: refused at once
+	// without room for them above the reserve, and their tables written
+	// through the reserve's check (tempFS). An upgrade that had room to
+	// open but not to rewrite failed with a raw "no space left on
+	// device", and one that just fitted left the disk full.
+	hi := codec.PostingPrefixEnd
+	if sketches {
+		hi = codec.DocPrefixEnd // the posting lists are left alone
+	}
+	need, err := db.pdb.EstimateDiskUsage(codec.DocPrefix, hi)
+	if err != nil {
+		return nil, classify(err)
+	}
+	if err := db.roomFor(int64(need)); err != nil {
+		return nil, fmt.Errorf("%w; the upgrade writes a second copy of the records (about %s) before it drops the first: free space, or upgrade a copy on a larger disk (lshdb backup --to DIR --copy)", err, mib(int64(need)))
+	}
+	fs := db.tempFS(db.dir)
 	tmp := fs.PathJoin(db.dir, loadTmpDir)
 	if err := fs.MkdirAll(tmp, 0o755); err != nil {
 		return nil, err
@@ -223,7 +245,7 @@ func (db *DB) upgrade(ctx context.Context) (*UpgradeReport, error) {
 		paths = append(paths, p...)
 	}
 	if err != nil {
-		return nil, err
+		return nil, classify(err)
 	}
 	if err := ctxErr(ctx); err != nil {
 		return nil, err
@@ -239,13 +261,18 @@ func (db *DB) upgrade(ctx context.Context) (*UpgradeReport, error) {
 	}
 	// The old records and posting lists are shadowed or deleted; a
 	// compaction of their ranges frees their space now rather than
-	// whenever Pebble gets to it.
-	hi := codec.PostingPrefixEnd
-	if sketches {
-		hi = codec.DocPrefixEnd // the posting lists were left alone
+	// whenever Pebble gets to it. NB: it writes the live records anew
+	// before it removes the old tables: without room for them above the
+	// reserve it is left to Pebble (a compaction that filled the disk
+	// left every later write refused).
+	if err := db.roomFor(int64(need)); err != nil {
+		db.opts.Logger.Warn("lshdb: upgraded, but the old records stay on disk until Pebble compacts them, for want of room to compact now: free space and run lshdb compact", "err", err)
+		rep.Uncompacted = true
+		return rep, nil
 	}
 	if err := db.pdb.Compact(ctx, codec.DocPrefix, hi, true); err != nil {
-		db.opts.Logger.Warn("lshdb: upgrade: compacting the old records", "err", err)
+		db.opts.Logger.Warn("lshdb: upgraded, but compacting the old records failed: they stay on disk until Pebble compacts them (lshdb compact)", "err", err)
+		rep.Uncompacted = true
 	}
 	return rep, nil
 }

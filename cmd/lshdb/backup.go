@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"syscall"
 
@@ -44,7 +46,8 @@ links): it survives the index being deleted, overwritten or rebuilt, but not
 damage to the bytes on disk, which both then share. --copy gives the copy
 files of its own (the time and space of a full copy). --verify reads the
 whole copy afterwards (lshdb check) and fails if any of it is damaged: a
-backup of a damaged index is no backup.
+backup of a damaged index is no backup, and the copy is moved to
+NEWDIR.damaged, out of the way of a script that checks NEWDIR exists.
 
 Of an index on Redis (--db redis+cluster://…), the copy is a new Pebble index
 in NEWDIR with the same parameters and every live document, each as it is when
@@ -120,6 +123,15 @@ nightly pairs run at the embedded index's speed.`,
 				}
 			}
 			cp.Close()
+			if err != nil && verify && errors.Is(err, db.ErrCorrupt) && a.ctx.Err() == nil {
+				// NB: left under NEWDIR, a damaged copy read as a good
+				// backup to a rotation script that checks it exists.
+				if moved, merr := moveAside(abs, ".damaged"); merr == nil {
+					err = fmt.Errorf("%w (the copy is moved to %s, out of NEWDIR's way)", err, moved)
+				} else {
+					err = fmt.Errorf("%w (and moving the copy out of NEWDIR's way failed: %w; remove it)", err, merr)
+				}
+			}
 			if err != nil {
 				return err
 			}
@@ -144,4 +156,20 @@ nightly pairs run at the embedded index's speed.`,
 	c.Flags().BoolVar(&copyAll, "copy", false, "give the copy files of its own (on the same filesystem its tables are otherwise the index's, hard-linked)")
 	c.Flags().BoolVar(&verify, "verify", false, "read the whole copy afterwards (as check does) and fail if any of it is damaged")
 	return c
+}
+
+// moveAside renames dir to dir+suffix, or dir+suffix-N for the first N
+// free, and returns the new name.
+func moveAside(dir, suffix string) (string, error) {
+	for n := 1; n < 1000; n++ {
+		to := dir + suffix
+		if n > 1 {
+			to = fmt.Sprintf("%s%s-%d", dir, suffix, n)
+		}
+		if _, err := os.Lstat(to); !errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		return to, os.Rename(dir, to)
+	}
+	return "", fmt.Errorf("%s%s-1 to -999 all exist", dir, suffix)
 }

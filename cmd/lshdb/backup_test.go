@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -163,5 +165,13 @@ func TestBackupCopyAndVerify(t *testing.T) {
 	_, errOut, code := runLine([]string{"backup", "--db", idx, "--to", filepath.Join(dir, "checked"), "--verify"}, "")
 	if code != 1 || !strings.Contains(errOut, "is damaged") && !strings.Contains(errOut, "fails its check") {
 		t.Fatalf("backup --verify of a damaged index: exit %d, %q", code, errOut)
+	}
+	// The damaged copy is out of NEWDIR's way (a script that checks the
+	// backup exists kept it as a good one), kept for a look.
+	if _, err := os.Stat(filepath.Join(dir, "checked")); !errors.Is(err, fs.ErrNotExist) || !strings.Contains(errOut, "checked.damaged") {
+		t.Errorf("NEWDIR after a failed --verify: %v (%s)", err, errOut)
+	}
+	if _, _, code := runLine([]string{"info", "--db", filepath.Join(dir, "checked.damaged")}, ""); code != 0 {
+		t.Errorf("the damaged copy does not open: exit %d", code)
 	}
 }

@@ -2091,19 +2091,25 @@ format). It needs free space for a second copy of the records until it ends.`,
 			if err := a.needDB(); err != nil {
 				return err
 			}
-			rep, err := db.Upgrade(a.ctx, a.dbDir, nil)
+			// NB: the handle's options, --disk-reserve's included: nil
+			// made the flag do nothing here, and its own error message
+			// offered it.
+			rep, err := db.Upgrade(a.ctx, a.dbDir, a.writeOptions(&db.Options{}))
 			err = lockedHint(err, a.dbDir)
 			if err != nil {
 				return interruptNote(err, "upgrade interrupted: the index is as it was")
 			}
 			if a.json() {
-				return a.emitJSON(upgradeJSON{From: rep.From, To: rep.To, Storage: rep.Storage, Docs: rep.Docs})
+				return a.emitJSON(upgradeJSON{From: rep.From, To: rep.To, Storage: rep.Storage, Docs: rep.Docs, Uncompacted: rep.Uncompacted})
 			}
 			if rep.From == rep.To {
 				_, err = fmt.Fprintf(a.stdout, "index format %d needs no upgrade: nothing to do\n", rep.To)
 				return err
 			}
 			_, err = fmt.Fprintf(a.stdout, "upgraded index format %d to %d: %d documents, storage %s\n", rep.From, rep.To, rep.Docs, rep.Storage)
+			if err == nil && rep.Uncompacted {
+				a.notef("the old records still take their space on disk (no room to compact them now, or the compaction failed: see above); lshdb compact frees it once there is room")
+			}
 			return err
 		},
 	}
@@ -2115,4 +2121,6 @@ type upgradeJSON struct {
 	To      int    `json:"to_format"`
 	Storage string `json:"storage"`
 	Docs    int    `json:"docs"`
+	// Uncompacted: the old records still take their space (db.UpgradeReport).
+	Uncompacted bool `json:"uncompacted,omitempty"`
 }
