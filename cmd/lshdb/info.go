@@ -4,8 +4,8 @@ package main
 
 import (
 	"fmt"
-	"strings"
 	"math"
+	"strings"
 
 	"github.com/lshdb/lshdb/codec"
 	"github.com/lshdb/lshdb/db"
