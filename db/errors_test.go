@@ -234,6 +234,14 @@ func TestErrBadInput(t *testing.T) {
 	if err := d.Delete("missing", nil); !errors.Is(err, ErrNotFound) {
 		t.Errorf("Delete(missing) = %v", err)
 	}
+	// In a batch, the missing one's position: the HTTP error had none.
+	var de *DocError
+	if _, err := d.DeleteIDs([]string{"keep", "missing"}, nil); !errors.Is(err, ErrNotFound) || !errors.As(err, &de) || de.Index != 1 || de.ID != "missing" {
+		t.Errorf("DeleteIDs(keep, missing) = %v", err)
+	}
+	if ok, err := d.Has("keep"); !ok || err != nil {
+		t.Errorf("a refused delete removed a document: %v", err)
+	}
 	if _, err := d.Query(context.Background(), "x", &QueryOptions{Threshold: 1.5}); !errors.Is(err, ErrInvalidOptions) {
 		t.Errorf("threshold 1.5: %v", err)
 	}

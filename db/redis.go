@@ -327,7 +327,7 @@ func (db *DB) redisDelete(ids []string, o *WriteOptions) (DeleteResult, error) {
 		case o.IgnoreMissing:
 			res.Missing = append(res.Missing, id)
 		default:
-			return DeleteResult{}, fmt.Errorf("%w: %q", ErrNotFound, id)
+			return DeleteResult{}, missingErr(ids, id)
 		}
 	}
 	if len(stored) == 0 {

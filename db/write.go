@@ -722,6 +722,18 @@ func (db *DB) DeleteIDsContext(ctx context.Context, ids []string, o *WriteOption
 	return res, nil
 }
 
+// missingErr is the error of a delete of ids that finds no document of
+// id: ErrNotFound, in a DocError giving id's position when ids are more
+// than one (as an invalid id's), so that a caller (a client over HTTP
+// too) tells which one without parsing the message.
+func missingErr(ids []string, id string) error {
+	err := fmt.Errorf("%w: %q", ErrNotFound, id)
+	if len(ids) > 1 {
+		return &DocError{Index: slices.Index(ids, id), ID: id, Err: err}
+	}
+	return err
+}
+
 // deleteLocked is DeleteIDs' batch. The caller holds db.mu for reading
 // and wmu, and waits on the syncWaiter after releasing wmu.
 func (db *DB) deleteLocked(ids []string, o *WriteOptions) (res DeleteResult, sw syncWaiter, err error) {
@@ -768,7 +780,7 @@ func (db *DB) deleteLocked(ids []string, o *WriteOptions) (res DeleteResult, sw 
 				res.Missing = append(res.Missing, id)
 				continue
 			}
-			return DeleteResult{}, sw, fmt.Errorf("%w: %q", ErrNotFound, id)
+			return DeleteResult{}, sw, missingErr(ids, id)
 		}
 		if err := dropOld(b, &od, &postings, &c); err != nil {
 			return DeleteResult{}, sw, err

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -167,8 +168,9 @@ func (a *app) serve(so *serveOptions) error {
 	}
 	m := metrics.New(d)
 	mux := http.NewServeMux()
-	mux.Handle("/", httpapi.Handler(d, &httpapi.Options{Token: so.token, MaxBodyBytes: so.maxBody, MaxBatch: so.maxBatch, MaxInFlight: so.maxInFlight, MaxInFlightBytes: so.maxInFlightBytes, WriteTimeout: so.writeTimeout, ReadTimeout: so.readTimeout,
-		BackupRoot: so.backupRoot, Logger: log, Hooks: m.Hooks()}))
+	api := httpapi.Handler(d, &httpapi.Options{Token: so.token, MaxBodyBytes: so.maxBody, MaxBatch: so.maxBatch, MaxInFlight: so.maxInFlight, MaxInFlightBytes: so.maxInFlightBytes, WriteTimeout: so.writeTimeout, ReadTimeout: so.readTimeout,
+		BackupRoot: so.backupRoot, Logger: log, Hooks: m.Hooks()})
+	mux.Handle("/", api)
 	mux.Handle("GET /metrics", httpapi.RequireToken(so.token, m.Handler()))
 	// NB: the requests still in their handler: at the shutdown timeout
 	// the server cancels them and returns, and a cancelled load's log
@@ -178,6 +180,15 @@ func (a *app) serve(so *serveOptions) error {
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			inHandler.Add(1)
 			defer inHandler.Add(-1)
+			if p := r.URL.Path; p != "" && path.Clean(p) != p {
+				// NB: the mux answers a path that is not clean ("//v1/docs",
+				// a base URL ending in / joined to "/v1/docs") with a 307
+				// and an HTML body, which some clients follow and resend
+				// and others fail on: the API answers it (404 no_route, in
+				// JSON, naming the path).
+				api.ServeHTTP(w, r)
+				return
+			}
 			mux.ServeHTTP(w, r)
 		}),
 		ReadHeaderTimeout: min(so.readTimeout, 10*time.Second),

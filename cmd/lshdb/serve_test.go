@@ -648,3 +648,31 @@ func TestServeReportsDamage(t *testing.T) {
 		t.Errorf("exit %d: %s", code, log)
 	}
 }
+
+// Ensure that a path that is not clean ("//v1/count": a base URL ending
+// in / joined to "/v1/count") gets the API's JSON 404 naming the cause,
+// not the mux's 307 with an HTML body (which one client resent and
+// another failed on), and that a request's id comes back.
+func TestServeUncleanPath(t *testing.T) {
+	idx := filepath.Join(t.TempDir(), "idx")
+	if _, errOut, code := runLine([]string{"insert", "--db", idx, "-"}, `{"id":"a","text":"a document to serve"}`+"\n"); code != 0 {
+		t.Fatal(errOut)
+	}
+	_, tcp, _, _ := startServe(t, "--db", idx, "--addr", "127.0.0.1:0")
+	for _, p := range []string{"//v1/count", "/v1/./count", "/v1//docs"} {
+		req, _ := http.NewRequest("POST", tcp+p, strings.NewReader(`{}`))
+		req.Header.Set("X-Request-Id", "unclean-1")
+		resp, err := http.DefaultTransport.RoundTrip(req) // NB: follows no redirect
+		if err != nil {
+			t.Fatal(err)
+		}
+		var e struct {
+			Error struct{ Code, Message string }
+		}
+		err = json.NewDecoder(resp.Body).Decode(&e)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusNotFound || err != nil || e.Error.Code != "no_route" || !strings.Contains(e.Error.Message, "not clean") || resp.Header.Get("X-Request-Id") != "unclean-1" {
+			t.Errorf("%s: %d %+v %v", p, resp.StatusCode, e, err)
+		}
+	}
+}

@@ -663,6 +663,8 @@ func TestErrorsMatchSentinels(t *testing.T) {
 		{"delete non-UTF-8 id", func() error { return c.Delete("a\xff", nil) }, func() error { return d.Delete("a\xff", nil) }, db.ErrInvalidID},
 		{"delete many, one empty", func() error { _, err := c.DeleteIDs([]string{"a", ""}, nil); return err },
 			func() error { _, err := d.DeleteIDs([]string{"a", ""}, nil); return err }, db.ErrInvalidID},
+		{"delete many, one missing", func() error { _, err := c.DeleteIDs([]string{"a", "nope"}, nil); return err },
+			func() error { _, err := d.DeleteIDs([]string{"a", "nope"}, nil); return err }, db.ErrNotFound},
 		{"delete many, one non-UTF-8", func() error { _, err := c.DeleteIDs([]string{"a", "b\xff"}, nil); return err },
 			func() error { _, err := d.DeleteIDs([]string{"a", "b\xff"}, nil); return err }, db.ErrInvalidID},
 		{"has-many empty id", func() error { _, err := c.HasIDs([]string{"a", ""}); return err },

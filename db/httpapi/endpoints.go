@@ -76,6 +76,9 @@ func (h *handler) count(w *resp, r *http.Request) error {
 
 func (h *handler) get(w *resp, r *http.Request) error {
 	q, err := params(r, []string{"id"})
+	if err == nil {
+		err = required(q, "id")
+	}
 	if err != nil {
 		return err
 	}
@@ -88,6 +91,9 @@ func (h *handler) get(w *resp, r *http.Request) error {
 
 func (h *handler) has(w *resp, r *http.Request) error {
 	q, err := params(r, []string{"id"})
+	if err == nil {
+		err = required(q, "id")
+	}
 	if err != nil {
 		return err
 	}
@@ -984,6 +990,9 @@ func (h *handler) bucket(w *resp, r *http.Request) error {
 
 func (h *handler) explain(w *resp, r *http.Request) error {
 	q, err := params(r, []string{"a", "b"})
+	if err == nil {
+		err = required(q, "a", "b")
+	}
 	if err != nil {
 		return err
 	}

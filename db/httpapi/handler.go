@@ -11,10 +11,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
+	"path"
 	"reflect"
 	"runtime/debug"
 	"slices"
@@ -310,7 +312,8 @@ func (h *handler) match(r *http.Request) (rt *route, allow []string, ok bool) {
 
 func (h *handler) ServeHTTP(hw http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	w := &resp{w: hw, rc: http.NewResponseController(hw), h: h}
+	w := &resp{w: hw, rc: http.NewResponseController(hw), h: h, id: requestID(r)}
+	hw.Header().Set("X-Request-Id", w.id)
 	op := "unknown"
 	var err error
 	defer func() {
@@ -321,7 +324,7 @@ func (h *handler) ServeHTTP(hw http.ResponseWriter, r *http.Request) {
 			// NB: the request's own line says what failed; this one
 			// says where, for the bug report.
 			if h.o.Logger != nil {
-				h.o.Logger.Error("lshdb: a request's handler panicked", "method", r.Method, "path", r.URL.Path, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+				h.o.Logger.Error("lshdb: a request's handler panicked", "method", r.Method, "path", r.URL.Path, "request_id", w.id, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
 			}
 			if !w.started {
 				w.fail(err)
@@ -340,6 +343,9 @@ func (h *handler) ServeHTTP(hw http.ResponseWriter, r *http.Request) {
 	switch {
 	case !ok:
 		err = fmt.Errorf("%w: %s %s", ErrNoRoute, r.Method, r.URL.Path)
+		if p := r.URL.Path; p != "" && path.Clean(p) != p {
+			err = fmt.Errorf("%w (the path is not clean: an empty segment, a . or a ..: does the base URL end in a /?)", err)
+		}
 		w.fail(err)
 		return
 	case rt == nil:
@@ -365,6 +371,14 @@ func (h *handler) ServeHTTP(hw http.ResponseWriter, r *http.Request) {
 	// length keeps net/http's own body, whose early close makes the
 	// server wait for the client to read the answer before it closes
 	// (else the client met a connection reset, not the 413).
+	if ce := r.Header.Get("Content-Encoding"); ce != "" && !strings.EqualFold(ce, "identity") {
+		// NB: the body was parsed as it came, and a gzip one failed as
+		// "malformed JSON at byte 1: invalid character '\x1f'".
+		err = badRequest("Content-Encoding %q is not supported: send the body uncompressed", ce)
+		w.w.Header().Set("Connection", "close") // NB: rather than drain the body
+		w.fail(err)
+		return
+	}
 	checked := &utf8Body{r: r.Body}
 	if max := h.o.MaxBodyBytes; max > 0 && (rt.op == "put_if_new" || rt.op == "load" || rt.op == "clusters_from") {
 		// NB: a put-if-new or load stream (a dedup run or a build over a
@@ -477,7 +491,7 @@ func (h *handler) done(r *http.Request, op string, w *resp, err error, elapsed t
 	}
 	attrs := []slog.Attr{slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.String("op", op),
 		slog.Int("status", w.status), slog.Int64("bytes", w.bytes), slog.Duration("elapsed", elapsed),
-		slog.String("remote", r.RemoteAddr)}
+		slog.String("remote", r.RemoteAddr), slog.String("request_id", w.id)}
 	level := slog.LevelInfo
 	if err != nil {
 		c := codeOf(err)
@@ -509,6 +523,19 @@ type resp struct {
 	status  int
 	bytes   int64
 	started bool
+	id      string // the request's id (requestID)
+}
+
+// requestID returns the id of r for the log and the answer's
+// X-Request-Id: the client's X-Request-Id when it is 1 to 128 printable
+// ASCII characters (so that a client's error and the server's log line
+// can be matched, on the socket too, whose remote address is "@"), else
+// 16 random hex digits.
+func requestID(r *http.Request) string {
+	if id := r.Header.Get("X-Request-Id"); id != "" && len(id) <= 128 && !strings.ContainsFunc(id, func(c rune) bool { return c < 0x21 || c > 0x7e }) {
+		return id
+	}
+	return fmt.Sprintf("%016x", rand.Uint64())
 }
 
 // Write sends p with a fresh write deadline.
@@ -649,6 +676,18 @@ func params(r *http.Request, allowed []string, multi ...string) (url.Values, err
 		}
 	}
 	return q, nil
+}
+
+// required returns a bad request naming the first of names that q lacks
+// (as DELETE /v1/docs says "id is required"; a GET said "invalid id:
+// empty", and explain did not say which of a and b).
+func required(q url.Values, names ...string) error {
+	for _, n := range names {
+		if !q.Has(n) {
+			return badRequest("%s is required (?%s=…)", n, n)
+		}
+	}
+	return nil
 }
 
 func floatParam(q url.Values, name string) (float64, error) {

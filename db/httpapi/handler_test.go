@@ -3,6 +3,7 @@ package httpapi
 import (
 	"bufio"
 	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
@@ -16,6 +17,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"slices"
 	"strings"
@@ -193,6 +195,12 @@ func TestBadRequests(t *testing.T) {
 		{"POST", "/v1/docs/delete", `{"ids": ["0ad\udfff"]}`, "s3cret", 400, "bad_request"},
 		{"POST", "/v1/query", `{"id": "0ad\ud83d"}`, "s3cret", 400, "bad_request"},
 		{"GET", "/v1/query?text=%ff%fe+hello+world", "", "s3cret", 400, "bad_request"},
+		// NB: a missing id said "invalid id: empty" (DELETE said "id is
+		// required"), and explain did not say which one was missing.
+		{"GET", "/v1/docs", "", "s3cret", 400, "bad_request"},
+		{"GET", "/v1/docs/has", "", "s3cret", 400, "bad_request"},
+		{"GET", "/v1/explain?a=0ad", "", "s3cret", 400, "bad_request"},
+		{"GET", "/v1/docs?id=", "", "s3cret", 400, "invalid_id"},
 	} {
 		req, _ := http.NewRequest(tc.method, base+tc.path, strings.NewReader(tc.body))
 		if tc.token != "" {
@@ -897,6 +905,66 @@ func TestUTF8BodyLoneSurrogates(t *testing.T) {
 		if strings.ContainsRune(v.ID, utf8.RuneError) && !strings.Contains(in, `\uFFFD`) {
 			t.Fatalf("%s passed, and decodes to %q", in, v.ID)
 		}
+	}
+}
+
+// Ensure that every answer carries the request's id, the client's own
+// when it sent a sane one, and that the request's log line gives it: a
+// client's error and the server's log could not be matched (on the
+// socket the remote address is "@").
+func TestRequestID(t *testing.T) {
+	d := openFixture(t, 5, nil)
+	var buf bytes.Buffer
+	h := Handler(d, &Options{Logger: slog.New(slog.NewJSONHandler(&buf, nil))})
+	for _, c := range []struct{ sent, want string }{
+		{"client-chose-this-0123", "client-chose-this-0123"},
+		{"", ""},
+		{"has a space", ""},
+		{strings.Repeat("x", 129), ""},
+	} {
+		buf.Reset()
+		r := httptest.NewRequest("GET", "/v1/docs?id=nope", nil)
+		if c.sent != "" {
+			r.Header.Set("X-Request-Id", c.sent)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, r)
+		got := rec.Header().Get("X-Request-Id")
+		if c.want != "" && got != c.want || c.want == "" && !regexp.MustCompile(`^[0-9a-f]{16}$`).MatchString(got) {
+			t.Errorf("sent %q: X-Request-Id %q", c.sent, got)
+		}
+		var line map[string]any
+		if err := json.Unmarshal(buf.Bytes(), &line); err != nil || line["request_id"] != got || line["code"] != "not_found" {
+			t.Errorf("sent %q: log %s (%v)", c.sent, buf.Bytes(), err)
+		}
+	}
+}
+
+// Ensure that a compressed body is refused saying so (it was parsed as
+// it came: "malformed JSON at byte 1"), with nothing stored.
+func TestContentEncodingRefused(t *testing.T) {
+	d := openFixture(t, 5, nil)
+	before, _ := d.Count()
+	h := Handler(d, nil)
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zw.Write([]byte(`{"id": "zipped", "text": "a compressed document body"}`))
+	zw.Close()
+	r := httptest.NewRequest("POST", "/v1/docs", &gz)
+	r.Header.Set("Content-Encoding", "gzip")
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, r)
+	if rec.Code != 400 || !strings.Contains(rec.Body.String(), `Content-Encoding \"gzip\" is not supported`) {
+		t.Errorf("%d %s", rec.Code, rec.Body)
+	}
+	if n, _ := d.Count(); n != before {
+		t.Errorf("%d documents, %d before", n, before)
+	}
+	r = httptest.NewRequest("POST", "/v1/docs", strings.NewReader(`{"id": "plain", "text": "an uncompressed document body"}`))
+	r.Header.Set("Content-Encoding", "identity")
+	rec = httptest.NewRecorder()
+	if h.ServeHTTP(rec, r); rec.Code != 200 {
+		t.Errorf("identity: %d %s", rec.Code, rec.Body)
 	}
 }
 
