@@ -35,7 +35,7 @@ type infoJSON struct {
 	DiskBytes      uint64   `json:"disk_bytes"`
 	TempBytes      uint64   `json:"temp_bytes,omitempty"`
 	// RecycledLogBytes is db.Info.RecycledLogBytes.
-	RecycledLogBytes uint64 `json:"recycled_log_bytes,omitempty"`
+	RecycledLogBytes uint64 `json:"recycled_log_bytes"`
 	// Instance names the index (db.Info): a pairs file made on another
 	// is refused.
 	Instance string `json:"instance,omitempty"`
@@ -146,11 +146,18 @@ func diskParts(in *db.Info) string {
 	if in.TempBytes > 0 {
 		parts = append(parts, humanBytes(in.TempBytes)+" of it temporary files: of a build or pairs run under way, or left by a killed one, which the next command that writes removes")
 	}
-	if in.RecycledLogBytes > 0 {
+	if significantLogs(in) {
 		parts = append(parts, humanBytes(in.RecycledLogBytes)+" of it write-ahead logs kept to be reused as the next ones, not freed")
 	}
 	if len(parts) == 0 {
 		return ""
 	}
 	return " (" + strings.Join(parts, "; ") + ")"
+}
+
+// significantLogs reports whether the write-ahead logs kept for reuse are
+// worth a word beside an index's size: at least 1 MiB and a quarter of it
+// (a small index's few KiB of them are always there).
+func significantLogs(in *db.Info) bool {
+	return in.RecycledLogBytes >= 1<<20 && 4*in.RecycledLogBytes >= in.DiskBytes
 }

@@ -26,7 +26,7 @@ import (
 	"github.com/lshdb/lshdb/internal/gen"
 )
 
-var diskBytes = regexp.MustCompile(`("disk_bytes":|"log_bytes":|on disk |size on disk: |log on disk: )\d+(\.\d [KMGTPE]iB| B)?`)
+var diskBytes = regexp.MustCompile(`("disk_bytes":|"log_bytes":|"recycled_log_bytes":|on disk |size on disk: |log on disk: |logs kept for reuse: )\d+(\.\d [KMGTPE]iB| B)?`)
 
 // instance matches the random name of an index (db.Info.Instance) as info
 // prints it: the scripts show it as I.

@@ -706,8 +706,8 @@ func (a *app) statsCmd() *cobra.Command {
 				// read as an empty index.
 				// NB: it gave the logs kept for reuse as writes not yet
 				// flushed: 14 MB of a 16 MB index that held 2 MB of tables.
-				fmt.Fprintf(a.stdout, "write-ahead log on disk: %d: %d of writes not yet flushed into tables (the log holds them until it fills, or the writer closes the index, or it is opened again), %d of logs kept for reuse as the next ones (their space is reused, not freed)\n",
-					st.LogBytes, st.LogBytes-st.RecycledLogBytes, st.RecycledLogBytes)
+				fmt.Fprintf(a.stdout, "write-ahead log on disk: %d (writes not yet flushed into tables: the log holds them until it fills, or the writer closes the index, or it is opened again), of which logs kept for reuse: %d (as the next logs: their space is reused, not freed)\n",
+					st.LogBytes, st.RecycledLogBytes)
 				return a.printHottest(st.Buckets.Hottest)
 			})
 		},

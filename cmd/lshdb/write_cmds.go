@@ -1820,6 +1820,12 @@ command, unless --ignore-missing.`,
 					return fmt.Errorf("interrupted: nothing deleted%w", silently{err})
 				}
 				if errors.Is(err, db.ErrNotFound) && !ignoreMissing {
+					// NB: the id is the message's; its position among the
+					// arguments (the library's DocError) is not.
+					var de *db.DocError
+					if errors.As(err, &de) {
+						err = de.Err
+					}
 					// NB: the library names the first; a nightly list of
 					// thousands gave no idea how many (counted, best effort).
 					more := ""
@@ -1962,7 +1968,7 @@ frees a deleted key at once).`,
 					return a.emitJSON(compactedJSON{DiskBytesBefore: before, DiskBytesAfter: after})
 				}
 				logs := ""
-				if in, err := d.Info(); err == nil && in.RecycledLogBytes > 0 {
+				if in, err := d.Info(); err == nil && significantLogs(in) {
 					// NB: a small index's compact said "15.6 MiB on disk,
 					// 15.6 MiB before" of 2 MiB of tables, and read as if
 					// it did nothing.
