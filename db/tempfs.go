@@ -24,6 +24,7 @@ type reserveFS struct {
 	reserve int64
 	// unchecked is the bytes written since the last check.
 	unchecked atomic.Int64
+	refusals  *atomic.Uint64 // counts the checks that refuse (Metrics.DiskFullRefusals)
 }
 
 // tempFS returns the filesystem for db's temporary files in dir
@@ -35,14 +36,18 @@ func (db *DB) tempFS(dir string) vfs.FS {
 	if db.opts.DiskReserve < 0 {
 		return db.opts.FS
 	}
-	return &reserveFS{FS: db.opts.FS, dir: dir, reserve: db.opts.DiskReserve}
+	return &reserveFS{FS: db.opts.FS, dir: dir, reserve: db.opts.DiskReserve, refusals: &db.counts.diskFull}
 }
 
 func (r *reserveFS) check() error {
 	r.unchecked.Store(0)
 	// NB: the reserve itself is the margin of the next stretch of
 	// writes: a temporary file may eat tempCheckBytes into it, no more.
-	return roomIn(r.FS, r.dir, r.reserve, 0)
+	err := roomIn(r.FS, r.dir, r.reserve, 0)
+	if err != nil && r.refusals != nil {
+		r.refusals.Add(1)
+	}
+	return err
 }
 
 func (r *reserveFS) Create(name string, category vfs.DiskWriteCategory) (vfs.File, error) {

@@ -129,7 +129,14 @@ func (db *DB) upgrade(ctx context.Context) (*UpgradeReport, error) {
 	if sketches {
 		hi = codec.DocPrefixEnd // the posting lists are left alone
 	}
-	need, err := db.pdb.EstimateDiskUsage(codec.DocPrefix, hi)
+	need, err := db.pdb.EstimateDiskUsage(codec.DocPrefix, codec.DocPrefixEnd)
+	if err == nil && !sketches {
+		// NB: the records and the posting lists, not the ids between
+		// them, which are kept.
+		var lists uint64
+		lists, err = db.pdb.EstimateDiskUsage(codec.PostingPrefix, codec.PostingPrefixEnd)
+		need += lists
+	}
 	if err != nil {
 		return nil, classify(err)
 	}

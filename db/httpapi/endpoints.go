@@ -232,6 +232,53 @@ func (b *boundedDocs) UnmarshalJSON(raw []byte) error {
 	return nil
 }
 
+// queryManyBody is the body of a query/many as the handler decodes it:
+// a QueryManyRequest whose queries are decoded one at a time, up to
+// Options.MaxBatch.
+type queryManyBody struct {
+	QueryManyRequest
+	Queries *boundedQueries `json:"queries"`
+}
+
+// boundedQueries decodes a JSON list of queries, refusing (with
+// ErrBatchTooLarge) one longer than max (none when max ≤ 0) before
+// decoding more. qs stays nil for a null (or absent) list.
+type boundedQueries struct {
+	max int
+	qs  []QueryRequest
+}
+
+func (b *boundedQueries) UnmarshalJSON(raw []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	t, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	if t == nil {
+		return nil // null
+	}
+	if d, ok := t.(json.Delim); !ok || d != '[' {
+		return badRequest("queries is not a list of queries")
+	}
+	b.qs = []QueryRequest{}
+	for dec.More() {
+		if b.max > 0 && len(b.qs) == b.max {
+			return fmt.Errorf("%w: more than %d queries in one request (lshdb serve --max-batch): split them into several requests", ErrBatchTooLarge, b.max)
+		}
+		var q QueryRequest
+		if err := dec.Decode(&q); err != nil {
+			var te *json.UnmarshalTypeError
+			if errors.As(err, &te) {
+				return badRequest("queries[%d]: JSON field %q: %s where %s is expected", len(b.qs), jsonField(te.Field), te.Value, jsonKind(te.Type))
+			}
+			return badRequest("queries[%d]: %v", len(b.qs), err)
+		}
+		b.qs = append(b.qs, q)
+	}
+	return nil
+}
+
 func (h *handler) putIfNew(w *resp, r *http.Request) error {
 	q, err := params(r, []string{"no_sync", "store_text", "ttl_ms", "expire_at"})
 	if err != nil {
@@ -694,9 +741,16 @@ func (h *handler) queryMany(w *resp, r *http.Request) error {
 	if _, err := params(r, nil); err != nil {
 		return err
 	}
-	var req QueryManyRequest
-	if err := decode(r, &req); err != nil {
+	// NB: the queries are counted as they are decoded, as a put's
+	// documents (boundedDocs): a 20 MB body of empty queries was decoded
+	// whole (6.7 million, 1.5 GB) before its count was refused.
+	body := queryManyBody{Queries: &boundedQueries{max: h.o.MaxBatch}}
+	if err := decode(r, &body); err != nil {
 		return err
+	}
+	req := body.QueryManyRequest
+	if body.Queries != nil {
+		req.Queries = body.Queries.qs
 	}
 	if req.Queries == nil {
 		return badRequest("no queries: give queries, a list of query requests")

@@ -865,6 +865,20 @@ func (b *utf8Body) Read(p []byte) (int, error) {
 	if b.err != nil {
 		return 0, b.err
 	}
+	n, err := b.readUTF8(p)
+	// NB: the bytes given back before invalid ones are scanned too: a
+	// stream's earlier lines are decoded and stored.
+	if at := b.esc.scan(p[:n], b.read); at >= 0 {
+		b.err = fmt.Errorf("%w: a lone UTF-16 surrogate escape (\\uD800 to \\uDFFF not in a pair), which is no character, at byte %d (JSON text must be UTF-8; an id or a text with it would be changed)", errNotUTF8, at)
+		return int(max(at-b.read, 0)), b.err
+	}
+	b.read += int64(n)
+	return n, err
+}
+
+// readUTF8 reads into p, and returns the bytes up to the first that are
+// not UTF-8, with errNotUTF8 naming them (kept in b.err).
+func (b *utf8Body) readUTF8(p []byte) (int, error) {
 	n, err := b.r.Read(p)
 	data := p[:n]
 	bad := func(at int64, kept int, what string) (int, error) {
@@ -914,10 +928,6 @@ func (b *utf8Body) Read(p []byte) (int, error) {
 	if err == io.EOF && len(b.carry) > 0 {
 		return bad(b.off, n, "the body ends inside a character")
 	}
-	if at := b.esc.scan(data, b.read); at >= 0 {
-		return bad(at, int(max(at-b.read, 0)), "a lone UTF-16 surrogate escape (\\uD800 to \\uDFFF not in a pair), which is no character,")
-	}
-	b.read += int64(n)
 	return n, err
 }
 

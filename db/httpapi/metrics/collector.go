@@ -61,7 +61,7 @@ var (
 		counter("lshdb_query_cache_list_misses_total", "Posting lists not in the query cache.", func(m *db.Metrics) float64 { return float64(m.QueryCache.ListMisses) }),
 		gauge("lshdb_damaged", "1 when the index's background work (a compaction, a flush) met damage to its files: run lshdb check (GET /healthz answers 503 meanwhile).", func(m *db.Metrics) float64 { return b2f(m.Damaged) }),
 		gauge("lshdb_disk_reserve_bytes", "Free space below which writes are refused as disk_full (--disk-reserve); -1: no check.", func(m *db.Metrics) float64 { return float64(m.DiskReserve) }),
-		counter("lshdb_disk_full_refusals_total", "Writes refused because the free space fell below the reserve.", func(m *db.Metrics) float64 { return float64(m.DiskFullRefusals) }),
+		counter("lshdb_disk_full_refusals_total", "Work refused because the free space fell below the reserve: writes, the temporary files of loads, pairs runs and upgrades, backups, flushes at close.", func(m *db.Metrics) float64 { return float64(m.DiskFullRefusals) }),
 		counter("lshdb_expiry_sweeps_total", "Expiry sweeps run.", func(m *db.Metrics) float64 { return float64(m.ExpirySweeps) }),
 		counter("lshdb_expiry_sweep_errors_total", "Expiry sweeps that failed (each is logged).", func(m *db.Metrics) float64 { return float64(m.ExpirySweepErrors) }),
 		counter("lshdb_expired_swept_total", "Expired documents the sweeps removed.", func(m *db.Metrics) float64 { return float64(m.ExpiredSwept) }),
