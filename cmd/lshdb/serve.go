@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"os"
 	"path"
+	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -23,6 +25,8 @@ import (
 // serveOptions are lshdb serve's flags.
 type serveOptions struct {
 	addr, token, backupRoot, logFormat     string
+	tokenFile                              string
+	tokenOnCommandLine                     bool
 	maxBody, maxInFlightBytes              int64
 	maxBatch, maxInFlight                  int
 	readTimeout, writeTimeout, idleTimeout time.Duration
@@ -61,7 +65,20 @@ stops accepting requests, lets those in flight finish (up to
 			if err := a.needDB(); err != nil {
 				return err
 			}
-			if so.token == "" {
+			switch {
+			case so.token != "" && so.tokenFile != "":
+				return usagef("give --token or --token-file, not both")
+			case so.tokenFile != "":
+				b, err := os.ReadFile(so.tokenFile)
+				if err != nil {
+					return fmt.Errorf("--token-file: %w", err)
+				}
+				if so.token = strings.TrimRight(string(b), "\r\n"); so.token == "" {
+					return usagef("--token-file %s is empty", so.tokenFile)
+				}
+			case so.token != "":
+				so.tokenOnCommandLine = true
+			default:
 				so.token = os.Getenv("LSHDB_TOKEN")
 			}
 			if so.addr != "" {
@@ -89,12 +106,13 @@ stops accepting requests, lets those in flight finish (up to
 	}
 	fs := c.Flags()
 	fs.StringVar(&so.addr, "addr", "", "also listen on this TCP address (HOST:PORT); default: the Unix socket only")
-	fs.StringVar(&so.token, "token", "", "bearer token required on every request but /healthz (default: $LSHDB_TOKEN)")
+	fs.StringVar(&so.token, "token", "", "bearer token required on every request but /healthz (default: $LSHDB_TOKEN); every local user sees a command line: prefer LSHDB_TOKEN or --token-file")
+	fs.StringVar(&so.tokenFile, "token-file", "", "read the bearer token from this file (its first line)")
 	fs.Int64Var(&so.maxBody, "max-body", httpapi.DefaultMaxBodyBytes, "largest request body in bytes (413 beyond; for put-if-new: each document)")
 	fs.IntVar(&so.maxBatch, "max-batch", httpapi.DefaultMaxBatch, "most documents (queries) in one put or query/many request (413 beyond; -1: no limit)")
 	fs.IntVar(&so.maxInFlight, "max-in-flight", httpapi.DefaultMaxInFlight, "most documents (queries) of all requests worked on at once; others wait (-1: no limit)")
 	fs.Int64Var(&so.maxInFlightBytes, "max-in-flight-bytes", httpapi.DefaultMaxInFlightBytes, "most bytes of text of all requests worked on at once (a document takes about 35x its text in memory while it is signed); others wait (-1: no limit)")
-	fs.DurationVar(&so.readTimeout, "read-timeout", time.Minute, "time a client has to send a request, body included (for put-if-new: each document)")
+	fs.DurationVar(&so.readTimeout, "read-timeout", time.Minute, "time a client has to send a request, body included (for the streams, put-if-new and load: each document, so a slow load holds other writers up as long as it lasts)")
 	fs.DurationVar(&so.writeTimeout, "write-timeout", httpapi.DefaultWriteTimeout, "time a client has to take each part of an answer")
 	fs.DurationVar(&so.idleTimeout, "idle-timeout", 2*time.Minute, "time an idle keep-alive connection is kept")
 	fs.DurationVar(&so.shutdownTimeout, "shutdown-timeout", 10*time.Second, "on SIGTERM, SIGINT or SIGHUP, time given to requests in flight before they are cancelled (then up to 10s more for them to end)")
@@ -214,6 +232,12 @@ func (a *app) serve(so *serveOptions) error {
 	}
 	stopWatch := watchDamage(d, log, 5*time.Second)
 	defer stopWatch()
+	if so.tokenOnCommandLine {
+		log.Warn("lshdb: the token is on the command line, which every user of this machine may read (ps): give it in LSHDB_TOKEN or --token-file")
+	}
+	if dirWritableByOthers(a.dbDir) {
+		log.Warn("lshdb: the index's directory is writable by other users: one could put a socket of their own in place of lshdb.sock and take what the commands that attach send, the token included (chmod go-w the directory)", "dir", a.dbDir)
+	}
 	if tcpAddr != "" && so.token == "" {
 		// NB: the socket is the owner's alone (0600); a loopback port
 		// without a token is every local user's, writes and backups
@@ -297,4 +321,16 @@ func watchDamage(d *db.DB, log *slog.Logger, every time.Duration) (stop func()) 
 		}
 	}()
 	return sync.OnceFunc(func() { close(done) })
+}
+
+// dirWritableByOthers reports whether dir (a directory, not a Redis URL)
+// lets users other than its owner replace its entries: group or world
+// writable, without the sticky bit. False where modes say nothing of it
+// (Windows).
+func dirWritableByOthers(dir string) bool {
+	if runtime.GOOS == "windows" || db.IsRedisURL(dir) {
+		return false
+	}
+	fi, err := os.Stat(dir)
+	return err == nil && fi.IsDir() && fi.Mode().Perm()&0o022 != 0 && fi.Mode()&os.ModeSticky == 0
 }

@@ -146,7 +146,14 @@ func OpenContext(ctx context.Context, target string, opts *Options) (*Client, er
 		// each dial.
 		hc.Transport = &http.Transport{
 			DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-				return d.DialContext(ctx, "unix", httpapi.DialPath(path))
+				c, err := d.DialContext(ctx, "unix", httpapi.DialPath(path))
+				if err == nil {
+					if err = checkPeer(c); err != nil {
+						c.Close()
+						return nil, err
+					}
+				}
+				return c, err
 			},
 			MaxIdleConnsPerHost: 64,
 		}

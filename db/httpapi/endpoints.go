@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/lshdb/lshdb/bands"
@@ -29,21 +30,29 @@ import (
 // when writes are refused for want of space; and 503 "damaged" once its
 // background work met damage to its files (db.DB.Corruption), which an
 // operator must see: the server goes on serving what it can, and only
-// lshdb check (after a restart) tells how far the damage goes.
+// lshdb check (after a restart) tells how far the damage goes. Over TCP
+// to a server with a token, a request without it gets the status alone.
 func (h *handler) healthz(w *resp, r *http.Request) error {
 	n, err := h.d.Count()
 	if err != nil {
 		return err
 	}
 	hj := HealthJSON{Status: "ok", Docs: n, PID: os.Getpid()}
+	status := http.StatusOK
 	if err := h.d.Corruption(); err != nil {
-		hj.Status, hj.Error = "damaged", err.Error()
-		return w.json(http.StatusServiceUnavailable, hj)
-	}
-	if err := h.d.RoomToWrite(); errors.Is(err, db.ErrDiskFull) {
+		hj.Status, hj.Error, status = "damaged", err.Error(), http.StatusServiceUnavailable
+	} else if err := h.d.RoomToWrite(); errors.Is(err, db.ErrDiskFull) {
 		hj.Status, hj.Error = "disk_full", err.Error()
 	}
-	return w.json(http.StatusOK, hj)
+	if h.o.Token != "" && overTCP(r) && h.authorized(r) != nil {
+		// NB: /healthz needs no token, so that a load balancer may ask;
+		// the rest (documents, pid, paths in errors) is for those who
+		// hold it.
+		return w.json(status, struct {
+			Status string `json:"status"`
+		}{hj.Status})
+	}
+	return w.json(status, hj)
 }
 
 func (h *handler) params(w *resp, r *http.Request) error {
@@ -1118,6 +1127,15 @@ func (h *handler) backup(w *resp, r *http.Request) error {
 	}
 	if !filepath.IsAbs(req.Dir) {
 		return fmt.Errorf("%w: backup directory %q is not an absolute path (it is the server's)", db.ErrInvalidOptions, req.Dir)
+	}
+	if strings.ContainsFunc(req.Dir, unicode.IsControl) {
+		return fmt.Errorf("%w: backup directory %q has a control character", db.ErrInvalidOptions, req.Dir)
+	}
+	if h.o.BackupRoot == "" && overTCP(r) {
+		// NB: a backup writes wherever the server may: a client with the
+		// token made directories under /root and /etc. Anywhere is the
+		// socket's holder's alone (the owner: the socket is 0600).
+		return fmt.Errorf("%w: this server takes backups over TCP only under a backup root, and has none (lshdb serve --backup-root DIR; or back up through the index's socket, as its owner)", db.ErrInvalidOptions)
 	}
 	dir := filepath.Clean(req.Dir)
 	// NB: where the directory really is: a link under the root may lead

@@ -111,8 +111,10 @@ type Options struct {
 	// whole body of every other request). Default: 0, the server's.
 	ReadTimeout time.Duration
 	// BackupRoot, when set, is the only directory under which POST
-	// /v1/backup may write. Default: anywhere the server can (the caller
-	// is trusted: it holds the socket or the token).
+	// /v1/backup may write. Default: anywhere the server can, for a
+	// request through a Unix socket (its holder is trusted); over TCP
+	// none, since a token may be shared more widely than the server's
+	// user's rights should be.
 	BackupRoot string
 	// Logger receives one line per request (method, path, operation,
 	// status, error code, bytes, duration). Default: nil, no request log.
@@ -676,6 +678,13 @@ func params(r *http.Request, allowed []string, multi ...string) (url.Values, err
 		}
 	}
 	return q, nil
+}
+
+// overTCP reports whether r came through a TCP listener (not the index's
+// Unix socket, which is its owner's alone).
+func overTCP(r *http.Request) bool {
+	_, ok := r.Context().Value(http.LocalAddrContextKey).(*net.TCPAddr)
+	return ok
 }
 
 // required returns a bad request naming the first of names that q lacks

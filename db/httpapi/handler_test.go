@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log"
 	"log/slog"
 	"math/rand/v2"
@@ -691,6 +692,79 @@ func TestBackupRoot(t *testing.T) {
 	defer b.Close()
 	if n, err := b.Count(); err != nil || n != 10 {
 		t.Errorf("the backup under the root holds %d documents (%v), want 10", n, err)
+	}
+}
+
+// Ensure that over TCP a server without a backup root takes no backup
+// (a client with the token made directories under /root and /etc), while
+// the socket's holder may back up anywhere, and that a directory with a
+// control character is refused; and that over TCP with a token, /healthz
+// tells a client without it the status alone (not the documents, the pid
+// or an error's paths).
+func TestBackupAndHealthOverTCP(t *testing.T) {
+	d := openFixture(t, 10, nil)
+	h := Handler(d, &Options{Token: "s3cret"})
+	addr := startTCP(t, h, 0)
+	tmp := t.TempDir()
+	sock := filepath.Join(tmp, "s.sock")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Skip("no Unix sockets here:", err)
+	}
+	srv := &http.Server{Handler: h}
+	go srv.Serve(l)
+	t.Cleanup(func() { srv.Close() })
+	overSocket := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", sock)
+	}}}
+	backup := func(hc *http.Client, base, dir string) (int, string) {
+		body, _ := json.Marshal(BackupRequest{Dir: dir})
+		req, _ := http.NewRequest("POST", base+"/v1/backup", bytes.NewReader(body))
+		req.Header.Set("Authorization", "Bearer s3cret")
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if st, b := backup(http.DefaultClient, "http://"+addr, filepath.Join(tmp, "over-tcp")); st != 400 || !strings.Contains(b, "only under a backup root") {
+		t.Errorf("a backup over TCP without a root: %d %s", st, b)
+	}
+	if _, err := os.Stat(filepath.Join(tmp, "over-tcp")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the refused backup made its directory: %v", err)
+	}
+	if st, b := backup(overSocket, "http://lshdb", filepath.Join(tmp, "over-socket")); st != 200 {
+		t.Errorf("a backup through the socket: %d %s", st, b)
+	}
+	if st, b := backup(overSocket, "http://lshdb", filepath.Join(tmp, "x\n\x1b[31m")); st != 400 || !strings.Contains(b, "control character") {
+		t.Errorf("a backup directory with control characters: %d %s", st, b)
+	}
+	health := func(hc *http.Client, base, token string) map[string]any {
+		req, _ := http.NewRequest("GET", base+"/healthz", nil)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var m map[string]any
+		if err := json.NewDecoder(resp.Body).Decode(&m); err != nil || resp.StatusCode != 200 {
+			t.Fatalf("healthz: %d %v", resp.StatusCode, err)
+		}
+		return m
+	}
+	if m := health(http.DefaultClient, "http://"+addr, ""); len(m) != 1 || m["status"] != "ok" {
+		t.Errorf("healthz over TCP without the token: %v, want the status alone", m)
+	}
+	for name, m := range map[string]map[string]any{"with the token": health(http.DefaultClient, "http://"+addr, "s3cret"), "through the socket": health(overSocket, "http://lshdb", "")} {
+		if m["status"] != "ok" || m["docs"] != float64(10) || m["pid"] != float64(os.Getpid()) {
+			t.Errorf("healthz %s: %v", name, m)
+		}
 	}
 }
 

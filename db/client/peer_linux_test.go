@@ -1,0 +1,102 @@
+//go:build linux
+
+package client_test
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/lshdb/lshdb/db"
+	"github.com/lshdb/lshdb/db/client"
+)
+
+// Ensure that the client refuses a socket served by another user, before
+// it sends anything: in a directory others may write to, one of them put
+// a socket of their own in place of the index's and received the token.
+// The other user: a copy of this test binary serving a socket as nobody
+// (uid 65534), which prints every request's Authorization header.
+func TestSocketOfAnotherUserRefused(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("needs root, to serve a socket as another user")
+	}
+	// NB: not t.TempDir(), whose parent is the test's alone (0700).
+	dir, err := os.MkdirTemp("", "lshdb-peer-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	self, err := os.ReadFile(os.Args[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "helper.test")
+	if err := os.WriteFile(bin, self, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sock := filepath.Join(dir, "lshdb.sock")
+	cmd := exec.Command(bin, "-test.run=^TestHelperServeSocket$")
+	cmd.Env = append(os.Environ(), "LSHDB_HELPER_SOCKET="+sock)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Skip("cannot run a process as nobody here:", err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	lines := bufio.NewScanner(out)
+	ready := make(chan bool, 1)
+	go func() { ready <- lines.Scan() && lines.Text() == "ready" }()
+	select {
+	case ok := <-ready:
+		if !ok {
+			t.Fatal("the helper did not start")
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the helper did not start")
+	}
+	_, err = client.Open(sock, &client.Options{Token: "s3cret", OpenTimeout: 10 * time.Second})
+	if !errors.Is(err, db.ErrInvalidOptions) || !strings.Contains(err.Error(), "uid 65534") || !strings.Contains(err.Error(), "nothing was sent") {
+		t.Fatalf("Open of a socket served as nobody: %v", err)
+	}
+	cmd.Process.Kill()
+	rest, _ := io.ReadAll(out)
+	if strings.Contains(string(rest), "Bearer") {
+		t.Errorf("the other user's server received: %s", rest)
+	}
+}
+
+// TestHelperServeSocket serves $LSHDB_HELPER_SOCKET (for
+// TestSocketOfAnotherUserRefused), printing each request's
+// Authorization header.
+func TestHelperServeSocket(t *testing.T) {
+	sock := os.Getenv("LSHDB_HELPER_SOCKET")
+	if sock == "" {
+		t.Skip("a helper of TestSocketOfAnotherUserRefused")
+	}
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(sock, 0o777)
+	fmt.Println("ready")
+	http.Serve(l, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Println("got", r.Header.Get("Authorization"))
+		w.Write([]byte(`{}`))
+	}))
+}
