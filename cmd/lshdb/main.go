@@ -640,6 +640,10 @@ func (a *app) openFresh(opts *db.Options) (index, func(), error) {
 				return h, h.closeAll, nil
 			case errors.As(cerr, &refused) || errors.Is(cerr, db.ErrParamsMismatch):
 				return nil, nil, cerr // the owner answered, and refused (a token, a parameter)
+			case errors.Is(cerr, client.ErrForeignSocket):
+				// NB: not "nothing serves it": the message then named the
+				// socket's process as the index's owner.
+				return nil, nil, cerr
 			case a.ctx.Err() != nil:
 				return nil, nil, fmt.Errorf("%w while waiting for the process that owns %s to answer: nothing was done%w", context.Cause(a.ctx), a.dbDir, silently{context.Canceled})
 			case errors.Is(cerr, context.DeadlineExceeded):

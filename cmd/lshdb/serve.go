@@ -73,8 +73,12 @@ stops accepting requests, lets those in flight finish (up to
 				if err != nil {
 					return fmt.Errorf("--token-file: %w", err)
 				}
-				if so.token = strings.TrimRight(string(b), "\r\n"); so.token == "" {
-					return usagef("--token-file %s is empty", so.tokenFile)
+				// NB: its first line, without the spaces around it (as
+				// the server compares a token): "s3cret \n" or a second
+				// line made a token no request matched.
+				line, _, _ := strings.Cut(string(b), "\n")
+				if so.token = strings.TrimSpace(line); so.token == "" {
+					return usagef("--token-file %s has no token on its first line", so.tokenFile)
 				}
 			case so.token != "":
 				so.tokenOnCommandLine = true
@@ -116,7 +120,7 @@ stops accepting requests, lets those in flight finish (up to
 	fs.DurationVar(&so.writeTimeout, "write-timeout", httpapi.DefaultWriteTimeout, "time a client has to take each part of an answer")
 	fs.DurationVar(&so.idleTimeout, "idle-timeout", 2*time.Minute, "time an idle keep-alive connection is kept")
 	fs.DurationVar(&so.shutdownTimeout, "shutdown-timeout", 10*time.Second, "on SIGTERM, SIGINT or SIGHUP, time given to requests in flight before they are cancelled (then up to 10s more for them to end)")
-	fs.StringVar(&so.backupRoot, "backup-root", "", "POST /v1/backup may write only under this directory (default: anywhere)")
+	fs.StringVar(&so.backupRoot, "backup-root", "", "POST /v1/backup may write only under this directory (default: anywhere through the socket, nowhere over TCP)")
 	fs.StringVar(&so.logFormat, "log-format", "text", "request log format on stderr: text or json")
 	return c
 }

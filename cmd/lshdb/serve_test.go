@@ -676,3 +676,33 @@ func TestServeUncleanPath(t *testing.T) {
 		}
 	}
 }
+
+// Ensure that --token-file takes the token on the file's first line,
+// without the spaces around it (a trailing space or a second line made a
+// token no request matched), and that a request without it is refused.
+func TestServeTokenFile(t *testing.T) {
+	dir := t.TempDir()
+	idx := filepath.Join(dir, "idx")
+	if _, errOut, code := runLine([]string{"insert", "--db", idx, "-"}, `{"id":"a","text":"a document to serve"}`+"\n"); code != 0 {
+		t.Fatal(errOut)
+	}
+	file := filepath.Join(dir, "token")
+	if err := os.WriteFile(file, []byte("s3cret \r\nsecond line\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, tcp, _, _ := startServe(t, "--db", idx, "--addr", "127.0.0.1:0", "--token-file", file)
+	for token, want := range map[string]int{"s3cret": 200, "": 401, "s3cret \r\nsecond line": 401} {
+		req, _ := http.NewRequest("GET", tcp+"/v1/count", nil)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+strings.ReplaceAll(token, "\r\n", " "))
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("token %q: %d, want %d", token, resp.StatusCode, want)
+		}
+	}
+}

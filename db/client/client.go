@@ -148,7 +148,7 @@ func OpenContext(ctx context.Context, target string, opts *Options) (*Client, er
 			DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 				c, err := d.DialContext(ctx, "unix", httpapi.DialPath(path))
 				if err == nil {
-					if err = checkPeer(c); err != nil {
+					if err = checkPeer(c, path); err != nil {
 						c.Close()
 						return nil, err
 					}
@@ -187,6 +187,14 @@ func OpenContext(ctx context.Context, target string, opts *Options) (*Client, er
 
 // errNoAnswer is the cause of Open's context when OpenTimeout passes.
 var errNoAnswer = errors.New("no answer")
+
+// ErrForeignSocket is the error of a Unix socket that a process of
+// another user serves (Linux, by its peer credentials): neither this
+// process's user, nor root, nor the user that owns the socket's
+// directory (the index's). Nothing is sent to it: in a directory others
+// may write to, one of them could put a socket of their own in place of
+// the index's and take the token.
+var ErrForeignSocket = errors.New("lshdb: client: the socket is another user's")
 
 // Close releases the client's idle connections. Later calls return
 // db.ErrClosed, as a closed *db.DB's do; closing twice returns
@@ -1227,7 +1235,10 @@ func (c *Client) Tune(ctx context.Context, t float64) (httpapi.TuneJSON, error) 
 }
 
 // Backup makes the server write a consistent copy of the index into dir,
-// a path on the server's machine that must not exist.
+// a path on the server's machine that must not exist. Over TCP a server
+// takes backups only under its backup root (lshdb serve --backup-root),
+// and none without one (ErrInvalidOptions); through the index's socket,
+// anywhere it may write.
 func (c *Client) Backup(ctx context.Context, dir string) error {
 	return c.BackupWith(ctx, dir, db.BackupOptions{})
 }

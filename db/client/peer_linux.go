@@ -6,17 +6,18 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
+	"syscall"
 
-	"github.com/lshdb/lshdb/db"
 	"golang.org/x/sys/unix"
 )
 
-// checkPeer refuses a Unix socket connection whose other end runs as
-// another user (SO_PEERCRED): in a directory others may write to, one of
+// checkPeer refuses a Unix socket connection to path whose other end
+// runs as another user (SO_PEERCRED), ErrForeignSocket: in a directory others may write to, one of
 // them could put a socket of their own in place of the index's and take
 // what is sent, the token first. NB: the index's owner makes its socket
 // 0600, so another user than the caller never serves it.
-func checkPeer(c net.Conn) error {
+func checkPeer(c net.Conn, path string) error {
 	uc, ok := c.(*net.UnixConn)
 	if !ok {
 		return nil
@@ -33,8 +34,18 @@ func checkPeer(c net.Conn) error {
 	if cerr != nil {
 		return fmt.Errorf("lshdb: client: asking who serves the socket: %w", cerr)
 	}
-	if uid := os.Getuid(); int(cred.Uid) != uid {
-		return fmt.Errorf("%w: client: the process behind the socket (pid %d) runs as uid %d, not as this one's (%d): not the index's owner, which makes its socket its own alone; nothing was sent (attach as the user that serves the index)", db.ErrInvalidOptions, cred.Pid, cred.Uid, uid)
+	// NB: the peer may be this process's user, root, or the user that
+	// owns the directory the socket is in (the index's): root attaching
+	// to a service user's server is refused only when another user serves
+	// a socket in a directory it does not own.
+	uid := os.Getuid()
+	if int(cred.Uid) == uid || cred.Uid == 0 {
+		return nil
 	}
-	return nil
+	if fi, err := os.Stat(filepath.Dir(path)); err == nil {
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Uid == cred.Uid {
+			return nil
+		}
+	}
+	return fmt.Errorf("%w: the process behind %s (pid %d) runs as uid %d, which neither this process's user (%d) nor the directory's owner is: not the index's owner; nothing was sent (attach as the user that serves the index)", ErrForeignSocket, path, cred.Pid, cred.Uid, uid)
 }

@@ -17,7 +17,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lshdb/lshdb/db"
 	"github.com/lshdb/lshdb/db/client"
 )
 
@@ -25,7 +24,8 @@ import (
 // it sends anything: in a directory others may write to, one of them put
 // a socket of their own in place of the index's and received the token.
 // The other user: a copy of this test binary serving a socket as nobody
-// (uid 65534), which prints every request's Authorization header.
+// (uid 65534), which prints every request's Authorization header; then,
+// once the directory is that user's, the socket is taken.
 func TestSocketOfAnotherUserRefused(t *testing.T) {
 	if os.Getuid() != 0 {
 		t.Skip("needs root, to serve a socket as another user")
@@ -71,13 +71,21 @@ func TestSocketOfAnotherUserRefused(t *testing.T) {
 		t.Fatal("the helper did not start")
 	}
 	_, err = client.Open(sock, &client.Options{Token: "s3cret", OpenTimeout: 10 * time.Second})
-	if !errors.Is(err, db.ErrInvalidOptions) || !strings.Contains(err.Error(), "uid 65534") || !strings.Contains(err.Error(), "nothing was sent") {
+	if !errors.Is(err, client.ErrForeignSocket) || !strings.Contains(err.Error(), "uid 65534") || !strings.Contains(err.Error(), "nothing was sent") {
 		t.Fatalf("Open of a socket served as nobody: %v", err)
+	}
+	// The directory's owner may serve it (root attaching to a service
+	// user's index): past the check, the fake server is asked.
+	if err := os.Chown(dir, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	if _, err = client.Open(sock, &client.Options{Token: "s3cret", OpenTimeout: 10 * time.Second}); errors.Is(err, client.ErrForeignSocket) {
+		t.Fatalf("Open of a socket served by its directory's owner: %v", err)
 	}
 	cmd.Process.Kill()
 	rest, _ := io.ReadAll(out)
-	if strings.Contains(string(rest), "Bearer") {
-		t.Errorf("the other user's server received: %s", rest)
+	if n := strings.Count(string(rest), "Bearer s3cret"); n != 1 {
+		t.Errorf("the other user's server received the token %d times, want once (the second open's): %s", n, rest)
 	}
 }
 

@@ -141,16 +141,14 @@ func (h *handler) put(w *resp, r *http.Request) error {
 	// NB: the documents are counted as they are decoded: a body of
 	// 800,000 small documents was decoded whole (0.4 GB) before its
 	// count was refused.
-	body := putBody{Docs: &boundedDocs{max: h.o.MaxBatch}}
+	body := putBody{Docs: boundedDocs{max: h.o.MaxBatch}}
 	if err := decode(r, &body); err != nil {
 		return err
 	}
 	req := body.PutRequest
-	// NB: "docs": null leaves body.Docs nil (a client's serializer writes
+	// NB: "docs": null leaves the list nil (a client's serializer writes
 	// an unset list so): a dereference of it was a 500 for a valid put.
-	if body.Docs != nil {
-		req.Docs = body.Docs.docs
-	}
+	req.Docs = body.Docs.docs
 	// NB: any field of a document makes the request one document: a
 	// body with docs and a top-level tokens list took the docs and
 	// dropped the tokens unsaid, and {"tokens": […]} with no id said "no
@@ -197,9 +195,12 @@ func (h *handler) put(w *resp, r *http.Request) error {
 
 // putBody is the body of a put as the handler decodes it: a PutRequest
 // whose docs are decoded one at a time, up to Options.MaxBatch.
+//
+// NB: the list is a value, not a pointer: after "docs": null set a
+// pointer to nil, a second "docs" key got a new one without the bound.
 type putBody struct {
 	PutRequest
-	Docs *boundedDocs `json:"docs"`
+	Docs boundedDocs `json:"docs"`
 }
 
 // boundedDocs decodes a JSON list of documents, refusing (with
@@ -218,7 +219,8 @@ func (b *boundedDocs) UnmarshalJSON(raw []byte) error {
 		return err
 	}
 	if t == nil {
-		return nil // null
+		b.docs = nil // null
+		return nil
 	}
 	if d, ok := t.(json.Delim); !ok || d != '[' {
 		return badRequest("docs is not a list of documents")
@@ -243,10 +245,10 @@ func (b *boundedDocs) UnmarshalJSON(raw []byte) error {
 
 // queryManyBody is the body of a query/many as the handler decodes it:
 // a QueryManyRequest whose queries are decoded one at a time, up to
-// Options.MaxBatch.
+// Options.MaxBatch (a value, as putBody's list).
 type queryManyBody struct {
 	QueryManyRequest
-	Queries *boundedQueries `json:"queries"`
+	Queries boundedQueries `json:"queries"`
 }
 
 // boundedQueries decodes a JSON list of queries, refusing (with
@@ -265,7 +267,8 @@ func (b *boundedQueries) UnmarshalJSON(raw []byte) error {
 		return err
 	}
 	if t == nil {
-		return nil // null
+		b.qs = nil // null
+		return nil
 	}
 	if d, ok := t.(json.Delim); !ok || d != '[' {
 		return badRequest("queries is not a list of queries")
@@ -753,14 +756,12 @@ func (h *handler) queryMany(w *resp, r *http.Request) error {
 	// NB: the queries are counted as they are decoded, as a put's
 	// documents (boundedDocs): a 20 MB body of empty queries was decoded
 	// whole (6.7 million, 1.5 GB) before its count was refused.
-	body := queryManyBody{Queries: &boundedQueries{max: h.o.MaxBatch}}
+	body := queryManyBody{Queries: boundedQueries{max: h.o.MaxBatch}}
 	if err := decode(r, &body); err != nil {
 		return err
 	}
 	req := body.QueryManyRequest
-	if body.Queries != nil {
-		req.Queries = body.Queries.qs
-	}
+	req.Queries = body.Queries.qs
 	if req.Queries == nil {
 		return badRequest("no queries: give queries, a list of query requests")
 	}
@@ -1135,7 +1136,7 @@ func (h *handler) backup(w *resp, r *http.Request) error {
 		// NB: a backup writes wherever the server may: a client with the
 		// token made directories under /root and /etc. Anywhere is the
 		// socket's holder's alone (the owner: the socket is 0600).
-		return fmt.Errorf("%w: this server takes backups over TCP only under a backup root, and has none (lshdb serve --backup-root DIR; or back up through the index's socket, as its owner)", db.ErrInvalidOptions)
+		return fmt.Errorf("%w: this server takes backups over TCP only under a backup root, and has none (lshdb serve --backup-root DIR; the owner of an index on disk may back up anywhere through its socket)", db.ErrInvalidOptions)
 	}
 	dir := filepath.Clean(req.Dir)
 	// NB: where the directory really is: a link under the root may lead

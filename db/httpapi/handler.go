@@ -680,11 +680,13 @@ func params(r *http.Request, allowed []string, multi ...string) (url.Values, err
 	return q, nil
 }
 
-// overTCP reports whether r came through a TCP listener (not the index's
-// Unix socket, which is its owner's alone).
+// overTCP reports whether r came other than through a Unix socket (the
+// index's is its owner's alone): TCP, or a listener that says nothing of
+// itself. NB: tested positively for the socket, so that what is not known
+// to be one is restricted.
 func overTCP(r *http.Request) bool {
-	_, ok := r.Context().Value(http.LocalAddrContextKey).(*net.TCPAddr)
-	return ok
+	_, unix := r.Context().Value(http.LocalAddrContextKey).(*net.UnixAddr)
+	return !unix
 }
 
 // required returns a bad request naming the first of names that q lacks
