@@ -89,6 +89,8 @@ nightly pairs run at the embedded index's speed.`,
 				sock := httpapi.SocketPath(a.dbDir)
 				cl, cerr := client.OpenContext(a.ctx, sock, clientOptions())
 				switch {
+				case errors.Is(cerr, client.ErrForeignSocket):
+					return cerr // NB: not its process named as the owner
 				case cerr != nil && a.ctx.Err() == nil && errors.Is(cerr, context.DeadlineExceeded):
 					return stuckOwner(err, a.dbDir, attachTimeout)
 				case cerr != nil:

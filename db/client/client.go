@@ -190,8 +190,8 @@ var errNoAnswer = errors.New("no answer")
 
 // ErrForeignSocket is the error of a Unix socket that a process of
 // another user serves (Linux, by its peer credentials): neither this
-// process's user, nor root, nor the user that owns the socket's
-// directory (the index's). Nothing is sent to it: in a directory others
+// process's user nor root, nor, when this process is root's, the user
+// that owns the socket's directory (the index's). Nothing is sent to it: in a directory others
 // may write to, one of them could put a socket of their own in place of
 // the index's and take the token.
 var ErrForeignSocket = errors.New("lshdb: client: the socket is another user's")

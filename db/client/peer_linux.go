@@ -34,18 +34,19 @@ func checkPeer(c net.Conn, path string) error {
 	if cerr != nil {
 		return fmt.Errorf("lshdb: client: asking who serves the socket: %w", cerr)
 	}
-	// NB: the peer may be this process's user, root, or the user that
-	// owns the directory the socket is in (the index's): root attaching
-	// to a service user's server is refused only when another user serves
-	// a socket in a directory it does not own.
+	// NB: the peer may be this process's user or root; and, for root
+	// only, the user that owns the directory the socket is in (root
+	// attaching to a service user's index). Another caller never reaches
+	// a real owner of another user (its socket is 0600): any such peer
+	// is an impostor, even in a directory it owns.
 	uid := os.Getuid()
 	if int(cred.Uid) == uid || cred.Uid == 0 {
 		return nil
 	}
-	if fi, err := os.Stat(filepath.Dir(path)); err == nil {
+	if fi, err := os.Stat(filepath.Dir(path)); uid == 0 && err == nil {
 		if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Uid == cred.Uid {
 			return nil
 		}
 	}
-	return fmt.Errorf("%w: the process behind %s (pid %d) runs as uid %d, which neither this process's user (%d) nor the directory's owner is: not the index's owner; nothing was sent (attach as the user that serves the index)", ErrForeignSocket, path, cred.Pid, cred.Uid, uid)
+	return fmt.Errorf("%w: the process behind %s (pid %d) runs as uid %d, not as this process's user (%d): not the index's owner; nothing was sent (attach as the user that serves the index)", ErrForeignSocket, path, cred.Pid, cred.Uid, uid)
 }

@@ -82,10 +82,34 @@ func TestSocketOfAnotherUserRefused(t *testing.T) {
 	if _, err = client.Open(sock, &client.Options{Token: "s3cret", OpenTimeout: 10 * time.Second}); errors.Is(err, client.ErrForeignSocket) {
 		t.Fatalf("Open of a socket served by its directory's owner: %v", err)
 	}
+	// But for a caller other than root, a socket of another user is an
+	// impostor's even in a directory that user owns (a real owner's
+	// socket is 0600): a third user, uid 65533, is refused.
+	other := exec.Command(bin, "-test.run=^TestHelperOpenSocket$")
+	other.Env = append(os.Environ(), "LSHDB_HELPER_OPEN="+sock)
+	other.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65533, Gid: 65533}}
+	if said, err := other.Output(); !strings.Contains(string(said), "refused:") {
+		t.Errorf("uid 65533's Open of uid 65534's socket in its directory: %s %v", said, err)
+	}
 	cmd.Process.Kill()
 	rest, _ := io.ReadAll(out)
-	if n := strings.Count(string(rest), "Bearer s3cret"); n != 1 {
-		t.Errorf("the other user's server received the token %d times, want once (the second open's): %s", n, rest)
+	if n := strings.Count(string(rest), "Bearer s3cret"); n != 1 || strings.Contains(string(rest), "other-secret") {
+		t.Errorf("the other user's server received the tokens: %s (want root's second open's alone)", rest)
+	}
+}
+
+// TestHelperOpenSocket opens $LSHDB_HELPER_OPEN with a token (for
+// TestSocketOfAnotherUserRefused), and says whether it was refused.
+func TestHelperOpenSocket(t *testing.T) {
+	sock := os.Getenv("LSHDB_HELPER_OPEN")
+	if sock == "" {
+		t.Skip("a helper of TestSocketOfAnotherUserRefused")
+	}
+	_, err := client.Open(sock, &client.Options{Token: "other-secret", OpenTimeout: 10 * time.Second})
+	if errors.Is(err, client.ErrForeignSocket) {
+		fmt.Println("refused:", err)
+	} else {
+		fmt.Println("opened:", err)
 	}
 }
 
