@@ -161,17 +161,7 @@ func TestInsertWriteAheadStopsAtFailure(t *testing.T) {
 // damage: bytes overwritten in the middle of the index's largest table,
 // which a compaction started by the command's writes reads.
 func TestCommandFailsOnDamageSeen(t *testing.T) {
-	idx := filepath.Join(t.TempDir(), "idx")
-	var in strings.Builder
-	for i := range 3000 {
-		fmt.Fprintf(&in, "{\"id\":\"d%d\",\"text\":%q}\n", i, fmt.Sprintf("document %d: %s", i, strings.Repeat(fmt.Sprintf("word%d ", i), 40)))
-	}
-	if _, errOut, code := runLine([]string{"insert", "--db", idx, "-"}, in.String()); code != 0 {
-		t.Fatal(errOut)
-	}
-	if _, errOut, code := runLine([]string{"compact", "--db", idx}, ""); code != 0 {
-		t.Fatal(errOut)
-	}
+	idx, _ := compactedIndex(t)
 	damageLargestTable(t, idx)
 	// The command's writes (small memtables: flushes fill level 0), and
 	// the compactions they start in the background read the damaged
@@ -195,6 +185,25 @@ func TestCommandFailsOnDamageSeen(t *testing.T) {
 	if code := a.finish(nil); code != 1 || !strings.Contains(errOut.String(), "lshdb check") || !strings.Contains(errOut.String(), "corrupt") {
 		t.Errorf("exit %d: %s", code, errOut.String())
 	}
+}
+
+// compactedIndex builds and compacts an index of 3,000 documents (d0 …
+// d2999, about 300 bytes each) in a temporary directory, and returns it
+// and its input (JSON Lines).
+func compactedIndex(t *testing.T) (idx, input string) {
+	t.Helper()
+	idx = filepath.Join(t.TempDir(), "idx")
+	var in strings.Builder
+	for i := range 3000 {
+		fmt.Fprintf(&in, "{\"id\":\"d%d\",\"text\":%q}\n", i, fmt.Sprintf("document %d: %s", i, strings.Repeat(fmt.Sprintf("word%d ", i), 40)))
+	}
+	if _, errOut, code := runLine([]string{"insert", "--db", idx, "-"}, in.String()); code != 0 {
+		t.Fatal(errOut)
+	}
+	if _, errOut, code := runLine([]string{"compact", "--db", idx}, ""); code != 0 {
+		t.Fatal(errOut)
+	}
+	return idx, in.String()
 }
 
 // damageLargestTable overwrites 32 bytes in the middle of the largest

@@ -582,19 +582,9 @@ func TestServeThroughLinkAndParent(t *testing.T) {
 // exited 0), while reads go on. The damage: bytes overwritten in the
 // largest table, which the compaction a request starts reads.
 func TestServeReportsDamage(t *testing.T) {
-	idx := filepath.Join(t.TempDir(), "idx")
-	var in strings.Builder
-	for i := range 3000 {
-		fmt.Fprintf(&in, "{\"id\":\"d%d\",\"text\":%q}\n", i, fmt.Sprintf("document %d: %s", i, strings.Repeat(fmt.Sprintf("word%d ", i), 40)))
-	}
-	if _, errOut, code := runLine([]string{"insert", "--db", idx, "-"}, in.String()); code != 0 {
-		t.Fatal(errOut)
-	}
-	if _, errOut, code := runLine([]string{"compact", "--db", idx}, ""); code != 0 {
-		t.Fatal(errOut)
-	}
+	idx, in := compactedIndex(t)
 	// Documents above the compacted table, for the compaction to merge.
-	if _, errOut, code := runLine([]string{"insert", "--db", idx, "-"}, strings.ReplaceAll(strings.Join(strings.SplitAfter(in.String(), "\n")[:300], ""), `"id":"d`, `"id":"e`)); code != 0 {
+	if _, errOut, code := runLine([]string{"insert", "--db", idx, "-"}, strings.ReplaceAll(strings.Join(strings.SplitAfter(in, "\n")[:300], ""), `"id":"d`, `"id":"e`)); code != 0 {
 		t.Fatal(errOut)
 	}
 	damageLargestTable(t, idx)

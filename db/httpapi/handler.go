@@ -220,7 +220,7 @@ type handler struct {
 }
 
 // batch refuses the n queries of a query/many over MaxBatch (a put's
-// documents are counted as they are decoded: boundedDocs).
+// documents are counted as they are decoded: boundedList).
 func (h *handler) batch(n int) error {
 	if h.o.MaxBatch <= 0 || n <= h.o.MaxBatch {
 		return nil
@@ -768,7 +768,7 @@ func bodyError(err error) error {
 	var te *json.UnmarshalTypeError
 	switch {
 	case errors.Is(err, ErrBatchTooLarge) || errors.Is(err, ErrBadRequest):
-		return err // NB: a field's own decoding said (boundedDocs)
+		return err // NB: a field's own decoding said (boundedList)
 	case errors.As(err, &mbe):
 		return fmt.Errorf("%w: more than %d bytes", ErrBodyTooLarge, mbe.Limit)
 	case codeOf(err).Code == "request_timeout":
