@@ -54,7 +54,11 @@ type PairsOptions struct {
 	// index's own.
 	Threshold float64
 	// Memory bounds the candidate pairs held in memory; the rest spill to
-	// sorted runs on disk. Default: DefaultPairsMemory (256 MiB).
+	// sorted runs on disk. The texts (or sets) that verification reads
+	// again are held in memory while they take at most a quarter of it,
+	// and read from a temporary file beyond; the sets derived from those
+	// texts are kept for the next pair while they take another quarter.
+	// Default: DefaultPairsMemory (256 MiB).
 	Memory int
 	// Stats, if set, is filled in when the iteration ends.
 	Stats *PairsStats
@@ -404,7 +408,7 @@ func (db *DB) pairs(ctx context.Context, po *PairsOptions, st *PairsStats,
 		}
 		prog.phase(3, 4, "reading the sets of candidate documents", int64(n))
 	}
-	sets, err := db.writeSetFile(ctx, fs, fs.PathJoin(tmp, "sets"), snap, x, inPair)
+	sets, err := db.writeSetFile(ctx, fs, fs.PathJoin(tmp, "sets"), int64(o.Memory)/4, snap, x, inPair)
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -101,10 +102,41 @@ func TestPairsHotBucketOfIdenticalDocs(t *testing.T) {
 	t.Logf("%+v", st)
 }
 
+// createsFS records the names of the files made through it.
+type createsFS struct {
+	vfs.FS
+	mu    sync.Mutex
+	names []string
+}
+
+func (f *createsFS) Create(name string, c vfs.DiskWriteCategory) (vfs.File, error) {
+	f.mu.Lock()
+	f.names = append(f.names, f.PathBase(name))
+	f.mu.Unlock()
+	return f.FS.Create(name, c)
+}
+
+// made returns how many files named base were made since the last call.
+func (f *createsFS) made(base string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := 0
+	for _, name := range f.names {
+		if name == base {
+			n++
+		}
+	}
+	f.names = nil
+	return n
+}
+
 // Ensure that Pairs gives the same answer when its candidates spill to
-// disk, and that stopping early releases everything.
+// disk, and when the texts it verifies go to a file (beyond a quarter of
+// the memory budget) rather than stay in memory, and that stopping early
+// releases everything.
 func TestPairsSpillAndStop(t *testing.T) {
-	d := mustOpen(t, "db", &Options{fs: vfs.NewMem(), NoSync: true, Threshold: 0.5})
+	fs := &createsFS{FS: vfs.NewMem()}
+	d := mustOpen(t, "db", &Options{fs: fs, NoSync: true, Threshold: 0.5})
 	defer d.Close()
 	rng := rand.New(rand.NewPCG(4, 4))
 	var texts []string
@@ -118,8 +150,15 @@ func TestPairsSpillAndStop(t *testing.T) {
 		t.Fatal(err)
 	}
 	var inMem, spilled PairsStats
+	fs.made("sets")
 	a := collectPairs(t, d, &PairsOptions{Stats: &inMem})
+	if n := fs.made("sets"); n != 0 {
+		t.Errorf("with the default budget the texts went to a file (%d made)", n)
+	}
 	b := collectPairs(t, d, &PairsOptions{Memory: 64 << 10, Stats: &spilled})
+	if n := fs.made("sets"); n != 1 {
+		t.Errorf("with 16 KiB for the texts, %d files of them made, want 1", n)
+	}
 	if inMem.Spilled || !spilled.Spilled {
 		t.Fatalf("spilled: %v and %v (%d candidates)", inMem.Spilled, spilled.Spilled, spilled.Candidates)
 	}
@@ -164,7 +203,7 @@ func TestPairsScancodeRules(t *testing.T) {
 	thresholds := map[float64]int{0.8: 371174, 0.5: 3504697}
 	for th, published := range thresholds {
 		start := time.Now()
-		truth := allpairs.Join(sets, th)
+		truth := corpusOracle("scancode-rules", sets, th)
 		if len(truth) != published {
 			t.Fatalf("t=%v: the oracle finds %d pairs, the corpus README %d", th, len(truth), published)
 		}

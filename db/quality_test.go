@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"sync"
 	"testing"
 	"time"
 
@@ -45,7 +46,7 @@ func TestQualityOnSharedCorpora(t *testing.T) {
 			docs, sets, index := sharedCorpus(t, name)
 			for _, th := range []float64{0.8, 0.5} {
 				start := time.Now()
-				truth := allpairs.Join(sets, th)
+				truth := corpusOracle(name, sets, th)
 				if want := publishedPairs[name][th]; len(truth) != want {
 					t.Fatalf("t=%v: the oracle finds %d pairs, the corpus README %d", th, len(truth), want)
 				}
@@ -155,6 +156,28 @@ func TestQualityOnSharedCorpora(t *testing.T) {
 // sharedCorpus loads a shared corpus (skipping the test when ../shared is
 // absent) and its shingle sets with the default options, computed here
 // independently of the database, and each id's position.
+// corpusOracle returns allpairs.Join(sets, th) of the shared corpus name
+// (sets as sharedCorpus gives them), computed once per test process:
+// TestPairsScancodeRules, TestQualityOnSharedCorpora and
+// TestRecallOnEveryCorpus ask for the same joins, and scancode-rules at
+// t = 0.5 alone takes about 30 s.
+func corpusOracle(name string, sets [][]uint64, th float64) []allpairs.Pair {
+	oracles.Lock()
+	defer oracles.Unlock()
+	key := fmt.Sprintf("%s@%v", name, th)
+	truth, ok := oracles.m[key]
+	if !ok {
+		truth = allpairs.Join(sets, th)
+		oracles.m[key] = truth
+	}
+	return truth
+}
+
+var oracles = struct {
+	sync.Mutex
+	m map[string][]allpairs.Pair
+}{m: map[string][]allpairs.Pair{}}
+
 func sharedCorpus(t *testing.T, name string) ([]corpus.Doc, [][]uint64, map[string]int) {
 	t.Helper()
 	docs, err := corpus.Shared(name, 0)

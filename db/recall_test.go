@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/lshdb/lshdb/internal/accuracy"
-	"github.com/lshdb/lshdb/internal/allpairs"
 )
 
 // everyCorpus is every corpus in ../shared/corpora, short texts first,
@@ -50,7 +49,7 @@ func TestRecallOnEveryCorpus(t *testing.T) {
 			_, sets, _ := sharedCorpus(t, c.name)
 			for _, th := range []float64{0.5, 0.8} {
 				start := time.Now()
-				truth := allpairs.Join(sets, th)
+				truth := corpusOracle(c.name, sets, th)
 				if len(truth) != c.pairs[th] {
 					t.Fatalf("t=%v: the oracle finds %d pairs, the corpus README %d", th, len(truth), c.pairs[th])
 				}

@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -46,11 +47,37 @@ import (
 // the sketch. A document with a stored set (sets mode) has its set
 // written. In none mode the file holds the signatures (as uint64s), and
 // verification compares them.
+//
+// NB: the entries stay in memory, and the file is never made, while they
+// take no more than the memory the caller gives (a quarter of
+// PairsOptions.Memory): each read from the file is a system call, and
+// where most candidate pairs are verified (thousands of near-identical
+// short texts) those took over half of Pairs' CPU time (3,000 short
+// generated documents, 2.7 million pairs verified: 56%). Past that size
+// the entries gathered so far go to the file, and so does every later
+// one.
 type setFile struct {
 	fs   vfs.FS
 	path string
-	f    vfs.File
-	off  []int64 // by pairsIndex position: where the set or text starts (−1: absent)
+	f    vfs.File // nil while the entries are in memory (chunks)
+	// chunks are the entries while they fit in memory, as the writers
+	// gathered them: no entry spans two chunks. NB: kept as gathered,
+	// not appended to one slice, whose copies as it grew (and the garbage
+	// they left) took twice the memory of the entries.
+	chunks []memChunk
+	memLen int64 // the bytes in chunks
+	// memCap bounds memLen; an entry that would take it beyond sends them
+	// all to the file.
+	memCap int64
+	// memo holds, by pairsIndex position, the sets that readers derived
+	// from texts, while they take no more than memCap bytes in all
+	// (memoLeft is what is left of it): a document in many candidate
+	// pairs was derived again for each, and deriving sets took two thirds
+	// of Pairs' CPU time on scancode-rules at t = 0.5 (10 million pairs
+	// verified among 35,000 short notices). nil without texts.
+	memo     []atomic.Pointer[[]uint64]
+	memoLeft atomic.Int64
+	off      []int64 // by pairsIndex position: where the set or text starts (−1: absent)
 	// n, by pairsIndex position: the values in the set, or −1 − the
 	// length of the text (a document whose set is derived when read).
 	n       []int32
@@ -74,12 +101,8 @@ const setChunkBytes = 1 << 20
 // file's order does not matter. One scan handing copies of the records to
 // workers left the scan (decompressing every text) and the copies as a
 // serial stage.
-func (db *DB) writeSetFile(ctx context.Context, fs vfs.FS, path string, snap pebble.Reader, x *pairsIndex, inPair []uint64) (*setFile, error) {
-	f, err := fs.Create(path, vfs.WriteCategoryUnspecified)
-	if err != nil {
-		return nil, err
-	}
-	s := &setFile{fs: fs, path: path, f: f, off: make([]int64, len(x.nums)), n: make([]int32, len(x.nums)), x: x, hashers: &db.hashers}
+func (db *DB) writeSetFile(ctx context.Context, fs vfs.FS, path string, memCap int64, snap pebble.Reader, x *pairsIndex, inPair []uint64) (*setFile, error) {
+	s := &setFile{fs: fs, path: path, memCap: memCap, off: make([]int64, len(x.nums)), n: make([]int32, len(x.nums)), x: x, hashers: &db.hashers}
 	for i := range s.off {
 		s.off[i] = -1
 	}
@@ -87,7 +110,7 @@ func (db *DB) writeSetFile(ctx context.Context, fs vfs.FS, path string, snap peb
 	if len(x.nums) < 1024*workers {
 		workers = 1
 	}
-	var mu sync.Mutex // f, pos and s.off, s.n of the chunks written
+	var mu sync.Mutex // s.f, s.mem, pos and s.off, s.n of the chunks written
 	pos := int64(0)
 	g, gctx := errgroup.WithContext(ctx)
 	for w := range workers {
@@ -107,7 +130,7 @@ func (db *DB) writeSetFile(ctx context.Context, fs vfs.FS, path string, snap peb
 			flush := func() error {
 				mu.Lock()
 				defer mu.Unlock()
-				if _, err := f.Write(out); err != nil {
+				if err := s.append(out); err != nil {
 					return err
 				}
 				for j, i := range idx {
@@ -210,7 +233,79 @@ func (db *DB) writeSetFile(ctx context.Context, fs vfs.FS, path string, snap peb
 		s.close()
 		return nil, err
 	}
+	if slices.ContainsFunc(s.n, func(n int32) bool { return n < 0 }) {
+		s.memo = make([]atomic.Pointer[[]uint64], len(s.n))
+		s.memoLeft.Store(memCap)
+	}
 	return s, nil
+}
+
+// memChunk is a chunk of a setFile's entries held in memory, from byte
+// start of the file.
+type memChunk struct {
+	start int64
+	b     []byte
+}
+
+// append adds entries (whole ones) to the end of s: in memory while they
+// fit in memCap, else to the file, made then, which takes the entries
+// held in memory first.
+func (s *setFile) append(b []byte) error {
+	if s.f == nil && s.memLen+int64(len(b)) <= s.memCap {
+		s.chunks = append(s.chunks, memChunk{s.memLen, slices.Clone(b)})
+		s.memLen += int64(len(b))
+		return nil
+	}
+	if s.f == nil {
+		f, err := s.fs.Create(s.path, vfs.WriteCategoryUnspecified)
+		if err != nil {
+			return err
+		}
+		s.f = f
+		for _, c := range s.chunks {
+			if _, err := f.Write(c.b); err != nil {
+				return err
+			}
+		}
+		s.chunks, s.memLen = nil, 0
+	}
+	_, err := s.f.Write(b)
+	return err
+}
+
+// inMemory returns the n bytes at off when s holds them in memory (a view,
+// never written to), else nil.
+func (s *setFile) inMemory(off, n int64) []byte {
+	if s.f != nil {
+		return nil
+	}
+	// NB: the last chunk that starts at or before off.
+	i, _ := slices.BinarySearchFunc(s.chunks, off+1, func(c memChunk, v int64) int { return cmp.Compare(c.start, v) })
+	if i == 0 {
+		return nil
+	}
+	c := s.chunks[i-1]
+	if off-c.start+n > int64(len(c.b)) {
+		return nil
+	}
+	return c.b[off-c.start : off-c.start+n]
+}
+
+// readAt fills b with the bytes at off, from memory or the file.
+func (s *setFile) readAt(b []byte, off int64) error {
+	if len(b) == 0 {
+		return nil
+	}
+	if s.f == nil {
+		m := s.inMemory(off, int64(len(b)))
+		if m == nil {
+			return fmt.Errorf("%d bytes at %d: not among the %d held in memory", len(b), off, s.memLen)
+		}
+		copy(b, m)
+		return nil
+	}
+	_, err := s.f.ReadAt(b, off)
+	return err
 }
 
 // bytes returns the length in the file of an entry of n (see setFile.n).
@@ -244,9 +339,19 @@ func (r *setReader) close() {
 func (r *setReader) read(i int32, dst []uint64) ([]uint64, error) {
 	s := r.s
 	if n := s.n[i]; n < 0 && s.off[i] >= 0 {
-		r.buf = slices.Grow(r.buf[:0], int(-1-n))[:-1-n]
-		if _, err := s.f.ReadAt(r.buf, s.off[i]); err != nil {
-			return dst, fmt.Errorf("lshdb: reading the text of doc %d: %w", s.x.nums[i], err)
+		if p := s.memo[i].Load(); p != nil {
+			return append(dst[:0], *p...), nil
+		}
+		// NB: a text held in memory is read in place: nothing writes the
+		// chunks once readers run.
+		off, l := s.off[i], int64(-1-n)
+		text := s.inMemory(off, l)
+		if text == nil {
+			r.buf = slices.Grow(r.buf[:0], int(l))[:l]
+			if err := s.readAt(r.buf, off); err != nil {
+				return dst, fmt.Errorf("lshdb: reading the text of doc %d: %w", s.x.nums[i], err)
+			}
+			text = r.buf
 		}
 		if r.h == nil {
 			r.h = s.hashers.Get().(*minhash.Hasher)
@@ -254,9 +359,19 @@ func (r *setReader) read(i int32, dst []uint64) ([]uint64, error) {
 		// NB: the text is not kept past the call. Its set's size is
 		// checked against the record's here: writeSetFile derives only the
 		// sets of the texts whose records hold no sketch.
-		dst = r.h.Shingler().AppendDistinct(dst[:0], unsafe.String(unsafe.SliceData(r.buf), len(r.buf)))
+		dst = r.h.Shingler().AppendDistinct(dst[:0], unsafe.String(unsafe.SliceData(text), len(text)))
 		if want := s.x.sizes[i]; len(dst) != int(want) {
 			return dst, fmt.Errorf("%w: doc %d (%q): its text gives %d shingles, the record says %d", ErrCorrupt, s.x.nums[i], s.x.ids[i], len(dst), want)
+		}
+		if size := int64(8 * len(dst)); s.memoLeft.Load() >= size {
+			if s.memoLeft.Add(-size) >= 0 {
+				set := slices.Clone(dst)
+				if !s.memo[i].CompareAndSwap(nil, &set) {
+					s.memoLeft.Add(size) // NB: another reader memoized it first
+				}
+			} else {
+				s.memoLeft.Add(size)
+			}
 		}
 		return dst, nil
 	}
@@ -280,14 +395,14 @@ func (s *setFile) read(i int32, dst []uint64, buf []byte) ([]uint64, []byte, err
 		dst = slices.Grow(dst[:0], int(n/8))[:n/8]
 		if n > 0 {
 			raw := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(dst))), n)
-			if _, err := s.f.ReadAt(raw, off); err != nil {
+			if err := s.readAt(raw, off); err != nil {
 				return dst, buf, fmt.Errorf("lshdb: reading the set of doc %d: %w", s.x.nums[i], err)
 			}
 		}
 		return dst, buf, nil
 	}
 	buf = slices.Grow(buf[:0], int(n))[:n]
-	if _, err := s.f.ReadAt(buf, off); err != nil {
+	if err := s.readAt(buf, off); err != nil {
 		return dst, buf, fmt.Errorf("lshdb: reading the set of doc %d: %w", s.x.nums[i], err)
 	}
 	dst = slices.Grow(dst[:0], len(buf)/8)[:len(buf)/8]
@@ -302,6 +417,9 @@ func (s *setFile) read(i int32, dst []uint64, buf []byte) ([]uint64, []byte, err
 var nativeLittleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
 
 func (s *setFile) close() {
-	s.f.Close()
-	s.fs.Remove(s.path)
+	s.chunks, s.memo = nil, nil
+	if s.f != nil {
+		s.f.Close()
+		s.fs.Remove(s.path)
+	}
 }

@@ -16,7 +16,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -242,7 +241,7 @@ type pairsOut struct {
 	// estimates: the similarities are the signatures' estimates (a none
 	// index): each JSON line says so, and the table's column is ESTIMATE.
 	estimates bool
-	tw        *tabwriter.Writer
+	tw        *tableWriter
 	cw        *csv.Writer // --output csv or tsv
 	rows      int64
 }
@@ -512,10 +511,10 @@ ids). With --limit N only the best N, in memory for N pairs. With
 order and in bounded memory (for nightly jobs over millions of documents).
 --output csv or tsv writes a header row (a,b,jaccard) and one row a pair.
 A run needs temporary disk space in the index's directory, removed at the
-end: the stored texts of the documents in candidate pairs (sets mode:
-their sets, 8 bytes an element; 0.7 GB of texts at a million generated
-documents of 1.3 KB) and the candidate pairs that do not fit in memory,
-8 bytes each. A run that was killed leaves its files: the next pairs run
+end: the stored texts of the documents in candidate pairs once they take
+over 64 MiB (sets mode: their sets, 8 bytes an element; 0.7 GB of texts at
+a million generated documents of 1.3 KB) and the candidate pairs that do
+not fit in memory, 8 bytes each. A run that was killed leaves its files: the next pairs run
 removes them once they are a minute old (info counts them in the size
 on disk).
 

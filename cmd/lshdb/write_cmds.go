@@ -19,7 +19,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
-	"text/tabwriter"
 	"time"
 
 	"github.com/lshdb/lshdb/db"
@@ -1437,7 +1436,7 @@ type deduper struct {
 	batch []db.Doc
 	pos   []string
 	bytes int
-	tw    *tabwriter.Writer
+	tw    *tableWriter
 	// stream: the input is stdin, whose rows go out with each batch
 	stream bool
 	// headed: the table's header is written (with the first row, not

@@ -32,8 +32,16 @@ func TestJoinEqualsBrute(t *testing.T) {
 			sets = append(sets, slices.Compact(s))
 		}
 		for _, th := range []float64{0.3, 0.5, 0.8, 0.9, 1} {
-			if got, want := Join(sets, th), Brute(sets, th); !slices.Equal(got, want) {
+			want := Brute(sets, th)
+			if got := Join(sets, th); !slices.Equal(got, want) {
 				t.Fatalf("round %d t=%v: Join found %d pairs, Brute %d", round, th, len(got), len(want))
+			}
+			// NB: the probes on several goroutines, each taking 64 sets
+			// at a time: 150 sets are 3 chunks.
+			for _, workers := range []int{2, 3, 5} {
+				if got := join(sets, th, workers); !slices.Equal(got, want) {
+					t.Fatalf("round %d t=%v, %d goroutines: join found %d pairs, Brute %d", round, th, workers, len(got), len(want))
+				}
 			}
 		}
 	}
