@@ -591,8 +591,14 @@ func verify(ctx context.Context, x *pairsIndex, sorter *extsort.Fixed[uint64], s
 	stop := sync.OnceFunc(func() { close(done) })
 	defer stop()
 	var prodErr error
-	var distinct int64 // read after results close: the producer is done by then
+	var distinct int64 // read once prodDone is closed
+	// NB: results close once the workers are done, which a stopped run's
+	// workers are before the producer sees done: reading distinct then
+	// was a data race (the race detector, when an output's failed write
+	// stopped a pairs run).
+	prodDone := make(chan struct{})
 	go func() {
+		defer close(prodDone)
 		defer close(jobs)
 		var cur job
 		last, have := uint64(0), false
@@ -711,6 +717,7 @@ func verify(ctx context.Context, x *pairsIndex, sorter *extsort.Fixed[uint64], s
 			}
 		}
 	}
+	<-prodDone // NB: stop was called, or jobs drained: the producer returns
 	st.Filtered += filteredAll.Load()
 	st.Verified = distinct - filteredAll.Load()
 	if err := ctxErr(ctx); err != nil {
