@@ -110,7 +110,7 @@ func (db *DB) writeSetFile(ctx context.Context, fs vfs.FS, path string, memCap i
 	if len(x.nums) < 1024*workers {
 		workers = 1
 	}
-	var mu sync.Mutex // s.f, s.mem, pos and s.off, s.n of the chunks written
+	var mu sync.Mutex // s.f, s.chunks, s.memLen, pos and s.off, s.n of the chunks written
 	pos := int64(0)
 	g, gctx := errgroup.WithContext(ctx)
 	for w := range workers {
