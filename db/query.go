@@ -479,12 +479,26 @@ func (db *DB) query(ctx context.Context, v view, set []uint64, sig []uint32, sel
 						return false, classify(fmt.Errorf("doc %d: %w", n, err))
 					}
 				case view.HasText:
-					// NB: the candidate's shingles as the text gives them
-					// (with repeats, unsorted), after the size filter: the
-					// probe table counts the distinct ones it shares with
-					// the query, and a signature over them is the signature
-					// of the set.
-					other = h.Shingler().AppendElements(other[:0], unsafe.String(unsafe.SliceData(view.Text), len(view.Text)))
+					// NB: the candidate's shingles, unsorted, after the
+					// size filter: the probe table counts the distinct ones
+					// it shares with the query, and a signature over them
+					// is the signature of the set. With repeats when they
+					// are used once; de-duplicated when the cache keeps
+					// them: on texts that repeat their shingles the entry
+					// is smaller (twice as many of scancode-licenses' fit)
+					// and each hit's pass shorter, and the pass stops as
+					// soon as the values left cannot reach the threshold
+					// (probeSet.intersect), which it learns from the
+					// values left only without repeats. Querying each of
+					// scancode-licenses' 2,304 texts at t = 0.5 took
+					// 0.24x the time (8.4 s against 34.1-34.5 s); a
+					// pass with no cache, 1.07x as long de-duplicated.
+					text := unsafe.String(unsafe.SliceData(view.Text), len(view.Text))
+					if cache != nil {
+						other = h.Shingler().AppendDistinct(other[:0], text)
+					} else {
+						other = h.Shingler().AppendElements(other[:0], text)
+					}
 				default:
 					return false, fmt.Errorf("%w: doc %d holds neither its text nor its set", ErrCorrupt, n)
 				}
