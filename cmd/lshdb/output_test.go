@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
+	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -457,5 +459,55 @@ func TestJSONKeepsHTMLCharacters(t *testing.T) {
 		if !found {
 			t.Errorf("%s: no JSON value holds %q:\n%s", args[0], id, out)
 		}
+	}
+}
+
+// Ensure that the hand-written JSON line of a pair is byte for byte what
+// encoding/json writes (writeJSON), and that every pair it declines (ids
+// that need escapes, similarities that encoding/json writes with an
+// exponent or refuses) still goes the encoding/json way: random ids over
+// every byte class, and similarities across the scale.
+func TestAppendPairJSON(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 9))
+	chars := []string{"a", "Z", "0", "-", "_", " ", "~", "\"", "\\", "\n", "\x00", "\x7f", "é", "\u2028", "\xc2\x85", "\xff", "<", "&"}
+	id := func() string {
+		var b strings.Builder
+		for range rng.IntN(12) {
+			if rng.IntN(4) == 0 {
+				b.WriteString(chars[rng.IntN(len(chars))])
+			} else {
+				b.WriteByte(byte('a' + rng.IntN(26)))
+			}
+		}
+		return b.String()
+	}
+	floats := []float64{0, 1, 0.5, 0.8000000000000002, 1e-6, 9.99e-7, 1e-300, 1.0 / 3, 2e21, 1e20, math.Inf(1), math.NaN()}
+	rec := 0.9876
+	fast := 0
+	for i := range 20000 {
+		p := pairJSON{A: id(), B: id(), Jaccard: rng.Float64(), EstimateOnly: rng.IntN(2) == 0}
+		if i%3 == 0 {
+			p.Jaccard = floats[rng.IntN(len(floats))]
+		}
+		if rng.IntN(2) == 0 {
+			r := rec
+			if i%5 == 0 {
+				r = floats[rng.IntN(len(floats))]
+			}
+			p.ExpectedRecall = &r
+		}
+		var want bytes.Buffer
+		werr := writeJSON(&want, p)
+		got, ok := appendPairJSON(nil, &p)
+		if !ok {
+			continue
+		}
+		fast++
+		if werr != nil || string(got) != want.String() {
+			t.Fatalf("%+v: appendPairJSON %q, encoding/json %q (%v)", p, got, want.String(), werr)
+		}
+	}
+	if fast < 2000 {
+		t.Fatalf("only %d of 20,000 pairs took the hand-written way", fast)
 	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"cmp"
 	"context"
 	"encoding/binary"
@@ -235,6 +236,13 @@ const streamRows = 1000
 // tabwriter that is flushed every streamRows rows, so memory stays bounded
 // and output arrives while the pairs are computed; the header comes with
 // the first row (or at the end when there is none), never before an error.
+// JSON lines and CSV rows are buffered and flushed as often, and JSON
+// lines also once a second has passed since the last flush when a line
+// comes (on a terminal and in the shell, at every line).
+//
+// NB: JSON lines were written one system call each: on scancode-rules at
+// t = 0.5 (3.5 million pairs) into a pipe, 40.1 s against 29.1 s for CSV,
+// 21.9 s of it in the kernel.
 type pairsOut struct {
 	a   *app
 	rec *float64
@@ -244,12 +252,32 @@ type pairsOut struct {
 	tw        *tableWriter
 	cw        *csv.Writer // --output csv or tsv
 	rows      int64
+	// jw buffers JSON lines (nil until the first one), flushed at
+	// flushed; every says to flush at each line (a terminal, the shell).
+	jw      *bufio.Writer
+	line    []byte // appendPairJSON's
+	flushed time.Time
+	every   bool
 }
 
 func (o *pairsOut) add(p db.Pair) error {
 	o.rows++
 	if o.a.json() {
-		return o.a.emitJSON(pairJSON{A: p.A, B: p.B, Jaccard: p.Jaccard, EstimateOnly: o.estimates, ExpectedRecall: o.rec})
+		if o.jw == nil {
+			o.jw, o.flushed, o.every = bufio.NewWriterSize(o.a.stdout, 64<<10), time.Now(), o.a.stdoutIsTerminal() || o.a.shellDB != nil
+		}
+		pj := pairJSON{A: p.A, B: p.B, Jaccard: p.Jaccard, EstimateOnly: o.estimates, ExpectedRecall: o.rec}
+		var ok bool
+		if o.line, ok = appendPairJSON(o.line[:0], &pj); ok {
+			o.jw.Write(o.line) // NB: an error sticks: Flush returns it
+		} else if err := writeJSON(o.jw, pj); err != nil {
+			return err
+		}
+		if o.every || o.rows%streamRows == 0 || time.Since(o.flushed) >= time.Second {
+			o.flushed = time.Now()
+			return o.jw.Flush()
+		}
+		return nil
 	}
 	if o.a.delimited() {
 		if o.cw == nil {
@@ -277,6 +305,9 @@ func (o *pairsOut) add(p db.Pair) error {
 // header of an empty table.
 func (o *pairsOut) flush(header bool) error {
 	o.a.pairRows = o.rows
+	if o.jw != nil {
+		return o.jw.Flush()
+	}
 	if o.a.delimited() {
 		if o.cw == nil && header {
 			o.csvHeader()
