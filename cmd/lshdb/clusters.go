@@ -34,6 +34,28 @@ func (f *clusterFlags) add(c *cobra.Command, mode db.ClusterMode) {
 	c.Flags().StringVar(&f.keep, "keep", string(db.KeepFirst), "the member each cluster keeps: first or last (inserted), longest or shortest (by shingle set size)")
 }
 
+// pairsMemory is the --memory of pairs and clusters: PairsOptions.Memory
+// in MiB.
+type pairsMemory struct{ mib int }
+
+func (m *pairsMemory) add(c *cobra.Command) {
+	c.Flags().IntVar(&m.mib, "memory", db.DefaultPairsMemory>>20, "memory budget for candidate pairs, in MiB (a quarter of it also holds the texts verification reads again, another the shingle sets derived from them; the rest spills to disk in the index's directory)")
+}
+
+// bytes checks the flag and returns the budget in bytes, or a usage
+// error; a budget above the default lifts the command's soft memory
+// limit as build's does.
+func (m *pairsMemory) bytes() (int, error) {
+	if m.mib < 1 {
+		return 0, usagef("--memory %d: must be at least 1 (MiB)", m.mib)
+	}
+	if most := maxMemoryMiB(); m.mib > most {
+		return 0, usagef("--memory %d MiB is more than half of this machine's memory (at most %d MiB)", m.mib, most)
+	}
+	raiseMemoryLimit(m.mib << 20)
+	return m.mib << 20, nil
+}
+
 // options returns the flags as db options, or a usage error.
 func (f *clusterFlags) options() (db.ClusterMode, db.KeepPolicy, error) {
 	mode, keep := db.ClusterMode(f.mode), db.KeepPolicy(f.keep)
@@ -475,6 +497,7 @@ func (a *app) clustersCmd() *cobra.Command {
 	var from string
 	var header bool
 	var cf clusterFlags
+	var mem pairsMemory
 	c := &cobra.Command{
 		Use: "clusters --db DIR [--threshold T] [--mode components|centers] [--keep first|last|longest|shortest] [--from PAIRS.jsonl] [--header]",
 		Example: `  # Groups of near-duplicates, largest first, and what to keep of each
@@ -522,6 +545,13 @@ last line ({"end": …}) how long it took.`,
 			if header && !a.json() {
 				return usagef("--header needs --output json")
 			}
+			memory, err := mem.bytes()
+			if err != nil {
+				return err
+			}
+			if from != "" && c.Flags().Changed("memory") {
+				return usagef("--memory bounds the search for pairs, which --from replaces")
+			}
 			return a.withIndex(func(d index) error {
 				rec := recallNote(d, t)
 				if from == "" {
@@ -534,7 +564,7 @@ last line ({"end": …}) how long it took.`,
 					}
 					h.Header.Mode, h.Header.Keep, h.Header.From = string(mode), string(keep), from
 				}
-				po := &db.PairsOptions{Threshold: t, Mode: mode, Keep: keep}
+				po := &db.PairsOptions{Threshold: t, Mode: mode, Keep: keep, Memory: memory}
 				cs, err := a.clusters(d, from, po)
 				if err != nil {
 					return interruptNote(err, "clusters interrupted: nothing printed")
@@ -562,6 +592,7 @@ last line ({"end": …}) how long it took.`,
 	c.Flags().Float64Var(&threshold, "threshold", 0, "least Jaccard (default: the index's)")
 	c.Flags().StringVar(&from, "from", "", "make the clusters from this file of pairs --output json (- for stdin) instead of finding the pairs")
 	c.Flags().BoolVar(&header, "header", false, "with --output json: a first line saying how the file was made (threshold, parameters, P(candidate), documents) and a last line with the run time")
+	mem.add(c)
 	cf.add(c, db.Components)
 	return c
 }

@@ -491,3 +491,39 @@ func TestPairsEstimatesSaidInEachResult(t *testing.T) {
 		}
 	}
 }
+
+// Ensure that --memory bounds pairs and clusters: a budget of 1 MiB spills
+// (--stats says so) and gives the same pairs and clusters, byte for byte,
+// as the default budget, which keeps everything in memory; a budget below
+// 1 MiB, or beside clusters --from, is a usage error.
+func TestPairsMemoryFlag(t *testing.T) {
+	dir := t.TempDir()
+	in, idx := filepath.Join(dir, "docs.jsonl"), filepath.Join(dir, "index")
+	mustRun(t, "gen", "--n", "4000", "--seed", "3", "--out", in, "--source", "../../testdata/corpora/debian-sample/docs.jsonl")
+	mustRun(t, "build", "--db", idx, "--threshold", "0.5", "--progress", "none", in)
+	pairs, stats := mustRun(t, "pairs", "--db", idx, "--output", "csv", "--stats", "--progress", "none")
+	if !strings.Contains(stats, "spilled to disk: false") || strings.Count(pairs, "\n") < 500 {
+		t.Fatalf("default budget: %d lines, stats %q", strings.Count(pairs, "\n"), stats)
+	}
+	small, stats := mustRun(t, "pairs", "--db", idx, "--output", "csv", "--stats", "--progress", "none", "--memory", "1")
+	if !strings.Contains(stats, "spilled to disk: true") {
+		t.Fatalf("--memory 1: stats %q", stats)
+	}
+	if small != pairs {
+		t.Fatalf("--memory 1 gave other pairs than the default budget")
+	}
+	clusters, _ := mustRun(t, "clusters", "--db", idx, "--output", "json", "--progress", "none")
+	smallClusters, _ := mustRun(t, "clusters", "--db", idx, "--output", "json", "--progress", "none", "--memory", "1")
+	if smallClusters != clusters || clusters == "" {
+		t.Fatalf("--memory 1 gave other clusters than the default budget")
+	}
+	for _, args := range [][]string{
+		{"pairs", "--db", idx, "--memory", "0"},
+		{"clusters", "--db", idx, "--memory", "-5"},
+		{"clusters", "--db", idx, "--from", in, "--memory", "64"},
+	} {
+		if _, errOut, code := runLine(args, ""); code != 2 || !strings.Contains(errOut, "--memory") {
+			t.Errorf("%q: exit %d, %q", args, code, errOut)
+		}
+	}
+}

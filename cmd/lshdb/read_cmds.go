@@ -377,9 +377,6 @@ func (a *app) streamPairs(seq iter.Seq2[db.Pair, error], rec *float64, estimates
 	return o.flush(true)
 }
 
-// sortPairsMemory is the memory sorted pairs take before they spill to
-// sorted runs in a temporary directory.
-const sortPairsMemory = 128 << 20
 
 // pairKey encodes p so that byte order is pairCmp's: the Jaccard's bits
 // complemented (best first), then A with every 0x00 escaped as 0x00 0x01
@@ -416,7 +413,7 @@ func parsePairKey(k []byte) db.Pair {
 
 // pairSorter holds the pairs to print sorted: all of them in a heap of
 // limit when there is a limit, else in an external sort that spills to a
-// temporary directory beyond sortPairsMemory.
+// temporary directory beyond its memory (sortedPairs).
 type pairSorter struct {
 	top    *topk.Heap[db.Pair]
 	ext    *extsort.KeySorter
@@ -490,10 +487,10 @@ func (s *pairSorter) close() {
 
 // sortedPairs prints the pairs of seq best first (ties by ids); with limit
 // > 0 only the best limit, kept in a heap of that size; otherwise sorted
-// within sortPairsMemory, spilling to disk. Nothing is printed before the
-// iteration ends.
-func (a *app) sortedPairs(seq iter.Seq2[db.Pair, error], limit int, rec *float64, estimates bool) error {
-	sorter, err := newPairSorter(limit, sortPairsMemory)
+// within memory bytes (half of --memory: 128 MiB by default), spilling to
+// disk. Nothing is printed before the iteration ends.
+func (a *app) sortedPairs(seq iter.Seq2[db.Pair, error], limit, memory int, rec *float64, estimates bool) error {
+	sorter, err := newPairSorter(limit, memory)
 	if err != nil {
 		return err
 	}
@@ -522,6 +519,7 @@ func (a *app) pairsCmd() *cobra.Command {
 	var stats, sorted, header bool
 	var clustersFile string
 	var cf clusterFlags
+	var mem pairsMemory
 	c := &cobra.Command{
 		Use: "pairs --db DIR [--threshold T] [--limit N] [--stats] [--sort=false] [--header] [--clusters FILE [--mode M] [--keep K]]",
 		Example: `  # Every near-duplicate pair, best first
@@ -543,9 +541,11 @@ order and in bounded memory (for nightly jobs over millions of documents).
 --output csv or tsv writes a header row (a,b,jaccard) and one row a pair.
 A run needs temporary disk space in the index's directory, removed at the
 end: the stored texts of the documents in candidate pairs once they take
-over 64 MiB (sets mode: their sets, 8 bytes an element; 0.7 GB of texts at
-a million generated documents of 1.3 KB) and the candidate pairs that do
-not fit in memory, 8 bytes each. A run that was killed leaves its files: the next pairs run
+over a quarter of --memory (sets mode: their sets, 8 bytes an element; 0.7
+GB of texts at a million generated documents of 1.3 KB) and the candidate
+pairs that do not fit in --memory, 8 bytes each, and sorted pairs beyond
+half of --memory. Besides --memory, a run holds about 140 bytes a
+document. A run that was killed leaves its files: the next pairs run
 removes them once they are a minute old (info counts them in the size
 on disk).
 
@@ -575,6 +575,10 @@ came and how long the run took; FILE gets a header and an end line too.`,
 				return usagef("--header needs --output json")
 			}
 			mode, keep, err := cf.options()
+			if err != nil {
+				return err
+			}
+			memory, err := mem.bytes()
 			if err != nil {
 				return err
 			}
@@ -622,7 +626,7 @@ came and how long the run took; FILE gets a header and an end line too.`,
 					pctx, barDone = a.phaseBar("pairs")
 				}
 				defer barDone()
-				po := &db.PairsOptions{Threshold: t, Stats: &st}
+				po := &db.PairsOptions{Threshold: t, Stats: &st, Memory: memory}
 				if sorted && limit > 0 && limit <= httpapi.MaxPairsLimit && clustersFile == "" {
 					// NB: attached, the owner keeps the best pairs and
 					// sends only them (it sent every pair, and the client
@@ -642,7 +646,7 @@ came and how long the run took; FILE gets a header and an end line too.`,
 				// estimate: said in each result, as query says it.
 				estimates := d.Params().Storage == db.StorageNone
 				if sorted {
-					err = a.sortedPairs(seq, limit, rec, estimates)
+					err = a.sortedPairs(seq, limit, memory/2, rec, estimates)
 				} else {
 					err = a.streamPairs(seq, rec, estimates)
 				}
@@ -663,7 +667,7 @@ came and how long the run took; FILE gets a header and an end line too.`,
 				}
 				if err == nil && spill != nil {
 					h.Header.Command, h.Header.Mode, h.Header.Keep = "clusters", string(mode), string(keep)
-					err = a.clustersTo(d, clustersFile, spill, h, &db.PairsOptions{Threshold: t, Mode: mode, Keep: keep}, rec, started)
+					err = a.clustersTo(d, clustersFile, spill, h, &db.PairsOptions{Threshold: t, Mode: mode, Keep: keep, Memory: memory}, rec, started)
 				}
 				if err == nil && header {
 					ps := pairsStatsOut(st)
@@ -679,6 +683,7 @@ came and how long the run took; FILE gets a header and an end line too.`,
 	c.Flags().BoolVar(&sorted, "sort", true, "sort the pairs, best first (holds them all in memory unless --limit); --sort=false streams them")
 	c.Flags().BoolVar(&header, "header", false, "with --output json: a first line saying how the output was made and a last line with the run time")
 	c.Flags().StringVar(&clustersFile, "clusters", "", "also write the clusters of the pairs (JSON Lines, as clusters --output json --header) to this file")
+	mem.add(c)
 	cf.add(c, db.Components)
 	return c
 }
