@@ -48,8 +48,8 @@ var shellSpecs = map[string]shellSpec{
 	"get":      {"get ID", nil},
 	"query":    {"query (--id ID | --text TEXT) [--threshold T] [--top K] [--estimate-only]", []string{"id", "text", "threshold", "top", "estimate-only"}},
 	"explain":  {"explain ID1 ID2", nil},
-	"pairs":    {"pairs [--threshold T] [--limit N] [--stats] [--sort=false]", []string{"threshold", "limit", "stats", "sort"}},
-	"clusters": {"clusters [--threshold T] [--mode components|centers] [--keep first|last|longest|shortest]", []string{"threshold", "mode", "keep"}},
+	"pairs":    {"pairs [--threshold T] [--limit N] [--stats] [--sort=false] [--memory MIB]", []string{"threshold", "limit", "stats", "sort", "memory"}},
+	"clusters": {"clusters [--threshold T] [--mode components|centers] [--keep first|last|longest|shortest] [--memory MIB]", []string{"threshold", "mode", "keep", "memory"}},
 	"tune":     {"tune [--threshold T]", []string{"threshold"}},
 	"check":    {"check", nil},
 	"purge":    {"purge", nil},
@@ -486,8 +486,8 @@ func (a *app) shellHelp(args []string) error {
 		fmt.Fprintln(a.stdout, `commands (help CMD for one; every command but put and help takes --output json, pairs also csv or tsv):
   info | stats | buckets [--band B] [--top N] | bucket BAND BUCKET | get ID
   query (--id ID | --text TEXT) [--threshold T] [--top K] [--estimate-only]
-  explain ID1 ID2 | pairs [--threshold T] [--limit N] [--stats] [--sort=false]
-  clusters [--threshold T] [--mode M] [--keep K] | tune [--threshold T] | check | purge
+  explain ID1 ID2 | pairs [--threshold T] [--limit N] [--stats] [--sort=false] [--memory MIB]
+  clusters [--threshold T] [--mode M] [--keep K] [--memory MIB] | tune [--threshold T] | check | purge
   put [--ttl D] ID TEXT... | delete [--ignore-missing] ID...
   exit (or quit, .quit, .exit, \q, Ctrl-D); Ctrl-C cancels the running statement
   every command also takes --progress and --progress-every (the shell's own by default)`)
