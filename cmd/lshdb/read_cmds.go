@@ -377,7 +377,6 @@ func (a *app) streamPairs(seq iter.Seq2[db.Pair, error], rec *float64, estimates
 	return o.flush(true)
 }
 
-
 // pairKey encodes p so that byte order is pairCmp's: the Jaccard's bits
 // complemented (best first), then A with every 0x00 escaped as 0x00 0x01
 // and ended by 0x00 0x00 (so that a shorter A sorts first), then B.
