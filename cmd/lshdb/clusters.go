@@ -205,10 +205,13 @@ type clustersWriter struct {
 }
 
 func (o *clustersWriter) write(cs []db.Cluster) (dropped int, err error) {
+	// NB: buffered (a write each cluster was a system call each); the
+	// clusters are all known before the first is written.
+	w := bufio.NewWriterSize(o.w, 64<<10)
 	for i, cl := range cs {
 		dropped += len(cl.IDs) - 1
 		if o.json {
-			err = writeJSONLine(o.w, httpapi.ClusterOut(i+1, cl, o.mode, o.keep, o.rec))
+			err = writeJSONLine(w, httpapi.ClusterOut(i+1, cl, o.mode, o.keep, o.rec))
 		} else {
 			var b strings.Builder
 			fmt.Fprintf(&b, "cluster %d (%d documents", i+1, len(cl.IDs))
@@ -224,13 +227,13 @@ func (o *clustersWriter) write(cs []db.Cluster) (dropped int, err error) {
 				fmt.Fprintf(&b, "%s %s (%.4f)", sep, esc(id), cl.Jaccard[k+1])
 			}
 			b.WriteByte('\n')
-			_, err = io.WriteString(o.w, b.String())
+			_, err = w.WriteString(b.String())
 		}
 		if err != nil {
 			return dropped, err
 		}
 	}
-	return dropped, nil
+	return dropped, w.Flush()
 }
 
 // clustersNote is the summary line of clusters on stderr.

@@ -11,7 +11,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -135,18 +134,7 @@ func escAll(ids []string) []string {
 // encoding/json leaves raw (DEL and the C1 range U+0080–U+009F) are
 // written as \u escapes too, so a JSON line is as safe on a terminal as a
 // table.
-func (a *app) emitJSON(v any) error { return writeJSON(a.stdout, v) }
-
-// writeJSON writes v to w as one JSON line (see emitJSON).
-func writeJSON(w io.Writer, v any) error {
-	b, err := marshalJSON(v)
-	if err != nil {
-		return err
-	}
-	b = append(escapeJSONControls(b), '\n')
-	_, err = w.Write(b)
-	return err
-}
+func (a *app) emitJSON(v any) error { return writeJSONLine(a.stdout, v) }
 
 // marshalJSON is json.Marshal without its HTML escaping: a text or id
 // with <, > or & reads as written (json.Marshal gives \u003c, \u003e and
@@ -212,7 +200,7 @@ func (a *app) warnRecall(d index, t float64, r *float64) {
 }
 
 // pairJSON is one line of pairs --output json.
-// appendPairJSON appends p as writeJSON writes it, and reports whether
+// appendPairJSON appends p as writeJSONLine writes it, and reports whether
 // it could: ids of printable ASCII without quotes or backslashes, and a
 // similarity of 0 or from 1e-6 on, whose JSON encoding/json gives as
 // strconv's shortest 'f' form. Any other pair goes through marshalJSON.

@@ -463,7 +463,7 @@ func TestJSONKeepsHTMLCharacters(t *testing.T) {
 }
 
 // Ensure that the hand-written JSON line of a pair is byte for byte what
-// encoding/json writes (writeJSON), and that every pair it declines (ids
+// encoding/json writes (writeJSONLine), and that every pair it declines (ids
 // that need escapes, similarities that encoding/json writes with an
 // exponent or refuses) still goes the encoding/json way: random ids over
 // every byte class, and similarities across the scale.
@@ -497,7 +497,7 @@ func TestAppendPairJSON(t *testing.T) {
 			p.ExpectedRecall = &r
 		}
 		var want bytes.Buffer
-		werr := writeJSON(&want, p)
+		werr := writeJSONLine(&want, p)
 		got, ok := appendPairJSON(nil, &p)
 		if !ok {
 			continue

@@ -270,7 +270,7 @@ func (o *pairsOut) add(p db.Pair) error {
 		var ok bool
 		if o.line, ok = appendPairJSON(o.line[:0], &pj); ok {
 			o.jw.Write(o.line) // NB: an error sticks: Flush returns it
-		} else if err := writeJSON(o.jw, pj); err != nil {
+		} else if err := writeJSONLine(o.jw, pj); err != nil {
 			return err
 		}
 		if o.every || o.rows%streamRows == 0 || time.Since(o.flushed) >= time.Second {
