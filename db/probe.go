@@ -4,8 +4,9 @@ import "math/bits"
 
 // probeSet holds a query's verification set in an open-addressing hash
 // table, so that a candidate's shingle set is intersected with it in one
-// pass over the candidate's shingle hashes as the text gives them (in text
-// order, with repeats), without sorting them.
+// pass over the candidate's shingle hashes, in any order and with or
+// without repeats (the query cache keeps them de-duplicated), without
+// sorting them.
 //
 // NB: in text mode a candidate's set is re-derived from its text for each
 // query; sorting it was the part of that work the sorted-merge Jaccard
@@ -143,7 +144,7 @@ func (p *probeSet) intersect(elems []uint64, need int) (int, bool) {
 }
 
 // jaccardAtLeast is minhash.JaccardAtLeast for a candidate of size setLen
-// whose elements (with repeats) are elems.
+// whose elements (repeats allowed) are elems.
 func (p *probeSet) jaccardAtLeast(elems []uint64, setLen int, t float64) (float64, bool) {
 	if p.n == 0 && setLen == 0 {
 		return 1, t <= 1

@@ -66,5 +66,14 @@ func (t *distinctTable) dedup(a []uint64) []uint64 {
 			i = (i + 1) & mask
 		}
 	}
+	if size > maxKeptSlots {
+		// NB: a Shingler lives in pools (a database's hashers): the table
+		// of one huge text, 16-32 bytes an occurrence, would stay with it.
+		t.slots = nil
+	}
 	return a[:out]
 }
+
+// maxKeptSlots is the largest table (8 MiB: texts of up to half a million
+// shingles) that dedup keeps for the next call.
+const maxKeptSlots = 1 << 21

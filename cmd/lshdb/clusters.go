@@ -39,17 +39,18 @@ func (f *clusterFlags) add(c *cobra.Command, mode db.ClusterMode) {
 type pairsMemory struct{ mib int }
 
 func (m *pairsMemory) add(c *cobra.Command) {
-	c.Flags().IntVar(&m.mib, "memory", db.DefaultPairsMemory>>20, "memory budget for candidate pairs, in MiB (a quarter of it also holds the texts verification reads again, another the shingle sets derived from them; the rest spills to disk in the index's directory)")
+	c.Flags().IntVar(&m.mib, "memory", db.DefaultPairsMemory>>20, "memory budget in MiB for the candidate pairs, the texts verification reads again (up to a quarter of it), the shingle sets derived from them (another quarter) and the sorted output (half); beyond it they spill to disk in the index's directory (the process needs about 3x this, and 150 MB at least)")
 }
 
 // bytes checks the flag and returns the budget in bytes, or a usage
 // error; a budget above the default lifts the command's soft memory
-// limit as build's does.
-func (m *pairsMemory) bytes() (int, error) {
+// limit as build's does. NB: the machine's memory bounds a budget given,
+// not the default: a machine of 512 MB ran pairs before the flag.
+func (m *pairsMemory) bytes(c *cobra.Command) (int, error) {
 	if m.mib < 1 {
 		return 0, usagef("--memory %d: must be at least 1 (MiB)", m.mib)
 	}
-	if most := maxMemoryMiB(); m.mib > most {
+	if most := maxMemoryMiB(); c.Flags().Changed("memory") && m.mib > most {
 		return 0, usagef("--memory %d MiB is more than half of this machine's memory (at most %d MiB)", m.mib, most)
 	}
 	raiseMemoryLimit(m.mib << 20)
@@ -230,7 +231,7 @@ func (o *clustersWriter) write(cs []db.Cluster) (dropped int, err error) {
 			_, err = w.WriteString(b.String())
 		}
 		if err != nil {
-			return dropped, err
+			return dropped, cmp.Or(w.Flush(), err) // NB: the clusters before it go out
 		}
 	}
 	return dropped, w.Flush()
@@ -548,12 +549,14 @@ last line ({"end": …}) how long it took.`,
 			if header && !a.json() {
 				return usagef("--header needs --output json")
 			}
-			memory, err := mem.bytes()
-			if err != nil {
-				return err
-			}
 			if from != "" && c.Flags().Changed("memory") {
 				return usagef("--memory bounds the search for pairs, which --from replaces")
+			}
+			memory := 0
+			if from == "" {
+				if memory, err = mem.bytes(c); err != nil {
+					return err
+				}
 			}
 			return a.withIndex(func(d index) error {
 				rec := recallNote(d, t)

@@ -199,7 +199,6 @@ func (a *app) warnRecall(d index, t float64, r *float64) {
 		t, d.Params().Threshold, t, *r)
 }
 
-// pairJSON is one line of pairs --output json.
 // appendPairJSON appends p as writeJSONLine writes it, and reports whether
 // it could: ids of printable ASCII without quotes or backslashes, and a
 // similarity of 0 or from 1e-6 on, whose JSON encoding/json gives as
@@ -236,6 +235,7 @@ func appendPairJSON(dst []byte, p *pairJSON) ([]byte, bool) {
 	return append(dst, "}\n"...), true
 }
 
+// pairJSON is one line of pairs --output json.
 type pairJSON struct {
 	A       string  `json:"a"`
 	B       string  `json:"b"`

@@ -497,10 +497,7 @@ func TestPairsEstimatesSaidInEachResult(t *testing.T) {
 // as the default budget, which keeps everything in memory; a budget below
 // 1 MiB, or beside clusters --from, is a usage error.
 func TestPairsMemoryFlag(t *testing.T) {
-	dir := t.TempDir()
-	in, idx := filepath.Join(dir, "docs.jsonl"), filepath.Join(dir, "index")
-	mustRun(t, "gen", "--n", "4000", "--seed", "3", "--out", in, "--source", "../../testdata/corpora/debian-sample/docs.jsonl")
-	mustRun(t, "build", "--db", idx, "--threshold", "0.5", "--progress", "none", in)
+	in, idx := genPairsFixture(t)
 	pairs, stats := mustRun(t, "pairs", "--db", idx, "--output", "csv", "--stats", "--progress", "none")
 	if !strings.Contains(stats, "spilled to disk: false") || strings.Count(pairs, "\n") < 500 {
 		t.Fatalf("default budget: %d lines, stats %q", strings.Count(pairs, "\n"), stats)
@@ -524,6 +521,49 @@ func TestPairsMemoryFlag(t *testing.T) {
 	} {
 		if _, errOut, code := runLine(args, ""); code != 2 || !strings.Contains(errOut, "--memory") {
 			t.Errorf("%q: exit %d, %q", args, code, errOut)
+		}
+	}
+}
+
+// genPairsFixture generates 4,000 documents from the debian sample and
+// builds an index of them at t = 0.5: 1,038 pairs among 390,395
+// candidate pairs. It returns the input and the index.
+func genPairsFixture(t *testing.T) (in, idx string) {
+	t.Helper()
+	dir := t.TempDir()
+	in, idx = filepath.Join(dir, "docs.jsonl"), filepath.Join(dir, "index")
+	mustRun(t, "gen", "--n", "4000", "--seed", "3", "--out", in, "--source", "../../testdata/corpora/debian-sample/docs.jsonl")
+	mustRun(t, "build", "--db", idx, "--threshold", "0.5", "--progress", "none", in)
+	return in, idx
+}
+
+// cancelOnWrite cancels a context at the first write it receives.
+type cancelOnWrite struct {
+	bytes.Buffer
+	cancel context.CancelFunc
+}
+
+func (w *cancelOnWrite) Write(p []byte) (int, error) { w.cancel(); return w.Buffer.Write(p) }
+
+// Ensure that an interrupt while pairs --sort=false --output json streams
+// stops it, through the command, after the lines already written: the
+// interrupt comes with the first write (the first buffered lines: a
+// thousand, or fewer after a second), and the command exits 130 saying
+// how many pairs it printed, which is what stdout holds.
+func TestPairsInterruptedThroughCommand(t *testing.T) {
+	_, idx := genPairsFixture(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	out := &cancelOnWrite{cancel: cancel}
+	var errOut bytes.Buffer
+	code := run(ctx, []string{"pairs", "--db", idx, "--sort=false", "--output", "json", "--progress", "none"}, strings.NewReader(""), out, &errOut)
+	lines := strings.Count(out.String(), "\n")
+	if code != 130 || lines == 0 || lines >= 1038 || errOut.String() != fmt.Sprintf("lshdb: interrupted after %d pairs: context canceled\n", lines) {
+		t.Fatalf("exit %d, %d lines, stderr %q", code, lines, errOut.String())
+	}
+	for _, l := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		var p pairJSON
+		if err := json.Unmarshal([]byte(l), &p); err != nil || p.A == "" || p.B == "" || p.Jaccard < 0.5 {
+			t.Fatalf("line %q: %v", l, err)
 		}
 	}
 }

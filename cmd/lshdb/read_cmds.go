@@ -507,7 +507,7 @@ func (a *app) sortedPairs(seq iter.Seq2[db.Pair, error], limit, memory int, rec 
 	}
 	o := &pairsOut{a: a, rec: rec, estimates: estimates}
 	if err := sorter.each(o.add); err != nil {
-		return err
+		return cmp.Or(o.flush(false), err) // NB: the lines accepted before it go out
 	}
 	return o.flush(true)
 }
@@ -577,7 +577,7 @@ came and how long the run took; FILE gets a header and an end line too.`,
 			if err != nil {
 				return err
 			}
-			memory, err := mem.bytes()
+			memory, err := mem.bytes(c)
 			if err != nil {
 				return err
 			}
