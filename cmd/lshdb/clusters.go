@@ -42,16 +42,12 @@ func (m *pairsMemory) add(c *cobra.Command) {
 	c.Flags().IntVar(&m.mib, "memory", db.DefaultPairsMemory>>20, "memory budget in MiB for the candidate pairs, the texts verification reads again (up to a quarter of it), the shingle sets derived from them (another quarter) and the sorted output (half); beyond it they spill to disk in the index's directory (the process needs about 3x this, and 150 MB at least)")
 }
 
-// bytes checks the flag and returns the budget in bytes, or a usage
-// error; a budget above the default lifts the command's soft memory
-// limit as build's does. NB: the machine's memory bounds a budget given,
-// not the default: a machine of 512 MB ran pairs before the flag.
+// bytes checks the flag (checkMemoryFlag) and returns the budget in
+// bytes, or a usage error; a budget above the default lifts the
+// command's soft memory limit as build's does.
 func (m *pairsMemory) bytes(c *cobra.Command) (int, error) {
-	if m.mib < 1 {
-		return 0, usagef("--memory %d: must be at least 1 (MiB)", m.mib)
-	}
-	if most := maxMemoryMiB(); c.Flags().Changed("memory") && m.mib > most {
-		return 0, usagef("--memory %d MiB is more than half of this machine's memory (at most %d MiB)", m.mib, most)
+	if err := checkMemoryFlag(c, m.mib); err != nil {
+		return 0, err
 	}
 	raiseMemoryLimit(m.mib << 20)
 	return m.mib << 20, nil
@@ -206,13 +202,10 @@ type clustersWriter struct {
 }
 
 func (o *clustersWriter) write(cs []db.Cluster) (dropped int, err error) {
-	// NB: buffered (a write each cluster was a system call each); the
-	// clusters are all known before the first is written.
-	w := bufio.NewWriterSize(o.w, 64<<10)
 	for i, cl := range cs {
 		dropped += len(cl.IDs) - 1
 		if o.json {
-			err = writeJSONLine(w, httpapi.ClusterOut(i+1, cl, o.mode, o.keep, o.rec))
+			err = writeJSONLine(o.w, httpapi.ClusterOut(i+1, cl, o.mode, o.keep, o.rec))
 		} else {
 			var b strings.Builder
 			fmt.Fprintf(&b, "cluster %d (%d documents", i+1, len(cl.IDs))
@@ -228,13 +221,13 @@ func (o *clustersWriter) write(cs []db.Cluster) (dropped int, err error) {
 				fmt.Fprintf(&b, "%s %s (%.4f)", sep, esc(id), cl.Jaccard[k+1])
 			}
 			b.WriteByte('\n')
-			_, err = w.WriteString(b.String())
+			_, err = io.WriteString(o.w, b.String())
 		}
 		if err != nil {
-			return dropped, cmp.Or(w.Flush(), err) // NB: the clusters before it go out
+			return dropped, err
 		}
 	}
-	return dropped, w.Flush()
+	return dropped, nil
 }
 
 // clustersNote is the summary line of clusters on stderr.
@@ -580,9 +573,13 @@ last line ({"end": …}) how long it took.`,
 						return err
 					}
 				}
-				o := &clustersWriter{w: a.stdout, json: a.json(), mode: mode, keep: keep, rec: rec}
+				// NB: buffered (a system call a cluster before), as the
+				// --clusters file of pairs is; the clusters are all known
+				// before the first is written.
+				bw := bufio.NewWriterSize(a.stdout, 64<<10)
+				o := &clustersWriter{w: bw, json: a.json(), mode: mode, keep: keep, rec: rec}
 				dropped, err := o.write(cs)
-				if err != nil {
+				if err = cmp.Or(bw.Flush(), err); err != nil {
 					return err
 				}
 				if header {

@@ -666,7 +666,7 @@ came and how long the run took; FILE gets a header and an end line too.`,
 				}
 				if err == nil && spill != nil {
 					h.Header.Command, h.Header.Mode, h.Header.Keep = "clusters", string(mode), string(keep)
-					err = a.clustersTo(d, clustersFile, spill, h, &db.PairsOptions{Threshold: t, Mode: mode, Keep: keep, Memory: memory}, rec, started)
+					err = a.clustersTo(d, clustersFile, spill, h, &db.PairsOptions{Threshold: t, Mode: mode, Keep: keep}, rec, started)
 				}
 				if err == nil && header {
 					ps := pairsStatsOut(st)

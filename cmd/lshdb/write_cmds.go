@@ -564,6 +564,20 @@ func (a *app) compactAfterBuild(d index, mode string, res db.LoadResult, sum *in
 	return nil
 }
 
+// checkMemoryFlag checks --memory (build, pairs, clusters): mib is at
+// least 1 and, when given, at most maxMemoryMiB. NB: the default is not
+// held to the machine: it is a bound, not an allocation, and a machine of
+// 512 MB ran pairs at it before pairs had the flag.
+func checkMemoryFlag(c *cobra.Command, mib int) error {
+	if mib < 1 {
+		return usagef("--memory %d: must be at least 1 (MiB)", mib)
+	}
+	if most := maxMemoryMiB(); c.Flags().Changed("memory") && mib > most {
+		return usagef("--memory %d MiB is more than half of this machine's memory (at most %d MiB)", mib, most)
+	}
+	return nil
+}
+
 // maxMemoryMiB is the largest --memory accepted: half of the physical
 // memory (/proc/meminfo), or 64 GiB where that cannot be read.
 func maxMemoryMiB() int {
@@ -735,11 +749,8 @@ Redis.`,
 			if err != nil {
 				return err
 			}
-			if memory < 1 {
-				return usagef("--memory %d: must be at least 1 (MiB)", memory)
-			}
-			if most := maxMemoryMiB(); memory > most {
-				return usagef("--memory %d MiB is more than half of this machine's memory (at most %d MiB)", memory, most)
+			if err := checkMemoryFlag(c, memory); err != nil {
+				return err
 			}
 			if ttl < 0 {
 				return usagef("--ttl %v is negative (a duration such as 1h, 30m or 90s)", ttl)
