@@ -15,7 +15,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/lshdb/lshdb/db"
 	"github.com/lshdb/lshdb/internal/topk"
@@ -290,6 +292,72 @@ func TestPairsInterruptedMidway(t *testing.T) {
 		}
 		if format == "table" && (len(rows) != 6 || !strings.HasPrefix(rows[5], "a4 ")) {
 			t.Fatalf("table: %q", out.String())
+		}
+	}
+}
+
+// lockedBuffer is a bytes.Buffer written from several goroutines, which
+// says on wrote whenever something was written.
+type lockedBuffer struct {
+	mu    sync.Mutex
+	b     bytes.Buffer
+	wrote chan struct{}
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	select {
+	case l.wrote <- struct{}{}:
+	default:
+	}
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// Ensure that streamed JSON lines and CSV rows reach the output while the
+// pairs stop coming (a long stretch of verification with no match): the
+// three found before the pause are written during it, not held in the
+// buffer until the next ones or the end; and that the end still writes
+// every line, once.
+func TestPairsFlushedWhilePaused(t *testing.T) {
+	defer func(d time.Duration) { pairsFlushDelay = d }(pairsFlushDelay)
+	pairsFlushDelay = 50 * time.Millisecond
+	for _, format := range []string{"json", "csv"} {
+		out := &lockedBuffer{wrote: make(chan struct{}, 1)}
+		a := &app{ctx: context.Background(), stdout: out, stderr: io.Discard, output: format}
+		want := map[string]int{"json": 3, "csv": 4}[format] // CSV: and its header
+		seq := func(yield func(db.Pair, error) bool) {
+			for i := range 6 {
+				if i == 3 {
+					// The pause: the lines so far must come out before
+					// the pairs go on (or the test times out).
+					deadline := time.After(20 * time.Second)
+					for strings.Count(out.String(), "\n") < want {
+						select {
+						case <-out.wrote:
+						case <-deadline:
+							t.Errorf("%s: during the pause, the output holds %q", format, out.String())
+							return
+						}
+					}
+				}
+				if !yield(db.Pair{A: fmt.Sprintf("a%d", i), B: "b", Jaccard: 1}, nil) {
+					return
+				}
+			}
+		}
+		if err := a.streamPairs(seq, nil, false); err != nil {
+			t.Fatal(err)
+		}
+		rows := strings.Split(strings.TrimSpace(out.String()), "\n")
+		if len(rows) != want+3 || !strings.Contains(rows[len(rows)-1], "a5") {
+			t.Fatalf("%s: at the end, %q", format, out.String())
 		}
 	}
 }
