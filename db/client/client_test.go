@@ -430,6 +430,12 @@ func TestReadsMatchInProcess(t *testing.T) {
 			if err := firstErr(c.Pairs(ctx, &db.PairsOptions{Limit: httpapi.MaxPairsLimit + 1})); !errors.Is(err, db.ErrInvalidOptions) {
 				t.Errorf("a limit over the server's: %v, want ErrInvalidOptions", err)
 			}
+			// A memory budget over the server's is refused in both units:
+			// bytes (the request's) and MiB (the command's --memory).
+			if err := firstErr(c.Pairs(ctx, &db.PairsOptions{Memory: 2 * httpapi.MaxPairsMemory})); !errors.Is(err, db.ErrInvalidOptions) ||
+				!strings.Contains(err.Error(), "memory 2147483648 bytes (2048 MiB) exceeds the server's limit of 1073741824 bytes (1024 MiB)") {
+				t.Errorf("a memory budget over the server's: %v, want ErrInvalidOptions in bytes and MiB", err)
+			}
 			// Clusters ignore a limit, as in process (the client sent it
 			// to /v1/clusters, which refused it).
 			if gc, err := c.Clusters(ctx, &db.PairsOptions{Threshold: 0.4, Limit: 3}); err != nil {

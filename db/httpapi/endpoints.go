@@ -541,7 +541,7 @@ func (h *handler) load(w *resp, r *http.Request) error {
 	}
 	if lo.Memory > MaxPairsMemory {
 		// NB: as for pairs: the budget is the server's memory.
-		return fmt.Errorf("%w: memory %d exceeds the server's %d", db.ErrInvalidOptions, lo.Memory, MaxPairsMemory)
+		return memoryOverLimit(lo.Memory)
 	}
 	// NB: a corpus's other fields are ignored, as lshdb build ignores
 	// them (a file lshdb gen wrote has of and edit_rate).
@@ -768,6 +768,13 @@ func (h *handler) queryMany(w *resp, r *http.Request) error {
 	return w.json(http.StatusOK, out)
 }
 
+// memoryOverLimit refuses a memory budget over MaxPairsMemory, in bytes
+// (the parameter's unit) and MiB (the command's --memory).
+func memoryOverLimit(mem int) error {
+	return fmt.Errorf("%w: memory %d bytes (%d MiB) exceeds the server's limit of %d bytes (%d MiB)",
+		db.ErrInvalidOptions, mem, mem>>20, MaxPairsMemory, MaxPairsMemory>>20)
+}
+
 func pairsOptions(q url.Values) (*db.PairsOptions, error) {
 	t, err := floatParam(q, "threshold")
 	if err != nil {
@@ -781,7 +788,7 @@ func pairsOptions(q url.Values) (*db.PairsOptions, error) {
 	if mem > MaxPairsMemory {
 		// NB: the budget is the server's memory, which a client should not
 		// be able to claim in full.
-		return nil, fmt.Errorf("%w: memory %d exceeds the server's %d", db.ErrInvalidOptions, mem, MaxPairsMemory)
+		return nil, memoryOverLimit(mem)
 	}
 	limit, err := intParam(q, "limit", 0)
 	if err != nil {
