@@ -1175,8 +1175,14 @@ func TestRedisOtherWriters(t *testing.T) {
 // ErrDiskFull (and ErrBackend), at once: the load retried it for a
 // minute, a warning each time, as if a failover were to be waited out,
 // and its message was Redis's "OOM command not allowed". The documents
-// of the batches before stay, and read. The server is a standalone
-// redis-server started here with maxmemory 16 MB.
+// of the batches before stay, and read. And that deletes go through
+// there and free memory for the next put: they were refused too (a
+// script's HSETNX mark and the counter's HINCRBY), after their ids were
+// gone, so a full Redis could not be emptied by lshdb; nor could a
+// repair of the load's last batch run there (its HSET of the counter).
+// The server is a
+// standalone redis-server started here with maxmemory 16 MB (Redis 7:
+// 6.2 takes no allow-oom flag, and refuses such deletes still).
 func TestRedisOutOfMemory(t *testing.T) {
 	addr := standaloneRedis(t, "--maxmemory", "16mb", "--maxmemory-policy", "noeviction")
 	var log syncBuffer
@@ -1205,6 +1211,48 @@ func TestRedisOutOfMemory(t *testing.T) {
 	last := fmt.Sprint("doc-", res.Stored-1)
 	if ok, err := d.Has(last); !ok || err != nil {
 		t.Errorf("the last document of the batches stored (%s): %v %v", last, ok, err)
+	}
+	// A put is refused while the memory is full; a repair of what the
+	// stopped load left and deletes are not (they free it), and then the
+	// put goes in.
+	extra := Doc{ID: "after-the-deletes", Text: "a new document stored once the deletes have freed memory"}
+	if err := d.Put(extra, nil); !errors.Is(err, ErrDiskFull) {
+		t.Fatalf("a put into the full Redis: %v, want ErrDiskFull", err)
+	}
+	if rep, err := d.Check(context.Background()); err != nil || rep.OK() {
+		t.Fatalf("check after the stopped load: %+v, %v; want the records its last batch left", rep, err)
+	}
+	if rr, err := d.Repair(context.Background()); err != nil || rr.Orphans == 0 {
+		t.Fatalf("repair of the full Redis: %+v, %v; want the stopped batch's records removed", rr, err)
+	}
+	if rep, err := d.Check(context.Background()); err != nil || !rep.OK() {
+		t.Fatalf("check after the repair: %+v, %v", rep, err)
+	}
+	var gone []string
+	for i := range int(res.Stored / 2) {
+		gone = append(gone, fmt.Sprint("doc-", i))
+	}
+	dr, err := d.DeleteIDs(gone, nil)
+	if err != nil || dr.Deleted != len(gone) || len(dr.Missing) != 0 {
+		t.Fatalf("deleting %d documents from the full Redis: %+v, %v", len(gone), dr, err)
+	}
+	if n, err := d.Count(); err != nil || n != uint64(res.Stored)-uint64(len(gone)) {
+		t.Errorf("count after the deletes: %d, %v; want %d", n, err, uint64(res.Stored)-uint64(len(gone)))
+	}
+	for _, id := range []string{gone[0], gone[len(gone)-1], last} {
+		want := id == last
+		if ok, err := d.Has(id); ok != want || err != nil {
+			t.Errorf("Has(%s) after the deletes: %v, %v; want %v", id, ok, err, want)
+		}
+	}
+	if err := d.Put(extra, nil); err != nil {
+		t.Fatalf("a put once the deletes freed memory: %v", err)
+	}
+	if r, err := d.Query(context.Background(), extra.Text, nil); err != nil || len(r.Matches) != 1 || r.Matches[0].ID != extra.ID {
+		t.Errorf("the document put after the deletes: %+v, %v", r, err)
+	}
+	if rep, err := d.Check(context.Background()); err != nil || !rep.OK() {
+		t.Errorf("check after the deletes: %+v, %v", rep, err)
 	}
 }
 

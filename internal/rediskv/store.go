@@ -95,6 +95,11 @@ type Store struct {
 
 	c      redis.UniversalClient
 	prefix string
+	// freeAtOOM says every master runs Redis 7.0 or later, whose scripts
+	// can be flagged allow-oom: a delete's mark and its counter's
+	// decrement then run at maxmemory, and the delete frees memory (on
+	// 6.2 they are refused, as every write there).
+	freeAtOOM bool
 	// pipelines counts the pipelines sent to nodes (round trips), for
 	// benchmarks and tests.
 	pipelines atomic.Int64
@@ -249,10 +254,24 @@ func Open(ctx context.Context, rawURL string) (*Store, error) {
 }
 
 func (s *Store) ping(ctx context.Context) error {
-	if cc, ok := s.c.(*redis.ClusterClient); ok {
-		return cc.ForEachShard(ctx, func(ctx context.Context, n *redis.Client) error { return pingNode(ctx, n) })
+	// NB: shards are pinged at once: any that is older than 7.0, or does
+	// not say, leaves deletes refused at maxmemory.
+	var old atomic.Bool
+	node := func(ctx context.Context, c redis.UniversalClient) error {
+		v, err := pingNode(ctx, c)
+		if !versionAtLeast(v, 7, 0) || v == "" {
+			old.Store(true)
+		}
+		return err
 	}
-	return pingNode(ctx, s.c)
+	var err error
+	if cc, ok := s.c.(*redis.ClusterClient); ok {
+		err = cc.ForEachShard(ctx, func(ctx context.Context, n *redis.Client) error { return node(ctx, n) })
+	} else {
+		err = node(ctx, s.c)
+	}
+	s.freeAtOOM = !old.Load()
+	return err
 }
 
 // CheckNewName refuses the name of an index about to be created that
@@ -273,8 +292,9 @@ func (s *Store) CheckNewName() error {
 // SET … GET and GETDEL (Redis 6.2). NB: a server of an older Redis took
 // the index's first writes and failed later with its raw "unknown
 // command 'getdel'". A server that does not say its version (INFO
-// refused) is taken as it is.
-func pingNode(ctx context.Context, c redis.UniversalClient) error {
+// refused) is taken as it is. It returns the server's version ("" when
+// it does not say).
+func pingNode(ctx context.Context, c redis.UniversalClient) (version string, _ error) {
 	for {
 		err := c.Ping(ctx).Err()
 		if err == nil {
@@ -282,26 +302,29 @@ func pingNode(ctx context.Context, c redis.UniversalClient) error {
 		}
 		var re redis.Error
 		if !errors.As(err, &re) || !strings.HasPrefix(re.Error(), "LOADING") {
-			return err
+			return "", err
 		}
 		// NB: "LOADING Redis is loading the dataset in memory" failed an
 		// open at once while a restarted server read its files.
 		select {
 		case <-ctx.Done():
-			return err
+			return "", err
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
 	info, err := c.Info(ctx, "server").Result()
 	if err != nil {
-		return nil
+		return "", nil
 	}
 	for _, line := range strings.Split(info, "\n") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "redis_version:"); ok && !versionAtLeast(v, 6, 2) {
-			return fmt.Errorf("%w: %s runs Redis %s, and lshdb needs Redis 6.2 or later", ErrVersion, serverName(c), v)
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "redis_version:"); ok {
+			if !versionAtLeast(v, 6, 2) {
+				return v, fmt.Errorf("%w: %s runs Redis %s, and lshdb needs Redis 6.2 or later", ErrVersion, serverName(c), v)
+			}
+			return v, nil
 		}
 	}
-	return nil
+	return "", nil
 }
 
 // serverName is the address of a single server's client (for messages).
@@ -628,7 +651,7 @@ func (s *Store) Apply(ctx context.Context, ws *WriteSet) (Result, error) {
 	// this write, or the expiry sweep that removed it meanwhile.
 	live := int64(len(ws.Puts)) - int64(won)
 	if live != 0 {
-		if err := s.c.HIncrBy(ctx, s.countersKey(), "live", live).Err(); err != nil {
+		if err := s.addLive(ctx, s.c, live).Err(); err != nil {
 			return res, err
 		}
 	}
@@ -644,7 +667,7 @@ func (s *Store) retire(ctx context.Context, which []int, oldNums []uint64, oldBu
 	marks := make([]*redis.Cmd, len(which))
 	if _, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for k, i := range which {
-			marks[k] = p.Eval(ctx, markScript, []string{s.docKey(oldNums[i])})
+			marks[k] = p.Eval(ctx, s.script(markScript), []string{s.docKey(oldNums[i])})
 		}
 		return nil
 	}); err != nil {
@@ -704,6 +727,37 @@ func pipeErr(cmds []redis.Cmder, err error) error {
 // had deleted (an orphan for Repair), and could not tell which of two
 // writers retiring one document did it first.
 const markScript = `if redis.call('HEXISTS', KEYS[1], 'i') == 1 then return redis.call('HSETNX', KEYS[1], 'x', '1') end return 0`
+
+// liveScript adds ARGV[1] to the live counter (KEYS[1]), as HINCRBY;
+// setLiveScript sets it.
+const (
+	liveScript    = `return redis.call('HINCRBY', KEYS[1], 'live', ARGV[1])`
+	setLiveScript = `return redis.call('HSET', KEYS[1], 'live', ARGV[1])`
+)
+
+// script returns a script of a delete or a repair, flagged to run at
+// maxmemory where the servers take the flag (freeAtOOM). NB: Redis
+// refuses at maxmemory the first write of a script, or a command, that
+// may take memory (HSETNX, HINCRBY, HSET): a delete, which frees memory,
+// was refused with the rest, after its ids were gone (GETDEL is not
+// refused), and a full Redis could not be emptied by lshdb, nor repaired
+// of what a load stopped there left. The mark and the counter take a
+// few bytes.
+func (s *Store) script(src string) string {
+	if s.freeAtOOM {
+		return "#!lua flags=allow-oom\n" + src
+	}
+	return src
+}
+
+// addLive adds n to the live counter: through liveScript, which runs at
+// maxmemory, when n frees (a delete, a sweep).
+func (s *Store) addLive(ctx context.Context, c redis.Cmdable, n int64) redis.Cmder {
+	if n < 0 && s.freeAtOOM {
+		return c.Eval(ctx, s.script(liveScript), []string{s.countersKey()}, n)
+	}
+	return c.HIncrBy(ctx, s.countersKey(), "live", n)
+}
 
 func bucketBytes(bs []uint64) []byte {
 	out := make([]byte, 0, 8*len(bs))
@@ -1026,8 +1080,9 @@ func (s *Store) Repair(ctx context.Context) (RepairReport, error) {
 	if _, err := s.retire(ctx, dead, deadNums, deadBuckets); err != nil {
 		return rep, err
 	}
-	// The live count is the ids'.
-	if err := s.c.HSet(ctx, s.countersKey(), "live", len(live)).Err(); err != nil {
+	// The live count is the ids'. NB: at maxmemory too (freeAtOOM): a
+	// repair of what a load stopped by a full Redis left frees memory.
+	if err := s.c.Eval(ctx, s.script(setLiveScript), []string{s.countersKey()}, len(live)).Err(); err != nil {
 		return rep, err
 	}
 	// Every live document in each of its buckets (SADD of a member the
@@ -1574,7 +1629,7 @@ func (s *Store) Sweep(ctx context.Context, now int64, batch int) (int, error) {
 				mine++
 			}
 			if mine > 0 {
-				p.HIncrBy(ctx, s.countersKey(), "live", -int64(mine))
+				s.addLive(ctx, p, -int64(mine))
 			}
 			return nil
 		}); err != nil {
