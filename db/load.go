@@ -343,6 +343,8 @@ type loadBatch struct {
 // sorters. Three stages run at once and the first failure in any of them
 // (an iterator error, a document's, a disk error, ctx ending) stops all.
 func (l *loader) readAndPrepare(ctx context.Context, docs iter.Seq2[Doc, error]) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	g, gctx := errgroup.WithContext(ctx)
 	toPrep := make(chan loadBatch, 2)
 	toWrite := make(chan loadBatch, 2)
@@ -354,10 +356,24 @@ func (l *loader) readAndPrepare(ctx context.Context, docs iter.Seq2[Doc, error])
 	// NB: docs runs on the caller's goroutine (a panic in it stays the
 	// caller's); its failure joins the group's, so that whichever failure
 	// comes first is the one returned, and it stops the others.
+	// NB: a panic of docs or of Progress (which the caller may recover)
+	// stops the other two stages, and waits for them, before it goes on
+	// up: Load's deferred close then closed the tables they were writing
+	// to, and a stage's panic ("send on closed channel") ended the
+	// caller's process.
+	waited := false
+	defer func() {
+		if !waited {
+			cancel()
+			g.Wait()
+		}
+	}()
 	if err := l.readChunks(gctx, docs, toPrep); err != nil {
 		g.Go(func() error { return err })
 	}
-	if err := g.Wait(); err != nil {
+	err := g.Wait()
+	waited = true
+	if err != nil {
 		return err
 	}
 	if l.o.Progress != nil && (l.read%10000 != 0 || l.read == 0) {
@@ -371,7 +387,6 @@ func (l *loader) readAndPrepare(ctx context.Context, docs iter.Seq2[Doc, error])
 		defer close(l.sealed)
 		l.postings.Seal()
 	}()
-	var err error
 	l.recPaths, err = l.records.finish()
 	return err
 }
@@ -395,9 +410,18 @@ func (l *loader) readChunks(ctx context.Context, docs iter.Seq2[Doc, error], out
 			return ctxErr(ctx)
 		}
 	}
+	done := ctx.Done()
 	for d, err := range docs {
 		if err != nil {
 			return err
+		}
+		// NB: checked at every document, not only at a chunk's send: a
+		// slow stream (a document a second) kept a cancelled Load, and a
+		// Close, waiting for the rest of its chunk of 1,024.
+		select {
+		case <-done:
+			return ctxErr(ctx)
+		default:
 		}
 		// NB: the document is prepared on another goroutine after docs
 		// goes on: its slices are copied, so that an iterator may reuse

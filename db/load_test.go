@@ -339,8 +339,10 @@ func TestLoadCancelled(t *testing.T) {
 			if took > time.Second {
 				t.Fatalf("returned %v after the cancel", took)
 			}
-			if tc.at >= 0 && yielded.Load() >= int64(tc.at)+10000 {
-				t.Fatalf("the iterator yielded %d documents, cancelled at %d", yielded.Load(), tc.at)
+			// NB: the document yielded after the cancel is refused: the
+			// load checks at every document, not once a chunk of 1,024.
+			if tc.at >= 0 && yielded.Load() != int64(tc.at)+1 {
+				t.Fatalf("the iterator yielded %d documents, cancelled before the %dth", yielded.Load(), tc.at+1)
 			}
 			if after := indexState(t, d); after != before {
 				t.Fatalf("index changed: %s, before %s", after, before)
@@ -397,6 +399,89 @@ func TestLoadClosed(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, loadTmpDir)); !os.IsNotExist(err) {
 		t.Fatalf("the load's directory is still there: %v", err)
+	}
+}
+
+// Ensure that Close stops a load of a slow stream at the next document,
+// not at the end of its chunk: the document yielded once Close has begun
+// is refused, the load returns ErrClosed, and nothing of it is stored. It
+// waited for 1,024 documents (17 minutes of a stream of one a second).
+func TestLoadClosedMidChunk(t *testing.T) {
+	dir := t.TempDir()
+	d := mustOpen(t, dir, nil)
+	closed := make(chan error, 1)
+	var yielded atomic.Int64
+	at := func(i int) {
+		if i == 10 {
+			go func() { closed <- d.Close() }()
+			<-d.closing.Done() // Close has begun
+		}
+	}
+	if _, err := d.Load(context.Background(), stopDocs(2000, -1, &yielded, at), nil); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Load: %v, want ErrClosed", err)
+	}
+	if err := <-closed; err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if yielded.Load() != 11 {
+		t.Fatalf("the iterator yielded %d documents; want 11 (the 11th, yielded after Close began, refused)", yielded.Load())
+	}
+	d = mustOpen(t, dir, nil)
+	defer d.Close()
+	if n, err := d.Count(); err != nil || n != 0 {
+		t.Fatalf("after the closed load: %d documents, %v", n, err)
+	}
+}
+
+// Ensure that a panic of Load's documents or of its Progress, which the
+// caller recovers (as net/http does a handler's), stays the caller's: the
+// load's other stages stop before it goes on, where a stage then panicked
+// on its own goroutine ("send on closed channel": Load's cleanup had
+// closed the tables it was writing), ending the process. After it the
+// index holds nothing of the load, has no load directory left, and takes
+// the next load.
+func TestLoadCallbackPanicRecovered(t *testing.T) {
+	dir := t.TempDir()
+	d := mustOpen(t, dir, nil)
+	defer d.Close()
+	for _, where := range []string{"documents", "progress"} {
+		for round := range 5 {
+			var yielded atomic.Int64
+			at := func(i int) {
+				if where == "documents" && i == 5000+round*1000 {
+					panic("the documents failed")
+				}
+			}
+			lo := &LoadOptions{}
+			if where == "progress" {
+				lo.Progress = func(n int) {
+					if n >= 10000 {
+						panic("the progress failed")
+					}
+				}
+			}
+			got := func() (p any) {
+				defer func() { p = recover() }()
+				d.Load(context.Background(), stopDocs(50000, -1, &yielded, at), lo)
+				return nil
+			}()
+			if got == nil {
+				t.Fatalf("%s, round %d: the panic did not reach the caller", where, round)
+			}
+		}
+		if n, err := d.Count(); err != nil || n != 0 {
+			t.Fatalf("after the %s panics: %d documents, %v", where, n, err)
+		}
+		if _, err := os.Stat(filepath.Join(dir, loadTmpDir)); !os.IsNotExist(err) {
+			t.Fatalf("after the %s panics, the load's directory is still there: %v", where, err)
+		}
+	}
+	var yielded atomic.Int64
+	if res, err := d.Load(context.Background(), stopDocs(3000, -1, &yielded, nil), nil); err != nil || res.Stored != 3000 {
+		t.Fatalf("a load after the panics: %+v, %v", res, err)
+	}
+	if rep, err := d.Check(context.Background()); err != nil || !rep.OK() || rep.Docs != 3000 {
+		t.Fatalf("check after the panics and a load: %+v, %v", rep, err)
 	}
 }
 

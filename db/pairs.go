@@ -194,17 +194,40 @@ func (db *DB) bestPairs(ctx context.Context, po *PairsOptions) iter.Seq2[Pair, e
 		}
 		all := *po
 		all.Limit = 0
-		BestPairs(db.allPairs(ctx, &all), po.Limit)(yield)
+		// NB: the best pairs are yielded from memory once the run is over:
+		// Close or a cancel in the loop body ends them there too (as the
+		// run without a Limit ends), not after the Limit's last pair.
+		stop := func() error {
+			if db.closed.Load() {
+				return ErrClosed
+			}
+			if ctx != nil {
+				return ctx.Err()
+			}
+			return nil
+		}
+		bestPairs(db.allPairs(ctx, &all), po.Limit, stop)(yield)
 	}
 }
 
-// BestPairs yields the n best of pairs (n > 0) in ComparePairs order,
-// each with A < B, holding n of them at a time; an error of pairs is
-// yielded alone (the best of part of a run are not the best). Pairs
-// with a Limit is BestPairs of every pair; a client of a server without
-// one keeps the best itself.
+// BestPairs yields the n best of pairs (n > 0; else an error of
+// ErrInvalidOptions alone) in ComparePairs order, each with A < B,
+// holding n of them at a time; an error of pairs is yielded alone (the
+// best of part of a run are not the best). Pairs with a Limit is
+// BestPairs of every pair; a client of a server without one keeps the
+// best itself.
 func BestPairs(pairs iter.Seq2[Pair, error], n int) iter.Seq2[Pair, error] {
+	return bestPairs(pairs, n, nil)
+}
+
+// bestPairs is BestPairs that also ends, with stop's error, when stop
+// (if not nil) returns one before a pair of the best is yielded.
+func bestPairs(pairs iter.Seq2[Pair, error], n int, stop func() error) iter.Seq2[Pair, error] {
 	return func(yield func(Pair, error) bool) {
+		if n <= 0 {
+			yield(Pair{}, invalid("best pairs: n is %d, and must be positive", n))
+			return
+		}
 		best := topk.New(n, ComparePairs)
 		for p, err := range pairs {
 			if err != nil {
@@ -217,6 +240,12 @@ func BestPairs(pairs iter.Seq2[Pair, error], n int) iter.Seq2[Pair, error] {
 			best.Offer(p)
 		}
 		for _, p := range best.Sorted() {
+			if stop != nil {
+				if err := stop(); err != nil {
+					yield(Pair{}, err)
+					return
+				}
+			}
 			if !yield(p, nil) {
 				return
 			}
@@ -253,15 +282,23 @@ func (db *DB) allPairs(ctx context.Context, po *PairsOptions) iter.Seq2[Pair, er
 			return
 		}
 		var cancelled error
+		var done <-chan struct{} // nil: never
+		if ctx != nil {
+			done = ctx.Done()
+		}
 		emit := func(x *pairsIndex, a, b int32, j float64) bool {
 			if a > b {
 				a, b = b, a
 			}
 			// NB: a group of m identical documents yields m(m−1)/2 pairs
-			// with no store read in between: check ctx here too.
-			if (st.Reported+1)%1024 == 0 && ctx != nil && ctx.Err() != nil {
+			// with no store read in between: check ctx here too, at every
+			// pair, so that a loop body that cancels gets no pair after
+			// (it got up to 1,023 when this was checked every 1,024).
+			select {
+			case <-done:
 				cancelled = ctx.Err()
 				return false
+			default:
 			}
 			st.Reported++
 			return yield(Pair{A: x.ids[a], B: x.ids[b], Jaccard: j}, nil)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -460,6 +461,88 @@ func TestPairsLimit(t *testing.T) {
 	}
 	if !errors.Is(err, ErrInvalidOptions) {
 		t.Fatalf("Limit -1: %v, want ErrInvalidOptions", err)
+	}
+}
+
+// Ensure that Pairs with a Limit ends, as without one, when its loop
+// body cancels the context (with context.Canceled) or closes the
+// database (with ErrClosed): the best pairs, yielded from memory after
+// the run, all came out then, and the iteration ended with no error.
+// And that BestPairs refuses an n that is not positive (it panicked).
+func TestPairsLimitEndsOnCancelAndClose(t *testing.T) {
+	for _, backend := range []string{"pebble", "redis"} {
+		for _, how := range []string{"cancel", "close"} {
+			for _, limit := range []int{0, 100} {
+				pairsEndOnCancelOrClose(t, backend, how, limit)
+			}
+		}
+	}
+	for _, n := range []int{0, -1} {
+		var errs []error
+		for _, err := range BestPairs(seqOfPairs(Pair{A: "a", B: "b", Jaccard: 1}), n) {
+			errs = append(errs, err)
+		}
+		if len(errs) != 1 || !errors.Is(errs[0], ErrInvalidOptions) {
+			t.Errorf("BestPairs(n=%d): %v, want ErrInvalidOptions alone", n, errs)
+		}
+	}
+}
+
+func pairsEndOnCancelOrClose(t *testing.T, backend, how string, limit int) {
+	var d *DB
+	if backend == "redis" {
+		var err error
+		if d, err = Open(redisURL(t, how, fmt.Sprint(limit)), &Options{Threshold: 0.5}); err != nil {
+			t.Fatal(err)
+		}
+	} else {
+		d = mustOpen(t, t.TempDir(), &Options{Threshold: 0.5})
+	}
+	var docs []Doc
+	for base := range 20 {
+		for c := range 4 {
+			docs = append(docs, Doc{ID: fmt.Sprintf("d%02d-%d", base, c),
+				Text: fmt.Sprintf("the text of document %d, one of four close copies: %d, with words enough to be near", base, c)})
+		}
+	}
+	if _, err := d.PutBatch(docs, &WriteOptions{NoSync: true}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var got []error
+	pairs := 0
+	for _, err := range d.Pairs(ctx, &PairsOptions{Limit: limit}) {
+		if err != nil {
+			got = append(got, err)
+			continue
+		}
+		if pairs++; pairs == 3 {
+			if how == "cancel" {
+				cancel()
+			} else {
+				d.Close()
+			}
+		}
+	}
+	cancel()
+	d.Close()
+	want := context.Canceled
+	if how == "close" {
+		want = ErrClosed
+	}
+	if pairs != 3 || len(got) != 1 || !errors.Is(got[0], want) {
+		t.Errorf("%s: %s at the 3rd pair, limit %d: %d pairs, then %v; want 3 and %v", backend, how, limit, pairs, got, want)
+	}
+}
+
+// seqOfPairs yields ps.
+func seqOfPairs(ps ...Pair) iter.Seq2[Pair, error] {
+	return func(yield func(Pair, error) bool) {
+		for _, p := range ps {
+			if !yield(p, nil) {
+				return
+			}
+		}
 	}
 }
 

@@ -764,6 +764,11 @@ func (db *DB) redisPairsRun(ctx context.Context, po *PairsOptions, st *PairsStat
 		}
 		prog.add(int64(end - start))
 		for _, p := range pairs {
+			// NB: a chunk's pairs come from memory: a loop body that
+			// cancels, or closes the handle, gets none after.
+			if err := ctxErr(ctx); err != nil {
+				return err
+			}
 			st.Reported++
 			if !emit(p) {
 				return nil
