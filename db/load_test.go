@@ -405,16 +405,33 @@ func TestLoadClosed(t *testing.T) {
 // Ensure that Close stops a load of a slow stream at the next document,
 // not at the end of its chunk: the document yielded once Close has begun
 // is refused, the load returns ErrClosed, and nothing of it is stored. It
-// waited for 1,024 documents (17 minutes of a stream of one a second).
+// waited for 1,024 documents (17 minutes of a stream of one a second; on
+// Redis, for its batch of 2,048).
 func TestLoadClosedMidChunk(t *testing.T) {
+	for _, backend := range []string{"pebble", "redis"} {
+		t.Run(backend, func(t *testing.T) { loadClosedMidChunk(t, backend) })
+	}
+}
+
+func loadClosedMidChunk(t *testing.T, backend string) {
 	dir := t.TempDir()
+	if backend == "redis" {
+		dir = redisURL(t)
+	}
 	d := mustOpen(t, dir, nil)
 	closed := make(chan error, 1)
 	var yielded atomic.Int64
+	// A stream of a document a millisecond from the 11th, when Close
+	// begins. NB: the load's context ends just after the handle's (on
+	// another goroutine: context.AfterFunc), so a few documents may
+	// still go in; the chunk's 1,024 (Redis: 2,048) may not.
 	at := func(i int) {
 		if i == 10 {
 			go func() { closed <- d.Close() }()
-			<-d.closing.Done() // Close has begun
+			<-d.closing.Done()
+		}
+		if i >= 10 {
+			time.Sleep(time.Millisecond)
 		}
 	}
 	if _, err := d.Load(context.Background(), stopDocs(2000, -1, &yielded, at), nil); !errors.Is(err, ErrClosed) {
@@ -423,8 +440,8 @@ func TestLoadClosedMidChunk(t *testing.T) {
 	if err := <-closed; err != nil {
 		t.Fatalf("Close: %v", err)
 	}
-	if yielded.Load() != 11 {
-		t.Fatalf("the iterator yielded %d documents; want 11 (the 11th, yielded after Close began, refused)", yielded.Load())
+	if n := yielded.Load(); n < 11 || n > 500 {
+		t.Fatalf("the iterator yielded %d documents, Close begun at the 11th; want the load stopped within a few more", n)
 	}
 	d = mustOpen(t, dir, nil)
 	defer d.Close()

@@ -629,9 +629,17 @@ func (db *DB) redisLoad(ctx context.Context, docs iter.Seq2[Doc, error], o LoadO
 		batch = batch[:0]
 		return nil
 	}
+	done := ctx.Done()
 	for d, err := range docs {
 		if err != nil {
 			return res, err
+		}
+		// NB: at every document, as Load on Pebble: a slow stream kept a
+		// cancel (or a Close) waiting for the rest of its batch.
+		select {
+		case <-done:
+			return res, ctxErr(ctx)
+		default:
 		}
 		// NB: kept until its batch is prepared: copied, as Load's doc
 		// promises (docs may reuse its buffers).
