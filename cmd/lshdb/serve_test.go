@@ -460,6 +460,54 @@ func TestAttachedInsertOfLongDocuments(t *testing.T) {
 	}
 }
 
+// Ensure that an attached insert --skip-bad skips, as a bad record named
+// by its place, a document the index takes but whose request alone is
+// over the server's --max-body, and commits the rest: it stopped with
+// nothing committed (the server refused the batch whole), where the same
+// insert in process stored everything. Without --skip-bad it stops at
+// that record, having committed those before it, as at any bad record.
+func TestAttachedInsertOfADocumentOverMaxBody(t *testing.T) {
+	idx := filepath.Join(shortDir(t), "idx")
+	mustRun(t, "create", "--db", idx)
+	var in strings.Builder
+	fmt.Fprintf(&in, "{\"id\":\"first\",\"text\":\"the first of the small documents\"}\n")
+	fmt.Fprintf(&in, "{\"id\":\"big\",\"text\":%q}\n", strings.Repeat("word ", 40_000)) // 200 KB
+	for i := range 300 {
+		fmt.Fprintf(&in, "{\"id\":\"s%d\",\"text\":\"small document number %d with a few words\"}\n", i, i)
+	}
+	dir := t.TempDir()
+	path, rejects := filepath.Join(dir, "in.jsonl"), filepath.Join(dir, "rejects.jsonl")
+	if err := os.WriteFile(path, []byte(in.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, _, log, stop := startServe(t, "--db", idx, "--max-body", "100000")
+	_, errOut, code := runLine([]string{"insert", "--db", idx, path}, "")
+	if code != 1 || !strings.Contains(errOut, "committed 1 document") || !strings.Contains(errOut, "stopped at "+path+":2") || !strings.Contains(errOut, "--max-body") {
+		t.Errorf("attached insert without --skip-bad: exit %d, %s", code, errOut)
+	}
+	out, errOut, code := runLine([]string{"insert", "--db", idx, "--skip-bad", "--rejects", rejects, path}, "")
+	if code != 0 || !strings.Contains(out, "inserted 301 documents") || !strings.Contains(out, "1 bad record skipped") || !strings.Contains(errOut, "skipped "+path+":2") {
+		t.Fatalf("attached insert --skip-bad: exit %d\n%s%s", code, out, errOut)
+	}
+	if got, err := os.ReadFile(rejects); err != nil || string(got) != strings.Split(in.String(), "\n")[1]+"\n" {
+		t.Errorf("--rejects holds %d bytes (%v), want the big record's line", len(got), err)
+	}
+	if code := stop(); code != 0 {
+		t.Fatalf("serve: exit %d: %s", code, log)
+	}
+	d, err := db.Open(idx, &db.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if got, err := d.Count(); err != nil || got != 301 {
+		t.Fatalf("the index holds %d documents (%v), want 301", got, err)
+	}
+	if ok, err := d.Has("big"); ok || err != nil {
+		t.Errorf("the big document is stored: %v %v", ok, err)
+	}
+}
+
 // Ensure that serve --log-format json writes one JSON object per line,
 // and a request's duration as milliseconds (elapsed_ms), not slog's
 // integer nanoseconds under a name that does not say so.

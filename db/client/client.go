@@ -1274,7 +1274,45 @@ func (c *Client) Validate(d db.Doc) error {
 	if n := docBytes(d); c.maxDoc > 0 && n > c.maxDoc {
 		return fmt.Errorf("%w: %q has %d bytes (at most %d)", db.ErrDocTooLarge, d.ID, n, c.maxDoc)
 	}
-	return nil
+	return c.fitsBody(d)
+}
+
+// countWriter counts the bytes written to it.
+type countWriter int64
+
+func (w *countWriter) Write(p []byte) (int, error) {
+	*w += countWriter(len(p))
+	return len(p), nil
+}
+
+// fitsBody refuses, as db.ErrDocTooLarge, a document that the server's
+// index would take but whose request alone exceeds the server's bound on
+// a body (MaxBodyBytes, lshdb serve --max-body): it cannot be sent. NB:
+// the server refused its request whole (httpapi.ErrBodyTooLarge), which
+// an attached insert --skip-bad took for a failure of the batch, not of
+// one record, and stopped with nothing committed.
+func (c *Client) fitsBody(d db.Doc) error {
+	if c.maxBody <= 0 {
+		return nil
+	}
+	// NB: encoded only when a bound of its JSON may not fit: an escape
+	// takes at most 6 bytes a byte (\u00XX), a hash 19 (16 hex digits,
+	// quotes, comma), a signature value 11.
+	bound := 512 + 6*(len(d.ID)+len(d.Text)+len(d.Meta)) + 19*len(d.Set.HashList()) + 11*len(d.Signature)
+	for _, t := range d.Set.TokenList() {
+		bound += 6*len(t) + 3
+	}
+	if int64(bound) <= c.maxBody {
+		return nil
+	}
+	// NB: encoded as call encodes a body (no HTML escapes).
+	var n countWriter
+	enc := json.NewEncoder(&n)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(httpapi.PutRequest{Docs: []httpapi.DocJSON{httpapi.DocIn(d)}}); err != nil || int64(n) <= c.maxBody {
+		return nil // NB: what json cannot encode, the put says
+	}
+	return fmt.Errorf("%w: %q takes %d bytes in a request, and the server takes at most %d (lshdb serve --max-body)", db.ErrDocTooLarge, d.ID, int64(n), c.maxBody)
 }
 
 // docBytes is what d counts toward the index's MaxDocBytes, as db counts
@@ -1299,6 +1337,9 @@ func (c *Client) wireable(docs []db.Doc) error {
 		}
 		if err == nil {
 			err = c.storageMode(d)
+		}
+		if err == nil {
+			err = c.fitsBody(d)
 		}
 		switch {
 		case err != nil:

@@ -775,6 +775,27 @@ func TestErrorsMatchSentinels(t *testing.T) {
 			t.Errorf("%s: client %v: QueryError %+v, in process %+v", tc.name, cerr, cqe, lqe)
 		}
 	}
+	// A document the index takes whose request alone is over the server's
+	// body limit (900 quotes, 1,800 bytes escaped, against 1,500): the
+	// client refuses it as too large, at its place in a batch (the server
+	// refused the whole request, and an attached insert --skip-bad
+	// stopped there), and Validate says so; a document whose text fits
+	// only unescaped goes in.
+	quoted := db.Doc{ID: "q", Text: strings.Repeat(`"`, 900)}
+	if err := d.Validate(quoted); err != nil {
+		t.Fatalf("in process, the quoted document: %v", err)
+	}
+	var de *db.DocError
+	_, err := small.PutBatch([]db.Doc{{ID: "ok", Text: "a short text"}, quoted}, nil)
+	if !errors.Is(err, db.ErrDocTooLarge) || !errors.As(err, &de) || de.Index != 1 || !strings.Contains(err.Error(), "--max-body") {
+		t.Errorf("a batch with a document over the server's body limit: %v, want ErrDocTooLarge at index 1 naming --max-body", err)
+	}
+	if err := small.Validate(quoted); !errors.Is(err, db.ErrDocTooLarge) {
+		t.Errorf("Validate of a document over the server's body limit: %v, want ErrDocTooLarge", err)
+	}
+	if err := small.Put(db.Doc{ID: "lt", Text: strings.Repeat("<", 900)}, nil); err != nil {
+		t.Errorf("a document of 900 bytes unescaped (the body is sent without HTML escapes): %v", err)
+	}
 	// A read-only index refuses writes; a full disk refuses them too.
 	ro := func(o *db.Options) *client.Client {
 		dir := filepath.Join(t.TempDir(), "idx")
