@@ -1911,28 +1911,33 @@ as empty lists), after removing the documents whose TTL has passed (insert
 pairs returns changes; writers wait while it runs.`,
 		Args: nArgs(0),
 		RunE: func(c *cobra.Command, args []string) error {
-			return a.withWritableIndex(func(d index) error {
-				// NB: Purge counts the expired documents it sweeps (purge
-				// said only how many lists it deleted, and the documents
-				// were gone).
-				res, err := d.Purge(a.ctx)
-				if err != nil {
-					return err
-				}
-				if a.json() {
-					out := map[string]any{"purged_lists": res.PurgedLists}
-					if res.SweptExpired >= 0 {
-						out["swept_expired"] = res.SweptExpired
-					}
-					return a.emitJSON(out)
-				}
-				if res.SweptExpired >= 0 {
-					_, err = fmt.Fprintf(a.stdout, "swept %s; purged %d empty posting lists\n", counted(res.SweptExpired, "expired document", "expired documents"), res.PurgedLists)
-					return err
-				}
-				_, err = fmt.Fprintf(a.stdout, "purged %d empty posting lists\n", res.PurgedLists)
+			// NB: with no background sweep: the one a handle starts at Open
+			// took the expired documents first, and purge said it swept
+			// none. (Attached, the owner's sweeper runs as it does.)
+			d, closeDB, err := a.openDB(&db.Options{MustExist: true, ExpirySweep: -1})
+			if err != nil {
 				return err
-			})
+			}
+			defer closeDB()
+			// NB: Purge counts the expired documents it sweeps (purge said
+			// only how many lists it deleted, and the documents were gone).
+			res, err := d.Purge(a.ctx)
+			if err != nil {
+				return err
+			}
+			if a.json() {
+				out := map[string]any{"purged_lists": res.PurgedLists}
+				if res.SweptExpired >= 0 {
+					out["swept_expired"] = res.SweptExpired
+				}
+				return a.emitJSON(out)
+			}
+			if res.SweptExpired >= 0 {
+				_, err = fmt.Fprintf(a.stdout, "swept %s; purged %d empty posting lists\n", counted(res.SweptExpired, "expired document", "expired documents"), res.PurgedLists)
+				return err
+			}
+			_, err = fmt.Fprintf(a.stdout, "purged %d empty posting lists\n", res.PurgedLists)
+			return err
 		},
 	}
 }
