@@ -302,6 +302,7 @@ func openIn(dir string, o Options, created bool) (*DB, error) {
 	defer cache.Unref()
 	stalls := &writeStalls{log: o.Logger}
 	damage := &damageSeen{}
+	bgLog := &repeatLimiter{every: 10 * time.Second}
 	popts := &pebble.Options{
 		FS:                 o.fs,
 		Lock:               lock.Lock,
@@ -325,7 +326,15 @@ func openIn(dir string, o Options, created bool) (*DB, error) {
 			// made them exited 0.
 			BackgroundError: func(err error) {
 				damage.failures.Add(1)
-				pebbleLogger{o.Logger}.Errorf("background error: %v", firstLine{err})
+				// NB: a flush that fails on a full disk is retried about
+				// a hundred times a second (--disk-reserve -1): 61,000
+				// lines in ten minutes. The same error is said once in
+				// ten seconds, with how many times it came meanwhile.
+				if ok, repeats := bgLog.allow(firstLine{err}.Error(), time.Now()); ok && repeats > 0 {
+					pebbleLogger{o.Logger}.Errorf("background error: %v (and %d more like it since the last said)", firstLine{err}, repeats)
+				} else if ok {
+					pebbleLogger{o.Logger}.Errorf("background error: %v", firstLine{err})
+				}
 				if pebble.IsCorruptionError(err) {
 					damage.note(fmt.Errorf("%w: %v", ErrCorrupt, firstLine{err}))
 				}
@@ -1135,6 +1144,43 @@ func mib(n int64) string {
 // pebbleLogger sends Pebble's messages to the handle's slog.Logger:
 // informational ones at Debug, errors at Error.
 type pebbleLogger struct{ l *slog.Logger }
+
+// repeatLimiter says a message at most once every interval, counting the
+// repeats it held back meanwhile. Messages alike but for their numbers
+// (the table a failed flush wrote) are the same message.
+type repeatLimiter struct {
+	every time.Duration
+	mu    sync.Mutex
+	last  map[string]time.Time
+	held  map[string]int
+}
+
+// allow reports whether msg is to be said at now, and how many like it
+// were held back since it was last said.
+func (r *repeatLimiter) allow(msg string, now time.Time) (ok bool, held int) {
+	key := strings.Map(func(c rune) rune {
+		if c >= '0' && c <= '9' {
+			return '#'
+		}
+		return c
+	}, msg)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.last == nil {
+		r.last, r.held = map[string]time.Time{}, map[string]int{}
+	}
+	if t, seen := r.last[key]; seen && now.Sub(t) < r.every {
+		r.held[key]++
+		return false, 0
+	}
+	if len(r.last) > 1000 {
+		clear(r.last) // NB: bounded: a stream of distinct errors
+		clear(r.held)
+	}
+	r.last[key], held = now, r.held[key]
+	delete(r.held, key)
+	return true, held
+}
 
 func (p pebbleLogger) Infof(format string, args ...any) {
 	if p.l.Enabled(context.Background(), slog.LevelDebug) {

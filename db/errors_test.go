@@ -876,3 +876,34 @@ func TestIDErrorMessage(t *testing.T) {
 		t.Fatalf("%v; want ErrInvalidDoc, one lshdb: prefix, the id after the sentinel", err)
 	}
 }
+
+// Ensure that the limiter of Pebble's background errors says the first of
+// a kind, holds back the same error (numbers aside: a failed flush names
+// a new table each time) for its interval while counting it, and says it
+// again after with the count; another error is said at once. A full disk
+// under --disk-reserve -1 logged about a hundred lines a second.
+func TestRepeatLimiter(t *testing.T) {
+	r := &repeatLimiter{every: 10 * time.Second}
+	t0 := time.Unix(1000, 0)
+	type step struct {
+		msg      string
+		at       time.Duration
+		ok       bool
+		repeated int
+	}
+	for i, s := range []step{
+		{"write 000123.sst: no space left on device", 0, true, 0},
+		{"write 000124.sst: no space left on device", time.Second, false, 0},
+		{"write 000125.sst: no space left on device", 2 * time.Second, false, 0},
+		{"read 000007.sst: checksum mismatch", 3 * time.Second, true, 0},
+		{"write 000126.sst: no space left on device", 9 * time.Second, false, 0},
+		{"write 000127.sst: no space left on device", 10 * time.Second, true, 3},
+		{"write 000128.sst: no space left on device", 11 * time.Second, false, 0},
+		{"write 000129.sst: no space left on device", 25 * time.Second, true, 1},
+	} {
+		ok, n := r.allow(s.msg, t0.Add(s.at))
+		if ok != s.ok || n != s.repeated {
+			t.Errorf("step %d (%q at %v): %v, %d; want %v, %d", i, s.msg, s.at, ok, n, s.ok, s.repeated)
+		}
+	}
+}

@@ -95,6 +95,13 @@ func signalContext() context.Context {
 		s := <-sigc
 		cancel(signalCause{s})
 		signal.Stop(sigc)
+		// NB: a write that cannot end (a disk full under --disk-reserve
+		// -1, where Pebble's flush fails and every write waits for it)
+		// does not notice the cancel: a person who pressed Ctrl-C saw
+		// nothing happen. Said once the stop takes long.
+		time.AfterFunc(stopNoteAfter, func() {
+			fmt.Fprintf(os.Stderr, "lshdb: still stopping after %v (%v): waiting for the work in progress to end; a second Ctrl-C kills the process (acknowledged writes stay)\n", stopNoteAfter, signalCause{s})
+		})
 	}()
 	// NB: with SIGPIPE ignored, a write to a closed pipe (lshdb pairs |
 	// head) fails with EPIPE instead of killing the process: the command
@@ -103,6 +110,10 @@ func signalContext() context.Context {
 	signal.Ignore(syscall.SIGPIPE)
 	return ctx
 }
+
+// stopNoteAfter is how long after a stopping signal the command says it
+// is still stopping.
+const stopNoteAfter = 5 * time.Second
 
 // defaultMemoryLimit is the soft memory limit of the command's Go heap.
 const defaultMemoryLimit = 768 << 20
