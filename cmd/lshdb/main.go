@@ -878,6 +878,9 @@ func flagValueMessage(msg string) string {
 		want = "a whole number"
 	case strings.HasPrefix(why, "strconv.ParseBool"):
 		want = "true or false"
+	case strings.HasPrefix(why, "time:") && durationSyntax.MatchString(value):
+		// NB: Go says "invalid duration" of one past its range too.
+		return fmt.Sprintf("%s %q: out of range (a duration is at most %v, about 292 years)", flag, value, time.Duration(math.MaxInt64))
 	case strings.HasPrefix(why, "time:"):
 		want = "a duration such as 90s, 30m or 1h"
 	default:
@@ -885,6 +888,9 @@ func flagValueMessage(msg string) string {
 	}
 	return fmt.Sprintf("%s %q: not %s", flag, value, want)
 }
+
+// durationSyntax matches what time.ParseDuration reads, range aside.
+var durationSyntax = regexp.MustCompile(`^[-+]?((\d+(\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h))+$`)
 
 // writeOptions sets, in o (made if nil), what the global flags say of a
 // writable open: --disk-reserve.
