@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -78,7 +79,10 @@ Ctrl-D, exit, quit, .quit, .exit or \q leave. Commands take the flags their help
 lists (help CMD); none names another index or a file. History is kept in
 ~/.lshdb_history (mode 0600). When stdin is not a terminal, the shell runs
 one statement per line: stdout gets only their output, and stderr each
-statement (after "> ") and its error, if any. It stops at an interrupt.`,
+statement (after "> ") and its error, if any. It stops at an interrupt.
+Quotes (' or ") hold spaces in a word; a double-quoted word with
+backslash escapes is read as tables print an id with control characters
+("odd\tid\x00"), while in single quotes a backslash is itself.`,
 		Args: nArgs(0),
 		RunE: func(c *cobra.Command, args []string) error {
 			d, closeDB, err := a.openDB(&db.Options{MustExist: true}) // NB: a mistyped --db must not create an index
@@ -580,9 +584,21 @@ func parsePut(line string) (id, text string, wo *db.WriteOptions, err error) {
 
 // nextWord returns the first word of s and what follows it: words are
 // separated by spaces and tabs, and quotes (' or ") hold spaces, taken
-// off the word.
+// off the word. A word that is one double-quoted Go string with escapes
+// ("odd\tid\x00") is the string they spell, as tables print an id or
+// text with control characters; in single quotes a backslash is itself.
+//
+// NB: an id with a control character was printed quoted, and typed back
+// it was not found: such a document could be neither read nor deleted
+// from the shell.
 func nextWord(s string) (word, rest string, err error) {
 	s = strings.TrimLeft(s, " \t")
+	if q, qerr := strconv.QuotedPrefix(s); qerr == nil && q[0] == '"' && strings.ContainsRune(q, '\\') {
+		if after := s[len(q):]; after == "" || after[0] == ' ' || after[0] == '\t' {
+			w, _ := strconv.Unquote(q)
+			return w, after, nil
+		}
+	}
 	var cur strings.Builder
 	var quote rune
 	for i, r := range s {

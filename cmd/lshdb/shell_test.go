@@ -9,6 +9,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -208,6 +209,40 @@ func TestShellPutProse(t *testing.T) {
 	want := map[string]string{"a1": "don't stop me now", "w1": "col1    col2\tcol3   end", "my id": "a quoted text", "t1": "it's   spaced", "-x": "dash id text"}
 	if !maps.Equal(got, want) {
 		t.Fatalf("stored %q, want %q", got, want)
+	}
+}
+
+// Ensure that an id printed Go-quoted (it holds control characters or a
+// bidirectional override) can be typed back in the shell as printed:
+// query shows it, get finds it, delete removes it (it was not found, and
+// such a document could not be reached from the shell). A single-quoted
+// backslash is itself; a double-quoted word without one is as before.
+func TestShellQuotedIDs(t *testing.T) {
+	idx := filepath.Join(t.TempDir(), "idx")
+	odd := "odd id/\\..\n\t\u202e\x00z"
+	d, err := db.Open(idx, &db.Options{StoreText: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, doc := range []db.Doc{
+		{ID: odd, Text: "a document whose id is odd, with words enough to find"},
+		{ID: `a\tb`, Text: "a document whose id has a backslash and a t"},
+		{ID: "plain id", Text: "a document with a space in its id"},
+	} {
+		if err := d.Put(doc, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d.Close()
+	shown := strconv.Quote(odd)
+	out, errOut, code := runLine([]string{"shell", "--db", idx}, "query --text \"a document whose id is odd, with words enough to find\"\nget "+shown+"\nget 'a\\tb'\nget \"plain id\"\ndelete "+shown+"\n")
+	if code != 0 || !strings.Contains(out, shown) || strings.Count(out, "a document whose id is odd") < 1 ||
+		!strings.Contains(out, "a backslash and a t") || !strings.Contains(out, "a space in its id") {
+		t.Fatalf("shell: exit %d\nstdout %s\nstderr %s", code, out, errOut)
+	}
+	got := storedTexts(t, idx)
+	if _, ok := got[odd]; ok || len(got) != 2 {
+		t.Fatalf("after the shell's delete of %s: %q", shown, got)
 	}
 }
 
