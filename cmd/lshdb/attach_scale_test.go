@@ -530,8 +530,14 @@ func TestOwnerWaitsForAttachedLoad(t *testing.T) {
 	for i := range n / 2 {
 		fmt.Fprintln(build.stdin, docLine(fmt.Sprintf("b%d", i), docText(i)))
 	}
-	time.Sleep(300 * time.Millisecond) // NB: the load is under way in the owner
-	owner.stdin.Close()                // the owner's own work ends
+	// NB: the load is under way in the owner once its temporary directory
+	// is there (a sleep of 300 ms was too short for the build to attach on
+	// a busy machine: it then owned the index itself, and no one waited).
+	waitUntil(t, build, func() string { return "the attached build's load in the owner" }, func() bool {
+		_, err := os.Stat(filepath.Join(idx, "lshdb-load.tmp"))
+		return err == nil
+	})
+	owner.stdin.Close() // the owner's own work ends
 	time.Sleep(3 * time.Second)
 	// NB: while it waits, another command attaches and is answered (the
 	// socket was closed: it found the index locked).
