@@ -272,6 +272,73 @@ func TestVersion(t *testing.T) {
 // testdata/corpora/debian-sample/docs.jsonl read here. And that the file
 // is compressed as its name says, read back by the standard library's
 // gzip, klauspost's zstd, or as it is.
+// Ensure that a copy's ground truth ("of") names its original as the
+// file names it, under --id-prefix and --upserts: it named the default
+// prefix's g… id, which such a file lacks (or, over a corpus of g… ids,
+// an unrelated document). Each "of" is an id earlier in the file whose
+// text shares most of the copy's words. And that gen's flags out of
+// range are refused.
+func TestGenGroundTruthIDs(t *testing.T) {
+	t.Chdir(t.TempDir())
+	if _, errOut, code := runLine([]string{"gen", "--n", "300", "--seed", "2", "--id-prefix", "t", "--upserts", "20", "--upsert-range", "5000", "--out", "c.jsonl"}, ""); code != 0 {
+		t.Fatalf("gen: exit %d: %s", code, errOut)
+	}
+	raw, err := os.ReadFile("c.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	words := func(s string) map[string]bool {
+		m := map[string]bool{}
+		for _, w := range strings.Fields(s) {
+			m[w] = true
+		}
+		return m
+	}
+	texts := map[string]string{}
+	copies := 0
+	for i, line := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
+		var r struct{ ID, Text, Of string }
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatal(err)
+		}
+		wantPrefix := "t"
+		if i < 20 {
+			wantPrefix = "g"
+		}
+		if !strings.HasPrefix(r.ID, wantPrefix) {
+			t.Errorf("line %d: id %q, want the prefix %q", i+1, r.ID, wantPrefix)
+		}
+		if r.Of != "" {
+			copies++
+			orig, ok := texts[r.Of]
+			if !ok {
+				t.Fatalf("line %d (%s): of %q names no earlier document of the file", i+1, r.ID, r.Of)
+			}
+			a, b := words(orig), words(r.Text)
+			shared := 0
+			for w := range a {
+				if b[w] {
+					shared++
+				}
+			}
+			if j := float64(shared) / float64(len(a)+len(b)-shared); j < 0.5 {
+				t.Errorf("line %d (%s): of %q shares %.2f of their words", i+1, r.ID, r.Of, j)
+			}
+		}
+		texts[r.ID] = r.Text
+	}
+	if copies < 30 {
+		t.Fatalf("%d copies in 300 documents", copies)
+	}
+	for _, args := range [][]string{
+		{"--copy-fraction", "1.5"}, {"--copy-fraction", "-1"}, {"--upserts", "3"}, {"--upserts", "300", "--upsert-range", "50"},
+	} {
+		if _, errOut, code := runLine(append([]string{"gen", "--n", "10", "--out", "x.jsonl"}, args...), ""); code != 2 {
+			t.Errorf("gen %v: exit %d, want 2 (usage): %s", args, code, errOut)
+		}
+	}
+}
+
 func TestGenOutsideTheTree(t *testing.T) {
 	docs, err := corpus.Load("../../testdata/corpora/debian-sample/docs.jsonl", 0)
 	if err != nil {

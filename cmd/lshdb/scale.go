@@ -11,6 +11,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -43,8 +44,17 @@ the seed. The file is compressed as its name says: gzip for .gz (BGZF,
 which lshdb inflates on every core), zstd for .zst, else plain JSON Lines.`,
 		Args: nArgs(0),
 		RunE: func(c *cobra.Command, args []string) error {
-			if n < 1 || out == "" {
+			switch {
+			case n < 1 || out == "":
 				return usagef("--n (at least 1) and --out are required")
+			case !(copyFraction >= 0 && copyFraction <= 1):
+				return usagef("--copy-fraction %v is not a fraction from 0 to 1", copyFraction)
+			case upserts < 0 || upsertRange < 0:
+				return usagef("--upserts and --upsert-range are counts, 0 or more")
+			case upserts > 0 && upsertRange == 0:
+				return usagef("--upserts needs --upsert-range: the size of the corpus whose ids the upserts take")
+			case upserts > upsertRange:
+				return usagef("--upserts %d exceeds --upsert-range %d: the upserts are distinct ids of that corpus", upserts, upsertRange)
 			}
 			sources, what, err := genSources(source)
 			if err != nil {
@@ -65,6 +75,18 @@ which lshdb inflates on every core), zstd for .zst, else plain JSON Lines.`,
 					return err
 				}
 				enc := json.NewEncoder(zw)
+				// idAt is the id of the j-th document written: a copy's
+				// "of" names its original by the same rule as its own id
+				// (it named the default prefix's g… whatever --id-prefix
+				// or --upserts made the original's, ids the file lacks).
+				idAt := func(j int) string {
+					if j < upserts {
+						// Every upsert-range/upserts-th id of a corpus made
+						// with the default prefix: K distinct existing ids.
+						return fmt.Sprintf("g%08d", j*max(upsertRange/max(upserts, 1), 1))
+					}
+					return fmt.Sprintf("%s%08d", prefix, j)
+				}
 				i := 0
 				for d := range gen.Stream(gen.Options{Seed: seed, N: n, Sources: sources, CopyFraction: copyFraction}) {
 					if i%1024 == 0 {
@@ -74,16 +96,14 @@ which lshdb inflates on every core), zstd for .zst, else plain JSON Lines.`,
 						}
 						setBar(i)
 					}
-					id := prefix + d.ID[1:]
-					if i < upserts {
-						// Every upsert-range/upserts-th id of a corpus made
-						// with the default prefix: K distinct existing ids.
-						id = fmt.Sprintf("g%08d", i*max(upsertRange/max(upserts, 1), 1))
-					}
+					rec := map[string]any{"id": idAt(i), "text": d.Text}
 					i++
-					rec := map[string]any{"id": id, "text": d.Text}
 					if d.Of != "" {
-						rec["of"], rec["edit_rate"] = d.Of, d.EditRate
+						of, err := strconv.Atoi(d.Of[1:]) // NB: gen's ids are g + the position
+						if err != nil {
+							return fmt.Errorf("gen: a copy of %q", d.Of)
+						}
+						rec["of"], rec["edit_rate"] = idAt(of), d.EditRate
 					}
 					if err := enc.Encode(rec); err != nil {
 						zw.Close()
