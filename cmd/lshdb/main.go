@@ -325,11 +325,17 @@ func (e *errWriter) Write(p []byte) (int, error) {
 }
 
 // brokenPipe reports whether err is the output's own failed write to a
-// closed pipe, unwrapped: the reader went away (head), which is not worth
-// a message. A write command's wrap of it ("committed …; stopped: …") is
-// still printed.
+// closed pipe, saying nothing more: the reader went away (head), which is
+// not worth a message. A write command's wrap of it ("committed …;
+// stopped: …") is still printed.
+//
+// NB: by its words as well as by identity: filter and export write
+// stdout through a writer of their own, which hands back the failure as
+// another value of the same words ("write /dev/stdout: broken pipe" was
+// printed after filter … | head).
 func (a *app) brokenPipe(err error) bool {
-	return a.outErr() != nil && errors.Is(a.out.err, syscall.EPIPE) && (err == nil || err == a.out.err)
+	return a.outErr() != nil && errors.Is(a.out.err, syscall.EPIPE) &&
+		(err == nil || err == a.out.err || errors.Is(err, syscall.EPIPE) && err.Error() == a.out.err.Error())
 }
 
 // outErr is the error of the first failed write to stdout, or nil.

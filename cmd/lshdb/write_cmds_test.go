@@ -531,6 +531,8 @@ func TestOutputClosed(t *testing.T) {
 		{"pairs", "--db", idx, "--threshold", "0.1", "--sort=false"},
 		{"stats", "--db", idx},
 		{"get", "--db", idx, "d7"},
+		{"filter", "--db", idx, file},
+		{"export", "--db", idx, "--all"},
 	} {
 		w = epipe(0)
 		errOut, code = runW(w, args, "")
