@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 
@@ -376,6 +377,24 @@ func renameBackup(fsys vfs.FS, tmp, dir string) error {
 func (db *DB) checkBackupDir(dir string) error {
 	if dir == "" {
 		return invalid("backup directory is empty")
+	}
+	// NB: a symbolic link to nothing, as the directory or the nearest of
+	// its parents that is there, reads as absent to Stat: the backup ran
+	// its whole copy and then failed to rename onto it (or to make its
+	// parents), an internal error where the directory was the mistake.
+	if db.opts.FS == vfs.Default {
+		for p := filepath.Clean(dir); ; p = filepath.Dir(p) {
+			fi, err := os.Lstat(p)
+			if err == nil {
+				if _, serr := os.Stat(p); fi.Mode()&fs.ModeSymlink != 0 && serr != nil {
+					return fmt.Errorf("%w: backup directory %s: %s is a symbolic link to nothing: %w", ErrInvalidOptions, dir, p, serr)
+				}
+				break
+			}
+			if filepath.Dir(p) == p {
+				break
+			}
+		}
 	}
 	if _, err := db.opts.FS.Stat(dir); err == nil {
 		// NB: fs.ErrExist matches, unsaid: "… (a backup makes a new

@@ -184,7 +184,7 @@ func TestBackupLive(t *testing.T) {
 }
 
 // Ensure that a backup refuses a directory that exists, an empty path, a
-// cancelled context and a closed database.
+// symbolic link to nothing, a cancelled context and a closed database.
 func TestBackupErrors(t *testing.T) {
 	ctx := context.Background()
 	dir := filepath.Join(t.TempDir(), "src")
@@ -215,6 +215,22 @@ func TestBackupErrors(t *testing.T) {
 		if _, err := os.Stat(in); !os.IsNotExist(err) {
 			t.Errorf("a refused backup made %s: %v", in, err)
 		}
+	}
+	// A symbolic link to nothing, as the directory or as a parent of it:
+	// refused before the copy (it failed after, as an internal error), and
+	// nothing made where it points.
+	dangling := filepath.Join(t.TempDir(), "dangling")
+	target := filepath.Join(t.TempDir(), "gone", "newdir")
+	if err := os.Symlink(target, dangling); err != nil {
+		t.Fatal(err)
+	}
+	for _, to := range []string{dangling, filepath.Join(dangling, "sub")} {
+		if err := src.Backup(ctx, to); !errors.Is(err, ErrInvalidOptions) || !strings.Contains(err.Error(), "symbolic link to nothing") {
+			t.Errorf("a backup to %s (a link to nothing): %v, want ErrInvalidOptions", to, err)
+		}
+	}
+	if _, err := os.Lstat(filepath.Dir(target)); !os.IsNotExist(err) {
+		t.Errorf("a refused backup made %s: %v", filepath.Dir(target), err)
 	}
 	beside := dir + "-copy"
 	if err := src.Backup(ctx, beside); err != nil {
