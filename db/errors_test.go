@@ -907,3 +907,41 @@ func TestRepeatLimiter(t *testing.T) {
 		}
 	}
 }
+
+// Ensure that HasIDsContext stops when its context ends (context.Canceled)
+// and when the database closes (ErrClosed), and otherwise answers as
+// HasIDs: a server's has of millions of ids ran on after its client had
+// gone, and held up the server's shutdown. Both backends.
+func TestHasIDsContext(t *testing.T) {
+	for _, backend := range []string{"pebble", "redis"} {
+		t.Run(backend, func(t *testing.T) {
+			dir := t.TempDir()
+			if backend == "redis" {
+				dir = redisURL(t)
+			}
+			d := mustOpen(t, dir, nil)
+			defer d.Close()
+			if _, err := d.PutBatch([]Doc{{ID: "a", Text: "the first document"}, {ID: "c", Text: "the third document"}}, nil); err != nil {
+				t.Fatal(err)
+			}
+			ids := make([]string, 5000)
+			for i := range ids {
+				ids[i] = []string{"a", "b", "c"}[i%3]
+			}
+			got, err := d.HasIDsContext(context.Background(), ids)
+			want, werr := d.HasIDs(ids)
+			if err != nil || werr != nil || !slices.Equal(got, want) || !got[0] || got[1] || !got[2] {
+				t.Fatalf("HasIDsContext: %v, %v; HasIDs %v", err, got[:3], werr)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			if _, err := d.HasIDsContext(ctx, ids); !errors.Is(err, context.Canceled) {
+				t.Errorf("a cancelled context: %v, want context.Canceled", err)
+			}
+			d.Close()
+			if _, err := d.HasIDsContext(context.Background(), ids); !errors.Is(err, ErrClosed) {
+				t.Errorf("a closed database: %v, want ErrClosed", err)
+			}
+		})
+	}
+}

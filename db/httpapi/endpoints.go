@@ -127,7 +127,20 @@ func (h *handler) hasMany(w *resp, r *http.Request) error {
 	if req.IDs == nil {
 		return badRequest(`no ids: give {"ids": ["a", "b", …]} (GET /v1/docs/has?id= asks of one)`)
 	}
-	found, err := h.d.HasIDs(req.IDs)
+	// NB: admitted among the work in flight, as a put's documents: a body
+	// of 16 million short ids held about 1.2 GB while it was answered,
+	// and four at once took a server to 4.8 GB. And it stops when its
+	// client goes (or the server closes).
+	var size int64
+	for _, id := range req.IDs {
+		size += int64(len(id))
+	}
+	release, err := h.admit(r.Context(), len(req.IDs), size)
+	if err != nil {
+		return err
+	}
+	defer release()
+	found, err := h.d.HasIDsContext(r.Context(), req.IDs)
 	if err != nil {
 		return err
 	}

@@ -84,8 +84,8 @@ type Options struct {
 	// memory budget). Default: DefaultMaxBatch; negative: no limit.
 	MaxBatch int
 	// MaxInFlight bounds the documents of the puts (and put-if-new
-	// groups) and the queries of the query/many requests the server
-	// prepares and writes at once: a request that would go over it waits,
+	// groups), the queries of the query/many requests and the ids of the
+	// has requests the server prepares, writes and answers at once: a request that would go over it waits,
 	// in the order they came, for the ones before it to finish (or for
 	// its client to go away). NB: a waiting request holds its body,
 	// decoded (bounded by MaxBodyBytes and MaxBatch): what bounds the
@@ -94,7 +94,8 @@ type Options struct {
 	// limit.
 	MaxInFlight int
 	// MaxInFlightBytes bounds, as MaxInFlight does, the bytes of the
-	// texts (and token lists) of those documents and queries: a request
+	// texts (and token lists) of those documents and queries, and of
+	// those ids: a request
 	// that would go over it waits. A request whose texts alone exceed it
 	// runs once nothing else does. Default: DefaultMaxInFlightBytes;
 	// negative: no limit.
