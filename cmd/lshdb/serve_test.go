@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -16,6 +17,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"testing"
@@ -753,6 +755,30 @@ func TestServeTokenFile(t *testing.T) {
 		resp.Body.Close()
 		if resp.StatusCode != want {
 			t.Errorf("token %q: %d, want %d", token, resp.StatusCode, want)
+		}
+	}
+}
+
+// Ensure that serve's soft memory limit follows what it takes in flight:
+// 2.5 GiB for the default 64 MiB of texts (documents take about 35 times
+// their text), none with no bound on them; it kept the command's 768 MiB,
+// and two large puts at once took twice as long as with none.
+func TestServeMemoryLimit(t *testing.T) {
+	t.Setenv("GOMEMLIMIT", "")
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(-1))
+	for _, c := range []struct {
+		inFlight int64
+		want     int64
+	}{
+		{0, 2560 << 20},
+		{httpapi.DefaultMaxInFlightBytes, 2560 << 20},
+		{1 << 20, defaultMemoryLimit},
+		{-1, math.MaxInt64},
+	} {
+		debug.SetMemoryLimit(defaultMemoryLimit)
+		serveMemoryLimit(c.inFlight)
+		if got := debug.SetMemoryLimit(-1); got != c.want {
+			t.Errorf("--max-in-flight-bytes %d: limit %d, want %d", c.inFlight, got, c.want)
 		}
 	}
 }
