@@ -363,5 +363,9 @@ func serveMemoryLimit(inFlightBytes int64) {
 		debug.SetMemoryLimit(math.MaxInt64)
 		return
 	}
-	raiseMemoryLimit(int(min(18*inFlightBytes, 1<<40)))
+	budget := int64(1 << 40) // NB: 18 times a huge bound overflowed
+	if inFlightBytes < budget/18 {
+		budget = 18 * inFlightBytes
+	}
+	raiseMemoryLimit(int(budget))
 }

@@ -774,6 +774,7 @@ func TestServeMemoryLimit(t *testing.T) {
 		{httpapi.DefaultMaxInFlightBytes, 2560 << 20},
 		{1 << 20, defaultMemoryLimit},
 		{-1, math.MaxInt64},
+		{math.MaxInt64 / 2, 2<<40 + 256<<20},
 	} {
 		debug.SetMemoryLimit(defaultMemoryLimit)
 		serveMemoryLimit(c.inFlight)
