@@ -479,10 +479,13 @@ func (h *handler) authorized(r *http.Request) error {
 }
 
 func (h *handler) done(r *http.Request, op string, w *resp, err error, elapsed time.Duration) {
-	if err != nil && r.Context().Err() != nil && (errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET)) {
-		// NB: the client went away mid-answer (a stream's write failed):
-		// not the server's fault, and no "internal" error to page anyone.
-		// A backend's broken connection, with the client still there,
+	if err != nil && r.Context().Err() != nil && (errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, net.ErrClosed)) {
+		// NB: the client went away mid-answer (a stream's write failed),
+		// or the server closed its connection as it shut down ("use of
+		// closed network connection", which was logged as an internal
+		// error at every shutdown with an answer in flight): not the
+		// server's fault, and no "internal" error to page anyone. A
+		// backend's broken connection, with the client still there,
 		// stays what it is.
 		err = fmt.Errorf("%w: the client went away: %w", context.Canceled, err)
 	}

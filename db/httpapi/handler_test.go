@@ -1559,3 +1559,36 @@ func TestPutIfNewBadLineNoPanic(t *testing.T) {
 		t.Errorf("the server logged a panic:\n%s", got)
 	}
 }
+
+// Ensure that an answer cut by its connection's close, once the request
+// is over for the server (its context done: the client gone, or the
+// server shutting down), is logged as the client's going (canceled, at
+// INFO), as a broken pipe is: "use of closed network connection" was
+// logged as an internal error, at ERROR, at every shutdown with an
+// answer in flight. With the request still live, it stays internal.
+func TestDoneConnectionClosed(t *testing.T) {
+	closedConn := fmt.Errorf("write: %w", &net.OpError{Op: "write", Net: "tcp", Err: net.ErrClosed})
+	for _, c := range []struct {
+		name      string
+		cancelled bool
+		want      []string
+	}{
+		{"request over", true, []string{"level=INFO", "code=canceled"}},
+		{"request live", false, []string{"level=ERROR", "code=internal"}},
+	} {
+		var buf bytes.Buffer
+		h := &handler{o: Options{Logger: slog.New(slog.NewTextHandler(&buf, nil))}}
+		ctx, cancel := context.WithCancel(context.Background())
+		if c.cancelled {
+			cancel()
+		}
+		r := httptest.NewRequest("POST", "/v1/docs/has", nil).WithContext(ctx)
+		h.done(r, "has", &resp{status: 200}, closedConn, time.Second)
+		cancel()
+		for _, w := range c.want {
+			if !strings.Contains(buf.String(), w) {
+				t.Errorf("%s: the log line %q lacks %s", c.name, buf.String(), w)
+			}
+		}
+	}
+}
