@@ -714,9 +714,11 @@ func (a *app) withIndex(fn func(d index) error) error {
 	return fn(d)
 }
 
-// withWritableIndex is withIndex for a command that writes.
-func (a *app) withWritableIndex(fn func(d index) error) error {
-	d, closeDB, err := a.openDB(&db.Options{MustExist: true})
+// withWritableIndex is withIndex for a command that writes, opened with
+// o (MustExist set).
+func (a *app) withWritableIndex(o db.Options, fn func(d index) error) error {
+	o.MustExist = true
+	d, closeDB, err := a.openDB(&o)
 	if err != nil {
 		return err
 	}

@@ -1819,7 +1819,7 @@ command, unless --ignore-missing.`,
 				a.notef("no ids given: nothing deleted")
 				return nil
 			}
-			return a.withWritableIndex(func(d index) error {
+			return a.withWritableIndex(db.Options{}, func(d index) error {
 				// NB: an interrupt ends a deletion still waiting for the
 				// writer lock (behind a load): nothing is deleted.
 				res, err := d.DeleteIDsContext(a.ctx, ids, &db.WriteOptions{IgnoreMissing: ignoreMissing})
@@ -1914,30 +1914,28 @@ pairs returns changes; writers wait while it runs.`,
 			// NB: with no background sweep: the one a handle starts at Open
 			// took the expired documents first, and purge said it swept
 			// none. (Attached, the owner's sweeper runs as it does.)
-			d, closeDB, err := a.openDB(&db.Options{MustExist: true, ExpirySweep: -1})
-			if err != nil {
-				return err
-			}
-			defer closeDB()
-			// NB: Purge counts the expired documents it sweeps (purge said
-			// only how many lists it deleted, and the documents were gone).
-			res, err := d.Purge(a.ctx)
-			if err != nil {
-				return err
-			}
-			if a.json() {
-				out := map[string]any{"purged_lists": res.PurgedLists}
-				if res.SweptExpired >= 0 {
-					out["swept_expired"] = res.SweptExpired
+			return a.withWritableIndex(db.Options{ExpirySweep: -1}, func(d index) error {
+				// NB: Purge counts the expired documents it sweeps (purge
+				// said only how many lists it deleted, and the documents
+				// were gone).
+				res, err := d.Purge(a.ctx)
+				if err != nil {
+					return err
 				}
-				return a.emitJSON(out)
-			}
-			if res.SweptExpired >= 0 {
-				_, err = fmt.Fprintf(a.stdout, "swept %s; purged %d empty posting lists\n", counted(res.SweptExpired, "expired document", "expired documents"), res.PurgedLists)
+				if a.json() {
+					out := map[string]any{"purged_lists": res.PurgedLists}
+					if res.SweptExpired >= 0 {
+						out["swept_expired"] = res.SweptExpired
+					}
+					return a.emitJSON(out)
+				}
+				if res.SweptExpired >= 0 {
+					_, err = fmt.Fprintf(a.stdout, "swept %s; purged %d empty posting lists\n", counted(res.SweptExpired, "expired document", "expired documents"), res.PurgedLists)
+					return err
+				}
+				_, err = fmt.Fprintf(a.stdout, "purged %d empty posting lists\n", res.PurgedLists)
 				return err
-			}
-			_, err = fmt.Fprintf(a.stdout, "purged %d empty posting lists\n", res.PurgedLists)
-			return err
+			})
 		},
 	}
 }
@@ -1965,7 +1963,7 @@ frees a deleted key at once).`,
 			// compact after inserts and deletes said "375.8 KiB on disk,
 			// 375.8 KiB before" of a directory that had taken 907 KB.
 			pre := filesBytes(a.dbDir)
-			return a.withWritableIndex(func(d index) error {
+			return a.withWritableIndex(db.Options{}, func(d index) error {
 				before := diskBytesOf(d)
 				if _, local := d.(*db.DB); local && pre > 0 {
 					// NB: attached, the owner's own count (the walk also

@@ -85,9 +85,9 @@ type Options struct {
 	MaxBatch int
 	// MaxInFlight bounds the documents of the puts (and put-if-new
 	// groups), the queries of the query/many requests and the ids of the
-	// has requests the server prepares, writes and answers at once: a request that would go over it waits,
-	// in the order they came, for the ones before it to finish (or for
-	// its client to go away). NB: a waiting request holds its body,
+	// has requests the server prepares, writes and answers at once: a
+	// request that would go over it waits, in the order they came, for
+	// the ones before it to finish (or for its client to go away). NB: a waiting request holds its body,
 	// decoded (bounded by MaxBodyBytes and MaxBatch): what bounds the
 	// requests waiting is the server's connection limit, not this.
 	// Default: DefaultMaxInFlight, and at least MaxBatch; negative: no
@@ -95,9 +95,8 @@ type Options struct {
 	MaxInFlight int
 	// MaxInFlightBytes bounds, as MaxInFlight does, the bytes of the
 	// texts (and token lists) of those documents and queries, and of
-	// those ids: a request
-	// that would go over it waits. A request whose texts alone exceed it
-	// runs once nothing else does. Default: DefaultMaxInFlightBytes;
+	// those ids: a request that would go over it waits. A request whose
+	// texts alone exceed it runs once nothing else does. Default: DefaultMaxInFlightBytes;
 	// negative: no limit.
 	MaxInFlightBytes int64
 	// WriteTimeout bounds each write of an answer, not the whole answer:
