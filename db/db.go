@@ -129,6 +129,14 @@ type DB struct {
 	closing     context.Context
 	closeCancel context.CancelCauseFunc
 
+	// ops holds the cancel function of each operation context in flight
+	// (opCtx), which Close calls itself: a context.AfterFunc on closing
+	// would cancel them on a goroutine of its own, after Close had
+	// returned to a loop body that called it, which then got more
+	// results. Guarded by opsMu.
+	opsMu sync.Mutex
+	ops   map[*liveOp]struct{}
+
 	// wmu serializes writers: a write reads the id map and counters, then
 	// commits one batch, with no other writer in between.
 	wmu      writerLock
@@ -777,6 +785,7 @@ func (db *DB) Dir() string { return db.dir }
 // Closing twice returns ErrClosed.
 func (db *DB) Close() error {
 	db.closeCancel(ErrClosed) // long operations in flight stop at their next check
+	db.cancelOps()
 	if !db.mu.close() {
 		return ErrClosed
 	}
@@ -1043,16 +1052,48 @@ func (db *DB) untrack(it *openIter) {
 	it.release()
 }
 
+// liveOp is an operation context in flight (DB.ops).
+type liveOp struct{ cancel context.CancelCauseFunc }
+
 // opCtx returns the context a long operation runs under: ctx, cancelled
-// also when Close starts (with cause ErrClosed). The caller MUST call the
-// returned cancel function.
+// also when Close starts (with cause ErrClosed), before Close returns.
+// The caller MUST call the returned cancel function.
 func (db *DB) opCtx(ctx context.Context) (context.Context, context.CancelFunc) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
 	c, cancel := context.WithCancelCause(ctx)
-	stop := context.AfterFunc(db.closing, func() { cancel(ErrClosed) })
-	return c, func() { stop(); cancel(context.Canceled) }
+	op := &liveOp{cancel: cancel}
+	db.opsMu.Lock()
+	if db.closing.Err() != nil {
+		// NB: checked under opsMu, which Close's cancelOps takes after
+		// cancelling closing: no op is registered after that sweep.
+		db.opsMu.Unlock()
+		cancel(ErrClosed)
+		return c, func() { cancel(context.Canceled) }
+	}
+	if db.ops == nil {
+		db.ops = make(map[*liveOp]struct{})
+	}
+	db.ops[op] = struct{}{}
+	db.opsMu.Unlock()
+	return c, func() {
+		db.opsMu.Lock()
+		delete(db.ops, op)
+		db.opsMu.Unlock()
+		cancel(context.Canceled)
+	}
+}
+
+// cancelOps cancels every operation context in flight with cause
+// ErrClosed. Close calls it once closing is cancelled.
+func (db *DB) cancelOps() {
+	db.opsMu.Lock()
+	defer db.opsMu.Unlock()
+	for op := range db.ops {
+		op.cancel(ErrClosed)
+	}
+	clear(db.ops)
 }
 
 // ctxErr returns nil while ctx is live, and then why it ended: ErrClosed
