@@ -121,13 +121,16 @@ func (a *app) script(r io.Reader) error {
 	failed := 0
 	ctx := a.ctx
 	for first := true; sc.Scan(); first = false {
-		line := strings.TrimSpace(sc.Text())
+		// NB: trailing blanks are kept, as at the prompt: a put's text
+		// is the rest of the line as typed (they were cut in a script).
+		line := strings.TrimRight(sc.Text(), "\r")
 		if first {
 			// NB: a script saved by an editor that writes a byte order
 			// mark ran its first statement as "\ufeffinfo", unknown.
 			line = strings.TrimPrefix(line, "\ufeff")
 		}
-		if line == "" || strings.HasPrefix(line, "#") {
+		line = strings.TrimLeft(line, " \t")
+		if strings.TrimSpace(line) == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
 		// NB: the echo and the errors go to stderr, so that stdout holds
@@ -524,7 +527,7 @@ func (a *app) shellHelp(args []string) error {
 	root := a.rootCmd()
 	sub, _, err := root.Find([]string{name})
 	if name == "put" || err != nil || sub == root {
-		fmt.Fprintln(a.stdout, "  store (insert or replace) one document; the text is the rest of the line;\n  --ttl D: it expires after D (1h, 30m, 90s): never returned after it, then swept")
+		fmt.Fprintln(a.stdout, "  store (insert or replace) one document; the text is the rest of the line as typed\n  (one quoted string: its quotes are taken off; in a script too, trailing blanks kept);\n  --ttl D: it expires after D (1h, 30m, 90s): never returned after it, then swept")
 		return nil
 	}
 	fmt.Fprintf(a.stdout, "  %s\n", cmp.Or(shellShorts[name], sub.Short))

@@ -191,7 +191,7 @@ func TestShellNeedsAnIndex(t *testing.T) {
 }
 
 // Ensure that the shell's put takes prose as typed (an apostrophe is not
-// an unclosed quote, spaces and tabs are kept), refuses a flag instead of storing it as an id, and
+// an unclosed quote, spaces and tabs are kept, trailing ones too in a script), refuses a flag instead of storing it as an id, and
 // stores an id that starts with '-' after --: the oracle is get's text.
 func TestShellPutProse(t *testing.T) {
 	idx := filepath.Join(t.TempDir(), "idx")
@@ -199,14 +199,14 @@ func TestShellPutProse(t *testing.T) {
 		t.Fatal(errOut)
 	}
 	out, errOut, code := runLine([]string{"shell", "--db", idx},
-		"put a1 don't stop me now\nput w1 col1    col2\tcol3   end\nput \"my id\" \"a quoted text\"\nput --ttl 1h t1  it's   spaced\nput --threshold 0.5 hello world\nput -- -x dash id text\n")
+		"put a1 don't stop me now\nput w1 col1    col2\tcol3   end\nput \"my id\" \"a quoted text\"\nput --ttl 1h t1  it's   spaced\nput --threshold 0.5 hello world\nput -- -x dash id text\nput b1 trailing blanks  \t\r\n")
 	if code != 1 || !strings.Contains(errOut, `put takes one flag, --ttl: "--threshold"`) {
 		t.Fatalf("shell: exit %d\nstdout %s\nstderr %s", code, out, errOut)
 	}
 	got := storedTexts(t, idx)
 	// NB: the text as typed, runs of spaces and tabs kept (they were
 	// joined by single spaces); one quoted string loses its quotes.
-	want := map[string]string{"a1": "don't stop me now", "w1": "col1    col2\tcol3   end", "my id": "a quoted text", "t1": "it's   spaced", "-x": "dash id text"}
+	want := map[string]string{"a1": "don't stop me now", "w1": "col1    col2\tcol3   end", "my id": "a quoted text", "t1": "it's   spaced", "-x": "dash id text", "b1": "trailing blanks  \t"}
 	if !maps.Equal(got, want) {
 		t.Fatalf("stored %q, want %q", got, want)
 	}
