@@ -1459,7 +1459,7 @@ type deduper struct {
 	// (repeated), duplicates found, empty texts skipped
 	stored, replaced, repeated, dups, empty int
 	ids                                     map[string]bool // stored by this run
-	through                                 string          // position of the last document stored
+	through                                 string          // position of the last document decided: stored, a duplicate, or empty
 	doubt                                   string          // of the last one of a batch whose answer was lost (see inserter)
 	add                                     func(int)
 }
@@ -1518,6 +1518,7 @@ func (w *deduper) flush() error {
 		switch {
 		case errors.Is(r.Err, db.ErrEmptyDocument):
 			w.empty++
+			w.through = w.pos[i]
 			fmt.Fprintf(w.a.stderr, "lshdb: skipped %s (id %s): %v\n", escControls(w.pos[i]), docio.QuoteID(w.batch[i].ID), dbReason{r.Err})
 		case r.Err != nil:
 			docErr = cmp.Or(docErr, fmt.Errorf("%s: %w", w.pos[i], r.Err))
@@ -1534,7 +1535,10 @@ func (w *deduper) flush() error {
 			}
 			w.through = w.pos[i]
 		default:
+			// NB: decided too: the stop's "through" named the last one
+			// stored, before the duplicates its rows had answered.
 			w.dups++
+			w.through = w.pos[i]
 		}
 	}
 	w.add(len(res))
