@@ -199,6 +199,14 @@ func (s *sink) begin(src docio.Source) error {
 			s.eol = src.HeaderEnd
 		}
 	}
+	if src.Format == "parquet" {
+		// NB: a Parquet file compresses its own columns: a gzip or zstd
+		// stream around it is no Parquet file, and --compress gzip was
+		// ignored, silently, as was a kept.parquet.gz name.
+		if c := s.compression(""); c != "" {
+			return fmt.Errorf("%w: %s is Parquet, written back as Parquet, which compresses its columns itself: %s asks for %s (drop --compress, or the name's .gz or .zst)", errFilterFormat, escControls(src.Name), s.what, c)
+		}
+	}
 	if s.probe {
 		if src.Format == "parquet" {
 			// NB: the columns filter adds are checked against the schema.
@@ -599,7 +607,8 @@ Every kept record is written as it was read, byte for byte (its fields,
 their order, its line end), in the input's format: JSON Lines, CSV or TSV
 (with the input's header), or Parquet (with the input's schema). The
 output file is compressed as its name says (.gz for gzip, .zst for zstd,
-else not); stdout as the first input; --compress overrides both.
+else not); stdout as the first input; --compress overrides both. A Parquet
+output compresses its own columns: a compression asked for it is refused.
 
 The index must have been built from these inputs with the same id flags
 (--id-field, --id-col, --id-from): records are matched to documents by id.

@@ -932,3 +932,33 @@ func TestFilterSkipsDirectoryLinks(t *testing.T) {
 		t.Errorf("filter of a directory with a link to a directory: exit %d %s; kept %q", code, errOut, b)
 	}
 }
+
+// Ensure that filter refuses to compress a Parquet output (a Parquet file
+// compresses its own columns): --compress gzip was ignored silently, as
+// was an output named kept.parquet.gz, which then held plain Parquet.
+// Nothing is written, and the input's index is untouched.
+func TestFilterParquetRefusesACompression(t *testing.T) {
+	dir := t.TempDir()
+	in := "../../testdata/parquet-arrow/docs.parquet"
+	idx := filepath.Join(dir, "idx")
+	mustRun(t, "build", "--db", idx, "--threshold", "0.7", in)
+	for _, args := range [][]string{
+		{"--compress", "gzip", "--out", filepath.Join(dir, "kept.parquet")},
+		{"--compress", "zstd", "--out", filepath.Join(dir, "kept.parquet")},
+		{"--out", filepath.Join(dir, "kept.parquet.gz")},
+		{"--out", filepath.Join(dir, "kept.parquet"), "--removed", filepath.Join(dir, "removed.parquet.zst")},
+	} {
+		out, errOut, code := runLine(append(append([]string{"filter", "--db", idx}, args...), in), "")
+		if code == 0 || !strings.Contains(errOut, "compresses its columns itself") {
+			t.Errorf("filter %v: exit %d, stdout %q, stderr %q; want it refused", args, code, out, errOut)
+		}
+		if names, _ := filepath.Glob(filepath.Join(dir, "*.parquet*")); len(names) != 0 {
+			t.Fatalf("filter %v left %v", args, names)
+		}
+	}
+	kept := filepath.Join(dir, "kept.parquet")
+	mustRun(t, "filter", "--db", idx, "--compress", "none", "--out", kept, in)
+	if _, rows := parquetFileRows(t, kept); len(rows) == 0 {
+		t.Fatal("no rows kept")
+	}
+}
