@@ -336,7 +336,9 @@ type BatchResult struct {
 // PutBatch stores documents atomically: all of them or, on any error,
 // none. A document whose id is already stored replaces it; when an id
 // repeats within docs, the result is Put of each in order: the last one
-// stored wins (Repeated counts the others), and one skipped as empty
+// stored wins (Repeated counts the others, which take no doc number: the
+// documents keep their order, but their numbers are not those of Puts
+// one by one, or of a Load, where each repeat took one), and one skipped as empty
 // (WriteOptions.SkipEmpty) leaves the one before it. Every document is
 // checked, an earlier copy of an id too, before
 // anything is written: an invalid id (ErrInvalidID), a text with no
