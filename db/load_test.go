@@ -422,9 +422,9 @@ func loadClosedMidChunk(t *testing.T, backend string) {
 	closed := make(chan error, 1)
 	var yielded atomic.Int64
 	// A stream of a document a millisecond from the 11th, when Close
-	// begins. NB: the load's context ends just after the handle's (on
-	// another goroutine: context.AfterFunc), so a few documents may
-	// still go in; the chunk's 1,024 (Redis: 2,048) may not.
+	// begins. NB: Close, on a goroutine of its own, ends the load's
+	// context just after the handle's (cancelOps), so a few documents
+	// may still go in; the chunk's 1,024 (Redis: 2,048) may not.
 	at := func(i int) {
 		if i == 10 {
 			go func() { closed <- d.Close() }()
