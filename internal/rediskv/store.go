@@ -1592,54 +1592,80 @@ func parseExpiryMember(m string) (n uint64, buckets []uint64, err error) {
 // nanoseconds) from the index until none is due: their postings, what
 // Redis has not yet expired of their records, their expiry entries, and
 // their count. Concurrent sweeps (several processes) remove each once:
-// only the one whose ZREM removed the entry does the rest.
+// only the one whose ZREM removed the entry does the rest. A batch once
+// claimed is finished, whatever becomes of ctx (which is checked between
+// batches), within sweepBatchTimeout.
+//
+// NB: the claim and the rest are two round trips (their keys are on
+// several nodes). A sweep whose ctx ended between them (the background
+// sweep of a handle being closed: every short command's) left the
+// postings and the count of documents whose expiry entries were gone:
+// no later sweep or purge removed them, Count went on counting them and
+// Check failed until a Repair. A process killed between them still
+// leaves that, for Repair.
 func (s *Store) Sweep(ctx context.Context, now int64, batch int) (int, error) {
 	total := 0
 	for {
+		if err := ctx.Err(); err != nil {
+			return total, err
+		}
 		due, err := s.c.ZRangeByScore(ctx, s.expiryKey(), &redis.ZRangeBy{
 			Min: "-inf", Max: strconv.FormatInt(now/1_000_000, 10), Count: int64(batch),
 		}).Result()
 		if err != nil || len(due) == 0 {
 			return total, err
 		}
-		rems := make([]*redis.IntCmd, len(due))
-		if _, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for i, m := range due {
-				rems[i] = p.ZRem(ctx, s.expiryKey(), m)
-			}
-			return nil
-		}); err != nil {
-			return total, err
-		}
-		mine := 0
-		if _, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for i, m := range due {
-				if rems[i].Val() != 1 {
-					continue // another sweep took it
-				}
-				n, buckets, err := parseExpiryMember(m)
-				if err != nil {
-					return err
-				}
-				num := strconv.FormatUint(n, 10)
-				for band, b := range buckets {
-					p.SRem(ctx, s.postKey(band, b), num)
-				}
-				p.Del(ctx, s.docKey(n))
-				mine++
-			}
-			if mine > 0 {
-				s.addLive(ctx, p, -int64(mine))
-			}
-			return nil
-		}); err != nil {
-			return total, err
-		}
+		mine, err := s.sweepBatch(ctx, due)
 		total += mine
-		if len(due) < batch {
-			return total, nil
+		if err != nil || len(due) < batch {
+			return total, err
 		}
 	}
+}
+
+// sweepBatchTimeout bounds a sweep's batch once claimed (Sweep).
+const sweepBatchTimeout = 30 * time.Second
+
+// sweepBatch claims the expiry entries due and removes the documents of
+// those it claimed; it returns how many. It runs to its end whatever
+// becomes of ctx (see Sweep).
+func (s *Store) sweepBatch(ctx context.Context, due []string) (int, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sweepBatchTimeout)
+	defer cancel()
+	rems := make([]*redis.IntCmd, len(due))
+	if _, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, m := range due {
+			rems[i] = p.ZRem(ctx, s.expiryKey(), m)
+		}
+		return nil
+	}); err != nil {
+		return 0, err
+	}
+	mine := 0
+	if _, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, m := range due {
+			if rems[i].Val() != 1 {
+				continue // another sweep took it
+			}
+			n, buckets, err := parseExpiryMember(m)
+			if err != nil {
+				return err
+			}
+			num := strconv.FormatUint(n, 10)
+			for band, b := range buckets {
+				p.SRem(ctx, s.postKey(band, b), num)
+			}
+			p.Del(ctx, s.docKey(n))
+			mine++
+		}
+		if mine > 0 {
+			s.addLive(ctx, p, -int64(mine))
+		}
+		return nil
+	}); err != nil {
+		return mine, err
+	}
+	return mine, nil
 }
 
 // Pending returns how many documents have expired at now (Unix
