@@ -489,12 +489,18 @@ type RepairResult struct {
 	// write killed while its postings and id went to their nodes at
 	// once: the document answered Get and was missing from queries).
 	Reposted int
+	// Lost are the ids that named no live record, removed, in order:
+	// their records were gone (a key evicted or deleted by hand, a write
+	// lost with a node that failed before its replica had it), so their
+	// documents are lost: put them again.
+	Lost []string
 }
 
 // Repair mends what writes that stopped part way left in a Redis index
-// (see Check): it removes records no id names and postings of no live
-// document, and adds the postings a live document is missing; it reports
-// how many of each. Run it with no writer beside it: the index has no
+// (see Check): it removes records no id names, postings of no live
+// document and ids whose record is gone (Lost: those documents must be
+// put again), and adds the postings a live document is missing; it
+// reports how many of each. Run it with no writer beside it: the index has no
 // lock to tell it of one, and a write in flight looks half done. On a
 // Pebble index, whose writes are atomic, there is nothing to repair: it
 // returns ErrUnsupported.
@@ -514,7 +520,7 @@ func (db *DB) Repair(ctx context.Context) (RepairResult, error) {
 	}
 	defer db.wmu.Unlock()
 	rep, err := db.rkv.Repair(ctx)
-	return RepairResult{Orphans: rep.Orphans, Dangling: rep.Dangling, Reposted: rep.Reposted}, redisErr(err)
+	return RepairResult{Orphans: rep.Orphans, Dangling: rep.Dangling, Reposted: rep.Reposted, Lost: rep.Lost}, redisErr(err)
 }
 
 // redisLoadBatch is how many documents a Redis load writes per Apply:

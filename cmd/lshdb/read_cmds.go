@@ -1033,7 +1033,21 @@ are atomic: it has nothing to repair.`,
 						return err
 					}
 					if !a.json() {
-						fmt.Fprintf(a.stdout, "repaired: %d records no id names, %d postings of no live document removed; %d missing postings of live documents added\n", r.Orphans, r.Dangling, r.Reposted)
+						fmt.Fprintf(a.stdout, "repaired: %d records no id names, %d postings of no live document, %d ids whose record is gone removed; %d missing postings of live documents added\n", r.Orphans, r.Dangling, len(r.Lost), r.Reposted)
+					}
+					if len(r.Lost) > 0 {
+						// NB: on stderr in every output mode: documents lost.
+						const show = 20
+						list := make([]string, 0, show)
+						for _, id := range r.Lost[:min(show, len(r.Lost))] {
+							list = append(list, docio.QuoteID(id))
+						}
+						more := ""
+						if len(r.Lost) > show {
+							more = fmt.Sprintf(" and %d more", len(r.Lost)-show)
+						}
+						fmt.Fprintf(a.stderr, "lshdb: removed %s whose record was gone (evicted, deleted by hand, or a write lost with a node): put these documents again: %s%s\n",
+							counted(len(r.Lost), "id", "ids"), strings.Join(list, ", "), more)
 					}
 				}
 				ctx, barDone := a.phaseBar("check")

@@ -496,6 +496,65 @@ func TestRepairRepostsMissingPostings(t *testing.T) {
 	verify(t, s, m, ids, allLists())
 }
 
+// Ensure that Repair removes the ids whose record is gone (deleted by
+// hand here, as an eviction or a write lost with its node would leave
+// them) and lists them, with their postings, so that Check is clean
+// after it and the count is the ids': it removed the postings and left
+// the ids, and Check failed after every repair. A record marked deleted
+// whose id still names it is removed with its id. Oracle: the model,
+// less the three documents.
+func TestRepairRemovesLostIDs(t *testing.T) {
+	ctx := context.Background()
+	s := open(t)
+	rng := rand.New(rand.NewPCG(6, 6))
+	m := &model{docs: map[string]Put{}}
+	ws := &WriteSet{}
+	for i := range 20 {
+		id := fmt.Sprintf("doc-%02d", i)
+		p := randomPut(rng, id)
+		ws.Puts = append(ws.Puts, p)
+		m.docs[id] = p
+	}
+	if _, err := s.Apply(ctx, ws); err != nil {
+		t.Fatal(err)
+	}
+	lost := []string{"doc-03", "doc-07", "doc-11"}
+	nums, err := s.DocNums(ctx, lost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nums[:2] {
+		if err := s.c.Del(ctx, s.docKey(n)).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.c.HSet(ctx, s.docKey(nums[2]), "x", "1").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := s.Check(ctx, 0); err != nil || len(rep.Problems) == 0 {
+		t.Fatalf("Check with 3 records lost: %+v %v", rep, err)
+	}
+	rep, err := s.Repair(ctx)
+	if err != nil || !slices.Equal(rep.Lost, lost) {
+		t.Fatalf("Repair: %+v %v; want %v lost", rep, err, lost)
+	}
+	var ids []string
+	for _, id := range lost {
+		delete(m.docs, id)
+	}
+	for id := range m.docs {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	verify(t, s, m, ids, allLists())
+	if rep, err := s.Check(ctx, 0); err != nil || len(rep.Problems) != 0 {
+		t.Fatalf("Check after the repair: %+v %v", rep, err)
+	}
+	if rep, err := s.Repair(ctx); err != nil || len(rep.Lost)+rep.Orphans+rep.Dangling+rep.Reposted != 0 {
+		t.Fatalf("a second Repair: %+v %v; want nothing to mend", rep, err)
+	}
+}
+
 // Ensure that puts and deletes of the same ids from two writers at once
 // keep the live count right: both retired one old document and each
 // counted it, and the counter went below zero (Count, info, stats and
