@@ -141,7 +141,14 @@ func openRedis(u string, o Options) (*DB, error) {
 		if errors.Is(err, rediskv.ErrVersion) {
 			return nil, fmt.Errorf("%w: opening %s: %w", ErrUnsupported, rediskv.Redact(u), err)
 		}
-		return nil, fmt.Errorf("%w: opening %s: %w", ErrBackend, rediskv.Redact(u), err)
+		// NB: with redisErr's words for a refused connection or a node
+		// that does not answer: a command run while a cluster's master
+		// failed over said only "dial tcp …: connection refused", where a
+		// write said to try again once the replica is promoted.
+		if err = redisErr(err); !errors.Is(err, ErrBackend) {
+			err = fmt.Errorf("%w: %w", ErrBackend, err) // NB: the open's timeout
+		}
+		return nil, fmt.Errorf("opening %s: %w", rediskv.Redact(u), err)
 	}
 	// NB: no query cache: its entries are tagged with the counters a
 	// Pebble view sees, and a cluster gives no such view. dir is for

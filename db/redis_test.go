@@ -1032,6 +1032,25 @@ func standaloneRedis(t *testing.T, args ...string) string {
 	}
 }
 
+// Ensure that Open of a Redis URL whose server refuses the connection
+// (down, or a cluster's master failing over) is ErrBackend and says that
+// a retry may succeed, as a write's failure does: it said only "dial tcp
+// …: connection refused".
+func TestRedisOpenRefused(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close() // NB: nothing listens there now
+	for _, u := range []string{"redis://" + addr + "/r", "redis+cluster://" + addr + "/r"} {
+		_, err := Open(u, nil)
+		if !errors.Is(err, ErrBackend) || !strings.Contains(err.Error(), "try again") || !strings.Contains(err.Error(), addr) {
+			t.Errorf("Open(%s) with no server: %v; want ErrBackend, the address and a word on trying again", u, err)
+		}
+	}
+}
+
 // Ensure that a Redis server that wants a password is opened with the
 // URL's (redis://:PASSWORD@HOST:PORT/NAME), refused without it, and that
 // no message shows it. The server is a standalone redis-server started
