@@ -318,11 +318,10 @@ func (db *DB) redisDelete(ids []string, o *WriteOptions) (DeleteResult, error) {
 		if nums[i] == 0 || r == nil {
 			continue
 		}
-		view, err := codec.ParseDocView(r)
-		if err != nil {
-			return res, classify(fmt.Errorf("doc %d: %w", nums[i], err))
-		}
-		if compaction.Expired(view.Expires, now) {
+		// NB: a record that cannot be decoded is deleted as any other,
+		// its expiry unread: the delete was refused as corrupt, and the
+		// id could not be deleted at all.
+		if view, err := codec.ParseDocView(r); err == nil && compaction.Expired(view.Expires, now) {
 			nums[i] = 0
 		}
 	}
@@ -356,6 +355,13 @@ const redisScanChunk = 512
 // read a chunk at a time. It is not a snapshot: a document written after
 // the scan listed the ids is not seen, one deleted after is skipped.
 func (db *DB) redisScan(ctx context.Context, sets bool) iter.Seq2[*StoredDoc, error] {
+	return db.redisScanning(ctx, sets, false)
+}
+
+// redisScanning is redisScan; with pastCorrupt, a record that cannot be
+// decoded is yielded as its error (ErrCorrupt) and the scan goes on, as
+// Check wants: it stopped at the first, and reported nothing after it.
+func (db *DB) redisScanning(ctx context.Context, sets, pastCorrupt bool) iter.Seq2[*StoredDoc, error] {
 	return func(yield func(*StoredDoc, error) bool) {
 		if err := db.enter(); err != nil {
 			yield(nil, err)
@@ -402,8 +408,13 @@ func (db *DB) redisScan(ctx context.Context, sets bool) iter.Seq2[*StoredDoc, er
 					err = classify(fmt.Errorf("doc %d: %w", n, err))
 				}
 				if err != nil {
-					yield(nil, err)
-					return
+					if pastCorrupt && errors.Is(err, ErrCorrupt) {
+						err = fmt.Errorf("%w (id %q: delete it, or put it again)", err, chunk[i].ID)
+					}
+					if !yield(nil, err) || !pastCorrupt || !errors.Is(err, ErrCorrupt) {
+						return
+					}
+					continue
 				}
 				if !sets {
 					rec.Signature = nil
@@ -472,7 +483,7 @@ func (db *DB) redisCheck(ctx context.Context) (*CheckReport, error) {
 		rep.problem("%s", p)
 	}
 	// NB: Redis deletes a set when its last member goes: no empty lists.
-	for _, err := range db.redisScan(ctx, true) {
+	for _, err := range db.redisScanning(ctx, true, true) {
 		if err != nil {
 			if errors.Is(err, ErrCorrupt) {
 				rep.problem("%v", err)

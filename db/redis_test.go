@@ -22,6 +22,7 @@ import (
 	"github.com/lshdb/lshdb/internal/rediskv"
 	"github.com/lshdb/lshdb/internal/redistest"
 	"github.com/lshdb/lshdb/minhash"
+	"github.com/redis/go-redis/v9"
 )
 
 // The Redis backend's tests run on a local 3-master, 3-replica Redis
@@ -1029,6 +1030,51 @@ func standaloneRedis(t *testing.T, args ...string) string {
 		if time.Since(start) > 10*time.Second {
 			t.Fatal("redis-server did not start")
 		}
+	}
+}
+
+// Ensure that a Redis record that cannot be decoded (overwritten by
+// hand, or by a foreign writer) is one problem of Check, which goes on to
+// the records after it and names its id, and that Delete removes it: Check
+// stopped at it, reporting nothing after, and Delete of its id was
+// refused as corrupt. Oracle: the documents put, less the one deleted,
+// and a clean Check after the delete.
+func TestRedisCorruptRecord(t *testing.T) {
+	u := redisURL(t)
+	d, err := Open(u, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	var docs []Doc
+	for i := range 1200 { // NB: past a scan chunk (redisScanChunk)
+		docs = append(docs, Doc{ID: fmt.Sprintf("doc-%04d", i), Text: fmt.Sprintf("document %d, with a few words of its own: %d", i, i*31)})
+	}
+	if _, err := d.PutBatch(docs, nil); err != nil {
+		t.Fatal(err)
+	}
+	bad, err := d.Get("doc-0009")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: redisCluster.Addrs})
+	defer c.Close()
+	name := u[strings.LastIndex(u, "/")+1:]
+	if err := c.HSet(context.Background(), fmt.Sprintf("lshdb:%s:d:%d", name, bad.Num), "r", "garbage").Err(); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := d.Check(context.Background())
+	if err != nil || rep.ProblemCount != 1 || rep.Docs != len(docs)-1 || !strings.Contains(rep.Problems[0], `"doc-0009"`) {
+		t.Fatalf("Check with one record overwritten: %+v, %v; want its one problem, naming it, and the %d others checked", rep, err, len(docs)-1)
+	}
+	if err := d.Delete("doc-0009", nil); err != nil {
+		t.Fatalf("Delete of the undecodable record: %v", err)
+	}
+	if rep, err := d.Check(context.Background()); err != nil || !rep.OK() || rep.Docs != len(docs)-1 {
+		t.Fatalf("Check after the delete: %+v, %v", rep, err)
+	}
+	if n, err := d.Count(); err != nil || n != uint64(len(docs)-1) {
+		t.Fatalf("Count after the delete: %d, %v", n, err)
 	}
 }
 
