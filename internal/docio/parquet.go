@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/deprecated"
+	"github.com/parquet-go/parquet-go/format"
 )
 
 // ErrNeedsFile is returned for a Parquet input that is not a regular file
@@ -98,7 +100,7 @@ func (r *reader) parquet(name string, f *os.File) error {
 		n, err := rd.ReadRows(rows)
 		for _, row := range rows[:n] {
 			line++
-			if err := r.parquetRow(name, line, row, idCol.ColumnIndex, textCol.ColumnIndex, okID); err != nil {
+			if err := r.parquetRow(name, line, row, idCol.ColumnIndex, textCol.ColumnIndex, okID, okID && unsignedInt(idCol.Node.Type())); err != nil {
 				return err
 			}
 		}
@@ -112,8 +114,24 @@ func (r *reader) parquet(name string, f *os.File) error {
 	}
 }
 
-// parquetRow emits one row as a record.
-func (r *reader) parquetRow(name string, line int, row parquet.Row, idIdx, textIdx int, hasID bool) error {
+// unsignedInt reports whether t is an unsigned integer type: a logical
+// INT(n, false), or the legacy converted UINT_8 to UINT_64.
+func unsignedInt(t parquet.Type) bool {
+	if lt := t.LogicalType(); lt != nil {
+		if it, ok := lt.Value.(*format.IntType); ok {
+			return !it.IsSigned
+		}
+	}
+	ct := t.ConvertedType()
+	return ct != nil && *ct >= deprecated.Uint8 && *ct <= deprecated.Uint64
+}
+
+// parquetRow emits one row as a record; an integer id of an unsigned
+// column (idUnsigned) is read as unsigned.
+//
+// NB: it was read signed: a UINT_64 id of 2^63 or more (a UINT_32 of
+// 2^31) became a negative number, the id every output then named.
+func (r *reader) parquetRow(name string, line int, row parquet.Row, idIdx, textIdx int, hasID, idUnsigned bool) error {
 	var id, text parquet.Value
 	var gotID, gotText bool
 	for _, v := range row {
@@ -143,6 +161,10 @@ func (r *reader) parquetRow(name string, line int, row parquet.Row, idIdx, textI
 			switch {
 			case !gotID || id.IsNull():
 				rerr = fmt.Errorf("no id (null)")
+			case idUnsigned && id.Kind() == parquet.Int32:
+				out.ID = strconv.FormatUint(uint64(id.Uint32()), 10)
+			case idUnsigned && id.Kind() == parquet.Int64:
+				out.ID = strconv.FormatUint(id.Uint64(), 10)
 			case id.Kind() == parquet.Int32 || id.Kind() == parquet.Int64:
 				out.ID = strconv.FormatInt(id.Int64(), 10)
 			default:

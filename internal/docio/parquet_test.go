@@ -5,8 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -203,5 +206,43 @@ func TestProgressBytes(t *testing.T) {
 	}
 	if got.Load() != want || n == 0 {
 		t.Errorf("progress reported %d bytes over %d records, want the files' %d", got.Load(), n, want)
+	}
+}
+
+// Ensure that an id of an unsigned integer column is read as unsigned
+// (2^63 and up, 2^31 and up), and one of a signed column as signed: they
+// were all read signed, and such ids came out negative. Oracle: the
+// values written, formatted by strconv.
+func TestParquetUnsignedIDs(t *testing.T) {
+	type row struct {
+		U64  uint64 `parquet:"u64"`
+		U32  uint32 `parquet:"u32"`
+		I32  int32  `parquet:"i32"`
+		Text string `parquet:"text"`
+	}
+	rows := []row{{1<<63 + 5, 1<<31 + 7, -5, "a"}, {math.MaxUint64, math.MaxUint32, math.MinInt32, "b"}, {3, 4, 5, "c"}}
+	path := filepath.Join(t.TempDir(), "unsigned.parquet")
+	writeParquet(t, path, rows)
+	for _, c := range []struct {
+		col  string
+		want func(row) string
+	}{
+		{"u64", func(r row) string { return strconv.FormatUint(r.U64, 10) }},
+		{"u32", func(r row) string { return strconv.FormatUint(uint64(r.U32), 10) }},
+		{"i32", func(r row) string { return strconv.FormatInt(int64(r.I32), 10) }},
+	} {
+		var got, want []string
+		for rec, err := range Read(context.Background(), []string{path}, nil, Options{IDCol: c.col, TextCol: "text"}) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, rec.ID)
+		}
+		for _, r := range rows {
+			want = append(want, c.want(r))
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("ids of column %s: %v, want %v", c.col, got, want)
+		}
 	}
 }
