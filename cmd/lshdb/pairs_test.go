@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/klauspost/compress/zstd"
 	"github.com/lshdb/lshdb/db"
 	"github.com/lshdb/lshdb/internal/topk"
 )
@@ -453,6 +454,62 @@ func TestPairsClustersFileCheckedFirst(t *testing.T) {
 	}
 	if b, err := os.ReadFile(ok); err != nil || !strings.Contains(string(b), `"header"`) {
 		t.Errorf("the clusters file: %v %q", err, b)
+	}
+}
+
+// Ensure that pairs --clusters FILE compresses as the name says (.gz,
+// .zst), as filter's and export's outputs do: clusters.jsonl.gz held
+// plain JSON Lines, which the next step of a nightly job could not read.
+// Oracle: the plain file's clusters (the header and end line hold times),
+// read back with Go's own gzip reader.
+func TestPairsClustersFileCompressed(t *testing.T) {
+	dir := tieFixture(t)
+	out := t.TempDir()
+	lines := func(b []byte) []string {
+		ls := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+		if len(ls) < 3 || !strings.HasPrefix(ls[0], `{"header"`) || !strings.HasPrefix(ls[len(ls)-1], `{"end"`) {
+			t.Fatalf("a clusters file of %d lines, the first %q: want a header, clusters and an end line", len(ls), ls[0])
+		}
+		return ls[1 : len(ls)-1] // NB: the header and end line say when and how long
+	}
+	read := map[string]func(f *os.File) ([]byte, error){
+		"c.jsonl": func(f *os.File) ([]byte, error) { return io.ReadAll(f) },
+		"c.jsonl.gz": func(f *os.File) ([]byte, error) {
+			zr, err := gzip.NewReader(f)
+			if err != nil {
+				return nil, err
+			}
+			return io.ReadAll(zr)
+		},
+		"c.jsonl.zst": func(f *os.File) ([]byte, error) {
+			zr, err := zstd.NewReader(f)
+			if err != nil {
+				return nil, err
+			}
+			defer zr.Close()
+			return io.ReadAll(zr)
+		},
+	}
+	var want []string
+	for _, name := range []string{"c.jsonl", "c.jsonl.gz", "c.jsonl.zst"} {
+		path := filepath.Join(out, name)
+		if _, errOut, code := runLine([]string{"pairs", "--db", dir, "--output", "json", "--header", "--clusters", path}, ""); code != 0 {
+			t.Fatalf("pairs --clusters %s: exit %d: %s", name, code, errOut)
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := read[name](f)
+		f.Close()
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if got := lines(b); want == nil {
+			want = got
+		} else if !slices.Equal(got, want) {
+			t.Errorf("%s holds\n%s\nwant\n%s", name, strings.Join(got, "\n"), strings.Join(want, "\n"))
+		}
 	}
 }
 

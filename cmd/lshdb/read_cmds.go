@@ -741,7 +741,7 @@ came and how long the run took; FILE gets a header and an end line too.`,
 	c.Flags().BoolVar(&stats, "stats", false, "report on stderr the work done: identical groups, hot buckets, candidates, verified pairs")
 	c.Flags().BoolVar(&sorted, "sort", true, "sort the pairs, best first (holds them all in memory unless --limit); --sort=false streams them")
 	c.Flags().BoolVar(&header, "header", false, "with --output json: a first line saying how the output was made and a last line with the run time")
-	c.Flags().StringVar(&clustersFile, "clusters", "", "also write the clusters of the pairs (JSON Lines, as clusters --output json --header) to this file")
+	c.Flags().StringVar(&clustersFile, "clusters", "", "also write the clusters of the pairs (JSON Lines, as clusters --output json --header) to this file, compressed as its name says (.gz, .zst)")
 	mem.add(c)
 	cf.add(c, db.Components)
 	return c
