@@ -80,7 +80,11 @@ func (r *reader) parquet(name string, f *os.File) error {
 			codec = strings.ToLower(c.String())
 		}
 	}
-	if err := r.onSource(Source{Name: name, Format: "parquet", Schema: schema, Codec: codec}); err != nil {
+	var kv [][2]string
+	for _, m := range pf.Metadata().KeyValueMetadata {
+		kv = append(kv, [2]string{m.Key, m.Value})
+	}
+	if err := r.onSource(Source{Name: name, Format: "parquet", Schema: schema, Codec: codec, Metadata: kv}); err != nil {
 		return err
 	}
 	rd := parquet.NewReader(f, schema)

@@ -39,7 +39,8 @@ const parquetRowGroup = 16 << 10
 
 // NewParquetWriter returns a writer of src's rows to w, with the columns
 // extra added, compressed with src.Codec (snappy when the input's codec is
-// unknown; none when the input had none).
+// unknown; none when the input had none), with src's key-value metadata
+// (with extra, less what describes the columns: columnsMetadata).
 func NewParquetWriter(w io.Writer, src Source, extra []Column) (*ParquetWriter, error) {
 	if src.Schema == nil {
 		return nil, fmt.Errorf("%s: no Parquet schema", src.Name)
@@ -79,9 +80,25 @@ func NewParquetWriter(w io.Writer, src Source, extra []Column) (*ParquetWriter, 
 	if err != nil {
 		return nil, err
 	}
-	pw.w = parquet.NewGenericWriter[any](w, schema, parquet.Compression(codec), parquet.MaxRowsPerRowGroup(parquetRowGroup))
+	opts := []parquet.WriterOption{schema, parquet.Compression(codec), parquet.MaxRowsPerRowGroup(parquetRowGroup)}
+	for _, m := range src.Metadata {
+		// NB: the input's key-value metadata was dropped, and with it the
+		// column types that Arrow, pandas and Hugging Face keep there (a
+		// ClassLabel's names, a timezone, a categorical). Those that list
+		// the columns are not copied to an output with columns added:
+		// they would describe another schema.
+		if len(extra) > 0 && columnsMetadata[m[0]] {
+			continue
+		}
+		opts = append(opts, parquet.KeyValueMetadata(m[0], m[1]))
+	}
+	pw.w = parquet.NewGenericWriter[any](w, opts...)
 	return pw, nil
 }
+
+// columnsMetadata are the Parquet key-value metadata keys that describe
+// a file's columns one by one (NewParquetWriter).
+var columnsMetadata = map[string]bool{"ARROW:schema": true, "pandas": true, "huggingface": true}
 
 // parquetCodec returns the codec named name ("" for none).
 func parquetCodec(name string) (compress.Codec, error) {

@@ -5,7 +5,9 @@ import (
 	"context"
 	"errors"
 	"io"
+	"maps"
 	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 
@@ -204,4 +206,61 @@ func mustRead(t *testing.T, path string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// Ensure that the input's key-value metadata (where Arrow, pandas and
+// Hugging Face keep their column types) is read and written back: to an
+// output of the input's columns, all of it; to one with columns added,
+// all but what describes the columns one by one. It was dropped. Oracle:
+// the metadata written into the input.
+func TestParquetWriterKeepsMetadata(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "meta.parquet")
+	in := map[string]string{"owner": "nightly", "pandas": `{"columns":[]}`, "ARROW:schema": "c29tZQ==", "huggingface": `{"info":{}}`}
+	var opts []parquet.WriterOption
+	for k, v := range in {
+		opts = append(opts, parquet.KeyValueMetadata(k, v))
+	}
+	writeParquet(t, path, []pqRow{{"en", "a", "one text", 1}, {"fr", "b", "another text", 2}}, opts...)
+	src, rows := readRows(t, path)
+	if got := map[string]string{}; len(src.Metadata) != len(in) {
+		t.Fatalf("read metadata %v, want %v", src.Metadata, in)
+	} else {
+		for _, m := range src.Metadata {
+			got[m[0]] = m[1]
+		}
+		if !maps.Equal(got, in) {
+			t.Fatalf("read metadata %v, want %v", got, in)
+		}
+	}
+	written := func(extra []Column) map[string]string {
+		var buf bytes.Buffer
+		pw, err := NewParquetWriter(&buf, src, extra)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rows {
+			vals := make([]any, len(extra))
+			if err := pw.Write(r, vals); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := pw.Close(); err != nil {
+			t.Fatal(err)
+		}
+		f, err := parquet.OpenFile(bytes.NewReader(buf.Bytes()), int64(buf.Len()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]string{}
+		for _, m := range f.Metadata().KeyValueMetadata {
+			out[m.Key] = m.Value
+		}
+		return out
+	}
+	if got := written(nil); !maps.Equal(got, in) {
+		t.Errorf("written with the input's columns: %v, want %v", got, in)
+	}
+	if got, want := written([]Column{{"duplicate_of", "string"}}), map[string]string{"owner": "nightly"}; !maps.Equal(got, want) {
+		t.Errorf("written with a column added: %v, want %v", got, want)
+	}
 }

@@ -26,6 +26,9 @@ type Source struct {
 	// its first column chunk ("" when uncompressed or unknown).
 	Schema *parquet.Schema
 	Codec  string
+	// Metadata is a Parquet input's key-value metadata (its footer's, in
+	// order: an Arrow schema, pandas' or Hugging Face's column types).
+	Metadata [][2]string
 }
 
 // onSource calls Options.OnSource, if set.
