@@ -308,16 +308,24 @@ page.`,
 					// NB: down to the index threshold at least, for the clusters.
 					run := min(rd.PairsLo, t)
 					rd.PairsSource = fmt.Sprintf("a pairs run at Jaccard ≥ %v", run)
-					for p, err := range d.Pairs(a.ctx, &db.PairsOptions{Threshold: run}) {
+					// NB: with the progress the flags ask for, as pairs shows
+					// it: the report's longest step said nothing.
+					ctx, barDone := a.phaseBar("pairs")
+					for p, err := range d.Pairs(ctx, &db.PairsOptions{Threshold: run}) {
 						if err != nil {
+							barDone()
 							return interruptNote(err, "report interrupted: nothing written")
 						}
 						rd.Pairs.add(p)
 					}
+					barDone()
 				}
 				rd.PairsLo = math.Floor(rd.PairsLo*pairFine+1e-6) / pairFine
 				rd.Clusters = rd.Pairs.comps.clusters()
-				if rd.Stats, err = d.Stats(a.ctx, 10); err != nil {
+				ctx, barDone := a.phaseBar("stats")
+				rd.Stats, err = d.Stats(ctx, 10)
+				barDone()
+				if err != nil {
 					return interruptNote(err, "report interrupted: nothing written")
 				}
 				rd.Elapsed = time.Since(start)
