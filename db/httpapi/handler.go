@@ -240,6 +240,12 @@ func (h *handler) admit(ctx context.Context, n int, size int64) (release func(),
 	if n == 0 {
 		return func() {}, nil
 	}
+	if err := ctx.Err(); err != nil {
+		// NB: ended before it waited (a client gone, the server shutting
+		// down): Acquire failed at once, and the log blamed a wait for
+		// other requests' documents when there were none.
+		return nil, err
+	}
 	var w, wb int64
 	if h.inFlight != nil {
 		w = int64(min(n, h.o.MaxInFlight))

@@ -1449,6 +1449,17 @@ func TestMaxInFlightBytes(t *testing.T) {
 		t.Fatal("the request that gave up kept its documents' room")
 	}
 	h.inFlight.Release(9)
+	// A request ended before it waits (the server shutting down) is said
+	// to have ended, not to have waited for others' documents (there was
+	// room for it).
+	if _, err := h.admit(ctx, 1, 100); !errors.Is(err, context.DeadlineExceeded) || strings.Contains(err.Error(), "waiting") {
+		t.Fatalf("a request ended before it waited: %v, want its context's error alone", err)
+	}
+	if !h.inFlight.TryAcquire(9) || !h.inFlightBytes.TryAcquire(200) {
+		t.Fatal("the ended request took room")
+	}
+	h.inFlight.Release(9)
+	h.inFlightBytes.Release(200)
 	whole := make(chan func(), 1)
 	go func() {
 		rel, err := h.admit(context.Background(), 1, 5000)
