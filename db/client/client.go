@@ -47,6 +47,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -327,6 +328,12 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, body
 			// the transport retries an idempotent request on a new
 			// connection, whose dial fails.
 			return nil, fmt.Errorf("lshdb: client: no server answers (it stopped, or was killed before it answered): %w", err)
+		}
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) || errors.Is(err, net.ErrClosed) {
+			// NB: a server stopping closes its idle connections, and a
+			// request sent on one as it closed met a bare "connection
+			// reset by peer" or "use of closed network connection".
+			return nil, fmt.Errorf("lshdb: client: the server closed the connection before it answered (it is stopping, or was killed or restarted): a write may or may not have been applied (read it back, or write it again: a document put again replaces itself): %w", err)
 		}
 		return nil, err
 	}

@@ -1383,6 +1383,42 @@ func TestStreamServerGoneBeforeAnswer(t *testing.T) {
 	t.Fatal("no pair and no error from a server gone before it answered")
 }
 
+// Ensure that a put whose connection the server closes before it
+// answers (a server stopping closes its idle connections; one killed)
+// says so, and that the write may or may not have been applied: the
+// caller got a bare "connection reset by peer" or "EOF".
+func TestPutConnectionClosedBeforeAnswer(t *testing.T) {
+	d := open(t, &db.Options{NoSync: true})
+	api := httpapi.Handler(d, nil)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			api.ServeHTTP(w, r)
+			return
+		}
+		conn, _, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		conn.Close()
+	})}
+	go srv.Serve(l)
+	defer srv.Close()
+	c, err := client.Open("http://"+l.Addr().String(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_, err = c.PutBatch([]db.Doc{{ID: "a", Text: "a document whose answer never comes"}}, nil)
+	if err == nil || !strings.Contains(err.Error(), "closed the connection before it answered") || !strings.Contains(err.Error(), "may or may not have been applied") {
+		t.Fatalf("a put whose connection closed before the answer: %v; want an error that says so", err)
+	}
+}
+
 // Ensure that PutBatchContext's (and DeleteIDsContext's) context ends a
 // put (a delete) that waits on the server behind a Load (it holds the
 // writer lock), and that the server then does not write it once the lock
