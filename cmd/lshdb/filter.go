@@ -162,6 +162,42 @@ func (s *sink) compression(input string) string {
 	return input
 }
 
+// outputFormats are the formats an output's name may say (before a .gz
+// or .zst): filter writes the input's format back, whatever the name.
+var outputFormats = map[string]string{".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv", ".tsv": "tsv", ".parquet": "parquet"}
+
+// formatNames are the formats' names in messages.
+var formatNames = map[string]string{"jsonl": "JSON Lines", "csv": "CSV", "tsv": "TSV", "parquet": "Parquet", "text": "text"}
+
+// nameFits checks the output's name and compression against src, the
+// format written: a name that says another format (kept.csv for JSON
+// Lines in), or a compression asked for a Parquet output, is refused.
+//
+// NB: both were ignored, silently: kept.csv held JSON Lines, and
+// kept.parquet.gz (or --compress gzip) plain Parquet, a file that
+// compresses its own columns.
+func (s *sink) nameFits(src docio.Source) error {
+	if src.Format == "parquet" {
+		if c := s.compression(""); c != "" {
+			return fmt.Errorf("%w: %s is Parquet, written back as Parquet, which compresses its columns itself: %s asks for %s (drop --compress, or the name's .gz or .zst)", errFilterFormat, escControls(src.Name), s.what, c)
+		}
+	}
+	if s.path == "" || s.path == "-" {
+		return nil
+	}
+	n := strings.ToLower(filepath.Base(s.path))
+	for _, z := range []string{".gz", ".bgz", ".zst", ".zstd"} {
+		if m, ok := strings.CutSuffix(n, z); ok {
+			n = m
+			break
+		}
+	}
+	if named := outputFormats[filepath.Ext(n)]; named != "" && named != src.Format {
+		return fmt.Errorf("%w: %s %s names %s, but filter writes each input back in its own format, and %s is %s (name the output .%s, or give it no such extension)", errFilterFormat, s.what, escControls(s.path), formatNames[named], escControls(src.Name), cmp.Or(formatNames[src.Format], src.Format), src.Format)
+	}
+	return nil
+}
+
 // begin takes the shape of an input as its reading starts: the first
 // sets the output's, the others must match it.
 func (s *sink) begin(src docio.Source) error {
@@ -199,13 +235,8 @@ func (s *sink) begin(src docio.Source) error {
 			s.eol = src.HeaderEnd
 		}
 	}
-	if src.Format == "parquet" {
-		// NB: a Parquet file compresses its own columns: a gzip or zstd
-		// stream around it is no Parquet file, and --compress gzip was
-		// ignored, silently, as was a kept.parquet.gz name.
-		if c := s.compression(""); c != "" {
-			return fmt.Errorf("%w: %s is Parquet, written back as Parquet, which compresses its columns itself: %s asks for %s (drop --compress, or the name's .gz or .zst)", errFilterFormat, escControls(src.Name), s.what, c)
-		}
+	if err := s.nameFits(src); err != nil {
+		return err
 	}
 	if s.probe {
 		if src.Format == "parquet" {
@@ -608,7 +639,9 @@ their order, its line end), in the input's format: JSON Lines, CSV or TSV
 (with the input's header), or Parquet (with the input's schema). The
 output file is compressed as its name says (.gz for gzip, .zst for zstd,
 else not); stdout as the first input; --compress overrides both. A Parquet
-output compresses its own columns: a compression asked for it is refused.
+output compresses its own columns: a compression asked for it is refused;
+so is a name that says another format than the input's (kept.csv for JSON
+Lines in).
 
 The index must have been built from these inputs with the same id flags
 (--id-field, --id-col, --id-from): records are matched to documents by id.
@@ -659,7 +692,8 @@ zstd inputs are read several times faster.`,
 			return a.withIndex(func(d index) error {
 				// NB: the inputs' shapes are checked before the clustering,
 				// so that one filter cannot write back fails at once.
-				if err := checkShapes(a.ctx, args, &in, addedCols(df.removed != "", annotate)); err != nil {
+				names, dropNames := df.sinks(a, nil) // NB: their names only: nothing is opened
+				if err := checkShapes(a.ctx, args, &in, addedCols(df.removed != "", annotate), names, dropNames); err != nil {
 					return err
 				}
 				docs, err := d.Count()
@@ -934,12 +968,19 @@ var errShapeRead = errors.New("filter: shape read")
 // checkShapes reads the shape of each input (its first bytes, a CSV
 // header, a Parquet footer) and checks them as the outputs will: the
 // format, one header or schema, no column filter would add.
-func checkShapes(ctx context.Context, paths []string, in *inputFlags, cols []docio.Column) error {
+func checkShapes(ctx context.Context, paths []string, in *inputFlags, cols []docio.Column, outs ...*sink) error {
 	probe := &sink{what: "--out", cols: cols, probe: true}
 	for _, p := range paths {
 		for _, err := range docio.Read(ctx, []string{p}, nil, readOptions(in, func(src docio.Source) error {
 			if err := probe.begin(src); err != nil {
 				return err
+			}
+			for _, o := range outs {
+				if o != nil {
+					if err := o.nameFits(src); err != nil {
+						return err
+					}
+				}
 			}
 			return errShapeRead
 		})) {

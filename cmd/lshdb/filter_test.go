@@ -316,7 +316,7 @@ func TestFilterErrors(t *testing.T) {
 	txt := filepath.Join(dir, "t.txt")
 	os.WriteFile(txt, []byte(text), 0o644)
 	mustRun(t, "build", "--db", idx, "--skip-bad", j)
-	out := filepath.Join(dir, "out.jsonl")
+	out := filepath.Join(dir, "out") // NB: a name that says no format: the inputs' is written
 	for _, tc := range []struct {
 		args []string
 		code int
@@ -328,13 +328,18 @@ func TestFilterErrors(t *testing.T) {
 		{[]string{"--removed", filepath.Join(dir, "r.jsonl"), j}, 1, `has a field "duplicate_of"`},
 		{[]string{"-"}, 2, "give files, not stdin"},
 		{[]string{"--annotate", "--removed", "x", j}, 2, "--annotate writes every record"},
+		// An output whose name says another format than the input's
+		// (it held the input's, silently).
+		{[]string{"--out", filepath.Join(dir, "out.csv"), j}, 1, "--out " + filepath.Join(dir, "out.csv") + " names CSV, but filter writes each input back in its own format"},
+		{[]string{"--removed", filepath.Join(dir, "removed-out.tsv.gz"), c1}, 1, "names TSV"},
+		{[]string{"--out", filepath.Join(dir, "out.jsonl.zst"), c1}, 1, "a.csv is CSV (name the output .csv"},
 	} {
 		args := append([]string{"filter", "--db", idx, "--out", out}, tc.args...)
 		_, errOut, code := runLine(args, "")
 		if code != tc.code || !strings.Contains(errOut, tc.msg) {
 			t.Errorf("%v: exit %d, %q; want exit %d and %q", tc.args, code, errOut, tc.code, tc.msg)
 		}
-		if left, _ := filepath.Glob(filepath.Join(dir, "*out.jsonl*")); len(left) > 0 {
+		if left, _ := filepath.Glob(filepath.Join(dir, "*out*")); len(left) > 0 {
 			t.Errorf("%v: left %v behind", tc.args, left)
 		}
 	}
