@@ -1348,32 +1348,10 @@ func testStreamCutShort(t *testing.T, tail string) {
 // sorted pairs run sends nothing until its end) says no server answers,
 // not only the bare dial error of the transport's retry.
 func TestStreamServerGoneBeforeAnswer(t *testing.T) {
-	d := open(t, &db.Options{NoSync: true})
-	api := httpapi.Handler(d, nil)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/v1/pairs" {
-			api.ServeHTTP(w, r)
-			return
-		}
+	var l net.Listener
+	c := cuttingServer(t, &l, func(r *http.Request) bool { return r.URL.Path == "/v1/pairs" }, func() {
 		l.Close() // NB: the server is gone: no new connection either
-		conn, _, err := http.NewResponseController(w).Hijack()
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		conn.Close()
-	})}
-	go srv.Serve(l)
-	defer srv.Close()
-	c, err := client.Open("http://"+l.Addr().String(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	})
 	for _, err := range c.Pairs(context.Background(), nil) {
 		if err == nil || !strings.Contains(err.Error(), "no server answers") {
 			t.Fatalf("pairs from a server gone before it answered: %v; want an error that says no server answers", err)
@@ -1383,22 +1361,22 @@ func TestStreamServerGoneBeforeAnswer(t *testing.T) {
 	t.Fatal("no pair and no error from a server gone before it answered")
 }
 
-// Ensure that a put whose connection the server closes before it
-// answers (a server stopping closes its idle connections; one killed)
-// says so, and that the write may or may not have been applied: the
-// caller got a bare "connection reset by peer" or "EOF".
-func TestPutConnectionClosedBeforeAnswer(t *testing.T) {
-	d := open(t, &db.Options{NoSync: true})
-	api := httpapi.Handler(d, nil)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
+// cuttingServer serves a fresh index over TCP, but closes the connection
+// of a request that cut selects, unanswered, after calling before; it
+// sets *l to its listener and returns a client of it.
+func cuttingServer(t *testing.T, l *net.Listener, cut func(*http.Request) bool, before func()) *client.Client {
+	t.Helper()
+	api := httpapi.Handler(open(t, &db.Options{NoSync: true}), nil)
+	var err error
+	if *l, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
 		t.Fatal(err)
 	}
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodPost {
+		if !cut(r) {
 			api.ServeHTTP(w, r)
 			return
 		}
+		before()
 		conn, _, err := http.NewResponseController(w).Hijack()
 		if err != nil {
 			t.Error(err)
@@ -1406,14 +1384,24 @@ func TestPutConnectionClosedBeforeAnswer(t *testing.T) {
 		}
 		conn.Close()
 	})}
-	go srv.Serve(l)
-	defer srv.Close()
-	c, err := client.Open("http://"+l.Addr().String(), nil)
+	go srv.Serve(*l)
+	t.Cleanup(func() { srv.Close() })
+	c, err := client.Open("http://"+(*l).Addr().String(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
-	_, err = c.PutBatch([]db.Doc{{ID: "a", Text: "a document whose answer never comes"}}, nil)
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// Ensure that a put whose connection the server closes before it
+// answers (a server stopping closes its idle connections; one killed)
+// says so, and that the write may or may not have been applied: the
+// caller got a bare "connection reset by peer" or "EOF".
+func TestPutConnectionClosedBeforeAnswer(t *testing.T) {
+	var l net.Listener
+	c := cuttingServer(t, &l, func(r *http.Request) bool { return r.Method == http.MethodPost }, func() {})
+	_, err := c.PutBatch([]db.Doc{{ID: "a", Text: "a document whose answer never comes"}}, nil)
 	if err == nil || !strings.Contains(err.Error(), "closed the connection before it answered") || !strings.Contains(err.Error(), "may or may not have been applied") {
 		t.Fatalf("a put whose connection closed before the answer: %v; want an error that says so", err)
 	}
