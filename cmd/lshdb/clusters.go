@@ -17,8 +17,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/klauspost/compress/gzip"
-	"github.com/klauspost/compress/zstd"
 	"github.com/lshdb/lshdb/db"
 	"github.com/lshdb/lshdb/db/httpapi"
 	"github.com/lshdb/lshdb/internal/docio"
@@ -690,23 +688,11 @@ func (a *app) clustersTo(d index, path string, s *pairSpill, h headerJSON, po *d
 	}
 	// NB: compressed as the name says (.gz: BGZF, .zst), as filter's and
 	// export's outputs: a clusters.jsonl.gz held plain JSON Lines.
-	fw := bufio.NewWriterSize(f, 1<<20)
-	var zw io.WriteCloser
-	var w io.Writer = fw
-	switch n := strings.ToLower(path); {
-	case strings.HasSuffix(n, ".gz"), strings.HasSuffix(n, ".bgz"):
-		if zw, err = docio.NewGzipWriter(fw, gzip.DefaultCompression); err != nil {
-			return commitTemp(f, path, true, err)
-		}
-	case strings.HasSuffix(n, ".zst"), strings.HasSuffix(n, ".zstd"):
-		if zw, err = zstd.NewWriter(fw); err != nil {
-			return commitTemp(f, path, true, err)
-		}
+	zw, err := nameWriter(f, path)
+	if err != nil {
+		return commitTemp(f, path, true, err)
 	}
-	if zw != nil {
-		w = zw
-	}
-	bw := bufio.NewWriterSize(w, 1<<20)
+	bw := bufio.NewWriterSize(zw, 1<<20)
 	o := &clustersWriter{w: bw, json: true, mode: po.Mode, keep: po.Keep, rec: rec}
 	err = writeJSONLine(bw, h)
 	dropped := 0
@@ -719,14 +705,9 @@ func (a *app) clustersTo(d index, path string, s *pairSpill, h headerJSON, po *d
 	if err == nil {
 		err = bw.Flush()
 	}
-	if zw != nil {
-		// NB: closed in any case: it ends the compressor's goroutines.
-		if cerr := zw.Close(); err == nil {
-			err = cerr
-		}
-	}
-	if err == nil {
-		err = fw.Flush()
+	// NB: closed in any case: it ends the compressor's goroutines.
+	if cerr := zw.Close(); err == nil {
+		err = cerr
 	}
 	if err = commitTemp(f, path, true, err); err != nil {
 		return fmt.Errorf("%s: %w", path, err)

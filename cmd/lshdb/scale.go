@@ -70,7 +70,7 @@ which lshdb inflates on every core), zstd for .zst, else plain JSON Lines.`,
 				// NB: compressed as the name says, as every reader of the
 				// file expects (jq, Python, a browser): a name with no
 				// compression suffix gets plain JSON Lines.
-				zw, err := genWriter(w, out)
+				zw, err := nameWriter(w, out)
 				if err != nil {
 					return err
 				}
@@ -125,11 +125,11 @@ which lshdb inflates on every core), zstd for .zst, else plain JSON Lines.`,
 	return c
 }
 
-// genWriter returns the writer of gen's output file name on w: gzip for
-// .gz (BGZF, which lshdb inflates on every core), zstd for .zst, else w
-// itself (plain JSON Lines). Closing it flushes the compressor; it never
-// closes w.
-func genWriter(w io.Writer, name string) (io.WriteCloser, error) {
+// nameWriter returns the writer of an output file name on w (gen's
+// corpus, pairs --clusters): gzip for .gz (BGZF, which lshdb inflates on
+// every core), zstd for .zst, else w itself (plain JSON Lines). Closing it
+// flushes the compressor; it never closes w.
+func nameWriter(w io.Writer, name string) (io.WriteCloser, error) {
 	switch n := strings.ToLower(name); {
 	case strings.HasSuffix(n, ".zst") || strings.HasSuffix(n, ".zstd"):
 		return zstd.NewWriter(w)

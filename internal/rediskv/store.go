@@ -1130,8 +1130,7 @@ func (s *Store) Repair(ctx context.Context) (RepairReport, error) {
 		}); err != nil && !errors.Is(err, redis.Nil) {
 			return err
 		}
-		var lost []int
-		dels := make([]*redis.Cmd, len(keys))
+		dels := make([]*redis.Cmd, len(keys)) // NB: nil for an id kept
 		if _, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for i, k := range keys {
 				n, err := vals[i].Uint64()
@@ -1141,16 +1140,17 @@ func (s *Store) Repair(ctx context.Context) (RepairReport, error) {
 				if err == nil && live[n] {
 					continue
 				}
-				lost = append(lost, i)
 				dels[i] = p.Eval(ctx, s.script(unnameScript), []string{k}, vals[i].Val())
 			}
 			return nil
 		}); err != nil && !errors.Is(err, redis.Nil) {
 			return err
 		}
-		for _, i := range lost {
-			if n, _ := dels[i].Int(); n == 1 {
-				rep.Lost = append(rep.Lost, strings.TrimPrefix(keys[i], s.prefix+"i:"))
+		for i, d := range dels {
+			if d != nil {
+				if n, _ := d.Int(); n == 1 {
+					rep.Lost = append(rep.Lost, strings.TrimPrefix(keys[i], s.prefix+"i:"))
+				}
 			}
 		}
 		return nil
