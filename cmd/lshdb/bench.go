@@ -2,12 +2,14 @@ package main
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -50,8 +52,10 @@ every core) and the signature-only pipeline over the whole input, then a
 bulk build of the same input, pairs at the index threshold, and optionally an
 extension, with ratios and the peak RSS (run each size in its own process).
 With --rounds N the build runs N times, each between two signature-only
-runs, and the median ratio is reported (for noisy machines).
-Otherwise: measure on your own data. With --corpus (any insert input): the hashing
+runs, and the median ratio is reported (for noisy machines). A
+--cpuprofile of it labels each sample with its phase: go tool pprof
+-tagfocus phase=build (or floor, signature-only, pairs, extend).
+Otherwise, with --corpus (any insert input): the hashing
 floor and the signature pipeline (MB/s, one core), synced inserts in batches
 of 1,000 into a fresh temporary index, and queries by text. With --db: queries
 by id against an existing index. Figures are from this run only.`,
@@ -192,6 +196,39 @@ by id against an existing index. Figures are from this run only.`,
 	return c
 }
 
+// phase runs f with the profiler label phase=name, which the goroutines
+// f starts inherit: a --cpuprofile of bench --build splits by phase with
+// go tool pprof -tagfocus phase=build (floor, signature-only, build,
+// pairs, extend, extend-empty). Pebble's background goroutines (flushes
+// and compactions) started at Open carry no label.
+func phase(ctx context.Context, name string, f func(context.Context)) {
+	pprof.Do(ctx, pprof.Labels("phase", name), f)
+}
+
+// floorPhase is floorPipeline labelled as the floor.
+func floorPhase(ctx context.Context, path string) (t time.Duration, err error) {
+	phase(ctx, "floor", func(ctx context.Context) { t, err = floorPipeline(ctx, []string{path}) })
+	return t, err
+}
+
+// loadDocs bulk-loads the corpus at path into d and returns the time it
+// took. Malformed records are skipped silently, as sigPipeline does.
+func loadDocs(ctx context.Context, d *db.DB, path string) (time.Duration, error) {
+	docs := func(yield func(db.Doc, error) bool) {
+		for rec, err := range docio.Read(ctx, []string{path}, nil, docio.Options{}) {
+			if errors.Is(err, docio.ErrBadRecord) {
+				continue
+			}
+			if !yield(db.Doc{ID: rec.ID, Text: rec.Text}, err) || err != nil {
+				return
+			}
+		}
+	}
+	start := time.Now()
+	_, err := d.Load(ctx, docs, &db.LoadOptions{SkipEmpty: true})
+	return time.Since(start), err
+}
+
 // benchDir creates the temporary directory of a bench's indexes under
 // $TMPDIR/lshdb-bench/, named for this process, after removing those of
 // processes that are gone: a killed bench (SIGKILL runs no deferred
@@ -267,24 +304,16 @@ func (a *app) benchBuild(corpusPath, extendPath string, rounds int) error {
 	// time (user + system) is reported beside wall time.
 	sigRun := func() (time.Duration, time.Duration, error) {
 		cpu0 := cpuTime()
-		n, t, err := sigPipeline(a.ctx, []string{corpusPath})
+		var n int
+		var t time.Duration
+		var err error
+		phase(a.ctx, "signature-only", func(ctx context.Context) { n, t, err = sigPipeline(ctx, []string{corpusPath}) })
 		r.Docs = n
 		return t, cpuTime() - cpu0, err
 	}
-	load := func(d *db.DB, path string) (time.Duration, error) {
-		docs := func(yield func(db.Doc, error) bool) {
-			for rec, err := range docio.Read(a.ctx, []string{path}, nil, docio.Options{}) {
-				if errors.Is(err, docio.ErrBadRecord) {
-					continue // skipped silently, as sigPipeline does
-				}
-				if !yield(db.Doc{ID: rec.ID, Text: rec.Text}, err) || err != nil {
-					return
-				}
-			}
-		}
-		start := time.Now()
-		_, err := d.Load(a.ctx, docs, &db.LoadOptions{SkipEmpty: true})
-		return time.Since(start), err
+	load := func(d *db.DB, path, name string) (t time.Duration, err error) {
+		phase(a.ctx, name, func(ctx context.Context) { t, err = loadDocs(ctx, d, path) })
+		return t, err
 	}
 	dir, err := a.benchDir()
 	if err != nil {
@@ -293,7 +322,7 @@ func (a *app) benchBuild(corpusPath, extendPath string, rounds int) error {
 	defer os.RemoveAll(dir)
 	// NB: the hashing floor (the issue's yardstick for a build) runs before
 	// the first round and after the last; the rounds compare with the mean.
-	floor0, err := floorPipeline(a.ctx, []string{corpusPath})
+	floor0, err := floorPhase(a.ctx, corpusPath)
 	if err != nil {
 		return err
 	}
@@ -323,7 +352,7 @@ func (a *app) benchBuild(corpusPath, extendPath string, rounds int) error {
 		}
 		reset := resetPeakRSS()
 		cpu0 := cpuTime()
-		bt, err := load(d, corpusPath)
+		bt, err := load(d, corpusPath, "build")
 		if err != nil {
 			return err
 		}
@@ -348,7 +377,7 @@ func (a *app) benchBuild(corpusPath, extendPath string, rounds int) error {
 		}
 		sigTime, sigCPU = sigTime2, sigCPU2
 	}
-	floor1, err := floorPipeline(a.ctx, []string{corpusPath})
+	floor1, err := floorPhase(a.ctx, corpusPath)
 	if err != nil {
 		return err
 	}
@@ -366,11 +395,16 @@ func (a *app) benchBuild(corpusPath, extendPath string, rounds int) error {
 	reset := resetPeakRSS()
 	start := time.Now()
 	var pst db.PairsStats
-	for _, err := range d.Pairs(a.ctx, &db.PairsOptions{Stats: &pst}) {
-		if err != nil {
-			return err
+	phase(a.ctx, "pairs", func(ctx context.Context) {
+		for _, e := range d.Pairs(ctx, &db.PairsOptions{Stats: &pst}) {
+			if err = e; err != nil {
+				return
+			}
+			r.Pairs++
 		}
-		r.Pairs++
+	})
+	if err != nil {
+		return err
 	}
 	r.PairsStats = pairsStatsOut(pst)
 	r.PairsSecs = time.Since(start).Seconds()
@@ -379,7 +413,7 @@ func (a *app) benchBuild(corpusPath, extendPath string, rounds int) error {
 	}
 	r.PairsXBuild = r.PairsSecs / r.BuildSecs
 	if extendPath != "" {
-		et, err := load(d, extendPath)
+		et, err := load(d, extendPath, "extend")
 		if err != nil {
 			return err
 		}
@@ -388,7 +422,7 @@ func (a *app) benchBuild(corpusPath, extendPath string, rounds int) error {
 			return err
 		}
 		defer empty.Close()
-		ft, err := load(empty, extendPath)
+		ft, err := load(empty, extendPath, "extend-empty")
 		if err != nil {
 			return err
 		}

@@ -22,25 +22,6 @@ import (
 // headers say their lengths can be cut into members without inflating
 // them and inflated on every core. That is BGZF, the "blocked gzip" of
 // bgzip (samtools/htslib) and of lshdb gen, and of every gzip output
-// lshdb writes: members of at most 64 KiB, each header's extra field
-// holding a "BC" subfield with the member's size less one. Any gzip
-// reader reads such a file as one stream (gzip -d, zcat, Python's gzip);
-// lshdb reads it on every core.
-//
-// newGzipReader falls back to klauspost's sequential reader, from the
-// member on, as soon as a member is not a plain BGZF one (no BC
-// subfield, a header CRC, reserved flags, another method), so a
-// concatenation of a BGZF file and any other gzip file reads as gzip -d
-// would read it. A BGZF member whose BC size disagrees with its deflate
-// stream is corrupt, and refused as such.
-
-// A gzip stream is one deflate stream per member, and a deflate stream
-// can only be inflated from its start: one core's work (the 1.6 GB of
-// text of a million generated documents took 8.8 CPU-s, the largest
-// part of filter's pass over its inputs). A stream of many members whose
-// headers say their lengths can be cut into members without inflating
-// them and inflated on every core. That is BGZF, the "blocked gzip" of
-// bgzip (samtools/htslib) and of lshdb gen, and of every gzip output
 // lshdb writes: members of at most 64 KiB that inflate to at most 64 KiB,
 // each header's extra field holding a "BC" subfield with the member's
 // size less one (the SAM/BAM specification, section 4.1). Any gzip
