@@ -530,6 +530,11 @@ func (f *dedupFlags) check(c *cobra.Command) (float64, db.ClusterMode, db.KeepPo
 	if f.out != "" && f.out != "-" && f.removed != "" && filepath.Clean(f.out) == filepath.Clean(f.removed) {
 		return 0, "", "", usagef("--out and --removed are the same file")
 	}
+	for _, o := range []struct{ flag, path string }{{"--out", f.out}, {"--removed", f.removed}} {
+		if err := compressionNameFits(o.flag, o.path); err != nil {
+			return 0, "", "", err
+		}
+	}
 	return t, mode, keep, nil
 }
 

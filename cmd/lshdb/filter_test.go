@@ -592,6 +592,50 @@ func TestGenCompressionByName(t *testing.T) {
 	}
 }
 
+// Ensure that gen --out - writes to standard output the lines a file
+// gets (it made a file named "-"), and that an output named for a
+// compression lshdb does not write (.xz, .bz2, .lz4, .zip) is refused
+// (exit 2) by gen, filter (--out, --removed), export and pairs
+// --clusters before anything is written: it held plain JSON Lines.
+func TestOutputNames(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "g.jsonl")
+	src, _ := filepath.Abs("../../testdata/corpora/debian-sample/docs.jsonl")
+	mustRun(t, "gen", "--n", "200", "--seed", "4", "--source", src, "--out", file)
+	want, _ := os.ReadFile(file)
+	wd, _ := os.Getwd()
+	os.Chdir(dir)
+	out, errOut, code := runLine([]string{"gen", "--n", "200", "--seed", "4", "--source", src, "--out", "-"}, "")
+	os.Chdir(wd)
+	if code != 0 || out != string(want) || len(splitLines(want)) != 200 {
+		t.Fatalf("gen --out -: exit %d, %d bytes, want %d: %s", code, len(out), len(want), errOut)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "-")); err == nil {
+		t.Fatal(`gen --out - made a file named "-"`)
+	}
+	idx := filepath.Join(dir, "idx")
+	mustRun(t, "build", "--db", idx, file)
+	for _, c := range []struct {
+		args []string
+		name string
+	}{
+		{[]string{"gen", "--n", "10", "--out"}, "g.jsonl.xz"},
+		{[]string{"filter", "--db", idx, file, "--out"}, "kept.jsonl.bz2"},
+		{[]string{"filter", "--db", idx, file, "--out", filepath.Join(dir, "k.jsonl"), "--removed"}, "removed.zip"},
+		{[]string{"export", "--db", idx, "--out"}, "e.jsonl.lz4"},
+		{[]string{"pairs", "--db", idx, "--clusters"}, "c.jsonl.XZ"},
+	} {
+		path := filepath.Join(dir, c.name)
+		out, errOut, code := runLine(append(c.args, path), "")
+		if _, err := os.Stat(path); code != 2 || out != "" || !strings.Contains(errOut, "lshdb does not write") || err == nil {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q, file written: %v", c.args, code, out, errOut, err == nil)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "k.jsonl")); err == nil {
+		t.Error("filter wrote --out when --removed was refused")
+	}
+}
+
 // bgzfMembers walks a BGZF file by the sizes its members' headers give
 // (the SAM/BAM specification's layout: a fixed header with FEXTRA, XLEN
 // 6, subfield "BC" of 2 bytes holding the member's size less one) and

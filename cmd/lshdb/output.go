@@ -466,3 +466,24 @@ func storageNote(p db.Params) string {
 	}
 	return s
 }
+
+// unwritableCompressions are the file name endings of compressions that
+// lshdb neither writes nor reads (docio refuses such an input by its
+// magic number), each with its format's name.
+var unwritableCompressions = [][2]string{
+	{".xz", "xz"}, {".txz", "xz"}, {".lzma", "lzma"}, {".bz2", "bzip2"}, {".tbz2", "bzip2"},
+	{".lz4", "lz4"}, {".zip", "zip"}, {".7z", "7z"}, {".br", "brotli"},
+}
+
+// compressionNameFits refuses an output file name (of flag) that says a
+// compression lshdb does not write: such a file was written as plain JSON
+// Lines under a name that every other tool reads as compressed.
+func compressionNameFits(flag, path string) error {
+	n := strings.ToLower(path)
+	for _, z := range unwritableCompressions {
+		if strings.HasSuffix(n, z[0]) {
+			return usagef("%s %s names %s compression, which lshdb does not write: name the file .gz (gzip) or .zst (zstd), or without a compression, and compress it afterwards", flag, escControls(path), z[1])
+		}
+	}
+	return nil
+}

@@ -645,6 +645,9 @@ came and how long the run took; FILE gets a header and an end line too.`,
 				return usagef("--mode and --keep need --clusters FILE")
 			}
 			if clustersFile != "" {
+				if err := compressionNameFits("--clusters", clustersFile); err != nil {
+					return err
+				}
 				// NB: before the run, not after it: a path that cannot be
 				// written failed once every pair was out, and the pairs
 				// file had no end line.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -41,7 +42,8 @@ command), and a fraction of near-copies of earlier originals at word-edit
 rates 0, 0.01, 0.03 and 0.1. Each line has id and text, and for a copy "of"
 (the original's id) and "edit_rate": the ground truth. Deterministic from
 the seed. The file is compressed as its name says: gzip for .gz (BGZF,
-which lshdb inflates on every core), zstd for .zst, else plain JSON Lines.`,
+which lshdb inflates on every core), zstd for .zst, else plain JSON Lines
+(--out - writes plain JSON Lines to standard output).`,
 		Args: nArgs(0),
 		RunE: func(c *cobra.Command, args []string) error {
 			switch {
@@ -56,6 +58,9 @@ which lshdb inflates on every core), zstd for .zst, else plain JSON Lines.`,
 			case upserts > upsertRange:
 				return usagef("--upserts %d exceeds --upsert-range %d: the upserts are distinct ids of that corpus", upserts, upsertRange)
 			}
+			if err := compressionNameFits("--out", out); err != nil {
+				return err
+			}
 			sources, what, err := genSources(source)
 			if err != nil {
 				return err
@@ -66,7 +71,16 @@ which lshdb inflates on every core), zstd for .zst, else plain JSON Lines.`,
 			// partial corpus under the name.
 			setBar, barDone := a.countBar("gen", n)
 			defer barDone()
-			return writeFileAtomic(out, func(w io.Writer) error {
+			write := func(fn func(io.Writer) error) error { return writeFileAtomic(out, fn) }
+			if out == "-" {
+				// NB: "-" made a file of that name.
+				write = func(fn func(io.Writer) error) error {
+					bw := bufio.NewWriterSize(a.stdout, 1<<20)
+					err := fn(bw)
+					return errors.Join(err, bw.Flush())
+				}
+			}
+			return write(func(w io.Writer) error {
 				// NB: compressed as the name says, as every reader of the
 				// file expects (jq, Python, a browser): a name with no
 				// compression suffix gets plain JSON Lines.
@@ -117,7 +131,7 @@ which lshdb inflates on every core), zstd for .zst, else plain JSON Lines.`,
 	c.Flags().IntVar(&n, "n", 0, "documents")
 	c.Flags().Uint64Var(&seed, "seed", 1, "seed")
 	c.Flags().Float64Var(&copyFraction, "copy-fraction", 0.2, "fraction of near-copies")
-	c.Flags().StringVar(&out, "out", "", "output file: JSON Lines; gzip when it ends .gz (BGZF: blocked gzip, read on every core), zstd when it ends .zst")
+	c.Flags().StringVar(&out, "out", "", "output file (- for standard output): JSON Lines; gzip when it ends .gz (BGZF: blocked gzip, read on every core), zstd when it ends .zst")
 	c.Flags().StringVar(&prefix, "id-prefix", "g", "id prefix (ids are PREFIX + 8 digits)")
 	c.Flags().StringVar(&source, "source", "", "JSON Lines corpus the originals are made of (default: debian-descriptions from ../shared beside a checkout, else the built-in sample)")
 	c.Flags().IntVar(&upserts, "upserts", 0, "give the first K documents ids of a default-prefix corpus (upserts)")

@@ -35,6 +35,10 @@ var (
 	// stops (even when bad records are skipped; a quote not closed on the
 	// input's last line is a bad record).
 	ErrUnclosedQuote = errors.New("a quoted field is not closed")
+	// ErrUnsupportedCompression is returned for an input compressed in a
+	// format lshdb does not read (xz, bzip2, lz4, zip, 7z): it reads
+	// gzip and zstd.
+	ErrUnsupportedCompression = errors.New("unsupported compression")
 )
 
 // Formats are the accepted values of Options.Format ("" = by file name).
@@ -447,10 +451,16 @@ const bufSize = 256 << 10
 // "zstd" or ""), and a function that releases the decompressor.
 func decompress(name string, in io.Reader, mayWait bool) (*bufio.Reader, string, func(), error) {
 	br := bufio.NewReaderSize(in, 64<<10)
-	magic, err := br.Peek(4)
+	magic, err := br.Peek(10)
 	if err != nil && err != io.EOF && !errors.Is(err, bufio.ErrBufferFull) {
 		return nil, "", nil, fmt.Errorf("%s: %w", name, err)
 	}
+	if c, tool := otherCompression(magic); c != "" {
+		// NB: read as text, such a file failed on its first line as "not
+		// a JSON object", naming a byte of the compressed stream.
+		return nil, "", nil, fmt.Errorf("%s is %s-compressed (%w: lshdb reads gzip and zstd); decompress it first: %s %s", name, c, ErrUnsupportedCompression, tool, name)
+	}
+	magic = magic[:min(4, len(magic))]
 	switch {
 	case bytes.HasPrefix(magic, []byte{0x1f, 0x8b}):
 		// NB: BGZF (bgzip's, lshdb's) on every core, see bgzf.go; other
@@ -476,6 +486,29 @@ func decompress(name string, in io.Reader, mayWait bool) (*bufio.Reader, string,
 		return bufio.NewReaderSize(zr, bufSize), "zstd", zr.Close, nil
 	}
 	return bufio.NewReaderSize(br, bufSize), "", func() {}, nil
+}
+
+// otherCompression names the compression format that magic, the first
+// bytes of an input, starts, among those lshdb does not read, and the
+// command that decompresses a file of it to stdout; "" when it is none
+// of them.
+func otherCompression(magic []byte) (format, tool string) {
+	switch {
+	case bytes.HasPrefix(magic, []byte{0xfd, '7', 'z', 'X', 'Z', 0}):
+		return "xz", "xz -dc"
+	case len(magic) >= 10 && bytes.HasPrefix(magic, []byte("BZh")) && magic[3] >= '1' && magic[3] <= '9' &&
+		(bytes.Equal(magic[4:], []byte{0x31, 0x41, 0x59, 0x26, 0x53, 0x59}) || bytes.Equal(magic[4:], []byte{0x17, 0x72, 0x45, 0x38, 0x50, 0x90})):
+		// NB: the block magic (or the end-of-stream one, for an empty
+		// file) after "BZh1"-"BZh9", so a text that starts so is text.
+		return "bzip2", "bzip2 -dc"
+	case bytes.HasPrefix(magic, []byte{0x04, 0x22, 0x4d, 0x18}):
+		return "lz4", "lz4 -dc"
+	case bytes.HasPrefix(magic, []byte{'P', 'K', 3, 4}):
+		return "zip", "unzip -p"
+	case bytes.HasPrefix(magic, []byte{'7', 'z', 0xbc, 0xaf, 0x27, 0x1c}):
+		return "7z", "7z x -so"
+	}
+	return "", ""
 }
 
 // dropBOM skips a UTF-8 byte order mark at br's start.

@@ -333,6 +333,41 @@ func TestTruncatedText(t *testing.T) {
 	}
 }
 
+// Ensure that an input compressed in a format lshdb does not read (files
+// made by xz, bzip2, lz4 and zip, in testdata/compressed) is refused with
+// ErrUnsupportedCompression, naming the file and its format, whatever the
+// format asked; and that a text starting as a bzip2 header does ("BZh9"
+// without the block magic) is read as text. Such a file was read as
+// JSON Lines and failed as "not a JSON object", naming a byte of the
+// compressed stream.
+func TestUnsupportedCompression(t *testing.T) {
+	dir := filepath.Join("testdata", "compressed")
+	for _, c := range []struct{ file, format string }{
+		{"one.jsonl.xz", "xz"}, {"one.jsonl.bz2", "bzip2"}, {"one.jsonl.lz4", "lz4"}, {"one.jsonl.zip", "zip"},
+	} {
+		for _, f := range []string{"", "csv", "text"} {
+			got, err := collect(t, dir, []string{c.file}, "", Options{Format: f})
+			if !errors.Is(err, ErrUnsupportedCompression) || !strings.Contains(err.Error(), c.file+" is "+c.format+"-compressed") || len(got) != 0 {
+				t.Errorf("%s as %q: records %q, error %v", c.file, f, got, err)
+			}
+		}
+		// The same bytes on stdin.
+		b, err := os.ReadFile(filepath.Join(dir, c.file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := collect(t, dir, []string{"-"}, string(b), Options{}); !errors.Is(err, ErrUnsupportedCompression) || len(got) != 0 {
+			t.Errorf("%s on stdin: records %q, error %v", c.file, got, err)
+		}
+	}
+	tmp := t.TempDir()
+	os.WriteFile(filepath.Join(tmp, "bz.txt"), []byte("BZh9 starts a bzip2 file, then 1AY&SY\n"), 0o644)
+	got, err := collect(t, tmp, []string{"bz.txt"}, "", Options{Format: "text"})
+	if err != nil || len(got) != 1 || !strings.Contains(got[0], "BZh9 starts") {
+		t.Errorf("a text that starts like bzip2: records %q, error %v", got, err)
+	}
+}
+
 // Ensure that Record.Raw is the record as read (a CSV record's lines
 // joined with their own line ends, without the final line end) and Record.Meta the raw JSON
 // of the meta field, nil when the record has none.
