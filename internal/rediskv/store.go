@@ -31,7 +31,7 @@
 // # Write order
 //
 // A put writes the document's record (and its buckets) first, then its
-// postings and its id, then retires the document it replaces: marks its
+// postings, then its id and its expiry entry, then retires the document it replaces: marks its
 // record deleted, removes its postings, deletes the record. A delete does
 // the last step alone, after removing the id. A reader skips a posting
 // whose record is missing or marked deleted (it reads the record to verify
@@ -552,7 +552,6 @@ func (s *Store) Apply(ctx context.Context, ws *WriteSet) (Result, error) {
 			p.HSet(ctx, s.docKey(res.Nums[i]), "i", put.ID, "r", put.Record, "b", bucketBytes(put.Buckets))
 			if put.Expires != 0 {
 				p.PExpireAt(ctx, s.docKey(res.Nums[i]), expiryTime(put.Expires))
-				p.ZAdd(ctx, s.expiryKey(), redis.Z{Score: float64(expiryMillis(put.Expires)), Member: expiryMember(res.Nums[i], put.Buckets)})
 			}
 		}
 		return nil
@@ -562,12 +561,17 @@ func (s *Store) Apply(ctx context.Context, ws *WriteSet) (Result, error) {
 	if failAfter.Load() == 1 {
 		return res, errCrash
 	}
-	// 2. Their postings, then their ids.
+	// 2. Their postings, then their ids and expiry entries.
 	//
 	// NB: two pipelines, one after the other: a cluster pipeline sends
 	// each node its part at once, so in one pipeline an id could land
 	// before postings on other nodes, and a writer killed then left a
 	// document that Get found and queries missed.
+	// NB: the expiry entry after the postings: written with the record,
+	// a sweep (which runs beside writers, in any process) could take the
+	// entry of a document already due before its postings were written,
+	// remove none, and the postings written next named no document for
+	// good (16 to 400 of 300 puts' postings, in an embedding review).
 	if _, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, put := range ws.Puts {
 			num := strconv.FormatUint(res.Nums[i], 10)
@@ -593,6 +597,7 @@ func (s *Store) Apply(ctx context.Context, ws *WriteSet) (Result, error) {
 			prev[i] = p.SetArgs(ctx, s.idKey(put.ID), res.Nums[i], redis.SetArgs{Get: true})
 			if put.Expires != 0 {
 				p.PExpireAt(ctx, s.idKey(put.ID), expiryTime(put.Expires))
+				p.ZAdd(ctx, s.expiryKey(), redis.Z{Score: float64(expiryMillis(put.Expires)), Member: expiryMember(res.Nums[i], put.Buckets)})
 			}
 		}
 		for i, id := range ws.Deletes {
