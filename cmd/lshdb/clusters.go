@@ -8,6 +8,7 @@ import (
 	"bufio"
 	"bytes"
 	"cmp"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -192,8 +193,10 @@ func writeJSONLine(w io.Writer, v any) error {
 	return err
 }
 
-// clustersWriter prints clusters as text or JSON lines to w.
+// clustersWriter prints clusters as text or JSON lines to w, until ctx
+// ends (an interrupt: millions of clusters take a while to print).
 type clustersWriter struct {
+	ctx  context.Context
 	w    io.Writer
 	json bool
 	mode db.ClusterMode
@@ -203,6 +206,9 @@ type clustersWriter struct {
 
 func (o *clustersWriter) write(cs []db.Cluster) (dropped int, err error) {
 	for i, cl := range cs {
+		if err := o.ctx.Err(); err != nil {
+			return dropped, err
+		}
 		dropped += len(cl.IDs) - 1
 		if o.json {
 			err = writeJSONLine(o.w, httpapi.ClusterOut(i+1, cl, o.mode, o.keep, o.rec))
@@ -577,10 +583,10 @@ last line ({"end": …}) how long it took.`,
 				// --clusters file of pairs is; the clusters are all known
 				// before the first is written.
 				bw := bufio.NewWriterSize(a.stdout, 64<<10)
-				o := &clustersWriter{w: bw, json: a.json(), mode: mode, keep: keep, rec: rec}
+				o := &clustersWriter{ctx: a.ctx, w: bw, json: a.json(), mode: mode, keep: keep, rec: rec}
 				dropped, err := o.write(cs)
 				if err = cmp.Or(bw.Flush(), err); err != nil {
-					return err
+					return interruptNote(err, "clusters interrupted: the first clusters of %d printed", len(cs))
 				}
 				if header {
 					return a.emitJSON(runEndJSON{runEndBody{Lines: int64(len(cs)), ElapsedSeconds: time.Since(started).Seconds()}})
@@ -693,7 +699,7 @@ func (a *app) clustersTo(d index, path string, s *pairSpill, h headerJSON, po *d
 		return commitTemp(f, path, true, err)
 	}
 	bw := bufio.NewWriterSize(zw, 1<<20)
-	o := &clustersWriter{w: bw, json: true, mode: po.Mode, keep: po.Keep, rec: rec}
+	o := &clustersWriter{ctx: a.ctx, w: bw, json: true, mode: po.Mode, keep: po.Keep, rec: rec}
 	err = writeJSONLine(bw, h)
 	dropped := 0
 	if err == nil {
@@ -710,7 +716,7 @@ func (a *app) clustersTo(d index, path string, s *pairSpill, h headerJSON, po *d
 		err = cerr
 	}
 	if err = commitTemp(f, path, true, err); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
+		return interruptNote(fmt.Errorf("%s: %w", path, err), "clusters interrupted: the pairs were printed, no clusters written")
 	}
 	fmt.Fprintf(a.stderr, "%s: %s\n", escControls(path), clustersNote(len(cs), dropped, cmp.Or(po.Threshold, d.Params().Threshold), po.Mode, po.Keep))
 	return nil

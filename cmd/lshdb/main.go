@@ -29,6 +29,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -100,6 +101,13 @@ func signalContext() context.Context {
 		// does not notice the cancel: a person who pressed Ctrl-C saw
 		// nothing happen. Said once the stop takes long.
 		time.AfterFunc(stopNoteAfter, func() {
+			if s == os.Interrupt && shellRunning.Load() {
+				// NB: the shell absorbs an interrupt (it cancels the
+				// statement running, if any, and goes on), and keeps
+				// SIGINT caught: nothing is stopping, and a second Ctrl-C
+				// kills nothing. The note came over its prompt.
+				return
+			}
 			fmt.Fprintf(os.Stderr, "lshdb: still stopping after %v (%v): waiting for the work in progress to end; a second Ctrl-C kills the process (acknowledged writes stay)\n", stopNoteAfter, signalCause{s})
 		})
 	}()
@@ -110,6 +118,10 @@ func signalContext() context.Context {
 	signal.Ignore(syscall.SIGPIPE)
 	return ctx
 }
+
+// shellRunning is set while an interactive shell runs (see
+// signalContext).
+var shellRunning atomic.Bool
 
 // stopNoteAfter is how long after a stopping signal the command says it
 // is still stopping.
@@ -468,7 +480,7 @@ func (a *app) rootCmd() *cobra.Command {
 	})
 	root.PersistentFlags().Int64Var(&a.diskReserveMiB, "disk-reserve", 0, "free space, in MiB, below which writes to a Pebble index are refused as a full disk (0: the default, 64 MiB; -1: no check, at the risk of Pebble running out of room mid-write)")
 	root.PersistentFlags().StringVar(&a.output, "output", "table", "output format: table or json (JSON Lines); pairs also csv or tsv")
-	root.PersistentFlags().StringVar(&a.progressMode, "progress", progressAuto, "how long work shows progress on stderr: auto (a bar on a terminal, else a line every --progress-every), bar, log or none")
+	root.PersistentFlags().StringVar(&a.progressMode, "progress", progressAuto, "how work shows progress on stderr: auto (a bar on a terminal, else a line every --progress-every), bar, log or none")
 	root.PersistentFlags().DurationVar(&a.progressEvery, "progress-every", defaultProgressEvery, "time between two progress lines (--progress log, or auto without a terminal)")
 	root.PersistentPreRunE = func(c *cobra.Command, args []string) error {
 		if err := a.checkProgressFlags(); err != nil {
@@ -813,7 +825,8 @@ func formatNote() string {
 var mismatchFlags = map[string]string{
 	"Threshold": "--threshold", "Recall": "--recall", "NumPerm": "--num-perm", "Scheme": "--scheme",
 	"Seed": "--seed", "Shingle": "--shingle", "ShingleSize": "--shingle-size", "Bag": "--bag",
-	"Storage": "--storage", "StoreText": "--store-text",
+	"Storage": "--storage", "StoreText": "--store-text", "Bands": "--bands", "Rows": "--rows",
+	"Normalization": "--normalization", "StopWords": "--stop-words",
 }
 
 // mismatchLine is the message of an error made of the parameters a

@@ -566,7 +566,15 @@ func (a *app) sortedPairs(seq iter.Seq2[db.Pair, error], limit, memory int, rec 
 		}
 	}
 	o := &pairsOut{a: a, rec: rec, estimates: estimates}
-	if err := sorter.each(o.add); err != nil {
+	// NB: the printing checks for an interrupt too: it went on to the
+	// last pair (tens of seconds of output; in the shell, a statement
+	// nothing could stop).
+	if err := sorter.each(func(p db.Pair) error {
+		if err := a.ctx.Err(); err != nil {
+			return interruptNote(err, "interrupted after printing %d of %d pairs", o.rows, n)
+		}
+		return o.add(p)
+	}); err != nil {
 		return cmp.Or(o.flush(false), err) // NB: the lines accepted before it go out
 	}
 	return o.flush(true)

@@ -118,9 +118,10 @@ backslash escapes is read as tables print an id with control characters
 func (a *app) script(r io.Reader) error {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 64<<20)
-	failed := 0
+	failed, lines := 0, 0
 	ctx := a.ctx
 	for first := true; sc.Scan(); first = false {
+		lines++
 		// NB: trailing blanks are kept, as at the prompt: a put's text
 		// is the rest of the line as typed (they were cut in a script).
 		line := strings.TrimRight(sc.Text(), "\r")
@@ -154,10 +155,16 @@ func (a *app) script(r io.Reader) error {
 			break
 		}
 	}
+	if err := sc.Err(); errors.Is(err, bufio.ErrTooLong) {
+		// NB: it said only "bufio.Scanner: token too long".
+		return fmt.Errorf("line %d of the script is over 64 MiB, the longest a statement may be: it and the lines after it did not run", lines+1)
+	} else if err != nil {
+		return err
+	}
 	if failed > 0 {
 		return fmt.Errorf("%s failed", counted(failed, "shell command", "shell commands"))
 	}
-	return sc.Err()
+	return nil
 }
 
 // shellError prints a statement's error at the interactive prompt
@@ -211,6 +218,8 @@ func (a *app) interactive() error {
 	// NB: SIGTERM and SIGHUP end the shell (exit 143, 129), at the prompt
 	// too: after the first signal main's handler is gone, and a second
 	// one killed the process unclosed (an owner's socket left behind).
+	shellRunning.Store(true)
+	defer shellRunning.Store(false)
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	if !signal.Ignored(syscall.SIGHUP) {

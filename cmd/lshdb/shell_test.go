@@ -212,6 +212,24 @@ func TestShellPutProse(t *testing.T) {
 	}
 }
 
+// Ensure that a script line over the 64 MiB a statement may take stops
+// the script with an error naming the line (it said "bufio.Scanner: token
+// too long"), after the statements before it ran.
+func TestShellScriptLineTooLong(t *testing.T) {
+	idx := filepath.Join(t.TempDir(), "idx")
+	if _, errOut, code := runLine([]string{"create", "--db", idx}, ""); code != 0 {
+		t.Fatal(errOut)
+	}
+	script := "# a comment\nput a short text\nput b " + strings.Repeat("x", 65<<20) + "\nput c not run\n"
+	_, errOut, code := runLine([]string{"shell", "--db", idx}, script)
+	if code != 1 || !strings.Contains(errOut, "lshdb: line 3 of the script is over 64 MiB, the longest a statement may be: it and the lines after it did not run") {
+		t.Fatalf("exit %d, stderr %q", code, errOut[:min(len(errOut), 300)])
+	}
+	if got := storedTexts(t, idx); !maps.Equal(got, map[string]string{"a": "short text"}) {
+		t.Fatalf("stored %q", got)
+	}
+}
+
 // Ensure that an id printed Go-quoted (it holds control characters or a
 // bidirectional override) can be typed back in the shell as printed:
 // query shows it, get finds it, delete removes it (it was not found, and

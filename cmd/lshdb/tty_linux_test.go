@@ -212,7 +212,8 @@ func TestBarsFitTheTerminal(t *testing.T) {
 // Ensure that SIGTERM ends an interactive shell (liner on a terminal,
 // another process) with exit 143, its owner's socket removed: at the
 // prompt, with no key pressed, and after an interrupt signal the shell
-// absorbed (main's one-shot handler then gone). Before, the shell took
+// absorbed (main's one-shot handler then gone), which says nothing of
+// stopping, since nothing stops. Before, the shell took
 // every signal for an interrupt and went on, and the second killed the
 // process unclosed.
 func TestShellTerminated(t *testing.T) {
@@ -252,9 +253,18 @@ func TestShellTerminated(t *testing.T) {
 				t.Fatalf("an interrupt at the prompt ended the shell: %v: %q", err, shown)
 			default:
 			}
+			sent := time.Now()
 			// The shell still runs statements.
 			io.WriteString(ctl, "info\r")
 			prompts(2)
+			// NB: main's handler said "still stopping after 5s …: a
+			// second Ctrl-C kills the process" over the prompt, 5 s after
+			// an interrupt the shell had absorbed: nothing was stopping,
+			// and a second Ctrl-C killed nothing.
+			time.Sleep(time.Until(sent.Add(stopNoteAfter + time.Second)))
+			if strings.Contains(shown.String(), "still stopping") {
+				t.Errorf("after an interrupt the shell absorbed: %q", shown)
+			}
 		}
 		c.Process.Signal(syscall.SIGTERM)
 		select {

@@ -1427,8 +1427,8 @@ func (a *app) reportInsert(s insertSummary) error {
 	if s.Deleted != nil {
 		deleted = fmt.Sprintf("; deleted %s in no input", counted(*s.Deleted, "stored document", "stored documents"))
 	}
-	_, err := fmt.Fprintf(a.stdout, "inserted %s (%d replaced stored ones)%s; %s in the input (last one wins), %s skipped, %s skipped\n",
-		counted(s.Inserted, "document", "documents"), s.Replaced, deleted, counted(s.Repeated, "repeated id", "repeated ids"),
+	_, err := fmt.Fprintf(a.stdout, "inserted %s (%s)%s; %s in the input (last one wins), %s skipped, %s skipped\n",
+		counted(s.Inserted, "document", "documents"), counted(s.Replaced, "replaced a stored one", "replaced stored ones"), deleted, counted(s.Repeated, "repeated id", "repeated ids"),
 		counted(s.Empty, "empty text", "empty texts"), counted(s.BadSkipped, "bad record", "bad records"))
 	return err
 }

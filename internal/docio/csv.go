@@ -153,8 +153,8 @@ func (r *reader) csv(src Source, comma byte) error {
 			// one field: skipped as one bad record, 2,000 rows were lost
 			// and the summary said 1. Reading on from the next line would
 			// instead make records of a truncated file's multi-line text.
-			return fmt.Errorf("%s:%d: %w by the end of the input, %d lines on: a field that starts with a double quote is a quoted field, in TSV as in CSV (a stray quote? quote the field and double its quotes: \"\"\"Hi,\"\" she said\"); no record after line %d can be read",
-				name, start, ErrUnclosedQuote, nlines-1, start-1)
+			return fmt.Errorf("%s:%d: %w by the end of the input, %s on: a field that starts with a double quote is a quoted field, in TSV as in CSV (a stray quote? quote the field and double its quotes: \"\"\"Hi,\"\" she said\"); no record after line %d can be read",
+				name, start, ErrUnclosedQuote, plural(nlines-1, "line", "lines"), start-1)
 		}
 		if !long && total > 0 && len(bytes.TrimSpace(rec)) == 0 {
 			continue
@@ -204,7 +204,7 @@ func (r *reader) csv(src Source, comma byte) error {
 		if rerr == nil && len(fields) != columns {
 			// NB: a row with more fields than the header is most often a
 			// text with an unquoted comma: taking the field would cut it.
-			rerr = fmt.Errorf("%d columns, the header has %d (quote a field that holds %q)", len(fields), columns, string(comma))
+			rerr = fmt.Errorf("%s, the header has %d (quote a field that holds %q)", plural(len(fields), "column", "columns"), columns, string(comma))
 		}
 		var err error
 		if rerr != nil {
@@ -239,4 +239,12 @@ func (r *reader) csv(src Source, comma byte) error {
 			return err
 		}
 	}
+}
+
+// plural is n and one or many, as n says: "1 line", "2 lines".
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }

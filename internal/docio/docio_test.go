@@ -156,7 +156,7 @@ func TestRead(t *testing.T) {
 				fmt.Sprintf(`bad l.jsonl:3 (id ""): longer than the record limit: %d bytes (at most 100)`, len(bigLine)), `l.jsonl:4 id=t text="next"`}},
 		{name: "csv bad rows", files: map[string][]byte{"r.csv": []byte("text,id\nx\n\"y,a\n")},
 			paths: []string{"r.csv"},
-			want:  []string{`bad r.csv:2 (id ""): 1 columns, the header has 2 (quote a field that holds ",")`, `bad r.csv:3 (id ""): a quoted field is not closed before the end of the input`}},
+			want:  []string{`bad r.csv:2 (id ""): 1 column, the header has 2 (quote a field that holds ",")`, `bad r.csv:3 (id ""): a quoted field is not closed before the end of the input`}},
 		{name: "csv rows that would lose text", files: map[string][]byte{"r.csv": []byte("id,text\na,one two\nb,five,six\nc,\"x\"y\nd,\"a \"\"quoted\"\" word\"\ne,5\" screen\n")},
 			paths: []string{"r.csv"},
 			want: []string{`r.csv:2 id=a text="one two"`, `bad r.csv:3 (id ""): 3 columns, the header has 2 (quote a field that holds ",")`,
