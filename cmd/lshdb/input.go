@@ -48,6 +48,10 @@ func (f *inputFlags) check(paths []string) error {
 	if f.rejects != "" && !f.skipBad {
 		return usagef("--rejects needs --skip-bad")
 	}
+	if f.IDFrom != "" && (f.IDField != "id" || f.IDCol != "id") {
+		// NB: accepted, and the field named was never read.
+		return usagef("--id-from %s makes the ids, and --id-field or --id-col names where to read them: give one or the other", f.IDFrom)
+	}
 	return docio.CheckPaths(paths)
 }
 

@@ -189,8 +189,8 @@ func (r *reader) csv(src Source, comma byte) error {
 				}
 				*col = i
 			}
-			if textCol < 0 || (idCol < 0 && r.o.IDFrom == "") {
-				return fmt.Errorf("%s:%d: the header %q has no %q or no %q column (set --id-col and --text-col)", name, start, strings.Join(fields, string(comma)), r.o.IDCol, r.o.TextCol)
+			if m := r.o.missingColumns(idCol >= 0, textCol >= 0); m != "" {
+				return fmt.Errorf("%s:%d: the header %q has %s", name, start, strings.Join(fields, string(comma)), m)
 			}
 			header = false
 			columns = len(fields)
@@ -247,4 +247,18 @@ func plural(n int, one, many string) string {
 		return "1 " + one
 	}
 	return fmt.Sprintf("%d %s", n, many)
+}
+
+// missingColumns says which of the id and text columns an input lacks
+// ("" when neither is missing; the id column is not read with IDFrom),
+// with the flag that names each: it said "no id or no text column".
+func (o *Options) missingColumns(hasID, hasText bool) string {
+	var m []string
+	if !hasID && o.IDFrom == "" {
+		m = append(m, fmt.Sprintf("no %q column for the ids (--id-col names it)", o.IDCol))
+	}
+	if !hasText {
+		m = append(m, fmt.Sprintf("no %q column for the texts (--text-col names it)", o.TextCol))
+	}
+	return strings.Join(m, " and ")
 }

@@ -47,12 +47,12 @@ func (r *reader) parquet(name string, f *os.File) error {
 	}
 	textCol, okText := lookup(r.o.TextCol)
 	idCol, okID := lookup(r.o.IDCol)
-	if !okText || (!okID && r.o.IDFrom == "") {
+	if m := r.o.missingColumns(okID, okText); m != "" {
 		var cols []string
 		for _, path := range schema.Columns() {
 			cols = append(cols, strings.Join(path, "."))
 		}
-		return fmt.Errorf("%s: the Parquet schema's columns %q have no %q or no %q column (set --id-col and --text-col)", name, cols, r.o.IDCol, r.o.TextCol)
+		return fmt.Errorf("%s: the Parquet schema's columns %q have %s", name, cols, m)
 	}
 	check := func(what string, c parquet.LeafColumn, ints bool) error {
 		if c.MaxRepetitionLevel > 0 {

@@ -128,7 +128,8 @@ func TestParquetColumnsAndErrors(t *testing.T) {
 		o    Options
 		want string
 	}{
-		{"missing column", Options{}, `no "id" or no "text" column`},
+		{"missing column", Options{}, `have no "id" column for the ids (--id-col names it) and no "text" column for the texts (--text-col names it)`},
+		{"missing text column", Options{IDCol: "num"}, `have no "text" column for the texts (--text-col names it)`},
 		{"text not a string", Options{IDCol: "body", TextCol: "num"}, "holds INT64 values"},
 	} {
 		err := firstErr(Read(context.Background(), []string{path}, nil, c.o))
