@@ -693,42 +693,31 @@ func TestPairsInterruptedThroughCommand(t *testing.T) {
 	}
 }
 
-// Ensure that an interrupt while pairs prints its sorted output stops the
-// printing: the pairs were all verified, and the loop over the sorted
-// ones did not look at the interrupt (tens of seconds of output after a
-// Ctrl-C; in the shell, a statement nothing stopped). What is printed is
-// the start of the whole sorted output, and the message says how much.
-func TestPairsInterruptedWhilePrintingSorted(t *testing.T) {
+// Ensure that an interrupt while pairs prints its sorted output, or
+// clusters its clusters, stops the printing: the pairs were all verified
+// (the clusters all made), and the loop over them did not look at the
+// interrupt (tens of seconds of output after a Ctrl-C; in the shell, a
+// statement nothing stopped). What is printed is the start of the whole
+// output, the command exits 130, and the message says how much.
+func TestInterruptedWhilePrinting(t *testing.T) {
 	_, idx := genPairsFixture(t)
-	args := []string{"pairs", "--db", idx, "--output", "json", "--progress", "none"}
-	all, _ := mustRun(t, args...)
-	total := strings.Count(all, "\n")
-	ctx, cancel := context.WithCancel(context.Background())
-	out := &cancelOnWrite{cancel: cancel}
-	var errOut bytes.Buffer
-	code := run(ctx, args, strings.NewReader(""), out, &errOut)
-	lines := strings.Count(out.String(), "\n")
-	if code != 130 || lines == 0 || lines >= total || !strings.HasPrefix(all, out.String()) ||
-		errOut.String() != fmt.Sprintf("lshdb: interrupted after printing %d of %d pairs: context canceled\n", lines, total) {
-		t.Fatalf("exit %d, %d lines of %d, stderr %q", code, lines, total, errOut.String())
-	}
-}
-
-// Ensure that an interrupt while clusters prints stops the printing (it
-// went on to the last cluster): what is printed is the start of the whole
-// output, and the command exits 130.
-func TestClustersInterruptedWhilePrinting(t *testing.T) {
-	_, idx := genPairsFixture(t)
-	args := []string{"clusters", "--db", idx, "--output", "json", "--progress", "none"}
-	all, _ := mustRun(t, args...)
-	total := strings.Count(all, "\n")
-	ctx, cancel := context.WithCancel(context.Background())
-	out := &cancelOnWrite{cancel: cancel}
-	var errOut bytes.Buffer
-	code := run(ctx, args, strings.NewReader(""), out, &errOut)
-	lines := strings.Count(out.String(), "\n")
-	if code != 130 || lines >= total || !strings.HasPrefix(all, out.String()) ||
-		errOut.String() != fmt.Sprintf("lshdb: clusters interrupted: the first clusters of %d printed: context canceled\n", total) {
-		t.Fatalf("exit %d, %d lines of %d (%d bytes), stderr %q", code, lines, total, len(all), errOut.String())
+	for _, c := range []struct {
+		cmd  string
+		want string // stderr, with the lines printed and the whole output's
+	}{
+		{"pairs", "lshdb: interrupted after printing %[1]d of %[2]d pairs: context canceled\n"},
+		{"clusters", "lshdb: clusters interrupted: the first clusters of %[2]d printed: context canceled\n"},
+	} {
+		args := []string{c.cmd, "--db", idx, "--output", "json", "--progress", "none"}
+		all, _ := mustRun(t, args...)
+		total := strings.Count(all, "\n")
+		ctx, cancel := context.WithCancel(context.Background())
+		out := &cancelOnWrite{cancel: cancel}
+		var errOut bytes.Buffer
+		code := run(ctx, args, strings.NewReader(""), out, &errOut)
+		lines := strings.Count(out.String(), "\n")
+		if code != 130 || lines >= total || !strings.HasPrefix(all, out.String()) || errOut.String() != fmt.Sprintf(c.want, lines, total) {
+			t.Errorf("%s: exit %d, %d lines of %d, stderr %q", c.cmd, code, lines, total, errOut.String())
+		}
 	}
 }
