@@ -8,13 +8,16 @@ package db
 // expiry time, doc number) orders the expiring documents by time; the
 // sweep reads its front and deletes what is due, SweepBatch documents per
 // write batch under the writer lock, as deletes do (record, id, removal
-// postings, expiry key). A background sweep runs every
+// postings, expiry key), then deletes the lists it emptied (dropEmptied:
+// a delete leaves them to PurgeEmptyLists). A background sweep runs every
 // Options.ExpirySweep on a writable handle; SweepExpired runs one now.
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -181,13 +184,43 @@ func (db *DB) sweepBatch() (n int, more bool, err error) {
 	if b.Empty() {
 		return 0, false, nil
 	}
+	// NB: the lists the removals touch, before commit sorts them.
+	touched := make([]postingKey, 0, len(postings))
+	for _, op := range postings {
+		touched = append(touched, op.key)
+	}
 	// NB: unsynced: a sweep acknowledges nothing, and one lost to a crash
 	// is done again by the next.
 	sw, err := db.commit(b, postings, c, &WriteOptions{NoSync: true})
 	if err == nil && sw.b != nil {
 		err = sw.wait()
 	}
+	if err != nil {
+		return n, more, err
+	}
+	// NB: most buckets hold one document, so most lists a sweep touches
+	// it empties: left to purge, they grew without bound under a TTL
+	// workload (4.5 of 4.6 million lists empty after 2.5 minutes of 3,000
+	// expiring documents a second, in an operator's review), and serve
+	// never purges. The writer lock is still held.
+	_, err = db.dropEmptied(touched)
 	return n, more, err
+}
+
+// dropEmptied deletes those of the lists keys (in any order, repeats
+// allowed) that hold no live posting, and returns how many it deleted;
+// unsynced, since the delete of an empty list changes no answer (a crash
+// leaves it to purge). The caller holds the writer lock.
+func (db *DB) dropEmptied(keys []postingKey) (int, error) {
+	slices.SortFunc(keys, func(x, y postingKey) int {
+		return cmp.Or(cmp.Compare(x.band, y.band), cmp.Compare(x.bucket, y.bucket))
+	})
+	keys = slices.Compact(keys)
+	raw := make([][]byte, len(keys))
+	for i, pk := range keys {
+		raw[i] = codec.AppendPostingKey(nil, pk.band, pk.bucket)
+	}
+	return db.deleteEmptyLists(raw, false)
 }
 
 // startSweeper runs SweepExpired every Options.ExpirySweep until the

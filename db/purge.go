@@ -3,6 +3,7 @@ package db
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/lshdb/lshdb/codec"
@@ -34,7 +35,9 @@ func (db *DB) Purge(ctx context.Context) (PurgeResult, error) {
 // the keys that deletes and upserts leave behind when they remove a
 // bucket's last document — and returns how many it deleted. Each batch of
 // deletes is synced unless the database was opened with NoSync. Writers
-// (and loads) wait while it runs; readers do not, and see no difference.
+// (and loads) wait only while a batch of deletes is made (purgeBatch
+// lists that looked empty in the scan, each read again);
+// readers do not wait, and see no difference.
 //
 // On Redis it only sweeps the expired documents (SweepExpired) and
 // returns 0: a set is deleted with its last member, so no list is ever
@@ -52,7 +55,13 @@ func (db *DB) PurgeEmptyLists(ctx context.Context) (int, error) {
 }
 
 // purgeLists deletes the emptied posting lists (PurgeEmptyLists without
-// the sweep).
+// the sweep). It scans the lists without the writer lock, and takes it
+// for each batch of those that looked empty, to read each again and
+// delete it if it still is.
+//
+// NB: it held the writer lock for the whole scan: every write waited 5 s
+// behind a purge of 4.6 million lists, 15.7 s behind one of 16 million
+// (an operator's review, lshdb serve under a TTL workload).
 func (db *DB) purgeLists(ctx context.Context) (int, error) {
 	if err := db.enter(); err != nil {
 		return 0, err
@@ -66,21 +75,12 @@ func (db *DB) purgeLists(ctx context.Context) (int, error) {
 	}
 	ctx, cancel := db.opCtx(ctx)
 	defer cancel()
-	if err := db.wmu.lock(ctx); err != nil {
-		return 0, err
-	}
-	defer db.wmu.Unlock()
 	it, err := db.pdb.NewIter(&pebble.IterOptions{LowerBound: codec.PostingPrefix, UpperBound: codec.PostingPrefixEnd})
 	if err != nil {
 		return 0, classify(err)
 	}
 	defer it.Close()
-	sync := pebble.Sync
-	if db.opts.NoSync {
-		sync = pebble.NoSync
-	}
-	b := db.pdb.NewBatch()
-	defer func() { b.Close() }()
+	var candidates [][]byte
 	purged, seen := 0, 0
 	for ok := it.First(); ok; ok = it.Next() {
 		if seen++; seen%1024 == 0 {
@@ -95,29 +95,91 @@ func (db *DB) purgeLists(ctx context.Context) (int, error) {
 		if !garbage {
 			continue
 		}
-		if err := b.Delete(it.Key(), nil); err != nil {
-			return purged, err
-		}
-		purged++
-		if b.Len() >= 1<<20 {
-			if err := db.roomFor(2 * int64(b.Len())); err != nil {
+		candidates = append(candidates, slices.Clone(it.Key()))
+		if len(candidates) == purgeBatch {
+			n, err := db.purgeCandidates(ctx, candidates)
+			purged += n
+			if err != nil {
 				return purged, err
 			}
-			if err := b.Commit(sync); err != nil {
-				return purged, classify(err)
-			}
-			b.Close()
-			b = db.pdb.NewBatch()
+			candidates = candidates[:0]
 		}
 	}
 	if err := it.Error(); err != nil {
 		return purged, classify(err)
 	}
+	n, err := db.purgeCandidates(ctx, candidates)
+	return purged + n, err
+}
+
+// purgeBatch is how many lists that looked empty purge reads again and
+// deletes under the writer lock at a time. NB: at 1 MiB of keys (80,000
+// lists) a put beside a purge of 567,000 lists waited up to 1.08 s.
+const purgeBatch = 4096
+
+// purgeCandidates deletes, under the writer lock, those of the posting
+// lists keys (sorted) that hold no live posting, read again under the
+// lock: a write may have added to one since the scan read it. The batch
+// is synced unless the database was opened with NoSync.
+func (db *DB) purgeCandidates(ctx context.Context, keys [][]byte) (int, error) {
+	if len(keys) == 0 {
+		return 0, nil
+	}
+	if err := db.wmu.lock(ctx); err != nil {
+		return 0, err
+	}
+	defer db.wmu.Unlock()
+	return db.deleteEmptyLists(keys, !db.opts.NoSync)
+}
+
+// deleteEmptyLists deletes those of the posting lists keys (sorted) that hold no
+// live posting, in one batch, synced if sync says so, and returns how
+// many it deleted. The caller holds the writer lock: no operand can
+// arrive between a list's read and its delete (see PurgeEmptyLists).
+func (db *DB) deleteEmptyLists(keys [][]byte, sync bool) (int, error) {
+	if len(keys) == 0 {
+		return 0, nil
+	}
+	// NB: one iterator, sought forward key by key (keys are sorted), not
+	// a Get each: the purge of 567,000 lists took 4.2 s with Gets.
+	it, err := db.pdb.NewIter(&pebble.IterOptions{LowerBound: keys[0], UpperBound: append(slices.Clone(keys[len(keys)-1]), 0)})
+	if err != nil {
+		return 0, classify(err)
+	}
+	defer it.Close()
+	b := db.pdb.NewBatch()
+	defer b.Close()
+	for _, k := range keys {
+		v, ok, err := seekExact(it, k)
+		if err != nil {
+			return 0, err
+		}
+		if !ok {
+			continue
+		}
+		garbage, err := compaction.Purgeable(v)
+		if err != nil {
+			return 0, classify(fmt.Errorf("posting list %x: %w", k, err))
+		}
+		if garbage {
+			if err := b.Delete(k, nil); err != nil {
+				return 0, err
+			}
+		}
+	}
+	if b.Empty() {
+		return 0, nil
+	}
 	if err := db.roomFor(2 * int64(b.Len())); err != nil {
-		return purged, err
+		return 0, err
 	}
-	if err := b.Commit(sync); err != nil {
-		return purged, classify(err)
+	wo := pebble.NoSync
+	if sync {
+		wo = pebble.Sync
 	}
-	return purged, nil
+	n := int(b.Count())
+	if err := b.Commit(wo); err != nil {
+		return 0, classify(err)
+	}
+	return n, nil
 }
