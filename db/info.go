@@ -22,8 +22,15 @@ type Info struct {
 	// before it or as one of its own.)
 	Written uint64
 	// DiskBytes is the space the store's files take on disk, as in
-	// [Stats.DiskBytes].
+	// [Stats.DiskBytes]: their allocated blocks (what du counts), where
+	// the file system says.
 	DiskBytes uint64
+	// LogBytes is the part of DiskBytes that the write-ahead logs take:
+	// Pebble allocates each log ahead (about 1.1 memtables, 9 MiB by
+	// default, however little it holds yet) and keeps some to reuse
+	// (RecycledLogBytes), so a small index's size is mostly logs, which
+	// compaction does not free.
+	LogBytes uint64
 	// TempBytes is the part of DiskBytes that lshdb's temporary files
 	// take: a Load's sorted runs and tables, a Pairs run's spill files,
 	// while one runs, or left by a process killed during one (the next
@@ -84,8 +91,8 @@ func (db *DB) Info() (*Info, error) {
 		return &Info{Params: db.Params(), Docs: n, Written: w, Instance: db.man.Instance, Origin: originOf(&db.man), Redis: true}, redisErr(err)
 	}
 	c := db.published.Load()
-	all, temp := dirBytesTemp(db.opts.FS, db.dir)
-	return &Info{Params: db.Params(), Docs: c.Live, Written: max(c.NextDoc, 1) - 1, DiskBytes: all, TempBytes: temp, RecycledLogBytes: db.recycledLogBytes(),
+	all, temp, logs := dirBytesTemp(db.opts.FS, db.dir)
+	return &Info{Params: db.Params(), Docs: c.Live, Written: max(c.NextDoc, 1) - 1, DiskBytes: all, TempBytes: temp, LogBytes: logs, RecycledLogBytes: db.recycledLogBytes(),
 		Instance: db.man.Instance, Origin: originOf(&db.man)}, nil
 }
 

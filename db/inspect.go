@@ -423,7 +423,7 @@ func (db *DB) Stats(ctx context.Context, top int) (*Stats, error) {
 		for _, name := range names {
 			if strings.HasSuffix(name, ".log") {
 				if fi, err := db.opts.FS.Stat(db.opts.FS.PathJoin(db.dir, name)); err == nil && !fi.IsDir() {
-					st.LogBytes += uint64(fi.Size())
+					st.LogBytes += allocatedBytes(fi)
 				}
 			}
 		}
@@ -627,25 +627,26 @@ func (db *DB) putIfNewLocked(doc *Doc, p prepared, wo *WriteOptions) (_ *Match, 
 	return nil, n > 0, sw, err
 }
 
-// dirBytes returns the total size of the files in dir and the
+// dirBytes returns the disk space (allocatedBytes) of the files in dir and the
 // temporary directories of loads and pairs runs in it: Pebble keeps its
 // files flat, but a run that was killed leaves its directory, whose files
 // take disk space until they are removed.
 func dirBytes(fs vfs.FS, dir string) uint64 {
-	n, _ := dirBytesTemp(fs, dir)
+	n, _, _ := dirBytesTemp(fs, dir)
 	return n
 }
 
 // storeBytes is the size of the store's own files: dirBytes less lshdb's
 // temporary directories, which a copy or a compaction leaves out.
 func (db *DB) storeBytes() int64 {
-	all, temp := dirBytesTemp(db.opts.FS, db.dir)
+	all, temp, _ := dirBytesTemp(db.opts.FS, db.dir)
 	return int64(all - temp)
 }
 
-// dirBytesTemp is dirBytes, and the part of it in lshdb's temporary
-// directories (a load's, a pairs run's).
-func dirBytesTemp(fs vfs.FS, dir string) (all, temp uint64) {
+// dirBytesTemp is dirBytes, the part of it in lshdb's temporary
+// directories (a load's, a pairs run's), and the part of it that
+// write-ahead logs take.
+func dirBytesTemp(fs vfs.FS, dir string) (all, temp, logs uint64) {
 	names, _ := fs.List(dir)
 	for _, name := range names {
 		p := fs.PathJoin(dir, name)
@@ -656,13 +657,17 @@ func dirBytesTemp(fs vfs.FS, dir string) (all, temp uint64) {
 			// NB: only lshdb's own directories, whose files are flat: a
 			// link a user put there could loop.
 			if name == loadTmpDir || isPairsRunDir(name) {
-				n, _ := dirBytesTemp(fs, p)
+				n, _, _ := dirBytesTemp(fs, p)
 				all += n
 				temp += n
 			}
 		default:
-			all += uint64(fi.Size())
+			n := allocatedBytes(fi)
+			all += n
+			if strings.HasSuffix(name, ".log") {
+				logs += n
+			}
 		}
 	}
-	return all, temp
+	return all, temp, logs
 }

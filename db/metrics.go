@@ -158,7 +158,7 @@ func (db *DB) Metrics() (Metrics, error) {
 		WALObsoleteSize:       pm.WAL.ObsoletePhysicalSize,
 		WALBytesIn:            pm.WAL.BytesIn,
 		WALBytesWritten:       pm.WAL.BytesWritten,
-		DiskBytes:             pm.DiskSpaceUsage(),
+		DiskBytes:             dirBytes(db.opts.FS, db.dir), // NB: as Info says, allocated blocks (Pebble's DiskSpaceUsage counts file sizes)
 	}
 	if db.stalls != nil {
 		m.WriteStalls, m.WriteStallTime = db.stalls.get()

@@ -36,6 +36,8 @@ type infoJSON struct {
 	TempBytes      uint64   `json:"temp_bytes,omitempty"`
 	// RecycledLogBytes is db.Info.RecycledLogBytes.
 	RecycledLogBytes uint64 `json:"recycled_log_bytes"`
+	// LogBytes is db.Info.LogBytes.
+	LogBytes uint64 `json:"log_bytes"`
 	// Instance names the index (db.Info): a pairs file made on another
 	// is refused.
 	Instance string `json:"instance,omitempty"`
@@ -49,7 +51,7 @@ func infoOut(in *db.Info) infoJSON {
 	return infoJSON{Docs: in.Docs, Threshold: p.Threshold, Bands: p.Bands.B, Rows: p.Bands.R, NumPerm: p.NumPerm,
 		Scheme: p.Scheme.String(), Seed: p.Seed, Shingle: p.Shingle.String(), ShingleSize: p.ShingleSize, Bag: p.Bag,
 		Normalization: p.Normalization.String(), StopWords: nonNil(p.StopWords), StoreText: p.StoreText, Storage: p.Storage,
-		FormatVersion: p.FormatVersion, ExpectedRecall: p.Bands.Probability(p.Threshold), DiskBytes: in.DiskBytes, TempBytes: in.TempBytes, RecycledLogBytes: in.RecycledLogBytes,
+		FormatVersion: p.FormatVersion, ExpectedRecall: p.Bands.Probability(p.Threshold), DiskBytes: in.DiskBytes, TempBytes: in.TempBytes, LogBytes: in.LogBytes, RecycledLogBytes: in.RecycledLogBytes,
 		Instance: in.Instance, Origin: httpapi.OriginOut(in.Origin)}
 }
 
@@ -147,7 +149,7 @@ func diskParts(in *db.Info) string {
 		parts = append(parts, humanBytes(in.TempBytes)+" of it temporary files: of a build or pairs run under way, or left by a killed one, which the next command that writes removes")
 	}
 	if significantLogs(in) {
-		parts = append(parts, humanBytes(in.RecycledLogBytes)+" of it write-ahead logs kept to be reused as the next ones, not freed")
+		parts = append(parts, humanBytes(in.LogBytes)+" of it write-ahead logs: allocated ahead, and kept to be reused as the next ones; compaction does not free them")
 	}
 	if len(parts) == 0 {
 		return ""
@@ -155,9 +157,8 @@ func diskParts(in *db.Info) string {
 	return " (" + strings.Join(parts, "; ") + ")"
 }
 
-// significantLogs reports whether the write-ahead logs kept for reuse are
-// worth a word beside an index's size: at least 1 MiB and a quarter of it
-// (a small index's few KiB of them are always there).
+// significantLogs reports whether the write-ahead logs are worth a word
+// beside an index's size: at least 1 MiB and a quarter of it.
 func significantLogs(in *db.Info) bool {
-	return in.RecycledLogBytes >= 1<<20 && 4*in.RecycledLogBytes >= in.DiskBytes
+	return in.LogBytes >= 1<<20 && 4*in.LogBytes >= in.DiskBytes
 }

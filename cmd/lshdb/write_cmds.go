@@ -1989,7 +1989,7 @@ frees a deleted key at once).`,
 					// NB: a small index's compact said "15.6 MiB on disk,
 					// 15.6 MiB before" of 2 MiB of tables, and read as if
 					// it did nothing.
-					logs = fmt.Sprintf(" (%s of it write-ahead logs kept for reuse, which compaction leaves)", humanBytes(in.RecycledLogBytes))
+					logs = fmt.Sprintf(" (%s of it write-ahead logs, allocated ahead or kept for reuse, which compaction leaves)", humanBytes(in.LogBytes))
 				}
 				_, err = fmt.Fprintf(a.stdout, "compacted: %s on disk%s, %s before\n", humanBytes(after), logs, humanBytes(before))
 				return err
