@@ -40,7 +40,7 @@ func (f *clusterFlags) add(c *cobra.Command, mode db.ClusterMode) {
 type pairsMemory struct{ mib int }
 
 func (m *pairsMemory) add(c *cobra.Command) {
-	c.Flags().IntVar(&m.mib, "memory", db.DefaultPairsMemory>>20, "memory budget in MiB for the candidate pairs, the texts verification reads again (up to a quarter of it), the shingle sets derived from them (another quarter) and the sorted output (half); beyond it they spill to disk in the index's directory (the process needs about 3x this, and 150 MB at least)")
+	c.Flags().IntVar(&m.mib, "memory", db.DefaultPairsMemory>>20, "memory budget in MiB for the candidate pairs, the texts verification reads again (up to a quarter of it), the shingle sets derived from them (another quarter) and the sorted output (half); beyond it they spill to disk: in the index's directory, the sorted output in $TMPDIR (the process holds about 140 bytes a document besides, and the Go heap may take twice what it holds: see help pairs)")
 }
 
 // bytes checks the flag (checkMemoryFlag) and returns the budget in

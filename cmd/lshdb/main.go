@@ -108,7 +108,16 @@ func signalContext() context.Context {
 				// kills nothing. The note came over its prompt.
 				return
 			}
-			fmt.Fprintf(os.Stderr, "lshdb: still stopping after %v (%v): waiting for the work in progress to end; a second Ctrl-C kills the process (acknowledged writes stay)\n", stopNoteAfter, signalCause{s})
+			second := "a second Ctrl-C"
+			if s != os.Interrupt {
+				second = "a second signal"
+			}
+			msg := fmt.Sprintf("lshdb: still stopping after %v (%v): waiting for the work in progress to end; %s kills the process (acknowledged writes stay)", stopNoteAfter, signalCause{s}, second)
+			if l := stopLog.Load(); l != nil {
+				l.Warn(msg)
+				return
+			}
+			fmt.Fprintln(os.Stderr, msg)
 		})
 	}()
 	// NB: with SIGPIPE ignored, a write to a closed pipe (lshdb pairs |
@@ -118,6 +127,10 @@ func signalContext() context.Context {
 	signal.Ignore(syscall.SIGPIPE)
 	return ctx
 }
+
+// stopLog is the logger of a command that logs (serve), which the
+// "still stopping" note goes to; nil: stderr.
+var stopLog atomic.Pointer[slog.Logger]
 
 // shellRunning is set while an interactive shell runs (see
 // signalContext).

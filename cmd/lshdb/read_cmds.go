@@ -562,7 +562,8 @@ func (a *app) sortedPairs(seq iter.Seq2[db.Pair, error], limit, memory int, rec 
 		}
 		n++
 		if err := sorter.add(ordered(p)); err != nil {
-			return err
+			// NB: a full /tmp said only "no space left on device".
+			return fmt.Errorf("sorting the pairs in %s ($TMPDIR sets where; --sort=false needs no room): %w", sorter.dir, err)
 		}
 	}
 	o := &pairsOut{a: a, rec: rec, estimates: estimates}
@@ -610,11 +611,14 @@ A run needs temporary disk space in the index's directory, removed at the
 end: the stored texts of the documents in candidate pairs once they take
 over a quarter of --memory (sets mode: their sets, 8 bytes an element; 0.7
 GB of texts at a million generated documents of 1.3 KB) and the candidate
-pairs that do not fit in --memory, 8 bytes each, and sorted pairs beyond
-half of --memory. Besides --memory, a run holds about 140 bytes a
-document. A run that was killed leaves its files: the next pairs run
-removes them once they are a minute old (info counts them in the size
-on disk).
+pairs that do not fit in --memory, 8 bytes each; and in $TMPDIR (/tmp
+unless set) the sorted pairs beyond half of --memory (16 bytes each and
+their ids) and, with --clusters, every pair once more (as JSON Lines).
+Besides --memory, a run holds about 140 bytes a document, and the Go
+heap may take twice what it holds: at a million generated documents, 460
+to 520 MB whatever --memory from 2 to 256. A run that was killed leaves
+its files: the next pairs run removes them once they are a minute old
+(info counts those in the index's directory in the size on disk).
 
 Below the index's threshold, fewer pairs share a band: the expected recall
 at T is printed on stderr and carried in each JSON line (expected_recall).
@@ -750,7 +754,7 @@ came and how long the run took; FILE gets a header and an end line too.`,
 	c.Flags().Float64Var(&threshold, "threshold", 0, "least Jaccard (default: the index's)")
 	c.Flags().IntVar(&limit, "limit", 0, "print at most this many pairs, the best (default 0: all)")
 	c.Flags().BoolVar(&stats, "stats", false, "report on stderr the work done: identical groups, hot buckets, candidates, verified pairs")
-	c.Flags().BoolVar(&sorted, "sort", true, "sort the pairs, best first (holds them all in memory unless --limit); --sort=false streams them")
+	c.Flags().BoolVar(&sorted, "sort", true, "sort the pairs, best first (within --memory, beyond it on disk in $TMPDIR; the best N in memory with --limit); --sort=false streams them")
 	c.Flags().BoolVar(&header, "header", false, "with --output json: a first line saying how the output was made and a last line with the run time")
 	c.Flags().StringVar(&clustersFile, "clusters", "", "also write the clusters of the pairs (JSON Lines, as clusters --output json --header) to this file, compressed as its name says (.gz, .zst)")
 	mem.add(c)

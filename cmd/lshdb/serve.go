@@ -53,8 +53,10 @@ func (a *app) serveCmd() *cobra.Command {
 always on the Unix socket DIR/lshdb.sock (mode 0600: this user only), and on
 TCP when --addr is given. A non-loopback --addr needs --token (or the
 LSHDB_TOKEN environment variable): every request but /healthz must then carry
-"Authorization: Bearer TOKEN". /metrics serves Prometheus metrics; one line per
-request of the API (not /metrics, which scrapers poll) is logged on stderr.
+"Authorization: Bearer TOKEN". serve speaks plain HTTP, not TLS: off
+loopback, put a TLS-terminating proxy in front (it warns at start).
+/metrics serves Prometheus metrics; one line per request of the API (not
+/metrics, which scrapers poll) is logged on stderr.
 
 An index on Redis (--db redis+cluster://…) has no directory: it is served on
 --addr only, which it then needs; any number of servers may serve it at once.
@@ -155,6 +157,10 @@ func (a *app) serve(so *serveOptions) error {
 		}})
 	}
 	log := slog.New(lh)
+	// NB: main's "still stopping" note goes to the server's log, in its
+	// format: it was a plain line amid JSON objects.
+	stopLog.Store(log)
+	defer stopLog.Store(nil)
 	onRedis := db.IsRedisURL(a.dbDir)
 	if onRedis && so.addr == "" {
 		return usagef("an index on Redis has no directory for the Unix socket: give --addr HOST:PORT (any number of servers may serve it)")
@@ -250,6 +256,11 @@ func (a *app) serve(so *serveOptions) error {
 		// without a token is every local user's, writes and backups
 		// included.
 		log.Warn("lshdb: the TCP address has no token: every user of this machine may read and write the index (give --token or LSHDB_TOKEN)", "tcp", tcpAddr)
+	}
+	if tcpAddr != "" && !loopback(so.addr) {
+		// NB: serve speaks plain HTTP; nothing said so, and the README's
+		// https:// URL (a client's, through a proxy) read as if it could.
+		log.Warn("lshdb: serving plain HTTP beyond this machine: the token and the texts cross the network unencrypted; put a TLS-terminating proxy (nginx, Caddy, a load balancer) in front, and have clients use its https:// URL", "tcp", tcpAddr)
 	}
 	if serving != nil {
 		serving(sock, tcpAddr)

@@ -20,6 +20,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -749,6 +750,90 @@ func TestServeTokenFile(t *testing.T) {
 		if resp.StatusCode != want {
 			t.Errorf("token %q: %d, want %d", token, resp.StatusCode, want)
 		}
+	}
+}
+
+// Ensure that serve warns at start that it speaks plain HTTP when it
+// listens beyond loopback (nothing said so, and the token crossed the
+// network in clear), and does not on a loopback address.
+func TestServeWarnsOfPlainHTTP(t *testing.T) {
+	dir := t.TempDir()
+	idx := filepath.Join(dir, "idx")
+	if _, errOut, code := runLine([]string{"create", "--db", idx}, ""); code != 0 {
+		t.Fatal(errOut)
+	}
+	t.Setenv("LSHDB_TOKEN", "s3cret")
+	for addr, warned := range map[string]bool{"0.0.0.0:0": true, "127.0.0.1:0": false} {
+		_, _, log, stop := startServe(t, "--db", idx, "--addr", addr)
+		if code := stop(); code != 0 {
+			t.Fatalf("%s: exit %d: %s", addr, code, log)
+		}
+		if got := strings.Contains(log.String(), "serving plain HTTP beyond this machine"); got != warned {
+			t.Errorf("--addr %s: warned %v, want %v: %s", addr, got, warned, log)
+		}
+	}
+}
+
+// Ensure that serve's note that it is still stopping, 5 s after a
+// SIGTERM with a request in flight, goes to its log in the log's format
+// (it was a plain line amid --log-format json's objects) and names a
+// second signal, not a Ctrl-C no one pressed.
+func TestServeStopNoteInItsLog(t *testing.T) {
+	idx := filepath.Join(shortDir(t), "idx")
+	if _, errOut, code := runLine([]string{"create", "--db", idx}, ""); code != 0 {
+		t.Fatal(errOut)
+	}
+	c := lshdbProcess("serve", "--db", idx, "--log-format", "json", "--shutdown-timeout", "8s")
+	stderr := &syncBuffer{}
+	c.Stderr = stderr
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer c.Process.Kill()
+	sock := filepath.Join(idx, "lshdb.sock")
+	var conn net.Conn
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		var err error
+		if conn, err = net.Dial("unix", sock); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no socket: %s", stderr)
+		}
+	}
+	defer conn.Close()
+	body := `{"id": "late", "text": "a document whose body comes late"}`
+	fmt.Fprintf(conn, "POST /v1/docs HTTP/1.1\r\nHost: localhost\r\nExpect: 100-continue\r\nContent-Length: %d\r\n\r\n", len(body))
+	br := bufio.NewReader(conn)
+	if line, err := br.ReadString('\n'); err != nil || !strings.Contains(line, "100 Continue") {
+		t.Fatalf("%q %v", line, err)
+	}
+	io.WriteString(conn, body[:10])
+	c.Process.Signal(syscall.SIGTERM)
+	for deadline := time.Now().Add(20 * time.Second); !strings.Contains(stderr.String(), "still stopping"); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no note that it is still stopping: %s", stderr)
+		}
+	}
+	io.WriteString(conn, body[10:])
+	if err := c.Wait(); err != nil {
+		t.Fatalf("serve: %v: %s", err, stderr)
+	}
+	noted := false
+	for _, line := range strings.Split(strings.TrimSpace(stderr.String()), "\n") {
+		var rec struct{ Msg string }
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Errorf("a line that is not JSON: %q", line)
+		}
+		if strings.Contains(rec.Msg, "still stopping") {
+			noted = true
+			if !strings.Contains(rec.Msg, "a second signal kills") {
+				t.Errorf("the note: %q", rec.Msg)
+			}
+		}
+	}
+	if !noted {
+		t.Errorf("no JSON line holds the note: %s", stderr)
 	}
 }
 
