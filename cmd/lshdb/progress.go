@@ -155,6 +155,11 @@ func (a *app) phaseReporter(what string, start time.Time) (report func(db.Progre
 				return "running"
 			}
 			p := *last
+			if p.Total <= 0 && p.Done == 0 {
+				// NB: a phase that counts nothing ("5/5 making
+				// clusters: 0").
+				return fmt.Sprintf("%d/%d %s", p.Step, p.Steps, p.Phase)
+			}
 			return fmt.Sprintf("%d/%d %s: %s", p.Step, p.Steps, p.Phase, fraction(p.Done, p.Total, time.Since(phaseStart), countUnit, "", " in this phase"))
 		}
 		report = func(p db.Progress) {

@@ -93,7 +93,9 @@ func TestProgressLines(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("pairs: exit %d: %s", code, errOut)
 	}
-	pairs := regexp.MustCompile(`^lshdb: pairs: (\d)/(\d) ([a-z ()]+): (\d+)(?: of (\d+) \((\d+)%(?:, about \S+ left in this phase)?\))?, \S+ elapsed$`)
+	// NB: a phase that counts nothing has no count ("5/5 making
+	// clusters: 0" said nothing).
+	pairs := regexp.MustCompile(`^lshdb: pairs: (\d)/(\d) ([a-z ()]+)(?:: (\d+)(?: of (\d+) \((\d+)%(?:, about \S+ left in this phase)?\))?)?, \S+ elapsed$`)
 	lines := progressLines(errOut, "lshdb: pairs:")
 	if len(lines) == 0 {
 		t.Fatalf("no pairs progress line at a 1ms interval:\n%s", errOut)
@@ -111,6 +113,9 @@ func TestProgressLines(t *testing.T) {
 			t.Fatalf("a pairs progress line: %q", line)
 		}
 		phased = true
+		if regexp.MustCompile(`: 0, \S+ elapsed$`).MatchString(line) {
+			t.Fatalf("a count of nothing: %q", line)
+		}
 		if m[1] > m[2] {
 			t.Fatalf("step %s of %s: %q", m[1], m[2], line)
 		}
@@ -259,5 +264,26 @@ func TestPhaseLinesWithoutProgress(t *testing.T) {
 	done()
 	if strings.Contains(errb.String(), "%)") {
 		t.Fatalf("an interrupted call's progress lines: %q", errb.String())
+	}
+}
+
+// Ensure that a phase that counts nothing (clusters' last, "making
+// clusters") is named without a count: its lines said "5/5 making
+// clusters: 0" for as long as it ran.
+func TestPhaseLineWithoutCount(t *testing.T) {
+	var errb bytes.Buffer
+	a := &app{ctx: context.Background(), stderr: &errWriter{w: &errb}, progressMode: progressLog, progressEvery: time.Millisecond}
+	report, done := a.phaseReporter("clusters", time.Now())
+	report(db.Progress{Phase: "making clusters", Step: 5, Steps: 5})
+	time.Sleep(30 * time.Millisecond)
+	done()
+	lines := progressLines(errb.String(), "lshdb: clusters:")
+	if len(lines) == 0 {
+		t.Fatal("no line in 30 intervals")
+	}
+	for _, line := range lines {
+		if !regexp.MustCompile(`^lshdb: clusters: 5/5 making clusters, \S+ elapsed$`).MatchString(line) {
+			t.Fatalf("a line of a phase that counts nothing: %q", line)
+		}
 	}
 }

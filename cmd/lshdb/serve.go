@@ -29,6 +29,7 @@ type serveOptions struct {
 	addr, token, backupRoot, logFormat     string
 	tokenFile                              string
 	tokenOnCommandLine                     bool
+	tokenFileReadable                      bool // by its group or every user
 	maxBody, maxInFlightBytes              int64
 	maxBatch, maxInFlight                  int
 	readTimeout, writeTimeout, idleTimeout time.Duration
@@ -84,6 +85,9 @@ stops accepting requests, lets those in flight finish (up to
 				line, _, _ := strings.Cut(string(b), "\n")
 				if so.token = strings.TrimSpace(line); so.token == "" {
 					return usagef("--token-file %s has no token on its first line", so.tokenFile)
+				}
+				if fi, err := os.Stat(so.tokenFile); err == nil && fi.Mode().Perm()&0o044 != 0 {
+					so.tokenFileReadable = true
 				}
 			case so.token != "":
 				so.tokenOnCommandLine = true
@@ -245,6 +249,11 @@ func (a *app) serve(so *serveOptions) error {
 	}
 	stopWatch := watchDamage(d, log, 5*time.Second)
 	defer stopWatch()
+	if so.tokenFileReadable {
+		// NB: warned of on the command line, not in a file any user
+		// could read.
+		log.Warn("lshdb: the token file is readable by other users (chmod 600 it)", "file", so.tokenFile)
+	}
 	if so.tokenOnCommandLine {
 		log.Warn("lshdb: the token is on the command line, which every user of this machine may read (ps): give it in LSHDB_TOKEN or --token-file")
 	}

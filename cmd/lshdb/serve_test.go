@@ -736,7 +736,10 @@ func TestServeTokenFile(t *testing.T) {
 	if err := os.WriteFile(file, []byte("s3cret \r\nsecond line\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, tcp, _, _ := startServe(t, "--db", idx, "--addr", "127.0.0.1:0", "--token-file", file)
+	_, tcp, log, stop := startServe(t, "--db", idx, "--addr", "127.0.0.1:0", "--token-file", file)
+	if strings.Contains(log.String(), "token file is readable") {
+		t.Errorf("a token file of mode 0600 is warned of: %s", log)
+	}
 	for token, want := range map[string]int{"s3cret": 200, "": 401, "s3cret \r\nsecond line": 401} {
 		req, _ := http.NewRequest("GET", tcp+"/v1/count", nil)
 		if token != "" {
@@ -750,6 +753,15 @@ func TestServeTokenFile(t *testing.T) {
 		if resp.StatusCode != want {
 			t.Errorf("token %q: %d, want %d", token, resp.StatusCode, want)
 		}
+	}
+	stop()
+	// NB: a token on the command line was warned of, one in a file every
+	// user may read was not.
+	os.Chmod(file, 0o644)
+	_, _, log, stop = startServe(t, "--db", idx, "--addr", "127.0.0.1:0", "--token-file", file)
+	stop()
+	if !strings.Contains(log.String(), "the token file is readable by other users") {
+		t.Errorf("a token file of mode 0644 is not warned of: %s", log)
 	}
 }
 
