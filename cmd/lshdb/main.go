@@ -403,7 +403,7 @@ func (a *app) exitCode(err error) int {
 		line += " (lshdb create, insert or build makes an index)"
 	}
 	if errors.Is(err, db.ErrDiskFull) {
-		line = optionNames(line)
+		line = optionNames(err, line)
 	}
 	if errors.Is(err, db.ErrCorrupt) {
 		line += "; the index is damaged: restore a backup of it (lshdb backup makes them) or build it again from its inputs"
@@ -941,8 +941,14 @@ func (a *app) writeOptions(o *db.Options) *db.Options {
 	return o
 }
 
-// optionNames names the command's flag where a library message names the
-// option it sets.
-func optionNames(msg string) string {
+// optionNames names the command's flag where msg, the message of err,
+// names the library option it sets; for an error a server reported (an
+// attached command), the server's flag.
+func optionNames(err error, msg string) string {
+	if ce := (*client.Error)(nil); errors.As(err, &ce) {
+		// NB: an attached command's own --disk-reserve, which the message
+		// named, changes nothing: the server's reserve applies.
+		return strings.ReplaceAll(msg, "(Options.DiskReserve)", "(the server's: lshdb serve --disk-reserve MiB, at its start)")
+	}
 	return strings.ReplaceAll(msg, "(Options.DiskReserve)", "(--disk-reserve MiB changes it)")
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 	"github.com/lshdb/lshdb/codec"
 	"github.com/lshdb/lshdb/db"
+	"github.com/lshdb/lshdb/db/client"
 	"github.com/lshdb/lshdb/internal/corpus"
 	"github.com/lshdb/lshdb/internal/gen"
 )
@@ -505,6 +506,26 @@ func TestOneLshdbPrefix(t *testing.T) {
 		}
 		if out != "" {
 			t.Errorf("%q: stdout %q", c.args, out)
+		}
+	}
+}
+
+// Ensure that a full disk names --disk-reserve for an index the command
+// opened, and the server's flag for one it is attached to (the command's
+// own --disk-reserve, which the message named, changed nothing there).
+func TestDiskFullNamesWhoseReserve(t *testing.T) {
+	msg := "disk full: 10.0 MiB free, and lshdb keeps 64.0 MiB in reserve (Options.DiskReserve): free space"
+	for _, c := range []struct {
+		err  error
+		want string
+	}{
+		{fmt.Errorf("%w: %s", db.ErrDiskFull, strings.TrimPrefix(msg, "disk full: ")), "(--disk-reserve MiB changes it)"},
+		{&client.Error{Status: 507, Code: "disk_full", Message: msg}, "(the server's: lshdb serve --disk-reserve MiB, at its start)"},
+	} {
+		var errb bytes.Buffer
+		a := &app{stderr: &errb, out: &outWriter{}}
+		if code := a.exitCode(c.err); code != 1 || !strings.Contains(errb.String(), c.want) || strings.Contains(errb.String(), "Options.") {
+			t.Errorf("%v: exit %d, %q; want %q", c.err, code, errb.String(), c.want)
 		}
 	}
 }

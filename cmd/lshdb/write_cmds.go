@@ -540,7 +540,7 @@ func (a *app) compactAfterBuild(d index, mode string, res db.LoadResult, sum *in
 			// NB: a compaction the build chose for itself: its failure (a
 			// disk too full for the rewrite) is a warning, and the build,
 			// which is in, succeeds; a nightly job would build again.
-			a.notef(fmt.Sprintf("%s: %s", what, optionNames(plainMessage(err.Error()))))
+			a.notef(fmt.Sprintf("%s: %s", what, optionNames(err, plainMessage(err.Error()))))
 			return nil
 		}
 		// NB: the build's summary still comes: its documents are in.
