@@ -211,7 +211,10 @@ func (a *app) serve(so *serveOptions) error {
 	// the server cancels them and returns, and a cancelled load's log
 	// line (and its metrics) came after "stopped", or never.
 	var inHandler atomic.Int64
+	base, cutRequests := context.WithCancelCause(context.Background())
+	defer cutRequests(nil)
 	srv := &http.Server{
+		BaseContext: func(net.Listener) context.Context { return base },
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			inHandler.Add(1)
 			defer inHandler.Add(-1)
@@ -289,6 +292,7 @@ func (a *app) serve(so *serveOptions) error {
 	err = srv.Shutdown(ctx)
 	if errors.Is(err, context.DeadlineExceeded) {
 		log.Warn("lshdb: requests still running at the shutdown timeout: cancelled", "timeout", so.shutdownTimeout)
+		cutRequests(httpapi.ErrShutdown)
 		err = srv.Close()
 		// Their handlers see the cancellation and log the requests.
 		for wait := time.Now().Add(10 * time.Second); inHandler.Load() > 0 && time.Now().Before(wait); {

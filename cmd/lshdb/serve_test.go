@@ -349,6 +349,11 @@ func TestServeShutdown(t *testing.T) {
 			if !finish && !strings.Contains(log.String(), "shutdown timeout") {
 				t.Errorf("the log does not say requests were cancelled:\n%s", log)
 			}
+			// NB: the request the server cut was logged as one whose
+			// client went away, at INFO.
+			if l := log.String(); !finish && (!regexp.MustCompile(`level=WARN msg="lshdb: request".*path=/v1/docs.*cut by the server's shutdown`).MatchString(l) || strings.Contains(l, "client went away")) {
+				t.Errorf("the request cut by the shutdown is not logged as such:\n%s", l)
+			}
 			// The request's own line comes before the server says it
 			// stopped (it came after, or never).
 			if l := log.String(); !strings.Contains(l[:max(strings.Index(l, "lshdb: stopped"), 0)], "path=/v1/docs") {

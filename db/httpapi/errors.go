@@ -36,6 +36,11 @@ var (
 	ErrRequestTimeout = errors.New("lshdb: request timed out")
 	// ErrInternal is any other failure of the server.
 	ErrInternal = errors.New("lshdb: internal error")
+	// ErrShutdown is the cause a server gives the contexts of the
+	// requests it cancels as it shuts down (http.Server.BaseContext,
+	// cancelled with context.WithCancelCause): their log lines say the
+	// server cut them, not that the client went away.
+	ErrShutdown = errors.New("lshdb: cut by the server's shutdown")
 )
 
 // Code is one entry of the error table: a stable code, the error it

@@ -484,7 +484,12 @@ func (h *handler) authorized(r *http.Request) error {
 }
 
 func (h *handler) done(r *http.Request, op string, w *resp, err error, elapsed time.Duration) {
-	if err != nil && r.Context().Err() != nil && (errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, net.ErrClosed)) {
+	cut := err != nil && errors.Is(context.Cause(r.Context()), ErrShutdown)
+	if cut {
+		// NB: logged as "the client went away", at INFO, with the
+		// status of an answer already begun: the server cut it.
+		err = fmt.Errorf("%w: %w (its shutdown timeout passed): %w", context.Canceled, ErrShutdown, err)
+	} else if err != nil && r.Context().Err() != nil && (errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, net.ErrClosed)) {
 		// NB: the client went away mid-answer (a stream's write failed),
 		// or the server closed its connection as it shut down ("use of
 		// closed network connection", which was logged as an internal
@@ -508,6 +513,8 @@ func (h *handler) done(r *http.Request, op string, w *resp, err error, elapsed t
 		c := codeOf(err)
 		attrs = append(attrs, slog.String("code", c.Code), slog.String("error", err.Error()))
 		switch {
+		case cut:
+			level = slog.LevelWarn
 		case w.status >= 500 && w.status != 499:
 			level = slog.LevelError
 		case w.status < 400 && c.Status >= 500 && c.Status != 499:
