@@ -515,6 +515,9 @@ func (h *handler) done(r *http.Request, op string, w *resp, err error, elapsed t
 		switch {
 		case cut:
 			level = slog.LevelWarn
+		case errors.Is(err, ErrUnauthorized):
+			// NB: at INFO, a burst of wrong tokens read as traffic.
+			level = slog.LevelWarn
 		case w.status >= 500 && w.status != 499:
 			level = slog.LevelError
 		case w.status < 400 && c.Status >= 500 && c.Status != 499:

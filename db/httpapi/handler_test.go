@@ -1576,16 +1576,21 @@ func TestPutIfNewBadLineNoPanic(t *testing.T) {
 // server shutting down), is logged as the client's going (canceled, at
 // INFO), as a broken pipe is: "use of closed network connection" was
 // logged as an internal error, at ERROR, at every shutdown with an
-// answer in flight. With the request still live, it stays internal.
+// answer in flight. With the request still live, it stays internal. And
+// that a request refused for its token is logged at WARN.
 func TestDoneConnectionClosed(t *testing.T) {
 	closedConn := fmt.Errorf("write: %w", &net.OpError{Op: "write", Net: "tcp", Err: net.ErrClosed})
-	for _, c := range []struct {
+	type tc struct {
 		name      string
 		cancelled bool
 		want      []string
-	}{
-		{"request over", true, []string{"level=INFO", "code=canceled"}},
-		{"request live", false, []string{"level=ERROR", "code=internal"}},
+		err       error
+	}
+	for _, c := range []tc{
+		{"request over", true, []string{"level=INFO", "code=canceled"}, closedConn},
+		{"request live", false, []string{"level=ERROR", "code=internal"}, closedConn},
+		// NB: a wrong token, at INFO, read as traffic.
+		{"unauthorized", false, []string{"level=WARN", "code=unauthorized"}, fmt.Errorf("%w: the bearer token is not this server's", ErrUnauthorized)},
 	} {
 		var buf bytes.Buffer
 		h := &handler{o: Options{Logger: slog.New(slog.NewTextHandler(&buf, nil))}}
@@ -1594,7 +1599,11 @@ func TestDoneConnectionClosed(t *testing.T) {
 			cancel()
 		}
 		r := httptest.NewRequest("POST", "/v1/docs/has", nil).WithContext(ctx)
-		h.done(r, "has", &resp{status: 200}, closedConn, time.Second)
+		status := 200
+		if errors.Is(c.err, ErrUnauthorized) {
+			status = 401
+		}
+		h.done(r, "has", &resp{status: status}, c.err, time.Second)
 		cancel()
 		for _, w := range c.want {
 			if !strings.Contains(buf.String(), w) {
