@@ -1275,7 +1275,7 @@ func TestCreateNormalizationStopWordsBanding(t *testing.T) {
 			t.Errorf("%s: explain a b: %s %s, want Jaccard %v", c.norm, out, errOut, c.want)
 		}
 	}
-	if _, errOut, code := runLine([]string{"insert", "--db", filepath.Join(dir, "none"), "--normalization", "fold", "-"}, docs); code == 0 || !strings.Contains(errOut, "Normalization") {
+	if _, errOut, code := runLine([]string{"insert", "--db", filepath.Join(dir, "none"), "--normalization", "fold", "-"}, docs); code == 0 || !strings.Contains(errOut, "--normalization none (given: fold)") {
 		t.Errorf("insert --normalization fold into a none index: exit %d: %s", code, errOut)
 	}
 	if _, errOut, code := runLine([]string{"create", "--db", filepath.Join(dir, "bad"), "--bands", "20"}, ""); code != 2 || !strings.Contains(errOut, "--rows") {
