@@ -971,10 +971,10 @@ func (s *Store) eachMaster(ctx context.Context, fn func(context.Context, *redis.
 	return fn(ctx, s.c.(*redis.Client))
 }
 
-// intsOf sends cmd for each key on c in one pipeline and returns the
+// cmdsOf sends cmd for each key on c in one pipeline and returns the
 // replies, each with its own error (redis.Nil for a key that is gone).
-func intsOf(ctx context.Context, c redis.Cmdable, keys []string, cmd func(p redis.Pipeliner, key string) *redis.IntCmd) ([]*redis.IntCmd, error) {
-	cmds := make([]*redis.IntCmd, len(keys))
+func cmdsOf[C redis.Cmder](ctx context.Context, c redis.Cmdable, keys []string, cmd func(p redis.Pipeliner, key string) C) ([]C, error) {
+	cmds := make([]C, len(keys))
 	if _, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, k := range keys {
 			cmds[i] = cmd(p, k)
@@ -1126,13 +1126,8 @@ func (s *Store) Repair(ctx context.Context) (RepairReport, error) {
 	// it after every repair, and the live count (the records') was not
 	// the ids'. The id is removed if it still names that number.
 	if err := s.scanPages(ctx, s.prefix+"i:*", func(c *redis.Client, keys []string) error {
-		vals := make([]*redis.StringCmd, len(keys))
-		if _, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for i, k := range keys {
-				vals[i] = p.Get(ctx, k)
-			}
-			return nil
-		}); err != nil && !errors.Is(err, redis.Nil) {
+		vals, err := cmdsOf(ctx, c, keys, func(p redis.Pipeliner, k string) *redis.StringCmd { return p.Get(ctx, k) })
+		if err != nil {
 			return err
 		}
 		dels := make([]*redis.Cmd, len(keys)) // NB: nil for an id kept
@@ -1206,13 +1201,8 @@ func (s *Store) Check(ctx context.Context, bands int) (*CheckReport, error) {
 	defer func() { rep.Problems = problems }()
 	idNum := map[string]uint64{}
 	if err := s.scanPages(ctx, s.prefix+"i:*", func(c *redis.Client, keys []string) error {
-		cmds := make([]*redis.StringCmd, len(keys))
-		if _, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for i, k := range keys {
-				cmds[i] = p.Get(ctx, k)
-			}
-			return nil
-		}); err != nil && !errors.Is(err, redis.Nil) {
+		cmds, err := cmdsOf(ctx, c, keys, func(p redis.Pipeliner, k string) *redis.StringCmd { return p.Get(ctx, k) })
+		if err != nil {
 			return err
 		}
 		for i, key := range keys {
@@ -1355,7 +1345,7 @@ func (s *Store) Check(ctx context.Context, bands int) (*CheckReport, error) {
 func (s *Store) Flush(ctx context.Context) (int64, error) {
 	var n int64
 	if err := s.scanPages(ctx, s.prefix+"*", func(c *redis.Client, keys []string) error {
-		dels, err := intsOf(ctx, c, keys, func(p redis.Pipeliner, k string) *redis.IntCmd { return p.Del(ctx, k) })
+		dels, err := cmdsOf(ctx, c, keys, func(p redis.Pipeliner, k string) *redis.IntCmd { return p.Del(ctx, k) })
 		if err != nil {
 			return err
 		}
@@ -1747,7 +1737,7 @@ func (s *Store) ListSizes(ctx context.Context, band int, fn func(band int, bucke
 		pattern = s.prefix + "p:" + strconv.Itoa(band) + ":*"
 	}
 	return s.scanPages(ctx, pattern, func(c *redis.Client, keys []string) error {
-		cmds, err := intsOf(ctx, c, keys, func(p redis.Pipeliner, k string) *redis.IntCmd { return p.SCard(ctx, k) })
+		cmds, err := cmdsOf(ctx, c, keys, func(p redis.Pipeliner, k string) *redis.IntCmd { return p.SCard(ctx, k) })
 		if err != nil {
 			return err
 		}
@@ -1787,7 +1777,7 @@ func (s *Store) MemoryUsage(ctx context.Context) (map[string]uint64, error) {
 	usage := func(c redis.Cmdable, keys []string) error {
 		// NB: SAMPLES 0 sizes every element of a set or hash (the
 		// default samples 5 and extrapolates).
-		cmds, err := intsOf(ctx, c, keys, func(p redis.Pipeliner, k string) *redis.IntCmd { return p.MemoryUsage(ctx, k, 0) })
+		cmds, err := cmdsOf(ctx, c, keys, func(p redis.Pipeliner, k string) *redis.IntCmd { return p.MemoryUsage(ctx, k, 0) })
 		if err != nil {
 			return err
 		}
