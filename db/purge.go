@@ -141,7 +141,8 @@ func (db *DB) deleteEmptyLists(keys [][]byte, sync bool) (int, error) {
 		return 0, nil
 	}
 	// NB: one iterator, sought forward key by key (keys are sorted), not
-	// a Get each: the purge of 567,000 lists took 4.2 s with Gets.
+	// a Get each: beside synced puts, the purge of 567,000 lists took
+	// 4.2 s with a Get each and 3.5 s with one iterator.
 	it, err := db.pdb.NewIter(&pebble.IterOptions{LowerBound: keys[0], UpperBound: append(slices.Clone(keys[len(keys)-1]), 0)})
 	if err != nil {
 		return 0, classify(err)
