@@ -29,8 +29,10 @@ func (p Params) Validate(k int) error {
 	if p.B < 1 || p.R < 1 {
 		return fmt.Errorf("%w: bands %d and rows %d must be at least 1", ErrInvalidParams, p.B, p.R)
 	}
-	if p.B*p.R > k {
-		return fmt.Errorf("%w: %d bands × %d rows = %d exceeds the signature size %d", ErrInvalidParams, p.B, p.R, p.B*p.R, k)
+	// NB: compared by division, since B·R may overflow an int (B 2, R
+	// 2⁶²: a negative product that passed, and every key then panicked).
+	if p.B > k || p.R > k/p.B {
+		return fmt.Errorf("%w: %d bands × %d rows exceeds the signature size %d", ErrInvalidParams, p.B, p.R, k)
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"math/big"
+	"strconv"
 	"testing"
 
 	"github.com/lshdb/lshdb/bands"
@@ -153,7 +154,32 @@ func TestChooseErrors(t *testing.T) {
 			t.Errorf("Choose(%d, %v, %+v) = %v, want %v", c.k, c.t, c.o, err, c.want)
 		}
 	}
-	if err := (bands.Params{B: 20, R: 7}).Validate(128); !errors.Is(err, bands.ErrInvalidParams) {
-		t.Errorf("20×7 in 128: %v", err)
+	for _, c := range []struct {
+		p  bands.Params
+		ok bool
+	}{
+		{bands.Params{B: 20, R: 7}, false}, // 140
+		{bands.Params{B: 16, R: 8}, true},  // 128: exactly the signature
+		{bands.Params{B: 128, R: 1}, true},
+		{bands.Params{B: 129, R: 1}, false},
+		{bands.Params{B: 1, R: 129}, false},
+		{bands.Params{B: 0, R: 8}, false},
+		{bands.Params{B: 8, R: -1}, false},
+		// B·R overflows an int: the product wrapped to a negative
+		// number and passed, and every key then panicked.
+		{bands.Params{B: 2, R: math.MaxInt/2 + 1}, false},
+		{bands.Params{B: math.MaxInt/2 + 1, R: 2}, false},
+		{bands.Params{B: 1 << (strconv.IntSize / 2), R: 1 << (strconv.IntSize / 2)}, false}, // 0 once wrapped
+	} {
+		err := c.p.Validate(128)
+		if c.ok != (err == nil) || (err != nil && !errors.Is(err, bands.ErrInvalidParams)) {
+			t.Errorf("%v in 128: %v", c.p, err)
+		}
+		if err == nil {
+			continue
+		}
+		if _, err := bands.AppendKeys(nil, make([]uint32, 128), c.p); !errors.Is(err, bands.ErrInvalidParams) {
+			t.Errorf("AppendKeys with %v for 128 values: %v, want ErrInvalidParams", c.p, err)
+		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"math"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -943,5 +944,30 @@ func TestHasIDsContext(t *testing.T) {
 				t.Errorf("a closed database: %v, want ErrClosed", err)
 			}
 		})
+	}
+}
+
+// TestOpenRefusesBandingPastTheSignature: a banding whose Bands·Rows
+// overflows an int was accepted (the product wrapped to a negative
+// number), stored in the manifest, and every Put then panicked in a
+// worker goroutine, killing the process.
+func TestOpenRefusesBandingPastTheSignature(t *testing.T) {
+	for _, o := range []Options{
+		{Bands: 2, Rows: math.MaxInt/2 + 1},
+		{Bands: 3, Rows: 43}, // 129 rows of 128
+	} {
+		fs := vfs.NewMem()
+		o.fs = fs
+		d, err := Open("db", &o)
+		if err == nil {
+			d.Close()
+			t.Fatalf("Open with %d bands of %d rows: accepted", o.Bands, o.Rows)
+		}
+		if !errors.Is(err, ErrInvalidOptions) {
+			t.Errorf("Open with %d bands of %d rows: %v, want ErrInvalidOptions", o.Bands, o.Rows, err)
+		}
+		if names, _ := fs.List("db"); len(names) != 0 {
+			t.Errorf("Open with %d bands of %d rows left %v", o.Bands, o.Rows, names)
+		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"io/fs"
 	"log"
 	"log/slog"
+	"math"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -183,6 +184,14 @@ func TestBadRequests(t *testing.T) {
 		{"POST", "/v1/docs", `{"id": "t", "text": "some text here", "expire_at": "2600-01-01T00:00:00Z"}`, "s3cret", 400, "invalid_options"},
 		{"POST", "/v1/docs/put-if-new?ttl_ms=18446744073710", `{"id": "t", "text": "some text here"}`, "s3cret", 400, "invalid_options"},
 		{"POST", "/v1/load?ttl_ms=18446744073710", `{"id": "t", "text": "some text here"}`, "s3cret", 400, "invalid_options"},
+		// NB: a negative ttl_ms below -2^63 ns wrapped around to a
+		// positive TTL: the write went through and the document it
+		// replaced expired at once.
+		{"POST", "/v1/docs", `{"id": "0ad", "text": "some text here", "ttl_ms": -18446744073709}`, "s3cret", 400, "invalid_options"},
+		{"POST", "/v1/docs", `{"id": "0ad", "text": "some text here", "ttl_ms": -18446740473709}`, "s3cret", 400, "invalid_options"},
+		{"POST", "/v1/docs", `{"id": "0ad", "text": "some text here", "ttl_ms": -1}`, "s3cret", 400, "invalid_options"},
+		{"POST", "/v1/docs/put-if-new?ttl_ms=-18446744073709", `{"id": "t", "text": "some text here"}`, "s3cret", 400, "invalid_options"},
+		{"POST", "/v1/load?ttl_ms=-18446744073709", `{"id": "0ad", "text": "some text here"}`, "s3cret", 400, "invalid_options"},
 		// NB: bytes that are not UTF-8 were decoded as U+FFFD: "\xff\xfe"
 		// was stored as "\ufffd\ufffd", and the two were one id.
 		{"POST", "/v1/docs", `{"docs": [{"id": "ok", "text": "abc def"}, {"id": "` + "\xff\xfe" + `", "text": "abc def ghi"}]}`, "s3cret", 400, "bad_request"},
@@ -214,6 +223,9 @@ func TestBadRequests(t *testing.T) {
 	}
 	if n, _ := d.Count(); n != before {
 		t.Errorf("the refused writes changed the index: %d documents, want %d", n, before)
+	}
+	if doc, err := d.Get("0ad"); err != nil || !doc.ExpiresAt.IsZero() || doc.Text == "some text here" {
+		t.Errorf("the refused writes changed 0ad: %v, expires %v, text %.20q", err, doc.ExpiresAt, doc.Text)
 	}
 	// The scheme is case-insensitive; a wrong token is told from a
 	// missing one.
@@ -1609,6 +1621,24 @@ func TestDoneConnectionClosed(t *testing.T) {
 			if !strings.Contains(buf.String(), w) {
 				t.Errorf("%s: the log line %q lacks %s", c.name, buf.String(), w)
 			}
+		}
+	}
+}
+
+// TestHash64Strings: a hash given as a string is decimal, or hex after
+// 0x, as documented. It was read with base 0: "0123" was 83 (octal), and
+// 0b, 0o and underscores were accepted.
+func TestHash64Strings(t *testing.T) {
+	for in, want := range map[string]uint64{`"0123"`: 123, `"0010"`: 10, `"123"`: 123, `123`: 123, `"0x10"`: 16, `"0XfF"`: 255, `"18446744073709551615"`: math.MaxUint64, `"0xffffffffffffffff"`: math.MaxUint64} {
+		var h Hash64
+		if err := h.UnmarshalJSON([]byte(in)); err != nil || uint64(h) != want {
+			t.Errorf("Hash64 of %s = %d, %v; want %d", in, uint64(h), err, want)
+		}
+	}
+	for _, in := range []string{`"0b11"`, `"1_000"`, `"0o17"`, `"0x"`, `"-1"`, `"+1"`, `"0x-1"`, `"18446744073709551616"`, `""`, `1.5`} {
+		var h Hash64
+		if err := h.UnmarshalJSON([]byte(in)); err == nil {
+			t.Errorf("Hash64 of %s = %d, accepted: neither decimal nor hex after 0x", in, uint64(h))
 		}
 	}
 }

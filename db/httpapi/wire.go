@@ -50,7 +50,13 @@ func (h *Hash64) UnmarshalJSON(b []byte) error {
 			return err
 		}
 	}
-	v, err := strconv.ParseUint(s, 0, 64)
+	// NB: not base 0, which reads "0123" as octal and takes 0b, 0o and
+	// underscores: decimal, or hex after 0x, as documented.
+	base := 10
+	if len(s) > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X') {
+		s, base = s[2:], 16
+	}
+	v, err := strconv.ParseUint(s, base, 64)
 	if err != nil {
 		return fmt.Errorf("a hash is a 64-bit unsigned integer (a number, or a string of one): %s", b)
 	}
@@ -174,9 +180,15 @@ func Expiry(ttlMillis int64, expireAt string) (time.Duration, time.Time, error) 
 		}
 	}
 	// NB: in nanoseconds a TTL fills an int64 at 292 years: one longer
-	// would wrap around to a short or negative one.
+	// would wrap around to a short or negative one, and a negative one
+	// past that to a positive one (the write then went through and
+	// expired the document it replaced). A negative TTL is refused by the
+	// database, as in process.
 	if ttlMillis > math.MaxInt64/int64(time.Millisecond) {
 		return 0, at, fmt.Errorf("%w: ttl_ms %d is more than %d", db.ErrInvalidOptions, ttlMillis, math.MaxInt64/int64(time.Millisecond))
+	}
+	if ttlMillis < 0 {
+		return 0, at, fmt.Errorf("%w: ttl_ms %d is negative", db.ErrInvalidOptions, ttlMillis)
 	}
 	return time.Duration(ttlMillis) * time.Millisecond, at, nil
 }
