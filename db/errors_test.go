@@ -485,7 +485,9 @@ func TestPutBatchNamesTheCallersPosition(t *testing.T) {
 	}{
 		{[]Doc{{ID: "a", Text: "first version of a"}, {ID: "a", Text: "second version of a"}, {ID: "b", Text: "fine text"}, {ID: "c", Text: "   "}}, ErrEmptyDocument, `lshdb: document 3: document has no shingles: "c"`},
 		{[]Doc{{ID: "a", Text: "   "}, {ID: "b", Text: "fine text"}, {ID: "b", Text: "fine text again"}}, ErrEmptyDocument, `lshdb: document 0: document has no shingles: "a"`},
-		{[]Doc{{ID: ""}, {ID: ""}}, ErrInvalidID, `lshdb: document 1 (id ""): invalid document id`},
+		// NB: the first of the two: every copy of an id is checked, as
+		// Put of each in turn would (only the last one was).
+		{[]Doc{{ID: ""}, {ID: ""}}, ErrInvalidID, `lshdb: document 0 (id ""): invalid document id`},
 	} {
 		_, err := d.PutBatch(tc.docs, nil)
 		if !errors.Is(err, tc.want) || !strings.HasPrefix(err.Error(), tc.pos) {

@@ -270,9 +270,9 @@ func (db *DB) prepareAll(docs []Doc, pos []int, n int, storeText, skipEmpty bool
 // prepareLastNonEmpty prepares docs, in which ids repeat, for PutBatch
 // with SkipEmpty: the document of each id that wins is its last one that
 // is not empty; every empty one is skipped (listed, in the order of docs),
-// as Load lists them; the others before the winner are repeated (counted)
-// and not checked further, as a repeat never is. Any other error of a
-// winner fails the call and names its position.
+// as Load lists them; the others before the winner are repeated (counted).
+// Any other error, of a winner or of an earlier copy, fails the call and
+// names its position.
 func (db *DB) prepareLastNonEmpty(docs []Doc, storeText bool) (_ []prepared, skipped []string, repeated int, _ error) {
 	preps, errs, _ := db.prepareEach(docs, storeText, nil)
 	won := make(map[string]bool, len(docs))
@@ -282,10 +282,12 @@ func (db *DB) prepareLastNonEmpty(docs []Doc, storeText bool) (_ []prepared, ski
 		switch {
 		case errors.Is(err, ErrEmptyDocument):
 			skipped = append(skipped, id)
+		case err != nil:
+			// NB: before won[id]: an earlier copy's error fails the call
+			// too, as documented (it was counted as repeated).
+			return nil, nil, 0, &DocError{Index: i, ID: id, Err: err}
 		case won[id]:
 			repeated++
-		case err != nil:
-			return nil, nil, 0, &DocError{Index: i, ID: id, Err: err}
 		default:
 			won[id] = true
 			keep = append(keep, preps[i])
@@ -479,16 +481,19 @@ func (db *DB) prepareBatch(docs []Doc, wo *WriteOptions) (*PreparedBatch, error)
 		// settled).
 		pb.preps, skipped, res.Repeated, err = db.prepareLastNonEmpty(docs, storeText)
 	case len(last) < n:
+		// NB: every copy is prepared, not only the last of each id: an
+		// earlier copy that is invalid, empty or too large fails the call,
+		// as documented and as Load does (it was dropped unchecked).
 		res.Repeated = n - len(last)
-		uniq := make([]Doc, 0, len(last))
-		pos := make([]int, 0, len(last)) // NB: an error names the caller's position, not uniq's
-		for i := range docs {
-			if last[docs[i].ID] == i {
-				uniq = append(uniq, docs[i])
-				pos = append(pos, i)
+		var all []prepared
+		if all, _, err = db.prepareAll(docs, nil, n, storeText, false); err == nil {
+			pb.preps = all[:0]
+			for i := range all {
+				if last[docs[i].ID] == i {
+					pb.preps = append(pb.preps, all[i])
+				}
 			}
 		}
-		pb.preps, skipped, err = db.prepareAll(uniq, pos, n, storeText, wo.SkipEmpty)
 	default:
 		// NB: with SkipEmpty, an empty document is found by preparing it,
 		// not by hashing it twice.

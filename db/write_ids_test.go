@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
 // storedIDs returns the ids All yields, sorted, after checking the index.
@@ -209,5 +211,51 @@ func TestPutBatchSkipEmptyRepeats(t *testing.T) {
 			}
 			d.Close()
 		}
+	}
+}
+
+// TestPutBatchChecksEarlierCopies: every document of a batch is checked,
+// an earlier copy of a repeated id too, as Load checks it (the oracle): an
+// invalid, empty or too large copy before the last fails the whole call,
+// names its position and stores nothing. Only the last copy of each id
+// was prepared, and the earlier ones were dropped unchecked.
+func TestPutBatchChecksEarlierCopies(t *testing.T) {
+	later := Doc{ID: "a", Text: "the later, valid version of a"}
+	for _, c := range []struct {
+		name      string
+		first     Doc
+		skipEmpty bool
+		want      error // nil: stored (SkipEmpty skips the empty copy)
+	}{
+		{"empty", Doc{ID: "a", Text: "   "}, false, ErrEmptyDocument},
+		{"too large", Doc{ID: "a", Text: strings.Repeat("x", 500)}, false, ErrDocTooLarge},
+		{"two contents", Doc{ID: "a", Text: "some text here", Signature: make([]uint32, 128)}, false, ErrInvalidDoc},
+		{"too large, SkipEmpty", Doc{ID: "a", Text: strings.Repeat("x", 500)}, true, ErrDocTooLarge},
+		{"two contents, SkipEmpty", Doc{ID: "a", Text: "some text here", Signature: make([]uint32, 128)}, true, ErrInvalidDoc},
+		{"empty, SkipEmpty", Doc{ID: "a", Text: "   "}, true, nil},
+	} {
+		docs := []Doc{{ID: "b", Text: "another document, valid"}, c.first, later}
+		oracle := mustOpen(t, "db", &Options{fs: vfs.NewMem(), MaxDocBytes: 100})
+		_, lerr := oracle.Load(context.Background(), seqOf(docs), &LoadOptions{SkipEmpty: c.skipEmpty})
+		if !errors.Is(lerr, c.want) || (c.want == nil) != (lerr == nil) {
+			t.Fatalf("%s: the oracle, Load: %v, want %v", c.name, lerr, c.want)
+		}
+		oracle.Close()
+		d := mustOpen(t, "db", &Options{fs: vfs.NewMem(), MaxDocBytes: 100})
+		res, err := d.PutBatch(docs, &WriteOptions{SkipEmpty: c.skipEmpty})
+		var de *DocError
+		switch {
+		case c.want == nil:
+			if err != nil || res.Stored != 2 || len(res.SkippedEmpty) != 1 {
+				t.Errorf("%s: PutBatch = %+v, %v; want 2 stored, 1 skipped", c.name, res, err)
+			}
+		case !errors.Is(err, c.want) || !errors.As(err, &de) || de.Index != 1 || de.ID != "a":
+			t.Errorf("%s: PutBatch = %+v, %v; want %v naming document 1", c.name, res, err, c.want)
+		}
+		n, err := d.Count()
+		if want := map[bool]uint64{true: 0, false: 2}[c.want != nil]; err != nil || n != want {
+			t.Errorf("%s: %d documents stored (%v), want %d", c.name, n, err, want)
+		}
+		d.Close()
 	}
 }

@@ -845,8 +845,14 @@ func (c *Client) QueryMany(ctx context.Context, qs []db.QueryInput, qo *db.Query
 	for i, q := range qs {
 		// NB: checked here, as db.DB.QueryMany does, so that the error
 		// names the fields of db.QueryInput, not the API's.
-		if given := btoi(q.Text != "") + btoi(!q.Set.IsZero()) + btoi(q.Signature != nil) + btoi(q.ID != ""); given > 1 {
+		given := btoi(q.Text != "") + btoi(!q.Set.IsZero()) + btoi(q.Signature != nil) + btoi(q.ID != "")
+		if given > 1 {
 			return nil, &db.QueryError{Index: i, Err: fmt.Errorf("%w: a query gives %d of Text, Set, Signature and ID (exactly one)", db.ErrInvalidDoc, given)}
+		}
+		if given == 0 {
+			// NB: here too: the server's answer carries one code, and
+			// empty_document lost ErrInvalidDoc, which the error is.
+			return nil, &db.QueryError{Index: i, Err: fmt.Errorf("%w: a query gives none of Text, Set, Signature and ID (exactly one; %w)", db.ErrInvalidDoc, db.ErrEmptyDocument)}
 		}
 		if n := docBytes(db.Doc{Text: q.Text, Set: q.Set}); n > c.maxDoc && c.maxDoc > 0 {
 			what := "text"

@@ -747,6 +747,25 @@ func TestErrorsMatchSentinels(t *testing.T) {
 				_, err := d.QueryMany(ctx, []db.QueryInput{{Text: "x y z"}, {Text: "y", ID: "z"}}, nil)
 				return err
 			}, db.ErrInvalidDoc},
+		// NB: a zero query is ErrInvalidDoc and ErrEmptyDocument in
+		// process; the server's answer carries one code, and the client
+		// gave ErrEmptyDocument only.
+		{"query many, second zero", func() error {
+			_, err := c.QueryMany(ctx, []db.QueryInput{{Text: "x y z"}, {}}, nil)
+			return err
+		},
+			func() error {
+				_, err := d.QueryMany(ctx, []db.QueryInput{{Text: "x y z"}, {}}, nil)
+				return err
+			}, db.ErrInvalidDoc},
+		{"query many, second zero (empty)", func() error {
+			_, err := c.QueryMany(ctx, []db.QueryInput{{Text: "x y z"}, {}}, nil)
+			return err
+		},
+			func() error {
+				_, err := d.QueryMany(ctx, []db.QueryInput{{Text: "x y z"}, {}}, nil)
+				return err
+			}, db.ErrEmptyDocument},
 		{"query many, third not stored", func() error {
 			_, err := c.QueryMany(ctx, []db.QueryInput{{ID: "a"}, {Text: "some text"}, {ID: "nope"}}, nil)
 			return err
