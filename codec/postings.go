@@ -8,6 +8,37 @@ import (
 // postingsVersion is the first byte of every posting list and operand.
 const postingsVersion = 1
 
+// postingsDamaged is the first byte of a damaged list: what a merge makes
+// of operands one of which it cannot decode (AppendDamagedPostings).
+const postingsDamaged = 0xdd
+
+// maxDamageCause bounds the cause a damaged list keeps.
+const maxDamageCause = 512
+
+// AppendDamagedPostings appends the value a merge gives a posting list
+// whose operands it cannot merge (one of them damaged): a marker and the
+// cause, which every decoder of posting lists refuses as ErrCorrupt with
+// that cause. The merge cannot fail instead: Pebble retries a failed
+// flush or compaction for ever (an open that replays such an operand from
+// its log never returned), and a read of the list then says what is
+// wrong where it is read, the list's key with it.
+func AppendDamagedPostings(dst []byte, cause string) []byte {
+	if len(cause) > maxDamageCause {
+		cause = cause[:maxDamageCause]
+	}
+	dst = append(dst, postingsDamaged)
+	return append(dst, cause...)
+}
+
+// badHeader is the error of a posting list whose first byte is not
+// postingsVersion.
+func badHeader(v []byte) error {
+	if len(v) > 0 && v[0] == postingsDamaged {
+		return corrupt("posting list damaged: a merge met an operand it could not decode (%q)", v[1:])
+	}
+	return corrupt("posting list header")
+}
+
 // Posting is one operation on a posting list: doc number Doc added to, or
 // (Remove) removed from, the bucket.
 type Posting struct {
@@ -43,7 +74,7 @@ func AppendPostings(dst []byte, ps []Posting) []byte {
 // decoding them.
 func PostingCount(v []byte) (int, error) {
 	if len(v) < 1 || v[0] != postingsVersion {
-		return 0, corrupt("posting list header")
+		return 0, badHeader(v)
 	}
 	n, k := binary.Uvarint(v[1:])
 	if k <= 0 || n > uint64(len(v)) {
@@ -56,7 +87,7 @@ func PostingCount(v []byte) (int, error) {
 // checking that doc numbers strictly increase.
 func DecodePostings(v []byte, dst []Posting) ([]Posting, error) {
 	if len(v) < 1 || v[0] != postingsVersion {
-		return dst, corrupt("posting list header")
+		return dst, badHeader(v)
 	}
 	rd := reader{b: v[1:]}
 	n := rd.uvarint("posting count")

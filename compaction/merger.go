@@ -20,7 +20,8 @@ var Merger = &pebble.Merger{
 	Merge: func(key, value []byte) (pebble.ValueMerger, error) {
 		m := &postingMerger{}
 		if _, err := codec.PostingCount(value); err != nil {
-			return m, err
+			m.damage = err
+			return m, nil
 		}
 		if len(value) <= len(m.inline) {
 			m.first = append(m.inline[:0], value...)
@@ -46,13 +47,24 @@ type postingMerger struct {
 	inline [24]byte // first's bytes when they fit: a few postings
 	older  [][]byte // operands added by MergeOlder, newest first
 	newer  [][]byte // operands added by MergeNewer, oldest first
+	// damage is why an operand could not be decoded: the result is then
+	// a damaged list (codec.AppendDamagedPostings), which every read of
+	// it reports. NB: never an error from the merger: Pebble retries a
+	// flush or compaction that fails for ever, hundreds of thousands of
+	// times a second (an open replaying such an operand from its log
+	// never returned), and a read's error would name no key.
+	damage error
 }
 
 // MergeNewer adds an operand newer than all others. Pebble keeps ownership
 // of value, so it is copied.
 func (m *postingMerger) MergeNewer(value []byte) error {
+	if m.damage != nil {
+		return nil
+	}
 	if _, err := codec.PostingCount(value); err != nil {
-		return err
+		m.damage = err
+		return nil
 	}
 	m.newer = append(m.newer, slices.Clone(value))
 	return nil
@@ -60,8 +72,12 @@ func (m *postingMerger) MergeNewer(value []byte) error {
 
 // MergeOlder adds an operand older than all others.
 func (m *postingMerger) MergeOlder(value []byte) error {
+	if m.damage != nil {
+		return nil
+	}
 	if _, err := codec.PostingCount(value); err != nil {
-		return err
+		m.damage = err
+		return nil
 	}
 	m.older = append(m.older, slices.Clone(value))
 	return nil
@@ -70,19 +86,35 @@ func (m *postingMerger) MergeOlder(value []byte) error {
 // Finish merges the operands: for each doc number the newest operation
 // wins; with includesBase, removals are dropped.
 func (m *postingMerger) Finish(includesBase bool) ([]byte, io.Closer, error) {
+	out, err := m.finish(includesBase)
+	if err != nil {
+		// NB: an operand whose header held but whose postings do not
+		// decode: damaged too (see damage).
+		m.damage = err
+	}
+	if m.damage != nil {
+		return codec.AppendDamagedPostings(nil, m.damage.Error()), nil, nil
+	}
+	return out, nil, nil
+}
+
+func (m *postingMerger) finish(includesBase bool) ([]byte, error) {
+	if m.damage != nil {
+		return nil, nil
+	}
 	if len(m.older)+len(m.newer) == 0 {
 		// One operand: a well-formed list is already merged (its doc
 		// numbers strictly increase), and is the result unless removals
 		// are to be dropped.
 		if !includesBase {
-			return m.first, nil, nil
+			return m.first, nil
 		}
 		removal, err := codec.PostingsHaveRemoval(m.first)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		if !removal {
-			return m.first, nil, nil
+			return m.first, nil
 		}
 	}
 	ops := make([][]byte, 0, len(m.older)+1+len(m.newer))
@@ -91,8 +123,7 @@ func (m *postingMerger) Finish(includesBase bool) ([]byte, io.Closer, error) {
 	}
 	ops = append(ops, m.first)
 	ops = append(ops, m.newer...)
-	out, err := Merge(nil, ops, includesBase)
-	return out, nil, err
+	return Merge(nil, ops, includesBase)
 }
 
 // Merge merges encoded posting operands given oldest first and appends the

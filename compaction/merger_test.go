@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -182,14 +183,20 @@ func TestMergerOneOperand(t *testing.T) {
 			}
 		}
 	}
-	// Doc 5 twice: not strictly increasing.
+	// Doc 5 twice: not strictly increasing. NB: the merger gives a damaged
+	// list, which reads refuse, and never an error (Pebble would retry the
+	// flush or compaction for ever).
 	bad := []byte{1, 2, 10, 0}
 	vm, err := Merger.Merge(nil, bad)
 	if err != nil {
-		t.Fatal(err) // only the header is checked until the list is read whole
+		t.Fatal(err)
 	}
-	if _, _, err := vm.Finish(true); !errors.Is(err, codec.ErrCorrupt) {
+	got, _, err := vm.Finish(true)
+	if err != nil {
 		t.Fatalf("a malformed operand merged with its base: %v", err)
+	}
+	if _, err := codec.DecodePostings(got, nil); !errors.Is(err, codec.ErrCorrupt) || !strings.Contains(err.Error(), "repeats doc 5") {
+		t.Fatalf("a malformed operand merged with its base gave %x: %v, want a damaged list naming the cause", got, err)
 	}
 }
 
@@ -267,18 +274,26 @@ func FuzzMerge(f *testing.F) {
 		}
 		// The ValueMerger of one operand (its fast path) against Merge's
 		// general path, on the whole input: the same postings, or both
-		// refuse it (only its header is checked without the base).
+		// refuse it (only its header is checked without the base). The
+		// ValueMerger never fails (Pebble would retry the flush for
+		// ever): it refuses by giving a list that does not decode.
 		if len(raw) > 0 {
-			vm, verr := Merger.Merge(nil, raw)
-			var got []byte
-			if verr == nil {
-				got, _, verr = vm.Finish(includesBase)
+			vm, err := Merger.Merge(nil, raw)
+			if err != nil {
+				t.Fatalf("one operand %x: the merger failed: %v", raw, err)
 			}
-			want, werr := Merge(nil, [][]byte{raw, codec.AppendPostings(nil, nil)}, includesBase)
+			got, _, err := vm.Finish(includesBase)
+			if err != nil {
+				t.Fatalf("one operand %x (base %v): the merger failed: %v", raw, includesBase, err)
+			}
 			// NB: compared decoded: a count or delta written in more
 			// bytes than it needs is given back as it is without the base.
-			gotPs, _ := codec.DecodePostings(got, nil)
+			gotPs, verr := codec.DecodePostings(got, nil)
+			want, werr := Merge(nil, [][]byte{raw, codec.AppendPostings(nil, nil)}, includesBase)
 			wantPs, _ := codec.DecodePostings(want, nil)
+			if _, herr := codec.PostingCount(raw); herr != nil && (verr == nil || !errors.Is(verr, codec.ErrCorrupt) || !strings.Contains(verr.Error(), "damaged")) {
+				t.Fatalf("one operand %x with a bad header: the merger gave %x (%v), want a damaged list", raw, got, verr)
+			}
 			switch {
 			case verr == nil && werr == nil && !slices.Equal(gotPs, wantPs):
 				t.Fatalf("one operand %x (base %v): ValueMerger gave %x, Merge %x", raw, includesBase, got, want)
@@ -347,5 +362,49 @@ func TestExpiryRule(t *testing.T) {
 	}
 	if got := ExpiresAt(now, 0, time.Time{}); got != 0 {
 		t.Errorf("ExpiresAt with neither: %d", got)
+	}
+}
+
+// TestMergerDamagedOperands: an operand that does not decode, wherever it
+// comes among the others, makes the result a damaged list, which every
+// decoder refuses as ErrCorrupt; the merger itself never fails (Pebble
+// retries a failed flush or compaction for ever).
+func TestMergerDamagedOperands(t *testing.T) {
+	good := codec.AppendPostings(nil, []codec.Posting{{Doc: 3}, {Doc: 9}})
+	bad := []byte{0xff, 0xff, 0xff}
+	for _, c := range []struct {
+		name                string
+		first, older, newer []byte
+	}{
+		{"bad first", bad, good, good},
+		{"bad older", good, bad, good},
+		{"bad newer", good, good, bad},
+		{"a damaged list merged again", codec.AppendDamagedPostings(nil, "earlier"), good, good},
+	} {
+		for _, base := range []bool{false, true} {
+			vm, err := Merger.Merge(nil, c.first)
+			if err != nil {
+				t.Fatalf("%s: Merge: %v", c.name, err)
+			}
+			if err := vm.MergeOlder(c.older); err != nil {
+				t.Fatalf("%s: MergeOlder: %v", c.name, err)
+			}
+			if err := vm.MergeNewer(c.newer); err != nil {
+				t.Fatalf("%s: MergeNewer: %v", c.name, err)
+			}
+			out, _, err := vm.Finish(base)
+			if err != nil {
+				t.Fatalf("%s: Finish: %v", c.name, err)
+			}
+			if _, err := codec.DecodePostings(out, nil); !errors.Is(err, codec.ErrCorrupt) || !strings.Contains(err.Error(), "damaged") {
+				t.Errorf("%s (base %v): %x decodes as %v, want a damaged list", c.name, base, out, err)
+			}
+			if _, err := codec.PostingCount(out); !errors.Is(err, codec.ErrCorrupt) {
+				t.Errorf("%s (base %v): PostingCount of the damaged list: %v", c.name, base, err)
+			}
+			if _, err := Purgeable(out); !errors.Is(err, codec.ErrCorrupt) {
+				t.Errorf("%s (base %v): Purgeable of the damaged list: %v", c.name, base, err)
+			}
+		}
 	}
 }

@@ -343,7 +343,10 @@ func openIn(dir string, o Options, created bool) (*DB, error) {
 				} else if ok {
 					pebbleLogger{o.Logger}.Errorf("background error: %v", firstLine{err})
 				}
-				if pebble.IsCorruptionError(err) {
+				// NB: codec's too, should a merge ever fail on a damaged
+				// operand (it gives a damaged list instead: Pebble retries
+				// a failed flush or compaction for ever).
+				if pebble.IsCorruptionError(err) || errors.Is(err, codec.ErrCorrupt) {
 					damage.note(fmt.Errorf("%w: %v", ErrCorrupt, firstLine{err}))
 				}
 			},
