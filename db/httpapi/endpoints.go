@@ -849,8 +849,9 @@ func (h *handler) pairs(w *resp, r *http.Request) error {
 	var st db.PairsStats
 	po.Stats = &st
 	rec := h.recallNote(po.Threshold)
+	estimates := h.d.Params().Storage == db.StorageNone
 	return stream(w, h.d.Pairs(r.Context(), po), func(p db.Pair) any {
-		return PairJSON{A: p.A, B: p.B, Jaccard: p.Jaccard, ExpectedRecall: rec}
+		return PairJSON{A: p.A, B: p.B, Jaccard: p.Jaccard, ExpectedRecall: rec, EstimateOnly: estimates}
 	}, func(n int) any { return EndJSON{EndBody{Lines: n, Stats: PairsStatsOut(st)}} })
 }
 

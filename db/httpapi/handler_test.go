@@ -19,6 +19,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"runtime"
 	"slices"
@@ -32,6 +33,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/lshdb/lshdb/db"
+	"github.com/lshdb/lshdb/minhash"
 )
 
 // Ensure that every error code names its own sentinel: an error wrapping
@@ -511,6 +513,23 @@ func TestStreams(t *testing.T) {
 		}
 		if strings.Contains(path, "0.5") && !strings.Contains(lines[0], `"expected_recall"`) {
 			t.Errorf("%s: no expected_recall below the index's threshold: %s", path, lines[0])
+		}
+	}
+	// An index of storage none: every pair says its jaccard is the
+	// estimate, as lshdb pairs --output json does (the API's did not).
+	for storage, want := range map[string]bool{db.StorageNone: true, db.StorageText: false, db.StorageSets: false} {
+		rec := httptest.NewRecorder()
+		Handler(openFixture(t, 60, &db.Options{Storage: storage}), nil).ServeHTTP(rec, httptest.NewRequest("GET", "/v1/pairs", nil))
+		lines := strings.Split(strings.TrimSpace(rec.Body.String()), "\n")
+		if rec.Code != 200 || len(lines) < 2 {
+			t.Fatalf("pairs of a %s index: %d %s", storage, rec.Code, rec.Body)
+		}
+		for _, l := range lines[:len(lines)-1] {
+			var p PairJSON
+			if err := json.Unmarshal([]byte(l), &p); err != nil || p.EstimateOnly != want {
+				t.Errorf("pairs of a %s index: %s (%v), want estimate_only %v", storage, l, err, want)
+				break
+			}
 		}
 	}
 	rec := httptest.NewRecorder()
@@ -1640,5 +1659,77 @@ func TestHash64Strings(t *testing.T) {
 		if err := h.UnmarshalJSON([]byte(in)); err == nil {
 			t.Errorf("Hash64 of %s = %d, accepted: neither decimal nor hex after 0x", in, uint64(h))
 		}
+	}
+}
+
+// TestOpenAPISchemasCoverFields: every JSON field the server sends or
+// reads in the structs below is a property of its schema in openapi.yaml
+// (the file lacked log_bytes, recycled_log_bytes, backup's copy and pairs'
+// estimate_only, which the server sends), and each enum of names lists
+// every name the code gives.
+func TestOpenAPISchemasCoverFields(t *testing.T) {
+	props := map[string]map[string]bool{} // schema → its properties
+	schema, inProps := "", false
+	for _, line := range strings.Split(string(OpenAPI), "\n") {
+		indent := len(line) - len(strings.TrimLeft(line, " "))
+		name, _, _ := strings.Cut(strings.TrimSpace(line), ":")
+		switch {
+		case indent == 4 && strings.HasSuffix(line, ":"):
+			schema, inProps = name, false
+			props[schema] = map[string]bool{}
+		case indent == 6 && schema != "":
+			inProps = name == "properties"
+			if flow, ok := strings.CutPrefix(strings.TrimSpace(line), "properties: {"); ok {
+				// properties: {a: {…}, b: {…}}: the keys at depth 0.
+				depth, start := 0, 0
+				for i, c := range flow {
+					switch {
+					case c == '{' || c == '[':
+						depth++
+					case c == '}' || c == ']':
+						depth--
+					case c == ':' && depth == 0:
+						props[schema][strings.TrimSpace(strings.TrimPrefix(flow[start:i], ","))] = true
+					case c == ',' && depth == 0:
+						start = i
+					}
+				}
+			}
+		case indent == 8 && inProps:
+			props[schema][name] = true
+		case indent < 4 && line != "":
+			schema = ""
+		}
+	}
+	for name, v := range map[string]any{
+		"Pair": PairJSON{}, "Cluster": ClusterJSON{}, "Params": ParamsJSON{}, "Info": InfoJSON{},
+		"Stats": StatsJSON{}, "Match": MatchJSON{}, "QueryResult": QueryResultJSON{}, "Document": DocumentJSON{},
+		"BatchResult": BatchResultJSON{}, "LoadResult": LoadResultJSON{}, "DeleteResult": DeleteResultJSON{},
+		"Explain": ExplainJSON{}, "Check": CheckJSON{}, "Health": HealthJSON{}, "PairsStats": PairsStatsJSON{},
+		"Bucket": BucketJSON{}, "BucketStats": BucketStatsJSON{}, "ByteCounts": ByteCountsJSON{},
+	} {
+		if props[name] == nil {
+			t.Errorf("openapi.yaml has no schema %s", name)
+			continue
+		}
+		rt := reflect.TypeOf(v)
+		for i := range rt.NumField() {
+			f := rt.Field(i)
+			tag, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if tag == "" || tag == "-" || f.Anonymous {
+				continue
+			}
+			if !props[name][tag] {
+				t.Errorf("openapi.yaml: schema %s lacks %s (%s.%s)", name, tag, rt.Name(), f.Name)
+			}
+		}
+	}
+	flat := strings.Join(strings.Fields(string(OpenAPI)), " ")
+	var schemes []string
+	for s := minhash.SchemeFSS; s <= minhash.SchemeDatasketch; s++ {
+		schemes = append(schemes, s.String())
+	}
+	if want := "scheme: {type: string, enum: [" + strings.Join(schemes, ", ") + "]}"; !strings.Contains(flat, want) {
+		t.Errorf("openapi.yaml's scheme is not %q", want)
 	}
 }

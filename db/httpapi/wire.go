@@ -530,6 +530,9 @@ type PairJSON struct {
 	B              string   `json:"b"`
 	Jaccard        float64  `json:"jaccard"`
 	ExpectedRecall *float64 `json:"expected_recall,omitempty"`
+	// EstimateOnly says Jaccard is the signatures' estimate (an index of
+	// storage none), as lshdb pairs --output json says on each line.
+	EstimateOnly bool `json:"estimate_only,omitempty"`
 }
 
 // ClusterJSON is one line of GET /v1/clusters (and POST /v1/clusters),
