@@ -49,7 +49,7 @@
 // # Signatures
 //
 // A [Sketcher] computes a signature of k values (default 128) from the
-// element hashes of a set. Three schemes:
+// element hashes of a set. Four schemes:
 //
 //   - [SchemeFSS] (the default): fast similarity sketching (Dahlgaard,
 //     Knudsen and Thorup, FOCS 2017). Round 0 is one-permutation hashing:
@@ -75,6 +75,11 @@
 //     (mod 2^64, a_i odd, drawn from the seed) of the 64-bit element hash,
 //     the minimum of each; the value is the high 32 bits of the minimum.
 //     k multiplications per element, independent values at every set size.
+//   - [SchemeDatasketch]: the MinHash of the Python library datasketch, k
+//     permutations ((a_i·h + b_i) mod (2⁶¹−1)) & (2³²−1) of each element's
+//     32-bit hash drawn as numpy draws them: with the same seed and k, a
+//     signature equals datasketch's bit for bit (for indexes shared with a
+//     Python pipeline). k evaluations per element, as classic.
 //
 // [Estimate] gives the fraction of equal values, an unbiased estimate of the
 // Jaccard similarity of the two sets.

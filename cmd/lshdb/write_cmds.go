@@ -1912,7 +1912,8 @@ func (a *app) purgeCmd() *cobra.Command {
 		Long: `Delete the posting lists that hold no document any more (check counts them
 as empty lists), after removing the documents whose TTL has passed (insert
 --ttl; an open index sweeps them every second anyway). Nothing a query or
-pairs returns changes; writers wait while it runs.`,
+pairs returns changes; writers wait only while each batch of 4,096 emptied
+lists is deleted.`,
 		Args: nArgs(0),
 		RunE: func(c *cobra.Command, args []string) error {
 			// NB: with no background sweep: the one a handle starts at Open
@@ -1952,8 +1953,8 @@ func (a *app) compactCmd() *cobra.Command {
 or expired is freed now, rather than whenever the store's background
 compactions reach it: a nightly build that replaces most of the index leaves
 the old records on disk until then (220,000 documents loaded five times took
-2.8 times the room of one load). It takes about as long as a build, on every
-core; queries and writes go on meanwhile. An index on Redis needs none (it
+2.8 times the room of one load). It takes a fraction of a build's time (0.2-0.4x
+on 200,000-300,000 generated documents), on every core; queries and writes go on meanwhile. An index on Redis needs none (it
 frees a deleted key at once).`,
 		Args: nArgs(0),
 		RunE: func(c *cobra.Command, args []string) error {

@@ -4,8 +4,9 @@
 // that code written against the embedded database's reads and writes runs
 // against an index another process owns. It has no method of the owner's
 // process alone: All (Scan streams the same), Sync, SweepExpired,
-// Metrics, PrepareBatch, PutPrepared, Dir, Created, OtherWriters and
-// Repair. No interface names the methods both share; a program that uses
+// Metrics, Corruption (GET /healthz says "damaged"), RoomToWrite (it says
+// "disk_full"), HasIDsContext (HasIDs takes no context here), PrepareBatch,
+// PutPrepared, Dir, Created, OtherWriters and Repair. No interface names the methods both share; a program that uses
 // either declares the one it needs.
 //
 //	c, err := client.Open("/var/lib/mydocs/lshdb.sock", nil)      // the owner's Unix socket
@@ -678,7 +679,8 @@ func (c *Client) Has(id string) (bool, error) {
 }
 
 // HasIDs reports for each of ids whether a document has it, in one
-// request (POST /v1/docs/has), as DB.HasIDs does. A server of an earlier
+// request (POST /v1/docs/has), as DB.HasIDs does (it takes no context:
+// Options.Timeout bounds it, and DB.HasIDsContext has no counterpart). A server of an earlier
 // lshdb, which has no such request, is asked id by id.
 func (c *Client) HasIDs(ids []string) ([]bool, error) {
 	if c.closed.Load() {
@@ -1248,7 +1250,9 @@ func (c *Client) Tune(ctx context.Context, t float64) (httpapi.TuneJSON, error) 
 }
 
 // Backup makes the server write a consistent copy of the index into dir,
-// a path on the server's machine that must not exist. Over TCP a server
+// an absolute path on the server's machine that must not exist (a
+// relative one is ErrInvalidOptions: the server's working directory is
+// not the caller's). Over TCP a server
 // takes backups only under its backup root (lshdb serve --backup-root),
 // and none without one (ErrInvalidOptions); through the index's socket,
 // anywhere it may write.
