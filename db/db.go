@@ -516,6 +516,11 @@ func (db *DB) loadManifest() error {
 	}
 	db.expiryFormat.Store(db.man.FormatVersion >= codec.ExpiryFormatVersion)
 	cv, closer, err := db.pdb.Get(codec.CountersKey)
+	if errors.Is(err, pebble.ErrNotFound) {
+		// NB: every index has one from its creation: it said "reading
+		// counters: pebble: not found".
+		return fmt.Errorf("%w: the counters record is missing (the store lost a record it is created with: lshdb check --db DIR on a backup, or build the index again)", ErrCorrupt)
+	}
 	if err != nil {
 		return classify(fmt.Errorf("lshdb: reading counters: %w", err))
 	}

@@ -1061,3 +1061,53 @@ func damagedReads(d *DB, key []byte) error {
 	}
 	return nil
 }
+
+// TestDamagedIDAndCounters: an id record that names another document's
+// number, and a store without its counters record, are ErrCorrupt. Get of
+// the first answered with the other document; the second's Open said
+// "reading counters: pebble: not found".
+func TestDamagedIDAndCounters(t *testing.T) {
+	fs := vfs.NewMem()
+	d := mustOpen(t, "db", &Options{fs: fs})
+	if _, err := d.PutBatch([]Doc{{ID: "a", Text: "some text here, long enough"}, {ID: "b", Text: "another document altogether"}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	b, err := d.Get("b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Close()
+	raw := func(fn func(p *pebble.DB) error) {
+		t.Helper()
+		p, err := pebble.Open("db", &pebble.Options{FS: fs, Merger: compaction.Merger, FormatMajorVersion: formatMajorVersion, Logger: pebbleLogger{slog.New(slog.DiscardHandler)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := fn(p); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	raw(func(p *pebble.DB) error {
+		return p.Set(codec.AppendIDKey(nil, "a"), codec.EncodeDocNum(b.Num), pebble.Sync)
+	})
+	d = mustOpen(t, "db", &Options{fs: fs})
+	if got, err := d.Get("a"); !errors.Is(err, ErrCorrupt) || !strings.Contains(fmt.Sprint(err), `whose record is of "b"`) {
+		t.Errorf("Get(a) with a's id record naming b's doc: %+v, %v; want ErrCorrupt", got, err)
+	}
+	if got, err := d.Get("b"); err != nil || got.ID != "b" {
+		t.Errorf("Get(b): %+v, %v", got, err)
+	}
+	if rep, err := d.Check(context.Background()); err != nil || rep.OK() {
+		t.Errorf("Check: %v, %v; want problems", rep.Problems, err)
+	}
+	d.Close()
+	raw(func(p *pebble.DB) error { return p.Delete(codec.CountersKey, pebble.Sync) })
+	for _, ro := range []bool{false, true} {
+		if _, err := Open("db", &Options{fs: fs, ReadOnly: ro}); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "counters record is missing") {
+			t.Errorf("Open (read-only %v) without the counters record: %v, want ErrCorrupt", ro, err)
+		}
+	}
+}

@@ -90,6 +90,11 @@ func (db *DB) lookupStored(v view, id string, rec *docData) (uint64, error) {
 	if err := db.decodeDoc(n, r, rec); err != nil {
 		return 0, err
 	}
+	if rec.ID != id {
+		// NB: the record names its id: a free check, where an id record
+		// that named another's doc number answered with that document.
+		return 0, fmt.Errorf("%w: id %q names doc %d, whose record is of %q", ErrCorrupt, id, n, rec.ID)
+	}
 	return n, nil
 }
 
