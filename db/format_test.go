@@ -722,3 +722,29 @@ func TestUpgradeKeepsTheReserve(t *testing.T) {
 		})
 	}
 }
+
+// TestUpgradeOfFormat1WithoutRoom: an upgrade of a format 1 index refused
+// for want of room says to copy it as files: a backup reads only the
+// formats this build reads, and the advice named lshdb backup.
+func TestUpgradeOfFormat1WithoutRoom(t *testing.T) {
+	const reserve = 1 << 20
+	dir := copyGolden(t, "format1/text")
+	// NB: the golden's records are in its log: flushed into tables, which
+	// the upgrade's estimate reads.
+	d := mustOpen(t, dir, &Options{MustExist: true, upgrading: true})
+	if err := d.pdb.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	d.Close()
+	mustOpen(t, dir, &Options{MustExist: true, upgrading: true}).Close()
+	fs := &quotaFS{FS: vfs.Default, root: dir, capacity: 1 << 40}
+	u, _ := fs.GetDiskUsage(dir)
+	fs.capacity = int64(u.TotalBytes-u.AvailBytes) + reserve // no room above the reserve
+	rep, err := Upgrade(context.Background(), dir, &Options{fs: fs, DiskReserve: reserve})
+	if !errors.Is(err, ErrDiskFull) || !strings.Contains(err.Error(), "cp -a") || strings.Contains(err.Error(), "lshdb backup") {
+		t.Fatalf("Upgrade of format 1 without room: %+v, %v; want ErrDiskFull advising cp -a", rep, err)
+	}
+	if _, err := Open(dir, &Options{ReadOnly: true}); !errors.Is(err, ErrFormat) {
+		t.Fatalf("after the refused upgrade: %v, want the format 1 index as it was (ErrFormat)", err)
+	}
+}

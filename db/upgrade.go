@@ -141,7 +141,14 @@ func (db *DB) upgrade(ctx context.Context) (*UpgradeReport, error) {
 		return nil, classify(err)
 	}
 	if err := db.roomFor(int64(need)); err != nil {
-		return nil, fmt.Errorf("%w; the upgrade writes a second copy of the records (about %s) before it drops the first: free space, or upgrade a copy on a larger disk (lshdb backup --to DIR --copy)", err, mib(int64(need)))
+		// NB: a backup reads only the formats this build reads: an index
+		// before format 2 is copied as files (the ErrFormat message's
+		// advice).
+		copyHow := "lshdb backup --to DIR --copy"
+		if !sketches {
+			copyHow = "cp -a DIR NEWDIR while nothing has it open"
+		}
+		return nil, fmt.Errorf("%w; the upgrade writes a second copy of the records (about %s) before it drops the first: free space, or upgrade a copy on a larger disk (%s)", err, mib(int64(need)), copyHow)
 	}
 	fs := db.tempFS(db.dir)
 	tmp := fs.PathJoin(db.dir, loadTmpDir)
