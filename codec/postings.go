@@ -3,6 +3,7 @@ package codec
 import (
 	"encoding/binary"
 	"math"
+	"strings"
 )
 
 // postingsVersion is the first byte of every posting list and operand.
@@ -26,15 +27,26 @@ func AppendDamagedPostings(dst []byte, cause string) []byte {
 	if len(cause) > maxDamageCause {
 		cause = cause[:maxDamageCause]
 	}
+	cause = strings.ToValidUTF8(strings.Map(func(r rune) rune {
+		if r < ' ' || r == 0x7f {
+			return '?'
+		}
+		return r
+	}, cause), "?")
 	dst = append(dst, postingsDamaged)
 	return append(dst, cause...)
 }
 
+// IsDamagedPostings reports whether v is a damaged list
+// (AppendDamagedPostings): a merge keeps it as it is, so that its cause is
+// not wrapped again at every merge.
+func IsDamagedPostings(v []byte) bool { return len(v) > 0 && v[0] == postingsDamaged }
+
 // badHeader is the error of a posting list whose first byte is not
 // postingsVersion.
 func badHeader(v []byte) error {
-	if len(v) > 0 && v[0] == postingsDamaged {
-		return corrupt("posting list damaged: a merge met an operand it could not decode (%q)", v[1:])
+	if IsDamagedPostings(v) {
+		return corrupt("posting list damaged: a merge met an operand it could not decode (%s); it stays so: build the index again, or restore a backup", v[1:])
 	}
 	return corrupt("posting list header")
 }

@@ -19,8 +19,7 @@ var Merger = &pebble.Merger{
 	Name: MergerName,
 	Merge: func(key, value []byte) (pebble.ValueMerger, error) {
 		m := &postingMerger{}
-		if _, err := codec.PostingCount(value); err != nil {
-			m.damage = err
+		if m.damaged(value) {
 			return m, nil
 		}
 		if len(value) <= len(m.inline) {
@@ -54,16 +53,28 @@ type postingMerger struct {
 	// times a second (an open replaying such an operand from its log
 	// never returned), and a read's error would name no key.
 	damage error
+	// damagedList is an operand that is a damaged list already: the
+	// result, as it is (its cause was wrapped again at every merge).
+	damagedList []byte
+}
+
+// damaged notes value's damage, if any, and reports it.
+func (m *postingMerger) damaged(value []byte) bool {
+	if codec.IsDamagedPostings(value) {
+		m.damage, m.damagedList = codec.ErrCorrupt, slices.Clone(value)
+		return true
+	}
+	if _, err := codec.PostingCount(value); err != nil {
+		m.damage = err
+		return true
+	}
+	return false
 }
 
 // MergeNewer adds an operand newer than all others. Pebble keeps ownership
 // of value, so it is copied.
 func (m *postingMerger) MergeNewer(value []byte) error {
-	if m.damage != nil {
-		return nil
-	}
-	if _, err := codec.PostingCount(value); err != nil {
-		m.damage = err
+	if m.damage != nil || m.damaged(value) {
 		return nil
 	}
 	m.newer = append(m.newer, slices.Clone(value))
@@ -72,11 +83,7 @@ func (m *postingMerger) MergeNewer(value []byte) error {
 
 // MergeOlder adds an operand older than all others.
 func (m *postingMerger) MergeOlder(value []byte) error {
-	if m.damage != nil {
-		return nil
-	}
-	if _, err := codec.PostingCount(value); err != nil {
-		m.damage = err
+	if m.damage != nil || m.damaged(value) {
 		return nil
 	}
 	m.older = append(m.older, slices.Clone(value))
@@ -91,6 +98,9 @@ func (m *postingMerger) Finish(includesBase bool) ([]byte, io.Closer, error) {
 		// NB: an operand whose header held but whose postings do not
 		// decode: damaged too (see damage).
 		m.damage = err
+	}
+	if m.damagedList != nil {
+		return m.damagedList, nil, nil
 	}
 	if m.damage != nil {
 		return codec.AppendDamagedPostings(nil, m.damage.Error()), nil, nil

@@ -407,4 +407,30 @@ func TestMergerDamagedOperands(t *testing.T) {
 			}
 		}
 	}
+	// Merged again and again (every flush and compaction of a bucket that
+	// still takes writes), a damaged list keeps its first cause as it is:
+	// it was wrapped once more at every merge, and cut off at 512 bytes.
+	vm, _ := Merger.Merge(nil, []byte{1, 2, 10, 0}) // doc 5 twice
+	vm.MergeNewer(good)
+	first, _, _ := vm.Finish(true)
+	list := first
+	for round := range 20 {
+		vm, err := Merger.Merge(nil, good)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := vm.MergeOlder(list); err != nil {
+			t.Fatal(err)
+		}
+		vm.MergeNewer(good)
+		if list, _, err = vm.Finish(round%2 == 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !slices.Equal(list, first) {
+		t.Errorf("a damaged list merged 20 times: %q, want it as it was, %q", list, first)
+	}
+	if _, err := codec.DecodePostings(list, nil); err == nil || !strings.Contains(err.Error(), "repeats doc 5") {
+		t.Errorf("the damaged list's cause: %v", err)
+	}
 }

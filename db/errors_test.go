@@ -499,6 +499,18 @@ func TestPutBatchNamesTheCallersPosition(t *testing.T) {
 			t.Errorf("PutBatch(%d documents): %v: DocError %+v, want the position of %q", len(tc.docs), err, de, tc.pos)
 		}
 	}
+	// With SkipEmpty and repeats, the first failing document too, as Load
+	// names it (the last one was named).
+	d2 := mustOpen(t, t.TempDir(), &Options{NoSync: true, MaxDocBytes: 100})
+	defer d2.Close()
+	big := strings.Repeat("x ", 100)
+	docs := []Doc{{ID: "x", Text: big}, {ID: "a", Text: "fine text"}, {ID: "a", Text: "fine text again"}, {ID: "z", Text: big}}
+	_, lerr := d2.Load(context.Background(), seqOf(docs), &LoadOptions{SkipEmpty: true})
+	_, perr := d2.PutBatch(docs, &WriteOptions{SkipEmpty: true})
+	var lde, pde *DocError
+	if !errors.As(lerr, &lde) || !errors.As(perr, &pde) || lde.Index != 0 || pde.Index != 0 {
+		t.Errorf("with SkipEmpty and repeats: Load %v, PutBatch %v; want both to name document 0", lerr, perr)
+	}
 	if n, err := d.Count(); err != nil || n != 0 {
 		t.Fatalf("count %d %v: a failed batch stored something", n, err)
 	}
@@ -1096,6 +1108,13 @@ func TestDamagedIDAndCounters(t *testing.T) {
 	d = mustOpen(t, "db", &Options{fs: fs})
 	if got, err := d.Get("a"); !errors.Is(err, ErrCorrupt) || !strings.Contains(fmt.Sprint(err), `whose record is of "b"`) {
 		t.Errorf("Get(a) with a's id record naming b's doc: %+v, %v; want ErrCorrupt", got, err)
+	}
+	// NB: writes of a: a put or delete removed b.
+	if err := d.Put(Doc{ID: "a", Text: "a new version of a"}, nil); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("Put(a) with a's id record naming b's doc: %v, want ErrCorrupt", err)
+	}
+	if err := d.Delete("a", nil); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("Delete(a) with a's id record naming b's doc: %v, want ErrCorrupt", err)
 	}
 	if got, err := d.Get("b"); err != nil || got.ID != "b" {
 		t.Errorf("Get(b): %+v, %v", got, err)

@@ -76,7 +76,7 @@ func (v *pebbleView) postings(dst []uint64, band int, bucket uint64) ([]uint64, 
 		return dst, err
 	}
 	if v.ps, err = codec.DecodePostings(b, v.ps[:0]); err != nil {
-		return dst, classify(fmt.Errorf("posting list of band %d: %w", band, err))
+		return dst, classify(fmt.Errorf("posting list of band %d, bucket %08x: %w", band, bucket, err))
 	}
 	for _, p := range v.ps {
 		if !p.Remove {

@@ -275,6 +275,14 @@ func (db *DB) prepareAll(docs []Doc, pos []int, n int, storeText, skipEmpty bool
 // names its position.
 func (db *DB) prepareLastNonEmpty(docs []Doc, storeText bool) (_ []prepared, skipped []string, repeated int, _ error) {
 	preps, errs, _ := db.prepareEach(docs, storeText, nil)
+	for i, err := range errs {
+		// NB: the first failing document by position, as Load and
+		// PutBatch without SkipEmpty name it (the walk below is from the
+		// end).
+		if err != nil && !errors.Is(err, ErrEmptyDocument) {
+			return nil, nil, 0, &DocError{Index: i, ID: docs[i].ID, Err: err}
+		}
+	}
 	won := make(map[string]bool, len(docs))
 	var keep []prepared
 	for i := len(docs) - 1; i >= 0; i-- {
@@ -282,10 +290,6 @@ func (db *DB) prepareLastNonEmpty(docs []Doc, storeText bool) (_ []prepared, ski
 		switch {
 		case errors.Is(err, ErrEmptyDocument):
 			skipped = append(skipped, id)
-		case err != nil:
-			// NB: before won[id]: an earlier copy's error fails the call
-			// too, as documented (it was counted as repeated).
-			return nil, nil, 0, &DocError{Index: i, ID: id, Err: err}
 		case won[id]:
 			repeated++
 		default:
@@ -493,6 +497,7 @@ func (db *DB) prepareBatch(docs []Doc, wo *WriteOptions) (*PreparedBatch, error)
 					pb.preps = append(pb.preps, all[i])
 				}
 			}
+			clear(all[len(pb.preps):]) // NB: the dropped copies' records, sets and signatures
 		}
 	default:
 		// NB: with SkipEmpty, an empty document is found by preparing it,
@@ -975,6 +980,11 @@ func (db *DB) lookupOld(it *pebble.Iterator, idKey []byte, scratch *docData, o *
 	scratch.anyOrder = true
 	if err := db.decodeDoc(n, rv, scratch); err != nil {
 		return err
+	}
+	if scratch.ID != string(idKey[1:]) {
+		// NB: as lookupStored: a put or delete of the id removed the
+		// other document.
+		return fmt.Errorf("%w: id %q names doc %d, whose record is of %q", ErrCorrupt, idKey[1:], n, scratch.ID)
 	}
 	keys, err := db.bucketKeys(o.keys, scratch.Signature)
 	if err != nil {

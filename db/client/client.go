@@ -6,8 +6,9 @@
 // process alone: All (Scan streams the same), Sync, SweepExpired,
 // Metrics, Corruption (GET /healthz says "damaged"), RoomToWrite (it says
 // "disk_full"), HasIDsContext (HasIDs takes no context here), PrepareBatch,
-// PutPrepared, Dir, Created, OtherWriters and Repair. No interface names the methods both share; a program that uses
-// either declares the one it needs.
+// PutPrepared, Dir, Created, OtherWriters and Repair. No interface names
+// the methods both share; a program that uses either declares the one it
+// needs.
 //
 //	c, err := client.Open("/var/lib/mydocs/lshdb.sock", nil)      // the owner's Unix socket
 //	c, err := client.Open("https://idx.example:7070", &client.Options{Token: tok})
@@ -680,8 +681,9 @@ func (c *Client) Has(id string) (bool, error) {
 
 // HasIDs reports for each of ids whether a document has it, in one
 // request (POST /v1/docs/has), as DB.HasIDs does (it takes no context:
-// Options.Timeout bounds it, and DB.HasIDsContext has no counterpart). A server of an earlier
-// lshdb, which has no such request, is asked id by id.
+// Options.Timeout bounds it, and DB.HasIDsContext has no counterpart). A
+// server of an earlier lshdb, which has no such request, is asked id by
+// id.
 func (c *Client) HasIDs(ids []string) ([]bool, error) {
 	if c.closed.Load() {
 		return nil, db.ErrClosed

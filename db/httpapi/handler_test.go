@@ -226,8 +226,10 @@ func TestBadRequests(t *testing.T) {
 	if n, _ := d.Count(); n != before {
 		t.Errorf("the refused writes changed the index: %d documents, want %d", n, before)
 	}
-	if doc, err := d.Get("0ad"); err != nil || !doc.ExpiresAt.IsZero() || doc.Text == "some text here" {
-		t.Errorf("the refused writes changed 0ad: %v, expires %v, text %.20q", err, doc.ExpiresAt, doc.Text)
+	if doc, err := d.Get("0ad"); err != nil {
+		t.Errorf("the refused writes changed 0ad: %v", err)
+	} else if !doc.ExpiresAt.IsZero() || doc.Text == "some text here" {
+		t.Errorf("the refused writes changed 0ad: expires %v, text %.20q", doc.ExpiresAt, doc.Text)
 	}
 	// The scheme is case-insensitive; a wrong token is told from a
 	// missing one.
@@ -1707,6 +1709,9 @@ func TestOpenAPISchemasCoverFields(t *testing.T) {
 		"BatchResult": BatchResultJSON{}, "LoadResult": LoadResultJSON{}, "DeleteResult": DeleteResultJSON{},
 		"Explain": ExplainJSON{}, "Check": CheckJSON{}, "Health": HealthJSON{}, "PairsStats": PairsStatsJSON{},
 		"Bucket": BucketJSON{}, "BucketStats": BucketStatsJSON{}, "ByteCounts": ByteCountsJSON{},
+		// The requests' bodies.
+		"Doc": DocJSON{}, "PutRequest": PutRequest{}, "QueryRequest": QueryRequest{}, "DeleteRequest": DeleteRequest{},
+		"PutIfNewLine": PutIfNewJSON{}, "Tune": TuneJSON{},
 	} {
 		if props[name] == nil {
 			t.Errorf("openapi.yaml has no schema %s", name)
