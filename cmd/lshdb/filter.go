@@ -546,23 +546,54 @@ func (f *dedupFlags) notInputs(inputs []string) error {
 		inputs = append(slices.Clone(inputs), f.from) // NB: read by the clustering
 	}
 	for _, out := range []struct{ flag, path string }{{"--out", f.out}, {"--removed", f.removed}} {
-		if out.path == "" || out.path == "-" {
-			continue
-		}
-		ost, oerr := os.Stat(out.path)
-		for _, in := range inputs {
-			same := filepath.Clean(in) == filepath.Clean(out.path)
-			if !same && oerr == nil {
-				if ist, err := os.Stat(in); err == nil {
-					same = os.SameFile(ist, ost)
-				}
-			}
-			if same {
-				return usagef("%s %s is the input %s: filter would replace the file it reads; write elsewhere", out.flag, escControls(out.path), escControls(in))
-			}
+		if in, ok := outputIsInput(out.path, inputs); ok {
+			return usagef("%s %s is the input %s: filter would replace the file it reads; write elsewhere", out.flag, escControls(out.path), escControls(in))
 		}
 	}
 	return nil
+}
+
+// outputIsInput reports which of inputs the output path out is, or holds
+// it (a directory read whole): the same name, the same file under another
+// name, or a file inside the directory. "" and "-" (stdout) are none.
+func outputIsInput(out string, inputs []string) (string, bool) {
+	if out == "" || out == "-" {
+		return "", false
+	}
+	ost, oerr := os.Stat(out)
+	aout, aerr := filepath.Abs(out)
+	if aerr == nil {
+		if dir, err := filepath.EvalSymlinks(filepath.Dir(aout)); err == nil {
+			aout = filepath.Join(dir, filepath.Base(aout))
+		}
+	}
+	for _, in := range inputs {
+		if in == "-" {
+			continue
+		}
+		if filepath.Clean(in) == filepath.Clean(out) {
+			return in, true
+		}
+		ist, err := os.Stat(in)
+		if err != nil {
+			continue
+		}
+		if oerr == nil && os.SameFile(ist, ost) {
+			return in, true
+		}
+		if ist.IsDir() && aerr == nil {
+			ain, err := filepath.Abs(in)
+			if err == nil {
+				if real, err := filepath.EvalSymlinks(ain); err == nil {
+					ain = real
+				}
+				if rel, err := filepath.Rel(ain, aout); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+					return in, true
+				}
+			}
+		}
+	}
+	return "", false
 }
 
 // fates clusters d as the flags say, with a recall note on stderr when

@@ -48,6 +48,11 @@ func (f *inputFlags) check(paths []string) error {
 	if f.rejects != "" && !f.skipBad {
 		return usagef("--rejects needs --skip-bad")
 	}
+	if in, ok := outputIsInput(f.rejects, paths); ok {
+		// NB: the file was emptied (created) before it was read, and the
+		// command exited 0 having read nothing.
+		return usagef("--rejects %s is the input %s: it would be emptied before it is read; write the rejects elsewhere", escControls(f.rejects), escControls(in))
+	}
 	if f.IDFrom != "" && (f.IDField != "id" || f.IDCol != "id") {
 		// NB: accepted, and the field named was never read.
 		return usagef("--id-from %s makes the ids, and --id-field or --id-col names where to read them: give one or the other", f.IDFrom)

@@ -1953,9 +1953,10 @@ func (a *app) compactCmd() *cobra.Command {
 or expired is freed now, rather than whenever the store's background
 compactions reach it: a nightly build that replaces most of the index leaves
 the old records on disk until then (220,000 documents loaded five times took
-2.8 times the room of one load). It takes a fraction of a build's time (0.2-0.4x
-on 200,000-300,000 generated documents), on every core; queries and writes go on meanwhile. An index on Redis needs none (it
-frees a deleted key at once).`,
+2.8 times the room of one load). It takes a fraction of a build's time
+(0.2-0.4x on 200,000-300,000 generated documents), on every core; queries and
+writes go on meanwhile. An index on Redis needs none (it frees a deleted key at
+once).`,
 		Args: nArgs(0),
 		RunE: func(c *cobra.Command, args []string) error {
 			if db.IsRedisURL(a.dbDir) {

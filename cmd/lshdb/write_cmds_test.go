@@ -1376,3 +1376,54 @@ func TestPurgeCountsTheExpired(t *testing.T) {
 		t.Errorf("after purge: %d documents, %v; want 2", n, err)
 	}
 }
+
+// TestRejectsIsNotAnInput: --rejects naming an input (by name, by another
+// name, or a file inside an input directory) is refused before anything
+// is read or written. The file was created, so emptied, before it was
+// read: the input was lost, nothing was inserted, and the command exited
+// 0.
+func TestRejectsIsNotAnInput(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "docs.jsonl")
+	body := `{"id":"a","text":"the quick brown fox jumps over the lazy dog"}` + "\n" + `{"id":"b","text":"the quick brown fox jumps over the lazy cat"}` + "\n"
+	if err := os.WriteFile(in, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sub := filepath.Join(dir, "sub")
+	if err := os.MkdirAll(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(sub, "one.txt"), []byte("a text file, one document"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(in, filepath.Join(dir, "other-name.jsonl")); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ rejects, input string }{
+		{in, in},
+		{filepath.Join(dir, ".", "docs.jsonl"), in},
+		{filepath.Join(dir, "other-name.jsonl"), in},
+		{filepath.Join(sub, "rejects.jsonl"), sub},
+	} {
+		for _, cmd := range []string{"insert", "build", "dedup"} {
+			idx := filepath.Join(dir, "idx-"+cmd)
+			_, stderr, code := runLine([]string{cmd, "--db", idx, "--progress", "none", "--skip-bad", "--rejects", c.rejects, c.input}, "")
+			if code != 2 || !strings.Contains(stderr, "--rejects") || !strings.Contains(stderr, "is the input") {
+				t.Errorf("%s --rejects %s %s: exit %d, %q; want a usage error naming --rejects", cmd, c.rejects, c.input, code, stderr)
+			}
+			if after, _ := os.ReadFile(in); string(after) != body {
+				t.Fatalf("%s --rejects %s %s: the input is now %q", cmd, c.rejects, c.input, after)
+			}
+			if _, err := os.Stat(idx); err == nil {
+				t.Errorf("%s --rejects %s %s: left an index behind", cmd, c.rejects, c.input)
+			}
+			if _, err := os.Stat(filepath.Join(sub, "rejects.jsonl")); err == nil {
+				t.Errorf("%s --rejects %s %s: made the rejects file", cmd, c.rejects, c.input)
+			}
+		}
+	}
+	// A rejects file elsewhere is fine.
+	if _, stderr, code := runLine([]string{"insert", "--db", filepath.Join(dir, "idx"), "--progress", "none", "--skip-bad", "--rejects", filepath.Join(dir, "rejects.jsonl"), in}, ""); code != 0 {
+		t.Errorf("insert --rejects elsewhere: exit %d, %s", code, stderr)
+	}
+}
