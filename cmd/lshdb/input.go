@@ -198,7 +198,7 @@ func (a *app) recordDirNote(paths []string, format string) {
 		if len(names) > 1 {
 			more = fmt.Sprintf(" and %d more", len(names)-1)
 		}
-		fmt.Fprintf(a.stderr, "lshdb: note: %s holds record files (%s%s), which are read as one text document each, as every file of a directory is: to read their records, give the files themselves or --format jsonl, csv or tsv\n", p, names[0], more)
+		fmt.Fprintf(a.stderr, "lshdb: note: %s holds record files (%s%s), which are read as one text document each, as every file of a directory is: to read their records, give the files themselves or --format jsonl, csv, tsv or parquet\n", p, names[0], more)
 	}
 }
 

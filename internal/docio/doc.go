@@ -27,9 +27,9 @@
 //     relative to the directory; hidden files and folders (names starting
 //     with '.') are skipped. A symbolic link to a regular file is read as
 //     that file; one to a directory or to nothing, and a special file,
-//     are bad records (ErrNotRegular). With
-//     Options.Format jsonl, csv or tsv, a directory's files are read in
-//     that format instead.
+//     are bad records (ErrNotRegular). With Options.Format jsonl, csv,
+//     tsv or parquet, a directory's files are read in that format
+//     instead.
 //
 // The format is Options.Format, or else told by the name: .csv, .tsv,
 // .txt (after a .gz, .bgz, .zst or .zstd suffix), JSON Lines otherwise.

@@ -7,6 +7,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/deprecated"
@@ -153,6 +154,11 @@ func (r *reader) parquetRow(name string, line int, row parquet.Row, idIdx, textI
 		rerr = fmt.Errorf("no text (null)")
 	case len(text.ByteArray()) > r.o.MaxRecordBytes:
 		rerr = tooLong(len(text.ByteArray()), r.o.MaxRecordBytes)
+	case !utf8.Valid(text.ByteArray()):
+		// NB: as the JSON Lines and CSV readers: the shingler reads each
+		// byte that is not UTF-8 as U+FFFD, and Latin-1 texts that differ
+		// only in their accents were one text (a pair of Jaccard 1).
+		rerr = notUTF8(r.o.TextCol, append([]byte{'"'}, text.ByteArray()...))
 	}
 	if rerr == nil {
 		out.Text = string(text.ByteArray())

@@ -247,3 +247,53 @@ func TestParquetUnsignedIDs(t *testing.T) {
 		}
 	}
 }
+
+// TestParquetTextNotUTF8: a Parquet text that is not UTF-8 (Latin-1 in a
+// string column) is a bad record naming the column, as a CSV or JSON
+// Lines one is: it was read as it was, and two texts that differ only in
+// their accents became a pair of Jaccard 1.
+func TestParquetTextNotUTF8(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "latin1.parquet")
+	writeParquet(t, path, []pqRow{
+		{ID: "a", Text: "caf\xe9 cr\xe8me br\xfbl\xe9e"},
+		{ID: "ok", Text: "café crème brûlée"},
+		{ID: "b", Text: "caf\xe8 cr\xe9me br\xfcl\xe8e"},
+	})
+	var good []string
+	bad := 0
+	for rec, err := range Read(context.Background(), []string{path}, nil, Options{}) {
+		var re *RecordError
+		switch {
+		case errors.As(err, &re):
+			bad++
+			if !strings.Contains(err.Error(), `field "text" is not valid UTF-8`) {
+				t.Errorf("bad record: %v, want the text column named", err)
+			}
+		case err != nil:
+			t.Fatal(err)
+		default:
+			good = append(good, rec.ID)
+		}
+	}
+	if bad != 2 || !slices.Equal(good, []string{"ok"}) {
+		t.Errorf("%d bad records, good %q; want 2 bad and ok", bad, good)
+	}
+}
+
+// TestParquetFormatDirectory: with Format parquet, a directory's files
+// are read as Parquet (each was read as a text and refused as binary).
+func TestParquetFormatDirectory(t *testing.T) {
+	dir := t.TempDir()
+	writeParquet(t, filepath.Join(dir, "docs.parquet"), []pqRow{{ID: "a", Text: "hello world"}, {ID: "b", Text: "goodbye world"}})
+	var ids []string
+	for rec, err := range Read(context.Background(), []string{dir}, nil, Options{Format: "parquet"}) {
+		if err != nil {
+			t.Fatalf("Format parquet, a directory: %v", err)
+		}
+		ids = append(ids, rec.ID)
+	}
+	if !slices.Equal(ids, []string{"a", "b"}) {
+		t.Errorf("Format parquet, a directory: %q, want a and b", ids)
+	}
+}

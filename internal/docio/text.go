@@ -99,7 +99,9 @@ func (r *reader) dir(root string) error {
 			}
 		}
 		switch r.o.Format {
-		case "jsonl", "csv", "tsv":
+		case "jsonl", "csv", "tsv", "parquet":
+			// NB: parquet too: each file was read as a text, refused as
+			// binary, and the command inserted nothing with exit 0.
 			return r.file(path, path, r.o.Format, "")
 		}
 		rel, err := filepath.Rel(root, path)
