@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"iter"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -31,7 +32,7 @@ func (f *inputFlags) add(c *cobra.Command) {
 	fs.StringVar(&f.MetaField, "meta-field", "", "JSON Lines: a field (a dotted path) whose JSON value is stored as the document's metadata")
 	fs.StringVar(&f.IDCol, "id-col", "id", "CSV/TSV/Parquet: the id column (by header or column name; Parquet: a dotted path into groups)")
 	fs.StringVar(&f.TextCol, "text-col", "text", "CSV/TSV/Parquet: the text column (by header or column name)")
-	fs.StringVar(&f.IDFrom, "id-from", "", "make the ids instead of reading them: line (FILE:LINE, FILE the base name) or hash (hex xxhash64 of the text)")
+	fs.StringVar(&f.IDFrom, "id-from", "", "make the ids instead of reading them: line (FILE:LINE, FILE the base name: two inputs of one base name are refused) or hash (hex xxhash64 of the text)")
 	fs.StringVar(&f.Format, "format", "", "input format: "+strings.Join(docio.Formats, ", ")+" (default: by file name; JSON Lines otherwise)")
 	fs.BoolVar(&f.skipBad, "skip-bad", false, "skip malformed records, each named on stderr, instead of stopping at the first")
 	fs.StringVar(&f.rejects, "rejects", "", "with --skip-bad: write the skipped records to this file, one per line as read (CSV/TSV rows without their header; over-long records and text files are only named), for a re-run")
@@ -56,6 +57,21 @@ func (f *inputFlags) check(paths []string) error {
 	if f.IDFrom != "" && (f.IDField != "id" || f.IDCol != "id") {
 		// NB: accepted, and the field named was never read.
 		return usagef("--id-from %s makes the ids, and --id-field or --id-col names where to read them: give one or the other", f.IDFrom)
+	}
+	if f.IDFrom == "line" {
+		// NB: before anything is written (docio refuses it too, at the
+		// second file, for the files of directories).
+		seen := map[string]string{}
+		for _, p := range paths {
+			if st, err := os.Stat(p); p == "-" || err != nil || st.IsDir() {
+				continue
+			}
+			base := filepath.Base(p)
+			if prev, ok := seen[base]; ok && filepath.Clean(prev) != filepath.Clean(p) {
+				return usagef("--id-from line: %s and %s have the same base name, so their ids (%s:LINE) would be the same: give them other names, or take --id-from hash", escControls(prev), escControls(p), escControls(base))
+			}
+			seen[base] = p
+		}
 	}
 	return docio.CheckPaths(paths)
 }

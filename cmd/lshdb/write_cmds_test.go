@@ -1427,3 +1427,35 @@ func TestRejectsIsNotAnInput(t *testing.T) {
 		t.Errorf("insert --rejects elsewhere: exit %d, %s", code, stderr)
 	}
 }
+
+// TestIDFromLineSameBaseName: --id-from line with two inputs of one base
+// name is refused before anything is written: the second file's records
+// took the first one's ids (docs.jsonl:1) and replaced them, counted as
+// repeated ids.
+func TestIDFromLineSameBaseName(t *testing.T) {
+	dir := t.TempDir()
+	var paths []string
+	for _, d := range []string{"a", "b"} {
+		p := filepath.Join(dir, d, "docs.jsonl")
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(`{"text":"the text of file `+d+`, one line"}`+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		paths = append(paths, p)
+	}
+	idx := filepath.Join(dir, "idx")
+	_, stderr, code := runLine(append([]string{"insert", "--db", idx, "--progress", "none", "--id-from", "line"}, paths...), "")
+	if code != 2 || !strings.Contains(stderr, "same base name") {
+		t.Errorf("insert --id-from line a/docs.jsonl b/docs.jsonl: exit %d, %q; want a usage error", code, stderr)
+	}
+	if _, err := os.Stat(idx); err == nil {
+		t.Error("the refused insert left an index")
+	}
+	// Directories read as JSON Lines: refused at the second file.
+	_, stderr, code = runLine([]string{"insert", "--db", idx, "--progress", "none", "--id-from", "line", "--format", "jsonl", dir}, "")
+	if code == 0 || !strings.Contains(stderr, "same base name") {
+		t.Errorf("insert --id-from line --format jsonl DIR: exit %d, %q; want the same base name refused", code, stderr)
+	}
+}

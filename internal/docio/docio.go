@@ -305,6 +305,9 @@ type reader struct {
 	o     Options
 	yield func(Record, error) bool
 	lines *lineReader // reused across files: its buffer
+	// lineNames maps the base names of the files read with IDFrom line
+	// to the file's name: two with one base name give the same ids.
+	lineNames map[string]string
 }
 
 // emit yields a record or a bad record; errStop when the loop broke. It
@@ -363,6 +366,9 @@ func isStore(dir string) bool {
 // file opens a file and reads it in format (by name when ""); as text,
 // its id is textID (its base name when "").
 func (r *reader) file(path, name, format, textID string) error {
+	if err := r.sameLineIDs(name, textID); err != nil {
+		return err
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return err
@@ -580,6 +586,25 @@ func IsRecordName(name string) bool {
 }
 
 // baseName is the last element of a slash- or OS-separated path.
+// sameLineIDs refuses a second file of the same base name with IDFrom
+// line: its ids (BASE:LINE) would be the first one's, and its records
+// replaced the first one's as "repeated ids" (a/docs.jsonl, b/docs.jsonl).
+// A directory's text documents (textID) take no line ids.
+func (r *reader) sameLineIDs(name, textID string) error {
+	if r.o.IDFrom != "line" || textID != "" {
+		return nil
+	}
+	base := baseName(name)
+	if prev, ok := r.lineNames[base]; ok && prev != name {
+		return fmt.Errorf("%w: --id-from line: %s and %s have the same base name, so their ids (%s:LINE) would be the same: give them other names, or take --id-from hash", ErrInvalidOptions, prev, name, base)
+	}
+	if r.lineNames == nil {
+		r.lineNames = map[string]string{}
+	}
+	r.lineNames[base] = name
+	return nil
+}
+
 func baseName(name string) string {
 	if i := strings.LastIndexAny(name, `/`+string(os.PathSeparator)); i >= 0 {
 		return name[i+1:]

@@ -297,3 +297,51 @@ func TestParquetFormatDirectory(t *testing.T) {
 		t.Errorf("Format parquet, a directory: %q, want a and b", ids)
 	}
 }
+
+// TestIDFromLineSameBaseName: with IDFrom line, a second file of the same
+// base name (in another directory) is refused: its ids (BASE:LINE) were
+// the first one's, and its records replaced the first one's as repeats.
+func TestIDFromLineSameBaseName(t *testing.T) {
+	dir := t.TempDir()
+	for _, d := range []string{"a", "b", "c"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		name := "docs.jsonl"
+		if d == "c" {
+			name = "other.jsonl"
+		}
+		if err := os.WriteFile(filepath.Join(dir, d, name), []byte(`{"text":"one text of `+d+`"}`+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	read := func(paths ...string) (ids []string, err error) {
+		for rec, err := range Read(context.Background(), paths, nil, Options{IDFrom: "line"}) {
+			if err != nil {
+				return ids, err
+			}
+			ids = append(ids, rec.ID)
+		}
+		return ids, nil
+	}
+	a, b, c := filepath.Join(dir, "a", "docs.jsonl"), filepath.Join(dir, "b", "docs.jsonl"), filepath.Join(dir, "c", "other.jsonl")
+	if ids, err := read(a, c); err != nil || !slices.Equal(ids, []string{"docs.jsonl:1", "other.jsonl:1"}) {
+		t.Errorf("two base names: %q, %v", ids, err)
+	}
+	for _, paths := range [][]string{{a, b}, {dir}} { // NB: a directory with Format jsonl below
+		var err error
+		if len(paths) == 1 {
+			for _, e := range Read(context.Background(), paths, nil, Options{IDFrom: "line", Format: "jsonl"}) {
+				if e != nil {
+					err = e
+					break
+				}
+			}
+		} else {
+			_, err = read(paths...)
+		}
+		if !errors.Is(err, ErrInvalidOptions) || !strings.Contains(fmt.Sprint(err), "same base name") {
+			t.Errorf("%q: %v, want the same base name refused", paths, err)
+		}
+	}
+}
