@@ -150,13 +150,10 @@ func (h *pairHist) bins(lo float64) []int64 {
 }
 
 // readPairs counts the pairs of a pairs JSON Lines file (lshdb pairs
-// --output json, read as clusters --from reads it: pairLines).
-func readPairs(path string, h *pairHist, d index, now *db.Info, warn func(string)) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return fmt.Errorf("%w: %w", errBadPairs, err)
-	}
-	defer f.Close()
+// --output json), read as clusters --from reads it (readPairsFile: gzip or
+// zstd, or - for stdin; the raw bytes of a compressed file were read as
+// JSON, and - was a file name).
+func (a *app) readPairs(path string, h *pairHist, d index, now *db.Info, warn func(string)) error {
 	// NB: every id is looked up, a batch of pairs at a time, as clusters
 	// --from does: a file without a header, made on another index, drew a
 	// page of its pairs over this index's documents.
@@ -182,7 +179,7 @@ func readPairs(path string, h *pairHist, d index, now *db.Info, warn func(string
 		batch = batch[:0]
 		return nil
 	}
-	for p, err := range pairLines(f, path, 0, now, warn) {
+	for p, err := range a.readPairsFile(path, 0, now, warn) {
 		if err != nil {
 			return err
 		}
@@ -286,10 +283,13 @@ page.`,
 					rd.Dir = a.addr
 				}
 				if pairsFile != "" {
-					if err := readPairs(pairsFile, rd.Pairs, d, in, a.notef); err != nil {
+					if err := a.readPairs(pairsFile, rd.Pairs, d, in, a.notef); err != nil {
 						return err
 					}
 					rd.PairsSource = "the pairs file " + filepath.Base(pairsFile)
+					if pairsFile == "-" {
+						rd.PairsSource = "the pairs read from stdin"
+					}
 					rd.PairsLo = math.Floor(rd.Pairs.lowest/pairBinWidth+1e-9) * pairBinWidth
 					if c.Flags().Changed("pairs-threshold") {
 						rd.PairsLo = pairsThreshold
@@ -348,7 +348,7 @@ page.`,
 		},
 	}
 	c.Flags().StringVar(&out, "out", "", "the HTML file to write (required)")
-	c.Flags().StringVar(&pairsFile, "pairs", "", "take pair similarities from this JSON Lines file (lshdb pairs --output json) instead of a pairs run")
+	c.Flags().StringVar(&pairsFile, "pairs", "", "take pair similarities from this JSON Lines file (lshdb pairs --output json; gzip or zstd, - for stdin) instead of a pairs run")
 	c.Flags().Float64Var(&pairsThreshold, "pairs-threshold", 0, "the least Jaccard of the similarity histogram (default: the index threshold - 0.2, at least 0.1)")
 	return c
 }

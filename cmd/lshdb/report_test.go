@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"errors"
 	"math"
@@ -240,6 +242,27 @@ func TestReportFromPairsFile(t *testing.T) {
 	if !strings.Contains(msg, "6 pairs from the pairs file pairs.jsonl (3 at Jaccard >= 0.8)") {
 		t.Errorf("report says %q", msg)
 	}
+	// The same file gzipped, and on stdin, as clusters --from reads it:
+	// the same bars (the raw bytes of a .gz were read as JSON, and - was
+	// a file name).
+	body, _ := os.ReadFile(pf)
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zw.Write(body)
+	zw.Close()
+	pfz := filepath.Join(tmp, "pairs.jsonl.gz")
+	os.WriteFile(pfz, gz.Bytes(), 0o644)
+	for _, c := range []struct{ pairs, stdin, says string }{{pfz, "", "the pairs file pairs.jsonl.gz"}, {"-", string(body), "the pairs read from stdin"}} {
+		stdout, stderr, code := runLine([]string{"report", "--db", dir, "--out", out, "--pairs", c.pairs}, c.stdin)
+		if code != 0 || !strings.Contains(stdout+stderr, "6 pairs from "+c.says) {
+			t.Errorf("report --pairs %s: exit %d, %q %q", c.pairs, code, stdout, stderr)
+			continue
+		}
+		raw, _ := os.ReadFile(out)
+		if got := chartBars(t, parseXML(t, string(raw)), "chart-pairs"); !equalFloats(got, want) {
+			t.Errorf("report --pairs %s: pairs bars %v, want %v", c.pairs, got, want)
+		}
+	}
 	// --pairs-threshold starts the bins there: [0.9, 1] in 5 bins.
 	runOK(t, "report", "--db", dir, "--out", out, "--pairs", pf, "--pairs-threshold", "0.9")
 	raw, _ = os.ReadFile(out)
@@ -300,7 +323,7 @@ func TestReportErrors(t *testing.T) {
 			t.Errorf("a failed report left %s", e.Name())
 		}
 	}
-	err := readPairs(filepath.Join(tmp, "bad.jsonl"), newPairHist(0.8), nil, nil, nil)
+	err := (&app{}).readPairs(filepath.Join(tmp, "bad.jsonl"), newPairHist(0.8), nil, nil, nil)
 	if !errors.Is(err, errBadPairs) {
 		t.Errorf("readPairs of a bad file: %v; want errBadPairs", err)
 	}
