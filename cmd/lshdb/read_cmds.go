@@ -656,6 +656,10 @@ came and how long the run took; FILE gets a header and an end line too.`,
 			if clustersFile == "" && (c.Flags().Changed("mode") || c.Flags().Changed("keep")) {
 				return usagef("--mode and --keep need --clusters FILE")
 			}
+			if clustersFile == "-" {
+				// NB: it made a file named "-"; stdout holds the pairs.
+				return usagef("--clusters - : the clusters go to a file (its name, such as clusters.jsonl); stdout holds the pairs (lshdb pairs | lshdb clusters --from - gives the clusters alone)")
+			}
 			if clustersFile != "" {
 				if err := compressionNameFits("--clusters", clustersFile); err != nil {
 					return err

@@ -268,6 +268,11 @@ page.`,
 			if out == "" {
 				return usagef("--out FILE.html is required")
 			}
+			if out == "-" {
+				// NB: it made a file named "-", where - is stdout or stdin
+				// everywhere else in the command.
+				return usagef("--out - : report writes a file (its name, such as report.html)")
+			}
 			if c.Flags().Changed("pairs-threshold") && !(pairsThreshold > 0 && pairsThreshold <= 1) {
 				return usagef("--pairs-threshold %v is outside (0, 1]", pairsThreshold)
 			}

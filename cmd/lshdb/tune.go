@@ -65,6 +65,10 @@ func (a *app) tuneCmd() *cobra.Command {
 					return usageError{err}
 				}
 			}
+			if plot == "-" {
+				// NB: it made a file named "-"; stdout holds the table.
+				return usagef("--plot - : the picture goes to a file (its name, such as curve.svg); stdout holds the table")
+			}
 			if plot != "" {
 				f, err := os.Create(plot)
 				if err != nil {

@@ -1459,3 +1459,28 @@ func TestIDFromLineSameBaseName(t *testing.T) {
 		t.Errorf("insert --id-from line --format jsonl DIR: exit %d, %q; want the same base name refused", code, stderr)
 	}
 }
+
+// TestDashIsNoOutputFile: - names stdin or stdout everywhere in the
+// command; as report's --out, tune's --plot and pairs' --clusters it made a
+// file named "-". It is refused, before any index is opened.
+func TestDashIsNoOutputFile(t *testing.T) {
+	dir := t.TempDir()
+	idx := filepath.Join(dir, "idx")
+	t.Chdir(dir)
+	for _, args := range [][]string{
+		{"report", "--db", idx, "--out", "-"},
+		{"tune", "--threshold", "0.8", "--plot", "-"},
+		{"pairs", "--db", idx, "--clusters", "-"},
+	} {
+		_, stderr, code := runLine(args, "")
+		if code != 2 || !strings.Contains(stderr, " - : ") {
+			t.Errorf("%q: exit %d, %q; want a usage error", args, code, stderr)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "-")); err == nil {
+			t.Fatalf("%q made a file named -", args)
+		}
+	}
+	if _, err := os.Stat(idx); err == nil {
+		t.Error("an index was made")
+	}
+}
