@@ -218,13 +218,17 @@ func (o *clustersWriter) write(cs []db.Cluster) (dropped int, err error) {
 			if o.mode == db.Components {
 				fmt.Fprintf(&b, ", weakest pair %.4f", cl.MinJaccard)
 			}
-			fmt.Fprintf(&b, "): keep %s; drop", esc(cl.Representative))
+			// NB: an id holding a separator of the line is quoted, so that
+			// the reader sees where each ends ("y (0.9000), z" read as two
+			// members).
+			const seps = " \",;()"
+			fmt.Fprintf(&b, "): keep %s; drop", idWord(cl.Representative, seps))
 			for k, id := range cl.IDs[1:] {
 				sep := ","
 				if k == 0 {
 					sep = ""
 				}
-				fmt.Fprintf(&b, "%s %s (%.4f)", sep, esc(id), cl.Jaccard[k+1])
+				fmt.Fprintf(&b, "%s %s (%.4f)", sep, idWord(id, seps), cl.Jaccard[k+1])
 			}
 			b.WriteByte('\n')
 			_, err = io.WriteString(o.w, b.String())

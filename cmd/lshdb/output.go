@@ -113,13 +113,18 @@ func idLine(ids []string) string {
 		if i > 0 {
 			b.WriteByte(' ')
 		}
-		if e := esc(id); e == id && (id == "" || strings.ContainsAny(id, " \"")) {
-			b.WriteString(strconv.Quote(id))
-		} else {
-			b.WriteString(e)
-		}
+		b.WriteString(idWord(id, " \""))
 	}
 	return b.String()
+}
+
+// idWord is id as esc writes it, quoted when it is empty or holds one of
+// the bytes of seps (esc's escapes are quoted already).
+func idWord(id, seps string) string {
+	if e := esc(id); e != id || (id != "" && !strings.ContainsAny(id, seps)) {
+		return e
+	}
+	return strconv.Quote(id)
 }
 
 func escAll(ids []string) []string {
