@@ -131,7 +131,9 @@ func (r *reader) csv(src Source, comma byte) error {
 			}
 			total += n
 			nlines++
-			if l || total > r.o.MaxRecordBytes {
+			// NB: the last line end is not the record's (it was counted:
+			// a record at the limit was refused).
+			if l || total-len(r.lines.end) > r.o.MaxRecordBytes {
 				long = true
 				rec, raw = rec[:0], raw[:0]
 			} else {

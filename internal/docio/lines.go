@@ -89,6 +89,13 @@ func (lr *lineReader) next() (b []byte, n int, long bool, err error) {
 				lr.joined = true
 			}
 			t := trailing(b, len(b))
+			if len(b)-t > lr.max {
+				// NB: the early test above allows the longest line end (2
+				// bytes) to every line: a line of max+1 or max+2 bytes
+				// without its end (LF, or none) passed it.
+				lr.buf, lr.joined = lr.buf[:0], false
+				return nil, n, true, nil
+			}
 			lr.end = lineEnds[t]
 			return b[:len(b)-t], n, false, nil
 		default:

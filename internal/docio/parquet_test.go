@@ -345,3 +345,41 @@ func TestIDFromLineSameBaseName(t *testing.T) {
 		}
 	}
 }
+
+// TestMaxRecordBytesBoundary: MaxRecordBytes bounds a record without its
+// line end, whatever the line end: JSON Lines took up to 2 bytes more
+// when a line ended in LF or ended the file, and CSV refused a record at
+// the limit (its line end counted).
+func TestMaxRecordBytesBoundary(t *testing.T) {
+	dir := t.TempDir()
+	rec21, rec20 := `{"id":"a","text":"b"}`, `{"id":"a","text":""}`
+	for _, c := range []struct {
+		name, body string
+		ok         bool
+	}{
+		{"lf.jsonl", rec21 + "\n", false},
+		{"crlf.jsonl", rec21 + "\r\n", false},
+		{"noeol.jsonl", rec21, false},
+		{"noeol22.jsonl", `{"id":"a","text":"bc"}`, false},
+		{"at-lf.jsonl", rec20 + "\n", true}, // 20 bytes
+		{"at-crlf.jsonl", rec20 + "\r\n", true},
+		{"at-noeol.jsonl", rec20, true},
+		{"at.csv", "id,text\na,012345678901234567\n", true}, // 20 bytes
+		{"at-crlf.csv", "id,text\r\na,012345678901234567\r\n", true},
+		{"over.csv", "id,text\na,0123456789012345678\n", false},   // 21
+		{"multi.csv", "id,text\na,\"01\n0123456789012\"\n", true}, // 20 with its inner line end
+	} {
+		p := filepath.Join(dir, c.name)
+		if err := os.WriteFile(p, []byte(c.body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		var last error
+		n := 0
+		for _, err := range Read(context.Background(), []string{p}, nil, Options{MaxRecordBytes: 20}) {
+			last, n = err, n+1
+		}
+		if n != 1 || (last == nil) != c.ok {
+			t.Errorf("%s: %d records, the last %v; want accepted %v", c.name, n, last, c.ok)
+		}
+	}
+}
