@@ -93,8 +93,11 @@ func (m *postingMerger) MergeOlder(value []byte) error {
 // Finish merges the operands: for each doc number the newest operation
 // wins; with includesBase, removals are dropped.
 func (m *postingMerger) Finish(includesBase bool) ([]byte, io.Closer, error) {
-	out, err := m.finish(includesBase)
-	if err != nil {
+	if m.damage == nil {
+		out, err := m.finish(includesBase)
+		if err == nil {
+			return out, nil, nil
+		}
 		// NB: an operand whose header held but whose postings do not
 		// decode: damaged too (see damage).
 		m.damage = err
@@ -102,16 +105,11 @@ func (m *postingMerger) Finish(includesBase bool) ([]byte, io.Closer, error) {
 	if m.damagedList != nil {
 		return m.damagedList, nil, nil
 	}
-	if m.damage != nil {
-		return codec.AppendDamagedPostings(nil, m.damage.Error()), nil, nil
-	}
-	return out, nil, nil
+	return codec.AppendDamagedPostings(nil, m.damage.Error()), nil, nil
 }
 
+// finish is Finish of operands that all have a posting list's header.
 func (m *postingMerger) finish(includesBase bool) ([]byte, error) {
-	if m.damage != nil {
-		return nil, nil
-	}
 	if len(m.older)+len(m.newer) == 0 {
 		// One operand: a well-formed list is already merged (its doc
 		// numbers strictly increase), and is the result unless removals

@@ -1003,7 +1003,7 @@ func TestDamagedMergeOperand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The lists of document a's band 0 and of a bucket no one holds.
+	// The first posting list stored, and the list of a bucket no one holds.
 	var damaged []byte
 	it, err := p.NewIter(&pebble.IterOptions{LowerBound: []byte{codec.PrefixPosting}, UpperBound: []byte{codec.PrefixPosting + 1}})
 	if err != nil {

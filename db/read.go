@@ -90,12 +90,21 @@ func (db *DB) lookupStored(v view, id string, rec *docData) (uint64, error) {
 	if err := db.decodeDoc(n, r, rec); err != nil {
 		return 0, err
 	}
-	if rec.ID != id {
-		// NB: the record names its id: a free check, where an id record
-		// that named another's doc number answered with that document.
-		return 0, fmt.Errorf("%w: id %q names doc %d, whose record is of %q", ErrCorrupt, id, n, rec.ID)
+	if err := recordOf(id, n, rec.ID); err != nil {
+		return 0, err
 	}
 	return n, nil
+}
+
+// recordOf checks that doc n, which id's record names, is id's: a record
+// names its id, so the check is free, where an id record that named
+// another's doc number answered with that document, and a put or delete
+// of the id removed it.
+func recordOf(id string, n uint64, recID string) error {
+	if recID != id {
+		return fmt.Errorf("%w: id %q names doc %d, whose record is of %q", ErrCorrupt, id, n, recID)
+	}
+	return nil
 }
 
 func toDocument(n uint64, r *docData) *StoredDoc {

@@ -981,10 +981,8 @@ func (db *DB) lookupOld(it *pebble.Iterator, idKey []byte, scratch *docData, o *
 	if err := db.decodeDoc(n, rv, scratch); err != nil {
 		return err
 	}
-	if scratch.ID != string(idKey[1:]) {
-		// NB: as lookupStored: a put or delete of the id removed the
-		// other document.
-		return fmt.Errorf("%w: id %q names doc %d, whose record is of %q", ErrCorrupt, idKey[1:], n, scratch.ID)
+	if err := recordOf(string(idKey[1:]), n, scratch.ID); err != nil {
+		return err
 	}
 	keys, err := db.bucketKeys(o.keys, scratch.Signature)
 	if err != nil {

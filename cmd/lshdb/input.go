@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"iter"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -61,16 +60,8 @@ func (f *inputFlags) check(paths []string) error {
 	if f.IDFrom == "line" {
 		// NB: before anything is written (docio refuses it too, at the
 		// second file, for the files of directories).
-		seen := map[string]string{}
-		for _, p := range paths {
-			if st, err := os.Stat(p); p == "-" || err != nil || st.IsDir() {
-				continue
-			}
-			base := filepath.Base(p)
-			if prev, ok := seen[base]; ok && filepath.Clean(prev) != filepath.Clean(p) {
-				return usagef("--id-from line: %s and %s have the same base name, so their ids (%s:LINE) would be the same: give them other names, or take --id-from hash", escControls(prev), escControls(p), escControls(base))
-			}
-			seen[base] = p
+		if err := docio.CheckLineIDs(paths); err != nil {
+			return usageError{err}
 		}
 	}
 	return docio.CheckPaths(paths)

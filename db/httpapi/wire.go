@@ -182,8 +182,8 @@ func Expiry(ttlMillis int64, expireAt string) (time.Duration, time.Time, error) 
 	// NB: in nanoseconds a TTL fills an int64 at 292 years: one longer
 	// would wrap around to a short or negative one, and a negative one
 	// past that to a positive one (the write then went through and
-	// expired the document it replaced). A negative TTL is refused by the
-	// database, as in process.
+	// expired the document it replaced). A negative TTL is refused, as
+	// the database refuses it in process.
 	if ttlMillis > math.MaxInt64/int64(time.Millisecond) {
 		return 0, at, fmt.Errorf("%w: ttl_ms %d is more than %d", db.ErrInvalidOptions, ttlMillis, math.MaxInt64/int64(time.Millisecond))
 	}

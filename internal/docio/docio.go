@@ -9,6 +9,7 @@ import (
 	"io"
 	"iter"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/klauspost/compress/zstd"
@@ -594,14 +595,36 @@ func (r *reader) sameLineIDs(name, textID string) error {
 	if r.o.IDFrom != "line" || textID != "" {
 		return nil
 	}
-	base := baseName(name)
-	if prev, ok := r.lineNames[base]; ok && prev != name {
-		return fmt.Errorf("%w: --id-from line: %s and %s have the same base name, so their ids (%s:LINE) would be the same: give them other names, or take --id-from hash", ErrInvalidOptions, prev, name, base)
-	}
 	if r.lineNames == nil {
 		r.lineNames = map[string]string{}
 	}
-	r.lineNames[base] = name
+	return lineIDsClash(r.lineNames, name)
+}
+
+// lineIDsClash adds name to seen (base name → file name) and refuses it
+// when another file of seen has its base name.
+func lineIDsClash(seen map[string]string, name string) error {
+	base := baseName(name)
+	if prev, ok := seen[base]; ok && filepath.Clean(prev) != filepath.Clean(name) {
+		return fmt.Errorf("%w: --id-from line: %s and %s have the same base name, so their ids (%s:LINE) would be the same: give them other names, or take --id-from hash", ErrInvalidOptions, prev, name, base)
+	}
+	seen[base] = name
+	return nil
+}
+
+// CheckLineIDs refuses, before anything is read, two of the files among
+// paths (directories and - aside: Read refuses those at the second file)
+// that IDFrom line would give the same ids.
+func CheckLineIDs(paths []string) error {
+	seen := map[string]string{}
+	for _, p := range paths {
+		if st, err := os.Stat(p); p == "-" || err != nil || st.IsDir() {
+			continue
+		}
+		if err := lineIDsClash(seen, p); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
