@@ -46,7 +46,7 @@ func IsDamagedPostings(v []byte) bool { return len(v) > 0 && v[0] == postingsDam
 // postingsVersion.
 func badHeader(v []byte) error {
 	if IsDamagedPostings(v) {
-		return corrupt("posting list damaged: a merge met an operand it could not decode (%s); it stays so: build the index again, or restore a backup", v[1:])
+		return corrupt("posting list damaged: a merge met an operand it could not decode (%s); it stays so until lshdb check --repair writes it anew from the records", v[1:])
 	}
 	return corrupt("posting list header")
 }

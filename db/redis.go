@@ -496,51 +496,6 @@ func (db *DB) redisCheck(ctx context.Context) (*CheckReport, error) {
 	return rep, nil
 }
 
-// RepairResult is what Repair mended.
-type RepairResult struct {
-	// Orphans are the records no id named, removed (a write that stopped
-	// before its id, a delete before its record).
-	Orphans int
-	// Dangling are the postings of no live document, removed.
-	Dangling int
-	// Reposted are the postings live documents were missing, added (a
-	// write killed while its postings and id went to their nodes at
-	// once: the document answered Get and was missing from queries).
-	Reposted int
-	// Lost are the ids that named no live record, removed, in order:
-	// their records were gone (a key evicted or deleted by hand, a write
-	// lost with a node that failed before its replica had it), so their
-	// documents are lost: put them again.
-	Lost []string
-}
-
-// Repair mends what writes that stopped part way left in a Redis index
-// (see Check): it removes records no id names, postings of no live
-// document and ids whose record is gone (Lost: those documents must be
-// put again), and adds the postings a live document is missing; it
-// reports how many of each. Run it with no writer beside it: the index has no
-// lock to tell it of one, and a write in flight looks half done. On a
-// Pebble index, whose writes are atomic, there is nothing to repair: it
-// returns ErrUnsupported.
-func (db *DB) Repair(ctx context.Context) (RepairResult, error) {
-	if err := db.enter(); err != nil {
-		return RepairResult{}, err
-	}
-	defer db.mu.RUnlock()
-	if db.rkv == nil {
-		return RepairResult{}, fmt.Errorf("%w: Repair on a Pebble index (its writes are atomic: nothing to repair)", ErrUnsupported)
-	}
-	if db.opts.ReadOnly {
-		return RepairResult{}, ErrReadOnly
-	}
-	if err := db.wmu.lock(db.closing); err != nil {
-		return RepairResult{}, err
-	}
-	defer db.wmu.Unlock()
-	rep, err := db.rkv.Repair(ctx)
-	return RepairResult{Orphans: rep.Orphans, Dangling: rep.Dangling, Reposted: rep.Reposted, Lost: rep.Lost}, redisErr(err)
-}
-
 // redisLoadBatch is how many documents a Redis load writes per Apply:
 // each of its steps is one pipeline (thousands of commands) per master.
 const redisLoadBatch = 2048

@@ -1012,6 +1012,33 @@ func (a *app) explainCmd() *cobra.Command {
 	}
 }
 
+// repairSummary is the line check --repair prints: what Repair mended.
+func repairSummary(r db.RepairResult) string {
+	if !r.Changed() {
+		return "repaired: nothing to mend"
+	}
+	var parts []string
+	add := func(n int, one, many string) {
+		if n > 0 {
+			parts = append(parts, counted(n, one, many))
+		}
+	}
+	add(r.Unreadable, "unreadable record removed", "unreadable records removed")
+	add(r.Orphans, "record no id names removed", "records no id names removed")
+	add(r.Restored, "id given back to its record", "ids given back to their records")
+	add(len(r.Lost), "id whose record is gone removed", "ids whose record is gone removed")
+	add(r.Lists, "posting list written anew", "posting lists written anew")
+	add(r.Damaged, "damaged posting list among them", "damaged posting lists among them")
+	add(r.Dangling, "posting of no live document removed", "postings of no live document removed")
+	add(r.Reposted, "missing posting of a live document added", "missing postings of live documents added")
+	add(r.Expiry, "expiry index entry mended", "expiry index entries mended")
+	add(r.BadKeys, "key that did not parse removed", "keys that did not parse removed")
+	if r.Counters {
+		parts = append(parts, "the counters rewritten")
+	}
+	return "repaired: " + strings.Join(parts, "; ")
+}
+
 func (a *app) checkCmd() *cobra.Command {
 	var repair bool
 	c := &cobra.Command{
@@ -1019,13 +1046,20 @@ func (a *app) checkCmd() *cobra.Command {
 		Short: "Full consistency check; exit 1 with the problems if any",
 		Long: `Full consistency check; exit 1 with the problems if any.
 
-With --repair (an index on Redis), first mend what writes that stopped
-part way left: remove records no id names and postings of no live
-document, and add the postings a live document is missing (a Redis
-Cluster has no transaction across keys, so a crash between a write's
-steps leaves them). Run it with no writer beside it (another process's
-writes, or its expiry sweep, look half done). A Pebble index's writes
-are atomic: it has nothing to repair.`,
+With --repair, first mend what the check would find in the index's
+structure, from the documents' records, then check. On Redis: what writes
+that stopped part way left (a Redis Cluster has no transaction across
+keys, so a crash between a write's steps leaves them): records no id
+names and postings of no live document are removed, and the postings a
+live document is missing added. Run it there with no writer beside it
+(another process's writes, or its expiry sweep, look half done). On
+Pebble, whose writes are atomic, what a check finds is damage to the
+files: unreadable records are removed (their ids are listed: put those
+documents again), ids that name another's record removed, records no id
+names given their id back, damaged or wrong posting lists written anew
+from the records, and the expiry index and counters put right, in one
+atomic write. A block whose checksum fails is Pebble's to report, not
+mended: restore a backup (lshdb backup) or build the index again.`,
 		Args: nArgs(0),
 		RunE: func(c *cobra.Command, args []string) error {
 			open := a.withIndex
@@ -1052,7 +1086,7 @@ are atomic: it has nothing to repair.`,
 						return err
 					}
 					if !a.json() {
-						fmt.Fprintf(a.stdout, "repaired: %d records no id names, %d postings of no live document, %d ids whose record is gone removed; %d missing postings of live documents added\n", r.Orphans, r.Dangling, len(r.Lost), r.Reposted)
+						fmt.Fprintln(a.stdout, repairSummary(r))
 					}
 					if len(r.Lost) > 0 {
 						// NB: on stderr in every output mode: documents lost.
@@ -1065,8 +1099,12 @@ are atomic: it has nothing to repair.`,
 						if len(r.Lost) > show {
 							more = fmt.Sprintf(" and %d more", len(r.Lost)-show)
 						}
-						fmt.Fprintf(a.stderr, "lshdb: removed %s whose record was gone (evicted, deleted by hand, or a write lost with a node): put these documents again: %s%s\n",
-							counted(len(r.Lost), "id", "ids"), strings.Join(list, ", "), more)
+						why := "was gone (evicted, deleted by hand, or a write lost with a node)"
+						if !db.IsRedisURL(dd.Dir()) {
+							why = "was gone or could not be read (damage to the index's files)"
+						}
+						fmt.Fprintf(a.stderr, "lshdb: removed %s whose record %s: put these documents again: %s%s\n",
+							counted(len(r.Lost), "id", "ids"), why, strings.Join(list, ", "), more)
 					}
 				}
 				ctx, barDone := a.phaseBar("check")
@@ -1104,7 +1142,7 @@ are atomic: it has nothing to repair.`,
 			})
 		},
 	}
-	c.Flags().BoolVar(&repair, "repair", false, "an index on Redis: first mend what writes that stopped part way left (no writer beside it)")
+	c.Flags().BoolVar(&repair, "repair", false, "first mend what the check would find in the index's structure, from the records (on Redis: with no writer beside it)")
 	return c
 }
 

@@ -1,0 +1,84 @@
+package main
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/lshdb/lshdb/codec"
+	"github.com/lshdb/lshdb/compaction"
+)
+
+// check --repair on a Pebble index: a damaged posting list and an
+// unreadable record, then a repair that says what it mended, names the
+// document lost on stderr, and leaves an index that checks clean and no
+// longer has it.
+func TestCheckRepairPebble(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "idx")
+	corpus := filepath.Join("..", "..", "testdata", "corpora", "debian-sample", "docs.jsonl")
+	if out, errOut, code := runLine([]string{"build", "--db", dir, "--progress", "none", corpus}, ""); code != 0 {
+		t.Fatalf("build: exit %d\n%s%s", code, out, errOut)
+	}
+	if out, errOut, code := runLine([]string{"check", "--db", dir, "--repair"}, ""); code != 0 || out != "repaired: nothing to mend\n1277 documents, 1277 ids, "+strings.SplitN(strings.SplitN(out, "ids, ", 2)[1], "\n", 2)[0]+"\nok\n" || errOut != "" {
+		t.Fatalf("check --repair of a clean index: exit %d\n%s%s", code, out, errOut)
+	}
+	p, err := pebble.Open(dir, &pebble.Options{Merger: compaction.Merger, Logger: quietPebble{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, closer, err := p.Get(codec.AppendIDKey(nil, "0ad"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := codec.DecodeDocNum(v)
+	closer.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Set(codec.AppendDocKey(nil, n), []byte{2, 0xff}, pebble.Sync); err != nil {
+		t.Fatal(err)
+	}
+	it, err := p.NewIter(&pebble.IterOptions{LowerBound: codec.PostingPrefix, UpperBound: codec.PostingPrefixEnd})
+	if err != nil {
+		t.Fatal(err)
+	}
+	it.First()
+	list := append([]byte(nil), it.Key()...)
+	it.Close()
+	if err := p.Merge(list, []byte{0xff, 0xff}, pebble.Sync); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	if out, errOut, code := runLine([]string{"check", "--db", dir}, ""); code != 1 || !strings.Contains(out, "problem: posting list 0/") || !strings.Contains(out, "posting list damaged") {
+		t.Fatalf("check of the damaged index: exit %d\n%s%s", code, out, errOut)
+	}
+	out, errOut, code := runLine([]string{"check", "--db", dir, "--repair"}, "")
+	if code != 0 || !strings.HasPrefix(out, "repaired: 1 unreadable record removed; 1 id whose record is gone removed; ") ||
+		!strings.Contains(out, "1 damaged posting list among them") || !strings.HasSuffix(out, "\nok\n") ||
+		!strings.Contains(out, "\n1276 documents, 1276 ids, ") {
+		t.Fatalf("check --repair: exit %d\n%s%s", code, out, errOut)
+	}
+	if errOut != "lshdb: removed 1 id whose record was gone or could not be read (damage to the index's files): put these documents again: \"0ad\"\n" {
+		t.Errorf("check --repair's stderr: %q", errOut)
+	}
+	if out, errOut, code := runLine([]string{"get", "--db", dir, "0ad"}, ""); code != 1 || !strings.Contains(errOut, "not found") {
+		t.Errorf("get 0ad after the repair: exit %d\n%s%s", code, out, errOut)
+	}
+	if out, errOut, code := runLine([]string{"check", "--db", dir}, ""); code != 0 || !strings.HasSuffix(out, "ok\n") {
+		t.Fatalf("check after the repair: exit %d\n%s%s", code, out, errOut)
+	}
+}
+
+// quietPebble is a pebble.Logger that says nothing.
+type quietPebble struct{}
+
+func (quietPebble) Infof(string, ...any)  {}
+func (quietPebble) Errorf(string, ...any) {}
+func (quietPebble) Fatalf(format string, args ...any) {
+	panic(fmt.Sprintf(format, args...))
+}

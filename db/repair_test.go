@@ -1,0 +1,327 @@
+package db
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/lshdb/lshdb/codec"
+	"github.com/lshdb/lshdb/compaction"
+)
+
+// Damage of every kind Check tells, done to a Pebble index's keys behind
+// its back, then Repair: the index must check clean and answer every
+// query, pair and read as an index built afresh from the documents that
+// survive (all but the one whose record was made unreadable), and a
+// second Repair must find nothing to mend. In each storage mode.
+func TestRepairMendsDamage(t *testing.T) {
+	for _, storage := range []string{StorageText, StorageSets, StorageNone} {
+		t.Run(storage, func(t *testing.T) { testRepairMendsDamage(t, storage) })
+	}
+}
+
+func testRepairMendsDamage(t *testing.T, storage string) {
+	ctx := context.Background()
+	fs := vfs.NewMem()
+	opts := func() *Options { return &Options{fs: fs, Storage: storage} }
+	rng := rand.New(rand.NewPCG(13, 13))
+	var docs []Doc
+	var texts []string
+	for i := range 300 {
+		text := randomText(rng, texts[max(0, len(texts)-40):])
+		texts = append(texts, text)
+		docs = append(docs, Doc{ID: fmt.Sprintf("d%d", i), Text: text})
+	}
+	d := mustOpen(t, "db", opts())
+	if _, err := d.PutBatch(docs[:200], nil); err != nil {
+		t.Fatal(err)
+	}
+	// Some expire (in a day): the expiry index is checked and mended too.
+	if _, err := d.PutBatch(docs[200:], &WriteOptions{TTL: 24 * time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	get := func(id string) *StoredDoc {
+		t.Helper()
+		sd, err := d.Get(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sd
+	}
+	keysOf := func(sd *StoredDoc) []uint64 {
+		t.Helper()
+		ks, err := d.bucketKeys(nil, sd.Signature)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ks
+	}
+	d1, d2, d3, d6, d7, d8 := get("d1"), get("d2"), get("d3"), get("d6"), get("d7"), get("d8")
+	d1k, d2k, d3k, d7k := keysOf(d1), keysOf(d2), keysOf(d3), keysOf(d7)
+	d8rec, ok, err := getCopy(d.pdb, codec.AppendDocKey(nil, d8.Num))
+	if err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	d210 := get("d210")
+	counters := d.counters
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	p, err := pebble.Open("db", &pebble.Options{FS: fs, Merger: compaction.Merger, FormatMajorVersion: formatMajorVersion, Logger: pebbleLogger{slog.New(slog.DiscardHandler)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	merge := func(k []byte, ps ...codec.Posting) {
+		t.Helper()
+		must(p.Merge(k, codec.AppendPostings(nil, ps), pebble.Sync))
+	}
+	// Two damaged lists: d1's bucket in band 0, and a bucket no one holds.
+	must(p.Merge(codec.AppendPostingKey(nil, 0, d1k[0]), []byte{0xff, 0xff, 0xff}, pebble.Sync))
+	must(p.Merge(codec.AppendPostingKey(nil, 3, 12345), []byte{0xff, 0xff, 0xff}, pebble.Sync))
+	// A posting of no document, in d2's bucket of band 1.
+	merge(codec.AppendPostingKey(nil, 1, d2k[1]), codec.Posting{Doc: counters.NextDoc + 100})
+	// d3 removed from its bucket of band 2.
+	merge(codec.AppendPostingKey(nil, 2, d3k[2]), codec.Posting{Doc: d3.Num, Remove: true})
+	// d5's id lost: its record is kept, and gets it back.
+	must(p.Delete(codec.AppendIDKey(nil, "d5"), pebble.Sync))
+	// An id naming d6's record.
+	must(p.Set(codec.AppendIDKey(nil, "ghost"), codec.EncodeDocNum(d6.Num), pebble.Sync))
+	// d7's record unreadable: d7 is lost.
+	must(p.Set(codec.AppendDocKey(nil, d7.Num), []byte{2, 0xff, 0xff}, pebble.Sync))
+	// An older copy of d8 (a record d8's id does not name), at a doc
+	// number above the counters'.
+	must(p.Set(codec.AppendDocKey(nil, counters.NextDoc+50), d8rec, pebble.Sync))
+	// d210's expiry entry gone, and one of no document.
+	must(p.Delete(codec.AppendExpiryKey(nil, d210.ExpiresAt.UnixNano(), d210.Num), pebble.Sync))
+	must(p.Set(codec.AppendExpiryKey(nil, d210.ExpiresAt.UnixNano(), counters.NextDoc+200), nil, pebble.Sync))
+	// A key of the posting kind that does not parse.
+	must(p.Set([]byte{codec.PrefixPosting, 0}, []byte{1, 0}, pebble.Sync))
+	// Counters that count five more.
+	must(p.Set(codec.CountersKey, codec.EncodeCounters(codec.Counters{NextDoc: counters.NextDoc, Live: counters.Live + 5}), pebble.Sync))
+	must(p.Close())
+
+	d = mustOpen(t, "db", opts())
+	defer func() { d.Close() }()
+	if rep, err := d.Check(ctx); err != nil || rep.OK() {
+		t.Fatalf("Check of the damaged index: %v, %v; want problems", rep, err)
+	}
+	// Queries before the repair fill the query cache with lists the
+	// repair then changes (d3's lacks d3; d2's names no document): the
+	// answers after it must not come from there.
+	queried := 0
+	for _, doc := range docs {
+		if _, err := d.QueryID(ctx, doc.ID, &QueryOptions{Threshold: 0.3}); err == nil {
+			queried++
+		}
+	}
+	t.Logf("%d queries answered before the repair", queried)
+	res, err := d.Repair(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%+v", res)
+	// What the repair must report, worked out from the damage (the seed
+	// keeps d7's buckets apart from the lists damaged otherwise).
+	nb := d.bands.B
+	for band, k := range d7k {
+		if (band == 0 && k == d1k[0]) || (band == 1 && k == d2k[1]) || (band == 2 && k == d3k[2]) || (band == 3 && k == 12345) {
+			t.Fatalf("d7 shares a damaged list (band %d): pick other documents", band)
+		}
+	}
+	// Reposted: the live documents of d1's damaged list (what it held is
+	// unknown), and d3's posting that a removal hid.
+	d1share := 0
+	for _, sd := range docs {
+		if sd.ID != "d7" && keysOf(get2(t, d, sd.ID))[0] == d1k[0] {
+			d1share++
+		}
+	}
+	want := RepairResult{
+		Orphans:    1,           // d8's older copy
+		Dangling:   1 + nb,      // the posting of no document, and d7's
+		Reposted:   d1share + 1, // see above
+		Lost:       []string{"d7", "ghost"},
+		Unreadable: 1,              // d7's record
+		Restored:   1,              // d5's id
+		Lists:      2 + 1 + 1 + nb, // the damaged two, d2's, d3's, and d7's
+		Damaged:    2,              // the two garbage operands
+		Expiry:     2,              // d210's missing entry, and the one of no document
+		BadKeys:    1,              // the posting key that does not parse
+		Counters:   true,           // five too many
+	}
+	if res.Orphans != want.Orphans || res.Unreadable != want.Unreadable || res.Restored != want.Restored ||
+		!slices.Equal(res.Lost, want.Lost) || res.Damaged != want.Damaged || res.Expiry != want.Expiry ||
+		res.BadKeys != want.BadKeys || res.Counters != want.Counters || res.Dangling != want.Dangling ||
+		res.Reposted != want.Reposted || res.Lists != want.Lists {
+		t.Errorf("Repair: %+v\nwant      %+v", res, want)
+	}
+	if rep, err := d.Check(ctx); err != nil || !rep.OK() {
+		t.Fatalf("Check after Repair: %v, %v", rep, err)
+	}
+	if res, err := d.Repair(ctx); err != nil || res.Changed() {
+		t.Errorf("a second Repair: %+v, %v; want nothing to mend", res, err)
+	}
+
+	// The oracle: an index built afresh from the surviving documents.
+	var kept []Doc
+	for _, sd := range docs {
+		if sd.ID != "d7" {
+			kept = append(kept, sd)
+		}
+	}
+	fresh := mustOpen(t, "fresh", &Options{fs: fs, Storage: storage})
+	defer fresh.Close()
+	if _, err := fresh.PutBatch(kept[:199], nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fresh.PutBatch(kept[199:], &WriteOptions{TTL: 24 * time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	compareIndexes(t, d, fresh, kept)
+	// Reopened: the repair is durable.
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	d = mustOpen(t, "db", opts())
+	if rep, err := d.Check(ctx); err != nil || !rep.OK() {
+		t.Fatalf("Check after Repair and a reopen: %v, %v", rep, err)
+	}
+	compareIndexes(t, d, fresh, kept)
+	if _, err := d.Get("d7"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Get(d7) after its record was removed: %v, want ErrNotFound", err)
+	}
+	if _, err := d.Get("ghost"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Get(ghost) after its id was removed: %v, want ErrNotFound", err)
+	}
+	// Written after the repair: numbered past every record it saw.
+	if err := d.Put(Doc{ID: "after", Text: docs[8].Text}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if sd := get2(t, d, "after"); sd.Num <= counters.NextDoc+50 {
+		t.Errorf("a document put after the repair got doc number %d, at or below a record the repair saw (%d)", sd.Num, counters.NextDoc+50)
+	}
+	if rep, err := d.Check(ctx); err != nil || !rep.OK() {
+		t.Fatalf("Check after a put: %v, %v", rep, err)
+	}
+}
+
+func get2(t *testing.T, d *DB, id string) *StoredDoc {
+	t.Helper()
+	sd, err := d.Get(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sd
+}
+
+// compareIndexes checks that a and b hold the documents docs alike and
+// answer alike: every document's text, signature and set, every query by
+// id, and every pair.
+func compareIndexes(t *testing.T, a, b *DB, docs []Doc) {
+	t.Helper()
+	ctx := context.Background()
+	ca, _ := a.Count()
+	cb, _ := b.Count()
+	if ca != cb || ca != uint64(len(docs)) {
+		t.Fatalf("counts %d and %d, want %d", ca, cb, len(docs))
+	}
+	for _, doc := range docs {
+		x, y := get2(t, a, doc.ID), get2(t, b, doc.ID)
+		if x.Text != y.Text || !slices.Equal(x.Signature, y.Signature) || !slices.Equal(x.Shingles, y.Shingles) || !x.ExpiresAt.IsZero() != !y.ExpiresAt.IsZero() {
+			t.Fatalf("%s differs: text %q and %q, %d and %d shingles, expiry %v and %v", doc.ID, x.Text, y.Text, len(x.Shingles), len(y.Shingles), x.ExpiresAt, y.ExpiresAt)
+		}
+		qa, err := a.QueryID(ctx, doc.ID, &QueryOptions{Threshold: 0.3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		qb, err := b.QueryID(ctx, doc.ID, &QueryOptions{Threshold: 0.3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fmt.Sprint(matchesOf(qa)) != fmt.Sprint(matchesOf(qb)) {
+			t.Fatalf("query %s: %v and %v", doc.ID, matchesOf(qa), matchesOf(qb))
+		}
+	}
+	pairsOf := func(d *DB) []Pair {
+		var ps []Pair
+		for p, err := range d.Pairs(ctx, &PairsOptions{Threshold: 0.3}) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			ps = append(ps, p)
+		}
+		slices.SortFunc(ps, ComparePairs)
+		return ps
+	}
+	pa, pb := pairsOf(a), pairsOf(b)
+	if !slices.Equal(pa, pb) {
+		t.Fatalf("pairs: %d and %d differ", len(pa), len(pb))
+	}
+	t.Logf("%d documents, %d pairs alike", len(docs), len(pa))
+}
+
+// matchesOf is a query result's ids and scores, in order.
+func matchesOf(r *QueryResult) []string {
+	var out []string
+	for _, m := range r.Matches {
+		out = append(out, fmt.Sprintf("%s:%.6f", m.ID, m.Jaccard))
+	}
+	return out
+}
+
+// Repair on a read-only handle, or with a context that has ended, changes
+// nothing: the damage is still there for a writable Repair to mend.
+func TestRepairRefusals(t *testing.T) {
+	fs := vfs.NewMem()
+	d := mustOpen(t, "db", &Options{fs: fs})
+	if _, err := d.PutBatch([]Doc{{ID: "a", Text: "some text here, long enough"}, {ID: "b", Text: "another document altogether"}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	d.Close()
+	p, err := pebble.Open("db", &pebble.Options{FS: fs, Merger: compaction.Merger, FormatMajorVersion: formatMajorVersion, Logger: pebbleLogger{slog.New(slog.DiscardHandler)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Delete(codec.AppendIDKey(nil, "a"), pebble.Sync); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ro := mustOpen(t, "db", &Options{fs: fs, ReadOnly: true})
+	if _, err := ro.Repair(context.Background()); !errors.Is(err, ErrReadOnly) {
+		t.Errorf("Repair on a read-only handle: %v, want ErrReadOnly", err)
+	}
+	ro.Close()
+	d = mustOpen(t, "db", &Options{fs: fs})
+	defer d.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := d.Repair(ctx); !errors.Is(err, context.Canceled) {
+		t.Errorf("Repair with a cancelled context: %v, want context.Canceled", err)
+	}
+	if ok, err := d.Has("a"); err != nil || ok {
+		t.Fatalf("Has(a) before a Repair: %v, %v; want false", ok, err)
+	}
+	res, err := d.Repair(context.Background())
+	if err != nil || res.Restored != 1 || !res.Changed() {
+		t.Fatalf("Repair: %+v, %v; want a's id restored", res, err)
+	}
+	if got, err := d.Get("a"); err != nil || got.Text != "some text here, long enough" {
+		t.Fatalf("Get(a) after the repair: %+v, %v", got, err)
+	}
+}
