@@ -52,6 +52,7 @@ type index interface {
 	Bucket(band int, bucket uint64) ([]string, error)
 	Explain(a, b string) (*db.Explanation, error)
 	Check(ctx context.Context) (*db.CheckReport, error)
+	Repair(ctx context.Context) (db.RepairResult, error)
 	PurgeEmptyLists(ctx context.Context) (int, error)
 	Purge(ctx context.Context) (db.PurgeResult, error)
 	Compact(ctx context.Context) error
@@ -340,6 +341,10 @@ func (h *handover) Stats(ctx context.Context, top int) (*db.Stats, error) {
 
 func (h *handover) Check(ctx context.Context) (*db.CheckReport, error) {
 	return retry(h, func(x index) (*db.CheckReport, error) { return x.Check(ctx) })
+}
+
+func (h *handover) Repair(ctx context.Context) (db.RepairResult, error) {
+	return retry(h, func(x index) (db.RepairResult, error) { return x.Repair(ctx) })
 }
 
 func (h *handover) PurgeEmptyLists(ctx context.Context) (int, error) {

@@ -1077,15 +1077,23 @@ mended: restore a backup (lshdb backup) or build the index again.`,
 			}
 			return open(func(d index) error {
 				if repair {
-					dd, ok := d.(*db.DB)
-					if !ok {
+					onRedis := db.IsRedisURL(a.dbDir)
+					if _, inProcess := d.(*db.DB); !inProcess && onRedis {
 						return fmt.Errorf("check --repair runs in-process on a Redis index, not attached")
 					}
-					r, err := dd.Repair(a.ctx)
+					// NB: attached to a Pebble index's server, the server
+					// repairs (POST /v1/repair), holding its writers off.
+					ctx, barDone := a.phaseBar("repair")
+					r, err := d.Repair(ctx)
+					barDone()
 					if err != nil {
-						return err
+						return interruptNote(err, "repair interrupted: nothing changed")
 					}
-					if !a.json() {
+					if a.json() {
+						if err := a.emitJSON(httpapi.RepairOut(r)); err != nil {
+							return err
+						}
+					} else {
 						fmt.Fprintln(a.stdout, repairSummary(r))
 					}
 					if len(r.Lost) > 0 {
@@ -1100,7 +1108,7 @@ mended: restore a backup (lshdb backup) or build the index again.`,
 							more = fmt.Sprintf(" and %d more", len(r.Lost)-show)
 						}
 						why := "was gone (evicted, deleted by hand, or a write lost with a node)"
-						if !db.IsRedisURL(dd.Dir()) {
+						if !onRedis {
 							why = "was gone or could not be read (damage to the index's files)"
 						}
 						fmt.Fprintf(a.stderr, "lshdb: removed %s whose record %s: put these documents again: %s%s\n",

@@ -16,14 +16,56 @@ import (
 // document lost on stderr, and leaves an index that checks clean and no
 // longer has it.
 func TestCheckRepairPebble(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "idx")
+	for _, attached := range []bool{false, true} {
+		t.Run(map[bool]string{false: "in-process", true: "attached"}[attached], func(t *testing.T) {
+			testCheckRepairPebble(t, attached)
+		})
+	}
+}
+
+func testCheckRepairPebble(t *testing.T, attached bool) {
+	dir := filepath.Join(shortDir(t), "idx")
 	corpus := filepath.Join("..", "..", "testdata", "corpora", "debian-sample", "docs.jsonl")
 	if out, errOut, code := runLine([]string{"build", "--db", dir, "--progress", "none", corpus}, ""); code != 0 {
 		t.Fatalf("build: exit %d\n%s%s", code, out, errOut)
 	}
-	if out, errOut, code := runLine([]string{"check", "--db", dir, "--repair"}, ""); code != 0 || out != "repaired: nothing to mend\n1277 documents, 1277 ids, "+strings.SplitN(strings.SplitN(out, "ids, ", 2)[1], "\n", 2)[0]+"\nok\n" || errOut != "" {
+	if out, errOut, code := runLine([]string{"check", "--db", dir, "--repair"}, ""); code != 0 || !strings.HasPrefix(out, "repaired: nothing to mend\n1277 documents, 1277 ids, ") || !strings.HasSuffix(out, "\nok\n") || errOut != "" {
 		t.Fatalf("check --repair of a clean index: exit %d\n%s%s", code, out, errOut)
 	}
+	damageIndex(t, dir)
+	if out, errOut, code := runLine([]string{"check", "--db", dir}, ""); code != 1 || !strings.Contains(out, "problem: posting list 0/") || !strings.Contains(out, "posting list damaged") {
+		t.Fatalf("check of the damaged index: exit %d\n%s%s", code, out, errOut)
+	}
+	var log *syncBuffer
+	if attached {
+		var stop func() int
+		_, _, log, stop = startServe(t, "--db", dir)
+		defer stop()
+	}
+	out, errOut, code := runLine([]string{"check", "--db", dir, "--repair"}, "")
+	if code != 0 || !strings.HasPrefix(out, "repaired: 1 unreadable record removed; 1 id whose record is gone removed; ") ||
+		!strings.Contains(out, "1 damaged posting list among them") || !strings.HasSuffix(out, "\nok\n") ||
+		!strings.Contains(out, "\n1276 documents, 1276 ids, ") {
+		t.Fatalf("check --repair: exit %d\n%s%s", code, out, errOut)
+	}
+	if errOut != "lshdb: removed 1 id whose record was gone or could not be read (damage to the index's files): put these documents again: \"0ad\"\n" {
+		t.Errorf("check --repair's stderr: %q", errOut)
+	}
+	if attached && !strings.Contains(log.String(), "op=repair status=200") {
+		t.Errorf("the server's log shows no repair:\n%s", log)
+	}
+	if out, errOut, code := runLine([]string{"get", "--db", dir, "0ad"}, ""); code != 1 || !strings.Contains(errOut, "not found") {
+		t.Errorf("get 0ad after the repair: exit %d\n%s%s", code, out, errOut)
+	}
+	if out, errOut, code := runLine([]string{"check", "--db", dir, "--repair", "--output", "json"}, ""); code != 0 || !strings.HasPrefix(out, `{"orphans":0,"dangling":0,"reposted":0,"lost":[],`) || !strings.Contains(out, `"changed":false}`) {
+		t.Fatalf("check --repair --output json after the repair: exit %d\n%s%s", code, out, errOut)
+	}
+}
+
+// damageIndex makes the record of 0ad unreadable and merges garbage into
+// the first posting list, behind the index's back.
+func damageIndex(t *testing.T, dir string) {
+	t.Helper()
 	p, err := pebble.Open(dir, &pebble.Options{Merger: compaction.Merger, Logger: quietPebble{}})
 	if err != nil {
 		t.Fatal(err)
@@ -52,25 +94,6 @@ func TestCheckRepairPebble(t *testing.T) {
 	}
 	if err := p.Close(); err != nil {
 		t.Fatal(err)
-	}
-
-	if out, errOut, code := runLine([]string{"check", "--db", dir}, ""); code != 1 || !strings.Contains(out, "problem: posting list 0/") || !strings.Contains(out, "posting list damaged") {
-		t.Fatalf("check of the damaged index: exit %d\n%s%s", code, out, errOut)
-	}
-	out, errOut, code := runLine([]string{"check", "--db", dir, "--repair"}, "")
-	if code != 0 || !strings.HasPrefix(out, "repaired: 1 unreadable record removed; 1 id whose record is gone removed; ") ||
-		!strings.Contains(out, "1 damaged posting list among them") || !strings.HasSuffix(out, "\nok\n") ||
-		!strings.Contains(out, "\n1276 documents, 1276 ids, ") {
-		t.Fatalf("check --repair: exit %d\n%s%s", code, out, errOut)
-	}
-	if errOut != "lshdb: removed 1 id whose record was gone or could not be read (damage to the index's files): put these documents again: \"0ad\"\n" {
-		t.Errorf("check --repair's stderr: %q", errOut)
-	}
-	if out, errOut, code := runLine([]string{"get", "--db", dir, "0ad"}, ""); code != 1 || !strings.Contains(errOut, "not found") {
-		t.Errorf("get 0ad after the repair: exit %d\n%s%s", code, out, errOut)
-	}
-	if out, errOut, code := runLine([]string{"check", "--db", dir}, ""); code != 0 || !strings.HasSuffix(out, "ok\n") {
-		t.Fatalf("check after the repair: exit %d\n%s%s", code, out, errOut)
 	}
 }
 

@@ -6,7 +6,7 @@
 // process alone: All (Scan streams the same), Sync, SweepExpired,
 // Metrics, Corruption (GET /healthz says "damaged"), RoomToWrite (it says
 // "disk_full"), HasIDsContext (HasIDs takes no context here), PrepareBatch,
-// PutPrepared, Dir, Created, OtherWriters and Repair. No interface names
+// PutPrepared, Dir, Created and OtherWriters. No interface names
 // the methods both share; a program that uses either declares the one it
 // needs.
 //
@@ -1209,6 +1209,18 @@ func (c *Client) Check(ctx context.Context) (*db.CheckReport, error) {
 		return nil, err
 	}
 	return out.CheckReport(), nil
+}
+
+// Repair is db.DB.Repair: the server mends what Check finds in the
+// index's structure, from the records. The call waits for the whole
+// repair (it reads the whole index): give it a context without a short
+// deadline.
+func (c *Client) Repair(ctx context.Context) (db.RepairResult, error) {
+	var out httpapi.RepairJSON
+	if err := c.call(ctx, "POST", "/v1/repair", nil, nil, &out); err != nil {
+		return db.RepairResult{}, err
+	}
+	return out.RepairResult(), nil
 }
 
 // PurgeEmptyLists deletes the emptied posting lists.

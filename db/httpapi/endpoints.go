@@ -1065,6 +1065,20 @@ func (h *handler) check(w *resp, r *http.Request) error {
 	return w.json(http.StatusOK, CheckOut(rep))
 }
 
+func (h *handler) repair(w *resp, r *http.Request) error {
+	if _, err := params(r, nil); err != nil {
+		return err
+	}
+	if err := noBody(r); err != nil {
+		return err
+	}
+	res, err := h.d.Repair(r.Context())
+	if err != nil {
+		return err
+	}
+	return w.json(http.StatusOK, RepairOut(res))
+}
+
 func (h *handler) tune(w *resp, r *http.Request) error {
 	q, err := params(r, []string{"threshold"})
 	if err != nil {
@@ -1144,6 +1158,9 @@ func (h *handler) purge(w *resp, r *http.Request) error {
 	if _, err := params(r, nil); err != nil {
 		return err
 	}
+	if err := noBody(r); err != nil {
+		return err
+	}
 	res, err := h.d.Purge(r.Context())
 	if err != nil {
 		return err
@@ -1161,6 +1178,9 @@ type PurgeJSON struct {
 
 func (h *handler) compact(w *resp, r *http.Request) error {
 	if _, err := params(r, nil); err != nil {
+		return err
+	}
+	if err := noBody(r); err != nil {
 		return err
 	}
 	if err := h.d.Compact(r.Context()); err != nil {

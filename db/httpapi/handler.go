@@ -200,6 +200,7 @@ func Handler(d *db.DB, opts *Options) http.Handler {
 		{"GET", "/v1/buckets/", "bucket", h.bucket}, // /v1/buckets/{band}/{bucket}
 		{"GET", "/v1/explain", "explain", h.explain},
 		{"GET", "/v1/check", "check", h.check},
+		{"POST", "/v1/repair", "repair", h.repair},
 		{"GET", "/v1/tune", "tune", h.tune},
 		{"POST", "/v1/backup", "backup", h.backup},
 		{"POST", "/v1/purge", "purge", h.purge},
@@ -291,7 +292,7 @@ type route struct {
 // per endpoint (GET and DELETE /v1/docs are get and delete; both query
 // endpoints are query), plus "unknown" for a request that matched none.
 var Ops = []string{"healthz", "params", "count", "get", "put", "delete", "has", "put_if_new", "load", "query", "query_many",
-	"pairs", "scan", "clusters", "clusters_from", "info", "stats", "buckets", "bucket", "explain", "check", "tune", "backup", "purge", "compact", "openapi", "unknown"}
+	"pairs", "scan", "clusters", "clusters_from", "info", "stats", "buckets", "bucket", "explain", "check", "repair", "tune", "backup", "purge", "compact", "openapi", "unknown"}
 
 // longOps are the GET operations that read the whole index.
 var longOps = []string{"pairs", "scan", "clusters", "check", "stats", "buckets"}
@@ -777,6 +778,31 @@ func decode(r *http.Request, v any) error {
 		return bodyError(err)
 	}
 	return nil
+}
+
+// noBody checks that an endpoint that takes no body got none: an empty
+// body, or an empty JSON object (what a client that always sends one
+// sends). Anything else is bad_request, not ignored.
+func noBody(r *http.Request) error {
+	b, err := io.ReadAll(io.LimitReader(transportReader{r.Body}, 1<<10))
+	if err != nil {
+		return bodyError(err)
+	}
+	switch t := bytes.TrimSpace(b); {
+	case len(t) == 0:
+		return nil
+	case t[0] == '{':
+		var v map[string]json.RawMessage
+		if err := json.Unmarshal(t, &v); err != nil {
+			return bodyError(err)
+		}
+		for k := range v {
+			return badRequest("unknown field %q (this endpoint takes no body)", k)
+		}
+		return nil
+	default:
+		return badRequest("this endpoint takes no body")
+	}
 }
 
 // bodyError classifies an error reading a body: too large, too slow,

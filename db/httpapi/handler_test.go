@@ -149,6 +149,14 @@ func TestBadRequests(t *testing.T) {
 		{"GET", "/v1/count", "", "wrong", 401, "unauthorized"},
 		{"GET", "/v1/count", "", "s3cret", 200, ""},
 		{"GET", "/healthz", "", "", 200, ""},
+		{"POST", "/v1/repair", "", "s3cret", 200, ""},
+		{"POST", "/v1/repair", "{}", "s3cret", 200, ""},
+		{"POST", "/v1/repair", `{"dry_run": true}`, "s3cret", 400, "bad_request"}, // NB: no such option: not ignored
+		{"POST", "/v1/repair", "x", "s3cret", 400, "bad_request"},
+		{"POST", "/v1/repair", "", "", 401, "unauthorized"},
+		{"GET", "/v1/repair", "", "s3cret", 405, "method_not_allowed"},
+		{"POST", "/v1/purge", "garbage", "s3cret", 400, "bad_request"}, // NB: it was ignored
+		{"POST", "/v1/compact", `{"x": 1}`, "s3cret", 400, "bad_request"},
 		{"POST", "/v1/docs", `{"id": "a", "text": `, "s3cret", 400, "bad_request"},
 		{"POST", "/v1/docs", `{"id": "a", "txt": "x"}`, "s3cret", 400, "bad_request"},
 		{"POST", "/v1/docs", `{"id": "a", "text": "xxxxxx"} {}`, "s3cret", 400, "bad_request"},
@@ -1707,7 +1715,7 @@ func TestOpenAPISchemasCoverFields(t *testing.T) {
 		"Pair": PairJSON{}, "Cluster": ClusterJSON{}, "Params": ParamsJSON{}, "Info": InfoJSON{},
 		"Stats": StatsJSON{}, "Match": MatchJSON{}, "QueryResult": QueryResultJSON{}, "Document": DocumentJSON{},
 		"BatchResult": BatchResultJSON{}, "LoadResult": LoadResultJSON{}, "DeleteResult": DeleteResultJSON{},
-		"Explain": ExplainJSON{}, "Check": CheckJSON{}, "Health": HealthJSON{}, "PairsStats": PairsStatsJSON{},
+		"Explain": ExplainJSON{}, "Check": CheckJSON{}, "Repair": RepairJSON{}, "Health": HealthJSON{}, "PairsStats": PairsStatsJSON{},
 		"Bucket": BucketJSON{}, "BucketStats": BucketStatsJSON{}, "ByteCounts": ByteCountsJSON{},
 		// The requests' bodies.
 		"Doc": DocJSON{}, "PutRequest": PutRequest{}, "QueryRequest": QueryRequest{}, "DeleteRequest": DeleteRequest{},

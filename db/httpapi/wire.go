@@ -1035,6 +1035,37 @@ func (r CheckJSON) CheckReport() *db.CheckReport {
 		Postings: r.Postings, Problems: nilIfEmpty(r.Problems), ProblemCount: max(r.ProblemCount, len(r.Problems))}
 }
 
+// RepairJSON is db.RepairResult, the answer of POST /v1/repair and lshdb
+// check --repair --output json's first line.
+type RepairJSON struct {
+	Orphans    int      `json:"orphans"`
+	Dangling   int      `json:"dangling"`
+	Reposted   int      `json:"reposted"`
+	Lost       []string `json:"lost"` // [] when none, never null
+	Unreadable int      `json:"unreadable"`
+	Restored   int      `json:"restored"`
+	Lists      int      `json:"lists"`
+	Damaged    int      `json:"damaged"`
+	Expiry     int      `json:"expiry"`
+	BadKeys    int      `json:"bad_keys"`
+	Counters   bool     `json:"counters"`
+	Changed    bool     `json:"changed"`
+}
+
+// RepairOut converts r for the wire.
+func RepairOut(r db.RepairResult) RepairJSON {
+	return RepairJSON{Orphans: r.Orphans, Dangling: r.Dangling, Reposted: r.Reposted, Lost: nonNil(r.Lost),
+		Unreadable: r.Unreadable, Restored: r.Restored, Lists: r.Lists, Damaged: r.Damaged, Expiry: r.Expiry,
+		BadKeys: r.BadKeys, Counters: r.Counters, Changed: r.Changed()}
+}
+
+// RepairResult converts r back.
+func (r RepairJSON) RepairResult() db.RepairResult {
+	return db.RepairResult{Orphans: r.Orphans, Dangling: r.Dangling, Reposted: r.Reposted, Lost: nilIfEmpty(r.Lost),
+		Unreadable: r.Unreadable, Restored: r.Restored, Lists: r.Lists, Damaged: r.Damaged, Expiry: r.Expiry,
+		BadKeys: r.BadKeys, Counters: r.Counters}
+}
+
 // TuneJSON is the answer of GET /v1/tune, as lshdb tune --db --output
 // json.
 type TuneJSON struct {
