@@ -91,8 +91,17 @@ stops accepting requests, lets those in flight finish (up to
 				}
 			case so.token != "":
 				so.tokenOnCommandLine = true
+				if so.token = strings.TrimSpace(so.token); so.token == "" {
+					return usagef("--token is white space alone: give a token, or no --token")
+				}
 			default:
-				so.token = os.Getenv("LSHDB_TOKEN")
+				// NB: trimmed, as a request's token is (a variable set
+				// from a file keeps its line end).
+				if env := os.Getenv("LSHDB_TOKEN"); env != "" {
+					if so.token = strings.TrimSpace(env); so.token == "" {
+						return usagef("LSHDB_TOKEN is white space alone: give a token, or unset it")
+					}
+				}
 			}
 			if so.addr != "" {
 				if _, _, err := net.SplitHostPort(so.addr); err != nil {
@@ -104,6 +113,9 @@ stops accepting requests, lets those in flight finish (up to
 			}
 			if so.logFormat != "text" && so.logFormat != "json" {
 				return usagef("--log-format must be text or json, not %q", so.logFormat)
+			}
+			if so.maxBody == 0 || so.maxBody < -1 {
+				return usagef("--max-body %d: give a number of bytes, or -1 for no limit", so.maxBody)
 			}
 			if so.maxBatch == 0 || so.maxBatch < -1 {
 				return usagef("--max-batch %d: give a number of documents, or -1 for no limit", so.maxBatch)

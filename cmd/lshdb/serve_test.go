@@ -245,6 +245,24 @@ func TestServeRefuses(t *testing.T) {
 			t.Errorf("--addr %s: exit %d %s", addr, code, errOut)
 		}
 	}
+	// NB: --max-body 0 was taken as the default, and logged as 0; a
+	// blank token served with none.
+	for _, tc := range []struct {
+		args []string
+		env  string
+		want string
+	}{
+		{[]string{"--max-body", "0"}, "", "--max-body 0: give a number of bytes"},
+		{[]string{"--max-body", "-2"}, "", "--max-body -2: give a number of bytes"},
+		{[]string{"--token", "  "}, "", "--token is white space alone"},
+		{nil, " \n", "LSHDB_TOKEN is white space alone"},
+	} {
+		t.Setenv("LSHDB_TOKEN", tc.env)
+		if _, errOut, code := runLine(append([]string{"serve", "--db", idx}, tc.args...), ""); code != 2 || !strings.Contains(errOut, tc.want) {
+			t.Errorf("serve %v (LSHDB_TOKEN %q): exit %d %s", tc.args, tc.env, code, errOut)
+		}
+	}
+	t.Setenv("LSHDB_TOKEN", "")
 	if _, errOut, code := runLine([]string{"serve", "--db", filepath.Join(idx, "nope")}, ""); code != 1 || !strings.Contains(errOut, "does not exist") {
 		t.Errorf("a missing index: exit %d %s", code, errOut)
 	}

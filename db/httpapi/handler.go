@@ -62,6 +62,9 @@ type Options struct {
 	// must carry (Authorization: Bearer TOKEN); others get 401. Default:
 	// none (any request is served: for a Unix socket whose file mode
 	// restricts who may connect, or a loopback port on a one-user host).
+	// White space around it is not part of it, as around a request's:
+	// a token read from a file or a variable with a line end still
+	// matches; one of white space alone matches no request.
 	Token string
 	// MaxBodyBytes bounds a request body. A request that announces a
 	// larger one (Content-Length) is refused before its body is read; a
@@ -173,7 +176,9 @@ func Handler(d *db.DB, opts *Options) http.Handler {
 		h.inFlightBytes = semaphore.NewWeighted(h.o.MaxInFlightBytes)
 	}
 	if h.o.Token != "" {
-		h.token = sha256.Sum256([]byte(h.o.Token))
+		// NB: trimmed as a request's is: a configured "s3cret " matched
+		// no request, the server's own commands' included.
+		h.token = sha256.Sum256([]byte(strings.TrimSpace(h.o.Token)))
 	}
 	h.routes = []route{
 		{"GET", "/healthz", "healthz", h.healthz},
@@ -477,8 +482,11 @@ func (h *handler) authorized(r *http.Request) error {
 	if auth == "" || !strings.EqualFold(scheme, "Bearer") {
 		return fmt.Errorf("%w: a bearer token is required (Authorization: Bearer TOKEN; lshdb's commands take it from $LSHDB_TOKEN)", ErrUnauthorized)
 	}
-	sum := sha256.Sum256([]byte(strings.TrimSpace(tok)))
-	if subtle.ConstantTimeCompare(sum[:], h.token[:]) != 1 {
+	tok = strings.TrimSpace(tok)
+	sum := sha256.Sum256([]byte(tok))
+	// NB: an empty bearer never matches, though a token of white space
+	// alone hashes as it does.
+	if subtle.ConstantTimeCompare(sum[:], h.token[:]) != 1 || tok == "" {
 		return fmt.Errorf("%w: the bearer token is not this server's", ErrUnauthorized)
 	}
 	return nil

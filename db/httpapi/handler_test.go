@@ -135,6 +135,37 @@ func errorCode(t *testing.T, body io.Reader) string {
 
 // Ensure that malformed requests get 4xx answers with their codes, and
 // that a wrong or missing token is refused with 401 except on /healthz.
+// A configured token is trimmed as a request's is: "s3cret\n" (a token
+// from a file or a variable) matched no request, the server's own
+// commands' included. One of white space alone matches no request, an
+// empty bearer included.
+func TestTokenTrimmed(t *testing.T) {
+	d := openFixture(t, 3, nil)
+	for _, tc := range []struct {
+		token, bearer string
+		want          int
+	}{
+		{"s3cret\n", "s3cret", 200},
+		{" s3cret ", "s3cret", 200},
+		{"s3cret ", "s3cret ", 200},
+		{"s3cret", " s3cret", 200},
+		{"s3cret ", "s3cre", 401},
+		{"  ", "", 401},
+		{"  ", "  ", 401},
+		{"\t", "x", 401},
+	} {
+		for _, h := range []http.Handler{Handler(d, &Options{Token: tc.token}), RequireToken(tc.token, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))} {
+			r := httptest.NewRequest("GET", "/v1/count", nil)
+			r.Header.Set("Authorization", "Bearer "+tc.bearer)
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, r)
+			if w.Code != tc.want {
+				t.Errorf("token %q, bearer %q: %d, want %d", tc.token, tc.bearer, w.Code, tc.want)
+			}
+		}
+	}
+}
+
 func TestBadRequests(t *testing.T) {
 	d := openFixture(t, 30, nil)
 	before, _ := d.Count()

@@ -172,7 +172,7 @@ func RequireToken(token string, next http.Handler) http.Handler {
 		return next
 	}
 	h := &handler{o: Options{Token: token}}
-	h.token = sha256.Sum256([]byte(token))
+	h.token = sha256.Sum256([]byte(strings.TrimSpace(token))) // as Handler's
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if err := h.authorized(r); err != nil {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="lshdb"`)
