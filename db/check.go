@@ -103,6 +103,10 @@ func (db *DB) Check(ctx context.Context) (*CheckReport, error) {
 			rep.problem("bad doc key %x", k)
 			return
 		}
+		if n > codec.MaxDocNum {
+			rep.problem("doc key %x: a doc number past the largest a posting holds", k)
+			return
+		}
 		maxDoc = max(maxDoc, n)
 		if len(v) == 0 {
 			rep.problem("doc %d: an empty record", n)
@@ -254,8 +258,13 @@ func (db *DB) Check(ctx context.Context) (*CheckReport, error) {
 				rep.problem("posting list %d/%08x keeps a removal of doc %d after a full merge", band, bucket, p.Doc)
 				continue
 			}
-			if _, ok := docs[p.Doc]; !ok {
+			if d, ok := docs[p.Doc]; !ok {
 				rep.problem("posting list %d/%08x names doc %d, which has no record", band, bucket, p.Doc)
+			} else if band < len(d.keys) && d.keys[band] != bucket {
+				// NB: a query that probes the list got the document as a
+				// candidate; it was reported only once the document was
+				// deleted (a posting of no record).
+				rep.problem("posting list %d/%08x names doc %d (%q), whose bucket in band %d is %08x", band, bucket, p.Doc, d.id, band, d.keys[band])
 			}
 			present[member{band, bucket, p.Doc}] = true
 		}

@@ -1,6 +1,7 @@
 package db
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"slices"
@@ -40,6 +41,10 @@ type RepairResult struct {
 	// Restored are the ids put back for records no id named (a record
 	// names its own id): those documents are kept.
 	Restored int
+	// Rewritten are the text mode records whose stored set size,
+	// fingerprint or sketch disagreed with their text, derived from the
+	// text again (a text mode record is its text).
+	Rewritten int
 	// Lists are the posting lists written anew from the records (Dangling
 	// and Reposted count the postings that changed), Damaged of them
 	// unreadable (a merge operand that did not decode: see Check).
@@ -57,7 +62,7 @@ type RepairResult struct {
 
 // Changed reports whether the repair changed anything.
 func (r RepairResult) Changed() bool {
-	return r.Orphans+r.Dangling+r.Reposted+len(r.Lost)+r.Unreadable+r.Restored+r.Lists+r.Expiry+r.BadKeys > 0 || r.Counters
+	return r.Orphans+r.Dangling+r.Reposted+len(r.Lost)+r.Unreadable+r.Restored+r.Rewritten+r.Lists+r.Expiry+r.BadKeys > 0 || r.Counters
 }
 
 // Repair mends what Check finds in an index's structure, from the
@@ -76,19 +81,33 @@ func (r RepairResult) Changed() bool {
 // On Pebble, whose writes are atomic, there is nothing half done: what
 // Check finds is damage (a merge operand that did not decode, a key lost
 // or altered on disk), and Repair rebuilds from the records what they
-// imply. Records that cannot be read are removed, and the ids that named
-// them are reported in Lost; an id that names a record of another id is
-// removed; a record no id names gets its id back (or, if the id names
-// another record, is removed as an older copy); every posting list whose
-// postings differ from the records' buckets, damaged lists included, is
-// written anew; the expiry index and the counters are made to agree.
+// imply:
+//
+//   - a text mode record whose stored set size, fingerprint or sketch
+//     disagrees with its text is derived from the text again (the text is
+//     the document); in sets mode such a record is left as it is (its
+//     stored set is all there is), and Check still reports it;
+//   - a record that cannot be read (it does not decode, its id is one no
+//     write takes, its document gives no signature) is removed, and the
+//     ids that named it are reported in Lost: put those documents again;
+//     so is a record at a doc number no posting can hold;
+//   - an id that names a record of another id is removed; a record no id
+//     names gets its id back, unless the id names another record, which
+//     is kept (the other is removed, as Orphans);
+//   - every posting list whose postings differ from the records' buckets,
+//     damaged lists included, is written anew, or deleted when no record
+//     is in its bucket;
+//   - the expiry index and the counters' values are made to agree.
+//
 // It all commits in one atomic, synced batch (WriteOptions are not taken:
 // Options.NoSync applies), with every other writer of the handle held
-// off; it reads the whole index, as Check does, and keeps the records'
-// bucket keys in memory (8 bytes per band per document). Damage Pebble
-// itself reports (a block whose checksum fails) is not mended: restore a
-// backup, or build the index again. On a read-only handle it returns
-// ErrReadOnly.
+// off. It reads the whole index, as Check does, and holds the records'
+// bucket keys (8 bytes per band per document), about 50 bytes and the id
+// per document, and the batch of what it writes, in memory. What Open
+// refuses (a counters record missing or unreadable, a damaged manifest)
+// and damage Pebble itself reports (a block whose checksum fails) it
+// cannot reach: restore a backup, or build the index again. On a
+// read-only handle it returns ErrReadOnly.
 func (db *DB) Repair(ctx context.Context) (RepairResult, error) {
 	if err := db.enter(); err != nil {
 		return RepairResult{}, err
@@ -150,22 +169,49 @@ func (db *DB) pebbleRepair(ctx context.Context) (RepairResult, error) {
 			ferr = b.Delete(k, nil)
 		}
 	}
-	set := func(k, v []byte) {
+	put := func(k, v []byte) {
 		if ferr == nil {
 			ferr = b.Set(k, v, nil)
 		}
 	}
+	var sk []byte
+	var rewritten []uint64 // doc numbers
 	err := scan(ctx, snap, codec.DocPrefix, codec.DocPrefixEnd, func(k, v []byte) {
 		done.inc()
 		n, err := codec.ParseDocKey(k)
-		if err != nil {
+		if err != nil || n > codec.MaxDocNum {
+			// NB: a number no posting can hold: restored, the record
+			// had its lists written wrong and every later write's after.
 			res.BadKeys++
 			del(k)
 			return
 		}
 		maxDoc = max(maxDoc, n)
-		ok := len(v) > 0 && v[0] == 2 && codec.DecodeDocRecord(v, &rec.DocRecord) == nil &&
-			db.complete(h, n, &rec) == nil && len(rec.Signature) == db.skOpt.NumPerm
+		// NB: an id a write would refuse (not UTF-8, too long, empty):
+		// given back, it named a document no call could read or delete.
+		ok := len(v) > 0 && v[0] == 2 && codec.DecodeDocRecord(v, &rec.DocRecord) == nil && checkID(rec.ID) == nil
+		if ok {
+			bad := db.complete(h, n, &rec) != nil
+			if !bad && rec.Sketch != nil && db.man.Storage == StorageText {
+				sk = codec.AppendSketch(sk[:0], rec.Signature)
+				bad = !bytes.Equal(rec.Sketch, sk)
+			}
+			if bad && db.man.Storage == StorageText && rec.HasText {
+				// A text mode record is its text: what disagrees with it
+				// (the set size, the fingerprint, the sketch) is derived
+				// from it again, as a put of it would.
+				set, sig := h.Document(nil, nil, rec.Text)
+				if len(set) > 0 {
+					nr, _ := db.newRecord(rec.ID, set, sig, rec.Text, true, rec.Meta, nil)
+					nr.Expires = rec.Expires
+					put(k, codec.AppendDocRecord(nil, &nr))
+					rec.Signature, bad = sig, false
+					res.Rewritten++
+					rewritten = append(rewritten, n)
+				}
+			}
+			ok = !bad && len(rec.Signature) == db.skOpt.NumPerm
+		}
 		if ok {
 			start := len(keys)
 			var kerr error
@@ -178,7 +224,7 @@ func (db *DB) pebbleRepair(ctx context.Context) (RepairResult, error) {
 			del(k)
 			return
 		}
-		docs = append(docs, repairDoc{n: n, id: string(rec.ID), expires: rec.Expires})
+		docs = append(docs, repairDoc{n: n, id: rec.ID, expires: rec.Expires})
 	})
 	if err = cmp.Or(err, ferr); err != nil {
 		return RepairResult{}, err
@@ -197,7 +243,7 @@ func (db *DB) pebbleRepair(ctx context.Context) (RepairResult, error) {
 	err = scan(ctx, snap, codec.IDPrefix, codec.IDPrefixEnd, func(k, v []byte) {
 		done.inc()
 		id, err := codec.ParseIDKey(k)
-		if err != nil {
+		if err != nil || checkID(id) != nil {
 			res.BadKeys++
 			del(k)
 			return
@@ -230,15 +276,17 @@ func (db *DB) pebbleRepair(ctx context.Context) (RepairResult, error) {
 		if err != nil {
 			return RepairResult{}, classify(err)
 		}
+		// NB: named as step 2 keeps a name: a readable record of its id.
 		named := false
-		if ok && !lost[id] {
+		if ok {
 			n, err := codec.DecodeDocNum(v)
-			named = err == nil && find(n) >= 0
+			i := find(n)
+			named = err == nil && i >= 0 && docs[i].id == id
 		}
 		if !named {
 			keep = is[len(is)-1] // doc numbers grow: the newest
 			docs[keep].live = true
-			set(codec.AppendIDKey(nil, id), codec.EncodeDocNum(docs[keep].n))
+			put(codec.AppendIDKey(nil, id), codec.EncodeDocNum(docs[keep].n))
 			delete(lost, id)
 			res.Restored++
 		}
@@ -287,7 +335,7 @@ func (db *DB) pebbleRepair(ctx context.Context) (RepairResult, error) {
 			return
 		}
 		val = codec.AppendPostings(val[:0], want)
-		set(k, val)
+		put(k, val)
 	}
 	for band := range nb {
 		if err := ctxErr(ctx); err != nil {
@@ -396,7 +444,7 @@ func (db *DB) pebbleRepair(ctx context.Context) (RepairResult, error) {
 		live++
 		if d.expires != 0 && !indexed[i] {
 			res.Expiry++
-			set(codec.AppendExpiryKey(nil, d.expires, d.n), nil)
+			put(codec.AppendExpiryKey(nil, d.expires, d.n), nil)
 		}
 	}
 	if ferr != nil {
@@ -416,7 +464,7 @@ func (db *DB) pebbleRepair(ctx context.Context) (RepairResult, error) {
 	// and a repair that restores documents raises Live with no new doc
 	// number (an older state, to the cache).
 	c = codec.Counters{NextDoc: max(c.NextDoc, maxDoc+1) + 1, Live: live}
-	set(codec.CountersKey, codec.EncodeCounters(c))
+	put(codec.CountersKey, codec.EncodeCounters(c))
 	if ferr != nil {
 		return RepairResult{}, ferr
 	}
@@ -425,6 +473,9 @@ func (db *DB) pebbleRepair(ctx context.Context) (RepairResult, error) {
 	}
 	if db.qcache != nil {
 		db.qcache.changingAll(c)
+		for _, n := range rewritten {
+			db.qcache.forget(n) // and again once committed: a query between may cache the old
+		}
 	}
 	wo := pebble.Sync
 	if db.opts.NoSync {
@@ -439,6 +490,10 @@ func (db *DB) pebbleRepair(ctx context.Context) (RepairResult, error) {
 			if !d.live {
 				db.qcache.forget(d.n)
 			}
+		}
+		// NB: a query's cache kept what the record said (its set size).
+		for _, n := range rewritten {
+			db.qcache.forget(n)
 		}
 	}
 	return res, nil

@@ -70,6 +70,24 @@ func testRepairMendsDamage(t *testing.T, storage string) {
 		t.Fatal(ok, err)
 	}
 	d210 := get("d210")
+	d9 := get("d9")
+	recOf := func(id string) []byte {
+		t.Helper()
+		v, ok, err := getCopy(d.pdb, codec.AppendDocKey(nil, get(id).Num))
+		if err != nil || !ok {
+			t.Fatal(ok, err)
+		}
+		return v
+	}
+	d10rec, d10num := recOf("d10"), get("d10").Num
+	var d11rec, d12rec codec.DocRecord
+	if err := codec.DecodeDocRecord(recOf("d11"), &d11rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := codec.DecodeDocRecord(recOf("d12"), &d12rec); err != nil {
+		t.Fatal(err)
+	}
+	d12num := get("d12").Num
 	counters := d.counters
 	if err := d.Close(); err != nil {
 		t.Fatal(err)
@@ -110,6 +128,20 @@ func testRepairMendsDamage(t *testing.T, storage string) {
 	must(p.Set(codec.AppendExpiryKey(nil, d210.ExpiresAt.UnixNano(), counters.NextDoc+200), nil, pebble.Sync))
 	// A key of the posting kind that does not parse.
 	must(p.Set([]byte{codec.PrefixPosting, 0}, []byte{1, 0}, pebble.Sync))
+	// d9 in a bucket of band 4 it is not in.
+	merge(codec.AppendPostingKey(nil, 4, 0xdeadbeef), codec.Posting{Doc: d9.Num})
+	// A copy of d10's record at a doc number no posting can hold (a key
+	// whose top bit flipped).
+	must(p.Set(codec.AppendDocKey(nil, 1<<63|d10num), d10rec, pebble.Sync))
+	// A copy of d11's record under an id no write takes (not UTF-8).
+	d11rec.ID = "d11\xff"
+	must(p.Set(codec.AppendDocKey(nil, counters.NextDoc+60), codec.AppendDocRecord(nil, &d11rec), pebble.Sync))
+	// Text mode: d12's record says one shingle more than its text gives
+	// (elsewhere its stored set is what verification uses: left alone).
+	if storage == StorageText {
+		d12rec.SetLen++
+		must(p.Set(codec.AppendDocKey(nil, d12num), codec.AppendDocRecord(nil, &d12rec), pebble.Sync))
+	}
 	// Counters that count five more.
 	must(p.Set(codec.CountersKey, codec.EncodeCounters(codec.Counters{NextDoc: counters.NextDoc, Live: counters.Live + 5}), pebble.Sync))
 	must(p.Close())
@@ -152,21 +184,24 @@ func testRepairMendsDamage(t *testing.T, storage string) {
 	}
 	want := RepairResult{
 		Orphans:    1,           // d8's older copy
-		Dangling:   1 + nb,      // the posting of no document, and d7's
+		Dangling:   1 + nb + 1,  // the posting of no document, d7's, and d9's stray one
 		Reposted:   d1share + 1, // see above
 		Lost:       []string{"d7", "ghost"},
-		Unreadable: 1,              // d7's record
-		Restored:   1,              // d5's id
-		Lists:      2 + 1 + 1 + nb, // the damaged two, d2's, d3's, and d7's
-		Damaged:    2,              // the two garbage operands
-		Expiry:     2,              // d210's missing entry, and the one of no document
-		BadKeys:    1,              // the posting key that does not parse
-		Counters:   true,           // five too many
+		Unreadable: 2,                  // d7's record, and d11's copy under an invalid id
+		Restored:   1,                  // d5's id
+		Lists:      2 + 1 + 1 + nb + 1, // the damaged two, d2's, d3's, d7's, and d9's stray one
+		Damaged:    2,                  // the two garbage operands
+		Expiry:     2,                  // d210's missing entry, and the one of no document
+		BadKeys:    2,                  // the posting key that does not parse, and d10's copy's doc key
+		Counters:   true,               // five too many
+	}
+	if storage == StorageText {
+		want.Rewritten = 1 // d12's, from its text
 	}
 	if res.Orphans != want.Orphans || res.Unreadable != want.Unreadable || res.Restored != want.Restored ||
 		!slices.Equal(res.Lost, want.Lost) || res.Damaged != want.Damaged || res.Expiry != want.Expiry ||
 		res.BadKeys != want.BadKeys || res.Counters != want.Counters || res.Dangling != want.Dangling ||
-		res.Reposted != want.Reposted || res.Lists != want.Lists {
+		res.Reposted != want.Reposted || res.Lists != want.Lists || res.Rewritten != want.Rewritten {
 		t.Errorf("Repair: %+v\nwant      %+v", res, want)
 	}
 	if rep, err := d.Check(ctx); err != nil || !rep.OK() {
@@ -211,8 +246,8 @@ func testRepairMendsDamage(t *testing.T, storage string) {
 	if err := d.Put(Doc{ID: "after", Text: docs[8].Text}, nil); err != nil {
 		t.Fatal(err)
 	}
-	if sd := get2(t, d, "after"); sd.Num <= counters.NextDoc+50 {
-		t.Errorf("a document put after the repair got doc number %d, at or below a record the repair saw (%d)", sd.Num, counters.NextDoc+50)
+	if sd := get2(t, d, "after"); sd.Num <= counters.NextDoc+60 || sd.Num > codec.MaxDocNum {
+		t.Errorf("a document put after the repair got doc number %d, at or below a record the repair saw (%d), or past the largest", sd.Num, counters.NextDoc+60)
 	}
 	if rep, err := d.Check(ctx); err != nil || !rep.OK() {
 		t.Fatalf("Check after a put: %v, %v", rep, err)

@@ -1024,13 +1024,14 @@ func repairSummary(r db.RepairResult) string {
 		}
 	}
 	add(r.Unreadable, "unreadable record removed", "unreadable records removed")
-	add(r.Orphans, "record no id names removed", "records no id names removed")
+	add(r.Orphans, "record no id names removed (its id names another)", "records no id names removed (their ids name others)")
 	add(r.Restored, "id given back to its record", "ids given back to their records")
+	add(r.Rewritten, "record derived again from its text", "records derived again from their text")
 	add(len(r.Lost), "id whose record is gone removed", "ids whose record is gone removed")
-	add(r.Lists, "posting list written anew", "posting lists written anew")
+	add(r.Lists, "posting list written anew (or deleted, emptied)", "posting lists written anew (or deleted, emptied)")
 	add(r.Damaged, "damaged posting list among them", "damaged posting lists among them")
 	add(r.Dangling, "posting of no live document removed", "postings of no live document removed")
-	add(r.Reposted, "missing posting of a live document added", "missing postings of live documents added")
+	add(r.Reposted, "posting of a live document added (a damaged list's count them all)", "postings of live documents added (a damaged list's count them all)")
 	add(r.Expiry, "expiry index entry mended", "expiry index entries mended")
 	add(r.BadKeys, "key that did not parse removed", "keys that did not parse removed")
 	if r.Counters {
@@ -1056,10 +1057,13 @@ live document is missing added. Run it there with no writer beside it
 Pebble, whose writes are atomic, what a check finds is damage to the
 files: unreadable records are removed (their ids are listed: put those
 documents again), ids that name another's record removed, records no id
-names given their id back, damaged or wrong posting lists written anew
-from the records, and the expiry index and counters put right, in one
-atomic write. A block whose checksum fails is Pebble's to report, not
-mended: restore a backup (lshdb backup) or build the index again.`,
+names given their id back (or removed as stale copies), text mode records
+derived again from their text where their set size or sketch disagrees
+with it, damaged or wrong posting lists written anew from the records,
+and the expiry index and counters put right, in one atomic write; a
+served index is repaired by its server. What it leaves the check reports:
+a block whose checksum fails is Pebble's to report: restore a backup
+(lshdb backup) or build the index again.`,
 		Args: nArgs(0),
 		RunE: func(c *cobra.Command, args []string) error {
 			open := a.withIndex
@@ -1077,17 +1081,20 @@ mended: restore a backup (lshdb backup) or build the index again.`,
 			}
 			return open(func(d index) error {
 				if repair {
-					onRedis := db.IsRedisURL(a.dbDir)
-					if _, inProcess := d.(*db.DB); !inProcess && onRedis {
-						return fmt.Errorf("check --repair runs in-process on a Redis index, not attached")
-					}
-					// NB: attached to a Pebble index's server, the server
-					// repairs (POST /v1/repair), holding its writers off.
+					// NB: a --db redis://… index is opened in-process; one
+					// attached to is Pebble's (a server refuses a Redis
+					// repair), whose server repairs (POST /v1/repair),
+					// holding its writers off.
+					dd, inProcess := d.(*db.DB)
+					onRedis := inProcess && db.IsRedisURL(dd.Dir())
 					ctx, barDone := a.phaseBar("repair")
 					r, err := d.Repair(ctx)
 					barDone()
 					if err != nil {
-						return interruptNote(err, "repair interrupted: nothing changed")
+						if inProcess && !onRedis {
+							return interruptNote(err, "repair interrupted: nothing changed (it writes in one atomic batch)")
+						}
+						return interruptNote(err, "repair interrupted: it may have mended part of what it found; run check")
 					}
 					if a.json() {
 						if err := a.emitJSON(httpapi.RepairOut(r)); err != nil {

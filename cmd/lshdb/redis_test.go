@@ -199,6 +199,11 @@ func TestServeRedis(t *testing.T) {
 			t.Fatalf("lshdb %s: direct exit %d\n%s%s\nserved exit %d\n%s%s", line, codeDirect, direct, errDirect, codeServed, served, errServed)
 		}
 	}
+	// NB: a server repaired a Redis index beside every other server's
+	// writes, and the message blamed damage to the index's files.
+	if out, errOut, code := runLine([]string{"check", "--repair", "--addr", tcp}, ""); code != 1 || !strings.Contains(errOut, "a repair of a Redis index runs in-process") {
+		t.Errorf("check --repair attached to a Redis index's server: exit %d\n%s%s", code, out, errOut)
+	}
 }
 
 // Ensure that a creating command that fails on Redis keeps its new index

@@ -1072,6 +1072,13 @@ func (h *handler) repair(w *resp, r *http.Request) error {
 	if err := noBody(r); err != nil {
 		return err
 	}
+	if db.IsRedisURL(h.d.Dir()) {
+		// NB: a Redis repair takes a write in flight for one half done
+		// and removes what it wrote, and any number of servers may
+		// write a Redis index: it runs in-process, with no writer beside
+		// it (lshdb check --repair --db redis://…).
+		return fmt.Errorf("%w: a repair of a Redis index runs in-process with no writer beside it (lshdb check --db URL --repair), not through a server", db.ErrUnsupported)
+	}
 	res, err := h.d.Repair(r.Context())
 	if err != nil {
 		return err

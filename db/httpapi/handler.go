@@ -792,11 +792,14 @@ func decode(r *http.Request, v any) error {
 // body, or an empty JSON object (what a client that always sends one
 // sends). Anything else is bad_request, not ignored.
 func noBody(r *http.Request) error {
-	b, err := io.ReadAll(io.LimitReader(transportReader{r.Body}, 1<<10))
+	const most = 1 << 10
+	b, err := io.ReadAll(io.LimitReader(transportReader{r.Body}, most+1))
 	if err != nil {
 		return bodyError(err)
 	}
 	switch t := bytes.TrimSpace(b); {
+	case len(b) > most:
+		return badRequest("this endpoint takes no body")
 	case len(t) == 0:
 		return nil
 	case t[0] == '{':

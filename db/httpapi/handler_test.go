@@ -184,6 +184,7 @@ func TestBadRequests(t *testing.T) {
 		{"POST", "/v1/repair", "{}", "s3cret", 200, ""},
 		{"POST", "/v1/repair", `{"dry_run": true}`, "s3cret", 400, "bad_request"}, // NB: no such option: not ignored
 		{"POST", "/v1/repair", "x", "s3cret", 400, "bad_request"},
+		{"POST", "/v1/repair", strings.Repeat(" ", 1100) + "garbage", "s3cret", 400, "bad_request"}, // NB: past the first KiB it was not read
 		{"POST", "/v1/repair", "", "", 401, "unauthorized"},
 		{"GET", "/v1/repair", "", "s3cret", 405, "method_not_allowed"},
 		{"POST", "/v1/purge", "garbage", "s3cret", 400, "bad_request"}, // NB: it was ignored

@@ -1044,6 +1044,7 @@ type RepairJSON struct {
 	Lost       []string `json:"lost"` // [] when none, never null
 	Unreadable int      `json:"unreadable"`
 	Restored   int      `json:"restored"`
+	Rewritten  int      `json:"rewritten"`
 	Lists      int      `json:"lists"`
 	Damaged    int      `json:"damaged"`
 	Expiry     int      `json:"expiry"`
@@ -1055,14 +1056,14 @@ type RepairJSON struct {
 // RepairOut converts r for the wire.
 func RepairOut(r db.RepairResult) RepairJSON {
 	return RepairJSON{Orphans: r.Orphans, Dangling: r.Dangling, Reposted: r.Reposted, Lost: nonNil(r.Lost),
-		Unreadable: r.Unreadable, Restored: r.Restored, Lists: r.Lists, Damaged: r.Damaged, Expiry: r.Expiry,
+		Unreadable: r.Unreadable, Restored: r.Restored, Rewritten: r.Rewritten, Lists: r.Lists, Damaged: r.Damaged, Expiry: r.Expiry,
 		BadKeys: r.BadKeys, Counters: r.Counters, Changed: r.Changed()}
 }
 
 // RepairResult converts r back.
 func (r RepairJSON) RepairResult() db.RepairResult {
 	return db.RepairResult{Orphans: r.Orphans, Dangling: r.Dangling, Reposted: r.Reposted, Lost: nilIfEmpty(r.Lost),
-		Unreadable: r.Unreadable, Restored: r.Restored, Lists: r.Lists, Damaged: r.Damaged, Expiry: r.Expiry,
+		Unreadable: r.Unreadable, Restored: r.Restored, Rewritten: r.Rewritten, Lists: r.Lists, Damaged: r.Damaged, Expiry: r.Expiry,
 		BadKeys: r.BadKeys, Counters: r.Counters}
 }
 
