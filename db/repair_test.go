@@ -360,3 +360,46 @@ func TestRepairRefusals(t *testing.T) {
 		t.Fatalf("Get(a) after the repair: %+v, %v", got, err)
 	}
 }
+
+// A posting of a live document in a bucket it is not in: Check said ok
+// (the document was a candidate of every query probing the bucket, and
+// the posting was reported only once the document was deleted); Repair
+// removes it.
+func TestCheckStrayPosting(t *testing.T) {
+	fs := vfs.NewMem()
+	d := mustOpen(t, "db", &Options{fs: fs})
+	if _, err := d.PutBatch([]Doc{{ID: "a", Text: "some text here, long enough"}, {ID: "b", Text: "another document altogether"}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	b, err := d.Get("b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, err := d.bucketKeys(nil, b.Signature)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Close()
+	p, err := pebble.Open("db", &pebble.Options{FS: fs, Merger: compaction.Merger, FormatMajorVersion: formatMajorVersion, Logger: pebbleLogger{slog.New(slog.DiscardHandler)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Merge(codec.AppendPostingKey(nil, 1, keys[1]^1), codec.AppendPostings(nil, []codec.Posting{{Doc: b.Num}}), pebble.Sync); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	d = mustOpen(t, "db", &Options{fs: fs})
+	defer d.Close()
+	want := fmt.Sprintf("posting list 1/%08x names doc %d (\"b\"), whose bucket in band 1 is %08x", keys[1]^1, b.Num, keys[1])
+	if rep, err := d.Check(context.Background()); err != nil || !slices.Equal(rep.Problems, []string{want}) {
+		t.Fatalf("Check: %q, %v; want %q", rep.Problems, err, want)
+	}
+	if res, err := d.Repair(context.Background()); err != nil || res.Dangling != 1 || res.Lists != 1 {
+		t.Fatalf("Repair: %+v, %v; want one posting removed from one list", res, err)
+	}
+	if rep, err := d.Check(context.Background()); err != nil || !rep.OK() {
+		t.Fatalf("Check after Repair: %v, %v", rep, err)
+	}
+}
