@@ -611,22 +611,25 @@ func nextWord(s string) (word, rest string, err error) {
 			return w, after, nil
 		}
 	}
+	// NB: a byte at a time (every separator and quote is ASCII): by
+	// runes, a byte that is not UTF-8 became U+FFFD, and "get caf\xe9"
+	// read, deleted or replaced the document "caf\ufffd".
 	var cur strings.Builder
-	var quote rune
-	for i, r := range s {
-		switch {
+	var quote byte
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
 		case quote != 0:
-			if r == quote {
+			if c == quote {
 				quote = 0
 			} else {
-				cur.WriteRune(r)
+				cur.WriteByte(c)
 			}
-		case r == '"' || r == '\'':
-			quote = r
-		case r == ' ' || r == '\t':
+		case c == '"' || c == '\'':
+			quote = c
+		case c == ' ' || c == '\t':
 			return cur.String(), s[i:], nil
 		default:
-			cur.WriteRune(r)
+			cur.WriteByte(c)
 		}
 	}
 	if quote != 0 {

@@ -264,6 +264,30 @@ func TestShellQuotedIDs(t *testing.T) {
 	}
 }
 
+// Ensure that a byte that is not UTF-8 in a shell statement is kept, and
+// the id refused as the command line refuses it: it became U+FFFD, and
+// get, delete and put acted on the document "caf\ufffd".
+func TestShellInvalidUTF8ID(t *testing.T) {
+	idx := filepath.Join(t.TempDir(), "idx")
+	d, err := db.Open(idx, &db.Options{StoreText: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Put(db.Doc{ID: "caf\ufffd", Text: "a document whose id really is caf and U+FFFD"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	d.Close()
+	for _, line := range []string{"get caf\xe9", "delete caf\xe9", "put caf\xe9 some latin-1 text here", "query --id caf\xe9", "get 'caf\xe9'"} {
+		out, errOut, code := runLine([]string{"shell", "--db", idx}, line+"\n")
+		if code != 1 || !strings.Contains(errOut, "not valid UTF-8") {
+			t.Errorf("shell %q: exit %d\nstdout %s\nstderr %s", line, code, out, errOut)
+		}
+	}
+	if got := storedTexts(t, idx); len(got) != 1 || got["caf\ufffd"] != "a document whose id really is caf and U+FFFD" {
+		t.Fatalf("after the shell's statements: %q", got)
+	}
+}
+
 // Ensure that the shell's --progress and --progress-every reach its
 // statements (each statement's flags were reset to their defaults: bars
 // were drawn under --progress none, and no line came every 1ms), and that
