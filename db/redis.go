@@ -267,11 +267,32 @@ func (db *DB) redisWrite(preps []prepared) (int, error) {
 		p := &preps[i]
 		ws.Puts[i] = rediskv.Put{ID: p.id, Record: p.record, Buckets: p.keys, Expires: p.expires}
 	}
-	res, err := db.rkv.Apply(db.closing, &ws)
+	res, err := db.rkv.Apply(db.redisWriteCtx(), &ws)
 	if err != nil {
 		return 0, redisErr(err)
 	}
 	return res.Replaced, nil
+}
+
+// redisWriteCtx is the context of a Redis write once it has begun: Close
+// does not cancel it (Close waits for a short call in flight, as on
+// Pebble), and go-redis's own timeouts bound it.
+//
+// NB: on db.closing, a Close during a write cancelled it between its
+// steps: a record and postings written without their id (a query found
+// the document that Get did not), writes reported failed but applied, an
+// index that failed check until check --repair, and a bare "context
+// canceled" that was neither ErrClosed nor ErrBackend.
+func (db *DB) redisWriteCtx() context.Context { return context.WithoutCancel(db.closing) }
+
+// redisReadErr is redisErr for a read on db.closing before a write: a
+// Close that cancelled it is ErrClosed (nothing was written), not a bare
+// "context canceled".
+func (db *DB) redisReadErr(err error) error {
+	if errors.Is(err, context.Canceled) && db.closing.Err() != nil {
+		return context.Cause(db.closing)
+	}
+	return redisErr(err)
 }
 
 // redisSyncTimeout bounds the wait for replicas after a write.
@@ -285,7 +306,7 @@ func (db *DB) redisSync(wo *WriteOptions) error {
 	if db.opts.NoSync || wo != nil && wo.NoSync {
 		return nil
 	}
-	return redisErr(db.rkv.Sync(db.closing, redisSyncTimeout))
+	return redisErr(db.rkv.Sync(db.redisWriteCtx(), redisSyncTimeout))
 }
 
 // redisDelete is deleteLocked on Redis. NB: the ids are checked before
@@ -304,14 +325,14 @@ func (db *DB) redisDelete(ids []string, o *WriteOptions) (DeleteResult, error) {
 	}
 	nums, err := db.rkv.DocNums(db.closing, uniq)
 	if err != nil {
-		return res, redisErr(err)
+		return res, db.redisReadErr(err)
 	}
 	// NB: a document past its expiry, not yet swept, is missing to every
 	// read: so it is to Delete (as on Pebble), which leaves it to the
 	// sweeper.
 	recs, err := db.rkv.Records(db.closing, nums)
 	if err != nil {
-		return res, redisErr(err)
+		return res, db.redisReadErr(err)
 	}
 	now := db.now().UnixNano()
 	for i, r := range recs {
@@ -339,7 +360,7 @@ func (db *DB) redisDelete(ids []string, o *WriteOptions) (DeleteResult, error) {
 	if len(stored) == 0 {
 		return res, nil
 	}
-	r, err := db.rkv.Apply(db.closing, &rediskv.WriteSet{Deletes: stored})
+	r, err := db.rkv.Apply(db.redisWriteCtx(), &rediskv.WriteSet{Deletes: stored})
 	if err != nil {
 		return DeleteResult{}, redisErr(err)
 	}

@@ -1341,3 +1341,87 @@ func TestRedisNewNameControlCharacters(t *testing.T) {
 		s.Close()
 	}
 }
+
+// Ensure that a Close while writes run lets each write that began finish
+// whole, as on Pebble: it cancelled them between their steps, which left
+// records and postings without their ids (a query found a document Get
+// did not), writes reported failed but applied, an index that failed
+// Check, and a bare "context canceled". Every write must succeed (and be
+// stored, with its last text) or fail with ErrClosed (and be as before).
+func TestRedisCloseDuringWrites(t *testing.T) {
+	u := redisURL(t)
+	rng := rand.New(rand.NewPCG(21, 21))
+	var texts []string
+	for range 200 {
+		texts = append(texts, randomText(rng, texts[max(0, len(texts)-20):]))
+	}
+	for round := range 4 {
+		d, err := Open(u, &Options{Threshold: 0.6})
+		if err != nil {
+			t.Fatal(err)
+		}
+		type write struct {
+			id, text string
+			del      bool
+			err      error
+		}
+		results := make(chan write, 10000)
+		var wg sync.WaitGroup
+		for w := range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := 0; ; i++ {
+					id := fmt.Sprintf("w%d-%d", w, i%10) // upserts after ten
+					wr := write{id: id, text: texts[(w*37+i+round)%len(texts)]}
+					if i%7 == 6 {
+						wr.del = true
+						_, wr.err = d.DeleteIDs([]string{id}, &WriteOptions{IgnoreMissing: true})
+					} else {
+						wr.err = d.Put(Doc{ID: id, Text: wr.text}, nil)
+					}
+					results <- wr
+					if wr.err != nil {
+						return
+					}
+				}
+			}()
+		}
+		time.Sleep(time.Duration(100+50*round) * time.Millisecond)
+		if err := d.Close(); err != nil {
+			t.Fatal(err)
+		}
+		wg.Wait()
+		close(results)
+		// The model: the last acknowledged write of each id.
+		want := map[string]*string{}
+		for wr := range results {
+			switch {
+			case wr.err == nil && wr.del:
+				want[wr.id] = nil
+			case wr.err == nil:
+				text := wr.text
+				want[wr.id] = &text
+			case !errors.Is(wr.err, ErrClosed):
+				t.Fatalf("round %d: a write cut by Close: %v, want ErrClosed", round, wr.err)
+			}
+		}
+		d, err = Open(u, &Options{MustExist: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep, err := d.Check(context.Background()); err != nil || !rep.OK() {
+			t.Fatalf("round %d: Check after a Close during writes: %v, %v", round, rep.Problems, err)
+		}
+		for id, text := range want {
+			got, err := d.Get(id)
+			switch {
+			case text == nil && !errors.Is(err, ErrNotFound):
+				t.Errorf("round %d: %s, deleted, reads %v, %v", round, id, got, err)
+			case text != nil && (err != nil || got.Text != *text):
+				t.Errorf("round %d: %s reads %v, %v; want its last acknowledged text", round, id, got, err)
+			}
+		}
+		d.Close()
+	}
+}

@@ -1587,18 +1587,55 @@ func (s *Store) Sync(ctx context.Context, timeout time.Duration) error {
 	for _, m := range alone {
 		unreplicated(m)
 	}
-	return cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
-		r, ok := owns[c.Options().Addr]
-		if !ok {
-			return nil // no replica online, or no slot: nothing to wait for
-		}
-		for i := 0; ; i++ {
-			key := s.prefix + "sync:" + strconv.Itoa(i)
-			if sl := slotOf(key); sl >= r.start && sl <= r.end {
-				return waitOn(ctx, c, key)
+	// NB: each master with a replica is reached as go-redis reaches the
+	// owner of a key in its slots (MasterForKey), not by matching its
+	// address in CLUSTER SHARDS with go-redis's name for it: a cluster
+	// known by a host name (or announcing host names) matched none, and
+	// every Sync returned at once, the writes acknowledged unreplicated.
+	errs := make(chan error, len(owns))
+	for master, r := range owns {
+		go func() {
+			// NB: a key of a slot being migrated gets ASK (or, just
+			// after a failover, MOVED) from the node go-redis still
+			// takes for its owner: its write stood, and the next slot's
+			// key is tried (a migration moves one slot at a time).
+			var err error
+			for i, tried := 0, 0; tried < 8; i++ {
+				key := s.prefix + "sync:" + strconv.Itoa(i)
+				if sl := slotOf(key); sl < r.start || sl > r.end {
+					continue
+				}
+				tried++
+				var c *redis.Client
+				if c, err = cc.MasterForKey(ctx, key); err != nil {
+					break
+				}
+				if err = waitOn(ctx, c, key); !redirected(err) {
+					break
+				}
+				cc.ReloadState(ctx)
 			}
-		}
-	})
+			if err != nil {
+				err = fmt.Errorf("waiting for the replicas of %s: %w", master, err)
+			}
+			errs <- err
+		}()
+	}
+	var all []error
+	for range owns {
+		all = append(all, <-errs)
+	}
+	return errors.Join(all...)
+}
+
+// redirected reports whether err is a cluster's redirection (ASK or
+// MOVED) of a command sent to one node.
+func redirected(err error) bool {
+	if err == nil {
+		return false
+	}
+	msg := err.Error()
+	return strings.HasPrefix(msg, "ASK ") || strings.HasPrefix(msg, "MOVED ")
 }
 
 // expiryMillis is the Unix millisecond at or after the Unix nanosecond

@@ -903,3 +903,68 @@ func TestSweepBesidePutsOfDueDocuments(t *testing.T) {
 		t.Fatalf("check: %d problems, e.g. %q; %v", len(rep.Problems), rep.Problems[:min(3, len(rep.Problems))], err)
 	}
 }
+
+// Ensure that Sync waits for the replicas of a cluster known by a host
+// name: go-redis names a loopback node by the seed's host ("localhost"),
+// CLUSTER SHARDS by its IP, and Sync matched masters by that address: it
+// matched none and returned at once, the writes acknowledged unreplicated.
+// With a master's only replica frozen, Sync must fail for want of it.
+func TestSyncWaitsByHostName(t *testing.T) {
+	c := redistest.Require(t) // NB: its own cluster: a node is frozen
+	ctx := context.Background()
+	// NB: a name of this host that go-redis does not take for loopback
+	// itself, as it does "localhost": the machine's own, where it
+	// resolves to a loopback address (as a Debian host's does).
+	name, err := os.Hostname()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ips, err := net.LookupIP(name); err != nil || len(ips) == 0 || !ips[0].IsLoopback() {
+		t.Skipf("this host's name %q does not resolve to a loopback address (%v, %v): no name to reach the local cluster by", name, ips, err)
+	}
+	var hosts []string
+	for _, a := range c.Addrs {
+		_, port, _ := strings.Cut(a, ":")
+		hosts = append(hosts, net.JoinHostPort(name, port))
+	}
+	s, err := Open(ctx, "redis+cluster://"+strings.Join(hosts, ",")+"/byname")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	rng := rand.New(rand.NewPCG(3, 3))
+	for i := range 20 {
+		if _, err := s.Apply(ctx, &WriteSet{Puts: []Put{randomPut(rng, fmt.Sprint("doc", i))}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Sync(ctx, 2*time.Second); err != nil {
+		t.Fatalf("Sync with every replica up: %v", err)
+	}
+	master := redis.NewClient(&redis.Options{Addr: c.Addrs[0]})
+	defer master.Close()
+	info, err := master.Info(ctx, "replication").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rport, ok := strings.Cut(info, "slave0:ip=127.0.0.1,port=")
+	rport, _, _ = strings.Cut(rport, ",")
+	replica := slices.Index(c.Addrs, "127.0.0.1:"+rport)
+	if !ok || replica < 0 {
+		t.Fatalf("no replica of %s among %v: %s", c.Addrs[0], c.Addrs, info)
+	}
+	// NB: well within the cluster's node timeout (2 s), after which the
+	// frozen replica counts as failed and its master as alone.
+	if err := c.Pause(replica); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	err = s.Sync(ctx, 500*time.Millisecond)
+	took := time.Since(start)
+	if err := c.Resume(replica); err != nil {
+		t.Fatal(err)
+	}
+	if !errors.Is(err, ErrNotReplicated) {
+		t.Fatalf("Sync with %s's only replica frozen, through host names: %v after %v; want ErrNotReplicated", c.Addrs[0], err, took)
+	}
+}
