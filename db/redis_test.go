@@ -1425,3 +1425,45 @@ func TestRedisCloseDuringWrites(t *testing.T) {
 		d.Close()
 	}
 }
+
+// Ensure that Repair of a whole index that holds expired documents not yet
+// swept changes nothing: it set the live count to the ids' alone, so that
+// Check failed after it and the sweep then took the expired documents off
+// the count a second time (Count 2 with 6 stored).
+func TestRedisRepairLeavesExpiredToTheSweep(t *testing.T) {
+	u := redisURL(t)
+	d, err := Open(u, &Options{Threshold: 0.6, ExpirySweep: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	var docs []Doc
+	for i := range 10 {
+		docs = append(docs, Doc{ID: fmt.Sprint("doc", i), Text: fmt.Sprintf("document number %d of the expiry repair test, with words", i)})
+	}
+	if _, err := d.PutBatch(docs[:6], nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.PutBatch(docs[6:], &WriteOptions{TTL: 200 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second) // NB: Redis expires the records' keys itself
+	if rep, err := d.Check(context.Background()); err != nil || !rep.OK() {
+		t.Fatalf("Check before the repair: %v, %v", rep.Problems, err)
+	}
+	if res, err := d.Repair(context.Background()); err != nil || res.Changed() {
+		t.Errorf("Repair of a whole index with expired documents awaiting the sweep: %+v, %v; want nothing mended", res, err)
+	}
+	if rep, err := d.Check(context.Background()); err != nil || !rep.OK() {
+		t.Fatalf("Check after the repair: %v, %v", rep.Problems, err)
+	}
+	if n, err := d.SweepExpired(context.Background()); err != nil || n != 4 {
+		t.Fatalf("SweepExpired: %d, %v; want 4", n, err)
+	}
+	if n, err := d.Count(); err != nil || n != 6 {
+		t.Errorf("Count after the sweep: %d, %v; want 6", n, err)
+	}
+	if rep, err := d.Check(context.Background()); err != nil || !rep.OK() {
+		t.Fatalf("Check after the sweep: %v, %v", rep.Problems, err)
+	}
+}

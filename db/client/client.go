@@ -62,7 +62,9 @@ type Options struct {
 	// Token is the server's bearer token, if it has one.
 	Token string
 	// Timeout bounds the calls that take no context (Put, Get, Delete,
-	// Bucket, Explain, …). Default: none.
+	// Bucket, Explain, …). The methods that take one follow that context
+	// alone (PutBatchContext, PutIfNewBatch, Query, Pairs, …): a stream
+	// or a batch may take long. Default: none.
 	Timeout time.Duration
 	// OpenTimeout bounds Open's exchange with the server, which answers
 	// at once unless it is stopped or stuck: a server that does not answer
@@ -164,7 +166,7 @@ func OpenContext(ctx context.Context, target string, opts *Options) (*Client, er
 		c.base = "http://lshdb"
 	}
 	c.hc = hc
-	ctx, cancel := c.ctxFrom(ctx)
+	ctx, cancel := c.ctxFrom(ctx) // NB: Open takes no context: Timeout bounds it
 	defer cancel()
 	if o.OpenTimeout > 0 {
 		ctx, cancel = context.WithTimeoutCause(ctx, o.OpenTimeout, errNoAnswer)
@@ -265,6 +267,19 @@ func (e *Error) Unwrap() error { return httpapi.ErrorOf(e.Code) }
 
 func (c *Client) ctx() (context.Context, context.CancelFunc) {
 	return c.ctxFrom(context.Background())
+}
+
+// callerCtx is the context of a method that takes one: the caller's
+// alone, which Options.Timeout does not cut.
+//
+// NB: it did: a PutIfNewBatch of 20,000 documents under a Timeout of
+// 300 ms stopped with 4,000 answered and 4,155 stored, though its
+// context had no deadline.
+func callerCtx(base context.Context) (context.Context, context.CancelFunc) {
+	if base == nil {
+		base = context.Background()
+	}
+	return context.WithCancel(base)
 }
 
 // ctxFrom is ctx under a caller's context.
@@ -410,7 +425,9 @@ func (c *Client) Put(d db.Doc, wo *db.WriteOptions) error {
 // PutBatch stores documents atomically (all of them or none), with a
 // report.
 func (c *Client) PutBatch(docs []db.Doc, wo *db.WriteOptions) (db.BatchResult, error) {
-	return c.PutBatchContext(context.Background(), docs, wo)
+	ctx, cancel := c.ctx()
+	defer cancel()
+	return c.PutBatchContext(ctx, docs, wo)
 }
 
 // PutBatchContext is PutBatch that gives up when ctx ends, as
@@ -433,7 +450,7 @@ func (c *Client) PutBatchContext(ctx context.Context, docs []db.Doc, wo *db.Writ
 		req.NoSync, req.StoreText, req.SkipEmpty = wo.NoSync, wo.StoreText, wo.SkipEmpty
 		req.TTLMillis, req.ExpireAt = httpapi.ExpiryOut(wo)
 	}
-	ctx, cancel := c.ctxFrom(ctx)
+	ctx, cancel := callerCtx(ctx)
 	defer cancel()
 	var out httpapi.BatchResultJSON
 	if err := c.call(ctx, "POST", "/v1/docs", nil, req, &out); err != nil {
@@ -541,7 +558,9 @@ var errLoadAnswered = errors.New("lshdb: client: the server answered the load")
 // PutIfNew stores doc unless a stored document is a near-duplicate of it,
 // which it returns instead.
 func (c *Client) PutIfNew(doc db.Doc, wo *db.WriteOptions) (*db.Match, error) {
-	return c.PutIfNewContext(context.Background(), doc, wo)
+	ctx, cancel := c.ctx()
+	defer cancel()
+	return c.PutIfNewContext(ctx, doc, wo)
 }
 
 // PutIfNewContext is PutIfNew that gives up when ctx ends, as
@@ -552,7 +571,7 @@ func (c *Client) PutIfNewContext(ctx context.Context, doc db.Doc, wo *db.WriteOp
 		return nil, err
 	}
 	q := putIfNewQuery(wo)
-	ctx, cancel := c.ctxFrom(ctx)
+	ctx, cancel := callerCtx(ctx)
 	defer cancel()
 	var out httpapi.PutIfNewJSON
 	if err := c.call(ctx, "POST", "/v1/docs/put-if-new", q, httpapi.DocIn(doc), &out); err != nil {
@@ -607,7 +626,7 @@ func (c *Client) PutIfNewBatch(ctx context.Context, docs []db.Doc, wo *db.WriteO
 		return res, nil
 	}
 	q := putIfNewQuery(wo)
-	ctx, cancel := c.ctxFrom(ctx)
+	ctx, cancel := callerCtx(ctx)
 	defer cancel()
 	resp, err := c.do(ctx, "POST", "/v1/docs/put-if-new", q, &body)
 	if err != nil {
@@ -739,7 +758,9 @@ func (c *Client) Delete(id string, wo *db.WriteOptions) error {
 
 // DeleteIDs removes documents atomically: all of them or none.
 func (c *Client) DeleteIDs(ids []string, o *db.WriteOptions) (db.DeleteResult, error) {
-	return c.DeleteIDsContext(context.Background(), ids, o)
+	ctx, cancel := c.ctx()
+	defer cancel()
+	return c.DeleteIDsContext(ctx, ids, o)
 }
 
 // DeleteIDsContext is DeleteIDs that gives up when ctx ends, as
@@ -761,7 +782,7 @@ func (c *Client) DeleteIDsContext(ctx context.Context, ids []string, o *db.Write
 		// NB: as in-process, deleting nothing does nothing.
 		return db.DeleteResult{}, nil
 	}
-	ctx, cancel := c.ctxFrom(ctx)
+	ctx, cancel := callerCtx(ctx)
 	defer cancel()
 	var out httpapi.DeleteResultJSON
 	if err := c.call(ctx, "POST", "/v1/docs/delete", nil, req, &out); err != nil {
@@ -1185,8 +1206,8 @@ func (c *Client) Bucket(band int, bucket uint64) ([]string, error) {
 	if err := c.call(ctx, "GET", path, nil, nil, &out); err != nil {
 		return nil, err
 	}
-	if len(out.IDs) == 0 {
-		return nil, nil
+	if out.IDs == nil {
+		return []string{}, nil // NB: as in-process: empty, not nil
 	}
 	return out.IDs, nil
 }

@@ -500,7 +500,8 @@ func TestReadsMatchInProcess(t *testing.T) {
 			wantIDs, _ := d.Bucket(hot.Band, hot.Bucket)
 			same(t, "Bucket", got, wantIDs)
 			got, err = c.Bucket(0, 12345)
-			same(t, "an absent bucket", [2]any{got, err}, [2]any{[]string(nil), nil})
+			wantIDs, werr := d.Bucket(0, 12345)
+			same(t, "an absent bucket", [2]any{got, err}, [2]any{wantIDs, werr})
 			ge, err := c.Explain(docs[0].ID, docs[1].ID)
 			if err != nil {
 				t.Fatal(err)
@@ -888,6 +889,44 @@ func TestTokenAndContext(t *testing.T) {
 	}
 	if _, err := client.Open(base+"/v1", nil); err == nil {
 		t.Error("a URL with a path was accepted")
+	}
+}
+
+// Ensure that Options.Timeout bounds the calls that take no context, and
+// only them: it cut PutBatchContext, PutIfNewContext, PutIfNewBatch and
+// DeleteIDsContext too (a long PutIfNewBatch stopped part way with some
+// documents stored and unanswered), though their contexts had no deadline.
+func TestTimeoutSparesContextMethods(t *testing.T) {
+	d := open(t, nil)
+	h := httpapi.Handler(d, nil)
+	slow := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == "POST" {
+			time.Sleep(300 * time.Millisecond)
+		}
+		h.ServeHTTP(w, r)
+	})
+	base, _ := serveTCP(t, slow)
+	c, err := client.Open(base, &client.Options{Timeout: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+	doc := func(id string) db.Doc { return db.Doc{ID: id, Text: "some words of the document " + id} }
+	if _, err := c.PutBatch([]db.Doc{doc("a")}, nil); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("PutBatch past the Timeout: %v, want context.DeadlineExceeded", err)
+	}
+	if _, err := c.PutBatchContext(ctx, []db.Doc{doc("b")}, nil); err != nil {
+		t.Errorf("PutBatchContext: %v", err)
+	}
+	if _, err := c.PutIfNewContext(ctx, doc("c"), nil); err != nil {
+		t.Errorf("PutIfNewContext: %v", err)
+	}
+	if res, err := c.PutIfNewBatch(ctx, []db.Doc{doc("d"), doc("e")}, nil); err != nil || len(res) != 2 {
+		t.Errorf("PutIfNewBatch: %v, %v", res, err)
+	}
+	if _, err := c.DeleteIDsContext(ctx, []string{"b"}, nil); err != nil {
+		t.Errorf("DeleteIDsContext: %v", err)
 	}
 }
 

@@ -135,6 +135,47 @@ func errorCode(t *testing.T, body io.Reader) string {
 
 // Ensure that malformed requests get 4xx answers with their codes, and
 // that a wrong or missing token is refused with 401 except on /healthz.
+// RequireToken guards what it wraps (/metrics) as Handler guards the API:
+// a page that rebound its host name to 127.0.0.1 read the metrics of a
+// loopback server without a token.
+func TestRequireTokenIsSameSite(t *testing.T) {
+	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("metrics")) })
+	for _, tc := range []struct {
+		token, host, origin, bearer string
+		want                        int
+	}{
+		{"", "", "", "", 200},
+		{"", "evil.example:1", "", "", 403},
+		{"", "", "http://evil.example", "", 403},
+		{"tok", "evil.example:1", "", "tok", 200}, // NB: a page cannot send the token
+		{"tok", "", "http://evil.example", "tok", 403},
+		{"tok", "", "", "", 401},
+	} {
+		addr := startTCP(t, RequireToken(tc.token, ok), 0)
+		r, err := http.NewRequest("GET", "http://"+addr+"/metrics", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tc.host != "" {
+			r.Host = tc.host
+		}
+		if tc.origin != "" {
+			r.Header.Set("Origin", tc.origin)
+		}
+		if tc.bearer != "" {
+			r.Header.Set("Authorization", "Bearer "+tc.bearer)
+		}
+		resp, err := http.DefaultClient.Do(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != tc.want {
+			t.Errorf("token %q, Host %q, Origin %q: %d, want %d", tc.token, tc.host, tc.origin, resp.StatusCode, tc.want)
+		}
+	}
+}
+
 // A configured token is trimmed as a request's is: "s3cret\n" (a token
 // from a file or a variable) matched no request, the server's own
 // commands' included. One of white space alone matches no request, an

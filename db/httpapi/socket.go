@@ -165,17 +165,26 @@ func (l *socketListener) Close() error {
 	return err
 }
 
-// RequireToken wraps next (a /metrics handler, say) in the bearer-token
-// check that Handler applies: with an empty token it is next itself.
+// RequireToken wraps next (a /metrics handler, say) in the checks of who
+// may call that Handler applies: the guard against what a web page could
+// make a browser send (a foreign Origin, Sec-Fetch-Site: cross-site, and
+// without a token a Host that is no loopback name), then the bearer token
+// when there is one.
+//
+// NB: it checked the token alone: a page that rebound its host name to
+// 127.0.0.1 read the metrics of a loopback server without a token.
 func RequireToken(token string, next http.Handler) http.Handler {
-	if token == "" {
-		return next
-	}
 	h := &handler{o: Options{Token: token}}
 	h.token = sha256.Sum256([]byte(strings.TrimSpace(token))) // as Handler's
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if err := h.authorized(r); err != nil {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="lshdb"`)
+		err := h.sameSite(r)
+		if err == nil {
+			err = h.authorized(r)
+		}
+		if err != nil {
+			if errors.Is(err, ErrUnauthorized) {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="lshdb"`)
+			}
 			rw := &resp{w: w, rc: http.NewResponseController(w), h: h}
 			rw.fail(err)
 			return

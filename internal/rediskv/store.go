@@ -1031,6 +1031,16 @@ const unnameScript = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis
 func (s *Store) Repair(ctx context.Context) (RepairReport, error) {
 	var rep RepairReport
 	live := map[uint64]bool{}
+	// Documents that expired and await the sweep are the sweep's: their
+	// records, ids and postings are left to it, and they count until it
+	// runs, as Check counts them.
+	//
+	// NB: a repair of a clean index holding some set the live count to
+	// the ids' alone; the sweep then took them off it a second time.
+	due, err := s.dueForSweep(ctx)
+	if bad := (badExpiryMembers{}); err != nil && !errors.As(err, &bad) {
+		return rep, err // NB: members that do not parse are Check's to report
+	}
 	var docKeys []string
 	if err := s.scanKeys(ctx, s.docPattern(), func(key string) error {
 		docKeys = append(docKeys, key)
@@ -1080,7 +1090,7 @@ func (s *Store) Repair(ctx context.Context) (RepairReport, error) {
 	deadBuckets := make([]*redis.StringCmd, len(nums))
 	if _, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, n := range nums {
-			if !live[n] {
+			if !live[n] && !due[n] {
 				dead = append(dead, i)
 				deadNums[i] = n
 				deadBuckets[i] = p.HGet(ctx, s.docKey(n), "b")
@@ -1096,7 +1106,13 @@ func (s *Store) Repair(ctx context.Context) (RepairReport, error) {
 	}
 	// The live count is the ids'. NB: at maxmemory too (freeAtOOM): a
 	// repair of what a load stopped by a full Redis left frees memory.
-	if err := s.c.Eval(ctx, s.script(setLiveScript), []string{s.countersKey()}, len(live)).Err(); err != nil {
+	awaiting := 0
+	for n := range due {
+		if !live[n] {
+			awaiting++
+		}
+	}
+	if err := s.c.Eval(ctx, s.script(setLiveScript), []string{s.countersKey()}, len(live)+awaiting).Err(); err != nil {
 		return rep, err
 	}
 	// Every live document in each of its buckets (SADD of a member the
@@ -1137,7 +1153,7 @@ func (s *Store) Repair(ctx context.Context) (RepairReport, error) {
 				if errors.Is(err, redis.Nil) {
 					continue // deleted since the scan listed it
 				}
-				if err == nil && live[n] {
+				if err == nil && (live[n] || due[n]) {
 					continue
 				}
 				dels[i] = p.Eval(ctx, s.script(unnameScript), []string{k}, vals[i].Val())
@@ -1167,7 +1183,7 @@ func (s *Store) Repair(ctx context.Context) (RepairReport, error) {
 		_, err = c.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for i, ms := range members {
 				for _, m := range ms {
-					if n, err := strconv.ParseUint(m, 10, 64); err != nil || !live[n] {
+					if n, err := strconv.ParseUint(m, 10, 64); err != nil || !live[n] && !due[n] {
 						p.SRem(ctx, keys[i], m)
 						rep.Dangling++
 					}
@@ -1178,6 +1194,36 @@ func (s *Store) Repair(ctx context.Context) (RepairReport, error) {
 		return err
 	})
 	return rep, err
+}
+
+// badExpiryMembers are the expiry set's members that did not parse.
+type badExpiryMembers []string
+
+func (b badExpiryMembers) Error() string { return strings.Join(b, "; ") }
+
+// dueForSweep returns the doc numbers of the documents whose expiry has
+// passed, as the expiry set has them: the sweep's to remove. Members that
+// do not parse are left out, and named in a badExpiryMembers error
+// returned with the rest.
+func (s *Store) dueForSweep(ctx context.Context) (map[uint64]bool, error) {
+	due := map[uint64]bool{}
+	members, err := s.c.ZRangeByScore(ctx, s.expiryKey(), &redis.ZRangeBy{Min: "-inf", Max: strconv.FormatInt(time.Now().UnixMilli(), 10)}).Result()
+	if err != nil {
+		return nil, err
+	}
+	var bad badExpiryMembers
+	for _, m := range members {
+		n, _, err := parseExpiryMember(m)
+		if err != nil {
+			bad = append(bad, err.Error())
+			continue
+		}
+		due[n] = true
+	}
+	if bad != nil {
+		return due, bad
+	}
+	return due, nil
 }
 
 // CheckReport is what Check counted and found.
@@ -1280,18 +1326,13 @@ func (s *Store) Check(ctx context.Context, bands int) (*CheckReport, error) {
 	}
 	// Documents that expired and await the sweep: their postings (and,
 	// until Redis expires them, their records) are no problem.
-	due := map[uint64]bool{}
-	members, err := s.c.ZRangeByScore(ctx, s.expiryKey(), &redis.ZRangeBy{Min: "-inf", Max: strconv.FormatInt(time.Now().UnixMilli(), 10)}).Result()
+	due, err := s.dueForSweep(ctx)
 	if err != nil {
-		return nil, err
-	}
-	for _, m := range members {
-		n, _, err := parseExpiryMember(m)
-		if err != nil {
-			problems = append(problems, err.Error())
-			continue
+		var bad badExpiryMembers
+		if !errors.As(err, &bad) {
+			return nil, err
 		}
-		due[n] = true
+		problems = append(problems, bad...)
 	}
 	if err := s.scanKeys(ctx, s.docPattern(), func(key string) error {
 		rep.Records++
