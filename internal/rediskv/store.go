@@ -266,7 +266,36 @@ func (s *Store) ping(ctx context.Context) error {
 	}
 	var err error
 	if cc, ok := s.c.(*redis.ClusterClient); ok {
-		err = cc.ForEachShard(ctx, func(ctx context.Context, n *redis.Client) error { return node(ctx, n) })
+		// NB: the masters must answer; a replica is asked its version
+		// for a second at most, and one that does not answer is taken as
+		// it is (as one that does not say). Every replica had to answer:
+		// one down, frozen or unreachable from this host (a cluster that
+		// announces private addresses) failed every open, reads too, and
+		// the message blamed a master.
+		err = cc.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error { return node(ctx, n) })
+		if err == nil {
+			// NB: go-redis takes its own timeouts, not the context's, for
+			// a node that does not answer (3 s a try): the probes are
+			// waited for a second, and what answers later is not heard.
+			var replicasOld atomic.Bool
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				cc.ForEachSlave(ctx, func(ctx context.Context, n *redis.Client) error {
+					if v, err := pingNode(ctx, n); errors.Is(err, ErrVersion) || err == nil && v != "" && !versionAtLeast(v, 7, 0) {
+						replicasOld.Store(true)
+					}
+					return nil
+				})
+			}()
+			select {
+			case <-done:
+				if replicasOld.Load() {
+					old.Store(true)
+				}
+			case <-time.After(time.Second):
+			}
+		}
 	} else {
 		err = node(ctx, s.c)
 	}

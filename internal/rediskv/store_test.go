@@ -968,3 +968,51 @@ func TestSyncWaitsByHostName(t *testing.T) {
 		t.Fatalf("Sync with %s's only replica frozen, through host names: %v after %v; want ErrNotReplicated", c.Addrs[0], err, took)
 	}
 }
+
+// Ensure that a replica that is down does not fail Open: every replica
+// was pinged and had to answer, so one down or unreachable failed every
+// open, reads too, with a message that blamed a master (a review saw it
+// for 2 s after a replica's kill -9, until the cluster failed it).
+//
+// NB: here the old Open passed too: the cluster's CLUSTER SLOTS left the
+// killed replica out at once, so go-redis never pinged it. The test
+// guards the behaviour; it could not show the failure.
+func TestOpenWithAReplicaDown(t *testing.T) {
+	c := redistest.Require(t) // NB: its own cluster: a node is killed
+	ctx := context.Background()
+	u := "redis+cluster://" + c.Addrs[0] + "/down" // NB: one seed, as a user gives
+	s, err := Open(ctx, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(5, 5))
+	if _, err := s.Apply(ctx, &WriteSet{Puts: []Put{randomPut(rng, "a")}}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	master := redis.NewClient(&redis.Options{Addr: c.Addrs[0]})
+	defer master.Close()
+	info, err := master.Info(ctx, "replication").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rport, ok := strings.Cut(info, "slave0:ip=127.0.0.1,port=")
+	rport, _, _ = strings.Cut(rport, ",")
+	replica := slices.Index(c.Addrs, "127.0.0.1:"+rport)
+	if !ok || replica < 0 {
+		t.Fatalf("no replica of %s among %v: %s", c.Addrs[0], c.Addrs, info)
+	}
+	if err := c.Kill(replica); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	s, err = Open(ctx, u)
+	t.Logf("Open with a replica down took %v", time.Since(start))
+	if err != nil {
+		t.Fatalf("Open with the replica %s down: %v", c.Addrs[replica], err)
+	}
+	defer s.Close()
+	if nums, err := s.DocNums(ctx, []string{"a"}); err != nil || len(nums) != 1 || nums[0] == 0 {
+		t.Fatalf("DocNums(a) with a replica down: %v, %v", nums, err)
+	}
+}
