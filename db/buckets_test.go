@@ -65,3 +65,23 @@ func TestBucketsHottest(t *testing.T) {
 		}
 	}
 }
+
+// Ensure that the lists deletes emptied (before a purge) are not listed as
+// the hottest buckets: with no other list, they were, at size 0.
+func TestBucketsHottestSkipsEmptiedLists(t *testing.T) {
+	d := mustOpen(t, t.TempDir(), nil)
+	defer d.Close()
+	if _, err := d.PutBatch([]Doc{{ID: "a", Text: "the quick brown fox jumps over the lazy dog"}, {ID: "b", Text: "the quick brown fox jumps over the lazy dog!"}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.DeleteIDs([]string{"a", "b"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	st, err := d.Buckets(context.Background(), -1, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Hottest) != 0 {
+		t.Errorf("the hottest buckets of an index with only emptied lists: %+v", st.Hottest)
+	}
+}

@@ -114,7 +114,7 @@ func (db *DB) buckets(ctx context.Context, band, top, step, steps int) (*BucketS
 		}
 		st.Histogram[h]++
 		seq++
-		if h := (hot{band: b, bucket: bucket, size: len(ps), seq: seq}); top > 0 && hottest.Wants(h) {
+		if h := (hot{band: b, bucket: bucket, size: len(ps), seq: seq}); top > 0 && len(ps) > 0 && hottest.Wants(h) { // NB: an emptied list (before a purge) was listed hot, at size 0
 			h.docs = make([]uint64, 0, min(len(ps), sampleReads))
 			for _, p := range ps[:min(len(ps), sampleReads)] {
 				h.docs = append(h.docs, p.Doc)

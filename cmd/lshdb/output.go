@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/lshdb/lshdb/bands"
@@ -113,7 +114,7 @@ func idLine(ids []string) string {
 		if i > 0 {
 			b.WriteByte(' ')
 		}
-		b.WriteString(idWord(id, " \""))
+		b.WriteString(idWord(id, " \"'")) // NB: the shell takes ' for a quote too
 	}
 	return b.String()
 }
@@ -154,24 +155,47 @@ func marshalJSON(v any) ([]byte, error) {
 	return bytes.TrimSuffix(buf.Bytes(), []byte{'\n'}), nil
 }
 
-// escapeJSONControls rewrites DEL and C1 characters in encoded JSON as
-// \u escapes (they can only occur inside strings, where the escape means
-// the same character).
+// escapeJSONControls rewrites DEL and every other character a table
+// quotes (C1, and non-printing runes such as bidirectional overrides) in
+// encoded JSON as \u escapes (they can only occur inside strings, where
+// the escape means the same character; past U+FFFF, as a surrogate
+// pair).
+//
+// NB: DEL and C1 alone were: an id with U+202E (right-to-left override)
+// was written raw, and reversed the rest of the line on a terminal, where
+// a table showed it escaped.
 func escapeJSONControls(b []byte) []byte {
-	if bytes.IndexByte(b, 0x7f) < 0 && bytes.IndexByte(b, 0xc2) < 0 {
+	i := 0
+	for i < len(b) && b[i] < 0x7f {
+		i++
+	}
+	if i == len(b) {
 		return b
 	}
-	var out []byte
-	for i := 0; i < len(b); i++ {
-		switch {
-		case b[i] == 0x7f:
-			out = append(out, `\u007f`...)
-		case b[i] == 0xc2 && i+1 < len(b) && b[i+1] >= 0x80 && b[i+1] <= 0x9f:
-			out = fmt.Appendf(out, `\u%04x`, b[i+1])
+	out := append([]byte(nil), b[:i]...)
+	for i < len(b) {
+		c := b[i]
+		if c < 0x7f {
+			out = append(out, c)
 			i++
-		default:
-			out = append(out, b[i])
+			continue
 		}
+		if c == 0x7f {
+			out = append(out, `\u007f`...)
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRune(b[i:])
+		switch {
+		case r == utf8.RuneError && n == 1 || strconv.IsPrint(r):
+			out = append(out, b[i:i+n]...)
+		case r > 0xffff:
+			r1, r2 := utf16.EncodeRune(r)
+			out = fmt.Appendf(out, `\u%04x\u%04x`, r1, r2)
+		default:
+			out = fmt.Appendf(out, `\u%04x`, r)
+		}
+		i += n
 	}
 	return out
 }
@@ -491,4 +515,19 @@ func compressionNameFits(flag, path string) error {
 		}
 	}
 	return nil
+}
+
+// score formats a similarity with 4 decimals, or as many more as it takes
+// to tell it from the threshold t it is read beside.
+//
+// NB: a Jaccard of 0.79998 was printed 0.8000 beside "threshold 0.8",
+// and then said to be below it.
+func score(j, t float64) string {
+	for prec := 4; prec <= 17; prec++ {
+		s := strconv.FormatFloat(j, 'f', prec, 64)
+		if v, err := strconv.ParseFloat(s, 64); err == nil && (v < t) == (j < t) {
+			return s
+		}
+	}
+	return strconv.FormatFloat(j, 'f', -1, 64)
 }

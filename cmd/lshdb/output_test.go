@@ -511,3 +511,82 @@ func TestAppendPairJSON(t *testing.T) {
 		t.Fatalf("only %d of 20,000 pairs took the hand-written way", fast)
 	}
 }
+
+// A similarity printed beside a threshold is on its side of it: 0.79998
+// was printed 0.8000 beside "threshold 0.8", which explain then called
+// below the threshold.
+func TestScoreSidesWithThreshold(t *testing.T) {
+	for _, tc := range []struct {
+		j, t float64
+		want string
+	}{
+		{0.79998, 0.8, "0.79998"},
+		{0.8, 0.8, "0.8000"},
+		{0.80004, 0.8, "0.8000"},
+		{0.123456, 0.8, "0.1235"},
+		{0.80005, 0.80006, "0.80005"},
+		{1, 0.8, "1.0000"},
+	} {
+		if got := score(tc.j, tc.t); got != tc.want {
+			t.Errorf("score(%v, %v) = %q, want %q", tc.j, tc.t, got, tc.want)
+		}
+	}
+}
+
+// explain of a pair just under the threshold shows enough digits to say so.
+func TestExplainJustUnderThreshold(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "idx")
+	var a, b []string
+	for i := range 9999 {
+		a = append(a, fmt.Sprint("w", i))
+		if i < 7999 {
+			b = append(b, fmt.Sprint("w", i))
+		}
+	}
+	in := fmt.Sprintf("{\"id\":\"A\",\"text\":%q}\n{\"id\":\"B\",\"text\":%q}\n", strings.Join(a, " "), strings.Join(b, " "))
+	if out, errOut, code := runLine([]string{"create", "--db", dir, "--shingle", "word", "--shingle-size", "1"}, ""); code != 0 {
+		t.Fatalf("create: %s%s", out, errOut)
+	}
+	if out, errOut, code := runLine([]string{"insert", "--db", dir, "-"}, in); code != 0 {
+		t.Fatalf("insert: %s%s", out, errOut)
+	}
+	out, errOut, code := runLine([]string{"explain", "--db", dir, "A", "B"}, "")
+	// NB: 7999/9999, by hand.
+	if code != 0 || !strings.Contains(out, "exact Jaccard 0.79998, ") || !strings.Contains(out, "below the threshold") {
+		t.Fatalf("explain: exit %d\n%s%s", code, out, errOut)
+	}
+}
+
+// tune refuses a recall create refuses: --recall 0 was taken as the
+// default 0.99, and the banding shown was not for the recall asked.
+func TestTuneRefusesRecallCreateRefuses(t *testing.T) {
+	for _, r := range []string{"0", "1", "-1", "NaN", "1.5"} {
+		_, errOut, code := runLine([]string{"tune", "--threshold", "0.5", "--recall", r}, "")
+		_, cerrOut, ccode := runLine([]string{"create", "--db", filepath.Join(t.TempDir(), "idx"), "--threshold", "0.5", "--recall", r}, "")
+		if code != 2 || ccode != 2 || !strings.Contains(errOut, "--recall") || !strings.Contains(cerrOut, "--recall") {
+			t.Errorf("--recall %s: tune exit %d %q, create exit %d %q; want both refused", r, code, errOut, ccode, cerrOut)
+		}
+	}
+}
+
+// JSON lines escape what a table escapes: U+202E was written raw (a table
+// showed "\u202etrl"); the escapes decode to the same string.
+func TestJSONEscapesNonPrinting(t *testing.T) {
+	id := "x\u202etrl\u2066y\U000E0001z\u00e9\U0001F600"
+	b, err := marshalJSON(map[string]string{"id": id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := escapeJSONControls(b)
+	if want := `{"id":"x\u202etrl\u2066y\udb40\udc01zé😀"}`; string(got) != want {
+		t.Errorf("escapeJSONControls: %s, want %s", got, want)
+	}
+	var back map[string]string
+	if err := json.Unmarshal(got, &back); err != nil || back["id"] != id {
+		t.Errorf("decoded back: %q, %v; want %q", back["id"], err, id)
+	}
+	// idLine quotes an id the shell would split or take a quote in.
+	if got := idLine([]string{"it's", "a b", "plain"}); got != `"it's" "a b" plain` {
+		t.Errorf("idLine: %s", got)
+	}
+}

@@ -144,9 +144,9 @@ func (a *app) queryCmd() *cobra.Command {
 				for _, m := range res.Matches {
 					j := "-"
 					if !res.EstimateOnly {
-						j = fmt.Sprintf("%.4f", m.Jaccard)
+						j = score(m.Jaccard, res.Threshold)
 					}
-					fmt.Fprintf(tw, "%s\t%s\t%.4f\t%d", esc(m.ID), j, m.Estimate, m.Bands)
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%d", esc(m.ID), j, score(m.Estimate, res.Threshold), m.Bands)
 					if withMeta {
 						fmt.Fprintf(tw, "\t%s", metaCell(m.Meta))
 					}
@@ -978,9 +978,9 @@ func (a *app) explainCmd() *cobra.Command {
 				}
 				fmt.Fprintf(a.stdout, "%s ~ %s\n", esc(e.A), esc(e.B))
 				if e.EstimateOnly {
-					fmt.Fprintf(a.stdout, "signature estimate %.4f (storage none: no exact Jaccard), threshold %v\n", e.Estimate, e.Threshold)
+					fmt.Fprintf(a.stdout, "signature estimate %s (storage none: no exact Jaccard), threshold %v\n", score(e.Estimate, e.Threshold), e.Threshold)
 				} else {
-					fmt.Fprintf(a.stdout, "exact Jaccard %.4f, signature estimate %.4f, threshold %v\n", e.Jaccard, e.Estimate, e.Threshold)
+					fmt.Fprintf(a.stdout, "exact Jaccard %s, signature estimate %s, threshold %v\n", score(e.Jaccard, e.Threshold), score(e.Estimate, e.Threshold), e.Threshold)
 				}
 				fmt.Fprintf(a.stdout, "bands colliding: %d of %d %v\n", len(collide), len(e.Collide), collide)
 				// NB: on an index without sets the Jaccard is the estimate,
@@ -989,7 +989,7 @@ func (a *app) explainCmd() *cobra.Command {
 				if e.EstimateOnly {
 					jaccard = "estimated Jaccard"
 				}
-				fmt.Fprintf(a.stdout, "P(candidate) at %s %.4f: %.4f\n", jaccard, e.Jaccard, e.Probability)
+				fmt.Fprintf(a.stdout, "P(candidate) at %s %s: %.4f\n", jaccard, score(e.Jaccard, e.Threshold), e.Probability)
 				var verdict string
 				switch {
 				case e.A == e.B:

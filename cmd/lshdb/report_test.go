@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -262,6 +263,29 @@ func TestReportFromPairsFile(t *testing.T) {
 		if got := chartBars(t, parseXML(t, string(raw)), "chart-pairs"); !equalFloats(got, want) {
 			t.Errorf("report --pairs %s: pairs bars %v, want %v", c.pairs, got, want)
 		}
+	}
+	// Each pair again, the other way round, and one a third time: counted
+	// once each, with a note (they were counted again, unsaid).
+	var again []string
+	for _, l := range strings.Split(string(body), "\n") {
+		if strings.HasPrefix(l, `{"a":`) {
+			var p struct {
+				A, B    string
+				Jaccard float64
+			}
+			json.Unmarshal([]byte(l), &p)
+			again = append(again, fmt.Sprintf(`{"a":%q,"b":%q,"jaccard":%v}`, p.B, p.A, p.Jaccard))
+		}
+	}
+	again = append(again, again[0])
+	dup := strings.Replace(string(body), `{"end":{"lines":6}}`, strings.Join(again, "\n")+"\n"+`{"end":{"lines":13}}`, 1)
+	pfd := filepath.Join(tmp, "dup.jsonl")
+	os.WriteFile(pfd, []byte(dup), 0o644)
+	if stdout, stderr, code := runLine([]string{"report", "--db", dir, "--out", out, "--pairs", pfd}, ""); code != 0 || !strings.Contains(stdout+stderr, "6 pairs from the pairs file dup.jsonl (3 at Jaccard >= 0.8)") ||
+		!strings.Contains(stderr, "7 pairs repeated (the same two ids again, either way round) counted once") {
+		t.Errorf("report --pairs of a file with repeated pairs: exit %d, %q %q", code, stdout, stderr)
+	} else if raw, _ := os.ReadFile(out); !equalFloats(chartBars(t, parseXML(t, string(raw)), "chart-pairs"), want) {
+		t.Errorf("report --pairs of a file with repeated pairs: bars %v, want %v", chartBars(t, parseXML(t, string(raw)), "chart-pairs"), want)
 	}
 	// --pairs-threshold starts the bins there: [0.9, 1] in 5 bins.
 	runOK(t, "report", "--db", dir, "--out", out, "--pairs", pf, "--pairs-threshold", "0.9")

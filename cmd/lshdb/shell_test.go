@@ -316,3 +316,17 @@ func TestShellProgressFlags(t *testing.T) {
 		}
 	}
 }
+
+// A word with one leading dash is reported as the word typed, with the
+// way to pass it: "get -x8" said "get takes no --x8", a flag never typed.
+func TestShellDashWordHint(t *testing.T) {
+	idx := filepath.Join(t.TempDir(), "idx")
+	if _, errOut, code := runLine([]string{"create", "--db", idx}, ""); code != 0 {
+		t.Fatal(errOut)
+	}
+	out, errOut, code := runLine([]string{"shell", "--db", idx}, "get -x8\nget --x8\n")
+	if code != 1 || !strings.Contains(errOut, "get -x8: a word that starts with - is read as a flag; put arguments after -- (get -- -x8)") ||
+		!strings.Contains(errOut, "get takes no --x8 in the shell") {
+		t.Fatalf("shell: exit %d\n%s%s", code, out, errOut)
+	}
+}
