@@ -951,21 +951,41 @@ func (h *handler) clustersFrom(w *resp, r *http.Request) error {
 	}
 	lines := h.bodyLines(w, r)
 	seq := func(yield func(db.Pair, error) bool) {
-		for {
+		// NB: a line that is no pair (a failed stream's error line, a
+		// line with no a or b) was taken as the pair ("", "") and refused
+		// for naming one document twice; a header line too, and pairs
+		// after an end line (two streams concatenated) went through.
+		ended := false
+		for n := 1; ; n++ {
 			var line struct {
 				PairJSON
-				End *EndBody `json:"end"`
+				Header json.RawMessage `json:"header"`
+				End    *EndBody        `json:"end"`
+				Error  json.RawMessage `json:"error"`
 			}
 			err := lines.next(&line)
 			if err == io.EOF {
 				return
 			}
-			if err != nil {
-				yield(db.Pair{}, bodyError(err))
-				return
-			}
-			if line.End != nil {
+			var bad error
+			switch {
+			case err != nil:
+				bad = bodyError(err)
+			case line.Error != nil:
+				bad = badRequest("value %d: the error line of a pairs stream that failed (%s): its pairs are not all there; make them again", n, line.Error)
+			case line.End != nil:
+				ended = true
 				continue
+			case line.Header != nil && line.A == "" && line.B == "":
+				continue
+			case ended:
+				bad = badRequest("value %d: a pair after the stream's end line (two streams one after the other?)", n)
+			case line.A == "" || line.B == "":
+				bad = badRequest("value %d: a pair needs both ids (\"a\" and \"b\")", n)
+			}
+			if bad != nil {
+				yield(db.Pair{}, bad)
+				return
 			}
 			if !yield(db.Pair{A: line.A, B: line.B, Jaccard: line.Jaccard}, nil) {
 				return

@@ -1819,3 +1819,37 @@ func TestOpenAPISchemasCoverFields(t *testing.T) {
 		t.Errorf("openapi.yaml's scheme is not %q", want)
 	}
 }
+
+// Ensure that POST /v1/clusters takes what a pairs stream holds besides
+// pairs for what it is: a header line is skipped, a failed stream's error
+// line, a pair after the end line or a line without both ids refused with
+// the value's number. They were taken as the pair ("", "") and refused
+// for naming one document twice (a header line too), and pairs after an
+// end line went through.
+func TestClustersFromLines(t *testing.T) {
+	d := openFixture(t, 10, nil)
+	base := "http://" + startTCP(t, Handler(d, nil), 0)
+	var ids []string
+	for doc, err := range d.All() {
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, doc.ID)
+	}
+	pair := func(a, b string) string { return fmt.Sprintf(`{"a":%q,"b":%q,"jaccard":0.9}`, a, b) }
+	for _, tc := range []struct {
+		body   string
+		status int
+		says   string
+	}{
+		{`{"header":{"threshold":0.5}}` + "\n" + pair(ids[0], ids[1]) + "\n" + `{"end":{"lines":1}}` + "\n", 200, ""},
+		{pair(ids[0], ids[1]) + "\n" + `{"error":{"code":"internal","message":"boom"}}` + "\n", 400, "value 2: the error line of a pairs stream that failed"},
+		{pair(ids[0], ids[1]) + "\n" + `{"end":{"lines":1}}` + "\n" + pair(ids[2], ids[3]) + "\n", 400, "value 3: a pair after the stream's end line"},
+		{`{"a":"` + ids[0] + `","jaccard":0.9}` + "\n", 400, "value 1: a pair needs both ids"},
+	} {
+		code, body := postJSON(t, base+"/v1/clusters?threshold=0.5", tc.body)
+		if code != tc.status || !strings.Contains(string(body), tc.says) {
+			t.Errorf("POST /v1/clusters with\n%s: %d %s; want %d %q", tc.body, code, body, tc.status, tc.says)
+		}
+	}
+}
