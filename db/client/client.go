@@ -258,12 +258,24 @@ type Error struct {
 	Status  int    // HTTP status
 	Code    string // stable code, as in httpapi.Codes
 	Message string // the server's message, which names the problem
+	// Also names the io/fs errors the server's error matched besides
+	// its code's sentinel (httpapi.ErrorBody.Also).
+	Also []string
 }
 
 func (e *Error) Error() string { return e.Message }
 
-// Unwrap returns the sentinel of e's code.
-func (e *Error) Unwrap() error { return httpapi.ErrorOf(e.Code) }
+// Unwrap returns the sentinel of e's code, and the io/fs errors the
+// server's error matched too.
+func (e *Error) Unwrap() []error {
+	errs := []error{httpapi.ErrorOf(e.Code)}
+	for _, name := range e.Also {
+		if err, ok := httpapi.FSErrors[name]; ok {
+			errs = append(errs, err)
+		}
+	}
+	return errs
+}
 
 func (c *Client) ctx() (context.Context, context.CancelFunc) {
 	return c.ctxFrom(context.Background())
@@ -376,7 +388,7 @@ func errorOf(resp *http.Response) error {
 // *db.DocError or *db.QueryError (around the error of the document or
 // query itself) when the body names one, as the call in process returns.
 func errorFrom(status int, b *httpapi.ErrorBody) error {
-	e := &Error{Status: status, Code: b.Code, Message: b.Message}
+	e := &Error{Status: status, Code: b.Code, Message: b.Message, Also: b.Also}
 	if b.Index == nil || b.Cause == "" {
 		return e
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/http"
 	"os"
 
@@ -153,11 +154,25 @@ type ErrorBody struct {
 	// Cause is the message of the document's or query's own error (the
 	// wrapped one: Message names the position too).
 	Cause string `json:"cause,omitempty"`
+	// Also names the errors of package io/fs the error matches besides
+	// its code's sentinel ("exist", "not_exist", "permission"), so that a
+	// client's error matches them as the in-process error does (a backup
+	// into a directory that exists is ErrInvalidOptions and fs.ErrExist);
+	// absent when none.
+	Also []string `json:"also,omitempty"`
 }
+
+// FSErrors are the io/fs errors ErrorBody.Also names, by name.
+var FSErrors = map[string]error{"exist": fs.ErrExist, "not_exist": fs.ErrNotExist, "permission": fs.ErrPermission}
 
 // errorBody is err's body with its table entry's code.
 func errorBody(err error, c Code) ErrorBody {
 	b := ErrorBody{Code: c.Code, Message: err.Error()}
+	for _, name := range []string{"exist", "not_exist", "permission"} {
+		if errors.Is(err, FSErrors[name]) {
+			b.Also = append(b.Also, name)
+		}
+	}
 	var de *db.DocError
 	var qe *db.QueryError
 	// NB: only when err is the DocError or QueryError itself (or says no
