@@ -1467,3 +1467,27 @@ func TestRedisRepairLeavesExpiredToTheSweep(t *testing.T) {
 		t.Fatalf("Check after the sweep: %v, %v", rep.Problems, err)
 	}
 }
+
+// Ensure that a synced write by a user whose ACL refuses INFO, to a server
+// with no replica, fails as unreplicated and says why: it failed with
+// INFO's bare NOPERM, which named no cause.
+func TestRedisSyncWithoutInfo(t *testing.T) {
+	addr := standaloneRedis(t)
+	admin := redis.NewClient(&redis.Options{Addr: addr})
+	defer admin.Close()
+	if err := admin.Do(context.Background(), "ACL", "SETUSER", "bob", "on", ">bobpw", "~*", "+@all", "-info").Err(); err != nil {
+		t.Fatal(err)
+	}
+	d, err := Open("redis://bob:bobpw@"+addr+"/noinfo", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	err = d.Put(Doc{ID: "a", Text: "some words of a document"}, nil)
+	if !errors.Is(err, ErrBackend) || !strings.Contains(err.Error(), "may not run INFO") || !strings.Contains(err.Error(), "+info") {
+		t.Fatalf("a synced put without INFO to a server with no replica: %v", err)
+	}
+	if err := d.Put(Doc{ID: "b", Text: "some words of another document"}, &WriteOptions{NoSync: true}); err != nil {
+		t.Fatalf("a put with NoSync: %v", err)
+	}
+}

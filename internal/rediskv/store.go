@@ -1597,6 +1597,11 @@ func (s *Store) Sync(ctx context.Context, timeout time.Duration) error {
 		// those of a master alone, and said so (Unreplicated).
 		alone, syncing, err := replication(ctx, c)
 		switch {
+		case err != nil && strings.HasPrefix(err.Error(), "NOPERM"):
+			// NB: the write failed with INFO's NOPERM, which named no
+			// cause; every write of a user without INFO to a server with
+			// no replica did, 2 s each.
+			return fmt.Errorf("%w: %s, within %v, and this user may not run INFO, which tells a server with no replica (grant it +info, or write with NoSync where no replica is wanted): %w", ErrNotReplicated, addr, timeout, err)
 		case err != nil:
 			return err
 		case alone || syncing:
