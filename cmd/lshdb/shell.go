@@ -47,7 +47,7 @@ var shellSpecs = map[string]shellSpec{
 	"buckets":  {"buckets [--band B] [--top N]", []string{"band", "top"}},
 	"bucket":   {"bucket BAND BUCKET", nil},
 	"get":      {"get ID", nil},
-	"query":    {"query (--id ID | --text TEXT) [--threshold T] [--top K] [--estimate-only]", []string{"id", "text", "threshold", "top", "estimate-only"}},
+	"query":    {"query (--id ID | --text TEXT) [--threshold T] [--top K] [--estimate-only] [--with-text]", []string{"id", "text", "threshold", "top", "estimate-only", "with-text"}},
 	"explain":  {"explain ID1 ID2", nil},
 	"pairs":    {"pairs [--threshold T] [--limit N] [--stats] [--sort=false] [--memory MIB]", []string{"threshold", "limit", "stats", "sort", "memory"}},
 	"clusters": {"clusters [--threshold T] [--mode components|centers] [--keep first|last|longest|shortest] [--memory MIB]", []string{"threshold", "mode", "keep", "memory"}},

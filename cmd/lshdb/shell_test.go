@@ -330,3 +330,17 @@ func TestShellDashWordHint(t *testing.T) {
 		t.Fatalf("shell: exit %d\n%s%s", code, out, errOut)
 	}
 }
+
+// query --with-text names no file: the shell takes it (it said "query
+// takes no --with-text in the shell").
+func TestShellQueryWithText(t *testing.T) {
+	idx := filepath.Join(t.TempDir(), "idx")
+	if _, errOut, code := runLine([]string{"insert", "--db", idx, "../../testdata/cmd/inputs/docs.jsonl"}, ""); code != 0 {
+		t.Fatal(errOut)
+	}
+	want, _, _ := runLine([]string{"query", "--db", idx, "--id", "fox1", "--with-text", "--threshold", "0.3"}, "")
+	out, errOut, code := runLine([]string{"shell", "--db", idx}, "query --id fox1 --with-text --threshold 0.3\n")
+	if code != 0 || !strings.Contains(out, "TEXT") || !strings.Contains(out, strings.TrimSpace(strings.Split(want, "\n")[1])) {
+		t.Fatalf("shell query --with-text: exit %d\n%s%s\nwant as the command: %s", code, out, errOut, want)
+	}
+}

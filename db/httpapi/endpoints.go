@@ -1225,6 +1225,10 @@ func (h *handler) compact(w *resp, r *http.Request) error {
 var OpenAPI []byte
 
 func (h *handler) openapi(w *resp, r *http.Request) error {
+	// NB: as every other endpoint: an unknown parameter is refused.
+	if _, err := params(r, nil); err != nil {
+		return err
+	}
 	w.header(http.StatusOK, "application/yaml")
 	_, err := w.Write(OpenAPI)
 	return err

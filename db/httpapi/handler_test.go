@@ -230,6 +230,7 @@ func TestBadRequests(t *testing.T) {
 		{"GET", "/v1/repair", "", "s3cret", 405, "method_not_allowed"},
 		{"POST", "/v1/purge", "garbage", "s3cret", 400, "bad_request"}, // NB: it was ignored
 		{"POST", "/v1/compact", `{"x": 1}`, "s3cret", 400, "bad_request"},
+		{"GET", "/v1/openapi.yaml?x=1", "", "s3cret", 400, "bad_request"}, // NB: it was taken
 		{"POST", "/v1/docs", `{"id": "a", "text": `, "s3cret", 400, "bad_request"},
 		{"POST", "/v1/docs", `{"id": "a", "txt": "x"}`, "s3cret", 400, "bad_request"},
 		{"POST", "/v1/docs", `{"id": "a", "text": "xxxxxx"} {}`, "s3cret", 400, "bad_request"},
