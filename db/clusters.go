@@ -544,6 +544,10 @@ func (db *DB) clustersFrom(ctx context.Context, seq iter.Seq2[redisPair, error],
 	defer db.mu.RUnlock()
 	ctx, cancel := db.opCtx(ctx)
 	defer cancel()
+	// NB: an ended context with no pairs to read was never looked at.
+	if err := ctxErr(ctx); err != nil {
+		return nil, err
+	}
 	prog := progressOf(ctx)
 	defer prog.end()
 	prog.phase(1, 2, "reading documents", int64(db.stored()))

@@ -71,9 +71,10 @@
 // runs (Load's documents, a [WithProgress] function, [DB.ClustersFrom]'s
 // pairs) may call any method but Close, which would wait for the call
 // that runs it; but a write made inside Load's documents or
-// LoadOptions.Progress waits for the Load, which holds the writer lock
-// (see below), and so until Close: the Load and the write then end with
-// ErrClosed. Write after the Load returns.
+// LoadOptions.Progress, or inside the progress function of a Repair,
+// waits for that call, which holds the writer lock (see below), and so
+// until Close: the call and the write then end with ErrClosed. Write
+// after it returns.
 //
 // Only one process (and one DB value in a process) may have a database
 // open at a time: Open returns [ErrLocked] otherwise. A [DB.Load] holds the

@@ -10,8 +10,8 @@ import (
 )
 
 // Progress is how far a long call has come: Load, Pairs, Clusters,
-// ClustersFrom, Check and Stats report it, through a context made by
-// WithProgress.
+// ClustersFrom, Check, Stats and Repair report it, through a context made
+// by WithProgress.
 type Progress struct {
 	// Phase names the work ("reading documents", "verifying candidate
 	// pairs", …); Step is its place among Steps, from 1.

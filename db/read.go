@@ -170,6 +170,11 @@ func (db *DB) HasIDsContext(ctx context.Context, ids []string) ([]bool, error) {
 	defer db.mu.RUnlock()
 	ctx, cancel := db.opCtx(ctx)
 	defer cancel()
+	// NB: as every call with a context: one that has ended gets its
+	// error at once (it was checked every 1,024 ids only).
+	if err := ctxErr(ctx); err != nil {
+		return nil, err
+	}
 	for i, id := range ids {
 		if err := checkID(id); err != nil && len(ids) > 1 {
 			return nil, &DocError{Index: i, ID: id, Err: err}

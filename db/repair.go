@@ -101,7 +101,8 @@ func (r RepairResult) Changed() bool {
 //
 // It all commits in one atomic, synced batch (WriteOptions are not taken:
 // Options.NoSync applies), with every other writer of the handle held
-// off. It reads the whole index, as Check does, and holds the records'
+// off for the whole repair, as a Load holds them: a progress function
+// (WithProgress) that writes waits for the repair, and so until Close. It reads the whole index, as Check does, and holds the records'
 // bucket keys (8 bytes per band per document), about 50 bytes and the id
 // per document, and the batch of what it writes, in memory. What Open
 // refuses (a counters record missing or unreadable, a damaged manifest)

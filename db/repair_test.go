@@ -403,3 +403,22 @@ func TestCheckStrayPosting(t *testing.T) {
 		t.Fatalf("Check after Repair: %v, %v", rep, err)
 	}
 }
+
+// Every call with a context returns its error at once when it has ended:
+// HasIDsContext answered (it looked every 1,024 ids), and ClustersFrom of
+// no pairs returned no clusters and no error.
+func TestEndedContextAtOnce(t *testing.T) {
+	d := mustOpen(t, t.TempDir(), nil)
+	defer d.Close()
+	if err := d.Put(Doc{ID: "a", Text: "some text here, long enough"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if has, err := d.HasIDsContext(ctx, []string{"a"}); !errors.Is(err, context.Canceled) {
+		t.Errorf("HasIDsContext with an ended context: %v, %v; want context.Canceled", has, err)
+	}
+	if cs, err := d.ClustersFrom(ctx, func(func(Pair, error) bool) {}, nil); !errors.Is(err, context.Canceled) {
+		t.Errorf("ClustersFrom of no pairs with an ended context: %v, %v; want context.Canceled", cs, err)
+	}
+}
