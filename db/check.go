@@ -120,6 +120,11 @@ func (db *DB) Check(ctx context.Context) (*CheckReport, error) {
 			rep.problem("doc %d: %v", n, err)
 			return
 		}
+		// NB: such a document can be neither read nor deleted by id
+		// (Repair removes it).
+		if err := checkID(rec.ID); err != nil {
+			rep.problem("doc %d: an id no write takes: %v", n, err)
+		}
 		// NB: complete re-shingles a text mode record's text and checks it
 		// against the stored set size and fingerprint.
 		if err := db.complete(h, n, &rec); err != nil {

@@ -999,10 +999,7 @@ func TestDamagedMergeOperand(t *testing.T) {
 		t.Fatal(err)
 	}
 	d.Close()
-	p, err := pebble.Open("db", &pebble.Options{FS: fs, Merger: compaction.Merger, FormatMajorVersion: formatMajorVersion, Logger: pebbleLogger{slog.New(slog.DiscardHandler)}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := rawStore(t, fs, "db")
 	// The first posting list stored, and the list of a bucket no one holds.
 	var damaged []byte
 	it, err := p.NewIter(&pebble.IterOptions{LowerBound: []byte{codec.PrefixPosting}, UpperBound: []byte{codec.PrefixPosting + 1}})
@@ -1091,10 +1088,7 @@ func TestDamagedIDAndCounters(t *testing.T) {
 	d.Close()
 	raw := func(fn func(p *pebble.DB) error) {
 		t.Helper()
-		p, err := pebble.Open("db", &pebble.Options{FS: fs, Merger: compaction.Merger, FormatMajorVersion: formatMajorVersion, Logger: pebbleLogger{slog.New(slog.DiscardHandler)}})
-		if err != nil {
-			t.Fatal(err)
-		}
+		p := rawStore(t, fs, "db")
 		if err := fn(p); err != nil {
 			t.Fatal(err)
 		}

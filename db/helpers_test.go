@@ -5,9 +5,14 @@ import (
 	"context"
 	"fmt"
 	"iter"
+	"log/slog"
 	"os"
 	"sync"
 	"testing"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/lshdb/lshdb/compaction"
 )
 
 // Shared test helpers of package db.
@@ -118,4 +123,16 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// rawStore opens the Pebble store of the index in dir (on fs) directly,
+// with lshdb's merger, to change its keys behind the index's back (the
+// damage tests); the caller closes it before the index opens again.
+func rawStore(t *testing.T, fs vfs.FS, dir string) *pebble.DB {
+	t.Helper()
+	p, err := pebble.Open(dir, &pebble.Options{FS: fs, Merger: compaction.Merger, FormatMajorVersion: formatMajorVersion, Logger: pebbleLogger{slog.New(slog.DiscardHandler)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

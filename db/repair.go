@@ -43,8 +43,11 @@ type RepairResult struct {
 	Restored int
 	// Rewritten are the text mode records whose stored set size,
 	// fingerprint or sketch disagreed with their text, derived from the
-	// text again (a text mode record is its text).
-	Rewritten int
+	// text again (a text mode record is its text); RewrittenIDs are their
+	// ids, in order: if the text itself was what the damage changed,
+	// those documents are now the changed text.
+	Rewritten    int
+	RewrittenIDs []string
 	// Lists are the posting lists written anew from the records (Dangling
 	// and Reposted count the postings that changed), Damaged of them
 	// unreadable (a merge operand that did not decode: see Check).
@@ -208,6 +211,7 @@ func (db *DB) pebbleRepair(ctx context.Context) (RepairResult, error) {
 					put(k, codec.AppendDocRecord(nil, &nr))
 					rec.Signature, bad = sig, false
 					res.Rewritten++
+					res.RewrittenIDs = append(res.RewrittenIDs, rec.ID)
 					rewritten = append(rewritten, n)
 				}
 			}
@@ -305,6 +309,7 @@ func (db *DB) pebbleRepair(ctx context.Context) (RepairResult, error) {
 		res.Lost = append(res.Lost, id)
 	}
 	slices.Sort(res.Lost)
+	slices.Sort(res.RewrittenIDs)
 
 	// 3. The posting lists, a band at a time: the live documents'
 	// (bucket, doc) pairs of the band against its stored lists, in key

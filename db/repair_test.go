@@ -4,16 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/lshdb/lshdb/codec"
-	"github.com/lshdb/lshdb/compaction"
 )
 
 // Damage of every kind Check tells, done to a Pebble index's keys behind
@@ -93,10 +92,7 @@ func testRepairMendsDamage(t *testing.T, storage string) {
 		t.Fatal(err)
 	}
 
-	p, err := pebble.Open("db", &pebble.Options{FS: fs, Merger: compaction.Merger, FormatMajorVersion: formatMajorVersion, Logger: pebbleLogger{slog.New(slog.DiscardHandler)}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := rawStore(t, fs, "db")
 	must := func(err error) {
 		t.Helper()
 		if err != nil {
@@ -196,12 +192,12 @@ func testRepairMendsDamage(t *testing.T, storage string) {
 		Counters:   true,               // five too many
 	}
 	if storage == StorageText {
-		want.Rewritten = 1 // d12's, from its text
+		want.Rewritten, want.RewrittenIDs = 1, []string{"d12"} // from its text
 	}
 	if res.Orphans != want.Orphans || res.Unreadable != want.Unreadable || res.Restored != want.Restored ||
 		!slices.Equal(res.Lost, want.Lost) || res.Damaged != want.Damaged || res.Expiry != want.Expiry ||
 		res.BadKeys != want.BadKeys || res.Counters != want.Counters || res.Dangling != want.Dangling ||
-		res.Reposted != want.Reposted || res.Lists != want.Lists || res.Rewritten != want.Rewritten {
+		res.Reposted != want.Reposted || res.Lists != want.Lists || res.Rewritten != want.Rewritten || !slices.Equal(res.RewrittenIDs, want.RewrittenIDs) {
 		t.Errorf("Repair: %+v\nwant      %+v", res, want)
 	}
 	if rep, err := d.Check(ctx); err != nil || !rep.OK() {
@@ -327,10 +323,7 @@ func TestRepairRefusals(t *testing.T) {
 		t.Fatal(err)
 	}
 	d.Close()
-	p, err := pebble.Open("db", &pebble.Options{FS: fs, Merger: compaction.Merger, FormatMajorVersion: formatMajorVersion, Logger: pebbleLogger{slog.New(slog.DiscardHandler)}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := rawStore(t, fs, "db")
 	if err := p.Delete(codec.AppendIDKey(nil, "a"), pebble.Sync); err != nil {
 		t.Fatal(err)
 	}
@@ -380,10 +373,7 @@ func TestCheckStrayPosting(t *testing.T) {
 		t.Fatal(err)
 	}
 	d.Close()
-	p, err := pebble.Open("db", &pebble.Options{FS: fs, Merger: compaction.Merger, FormatMajorVersion: formatMajorVersion, Logger: pebbleLogger{slog.New(slog.DiscardHandler)}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := rawStore(t, fs, "db")
 	if err := p.Merge(codec.AppendPostingKey(nil, 1, keys[1]^1), codec.AppendPostings(nil, []codec.Posting{{Doc: b.Num}}), pebble.Sync); err != nil {
 		t.Fatal(err)
 	}
@@ -420,5 +410,52 @@ func TestEndedContextAtOnce(t *testing.T) {
 	}
 	if cs, err := d.ClustersFrom(ctx, func(func(Pair, error) bool) {}, nil); !errors.Is(err, context.Canceled) {
 		t.Errorf("ClustersFrom of no pairs with an ended context: %v, %v; want context.Canceled", cs, err)
+	}
+}
+
+// A record whose id no write takes (not UTF-8), named by its id key:
+// Check said ok, and Repair removed it; now Check reports what Repair
+// mends.
+func TestCheckInvalidID(t *testing.T) {
+	fs := vfs.NewMem()
+	d := mustOpen(t, "db", &Options{fs: fs})
+	if _, err := d.PutBatch([]Doc{{ID: "a", Text: "some text here, long enough"}, {ID: "b", Text: "another document altogether"}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	a, err := d.Get("a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, _, err := getCopy(d.pdb, codec.AppendDocKey(nil, a.Num))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Close()
+	var rec codec.DocRecord
+	if err := codec.DecodeDocRecord(v, &rec); err != nil {
+		t.Fatal(err)
+	}
+	rec.ID = "a\xff"
+	p := rawStore(t, fs, "db")
+	b := p.NewBatch()
+	b.Set(codec.AppendDocKey(nil, a.Num), codec.AppendDocRecord(nil, &rec), nil)
+	b.Delete(codec.AppendIDKey(nil, "a"), nil)
+	b.Set(codec.AppendIDKey(nil, "a\xff"), codec.EncodeDocNum(a.Num), nil)
+	if err := b.Commit(pebble.Sync); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	d = mustOpen(t, "db", &Options{fs: fs})
+	defer d.Close()
+	if rep, err := d.Check(context.Background()); err != nil || len(rep.Problems) != 1 || !strings.Contains(rep.Problems[0], "an id no write takes") {
+		t.Fatalf("Check: %q, %v; want the invalid id", rep.Problems, err)
+	}
+	if res, err := d.Repair(context.Background()); err != nil || res.Unreadable != 1 || res.BadKeys != 1 {
+		t.Fatalf("Repair: %+v, %v", res, err)
+	}
+	if rep, err := d.Check(context.Background()); err != nil || !rep.OK() {
+		t.Fatalf("Check after Repair: %v, %v", rep, err)
 	}
 }

@@ -406,7 +406,9 @@ func (a *app) exitCode(err error) int {
 		line = optionNames(err, line)
 	}
 	if errors.Is(err, db.ErrCorrupt) {
-		line += "; the index is damaged: restore a backup of it (lshdb backup makes them) or build it again from its inputs"
+		// NB: check --repair first: it mends what the records imply (a
+		// damaged posting list said to repair, and this to restore).
+		line += "; the index is damaged: lshdb check --repair mends what its records imply (lshdb backup --copy first keeps what it removes); otherwise restore a backup of it or build it again from its inputs"
 	}
 	fmt.Fprintln(a.stderr, "lshdb: "+line)
 	if errors.Is(err, context.Canceled) {

@@ -136,10 +136,10 @@ func escAll(ids []string) []string {
 	return out
 }
 
-// emitJSON writes v as one JSON line. Control characters that
-// encoding/json leaves raw (DEL and the C1 range U+0080–U+009F) are
-// written as \u escapes too, so a JSON line is as safe on a terminal as a
-// table.
+// emitJSON writes v as one JSON line. Characters that encoding/json
+// leaves raw and a table escapes (DEL, the C1 range U+0080–U+009F, and
+// other non-printing runes such as bidirectional overrides) are written
+// as \u escapes too, so a JSON line is as safe on a terminal as a table.
 func (a *app) emitJSON(v any) error { return writeJSONLine(a.stdout, v) }
 
 // marshalJSON is json.Marshal without its HTML escaping: a text or id
@@ -165,9 +165,21 @@ func marshalJSON(v any) ([]byte, error) {
 // was written raw, and reversed the rest of the line on a terminal, where
 // a table showed it escaped.
 func escapeJSONControls(b []byte) []byte {
+	// NB: the first character to escape, if any: a line of printable
+	// text in any script is returned as it is, not copied.
 	i := 0
-	for i < len(b) && b[i] < 0x7f {
-		i++
+	for i < len(b) {
+		if c := b[i]; c < 0x7f {
+			i++
+			continue
+		} else if c == 0x7f {
+			break
+		}
+		r, n := utf8.DecodeRune(b[i:])
+		if !(r == utf8.RuneError && n == 1 || strconv.IsPrint(r)) {
+			break
+		}
+		i += n
 	}
 	if i == len(b) {
 		return b

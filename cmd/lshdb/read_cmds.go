@@ -1012,6 +1012,21 @@ func (a *app) explainCmd() *cobra.Command {
 	}
 }
 
+// messageIDs is ids for a message line: the first 20, quoted as ids are in
+// messages, and how many more.
+func messageIDs(ids []string) string {
+	const show = 20
+	list := make([]string, 0, show)
+	for _, id := range ids[:min(show, len(ids))] {
+		list = append(list, docio.QuoteID(id))
+	}
+	more := ""
+	if len(ids) > show {
+		more = fmt.Sprintf(" and %d more", len(ids)-show)
+	}
+	return strings.Join(list, ", ") + more
+}
+
 // repairSummary is the line check --repair prints: what Repair mended.
 func repairSummary(r db.RepairResult) string {
 	if !r.Changed() {
@@ -1061,9 +1076,10 @@ names given their id back (or removed as stale copies), text mode records
 derived again from their text where their set size or sketch disagrees
 with it, damaged or wrong posting lists written anew from the records,
 and the expiry index and counters put right, in one atomic write; a
-served index is repaired by its server. What it leaves the check reports:
-a block whose checksum fails is Pebble's to report: restore a backup
-(lshdb backup) or build the index again.`,
+served Pebble index is repaired by its server (a server refuses a Redis
+repair). What it leaves the check reports: a block whose checksum fails
+is Pebble's to report: restore a backup (see lshdb backup --help) or
+build the index again.`,
 		Args: nArgs(0),
 		RunE: func(c *cobra.Command, args []string) error {
 			open := a.withIndex
@@ -1090,36 +1106,36 @@ a block whose checksum fails is Pebble's to report: restore a backup
 					ctx, barDone := a.phaseBar("repair")
 					r, err := d.Repair(ctx)
 					barDone()
-					if err != nil {
-						if inProcess && !onRedis {
-							return interruptNote(err, "repair interrupted: nothing changed (it writes in one atomic batch)")
-						}
-						return interruptNote(err, "repair interrupted: it may have mended part of what it found; run check")
-					}
-					if a.json() {
-						if err := a.emitJSON(httpapi.RepairOut(r)); err != nil {
-							return err
-						}
-					} else {
-						fmt.Fprintln(a.stdout, repairSummary(r))
-					}
-					if len(r.Lost) > 0 {
-						// NB: on stderr in every output mode: documents lost.
-						const show = 20
-						list := make([]string, 0, show)
-						for _, id := range r.Lost[:min(show, len(r.Lost))] {
-							list = append(list, docio.QuoteID(id))
-						}
-						more := ""
-						if len(r.Lost) > show {
-							more = fmt.Sprintf(" and %d more", len(r.Lost)-show)
+					// NB: what a Redis repair that failed part way did is
+					// said too: the ids it removed were not listed, and a
+					// second repair does not find them again.
+					if err == nil || r.Changed() {
+						if a.json() {
+							if err := a.emitJSON(httpapi.RepairOut(r)); err != nil {
+								return err
+							}
+						} else {
+							fmt.Fprintln(a.stdout, repairSummary(r))
 						}
 						why := "was gone (evicted, deleted by hand, or a write lost with a node)"
 						if !onRedis {
 							why = "was gone or could not be read (damage to the index's files)"
 						}
-						fmt.Fprintf(a.stderr, "lshdb: removed %s whose record %s: put these documents again: %s%s\n",
-							counted(len(r.Lost), "id", "ids"), why, strings.Join(list, ", "), more)
+						// NB: on stderr in every output mode.
+						if len(r.Lost) > 0 {
+							fmt.Fprintf(a.stderr, "lshdb: removed %s whose record %s: put these documents again: %s\n",
+								counted(len(r.Lost), "id", "ids"), why, messageIDs(r.Lost))
+						}
+						if len(r.RewrittenIDs) > 0 {
+							fmt.Fprintf(a.stderr, "lshdb: derived %s from their stored text again (what the record said of it disagreed with it): check their text: %s\n",
+								counted(len(r.RewrittenIDs), "document's record", "documents' records"), messageIDs(r.RewrittenIDs))
+						}
+					}
+					if err != nil {
+						if inProcess && !onRedis {
+							return interruptNote(err, "repair interrupted: nothing changed (it writes in one atomic batch)")
+						}
+						return interruptNote(err, "repair interrupted: it may have mended part of what it found; run check")
 					}
 				}
 				ctx, barDone := a.phaseBar("check")

@@ -8,7 +8,6 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
-	"github.com/cespare/xxhash/v2"
 	"html"
 	"io"
 	"io/fs"
@@ -159,8 +158,6 @@ func (a *app) readPairs(path string, h *pairHist, d index, now *db.Info, warn fu
 	// --from does: a file without a header, made on another index, drew a
 	// page of its pairs over this index's documents.
 	var batch []db.Pair
-	seen := map[uint64]struct{}{}
-	repeated := 0
 	check := func() error {
 		ids := make([]string, 0, 2*len(batch))
 		for _, p := range batch {
@@ -177,26 +174,11 @@ func (a *app) readPairs(path string, h *pairHist, d index, now *db.Info, warn fu
 			}
 		}
 		for _, p := range batch {
-			// NB: a pair given twice, or as (a, b) and (b, a) (two runs'
-			// files concatenated), was counted twice in the histogram
-			// and the summary, without a word.
-			a, b := min(p.A, p.B), max(p.A, p.B)
-			k := xxhash.Sum64String(a + "\x00" + b)
-			if _, dup := seen[k]; dup {
-				repeated++
-				continue
-			}
-			seen[k] = struct{}{}
 			h.add(p)
 		}
 		batch = batch[:0]
 		return nil
 	}
-	defer func() {
-		if repeated > 0 {
-			warn(fmt.Sprintf("%s: %s repeated (the same two ids again, either way round) counted once", esc(path), counted(repeated, "pair", "pairs")))
-		}
-	}()
 	for p, err := range a.readPairsFile(path, 0, now, warn) {
 		if err != nil {
 			return err

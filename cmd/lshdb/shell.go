@@ -480,7 +480,7 @@ func checkShellFlags(name string, spec shellSpec, c *cobra.Command, args []strin
 		case flag == "output" || flag == "progress" || flag == "progress-every" || slices.Contains(spec.flags, flag):
 		case flag == "cpuprofile" || flag == "plot" || flag == "file":
 			return false, usagef("--%s names a file, which the shell does not read or write (use the lshdb command)", flag)
-		case !strings.HasPrefix(w, "--") && (c == nil || c.Flags().ShorthandLookup(flag[:1]) == nil || len(flag) > 1 && !hasValue):
+		case !strings.HasPrefix(w, "--") && (flag == "" || c == nil || c.Flags().ShorthandLookup(flag[:1]) == nil || len(flag) > 1 && !hasValue):
 			// NB: "get -x8" said "get takes no --x8": a word that starts
 			// with one dash is most likely an argument (an id).
 			return false, usagef("%s %s: a word that starts with - is read as a flag; put arguments after -- (%s -- %s)", name, w, name, w)

@@ -324,9 +324,11 @@ func TestShellDashWordHint(t *testing.T) {
 	if _, errOut, code := runLine([]string{"create", "--db", idx}, ""); code != 0 {
 		t.Fatal(errOut)
 	}
-	out, errOut, code := runLine([]string{"shell", "--db", idx}, "get -x8\nget --x8\n")
+	// NB: "-=x" panicked (a slice of the empty flag name).
+	out, errOut, code := runLine([]string{"shell", "--db", idx}, "get -x8\nget --x8\nget -=x\nget -=\n")
 	if code != 1 || !strings.Contains(errOut, "get -x8: a word that starts with - is read as a flag; put arguments after -- (get -- -x8)") ||
-		!strings.Contains(errOut, "get takes no --x8 in the shell") {
+		!strings.Contains(errOut, "get takes no --x8 in the shell") || !strings.Contains(errOut, "get -=x: a word that starts with -") ||
+		!strings.Contains(errOut, "get -=: a word that starts with -") || !strings.Contains(errOut, "4 shell commands failed") {
 		t.Fatalf("shell: exit %d\n%s%s", code, out, errOut)
 	}
 }

@@ -63,8 +63,8 @@ func (a *app) tuneCmd() *cobra.Command {
 				}
 				// NB: as create refuses it; 0 was taken as the default
 				// (0.99), and the banding shown was not for the recall asked.
-				if !(recall > 0 && recall < 1) {
-					return usagef("--recall %v is outside (0, 1)", recall)
+				if err := checkRecall(recall); err != nil {
+					return err
 				}
 				if p, err = bands.Choose(numPerm, min(threshold, 0.999), bands.Options{Recall: recall}); err != nil {
 					return usageError{err}

@@ -100,8 +100,8 @@ func (f *createFlags) options(c *cobra.Command) (*db.Options, error) {
 		o.Threshold = f.threshold
 	}
 	if set("recall") {
-		if !(f.recall > 0 && f.recall < 1) {
-			return nil, usagef("--recall %v is outside (0, 1)", f.recall)
+		if err := checkRecall(f.recall); err != nil {
+			return nil, err
 		}
 		o.Recall = f.recall
 	}
@@ -2148,4 +2148,12 @@ type upgradeJSON struct {
 	Docs    int    `json:"docs"`
 	// Uncompacted: the old records still take their space (db.UpgradeReport).
 	Uncompacted bool `json:"uncompacted,omitempty"`
+}
+
+// checkRecall refuses a --recall outside (0, 1), in create and tune alike.
+func checkRecall(r float64) error {
+	if !(r > 0 && r < 1) {
+		return usagef("--recall %v is outside (0, 1)", r)
+	}
+	return nil
 }

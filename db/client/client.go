@@ -265,16 +265,18 @@ type Error struct {
 
 func (e *Error) Error() string { return e.Message }
 
-// Unwrap returns the sentinel of e's code, and the io/fs errors the
-// server's error matched too.
-func (e *Error) Unwrap() []error {
-	errs := []error{httpapi.ErrorOf(e.Code)}
+// Unwrap returns the sentinel of e's code.
+func (e *Error) Unwrap() error { return httpapi.ErrorOf(e.Code) }
+
+// Is reports whether target is one of the io/fs errors the server's error
+// matched too (Also), so that errors.Is matches them as in-process.
+func (e *Error) Is(target error) bool {
 	for _, name := range e.Also {
-		if err, ok := httpapi.FSErrors[name]; ok {
-			errs = append(errs, err)
+		if err, ok := httpapi.FSErrors[name]; ok && err == target {
+			return true
 		}
 	}
-	return errs
+	return false
 }
 
 func (c *Client) ctx() (context.Context, context.CancelFunc) {
@@ -1247,7 +1249,8 @@ func (c *Client) Check(ctx context.Context) (*db.CheckReport, error) {
 // Repair is db.DB.Repair: the server mends what Check finds in the
 // index's structure, from the records. The call waits for the whole
 // repair (it reads the whole index): give it a context without a short
-// deadline.
+// deadline. A server of an index on Redis refuses it (ErrUnsupported):
+// repair one in-process, with no writer beside it.
 func (c *Client) Repair(ctx context.Context) (db.RepairResult, error) {
 	var out httpapi.RepairJSON
 	if err := c.call(ctx, "POST", "/v1/repair", nil, nil, &out); err != nil {

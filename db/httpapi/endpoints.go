@@ -971,12 +971,12 @@ func (h *handler) clustersFrom(w *resp, r *http.Request) error {
 			switch {
 			case err != nil:
 				bad = bodyError(err)
-			case line.Error != nil:
+			case given(line.Error):
 				bad = badRequest("value %d: the error line of a pairs stream that failed (%s): its pairs are not all there; make them again", n, line.Error)
 			case line.End != nil:
 				ended = true
 				continue
-			case line.Header != nil && line.A == "" && line.B == "":
+			case given(line.Header) && line.A == "" && line.B == "":
 				continue
 			case ended:
 				bad = badRequest("value %d: a pair after the stream's end line (two streams one after the other?)", n)
@@ -998,6 +998,10 @@ func (h *handler) clustersFrom(w *resp, r *http.Request) error {
 	}
 	return h.sendClusters(w, po, cs)
 }
+
+// given reports whether a JSON field was given a value: not absent, not
+// null (a serializer that writes every field gives "error": null).
+func given(v json.RawMessage) bool { return len(v) > 0 && string(v) != "null" }
 
 func (h *handler) stats(w *resp, r *http.Request) error {
 	q, err := params(r, []string{"top"})

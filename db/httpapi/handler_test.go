@@ -133,8 +133,6 @@ func errorCode(t *testing.T, body io.Reader) string {
 	return e.Error.Code
 }
 
-// Ensure that malformed requests get 4xx answers with their codes, and
-// that a wrong or missing token is refused with 401 except on /healthz.
 // RequireToken guards what it wraps (/metrics) as Handler guards the API:
 // a page that rebound its host name to 127.0.0.1 read the metrics of a
 // loopback server without a token.
@@ -207,6 +205,8 @@ func TestTokenTrimmed(t *testing.T) {
 	}
 }
 
+// Ensure that malformed requests get 4xx answers with their codes, and
+// that a wrong or missing token is refused with 401 except on /healthz.
 func TestBadRequests(t *testing.T) {
 	d := openFixture(t, 30, nil)
 	before, _ := d.Count()
@@ -1847,6 +1847,7 @@ func TestClustersFromLines(t *testing.T) {
 		{pair(ids[0], ids[1]) + "\n" + `{"error":{"code":"internal","message":"boom"}}` + "\n", 400, "value 2: the error line of a pairs stream that failed"},
 		{pair(ids[0], ids[1]) + "\n" + `{"end":{"lines":1}}` + "\n" + pair(ids[2], ids[3]) + "\n", 400, "value 3: a pair after the stream's end line"},
 		{`{"a":"` + ids[0] + `","jaccard":0.9}` + "\n", 400, "value 1: a pair needs both ids"},
+		{`{"a":"` + ids[0] + `","b":"` + ids[1] + `","jaccard":0.9,"error":null,"header":null}` + "\n", 200, ""}, // NB: a null field is no field
 	} {
 		code, body := postJSON(t, base+"/v1/clusters?threshold=0.5", tc.body)
 		if code != tc.status || !strings.Contains(string(body), tc.says) {

@@ -1045,25 +1045,27 @@ type RepairJSON struct {
 	Unreadable int      `json:"unreadable"`
 	Restored   int      `json:"restored"`
 	Rewritten  int      `json:"rewritten"`
-	Lists      int      `json:"lists"`
-	Damaged    int      `json:"damaged"`
-	Expiry     int      `json:"expiry"`
-	BadKeys    int      `json:"bad_keys"`
-	Counters   bool     `json:"counters"`
-	Changed    bool     `json:"changed"`
+	// RewrittenIDs are the ids of the Rewritten records ([] when none).
+	RewrittenIDs []string `json:"rewritten_ids"`
+	Lists        int      `json:"lists"`
+	Damaged      int      `json:"damaged"`
+	Expiry       int      `json:"expiry"`
+	BadKeys      int      `json:"bad_keys"`
+	Counters     bool     `json:"counters"`
+	Changed      bool     `json:"changed"`
 }
 
 // RepairOut converts r for the wire.
 func RepairOut(r db.RepairResult) RepairJSON {
 	return RepairJSON{Orphans: r.Orphans, Dangling: r.Dangling, Reposted: r.Reposted, Lost: nonNil(r.Lost),
-		Unreadable: r.Unreadable, Restored: r.Restored, Rewritten: r.Rewritten, Lists: r.Lists, Damaged: r.Damaged, Expiry: r.Expiry,
+		Unreadable: r.Unreadable, Restored: r.Restored, Rewritten: r.Rewritten, RewrittenIDs: nonNil(r.RewrittenIDs), Lists: r.Lists, Damaged: r.Damaged, Expiry: r.Expiry,
 		BadKeys: r.BadKeys, Counters: r.Counters, Changed: r.Changed()}
 }
 
 // RepairResult converts r back.
 func (r RepairJSON) RepairResult() db.RepairResult {
 	return db.RepairResult{Orphans: r.Orphans, Dangling: r.Dangling, Reposted: r.Reposted, Lost: nilIfEmpty(r.Lost),
-		Unreadable: r.Unreadable, Restored: r.Restored, Rewritten: r.Rewritten, Lists: r.Lists, Damaged: r.Damaged, Expiry: r.Expiry,
+		Unreadable: r.Unreadable, Restored: r.Restored, Rewritten: r.Rewritten, RewrittenIDs: nilIfEmpty(r.RewrittenIDs), Lists: r.Lists, Damaged: r.Damaged, Expiry: r.Expiry,
 		BadKeys: r.BadKeys, Counters: r.Counters}
 }
 

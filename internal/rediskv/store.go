@@ -267,11 +267,14 @@ func (s *Store) ping(ctx context.Context) error {
 	var err error
 	if cc, ok := s.c.(*redis.ClusterClient); ok {
 		// NB: the masters must answer; a replica is asked its version
-		// for a second at most, and one that does not answer is taken as
-		// it is (as one that does not say). Every replica had to answer:
-		// one down, frozen or unreachable from this host (a cluster that
-		// announces private addresses) failed every open, reads too, and
-		// the message blamed a master.
+		// for a second at most, and one that does not answer, or does
+		// not say, or is older than 7.0 (below 6.2 too: it fails no open,
+		// as it takes no write until promoted) is taken as old, as a
+		// master that does not say is: a replica promoted later may run
+		// scripts without the allow-oom flag only. Every replica had to
+		// answer: one down, frozen or unreachable from this host (a
+		// cluster that announces private addresses) failed every open,
+		// reads too, and the message blamed a master.
 		err = cc.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error { return node(ctx, n) })
 		if err == nil {
 			// NB: go-redis takes its own timeouts, not the context's, for
@@ -282,7 +285,7 @@ func (s *Store) ping(ctx context.Context) error {
 			go func() {
 				defer close(done)
 				cc.ForEachSlave(ctx, func(ctx context.Context, n *redis.Client) error {
-					if v, err := pingNode(ctx, n); errors.Is(err, ErrVersion) || err == nil && v != "" && !versionAtLeast(v, 7, 0) {
+					if v, err := pingNode(ctx, n); err != nil || v == "" || !versionAtLeast(v, 7, 0) {
 						replicasOld.Store(true)
 					}
 					return nil
@@ -294,6 +297,7 @@ func (s *Store) ping(ctx context.Context) error {
 					old.Store(true)
 				}
 			case <-time.After(time.Second):
+				old.Store(true) // NB: the goroutine ends with go-redis's timeouts
 			}
 		}
 	} else {
@@ -1114,6 +1118,16 @@ func (s *Store) Repair(ctx context.Context) (RepairReport, error) {
 			live[nums[i]] = true
 		}
 	}
+	// NB: read again once the records are read, and taken with the first
+	// reading: a document whose expiry passed while the scan ran (minutes,
+	// on a large index) had no record by then, and was in neither.
+	if more, err := s.dueForSweep(ctx); err == nil || errors.As(err, new(badExpiryMembers)) {
+		for n := range more {
+			due[n] = true
+		}
+	} else {
+		return rep, err
+	}
 	var dead []int
 	deadNums := make([]uint64, len(nums))
 	deadBuckets := make([]*redis.StringCmd, len(nums))
@@ -1677,6 +1691,8 @@ func (s *Store) Sync(ctx context.Context, timeout time.Duration) error {
 			var err error
 			for i, tried := 0, 0; tried < 8; i++ {
 				key := s.prefix + "sync:" + strconv.Itoa(i)
+				// NB: an index name holds no hash tag (Open refuses { and
+				// }): its keys spread over every slot.
 				if sl := slotOf(key); sl < r.start || sl > r.end {
 					continue
 				}
