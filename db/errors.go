@@ -200,6 +200,27 @@ func classify(err error) error {
 	return err
 }
 
+// errRepairable marks (unsaid) an ErrCorrupt of damage that Repair mends:
+// a record, posting list or id that disagrees with the records.
+var errRepairable = errors.New("repairable")
+
+// corruptRepairable is an ErrCorrupt that Repair mends (Repairable).
+func corruptRepairable(format string, args ...any) error {
+	return fmt.Errorf("%w: %s%w", ErrCorrupt, fmt.Sprintf(format, args...), unsaid{errRepairable})
+}
+
+// Repairable reports whether err (ErrCorrupt) is damage that Repair
+// mends from the records: a record, posting list or id of lshdb's that
+// does not decode or disagrees with the records. Damage Pebble reports
+// (a block whose checksum fails, a manifest or table missing) and a store
+// that does not open are not: restore a backup, or build the index again.
+func Repairable(err error) bool {
+	if !errors.Is(err, ErrCorrupt) || pebble.IsCorruptionError(err) {
+		return false
+	}
+	return errors.Is(err, errRepairable) || errors.Is(err, codec.ErrCorrupt)
+}
+
 // isLockError reports whether err from taking the directory lock means
 // someone else holds it: EAGAIN or EACCES from fcntl for another process,
 // Pebble's in-process check for this one. NB: Pebble v2.1.7's in-process

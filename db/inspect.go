@@ -157,7 +157,7 @@ func idOf(r pebble.Reader, n uint64) (string, int64, error) {
 		return "", 0, err
 	}
 	if !ok {
-		return "", 0, fmt.Errorf("%w: a posting names doc %d, which has no record", ErrCorrupt, n)
+		return "", 0, corruptRepairable("a posting names doc %d, which has no record", n)
 	}
 	view, err := codec.ParseDocView(v)
 	if err != nil {
@@ -216,7 +216,7 @@ func (db *DB) Bucket(band int, bucket uint64) ([]string, error) {
 		case !ok && v.gone():
 			continue
 		case !ok:
-			return nil, fmt.Errorf("%w: a posting names doc %d, which has no record", ErrCorrupt, n)
+			return nil, corruptRepairable("a posting names doc %d, which has no record", n)
 		}
 		dv, err := codec.ParseDocView(rec)
 		if err != nil {

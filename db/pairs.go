@@ -540,7 +540,7 @@ func candidates(ctx context.Context, snap pebble.Reader, x *pairsIndex, nbands i
 						continue // expired, not yet swept
 					}
 					if !ok {
-						derr = fmt.Errorf("%w: posting list %x names doc %d, which has no record", ErrCorrupt, k, p.Doc)
+						derr = corruptRepairable("posting list %x names doc %d, which has no record", k, p.Doc)
 						return
 					}
 					reps = append(reps, x.rep[i])

@@ -415,7 +415,7 @@ func (db *DB) query(ctx context.Context, v view, set []uint64, sig []uint32, sel
 				if v.gone() {
 					return errGone
 				}
-				return fmt.Errorf("%w: a posting names doc %d, which has no record", ErrCorrupt, n)
+				return corruptRepairable("a posting names doc %d, which has no record", n)
 			}
 			if view, err = codec.ParseDocView(r); err != nil {
 				return classify(fmt.Errorf("doc %d: %w", n, err))
@@ -579,7 +579,7 @@ func (db *DB) query(ctx context.Context, v view, set []uint64, sig []uint32, sel
 					m.num = 0
 					continue // retired since it was verified; no text
 				}
-				return nil, fmt.Errorf("%w: a posting names doc %d, which has no record", ErrCorrupt, m.num)
+				return nil, corruptRepairable("a posting names doc %d, which has no record", m.num)
 			}
 			view, err := codec.ParseDocView(r)
 			if err != nil {

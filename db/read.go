@@ -85,7 +85,7 @@ func (db *DB) lookupStored(v view, id string, rec *docData) (uint64, error) {
 			// NB: deleted between the two reads (Redis).
 			return 0, fmt.Errorf("%w: %q", ErrNotFound, id)
 		}
-		return 0, fmt.Errorf("%w: id %q names doc %d, which has no record", ErrCorrupt, id, n)
+		return 0, corruptRepairable("id %q names doc %d, which has no record", id, n)
 	}
 	if err := db.decodeDoc(n, r, rec); err != nil {
 		return 0, err
@@ -102,7 +102,7 @@ func (db *DB) lookupStored(v view, id string, rec *docData) (uint64, error) {
 // of the id removed it.
 func recordOf(id string, n uint64, recID string) error {
 	if recID != id {
-		return fmt.Errorf("%w: id %q names doc %d, whose record is of %q", ErrCorrupt, id, n, recID)
+		return corruptRepairable("id %q names doc %d, whose record is of %q", id, n, recID)
 	}
 	return nil
 }

@@ -361,7 +361,7 @@ func (r *setReader) read(i int32, dst []uint64) ([]uint64, error) {
 		// sets of the texts whose records hold no sketch.
 		dst = r.h.Shingler().AppendDistinct(dst[:0], unsafe.String(unsafe.SliceData(text), len(text)))
 		if want := s.x.sizes[i]; len(dst) != int(want) {
-			return dst, fmt.Errorf("%w: doc %d (%q): its text gives %d shingles, the record says %d", ErrCorrupt, s.x.nums[i], s.x.ids[i], len(dst), want)
+			return dst, corruptRepairable("doc %d (%q): its text gives %d shingles, the record says %d", s.x.nums[i], s.x.ids[i], len(dst), want)
 		}
 		if size := int64(8 * len(dst)); s.memoLeft.Load() >= size {
 			if s.memoLeft.Add(-size) >= 0 {

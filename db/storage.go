@@ -113,10 +113,10 @@ func (db *DB) complete(h *minhash.Hasher, n uint64, d *docData) error {
 		}
 		d.sigBuf = d.Signature
 		if len(d.Set) != d.SetLen {
-			return fmt.Errorf("%w: doc %d (%q): its text gives %d shingles, the record says %d", ErrCorrupt, n, d.ID, len(d.Set), d.SetLen)
+			return corruptRepairable("doc %d (%q): its text gives %d shingles, the record says %d", n, d.ID, len(d.Set), d.SetLen)
 		}
 		if codec.FingerprintOf(db.man.FormatVersion, d.Set) != d.SetFP {
-			return fmt.Errorf("%w: doc %d (%q): its text gives a shingle set whose fingerprint differs from the record's", ErrCorrupt, n, d.ID)
+			return corruptRepairable("doc %d (%q): its text gives a shingle set whose fingerprint differs from the record's", n, d.ID)
 		}
 	default:
 		d.Set = nil
@@ -147,7 +147,7 @@ func (db *DB) viewSet(h *minhash.Hasher, n uint64, view *codec.DocView, dst []ui
 	start := len(dst)
 	dst = h.Shingler().AppendDistinct(dst, string(view.Text))
 	if len(dst)-start != view.SetLen {
-		return dst, fmt.Errorf("%w: doc %d: its text gives %d shingles, the record says %d", ErrCorrupt, n, len(dst)-start, view.SetLen)
+		return dst, corruptRepairable("doc %d: its text gives %d shingles, the record says %d", n, len(dst)-start, view.SetLen)
 	}
 	return dst, nil
 }

@@ -406,9 +406,14 @@ func (a *app) exitCode(err error) int {
 		line = optionNames(err, line)
 	}
 	if errors.Is(err, db.ErrCorrupt) {
-		// NB: check --repair first: it mends what the records imply (a
-		// damaged posting list said to repair, and this to restore).
-		line += "; the index is damaged: lshdb check --repair mends what its records imply (lshdb backup --copy first keeps what it removes); otherwise restore a backup of it or build it again from its inputs"
+		// NB: by the kind of damage: every corrupt error advised check
+		// --repair, check --repair's own on a table whose checksum fails
+		// too, which sent the reader round in a loop.
+		if db.Repairable(err) {
+			line += "; the index is damaged where its records tell what it should hold: lshdb check --repair mends it (lshdb backup --copy first keeps the index as it is)"
+		} else {
+			line += "; the index is damaged where its records cannot mend it: restore a backup of it (README, Backups: move the index aside, cp -a BACKUP DIR) or build it again from its inputs"
+		}
 	}
 	fmt.Fprintln(a.stderr, "lshdb: "+line)
 	if errors.Is(err, context.Canceled) {

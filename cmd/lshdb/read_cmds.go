@@ -1164,7 +1164,11 @@ build the index again.`,
 					}
 				}
 				if !rep.OK() {
-					return errors.New("check found problems")
+					// NB: it named no way out.
+					if repair {
+						return errors.New("check found problems after the repair: what the records cannot mend; restore a backup of the index, or build it again")
+					}
+					return errors.New("check found problems: lshdb check --repair mends what the records imply (lshdb backup --copy first keeps the index as it is); what it cannot, restore a backup or build the index again")
 				}
 				if !a.json() {
 					_, err = fmt.Fprintln(a.stdout, "ok")

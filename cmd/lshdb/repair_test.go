@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -35,6 +37,11 @@ func testCheckRepairPebble(t *testing.T, attached bool) {
 	damageIndex(t, dir)
 	if out, errOut, code := runLine([]string{"check", "--db", dir}, ""); code != 1 || !strings.Contains(out, "problem: posting list 0/") || !strings.Contains(out, "posting list damaged") {
 		t.Fatalf("check of the damaged index: exit %d\n%s%s", code, out, errOut)
+	}
+	// The errors of commands on the damaged index name the way out by
+	// the kind of damage: this kind, check --repair.
+	if out, errOut, code := runLine([]string{"get", "--db", dir, "0ad"}, ""); code != 1 || !strings.Contains(errOut, "lshdb check --repair mends it") {
+		t.Fatalf("get of an unreadable record: exit %d\n%s%s", code, out, errOut)
 	}
 	var log *syncBuffer
 	if attached {
@@ -104,4 +111,39 @@ func (quietPebble) Infof(string, ...any)  {}
 func (quietPebble) Errorf(string, ...any) {}
 func (quietPebble) Fatalf(format string, args ...any) {
 	panic(fmt.Sprintf(format, args...))
+}
+
+// A table whose checksum fails is damage the records cannot mend: every
+// command's error, check --repair's own included, says to restore a
+// backup, not to run check --repair (which sent the reader in a loop).
+func TestCorruptTableHint(t *testing.T) {
+	dir := filepath.Join(shortDir(t), "idx")
+	corpus := filepath.Join("..", "..", "testdata", "corpora", "debian-sample", "docs.jsonl")
+	if out, errOut, code := runLine([]string{"build", "--db", dir, "--progress", "none", corpus}, ""); code != 0 {
+		t.Fatalf("build: exit %d\n%s%s", code, out, errOut)
+	}
+	tables, _ := filepath.Glob(filepath.Join(dir, "*.sst"))
+	biggest, size := "", int64(0)
+	for _, f := range tables {
+		if fi, err := os.Stat(f); err == nil && fi.Size() > size {
+			biggest, size = f, fi.Size()
+		}
+	}
+	if biggest == "" {
+		t.Fatal("no table")
+	}
+	f, err := os.OpenFile(biggest, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt(bytes.Repeat([]byte{0x5a}, 64), size/3); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	for _, args := range [][]string{{"check", "--db", dir}, {"check", "--db", dir, "--repair"}} {
+		out, errOut, code := runLine(args, "")
+		if code != 1 || !strings.Contains(errOut, "restore a backup") || strings.Contains(errOut, "check --repair mends") {
+			t.Errorf("lshdb %v on a table whose checksum fails: exit %d\n%s%s", args, code, out, errOut)
+		}
+	}
 }
