@@ -1491,3 +1491,30 @@ func TestRedisSyncWithoutInfo(t *testing.T) {
 		t.Fatalf("a put with NoSync: %v", err)
 	}
 }
+
+// Ensure that a Redis repair names the records it removes that no id key
+// named at all (an id key lost: evicted, or deleted by hand): they were
+// removed unnamed, and counted as if their id named another record.
+func TestRedisRepairNamesUnnamed(t *testing.T) {
+	u := redisURL(t)
+	d, err := Open(u, &Options{Threshold: 0.6, ExpirySweep: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if _, err := d.PutBatch([]Doc{{ID: "kept", Text: "a document that stays where it is"}, {ID: "lost-key", Text: "a document whose id key is deleted by hand"}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: redisCluster.Addrs})
+	defer cc.Close()
+	if n, err := cc.Del(context.Background(), "lshdb:"+t.Name()+":i:lost-key").Result(); err != nil || n != 1 {
+		t.Fatalf("deleting the id key: %d, %v", n, err)
+	}
+	res, err := d.Repair(context.Background())
+	if err != nil || res.Orphans != 1 || !slices.Equal(res.Unnamed, []string{"lost-key"}) {
+		t.Fatalf("Repair: %+v, %v; want lost-key's record removed and named", res, err)
+	}
+	if rep, err := d.Check(context.Background()); err != nil || !rep.OK() {
+		t.Fatalf("Check after the repair: %v, %v", rep.Problems, err)
+	}
+}

@@ -30,6 +30,11 @@ type RepairResult struct {
 	// them again.
 	Lost []string
 
+	// Unnamed (Redis) are the ids of the Orphans that no id named at all
+	// (a put that stopped before its id, or an id key lost: evicted or
+	// deleted by hand), in order: put them again if they should be stored.
+	Unnamed []string
+
 	// The rest is mended on Pebble only, where it comes from damage to
 	// the files (a Pebble index's writes are atomic), not from writes
 	// that stopped part way.
@@ -128,7 +133,7 @@ func (db *DB) Repair(ctx context.Context) (RepairResult, error) {
 	defer db.wmu.Unlock()
 	if db.rkv != nil {
 		rep, err := db.rkv.Repair(ctx)
-		return RepairResult{Orphans: rep.Orphans, Dangling: rep.Dangling, Reposted: rep.Reposted, Lost: rep.Lost}, redisErr(err)
+		return RepairResult{Orphans: rep.Orphans, Dangling: rep.Dangling, Reposted: rep.Reposted, Lost: rep.Lost, Unnamed: rep.Unnamed}, redisErr(err)
 	}
 	return db.pebbleRepair(ctx)
 }

@@ -1028,7 +1028,7 @@ func messageIDs(ids []string) string {
 }
 
 // repairSummary is the line check --repair prints: what Repair mended.
-func repairSummary(r db.RepairResult) string {
+func repairSummary(r db.RepairResult, onRedis bool) string {
 	if !r.Changed() {
 		return "repaired: nothing to mend"
 	}
@@ -1039,7 +1039,11 @@ func repairSummary(r db.RepairResult) string {
 		}
 	}
 	add(r.Unreadable, "unreadable record removed", "unreadable records removed")
-	add(r.Orphans, "record no id names removed (its id names another)", "records no id names removed (their ids name others)")
+	if onRedis {
+		add(r.Orphans, "record no id names removed", "records no id names removed")
+	} else {
+		add(r.Orphans, "record no id names removed (its id names another)", "records no id names removed (their ids name others)")
+	}
 	add(r.Restored, "id given back to its record", "ids given back to their records")
 	add(r.Rewritten, "record derived again from its text", "records derived again from their text")
 	add(len(r.Lost), "id whose record is gone removed", "ids whose record is gone removed")
@@ -1115,7 +1119,7 @@ build the index again.`,
 								return err
 							}
 						} else {
-							fmt.Fprintln(a.stdout, repairSummary(r))
+							fmt.Fprintln(a.stdout, repairSummary(r, onRedis))
 						}
 						why := "was gone (evicted, deleted by hand, or a write lost with a node)"
 						if !onRedis {
@@ -1125,6 +1129,10 @@ build the index again.`,
 						if len(r.Lost) > 0 {
 							fmt.Fprintf(a.stderr, "lshdb: removed %s whose record %s: put these documents again: %s\n",
 								counted(len(r.Lost), "id", "ids"), why, messageIDs(r.Lost))
+						}
+						if len(r.Unnamed) > 0 {
+							fmt.Fprintf(a.stderr, "lshdb: removed the records of %s that no id named (a write that stopped before its id, or an id key lost): put them again if they should be stored: %s\n",
+								counted(len(r.Unnamed), "id", "ids"), messageIDs(r.Unnamed))
 						}
 						if len(r.RewrittenIDs) > 0 {
 							fmt.Fprintf(a.stderr, "lshdb: derived %s from their stored text again (what the record said of it disagreed with it): check their text: %s\n",

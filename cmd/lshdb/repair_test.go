@@ -2,7 +2,9 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"github.com/lshdb/lshdb/db"
 	"os"
 	"path/filepath"
 	"strings"
@@ -145,5 +147,15 @@ func TestCorruptTableHint(t *testing.T) {
 		if code != 1 || !strings.Contains(errOut, "restore a backup") || strings.Contains(errOut, "check --repair mends") {
 			t.Errorf("lshdb %v on a table whose checksum fails: exit %d\n%s%s", args, code, out, errOut)
 		}
+	}
+}
+
+// An insert stopped by a Redis write that failed says the batch may be
+// stored: it said "committed 0 documents" of a batch whose replicas did
+// not answer in time, though the batch was stored.
+func TestStoppedByBackendMayBeStored(t *testing.T) {
+	err := stoppedErr("committed 0 documents", "", "", fmt.Errorf("%w: redis: the writes were not acknowledged by a replica in time", db.ErrBackend))
+	if !errors.Is(err, db.ErrBackend) || !strings.Contains(err.Error(), "may be stored, whole or in part: insert it again") {
+		t.Errorf("stoppedErr of a backend failure: %v", err)
 	}
 }

@@ -1410,6 +1410,11 @@ func stoppedErr(done, through, maybe string, err error) error {
 		// NB: an attached command's batch (or a document in it) over the
 		// serving owner's limit: said without naming the limit.
 		return fmt.Errorf("%s; stopped: %w (the serving owner's --max-body; a document larger than it cannot be sent)", done, err)
+	case errors.Is(err, db.ErrBackend):
+		// NB: "committed 0 documents" of a Redis batch whose replicas did
+		// not answer in time, though it was stored: a failed Redis write
+		// may be stored, whole or in part.
+		return fmt.Errorf("%s; stopped: %w (the batch it stopped in may be stored, whole or in part: insert it again, which is harmless, or run check --repair)", done, err)
 	}
 	return fmt.Errorf("%s; stopped: %w", done, err)
 }

@@ -1038,10 +1038,13 @@ func (r CheckJSON) CheckReport() *db.CheckReport {
 // RepairJSON is db.RepairResult, the answer of POST /v1/repair and lshdb
 // check --repair --output json's first line.
 type RepairJSON struct {
-	Orphans    int      `json:"orphans"`
-	Dangling   int      `json:"dangling"`
-	Reposted   int      `json:"reposted"`
-	Lost       []string `json:"lost"` // [] when none, never null
+	Orphans  int      `json:"orphans"`
+	Dangling int      `json:"dangling"`
+	Reposted int      `json:"reposted"`
+	Lost     []string `json:"lost"` // [] when none, never null
+	// Unnamed (Redis) are the ids of the removed records no id named;
+	// absent from a server's answer (a server does not repair Redis).
+	Unnamed    []string `json:"unnamed,omitempty"`
 	Unreadable int      `json:"unreadable"`
 	Restored   int      `json:"restored"`
 	Rewritten  int      `json:"rewritten"`
@@ -1057,14 +1060,14 @@ type RepairJSON struct {
 
 // RepairOut converts r for the wire.
 func RepairOut(r db.RepairResult) RepairJSON {
-	return RepairJSON{Orphans: r.Orphans, Dangling: r.Dangling, Reposted: r.Reposted, Lost: nonNil(r.Lost),
+	return RepairJSON{Orphans: r.Orphans, Dangling: r.Dangling, Reposted: r.Reposted, Lost: nonNil(r.Lost), Unnamed: r.Unnamed,
 		Unreadable: r.Unreadable, Restored: r.Restored, Rewritten: r.Rewritten, RewrittenIDs: nonNil(r.RewrittenIDs), Lists: r.Lists, Damaged: r.Damaged, Expiry: r.Expiry,
 		BadKeys: r.BadKeys, Counters: r.Counters, Changed: r.Changed()}
 }
 
 // RepairResult converts r back.
 func (r RepairJSON) RepairResult() db.RepairResult {
-	return db.RepairResult{Orphans: r.Orphans, Dangling: r.Dangling, Reposted: r.Reposted, Lost: nilIfEmpty(r.Lost),
+	return db.RepairResult{Orphans: r.Orphans, Dangling: r.Dangling, Reposted: r.Reposted, Lost: nilIfEmpty(r.Lost), Unnamed: r.Unnamed,
 		Unreadable: r.Unreadable, Restored: r.Restored, Rewritten: r.Rewritten, RewrittenIDs: nilIfEmpty(r.RewrittenIDs), Lists: r.Lists, Damaged: r.Damaged, Expiry: r.Expiry,
 		BadKeys: r.BadKeys, Counters: r.Counters}
 }

@@ -1050,6 +1050,11 @@ type RepairReport struct {
 	// key evicted or deleted by hand, a write lost with its node),
 	// removed: their documents are gone and must be put again.
 	Lost []string
+	// Unnamed are the ids of the Orphans that no id key named at all (a
+	// put that stopped before its id, or an id key lost: evicted or
+	// deleted by hand), in order: if they should be stored, put them
+	// again.
+	Unnamed []string
 }
 
 // unnameScript deletes an id key (KEYS[1]) if it still names doc number
@@ -1113,9 +1118,12 @@ func (s *Store) Repair(ctx context.Context) (RepairReport, error) {
 	if err != nil {
 		return rep, err
 	}
+	unnamed := map[uint64]string{} // doc number → id, of records whose id has no key
 	for k, i := range idOf {
 		if named[k] == nums[i] {
 			live[nums[i]] = true
+		} else if named[k] == 0 {
+			unnamed[nums[i]] = ids[k]
 		}
 	}
 	// NB: read again once the records are read, and taken with the first
@@ -1144,6 +1152,12 @@ func (s *Store) Repair(ctx context.Context) (RepairReport, error) {
 		return rep, err
 	}
 	rep.Orphans = len(dead)
+	for _, i := range dead {
+		if id, ok := unnamed[nums[i]]; ok && !slices.Contains(rep.Unnamed, id) {
+			rep.Unnamed = append(rep.Unnamed, id)
+		}
+	}
+	slices.Sort(rep.Unnamed)
 	if _, err := s.retire(ctx, dead, deadNums, deadBuckets); err != nil {
 		return rep, err
 	}
@@ -1712,11 +1726,23 @@ func (s *Store) Sync(ctx context.Context, timeout time.Duration) error {
 			errs <- err
 		}()
 	}
-	var all []error
+	// NB: one error, the first; the others' masters are named after it
+	// (errors.Join's line breaks came out as "\n" in a message line).
+	var first error
+	var others []string
 	for range owns {
-		all = append(all, <-errs)
+		if err := <-errs; err != nil {
+			if first == nil {
+				first = err
+			} else {
+				others = append(others, err.Error())
+			}
+		}
 	}
-	return errors.Join(all...)
+	if first != nil && len(others) > 0 {
+		return fmt.Errorf("%w; and %s", first, strings.Join(others, "; "))
+	}
+	return first
 }
 
 // redirected reports whether err is a cluster's redirection (ASK or
