@@ -139,7 +139,12 @@ type DB struct {
 
 	// wmu serializes writers: a write reads the id map and counters, then
 	// commits one batch, with no other writer in between.
-	wmu      writerLock
+	wmu writerLock
+	// sweepMu holds off the Redis sweep (which takes no writer lock: it
+	// writes nothing a writer reads) while a Redis Repair runs: a sweep
+	// beside it took documents off the live count that the repair then
+	// set back.
+	sweepMu  sync.Mutex
 	counters codec.Counters // guarded by wmu
 	// expiryFormat is set once the manifest says format 4 (a write with a
 	// TTL made it so, or it was opened so). NB: db.man is not changed
@@ -790,7 +795,10 @@ func (db *DB) Dir() string { return db.dir }
 // for that call. It waits, though, for a callback that is running to
 // return: a Load whose documents iterator blocks (a stalled stream) holds
 // Close until it yields; such an iterator should watch the Load's ctx.
-// Closing twice returns ErrClosed.
+// On Redis a write that began (a put, a delete, a batch of a load) is
+// finished whole before Close returns: with a cluster that stops
+// answering, go-redis's own timeouts bound that wait (about 25 s a step,
+// measured with every master frozen). Closing twice returns ErrClosed.
 func (db *DB) Close() error {
 	db.closeCancel(ErrClosed) // long operations in flight stop at their next check
 	db.cancelOps()

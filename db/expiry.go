@@ -50,6 +50,8 @@ func (db *DB) SweepExpired(ctx context.Context) (int, error) {
 
 func (db *DB) sweep(ctx context.Context) (int, error) {
 	if db.rkv != nil {
+		db.sweepMu.Lock()
+		defer db.sweepMu.Unlock()
 		return db.redisSweep(ctx)
 	}
 	total := 0

@@ -82,9 +82,10 @@ func (r RepairResult) Changed() bool {
 // On Redis it mends what writes that stopped part way left: it removes
 // records no id names, postings of no live document and ids whose record
 // is gone (Lost: those documents must be put again), and adds the
-// postings a live document is missing. Run it with no writer beside it:
-// the index has no lock to tell it of one, and a write in flight looks
-// half done.
+// postings a live document is missing. Run it with no writer beside it,
+// another process's expiry sweep included (this handle's waits): the
+// index has no lock to tell it of one, and a write in flight looks half
+// done.
 //
 // On Pebble, whose writes are atomic, there is nothing half done: what
 // Check finds is damage (a merge operand that did not decode, a key lost
@@ -132,6 +133,10 @@ func (db *DB) Repair(ctx context.Context) (RepairResult, error) {
 	}
 	defer db.wmu.Unlock()
 	if db.rkv != nil {
+		// NB: and the handle's own sweep (another process's sweep is a
+		// writer beside it: see above).
+		db.sweepMu.Lock()
+		defer db.sweepMu.Unlock()
 		rep, err := db.rkv.Repair(ctx)
 		return RepairResult{Orphans: rep.Orphans, Dangling: rep.Dangling, Reposted: rep.Reposted, Lost: rep.Lost, Unnamed: rep.Unnamed}, redisErr(err)
 	}

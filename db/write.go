@@ -661,7 +661,7 @@ func (db *DB) setExpiryFormat() error {
 		return err
 	}
 	if db.rkv != nil {
-		err = redisErr(db.rkv.SetManifest(db.closing, enc))
+		err = db.redisReadErr(db.rkv.SetManifest(db.closing, enc)) // NB: one SET: a Close before it is ErrClosed, nothing written
 	} else {
 		sync := pebble.Sync
 		if db.opts.NoSync {

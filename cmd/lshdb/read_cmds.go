@@ -1071,7 +1071,8 @@ structure, from the documents' records, then check. On Redis: what writes
 that stopped part way left (a Redis Cluster has no transaction across
 keys, so a crash between a write's steps leaves them): records no id
 names and postings of no live document are removed, and the postings a
-live document is missing added. Run it there with no writer beside it
+live document is missing added; ids whose record is gone are removed and
+listed, as are the ids of records no id names: put those documents again. Run it there with no writer beside it
 (another process's writes, or its expiry sweep, look half done). On
 Pebble, whose writes are atomic, what a check finds is damage to the
 files: unreadable records are removed (their ids are listed: put those

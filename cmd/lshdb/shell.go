@@ -478,6 +478,10 @@ func checkShellFlags(name string, spec shellSpec, c *cobra.Command, args []strin
 		case flag == "db":
 			return false, usagef("the shell works on the index it opened; --db is not taken (open another index with lshdb shell --db DIR)")
 		case flag == "output" || flag == "progress" || flag == "progress-every" || slices.Contains(spec.flags, flag):
+		case name == "check" && flag == "repair":
+			// NB: it said "check takes no --repair in the shell", and no
+			// more: the damaged-index hints name check --repair.
+			return false, usagef("check --repair mends the index outside the shell: leave it and run lshdb check --db DIR --repair (it waits for no shell: close this one first)")
 		case flag == "cpuprofile" || flag == "plot" || flag == "file":
 			return false, usagef("--%s names a file, which the shell does not read or write (use the lshdb command)", flag)
 		case !strings.HasPrefix(w, "--") && (flag == "" || c == nil || c.Flags().ShorthandLookup(flag[:1]) == nil || len(flag) > 1 && !hasValue):

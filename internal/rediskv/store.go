@@ -267,14 +267,18 @@ func (s *Store) ping(ctx context.Context) error {
 	var err error
 	if cc, ok := s.c.(*redis.ClusterClient); ok {
 		// NB: the masters must answer; a replica is asked its version
-		// for a second at most, and one that does not answer, or does
-		// not say, or is older than 7.0 (below 6.2 too: it fails no open,
-		// as it takes no write until promoted) is taken as old, as a
-		// master that does not say is: a replica promoted later may run
-		// scripts without the allow-oom flag only. Every replica had to
-		// answer: one down, frozen or unreachable from this host (a
-		// cluster that announces private addresses) failed every open,
-		// reads too, and the message blamed a master.
+		// for a second at most. One that says it is older than 7.0
+		// (below 6.2 too: it fails no open, as it takes no write until
+		// promoted) is taken as old; one that does not answer in time, or
+		// does not say, as new. Taken as old, a replica slow for a second
+		// at Open left the handle unable to free memory at maxmemory for
+		// its life (deletes, sweeps and repairs refused there, a sweep's
+		// count refused after its claims); the cost the other way is a
+		// mixed-version cluster whose 6.2 replica is later promoted, which
+		// refuses the allow-oom scripts until the next Open. Every
+		// replica had to answer: one down, frozen or unreachable from this
+		// host (a cluster that announces private addresses) failed every
+		// open, reads too, and the message blamed a master.
 		err = cc.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error { return node(ctx, n) })
 		if err == nil {
 			// NB: go-redis takes its own timeouts, not the context's, for
@@ -285,7 +289,7 @@ func (s *Store) ping(ctx context.Context) error {
 			go func() {
 				defer close(done)
 				cc.ForEachSlave(ctx, func(ctx context.Context, n *redis.Client) error {
-					if v, err := pingNode(ctx, n); err != nil || v == "" || !versionAtLeast(v, 7, 0) {
+					if v, err := pingNode(ctx, n); errors.Is(err, ErrVersion) || err == nil && v != "" && !versionAtLeast(v, 7, 0) {
 						replicasOld.Store(true)
 					}
 					return nil
@@ -297,7 +301,8 @@ func (s *Store) ping(ctx context.Context) error {
 					old.Store(true)
 				}
 			case <-time.After(time.Second):
-				old.Store(true) // NB: the goroutine ends with go-redis's timeouts
+				// NB: taken as new: the goroutine ends with go-redis's
+				// timeouts, and what it hears is not heard.
 			}
 		}
 	} else {
