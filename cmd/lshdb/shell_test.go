@@ -346,3 +346,16 @@ func TestShellQueryWithText(t *testing.T) {
 		t.Fatalf("shell query --with-text: exit %d\n%s%s\nwant as the command: %s", code, out, errOut, want)
 	}
 }
+
+// check --repair in the shell says how to run it (it said only "check
+// takes no --repair in the shell", and the damaged-index hints name it).
+func TestShellCheckRepairHint(t *testing.T) {
+	idx := filepath.Join(t.TempDir(), "idx")
+	if _, errOut, code := runLine([]string{"create", "--db", idx}, ""); code != 0 {
+		t.Fatal(errOut)
+	}
+	out, errOut, code := runLine([]string{"shell", "--db", idx}, "check --repair\n")
+	if code != 1 || !strings.Contains(errOut, "run lshdb check --db DIR --repair") {
+		t.Fatalf("shell check --repair: exit %d\n%s%s", code, out, errOut)
+	}
+}
