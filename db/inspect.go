@@ -643,6 +643,15 @@ func (db *DB) storeBytes() int64 {
 	return int64(all - temp)
 }
 
+// DirBytes is the space the files of the index in dir take on disk, as
+// Info.DiskBytes counts it (allocated blocks), read without opening the
+// index: what a command reports as the size before it opens the index to
+// write (an open replays the write-ahead log into tables).
+func DirBytes(dir string) uint64 {
+	all, _, _ := dirBytesTemp(vfs.Default, dir)
+	return all
+}
+
 // dirBytesTemp is dirBytes, the part of it in lshdb's temporary
 // directories (a load's, a pairs run's), and the part of it that
 // write-ahead logs take.
