@@ -993,11 +993,7 @@ func TestOpenRefusesBandingPastTheSignature(t *testing.T) {
 // now gives a damaged list, which the flush writes and every read of the
 // list reports as ErrCorrupt, naming its key; Check finds it.
 func TestDamagedMergeOperand(t *testing.T) {
-	fs := vfs.NewMem()
-	d := mustOpen(t, "db", &Options{fs: fs})
-	if _, err := d.PutBatch([]Doc{{ID: "a", Text: "some text here, long enough"}, {ID: "b", Text: "another document altogether"}}, nil); err != nil {
-		t.Fatal(err)
-	}
+	fs, d := twoDocIndex(t)
 	d.Close()
 	p := rawStore(t, fs, "db")
 	// The first posting list stored, and the list of a bucket no one holds.
@@ -1076,11 +1072,7 @@ func damagedReads(d *DB, key []byte) error {
 // the first answered with the other document; the second's Open said
 // "reading counters: pebble: not found".
 func TestDamagedIDAndCounters(t *testing.T) {
-	fs := vfs.NewMem()
-	d := mustOpen(t, "db", &Options{fs: fs})
-	if _, err := d.PutBatch([]Doc{{ID: "a", Text: "some text here, long enough"}, {ID: "b", Text: "another document altogether"}}, nil); err != nil {
-		t.Fatal(err)
-	}
+	fs, d := twoDocIndex(t)
 	b, err := d.Get("b")
 	if err != nil {
 		t.Fatal(err)

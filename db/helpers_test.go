@@ -136,3 +136,15 @@ func rawStore(t *testing.T, fs vfs.FS, dir string) *pebble.DB {
 	}
 	return p
 }
+
+// twoDocIndex makes the index "db" on a file system in memory with two
+// documents, a and b, for the damage tests, and returns it open.
+func twoDocIndex(t *testing.T) (vfs.FS, *DB) {
+	t.Helper()
+	fs := vfs.NewMem()
+	d := mustOpen(t, "db", &Options{fs: fs})
+	if _, err := d.PutBatch([]Doc{{ID: "a", Text: "some text here, long enough"}, {ID: "b", Text: "another document altogether"}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	return fs, d
+}

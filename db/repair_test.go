@@ -317,11 +317,7 @@ func matchesOf(r *QueryResult) []string {
 // Repair on a read-only handle, or with a context that has ended, changes
 // nothing: the damage is still there for a writable Repair to mend.
 func TestRepairRefusals(t *testing.T) {
-	fs := vfs.NewMem()
-	d := mustOpen(t, "db", &Options{fs: fs})
-	if _, err := d.PutBatch([]Doc{{ID: "a", Text: "some text here, long enough"}, {ID: "b", Text: "another document altogether"}}, nil); err != nil {
-		t.Fatal(err)
-	}
+	fs, d := twoDocIndex(t)
 	d.Close()
 	p := rawStore(t, fs, "db")
 	if err := p.Delete(codec.AppendIDKey(nil, "a"), pebble.Sync); err != nil {
@@ -359,11 +355,7 @@ func TestRepairRefusals(t *testing.T) {
 // the posting was reported only once the document was deleted); Repair
 // removes it.
 func TestCheckStrayPosting(t *testing.T) {
-	fs := vfs.NewMem()
-	d := mustOpen(t, "db", &Options{fs: fs})
-	if _, err := d.PutBatch([]Doc{{ID: "a", Text: "some text here, long enough"}, {ID: "b", Text: "another document altogether"}}, nil); err != nil {
-		t.Fatal(err)
-	}
+	fs, d := twoDocIndex(t)
 	b, err := d.Get("b")
 	if err != nil {
 		t.Fatal(err)
@@ -417,11 +409,7 @@ func TestEndedContextAtOnce(t *testing.T) {
 // Check said ok, and Repair removed it; now Check reports what Repair
 // mends.
 func TestCheckInvalidID(t *testing.T) {
-	fs := vfs.NewMem()
-	d := mustOpen(t, "db", &Options{fs: fs})
-	if _, err := d.PutBatch([]Doc{{ID: "a", Text: "some text here, long enough"}, {ID: "b", Text: "another document altogether"}}, nil); err != nil {
-		t.Fatal(err)
-	}
+	fs, d := twoDocIndex(t)
 	a, err := d.Get("a")
 	if err != nil {
 		t.Fatal(err)

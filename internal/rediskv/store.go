@@ -1158,11 +1158,14 @@ func (s *Store) Repair(ctx context.Context) (RepairReport, error) {
 	}
 	rep.Orphans = len(dead)
 	for _, i := range dead {
-		if id, ok := unnamed[nums[i]]; ok && !slices.Contains(rep.Unnamed, id) {
+		if id, ok := unnamed[nums[i]]; ok {
 			rep.Unnamed = append(rep.Unnamed, id)
 		}
 	}
+	// NB: sorted, then each id once (two stale copies of one id): a
+	// search of the list per record was quadratic in the orphans.
 	slices.Sort(rep.Unnamed)
+	rep.Unnamed = slices.Compact(rep.Unnamed)
 	if _, err := s.retire(ctx, dead, deadNums, deadBuckets); err != nil {
 		return rep, err
 	}
