@@ -165,51 +165,37 @@ func marshalJSON(v any) ([]byte, error) {
 // was written raw, and reversed the rest of the line on a terminal, where
 // a table showed it escaped.
 func escapeJSONControls(b []byte) []byte {
-	// NB: the first character to escape, if any: a line of printable
-	// text in any script is returned as it is, not copied.
-	i := 0
-	for i < len(b) {
-		if c := b[i]; c < 0x7f {
-			i++
-			continue
-		} else if c == 0x7f {
-			break
-		}
-		r, n := utf8.DecodeRune(b[i:])
-		if !(r == utf8.RuneError && n == 1 || strconv.IsPrint(r)) {
-			break
-		}
-		i += n
-	}
-	if i == len(b) {
-		return b
-	}
-	out := append([]byte(nil), b[:i]...)
-	for i < len(b) {
+	// NB: out is nil until the first character to escape: a line of
+	// printable text in any script is returned as it is, not copied.
+	var out []byte
+	start := 0
+	for i := 0; i < len(b); {
 		c := b[i]
 		if c < 0x7f {
-			out = append(out, c)
 			i++
 			continue
 		}
-		if c == 0x7f {
-			out = append(out, `\u007f`...)
-			i++
-			continue
+		r, n := rune(c), 1
+		if c > 0x7f {
+			if r, n = utf8.DecodeRune(b[i:]); r == utf8.RuneError && n == 1 || strconv.IsPrint(r) {
+				i += n
+				continue
+			}
 		}
-		r, n := utf8.DecodeRune(b[i:])
-		switch {
-		case r == utf8.RuneError && n == 1 || strconv.IsPrint(r):
-			out = append(out, b[i:i+n]...)
-		case r > 0xffff:
+		out = append(out, b[start:i]...)
+		if r > 0xffff {
 			r1, r2 := utf16.EncodeRune(r)
 			out = fmt.Appendf(out, `\u%04x\u%04x`, r1, r2)
-		default:
+		} else {
 			out = fmt.Appendf(out, `\u%04x`, r)
 		}
 		i += n
+		start = i
 	}
-	return out
+	if out == nil {
+		return b
+	}
+	return append(out, b[start:]...)
 }
 
 // bucketHex is how a bucket is shown, in text and JSON alike: 8 hex
