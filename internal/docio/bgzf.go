@@ -13,6 +13,7 @@ import (
 
 	"github.com/klauspost/compress/flate"
 	"github.com/klauspost/compress/gzip"
+	"github.com/lshdb/lshdb/internal/inflate"
 )
 
 // A gzip stream is one deflate stream per member, and a deflate stream
@@ -20,7 +21,9 @@ import (
 // text of a million generated documents took 8.8 CPU-s, the largest
 // part of filter's pass over its inputs). A stream of many members whose
 // headers say their lengths can be cut into members without inflating
-// them and inflated on every core. That is BGZF, the "blocked gzip" of
+// them and inflated on every core, each member whole, with no streaming
+// state (internal/inflate: libdeflate with cgo, 3x klauspost's streaming
+// inflater on one core). That is BGZF, the "blocked gzip" of
 // bgzip (samtools/htslib) and of lshdb gen, and of every gzip output
 // lshdb writes: members of at most 64 KiB that inflate to at most 64 KiB,
 // each header's extra field holding a "BC" subfield with the member's
@@ -284,46 +287,39 @@ func (r *bgzfReader) cut(br *bufio.Reader, work chan<- *bgzfJob) {
 
 // inflate inflates the jobs it is given.
 func (r *bgzfReader) inflate(work <-chan *bgzfJob) {
-	var fr io.ReadCloser
-	var src bytes.Reader
-	var one [1]byte
+	z, zerr := inflate.New()
+	if z != nil {
+		defer z.Close()
+	}
 	for job := range work {
 		// NB: the text's size is the trailers' sum, each at most 64 KiB
 		// (cut checked).
 		job.out = get(r.freeOut, job.text)
+		if zerr != nil {
+			job.err = zerr
+			job.ends = nil
+		}
 		start := 0
 		for i, end := range job.ends {
 			m := job.in[start:end]
 			start = end
 			data, trailer := m[job.hlen[i]:len(m)-8], m[len(m)-8:]
 			want, isize := binary.LittleEndian.Uint32(trailer), int(binary.LittleEndian.Uint32(trailer[4:]))
-			src.Reset(data)
-			if fr == nil {
-				fr = flate.NewReader(&src)
-			} else if err := fr.(flate.Resetter).Reset(&src, nil); err != nil {
-				job.err = err
-				break
-			}
 			n := len(job.out)
 			job.out = job.out[:n+isize]
-			got, err := io.ReadFull(fr, job.out[n:])
+			err := z.Inflate(job.out[n:], data)
 			switch {
-			case err == nil:
+			case errors.Is(err, inflate.ErrTooLong) || errors.Is(err, inflate.ErrTrailing):
 				// NB: the member's deflate stream must end where its
 				// trailer starts, as a sequential reader reads it.
-				if k, e := fr.Read(one[:]); k != 0 || e != io.EOF || src.Len() != 0 {
-					err = fmt.Errorf("%w: a BGZF member's data does not end where its size says", gzip.ErrHeader)
-				}
-			case err == io.EOF || err == io.ErrUnexpectedEOF:
-				// NB: the whole member is in memory, so this is not a
-				// truncated file but a member that lies about itself.
-				if got < isize && src.Len() == 0 {
-					err = fmt.Errorf("%w: a BGZF member's deflate data runs past its size", gzip.ErrHeader)
-				} else {
-					err = fmt.Errorf("%w: a BGZF member inflates to less than its trailer says", gzip.ErrChecksum)
-				}
-			}
-			if err == nil && crc32.ChecksumIEEE(job.out[n:]) != want {
+				err = fmt.Errorf("%w: a BGZF member's data does not end where its size says", gzip.ErrHeader)
+			case errors.Is(err, inflate.ErrTooShort):
+				err = fmt.Errorf("%w: a BGZF member inflates to less than its trailer says", gzip.ErrChecksum)
+			case err != nil:
+				// NB: the whole member is in memory, so a stream that
+				// runs out is not a truncated file but a damaged member.
+				err = fmt.Errorf("%w: a BGZF member's deflate data is corrupt or runs past its size", gzip.ErrHeader)
+			case crc32.ChecksumIEEE(job.out[n:]) != want:
 				err = gzip.ErrChecksum
 			}
 			if err != nil {
