@@ -76,6 +76,8 @@ type input struct {
 	rejects *bufio.Writer
 	closeR  func() error
 	skipped int
+	// onSkip, when set, sees each record skipped as bad.
+	onSkip func(re *docio.RecordError)
 }
 
 // openInput prepares the reading of a write command's inputs into d. The
@@ -155,6 +157,9 @@ func (in *input) docs(paths []string) iter.Seq2[posDoc, error] {
 func (in *input) skip(re *docio.RecordError) error {
 	in.skipped++
 	fmt.Fprintf(in.a.stderr, "lshdb: skipped %s\n", escControls(re.Error()))
+	if in.onSkip != nil {
+		in.onSkip(re)
+	}
 	if in.rejects == nil || re.Raw == nil {
 		return nil
 	}

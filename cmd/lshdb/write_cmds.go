@@ -21,6 +21,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/cespare/xxhash/v2"
 	"github.com/lshdb/lshdb/db"
 	"github.com/lshdb/lshdb/db/client"
 	"github.com/lshdb/lshdb/db/httpapi"
@@ -737,8 +738,12 @@ On Redis, which frees a replaced key's memory at once, it does nothing.
 --delete-missing makes the index hold the inputs' documents and no others:
 every stored document whose id is in no input is deleted, in the same
 atomic step (a nightly build of a corpus whose documents come and go;
-without it a build only adds and replaces). A record skipped as bad
-(--skip-bad) or empty is in no input: its stored document is deleted too.
+without it a build only adds and replaces). A record skipped as empty is
+in no input: its stored document is deleted too. A record skipped as bad
+(--skip-bad) whose id was read, and is in no other record, fails the
+build, loading nothing, when that id is stored: a damaged line must not
+delete yesterday's document (fix the record, or delete the document with
+lshdb delete). One whose id could not be read is in no input.
 --max-delete refuses, loading nothing, a build that would delete more than
 a count or a percentage of the index's documents (default 50%, at least
 one document; "all" lifts it), and an input that holds no document: an
@@ -784,13 +789,27 @@ Redis.`,
 				return err
 			}
 			defer inp.close()
+			var guard *skipGuard
+			if deleteMissing && in.skipBad {
+				guard = &skipGuard{}
+				inp.onSkip = guard.skip
+			}
 			docs := func(yield func(db.Doc, error) bool) {
 				n := 0
 				for pd, err := range inp.docs(args) {
+					if guard != nil && err == nil {
+						guard.seen(pd.doc.ID)
+					}
 					if !yield(pd.doc, err) || err != nil {
 						return
 					}
 					n++
+				}
+				if guard != nil {
+					if err := guard.check(d); err != nil {
+						yield(db.Doc{}, err)
+						return
+					}
 				}
 				if n == 0 && deleteMissing && maxDelete != "all" {
 					// NB: the least limit is 1 document, so an empty input
@@ -2150,4 +2169,71 @@ func checkRecall(r float64) error {
 		return usagef("--recall %v is outside (0, 1)", r)
 	}
 	return nil
+}
+
+// skipGuard keeps build --delete-missing --skip-bad from deleting a
+// stored document whose record was skipped as bad (review B2): each
+// skipped id that is in no loaded record, and is stored, fails the build.
+// NB: the loaded ids are kept as 64-bit hashes, 8 bytes a document, only
+// with both flags; a collision (about n²/2⁶⁵) takes a skipped id for a
+// loaded one, as before this guard.
+type skipGuard struct {
+	loaded  []uint64
+	skipped []*docio.RecordError
+}
+
+func (g *skipGuard) seen(id string) { g.loaded = append(g.loaded, xxhash.Sum64String(id)) }
+
+func (g *skipGuard) skip(re *docio.RecordError) {
+	if re.ID != "" {
+		g.skipped = append(g.skipped, &docio.RecordError{File: re.File, Line: re.Line, ID: re.ID})
+	}
+}
+
+// check returns an error naming the skipped records whose stored
+// documents the build would delete.
+func (g *skipGuard) check(d index) error {
+	if len(g.skipped) == 0 {
+		return nil
+	}
+	slices.Sort(g.loaded)
+	var ids []string
+	var recs []*docio.RecordError
+	for _, re := range g.skipped {
+		if _, ok := slices.BinarySearch(g.loaded, xxhash.Sum64String(re.ID)); !ok {
+			ids = append(ids, re.ID)
+			recs = append(recs, re)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	has, err := d.HasIDs(ids)
+	if err != nil {
+		return fmt.Errorf("looking up the ids of the records skipped as bad: %w", err)
+	}
+	var named []string
+	seen := map[string]bool{}
+	for i, re := range recs {
+		if !has[i] || seen[re.ID] {
+			continue
+		}
+		seen[re.ID] = true
+		if len(named) < 3 {
+			named = append(named, fmt.Sprintf("%s:%d (id %s)", re.File, re.Line, docio.QuoteID(re.ID)))
+		}
+	}
+	if len(seen) == 0 {
+		return nil
+	}
+	more := ""
+	if len(seen) > len(named) {
+		more = fmt.Sprintf(" and %d more", len(seen)-len(named))
+	}
+	its := "their documents"
+	if len(seen) == 1 {
+		its = "its document"
+	}
+	return fmt.Errorf("the records skipped as bad hold %s that no other record holds: %s%s; --delete-missing would delete %s: fix the records, or delete the documents with lshdb delete, and build again",
+		counted(len(seen), "stored id", "stored ids"), strings.Join(named, ", "), more, its)
 }

@@ -1067,6 +1067,24 @@ func TestBuildDeleteMissing(t *testing.T) {
 		t.Fatalf("an empty input with --delete-missing: exit %d %s", code, errOut)
 	}
 	holds("after an empty input refused", want)
+	// Records skipped as bad (review B2): one that names a stored id held
+	// by no other record fails the build, loading nothing; one whose id
+	// another record holds (before or after it), or that names no stored
+	// document, does not.
+	badText := func(id string) string { return fmt.Sprintf(`{"id":%q,"text":5}`+"\n", id) }
+	damaged := filepath.Join(root, "damaged.jsonl")
+	os.WriteFile(damaged, []byte(strings.Join(nightLines[:3], "")+badText(want[3].ID)+strings.Join(nightLines[4:], "")), 0o644)
+	if _, errOut, code := runLine([]string{"build", "--db", idx, "--delete-missing", "--skip-bad", damaged}, ""); code != 1 || !strings.Contains(errOut, "nothing loaded") ||
+		!strings.Contains(errOut, fmt.Sprintf("damaged.jsonl:4 (id %q)", want[3].ID)) || !strings.Contains(errOut, "1 stored id") {
+		t.Fatalf("a skipped record naming a stored document: exit %d %s", code, errOut)
+	}
+	holds("after a build refused for a skipped record", want)
+	repeated := filepath.Join(root, "repeated.jsonl")
+	os.WriteFile(repeated, []byte(badText(want[5].ID)+strings.Join(nightLines, "")+badText(want[6].ID)+badText("not-stored")), 0o644)
+	if _, errOut, code := runLine([]string{"build", "--db", idx, "--delete-missing", "--skip-bad", repeated}, ""); code != 0 || strings.Count(errOut, "skipped") != 3 {
+		t.Fatalf("skipped records whose ids other records hold: exit %d %s", code, errOut)
+	}
+	holds("after a build with skipped records held by others", want)
 	if _, errOut, code := runLine([]string{"build", "--db", idx, "--max-delete", "10%", small}, ""); code != 2 || !strings.Contains(errOut, "--delete-missing") {
 		t.Fatalf("--max-delete alone: exit %d %s", code, errOut)
 	}
