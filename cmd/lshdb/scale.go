@@ -76,8 +76,13 @@ which lshdb inflates on every core), zstd for .zst, else plain JSON Lines
 				// NB: "-" made a file of that name.
 				write = func(fn func(io.Writer) error) error {
 					bw := bufio.NewWriterSize(a.stdout, 1<<20)
-					err := fn(bw)
-					return errors.Join(err, bw.Flush())
+					// NB: the flush's error only when fn had none: both
+					// are the same broken pipe after a | head, and joined
+					// they were printed twice, not taken for one.
+					if err := fn(bw); err != nil {
+						return err
+					}
+					return bw.Flush()
 				}
 			}
 			return write(func(w io.Writer) error {

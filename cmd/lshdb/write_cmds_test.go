@@ -533,11 +533,15 @@ func TestOutputClosed(t *testing.T) {
 		{"get", "--db", idx, "d7"},
 		{"filter", "--db", idx, file},
 		{"export", "--db", idx, "--all"},
+		{"gen", "--n", "3000", "--out", "-"},
 	} {
 		w = epipe(0)
 		errOut, code = runW(w, args, "")
 		if args[0] == "pairs" { // the note on the threshold comes first
 			_, errOut, _ = strings.Cut(errOut, "more similar pairs are likelier)\n")
+		}
+		if args[0] == "gen" { // it names its originals first
+			_, errOut, _ = strings.Cut(errOut, " texts)\n")
 		}
 		if code != 1 || errOut != "" || w.writes != 1 {
 			t.Errorf("%s: exit %d, %d writes, %q", args, code, w.writes, errOut)
