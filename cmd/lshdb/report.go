@@ -179,7 +179,15 @@ func (a *app) readPairs(path string, h *pairHist, d index, now *db.Info, warn fu
 		batch = batch[:0]
 		return nil
 	}
-	for p, err := range a.readPairsFile(path, 0, now, warn) {
+	// NB: a file made above the index's threshold is refused, as
+	// clusters --from refuses it: the page's counts "at Jaccard >= t"
+	// and its clusters were the file's, short of the pairs between
+	// (review B3).
+	t := 0.0
+	if now != nil {
+		t = now.Params.Threshold
+	}
+	for p, err := range a.readPairsFile(path, t, now, warn) {
 		if err != nil {
 			return err
 		}

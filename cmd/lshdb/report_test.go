@@ -277,6 +277,19 @@ func TestReportFromPairsFile(t *testing.T) {
 	if _, errOut, _ := runLine([]string{"report", "--db", dir, "--out", out, "--pairs", pf, "--pairs-threshold", "0.9"}, ""); strings.Contains(errOut, "lowest similarity") {
 		t.Errorf("--pairs-threshold 0.9 noted %q", errOut)
 	}
+	// A file made above the index's threshold (0.8) is refused, as
+	// clusters --from refuses it: its pairs at 0.8-0.9 are not in it, and
+	// the page counted "3 at Jaccard >= 0.8" and clusters from the rest
+	// (review B3).
+	high := filepath.Join(tmp, "high.jsonl")
+	os.WriteFile(high, bytes.Replace(body, []byte(`"threshold":0.5`), []byte(`"threshold":0.9`), 1), 0o644)
+	os.Remove(out)
+	if _, errOut, code := runLine([]string{"report", "--db", dir, "--out", out, "--pairs", high}, ""); code != 1 || !strings.Contains(errOut, "holds the pairs at Jaccard >= 0.9") {
+		t.Errorf("a pairs file made at 0.9: exit %d, %q; want it refused", code, errOut)
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Errorf("a refused report wrote %s", out)
+	}
 }
 
 // Ensure that bad arguments and bad pairs files are refused with an error
