@@ -143,7 +143,8 @@ type LoadResult struct {
 //     database's directory, on the same file system so that the ingest
 //     can hard-link the tables instead of copying them: that file system
 //     needs room for them. Load removes them when it returns; after a
-//     crash, the next Open does.
+//     crash, the next writable Open does (a read-only one leaves them:
+//     [DB.Info] counts them, and lshdb info names them).
 //   - The records of the documents a load replaces stay on disk until
 //     Pebble's compactions reach them, which a process that closes the
 //     database soon after never gives them time for: after a load that
