@@ -95,7 +95,33 @@ func signalContext() context.Context {
 	go func() {
 		s := <-sigc
 		cancel(signalCause{s})
-		signal.Stop(sigc)
+		// NB: the next signal is still caught, to say why the process
+		// ends (it ended a draining serve with no line in its log), and
+		// then delivered with the default action restored: the process
+		// dies by it, with the status that signal gives (143 for
+		// SIGTERM).
+		go func() {
+			for s2 := range sigc {
+				if s2 == os.Interrupt && shellRunning.Load() {
+					continue // the shell's: see below
+				}
+				msg := fmt.Sprintf("lshdb: %v again: ending now, without waiting for the work in progress (acknowledged writes stay)", signalCause{s2})
+				if l := stopLog.Load(); l != nil {
+					l.Warn(msg)
+				} else {
+					fmt.Fprintln(os.Stderr, msg)
+				}
+				signal.Reset(sigs...)
+				if p, err := os.FindProcess(os.Getpid()); err == nil {
+					p.Signal(s2)
+				}
+				time.Sleep(time.Second) // NB: delivery is asynchronous
+				if n, ok := s2.(syscall.Signal); ok {
+					os.Exit(128 + int(n))
+				}
+				os.Exit(1)
+			}
+		}()
 		// NB: a write that cannot end (a disk full under --disk-reserve
 		// -1, where Pebble's flush fails and every write waits for it)
 		// does not notice the cancel: a person who pressed Ctrl-C saw

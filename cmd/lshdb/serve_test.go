@@ -14,6 +14,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"regexp"
@@ -900,5 +901,54 @@ func TestServeMemoryLimit(t *testing.T) {
 		if got := debug.SetMemoryLimit(-1); got != c.want {
 			t.Errorf("--max-in-flight-bytes %d: limit %d, want %d", c.inFlight, got, c.want)
 		}
+	}
+}
+
+// Ensure that a second signal, which ends a draining serve at once, says
+// so in its log first (review O4: the log ended at "stopping", with exit
+// 143 and no line to explain it), and that the process still dies by the
+// signal.
+func TestServeSecondSignalLogged(t *testing.T) {
+	idx := filepath.Join(shortDir(t), "idx")
+	if _, errOut, code := runLine([]string{"create", "--db", idx}, ""); code != 0 {
+		t.Fatal(errOut)
+	}
+	c := lshdbProcess("serve", "--db", idx, "--shutdown-timeout", "30s")
+	stderr := &syncBuffer{}
+	c.Stderr = stderr
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer c.Process.Kill()
+	var conn net.Conn
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		var err error
+		if conn, err = net.Dial("unix", filepath.Join(idx, "lshdb.sock")); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no socket: %s", stderr)
+		}
+	}
+	defer conn.Close()
+	// A request in flight: its body never comes, so the drain waits.
+	fmt.Fprintf(conn, "POST /v1/docs HTTP/1.1\r\nHost: localhost\r\nExpect: 100-continue\r\nContent-Length: 100\r\n\r\n")
+	if line, err := bufio.NewReader(conn).ReadString('\n'); err != nil || !strings.Contains(line, "100 Continue") {
+		t.Fatalf("%q %v", line, err)
+	}
+	c.Process.Signal(syscall.SIGTERM)
+	for deadline := time.Now().Add(20 * time.Second); !strings.Contains(stderr.String(), "stopping: requests in flight"); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no stopping line: %s", stderr)
+		}
+	}
+	c.Process.Signal(syscall.SIGTERM)
+	err := c.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || !ee.Sys().(syscall.WaitStatus).Signaled() || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGTERM {
+		t.Errorf("serve after a second SIGTERM: %v, want death by SIGTERM", err)
+	}
+	if !strings.Contains(stderr.String(), "interrupted by SIGTERM again: ending now") {
+		t.Errorf("no line on the second signal: %s", stderr)
 	}
 }
