@@ -1534,9 +1534,10 @@ func indexFile(name string) bool {
 	switch {
 	case name == "LOCK", name == "CURRENT", name == loadTmpDir, isPairsRunDir(name):
 		return true
-	case name == "lshdb.sock", strings.HasPrefix(name, ".lshdb-sock-"):
+	case name == "lshdb.sock", strings.HasPrefix(name, ".lshdb-sock-"), name == "lshdb.stopping":
 		// NB: httpapi's SocketName and its binding directories (db
-		// cannot import httpapi, which imports db).
+		// cannot import httpapi, which imports db), and the file of a
+		// serve that is stopping (cmd/lshdb).
 		return true
 	case name == ".DS_Store", name == "Thumbs.db", name == "desktop.ini":
 		// NB: what a file browser leaves in a folder it showed: not

@@ -674,6 +674,7 @@ func (a *app) openFresh(opts *db.Options) (index, func(), error) {
 	// locked and nothing answers on its socket. Such a holder is retried
 	// for handoverWait before the error names it.
 	deadline := time.Now().Add(handoverWait)
+	waitedStop := false
 	for {
 		d, err := db.Open(a.dbDir, opts)
 		if errors.Is(err, db.ErrLocked) {
@@ -725,7 +726,18 @@ func (a *app) openFresh(opts *db.Options) (index, func(), error) {
 			case errors.Is(cerr, context.DeadlineExceeded):
 				return nil, nil, stuckOwner(err, a.dbDir, attachTimeout)
 			}
-			// Nothing serves it: the error says who holds it.
+			// Nothing serves it: the error says who holds it. A serve
+			// that said it is stopping is waited for until its drain
+			// ends (at most maxStopWait).
+			if !waitedStop {
+				waitedStop = true
+				if until, ok := stoppingOwner(a.dbDir, lockHolder(a.dbDir)); ok {
+					if until.After(deadline) {
+						deadline = minTime(until, time.Now().Add(maxStopWait))
+						fmt.Fprintf(a.stderr, "lshdb: the server that owns %s is stopping: waiting for it (until %s at the latest)\n", escControls(a.dbDir), deadline.Format("15:04:05"))
+					}
+				}
+			}
 			if time.Now().Before(deadline) {
 				time.Sleep(20 * time.Millisecond)
 				continue
@@ -751,6 +763,17 @@ var errOtherIndex = errors.New("lshdb: another index")
 // a process that does not serve it (an owner closing it, or a holder
 // that never serves) before it fails naming that process.
 const handoverWait = 2 * time.Second
+
+// maxStopWait bounds how long a command waits for a serve that says it
+// is stopping (lshdb.stopping).
+const maxStopWait = 2 * time.Minute
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}
 
 // openExisting opens an index that must exist, for reading only.
 //

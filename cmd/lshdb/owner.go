@@ -8,6 +8,8 @@ import (
 	"io/fs"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/lshdb/lshdb/db"
@@ -76,6 +78,10 @@ func lockedHint(err error, dir string) error {
 		return fmt.Errorf("%w; lshdb (pid %d: serve, the shell, or a command that holds the index while it runs) owns it and serves its API on %s: query it there (curl --unix-socket %s http://localhost/v1/stats; the API: GET /v1/openapi.yaml), copy it with lshdb backup, or stop that process (kill %d)",
 			err, pid, sock, sock, pid)
 	case pid > 0:
+		if until, ok := stoppingOwner(dir, pid); ok {
+			return fmt.Errorf("%w; lshdb serve (pid %d) is stopping: it lets its requests in flight finish, until %s at the latest; run the command again when it has stopped (a second signal to it would cut those requests)",
+				err, pid, until.Format("15:04:05"))
+		}
 		return fmt.Errorf("%w; process %d holds it and does not serve it: wait for it to end, or stop it (kill %d); an owner started with lshdb serve could be queried meanwhile",
 			err, pid, pid)
 	}
@@ -89,3 +95,39 @@ type silently struct{ err error }
 
 func (s silently) Error() string { return "" }
 func (s silently) Unwrap() error { return s.err }
+
+// stoppingName is the file a serve that is stopping writes into its
+// index's directory: its pid and the time by which its drain ends.
+const stoppingName = "lshdb.stopping"
+
+// stopSlack is how long after --shutdown-timeout a stopping serve may
+// still hold its index: the cancelled requests' handlers (10 s at most)
+// and the close.
+const stopSlack = 15 * time.Second
+
+// stopping is what a stopping serve's file says.
+type stopping struct {
+	PID   int   `json:"pid"`
+	Until int64 `json:"until_unix_ms"`
+}
+
+func stoppingPath(dir string) string { return filepath.Join(dir, stoppingName) }
+
+// markStopping writes the file that says this process is stopping until
+// until. NB: best effort: without it, a command waits 2 s as before.
+func markStopping(dir string, until time.Time) {
+	b, _ := json.Marshal(stopping{PID: os.Getpid(), Until: until.UnixMilli()})
+	os.WriteFile(stoppingPath(dir), b, 0o644)
+}
+
+// stoppingOwner returns the time until which pid, the holder of dir's
+// lock, said it would be stopping; ok is false if it said nothing (or
+// another process wrote the file: a killed server's).
+func stoppingOwner(dir string, pid int) (until time.Time, ok bool) {
+	b, err := os.ReadFile(stoppingPath(dir))
+	var st stopping
+	if err != nil || json.Unmarshal(b, &st) != nil || pid <= 0 || st.PID != pid {
+		return time.Time{}, false
+	}
+	return time.UnixMilli(st.Until), true
+}

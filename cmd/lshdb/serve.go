@@ -194,6 +194,7 @@ func (a *app) serve(so *serveOptions) error {
 	var listeners []net.Listener
 	sock := ""
 	if !onRedis {
+		os.Remove(stoppingPath(a.dbDir)) // NB: a killed server's, if any
 		sock = httpapi.SocketPath(a.dbDir)
 		unixL, err := httpapi.ListenSocket(sock)
 		if err != nil {
@@ -296,6 +297,15 @@ func (a *app) serve(so *serveOptions) error {
 		// taken while the requests in flight finish.
 		log.Info("lshdb: stopping: requests in flight may finish", "cause", context.Cause(a.ctx).Error(), "within", so.shutdownTimeout)
 	case serveErr = <-served:
+	}
+	if !onRedis {
+		// NB: the socket goes with the listener, and the index stays
+		// locked until the drain ends: a command that finds it so reads
+		// this, waits for the drain instead of 2 s, and says what it
+		// waits for (it said the owner "does not serve it", and to kill
+		// it: a second signal, which cuts the drain; review O1).
+		markStopping(a.dbDir, time.Now().Add(so.shutdownTimeout+stopSlack))
+		defer os.Remove(stoppingPath(a.dbDir))
 	}
 	// Stop accepting, let requests in flight finish within the bound, then
 	// cancel the rest (Close closes their connections: their contexts end).

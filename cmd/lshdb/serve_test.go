@@ -952,3 +952,51 @@ func TestServeSecondSignalLogged(t *testing.T) {
 		t.Errorf("no line on the second signal: %s", stderr)
 	}
 }
+
+// Ensure that a command that finds its index held by a serve that is
+// stopping (draining its requests in flight: no socket, the lock still
+// held) waits for the drain and then runs, saying what it waits for; it
+// failed after 2 s, saying the owner "does not serve it" and to kill it
+// (review O1).
+func TestCommandWaitsForStoppingServe(t *testing.T) {
+	idx := filepath.Join(shortDir(t), "idx")
+	if _, errOut, code := runLine([]string{"insert", "--db", idx, "-"}, `{"id":"a","text":"a document to get"}`+"\n"); code != 0 {
+		t.Fatal(errOut)
+	}
+	c := lshdbProcess("serve", "--db", idx, "--shutdown-timeout", "4s")
+	stderr := &syncBuffer{}
+	c.Stderr = stderr
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer c.Process.Kill()
+	var conn net.Conn
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		var err error
+		if conn, err = net.Dial("unix", filepath.Join(idx, "lshdb.sock")); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no socket: %s", stderr)
+		}
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "POST /v1/docs HTTP/1.1\r\nHost: localhost\r\nContent-Length: 100\r\n\r\n{")
+	time.Sleep(200 * time.Millisecond) // NB: the request is read
+	c.Process.Signal(syscall.SIGTERM)
+	for deadline := time.Now().Add(20 * time.Second); !strings.Contains(stderr.String(), "stopping: requests in flight"); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no stopping line: %s", stderr)
+		}
+	}
+	out, errOut, code := runLine([]string{"get", "--db", idx, "a"}, "")
+	if code != 0 || !strings.Contains(out, "a document to get") || !strings.Contains(errOut, "is stopping: waiting for it") {
+		t.Errorf("get during the drain: exit %d, %q, %q", code, out, errOut)
+	}
+	if err := c.Wait(); err != nil {
+		t.Errorf("serve: %v: %s", err, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(idx, "lshdb.stopping")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the stopping file outlived serve: %v", err)
+	}
+}
