@@ -989,6 +989,13 @@ func lines(ctx context.Context, body io.Reader, fn func(line []byte) (bool, erro
 				return nil, errorFrom(http.StatusOK, tail.Error)
 			}
 			if tail.End != nil {
+				// NB: read to the answer's end (the chunked stream's last
+				// chunk, a few bytes) before the caller closes it: closed
+				// early, the connection went, and the server's last write
+				// of a stream the client had read whole could fail, which
+				// it logged and counted as a client that went away (review
+				// O2); read, the connection is reused.
+				io.Copy(io.Discard, io.LimitReader(br, 64<<10))
 				return tail.End, nil
 			}
 		}

@@ -1785,3 +1785,55 @@ func pairSeq(ps ...db.Pair) iter.Seq2[db.Pair, error] {
 		}
 	}
 }
+
+// Ensure that a stream read to its end line is read to the answer's end,
+// so that its connection is reused: closed at the end line, each stream
+// took a connection of its own, and the server's last write could fail
+// on a stream the client had read whole, logged and counted as a client
+// that went away (review O2).
+func TestStreamsReuseTheirConnection(t *testing.T) {
+	d := open(t, nil)
+	if _, err := d.PutBatch(sampleDocs(t, 50), nil); err != nil {
+		t.Fatal(err)
+	}
+	var conns atomic.Int64
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: httpapi.Handler(d, nil), ConnState: func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}}
+	go srv.Serve(l)
+	t.Cleanup(func() { srv.Close() })
+	c, err := client.Open("http://"+l.Addr().String(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Count(); err != nil { // NB: the first connection
+		t.Fatal(err)
+	}
+	for range 3 {
+		n := 0
+		for _, err := range c.Scan(context.Background(), nil) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			n++
+		}
+		for _, err := range c.Pairs(context.Background(), nil) {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		if n != 50 {
+			t.Fatalf("scanned %d documents, want 50", n)
+		}
+	}
+	if n := conns.Load(); n != 1 {
+		t.Errorf("%d connections for a count and 6 streams, want 1", n)
+	}
+}
