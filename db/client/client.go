@@ -309,6 +309,22 @@ func (c *Client) ctxFrom(base context.Context) (context.Context, context.CancelF
 
 // do sends a request and returns the response of a 2xx status; other
 // statuses become an *Error. The caller MUST close the body.
+// readOnly reports whether the API's method and path write nothing: every
+// GET, and the POSTs that only read (a body too long for a query string).
+func readOnly(method, path string) bool {
+	switch {
+	case method == http.MethodGet:
+		return true
+	case method != http.MethodPost:
+		return false
+	}
+	switch path {
+	case "/v1/docs/has", "/v1/query", "/v1/query/many", "/v1/clusters":
+		return true
+	}
+	return false
+}
+
 func (c *Client) do(ctx context.Context, method, path string, q url.Values, body any) (*http.Response, error) {
 	if c.closed.Load() {
 		return nil, db.ErrClosed
@@ -364,6 +380,12 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, body
 			// NB: a server stopping closes its idle connections, and a
 			// request sent on one as it closed met a bare "connection
 			// reset by peer" or "use of closed network connection".
+			if readOnly(method, path) {
+				// NB: a query cut so said a write may have been applied,
+				// and an operator reading it after a restart feared for
+				// the writes (review O3).
+				return nil, fmt.Errorf("lshdb: client: the server closed the connection before it answered (it is stopping, or was killed or restarted): the call writes nothing; make it again: %w", err)
+			}
 			return nil, fmt.Errorf("lshdb: client: the server closed the connection before it answered (it is stopping, or was killed or restarted): a write may or may not have been applied (read it back, or write it again: a document put again replaces itself): %w", err)
 		}
 		return nil, err
