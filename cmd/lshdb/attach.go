@@ -373,11 +373,43 @@ func (h *handover) Load(ctx context.Context, docs iter.Seq2[db.Doc, error], lo *
 }
 
 func (h *handover) Pairs(ctx context.Context, po *db.PairsOptions) iter.Seq2[db.Pair, error] {
-	return h.current().Pairs(ctx, po)
+	return retryStream(h, func(x index) iter.Seq2[db.Pair, error] { return x.Pairs(ctx, po) })
 }
 
 func (h *handover) Scan(ctx context.Context, so *db.ScanOptions) iter.Seq2[*db.StoredDoc, error] {
-	return h.current().Scan(ctx, so)
+	return retryStream(h, func(x index) iter.Seq2[*db.StoredDoc, error] { return x.Scan(ctx, so) })
+}
+
+// retryStream is retry for a stream that reads: one whose request never
+// reached its owner (gone: its first item is that error) is made again on
+// the reopened index, as a query is (review O5: pairs failed, with the
+// index free). One that yielded is not made again: its caller has its
+// first part.
+func retryStream[T any](h *handover, call func(index) iter.Seq2[T, error]) iter.Seq2[T, error] {
+	return func(yield func(T, error) bool) {
+		d := h.current()
+		first := true
+		for v, err := range call(d) {
+			if err != nil && first {
+				nd, oerr := h.again(d, err)
+				if nd != nil {
+					for v, err := range call(nd) {
+						if !yield(v, err) {
+							return
+						}
+					}
+					return
+				}
+				if oerr != nil {
+					err = fmt.Errorf("%w; its owner ended, and opening the index again failed: %w", err, oerr)
+				}
+			}
+			first = false
+			if !yield(v, err) {
+				return
+			}
+		}
+	}
 }
 
 // closeAll closes the current index.

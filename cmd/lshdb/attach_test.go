@@ -15,7 +15,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lshdb/lshdb/db"
 	"github.com/lshdb/lshdb/db/client"
+	"github.com/lshdb/lshdb/db/httpapi"
 )
 
 // volatile matches what differs between two identical indexes on disk:
@@ -429,5 +431,62 @@ func TestHandoverShellAndMovedIndex(t *testing.T) {
 	d := openReadOnly(t, idx)
 	if n, err := d.Count(); err != nil || n != before {
 		t.Errorf("the index built anew holds %d documents, %v; want its own %d", n, err, before)
+	}
+}
+
+// Ensure that a pairs or scan stream whose owner is gone before its
+// request reaches it (a server killed after the command attached) is
+// made again on the index opened anew, as a query is: it failed with
+// "no server answers", the index free (review O5).
+func TestHandoverStreamsWhenOwnerGone(t *testing.T) {
+	dir := filepath.Join(shortDir(t), "idx")
+	d, err := db.Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs := []db.Doc{{ID: "a", Text: "the quick brown fox jumps over the lazy dog"}, {ID: "b", Text: "the quick brown fox jumps over the lazy dog!"}, {ID: "c", Text: "something else entirely"}}
+	if _, err := d.PutBatch(docs, nil); err != nil {
+		t.Fatal(err)
+	}
+	stop, err := httpapi.ServeSocket(d, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.Open(httpapi.SocketPath(dir), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The owner ends: its socket goes, the index is free.
+	stop(context.Background())
+	d.Close()
+	reopened := 0
+	h := newHandover(c, func() { c.Close() }, func() (index, func(), error) {
+		reopened++
+		d, err := db.Open(dir, &db.Options{ReadOnly: true})
+		if err != nil {
+			return nil, nil, err
+		}
+		return d, func() { d.Close() }, nil
+	})
+	defer h.closeAll()
+	var pairs []db.Pair
+	for p, err := range h.Pairs(context.Background(), nil) {
+		if err != nil {
+			t.Fatalf("pairs with the owner gone: %v", err)
+		}
+		pairs = append(pairs, p)
+	}
+	if len(pairs) != 1 || pairs[0].A != "a" || pairs[0].B != "b" {
+		t.Errorf("pairs %v, want (a, b)", pairs)
+	}
+	n := 0
+	for _, err := range h.Scan(context.Background(), nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		n++
+	}
+	if n != 3 || reopened != 1 {
+		t.Errorf("scanned %d documents, reopened %d times; want 3 and 1", n, reopened)
 	}
 }
