@@ -102,8 +102,11 @@ func signalContext() context.Context {
 		// SIGTERM).
 		go func() {
 			for s2 := range sigc {
-				if s2 == os.Interrupt && shellRunning.Load() {
-					continue // the shell's: see below
+				if shellRunning.Load() {
+					// NB: an interactive shell catches SIGINT, SIGTERM
+					// and SIGHUP itself (Ctrl-C cancels a statement, the
+					// others end it cleanly): it decides (see below).
+					continue
 				}
 				msg := fmt.Sprintf("lshdb: %v again: ending now, without waiting for the work in progress (acknowledged writes stay)", signalCause{s2})
 				if l := stopLog.Load(); l != nil {
