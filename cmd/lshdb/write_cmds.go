@@ -741,9 +741,10 @@ atomic step (a nightly build of a corpus whose documents come and go;
 without it a build only adds and replaces). A record skipped as empty is
 in no input: its stored document is deleted too. A record skipped as bad
 (--skip-bad) whose id was read, and is in no other record, fails the
-build, loading nothing, when that id is stored: a damaged line must not
+build, loading nothing, when that id is stored, as does one whose id
+could not be read (a line that is not JSON): a damaged line must not
 delete yesterday's document (fix the record, or delete the document with
-lshdb delete). One whose id could not be read is in no input.
+lshdb delete).
 --max-delete refuses, loading nothing, a build that would delete more than
 a count or a percentage of the index's documents (default 50%, at least
 one document; "all" lifts it), and an input that holds no document: an
@@ -2180,19 +2181,41 @@ func checkRecall(r float64) error {
 type skipGuard struct {
 	loaded  []uint64
 	skipped []*docio.RecordError
+	// unnamed are the skipped records whose id could not be read (a line
+	// that is not JSON, cut short): any stored document may be theirs
+	// (review N1).
+	unnamed []*docio.RecordError
 }
 
 func (g *skipGuard) seen(id string) { g.loaded = append(g.loaded, xxhash.Sum64String(id)) }
 
 func (g *skipGuard) skip(re *docio.RecordError) {
-	if re.ID != "" {
+	switch {
+	case re.ID != "":
 		g.skipped = append(g.skipped, &docio.RecordError{File: re.File, Line: re.Line, ID: re.ID})
+	case errors.Is(re, docio.ErrBinary) || errors.Is(re, docio.ErrStoreInput):
+		// NB: a file passed over whole (a binary file, an index in a
+		// directory walk), never a record of documents.
+	default:
+		g.unnamed = append(g.unnamed, &docio.RecordError{File: re.File, Line: re.Line})
 	}
 }
 
 // check returns an error naming the skipped records whose stored
 // documents the build would delete.
 func (g *skipGuard) check(d index) error {
+	if n := len(g.unnamed); n > 0 {
+		var at []string
+		for _, re := range g.unnamed[:min(n, 3)] {
+			at = append(at, fmt.Sprintf("%s:%d", re.File, re.Line))
+		}
+		more := ""
+		if n > len(at) {
+			more = fmt.Sprintf(" and %d more", n-len(at))
+		}
+		return fmt.Errorf("%s skipped as bad before %s id could be read (%s%s): --delete-missing would delete the stored %s, whichever it is; fix the records (--rejects writes them out), and build again",
+			counted(n, "record was", "records were"), plural(n, "its", "their"), strings.Join(at, ", "), more, plural(n, "document it names", "documents they name"))
+	}
 	if len(g.skipped) == 0 {
 		return nil
 	}
@@ -2236,4 +2259,12 @@ func (g *skipGuard) check(d index) error {
 	}
 	return fmt.Errorf("the records skipped as bad hold %s that no other record holds: %s%s; --delete-missing would delete %s: fix the records, or delete the documents with lshdb delete, and build again",
 		counted(len(seen), "stored id", "stored ids"), strings.Join(named, ", "), more, its)
+}
+
+// plural is one when n is 1, else many.
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }

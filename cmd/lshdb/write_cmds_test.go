@@ -1083,6 +1083,15 @@ func TestBuildDeleteMissing(t *testing.T) {
 		t.Fatalf("a skipped record naming a stored document: exit %d %s", code, errOut)
 	}
 	holds("after a build refused for a skipped record", want)
+	// A line that is not JSON (cut short) names no id that can be read:
+	// any stored document may be its (review N1).
+	cut := filepath.Join(root, "cut.jsonl")
+	os.WriteFile(cut, []byte(strings.Join(nightLines[:999], "")+strings.TrimSuffix(nightLines[999], "}\n")+"\n"), 0o644)
+	if _, errOut, code := runLine([]string{"build", "--db", idx, "--delete-missing", "--skip-bad", cut}, ""); code != 1 || !strings.Contains(errOut, "nothing loaded") ||
+		!strings.Contains(errOut, "1 record was skipped as bad before its id could be read ("+cut+":1000)") {
+		t.Fatalf("a skipped line that is not JSON: exit %d %s", code, errOut)
+	}
+	holds("after a build refused for a line that is not JSON", want)
 	repeated := filepath.Join(root, "repeated.jsonl")
 	os.WriteFile(repeated, []byte(badText(want[5].ID)+strings.Join(nightLines, "")+badText(want[6].ID)+badText("not-stored")), 0o644)
 	if _, errOut, code := runLine([]string{"build", "--db", idx, "--delete-missing", "--skip-bad", repeated}, ""); code != 0 || strings.Count(errOut, "skipped") != 3 {
