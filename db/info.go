@@ -28,8 +28,9 @@ type Info struct {
 	// LogBytes is the part of DiskBytes that the write-ahead logs take:
 	// Pebble allocates each log ahead (about 1.1 memtables, 9 MiB by
 	// default, however little it holds yet) and keeps some to reuse
-	// (RecycledLogBytes), so a small index's size is mostly logs, which
-	// compaction does not free.
+	// (RecycledLogBytes), so a small index's size is mostly logs: lshdb
+	// compact (a [DB.Compact], then a close) left none of them, until the
+	// next write allocated a log again.
 	LogBytes uint64
 	// TempBytes is the part of DiskBytes that lshdb's temporary files
 	// take: a Load's sorted runs and tables, a Pairs run's spill files,

@@ -149,7 +149,7 @@ func diskParts(in *db.Info) string {
 		parts = append(parts, humanBytes(in.TempBytes)+" of it temporary files: of a build or pairs run under way, or left by a killed one, which the next command that writes (a build's) or the next pairs run (a pairs run's, once a minute old) removes")
 	}
 	if significantLogs(in) {
-		parts = append(parts, humanBytes(in.LogBytes)+" of it write-ahead logs: allocated ahead, and kept to be reused as the next ones; compaction does not free them")
+		parts = append(parts, humanBytes(in.LogBytes)+" of it write-ahead logs: allocated ahead for the writes to come; a compact frees them until the next write")
 	}
 	if len(parts) == 0 {
 		return ""
