@@ -318,7 +318,7 @@ func (r *bgzfReader) inflate(work <-chan *bgzfJob) {
 			case err != nil:
 				// NB: the whole member is in memory, so a stream that
 				// runs out is not a truncated file but a damaged member.
-				err = fmt.Errorf("%w: a BGZF member's deflate data is corrupt or runs past its size", gzip.ErrHeader)
+				err = fmt.Errorf("gzip: a BGZF member's deflate data is damaged (or runs past the member's size): %w", err)
 			case crc32.ChecksumIEEE(job.out[n:]) != want:
 				err = gzip.ErrChecksum
 			}
