@@ -452,23 +452,30 @@ func TestHandoverStreamsWhenOwnerGone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := client.Open(httpapi.SocketPath(dir), nil)
-	if err != nil {
-		t.Fatal(err)
+	// Two clients, one for each stream: each must meet the owner gone.
+	var cs []*client.Client
+	for range 2 {
+		c, err := client.Open(httpapi.SocketPath(dir), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cs = append(cs, c)
 	}
 	// The owner ends: its socket goes, the index is free.
 	stop(context.Background())
 	d.Close()
 	reopened := 0
-	h := newHandover(c, func() { c.Close() }, func() (index, func(), error) {
-		reopened++
-		d, err := db.Open(dir, &db.Options{ReadOnly: true})
-		if err != nil {
-			return nil, nil, err
-		}
-		return d, func() { d.Close() }, nil
-	})
-	defer h.closeAll()
+	handover := func(c *client.Client) *handover {
+		return newHandover(c, func() { c.Close() }, func() (index, func(), error) {
+			reopened++
+			d, err := db.Open(dir, &db.Options{ReadOnly: true})
+			if err != nil {
+				return nil, nil, err
+			}
+			return d, func() { d.Close() }, nil
+		})
+	}
+	h := handover(cs[0])
 	var pairs []db.Pair
 	for p, err := range h.Pairs(context.Background(), nil) {
 		if err != nil {
@@ -476,17 +483,20 @@ func TestHandoverStreamsWhenOwnerGone(t *testing.T) {
 		}
 		pairs = append(pairs, p)
 	}
-	if len(pairs) != 1 || pairs[0].A != "a" || pairs[0].B != "b" {
-		t.Errorf("pairs %v, want (a, b)", pairs)
+	h.closeAll()
+	if len(pairs) != 1 || pairs[0].A != "a" || pairs[0].B != "b" || reopened != 1 {
+		t.Errorf("pairs %v, reopened %d times; want (a, b) and 1", pairs, reopened)
 	}
+	h = handover(cs[1])
+	defer h.closeAll()
 	n := 0
 	for _, err := range h.Scan(context.Background(), nil) {
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("scan with the owner gone: %v", err)
 		}
 		n++
 	}
-	if n != 3 || reopened != 1 {
-		t.Errorf("scanned %d documents, reopened %d times; want 3 and 1", n, reopened)
+	if n != 3 || reopened != 2 {
+		t.Errorf("scanned %d documents, reopened %d times in all; want 3 and 2", n, reopened)
 	}
 }

@@ -388,7 +388,7 @@ func (f *pairsFile) finish(t float64, warn func(string)) error {
 		// header does not say so: its end line's stats count every pair.
 		return fmt.Errorf("%w: %s holds %s of the %d its run found (pairs --limit): run pairs without --limit", errIncomplete, f.name, counted(f.end.Lines, "pair", "pairs"), f.end.Stats.Reported)
 	case t > 0 && h.Threshold > t+1e-12:
-		return fmt.Errorf("%w: %s holds the pairs at Jaccard >= %v, and the clustering asks for >= %v: the pairs between are not in it; run pairs --threshold %v, or cluster at --threshold %v", errBadPairs, f.name, h.Threshold, t, t, h.Threshold)
+		return fmt.Errorf("%w: %s holds the pairs at Jaccard >= %v, and the clustering asks for >= %v: the pairs between are not in it; make the file with pairs --threshold %v --header (clusters and filter can instead cluster at --threshold %v)", errBadPairs, f.name, h.Threshold, t, t, h.Threshold)
 	}
 	// NB: the header was checked against the index at its line (fresh).
 	if now := f.now; now != nil && warn != nil && !h.hasWritten && h.Docs != now.Docs {

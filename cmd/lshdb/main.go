@@ -38,6 +38,7 @@ import (
 	"github.com/lshdb/lshdb/db"
 	"github.com/lshdb/lshdb/db/client"
 	"github.com/lshdb/lshdb/internal/fspath"
+	"github.com/lshdb/lshdb/internal/inflate"
 	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -77,8 +78,9 @@ func main() {
 // signalContext is the command's context: the first Ctrl-C (or SIGTERM,
 // or SIGHUP) cancels it, with the signal as its cause: long work stops at
 // its next check and the command reports what it committed, then exits
-// 130 (SIGINT), 143 (SIGTERM) or 129 (SIGHUP). Stopping the channel
-// restores the default, so a second Ctrl-C kills.
+// 130 (SIGINT), 143 (SIGTERM) or 129 (SIGHUP). A second signal is said
+// (in serve's log, else on stderr) and then kills, its default action
+// restored; an interactive shell handles its signals itself.
 //
 // NB: SIGHUP (the terminal that started serve closed) killed the process
 // mid-request, with no drain and its socket left behind. A command
@@ -603,7 +605,7 @@ func (a *app) versionCmd() *cobra.Command {
 		Args:  nArgs(0),
 		RunE: func(c *cobra.Command, args []string) error {
 			if a.json() {
-				return a.emitJSON(versionJSON{Version: version(), FormatVersion: codec.FormatVersion, GoVersion: runtime.Version()})
+				return a.emitJSON(versionJSON{Version: version(), FormatVersion: codec.FormatVersion, GoVersion: runtime.Version(), Inflater: inflate.Name})
 			}
 			_, err := fmt.Fprintf(a.stdout, "lshdb %s (%s, %s)\n", version(), formatNote(), runtime.Version())
 			return err
@@ -732,13 +734,11 @@ func (a *app) openFresh(opts *db.Options) (index, func(), error) {
 			// Nothing serves it: the error says who holds it. A serve
 			// that said it is stopping is waited for until its drain
 			// ends (at most maxStopWait).
-			if !waitedStop {
-				waitedStop = true
+			if !time.Now().Before(deadline) && !waitedStop {
 				if until, ok := stoppingOwner(a.dbDir, lockHolder(a.dbDir)); ok {
-					if until.After(deadline) {
-						deadline = minTime(until, time.Now().Add(maxStopWait))
-						fmt.Fprintf(a.stderr, "lshdb: the server that owns %s is stopping: waiting for it (until %s at the latest)\n", escControls(a.dbDir), deadline.Format("15:04:05"))
-					}
+					waitedStop = true
+					deadline = minTime(until, time.Now().Add(maxStopWait))
+					fmt.Fprintf(a.stderr, "lshdb: the server that owns %s is stopping: waiting for it (until %s at the latest)\n", escControls(a.dbDir), deadline.Format("15:04:05"))
 				}
 			}
 			if time.Now().Before(deadline) {
@@ -889,8 +889,8 @@ func (a *app) stderrWidth() int {
 // format 3 one becomes codec.ExpiryFormatVersion at its first document
 // with a TTL).
 func formatNote() string {
-	return fmt.Sprintf("index format %d; reads and writes %d to %d",
-		codec.FormatVersion, codec.MinFormatVersion, codec.MaxFormatVersion)
+	return fmt.Sprintf("index format %d; reads and writes %d to %d; BGZF inflated by %s",
+		codec.FormatVersion, codec.MinFormatVersion, codec.MaxFormatVersion, inflate.Name)
 }
 
 // mismatchFlags names the creation flag of each db.MismatchError field.

@@ -25,6 +25,7 @@ import (
 	"github.com/lshdb/lshdb/db/client"
 	"github.com/lshdb/lshdb/internal/corpus"
 	"github.com/lshdb/lshdb/internal/gen"
+	"github.com/lshdb/lshdb/internal/inflate"
 )
 
 var diskBytes = regexp.MustCompile(`("disk_bytes":|"log_bytes":|"recycled_log_bytes":|on disk |log on disk: |logs kept for reuse: )\d+(\.\d [KMGTPE]iB| B)?|(size on disk: )[^\n]*`)
@@ -255,7 +256,7 @@ func TestBench(t *testing.T) {
 // Ensure that lshdb version and lshdb --version name the build and the
 // index format this build reads and writes (codec.FormatVersion is 3).
 func TestVersion(t *testing.T) {
-	want := regexp.MustCompile(`^lshdb (\(devel\)|v\S+) \(index format 5; reads and writes 2 to 5, go\S+\)\n$`)
+	want := regexp.MustCompile(`^lshdb (\(devel\)|v\S+) \(index format 5; reads and writes 2 to 5; BGZF inflated by ` + regexp.QuoteMeta(inflate.Name) + `, go\S+\)\n$`)
 	for _, args := range [][]string{{"version"}, {"--version"}} {
 		out, errOut, code := runLine(args, "")
 		if code != 0 || !want.MatchString(out) {
@@ -264,7 +265,7 @@ func TestVersion(t *testing.T) {
 	}
 	out, _, code := runLine([]string{"version", "--output", "json"}, "")
 	var v versionJSON
-	if err := json.Unmarshal([]byte(out), &v); code != 0 || err != nil || v.FormatVersion != codec.FormatVersion || v.Version == "" {
+	if err := json.Unmarshal([]byte(out), &v); code != 0 || err != nil || v.FormatVersion != codec.FormatVersion || v.Version == "" || v.Inflater != inflate.Name {
 		t.Errorf("version --output json: exit %d, %q, %v", code, out, err)
 	}
 }

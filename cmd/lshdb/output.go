@@ -447,6 +447,7 @@ type versionJSON struct {
 	Version       string `json:"version"`
 	FormatVersion int    `json:"format_version"`
 	GoVersion     string `json:"go_version"`
+	Inflater      string `json:"bgzf_inflater"` // inflate.Name: libdeflate (cgo) or klauspost's
 }
 
 // pairsStatsJSON is db.PairsStats as bench --build reports it.

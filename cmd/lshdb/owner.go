@@ -117,17 +117,25 @@ func stoppingPath(dir string) string { return filepath.Join(dir, stoppingName) }
 // until. NB: best effort: without it, a command waits 2 s as before.
 func markStopping(dir string, until time.Time) {
 	b, _ := json.Marshal(stopping{PID: os.Getpid(), Until: until.UnixMilli()})
-	os.WriteFile(stoppingPath(dir), b, 0o644)
+	// NB: written aside and renamed, so that a reader never sees it
+	// half written.
+	tmp := stoppingPath(dir) + ".tmp"
+	if os.WriteFile(tmp, b, 0o644) == nil && os.Rename(tmp, stoppingPath(dir)) != nil {
+		os.Remove(tmp)
+	}
 }
 
 // stoppingOwner returns the time until which pid, the holder of dir's
-// lock, said it would be stopping; ok is false if it said nothing (or
-// another process wrote the file: a killed server's).
+// lock, said it would be stopping; ok is false if it said nothing, if
+// another process wrote the file (a server killed mid-drain left it), or
+// if that time has passed. NB: Unix only: elsewhere lockHolder knows no
+// pid, and a command waits 2 s as before.
 func stoppingOwner(dir string, pid int) (until time.Time, ok bool) {
 	b, err := os.ReadFile(stoppingPath(dir))
 	var st stopping
 	if err != nil || json.Unmarshal(b, &st) != nil || pid <= 0 || st.PID != pid {
 		return time.Time{}, false
 	}
-	return time.UnixMilli(st.Until), true
+	until = time.UnixMilli(st.Until)
+	return until, until.After(time.Now())
 }

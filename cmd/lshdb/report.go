@@ -264,6 +264,8 @@ The pair similarities come from a pairs run at --pairs-threshold (default:
 the index threshold minus 0.2, at least 0.1), or from --pairs FILE, the
 JSON Lines of lshdb pairs --output json (then --pairs-threshold, if given,
 is where the histogram starts; else at the file's lowest similarity).
+A file whose header says it was made above the index threshold is
+refused: its clusters and counts would miss the pairs between.
 Below the index threshold a pair is found with probability P(s) only, so
 the bars there undercount. The clusters are the connected components of
 the same pairs at or above the index threshold (as lshdb clusters finds

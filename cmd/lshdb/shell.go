@@ -212,12 +212,11 @@ func (a *app) interactive() error {
 			}
 		}
 	}()
-	// NB: Go keeps SIGINT caught while any channel is registered, so the
-	// root's one-shot handler (main) no longer kills the process on a
-	// second Ctrl-C while the shell runs; the shell leaves on Ctrl-D.
-	// NB: SIGTERM and SIGHUP end the shell (exit 143, 129), at the prompt
-	// too: after the first signal main's handler is gone, and a second
-	// one killed the process unclosed (an owner's socket left behind).
+	// NB: while the shell runs (shellRunning), main's handler leaves
+	// every signal after the first to it: a Ctrl-C cancels the statement
+	// running, and the shell leaves on Ctrl-D; SIGTERM and SIGHUP end the
+	// shell cleanly (exit 143, 129), at the prompt too, where a signal
+	// that killed the process left an owner's socket behind.
 	shellRunning.Store(true)
 	defer shellRunning.Store(false)
 	sigs := make(chan os.Signal, 1)

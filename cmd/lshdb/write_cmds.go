@@ -20,6 +20,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/lshdb/lshdb/db"
@@ -2191,6 +2192,9 @@ func (g *skipGuard) seen(id string) { g.loaded = append(g.loaded, xxhash.Sum64St
 
 func (g *skipGuard) skip(re *docio.RecordError) {
 	switch {
+	case re.ID != "" && (len(re.ID) > db.MaxIDBytes || !utf8.ValidString(re.ID)):
+		// NB: an id no document can have (refused as such): nothing
+		// stored is its, and HasIDs refuses to look it up (review M2).
 	case re.ID != "":
 		g.skipped = append(g.skipped, &docio.RecordError{File: re.File, Line: re.Line, ID: re.ID})
 	case errors.Is(re, docio.ErrBinary) || errors.Is(re, docio.ErrStoreInput):

@@ -307,8 +307,6 @@ func (c *Client) ctxFrom(base context.Context) (context.Context, context.CancelF
 	return context.WithCancel(base)
 }
 
-// do sends a request and returns the response of a 2xx status; other
-// statuses become an *Error. The caller MUST close the body.
 // readOnly reports whether the API's method and path write nothing: every
 // GET, and the POSTs that only read (a body too long for a query string).
 func readOnly(method, path string) bool {
@@ -325,6 +323,8 @@ func readOnly(method, path string) bool {
 	return false
 }
 
+// do sends a request and returns the response of a 2xx status; other
+// statuses become an *Error. The caller MUST close the body.
 func (c *Client) do(ctx context.Context, method, path string, q url.Values, body any) (*http.Response, error) {
 	if c.closed.Load() {
 		return nil, db.ErrClosed

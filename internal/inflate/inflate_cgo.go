@@ -6,15 +6,14 @@ package inflate
 // than as .c files of the package: a package with .c files does not
 // build without cgo, and this one must (inflate_purego.go). Only
 // libdeflate's decompressor is here: deflate_decompress.c and what it
-// needs (utils.c for its allocator, cpu_features.c for the runtime choice
-// of the BMI2 variant on x86-64).
+// needs (utils.c for its allocator, x86's cpu_features.c for the runtime
+// choice of the BMI2 variant on x86-64; elsewhere the generic C loop).
 
 /*
 #cgo CFLAGS: -O2 -I${SRCDIR}/libdeflate
 #include "libdeflate/lib/utils.c"
 #include "libdeflate/lib/deflate_decompress.c"
 #include "libdeflate/lib/x86/cpu_features.c"
-#include "libdeflate/lib/arm/cpu_features.c"
 
 // inflate_whole inflates in into exactly out_len bytes of out; it returns
 // libdeflate's result, and in *consumed the input it read.
@@ -32,10 +31,17 @@ import (
 	"unsafe"
 )
 
+// Name names the decompressor this build has (lshdb version says it).
+const Name = "libdeflate 1.25+ (v1.25-9-g28e88e9)"
+
 // Decompressor inflates whole streams, one at a time; it is not safe for
 // concurrent use (each goroutine has its own). Close frees its C memory.
 type Decompressor struct {
 	d *C.struct_libdeflate_decompressor
+	// scratch is the output buffer given for an empty dst: libdeflate
+	// must not get NULL (a stored empty block memcpys 0 bytes to it,
+	// undefined behaviour that UBSan reports).
+	scratch [1]byte
 }
 
 // New returns a Decompressor.
@@ -55,7 +61,7 @@ func (z *Decompressor) Inflate(dst, src []byte) error {
 		return ErrCorrupt
 	}
 	var consumed, produced C.size_t
-	var out unsafe.Pointer
+	out := unsafe.Pointer(&z.scratch[0])
 	if len(dst) > 0 {
 		out = unsafe.Pointer(unsafe.SliceData(dst))
 	}

@@ -9,6 +9,10 @@ import (
 	"github.com/klauspost/compress/flate"
 )
 
+// Name names the decompressor this build has (lshdb version says it):
+// without cgo, BGZF members inflate about 3x slower than with it.
+const Name = "klauspost/compress/flate (built without cgo)"
+
 // Decompressor inflates whole streams, one at a time; it is not safe for
 // concurrent use (each goroutine has its own).
 type Decompressor struct {
