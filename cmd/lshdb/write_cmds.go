@@ -558,9 +558,9 @@ func (a *app) compactAfterBuild(d index, mode string, res db.LoadResult, sum *in
 	if !a.json() {
 		what := "replacing " + counted(res.Replaced, "document", "documents")
 		if res.Deleted > 0 {
-			what = fmt.Sprintf("replacing %d and deleting %d documents", res.Replaced, res.Deleted)
+			what = fmt.Sprintf("replacing %d and deleting %s", res.Replaced, counted(res.Deleted, "document", "documents"))
 		}
-		a.notef(fmt.Sprintf("compacted after %s: %s on disk, %s before (--compact never skips this)",
+		a.notef(fmt.Sprintf("compacted after %s: %s on disk, %s before (give --compact never to skip this)",
 			what, humanBytes(sum.Compacted.DiskBytesAfter), humanBytes(before)))
 	}
 	return nil
