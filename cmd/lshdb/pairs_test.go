@@ -740,3 +740,26 @@ func TestClustersTableQuotesIDs(t *testing.T) {
 		t.Errorf("clusters: %q, want the id with separators quoted", out)
 	}
 }
+
+// Ensure that pairs --stats explains a found count above matched plus
+// unverified (a newcomer's review, N7): two groups of two identical texts
+// whose texts are near-duplicates are 2 identical pairs (unverified), 1
+// matched pair of the groups, and 2 + 2×2 = 6 pairs found, by hand.
+func TestPairsStatsExplainsGroups(t *testing.T) {
+	idx := filepath.Join(t.TempDir(), "idx")
+	x := "the quick brown fox jumps over the lazy dog, and then it runs into the forest to hide from the hunters who follow it"
+	y := x + "!"
+	docs := docLine("a", x) + "\n" + docLine("a2", x) + "\n" + docLine("b", y) + "\n" + docLine("b2", y) + "\n"
+	if _, errOut, code := runLine([]string{"insert", "--db", idx, "-"}, docs); code != 0 {
+		t.Fatal(errOut)
+	}
+	out, stats := mustRun(t, "pairs", "--db", idx, "--stats", "--output", "csv")
+	if n := strings.Count(out, "\n") - 1; n != 6 {
+		t.Fatalf("%d pairs, want 6:\n%s", n, out)
+	}
+	for _, want := range []string{"2 identical groups (2 pairs reported unverified)", "1 matched", "6 found (3 more than matched plus unverified: a matched pair whose documents have identical copies is found for every pair of copies)"} {
+		if !strings.Contains(stats, want) {
+			t.Errorf("stats %q lack %q", stats, want)
+		}
+	}
+}

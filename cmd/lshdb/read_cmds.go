@@ -732,6 +732,13 @@ came and how long the run took; FILE gets a header and an end line too.`,
 					// NB: with --limit the run still finds every pair; the
 					// count printed is the smaller.
 					found := fmt.Sprintf("%d found", st.Reported)
+					if extra := st.Reported - st.Matched - st.IdenticalPairs; extra > 0 {
+						// NB: the counts did not add up on their face (a
+						// newcomer's review, N7): a matched pair whose
+						// documents stand for groups of identical sets is
+						// found once for each pair of their members.
+						found += fmt.Sprintf(" (%d more than matched plus unverified: a matched pair whose documents have identical copies is found for every pair of copies)", extra)
+					}
 					if sorted && limit > 0 && int64(limit) < int64(st.Reported) {
 						found += fmt.Sprintf(" (%d printed: --limit)", limit)
 					}
