@@ -120,7 +120,7 @@ type bgzfReader struct {
 	mayWait bool // pass each member on as soon as it is read
 	cur     *bgzfJob
 	off     int
-	gz      *gzip.Reader // the sequential reader of a tail
+	gz      *seqGzip     // the sequential reader of a tail
 	err     error
 	// NB: buffers are reused through free lists, not a sync.Pool, which
 	// each GC empties: reading 64 MB allocated and zeroed megabytes per
@@ -158,11 +158,7 @@ func put(free chan []byte, b []byte) {
 // members are passed on as they arrive rather than in batches.
 func newGzipReader(br *bufio.Reader, mayWait bool) (io.ReadCloser, error) {
 	if _, _, ok, _ := bgzfMember(br); !ok || br.Size() < bgzfMaxBlock {
-		gz, err := gzip.NewReader(br)
-		if err != nil {
-			return nil, err
-		}
-		return gz, nil
+		return newSeqGzip(br, false)
 	}
 	workers := min(runtime.GOMAXPROCS(0), bgzfMaxWorkers)
 	r := &bgzfReader{
@@ -367,7 +363,7 @@ func (r *bgzfReader) Read(p []byte) (int, error) {
 		}
 		<-job.done
 		if job.tail != nil {
-			gz, err := gzip.NewReader(job.tail)
+			gz, err := newSeqGzip(job.tail, true)
 			if err != nil {
 				r.err = err
 				continue
@@ -558,3 +554,73 @@ func (g *GzipWriter) Close() error {
 	g.closeErr = err
 	return err
 }
+
+// seqGzip reads a gzip stream one member after another (klauspost's
+// reader, one member at a time), so that bytes after a member that are
+// not another member are called what they are: gzip -d calls them
+// "trailing garbage". NB: klauspost's multistream reader read them as a
+// member's header, and a few such bytes ("echo junk >> f.gz") were
+// reported as a truncated file.
+type seqGzip struct {
+	br      *bufio.Reader
+	gz      *gzip.Reader
+	members int   // the members read whole
+	err     error // sticky
+}
+
+// newSeqGzip starts reading br's members; after says whether members
+// came before br's (the rest of a BGZF stream).
+func newSeqGzip(br *bufio.Reader, after bool) (*seqGzip, error) {
+	g := &seqGzip{br: br}
+	if after {
+		g.members = 1
+		if err := g.garbage(); err != nil {
+			return nil, err
+		}
+	}
+	gz, err := gzip.NewReader(br)
+	if err != nil {
+		return nil, err
+	}
+	gz.Multistream(false)
+	g.gz = gz
+	return g, nil
+}
+
+// garbage returns the error of bytes at br's start that cannot begin a
+// member (after one: the first member's are gzip's own header error).
+func (g *seqGzip) garbage() error {
+	hdr, _ := g.br.Peek(2)
+	if len(hdr) == 0 || len(hdr) == 2 && hdr[0] == 0x1f && hdr[1] == 0x8b {
+		return nil
+	}
+	return fmt.Errorf("%w: bytes after the last of %d gzip members are not gzip (trailing garbage: the file was appended to?)", gzip.ErrHeader, g.members)
+}
+
+func (g *seqGzip) Read(p []byte) (int, error) {
+	for g.err == nil {
+		n, err := g.gz.Read(p)
+		if err != io.EOF {
+			if err != nil {
+				g.err = err
+			}
+			return n, err
+		}
+		g.members++
+		if _, perr := g.br.Peek(1); perr == io.EOF {
+			g.err = io.EOF
+		} else if gerr := g.garbage(); gerr != nil {
+			g.err = gerr
+		} else if rerr := g.gz.Reset(g.br); rerr != nil {
+			g.err = rerr
+		} else {
+			g.gz.Multistream(false)
+		}
+		if n > 0 {
+			return n, nil
+		}
+	}
+	return 0, g.err
+}
+
+func (g *seqGzip) Close() error { return g.gz.Close() }

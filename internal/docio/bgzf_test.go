@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 	"testing/iotest"
 	"time"
@@ -410,5 +411,36 @@ func TestGzipReaderPipe(t *testing.T) {
 	r.Close()
 	if err != nil || !bytes.Equal(rest, text[bgzfMaxInput:]) {
 		t.Fatalf("the rest: %d bytes, %v", len(rest), err)
+	}
+}
+
+// Ensure that bytes appended after a gzip stream's last member are
+// reported as trailing garbage, not as a truncated file (a newcomer's
+// review, N4: "echo junk >> f.gz" read as "the compressed stream ends
+// early (truncated file?)"), after the whole text of the members, for
+// one gzip stream, concatenated members and BGZF alike; and that a file
+// of several members still reads whole.
+func TestGzipTrailingGarbage(t *testing.T) {
+	in := textLike(rand.New(rand.NewPCG(5, 6)), 3*bgzfMaxInput)
+	plain := gzipBytes(in)
+	for _, tc := range []struct {
+		name string
+		z    []byte
+		want []byte
+	}{
+		{"one stream", plain, in},
+		{"two streams", cat(plain, plain), cat(in, in)},
+		{"bgzf", bgzfBytes(t, in, 1<<20), in},
+	} {
+		got, _, err := ourGunzip(tc.z)
+		if err != nil || !bytes.Equal(got, tc.want) {
+			t.Fatalf("%s: %d bytes, %v", tc.name, len(got), err)
+		}
+		for _, junk := range []string{"junk\n", "a longer line of junk, not gzip at all\n"} {
+			got, _, err := ourGunzip(cat(tc.z, []byte(junk)))
+			if !errors.Is(err, gzip.ErrHeader) || errors.Is(err, ErrTruncated) || !strings.Contains(err.Error(), "trailing garbage") || !bytes.Equal(got, tc.want) {
+				t.Errorf("%s + %q: read %d of %d bytes, err %v; want all, then trailing garbage", tc.name, junk, len(got), len(tc.want), err)
+			}
+		}
 	}
 }
