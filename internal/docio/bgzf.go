@@ -120,7 +120,7 @@ type bgzfReader struct {
 	mayWait bool // pass each member on as soon as it is read
 	cur     *bgzfJob
 	off     int
-	gz      *seqGzip     // the sequential reader of a tail
+	gz      *seqGzip // the sequential reader of a tail
 	err     error
 	// NB: buffers are reused through free lists, not a sync.Pool, which
 	// each GC empties: reading 64 MB allocated and zeroed megabytes per
@@ -594,7 +594,11 @@ func (g *seqGzip) garbage() error {
 	if len(hdr) == 0 || len(hdr) == 2 && hdr[0] == 0x1f && hdr[1] == 0x8b {
 		return nil
 	}
-	return fmt.Errorf("%w: bytes after the last of %d gzip members are not gzip (trailing garbage: the file was appended to?)", gzip.ErrHeader, g.members)
+	what := fmt.Sprintf("the last of %d gzip members", g.members)
+	if g.members == 1 {
+		what = "the gzip member"
+	}
+	return fmt.Errorf("%w: bytes after %s are not gzip (trailing garbage: was the file appended to?)", gzip.ErrHeader, what)
 }
 
 func (g *seqGzip) Read(p []byte) (int, error) {
