@@ -1027,11 +1027,21 @@ func messageIDs(ids []string) string {
 	for _, id := range ids[:min(show, len(ids))] {
 		list = append(list, docio.QuoteID(id))
 	}
-	more := ""
-	if len(ids) > show {
-		more = fmt.Sprintf(" and %d more", len(ids)-show)
+	return strings.Join(list, ", ") + moreThan(len(ids), show)
+}
+
+// listSome is items for a message line: the first show of them, and how
+// many more.
+func listSome(items []string, show int) string {
+	return strings.Join(items[:min(show, len(items))], ", ") + moreThan(len(items), show)
+}
+
+// moreThan is " and N more" for n items of which show are listed.
+func moreThan(n, show int) string {
+	if n <= show {
+		return ""
 	}
-	return strings.Join(list, ", ") + more
+	return fmt.Sprintf(" and %d more", n-show)
 }
 
 // repairSummary is the line check --repair prints: what Repair mended.

@@ -904,22 +904,19 @@ func TestServeMemoryLimit(t *testing.T) {
 	}
 }
 
-// Ensure that a second signal, which ends a draining serve at once, says
-// so in its log first (review O4: the log ended at "stopping", with exit
-// 143 and no line to explain it), and that the process still dies by the
-// signal.
-func TestServeSecondSignalLogged(t *testing.T) {
-	idx := filepath.Join(shortDir(t), "idx")
-	if _, errOut, code := runLine([]string{"create", "--db", idx}, ""); code != 0 {
-		t.Fatal(errOut)
-	}
-	c := lshdbProcess("serve", "--db", idx, "--shutdown-timeout", "30s")
+// drainingServe starts serve on idx with --shutdown-timeout timeout, puts
+// a request in flight (its body never comes, so the drain waits for it),
+// sends SIGTERM and waits for the "stopping" line: serve is then
+// draining, its socket gone and the index still locked.
+func drainingServe(t *testing.T, idx, timeout string) (*exec.Cmd, *syncBuffer) {
+	t.Helper()
+	c := lshdbProcess("serve", "--db", idx, "--shutdown-timeout", timeout)
 	stderr := &syncBuffer{}
 	c.Stderr = stderr
 	if err := c.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer c.Process.Kill()
+	t.Cleanup(func() { c.Process.Kill() })
 	var conn net.Conn
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		var err error
@@ -930,8 +927,8 @@ func TestServeSecondSignalLogged(t *testing.T) {
 			t.Fatalf("no socket: %s", stderr)
 		}
 	}
-	defer conn.Close()
-	// A request in flight: its body never comes, so the drain waits.
+	t.Cleanup(func() { conn.Close() })
+	// NB: the 100 Continue says the server has read the request.
 	fmt.Fprintf(conn, "POST /v1/docs HTTP/1.1\r\nHost: localhost\r\nExpect: 100-continue\r\nContent-Length: 100\r\n\r\n")
 	if line, err := bufio.NewReader(conn).ReadString('\n'); err != nil || !strings.Contains(line, "100 Continue") {
 		t.Fatalf("%q %v", line, err)
@@ -942,6 +939,19 @@ func TestServeSecondSignalLogged(t *testing.T) {
 			t.Fatalf("no stopping line: %s", stderr)
 		}
 	}
+	return c, stderr
+}
+
+// Ensure that a second signal, which ends a draining serve at once, says
+// so in its log first (review O4: the log ended at "stopping", with exit
+// 143 and no line to explain it), and that the process still dies by the
+// signal.
+func TestServeSecondSignalLogged(t *testing.T) {
+	idx := filepath.Join(shortDir(t), "idx")
+	if _, errOut, code := runLine([]string{"create", "--db", idx}, ""); code != 0 {
+		t.Fatal(errOut)
+	}
+	c, stderr := drainingServe(t, idx, "30s")
 	c.Process.Signal(syscall.SIGTERM)
 	err := c.Wait()
 	var ee *exec.ExitError
@@ -963,32 +973,7 @@ func TestCommandWaitsForStoppingServe(t *testing.T) {
 	if _, errOut, code := runLine([]string{"insert", "--db", idx, "-"}, `{"id":"a","text":"a document to get"}`+"\n"); code != 0 {
 		t.Fatal(errOut)
 	}
-	c := lshdbProcess("serve", "--db", idx, "--shutdown-timeout", "4s")
-	stderr := &syncBuffer{}
-	c.Stderr = stderr
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer c.Process.Kill()
-	var conn net.Conn
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		var err error
-		if conn, err = net.Dial("unix", filepath.Join(idx, "lshdb.sock")); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no socket: %s", stderr)
-		}
-	}
-	defer conn.Close()
-	fmt.Fprintf(conn, "POST /v1/docs HTTP/1.1\r\nHost: localhost\r\nContent-Length: 100\r\n\r\n{")
-	time.Sleep(200 * time.Millisecond) // NB: the request is read
-	c.Process.Signal(syscall.SIGTERM)
-	for deadline := time.Now().Add(20 * time.Second); !strings.Contains(stderr.String(), "stopping: requests in flight"); time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no stopping line: %s", stderr)
-		}
-	}
+	c, stderr := drainingServe(t, idx, "4s")
 	out, errOut, code := runLine([]string{"get", "--db", idx, "a"}, "")
 	if code != 0 || !strings.Contains(out, "a document to get") || !strings.Contains(errOut, "is stopping: waiting for it") {
 		t.Errorf("get during the drain: exit %d, %q, %q", code, out, errOut)

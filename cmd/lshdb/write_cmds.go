@@ -20,7 +20,6 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
-	"unicode/utf8"
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/lshdb/lshdb/db"
@@ -2192,9 +2191,10 @@ func (g *skipGuard) seen(id string) { g.loaded = append(g.loaded, xxhash.Sum64St
 
 func (g *skipGuard) skip(re *docio.RecordError) {
 	switch {
-	case re.ID != "" && (len(re.ID) > db.MaxIDBytes || !utf8.ValidString(re.ID)):
-		// NB: an id no document can have (refused as such): nothing
-		// stored is its, and HasIDs refuses to look it up (review M2).
+	case errors.Is(re, db.ErrInvalidID):
+		// NB: an id no document can have (db.Validate refused it):
+		// nothing stored is its, and HasIDs refuses to look it up
+		// (review M2).
 	case re.ID != "":
 		g.skipped = append(g.skipped, &docio.RecordError{File: re.File, Line: re.Line, ID: re.ID})
 	case errors.Is(re, docio.ErrBinary) || errors.Is(re, docio.ErrStoreInput):
@@ -2209,16 +2209,12 @@ func (g *skipGuard) skip(re *docio.RecordError) {
 // documents the build would delete.
 func (g *skipGuard) check(d index) error {
 	if n := len(g.unnamed); n > 0 {
-		var at []string
-		for _, re := range g.unnamed[:min(n, 3)] {
-			at = append(at, fmt.Sprintf("%s:%d", re.File, re.Line))
+		at := make([]string, n)
+		for i, re := range g.unnamed {
+			at[i] = fmt.Sprintf("%s:%d", re.File, re.Line)
 		}
-		more := ""
-		if n > len(at) {
-			more = fmt.Sprintf(" and %d more", n-len(at))
-		}
-		return fmt.Errorf("%s skipped as bad before %s id could be read (%s%s): --delete-missing would delete the stored %s, whichever it is; fix the records (--rejects writes them out), and build again",
-			counted(n, "record was", "records were"), plural(n, "its", "their"), strings.Join(at, ", "), more, plural(n, "document it names", "documents they name"))
+		return fmt.Errorf("%s skipped as bad before %s id could be read (%s): --delete-missing would delete the stored %s, whichever it is; fix the records (--rejects writes them out), and build again",
+			counted(n, "record was", "records were"), plural(n, "its", "their"), listSome(at, 3), plural(n, "document it names", "documents they name"))
 	}
 	if len(g.skipped) == 0 {
 		return nil
@@ -2242,27 +2238,16 @@ func (g *skipGuard) check(d index) error {
 	var named []string
 	seen := map[string]bool{}
 	for i, re := range recs {
-		if !has[i] || seen[re.ID] {
-			continue
-		}
-		seen[re.ID] = true
-		if len(named) < 3 {
+		if has[i] && !seen[re.ID] {
+			seen[re.ID] = true
 			named = append(named, fmt.Sprintf("%s:%d (id %s)", re.File, re.Line, docio.QuoteID(re.ID)))
 		}
 	}
-	if len(seen) == 0 {
-		return nil
+	if n := len(named); n > 0 {
+		return fmt.Errorf("the records skipped as bad hold %s that no other record holds: %s; --delete-missing would delete %s: fix the records, or delete the documents with lshdb delete, and build again",
+			counted(n, "stored id", "stored ids"), listSome(named, 3), plural(n, "its document", "their documents"))
 	}
-	more := ""
-	if len(seen) > len(named) {
-		more = fmt.Sprintf(" and %d more", len(seen)-len(named))
-	}
-	its := "their documents"
-	if len(seen) == 1 {
-		its = "its document"
-	}
-	return fmt.Errorf("the records skipped as bad hold %s that no other record holds: %s%s; --delete-missing would delete %s: fix the records, or delete the documents with lshdb delete, and build again",
-		counted(len(seen), "stored id", "stored ids"), strings.Join(named, ", "), more, its)
+	return nil
 }
 
 // plural is one when n is 1, else many.
