@@ -158,6 +158,9 @@ type DB struct {
 	counts handleCounts
 	// created says that this Open created the index (Created).
 	created bool
+	// logDamage is the damage to the newest write-ahead log that this
+	// Open accepted (Options.AcceptLogDamage), or nil (LogDamage).
+	logDamage *LogDamageError
 }
 
 // Created reports whether this Open created the index: it wrote the
@@ -395,6 +398,11 @@ func openIn(dir string, o Options, created bool) (*DB, error) {
 		release()
 		return nil, err
 	}
+	logDamage, err := acceptLogDamage(o, dir)
+	if err != nil {
+		release()
+		return nil, err
+	}
 	pdb, err := pebble.Open(dir, popts)
 	if err != nil {
 		release()
@@ -422,7 +430,7 @@ func openIn(dir string, o Options, created bool) (*DB, error) {
 		}
 		return nil, classify(fmt.Errorf("lshdb: opening %s: %w", dir, err))
 	}
-	db := &DB{dir: dir, opts: handleOptions{Options: o, FS: o.fs}, pdb: pdb, popts: popts, lock: lock, qcache: newQueryCache(o.QueryCacheSize), stalls: stalls, damage: damage}
+	db := &DB{dir: dir, opts: handleOptions{Options: o, FS: o.fs}, pdb: pdb, popts: popts, lock: lock, qcache: newQueryCache(o.QueryCacheSize), stalls: stalls, damage: damage, logDamage: logDamage}
 	db.closing, db.closeCancel = context.WithCancelCause(context.Background())
 	db.open = make(map[*openIter]struct{})
 	if err := db.loadManifest(); err != nil {
@@ -895,7 +903,9 @@ func (db *DB) Corruption() error {
 // Pebble reports an error in the background: Pebble retries a failed
 // flush without end (a full disk, a quota) until it is closed, and Flush
 // waited for ever, which made Close hang. The writes are in the log whatever comes
-// of it (synced, unless the caller opted out), as before.
+// of it (synced, unless the caller opted out), as before. (Open now finds
+// damage before the newest log's last record itself, LogDamageError; a
+// clean close leaves it none to find.)
 func (db *DB) flushAtClose() {
 	if db.opts.ReadOnly {
 		return

@@ -1,6 +1,12 @@
 package db
 
-import "github.com/lshdb/lshdb/codec"
+import (
+	"cmp"
+	"slices"
+
+	"github.com/cockroachdb/pebble/v2/wal"
+	"github.com/lshdb/lshdb/codec"
+)
 
 // Info: what an index can say about itself without reading its data.
 
@@ -97,6 +103,47 @@ func (db *DB) Info() (*Info, error) {
 		Instance: db.man.Instance, Origin: originOf(&db.man)}, nil
 }
 
-// recycledLogBytes is the size of the write-ahead logs that Pebble keeps
-// for reuse (Info.RecycledLogBytes).
-func (db *DB) recycledLogBytes() uint64 { return db.pdb.Metrics().WAL.ObsoletePhysicalSize }
+// recycledLogBytes is the space on disk that the write-ahead logs Pebble
+// keeps for reuse take (Info.RecycledLogBytes): every log but the live
+// ones, the newest Metrics().WAL.Files (the newest one for a read-only
+// handle, which has none: it is the log an open replays), counted as
+// LogBytes counts them (allocated blocks).
+//
+// NB: not Pebble's WAL.ObsoletePhysicalSize, their apparent size: a log
+// is allocated ahead (about 9 MiB) with its apparent size that of what it
+// holds, so LogBytes less that gave a fresh build's 18 MiB of logs kept
+// for reuse, holding 367 bytes, as writes not yet flushed.
+func (db *DB) recycledLogBytes() uint64 {
+	live := max(int(db.pdb.Metrics().WAL.Files), 1)
+	names, err := db.opts.FS.List(db.dir)
+	if err != nil {
+		return 0
+	}
+	type logFile struct {
+		num   wal.NumWAL
+		bytes uint64
+	}
+	var logs []logFile
+	for _, n := range names {
+		num, index, ok := wal.ParseLogFilename(n)
+		if !ok || index != 0 {
+			continue
+		}
+		if fi, err := db.opts.FS.Stat(db.opts.FS.PathJoin(db.dir, n)); err == nil && !fi.IsDir() {
+			logs = append(logs, logFile{num, allocatedBytes(fi)})
+		}
+	}
+	slices.SortFunc(logs, func(a, b logFile) int { return cmp.Compare(a.num, b.num) })
+	var kept uint64
+	for _, l := range logs[:max(len(logs)-live, 0)] {
+		kept += l.bytes
+	}
+	return kept
+}
+
+// isLogFile says whether name is a write-ahead log of Pebble's (not
+// lshdb's copy of a damaged one, lshdb-damaged-NNNNNN.log).
+func isLogFile(name string) bool {
+	_, _, ok := wal.ParseLogFilename(name)
+	return ok
+}

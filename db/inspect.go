@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"math/bits"
-	"strings"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -324,13 +323,14 @@ type Stats struct {
 	// compressed, as on disk. A table that spans two kinds (compactions
 	// cut tables by size, not by kind) counts as its first key's.
 	TableBytes map[string]uint64
-	// LogBytes is the size of the write-ahead log's files on disk: writes
-	// not yet flushed into tables (an index written by small batches
-	// holds most of its data there until the log fills or the index is
-	// opened again), and log files kept for reuse.
+	// LogBytes is the size of the write-ahead log's files on disk: the
+	// live log, which holds the writes not yet flushed into tables (an
+	// index written by small batches holds most of its data there until
+	// the log fills or the index is opened again) and is allocated ahead
+	// for the writes to come, and log files kept for reuse.
 	LogBytes uint64
 	// RecycledLogBytes is the part of LogBytes that logs kept for reuse
-	// take (Info.RecycledLogBytes): the rest holds writes.
+	// take (Info.RecycledLogBytes): the rest is the live log.
 	RecycledLogBytes uint64
 	Buckets          *BucketStats
 	// Expired counts the documents whose TTL has passed and that await
@@ -421,7 +421,7 @@ func (db *DB) Stats(ctx context.Context, top int) (*Stats, error) {
 	// log being written is its size when it was opened (0 for a new one).
 	if names, err := db.opts.FS.List(db.dir); err == nil {
 		for _, name := range names {
-			if strings.HasSuffix(name, ".log") {
+			if isLogFile(name) {
 				if fi, err := db.opts.FS.Stat(db.opts.FS.PathJoin(db.dir, name)); err == nil && !fi.IsDir() {
 					st.LogBytes += allocatedBytes(fi)
 				}
@@ -673,7 +673,7 @@ func dirBytesTemp(fs vfs.FS, dir string) (all, temp, logs uint64) {
 		default:
 			n := allocatedBytes(fi)
 			all += n
-			if strings.HasSuffix(name, ".log") {
+			if isLogFile(name) {
 				logs += n
 			}
 		}

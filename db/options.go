@@ -175,6 +175,16 @@ type Options struct {
 	// directory falls to it (checked every 16 MiB written), a read-only
 	// handle's too.
 	DiskReserve int64
+	// AcceptLogDamage opens an index whose newest write-ahead log is
+	// damaged before its end (Open's *LogDamageError, which matches
+	// ErrCorrupt), accepting the loss: the damaged record and every later
+	// one in that log are dropped, as Pebble's recovery drops them. It
+	// copies the log into the index's directory as
+	// lshdb-damaged-NNNNNN.log, then cuts the log at the damage;
+	// DB.LogDamage says what was accepted. A read-only open cannot accept
+	// it (it returns the error). Default: false (Open refuses such an
+	// index).
+	AcceptLogDamage bool
 	// LockTimeout is how long Open waits for another process (or DB
 	// value) to release the database before it fails with ErrLocked.
 	// Default: 0, fail at once.

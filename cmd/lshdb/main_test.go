@@ -28,7 +28,7 @@ import (
 	"github.com/lshdb/lshdb/internal/inflate"
 )
 
-var diskBytes = regexp.MustCompile(`("disk_bytes":|"log_bytes":|"recycled_log_bytes":|on disk |log on disk: |logs kept for reuse: )\d+(\.\d [KMGTPE]iB| B)?|(size on disk: )[^\n]*`)
+var diskBytes = regexp.MustCompile(`("disk_bytes":|"log_bytes":|"recycled_log_bytes":|on disk |log on disk: |logs kept for reuse: |the live log |logs kept for reuse )\d+(\.\d [KMGTPE]iB| B)?|(size on disk: )[^\n]*`)
 
 // instance matches the random name of an index (db.Info.Instance) as info
 // prints it: the scripts show it as I.

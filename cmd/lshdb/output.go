@@ -366,7 +366,7 @@ type statsJSON struct {
 	StoredBytes         storedBytesJSON `json:"stored_bytes"`
 	DiskBytes           uint64          `json:"disk_bytes"`
 	TableBytes          storedBytesJSON `json:"table_bytes"`        // on disk, by the kind of each table's first key
-	LogBytes            uint64          `json:"log_bytes"`          // the write-ahead log's files: writes not yet in tables, and logs kept for reuse
+	LogBytes            uint64          `json:"log_bytes"`          // the write-ahead log's files: the live log (writes not yet in tables, and space allocated ahead), and logs kept for reuse
 	RecycledLogBytes    uint64          `json:"recycled_log_bytes"` // of log_bytes, the logs kept for reuse
 	Hottest             []bucketJSON    `json:"hottest"`
 	Expired             int             `json:"expired,omitempty"`  // TTL passed, awaiting the sweep

@@ -7,6 +7,7 @@ import (
 	"github.com/lshdb/lshdb/db"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -157,5 +158,79 @@ func TestStoppedByBackendMayBeStored(t *testing.T) {
 	err := stoppedErr("committed 0 documents", "", "", fmt.Errorf("%w: redis: the writes were not acknowledged by a replica in time", db.ErrBackend))
 	if !errors.Is(err, db.ErrBackend) || !strings.Contains(err.Error(), "may be stored, whole or in part: insert it again") {
 		t.Errorf("stoppedErr of a backend failure: %v", err)
+	}
+}
+
+// check --repair on an index whose newest write-ahead log is damaged
+// before its end (db.LogDamageError): every other command refuses to open
+// it and names check --repair; check --repair opens it accepting the loss
+// of the damaged batch and the one after it, says so on stderr, keeps the
+// log's copy, and the index then checks clean and opens for every
+// command. The oracle: the three batches written before a crash image
+// was taken, and the log's size after each.
+func TestCheckRepairLogDamage(t *testing.T) {
+	dir := filepath.Join(shortDir(t), "idx")
+	d, err := db.Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ends []int64
+	for b := range 3 {
+		docs := make([]db.Doc, 120)
+		for i := range docs {
+			docs[i] = db.Doc{ID: fmt.Sprintf("b%d-%d", b, i), Text: fmt.Sprintf("document %d of batch %d: a text long enough to make shingles of, %d", i, b, i*7919)}
+		}
+		if _, err := d.PutBatch(docs, nil); err != nil {
+			t.Fatal(err)
+		}
+		logs, _ := filepath.Glob(filepath.Join(dir, "*.log"))
+		fi, err := os.Stat(slices.Max(logs))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ends = append(ends, fi.Size())
+	}
+	// A crash image: the index's files as the process holding it left
+	// them (each write synced).
+	img := filepath.Join(shortDir(t), "img")
+	if err := os.Mkdir(img, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	names, _ := os.ReadDir(dir)
+	for _, e := range names {
+		if b, err := os.ReadFile(filepath.Join(dir, e.Name())); err == nil && e.Name() != "LOCK" {
+			if err := os.WriteFile(filepath.Join(img, e.Name()), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	d.Close()
+	logs, _ := filepath.Glob(filepath.Join(img, "*.log"))
+	log := slices.Max(logs)
+	f, err := os.OpenFile(log, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteAt([]byte{0xde, 0xad, 0xbe, 0xef}, (ends[0]+ends[1])/2)
+	f.Close()
+
+	for _, args := range [][]string{{"check", "--db", img}, {"get", "--db", img, "b0-1"}} {
+		if out, errOut, code := runLine(args, ""); code != 1 || out != "" || !strings.Contains(errOut, "write-ahead log") || !strings.Contains(errOut, "lshdb check --repair opens it accepting the loss") {
+			t.Fatalf("%v: exit %d\n%s%s", args, code, out, errOut)
+		}
+	}
+	out, errOut, code := runLine([]string{"check", "--db", img, "--repair"}, "")
+	kept := filepath.Join(img, "lshdb-damaged-"+filepath.Base(log))
+	if code != 0 || !strings.HasSuffix(out, "\nok\n") || !strings.Contains(out, "\n120 documents, 120 ids, ") ||
+		!strings.Contains(errOut, "dropped the damaged record and 1 whole record after it") || !strings.Contains(errOut, kept) {
+		t.Fatalf("check --repair: exit %d\n%s%s", code, out, errOut)
+	}
+	if _, err := os.Stat(kept); err != nil {
+		t.Errorf("the damaged log's copy: %v", err)
+	}
+	for id, want := range map[string]int{"b0-119": 0, "b1-0": 1, "b2-119": 1} {
+		if out, errOut, code := runLine([]string{"get", "--db", img, id}, ""); code != want {
+			t.Errorf("get %s after the repair: exit %d, want %d\n%s%s", id, code, want, out, errOut)
+		}
 	}
 }

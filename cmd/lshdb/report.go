@@ -630,7 +630,7 @@ func writeReport(w io.Writer, rd *reportData) error {
 		row("records, as written", strings.Join(parts, ", "))
 		row("tables on disk (compressed), by the kind of each one's first key", strings.Join(tparts, ", "))
 		if !rd.Info.Redis {
-			row("write-ahead log on disk", fmt.Sprintf("%s: %s of writes not yet flushed into tables, %s of logs kept for reuse as the next ones", humanBytes(st.LogBytes), humanBytes(st.LogBytes-st.RecycledLogBytes), humanBytes(st.RecycledLogBytes)))
+			row("write-ahead log on disk", fmt.Sprintf("%s: %s the live log (writes not yet flushed into tables, and the space allocated ahead for the writes to come), %s logs kept for reuse as the next ones", humanBytes(st.LogBytes), humanBytes(st.LogBytes-st.RecycledLogBytes), humanBytes(st.RecycledLogBytes)))
 		}
 		lists := 0
 		for _, n := range st.Buckets.Lists {

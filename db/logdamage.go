@@ -1,0 +1,315 @@
+package db
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"slices"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/cockroachdb/pebble/v2/wal"
+)
+
+// A LogDamageError is Open's error when the index's newest write-ahead
+// log is damaged before its end: whole records of the log follow the
+// damage, and Pebble's recovery, which reads damage in its newest log as
+// the torn end a crash leaves, would drop the damaged record and every
+// later one, though they were written and, unless they were written with
+// NoSync, synced and acknowledged. It matches ErrCorrupt (errors.Is); find
+// it with errors.As.
+//
+// Options.AcceptLogDamage opens the index anyway (a writable open),
+// accepting the loss: it keeps a copy of the log beside it (Kept) for
+// whoever wants to look at what was lost, then cuts the log at the damage.
+//
+// NB: why lshdb looks for itself: Pebble 2.1.7's logs carry "synced up
+// to" offsets meant to tell damage from a torn tail, but its writer counts
+// only the bytes of partly filled 32 KiB blocks, so for batches larger than
+// a block (every PutBatch of more than a few documents) the offset stays
+// far behind, and damage mid-log mostly reads as a torn tail (when a later
+// offset does pass the damage, Pebble fails the open with a corruption
+// error that names no way on): 4 bytes overwritten
+// in the second of three batches lost 2,000 acknowledged documents, and
+// Open and Check said ok. Writes to a log are sequential and a crash only
+// cuts them short, so whole records after the damage mean the bytes were
+// changed after they were written (by the disk, or by hand), with one
+// exception: after a power failure a disk may have kept a later block of
+// writes that were never synced (so never acknowledged) and lost an
+// earlier one, which reads the same.
+type LogDamageError struct {
+	// Log is the path of the damaged log file.
+	Log string
+	// Offset is where the damage is: the first byte of the log that does
+	// not read as a record of it.
+	Offset int64
+	// Records is how many records (write batches) begin after the damage
+	// and read whole: with the damaged one, what an open drops.
+	Records int
+	// End is where the last of them ends.
+	End int64
+	// Kept is the copy of the log a writable open with
+	// Options.AcceptLogDamage made before it opened the index ("" if none).
+	Kept string
+}
+
+func (e *LogDamageError) Error() string {
+	after := "the rest of the damaged record reads whole"
+	if e.Records > 0 {
+		after = fmt.Sprintf("%d whole records written after it read", e.Records)
+		if e.Records == 1 {
+			after = "1 whole record written after it reads"
+		}
+	}
+	return fmt.Sprintf("lshdb: database is corrupt: the newest write-ahead log %s is damaged at byte %d, and %s (to byte %d): "+
+		"opening the index drops the damaged record and every later one, which were acknowledged writes unless the machine "+
+		"lost power before they were synced (a disk may keep a later write and lose an earlier one). "+
+		"Keep a copy of the index first (cp -a); then lshdb check --repair opens it accepting the loss (Options.AcceptLogDamage), "+
+		"keeping a copy of the log beside it; or restore a backup",
+		e.Log, e.Offset, after, e.End)
+}
+
+// Is makes a LogDamageError match ErrCorrupt.
+func (e *LogDamageError) Is(target error) bool { return target == ErrCorrupt }
+
+// Layout of Pebble's write-ahead logs (pebble/v2/record, part of its
+// on-disk format): 32 KiB blocks of chunks, none crossing a block; a chunk
+// is a header (masked CRC-32C of what follows the length field: 4 bytes,
+// payload length: 2, chunk type: 1; then in the recyclable and "WAL sync"
+// formats the log's number: 4, and in the latter a synced offset: 8) and
+// its payload. A block's last bytes are zero when no header fits in them.
+// A log ends at its end of file, or at a chunk of another log number: the
+// "EOF trailer" a closed log ends with (its number plus one), or what an
+// older log left in a recycled file. A record is one chunk of type full,
+// or one first, any middle and one last.
+const (
+	logBlockSize     = 32 << 10
+	legacyChunkHdr   = 7
+	recycleChunkHdr  = 11
+	walSyncChunkHdr  = 19
+	chunkLegacyFull  = 1
+	chunkRecycleFull = 5
+	chunkWALSyncFull = 9
+	chunkTypeMax     = 12
+)
+
+var logCRCTable = crc32.MakeTable(crc32.Castagnoli)
+
+// logChunkCRC is the checksum Pebble stores for a chunk (its crc package's
+// masked CRC-32C, LevelDB's mask).
+func logChunkCRC(b []byte) uint32 {
+	c := crc32.Update(0, logCRCTable, b)
+	return (c>>15 | c<<17) + 0xa282ead8
+}
+
+// logScan follows one log, block by block, as Pebble's recovery reads it,
+// to the first byte it does not read as a chunk of the log (end); past
+// that, it looks at every offset for whole chunks of the log's number with
+// a good checksum, the records that recovery would drop.
+type logScan struct {
+	num     uint32
+	end     int64 // -1 until the readable part of the log ends before its end of file
+	records int   // records beginning after end (full or first chunks)
+	chunks  int   // chunks of the log after end
+	last    int64 // where the last of those chunks ends
+}
+
+// chunkHeader returns the header size of a chunk type (0 if invalid), and
+// whether the chunk begins a record.
+func chunkHeader(typ byte) (int, bool) {
+	switch {
+	case typ == 0 || typ > chunkTypeMax:
+		return 0, false
+	case typ >= chunkWALSyncFull:
+		return walSyncChunkHdr, (typ - chunkWALSyncFull) < 2
+	case typ >= chunkRecycleFull:
+		return recycleChunkHdr, (typ - chunkRecycleFull) < 2
+	}
+	return legacyChunkHdr, (typ - chunkLegacyFull) < 2
+}
+
+// block scans one block, b, which begins at off in the log.
+func (s *logScan) block(off int64, b []byte) {
+	i := 0
+	if s.end < 0 {
+		i = s.readable(b)
+		if i == len(b) {
+			return
+		}
+		s.end = off + int64(i)
+		i++ // NB: the chunk at the end is not one of the log's, or it is damaged
+	}
+	for ; i+recycleChunkHdr <= len(b); i++ {
+		// NB: legacy chunks carry no log number: what an older log left in
+		// a recycled file would pass. Pebble writes WAL sync chunks.
+		hdr, first := chunkHeader(b[i+6])
+		if hdr < recycleChunkHdr || binary.LittleEndian.Uint32(b[i+7:]) != s.num {
+			continue
+		}
+		n := i + hdr + int(binary.LittleEndian.Uint16(b[i+4:]))
+		if n > len(b) || logChunkCRC(b[i+6:n]) != binary.LittleEndian.Uint32(b[i:]) {
+			continue
+		}
+		s.chunks++
+		if first {
+			s.records++
+		}
+		s.last = off + int64(n)
+		i = n - 1
+	}
+}
+
+// readable returns where in b the log stops being readable, or len(b) if
+// the whole block reads (its end padded with zeros, or the file ends in it
+// on a chunk's end).
+func (s *logScan) readable(b []byte) int {
+	i := 0
+	for i+legacyChunkHdr <= len(b) {
+		sum := binary.LittleEndian.Uint32(b[i:])
+		length := int(binary.LittleEndian.Uint16(b[i+4:]))
+		typ := b[i+6]
+		if sum == 0 && length == 0 && typ == 0 {
+			// NB: as Pebble's reader: a block's last bytes are skipped if
+			// too few for a recyclable header, or for a WAL sync header
+			// and all zero.
+			if i+recycleChunkHdr > len(b) || i+walSyncChunkHdr > len(b) && !slices.ContainsFunc(b[i:], func(c byte) bool { return c != 0 }) {
+				return len(b)
+			}
+			return i
+		}
+		hdr, _ := chunkHeader(typ)
+		if hdr == 0 || i+hdr > len(b) {
+			return i
+		}
+		if hdr > legacyChunkHdr && binary.LittleEndian.Uint32(b[i+7:]) != s.num {
+			return i // the EOF trailer, or an older log's chunk
+		}
+		n := i + hdr + length
+		if n > len(b) || logChunkCRC(b[i+6:n]) != sum {
+			return i
+		}
+		i = n
+	}
+	return len(b)
+}
+
+// newestLogDamage reads the newest write-ahead log in dir, the one that
+// Pebble's recovery reads leniently (it checks older ones strictly), and
+// returns a *LogDamageError if whole records of it follow a part that does
+// not read; nil if there is none or it is not damaged.
+func newestLogDamage(fs vfs.FS, dir string) (*LogDamageError, error) {
+	names, err := fs.List(dir)
+	if err != nil {
+		return nil, err
+	}
+	newest, name := wal.NumWAL(0), ""
+	for _, n := range names {
+		// NB: a log of several segments (index > 0) is WAL failover's,
+		// which lshdb does not use.
+		if num, index, ok := wal.ParseLogFilename(n); ok && index == 0 && (name == "" || num > newest) {
+			newest, name = num, n
+		}
+	}
+	if name == "" {
+		return nil, nil
+	}
+	path := fs.PathJoin(dir, name)
+	f, err := fs.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	s := logScan{num: uint32(newest), end: -1}
+	buf := make([]byte, logBlockSize)
+	for off := int64(0); ; off += logBlockSize {
+		n, err := io.ReadFull(f, buf)
+		if n > 0 {
+			s.block(off, buf[:n])
+		}
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if s.chunks == 0 {
+		return nil, nil
+	}
+	return &LogDamageError{Log: path, Offset: s.end, Records: s.records, End: s.last}, nil
+}
+
+// acceptLogDamage checks the newest write-ahead log of the index in dir
+// before Pebble replays it: it returns the *LogDamageError if it is
+// damaged before its end, unless o.AcceptLogDamage and the open is
+// writable, when it keeps a copy of the log beside it (Pebble's recovery
+// recycles it), cuts the log at the damage, and returns the damage it
+// accepted.
+func acceptLogDamage(o Options, dir string) (*LogDamageError, error) {
+	dmg, err := newestLogDamage(o.fs, dir)
+	if err != nil {
+		return nil, fmt.Errorf("lshdb: reading the newest write-ahead log of %s: %w", dir, err)
+	}
+	if dmg == nil {
+		return nil, nil
+	}
+	if !o.AcceptLogDamage {
+		return nil, dmg
+	}
+	if o.ReadOnly {
+		return nil, fmt.Errorf("%w (Options.AcceptLogDamage: a read-only open cannot accept it, which cuts the log at the damage)", dmg)
+	}
+	// NB: the log is cut at the damage, so that Pebble's recovery reads
+	// the records before it and ends there: left as it is, Pebble's own
+	// read-ahead sometimes confirms the damage (a later chunk's synced
+	// offset passes it) and fails the open.
+	kept := o.fs.PathJoin(dir, "lshdb-damaged-"+o.fs.PathBase(dmg.Log))
+	tmp := kept + ".tmp"
+	err = copyFile(o.fs, dmg.Log, kept)
+	if err == nil {
+		err = copyPrefix(o.fs, kept, tmp, dmg.Offset)
+	}
+	if err == nil {
+		err = o.fs.Rename(tmp, dmg.Log)
+	}
+	if err == nil {
+		err = syncDir(o.fs, dir)
+	}
+	if err != nil {
+		o.fs.Remove(tmp)
+		return nil, fmt.Errorf("lshdb: cutting the damaged write-ahead log at its damage, after keeping a copy of it: %w", err)
+	}
+	dmg.Kept = kept
+	o.Logger.Warn("lshdb: opening an index whose newest write-ahead log is damaged: the damaged record and those after it are dropped (Options.AcceptLogDamage)",
+		"log", dmg.Log, "offset", dmg.Offset, "records_after", dmg.Records, "end", dmg.End, "kept", dmg.Kept)
+	return dmg, nil
+}
+
+// LogDamage returns the damage to the newest write-ahead log that Open
+// accepted (Options.AcceptLogDamage): what it dropped, and where it kept
+// a copy of the log. Nil if it found none (or on Redis).
+func (db *DB) LogDamage() *LogDamageError { return db.logDamage }
+
+// copyPrefix copies the first n bytes of file src to a new file dst,
+// synced.
+func copyPrefix(fsys vfs.FS, src, dst string, n int64) error {
+	in, err := fsys.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := fsys.Create(dst, vfs.WriteCategoryUnspecified)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, io.LimitReader(in, n)); err != nil {
+		out.Close()
+		return err
+	}
+	if err := out.Sync(); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}

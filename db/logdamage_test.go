@@ -1,0 +1,332 @@
+package db
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// crashImage copies the files of the open index in dir (but its lock) to a
+// new directory: what a crash of the process holding it leaves, as every
+// write was synced to its files before it returned.
+func crashImage(t *testing.T, dir string) string {
+	t.Helper()
+	img := filepath.Join(t.TempDir(), "image")
+	if err := os.Mkdir(img, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	names, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range names {
+		if e.IsDir() || e.Name() == "LOCK" {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(img, e.Name()), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return img
+}
+
+// newestLog returns the path of the newest write-ahead log in dir.
+func newestLog(t *testing.T, dir string) string {
+	t.Helper()
+	logs, _ := filepath.Glob(filepath.Join(dir, "*.log"))
+	var newest string
+	for _, p := range logs {
+		if b := filepath.Base(p); !strings.HasPrefix(b, "lshdb-") && (newest == "" || b > filepath.Base(newest)) {
+			newest = p
+		}
+	}
+	if newest == "" {
+		t.Fatal("no write-ahead log")
+	}
+	return newest
+}
+
+// logDamageFixture writes three synced batches of perBatch documents
+// through an open index, each into the same write-ahead log and over a
+// 32 KiB block of it, and returns a crash image of it, the ids of each
+// batch, and where each batch begins and ends in the newest log.
+func logDamageFixture(t *testing.T) (img string, batches [][]string, starts, ends []int64) {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "idx")
+	d := mustOpen(t, dir, nil)
+	var logName string
+	opened := newestLog(t, dir)
+	fi, err := os.Stat(opened)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for b := range 3 {
+		switch {
+		case b > 0:
+			starts = append(starts, ends[b-1])
+		case opened == newestLog(t, dir):
+			starts = append(starts, fi.Size()) // after what Open wrote
+		default:
+			starts = append(starts, 0) // NB: this batch's log begins with it (set below)
+		}
+		docs := make([]Doc, perBatch)
+		var ids []string
+		for i := range docs {
+			id := fmt.Sprintf("b%d-%d", b, i)
+			docs[i] = Doc{ID: id, Text: fmt.Sprintf("document %d of batch %d: a text long enough to make shingles of, %d", i, b, i*7919)}
+			ids = append(ids, id)
+		}
+		if _, err := d.PutBatch(docs, nil); err != nil {
+			t.Fatal(err)
+		}
+		log := newestLog(t, dir)
+		if logName != "" && log != logName {
+			t.Fatalf("batch %d went to a new log, %s after %s", b, log, logName)
+		}
+		if b == 0 && log != opened {
+			starts[0] = 0
+		}
+		logName = log
+		fi, err := os.Stat(log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		batches = append(batches, ids)
+		ends = append(ends, fi.Size())
+	}
+	if ends[0]-starts[0] < logBlockSize || ends[1]-ends[0] < logBlockSize || ends[2]-ends[1] < logBlockSize {
+		t.Fatalf("log sizes %v: want batches of several blocks", ends)
+	}
+	img = crashImage(t, dir)
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return img, batches, starts, ends
+}
+
+// NB: Pebble's first memtables are small (256 KiB, then doubling), and
+// it starts a new log with each memtable: the three batches fit in the
+// first, each of them over a 32 KiB block of the log.
+const perBatch = 120
+
+// present returns how many of each batch's ids d has.
+func present(t *testing.T, d *DB, batches [][]string) []int {
+	t.Helper()
+	var n []int
+	for _, ids := range batches {
+		has, err := d.HasIDs(ids)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := 0
+		for _, ok := range has {
+			if ok {
+				c++
+			}
+		}
+		n = append(n, c)
+	}
+	return n
+}
+
+// overwrite writes b at off in the file at path.
+func overwrite(t *testing.T, path string, off int64, b []byte) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteAt(b, off); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Ensure that damage in the middle of the newest write-ahead log is
+// refused at Open (a *LogDamageError, ErrCorrupt) instead of dropping
+// the damaged batch and every later one with no error, as Pebble's
+// recovery does; that Options.AcceptLogDamage opens it with exactly that
+// loss and keeps the log's bytes; and that what a crash leaves (a log cut
+// short, or zeros where the writes did not reach) is no damage. The
+// oracle: the batches each acknowledged before the crash image was
+// taken, and the log's sizes between them.
+func TestLogDamageMidLog(t *testing.T) {
+	img, batches, _, ends := logDamageFixture(t)
+	imgs := map[string]string{}
+	for _, name := range []string{"intact", "damaged", "accepted", "cut", "zeroed"} {
+		imgs[name] = crashImage(t, img)
+	}
+	t.Run("intact", func(t *testing.T) {
+		d := mustOpen(t, imgs["intact"], &Options{MustExist: true})
+		defer d.Close()
+		if got := present(t, d, batches); got[0] != perBatch || got[1] != perBatch || got[2] != perBatch {
+			t.Fatalf("documents of each batch present: %v, want %d each", got, perBatch)
+		}
+		if d.LogDamage() != nil {
+			t.Fatalf("damage found in an intact log: %v", d.LogDamage())
+		}
+	})
+
+	// Damage 4 bytes in the middle of the second batch.
+	mid := (ends[0] + ends[1]) / 2
+	for _, name := range []string{"damaged", "accepted"} {
+		overwrite(t, newestLog(t, imgs[name]), mid, []byte{0xde, 0xad, 0xbe, 0xef})
+	}
+	t.Run("refused", func(t *testing.T) {
+		for _, o := range []*Options{{MustExist: true}, {ReadOnly: true}, {ReadOnly: true, AcceptLogDamage: true}} {
+			_, err := Open(imgs["damaged"], o)
+			var dmg *LogDamageError
+			if !errors.Is(err, ErrCorrupt) || !errors.As(err, &dmg) {
+				t.Fatalf("Open (read-only %v) of a log damaged mid-way: %v, want a *LogDamageError (ErrCorrupt)", o.ReadOnly, err)
+			}
+			// NB: the damaged chunk begins at or before the damage, within
+			// the second batch; the third batch is one record after it.
+			if dmg.Offset < ends[0] || dmg.Offset > mid || dmg.Records != 1 || dmg.End != ends[2] {
+				t.Errorf("damage at %d, %d records after it, to %d: want in [%d, %d], 1 record, to %d", dmg.Offset, dmg.Records, dmg.End, ends[0], mid, ends[2])
+			}
+			if !strings.Contains(err.Error(), "lshdb check --repair") {
+				t.Errorf("the error names no way on: %v", err)
+			}
+		}
+	})
+
+	t.Run("accepted", func(t *testing.T) {
+		log := newestLog(t, imgs["accepted"])
+		damaged, err := os.ReadFile(log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var logs bytes.Buffer
+		d := mustOpen(t, imgs["accepted"], &Options{MustExist: true, AcceptLogDamage: true, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+		dmg := d.LogDamage()
+		if dmg == nil || dmg.Records != 1 || dmg.Kept == "" {
+			t.Fatalf("LogDamage: %+v, want the damage accepted, 1 record after it, and the log kept", dmg)
+		}
+		if got := present(t, d, batches); got[0] != perBatch || got[1] != 0 || got[2] != 0 {
+			t.Errorf("documents of each batch present: %v, want %d, 0, 0 (the damaged batch and the one after it dropped)", got, perBatch)
+		}
+		if err := d.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if kept, err := os.ReadFile(dmg.Kept); err != nil || !bytes.Equal(kept, damaged) {
+			t.Errorf("the kept copy of the log (%v) differs from the damaged log", err)
+		}
+		if !strings.Contains(logs.String(), "damaged") {
+			t.Errorf("no warning logged: %q", logs.String())
+		}
+		// The loss accepted, the index opens as any other.
+		d = mustOpen(t, imgs["accepted"], &Options{MustExist: true})
+		defer d.Close()
+		if got := present(t, d, batches); got[0] != perBatch || got[1] != 0 || got[2] != 0 {
+			t.Errorf("after reopening, documents of each batch present: %v, want %d, 0, 0", got, perBatch)
+		}
+		if rep, err := d.Check(nil); err != nil || !rep.OK() {
+			t.Errorf("check after the accepted loss: %v %v", err, rep.Problems)
+		}
+	})
+
+	// What a crash leaves is no damage: the log cut in the middle of the
+	// last batch, or zeros from there on (where writes did not reach).
+	t.Run("torn", func(t *testing.T) {
+		cut := (ends[1] + ends[2]) / 2
+		if err := os.Truncate(newestLog(t, imgs["cut"]), cut); err != nil {
+			t.Fatal(err)
+		}
+		overwrite(t, newestLog(t, imgs["zeroed"]), cut, make([]byte, ends[2]-cut))
+		for _, name := range []string{"cut", "zeroed"} {
+			d := mustOpen(t, imgs[name], &Options{MustExist: true})
+			if got := present(t, d, batches); got[0] != perBatch || got[1] != perBatch || got[2] != 0 {
+				t.Errorf("%s: documents of each batch present: %v, want %d, %d, 0", name, got, perBatch, perBatch)
+			}
+			if d.LogDamage() != nil {
+				t.Errorf("%s: a torn tail read as damage: %v", name, d.LogDamage())
+			}
+			d.Close()
+		}
+	})
+}
+
+// Ensure that damage anywhere in the newest write-ahead log either is
+// refused at Open, and accepted with the loss of exactly the damaged batch
+// and those after it, or (in the last chunk of the last record, which
+// reads as a torn tail) drops that record alone. The oracle: where each
+// batch lies in the log, and the chunk layout of Pebble's format (a chunk
+// ends at the latest with its 32 KiB block).
+func TestLogDamageAnywhere(t *testing.T) {
+	img, batches, starts, ends := logDamageFixture(t)
+	rng := rand.New(rand.NewPCG(7, 11))
+	trials := 24
+	if testing.Short() {
+		trials = 8
+	}
+	for trial := range trials {
+		k := trial % 3
+		var p int64
+		for {
+			p = starts[k] + rng.Int64N(ends[k]-starts[k]-4)
+			// NB: not in a block's last bytes, which may be padding.
+			if p%logBlockSize < logBlockSize-24 {
+				break
+			}
+		}
+		n := 1 + rng.IntN(4)
+		t.Run(fmt.Sprintf("batch%d@%d", k, p), func(t *testing.T) {
+			dir := crashImage(t, img)
+			log := newestLog(t, dir)
+			b, err := os.ReadFile(log)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dmg := make([]byte, n)
+			for i := range dmg {
+				dmg[i] = b[p+int64(i)] ^ byte(1+rng.IntN(255))
+			}
+			overwrite(t, log, p, dmg)
+			want := []int{perBatch, perBatch, perBatch}
+			for i := k; i < 3; i++ {
+				want[i] = 0
+			}
+			// The last record's last chunk begins at its start, or at the
+			// start of the block it ends in.
+			lastChunk := max(starts[2], (ends[2]-1)/logBlockSize*logBlockSize)
+			d, err := Open(dir, &Options{MustExist: true})
+			if k == 2 && p >= lastChunk {
+				if err != nil {
+					t.Fatalf("damage in the last chunk of the last record: %v, want the torn tail's open", err)
+				}
+				if got := present(t, d, batches); !slices.Equal(got, want) {
+					t.Errorf("documents of each batch present: %v, want %v", got, want)
+				}
+				d.Close()
+				return
+			}
+			var le *LogDamageError
+			if !errors.As(err, &le) {
+				if err == nil {
+					d.Close()
+				}
+				t.Fatalf("Open: %v, want a *LogDamageError", err)
+			}
+			if le.Offset < starts[k] || le.Offset > p || le.Records != 2-k || le.End != ends[2] {
+				t.Errorf("damage at %d, %d records after it, to %d: want in [%d, %d], %d records, to %d", le.Offset, le.Records, le.End, starts[k], p, 2-k, ends[2])
+			}
+			d = mustOpen(t, dir, &Options{MustExist: true, AcceptLogDamage: true, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+			defer d.Close()
+			if got := present(t, d, batches); !slices.Equal(got, want) {
+				t.Errorf("accepted: documents of each batch present: %v, want %v", got, want)
+			}
+		})
+	}
+}
