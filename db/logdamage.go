@@ -1,6 +1,7 @@
 package db
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -140,15 +141,22 @@ func (s *logScan) block(off int64, b []byte) {
 		s.end = off + int64(i)
 		i++ // NB: the chunk at the end is not one of the log's, or it is damaged
 	}
-	for ; i+recycleChunkHdr <= len(b); i++ {
+	// NB: a chunk of the log has its number at 7: found by bytes.Index,
+	// which scans at memory speed, a log of 1 GiB (MemTableSize) too.
+	var num [4]byte
+	binary.LittleEndian.PutUint32(num[:], s.num)
+	for i+recycleChunkHdr <= len(b) {
+		j := bytes.Index(b[i+7:], num[:])
+		if j < 0 || i+j+recycleChunkHdr > len(b) {
+			return
+		}
+		i += j
 		// NB: legacy chunks carry no log number: what an older log left in
 		// a recycled file would pass. Pebble writes WAL sync chunks.
 		hdr, first := chunkHeader(b[i+6])
-		if hdr < recycleChunkHdr || binary.LittleEndian.Uint32(b[i+7:]) != s.num {
-			continue
-		}
 		n := i + hdr + int(binary.LittleEndian.Uint16(b[i+4:]))
-		if n > len(b) || logChunkCRC(b[i+6:n]) != binary.LittleEndian.Uint32(b[i:]) {
+		if hdr < recycleChunkHdr || n > len(b) || logChunkCRC(b[i+6:n]) != binary.LittleEndian.Uint32(b[i:]) {
+			i++
 			continue
 		}
 		s.chunks++
@@ -156,7 +164,7 @@ func (s *logScan) block(off int64, b []byte) {
 			s.records++
 		}
 		s.last = off + int64(n)
-		i = n - 1
+		i = n
 	}
 }
 
