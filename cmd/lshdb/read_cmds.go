@@ -1132,7 +1132,8 @@ build the index again.`,
 					return fn(d)
 				}
 			}
-			return open(func(d index) error {
+			checked := false // the check's own object is written
+			err := open(func(d index) error {
 				if repair {
 					// NB: a --db redis://… index is opened in-process; one
 					// attached to is Pebble's (a server refuses a Redis
@@ -1191,6 +1192,7 @@ build the index again.`,
 					if out.Problems == nil {
 						out.Problems = []string{}
 					}
+					checked = true
 					if err := a.emitJSON(out); err != nil {
 						return err
 					}
@@ -1216,6 +1218,15 @@ build the index again.`,
 				}
 				return err
 			})
+			// NB: damage that stops the check (Pebble's checksums, a
+			// damaged log at open) gave no object at all, and a job that
+			// reads one had nothing to read: the damage is its problem.
+			if err != nil && !checked && a.json() && errors.Is(err, db.ErrCorrupt) {
+				if jerr := a.emitJSON(checkJSON{Problems: []string{strings.TrimPrefix(err.Error(), "lshdb: ")}, ProblemCount: 1}); jerr != nil {
+					return jerr
+				}
+			}
+			return err
 		},
 	}
 	c.Flags().BoolVar(&repair, "repair", false, "first mend what the check would find in the index's structure, from the records (on Redis: with no writer beside it)")

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"github.com/lshdb/lshdb/db"
@@ -219,7 +220,19 @@ func TestCheckRepairLogDamage(t *testing.T) {
 			t.Fatalf("%v: exit %d\n%s%s", args, code, out, errOut)
 		}
 	}
-	out, errOut, code := runLine([]string{"check", "--db", img, "--repair"}, "")
+	// A job that reads check's JSON gets its object, the damage its
+	// problem.
+	out, errOut, code := runLine([]string{"check", "--db", img, "--output", "json"}, "")
+	var rep struct {
+		OK           bool     `json:"ok"`
+		Problems     []string `json:"problems"`
+		ProblemCount int      `json:"problem_count"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || code != 1 || rep.OK || rep.ProblemCount != 1 || len(rep.Problems) != 1 ||
+		!strings.Contains(rep.Problems[0], "write-ahead log") || !strings.Contains(errOut, "write-ahead log") {
+		t.Fatalf("check --output json: exit %d, %v\n%s%s", code, err, out, errOut)
+	}
+	out, errOut, code = runLine([]string{"check", "--db", img, "--repair"}, "")
 	kept := filepath.Join(img, "lshdb-damaged-"+filepath.Base(log))
 	if code != 0 || !strings.HasSuffix(out, "\nok\n") || !strings.Contains(out, "\n120 documents, 120 ids, ") ||
 		!strings.Contains(errOut, "dropped the damaged record and 1 whole record after it") || !strings.Contains(errOut, kept) {

@@ -217,6 +217,23 @@ func clusterBinLabel(i int) string {
 	return fmt.Sprintf("%d-%d", 1<<i, 1<<(i+1)-1)
 }
 
+// binNote is the note of a size chart's bar: n things of the bin's
+// label's documents ("1 posting list of 1 document", "16 empty posting
+// lists"). NB: it said "16 posting lists of empty documents" and "1
+// posting lists of 1 documents".
+func binNote(n int, thing, things, label string) string {
+	if n != 1 {
+		thing = things
+	}
+	switch label {
+	case "empty":
+		return fmt.Sprintf("%s empty %s", groupDigits(int64(n)), thing)
+	case "1":
+		return fmt.Sprintf("%s %s of 1 document", groupDigits(int64(n)), thing)
+	}
+	return fmt.Sprintf("%s %s of %s documents", groupDigits(int64(n)), thing, label)
+}
+
 // bucketBinLabel is the label of bin i of db.BucketStats.Histogram.
 func bucketBinLabel(i int) string {
 	switch lo, hi := 1<<max(i-1, 0), 1<<i-1; {
@@ -691,7 +708,17 @@ func writeReport(w io.Writer, rd *reportData) error {
 	if estimates {
 		note += " The similarities are the signatures' estimates (storage none): no pair was verified."
 	}
-	if rd.Pairs.total > 0 && (rd.PairsFromRun || rd.PairsLo < t) {
+	if rd.PairsLo > t {
+		// NB: the caption counted every pair at or above t beside bars
+		// that start above it, and summed to fewer.
+		var charted int64
+		for _, n := range bins {
+			charted += n
+		}
+		note += fmt.Sprintf(" The bars start at %.2f (--pairs-threshold), so they show %s of them; the %s between %v and %.2f are not charted, but join the clusters below.",
+			rd.PairsLo, groupDigits(charted), groupDigits(rd.Pairs.atOrAbove-charted), t, rd.PairsLo)
+	}
+	if rd.Pairs.total > 0 && rd.PairsLo < t {
 		note += fmt.Sprintf(" A pair below the threshold is found only when it is a candidate, with probability P(s) (%.2f at s = %.2f), so the bars left of the threshold undercount the pairs that exist.", p.Bands.Probability(rd.PairsLo), rd.PairsLo)
 	}
 	fmt.Fprintf(&b, "<p class=\"note\">%s</p>\n</section>\n", esc(note))
@@ -711,7 +738,7 @@ func writeReport(w io.Writer, rd *reportData) error {
 	var cbars []bar
 	vals = vals[:0]
 	for i, n := range cbins {
-		cbars = append(cbars, bar{Label: clusterBinLabel(i), Value: float64(n), Note: fmt.Sprintf("%s clusters of %s documents", groupDigits(int64(n)), clusterBinLabel(i))})
+		cbars = append(cbars, bar{Label: clusterBinLabel(i), Value: float64(n), Note: binNote(n, "cluster", "clusters", clusterBinLabel(i))})
 		vals = append(vals, float64(n))
 	}
 	title := fmt.Sprintf("Cluster sizes at Jaccard ≥ %v (%s clusters, largest %s)", t, groupDigits(int64(len(rd.Clusters))), groupDigits(int64(largest)))
@@ -750,7 +777,7 @@ func writeReport(w io.Writer, rd *reportData) error {
 			if i == 0 && n == 0 {
 				continue // no empty lists: no bar for them
 			}
-			bbars = append(bbars, bar{Label: bucketBinLabel(i), Value: float64(n), Note: fmt.Sprintf("%s posting lists of %s documents", groupDigits(int64(n)), bucketBinLabel(i))})
+			bbars = append(bbars, bar{Label: bucketBinLabel(i), Value: float64(n), Note: binNote(n, "posting list", "posting lists", bucketBinLabel(i))})
 			vals = append(vals, float64(n))
 		}
 		hottest = rd.Stats.Buckets.Hottest

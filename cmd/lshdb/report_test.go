@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -402,6 +403,30 @@ func TestReportBinLabels(t *testing.T) {
 	}
 }
 
+// Ensure that a bar's note counts in words that agree with its numbers,
+// as worked out by hand: it said "16 posting lists of empty documents"
+// and "1 posting lists of 1 documents".
+func TestReportBinNotes(t *testing.T) {
+	for _, c := range []struct {
+		n           int
+		label, want string
+	}{
+		{16, "empty", "16 empty posting lists"},
+		{1, "empty", "1 empty posting list"},
+		{1, "1", "1 posting list of 1 document"},
+		{2, "1", "2 posting lists of 1 document"},
+		{1, "2-3", "1 posting list of 2-3 documents"},
+		{1200, "8-15", "1,200 posting lists of 8-15 documents"},
+	} {
+		if got := binNote(c.n, "posting list", "posting lists", c.label); got != c.want {
+			t.Errorf("binNote(%d, %q) = %q, want %q", c.n, c.label, got, c.want)
+		}
+	}
+	if got := binNote(1, "cluster", "clusters", "2"); got != "1 cluster of 2 documents" {
+		t.Errorf("binNote(1, cluster, 2) = %q", got)
+	}
+}
+
 func labelRange(t *testing.T, s string) (int, int) {
 	t.Helper()
 	a, b, ok := strings.Cut(s, "-")
@@ -447,8 +472,20 @@ func TestReportPairsThresholdAboveIndex(t *testing.T) {
 	runOK(t, "report", "--db", dir, "--out", out, "--pairs-threshold", "0.95")
 	raw, _ := os.ReadFile(out)
 	page := parseXML(t, string(raw))
-	if n := len(chartBars(t, page, "chart-pairs")); n != 3 { // [0.95,0.97), [0.97,0.99), [0.99,1]
+	bars := chartBars(t, page, "chart-pairs")
+	if n := len(bars); n != 3 { // [0.95,0.97), [0.97,0.99), [0.99,1]
 		t.Errorf("%d similarity bins from 0.95, want 3", n)
+	}
+	// The note says the bars show part of the pairs at or above the
+	// threshold (the caption counted them all), and no bar is left of it.
+	charted := 0.0
+	for _, v := range bars {
+		charted += v
+	}
+	all := len(strings.Split(strings.TrimSpace(runOK(t, "pairs", "--db", dir, "--output", "csv")), "\n")) - 1
+	if want := fmt.Sprintf("so they show %s of them; the %s between 0.8 and 0.95 are not charted", groupDigits(int64(charted)), groupDigits(int64(all)-int64(charted))); !strings.Contains(string(raw), want) ||
+		strings.Contains(string(raw), "undercount") || charted >= float64(all) {
+		t.Errorf("the page does not say %q (or says the bars left of the threshold undercount; %v of %d pairs charted)", want, charted, all)
 	}
 	var want []float64
 	for _, line := range strings.Split(strings.TrimSpace(runOK(t, "clusters", "--db", dir, "--output", "json")), "\n") {
