@@ -429,6 +429,7 @@ func (c *clusterer) clusters(ctx context.Context, sim func(a, b int32) (float64,
 // clusters of untouched documents it never pairs with (each is still a
 // valid clustering of the pairs the run kept).
 func (db *DB) Clusters(ctx context.Context, po *PairsOptions) ([]Cluster, error) {
+	ctx = orBackground(ctx)
 	mode, keep, err := clusterOptions(po)
 	if err != nil {
 		return nil, err
@@ -530,6 +531,7 @@ func (db *DB) ClustersFrom(ctx context.Context, seq iter.Seq2[Pair, error], po *
 // documents the index no longer holds in those versions (replaced or
 // deleted since they were read) is skipped, not an error.
 func (db *DB) clustersFrom(ctx context.Context, seq iter.Seq2[redisPair, error], po *PairsOptions, run bool) ([]Cluster, error) {
+	ctx = orBackground(ctx)
 	mode, keep, err := clusterOptions(po)
 	if err != nil {
 		return nil, err

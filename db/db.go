@@ -1122,6 +1122,17 @@ func (db *DB) cancelOps() {
 	clear(db.ops)
 }
 
+// orBackground returns ctx, or context.Background() for a nil one: every
+// method that takes a context takes nil for none. NB: Scan, Stats and
+// Clusters panicked on a nil one, and a recovered panic of Scan's left
+// the handle entered, so that Close waited for ever.
+func orBackground(ctx context.Context) context.Context {
+	if ctx == nil {
+		return context.Background()
+	}
+	return ctx
+}
+
 // ctxErr returns nil while ctx is live, and then why it ended: ErrClosed
 // when the database is closing, else ctx.Err() (context.Canceled or
 // context.DeadlineExceeded).

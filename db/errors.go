@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"unicode/utf8"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/lshdb/lshdb/codec"
@@ -113,12 +114,9 @@ func (e *DocError) Error() string {
 	fmt.Fprintf(&b, "lshdb: document %d", e.Index)
 	// NB: not when the document's own error names it already ("document
 	// has no shingles: \"b\"").
-	const show = 64 // an id too long to store is shown cut
-	switch {
-	case len(e.ID) > show:
-		fmt.Fprintf(&b, " (id %q…)", e.ID[:show])
-	case e.ID == "" || !strings.Contains(msg, strconv.Quote(e.ID)):
-		fmt.Fprintf(&b, " (id %q)", e.ID)
+	// An id too long to store is shown cut (showID).
+	if e.ID == "" || !strings.Contains(msg, showID(e.ID)) {
+		fmt.Fprintf(&b, " (id %s)", showID(e.ID))
 	}
 	b.WriteString(": ")
 	b.WriteString(msg)
@@ -159,12 +157,31 @@ type idError struct {
 func (e *idError) Error() string {
 	msg := strings.TrimPrefix(e.err.Error(), "lshdb: ")
 	if head, tail, ok := strings.Cut(msg, ": "); ok {
-		return "lshdb: " + head + ": " + strconv.Quote(e.id) + ": " + tail
+		return "lshdb: " + head + ": " + showID(e.id) + ": " + tail
 	}
-	return "lshdb: " + msg + ": " + strconv.Quote(e.id)
+	return "lshdb: " + msg + ": " + showID(e.id)
 }
 
 func (e *idError) Unwrap() error { return e.err }
+
+// maxShownID is how much of an id an error message shows: an id may be
+// up to MaxIDBytes (4 KiB), and a service logs the errors of its
+// clients' requests.
+const maxShownID = 64
+
+// showID is id as an error message shows it: quoted, and past maxShownID
+// bytes cut (at a character's start) and followed by its length. NB: a
+// missing id of 4 KiB was quoted whole, and an invalid one too.
+func showID(id string) string {
+	if len(id) <= maxShownID {
+		return strconv.Quote(id)
+	}
+	cut := maxShownID
+	for cut > 0 && !utf8.RuneStart(id[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s… (%d bytes)", strconv.Quote(id[:cut]), len(id))
+}
 
 // MismatchError reports an option that differs from the stored parameter.
 // It matches ErrParamsMismatch with errors.Is.

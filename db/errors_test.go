@@ -1116,3 +1116,132 @@ func TestDamagedIDAndCounters(t *testing.T) {
 		}
 	}
 }
+
+// Ensure that every method that takes a context takes a nil one for none,
+// with the answer it gives under context.Background(): Scan, Stats and
+// Clusters panicked on one (a nil pointer), and after a recovered panic
+// of Scan's, Close waited for ever. The oracle: the same calls under
+// context.Background().
+func TestNilContext(t *testing.T) {
+	var none context.Context // nil: what this test is about (a literal nil is what staticcheck flags)
+	d := mustOpen(t, t.TempDir(), nil)
+	for i := range 6 {
+		text := "the quick brown fox jumps over the lazy dog, a text to match"
+		if i%2 == 1 {
+			text += fmt.Sprint(" again ", i)
+		}
+		if err := d.Put(Doc{ID: fmt.Sprint("d", i), Text: text}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ids := func(ctx context.Context) []string {
+		var out []string
+		for doc, err := range d.Scan(ctx, nil) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, doc.ID)
+		}
+		return out
+	}
+	pairs := func(ctx context.Context) []Pair {
+		var out []Pair
+		for p, err := range d.Pairs(ctx, &PairsOptions{Threshold: 0.5}) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, p)
+		}
+		return out
+	}
+	bg := context.Background()
+	if got, want := ids(none), ids(bg); !slices.Equal(got, want) || len(want) != 6 {
+		t.Errorf("Scan(nil): %v, want %v", got, want)
+	}
+	if got, want := pairs(none), pairs(bg); !slices.Equal(got, want) || len(want) == 0 {
+		t.Errorf("Pairs(nil): %v, want %v", got, want)
+	}
+	st, err := d.Stats(none, 3)
+	if err != nil || st.Buckets == nil {
+		t.Errorf("Stats(nil): %v", err)
+	}
+	cl, err := d.Clusters(none, &PairsOptions{Threshold: 0.5})
+	want, _ := d.Clusters(bg, &PairsOptions{Threshold: 0.5})
+	if err != nil || len(cl) != len(want) || len(want) == 0 {
+		t.Errorf("Clusters(nil): %v %v, want %v", cl, err, want)
+	}
+	cl, err = d.ClustersFrom(none, func(yield func(Pair, error) bool) {
+		for _, p := range pairs(bg) {
+			if !yield(p, nil) {
+				return
+			}
+		}
+	}, &PairsOptions{Threshold: 0.5})
+	if err != nil || len(cl) != len(want) {
+		t.Errorf("ClustersFrom(nil): %v %v, want %v", cl, err, want)
+	}
+	if rep, err := d.Check(none); err != nil || !rep.OK() {
+		t.Errorf("Check(nil): %v", err)
+	}
+	if _, err := d.Buckets(none, -1, 3); err != nil {
+		t.Errorf("Buckets(nil): %v", err)
+	}
+	if res, err := d.QueryID(none, "d0", nil); err != nil || len(res.Matches) == 0 {
+		t.Errorf("QueryID(nil): %v", err)
+	}
+	if _, err := d.HasIDsContext(none, []string{"d0"}); err != nil {
+		t.Errorf("HasIDsContext(nil): %v", err)
+	}
+	if _, err := d.SweepExpired(none); err != nil {
+		t.Errorf("SweepExpired(nil): %v", err)
+	}
+	if _, err := d.Repair(none); err != nil {
+		t.Errorf("Repair(nil): %v", err)
+	}
+	if err := d.Compact(none); err != nil {
+		t.Errorf("Compact(nil): %v", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- d.Close() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Close did not return")
+	}
+}
+
+// Ensure that an error shows at most the first 64 bytes of an id (and its
+// length), cut at a character's start: ids of up to 4 KiB were quoted
+// whole in ErrNotFound and ErrInvalidID, and a service that logs its
+// clients' errors logged them whole. The oracle: the errors' sentinels,
+// and the id's first bytes, worked out by hand.
+func TestErrorsCutLongIDs(t *testing.T) {
+	d := mustOpen(t, t.TempDir(), nil)
+	defer d.Close()
+	long := strings.Repeat("y", 60) + strings.Repeat("é", 2000) // 4,060 bytes: é is 2
+	shown := `"` + strings.Repeat("y", 60) + `éé"… (4060 bytes)`
+	invalid := strings.Repeat("z", 100) + "\xff"
+	for _, c := range []struct {
+		name string
+		err  error
+		is   error
+		want string
+	}{
+		{"Delete", d.Delete(long, nil), ErrNotFound, shown},
+		{"Get", func() error { _, err := d.Get(long); return err }(), ErrNotFound, shown},
+		{"QueryID", func() error { _, err := d.QueryID(context.Background(), long, nil); return err }(), ErrNotFound, shown},
+		{"Put invalid", d.Put(Doc{ID: invalid, Text: "some text to index"}, nil), ErrInvalidID, `"` + strings.Repeat("z", 64) + `"… (101 bytes)`},
+		{"PutBatch", func() error {
+			_, err := d.PutBatch([]Doc{{ID: "ok", Text: "some text"}, {ID: long, Text: " "}}, nil)
+			return err
+		}(), ErrEmptyDocument, shown},
+	} {
+		msg := fmt.Sprint(c.err)
+		if !errors.Is(c.err, c.is) || !strings.Contains(msg, c.want) || len(msg) > 300 {
+			t.Errorf("%s: %q (%d bytes), want %v showing %s", c.name, msg, len(msg), c.is, c.want)
+		}
+	}
+}

@@ -131,7 +131,7 @@ func (db *DB) prepareGiven(d *Doc, sk *minhash.Sketcher) (prepared, error) {
 			if db.man.Storage == StorageSets {
 				kind, call = "set", "PutSet"
 			}
-			return prepared{}, fmt.Errorf("%w: %q: a %s index verifies every answer and needs each document's %s; put it (%s), or keep signatures in an index created with Storage none", ErrStorageMode, d.ID, db.man.Storage, kind, call)
+			return prepared{}, fmt.Errorf("%w: %s: a %s index verifies every answer and needs each document's %s; put it (%s), or keep signatures in an index created with Storage none", ErrStorageMode, showID(d.ID), db.man.Storage, kind, call)
 		}
 		if err := db.checkSignature(d.Signature); err != nil {
 			return prepared{}, &idError{d.ID, err}
@@ -143,14 +143,14 @@ func (db *DB) prepareGiven(d *Doc, sk *minhash.Sketcher) (prepared, error) {
 		rec = codec.DocRecord{ID: d.ID, Meta: d.Meta, Signature: sig, SetFP: codec.SetFingerprint(sig)}
 	} else {
 		if db.man.Storage == StorageText {
-			return prepared{}, fmt.Errorf("%w: %q: a text index verifies from stored texts and keeps no sets; create the index with Storage sets (exact Jaccard of the sets) or none", ErrStorageMode, d.ID)
+			return prepared{}, fmt.Errorf("%w: %s: a text index verifies from stored texts and keeps no sets; create the index with Storage sets (exact Jaccard of the sets) or none", ErrStorageMode, showID(d.ID))
 		}
 		var err error
 		if set, err = d.Set.elements(sk, make([]uint64, 0, d.Set.Len())); err != nil {
 			return prepared{}, &idError{d.ID, err}
 		}
 		if len(set) == 0 {
-			return prepared{}, fmt.Errorf("%w: %q: an empty set", ErrEmptyDocument, d.ID)
+			return prepared{}, fmt.Errorf("%w: %s: an empty set", ErrEmptyDocument, showID(d.ID))
 		}
 		sig = sk.Sketch(nil, set)
 		rec, _ = db.newRecord(d.ID, set, sig, "", false, d.Meta, nil)

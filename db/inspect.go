@@ -343,6 +343,7 @@ type Stats struct {
 // usage, the posting-list statistics (with the top hottest lists) and the
 // expected recall (MeasureRecall). It reads the whole store.
 func (db *DB) Stats(ctx context.Context, top int) (*Stats, error) {
+	ctx = orBackground(ctx)
 	steps := 5 // buckets, recall, sizing docs, ids, postings
 	if db.rkv != nil {
 		steps = 3 // buckets, recall, sizing every key

@@ -2,6 +2,7 @@ package db
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -232,7 +233,7 @@ func TestLogDamageMidLog(t *testing.T) {
 		if got := present(t, d, batches); got[0] != perBatch || got[1] != 0 || got[2] != 0 {
 			t.Errorf("after reopening, documents of each batch present: %v, want %d, 0, 0", got, perBatch)
 		}
-		if rep, err := d.Check(nil); err != nil || !rep.OK() {
+		if rep, err := d.Check(context.Background()); err != nil || !rep.OK() {
 			t.Errorf("check after the accepted loss: %v %v", err, rep.Problems)
 		}
 	})

@@ -60,7 +60,7 @@ func (db *DB) lookup(v view, id string, rec *docData) (uint64, error) {
 		return 0, err
 	}
 	if compaction.Expired(rec.Expires, db.now().UnixNano()) {
-		return 0, fmt.Errorf("%w: %q (expired)", ErrNotFound, id)
+		return 0, fmt.Errorf("%w: %s (expired)", ErrNotFound, showID(id))
 	}
 	return n, nil
 }
@@ -74,7 +74,7 @@ func (db *DB) lookupStored(v view, id string, rec *docData) (uint64, error) {
 		return 0, err
 	}
 	if !ok {
-		return 0, fmt.Errorf("%w: %q", ErrNotFound, id)
+		return 0, fmt.Errorf("%w: %s", ErrNotFound, showID(id))
 	}
 	r, ok, err := v.record(n)
 	if err != nil {
@@ -83,7 +83,7 @@ func (db *DB) lookupStored(v view, id string, rec *docData) (uint64, error) {
 	if !ok {
 		if v.gone() {
 			// NB: deleted between the two reads (Redis).
-			return 0, fmt.Errorf("%w: %q", ErrNotFound, id)
+			return 0, fmt.Errorf("%w: %s", ErrNotFound, showID(id))
 		}
 		return 0, corruptRepairable("id %q names doc %d, which has no record", id, n)
 	}
@@ -282,6 +282,7 @@ type ScanOptions struct {
 // texts and metadata, the cheap way to read every text (lshdb export).
 // Cancelling ctx ends the iteration with an error wrapping ctx.Err().
 func (db *DB) Scan(ctx context.Context, so *ScanOptions) iter.Seq2[*StoredDoc, error] {
+	ctx = orBackground(ctx)
 	sets := so != nil && so.Sets
 	if db.rkv != nil {
 		return db.redisScan(ctx, sets)

@@ -83,7 +83,7 @@ func checkID(id string) error {
 	case len(id) > MaxIDBytes:
 		return fmt.Errorf("%w: %d bytes (at most %d)", ErrInvalidID, len(id), MaxIDBytes)
 	case !utf8.ValidString(id):
-		return fmt.Errorf("%w: %q is not valid UTF-8", ErrInvalidID, id)
+		return fmt.Errorf("%w: %s is not valid UTF-8", ErrInvalidID, showID(id))
 	}
 	return nil
 }
@@ -102,10 +102,10 @@ func (db *DB) validate(d *Doc) error {
 		return err
 	}
 	if given := btoi(d.Text != "") + btoi(!d.Set.IsZero()) + btoi(d.Signature != nil); given > 1 {
-		return fmt.Errorf("%w: %q gives %d of Text, Set and Signature (one at most)", ErrInvalidDoc, d.ID, given)
+		return fmt.Errorf("%w: %s gives %d of Text, Set and Signature (one at most)", ErrInvalidDoc, showID(d.ID), given)
 	}
 	if n := len(d.Text) + len(d.Meta) + d.Set.bytes() + 4*len(d.Signature); n > db.opts.MaxDocBytes {
-		return fmt.Errorf("%w: %q has %d bytes (at most %d)", ErrDocTooLarge, d.ID, n, db.opts.MaxDocBytes)
+		return fmt.Errorf("%w: %s has %d bytes (at most %d)", ErrDocTooLarge, showID(d.ID), n, db.opts.MaxDocBytes)
 	}
 	return nil
 }
@@ -180,7 +180,7 @@ func (db *DB) prepareIn(d *Doc, storeText bool, sc *scratch) (prepared, error) {
 		set, sig = document(make([]uint64, 0, min(len(d.Text)+1, 1<<16)), nil, d.Text)
 	}
 	if len(set) == 0 {
-		return prepared{}, fmt.Errorf("%w: %q", ErrEmptyDocument, d.ID)
+		return prepared{}, fmt.Errorf("%w: %s", ErrEmptyDocument, showID(d.ID))
 	}
 	var rec codec.DocRecord
 	if sc != nil {
@@ -739,7 +739,7 @@ func (db *DB) DeleteIDsContext(ctx context.Context, ids []string, o *WriteOption
 // than one (as an invalid id's), so that a caller (a client over HTTP
 // too) tells which one without parsing the message.
 func missingErr(ids []string, id string) error {
-	err := fmt.Errorf("%w: %q", ErrNotFound, id)
+	err := fmt.Errorf("%w: %s", ErrNotFound, showID(id))
 	if len(ids) > 1 {
 		return &DocError{Index: slices.Index(ids, id), ID: id, Err: err}
 	}

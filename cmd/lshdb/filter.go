@@ -29,7 +29,9 @@ import (
 
 // Errors of filter's inputs and outputs: test with errors.Is.
 var (
-	// errFilterFormat: an input filter cannot write back (text files).
+	// errFilterFormat: an input filter cannot write back (text files), or
+	// an output named or compressed in another format than the input's:
+	// a usage error (exit 2), as export's and pairs' are.
 	errFilterFormat = errors.New("filter cannot write this input format")
 	// errInputsDiffer: the inputs of one output differ in format, CSV
 	// header or Parquet schema.
@@ -179,7 +181,7 @@ var formatNames = map[string]string{"jsonl": "JSON Lines", "csv": "CSV", "tsv": 
 func (s *sink) nameFits(src docio.Source) error {
 	if src.Format == "parquet" {
 		if c := s.compression(""); c != "" {
-			return fmt.Errorf("%w: %s is Parquet, written back as Parquet, which compresses its columns itself: %s asks for %s (drop --compress, or the name's .gz or .zst)", errFilterFormat, escControls(src.Name), s.what, c)
+			return usageError{fmt.Errorf("%w: %s is Parquet, written back as Parquet, which compresses its columns itself: %s asks for %s (drop --compress, or the name's .gz or .zst)", errFilterFormat, escControls(src.Name), s.what, c)}
 		}
 	}
 	if s.path == "" || s.path == "-" {
@@ -193,7 +195,7 @@ func (s *sink) nameFits(src docio.Source) error {
 		}
 	}
 	if named := outputFormats[filepath.Ext(n)]; named != "" && named != src.Format {
-		return fmt.Errorf("%w: %s %s names %s, but filter writes each input back in its own format, and %s is %s (name the output .%s, or give it no such extension)", errFilterFormat, s.what, escControls(s.path), formatNames[named], escControls(src.Name), cmp.Or(formatNames[src.Format], src.Format), src.Format)
+		return usageError{fmt.Errorf("%w: %s %s names %s, but filter writes each input back in its own format, and %s is %s (name the output .%s, or give it no such extension)", errFilterFormat, s.what, escControls(s.path), formatNames[named], escControls(src.Name), cmp.Or(formatNames[src.Format], src.Format), src.Format)}
 	}
 	return nil
 }
@@ -207,7 +209,7 @@ func (s *sink) begin(src docio.Source) error {
 	switch src.Format {
 	case "jsonl", "csv", "tsv", "parquet":
 	default:
-		return fmt.Errorf("%w: %s is %s (filter writes back JSON Lines, CSV, TSV and Parquet; for text files use lshdb export)", errFilterFormat, escControls(src.Name), src.Format)
+		return usageError{fmt.Errorf("%w: %s is %s (filter writes back JSON Lines, CSV, TSV and Parquet; for text files use lshdb export)", errFilterFormat, escControls(src.Name), src.Format)}
 	}
 	s.started, s.first, s.eol = true, src, "\n"
 	for _, c := range s.cols {
@@ -247,7 +249,7 @@ func (s *sink) begin(src docio.Source) error {
 		return nil
 	}
 	if src.Format == "parquet" && (s.path == "" || s.path == "-") && s.terminal {
-		return fmt.Errorf("%w: Parquet output to a terminal: give --out FILE", errFilterFormat)
+		return usageError{fmt.Errorf("%w: Parquet output to a terminal: give --out FILE", errFilterFormat)}
 	}
 	if err := s.open(); err != nil {
 		return err

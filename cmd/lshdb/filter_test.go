@@ -324,15 +324,15 @@ func TestFilterErrors(t *testing.T) {
 	}{
 		{[]string{j, c1}, 1, "different formats (jsonl, csv)"},
 		{[]string{c1, c2}, 1, "different headers"},
-		{[]string{txt}, 1, "filter writes back JSON Lines, CSV, TSV and Parquet"},
+		{[]string{txt}, 2, "filter writes back JSON Lines, CSV, TSV and Parquet"},
 		{[]string{"--removed", filepath.Join(dir, "r.jsonl"), j}, 1, `has a field "duplicate_of"`},
 		{[]string{"-"}, 2, "give files, not stdin"},
 		{[]string{"--annotate", "--removed", "x", j}, 2, "--annotate writes every record"},
 		// An output whose name says another format than the input's
-		// (it held the input's, silently).
-		{[]string{"--out", filepath.Join(dir, "out.csv"), j}, 1, "--out " + filepath.Join(dir, "out.csv") + " names CSV, but filter writes each input back in its own format"},
-		{[]string{"--removed", filepath.Join(dir, "removed-out.tsv.gz"), c1}, 1, "names TSV"},
-		{[]string{"--out", filepath.Join(dir, "out.jsonl.zst"), c1}, 1, "a.csv is CSV (name the output .csv"},
+		// (it held the input's, silently): a usage error, as export's.
+		{[]string{"--out", filepath.Join(dir, "out.csv"), j}, 2, "--out " + filepath.Join(dir, "out.csv") + " names CSV, but filter writes each input back in its own format"},
+		{[]string{"--removed", filepath.Join(dir, "removed-out.tsv.gz"), c1}, 2, "names TSV"},
+		{[]string{"--out", filepath.Join(dir, "out.jsonl.zst"), c1}, 2, "a.csv is CSV (name the output .csv"},
 	} {
 		args := append([]string{"filter", "--db", idx, "--out", out}, tc.args...)
 		_, errOut, code := runLine(args, "")

@@ -128,6 +128,13 @@ func idWord(id, seps string) string {
 	return strconv.Quote(id)
 }
 
+// tableID is an id as a table's column shows it: as idLine writes it
+// (quoted when it holds a blank or a quote), so that what a table shows
+// may be pasted into the shell, and a blank inside an id does not read as
+// the gap between two columns. NB: pairs, query, dedup and explain wrote
+// sing'le and "sp ace" bare, which buckets and clusters quoted.
+func tableID(id string) string { return idWord(id, " \"'") }
+
 func escAll(ids []string) []string {
 	out := make([]string, len(ids))
 	for i, id := range ids {

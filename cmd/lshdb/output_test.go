@@ -590,3 +590,47 @@ func TestJSONEscapesNonPrinting(t *testing.T) {
 		t.Errorf("idLine: %s", got)
 	}
 }
+
+// Ensure that the tables of pairs, query, dedup and explain show each id
+// so that the shell's own word splitting gives it back: ids with a blank
+// or a quote were written bare (a pair of "sp ace" read as three words),
+// where buckets and clusters quoted them. The oracle: splitWords, the
+// shell's parser, on each row, against the ids as stored.
+func TestTablesQuoteIDsForTheShell(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "idx")
+	text := "a text long enough to be shingled, the same in every document here"
+	ids := []string{"sp ace", "sing'le", `q"uote`, "plain"}
+	var in strings.Builder
+	for _, id := range ids {
+		b, _ := json.Marshal(map[string]string{"id": id, "text": text})
+		in.Write(b)
+		in.WriteByte('\n')
+	}
+	input := filepath.Join(t.TempDir(), "docs.jsonl")
+	if err := os.WriteFile(input, []byte(in.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	runOK(t, "build", "--db", dir, "--progress", "none", input)
+	isID := func(s string) bool { return slices.Contains(ids, s) }
+	check := func(name, out string, fields int) {
+		t.Helper()
+		rows := strings.Split(strings.TrimSpace(out), "\n")[1:] // the header
+		if len(rows) == 0 {
+			t.Fatalf("%s: no rows\n%s", name, out)
+		}
+		for _, row := range rows {
+			w, err := splitWords(row)
+			if err != nil || len(w) != fields || !isID(w[0]) || (name != "query" && !isID(w[1])) {
+				t.Errorf("%s: row %q splits into %q (%v), want %d words, the ids as stored", name, row, w, err, fields)
+			}
+		}
+	}
+	check("pairs", runOK(t, "pairs", "--db", dir), 3)
+	q := runOK(t, "query", "--db", dir, "--id", "sp ace")
+	check("query", q[:strings.LastIndex(strings.TrimSpace(q), "\n")], 4) // NB: less its summary line
+	check("dedup", runOK(t, "dedup", "--db", dir, input), 3)
+	out := runOK(t, "explain", "--db", dir, "sp ace", "sing'le")
+	if w, err := splitWords(strings.SplitN(out, "\n", 2)[0]); err != nil || len(w) != 3 || w[0] != "sp ace" || w[2] != "sing'le" {
+		t.Errorf("explain's first line splits into %q (%v)\n%s", w, err, out)
+	}
+}

@@ -146,7 +146,7 @@ func (a *app) queryCmd() *cobra.Command {
 					if !res.EstimateOnly {
 						j = score(m.Jaccard, res.Threshold)
 					}
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%d", esc(m.ID), j, score(m.Estimate, res.Threshold), m.Bands)
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%d", tableID(m.ID), j, score(m.Estimate, res.Threshold), m.Bands)
 					if withMeta {
 						fmt.Fprintf(tw, "\t%s", metaCell(m.Meta))
 					}
@@ -351,7 +351,7 @@ func (o *pairsOut) add(p db.Pair) error {
 		o.tw = o.a.table()
 		fmt.Fprintln(o.tw, "A\tB\t"+o.column())
 	}
-	fmt.Fprintf(o.tw, "%s\t%s\t%.4f\n", esc(p.A), esc(p.B), p.Jaccard)
+	fmt.Fprintf(o.tw, "%s\t%s\t%.4f\n", tableID(p.A), tableID(p.B), p.Jaccard)
 	if o.rows%streamRows == 0 {
 		return o.tw.Flush()
 	}
@@ -986,7 +986,7 @@ func (a *app) explainCmd() *cobra.Command {
 					}
 					return a.emitJSON(out)
 				}
-				fmt.Fprintf(a.stdout, "%s ~ %s\n", esc(e.A), esc(e.B))
+				fmt.Fprintf(a.stdout, "%s ~ %s\n", tableID(e.A), tableID(e.B))
 				if e.EstimateOnly {
 					fmt.Fprintf(a.stdout, "signature estimate %s (storage none: no exact Jaccard), threshold %v\n", score(e.Estimate, e.Threshold), e.Threshold)
 				} else {

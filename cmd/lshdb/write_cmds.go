@@ -1604,9 +1604,9 @@ func (w *deduper) row(id string, m *db.Match) error {
 		}
 		err = w.a.emitJSON(out)
 	case m != nil:
-		fmt.Fprintf(w.tw, "%s\t%s\t%.4f\n", esc(id), esc(m.ID), m.Jaccard)
+		fmt.Fprintf(w.tw, "%s\t%s\t%.4f\n", tableID(id), tableID(m.ID), m.Jaccard)
 	default:
-		fmt.Fprintf(w.tw, "%s\t-\t-\n", esc(id))
+		fmt.Fprintf(w.tw, "%s\t-\t-\n", tableID(id))
 	}
 	// NB: the table is aligned and written streamRows rows at a time, as
 	// pairs does: bounded memory, and a closed output stops the work.
