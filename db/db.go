@@ -295,7 +295,9 @@ func openIn(dir string, o Options, created bool) (*DB, error) {
 		// space, the message naming none of it.
 		names, _ := o.fs.List(dir)
 		for _, n := range names {
-			if n != loadTmpDir && !isPairsRunDir(n) {
+			// NB: and a copy of a damaged log that a crash left half
+			// made (cutDamagedLog).
+			if n != loadTmpDir && !isPairsRunDir(n) && !(strings.HasPrefix(n, damagedLogPrefix) && strings.HasSuffix(n, ".tmp")) {
 				continue
 			}
 			if err := o.fs.RemoveAll(o.fs.PathJoin(dir, n)); err != nil {

@@ -50,6 +50,12 @@ type Info struct {
 	// shrink it. Most of a small index's size may be these (a few
 	// memtables' worth).
 	RecycledLogBytes uint64
+	// DamagedLogCopies are the copies of damaged write-ahead logs that an
+	// Open accepting the damage kept in the index's directory
+	// (Options.AcceptLogDamage, lshdb check --repair): their paths, part
+	// of DiskBytes (not of LogBytes). Remove them once examined. Nil if
+	// none.
+	DamagedLogCopies []string
 	// Instance names the index: 26 random base32 characters (128 bits)
 	// given when it was made; an index built anew in the same place, and
 	// a backup, get another. Empty for an index made before lshdb gave it
@@ -100,7 +106,7 @@ func (db *DB) Info() (*Info, error) {
 	c := db.published.Load()
 	all, temp, logs := dirBytesTemp(db.opts.FS, db.dir)
 	return &Info{Params: db.Params(), Docs: c.Live, Written: max(c.NextDoc, 1) - 1, DiskBytes: all, TempBytes: temp, LogBytes: logs, RecycledLogBytes: db.recycledLogBytes(),
-		Instance: db.man.Instance, Origin: originOf(&db.man)}, nil
+		DamagedLogCopies: damagedLogCopies(db.opts.FS, db.dir), Instance: db.man.Instance, Origin: originOf(&db.man)}, nil
 }
 
 // recycledLogBytes is the space on disk that the write-ahead logs Pebble
@@ -112,7 +118,11 @@ func (db *DB) Info() (*Info, error) {
 // NB: not Pebble's WAL.ObsoletePhysicalSize, their apparent size: a log
 // is allocated ahead (about 9 MiB) with its apparent size that of what it
 // holds, so LogBytes less that gave a fresh build's 18 MiB of logs kept
-// for reuse, holding 367 bytes, as writes not yet flushed.
+// for reuse, holding 367 bytes, as writes not yet flushed. What it
+// cannot tell: a read-only handle after a crash in the middle of a
+// memtable's rotation, where two logs hold unflushed writes (the older is
+// counted as kept for reuse), and a writable one's obsolete logs not yet
+// deleted (counted as kept for reuse until they are).
 func (db *DB) recycledLogBytes() uint64 {
 	live := max(int(db.pdb.Metrics().WAL.Files), 1)
 	names, err := db.opts.FS.List(db.dir)

@@ -7,7 +7,10 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	iofs "io/fs"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/cockroachdb/pebble/v2/wal"
@@ -21,9 +24,12 @@ import (
 // NoSync, synced and acknowledged. It matches ErrCorrupt (errors.Is); find
 // it with errors.As.
 //
-// Options.AcceptLogDamage opens the index anyway (a writable open),
-// accepting the loss: it keeps a copy of the log beside it (Kept) for
-// whoever wants to look at what was lost, then cuts the log at the damage.
+// Options.AcceptLogDamage opens the index anyway, accepting the loss: a
+// writable open keeps a copy of the log beside it (Kept) for whoever wants
+// to look at what was lost, then cuts the log at the damage; a read-only
+// one changes nothing, and Pebble's recovery drops the records from the
+// damage on in memory (unless its own read-ahead confirms the damage,
+// when it fails the open: repair a copy).
 //
 // NB: why lshdb looks for itself: Pebble 2.1.7's logs carry "synced up
 // to" offsets meant to tell damage from a torn tail, but its writer counts
@@ -45,10 +51,12 @@ type LogDamageError struct {
 	// Offset is where the damage is: the first byte of the log that does
 	// not read as a record of it.
 	Offset int64
-	// Records is how many records (write batches) begin after the damage
-	// and read whole: with the damaged one, what an open drops.
+	// Records is how many records (write batches) begin after the
+	// damage, their first chunk whole (the rest of one may be damaged
+	// too): with the damaged one, what an open drops. At least 1: damage
+	// to the log's last record alone reads as a torn tail.
 	Records int
-	// End is where the last of them ends.
+	// End is where the last whole chunk of the log after the damage ends.
 	End int64
 	// Kept is the copy of the log a writable open with
 	// Options.AcceptLogDamage made before it opened the index ("" if none).
@@ -56,18 +64,15 @@ type LogDamageError struct {
 }
 
 func (e *LogDamageError) Error() string {
-	after := "the rest of the damaged record reads whole"
-	if e.Records > 0 {
-		after = fmt.Sprintf("%d whole records written after it read", e.Records)
-		if e.Records == 1 {
-			after = "1 whole record written after it reads"
-		}
+	after := fmt.Sprintf("%d records written after it begin", e.Records)
+	if e.Records == 1 {
+		after = "1 record written after it begins"
 	}
-	return fmt.Sprintf("lshdb: database is corrupt: the newest write-ahead log %s is damaged at byte %d, and %s (to byte %d): "+
-		"opening the index drops the damaged record and every later one, which were acknowledged writes unless the machine "+
+	return fmt.Sprintf("lshdb: database is corrupt: the newest write-ahead log %s is damaged at byte %d, and %s whole (to byte %d): "+
+		"opening the index as it is would drop the damaged record and every later one, which were acknowledged writes unless the machine "+
 		"lost power before they were synced (a disk may keep a later write and lose an earlier one). "+
 		"Keep a copy of the index first (cp -a); then lshdb check --repair opens it accepting the loss (Options.AcceptLogDamage), "+
-		"keeping a copy of the log beside it; or restore a backup",
+		"keeping a copy of the log beside it (on read-only media: copy the index where it can be written, and repair the copy); or restore a backup",
 		e.Log, e.Offset, after, e.End)
 }
 
@@ -249,12 +254,23 @@ func newestLogDamage(fs vfs.FS, dir string) (*LogDamageError, error) {
 }
 
 // acceptLogDamage checks the newest write-ahead log of the index in dir
-// before Pebble replays it: it returns the *LogDamageError if it is
-// damaged before its end, unless o.AcceptLogDamage and the open is
-// writable, when it keeps a copy of the log beside it (Pebble's recovery
-// recycles it), cuts the log at the damage, and returns the damage it
-// accepted.
+// before Pebble replays it: it returns the *LogDamageError if whole
+// records of it follow a part that does not read, unless
+// o.AcceptLogDamage, when it returns the damage it accepted: a writable
+// open keeps a copy of the log beside it (Pebble's recovery recycles
+// it) and cuts the log at the damage; a read-only one changes nothing
+// (Pebble's recovery drops the records from the damage on in memory).
+//
+// NB: only the continuation of the damaged record reading whole is no
+// refusal: after a power failure that is the last batch, its earlier
+// block lost and a later one kept, which was never synced, so never
+// acknowledged (every open refused such an index until check --repair);
+// damage to the last record's first chunks is dropped as a torn tail
+// drops it, which a warning says.
 func acceptLogDamage(o Options, dir string) (*LogDamageError, error) {
+	if !ownFormat(o.fs, dir) {
+		return nil, nil
+	}
 	dmg, err := newestLogDamage(o.fs, dir)
 	if err != nil {
 		return nil, fmt.Errorf("lshdb: reading the newest write-ahead log of %s: %w", dir, err)
@@ -262,36 +278,106 @@ func acceptLogDamage(o Options, dir string) (*LogDamageError, error) {
 	if dmg == nil {
 		return nil, nil
 	}
+	if dmg.Records == 0 {
+		o.Logger.Warn("lshdb: the last record of the newest write-ahead log does not read whole (torn by a crash or a power failure, or damaged): it is dropped, as a torn write is",
+			"log", dmg.Log, "offset", dmg.Offset, "end", dmg.End)
+		return nil, nil
+	}
 	if !o.AcceptLogDamage {
 		return nil, dmg
 	}
-	if o.ReadOnly {
-		return nil, fmt.Errorf("%w (Options.AcceptLogDamage: a read-only open cannot accept it, which cuts the log at the damage)", dmg)
+	if !o.ReadOnly {
+		kept, err := cutDamagedLog(o.fs, dir, dmg)
+		if err != nil {
+			return nil, err
+		}
+		dmg.Kept = kept
 	}
-	// NB: the log is cut at the damage, so that Pebble's recovery reads
-	// the records before it and ends there: left as it is, Pebble's own
-	// read-ahead sometimes confirms the damage (a later chunk's synced
-	// offset passes it) and fails the open.
-	kept := o.fs.PathJoin(dir, "lshdb-damaged-"+o.fs.PathBase(dmg.Log))
-	tmp := kept + ".tmp"
-	err = copyFile(o.fs, dmg.Log, kept)
-	if err == nil {
-		err = copyPrefix(o.fs, kept, tmp, dmg.Offset)
-	}
-	if err == nil {
-		err = o.fs.Rename(tmp, dmg.Log)
-	}
-	if err == nil {
-		err = syncDir(o.fs, dir)
-	}
-	if err != nil {
-		o.fs.Remove(tmp)
-		return nil, fmt.Errorf("lshdb: cutting the damaged write-ahead log at its damage, after keeping a copy of it: %w", err)
-	}
-	dmg.Kept = kept
 	o.Logger.Warn("lshdb: opening an index whose newest write-ahead log is damaged: the damaged record and those after it are dropped (Options.AcceptLogDamage)",
 		"log", dmg.Log, "offset", dmg.Offset, "records_after", dmg.Records, "end", dmg.End, "kept", dmg.Kept)
 	return dmg, nil
+}
+
+// cutDamagedLog keeps a copy of the damaged log beside it, under a name no
+// other file has, then cuts the log at the damage, so that Pebble's
+// recovery reads the records before it and ends there (left as it is,
+// Pebble's own read-ahead sometimes confirms the damage, when a later
+// chunk's synced offset passes it, and fails the open). It returns the
+// copy's path. Each step is synced before the next: a crash leaves the
+// damaged log (the open is refused again, and may be made again) or the
+// cut one with its copy.
+func cutDamagedLog(fs vfs.FS, dir string, dmg *LogDamageError) (string, error) {
+	base := fs.PathJoin(dir, damagedLogPrefix+strings.TrimSuffix(fs.PathBase(dmg.Log), ".log"))
+	kept := base + ".log"
+	for i := 2; ; i++ {
+		if _, err := fs.Stat(kept); errors.Is(err, iofs.ErrNotExist) {
+			break
+		}
+		// NB: an index restored from a backup may reach the log's number
+		// again: an earlier copy is kept too.
+		kept = fmt.Sprintf("%s-%d.log", base, i)
+	}
+	if err := copyFile(fs, dmg.Log, kept); err != nil {
+		fs.Remove(kept)
+		return "", fmt.Errorf("lshdb: keeping a copy of the damaged write-ahead log %s (nothing changed): %w", dmg.Log, err)
+	}
+	if err := syncDir(fs, dir); err != nil {
+		return "", fmt.Errorf("lshdb: keeping a copy of the damaged write-ahead log %s (nothing changed): %w", dmg.Log, err)
+	}
+	tmp := kept + ".tmp"
+	err := copyPrefix(fs, kept, tmp, dmg.Offset)
+	if err == nil {
+		err = fs.Rename(tmp, dmg.Log)
+	}
+	if err == nil {
+		err = syncDir(fs, dir)
+	}
+	if err != nil {
+		fs.Remove(tmp)
+		return "", fmt.Errorf("lshdb: cutting the damaged write-ahead log %s at its damage (its copy is %s): %w", dmg.Log, kept, err)
+	}
+	return kept, nil
+}
+
+// damagedLogPrefix begins the name of the copy of a damaged log that
+// cutDamagedLog keeps (Pebble's own parsers of file names take none of
+// them: a log's name is a number).
+const damagedLogPrefix = "lshdb-damaged-"
+
+// damagedLogCopies returns the paths of the copies of damaged logs that
+// cutDamagedLog kept in dir (Info.DamagedLogCopies).
+func damagedLogCopies(fs vfs.FS, dir string) []string {
+	names, _ := fs.List(dir)
+	var out []string
+	for _, n := range names {
+		if strings.HasPrefix(n, damagedLogPrefix) && strings.HasSuffix(n, ".log") {
+			out = append(out, fs.PathJoin(dir, n))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// ownFormat says whether the store in dir is one of Pebble's format
+// versions this build opens: its format marker names one at most
+// formatMajorVersion. The log of another store (a newer Pebble's, which
+// may write chunks of kinds this build does not know; LevelDB's) is not
+// read as Pebble 2.1.7's, let alone cut: Pebble refuses the store.
+func ownFormat(fs vfs.FS, dir string) bool {
+	names, err := fs.List(dir)
+	if err != nil {
+		return false
+	}
+	for _, n := range names {
+		rest, ok := strings.CutPrefix(n, "marker.format-version.")
+		if !ok {
+			continue
+		}
+		_, v, ok := strings.Cut(rest, ".")
+		ver, err := strconv.ParseUint(v, 10, 64)
+		return ok && err == nil && ver <= uint64(formatMajorVersion)
+	}
+	return false
 }
 
 // LogDamage returns the damage to the newest write-ahead log that Open

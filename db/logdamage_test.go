@@ -3,6 +3,7 @@ package db
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +14,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/cockroachdb/pebble/v2/record"
 )
 
 // crashImage copies the files of the open index in dir (but its lock) to a
@@ -166,7 +169,7 @@ func overwrite(t *testing.T, path string, off int64, b []byte) {
 func TestLogDamageMidLog(t *testing.T) {
 	img, batches, _, ends := logDamageFixture(t)
 	imgs := map[string]string{}
-	for _, name := range []string{"intact", "damaged", "accepted", "cut", "zeroed"} {
+	for _, name := range []string{"intact", "damaged", "accepted", "cut", "zeroed", "newer", "again"} {
 		imgs[name] = crashImage(t, img)
 	}
 	t.Run("intact", func(t *testing.T) {
@@ -182,11 +185,57 @@ func TestLogDamageMidLog(t *testing.T) {
 
 	// Damage 4 bytes in the middle of the second batch.
 	mid := (ends[0] + ends[1]) / 2
-	for _, name := range []string{"damaged", "accepted"} {
+	for _, name := range []string{"damaged", "accepted", "newer", "again"} {
 		overwrite(t, newestLog(t, imgs[name]), mid, []byte{0xde, 0xad, 0xbe, 0xef})
 	}
+
+	// The log of a store this build does not open (a newer format) is
+	// neither read as damaged nor cut: Pebble refuses the store.
+	t.Run("newer format", func(t *testing.T) {
+		markers, _ := filepath.Glob(filepath.Join(imgs["newer"], "marker.format-version.*"))
+		if len(markers) != 1 {
+			t.Fatalf("format markers %v", markers)
+		}
+		i := strings.LastIndexByte(markers[0], '.')
+		if err := os.Rename(markers[0], markers[0][:i]+".999"); err != nil {
+			t.Fatal(err)
+		}
+		before, _ := os.ReadFile(newestLog(t, imgs["newer"]))
+		_, err := Open(imgs["newer"], &Options{MustExist: true, AcceptLogDamage: true})
+		if err == nil || errors.As(err, new(*LogDamageError)) {
+			t.Errorf("Open of a newer format: %v, want Pebble's refusal", err)
+		}
+		after, _ := os.ReadFile(newestLog(t, imgs["newer"]))
+		if kept, _ := filepath.Glob(filepath.Join(imgs["newer"], damagedLogPrefix+"*")); len(kept) > 0 || !bytes.Equal(before, after) {
+			t.Errorf("the log of a newer format was cut (copies %v)", kept)
+		}
+	})
+
+	// A copy kept before (of an index restored from a backup, whose logs
+	// reach the same numbers again) is not overwritten; the temporary
+	// file of a cut that a crash interrupted is removed.
+	t.Run("kept again", func(t *testing.T) {
+		log := newestLog(t, imgs["again"])
+		first := filepath.Join(imgs["again"], damagedLogPrefix+strings.TrimSuffix(filepath.Base(log), ".log"))
+		if err := os.WriteFile(first+".log", []byte("an earlier copy"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(first+".log.tmp", []byte("a cut a crash interrupted"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+		d := mustOpen(t, imgs["again"], &Options{MustExist: true, AcceptLogDamage: true, Logger: quiet})
+		dmg := d.LogDamage()
+		d.Close()
+		if b, _ := os.ReadFile(first + ".log"); string(b) != "an earlier copy" || dmg == nil || dmg.Kept != first+"-2.log" {
+			t.Errorf("the earlier copy holds %q; the damage %+v, want it kept as %s", b, dmg, first+"-2.log")
+		}
+		if _, err := os.Stat(first + ".log.tmp"); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("the interrupted cut's temporary file: %v, want it removed", err)
+		}
+	})
 	t.Run("refused", func(t *testing.T) {
-		for _, o := range []*Options{{MustExist: true}, {ReadOnly: true}, {ReadOnly: true, AcceptLogDamage: true}} {
+		for _, o := range []*Options{{MustExist: true}, {ReadOnly: true}} {
 			_, err := Open(imgs["damaged"], o)
 			var dmg *LogDamageError
 			if !errors.Is(err, ErrCorrupt) || !errors.As(err, &dmg) {
@@ -200,6 +249,27 @@ func TestLogDamageMidLog(t *testing.T) {
 			if !strings.Contains(err.Error(), "lshdb check --repair") {
 				t.Errorf("the error names no way on: %v", err)
 			}
+		}
+	})
+
+	// A read-only open accepts it with nothing changed on disk: Pebble's
+	// recovery drops the damaged batch and the one after it in memory
+	// (or, when its own read-ahead confirms the damage, fails the open).
+	t.Run("accepted read-only", func(t *testing.T) {
+		quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+		d, err := Open(imgs["damaged"], &Options{ReadOnly: true, AcceptLogDamage: true, Logger: quiet})
+		if err != nil {
+			if !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("read-only accepting open: %v, want it open or ErrCorrupt", err)
+			}
+			return
+		}
+		if got := present(t, d, batches); got[0] != perBatch || got[1] != 0 || got[2] != 0 || d.LogDamage() == nil || d.LogDamage().Kept != "" {
+			t.Errorf("documents of each batch present: %v, damage %+v; want %d, 0, 0, and no copy kept", got, d.LogDamage(), perBatch)
+		}
+		d.Close()
+		if _, err := Open(imgs["damaged"], &Options{ReadOnly: true}); !errors.As(err, new(*LogDamageError)) {
+			t.Errorf("after a read-only accepting open, an open: %v, want the damage still refused", err)
 		}
 	})
 
@@ -261,8 +331,9 @@ func TestLogDamageMidLog(t *testing.T) {
 
 // Ensure that damage anywhere in the newest write-ahead log either is
 // refused at Open, and accepted with the loss of exactly the damaged batch
-// and those after it, or (in the last chunk of the last record, which
-// reads as a torn tail) drops that record alone. The oracle: where each
+// and those after it, or (in the last record, which reads as a torn tail,
+// what a power failure may leave of an unsynced last batch) drops that
+// record alone. The oracle: where each
 // batch lies in the log, and the chunk layout of Pebble's format (a chunk
 // ends at the latest with its 32 KiB block).
 func TestLogDamageAnywhere(t *testing.T) {
@@ -299,13 +370,11 @@ func TestLogDamageAnywhere(t *testing.T) {
 			for i := k; i < 3; i++ {
 				want[i] = 0
 			}
-			// The last record's last chunk begins at its start, or at the
-			// start of the block it ends in.
-			lastChunk := max(starts[2], (ends[2]-1)/logBlockSize*logBlockSize)
-			d, err := Open(dir, &Options{MustExist: true})
-			if k == 2 && p >= lastChunk {
+			quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+			d, err := Open(dir, &Options{MustExist: true, Logger: quiet})
+			if k == 2 {
 				if err != nil {
-					t.Fatalf("damage in the last chunk of the last record: %v, want the torn tail's open", err)
+					t.Fatalf("damage in the last record: %v, want the torn tail's open", err)
 				}
 				if got := present(t, d, batches); !slices.Equal(got, want) {
 					t.Errorf("documents of each batch present: %v, want %v", got, want)
@@ -323,7 +392,7 @@ func TestLogDamageAnywhere(t *testing.T) {
 			if le.Offset < starts[k] || le.Offset > p || le.Records != 2-k || le.End != ends[2] {
 				t.Errorf("damage at %d, %d records after it, to %d: want in [%d, %d], %d records, to %d", le.Offset, le.Records, le.End, starts[k], p, 2-k, ends[2])
 			}
-			d = mustOpen(t, dir, &Options{MustExist: true, AcceptLogDamage: true, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+			d = mustOpen(t, dir, &Options{MustExist: true, AcceptLogDamage: true, Logger: quiet})
 			defer d.Close()
 			if got := present(t, d, batches); !slices.Equal(got, want) {
 				t.Errorf("accepted: documents of each batch present: %v, want %v", got, want)
@@ -349,4 +418,168 @@ func FuzzLogScan(f *testing.F) {
 			t.Fatalf("end %d, %d chunks (%d records) to %d, in %d bytes", s.end, s.chunks, s.records, s.last, len(b))
 		}
 	})
+}
+
+// memLog is a log file in memory, for Pebble's LogWriter.
+type memLog struct{ bytes.Buffer }
+
+func (m *memLog) Sync() error  { return nil }
+func (m *memLog) Close() error { return nil }
+
+// pebbleLog writes nrec records of random sizes (a third up to 100 KB,
+// the rest up to 300 bytes) with Pebble's own LogWriter, in the WAL sync
+// format, as log num, closed cleanly (it ends with the EOF trailer). It
+// returns the log, and where each chunk and each record's first chunk
+// begins, from a walk of the clean log's layout.
+func pebbleLog(t *testing.T, rng *rand.Rand, num uint32, nrec int) (b []byte, chunkStarts, recordStarts []int64) {
+	w := &memLog{}
+	// NB: the log's number is of an internal Pebble type: constants only.
+	cfg := record.LogWriterConfig{WriteWALSyncOffsets: func() bool { return true }}
+	var lw *record.LogWriter
+	switch num {
+	case 5:
+		lw = record.NewLogWriter(w, 5, cfg)
+	case 2:
+		lw = record.NewLogWriter(w, 2, cfg)
+	default:
+		t.Fatalf("log %d: 5 or 2", num)
+	}
+	for i := 0; i < nrec; i++ {
+		var n int
+		if rng.IntN(3) == 0 {
+			n = 1 + rng.IntN(100000)
+		} else {
+			n = 1 + rng.IntN(300)
+		}
+		p := make([]byte, n)
+		for j := range p {
+			p[j] = byte(rng.IntN(256))
+		}
+		if _, err := lw.SyncRecord(p, nil, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := lw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b = bytes.Clone(w.Bytes())
+	// NB: a clean log's layout: a block's last bytes are padding when no
+	// header fits in them.
+	for off := 0; off < len(b); {
+		blk := off / logBlockSize
+		rem := (blk+1)*logBlockSize - off
+		if rem < walSyncChunkHdr {
+			off += rem
+			continue
+		}
+		typ := b[off+6]
+		if typ == chunkRecycleFull && binary.LittleEndian.Uint32(b[off+7:]) == num+1 {
+			break // EOF trailer
+		}
+		chunkStarts = append(chunkStarts, int64(off))
+		if typ == chunkWALSyncFull || typ == chunkWALSyncFull+1 {
+			recordStarts = append(recordStarts, int64(off))
+		}
+		off += walSyncChunkHdr + int(binary.LittleEndian.Uint16(b[off+4:]))
+	}
+	return b, chunkStarts, recordStarts
+}
+
+// pebbleRecords is how many records Pebble's reader reads of log b.
+func pebbleRecords(b []byte, num uint32) (int, error) {
+	if num != 5 {
+		return 0, fmt.Errorf("log %d: 5 only", num)
+	}
+	r := record.NewReader(bytes.NewReader(b), 5)
+	n := 0
+	for {
+		rr, err := r.Next()
+		if err != nil {
+			return n, err
+		}
+		if _, err := io.Copy(io.Discard, rr); err != nil {
+			return n, err
+		}
+		n++
+	}
+}
+
+// scanBytes scans log b as newestLogDamage scans a file.
+func scanBytes(b []byte, num uint32) logScan {
+	s := logScan{num: num, end: -1}
+	for off := 0; off < len(b); off += logBlockSize {
+		s.block(int64(off), b[off:min(off+logBlockSize, len(b))])
+	}
+	return s
+}
+
+// Ensure that the scan agrees with the layout of logs that Pebble's own
+// writer makes: no log closed cleanly in a recycled file (an older log's
+// bytes after its EOF trailer), cut short by a crash, or followed by zeros
+// or an older log's bytes reads as damaged; and random damage to 1-4
+// bytes inside a chunk is refused exactly when a record begins after it
+// (damage to the last record reads as a torn tail). The oracle: the
+// chunks' and records' offsets from a walk of the clean log, and
+// Pebble's reader for the clean one. (A maintainer's review wrote it.)
+func TestLogScanAgainstPebbleWriter(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	iters := 40
+	if testing.Short() {
+		iters = 10
+	}
+	for iter := 0; iter < iters; iter++ {
+		const nrec = 60
+		cur, starts, recStarts := pebbleLog(t, rng, 5, nrec)
+		old, _, _ := pebbleLog(t, rng, 2, nrec*2)
+		trailerAt := len(cur) // where the EOF trailer begins
+		for i := len(cur) - 11; i >= 0; i-- {
+			if cur[i+6] == chunkRecycleFull && binary.LittleEndian.Uint32(cur[i+7:]) == 6 && binary.LittleEndian.Uint32(cur[i:]) == 0 {
+				trailerAt = i
+				break
+			}
+		}
+		// A clean close in a recycled file.
+		clean := append(bytes.Clone(cur), old[min(len(cur), len(old)):]...)
+		if s := scanBytes(clean, 5); s.chunks != 0 {
+			t.Fatalf("a clean log in a recycled file read as damaged: %+v", s)
+		}
+		if n, err := pebbleRecords(clean, 5); n != nrec {
+			t.Fatalf("Pebble's reader read %d records (%v), want %d", n, err, nrec)
+		}
+		// Torn tails: cut, then nothing, zeros, or an older log's bytes.
+		for range 30 {
+			x := rng.IntN(trailerAt + 1)
+			for _, tail := range [][]byte{nil, make([]byte, rng.IntN(100000)), old[min(x, len(old)):]} {
+				b := append(bytes.Clone(cur[:x]), tail...)
+				if s := scanBytes(b, 5); s.chunks != 0 {
+					t.Fatalf("a log torn at %d (then %d bytes) read as damaged: %+v", x, len(tail), s)
+				}
+			}
+		}
+		// Damage to a log a crash left (no trailer) in a recycled file.
+		torn := append(bytes.Clone(cur[:trailerAt]), old[min(trailerAt, len(old)):]...)
+		lastRecord := recStarts[len(recStarts)-1]
+		for range 60 {
+			p := rng.IntN(trailerAt - 4)
+			n := 1 + rng.IntN(4)
+			b := bytes.Clone(torn)
+			for j := range n {
+				b[p+j] ^= byte(1 + rng.IntN(255))
+			}
+			inChunk := false
+			for _, c := range starts {
+				l := int64(walSyncChunkHdr) + int64(binary.LittleEndian.Uint16(cur[c+4:]))
+				if int64(p) < c+l && int64(p+n) > c {
+					inChunk = true
+				}
+			}
+			if !inChunk {
+				continue // NB: padding, which Pebble skips unread
+			}
+			want := int64(p+n) <= lastRecord
+			if s := scanBytes(b, 5); (s.records > 0) != want {
+				t.Errorf("damage at %d+%d (the last record at %d): %d records after the damage, want them %v", p, n, lastRecord, s.records, want)
+			}
+		}
+	}
 }

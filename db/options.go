@@ -178,11 +178,11 @@ type Options struct {
 	// AcceptLogDamage opens an index whose newest write-ahead log is
 	// damaged before its end (Open's *LogDamageError, which matches
 	// ErrCorrupt), accepting the loss: the damaged record and every later
-	// one in that log are dropped, as Pebble's recovery drops them. It
-	// copies the log into the index's directory as
-	// lshdb-damaged-NNNNNN.log, then cuts the log at the damage;
-	// DB.LogDamage says what was accepted. A read-only open cannot accept
-	// it (it returns the error). Default: false (Open refuses such an
+	// one in that log are dropped, as Pebble's recovery drops them. A
+	// writable open copies the log into the index's directory as
+	// lshdb-damaged-NNNNNN.log, then cuts the log at the damage; a
+	// read-only one changes nothing (see LogDamageError). DB.LogDamage
+	// says what was accepted. Default: false (Open refuses such an
 	// index).
 	AcceptLogDamage bool
 	// LockTimeout is how long Open waits for another process (or DB

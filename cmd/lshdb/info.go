@@ -38,6 +38,8 @@ type infoJSON struct {
 	RecycledLogBytes uint64 `json:"recycled_log_bytes"`
 	// LogBytes is db.Info.LogBytes.
 	LogBytes uint64 `json:"log_bytes"`
+	// DamagedLogCopies is db.Info.DamagedLogCopies.
+	DamagedLogCopies []string `json:"damaged_log_copies,omitempty"`
 	// Instance names the index (db.Info): a pairs file made on another
 	// is refused.
 	Instance string `json:"instance,omitempty"`
@@ -52,7 +54,7 @@ func infoOut(in *db.Info) infoJSON {
 		Scheme: p.Scheme.String(), Seed: p.Seed, Shingle: p.Shingle.String(), ShingleSize: p.ShingleSize, Bag: p.Bag,
 		Normalization: p.Normalization.String(), StopWords: nonNil(p.StopWords), StoreText: p.StoreText, Storage: p.Storage,
 		FormatVersion: p.FormatVersion, ExpectedRecall: p.Bands.Probability(p.Threshold), DiskBytes: in.DiskBytes, TempBytes: in.TempBytes, LogBytes: in.LogBytes, RecycledLogBytes: in.RecycledLogBytes,
-		Instance: in.Instance, Origin: httpapi.OriginOut(in.Origin)}
+		DamagedLogCopies: in.DamagedLogCopies, Instance: in.Instance, Origin: httpapi.OriginOut(in.Origin)}
 }
 
 func (a *app) infoCmd() *cobra.Command {
@@ -150,6 +152,9 @@ func diskParts(in *db.Info) string {
 	}
 	if significantLogs(in) {
 		parts = append(parts, humanBytes(in.LogBytes)+" of it write-ahead logs: allocated ahead for the writes to come; a compact frees them until the next write")
+	}
+	if len(in.DamagedLogCopies) > 0 {
+		parts = append(parts, fmt.Sprintf("and copies of damaged write-ahead logs that check --repair kept, to remove once examined: %s", strings.Join(escAll(in.DamagedLogCopies), " ")))
 	}
 	if len(parts) == 0 {
 		return ""

@@ -877,6 +877,9 @@ func (a *app) bucketsCmd() *cobra.Command {
 		Short: "Bucket-size histogram and the hottest buckets",
 		Long: `The bucket-size histogram and the hottest buckets (posting lists) of one band
 or all. A bucket is shown as 8 hex digits, which bucket BAND BUCKET takes.
+A bucket's size counts the documents whose TTL has passed until a sweep
+removes them (a writable handle, serve's, sweeps every second; lshdb purge
+sweeps at once), where bucket lists only the live ones.
 With --output json: one object with posting_lists_per_band,
 bucket_size_histogram and hottest.`,
 		Args: nArgs(0),

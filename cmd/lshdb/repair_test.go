@@ -241,6 +241,14 @@ func TestCheckRepairLogDamage(t *testing.T) {
 	if _, err := os.Stat(kept); err != nil {
 		t.Errorf("the damaged log's copy: %v", err)
 	}
+	// info names the copy until it is removed.
+	if out, errOut, code := runLine([]string{"info", "--db", img}, ""); code != 0 || !strings.Contains(out, "copies of damaged write-ahead logs that check --repair kept, to remove once examined: "+kept) {
+		t.Errorf("info: exit %d\n%s%s", code, out, errOut)
+	}
+	os.Remove(kept)
+	if out, _, _ := runLine([]string{"info", "--db", img}, ""); strings.Contains(out, "damaged") {
+		t.Errorf("info names a copy removed:\n%s", out)
+	}
 	for id, want := range map[string]int{"b0-119": 0, "b1-0": 1, "b2-119": 1} {
 		if out, errOut, code := runLine([]string{"get", "--db", img, id}, ""); code != want {
 			t.Errorf("get %s after the repair: exit %d, want %d\n%s%s", id, code, want, out, errOut)

@@ -818,6 +818,8 @@ type InfoJSON struct {
 	TempBytes uint64     `json:"temp_bytes,omitempty"`
 	// RecycledLogBytes is db.Info.RecycledLogBytes.
 	RecycledLogBytes uint64 `json:"recycled_log_bytes,omitempty"`
+	// DamagedLogCopies is db.Info.DamagedLogCopies.
+	DamagedLogCopies []string `json:"damaged_log_copies,omitempty"`
 	// LogBytes is db.Info.LogBytes.
 	LogBytes uint64      `json:"log_bytes,omitempty"`
 	Instance string      `json:"instance,omitempty"`
@@ -851,7 +853,7 @@ func (o *OriginJSON) Origin() *db.Origin {
 
 // InfoOut converts in for the wire.
 func InfoOut(in *db.Info) InfoJSON {
-	return InfoJSON{Params: ParamsOut(in.Params), Docs: in.Docs, Written: in.Written, DiskBytes: in.DiskBytes, TempBytes: in.TempBytes, LogBytes: in.LogBytes, RecycledLogBytes: in.RecycledLogBytes, Instance: in.Instance, Origin: OriginOut(in.Origin), Redis: in.Redis}
+	return InfoJSON{Params: ParamsOut(in.Params), Docs: in.Docs, Written: in.Written, DiskBytes: in.DiskBytes, TempBytes: in.TempBytes, LogBytes: in.LogBytes, RecycledLogBytes: in.RecycledLogBytes, DamagedLogCopies: in.DamagedLogCopies, Instance: in.Instance, Origin: OriginOut(in.Origin), Redis: in.Redis}
 }
 
 // Info converts in back.
@@ -860,7 +862,7 @@ func (in InfoJSON) Info() (*db.Info, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &db.Info{Params: p, Docs: in.Docs, Written: in.Written, DiskBytes: in.DiskBytes, TempBytes: in.TempBytes, LogBytes: in.LogBytes, RecycledLogBytes: in.RecycledLogBytes, Instance: in.Instance, Origin: in.Origin.Origin(), Redis: in.Redis}, nil
+	return &db.Info{Params: p, Docs: in.Docs, Written: in.Written, DiskBytes: in.DiskBytes, TempBytes: in.TempBytes, LogBytes: in.LogBytes, RecycledLogBytes: in.RecycledLogBytes, DamagedLogCopies: in.DamagedLogCopies, Instance: in.Instance, Origin: in.Origin.Origin(), Redis: in.Redis}, nil
 }
 
 // StatsJSON is db.Stats, with the keys of lshdb stats --output json and
