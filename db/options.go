@@ -192,8 +192,9 @@ type Options struct {
 	// ExpirySweep is how often the handle removes the documents whose TTL
 	// has passed (WriteOptions.TTL): their records, ids and postings.
 	// An expired document is never returned, swept or not; until it is
-	// swept, on Pebble, it is still counted (Count, Info) and Stats
-	// reports it as pending (a Redis index counts only the live ones).
+	// swept it is still counted (Count, Info), on Redis too (where any
+	// writable handle's sweep removes it), and Stats reports it as
+	// pending.
 	// The sweep at Open runs in the background: a Count right after
 	// Open may still count documents that expired before it. Default: compaction.SweepInterval (1 s); at least 10 ms;
 	// negative: no background sweep (DB.SweepExpired sweeps on demand). A

@@ -97,6 +97,10 @@ func redisErr(err error) error {
 	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return err
 	}
+	if errors.Is(err, rediskv.ErrCountersLost) {
+		// NB: no retry mends it (ErrBackend says one may).
+		return fmt.Errorf("%w: %w", ErrCorrupt, err)
+	}
 	if rediskv.OutOfMemory(err) {
 		// NB: Redis's words ("OOM command not allowed when used memory >
 		// 'maxmemory'", with a script's hash) say neither what is full

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -1516,5 +1517,78 @@ func TestRedisRepairNamesUnnamed(t *testing.T) {
 	}
 	if rep, err := d.Check(context.Background()); err != nil || !rep.OK() {
 		t.Fatalf("Check after the repair: %v, %v", rep.Problems, err)
+	}
+}
+
+// Ensure that a Redis index whose counters went back (Redis restarted
+// without persistence under a writer, or a failover that lost a master's
+// last writes) fails the writes that would reuse its document numbers,
+// ErrCorrupt, and never retires another id's document: a put of one id
+// deleted the document of another whose number Redis had given out
+// again, and every write said it succeeded. The oracle: the documents
+// acknowledged, by id, read back after each step.
+func TestRedisCountersLost(t *testing.T) {
+	addr := standaloneRedis(t)
+	admin := redis.NewClient(&redis.Options{Addr: addr})
+	defer admin.Close()
+	u := "redis://" + addr + "/lost"
+	d, err := Open(u, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := func(i int) string {
+		return fmt.Sprintf("document number %d, with words enough to make shingles of: %d", i, i*7919)
+	}
+	var docs []Doc
+	for i := range 20 {
+		docs = append(docs, Doc{ID: fmt.Sprint("old-", i), Text: text(i)})
+	}
+	if _, err := d.PutBatch(docs, nil); err != nil {
+		t.Fatal(err)
+	}
+	// Redis loses the counters (as a restart without persistence would,
+	// with the documents written before: a model of its loss).
+	ctx := context.Background()
+	if err := admin.HSet(ctx, "{lshdb:lost}:counters", "next", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	// The handle that wrote sees numbers go back, and stores nothing.
+	err = d.Put(Doc{ID: "new-0", Text: text(100)}, nil)
+	if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "went back") {
+		t.Fatalf("a put given a number given out before: %v, want ErrCorrupt (the numbers went back)", err)
+	}
+	if _, err := d.Get("new-0"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("the refused put's document: %v, want ErrNotFound", err)
+	}
+	d.Close()
+	// A new handle has not seen the numbers: its put of a new id takes
+	// old-0's number; a put of old-0 then must not retire new-1's
+	// document, and says why.
+	d, err = Open(u, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if err := d.Put(Doc{ID: "new-1", Text: text(101)}, nil); err != nil {
+		t.Fatal(err)
+	}
+	num, err := admin.Get(ctx, "lshdb:lost:i:new-1").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, _ := strconv.Atoi(num)
+	if n < 1 || n > 20 {
+		t.Fatalf("new-1 took number %s: want one of the old documents' (1-20)", num)
+	}
+	old := fmt.Sprint("old-", n-1) // NB: the old documents took 1-20 in order
+	err = d.Put(Doc{ID: old, Text: text(102)}, nil)
+	if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "another id's record") {
+		t.Errorf("a put of %s, whose number was given out again: %v, want ErrCorrupt naming it", old, err)
+	}
+	if got, err := d.Get("new-1"); err != nil || got.Text != text(101) {
+		t.Errorf("new-1, acknowledged, after a put of %s: %v %v, want its text", old, got, err)
+	}
+	if got, err := d.Get(old); err != nil || got.Text != text(102) {
+		t.Errorf("%s after its put: %v %v, want the text put", old, got, err)
 	}
 }

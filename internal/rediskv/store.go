@@ -103,6 +103,27 @@ type Store struct {
 	// pipelines counts the pipelines sent to nodes (round trips), for
 	// benchmarks and tests.
 	pipelines atomic.Int64
+	// highNext is the highest document number this handle has seen
+	// given out (Apply, Counters): a write given one at or below it finds
+	// that the counters went back (ErrCountersLost).
+	highNext atomic.Uint64
+}
+
+// ErrCountersLost is a write's error when the index's numbers were
+// reused: the counters gave a document number this handle had seen given
+// out, or an id named a record of another id. Redis lost writes (a
+// restart without persistence, a failover that lost a master's last
+// writes), and a write that went on would retire another id's document.
+var ErrCountersLost = errors.New("rediskv: the index's document numbers went back (Redis lost writes)")
+
+// sawNext raises highNext to n.
+func (s *Store) sawNext(n uint64) {
+	for {
+		old := s.highNext.Load()
+		if n <= old || s.highNext.CompareAndSwap(old, n) {
+			return
+		}
+	}
 }
 
 // ParseURL returns the nodes, whether they form a cluster, and the index
@@ -549,6 +570,11 @@ var failAfter atomic.Int32
 
 var errCrash = errors.New("rediskv: a crash injected by a test")
 
+// retireHook, when set by a test, is called by retire before its marks
+// ("mark") and before it removes postings and expiry entries ("unpost"):
+// where a TTL that runs out, or a sweep, meets a write.
+var retireHook func(step string)
+
 // InjectCrash makes every Apply stop after step (see failAfter) until
 // restore is called, as a crash would: for the tests of the packages
 // above this one (db's), which must see what readers see in between.
@@ -576,11 +602,23 @@ func (s *Store) Apply(ctx context.Context, ws *WriteSet) (Result, error) {
 	}
 	// 1. The new records, under fresh numbers.
 	if len(ws.Puts) > 0 {
+		// NB: what was seen before the increment: every number seen then
+		// was given out before it, so below the ones it gives (numbers
+		// seen after it, by another write of this handle, may be higher).
+		seen := s.highNext.Load()
 		last, err := s.c.HIncrBy(ctx, s.countersKey(), "next", int64(len(ws.Puts))).Result()
 		if err != nil {
 			return res, err
 		}
 		first := uint64(last) - uint64(len(ws.Puts)) + 1
+		// NB: a Redis restarted without persistence gave numbers from 1
+		// again, under an index whose ids still named the old ones: a put
+		// of one id then retired another id's document (its id named the
+		// number reused), and every write said it succeeded.
+		if last <= 0 || first <= seen {
+			return res, fmt.Errorf("%w: this write was given document number %d, and this handle has seen numbers up to %d given out; nothing of it was stored; lshdb check --repair lists what the index lost (stop every writer first)", ErrCountersLost, first, seen)
+		}
+		s.sawNext(uint64(last))
 		for i := range ws.Puts {
 			res.Nums = append(res.Nums, first+uint64(i))
 		}
@@ -686,12 +724,12 @@ func (s *Store) Apply(ctx context.Context, ws *WriteSet) (Result, error) {
 			res.Missing = append(res.Missing, ids[i])
 		}
 	}
-	won, err := s.retire(ctx, retired, oldNums, oldBuckets)
+	won, err := s.retire(ctx, retired, oldNums, oldBuckets, ids)
 	if err != nil {
 		return res, err
 	}
-	// NB: a retirement counts once, by whoever marked the record first:
-	// this write, or the expiry sweep that removed it meanwhile.
+	// NB: a retirement counts once: by this write, or by the expiry sweep
+	// that removed it meanwhile (retire).
 	live := int64(len(ws.Puts)) - int64(won)
 	if live != 0 {
 		if err := s.addLive(ctx, s.c, live).Err(); err != nil {
@@ -702,41 +740,80 @@ func (s *Store) Apply(ctx context.Context, ws *WriteSet) (Result, error) {
 }
 
 // retire removes the documents oldNums[i] for i in which: marks their
-// records deleted, removes their postings, deletes the records.
-func (s *Store) retire(ctx context.Context, which []int, oldNums []uint64, oldBuckets []*redis.StringCmd) (won int, _ error) {
+// records deleted, removes their postings, deletes the records. With ids,
+// only a record of ids[i] is retired: one of another id (its number
+// reused after Redis lost writes) is left as it is, and the error is
+// ErrCountersLost once the others are retired. Without (Repair's
+// records no id names), any record is.
+func (s *Store) retire(ctx context.Context, which []int, oldNums []uint64, oldBuckets []*redis.StringCmd, ids []string) (won int, _ error) {
 	if len(which) == 0 {
 		return 0, nil
+	}
+	if retireHook != nil {
+		retireHook("mark")
 	}
 	marks := make([]*redis.Cmd, len(which))
 	if _, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for k, i := range which {
-			marks[k] = p.Eval(ctx, s.script(markScript), []string{s.docKey(oldNums[i])})
+			if ids != nil {
+				marks[k] = p.Eval(ctx, s.script(markScript), []string{s.docKey(oldNums[i])}, ids[i])
+			} else {
+				marks[k] = p.Eval(ctx, s.script(markScript), []string{s.docKey(oldNums[i])})
+			}
 		}
 		return nil
 	}); err != nil {
 		return 0, err
 	}
-	for _, m := range marks {
-		if n, _ := m.Int(); n == 1 {
+	// NB: a retirement counts once (the live counter), by whoever
+	// decides it: a document that does not expire by its mark, one that
+	// expires by whoever removes its expiry entry, this write or the
+	// sweep (which counts the entries it removes). Counted by the mark
+	// alone, a document retired as its TTL ran out was counted by no one
+	// (the mark met the record Redis had expired, and this write's ZREM
+	// took the entry from the sweep) or by both: the live count drifted
+	// by hundreds under writers racing the sweep.
+	var foreign error
+	var kept, byEntry []int
+	for k, m := range marks {
+		switch n, _ := m.Int(); n {
+		case 1:
 			won++
+		case -1:
+			i := which[k]
+			foreign = fmt.Errorf("%w: id %q named document number %d, which is another id's record; it was left as it is, and the rest of the write applied; lshdb check --repair lists what the index lost (stop every writer first)", ErrCountersLost, ids[i], oldNums[i])
+			continue
+		default:
+			byEntry = append(byEntry, len(kept))
 		}
+		kept = append(kept, which[k])
 	}
+	which = kept
 	if failAfter.Load() == 3 {
 		return won, errCrash
 	}
+	if retireHook != nil {
+		retireHook("unpost")
+	}
+	zrems := make([]*redis.IntCmd, len(which))
 	if _, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for _, i := range which {
+		for k, i := range which {
 			bs, _ := oldBuckets[i].Bytes()
 			num := strconv.FormatUint(oldNums[i], 10)
 			for band, b := range parseBuckets(bs) {
 				p.SRem(ctx, s.postKey(band, b), num)
 			}
 			// NB: a no-op for a document that does not expire.
-			p.ZRem(ctx, s.expiryKey(), expiryMember(oldNums[i], parseBuckets(bs)))
+			zrems[k] = p.ZRem(ctx, s.expiryKey(), expiryMember(oldNums[i], parseBuckets(bs)))
 		}
 		return nil
 	}); err != nil {
 		return won, err
+	}
+	for _, k := range byEntry {
+		if zrems[k].Val() == 1 {
+			won++
+		}
 	}
 	if failAfter.Load() == 4 {
 		return won, errCrash
@@ -747,7 +824,7 @@ func (s *Store) retire(ctx context.Context, which []int, oldNums []uint64, oldBu
 		}
 		return nil
 	})
-	return won, err
+	return won, cmp.Or(err, foreign)
 }
 
 // pipeErr returns the first error of a pipeline's commands other than
@@ -765,11 +842,20 @@ func pipeErr(cmds []redis.Cmder, err error) error {
 }
 
 // markScript marks a record retired ("x") and returns 1, if it is a
-// record (it has an id) not marked yet; else 0 and it writes nothing. NB:
-// HSET alone made a hash of the mark alone for a record another writer
-// had deleted (an orphan for Repair), and could not tell which of two
-// writers retiring one document did it first.
-const markScript = `if redis.call('HEXISTS', KEYS[1], 'i') == 1 then return redis.call('HSETNX', KEYS[1], 'x', '1') end return 0`
+// record (it has an id) not marked yet, 2 if it is one that expires
+// (whose retirement is counted by whoever removes its expiry entry);
+// else 0 and it writes nothing; -1 if ARGV[1] is given and the record is
+// of another id. NB: HSET alone
+// made a hash of the mark alone for a record another writer had deleted
+// (an orphan for Repair), and could not tell which of two writers
+// retiring one document did it first; and with no id to check, a put
+// retired another id's document whose number Redis had given out again.
+const markScript = `local i = redis.call('HGET', KEYS[1], 'i')
+if not i then return 0 end
+if ARGV[1] and i ~= ARGV[1] then return -1 end
+if redis.call('HSETNX', KEYS[1], 'x', '1') == 0 then return 0 end
+if redis.call('PTTL', KEYS[1]) >= 0 then return 2 end
+return 1`
 
 // liveScript adds ARGV[1] to the live counter (KEYS[1]), as HINCRBY;
 // setLiveScript sets it.
@@ -953,6 +1039,7 @@ func (s *Store) Counters(ctx context.Context) (written, live uint64, err error) 
 			out[i] = uint64(max(n, 0)) // NB: see Count
 		}
 	}
+	s.sawNext(out[0])
 	return out[0], out[1], nil
 }
 
@@ -1166,7 +1253,7 @@ func (s *Store) Repair(ctx context.Context) (RepairReport, error) {
 	// search of the list per record was quadratic in the orphans.
 	slices.Sort(rep.Unnamed)
 	rep.Unnamed = slices.Compact(rep.Unnamed)
-	if _, err := s.retire(ctx, dead, deadNums, deadBuckets); err != nil {
+	if _, err := s.retire(ctx, dead, deadNums, deadBuckets, nil); err != nil {
 		return rep, err
 	}
 	// The live count is the ids'. NB: at maxmemory too (freeAtOOM): a
