@@ -616,7 +616,7 @@ func (s *Store) Apply(ctx context.Context, ws *WriteSet) (Result, error) {
 		// of one id then retired another id's document (its id named the
 		// number reused), and every write said it succeeded.
 		if last <= 0 || first <= seen {
-			return res, fmt.Errorf("%w: this write was given document number %d, and this handle has seen numbers up to %d given out; nothing of it was stored; lshdb check --repair lists what the index lost (stop every writer first)", ErrCountersLost, first, seen)
+			return res, fmt.Errorf("%w: this write was given document number %d, and this handle has seen numbers up to %d given out (or the index was dropped and made again under this handle: open it again); nothing of it was stored; lshdb check --repair lists what the index lost (stop every writer first)", ErrCountersLost, first, seen)
 		}
 		s.sawNext(uint64(last))
 		for i := range ws.Puts {
