@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -1561,34 +1560,64 @@ func TestRedisCountersLost(t *testing.T) {
 		t.Errorf("the refused put's document: %v, want ErrNotFound", err)
 	}
 	d.Close()
-	// A new handle has not seen the numbers: its put of a new id takes
-	// old-0's number; a put of old-0 then must not retire new-1's
-	// document, and says why.
+	// A new handle has not seen the numbers: its put of a new id is
+	// given one a record holds, and stores nothing of it either.
 	d, err = Open(u, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	if err := d.Put(Doc{ID: "new-1", Text: text(101)}, nil); err != nil {
-		t.Fatal(err)
+	err = d.Put(Doc{ID: "new-1", Text: text(101)}, nil)
+	if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "held by another record") {
+		t.Fatalf("a new handle's put given a number a record holds: %v, want ErrCorrupt", err)
 	}
-	num, err := admin.Get(ctx, "lshdb:lost:i:new-1").Result()
+	if _, err := d.Get("new-1"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("the refused put's document: %v, want ErrNotFound", err)
+	}
+	// A repair puts the next number past every record's (and says so):
+	// puts then take numbers of their own, and every document stays.
+	if r, err := d.Repair(ctx); err != nil || !r.Counters {
+		t.Errorf("Repair: %+v, %v; want the counters put right", r, err)
+	}
+	want := map[string]string{}
+	for i := range 20 {
+		want[fmt.Sprint("old-", i)] = text(i)
+	}
+	for i := range 5 {
+		id := fmt.Sprint("after-", i)
+		if err := d.Put(Doc{ID: id, Text: text(200 + i)}, nil); err != nil {
+			t.Fatalf("a put after the repair: %v", err)
+		}
+		want[id] = text(200 + i)
+	}
+	for id, tx := range want {
+		if got, err := d.Get(id); err != nil || got.Text != tx {
+			t.Errorf("%s after the repair and puts: %v %v", id, got, err)
+		}
+	}
+	// An id that names another id's record (as lost writes leave it):
+	// a put of it leaves that record as it is, and says why.
+	four, err := admin.Get(ctx, "lshdb:lost:i:old-4").Result()
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, _ := strconv.Atoi(num)
-	if n < 1 || n > 20 {
-		t.Fatalf("new-1 took number %s: want one of the old documents' (1-20)", num)
+	if err := admin.Set(ctx, "lshdb:lost:i:old-3", four, 0).Err(); err != nil {
+		t.Fatal(err)
 	}
-	old := fmt.Sprint("old-", n-1) // NB: the old documents took 1-20 in order
-	err = d.Put(Doc{ID: old, Text: text(102)}, nil)
+	err = d.Put(Doc{ID: "old-3", Text: text(103)}, nil)
 	if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "another id's record") {
-		t.Errorf("a put of %s, whose number was given out again: %v, want ErrCorrupt naming it", old, err)
+		t.Errorf("a put of an id that names another's record: %v, want ErrCorrupt naming it", err)
 	}
-	if got, err := d.Get("new-1"); err != nil || got.Text != text(101) {
-		t.Errorf("new-1, acknowledged, after a put of %s: %v %v, want its text", old, got, err)
+	if got, err := d.Get("old-4"); err != nil || got.Text != text(4) {
+		t.Errorf("old-4 after a put of old-3, which named its record: %v %v, want it as it was", got, err)
 	}
-	if got, err := d.Get(old); err != nil || got.Text != text(102) {
-		t.Errorf("%s after its put: %v %v, want the text put", old, got, err)
+	if got, err := d.Get("old-3"); err != nil || got.Text != text(103) {
+		t.Errorf("old-3 after its put: %v %v, want the text put", got, err)
+	}
+	if _, err := d.Repair(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := d.Check(ctx); err != nil || !rep.OK() {
+		t.Errorf("check after the repair: %v %v", rep.Problems, err)
 	}
 }

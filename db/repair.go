@@ -138,7 +138,7 @@ func (db *DB) Repair(ctx context.Context) (RepairResult, error) {
 		db.sweepMu.Lock()
 		defer db.sweepMu.Unlock()
 		rep, err := db.rkv.Repair(ctx)
-		return RepairResult{Orphans: rep.Orphans, Dangling: rep.Dangling, Reposted: rep.Reposted, Lost: rep.Lost, Unnamed: rep.Unnamed}, redisErr(err)
+		return RepairResult{Orphans: rep.Orphans, Dangling: rep.Dangling, Reposted: rep.Reposted, Lost: rep.Lost, Unnamed: rep.Unnamed, Counters: rep.Counters}, redisErr(err)
 	}
 	return db.pebbleRepair(ctx)
 }

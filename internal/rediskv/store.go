@@ -623,16 +623,27 @@ func (s *Store) Apply(ctx context.Context, ws *WriteSet) (Result, error) {
 			res.Nums = append(res.Nums, first+uint64(i))
 		}
 	}
+	// NB: a record is written only under a number no record holds: one
+	// that does means the counters went back (Redis lost writes, the
+	// counters' among them, and gave out numbers again), and a put wrote
+	// over another id's document, which its id still named.
+	made := make([]*redis.Cmd, len(ws.Puts))
 	if _, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, put := range ws.Puts {
-			p.HSet(ctx, s.docKey(res.Nums[i]), "i", put.ID, "r", put.Record, "b", bucketBytes(put.Buckets))
+			at := int64(0)
 			if put.Expires != 0 {
-				p.PExpireAt(ctx, s.docKey(res.Nums[i]), expiryTime(put.Expires))
+				at = expiryMillis(put.Expires)
 			}
+			made[i] = p.Eval(ctx, putRecordScript, []string{s.docKey(res.Nums[i])}, put.ID, put.Record, bucketBytes(put.Buckets), at)
 		}
 		return nil
 	}); err != nil {
 		return res, err
+	}
+	for i, m := range made {
+		if n, _ := m.Int(); n != 1 {
+			return res, fmt.Errorf("%w: document number %d, given to this write, is held by another record; no id of this write was written (its records are orphans, which lshdb check --repair removes, putting the counters right: stop every writer first)", ErrCountersLost, res.Nums[i])
+		}
 	}
 	if failAfter.Load() == 1 {
 		return res, errCrash
@@ -841,6 +852,15 @@ func pipeErr(cmds []redis.Cmder, err error) error {
 	return err
 }
 
+// putRecordScript writes a new record (KEYS[1]: its id ARGV[1], record
+// ARGV[2], buckets ARGV[3], and its expiry ARGV[4] in Unix milliseconds,
+// 0 for none) and returns 1, unless a record holds the key: then it
+// writes nothing and returns 0.
+const putRecordScript = `if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+redis.call('HSET', KEYS[1], 'i', ARGV[1], 'r', ARGV[2], 'b', ARGV[3])
+if ARGV[4] ~= '0' then redis.call('PEXPIREAT', KEYS[1], ARGV[4]) end
+return 1`
+
 // markScript marks a record retired ("x") and returns 1, if it is a
 // record (it has an id) not marked yet, 2 if it is one that expires
 // (whose retirement is counted by whoever removes its expiry entry);
@@ -857,11 +877,16 @@ if redis.call('HSETNX', KEYS[1], 'x', '1') == 0 then return 0 end
 if redis.call('PTTL', KEYS[1]) >= 0 then return 2 end
 return 1`
 
-// liveScript adds ARGV[1] to the live counter (KEYS[1]), as HINCRBY;
-// setLiveScript sets it.
+// liveScript adds ARGV[1] to the live counter (KEYS[1]), as HINCRBY.
 const (
-	liveScript    = `return redis.call('HINCRBY', KEYS[1], 'live', ARGV[1])`
-	setLiveScript = `return redis.call('HSET', KEYS[1], 'live', ARGV[1])`
+	liveScript = `return redis.call('HINCRBY', KEYS[1], 'live', ARGV[1])`
+	// fixCountersScript sets the live counter to ARGV[1] and raises the
+	// next document number to ARGV[2] if below it; it returns 1 if it
+	// changed either, else 0.
+	fixCountersScript = `local changed = 0
+if (redis.call('HGET', KEYS[1], 'live') or '') ~= ARGV[1] then redis.call('HSET', KEYS[1], 'live', ARGV[1]) changed = 1 end
+if tonumber(redis.call('HGET', KEYS[1], 'next') or '0') < tonumber(ARGV[2]) then redis.call('HSET', KEYS[1], 'next', ARGV[2]) changed = 1 end
+return changed`
 )
 
 // script returns a script of a delete or a repair, flagged to run at
@@ -1147,6 +1172,11 @@ type RepairReport struct {
 	// deleted by hand), in order: if they should be stored, put them
 	// again.
 	Unnamed []string
+	// Counters says that the counters were put right: the live count
+	// differed from the live documents', or the next document number was
+	// not past every record's (Redis lost writes: the numbers would be
+	// given out again).
+	Counters bool
 }
 
 // unnameScript deletes an id key (KEYS[1]) if it still names doc number
@@ -1264,9 +1294,22 @@ func (s *Store) Repair(ctx context.Context) (RepairReport, error) {
 			awaiting++
 		}
 	}
-	if err := s.c.Eval(ctx, s.script(setLiveScript), []string{s.countersKey()}, len(live)+awaiting).Err(); err != nil {
+	// NB: and the next number past every record's: after Redis lost
+	// writes (the counters' among them) it gave out numbers that records
+	// still held, and a later put wrote over another id's document.
+	maxNum := uint64(0)
+	for _, n := range nums {
+		maxNum = max(maxNum, n)
+	}
+	for n := range due {
+		maxNum = max(maxNum, n)
+	}
+	changed, err := s.c.Eval(ctx, s.script(fixCountersScript), []string{s.countersKey()}, len(live)+awaiting, maxNum).Int()
+	if err != nil {
 		return rep, err
 	}
+	rep.Counters = changed == 1
+	s.sawNext(maxNum)
 	// Every live document in each of its buckets (SADD of a member the
 	// set holds does nothing): a query missed a document that a kill
 	// left out of some of its bands, and Check reported what Repair
