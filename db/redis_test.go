@@ -1621,3 +1621,36 @@ func TestRedisCountersLost(t *testing.T) {
 		t.Errorf("check after the repair: %v %v", rep.Problems, err)
 	}
 }
+
+// Ensure that a key under a Redis index's prefix that lshdb did not write
+// (another program's, or one set by hand) is ErrCorrupt, not ErrBackend:
+// it was "the storage backend failed" (HTTP 503, worth a retry), which no
+// retry mends. The oracle: the keys set by hand.
+func TestRedisForeignKeys(t *testing.T) {
+	addr := standaloneRedis(t)
+	admin := redis.NewClient(&redis.Options{Addr: addr})
+	defer admin.Close()
+	d, err := Open("redis://"+addr+"/fk", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if err := d.Put(Doc{ID: "a", Text: "a document with words enough to shingle"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := admin.Set(ctx, "lshdb:fk:i:ghost", "notanumber", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.LPush(ctx, "lshdb:fk:i:listid", "5").Err(); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"ghost", "listid"} {
+		if _, err := d.Get(id); !errors.Is(err, ErrCorrupt) || errors.Is(err, ErrBackend) {
+			t.Errorf("Get(%s) of a key lshdb did not write: %v, want ErrCorrupt, not ErrBackend", id, err)
+		}
+	}
+	if got, err := d.Get("a"); err != nil || got.ID != "a" {
+		t.Errorf("Get(a) beside them: %v %v", got, err)
+	}
+}

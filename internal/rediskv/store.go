@@ -116,6 +116,11 @@ type Store struct {
 // writes), and a write that went on would retire another id's document.
 var ErrCountersLost = errors.New("rediskv: the index's document numbers went back (Redis lost writes)")
 
+// ErrForeignValue is the error of a key under the index's prefix whose
+// value lshdb did not write (not a number where one is, a record key
+// that names none): a key of another program's, or one set by hand.
+var ErrForeignValue = errors.New("rediskv: a key of the index holds a value lshdb did not write")
+
 // sawNext raises highNext to n.
 func (s *Store) sawNext(n uint64) {
 	for {
@@ -703,7 +708,7 @@ func (s *Store) Apply(ctx context.Context, ws *WriteSet) (Result, error) {
 	for i, c := range prev {
 		if v, err := c.Result(); err == nil {
 			if oldNums[i], err = strconv.ParseUint(v, 10, 64); err != nil {
-				return res, fmt.Errorf("rediskv: id %q named %q", ids[i], v)
+				return res, fmt.Errorf("%w: id %q named %q", ErrForeignValue, ids[i], v)
 			}
 		}
 	}
@@ -953,7 +958,7 @@ func (s *Store) Postings(ctx context.Context, lists []BandBucket) ([][]uint64, e
 		for _, v := range c.Val() {
 			n, err := strconv.ParseUint(v, 10, 64)
 			if err != nil {
-				return nil, fmt.Errorf("rediskv: posting list %s holds %q", s.postKey(lists[i].Band, lists[i].Bucket), v)
+				return nil, fmt.Errorf("%w: posting list %s holds %q", ErrForeignValue, s.postKey(lists[i].Band, lists[i].Bucket), v)
 			}
 			out[i] = append(out[i], n)
 		}
@@ -1028,6 +1033,9 @@ func (s *Store) DocNums(ctx context.Context, ids []string) ([]uint64, error) {
 		// command's failure behind a missing id (redis.Nil) must not read
 		// as another missing id.
 		n, err := c.Uint64()
+		if ne := (*strconv.NumError)(nil); errors.As(err, &ne) {
+			return nil, fmt.Errorf("%w: id key %s holds %q", ErrForeignValue, s.idKey(ids[i]), c.Val())
+		}
 		if err != nil && !errors.Is(err, redis.Nil) {
 			return nil, err
 		}
@@ -1059,7 +1067,7 @@ func (s *Store) Counters(ctx context.Context) (written, live uint64, err error) 
 		if str, ok := v.(string); ok {
 			n, err := strconv.ParseInt(str, 10, 64)
 			if err != nil {
-				return 0, 0, fmt.Errorf("rediskv: counter %q: %w", str, err)
+				return 0, 0, fmt.Errorf("%w: counter %q: %w", ErrForeignValue, str, err)
 			}
 			out[i] = uint64(max(n, 0)) // NB: see Count
 		}
@@ -1213,7 +1221,7 @@ func (s *Store) Repair(ctx context.Context) (RepairReport, error) {
 	for i, k := range docKeys {
 		n, err := strconv.ParseUint(strings.TrimPrefix(k, s.prefix+"d:"), 10, 64)
 		if err != nil {
-			return rep, fmt.Errorf("rediskv: a record key %q", k)
+			return rep, fmt.Errorf("%w: a record key %q names no document number", ErrForeignValue, k)
 		}
 		nums[i] = n
 	}
