@@ -529,7 +529,7 @@ func TestRedisErrTimeout(t *testing.T) {
 	if !errors.Is(err, ErrBackend) || !strings.Contains(err.Error(), "did not answer in time") || !strings.Contains(err.Error(), "i/o timeout") {
 		t.Errorf("a timeout: %v", err)
 	}
-	if err := redisErr(errors.New("WRONGTYPE")); !errors.Is(err, ErrBackend) || strings.Contains(err.Error(), "in time") {
+	if err := redisErr(errors.New("ERR max number of clients reached")); !errors.Is(err, ErrBackend) || strings.Contains(err.Error(), "in time") {
 		t.Errorf("another error: %v", err)
 	}
 	if err := redisErr(context.Canceled); err != context.Canceled {
