@@ -97,7 +97,7 @@ func redisErr(err error) error {
 	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return err
 	}
-	if errors.Is(err, rediskv.ErrForeignValue) || strings.Contains(err.Error(), "WRONGTYPE Operation against a key") {
+	if errors.Is(err, rediskv.ErrForeignValue) || rediskv.WrongType(err) {
 		// NB: it was ErrBackend ("worth a retry": HTTP 503), which no
 		// retry mends, naming no key.
 		return fmt.Errorf("%w: %w (a key under the index's prefix that lshdb did not write, of another program's or set by hand: find it with redis-cli --scan --pattern and remove it)", ErrCorrupt, err)

@@ -54,6 +54,7 @@ package rediskv
 import (
 	"cmp"
 	"context"
+	"crypto/rand"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -103,33 +104,20 @@ type Store struct {
 	// pipelines counts the pipelines sent to nodes (round trips), for
 	// benchmarks and tests.
 	pipelines atomic.Int64
-	// highNext is the highest document number this handle has seen
-	// given out (Apply, Counters): a write given one at or below it finds
-	// that the counters went back (ErrCountersLost).
-	highNext atomic.Uint64
 }
 
 // ErrCountersLost is a write's error when the index's numbers were
-// reused: the counters gave a document number this handle had seen given
-// out, or an id named a record of another id. Redis lost writes (a
-// restart without persistence, a failover that lost a master's last
-// writes), and a write that went on would retire another id's document.
+// reused: the counters gave a document number that a record holds, or an
+// id named a record of another id. Redis lost writes (a restart without
+// persistence, a failover that lost a master's last writes), the
+// counters' among them, and a write that went on would overwrite or
+// retire another id's document.
 var ErrCountersLost = errors.New("rediskv: the index's document numbers went back (Redis lost writes)")
 
 // ErrForeignValue is the error of a key under the index's prefix whose
 // value lshdb did not write (not a number where one is, a record key
 // that names none): a key of another program's, or one set by hand.
 var ErrForeignValue = errors.New("rediskv: a key of the index holds a value lshdb did not write")
-
-// sawNext raises highNext to n.
-func (s *Store) sawNext(n uint64) {
-	for {
-		old := s.highNext.Load()
-		if n <= old || s.highNext.CompareAndSwap(old, n) {
-			return
-		}
-	}
-}
 
 // ParseURL returns the nodes, whether they form a cluster, and the index
 // name of a redis:// or redis+cluster:// URL.
@@ -427,6 +415,14 @@ func OutOfMemory(err error) bool {
 	return errors.As(err, &re) && (strings.HasPrefix(re.Error(), "OOM ") || strings.Contains(re.Error(), "OOM command not allowed"))
 }
 
+// WrongType says whether err is Redis's answer to a command on a key
+// that holds another type of value (WRONGTYPE): under an index's prefix,
+// a key lshdb did not write.
+func WrongType(err error) bool {
+	var re redis.Error
+	return errors.As(err, &re) && strings.HasPrefix(re.Error(), "WRONGTYPE ")
+}
+
 // Permanent reports whether err is a reply of Redis that a retry does not
 // change: memory full (OutOfMemory), an authentication or permission
 // refusal, a command, type or syntax it does not take. What a failover
@@ -607,23 +603,11 @@ func (s *Store) Apply(ctx context.Context, ws *WriteSet) (Result, error) {
 	}
 	// 1. The new records, under fresh numbers.
 	if len(ws.Puts) > 0 {
-		// NB: what was seen before the increment: every number seen then
-		// was given out before it, so below the ones it gives (numbers
-		// seen after it, by another write of this handle, may be higher).
-		seen := s.highNext.Load()
 		last, err := s.c.HIncrBy(ctx, s.countersKey(), "next", int64(len(ws.Puts))).Result()
 		if err != nil {
 			return res, err
 		}
 		first := uint64(last) - uint64(len(ws.Puts)) + 1
-		// NB: a Redis restarted without persistence gave numbers from 1
-		// again, under an index whose ids still named the old ones: a put
-		// of one id then retired another id's document (its id named the
-		// number reused), and every write said it succeeded.
-		if last <= 0 || first <= seen {
-			return res, fmt.Errorf("%w: this write was given document number %d, and this handle has seen numbers up to %d given out (or the index was dropped and made again under this handle: open it again); nothing of it was stored; lshdb check --repair lists what the index lost (stop every writer first)", ErrCountersLost, first, seen)
-		}
-		s.sawNext(uint64(last))
 		for i := range ws.Puts {
 			res.Nums = append(res.Nums, first+uint64(i))
 		}
@@ -631,7 +615,14 @@ func (s *Store) Apply(ctx context.Context, ws *WriteSet) (Result, error) {
 	// NB: a record is written only under a number no record holds: one
 	// that does means the counters went back (Redis lost writes, the
 	// counters' among them, and gave out numbers again), and a put wrote
-	// over another id's document, which its id still named.
+	// over another id's document, which its id still named (a Redis
+	// restarted without persistence). The record is stamped with this
+	// write's token, so that the same pipeline sent again (go-redis
+	// resends one whose answer came after its read timeout) finds its own
+	// records, not another's.
+	var tok [8]byte
+	rand.Read(tok[:])
+	token := string(tok[:])
 	made := make([]*redis.Cmd, len(ws.Puts))
 	if _, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, put := range ws.Puts {
@@ -639,7 +630,7 @@ func (s *Store) Apply(ctx context.Context, ws *WriteSet) (Result, error) {
 			if put.Expires != 0 {
 				at = expiryMillis(put.Expires)
 			}
-			made[i] = p.Eval(ctx, putRecordScript, []string{s.docKey(res.Nums[i])}, put.ID, put.Record, bucketBytes(put.Buckets), at)
+			made[i] = p.Eval(ctx, putRecordScript, []string{s.docKey(res.Nums[i])}, put.ID, put.Record, bucketBytes(put.Buckets), at, token)
 		}
 		return nil
 	}); err != nil {
@@ -711,6 +702,14 @@ func (s *Store) Apply(ctx context.Context, ws *WriteSet) (Result, error) {
 				return res, fmt.Errorf("%w: id %q named %q", ErrForeignValue, ids[i], v)
 			}
 		}
+		// NB: an id that names this write's own new record: the pipeline
+		// was sent again (go-redis resends one answered after its read
+		// timeout), and the first send's answer, the number it named
+		// before, is lost (that record is left to Repair as an orphan).
+		// Retired, it was this write's own document.
+		if i < len(ws.Puts) && oldNums[i] == res.Nums[i] {
+			oldNums[i] = 0
+		}
 	}
 	if failAfter.Load() == 2 {
 		return res, errCrash
@@ -741,9 +740,12 @@ func (s *Store) Apply(ctx context.Context, ws *WriteSet) (Result, error) {
 		}
 	}
 	won, err := s.retire(ctx, retired, oldNums, oldBuckets, ids)
-	if err != nil {
+	if err != nil && !errors.Is(err, ErrCountersLost) {
 		return res, err
 	}
+	// NB: a record of another id left as it was (ErrCountersLost), the
+	// rest of the write applied is counted too.
+	foreign := err
 	// NB: a retirement counts once: by this write, or by the expiry sweep
 	// that removed it meanwhile (retire).
 	live := int64(len(ws.Puts)) - int64(won)
@@ -752,7 +754,7 @@ func (s *Store) Apply(ctx context.Context, ws *WriteSet) (Result, error) {
 			return res, err
 		}
 	}
-	return res, nil
+	return res, foreign
 }
 
 // retire removes the documents oldNums[i] for i in which: marks their
@@ -858,11 +860,15 @@ func pipeErr(cmds []redis.Cmder, err error) error {
 }
 
 // putRecordScript writes a new record (KEYS[1]: its id ARGV[1], record
-// ARGV[2], buckets ARGV[3], and its expiry ARGV[4] in Unix milliseconds,
-// 0 for none) and returns 1, unless a record holds the key: then it
-// writes nothing and returns 0.
-const putRecordScript = `if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
-redis.call('HSET', KEYS[1], 'i', ARGV[1], 'r', ARGV[2], 'b', ARGV[3])
+// ARGV[2], buckets ARGV[3], its expiry ARGV[4] in Unix milliseconds, 0
+// for none, and the write's token ARGV[5]) and returns 1, unless a record
+// holds the key: then it writes nothing and returns 0, or 1 if the record
+// is this write's own (the same id and token: the pipeline sent again).
+const putRecordScript = `if redis.call('EXISTS', KEYS[1]) == 1 then
+  if redis.call('HGET', KEYS[1], 'i') == ARGV[1] and redis.call('HGET', KEYS[1], 'w') == ARGV[5] then return 1 end
+  return 0
+end
+redis.call('HSET', KEYS[1], 'i', ARGV[1], 'r', ARGV[2], 'b', ARGV[3], 'w', ARGV[5])
 if ARGV[4] ~= '0' then redis.call('PEXPIREAT', KEYS[1], ARGV[4]) end
 return 1`
 
@@ -890,7 +896,7 @@ const (
 	// changed either, else 0.
 	fixCountersScript = `local changed = 0
 if (redis.call('HGET', KEYS[1], 'live') or '') ~= ARGV[1] then redis.call('HSET', KEYS[1], 'live', ARGV[1]) changed = 1 end
-if tonumber(redis.call('HGET', KEYS[1], 'next') or '0') < tonumber(ARGV[2]) then redis.call('HSET', KEYS[1], 'next', ARGV[2]) changed = 1 end
+if (tonumber(redis.call('HGET', KEYS[1], 'next') or '0') or -1) < tonumber(ARGV[2]) then redis.call('HSET', KEYS[1], 'next', ARGV[2]) changed = 1 end
 return changed`
 )
 
@@ -1072,7 +1078,6 @@ func (s *Store) Counters(ctx context.Context) (written, live uint64, err error) 
 			out[i] = uint64(max(n, 0)) // NB: see Count
 		}
 	}
-	s.sawNext(out[0])
 	return out[0], out[1], nil
 }
 
@@ -1166,7 +1171,8 @@ func membersOf(ctx context.Context, c *redis.Client, keys []string) ([][]string,
 type RepairReport struct {
 	// Orphans are records that no id names (a put that stopped before
 	// its id was written, or a retirement that stopped before the record
-	// was deleted); Dangling the postings of numbers with no live record;
+	// was deleted); Dangling the postings of numbers with no live record,
+	// and the expiry entries not yet due of numbers with no record;
 	// Reposted the postings a live document was missing (a put whose
 	// postings and id went to their nodes at once, stopped after the id
 	// landed and before all its postings had), added again.
@@ -1312,12 +1318,41 @@ func (s *Store) Repair(ctx context.Context) (RepairReport, error) {
 	for n := range due {
 		maxNum = max(maxNum, n)
 	}
+	// NB: and past every expiry entry's, of which those not yet due
+	// whose record is gone are removed: lost with the counters, an entry
+	// kept on another node had the sweep, once it came due, delete the
+	// record of a document given its number again (and take one off the
+	// live count).
+	members, err := s.c.ZRange(ctx, s.expiryKey(), 0, -1).Result()
+	if err != nil {
+		return rep, err
+	}
+	hasRecord := make(map[uint64]bool, len(nums))
+	for _, n := range nums {
+		hasRecord[n] = true
+	}
+	var stale []any
+	for _, m := range members {
+		n, _, err := parseExpiryMember(m)
+		if err != nil {
+			continue // NB: Check's to report
+		}
+		maxNum = max(maxNum, n)
+		if !hasRecord[n] && !due[n] {
+			stale = append(stale, m)
+		}
+	}
+	if len(stale) > 0 {
+		if err := s.c.ZRem(ctx, s.expiryKey(), stale...).Err(); err != nil {
+			return rep, err
+		}
+		rep.Dangling += len(stale)
+	}
 	changed, err := s.c.Eval(ctx, s.script(fixCountersScript), []string{s.countersKey()}, len(live)+awaiting, maxNum).Int()
 	if err != nil {
 		return rep, err
 	}
 	rep.Counters = changed == 1
-	s.sawNext(maxNum)
 	// Every live document in each of its buckets (SADD of a member the
 	// set holds does nothing): a query missed a document that a kill
 	// left out of some of its bands, and Check reported what Repair
