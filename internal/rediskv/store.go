@@ -54,7 +54,6 @@ package rediskv
 import (
 	"cmp"
 	"context"
-	"crypto/rand"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -616,13 +615,12 @@ func (s *Store) Apply(ctx context.Context, ws *WriteSet) (Result, error) {
 	// that does means the counters went back (Redis lost writes, the
 	// counters' among them, and gave out numbers again), and a put wrote
 	// over another id's document, which its id still named (a Redis
-	// restarted without persistence). The record is stamped with this
-	// write's token, so that the same pipeline sent again (go-redis
-	// resends one whose answer came after its read timeout) finds its own
-	// records, not another's.
-	var tok [8]byte
-	rand.Read(tok[:])
-	token := string(tok[:])
+	// restarted without persistence). A record of the same id and bytes
+	// is taken as this write's own: the same pipeline sent again
+	// (go-redis resends one whose answer came after its read timeout), a
+	// batch retried after a failover lost the counters' increment, or the
+	// same document stored under that number before the loss (its id
+	// names it still, and is not retired: below).
 	made := make([]*redis.Cmd, len(ws.Puts))
 	if _, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, put := range ws.Puts {
@@ -630,7 +628,7 @@ func (s *Store) Apply(ctx context.Context, ws *WriteSet) (Result, error) {
 			if put.Expires != 0 {
 				at = expiryMillis(put.Expires)
 			}
-			made[i] = p.Eval(ctx, putRecordScript, []string{s.docKey(res.Nums[i])}, put.ID, put.Record, bucketBytes(put.Buckets), at, token)
+			made[i] = p.Eval(ctx, putRecordScript, []string{s.docKey(res.Nums[i])}, put.ID, put.Record, bucketBytes(put.Buckets), at)
 		}
 		return nil
 	}); err != nil {
@@ -704,9 +702,10 @@ func (s *Store) Apply(ctx context.Context, ws *WriteSet) (Result, error) {
 		}
 		// NB: an id that names this write's own new record: the pipeline
 		// was sent again (go-redis resends one answered after its read
-		// timeout), and the first send's answer, the number it named
-		// before, is lost (that record is left to Repair as an orphan).
-		// Retired, it was this write's own document.
+		// timeout; the first send's answer, the number it named before,
+		// is lost, and that record left to Repair as an orphan), or the
+		// record was the same document's before Redis lost the counters
+		// (putRecordScript). Retired, it was this write's own document.
 		if i < len(ws.Puts) && oldNums[i] == res.Nums[i] {
 			oldNums[i] = 0
 		}
@@ -861,14 +860,14 @@ func pipeErr(cmds []redis.Cmder, err error) error {
 
 // putRecordScript writes a new record (KEYS[1]: its id ARGV[1], record
 // ARGV[2], buckets ARGV[3], its expiry ARGV[4] in Unix milliseconds, 0
-// for none, and the write's token ARGV[5]) and returns 1, unless a record
-// holds the key: then it writes nothing and returns 0, or 1 if the record
-// is this write's own (the same id and token: the pipeline sent again).
+// for none) and returns 1, unless a record holds the key: then it writes
+// nothing and returns 0, or 1 if the record is of the same id and bytes
+// (Apply).
 const putRecordScript = `if redis.call('EXISTS', KEYS[1]) == 1 then
-  if redis.call('HGET', KEYS[1], 'i') == ARGV[1] and redis.call('HGET', KEYS[1], 'w') == ARGV[5] then return 1 end
+  if redis.call('HGET', KEYS[1], 'i') == ARGV[1] and redis.call('HGET', KEYS[1], 'r') == ARGV[2] then return 1 end
   return 0
 end
-redis.call('HSET', KEYS[1], 'i', ARGV[1], 'r', ARGV[2], 'b', ARGV[3], 'w', ARGV[5])
+redis.call('HSET', KEYS[1], 'i', ARGV[1], 'r', ARGV[2], 'b', ARGV[3])
 if ARGV[4] ~= '0' then redis.call('PEXPIREAT', KEYS[1], ARGV[4]) end
 return 1`
 
