@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -473,6 +474,12 @@ func (db *DB) copyFiles(ctx context.Context, dir string) (err error) {
 
 // copyFile copies src to dst, a new file, and syncs it.
 func copyFile(fsys vfs.FS, src, dst string) error {
+	return copyPrefix(fsys, src, dst, math.MaxInt64)
+}
+
+// copyPrefix copies the first n bytes of file src (all of a shorter one)
+// to a new file dst, synced.
+func copyPrefix(fsys vfs.FS, src, dst string, n int64) error {
 	in, err := fsys.Open(src)
 	if err != nil {
 		return err
@@ -482,7 +489,7 @@ func copyFile(fsys vfs.FS, src, dst string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := io.Copy(out, in); err != nil {
+	if _, err := io.Copy(out, io.LimitReader(in, n)); err != nil {
 		out.Close()
 		return err
 	}

@@ -413,21 +413,13 @@ func (db *DB) Stats(ctx context.Context, top int) (*Stats, error) {
 	// keyspace or its metrics, which both gave a few kilobytes for an
 	// index whose zstd-compressed records a load had ingested (30 MB on
 	// disk).
-	st.DiskBytes = dirBytes(db.opts.FS, db.dir)
+	// NB: and the logs' files' sizes, not Pebble's WAL metrics, whose size
+	// of the log being written is its size when it was opened (0 for a
+	// new one).
+	st.DiskBytes, _, st.LogBytes = dirBytesTemp(db.opts.FS, db.dir)
 	levels, err := db.pdb.SSTables()
 	if err != nil {
 		return nil, classify(err)
-	}
-	// NB: the files' sizes, not Pebble's WAL metrics, whose size of the
-	// log being written is its size when it was opened (0 for a new one).
-	if names, err := db.opts.FS.List(db.dir); err == nil {
-		for _, name := range names {
-			if isLogFile(name) {
-				if fi, err := db.opts.FS.Stat(db.opts.FS.PathJoin(db.dir, name)); err == nil && !fi.IsDir() {
-					st.LogBytes += allocatedBytes(fi)
-				}
-			}
-		}
 	}
 	st.RecycledLogBytes = min(db.recycledLogBytes(), st.LogBytes)
 	st.TableBytes = map[string]uint64{}

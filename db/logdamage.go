@@ -207,15 +207,12 @@ func (s *logScan) readable(b []byte) int {
 	return len(b)
 }
 
-// newestLogDamage reads the newest write-ahead log in dir, the one that
+// newestLogDamage reads the newest write-ahead log among names, the
+// files in dir: the one that
 // Pebble's recovery reads leniently (it checks older ones strictly), and
 // returns a *LogDamageError if whole records of it follow a part that does
 // not read; nil if there is none or it is not damaged.
-func newestLogDamage(fs vfs.FS, dir string) (*LogDamageError, error) {
-	names, err := fs.List(dir)
-	if err != nil {
-		return nil, err
-	}
+func newestLogDamage(fs vfs.FS, dir string, names []string) (*LogDamageError, error) {
 	newest, name := wal.NumWAL(0), ""
 	for _, n := range names {
 		// NB: a log of several segments (index > 0) is WAL failover's,
@@ -268,10 +265,11 @@ func newestLogDamage(fs vfs.FS, dir string) (*LogDamageError, error) {
 // damage to the last record's first chunks is dropped as a torn tail
 // drops it, which a warning says.
 func acceptLogDamage(o Options, dir string) (*LogDamageError, error) {
-	if !ownFormat(o.fs, dir) {
-		return nil, nil
+	names, err := o.fs.List(dir)
+	if err != nil || !ownFormat(names) {
+		return nil, nil // NB: Pebble's open says what is wrong with dir
 	}
-	dmg, err := newestLogDamage(o.fs, dir)
+	dmg, err := newestLogDamage(o.fs, dir, names)
 	if err != nil {
 		return nil, fmt.Errorf("lshdb: reading the newest write-ahead log of %s: %w", dir, err)
 	}
@@ -358,16 +356,13 @@ func damagedLogCopies(fs vfs.FS, dir string) []string {
 	return out
 }
 
-// ownFormat says whether the store in dir is one of Pebble's format
-// versions this build opens: its format marker names one at most
-// formatMajorVersion. The log of another store (a newer Pebble's, which
-// may write chunks of kinds this build does not know; LevelDB's) is not
-// read as Pebble 2.1.7's, let alone cut: Pebble refuses the store.
-func ownFormat(fs vfs.FS, dir string) bool {
-	names, err := fs.List(dir)
-	if err != nil {
-		return false
-	}
+// ownFormat says whether the store whose files are names is in one of
+// Pebble's format versions this build opens: its format marker names one
+// at most formatMajorVersion. The log of another store (a newer
+// Pebble's, which may write chunks of kinds this build does not know;
+// LevelDB's) is not read as Pebble 2.1.7's, let alone cut: Pebble refuses
+// the store.
+func ownFormat(names []string) bool {
 	for _, n := range names {
 		rest, ok := strings.CutPrefix(n, "marker.format-version.")
 		if !ok {
@@ -384,26 +379,3 @@ func ownFormat(fs vfs.FS, dir string) bool {
 // accepted (Options.AcceptLogDamage): what it dropped, and where it kept
 // a copy of the log. Nil if it found none (or on Redis).
 func (db *DB) LogDamage() *LogDamageError { return db.logDamage }
-
-// copyPrefix copies the first n bytes of file src to a new file dst,
-// synced.
-func copyPrefix(fsys vfs.FS, src, dst string, n int64) error {
-	in, err := fsys.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := fsys.Create(dst, vfs.WriteCategoryUnspecified)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, io.LimitReader(in, n)); err != nil {
-		out.Close()
-		return err
-	}
-	if err := out.Sync(); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
-}

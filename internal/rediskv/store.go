@@ -1314,11 +1314,9 @@ func (s *Store) Repair(ctx context.Context) (RepairReport, error) {
 	for _, n := range nums {
 		maxNum = max(maxNum, n)
 	}
-	for n := range due {
-		maxNum = max(maxNum, n)
-	}
-	// NB: and past every expiry entry's, of which those not yet due
-	// whose record is gone are removed: lost with the counters, an entry
+	// NB: and past every expiry entry's (the due ones' among them), of
+	// which those not yet due whose record is gone are removed: lost with
+	// the counters, an entry
 	// kept on another node had the sweep, once it came due, delete the
 	// record of a document given its number again (and take one off the
 	// live count).
