@@ -54,6 +54,7 @@ package rediskv
 import (
 	"cmp"
 	"context"
+	"crypto/rand"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -512,6 +513,11 @@ func (s *Store) docKey(n uint64) string { return s.prefix + "d:" + strconv.Forma
 func (s *Store) docPattern() string     { return s.prefix + "d:*" }
 func (s *Store) postingPattern() string { return s.prefix + "p:*" }
 func (s *Store) expiryKey() string      { return s.prefix + "x" }
+
+// claimsKey names the claims of one retirement or sweep (claimScript):
+// hash-tagged to the expiry index's slot, which a script on both needs in
+// a cluster (the index's name holds no brace: parseURL).
+func (s *Store) claimsKey(token string) string { return "{" + s.expiryKey() + "}:claims:" + token }
 func (s *Store) postKey(band int, bucket uint64) string {
 	return s.prefix + "p:" + strconv.Itoa(band) + ":" + strconv.FormatUint(bucket, 16)
 }
@@ -769,13 +775,17 @@ func (s *Store) retire(ctx context.Context, which []int, oldNums []uint64, oldBu
 	if retireHook != nil {
 		retireHook("mark")
 	}
+	// NB: one token for this retirement's marks and claims, so that the
+	// pipeline sent again (go-redis resends one answered after its read
+	// timeout) gets the first send's answers (markScript, claimScript).
+	token := rand.Text()
 	marks := make([]*redis.Cmd, len(which))
 	if _, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for k, i := range which {
 			if ids != nil {
-				marks[k] = p.Eval(ctx, s.script(markScript), []string{s.docKey(oldNums[i])}, ids[i])
+				marks[k] = p.Eval(ctx, s.script(markScript), []string{s.docKey(oldNums[i])}, token, ids[i])
 			} else {
-				marks[k] = p.Eval(ctx, s.script(markScript), []string{s.docKey(oldNums[i])})
+				marks[k] = p.Eval(ctx, s.script(markScript), []string{s.docKey(oldNums[i])}, token)
 			}
 		}
 		return nil
@@ -812,7 +822,7 @@ func (s *Store) retire(ctx context.Context, which []int, oldNums []uint64, oldBu
 	if retireHook != nil {
 		retireHook("unpost")
 	}
-	zrems := make([]*redis.IntCmd, len(which))
+	claims := make([]*redis.Cmd, len(which))
 	if _, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for k, i := range which {
 			bs, _ := oldBuckets[i].Bytes()
@@ -821,14 +831,14 @@ func (s *Store) retire(ctx context.Context, which []int, oldNums []uint64, oldBu
 				p.SRem(ctx, s.postKey(band, b), num)
 			}
 			// NB: a no-op for a document that does not expire.
-			zrems[k] = p.ZRem(ctx, s.expiryKey(), expiryMember(oldNums[i], parseBuckets(bs)))
+			claims[k] = s.claim(ctx, p, token, expiryMember(oldNums[i], parseBuckets(bs)))
 		}
 		return nil
 	}); err != nil {
 		return won, err
 	}
 	for _, k := range byEntry {
-		if zrems[k].Val() == 1 {
+		if n, _ := claims[k].Int(); n == 1 {
 			won++
 		}
 	}
@@ -871,21 +881,51 @@ redis.call('HSET', KEYS[1], 'i', ARGV[1], 'r', ARGV[2], 'b', ARGV[3])
 if ARGV[4] ~= '0' then redis.call('PEXPIREAT', KEYS[1], ARGV[4]) end
 return 1`
 
-// markScript marks a record retired ("x") and returns 1, if it is a
-// record (it has an id) not marked yet, 2 if it is one that expires
-// (whose retirement is counted by whoever removes its expiry entry);
-// else 0 and it writes nothing; -1 if ARGV[1] is given and the record is
-// of another id. NB: HSET alone
+// markScript marks a record retired (its field "x" set to the
+// retirement's token ARGV[1]) and returns 1, if it is a record (it has an
+// id) not marked yet, 2 if it is one that expires (whose retirement is
+// counted by whoever removes its expiry entry); else 0 and it writes
+// nothing; -1 if ARGV[2] is given and the record is of another id. A
+// record marked with ARGV[1] already is this retirement's own, sent
+// again: it answers as the first time. NB: HSET alone
 // made a hash of the mark alone for a record another writer had deleted
 // (an orphan for Repair), and could not tell which of two writers
 // retiring one document did it first; and with no id to check, a put
 // retired another id's document whose number Redis had given out again.
+// Without the token, a mark sent again (its first answer lost) answered
+// 0, and the retirement it had made was counted by no one: the live
+// count stayed one too high until a repair.
 const markScript = `local i = redis.call('HGET', KEYS[1], 'i')
 if not i then return 0 end
-if ARGV[1] and i ~= ARGV[1] then return -1 end
-if redis.call('HSETNX', KEYS[1], 'x', '1') == 0 then return 0 end
+if ARGV[2] and i ~= ARGV[2] then return -1 end
+if redis.call('HSETNX', KEYS[1], 'x', ARGV[1]) == 0 and redis.call('HGET', KEYS[1], 'x') ~= ARGV[1] then return 0 end
 if redis.call('PTTL', KEYS[1]) >= 0 then return 2 end
 return 1`
+
+// claimScript removes the expiry entry ARGV[1] from the expiry index
+// (KEYS[1]) and returns 1, or 0 if it is not there; an entry that KEYS[2],
+// the claims of one retirement or sweep batch, holds was removed by this
+// one (sent again, its first answer lost) and answers 1 again. KEYS[2]
+// expires after claimMemory. NB: with ZREM alone, a sweep batch sent
+// again found its entries gone, took them for another sweep's, and left
+// their postings and their count behind until a repair.
+const claimScript = `if redis.call('ZREM', KEYS[1], ARGV[1]) == 1 then
+  redis.call('SADD', KEYS[2], ARGV[1])
+  redis.call('PEXPIRE', KEYS[2], ARGV[2])
+  return 1
+end
+return redis.call('SISMEMBER', KEYS[2], ARGV[1])`
+
+// claimMemory is how long a retirement's or sweep's claims are kept (a
+// few keys of a few entries each): far longer than go-redis takes to
+// send a pipeline again.
+const claimMemory = 10 * time.Minute
+
+// claim queues claimScript on p for the expiry entry m, with the claims
+// of token.
+func (s *Store) claim(ctx context.Context, p redis.Pipeliner, token, m string) *redis.Cmd {
+	return p.Eval(ctx, s.script(claimScript), []string{s.expiryKey(), s.claimsKey(token)}, m, claimMemory.Milliseconds())
+}
 
 // liveScript adds ARGV[1] to the live counter (KEYS[1]), as HINCRBY.
 const (
@@ -1632,6 +1672,14 @@ func (s *Store) Flush(ctx context.Context) (int64, error) {
 	}); err != nil {
 		return n, err
 	}
+	// NB: the claims of the last minutes' retirements and sweeps
+	// (claimsKey) would expire by themselves; they are not counted.
+	if err := s.scanPages(ctx, "{"+s.expiryKey()+"}:claims:*", func(c *redis.Client, keys []string) error {
+		_, err := cmdsOf(ctx, c, keys, func(p redis.Pipeliner, k string) *redis.IntCmd { return p.Del(ctx, k) })
+		return err
+	}); err != nil {
+		return n, err
+	}
 	m, err := s.c.Del(ctx, s.countersKey()).Result()
 	return n + m, err
 }
@@ -2010,10 +2058,11 @@ const sweepBatchTimeout = 30 * time.Second
 func (s *Store) sweepBatch(ctx context.Context, due []string) (int, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sweepBatchTimeout)
 	defer cancel()
-	rems := make([]*redis.IntCmd, len(due))
+	token := rand.Text()
+	claims := make([]*redis.Cmd, len(due))
 	if _, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, m := range due {
-			rems[i] = p.ZRem(ctx, s.expiryKey(), m)
+			claims[i] = s.claim(ctx, p, token, m)
 		}
 		return nil
 	}); err != nil {
@@ -2022,7 +2071,7 @@ func (s *Store) sweepBatch(ctx context.Context, due []string) (int, error) {
 	mine := 0
 	if _, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, m := range due {
-			if rems[i].Val() != 1 {
+			if n, _ := claims[i].Int(); n != 1 {
 				continue // another sweep took it
 			}
 			n, buckets, err := parseExpiryMember(m)

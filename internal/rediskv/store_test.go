@@ -1030,49 +1030,10 @@ func TestPutPipelineSentAgain(t *testing.T) {
 	if cluster == nil {
 		t.Skip("no redis-server (LSHDB_REQUIRE_REDIS=1 makes this a failure)")
 	}
-	addr := startServer(t)
 	// A proxy that, once armed, holds back the answer of the records'
 	// pipeline (four 1s) past the client's read timeout.
-	var arm atomic.Int32
-	pl, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pl.Close()
-	go func() {
-		for {
-			c, err := pl.Accept()
-			if err != nil {
-				return
-			}
-			r, err := net.Dial("tcp", addr)
-			if err != nil {
-				c.Close()
-				continue
-			}
-			go func() { io.Copy(r, c); r.Close() }()
-			go func() {
-				defer c.Close()
-				defer r.Close()
-				buf := make([]byte, 1<<16)
-				for {
-					n, err := r.Read(buf)
-					if n > 0 {
-						if strings.HasPrefix(string(buf[:n]), ":1\r\n:1\r\n:1\r\n:1\r\n") && arm.CompareAndSwap(1, 0) {
-							time.Sleep(time.Second)
-						}
-						if _, err := c.Write(buf[:n]); err != nil {
-							return
-						}
-					}
-					if err != nil {
-						return
-					}
-				}
-			}()
-		}
-	}()
-	s := &Store{c: redis.NewClient(&redis.Options{Addr: pl.Addr().String(), ReadTimeout: 300 * time.Millisecond}), prefix: "lshdb:resent:"}
+	paddr, arm := holdingProxy(t, startServer(t), ":1\r\n:1\r\n:1\r\n:1\r\n")
+	s := &Store{c: redis.NewClient(&redis.Options{Addr: paddr, ReadTimeout: 300 * time.Millisecond}), prefix: "lshdb:resent:"}
 	defer s.Close()
 	ctx := context.Background()
 	var ws WriteSet
@@ -1156,5 +1117,121 @@ func TestRepairAfterCountersWentBack(t *testing.T) {
 	}
 	if rep, err := s.Check(ctx, 0); err != nil || len(rep.Problems) > 0 {
 		t.Errorf("check: %q, %v", rep.Problems, err)
+	}
+}
+
+// holdingProxy starts a proxy to the Redis server at addr that, once its
+// arm is set to 1, holds back the first answer that begins with prefix
+// for a second (past a client's read timeout of less: go-redis then
+// sends the pipeline again) and disarms.
+func holdingProxy(t *testing.T, addr, prefix string) (string, *atomic.Int32) {
+	t.Helper()
+	arm := new(atomic.Int32)
+	pl, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pl.Close() })
+	go func() {
+		for {
+			c, err := pl.Accept()
+			if err != nil {
+				return
+			}
+			r, err := net.Dial("tcp", addr)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			go func() { io.Copy(r, c); r.Close() }()
+			go func() {
+				defer c.Close()
+				defer r.Close()
+				buf := make([]byte, 1<<16)
+				for {
+					n, err := r.Read(buf)
+					if n > 0 {
+						if strings.HasPrefix(string(buf[:n]), prefix) && arm.CompareAndSwap(1, 0) {
+							time.Sleep(time.Second)
+						}
+						if _, err := c.Write(buf[:n]); err != nil {
+							return
+						}
+					}
+					if err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	return pl.Addr().String(), arm
+}
+
+// Ensure that a retirement or a sweep whose pipeline go-redis sent again
+// (its answer held back past the read timeout) counts what the first send
+// did, and that the sweep removes what it claimed. Without the tokens
+// (markScript, claimScript), the marks sent again answered 0, and the
+// live count stayed at 4 after the 4 documents were deleted; the sweep's
+// claims sent again answered 0, and it left the postings and the count of
+// the 4 documents it had taken from the expiry index. The oracle: the
+// documents written, and a Check of the store.
+func TestRetireSentAgain(t *testing.T) {
+	if cluster == nil {
+		t.Skip("no redis-server (LSHDB_REQUIRE_REDIS=1 makes this a failure)")
+	}
+	addr := startServer(t)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name string
+		ttl  bool
+	}{{"delete", false}, {"sweep", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			paddr, arm := holdingProxy(t, addr, ":1\r\n:1\r\n:1\r\n:1\r\n")
+			s := &Store{c: redis.NewClient(&redis.Options{Addr: paddr, ReadTimeout: 300 * time.Millisecond}), prefix: "lshdb:" + tc.name + ":"}
+			defer s.Close()
+			if err := s.c.Ping(ctx).Err(); err != nil {
+				t.Fatal(err)
+			}
+			var ws WriteSet
+			var due time.Time
+			for i := range 4 {
+				p := Put{ID: fmt.Sprint("id", i), Record: []byte(fmt.Sprint("r", i)), Buckets: []uint64{uint64(10 + i), uint64(20 + i)}}
+				if tc.ttl {
+					due = time.Now().Add(200 * time.Millisecond)
+					p.Expires = due.UnixNano()
+				}
+				ws.Puts = append(ws.Puts, p)
+			}
+			if _, err := s.Apply(ctx, &ws); err != nil {
+				t.Fatal(err)
+			}
+			arm.Store(1)
+			if tc.ttl {
+				time.Sleep(time.Until(due) + 50*time.Millisecond)
+				n, err := s.Sweep(ctx, time.Now().UnixNano(), 100)
+				if err != nil || n != 4 {
+					t.Fatalf("Sweep = %d, %v; want the 4 documents due", n, err)
+				}
+			} else {
+				res, err := s.Apply(ctx, &WriteSet{Deletes: []string{"id0", "id1", "id2", "id3"}})
+				if err != nil || len(res.Missing) != 0 {
+					t.Fatalf("delete: %+v, %v", res, err)
+				}
+			}
+			if arm.Load() != 0 {
+				t.Fatal("the proxy held back no answer: the premise of this test does not hold")
+			}
+			if n, err := s.Count(ctx); err != nil || n != 0 {
+				t.Errorf("live count %d, %v after the 4 documents went; want 0", n, err)
+			}
+			for i := range 4 {
+				for band, b := range ws.Puts[i].Buckets {
+					if n, err := s.c.SCard(ctx, s.postKey(band, b)).Result(); err != nil || n != 0 {
+						t.Errorf("posting list of band %d bucket %d holds %d, %v; want none", band, b, n, err)
+					}
+				}
+			}
+		})
 	}
 }
