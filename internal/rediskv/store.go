@@ -514,6 +514,27 @@ func (s *Store) docPattern() string     { return s.prefix + "d:*" }
 func (s *Store) postingPattern() string { return s.prefix + "p:*" }
 func (s *Store) expiryKey() string      { return s.prefix + "x" }
 
+// swapsKey names the swaps of the write token on the slot of the id key
+// k (swapScript): a script's keys must share a slot in a cluster, and an
+// id, which may hold braces, cannot be a hash tag.
+func (s *Store) swapsKey(token, k string) string {
+	return "{" + slotTags()[slotOf(k)] + "}" + s.prefix + "swaps:" + token
+}
+
+// slotTags holds, for each cluster slot, a short hash tag of keys in it.
+var slotTags = sync.OnceValue(func() []string {
+	tags := make([]string, 16384)
+	left := len(tags)
+	for i := uint64(0); left > 0; i++ {
+		t := strconv.FormatUint(i, 36)
+		if sl := slotOf(t); tags[sl] == "" {
+			tags[sl] = t
+			left--
+		}
+	}
+	return tags
+})
+
 // claimsKey names the claims of one retirement or sweep (claimScript):
 // hash-tagged to the expiry index's slot, which a script on both needs in
 // a cluster (the index's name holds no brace: parseURL).
@@ -678,17 +699,28 @@ func (s *Store) Apply(ctx context.Context, ws *WriteSet) (Result, error) {
 	// had just written, leaving its document stored under no id.
 	// NB: SET … GET answers as a status, GETDEL as a string: the old
 	// number either way, or redis.Nil.
-	prev := make([]interface{ Result() (string, error) }, len(ids))
+	// NB: through swapScript, which keeps what it swapped out for this
+	// write (token) until the write ends: sent again by go-redis, SET …
+	// GET answered the write's own new number and GETDEL nothing, the
+	// first send's answers lost, and the documents replaced or deleted
+	// were never retired: they stayed in query results (a delete
+	// acknowledged, its id reported missing), their records orphans and
+	// the live count too high until a repair.
+	token := rand.Text()
+	prev := make([]*redis.Cmd, len(ids))
+	swaps := make(map[string]bool)
 	if cmds, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, put := range ws.Puts {
-			prev[i] = p.SetArgs(ctx, s.idKey(put.ID), res.Nums[i], redis.SetArgs{Get: true})
+			k := s.idKey(put.ID)
+			prev[i] = p.Eval(ctx, swapScript, []string{k, s.swapsKey(token, k)}, res.Nums[i], claimMemory.Milliseconds())
 			if put.Expires != 0 {
-				p.PExpireAt(ctx, s.idKey(put.ID), expiryTime(put.Expires))
+				p.PExpireAt(ctx, k, expiryTime(put.Expires))
 				p.ZAdd(ctx, s.expiryKey(), redis.Z{Score: float64(expiryMillis(put.Expires)), Member: expiryMember(res.Nums[i], put.Buckets)})
 			}
 		}
 		for i, id := range ws.Deletes {
-			prev[len(ws.Puts)+i] = p.GetDel(ctx, s.idKey(id))
+			k := s.idKey(id)
+			prev[len(ws.Puts)+i] = p.Eval(ctx, s.script(swapScript), []string{k, s.swapsKey(token, k)}, "", claimMemory.Milliseconds())
 		}
 		return nil
 	}); err != nil {
@@ -701,9 +733,12 @@ func (s *Store) Apply(ctx context.Context, ws *WriteSet) (Result, error) {
 	}
 	oldNums := make([]uint64, len(ids)) // 0: none
 	for i, c := range prev {
-		if v, err := c.Result(); err == nil {
+		if v, err := c.Text(); err == nil {
 			if oldNums[i], err = strconv.ParseUint(v, 10, 64); err != nil {
 				return res, fmt.Errorf("%w: id %q named %q", ErrForeignValue, ids[i], v)
+			}
+			if i >= len(ws.Puts) || oldNums[i] != res.Nums[i] {
+				swaps[s.swapsKey(token, s.idKey(ids[i]))] = true
 			}
 		}
 		// NB: an id that names this write's own new record: the pipeline
@@ -744,7 +779,7 @@ func (s *Store) Apply(ctx context.Context, ws *WriteSet) (Result, error) {
 			res.Missing = append(res.Missing, ids[i])
 		}
 	}
-	won, err := s.retire(ctx, retired, oldNums, oldBuckets, ids)
+	won, err := s.retire(ctx, retired, oldNums, oldBuckets, ids, slices.Collect(maps.Keys(swaps)))
 	if err != nil && !errors.Is(err, ErrCountersLost) {
 		return res, err
 	}
@@ -767,9 +802,13 @@ func (s *Store) Apply(ctx context.Context, ws *WriteSet) (Result, error) {
 // only a record of ids[i] is retired: one of another id (its number
 // reused after Redis lost writes) is left as it is, and the error is
 // ErrCountersLost once the others are retired. Without (Repair's
-// records no id names), any record is.
-func (s *Store) retire(ctx context.Context, which []int, oldNums []uint64, oldBuckets []*redis.StringCmd, ids []string) (won int, _ error) {
+// records no id names), any record is. The keys done (a write's swaps)
+// are deleted with the records.
+func (s *Store) retire(ctx context.Context, which []int, oldNums []uint64, oldBuckets []*redis.StringCmd, ids []string, done []string) (won int, _ error) {
 	if len(which) == 0 {
+		if len(done) > 0 {
+			return 0, s.c.Del(ctx, done...).Err()
+		}
 		return 0, nil
 	}
 	if retireHook != nil {
@@ -849,6 +888,12 @@ func (s *Store) retire(ctx context.Context, which []int, oldNums []uint64, oldBu
 		for _, i := range which {
 			p.Del(ctx, s.docKey(oldNums[i]))
 		}
+		for _, k := range done {
+			p.Del(ctx, k)
+		}
+		if len(byEntry) > 0 {
+			p.Del(ctx, s.claimsKey(token))
+		}
 		return nil
 	})
 	return won, cmp.Or(err, foreign)
@@ -906,7 +951,8 @@ return 1`
 // (KEYS[1]) and returns 1, or 0 if it is not there; an entry that KEYS[2],
 // the claims of one retirement or sweep batch, holds was removed by this
 // one (sent again, its first answer lost) and answers 1 again. KEYS[2]
-// expires after claimMemory. NB: with ZREM alone, a sweep batch sent
+// is deleted when its retirement or sweep batch ends, else expires after
+// claimMemory. NB: with ZREM alone, a sweep batch sent
 // again found its entries gone, took them for another sweep's, and left
 // their postings and their count behind until a repair.
 const claimScript = `if redis.call('ZREM', KEYS[1], ARGV[1]) == 1 then
@@ -916,9 +962,28 @@ const claimScript = `if redis.call('ZREM', KEYS[1], ARGV[1]) == 1 then
 end
 return redis.call('SISMEMBER', KEYS[2], ARGV[1])`
 
-// claimMemory is how long a retirement's or sweep's claims are kept (a
-// few keys of a few entries each): far longer than go-redis takes to
-// send a pipeline again.
+// swapScript sets the id key KEYS[1] to the document number ARGV[1], or
+// deletes it when ARGV[1] is empty, and returns the number it held
+// before, or nil. KEYS[2] holds the swaps of one write (swapsKey), as
+// they were, for ARGV[2] milliseconds: a swap this write made already
+// (sent again, its first answer lost) answers what it answered then.
+const swapScript = `local was = redis.call('HGET', KEYS[2], KEYS[1])
+if was then return was end
+local old = redis.call('GET', KEYS[1])
+if ARGV[1] == '' then
+  if old then redis.call('DEL', KEYS[1]) end
+else
+  redis.call('SET', KEYS[1], ARGV[1])
+end
+if old and old ~= ARGV[1] then
+  redis.call('HSET', KEYS[2], KEYS[1], old)
+  redis.call('PEXPIRE', KEYS[2], ARGV[2])
+end
+return old`
+
+// claimMemory is how long a write's swaps, or a retirement's or sweep's
+// claims, are kept when the write stopped before it deleted them: far
+// longer than go-redis takes to send a pipeline again.
 const claimMemory = 10 * time.Minute
 
 // claim queues claimScript on p for the expiry entry m, with the claims
@@ -1294,7 +1359,9 @@ func (s *Store) Repair(ctx context.Context) (RepairReport, error) {
 		return rep, err
 	}
 	unnamed := map[uint64]string{} // doc number → id, of records whose id has no key
+	idAt := make(map[uint64]string, len(idOf)) // doc number → id, of records not marked
 	for k, i := range idOf {
+		idAt[nums[i]] = ids[k]
 		if named[k] == nums[i] {
 			live[nums[i]] = true
 		} else if named[k] == 0 {
@@ -1336,7 +1403,7 @@ func (s *Store) Repair(ctx context.Context) (RepairReport, error) {
 	// search of the list per record was quadratic in the orphans.
 	slices.Sort(rep.Unnamed)
 	rep.Unnamed = slices.Compact(rep.Unnamed)
-	if _, err := s.retire(ctx, dead, deadNums, deadBuckets, nil); err != nil {
+	if _, err := s.retire(ctx, dead, deadNums, deadBuckets, nil, nil); err != nil {
 		return rep, err
 	}
 	// The live count is the ids'. NB: at maxmemory too (freeAtOOM): a
@@ -1415,7 +1482,12 @@ func (s *Store) Repair(ctx context.Context) (RepairReport, error) {
 	// Ids that name no live record. NB: the record is gone, or another
 	// id's, or marked deleted, and no write mends that: Check reported
 	// it after every repair, and the live count (the records') was not
-	// the ids'. The id is removed if it still names that number.
+	// the ids'. The id is removed if it still names that number. NB: a
+	// live record is one its own id names: an id that names another id's
+	// record (a number given out again after Redis lost the counters,
+	// when the first id's key survived on another node and its record did
+	// not) was kept, and Check failed after every repair; Scan gave that
+	// record twice, and pairs paired it with itself.
 	if err := s.scanPages(ctx, s.prefix+"i:*", func(c *redis.Client, keys []string) error {
 		vals, err := cmdsOf(ctx, c, keys, func(p redis.Pipeliner, k string) *redis.StringCmd { return p.Get(ctx, k) })
 		if err != nil {
@@ -1428,7 +1500,7 @@ func (s *Store) Repair(ctx context.Context) (RepairReport, error) {
 				if errors.Is(err, redis.Nil) {
 					continue // deleted since the scan listed it
 				}
-				if err == nil && (live[n] || due[n]) {
+				if err == nil && (live[n] && idAt[n] == strings.TrimPrefix(k, s.prefix+"i:") || due[n]) {
 					continue
 				}
 				dels[i] = p.Eval(ctx, s.script(unnameScript), []string{k}, vals[i].Val())
@@ -1713,7 +1785,51 @@ func (s *Store) Live(ctx context.Context) ([]IDNum, error) {
 	slices.SortFunc(out, func(a, b IDNum) int { return cmp.Compare(a.Num, b.Num) })
 	// NB: SCAN may return a key twice (a master that rehashes while the
 	// scan runs): each id once.
-	return slices.CompactFunc(out, func(a, b IDNum) bool { return a == b }), nil
+	out = slices.CompactFunc(out, func(a, b IDNum) bool { return a == b })
+	// NB: and each number once: two ids name one only when Redis lost
+	// writes (the counters' among them) and gave the number out again,
+	// the first id's key kept on a node that did not lose it. Both listed,
+	// a scan gave the record twice and pairs paired it with itself. The
+	// id the record is of is kept (the other is Check's to report and
+	// Repair's to remove), or the first when it is of neither.
+	var twice []uint64
+	for i := 1; i < len(out); i++ {
+		if out[i].Num == out[i-1].Num && (len(twice) == 0 || twice[len(twice)-1] != out[i].Num) {
+			twice = append(twice, out[i].Num)
+		}
+	}
+	if len(twice) == 0 {
+		return out, nil
+	}
+	owners := make([]*redis.StringCmd, len(twice))
+	if _, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, n := range twice {
+			owners[i] = p.HGet(ctx, s.docKey(n), "i")
+		}
+		return nil
+	}); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, err
+	}
+	owner := make(map[uint64]string, len(twice))
+	for i, n := range twice {
+		owner[n] = owners[i].Val()
+	}
+	kept := out[:0]
+	for i := 0; i < len(out); {
+		j := i + 1
+		for j < len(out) && out[j].Num == out[i].Num {
+			j++
+		}
+		keep := out[i]
+		for _, x := range out[i:j] {
+			if x.ID == owner[x.Num] {
+				keep = x
+			}
+		}
+		kept = append(kept, keep)
+		i = j
+	}
+	return kept, nil
 }
 
 // UsedMemory returns the memory the masters report in use (INFO memory's
@@ -1809,8 +1925,18 @@ func (s *Store) Sync(ctx context.Context, timeout time.Duration) error {
 	// skipWait notes that addr acknowledges alone: it is not waited on
 	// until resyncRecheck passes.
 	skipWait := func(addr string) { s.noWait.Store(addr, time.Now().Add(resyncRecheck)) }
-	waitOn := func(ctx context.Context, c *redis.Client, key string) error {
+	// NB: listed says that the cluster lists a replica of the master
+	// (CLUSTER SHARDS): then INFO's connected_slaves:0 does not make it
+	// alone. A replica whose link is down (a partition, a replica
+	// stopped or restarting) is still one the cluster promotes if the
+	// master fails, with the writes the master acknowledged alone lost:
+	// 18 and 48 acknowledged writes in a review's two runs.
+	waitOn := func(ctx context.Context, c *redis.Client, key string, listed bool) error {
 		addr := c.Options().Addr
+		replication := func(ctx context.Context, c *redis.Client) (alone, syncing bool, err error) {
+			alone, syncing, err = replication(ctx, c)
+			return alone && !listed, syncing, err
+		}
 		// NB: a master alone or whose replicas were being synced anew is
 		// asked again (INFO, one round trip) at most every resyncRecheck,
 		// not waited on: every write of a sync that lasts minutes waited
@@ -1862,6 +1988,8 @@ func (s *Store) Sync(ctx context.Context, timeout time.Duration) error {
 			skipWait(addr)
 			unreplicated(addr)
 			return nil
+		case listed:
+			return fmt.Errorf("%w: %s, within %v: its replica is not connected, and a failover now would lose the write (bring the replica back, or remove it from the cluster with CLUSTER FORGET, or write with NoSync)", ErrNotReplicated, addr, timeout)
 		}
 		return fmt.Errorf("%w: %s, within %v", ErrNotReplicated, addr, timeout)
 	}
@@ -1880,7 +2008,7 @@ func (s *Store) Sync(ctx context.Context, timeout time.Duration) error {
 				skipWait(c.Options().Addr)
 			}
 		})
-		return waitOn(ctx, c, s.prefix+"sync")
+		return waitOn(ctx, c, s.prefix+"sync", false)
 	}
 	shards, err := cc.ClusterShards(ctx).Result()
 	if err != nil {
@@ -1900,9 +2028,14 @@ func (s *Store) Sync(ctx context.Context, timeout time.Duration) error {
 			switch {
 			case n.Role == "master":
 				master = net.JoinHostPort(n.IP, strconv.FormatInt(n.Port, 10))
-			case n.Health != "failed":
-				// NB: "loading" too: Redis 7.0 says so of a replica
-				// whose offset its master has not yet heard of.
+			default:
+				// NB: every replica the shard lists, whatever its health
+				// ("online"; "loading", Redis 7.0's word for one whose
+				// offset its master has not yet heard of; "fail"): one
+				// failed, or cut off, but back when its master fails is
+				// promoted with what it had. (A replica promoted by a
+				// failover is in a shard of its own: its old master,
+				// failed, is listed apart until it is back, as a replica.)
 				replicas++
 			}
 		}
@@ -1941,7 +2074,7 @@ func (s *Store) Sync(ctx context.Context, timeout time.Duration) error {
 				if c, err = cc.MasterForKey(ctx, key); err != nil {
 					break
 				}
-				if err = waitOn(ctx, c, key); !redirected(err) {
+				if err = waitOn(ctx, c, key, true); !redirected(err) {
 					break
 				}
 				cc.ReloadState(ctx)
@@ -2087,6 +2220,7 @@ func (s *Store) sweepBatch(ctx context.Context, due []string) (int, error) {
 		}
 		if mine > 0 {
 			s.addLive(ctx, p, -int64(mine))
+			p.Del(ctx, s.claimsKey(token))
 		}
 		return nil
 	}); err != nil {

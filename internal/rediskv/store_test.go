@@ -1235,3 +1235,182 @@ func TestRetireSentAgain(t *testing.T) {
 		})
 	}
 }
+
+// Ensure that a write whose id swaps go-redis sent again (their answer
+// held back past the read timeout) retires what the first send swapped
+// out: the documents it replaced or deleted are gone, their postings
+// too, the live count is right, and a delete reports no id missing.
+// Without swapScript's memory, the second send's SET … GET answered the
+// write's own numbers and GETDEL nothing: the replaced documents stayed
+// as orphans (Check reported them), the deleted ones stayed stored, and
+// the delete reported its 4 ids missing. The oracle: the documents
+// written, and a Check of the store.
+func TestSwapSentAgain(t *testing.T) {
+	if cluster == nil {
+		t.Skip("no redis-server (LSHDB_REQUIRE_REDIS=1 makes this a failure)")
+	}
+	addr := startServer(t)
+	ctx := context.Background()
+	for _, del := range []bool{false, true} {
+		name := map[bool]string{false: "replace", true: "delete"}[del]
+		t.Run(name, func(t *testing.T) {
+			// The swaps' answer: the four numbers that the ids named.
+			paddr, arm := holdingProxy(t, addr, "$1\r\n1\r\n$1\r\n2\r\n$1\r\n3\r\n$1\r\n4\r\n")
+			s := &Store{c: redis.NewClient(&redis.Options{Addr: paddr, ReadTimeout: 300 * time.Millisecond}), prefix: "lshdb:swap-" + name + ":"}
+			defer s.Close()
+			var ws, next WriteSet
+			for i := range 4 {
+				ws.Puts = append(ws.Puts, Put{ID: fmt.Sprint("id", i), Record: []byte(fmt.Sprint("old", i)), Buckets: []uint64{uint64(10 + i), uint64(20 + i)}})
+				if del {
+					next.Deletes = append(next.Deletes, fmt.Sprint("id", i))
+				} else {
+					next.Puts = append(next.Puts, Put{ID: fmt.Sprint("id", i), Record: []byte(fmt.Sprint("new", i)), Buckets: []uint64{uint64(30 + i), uint64(40 + i)}})
+				}
+			}
+			if _, err := s.Apply(ctx, &ws); err != nil {
+				t.Fatal(err)
+			}
+			arm.Store(1)
+			res, err := s.Apply(ctx, &next)
+			if err != nil || len(res.Missing) != 0 || !del && res.Replaced != 4 {
+				t.Fatalf("the second write: %+v, %v; want 4 ids replaced or deleted, none missing", res, err)
+			}
+			if arm.Load() != 0 {
+				t.Fatal("the proxy held back no answer: the premise of this test does not hold")
+			}
+			want := 4
+			if del {
+				want = 0
+			}
+			if n, err := s.Count(ctx); err != nil || n != uint64(want) {
+				t.Errorf("live count %d, %v; want %d", n, err, want)
+			}
+			for i, p := range ws.Puts {
+				for band, b := range p.Buckets {
+					if n, err := s.c.SCard(ctx, s.postKey(band, b)).Result(); err != nil || n != 0 {
+						t.Errorf("the replaced or deleted id%d's posting list of band %d holds %d, %v; want none", i, band, n, err)
+					}
+				}
+			}
+			nums, err := s.DocNums(ctx, []string{"id0", "id1", "id2", "id3"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			recs, err := s.Records(ctx, nums)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, r := range recs {
+				if del && (nums[i] != 0 || r != nil) || !del && string(r) != fmt.Sprint("new", i) {
+					t.Errorf("id%d: number %d record %q after the second write", i, nums[i], r)
+				}
+			}
+			if rep, err := s.Check(ctx, 0); err != nil || len(rep.Problems) > 0 {
+				t.Errorf("Check: %+v, %v; want no problem", rep, err)
+			}
+			if keys, err := s.c.Keys(ctx, "*swaps*").Result(); err != nil || len(keys) > 0 {
+				t.Errorf("the write left its swaps: %q, %v", keys, err)
+			}
+		})
+	}
+}
+
+// Ensure that Sync does not take a master for alone when its replica's
+// link is down but the cluster still lists the replica (frozen, cut off):
+// that replica is promoted if the master fails, and a write the master
+// acknowledged alone is lost. Both before the node timeout and after it
+// (the replica then counts as failed), Sync must fail with
+// ErrNotReplicated. On the old code, INFO's connected_slaves:0 made the
+// master alone: a review lost 18 and 48 acknowledged writes so (RC1).
+func TestSyncReplicaCutOff(t *testing.T) {
+	c := redistest.Require(t) // NB: its own cluster: a node is frozen
+	ctx := context.Background()
+	s, err := Open(ctx, "redis+cluster://"+strings.Join(c.Addrs, ",")+"/cutoff")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var alone atomic.Int32
+	s.Unreplicated = func(string) { alone.Add(1) }
+	if err := s.Sync(ctx, 2*time.Second); err != nil {
+		t.Fatalf("Sync with every replica up: %v", err)
+	}
+	master := redis.NewClient(&redis.Options{Addr: c.Addrs[0]})
+	defer master.Close()
+	info, err := master.Info(ctx, "replication").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rport, ok := strings.Cut(info, "slave0:ip=127.0.0.1,port=")
+	rport, _, _ = strings.Cut(rport, ",")
+	replica := slices.Index(c.Addrs, "127.0.0.1:"+rport)
+	if !ok || replica < 0 {
+		t.Fatalf("no replica of %s among %v: %s", c.Addrs[0], c.Addrs, info)
+	}
+	if err := c.Pause(replica); err != nil {
+		t.Fatal(err)
+	}
+	defer c.Resume(replica)
+	if err := master.ClientKillByFilter(ctx, "TYPE", "replica").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if info, err := master.Info(ctx, "replication").Result(); err != nil || !strings.Contains(info, "connected_slaves:0") {
+		t.Fatalf("the replica's link is not down: the premise of this test does not hold: %v %s", err, info)
+	}
+	for _, when := range []string{"before", "after"} {
+		if when == "after" {
+			time.Sleep(3 * time.Second) // past the node timeout (2 s)
+		}
+		if err := s.Sync(ctx, 300*time.Millisecond); !errors.Is(err, ErrNotReplicated) || !strings.Contains(err.Error(), c.Addrs[0]) {
+			t.Errorf("Sync with %s's replica cut off, %s the node timeout: %v; want ErrNotReplicated naming it", c.Addrs[0], when, err)
+		}
+	}
+	if n := alone.Load(); n != 0 {
+		t.Errorf("%d masters were said to acknowledge alone; want none", n)
+	}
+}
+
+// Ensure that Repair removes an id that names another id's record (a
+// number given out again after Redis lost the counters, the first id's
+// key kept on a node that did not lose it), and lists it as lost: it kept
+// such an id, as one naming a live record, and Check failed after every
+// repair (RC2); Live listed the record under both ids, so a scan gave it
+// twice and pairs paired it with itself. The oracle: Check, before and
+// after, and the ids read back.
+func TestRepairIDOfAnotherRecord(t *testing.T) {
+	s := open(t)
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(9, 9))
+	res, err := s.Apply(ctx, &WriteSet{Puts: []Put{randomPut(rng, "a"), randomPut(rng, "c")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.c.Set(ctx, s.idKey("b"), res.Nums[0], 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := s.Check(ctx, 0); err != nil || !slices.ContainsFunc(rep.Problems, func(p string) bool { return strings.Contains(p, `"b"`) }) {
+		t.Fatalf("Check: %+v, %v; want the id b naming a's record", rep, err)
+	}
+	// Until the repair, the listing of the live documents (scans, pairs)
+	// gives the record once, under its own id.
+	if live, err := s.Live(ctx); err != nil || !slices.Equal(live, []IDNum{{"a", res.Nums[0]}, {"c", res.Nums[1]}}) {
+		t.Errorf("Live: %v, %v; want a and c, each once", live, err)
+	}
+	rep, err := s.Repair(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(rep.Lost, []string{"b"}) {
+		t.Errorf("Repair lost %q; want [b]", rep.Lost)
+	}
+	if rep, err := s.Check(ctx, 0); err != nil || len(rep.Problems) > 0 {
+		t.Errorf("Check after the repair: %+v, %v; want no problem", rep, err)
+	}
+	nums, err := s.DocNums(ctx, []string{"a", "b", "c"})
+	if err != nil || nums[0] != res.Nums[0] || nums[1] != 0 || nums[2] != res.Nums[1] {
+		t.Errorf("ids a, b, c name %v, %v; want %d, none, %d", nums, err, res.Nums[0], res.Nums[1])
+	}
+	if n, err := s.Count(ctx); err != nil || n != 2 {
+		t.Errorf("live count %d, %v; want 2", n, err)
+	}
+}
