@@ -1358,7 +1358,7 @@ func (s *Store) Repair(ctx context.Context) (RepairReport, error) {
 	if err != nil {
 		return rep, err
 	}
-	unnamed := map[uint64]string{} // doc number → id, of records whose id has no key
+	unnamed := map[uint64]string{}             // doc number → id, of records whose id has no key
 	idAt := make(map[uint64]string, len(idOf)) // doc number → id, of records not marked
 	for k, i := range idOf {
 		idAt[nums[i]] = ids[k]
