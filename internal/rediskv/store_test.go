@@ -1512,3 +1512,87 @@ func TestCountSentAgain(t *testing.T) {
 		t.Errorf("live count %d, %v; want 13", n, err)
 	}
 }
+
+// Ensure that Sync waits on a master through a slot range that is not
+// being migrated: it took each master's first range, and a master whose
+// first range was a single slot moving away (a reshard moves one slot at a
+// time, and leaves single slots in the masters' lists) got ASK for every
+// key it tried, and a write that was applied was reported failed (RC4).
+// Here slot 0 is moved to the second master, then begins to move back.
+func TestSyncPastMigratingSlot(t *testing.T) {
+	c := redistest.Require(t) // NB: its own cluster: slots are moved
+	ctx := context.Background()
+	node := func(addr string) *redis.Client {
+		cl := redis.NewClient(&redis.Options{Addr: addr})
+		t.Cleanup(func() { cl.Close() })
+		return cl
+	}
+	slots, err := node(c.Addrs[0]).ClusterSlots(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var owner, other *redis.Client
+	for _, sl := range slots {
+		switch {
+		case len(sl.Nodes) == 0:
+		case sl.Start == 0:
+			owner = node(sl.Nodes[0].Addr)
+		case other == nil:
+			other = node(sl.Nodes[0].Addr)
+		}
+	}
+	if owner == nil || other == nil {
+		t.Fatalf("no two masters, one of slot 0: %+v", slots)
+	}
+	ownerID, err := owner.ClusterMyID(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	otherID, err := other.ClusterMyID(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	setslot := func(cl *redis.Client, args ...any) {
+		t.Helper()
+		if err := cl.Do(ctx, append([]any{"CLUSTER", "SETSLOT", 0}, args...)...).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Slot 0 to the other master, whose first range it then is.
+	setslot(other, "IMPORTING", ownerID)
+	setslot(owner, "MIGRATING", otherID)
+	setslot(other, "NODE", otherID)
+	setslot(owner, "NODE", otherID)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		agreed := true
+		for _, a := range c.Addrs {
+			slots, err := node(a).ClusterSlots(ctx).Result()
+			ok := false
+			for _, sl := range slots {
+				if err == nil && sl.Start == 0 && sl.End == 0 && len(sl.Nodes) > 0 && sl.Nodes[0].Addr == other.Options().Addr {
+					ok = true
+				}
+			}
+			agreed = agreed && ok
+		}
+		if agreed {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the nodes do not agree that slot 0 moved")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	// And on its way back.
+	setslot(owner, "IMPORTING", otherID)
+	setslot(other, "MIGRATING", ownerID)
+	s, err := Open(ctx, "redis+cluster://"+strings.Join(c.Addrs, ",")+"/migrating")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Sync(ctx, 2*time.Second); err != nil {
+		t.Fatalf("Sync with slot 0 migrating: %v", err)
+	}
+}
