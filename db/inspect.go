@@ -248,9 +248,18 @@ type Explanation struct {
 	Probability float64
 	// Threshold is the index's threshold.
 	Threshold float64
+	// SetLenA and SetLenB are the documents' set sizes (distinct
+	// shingles; 0: unknown, a signature put in none mode).
+	SetLenA, SetLenB int
+	// SizesRuleOut reports, estimate-only, that the two set sizes rule the
+	// pair out whatever its estimate: J ≤ min/max < Threshold. A query and
+	// Pairs drop such a pair before its estimate (both sizes known: a
+	// signature put in none mode has none).
+	SizesRuleOut bool
 	// Found reports whether a query by either id reports the other: they
-	// share a band and Jaccard ≥ Threshold. A document explained with
-	// itself is never found (no query by id or pair reports it).
+	// share a band and Jaccard ≥ Threshold, and their sizes do not rule it
+	// out. A document explained with itself is never found (no query by
+	// id or pair reports it).
 	Found bool
 }
 
@@ -297,7 +306,11 @@ func (db *DB) Explain(a, b string) (*Explanation, error) {
 		shared = shared || ka[i] == kb[i]
 	}
 	e.Probability = db.bands.Probability(e.Jaccard)
-	e.Found = shared && e.Jaccard >= e.Threshold && a != b
+	e.SetLenA, e.SetLenB = ra.SetLen, rb.SetLen
+	if small, big := min(ra.SetLen, rb.SetLen), max(ra.SetLen, rb.SetLen); e.EstimateOnly && small > 0 && float64(small)/float64(big) < e.Threshold {
+		e.SizesRuleOut = true
+	}
+	e.Found = shared && e.Jaccard >= e.Threshold && a != b && !e.SizesRuleOut
 	return e, nil
 }
 
@@ -608,7 +621,7 @@ func (db *DB) putIfNewLocked(doc *Doc, p prepared, wo *WriteOptions) (_ *Match, 
 		release()
 		return nil, false, syncWaiter{}, err
 	}
-	res, err := db.query(db.closing, v, db.verifySet(p.set), p.sig, self, doc.ID, QueryOptions{Threshold: db.man.Threshold, Limit: 1}, sc)
+	res, err := db.query(db.closing, v, db.verifySet(p.set), p.sig, len(p.set), self, doc.ID, QueryOptions{Threshold: db.man.Threshold, Limit: 1}, sc)
 	release()
 	if err != nil {
 		return nil, false, syncWaiter{}, err

@@ -176,15 +176,16 @@ func (db *DB) answer(ctx context.Context, v view, in *QueryInput, q QueryOptions
 		if err != nil {
 			return nil, err
 		}
-		return db.query(ctx, v, rec.Set, rec.Signature, n, in.ID, q, sc)
+		return db.query(ctx, v, rec.Set, rec.Signature, rec.SetLen, n, in.ID, q, sc)
 	case in.Signature != nil:
 		// NB: no set to compare: every answer is an estimate.
 		q.EstimateOnly = true
-		return db.query(ctx, v, nil, in.Signature, 0, "", q, sc)
+		return db.query(ctx, v, nil, in.Signature, 0, 0, "", q, sc)
 	}
 	h := db.hashers.Get().(*minhash.Hasher)
 	var set []uint64
 	var sig []uint32
+	size := 0 // the set's distinct elements, where known without a pass (0)
 	switch {
 	case !in.Set.IsZero():
 		var err error
@@ -204,6 +205,7 @@ func (db *DB) answer(ctx context.Context, v view, in *QueryInput, q QueryOptions
 		set, sig = sc.elems, sc.sig
 	default:
 		set, sig = h.Document(nil, nil, in.Text)
+		size = len(set)
 	}
 	db.hashers.Put(h)
 	if len(set) == 0 {
@@ -215,7 +217,7 @@ func (db *DB) answer(ctx context.Context, v view, in *QueryInput, q QueryOptions
 	if db.man.Storage != StorageText {
 		set = db.verifySet(set)
 	}
-	return db.query(ctx, v, set, sig, 0, "", q, sc)
+	return db.query(ctx, v, set, sig, size, 0, "", q, sc)
 }
 
 // queryIter returns the iterator a query reads everything through. A Pebble
@@ -297,9 +299,11 @@ func viewVersion(it *pebble.Iterator) (codec.Counters, error) {
 // selfID (""): none; on a backend with no snapshot, a version of it being
 // replaced). set holds the elements of the
 // query's set in the form this index verifies (verifySet), in any order,
-// repeats allowed. sc is the query's scratch space (set and sig may be in
-// it).
-func (db *DB) query(ctx context.Context, v view, set []uint64, sig []uint32, self uint64, selfID string, q QueryOptions, sc *queryScratch) (*QueryResult, error) {
+// repeats allowed; size is its count of distinct elements where the
+// caller knows it (0: unknown), which an estimate-only query's size filter
+// takes (a verifying one counts them). sc is the query's scratch space
+// (set and sig may be in it).
+func (db *DB) query(ctx context.Context, v view, set []uint64, sig []uint32, size int, self uint64, selfID string, q QueryOptions, sc *queryScratch) (*QueryResult, error) {
 	q.EstimateOnly = q.EstimateOnly || db.estimateOnly()
 	now := db.now().UnixNano()
 	h := db.hashers.Get().(*minhash.Hasher)
@@ -374,6 +378,7 @@ func (db *DB) query(ctx context.Context, v view, set []uint64, sig []uint32, sel
 	if !q.EstimateOnly {
 		probe = &sc.probe
 		probe.reset(set)
+		size = probe.n
 	}
 	other, otherSig := sc.other[:0], sc.otherSig[:0]
 	defer func() { sc.other, sc.otherSig = other, otherSig }()
@@ -457,14 +462,16 @@ func (db *DB) query(ctx context.Context, v view, set []uint64, sig []uint32, sel
 		}
 		m := Match{Bands: c.bands}
 		verify := func() (bool, error) {
-			if !q.EstimateOnly {
-				// Size filter: J ≤ min(|A|, |B|) / max(|A|, |B|), and float
-				// division is monotone, so this never drops a pair at or
-				// above the threshold.
-				small, big := min(probe.n, d.setLen), max(probe.n, d.setLen)
-				if float64(small)/float64(big) < q.Threshold {
-					return false, nil
-				}
+			// Size filter: J ≤ min(|A|, |B|) / max(|A|, |B|), and float
+			// division is monotone, so this never drops a pair at or
+			// above the threshold. NB: estimate-only too (where both sizes
+			// are known: 0 is unknown, a signature put in none mode), as
+			// Pairs does: a none index's query, explain and dedup reported
+			// pairs whose sizes rule them out, and pairs and clusters did
+			// not.
+			small, big := min(size, d.setLen), max(size, d.setLen)
+			if (!q.EstimateOnly || small > 0) && float64(small)/float64(big) < q.Threshold {
+				return false, nil
 			}
 			if d.elems == nil && (!q.EstimateOnly || d.sig == nil) {
 				if !haveView {

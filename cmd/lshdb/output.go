@@ -418,6 +418,7 @@ type explainJSON struct {
 	Bands          int      `json:"bands"`
 	CollidingBands []int    `json:"colliding_bands"`
 	PCandidate     float64  `json:"p_candidate"`
+	SizesRuleOut   bool     `json:"sizes_rule_out,omitempty"`
 	Found          bool     `json:"found"`
 }
 

@@ -983,7 +983,7 @@ func (a *app) explainCmd() *cobra.Command {
 				}
 				if a.json() {
 					out := explainJSON{A: e.A, B: e.B, Estimate: e.Estimate, EstimateOnly: e.EstimateOnly, Threshold: e.Threshold,
-						Bands: len(e.Collide), CollidingBands: collide, PCandidate: e.Probability, Found: e.Found}
+						Bands: len(e.Collide), CollidingBands: collide, PCandidate: e.Probability, SizesRuleOut: e.SizesRuleOut, Found: e.Found}
 					if !e.EstimateOnly {
 						out.Jaccard = &e.Jaccard
 					}
@@ -1009,6 +1009,9 @@ func (a *app) explainCmd() *cobra.Command {
 					verdict = "the same document: no query by its id and no pair reports it with itself"
 				case e.Found:
 					verdict = "found: they share a band and reach the threshold"
+				case e.SizesRuleOut:
+					small, big := min(e.SetLenA, e.SetLenB), max(e.SetLenA, e.SetLenB)
+					verdict = fmt.Sprintf("not reported, whatever the estimate: their sets of %d and %d shingles make the Jaccard at most %.4f, below the threshold", small, big, float64(small)/float64(big))
 				case len(collide) == 0 && e.Jaccard >= e.Threshold:
 					verdict = "missed: above the threshold, but no band collides (a false negative of LSH)"
 				case len(collide) > 0 && e.EstimateOnly:
