@@ -396,7 +396,7 @@ func openIn(dir string, o Options, created bool) (*DB, error) {
 	popts.Levels[0].Compression = func() *sstable.CompressionProfile { return sstable.FastestCompression }
 	popts.L0StopWritesThreshold = l0StopWrites
 	popts.EnsureDefaults()
-	if err := markerMissing(o.fs, dir); err != nil {
+	if err := markerMissing(&o, dir); err != nil {
 		release()
 		return nil, err
 	}
@@ -429,6 +429,12 @@ func openIn(dir string, o Options, created bool) (*DB, error) {
 		// (TestOpenWithDamagedTable: recheck on a Pebble upgrade).
 		if msg := err.Error(); strings.Contains(msg, "object size mismatch") || strings.Contains(msg, "unknown to the objstorage provider") {
 			return nil, fmt.Errorf("%w: %s: a table file the store's manifest lists is missing or truncated: %w", ErrCorrupt, dir, firstLine{err})
+		}
+		// NB: a directory of a store never begun (its LOCK alone: a
+		// create killed at once) opened read-only: no index, said as for
+		// an empty directory, not as Pebble's bare words.
+		if errors.Is(err, pebble.ErrDBDoesNotExist) {
+			return nil, fmt.Errorf("%w: %s holds no store (a create or a first build killed?)%w", ErrNotExist, dir, errUnfinished)
 		}
 		return nil, classify(fmt.Errorf("lshdb: opening %s: %w", dir, err))
 	}
@@ -846,25 +852,58 @@ func (db *DB) Close() error {
 // are there but not the marker that names its current manifest: Pebble
 // said "database does not exist" to a reader and "already exists and is
 // not pristine" to a writer (which first wrote a marker of its own).
-func markerMissing(fs vfs.FS, dir string) error {
+//
+// A store with no marker, no table, no log and no options file, whose
+// only manifest is the first (MANIFEST-000001), is one whose creation
+// never finished (a create or first build killed between Pebble's first
+// two files): it holds nothing. An open that may create an index removes
+// that manifest, and Pebble creates the store anew; any other open finds
+// no index (ErrNotExist). NB: it was taken as damage, and every command,
+// drop and the nightly build's re-run included, refused the directory.
+func markerMissing(o *Options, dir string) error {
+	// (errUnfinished marks the ErrNotExist for Drop.)
+	fs := o.fs
 	names, err := fs.List(dir)
 	if err != nil {
 		return nil // NB: Open says what is wrong with dir
 	}
-	store, marker := false, false
+	store, marker, tables, begun := false, false, false, false
 	for _, n := range names {
 		switch {
 		case strings.HasPrefix(n, "marker.manifest.") || n == "CURRENT":
 			marker = true
-		case strings.HasPrefix(n, "MANIFEST-") || strings.HasSuffix(n, ".sst"):
+		case strings.HasSuffix(n, ".sst"):
+			store, tables = true, true
+		case strings.HasPrefix(n, "MANIFEST-"):
 			store = true
+			begun = begun || n != "MANIFEST-000001"
+		case strings.HasSuffix(n, ".log") || strings.HasPrefix(n, "OPTIONS-"):
+			begun = true
 		}
 	}
-	if store && !marker {
+	switch {
+	case !store || marker:
+		return nil
+	case !tables && !begun && (o.ReadOnly || o.MustExist):
+		return fmt.Errorf("%w: %s holds the start of a store whose creation never finished (a create or a first build killed)%w", ErrNotExist, dir, errUnfinished)
+	case !tables && !begun:
+		if err := fs.Remove(fs.PathJoin(dir, "MANIFEST-000001")); err != nil {
+			return fmt.Errorf("lshdb: %s: removing the manifest of a store whose creation never finished: %w", dir, err)
+		}
+		return nil
+	case tables:
 		return fmt.Errorf("%w: %s: the store's marker of its current manifest (marker.manifest.*) is missing, though its manifest and tables are there", ErrCorrupt, dir)
 	}
-	return nil
+	return fmt.Errorf("%w: %s: the store's marker of its current manifest (marker.manifest.*) is missing, though its manifest and write-ahead logs are there", ErrCorrupt, dir)
 }
+
+// errUnfinished marks the ErrNotExist of a directory that holds a store
+// whose creation never finished: Drop removes it. It says nothing.
+var errUnfinished = quietError{}
+
+type quietError struct{}
+
+func (quietError) Error() string { return "" }
 
 // damageSeen is the first damage to a store's files that Pebble reported
 // in the background (DB.Corruption).

@@ -1262,6 +1262,23 @@ func Drop(ctx context.Context, dir string) error {
 	if IsRedisURL(dir) && errors.Is(err, ErrNotExist) {
 		return dropLeftovers(ctx, dir)
 	}
+	if errors.Is(err, errUnfinished) {
+		// NB: a create killed before its store was whole: its files are
+		// the store's alone (Open said so), and nothing is in them.
+		names, lerr := os.ReadDir(dir)
+		if lerr != nil {
+			return fmt.Errorf("lshdb: drop: %w", lerr)
+		}
+		for _, n := range names {
+			if !indexFile(n.Name()) {
+				return err
+			}
+		}
+		if rerr := os.RemoveAll(dir); rerr != nil {
+			return fmt.Errorf("lshdb: drop: %w", rerr)
+		}
+		return nil
+	}
 	if swept > 0 && errors.Is(err, ErrNotExist) {
 		// An earlier Drop's, killed after its rename: finished now, with
 		// the link it was given, left dangling.
