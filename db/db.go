@@ -956,7 +956,10 @@ func (db *DB) flushAtClose() {
 		return // nothing written through this handle
 	}
 	if err := db.roomFor(int64(m.MemTable.Size)); err != nil {
-		db.opts.Logger.Warn("lshdb: the last writes stay in the write-ahead log only (no room to flush them at close)", "error", err)
+		// NB: said as what it is: the writes are kept (the log is
+		// synced, and the next open replays it); a build that failed on
+		// a full disk, having written nothing, read it as writes left.
+		db.opts.Logger.Warn("lshdb: no room to flush the handle's writes into tables at close: they are kept in the write-ahead log, which the next open replays", "error", err)
 		return
 	}
 	failed := db.damage.failures.Load()

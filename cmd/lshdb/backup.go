@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
+	"time"
 
 	"github.com/lshdb/lshdb/db"
 	"github.com/lshdb/lshdb/db/client"
@@ -73,35 +74,58 @@ nightly pairs run at the embedded index's speed.`,
 			// backup never creates its source. An index that cannot be
 			// opened for writing (a full disk, a read-only filesystem) is
 			// copied file by file through a read-only open.
-			d, err := db.Open(a.dbDir, a.writeOptions(&db.Options{MustExist: true}))
-			if errors.Is(err, db.ErrDiskFull) || errors.Is(err, syscall.EROFS) {
-				d, err = db.Open(a.dbDir, &db.Options{MustExist: true, ReadOnly: true})
-			}
-			switch {
-			case err == nil:
-				ctx, barDone := a.phaseBar("backup")
-				err = d.BackupWith(ctx, abs, db.BackupOptions{Copy: copyAll})
-				barDone()
-				if cerr := d.Close(); err == nil {
-					err = cerr
+			// NB: an index locked by a process that does not serve it (a
+			// command starting, or closing it) is retried for
+			// handoverWait, and a serve that says it is stopping waited
+			// for, as every other command does (openFresh): a backup
+			// beside an insert failed at once in half of a review's runs,
+			// telling the operator to kill the insert.
+			deadline := time.Now().Add(handoverWait)
+			waitedStop := false
+			for {
+				d, err := db.Open(a.dbDir, a.writeOptions(&db.Options{MustExist: true}))
+				if errors.Is(err, db.ErrDiskFull) || errors.Is(err, syscall.EROFS) {
+					d, err = db.Open(a.dbDir, &db.Options{MustExist: true, ReadOnly: true})
 				}
-			case errors.Is(err, db.ErrLocked):
-				sock := httpapi.SocketPath(a.dbDir)
-				cl, cerr := client.OpenContext(a.ctx, sock, clientOptions())
-				switch {
-				case errors.Is(cerr, client.ErrForeignSocket):
-					return cerr // NB: not its process named as the owner
-				case cerr != nil && a.ctx.Err() == nil && errors.Is(cerr, context.DeadlineExceeded):
-					return stuckOwner(err, a.dbDir, attachTimeout)
-				case cerr != nil:
-					return fmt.Errorf("%w (and nothing answers on its socket %s: %w)", lockedHint(err, a.dbDir), sock, cerr)
+				if err == nil {
+					ctx, barDone := a.phaseBar("backup")
+					err = d.BackupWith(ctx, abs, db.BackupOptions{Copy: copyAll})
+					barDone()
+					if cerr := d.Close(); err == nil {
+						err = cerr
+					}
+				} else if errors.Is(err, db.ErrLocked) {
+					sock := httpapi.SocketPath(a.dbDir)
+					cl, cerr := client.OpenContext(a.ctx, sock, clientOptions())
+					switch {
+					case errors.Is(cerr, client.ErrForeignSocket):
+						return cerr // NB: not its process named as the owner
+					case a.ctx.Err() != nil:
+						return fmt.Errorf("%w while waiting for the process that owns %s: nothing was copied%w", context.Cause(a.ctx), a.dbDir, silently{context.Canceled})
+					case cerr != nil && errors.Is(cerr, context.DeadlineExceeded):
+						return stuckOwner(err, a.dbDir, attachTimeout)
+					case cerr != nil:
+						if !time.Now().Before(deadline) && !waitedStop {
+							if until, ok := stoppingOwner(a.dbDir, lockHolder(a.dbDir)); ok {
+								waitedStop = true
+								deadline = minTime(until, time.Now().Add(maxStopWait))
+								fmt.Fprintf(a.stderr, "lshdb: the server that owns %s is stopping: waiting for it (until %s at the latest)\n", escControls(a.dbDir), deadline.Format("15:04:05"))
+							}
+						}
+						if time.Now().Before(deadline) {
+							time.Sleep(20 * time.Millisecond)
+							continue
+						}
+						return fmt.Errorf("%w (and nothing answers on its socket %s: %w)", lockedHint(err, a.dbDir), sock, cerr)
+					}
+					via = "socket"
+					err = cl.BackupWith(a.ctx, abs, db.BackupOptions{Copy: copyAll})
+					cl.Close()
 				}
-				via = "socket"
-				err = cl.BackupWith(a.ctx, abs, db.BackupOptions{Copy: copyAll})
-				cl.Close()
-			}
-			if err != nil {
-				return interruptNote(err, "backup interrupted")
+				if err != nil {
+					return interruptNote(err, "backup interrupted")
+				}
+				break
 			}
 			cp, err := db.Open(abs, &db.Options{ReadOnly: true})
 			if err != nil {

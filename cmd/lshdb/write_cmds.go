@@ -743,6 +743,9 @@ that replaced at least a quarter as many documents as the index holds
 then rewrites the store (as lshdb compact; 300,000 replaced generated
 documents: 458 MiB on disk became 237 MiB in 0.16x the build's time).
 On Redis, which frees a replaced key's memory at once, it does nothing.
+Ctrl-C or SIGTERM during that rewrite stops it, and the command exits
+130 or 143 as for any interrupt, but the build is in: stderr says so
+("the build is in, but compacting after it was interrupted").
 
 --delete-missing makes the index hold the inputs' documents and no others:
 every stored document whose id is in no input is deleted, in the same
