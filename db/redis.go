@@ -168,7 +168,7 @@ func openRedis(u string, o Options) (*DB, error) {
 	var warned sync.Map
 	s.Unreplicated = func(master string) {
 		if _, seen := warned.LoadOrStore(master, true); !seen {
-			o.Logger.Warn("lshdb: a Redis master has no replica online: writes to it are acknowledged without one and would not survive its failure", "master", master)
+			o.Logger.Warn("lshdb: a Redis master has no replica (or its replicas are being synced anew): writes to it are acknowledged without one and would not survive its failure", "master", master)
 		}
 	}
 	db.closing, db.closeCancel = context.WithCancelCause(context.Background())

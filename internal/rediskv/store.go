@@ -80,9 +80,11 @@ var ErrURL = errors.New("not a redis:// or redis+cluster:// URL")
 // concurrent use.
 type Store struct {
 	// Unreplicated, if set before use, is called by Sync with the address
-	// of each master that holds slots but has no replica online (after a
-	// failover, until a replica is added; while its replicas are synced
-	// anew): its writes are acknowledged without one.
+	// of each master that holds slots but has no replica (after a
+	// failover, until a replica is added; on a single server, none
+	// connected) or whose replicas are all being synced anew: its writes
+	// are acknowledged without one. A master whose listed replica is cut
+	// off is not one: its writes fail with ErrNotReplicated.
 	Unreplicated func(master string)
 
 	// noWait holds, by master address, until when Sync takes the master
@@ -90,6 +92,11 @@ type Store struct {
 	// with no replica connected, or whose replicas are being synced anew.
 	// A WAIT on it would wait its whole timeout.
 	noWait sync.Map
+	// cutOff holds, by master address, until when Sync fails a write to
+	// the master without waiting (a time.Time): the cluster lists a
+	// replica of it that did not acknowledge the last write (its link
+	// down): every write waited the whole timeout before it failed.
+	cutOff sync.Map
 	// asked is Sync's first question to a server of its own (redis://):
 	// whether it has a replica.
 	asked sync.Once
@@ -293,7 +300,19 @@ func (s *Store) ping(ctx context.Context) error {
 		// replica had to answer: one down, frozen or unreachable from this
 		// host (a cluster that announces private addresses) failed every
 		// open, reads too, and the message blamed a master.
-		err = cc.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error { return node(ctx, n) })
+		// NB: a cluster's masters run 7.0 or later: Sync asks CLUSTER
+		// SHARDS (7.0) which masters have replicas, and on 6.2 every
+		// synced write would fail with its unknown subcommand.
+		err = cc.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error {
+			v, err := pingNode(ctx, n)
+			if !versionAtLeast(v, 7, 0) || v == "" {
+				old.Store(true)
+			}
+			if err == nil && v != "" && !versionAtLeast(v, 7, 0) {
+				return fmt.Errorf("%w: %s runs Redis %s, and lshdb needs Redis 7.0 or later in a cluster (6.2 for a single server)", ErrVersion, n.Options().Addr, v)
+			}
+			return err
+		})
 		if err == nil {
 			// NB: go-redis takes its own timeouts, not the context's, for
 			// a node that does not answer (3 s a try): the probes are
@@ -699,8 +718,9 @@ func (s *Store) Apply(ctx context.Context, ws *WriteSet) (Result, error) {
 	// below zero), and a delete removed the id a put had just written,
 	// leaving its document stored under no id.
 	// NB: swapScript keeps what it swapped out for this write (token)
-	// until the write ends: sent again by go-redis, SET … GET answered the write's own new number and GETDEL nothing, the
-	// first send's answers lost, and the documents replaced or deleted
+	// until the write ends: sent again by go-redis, SET … GET answered
+	// the write's own new number and GETDEL nothing, the first send's
+	// answers lost, and the documents replaced or deleted
 	// were never retired: they stayed in query results (a delete
 	// acknowledged, its id reported missing), their records orphans and
 	// the live count too high until a repair.
@@ -965,6 +985,11 @@ return redis.call('SISMEMBER', KEYS[2], ARGV[1])`
 // before, or nil. KEYS[2] holds the swaps of one write (swapsKey), as
 // they were, for ARGV[2] milliseconds: a swap this write made already
 // (sent again, its first answer lost) answers what it answered then.
+// NB: the swap of an id that held nothing is not kept (a fresh load
+// would write a key for every document): sent again after another
+// writer of the same id swapped it in between, it swaps that writer's
+// number out, and retires its document. That needs a read timeout and a
+// second writer of the same new id within it; check --repair finds it.
 //
 // NB: what it swaps out is kept first: refused (a full Redis), the script
 // has changed nothing.
@@ -1460,7 +1485,11 @@ func (s *Store) Repair(ctx context.Context) (RepairReport, error) {
 	for _, m := range members {
 		n, _, err := parseExpiryMember(m)
 		if err != nil {
-			continue // NB: Check's to report
+			// NB: an entry no write makes (by hand, another program):
+			// removed, as the sweep, which leaves it, returned its error
+			// on every run after the first of its batches.
+			stale = append(stale, m)
+			continue
 		}
 		maxNum = max(maxNum, n)
 		if !hasRecord[n] && !due[n] {
@@ -1767,13 +1796,16 @@ func (s *Store) Flush(ctx context.Context) (int64, error) {
 	}); err != nil {
 		return n, err
 	}
-	// NB: the claims of the last minutes' retirements and sweeps
-	// (claimsKey) would expire by themselves; they are not counted.
-	if err := s.scanPages(ctx, "{"+s.expiryKey()+"}:claims:*", func(c *redis.Client, keys []string) error {
-		_, err := cmdsOf(ctx, c, keys, func(p redis.Pipeliner, k string) *redis.IntCmd { return p.Del(ctx, k) })
-		return err
-	}); err != nil {
-		return n, err
+	// NB: the tokens' keys of the last minutes' writes, retirements and
+	// sweeps (claimsKey, swapsKey, countedKey) would expire by
+	// themselves; they are not counted.
+	for _, pattern := range []string{"{" + s.expiryKey() + "}:claims:*", "*}" + s.prefix + "swaps:*", s.countedKey("*")} {
+		if err := s.scanPages(ctx, pattern, func(c *redis.Client, keys []string) error {
+			_, err := cmdsOf(ctx, c, keys, func(p redis.Pipeliner, k string) *redis.IntCmd { return p.Del(ctx, k) })
+			return err
+		}); err != nil {
+			return n, err
+		}
 	}
 	m, err := s.c.Del(ctx, s.countersKey()).Result()
 	return n + m, err
@@ -1954,11 +1986,21 @@ func (s *Store) Sync(ctx context.Context, timeout time.Duration) error {
 	// stopped or restarting) is still one the cluster promotes if the
 	// master fails, with the writes the master acknowledged alone lost:
 	// 18 and 48 acknowledged writes in a review's two runs.
-	waitOn := func(ctx context.Context, c *redis.Client, key string, listed bool) error {
+	waitOn := func(ctx context.Context, c *redis.Client, key string, replicas string) error {
 		addr := c.Options().Addr
+		listed := replicas != ""
 		replication := func(ctx context.Context, c *redis.Client) (alone, syncing bool, err error) {
 			alone, syncing, err = replication(ctx, c)
 			return alone && !listed, syncing, err
+		}
+		cutOffErr := func() error {
+			return fmt.Errorf("%w: %s, within %v: its replica (%s) is not connected, and a failover now would promote it without the write (bring it back; or remove it from the cluster, CLUSTER FORGET on every node; or write with NoSync)", ErrNotReplicated, addr, timeout, replicas)
+		}
+		if until, ok := s.cutOff.Load(addr); ok && listed {
+			if time.Now().Before(until.(time.Time)) {
+				return cutOffErr()
+			}
+			s.cutOff.Delete(addr)
 		}
 		// NB: a master alone or whose replicas were being synced anew is
 		// asked again (INFO, one round trip) at most every resyncRecheck,
@@ -2012,7 +2054,10 @@ func (s *Store) Sync(ctx context.Context, timeout time.Duration) error {
 			unreplicated(addr)
 			return nil
 		case listed:
-			return fmt.Errorf("%w: %s, within %v: its replica is not connected, and a failover now would lose the write (bring the replica back, or remove it from the cluster with CLUSTER FORGET, or write with NoSync)", ErrNotReplicated, addr, timeout)
+			// NB: the next writes fail at once for resyncRecheck,
+			// instead of each waiting the whole timeout.
+			s.cutOff.Store(addr, time.Now().Add(resyncRecheck))
+			return cutOffErr()
 		}
 		return fmt.Errorf("%w: %s, within %v", ErrNotReplicated, addr, timeout)
 	}
@@ -2031,27 +2076,31 @@ func (s *Store) Sync(ctx context.Context, timeout time.Duration) error {
 				skipWait(c.Options().Addr)
 			}
 		})
-		return waitOn(ctx, c, s.prefix+"sync", false)
+		return waitOn(ctx, c, s.prefix+"sync", "")
 	}
 	shards, err := cc.ClusterShards(ctx).Result()
 	if err != nil {
 		return err
 	}
-	// Each master's first slot range, if it has a replica online.
+	// Each master's largest slot range, if the cluster lists a replica of
+	// it (whatever its health).
 	// NB: a master that lost its replica (it was the replica, promoted
 	// when its master failed) has none to wait for: WAIT would block for
 	// the whole timeout on every write, which made a 100,000-document
 	// load through a failover take 87 s instead of about 6.
 	type rng struct{ start, end int }
 	owns := map[string]rng{}
+	named := map[string]string{} // master → its replicas, for messages
 	var alone []string
 	for _, sh := range shards {
 		master, replicas := "", 0
+		var names []string
 		for _, n := range sh.Nodes {
 			switch {
 			case n.Role == "master":
 				master = net.JoinHostPort(n.IP, strconv.FormatInt(n.Port, 10))
 			default:
+				names = append(names, net.JoinHostPort(n.IP, strconv.FormatInt(n.Port, 10))+" "+n.Health)
 				// NB: every replica the shard lists, whatever its health
 				// ("online"; "loading", Redis 7.0's word for one whose
 				// offset its master has not yet heard of; "fail"): one
@@ -2073,6 +2122,7 @@ func (s *Store) Sync(ctx context.Context, timeout time.Duration) error {
 				}
 			}
 			owns[master] = r
+			named[master] = strings.Join(names, ", ")
 		}
 		if master != "" && replicas == 0 && len(sh.Slots) > 0 {
 			alone = append(alone, master)
@@ -2106,7 +2156,7 @@ func (s *Store) Sync(ctx context.Context, timeout time.Duration) error {
 				if c, err = cc.MasterForKey(ctx, key); err != nil {
 					break
 				}
-				if err = waitOn(ctx, c, key, true); !redirected(err) {
+				if err = waitOn(ctx, c, key, cmp.Or(named[master], "listed")); !redirected(err) {
 					break
 				}
 				// NB: go-redis reloads the slot map in the background:
@@ -2190,18 +2240,19 @@ func parseExpiryMember(m string) (n uint64, buckets []uint64, err error) {
 // Sweep removes up to batch documents at a time that expired at now (Unix
 // nanoseconds) from the index until none is due: their postings, what
 // Redis has not yet expired of their records, their expiry entries, and
-// their count. Concurrent sweeps (several processes) remove each once:
-// only the one whose ZREM removed the entry does the rest. A batch once
-// claimed is finished, whatever becomes of ctx (which is checked between
+// their count. Concurrent sweeps (several processes) may each remove a
+// document's postings and record (which is idempotent), and count it
+// once: only the one whose claim took the entry does. A batch once begun
+// is finished, whatever becomes of ctx (which is checked between
 // batches), within sweepBatchTimeout.
 //
-// NB: the claim and the rest are two round trips (their keys are on
-// several nodes). A sweep whose ctx ended between them (the background
-// sweep of a handle being closed: every short command's) left the
-// postings and the count of documents whose expiry entries were gone:
+// NB: removing, claiming and counting are three round trips (their keys
+// are on several nodes). A sweep whose ctx ended between them (the
+// background sweep of a handle being closed: every short command's) left
+// the postings and the count of documents whose expiry entries were gone:
 // no later sweep or purge removed them, Count went on counting them and
-// Check failed until a Repair. A process killed between them still
-// leaves that, for Repair.
+// Check failed until a Repair. A process killed between the claim and the
+// count still leaves the count too high, for Repair.
 func (s *Store) Sweep(ctx context.Context, now int64, batch int) (int, error) {
 	total := 0
 	for {
@@ -2225,9 +2276,9 @@ func (s *Store) Sweep(ctx context.Context, now int64, batch int) (int, error) {
 // sweepBatchTimeout bounds a sweep's batch once claimed (Sweep).
 const sweepBatchTimeout = 30 * time.Second
 
-// sweepBatch claims the expiry entries due and removes the documents of
-// those it claimed; it returns how many. It runs to its end whatever
-// becomes of ctx (see Sweep).
+// sweepBatch removes the documents of the expiry entries due, claims
+// the entries, and counts those it claimed; it returns how many. It runs
+// to its end whatever becomes of ctx (see Sweep).
 func (s *Store) sweepBatch(ctx context.Context, due []string) (int, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sweepBatchTimeout)
 	defer cancel()
@@ -2279,9 +2330,27 @@ func (s *Store) sweepBatch(ctx context.Context, due []string) (int, error) {
 		return 0, badMember
 	}
 	if err := s.addLive(ctx, s.c, -int64(len(mine)), token).Err(); err != nil {
-		// NB: due at once (score 0) for the next sweep, which finds
-		// nothing left to remove and counts them.
-		if e := s.c.ZAdd(ctx, s.expiryKey(), mine...).Err(); e != nil {
+		// NB: tried again with the same token first (countScript counts
+		// a token once, and keeps it longer than this takes): a count
+		// that ran but whose answer was lost, put back, was counted
+		// again by the next sweep. Only a count that cannot be made is
+		// put back, due at once (score 0), for the next sweep, which
+		// finds nothing left to remove and counts the entries; in a
+		// context of its own, as the batch's may be what ended.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sweepBatchTimeout)
+		defer cancel()
+		for try := 1; try <= 3 && err != nil; try++ {
+			select {
+			case <-rctx.Done():
+			case <-time.After(time.Duration(try) * 200 * time.Millisecond):
+			}
+			err = s.addLive(rctx, s.c, -int64(len(mine)), token).Err()
+		}
+		if err == nil {
+			s.c.Del(rctx, s.claimsKey(token))
+			return len(mine), badMember
+		}
+		if e := s.c.ZAdd(rctx, s.expiryKey(), mine...).Err(); e != nil {
 			return 0, fmt.Errorf("%w (and %d expired documents left uncounted, which lshdb check --repair counts: %w)", err, len(mine), e)
 		}
 		return 0, err
