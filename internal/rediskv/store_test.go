@@ -1747,3 +1747,48 @@ func TestFlushLeavesNothing(t *testing.T) {
 		t.Errorf("after Flush: %q, %v; want no key", keys, err)
 	}
 }
+
+// Ensure that writes go on whole when the servers forget the scripts
+// (SCRIPT FLUSH, as a restart or a failover to a replica that never ran
+// them does): a pipeline of EVALSHA answered NOSCRIPT is sent again with
+// the scripts' bodies (scripted). The oracle: the documents written, read
+// back, the live count, and Check.
+func TestScriptsForgotten(t *testing.T) {
+	if cluster == nil {
+		t.Skip("no redis-server (LSHDB_REQUIRE_REDIS=1 makes this a failure)")
+	}
+	s := &Store{c: redis.NewClient(&redis.Options{Addr: startServer(t)}), prefix: "lshdb:noscript:"}
+	defer s.Close()
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(6, 6))
+	var ws WriteSet
+	for i := range 10 {
+		ws.Puts = append(ws.Puts, randomPut(rng, fmt.Sprint("doc", i)))
+	}
+	for step := range 3 { // put, replace, delete half, each after a flush
+		if err := s.c.ScriptFlush(ctx).Err(); err != nil {
+			t.Fatal(err)
+		}
+		w := ws
+		if step == 2 {
+			w = WriteSet{Deletes: []string{"doc0", "doc1", "doc2", "doc3", "doc4"}}
+		}
+		if _, err := s.Apply(ctx, &w); err != nil {
+			t.Fatalf("step %d: %v", step, err)
+		}
+	}
+	if n, err := s.Count(ctx); err != nil || n != 5 {
+		t.Errorf("live count %d, %v; want 5", n, err)
+	}
+	nums, err := s.DocNums(ctx, []string{"doc5", "doc9"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, err := s.Records(ctx, nums)
+	if err != nil || string(recs[0]) != string(ws.Puts[5].Record) || string(recs[1]) != string(ws.Puts[9].Record) {
+		t.Errorf("doc5 and doc9 read %q, %v", recs, err)
+	}
+	if rep, err := s.Check(ctx, 0); err != nil || len(rep.Problems) > 0 {
+		t.Errorf("Check: %+v, %v", rep, err)
+	}
+}
