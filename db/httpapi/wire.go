@@ -954,6 +954,9 @@ type ExplainJSON struct {
 	Bands          int      `json:"bands"`
 	CollidingBands []int    `json:"colliding_bands"`
 	PCandidate     float64  `json:"p_candidate"`
+	SetLenA        int      `json:"set_size_a"`
+	SetLenB        int      `json:"set_size_b"`
+	SizesRuleOut   bool     `json:"sizes_rule_out"`
 	Found          bool     `json:"found"`
 	BandKeysA      []string `json:"band_keys_a"`
 	BandKeysB      []string `json:"band_keys_b"`
@@ -963,6 +966,7 @@ type ExplainJSON struct {
 func ExplainOut(e *db.Explanation) ExplainJSON {
 	out := ExplainJSON{A: e.A, B: e.B, Jaccard: e.Jaccard, Estimate: e.Estimate, EstimateOnly: e.EstimateOnly,
 		Threshold: e.Threshold, Bands: len(e.Collide), CollidingBands: []int{}, PCandidate: e.Probability, Found: e.Found,
+		SetLenA: e.SetLenA, SetLenB: e.SetLenB, SizesRuleOut: e.SizesRuleOut,
 		BandKeysA: make([]string, len(e.BandKeysA)), BandKeysB: make([]string, len(e.BandKeysB))}
 	for i, c := range e.Collide {
 		if c {
@@ -981,7 +985,7 @@ func ExplainOut(e *db.Explanation) ExplainJSON {
 // Explanation converts e back.
 func (e ExplainJSON) Explanation() (*db.Explanation, error) {
 	out := &db.Explanation{A: e.A, B: e.B, Jaccard: e.Jaccard, Estimate: e.Estimate, EstimateOnly: e.EstimateOnly,
-		Threshold: e.Threshold, Probability: e.PCandidate, Found: e.Found}
+		Threshold: e.Threshold, Probability: e.PCandidate, Found: e.Found, SetLenA: e.SetLenA, SetLenB: e.SetLenB, SizesRuleOut: e.SizesRuleOut}
 	if e.Bands < 0 || e.Bands > 1<<16 {
 		return nil, fmt.Errorf("explain: %d bands", e.Bands)
 	}
