@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
-	"time"
 
 	"github.com/lshdb/lshdb/db"
 	"github.com/lshdb/lshdb/db/client"
@@ -80,8 +79,7 @@ nightly pairs run at the embedded index's speed.`,
 			// for, as every other command does (openFresh): a backup
 			// beside an insert failed at once in half of a review's runs,
 			// telling the operator to kill the insert.
-			deadline := time.Now().Add(handoverWait)
-			waitedStop := false
+			held := newHeldWait()
 			for {
 				d, err := db.Open(a.dbDir, a.writeOptions(&db.Options{MustExist: true}))
 				if errors.Is(err, db.ErrDiskFull) || errors.Is(err, syscall.EROFS) {
@@ -105,15 +103,7 @@ nightly pairs run at the embedded index's speed.`,
 					case cerr != nil && errors.Is(cerr, context.DeadlineExceeded):
 						return stuckOwner(err, a.dbDir, attachTimeout)
 					case cerr != nil:
-						if !time.Now().Before(deadline) && !waitedStop {
-							if until, ok := stoppingOwner(a.dbDir, lockHolder(a.dbDir)); ok {
-								waitedStop = true
-								deadline = minTime(until, time.Now().Add(maxStopWait))
-								fmt.Fprintf(a.stderr, "lshdb: the server that owns %s is stopping: waiting for it (until %s at the latest)\n", escControls(a.dbDir), deadline.Format("15:04:05"))
-							}
-						}
-						if time.Now().Before(deadline) {
-							time.Sleep(20 * time.Millisecond)
+						if held.again(a) {
 							continue
 						}
 						return fmt.Errorf("%w (and nothing answers on its socket %s: %w)", lockedHint(err, a.dbDir), sock, cerr)

@@ -678,8 +678,7 @@ func (a *app) openFresh(opts *db.Options) (index, func(), error) {
 	// lock (it closes the index last): for that moment the index is
 	// locked and nothing answers on its socket. Such a holder is retried
 	// for handoverWait before the error names it.
-	deadline := time.Now().Add(handoverWait)
-	waitedStop := false
+	held := newHeldWait()
 	for {
 		d, err := db.Open(a.dbDir, opts)
 		if errors.Is(err, db.ErrLocked) {
@@ -731,18 +730,8 @@ func (a *app) openFresh(opts *db.Options) (index, func(), error) {
 			case errors.Is(cerr, context.DeadlineExceeded):
 				return nil, nil, stuckOwner(err, a.dbDir, attachTimeout)
 			}
-			// Nothing serves it: the error says who holds it. A serve
-			// that said it is stopping is waited for until its drain
-			// ends (at most maxStopWait).
-			if !time.Now().Before(deadline) && !waitedStop {
-				if until, ok := stoppingOwner(a.dbDir, lockHolder(a.dbDir)); ok {
-					waitedStop = true
-					deadline = minTime(until, time.Now().Add(maxStopWait))
-					fmt.Fprintf(a.stderr, "lshdb: the server that owns %s is stopping: waiting for it (until %s at the latest)\n", escControls(a.dbDir), deadline.Format("15:04:05"))
-				}
-			}
-			if time.Now().Before(deadline) {
-				time.Sleep(20 * time.Millisecond)
+			// Nothing serves it: the error says who holds it.
+			if held.again(a) {
 				continue
 			}
 		}
@@ -770,6 +759,33 @@ const handoverWait = 2 * time.Second
 // maxStopWait bounds how long a command waits for a serve that says it
 // is stopping (lshdb.stopping).
 const maxStopWait = 2 * time.Minute
+
+// heldWait is how long a command retries an index locked by a process
+// that does not serve it: for handoverWait, or, for a serve that says it
+// is stopping, until its drain ends (at most maxStopWait).
+type heldWait struct {
+	deadline   time.Time
+	waitedStop bool
+}
+
+func newHeldWait() *heldWait { return &heldWait{deadline: time.Now().Add(handoverWait)} }
+
+// again reports whether to open the index again, having waited a moment
+// (and said so once, for a stopping serve); false once the wait is over.
+func (w *heldWait) again(a *app) bool {
+	if !time.Now().Before(w.deadline) && !w.waitedStop {
+		if until, ok := stoppingOwner(a.dbDir, lockHolder(a.dbDir)); ok {
+			w.waitedStop = true
+			w.deadline = minTime(until, time.Now().Add(maxStopWait))
+			fmt.Fprintf(a.stderr, "lshdb: the server that owns %s is stopping: waiting for it (until %s at the latest)\n", escControls(a.dbDir), w.deadline.Format("15:04:05"))
+		}
+	}
+	if !time.Now().Before(w.deadline) {
+		return false
+	}
+	time.Sleep(20 * time.Millisecond)
+	return true
+}
 
 func minTime(a, b time.Time) time.Time {
 	if a.Before(b) {

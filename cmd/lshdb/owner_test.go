@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -29,6 +30,42 @@ func TestHelperHoldIndex(t *testing.T) {
 	fmt.Println("holding")
 	io.Copy(io.Discard, os.Stdin)
 	d.Close()
+}
+
+// holdIndex starts a process that opens idx in process, without serving
+// it (TestHelperHoldIndex), and returns its pid and the function that has
+// it close the index and end (once; later calls wait for it too).
+func holdIndex(t *testing.T, idx string) (int, func()) {
+	t.Helper()
+	helper := exec.Command(os.Args[0], "-test.run=^TestHelperHoldIndex$", "-test.v")
+	helper.Env = append(os.Environ(), "LSHDB_HOLD_INDEX="+idx)
+	stdin, err := helper.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := helper.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := helper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	release := func() {
+		once.Do(func() {
+			stdin.Close()
+			helper.Wait()
+		})
+	}
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() && sc.Text() != "holding" {
+	}
+	if sc.Err() != nil {
+		release()
+		t.Fatal(sc.Err())
+	}
+	go io.Copy(io.Discard, stdout)
+	return helper.Process.Pid, release
 }
 
 // Ensure that a command refused because another process holds the index
@@ -56,32 +93,10 @@ func TestLockedNamesOwner(t *testing.T) {
 		return
 	}
 	// Another process, which does not serve it.
-	helper := exec.Command(os.Args[0], "-test.run=^TestHelperHoldIndex$", "-test.v")
-	helper.Env = append(os.Environ(), "LSHDB_HOLD_INDEX="+idx)
-	stdin, err := helper.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := helper.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := helper.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		stdin.Close()
-		helper.Wait()
-	}()
-	sc := bufio.NewScanner(stdout)
-	for sc.Scan() && sc.Text() != "holding" {
-	}
-	if sc.Err() != nil {
-		t.Fatal(sc.Err())
-	}
-	go io.Copy(io.Discard, stdout)
+	pid, release := holdIndex(t, idx)
+	defer release()
 	_, errOut, code := runLine([]string{"query", "--db", idx, "--id", "x"}, "")
-	want = fmt.Sprintf("process %d holds it and does not serve it", helper.Process.Pid)
+	want = fmt.Sprintf("process %d holds it and does not serve it", pid)
 	if code != 1 || !strings.Contains(errOut, want) {
 		t.Errorf("query of a held index: exit %d %s (want %q)", code, errOut, want)
 	}
@@ -145,30 +160,11 @@ func TestBackupWaitsForHolder(t *testing.T) {
 	if _, errOut, code := runLine([]string{"insert", "--db", idx, "-"}, `{"id":"a","text":"a document to back up"}`+"\n"); code != 0 {
 		t.Fatal(errOut)
 	}
-	helper := exec.Command(os.Args[0], "-test.run=^TestHelperHoldIndex$", "-test.v")
-	helper.Env = append(os.Environ(), "LSHDB_HOLD_INDEX="+idx)
-	stdin, err := helper.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := helper.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := helper.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer helper.Wait()
-	sc := bufio.NewScanner(stdout)
-	for sc.Scan() && sc.Text() != "holding" {
-	}
-	if sc.Err() != nil {
-		t.Fatal(sc.Err())
-	}
-	go io.Copy(io.Discard, stdout)
+	_, release := holdIndex(t, idx)
+	defer release()
 	go func() {
 		time.Sleep(500 * time.Millisecond)
-		stdin.Close() // the holder closes the index
+		release() // the holder closes the index
 	}()
 	bk := filepath.Join(shortDir(t), "bk")
 	if _, errOut, code := runLine([]string{"backup", "--db", idx, "--to", bk}, ""); code != 0 {

@@ -826,10 +826,15 @@ func (s *Store) Apply(ctx context.Context, ws *WriteSet) (Result, error) {
 // are deleted with the records.
 func (s *Store) retire(ctx context.Context, which []int, oldNums []uint64, oldBuckets []*redis.StringCmd, ids []string, done []string) (won int, _ error) {
 	if len(which) == 0 {
-		if len(done) > 0 {
-			return 0, s.c.Del(ctx, done...).Err()
-		}
-		return 0, nil
+		// NB: each key by itself: a write's swaps are on many slots,
+		// which one DEL of several keys may not span in a cluster.
+		_, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for _, k := range done {
+				p.Del(ctx, k)
+			}
+			return nil
+		})
+		return 0, err
 	}
 	if retireHook != nil {
 		retireHook("mark")

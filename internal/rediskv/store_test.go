@@ -1033,8 +1033,7 @@ func TestPutPipelineSentAgain(t *testing.T) {
 	// A proxy that, once armed, holds back the answer of the records'
 	// pipeline (four 1s) past the client's read timeout.
 	paddr, arm := holdingProxy(t, startServer(t), ":1\r\n:1\r\n:1\r\n:1\r\n")
-	s := &Store{c: redis.NewClient(&redis.Options{Addr: paddr, ReadTimeout: 300 * time.Millisecond}), prefix: "lshdb:resent:"}
-	defer s.Close()
+	s := storeAt(t, paddr, "lshdb:resent:", 300*time.Millisecond)
 	ctx := context.Background()
 	var ws WriteSet
 	for i := range 4 {
@@ -1188,8 +1187,7 @@ func TestRetireSentAgain(t *testing.T) {
 	}{{"delete", false}, {"sweep", true}} {
 		t.Run(tc.name, func(t *testing.T) {
 			paddr, arm := holdingProxy(t, addr, ":1\r\n:1\r\n:1\r\n:1\r\n")
-			s := &Store{c: redis.NewClient(&redis.Options{Addr: paddr, ReadTimeout: 300 * time.Millisecond}), prefix: "lshdb:" + tc.name + ":"}
-			defer s.Close()
+			s := storeAt(t, paddr, "lshdb:"+tc.name+":", 300*time.Millisecond)
 			if err := s.c.Ping(ctx).Err(); err != nil {
 				t.Fatal(err)
 			}
@@ -1256,8 +1254,7 @@ func TestSwapSentAgain(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			// The swaps' answer: the four numbers that the ids named.
 			paddr, arm := holdingProxy(t, addr, "$1\r\n1\r\n$1\r\n2\r\n$1\r\n3\r\n$1\r\n4\r\n")
-			s := &Store{c: redis.NewClient(&redis.Options{Addr: paddr, ReadTimeout: 300 * time.Millisecond}), prefix: "lshdb:swap-" + name + ":"}
-			defer s.Close()
+			s := storeAt(t, paddr, "lshdb:swap-"+name+":", 300*time.Millisecond)
 			var ws, next WriteSet
 			for i := range 4 {
 				ws.Puts = append(ws.Puts, Put{ID: fmt.Sprint("id", i), Record: []byte(fmt.Sprint("old", i)), Buckets: []uint64{uint64(10 + i), uint64(20 + i)}})
@@ -1490,8 +1487,7 @@ func TestCountSentAgain(t *testing.T) {
 	// The count's answer after the write below: 9 documents and 4 more
 	// (the next number answers 14).
 	paddr, arm := holdingProxy(t, startServer(t), ":13\r\n")
-	s := &Store{c: redis.NewClient(&redis.Options{Addr: paddr, ReadTimeout: 300 * time.Millisecond}), prefix: "lshdb:count:"}
-	defer s.Close()
+	s := storeAt(t, paddr, "lshdb:count:", 300*time.Millisecond)
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(4, 4))
 	var ws WriteSet
@@ -1653,8 +1649,7 @@ func TestSweepCountAnswerLost(t *testing.T) {
 	// The count's answer (14 documents less the 4 swept), held on its
 	// first send and each of go-redis's 3 retries.
 	paddr, arm := holdingProxy(t, startServer(t), ":10\r\n")
-	s := &Store{c: redis.NewClient(&redis.Options{Addr: paddr, ReadTimeout: 300 * time.Millisecond}), prefix: "lshdb:sweepcount:"}
-	defer s.Close()
+	s := storeAt(t, paddr, "lshdb:sweepcount:", 300*time.Millisecond)
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(3, 3))
 	var ws WriteSet
@@ -1717,8 +1712,7 @@ func TestFlushLeavesNothing(t *testing.T) {
 	if cluster == nil {
 		t.Skip("no redis-server (LSHDB_REQUIRE_REDIS=1 makes this a failure)")
 	}
-	s := &Store{c: redis.NewClient(&redis.Options{Addr: startServer(t)}), prefix: "lshdb:flush:"}
-	defer s.Close()
+	s := storeAt(t, startServer(t), "lshdb:flush:", 0)
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(2, 2))
 	var ws WriteSet
@@ -1757,8 +1751,7 @@ func TestScriptsForgotten(t *testing.T) {
 	if cluster == nil {
 		t.Skip("no redis-server (LSHDB_REQUIRE_REDIS=1 makes this a failure)")
 	}
-	s := &Store{c: redis.NewClient(&redis.Options{Addr: startServer(t)}), prefix: "lshdb:noscript:"}
-	defer s.Close()
+	s := storeAt(t, startServer(t), "lshdb:noscript:", 0)
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(6, 6))
 	var ws WriteSet
@@ -1791,4 +1784,14 @@ func TestScriptsForgotten(t *testing.T) {
 	if rep, err := s.Check(ctx, 0); err != nil || len(rep.Problems) > 0 {
 		t.Errorf("Check: %+v, %v", rep, err)
 	}
+}
+
+// storeAt returns a store of the index prefix on the single server at
+// addr, with the client's read timeout (0: go-redis's), closed when the
+// test ends.
+func storeAt(t *testing.T, addr, prefix string, readTimeout time.Duration) *Store {
+	t.Helper()
+	s := &Store{c: redis.NewClient(&redis.Options{Addr: addr, ReadTimeout: readTimeout}), prefix: prefix}
+	t.Cleanup(func() { s.Close() })
+	return s
 }
