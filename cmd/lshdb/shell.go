@@ -16,6 +16,7 @@ import (
 	"sync"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/lshdb/lshdb/db"
 	"github.com/lshdb/lshdb/internal/rediskv"
@@ -79,8 +80,10 @@ Ctrl-D, exit, quit, .quit, .exit or \q leave. Commands take the flags their help
 lists (help CMD); none names another index or a file. History is kept in
 ~/.lshdb_history (mode 0600). When stdin is not a terminal, the shell runs
 one statement per line: stdout gets only their output, and stderr each
-statement (after "> ") and its error, if any. It stops at an interrupt.
-Quotes (' or ") hold spaces in a word; a double-quoted word with
+statement (after "> ", cut after 256 bytes) and its error, if any. It stops at an interrupt.
+Quotes (' or ") hold spaces in a word, where they open it or follow an
+= (--text="two words"); inside a word a quote is itself (o'brien). A
+double-quoted word with
 backslash escapes is read as tables print an id with control characters
 ("odd\tid\x00"), while in single quotes a backslash is itself.`,
 		Args: nArgs(0),
@@ -137,7 +140,7 @@ func (a *app) script(r io.Reader) error {
 		// NB: the echo and the errors go to stderr, so that stdout holds
 		// only the statements' output (S8): printf 'query --id x --output
 		// json\n' | lshdb shell --db D | jq works.
-		fmt.Fprintf(a.stderr, "> %s\n", esc(line))
+		fmt.Fprintf(a.stderr, "> %s\n", echoed(line))
 		done, err := a.statement(ctx, line)
 		if oerr := a.outErr(); oerr != nil {
 			// NB: the output is gone (a closed pipe): nobody would read
@@ -375,6 +378,26 @@ func (a *app) repl(p prompter, sigs <-chan os.Signal) error {
 	}
 }
 
+// maxEcho is the longest part of a script's statement that its echo on
+// stderr shows.
+const maxEcho = 256
+
+// echoed is a script's statement as its echo shows it: escaped, and cut
+// after maxEcho bytes with its length. NB: a put of a 9 MB text was
+// echoed whole, 9 MB in the job's log for one statement.
+func echoed(line string) string {
+	if len(line) <= maxEcho {
+		return esc(line)
+	}
+	cut := maxEcho
+	for cut > 0 && !utf8.RuneStart(line[cut]) {
+		cut--
+	}
+	// NB: without the blanks it ends in (esc quotes a word that ends in
+	// one, and the cut is not the statement's end).
+	return fmt.Sprintf("%s… (%d bytes)", esc(strings.TrimRight(line[:cut], " \t")), len(line))
+}
+
 // statement runs one shell line under ctx; done reports that it asked to
 // leave the shell.
 func (a *app) statement(ctx context.Context, line string) (done bool, err error) {
@@ -426,7 +449,7 @@ func (a *app) shellLine(line string) (done bool, err error) {
 		if err := a.shellDB.Put(db.Doc{ID: id, Text: text}, wo); err != nil {
 			return false, err
 		}
-		fmt.Fprintf(a.stdout, "stored %s\n", esc(id))
+		fmt.Fprintf(a.stdout, "stored %s\n", tableID(id))
 		return false, nil
 	}
 	root := a.rootCmd()
@@ -628,17 +651,25 @@ func nextWord(s string) (word, rest string, err error) {
 	// NB: a byte at a time (every separator and quote is ASCII): by
 	// runes, a byte that is not UTF-8 became U+FFFD, and "get caf\xe9"
 	// read, deleted or replaced the document "caf\ufffd".
+	//
+	// A quote opens a quoted span where a word starts, after an = (a
+	// flag's value: --text="two words") or right after a closing quote
+	// ('a'"b"); inside a word it is the character itself, as in o'brien.
+	// NB: "put o'brien don't stop" opened a span at the first apostrophe
+	// and closed it at the second: it stored the id "obrien dont" with the
+	// text "stop", unsaid.
 	var cur strings.Builder
 	var quote byte
+	closed := -1 // where the last quoted span closed
 	for i := 0; i < len(s); i++ {
 		switch c := s[i]; {
 		case quote != 0:
 			if c == quote {
-				quote = 0
+				quote, closed = 0, i
 			} else {
 				cur.WriteByte(c)
 			}
-		case c == '"' || c == '\'':
+		case (c == '"' || c == '\'') && (i == 0 || s[i-1] == '=' || closed == i-1):
 			quote = c
 		case c == ' ' || c == '\t':
 			return cur.String(), s[i:], nil

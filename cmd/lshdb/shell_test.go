@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"maps"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/lshdb/lshdb/db"
 	"github.com/peterh/liner"
@@ -199,16 +201,59 @@ func TestShellPutProse(t *testing.T) {
 		t.Fatal(errOut)
 	}
 	out, errOut, code := runLine([]string{"shell", "--db", idx},
-		"put a1 don't stop me now\nput w1 col1    col2\tcol3   end\nput \"my id\" \"a quoted text\"\nput --ttl 1h t1  it's   spaced\nput --threshold 0.5 hello world\nput -- -x dash id text\nput b1 trailing blanks  \t\r\n")
+		"put a1 don't stop me now\nput w1 col1    col2\tcol3   end\nput \"my id\" \"a quoted text\"\nput --ttl 1h t1  it's   spaced\nput o'brien don't stop\nput --threshold 0.5 hello world\nput -- -x dash id text\nput b1 trailing blanks  \t\r\n")
 	if code != 1 || !strings.Contains(errOut, `put takes one flag, --ttl: "--threshold"`) {
 		t.Fatalf("shell: exit %d\nstdout %s\nstderr %s", code, out, errOut)
 	}
+	// NB: an id with a blank or a quote is confirmed quoted, as tables
+	// show it ("stored my id" read as two words).
+	if !strings.Contains(out, "stored \"my id\"\n") || !strings.Contains(out, "stored \"o'brien\"\n") {
+		t.Fatalf("shell's confirmations: %q", out)
+	}
 	got := storedTexts(t, idx)
 	// NB: the text as typed, runs of spaces and tabs kept (they were
-	// joined by single spaces); one quoted string loses its quotes.
-	want := map[string]string{"a1": "don't stop me now", "w1": "col1    col2\tcol3   end", "my id": "a quoted text", "t1": "it's   spaced", "-x": "dash id text", "b1": "trailing blanks  \t"}
+	// joined by single spaces); one quoted string loses its quotes. An
+	// apostrophe inside the id is itself: "o'brien don't" was the id
+	// "obrien dont" with the text "stop".
+	want := map[string]string{"a1": "don't stop me now", "w1": "col1    col2\tcol3   end", "my id": "a quoted text", "t1": "it's   spaced", "o'brien": "don't stop", "-x": "dash id text", "b1": "trailing blanks  \t"}
 	if !maps.Equal(got, want) {
 		t.Fatalf("stored %q, want %q", got, want)
+	}
+	// A quote after = opens a flag's value; a quote inside a word is
+	// itself, in get and delete too.
+	out, errOut, code = runLine([]string{"shell", "--db", idx, "--output", "json"}, "get o'brien\nquery --text=\"don't stop me now\" --threshold 0.9\ndelete o'brien\n")
+	if code != 0 || !strings.Contains(out, `"text":"don't stop"`) || !strings.Contains(out, `"id":"a1"`) {
+		t.Fatalf("shell: exit %d\nstdout %s\nstderr %s", code, out, errOut)
+	}
+	if _, ok := storedTexts(t, idx)["o'brien"]; ok {
+		t.Fatal("delete o'brien left it stored")
+	}
+}
+
+// Ensure that a script's long statement is echoed on stderr cut, with its
+// length (a 9 MB put was echoed whole into the job's log), and that the
+// statement itself runs whole: the oracle is get's text.
+func TestShellEchoCut(t *testing.T) {
+	idx := filepath.Join(t.TempDir(), "idx")
+	if _, errOut, code := runLine([]string{"create", "--db", idx}, ""); code != 0 {
+		t.Fatal(errOut)
+	}
+	text := strings.Repeat("é long text ", 100_000)
+	line := "put big " + text
+	_, errOut, code := runLine([]string{"shell", "--db", idx}, line+"\nput small a short one\n")
+	if code != 0 {
+		t.Fatalf("exit %d, stderr %q", code, errOut[:min(len(errOut), 300)])
+	}
+	cut := line[:maxEcho]
+	for !utf8.ValidString(cut) {
+		cut = cut[:len(cut)-1]
+	}
+	want := "> " + strings.TrimRight(cut, " ") + fmt.Sprintf("… (%d bytes)\n> put small a short one\n", len(line))
+	if errOut != want {
+		t.Fatalf("stderr %q\nwant   %q", errOut[:min(len(errOut), 600)], want)
+	}
+	if got := storedTexts(t, idx); got["big"] != text || got["small"] != "a short one" {
+		t.Fatalf("stored %d texts; big: %d bytes, want %d", len(got), len(got["big"]), len(text))
 	}
 }
 

@@ -1938,7 +1938,7 @@ command, unless --ignore-missing.`,
 					if a.json() {
 						err = a.emitJSON(map[string]any{"deleted": id})
 					} else {
-						_, err = fmt.Fprintf(a.stdout, "deleted %s\n", esc(id))
+						_, err = fmt.Fprintf(a.stdout, "deleted %s\n", tableID(id))
 					}
 					if err != nil {
 						return err
