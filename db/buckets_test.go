@@ -2,10 +2,12 @@ package db
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
@@ -83,5 +85,37 @@ func TestBucketsHottestSkipsEmptiedLists(t *testing.T) {
 	}
 	if len(st.Hottest) != 0 {
 		t.Errorf("the hottest buckets of an index with only emptied lists: %+v", st.Hottest)
+	}
+}
+
+// Ensure that Buckets under a context cancelled or past its deadline
+// fails with its error, as every other long call does, however few the
+// lists it would read (it read a small band whole and returned it, nil
+// error: the scan looked at the context every 1,024 keys, from the
+// 1,024th). The oracle: the same call under a live context succeeds.
+func TestBucketsCancelled(t *testing.T) {
+	d := mustOpen(t, "db", &Options{fs: vfs.NewMem(), NoSync: true})
+	defer d.Close()
+	for i := range 50 {
+		if err := d.Put(Doc{ID: fmt.Sprint(i), Text: fmt.Sprintf("document %d of a small index", i)}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if bs, err := d.Buckets(context.Background(), 0, 3); err != nil || len(bs.Lists) == 0 {
+		t.Fatalf("live context: %+v, %v", bs, err)
+	}
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	past, cancel2 := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+	defer cancel2()
+	for _, c := range []struct {
+		ctx  context.Context
+		want error
+	}{{cancelled, context.Canceled}, {past, context.DeadlineExceeded}} {
+		for _, band := range []int{0, -1} {
+			if bs, err := d.Buckets(c.ctx, band, 3); !errors.Is(err, c.want) {
+				t.Errorf("band %d: %+v, %v; want %v", band, bs, err, c.want)
+			}
+		}
 	}
 }

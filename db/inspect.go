@@ -62,6 +62,9 @@ func (db *DB) buckets(ctx context.Context, band, top, step, steps int) (*BucketS
 	if top < 0 {
 		return nil, invalid("top %d is negative", top)
 	}
+	if err := ctxErr(ctx); err != nil {
+		return nil, err
+	}
 	if db.rkv != nil {
 		return db.redisBuckets(ctx, band, top)
 	}
