@@ -241,7 +241,7 @@ func (db *DB) QueryMany(ctx context.Context, qs []QueryInput, qo *QueryOptions) 
 			// NB: a zero QueryInput is no query (its doc asks for exactly
 			// one field), not an empty text: ErrInvalidDoc, as two fields
 			// are, and ErrEmptyDocument, which it was.
-			return nil, &QueryError{Index: i, Err: fmt.Errorf("%w: a query gives none of Text, Set, Signature and ID (exactly one; %w)", ErrInvalidDoc, ErrEmptyDocument)}
+			return nil, &QueryError{Index: i, Err: fmt.Errorf("%w: a query gives none of Text (or an empty one), Set, Signature and ID (exactly one; %w)", ErrInvalidDoc, ErrEmptyDocument)}
 		}
 		if err := db.checkInput(in); err != nil {
 			return nil, &QueryError{Index: i, Err: err}

@@ -478,6 +478,15 @@ func (c *Client) PutBatchContext(ctx context.Context, docs []db.Doc, wo *db.Writ
 	if err := c.batch(len(docs), "documents"); err != nil {
 		return db.BatchResult{}, err
 	}
+	if len(docs) == 0 {
+		// NB: as in process, an empty batch stores nothing and succeeds;
+		// sent, it read as a request without a document (the wire omits
+		// an empty list) and failed. A closed handle still says so.
+		if c.closed.Load() {
+			return db.BatchResult{}, db.ErrClosed
+		}
+		return db.BatchResult{}, nil
+	}
 	req := httpapi.PutRequest{Docs: make([]httpapi.DocJSON, len(docs))}
 	for i, d := range docs {
 		req.Docs[i] = httpapi.DocIn(d)
@@ -913,7 +922,7 @@ func (c *Client) QueryMany(ctx context.Context, qs []db.QueryInput, qo *db.Query
 		if given == 0 {
 			// NB: here too: the server's answer carries one code, and
 			// empty_document lost ErrInvalidDoc, which the error is.
-			return nil, &db.QueryError{Index: i, Err: fmt.Errorf("%w: a query gives none of Text, Set, Signature and ID (exactly one; %w)", db.ErrInvalidDoc, db.ErrEmptyDocument)}
+			return nil, &db.QueryError{Index: i, Err: fmt.Errorf("%w: a query gives none of Text (or an empty one), Set, Signature and ID (exactly one; %w)", db.ErrInvalidDoc, db.ErrEmptyDocument)}
 		}
 		if n := docBytes(db.Doc{Text: q.Text, Set: q.Set}); n > c.maxDoc && c.maxDoc > 0 {
 			what := "text"
@@ -1428,6 +1437,11 @@ func docBytes(d db.Doc) int {
 func (c *Client) wireable(docs []db.Doc) error {
 	for i, d := range docs {
 		err := wireID(d.ID)
+		if given := btoi(d.Text != "") + btoi(!d.Set.IsZero()) + btoi(d.Signature != nil); err == nil && given > 1 {
+			// NB: before storageMode, as db.Validate checks: a text with a
+			// signature was refused as "needs each document's text".
+			err = fmt.Errorf("%w: %q gives %d of Text, Set and Signature (one at most)", db.ErrInvalidDoc, d.ID, given)
+		}
 		if n := docBytes(d); err == nil && c.maxDoc > 0 && n > c.maxDoc {
 			err = fmt.Errorf("%w: %q has %d bytes (at most %d)", db.ErrDocTooLarge, d.ID, n, c.maxDoc)
 		}

@@ -671,6 +671,16 @@ func TestErrorsMatchSentinels(t *testing.T) {
 			}, db.ErrInvalidID},
 		{"put-if-new non-UTF-8 id", func() error { _, err := c.PutIfNew(db.Doc{ID: "k\xff", Text: "some text"}, nil); return err },
 			func() error { _, err := d.PutIfNew(db.Doc{ID: "k\xff", Text: "some text"}, nil); return err }, db.ErrInvalidID},
+		// NB: the client's storage check ran first and said a text index
+		// needs the document's text, which it had.
+		{"text and a signature", func() error { return c.Put(db.Doc{ID: "t", Text: "some text", Signature: []uint32{1}}, nil) },
+			func() error { return d.Put(db.Doc{ID: "t", Text: "some text", Signature: []uint32{1}}, nil) }, db.ErrInvalidDoc},
+		// NB: an empty batch succeeds in process; sent, it read as a
+		// request without a document, and failed.
+		{"empty batch", func() error { _, err := c.PutBatch([]db.Doc{}, nil); return err },
+			func() error { _, err := d.PutBatch([]db.Doc{}, nil); return err }, nil},
+		{"nil batch", func() error { _, err := c.PutBatch(nil, nil); return err },
+			func() error { _, err := d.PutBatch(nil, nil); return err }, nil},
 		{"delete non-UTF-8 id", func() error { return c.Delete("a\xff", nil) }, func() error { return d.Delete("a\xff", nil) }, db.ErrInvalidID},
 		{"delete many, one empty", func() error { _, err := c.DeleteIDs([]string{"a", ""}, nil); return err },
 			func() error { _, err := d.DeleteIDs([]string{"a", ""}, nil); return err }, db.ErrInvalidID},
@@ -775,7 +785,7 @@ func TestErrorsMatchSentinels(t *testing.T) {
 		}
 		if !errors.Is(cerr, tc.want) {
 			t.Errorf("%s: client %v, want %v", tc.name, cerr, tc.want)
-		} else if cerr.Error() != lerr.Error() {
+		} else if cerr != nil && cerr.Error() != lerr.Error() {
 			t.Errorf("%s: message %q, in process %q", tc.name, cerr, lerr)
 		}
 		// The position, as a value, where the call in process gives it.

@@ -426,6 +426,12 @@ func (h *handler) ServeHTTP(hw http.ResponseWriter, r *http.Request) {
 		// who did (an lshdb read command serves while it runs).
 		err = fmt.Errorf("%w by the process that serves it (pid %d), which reads only: write once it has closed the index", err, os.Getpid())
 	}
+	if err != nil && errors.Is(context.Cause(r.Context()), ErrShutdown) && !errors.Is(err, db.ErrClosed) {
+		// NB: the server cut it as it shut down: 503 closed, what a
+		// client may retry elsewhere or later, where it answered (and
+		// logged) 499, "the client went away".
+		err = fmt.Errorf("%w: %w", db.ErrClosed, err)
+	}
 	if err != nil && !w.started {
 		w.fail(err)
 	}
@@ -558,7 +564,7 @@ type resp struct {
 
 // requestID returns the id of r for the log and the answer's
 // X-Request-Id: the client's X-Request-Id when it is 1 to 128 printable
-// ASCII characters (so that a client's error and the server's log line
+// ASCII characters, no space (so that a client's error and the server's log line
 // can be matched, on the socket too, whose remote address is "@"), else
 // 16 random hex digits.
 func requestID(r *http.Request) string {
