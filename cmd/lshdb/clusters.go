@@ -501,12 +501,12 @@ func (f *pairsFile) pair(n int, ln []byte) (p db.Pair, ok bool, err error) {
 
 func (a *app) clustersCmd() *cobra.Command {
 	var threshold float64
-	var from string
+	var from, out string
 	var header bool
 	var cf clusterFlags
 	var mem pairsMemory
 	c := &cobra.Command{
-		Use: "clusters --db DIR [--threshold T] [--mode components|centers] [--keep first|last|longest|shortest] [--from PAIRS.jsonl] [--header]",
+		Use: "clusters --db DIR [--threshold T] [--mode components|centers] [--keep first|last|longest|shortest] [--from PAIRS.jsonl] [--header] [--out FILE]",
 		Example: `  # Groups of near-duplicates, largest first, and what to keep of each
   lshdb clusters --db idx
 
@@ -537,7 +537,9 @@ be checked, and a note says so: write pairs files with --header. A
 summary line goes to stderr after a
 table (JSON output is the clusters alone). With
 --output json --header the first line says how the file was made and the
-last line ({"end": …}) how long it took.`,
+last line ({"end": …}) how long it took. --out FILE writes the clusters to
+FILE instead of standard output, there only once complete: a run that is
+interrupted or fails leaves no partial file (a redirect, > FILE, does).`,
 		Args: nArgs(0),
 		RunE: func(c *cobra.Command, args []string) error {
 			started := time.Now()
@@ -561,49 +563,55 @@ last line ({"end": …}) how long it took.`,
 					return err
 				}
 			}
-			return a.withIndex(func(d index) error {
-				rec := recallNote(d, t)
-				if from == "" {
-					a.warnRecall(d, t, rec)
-				}
-				var h headerJSON
-				if header {
-					if h, err = runHeader(d, "clusters", t, started); err != nil {
-						return err
+			if err := checkOutFile(out); err != nil {
+				return err
+			}
+			return a.toFile(out, func() error {
+				return a.withIndex(func(d index) error {
+					rec := recallNote(d, t)
+					if from == "" {
+						a.warnRecall(d, t, rec)
 					}
-					h.Header.Mode, h.Header.Keep, h.Header.From = string(mode), string(keep), from
-				}
-				po := &db.PairsOptions{Threshold: t, Mode: mode, Keep: keep, Memory: memory}
-				cs, err := a.clusters(d, from, po)
-				if err != nil {
-					return interruptNote(err, "clusters interrupted: nothing printed")
-				}
-				if header {
-					if err := a.emitJSON(h); err != nil {
-						return err
+					var h headerJSON
+					if header {
+						if h, err = runHeader(d, "clusters", t, started); err != nil {
+							return err
+						}
+						h.Header.Mode, h.Header.Keep, h.Header.From = string(mode), string(keep), from
 					}
-				}
-				// NB: buffered (a system call a cluster before), as the
-				// --clusters file of pairs is; the clusters are all known
-				// before the first is written.
-				bw := bufio.NewWriterSize(a.stdout, 64<<10)
-				o := &clustersWriter{ctx: a.ctx, w: bw, json: a.json(), mode: mode, keep: keep, rec: rec}
-				dropped, err := o.write(cs)
-				if err = cmp.Or(bw.Flush(), err); err != nil {
-					return interruptNote(err, "clusters interrupted: the first clusters of %d printed", len(cs))
-				}
-				if header {
-					return a.emitJSON(runEndJSON{runEndBody{Lines: int64(len(cs)), ElapsedSeconds: time.Since(started).Seconds()}})
-				}
-				if !a.json() {
-					fmt.Fprintln(a.stderr, clustersNote(len(cs), dropped, cmp.Or(t, d.Params().Threshold), mode, keep))
-				}
-				return nil
+					po := &db.PairsOptions{Threshold: t, Mode: mode, Keep: keep, Memory: memory}
+					cs, err := a.clusters(d, from, po)
+					if err != nil {
+						return interruptNote(err, "clusters interrupted: nothing printed")
+					}
+					if header {
+						if err := a.emitJSON(h); err != nil {
+							return err
+						}
+					}
+					// NB: buffered (a system call a cluster before), as the
+					// --clusters file of pairs is; the clusters are all known
+					// before the first is written.
+					bw := bufio.NewWriterSize(a.stdout, 64<<10)
+					o := &clustersWriter{ctx: a.ctx, w: bw, json: a.json(), mode: mode, keep: keep, rec: rec}
+					dropped, err := o.write(cs)
+					if err = cmp.Or(bw.Flush(), err); err != nil {
+						return interruptNote(err, "clusters interrupted: the first clusters of %d printed", len(cs))
+					}
+					if header {
+						return a.emitJSON(runEndJSON{runEndBody{Lines: int64(len(cs)), ElapsedSeconds: time.Since(started).Seconds()}})
+					}
+					if !a.json() {
+						fmt.Fprintln(a.stderr, clustersNote(len(cs), dropped, cmp.Or(t, d.Params().Threshold), mode, keep))
+					}
+					return nil
+				})
 			})
 		},
 	}
 	c.Flags().Float64Var(&threshold, "threshold", 0, "least Jaccard (default: the index's)")
 	c.Flags().StringVar(&from, "from", "", "make the clusters from this file of pairs --output json (- for stdin) instead of finding the pairs")
+	c.Flags().StringVar(&out, "out", "", outFlagHelp)
 	c.Flags().BoolVar(&header, "header", false, "with --output json: a first line saying how the file was made (threshold, parameters, P(candidate), documents) and a last line with the run time")
 	mem.add(c)
 	cf.add(c, db.Components)

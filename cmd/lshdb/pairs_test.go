@@ -763,3 +763,125 @@ func TestPairsStatsExplainsGroups(t *testing.T) {
 		}
 	}
 }
+
+// Ensure that pairs --out and clusters --out write what standard output
+// would get (the oracle: the same command without --out), compressed as
+// the name says, and that a run that fails leaves the file as it was and
+// no temporary file beside it: a redirect left a partial file that read
+// as complete.
+func TestOutFile(t *testing.T) {
+	dir := t.TempDir()
+	idx := filepath.Join(dir, "idx")
+	if _, errOut, code := runLine([]string{"insert", "--db", idx, "../../testdata/corpora/debian-sample/docs.jsonl"}, ""); code != 0 {
+		t.Fatal(errOut)
+	}
+	gunzip := func(b []byte) string {
+		r, err := gzip.NewReader(bytes.NewReader(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := io.ReadAll(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(out)
+	}
+	unzstd := func(b []byte) string {
+		r, err := zstd.NewReader(bytes.NewReader(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		out, err := io.ReadAll(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(out)
+	}
+	plain := func(b []byte) string { return string(b) }
+	for _, c := range []struct {
+		args   []string
+		name   string
+		decode func([]byte) string
+	}{
+		{[]string{"pairs", "--output", "csv"}, "p.csv", plain},
+		{[]string{"pairs", "--output", "json", "--sort=false"}, "p.jsonl.gz", gunzip},
+		{[]string{"pairs", "--limit", "7"}, "p.txt", plain},
+		{[]string{"clusters", "--output", "json"}, "c.jsonl.zst", unzstd},
+		{[]string{"clusters", "--mode", "centers"}, "c.txt", plain},
+	} {
+		args := append([]string{c.args[0], "--db", idx}, c.args[1:]...)
+		want, errOut, code := runLine(args, "")
+		if code != 0 || want == "" {
+			t.Fatalf("%v: exit %d: %s", args, code, errOut)
+		}
+		path := filepath.Join(dir, c.name)
+		out, errOut, code := runLine(append(args, "--out", path), "")
+		if code != 0 || out != "" {
+			t.Fatalf("%v --out: exit %d, stdout %q: %s", args, code, out, errOut)
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := c.decode(b); got != want {
+			t.Fatalf("%v --out %s: %d bytes, standard output %d", args, c.name, len(got), len(want))
+		}
+		// A run that fails (no index there) leaves the file as it was.
+		missing := filepath.Join(dir, "nothing")
+		args[2] = missing
+		if _, errOut, code := runLine(append(args, "--out", path), ""); code == 0 || !strings.Contains(errOut, c.name+" was not written") {
+			t.Fatalf("%v --out on no index: exit %d: %s", args, code, errOut)
+		}
+		if after, err := os.ReadFile(path); err != nil || !bytes.Equal(after, b) {
+			t.Fatalf("%v: the failed run changed %s (%v)", args, c.name, err)
+		}
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		if strings.HasSuffix(e.Name(), ".tmp") {
+			t.Errorf("left behind: %s", e.Name())
+		}
+	}
+	if _, errOut, code := runLine([]string{"pairs", "--db", idx, "--out", filepath.Join(dir, "x.jsonl"), "--clusters", filepath.Join(dir, ".", "x.jsonl")}, ""); code != 2 || !strings.Contains(errOut, "--out and --clusters are the same file") {
+		t.Fatalf("same --out and --clusters: exit %d: %s", code, errOut)
+	}
+	if _, errOut, code := runLine([]string{"pairs", "--db", idx, "--out", filepath.Join(dir, "x.bz2")}, ""); code != 2 || !strings.Contains(errOut, "bzip2") {
+		t.Fatalf("--out .bz2: exit %d: %s", code, errOut)
+	}
+}
+
+// Ensure that toFile's output, when its run fails after writing part of
+// it (an interrupt mid-way, a full disk), is neither at its path nor
+// beside it, and a file already there is kept: the oracle is the file's
+// bytes before.
+func TestToFileFailure(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "pairs.csv")
+	if err := os.WriteFile(path, []byte("last night's\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stdout bytes.Buffer
+	out := &outWriter{w: &stdout}
+	a := &app{ctx: context.Background(), stdout: out, out: out, stderr: io.Discard}
+	err := a.toFile(path, func() error {
+		fmt.Fprintln(a.stdout, "a,b,jaccard")
+		fmt.Fprintln(a.stdout, "x,y,0.9")
+		return fmt.Errorf("interrupted after 1 pair: %w", context.Canceled)
+	})
+	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "pairs.csv was not written") {
+		t.Fatalf("toFile: %v", err)
+	}
+	if b, err := os.ReadFile(path); err != nil || string(b) != "last night's\n" {
+		t.Fatalf("%s after the failed run: %q, %v", path, b, err)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+		t.Fatalf("left in %s: %v", dir, ents)
+	}
+	if stdout.Len() != 0 || a.stdout != out || a.out != out {
+		t.Fatalf("standard output: %q, restored %v", stdout.String(), a.stdout == out && a.out == out)
+	}
+}

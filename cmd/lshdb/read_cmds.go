@@ -585,11 +585,11 @@ func (a *app) pairsCmd() *cobra.Command {
 	var threshold float64
 	var limit int
 	var stats, sorted, header bool
-	var clustersFile string
+	var clustersFile, out string
 	var cf clusterFlags
 	var mem pairsMemory
 	c := &cobra.Command{
-		Use: "pairs --db DIR [--threshold T] [--limit N] [--stats] [--sort=false] [--header] [--clusters FILE [--mode M] [--keep K]]",
+		Use: "pairs --db DIR [--threshold T] [--limit N] [--stats] [--sort=false] [--header] [--out FILE] [--clusters FILE [--mode M] [--keep K]]",
 		Example: `  # Every near-duplicate pair, best first
   lshdb pairs --db idx
 
@@ -600,7 +600,10 @@ func (a *app) pairsCmd() *cobra.Command {
   lshdb pairs --db idx --sort=false --output json --header
 
   # Pairs as CSV, and their clusters in the same run
-  lshdb pairs --db idx --output csv --clusters clusters.jsonl --mode centers`,
+  lshdb pairs --db idx --output csv --clusters clusters.jsonl --mode centers
+
+  # A nightly file: there complete, or not at all
+  lshdb pairs --db idx --sort=false --output json --header --out pairs.jsonl.gz`,
 		Short: "Every stored pair with exact Jaccard >= T, each once",
 		Long: `Every stored pair with exact Jaccard >= T, each once, best first (ties by
 ids). With --limit N only the best N, in memory for N pairs. With
@@ -617,8 +620,9 @@ their ids) and, with --clusters, every pair once more (as JSON Lines).
 Besides --memory, a run holds about 140 bytes a document, and the Go
 heap may take twice what it holds: at a million generated documents, 460
 to 520 MB whatever --memory from 2 to 256. A run that was killed leaves
-its files: the next pairs run removes them once they are a minute old
-(info counts those in the index's directory in the size on disk).
+its files: the next pairs run removes those in the index's directory once
+they are a minute old (info counts them in the size on disk), and the next
+sorted or --clusters run those in $TMPDIR once untouched for ten minutes.
 
 Below the index's threshold, fewer pairs share a band: the expected recall
 at T is printed on stderr and carried in each JSON line (expected_recall).
@@ -628,7 +632,10 @@ clusters --output json, with --mode and --keep) to FILE, from the same
 run: the pairs are not computed twice. With --output json --header the
 first line says how the output was made (threshold, parameters,
 P(candidate), documents) and the last line ({"end": …}) how many lines
-came and how long the run took; FILE gets a header and an end line too.`,
+came and how long the run took; FILE gets a header and an end line too.
+--out FILE writes the pairs to FILE instead of standard output, there
+only once complete: a run that is interrupted or fails leaves no partial
+file (a redirect, > FILE, does).`,
 		Args: nArgs(0),
 		RunE: func(c *cobra.Command, args []string) error {
 			started := time.Now()
@@ -660,6 +667,12 @@ came and how long the run took; FILE gets a header and an end line too.`,
 				// NB: it made a file named "-"; stdout holds the pairs.
 				return usagef("--clusters - : the clusters go to a file (its name, such as clusters.jsonl); stdout holds the pairs (lshdb pairs | lshdb clusters --from - gives the clusters alone)")
 			}
+			if err := checkOutFile(out); err != nil {
+				return err
+			}
+			if sameFile(out, clustersFile) {
+				return usagef("--out and --clusters are the same file")
+			}
 			if clustersFile != "" {
 				if err := compressionNameFits("--clusters", clustersFile); err != nil {
 					return err
@@ -681,84 +694,86 @@ came and how long the run took; FILE gets a header and an end line too.`,
 					}
 				}
 			}
-			return a.withIndex(func(d index) error {
-				rec := recallNote(d, t)
-				a.warnRecall(d, t, rec)
-				var h headerJSON
-				if header || clustersFile != "" {
-					if h, err = runHeader(d, "pairs", t, started); err != nil {
-						return err
+			return a.toFile(out, func() error {
+				return a.withIndex(func(d index) error {
+					rec := recallNote(d, t)
+					a.warnRecall(d, t, rec)
+					var h headerJSON
+					if header || clustersFile != "" {
+						if h, err = runHeader(d, "pairs", t, started); err != nil {
+							return err
+						}
 					}
-				}
-				if header {
-					ph := h
-					ph.Header.Limit = limit // NB: the clusters file's header has none: it clusters every pair
-					if err := a.emitJSON(ph); err != nil {
-						return err
+					if header {
+						ph := h
+						ph.Header.Limit = limit // NB: the clusters file's header has none: it clusters every pair
+						if err := a.emitJSON(ph); err != nil {
+							return err
+						}
 					}
-				}
-				var st db.PairsStats
-				// NB: no bar beside pairs streamed to a terminal.
-				pctx, barDone := a.ctx, func() {}
-				if sorted || !a.stdoutIsTerminal() {
-					pctx, barDone = a.phaseBar("pairs")
-				}
-				defer barDone()
-				po := &db.PairsOptions{Threshold: t, Stats: &st, Memory: memory}
-				if sorted && limit > 0 && limit <= httpapi.MaxPairsLimit && clustersFile == "" {
-					// NB: attached, the owner keeps the best pairs and
-					// sends only them (it sent every pair, and the client
-					// kept the best).
-					po.Limit = limit
-				}
-				seq := untilDone(d.Pairs(pctx, po), barDone)
-				var spill *pairSpill
-				if clustersFile != "" {
-					if spill, err = newPairSpill(); err != nil {
-						return err
+					var st db.PairsStats
+					// NB: no bar beside pairs streamed to a terminal.
+					pctx, barDone := a.ctx, func() {}
+					if sorted || !a.stdoutIsTerminal() {
+						pctx, barDone = a.phaseBar("pairs")
 					}
-					defer spill.close()
-					seq = spill.tee(seq)
-				}
-				// NB: in a none index every similarity is the signatures'
-				// estimate: said in each result, as query says it.
-				estimates := d.Params().Storage == db.StorageNone
-				if sorted {
-					err = a.sortedPairs(seq, limit, memory/2, rec, estimates)
-				} else {
-					err = a.streamPairs(seq, rec, estimates)
-				}
-				if stats && err == nil {
-					// NB: with --limit the run still finds every pair; the
-					// count printed is the smaller.
-					found := fmt.Sprintf("%d found", st.Reported)
-					if extra := st.Reported - st.Matched - st.IdenticalPairs; extra > 0 {
-						// NB: the counts did not add up on their face (a
-						// newcomer's review, N7): a matched pair whose
-						// documents stand for groups of identical sets is
-						// found once for each pair of their members.
-						found += fmt.Sprintf(" (%d more than matched plus unverified: a matched pair whose documents have identical copies is found for every pair of copies)", extra)
+					defer barDone()
+					po := &db.PairsOptions{Threshold: t, Stats: &st, Memory: memory}
+					if sorted && limit > 0 && limit <= httpapi.MaxPairsLimit && clustersFile == "" {
+						// NB: attached, the owner keeps the best pairs and
+						// sends only them (it sent every pair, and the client
+						// kept the best).
+						po.Limit = limit
 					}
-					if sorted && limit > 0 && int64(limit) < int64(st.Reported) {
-						found += fmt.Sprintf(" (%d printed: --limit)", limit)
+					seq := untilDone(d.Pairs(pctx, po), barDone)
+					var spill *pairSpill
+					if clustersFile != "" {
+						if spill, err = newPairSpill(); err != nil {
+							return err
+						}
+						defer spill.close()
+						seq = spill.tee(seq)
 					}
-					fmt.Fprintf(a.stderr, "pairs: %d documents, %s (%s reported unverified), %d posting lists (%d with over %d distinct sets, largest %d), %d candidate pairs, %d ruled out by their signatures, %d distinct verified, %d matched, %s, spilled to disk: %v\n",
-						st.Docs, counted(st.IdenticalGroups, "identical group", "identical groups"), counted(st.IdenticalPairs, "pair", "pairs"), st.Lists, st.HotLists, db.HotList, st.LargestList, st.Candidates, st.Filtered, st.Verified, st.Matched, found, st.Spilled)
-				}
-				if err == nil && a.pairRows == 0 {
-					// NB: an empty table is its headings alone, and an empty
-					// JSON output nothing: say that the run found none.
-					fmt.Fprintf(a.stderr, "no pair at Jaccard >= %v among %s\n", cmp.Or(t, d.Params().Threshold), counted(st.Docs, "document", "documents"))
-				}
-				if err == nil && spill != nil {
-					h.Header.Command, h.Header.Mode, h.Header.Keep = "clusters", string(mode), string(keep)
-					err = a.clustersTo(d, clustersFile, spill, h, &db.PairsOptions{Threshold: t, Mode: mode, Keep: keep}, rec, started)
-				}
-				if err == nil && header {
-					ps := pairsStatsOut(st)
-					err = a.emitJSON(runEndJSON{runEndBody{Lines: a.pairRows, ElapsedSeconds: time.Since(started).Seconds(), Stats: &ps}})
-				}
-				return err
+					// NB: in a none index every similarity is the signatures'
+					// estimate: said in each result, as query says it.
+					estimates := d.Params().Storage == db.StorageNone
+					if sorted {
+						err = a.sortedPairs(seq, limit, memory/2, rec, estimates)
+					} else {
+						err = a.streamPairs(seq, rec, estimates)
+					}
+					if stats && err == nil {
+						// NB: with --limit the run still finds every pair; the
+						// count printed is the smaller.
+						found := fmt.Sprintf("%d found", st.Reported)
+						if extra := st.Reported - st.Matched - st.IdenticalPairs; extra > 0 {
+							// NB: the counts did not add up on their face (a
+							// newcomer's review, N7): a matched pair whose
+							// documents stand for groups of identical sets is
+							// found once for each pair of their members.
+							found += fmt.Sprintf(" (%d more than matched plus unverified: a matched pair whose documents have identical copies is found for every pair of copies)", extra)
+						}
+						if sorted && limit > 0 && int64(limit) < int64(st.Reported) {
+							found += fmt.Sprintf(" (%d printed: --limit)", limit)
+						}
+						fmt.Fprintf(a.stderr, "pairs: %d documents, %s (%s reported unverified), %d posting lists (%d with over %d distinct sets, largest %d), %d candidate pairs, %d ruled out by their signatures, %d distinct verified, %d matched, %s, spilled to disk: %v\n",
+							st.Docs, counted(st.IdenticalGroups, "identical group", "identical groups"), counted(st.IdenticalPairs, "pair", "pairs"), st.Lists, st.HotLists, db.HotList, st.LargestList, st.Candidates, st.Filtered, st.Verified, st.Matched, found, st.Spilled)
+					}
+					if err == nil && a.pairRows == 0 {
+						// NB: an empty table is its headings alone, and an empty
+						// JSON output nothing: say that the run found none.
+						fmt.Fprintf(a.stderr, "no pair at Jaccard >= %v among %s\n", cmp.Or(t, d.Params().Threshold), counted(st.Docs, "document", "documents"))
+					}
+					if err == nil && spill != nil {
+						h.Header.Command, h.Header.Mode, h.Header.Keep = "clusters", string(mode), string(keep)
+						err = a.clustersTo(d, clustersFile, spill, h, &db.PairsOptions{Threshold: t, Mode: mode, Keep: keep}, rec, started)
+					}
+					if err == nil && header {
+						ps := pairsStatsOut(st)
+						err = a.emitJSON(runEndJSON{runEndBody{Lines: a.pairRows, ElapsedSeconds: time.Since(started).Seconds(), Stats: &ps}})
+					}
+					return err
+				})
 			})
 		},
 	}
@@ -767,6 +782,7 @@ came and how long the run took; FILE gets a header and an end line too.`,
 	c.Flags().BoolVar(&stats, "stats", false, "report on stderr the work done: identical groups, hot buckets, candidates, verified pairs")
 	c.Flags().BoolVar(&sorted, "sort", true, "sort the pairs, best first (within --memory, beyond it on disk in $TMPDIR; the best N in memory with --limit); --sort=false streams them")
 	c.Flags().BoolVar(&header, "header", false, "with --output json: a first line saying how the output was made and a last line with the run time")
+	c.Flags().StringVar(&out, "out", "", outFlagHelp)
 	c.Flags().StringVar(&clustersFile, "clusters", "", "also write the clusters of the pairs (JSON Lines, as clusters --output json --header) to this file, compressed as its name says (.gz, .zst)")
 	mem.add(c)
 	cf.add(c, db.Components)

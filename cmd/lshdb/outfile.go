@@ -1,0 +1,98 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+
+	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/zstd"
+	"github.com/lshdb/lshdb/internal/docio"
+)
+
+// outFlagHelp is the help of pairs' and clusters' --out.
+const outFlagHelp = "write the output to this file instead of standard output: into a temporary file beside it, renamed over it once complete, so that an interrupted or failed run leaves no partial file there (a redirect leaves one that reads as complete); gzip (BGZF) when it ends .gz, zstd when it ends .zst"
+
+// checkOutFile refuses an --out path that names a compression lshdb does
+// not write, or is a directory, before any work.
+func checkOutFile(path string) error {
+	if path == "" || path == "-" {
+		return nil
+	}
+	if err := compressionNameFits("--out", path); err != nil {
+		return err
+	}
+	// NB: before the run, not after it: a path that cannot be written
+	// failed once the work was done.
+	if err := writable(path); err != nil {
+		return fmt.Errorf("--out: %w", err)
+	}
+	return nil
+}
+
+// sameFile reports whether two output paths name one file.
+func sameFile(a, b string) bool {
+	return a != "" && b != "" && a != "-" && b != "-" && filepath.Clean(a) == filepath.Clean(b)
+}
+
+// toFile runs fn with the command's standard output going to path
+// instead (none when path is "" or "-"): a temporary file beside it,
+// compressed by its name (.gz: BGZF gzip, .zst: zstd), synced and renamed
+// over path when fn succeeds, removed when it fails (createTempFor,
+// commitTemp). A kill -9 leaves only the hidden temporary file, which the
+// next output to path removes.
+//
+// NB: pairs and clusters wrote to standard output only, and the nightly
+// "lshdb pairs … > pairs.csv" of a run that was interrupted, or met a
+// full disk, left a file of whole rows that read as complete (CSV, TSV
+// and JSON without --header have no end line to check).
+func (a *app) toFile(path string, fn func() error) error {
+	if path == "" || path == "-" {
+		return fn()
+	}
+	f, err := createTempFor(path)
+	if err != nil {
+		return err
+	}
+	bw := bufio.NewWriterSize(f, 1<<20)
+	var w io.Writer = bw
+	var zw io.WriteCloser
+	switch n := strings.ToLower(path); {
+	case strings.HasSuffix(n, ".gz"):
+		zw, err = docio.NewGzipWriter(bw, gzip.DefaultCompression)
+	case strings.HasSuffix(n, ".zst"):
+		zw, err = zstd.NewWriter(bw)
+	}
+	if err != nil {
+		return commitTemp(f, path, false, err)
+	}
+	if zw != nil {
+		w = zw
+	}
+	out := &outWriter{w: w}
+	savedOut, savedStdout := a.out, a.stdout
+	a.out, a.stdout = out, out
+	err = fn()
+	a.out, a.stdout = savedOut, savedStdout
+	if out.err != nil {
+		// NB: the write's failure (a full disk) is the cause, whatever
+		// fn made of it.
+		err = fmt.Errorf("writing %s: %w", escControls(path), out.err)
+	}
+	if zw != nil {
+		// NB: closed on a failure too: it ends the compressor's
+		// goroutines.
+		if cerr := zw.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err == nil {
+		err = bw.Flush()
+	}
+	if err = commitTemp(f, path, err == nil, err); err != nil {
+		return fmt.Errorf("%w (%s was not written)", err, escControls(path))
+	}
+	return nil
+}
