@@ -189,6 +189,11 @@ func Open(dir string, opts *Options) (*DB, error) {
 	if IsRedisURL(dir) {
 		return openRedis(dir, o)
 	}
+	if l := strings.ToLower(dir); strings.HasPrefix(l, "http://") || strings.HasPrefix(l, "https://") {
+		// NB: a newcomer who had just started lshdb serve --addr gave
+		// its URL as --db, and was told only of Redis URLs.
+		return nil, fmt.Errorf("%w: %q is a server's address, not an index: open a served index with package db/client (lshdb's commands: --addr %s)", ErrInvalidOptions, dir, dir)
+	}
 	if looksLikeURL(dir) {
 		return nil, fmt.Errorf("%w: %q is neither a directory nor an index URL (redis://HOST:PORT/NAME or redis+cluster://HOST:PORT,…/NAME; rediss:// with TLS is not supported)", ErrInvalidOptions, dir)
 	}

@@ -1245,3 +1245,27 @@ func TestErrorsCutLongIDs(t *testing.T) {
 		}
 	}
 }
+
+// Ensure that a URL that is no index is refused with ErrInvalidOptions,
+// creating nothing, and that a server's http(s) address says how a served
+// index is reached (it listed Redis URLs only).
+func TestOpenURLNotIndex(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	for _, c := range []struct{ url, want string }{
+		{"http://127.0.0.1:7070", "--addr http://127.0.0.1:7070"},
+		{"HTTPS://example.com/idx", "db/client"},
+		{"ftp://host/idx", "redis://HOST:PORT/NAME"},
+	} {
+		d, err := Open(c.url, nil)
+		if err == nil {
+			d.Close()
+		}
+		if !errors.Is(err, ErrInvalidOptions) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("Open(%q): %v; want ErrInvalidOptions saying %q", c.url, err, c.want)
+		}
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Fatalf("the refused opens made %v", ents)
+	}
+}

@@ -714,7 +714,7 @@ zstd inputs are read several times faster.`,
 				return usagef("--annotate writes every record to --out: --removed has nothing to take")
 			}
 			if len(args) == 0 {
-				return usagef("give the input files the index was built from")
+				return usagef("give the input files the index was built from (filter reads them after clustering: files, not stdin)")
 			}
 			for _, p := range args {
 				if p == "-" {
