@@ -119,3 +119,27 @@ func TestBucketsCancelled(t *testing.T) {
 		}
 	}
 }
+
+// Ensure that scan looks at its context before the first key: a range of
+// fewer than 1,024 keys was read whole under a cancelled one (Check,
+// Stats and Buckets read through it). The oracle: the same scan under a
+// live context calls fn for every key.
+func TestScanCancelledBeforeFirstKey(t *testing.T) {
+	d := mustOpen(t, "db", &Options{fs: vfs.NewMem(), NoSync: true})
+	defer d.Close()
+	for i := range 20 {
+		if err := d.Put(Doc{ID: fmt.Sprint(i), Text: fmt.Sprintf("document %d of a small index", i)}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n := 0
+	if err := scan(context.Background(), d.pdb, nil, []byte{0xff}, func(k, v []byte) { n++ }); err != nil || n == 0 {
+		t.Fatalf("live context: %d keys, %v", n, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	called := 0
+	if err := scan(ctx, d.pdb, nil, []byte{0xff}, func(k, v []byte) { called++ }); !errors.Is(err, context.Canceled) || called != 0 {
+		t.Fatalf("cancelled context: %d of %d keys read, %v", called, n, err)
+	}
+}

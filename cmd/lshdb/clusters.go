@@ -727,9 +727,22 @@ func (a *app) clustersTo(d index, path string, s *pairSpill, h headerJSON, po *d
 	if cerr := zw.Close(); err == nil {
 		err = cerr
 	}
-	if err = commitTemp(f, path, true, err); err != nil {
-		return interruptNote(fmt.Errorf("%s: %w", path, err), "clusters interrupted: the pairs were printed, no clusters written")
+	commit := func(ok bool) error {
+		if !ok {
+			commitTemp(f, path, false, nil)
+			return fmt.Errorf("--clusters %s was not written either: its pairs were not", escControls(path))
+		}
+		if err := commitTemp(f, path, true, err); err != nil {
+			return interruptNote(fmt.Errorf("%s: %w", path, err), "clusters interrupted: the pairs were printed, no clusters written")
+		}
+		fmt.Fprintf(a.stderr, "%s: %s\n", escControls(path), clustersNote(len(cs), dropped, cmp.Or(po.Threshold, d.Params().Threshold), po.Mode, po.Keep))
+		return nil
 	}
-	fmt.Fprintf(a.stderr, "%s: %s\n", escControls(path), clustersNote(len(cs), dropped, cmp.Or(po.Threshold, d.Params().Threshold), po.Mode, po.Keep))
-	return nil
+	// NB: with pairs --out, after the pairs file: committed first, the
+	// clusters were tonight's beside last night's pairs when the pairs'
+	// last write failed.
+	if err == nil && a.deferOutCommit(commit) {
+		return nil
+	}
+	return commit(true)
 }

@@ -2,8 +2,10 @@ package main
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -32,9 +34,36 @@ func checkOutFile(path string) error {
 	return nil
 }
 
-// sameFile reports whether two output paths name one file.
+// sameFile reports whether two output paths name one file: the same
+// file where both exist (a hard or symbolic link to it too), else the
+// same absolute path once the symbolic links of their directories are
+// resolved.
+//
+// NB: compared as cleaned strings, "$PWD/x.jsonl" and "x.jsonl" passed:
+// the clusters were renamed into place, then the pairs over them, and
+// the run exited 0.
 func sameFile(a, b string) bool {
-	return a != "" && b != "" && a != "-" && b != "-" && filepath.Clean(a) == filepath.Clean(b)
+	if a == "" || b == "" || a == "-" || b == "-" {
+		return false
+	}
+	if fa, err := os.Stat(a); err == nil {
+		fb, err := os.Stat(b)
+		return err == nil && os.SameFile(fa, fb)
+	}
+	return resolved(a) == resolved(b)
+}
+
+// resolved is path made absolute, its directory's symbolic links
+// resolved where it exists.
+func resolved(path string) string {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return filepath.Clean(path)
+	}
+	if dir, err := filepath.EvalSymlinks(filepath.Dir(abs)); err == nil {
+		return filepath.Join(dir, filepath.Base(abs))
+	}
+	return abs
 }
 
 // toFile runs fn with the command's standard output going to path
@@ -48,8 +77,14 @@ func sameFile(a, b string) bool {
 // "lshdb pairs … > pairs.csv" of a run that was interrupted, or met a
 // full disk, left a file of whole rows that read as complete (CSV, TSV
 // and JSON without --header have no end line to check).
+//
+// A file another output of fn commits (pairs' --clusters) waits for this
+// one (deferOutCommit): committed after it, or removed when it fails, so
+// that the two are of one run.
 func (a *app) toFile(path string, fn func() error) error {
-	if path == "" || path == "-" {
+	if path == "" || path == "-" || path == "/dev/stdout" {
+		// NB: /dev/stdout is standard output, and fails on a closed pipe
+		// as quietly.
 		return fn()
 	}
 	f, err := createTempFor(path)
@@ -73,9 +108,10 @@ func (a *app) toFile(path string, fn func() error) error {
 	}
 	out := &outWriter{w: w}
 	savedOut, savedStdout := a.out, a.stdout
-	a.out, a.stdout = out, out
+	a.out, a.stdout, a.outCommits = out, out, &[]func(ok bool) error{}
 	err = fn()
-	a.out, a.stdout = savedOut, savedStdout
+	pending := *a.outCommits
+	a.out, a.stdout, a.outCommits = savedOut, savedStdout, nil
 	if out.err != nil {
 		// NB: the write's failure (a full disk) is the cause, whatever
 		// fn made of it.
@@ -92,7 +128,21 @@ func (a *app) toFile(path string, fn func() error) error {
 		err = bw.Flush()
 	}
 	if err = commitTemp(f, path, err == nil, err); err != nil {
-		return fmt.Errorf("%w (%s was not written)", err, escControls(path))
+		err = fmt.Errorf("%w (%s was not written)", err, escControls(path))
 	}
-	return nil
+	for _, commit := range pending {
+		err = errors.Join(err, commit(err == nil))
+	}
+	return err
+}
+
+// deferOutCommit runs commit once the file of --out is committed (ok) or
+// failed (!ok), where one is being written (toFile), and reports whether
+// it will; else it does nothing and reports false.
+func (a *app) deferOutCommit(commit func(ok bool) error) bool {
+	if a.outCommits == nil {
+		return false
+	}
+	*a.outCommits = append(*a.outCommits, commit)
+	return true
 }

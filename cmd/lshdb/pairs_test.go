@@ -824,7 +824,13 @@ func TestOutFile(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := c.decode(b); got != want {
+		got := c.decode(b)
+		if slices.Contains(args, "--sort=false") {
+			// NB: streamed as verified: the same lines, in any order.
+			sortLines := func(s string) string { l := strings.Split(s, "\n"); slices.Sort(l); return strings.Join(l, "\n") }
+			got, want = sortLines(got), sortLines(want)
+		}
+		if got != want {
 			t.Fatalf("%v --out %s: %d bytes, standard output %d", args, c.name, len(got), len(want))
 		}
 		// A run that fails (no index there) leaves the file as it was.
@@ -846,8 +852,44 @@ func TestOutFile(t *testing.T) {
 			t.Errorf("left behind: %s", e.Name())
 		}
 	}
-	if _, errOut, code := runLine([]string{"pairs", "--db", idx, "--out", filepath.Join(dir, "x.jsonl"), "--clusters", filepath.Join(dir, ".", "x.jsonl")}, ""); code != 2 || !strings.Contains(errOut, "--out and --clusters are the same file") {
-		t.Fatalf("same --out and --clusters: exit %d: %s", code, errOut)
+	// The same file by two names: a symbolic link to its directory, a
+	// relative path, a hard link to a file that exists.
+	link := filepath.Join(dir, "link")
+	if err := os.Symlink(dir, link); err != nil {
+		t.Fatal(err)
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel, err := filepath.Rel(wd, filepath.Join(dir, "x.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "exists.jsonl"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(filepath.Join(dir, "exists.jsonl"), filepath.Join(dir, "hard.jsonl")); err != nil {
+		t.Fatal(err)
+	}
+	for _, names := range [][2]string{
+		{filepath.Join(dir, "x.jsonl"), filepath.Join(link, "x.jsonl")},
+		{filepath.Join(dir, "x.jsonl"), rel},
+		{filepath.Join(dir, "exists.jsonl"), filepath.Join(dir, "hard.jsonl")},
+	} {
+		if _, errOut, code := runLine([]string{"pairs", "--db", idx, "--out", names[0], "--clusters", names[1]}, ""); code != 2 || !strings.Contains(errOut, "--out and --clusters are the same file") {
+			t.Fatalf("--out %s --clusters %s: exit %d: %s", names[0], names[1], code, errOut)
+		}
+	}
+	// --out with --clusters: both written, the clusters as clusters
+	// --output json --header would (its header and end lines aside).
+	pairsPath, clustersPath := filepath.Join(dir, "both.csv"), filepath.Join(dir, "both-clusters.jsonl")
+	if _, errOut, code := runLine([]string{"pairs", "--db", idx, "--output", "csv", "--out", pairsPath, "--clusters", clustersPath}, ""); code != 0 {
+		t.Fatalf("--out and --clusters: exit %d: %s", code, errOut)
+	}
+	want, _, _ := runLine([]string{"clusters", "--db", idx, "--output", "json"}, "")
+	if b, err := os.ReadFile(clustersPath); err != nil || !strings.Contains(string(b), want) {
+		t.Fatalf("--clusters beside --out: %v\n%s", err, b)
 	}
 	if _, errOut, code := runLine([]string{"pairs", "--db", idx, "--out", filepath.Join(dir, "x.bz2")}, ""); code != 2 || !strings.Contains(errOut, "bzip2") {
 		t.Fatalf("--out .bz2: exit %d: %s", code, errOut)
@@ -883,5 +925,30 @@ func TestToFileFailure(t *testing.T) {
 	}
 	if stdout.Len() != 0 || a.stdout != out || a.out != out {
 		t.Fatalf("standard output: %q, restored %v", stdout.String(), a.stdout == out && a.out == out)
+	}
+	// A commit that waits for the file (pairs' --clusters) is told
+	// whether it was written, after it was.
+	for _, fail := range []bool{true, false} {
+		var told []bool
+		err := a.toFile(path, func() error {
+			fmt.Fprintln(a.stdout, "a,b,jaccard")
+			if !a.deferOutCommit(func(ok bool) error {
+				_, serr := os.Stat(path)
+				told = append(told, ok, serr == nil)
+				return nil
+			}) {
+				t.Fatal("deferOutCommit outside toFile's run")
+			}
+			if fail {
+				return errors.New("the run failed")
+			}
+			return nil
+		})
+		if (err != nil) != fail || !slices.Equal(told, []bool{!fail, true}) {
+			t.Fatalf("fail %v: %v; the commit was told %v", fail, err, told)
+		}
+	}
+	if a.deferOutCommit(func(bool) error { return nil }) {
+		t.Fatal("deferOutCommit after toFile's run")
 	}
 }

@@ -622,7 +622,8 @@ heap may take twice what it holds: at a million generated documents, 460
 to 520 MB whatever --memory from 2 to 256. A run that was killed leaves
 its files: the next pairs run removes those in the index's directory once
 they are a minute old (info counts them in the size on disk), and the next
-sorted or --clusters run those in $TMPDIR once untouched for ten minutes.
+run of the same kind (sorted without --limit, or with --clusters) those in
+$TMPDIR once untouched for ten minutes.
 
 Below the index's threshold, fewer pairs share a band: the expected recall
 at T is printed on stderr and carried in each JSON line (expected_recall).
@@ -686,7 +687,7 @@ file (a redirect, > FILE, does).`,
 				// NB: the file the pairs go to (--clusters /dev/stdout >
 				// out): written beside and renamed over it, it took the
 				// name from the pairs, which went to the file unlinked.
-				if f, ok := a.stdoutFile(); ok {
+				if f, ok := a.stdoutFile(); ok && (out == "" || out == "-") {
 					if cfi, err := os.Stat(clustersFile); err == nil && cfi.Mode().IsRegular() {
 						if ofi, err := f.Stat(); err == nil && os.SameFile(cfi, ofi) {
 							return usagef("--clusters %s is the file the pairs are written to (standard output): give another", escControls(clustersFile))

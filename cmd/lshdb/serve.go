@@ -231,6 +231,16 @@ func (a *app) serve(so *serveOptions) error {
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			inHandler.Add(1)
 			defer inHandler.Add(-1)
+			// NB: a handler that waits for its body does not see its
+			// context end: at the shutdown timeout its read is ended
+			// too, so that it answers 503 shutdown before the server
+			// closes the connection (it was closed unanswered).
+			stop := context.AfterFunc(r.Context(), func() {
+				if errors.Is(context.Cause(r.Context()), httpapi.ErrShutdown) {
+					_ = http.NewResponseController(w).SetReadDeadline(time.Now())
+				}
+			})
+			defer stop()
 			if p := r.URL.Path; p != "" && path.Clean(p) != p {
 				// NB: the mux answers a path that is not clean ("//v1/docs",
 				// a base URL ending in / joined to "/v1/docs") with a 307
@@ -315,6 +325,13 @@ func (a *app) serve(so *serveOptions) error {
 	if errors.Is(err, context.DeadlineExceeded) {
 		log.Warn("lshdb: requests still running at the shutdown timeout: cancelled", "timeout", so.shutdownTimeout)
 		cutRequests(httpapi.ErrShutdown)
+		// NB: a moment for the handlers to answer 503 shutdown (their
+		// body reads end with the cut), before Close ends their
+		// connections: closed at once, no answer went out, and the log
+		// said one had.
+		for wait := time.Now().Add(time.Second); inHandler.Load() > 0 && time.Now().Before(wait); {
+			time.Sleep(5 * time.Millisecond)
+		}
 		err = srv.Close()
 		// Their handlers see the cancellation and log the requests.
 		for wait := time.Now().Add(10 * time.Second); inHandler.Load() > 0 && time.Now().Before(wait); {

@@ -353,6 +353,17 @@ func TestServeShutdown(t *testing.T) {
 				if err != nil || resp.StatusCode != 200 {
 					t.Fatalf("the request in flight: %v %v", resp, err)
 				}
+			} else {
+				// NB: the cut request is answered 503 shutdown (the
+				// connection was closed unanswered, and logged 499).
+				resp, err := http.ReadResponse(br, nil)
+				if err != nil {
+					t.Fatalf("the request cut by the shutdown: no answer: %v", err)
+				}
+				b, _ := io.ReadAll(resp.Body)
+				if resp.StatusCode != 503 || !strings.Contains(string(b), `"code":"shutdown"`) {
+					t.Fatalf("the request cut by the shutdown: %d %s", resp.StatusCode, b)
+				}
 			}
 			if code := <-stopped; code != 0 {
 				t.Fatalf("exit %d: %s", code, log)
@@ -371,7 +382,7 @@ func TestServeShutdown(t *testing.T) {
 			// NB: the request the server cut was logged as one whose
 			// client went away, at INFO; then with status 499 ("the
 			// client closed the request"), which no client was answered.
-			if l := log.String(); !finish && (!regexp.MustCompile(`level=WARN msg="lshdb: request".*path=/v1/docs.*status=503.*code=closed.*cut by the server's shutdown`).MatchString(l) || strings.Contains(l, "client went away")) {
+			if l := log.String(); !finish && (!regexp.MustCompile(`level=WARN msg="lshdb: request".*path=/v1/docs.*status=503.*code=shutdown.*cut by the server's shutdown`).MatchString(l) || strings.Contains(l, "client went away")) {
 				t.Errorf("the request cut by the shutdown is not logged as such:\n%s", l)
 			}
 			// The request's own line comes before the server says it

@@ -82,8 +82,8 @@ lists (help CMD); none names another index or a file. History is kept in
 one statement per line: stdout gets only their output, and stderr each
 statement (after "> ", cut after 256 bytes) and its error, if any. It stops at an interrupt.
 Quotes (' or ") hold spaces in a word, where they open it or follow an
-= (--text="two words"); inside a word a quote is itself (o'brien). A
-double-quoted word with
+= (--text="two words"); inside a word that starts plain a quote is itself
+(o'brien). A double-quoted word (or flag value) with
 backslash escapes is read as tables print an id with control characters
 ("odd\tid\x00"), while in single quotes a backslash is itself.`,
 		Args: nArgs(0),
@@ -390,8 +390,8 @@ func echoed(line string) string {
 		return esc(line)
 	}
 	cut := maxEcho
-	for cut > 0 && !utf8.RuneStart(line[cut]) {
-		cut--
+	for cut > maxEcho-utf8.UTFMax+1 && !utf8.RuneStart(line[cut]) {
+		cut-- // NB: at most 3 bytes: a line of bytes that start no rune is cut where it is
 	}
 	// NB: without the blanks it ends in (esc quotes a word that ends in
 	// one, and the cut is not the statement's end).
@@ -642,34 +642,38 @@ func parsePut(line string) (id, text string, wo *db.WriteOptions, err error) {
 // from the shell.
 func nextWord(s string) (word, rest string, err error) {
 	s = strings.TrimLeft(s, " \t")
-	if q, qerr := strconv.QuotedPrefix(s); qerr == nil && q[0] == '"' && strings.ContainsRune(q, '\\') {
-		if after := s[len(q):]; after == "" || after[0] == ' ' || after[0] == '\t' {
-			w, _ := strconv.Unquote(q)
-			return w, after, nil
-		}
+	if q := goQuoted(s); q != "" {
+		w, _ := strconv.Unquote(q)
+		return w, s[len(q):], nil
 	}
 	// NB: a byte at a time (every separator and quote is ASCII): by
 	// runes, a byte that is not UTF-8 became U+FFFD, and "get caf\xe9"
 	// read, deleted or replaced the document "caf\ufffd".
 	//
 	// A quote opens a quoted span where a word starts, after an = (a
-	// flag's value: --text="two words") or right after a closing quote
-	// ('a'"b"); inside a word it is the character itself, as in o'brien.
+	// flag's value: --text="two words", --id="odd\tid" with escapes as
+	// above) and anywhere in a word that had one ('a'b'c' is abc); in a
+	// word that starts plain it is the character itself, as in o'brien.
 	// NB: "put o'brien don't stop" opened a span at the first apostrophe
 	// and closed it at the second: it stored the id "obrien dont" with the
 	// text "stop", unsaid.
 	var cur strings.Builder
 	var quote byte
-	closed := -1 // where the last quoted span closed
+	spanned := false // a quoted span of this word closed
 	for i := 0; i < len(s); i++ {
 		switch c := s[i]; {
 		case quote != 0:
 			if c == quote {
-				quote, closed = 0, i
+				quote, spanned = 0, true
 			} else {
 				cur.WriteByte(c)
 			}
-		case (c == '"' || c == '\'') && (i == 0 || s[i-1] == '=' || closed == i-1):
+		case c == '"' && i > 0 && s[i-1] == '=' && goQuoted(s[i:]) != "":
+			q := goQuoted(s[i:])
+			w, _ := strconv.Unquote(q)
+			cur.WriteString(w)
+			return cur.String(), s[i+len(q):], nil
+		case (c == '"' || c == '\'') && (i == 0 || s[i-1] == '=' || spanned):
 			quote = c
 		case c == ' ' || c == '\t':
 			return cur.String(), s[i:], nil
@@ -681,6 +685,19 @@ func nextWord(s string) (word, rest string, err error) {
 		return "", "", usagef("unterminated quote")
 	}
 	return cur.String(), "", nil
+}
+
+// goQuoted returns the double-quoted Go string with escapes that s
+// starts with, when a blank or the end follows it, else "".
+func goQuoted(s string) string {
+	q, err := strconv.QuotedPrefix(s)
+	if err != nil || q[0] != '"' || !strings.ContainsRune(q, '\\') {
+		return ""
+	}
+	if after := s[len(q):]; after != "" && after[0] != ' ' && after[0] != '\t' {
+		return ""
+	}
+	return q
 }
 
 // splitWords returns the words of a shell statement (nextWord's).

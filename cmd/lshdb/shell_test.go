@@ -10,6 +10,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -402,5 +403,39 @@ func TestShellCheckRepairHint(t *testing.T) {
 	out, errOut, code := runLine([]string{"shell", "--db", idx}, "check --repair\n")
 	if code != 1 || !strings.Contains(errOut, "run lshdb check --db DIR --repair") {
 		t.Fatalf("shell check --repair: exit %d\n%s%s", code, out, errOut)
+	}
+}
+
+// Ensure that the shell splits words as its help says: a quote opens a
+// span where a word starts, after = and anywhere in a word that had one;
+// inside a word that starts plain it is itself; a double-quoted Go string
+// with escapes (a whole word or a flag's value) is what it spells. The
+// oracle: each line's words worked out by hand.
+func TestSplitWords(t *testing.T) {
+	for _, c := range []struct {
+		line string
+		want []string
+	}{
+		{`get o'brien`, []string{"get", "o'brien"}},
+		{`put o'brien don't stop`, []string{"put", "o'brien", "don't", "stop"}},
+		{`get "my id" 'sing le'`, []string{"get", "my id", "sing le"}},
+		{`query --text="two words" --threshold=0.5`, []string{"query", "--text=two words", "--threshold=0.5"}},
+		{`query --text='a "quoted" word'`, []string{"query", `--text=a "quoted" word`}},
+		{`'a'"b"`, []string{"ab"}},
+		{`'a'b'c d'`, []string{"abc d"}},
+		{`get "odd\tid\x00"`, []string{"get", "odd\tid\x00"}},
+		{`query --id="odd\tid" --top 3`, []string{"query", "--id=odd\tid", "--top", "3"}},
+		{`get 'a\tb'`, []string{"get", `a\tb`}},
+		{"get\tx  y ", []string{"get", "x", "y"}},
+	} {
+		got, err := splitWords(c.line)
+		if err != nil || !slices.Equal(got, c.want) {
+			t.Errorf("splitWords(%s) = %q, %v; want %q", c.line, got, err, c.want)
+		}
+	}
+	for _, line := range []string{`get "open`, `'a'b'c`, `query --text='x`} {
+		if got, err := splitWords(line); err == nil {
+			t.Errorf("splitWords(%s) = %q, want an unterminated quote", line, got)
+		}
 	}
 }

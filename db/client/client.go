@@ -478,15 +478,6 @@ func (c *Client) PutBatchContext(ctx context.Context, docs []db.Doc, wo *db.Writ
 	if err := c.batch(len(docs), "documents"); err != nil {
 		return db.BatchResult{}, err
 	}
-	if len(docs) == 0 {
-		// NB: as in process, an empty batch stores nothing and succeeds;
-		// sent, it read as a request without a document (the wire omits
-		// an empty list) and failed. A closed handle still says so.
-		if c.closed.Load() {
-			return db.BatchResult{}, db.ErrClosed
-		}
-		return db.BatchResult{}, nil
-	}
 	req := httpapi.PutRequest{Docs: make([]httpapi.DocJSON, len(docs))}
 	for i, d := range docs {
 		req.Docs[i] = httpapi.DocIn(d)
@@ -497,8 +488,19 @@ func (c *Client) PutBatchContext(ctx context.Context, docs []db.Doc, wo *db.Writ
 	}
 	ctx, cancel := callerCtx(ctx)
 	defer cancel()
+	var body any = req
+	if len(docs) == 0 {
+		// NB: an empty batch is sent as an empty list, which the server
+		// answers as in process (nothing stored, or the options', the
+		// context's or a read-only index's error): the wire omits an
+		// empty docs, and the request read as one without a document.
+		body = struct {
+			httpapi.PutRequest
+			Docs []httpapi.DocJSON `json:"docs"`
+		}{req, []httpapi.DocJSON{}}
+	}
 	var out httpapi.BatchResultJSON
-	if err := c.call(ctx, "POST", "/v1/docs", nil, req, &out); err != nil {
+	if err := c.call(ctx, "POST", "/v1/docs", nil, body, &out); err != nil {
 		return db.BatchResult{}, err
 	}
 	return out.BatchResult(), nil

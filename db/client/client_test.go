@@ -613,6 +613,11 @@ func TestErrorsMatchSentinels(t *testing.T) {
 	small := server(t, d, &httpapi.Options{MaxBodyBytes: 1500}, "")["tcp"]
 	ctx := context.Background()
 	big := string(make([]byte, 2000))
+	// NB: an empty batch is checked as in process (the server's words
+	// for a TTL are its wire's: ttl_ms).
+	if _, err := c.PutBatch(nil, &db.WriteOptions{TTL: -time.Second}); !errors.Is(err, db.ErrInvalidOptions) {
+		t.Errorf("an empty batch with a negative TTL: %v", err)
+	}
 	for _, tc := range []struct {
 		name   string
 		client func() error
@@ -681,6 +686,7 @@ func TestErrorsMatchSentinels(t *testing.T) {
 			func() error { _, err := d.PutBatch([]db.Doc{}, nil); return err }, nil},
 		{"nil batch", func() error { _, err := c.PutBatch(nil, nil); return err },
 			func() error { _, err := d.PutBatch(nil, nil); return err }, nil},
+
 		{"delete non-UTF-8 id", func() error { return c.Delete("a\xff", nil) }, func() error { return d.Delete("a\xff", nil) }, db.ErrInvalidID},
 		{"delete many, one empty", func() error { _, err := c.DeleteIDs([]string{"a", ""}, nil); return err },
 			func() error { _, err := d.DeleteIDs([]string{"a", ""}, nil); return err }, db.ErrInvalidID},

@@ -59,6 +59,10 @@ type Code struct {
 // NB: ErrDiskFull and ErrCorrupt come before the input errors, since a
 // write refused for space may also carry its document's position.
 var Codes = []Code{
+	// NB: first: a request the server cut as it shut down may have
+	// failed as a body read that timed out, or a cancelled call; 503, a
+	// retry once a server is back.
+	{"shutdown", ErrShutdown, http.StatusServiceUnavailable},
 	{"unauthorized", ErrUnauthorized, http.StatusUnauthorized},
 	{"cross_site", ErrCrossSite, http.StatusForbidden},
 	{"body_too_large", ErrBodyTooLarge, http.StatusRequestEntityTooLarge},

@@ -426,11 +426,14 @@ func (h *handler) ServeHTTP(hw http.ResponseWriter, r *http.Request) {
 		// who did (an lshdb read command serves while it runs).
 		err = fmt.Errorf("%w by the process that serves it (pid %d), which reads only: write once it has closed the index", err, os.Getpid())
 	}
-	if err != nil && errors.Is(context.Cause(r.Context()), ErrShutdown) && !errors.Is(err, db.ErrClosed) {
-		// NB: the server cut it as it shut down: 503 closed, what a
-		// client may retry elsewhere or later, where it answered (and
-		// logged) 499, "the client went away".
-		err = fmt.Errorf("%w: %w", db.ErrClosed, err)
+	if err != nil && errors.Is(context.Cause(r.Context()), ErrShutdown) && !errors.Is(err, ErrShutdown) &&
+		(errors.Is(err, context.Canceled) || errors.Is(err, ErrRequestTimeout) || errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, net.ErrClosed)) {
+		// NB: the server cut it as it shut down (its context, or the
+		// read of its body, which the server ends too): 503 shutdown,
+		// what a client may retry once a server is back, where it
+		// answered (and logged) 499, "the client went away". Any other
+		// error of the same moment (a 404, a full disk) stays its own.
+		err = fmt.Errorf("%w: %w", ErrShutdown, err)
 	}
 	if err != nil && !w.started {
 		w.fail(err)
@@ -499,11 +502,11 @@ func (h *handler) authorized(r *http.Request) error {
 }
 
 func (h *handler) done(r *http.Request, op string, w *resp, err error, elapsed time.Duration) {
-	cut := err != nil && errors.Is(context.Cause(r.Context()), ErrShutdown)
+	cut := err != nil && errors.Is(err, ErrShutdown)
 	if cut {
 		// NB: logged as "the client went away", at INFO, with the
 		// status of an answer already begun: the server cut it.
-		err = fmt.Errorf("%w: %w (its shutdown timeout passed): %w", context.Canceled, ErrShutdown, err)
+		err = fmt.Errorf("%w (its shutdown timeout passed)", err)
 	} else if err != nil && r.Context().Err() != nil && (errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, net.ErrClosed)) {
 		// NB: the client went away mid-answer (a stream's write failed),
 		// or the server closed its connection as it shut down ("use of

@@ -1855,3 +1855,31 @@ func TestClustersFromLines(t *testing.T) {
 		}
 	}
 }
+
+// Ensure that a request the server cut as it shut down is answered 503
+// shutdown when the cut is what failed it (a cancelled call), and that
+// any other error of that moment stays its own (a 404 was answered 503
+// "database is closed", and a client would retry it for ever).
+func TestShutdownCut(t *testing.T) {
+	h := Handler(openFixture(t, 60, nil), nil)
+	for _, c := range []struct {
+		method, path string
+		status       int
+		code         string
+	}{
+		{"GET", "/v1/docs?id=missing", 404, "not_found"},
+		{"GET", "/v1/query?id=d1&threshold=7", 400, "invalid_options"},
+		{"GET", "/v1/buckets?band=99", 400, "invalid_options"},
+		{"GET", "/v1/check", 503, "shutdown"},
+		{"GET", "/v1/pairs?threshold=0.3", 503, "shutdown"},
+	} {
+		ctx, cut := context.WithCancelCause(context.Background())
+		cut(ErrShutdown)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(c.method, c.path, nil).WithContext(ctx))
+		var body ErrorJSON
+		if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil || rec.Code != c.status || body.Error.Code != c.code {
+			t.Errorf("%s %s: %d %s, want %d %s", c.method, c.path, rec.Code, rec.Body, c.status, c.code)
+		}
+	}
+}
