@@ -888,15 +888,23 @@ func (f *filterer) take(id string, rec record) error {
 	// NB: the index holds one document per id, so the records of an id
 	// share its fate; but an input that holds a record twice (the same id,
 	// the same bytes) would keep both copies of a kept id. A later copy of
-	// the first record is removed as its duplicate (similarity 1), unless
-	// every record is kept (--annotate).
+	// the first record is removed as its duplicate (similarity 1); with
+	// --annotate it is written so marked (it was marked kept, and a user
+	// who kept the rows of no duplicate_of got the copies back).
 	copied := repeat && bh != 0 && bh == first
 	if copied {
 		f.n.copies++
 	}
-	if copied && !dropped && !f.annotate {
+	if copied && !dropped {
 		f.n.removed++
 		f.n.exact++
+		if f.annotate {
+			// NB: cluster_id and cluster_size are its id's (the index's
+			// documents: a copy is none of them).
+			vals := annotateVals(ft, ok)
+			vals[2], vals[3] = id, 1.0
+			return f.kept.write(rec, vals)
+		}
 		if f.drop != nil {
 			return f.drop.write(rec, removedVals(fate{rep: id, sim: 1}))
 		}

@@ -745,9 +745,30 @@ func TestFilterRemovesExactRepeats(t *testing.T) {
 					t.Errorf("the summary lacks %q:\n%s", note, errOut)
 				}
 			}
-			ann, _ := mustRun(t, "filter", "--db", idx, "--annotate", in)
+			ann, annErr := mustRun(t, "filter", "--db", idx, "--annotate", in)
 			if n := strings.Count(ann, "\n") - strings.Count(header, "\n"); n != len(lines) {
 				t.Errorf("--annotate wrote %d records, want all %d", n, len(lines))
+			}
+			// NB: the copies are marked as --removed writes them, and
+			// the counts are --out's (they were marked kept: 6 kept).
+			rows := strings.Split(strings.TrimSuffix(ann, "\n"), "\n")
+			if format == "csv" {
+				rows = rows[1:] // its header, with the added columns
+			}
+			for i, row := range rows {
+				copyRow := i == 2 || i == 5
+				var marked bool
+				if format == "csv" {
+					marked = strings.HasSuffix(row, ",a,1")
+				} else {
+					marked = strings.Contains(row, `"duplicate_of":"a","similarity":1}`)
+				}
+				if marked != copyRow {
+					t.Errorf("--annotate row %d: %s (a copy: %v)", i, row, copyRow)
+				}
+			}
+			if !strings.Contains(annErr, "4 kept, 2 removed") {
+				t.Errorf("--annotate's summary: %s", annErr)
 			}
 		})
 	}
