@@ -644,7 +644,7 @@ type filterCounts struct {
 	// copies are the repeated records that were the same bytes as the
 	// first record of their id; exact those of them removed as its
 	// duplicates (the others went with their id's fate: removed with a
-	// removed id, kept by --annotate).
+	// removed id).
 	copies, exact int64
 	copyKind      string // how copies were compared: byte for byte, or value for value (Parquet rows)
 	clusters      int
@@ -692,7 +692,10 @@ inputs it was not built from); if it lacks some, a note counts them.
 --removed FILE writes the removed records in the same format, each with
 duplicate_of (the id kept) and similarity (its exact Jaccard to it)
 added. --annotate writes every record with cluster_id, cluster_size,
-duplicate_of and similarity added (null, size 1, outside any cluster).
+duplicate_of and similarity added (null, size 1, outside any cluster);
+a record repeated byte for byte is marked the duplicate of its first copy
+(its own id, similarity 1), with its id's cluster (the index's documents:
+cluster_size does not count the copies).
 
 --mode centers (the default here) drops only documents at or above the
 threshold to the one kept; components drops whole chains. --from takes

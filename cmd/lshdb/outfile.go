@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -80,11 +79,10 @@ func resolved(path string) string {
 //
 // A file another output of fn commits (pairs' --clusters) waits for this
 // one (deferOutCommit): committed after it, or removed when it fails, so
-// that the two are of one run.
+// that the two are of one run (unless that second commit fails: the run
+// then exits 1 saying so).
 func (a *app) toFile(path string, fn func() error) error {
-	if path == "" || path == "-" || path == "/dev/stdout" {
-		// NB: /dev/stdout is standard output, and fails on a closed pipe
-		// as quietly.
+	if path == "" || path == "-" {
 		return fn()
 	}
 	f, err := createTempFor(path)
@@ -130,8 +128,15 @@ func (a *app) toFile(path string, fn func() error) error {
 	if err = commitTemp(f, path, err == nil, err); err != nil {
 		err = fmt.Errorf("%w (%s was not written)", err, escControls(path))
 	}
+	ok := err == nil
 	for _, commit := range pending {
-		err = errors.Join(err, commit(err == nil))
+		// NB: one line ("; "): errors.Join's line break was printed
+		// escaped, as \n.
+		if cerr := commit(ok); cerr != nil && err == nil {
+			err = cerr
+		} else if cerr != nil {
+			err = fmt.Errorf("%w; %w", err, cerr)
+		}
 	}
 	return err
 }

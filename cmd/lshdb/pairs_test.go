@@ -933,8 +933,10 @@ func TestToFileFailure(t *testing.T) {
 		err := a.toFile(path, func() error {
 			fmt.Fprintln(a.stdout, "a,b,jaccard")
 			if !a.deferOutCommit(func(ok bool) error {
-				_, serr := os.Stat(path)
-				told = append(told, ok, serr == nil)
+				// NB: after the file's own commit: its new bytes are
+				// there when it was written, the old ones when not.
+				b, _ := os.ReadFile(path)
+				told = append(told, ok, string(b) == map[bool]string{true: "a,b,jaccard\n", false: "last night's\n"}[ok])
 				return nil
 			}) {
 				t.Fatal("deferOutCommit outside toFile's run")
@@ -950,5 +952,30 @@ func TestToFileFailure(t *testing.T) {
 	}
 	if a.deferOutCommit(func(bool) error { return nil }) {
 		t.Fatal("deferOutCommit after toFile's run")
+	}
+}
+
+// Ensure that pairs --clusters is not written when the pairs' --out file
+// cannot be (a full disk: /dev/full), and that nothing is left beside it:
+// the clusters were committed first, tonight's beside last night's pairs.
+func TestOutFileFullClusters(t *testing.T) {
+	if _, err := os.Stat("/dev/full"); err != nil {
+		t.Skip("no /dev/full here")
+	}
+	dir := t.TempDir()
+	idx := filepath.Join(dir, "idx")
+	if _, errOut, code := runLine([]string{"insert", "--db", idx, "../../testdata/corpora/debian-sample/docs.jsonl"}, ""); code != 0 {
+		t.Fatal(errOut)
+	}
+	out := filepath.Join(dir, "out")
+	if err := os.Mkdir(out, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_, errOut, code := runLine([]string{"pairs", "--db", idx, "--threshold", "0.3", "--out", "/dev/full", "--clusters", filepath.Join(out, "c.jsonl")}, "")
+	if code != 1 || !strings.Contains(errOut, "no space left on device") || !strings.Contains(errOut, "c.jsonl was not written either") {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if ents, _ := os.ReadDir(out); len(ents) != 0 {
+		t.Fatalf("left in %s: %v", out, ents)
 	}
 }

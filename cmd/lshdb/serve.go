@@ -235,12 +235,18 @@ func (a *app) serve(so *serveOptions) error {
 			// context end: at the shutdown timeout its read is ended
 			// too, so that it answers 503 shutdown before the server
 			// closes the connection (it was closed unanswered).
+			fired := make(chan struct{})
 			stop := context.AfterFunc(r.Context(), func() {
+				defer close(fired)
 				if errors.Is(context.Cause(r.Context()), httpapi.ErrShutdown) {
 					_ = http.NewResponseController(w).SetReadDeadline(time.Now())
 				}
 			})
-			defer stop()
+			defer func() {
+				if !stop() {
+					<-fired // NB: not after the handler returned
+				}
+			}()
 			if p := r.URL.Path; p != "" && path.Clean(p) != p {
 				// NB: the mux answers a path that is not clean ("//v1/docs",
 				// a base URL ending in / joined to "/v1/docs") with a 307

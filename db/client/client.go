@@ -269,8 +269,15 @@ func (e *Error) Error() string { return e.Message }
 func (e *Error) Unwrap() error { return httpapi.ErrorOf(e.Code) }
 
 // Is reports whether target is one of the io/fs errors the server's error
-// matched too (Also), so that errors.Is matches them as in-process.
+// matched too (Also), so that errors.Is matches them as in-process; and
+// db.ErrClosed for a request the server cut as it shut down (code
+// "shutdown", httpapi.ErrShutdown), which was "closed" before it had a
+// code of its own: a program that reconnects on db.ErrClosed goes on
+// doing so.
 func (e *Error) Is(target error) bool {
+	if target == db.ErrClosed && e.Code == "shutdown" {
+		return true
+	}
 	for _, name := range e.Also {
 		if err, ok := httpapi.FSErrors[name]; ok && err == target {
 			return true

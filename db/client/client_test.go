@@ -1859,3 +1859,16 @@ func TestStreamsReuseTheirConnection(t *testing.T) {
 		t.Errorf("%d connections for a count and 6 streams, want 1", n)
 	}
 }
+
+// Ensure that a request the server cut as it shut down (code shutdown)
+// matches httpapi.ErrShutdown and db.ErrClosed, which it was before it
+// had a code of its own, and that other codes do not take ErrClosed.
+func TestShutdownCodeMatchesClosed(t *testing.T) {
+	e := &client.Error{Status: 503, Code: "shutdown", Message: "lshdb: cut by the server's shutdown"}
+	if !errors.Is(e, httpapi.ErrShutdown) || !errors.Is(e, db.ErrClosed) {
+		t.Fatalf("shutdown: ErrShutdown %v, ErrClosed %v", errors.Is(e, httpapi.ErrShutdown), errors.Is(e, db.ErrClosed))
+	}
+	if o := (&client.Error{Status: 503, Code: "backend_unavailable"}); errors.Is(o, db.ErrClosed) {
+		t.Fatal("backend_unavailable matches db.ErrClosed")
+	}
+}

@@ -40,7 +40,10 @@ var (
 	// ErrShutdown is the cause a server gives the contexts of the
 	// requests it cancels as it shuts down (http.Server.BaseContext,
 	// cancelled with context.WithCancelCause): their log lines say the
-	// server cut them, not that the client went away.
+	// server cut them, not that the client went away, and they are
+	// answered 503 shutdown (an error line, in a stream already
+	// answering), which db/client returns as an error that matches it
+	// and db.ErrClosed: worth a retry once a server is back.
 	ErrShutdown = errors.New("lshdb: cut by the server's shutdown")
 )
 

@@ -326,7 +326,7 @@ func (h *handler) match(r *http.Request) (rt *route, allow []string, ok bool) {
 
 func (h *handler) ServeHTTP(hw http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	w := &resp{w: hw, rc: http.NewResponseController(hw), h: h, id: requestID(r)}
+	w := &resp{w: hw, rc: http.NewResponseController(hw), h: h, id: requestID(r), r: r}
 	hw.Header().Set("X-Request-Id", w.id)
 	op := "unknown"
 	var err error
@@ -426,18 +426,23 @@ func (h *handler) ServeHTTP(hw http.ResponseWriter, r *http.Request) {
 		// who did (an lshdb read command serves while it runs).
 		err = fmt.Errorf("%w by the process that serves it (pid %d), which reads only: write once it has closed the index", err, os.Getpid())
 	}
-	if err != nil && errors.Is(context.Cause(r.Context()), ErrShutdown) && !errors.Is(err, ErrShutdown) &&
-		(errors.Is(err, context.Canceled) || errors.Is(err, ErrRequestTimeout) || errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, net.ErrClosed)) {
-		// NB: the server cut it as it shut down (its context, or the
-		// read of its body, which the server ends too): 503 shutdown,
-		// what a client may retry once a server is back, where it
-		// answered (and logged) 499, "the client went away". Any other
-		// error of the same moment (a 404, a full disk) stays its own.
-		err = fmt.Errorf("%w: %w", ErrShutdown, err)
-	}
+	err = cutErr(r, err)
 	if err != nil && !w.started {
 		w.fail(err)
 	}
+}
+
+// cutErr is err, the failure of r, as ErrShutdown when the server cut r as
+// it shut down (r's context, or the read of its body, which the server
+// ends too): 503 shutdown, what a client may retry once a server is back,
+// where it answered (and logged) 499, "the client went away". Any other
+// error of the same moment (a 404, a full disk) stays its own.
+func cutErr(r *http.Request, err error) error {
+	if err != nil && r != nil && errors.Is(context.Cause(r.Context()), ErrShutdown) && !errors.Is(err, ErrShutdown) &&
+		(errors.Is(err, context.Canceled) || errors.Is(err, ErrRequestTimeout) || errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, net.ErrClosed)) {
+		return fmt.Errorf("%w: %w", ErrShutdown, err)
+	}
+	return err
 }
 
 // authorized compares the request's bearer token with the handler's in
@@ -563,6 +568,7 @@ type resp struct {
 	bytes   int64
 	started bool
 	id      string // the request's id (requestID)
+	r       *http.Request
 }
 
 // requestID returns the id of r for the log and the answer's
@@ -680,6 +686,9 @@ func (w *resp) flush() error {
 
 // failLine ends a stream with an error line.
 func (w *resp) failLine(err error) {
+	// NB: a stream the server cut as it shut down ended with "canceled",
+	// which a client took for its own cancellation.
+	err = cutErr(w.r, err)
 	c := codeOf(err)
 	_ = w.line(ErrorJSON{errorBody(err, c)}, true)
 }

@@ -1883,3 +1883,40 @@ func TestShutdownCut(t *testing.T) {
 		}
 	}
 }
+
+// blockingWriter holds the first write of an answer until release closes.
+type blockingWriter struct {
+	*httptest.ResponseRecorder
+	first, release chan struct{}
+	n              int
+}
+
+func (b *blockingWriter) Write(p []byte) (int, error) {
+	if b.n++; b.n == 1 {
+		close(b.first)
+		<-b.release
+	}
+	return b.ResponseRecorder.Write(p)
+}
+
+// Ensure that a stream the server cuts as it shuts down, once its answer
+// began, ends with a shutdown error line: it said "canceled", which a
+// client took for its own cancellation (an attached pairs exited 130).
+func TestStreamCutMidway(t *testing.T) {
+	h := Handler(openFixture(t, 3000, nil), nil)
+	ctx, cut := context.WithCancelCause(context.Background())
+	bw := &blockingWriter{ResponseRecorder: httptest.NewRecorder(), first: make(chan struct{}), release: make(chan struct{})}
+	done := make(chan struct{})
+	go func() {
+		h.ServeHTTP(bw, httptest.NewRequest("GET", "/v1/scan", nil).WithContext(ctx))
+		close(done)
+	}()
+	<-bw.first
+	cut(ErrShutdown)
+	close(bw.release)
+	<-done
+	lines := strings.Split(strings.TrimSpace(bw.Body.String()), "\n")
+	if last := lines[len(lines)-1]; bw.Code != 200 || !strings.Contains(last, `"code":"shutdown"`) {
+		t.Fatalf("status %d, %d lines, the last %s", bw.Code, len(lines), last)
+	}
+}
