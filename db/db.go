@@ -1250,7 +1250,7 @@ func roomIn(fs vfs.FS, dir string, reserve, n int64) error {
 		if n > 0 {
 			need = fmt.Sprintf(" (the write needs about %s)", mib(n))
 		}
-		return fmt.Errorf("%w: %s has %s free%s, and lshdb keeps %s in reserve for Pebble's flushes and compactions (Options.DiskReserve)",
+		return fmt.Errorf("%w: %s has %s free%s, and lshdb keeps %s in reserve so that the index's flushes and compactions have room (Options.DiskReserve)",
 			ErrDiskFull, dir, mib(free), need, mib(reserve))
 	}
 	return nil

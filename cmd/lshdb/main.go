@@ -649,13 +649,14 @@ func (a *app) openDB(opts *db.Options) (index, func(), error) {
 
 // openFresh is openDB without the shell's index: it opens, or attaches.
 func (a *app) openFresh(opts *db.Options) (index, func(), error) {
-	if opts == nil || !opts.ReadOnly {
-		var o db.Options
-		if opts != nil {
-			o = *opts
-		}
-		opts = a.writeOptions(&o)
+	// NB: a read-only open too: pairs, clusters and filter spill into
+	// the index's directory under the reserve, and --disk-reserve did not
+	// reach them, while their disk-full error named it.
+	var o db.Options
+	if opts != nil {
+		o = *opts
 	}
+	opts = a.writeOptions(&o)
 	if a.addr != "" {
 		c, err := a.connect(opts)
 		if err != nil {
@@ -1002,8 +1003,8 @@ func flagValueMessage(msg string) string {
 // durationSyntax matches what time.ParseDuration reads, range aside.
 var durationSyntax = regexp.MustCompile(`^[-+]?((\d+(\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h))+$`)
 
-// writeOptions sets, in o (made if nil), what the global flags say of a
-// writable open: --disk-reserve.
+// writeOptions sets, in o (made if nil), what the global flags say of an
+// open: --disk-reserve (a read-only one spills pairs under it).
 func (a *app) writeOptions(o *db.Options) *db.Options {
 	if o == nil {
 		o = &db.Options{}

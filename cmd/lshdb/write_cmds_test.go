@@ -1216,6 +1216,20 @@ func TestDiskReserveFlag(t *testing.T) {
 	if _, errOut, code := runLine([]string{"build", "--db", idx, "--disk-reserve", "-2", in}, ""); code != 2 || !strings.Contains(errOut, "--disk-reserve -2") {
 		t.Errorf("--disk-reserve -2: exit %d %s", code, errOut)
 	}
+	// A read-only command's spill (pairs in --memory 1 of 3,000 generated
+	// documents spills their texts) is under the flag's reserve too: it
+	// was under the default whatever the flag said, while its error named
+	// the flag.
+	gen := filepath.Join(dir, "gen.jsonl")
+	mustRun(t, "gen", "--n", "3000", "--copy-fraction", "0.9", "--out", gen)
+	spilling := filepath.Join(dir, "spilling")
+	mustRun(t, "build", "--db", spilling, gen)
+	if _, errOut, code := runLine([]string{"pairs", "--db", spilling, "--memory", "1", "--output", "tsv", "--disk-reserve", huge}, ""); code != 1 || !strings.Contains(errOut, "disk full") || !strings.Contains(errOut, "--disk-reserve MiB changes it") {
+		t.Errorf("pairs spilling under a reserve larger than the disk: exit %d %s", code, errOut)
+	}
+	if _, errOut, code := runLine([]string{"pairs", "--db", spilling, "--memory", "1", "--output", "tsv", "--disk-reserve", "-1", "--stats"}, ""); code != 0 || !strings.Contains(errOut, "spilled to disk: true") {
+		t.Errorf("pairs spilling with no reserve: exit %d %s", code, errOut)
+	}
 }
 
 // Ensure that output files take the umask's permissions (077: 0600), and
