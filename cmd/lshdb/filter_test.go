@@ -29,6 +29,36 @@ type genLine struct {
 	EditRate float64 `json:"edit_rate"`
 }
 
+// decompressedFile returns a file's content, decompressed as its name
+// says (.gz: gzip, .zst: zstd), by the standard readers.
+func decompressedFile(t *testing.T, path string) []byte {
+	t.Helper()
+	switch {
+	case strings.HasSuffix(path, ".gz"):
+		return gunzipFile(t, path)
+	case strings.HasSuffix(path, ".zst"):
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		zr, err := zstd.NewReader(bytes.NewReader(raw))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer zr.Close()
+		b, err := io.ReadAll(zr)
+		if err != nil {
+			t.Fatalf("%s is not zstd: %v", path, err)
+		}
+		return b
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
 // gunzipFile returns a gzip file's content.
 func gunzipFile(t *testing.T, path string) []byte {
 	t.Helper()
@@ -577,16 +607,7 @@ func TestGenCompressionByName(t *testing.T) {
 	gz, zst := filepath.Join(dir, "g.jsonl.gz"), filepath.Join(dir, "g.jsonl.zst")
 	mustRun(t, "gen", "--n", "300", "--seed", "4", "--out", gz)
 	mustRun(t, "gen", "--n", "300", "--seed", "4", "--out", zst)
-	raw, _ := os.ReadFile(zst)
-	zr, err := zstd.NewReader(bytes.NewReader(raw))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer zr.Close()
-	plain, err := io.ReadAll(zr)
-	if err != nil {
-		t.Fatalf("%s is not zstd: %v", zst, err)
-	}
+	plain := decompressedFile(t, zst)
 	if want := gunzipFile(t, gz); !bytes.Equal(plain, want) || len(splitLines(plain)) != 300 {
 		t.Fatalf("zstd and gzip outputs differ (%d and %d bytes)", len(plain), len(want))
 	}

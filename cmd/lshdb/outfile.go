@@ -3,14 +3,8 @@ package main
 import (
 	"bufio"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
-	"strings"
-
-	"github.com/klauspost/compress/gzip"
-	"github.com/klauspost/compress/zstd"
-	"github.com/lshdb/lshdb/internal/docio"
 )
 
 // outFlagHelp is the help of pairs' and clusters' --out.
@@ -67,7 +61,7 @@ func resolved(path string) string {
 
 // toFile runs fn with the command's standard output going to path
 // instead (none when path is "" or "-"): a temporary file beside it,
-// compressed by its name (.gz: BGZF gzip, .zst: zstd), synced and renamed
+// compressed by its name (nameWriter: .gz BGZF gzip, .zst zstd), synced and renamed
 // over path when fn succeeds, removed when it fails (createTempFor,
 // commitTemp). A kill -9 leaves only the hidden temporary file, which the
 // next output to path removes.
@@ -90,21 +84,11 @@ func (a *app) toFile(path string, fn func() error) error {
 		return err
 	}
 	bw := bufio.NewWriterSize(f, 1<<20)
-	var w io.Writer = bw
-	var zw io.WriteCloser
-	switch n := strings.ToLower(path); {
-	case strings.HasSuffix(n, ".gz"):
-		zw, err = docio.NewGzipWriter(bw, gzip.DefaultCompression)
-	case strings.HasSuffix(n, ".zst"):
-		zw, err = zstd.NewWriter(bw)
-	}
+	zw, err := nameWriter(bw, path) // NB: as --clusters and gen --out compress
 	if err != nil {
 		return commitTemp(f, path, false, err)
 	}
-	if zw != nil {
-		w = zw
-	}
-	out := &outWriter{w: w}
+	out := &outWriter{w: zw}
 	savedOut, savedStdout := a.out, a.stdout
 	a.out, a.stdout, a.outCommits = out, out, &[]func(ok bool) error{}
 	err = fn()
@@ -115,12 +99,9 @@ func (a *app) toFile(path string, fn func() error) error {
 		// fn made of it.
 		err = fmt.Errorf("writing %s: %w", escControls(path), out.err)
 	}
-	if zw != nil {
-		// NB: closed on a failure too: it ends the compressor's
-		// goroutines.
-		if cerr := zw.Close(); err == nil {
-			err = cerr
-		}
+	// NB: closed on a failure too: it ends the compressor's goroutines.
+	if cerr := zw.Close(); err == nil {
+		err = cerr
 	}
 	if err == nil {
 		err = bw.Flush()

@@ -775,40 +775,15 @@ func TestOutFile(t *testing.T) {
 	if _, errOut, code := runLine([]string{"insert", "--db", idx, "../../testdata/corpora/debian-sample/docs.jsonl"}, ""); code != 0 {
 		t.Fatal(errOut)
 	}
-	gunzip := func(b []byte) string {
-		r, err := gzip.NewReader(bytes.NewReader(b))
-		if err != nil {
-			t.Fatal(err)
-		}
-		out, err := io.ReadAll(r)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return string(out)
-	}
-	unzstd := func(b []byte) string {
-		r, err := zstd.NewReader(bytes.NewReader(b))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer r.Close()
-		out, err := io.ReadAll(r)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return string(out)
-	}
-	plain := func(b []byte) string { return string(b) }
 	for _, c := range []struct {
-		args   []string
-		name   string
-		decode func([]byte) string
+		args []string
+		name string // compressed as it says: decompressedFile reads it
 	}{
-		{[]string{"pairs", "--output", "csv"}, "p.csv", plain},
-		{[]string{"pairs", "--output", "json", "--sort=false"}, "p.jsonl.gz", gunzip},
-		{[]string{"pairs", "--limit", "7"}, "p.txt", plain},
-		{[]string{"clusters", "--output", "json"}, "c.jsonl.zst", unzstd},
-		{[]string{"clusters", "--mode", "centers"}, "c.txt", plain},
+		{[]string{"pairs", "--output", "csv"}, "p.csv"},
+		{[]string{"pairs", "--output", "json", "--sort=false"}, "p.jsonl.gz"},
+		{[]string{"pairs", "--limit", "7"}, "p.txt"},
+		{[]string{"clusters", "--output", "json"}, "c.jsonl.zst"},
+		{[]string{"clusters", "--mode", "centers"}, "c.txt"},
 	} {
 		args := append([]string{c.args[0], "--db", idx}, c.args[1:]...)
 		want, errOut, code := runLine(args, "")
@@ -824,7 +799,7 @@ func TestOutFile(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got := c.decode(b)
+		got := string(decompressedFile(t, path))
 		if slices.Contains(args, "--sort=false") {
 			// NB: streamed as verified: the same lines, in any order.
 			sortLines := func(s string) string { l := strings.Split(s, "\n"); slices.Sort(l); return strings.Join(l, "\n") }

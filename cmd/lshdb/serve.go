@@ -224,6 +224,12 @@ func (a *app) serve(so *serveOptions) error {
 	// the server cancels them and returns, and a cancelled load's log
 	// line (and its metrics) came after "stopped", or never.
 	var inHandler atomic.Int64
+	// waitHandlers waits until no request is in its handler, for up to d.
+	waitHandlers := func(d time.Duration) {
+		for end := time.Now().Add(d); inHandler.Load() > 0 && time.Now().Before(end); {
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
 	base, cutRequests := context.WithCancelCause(context.Background())
 	defer cutRequests(nil)
 	srv := &http.Server{
@@ -335,14 +341,10 @@ func (a *app) serve(so *serveOptions) error {
 		// body reads end with the cut), before Close ends their
 		// connections: closed at once, no answer went out, and the log
 		// said one had.
-		for wait := time.Now().Add(time.Second); inHandler.Load() > 0 && time.Now().Before(wait); {
-			time.Sleep(5 * time.Millisecond)
-		}
+		waitHandlers(time.Second)
 		err = srv.Close()
 		// Their handlers see the cancellation and log the requests.
-		for wait := time.Now().Add(10 * time.Second); inHandler.Load() > 0 && time.Now().Before(wait); {
-			time.Sleep(10 * time.Millisecond)
-		}
+		waitHandlers(10 * time.Second)
 	}
 	if cerr := d.Close(); err == nil {
 		err = cerr

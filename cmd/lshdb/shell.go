@@ -668,12 +668,12 @@ func nextWord(s string) (word, rest string, err error) {
 			} else {
 				cur.WriteByte(c)
 			}
-		case c == '"' && i > 0 && s[i-1] == '=' && goQuoted(s[i:]) != "":
-			q := goQuoted(s[i:])
-			w, _ := strconv.Unquote(q)
-			cur.WriteString(w)
-			return cur.String(), s[i+len(q):], nil
 		case (c == '"' || c == '\'') && (i == 0 || s[i-1] == '=' || spanned):
+			if q := goQuoted(s[i:]); i > 0 && s[i-1] == '=' && q != "" {
+				w, _ := strconv.Unquote(q) // a flag's value, after =
+				cur.WriteString(w)
+				return cur.String(), s[i+len(q):], nil
+			}
 			quote = c
 		case c == ' ' || c == '\t':
 			return cur.String(), s[i:], nil

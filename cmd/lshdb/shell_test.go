@@ -423,6 +423,7 @@ func TestSplitWords(t *testing.T) {
 		{`query --text='a "quoted" word'`, []string{"query", `--text=a "quoted" word`}},
 		{`'a'"b"`, []string{"ab"}},
 		{`'a'b'c d'`, []string{"abc d"}},
+		{`'a'"b\tc"`, []string{`ab\tc`}}, // escapes only in a whole word or after =
 		{`get "odd\tid\x00"`, []string{"get", "odd\tid\x00"}},
 		{`query --id="odd\tid" --top 3`, []string{"query", "--id=odd\tid", "--top", "3"}},
 		{`get 'a\tb'`, []string{"get", `a\tb`}},

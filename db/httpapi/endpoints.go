@@ -519,13 +519,12 @@ func (b *bodyLines) lineBuffered() bool {
 
 // next decodes the next value into v (io.EOF at the end of the body).
 func (b *bodyLines) next(v any) error {
-	if b.w.r != nil && b.w.r.Context().Err() != nil {
-		ctx := b.w.r.Context()
+	if r := b.w.r; r != nil && r.Context().Err() != nil {
 		// NB: not another deadline for a request that was cut (the
 		// server ends its read at the cut): the next read set one a
 		// minute on, and the stalled read outlasted the server's wait
 		// for its answer.
-		return context.Cause(ctx)
+		return context.Cause(r.Context())
 	}
 	if b.h.o.ReadTimeout > 0 {
 		_ = b.w.rc.SetReadDeadline(time.Now().Add(b.h.o.ReadTimeout))
