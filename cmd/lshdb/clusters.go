@@ -32,7 +32,7 @@ type clusterFlags struct {
 
 func (f *clusterFlags) add(c *cobra.Command, mode db.ClusterMode) {
 	c.Flags().StringVar(&f.mode, "mode", string(mode), "components (connected components of the pairs: chains, a member may be below the threshold to the one kept) or centers (every member is at or above the threshold to the one kept)")
-	c.Flags().StringVar(&f.keep, "keep", string(db.KeepFirst), "the member each cluster keeps: first or last (inserted), longest or shortest (by shingle set size)")
+	c.Flags().StringVar(&f.keep, "keep", string(db.KeepFirst), "the member each cluster keeps: first or last (inserted), longest or shortest (by shingle set size; the earliest inserted among equals)")
 }
 
 // pairsMemory is the --memory of pairs and clusters: PairsOptions.Memory
@@ -76,9 +76,9 @@ func keepNote(k db.KeepPolicy) string {
 	case db.KeepLast:
 		return "the latest inserted"
 	case db.KeepLongest:
-		return "the largest shingle set"
+		return "the largest shingle set, the earliest inserted among equals"
 	case db.KeepShortest:
-		return "the smallest shingle set"
+		return "the smallest shingle set, the earliest inserted among equals"
 	}
 	return "the earliest inserted"
 }
@@ -514,7 +514,8 @@ func (a *app) clustersCmd() *cobra.Command {
   lshdb clusters --db idx --mode centers --keep longest --output json`,
 		Short: "Clusters of near-duplicates, and the member each keeps",
 		Long: `Clusters of near-duplicates, largest first, one per line: the member to keep
-(--keep: first or last inserted, longest or shortest by shingle set size)
+(--keep: first or last inserted, longest or shortest by shingle set size,
+the earliest inserted among equals)
 and the ones to drop, each with its exact Jaccard to the one kept.
 
 --mode components (the default) are connected components of the pairs:
