@@ -101,12 +101,15 @@ type DB struct {
 	// writer is this writable Redis handle's registration
 	// (rediskv.Register), "" for none.
 	writer string
-	popts  *pebble.Options // as opened, defaults filled in (Load's SSTables follow them)
-	lock   *dirLock
-	man    codec.Manifest
-	shOpt  minhash.Options
-	skOpt  minhash.SketchOptions
-	bands  bands.Params
+	// heartbeatDone is closed when the writer's heartbeat has ended
+	// (startHeartbeat); nil without one.
+	heartbeatDone chan struct{}
+	popts         *pebble.Options // as opened, defaults filled in (Load's SSTables follow them)
+	lock          *dirLock
+	man           codec.Manifest
+	shOpt         minhash.Options
+	skOpt         minhash.SketchOptions
+	bands         bands.Params
 
 	hashers sync.Pool   // *minhash.Hasher
 	qcache  *queryCache // nil: Options.QueryCacheSize < 0, or Redis
@@ -837,6 +840,9 @@ func (db *DB) Close() error {
 	clear(db.open)
 	db.openMu.Unlock()
 	if db.rkv != nil {
+		if db.heartbeatDone != nil {
+			<-db.heartbeatDone // NB: its closing was cancelled above
+		}
 		if db.writer != "" {
 			// NB: briefly: Close does not wait on an unreachable cluster.
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)

@@ -197,6 +197,9 @@ func openRedis(u string, o Options) (*DB, error) {
 	}
 	db.initPools()
 	db.startSweeper()
+	if db.writer != "" {
+		db.startHeartbeat(writerHeartbeat)
+	}
 	return db, nil
 }
 
@@ -204,24 +207,73 @@ func openRedis(u string, o Options) (*DB, error) {
 // have a Redis index open (in any process), so that a program that
 // created an index and failed can tell whether it may drop it: a process
 // that opened it and has not written yet counts (Count does not see it).
-// A process killed with it open counts until the index is dropped. On
-// Pebble, whose lock admits one writable handle, it is 0.
+// A process killed with it open counts until the index is dropped
+// (OtherWritersSeen tells such a handle by its silence). On Pebble, whose
+// lock admits one writable handle, it is 0.
 func (db *DB) OtherWriters(ctx context.Context) (int, error) {
+	seen, err := db.OtherWritersSeen(ctx)
+	return len(seen), err
+}
+
+// WriterHeartbeat is how often a writable handle of a Redis index says
+// it is alive, for OtherWritersSeen.
+const WriterHeartbeat = 30 * time.Second
+
+// writerHeartbeat is WriterHeartbeat, shorter in tests.
+var writerHeartbeat = WriterHeartbeat
+
+// OtherWritersSeen returns, for each writable handle other than this one
+// that has a Redis index open (OtherWriters), the time it was last seen,
+// oldest first: a handle is seen at its open and every WriterHeartbeat
+// until it closes, so one not seen for several heartbeats is most likely
+// a process killed with the index open (or one made by an lshdb before
+// the heartbeat, seen at its open only). The zero time is a registration
+// lshdb did not write. On Pebble it returns none.
+func (db *DB) OtherWritersSeen(ctx context.Context) ([]time.Time, error) {
 	if err := db.enter(); err != nil {
-		return 0, err
+		return nil, err
 	}
 	defer db.mu.RUnlock()
 	if db.rkv == nil {
-		return 0, nil
+		return nil, nil
 	}
-	n, err := db.rkv.Writers(ctx)
+	all, err := db.rkv.Writers(ctx)
 	if err != nil {
-		return 0, redisErr(err)
+		return nil, redisErr(err)
 	}
-	if db.writer != "" {
-		n--
+	var seen []time.Time
+	for tok, at := range all {
+		if tok != db.writer {
+			seen = append(seen, at)
+		}
 	}
-	return max(n, 0), nil
+	slices.SortFunc(seen, time.Time.Compare)
+	return seen, nil
+}
+
+// startHeartbeat registers the writable Redis handle again every
+// WriterHeartbeat until Close, which waits for it to end (a registration
+// after Close's Unregister would outlive the handle). It registers anew
+// a handle whose registration Redis lost (a restart without persistence).
+func (db *DB) startHeartbeat(every time.Duration) {
+	db.heartbeatDone = make(chan struct{})
+	go func() {
+		defer close(db.heartbeatDone)
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-db.closing.Done():
+				return
+			case <-t.C:
+			}
+			ctx, cancel := context.WithTimeout(db.closing, 5*time.Second)
+			if err := db.rkv.Register(ctx, db.writer); err != nil && db.closing.Err() == nil {
+				db.opts.Logger.Warn("lshdb: saying this writable handle is alive (lshdb drop and check --repair see it so)", "err", redisErr(err))
+			}
+			cancel()
+		}
+	}()
 }
 
 // redisManifest reads the manifest, or creates it for a new index.

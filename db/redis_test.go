@@ -1654,3 +1654,69 @@ func TestRedisForeignKeys(t *testing.T) {
 		t.Errorf("Get(a) beside them: %v %v", got, err)
 	}
 }
+
+// Ensure that a writable Redis handle says it is alive every heartbeat:
+// OtherWritersSeen sees its time advance, a registration Redis lost (a
+// restart without persistence) comes back, and none outlives Close, even
+// with a heartbeat due at every instant (check --repair refuses under a
+// registered writer, and drop does: one left behind would hold them off).
+func TestRedisWriterHeartbeat(t *testing.T) {
+	u := redisURL(t)
+	ctx := context.Background()
+	defer func(d time.Duration) { writerHeartbeat = d }(writerHeartbeat)
+	writerHeartbeat = 20 * time.Millisecond
+	b, err := Open(u, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := Open(u, &Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	seen, err := a.OtherWritersSeen(ctx)
+	if err != nil || len(seen) != 1 {
+		t.Fatalf("one writer: %v, %v", seen, err)
+	}
+	first := seen[0]
+	if d := time.Since(first); d < -time.Second || d > 5*time.Second {
+		t.Fatalf("seen at its open: %v, %v ago", first, d)
+	}
+	// NB: Unix seconds: the heartbeat shows in the second after.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		seen, err = a.OtherWritersSeen(ctx)
+		if err == nil && len(seen) == 1 && seen[0].After(first) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no heartbeat: %v, %v (first %v)", seen, err, first)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err := b.rkv.Unregister(ctx, b.writer); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if n, err := a.OtherWriters(ctx); err == nil && n == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("a lost registration did not come back")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	b.Close()
+	writerHeartbeat = time.Nanosecond
+	for range 20 {
+		c, err := Open(u, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Millisecond)
+		c.Close()
+	}
+	if n, err := a.OtherWriters(ctx); err != nil || n != 0 {
+		t.Fatalf("after Close: %d writers, %v; want 0", n, err)
+	}
+}

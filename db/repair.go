@@ -117,7 +117,9 @@ func (r RepairResult) Changed() bool {
 // refuses (a counters record missing or unreadable, a damaged manifest)
 // and damage Pebble itself reports (a block whose checksum fails) it
 // cannot reach: restore a backup, or build the index again. On a
-// read-only handle it returns ErrReadOnly.
+// read-only handle it returns ErrReadOnly. On Redis, run it with no other
+// writer (OtherWritersSeen, which it does not call): a write in flight
+// looks half done, and its documents would be removed.
 func (db *DB) Repair(ctx context.Context) (RepairResult, error) {
 	if err := db.enter(); err != nil {
 		return RepairResult{}, err

@@ -1103,7 +1103,7 @@ func repairSummary(r db.RepairResult, onRedis bool) string {
 }
 
 func (a *app) checkCmd() *cobra.Command {
-	var repair bool
+	var repair, force bool
 	c := &cobra.Command{
 		Use:   "check --db DIR [--repair]",
 		Short: "Full consistency check; exit 1 with the problems if any",
@@ -1119,8 +1119,12 @@ that stopped part way left (a Redis Cluster has no transaction across
 keys, so a crash between a write's steps leaves them): records no id
 names and postings of no live document are removed, and the postings a
 live document is missing added; ids whose record is gone are removed and
-listed, as are the ids of records no id names: put those documents again. Run it there with no writer beside it
-(another process's writes, or its expiry sweep, look half done). On
+listed, as are the ids of records no id names: put those documents again.
+Run it there with no writer beside it: another process's writes, or its
+expiry sweep, look half done, and their documents would be removed. It is
+refused while other processes have the index open to write (as lshdb drop
+is), naming when each was last seen; --force repairs under them (one
+killed with the index open counts until the index is dropped). On
 Pebble, whose writes are atomic, what a check finds is damage to the
 files: unreadable records are removed (their ids are listed: put those
 documents again), ids that name another's record removed, records no id
@@ -1147,6 +1151,19 @@ build the index again.`,
 						return err
 					}
 					defer closeDB()
+					if dd, ok := d.(*db.DB); ok && db.IsRedisURL(dd.Dir()) && !force {
+						// NB: a repair beside a writer took the records it
+						// was writing for a stopped write's and removed
+						// them: the writer exited 0, and check said ok.
+						seen, err := dd.OtherWritersSeen(a.ctx)
+						if err != nil {
+							return fmt.Errorf("the processes that have %s open to write could not be counted: %w (add --force to repair it under them)", dd.Dir(), err)
+						}
+						if len(seen) > 0 {
+							return fmt.Errorf("%w: %s has the index open to write in %s: a repair beside a writer removes the documents it is writing, as a stopped write's; stop them first (a server, a shell, a program), or add --force",
+								errInUse, dd.Dir(), otherWriters(seen, time.Now()))
+						}
+					}
 					if dd, ok := d.(*db.DB); ok && dd.LogDamage() != nil {
 						dmg := dd.LogDamage()
 						fmt.Fprintf(a.stderr, "lshdb: the newest write-ahead log %s was damaged at byte %d: dropped the damaged record and %s after it (to byte %d), as the log is now cut there; its copy as it was is %s\n",
@@ -1253,6 +1270,7 @@ build the index again.`,
 		},
 	}
 	c.Flags().BoolVar(&repair, "repair", false, "first mend what the check would find in the index's structure, from the records (on Redis: with no writer beside it)")
+	c.Flags().BoolVar(&force, "force", false, "with --repair on Redis: repair even while other processes have the index open to write")
 	return c
 }
 

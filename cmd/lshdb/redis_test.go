@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lshdb/lshdb/db"
 	"github.com/lshdb/lshdb/internal/redistest"
@@ -300,4 +301,56 @@ func TestRedisDropRefusesWhileOthersWrite(t *testing.T) {
 		t.Errorf("check of a document written with other parameters: exit %d, %q", code, out)
 	}
 	runLine([]string{"drop", "--db", url, "--yes", "--force"}, "")
+}
+
+// Ensure that check --repair refuses a Redis index that another handle
+// has open to write, changing nothing, and repairs it with --force: a
+// repair beside a running insert took the records it was writing for a
+// stopped write's and removed them, the insert exited 0, and check then
+// said ok (a review's R1).
+func TestRedisRepairRefusesWhileOthersWrite(t *testing.T) {
+	c := redistest.Require(t)
+	url := "redis+cluster://" + strings.Join(c.Addrs, ",") + "/repairinuse"
+	runLine([]string{"drop", "--db", url, "--yes", "--force"}, "")
+	w, err := db.Open(url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if err := w.Put(db.Doc{ID: "a", Text: "a document of a handle that stays open"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := runLine([]string{"check", "--db", url, "--repair"}, "")
+	if code != 1 || !strings.Contains(errOut, "has the index open to write in 1 other handle:") || strings.Contains(out, "repaired") {
+		t.Fatalf("repair under an open writer: exit %d, %q %q", code, out, errOut)
+	}
+	if out, _, code := runLine([]string{"check", "--db", url}, ""); code != 0 || !strings.Contains(out, "ok") {
+		t.Fatalf("check (no repair) beside a writer: exit %d, %q", code, out)
+	}
+	if out, errOut, code := runLine([]string{"check", "--db", url, "--repair", "--force"}, ""); code != 0 || !strings.Contains(out, "repaired: nothing to mend") {
+		t.Fatalf("repair --force: exit %d, %q %q", code, out, errOut)
+	}
+	w.Close()
+	if out, errOut, code := runLine([]string{"check", "--db", url, "--repair"}, ""); code != 0 || !strings.Contains(out, "repaired: nothing to mend") {
+		t.Fatalf("repair alone: exit %d, %q %q", code, out, errOut)
+	}
+	runLine([]string{"drop", "--db", url, "--yes"}, "")
+}
+
+// Ensure that a refusal under other writers says which were not seen for
+// several heartbeats (a process killed with the index open) and when.
+func TestOtherWritersNote(t *testing.T) {
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		seen []time.Time
+		want string
+	}{
+		{[]time.Time{now.Add(-10 * time.Second)}, "1 other handle"},
+		{[]time.Time{now.Add(-2 * time.Hour), now.Add(-time.Second)}, "2 other handles, 1 of them not seen for over 1m30s (last seen 2h0m0s ago): a process killed"},
+		{[]time.Time{{}, now.Add(-100 * time.Second)}, "2 other handles, 2 of them not seen for over 1m30s (last seen never, 1m40s ago)"},
+	} {
+		if got := otherWriters(tc.seen, now); !strings.HasPrefix(got, tc.want) {
+			t.Errorf("otherWriters(%v) = %q, want it to start %q", tc.seen, got, tc.want)
+		}
+	}
 }

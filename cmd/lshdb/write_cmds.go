@@ -2108,11 +2108,12 @@ Nothing asks again: --yes says you mean it.`,
 			}
 			// NB: the count first, for the message; Drop opens the index
 			// again (and refuses it if another process took it meanwhile).
-			n, writers := uint64(0), 0
+			n := uint64(0)
+			var writers []time.Time
 			var werr error // why the other writers could not be counted
 			if d, err := db.Open(a.dbDir, &db.Options{ReadOnly: true, ExpirySweep: -1}); err == nil {
 				n, _ = d.Count()
-				writers, werr = d.OtherWriters(a.ctx)
+				writers, werr = d.OtherWritersSeen(a.ctx)
 				d.Close()
 			} else if !errors.Is(err, db.ErrNotExist) {
 				werr = err
@@ -2122,9 +2123,9 @@ Nothing asks again: --yes says you mean it.`,
 				// under live writers, unsaid.
 				return fmt.Errorf("the processes that have %s open to write could not be counted: %w (add --force to drop it under them)", rediskv.Redact(a.dbDir), werr)
 			}
-			if writers > 0 && !force {
+			if len(writers) > 0 && !force {
 				return fmt.Errorf("%w: %s has the index open to write in %s (a server, a shell, a program: stop them first; one killed with it open counts until the index is dropped: then add --force)",
-					errInUse, rediskv.Redact(a.dbDir), counted(writers, "other handle", "other handles"))
+					errInUse, rediskv.Redact(a.dbDir), otherWriters(writers, time.Now()))
 			}
 			if err := lockedHint(db.Drop(a.ctx, a.dbDir), a.dbDir); err != nil {
 				return err
@@ -2141,9 +2142,37 @@ Nothing asks again: --yes says you mean it.`,
 	return c
 }
 
-// errInUse is drop's error when other handles have a Redis index open to
-// write.
+// errInUse is the error of drop and check --repair when other handles
+// have a Redis index open to write.
 var errInUse = errors.New("the index is in use")
+
+// otherWriters describes, for a refusal, the writable handles other than
+// its own that have a Redis index open: how many, when each was last seen
+// (db.OtherWritersSeen), and what one long silent likely is.
+func otherWriters(seen []time.Time, now time.Time) string {
+	var ages []string
+	silent := 0
+	for i, at := range seen {
+		age := "never"
+		if !at.IsZero() {
+			d := max(now.Sub(at), 0)
+			age = d.Round(time.Second).String() + " ago"
+			if d <= 3*db.WriterHeartbeat {
+				continue // NB: alive; the count says it
+			}
+		}
+		silent++
+		if i < 5 {
+			ages = append(ages, age)
+		}
+	}
+	s := counted(len(seen), "other handle", "other handles")
+	if silent > 0 {
+		s += fmt.Sprintf(", %d of them not seen for over %s (last seen %s): a process killed with the index open, or one of an lshdb older than the heartbeat (seen at its open only)",
+			silent, 3*db.WriterHeartbeat, strings.Join(ages, ", "))
+	}
+	return s
+}
 
 func (a *app) upgradeCmd() *cobra.Command {
 	return &cobra.Command{

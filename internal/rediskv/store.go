@@ -510,7 +510,7 @@ func (s *Store) manifestKey() string { return s.prefix + "manifest" }
 func (s *Store) writersKey() string  { return s.prefix + "writers" }
 
 // Register records token as a writable handle of the index (until
-// Unregister), so that a process deciding whether an index it created is
+// Unregister), with the time, and again as a heartbeat, so that a process deciding whether an index it created is
 // unused can tell one that another process opened and has not written to
 // yet. A process killed before Unregister leaves its token: such an index
 // then reads as in use (kept), never the reverse.
@@ -523,10 +523,23 @@ func (s *Store) Unregister(ctx context.Context, token string) error {
 	return s.c.HDel(ctx, s.writersKey(), token).Err()
 }
 
-// Writers returns how many writable handles are registered (Register).
-func (s *Store) Writers(ctx context.Context) (int, error) {
-	n, err := s.c.HLen(ctx, s.writersKey()).Result()
-	return int(n), err
+// Writers returns the registered writable handles (Register), each with
+// the time it was last seen: its registration, or its last Register
+// again (a heartbeat). A value lshdb did not write reads as the zero time.
+func (s *Store) Writers(ctx context.Context) (map[string]time.Time, error) {
+	m, err := s.c.HGetAll(ctx, s.writersKey()).Result()
+	if err != nil {
+		return nil, err
+	}
+	seen := make(map[string]time.Time, len(m))
+	for tok, v := range m {
+		var at time.Time
+		if sec, err := strconv.ParseInt(v, 10, 64); err == nil {
+			at = time.Unix(sec, 0)
+		}
+		seen[tok] = at
+	}
+	return seen, nil
 }
 func (s *Store) countersKey() string    { return "{" + strings.TrimSuffix(s.prefix, ":") + "}:counters" }
 func (s *Store) idKey(id string) string { return s.prefix + "i:" + id }
