@@ -181,6 +181,18 @@ func TestAttachRefusals(t *testing.T) {
 			t.Errorf("%v without a token: exit %d %s", args, code, errOut)
 		}
 	}
+	// A token with a line end inside: the client's own error, not "a
+	// process holds it and does not serve it: kill it" (a review's S2).
+	t.Setenv("LSHDB_TOKEN", "to\nk")
+	for _, args := range [][]string{{"stats", "--db", idx}, {"stats", "--addr", tcp}} {
+		if _, errOut, code := runLine(args, ""); code != 2 || !strings.Contains(errOut, "LSHDB_TOKEN") || strings.Contains(errOut, "kill") {
+			t.Errorf("%v with a line end in the token: exit %d %s", args, code, errOut)
+		}
+	}
+	t.Setenv("LSHDB_TOKEN", "tok\r\n")
+	if _, errOut, code := runLine([]string{"stats", "--db", idx}, ""); code != 0 {
+		t.Errorf("a token with a line end after it: exit %d %s", code, errOut)
+	}
 	t.Setenv("LSHDB_TOKEN", "tok")
 	if _, errOut, code := runLine([]string{"stats", "--db", idx, "--addr", tcp}, ""); code != 2 {
 		t.Errorf("--db and --addr: exit %d %s", code, errOut)

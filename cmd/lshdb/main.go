@@ -723,6 +723,10 @@ func (a *app) openFresh(opts *db.Options) (index, func(), error) {
 				return h, h.closeAll, nil
 			case errors.As(cerr, &refused) || errors.Is(cerr, db.ErrParamsMismatch):
 				return nil, nil, cerr // the owner answered, and refused (a token, a parameter)
+			case errors.Is(cerr, db.ErrInvalidOptions):
+				// NB: the client's own (a token it cannot send): taken for
+				// "nothing serves it", it said to kill the healthy owner.
+				return nil, nil, cerr
 			case errors.Is(cerr, client.ErrForeignSocket):
 				// NB: not "nothing serves it": the message then named the
 				// socket's process as the index's owner.

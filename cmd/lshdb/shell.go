@@ -115,19 +115,57 @@ backslash escapes is read as tables print an id with control characters
 
 // script runs one statement per line from r, echoing it on stderr; a
 // failing statement prints its error on stderr and the script goes on;
-// the exit status is 1 if any failed. An interrupt cancels the running
-// statement and ends the script (130), as does a failed write of the
-// output (1).
+// the exit status is 1 if any failed. A signal (SIGINT, SIGTERM, SIGHUP)
+// cancels the running statement, or the wait for the next line, and ends
+// the script (130, 143, 129): no line read after it runs. A failed write
+// of the output ends it too (1).
 func (a *app) script(r io.Reader) error {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 64<<20)
 	failed, lines := 0, 0
 	ctx := a.ctx
-	for first := true; sc.Scan(); first = false {
+	interrupted := func() error {
+		return fmt.Errorf("shell script ended (%w): %w", context.Cause(ctx), ctx.Err())
+	}
+	// NB: the lines are read on a goroutine of their own: a script whose
+	// input waited (a pipe kept open, a FIFO) ignored signals in Scan,
+	// holding the index, and ran the next line that came, a write
+	// included, before it ended (or exited 0 at the input's end). The
+	// goroutine reads one line ahead at most; one left blocked in a read
+	// ends with the process.
+	next := make(chan string)
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		defer close(next)
+		for sc.Scan() {
+			select {
+			case next <- sc.Text():
+			case <-stop:
+				return
+			}
+		}
+	}()
+	eof := false // the reader has ended: sc is the loop's to read
+	for first := true; ; first = false {
+		var text string
+		var ok bool
+		select {
+		case <-ctx.Done():
+			return interrupted()
+		case text, ok = <-next:
+		}
+		if !ok {
+			eof = true
+			break
+		}
+		if ctx.Err() != nil {
+			return interrupted() // NB: a line and the signal came together
+		}
 		lines++
 		// NB: trailing blanks are kept, as at the prompt: a put's text
 		// is the rest of the line as typed (they were cut in a script).
-		line := strings.TrimRight(sc.Text(), "\r")
+		line := strings.TrimRight(text, "\r")
 		if first {
 			// NB: a script saved by an editor that writes a byte order
 			// mark ran its first statement as "\ufeffinfo", unknown.
@@ -151,18 +189,24 @@ func (a *app) script(r io.Reader) error {
 			fmt.Fprintf(a.stderr, "lshdb: %s\n", escControls(plainMessage(err.Error())))
 			failed++
 		}
-		if err := ctx.Err(); err != nil {
-			return fmt.Errorf("shell script interrupted: %w", err)
+		if ctx.Err() != nil {
+			return interrupted()
 		}
 		if done {
 			break
 		}
 	}
-	if err := sc.Err(); errors.Is(err, bufio.ErrTooLong) {
-		// NB: it said only "bufio.Scanner: token too long".
-		return fmt.Errorf("line %d of the script is over 64 MiB, the longest a statement may be: it and the lines after it did not run", lines+1)
-	} else if err != nil {
-		return err
+	if ctx.Err() != nil {
+		return interrupted() // NB: it exited 0 when the input ended after the signal
+	}
+	// NB: sc is the reader's until it has ended (not at exit or quit).
+	if eof {
+		if err := sc.Err(); errors.Is(err, bufio.ErrTooLong) {
+			// NB: it said only "bufio.Scanner: token too long".
+			return fmt.Errorf("line %d of the script is over 64 MiB, the longest a statement may be: it and the lines after it did not run", lines+1)
+		} else if err != nil {
+			return err
+		}
 	}
 	if failed > 0 {
 		return fmt.Errorf("%s failed", counted(failed, "shell command", "shell commands"))

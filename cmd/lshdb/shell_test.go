@@ -15,6 +15,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/lshdb/lshdb/db"
@@ -438,5 +439,57 @@ func TestSplitWords(t *testing.T) {
 		if got, err := splitWords(line); err == nil {
 			t.Errorf("splitWords(%s) = %q, want an unterminated quote", line, got)
 		}
+	}
+}
+
+// Ensure that a signal ends a script waiting for its next line (a pipe
+// kept open): no line read after it runs, and the exit status names the
+// signal, also when the input ends right after it. The script ignored the
+// signal in its read, holding the index, ran the next line (a put), and
+// exited 0 when the input then ended (a review's S1).
+func TestShellScriptSignalWhileWaiting(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		sig  syscall.Signal
+		code int
+		then string // the input after the signal: a line, or none ("")
+	}{
+		{"term, then a line", syscall.SIGTERM, 143, "put late a line written after the signal\n"},
+		{"hup, then the end", syscall.SIGHUP, 129, ""},
+		{"int, then a line", syscall.SIGINT, 130, "put late a line written after the signal\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out syncBuffer
+			a := shellApp(t, &out)
+			ctx, cancel := context.WithCancelCause(context.Background())
+			a.ctx, a.root = ctx, ctx
+			pr, pw := io.Pipe()
+			done := make(chan error, 1)
+			go func() { done <- a.script(pr) }()
+			io.WriteString(pw, "put early the line before the signal\n")
+			for deadline := time.Now().Add(10 * time.Second); !strings.Contains(out.String(), "stored early"); time.Sleep(5 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatalf("the first line did not run: %q", out.String())
+				}
+			}
+			cancel(signalCause{tc.sig})
+			var err error
+			select {
+			case err = <-done:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the script did not end at the signal: it waits for its next line")
+			}
+			if tc.then != "" {
+				go io.WriteString(pw, tc.then)
+			}
+			pw.Close()
+			if code := a.exitCode(err); code != tc.code || !strings.Contains(err.Error(), signalCause{tc.sig}.Error()) {
+				t.Errorf("exit %d (%v), want %d naming the signal", code, err, tc.code)
+			}
+			time.Sleep(50 * time.Millisecond)
+			if _, err := a.shellDB.Get("late"); !errors.Is(err, db.ErrNotFound) {
+				t.Errorf("a line after the signal ran: Get: %v", err)
+			}
+		})
 	}
 }

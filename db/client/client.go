@@ -59,7 +59,8 @@ import (
 
 // Options configure Open. The zero value is a valid configuration.
 type Options struct {
-	// Token is the server's bearer token, if it has one.
+	// Token is the server's bearer token, if it has one (blanks and a
+	// line end around it are trimmed; one inside is ErrInvalidOptions).
 	Token string
 	// Timeout bounds the calls that take no context (Put, Get, Delete,
 	// Bucket, Explain, …). The methods that take one follow that context
@@ -113,6 +114,13 @@ func OpenContext(ctx context.Context, target string, opts *Options) (*Client, er
 	if opts != nil {
 		o = *opts
 	}
+	// NB: a token with a line end (read from a file) failed every call
+	// with net/http's "invalid header field value": the server trims
+	// its own, and blanks around this one are trimmed as well.
+	o.Token = strings.TrimSpace(o.Token)
+	if i := strings.IndexFunc(o.Token, func(r rune) bool { return r < ' ' || r == 0x7f }); i >= 0 {
+		return nil, fmt.Errorf("%w: client: the token (Options.Token; the command's LSHDB_TOKEN) holds a control character (%q at byte %d), which an HTTP header cannot carry", db.ErrInvalidOptions, o.Token[i], i)
+	}
 	c := &Client{o: o, timeout: o.Timeout}
 	hc := o.HTTPClient
 	if hc == nil {
@@ -125,10 +133,10 @@ func OpenContext(ctx context.Context, target string, opts *Options) (*Client, er
 	case strings.HasPrefix(target, "http://") || strings.HasPrefix(target, "https://"):
 		u, err := url.Parse(target)
 		if err != nil {
-			return nil, fmt.Errorf("lshdb: client: %w", err)
+			return nil, fmt.Errorf("%w: client: %w", db.ErrInvalidOptions, err)
 		}
 		if u.Path != "" && u.Path != "/" || u.RawQuery != "" {
-			return nil, fmt.Errorf("lshdb: client: %s: the address is a server's root (scheme://host:port), with no path", target)
+			return nil, fmt.Errorf("%w: client: %s: the address is a server's root (scheme://host:port), with no path", db.ErrInvalidOptions, target)
 		}
 		c.base = u.Scheme + "://" + u.Host
 	default:
