@@ -514,6 +514,14 @@ func (f *dedupFlags) add(c *cobra.Command, outHelp, removedHelp, stdoutCompress 
 	f.cf.add(c, db.Centers)
 }
 
+// fileKind names the type of a pipe or a socket.
+func fileKind(m os.FileMode) string {
+	if m&os.ModeSocket != 0 {
+		return "a socket"
+	}
+	return "a pipe"
+}
+
 // check validates the flags: the threshold, the mode and keep policy.
 func (f *dedupFlags) check(c *cobra.Command) (float64, db.ClusterMode, db.KeepPolicy, error) {
 	t, err := thresholdFlag(c, f.threshold)
@@ -722,6 +730,13 @@ zstd inputs are read several times faster.`,
 			for _, p := range args {
 				if p == "-" {
 					return usagef("filter reads its inputs after clustering: give files, not stdin")
+				}
+				// NB: it reads each input three times (its shape, a
+				// sample of its ids, the pass that writes): a pipe, such
+				// as <(zcat f), gave an empty output and exit 0, and a
+				// FIFO hung at its second opening.
+				if st, err := os.Stat(p); err == nil && st.Mode()&(os.ModeNamedPipe|os.ModeSocket) != 0 {
+					return usagef("filter reads its inputs three times, after clustering: %s is not a file (%s): write it to a file first", escControls(p), fileKind(st.Mode()))
 				}
 			}
 			if err := in.check(args); err != nil {

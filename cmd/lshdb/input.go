@@ -64,6 +64,9 @@ func (f *inputFlags) check(paths []string) error {
 			return usageError{err}
 		}
 	}
+	if err := docio.CheckTextIDs(paths, o); err != nil {
+		return usageError{err}
+	}
 	return docio.CheckPaths(paths)
 }
 
@@ -119,6 +122,10 @@ func (in *input) docs(paths []string) iter.Seq2[posDoc, error] {
 	return func(yield func(posDoc, error) bool) {
 		in.a.stdinNote(paths, in.f.Format)
 		in.a.recordDirNote(paths, in.f.Format)
+		named := make(map[string]bool, len(paths)) // the inputs given, as docio names them
+		for _, p := range paths {
+			named[p] = true
+		}
 		for rec, err := range docio.Read(in.a.ctx, paths, in.a.stdin, in.f.Options) {
 			var re *docio.RecordError
 			if err == nil {
@@ -140,8 +147,9 @@ func (in *input) docs(paths []string) iter.Seq2[posDoc, error] {
 			// passed over, with or without --skip-bad (review C11), as is
 			// an index in it. A link to a directory in it, or to nothing,
 			// is not: its documents may be meant, and a build with
-			// --delete-missing that passed over one deleted them.
-			if !in.f.skipBad && !errors.Is(re, docio.ErrBinary) && !errors.Is(re, docio.ErrStoreInput) {
+			// --delete-missing that passed over one deleted them. Nor is
+			// a binary file given by name: it was passed over, exit 0.
+			if !in.f.skipBad && (!errors.Is(re, docio.ErrBinary) && !errors.Is(re, docio.ErrStoreInput) || named[re.File]) {
 				yield(posDoc{}, re)
 				return
 			}

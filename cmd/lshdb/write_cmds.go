@@ -803,7 +803,11 @@ Redis.`,
 			}
 			defer inp.close()
 			var guard *skipGuard
-			if deleteMissing && in.skipBad {
+			// NB: without --skip-bad too: a binary file in a directory is
+			// passed over all the same, and a text file that came to read
+			// as one (saved as UTF-16) had its stored document deleted,
+			// exit 0.
+			if deleteMissing {
 				guard = &skipGuard{}
 				inp.onSkip = guard.skip
 			}
@@ -2279,7 +2283,10 @@ func (g *skipGuard) check(d index) error {
 	if n := len(g.unnamed); n > 0 {
 		at := make([]string, n)
 		for i, re := range g.unnamed {
-			at[i] = fmt.Sprintf("%s:%d", re.File, re.Line)
+			at[i] = re.File
+			if re.Line > 0 {
+				at[i] = fmt.Sprintf("%s:%d", re.File, re.Line)
+			}
 		}
 		return fmt.Errorf("%s skipped as bad before %s id could be read (%s): --delete-missing would delete the stored %s, whichever it is; fix the records (--rejects writes them out), and build again",
 			counted(n, "record was", "records were"), plural(n, "its", "their"), listSome(at, 3), plural(n, "document it names", "documents they name"))
@@ -2308,7 +2315,11 @@ func (g *skipGuard) check(d index) error {
 	for i, re := range recs {
 		if has[i] && !seen[re.ID] {
 			seen[re.ID] = true
-			named = append(named, fmt.Sprintf("%s:%d (id %s)", re.File, re.Line, docio.QuoteID(re.ID)))
+			at := re.File // NB: a file read whole (text, binary) has no line
+			if re.Line > 0 {
+				at = fmt.Sprintf("%s:%d", re.File, re.Line)
+			}
+			named = append(named, fmt.Sprintf("%s (id %s)", at, docio.QuoteID(re.ID)))
 		}
 	}
 	if n := len(named); n > 0 {

@@ -1532,3 +1532,61 @@ func TestDashIsNoOutputFile(t *testing.T) {
 		t.Error("an index was made")
 	}
 }
+
+// Ensure that text files that do not read as UTF-8 text keep what the
+// index holds (a review of the input readers): a file of a directory
+// saved as UTF-16 since the last build does not have its stored document
+// deleted by build --delete-missing without --skip-bad (it was, exit 0;
+// I6); one given by name is an error without --skip-bad (it was passed
+// over, exit 0; I8); and two text files given by name with one base name,
+// their one id, are refused before anything is read (the second replaced
+// the first; I2).
+func TestTextFilesKeepTheIndex(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(dir, "src")
+	write := func(name string, b []byte) {
+		t.Helper()
+		p := filepath.Join(src, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("a.txt", []byte("the first text file of the directory"))
+	write("b.txt", []byte("a second text file, with other words"))
+	idx := filepath.Join(dir, "idx")
+	if _, errOut, code := runLine([]string{"build", "--db", idx, "--progress", "none", src}, ""); code != 0 {
+		t.Fatalf("build: exit %d, %s", code, errOut)
+	}
+	// a.txt as Notepad's "Unicode" saves it: UTF-16LE with its mark.
+	u16 := []byte{0xff, 0xfe}
+	for _, r := range "the first text file of the directory" {
+		u16 = append(u16, byte(r), 0)
+	}
+	write("a.txt", u16)
+	_, errOut, code := runLine([]string{"build", "--db", idx, "--progress", "none", "--delete-missing", src}, "")
+	if code != 1 || !strings.Contains(errOut, "UTF-16") || !strings.Contains(errOut, `a.txt (id "a.txt"); --delete-missing would delete its document`) {
+		t.Errorf("build --delete-missing with a.txt now UTF-16: exit %d, %s", code, errOut)
+	}
+	if out, _, code := runLine([]string{"get", "--db", idx, "a.txt"}, ""); code != 0 || !strings.Contains(out, "the first text file") {
+		t.Errorf("a.txt after the refused build: exit %d, %s", code, out)
+	}
+	_, errOut, code = runLine([]string{"insert", "--db", idx, "--progress", "none", filepath.Join(src, "a.txt")}, "")
+	if code != 1 || !strings.Contains(errOut, "stopped at") || !strings.Contains(errOut, "UTF-16") {
+		t.Errorf("insert of a UTF-16 file by name: exit %d, %s", code, errOut)
+	}
+	if _, errOut, code := runLine([]string{"insert", "--db", idx, "--progress", "none", "--skip-bad", filepath.Join(src, "a.txt")}, ""); code != 0 || !strings.Contains(errOut, "skipped") {
+		t.Errorf("the same with --skip-bad: exit %d, %s", code, errOut)
+	}
+	write("x/n.txt", []byte("one text"))
+	write("y/n.txt", []byte("another text"))
+	_, errOut, code = runLine([]string{"insert", "--db", idx, "--progress", "none", filepath.Join(src, "x/n.txt"), filepath.Join(src, "y/n.txt")}, "")
+	if code != 2 || !strings.Contains(errOut, "same base name") {
+		t.Errorf("two text files of one base name: exit %d, %s", code, errOut)
+	}
+	if _, _, code := runLine([]string{"get", "--db", idx, "n.txt"}, ""); code == 0 {
+		t.Error("the refused insert stored n.txt")
+	}
+}

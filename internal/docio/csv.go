@@ -174,22 +174,22 @@ func (r *reader) csv(src Source, comma byte) error {
 				return fmt.Errorf("%s:%d: the header: %w", name, start, rerr)
 			}
 			for i, h := range fields {
-				col := &idCol
-				switch strings.TrimSpace(h) {
-				case r.o.IDCol:
-					if r.o.IDFrom != "" {
-						continue // NB: not read: ids come from lines or hashes
+				h = strings.TrimSpace(h)
+				// NB: both when --id-col and --text-col name one column
+				// (its header was said to be missing for the texts).
+				for _, c := range []struct {
+					name string
+					col  *int
+				}{{r.o.IDCol, &idCol}, {r.o.TextCol, &textCol}} {
+					if h != c.name || c.col == &idCol && r.o.IDFrom != "" {
+						continue // NB: ids from lines or hashes: not read
 					}
-				case r.o.TextCol:
-					col = &textCol
-				default:
-					continue
+					if *c.col >= 0 {
+						// NB: the first was taken without a word.
+						return fmt.Errorf("%s:%d: the header names %q twice (columns %d and %d): which one to read is not clear", name, start, h, *c.col+1, i+1)
+					}
+					*c.col = i
 				}
-				if *col >= 0 {
-					// NB: the first was taken without a word.
-					return fmt.Errorf("%s:%d: the header names %q twice (columns %d and %d): which one to read is not clear", name, start, strings.TrimSpace(h), *col+1, i+1)
-				}
-				*col = i
 			}
 			if m := r.o.missingColumns(idCol >= 0, textCol >= 0); m != "" {
 				return fmt.Errorf("%s:%d: the header %q has %s", name, start, strings.Join(fields, string(comma)), m)

@@ -3,6 +3,7 @@ package docio
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -624,6 +625,32 @@ func CheckLineIDs(paths []string) error {
 		if err := lineIDsClash(seen, p); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// CheckTextIDs refuses, before anything is read, two files among paths
+// read as text (each one document whose id is its base name) that have
+// the same base name: the later replaced the earlier, said only as "1
+// repeated id". The files of a directory are not among them: their ids
+// are their paths in it.
+func CheckTextIDs(paths []string, o Options) error {
+	if o.IDFrom != "" {
+		return nil // NB: hash: ids from the texts; line: CheckLineIDs
+	}
+	seen := map[string]string{}
+	for _, p := range paths {
+		if st, err := os.Stat(p); p == "-" || err != nil || st.IsDir() {
+			continue
+		}
+		if f := cmp.Or(o.Format, formatByName(p)); f != "text" {
+			continue
+		}
+		base := baseName(p)
+		if prev, ok := seen[base]; ok && filepath.Clean(prev) != filepath.Clean(p) {
+			return fmt.Errorf("%w: %s and %s are text files of the same base name, which is the id of each (one document per file): the second would replace the first; give them other names, or give the directory that holds them (its files' ids are their paths in it)", ErrInvalidOptions, prev, p)
+		}
+		seen[base] = p
 	}
 	return nil
 }

@@ -325,16 +325,18 @@ func parseJSON(o *Options, s *lineScan, name string, line int, b []byte) (Record
 		return Record{ID: rec.ID}, fmt.Errorf("%w (--text-field names the text's field)", err)
 	}
 	var ok bool
-	if o.SkipText && o.IDFrom != "hash" {
+	if !utf8.Valid(raw) {
+		// NB: encoding/json (and decodeString) turn each byte that is not
+		// UTF-8 into U+FFFD: the texts of a Latin-1 file that differ only
+		// in their accents became one text, a pair at Jaccard 1.
+		// (Checked under SkipText too: filter took such a record, which
+		// the build had refused, for a stored document of its id.)
+		return Record{ID: rec.ID}, notUTF8(o.TextField, raw)
+	} else if o.SkipText && o.IDFrom != "hash" {
 		// NB: checked as a string (the line is valid JSON), not copied.
 		if len(raw) == 0 || raw[0] != '"' {
 			return Record{ID: rec.ID}, fmt.Errorf("field %q is not a string", o.TextField)
 		}
-	} else if !utf8.Valid(raw) {
-		// NB: encoding/json (and decodeString) turn each byte that is not
-		// UTF-8 into U+FFFD: the texts of a Latin-1 file that differ only
-		// in their accents became one text, a pair at Jaccard 1.
-		return Record{ID: rec.ID}, notUTF8(o.TextField, raw)
 	} else if rec.Text, s.buf, ok = decodeString(raw, s.buf, true); !ok {
 		return Record{ID: rec.ID}, fmt.Errorf("field %q is not a string", o.TextField)
 	}

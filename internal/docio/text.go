@@ -127,12 +127,42 @@ func (r *reader) text(name, id string, in io.Reader) error {
 		bad = fmt.Errorf("%w: more than %d bytes", errTooLong, max)
 	} else if !IsText(b) {
 		bad = ErrBinary
+		if bytes.HasPrefix(b, []byte{0xff, 0xfe}) || bytes.HasPrefix(b, []byte{0xfe, 0xff}) {
+			// NB: what PowerShell's > and Notepad's "Unicode" write; the
+			// message named Latin-1.
+			bad = fmt.Errorf("%w; it starts with a UTF-16 byte order mark: convert it first (iconv -f utf-16 -t utf-8)", ErrBinary)
+		}
+	} else if !utf8.Valid(b) {
+		// NB: a few bytes that are not UTF-8 (under IsText's 1%) were
+		// stored as U+FFFD: Latin-1 texts that differ only in their
+		// accents became one text, a pair at Jaccard 1, and export wrote
+		// another text than the file's. The record readers refuse them
+		// so (notUTF8).
+		bad = notUTF8Text(b)
 	}
 	if bad != nil {
 		return r.emit(Record{}, &RecordError{File: name, ID: id, Err: bad})
 	}
 	return r.emit(Record{ID: id, Text: string(b), File: name}, nil)
 }
+
+// notUTF8Text is the error of a text file that is mostly UTF-8 but not
+// all: it names the first bad byte and its offset.
+func notUTF8Text(b []byte) error {
+	at := 0
+	for at < len(b) {
+		r, size := utf8.DecodeRune(b[at:])
+		if r == utf8.RuneError && size == 1 {
+			break
+		}
+		at += size
+	}
+	return fmt.Errorf("%w (byte 0x%02x at offset %d): text in another encoding, such as Latin-1? convert it first (iconv -f latin1 -t utf-8)", ErrNotUTF8, b[at], at)
+}
+
+// ErrNotUTF8 is the error of a text file that is not valid UTF-8 though
+// it reads as text (ErrBinary otherwise): a bad record.
+var ErrNotUTF8 = errors.New("not valid UTF-8")
 
 // IsText reports whether b reads as UTF-8 text: no NUL byte, and at most
 // 1% invalid UTF-8, in its first 8 KiB (see ErrBinary).
