@@ -557,12 +557,16 @@ func (db *DB) clustersFrom(ctx context.Context, seq iter.Seq2[redisPair, error],
 	// one snapshot on Pebble, as they are on Redis.
 	var x *pairsIndex
 	var record func(n uint64) ([]byte, bool, error)
+	// stored tells whether an id the index does not hold live is stored
+	// all the same: expired, not yet swept.
+	var stored func(id string) bool
 	if db.rkv != nil {
 		if x, err = db.redisPairsIndex(ctx, db.now().UnixNano()); err != nil {
 			return nil, err
 		}
 		v := &redisView{ctx: ctx, s: db.rkv}
 		record = v.record
+		stored = func(id string) bool { _, ok, err := v.docNum(id); return ok && err == nil }
 	} else {
 		snap := db.pdb.NewSnapshot()
 		defer snap.Close()
@@ -570,6 +574,7 @@ func (db *DB) clustersFrom(ctx context.Context, seq iter.Seq2[redisPair, error],
 			return nil, err
 		}
 		record = func(n uint64) ([]byte, bool, error) { return getCopy(snap, codec.AppendDocKey(nil, n)) }
+		stored = func(id string) bool { _, ok, err := getCopy(snap, codec.AppendIDKey(nil, id)); return ok && err == nil }
 	}
 	prog.phase(2, 2, "reading pairs", 0)
 	read := counter{p: prog}
@@ -608,6 +613,12 @@ func (db *DB) clustersFrom(ctx context.Context, seq iter.Seq2[redisPair, error],
 			missing := p.A
 			if oka {
 				missing = p.B
+			}
+			if stored(missing) {
+				// NB: an expiry changes neither count a pairs file's
+				// header holds (until the sweep): it was taken for a
+				// file of another index.
+				return nil, fmt.Errorf("%w: the pair (%q, %q) names %q, which has expired since the pairs were found: the file is stale, run pairs again", ErrNotFound, p.A, p.B, missing)
 			}
 			return nil, fmt.Errorf("%w: the pair (%q, %q) names %q, which the index does not hold", ErrNotFound, p.A, p.B, missing)
 		}

@@ -8,7 +8,8 @@ import (
 	"github.com/lshdb/lshdb/codec"
 )
 
-// Compact rewrites the whole store, so that the space of the documents
+// Compact sweeps the documents that have expired (SweepExpired), then
+// rewrites the whole store, so that the space of the documents
 // deleted, replaced or expired, and of emptied posting lists, is freed
 // now rather than whenever Pebble's compactions reach it: a nightly build
 // that replaces the whole index leaves the old records in the tables
@@ -36,6 +37,22 @@ func (db *DB) Compact(ctx context.Context) error {
 	if db.rkv != nil {
 		return nil
 	}
+	ctx, cancel := db.opCtx(ctx)
+	defer cancel()
+	// NB: the documents expired and not yet swept first: compacted as
+	// they were, their space stayed (20,000 expired of 21,000 took 38 MiB
+	// after a compaction, 0.4 MiB after a sweep and one), and the process
+	// that asked ended with the background sweep barely begun.
+	n, err := db.sweep(ctx)
+	db.counts.sweeps.Add(1)
+	db.counts.swept.Add(uint64(n))
+	if err != nil {
+		if cerr := ctxErr(ctx); cerr != nil {
+			return cerr
+		}
+		db.counts.sweepErrors.Add(1)
+		return fmt.Errorf("compacting: sweeping the expired documents first: %w", err)
+	}
 	// NB: a compaction writes the new tables before it deletes the old
 	// ones, and Pebble panics when the disk fills: as a write, it is
 	// refused below the reserve (it ignored DiskReserve), with room for
@@ -52,8 +69,6 @@ func (db *DB) Compact(ctx context.Context) error {
 	if err := db.roomFor(need); err != nil {
 		return fmt.Errorf("compacting, which writes the live data anew before it frees the old: %w", err)
 	}
-	ctx, cancel := db.opCtx(ctx)
-	defer cancel()
 	// NB: every key lshdb writes is under one of codec's prefixes, from
 	// 'd' (documents) to 'x' (expiries).
 	if err := db.pdb.Compact(ctx, codec.DocPrefix, codec.ExpiryPrefixEnd, true); err != nil {

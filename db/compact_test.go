@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+	"time"
 )
 
 // Ensure that Compact frees the space of replaced documents: an index
@@ -89,5 +90,42 @@ func TestCompactFreesReplaced(t *testing.T) {
 	d = mustOpen(t, dir, &Options{ReadOnly: true})
 	if err := d.Compact(context.Background()); !errors.Is(err, ErrReadOnly) {
 		t.Errorf("Compact of a read-only handle: %v, want ErrReadOnly", err)
+	}
+}
+
+// Ensure that Compact frees the space of documents that have expired and
+// were not swept: it sweeps them first. Compacted as they were, their
+// records stayed (a review: 20,000 expired of 21,000 documents took 38
+// MiB after compact, 0.4 MiB after a sweep and then compact). The oracle:
+// Check's count of records, and an index that never held them.
+func TestCompactSweepsExpired(t *testing.T) {
+	ctx := context.Background()
+	d := mustOpen(t, t.TempDir(), &Options{NoSync: true, ExpirySweep: -1})
+	defer d.Close()
+	past := &WriteOptions{ExpireAt: time.Now().Add(-time.Hour)}
+	for i := range 300 {
+		wo := past
+		if i%3 == 0 {
+			wo = nil
+		}
+		if err := d.Put(Doc{ID: fmt.Sprintf("d%03d", i), Text: fmt.Sprintf("document %d of a set that mostly expired, with words %d and %d", i, i*7, i*13)}, wo); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if rep, err := d.Check(ctx); err != nil || rep.Docs != 300 {
+		t.Fatalf("before: %d records, %v; want 300 (the expired unswept)", rep.Docs, err)
+	}
+	if err := d.Compact(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := d.Check(ctx)
+	if err != nil || !rep.OK() || rep.Docs != 100 || rep.EmptyLists != 0 {
+		t.Fatalf("after Compact: %d records, %d empty lists, %v, %v; want the 100 live and none empty", rep.Docs, rep.EmptyLists, rep.Problems, err)
+	}
+	if n, err := d.Count(); err != nil || n != 100 {
+		t.Errorf("Count after Compact: %d, %v", n, err)
+	}
+	if m, err := d.Metrics(); err != nil || m.ExpiredSwept != 200 {
+		t.Errorf("metrics: %d swept, %v; want 200", m.ExpiredSwept, err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -623,5 +624,54 @@ func TestSweepDropsEmptiedLists(t *testing.T) {
 	}
 	if n, err := d.PurgeEmptyLists(context.Background()); err != nil || n != 0 {
 		t.Fatalf("purge after the sweep: %d lists, %v", n, err)
+	}
+}
+
+// Ensure that ClustersFrom of pairs found before one of their documents
+// expired says so: the file is stale. It said the index did not hold the
+// document, as of a pairs file of another index (an expiry changes
+// neither count a pairs file's header holds until the sweep).
+func TestClustersFromExpiredMember(t *testing.T) {
+	clock := &fakeClock{t: time.Unix(1_800_000_000, 0)}
+	d := mustOpen(t, "mem", &Options{fs: vfs.NewMem(), clock: clock.now, ExpirySweep: -1})
+	defer d.Close()
+	ctx := context.Background()
+	if err := d.Put(Doc{ID: "a", Text: expiryTexts["a"]}, &WriteOptions{TTL: time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Put(Doc{ID: "b", Text: expiryTexts["b"]}, nil); err != nil {
+		t.Fatal(err)
+	}
+	var pairs []Pair
+	for p, err := range d.Pairs(ctx, &PairsOptions{Threshold: 0.5}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		pairs = append(pairs, p)
+	}
+	if len(pairs) != 1 {
+		t.Fatalf("pairs: %v", pairs)
+	}
+	from := func(yield func(Pair, error) bool) {
+		for _, p := range pairs {
+			if !yield(p, nil) {
+				return
+			}
+		}
+	}
+	if cs, err := d.ClustersFrom(ctx, from, &PairsOptions{Threshold: 0.5}); err != nil || len(cs) != 1 {
+		t.Fatalf("before the expiry: %v, %v", cs, err)
+	}
+	clock.advance(2 * time.Second)
+	_, err := d.ClustersFrom(ctx, from, &PairsOptions{Threshold: 0.5})
+	if !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), `names "a", which has expired since the pairs were found`) {
+		t.Fatalf("after the expiry: %v", err)
+	}
+	// Swept, it is gone: what the counts of a file's header tell.
+	if n, err := d.SweepExpired(ctx); err != nil || n != 1 {
+		t.Fatalf("sweep: %d, %v", n, err)
+	}
+	if _, err := d.ClustersFrom(ctx, from, &PairsOptions{Threshold: 0.5}); !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "which the index does not hold") {
+		t.Fatalf("after the sweep: %v", err)
 	}
 }

@@ -645,6 +645,11 @@ func TestFlagValueMessages(t *testing.T) {
 		{[]string{"query", "--db", dir, "--id", "x", "--top", "99999999999999999999"}, `lshdb: --top "99999999999999999999": out of range` + "\n"},
 		{[]string{"insert", "--db", dir, "--ttl", "5x", "-"}, `lshdb: --ttl "5x": not a duration such as 90s, 30m or 1h` + "\n"},
 		{[]string{"insert", "--db", dir, "--ttl", "100000000h", "-"}, `lshdb: --ttl "100000000h": out of range (a duration is at most 2562047h47m16.854775807s, about 292 years)` + "\n"},
+		// An explicit 0 (or a value that rounds to it) made documents that
+		// never expire, where the shell's put refused it.
+		{[]string{"insert", "--db", dir, "--ttl", "0", "-"}, "lshdb: --ttl 0s is no time: give a positive duration (1h, 30m, 90s), or no --ttl for documents that do not expire\n"},
+		{[]string{"dedup", "--db", dir, "--ttl", "0.1ns", "-"}, "lshdb: --ttl 0s is no time: give a positive duration (1h, 30m, 90s), or no --ttl for documents that do not expire\n"},
+		{[]string{"build", "--db", dir, "--ttl=0s", "-"}, "lshdb: --ttl 0s is no time: give a positive duration (1h, 30m, 90s), or no --ttl for documents that do not expire\n"},
 		{[]string{"pairs", "--db", dir, "--sort=maybe"}, `lshdb: --sort "maybe": not true or false` + "\n"},
 		// NB: quoted once (pflag quotes the value), a float out of range,
 		// a negative value of an unsigned flag.

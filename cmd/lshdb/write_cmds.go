@@ -770,8 +770,8 @@ Redis.`,
 			if err := checkMemoryFlag(c, memory); err != nil {
 				return err
 			}
-			if ttl < 0 {
-				return usagef("--ttl %v is negative (a duration such as 1h, 30m or 90s)", ttl)
+			if err := checkTTL(c, ttl); err != nil {
+				return err
 			}
 			if compact != "auto" && compact != "always" && compact != "never" {
 				return usagef("--compact %q: must be auto, always or never", compact)
@@ -1341,8 +1341,8 @@ after committing what was read and says where to continue.`,
 			if err != nil {
 				return err
 			}
-			if ttl < 0 {
-				return usagef("--ttl %v is negative (a duration such as 1h, 30m or 90s)", ttl)
+			if err := checkTTL(c, ttl); err != nil {
+				return err
 			}
 			if err := in.check(args); err != nil {
 				return err
@@ -1678,8 +1678,8 @@ as replacements). Each check and insert is atomic within this process.
 A missing index is created with the default parameters (threshold 0.8):
 make it first with lshdb create for others.`,
 		RunE: func(c *cobra.Command, args []string) error {
-			if ttl < 0 {
-				return usagef("--ttl %v is negative (a duration such as 1h, 30m or 90s)", ttl)
+			if err := checkTTL(c, ttl); err != nil {
+				return err
 			}
 			if err := in.check(args); err != nil {
 				return err
@@ -1740,7 +1740,7 @@ make it first with lshdb create for others.`,
 		},
 	}
 	in.add(c)
-	c.Flags().DurationVar(&ttl, "ttl", 0, "the documents inserted expire this long after they are written (1h, 30m, 90s): never returned after it, then swept")
+	c.Flags().DurationVar(&ttl, "ttl", 0, "the documents inserted expire this long after they are written (1h, 30m, 90s): never returned after it, then swept; a stored near-duplicate that holds one back keeps its own expiry")
 	return c
 }
 
@@ -2144,6 +2144,20 @@ Nothing asks again: --yes says you mean it.`,
 	c.Flags().BoolVar(&yes, "yes", false, "confirm: delete the index and every document in it")
 	c.Flags().BoolVar(&force, "force", false, "on Redis: drop the index even while other processes have it open to write")
 	return c
+}
+
+// checkTTL refuses a --ttl that is negative, or given as 0: the
+// documents would not expire (0 is no TTL, the flag's default), where a
+// script that computed it, or a unit that rounds to it (0.1ns), meant
+// them to; the shell's put --ttl refuses it too.
+func checkTTL(c *cobra.Command, ttl time.Duration) error {
+	if ttl < 0 {
+		return usagef("--ttl %v is negative (a duration such as 1h, 30m or 90s)", ttl)
+	}
+	if ttl == 0 && c.Flags().Changed("ttl") {
+		return usagef("--ttl %s is no time: give a positive duration (1h, 30m, 90s), or no --ttl for documents that do not expire", c.Flags().Lookup("ttl").Value)
+	}
+	return nil
 }
 
 // errInUse is the error of drop and check --repair when other handles
