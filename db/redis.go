@@ -159,6 +159,19 @@ func openRedis(u string, o Options) (*DB, error) {
 		}
 		return nil, fmt.Errorf("opening %s: %w", rediskv.Redact(u), err)
 	}
+	// NB: a server that evicts keys at its maxmemory took an index's
+	// writes and then dropped records, ids and counters (a review: 7,000
+	// documents committed, 2,179 records left, the live count gone).
+	// Every key of an index may go under allkeys-*: a writable open is
+	// refused; volatile-* evicts only keys with a TTL (documents put with
+	// one, before their time): said.
+	for _, ev := range s.Evicting() {
+		if strings.Contains(ev, "allkeys-") && !o.ReadOnly {
+			s.Close()
+			return nil, fmt.Errorf("%w: opening %s to write: %s evicts keys at its maxmemory, which would lose the index's documents, ids and counters unsaid: set maxmemory-policy noeviction (writes are then refused when Redis is full, as a full disk)", ErrUnsupported, rediskv.Redact(u), ev)
+		}
+		o.Logger.Warn("lshdb: a Redis server evicts keys at its maxmemory: documents put with a TTL may be evicted before their time, and under allkeys-* any key of the index; set maxmemory-policy noeviction", "server", ev)
+	}
 	// NB: no query cache: its entries are tagged with the counters a
 	// Pebble view sees, and a cluster gives no such view. dir is for
 	// messages: the URL without its password.
@@ -227,8 +240,9 @@ var writerHeartbeat = WriterHeartbeat
 // oldest first: a handle is seen at its open and every WriterHeartbeat
 // until it closes, so one not seen for several heartbeats is most likely
 // a process killed with the index open (or one made by an lshdb before
-// the heartbeat, seen at its open only). The zero time is a registration
-// lshdb did not write. On Pebble it returns none.
+// the heartbeat, seen at its open only). The times are the writers'
+// clocks: a skew between hosts shows in them. The zero time is a
+// registration lshdb did not write. On Pebble it returns none.
 func (db *DB) OtherWritersSeen(ctx context.Context) ([]time.Time, error) {
 	if err := db.enter(); err != nil {
 		return nil, err
@@ -261,6 +275,7 @@ func (db *DB) startHeartbeat(every time.Duration) {
 		defer close(db.heartbeatDone)
 		t := time.NewTicker(every)
 		defer t.Stop()
+		gone := false // the manifest was found gone, and said
 		for {
 			select {
 			case <-db.closing.Done():
@@ -268,7 +283,16 @@ func (db *DB) startHeartbeat(every time.Duration) {
 			case <-t.C:
 			}
 			ctx, cancel := context.WithTimeout(db.closing, 5*time.Second)
-			if err := db.rkv.Register(ctx, db.writer); err != nil && db.closing.Err() == nil {
+			// NB: not into an index that is gone (dropped under the
+			// handle, or lost by a Redis restarted without its data):
+			// the registration made it read as in use, and it is said
+			// once, as the handle's writes now go to no index.
+			if m, err := db.rkv.Manifest(ctx); err == nil && m == nil {
+				if !gone {
+					gone = true
+					db.opts.Logger.Error("lshdb: the index's manifest is gone from Redis (dropped, or lost with a restart without persistence): this handle's writes go to no index; close it, and restore or create the index again", "index", db.dir)
+				}
+			} else if err := db.rkv.Register(ctx, db.writer); err != nil && db.closing.Err() == nil {
 				db.opts.Logger.Warn("lshdb: saying this writable handle is alive (lshdb drop and check --repair see it so)", "err", redisErr(err))
 			}
 			cancel()
@@ -288,6 +312,17 @@ func (db *DB) redisManifest(ctx context.Context) error {
 		}
 		if err := db.rkv.CheckNewName(); err != nil {
 			return fmt.Errorf("%w: %w", ErrInvalidOptions, err)
+		}
+		// NB: keys of an index whose manifest is gone (Redis lost its
+		// data under running writers, or a key was deleted by hand)
+		// were adopted by the index created on them, with its own
+		// parameters: documents no query finds, counted as stored.
+		left, err := db.rkv.Leftovers(ctx)
+		if err != nil {
+			return redisErr(err)
+		}
+		if len(left) > 0 {
+			return fmt.Errorf("%w: %s has no manifest but holds the keys of an index (%s): a new index would take them for its own; lshdb drop --db %s --yes removes them (or restore the index)", ErrCorrupt, db.dir, strings.Join(left, ", "), db.dir)
 		}
 		enc, err := db.newManifest()
 		if err != nil {

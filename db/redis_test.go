@@ -1657,9 +1657,12 @@ func TestRedisForeignKeys(t *testing.T) {
 
 // Ensure that a writable Redis handle says it is alive every heartbeat:
 // OtherWritersSeen sees its time advance, a registration Redis lost (a
-// restart without persistence) comes back, and none outlives Close, even
-// with a heartbeat due at every instant (check --repair refuses under a
+// restart without persistence) comes back, and Close leaves none, with a
+// heartbeat due at every instant (check --repair refuses under a
 // registered writer, and drop does: one left behind would hold them off).
+// NB: the last is a smoke check: Close cancels the heartbeat's context
+// before it waits for it, so a registration sent after Unregister needs
+// a command in flight at that instant, which this rarely catches.
 func TestRedisWriterHeartbeat(t *testing.T) {
 	u := redisURL(t)
 	ctx := context.Background()
@@ -1718,5 +1721,121 @@ func TestRedisWriterHeartbeat(t *testing.T) {
 	}
 	if n, err := a.OtherWriters(ctx); err != nil || n != 0 {
 		t.Fatalf("after Close: %d writers, %v; want 0", n, err)
+	}
+}
+
+// Ensure that a writable open of an index on a Redis that evicts any key
+// at its maxmemory (allkeys-*) is refused with ErrUnsupported naming the
+// policy, and a read-only one is taken: such a server took an index's
+// writes, then evicted records, ids and the counters (a review's R4).
+// The oracle: the policy set on a server started here.
+func TestRedisRefusesEvictingServer(t *testing.T) {
+	addr := standaloneRedis(t, "--maxmemory", "64mb", "--maxmemory-policy", "noeviction")
+	u := "redis://" + addr + "/evict"
+	d, err := Open(u, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Put(Doc{ID: "a", Text: "a document put before the policy changed"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	d.Close()
+	c := redis.NewClient(&redis.Options{Addr: addr})
+	defer c.Close()
+	if err := c.ConfigSet(context.Background(), "maxmemory-policy", "allkeys-lru").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(u, nil); !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "maxmemory-policy allkeys-lru") {
+		t.Fatalf("a writable open under allkeys-lru: %v, want ErrUnsupported naming the policy", err)
+	}
+	r, err := Open(u, &Options{ReadOnly: true})
+	if err != nil {
+		t.Fatalf("a read-only open under allkeys-lru: %v", err)
+	}
+	if doc, err := r.Get("a"); err != nil || doc.Text == "" {
+		t.Errorf("Get: %v, %v", doc, err)
+	}
+	r.Close()
+	if err := c.ConfigSet(context.Background(), "maxmemory-policy", "volatile-lru").Err(); err != nil {
+		t.Fatal(err)
+	}
+	w, err := Open(u, nil)
+	if err != nil {
+		t.Fatalf("a writable open under volatile-lru (said, not refused): %v", err)
+	}
+	w.Close()
+}
+
+// Ensure that a writable handle of an index dropped under it does not
+// register again (it brought the writers key back every heartbeat, so the
+// name read as in use after drop had removed every key), and says once
+// that its index is gone (a review's L6 and R3).
+func TestRedisHeartbeatOfDroppedIndex(t *testing.T) {
+	u := redisURL(t)
+	ctx := context.Background()
+	defer func(d time.Duration) { writerHeartbeat = d }(writerHeartbeat)
+	writerHeartbeat = 10 * time.Millisecond
+	var log syncBuffer
+	w, err := Open(u, &Options{Logger: slog.New(slog.NewTextHandler(&log, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if err := Drop(ctx, u); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	s, err := rediskv.Open(ctx, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if seen, err := s.Writers(ctx); err != nil || len(seen) != 0 {
+		t.Errorf("writers of the dropped index: %v, %v; want none", seen, err)
+	}
+	if n := strings.Count(log.String(), "the index's manifest is gone"); n != 1 {
+		t.Errorf("said %d times that the index is gone, want once:\n%s", n, log.String())
+	}
+}
+
+// Ensure that an index is not created over the keys of one whose
+// manifest is gone (lost with a restart, deleted by hand): it took them
+// for its own, with its own parameters (documents no query finds,
+// counted as stored; a review's R2). Open is refused with ErrCorrupt
+// naming them, nothing is written, and Drop clears the name.
+func TestRedisCreateRefusesLeftovers(t *testing.T) {
+	u := redisURL(t)
+	ctx := context.Background()
+	d, err := Open(u, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Put(Doc{ID: "a", Text: "a document of the index whose manifest goes"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	d.Close()
+	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: redisCluster.Addrs})
+	defer c.Close()
+	name := strings.NewReplacer("/", "-", " ", "-", ":", "-").Replace(t.Name())
+	if err := c.Del(ctx, "lshdb:"+name+":manifest").Err(); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Open(u, &Options{Bands: 8, Rows: 4})
+	if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "no manifest but holds the keys of an index") {
+		t.Fatalf("creating over leftovers: %v, want ErrCorrupt", err)
+	}
+	if n, err := c.Exists(ctx, "lshdb:"+name+":manifest").Result(); err != nil || n != 0 {
+		t.Fatalf("the refused create wrote a manifest: %d, %v", n, err)
+	}
+	if err := Drop(ctx, u); err != nil {
+		t.Fatal(err)
+	}
+	d, err = Open(u, &Options{Bands: 8, Rows: 4})
+	if err != nil {
+		t.Fatalf("creating after Drop: %v", err)
+	}
+	defer d.Close()
+	if n, err := d.Count(); err != nil || n != 0 {
+		t.Errorf("the new index: %d documents, %v; want 0", n, err)
 	}
 }

@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/klauspost/compress/zstd"
@@ -349,12 +348,19 @@ func TestFilterErrors(t *testing.T) {
 	mustRun(t, "build", "--db", idx, "--skip-bad", j)
 	out := filepath.Join(dir, "out") // NB: a name that says no format: the inputs' is written
 	// A pipe is read once: the records its first reading took were not
-	// there for the pass that writes (<(zcat f): an empty output, exit
-	// 0), and a FIFO's second opening hung.
-	fifo := filepath.Join(dir, "fifo.jsonl")
-	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+	// there for the pass that writes (<(zcat f), as here: an empty
+	// output, exit 0), and a FIFO's second opening hung.
+	pr, pw, err := os.Pipe()
+	if err != nil {
 		t.Fatal(err)
 	}
+	defer pr.Close()
+	go func() {
+		b, _ := os.ReadFile(j)
+		pw.Write(b)
+		pw.Close()
+	}()
+	pipe := fmt.Sprintf("/dev/fd/%d", pr.Fd())
 	for _, tc := range []struct {
 		args []string
 		code int
@@ -365,7 +371,7 @@ func TestFilterErrors(t *testing.T) {
 		{[]string{txt}, 2, "filter writes back JSON Lines, CSV, TSV and Parquet"},
 		{[]string{"--removed", filepath.Join(dir, "r.jsonl"), j}, 1, `has a field "duplicate_of"`},
 		{[]string{"-"}, 2, "give files, not stdin"},
-		{[]string{fifo}, 2, "is not a file (a pipe): write it to a file first"},
+		{[]string{pipe}, 2, "is not a file (a pipe): write it to a file first"},
 		{[]string{"--annotate", "--removed", "x", j}, 2, "--annotate writes every record"},
 		// An output whose name says another format than the input's
 		// (it held the input's, silently): a usage error, as export's.

@@ -125,6 +125,12 @@ func (in *input) docs(paths []string) iter.Seq2[posDoc, error] {
 		named := make(map[string]bool, len(paths)) // the inputs given, as docio names them
 		for _, p := range paths {
 			named[p] = true
+			if p == "-" {
+				named["stdin"] = true
+			}
+		}
+		if len(paths) == 0 {
+			named["stdin"] = true
 		}
 		for rec, err := range docio.Read(in.a.ctx, paths, in.a.stdin, in.f.Options) {
 			var re *docio.RecordError

@@ -1138,6 +1138,9 @@ is Pebble's to report: restore a backup (see lshdb backup --help) or
 build the index again.`,
 		Args: nArgs(0),
 		RunE: func(c *cobra.Command, args []string) error {
+			if force && !repair {
+				return usagef("--force is for --repair on Redis: a check alone writes nothing")
+			}
 			open := a.withIndex
 			if repair {
 				// NB: with no background sweep: one that expired documents

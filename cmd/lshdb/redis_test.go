@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -347,7 +348,8 @@ func TestOtherWritersNote(t *testing.T) {
 	}{
 		{[]time.Time{now.Add(-10 * time.Second)}, "1 other handle"},
 		{[]time.Time{now.Add(-2 * time.Hour), now.Add(-time.Second)}, "2 other handles, 1 of them not seen for over 1m30s (last seen 2h0m0s ago): a process killed"},
-		{[]time.Time{{}, now.Add(-100 * time.Second)}, "2 other handles, 2 of them not seen for over 1m30s (last seen never, 1m40s ago)"},
+		{[]time.Time{{}, now.Add(-100 * time.Second)}, "2 other handles, 2 of them not seen for over 1m30s (last seen at an unknown time, 1m40s ago)"},
+		{slices.Repeat([]time.Time{now.Add(-time.Hour)}, 7), "7 other handles, 7 of them not seen for over 1m30s (last seen 1h0m0s ago, 1h0m0s ago, 1h0m0s ago, 1h0m0s ago, 1h0m0s ago, and 2 more)"},
 	} {
 		if got := otherWriters(tc.seen, now); !strings.HasPrefix(got, tc.want) {
 			t.Errorf("otherWriters(%v) = %q, want it to start %q", tc.seen, got, tc.want)

@@ -752,11 +752,11 @@ every stored document whose id is in no input is deleted, in the same
 atomic step (a nightly build of a corpus whose documents come and go;
 without it a build only adds and replaces). A record skipped as empty is
 in no input: its stored document is deleted too. A record skipped as bad
-(--skip-bad) whose id was read, and is in no other record, fails the
-build, loading nothing, when that id is stored, as does one whose id
-could not be read (a line that is not JSON): a damaged line must not
-delete yesterday's document (fix the record, or delete the document with
-lshdb delete).
+(--skip-bad), or a directory's file passed over as binary, whose id was
+read, and is in no other record, fails the build, loading nothing, when
+that id is stored, as does one whose id could not be read (a line that
+is not JSON): a damaged line must not delete yesterday's document (fix
+the record, or delete the document with lshdb delete).
 --max-delete refuses, loading nothing, a build that would delete more than
 a count or a percentage of the index's documents (default 50%, at least
 one document; "all" lifts it), and an input that holds no document: an
@@ -803,11 +803,11 @@ Redis.`,
 			}
 			defer inp.close()
 			var guard *skipGuard
-			// NB: without --skip-bad too: a binary file in a directory is
-			// passed over all the same, and a text file that came to read
-			// as one (saved as UTF-16) had its stored document deleted,
-			// exit 0.
-			if deleteMissing {
+			// NB: without --skip-bad too when a directory is read: a
+			// binary file in it is passed over all the same, and a text
+			// file that came to read as one (saved as UTF-16) had its
+			// stored document deleted, exit 0.
+			if deleteMissing && (in.skipBad || slices.ContainsFunc(args, isDir)) {
 				guard = &skipGuard{}
 				inp.onSkip = guard.skip
 			}
@@ -2146,6 +2146,12 @@ Nothing asks again: --yes says you mean it.`,
 	return c
 }
 
+// isDir reports whether path is a directory (or a link to one).
+func isDir(path string) bool {
+	st, err := os.Stat(path)
+	return err == nil && st.IsDir()
+}
+
 // checkTTL refuses a --ttl that is negative, or given as 0: the
 // documents would not expire (0 is no TTL, the flag's default), where a
 // script that computed it, or a unit that rounds to it (0.1ns), meant
@@ -2170,8 +2176,8 @@ var errInUse = errors.New("the index is in use")
 func otherWriters(seen []time.Time, now time.Time) string {
 	var ages []string
 	silent := 0
-	for i, at := range seen {
-		age := "never"
+	for _, at := range seen {
+		age := "at an unknown time"
 		if !at.IsZero() {
 			d := max(now.Sub(at), 0)
 			age = d.Round(time.Second).String() + " ago"
@@ -2180,14 +2186,18 @@ func otherWriters(seen []time.Time, now time.Time) string {
 			}
 		}
 		silent++
-		if i < 5 {
+		if len(ages) < 5 {
 			ages = append(ages, age)
 		}
 	}
 	s := counted(len(seen), "other handle", "other handles")
 	if silent > 0 {
-		s += fmt.Sprintf(", %d of them not seen for over %s (last seen %s): a process killed with the index open, or one of an lshdb older than the heartbeat (seen at its open only)",
-			silent, 3*db.WriterHeartbeat, strings.Join(ages, ", "))
+		more := ""
+		if silent > len(ages) {
+			more = fmt.Sprintf(", and %d more", silent-len(ages))
+		}
+		s += fmt.Sprintf(", %d of them not seen for over %s (last seen %s%s): a process killed with the index open, or one of an lshdb older than the heartbeat (seen at its open only)",
+			silent, 3*db.WriterHeartbeat, strings.Join(ages, ", "), more)
 	}
 	return s
 }
@@ -2258,12 +2268,14 @@ func checkRecall(r float64) error {
 	return nil
 }
 
-// skipGuard keeps build --delete-missing --skip-bad from deleting a
-// stored document whose record was skipped as bad (review B2): each
-// skipped id that is in no loaded record, and is stored, fails the build.
-// NB: the loaded ids are kept as 64-bit hashes, 8 bytes a document, only
-// with both flags; a collision (about n²/2⁶⁵) takes a skipped id for a
-// loaded one, as before this guard.
+// skipGuard keeps build --delete-missing from deleting a stored document
+// whose record was skipped as bad (--skip-bad; review B2) or whose file
+// a directory walk passed over as binary: each skipped id that is in no
+// loaded record, and is stored, fails the build. NB: the loaded ids are
+// kept as 64-bit hashes, 8 bytes a document, only when a record can be
+// skipped (--skip-bad, or a directory among the inputs); a collision
+// (about n²/2⁶⁵) takes a skipped id for a loaded one, as before this
+// guard.
 type skipGuard struct {
 	loaded  []uint64
 	skipped []*docio.RecordError
@@ -2277,10 +2289,11 @@ func (g *skipGuard) seen(id string) { g.loaded = append(g.loaded, xxhash.Sum64St
 
 func (g *skipGuard) skip(re *docio.RecordError) {
 	switch {
-	case errors.Is(re, db.ErrInvalidID):
-		// NB: an id no document can have (db.Validate refused it):
-		// nothing stored is its, and HasIDs refuses to look it up
-		// (review M2).
+	case errors.Is(re, db.ErrInvalidID), re.ID != "" && db.CheckID(re.ID) != nil:
+		// NB: an id no document can have (db.Validate refused it, or
+		// the name of a binary file passed over, not UTF-8): nothing
+		// stored is its, and HasIDs refuses to look it up (review M2;
+		// a Latin-1 file name failed every build).
 	case re.ID != "":
 		g.skipped = append(g.skipped, &docio.RecordError{File: re.File, Line: re.Line, ID: re.ID})
 	case errors.Is(re, docio.ErrBinary) || errors.Is(re, docio.ErrStoreInput):

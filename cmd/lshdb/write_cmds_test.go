@@ -1580,13 +1580,49 @@ func TestTextFilesKeepTheIndex(t *testing.T) {
 	if _, errOut, code := runLine([]string{"insert", "--db", idx, "--progress", "none", "--skip-bad", filepath.Join(src, "a.txt")}, ""); code != 0 || !strings.Contains(errOut, "skipped") {
 		t.Errorf("the same with --skip-bad: exit %d, %s", code, errOut)
 	}
+	// The same from stdin (it was passed over, exit 0).
+	if _, errOut, code := runLine([]string{"insert", "--db", idx, "--progress", "none", "--format", "text", "-"}, string(u16)); code != 1 || !strings.Contains(errOut, "stopped at stdin") {
+		t.Errorf("insert of a UTF-16 text from stdin: exit %d, %s", code, errOut)
+	}
+	// A directory's file with a stray Latin-1 byte is passed over with a
+	// note, as a binary one (it stopped the build), and kept by
+	// --delete-missing; a binary file whose name no id can be (not
+	// UTF-8) is passed over too (it failed the build's guard).
+	write("a.txt", []byte("the first text file of the directory"))
+	write("c.txt", []byte(strings.Repeat("plain english text that is long enough ", 20)))
+	if _, errOut, code := runLine([]string{"build", "--db", idx, "--progress", "none", src}, ""); code != 0 {
+		t.Fatalf("build: exit %d, %s", code, errOut)
+	}
+	write("c.txt", []byte(strings.Repeat("plain english text that is long enough ", 20)+"caf\xe9"))
+	write("caf\xe9.png", []byte("\x89PNG\x00\x00\x01"))
+	_, errOut, code = runLine([]string{"build", "--db", idx, "--progress", "none", src}, "")
+	if code != 0 || !strings.Contains(errOut, "skipped "+filepath.Join(src, "c.txt")+` (id "c.txt"): not valid UTF-8 (byte 0xe9 at offset 783)`) {
+		t.Errorf("build of a directory with a stray byte in c.txt: exit %d, %s", code, errOut)
+	}
+	_, errOut, code = runLine([]string{"build", "--db", idx, "--progress", "none", "--delete-missing", src}, "")
+	if code != 1 || !strings.Contains(errOut, `c.txt (id "c.txt"); --delete-missing would delete its document`) || strings.Contains(errOut, "invalid document id") {
+		t.Errorf("build --delete-missing with c.txt passed over: exit %d, %s", code, errOut)
+	}
+	if out, _, code := runLine([]string{"get", "--db", idx, "c.txt"}, ""); code != 0 || !strings.Contains(out, "plain english") {
+		t.Errorf("c.txt after the refused build: exit %d, %s", code, out)
+	}
+	os.Remove(filepath.Join(src, "c.txt"))
+	if _, errOut, code := runLine([]string{"build", "--db", idx, "--progress", "none", "--delete-missing", "--max-delete", "all", src}, ""); code != 0 {
+		t.Errorf("build --delete-missing beside a binary file of a name no id can be: exit %d, %s", code, errOut)
+	}
 	write("x/n.txt", []byte("one text"))
 	write("y/n.txt", []byte("another text"))
-	_, errOut, code = runLine([]string{"insert", "--db", idx, "--progress", "none", filepath.Join(src, "x/n.txt"), filepath.Join(src, "y/n.txt")}, "")
-	if code != 2 || !strings.Contains(errOut, "same base name") {
-		t.Errorf("two text files of one base name: exit %d, %s", code, errOut)
+	for _, args := range [][]string{{filepath.Join(src, "x/n.txt"), filepath.Join(src, "y/n.txt")}, {"--format", "text", filepath.Join(src, "x/n.txt"), filepath.Join(src, "y")}} {
+		_, errOut, code = runLine(append([]string{"insert", "--db", idx, "--progress", "none"}, args...), "")
+		if code != 2 || !strings.Contains(errOut, "the second would replace the first") {
+			t.Errorf("%v: two text files of one id: exit %d, %s", args, code, errOut)
+		}
 	}
 	if _, _, code := runLine([]string{"get", "--db", idx, "n.txt"}, ""); code == 0 {
 		t.Error("the refused insert stored n.txt")
+	}
+	// One file by two names is a repeat, not a clash.
+	if _, errOut, code := runLine([]string{"insert", "--db", idx, "--progress", "none", filepath.Join(src, "x/n.txt"), filepath.Join(src, "x/../x/n.txt")}, ""); code != 0 {
+		t.Errorf("one file by two names: exit %d, %s", code, errOut)
 	}
 }

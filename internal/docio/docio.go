@@ -631,26 +631,48 @@ func CheckLineIDs(paths []string) error {
 
 // CheckTextIDs refuses, before anything is read, two files among paths
 // read as text (each one document whose id is its base name) that have
-// the same base name: the later replaced the earlier, said only as "1
-// repeated id". The files of a directory are not among them: their ids
-// are their paths in it.
+// the same base name and are not one file: the later replaced the
+// earlier, said only as "1 repeated id"; and one whose base name is the
+// id of a file at the top of a directory among paths read as text (its
+// path in the directory, its base name there). The same file given twice
+// is a repeat, as a JSON Lines file given twice.
 func CheckTextIDs(paths []string, o Options) error {
 	if o.IDFrom != "" {
 		return nil // NB: hash: ids from the texts; line: CheckLineIDs
 	}
-	seen := map[string]string{}
+	type named struct {
+		path string
+		st   os.FileInfo
+	}
+	seen := map[string]named{}
+	var dirs []string
 	for _, p := range paths {
-		if st, err := os.Stat(p); p == "-" || err != nil || st.IsDir() {
+		st, err := os.Stat(p)
+		switch {
+		case p == "-" || err != nil:
+			continue
+		case st.IsDir():
+			if o.Format == "" || o.Format == "text" {
+				dirs = append(dirs, p)
+			}
 			continue
 		}
 		if f := cmp.Or(o.Format, formatByName(p)); f != "text" {
 			continue
 		}
 		base := baseName(p)
-		if prev, ok := seen[base]; ok && filepath.Clean(prev) != filepath.Clean(p) {
-			return fmt.Errorf("%w: %s and %s are text files of the same base name, which is the id of each (one document per file): the second would replace the first; give them other names, or give the directory that holds them (its files' ids are their paths in it)", ErrInvalidOptions, prev, p)
+		if prev, ok := seen[base]; ok && !os.SameFile(prev.st, st) {
+			return fmt.Errorf("%w: %s and %s are text files of the same base name, which is the id of each (one document per file): the second would replace the first; give them other names, or give the directory that holds them (its files' ids are their paths in it)", ErrInvalidOptions, prev.path, p)
 		}
-		seen[base] = p
+		seen[base] = named{p, st}
+	}
+	for _, d := range dirs {
+		for base, n := range seen {
+			in := filepath.Join(d, base)
+			if st, err := os.Stat(in); err == nil && st.Mode().IsRegular() && !os.SameFile(n.st, st) && !strings.HasPrefix(base, ".") {
+				return fmt.Errorf("%w: %s and %s (in the directory %s) are text files whose id is the same, %q: the second would replace the first; give them other names", ErrInvalidOptions, n.path, in, d, base)
+			}
+		}
 	}
 	return nil
 }

@@ -16,17 +16,19 @@ import (
 // is not a regular file or a symbolic link to one (see Read).
 var ErrNotRegular = errors.New("not a regular file")
 
-// ErrBinary is the cause of a bad record for a file that is not text. A
-// directory walk yields one for each binary file it meets; callers
-// usually skip them with a note.
+// ErrBinary is the cause of a bad record for a file that is not UTF-8
+// text: binary (see IsText), or text with bytes that are not UTF-8
+// (ErrNotUTF8 too). A directory walk yields one for each such file it
+// meets; callers usually skip them with a note.
 var ErrBinary = errors.New("not UTF-8 text (a NUL byte, or over 1% invalid UTF-8, in its first 8 KiB): a binary file, or text in another encoding such as Latin-1 (convert it first: iconv -f latin1 -t utf-8)")
 
 // invalidUTF8 counts the bytes of b that are not part of a valid UTF-8
 // sequence.
 //
-// NB: a text file with a stray bad byte (a corrupted character) is still
-// text; binary data is mostly invalid (about half its bytes, random), and
-// Latin-1 prose has 2-3% accented letters, so 1% tells them apart.
+// NB: binary data is mostly invalid (about half its bytes, random), and
+// Latin-1 prose has 2-3% accented letters, so 1% tells them apart: a text
+// file under it with a stray bad byte (a corrupted character) is text,
+// and refused all the same (ErrNotUTF8), as its bytes could not be kept.
 func invalidUTF8(b []byte) int {
 	n := 0
 	for len(b) > 0 {
@@ -157,12 +159,25 @@ func notUTF8Text(b []byte) error {
 		}
 		at += size
 	}
-	return fmt.Errorf("%w (byte 0x%02x at offset %d): text in another encoding, such as Latin-1? convert it first (iconv -f latin1 -t utf-8)", ErrNotUTF8, b[at], at)
+	return notUTF8Error{b[at], at}
 }
 
-// ErrNotUTF8 is the error of a text file that is not valid UTF-8 though
-// it reads as text (ErrBinary otherwise): a bad record.
+// ErrNotUTF8 is the error of a text file that reads as text (IsText)
+// but is not all valid UTF-8: a bad record, which matches ErrBinary too,
+// so that a directory walk passes it over as it does a binary file.
 var ErrNotUTF8 = errors.New("not valid UTF-8")
+
+// notUTF8Error is ErrNotUTF8 with the first bad byte and its offset.
+type notUTF8Error struct {
+	b  byte
+	at int
+}
+
+func (e notUTF8Error) Error() string {
+	return fmt.Sprintf("%s (byte 0x%02x at offset %d): text in another encoding, such as Latin-1? convert it first (iconv -f latin1 -t utf-8)", ErrNotUTF8, e.b, e.at)
+}
+
+func (e notUTF8Error) Is(target error) bool { return target == ErrNotUTF8 || target == ErrBinary }
 
 // IsText reports whether b reads as UTF-8 text: no NUL byte, and at most
 // 1% invalid UTF-8, in its first 8 KiB (see ErrBinary).

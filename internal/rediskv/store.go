@@ -88,6 +88,8 @@ type Store struct {
 	// are acknowledged without one. A master whose listed replica is cut
 	// off is not one: its writes fail with ErrNotReplicated.
 	Unreplicated func(master string)
+	// evicting are the servers whose maxmemory-policy evicts (Evicting).
+	evicting []string
 
 	// noWait holds, by master address, until when Sync takes the master
 	// for one that acknowledges alone without asking (a time.Time): one
@@ -280,10 +282,22 @@ func (s *Store) ping(ctx context.Context) error {
 	// NB: shards are pinged at once: any that is older than 7.0, or does
 	// not say, leaves deletes refused at maxmemory.
 	var old atomic.Bool
+	var mu sync.Mutex
+	s.evicting = nil
+	policy := func(ctx context.Context, c redis.UniversalClient) {
+		if p := evictionPolicy(ctx, c); p != "" && p != "noeviction" {
+			mu.Lock()
+			s.evicting = append(s.evicting, serverName(c)+" (maxmemory-policy "+p+")")
+			mu.Unlock()
+		}
+	}
 	node := func(ctx context.Context, c redis.UniversalClient) error {
 		v, err := pingNode(ctx, c)
 		if !versionAtLeast(v, 7, 0) || v == "" {
 			old.Store(true)
+		}
+		if err == nil {
+			policy(ctx, c)
 		}
 		return err
 	}
@@ -312,6 +326,9 @@ func (s *Store) ping(ctx context.Context) error {
 			}
 			if err == nil && v != "" && !versionAtLeast(v, 7, 0) {
 				return fmt.Errorf("%w: %s runs Redis %s, and lshdb needs Redis 7.0 or later in a cluster (6.2 for a single server)", ErrVersion, n.Options().Addr, v)
+			}
+			if err == nil {
+				policy(ctx, n)
 			}
 			return err
 		})
@@ -399,6 +416,28 @@ func pingNode(ctx context.Context, c redis.UniversalClient) (version string, _ e
 	}
 	return "", nil
 }
+
+// evictionPolicy returns the server's maxmemory-policy ("" when it does
+// not say): INFO, which a server that renamed CONFIG still answers.
+func evictionPolicy(ctx context.Context, c redis.UniversalClient) string {
+	info, err := c.Info(ctx, "memory").Result()
+	if err != nil {
+		return ""
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "maxmemory_policy:"); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// Evicting returns the masters (or the single server) that evict keys at
+// their maxmemory, each with its policy, as the open found them: an
+// index's keys evicted there leave documents without ids, ids without
+// records, counters gone. NB: noeviction refuses writes instead, which
+// lshdb reports as a full disk.
+func (s *Store) Evicting() []string { return slices.Clone(s.evicting) }
 
 // serverName is the address of a single server's client (for messages).
 func serverName(c redis.UniversalClient) string {
@@ -589,6 +628,26 @@ func (s *Store) Manifest(ctx context.Context) ([]byte, error) {
 // SetManifest stores the manifest.
 func (s *Store) SetManifest(ctx context.Context, m []byte) error {
 	return s.c.Set(ctx, s.manifestKey(), m, 0).Err()
+}
+
+// Leftovers returns keys of an index under this name that has no
+// manifest, among those every index that was written holds: its
+// counters, its first document's record, its expiry index. An index
+// created there would adopt them (documents made with other parameters,
+// counters that count them). NB: a few lookups, not a SCAN of the
+// keyspace (a database of other data may hold millions of keys).
+func (s *Store) Leftovers(ctx context.Context) ([]string, error) {
+	var found []string
+	for _, k := range []string{s.countersKey(), s.docKey(1), s.expiryKey()} {
+		n, err := s.c.Exists(ctx, k).Result()
+		if err != nil {
+			return nil, err
+		}
+		if n > 0 {
+			found = append(found, k)
+		}
+	}
+	return found, nil
 }
 
 // CreateManifest stores the manifest of a new index unless one is stored
