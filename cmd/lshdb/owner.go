@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/lshdb/lshdb/db"
@@ -75,17 +76,31 @@ func lockedHint(err error, dir string) error {
 		return fmt.Errorf("%w; its owner serves it on %s, which belongs to another user (permission denied): run the command as that user, or have the owner serve on TCP with a token too (lshdb serve --addr 127.0.0.1:PORT --token …) and use --addr",
 			err, sock)
 	case serving:
-		return fmt.Errorf("%w; lshdb (pid %d: serve, the shell, or a command that holds the index while it runs) owns it and serves its API on %s: query it there (curl --unix-socket %s http://localhost/v1/stats; the API: GET /v1/openapi.yaml), copy it with lshdb backup, or stop that process (kill %d)",
-			err, pid, sock, sock, pid)
+		return fmt.Errorf("%w; %s owns it and serves its API on %s: query it there (curl --unix-socket %s http://localhost/v1/stats; the API: GET /v1/openapi.yaml), copy it with lshdb backup, or stop that process (kill %d)",
+			err, holderName(pid), sock, sock, pid)
 	case pid > 0:
 		if until, ok := stoppingOwner(dir, pid); ok {
 			return fmt.Errorf("%w; lshdb serve (pid %d) is stopping: it lets its requests in flight finish, until %s at the latest; run the command again when it has stopped (a second signal to it would cut those requests)",
 				err, pid, until.Format("15:04:05"))
 		}
-		return fmt.Errorf("%w; process %d holds it and does not serve it: wait for it to end, or stop it (kill %d); an owner started with lshdb serve could be queried meanwhile",
-			err, pid, pid)
+		return fmt.Errorf("%w; %s holds it and does not serve it: wait for it to end, or stop it (kill %d); an owner started with lshdb serve could be queried meanwhile",
+			err, holderName(pid), pid)
 	}
 	return err
+}
+
+// holderName names the process pid that holds an index: "lshdb serve
+// (pid N)" from its command line where /proc tells it (Linux), else
+// "lshdb (pid N: serve, the shell, or a command that holds the index
+// while it runs)".
+func holderName(pid int) string {
+	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); err == nil {
+		args := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
+		if len(args) > 1 && strings.HasPrefix(filepath.Base(args[0]), "lshdb") && !strings.HasPrefix(args[1], "-") {
+			return fmt.Sprintf("lshdb %s (pid %d)", escControls(args[1]), pid)
+		}
+	}
+	return fmt.Sprintf("lshdb (pid %d: serve, the shell, or a command that holds the index while it runs)", pid)
 }
 
 // silently is err for errors.Is, and nothing in a message: a cause that

@@ -96,9 +96,30 @@ func TestLockedNamesOwner(t *testing.T) {
 	pid, release := holdIndex(t, idx)
 	defer release()
 	_, errOut, code := runLine([]string{"query", "--db", idx, "--id", "x"}, "")
-	want = fmt.Sprintf("process %d holds it and does not serve it", pid)
+	want = fmt.Sprintf("(pid %d: serve, the shell, or a command that holds the index while it runs) holds it and does not serve it", pid)
 	if code != 1 || !strings.Contains(errOut, want) {
 		t.Errorf("query of a held index: exit %d %s (want %q)", code, errOut, want)
+	}
+}
+
+// Ensure that serve started while another process holds the index
+// without serving it (an owner starting, whose socket comes a moment
+// after its lock, or one closing) waits for it, as an attaching command
+// does, and serves once it is released: it failed at once, telling the
+// user to kill the other (a review's S3).
+func TestServeWaitsForAHolder(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("no lock holder process")
+	}
+	idx := filepath.Join(shortDir(t), "idx")
+	if _, errOut, code := runLine([]string{"create", "--db", idx}, ""); code != 0 {
+		t.Fatal(errOut)
+	}
+	_, release := holdIndex(t, idx)
+	time.AfterFunc(300*time.Millisecond, release)
+	_, _, log, stop := startServe(t, "--db", idx)
+	if code := stop(); code != 0 {
+		t.Fatalf("serve after the holder let go: exit %d %s", code, log)
 	}
 }
 
