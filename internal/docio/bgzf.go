@@ -363,6 +363,10 @@ func (r *bgzfReader) Read(p []byte) (int, error) {
 		}
 		<-job.done
 		if job.tail != nil {
+			if zeroPadding(job.tail) {
+				r.err = io.EOF // NB: a padded BGZF file (zeroPadding)
+				continue
+			}
 			gz, err := newSeqGzip(job.tail, true)
 			if err != nil {
 				r.err = err
@@ -611,7 +615,7 @@ func (g *seqGzip) Read(p []byte) (int, error) {
 			return n, err
 		}
 		g.members++
-		if _, perr := g.br.Peek(1); perr == io.EOF {
+		if _, perr := g.br.Peek(1); perr == io.EOF || zeroPadding(g.br) {
 			g.err = io.EOF
 		} else if gerr := g.garbage(); gerr != nil {
 			g.err = gerr
@@ -628,3 +632,26 @@ func (g *seqGzip) Read(p []byte) (int, error) {
 }
 
 func (g *seqGzip) Close() error { return g.gz.Close() }
+
+// zeroPadding reports whether br holds zero bytes only, to its end, as a
+// tape or a block-sized copy pads a gzip file: gzip -d ignores them (it
+// was refused as trailing garbage). It reads the zeros it meets; a byte
+// that is not zero is left to read (trailing garbage after all).
+func zeroPadding(br *bufio.Reader) bool {
+	if b, _ := br.Peek(1); len(b) == 0 || b[0] != 0 {
+		return false
+	}
+	for {
+		c, err := br.ReadByte()
+		if err == io.EOF {
+			return true
+		}
+		if err != nil {
+			return false
+		}
+		if c != 0 {
+			br.UnreadByte()
+			return false
+		}
+	}
+}

@@ -436,7 +436,16 @@ func TestGzipTrailingGarbage(t *testing.T) {
 		if err != nil || !bytes.Equal(got, tc.want) {
 			t.Fatalf("%s: %d bytes, %v", tc.name, len(got), err)
 		}
-		for _, junk := range []string{"junk\n", "a longer line of junk, not gzip at all\n"} {
+		// Zeros to the end pad a file (a tape, a block-sized copy):
+		// gzip -d ignores them, and so does the reader (refused as
+		// trailing garbage before); zeros and then junk are garbage.
+		for _, pad := range []int{1, 512, 10 << 10} {
+			got, _, err := ourGunzip(cat(tc.z, make([]byte, pad)))
+			if err != nil || !bytes.Equal(got, tc.want) {
+				t.Errorf("%s + %d zero bytes: read %d of %d bytes, err %v; want all, no error", tc.name, pad, len(got), len(tc.want), err)
+			}
+		}
+		for _, junk := range []string{"junk\n", "a longer line of junk, not gzip at all\n", "\x00\x00\x00junk after zeros"} {
 			got, _, err := ourGunzip(cat(tc.z, []byte(junk)))
 			if !errors.Is(err, gzip.ErrHeader) || errors.Is(err, ErrTruncated) || !strings.Contains(err.Error(), "trailing garbage") || !bytes.Equal(got, tc.want) {
 				t.Errorf("%s + %q: read %d of %d bytes, err %v; want all, then trailing garbage", tc.name, junk, len(got), len(tc.want), err)
