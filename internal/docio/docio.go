@@ -449,6 +449,18 @@ func (r *reader) stream(name string, in io.Reader, format, textID string) error 
 
 var utf8BOM = []byte{0xef, 0xbb, 0xbf}
 
+// zstdErrs is a zstd decoder whose errors, but io.EOF and a truncation,
+// say they are zstd's.
+type zstdErrs struct{ r io.Reader }
+
+func (z zstdErrs) Read(p []byte) (int, error) {
+	n, err := z.r.Read(p)
+	if err != nil && err != io.EOF && !errors.Is(err, io.ErrUnexpectedEOF) && !strings.HasPrefix(err.Error(), "zstd") {
+		err = fmt.Errorf("zstd: %w", err)
+	}
+	return n, err
+}
+
 // bufSize is the read buffer of a stream: a line shorter than it is
 // parsed where it lies, a longer one is copied.
 const bufSize = 256 << 10
@@ -491,7 +503,9 @@ func decompress(name string, in io.Reader, mayWait bool) (*bufio.Reader, string,
 		if err != nil {
 			return nil, "", nil, fmt.Errorf("%s: zstd: %w", name, err)
 		}
-		return bufio.NewReaderSize(zr, bufSize), "zstd", zr.Close, nil
+		// NB: its errors say "zstd:", as gzip's say "gzip:" ("magic
+		// number mismatch" named no format).
+		return bufio.NewReaderSize(zstdErrs{zr}, bufSize), "zstd", zr.Close, nil
 	}
 	return bufio.NewReaderSize(br, bufSize), "", func() {}, nil
 }

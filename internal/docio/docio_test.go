@@ -84,6 +84,8 @@ func TestRead(t *testing.T) {
 		o       Options
 		want    []string
 		wantErr error // the fatal error, tested with errors.Is
+		// wantText, if set, is in the fatal error's message.
+		wantText string
 	}{
 		{name: "jsonl BOM CRLF", files: map[string][]byte{"d.jsonl": []byte("\xef\xbb\xbf{\"id\":\"a\",\"text\":\"x\"}\r\n\r\n{\"id\":\"b\",\"text\":\"y\"}\r\n")},
 			paths: []string{"d.jsonl"},
@@ -144,12 +146,16 @@ func TestRead(t *testing.T) {
 			want: []string{"bad u.jsonl:1 (id \"\"): field \"id\" is not valid UTF-8: \"\\\"u\\xff1\\\"\"",
 				`bad u.jsonl:2 (id ""): field "id" has an escape that is not a character (a lone surrogate): "u\ud800"`,
 				"u.jsonl:3 id=u\ufffd text=\"c\"", "u.jsonl:4 id=u\ufffd text=\"d\""}},
-		{name: "malformed JSON lines", files: map[string][]byte{"bad.jsonl": []byte("{\"id\":\"a\"}\n[1]\nnot json\n{\"id\":\"b\",\"text\":null}\n{\"id\":\"c\",\"text\":\"ok\"}\n")},
+		// A JSON array, a pretty-printed object and a byte order mark
+		// inside the file (files joined with cat) say what they are.
+		{name: "malformed JSON lines", files: map[string][]byte{"bad.jsonl": []byte("{\"id\":\"a\"}\n[1]\nnot json\n{\"id\":\"b\",\"text\":null}\n{\"id\":\"c\",\"text\":\"ok\"}\n{\n\xef\xbb\xbf{\"id\":\"d\",\"text\":\"x, y\"}\n")},
 			paths: []string{"bad.jsonl"},
 			want: []string{`bad bad.jsonl:1 (id "a"): no "text" field (--text-field names the text's field)`,
-				`bad bad.jsonl:2 (id ""): not a JSON object: the line starts with '[', not {`,
+				`bad bad.jsonl:2 (id ""): not a JSON object: the line starts with '[' (a JSON array? JSON Lines holds one object per line: jq -c '.[]' FILE writes them so)`,
 				`bad bad.jsonl:3 (id ""): not a JSON object: the line starts with 'n', not {`,
-				`bad bad.jsonl:4 (id "b"): field "text" is not a string`, `bad.jsonl:5 id=c text="ok"`}},
+				`bad bad.jsonl:4 (id "b"): field "text" is not a string`, `bad.jsonl:5 id=c text="ok"`,
+				`bad bad.jsonl:6 (id ""): not a JSON object: unexpected end of JSON input (an object over several lines? JSON Lines holds one object per line: jq -c . FILE writes them so)`,
+				`bad bad.jsonl:7 (id ""): not a JSON object: the line starts with a byte order mark (U+FEFF), as a file joined to others with cat does: remove it (sed 's/^\xef\xbb\xbf//')`}},
 		{name: "CSV and TSV read as JSON Lines", files: map[string][]byte{"x.jsonl": []byte("id,text\n" + "a\tb\n" + "plain words\n")},
 			paths: []string{"x.jsonl"},
 			want: []string{`bad x.jsonl:1 (id ""): not a JSON object (CSV or TSV? give --format csv or tsv): invalid character 'i' looking for beginning of value`,
@@ -214,6 +220,10 @@ func TestRead(t *testing.T) {
 			paths: []string{"t.jsonl.gz"}, wantErr: ErrTruncated},
 		{name: "truncated zstd", files: map[string][]byte{"t.jsonl.zst": zstdBytes(bytes.Repeat(docsJSONL, 100))[:30]},
 			paths: []string{"t.jsonl.zst"}, wantErr: io.ErrUnexpectedEOF},
+		// Bytes after the frame: the decoder's error says it is zstd's
+		// ("invalid input: magic number mismatch" named no format).
+		{name: "zstd then junk", files: map[string][]byte{"j.jsonl.zst": append(zstdBytes(docsJSONL), "junk after the frame"...)},
+			paths: []string{"j.jsonl.zst"}, wantErr: zstd.ErrMagicMismatch, wantText: "zstd: "},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -234,6 +244,9 @@ func TestRead(t *testing.T) {
 				}
 				if len(c.paths) > 0 && c.paths[0] != "-" && !strings.Contains(err.Error(), c.paths[0]) {
 					t.Fatalf("error %q does not name %s", err, c.paths[0])
+				}
+				if !strings.Contains(err.Error(), c.wantText) {
+					t.Fatalf("error %q does not say %q", err, c.wantText)
 				}
 				return
 			}

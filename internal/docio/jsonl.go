@@ -291,17 +291,28 @@ func parseJSON(o *Options, s *lineScan, name string, line int, b []byte) (Record
 	if !s.scan(b) || !s.object {
 		var m map[string]json.RawMessage
 		if err := json.Unmarshal(b, &m); err != nil {
-			// NB: a CSV or TSV line read as JSON Lines (stdin, or a file
-			// whose name does not say): say what would read it.
-			if t := bytes.TrimSpace(b); len(t) > 0 && t[0] != '{' && t[0] != '[' && bytes.ContainsAny(t, ",\t") {
+			t := bytes.TrimSpace(b)
+			switch {
+			case bytes.HasPrefix(t, utf8BOM):
+				// NB: files that each start with a mark, joined with
+				// cat: the mark was shown as 'ï', with the CSV hint.
+				return Record{}, errors.New("not a JSON object: the line starts with a byte order mark (U+FEFF), as a file joined to others with cat does: remove it (sed 's/^\\xef\\xbb\\xbf//')")
+			case len(t) > 0 && t[0] != '{' && t[0] != '[' && bytes.ContainsAny(t, ",\t"):
+				// NB: a CSV or TSV line read as JSON Lines (stdin, or a
+				// file whose name does not say): say what would read it.
 				return Record{}, fmt.Errorf("not a JSON object (CSV or TSV? give --format csv or tsv): %w", err)
-			}
-			if t := bytes.TrimSpace(b); len(t) > 0 && t[0] != '{' {
+			case len(t) > 0 && t[0] == '[':
+				return Record{}, errors.New("not a JSON object: the line starts with '[' (a JSON array? JSON Lines holds one object per line: jq -c '.[]' FILE writes them so)")
+			case len(t) > 0 && t[0] != '{':
 				// NB: encoding/json's message for a line that is no JSON
 				// at all ("invalid character 'o' in literal null") says
 				// what it tried, not what the line is.
 				r, _ := utf8.DecodeRune(t)
 				return Record{}, fmt.Errorf("not a JSON object: the line starts with %q, not {", r)
+			case string(t) == "{":
+				// NB: the first line of a pretty-printed object (a line
+				// cut short says only what it is).
+				return Record{}, fmt.Errorf("not a JSON object: %w (an object over several lines? JSON Lines holds one object per line: jq -c . FILE writes them so)", err)
 			}
 			return Record{}, fmt.Errorf("not a JSON object: %w", err)
 		}
