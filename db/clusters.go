@@ -566,7 +566,9 @@ func (db *DB) clustersFrom(ctx context.Context, seq iter.Seq2[redisPair, error],
 		}
 		v := &redisView{ctx: ctx, s: db.rkv}
 		record = v.record
-		stored = func(id string) bool { _, ok, err := v.docNum(id); return ok && err == nil }
+		// NB: Redis expires an id key itself, at its document's expiry:
+		// an expired document is not told from a deleted one.
+		stored = func(string) bool { return false }
 	} else {
 		snap := db.pdb.NewSnapshot()
 		defer snap.Close()
@@ -620,7 +622,7 @@ func (db *DB) clustersFrom(ctx context.Context, seq iter.Seq2[redisPair, error],
 				// file of another index.
 				return nil, fmt.Errorf("%w: the pair (%q, %q) names %q, which has expired since the pairs were found: the file is stale, run pairs again", ErrNotFound, p.A, p.B, missing)
 			}
-			return nil, fmt.Errorf("%w: the pair (%q, %q) names %q, which the index does not hold", ErrNotFound, p.A, p.B, missing)
+			return nil, fmt.Errorf("%w: the pair (%q, %q) names %q, which the index does not hold (deleted or expired since the pairs were found, or pairs of another index)", ErrNotFound, p.A, p.B, missing)
 		}
 		na, nb := x.rep[ia], x.rep[ib]
 		if na == nb {

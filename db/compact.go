@@ -2,6 +2,7 @@ package db
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -25,7 +26,8 @@ import (
 // Options.DiskReserve for the live data it writes anew (estimated as the
 // store's size times 1.5 times the live share of the documents ever
 // written, at most the store's size), and is refused with ErrDiskFull
-// without it (nothing done).
+// without it (nothing rewritten; the sweep before it may have removed
+// expired documents, or been refused itself for want of room).
 func (db *DB) Compact(ctx context.Context) error {
 	if err := db.enter(); err != nil {
 		return err
@@ -50,8 +52,10 @@ func (db *DB) Compact(ctx context.Context) error {
 		if cerr := ctxErr(ctx); cerr != nil {
 			return cerr
 		}
-		db.counts.sweepErrors.Add(1)
-		return fmt.Errorf("compacting: sweeping the expired documents first: %w", err)
+		if !errors.Is(err, ErrClosed) {
+			db.counts.sweepErrors.Add(1) // NB: as SweepExpired counts them
+		}
+		return fmt.Errorf("compacting: sweeping the expired documents first (those swept are swept): %w", err)
 	}
 	// NB: a compaction writes the new tables before it deletes the old
 	// ones, and Pebble panics when the disk fills: as a write, it is

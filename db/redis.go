@@ -166,11 +166,14 @@ func openRedis(u string, o Options) (*DB, error) {
 	// refused; volatile-* evicts only keys with a TTL (documents put with
 	// one, before their time): said.
 	for _, ev := range s.Evicting() {
-		if strings.Contains(ev, "allkeys-") && !o.ReadOnly {
+		if o.ReadOnly {
+			break // NB: a reader loses nothing: said to writers only
+		}
+		if strings.HasPrefix(ev.Policy, "allkeys-") && ev.Limited {
 			s.Close()
 			return nil, fmt.Errorf("%w: opening %s to write: %s evicts keys at its maxmemory, which would lose the index's documents, ids and counters unsaid: set maxmemory-policy noeviction (writes are then refused when Redis is full, as a full disk)", ErrUnsupported, rediskv.Redact(u), ev)
 		}
-		o.Logger.Warn("lshdb: a Redis server evicts keys at its maxmemory: documents put with a TTL may be evicted before their time, and under allkeys-* any key of the index; set maxmemory-policy noeviction", "server", ev)
+		o.Logger.Warn("lshdb: a Redis server would evict keys at its maxmemory: documents put with a TTL may be evicted before their time, and under allkeys-* any key of the index; set maxmemory-policy noeviction", "server", ev.String())
 	}
 	// NB: no query cache: its entries are tagged with the counters a
 	// Pebble view sees, and a cluster gives no such view. dir is for
@@ -287,11 +290,14 @@ func (db *DB) startHeartbeat(every time.Duration) {
 			// handle, or lost by a Redis restarted without its data):
 			// the registration made it read as in use, and it is said
 			// once, as the handle's writes now go to no index.
-			if m, err := db.rkv.Manifest(ctx); err == nil && m == nil {
-				if !gone {
-					gone = true
-					db.opts.Logger.Error("lshdb: the index's manifest is gone from Redis (dropped, or lost with a restart without persistence): this handle's writes go to no index; close it, and restore or create the index again", "index", db.dir)
-				}
+			if gone {
+				// NB: for good: an index made again under the name (other
+				// parameters, maybe) is not this handle's.
+			} else if m, err := db.rkv.Manifest(ctx); err == nil && m == nil {
+				gone = true
+				db.opts.Logger.Error("lshdb: the index's manifest is gone from Redis (dropped, or lost with a restart without persistence): this handle's writes go to no index; close it, and restore or create the index again", "index", db.dir)
+				// NB: a registration a drop between the two reads left.
+				db.rkv.Unregister(ctx, db.writer)
 			} else if err := db.rkv.Register(ctx, db.writer); err != nil && db.closing.Err() == nil {
 				db.opts.Logger.Warn("lshdb: saying this writable handle is alive (lshdb drop and check --repair see it so)", "err", redisErr(err))
 			}
@@ -322,8 +328,18 @@ func (db *DB) redisManifest(ctx context.Context) error {
 			return redisErr(err)
 		}
 		if len(left) > 0 {
+			// NB: another process may have created the index and
+			// written to it since the manifest was read: its keys are
+			// no leftovers (6 creators at once refused 1 in 100).
+			if v, err = db.rkv.Manifest(ctx); err != nil {
+				return redisErr(err)
+			}
+		}
+		if v == nil && len(left) > 0 {
 			return fmt.Errorf("%w: %s has no manifest but holds the keys of an index (%s): a new index would take them for its own; lshdb drop --db %s --yes removes them (or restore the index)", ErrCorrupt, db.dir, strings.Join(left, ", "), db.dir)
 		}
+	}
+	if v == nil {
 		enc, err := db.newManifest()
 		if err != nil {
 			return err

@@ -89,7 +89,7 @@ type Store struct {
 	// off is not one: its writes fail with ErrNotReplicated.
 	Unreplicated func(master string)
 	// evicting are the servers whose maxmemory-policy evicts (Evicting).
-	evicting []string
+	evicting []Eviction
 
 	// noWait holds, by master address, until when Sync takes the master
 	// for one that acknowledges alone without asking (a time.Time): one
@@ -285,9 +285,9 @@ func (s *Store) ping(ctx context.Context) error {
 	var mu sync.Mutex
 	s.evicting = nil
 	policy := func(ctx context.Context, c redis.UniversalClient) {
-		if p := evictionPolicy(ctx, c); p != "" && p != "noeviction" {
+		if p, limited := evictionPolicy(ctx, c); p != "" && p != "noeviction" {
 			mu.Lock()
-			s.evicting = append(s.evicting, serverName(c)+" (maxmemory-policy "+p+")")
+			s.evicting = append(s.evicting, Eviction{Server: serverName(c), Policy: p, Limited: limited})
 			mu.Unlock()
 		}
 	}
@@ -418,18 +418,38 @@ func pingNode(ctx context.Context, c redis.UniversalClient) (version string, _ e
 }
 
 // evictionPolicy returns the server's maxmemory-policy ("" when it does
-// not say): INFO, which a server that renamed CONFIG still answers.
-func evictionPolicy(ctx context.Context, c redis.UniversalClient) string {
+// not say), and whether it has a maxmemory (0: no limit, nothing evicted
+// until one is set): INFO, which a server that renamed CONFIG answers.
+func evictionPolicy(ctx context.Context, c redis.UniversalClient) (policy string, limited bool) {
 	info, err := c.Info(ctx, "memory").Result()
 	if err != nil {
-		return ""
+		return "", false
 	}
 	for _, line := range strings.Split(info, "\n") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "maxmemory_policy:"); ok {
-			return v
+		line = strings.TrimSpace(line)
+		if v, ok := strings.CutPrefix(line, "maxmemory_policy:"); ok {
+			policy = v
+		} else if v, ok := strings.CutPrefix(line, "maxmemory:"); ok {
+			limited = v != "0"
 		}
 	}
-	return ""
+	return policy, limited
+}
+
+// Eviction is a server whose maxmemory-policy evicts keys (Evicting).
+type Eviction struct {
+	Server, Policy string
+	// Limited: the server has a maxmemory (0 is none: it evicts nothing
+	// until one is set).
+	Limited bool
+}
+
+func (e Eviction) String() string {
+	s := e.Server + " (maxmemory-policy " + e.Policy
+	if !e.Limited {
+		s += ", no maxmemory yet"
+	}
+	return s + ")"
 }
 
 // Evicting returns the masters (or the single server) that evict keys at
@@ -437,7 +457,7 @@ func evictionPolicy(ctx context.Context, c redis.UniversalClient) string {
 // index's keys evicted there leave documents without ids, ids without
 // records, counters gone. NB: noeviction refuses writes instead, which
 // lshdb reports as a full disk.
-func (s *Store) Evicting() []string { return slices.Clone(s.evicting) }
+func (s *Store) Evicting() []Eviction { return slices.Clone(s.evicting) }
 
 // serverName is the address of a single server's client (for messages).
 func serverName(c redis.UniversalClient) string {
