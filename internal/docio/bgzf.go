@@ -620,6 +620,11 @@ func (g *seqGzip) Read(p []byte) (int, error) {
 		} else if gerr := g.garbage(); gerr != nil {
 			g.err = gerr
 		} else if rerr := g.gz.Reset(g.br); rerr != nil {
+			if rerr == io.EOF {
+				// NB: a member's magic number was read (garbage): its
+				// header cut short is a truncated file, not its end.
+				rerr = io.ErrUnexpectedEOF
+			}
 			g.err = rerr
 		} else {
 			g.gz.Multistream(false)

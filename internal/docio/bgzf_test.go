@@ -376,10 +376,22 @@ func FuzzGzipReader(f *testing.F) {
 		if err != nil {
 			return
 		}
-		var want []byte
-		kr, kerr := kgzip.NewReader(bytes.NewReader(z))
-		if kerr == nil {
-			want, kerr = io.ReadAll(kr)
+		seq := func(z []byte) ([]byte, error) {
+			kr, err := kgzip.NewReader(bytes.NewReader(z))
+			if err != nil {
+				return nil, err
+			}
+			return io.ReadAll(kr)
+		}
+		want, kerr := seq(z)
+		// NB: zeros to the end pad a file, which gzip -d ignores and so
+		// does this reader (zeroPadding), where klauspost's reads them
+		// as a header: its reading without them (some of them: a
+		// member's trailer may end with zeros) must be the same.
+		for cut := len(z) - 1; kerr != nil && cut >= 0 && z[cut] == 0; cut-- {
+			if w, err := seq(z[:cut]); err == nil && bytes.Equal(got, w) {
+				want, kerr = w, nil
+			}
 		}
 		if kerr != nil || !bytes.Equal(got, want) {
 			t.Fatalf("read %q; klauspost's sequential reader reads %q, %v", got, want, kerr)
