@@ -1184,7 +1184,7 @@ func (c *Client) ClustersFrom(ctx context.Context, seq iter.Seq2[db.Pair, error]
 				if wireID(p.A) == nil {
 					missing = p.B
 				}
-				err = fmt.Errorf("%w: the pair (%q, %q) names %q, which the index does not hold", db.ErrNotFound, p.A, p.B, missing)
+				err = fmt.Errorf("%w: the pair (%q, %q) names %q, which the index does not hold (deleted or expired since the pairs were found, or pairs of another index)", db.ErrNotFound, p.A, p.B, missing)
 			}
 			if err != nil {
 				seqErr = err
