@@ -2,7 +2,6 @@ package db
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -45,15 +44,9 @@ func (db *DB) Compact(ctx context.Context) error {
 	// they were, their space stayed (20,000 expired of 21,000 took 38 MiB
 	// after a compaction, 0.4 MiB after a sweep and one), and the process
 	// that asked ended with the background sweep barely begun.
-	n, err := db.sweep(ctx)
-	db.counts.sweeps.Add(1)
-	db.counts.swept.Add(uint64(n))
-	if err != nil {
+	if _, err := db.countedSweep(ctx); err != nil {
 		if cerr := ctxErr(ctx); cerr != nil {
 			return cerr
-		}
-		if !errors.Is(err, ErrClosed) {
-			db.counts.sweepErrors.Add(1) // NB: as SweepExpired counts them
 		}
 		return fmt.Errorf("compacting: sweeping the expired documents first (those swept are swept): %w", err)
 	}

@@ -39,6 +39,13 @@ func (db *DB) SweepExpired(ctx context.Context) (int, error) {
 	}
 	ctx, cancel := db.opCtx(ctx)
 	defer cancel()
+	return db.countedSweep(ctx)
+}
+
+// countedSweep is sweep, counted in the handle's metrics: a sweep, the
+// documents it removed, and its error unless the handle closed or ctx
+// ended. The caller holds db.mu for reading.
+func (db *DB) countedSweep(ctx context.Context) (int, error) {
 	n, err := db.sweep(ctx)
 	db.counts.sweeps.Add(1)
 	db.counts.swept.Add(uint64(n))

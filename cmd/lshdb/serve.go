@@ -183,17 +183,16 @@ func (a *app) serve(so *serveOptions) error {
 	}
 	d, err := db.Open(a.dbDir, a.writeOptions(&db.Options{MustExist: true, Logger: log}))
 	// NB: a holder that does not serve may be an owner starting (its
-	// socket comes milliseconds after its lock) or closing: waited for as
-	// an attaching command waits (handoverWait). A second serve started
-	// beside a starting one was told to kill it.
-	for deadline := time.Now().Add(handoverWait); errors.Is(err, db.ErrLocked) && time.Now().Before(deadline); {
-		if _, serving := ownerOf(a.dbDir); serving {
+	// socket comes milliseconds after its lock) or closing, or a server
+	// that says it is stopping: waited for as an attaching command waits
+	// (heldWait). A second serve started beside a starting one was told
+	// to kill it.
+	for held := newHeldWait(); errors.Is(err, db.ErrLocked); {
+		if _, serving := ownerOf(a.dbDir); serving || !held.again(a) {
 			break
 		}
-		select {
-		case <-a.ctx.Done():
+		if a.ctx.Err() != nil {
 			return fmt.Errorf("%w while waiting for the process that holds %s: nothing was done%w", context.Cause(a.ctx), a.dbDir, silently{context.Canceled})
-		case <-time.After(20 * time.Millisecond):
 		}
 		d, err = db.Open(a.dbDir, a.writeOptions(&db.Options{MustExist: true, Logger: log}))
 	}

@@ -2310,10 +2310,7 @@ func (g *skipGuard) check(d index) error {
 	if n := len(g.unnamed); n > 0 {
 		at := make([]string, n)
 		for i, re := range g.unnamed {
-			at[i] = re.File
-			if re.Line > 0 {
-				at[i] = fmt.Sprintf("%s:%d", re.File, re.Line)
-			}
+			at[i] = re.Pos() // NB: FILE for a file read whole (text, binary)
 		}
 		return fmt.Errorf("%s skipped as bad before %s id could be read (%s): --delete-missing would delete the stored %s, whichever it is; fix the records (--rejects writes them out), and build again",
 			counted(n, "record was", "records were"), plural(n, "its", "their"), listSome(at, 3), plural(n, "document it names", "documents they name"))
@@ -2342,11 +2339,7 @@ func (g *skipGuard) check(d index) error {
 	for i, re := range recs {
 		if has[i] && !seen[re.ID] {
 			seen[re.ID] = true
-			at := re.File // NB: a file read whole (text, binary) has no line
-			if re.Line > 0 {
-				at = fmt.Sprintf("%s:%d", re.File, re.Line)
-			}
-			named = append(named, fmt.Sprintf("%s (id %s)", at, docio.QuoteID(re.ID)))
+			named = append(named, fmt.Sprintf("%s (id %s)", re.Pos(), docio.QuoteID(re.ID)))
 		}
 	}
 	if n := len(named); n > 0 {

@@ -365,14 +365,7 @@ func parseJSON(o *Options, s *lineScan, name string, line int, b []byte) (Record
 // notUTF8 is the error of a field whose raw bytes are not UTF-8: it
 // names the first bad byte and its offset in the field.
 func notUTF8(field string, raw []byte) error {
-	at := 0
-	for at < len(raw) {
-		r, size := utf8.DecodeRune(raw[at:])
-		if r == utf8.RuneError && size == 1 {
-			break
-		}
-		at += size
-	}
+	at := firstInvalid(raw)
 	// NB: the offset in the string as written, after its opening quote.
 	return fmt.Errorf("field %q is not valid UTF-8 (byte 0x%02x at offset %d of its string as written): text in another encoding, such as Latin-1? convert the file first (iconv -f latin1 -t utf-8)", field, raw[min(at, len(raw)-1)], max(at-1, 0))
 }

@@ -151,6 +151,13 @@ func (r *reader) text(name, id string, in io.Reader) error {
 // notUTF8Text is the error of a text file that is mostly UTF-8 but not
 // all: it names the first bad byte and its offset.
 func notUTF8Text(b []byte) error {
+	at := firstInvalid(b)
+	return notUTF8Error{b[at], at}
+}
+
+// firstInvalid returns the offset of b's first byte that is not part of
+// a valid UTF-8 sequence, len(b) when there is none.
+func firstInvalid(b []byte) int {
 	at := 0
 	for at < len(b) {
 		r, size := utf8.DecodeRune(b[at:])
@@ -159,7 +166,7 @@ func notUTF8Text(b []byte) error {
 		}
 		at += size
 	}
-	return notUTF8Error{b[at], at}
+	return at
 }
 
 // ErrNotUTF8 is the error of a text file that reads as text (IsText)
