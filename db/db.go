@@ -104,6 +104,10 @@ type DB struct {
 	// heartbeatDone is closed when the writer's heartbeat has ended
 	// (startHeartbeat); nil without one.
 	heartbeatDone chan struct{}
+	// gone is set when the heartbeat finds the Redis index's manifest
+	// gone (dropped under the handle, or lost by a Redis restarted
+	// without its data): writes are refused from then on (errGone).
+	gone atomic.Bool
 	popts         *pebble.Options // as opened, defaults filled in (Load's SSTables follow them)
 	lock          *dirLock
 	man           codec.Manifest

@@ -295,7 +295,8 @@ func (db *DB) startHeartbeat(every time.Duration) {
 				// parameters, maybe) is not this handle's.
 			} else if m, err := db.rkv.Manifest(ctx); err == nil && m == nil {
 				gone = true
-				db.opts.Logger.Error("lshdb: the index's manifest is gone from Redis (dropped, or lost with a restart without persistence): this handle's writes go to no index; close it, and restore or create the index again", "index", db.dir)
+				db.gone.Store(true)
+				db.opts.Logger.Error("lshdb: the index's manifest is gone from Redis (dropped, or lost with a restart without persistence): this handle's writes are refused from now on; close it, and restore or create the index again", "index", db.dir)
 				// NB: a registration a drop between the two reads left.
 				db.rkv.Unregister(ctx, db.writer)
 			} else if err := db.rkv.Register(ctx, db.writer); err != nil && db.closing.Err() == nil {
@@ -364,9 +365,22 @@ func (db *DB) redisManifest(ctx context.Context) error {
 	return nil
 }
 
+// errGone is the error of a write through a handle whose Redis index
+// was found gone (DB.gone).
+//
+// NB: the writes went on into keys no index named: acknowledged, found
+// by no reader of a new index, and left as leftovers that refused its
+// creation (a window of one heartbeat remains).
+func (db *DB) errGone() error {
+	return fmt.Errorf("%w: %s: its manifest is gone from Redis (dropped, or lost with a restart without persistence) since this handle opened it: nothing was written; close the handle, and restore or create the index again", ErrNotExist, db.dir)
+}
+
 // redisWrite writes prepared documents (unique ids); it returns how many
 // replaced a stored one. The caller holds wmu.
 func (db *DB) redisWrite(preps []prepared) (int, error) {
+	if db.gone.Load() {
+		return 0, db.errGone()
+	}
 	// NB: as on Pebble (expiryManifest), the first documents with an
 	// expiry make the index format 4, before they are written.
 	if slices.ContainsFunc(preps, func(p prepared) bool { return p.expires != 0 }) {
@@ -427,6 +441,9 @@ func (db *DB) redisSync(wo *WriteOptions) error {
 // in between).
 func (db *DB) redisDelete(ids []string, o *WriteOptions) (DeleteResult, error) {
 	var res DeleteResult
+	if db.gone.Load() {
+		return res, db.errGone()
+	}
 	seen := make(map[string]bool, len(ids))
 	var uniq []string
 	for _, id := range ids {

@@ -1807,6 +1807,22 @@ func TestRedisHeartbeatOfDroppedIndex(t *testing.T) {
 	if n := strings.Count(log.String(), "the index's manifest is gone"); n != 1 {
 		t.Errorf("said %d times that the index is gone, want once:\n%s", n, log.String())
 	}
+	// Its writes are refused, and write nothing: they went into keys no
+	// index named (acknowledged, found by no reader), and made leftovers
+	// that refused the index's creation again (a review's R3).
+	if err := w.Put(Doc{ID: "a", Text: "a document put after the drop"}, nil); !errors.Is(err, ErrNotExist) {
+		t.Errorf("Put into the dropped index: %v, want ErrNotExist", err)
+	}
+	docs := func(yield func(Doc, error) bool) { yield(Doc{ID: "b", Text: "a document loaded after the drop"}, nil) }
+	if _, err := w.Load(ctx, docs, nil); !errors.Is(err, ErrNotExist) {
+		t.Errorf("Load into the dropped index: %v, want ErrNotExist", err)
+	}
+	if _, err := w.DeleteIDs([]string{"a"}, &WriteOptions{IgnoreMissing: true}); !errors.Is(err, ErrNotExist) {
+		t.Errorf("Delete in the dropped index: %v, want ErrNotExist", err)
+	}
+	if left, err := s.Leftovers(ctx); err != nil || len(left) != 0 {
+		t.Errorf("keys written after the drop: %v, %v", left, err)
+	}
 }
 
 // Ensure that an index is not created over the keys of one whose
