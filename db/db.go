@@ -107,13 +107,13 @@ type DB struct {
 	// gone is set when the heartbeat finds the Redis index's manifest
 	// gone (dropped under the handle, or lost by a Redis restarted
 	// without its data): writes are refused from then on (errGone).
-	gone atomic.Bool
-	popts         *pebble.Options // as opened, defaults filled in (Load's SSTables follow them)
-	lock          *dirLock
-	man           codec.Manifest
-	shOpt         minhash.Options
-	skOpt         minhash.SketchOptions
-	bands         bands.Params
+	gone  atomic.Bool
+	popts *pebble.Options // as opened, defaults filled in (Load's SSTables follow them)
+	lock  *dirLock
+	man   codec.Manifest
+	shOpt minhash.Options
+	skOpt minhash.SketchOptions
+	bands bands.Params
 
 	hashers sync.Pool   // *minhash.Hasher
 	qcache  *queryCache // nil: Options.QueryCacheSize < 0, or Redis
