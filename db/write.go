@@ -1018,7 +1018,23 @@ func dropOld(b *pebble.Batch, o *oldDoc, postings *postingOps, c *codec.Counters
 // would. The caller holds wmu (nothing commits meanwhile).
 func (db *DB) lookupOlds(preps []prepared) ([]oldDoc, error) {
 	olds := make([]oldDoc, len(preps))
-	workers := max(1, min(runtime.GOMAXPROCS(0), len(preps)/lookupOldsPerWorker))
+	err := db.eachLookup(len(preps), func(it *pebble.Iterator, i int, scratch *docData, idKey *[]byte) error {
+		*idKey = codec.AppendIDKey((*idKey)[:0], preps[i].id)
+		return db.lookupOld(it, *idKey, scratch, &olds[i])
+	})
+	if err != nil {
+		return nil, err
+	}
+	return olds, nil
+}
+
+// eachLookup calls f for every i in [0, n), on several cores when n is
+// large (lookupOldsPerWorker each), each goroutine with its own writeIter
+// and scratch buffers. It returns the error f gives for the lowest failing
+// i, as one loop would; f may fill only what i owns. The caller holds wmu
+// (nothing commits meanwhile).
+func (db *DB) eachLookup(n int, f func(it *pebble.Iterator, i int, scratch *docData, idKey *[]byte) error) error {
+	workers := max(1, min(runtime.GOMAXPROCS(0), n/lookupOldsPerWorker))
 	its := make([]*pebble.Iterator, 0, workers)
 	defer func() {
 		for _, it := range its {
@@ -1028,11 +1044,11 @@ func (db *DB) lookupOlds(preps []prepared) ([]oldDoc, error) {
 	for range workers {
 		it, err := db.writeIter()
 		if err != nil {
-			return nil, err
+			return err
 		}
 		its = append(its, it)
 	}
-	errs := make([]error, len(preps))
+	errs := make([]error, n)
 	var next atomic.Int64
 	var failed atomic.Bool
 	// NB: indexes are claimed in order and a claimed one is always looked
@@ -1043,11 +1059,10 @@ func (db *DB) lookupOlds(preps []prepared) ([]oldDoc, error) {
 		var idKey []byte
 		for !failed.Load() {
 			i := int(next.Add(1) - 1)
-			if i >= len(preps) {
+			if i >= n {
 				return
 			}
-			idKey = codec.AppendIDKey(idKey[:0], preps[i].id)
-			if err := db.lookupOld(it, idKey, &scratch, &olds[i]); err != nil {
+			if err := f(it, i, &scratch, &idKey); err != nil {
 				errs[i] = err
 				failed.Store(true)
 			}
@@ -1064,10 +1079,10 @@ func (db *DB) lookupOlds(preps []prepared) ([]oldDoc, error) {
 	}
 	for _, err := range errs {
 		if err != nil {
-			return nil, err
+			return err
 		}
 	}
-	return olds, nil
+	return nil
 }
 
 // lookupOldsPerWorker is the fewest documents lookupOlds gives each
