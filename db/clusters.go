@@ -518,7 +518,7 @@ func (db *DB) ClustersFrom(ctx context.Context, seq iter.Seq2[Pair, error], po *
 		return nil, fmt.Errorf("%w: ClustersFrom of a nil sequence of pairs", ErrInvalidOptions)
 	}
 	return db.clustersFrom(ctx, func(yield func(redisPair, error) bool) {
-		for p, err := range seq {
+		for p, err := range callerSeq(seq) {
 			if !yield(redisPair{Pair: p}, err) {
 				return
 			}

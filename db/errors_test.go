@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"iter"
 	"log/slog"
 	"math"
 	"math/rand/v2"
@@ -1201,6 +1202,11 @@ func TestNilContext(t *testing.T) {
 	if err := d.Compact(none); err != nil {
 		t.Errorf("Compact(nil): %v", err)
 	}
+	// NB: WithProgress panicked in context.WithValue (an API review's A1).
+	reported := 0
+	if _, err := d.Check(WithProgress(none, func(Progress) { reported++ })); err != nil || reported == 0 {
+		t.Errorf("Check(WithProgress(nil, fn)): %v, %d reports", err, reported)
+	}
 	done := make(chan error, 1)
 	go func() { done <- d.Close() }()
 	select {
@@ -1267,5 +1273,83 @@ func TestOpenURLNotIndex(t *testing.T) {
 	}
 	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
 		t.Fatalf("the refused opens made %v", ents)
+	}
+}
+
+// Ensure that a caller's sequence that goes on yielding after it was told
+// to stop (yield returned false) gets the call's error, not a panic on
+// the caller's goroutine ("range function continued iteration", an API
+// review's A2): Load stopped by a bad first document, ClustersFrom and
+// BestPairs stopped by an error in the sequence. The oracle: the errors
+// the same calls give on a well-behaved sequence, and the stored
+// documents, unchanged.
+func TestCallerSeqThatIgnoresStop(t *testing.T) {
+	dir := t.TempDir()
+	d := mustOpen(t, dir, nil)
+	if err := d.Put(Doc{ID: "kept", Text: "a document stored before the bad load"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	stop := errors.New("the sequence's own error")
+	// rude yields n documents (the first with an empty id, or after an
+	// error), whatever yield returns.
+	rude := func(first error) iter.Seq2[Doc, error] {
+		return func(yield func(Doc, error) bool) {
+			if first != nil {
+				yield(Doc{}, first)
+			}
+			for i := range 3000 {
+				id := fmt.Sprint("L", i)
+				if i == 0 && first == nil {
+					id = ""
+				}
+				yield(Doc{ID: id, Text: "a loaded document, number " + id}, nil)
+			}
+		}
+	}
+	call := func(name string, f func() error) error {
+		t.Helper()
+		var err error
+		func() {
+			defer func() {
+				if r := recover(); r != nil {
+					t.Errorf("%s panicked: %v", name, r)
+				}
+			}()
+			err = f()
+		}()
+		return err
+	}
+	if err := call("Load", func() error { _, err := d.Load(context.Background(), rude(nil), nil); return err }); !errors.Is(err, ErrInvalidID) {
+		t.Errorf("Load of a bad first document: %v, want ErrInvalidID", err)
+	}
+	if err := call("Load", func() error { _, err := d.Load(context.Background(), rude(stop), nil); return err }); !errors.Is(err, stop) {
+		t.Errorf("Load of a failing sequence: %v, want its error", err)
+	}
+	rudePairs := func(yield func(Pair, error) bool) {
+		yield(Pair{}, stop)
+		for range 100 {
+			yield(Pair{A: "kept", B: "kept", Jaccard: 1}, nil)
+		}
+	}
+	if err := call("ClustersFrom", func() error { _, err := d.ClustersFrom(context.Background(), rudePairs, nil); return err }); !errors.Is(err, stop) {
+		t.Errorf("ClustersFrom of a failing sequence: %v, want its error", err)
+	}
+	if err := call("BestPairs", func() error {
+		for _, err := range BestPairs(rudePairs, 3) {
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	}); !errors.Is(err, stop) {
+		t.Errorf("BestPairs of a failing sequence: %v, want its error", err)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	d = mustOpen(t, dir, nil)
+	defer d.Close()
+	if n, err := d.Count(); err != nil || n != 1 {
+		t.Errorf("after the refused loads: %d documents, %v; want the 1 stored before", n, err)
 	}
 }

@@ -412,7 +412,7 @@ func (l *loader) readChunks(ctx context.Context, docs iter.Seq2[Doc, error], out
 		}
 	}
 	done := ctx.Done()
-	for d, err := range docs {
+	for d, err := range callerSeq(docs) {
 		if err != nil {
 			return err
 		}

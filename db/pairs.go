@@ -229,7 +229,7 @@ func bestPairs(pairs iter.Seq2[Pair, error], n int, stop func() error) iter.Seq2
 			return
 		}
 		best := topk.New(n, ComparePairs)
-		for p, err := range pairs {
+		for p, err := range callerSeq(pairs) {
 			if err != nil {
 				yield(Pair{}, err)
 				return

@@ -33,9 +33,15 @@ type progressKey struct{}
 // httptrace hooks into a request: no method takes an extra argument, and
 // a call without it does no progress work at all.
 //
-// A call through db/client does not report progress. A nil fn reports
+// A call through db/client does not report progress. A nil ctx is
+// context.Background(), as in every call of the package. A nil fn reports
 // nothing (not even to a function an outer WithProgress gave).
 func WithProgress(ctx context.Context, fn func(Progress)) context.Context {
+	if ctx == nil {
+		// NB: as every call of the package takes a nil context (it
+		// panicked in context.WithValue: an API review's A1).
+		ctx = context.Background()
+	}
 	if fn == nil {
 		// NB: as httptrace's nil hooks (it was a nil dereference on the
 		// call's goroutine); a nil reporter's methods do nothing.

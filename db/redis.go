@@ -759,7 +759,7 @@ func (db *DB) redisLoad(ctx context.Context, docs iter.Seq2[Doc, error], o LoadO
 		return nil
 	}
 	done := ctx.Done()
-	for d, err := range docs {
+	for d, err := range callerSeq(docs) {
 		if err != nil {
 			return res, err
 		}

@@ -61,7 +61,17 @@ of 1,000 into a fresh temporary index, and queries by text. With --db: queries
 by id against an existing index. Figures are from this run only.`,
 		Args: nArgs(0),
 		RunE: func(c *cobra.Command, args []string) error {
+			// NB: a flag of the other mode was ignored: --limit under
+			// --build ran a bulk build of the whole corpus.
 			if build {
+				for _, f := range []string{"limit", "queries"} {
+					if c.Flags().Changed(f) {
+						return usagef("--%s is not for --build, which measures the whole corpus", f)
+					}
+				}
+				if a.dbDir != "" || a.shellDB != nil {
+					return usagef("--build measures a build from --corpus into a temporary index: not --db")
+				}
 				if corpusPath == "" {
 					return usagef("--build needs --corpus")
 				}
@@ -69,6 +79,11 @@ by id against an existing index. Figures are from this run only.`,
 					return usagef("--rounds must be at least 1")
 				}
 				return a.benchBuild(corpusPath, extendPath, rounds)
+			}
+			for _, f := range []string{"rounds", "extend"} {
+				if c.Flags().Changed(f) {
+					return usagef("--%s is for --build only", f)
+				}
 			}
 			if (corpusPath == "") == (a.dbDir == "" && a.shellDB == nil) {
 				return usagef("give exactly one of --corpus and --db")

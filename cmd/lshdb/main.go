@@ -615,6 +615,30 @@ func (a *app) versionCmd() *cobra.Command {
 }
 
 // nArgs returns a cobra.PositionalArgs that wants exactly n arguments.
+// idArgs is nArgs for a command whose n arguments are document ids: an
+// id no document can have (empty, too long, not UTF-8) is a usage error
+// (exit 2), as any malformed argument, where it was an error of the
+// index (exit 1). It wraps db.ErrInvalidID.
+func idArgs(n int) cobra.PositionalArgs {
+	return func(c *cobra.Command, args []string) error {
+		if err := nArgs(n)(c, args); err != nil {
+			return err
+		}
+		return checkIDArgs(args)
+	}
+}
+
+// checkIDArgs refuses, as a usage error, the first of the ids given as
+// arguments that no document can have.
+func checkIDArgs(ids []string) error {
+	for _, id := range ids {
+		if err := db.CheckID(id); err != nil {
+			return usageError{err}
+		}
+	}
+	return nil
+}
+
 func nArgs(n int) cobra.PositionalArgs {
 	return func(c *cobra.Command, args []string) error {
 		if len(args) != n {

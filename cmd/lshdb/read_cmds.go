@@ -985,7 +985,7 @@ func (a *app) explainCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "explain --db DIR ID1 ID2",
 		Short: "Why two documents match or do not: Jaccard, estimate, colliding bands",
-		Args:  nArgs(2),
+		Args:  idArgs(2),
 		RunE: func(c *cobra.Command, args []string) error {
 			return a.withIndex(func(d index) error {
 				e, err := d.Explain(args[0], args[1])

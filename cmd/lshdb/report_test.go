@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lshdb/lshdb/db"
 )
@@ -562,5 +563,42 @@ func TestReportPairsConcatenatedRefused(t *testing.T) {
 	_, errOut, code := runLine([]string{"report", "--db", dir, "--out", filepath.Join(tmp, "r.html"), "--pairs", pf}, "")
 	if code != 1 || !strings.Contains(errOut, "a line after the end line") {
 		t.Fatalf("report --pairs of two files one after the other: exit %d, %q", code, errOut)
+	}
+}
+
+// Ensure that the report counts the live documents, with the expired
+// ones awaiting the sweep said apart: it counted them as documents (30,
+// of which its pairs and clusters saw 10) and never said "expired"
+// (an inspection review's N2). The answer is known by construction: 10
+// live copies of one text (45 pairs), 20 distinct texts expired.
+func TestReportSaysExpired(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "idx")
+	var expiring, staying strings.Builder
+	for i := range 20 {
+		fmt.Fprintf(&expiring, "{\"id\":\"x%02d\",\"text\":\"a text that lives a second, and it is number %d of them\"}\n", i, i)
+	}
+	for i := range 10 {
+		fmt.Fprintf(&staying, "{\"id\":\"s%02d\",\"text\":\"another shared text that stays alive for ever and ever\"}\n", i)
+	}
+	start := time.Now()
+	if _, errOut, code := runLine([]string{"insert", "--db", dir, "--ttl", "1s", "-"}, expiring.String()); code != 0 {
+		t.Fatal(errOut)
+	}
+	if _, errOut, code := runLine([]string{"insert", "--db", dir, "-"}, staying.String()); code != 0 {
+		t.Fatal(errOut)
+	}
+	time.Sleep(time.Until(start.Add(1100 * time.Millisecond)))
+	out := filepath.Join(t.TempDir(), "r.html")
+	said := runOK(t, "report", "--db", dir, "--out", out)
+	if want := "10 documents (and 20 expired, awaiting the sweep), 45 pairs"; !strings.Contains(said, want) {
+		t.Errorf("report said %q, want %q", said, want)
+	}
+	raw, _ := os.ReadFile(out)
+	page := string(raw)
+	parseXML(t, page)
+	for _, want := range []string{`<b>10</b><span>documents</span>`, "10, and 20 expired awaiting the sweep", "The buckets still hold the 20 expired documents"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the page does not say %q", want)
+		}
 	}
 }

@@ -1748,7 +1748,7 @@ func (a *app) getCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "get --db DIR ID",
 		Short: "Show a stored document",
-		Args:  nArgs(1),
+		Args:  idArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			return a.withIndex(func(d index) error {
 				doc, err := d.Get(args[0])
@@ -1856,6 +1856,9 @@ command, unless --ignore-missing.`,
 			var ids []string
 			for _, arg := range args {
 				if arg != "-" {
+					if err := checkIDArgs([]string{arg}); err != nil {
+						return err
+					}
 					ids = append(ids, arg)
 					continue
 				}
