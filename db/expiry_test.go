@@ -675,3 +675,33 @@ func TestClustersFromExpiredMember(t *testing.T) {
 		t.Fatalf("after the sweep: %v", err)
 	}
 }
+
+// Ensure that Stats sizes the expiry index as a kind of its own: its keys
+// were counted in no kind (an inspection review's N7). The oracle: one
+// key of codec.ExpiryKeyLen bytes and no value per document with a TTL,
+// and none once they are deleted.
+func TestStatsCountsTheExpiryIndex(t *testing.T) {
+	d := mustOpen(t, t.TempDir(), nil)
+	defer d.Close()
+	for i := range 7 {
+		if err := d.Put(Doc{ID: fmt.Sprint("t", i), Text: fmt.Sprint("a document with a time to live, number ", i)}, &WriteOptions{TTL: time.Hour}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := d.Put(Doc{ID: "kept", Text: "a document that never expires"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	st, err := d.Stats(context.Background(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := st.StoredBytes["expiry"], uint64(7*codec.ExpiryKeyLen); got != want {
+		t.Errorf("expiry index: %d bytes, want %d (7 keys of %d)", got, want, codec.ExpiryKeyLen)
+	}
+	if _, err := d.DeleteIDs([]string{"t0", "t1", "t2", "t3", "t4", "t5", "t6"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if st, err = d.Stats(context.Background(), 0); err != nil || st.StoredBytes["expiry"] != 0 {
+		t.Errorf("after the deletes: %d bytes of expiry index, %v; want 0", st.StoredBytes["expiry"], err)
+	}
+}

@@ -335,7 +335,8 @@ type Stats struct {
 	// logs, and files that compactions made obsolete but not yet removed).
 	DiskBytes uint64
 	// TableBytes is the size of the store's tables by the record kind of
-	// their first key ("docs", "ids", "postings", "manifest+counters"):
+	// their first key ("docs", "ids", "postings", "expiry",
+	// "manifest+counters"):
 	// compressed, as on disk. A table that spans two kinds (compactions
 	// cut tables by size, not by kind) counts as its first key's.
 	TableBytes map[string]uint64
@@ -403,7 +404,7 @@ func (db *DB) Stats(ctx context.Context, top int) (*Stats, error) {
 		lo, hi []byte
 	}{{"manifest+counters", []byte{codec.PrefixManifest}, []byte{codec.PrefixCounters + 1}},
 		{"docs", codec.DocPrefix, codec.DocPrefixEnd}, {"ids", codec.IDPrefix, codec.IDPrefixEnd},
-		{"postings", codec.PostingPrefix, codec.PostingPrefixEnd}} {
+		{"postings", codec.PostingPrefix, codec.PostingPrefixEnd}, {"expiry", codec.ExpiryPrefix, codec.ExpiryPrefixEnd}} {
 		var n uint64
 		done, bands := counter{p: prog}, newBandCounter(prog)
 		tick := func([]byte) { done.inc() }
@@ -450,6 +451,8 @@ func (db *DB) Stats(ctx context.Context, top int) (*Stats, error) {
 					kind = "ids"
 				case codec.PrefixPosting:
 					kind = "postings"
+				case codec.PrefixExpiry:
+					kind = "expiry"
 				}
 			}
 			st.TableBytes[kind] += t.Size

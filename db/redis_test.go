@@ -438,7 +438,7 @@ func TestRedisStatsMatchPebble(t *testing.T) {
 		t.Fatalf("Redis Stats has disk bytes %d, tables %v", b.DiskBytes, b.TableBytes)
 	}
 	var total uint64
-	for _, kind := range []string{"docs", "ids", "postings", "manifest+counters"} {
+	for _, kind := range []string{"docs", "ids", "postings", "expiry", "manifest+counters"} {
 		if b.StoredBytes[kind] == 0 {
 			t.Fatalf("Redis Stats: no memory for %s: %v", kind, b.StoredBytes)
 		}

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -678,4 +679,26 @@ func barDocs(t *testing.T, dir string, n int) string {
 		t.Fatal(err)
 	}
 	return file
+}
+
+// Ensure that every label of tune's picture starts inside it (the
+// threshold's was drawn at x = -44 for t = 0.05, an inspection review's
+// N1), and that a banding for threshold 1 says it was chosen for 0.999
+// (N8). The picture is 640 wide.
+func TestTunePlotLabelsInside(t *testing.T) {
+	for _, th := range []string{"0.05", "0.1", "0.5", "0.99"} {
+		path := filepath.Join(t.TempDir(), "curve.svg")
+		if _, errOut, code := runLine([]string{"tune", "--threshold", th, "--plot", path}, ""); code != 0 {
+			t.Fatalf("tune: %d %s", code, errOut)
+		}
+		raw, _ := os.ReadFile(path)
+		for _, m := range regexp.MustCompile(`<text x="(-?[0-9.]+)"`).FindAllStringSubmatch(string(raw), -1) {
+			if x, _ := strconv.ParseFloat(m[1], 64); x < 0 || x > 640 {
+				t.Errorf("threshold %s: a label at x = %v, outside the picture", th, x)
+			}
+		}
+	}
+	if out := runOK(t, "tune", "--threshold", "1"); !strings.Contains(out, "for threshold 1 (chosen for 0.999)") {
+		t.Errorf("tune --threshold 1 says: %s", out)
+	}
 }

@@ -341,11 +341,22 @@ type memberJSON struct {
 	ID     string `json:"id"`
 }
 
+// expiryBytes is the expiry index's part of stats' bytes by record kind:
+// "expiry index N, ", or nothing for an index with no TTL (it was counted
+// in no kind: an inspection review's N7).
+func expiryBytes(n uint64) string {
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("expiry index %d, ", n)
+}
+
 // storedBytesJSON is stats' stored bytes by record kind.
 type storedBytesJSON struct {
 	Docs             uint64 `json:"docs"`
 	IDs              uint64 `json:"ids"`
 	Postings         uint64 `json:"postings"`
+	Expiry           uint64 `json:"expiry"` // the expiry index: a key per document with a TTL
 	ManifestCounters uint64 `json:"manifest_and_counters"`
 }
 

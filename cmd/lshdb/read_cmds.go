@@ -804,7 +804,7 @@ func (a *app) statsCmd() *cobra.Command {
 					return interruptNote(err, "stats interrupted: nothing printed")
 				}
 				sb := storedBytesJSON{Docs: st.StoredBytes["docs"], IDs: st.StoredBytes["ids"], Postings: st.StoredBytes["postings"],
-					ManifestCounters: st.StoredBytes["manifest+counters"]}
+					Expiry: st.StoredBytes["expiry"], ManifestCounters: st.StoredBytes["manifest+counters"]}
 				if a.json() {
 					p := st.Params
 					return a.emitJSON(statsJSON{Docs: st.Docs, Threshold: p.Threshold, Bands: p.Bands.B, Rows: p.Bands.R,
@@ -813,7 +813,7 @@ func (a *app) statsCmd() *cobra.Command {
 						ExpectedRecall: st.ExpectedRecall, ExpectedRecallShort: shortDocs(st.Recall), PostingListsPerBand: nonNil(st.Buckets.Lists),
 						BucketSizeHistogram: nonNil(st.Buckets.Histogram), StoredBytes: sb, DiskBytes: st.DiskBytes,
 						TableBytes: storedBytesJSON{Docs: st.TableBytes["docs"], IDs: st.TableBytes["ids"], Postings: st.TableBytes["postings"],
-							ManifestCounters: st.TableBytes["manifest+counters"]}, LogBytes: st.LogBytes, RecycledLogBytes: st.RecycledLogBytes,
+							Expiry: st.TableBytes["expiry"], ManifestCounters: st.TableBytes["manifest+counters"]}, LogBytes: st.LogBytes, RecycledLogBytes: st.RecycledLogBytes,
 						Hottest: bucketsJSON(st.Buckets.Hottest), Expired: st.Expired, Expiring: st.Expiring})
 				}
 				if err := a.printParams(d, &st.Recall); err != nil {
@@ -830,15 +830,15 @@ func (a *app) statsCmd() *cobra.Command {
 				fmt.Fprintf(a.stdout, "posting lists: %d (per band: %v)\n", total, st.Buckets.Lists)
 				a.printHistogram(st.Buckets.Histogram)
 				if db.IsRedisURL(a.dbDir) {
-					fmt.Fprintf(a.stdout, "memory on the masters (MEMORY USAGE): docs %d, ids %d, postings %d, manifest and counters %d; total %s\n",
-						sb.Docs, sb.IDs, sb.Postings, sb.ManifestCounters, humanBytes(sb.Docs+sb.IDs+sb.Postings+sb.ManifestCounters))
+					fmt.Fprintf(a.stdout, "memory on the masters (MEMORY USAGE): docs %d, ids %d, postings %d, %smanifest and counters %d; total %s\n",
+						sb.Docs, sb.IDs, sb.Postings, expiryBytes(sb.Expiry), sb.ManifestCounters, humanBytes(sb.Docs+sb.IDs+sb.Postings+sb.Expiry+sb.ManifestCounters))
 					return a.printHottest(st.Buckets.Hottest)
 				}
-				fmt.Fprintf(a.stdout, "stored bytes: docs %d, ids %d, postings %d, manifest and counters %d; on disk %d\n",
-					sb.Docs, sb.IDs, sb.Postings, sb.ManifestCounters, st.DiskBytes)
+				fmt.Fprintf(a.stdout, "stored bytes: docs %d, ids %d, postings %d, %smanifest and counters %d; on disk %d\n",
+					sb.Docs, sb.IDs, sb.Postings, expiryBytes(sb.Expiry), sb.ManifestCounters, st.DiskBytes)
 				tb := st.TableBytes
-				fmt.Fprintf(a.stdout, "tables on disk (compressed), each counted by the kind of its first key (a table may hold several kinds): docs %d, ids %d, postings %d, manifest and counters %d\n",
-					tb["docs"], tb["ids"], tb["postings"], tb["manifest+counters"])
+				fmt.Fprintf(a.stdout, "tables on disk (compressed), each counted by the kind of its first key (a table may hold several kinds): docs %d, ids %d, postings %d, %smanifest and counters %d\n",
+					tb["docs"], tb["ids"], tb["postings"], expiryBytes(tb["expiry"]), tb["manifest+counters"])
 				// NB: after small inserts, the tables held nothing and stats
 				// read as an empty index.
 				// NB: it gave the logs kept for reuse as writes not yet

@@ -255,8 +255,11 @@ type reportData struct {
 	PairsLo      float64 // the similarity histogram's first bin
 	PairsSource  string  // where the pairs came from, for the page
 	PairsFromRun bool
-	Clusters     [][]string // ids sorted, largest first
-	Elapsed      time.Duration
+	// PairsLoOfFile: PairsLo is the pairs file's lowest similarity (no
+	// --pairs-threshold given).
+	PairsLoOfFile bool
+	Clusters      [][]string // ids sorted, largest first
+	Elapsed       time.Duration
 }
 
 func (a *app) reportCmd() *cobra.Command {
@@ -323,6 +326,10 @@ page.`,
 						rd.PairsSource = "the pairs read from stdin"
 					}
 					rd.PairsLo = math.Floor(rd.Pairs.lowest/pairBinWidth+1e-9) * pairBinWidth
+					rd.PairsLoOfFile = !c.Flags().Changed("pairs-threshold")
+					if rd.PairsLoOfFile && rd.Pairs.total > 0 && rd.PairsLo > t {
+						a.notef(fmt.Sprintf("the lowest similarity in %s is %.4f, above the index threshold %v: if the file was made at a higher threshold, the pairs between are not in it, and the page's pairs and clusters are short of them (pairs --output json --header writes a header, which report checks)", escControls(pairsFile), rd.Pairs.lowest, t))
+					}
 					if c.Flags().Changed("pairs-threshold") {
 						rd.PairsLo = pairsThreshold
 						if rd.Pairs.total > 0 && pairsThreshold < rd.Pairs.lowest {
@@ -725,7 +732,13 @@ func writeReport(w io.Writer, rd *reportData) error {
 	if estimates {
 		note += " The similarities are the signatures' estimates (storage none): no pair was verified."
 	}
-	if rd.PairsLo > t {
+	if rd.PairsLo > t && rd.PairsLoOfFile {
+		// NB: it said "the bars start at 0.70 (--pairs-threshold)" of a
+		// flag not given, and "the 0 between 0.5 and 0.70 are not
+		// charted" of pairs the file could not hold: a file made at 0.7
+		// was taken for all the pairs at 0.5 (an inspection review's N4).
+		note += fmt.Sprintf(" The file's lowest similarity is %.4f, above the index threshold: if it was made at a higher threshold (pairs --threshold), the pairs between %v and %.4f are not in it, and these counts and the clusters below are short of them. pairs --output json --header writes a header, which report checks.", rd.Pairs.lowest, t, rd.Pairs.lowest)
+	} else if rd.PairsLo > t {
 		// NB: the caption counted every pair at or above t beside bars
 		// that start above it, and summed to fewer.
 		var charted int64

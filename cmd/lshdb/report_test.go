@@ -602,3 +602,33 @@ func TestReportSaysExpired(t *testing.T) {
 		}
 	}
 }
+
+// Ensure that a report from a headerless pairs file whose lowest
+// similarity is above the index threshold says that the file may be short
+// of the pairs between, in the page and on stderr: it said "the bars start
+// at 0.90 (--pairs-threshold)" of a flag not given, and "the 0 between"
+// of pairs the file could not hold (an inspection review's N4). The
+// oracle: the pairs run of the index, which holds pairs between.
+func TestReportPairsFileAboveThreshold(t *testing.T) {
+	dir := reportFixture(t)
+	pf := filepath.Join(t.TempDir(), "p.jsonl")
+	high := runOK(t, "pairs", "--db", dir, "--threshold", "0.9", "--output", "json")
+	all := runOK(t, "pairs", "--db", dir, "--output", "json")
+	if strings.Count(all, "\n") <= strings.Count(high, "\n") {
+		t.Fatal("the index has no pair between its threshold and 0.9: the test checks nothing")
+	}
+	os.WriteFile(pf, []byte(high), 0o644)
+	out := filepath.Join(t.TempDir(), "r.html")
+	_, errOut, code := runLine([]string{"report", "--db", dir, "--out", out, "--pairs", pf}, "")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if !strings.Contains(errOut, "above the index threshold") {
+		t.Errorf("stderr does not say the file's pairs may be short: %s", errOut)
+	}
+	raw, _ := os.ReadFile(out)
+	page := string(raw)
+	if !strings.Contains(page, "The file&#39;s lowest similarity is") || strings.Contains(page, "(--pairs-threshold)") {
+		t.Errorf("the page does not say the file may be short of pairs, or names a flag not given")
+	}
+}

@@ -98,8 +98,14 @@ func (a *app) tuneCmd() *cobra.Command {
 				fmt.Fprintf(a.stdout, "the index's %v (chosen for threshold %v) at threshold %v: P(%v) = %.4f, S-curve threshold (1/b)^(1/r) = %.4f\n",
 					p, indexT, t, t, p.Probability(t), p.Threshold())
 			} else {
-				fmt.Fprintf(a.stdout, "%v for threshold %v: P(%v) = %.4f, S-curve threshold (1/b)^(1/r) = %.4f\n",
-					p, t, t, p.Probability(t), p.Threshold())
+				// NB: a banding for 1 is chosen for 0.999 (no banding
+				// is steeper at 1), and was said to be for 1.
+				chosen := fmt.Sprint(t)
+				if t > 0.999 {
+					chosen = fmt.Sprintf("%v (chosen for 0.999)", t)
+				}
+				fmt.Fprintf(a.stdout, "%v for threshold %s: P(%v) = %.4f, S-curve threshold (1/b)^(1/r) = %.4f\n",
+					p, chosen, t, p.Probability(t), p.Threshold())
 			}
 			if err := a.printRecall(rec, scheme); err != nil {
 				return err
@@ -157,7 +163,13 @@ func writeSVG(w io.Writer, p bands.Params, t float64) error {
 	fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#c0392b" stroke-dasharray="6 4"/>`+"\n", x(t), y(0), x(t), y(1))
 	fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#27ae60" stroke-dasharray="6 4"/>`+"\n", x(0), y(pt), x(1), y(pt))
 	fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="5" fill="#c0392b"/>`+"\n", x(t), y(pt))
-	fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" fill="#c0392b">threshold t = %v</text>`+"\n", x(t)-130, y(0.12), t)
+	// NB: left of the line, or right of it where the left has no room
+	// (t below about 0.14 drew it off the picture).
+	if lx := x(t) - 130; lx >= 0 {
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" fill="#c0392b">threshold t = %v</text>`+"\n", lx, y(0.12), t)
+	} else {
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" fill="#c0392b">threshold t = %v</text>`+"\n", x(t)+8, y(0.12), t)
+	}
 	fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" fill="#27ae60">expected recall P(t) = %.4f</text>`+"\n", x(0.02), y(pt)-8, pt)
 	b.WriteString("</svg>\n")
 	_, err := io.WriteString(w, b.String())

@@ -771,6 +771,7 @@ type ByteCountsJSON struct {
 	Docs             uint64 `json:"docs"`
 	IDs              uint64 `json:"ids"`
 	Postings         uint64 `json:"postings"`
+	Expiry           uint64 `json:"expiry"`
 	ManifestCounters uint64 `json:"manifest_and_counters"`
 }
 
@@ -779,11 +780,12 @@ const (
 	kindDocs     = "docs"
 	kindIDs      = "ids"
 	kindPostings = "postings"
+	kindExpiry   = "expiry"
 	kindManifest = "manifest+counters"
 )
 
 func byteCountsOut(m map[string]uint64) ByteCountsJSON {
-	return ByteCountsJSON{Docs: m[kindDocs], IDs: m[kindIDs], Postings: m[kindPostings], ManifestCounters: m[kindManifest]}
+	return ByteCountsJSON{Docs: m[kindDocs], IDs: m[kindIDs], Postings: m[kindPostings], Expiry: m[kindExpiry], ManifestCounters: m[kindManifest]}
 }
 
 // byteCounts converts c back; all says whether every kind is in the map
@@ -791,7 +793,7 @@ func byteCountsOut(m map[string]uint64) ByteCountsJSON {
 // the kinds some table starts with).
 func (c ByteCountsJSON) byteCounts(all bool) map[string]uint64 {
 	m := map[string]uint64{}
-	for k, v := range map[string]uint64{kindDocs: c.Docs, kindIDs: c.IDs, kindPostings: c.Postings, kindManifest: c.ManifestCounters} {
+	for k, v := range map[string]uint64{kindDocs: c.Docs, kindIDs: c.IDs, kindPostings: c.Postings, kindExpiry: c.Expiry, kindManifest: c.ManifestCounters} {
 		if all || v > 0 {
 			m[k] = v
 		}

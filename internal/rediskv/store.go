@@ -2569,7 +2569,7 @@ func (s *Store) ListSizes(ctx context.Context, band int, fn func(band int, bucke
 // USAGE of every key (keys, values and Redis's per-key overhead, not the
 // servers' own), a SCAN page per pipeline. Replicas hold as much again.
 func (s *Store) MemoryUsage(ctx context.Context) (map[string]uint64, error) {
-	out := map[string]uint64{"docs": 0, "ids": 0, "postings": 0, "manifest+counters": 0}
+	out := map[string]uint64{"docs": 0, "ids": 0, "postings": 0, "expiry": 0, "manifest+counters": 0}
 	kind := func(key string) string {
 		switch rest := strings.TrimPrefix(key, s.prefix); {
 		case strings.HasPrefix(rest, "d:"):
@@ -2578,6 +2578,8 @@ func (s *Store) MemoryUsage(ctx context.Context) (map[string]uint64, error) {
 			return "ids"
 		case strings.HasPrefix(rest, "p:"):
 			return "postings"
+		case rest == "x":
+			return "expiry"
 		}
 		return "manifest+counters"
 	}
