@@ -202,6 +202,10 @@ type clustersWriter struct {
 	mode db.ClusterMode
 	keep db.KeepPolicy
 	rec  *float64
+	// estimates: the similarities are the signatures' estimates (an
+	// index of storage none), said on each JSON line (a review's U1: only
+	// a note on stderr said so).
+	estimates bool
 }
 
 func (o *clustersWriter) write(cs []db.Cluster) (dropped int, err error) {
@@ -211,7 +215,9 @@ func (o *clustersWriter) write(cs []db.Cluster) (dropped int, err error) {
 		}
 		dropped += len(cl.IDs) - 1
 		if o.json {
-			err = writeJSONLine(o.w, httpapi.ClusterOut(i+1, cl, o.mode, o.keep, o.rec))
+			line := httpapi.ClusterOut(i+1, cl, o.mode, o.keep, o.rec)
+			line.EstimateOnly = o.estimates
+			err = writeJSONLine(o.w, line)
 		} else {
 			var b strings.Builder
 			fmt.Fprintf(&b, "cluster %d (%d documents", i+1, len(cl.IDs))
@@ -594,7 +600,7 @@ interrupted or fails leaves no partial file (a redirect, > FILE, does).`,
 					// --clusters file of pairs is; the clusters are all known
 					// before the first is written.
 					bw := bufio.NewWriterSize(a.stdout, 64<<10)
-					o := &clustersWriter{ctx: a.ctx, w: bw, json: a.json(), mode: mode, keep: keep, rec: rec}
+					o := &clustersWriter{ctx: a.ctx, w: bw, json: a.json(), mode: mode, keep: keep, rec: rec, estimates: d.Params().Storage == db.StorageNone}
 					dropped, err := o.write(cs)
 					if err = cmp.Or(bw.Flush(), err); err != nil {
 						return interruptNote(err, "clusters interrupted: the first clusters of %d printed", len(cs))
@@ -712,7 +718,7 @@ func (a *app) clustersTo(d index, path string, s *pairSpill, h headerJSON, po *d
 		return commitTemp(f, path, true, err)
 	}
 	bw := bufio.NewWriterSize(zw, 1<<20)
-	o := &clustersWriter{ctx: a.ctx, w: bw, json: true, mode: po.Mode, keep: po.Keep, rec: rec}
+	o := &clustersWriter{ctx: a.ctx, w: bw, json: true, mode: po.Mode, keep: po.Keep, rec: rec, estimates: d.Params().Storage == db.StorageNone}
 	err = writeJSONLine(bw, h)
 	dropped := 0
 	if err == nil {

@@ -594,6 +594,11 @@ func TestPairsEstimatesSaidInEachResult(t *testing.T) {
 				marked++
 			}
 		}
+		// And so does each cluster (a review's U1: a note on stderr alone).
+		cls, _, _ := runLine([]string{"clusters", "--db", idx, "--output", "json"}, "")
+		if n, all := strings.Count(cls, `"estimate_only":true`), strings.Count(cls, "\n"); all == 0 || storage == "none" && n != all || storage == "text" && n != 0 {
+			t.Errorf("%s: %d of %d clusters say estimate_only", storage, n, all)
+		}
 		table, _, _ := runLine([]string{"pairs", "--db", idx}, "")
 		csv, _, _ := runLine([]string{"pairs", "--db", idx, "--output", "csv"}, "")
 		want, col := 0, "JACCARD"

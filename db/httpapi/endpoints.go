@@ -927,7 +927,9 @@ func (h *handler) sendClusters(w *resp, po *db.PairsOptions, cs []db.Cluster) er
 	mode, keep := clusterChoice(po)
 	w.startStream()
 	for i, c := range cs {
-		if err := w.line(ClusterOut(i+1, c, mode, keep, rec), (i+1)%streamLines == 0); err != nil {
+		line := ClusterOut(i+1, c, mode, keep, rec)
+		line.EstimateOnly = h.d.Params().Storage == db.StorageNone
+		if err := w.line(line, (i+1)%streamLines == 0); err != nil {
 			return err
 		}
 	}

@@ -615,6 +615,20 @@ func TestStreams(t *testing.T) {
 				break
 			}
 		}
+		// And so does every cluster (a review's U1).
+		rec = httptest.NewRecorder()
+		Handler(openFixture(t, 60, &db.Options{Storage: storage}), nil).ServeHTTP(rec, httptest.NewRequest("GET", "/v1/clusters", nil))
+		lines = strings.Split(strings.TrimSpace(rec.Body.String()), "\n")
+		if rec.Code != 200 || len(lines) < 2 {
+			t.Fatalf("clusters of a %s index: %d %s", storage, rec.Code, rec.Body)
+		}
+		for _, l := range lines[:len(lines)-1] {
+			var c ClusterJSON
+			if err := json.Unmarshal([]byte(l), &c); err != nil || c.EstimateOnly != want {
+				t.Errorf("clusters of a %s index: %s (%v), want estimate_only %v", storage, l, err, want)
+				break
+			}
+		}
 	}
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest("GET", "/v1/pairs?threshold=7", nil))

@@ -555,6 +555,10 @@ type ClusterJSON struct {
 	Members    []ClusterMemberJSON `json:"members"`
 	// ExpectedRecall is set only when the threshold is below the index's.
 	ExpectedRecall *float64 `json:"expected_recall,omitempty"`
+	// EstimateOnly says the similarities (min_jaccard, the members'
+	// jaccard) are the signatures' estimates (an index of storage none),
+	// as a pairs line's estimate_only says.
+	EstimateOnly bool `json:"estimate_only,omitempty"`
 }
 
 // ClusterMemberJSON is one member of a ClusterJSON, in the order of ids.
@@ -562,7 +566,8 @@ type ClusterMemberJSON struct {
 	ID string `json:"id"`
 	// DuplicateOf is the representative; null for the representative.
 	DuplicateOf *string `json:"duplicate_of"`
-	// Jaccard is the exact Jaccard to the representative (1 for it).
+	// Jaccard is the exact Jaccard to the representative (1 for it); the
+	// signatures' estimate of it where the cluster says estimate_only.
 	Jaccard float64 `json:"jaccard"`
 }
 
