@@ -132,97 +132,63 @@ func (db *DB) sweepBatch() (n int, more bool, err error) {
 		return 0, false, err
 	}
 	defer xit.Close()
+	it, err := db.writeIter()
+	if err != nil {
+		return 0, false, err
+	}
+	defer it.Close()
 	b := db.pdb.NewBatch()
 	defer b.Close()
-	type dueDoc struct {
-		x   int64
-		num uint64
-	}
-	var dues []dueDoc
+	c := db.counters
+	var postings postingOps
+	var old docData
 	valid := xit.First()
-	for ; valid && len(dues) < compaction.SweepBatch; valid = xit.Next() {
+	for ; valid && n < compaction.SweepBatch; valid = xit.Next() {
 		x, num, err := codec.ParseExpiryKey(xit.Key())
 		if err != nil {
-			return 0, false, classify(err)
+			return n, false, classify(err)
 		}
 		if !compaction.Expired(x, now) {
 			break
 		}
-		// NB: the key goes whatever it names: dropOld deletes it again
+		// NB: the key goes whatever it names: removeOld deletes it again
 		// for a record that still expires at x, harmlessly.
 		if err := b.Delete(xit.Key(), nil); err != nil {
-			return 0, false, err
+			return n, false, err
 		}
-		dues = append(dues, dueDoc{x, num})
+		rv, ok, err := seekExact(it, codec.AppendDocKey(nil, num))
+		if err != nil {
+			return n, false, err
+		}
+		if !ok {
+			continue // a stale key (Check reports it): nothing else to remove
+		}
+		view, err := codec.ParseDocView(rv)
+		if err != nil {
+			return n, false, classify(fmt.Errorf("doc %d: %w", num, err))
+		}
+		if view.Expires != x {
+			continue // stale: the record expires at another time
+		}
+		idKey := codec.AppendIDKey(nil, string(view.ID))
+		v, ok, err := seekExact(it, idKey)
+		if err != nil {
+			return n, false, err
+		}
+		if named, err := codec.DecodeDocNum(v); !ok || err != nil || named != num {
+			continue // not the id's document (Check reports it)
+		}
+		if err := db.removeOld(it, b, idKey, &old, &postings, &c); err != nil {
+			return n, false, err
+		}
+		if err := b.Delete(idKey, nil); err != nil {
+			return n, false, err
+		}
+		n++
 	}
 	if valid {
 		x, _, err := codec.ParseExpiryKey(xit.Key())
 		more = err == nil && compaction.Expired(x, now)
-	}
-	// Each due document's record and id, read and its buckets derived
-	// (its text re-shingled) on every core.
-	//
-	// NB: one document after another, on one core, with the record and
-	// the id each read twice (once to check them, once by removeOld): a
-	// backlog of 50,000 expired documents took 11 s to sweep.
-	olds := make([]oldDoc, len(dues))
-	idKeys := make([][]byte, len(dues))
-	err = db.eachLookup(len(dues), func(it *pebble.Iterator, i int, scratch *docData, idKey *[]byte) error {
-		d := dues[i]
-		rv, ok, err := seekExact(it, codec.AppendDocKey(nil, d.num))
-		if err != nil || !ok {
-			return err // a stale key (Check reports it): nothing else to remove
-		}
-		view, err := codec.ParseDocView(rv)
-		if err != nil {
-			return classify(fmt.Errorf("doc %d: %w", d.num, err))
-		}
-		if view.Expires != d.x {
-			return nil // stale: the record expires at another time
-		}
-		key := codec.AppendIDKey(nil, string(view.ID))
-		// NB: the buckets before the id's seek moves it off the record
-		// (rv), and a record that fails to decode fails the sweep only
-		// if its id names it, as before.
-		scratch.anyOrder = true
-		var keys []uint64
-		derr := db.decodeDoc(d.num, rv, scratch)
-		if derr == nil {
-			if keys, err = db.bucketKeys(nil, scratch.Signature); err != nil {
-				derr = classify(fmt.Errorf("%w: doc %d: %w", codec.ErrCorrupt, d.num, err))
-			}
-		}
-		expires := scratch.Expires
-		v, ok, err := seekExact(it, key)
-		if err != nil {
-			return err
-		}
-		if named, err := codec.DecodeDocNum(v); !ok || err != nil || named != d.num {
-			return nil // not the id's document (Check reports it)
-		}
-		if derr != nil {
-			return derr
-		}
-		olds[i] = oldDoc{found: true, n: d.num, expires: expires, keys: keys}
-		idKeys[i] = key
-		return nil
-	})
-	if err != nil {
-		return 0, false, err
-	}
-	c := db.counters
-	var postings postingOps
-	for i := range olds {
-		if !olds[i].found {
-			continue
-		}
-		if err := dropOld(b, &olds[i], &postings, &c); err != nil {
-			return n, false, err
-		}
-		if err := b.Delete(idKeys[i], nil); err != nil {
-			return n, false, err
-		}
-		n++
 	}
 	if b.Empty() {
 		return 0, false, nil

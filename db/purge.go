@@ -3,9 +3,7 @@ package db
 import (
 	"context"
 	"fmt"
-	"runtime"
 	"slices"
-	"sync"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/lshdb/lshdb/codec"
@@ -134,78 +132,38 @@ func (db *DB) purgeCandidates(ctx context.Context, keys [][]byte) (int, error) {
 	return db.deleteEmptyLists(keys, !db.opts.NoSync)
 }
 
-// emptyListsPerWorker is the fewest posting lists deleteEmptyLists gives
-// each goroutine.
-const emptyListsPerWorker = 2048
-
-// emptyLists returns the indexes of those of keys[lo:hi] (sorted, lo <
-// hi) that name a posting list holding no live posting.
-func (db *DB) emptyLists(keys [][]byte, lo, hi int) ([]int, error) {
+// deleteEmptyLists deletes those of the posting lists keys (sorted) that hold no
+// live posting, in one batch, synced if sync says so, and returns how
+// many it deleted. The caller holds the writer lock: no operand can
+// arrive between a list's read and its delete (see PurgeEmptyLists).
+func (db *DB) deleteEmptyLists(keys [][]byte, sync bool) (int, error) {
+	if len(keys) == 0 {
+		return 0, nil
+	}
 	// NB: one iterator, sought forward key by key (keys are sorted), not
 	// a Get each: beside synced puts, the purge of 567,000 lists took
 	// 4.2 s with a Get each and 3.5 s with one iterator.
-	it, err := db.pdb.NewIter(&pebble.IterOptions{LowerBound: keys[lo], UpperBound: append(slices.Clone(keys[hi-1]), 0)})
+	it, err := db.pdb.NewIter(&pebble.IterOptions{LowerBound: keys[0], UpperBound: append(slices.Clone(keys[len(keys)-1]), 0)})
 	if err != nil {
-		return nil, classify(err)
+		return 0, classify(err)
 	}
 	defer it.Close()
-	var empty []int
-	for i := lo; i < hi; i++ {
-		v, ok, err := seekExact(it, keys[i])
+	b := db.pdb.NewBatch()
+	defer b.Close()
+	for _, k := range keys {
+		v, ok, err := seekExact(it, k)
 		if err != nil {
-			return nil, err
+			return 0, err
 		}
 		if !ok {
 			continue
 		}
 		garbage, err := compaction.Purgeable(v)
 		if err != nil {
-			return nil, classify(fmt.Errorf("posting list %x: %w", keys[i], err))
+			return 0, classify(fmt.Errorf("posting list %x: %w", k, err))
 		}
 		if garbage {
-			empty = append(empty, i)
-		}
-	}
-	return empty, nil
-}
-
-// deleteEmptyLists deletes those of the posting lists keys (sorted) that hold no
-// live posting, in one batch, synced if synced says so, and returns how
-// many it deleted. The caller holds the writer lock: no operand can
-// arrive between a list's read and its delete (see PurgeEmptyLists).
-func (db *DB) deleteEmptyLists(keys [][]byte, synced bool) (int, error) {
-	if len(keys) == 0 {
-		return 0, nil
-	}
-	// NB: the keys split into one run per core, each read by its own
-	// iterator: read on one core, the lists a sweep had touched were two
-	// thirds of its time.
-	workers := max(1, min(runtime.GOMAXPROCS(0), len(keys)/emptyListsPerWorker))
-	garbage := make([][]int, workers) // of each run, the indexes into keys of the lists to delete
-	errs := make([]error, workers)
-	run := func(w int) {
-		lo, hi := w*len(keys)/workers, (w+1)*len(keys)/workers
-		garbage[w], errs[w] = db.emptyLists(keys, lo, hi)
-	}
-	if workers == 1 {
-		run(0)
-	} else {
-		var wg sync.WaitGroup
-		for w := range workers {
-			wg.Go(func() { run(w) })
-		}
-		wg.Wait()
-	}
-	for _, err := range errs {
-		if err != nil {
-			return 0, err // NB: the first in the keys' order, as one loop's
-		}
-	}
-	b := db.pdb.NewBatch()
-	defer b.Close()
-	for _, g := range garbage {
-		for _, i := range g {
-			if err := b.Delete(keys[i], nil); err != nil {
+			if err := b.Delete(k, nil); err != nil {
 				return 0, err
 			}
 		}
@@ -217,7 +175,7 @@ func (db *DB) deleteEmptyLists(keys [][]byte, synced bool) (int, error) {
 		return 0, err
 	}
 	wo := pebble.NoSync
-	if synced {
+	if sync {
 		wo = pebble.Sync
 	}
 	n := int(b.Count())

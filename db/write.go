@@ -1018,23 +1018,7 @@ func dropOld(b *pebble.Batch, o *oldDoc, postings *postingOps, c *codec.Counters
 // would. The caller holds wmu (nothing commits meanwhile).
 func (db *DB) lookupOlds(preps []prepared) ([]oldDoc, error) {
 	olds := make([]oldDoc, len(preps))
-	err := db.eachLookup(len(preps), func(it *pebble.Iterator, i int, scratch *docData, idKey *[]byte) error {
-		*idKey = codec.AppendIDKey((*idKey)[:0], preps[i].id)
-		return db.lookupOld(it, *idKey, scratch, &olds[i])
-	})
-	if err != nil {
-		return nil, err
-	}
-	return olds, nil
-}
-
-// eachLookup calls f for every i in [0, n), on several cores when n is
-// large (lookupOldsPerWorker each), each goroutine with its own writeIter
-// and scratch buffers. It returns the error f gives for the lowest failing
-// i, as one loop would; f may fill only what i owns. The caller holds wmu
-// (nothing commits meanwhile).
-func (db *DB) eachLookup(n int, f func(it *pebble.Iterator, i int, scratch *docData, idKey *[]byte) error) error {
-	workers := max(1, min(runtime.GOMAXPROCS(0), n/lookupOldsPerWorker))
+	workers := max(1, min(runtime.GOMAXPROCS(0), len(preps)/lookupOldsPerWorker))
 	its := make([]*pebble.Iterator, 0, workers)
 	defer func() {
 		for _, it := range its {
@@ -1044,11 +1028,11 @@ func (db *DB) eachLookup(n int, f func(it *pebble.Iterator, i int, scratch *docD
 	for range workers {
 		it, err := db.writeIter()
 		if err != nil {
-			return err
+			return nil, err
 		}
 		its = append(its, it)
 	}
-	errs := make([]error, n)
+	errs := make([]error, len(preps))
 	var next atomic.Int64
 	var failed atomic.Bool
 	// NB: indexes are claimed in order and a claimed one is always looked
@@ -1059,10 +1043,11 @@ func (db *DB) eachLookup(n int, f func(it *pebble.Iterator, i int, scratch *docD
 		var idKey []byte
 		for !failed.Load() {
 			i := int(next.Add(1) - 1)
-			if i >= n {
+			if i >= len(preps) {
 				return
 			}
-			if err := f(it, i, &scratch, &idKey); err != nil {
+			idKey = codec.AppendIDKey(idKey[:0], preps[i].id)
+			if err := db.lookupOld(it, idKey, &scratch, &olds[i]); err != nil {
 				errs[i] = err
 				failed.Store(true)
 			}
@@ -1079,10 +1064,10 @@ func (db *DB) eachLookup(n int, f func(it *pebble.Iterator, i int, scratch *docD
 	}
 	for _, err := range errs {
 		if err != nil {
-			return err
+			return nil, err
 		}
 	}
-	return nil
+	return olds, nil
 }
 
 // lookupOldsPerWorker is the fewest documents lookupOlds gives each
