@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/lshdb/lshdb/codec"
+	"github.com/lshdb/lshdb/internal/seqs"
 	"github.com/lshdb/lshdb/minhash"
 )
 
@@ -518,7 +519,7 @@ func (db *DB) ClustersFrom(ctx context.Context, seq iter.Seq2[Pair, error], po *
 		return nil, fmt.Errorf("%w: ClustersFrom of a nil sequence of pairs", ErrInvalidOptions)
 	}
 	return db.clustersFrom(ctx, func(yield func(redisPair, error) bool) {
-		for p, err := range callerSeq(seq) {
+		for p, err := range seqs.Caller(seq) {
 			if !yield(redisPair{Pair: p}, err) {
 				return
 			}

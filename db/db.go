@@ -106,7 +106,8 @@ type DB struct {
 	heartbeatDone chan struct{}
 	// gone is set when the heartbeat finds the Redis index's manifest
 	// gone (dropped under the handle, or lost by a Redis restarted
-	// without its data): writes are refused from then on (errGone).
+	// without its data): writes, repairs and sweeps are refused from
+	// then on (indexGoneErr).
 	gone  atomic.Bool
 	popts *pebble.Options // as opened, defaults filled in (Load's SSTables follow them)
 	lock  *dirLock

@@ -56,7 +56,10 @@ var (
 	// directory that holds something other than an lshdb database.
 	ErrNotIndex = errors.New("lshdb: not an lshdb database")
 	// ErrNotExist is returned by Open when the database does not exist and
-	// Options.MustExist (or ReadOnly) forbids creating it.
+	// Options.MustExist (or ReadOnly) forbids creating it; and by the
+	// writes, repairs and sweeps of a handle whose Redis index was found
+	// gone since it opened it (dropped, or lost by a Redis restarted
+	// without its data).
 	ErrNotExist = errors.New("lshdb: database does not exist")
 	// ErrReadOnly is returned by a write to a database opened read-only.
 	ErrReadOnly = errors.New("lshdb: database is open read-only")

@@ -251,6 +251,11 @@ func (db *DB) startSweeper() {
 				case <-t.C:
 				}
 			}
+			// NB: a Redis index found gone was said once by the
+			// heartbeat; its refused sweep is not said at every tick.
+			if db.gone.Load() {
+				return
+			}
 			if _, err := db.SweepExpired(db.closing); err != nil && !errors.Is(err, ErrClosed) && db.closing.Err() == nil {
 				db.opts.Logger.Warn("lshdb: sweeping expired documents", "err", err)
 			}

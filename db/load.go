@@ -17,6 +17,7 @@ import (
 	"github.com/lshdb/lshdb/codec"
 	"github.com/lshdb/lshdb/compaction"
 	"github.com/lshdb/lshdb/internal/extsort"
+	"github.com/lshdb/lshdb/internal/seqs"
 	"golang.org/x/sync/errgroup"
 )
 
@@ -60,8 +61,11 @@ type LoadOptions struct {
 	// whose documents come and go). An id whose only documents in docs
 	// are skipped as empty (SkipEmpty) is not held: its stored document
 	// is deleted, and counted. A stored document is looked up as a
-	// replaced one is (its record read for its postings). Not on Redis
-	// (ErrInvalidOptions). Default: false, a load only adds and replaces.
+	// replaced one is (its record read for its postings). A stored
+	// document that has expired but awaits the sweep is removed too, and
+	// counted neither in Deleted nor against MaxDeleted: it was no longer
+	// in the index for any reader. Not on Redis (ErrInvalidOptions).
+	// Default: false, a load only adds and replaces.
 	DeleteAbsent bool
 	// MaxDeleted, with DeleteAbsent, fails the load with
 	// ErrTooManyDeletes, storing nothing, when it would delete more than
@@ -412,7 +416,7 @@ func (l *loader) readChunks(ctx context.Context, docs iter.Seq2[Doc, error], out
 		}
 	}
 	done := ctx.Done()
-	for d, err := range callerSeq(docs) {
+	for d, err := range seqs.Caller(docs) {
 		if err != nil {
 			return err
 		}

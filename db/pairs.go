@@ -21,6 +21,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/lshdb/lshdb/codec"
 	"github.com/lshdb/lshdb/internal/extsort"
+	"github.com/lshdb/lshdb/internal/seqs"
 	"github.com/lshdb/lshdb/internal/topk"
 	"github.com/lshdb/lshdb/minhash"
 	"golang.org/x/sync/errgroup"
@@ -229,7 +230,7 @@ func bestPairs(pairs iter.Seq2[Pair, error], n int, stop func() error) iter.Seq2
 			return
 		}
 		best := topk.New(n, ComparePairs)
-		for p, err := range callerSeq(pairs) {
+		for p, err := range seqs.Caller(pairs) {
 			if err != nil {
 				yield(Pair{}, err)
 				return

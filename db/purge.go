@@ -71,6 +71,9 @@ func (db *DB) purgeLists(ctx context.Context) (int, error) {
 		return 0, ErrReadOnly
 	}
 	if db.rkv != nil {
+		if db.gone.Load() {
+			return 0, db.indexGoneErr()
+		}
 		return 0, nil
 	}
 	ctx, cancel := db.opCtx(ctx)

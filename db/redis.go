@@ -63,6 +63,7 @@ import (
 	"github.com/lshdb/lshdb/codec"
 	"github.com/lshdb/lshdb/compaction"
 	"github.com/lshdb/lshdb/internal/rediskv"
+	"github.com/lshdb/lshdb/internal/seqs"
 	"github.com/lshdb/lshdb/minhash"
 )
 
@@ -365,13 +366,13 @@ func (db *DB) redisManifest(ctx context.Context) error {
 	return nil
 }
 
-// errGone is the error of a write through a handle whose Redis index
+// indexGoneErr is the error of a write through a handle whose Redis index
 // was found gone (DB.gone).
 //
 // NB: the writes went on into keys no index named: acknowledged, found
 // by no reader of a new index, and left as leftovers that refused its
 // creation (a window of one heartbeat remains).
-func (db *DB) errGone() error {
+func (db *DB) indexGoneErr() error {
 	return fmt.Errorf("%w: %s: its manifest is gone from Redis (dropped, or lost with a restart without persistence) since this handle opened it: nothing was written; close the handle, and restore or create the index again", ErrNotExist, db.dir)
 }
 
@@ -379,7 +380,7 @@ func (db *DB) errGone() error {
 // replaced a stored one. The caller holds wmu.
 func (db *DB) redisWrite(preps []prepared) (int, error) {
 	if db.gone.Load() {
-		return 0, db.errGone()
+		return 0, db.indexGoneErr()
 	}
 	// NB: as on Pebble (expiryManifest), the first documents with an
 	// expiry make the index format 4, before they are written.
@@ -442,7 +443,7 @@ func (db *DB) redisSync(wo *WriteOptions) error {
 func (db *DB) redisDelete(ids []string, o *WriteOptions) (DeleteResult, error) {
 	var res DeleteResult
 	if db.gone.Load() {
-		return res, db.errGone()
+		return res, db.indexGoneErr()
 	}
 	seen := make(map[string]bool, len(ids))
 	var uniq []string
@@ -702,6 +703,9 @@ func (db *DB) redisWriteRetrying(ctx context.Context, preps []prepared, retried 
 // ones of the same load. The caller holds db.mu for reading and wmu.
 func (db *DB) redisLoad(ctx context.Context, docs iter.Seq2[Doc, error], o LoadOptions, expires int64) (LoadResult, error) {
 	var res LoadResult
+	if db.gone.Load() {
+		return res, db.indexGoneErr() // NB: at once, not after a batch read and prepared
+	}
 	batch := make([]Doc, 0, redisLoadBatch)
 	read := 0
 	retried := 0
@@ -759,7 +763,7 @@ func (db *DB) redisLoad(ctx context.Context, docs iter.Seq2[Doc, error], o LoadO
 		return nil
 	}
 	done := ctx.Done()
-	for d, err := range callerSeq(docs) {
+	for d, err := range seqs.Caller(docs) {
 		if err != nil {
 			return res, err
 		}
@@ -1131,6 +1135,9 @@ func (db *DB) redisPairsOf(ctx context.Context, r *redisRun, start, end int) ([]
 
 // redisSweep is SweepExpired on Redis (not yet: see rediskv).
 func (db *DB) redisSweep(ctx context.Context) (int, error) {
+	if db.gone.Load() {
+		return 0, db.indexGoneErr() // NB: nor the keys of one made again under its name
+	}
 	n, err := db.rkv.Sweep(ctx, db.now().UnixNano(), compaction.SweepBatch)
 	return n, redisErr(err)
 }

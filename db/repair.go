@@ -139,6 +139,12 @@ func (db *DB) Repair(ctx context.Context) (RepairResult, error) {
 		// writer beside it: see above).
 		db.sweepMu.Lock()
 		defer db.sweepMu.Unlock()
+		// NB: a repair "put the counters right" of an index gone: it made
+		// the counters again, which refused the index's creation as
+		// leftovers (a maintainer review's M2).
+		if db.gone.Load() {
+			return RepairResult{}, db.indexGoneErr()
+		}
 		rep, err := db.rkv.Repair(ctx)
 		return RepairResult{Orphans: rep.Orphans, Dangling: rep.Dangling, Reposted: rep.Reposted, Lost: rep.Lost, Unnamed: rep.Unnamed, Counters: rep.Counters}, redisErr(err)
 	}

@@ -431,7 +431,9 @@ func (a *app) exitCode(err error) int {
 	if m := mismatchLine(err); m != "" {
 		line = escControls(m)
 	}
-	if errors.Is(err, db.ErrNotExist) {
+	// NB: not for a handle whose Redis index went under it, which its
+	// message tells to close (an insert through it is refused again).
+	if errors.Is(err, db.ErrNotExist) && !strings.Contains(line, "since this handle opened it") {
 		line += " (lshdb create, insert or build makes an index)"
 	}
 	if errors.Is(err, db.ErrDiskFull) {

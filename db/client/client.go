@@ -55,6 +55,7 @@ import (
 
 	"github.com/lshdb/lshdb/db"
 	"github.com/lshdb/lshdb/db/httpapi"
+	"github.com/lshdb/lshdb/internal/seqs"
 )
 
 // Options configure Open. The zero value is a valid configuration.
@@ -567,7 +568,7 @@ func (c *Client) Load(ctx context.Context, docs iter.Seq2[db.Doc, error], lo *db
 		enc := json.NewEncoder(bw)
 		enc.SetEscapeHTML(false) // NB: "<" is 1 byte, not 6
 		n := 0
-		for d, err := range docs {
+		for d, err := range seqs.Caller(docs) {
 			if err == nil {
 				// NB: as PutBatch's: what the index would refuse, or
 				// the wire would change (an id not UTF-8, an empty
@@ -1175,7 +1176,7 @@ func (c *Client) ClustersFrom(ctx context.Context, seq iter.Seq2[db.Pair, error]
 		bw := bufio.NewWriterSize(pw, 64<<10)
 		enc := json.NewEncoder(bw)
 		enc.SetEscapeHTML(false) // NB: "<" is 1 byte, not 6
-		for p, err := range seq {
+		for p, err := range seqs.Caller(seq) {
 			if err == nil && (wireID(p.A) != nil || wireID(p.B) != nil) {
 				// NB: as in process, where no stored id is such; sent as
 				// JSON, its bad bytes became U+FFFD, and the pair named

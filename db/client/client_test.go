@@ -1890,3 +1890,38 @@ func TestShutdownCodeMatchesClosed(t *testing.T) {
 		t.Fatal("backend_unavailable matches db.ErrClosed")
 	}
 }
+
+// Ensure that a caller's sequence that goes on yielding after it was told
+// to stop gets the call's error through the client, as in process: the
+// client reads it on a goroutine of its own, where the range panicked and
+// took the whole program down (a maintainer review's M1). The oracle:
+// the sequence's own error, and the stored documents, unchanged.
+func TestClientCallerSeqThatIgnoresStop(t *testing.T) {
+	d := open(t, nil)
+	if err := d.Put(db.Doc{ID: "kept", Text: "a document stored before the bad load"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	c := server(t, d, nil, "")["unix"]
+	stop := errors.New("the sequence's own error")
+	rude := func(yield func(db.Doc, error) bool) {
+		yield(db.Doc{}, stop)
+		for i := range 100 {
+			yield(db.Doc{ID: fmt.Sprint("L", i), Text: "a loaded document"}, nil)
+		}
+	}
+	if _, err := c.Load(context.Background(), rude, nil); !errors.Is(err, stop) {
+		t.Errorf("Load of a failing sequence: %v, want its error", err)
+	}
+	rudePairs := func(yield func(db.Pair, error) bool) {
+		yield(db.Pair{}, stop)
+		for range 100 {
+			yield(db.Pair{A: "kept", B: "kept", Jaccard: 1}, nil)
+		}
+	}
+	if _, err := c.ClustersFrom(context.Background(), rudePairs, nil); !errors.Is(err, stop) {
+		t.Errorf("ClustersFrom of a failing sequence: %v, want its error", err)
+	}
+	if n, err := d.Count(); err != nil || n != 1 {
+		t.Errorf("after the refused load: %d documents, %v; want 1", n, err)
+	}
+}
