@@ -323,10 +323,11 @@ func (h *handler) putIfNew(w *resp, r *http.Request) error {
 		from := lines.read
 		var readErr error
 		for len(group) == 0 || len(group) < maxIfNewGroup && lines.read-from < maxIfNewGroupBytes && (sized || lines.lineBuffered()) {
-			var dj DocJSON
-			if readErr = lines.next(&dj); readErr != nil {
+			var dl docLine
+			if readErr = lines.next(&dl); readErr != nil {
 				break
 			}
+			dj := DocJSON(dl)
 			it := item{id: dj.ID}
 			if it.doc, it.err = dj.Doc(); it.err == nil {
 				docs = append(docs, it.doc)
@@ -570,8 +571,9 @@ func (h *handler) load(w *resp, r *http.Request) error {
 	var bodyErr error
 	docs := func(yield func(db.Doc, error) bool) {
 		for {
-			var dj DocJSON
-			err := lines.next(&dj)
+			var dl docLine
+			err := lines.next(&dl)
+			dj := DocJSON(dl)
 			if err == io.EOF {
 				return
 			}

@@ -1006,6 +1006,56 @@ func TestStreamsIgnoreOtherFields(t *testing.T) {
 	}
 }
 
+// Ensure that a stream line's field names are matched exactly: a
+// corpus's "ID" or "TEXT" column is another field, ignored, and a field
+// of the document given twice is refused (encoding/json matched names
+// without regard to case and kept the last: the line was stored under
+// the "ID" column's value, or with the "TEXT" column's text, where lshdb
+// build took "id" and "text"; an SRE review's H2). The oracle: what is
+// stored, read back with Get.
+func TestStreamsMatchNamesExactly(t *testing.T) {
+	d := openFixture(t, 0, nil)
+	addr := startTCP(t, Handler(d, nil), 0)
+	post := func(path, body string) string {
+		resp, err := http.Post("http://"+addr+path, "application/x-ndjson", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return fmt.Sprint(resp.StatusCode, " ", string(b))
+	}
+	post("/v1/docs/put-if-new", `{"id":"corp-1","text":"a corpus line whose metadata has an upper case ID field too","ID":"row-77"}`+"\n")
+	post("/v1/load", `{"id":"corp-3","text":"a loaded line whose metadata has an upper case ID field too x","ID":"row-79","TEXT":"another text altogether, not this one"}`+"\n")
+	post("/v1/docs/put-if-new", `{"id":"corp-2","text":"another corpus line with a numeric ID column beside it here","ID":78}`+"\n")
+	for id, text := range map[string]string{
+		"corp-1": "a corpus line whose metadata has an upper case ID field too",
+		"corp-2": "another corpus line with a numeric ID column beside it here",
+		"corp-3": "a loaded line whose metadata has an upper case ID field too x",
+	} {
+		doc, err := d.Get(id)
+		if err != nil || doc.Text != text {
+			t.Errorf("%s: %v, %v; want the line's text", id, doc, err)
+		}
+	}
+	for _, id := range []string{"row-77", "row-79", "78"} {
+		if ok, _ := d.Has(id); ok {
+			t.Errorf("stored under the ID column's value %q", id)
+		}
+	}
+	if got := post("/v1/docs/put-if-new", `{"id":"dk1","id":"dk2","text":"duplicate keys in one json object here"}`+"\n"); !strings.Contains(got, `given twice`) {
+		t.Errorf("a line with id twice: %s", got)
+	}
+	if got := post("/v1/load", `{"id":7,"text":"an id that is a number"}`+"\n"); !strings.Contains(got, `JSON field \"id\": number`) || !strings.HasPrefix(got, "400") {
+		t.Errorf("a line whose id is a number: %s", got)
+	}
+	for _, id := range []string{"dk1", "dk2"} {
+		if ok, _ := d.Has(id); ok {
+			t.Errorf("%s stored from a line that gave id twice", id)
+		}
+	}
+}
+
 // Ensure that utf8Body passes UTF-8 through whatever the reads' sizes (a
 // character cut between two reads included) and fails on other bytes,
 // naming where they are.

@@ -11,10 +11,14 @@ package httpapi
 // uint64 above 2^53 loses precision in JavaScript, jq and pandas (C8).
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
+	"reflect"
+	"slices"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -36,6 +40,90 @@ type DocJSON struct {
 	Signature  []uint32 `json:"signature,omitempty"`
 	Meta       *string  `json:"meta,omitempty"`
 	MetaBase64 *string  `json:"meta_base64,omitempty"`
+}
+
+// docLine is a DocJSON read from a line of a stream (put-if-new, load):
+// its field names are matched exactly, other fields are ignored (a
+// corpus's url or title, as lshdb build ignores them), and a field of the
+// document given twice is refused.
+//
+// NB: encoding/json matches names without regard to case and keeps the
+// last of two: a corpus line whose metadata had an "ID" column was stored
+// under that id, and "TEXT" replaced the text, where lshdb build, reading
+// the same file, took "id" and "text" (an SRE review's H2).
+type docLine DocJSON
+
+func (d *docLine) UnmarshalJSON(raw []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if t, err := dec.Token(); err != nil {
+		return err
+	} else if t != json.Delim('{') {
+		return &json.UnmarshalTypeError{Value: tokenKind(t), Type: reflect.TypeFor[DocJSON]()}
+	}
+	*d = docLine{}
+	var seen [7]bool
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		key, _ := t.(string)
+		var dst any
+		i := slices.Index(docFields[:], key)
+		switch i {
+		case 0:
+			dst = &d.ID
+		case 1:
+			dst = &d.Text
+		case 2:
+			dst = &d.Tokens
+		case 3:
+			dst = &d.Hashes
+		case 4:
+			dst = &d.Signature
+		case 5:
+			dst = &d.Meta
+		case 6:
+			dst = &d.MetaBase64
+		default:
+			var skip json.RawMessage
+			if err := dec.Decode(&skip); err != nil {
+				return err
+			}
+			continue
+		}
+		if seen[i] {
+			return fmt.Errorf("JSON field %q given twice", key)
+		}
+		seen[i] = true
+		if err := dec.Decode(dst); err != nil {
+			var te *json.UnmarshalTypeError
+			if errors.As(err, &te) && te.Field == "" {
+				te.Field = key // NB: as encoding/json names a struct's field
+			}
+			return err
+		}
+	}
+	_, err := dec.Token() // the closing brace
+	return err
+}
+
+// docFields are DocJSON's field names, in docLine's order.
+var docFields = [7]string{"id", "text", "tokens", "hashes", "signature", "meta", "meta_base64"}
+
+// tokenKind names the JSON kind of a token, as encoding/json's errors do.
+func tokenKind(t json.Token) string {
+	switch t.(type) {
+	case json.Delim:
+		return "array"
+	case string:
+		return "string"
+	case float64, json.Number:
+		return "number"
+	case bool:
+		return "bool"
+	}
+	return "null"
 }
 
 // Hash64 is a 64-bit token hash: a JSON number, or a string of one
