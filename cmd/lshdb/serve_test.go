@@ -255,6 +255,7 @@ func TestServeRefuses(t *testing.T) {
 	}{
 		{[]string{"--max-body", "0"}, "", "--max-body 0: give a number of bytes"},
 		{[]string{"--max-body", "-2"}, "", "--max-body -2: give a number of bytes"},
+		{[]string{"--max-connections", "0"}, "", "--max-connections 0: give a number of connections"},
 		{[]string{"--token", "  "}, "", "--token is white space alone"},
 		{nil, " \n", "LSHDB_TOKEN is white space alone"},
 	} {
@@ -996,4 +997,54 @@ func TestCommandWaitsForStoppingServe(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(idx, "lshdb.stopping")); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("the stopping file outlived serve: %v", err)
 	}
+}
+
+// Ensure that serve --max-connections bounds the connections open at
+// once: with a limit of 1, a second connection is not served while the
+// first is open, and is once it closes (nothing bounded the requests
+// waiting for --max-in-flight, each holding its body decoded: an SRE
+// review's H1). The oracle: whether /healthz answers on each.
+func TestServeMaxConnections(t *testing.T) {
+	idx := filepath.Join(shortDir(t), "idx")
+	if _, errOut, code := runLine([]string{"create", "--db", idx}, ""); code != 0 {
+		t.Fatal(errOut)
+	}
+	_, tcp, _, _ := startServe(t, "--db", idx, "--addr", "127.0.0.1:0", "--max-connections", "1")
+	host := strings.TrimPrefix(tcp, "http://")
+	healthz := func(c net.Conn) error {
+		c.SetDeadline(time.Now().Add(500 * time.Millisecond))
+		if _, err := fmt.Fprintf(c, "GET /healthz HTTP/1.1\r\nHost: %s\r\n\r\n", host); err != nil {
+			return err
+		}
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		return nil
+	}
+	first, err := net.Dial("tcp", host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := healthz(first); err != nil {
+		t.Fatalf("the first connection: %v", err)
+	}
+	second, err := net.Dial("tcp", host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer second.Close()
+	if err := healthz(second); err == nil {
+		t.Fatal("a second connection was served beside the first, over --max-connections 1")
+	}
+	// The second's request, sent while it waited, is answered once the
+	// first closes.
+	first.Close()
+	second.SetDeadline(time.Now().Add(10 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(second), nil)
+	if err != nil {
+		t.Fatalf("the waiting connection was not served once the first closed: %v", err)
+	}
+	resp.Body.Close()
 }

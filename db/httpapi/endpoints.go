@@ -634,6 +634,18 @@ func (h *handler) deleteBody(w *resp, r *http.Request) error {
 func (h *handler) delete(w *resp, r *http.Request, req DeleteRequest) error {
 	// NB: no ids deletes nothing, as in process (DeleteIDs(nil)) and as
 	// an empty query/many answers nothing.
+	// NB: admitted among the work in flight, as has's ids: twelve deletes
+	// of 500,000 ids at once took a server from 38 MB to 626 MB, the
+	// only requests that did not wait their turn (an SRE review's H1).
+	var size int64
+	for _, id := range req.IDs {
+		size += int64(len(id))
+	}
+	release, err := h.admit(r.Context(), len(req.IDs), size)
+	if err != nil {
+		return err
+	}
+	defer release()
 	// NB: as put: a client gone while the batch waits for the writer lock
 	// does not have it applied.
 	res, err := h.d.DeleteIDsContext(r.Context(), req.IDs, &db.WriteOptions{IgnoreMissing: req.IgnoreMissing, NoSync: req.NoSync})
