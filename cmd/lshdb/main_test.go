@@ -701,4 +701,9 @@ func TestTunePlotLabelsInside(t *testing.T) {
 	if out := runOK(t, "tune", "--threshold", "1"); !strings.Contains(out, "for threshold 1 (chosen for 0.999)") {
 		t.Errorf("tune --threshold 1 says: %s", out)
 	}
+	idx := filepath.Join(t.TempDir(), "idx")
+	runOK(t, "create", "--db", idx, "--threshold", "1")
+	if out := runOK(t, "tune", "--db", idx); !strings.Contains(out, "(chosen for threshold 1, banded for 0.999)") {
+		t.Errorf("tune --db of an index of threshold 1 says: %s", out)
+	}
 }

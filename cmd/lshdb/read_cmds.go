@@ -78,6 +78,12 @@ func (a *app) queryCmd() *cobra.Command {
 			if c.Flags().Changed("top") && top < 1 {
 				return usagef("--top %d: must be at least 1", top)
 			}
+			if c.Flags().Changed("id") {
+				// NB: as get's and explain's ids (a maintainer review's M9).
+				if err := checkIDArgs([]string{id}); err != nil {
+					return err
+				}
+			}
 			return a.withIndex(func(d index) error {
 				rec := recallNote(d, t)
 				a.warnRecall(d, t, rec)

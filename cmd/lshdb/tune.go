@@ -95,8 +95,14 @@ func (a *app) tuneCmd() *cobra.Command {
 			if indexT > 0 {
 				// NB: "b=16 r=6 for threshold 0.5" read as a banding chosen
 				// for 0.5: it is the index's, chosen for its own threshold.
-				fmt.Fprintf(a.stdout, "the index's %v (chosen for threshold %v) at threshold %v: P(%v) = %.4f, S-curve threshold (1/b)^(1/r) = %.4f\n",
-					p, indexT, t, t, p.Probability(t), p.Threshold())
+				// NB: an index of threshold 1 is banded for 0.999, as tune
+				// without --db says (a maintainer review's M8).
+				chosen := fmt.Sprint(indexT)
+				if indexT > 0.999 {
+					chosen = fmt.Sprintf("%v, banded for 0.999", indexT)
+				}
+				fmt.Fprintf(a.stdout, "the index's %v (chosen for threshold %s) at threshold %v: P(%v) = %.4f, S-curve threshold (1/b)^(1/r) = %.4f\n",
+					p, chosen, t, t, p.Probability(t), p.Threshold())
 			} else {
 				// NB: a banding for 1 is chosen for 0.999 (no banding
 				// is steeper at 1), and was said to be for 1.
