@@ -418,7 +418,24 @@ func errorOf(resp *http.Response) error {
 	var e httpapi.ErrorJSON
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	if err := json.Unmarshal(b, &e); err != nil || e.Error.Code == "" {
-		return &Error{Status: resp.StatusCode, Code: "internal",
+		// NB: by its status: an answer net/http makes itself, in plain
+		// text (a header too large, a bad Content-Length, a transfer
+		// encoding it does not take), is the request's fault, and was
+		// ErrInternal (an SRE review's H3).
+		code := "internal"
+		switch {
+		case resp.StatusCode == http.StatusRequestEntityTooLarge:
+			code = "body_too_large"
+		case resp.StatusCode == http.StatusRequestTimeout:
+			code = "request_timeout"
+		case resp.StatusCode == http.StatusUnauthorized:
+			code = "unauthorized"
+		case resp.StatusCode == http.StatusServiceUnavailable:
+			code = "shutdown"
+		case resp.StatusCode/100 == 4:
+			code = "bad_request"
+		}
+		return &Error{Status: resp.StatusCode, Code: code,
 			Message: fmt.Sprintf("lshdb: client: the server answered %s: %.200q", resp.Status, b)}
 	}
 	return errorFrom(resp.StatusCode, &e.Error)

@@ -1925,3 +1925,31 @@ func TestClientCallerSeqThatIgnoresStop(t *testing.T) {
 		t.Errorf("after the refused load: %d documents, %v; want 1", n, err)
 	}
 }
+
+// Ensure that an answer net/http makes itself, in plain text, is told by
+// its status: a 4xx is the request's fault (ErrBadRequest, or the code of
+// its status), not ErrInternal, which it was (an SRE review's H3); a 5xx
+// stays ErrInternal. The oracle: the status each stub answers.
+func TestPlainTextAnswersByStatus(t *testing.T) {
+	for status, want := range map[int]error{
+		http.StatusBadRequest:                  httpapi.ErrBadRequest,
+		http.StatusRequestHeaderFieldsTooLarge: httpapi.ErrBadRequest,
+		http.StatusRequestEntityTooLarge:       httpapi.ErrBodyTooLarge,
+		http.StatusUnauthorized:                httpapi.ErrUnauthorized,
+		http.StatusInternalServerError:         httpapi.ErrInternal,
+		http.StatusBadGateway:                  httpapi.ErrInternal,
+	} {
+		u, _ := serveTCP(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			http.Error(w, http.StatusText(status), status)
+		}))
+		// NB: Open asks the server for its parameters: the first call.
+		c, err := client.Open(u, nil)
+		if err == nil {
+			_, err = c.Count()
+			c.Close()
+		}
+		if !errors.Is(err, want) {
+			t.Errorf("a plain-text %d: %v, want %v", status, err, want)
+		}
+	}
+}
