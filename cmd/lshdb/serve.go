@@ -38,9 +38,14 @@ type serveOptions struct {
 	shutdownTimeout                        time.Duration
 }
 
-// defaultMaxConns is serve's --max-connections: enough for the idle
-// keep-alive connections of many clients' pools.
-const defaultMaxConns = 512
+// defaultMaxConns is serve's --max-connections: none.
+//
+// NB: a limit counts idle keep-alive connections too, and a connection
+// over it waits to be accepted, answered by nothing: with 512 by default,
+// a client's pool of idle connections made the next client (a liveness
+// probe, an attaching command, told to kill a "stuck" owner) time out (a
+// maintainer review's K11). An operator sets one knowing the clients.
+const defaultMaxConns = -1
 
 // serving, when set (by tests), is called once serve listens, with the
 // socket path and the TCP URL ("" without --addr).
@@ -146,7 +151,7 @@ stops accepting requests, lets those in flight finish (up to
 	fs.IntVar(&so.maxBatch, "max-batch", httpapi.DefaultMaxBatch, "most documents (queries) in one put or query/many request (413 beyond; -1: no limit)")
 	fs.IntVar(&so.maxInFlight, "max-in-flight", httpapi.DefaultMaxInFlight, "most documents (queries) of all requests worked on at once; others wait (-1: no limit)")
 	fs.Int64Var(&so.maxInFlightBytes, "max-in-flight-bytes", httpapi.DefaultMaxInFlightBytes, "most bytes of text of all requests worked on at once (a document takes about 35x its text in memory while it is signed); others wait (-1: no limit)")
-	fs.IntVar(&so.maxConns, "max-connections", defaultMaxConns, "most connections open at once, on each listener (the socket, the TCP address): the next wait to be accepted; a request waiting for others' work holds its body, so this bounds the memory they take (-1: no limit)")
+	fs.IntVar(&so.maxConns, "max-connections", defaultMaxConns, "most connections open at once on each listener (the socket, the TCP address), idle keep-alive ones included: the next wait to be accepted, answered by nothing until one closes (a client sees a timeout); a request waiting for others' work holds its body, so this bounds the memory they take (-1: no limit)")
 	fs.DurationVar(&so.readTimeout, "read-timeout", time.Minute, "time a client has to send a request, body included (for the streams, put-if-new and load: each document, so a slow load holds other writers up as long as it lasts)")
 	fs.DurationVar(&so.writeTimeout, "write-timeout", httpapi.DefaultWriteTimeout, "time a client has to take each part of an answer")
 	fs.DurationVar(&so.idleTimeout, "idle-timeout", 2*time.Minute, "time an idle keep-alive connection is kept")

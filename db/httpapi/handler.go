@@ -790,8 +790,19 @@ func boolParam(q url.Values, name string) (bool, error) {
 // anything after the value are refused.
 func decode(r *http.Request, v any) error {
 	dec := json.NewDecoder(transportReader{r.Body})
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
+	// NB: read whole, and its names checked (checkKeys), before it is
+	// decoded: encoding/json matches them without regard to case and
+	// keeps the last of two.
+	var raw json.RawMessage
+	if err := dec.Decode(&raw); err != nil {
+		return bodyError(err)
+	}
+	if err := checkKeys(raw); err != nil {
+		return badRequest("%v", err)
+	}
+	vdec := json.NewDecoder(bytes.NewReader(raw))
+	vdec.DisallowUnknownFields()
+	if err := vdec.Decode(v); err != nil {
 		return bodyError(err)
 	}
 	// NB: reading to the end of the body also lets the server notice a

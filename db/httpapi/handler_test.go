@@ -1362,18 +1362,24 @@ func TestMaxBatch(t *testing.T) {
 	// which encoding/json takes for it; a put's documents alike.
 	list := "[" + strings.Repeat("{},", 199_999) + "{}]"
 	h := Handler(d, &Options{MaxBatch: 5})
-	for _, c := range []struct{ path, body string }{
-		{"/v1/query/many", `{"queries": ` + list + `}`},
-		{"/v1/query/many", `{"queries": null, "queries": ` + list + `}`},
-		{"/v1/query/many", `{"queries": null, "Queries": ` + list + `}`},
-		{"/v1/docs", `{"docs": null, "docs": ` + list + `}`},
+	// NB: a key given twice, or in two cases, is now refused before the
+	// body is decoded (checkKeys): 400 bad_request.
+	for _, c := range []struct {
+		path, body string
+		status     int
+		code       string
+	}{
+		{"/v1/query/many", `{"queries": ` + list + `}`, 413, "batch_too_large"},
+		{"/v1/query/many", `{"queries": null, "queries": ` + list + `}`, 400, "given twice"},
+		{"/v1/query/many", `{"queries": null, "Queries": ` + list + `}`, 400, "differ only in case"},
+		{"/v1/docs", `{"docs": null, "docs": ` + list + `}`, 400, "given twice"},
 	} {
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest("POST", c.path, strings.NewReader(c.body)))
 		runtime.ReadMemStats(&after)
-		if rec.Code != 413 || !strings.Contains(rec.Body.String(), "batch_too_large") {
+		if rec.Code != c.status || !strings.Contains(rec.Body.String(), c.code) {
 			t.Errorf("%s of 200,000 at MaxBatch 5 (%.30s): %d %s", c.path, c.body, rec.Code, rec.Body)
 		}
 		if got := after.TotalAlloc - before.TotalAlloc; got > 10<<20 {

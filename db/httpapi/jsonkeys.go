@@ -1,0 +1,200 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+)
+
+// The names of a JSON object's fields, as a body's writer meant them.
+//
+// encoding/json matches a field's name to a struct's without regard to
+// case, and of a name given twice keeps the last: {"ids":["a"],
+// "IDS":["b"]} deleted b, and {"id":"a","ID":"b",…} stored b, where the
+// body's writer (a corpus with an ID column, a client that built the
+// object by hand) meant a (an SRE review's H2, a maintainer review's K3).
+// A body is checked before it is decoded: no object in it may name a
+// field twice, or two fields that differ only in case.
+
+// errKeys is what checkKeys refuses.
+type errKeys struct{ first, second string }
+
+func (e *errKeys) Error() string {
+	if e.first == e.second {
+		return fmt.Sprintf("JSON field %q given twice", e.first)
+	}
+	return fmt.Sprintf("JSON fields %q and %q differ only in case (names are matched exactly: give one)", e.first, e.second)
+}
+
+// checkKeys returns an *errKeys for the first object in raw (one JSON
+// value, valid) that names a field twice, or two fields that differ only
+// in case. It does not decode the values.
+func checkKeys(raw []byte) error {
+	s := keyScanner{b: raw}
+	return s.value(0, func(_ int, keys [][]byte) error {
+		for i := 1; i < len(keys); i++ {
+			for j := range i {
+				if bytes.EqualFold(keys[i], keys[j]) {
+					return &errKeys{string(keys[j]), string(keys[i])}
+				}
+			}
+		}
+		return nil
+	})
+}
+
+// keyScanner walks a valid JSON value, calling visit with the depth (0
+// for the value itself) and the field names of each object (decoded; in
+// an object's order; an object's after those of the objects inside it). It never reads past its
+// bytes: a value that is not valid JSON ends the walk with no error, for
+// the decoder to name.
+type keyScanner struct {
+	b []byte
+	i int
+}
+
+func (s *keyScanner) ws() {
+	for s.i < len(s.b) && (s.b[s.i] == ' ' || s.b[s.i] == '\t' || s.b[s.i] == '\n' || s.b[s.i] == '\r') {
+		s.i++
+	}
+}
+
+// str reads a string at s.i and returns its decoded bytes (raw when it
+// holds no escape).
+func (s *keyScanner) str() ([]byte, bool) {
+	start := s.i
+	s.i++ // the opening quote
+	for {
+		// NB: the next quote found with IndexByte, not a byte at a time:
+		// a line's text is most of its bytes.
+		j := bytes.IndexByte(s.b[s.i:], '"')
+		if j < 0 {
+			s.i = len(s.b)
+			return nil, false
+		}
+		s.i += j
+		k := s.i
+		for k > start+1 && s.b[k-1] == '\\' {
+			k--
+		}
+		s.i++
+		if (s.i-1-k)%2 == 1 {
+			continue // an escaped quote
+		}
+		body := s.b[start+1 : s.i-1]
+		if bytes.IndexByte(body, '\\') < 0 {
+			return body, true
+		}
+		var v string
+		if json.Unmarshal(s.b[start:s.i], &v) != nil {
+			return nil, false
+		}
+		return []byte(v), true
+	}
+}
+
+// value walks the value at s.i.
+func (s *keyScanner) value(depth int, visit func(depth int, keys [][]byte) error) error {
+	s.ws()
+	if s.i >= len(s.b) {
+		return nil
+	}
+	switch s.b[s.i] {
+	case '{':
+		s.i++
+		var keys [][]byte
+		for {
+			s.ws()
+			if s.i >= len(s.b) || s.b[s.i] == '}' {
+				s.i++
+				break
+			}
+			if s.b[s.i] != '"' {
+				return nil
+			}
+			k, ok := s.str()
+			if !ok {
+				return nil
+			}
+			keys = append(keys, k)
+			s.ws()
+			if s.i >= len(s.b) || s.b[s.i] != ':' {
+				return nil
+			}
+			s.i++
+			if err := s.value(depth+1, visit); err != nil {
+				return err
+			}
+			s.ws()
+			if s.i < len(s.b) && s.b[s.i] == ',' {
+				s.i++
+			}
+		}
+		return visit(depth, keys)
+	case '[':
+		s.i++
+		for {
+			s.ws()
+			if s.i >= len(s.b) || s.b[s.i] == ']' {
+				s.i++
+				return nil
+			}
+			before := s.i
+			if err := s.value(depth+1, visit); err != nil {
+				return err
+			}
+			s.ws()
+			if s.i < len(s.b) && s.b[s.i] == ',' {
+				s.i++
+			} else if s.i == before {
+				return nil // NB: not JSON: no progress
+			}
+		}
+	case '"':
+		s.str()
+		return nil
+	default: // a number, true, false, null
+		for s.i < len(s.b) && !isDelim(s.b[s.i]) {
+			s.i++
+		}
+		return nil
+	}
+}
+
+// isDelim reports whether c ends a number, true, false or null.
+func isDelim(c byte) bool {
+	switch c {
+	case ',', ']', '}', ' ', '\t', '\n', '\r':
+		return true
+	}
+	return false
+}
+
+// errNotPlain stops a scan of a stream line that needs docLine's own
+// decoding.
+var errNotPlain = fmt.Errorf("not plain")
+
+// plainLine reports whether encoding/json reads the stream line raw (a
+// JSON object) as docLine means it: none of its fields names a DocJSON
+// field in another case, and none names one twice.
+func plainLine(raw []byte) bool {
+	s := keyScanner{b: raw}
+	return s.value(0, func(depth int, keys [][]byte) error {
+		if depth > 0 {
+			return nil
+		}
+		var seen [len(docFields)]bool
+		for _, k := range keys {
+			for i, f := range docFields {
+				if !bytes.EqualFold(k, []byte(f)) {
+					continue
+				}
+				if string(k) != f || seen[i] {
+					return errNotPlain
+				}
+				seen[i] = true
+			}
+		}
+		return nil
+	}) == nil
+}
