@@ -706,4 +706,10 @@ func TestTunePlotLabelsInside(t *testing.T) {
 	if out := runOK(t, "tune", "--db", idx); !strings.Contains(out, "(chosen for threshold 1, banded for 0.999)") {
 		t.Errorf("tune --db of an index of threshold 1 says: %s", out)
 	}
+	// NB: not of a banding given at create (a maintainer review's K13).
+	given := filepath.Join(t.TempDir(), "given")
+	runOK(t, "create", "--db", given, "--threshold", "1", "--bands", "4", "--rows", "32")
+	if out := runOK(t, "tune", "--db", given); strings.Contains(out, "banded for 0.999") {
+		t.Errorf("tune --db of an index given its banding says: %s", out)
+	}
 }

@@ -24,7 +24,8 @@ func (a *app) tuneCmd() *cobra.Command {
 		RunE: func(c *cobra.Command, args []string) error {
 			var p bands.Params
 			t := threshold
-			var indexT float64 // the index's threshold (tune --db)
+			var indexT float64      // the index's threshold (tune --db)
+			var indexRecall float64 // the recall target its banding was chosen for
 			scheme, err := minhash.ParseScheme(schemeName)
 			if err != nil || schemeName == "" {
 				return usagef("--scheme %q: want fss, oph, classic or datasketch", schemeName)
@@ -47,6 +48,7 @@ func (a *app) tuneCmd() *cobra.Command {
 				}
 				defer closeDB()
 				p, t, scheme, numPerm = d.Params().Bands, d.Params().Threshold, d.Params().Scheme, d.Params().NumPerm
+				indexRecall = d.Params().Recall
 				indexT = t
 				if c.Flags().Changed("threshold") {
 					if !(threshold > 0 && threshold <= 1) {
@@ -97,9 +99,13 @@ func (a *app) tuneCmd() *cobra.Command {
 				// for 0.5: it is the index's, chosen for its own threshold.
 				// NB: an index of threshold 1 is banded for 0.999, as tune
 				// without --db says (a maintainer review's M8).
+				// NB: only a banding Open chose: one given at create was
+				// said to be chosen (a maintainer review's K13).
 				chosen := fmt.Sprint(indexT)
 				if indexT > 0.999 {
-					chosen = fmt.Sprintf("%v, banded for 0.999", indexT)
+					if ch, err := bands.Choose(numPerm, 0.999, bands.Options{Recall: indexRecall}); err == nil && ch == p {
+						chosen = fmt.Sprintf("%v, banded for 0.999", indexT)
+					}
 				}
 				fmt.Fprintf(a.stdout, "the index's %v (chosen for threshold %s) at threshold %v: P(%v) = %.4f, S-curve threshold (1/b)^(1/r) = %.4f\n",
 					p, chosen, t, t, p.Probability(t), p.Threshold())

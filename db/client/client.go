@@ -422,17 +422,23 @@ func errorOf(resp *http.Response) error {
 		// text (a header too large, a bad Content-Length, a transfer
 		// encoding it does not take), is the request's fault, and was
 		// ErrInternal (an SRE review's H3).
+		// Others (a proxy's 429 or 502) stay "internal".
 		code := "internal"
-		switch {
-		case resp.StatusCode == http.StatusRequestEntityTooLarge:
+		switch resp.StatusCode {
+		case http.StatusRequestEntityTooLarge:
 			code = "body_too_large"
-		case resp.StatusCode == http.StatusRequestTimeout:
+		case http.StatusRequestTimeout:
 			code = "request_timeout"
-		case resp.StatusCode == http.StatusUnauthorized:
+		case http.StatusUnauthorized:
 			code = "unauthorized"
-		case resp.StatusCode == http.StatusServiceUnavailable:
+		case http.StatusNotFound:
+			code = "no_route"
+		case http.StatusMethodNotAllowed:
+			code = "method_not_allowed"
+		case http.StatusServiceUnavailable:
 			code = "shutdown"
-		case resp.StatusCode/100 == 4:
+		case http.StatusBadRequest, http.StatusLengthRequired, http.StatusRequestURITooLong, http.StatusRequestHeaderFieldsTooLarge,
+			http.StatusNotImplemented, http.StatusHTTPVersionNotSupported: // NB: a transfer encoding or version net/http does not take
 			code = "bad_request"
 		}
 		return &Error{Status: resp.StatusCode, Code: code,

@@ -1936,8 +1936,13 @@ func TestPlainTextAnswersByStatus(t *testing.T) {
 		http.StatusRequestHeaderFieldsTooLarge: httpapi.ErrBadRequest,
 		http.StatusRequestEntityTooLarge:       httpapi.ErrBodyTooLarge,
 		http.StatusUnauthorized:                httpapi.ErrUnauthorized,
+		http.StatusNotFound:                    httpapi.ErrNoRoute,
+		http.StatusNotImplemented:              httpapi.ErrBadRequest,
+		http.StatusRequestTimeout:              httpapi.ErrRequestTimeout,
+		http.StatusServiceUnavailable:          db.ErrClosed,
 		http.StatusInternalServerError:         httpapi.ErrInternal,
 		http.StatusBadGateway:                  httpapi.ErrInternal,
+		http.StatusTooManyRequests:             httpapi.ErrInternal,
 	} {
 		u, _ := serveTCP(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, http.StatusText(status), status)
