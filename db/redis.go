@@ -275,6 +275,7 @@ func (db *DB) OtherWritersSeen(ctx context.Context) ([]time.Time, error) {
 // a handle whose registration Redis lost (a restart without persistence).
 func (db *DB) startHeartbeat(every time.Duration) {
 	db.heartbeatDone = make(chan struct{})
+	instance := db.man.Instance // NB: read here, before a write may change db.man
 	go func() {
 		defer close(db.heartbeatDone)
 		t := time.NewTicker(every)
@@ -294,10 +295,17 @@ func (db *DB) startHeartbeat(every time.Duration) {
 			if gone {
 				// NB: for good: an index made again under the name (other
 				// parameters, maybe) is not this handle's.
-			} else if m, err := db.rkv.Manifest(ctx); err == nil && m == nil {
+			} else if m, err := db.rkv.Manifest(ctx); err == nil && (m == nil || !sameInstance(m, instance)) {
 				gone = true
 				db.gone.Store(true)
-				db.opts.Logger.Error("lshdb: the index's manifest is gone from Redis (dropped, or lost with a restart without persistence): this handle's writes are refused from now on; close it, and restore or create the index again", "index", db.dir)
+				// NB: dropped and made again between two heartbeats (with
+				// other parameters, maybe): the handle went on writing its
+				// own bands into the new index (a maintainer review's K7).
+				what := "gone from Redis (dropped, or lost with a restart without persistence)"
+				if m != nil {
+					what = "another index's: it was dropped and made again under its name"
+				}
+				db.opts.Logger.Error("lshdb: the index's manifest is "+what+": this handle's writes are refused from now on; close it, and restore or create the index again", "index", db.dir)
 				// NB: a registration a drop between the two reads left.
 				db.rkv.Unregister(ctx, db.writer)
 			} else if err := db.rkv.Register(ctx, db.writer); err != nil && db.closing.Err() == nil {
@@ -306,6 +314,14 @@ func (db *DB) startHeartbeat(every time.Duration) {
 			cancel()
 		}
 	}()
+}
+
+// sameInstance reports whether the manifest m names the index instance
+// (codec.Manifest.Instance); a manifest that does not decode, or an index
+// made before instances were named, is taken as the same.
+func sameInstance(m []byte, instance string) bool {
+	dm, err := codec.DecodeManifest(m)
+	return err != nil || instance == "" || dm.Instance == "" || dm.Instance == instance
 }
 
 // redisManifest reads the manifest, or creates it for a new index.
@@ -373,7 +389,7 @@ func (db *DB) redisManifest(ctx context.Context) error {
 // by no reader of a new index, and left as leftovers that refused its
 // creation (a window of one heartbeat remains).
 func (db *DB) indexGoneErr() error {
-	return fmt.Errorf("%w: %s: its manifest is gone from Redis (dropped, or lost with a restart without persistence) since this handle opened it: nothing was written; close the handle, and restore or create the index again", ErrNotExist, db.dir)
+	return fmt.Errorf("%w: %s: its manifest is gone from Redis, or is another index's (dropped, and maybe made again; or lost with a restart without persistence) since this handle opened it: nothing was written; close the handle, and restore or create the index again", ErrNotExist, db.dir)
 }
 
 // redisWrite writes prepared documents (unique ids); it returns how many

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lshdb/lshdb/codec"
 	"github.com/lshdb/lshdb/internal/corpus"
 	"github.com/lshdb/lshdb/internal/rediskv"
 	"github.com/lshdb/lshdb/internal/redistest"
@@ -1907,5 +1908,69 @@ func TestRedisConcurrentCreators(t *testing.T) {
 		for err := range errs {
 			t.Errorf("index %d: %v", i, err)
 		}
+	}
+}
+
+// Ensure that a handle whose Redis index was dropped and made again
+// between two of its heartbeats (with other parameters) finds it another
+// index's, and refuses its writes: it found the manifest there, and went
+// on writing its own bands into the new index (a maintainer review's
+// K7). The oracle: the new index's own count and check.
+func TestRedisHeartbeatOfRecreatedIndex(t *testing.T) {
+	u := redisURL(t)
+	ctx := context.Background()
+	defer func(d time.Duration) { writerHeartbeat = d }(writerHeartbeat)
+	// NB: long enough that no heartbeat falls between the drop and the
+	// create (it would find the manifest gone, as the test above).
+	writerHeartbeat = time.Second
+	var log syncBuffer
+	opened := time.Now()
+	w, err := Open(u, &Options{Logger: slog.New(slog.NewTextHandler(&log, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if err := w.Put(Doc{ID: "old", Text: "a document of the first index"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	// NB: dropped and made again at once, well within one heartbeat.
+	if err := Drop(ctx, u); err != nil {
+		t.Fatal(err)
+	}
+	n, err := Open(u, &Options{Bands: 8, Rows: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	if err := n.Put(Doc{ID: "new", Text: "a document of the index made again"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if time.Since(opened) > 900*time.Millisecond {
+		t.Skip("the drop and the create took a heartbeat: the test checks nothing")
+	}
+	time.Sleep(time.Until(opened.Add(1600 * time.Millisecond)))
+	if err := w.Put(Doc{ID: "stale", Text: "a document put through the first index's handle"}, nil); !errors.Is(err, ErrNotExist) {
+		t.Errorf("Put through the handle of the dropped index: %v, want ErrNotExist", err)
+	}
+	// NB: a heartbeat in the gap between the drop and the create finds
+	// the manifest gone, which says so as well.
+	if !strings.Contains(log.String(), "dropped and made again") && !strings.Contains(log.String(), "manifest is gone") {
+		t.Errorf("the handle did not say its index went:\n%s", log.String())
+	}
+	// The manifests of the two are told apart by their instance.
+	m := n.man
+	m.Instance = "A"
+	a, err := codec.EncodeManifest(&m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sameInstance(a, "A") || sameInstance(a, "B") || !sameInstance(a, "") {
+		t.Error("sameInstance does not tell instances apart")
+	}
+	if c, err := n.Count(); err != nil || c != 1 {
+		t.Errorf("the new index holds %d documents, %v; want its own 1", c, err)
+	}
+	if rep, err := n.Check(ctx); err != nil || !rep.OK() {
+		t.Errorf("the new index fails check: %v %v", rep, err)
 	}
 }
