@@ -584,9 +584,11 @@ func (c *Client) Load(ctx context.Context, docs iter.Seq2[db.Doc, error], lo *db
 	}
 	pr, pw := io.Pipe()
 	var docsErr error
+	var panicked any
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
+		defer recoverSeq(&panicked, pw)
 		bw := bufio.NewWriterSize(pw, 1<<20)
 		enc := json.NewEncoder(bw)
 		enc.SetEscapeHTML(false) // NB: "<" is 1 byte, not 6
@@ -629,6 +631,9 @@ func (c *Client) Load(ctx context.Context, docs iter.Seq2[db.Doc, error], lo *db
 	// (as in process, a docs that blocks for long should watch ctx).
 	pr.CloseWithError(errLoadAnswered)
 	<-done
+	if panicked != nil {
+		panic(panicked) // NB: the caller's sequence's, on the caller's goroutine, as in process
+	}
 	if docsErr != nil {
 		return db.LoadResult{}, docsErr
 	}
@@ -1193,9 +1198,11 @@ func (c *Client) ClustersFrom(ctx context.Context, seq iter.Seq2[db.Pair, error]
 	q.Del("memory")
 	pr, pw := io.Pipe()
 	var seqErr error
+	var panicked any
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
+		defer recoverSeq(&panicked, pw)
 		bw := bufio.NewWriterSize(pw, 64<<10)
 		enc := json.NewEncoder(bw)
 		enc.SetEscapeHTML(false) // NB: "<" is 1 byte, not 6
@@ -1227,6 +1234,9 @@ func (c *Client) ClustersFrom(ctx context.Context, seq iter.Seq2[db.Pair, error]
 	if err != nil {
 		pr.CloseWithError(err)
 		<-done
+		if panicked != nil {
+			panic(panicked) // NB: the caller's sequence's, on the caller's goroutine, as in process
+		}
 		if seqErr != nil {
 			return nil, seqErr
 		}
@@ -1235,6 +1245,22 @@ func (c *Client) ClustersFrom(ctx context.Context, seq iter.Seq2[db.Pair, error]
 	defer resp.Body.Close()
 	return readClusters(ctx, resp.Body)
 }
+
+// recoverSeq, deferred on the goroutine that reads a caller's sequence
+// into a request's body, keeps a panic of the sequence in *panicked, for
+// the call to panic again on the caller's goroutine, and ends the body.
+//
+// NB: a panic there took the whole program down, where in process it is
+// the caller's to recover (a maintainer review's K5).
+func recoverSeq(panicked *any, pw *io.PipeWriter) {
+	if r := recover(); r != nil {
+		*panicked = r
+		pw.CloseWithError(errSeqPanicked)
+	}
+}
+
+// errSeqPanicked ends a request body whose sequence panicked.
+var errSeqPanicked = errors.New("lshdb: client: the sequence panicked")
 
 func readClusters(ctx context.Context, body io.Reader) ([]db.Cluster, error) {
 	var out []db.Cluster

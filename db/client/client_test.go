@@ -1958,3 +1958,36 @@ func TestPlainTextAnswersByStatus(t *testing.T) {
 		}
 	}
 }
+
+// Ensure that a caller's sequence that panics panics on the caller's
+// goroutine, as in process, where the caller may recover it: the client
+// read it on a goroutine of its own, and the panic took the whole program
+// down (a maintainer review's K5). The oracle: the panic's value,
+// recovered here.
+func TestClientCallerSeqPanics(t *testing.T) {
+	d := open(t, nil)
+	c := server(t, d, nil, "")["unix"]
+	recovered := func(f func()) (r any) {
+		defer func() { r = recover() }()
+		f()
+		return nil
+	}
+	if r := recovered(func() {
+		c.Load(context.Background(), func(yield func(db.Doc, error) bool) {
+			yield(db.Doc{ID: "a", Text: "a document before the panic"}, nil)
+			panic("the sequence's own panic")
+		}, nil)
+	}); r != "the sequence's own panic" {
+		t.Errorf("Load: recovered %v", r)
+	}
+	if r := recovered(func() {
+		c.ClustersFrom(context.Background(), func(yield func(db.Pair, error) bool) {
+			panic("the pairs' own panic")
+		}, nil)
+	}); r != "the pairs' own panic" {
+		t.Errorf("ClustersFrom: recovered %v", r)
+	}
+	if n, err := d.Count(); err != nil || n != 0 {
+		t.Errorf("after the panics: %d documents, %v; want none", n, err)
+	}
+}
