@@ -858,7 +858,7 @@ func bodyError(err error) error {
 		return fmt.Errorf("%w: more than %d bytes", ErrBodyTooLarge, mbe.Limit)
 	case codeOf(err).Code == "request_timeout":
 		return fmt.Errorf("%w: reading the body: %w", ErrRequestTimeout, err)
-	case errors.Is(err, errNotUTF8):
+	case errors.Is(err, errNotUTF8) || errors.As(err, new(*errKeys)):
 		return badRequest("%v", err)
 	case errors.Is(err, net.ErrClosed) || errors.Is(err, syscall.ECONNRESET) || errors.As(err, new(transportError)) && errors.Is(err, io.ErrUnexpectedEOF):
 		// NB: the connection ended under the read (the client went away,

@@ -100,13 +100,14 @@ func (d *docLine) UnmarshalJSON(raw []byte) error {
 			continue
 		}
 		if seen[i] {
-			return fmt.Errorf("JSON field %q given twice", key)
+			return &errKeys{key, key}
 		}
 		seen[i] = true
 		if err := dec.Decode(dst); err != nil {
 			var te *json.UnmarshalTypeError
 			if errors.As(err, &te) && te.Field == "" {
-				te.Field = key // NB: as encoding/json names a struct's field
+				// NB: as encoding/json names a struct's field
+				te.Struct, te.Field = "DocJSON", key
 			}
 			return err
 		}
