@@ -90,6 +90,13 @@ func (db *DB) Check(ctx context.Context) (*CheckReport, error) {
 		id      string
 		keys    []uint64
 		expires int64
+		// inBand has bit b set once the document's posting is found in
+		// its bucket of band b.
+		//
+		// NB: a bit per band, where a map held every posting found (a
+		// member of band, bucket and doc): check of 1,000,000 documents
+		// of 16 bands peaked at 1.6 GiB (a nightly review's B1).
+		inBand []uint64
 	}
 	docs := make(map[uint64]docInfo)
 	maxDoc := uint64(0)
@@ -158,7 +165,7 @@ func (db *DB) Check(ctx context.Context) (*CheckReport, error) {
 		if err != nil {
 			rep.problem("doc %d (%q): %v", n, rec.ID, err)
 		}
-		docs[n] = docInfo{rec.ID, keys, rec.Expires}
+		docs[n] = docInfo{rec.ID, keys, rec.Expires, make([]uint64, (len(keys)+63)/64)}
 	})
 	if err != nil {
 		return nil, err
@@ -232,12 +239,6 @@ func (db *DB) Check(ctx context.Context) (*CheckReport, error) {
 	}
 
 	// Posting lists: every posting names a record; collect membership.
-	type member struct {
-		band   int
-		bucket uint64
-		doc    uint64
-	}
-	present := make(map[member]bool)
 	var ps []codec.Posting
 	done.flush()
 	prog.phase(3, 3, "checking posting lists (bands)", int64(db.bands.B))
@@ -270,16 +271,17 @@ func (db *DB) Check(ctx context.Context) (*CheckReport, error) {
 				// candidate; it was reported only once the document was
 				// deleted (a posting of no record).
 				rep.problem("posting list %d/%08x names doc %d (%q), whose bucket in band %d is %08x", band, bucket, p.Doc, d.id, band, d.keys[band])
+			} else if band < len(d.keys) {
+				d.inBand[band/64] |= 1 << (band % 64)
 			}
-			present[member{band, bucket, p.Doc}] = true
 		}
 	})
 	if err != nil {
 		return nil, err
 	}
 	for n, d := range docs {
-		for band, k := range d.keys {
-			if !present[member{band, k, n}] {
+		for band := range d.keys {
+			if d.inBand[band/64]&(1<<(band%64)) == 0 {
 				rep.problem("doc %d (%q) is missing from its bucket in band %d", n, d.id, band)
 			}
 		}
