@@ -611,10 +611,19 @@ func maxMemoryMiB() int {
 // percentage and the time left to read them: in's reader reports them
 // (docio.Options.Progress) and add only counts what a line mentions.
 func (a *app) progress(name, noun string, in *inputFlags, paths []string) (add func(n int), done func()) {
+	return a.stepProgress(name, "", noun, in, paths)
+}
+
+// stepProgress is progress for the first step of several, which its
+// lines name (step: "1/4 reading"; "" for none).
+func (a *app) stepProgress(name, step, noun string, in *inputFlags, paths []string) (add func(n int), done func()) {
 	total := inputBytes(paths)
 	switch a.progressStyle() {
 	case progressLog:
 		l := a.newLineLog(name)
+		if step != "" {
+			l.what += ": " + step
+		}
 		var read, docs atomic.Int64
 		status := func(elapsed time.Duration) string {
 			if n := read.Load(); n > total && total > 0 {
@@ -658,9 +667,17 @@ func (a *app) progress(name, noun string, in *inputFlags, paths []string) (add f
 // (phaseBar's: resolving ids, writing tables, ingesting), which take
 // minutes when millions of stored documents are replaced. add counts
 // documents read; done ends whichever is shown.
-func (a *app) loadProgress(in *inputFlags, paths []string) (ctx context.Context, add func(n int), done func()) {
+//
+// NB: the reading is "1/4" where the stages after it are shown (a build
+// in this process, on Pebble), as they are "2/4" to "4/4": its lines'
+// time left, to read, was taken for the build's (a nightly review's B2).
+func (a *app) loadProgress(in *inputFlags, paths []string, staged bool) (ctx context.Context, add func(n int), done func()) {
 	start := time.Now()
-	add, readDone := a.progress("build", "documents", in, paths)
+	step := ""
+	if staged {
+		step = "1/4 reading"
+	}
+	add, readDone := a.stepProgress("build", step, "documents", in, paths)
 	var endRead sync.Once
 	var phases func(db.Progress)
 	phasesDone := func() {}
@@ -850,7 +867,8 @@ Redis.`,
 			} else if deleteMissing {
 				lo.MaxDeleted = maxDel.count
 			}
-			ctx, add, done := a.loadProgress(&in, args)
+			_, inProcess := d.(*db.DB)
+			ctx, add, done := a.loadProgress(&in, args, inProcess && !db.IsRedisURL(a.dbDir))
 			last := 0
 			lo.Progress = func(n int) {
 				add(n - last)
