@@ -789,25 +789,23 @@ func boolParam(q url.Values, name string) (bool, error) {
 // decode reads the body as one JSON value into v: unknown fields and
 // anything after the value are refused.
 func decode(r *http.Request, v any) error {
-	dec := json.NewDecoder(transportReader{r.Body})
-	// NB: read whole, and its names checked (checkKeys), before it is
-	// decoded: encoding/json matches them without regard to case and
-	// keeps the last of two.
-	var raw json.RawMessage
-	if err := dec.Decode(&raw); err != nil {
+	// NB: read whole (MaxBytesReader bounds it), and its names checked
+	// (checkKeys), before it is decoded: encoding/json matches them
+	// without regard to case and keeps the last of two. Reading to the
+	// end of the body also lets the server notice a client that goes
+	// away while the call runs (its context is then cancelled).
+	raw, err := io.ReadAll(transportReader{r.Body})
+	if err != nil {
 		return bodyError(err)
 	}
 	if err := checkKeys(raw); err != nil {
 		return badRequest("%v", err)
 	}
-	vdec := json.NewDecoder(bytes.NewReader(raw))
-	vdec.DisallowUnknownFields()
-	if err := vdec.Decode(v); err != nil {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
 		return bodyError(err)
 	}
-	// NB: reading to the end of the body also lets the server notice a
-	// client that goes away while the call runs (its context is then
-	// cancelled).
 	if _, err := dec.Token(); err != io.EOF {
 		if err == nil {
 			return badRequest("the body holds more than one JSON value")

@@ -1054,6 +1054,13 @@ func TestStreamsMatchNamesExactly(t *testing.T) {
 			t.Errorf("%s stored from a line that gave id twice", id)
 		}
 	}
+	// A null line is named as such, not taken for an empty document (a
+	// review's F2).
+	for _, path := range []string{"/v1/load", "/v1/docs/put-if-new"} {
+		if got := post(path, `{"id":"n1","text":"a line before a null one"}`+"\n"+"null\n"); !strings.Contains(got, "JSON null where an object is expected") {
+			t.Errorf("%s of a null line: %s", path, got)
+		}
+	}
 }
 
 // Ensure that utf8Body passes UTF-8 through whatever the reads' sizes (a
