@@ -363,8 +363,11 @@ func (r *bgzfReader) Read(p []byte) (int, error) {
 		}
 		<-job.done
 		if job.tail != nil {
-			if zeroPadding(job.tail) {
+			if padded, zeros := zeroPadding(job.tail); padded {
 				r.err = io.EOF // NB: a padded BGZF file (zeroPadding)
+				continue
+			} else if zeros {
+				r.err = (&seqGzip{members: 1}).garbageErr()
 				continue
 			}
 			gz, err := newSeqGzip(job.tail, true)
@@ -583,6 +586,14 @@ func newSeqGzip(br *bufio.Reader, after bool) (*seqGzip, error) {
 		}
 	}
 	gz, err := gzip.NewReader(br)
+	if err == io.EOF && after {
+		// NB: garbage found a member's magic number: its header cut
+		// short is a truncated file, not its end (it read as "abc" and
+		// no error; found by FuzzGzipReader).
+		if _, perr := br.Peek(1); perr != io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -598,6 +609,12 @@ func (g *seqGzip) garbage() error {
 	if len(hdr) == 0 || len(hdr) == 2 && hdr[0] == 0x1f && hdr[1] == 0x8b {
 		return nil
 	}
+	return g.garbageErr()
+}
+
+// garbageErr is the error of bytes after the members read that are not
+// a member.
+func (g *seqGzip) garbageErr() error {
 	what := fmt.Sprintf("the last of %d gzip members", g.members)
 	if g.members == 1 {
 		what = "the gzip member"
@@ -615,8 +632,12 @@ func (g *seqGzip) Read(p []byte) (int, error) {
 			return n, err
 		}
 		g.members++
-		if _, perr := g.br.Peek(1); perr == io.EOF || zeroPadding(g.br) {
+		if _, perr := g.br.Peek(1); perr == io.EOF {
 			g.err = io.EOF
+		} else if padded, zeros := zeroPadding(g.br); padded {
+			g.err = io.EOF
+		} else if zeros {
+			g.err = g.garbageErr() // NB: zeros, then a member: gzip -d stops at the zeros
 		} else if gerr := g.garbage(); gerr != nil {
 			g.err = gerr
 		} else if rerr := g.gz.Reset(g.br); rerr != nil {
@@ -640,23 +661,27 @@ func (g *seqGzip) Close() error { return g.gz.Close() }
 
 // zeroPadding reports whether br holds zero bytes only, to its end, as a
 // tape or a block-sized copy pads a gzip file: gzip -d ignores them (it
-// was refused as trailing garbage). It reads the zeros it meets; a byte
-// that is not zero is left to read (trailing garbage after all).
-func zeroPadding(br *bufio.Reader) bool {
+// was refused as trailing garbage). It reads the zeros it meets; zeros
+// says it met some. Zeros and then other bytes are trailing garbage, a
+// member among them too, where gzip -d stops.
+//
+// NB: a member after zeros was read as the next one, where gzip -d and
+// klauspost's reader stop (found by FuzzGzipReader).
+func zeroPadding(br *bufio.Reader) (padded, zeros bool) {
 	if b, _ := br.Peek(1); len(b) == 0 || b[0] != 0 {
-		return false
+		return false, false
 	}
 	for {
 		c, err := br.ReadByte()
 		if err == io.EOF {
-			return true
+			return true, true
 		}
 		if err != nil {
-			return false
+			return false, true
 		}
 		if c != 0 {
 			br.UnreadByte()
-			return false
+			return false, true
 		}
 	}
 }

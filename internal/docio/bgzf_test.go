@@ -457,11 +457,20 @@ func TestGzipTrailingGarbage(t *testing.T) {
 				t.Errorf("%s + %d zero bytes: read %d of %d bytes, err %v; want all, no error", tc.name, pad, len(got), len(tc.want), err)
 			}
 		}
-		for _, junk := range []string{"junk\n", "a longer line of junk, not gzip at all\n", "\x00\x00\x00junk after zeros"} {
+		// NB: a member after zeros is garbage too: gzip -d stops at the
+		// zeros, and the reader read it as the next member (found by
+		// FuzzGzipReader).
+		for _, junk := range []string{"junk\n", "a longer line of junk, not gzip at all\n", "\x00\x00\x00junk after zeros", "\x00\x00\x00" + string(gzipBytes([]byte("a member after zeros")))} {
 			got, _, err := ourGunzip(cat(tc.z, []byte(junk)))
 			if !errors.Is(err, gzip.ErrHeader) || errors.Is(err, ErrTruncated) || !strings.Contains(err.Error(), "trailing garbage") || !bytes.Equal(got, tc.want) {
-				t.Errorf("%s + %q: read %d of %d bytes, err %v; want all, then trailing garbage", tc.name, junk, len(got), len(tc.want), err)
+				t.Errorf("%s + %.20q: read %d of %d bytes, err %v; want all, then trailing garbage", tc.name, junk, len(got), len(tc.want), err)
 			}
+		}
+		// A member's magic number, then a header cut short: a truncated
+		// file, where it read as the file's end (found by FuzzGzipReader).
+		got, _, err = ourGunzip(cat(tc.z, []byte("\x1f\x8b\b\x30\x03\x00\x00")))
+		if !errors.Is(err, io.ErrUnexpectedEOF) || !bytes.Equal(got, tc.want) {
+			t.Errorf("%s + a header cut short: read %d of %d bytes, err %v; want all, then a truncated file", tc.name, len(got), len(tc.want), err)
 		}
 	}
 }
