@@ -70,6 +70,11 @@ func (o *Options) Validate() error {
 	return nil
 }
 
+// MaxChoiceThreshold is the highest threshold a banding is chosen for:
+// a threshold of 1 asks for identical sets, and is banded for this one
+// (Open's default banding and tune's, which says so).
+const MaxChoiceThreshold = 0.999
+
 // Choose returns the banding of a k-value signature for threshold t under
 // opts. With RecallFirst, it is the banding of least false-positive area
 // among those with P(t) ≥ opts.Recall (ties: more rows, then more bands), or

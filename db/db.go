@@ -668,7 +668,7 @@ func (db *DB) newManifest() ([]byte, error) {
 		}
 	}
 	if m.Bands == 0 {
-		t := min(m.Threshold, 0.999) // NB: a threshold of 1 asks for identical sets; band for 0.999
+		t := min(m.Threshold, bands.MaxChoiceThreshold)
 		p, err := bands.Choose(m.NumPerm, t, bands.Options{Recall: m.Recall})
 		if err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)

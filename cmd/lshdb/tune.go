@@ -68,7 +68,7 @@ func (a *app) tuneCmd() *cobra.Command {
 				if err := checkRecall(recall); err != nil {
 					return err
 				}
-				if p, err = bands.Choose(numPerm, min(threshold, 0.999), bands.Options{Recall: recall}); err != nil {
+				if p, err = bands.Choose(numPerm, min(threshold, bands.MaxChoiceThreshold), bands.Options{Recall: recall}); err != nil {
 					return usageError{err}
 				}
 			}
@@ -102,9 +102,9 @@ func (a *app) tuneCmd() *cobra.Command {
 				// NB: only a banding Open chose: one given at create was
 				// said to be chosen (a maintainer review's K13).
 				chosen := fmt.Sprint(indexT)
-				if indexT > 0.999 {
-					if ch, err := bands.Choose(numPerm, 0.999, bands.Options{Recall: indexRecall}); err == nil && ch == p {
-						chosen = fmt.Sprintf("%v, banded for 0.999", indexT)
+				if indexT > bands.MaxChoiceThreshold {
+					if ch, err := bands.Choose(numPerm, bands.MaxChoiceThreshold, bands.Options{Recall: indexRecall}); err == nil && ch == p {
+						chosen = fmt.Sprintf("%v, banded for %v", indexT, bands.MaxChoiceThreshold)
 					}
 				}
 				fmt.Fprintf(a.stdout, "the index's %v (chosen for threshold %s) at threshold %v: P(%v) = %.4f, S-curve threshold (1/b)^(1/r) = %.4f\n",
@@ -113,8 +113,8 @@ func (a *app) tuneCmd() *cobra.Command {
 				// NB: a banding for 1 is chosen for 0.999 (no banding
 				// is steeper at 1), and was said to be for 1.
 				chosen := fmt.Sprint(t)
-				if t > 0.999 {
-					chosen = fmt.Sprintf("%v (chosen for 0.999)", t)
+				if t > bands.MaxChoiceThreshold {
+					chosen = fmt.Sprintf("%v (chosen for %v)", t, bands.MaxChoiceThreshold)
 				}
 				fmt.Fprintf(a.stdout, "%v for threshold %s: P(%v) = %.4f, S-curve threshold (1/b)^(1/r) = %.4f\n",
 					p, chosen, t, p.Probability(t), p.Threshold())
@@ -177,11 +177,11 @@ func writeSVG(w io.Writer, p bands.Params, t float64) error {
 	fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="5" fill="#c0392b"/>`+"\n", x(t), y(pt))
 	// NB: left of the line, or right of it where the left has no room
 	// (t below about 0.14 drew it off the picture).
-	if lx := x(t) - 130; lx >= 0 {
-		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" fill="#c0392b">threshold t = %v</text>`+"\n", lx, y(0.12), t)
-	} else {
-		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" fill="#c0392b">threshold t = %v</text>`+"\n", x(t)+8, y(0.12), t)
+	lx := x(t) - 130
+	if lx < 0 {
+		lx = x(t) + 8
 	}
+	fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" fill="#c0392b">threshold t = %v</text>`+"\n", lx, y(0.12), t)
 	fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" fill="#27ae60">expected recall P(t) = %.4f</text>`+"\n", x(0.02), y(pt)-8, pt)
 	b.WriteString("</svg>\n")
 	_, err := io.WriteString(w, b.String())

@@ -413,33 +413,35 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, body
 	return resp, nil
 }
 
+// plainCodes are the codes of the answers without a JSON error body that
+// net/http makes itself, in plain text, by their status: a header too
+// large, a bad Content-Length, a transfer encoding or version it does not
+// take (501, 505) are the request's fault.
+//
+// NB: every one was ErrInternal (an SRE review's H3).
+var plainCodes = map[int]string{
+	http.StatusBadRequest:                  "bad_request",
+	http.StatusLengthRequired:              "bad_request",
+	http.StatusRequestURITooLong:           "bad_request",
+	http.StatusRequestHeaderFieldsTooLarge: "bad_request",
+	http.StatusNotImplemented:              "bad_request",
+	http.StatusHTTPVersionNotSupported:     "bad_request",
+	http.StatusRequestEntityTooLarge:       "body_too_large",
+	http.StatusRequestTimeout:              "request_timeout",
+	http.StatusUnauthorized:                "unauthorized",
+	http.StatusNotFound:                    "no_route",
+	http.StatusMethodNotAllowed:            "method_not_allowed",
+	http.StatusServiceUnavailable:          "shutdown",
+}
+
 // errorOf reads a non-2xx answer's error.
 func errorOf(resp *http.Response) error {
 	var e httpapi.ErrorJSON
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	if err := json.Unmarshal(b, &e); err != nil || e.Error.Code == "" {
-		// NB: by its status: an answer net/http makes itself, in plain
-		// text (a header too large, a bad Content-Length, a transfer
-		// encoding it does not take), is the request's fault, and was
-		// ErrInternal (an SRE review's H3).
-		// Others (a proxy's 429 or 502) stay "internal".
-		code := "internal"
-		switch resp.StatusCode {
-		case http.StatusRequestEntityTooLarge:
-			code = "body_too_large"
-		case http.StatusRequestTimeout:
-			code = "request_timeout"
-		case http.StatusUnauthorized:
-			code = "unauthorized"
-		case http.StatusNotFound:
-			code = "no_route"
-		case http.StatusMethodNotAllowed:
-			code = "method_not_allowed"
-		case http.StatusServiceUnavailable:
-			code = "shutdown"
-		case http.StatusBadRequest, http.StatusLengthRequired, http.StatusRequestURITooLong, http.StatusRequestHeaderFieldsTooLarge,
-			http.StatusNotImplemented, http.StatusHTTPVersionNotSupported: // NB: a transfer encoding or version net/http does not take
-			code = "bad_request"
+		code, ok := plainCodes[resp.StatusCode]
+		if !ok {
+			code = "internal" // NB: a proxy's 429 or 502, say
 		}
 		return &Error{Status: resp.StatusCode, Code: code,
 			Message: fmt.Sprintf("lshdb: client: the server answered %s: %.200q", resp.Status, b)}

@@ -132,11 +132,7 @@ func (h *handler) hasMany(w *resp, r *http.Request) error {
 	// of 16 million short ids held about 1.2 GB while it was answered,
 	// and four at once took a server to 4.8 GB. And it stops when its
 	// client goes (or the server closes).
-	var size int64
-	for _, id := range req.IDs {
-		size += int64(len(id))
-	}
-	release, err := h.admit(r.Context(), len(req.IDs), size)
+	release, err := h.admitIDs(r.Context(), req.IDs)
 	if err != nil {
 		return err
 	}
@@ -637,11 +633,7 @@ func (h *handler) delete(w *resp, r *http.Request, req DeleteRequest) error {
 	// NB: admitted among the work in flight, as has's ids: twelve deletes
 	// of 500,000 ids at once took a server from 38 MB to 626 MB, the
 	// only requests that did not wait their turn (an SRE review's H1).
-	var size int64
-	for _, id := range req.IDs {
-		size += int64(len(id))
-	}
-	release, err := h.admit(r.Context(), len(req.IDs), size)
+	release, err := h.admitIDs(r.Context(), req.IDs)
 	if err != nil {
 		return err
 	}

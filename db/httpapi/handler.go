@@ -278,6 +278,16 @@ func (h *handler) admit(ctx context.Context, n int, size int64) (release func(),
 	}, nil
 }
 
+// admitIDs is admit for a request of ids (has, delete): each counts as a
+// document, its bytes as a text's.
+func (h *handler) admitIDs(ctx context.Context, ids []string) (release func(), err error) {
+	var size int64
+	for _, id := range ids {
+		size += int64(len(id))
+	}
+	return h.admit(ctx, len(ids), size)
+}
+
 // docBytes is what admit counts of a document: its text's and tokens'
 // bytes, 8 a hash.
 func docBytes(text string, tokens []string, hashes int) int64 {

@@ -1679,16 +1679,7 @@ func TestMaxInFlightBytes(t *testing.T) {
 	addr := startTCP(t, h, 0)
 	query := func(ctx context.Context, text string) error {
 		b, _ := json.Marshal(QueryRequest{Text: &text})
-		hr, _ := http.NewRequestWithContext(ctx, "POST", "http://"+addr+"/v1/query", bytes.NewReader(b))
-		resp, err := http.DefaultClient.Do(hr)
-		if err != nil {
-			return err
-		}
-		defer resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("status %d", resp.StatusCode)
-		}
-		return nil
+		return postOK(ctx, "http://"+addr+"/v1/query", b)
 	}
 	big := strings.Repeat("a large query text ", 100_000) // 1.9 MB
 	if err := query(context.Background(), "a small query text"); err != nil {
@@ -2012,16 +2003,7 @@ func TestDeleteWaitsForRoom(t *testing.T) {
 	h := Handler(d, &Options{MaxInFlight: 10}).(*handler)
 	addr := startTCP(t, h, 0)
 	del := func(ctx context.Context) error {
-		req, _ := http.NewRequestWithContext(ctx, "POST", "http://"+addr+"/v1/docs/delete", strings.NewReader(`{"ids":["x"]}`))
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return err
-		}
-		defer resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("status %d", resp.StatusCode)
-		}
-		return nil
+		return postOK(ctx, "http://"+addr+"/v1/docs/delete", []byte(`{"ids":["x"]}`))
 	}
 	all := int64(h.o.MaxInFlight) // NB: raised to MaxBatch at least
 	if !h.inFlight.TryAcquire(all) {
@@ -2043,4 +2025,19 @@ func TestDeleteWaitsForRoom(t *testing.T) {
 	if ok, _ := d.Has("x"); ok {
 		t.Error("the delete, once admitted, did not delete")
 	}
+}
+
+// postOK posts body to url, and returns an error unless the answer is
+// 200 (the client's, or the status).
+func postOK(ctx context.Context, url string, body []byte) error {
+	req, _ := http.NewRequestWithContext(ctx, "POST", url, bytes.NewReader(body))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("status %d", resp.StatusCode)
+	}
+	return nil
 }

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 )
 
@@ -56,9 +57,9 @@ const maxBodyFields = 64
 
 // keyScanner walks a valid JSON value, calling visit with the depth (0
 // for the value itself) and the field names of each object (decoded; in
-// an object's order; an object's after those of the objects inside it). It never reads past its
-// bytes: a value that is not valid JSON ends the walk with no error, for
-// the decoder to name.
+// an object's order; an object's after those of the objects inside it).
+// It never reads past its bytes: a value that is not valid JSON ends the
+// walk with no error, for the decoder to name.
 type keyScanner struct {
 	b []byte
 	i int
@@ -183,7 +184,7 @@ func isDelim(c byte) bool {
 
 // errNotPlain stops a scan of a stream line that needs docLine's own
 // decoding.
-var errNotPlain = fmt.Errorf("not plain")
+var errNotPlain = errors.New("not plain")
 
 // plainLine reports whether encoding/json reads the stream line raw (a
 // JSON object) as docLine means it: none of its fields names a DocJSON

@@ -68,31 +68,16 @@ func (d *docLine) UnmarshalJSON(raw []byte) error {
 		return &json.UnmarshalTypeError{Value: tokenKind(t), Type: reflect.TypeFor[DocJSON]()}
 	}
 	*d = docLine{}
-	var seen [7]bool
+	dsts := [len(docFields)]any{&d.ID, &d.Text, &d.Tokens, &d.Hashes, &d.Signature, &d.Meta, &d.MetaBase64}
+	var seen [len(docFields)]bool
 	for dec.More() {
 		t, err := dec.Token()
 		if err != nil {
 			return err
 		}
 		key, _ := t.(string)
-		var dst any
 		i := slices.Index(docFields[:], key)
-		switch i {
-		case 0:
-			dst = &d.ID
-		case 1:
-			dst = &d.Text
-		case 2:
-			dst = &d.Tokens
-		case 3:
-			dst = &d.Hashes
-		case 4:
-			dst = &d.Signature
-		case 5:
-			dst = &d.Meta
-		case 6:
-			dst = &d.MetaBase64
-		default:
+		if i < 0 {
 			var skip json.RawMessage
 			if err := dec.Decode(&skip); err != nil {
 				return err
@@ -103,7 +88,7 @@ func (d *docLine) UnmarshalJSON(raw []byte) error {
 			return &errKeys{key, key}
 		}
 		seen[i] = true
-		if err := dec.Decode(dst); err != nil {
+		if err := dec.Decode(dsts[i]); err != nil {
 			var te *json.UnmarshalTypeError
 			if errors.As(err, &te) && te.Field == "" {
 				// NB: as encoding/json names a struct's field
@@ -116,7 +101,8 @@ func (d *docLine) UnmarshalJSON(raw []byte) error {
 	return err
 }
 
-// docFields are DocJSON's field names, in docLine's order.
+// docFields are DocJSON's field names, in the order of docLine's
+// pointers to them.
 var docFields = [7]string{"id", "text", "tokens", "hashes", "signature", "meta", "meta_base64"}
 
 // tokenKind names the JSON kind of a token, as encoding/json's errors do.

@@ -367,7 +367,7 @@ func (r *bgzfReader) Read(p []byte) (int, error) {
 				r.err = io.EOF // NB: a padded BGZF file (zeroPadding)
 				continue
 			} else if zeros {
-				r.err = (&seqGzip{members: 1}).garbageErr()
+				r.err = trailingGarbage(1)
 				continue
 			}
 			gz, err := newSeqGzip(job.tail, true)
@@ -614,9 +614,13 @@ func (g *seqGzip) garbage() error {
 
 // garbageErr is the error of bytes after the members read that are not
 // a member.
-func (g *seqGzip) garbageErr() error {
-	what := fmt.Sprintf("the last of %d gzip members", g.members)
-	if g.members == 1 {
+func (g *seqGzip) garbageErr() error { return trailingGarbage(g.members) }
+
+// trailingGarbage is the error of bytes that are not a member after the
+// members gzip members read.
+func trailingGarbage(members int) error {
+	what := fmt.Sprintf("the last of %d gzip members", members)
+	if members == 1 {
 		what = "the gzip member"
 	}
 	return fmt.Errorf("%w: bytes after %s are not gzip (trailing garbage: was the file appended to?)", gzip.ErrHeader, what)
