@@ -8,16 +8,14 @@ package db
 // expiry time, doc number) orders the expiring documents by time; the
 // sweep reads its front and deletes what is due, SweepBatch documents per
 // write batch under the writer lock, as deletes do (record, id, removal
-// postings, expiry key), then deletes the lists it emptied (dropEmptied:
-// a delete leaves them to PurgeEmptyLists). A background sweep runs every
+// postings, expiry key), except that a list the batch empties is deleted
+// (emptiedBy: a delete leaves them to PurgeEmptyLists). A background sweep runs every
 // Options.ExpirySweep on a writable handle; SweepExpired runs one now.
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -193,43 +191,56 @@ func (db *DB) sweepBatch() (n int, more bool, err error) {
 	if b.Empty() {
 		return 0, false, nil
 	}
-	// NB: the lists the removals touch, before commit sorts them.
-	touched := make([]postingKey, 0, len(postings))
-	for _, op := range postings {
-		touched = append(touched, op.key)
-	}
-	// NB: unsynced: a sweep acknowledges nothing, and one lost to a crash
-	// is done again by the next.
-	sw, err := db.commit(b, postings, c, &WriteOptions{NoSync: true})
-	if err == nil && sw.b != nil {
-		err = sw.wait()
-	}
-	if err != nil {
-		return n, more, err
-	}
 	// NB: most buckets hold one document, so most lists a sweep touches
 	// it empties: left to purge, they grew without bound under a TTL
 	// workload (4.5 of 4.6 million lists empty after 2.5 minutes of 3,000
 	// expiring documents a second, in an operator's review), and serve
-	// never purges. The writer lock is still held.
-	_, err = db.dropEmptied(touched)
+	// never purges. So a list the batch empties is deleted in the batch,
+	// in place of its removal operand: read before the commit (the writer
+	// lock is held: no operand arrives in between), where the sweep once
+	// wrote the operand, read the list back after the commit and deleted
+	// it in a second batch, and the compactions then carried both.
+	lists, err := db.pdb.NewIter(&pebble.IterOptions{LowerBound: codec.PostingPrefix, UpperBound: codec.PostingPrefixEnd})
+	if err != nil {
+		return n, more, classify(err)
+	}
+	defer lists.Close()
+	// NB: unsynced: a sweep acknowledges nothing, and one lost to a crash
+	// is done again by the next.
+	sw, err := db.commitDropping(b, postings, c, &WriteOptions{NoSync: true}, func(key []byte, ps []codec.Posting) (bool, error) {
+		v, ok, err := seekExact(lists, key)
+		if err != nil || !ok {
+			return !ok && err == nil, err // no list: a delete leaves no list of removals
+		}
+		return emptiedBy(v, ps), nil
+	})
+	if err == nil && sw.b != nil {
+		err = sw.wait()
+	}
 	return n, more, err
 }
 
-// dropEmptied deletes those of the lists keys (in any order, repeats
-// allowed) that hold no live posting, and returns how many it deleted;
-// unsynced, since the delete of an empty list changes no answer (a crash
-// leaves it to purge). The caller holds the writer lock.
-func (db *DB) dropEmptied(keys []postingKey) (int, error) {
-	slices.SortFunc(keys, func(x, y postingKey) int {
-		return cmp.Or(cmp.Compare(x.band, y.band), cmp.Compare(x.bucket, y.bucket))
-	})
-	keys = slices.Compact(keys)
-	raw := make([][]byte, len(keys))
-	for i, pk := range keys {
-		raw[i] = codec.AppendPostingKey(nil, pk.band, pk.bucket)
+// emptiedBy reports whether the posting list v holds no live posting but
+// those that the removals ps (in document order) take out. A list that
+// does not decode is not (its damage is left for Check to report).
+func emptiedBy(v []byte, ps []codec.Posting) bool {
+	list, err := codec.DecodePostings(v, nil)
+	if err != nil {
+		return false
 	}
-	return db.deleteEmptyLists(raw, false)
+	i := 0
+	for _, p := range list {
+		if p.Remove {
+			continue
+		}
+		for i < len(ps) && ps[i].Doc < p.Doc {
+			i++
+		}
+		if i == len(ps) || ps[i].Doc != p.Doc || !ps[i].Remove {
+			return false
+		}
+	}
+	return true
 }
 
 // startSweeper runs SweepExpired every Options.ExpirySweep until the

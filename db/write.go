@@ -1108,6 +1108,17 @@ func (w syncWaiter) wait() error {
 // a synced write it then releases wmu and waits on the syncWaiter, which
 // owns b from then on (the zero syncWaiter: b is still the caller's).
 func (db *DB) commit(b *pebble.Batch, postings postingOps, c codec.Counters, wo *WriteOptions) (syncWaiter, error) {
+	return db.commitDropping(b, postings, c, wo, nil)
+}
+
+// emptiedFunc reports whether the posting list key, with the operand ps
+// (its postings of the batch, in document order) merged into it, would
+// hold no live posting; the list is then deleted in the batch instead.
+type emptiedFunc func(key []byte, ps []codec.Posting) (bool, error)
+
+// commitDropping is commit, where each list that emptied (if not nil)
+// reports the batch empties is deleted rather than given an operand.
+func (db *DB) commitDropping(b *pebble.Batch, postings postingOps, c codec.Counters, wo *WriteOptions, emptied emptiedFunc) (syncWaiter, error) {
 	// NB: sorted by list, so that a batch's operands are applied in key
 	// order (cheaper memtable inserts) and batches are reproducible, and
 	// by document within a list, as a list's operand holds them.
@@ -1128,6 +1139,18 @@ func (db *DB) commit(b *pebble.Batch, postings postingOps, c codec.Counters, wo 
 			keys = append(keys, k)
 		}
 		kbuf = codec.AppendPostingKey(kbuf[:0], k.band, k.bucket)
+		if emptied != nil {
+			drop, err := emptied(kbuf, ps)
+			if err != nil {
+				return syncWaiter{}, err
+			}
+			if drop {
+				if err := b.Delete(kbuf, nil); err != nil {
+					return syncWaiter{}, err
+				}
+				continue
+			}
+		}
 		vbuf = codec.AppendPostings(vbuf[:0], ps)
 		if err := b.Merge(kbuf, vbuf, nil); err != nil {
 			return syncWaiter{}, err
