@@ -46,12 +46,20 @@ func (s *KeySorter) key(e keyEnt) []byte { return s.arena[e.off : e.off+e.klen] 
 
 // Add adds an entry; key is copied.
 func (s *KeySorter) Add(key []byte, tag uint64) error {
+	// NB: small at first, then, when that fills, allocated once at full
+	// size (pages untouched until used): growing by append would hold two
+	// copies at a peak. Up to a size any machine reserves (see
+	// BandSorter.Add); above it, they grow.
+	fullEnts, fullArena := min(s.budget/2, upfrontBytes)/keyEntSize, min(s.budget/2, upfrontBytes)
 	if s.ents == nil {
-		// NB: allocated once at full size (pages untouched until used):
-		// growing by append would hold two copies at a peak. Up to a size
-		// any machine reserves (see BandSorter.Add); above it, they grow.
-		s.ents = make([]keyEnt, 0, min(s.budget/2, upfrontBytes)/keyEntSize)
-		s.arena = make([]byte, 0, min(s.budget/2, upfrontBytes))
+		s.ents = make([]keyEnt, 0, min(fullEnts, firstEntries))
+		s.arena = make([]byte, 0, min(fullArena, firstEntries*keyEntSize))
+	}
+	if len(s.ents) == cap(s.ents) && cap(s.ents) < fullEnts {
+		s.ents = append(make([]keyEnt, 0, fullEnts), s.ents...)
+	}
+	if len(s.arena)+len(key) > cap(s.arena) && cap(s.arena) < fullArena {
+		s.arena = append(make([]byte, 0, max(fullArena, len(s.arena)+len(key))), s.arena...)
 	}
 	// NB: the budget counts the entries' bookkeeping too: with short keys
 	// it is most of the memory.
