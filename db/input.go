@@ -220,7 +220,8 @@ func (db *DB) QuerySignature(ctx context.Context, sig []uint32, qo *QueryOptions
 
 // QueryMany answers the queries qs, concurrently (on every core), on one
 // snapshot of the index: every answer sees the same documents, whatever
-// is written meanwhile. results[i] answers qs[i] with the options qo, as
+// is written meanwhile (on Pebble: Redis has no snapshot, and each
+// answer sees the index as it reads it). results[i] answers qs[i] with the options qo, as
 // the single-query call for its input would (Query, QuerySet,
 // QuerySignature or QueryID). Every input is checked first: one that is
 // invalid fails the call before any is answered, with a *QueryError

@@ -76,13 +76,13 @@ func (db *DB) lookupStored(v view, id string, rec *docData) (uint64, error) {
 	if !ok {
 		return 0, fmt.Errorf("%w: %s", ErrNotFound, showID(id))
 	}
-	r, ok, err := v.record(n)
+	n, r, ok, err := idRecord(v, id, n)
 	if err != nil {
 		return 0, err
 	}
 	if !ok {
 		if v.gone() {
-			// NB: deleted between the two reads (Redis).
+			// NB: deleted between the reads (Redis).
 			return 0, fmt.Errorf("%w: %s", ErrNotFound, showID(id))
 		}
 		return 0, corruptRepairable("id %q names doc %d, which has no record", id, n)
@@ -95,6 +95,34 @@ func (db *DB) lookupStored(v view, id string, rec *docData) (uint64, error) {
 	}
 	return n, nil
 }
+
+// idRecord returns the record of doc n, which v read that id names, and
+// the number it is under. With no snapshot (Redis, view.gone), a replace
+// of the id between the two reads retires doc n's record once the id
+// names the new document: the id is read again, and the record of the
+// number it names now (a few times, for an id replaced again meanwhile).
+// An id that is gone, or that still names n, is being deleted: no record
+// (ok false). A get or a query by id of an id being replaced answered
+// "not found" in 2-5% of reads beside a writer that did nothing but
+// replace it (a consistency review's R1).
+func idRecord(v view, id string, n uint64) (uint64, []byte, bool, error) {
+	for try := 0; ; try++ {
+		r, ok, err := v.record(n)
+		if err != nil || ok || !v.gone() || try == maxReplacedReads {
+			return n, r, ok, err
+		}
+		now, named, err := v.docNum(id)
+		if err != nil || !named || now == n {
+			return n, nil, false, err
+		}
+		n = now
+	}
+}
+
+// maxReplacedReads bounds idRecord's reads again of an id being
+// replaced: one replaced again before each of them (five races lost in
+// a row) is answered as not found.
+const maxReplacedReads = 4
 
 // recordOf checks that doc n, which id's record names, is id's: a record
 // names its id, so the check is free, where an id record that named
@@ -224,7 +252,7 @@ func (db *DB) HasIDsContext(ctx context.Context, ids []string) ([]bool, error) {
 		}
 		// NB: the record's head too, for its expiry, and no more: lookup
 		// would decode it (re-shingling a text mode record's text).
-		r, ok, err := v.record(n)
+		_, r, ok, err := idRecord(v, id, n)
 		if err != nil {
 			return nil, err
 		} else if !ok {

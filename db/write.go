@@ -340,7 +340,9 @@ type BatchResult struct {
 }
 
 // PutBatch stores documents atomically: all of them or, on any error,
-// none. A document whose id is already stored replaces it; when an id
+// none (on Pebble: on Redis each document is written whole, one by one,
+// and a failed batch may leave some stored; see the README's Redis
+// section). A document whose id is already stored replaces it; when an id
 // repeats within docs, the result is Put of each in order: the last one
 // stored wins (Repeated counts the others, which take no doc number: the
 // documents keep their order, but their numbers are not those of Puts
