@@ -461,6 +461,7 @@ func openIn(dir string, o Options, created bool) (*DB, error) {
 	}
 	db.initPools()
 	db.startSweeper()
+	db.startPurger()
 	return db, nil
 }
 

@@ -2,8 +2,10 @@ package db
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/lshdb/lshdb/codec"
@@ -183,4 +185,31 @@ func (db *DB) deleteEmptyLists(keys [][]byte, sync bool) (int, error) {
 		return 0, classify(err)
 	}
 	return n, nil
+}
+
+// startPurger runs purgeLists every Options.PurgeEvery until the handle
+// closes (a writable handle on a directory index with a positive
+// PurgeEvery). Its failures are logged: the next purge tries again.
+func (db *DB) startPurger() {
+	if db.opts.ReadOnly || db.opts.PurgeEvery <= 0 || db.rkv != nil {
+		return
+	}
+	go func() {
+		t := time.NewTicker(db.opts.PurgeEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-db.closing.Done():
+				return
+			case <-t.C:
+			}
+			n, err := db.purgeLists(db.closing)
+			switch {
+			case err != nil && !errors.Is(err, ErrClosed) && db.closing.Err() == nil:
+				db.opts.Logger.Warn("lshdb: purging emptied posting lists", "err", err)
+			case n > 0:
+				db.opts.Logger.Info("lshdb: purged emptied posting lists", "lists", n)
+			}
+		}
+	}()
 }

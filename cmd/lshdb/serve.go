@@ -36,6 +36,7 @@ type serveOptions struct {
 	maxConns                               int
 	readTimeout, writeTimeout, idleTimeout time.Duration
 	shutdownTimeout                        time.Duration
+	purgeEvery                             time.Duration
 }
 
 // defaultMaxConns is serve's --max-connections: none.
@@ -140,6 +141,9 @@ stops accepting requests, lets those in flight finish (up to
 			if so.maxConns == 0 || so.maxConns < -1 {
 				return usagef("--max-connections %d: give a number of connections, or -1 for no limit", so.maxConns)
 			}
+			if so.purgeEvery != 0 && so.purgeEvery < time.Second {
+				return usagef("--purge-every %v: give a duration of a second or more, or 0 for never", so.purgeEvery)
+			}
 			return a.serve(&so)
 		},
 	}
@@ -155,6 +159,7 @@ stops accepting requests, lets those in flight finish (up to
 	fs.DurationVar(&so.readTimeout, "read-timeout", time.Minute, "time a client has to send a request, body included (for the streams, put-if-new and load: each document, so a slow load holds other writers up as long as it lasts)")
 	fs.DurationVar(&so.writeTimeout, "write-timeout", httpapi.DefaultWriteTimeout, "time a client has to take each part of an answer")
 	fs.DurationVar(&so.idleTimeout, "idle-timeout", 2*time.Minute, "time an idle keep-alive connection is kept")
+	fs.DurationVar(&so.purgeEvery, "purge-every", time.Hour, "how often to delete the posting lists that deletes and upserts emptied (as lshdb purge does, while requests go on; 0: never); no effect on Redis")
 	fs.DurationVar(&so.shutdownTimeout, "shutdown-timeout", 10*time.Second, "on SIGTERM, SIGINT or SIGHUP, time given to requests in flight before they are cancelled (then up to 10s more for them to end)")
 	fs.StringVar(&so.backupRoot, "backup-root", "", "POST /v1/backup may write only under this directory (default: anywhere through the socket, nowhere over TCP)")
 	fs.StringVar(&so.logFormat, "log-format", "text", "request log format on stderr: text or json")
@@ -196,7 +201,7 @@ func (a *app) serve(so *serveOptions) error {
 	if onRedis && so.addr == "" {
 		return usagef("an index on Redis has no directory for the Unix socket: give --addr HOST:PORT (any number of servers may serve it)")
 	}
-	d, err := db.Open(a.dbDir, a.writeOptions(&db.Options{MustExist: true, Logger: log}))
+	d, err := db.Open(a.dbDir, a.writeOptions(&db.Options{MustExist: true, Logger: log, PurgeEvery: so.purgeEvery}))
 	// NB: a holder that does not serve may be an owner starting (its
 	// socket comes milliseconds after its lock) or closing, or a server
 	// that says it is stopping: waited for as an attaching command waits
@@ -209,7 +214,7 @@ func (a *app) serve(so *serveOptions) error {
 		if a.ctx.Err() != nil {
 			return fmt.Errorf("%w while waiting for the process that holds %s: nothing was done%w", context.Cause(a.ctx), a.dbDir, silently{context.Canceled})
 		}
-		d, err = db.Open(a.dbDir, a.writeOptions(&db.Options{MustExist: true, Logger: log}))
+		d, err = db.Open(a.dbDir, a.writeOptions(&db.Options{MustExist: true, Logger: log, PurgeEvery: so.purgeEvery}))
 	}
 	if err != nil {
 		return lockedHint(err, a.dbDir)
@@ -411,7 +416,7 @@ func startupAttrs(d *db.DB, so *serveOptions) []any {
 			attrs = append(attrs, "disk_free", m.DiskFree)
 		}
 	}
-	return append(attrs, "max_body", so.maxBody, "max_batch", so.maxBatch, "max_in_flight", so.maxInFlight, "max_in_flight_bytes", so.maxInFlightBytes, "max_connections", so.maxConns)
+	return append(attrs, "max_body", so.maxBody, "max_batch", so.maxBatch, "max_in_flight", so.maxInFlight, "max_in_flight_bytes", so.maxInFlightBytes, "max_connections", so.maxConns, "purge_every", so.purgeEvery.String())
 }
 
 // watchDamage logs, once, the damage that d's background work meets

@@ -1048,3 +1048,51 @@ func TestServeMaxConnections(t *testing.T) {
 	}
 	resp.Body.Close()
 }
+
+// Ensure that serve purges the lists that deletes emptied in the
+// background (--purge-every; every hour by default): after a client
+// deletes documents, Check through the server comes to find no empty
+// list, where it found them right after the deletes. A --purge-every
+// below a second is a usage error.
+func TestServePurgeEvery(t *testing.T) {
+	idx := filepath.Join(shortDir(t), "idx")
+	if _, errOut, code := runLine([]string{"insert", "--db", idx, "../../testdata/cmd/inputs/docs.jsonl"}, ""); code != 0 {
+		t.Fatal(errOut)
+	}
+	if _, errOut, code := runLine([]string{"serve", "--db", idx, "--purge-every", "10ms"}, ""); code != 2 || !strings.Contains(errOut, "--purge-every") {
+		t.Fatalf("--purge-every 10ms: exit %d, %s", code, errOut)
+	}
+	sock, _, _, _ := startServe(t, "--db", idx, "--purge-every", "1s")
+	c, err := client.Open(sock, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+	var ids []string
+	for doc, err := range c.Scan(ctx, nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, doc.ID)
+	}
+	if _, err := c.DeleteIDs(ids[:len(ids)/2], nil); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := c.Check(ctx)
+	if err != nil || rep.EmptyLists == 0 {
+		t.Fatalf("right after the deletes: %+v, %v; want empty lists", rep, err)
+	}
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		rep, err := c.Check(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.EmptyLists == 0 && rep.OK() {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("20 s after the deletes: %d empty lists", rep.EmptyLists)
+		}
+	}
+}
