@@ -12,8 +12,8 @@ import (
 )
 
 // Ensure that the README's lshdb serve block runs as written from the
-// repository's root: the lshdb lines in process (serve ... & until kill
-// %1), the curl lines with curl, each exiting 0; every API answer is JSON
+// repository's root: the lshdb lines in process (serve ... & S=$! until
+// kill $S; wait $S), the curl lines with curl, each exiting 0; every API answer is JSON
 // (Lines), and the one the README says fails carries its error code.
 func TestReadmeServe(t *testing.T) {
 	curl, err := exec.LookPath("curl")
@@ -55,16 +55,19 @@ func TestReadmeServe(t *testing.T) {
 		switch {
 		case line == "" || strings.HasPrefix(line, "T=$(mktemp") || strings.HasPrefix(line, "go build") || strings.HasPrefix(line, "until "):
 			continue // the test's own directory, binary, and wait for the server
-		case line == "kill %1":
+		case line == "kill $S; wait $S":
 			if stop == nil {
-				t.Fatal("kill %1 with no server")
+				t.Fatal("kill $S with no server")
 			}
 			if code := stop(); code != 0 {
 				t.Fatalf("serve exited %d", code)
 			}
 			stop = nil
-		case strings.HasSuffix(line, " &"):
-			args = args[:len(args)-1]
+		case strings.HasSuffix(line, " & S=$!"):
+			// NB: the server's pid, not its job number: a script's or a
+			// paste's second serve was job %2 while the first drained, and
+			// the last "kill %1" left it running (a newcomer's N2).
+			args = args[:len(args)-2]
 			if env, ok := strings.CutPrefix(args[0], "LSHDB_TOKEN="); ok {
 				t.Setenv("LSHDB_TOKEN", env)
 				args = args[1:]

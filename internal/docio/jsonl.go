@@ -308,7 +308,7 @@ func parseJSON(o *Options, s *lineScan, name string, line int, b []byte) (Record
 				// at all ("invalid character 'o' in literal null") says
 				// what it tried, not what the line is.
 				r, _ := utf8.DecodeRune(t)
-				return Record{}, fmt.Errorf("not a JSON object: the line starts with %q, not {", r)
+				return Record{}, fmt.Errorf("not a JSON object: the line starts with %q, not { (plain text? --format text reads each file as one document)", r)
 			case string(t) == "{":
 				// NB: the first line of a pretty-printed object (a line
 				// cut short says only what it is).
