@@ -133,10 +133,11 @@ type LoadResult struct {
 // error, a crash or a kill before the ingest leaves the index as it was.
 //
 // Hazards:
-//   - Load holds the database's writer lock for its whole run, reading
-//     docs included: every writer ([DB.Put], [DB.PutBatch],
-//     [DB.PutIfNew], [DB.Delete], another Load) and
-//     [DB.PurgeEmptyLists] waits until it returns. Readers go on.
+//   - Load holds the database's writer lock from its start to its
+//     ingest, reading docs included: every writer ([DB.Put],
+//     [DB.PutBatch], [DB.PutIfNew], [DB.Delete], another Load) and
+//     [DB.PurgeEmptyLists] waits until then (not for the flush after
+//     it). Readers go on.
 //   - [DB.Close] cancels a Load in flight (it returns ErrClosed) and
 //     waits for it to stop. A Load waiting inside docs for its next
 //     document (a pipe, a network stream) notices a cancel, and lets
@@ -187,35 +188,55 @@ func (db *DB) Load(ctx context.Context, docs iter.Seq2[Doc, error], lo *LoadOpti
 	}
 	ctx, cancel := db.opCtx(ctx)
 	defer cancel()
+	res, ingested, err := db.loadLocked(ctx, docs, o, expires)
+	if err != nil || !ingested {
+		return res, err
+	}
+	// NB: the flush after the ingest waits for the memtable that the
+	// other writers filled, however much they put: outside the writer
+	// lock (loadLocked has released it, and the load's files and
+	// buffers). Tables whose span overlaps the memtable's (the counters)
+	// are ingested as a flushable, which sits beside the memtable,
+	// outside the LSM's levels, until the next flush: Pebble's SSTables
+	// and EstimateDiskUsage did not see the whole index a build had made.
+	// The flush puts them in the levels.
+	if err := db.pdb.Flush(); err != nil {
+		return LoadResult{}, classify(fmt.Errorf("lshdb: flushing after the load (the load itself is stored): %w", err))
+	}
+	return res, nil
+}
+
+// loadLocked is Load under the writer lock, up to its ingest (ingested:
+// the load is stored, on Pebble, and Load flushes). It releases the
+// load's temporary files and memory before the lock: a Load that
+// released them after it (once it had flushed) removed the files of the
+// next Load, which had taken the lock meanwhile (a maintainer's M1).
+func (db *DB) loadLocked(ctx context.Context, docs iter.Seq2[Doc, error], o LoadOptions, expires int64) (LoadResult, bool, error) {
 	// NB: a Load waiting for another writer (another Load) gives up when
 	// its context ends or the database closes.
 	if err := db.wmu.lock(ctx); err != nil {
-		return LoadResult{}, err
+		return LoadResult{}, false, err
 	}
-	locked := true
-	defer func() {
-		if locked {
-			db.wmu.Unlock()
-		}
-	}()
+	defer db.wmu.Unlock()
 	if db.rkv != nil {
 		if o.DeleteAbsent {
-			return LoadResult{}, invalid("a load that deletes the documents absent from it (DeleteAbsent) is not supported on Redis: delete them apart (DeleteIDs)")
+			return LoadResult{}, false, invalid("a load that deletes the documents absent from it (DeleteAbsent) is not supported on Redis: delete them apart (DeleteIDs)")
 		}
-		return db.redisLoad(ctx, docs, o, expires)
+		res, err := db.redisLoad(ctx, docs, o, expires)
+		return res, false, err
 	}
 	// NB: the load's tables fill the disk before the ingest; a disk that
 	// fills on the way fails the load cleanly (ENOSPC is ErrDiskFull), but
 	// one already below the reserve would leave Pebble no room after it.
 	if err := db.roomFor(0); err != nil {
-		return LoadResult{}, err
+		return LoadResult{}, false, err
 	}
 	if expires != 0 && db.man.FormatVersion < codec.SumFingerprintFormatVersion {
-		return LoadResult{}, db.expiryFormatError()
+		return LoadResult{}, false, db.expiryFormatError()
 	}
 	l, err := db.newLoader(o)
 	if err != nil {
-		return LoadResult{}, err
+		return LoadResult{}, false, err
 	}
 	l.expires = expires
 	defer l.close()
@@ -223,53 +244,38 @@ func (db *DB) Load(ctx context.Context, docs iter.Seq2[Doc, error], lo *LoadOpti
 	defer prog.end()
 	prog.phase(1, 4, "reading documents", 0)
 	if err := l.readAndPrepare(ctx, docs); err != nil {
-		return LoadResult{}, classify(err)
+		return LoadResult{}, false, classify(err)
 	}
 	// NB: each stored id is looked up here (a replaced document's record
 	// is read for its postings): minutes when millions are replaced.
 	prog.phase(2, 4, "resolving ids (documents)", int64(l.seq))
 	if err := l.resolveIDs(ctx); err != nil {
-		return LoadResult{}, classify(err)
+		return LoadResult{}, false, classify(err)
 	}
 	if o.MaxDeleted > 0 && l.res.Deleted > o.MaxDeleted {
-		return LoadResult{}, fmt.Errorf("%w: %d stored documents are absent from it, more than its limit of %d", ErrTooManyDeletes, l.res.Deleted, o.MaxDeleted)
+		return LoadResult{}, false, fmt.Errorf("%w: %d stored documents are absent from it, more than its limit of %d", ErrTooManyDeletes, l.res.Deleted, o.MaxDeleted)
 	}
 	prog.phase(3, 4, "writing tables (bands)", int64(db.bands.B))
 	if err := l.writeTables(ctx); err != nil {
-		return LoadResult{}, classify(err)
+		return LoadResult{}, false, classify(err)
 	}
 	if err := db.roomFor(0); err != nil {
-		return LoadResult{}, err
+		return LoadResult{}, false, err
 	}
 	if expires != 0 {
 		// NB: the manifest says format 4 before the ingest: if the load
 		// fails after it, the index is format 4 with no expiring document
 		// yet, which every reader of format 4 reads.
 		if err := db.setExpiryFormat(); err != nil {
-			return LoadResult{}, err
+			return LoadResult{}, false, err
 		}
 	}
 	prog.phase(4, 4, "ingesting tables", int64(len(l.paths)))
 	if err := l.ingest(ctx); err != nil {
-		return LoadResult{}, classify(err)
-	}
-	// NB: the flush after the ingest (see ingest) waits for the memtable
-	// that the other writers filled, however much they put: outside the
-	// writer lock, which a load of 20 documents held for 0.1-0.55 s
-	// beside a writer (the writes' longest wait 454 ms, against 36 ms
-	// with the flush outside; a consistency review's F1).
-	locked = false
-	db.wmu.Unlock()
-	// NB: tables whose span overlaps the memtable's (the counters) are
-	// ingested as a flushable, which sits beside the memtable, outside the
-	// LSM's levels, until the next flush: Pebble's SSTables and
-	// EstimateDiskUsage did not see the whole index a build had made. A
-	// flush now puts them in the levels.
-	if err := db.pdb.Flush(); err != nil {
-		return LoadResult{}, classify(fmt.Errorf("lshdb: flushing after the load (the load itself is stored): %w", err))
+		return LoadResult{}, false, classify(err)
 	}
 	prog.add(int64(len(l.paths)))
-	return l.res, nil
+	return l.res, true, nil
 }
 
 // loader is one Load's state, passed from stage to stage.

@@ -101,8 +101,9 @@ func (db *DB) lookupStored(v view, id string, rec *docData) (uint64, error) {
 // of the id between the two reads retires doc n's record once the id
 // names the new document: the id is read again, and the record of the
 // number it names now (a few times, for an id replaced again meanwhile).
-// An id that is gone, or that still names n, is being deleted: no record
-// (ok false). A get or a query by id of an id being replaced answered
+// An id that is gone (deleted, or expired), or that still names n (a
+// record that expired before its id, or an orphan that Check reports),
+// has no record (ok false). A get or a query by id of an id being replaced answered
 // "not found" in 2-5% of reads beside a writer that did nothing but
 // replace it (a consistency review's R1).
 func idRecord(v view, id string, n uint64) (uint64, []byte, bool, error) {
@@ -252,7 +253,7 @@ func (db *DB) HasIDsContext(ctx context.Context, ids []string) ([]bool, error) {
 		}
 		// NB: the record's head too, for its expiry, and no more: lookup
 		// would decode it (re-shingling a text mode record's text).
-		_, r, ok, err := idRecord(v, id, n)
+		n, r, ok, err := idRecord(v, id, n)
 		if err != nil {
 			return nil, err
 		} else if !ok {

@@ -340,9 +340,9 @@ type BatchResult struct {
 }
 
 // PutBatch stores documents atomically: all of them or, on any error,
-// none (on Pebble: on Redis each document is written whole, one by one,
-// and a failed batch may leave some stored; see the README's Redis
-// section). A document whose id is already stored replaces it; when an id
+// none (on Pebble: on Redis the batch is written in steps, each
+// document seen whole or not at all, and a failed batch may leave some
+// stored; see the README's Redis section). A document whose id is already stored replaces it; when an id
 // repeats within docs, the result is Put of each in order: the last one
 // stored wins (Repeated counts the others, which take no doc number: the
 // documents keep their order, but their numbers are not those of Puts
@@ -1118,8 +1118,8 @@ func (db *DB) commit(b *pebble.Batch, postings postingOps, c codec.Counters, wo 
 // hold no live posting; the list is then deleted in the batch instead.
 type emptiedFunc func(key []byte, ps []codec.Posting) (bool, error)
 
-// commitDropping is commit, where each list that emptied (if not nil)
-// reports the batch empties is deleted rather than given an operand.
+// commitDropping is commit, except that a list which emptied (when not
+// nil) says the batch empties is deleted instead of given an operand.
 func (db *DB) commitDropping(b *pebble.Batch, postings postingOps, c codec.Counters, wo *WriteOptions, emptied emptiedFunc) (syncWaiter, error) {
 	// NB: sorted by list, so that a batch's operands are applied in key
 	// order (cheaper memtable inserts) and batches are reproducible, and

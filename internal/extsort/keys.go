@@ -19,9 +19,12 @@ type KeySorter struct {
 	dir    string
 	name   string // run files are dir/name-NNNNNN.run
 	budget int
-	arena  []byte
-	ents   []keyEnt
-	runs   []string
+	// fullEnts and fullArena are what ents and arena are allocated at, at
+	// most (half the budget each, up to upfrontBytes).
+	fullEnts, fullArena int
+	arena               []byte
+	ents                []keyEnt
+	runs                []string
 }
 
 type keyEnt struct {
@@ -39,27 +42,28 @@ const upfrontBytes = 1 << 30
 // NewKeySorter returns a sorter that holds about budget bytes (at least
 // 64 KiB) in memory and writes its runs as dir/name-NNNNNN.run.
 func NewKeySorter(fs vfs.FS, dir, name string, budget int) *KeySorter {
-	return &KeySorter{fs: fs, dir: dir, name: name, budget: max(budget, 64<<10)}
+	budget = max(budget, 64<<10)
+	return &KeySorter{fs: fs, dir: dir, name: name, budget: budget,
+		fullEnts: min(budget/2, upfrontBytes) / keyEntSize, fullArena: min(budget/2, upfrontBytes)}
 }
 
 func (s *KeySorter) key(e keyEnt) []byte { return s.arena[e.off : e.off+e.klen] }
 
 // Add adds an entry; key is copied.
 func (s *KeySorter) Add(key []byte, tag uint64) error {
-	// NB: small at first, then, when that fills, allocated once at full
-	// size (pages untouched until used): growing by append would hold two
-	// copies at a peak. Up to a size any machine reserves (see
-	// BandSorter.Add); above it, they grow.
-	fullEnts, fullArena := min(s.budget/2, upfrontBytes)/keyEntSize, min(s.budget/2, upfrontBytes)
-	if s.ents == nil {
-		s.ents = make([]keyEnt, 0, min(fullEnts, firstEntries))
-		s.arena = make([]byte, 0, min(fullArena, firstEntries*keyEntSize))
+	// NB: small at first, growing eightfold as they fill, up to their
+	// full size (see BandSorter.Add): growing by append (by a quarter, at
+	// that size) would copy more, and hold two copies at a peak. Up to a
+	// size any machine reserves; above it, they grow by append.
+	switch {
+	case s.ents == nil:
+		s.ents = make([]keyEnt, 0, min(s.fullEnts, firstEntries))
+		s.arena = make([]byte, 0, min(s.fullArena, firstEntries*keyEntSize))
+	case len(s.ents) == cap(s.ents) && cap(s.ents) < s.fullEnts:
+		s.ents = append(make([]keyEnt, 0, min(s.fullEnts, 8*cap(s.ents))), s.ents...)
 	}
-	if len(s.ents) == cap(s.ents) && cap(s.ents) < fullEnts {
-		s.ents = append(make([]keyEnt, 0, fullEnts), s.ents...)
-	}
-	if len(s.arena)+len(key) > cap(s.arena) && cap(s.arena) < fullArena {
-		s.arena = append(make([]byte, 0, max(fullArena, len(s.arena)+len(key))), s.arena...)
+	if len(s.arena)+len(key) > cap(s.arena) && cap(s.arena) < s.fullArena {
+		s.arena = append(make([]byte, 0, max(min(s.fullArena, 8*cap(s.arena)), len(s.arena)+len(key))), s.arena...)
 	}
 	// NB: the budget counts the entries' bookkeeping too: with short keys
 	// it is most of the memory.
