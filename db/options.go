@@ -202,7 +202,8 @@ type Options struct {
 	ExpirySweep time.Duration
 	// PurgeEvery is how often a writable handle on a directory index
 	// deletes, in the background, the posting lists that deletes and
-	// upserts emptied (DB.PurgeEmptyLists without its sweep): a
+	// upserts emptied (DB.PurgeEmptyLists without its sweep), the first
+	// time within a minute of the open: a
 	// long-lived handle under such writes otherwise keeps them all (25
 	// days of churn made an index 1.58x the size of a fresh one). Each
 	// purge scans every list, without the writer lock. Default: 0, never

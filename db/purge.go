@@ -189,27 +189,34 @@ func (db *DB) deleteEmptyLists(keys [][]byte, sync bool) (int, error) {
 
 // startPurger runs purgeLists every Options.PurgeEvery until the handle
 // closes (a writable handle on a directory index with a positive
-// PurgeEvery). Its failures are logged: the next purge tries again.
+// PurgeEvery), the first time within a minute of the open: a server
+// restarted more often than the interval purged never. Its failures are
+// logged: the next purge tries again.
 func (db *DB) startPurger() {
 	if db.opts.ReadOnly || db.opts.PurgeEvery <= 0 || db.rkv != nil {
 		return
 	}
 	go func() {
-		t := time.NewTicker(db.opts.PurgeEvery)
-		defer t.Stop()
+		wait := time.NewTimer(min(db.opts.PurgeEvery, time.Minute))
+		defer wait.Stop()
 		for {
 			select {
 			case <-db.closing.Done():
 				return
-			case <-t.C:
+			case <-wait.C:
 			}
 			n, err := db.purgeLists(db.closing)
+			// NB: nothing is logged once the handle closes: Close does not
+			// wait for this goroutine, and a logger may be gone after it.
 			switch {
-			case err != nil && !errors.Is(err, ErrClosed) && db.closing.Err() == nil:
+			case db.closing.Err() != nil || errors.Is(err, ErrClosed):
+				return
+			case err != nil:
 				db.opts.Logger.Warn("lshdb: purging emptied posting lists", "err", err)
 			case n > 0:
 				db.opts.Logger.Info("lshdb: purged emptied posting lists", "lists", n)
 			}
+			wait.Reset(db.opts.PurgeEvery)
 		}
 	}()
 }
