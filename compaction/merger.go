@@ -178,13 +178,27 @@ func Merge(dst []byte, ops [][]byte, includesBase bool) ([]byte, error) {
 // a delete can drop: the merge operator cannot (see the package comment).
 // The caller MUST make sure no merge operand arrives between reading the
 // list and deleting it (db holds its writer lock).
-func Purgeable(value []byte) (bool, error) {
+func Purgeable(value []byte) (bool, error) { return EmptiedBy(value, nil) }
+
+// EmptiedBy is Purgeable of the list value once the removals (postings in
+// document order, as a write's operand holds them) are merged into it:
+// whether it holds no live posting but those they take out. A write that
+// empties a list can then delete it in place of writing its operand (the
+// expiry sweep does), under the same rule as Purgeable.
+func EmptiedBy(value []byte, removals []codec.Posting) (bool, error) {
 	ps, err := codec.DecodePostings(value, nil)
 	if err != nil {
 		return false, err
 	}
+	i := 0
 	for _, p := range ps {
-		if !p.Remove {
+		if p.Remove {
+			continue
+		}
+		for i < len(removals) && removals[i].Doc < p.Doc {
+			i++
+		}
+		if i == len(removals) || removals[i].Doc != p.Doc || !removals[i].Remove {
 			return false, nil
 		}
 	}

@@ -434,3 +434,50 @@ func TestMergerDamagedOperands(t *testing.T) {
 		t.Errorf("the damaged list's cause: %v", err)
 	}
 }
+
+// Ensure that EmptiedBy says a list is emptied exactly when each of its
+// live postings is among the removals (answers worked out by hand), and
+// never of a list that does not decode (an error: the expiry sweep then
+// writes its removal operand, as a delete does, and leaves the damage to
+// Check).
+func TestEmptiedBy(t *testing.T) {
+	add := func(docs ...uint64) []codec.Posting {
+		var ps []codec.Posting
+		for _, d := range docs {
+			ps = append(ps, codec.Posting{Doc: d})
+		}
+		return ps
+	}
+	rm := func(docs ...uint64) []codec.Posting {
+		ps := add(docs...)
+		for i := range ps {
+			ps[i].Remove = true
+		}
+		return ps
+	}
+	for _, c := range []struct {
+		name     string
+		list, ps []codec.Posting
+		want     bool
+	}{
+		{"its one posting removed", add(5), rm(5), true},
+		{"all of three removed", add(2, 5, 9), rm(2, 5, 9), true},
+		{"more removed than held", add(5), rm(1, 5, 7), true},
+		{"one of two left", add(2, 5), rm(5), false},
+		{"the first left", add(2, 5), rm(5, 9), false},
+		{"the last left", add(2, 5, 9), rm(2, 5), false},
+		{"another document removed", add(5), rm(4), false},
+		{"no removal", add(5), nil, false},
+		{"an empty list", nil, rm(5), true},
+		{"only older removals held", rm(3, 4), rm(5), true},
+		{"an older removal and a live one", append(rm(3), add(5)...), rm(5), true},
+		{"an addition in the batch", add(5), add(5), false},
+	} {
+		if got, err := EmptiedBy(codec.AppendPostings(nil, c.list), c.ps); err != nil || got != c.want {
+			t.Errorf("%s: EmptiedBy(%v, %v) = %v, %v; want %v", c.name, c.list, c.ps, got, err, c.want)
+		}
+	}
+	if got, err := EmptiedBy([]byte{0xff, 1, 2}, rm(5)); got || !errors.Is(err, codec.ErrCorrupt) {
+		t.Errorf("EmptiedBy of a list that does not decode: %v, %v; want false, ErrCorrupt", got, err)
+	}
+}

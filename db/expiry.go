@@ -9,7 +9,7 @@ package db
 // sweep reads its front and deletes what is due, SweepBatch documents per
 // write batch under the writer lock, as deletes do (record, id, removal
 // postings, expiry key), except that a list the batch empties is deleted
-// (emptiedBy: a delete leaves them to PurgeEmptyLists). A background sweep runs every
+// (compaction.EmptiedBy: a delete leaves them to PurgeEmptyLists). A background sweep runs every
 // Options.ExpirySweep on a writable handle; SweepExpired runs one now.
 
 import (
@@ -212,35 +212,15 @@ func (db *DB) sweepBatch() (n int, more bool, err error) {
 		if err != nil || !ok {
 			return !ok && err == nil, err // no list: a delete leaves no list of removals
 		}
-		return emptiedBy(v, ps), nil
+		// NB: a list that does not decode keeps its operand, as a
+		// delete's: its damage is left for Check to report.
+		emptied, err := compaction.EmptiedBy(v, ps)
+		return emptied && err == nil, nil
 	})
 	if err == nil && sw.b != nil {
 		err = sw.wait()
 	}
 	return n, more, err
-}
-
-// emptiedBy reports whether the posting list v holds no live posting but
-// those that the removals ps (in document order) take out. A list that
-// does not decode is not (its damage is left for Check to report).
-func emptiedBy(v []byte, ps []codec.Posting) bool {
-	list, err := codec.DecodePostings(v, nil)
-	if err != nil {
-		return false
-	}
-	i := 0
-	for _, p := range list {
-		if p.Remove {
-			continue
-		}
-		for i < len(ps) && ps[i].Doc < p.Doc {
-			i++
-		}
-		if i == len(ps) || ps[i].Doc != p.Doc || !ps[i].Remove {
-			return false
-		}
-	}
-	return true
 }
 
 // startSweeper runs SweepExpired every Options.ExpirySweep until the
@@ -249,26 +229,40 @@ func (db *DB) startSweeper() {
 	if db.opts.ReadOnly || db.opts.ExpirySweep <= 0 {
 		return
 	}
+	// NB: a sweep at once, then every interval: a command that opens an
+	// index for less than the interval still sweeps what is due.
+	db.repeat(0, db.opts.ExpirySweep, func() bool {
+		// NB: a Redis index found gone was said once by the heartbeat;
+		// its refused sweep is not said at every tick.
+		if db.gone.Load() {
+			return false
+		}
+		if _, err := db.SweepExpired(db.closing); err != nil && !errors.Is(err, ErrClosed) && db.closing.Err() == nil {
+			db.opts.Logger.Warn("lshdb: sweeping expired documents", "err", err)
+		}
+		return true
+	})
+}
+
+// repeat runs f on its own goroutine after first, then every interval (a
+// tick that falls while f runs is dropped), until the handle closes or f
+// returns false: the background work of a writable handle, which Close
+// does not wait for (f must say nothing once db.closing has ended: a
+// logger may be gone).
+func (db *DB) repeat(first, interval time.Duration, f func() bool) {
 	go func() {
-		t := time.NewTicker(db.opts.ExpirySweep)
+		wait := time.NewTimer(first)
+		defer wait.Stop()
+		t := time.NewTicker(interval)
 		defer t.Stop()
-		// NB: a sweep at once, then every interval: a command that opens
-		// an index for less than the interval still sweeps what is due.
-		for first := true; ; first = false {
-			if !first {
-				select {
-				case <-db.closing.Done():
-					return
-				case <-t.C:
-				}
-			}
-			// NB: a Redis index found gone was said once by the
-			// heartbeat; its refused sweep is not said at every tick.
-			if db.gone.Load() {
+		for tick := wait.C; ; tick = t.C {
+			select {
+			case <-db.closing.Done():
 				return
+			case <-tick:
 			}
-			if _, err := db.SweepExpired(db.closing); err != nil && !errors.Is(err, ErrClosed) && db.closing.Err() == nil {
-				db.opts.Logger.Warn("lshdb: sweeping expired documents", "err", err)
+			if !f() {
+				return
 			}
 		}
 	}()

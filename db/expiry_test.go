@@ -588,6 +588,33 @@ func postingLists(t *testing.T, d *DB) map[string][]uint64 {
 	return lists
 }
 
+// sameListsAsIndexOf fails t unless d holds exactly the posting lists of
+// an index of docs alone (the oracle: such an index built on its own,
+// where docs take the doc numbers d gave them first), each with the same
+// live postings; d's postings of doc numbers above others (documents put
+// later that share docs' lists), if not 0, are not compared.
+func sameListsAsIndexOf(t *testing.T, d *DB, docs []Doc, others uint64) {
+	t.Helper()
+	oracle := mustOpen(t, "oracle", &Options{fs: vfs.NewMem()})
+	defer oracle.Close()
+	if _, err := oracle.PutBatch(docs, nil); err != nil {
+		t.Fatal(err)
+	}
+	got, want := postingLists(t, d), postingLists(t, oracle)
+	if len(got) != len(want) {
+		t.Fatalf("%d posting lists; an index of the documents left has %d", len(got), len(want))
+	}
+	for k, w := range want {
+		g, ok := got[k]
+		if others != 0 {
+			g = slices.DeleteFunc(slices.Clone(g), func(n uint64) bool { return n > others })
+		}
+		if !ok || !slices.Equal(g, w) {
+			t.Fatalf("list %x: %v (present %v); an index of the documents left has %v", k, g, ok, w)
+		}
+	}
+}
+
 // Ensure that the sweep deletes the posting lists it empties: after 1,500
 // expiring documents are swept, the store holds exactly the lists of an
 // index of the 300 that stay, each with the same live postings (the
@@ -619,24 +646,8 @@ func TestSweepDropsEmptiedLists(t *testing.T) {
 	if n, err := d.SweepExpired(context.Background()); err != nil || n != len(expire) {
 		t.Fatalf("swept %d, %v; want %d", n, err, len(expire))
 	}
-	oracle, err := Open("oracle", &Options{fs: vfs.NewMem()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer oracle.Close()
-	if _, err := oracle.PutBatch(stay, nil); err != nil {
-		t.Fatal(err)
-	}
 	// NB: both stored the 300 first, under the same doc numbers.
-	got, want := postingLists(t, d), postingLists(t, oracle)
-	if len(got) != len(want) {
-		t.Fatalf("%d posting lists after the sweep; an index of the documents left has %d", len(got), len(want))
-	}
-	for k, w := range want {
-		if g, ok := got[k]; !ok || !slices.Equal(g, w) {
-			t.Fatalf("list %x after the sweep: %v (present %v); an index of the documents left has %v", k, g, ok, w)
-		}
-	}
+	sameListsAsIndexOf(t, d, stay, 0)
 	rep, err := d.Check(context.Background())
 	if err != nil || !rep.OK() || rep.EmptyLists != 0 {
 		t.Fatalf("check: %+v, %v", rep, err)
@@ -722,51 +733,5 @@ func TestStatsCountsTheExpiryIndex(t *testing.T) {
 	}
 	if st, err = d.Stats(context.Background(), 0); err != nil || st.StoredBytes["expiry"] != 0 {
 		t.Errorf("after the deletes: %d bytes of expiry index, %v; want 0", st.StoredBytes["expiry"], err)
-	}
-}
-
-// Ensure that emptiedBy says a list is emptied exactly when each of its
-// live postings is among the removals (answers worked out by hand), and
-// never of a list that does not decode: the sweep then writes its removal
-// operand, as a delete does, and leaves the damage to Check.
-func TestEmptiedBy(t *testing.T) {
-	add := func(docs ...uint64) []codec.Posting {
-		var ps []codec.Posting
-		for _, d := range docs {
-			ps = append(ps, codec.Posting{Doc: d})
-		}
-		return ps
-	}
-	rm := func(docs ...uint64) []codec.Posting {
-		ps := add(docs...)
-		for i := range ps {
-			ps[i].Remove = true
-		}
-		return ps
-	}
-	for _, c := range []struct {
-		name     string
-		list, ps []codec.Posting
-		want     bool
-	}{
-		{"its one posting removed", add(5), rm(5), true},
-		{"all of three removed", add(2, 5, 9), rm(2, 5, 9), true},
-		{"more removed than held", add(5), rm(1, 5, 7), true},
-		{"one of two left", add(2, 5), rm(5), false},
-		{"the first left", add(2, 5), rm(5, 9), false},
-		{"the last left", add(2, 5, 9), rm(2, 5), false},
-		{"another document removed", add(5), rm(4), false},
-		{"no removal", add(5), nil, false},
-		{"an empty list", nil, rm(5), true},
-		{"only older removals held", rm(3, 4), rm(5), true},
-		{"an older removal and a live one", append(rm(3), add(5)...), rm(5), true},
-		{"an addition in the batch", add(5), add(5), false},
-	} {
-		if got := emptiedBy(codec.AppendPostings(nil, c.list), c.ps); got != c.want {
-			t.Errorf("%s: emptiedBy(%v, %v) = %v, want %v", c.name, c.list, c.ps, got, c.want)
-		}
-	}
-	if emptiedBy([]byte{0xff, 1, 2}, rm(5)) {
-		t.Error("a list that does not decode is said to be emptied")
 	}
 }
