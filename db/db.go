@@ -164,6 +164,9 @@ type DB struct {
 	stalls    *writeStalls // Pebble's write stalls, for Metrics; nil on Redis
 	// counts are the figures of Metrics that this handle counts itself.
 	counts handleCounts
+	// purgedAt is removedDocs plus one as of the start of the last purge
+	// of emptied lists that completed (0: none yet), for startPurger.
+	purgedAt atomic.Uint64
 	// created says that this Open created the index (Created).
 	created bool
 	// logDamage is the damage to the newest write-ahead log that this

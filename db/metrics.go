@@ -93,12 +93,22 @@ type Metrics struct {
 	// that keeps growing says the sweep fails (ExpirySweepErrors) or is
 	// off (a negative Options.ExpirySweep).
 	ExpiryOverdue time.Duration
+	// ListPurges counts the purges of emptied posting lists run (the
+	// background's every Options.PurgeEvery, and PurgeEmptyLists'),
+	// ListPurgeErrors those that failed (the background's are logged),
+	// and ListsPurged the lists they deleted. ListPurgesSkipped counts
+	// the background's purges skipped because no document was removed
+	// since the last one: no list can have emptied.
+	ListPurges, ListPurgeErrors, ListsPurged, ListPurgesSkipped uint64
 }
 
 // handleCounts are the figures of Metrics that a handle counts itself.
 type handleCounts struct {
 	diskFull                   atomic.Uint64 // writes refused by roomFor
 	sweeps, sweepErrors, swept atomic.Uint64
+	// purges, purgeErrors and purged are the purges of emptied lists
+	// (purgeLists), purgesSkipped the background's skipped ones.
+	purges, purgeErrors, purged, purgesSkipped atomic.Uint64
 }
 
 // QueryCacheMetrics are the query cache's figures: what it holds, and
@@ -176,6 +186,7 @@ func (db *DB) Metrics() (Metrics, error) {
 	}
 	m.DiskFullRefusals = db.counts.diskFull.Load()
 	m.ExpirySweeps, m.ExpirySweepErrors, m.ExpiredSwept = db.counts.sweeps.Load(), db.counts.sweepErrors.Load(), db.counts.swept.Load()
+	m.ListPurges, m.ListPurgeErrors, m.ListsPurged, m.ListPurgesSkipped = db.counts.purges.Load(), db.counts.purgeErrors.Load(), db.counts.purged.Load(), db.counts.purgesSkipped.Load()
 	// NB: an error reading the expiry index (damage there) leaves it 0:
 	// failing Metrics hid every figure, Damaged included, just then.
 	m.ExpiryOverdue, _ = db.expiryOverdue()

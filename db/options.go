@@ -206,7 +206,9 @@ type Options struct {
 	// time within a minute of the open: a
 	// long-lived handle under such writes otherwise keeps them all (25
 	// days of churn made an index 1.58x the size of a fresh one). Each
-	// purge scans every list, without the writer lock. Default: 0, never
+	// purge scans every list, without the writer lock; a tick is skipped
+	// when no document was removed since the last purge (Metrics counts
+	// both). Default: 0, never
 	// (purge on demand); at least a second. lshdb serve purges every hour
 	// by default (--purge-every). No effect on Redis, which leaves no
 	// list empty.

@@ -77,41 +77,86 @@ func (db *DB) purgeLists(ctx context.Context) (int, error) {
 	}
 	ctx, cancel := db.opCtx(ctx)
 	defer cancel()
-	it, err := db.pdb.NewIter(&pebble.IterOptions{LowerBound: codec.PostingPrefix, UpperBound: codec.PostingPrefixEnd})
+	removed := db.removedDocs()
+	purged, err := db.scanAndPurge(ctx)
+	db.counts.purges.Add(1)
+	db.counts.purged.Add(uint64(purged))
+	switch {
+	case err == nil:
+		db.purgedAt.Store(removed + 1)
+	case !errors.Is(err, ErrClosed) && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded):
+		db.counts.purgeErrors.Add(1)
+	}
+	return purged, err
+}
+
+// scanAndPurge is purgeLists' work: it scans the posting lists a batch of
+// candidates at a time (emptyListsFrom) and deletes each batch's
+// (purgeCandidates).
+func (db *DB) scanAndPurge(ctx context.Context) (int, error) {
+	purged, seen := 0, 0
+	for from := codec.PostingPrefix; ; {
+		candidates, next, err := db.emptyListsFrom(ctx, from, &seen)
+		if err != nil {
+			return purged, err
+		}
+		n, err := db.purgeCandidates(ctx, candidates)
+		purged += n
+		if err != nil || next == nil {
+			return purged, err
+		}
+		from = next
+	}
+}
+
+// emptyListsFrom scans the posting lists from the key from on until it
+// has purgeBatch that look empty, and returns them and the key the next
+// scan starts at (nil at the end of the lists). seen counts the lists
+// read, for the checks of ctx.
+//
+// NB: its iterator is closed before purgeCandidates waits for the writer
+// lock. An open iterator pins the memtables and tables it reads, and a
+// load holds the lock for its whole input: a purge waiting behind one
+// kept every table that the load's flushes and compactions made obsolete
+// on disk until the load ended (a maintainer's review, P2).
+func (db *DB) emptyListsFrom(ctx context.Context, from []byte, seen *int) (candidates [][]byte, next []byte, _ error) {
+	it, err := db.pdb.NewIter(&pebble.IterOptions{LowerBound: from, UpperBound: codec.PostingPrefixEnd})
 	if err != nil {
-		return 0, classify(err)
+		return nil, nil, classify(err)
 	}
 	defer it.Close()
-	var candidates [][]byte
-	purged, seen := 0, 0
 	for ok := it.First(); ok; ok = it.Next() {
-		if seen++; seen%1024 == 0 {
+		if *seen++; *seen%1024 == 0 {
 			if err := ctxErr(ctx); err != nil {
-				return purged, err
+				return nil, nil, err
 			}
 		}
 		garbage, err := compaction.Purgeable(it.Value())
 		if err != nil {
-			return purged, classify(fmt.Errorf("posting list %x: %w", it.Key(), err))
+			return nil, nil, classify(fmt.Errorf("posting list %x: %w", it.Key(), err))
 		}
 		if !garbage {
 			continue
 		}
 		candidates = append(candidates, slices.Clone(it.Key()))
 		if len(candidates) == purgeBatch {
-			n, err := db.purgeCandidates(ctx, candidates)
-			purged += n
-			if err != nil {
-				return purged, err
-			}
-			candidates = candidates[:0]
+			// NB: the key right after this one (keys are compared
+			// bytewise): the next scan starts past it.
+			return candidates, append(slices.Clone(it.Key()), 0), nil
 		}
 	}
-	if err := it.Error(); err != nil {
-		return purged, classify(err)
+	return candidates, nil, classify(it.Error())
+}
+
+// removedDocs is how many documents this index has removed (deleted,
+// replaced or expired) as of the last write: the doc numbers handed out
+// that are no longer stored. Only a removal empties a posting list, so
+// while it stays the same no list empties (see startPurger).
+func (db *DB) removedDocs() uint64 {
+	if c := db.published.Load(); c != nil {
+		return c.NextDoc - c.Live
 	}
-	n, err := db.purgeCandidates(ctx, candidates)
-	return purged + n, err
+	return 0
 }
 
 // purgeBatch is how many lists that looked empty purge reads again and
@@ -128,6 +173,9 @@ const purgeBatch = 4096
 func (db *DB) purgeCandidates(ctx context.Context, keys [][]byte) (int, error) {
 	if len(keys) == 0 {
 		return 0, nil
+	}
+	if purgeWaitHook != nil {
+		purgeWaitHook()
 	}
 	if err := db.wmu.lock(ctx); err != nil {
 		return 0, err
@@ -178,16 +226,27 @@ func (db *DB) purgeCandidates(ctx context.Context, keys [][]byte) (int, error) {
 	return n, nil
 }
 
+// purgeWaitHook, when set (by tests), is called as purgeCandidates is
+// about to wait for the writer lock.
+var purgeWaitHook func()
+
 // startPurger runs purgeLists every Options.PurgeEvery until the handle
 // closes (a writable handle on a directory index with a positive
 // PurgeEvery), the first time within a minute of the open: a server
-// restarted more often than the interval purged never. Its failures are
+// restarted more often than the interval purged never. A tick is skipped
+// when no document was removed since the start of the last purge that
+// completed (removedDocs): it would scan every list for nothing, once an
+// hour on an index that only grows or is only read. Its failures are
 // logged: the next purge tries again.
 func (db *DB) startPurger() {
 	if db.opts.ReadOnly || db.opts.PurgeEvery <= 0 || db.rkv != nil {
 		return
 	}
 	db.repeat(min(db.opts.PurgeEvery, time.Minute), db.opts.PurgeEvery, func() bool {
+		if at := db.purgedAt.Load(); at != 0 && at-1 == db.removedDocs() {
+			db.counts.purgesSkipped.Add(1)
+			return true
+		}
 		n, err := db.purgeLists(db.closing)
 		// NB: nothing is logged once the handle closes (see repeat).
 		switch {

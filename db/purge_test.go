@@ -139,7 +139,117 @@ func TestPurgeEvery(t *testing.T) {
 	// postings in the kept ones' lists are not compared. The deleted and
 	// replaced documents' numbers (401-1,000) must be gone from them.
 	sameListsAsIndexOf(t, d, keep, uint64(len(docs)))
+	// With no document removed since, the background skips its purges
+	// (each would scan every list for nothing): one purge ran, deleting
+	// the lists Check counted, and the ticks since were skipped.
+	metrics := func() Metrics {
+		t.Helper()
+		m, err := d.Metrics()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	waitSkips := func(over uint64) Metrics {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+			if m := metrics(); m.ListPurgesSkipped >= over+3 {
+				return m
+			} else if time.Now().After(deadline) {
+				t.Fatalf("no purge skipped in 10 s of ticks every 5 ms: %+v", m)
+			}
+		}
+	}
+	if m := waitSkips(0); m.ListPurges != 1 || m.ListsPurged != uint64(empty) || m.ListPurgeErrors != 0 {
+		t.Fatalf("after the background's purge: %d purges, %d lists purged, %d errors; want 1, %d, 0", m.ListPurges, m.ListsPurged, m.ListPurgeErrors, empty)
+	}
+	// A removal makes the next tick purge again: the last kept document,
+	// whose text no replacement took, leaves lists empty.
+	if err := d.Delete(keep[len(keep)-1].ID, nil); err != nil {
+		t.Fatal(err)
+	}
+	skipped := metrics().ListPurgesSkipped
+	m := waitSkips(skipped)
+	if m.ListPurges != 2 || m.ListsPurged <= uint64(empty) {
+		t.Fatalf("after a delete: %d purges, %d lists purged; want 2, more than %d", m.ListPurges, m.ListsPurged, empty)
+	}
+	sameListsAsIndexOf(t, d, keep[:len(keep)-1], uint64(len(docs)))
 	if n, err := d.PurgeEmptyLists(context.Background()); err != nil || n != 0 {
 		t.Fatalf("a purge after the background's: %d, %v", n, err)
 	}
+	if m := metrics(); m.ListPurges != 3 {
+		t.Fatalf("PurgeEmptyLists is not counted: %d purges, want 3", m.ListPurges)
+	}
+}
+
+// Ensure that a purge holds no iterator while it waits for the writer
+// lock: an open iterator pins the tables it reads, and a load holds the
+// lock for its whole input, so a purge waiting behind it kept the tables
+// that the load's compactions made obsolete on disk. The oracle: Pebble's
+// count of open table iterators as the purge is about to wait, over a
+// purge of more lists than one batch (so that its scan stops and starts
+// again), whose result is then compared with an index of the documents
+// left.
+func TestPurgeWaitsWithoutIterator(t *testing.T) {
+	fs := vfs.NewMem()
+	docs := loadDocs(1000)
+	for i := range docs {
+		docs[i].ID = fmt.Sprint("d-", i) // distinct
+	}
+	keep, gone := docs[:300], docs[300:]
+	d := mustOpen(t, "db", &Options{fs: fs, ExpirySweep: -1})
+	if _, err := d.PutBatch(docs, nil); err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, doc := range gone {
+		ids = append(ids, doc.ID)
+	}
+	if _, err := d.DeleteIDs(ids, nil); err != nil {
+		t.Fatal(err)
+	}
+	// Closed and opened again: the lists are in tables, not memtables.
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	d = mustOpen(t, "db", &Options{fs: fs, ExpirySweep: -1})
+	defer d.Close()
+	rep, err := d.Check(context.Background())
+	if err != nil || rep.EmptyLists <= purgeBatch {
+		t.Fatalf("%d empty lists, %v; want more than one batch (%d)", rep.EmptyLists, err, purgeBatch)
+	}
+	// The count does see a scan's iterator.
+	it, err := d.pdb.NewIter(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	it.First()
+	if n := d.pdb.Metrics().TableIters; n == 0 {
+		t.Fatal("an open iterator: 0 table iterators counted")
+	}
+	it.Close()
+	// NB: Pebble's own background work after an open (the collection of
+	// table statistics, compactions) opens table iterators too: the purge
+	// starts once there is none.
+	for deadline := time.Now().Add(10 * time.Second); d.pdb.Metrics().TableIters != 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("Pebble's table iterators still open after 10 s: %d", d.pdb.Metrics().TableIters)
+		}
+	}
+	var waits, open []int64
+	purgeWaitHook = func() {
+		waits = append(waits, 1)
+		if n := d.pdb.Metrics().TableIters; n != 0 {
+			open = append(open, n)
+		}
+	}
+	defer func() { purgeWaitHook = nil }()
+	n, err := d.PurgeEmptyLists(context.Background())
+	if err != nil || n != rep.EmptyLists {
+		t.Fatalf("purged %d, %v; want %d", n, err, rep.EmptyLists)
+	}
+	if len(waits) < 2 || len(open) != 0 {
+		t.Fatalf("%d waits for the writer lock, with table iterators open at %d of them (%v); want 2 or more, none", len(waits), len(open), open)
+	}
+	sameListsAsIndexOf(t, d, keep, uint64(len(docs)))
 }

@@ -191,6 +191,10 @@ func TestServeRedis(t *testing.T) {
 	if sock != "" || tcp == "" {
 		t.Fatalf("serving on socket %q, TCP %q", sock, tcp)
 	}
+	// NB: --purge-every does nothing on Redis: the start line said 1h.
+	if strings.Contains(log.String(), "purge_every") {
+		t.Errorf("the start line names purge_every on Redis: %s", log)
+	}
 	// NB: info attached said "size on disk: 0 B" where it says in
 	// process that a Redis index has no files.
 	for _, line := range []string{"query --id fox1", "get fox2 --output json", "pairs", "info --output json", "info"} {

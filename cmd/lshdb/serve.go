@@ -159,7 +159,7 @@ stops accepting requests, lets those in flight finish (up to
 	fs.DurationVar(&so.readTimeout, "read-timeout", time.Minute, "time a client has to send a request, body included (for the streams, put-if-new and load: each document, so a slow load holds other writers up as long as it lasts)")
 	fs.DurationVar(&so.writeTimeout, "write-timeout", httpapi.DefaultWriteTimeout, "time a client has to take each part of an answer")
 	fs.DurationVar(&so.idleTimeout, "idle-timeout", 2*time.Minute, "time an idle keep-alive connection is kept")
-	fs.DurationVar(&so.purgeEvery, "purge-every", time.Hour, "how often to delete the posting lists that deletes and upserts emptied (as lshdb purge does, while requests go on; 0: never); no effect on Redis")
+	fs.DurationVar(&so.purgeEvery, "purge-every", time.Hour, "how often to delete the posting lists that deletes and upserts emptied (as lshdb purge does, while requests go on, skipped when no document was removed since; 0: never); no effect on Redis")
 	fs.DurationVar(&so.shutdownTimeout, "shutdown-timeout", 10*time.Second, "on SIGTERM, SIGINT or SIGHUP, time given to requests in flight before they are cancelled (then up to 10s more for them to end)")
 	fs.StringVar(&so.backupRoot, "backup-root", "", "POST /v1/backup may write only under this directory (default: anywhere through the socket, nowhere over TCP)")
 	fs.StringVar(&so.logFormat, "log-format", "text", "request log format on stderr: text or json")
@@ -322,7 +322,7 @@ func (a *app) serve(so *serveOptions) error {
 	if tcpAddr != "" {
 		attrs = append(attrs, "tcp", tcpAddr, "token", so.token != "")
 	}
-	attrs = append(attrs, startupAttrs(d, so)...)
+	attrs = append(attrs, startupAttrs(d, so, !db.IsRedisURL(a.dbDir))...)
 	log.Info("lshdb: serving", attrs...)
 	if err := d.RoomToWrite(); errors.Is(err, db.ErrDiskFull) {
 		log.Warn("lshdb: writes will be refused until there is room: reads are served", "err", err)
@@ -403,8 +403,10 @@ func (a *app) serve(so *serveOptions) error {
 
 // startupAttrs are what serve's first log line says of the index and the
 // limits, so that a log shows what a server ran with: the version, the
-// parameters, the documents, the reserve and the request limits.
-func startupAttrs(d *db.DB, so *serveOptions) []any {
+// parameters, the documents, the reserve and the request limits, and on
+// a directory index how often it purges (--purge-every does nothing on
+// Redis, which leaves no list empty).
+func startupAttrs(d *db.DB, so *serveOptions, dir bool) []any {
 	p := d.Params()
 	attrs := []any{"version", version(), "format", p.FormatVersion, "storage", p.Storage, "params", paramsLine(p)}
 	if n, err := d.Count(); err == nil {
@@ -416,7 +418,11 @@ func startupAttrs(d *db.DB, so *serveOptions) []any {
 			attrs = append(attrs, "disk_free", m.DiskFree)
 		}
 	}
-	return append(attrs, "max_body", so.maxBody, "max_batch", so.maxBatch, "max_in_flight", so.maxInFlight, "max_in_flight_bytes", so.maxInFlightBytes, "max_connections", so.maxConns, "purge_every", so.purgeEvery.String())
+	attrs = append(attrs, "max_body", so.maxBody, "max_batch", so.maxBatch, "max_in_flight", so.maxInFlight, "max_in_flight_bytes", so.maxInFlightBytes, "max_connections", so.maxConns)
+	if dir {
+		attrs = append(attrs, "purge_every", so.purgeEvery.String())
+	}
+	return attrs
 }
 
 // watchDamage logs, once, the damage that d's background work meets

@@ -1062,7 +1062,10 @@ func TestServePurgeEvery(t *testing.T) {
 	if _, errOut, code := runLine([]string{"serve", "--db", idx, "--purge-every", "10ms"}, ""); code != 2 || !strings.Contains(errOut, "--purge-every") {
 		t.Fatalf("--purge-every 10ms: exit %d, %s", code, errOut)
 	}
-	sock, _, _, _ := startServe(t, "--db", idx, "--purge-every", "1s")
+	sock, _, log, _ := startServe(t, "--db", idx, "--purge-every", "1s")
+	if !strings.Contains(log.String(), "purge_every=1s") {
+		t.Errorf("the start line does not say how often the server purges: %s", log)
+	}
 	c, err := client.Open(sock, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -66,6 +66,10 @@ var (
 		counter("lshdb_expiry_sweep_errors_total", "Expiry sweeps that failed (each is logged).", func(m *db.Metrics) float64 { return float64(m.ExpirySweepErrors) }),
 		counter("lshdb_expired_swept_total", "Expired documents the sweeps removed.", func(m *db.Metrics) float64 { return float64(m.ExpiredSwept) }),
 		gauge("lshdb_expiry_overdue_seconds", "How long the oldest expired document has awaited the sweep (0: none): expired documents are never returned, but count in lshdb_documents and take space until swept.", func(m *db.Metrics) float64 { return m.ExpiryOverdue.Seconds() }),
+		counter("lshdb_list_purges_total", "Purges of the posting lists that deletes and upserts emptied (serve's every --purge-every, and POST /v1/purge).", func(m *db.Metrics) float64 { return float64(m.ListPurges) }),
+		counter("lshdb_list_purge_errors_total", "Purges of emptied posting lists that failed (the background's are logged).", func(m *db.Metrics) float64 { return float64(m.ListPurgeErrors) }),
+		counter("lshdb_lists_purged_total", "Emptied posting lists the purges deleted.", func(m *db.Metrics) float64 { return float64(m.ListsPurged) }),
+		counter("lshdb_list_purges_skipped_total", "Background purges skipped: no document was removed since the last purge.", func(m *db.Metrics) float64 { return float64(m.ListPurgesSkipped) }),
 		counter("lshdb_query_cache_list_stale_total", "Cached posting lists not served: changed by a write since they were read, or read at a later version than the query's.", func(m *db.Metrics) float64 { return float64(m.QueryCache.ListStale) }),
 	}
 	diskFree   = prometheus.NewDesc("lshdb_disk_free_bytes", "Free space of the index's filesystem (writes are refused below lshdb_disk_reserve_bytes).", nil, nil)

@@ -82,6 +82,18 @@ func TestMetrics(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// A deleted document leaves its lists empty, and a purge deletes
+	// them (Check counts them first).
+	if err := d.Delete("d", nil); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := d.Check(context.Background())
+	if err != nil || rep.EmptyLists == 0 {
+		t.Fatalf("check after a delete: %d empty lists, %v", rep.EmptyLists, err)
+	}
+	if _, err := d.PurgeEmptyLists(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	m := New(d)
 	h := httpapi.Handler(d, &httpapi.Options{Hooks: m.Hooks()})
 	for _, target := range []string{"/v1/docs?id=a", "/v1/docs?id=b", "/v1/docs?id=zz", "/v1/query?id=a&threshold=0.3", "/nowhere"} {
@@ -124,6 +136,10 @@ func TestMetrics(t *testing.T) {
 		{"lshdb_expiry_sweep_errors_total", nil, 0},
 		{"lshdb_expired_swept_total", nil, 0},
 		{"lshdb_expiry_overdue_seconds", nil, 0},
+		{"lshdb_list_purges_total", nil, 1},
+		{"lshdb_lists_purged_total", nil, float64(rep.EmptyLists)},
+		{"lshdb_list_purge_errors_total", nil, 0},
+		{"lshdb_list_purges_skipped_total", nil, 0},
 	} {
 		got, ok := value(fams, c.name, c.labels...)
 		if !ok || got != c.want {
