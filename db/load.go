@@ -188,6 +188,10 @@ func (db *DB) Load(ctx context.Context, docs iter.Seq2[Doc, error], lo *LoadOpti
 	}
 	ctx, cancel := db.opCtx(ctx)
 	defer cancel()
+	// NB: the progress ends after the flush: it ended before it, and a
+	// flush behind other writers' memtable took seconds after the load
+	// had said it was done (a maintainer's review, P5).
+	defer progressOf(ctx).end()
 	res, ingested, err := db.loadLocked(ctx, docs, o, expires)
 	if err != nil || !ingested {
 		return res, err
@@ -240,8 +244,7 @@ func (db *DB) loadLocked(ctx context.Context, docs iter.Seq2[Doc, error], o Load
 	}
 	l.expires = expires
 	defer l.close()
-	prog := progressOf(ctx)
-	defer prog.end()
+	prog := progressOf(ctx) // NB: Load ends it
 	prog.phase(1, 4, "reading documents", 0)
 	if err := l.readAndPrepare(ctx, docs); err != nil {
 		return LoadResult{}, false, classify(err)

@@ -1048,3 +1048,31 @@ func TestConcurrentLoads(t *testing.T) {
 		}
 	}
 }
+
+// Ensure that a Load's progress ends once the Load is done, its flush
+// included: it ended before the flush, which waits for the memtable other
+// writers filled, so that a build said it was done seconds before it
+// was. The oracle: Pebble's count of flushes when the last report comes
+// is the count once Load has returned.
+func TestLoadProgressEndsAfterFlush(t *testing.T) {
+	d := mustOpen(t, "p", &Options{fs: vfs.NewMem(), NoSync: true})
+	defer d.Close()
+	// Writes in the memtable: the Load's flush has work to do.
+	docs := loadDocs(400)
+	if _, err := d.PutBatch(docs[:50], nil); err != nil {
+		t.Fatal(err)
+	}
+	var last Progress
+	var flushes int64
+	ctx := WithProgress(context.Background(), func(p Progress) {
+		last, flushes = p, d.pdb.Metrics().Flush.Count
+	})
+	before := d.pdb.Metrics().Flush.Count
+	if _, err := d.Load(ctx, seqOf(docs[200:]), nil); err != nil {
+		t.Fatal(err)
+	}
+	after := d.pdb.Metrics().Flush.Count
+	if after == before || last.Step != last.Steps || flushes != after {
+		t.Fatalf("the last report (%+v) came after %d flushes, Load's end after %d (%d before it)", last, flushes, after, before)
+	}
+}
