@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -853,10 +854,7 @@ func (db *DB) Close() error {
 			<-db.heartbeatDone // NB: its closing was cancelled above
 		}
 		if db.writer != "" {
-			// NB: briefly: Close does not wait on an unreachable cluster.
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			db.rkv.Unregister(ctx, db.writer) // NB: one left behind reads as a writer: an index kept, never one dropped
-			cancel()
+			db.unregister()
 		}
 		return redisErr(db.rkv.Close())
 	}
@@ -917,11 +915,42 @@ func markerMissing(o *Options, dir string) error {
 	return fmt.Errorf("%w: %s: the store's marker of its current manifest (marker.manifest.*) is missing, though its manifest and write-ahead logs are there", ErrCorrupt, dir)
 }
 
+// unregister removes the registration of the handle's writer at Close.
+// One left behind reads as a writer (an index kept, never one dropped),
+// and a repair then needs --force: it tries again, for up to 5 s, while
+// the server is restarting (it refuses or closes the connection, or
+// answers LOADING), where one try failed and every process that closed
+// during an outage left its registration (a review's R5). NB: briefly:
+// a server that does not answer (an attempt that runs out its 2 s) is
+// not waited on.
+func (db *DB) unregister() {
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		err := db.rkv.Unregister(ctx, db.writer)
+		cancel()
+		restarting := errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, io.EOF) || err != nil && strings.HasPrefix(err.Error(), "LOADING")
+		if !restarting || time.Now().Add(unregisterRetry).After(deadline) {
+			return
+		}
+		time.Sleep(unregisterRetry)
+	}
+}
+
+// unregisterRetry is the wait between two tries of unregister.
+const unregisterRetry = 200 * time.Millisecond
+
 // errUnfinished marks the ErrNotExist of a directory that holds a store
 // whose creation never finished: Drop removes it. It says nothing.
-var errUnfinished = quietError{}
+var errUnfinished = quietError{"unfinished"}
 
-type quietError struct{}
+// errNoManifest marks the ErrCorrupt of a Redis index whose manifest is
+// gone and whose other keys are left: Drop removes them. It says
+// nothing.
+var errNoManifest = quietError{"no manifest"}
+
+// quietError is an error that says nothing, for marks that errors.Is
+// finds in an error whose words are elsewhere; mark tells them apart.
+type quietError struct{ mark string }
 
 func (quietError) Error() string { return "" }
 

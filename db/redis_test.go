@@ -1256,7 +1256,7 @@ func TestRedisOutOfMemory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer d.Close()
+	defer func() { d.Close() }()
 	docs := func(yield func(Doc, error) bool) {
 		for i := 0; i < 200_000; i++ {
 			if !yield(Doc{ID: fmt.Sprint("doc-", i), Text: fmt.Sprintf("document %d fills the memory of a small redis with its words %d %d %d", i, i%7, i%11, i%13)}, nil) {
@@ -1285,6 +1285,15 @@ func TestRedisOutOfMemory(t *testing.T) {
 	if err := d.Put(extra, nil); !errors.Is(err, ErrDiskFull) {
 		t.Fatalf("a put into the full Redis: %v, want ErrDiskFull", err)
 	}
+	// A writable handle opens there (as lshdb delete and check --repair
+	// do): its registration was refused at maxmemory, and so was the
+	// open (a review's R1). The rest goes through it.
+	d.Close()
+	again, err := Open("redis://"+addr+"/oom", &Options{Logger: slog.New(slog.NewTextHandler(&log, nil)), MustExist: true})
+	if err != nil {
+		t.Fatalf("a writable open of the full Redis: %v", err)
+	}
+	d = again
 	if rep, err := d.Check(context.Background()); err != nil || rep.OK() {
 		t.Fatalf("check after the stopped load: %+v, %v; want the records its last batch left", rep, err)
 	}
@@ -1749,9 +1758,15 @@ func TestRedisRefusesEvictingServer(t *testing.T) {
 	if _, err := Open(u, nil); !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "maxmemory-policy allkeys-lru") {
 		t.Fatalf("a writable open under allkeys-lru: %v, want ErrUnsupported naming the policy", err)
 	}
-	r, err := Open(u, &Options{ReadOnly: true})
+	// A reader loses nothing, but reads what was evicted as never
+	// stored: said (a review's R4).
+	var log syncBuffer
+	r, err := Open(u, &Options{ReadOnly: true, Logger: slog.New(slog.NewTextHandler(&log, nil))})
 	if err != nil {
 		t.Fatalf("a read-only open under allkeys-lru: %v", err)
+	}
+	if !strings.Contains(log.String(), "evicts keys at its maxmemory") || !strings.Contains(log.String(), "allkeys-lru") {
+		t.Errorf("a read-only open under allkeys-lru said nothing of it:\n%s", log.String())
 	}
 	if doc, err := r.Get("a"); err != nil || doc.Text == "" {
 		t.Errorf("Get: %v, %v", doc, err)
@@ -1865,6 +1880,13 @@ func TestRedisCreateRefusesLeftovers(t *testing.T) {
 	}
 	if n, err := c.Exists(ctx, "lshdb:"+name+":manifest").Result(); err != nil || n != 0 {
 		t.Fatalf("the refused create wrote a manifest: %d, %v", n, err)
+	}
+	// A reader (check, query, pairs) is told the same, not that the
+	// index does not exist and to create it (a review's R3).
+	for _, o := range []*Options{{ReadOnly: true}, {MustExist: true}} {
+		if _, err := Open(u, o); !errors.Is(err, ErrCorrupt) || errors.Is(err, ErrNotExist) || !strings.Contains(err.Error(), "no manifest but holds the keys of an index") {
+			t.Fatalf("opening leftovers with %+v: %v, want ErrCorrupt", *o, err)
+		}
 	}
 	if err := Drop(ctx, u); err != nil {
 		t.Fatal(err)
@@ -2038,5 +2060,67 @@ func TestRedisReadsDuringReplace(t *testing.T) {
 	}
 	if len(missing) > 0 {
 		t.Fatalf("a, stored throughout, was read as missing beside its replacement: %v (of %d reads)", missing, reads)
+	}
+}
+
+// Ensure that a writable handle closed while its Redis restarts does not
+// leave its registration behind: Close tried once, the server refused
+// the connection, and every process that closed during an outage read as
+// a writer still there, so that a repair needed --force (a review's R5).
+// The oracle: the writers key, read once the server is back.
+func TestRedisCloseUnregistersThroughRestart(t *testing.T) {
+	redisURL(t)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	dir := t.TempDir()
+	var srv *exec.Cmd
+	start := func() {
+		srv = exec.Command("redis-server", "--port", fmt.Sprint(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "yes", "--appendfsync", "always", "--dir", dir)
+		if err := srv.Start(); err != nil {
+			t.Error(err)
+			return
+		}
+		for begin := time.Now(); time.Since(begin) < 10*time.Second; time.Sleep(20 * time.Millisecond) {
+			if c, err := net.Dial("tcp", addr); err == nil {
+				c.Close()
+				return
+			}
+		}
+		t.Error("redis-server did not start")
+	}
+	start()
+	defer func() { srv.Process.Kill(); srv.Wait() }()
+	d, err := Open("redis://"+addr+"/restart", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Put(Doc{ID: "a", Text: "a document put before the restart"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	srv.Process.Kill()
+	srv.Wait()
+	restarted := make(chan struct{})
+	go func() {
+		defer close(restarted)
+		// NB: longer than one try of Unregister (2 s).
+		time.Sleep(2500 * time.Millisecond)
+		start()
+	}()
+	closeStart := time.Now()
+	d.Close()
+	t.Logf("Close took %v", time.Since(closeStart))
+	<-restarted
+	c := redis.NewClient(&redis.Options{Addr: addr})
+	defer c.Close()
+	if w, err := c.HGetAll(context.Background(), "lshdb:restart:writers").Result(); err != nil || len(w) != 0 {
+		t.Fatalf("writers after a Close during the restart: %v, %v; want none", w, err)
+	}
+	if n, err := c.Exists(context.Background(), "lshdb:restart:manifest").Result(); err != nil || n != 1 {
+		t.Fatalf("the index did not survive the restart (manifest: %d, %v): the test proves nothing", n, err)
 	}
 }

@@ -692,7 +692,10 @@ type DeleteResult struct {
 }
 
 // DeleteIDs removes the documents ids in one atomic batch: all of them
-// or, on any error, none. An id that is not stored fails the call with
+// or, on any error, none (on Pebble: on Redis the ids are checked first,
+// then the documents deleted in steps, and a failure part-way, such as a
+// server restarting, may leave some ids gone and their records and
+// postings behind, which Repair removes). An id that is not stored fails the call with
 // ErrNotFound naming it, unless WriteOptions.IgnoreMissing; an invalid
 // id fails it with ErrInvalidID. An id repeated in ids counts once.
 func (db *DB) DeleteIDs(ids []string, o *WriteOptions) (DeleteResult, error) {

@@ -1864,7 +1864,9 @@ func (a *app) deleteCmd() *cobra.Command {
 		Long: `Delete documents by id: the ids given as arguments, read from stdin (one
 per line) for -, and read from --from FILE; given together, all of them. The
 delete is atomic: an id that is not stored deletes nothing and fails the
-command, unless --ignore-missing.`,
+command, unless --ignore-missing. On Redis the ids are checked first, then
+deleted in steps: a delete that fails part-way (a server restarting) may
+have deleted some; run it again with --ignore-missing, then check --repair.`,
 		RunE: func(c *cobra.Command, args []string) error {
 			if len(args) == 0 && from == "" {
 				if _, ok := c.Root().Annotations[inShell]; ok {
@@ -1936,6 +1938,12 @@ command, unless --ignore-missing.`,
 						}
 					}
 					return fmt.Errorf("%w (nothing deleted%s: a delete is all or nothing; --ignore-missing passes over the ids not stored)", err, more)
+				}
+				if err != nil && errors.Is(err, db.ErrBackend) && db.IsRedisURL(a.dbDir) {
+					// NB: the error said only Redis's words (LOADING), and
+					// info still counted the documents whose ids were gone
+					// (a review's R2).
+					return fmt.Errorf("%w (on Redis a delete is made in steps: some of the ids may be deleted, their records and postings left; run the delete again with --ignore-missing, then lshdb check --db %s --repair)", err, rediskv.Redact(a.dbDir))
 				}
 				if err != nil {
 					return err

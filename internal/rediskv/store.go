@@ -573,9 +573,18 @@ func (s *Store) writersKey() string  { return s.prefix + "writers" }
 // unused can tell one that another process opened and has not written to
 // yet. A process killed before Unregister leaves its token: such an index
 // then reads as in use (kept), never the reverse.
+//
+// NB: a script, flagged to run at maxmemory (script): a plain HSET was
+// refused there, and with it every writable open, those of the deletes
+// and repairs that free a full Redis among them (a review's R1). A
+// registration takes a few bytes.
 func (s *Store) Register(ctx context.Context, token string) error {
-	return s.c.HSet(ctx, s.writersKey(), token, time.Now().Unix()).Err()
+	return s.evalOne(ctx, s.script(registerScript), []string{s.writersKey()}, token, time.Now().Unix()).Err()
 }
+
+// registerScript sets the registration ARGV[1] to ARGV[2] (Register).
+const registerScript = `redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+return 1`
 
 // Unregister removes token (Register).
 func (s *Store) Unregister(ctx context.Context, token string) error {
