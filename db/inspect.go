@@ -633,7 +633,11 @@ func (db *DB) putIfNewLocked(doc *Doc, p prepared, wo *WriteOptions) (_ *Match, 
 		return nil, false, syncWaiter{}, err
 	}
 	if len(res.Matches) > 0 {
-		return &res.Matches[0], false, syncWaiter{}, nil
+		// NB: a copy: a pointer into the matches kept them all (those
+		// past the limit too, before the query cut them off by copy),
+		// and PutIfNewBatch holds one for each document (a review's P1).
+		m := res.Matches[0]
+		return &m, false, syncWaiter{}, nil
 	}
 	n, sw, err := db.writeLockedCount([]prepared{p}, wo)
 	return nil, n > 0, sw, err

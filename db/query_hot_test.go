@@ -1,0 +1,105 @@
+package db
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/lshdb/lshdb/minhash"
+)
+
+// Ensure that a query whose buckets hold hundreds of copies of a few
+// texts (a hot bucket), which verifies each distinct set once and gives
+// its copies its answer (identicalSets), answers what brute force does:
+// every stored document at or above the threshold, with its exact
+// Jaccard, and nothing else. And that a limited answer holds only its
+// limit: a reslice kept every match reachable, and QueryMany and
+// PutIfNewBatch held them (a review's P1: 27 MB a query of a hot bucket
+// with a limit of 1). Through the query cache too, which the shortcut
+// leaves to its own path.
+func TestQueryHotBucket(t *testing.T) {
+	base := strings.Repeat("the quick brown fox jumps over the lazy dog near the river bank ", 4)
+	texts := []string{
+		base,
+		strings.Replace(base, "river", "water", 1),
+		strings.Replace(base, "quick", "slow", 2),
+		base + "and then it rests",
+		"an unrelated text about owls and the night sky, far from any fox",
+	}
+	var docs []Doc
+	for i := range 700 {
+		// Copies of the first four texts; a few of the fifth.
+		docs = append(docs, Doc{ID: fmt.Sprintf("d%04d", i), Text: texts[i%4]})
+		if i%100 == 0 {
+			docs = append(docs, Doc{ID: fmt.Sprintf("o%04d", i), Text: texts[4]})
+		}
+	}
+	h, err := minhash.NewHasher(minhash.Options{}, minhash.SketchOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	setOf := func(text string) []uint64 {
+		s, _ := h.Document(nil, nil, text)
+		return s
+	}
+	for _, cacheSize := range []int64{0, 8 << 20} {
+		t.Run(fmt.Sprint("cache=", cacheSize), func(t *testing.T) {
+			d := mustOpen(t, "db", &Options{fs: vfs.NewMem(), Threshold: 0.5, QueryCacheSize: cacheSize})
+			defer d.Close()
+			if _, err := d.PutBatch(docs, nil); err != nil {
+				t.Fatal(err)
+			}
+			for round := range 2 { // the second through a warm cache
+				for qi, q := range texts {
+					res, err := d.Query(context.Background(), q, &QueryOptions{Threshold: 0.5})
+					if err != nil {
+						t.Fatal(err)
+					}
+					if qi < 4 && res.Candidates < identicalSets {
+						t.Fatalf("query %d: %d candidates, want a hot bucket (%d or more)", qi, res.Candidates, identicalSets)
+					}
+					qs := setOf(q)
+					var want []string
+					exact := map[string]float64{}
+					for _, doc := range docs {
+						if j := minhash.Jaccard(qs, setOf(doc.Text)); j >= 0.5 {
+							want = append(want, doc.ID)
+							exact[doc.ID] = j
+						}
+					}
+					var got []string
+					for _, m := range res.Matches {
+						got = append(got, m.ID)
+						if m.Jaccard != exact[m.ID] {
+							t.Fatalf("round %d, query %d: %s at Jaccard %v, brute force %v", round, qi, m.ID, m.Jaccard, exact[m.ID])
+						}
+					}
+					slices.Sort(got)
+					slices.Sort(want)
+					if !slices.Equal(got, want) {
+						t.Fatalf("round %d, query %d: %d matches, brute force %d", round, qi, len(got), len(want))
+					}
+					limited, err := d.Query(context.Background(), q, &QueryOptions{Threshold: 0.5, Limit: 1})
+					if err != nil {
+						t.Fatal(err)
+					}
+					if limited.Found != len(want) || len(limited.Matches) != 1 || cap(limited.Matches) != 1 {
+						t.Fatalf("query %d with a limit of 1: found %d, %d matches in room for %d; want %d, 1 in 1", qi, limited.Found, len(limited.Matches), cap(limited.Matches), len(want))
+					}
+				}
+			}
+			many, err := d.QueryMany(context.Background(), []QueryInput{{ID: "d0000"}, {Text: texts[1]}}, &QueryOptions{Threshold: 0.5, Limit: 2})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, r := range many {
+				if len(r.Matches) != 2 || cap(r.Matches) != 2 {
+					t.Fatalf("QueryMany %d with a limit of 2: %d matches in room for %d", i, len(r.Matches), cap(r.Matches))
+				}
+			}
+		})
+	}
+}
