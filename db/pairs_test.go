@@ -408,6 +408,11 @@ func TestPairsLimit(t *testing.T) {
 	for i := range 12 {
 		docs = append(docs, Doc{ID: fmt.Sprintf("copy-%02d", 11-i), Text: "the same boilerplate notice, copied everywhere"})
 	}
+	// A second group, near the first: its pairs with the first are
+	// pairs of two groups' members.
+	for i := range 9 {
+		docs = append(docs, Doc{ID: fmt.Sprintf("copz-%02d", 8-i), Text: "the same boilerplate notice, copied everywhere!"})
+	}
 	var texts []string
 	for i := range 200 {
 		text := randomText(rng, texts)
@@ -439,7 +444,18 @@ func TestPairsLimit(t *testing.T) {
 	if len(want) < 70 || want[len(want)-1].Jaccard == 1 {
 		t.Fatalf("the fixture has %d pairs (the last at %v): want copies and near pairs", len(want), want[len(want)-1].Jaccard)
 	}
-	for _, limit := range []int{1, 7, 66, 67, len(want) - 1, len(want), len(want) + 5} {
+	across, firstAcross := 0, -1
+	for i, p := range want {
+		if strings.HasPrefix(p.A, "copy") && strings.HasPrefix(p.B, "copz") {
+			if across++; firstAcross < 0 {
+				firstAcross = i
+			}
+		}
+	}
+	if across != 12*9 {
+		t.Fatalf("the fixture has %d pairs across the two groups, want %d", across, 12*9)
+	}
+	for _, limit := range []int{1, 7, 8, 9, 66, 67, firstAcross, firstAcross + 1, firstAcross + 5, firstAcross + 107, firstAcross + 108, len(want) - 1, len(want), len(want) + 5} {
 		var st PairsStats
 		var got []Pair
 		for p, err := range d.Pairs(context.Background(), &PairsOptions{Limit: limit, Stats: &st}) {
