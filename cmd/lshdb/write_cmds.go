@@ -490,9 +490,17 @@ func (a *app) createCmd() *cobra.Command {
 	return c
 }
 
-// recordSlack is what an input record may have beyond the index's
-// MaxDocBytes: the id, the JSON syntax and escapes.
-const recordSlack = 1 << 20
+// recordLimit is the longest input record (a line of JSON Lines, a CSV
+// row, a text file) read for a document of at most d's MaxDocBytes: three
+// times it, for JSON's escapes, and a MiB for the id and the syntax. NB:
+// JSON may write a character of 3 or 4 UTF-8 bytes as 6 or 12 (\uXXXX,
+// a surrogate pair), and Python's json.dumps does by default: a 42 MB
+// Chinese document was refused as a line of 84 MB, over a limit of
+// MaxDocBytes plus a MiB (a review's P4). The limit only bounds the
+// memory a record takes; the document's own limit is checked on its text.
+func recordLimit(d index) int {
+	return 3*d.MaxDocBytes() + 1<<20
+}
 
 // insertSummary is what insert and build report.
 type insertSummary struct {
@@ -812,7 +820,7 @@ Redis.`,
 				return err
 			}
 			defer finish(true)
-			in.MaxRecordBytes = d.MaxDocBytes() + recordSlack
+			in.MaxRecordBytes = recordLimit(d)
 			inp, err := a.openInput(&in, d)
 			if err != nil {
 				finish(false)
@@ -1371,7 +1379,7 @@ after committing what was read and says where to continue.`,
 				return err
 			}
 			defer finish(true)
-			in.MaxRecordBytes = d.MaxDocBytes() + recordSlack
+			in.MaxRecordBytes = recordLimit(d)
 			inp, err := a.openInput(&in, d)
 			if err != nil {
 				finish(false)
@@ -1708,7 +1716,7 @@ make it first with lshdb create for others.`,
 				return err
 			}
 			defer finish(true)
-			in.MaxRecordBytes = d.MaxDocBytes() + recordSlack
+			in.MaxRecordBytes = recordLimit(d)
 			inp, err := a.openInput(&in, d)
 			if err != nil {
 				return err
