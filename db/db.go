@@ -577,6 +577,14 @@ func (db *DB) loadManifest() error {
 // caller holds wmu, or is Open.
 func (db *DB) setCounters(c codec.Counters) {
 	db.counters = c
+	if old := db.published.Load(); old != nil && c.NextDoc-c.Live < old.NextDoc-old.Live {
+		// NB: the count of removed documents went back (a Repair that
+		// counted more live documents than the counters did): later
+		// removals could bring it back to the value of the last purge,
+		// whose ticks would then be skipped (startPurger; a
+		// maintainer's M2). The next tick purges.
+		db.purgedAt.Store(0)
+	}
 	db.published.Store(&c)
 }
 

@@ -316,6 +316,20 @@ func (db *DB) somePairs(ctx context.Context, po *PairsOptions, best int) iter.Se
 			st.Reported++
 			return yield(Pair{A: x.ids[a], B: x.ids[b], Jaccard: j}, nil)
 		}
+		// firstOf memoizes firstByID of a group's members (by its
+		// representative): a group near many others was sorted again
+		// for each of them, and with its ids in no order a limit of 5
+		// on 20,000 copies near 1,000 variants took 8.2 s against 1.2
+		// (a maintainer's M1).
+		firsts := map[int32][]int32{}
+		firstOf := func(x *pairsIndex, rep int32, m []int32) []int32 {
+			f, ok := firsts[rep]
+			if !ok {
+				f = firstByID(x, m, best)
+				firsts[rep] = f
+			}
+			return f
+		}
 		err := db.pairs(ctx, po, &st, func(x *pairsIndex, g []int32) bool {
 			var emitted, all int64 = 0, int64(len(g)) * int64(len(g)-1) / 2
 			if best > 0 {
@@ -341,27 +355,28 @@ func (db *DB) somePairs(ctx context.Context, po *PairsOptions, best int) iter.Se
 			return true
 		}, func(x *pairsIndex, a, b int32, j float64) bool {
 			ma, mb := x.members(a), x.members(b)
+			var unyielded int64 // the pairs counted as found, not yielded
 			if all := int64(len(ma)) * int64(len(mb)); best > 0 && all > int64(best) {
-				emitted := int64(min(len(ma), best)) * int64(min(len(mb), best))
-				defer func() { st.Reported += all - emitted }()
+				unyielded = all - int64(min(len(ma), best))*int64(min(len(mb), best))
 				// NB: a pair whose member of a is not among a's best
 				// first in id order comes after the best pairs that
 				// those make with the same member of b, whichever of the
 				// two ids comes first: it is not among the best.
 				if len(ma) > best {
-					ma = firstByID(x, ma, best)
+					ma = firstOf(x, a, ma)
 				}
 				if len(mb) > best {
-					mb = firstByID(x, mb, best)
+					mb = firstOf(x, b, mb)
 				}
 			}
 			for _, ma := range ma {
 				for _, mb := range mb {
 					if !emit(x, ma, mb, j) || db.closed.Load() {
-						return false
+						return false // NB: a stopped run counts what it yielded
 					}
 				}
 			}
+			st.Reported += unyielded
 			return true
 		}, nil)
 		if errors.Is(err, errStopped) && db.closed.Load() {

@@ -8,7 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/lshdb/lshdb/codec"
 )
 
 // Ensure that a purge beside writers that refill the lists it found empty
@@ -252,4 +254,70 @@ func TestPurgeWaitsWithoutIterator(t *testing.T) {
 		t.Fatalf("%d waits for the writer lock, with table iterators open at %d of them (%v); want 2 or more, none", len(waits), len(open), open)
 	}
 	sameListsAsIndexOf(t, d, keep, uint64(len(docs)))
+}
+
+// Ensure that the background purge is not skipped for good after a
+// Repair that counted more live documents than the counters did: the
+// count of removed documents (NextDoc - Live) went back, later removals
+// brought it to the last purge's value, and every tick was skipped
+// though lists had emptied (a maintainer's M2).
+func TestPurgeEveryAfterRepair(t *testing.T) {
+	defer func(m time.Duration) { minPurgeEvery = m }(minPurgeEvery)
+	minPurgeEvery = time.Millisecond
+	fs := vfs.NewMem()
+	d := mustOpen(t, "db", &Options{fs: fs, ExpirySweep: -1})
+	docs := []Doc{
+		{ID: "a", Text: "alpha beta gamma delta epsilon zeta eta theta"},
+		{ID: "b", Text: "one two three four five six seven eight nine"},
+		{ID: "c", Text: "red orange yellow green blue indigo violet"},
+		{ID: "e", Text: "north south east west up down left right"},
+		{ID: "f", Text: "spring summer autumn winter rain snow sun wind"},
+	}
+	if _, err := d.PutBatch(docs, nil); err != nil {
+		t.Fatal(err)
+	}
+	counters := d.counters
+	d.Close()
+	// Counters that count three documents fewer than stored.
+	p := rawStore(t, fs, "db")
+	if err := p.Set(codec.CountersKey, codec.EncodeCounters(codec.Counters{NextDoc: counters.NextDoc, Live: counters.Live - 3}), pebble.Sync); err != nil {
+		t.Fatal(err)
+	}
+	p.Close()
+	d = mustOpen(t, "db", &Options{fs: fs, ExpirySweep: -1, PurgeEvery: 5 * time.Millisecond})
+	defer d.Close()
+	ctx := context.Background()
+	waitPurges := func(n uint64) {
+		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+			m, _ := d.Metrics()
+			if m.ListPurges >= n && m.ListPurgesSkipped >= 2 {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("no purge: %+v", m)
+			}
+		}
+	}
+	waitPurges(1) // the first tick purges, and records removedDocs
+	if _, err := d.Repair(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.DeleteIDs([]string{"a", "b"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	// The deletes' lists are purged (the oracle: Check's empty lists),
+	// where every tick after them was skipped.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		rep, err := d.Check(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.EmptyLists == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			m, _ := d.Metrics()
+			t.Fatalf("%d empty lists left after 10 s of ticks every 5 ms: %d purges, %d skipped", rep.EmptyLists, m.ListPurges, m.ListPurgesSkipped)
+		}
+	}
 }

@@ -363,7 +363,10 @@ func (db *DB) redisManifest(ctx context.Context) error {
 		if v == nil && len(left) > 0 {
 			what := "a new index would take them for its own"
 			if db.opts.ReadOnly || db.opts.MustExist {
-				what = "its documents cannot be read without it"
+				// NB: a drop under way deletes the manifest first: a
+				// reader that lands then is told so too (a maintainer's
+				// M3).
+				what = "its documents cannot be read without it (unless a drop of the index is under way: then it is gone once the drop ends)"
 			}
 			return fmt.Errorf("%w: %s has no manifest but holds the keys of an index (%s): %s; lshdb drop --db %s --yes removes them (or restore the index)%w", ErrCorrupt, db.dir, strings.Join(left, ", "), what, db.dir, errNoManifest)
 		}
