@@ -47,10 +47,17 @@ func (db *DB) countedSweep(ctx context.Context) (int, error) {
 	n, err := db.sweep(ctx)
 	db.counts.sweeps.Add(1)
 	db.counts.swept.Add(uint64(n))
-	if err != nil && !errors.Is(err, ErrClosed) && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+	if workFailed(err) {
 		db.counts.sweepErrors.Add(1)
 	}
 	return n, err
+}
+
+// workFailed reports whether err is a failure of the work itself, which
+// the metrics count (ListPurgeErrors, ExpirySweepErrors): not its end by
+// Close or by its context.
+func workFailed(err error) bool {
+	return err != nil && !errors.Is(err, ErrClosed) && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
 }
 
 func (db *DB) sweep(ctx context.Context) (int, error) {

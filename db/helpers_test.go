@@ -148,3 +148,13 @@ func twoDocIndex(t *testing.T) (vfs.FS, *DB) {
 	}
 	return fs, d
 }
+
+// mustMetrics returns d's Metrics, failing t on an error.
+func mustMetrics(t *testing.T, d *DB) Metrics {
+	t.Helper()
+	m, err := d.Metrics()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}

@@ -23,14 +23,7 @@ func TestMetricsHealthFigures(t *testing.T) {
 	const reserve = 64 << 20
 	d := mustOpen(t, "idx", &Options{fs: fs, clock: clock.now, ExpirySweep: -1, DiskReserve: reserve})
 	defer d.Close()
-	metrics := func() Metrics {
-		t.Helper()
-		m, err := d.Metrics()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return m
-	}
+	metrics := func() Metrics { t.Helper(); return mustMetrics(t, d) }
 	for i := range 10 {
 		wo := &WriteOptions{TTL: time.Duration(i+1) * time.Minute}
 		if i >= 6 {

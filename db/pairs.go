@@ -331,27 +331,29 @@ func (db *DB) somePairs(ctx context.Context, po *PairsOptions, best int) iter.Se
 			return f
 		}
 		err := db.pairs(ctx, po, &st, func(x *pairsIndex, g []int32) bool {
-			var emitted, all int64 = 0, int64(len(g)) * int64(len(g)-1) / 2
+			var unyielded int64 // the pairs counted as found, not yielded
 			if best > 0 {
 				// NB: the first pairs in id order are the first best
 				// pairs of the first best+1 ids: (s0, s1), …, (s0, sbest).
-				// The others are counted as found (Stats), not yielded.
+				all := int64(len(g)) * int64(len(g)-1) / 2
+				unyielded = all - min(all, int64(best))
 				g = firstByID(x, g, best+1)
-				defer func() { st.IdenticalPairs += all - emitted; st.Reported += all - emitted }()
 			}
+			emitted := 0
 			for i := range g {
 				for _, b := range g[i+1:] {
-					if best > 0 && emitted == int64(best) {
-						return true
+					if best > 0 && emitted == best {
+						break
 					}
 					emitted++
 					st.IdenticalPairs++
 					if !emit(x, g[i], b, 1) || db.closed.Load() {
-						all = emitted // NB: a stopped run counts what it yielded
-						return false
+						return false // NB: a stopped run counts what it yielded
 					}
 				}
 			}
+			st.IdenticalPairs += unyielded
+			st.Reported += unyielded
 			return true
 		}, func(x *pairsIndex, a, b int32, j float64) bool {
 			ma, mb := x.members(a), x.members(b)

@@ -81,10 +81,9 @@ func (db *DB) purgeLists(ctx context.Context) (int, error) {
 	purged, err := db.scanAndPurge(ctx)
 	db.counts.purges.Add(1)
 	db.counts.purged.Add(uint64(purged))
-	switch {
-	case err == nil:
+	if err == nil {
 		db.purgedAt.Store(removed + 1)
-	case !errors.Is(err, ErrClosed) && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded):
+	} else if workFailed(err) {
 		db.counts.purgeErrors.Add(1)
 	}
 	return purged, err

@@ -144,14 +144,7 @@ func TestPurgeEvery(t *testing.T) {
 	// With no document removed since, the background skips its purges
 	// (each would scan every list for nothing): one purge ran, deleting
 	// the lists Check counted, and the ticks since were skipped.
-	metrics := func() Metrics {
-		t.Helper()
-		m, err := d.Metrics()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return m
-	}
+	metrics := func() Metrics { t.Helper(); return mustMetrics(t, d) }
 	waitSkips := func(over uint64) Metrics {
 		t.Helper()
 		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
@@ -289,7 +282,7 @@ func TestPurgeEveryAfterRepair(t *testing.T) {
 	ctx := context.Background()
 	waitPurges := func(n uint64) {
 		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-			m, _ := d.Metrics()
+			m := mustMetrics(t, d)
 			if m.ListPurges >= n && m.ListPurgesSkipped >= 2 {
 				return
 			}
@@ -316,7 +309,7 @@ func TestPurgeEveryAfterRepair(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			m, _ := d.Metrics()
+			m := mustMetrics(t, d)
 			t.Fatalf("%d empty lists left after 10 s of ticks every 5 ms: %d purges, %d skipped", rep.EmptyLists, m.ListPurges, m.ListPurgesSkipped)
 		}
 	}

@@ -1010,26 +1010,45 @@ func TestRedisURLMistakes(t *testing.T) {
 func standaloneRedis(t *testing.T, args ...string) string {
 	t.Helper()
 	redisURL(t)
+	port := freePort(t)
+	srv, err := startRedisServer(port, t.TempDir(), args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Process.Kill(); srv.Wait() })
+	return fmt.Sprintf("127.0.0.1:%d", port)
+}
+
+// freePort returns a loopback TCP port free at the time of the call.
+func freePort(t *testing.T) int {
+	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// startRedisServer starts a redis-server on 127.0.0.1:port with its
+// files in dir and no persistence unless args ask for it (later options
+// win), and returns once it accepts connections; the caller kills it.
+func startRedisServer(port int, dir string, args ...string) (*exec.Cmd, error) {
 	srv := exec.Command("redis-server", append([]string{"--port", fmt.Sprint(port), "--bind", "127.0.0.1",
-		"--save", "", "--appendonly", "no", "--dir", t.TempDir()}, args...)...)
+		"--save", "", "--appendonly", "no", "--dir", dir}, args...)...)
 	if err := srv.Start(); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	t.Cleanup(func() { srv.Process.Kill(); srv.Wait() })
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	for start := time.Now(); ; time.Sleep(20 * time.Millisecond) {
 		if c, err := net.Dial("tcp", addr); err == nil {
 			c.Close()
-			return addr
+			return srv, nil
 		}
 		if time.Since(start) > 10*time.Second {
-			t.Fatal("redis-server did not start")
+			srv.Process.Kill()
+			srv.Wait()
+			return nil, fmt.Errorf("redis-server on %s did not start", addr)
 		}
 	}
 }
@@ -2070,31 +2089,19 @@ func TestRedisReadsDuringReplace(t *testing.T) {
 // The oracle: the writers key, read once the server is back.
 func TestRedisCloseUnregistersThroughRestart(t *testing.T) {
 	redisURL(t)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, dir := freePort(t), t.TempDir()
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	persistent := []string{"--appendonly", "yes", "--appendfsync", "always"}
+	srv, err := startRedisServer(port, dir, persistent...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	dir := t.TempDir()
-	var srv *exec.Cmd
-	start := func() {
-		srv = exec.Command("redis-server", "--port", fmt.Sprint(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "yes", "--appendfsync", "always", "--dir", dir)
-		if err := srv.Start(); err != nil {
-			t.Error(err)
-			return
+	defer func() {
+		if srv != nil {
+			srv.Process.Kill()
+			srv.Wait()
 		}
-		for begin := time.Now(); time.Since(begin) < 10*time.Second; time.Sleep(20 * time.Millisecond) {
-			if c, err := net.Dial("tcp", addr); err == nil {
-				c.Close()
-				return
-			}
-		}
-		t.Error("redis-server did not start")
-	}
-	start()
-	defer func() { srv.Process.Kill(); srv.Wait() }()
+	}()
 	d, err := Open("redis://"+addr+"/restart", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -2104,17 +2111,20 @@ func TestRedisCloseUnregistersThroughRestart(t *testing.T) {
 	}
 	srv.Process.Kill()
 	srv.Wait()
-	restarted := make(chan struct{})
+	restarted := make(chan error, 1)
 	go func() {
-		defer close(restarted)
 		// NB: longer than one try of Unregister (2 s).
 		time.Sleep(2500 * time.Millisecond)
-		start()
+		var err error
+		srv, err = startRedisServer(port, dir, persistent...)
+		restarted <- err
 	}()
 	closeStart := time.Now()
 	d.Close()
 	t.Logf("Close took %v", time.Since(closeStart))
-	<-restarted
+	if err := <-restarted; err != nil {
+		t.Fatal(err)
+	}
 	c := redis.NewClient(&redis.Options{Addr: addr})
 	defer c.Close()
 	if w, err := c.HGetAll(context.Background(), "lshdb:restart:writers").Result(); err != nil || len(w) != 0 {
