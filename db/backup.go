@@ -74,6 +74,18 @@ type BackupOptions struct {
 	// into the same directory removes). Without effect on Redis and on a
 	// read-only handle, whose copies are made of files of their own.
 	Copy bool
+	// Verify reads the whole copy, as Check does, before it gets dir's
+	// name, and fails the backup if any of it is damaged: a backup of a
+	// damaged index is no backup. A damaged copy is moved to
+	// dir+".damaged" (or dir+".damaged-N", the first N free), for a look,
+	// and the error (ErrCorrupt) names it; a verification stopped by ctx,
+	// or that fails to read, removes the copy. Either way nothing is
+	// under dir, so that a copy under dir is a verified one, even after a
+	// backup killed while it verified (a review: verified after the
+	// rename, a kill left a complete, unverified copy under dir, which a
+	// script that checks dir exists took for a good one). Costs a read of
+	// the whole copy (as Check: its shingles hashed again).
+	Verify bool
 }
 
 // BackupWith is Backup with options.
@@ -98,13 +110,13 @@ func (db *DB) BackupWith(ctx context.Context, dir string, o BackupOptions) error
 		if err := db.checkBackupDir(dir); err != nil {
 			return err
 		}
-		return db.redisBackup(ctx, dir)
+		return db.redisBackup(ctx, dir, o.Verify)
 	}
 	if err := db.checkBackupDir(dir); err != nil {
 		return err
 	}
 	if db.opts.ReadOnly {
-		return db.copyFiles(ctx, dir)
+		return db.copyFiles(ctx, dir, o.Verify)
 	}
 	// NB: a checkpoint costs little space when hard links work, but a
 	// full copy when they do not (another filesystem): the reserve is
@@ -146,7 +158,7 @@ func (db *DB) BackupWith(ctx context.Context, dir string, o BackupOptions) error
 			return err
 		}
 	}
-	return db.finishBackup(tmp, dir)
+	return db.finishBackup(ctx, tmp, dir, o.Verify)
 }
 
 // backupCopyHook, when set (by tests), is called with each file's name
@@ -278,14 +290,93 @@ func sweepBackupTemps(fsys vfs.FS, parent string) {
 	}
 }
 
-// finishBackup stamps the complete copy in tmp (stampBackup) and renames
-// it to dir; tmp is removed when either fails.
-func (db *DB) finishBackup(tmp, dir string) error {
+// finishBackup stamps the complete copy in tmp (stampBackup), verifies
+// it when asked (verifyBackup) and renames it to dir; tmp is removed
+// when any of them fails (a damaged copy is moved aside).
+func (db *DB) finishBackup(ctx context.Context, tmp, dir string, verify bool) error {
 	if err := db.stampBackup(tmp); err != nil {
 		db.opts.FS.RemoveAll(tmp)
 		return err
 	}
+	if verify {
+		if err := db.verifyBackup(ctx, tmp, dir); err != nil {
+			return err
+		}
+	}
 	return renameBackup(db.opts.FS, tmp, dir)
+}
+
+// backupVerifyHook, when set (by tests), is called with the copy's
+// temporary directory before BackupOptions.Verify checks it.
+var backupVerifyHook func(tmp string)
+
+// verifyBackup checks the complete copy in tmp (BackupOptions.Verify),
+// which is to be renamed to dir. A copy found damaged is moved to
+// dir.damaged (or dir.damaged-N) and the error, ErrCorrupt, names it;
+// on any other failure (ctx, a read error) tmp is removed.
+func (db *DB) verifyBackup(ctx context.Context, tmp, dir string) error {
+	fsys := db.opts.FS
+	if backupVerifyHook != nil {
+		backupVerifyHook(tmp)
+	}
+	damaged := func(err error) error {
+		to, merr := moveAside(fsys, tmp, dir+".damaged")
+		if merr != nil {
+			fsys.RemoveAll(tmp)
+			return fmt.Errorf("%w (the copy is removed: moving it aside failed: %w)", err, merr)
+		}
+		return fmt.Errorf("%w: the copy is at %s, not %s", err, to, dir)
+	}
+	cp, err := Open(tmp, &Options{ReadOnly: true, MustExist: true, ExpirySweep: -1, Logger: db.opts.Logger, fs: db.opts.fs, clock: db.opts.clock})
+	if err != nil {
+		err = fmt.Errorf("lshdb: backup: verifying the copy: it does not open: %w", err)
+		if errors.Is(err, ErrCorrupt) {
+			return damaged(err)
+		}
+		fsys.RemoveAll(tmp)
+		return err
+	}
+	rep, err := cp.Check(ctx)
+	if cerr := cp.Close(); err == nil && cerr != nil {
+		err = cerr
+	}
+	switch {
+	case err != nil && ctx != nil && ctx.Err() != nil:
+		fsys.RemoveAll(tmp)
+		return fmt.Errorf("lshdb: backup: the verification of the copy stopped, and the copy is removed: %w", ctxErr(ctx))
+	case err != nil && errors.Is(err, ErrCorrupt):
+		return damaged(fmt.Errorf("lshdb: backup: the copy is damaged (so, most likely, is the index): %w", err))
+	case err != nil:
+		fsys.RemoveAll(tmp)
+		return fmt.Errorf("lshdb: backup: verifying the copy: %w", err)
+	case !rep.OK():
+		n := max(rep.ProblemCount, len(rep.Problems))
+		what := "problems"
+		if n == 1 {
+			what = "problem"
+		}
+		return damaged(fmt.Errorf("%w: the backup's copy fails its check, %d %s (the first: %s): so, most likely, does the index", ErrCorrupt, n, what, rep.Problems[0]))
+	}
+	return nil
+}
+
+// moveAside renames dir to to, or to to-N for the first N free, syncs
+// their parent, and returns the new name.
+func moveAside(fsys vfs.FS, dir, to string) (string, error) {
+	for n := 1; n < 1000; n++ {
+		name := to
+		if n > 1 {
+			name = fmt.Sprintf("%s-%d", to, n)
+		}
+		if _, err := fsys.Stat(name); !errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err := fsys.Rename(dir, name); err != nil {
+			return "", err
+		}
+		return name, syncDir(fsys, fsys.PathDir(name))
+	}
+	return "", fmt.Errorf("%s and %s-2 to -999 all exist", to, to)
 }
 
 // stampBackup gives the copy in dir (a Pebble store, closed) an instance
@@ -418,7 +509,7 @@ func (db *DB) checkBackupDir(dir string) error {
 // copyFiles is Backup of a read-only handle: a copy of the store's files
 // (not the lock, the socket, or lshdb's temporary directories), made in a
 // directory beside dir, each file synced, then renamed to dir.
-func (db *DB) copyFiles(ctx context.Context, dir string) (err error) {
+func (db *DB) copyFiles(ctx context.Context, dir string, verify bool) (err error) {
 	fsys := db.opts.FS
 	parent := fsys.PathDir(dir)
 	if err := fsys.MkdirAll(parent, 0o755); err != nil {
@@ -469,7 +560,7 @@ func (db *DB) copyFiles(ctx context.Context, dir string) (err error) {
 			return fmt.Errorf("lshdb: backup: copying %s: %w", n, err)
 		}
 	}
-	return db.finishBackup(tmp, dir)
+	return db.finishBackup(ctx, tmp, dir, verify)
 }
 
 // copyFile copies src to dst, a new file, and syncs it.

@@ -587,3 +587,128 @@ func TestBackupCopyNeedsRoom(t *testing.T) {
 		t.Fatalf("a copy with room for it: %v", err)
 	}
 }
+
+// Ensure that a verified backup (BackupOptions.Verify) is checked before
+// it gets its name: a backup killed or stopped while it verifies leaves
+// nothing under dir (a review: verified after the rename, a killed
+// backup left a complete, unverified copy there), one of a damaged index
+// fails with ErrCorrupt and is moved to dir.damaged, and one of a sound
+// index is the index's documents. The oracles: the directory listing at
+// the hook and after, a child process killed at the hook, bytes
+// overwritten in a table by hand, and the documents read back.
+func TestBackupVerify(t *testing.T) {
+	if dir := os.Getenv("LSHDB_BACKUP_VERIFY_KILL"); dir != "" {
+		// The child: killed as it verifies the copy.
+		d := mustOpen(t, filepath.Join(dir, "idx"), &Options{MustExist: true})
+		backupVerifyHook = func(string) {
+			p, _ := os.FindProcess(os.Getpid())
+			p.Kill()
+			select {}
+		}
+		err := d.BackupWith(context.Background(), filepath.Join(dir, "killed"), BackupOptions{Verify: true})
+		t.Fatalf("the backup was not killed: %v", err)
+	}
+	ctx := context.Background()
+	root := t.TempDir()
+	src := mustOpen(t, filepath.Join(root, "idx"), nil)
+	var docs []Doc
+	for i := range 400 {
+		docs = append(docs, Doc{ID: fmt.Sprintf("d%03d", i), Text: fmt.Sprintf("a document numbered %d about %s", i, []string{"foxes", "owls"}[i%2])})
+	}
+	if _, err := src.PutBatch(docs, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := src.Compact(ctx); err != nil {
+		t.Fatal(err)
+	}
+	want := allDocs(t, src)
+	exists := func(name string) bool {
+		_, err := os.Stat(filepath.Join(root, name))
+		return err == nil
+	}
+
+	// Sound: the copy is not under its name while it is verified.
+	var named, tmpThere bool
+	backupVerifyHook = func(tmp string) {
+		named = exists("good")
+		_, err := os.Stat(tmp)
+		tmpThere = err == nil
+	}
+	err := src.BackupWith(ctx, filepath.Join(root, "good"), BackupOptions{Verify: true})
+	backupVerifyHook = nil
+	if err != nil {
+		t.Fatal(err)
+	}
+	if named || !tmpThere {
+		t.Errorf("as it was verified, the copy was under its name: %v; in its temporary directory: %v", named, tmpThere)
+	}
+	cp := mustOpen(t, filepath.Join(root, "good"), &Options{ReadOnly: true})
+	if got := allDocs(t, cp); !reflect.DeepEqual(got, want) {
+		t.Errorf("the verified copy holds %d documents, the index %d (or they differ)", len(got), len(want))
+	}
+	cp.Close()
+
+	// Its context ends as it verifies: an error, and nothing left.
+	cctx, cancel := context.WithCancel(ctx)
+	backupVerifyHook = func(string) { cancel() }
+	err = src.BackupWith(cctx, filepath.Join(root, "canceled"), BackupOptions{Verify: true})
+	backupVerifyHook = nil
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("a backup canceled as it verifies: %v, want context.Canceled", err)
+	}
+	for _, n := range []string{"canceled", ".canceled" + backupTempSuffix, "canceled.damaged"} {
+		if exists(n) {
+			t.Errorf("a backup canceled as it verifies left %s", n)
+		}
+	}
+
+	// A read-only handle's copy (file by file) is verified too.
+	src.Close()
+	ro := mustOpen(t, filepath.Join(root, "idx"), &Options{ReadOnly: true})
+	if err := ro.BackupWith(ctx, filepath.Join(root, "ro"), BackupOptions{Verify: true}); err != nil {
+		t.Errorf("a read-only handle's verified backup: %v", err)
+	}
+	ro.Close()
+
+	// Killed as it verifies: nothing under its name.
+	cmd := exec.Command(os.Args[0], "-test.run=^TestBackupVerify$")
+	cmd.Env = append(os.Environ(), "LSHDB_BACKUP_VERIFY_KILL="+root)
+	out, err := cmd.CombinedOutput()
+	if ee := (*exec.ExitError)(nil); !errors.As(err, &ee) || ee.ExitCode() != -1 {
+		t.Fatalf("the child was not killed: %v\n%s", err, out)
+	}
+	if exists("killed") {
+		t.Error("a backup killed as it verified left a copy under its name")
+	}
+
+	// Damaged: bytes of the biggest table overwritten. The plain backup
+	// does not notice; a verified one fails, twice, each copy moved aside.
+	var biggest string
+	var size int64
+	ents, _ := os.ReadDir(filepath.Join(root, "idx"))
+	for _, e := range ents {
+		if fi, err := e.Info(); err == nil && strings.HasSuffix(e.Name(), ".sst") && fi.Size() > size {
+			biggest, size = filepath.Join(root, "idx", e.Name()), fi.Size()
+		}
+	}
+	f, err := os.OpenFile(biggest, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteAt([]byte("\xff\xff\xff\xff\xff\xff\xff\xff"), size/2)
+	f.Close()
+	src = mustOpen(t, filepath.Join(root, "idx"), &Options{MustExist: true})
+	defer src.Close()
+	if err := src.Backup(ctx, filepath.Join(root, "plain")); err != nil {
+		t.Fatalf("a plain backup of the damaged index: %v (the test expects it not to read the tables)", err)
+	}
+	for _, moved := range []string{"checked.damaged", "checked.damaged-2"} {
+		err := src.BackupWith(ctx, filepath.Join(root, "checked"), BackupOptions{Verify: true})
+		if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), moved) {
+			t.Errorf("a verified backup of a damaged index: %v, want ErrCorrupt naming %s", err, moved)
+		}
+		if exists("checked") || !exists(moved) {
+			t.Errorf("after a failed verification: under its name %v, at %s %v", exists("checked"), moved, exists(moved))
+		}
+	}
+}

@@ -1589,7 +1589,7 @@ func dropLeftovers(ctx context.Context, u string) error {
 // redisBackup is Backup on Redis: the live documents copied, a chunk of
 // records per round trip, into a new Pebble index built beside dir and
 // renamed to it. The caller holds db.mu for reading.
-func (db *DB) redisBackup(ctx context.Context, dir string) (err error) {
+func (db *DB) redisBackup(ctx context.Context, dir string, verify bool) (err error) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
@@ -1700,6 +1700,11 @@ func (db *DB) redisBackup(ctx context.Context, dir string) (err error) {
 	if err := out.Close(); err != nil {
 		fsys.RemoveAll(tmp)
 		return fmt.Errorf("lshdb: backup: closing the copy: %w", err)
+	}
+	if verify {
+		if err := db.verifyBackup(ctx, tmp, dir); err != nil {
+			return err
+		}
 	}
 	if err := fsys.Rename(tmp, dir); err != nil {
 		fsys.RemoveAll(tmp)

@@ -900,6 +900,25 @@ func TestRedisBackup(t *testing.T) {
 	if m, err := c.Count(); err != nil || m != n {
 		t.Fatalf("the copy counts %d documents (%v), the index %d", m, err, n)
 	}
+	// A verified copy is checked before it gets its name (TestBackupVerify).
+	verified, hooked := dir+"/verified", false
+	backupVerifyHook = func(tmp string) {
+		_, err := os.Stat(verified)
+		_, terr := os.Stat(tmp)
+		hooked = err != nil && terr == nil
+	}
+	err = d.BackupWith(ctx, verified, BackupOptions{Verify: true})
+	backupVerifyHook = nil
+	if err != nil || !hooked {
+		t.Fatalf("a verified backup: %v (checked in its temporary directory, before its name: %v)", err, hooked)
+	}
+	if v, err := Open(verified, &Options{ReadOnly: true}); err != nil {
+		t.Fatal(err)
+	} else if m, err := v.Count(); err != nil || m != n {
+		t.Fatalf("the verified copy counts %d documents (%v), the index %d", m, err, n)
+	} else {
+		v.Close()
+	}
 	var ids []string
 	for doc, err := range d.All() {
 		if err != nil {

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"syscall"
 
@@ -45,9 +43,11 @@ On the same filesystem the copy's tables are the original's files (hard
 links): it survives the index being deleted, overwritten or rebuilt, but not
 damage to the bytes on disk, which both then share. --copy gives the copy
 files of its own (the time and space of a full copy). --verify reads the
-whole copy afterwards (lshdb check) and fails if any of it is damaged: a
-backup of a damaged index is no backup, and the copy is moved to
-NEWDIR.damaged, out of the way of a script that checks NEWDIR exists.
+whole copy (lshdb check) and fails if any of it is damaged: a backup of a
+damaged index is no backup. The copy is verified before it gets NEWDIR's name:
+a damaged one is moved to NEWDIR.damaged instead, and a backup stopped while
+it verifies (interrupted, killed) leaves nothing under NEWDIR, so that a copy
+under NEWDIR is a verified one to a script that checks it exists.
 
 Of an index on Redis (--db redis+cluster://…), the copy is a new Pebble index
 in NEWDIR with the same parameters and every live document, each as it is when
@@ -87,7 +87,7 @@ nightly pairs run at the embedded index's speed.`,
 				}
 				if err == nil {
 					ctx, barDone := a.phaseBar("backup")
-					err = d.BackupWith(ctx, abs, db.BackupOptions{Copy: copyAll})
+					err = d.BackupWith(ctx, abs, db.BackupOptions{Copy: copyAll, Verify: verify})
 					barDone()
 					if cerr := d.Close(); err == nil {
 						err = cerr
@@ -109,8 +109,11 @@ nightly pairs run at the embedded index's speed.`,
 						return fmt.Errorf("%w (and nothing answers on its socket %s: %w)", lockedHint(err, a.dbDir), sock, cerr)
 					}
 					via = "socket"
-					err = cl.BackupWith(a.ctx, abs, db.BackupOptions{Copy: copyAll})
+					err = cl.BackupWith(a.ctx, abs, db.BackupOptions{Copy: copyAll, Verify: verify})
 					cl.Close()
+				}
+				if err != nil && errors.Is(err, db.ErrCorrupt) && verify {
+					return fmt.Errorf("%w (lshdb check --db %s checks the index)", err, rediskv.Redact(a.dbDir))
 				}
 				if err != nil {
 					return interruptNote(err, "backup interrupted")
@@ -122,32 +125,7 @@ nightly pairs run at the embedded index's speed.`,
 				return fmt.Errorf("the copy in %s does not open: %w", abs, err)
 			}
 			n, err := cp.Count()
-			if err == nil && verify {
-				ctx, barDone := a.phaseBar("verify")
-				var rep *db.CheckReport
-				rep, err = cp.Check(ctx)
-				barDone()
-				switch {
-				case err != nil && (a.ctx.Err() != nil || !errors.Is(err, db.ErrCorrupt)):
-					// NB: an interrupt (or a read error) says nothing of
-					// the copy's bytes: it was reported "damaged".
-					err = interruptNote(fmt.Errorf("the copy in %s is complete, but its verification stopped: %w", abs, err), "backup's verification interrupted: the copy is complete, not verified")
-				case err != nil:
-					err = fmt.Errorf("the copy in %s is damaged (so, most likely, is the index: lshdb check --db %s): %w", abs, a.dbDir, err)
-				case !rep.OK():
-					err = fmt.Errorf("%w: the copy in %s fails its check, %s (the first: %s): so, most likely, does the index", db.ErrCorrupt, abs, counted(max(rep.ProblemCount, len(rep.Problems)), "problem", "problems"), rep.Problems[0])
-				}
-			}
 			cp.Close()
-			if err != nil && verify && errors.Is(err, db.ErrCorrupt) && a.ctx.Err() == nil {
-				// NB: left under NEWDIR, a damaged copy read as a good
-				// backup to a rotation script that checks it exists.
-				if moved, merr := moveAside(abs, ".damaged"); merr == nil {
-					err = fmt.Errorf("%w (the copy is moved to %s, out of NEWDIR's way)", err, moved)
-				} else {
-					err = fmt.Errorf("%w (and moving the copy out of NEWDIR's way failed: %w; remove it)", err, merr)
-				}
-			}
 			if err != nil {
 				return err
 			}
@@ -170,22 +148,6 @@ nightly pairs run at the embedded index's speed.`,
 	}
 	c.Flags().StringVar(&to, "to", "", "the new directory to copy the index into (must not exist)")
 	c.Flags().BoolVar(&copyAll, "copy", false, "give the copy files of its own (on the same filesystem its tables are otherwise the index's, hard-linked)")
-	c.Flags().BoolVar(&verify, "verify", false, "read the whole copy afterwards (as check does) and fail if any of it is damaged")
+	c.Flags().BoolVar(&verify, "verify", false, "read the whole copy (as check does) before it gets NEWDIR's name, and fail if any of it is damaged")
 	return c
-}
-
-// moveAside renames dir to dir+suffix, or dir+suffix-N for the first N
-// free, and returns the new name.
-func moveAside(dir, suffix string) (string, error) {
-	for n := 1; n < 1000; n++ {
-		to := dir + suffix
-		if n > 1 {
-			to = fmt.Sprintf("%s%s-%d", dir, suffix, n)
-		}
-		if _, err := os.Lstat(to); !errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
-		return to, os.Rename(dir, to)
-	}
-	return "", fmt.Errorf("%s%s-1 to -999 all exist", dir, suffix)
 }

@@ -96,6 +96,11 @@ func TestBackupCommand(t *testing.T) {
 	if out, errOut, code := runLine([]string{"backup", "--db", idx, "--to", copy3, "--copy"}, ""); code != 0 || !strings.Contains(out, "owner") || !strings.Contains(out, "copied, not linked") {
 		t.Fatalf("backup --copy of a served index: exit %d %s %s", code, out, errOut)
 	}
+	// --verify through the socket: the owner verifies the copy.
+	copy4 := filepath.Join(root, "copy4")
+	if out, errOut, code := runLine([]string{"backup", "--db", idx, "--to", copy4, "--verify"}, ""); code != 0 || !strings.Contains(out, "owner") || !strings.Contains(out, "verified") {
+		t.Fatalf("backup --verify of a served index: exit %d %s %s", code, out, errOut)
+	}
 	if code := stop(); code != 0 {
 		t.Fatalf("serve: exit %d %s", code, log)
 	}

@@ -1420,8 +1420,13 @@ func (c *Client) Backup(ctx context.Context, dir string) error {
 // BackupWith is Backup with options (db.BackupOptions).
 func (c *Client) BackupWith(ctx context.Context, dir string, o db.BackupOptions) error {
 	var out httpapi.BackupRequest
-	if err := c.call(ctx, "POST", "/v1/backup", nil, httpapi.BackupRequest{Dir: dir, Copy: o.Copy}, &out); err != nil {
+	if err := c.call(ctx, "POST", "/v1/backup", nil, httpapi.BackupRequest{Dir: dir, Copy: o.Copy, Verify: o.Verify}, &out); err != nil {
 		return err
+	}
+	if o.Verify && !out.Verify {
+		// NB: a server from before verify ignored it: the copy is under
+		// dir, unchecked.
+		return fmt.Errorf("%w: the server made the backup in %s, but did not verify it (it does not know verify): lshdb check --db %s checks it", db.ErrInvalidOptions, dir, dir)
 	}
 	if o.Copy && !out.Copy {
 		// NB: a server from before copy ignored it: its backup's tables

@@ -1195,10 +1195,10 @@ func (h *handler) backup(w *resp, r *http.Request) error {
 	} else if root != "" && !fspath.Within(dir, root) {
 		return fmt.Errorf("%w: backup directory %s is outside the server's backup root %s", db.ErrInvalidOptions, dir, root)
 	}
-	if err := h.d.BackupWith(r.Context(), dir, db.BackupOptions{Copy: req.Copy}); err != nil {
+	if err := h.d.BackupWith(r.Context(), dir, db.BackupOptions{Copy: req.Copy, Verify: req.Verify}); err != nil {
 		return err
 	}
-	return w.json(http.StatusOK, BackupRequest{Dir: dir, Copy: req.Copy})
+	return w.json(http.StatusOK, BackupRequest{Dir: dir, Copy: req.Copy, Verify: req.Verify})
 }
 
 func (h *handler) purge(w *resp, r *http.Request) error {

@@ -822,6 +822,21 @@ func TestBackupRoot(t *testing.T) {
 	if n, err := b.Count(); err != nil || n != 10 {
 		t.Errorf("the backup under the root holds %d documents (%v), want 10", n, err)
 	}
+	// A verified backup says so (a client tells a server that ignored
+	// verify from one that verified).
+	body, _ := json.Marshal(BackupRequest{Dir: filepath.Join(root, "b4"), Verify: true})
+	resp, err := http.Post("http://"+addr+"/v1/backup", "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var got BackupRequest
+	if err := json.NewDecoder(resp.Body).Decode(&got); err != nil || resp.StatusCode != 200 || !got.Verify {
+		t.Errorf("a verified backup: status %d, answer %+v (%v), want 200 and verify", resp.StatusCode, got, err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "b4")); err != nil {
+		t.Errorf("the verified backup: %v", err)
+	}
 }
 
 // Ensure that over TCP a server without a backup root takes no backup

@@ -1187,6 +1187,10 @@ type BackupRequest struct {
 	Dir string `json:"dir"`
 	// Copy gives the copy files of its own (db.BackupOptions.Copy).
 	Copy bool `json:"copy,omitempty"`
+	// Verify checks the copy before it gets its name
+	// (db.BackupOptions.Verify): a damaged one is 500 corrupt, and moved
+	// aside.
+	Verify bool `json:"verify,omitempty"`
 }
 
 // HealthJSON is the answer of GET /healthz.
