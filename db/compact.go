@@ -63,7 +63,7 @@ func (db *DB) Compact(ctx context.Context) error {
 	if written := max(c.NextDoc, 1) - 1; written > 0 && c.Live < written {
 		need = min(need, int64(float64(need)*float64(c.Live)/float64(written)*1.5))
 	}
-	if err := db.roomFor(need); err != nil {
+	if err := db.roomToFree(need); err != nil {
 		return fmt.Errorf("compacting, which writes the live data anew before it frees the old: %w", err)
 	}
 	// NB: every key lshdb writes is under one of codec's prefixes, from

@@ -1271,6 +1271,26 @@ func (db *DB) roomFor(n int64) error {
 	return err
 }
 
+// roomToFree is roomFor for a write that frees space once compacted (a
+// delete, a purge of emptied lists, a sweep of the expired) and for a
+// compaction: it keeps only the reserve a writable Open needs
+// (openReserve: room for the flushes of a new log and two memtables,
+// 24 of the default 64 MiB), so that an index whose writes are refused
+// can still be emptied. They were refused with the rest (a review), and
+// the message's way out was a lower --disk-reserve, which lets every
+// write through.
+func (db *DB) roomToFree(n int64) error {
+	reserve := db.opts.DiskReserve
+	if reserve > 0 {
+		reserve = min(reserve, openReserve(&db.opts.Options))
+	}
+	err := roomIn(db.opts.FS, db.dir, reserve, n)
+	if err != nil {
+		db.counts.diskFull.Add(1)
+	}
+	return err
+}
+
 // RoomToWrite returns ErrDiskFull when the index's filesystem has less
 // than Options.DiskReserve free, so that writes are refused (the error
 // says how much is free), ErrReadOnly on a read-only handle, else nil. A

@@ -163,7 +163,9 @@ type Options struct {
 	// DiskReserve is the free space, in bytes, below which writes are
 	// refused with ErrDiskFull (a writable Open only below 8 MiB plus two
 	// memtables, 24 MiB by default, or this if it is less: an index whose
-	// writes are refused still opens). Pebble cannot survive running out
+	// writes are refused still opens; writes that free space once
+	// compacted, deletes, purges, the expiry sweep and Compact, keep that
+	// smaller reserve too, so that it can be emptied). Pebble cannot survive running out
 	// of space (it panics when it cannot close a write-ahead log, and a
 	// flush that fails retries forever), so lshdb stops writing while
 	// Pebble still has room to flush and compact. Default:

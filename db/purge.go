@@ -211,7 +211,7 @@ func (db *DB) purgeCandidates(ctx context.Context, keys [][]byte) (int, error) {
 	if b.Empty() {
 		return 0, nil
 	}
-	if err := db.roomFor(2 * int64(b.Len())); err != nil {
+	if err := db.roomToFree(2 * int64(b.Len())); err != nil {
 		return 0, err
 	}
 	wo := pebble.Sync

@@ -1165,8 +1165,14 @@ func (db *DB) commitDropping(b *pebble.Batch, postings postingOps, c codec.Count
 		return syncWaiter{}, err
 	}
 	// NB: the batch goes to the WAL and then a memtable, flushed later:
-	// about twice its size on disk before compactions.
-	if err := db.roomFor(2 * int64(b.Len())); err != nil {
+	// about twice its size on disk before compactions. A batch that
+	// writes no new document (a delete, a sweep of the expired) frees
+	// space once compacted: it has the smaller reserve (roomToFree).
+	room := db.roomFor
+	if c.NextDoc == db.counters.NextDoc {
+		room = db.roomToFree
+	}
+	if err := room(2 * int64(b.Len())); err != nil {
 		return syncWaiter{}, err
 	}
 	if db.qcache != nil {
