@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -608,5 +609,142 @@ func TestPairsBreakAfterCancel(t *testing.T) {
 			}
 			cancel()
 		}
+	}
+}
+
+// Ensure that PairGroups, expanded, yields exactly the pairs that a
+// brute-force exact Jaccard finds, each once, with identical sets as one
+// group (12 copies: 66 pairs) and two groups near each other as one (12 ×
+// 9 pairs), the lists in insertion order; that its stats count the pairs
+// as Pairs' do; that a Limit is refused; and that a cancel in the loop
+// ends it with context.Canceled, on Pebble and on Redis (where each pair
+// is a group of its own).
+func TestPairGroups(t *testing.T) {
+	for _, backend := range []string{"pebble", "redis"} {
+		t.Run(backend, func(t *testing.T) {
+			var d *DB
+			if backend == "redis" {
+				var err error
+				if d, err = Open(redisURL(t, "groups"), nil); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				d = mustOpen(t, "db", &Options{fs: vfs.NewMem(), NoSync: true})
+			}
+			defer d.Close()
+			rng := rand.New(rand.NewPCG(7, 7))
+			var docs []Doc
+			for i := range 12 {
+				docs = append(docs, Doc{ID: fmt.Sprintf("copy-%02d", 11-i), Text: "the same boilerplate notice, copied everywhere"})
+			}
+			for i := range 9 {
+				docs = append(docs, Doc{ID: fmt.Sprintf("copz-%02d", 8-i), Text: "the same boilerplate notice, copied everywhere!"})
+			}
+			var texts []string
+			for i := range 200 {
+				text := randomText(rng, texts)
+				texts = append(texts, text)
+				docs = append(docs, Doc{ID: fmt.Sprintf("other-%03d", 199-i), Text: text})
+			}
+			if _, err := d.PutBatch(docs, nil); err != nil {
+				t.Fatal(err)
+			}
+			order := map[string]int{}
+			for i, doc := range docs {
+				order[doc.ID] = i
+			}
+			h, _ := minhash.NewHasher(minhash.Options{}, minhash.SketchOptions{})
+			sets := make([][]uint64, len(docs))
+			for i, doc := range docs {
+				sets[i], _ = h.Document(nil, nil, doc.Text)
+			}
+			key := func(a, b string) [2]string {
+				if b < a {
+					a, b = b, a
+				}
+				return [2]string{a, b}
+			}
+			want := map[[2]string]float64{}
+			for _, p := range allpairs.Brute(sets, 0.8) {
+				want[key(docs[p.A].ID, docs[p.B].ID)] = p.Jaccard
+			}
+			var st, pst PairsStats
+			got := map[[2]string]float64{}
+			groups := 0
+			inOrder := func(ids []string) bool {
+				return slices.IsSortedFunc(ids, func(a, b string) int { return order[a] - order[b] })
+			}
+			for g, err := range d.PairGroups(context.Background(), &PairsOptions{Stats: &st}) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				groups++
+				if !inOrder(g.A) || !inOrder(g.B) || g.B != nil && order[g.A[0]] > order[g.B[0]] {
+					t.Errorf("group %v / %v: not in insertion order", g.A, g.B)
+				}
+				n := int64(0)
+				add := func(a, b string) {
+					n++
+					k := key(a, b)
+					if _, dup := got[k]; dup {
+						t.Errorf("the pair %v twice", k)
+					}
+					got[k] = g.Jaccard
+				}
+				if g.B == nil {
+					for i, a := range g.A {
+						for _, b := range g.A[i+1:] {
+							add(a, b)
+						}
+					}
+				} else {
+					for _, a := range g.A {
+						for _, b := range g.B {
+							add(a, b)
+						}
+					}
+				}
+				if n != g.Pairs() {
+					t.Errorf("group %v / %v: Pairs() = %d, it stands for %d", g.A, g.B, g.Pairs(), n)
+				}
+			}
+			if len(got) != len(want) {
+				t.Errorf("the groups hold %d pairs, brute force finds %d", len(got), len(want))
+			}
+			for k, j := range want {
+				if g, ok := got[k]; !ok || math.Abs(g-j) > 1e-9 {
+					t.Errorf("the pair %v: %v (found %v), want Jaccard %v", k, g, ok, j)
+				}
+			}
+			for range d.Pairs(context.Background(), &PairsOptions{Stats: &pst}) {
+			}
+			if st.Reported != int64(len(want)) || st.Reported != pst.Reported || st.IdenticalPairs != pst.IdenticalPairs {
+				t.Errorf("stats: reported %d (Pairs %d, brute force %d), identical %d (Pairs %d)", st.Reported, pst.Reported, len(want), st.IdenticalPairs, pst.IdenticalPairs)
+			}
+			if backend == "pebble" && groups >= len(want)-66-108+2 {
+				t.Errorf("%d groups for %d pairs: the copies are not grouped", groups, len(want))
+			}
+			for _, err := range d.PairGroups(context.Background(), &PairsOptions{Limit: 3}) {
+				if !errors.Is(err, ErrInvalidOptions) {
+					t.Errorf("a limit: %v, want ErrInvalidOptions", err)
+				}
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			var errs []error
+			seen := 0
+			for _, err := range d.PairGroups(ctx, nil) {
+				if err != nil {
+					errs = append(errs, err)
+					continue
+				}
+				if seen++; seen == 2 {
+					cancel()
+				}
+			}
+			if seen != 2 || len(errs) != 1 || !errors.Is(errs[0], context.Canceled) {
+				t.Errorf("cancelled at the second group: %d groups, errors %v; want 2 and context.Canceled", seen, errs)
+			}
+		})
 	}
 }

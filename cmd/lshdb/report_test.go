@@ -634,3 +634,57 @@ func TestReportPairsFileAboveThreshold(t *testing.T) {
 		t.Errorf("the page does not say the file may be short of pairs, or names a flag not given")
 	}
 }
+
+// Ensure that the report counts the pairs of identical documents, which
+// it takes as groups (db.PairGroups), as lshdb pairs lists them one by
+// one: 40 copies of one text and 25 of a variant near it are 780 + 300 +
+// 1,000 pairs, and one cluster. The oracle: lshdb pairs' and lshdb
+// clusters' own output on the same index.
+func TestReportIdenticalGroups(t *testing.T) {
+	var in strings.Builder
+	raw, err := os.ReadFile("../../testdata/corpora/debian-sample/docs.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.Write(raw)
+	for i := range 40 {
+		fmt.Fprintf(&in, `{"id":"copy-%02d","text":"a notice copied into every package of the archive, word for word"}`+"\n", i)
+	}
+	for i := range 25 {
+		fmt.Fprintf(&in, `{"id":"copz-%02d","text":"a notice copied into every package of the archive, word for word!"}`+"\n", i)
+	}
+	dir := filepath.Join(shortDir(t), "idx")
+	if _, errOut, code := runLine([]string{"build", "--db", dir, "-"}, in.String()); code != 0 {
+		t.Fatalf("build: %s", errOut)
+	}
+	var rep struct {
+		Pairs    int64 `json:"pairs"`
+		PairsAtT int64 `json:"pairs_at_threshold"`
+		Clusters int   `json:"clusters"`
+	}
+	out := filepath.Join(t.TempDir(), "r.html")
+	if err := json.Unmarshal([]byte(runOK(t, "report", "--db", dir, "--out", out, "--pairs-threshold", "0.6", "--output", "json")), &rep); err != nil {
+		t.Fatal(err)
+	}
+	count := func(args ...string) (n, copies int64) {
+		for _, line := range strings.Split(strings.TrimSpace(runOK(t, args...)), "\n") {
+			if line == "" {
+				continue
+			}
+			n++
+			if strings.Contains(line, `"copy-`) || strings.Contains(line, `"copz-`) {
+				copies++
+			}
+		}
+		return n, copies
+	}
+	all, copies := count("pairs", "--db", dir, "--threshold", "0.6", "--sort=false", "--output", "json")
+	atT, _ := count("pairs", "--db", dir, "--sort=false", "--output", "json")
+	clusters, _ := count("clusters", "--db", dir, "--output", "json")
+	if copies != 40*39/2+25*24/2+40*25 {
+		t.Fatalf("lshdb pairs lists %d pairs of the copies, want %d: the fixture is not what the test expects", copies, 40*39/2+25*24/2+40*25)
+	}
+	if rep.Pairs != all || rep.PairsAtT != atT || int64(rep.Clusters) != clusters {
+		t.Errorf("report: %d pairs, %d at the threshold, %d clusters; lshdb pairs and clusters: %d, %d, %d", rep.Pairs, rep.PairsAtT, rep.Clusters, all, atT, clusters)
+	}
+}
