@@ -141,6 +141,9 @@ func (db *DB) prepareGiven(d *Doc, sk *minhash.Sketcher) (prepared, error) {
 		// write stores an empty set), and its fingerprint is the
 		// signature's, so that only equal signatures count as one set.
 		rec = codec.DocRecord{ID: d.ID, Meta: d.Meta, Signature: sig, SetFP: codec.SetFingerprint(sig)}
+		if len(rec.Meta) == 0 {
+			rec.Meta = nil // NB: none (Doc.Meta), as read back
+		}
 	} else {
 		if db.man.Storage == StorageText {
 			return prepared{}, fmt.Errorf("%w: %s: a text index verifies from stored texts and keeps no sets; create the index with Storage sets (exact Jaccard of the sets) or none", ErrStorageMode, showID(d.ID))

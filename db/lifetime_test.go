@@ -50,6 +50,52 @@ func TestGetMetaOwned(t *testing.T) {
 	}
 }
 
+// Ensure that an empty Meta is none: read back as nil, as a nil one is,
+// through Get and a query, in text and none modes (a review: it came back
+// as an empty slice, so a caller testing Meta == nil for "none" got two
+// answers for the same thing).
+func TestEmptyMetaIsNone(t *testing.T) {
+	for _, storage := range []string{StorageText, StorageNone} {
+		d := mustOpen(t, t.TempDir(), &Options{Storage: storage, NoSync: true})
+		var docs []Doc
+		for i, meta := range [][]byte{nil, {}, []byte("m")} {
+			docs = append(docs, Doc{ID: fmt.Sprint("d", i), Text: "one text, stored three times with three metas", Meta: meta})
+		}
+		if _, err := d.PutBatch(docs, nil); err != nil {
+			t.Fatal(err)
+		}
+		if storage == StorageNone {
+			// A signature put (PutSignature's path) with an empty Meta.
+			d0, err := d.Get("d0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := d.PutBatch([]Doc{{ID: "d3", Signature: d0.Signature, Meta: []byte{}}}, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for i, want := range [][]byte{nil, nil, []byte("m"), nil} {
+			if i == 3 && storage != StorageNone {
+				break
+			}
+			got, err := d.Get(fmt.Sprint("d", i))
+			if err != nil || (got.Meta == nil) != (want == nil) || !bytes.Equal(got.Meta, want) {
+				t.Errorf("%s: Get(d%d).Meta = %#v (%v), want %#v", storage, i, got.Meta, err, want)
+			}
+		}
+		res, err := d.QueryID(context.Background(), "d2", nil)
+		if err != nil || len(res.Matches) < 2 {
+			t.Fatalf("%s: QueryID: %+v, %v", storage, res, err)
+		}
+		for _, m := range res.Matches {
+			if m.Meta != nil {
+				t.Errorf("%s: the match %s has Meta %#v, want nil", storage, m.ID, m.Meta)
+			}
+		}
+		d.Close()
+	}
+}
+
 // closeWithin runs Close and fails the test if it does not return within d.
 func closeWithin(t *testing.T, db *DB, d time.Duration) error {
 	t.Helper()

@@ -229,6 +229,12 @@ func bestPairs(pairs iter.Seq2[Pair, error], n int, stop func() error) iter.Seq2
 			yield(Pair{}, invalid("best pairs: n is %d, and must be positive", n))
 			return
 		}
+		if pairs == nil {
+			// NB: it panicked (a review), where ClustersFrom and Load
+			// refuse a nil sequence.
+			yield(Pair{}, invalid("best pairs of a nil sequence of pairs"))
+			return
+		}
 		best := topk.New(n, ComparePairs)
 		for p, err := range seqs.Caller(pairs) {
 			if err != nil {

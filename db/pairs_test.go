@@ -494,6 +494,13 @@ func TestPairsLimitEndsOnCancelAndClose(t *testing.T) {
 			}
 		}
 	}
+	var errs []error
+	for _, err := range BestPairs(nil, 3) {
+		errs = append(errs, err)
+	}
+	if len(errs) != 1 || !errors.Is(errs[0], ErrInvalidOptions) {
+		t.Errorf("BestPairs(nil): %v, want ErrInvalidOptions alone", errs)
+	}
 	for _, n := range []int{0, -1} {
 		var errs []error
 		for _, err := range BestPairs(seqOfPairs(Pair{A: "a", B: "b", Jaccard: 1}), n) {

@@ -70,6 +70,9 @@ func (db *DB) verifySet(set []uint64) []uint64 {
 // in a format 2 index (see sortedSets); in any order otherwise. scratch32 is a buffer for the
 // 32-bit set (sets mode); the record aliases set, sig, text and meta.
 func (db *DB) newRecord(id string, set []uint64, sig []uint32, text string, storeText bool, meta []byte, scratch32 []uint32) (codec.DocRecord, []uint32) {
+	if len(meta) == 0 {
+		meta = nil // NB: none (Doc.Meta), as read back
+	}
 	r := codec.DocRecord{ID: id, Meta: meta}
 	switch db.man.Storage {
 	case StorageText:

@@ -37,7 +37,8 @@ type Doc struct {
 	// Signature is the document as a precomputed signature instead of
 	// text: see PutSignature. Nil: none.
 	Signature []uint32
-	// Meta is opaque metadata stored with the document; nil for none.
+	// Meta is opaque metadata stored with the document; nil or empty for
+	// none (read back as nil: an empty Meta is stored as none).
 	Meta []byte
 }
 
