@@ -71,7 +71,19 @@ func lockedHint(err error, dir string) error {
 		}
 		denied = errors.Is(derr, fs.ErrPermission)
 	}
+	// NB: an owner that bound its socket through a path relative to its
+	// own working directory serves it, but a socket too long to dial from
+	// here cannot be asked: it was named as not serving, and to be killed
+	// (a review).
+	undialable := false
+	if !serving && !denied && !httpapi.Dialable(sock) {
+		fi, serr := os.Lstat(sock)
+		undialable = serr == nil && fi.Mode()&fs.ModeSocket != 0
+	}
 	switch {
+	case undialable:
+		return fmt.Errorf("%w; %s holds it, and may serve it on %s, but that path is %d bytes, longer than a Unix socket address may be (even relative to this working directory): run the command from a directory nearer the index (cd into or beside it), or have the owner serve on TCP too (lshdb serve --addr 127.0.0.1:PORT) and use --addr",
+			err, holderName(pid), sock, len(sock))
 	case denied:
 		return fmt.Errorf("%w; its owner serves it on %s, which belongs to another user (permission denied): run the command as that user, or have the owner serve on TCP with a token too (lshdb serve --addr 127.0.0.1:PORT --token …) and use --addr",
 			err, sock)

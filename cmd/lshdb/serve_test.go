@@ -440,6 +440,13 @@ func TestServeDeepIndex(t *testing.T) {
 	if code != 0 || volatile.ReplaceAllString(got, "") != volatile.ReplaceAllString(want, "") {
 		t.Errorf("info attached by the absolute path: exit %d %s\n%s\nwant\n%s", code, errOut, got, want)
 	}
+	// From the root, where the socket is too long to dial: said so, not
+	// named as an owner that does not serve (to be killed).
+	t.Chdir("/")
+	if _, errOut, code := runLine([]string{"info", "--db", idx}, ""); code == 0 || !strings.Contains(errOut, "longer than a Unix socket address may be") || strings.Contains(errOut, "does not serve") {
+		t.Errorf("info of the served deep index from /: exit %d %s", code, errOut)
+	}
+	t.Chdir(deep)
 	if code := stop(); code != 0 {
 		t.Errorf("serve: exit %d %s", code, log)
 	}

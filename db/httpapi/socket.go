@@ -67,6 +67,11 @@ func DialPath(path string) string {
 	return path
 }
 
+// Dialable reports whether the socket at path can be dialed from the
+// working directory: DialPath makes it short enough for a Unix socket
+// address.
+func Dialable(path string) bool { return len(DialPath(path)) <= maxSocketPath }
+
 // tooLong is the error for a socket path that even DialPath cannot
 // shorten enough.
 func tooLong(path string) error {
