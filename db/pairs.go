@@ -769,6 +769,18 @@ func verify(ctx context.Context, x *pairsIndex, sorter *extsort.Fixed[uint64], s
 			for jb := range jobs {
 				var out []verified
 				for i := range jb.a {
+					if i&255 == 255 {
+						// NB: a job of long sets takes seconds: a pairs
+						// request whose client left ran on for 6-10 s
+						// (a review).
+						select {
+						case <-done:
+							return
+						case <-ctx.Done():
+							return
+						default:
+						}
+					}
 					a, b := jb.a[i], jb.b[i]
 					if floor > 0 && agree(x.sketch(a), x.sketch(b), x.places) < floor {
 						filtered++
