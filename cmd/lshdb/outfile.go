@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 )
 
 // outFlagHelp is the help of pairs' and clusters' --out.
@@ -25,6 +27,49 @@ func checkOutFile(path string) error {
 		return fmt.Errorf("--out: %w", err)
 	}
 	return nil
+}
+
+// streamOf returns the descriptor that path names when it names one of
+// the process's own open files: /dev/stdout, /dev/stderr, /dev/fd/N,
+// /proc/self/fd/N or /proc/PID/fd/N of this process. Such an output is
+// written through that open file (openStream), never renamed over:
+// /dev/stdout resolves to the file standard output was redirected to,
+// and a run with --out /dev/stdout >> night.log renamed its own file
+// over the log, losing its lines and everything else written to
+// standard output, with exit 0 (a review).
+func streamOf(path string) (int, bool) {
+	p := filepath.Clean(path)
+	switch p {
+	case "/dev/stdout":
+		return 1, true
+	case "/dev/stderr":
+		return 2, true
+	}
+	for _, prefix := range []string{"/dev/fd/", "/proc/self/fd/", "/proc/thread-self/fd/", "/proc/" + strconv.Itoa(os.Getpid()) + "/fd/"} {
+		if rest, ok := strings.CutPrefix(p, prefix); ok {
+			if n, err := strconv.Atoi(rest); err == nil && n >= 0 && strconv.Itoa(n) == rest {
+				return n, true
+			}
+		}
+	}
+	return 0, false
+}
+
+// isStdout reports whether an output path is standard output: none, "-",
+// a name of descriptor 1, or the file standard output is.
+func isStdout(path string) bool {
+	if path == "" || path == "-" {
+		return true
+	}
+	if fd, ok := streamOf(path); ok {
+		return fd == 1
+	}
+	so, err := os.Stdout.Stat()
+	if err != nil || !so.Mode().IsRegular() {
+		return false
+	}
+	fi, err := os.Stat(path)
+	return err == nil && os.SameFile(so, fi)
 }
 
 // sameFile reports whether two output paths name one file: the same

@@ -3,12 +3,14 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
 	"math"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -632,5 +634,65 @@ func TestTablesQuoteIDsForTheShell(t *testing.T) {
 	out := runOK(t, "explain", "--db", dir, "sp ace", "sing'le")
 	if w, err := splitWords(strings.SplitN(out, "\n", 2)[0]); err != nil || len(w) != 3 || w[0] != "sp ace" || w[2] != "sing'le" {
 		t.Errorf("explain's first line splits into %q (%v)\n%s", w, err, out)
+	}
+}
+
+// Ensure that an output named as one of the process's own open files
+// (--out /dev/stdout, /dev/fd/1) is written through it, after what is
+// there, when standard output is redirected to a file: it was resolved
+// to the file and a temporary file renamed over it, which lost the
+// file's earlier lines and all else written to standard output, with exit
+// 0 (a review); and that --removed naming standard output, where the kept
+// documents go, is refused as the same file. In processes of their own,
+// standard output a file opened for appending, as `>> night.log` opens
+// it. The oracle: the same outputs written by the commands in process.
+func TestOutputToOwnStdout(t *testing.T) {
+	idx := filepath.Join(t.TempDir(), "idx")
+	mustRun(t, "build", "--db", idx, "../../testdata/corpora/debian-sample/docs.jsonl")
+	wantPairs, _ := mustRun(t, "pairs", "--db", idx, "--limit", "3", "--output", "csv")
+	removedFile := filepath.Join(t.TempDir(), "removed.jsonl")
+	mustRun(t, "export", "--db", idx, "--removed", removedFile)
+	wantRemoved, err := os.ReadFile(removedFile)
+	if err != nil || len(wantRemoved) == 0 {
+		t.Fatalf("the removed documents: %d bytes, %v", len(wantRemoved), err)
+	}
+	const prev = "previous log line\n"
+	appendTo := func(args ...string) (string, int) {
+		t.Helper()
+		log := filepath.Join(t.TempDir(), "night.log")
+		if err := os.WriteFile(log, []byte(prev), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		f, err := os.OpenFile(log, os.O_WRONLY|os.O_APPEND, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := lshdbProcess(args...)
+		c.Stdout = f
+		var stderr strings.Builder
+		c.Stderr = &stderr
+		err = c.Run()
+		f.Close()
+		code := 0
+		if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := os.ReadFile(log)
+		return string(b), code
+	}
+	for _, out := range []string{"/dev/stdout", "/dev/fd/1"} {
+		got, code := appendTo("pairs", "--db", idx, "--limit", "3", "--output", "csv", "--out", out)
+		if code != 0 || got != prev+wantPairs {
+			t.Errorf("pairs --out %s >> log: exit %d, the log:\n%s\nwant:\n%s", out, code, got, prev+wantPairs)
+		}
+	}
+	got, code := appendTo("export", "--db", idx, "--out", filepath.Join(t.TempDir(), "kept.jsonl"), "--removed", "/dev/stdout")
+	if code != 0 || !strings.HasPrefix(got, prev) || !strings.Contains(got, string(wantRemoved)) {
+		t.Errorf("export --removed /dev/stdout >> log: exit %d, the log (%d bytes) does not hold the line before and the removed documents (%d bytes)", code, len(got), len(wantRemoved))
+	}
+	if got, code := appendTo("export", "--db", idx, "--removed", "/dev/stdout"); code != 2 || got != prev {
+		t.Errorf("export --removed /dev/stdout, the kept documents to standard output: exit %d, the log %d bytes; want exit 2 and the log as it was", code, len(got))
 	}
 }

@@ -484,6 +484,14 @@ func writeFileAtomic(path string, fn func(w io.Writer) error) error {
 // exited 0; --out /dev/null as root would have replaced it for the whole
 // system). commitTemp knows such a file by outputs.
 func createTempFor(path string) (*os.File, error) {
+	if fd, ok := streamOf(path); ok {
+		f, err := openStream(fd, path)
+		if err != nil {
+			return nil, fmt.Errorf("cannot write %s: %w", escControls(path), err)
+		}
+		outputs.Store(f, output{target: path, direct: true})
+		return f, nil
+	}
 	target := path
 	if fi, err := os.Lstat(path); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
 		if target, err = filepath.EvalSymlinks(path); err != nil {
