@@ -703,9 +703,10 @@ inputs it was not built from); if it lacks some, a note counts them.
 duplicate_of (the id kept) and similarity (its exact Jaccard to it)
 added. --annotate writes every record with cluster_id, cluster_size,
 duplicate_of and similarity added (null, size 1, outside any cluster);
-a record repeated byte for byte is marked the duplicate of its first copy
-(its own id, similarity 1), with its id's cluster (the index's documents:
-cluster_size does not count the copies).
+a record repeated byte for byte (or, with --id-from hash, one that repeats
+a text) is marked the duplicate of its first copy (its own id, similarity
+1), with its id's cluster (the index's documents: cluster_size does not
+count the copies).
 
 --mode centers (the default here) drops only documents at or above the
 threshold to the one kept; components drops whole chains. --from takes
@@ -778,6 +779,7 @@ zstd inputs are read several times faster.`,
 				}
 				kept, drop := df.sinks(a, keptCols)
 				f := newFilterer(fates, kept, drop, annotate)
+				f.textIDs = in.IDFrom == "hash"
 				f.n.sampled, f.n.found = ids.sampled, ids.found
 				err = a.filter(args, &in, f)
 				f.countOutside()
@@ -818,6 +820,9 @@ type filterer struct {
 	// in no input (outside).
 	removedFor map[uint64]int64
 	firstBad   error // why the first bad record is one
+	// textIDs: the ids are the hashes of the texts (--id-from hash), so
+	// a repeated id is a repeated text.
+	textIDs bool
 	// digest and scratch hash Parquet rows (rowHash).
 	digest  *xxhash.Digest
 	scratch []byte
@@ -859,7 +864,10 @@ func newFilterer(fates map[string]fate, kept, drop *sink, annotate bool) *filter
 func (f *filterer) begin(src docio.Source) error {
 	// NB: every input has the first one's format (sink.same).
 	f.n.copyKind = "byte for byte"
-	if src.Format == "parquet" {
+	switch {
+	case f.textIDs:
+		f.n.copyKind = "of the text (--id-from hash)"
+	case src.Format == "parquet":
 		f.n.copyKind = "value for value" // NB: rows are compared, not bytes
 	}
 	if err := f.kept.begin(src); err != nil {
@@ -911,7 +919,11 @@ func (f *filterer) take(id string, rec record) error {
 	// the first record is removed as its duplicate (similarity 1); with
 	// --annotate it is written so marked (it was marked kept, and a user
 	// who kept the rows of no duplicate_of got the copies back).
-	copied := repeat && bh != 0 && bh == first
+	//
+	// NB: with ids made from the texts (--id-from hash), a record that
+	// repeats an id repeats its text, whatever its other fields: both
+	// were kept, at Jaccard 1 (a review).
+	copied := repeat && (bh != 0 && bh == first || f.textIDs)
 	if copied {
 		f.n.copies++
 	}

@@ -810,6 +810,55 @@ func TestFilterRemovesExactRepeats(t *testing.T) {
 	}
 }
 
+// Ensure that with ids made from the texts (--id-from hash) a record
+// that repeats a text is removed as the duplicate of its first record,
+// whatever its other fields: it shares the id, so it was kept with it,
+// and two records of one text were both kept (a review). The oracle: the
+// records written by hand.
+func TestFilterRepeatedTextsWithHashIDs(t *testing.T) {
+	dir := t.TempDir()
+	b := "The quick brown fox jumps over the lazy dog near the riverbank every single morning"
+	lines := []string{
+		fmt.Sprintf(`{"src":"x","text":%q}`, b),
+		fmt.Sprintf(`{"src":"y","text":%q}`, b),
+		fmt.Sprintf(`{"src":"z","text":%q}`, b+" and more"),
+		`{"src":"w","text":"other unrelated text about green tea and rain"}`,
+	}
+	in := filepath.Join(dir, "h.jsonl")
+	os.WriteFile(in, []byte(strings.Join(lines, "\n")+"\n"), 0o644)
+	idx := filepath.Join(dir, "idx")
+	mustRun(t, "build", "--db", idx, "--id-from", "hash", in)
+	kept, removed := filepath.Join(dir, "kept.jsonl"), filepath.Join(dir, "removed.jsonl")
+	_, errOut := mustRun(t, "filter", "--db", idx, "--id-from", "hash", "--out", kept, "--removed", removed, in)
+	gotKept, _ := os.ReadFile(kept)
+	if want := lines[0] + "\n" + lines[3] + "\n"; string(gotKept) != want {
+		t.Errorf("kept\n%s\nwant\n%s(%s)", gotKept, want, errOut)
+	}
+	gotRemoved, _ := os.ReadFile(removed)
+	var rs []struct {
+		Src         string  `json:"src"`
+		DuplicateOf string  `json:"duplicate_of"`
+		Similarity  float64 `json:"similarity"`
+	}
+	for _, l := range strings.Split(strings.TrimSpace(string(gotRemoved)), "\n") {
+		var r struct {
+			Src         string  `json:"src"`
+			DuplicateOf string  `json:"duplicate_of"`
+			Similarity  float64 `json:"similarity"`
+		}
+		if err := json.Unmarshal([]byte(l), &r); err != nil {
+			t.Fatal(err)
+		}
+		rs = append(rs, r)
+	}
+	if len(rs) != 2 || rs[0].Src != "y" || rs[0].Similarity != 1 || rs[1].Src != "z" || rs[0].DuplicateOf != rs[1].DuplicateOf || rs[0].DuplicateOf == "" {
+		t.Errorf("removed: %+v; want y (similarity 1) and z, duplicates of x's id", rs)
+	}
+	if !strings.Contains(errOut, "2 kept, 2 removed") || !strings.Contains(errOut, "1 records were copies, of the text (--id-from hash)") {
+		t.Errorf("the summary: %s", errOut)
+	}
+}
+
 // Ensure that filter removes a Parquet row that repeats an earlier row
 // value for value, as it does a repeated line, and keeps a row of the
 // same id and text that differs in another column (its values are not
