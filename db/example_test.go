@@ -246,6 +246,45 @@ func ExampleDB_Pairs() {
 	// identical groups: 1
 }
 
+// PairGroups yields the pairs of copies (identical shingle sets) as
+// groups: 1,000 copies of a notice are 499,500 pairs to Pairs, one group
+// here; and the copies' pairs with a near variant one group more.
+func ExampleDB_PairGroups() {
+	dir, _ := os.MkdirTemp("", "lshdb-example-")
+	defer os.RemoveAll(dir)
+	d, err := db.Open(dir, &db.Options{NoSync: true})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer d.Close()
+	var docs []db.Doc
+	for i := range 1000 {
+		docs = append(docs, db.Doc{ID: fmt.Sprintf("copy-%04d", i), Text: "This package is free software, licensed under the GNU GPL version 2"})
+	}
+	docs = append(docs, db.Doc{ID: "variant", Text: "This package is free software, licensed under the GNU GPL version 2."})
+	if _, err := d.PutBatch(docs, nil); err != nil {
+		log.Fatal(err)
+	}
+	var lines []string
+	var pairs int64
+	for g, err := range d.PairGroups(context.Background(), nil) {
+		if err != nil {
+			log.Fatal(err)
+		}
+		pairs += g.Pairs()
+		lines = append(lines, fmt.Sprintf("%d × %d documents, Jaccard %.3f: %d pairs", len(g.A), len(g.B), g.Jaccard, g.Pairs()))
+	}
+	slices.Sort(lines) // groups come in no particular order
+	for _, l := range lines {
+		fmt.Println(l)
+	}
+	fmt.Println("pairs in all:", pairs)
+	// Output:
+	// 1000 × 0 documents, Jaccard 1.000: 499500 pairs
+	// 1000 × 1 documents, Jaccard 0.984: 1000 pairs
+	// pairs in all: 500500
+}
+
 // Scan reads every stored text without re-deriving shingle sets and
 // signatures: the cheap way to export an index's documents.
 func ExampleDB_Scan() {
