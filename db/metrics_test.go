@@ -49,11 +49,13 @@ func TestMetricsHealthFigures(t *testing.T) {
 	if m := metrics(); m.ExpiryOverdue != 0 || m.ExpirySweeps != 1 || m.ExpiredSwept != 2 || m.ExpirySweepErrors != 0 || m.Docs != 8 {
 		t.Fatalf("after the sweep: %+v", m)
 	}
-	// The disk fills past the reserve: writes are refused and counted,
-	// and so is a sweep that has documents to remove.
-	fs.capacity = 32 << 20
+	// The disk fills past the reserve, and past the smaller one of
+	// writes that free space: writes are refused and counted, and so is
+	// a sweep that has documents to remove.
+	u, _ = fs.GetDiskUsage("idx")
+	fs.capacity = fs.capacity - int64(u.AvailBytes) + 4<<20
 	if err := d.RoomToWrite(); !errors.Is(err, ErrDiskFull) {
-		t.Fatalf("RoomToWrite with %d MiB of capacity: %v", fs.capacity>>20, err)
+		t.Fatalf("RoomToWrite with 4 MiB free: %v", err)
 	}
 	for i := range 3 {
 		if err := d.Put(Doc{ID: fmt.Sprintf("x%d", i), Text: "refused for want of room"}, nil); !errors.Is(err, ErrDiskFull) {
