@@ -99,6 +99,10 @@ func (db *DB) BackupWith(ctx context.Context, dir string, o BackupOptions) error
 			return err
 		}
 	}
+	// NB: Close ends it (ErrClosed): a verification (Verify) reads the
+	// whole copy, and Close waited for it (a maintainer's review).
+	ctx, cancel := db.opCtx(ctx)
+	defer cancel()
 	db.backupMu.Lock()
 	defer db.backupMu.Unlock()
 	if db.opts.FS == vfs.Default {
@@ -321,12 +325,17 @@ func (db *DB) verifyBackup(ctx context.Context, tmp, dir string) error {
 	}
 	damaged := func(err error) error {
 		to, merr := moveAside(fsys, tmp, dir+".damaged")
-		if merr != nil {
+		switch {
+		case merr != nil && to == "":
 			fsys.RemoveAll(tmp)
 			return fmt.Errorf("%w (the copy is removed: moving it aside failed: %w)", err, merr)
+		case merr != nil:
+			return fmt.Errorf("%w: the copy is at %s, not %s (its new name may not survive a crash: %w)", err, to, dir, merr)
 		}
 		return fmt.Errorf("%w: the copy is at %s, not %s", err, to, dir)
 	}
+	// NB: Pebble's messages of damage name the temporary directory, which
+	// the error then replaces with where the copy went.
 	cp, err := Open(tmp, &Options{ReadOnly: true, MustExist: true, ExpirySweep: -1, Logger: db.opts.Logger, fs: db.opts.fs, clock: db.opts.clock})
 	if err != nil {
 		err = fmt.Errorf("lshdb: backup: verifying the copy: it does not open: %w", err)

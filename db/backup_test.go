@@ -15,6 +15,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
@@ -662,8 +663,28 @@ func TestBackupVerify(t *testing.T) {
 		}
 	}
 
+	// Close as it verifies: ErrClosed at once, and nothing left (Close
+	// waited for the whole verification).
+	closed := make(chan error, 1)
+	backupVerifyHook = func(string) {
+		go func() { closed <- src.Close() }()
+		time.Sleep(300 * time.Millisecond) // NB: Close cancels before it waits for the backup
+	}
+	err = src.BackupWith(ctx, filepath.Join(root, "closed"), BackupOptions{Verify: true})
+	backupVerifyHook = nil
+	if !errors.Is(err, ErrClosed) {
+		t.Errorf("a backup closed as it verifies: %v, want ErrClosed", err)
+	}
+	if err := <-closed; err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{"closed", ".closed" + backupTempSuffix, "closed.damaged"} {
+		if exists(n) {
+			t.Errorf("a backup closed as it verifies left %s", n)
+		}
+	}
+
 	// A read-only handle's copy (file by file) is verified too.
-	src.Close()
 	ro := mustOpen(t, filepath.Join(root, "idx"), &Options{ReadOnly: true})
 	if err := ro.BackupWith(ctx, filepath.Join(root, "ro"), BackupOptions{Verify: true}); err != nil {
 		t.Errorf("a read-only handle's verified backup: %v", err)

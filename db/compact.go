@@ -21,8 +21,10 @@ import (
 // (the store is left as it was, or partly compacted).
 //
 // On Redis it does nothing (Redis frees a deleted key's memory at once).
-// A read-only handle gets ErrReadOnly. It needs free space beyond
-// Options.DiskReserve for the live data it writes anew (estimated as the
+// A read-only handle gets ErrReadOnly. It needs free space for the live
+// data it writes anew, beyond the reserve a writable Open keeps (8 MiB
+// plus two memtables, or Options.DiskReserve if less: what frees space
+// keeps no more, see Options.DiskReserve) (estimated as the
 // store's size times 1.5 times the live share of the documents ever
 // written, at most the store's size), and is refused with ErrDiskFull
 // without it (nothing rewritten; the sweep before it may have removed
@@ -51,8 +53,9 @@ func (db *DB) Compact(ctx context.Context) error {
 		return fmt.Errorf("compacting: sweeping the expired documents first (those swept are swept): %w", err)
 	}
 	// NB: a compaction writes the new tables before it deletes the old
-	// ones, and Pebble panics when the disk fills: as a write, it is
-	// refused below the reserve (it ignored DiskReserve), with room for
+	// ones, and Pebble panics when the disk fills: as a write that
+	// frees space, it is refused below the open's reserve (roomToFree;
+	// it ignored DiskReserve once), with room for
 	// what it writes. That is about the live data, which a store of
 	// replaced and deleted documents holds a fraction of: the live share
 	// of the documents ever written, half again for what does not shrink

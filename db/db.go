@@ -1281,14 +1281,27 @@ func (db *DB) roomFor(n int64) error {
 // write through.
 func (db *DB) roomToFree(n int64) error {
 	reserve := db.opts.DiskReserve
-	if reserve > 0 {
-		reserve = min(reserve, openReserve(&db.opts.Options))
+	if reserve <= 0 || reserve <= openReserve(&db.opts.Options) {
+		return db.roomFor(n) // NB: DiskReserve's own message (and its flag)
 	}
+	reserve = openReserve(&db.opts.Options)
 	err := roomIn(db.opts.FS, db.dir, reserve, n)
 	if err != nil {
 		db.counts.diskFull.Add(1)
+		// NB: not DiskReserve's reserve: a lower --disk-reserve, the way
+		// out its message names, lets every write through (a review).
+		err = fmt.Errorf("%w: %s has %s free, and a write that frees space (a delete, a purge, a compaction; this one needs about %s) still keeps %s for the index's flushes and compactions: free space on the disk outside the index", ErrDiskFull, db.dir, mib(freeIn(db.opts.FS, db.dir)), mib(n), mib(reserve))
 	}
 	return err
+}
+
+// freeIn is the free space of dir's filesystem (0 where it cannot tell).
+func freeIn(fs vfs.FS, dir string) int64 {
+	u, err := fs.GetDiskUsage(dir)
+	if err != nil {
+		return 0
+	}
+	return int64(u.AvailBytes)
 }
 
 // RoomToWrite returns ErrDiskFull when the index's filesystem has less

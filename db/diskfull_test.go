@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
@@ -478,13 +479,24 @@ func TestReserveFSWrites(t *testing.T) {
 // too. The oracle: the documents counted and read back after a reopen.
 func TestFreeingWritesBelowTheReserve(t *testing.T) {
 	fs := vfs.NewMem()
-	o := func() *Options { return &Options{fs: fs, DiskReserve: 64 << 20, MemTableSize: 4 << 20} }
+	clock := &fakeClock{t: time.Unix(1_800_000_000, 0)}
+	o := func() *Options {
+		return &Options{fs: fs, DiskReserve: 64 << 20, MemTableSize: 4 << 20, clock: clock.now, ExpirySweep: -1}
+	}
 	d := mustOpen(t, "idx", o())
 	var docs []Doc
 	for i := range 200 {
 		docs = append(docs, Doc{ID: fmt.Sprint("d", i), Text: fmt.Sprintf("document %d of an index on a nearly full disk, %d", i, i*13)})
 	}
 	if _, err := d.PutBatch(docs, nil); err != nil {
+		t.Fatal(err)
+	}
+	// Ten that expire, for the sweep.
+	var expiring []Doc
+	for i := range 10 {
+		expiring = append(expiring, Doc{ID: fmt.Sprint("e", i), Text: fmt.Sprintf("a document that expires in a minute, number %d", i)})
+	}
+	if _, err := d.PutBatch(expiring, &WriteOptions{TTL: time.Minute}); err != nil {
 		t.Fatal(err)
 	}
 	// 30 MiB free: below the 64 MiB reserve, above the open's 16 MiB.
@@ -501,8 +513,12 @@ func TestFreeingWritesBelowTheReserve(t *testing.T) {
 	if _, err := d.DeleteIDs([]string{"d2", "d3", "d4"}, nil); err != nil {
 		t.Fatalf("DeleteIDs with 30 MiB free: %v", err)
 	}
-	if _, err := d.PurgeEmptyLists(context.Background()); err != nil {
-		t.Fatalf("PurgeEmptyLists with 30 MiB free: %v", err)
+	clock.advance(2 * time.Minute)
+	if n, err := d.SweepExpired(context.Background()); err != nil || n != 10 {
+		t.Fatalf("SweepExpired with 30 MiB free: %d, %v; want 10", n, err)
+	}
+	if n, err := d.PurgeEmptyLists(context.Background()); err != nil || n == 0 {
+		t.Fatalf("PurgeEmptyLists with 30 MiB free: %d lists, %v; want some (the deletes emptied lists)", n, err)
 	}
 	if err := d.Compact(context.Background()); err != nil {
 		t.Fatalf("Compact with 30 MiB free: %v", err)
@@ -511,6 +527,10 @@ func TestFreeingWritesBelowTheReserve(t *testing.T) {
 	fs.TestingSetDiskUsage(vfs.DiskUsage{AvailBytes: 12 << 20, TotalBytes: 1 << 30})
 	if err := d.Delete("d5", nil); !errors.Is(err, ErrDiskFull) {
 		t.Fatalf("Delete with 12 MiB free: %v, want ErrDiskFull", err)
+	} else if !strings.Contains(err.Error(), "frees space") || strings.Contains(err.Error(), "DiskReserve") {
+		// NB: a lower DiskReserve, which its message names, lets every
+		// write through.
+		t.Errorf("Delete with 12 MiB free: %v; want the reserve of writes that free space named, not DiskReserve", err)
 	}
 	if err := d.Compact(context.Background()); !errors.Is(err, ErrDiskFull) {
 		t.Fatalf("Compact with 12 MiB free: %v, want ErrDiskFull", err)

@@ -214,7 +214,7 @@ func (db *DB) sweepBatch() (n int, more bool, err error) {
 	defer lists.Close()
 	// NB: unsynced: a sweep acknowledges nothing, and one lost to a crash
 	// is done again by the next.
-	sw, err := db.commitDropping(b, postings, c, &WriteOptions{NoSync: true}, func(key []byte, ps []codec.Posting) (bool, error) {
+	sw, err := db.commitDropping(b, postings, c, &WriteOptions{NoSync: true}, true, func(key []byte, ps []codec.Posting) (bool, error) {
 		v, ok, err := seekExact(lists, key)
 		if err != nil || !ok {
 			return !ok && err == nil, err // no list: a delete leaves no list of removals

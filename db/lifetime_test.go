@@ -2,9 +2,11 @@ package db
 
 import (
 	"bytes"
+
 	"context"
 	"errors"
 	"fmt"
+	"github.com/lshdb/lshdb/codec"
 	"log/slog"
 	"slices"
 	"strings"
@@ -90,6 +92,41 @@ func TestEmptyMetaIsNone(t *testing.T) {
 		for _, m := range res.Matches {
 			if m.Meta != nil {
 				t.Errorf("%s: the match %s has Meta %#v, want nil", storage, m.ID, m.Meta)
+			}
+		}
+		if storage == StorageText {
+			// A record written before an empty Meta was stored as none
+			// holds it as present and empty: read back as nil too.
+			p, err := d.prepare(&Doc{ID: "old", Text: "one text, stored three times with three metas", Meta: []byte("m")}, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var r codec.DocRecord
+			if err := codec.DecodeDocRecord(p.record, &r); err != nil {
+				t.Fatal(err)
+			}
+			r.Meta = []byte{}
+			p.record = codec.AppendDocRecord(nil, &r)
+			d.wmu.Lock()
+			_, sw, err := d.writeLockedCount([]prepared{p}, &WriteOptions{})
+			d.wmu.Unlock()
+			if err == nil {
+				err = sw.wait()
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, err := d.Get("old"); err != nil || got.Meta != nil {
+				t.Errorf("Get of a record holding an empty Meta: %#v, %v; want nil", got.Meta, err)
+			}
+			res, err := d.QueryID(context.Background(), "d0", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, m := range res.Matches {
+				if m.ID == "old" && m.Meta != nil {
+					t.Errorf("the match of a record holding an empty Meta: %#v, want nil", m.Meta)
+				}
 			}
 		}
 		d.Close()

@@ -515,7 +515,7 @@ func (db *DB) query(ctx context.Context, v view, set []uint64, sig []uint32, siz
 			}
 			m.Jaccard, m.Estimate = v.jaccard, v.estimate
 			m.ID, m.num = d.id, n
-			m.Meta = bytes.Clone(d.meta)
+			m.Meta = metaOf(d.meta)
 			if selfID == "" || d.id != selfID {
 				res.Matches = append(res.Matches, m)
 			}
@@ -619,7 +619,7 @@ func (db *DB) query(ctx context.Context, v view, set []uint64, sig []uint32, siz
 			m.ID = strings.Clone(d.id)
 		}
 		// NB: the cached metadata is shared; the caller gets a copy.
-		m.Meta = bytes.Clone(d.meta)
+		m.Meta = metaOf(d.meta)
 		res.Matches = append(res.Matches, m)
 	}
 	if newest != nil {

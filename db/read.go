@@ -1,6 +1,7 @@
 package db
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -137,7 +138,7 @@ func recordOf(id string, n uint64, recID string) error {
 }
 
 func toDocument(n uint64, r *docData) *StoredDoc {
-	d := &StoredDoc{ID: r.ID, Num: n, HasText: r.HasText, Text: r.Text, Meta: r.Meta, Shingles: r.Set, Signature: r.Signature}
+	d := &StoredDoc{ID: r.ID, Num: n, HasText: r.HasText, Text: r.Text, Meta: metaOf(r.Meta), Shingles: r.Set, Signature: r.Signature}
 	if len(d.Shingles) == 0 {
 		d.Shingles = nil // NB: none mode's, as documented (it was empty, not nil)
 	}
@@ -382,4 +383,14 @@ func (db *DB) Scan(ctx context.Context, so *ScanOptions) iter.Seq2[*StoredDoc, e
 			}
 		}
 	}
+}
+
+// metaOf is a record's metadata as the caller's own copy, nil for none:
+// an empty Meta is none (Doc.Meta), also in a record written before that
+// was said, which holds it as present and empty.
+func metaOf(m []byte) []byte {
+	if len(m) == 0 {
+		return nil
+	}
+	return bytes.Clone(m)
 }

@@ -599,7 +599,7 @@ func (db *DB) writeLockedCount(preps []prepared, wo *WriteOptions) (replaced int
 			postings = append(postings, postingOp{postingKey{band, k}, codec.Posting{Doc: n}})
 		}
 	}
-	sw, err = db.commit(b, postings, c, wo)
+	sw, err = db.commit(b, postings, c, wo, false)
 	if err == nil && bump {
 		db.expiryFormat.Store(true)
 	}
@@ -811,7 +811,7 @@ func (db *DB) deleteLocked(ids []string, o *WriteOptions) (res DeleteResult, sw 
 	if res.Deleted == 0 {
 		return res, sw, nil
 	}
-	sw, err = db.commit(b, postings, c, o)
+	sw, err = db.commit(b, postings, c, o, true)
 	return res, sw, err
 }
 
@@ -1113,8 +1113,12 @@ func (w syncWaiter) wait() error {
 // to b, applies it, and publishes the counters. The caller holds wmu; for
 // a synced write it then releases wmu and waits on the syncWaiter, which
 // owns b from then on (the zero syncWaiter: b is still the caller's).
-func (db *DB) commit(b *pebble.Batch, postings postingOps, c codec.Counters, wo *WriteOptions) (syncWaiter, error) {
-	return db.commitDropping(b, postings, c, wo, nil)
+//
+// frees says that the batch removes documents and writes none (a delete,
+// a sweep of the expired): it keeps the smaller reserve of writes that
+// free space (roomToFree).
+func (db *DB) commit(b *pebble.Batch, postings postingOps, c codec.Counters, wo *WriteOptions, frees bool) (syncWaiter, error) {
+	return db.commitDropping(b, postings, c, wo, frees, nil)
 }
 
 // emptiedFunc reports whether the posting list key, with the operand ps
@@ -1124,7 +1128,7 @@ type emptiedFunc func(key []byte, ps []codec.Posting) (bool, error)
 
 // commitDropping is commit, except that a list which emptied (when not
 // nil) says the batch empties is deleted instead of given an operand.
-func (db *DB) commitDropping(b *pebble.Batch, postings postingOps, c codec.Counters, wo *WriteOptions, emptied emptiedFunc) (syncWaiter, error) {
+func (db *DB) commitDropping(b *pebble.Batch, postings postingOps, c codec.Counters, wo *WriteOptions, frees bool, emptied emptiedFunc) (syncWaiter, error) {
 	// NB: sorted by list, so that a batch's operands are applied in key
 	// order (cheaper memtable inserts) and batches are reproducible, and
 	// by document within a list, as a list's operand holds them.
@@ -1167,10 +1171,10 @@ func (db *DB) commitDropping(b *pebble.Batch, postings postingOps, c codec.Count
 	}
 	// NB: the batch goes to the WAL and then a memtable, flushed later:
 	// about twice its size on disk before compactions. A batch that
-	// writes no new document (a delete, a sweep of the expired) frees
-	// space once compacted: it has the smaller reserve (roomToFree).
+	// frees space once compacted (a delete, a sweep of the expired) has
+	// the smaller reserve (roomToFree).
 	room := db.roomFor
-	if c.NextDoc == db.counters.NextDoc {
+	if frees {
 		room = db.roomToFree
 	}
 	if err := room(2 * int64(b.Len())); err != nil {

@@ -61,12 +61,8 @@ func newPairHist(t float64) *pairHist {
 }
 
 func (h *pairHist) add(p db.Pair) {
-	j := p.Jaccard
-	h.fine[min(int(math.Floor(j*pairFine+1e-9)), pairFine)]++
-	h.total++
-	h.lowest = min(h.lowest, j)
-	if j >= h.t {
-		h.atOrAbove++
+	h.addN(p.Jaccard, 1)
+	if p.Jaccard >= h.t {
 		h.comps.union(p.A, p.B)
 	}
 }
@@ -74,21 +70,33 @@ func (h *pairHist) add(p db.Pair) {
 // addGroup counts the pairs g stands for (db.PairGroup): a group of m
 // identical documents is m(m−1)/2 pairs, counted and joined in O(m).
 func (h *pairHist) addGroup(g db.PairGroup) {
-	n, j := g.Pairs(), g.Jaccard
+	n := g.Pairs()
 	if n == 0 {
 		return
 	}
+	h.addN(g.Jaccard, n)
+	if g.Jaccard < h.t {
+		return
+	}
+	if g.B == nil {
+		for _, id := range g.A[1:] {
+			h.comps.union(g.A[0], id)
+		}
+		return
+	}
+	// NB: A's and B's members are joined by their own groups (every
+	// group of two or more is yielded, at Jaccard 1): their first ones
+	// join the two (a step per pair of groups, not one per member).
+	h.comps.union(g.A[0], g.B[0])
+}
+
+// addN counts n pairs at Jaccard j.
+func (h *pairHist) addN(j float64, n int64) {
 	h.fine[min(int(math.Floor(j*pairFine+1e-9)), pairFine)] += n
 	h.total += n
 	h.lowest = min(h.lowest, j)
 	if j >= h.t {
 		h.atOrAbove += n
-		for _, id := range g.A[1:] {
-			h.comps.union(g.A[0], id)
-		}
-		for _, id := range g.B {
-			h.comps.union(g.A[0], id)
-		}
 	}
 }
 
@@ -342,10 +350,14 @@ refused: its clusters and counts would miss the pairs between.
 Below the index threshold a pair is found with probability P(s) only, so
 the bars there undercount. The clusters are the connected components of
 the same pairs at or above the index threshold (as lshdb clusters finds
-them): the pairs run goes down to the lower of the two thresholds. The
-bucket sizes and bytes take a scan of the store (as stats). The page is
-written to a temporary file and renamed: a failed run leaves no partial
-page.`,
+them): the pairs run goes down to the lower of the two thresholds.
+Copies of one text (identical shingle sets) are taken as groups: m copies
+are m(m-1)/2 pairs, counted at once; through a served index's socket they
+are read pair by pair, which takes long for thousands of copies (stop the
+server, or give --pairs FILE). The bucket sizes and bytes take a scan of
+the store (as stats). The page is written to a temporary file and renamed:
+a failed run leaves no partial page (an --out naming standard output, a
+device or a pipe is written in place).`,
 		Args: nArgs(0),
 		RunE: func(c *cobra.Command, args []string) error {
 			if out == "" {

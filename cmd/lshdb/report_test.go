@@ -687,4 +687,23 @@ func TestReportIdenticalGroups(t *testing.T) {
 	if rep.Pairs != all || rep.PairsAtT != atT || int64(rep.Clusters) != clusters {
 		t.Errorf("report: %d pairs, %d at the threshold, %d clusters; lshdb pairs and clusters: %d, %d, %d", rep.Pairs, rep.PairsAtT, rep.Clusters, all, atT, clusters)
 	}
+	// The page's charts are those of a report from the pairs one by one
+	// (a pairs file, read pair by pair).
+	pf := filepath.Join(t.TempDir(), "p.jsonl")
+	runOK(t, "pairs", "--db", dir, "--threshold", "0.6", "--output", "json", "--header", "--out", pf)
+	out2 := filepath.Join(t.TempDir(), "r2.html")
+	runOK(t, "report", "--db", dir, "--out", out2, "--pairs", pf, "--pairs-threshold", "0.6")
+	pages := [2]*xnode{}
+	for i, f := range []string{out, out2} {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pages[i] = parseXML(t, string(raw))
+	}
+	for _, chart := range []string{"chart-pairs", "chart-clusters"} {
+		if a, b := chartBars(t, pages[0], chart), chartBars(t, pages[1], chart); !equalFloats(a, b) {
+			t.Errorf("%s: %v from the groups, %v from the pairs file", chart, a, b)
+		}
+	}
 }
