@@ -22,9 +22,9 @@ import (
 //
 // On Redis it does nothing (Redis frees a deleted key's memory at once).
 // A read-only handle gets ErrReadOnly. It needs free space for the live
-// data it writes anew, beyond the reserve a writable Open keeps (8 MiB
-// plus two memtables, or Options.DiskReserve if less: what frees space
-// keeps no more, see Options.DiskReserve) (estimated as the
+// data it writes anew, beyond the reserve of writes that free space (a
+// writable Open's and a new log's room: 34 MiB by default, or
+// Options.DiskReserve if less; see Options.DiskReserve) (estimated as the
 // store's size times 1.5 times the live share of the documents ever
 // written, at most the store's size), and is refused with ErrDiskFull
 // without it (nothing rewritten; the sweep before it may have removed

@@ -1012,7 +1012,16 @@ func (db *DB) flushAtClose() {
 	if m.WAL.BytesIn == 0 {
 		return // nothing written through this handle
 	}
-	if err := db.roomFor(int64(m.MemTable.Size)); err != nil {
+	// NB: the flush turns the log's writes into a table, and the log
+	// (preallocated beyond them) goes: about even, so it keeps only the
+	// open's reserve. At DiskReserve's, the deletes of a handle let
+	// through on a nearly full disk stayed in the log (a review).
+	reserve := db.opts.DiskReserve
+	if reserve > 0 {
+		reserve = min(reserve, openReserve(&db.opts.Options))
+	}
+	if err := roomIn(db.opts.FS, db.dir, reserve, int64(m.MemTable.Size)); err != nil {
+		db.counts.diskFull.Add(1)
 		// NB: said as what it is: the writes are kept (the log is
 		// synced, and the next open replays it); a build that failed on
 		// a full disk, having written nothing, read it as writes left.
@@ -1271,20 +1280,28 @@ func (db *DB) roomFor(n int64) error {
 	return err
 }
 
+// freeReserve is the reserve of writes that free space (roomToFree): a
+// writable Open's (openReserve) and the room of the write-ahead log that
+// a handle's first write, and each new memtable, preallocates (Pebble:
+// 110% of a memtable; a quarter here). At the open's reserve alone, one
+// delete took the log's room (9 MiB of 26 free), and left the index where
+// no writable open, so no other delete, purge or compaction, was let
+// through (a review on a full tmpfs).
+func freeReserve(o *Options) int64 { return openReserve(o) + o.MemTableSize + o.MemTableSize/4 }
+
 // roomToFree is roomFor for a write that frees space once compacted (a
 // delete, a purge of emptied lists, a sweep of the expired) and for a
-// compaction: it keeps only the reserve a writable Open needs
-// (openReserve: room for the flushes of a new log and two memtables,
-// 24 of the default 64 MiB), so that an index whose writes are refused
-// can still be emptied. They were refused with the rest (a review), and
+// compaction: it keeps only the reserve a writable Open needs and a new
+// log's room (freeReserve: 34 of the default 64 MiB), so that an index
+// whose writes are refused can still be emptied. They were refused with the rest (a review), and
 // the message's way out was a lower --disk-reserve, which lets every
 // write through.
 func (db *DB) roomToFree(n int64) error {
 	reserve := db.opts.DiskReserve
-	if reserve <= 0 || reserve <= openReserve(&db.opts.Options) {
+	if reserve <= 0 || reserve <= freeReserve(&db.opts.Options) {
 		return db.roomFor(n) // NB: DiskReserve's own message (and its flag)
 	}
-	reserve = openReserve(&db.opts.Options)
+	reserve = freeReserve(&db.opts.Options)
 	err := roomIn(db.opts.FS, db.dir, reserve, n)
 	if err != nil {
 		db.counts.diskFull.Add(1)

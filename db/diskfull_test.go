@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -499,7 +500,8 @@ func TestFreeingWritesBelowTheReserve(t *testing.T) {
 	if _, err := d.PutBatch(expiring, &WriteOptions{TTL: time.Minute}); err != nil {
 		t.Fatal(err)
 	}
-	// 30 MiB free: below the 64 MiB reserve, above the open's 16 MiB.
+	// 30 MiB free: below the 64 MiB reserve, above the open's 16 MiB and
+	// a new log's room (21 MiB).
 	fs.TestingSetDiskUsage(vfs.DiskUsage{AvailBytes: 30 << 20, TotalBytes: 1 << 30})
 	if err := d.Put(Doc{ID: "new", Text: "a new document, refused below the reserve"}, nil); !errors.Is(err, ErrDiskFull) {
 		t.Fatalf("Put of a new document with 30 MiB free: %v, want ErrDiskFull", err)
@@ -522,6 +524,13 @@ func TestFreeingWritesBelowTheReserve(t *testing.T) {
 	}
 	if err := d.Compact(context.Background()); err != nil {
 		t.Fatalf("Compact with 30 MiB free: %v", err)
+	}
+	// 18 MiB free: above the open's 16 MiB, below it and a new log's
+	// room (5 MiB): a delete would leave the index where no writable
+	// open, so no other delete, is let through.
+	fs.TestingSetDiskUsage(vfs.DiskUsage{AvailBytes: 18 << 20, TotalBytes: 1 << 30})
+	if err := d.Delete("d5", nil); !errors.Is(err, ErrDiskFull) {
+		t.Fatalf("Delete with 18 MiB free: %v, want ErrDiskFull", err)
 	}
 	// 12 MiB free: below the open's reserve, so nothing is written.
 	fs.TestingSetDiskUsage(vfs.DiskUsage{AvailBytes: 12 << 20, TotalBytes: 1 << 30})
@@ -556,5 +565,22 @@ func TestFreeingWritesBelowTheReserve(t *testing.T) {
 	}
 	if rep, err := d.Check(context.Background()); err != nil || !rep.OK() {
 		t.Errorf("Check: %+v, %v", rep, err)
+	}
+	// A handle that deleted below DiskReserve flushes its deletes into
+	// tables at Close: it kept them in its log, freeing nothing (a review).
+	d.Close()
+	var logged strings.Builder
+	lo := o()
+	lo.Logger = slog.New(slog.NewTextHandler(&logged, nil))
+	d = mustOpen(t, "idx", lo)
+	fs.TestingSetDiskUsage(vfs.DiskUsage{AvailBytes: 30 << 20, TotalBytes: 1 << 30})
+	if err := d.Delete("d6", nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(logged.String(), "no room to flush") {
+		t.Errorf("Close after a delete with 30 MiB free did not flush: %s", logged.String())
 	}
 }

@@ -165,7 +165,8 @@ type Options struct {
 	// memtables, 24 MiB by default, or this if it is less: an index whose
 	// writes are refused still opens; writes that free space once
 	// compacted, deletes, purges, the expiry sweep and Compact, keep that
-	// smaller reserve too, so that it can be emptied). Pebble cannot survive running out
+	// and the room of a new write-ahead log, 1.25 memtables: 34 MiB by
+	// default, so that it can be emptied). Pebble cannot survive running out
 	// of space (it panics when it cannot close a write-ahead log, and a
 	// flush that fails retries forever), so lshdb stops writing while
 	// Pebble still has room to flush and compact. Default:
