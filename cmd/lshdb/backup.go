@@ -21,6 +21,10 @@ type backupJSON struct {
 	Docs uint64 `json:"docs"`
 	// Via is "socket" when the index's owner (lshdb serve) made the copy.
 	Via string `json:"via"`
+	// Verified: the copy was checked before it got its name (--verify);
+	// Copied: its files are its own, not links to the index's (--copy).
+	Verified bool `json:"verified,omitempty"`
+	Copied   bool `json:"copied,omitempty"`
 }
 
 func (a *app) backupCmd() *cobra.Command {
@@ -130,7 +134,7 @@ nightly pairs run at the embedded index's speed.`,
 				return err
 			}
 			if a.json() {
-				return a.emitJSON(backupJSON{DB: rediskv.Redact(a.dbDir), To: abs, Docs: n, Via: via})
+				return a.emitJSON(backupJSON{DB: rediskv.Redact(a.dbDir), To: abs, Docs: n, Via: via, Verified: verify, Copied: copyAll && !db.IsRedisURL(a.dbDir)})
 			}
 			how := ""
 			if via == "socket" {

@@ -101,6 +101,11 @@ func TestBackupCommand(t *testing.T) {
 	if out, errOut, code := runLine([]string{"backup", "--db", idx, "--to", copy4, "--verify"}, ""); code != 0 || !strings.Contains(out, "owner") || !strings.Contains(out, "verified") {
 		t.Fatalf("backup --verify of a served index: exit %d %s %s", code, out, errOut)
 	}
+	out, errOut, code = runLine([]string{"backup", "--db", idx, "--to", filepath.Join(root, "copy5"), "--verify", "--copy", "--output", "json"}, "")
+	res = backupJSON{}
+	if err := json.Unmarshal([]byte(out), &res); code != 0 || err != nil || !res.Verified || !res.Copied || res.Via != "socket" {
+		t.Errorf("backup --verify --copy --output json: exit %d %q %s %v", code, out, errOut, err)
+	}
 	if code := stop(); code != 0 {
 		t.Fatalf("serve: exit %d %s", code, log)
 	}

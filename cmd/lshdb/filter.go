@@ -537,9 +537,12 @@ func (f *dedupFlags) check(c *cobra.Command) (float64, db.ClusterMode, db.KeepPo
 	default:
 		return 0, "", "", usagef("--compress %q: want auto, none, gzip or zstd", f.compress)
 	}
-	if f.removed != "" && (filepath.Clean(f.out) == filepath.Clean(f.removed) || sameFile(f.out, f.removed) || isStdout(f.out) && isStdout(f.removed)) {
-		// NB: with the kept documents on standard output, --removed
-		// /dev/stdout mixed the two (a review).
+	switch {
+	case f.removed == "":
+	case (f.out == "" || f.out == "-") && isStdout(f.removed):
+		// NB: --removed /dev/stdout mixed the two (a review).
+		return 0, "", "", usagef("--removed %s is standard output, where the kept documents go: give --out FILE or --removed FILE", f.removed)
+	case filepath.Clean(f.out) == filepath.Clean(f.removed) || sameFile(f.out, f.removed) || isStdout(f.out) && isStdout(f.removed):
 		return 0, "", "", usagef("--out and --removed are the same file")
 	}
 	for _, o := range []struct{ flag, path string }{{"--out", f.out}, {"--removed", f.removed}} {

@@ -21,6 +21,12 @@ func checkOutFile(path string) error {
 	if err := compressionNameFits("--out", path); err != nil {
 		return err
 	}
+	if fd, ok := streamOf(path); ok {
+		if err := givenStream(fd); err != nil {
+			return fmt.Errorf("--out %s: %w", path, err)
+		}
+		return nil
+	}
 	// NB: before the run, not after it: a path that cannot be written
 	// failed once the work was done.
 	if err := writable(path); err != nil {

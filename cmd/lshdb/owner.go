@@ -82,8 +82,12 @@ func lockedHint(err error, dir string) error {
 	}
 	switch {
 	case undialable:
+		holder := "a process"
+		if pid > 0 {
+			holder = holderName(pid)
+		}
 		return fmt.Errorf("%w; %s holds it, and may serve it on %s, but that path is %d bytes, longer than a Unix socket address may be (even relative to this working directory): run the command from a directory nearer the index (cd into or beside it), or have the owner serve on TCP too (lshdb serve --addr 127.0.0.1:PORT) and use --addr",
-			err, holderName(pid), sock, len(sock))
+			err, holder, sock, len(sock))
 	case denied:
 		return fmt.Errorf("%w; its owner serves it on %s, which belongs to another user (permission denied): run the command as that user, or have the owner serve on TCP with a token too (lshdb serve --addr 127.0.0.1:PORT --token …) and use --addr",
 			err, sock)

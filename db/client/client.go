@@ -402,6 +402,12 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, body
 				// the writes (review O3).
 				return nil, fmt.Errorf("lshdb: client: the server closed the connection before it answered (it is stopping, or was killed or restarted): the call writes nothing; make it again: %w", err)
 			}
+			if path == "/v1/backup" {
+				// NB: a backup's copy gets its name last, so a cut one
+				// has none (it said a document put again replaces
+				// itself: a review).
+				return nil, fmt.Errorf("lshdb: client: the server closed the connection before it answered (it is stopping, or was killed or restarted): the backup did not answer; its directory is there only if the copy was complete (and verified, if asked): %w", err)
+			}
 			return nil, fmt.Errorf("lshdb: client: the server closed the connection before it answered (it is stopping, or was killed or restarted): a write may or may not have been applied (read it back, or write it again: a document put again replaces itself): %w", err)
 		}
 		return nil, err
