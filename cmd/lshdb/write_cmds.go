@@ -2021,6 +2021,11 @@ lists is deleted.`,
 				// said only how many lists it deleted, and the documents
 				// were gone).
 				res, err := d.Purge(a.ctx)
+				if err != nil && (res.SweptExpired > 0 || res.PurgedLists > 0) {
+					// NB: a purge refused partway (a full disk) said
+					// nothing of what it had done (a review).
+					return fmt.Errorf("%w (before it stopped, it swept %s and purged %d empty posting lists, which stay done)", err, counted(max(res.SweptExpired, 0), "expired document", "expired documents"), res.PurgedLists)
+				}
 				if err != nil {
 					return err
 				}
