@@ -100,9 +100,8 @@ func (h *pairHist) addN(j float64, n int64) {
 	}
 }
 
-// pairGroups returns d's pairs grouped (db.DB.PairGroups) where d groups
-// them (an index this process opened), else each pair as a group of its
-// own (a server's, through its socket).
+// pairGroups returns d's pairs grouped (db.DB.PairGroups, or a server's
+// GET /v1/pairs/groups), else each pair as a group of its own.
 func pairGroups(ctx context.Context, d index, po *db.PairsOptions) iter.Seq2[db.PairGroup, error] {
 	if g, ok := d.(interface {
 		PairGroups(context.Context, *db.PairsOptions) iter.Seq2[db.PairGroup, error]
@@ -352,9 +351,8 @@ the bars there undercount. The clusters are the connected components of
 the same pairs at or above the index threshold (as lshdb clusters finds
 them): the pairs run goes down to the lower of the two thresholds.
 Copies of one text (identical shingle sets) are taken as groups: m copies
-are m(m-1)/2 pairs, counted at once; through a served index's socket they
-are read pair by pair, which takes long for thousands of copies (stop the
-server, or give --pairs FILE). The bucket sizes and bytes take a scan of
+are m(m-1)/2 pairs, counted at once (also from a served index: GET
+/v1/pairs/groups; a --pairs FILE lists them one by one). The bucket sizes and bytes take a scan of
 the store (as stats). The page is written to a temporary file and renamed:
 a failed run leaves no partial page (an --out naming standard output, a
 device or a pipe is written in place).`,

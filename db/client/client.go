@@ -1154,6 +1154,52 @@ func (c *Client) Pairs(ctx context.Context, po *db.PairsOptions) iter.Seq2[db.Pa
 	}
 }
 
+// PairGroups is Pairs with the pairs of documents with identical shingle
+// sets as groups, as db.DB.PairGroups yields them (GET /v1/pairs/groups).
+// A server from before it gives each pair as a group of its own.
+func (c *Client) PairGroups(ctx context.Context, po *db.PairsOptions) iter.Seq2[db.PairGroup, error] {
+	return func(yield func(db.PairGroup, error) bool) {
+		if po != nil && po.Limit != 0 {
+			yield(db.PairGroup{}, fmt.Errorf("%w: pair groups take no limit (%d): Pairs keeps the best pairs", db.ErrInvalidOptions, po.Limit))
+			return
+		}
+		resp, err := c.do(ctx, "GET", "/v1/pairs/groups", pairsQuery(po), nil)
+		var refused *Error
+		if errors.As(err, &refused) && refused.Code == "no_route" {
+			// NB: a server from before /v1/pairs/groups (an unknown
+			// path): every pair, each its own group.
+			for p, err := range c.Pairs(ctx, po) {
+				if !yield(db.PairGroup{A: []string{p.A}, B: []string{p.B}, Jaccard: p.Jaccard}, err) {
+					return
+				}
+			}
+			return
+		}
+		if err != nil {
+			yield(db.PairGroup{}, err)
+			return
+		}
+		defer resp.Body.Close()
+		end, err := lines(ctx, resp.Body, func(line []byte) (bool, error) {
+			var g httpapi.PairGroupJSON
+			if err := json.Unmarshal(line, &g); err != nil {
+				return false, fmt.Errorf("lshdb: client: a malformed pair group: %w", err)
+			}
+			if len(g.A) == 0 || g.B != nil && len(g.B) == 0 {
+				return false, fmt.Errorf("lshdb: client: a pair group without documents: %s", line)
+			}
+			return yield(db.PairGroup{A: g.A, B: g.B, Jaccard: g.Jaccard}, nil), nil
+		})
+		if err != nil {
+			yield(db.PairGroup{}, withCtxErr(ctx, err))
+			return
+		}
+		if end != nil && end.Stats != nil && po != nil && po.Stats != nil {
+			*po.Stats = end.Stats.PairsStats()
+		}
+	}
+}
+
 // Scan streams every stored document in insertion order, as db.DB.Scan
 // does on the server's snapshot. Breaking out of the loop closes the
 // connection.

@@ -1991,3 +1991,100 @@ func TestClientCallerSeqPanics(t *testing.T) {
 		t.Errorf("after the panics: %d documents, %v; want none", n, err)
 	}
 }
+
+// Ensure that the client's PairGroups, through a server (TCP and the
+// socket), yields the groups of db.DB.PairGroups in process: expanded,
+// every pair of the client's Pairs once, at its Jaccard, with the stats
+// of the run; 30 copies of one text are one group; and that against a
+// server without the endpoint (an older lshdb: no_route) it yields each
+// pair as a group of its own. The oracle: Pairs through the same client.
+func TestPairGroupsThroughServer(t *testing.T) {
+	d := open(t, nil)
+	docs := sampleDocs(t, 150)
+	for i := range 30 {
+		docs = append(docs, db.Doc{ID: fmt.Sprintf("copy-%02d", i), Text: "a notice copied into every package, word for word, thirty times"})
+	}
+	if _, err := d.PutBatch(docs, &db.WriteOptions{NoSync: true}); err != nil {
+		t.Fatal(err)
+	}
+	key := func(a, b string) [2]string {
+		if b < a {
+			a, b = b, a
+		}
+		return [2]string{a, b}
+	}
+	expand := func(t *testing.T, seq iter.Seq2[db.PairGroup, error]) (map[[2]string]float64, int, int) {
+		got, groups, biggest := map[[2]string]float64{}, 0, 0
+		for g, err := range seq {
+			if err != nil {
+				t.Fatal(err)
+			}
+			groups++
+			biggest = max(biggest, len(g.A))
+			if g.B == nil {
+				for i, a := range g.A {
+					for _, b := range g.A[i+1:] {
+						got[key(a, b)] = g.Jaccard
+					}
+				}
+				continue
+			}
+			for _, a := range g.A {
+				for _, b := range g.B {
+					if _, dup := got[key(a, b)]; dup {
+						t.Errorf("the pair %s %s twice", a, b)
+					}
+					got[key(a, b)] = g.Jaccard
+				}
+			}
+		}
+		return got, groups, biggest
+	}
+	po := func(st *db.PairsStats) *db.PairsOptions { return &db.PairsOptions{Threshold: 0.5, Stats: st} }
+	for name, c := range server(t, d, nil, "") {
+		t.Run(name, func(t *testing.T) {
+			want := map[[2]string]float64{}
+			for p, err := range c.Pairs(context.Background(), po(nil)) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				want[key(p.A, p.B)] = p.Jaccard
+			}
+			var st db.PairsStats
+			got, groups, biggest := expand(t, c.PairGroups(context.Background(), po(&st)))
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("the groups hold %d pairs, Pairs %d (or they differ)", len(got), len(want))
+			}
+			if biggest != 30 || groups >= len(want) || st.Reported != int64(len(want)) {
+				t.Errorf("%d groups (the largest of %d) for %d pairs, stats %d reported: want the 30 copies as one group", groups, biggest, len(want), st.Reported)
+			}
+			for _, err := range c.PairGroups(context.Background(), &db.PairsOptions{Limit: 2}) {
+				if !errors.Is(err, db.ErrInvalidOptions) {
+					t.Errorf("a limit: %v, want ErrInvalidOptions", err)
+				}
+			}
+		})
+	}
+	// An older server: no /v1/pairs/groups.
+	h := httpapi.Handler(d, nil)
+	old := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/pairs/groups" {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusNotFound)
+			fmt.Fprint(w, `{"error":{"code":"no_route","message":"lshdb: no such endpoint: GET /v1/pairs/groups"}}`)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+	url, _ := serveTCP(t, old)
+	c, err := client.Open(url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	got, groups, biggest := expand(t, c.PairGroups(context.Background(), po(nil)))
+	want, _, _ := expand(t, d.PairGroups(context.Background(), po(nil)))
+	if !reflect.DeepEqual(got, want) || groups != len(want) || biggest != 1 {
+		t.Errorf("an older server: %d groups (the largest of %d), %d pairs; want %d pairs, each its own group", groups, biggest, len(got), len(want))
+	}
+}

@@ -869,6 +869,27 @@ func (h *handler) pairs(w *resp, r *http.Request) error {
 	}, func(n int) any { return EndJSON{EndBody{Lines: n, Stats: PairsStatsOut(st)}} })
 }
 
+// pairGroups answers GET /v1/pairs/groups: the pairs of GET /v1/pairs
+// with those of identical documents as groups (db.DB.PairGroups), as
+// JSON Lines of PairGroupJSON, then the end line with the run's stats.
+func (h *handler) pairGroups(w *resp, r *http.Request) error {
+	q, err := params(r, []string{"threshold", "memory"})
+	if err != nil {
+		return err
+	}
+	po, err := pairsOptions(q)
+	if err != nil {
+		return err
+	}
+	var st db.PairsStats
+	po.Stats = &st
+	rec := h.recallNote(po.Threshold)
+	estimates := h.d.Params().Storage == db.StorageNone
+	return stream(w, h.d.PairGroups(r.Context(), po), func(g db.PairGroup) any {
+		return PairGroupJSON{A: g.A, B: g.B, Jaccard: g.Jaccard, Pairs: g.Pairs(), ExpectedRecall: rec, EstimateOnly: estimates}
+	}, func(n int) any { return EndJSON{EndBody{Lines: n, Stats: PairsStatsOut(st)}} })
+}
+
 // stream answers with seq's values as JSON Lines (each as out makes it),
 // then the end line end(n) of n lines. An error before the first line is
 // the answer's; after it, an error line ends the stream.

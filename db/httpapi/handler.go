@@ -196,6 +196,7 @@ func Handler(d *db.DB, opts *Options) http.Handler {
 		{"POST", "/v1/query", "query", h.queryPost},
 		{"POST", "/v1/query/many", "query_many", h.queryMany},
 		{"GET", "/v1/pairs", "pairs", h.pairs},
+		{"GET", "/v1/pairs/groups", "pairs", h.pairGroups},
 		{"GET", "/v1/scan", "scan", h.scan},
 		{"GET", "/v1/clusters", "clusters", h.clusters},
 		{"GET", "/v1/info", "info", h.info},
@@ -305,7 +306,7 @@ type route struct {
 
 // Ops lists the operation names that Hooks and the request log use, one
 // per endpoint (GET and DELETE /v1/docs are get and delete; both query
-// endpoints are query), plus "unknown" for a request that matched none.
+// endpoints are query, both pairs endpoints pairs), plus "unknown" for a request that matched none.
 var Ops = []string{"healthz", "params", "count", "get", "put", "delete", "has", "put_if_new", "load", "query", "query_many",
 	"pairs", "scan", "clusters", "clusters_from", "info", "stats", "buckets", "bucket", "explain", "check", "repair", "tune", "backup", "purge", "compact", "openapi", "unknown"}
 

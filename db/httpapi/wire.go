@@ -617,6 +617,19 @@ type PairJSON struct {
 	EstimateOnly bool `json:"estimate_only,omitempty"`
 }
 
+// PairGroupJSON is one line of GET /v1/pairs/groups (db.PairGroup):
+// with B absent, every pair of two of A's documents (identical sets,
+// Jaccard 1); otherwise every pair of one of A and one of B, at Jaccard.
+// Pairs is how many pairs it stands for.
+type PairGroupJSON struct {
+	A              []string `json:"a"`
+	B              []string `json:"b,omitempty"`
+	Jaccard        float64  `json:"jaccard"`
+	Pairs          int64    `json:"pairs"`
+	ExpectedRecall *float64 `json:"expected_recall,omitempty"`
+	EstimateOnly   bool     `json:"estimate_only,omitempty"`
+}
+
 // ClusterJSON is one line of GET /v1/clusters (and POST /v1/clusters),
 // as lshdb clusters --output json.
 type ClusterJSON struct {
