@@ -459,17 +459,7 @@ func TestBackupSweepsKilledBackups(t *testing.T) {
 // were still the index's files, once, when the links were replaced after
 // the rename).
 func TestBackupCopy(t *testing.T) {
-	if dir := os.Getenv("LSHDB_BACKUP_KILL"); dir != "" {
-		// The child: killed as it copies a table.
-		d := mustOpen(t, filepath.Join(dir, "idx"), &Options{MustExist: true})
-		backupCopyHook = func(string) {
-			p, _ := os.FindProcess(os.Getpid())
-			p.Kill()
-			select {}
-		}
-		err := d.BackupWith(context.Background(), filepath.Join(dir, "killed"), BackupOptions{Copy: true})
-		t.Fatalf("the backup was not killed: %v", err)
-	}
+	backupChild(t, &backupCopyHook, BackupOptions{Copy: true}) // killed as it copies a table
 	ctx := context.Background()
 	root := t.TempDir()
 	src := mustOpen(t, filepath.Join(root, "idx"), nil)
@@ -538,12 +528,7 @@ func TestBackupCopy(t *testing.T) {
 	// Killed as it copies: no directory of its name (its temporary one is
 	// the next backup's to remove).
 	src.Close()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestBackupCopy$")
-	cmd.Env = append(os.Environ(), "LSHDB_BACKUP_KILL="+root)
-	out, err := cmd.CombinedOutput()
-	if ee := (*exec.ExitError)(nil); !errors.As(err, &ee) || ee.ExitCode() != -1 {
-		t.Fatalf("the child was not killed: %v\n%s", err, out)
-	}
+	killBackupChild(t, root)
 	absent("killed")
 	src = mustOpen(t, filepath.Join(root, "idx"), nil)
 	defer src.Close()
@@ -554,6 +539,37 @@ func TestBackupCopy(t *testing.T) {
 		t.Fatal(err)
 	}
 	absent(".killed" + backupTempSuffix)
+}
+
+// backupChild is the child process of killBackupChild, when the test
+// runs as one: it backs up DIR/idx into DIR/killed with o and kills
+// itself at the first call of *hook.
+func backupChild(t *testing.T, hook *func(string), o BackupOptions) {
+	dir := os.Getenv("LSHDB_BACKUP_KILL")
+	if dir == "" {
+		return
+	}
+	d := mustOpen(t, filepath.Join(dir, "idx"), &Options{MustExist: true})
+	*hook = func(string) {
+		p, _ := os.FindProcess(os.Getpid())
+		p.Kill()
+		select {}
+	}
+	err := d.BackupWith(context.Background(), filepath.Join(dir, "killed"), o)
+	t.Fatalf("the backup was not killed: %v", err)
+}
+
+// killBackupChild runs the calling test again in a child process
+// (backupChild), which backs up root/idx (closed) into root/killed and is
+// killed mid-way, and fails the test unless it was.
+func killBackupChild(t *testing.T, root string) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^"+t.Name()+"$")
+	cmd.Env = append(os.Environ(), "LSHDB_BACKUP_KILL="+root)
+	out, err := cmd.CombinedOutput()
+	if ee := (*exec.ExitError)(nil); !errors.As(err, &ee) || ee.ExitCode() != -1 {
+		t.Fatalf("the child was not killed: %v\n%s", err, out)
+	}
 }
 
 // Ensure that a backup with files of its own (Copy), a whole copy of the
@@ -598,17 +614,7 @@ func TestBackupCopyNeedsRoom(t *testing.T) {
 // the hook and after, a child process killed at the hook, bytes
 // overwritten in a table by hand, and the documents read back.
 func TestBackupVerify(t *testing.T) {
-	if dir := os.Getenv("LSHDB_BACKUP_VERIFY_KILL"); dir != "" {
-		// The child: killed as it verifies the copy.
-		d := mustOpen(t, filepath.Join(dir, "idx"), &Options{MustExist: true})
-		backupVerifyHook = func(string) {
-			p, _ := os.FindProcess(os.Getpid())
-			p.Kill()
-			select {}
-		}
-		err := d.BackupWith(context.Background(), filepath.Join(dir, "killed"), BackupOptions{Verify: true})
-		t.Fatalf("the backup was not killed: %v", err)
-	}
+	backupChild(t, &backupVerifyHook, BackupOptions{Verify: true}) // killed as it verifies the copy
 	ctx := context.Background()
 	root := t.TempDir()
 	src := mustOpen(t, filepath.Join(root, "idx"), nil)
@@ -692,12 +698,7 @@ func TestBackupVerify(t *testing.T) {
 	ro.Close()
 
 	// Killed as it verifies: nothing under its name.
-	cmd := exec.Command(os.Args[0], "-test.run=^TestBackupVerify$")
-	cmd.Env = append(os.Environ(), "LSHDB_BACKUP_VERIFY_KILL="+root)
-	out, err := cmd.CombinedOutput()
-	if ee := (*exec.ExitError)(nil); !errors.As(err, &ee) || ee.ExitCode() != -1 {
-		t.Fatalf("the child was not killed: %v\n%s", err, out)
-	}
+	killBackupChild(t, root)
 	if exists("killed") {
 		t.Error("a backup killed as it verified left a copy under its name")
 	}

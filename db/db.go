@@ -1016,11 +1016,7 @@ func (db *DB) flushAtClose() {
 	// (preallocated beyond them) goes: about even, so it keeps only the
 	// open's reserve. At DiskReserve's, the deletes of a handle let
 	// through on a nearly full disk stayed in the log (a review).
-	reserve := db.opts.DiskReserve
-	if reserve > 0 {
-		reserve = min(reserve, openReserve(&db.opts.Options))
-	}
-	if err := roomIn(db.opts.FS, db.dir, reserve, int64(m.MemTable.Size)); err != nil {
+	if err := roomIn(db.opts.FS, db.dir, min(db.opts.DiskReserve, openReserve(&db.opts.Options)), int64(m.MemTable.Size)); err != nil {
 		db.counts.diskFull.Add(1)
 		// NB: said as what it is: the writes are kept (the log is
 		// synced, and the next open replays it); a build that failed on

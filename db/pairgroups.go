@@ -2,7 +2,6 @@ package db
 
 import (
 	"context"
-	"errors"
 	"iter"
 	"slices"
 )
@@ -46,14 +45,7 @@ func (g PairGroup) Pairs() int64 {
 // own, A and B one id each.
 func (db *DB) PairGroups(ctx context.Context, po *PairsOptions) iter.Seq2[PairGroup, error] {
 	return func(consumer func(PairGroup, error) bool) {
-		stopped := false // NB: as somePairs: no call after a break
-		yield := func(g PairGroup, err error) bool {
-			if stopped {
-				return false
-			}
-			stopped = !consumer(g, classify(err))
-			return !stopped
-		}
+		yield := untilBreak(consumer)
 		if po != nil && po.Limit != 0 {
 			yield(PairGroup{}, invalid("pair groups take no limit (%d): Pairs keeps the best pairs", po.Limit))
 			return
@@ -110,12 +102,7 @@ func (db *DB) PairGroups(ctx context.Context, po *PairsOptions) iter.Seq2[PairGr
 			}
 			return emit(PairGroup{A: ids(x, ma), B: ids(x, mb), Jaccard: j})
 		}, nil)
-		if errors.Is(err, errStopped) && db.closed.Load() {
-			err = ErrClosed
-		} else if errors.Is(err, errStopped) && cancelled != nil {
-			err = cancelled
-		}
-		if err != nil && !errors.Is(err, errStopped) {
+		if err := db.runEnd(err, cancelled); err != nil {
 			yield(PairGroup{}, err)
 		}
 	}

@@ -275,21 +275,7 @@ func (db *DB) allPairs(ctx context.Context, po *PairsOptions) iter.Seq2[Pair, er
 // ran 400 s and printed nothing (a review's P3).
 func (db *DB) somePairs(ctx context.Context, po *PairsOptions, best int) iter.Seq2[Pair, error] {
 	return func(consumer func(Pair, error) bool) {
-		// NB: once the loop body has returned false (a break), yield is
-		// never called again: a consumer that cancelled ctx and then broke
-		// out of its loop was handed ctx's error, and Go panics ("range
-		// function continued iteration after function for loop body
-		// returned false"), ending an embedding program.
-		stopped := false
-		yield := func(p Pair, err error) bool {
-			if stopped {
-				return false
-			}
-			// NB: a run's own files (its spill of texts and candidates)
-			// fail as the store's do: ErrDiskFull where the disk is full.
-			stopped = !consumer(p, classify(err))
-			return !stopped
-		}
+		yield := untilBreak(consumer)
 		var st PairsStats
 		if po != nil && po.Stats != nil {
 			defer func() { *po.Stats = st }()
@@ -387,18 +373,46 @@ func (db *DB) somePairs(ctx context.Context, po *PairsOptions, best int) iter.Se
 			st.Reported += unyielded
 			return true
 		}, nil)
-		if errors.Is(err, errStopped) && db.closed.Load() {
-			err = ErrClosed
-		} else if errors.Is(err, errStopped) && cancelled != nil {
-			err = cancelled
-		}
-		if err != nil && !errors.Is(err, errStopped) {
+		if err := db.runEnd(err, cancelled); err != nil {
 			yield(Pair{}, err)
 		}
 	}
 }
 
 var errStopped = errors.New("lshdb: iteration stopped")
+
+// untilBreak wraps an iterator's consumer: once the loop body has
+// returned false (a break), it is never called again, and errors are
+// classified. NB: a consumer that cancelled ctx and then broke out of its
+// loop was handed ctx's error, and Go panics ("range function continued
+// iteration after function for loop body returned false"), ending an
+// embedding program. A run's own files (its spill of texts and
+// candidates) fail as the store's do: ErrDiskFull where the disk is full.
+func untilBreak[T any](consumer func(T, error) bool) func(T, error) bool {
+	stopped := false
+	return func(v T, err error) bool {
+		if stopped {
+			return false
+		}
+		stopped = !consumer(v, classify(err))
+		return !stopped
+	}
+}
+
+// runEnd is the error a pairs run's consumer is handed once db.pairs has
+// returned err: errStopped is Close's ErrClosed, or the ctx error that
+// stopped it (cancelled), else a break of the loop (nil).
+func (db *DB) runEnd(err, cancelled error) error {
+	switch {
+	case errors.Is(err, errStopped) && db.closed.Load():
+		return ErrClosed
+	case errors.Is(err, errStopped) && cancelled != nil:
+		return cancelled
+	case errors.Is(err, errStopped):
+		return nil
+	}
+	return err
+}
 
 // firstByID returns the n documents of g (indexes of x; all of them when
 // it holds n or fewer) whose ids come first in byte order, in that order.

@@ -404,38 +404,7 @@ func TestPairsSweepsDeadRuns(t *testing.T) {
 func TestPairsLimit(t *testing.T) {
 	d := mustOpen(t, "db", &Options{fs: vfs.NewMem(), NoSync: true})
 	defer d.Close()
-	rng := rand.New(rand.NewPCG(5, 5))
-	var docs []Doc
-	for i := range 12 {
-		docs = append(docs, Doc{ID: fmt.Sprintf("copy-%02d", 11-i), Text: "the same boilerplate notice, copied everywhere"})
-	}
-	// A second group, near the first: its pairs with the first are
-	// pairs of two groups' members.
-	for i := range 9 {
-		docs = append(docs, Doc{ID: fmt.Sprintf("copz-%02d", 8-i), Text: "the same boilerplate notice, copied everywhere!"})
-	}
-	var texts []string
-	for i := range 200 {
-		text := randomText(rng, texts)
-		texts = append(texts, text)
-		docs = append(docs, Doc{ID: fmt.Sprintf("other-%03d", 199-i), Text: text})
-	}
-	if _, err := d.PutBatch(docs, nil); err != nil {
-		t.Fatal(err)
-	}
-	h, _ := minhash.NewHasher(minhash.Options{}, minhash.SketchOptions{})
-	sets := make([][]uint64, len(docs))
-	for i, doc := range docs {
-		sets[i], _ = h.Document(nil, nil, doc.Text)
-	}
-	var want []Pair
-	for _, p := range allpairs.Brute(sets, 0.8) {
-		a, b := docs[p.A].ID, docs[p.B].ID
-		if b < a {
-			a, b = b, a
-		}
-		want = append(want, Pair{A: a, B: b, Jaccard: p.Jaccard})
-	}
+	_, want := groupsFixture(t, d, 5)
 	slices.SortFunc(want, func(x, y Pair) int {
 		if x.Jaccard != y.Jaccard {
 			return cmp.Compare(y.Jaccard, x.Jaccard)
@@ -619,6 +588,46 @@ func TestPairsBreakAfterCancel(t *testing.T) {
 	}
 }
 
+// groupsFixture stores in d 12 copies of one text, 9 of a text near it
+// (their pairs with the first group's are pairs of two groups' members)
+// and 200 random texts (rand seed), ids in no insertion order, and
+// returns the documents in insertion order and every pair at Jaccard ≥
+// 0.8 by brute-force exact Jaccard, the smaller id first.
+func groupsFixture(t *testing.T, d *DB, seed uint64) ([]Doc, []Pair) {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(seed, seed))
+	var docs []Doc
+	for i := range 12 {
+		docs = append(docs, Doc{ID: fmt.Sprintf("copy-%02d", 11-i), Text: "the same boilerplate notice, copied everywhere"})
+	}
+	for i := range 9 {
+		docs = append(docs, Doc{ID: fmt.Sprintf("copz-%02d", 8-i), Text: "the same boilerplate notice, copied everywhere!"})
+	}
+	var texts []string
+	for i := range 200 {
+		text := randomText(rng, texts)
+		texts = append(texts, text)
+		docs = append(docs, Doc{ID: fmt.Sprintf("other-%03d", 199-i), Text: text})
+	}
+	if _, err := d.PutBatch(docs, nil); err != nil {
+		t.Fatal(err)
+	}
+	h, _ := minhash.NewHasher(minhash.Options{}, minhash.SketchOptions{})
+	sets := make([][]uint64, len(docs))
+	for i, doc := range docs {
+		sets[i], _ = h.Document(nil, nil, doc.Text)
+	}
+	var want []Pair
+	for _, p := range allpairs.Brute(sets, 0.8) {
+		a, b := docs[p.A].ID, docs[p.B].ID
+		if b < a {
+			a, b = b, a
+		}
+		want = append(want, Pair{A: a, B: b, Jaccard: p.Jaccard})
+	}
+	return docs, want
+}
+
 // Ensure that PairGroups, expanded, yields exactly the pairs that a
 // brute-force exact Jaccard finds, each once, with identical sets as one
 // group (12 copies: 66 pairs) and two groups near each other as one (12 ×
@@ -639,31 +648,10 @@ func TestPairGroups(t *testing.T) {
 				d = mustOpen(t, "db", &Options{fs: vfs.NewMem(), NoSync: true})
 			}
 			defer d.Close()
-			rng := rand.New(rand.NewPCG(7, 7))
-			var docs []Doc
-			for i := range 12 {
-				docs = append(docs, Doc{ID: fmt.Sprintf("copy-%02d", 11-i), Text: "the same boilerplate notice, copied everywhere"})
-			}
-			for i := range 9 {
-				docs = append(docs, Doc{ID: fmt.Sprintf("copz-%02d", 8-i), Text: "the same boilerplate notice, copied everywhere!"})
-			}
-			var texts []string
-			for i := range 200 {
-				text := randomText(rng, texts)
-				texts = append(texts, text)
-				docs = append(docs, Doc{ID: fmt.Sprintf("other-%03d", 199-i), Text: text})
-			}
-			if _, err := d.PutBatch(docs, nil); err != nil {
-				t.Fatal(err)
-			}
+			docs, pairs := groupsFixture(t, d, 7)
 			order := map[string]int{}
 			for i, doc := range docs {
 				order[doc.ID] = i
-			}
-			h, _ := minhash.NewHasher(minhash.Options{}, minhash.SketchOptions{})
-			sets := make([][]uint64, len(docs))
-			for i, doc := range docs {
-				sets[i], _ = h.Document(nil, nil, doc.Text)
 			}
 			key := func(a, b string) [2]string {
 				if b < a {
@@ -672,8 +660,8 @@ func TestPairGroups(t *testing.T) {
 				return [2]string{a, b}
 			}
 			want := map[[2]string]float64{}
-			for _, p := range allpairs.Brute(sets, 0.8) {
-				want[key(docs[p.A].ID, docs[p.B].ID)] = p.Jaccard
+			for _, p := range pairs {
+				want[key(p.A, p.B)] = p.Jaccard
 			}
 			var st, pst PairsStats
 			got := map[[2]string]float64{}
