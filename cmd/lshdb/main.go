@@ -12,7 +12,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -31,7 +30,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
-	"text/tabwriter"
 	"time"
 
 	"github.com/lshdb/lshdb/codec"
@@ -858,27 +856,7 @@ func (a *app) withWritableIndex(o db.Options, fn func(d index) error) error {
 	return fn(d)
 }
 
-func (a *app) table() *tableWriter {
-	buf := bufio.NewWriterSize(a.stdout, 64<<10)
-	return &tableWriter{tabwriter.NewWriter(buf, 2, 8, 2, ' ', 0), buf}
-}
-
-// tableWriter is a tabwriter whose output is buffered until Flush: a
-// tabwriter writes each cell and each run of padding with a write of its
-// own, a system call each on a file or a pipe (pairs printing 3.5 million
-// rows spent 43% of its CPU time in them).
-type tableWriter struct {
-	*tabwriter.Writer
-	buf *bufio.Writer
-}
-
-// Flush aligns and writes the rows given since the last Flush.
-func (t *tableWriter) Flush() error {
-	if err := t.Writer.Flush(); err != nil {
-		return err
-	}
-	return t.buf.Flush()
-}
+func (a *app) table() *tableWriter { return newTableWriter(a.stdout) }
 
 func (a *app) json() bool { return a.output == "json" }
 
