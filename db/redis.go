@@ -218,6 +218,22 @@ func openRedis(u string, o Options) (*DB, error) {
 		s.Close()
 		return nil, err
 	}
+	if db.writer != "" {
+		mark := db.man.Instance
+		if mark == "" {
+			mark = "-" // NB: an index made before instances were named
+		}
+		if err := s.MarkCounters(ctx, mark); err != nil {
+			uctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			s.Unregister(uctx, db.writer)
+			cancel()
+			s.Close()
+			if errors.Is(err, rediskv.ErrCountersGone) {
+				return nil, fmt.Errorf("%w: %s: %w: it was dropped and made again as this handle opened it; open it again", ErrNotExist, db.dir, err)
+			}
+			return nil, fmt.Errorf("opening %s: %w", db.dir, redisErr(err))
+		}
+	}
 	db.initPools()
 	db.startSweeper()
 	if db.writer != "" {
@@ -404,9 +420,11 @@ func (db *DB) redisManifest(ctx context.Context) error {
 //
 // NB: the writes went on into keys no index named: acknowledged, found
 // by no reader of a new index, and left as leftovers that refused its
-// creation (a window of one heartbeat remains).
+// creation. The heartbeat finds the manifest gone; a put finds the
+// counters' mark gone at once (rediskv.ErrCountersGone); a delete, which
+// takes no number, has a window of one heartbeat.
 func (db *DB) indexGoneErr() error {
-	return fmt.Errorf("%w: %s: its manifest is gone from Redis, or is another index's (dropped, and maybe made again; or lost with a restart without persistence) since this handle opened it: nothing was written; close the handle, and restore or create the index again", ErrNotExist, db.dir)
+	return fmt.Errorf("%w: %s: the index is gone from Redis, or is another index's, since this handle opened it (its manifest or counters lost with a restart without persistence or an eviction; or it was dropped, and maybe made again): nothing was written; close the handle, and restore or create the index again", ErrNotExist, db.dir)
 }
 
 // redisWrite writes prepared documents (unique ids); it returns how many
@@ -428,6 +446,12 @@ func (db *DB) redisWrite(preps []prepared) (int, error) {
 		ws.Puts[i] = rediskv.Put{ID: p.id, Record: p.record, Buckets: p.keys, Expires: p.expires}
 	}
 	res, err := db.rkv.Apply(db.redisWriteCtx(), &ws)
+	if errors.Is(err, rediskv.ErrCountersGone) {
+		if !db.gone.Swap(true) {
+			db.opts.Logger.Error("lshdb: the index's counters are gone from Redis (lost with a restart without persistence, evicted, or dropped): this handle's writes are refused from now on; close it, and restore or create the index again", "index", db.dir)
+		}
+		return 0, db.indexGoneErr()
+	}
 	if err != nil {
 		return 0, redisErr(err)
 	}

@@ -1890,6 +1890,62 @@ func TestRedisHeartbeatOfDroppedIndex(t *testing.T) {
 	}
 }
 
+// Ensure that a handle whose index Redis lost (every key gone, as in a
+// restart without persistence) refuses its next put at once, and writes
+// nothing: it learnt it only at its heartbeat, every 30 s, and a build
+// that outlived the restart wrote 83,000 documents into keys no manifest
+// named, numbered again from 1, and ended with exit status 0 (a review).
+func TestRedisPutAfterTheIndexWasLost(t *testing.T) {
+	u := redisURL(t)
+	ctx := context.Background()
+	w, err := Open(u, nil) // NB: the heartbeat of 30 s does not come
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	for i := range 20 {
+		if err := w.Put(Doc{ID: fmt.Sprint("before", i), Text: fmt.Sprint("a document stored before Redis lost its data, number ", i)}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, err := rediskv.Open(ctx, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.Flush(ctx); err != nil { // NB: every key of the index
+		t.Fatal(err)
+	}
+	if err := w.Put(Doc{ID: "after", Text: "a document put after Redis lost the index"}, nil); !errors.Is(err, ErrNotExist) {
+		t.Fatalf("Put into the lost index: %v, want ErrNotExist", err)
+	}
+	docs := func(yield func(Doc, error) bool) {
+		for i := range 100 {
+			if !yield(Doc{ID: fmt.Sprint("load", i), Text: fmt.Sprint("a document loaded after Redis lost the index, number ", i)}, nil) {
+				return
+			}
+		}
+	}
+	if _, err := w.Load(ctx, docs, nil); !errors.Is(err, ErrNotExist) {
+		t.Errorf("Load into the lost index: %v, want ErrNotExist", err)
+	}
+	if left, err := s.Leftovers(ctx); err != nil || len(left) != 0 {
+		t.Errorf("keys written after the loss: %v, %v", left, err)
+	}
+	// A handle opened on the index made again writes as any other.
+	w2, err := Open(u, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w2.Close()
+	if err := w2.Put(Doc{ID: "new", Text: "a document of the index made again"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := w2.Count(); err != nil || n != 1 {
+		t.Errorf("the index made again: %d documents, %v; want 1", n, err)
+	}
+}
+
 // Ensure that an index is not created over the keys of one whose
 // manifest is gone (lost with a restart, deleted by hand): it took them
 // for its own, with its own parameters (documents no query finds,
@@ -1936,6 +1992,73 @@ func TestRedisCreateRefusesLeftovers(t *testing.T) {
 	defer d.Close()
 	if n, err := d.Count(); err != nil || n != 0 {
 		t.Errorf("the new index: %d documents, %v; want 0", n, err)
+	}
+}
+
+// Ensure that an index whose manifest went with the keys every index
+// holds (its counters, its first document's record, its expiry index:
+// in a cluster, one master restarted without persistence held all of
+// them for 1 name in 9) is still found by the rest of its keys: a new
+// index with the default parameters was created over them, and its
+// first document took the number of a stored one (a review). A name
+// that only begins with this one's is another index.
+func TestRedisCreateRefusesLeftoversWithoutItsFirstKeys(t *testing.T) {
+	u := redisURL(t)
+	ctx := context.Background()
+	d, err := Open(u, &Options{Bands: 8, Rows: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 30 {
+		if err := d.Put(Doc{ID: fmt.Sprint("doc", i), Text: fmt.Sprint("a document of the index that loses its first keys, number ", i)}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d.Close()
+	// Another index whose name begins with this one's.
+	otherURL := redisURL(t, "x")
+	other, err := Open(otherURL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := other.Put(Doc{ID: "o", Text: "a document of the other index"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	other.Close()
+	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: redisCluster.Addrs})
+	defer c.Close()
+	name := strings.NewReplacer("/", "-", " ", "-", ":", "-").Replace(t.Name())
+	for _, k := range []string{"lshdb:" + name + ":manifest", "{lshdb:" + name + "}:counters", "lshdb:" + name + ":d:1", "lshdb:" + name + ":x"} {
+		if err := c.Del(ctx, k).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, o := range []*Options{nil, {ReadOnly: true}, {MustExist: true}} {
+		if _, err := Open(u, o); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "no manifest but holds the keys of an index") {
+			t.Fatalf("opening what is left with %+v: %v, want ErrCorrupt", o, err)
+		}
+	}
+	if n, err := c.Exists(ctx, "lshdb:"+name+":manifest").Result(); err != nil || n != 0 {
+		t.Fatalf("the refused create wrote a manifest: %d, %v", n, err)
+	}
+	if err := Drop(ctx, u); err != nil {
+		t.Fatal(err)
+	}
+	d, err = Open(u, nil)
+	if err != nil {
+		t.Fatalf("creating after Drop, with the other index there: %v", err)
+	}
+	defer d.Close()
+	if n, err := d.Count(); err != nil || n != 0 {
+		t.Errorf("the new index: %d documents, %v; want 0", n, err)
+	}
+	other, err = Open(otherURL, &Options{MustExist: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if doc, err := other.Get("o"); err != nil || doc.Text != "a document of the other index" {
+		t.Errorf("the other index's document: %+v, %v", doc, err)
 	}
 }
 

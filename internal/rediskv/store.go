@@ -115,7 +115,16 @@ type Store struct {
 	// pipelines counts the pipelines sent to nodes (round trips), for
 	// benchmarks and tests.
 	pipelines atomic.Int64
+	// mark is the counters' mark of the index this handle writes to
+	// (MarkCounters), "" until it is set.
+	mark string
 }
+
+// ErrCountersGone is a put's error when the index's counters no longer
+// hold the mark its handle saw at open (MarkCounters): Redis lost them
+// (a restart without persistence, an eviction), or the index was
+// dropped, maybe made again. Nothing of the put was written.
+var ErrCountersGone = errors.New("rediskv: the index's counters are gone from Redis, or are another index's")
 
 // ErrCountersLost is a write's error when the index's numbers were
 // reused: the counters gave a document number that a record holds, or an
@@ -660,11 +669,20 @@ func (s *Store) SetManifest(ctx context.Context, m []byte) error {
 }
 
 // Leftovers returns keys of an index under this name that has no
-// manifest, among those every index that was written holds: its
-// counters, its first document's record, its expiry index. An index
-// created there would adopt them (documents made with other parameters,
-// counters that count them). NB: a few lookups, not a SCAN of the
-// keyspace (a database of other data may hold millions of keys).
+// manifest: first among those every index that was written holds (its
+// counters, its first document's record, its expiry index), a few
+// lookups; when none is there, the first key under the index's prefix
+// that a SCAN of every master finds. An index created there would adopt
+// them (documents made with other parameters, counters that count them).
+//
+// NB: the lookups alone missed an index whose three keys were lost and
+// the rest kept: in a cluster, one master in three restarted without
+// persistence held all three for 1 index name in 9, and a new index with
+// the default parameters was created over 6,752 keys of the old one (a
+// review). The SCAN runs only where no manifest is (an index being
+// created, or a name misspelt), and stops at the first key it finds; on a
+// database of other data it reads every key name once, 10,000 a round
+// trip.
 func (s *Store) Leftovers(ctx context.Context) ([]string, error) {
 	var found []string
 	for _, k := range []string{s.countersKey(), s.docKey(1), s.expiryKey()} {
@@ -676,8 +694,83 @@ func (s *Store) Leftovers(ctx context.Context) ([]string, error) {
 			found = append(found, k)
 		}
 	}
+	if len(found) > 0 {
+		return found, nil
+	}
+	var mu sync.Mutex
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	err := s.eachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
+		for cursor := uint64(0); ; {
+			keys, next, err := c.Scan(ctx, cursor, s.prefix+"*", 10000).Result()
+			if err != nil {
+				mu.Lock()
+				defer mu.Unlock()
+				if found != nil {
+					return nil // NB: cancelled by another master's find
+				}
+				return err
+			}
+			// NB: not the registrations of writable handles, which a
+			// writable Open makes before it reads the manifest (its own
+			// and those of processes creating the index with it).
+			if i := slices.IndexFunc(keys, func(k string) bool { return k != s.writersKey() }); i >= 0 {
+				mu.Lock()
+				if found == nil {
+					found = keys[i : i+1]
+				}
+				mu.Unlock()
+				stop()
+				return nil
+			}
+			if cursor = next; cursor == 0 {
+				return nil
+			}
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
 	return found, nil
 }
+
+// MarkCounters marks the index's counters with mark (the index's
+// instance), unless they hold a mark, and from then on gives a put its
+// numbers only from counters that hold this one (numbersScript): a put
+// that finds the mark gone fails with ErrCountersGone, and writes
+// nothing. A writable handle calls it once it has read the manifest.
+//
+// NB: a build that outlived a restart of Redis without persistence went
+// on writing into keys no manifest named, and ended with exit status 0:
+// the handle learnt that the index was gone only at its heartbeat, every
+// 30 s, and numbers given again from 1 by the new counters were taken (a
+// review: 83,000 documents written after the restart, none readable).
+func (s *Store) MarkCounters(ctx context.Context, mark string) error {
+	// NB: the mark is set by a script, which may run at maxmemory (a
+	// writable open there deletes), and only where none is (an HSETNX is
+	// refused at maxmemory even where the field is).
+	got, err := s.evalOne(ctx, s.script(counterMarkScript), []string{s.countersKey()}, mark).Text()
+	if err != nil {
+		return err
+	}
+	if got != mark {
+		return fmt.Errorf("%w: %s holds the mark %q, not %q", ErrCountersGone, s.countersKey(), got, mark)
+	}
+	s.mark = mark
+	return nil
+}
+
+// counterMarkScript sets the counters KEYS[1]'s mark to ARGV[1] unless they
+// hold one, and returns theirs.
+const counterMarkScript = `local m = redis.call('HGET', KEYS[1], 'index')
+if m then return m end
+redis.call('HSET', KEYS[1], 'index', ARGV[1])
+return ARGV[1]`
+
+// numbersScript adds ARGV[1] to the counters KEYS[1]'s next number and
+// returns it, if they hold the mark ARGV[2] (MarkCounters); else -1.
+const numbersScript = `if redis.call('HGET', KEYS[1], 'index') ~= ARGV[2] then return -1 end
+return redis.call('HINCRBY', KEYS[1], 'next', ARGV[1])`
 
 // CreateManifest stores the manifest of a new index unless one is stored
 // (two processes creating the same index at once: one wins); created says
@@ -751,9 +844,18 @@ func (s *Store) Apply(ctx context.Context, ws *WriteSet) (Result, error) {
 	}
 	// 1. The new records, under fresh numbers.
 	if len(ws.Puts) > 0 {
-		last, err := s.c.HIncrBy(ctx, s.countersKey(), "next", int64(len(ws.Puts))).Result()
+		var last int64
+		var err error
+		if s.mark == "" {
+			last, err = s.c.HIncrBy(ctx, s.countersKey(), "next", int64(len(ws.Puts))).Result()
+		} else {
+			last, err = s.evalOne(ctx, numbersScript, []string{s.countersKey()}, len(ws.Puts), s.mark).Int64()
+		}
 		if err != nil {
 			return res, err
+		}
+		if last < 0 {
+			return res, fmt.Errorf("%w: %s holds no mark %q; no id of this write was written", ErrCountersGone, s.countersKey(), s.mark)
 		}
 		first := uint64(last) - uint64(len(ws.Puts)) + 1
 		for i := range ws.Puts {
