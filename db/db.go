@@ -566,7 +566,7 @@ func (db *DB) loadManifest() error {
 	c, err := codec.DecodeCounters(cv)
 	closer.Close()
 	if err != nil {
-		return classify(err)
+		return fmt.Errorf("%w%w", classify(err), unsaid{errUnrepairable})
 	}
 	db.setCounters(c)
 	return nil
@@ -602,7 +602,7 @@ func (db *DB) stored() uint64 {
 func (db *DB) useManifest(v []byte) error {
 	m, err := codec.DecodeManifest(v)
 	if err != nil {
-		return classify(err)
+		return fmt.Errorf("%w%w", classify(err), unsaid{errUnrepairable})
 	}
 	db.man = *m
 	if m.FormatVersion < codec.MinFormatVersion && !db.opts.upgrading {

@@ -229,13 +229,20 @@ func corruptRepairable(format string, args ...any) error {
 	return fmt.Errorf("%w: %s%w", ErrCorrupt, fmt.Sprintf(format, args...), unsaid{errRepairable})
 }
 
+// errUnrepairable marks (unsaid) an ErrCorrupt of lshdb's own records
+// that Repair cannot reach: the manifest or the counters record that Open
+// reads does not decode (Repair needs the index open). They were taken
+// for a record's damage, and the advice to run check --repair came back
+// from check --repair itself (a review).
+var errUnrepairable = errors.New("unrepairable")
+
 // Repairable reports whether err (ErrCorrupt) is damage that Repair
 // mends from the records: a record, posting list or id of lshdb's that
 // does not decode or disagrees with the records. Damage Pebble reports
 // (a block whose checksum fails, a manifest or table missing) and a store
 // that does not open are not: restore a backup, or build the index again.
 func Repairable(err error) bool {
-	if !errors.Is(err, ErrCorrupt) || pebble.IsCorruptionError(err) {
+	if !errors.Is(err, ErrCorrupt) || pebble.IsCorruptionError(err) || errors.Is(err, errUnrepairable) {
 		return false
 	}
 	return errors.Is(err, errRepairable) || errors.Is(err, codec.ErrCorrupt)

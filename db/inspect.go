@@ -102,6 +102,12 @@ func (db *DB) buckets(ctx context.Context, band, top, step, steps int) (*BucketS
 	err := scan(ctx, snap, lo, hi, func(k, v []byte) {
 		bands.key(k)
 		b, bucket, err := codec.ParsePostingKey(k)
+		if err == nil && b >= len(st.Lists) {
+			// NB: a list of a band the index has not (a key set by hand,
+			// a damaged manifest) panicked stats and buckets; check
+			// reports it, and check --repair removes it.
+			err = fmt.Errorf("%w: posting list %d/%08x is of band %d, and the index has bands 0 to %d: lshdb check --repair removes it", ErrCorrupt, b, bucket, b, len(st.Lists)-1)
+		}
 		if err == nil {
 			ps, err = codec.DecodePostings(v, ps[:0])
 		}

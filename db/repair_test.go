@@ -493,3 +493,107 @@ func TestCheckNamesMissingBands(t *testing.T) {
 		t.Errorf("Check's problems:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// Ensure that a posting list of a band the index has not (a key set by
+// hand, a manifest whose band count was damaged) is a problem to Check,
+// an ErrCorrupt to Buckets and Stats, and gone after Repair: Buckets and
+// Stats panicked (index out of range), and Check skipped it unsaid and
+// said ok, while Repair removed it (a review).
+func TestPostingListOfNoBand(t *testing.T) {
+	ctx := context.Background()
+	fs, d := twoDocIndex(t)
+	a, err := d.Get("a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	nb := d.bands.B
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	p := rawStore(t, fs, "db")
+	if err := p.Merge(codec.AppendPostingKey(nil, nb, 0xdeadbeef), codec.AppendPostings(nil, []codec.Posting{{Doc: a.Num}}), pebble.Sync); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	d = mustOpen(t, "db", &Options{fs: fs})
+	defer d.Close()
+	want := fmt.Sprintf("posting list %d/deadbeef is of band %d, and the index has bands 0 to %d", nb, nb, nb-1)
+	if _, err := d.Buckets(ctx, -1, 10); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), want) {
+		t.Errorf("Buckets: %v, want ErrCorrupt naming the list", err)
+	}
+	if _, err := d.Stats(ctx, 10); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), want) {
+		t.Errorf("Stats: %v, want ErrCorrupt naming the list", err)
+	}
+	rep, err := d.Check(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Problems) != 1 || rep.Problems[0] != want {
+		t.Errorf("Check's problems: %q, want [%q]", rep.Problems, want)
+	}
+	if _, err := d.Repair(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := d.Check(ctx); err != nil || len(rep.Problems) != 0 {
+		t.Errorf("Check after Repair: %v, %v", rep, err)
+	}
+	st, err := d.Buckets(ctx, -1, 10)
+	if err != nil {
+		t.Fatalf("Buckets after Repair: %v", err)
+	}
+	if got := slices.Max(st.Lists); got != 2 {
+		t.Errorf("lists in a band after Repair: %v, want 2 in every band", st.Lists)
+	}
+}
+
+// Ensure that a manifest or counters record that does not decode is an
+// ErrCorrupt that Repairable says Repair cannot mend: Repair needs the
+// index open, and Open refuses it. Every command, check --repair
+// included, advised check --repair (a review); a record of a document
+// that does not decode is still Repairable.
+func TestUnreadableManifestIsNotRepairable(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		key, value []byte
+	}{
+		{"manifest", codec.ManifestKey, []byte{0xde, 0xad, 0xbe, 0xef}},
+		{"counters", codec.CountersKey, []byte{1}},
+	} {
+		fs, d := twoDocIndex(t)
+		if err := d.Close(); err != nil {
+			t.Fatal(err)
+		}
+		p := rawStore(t, fs, "db")
+		if err := p.Set(tc.key, tc.value, pebble.Sync); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Close(); err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range []*Options{{fs: fs}, {fs: fs, ReadOnly: true}} {
+			_, err := Open("db", o)
+			if !errors.Is(err, ErrCorrupt) || Repairable(err) {
+				t.Errorf("%s: Open: %v (Repairable), want an ErrCorrupt Repair cannot mend", tc.name, err)
+			}
+		}
+	}
+	// A document's record that does not decode: Repair mends it.
+	fs, d := twoDocIndex(t)
+	a, err := d.Get("a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Close()
+	p := rawStore(t, fs, "db")
+	if err := p.Set(codec.AppendDocKey(nil, a.Num), []byte{2, 0xff, 0xff}, pebble.Sync); err != nil {
+		t.Fatal(err)
+	}
+	p.Close()
+	d = mustOpen(t, "db", &Options{fs: fs})
+	defer d.Close()
+	if _, err := d.Get("a"); !errors.Is(err, ErrCorrupt) || !Repairable(err) {
+		t.Errorf("Get of a record that does not decode: %v (Repairable %v), want a repairable ErrCorrupt", err, Repairable(err))
+	}
+}
