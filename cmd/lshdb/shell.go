@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -245,16 +246,20 @@ func (a *app) interactive() error {
 	})
 	// History persists in ~/.lshdb_history when the home directory allows.
 	histPath := ""
+	hist := &sessionHistory{State: ln}
 	if home, err := os.UserHomeDir(); err == nil {
 		histPath = filepath.Join(home, ".lshdb_history")
-		if f, err := os.Open(histPath); err == nil {
-			ln.ReadHistory(f)
-			f.Close()
+		old, err := readHistory(histPath)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			fmt.Fprintf(a.stderr, "lshdb: history not read: %v\n", err)
+		}
+		for _, l := range old {
+			ln.AppendHistory(l)
 		}
 	}
 	defer func() {
 		if histPath != "" {
-			if err := saveHistory(histPath, ln.WriteHistory); err != nil {
+			if err := saveHistory(histPath, hist.added); err != nil {
 				fmt.Fprintf(a.stderr, "lshdb: history not saved: %v\n", err)
 			}
 		}
@@ -272,7 +277,7 @@ func (a *app) interactive() error {
 	}
 	defer signal.Stop(sigs)
 	fmt.Fprintf(a.stdout, "lshdb shell on %s; type help for commands, exit or Ctrl-D to leave, Ctrl-C cancels\n", esc(rediskv.Redact(cmp.Or(a.dbDir, a.addr))))
-	err := a.repl(ln, sigs)
+	err := a.repl(hist, sigs)
 	// NB: left set when a signal ended the shell: main's handler gets the
 	// same signal, and when the shell had cleared the flag first it took
 	// it for a second one and killed the process ("SIGTERM again"), which
@@ -283,20 +288,92 @@ func (a *app) interactive() error {
 	return err
 }
 
-// saveHistory writes the shell history to path, readable by its owner
-// only: it holds the texts of put statements (R15).
-func saveHistory(path string, write func(io.Writer) (int, error)) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+// historyLimit is the number of lines the history file keeps (liner's
+// scrollback holds as many).
+const historyLimit = liner.HistoryLimit
+
+// sessionHistory is the line editor, remembering the lines this session
+// added to the history.
+type sessionHistory struct {
+	*liner.State
+	added []string
+}
+
+func (h *sessionHistory) AppendHistory(line string) {
+	h.State.AppendHistory(line)
+	h.added = append(h.added, line)
+}
+
+// readHistory returns the last historyLimit lines of the history file at
+// path, lines of any length; a line that is not UTF-8 is skipped.
+//
+// NB: not liner's ReadHistory, which stops at the first line longer than
+// 4 KiB (a put of a long text), unsaid: the shell saved what it had read
+// over the file, and the history after that line was lost (a review).
+func readHistory(path string) ([]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var lines []string
+	r := bufio.NewReader(f)
+	for {
+		line, err := r.ReadString('\n')
+		if line = strings.TrimSuffix(line, "\n"); line != "" && utf8.ValidString(line) {
+			lines = append(lines, line)
+			if len(lines) > 2*historyLimit {
+				lines = append(lines[:0], lines[len(lines)-historyLimit:]...)
+			}
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return lines[max(0, len(lines)-historyLimit):], nil
+}
+
+// saveHistory adds the lines of this session to the history file at
+// path, keeping its last historyLimit lines, readable by its owner only:
+// it holds the texts of put statements (R15). The file is read again
+// first, so that the lines another shell saved since this one began are
+// kept (the last shell to leave wrote only its own list over the file:
+// a review), and replaced whole (a temporary file renamed over it).
+func saveHistory(path string, added []string) error {
+	if len(added) == 0 {
+		return nil
+	}
+	lines, err := readHistory(path)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	lines = append(lines, added...)
+	lines = lines[max(0, len(lines)-historyLimit):]
+	if real, err := filepath.EvalSymlinks(path); err == nil {
+		path = real // NB: a history linked elsewhere stays a link
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".*.tmp")
 	if err != nil {
 		return err
 	}
-	// An older history file may have been created 0644.
+	defer os.Remove(f.Name()) // NB: gone once renamed
+	// NB: CreateTemp makes it 0600; said again for a umask's sake.
 	if err := f.Chmod(0o600); err != nil {
 		f.Close()
 		return err
 	}
-	_, werr := write(f)
-	return errors.Join(werr, f.Close())
+	w := bufio.NewWriter(f)
+	for _, l := range lines {
+		w.WriteString(l)
+		w.WriteByte('\n')
+	}
+	if err := errors.Join(w.Flush(), f.Close()); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), path)
 }
 
 // repl reads statements from p and runs each under a context of its own,
@@ -408,6 +485,14 @@ func (a *app) repl(p prompter, sigs <-chan os.Signal) error {
 		cancelStmt = nil
 		mu.Unlock()
 		cancel()
+		if oerr := a.outErr(); oerr != nil {
+			// NB: the output is gone (lshdb shell | head, a tee killed by
+			// Ctrl-C): the shell ran on unseen, writes too, holding the
+			// index, until exit (a review). It leaves, and says so where
+			// it still can.
+			fmt.Fprintf(a.stderr, "lshdb: the shell's output is gone (%v): leaving\n", oerr)
+			return cmp.Or(err, oerr)
+		}
 		if err != nil {
 			a.shellError(err)
 		}

@@ -133,6 +133,37 @@ func TestShellTerminatedInStatement(t *testing.T) {
 	}
 }
 
+// Ensure that the interactive shell leaves once its output is gone (a
+// closed pipe): it ran on unseen, writes too, holding the index, until
+// exit (a review). The put after the failed write does not run.
+func TestShellLeavesWhenOutputIsGone(t *testing.T) {
+	dir := t.TempDir()
+	idx := filepath.Join(dir, "idx")
+	if _, errOut, code := runLine([]string{"insert", "--db", idx, "-"}, `{"id":"a","text":"a document of the index"}`+"\n"); code != 0 {
+		t.Fatal(errOut)
+	}
+	d, err := db.Open(idx, &db.Options{MustExist: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var errb bytes.Buffer
+	a := &app{ctx: context.Background(), stderr: &errb, shellDB: d}
+	a.out = &outWriter{w: &failingWriter{err: syscall.EPIPE}}
+	a.stdout = a.out
+	p := &lines{items: []any{"get a", "put blind written while the output is gone", "stats"}}
+	err = a.repl(p, make(chan os.Signal))
+	if !errors.Is(err, syscall.EPIPE) || !strings.Contains(errb.String(), "the shell's output is gone") {
+		t.Fatalf("repl: %v, stderr %q; want EPIPE, said", err, errb.String())
+	}
+	if len(p.items) != 2 {
+		t.Errorf("%d lines left unread, want 2 (the shell went on)", len(p.items))
+	}
+	if _, err := d.Get("blind"); !errors.Is(err, db.ErrNotFound) {
+		t.Errorf("the put after the output went: %v, want ErrNotFound", err)
+	}
+	d.Close()
+}
+
 // Ensure that every exit word leaves the shell before the next line runs.
 func TestShellExitWords(t *testing.T) {
 	for _, word := range []string{"exit", "quit", ".quit", ".exit", `\q`} {
@@ -169,8 +200,7 @@ func TestSaveHistoryMode(t *testing.T) {
 		t.Fatal(err)
 	}
 	for range 2 {
-		err := saveHistory(path, func(w io.Writer) (int, error) { return io.WriteString(w, "put a secret text\n") })
-		if err != nil {
+		if err := saveHistory(path, []string{"put a secret text"}); err != nil {
 			t.Fatal(err)
 		}
 		st, err := os.Stat(path)
@@ -179,6 +209,76 @@ func TestSaveHistoryMode(t *testing.T) {
 		}
 		os.Remove(path) // the second round creates it
 	}
+}
+
+// Ensure that the history keeps lines of any length, and the lines of
+// two shells open at once: liner's reader stopped at the first line over
+// 4 KiB (a put of a long text), unsaid, and the shell wrote what it had
+// read over the file, losing every line after it; and the last shell to
+// leave wrote its own list over the other's lines (a review). The model:
+// the lines saved, in order, the last historyLimit of them.
+func TestHistoryKeepsLongLinesAndOtherShells(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, ".lshdb_history")
+	long := "put big " + strings.Repeat("x", 25_000)
+	var want []string
+	save := func(lines ...string) {
+		t.Helper()
+		if err := saveHistory(path, lines); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, lines...)
+	}
+	check := func() {
+		t.Helper()
+		got, err := readHistory(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w := want[max(0, len(want)-historyLimit):]; !slices.Equal(got, w) {
+			i := 0
+			for i < min(len(got), len(w)) && got[i] == w[i] {
+				i++
+			}
+			t.Fatalf("history of %d lines, want %d (the first %d alike)", len(got), len(w), i)
+		}
+	}
+	save("info", long, "get big --output json", "stats")
+	check()
+	// Shell A and shell B open at once; A leaves first.
+	save("get from-A")
+	save("get from-B")
+	check()
+	// The oldest lines go past the limit.
+	for i := range historyLimit {
+		want = append(want, fmt.Sprint("get doc", i))
+	}
+	if err := saveHistory(path, want[len(want)-historyLimit:]); err != nil {
+		t.Fatal(err)
+	}
+	check()
+	// A line that is not UTF-8 (written by something else) is skipped.
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString("get \xff\xfe\n")
+	f.Close()
+	save("get last")
+	check()
+	// Saved through a link, the history stays a link.
+	link := filepath.Join(dir, "link")
+	if err := os.Symlink(path, link); err != nil {
+		t.Fatal(err)
+	}
+	if err := saveHistory(link, []string{"get via-link"}); err != nil {
+		t.Fatal(err)
+	}
+	want = append(want, "get via-link")
+	if st, err := os.Lstat(link); err != nil || st.Mode()&os.ModeSymlink == 0 {
+		t.Fatalf("the link after a save: %v, %v", st.Mode(), err)
+	}
+	check()
 }
 
 // Ensure that the shell refuses a --db that does not exist instead of
