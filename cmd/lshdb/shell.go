@@ -578,6 +578,12 @@ func (a *app) shellLine(line string) (done bool, err error) {
 		if err := a.shellDB.Put(db.Doc{ID: id, Text: text}, wo); err != nil {
 			return false, err
 		}
+		// NB: a JSON line in a shell started with --output json, as a
+		// delete's is: a script's stream of JSON lines took a line of
+		// text, and jq failed on it (a review).
+		if a.json() {
+			return false, a.emitJSON(map[string]any{"stored": id})
+		}
 		fmt.Fprintf(a.stdout, "stored %s\n", tableID(id))
 		return false, nil
 	}
@@ -665,9 +671,9 @@ func checkShellFlags(name string, spec shellSpec, c *cobra.Command, args []strin
 // flags.
 func (a *app) shellHelp(args []string) error {
 	if len(args) == 0 {
-		fmt.Fprintln(a.stdout, `commands (help CMD for one; every command but put and help takes --output json, pairs also csv or tsv):
+		fmt.Fprintln(a.stdout, `commands (help CMD for one; every command but help takes --output json (put by the shell's own --output json), pairs also csv or tsv):
   info | stats | buckets [--band B] [--top N] | bucket BAND BUCKET | get ID
-  query (--id ID | --text TEXT) [--threshold T] [--top K] [--estimate-only]
+  query (--id ID | --text TEXT) [--threshold T] [--top K] [--estimate-only] [--with-text]
   explain ID1 ID2 | pairs [--threshold T] [--limit N] [--stats] [--sort=false] [--memory MIB]
   clusters [--threshold T] [--mode M] [--keep K] [--memory MIB] | tune [--threshold T] | check | purge
   put [--ttl D] ID TEXT... | delete [--ignore-missing] ID...

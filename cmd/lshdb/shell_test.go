@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -591,5 +592,30 @@ func TestShellScriptSignalWhileWaiting(t *testing.T) {
 				t.Errorf("a line after the signal ran: Get: %v", err)
 			}
 		})
+	}
+}
+
+// Ensure that a shell started with --output json writes JSON lines only,
+// put's confirmation too: it was a line of text in the stream ("stored
+// d4"), and jq failed on it (a review).
+func TestShellJSONPut(t *testing.T) {
+	idx := filepath.Join(t.TempDir(), "idx")
+	if _, errOut, code := runLine([]string{"insert", "--db", idx, "-"}, `{"id":"a","text":"a document of the index"}`+"\n"); code != 0 {
+		t.Fatal(errOut)
+	}
+	out, errOut, code := runLine([]string{"shell", "--db", idx, "--output", "json"}, "put d4 a text put in the shell\nget d4\ndelete d4\n")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var got []map[string]any
+	for _, l := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatalf("not a JSON line: %q (%v)", l, err)
+		}
+		got = append(got, m)
+	}
+	if len(got) != 3 || got[0]["stored"] != "d4" || got[1]["text"] != "a text put in the shell" || got[2]["deleted"] != "d4" {
+		t.Errorf("lines %v", got)
 	}
 }
