@@ -645,7 +645,9 @@ func checkShellFlags(name string, spec shellSpec, c *cobra.Command, args []strin
 		case name == "check" && flag == "repair":
 			// NB: it said "check takes no --repair in the shell", and no
 			// more: the damaged-index hints name check --repair.
-			return false, usagef("check --repair mends the index outside the shell: leave it and run lshdb check --db DIR --repair (it waits for no shell: close this one first)")
+			// NB: it said to close the shell first; another terminal's
+			// check --repair goes through the shell (a review).
+			return false, usagef("check --repair is a command of its own: run lshdb check --db DIR --repair in another terminal (it goes through this shell), or after leaving the shell")
 		case flag == "cpuprofile" || flag == "plot" || flag == "file":
 			return false, usagef("--%s names a file, which the shell does not read or write (use the lshdb command)", flag)
 		case !strings.HasPrefix(w, "--") && (flag == "" || c == nil || c.Flags().ShorthandLookup(flag[:1]) == nil || len(flag) > 1 && !hasValue):
