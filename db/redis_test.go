@@ -653,8 +653,10 @@ func TestDrop(t *testing.T) {
 		t.Fatalf("Drop of a dropped index: %v, want ErrNotExist", err)
 	}
 
-	// A process that has the index open while it is dropped, and writes
-	// after, leaves keys with no manifest: the next Drop removes them.
+	// A process that has the index open while it is dropped, and puts
+	// after, is refused at once (the counters' mark is gone), and writes
+	// nothing. Keys left with no manifest (an older lshdb's put; one
+	// set here by hand): the next Drop removes them.
 	w := redisURL(t, "-writer")
 	put(w)
 	d, err := Open(w, &Options{ExpirySweep: -1})
@@ -665,7 +667,16 @@ func TestDrop(t *testing.T) {
 	if err := Drop(ctx, w); err != nil {
 		t.Fatal(err)
 	}
-	if err := d.Put(Doc{ID: "late", Text: "a write after the drop, by a handle opened before it"}, nil); err != nil {
+	if err := d.Put(Doc{ID: "late", Text: "a write after the drop, by a handle opened before it"}, nil); !errors.Is(err, ErrNotExist) {
+		t.Fatalf("a put after the drop, by a handle opened before it: %v, want ErrNotExist", err)
+	}
+	if err := Drop(ctx, w); !errors.Is(err, ErrNotExist) {
+		t.Fatalf("Drop after the refused put: %v, want ErrNotExist (nothing written)", err)
+	}
+	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: redisCluster.Addrs})
+	defer c.Close()
+	name := w[strings.LastIndex(w, "/")+1:]
+	if err := c.Set(ctx, "lshdb:"+name+":d:7", "a record left by an older lshdb", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
 	if err := Drop(ctx, w); err != nil {

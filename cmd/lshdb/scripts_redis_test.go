@@ -53,7 +53,7 @@ func redisExpected(expected string) string {
 	})
 	s = purged.ReplaceAllString(s, "purged 0 empty posting lists")
 	// NB: a build on Redis is not atomic, and says so when it stopped.
-	s = strings.ReplaceAll(s, "nothing loaded (a build is atomic)", "no document stored before the failure (on Redis a build writes batches of documents: it is not atomic)")
+	s = strings.ReplaceAll(s, "nothing loaded (a build is atomic)", "no document stored before the failure (on Redis a build writes batches of documents: it is not atomic, and the batch that failed may be stored in part: lshdb check --repair finishes or removes it)")
 	s = sizeOnDisk.ReplaceAllString(s, "storage: Redis (no files of its own; lshdb stats gives the memory its keys take)")
 	s = storedDisk.ReplaceAllString(s, "memory on the masters (MEMORY USAGE): …")
 	s = pairsWork.ReplaceAllString(s, "$1…$2")

@@ -892,11 +892,13 @@ Redis.`,
 				if db.IsRedisURL(a.dbDir) {
 					// NB: not atomic there: the batches before the
 					// failure stay, and none had been written.
-					what = "no document stored before the failure (on Redis a build writes batches of documents: it is not atomic)"
+					what = "no document stored before the failure (on Redis a build writes batches of documents: it is not atomic, and the batch that failed may be stored in part: lshdb check --repair finishes or removes it)"
 				}
 				if res.Stored > 0 {
-					// NB: on Redis a load writes batches (db.Load).
-					what = fmt.Sprintf("%s stored before the failure (on Redis a build writes batches of documents: it is not atomic)", counted(res.Stored, "document", "documents"))
+					// NB: on Redis a load writes batches (db.Load). The
+					// one that failed may be stored in part (a review: 873
+					// documents of it were, uncounted here).
+					what = fmt.Sprintf("%s stored before the failure, and maybe part of the batch that failed (on Redis a build writes batches of documents: it is not atomic; lshdb check --repair finishes or removes what the failed batch left)", counted(res.Stored, "document", "documents"))
 				}
 				var re *docio.RecordError
 				switch {
