@@ -91,7 +91,7 @@ it and renamed when complete. The summary goes to stderr.`,
 						return interruptNote(err, "export interrupted while clustering: nothing written")
 					}
 				}
-				src := docio.Source{Name: "the index", Format: "jsonl"}
+				src := docio.Source{Name: indexSource, Format: "jsonl"}
 				kept, drop := df.sinks(a, nil)
 				n, noText, err := a.export(d, fates, src, kept, drop)
 				if err = finishSinks(err, kept, drop); err != nil {

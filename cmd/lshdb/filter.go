@@ -168,6 +168,10 @@ func (s *sink) compression(input string) string {
 // or .zst): filter writes the input's format back, whatever the name.
 var outputFormats = map[string]string{".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv", ".tsv": "tsv", ".parquet": "parquet"}
 
+// indexSource is the name of export's source, an index, in a sink's
+// checks.
+const indexSource = "the index"
+
 // formatNames are the formats' names in messages.
 var formatNames = map[string]string{"jsonl": "JSON Lines", "csv": "CSV", "tsv": "TSV", "parquet": "Parquet", "text": "text"}
 
@@ -193,6 +197,11 @@ func (s *sink) nameFits(src docio.Source) error {
 			n = m
 			break
 		}
+	}
+	if named := outputFormats[filepath.Ext(n)]; named != "" && named != src.Format && src.Name == indexSource {
+		// NB: export's: it said "filter cannot write this input format
+		// … and the index is JSON Lines" (a newcomer's review).
+		return usageError{fmt.Errorf("export writes JSON Lines (an object of id, text and meta a line): %s %s names %s (name the output .jsonl, or give it no such extension)", s.what, escControls(s.path), formatNames[named])}
 	}
 	if named := outputFormats[filepath.Ext(n)]; named != "" && named != src.Format {
 		return usageError{fmt.Errorf("%w: %s %s names %s, but filter writes each input back in its own format, and %s is %s (name the output .%s, or give it no such extension)", errFilterFormat, s.what, escControls(s.path), formatNames[named], escControls(src.Name), cmp.Or(formatNames[src.Format], src.Format), src.Format)}

@@ -670,6 +670,15 @@ func TestOutputNames(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "k.jsonl")); err == nil {
 		t.Error("filter wrote --out when --removed was refused")
 	}
+	// export's refusal of another format's name is export's: it named
+	// filter, and "the index is JSON Lines" (a newcomer's review).
+	for _, name := range []string{"e.csv", "e.parquet", "e.tsv.gz"} {
+		path := filepath.Join(dir, name)
+		_, errOut, code := runLine([]string{"export", "--db", idx, "--out", path}, "")
+		if _, err := os.Stat(path); code != 2 || !strings.Contains(errOut, "lshdb: export writes JSON Lines") || strings.Contains(errOut, "filter") || err == nil {
+			t.Errorf("export --out %s: exit %d, stderr %q, file written: %v", name, code, errOut, err == nil)
+		}
+	}
 }
 
 // bgzfMembers walks a BGZF file by the sizes its members' headers give
