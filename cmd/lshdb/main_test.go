@@ -713,3 +713,23 @@ func TestTunePlotLabelsInside(t *testing.T) {
 		t.Errorf("tune --db of an index given its banding says: %s", out)
 	}
 }
+
+// Ensure that a command that writes an index asks for --db before it
+// looks at its inputs: lshdb insert idx a.jsonl (--db forgotten) said
+// "stat idx: no such file or directory" (a newcomer's review).
+func TestDBBeforeInputs(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "a.jsonl")
+	if err := os.WriteFile(file, []byte(`{"id":"a","text":"a document"}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, cmd := range []string{"insert", "build", "dedup"} {
+		_, errOut, code := runLine([]string{cmd, filepath.Join(dir, "idx"), file}, "")
+		if code != 2 || errOut != "lshdb: --db DIR is required\n" {
+			t.Errorf("%s without --db: exit %d, %q", cmd, code, errOut)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "idx")); err == nil {
+		t.Error("an index was made")
+	}
+}

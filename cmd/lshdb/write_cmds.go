@@ -801,6 +801,9 @@ Redis.`,
 			if compact != "auto" && compact != "always" && compact != "never" {
 				return usagef("--compact %q: must be auto, always or never", compact)
 			}
+			if err := a.needDB(); err != nil {
+				return err
+			}
 			if err := in.check(args); err != nil {
 				return err
 			}
@@ -1373,6 +1376,9 @@ after committing what was read and says where to continue.`,
 			if err := checkTTL(c, ttl); err != nil {
 				return err
 			}
+			if err := a.needDB(); err != nil {
+				return err
+			}
 			if err := in.check(args); err != nil {
 				return err
 			}
@@ -1708,6 +1714,9 @@ A missing index is created with the default parameters (threshold 0.8):
 make it first with lshdb create for others.`,
 		RunE: func(c *cobra.Command, args []string) error {
 			if err := checkTTL(c, ttl); err != nil {
+				return err
+			}
+			if err := a.needDB(); err != nil {
 				return err
 			}
 			if err := in.check(args); err != nil {
