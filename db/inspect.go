@@ -116,7 +116,7 @@ func (db *DB) bucketsIn(ctx context.Context, snap *pebble.Snapshot, band, top, s
 			// NB: a list of a band the index has not (a key set by hand,
 			// a damaged manifest) panicked stats and buckets; check
 			// reports it, and check --repair removes it.
-			err = fmt.Errorf("%w: posting list %d/%08x is of band %d, and the index has bands 0 to %d: lshdb check --repair removes it", ErrCorrupt, b, bucket, b, len(st.Lists)-1)
+			err = corruptRepairable("posting list %d/%08x is of band %d, and the index has bands 0 to %d", b, bucket, b, len(st.Lists)-1)
 		}
 		if err == nil {
 			ps, err = codec.DecodePostings(v, ps[:0])

@@ -314,7 +314,7 @@ func (db *DB) startHeartbeat(every time.Duration) {
 			// handle, or lost by a Redis restarted without its data):
 			// the registration made it read as in use, and it is said
 			// once, as the handle's writes now go to no index.
-			if gone {
+			if gone || db.gone.Load() {
 				// NB: for good: an index made again under the name (other
 				// parameters, maybe) is not this handle's.
 			} else if m, err := db.rkv.Manifest(ctx); err == nil && (m == nil || !sameInstance(m, instance)) {
@@ -364,9 +364,12 @@ func (db *DB) redisManifest(ctx context.Context) error {
 		// own parameters: documents no query finds, counted as stored.
 		// A reader was told the index did not exist, and to create it
 		// (a review's R3: check among them).
-		left, err := db.rkv.Leftovers(ctx)
+		left, unscanned, err := db.rkv.Leftovers(ctx)
 		if err != nil {
 			return redisErr(err)
+		}
+		if unscanned > 0 && !db.opts.ReadOnly && !db.opts.MustExist {
+			db.opts.Logger.Warn("lshdb: creating the index, its name was checked for keys of a lost index by a few lookups, not by a scan of the servers' keys, which hold more than "+strconv.FormatInt(rediskv.LeftoverScanKeys, 10)+" (redis-cli --scan --pattern 'lshdb:NAME:*' finds any)", "index", db.dir, "keys", unscanned)
 		}
 		if len(left) > 0 {
 			// NB: another process may have created the index and
@@ -447,8 +450,19 @@ func (db *DB) redisWrite(preps []prepared) (int, error) {
 	}
 	res, err := db.rkv.Apply(db.redisWriteCtx(), &ws)
 	if errors.Is(err, rediskv.ErrCountersGone) {
+		// NB: the counters alone lost (a cluster's master restarted
+		// without persistence, the manifest on another): the index is
+		// there, and check --repair puts the counters back, mark
+		// included; the handle's writes go on after it (a maintainer's
+		// review: it was told to create the index again, for good).
+		if m, merr := db.rkv.Manifest(db.redisWriteCtx()); merr == nil && m != nil && sameInstance(m, db.man.Instance) {
+			return 0, corruptRepairable("%s: the index's counters are gone from Redis (lost with a restart without persistence, or evicted) while its manifest is there: no id of this write was written; stop every writer, and lshdb check --repair puts them back", db.dir)
+		}
 		if !db.gone.Swap(true) {
-			db.opts.Logger.Error("lshdb: the index's counters are gone from Redis (lost with a restart without persistence, evicted, or dropped): this handle's writes are refused from now on; close it, and restore or create the index again", "index", db.dir)
+			db.opts.Logger.Error("lshdb: the index is gone from Redis (lost with a restart without persistence, evicted, or dropped): this handle's writes are refused from now on; close it, and restore or create the index again", "index", db.dir)
+			uctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			db.rkv.Unregister(uctx, db.writer) // NB: as the heartbeat does
+			cancel()
 		}
 		return 0, db.indexGoneErr()
 	}

@@ -1896,7 +1896,7 @@ func TestRedisHeartbeatOfDroppedIndex(t *testing.T) {
 	if _, err := w.Purge(ctx); !errors.Is(err, ErrNotExist) {
 		t.Errorf("Purge of the dropped index: %v, want ErrNotExist", err)
 	}
-	if left, err := s.Leftovers(ctx); err != nil || len(left) != 0 {
+	if left, _, err := s.Leftovers(ctx); err != nil || len(left) != 0 {
 		t.Errorf("keys written after the drop: %v, %v", left, err)
 	}
 }
@@ -1940,7 +1940,7 @@ func TestRedisPutAfterTheIndexWasLost(t *testing.T) {
 	if _, err := w.Load(ctx, docs, nil); !errors.Is(err, ErrNotExist) {
 		t.Errorf("Load into the lost index: %v, want ErrNotExist", err)
 	}
-	if left, err := s.Leftovers(ctx); err != nil || len(left) != 0 {
+	if left, _, err := s.Leftovers(ctx); err != nil || len(left) != 0 {
 		t.Errorf("keys written after the loss: %v, %v", left, err)
 	}
 	// A handle opened on the index made again writes as any other.
@@ -1954,6 +1954,51 @@ func TestRedisPutAfterTheIndexWasLost(t *testing.T) {
 	}
 	if n, err := w2.Count(); err != nil || n != 1 {
 		t.Errorf("the index made again: %d documents, %v; want 1", n, err)
+	}
+}
+
+// Ensure that a handle whose index lost only its counters (a cluster's
+// master restarted without persistence, the manifest on another) is told
+// that check --repair puts them back, not that the index is gone, and
+// writes again once it has: it was told to create the index again, and
+// refused for good (a maintainer's review).
+func TestRedisPutAfterTheCountersWereLost(t *testing.T) {
+	u := redisURL(t)
+	ctx := context.Background()
+	w, err := Open(u, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	for i := range 20 {
+		if err := w.Put(Doc{ID: fmt.Sprint("before", i), Text: fmt.Sprint("a document stored before the counters went, number ", i)}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: redisCluster.Addrs})
+	defer c.Close()
+	name := strings.NewReplacer("/", "-", " ", "-", ":", "-").Replace(t.Name())
+	if err := c.Del(ctx, "{lshdb:"+name+"}:counters").Err(); err != nil {
+		t.Fatal(err)
+	}
+	err = w.Put(Doc{ID: "after", Text: "a document put after the counters went"}, nil)
+	if !errors.Is(err, ErrCorrupt) || !Repairable(err) || errors.Is(err, ErrNotExist) {
+		t.Fatalf("Put after the counters went: %v, want a repairable ErrCorrupt", err)
+	}
+	if _, err := w.Get("after"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("the refused put was written: %v", err)
+	}
+	if _, err := w.Repair(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Put(Doc{ID: "after", Text: "a document put after the repair"}, nil); err != nil {
+		t.Fatalf("Put after the repair: %v", err)
+	}
+	if n, err := w.Count(); err != nil || n != 21 {
+		t.Errorf("after the repair and a put: %d documents, %v; want 21", n, err)
+	}
+	if rep, err := w.Check(ctx); err != nil || len(rep.Problems) != 0 {
+		t.Errorf("Check: %+v, %v", rep, err)
 	}
 }
 
@@ -2052,6 +2097,25 @@ func TestRedisCreateRefusesLeftoversWithoutItsFirstKeys(t *testing.T) {
 	if n, err := c.Exists(ctx, "lshdb:"+name+":manifest").Result(); err != nil || n != 0 {
 		t.Fatalf("the refused create wrote a manifest: %d, %v", n, err)
 	}
+	// Servers holding more keys than a scan may read (17 million took
+	// the open past its 30 s: a maintainer's review) are not scanned: a
+	// reader is told the index does not exist, a creator is warned.
+	func() {
+		defer func(n int64) { rediskv.LeftoverScanKeys = n }(rediskv.LeftoverScanKeys)
+		rediskv.LeftoverScanKeys = 0
+		if _, err := Open(u, &Options{ReadOnly: true}); !errors.Is(err, ErrNotExist) {
+			t.Fatalf("a read-only open without the scan: %v, want ErrNotExist", err)
+		}
+		var log syncBuffer
+		d, err := Open(u, &Options{Logger: slog.New(slog.NewTextHandler(&log, nil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.Close()
+		if !strings.Contains(log.String(), "by a few lookups, not by a scan") {
+			t.Errorf("no warning of the scan not made:\n%s", log.String())
+		}
+	}()
 	if err := Drop(ctx, u); err != nil {
 		t.Fatal(err)
 	}

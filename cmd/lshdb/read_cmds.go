@@ -240,7 +240,7 @@ func ordered(p db.Pair) db.Pair {
 const streamRows = 1000
 
 // pairsOut prints pairs as a table or JSON lines. Table rows go through a
-// tabwriter that is flushed every streamRows rows, so memory stays bounded
+// tableWriter that is flushed every streamRows rows, so memory stays bounded
 // and output arrives while the pairs are computed; the header comes with
 // the first row (or at the end when there is none), never before an error.
 // JSON lines and CSV rows are buffered and flushed as often, and also

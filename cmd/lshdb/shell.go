@@ -301,7 +301,9 @@ type sessionHistory struct {
 
 func (h *sessionHistory) AppendHistory(line string) {
 	h.State.AppendHistory(line)
-	h.added = append(h.added, line)
+	if n := len(h.added); n == 0 || h.added[n-1] != line { // NB: as liner's
+		h.added = append(h.added, line)
+	}
 }
 
 // readHistory returns the last historyLimit lines of the history file at
@@ -485,16 +487,17 @@ func (a *app) repl(p prompter, sigs <-chan os.Signal) error {
 		cancelStmt = nil
 		mu.Unlock()
 		cancel()
+		if err != nil {
+			a.shellError(err)
+		}
 		if oerr := a.outErr(); oerr != nil {
 			// NB: the output is gone (lshdb shell | head, a tee killed by
 			// Ctrl-C): the shell ran on unseen, writes too, holding the
 			// index, until exit (a review). It leaves, and says so where
-			// it still can.
+			// it still can; after the statement's error message, whose
+			// write may be the one that failed (a maintainer's review).
 			fmt.Fprintf(a.stderr, "lshdb: the shell's output is gone (%v): leaving\n", oerr)
-			return cmp.Or(err, oerr)
-		}
-		if err != nil {
-			a.shellError(err)
+			return oerr
 		}
 		if done {
 			return nil

@@ -147,20 +147,25 @@ func TestShellLeavesWhenOutputIsGone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var errb bytes.Buffer
-	a := &app{ctx: context.Background(), stderr: &errb, shellDB: d}
-	a.out = &outWriter{w: &failingWriter{err: syscall.EPIPE}}
-	a.stdout = a.out
-	p := &lines{items: []any{"get a", "put blind written while the output is gone", "stats"}}
-	err = a.repl(p, make(chan os.Signal))
-	if !errors.Is(err, syscall.EPIPE) || !strings.Contains(errb.String(), "the shell's output is gone") {
-		t.Fatalf("repl: %v, stderr %q; want EPIPE, said", err, errb.String())
-	}
-	if len(p.items) != 2 {
-		t.Errorf("%d lines left unread, want 2 (the shell went on)", len(p.items))
-	}
-	if _, err := d.Get("blind"); !errors.Is(err, db.ErrNotFound) {
-		t.Errorf("the put after the output went: %v, want ErrNotFound", err)
+	// A statement that prints, and one whose only output is its error
+	// message (it was written after the check, unnoticed: a
+	// maintainer's review).
+	for _, first := range []string{"get a", "get nosuch"} {
+		var errb bytes.Buffer
+		a := &app{ctx: context.Background(), stderr: &errb, shellDB: d}
+		a.out = &outWriter{w: &failingWriter{err: syscall.EPIPE}}
+		a.stdout = a.out
+		p := &lines{items: []any{first, "put blind written while the output is gone", "stats"}}
+		err = a.repl(p, make(chan os.Signal))
+		if !errors.Is(err, syscall.EPIPE) || !strings.Contains(errb.String(), "the shell's output is gone") {
+			t.Fatalf("%s: repl: %v, stderr %q; want EPIPE, said", first, err, errb.String())
+		}
+		if len(p.items) != 2 {
+			t.Errorf("%s: %d lines left unread, want 2 (the shell went on)", first, len(p.items))
+		}
+		if _, err := d.Get("blind"); !errors.Is(err, db.ErrNotFound) {
+			t.Errorf("%s: the put after the output went: %v, want ErrNotFound", first, err)
+		}
 	}
 	d.Close()
 }

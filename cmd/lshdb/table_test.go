@@ -69,6 +69,11 @@ func TestTableAlignsWideCharacters(t *testing.T) {
 			"A       B             C\n" +
 			"テスト  x             1\n" +
 			"zz      データベース  2\n"},
+		// Greek and … are one column each, in every locale (East Asian
+		// "ambiguous"; TestTableWidthsWhateverTheLocale).
+		{"Ωμέγα…\t1\nab\t2\n", "" +
+			"Ωμέγα…  1\n" +
+			"ab      2\n"},
 		// é is one column, as in tabwriter; a combining accent none.
 		{"é\t1\ne\u0301e\u0301\t2\n", "" +
 			"é   1\n" +
@@ -168,5 +173,36 @@ func BenchmarkTable(b *testing.B) {
 				flush()
 			}
 		})
+	}
+}
+
+// TestTableWidthsWhateverTheLocale: a table is the same under a
+// Japanese locale: go-runewidth's default counts East Asian "ambiguous"
+// characters (Greek, …) as two columns there, and most terminals draw
+// them as one (a maintainer's review). Each run is a process of its own,
+// the locale read as it starts.
+func TestTableWidthsWhateverTheLocale(t *testing.T) {
+	idx := filepath.Join(t.TempDir(), "idx")
+	text := "the quick brown fox jumps over the lazy dog and keeps running far away"
+	docs := fmt.Sprintf(`{"id":"Ωμέγα…","text":%q}
+{"id":"ab","text":%q}
+{"id":"データ","text":%q}
+`, text, text+" ok", text)
+	if _, errOut, code := runLine([]string{"insert", "--db", idx, "-"}, docs); code != 0 {
+		t.Fatalf("insert: %d %s", code, errOut)
+	}
+	var outs []string
+	for _, lang := range []string{"C.UTF-8", "ja_JP.UTF-8"} {
+		c := lshdbProcess("query", "--db", idx, "--id", "ab")
+		c.Env = append(c.Env, "LANG="+lang, "LC_ALL="+lang)
+		out, err := c.Output()
+		if err != nil {
+			t.Fatalf("LANG=%s: %v", lang, err)
+		}
+		outs = append(outs, string(out))
+	}
+	want := "ID      JACCARD  ESTIMATE  BANDS\n"
+	if outs[0] != outs[1] || !strings.HasPrefix(outs[0], want) {
+		t.Errorf("C.UTF-8:\n%s\nja_JP.UTF-8:\n%s\nwant both to begin %q", outs[0], outs[1], want)
 	}
 }
