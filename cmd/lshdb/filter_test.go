@@ -670,6 +670,22 @@ func TestOutputNames(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "k.jsonl")); err == nil {
 		t.Error("filter wrote --out when --removed was refused")
 	}
+	// A picture or page named for another format (tune --plot curve.png
+	// wrote SVG into it, report --out r.pdf HTML: a newcomer's review).
+	for _, c := range []struct {
+		args []string
+		name string
+		want string
+	}{
+		{[]string{"tune", "--plot"}, "curve.png", "--plot " + filepath.Join(dir, "curve.png") + " names PNG, but tune draws an SVG picture (name it .svg)"},
+		{[]string{"report", "--db", idx, "--out"}, "r.pdf", "--out " + filepath.Join(dir, "r.pdf") + " names PDF, but report writes an HTML page (name it .html)"},
+	} {
+		path := filepath.Join(dir, c.name)
+		_, errOut, code := runLine(append(c.args, path), "")
+		if _, err := os.Stat(path); code != 2 || errOut != "lshdb: "+c.want+"\n" || err == nil {
+			t.Errorf("%q: exit %d, stderr %q, file written: %v", c.args, code, errOut, err == nil)
+		}
+	}
 	// export's refusal of another format's name is export's: it named
 	// filter, and "the index is JSON Lines" (a newcomer's review).
 	for _, name := range []string{"e.csv", "e.parquet", "e.tsv.gz"} {

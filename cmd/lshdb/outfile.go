@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -182,4 +183,23 @@ func (a *app) deferOutCommit(commit func(ok bool) error) bool {
 	}
 	*a.outCommits = append(*a.outCommits, commit)
 	return true
+}
+
+// pictureFormats are formats an output's name may say, by extension, that
+// lshdb's pictures and pages are not.
+var pictureFormats = map[string]string{".png": "PNG", ".jpg": "JPEG", ".jpeg": "JPEG", ".gif": "GIF", ".webp": "WebP", ".pdf": "PDF",
+	".svg": "SVG", ".html": "HTML", ".htm": "HTML", ".json": "JSON", ".jsonl": "JSON Lines", ".csv": "CSV", ".txt": "text"}
+
+// nameSaysFormat refuses an output named path (flag's) whose extension
+// names a format other than the one written (what, whose extensions are
+// exts): tune --plot curve.png wrote an SVG picture into curve.png, and
+// report --out r.pdf an HTML page into r.pdf, silently (a newcomer's
+// review), where filter and export refuse such names. A name without
+// an extension, or with one of no format above, is taken.
+func nameSaysFormat(flag, path, what string, exts ...string) error {
+	ext := strings.ToLower(filepath.Ext(path))
+	if named, ok := pictureFormats[ext]; ok && !slices.Contains(exts, ext) {
+		return usagef("%s %s names %s, but %s (name it %s)", flag, escControls(path), named, what, exts[0])
+	}
+	return nil
 }

@@ -366,6 +366,9 @@ device or a pipe is written in place).`,
 				// everywhere else in the command.
 				return usagef("--out - : report writes a file (its name, such as report.html)")
 			}
+			if err := nameSaysFormat("--out", out, "report writes an HTML page", ".html", ".htm"); err != nil {
+				return err
+			}
 			if c.Flags().Changed("pairs-threshold") && !(pairsThreshold > 0 && pairsThreshold <= 1) {
 				return usagef("--pairs-threshold %v is outside (0, 1]", pairsThreshold)
 			}

@@ -76,6 +76,9 @@ func (a *app) tuneCmd() *cobra.Command {
 				// NB: it made a file named "-"; stdout holds the table.
 				return usagef("--plot - : the picture goes to a file (its name, such as curve.svg); stdout holds the table")
 			}
+			if err := nameSaysFormat("--plot", plot, "tune draws an SVG picture", ".svg"); err != nil {
+				return err
+			}
 			if plot != "" {
 				f, err := os.Create(plot)
 				if err != nil {
