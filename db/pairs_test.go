@@ -65,11 +65,7 @@ func TestPairsHotBucketOfIdenticalDocs(t *testing.T) {
 	var st PairsStats
 	got := collectPairs(t, d, &PairsOptions{Stats: &st})
 
-	h, _ := minhash.NewHasher(minhash.Options{}, minhash.SketchOptions{})
-	sets := make([][]uint64, len(docs))
-	for i, doc := range docs {
-		sets[i], _ = h.Document(nil, nil, doc.Text)
-	}
+	sets := defaultSets(docs)
 	var want []idPair
 	for _, p := range allpairs.Brute(sets, 0.8) {
 		want = append(want, idPair{docs[p.A].ID, docs[p.B].ID, p.Jaccard})
@@ -612,11 +608,7 @@ func groupsFixture(t *testing.T, d *DB, seed uint64) ([]Doc, []Pair) {
 	if _, err := d.PutBatch(docs, nil); err != nil {
 		t.Fatal(err)
 	}
-	h, _ := minhash.NewHasher(minhash.Options{}, minhash.SketchOptions{})
-	sets := make([][]uint64, len(docs))
-	for i, doc := range docs {
-		sets[i], _ = h.Document(nil, nil, doc.Text)
-	}
+	sets := defaultSets(docs)
 	var want []Pair
 	for _, p := range allpairs.Brute(sets, 0.8) {
 		a, b := docs[p.A].ID, docs[p.B].ID
@@ -742,4 +734,15 @@ func TestPairGroups(t *testing.T) {
 			}
 		})
 	}
+}
+
+// defaultSets are the documents' shingle sets under the default options,
+// for brute force's exact Jaccard.
+func defaultSets(docs []Doc) [][]uint64 {
+	h, _ := minhash.NewHasher(minhash.Options{}, minhash.SketchOptions{})
+	sets := make([][]uint64, len(docs))
+	for i, doc := range docs {
+		sets[i], _ = h.Document(nil, nil, doc.Text)
+	}
+	return sets
 }

@@ -209,30 +209,16 @@ func openRedis(u string, o Options) (*DB, error) {
 			return nil, fmt.Errorf("opening %s: %w", db.dir, redisErr(err))
 		}
 	}
-	if err := db.redisManifest(ctx); err != nil {
+	err = db.redisManifest(ctx)
+	if err == nil && db.writer != "" {
+		err = db.markCounters(ctx)
+	}
+	if err != nil {
 		if db.writer != "" {
-			uctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			s.Unregister(uctx, db.writer) // NB: not ctx, which may have run out
-			cancel()
+			db.unregister() // NB: not on ctx, which may have run out
 		}
 		s.Close()
 		return nil, err
-	}
-	if db.writer != "" {
-		mark := db.man.Instance
-		if mark == "" {
-			mark = "-" // NB: an index made before instances were named
-		}
-		if err := s.MarkCounters(ctx, mark); err != nil {
-			uctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			s.Unregister(uctx, db.writer)
-			cancel()
-			s.Close()
-			if errors.Is(err, rediskv.ErrCountersGone) {
-				return nil, fmt.Errorf("%w: %s: %w: it was dropped and made again as this handle opened it; open it again", ErrNotExist, db.dir, err)
-			}
-			return nil, fmt.Errorf("opening %s: %w", db.dir, redisErr(err))
-		}
 	}
 	db.initPools()
 	db.startSweeper()
@@ -344,6 +330,23 @@ func (db *DB) startHeartbeat(every time.Duration) {
 func sameInstance(m []byte, instance string) bool {
 	dm, err := codec.DecodeManifest(m)
 	return err != nil || instance == "" || dm.Instance == "" || dm.Instance == instance
+}
+
+// markCounters marks the counters of the index a writable handle opened
+// with its instance (rediskv.Store.MarkCounters).
+func (db *DB) markCounters(ctx context.Context) error {
+	mark := db.man.Instance
+	if mark == "" {
+		mark = "-" // NB: an index made before instances were named
+	}
+	err := db.rkv.MarkCounters(ctx, mark)
+	if errors.Is(err, rediskv.ErrCountersGone) {
+		return fmt.Errorf("%w: %s: %w: it was dropped and made again as this handle opened it; open it again", ErrNotExist, db.dir, err)
+	}
+	if err != nil {
+		return fmt.Errorf("opening %s: %w", db.dir, redisErr(err))
+	}
+	return nil
 }
 
 // redisManifest reads the manifest, or creates it for a new index.
@@ -460,9 +463,7 @@ func (db *DB) redisWrite(preps []prepared) (int, error) {
 		}
 		if !db.gone.Swap(true) {
 			db.opts.Logger.Error("lshdb: the index is gone from Redis (lost with a restart without persistence, evicted, or dropped): this handle's writes are refused from now on; close it, and restore or create the index again", "index", db.dir)
-			uctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			db.rkv.Unregister(uctx, db.writer) // NB: as the heartbeat does
-			cancel()
+			db.unregister() // NB: as the heartbeat does
 		}
 		return 0, db.indexGoneErr()
 	}

@@ -198,12 +198,12 @@ func (s *sink) nameFits(src docio.Source) error {
 			break
 		}
 	}
-	if named := outputFormats[filepath.Ext(n)]; named != "" && named != src.Format && src.Name == indexSource {
-		// NB: export's: it said "filter cannot write this input format
-		// … and the index is JSON Lines" (a newcomer's review).
-		return usageError{fmt.Errorf("export writes JSON Lines (an object of id, text and meta a line): %s %s names %s (name the output .jsonl, or give it no such extension)", s.what, escControls(s.path), formatNames[named])}
-	}
 	if named := outputFormats[filepath.Ext(n)]; named != "" && named != src.Format {
+		if src.Name == indexSource {
+			// NB: export's: it said "filter cannot write this input
+			// format … and the index is JSON Lines" (a newcomer's review).
+			return usageError{fmt.Errorf("export writes JSON Lines (an object of id, text and meta a line): %s %s names %s (name the output .jsonl, or give it no such extension)", s.what, escControls(s.path), formatNames[named])}
+		}
 		return usageError{fmt.Errorf("%w: %s %s names %s, but filter writes each input back in its own format, and %s is %s (name the output .%s, or give it no such extension)", errFilterFormat, s.what, escControls(s.path), formatNames[named], escControls(src.Name), cmp.Or(formatNames[src.Format], src.Format), src.Format)}
 	}
 	return nil

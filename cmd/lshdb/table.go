@@ -123,18 +123,18 @@ func (t *tableWriter) writeLine(l int) {
 func cellWidth(s []byte) int {
 	for _, c := range s {
 		if c >= utf8.RuneSelf {
-			return widths.StringWidth(string(s))
+			return termWidths.StringWidth(string(s))
 		}
 	}
 	return len(s)
 }
 
-// widths measures characters as most terminals draw them, whatever the
+// termWidths measures characters as most terminals draw them, whatever the
 // locale: East Asian "ambiguous" characters (Greek, Cyrillic, …, °) one
 // column. NB: go-runewidth's default takes them as two under a Chinese,
 // Japanese or Korean locale, and the same table came out otherwise
 // under LANG=ja_JP.UTF-8 (a maintainer's review).
-var widths = func() *runewidth.Condition {
+var termWidths = func() *runewidth.Condition {
 	c := runewidth.NewCondition()
 	c.EastAsianWidth = false
 	return c

@@ -91,19 +91,26 @@ func TestTableAlignsWideCharacters(t *testing.T) {
 	}
 }
 
-// TestTablesWideIDs: lshdb pairs and query line up ids in Chinese with
-// the ASCII ones, column for column on a terminal.
-func TestTablesWideIDs(t *testing.T) {
-	dir := t.TempDir()
-	idx := filepath.Join(dir, "idx")
+// threeDocIndex makes an index of three documents, one and two copies of
+// a text and "ab" a near copy of it, and returns its directory.
+func threeDocIndex(t *testing.T, one, two string) string {
+	t.Helper()
+	idx := filepath.Join(t.TempDir(), "idx")
 	text := "the quick brown fox jumps over the lazy dog and keeps running far away"
-	docs := fmt.Sprintf(`{"id":"文書","text":%q}
+	docs := fmt.Sprintf(`{"id":%q,"text":%q}
 {"id":"ab","text":%q}
-{"id":"c","text":%q}
-`, text, text+" ok", text)
+{"id":%q,"text":%q}
+`, one, text, text+" ok", two, text)
 	if _, errOut, code := runLine([]string{"insert", "--db", idx, "-"}, docs); code != 0 {
 		t.Fatalf("insert: %d %s", code, errOut)
 	}
+	return idx
+}
+
+// TestTablesWideIDs: lshdb pairs and query line up ids in Chinese with
+// the ASCII ones, column for column on a terminal.
+func TestTablesWideIDs(t *testing.T) {
+	idx := threeDocIndex(t, "文書", "c")
 	// starts are the terminal columns where the line's fields start,
 	// counted by hand: 文 and 書 take two columns each, every other
 	// character here one.
@@ -182,15 +189,7 @@ func BenchmarkTable(b *testing.B) {
 // them as one (a maintainer's review). Each run is a process of its own,
 // the locale read as it starts.
 func TestTableWidthsWhateverTheLocale(t *testing.T) {
-	idx := filepath.Join(t.TempDir(), "idx")
-	text := "the quick brown fox jumps over the lazy dog and keeps running far away"
-	docs := fmt.Sprintf(`{"id":"Ωμέγα…","text":%q}
-{"id":"ab","text":%q}
-{"id":"データ","text":%q}
-`, text, text+" ok", text)
-	if _, errOut, code := runLine([]string{"insert", "--db", idx, "-"}, docs); code != 0 {
-		t.Fatalf("insert: %d %s", code, errOut)
-	}
+	idx := threeDocIndex(t, "Ωμέγα…", "データ")
 	var outs []string
 	for _, lang := range []string{"C.UTF-8", "ja_JP.UTF-8"} {
 		c := lshdbProcess("query", "--db", idx, "--id", "ab")

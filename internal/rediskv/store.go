@@ -719,7 +719,7 @@ func (s *Store) Leftovers(ctx context.Context) (found []string, unscanned int64,
 	defer stop()
 	err = s.eachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
 		for cursor := uint64(0); ; {
-			keys, next, err := c.Scan(ctx, cursor, s.prefix+"*", 10000).Result()
+			page, next, err := c.Scan(ctx, cursor, s.prefix+"*", 10000).Result()
 			if err != nil {
 				mu.Lock()
 				defer mu.Unlock()
@@ -731,10 +731,10 @@ func (s *Store) Leftovers(ctx context.Context) (found []string, unscanned int64,
 			// NB: not the registrations of writable handles, which a
 			// writable Open makes before it reads the manifest (its own
 			// and those of processes creating the index with it).
-			if i := slices.IndexFunc(keys, func(k string) bool { return k != s.writersKey() }); i >= 0 {
+			if i := slices.IndexFunc(page, func(k string) bool { return k != s.writersKey() }); i >= 0 {
 				mu.Lock()
 				if found == nil {
-					found = keys[i : i+1]
+					found = page[i : i+1]
 				}
 				mu.Unlock()
 				stop()
@@ -1803,8 +1803,8 @@ func (s *Store) Repair(ctx context.Context) (RepairReport, error) {
 	rep.Counters = changed == 1
 	if s.mark != "" {
 		// NB: counters lost and made again by the repair hold no mark,
-		// and every handle's puts would be refused (MarkCounters).
-		if err := s.evalOne(ctx, s.script(counterMarkScript), []string{s.countersKey()}, s.mark).Err(); err != nil {
+		// and every handle's puts would be refused.
+		if err := s.MarkCounters(ctx, s.mark); err != nil {
 			return rep, err
 		}
 	}
