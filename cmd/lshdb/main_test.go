@@ -733,3 +733,20 @@ func TestDBBeforeInputs(t *testing.T) {
 		t.Error("an index was made")
 	}
 }
+
+// Ensure that a missing input is named as an input, before any index is
+// made: the commands said os.Stat's "stat a.jsonl: no such file or
+// directory" (a newcomer's review).
+func TestMissingInputIsNamed(t *testing.T) {
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "a.jsonl")
+	for _, cmd := range []string{"insert", "build", "dedup", "filter"} {
+		_, errOut, code := runLine([]string{cmd, "--db", filepath.Join(dir, "idx"), missing}, "")
+		if want := "lshdb: input " + missing + ": no such file or directory\n"; code != 1 || errOut != want {
+			t.Errorf("%s of a missing input: exit %d, %q, want 1, %q", cmd, code, errOut, want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "idx")); err == nil {
+		t.Error("an index was made")
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"iter"
 	"os"
 	"path/filepath"
@@ -251,15 +252,21 @@ func badRecord(file string, line int, id string, raw []byte, err error) *RecordE
 }
 
 // CheckPaths reports the first path (other than "-") that cannot be
-// stat'ed, wrapping the cause (errors.Is(err, fs.ErrNotExist) for a
-// missing one), so that a command can refuse before it opens anything.
+// stat'ed, as "input PATH: CAUSE", wrapping the cause (errors.Is(err,
+// fs.ErrNotExist) for a missing one), so that a command can refuse before
+// it opens anything. NB: it returned os.Stat's error, "stat PATH: no such
+// file or directory", which did not say the path was an input (a
+// newcomer's review).
 func CheckPaths(paths []string) error {
 	for _, p := range paths {
 		if p == "-" {
 			continue
 		}
 		if _, err := os.Stat(p); err != nil {
-			return err
+			if pe := (*fs.PathError)(nil); errors.As(err, &pe) {
+				err = pe.Err
+			}
+			return fmt.Errorf("input %s: %w", p, err)
 		}
 	}
 	return nil

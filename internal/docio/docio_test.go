@@ -599,3 +599,21 @@ func TestDirLinks(t *testing.T) {
 		t.Errorf("a link given as the input: %v\n%s", err, strings.Join(got, "\n"))
 	}
 }
+
+// Ensure that CheckPaths names the input it cannot stat, and that the
+// cause stays testable with errors.Is.
+func TestCheckPathsNamesTheInput(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "a.jsonl")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckPaths([]string{"-", file, dir}); err != nil {
+		t.Fatalf("existing inputs: %v", err)
+	}
+	missing := filepath.Join(dir, "b.jsonl")
+	err := CheckPaths([]string{file, missing, filepath.Join(dir, "c")})
+	if !errors.Is(err, fs.ErrNotExist) || err.Error() != "input "+missing+": no such file or directory" {
+		t.Fatalf("a missing input: %v", err)
+	}
+}
