@@ -254,6 +254,14 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	out := &outWriter{w: stdout}
 	a := &app{ctx: ctx, root: ctx, stdin: stdin, stdout: out, stderr: &errWriter{w: stderr}, out: out}
 	root := a.rootCmd()
+	if len(args) == 0 {
+		// NB: cobra printed the help on stdout and exited 0, so that a
+		// script running "lshdb $CMD" with CMD empty went on as if the
+		// command had run (a newcomer's review).
+		root.SetOut(a.stderr)
+		root.Help()
+		return a.exitCode(usagef("no command given: name one of the commands above"))
+	}
 	root.SetArgs(args)
 	err := root.Execute()
 	if a.stopProfile != nil {

@@ -750,3 +750,20 @@ func TestMissingInputIsNamed(t *testing.T) {
 		t.Error("an index was made")
 	}
 }
+
+// Ensure that lshdb with no command is a usage error, its help on stderr:
+// it printed the help on stdout and exited 0, and a script running
+// "lshdb $CMD" with CMD empty went on (a newcomer's review). The help
+// asked for still goes to stdout with exit 0.
+func TestNoCommand(t *testing.T) {
+	out, errOut, code := runLine(nil, "")
+	if code != 2 || out != "" || !strings.Contains(errOut, "Available Commands:") || !strings.HasSuffix(errOut, "lshdb: no command given: name one of the commands above\n") {
+		t.Errorf("no command: exit %d, stdout %q, stderr ending %q", code, out, errOut[max(0, len(errOut)-80):])
+	}
+	for _, args := range [][]string{{"--help"}, {"help"}} {
+		out, errOut, code := runLine(args, "")
+		if code != 0 || !strings.Contains(out, "Available Commands:") || errOut != "" {
+			t.Errorf("%q: exit %d, stdout %d bytes, stderr %q", args, code, len(out), errOut)
+		}
+	}
+}
