@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -121,5 +122,69 @@ func TestInfoJSONTempBytes(t *testing.T) {
 	text, _, _ := runLine([]string{"info", "--db", idx}, "")
 	if !strings.Contains(text, "of it temporary files") {
 		t.Fatalf("info: %s", text)
+	}
+}
+
+// Ensure that stats --top N lists the N largest posting lists: the first
+// N of the list of every posting list (its --top as large as their
+// count, which the per-band counts give), sizes largest first, each the
+// count of members bucket prints; --top 0 lists none; in the shell too.
+func TestStatsTop(t *testing.T) {
+	idx := filepath.Join(t.TempDir(), "idx")
+	mustRun(t, "build", "--db", idx, "../../testdata/corpora/debian-sample/docs.jsonl")
+	type hot struct {
+		Band   int    `json:"band"`
+		Bucket string `json:"bucket"`
+		Size   int    `json:"size"`
+	}
+	stats := func(top string) (lists int, hottest []hot) {
+		out, _ := mustRun(t, "stats", "--db", idx, "--top", top, "--output", "json")
+		var st struct {
+			Lists   []int `json:"posting_lists_per_band"`
+			Hottest []hot `json:"hottest"`
+		}
+		if err := json.Unmarshal([]byte(out), &st); err != nil {
+			t.Fatalf("stats --top %s: %v: %s", top, err, out)
+		}
+		for _, n := range st.Lists {
+			lists += n
+		}
+		return lists, st.Hottest
+	}
+	lists, _ := stats("0")
+	_, all := stats(strconv.Itoa(lists))
+	if len(all) != lists || lists < 100 {
+		t.Fatalf("--top %d listed %d lists", lists, len(all))
+	}
+	for i, h := range all {
+		if i > 0 && h.Size > all[i-1].Size {
+			t.Fatalf("list %d of size %d after one of %d", i, h.Size, all[i-1].Size)
+		}
+		if i < 3 || i == len(all)-1 {
+			out, _ := mustRun(t, "bucket", "--db", idx, strconv.Itoa(h.Band), h.Bucket)
+			members := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+			if len(members) != h.Size {
+				t.Fatalf("band %d bucket %s: size %d, bucket prints %d members", h.Band, h.Bucket, h.Size, len(members))
+			}
+		}
+	}
+	if _, top3 := stats("3"); len(top3) != 3 || top3[0].Size != all[0].Size || top3[2].Size != all[2].Size {
+		t.Fatalf("--top 3: %+v, the largest: %+v", top3, all[:3])
+	}
+	if _, none := stats("0"); len(none) != 0 {
+		t.Fatalf("--top 0 listed %+v", none)
+	}
+	if out, _ := mustRun(t, "stats", "--db", idx, "--top", "0"); strings.Contains(out, "hottest") {
+		t.Fatalf("--top 0 printed hottest buckets:\n%s", out)
+	}
+	if _, errOut, code := runLine([]string{"stats", "--db", idx, "--top", "-1"}, ""); code != 2 || errOut != "lshdb: --top -1: must be at least 0\n" {
+		t.Fatalf("--top -1: exit %d, %q", code, errOut)
+	}
+	out, errOut, code := runLine([]string{"shell", "--db", idx}, "stats --top 2 --output json\n")
+	var st struct {
+		Hottest []hot `json:"hottest"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &st) != nil || len(st.Hottest) != 2 || st.Hottest[0].Size != all[0].Size {
+		t.Fatalf("the shell's stats --top 2: exit %d, %q, %q", code, out, errOut)
 	}
 }

@@ -797,14 +797,29 @@ file (a redirect, > FILE, does).`,
 }
 
 func (a *app) statsCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "stats --db DIR",
+	var top int
+	c := &cobra.Command{
+		Use:   "stats --db DIR [--top N]",
 		Short: "Parameters, counts, bucket sizes, disk usage, expected recall",
-		Args:  nArgs(0),
+		Long: `The index's parameters and expected recall, its document count, its posting
+lists per band and the histogram of their sizes, the bytes stored by record
+kind and on disk (tables and write-ahead log), and the N hottest buckets with
+a sample of their members (--top, 5 by default; 0 for none).
+
+It reads every posting list, in one consistent view of the index: on a large
+index it takes a while, and shows progress. info says the parameters, the
+document count and the size on disk at once, without a scan; buckets lists
+the hot buckets of one band; check verifies the index.`,
+		Example: `  lshdb stats --db idx
+  lshdb stats --db idx --top 20 --output json`,
+		Args: nArgs(0),
 		RunE: func(c *cobra.Command, args []string) error {
+			if top < 0 {
+				return usagef("--top %d: must be at least 0", top)
+			}
 			return a.withIndex(func(d index) error {
 				ctx, barDone := a.phaseBar("stats")
-				st, err := d.Stats(ctx, 5)
+				st, err := d.Stats(ctx, top)
 				barDone()
 				if err != nil {
 					return interruptNote(err, "stats interrupted: nothing printed")
@@ -858,6 +873,8 @@ func (a *app) statsCmd() *cobra.Command {
 			})
 		},
 	}
+	c.Flags().IntVar(&top, "top", 5, "how many of the hottest buckets to list (0: none)")
+	return c
 }
 
 func (a *app) printHistogram(h []int) error {

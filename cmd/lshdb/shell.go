@@ -45,7 +45,7 @@ var shellShorts = map[string]string{
 
 var shellSpecs = map[string]shellSpec{
 	"info":     {"info", nil},
-	"stats":    {"stats", nil},
+	"stats":    {"stats [--top N]", []string{"top"}},
 	"buckets":  {"buckets [--band B] [--top N]", []string{"band", "top"}},
 	"bucket":   {"bucket BAND BUCKET", nil},
 	"get":      {"get ID", nil},
