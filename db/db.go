@@ -338,8 +338,9 @@ func openIn(dir string, o Options, created bool) (*DB, error) {
 	stalls := &writeStalls{log: o.Logger}
 	damage := &damageSeen{}
 	bgLog := &repeatLimiter{every: 10 * time.Second}
+	hfs := newHeldFS(o.fs, dir)
 	popts := &pebble.Options{
-		FS:                 o.fs,
+		FS:                 hfs,
 		Lock:               lock.Lock,
 		MemTableSize:       uint64(o.MemTableSize),
 		Cache:              cache,
@@ -445,7 +446,11 @@ func openIn(dir string, o Options, created bool) (*DB, error) {
 		// corruption errors to Pebble, matched by text
 		// (TestOpenWithDamagedTable: recheck on a Pebble upgrade).
 		if msg := err.Error(); strings.Contains(msg, "object size mismatch") || strings.Contains(msg, "unknown to the objstorage provider") {
-			return nil, fmt.Errorf("%w: %s: a table file the store's manifest lists is missing or truncated: %w", ErrCorrupt, dir, firstLine{err})
+			// NB: or the manifest lost records (damaged: Pebble reads
+			// a damaged record as a crash's torn end) and names a table
+			// deleted since: the message named only the table (a
+			// crash-safety review).
+			return nil, fmt.Errorf("%w: %s: a table file the store's manifest lists is missing or truncated (or the manifest, MANIFEST-*, is damaged and names one deleted since): %w", ErrCorrupt, dir, firstLine{err})
 		}
 		// NB: a directory of a store never begun (its LOCK alone: a
 		// create killed at once) opened read-only: no index, said as for
@@ -459,10 +464,11 @@ func openIn(dir string, o Options, created bool) (*DB, error) {
 	db.closing, db.closeCancel = context.WithCancelCause(context.Background())
 	db.open = make(map[*openIter]struct{})
 	if err := db.loadManifest(); err != nil {
-		pdb.Close()
+		pdb.Close() // NB: the files Pebble found obsolete are kept (heldFS)
 		release()
 		return nil, err
 	}
+	hfs.release(o.Logger)
 	db.initPools()
 	db.startSweeper()
 	db.startPurger()
@@ -531,6 +537,15 @@ func (db *DB) loadManifest() error {
 	v, closer, err := db.pdb.Get(codec.ManifestKey)
 	switch {
 	case errors.Is(err, pebble.ErrNotFound):
+		// NB: a store with no index, beside tables its manifest does
+		// not list, is an index whose Pebble MANIFEST lost records:
+		// it was "not an lshdb database", or, with nothing left, made
+		// into a new empty index over them (heldFS).
+		if orphans, err := orphanTables(db.opts.FS, db.dir, db.pdb); err != nil {
+			return classify(err)
+		} else if len(orphans) > 0 {
+			return manifestLostTables(db.dir, orphans)
+		}
 		empty, err := db.isEmpty()
 		if err != nil {
 			return err
