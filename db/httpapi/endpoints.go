@@ -996,9 +996,15 @@ func (h *handler) clustersFrom(w *resp, r *http.Request) error {
 		for n := 1; ; n++ {
 			var line struct {
 				PairJSON
-				Header json.RawMessage `json:"header"`
-				End    *EndBody        `json:"end"`
-				Error  json.RawMessage `json:"error"`
+				// NB: shadows PairJSON's, to tell a missing or null
+				// jaccard from 0: such a pair (a misspelt "jacard") was
+				// taken at 0, below every threshold, and the answer was
+				// 200 with no clusters, where lshdb clusters --from
+				// refuses the line (a review of the API).
+				Jaccard *float64        `json:"jaccard"`
+				Header  json.RawMessage `json:"header"`
+				End     *EndBody        `json:"end"`
+				Error   json.RawMessage `json:"error"`
 			}
 			err := lines.next(&line)
 			if err == io.EOF {
@@ -1019,12 +1025,16 @@ func (h *handler) clustersFrom(w *resp, r *http.Request) error {
 				bad = badRequest("value %d: a pair after the stream's end line (two streams one after the other?)", n)
 			case line.A == "" || line.B == "":
 				bad = badRequest("value %d: a pair needs both ids (\"a\" and \"b\")", n)
+			case line.Jaccard == nil:
+				bad = badRequest("value %d: a pair needs its \"jaccard\"", n)
+			case !(*line.Jaccard >= 0 && *line.Jaccard <= 1):
+				bad = badRequest("value %d: jaccard %v is outside [0, 1]", n, *line.Jaccard)
 			}
 			if bad != nil {
 				yield(db.Pair{}, bad)
 				return
 			}
-			if !yield(db.Pair{A: line.A, B: line.B, Jaccard: line.Jaccard}, nil) {
+			if !yield(db.Pair{A: line.A, B: line.B, Jaccard: *line.Jaccard}, nil) {
 				return
 			}
 		}
