@@ -20,7 +20,7 @@ const (
 	// ~ b ~ c puts a and c in one cluster however little a and c share, so
 	// a member's Jaccard to its representative may be below the threshold
 	// (Cluster.MinJaccard is the weakest link of the chain, the least
-	// Jaccard of the pairs inside the cluster; ClusterMember.Jaccard says
+	// Jaccard of the pairs inside the cluster; Cluster.Jaccard[i] says
 	// how far each member really is from the representative).
 	Components ClusterMode = "components"
 	// Centers are star clusters that do not chain: every member reaches

@@ -94,10 +94,13 @@ var (
 )
 
 // A DocError is the error of one document of a call given several
-// (PutBatch, Load, an invalid id among HasIDs's and DeleteIDs's ids; a
-// missing id of DeleteIDs is ErrNotFound naming it, not a DocError; a
-// refused document of PutIfNewBatch is its IfNewResult.Err): Index is its position
-// among the call's documents, from 0, and ID its id. It wraps the
+// (PutBatch, an invalid id among HasIDs's ids, an invalid or missing id
+// among DeleteIDs's, and Load's documents; a refused document of
+// PutIfNewBatch is its IfNewResult.Err): Index is its position among the
+// call's documents, from 0, and ID its id. A call of PutBatch, HasIDs or
+// DeleteIDs given one document or id returns its error bare, not in a
+// DocError (errors.Is matches it either way; the position says nothing
+// there), and Load names the document even when it reads one. It wraps the
 // document's own error: test that with errors.Is (ErrEmptyDocument,
 // ErrInvalidID, …), and find the document with errors.As. Through
 // db/client the same: the server sends the position, and the client's

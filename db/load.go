@@ -101,24 +101,24 @@ type LoadResult struct {
 //
 // Load runs in four stages:
 //
-//  1. Read and prepare (loader.readAndPrepare): docs is read in chunks of
+//  1. Read and prepare: docs is read in chunks of
 //     1,024 on the caller's goroutine; a worker computes each chunk's
 //     shingle sets, signatures, records and band keys on every core;
 //     another writes the records straight into SSTables in input order
 //     (doc numbers follow input order, so the records are never sorted),
 //     and gives the ids and the postings to external sorters bounded by
 //     LoadOptions.Memory (which spill sorted runs to disk).
-//  2. Resolve ids (loader.resolveIDs): the ids come out of their sorter in
+//  2. Resolve ids: the ids come out of their sorter in
 //     order; an earlier occurrence of an id in docs is dropped, and an id
 //     stored before the load is replaced (its record deleted, its
 //     postings removed). With DeleteAbsent the stored ids are walked
 //     beside them, and one the load does not hold is deleted the same
 //     way, its id with it. This makes the id map.
-//  3. Write tables (loader.writeTables): the deletes of replaced records,
+//  3. Write tables: the deletes of replaced records,
 //     the record tables of stage 1 (rewritten without dropped records),
 //     the id map with the counters, and one merge operand per posting
 //     list, ranges of bands on every core.
-//  4. Ingest (loader.ingest): every table in one Pebble Ingest, which is
+//  4. Ingest: every table in one Pebble Ingest, which is
 //     atomic: queries see all of the load or none of it.
 //
 // The first failure stops every stage and Load returns it promptly, with

@@ -37,8 +37,8 @@ func (db *DB) Purge(ctx context.Context) (PurgeResult, error) {
 // the keys that deletes and upserts leave behind when they remove a
 // bucket's last document — and returns how many it deleted. Each batch of
 // deletes is synced unless the database was opened with NoSync. Writers
-// (and loads) wait only while a batch of deletes is made (purgeBatch
-// lists that looked empty in the scan, each read again);
+// (and loads) wait only while a batch of deletes is made (of lists
+// that looked empty in the scan, each read again);
 // readers do not wait, and see no difference.
 //
 // On Redis it only sweeps the expired documents (SweepExpired) and

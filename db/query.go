@@ -76,7 +76,9 @@ func (db *DB) queryOptions(qo *QueryOptions) (QueryOptions, error) {
 // Query returns the stored documents whose exact Jaccard similarity to
 // text reaches the threshold, among those that share at least one band
 // with it. It reads only the query's b buckets and the candidates' records,
-// all from one consistent view.
+// all from one consistent view. A text longer than Options.MaxDocBytes is
+// ErrDocTooLarge, as it would be to Put (QuerySet's set counts 8 bytes a
+// hash, and QueryMany's queries each).
 func (db *DB) Query(ctx context.Context, text string, qo *QueryOptions) (*QueryResult, error) {
 	return db.queryOne(ctx, &QueryInput{Text: text}, qo)
 }
