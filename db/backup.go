@@ -535,6 +535,16 @@ func (db *DB) copyFiles(ctx context.Context, dir string, verify bool) (err error
 		if u, err := fsys.GetDiskUsage(parent); err == nil && int64(u.AvailBytes) < need+need/64 {
 			return fmt.Errorf("%w: backup: %s has %s free, and the copy of %s needs %s", ErrDiskFull, parent, mib(int64(u.AvailBytes)), db.dir, mib(need))
 		}
+		// NB: on the index's own disk, the copy leaves the index its
+		// reserve, as the README says: it took the disk below it (to
+		// 4.6 MiB of 64), and the index's next writable open was
+		// refused (a crash-safety review).
+		// (A filesystem of the tests' is one disk.)
+		if fsys != vfs.Default || sameDevice(parent, db.dir) {
+			if err := roomIn(fsys, parent, db.opts.DiskReserve, need+need/64); err != nil {
+				return fmt.Errorf("backup: the copy of %s goes to the index's own disk: %w", db.dir, err)
+			}
+		}
 	}
 	tmp, release, err := db.backupTemp(dir)
 	if err != nil {

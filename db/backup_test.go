@@ -603,6 +603,25 @@ func TestBackupCopyNeedsRoom(t *testing.T) {
 	if err := d.BackupWith(context.Background(), "copy", BackupOptions{Copy: true}); err != nil {
 		t.Fatalf("a copy with room for it: %v", err)
 	}
+	// NB: a read-only handle's copy (the CLI's, of an index not served),
+	// on the index's own disk, leaves it its reserve too: it took the
+	// disk below it (a crash-safety review).
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ro := mustOpen(t, "src", &Options{fs: fs, ReadOnly: true, DiskReserve: 8 << 20})
+	defer ro.Close()
+	fs.TestingSetDiskUsage(vfs.DiskUsage{AvailBytes: uint64(8<<20 + store/4), TotalBytes: 1 << 30})
+	if err := ro.BackupWith(context.Background(), "copy2", BackupOptions{Copy: true}); !errors.Is(err, ErrDiskFull) || !strings.Contains(err.Error(), "in reserve") {
+		t.Fatalf("a read-only handle's copy with a quarter of the store free beyond the reserve: %v, want ErrDiskFull naming the reserve", err)
+	}
+	if _, err := fs.Stat("copy2"); err == nil {
+		t.Fatal("a refused copy left its directory")
+	}
+	fs.TestingSetDiskUsage(vfs.DiskUsage{AvailBytes: uint64(8<<20 + 2*store), TotalBytes: 1 << 30})
+	if err := ro.BackupWith(context.Background(), "copy2", BackupOptions{Copy: true}); err != nil {
+		t.Fatalf("a read-only handle's copy with room for it: %v", err)
+	}
 }
 
 // Ensure that a verified backup (BackupOptions.Verify) is checked before
