@@ -452,6 +452,11 @@ func openIn(dir string, o Options, created bool) (*DB, error) {
 			// crash-safety review).
 			return nil, fmt.Errorf("%w: %s: a table file the store's manifest lists is missing or truncated (or the manifest, MANIFEST-*, is damaged and names one deleted since): %w", ErrCorrupt, dir, firstLine{err})
 		}
+		if strings.Contains(err.Error(), "error when replaying WAL") {
+			if name, off := olderLogDamage(o.fs, dir); name != "" {
+				return nil, fmt.Errorf("%w: %s: the write-ahead log %s, older than the newest, is damaged or cut short at byte %d: an open replays such a log only whole, and check --repair cuts only the newest (%w)", ErrCorrupt, dir, name, off, firstLine{err})
+			}
+		}
 		// NB: a directory of a store never begun (its LOCK alone: a
 		// create killed at once) opened read-only: no index, said as for
 		// an empty directory, not as Pebble's bare words.

@@ -2,6 +2,7 @@ package db
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -225,16 +226,33 @@ func newestLogDamage(fs vfs.FS, dir string, names []string) (*LogDamageError, er
 		return nil, nil
 	}
 	path := fs.PathJoin(dir, name)
+	s, err := scanLog(fs, path, uint32(newest), nil)
+	if err != nil || s.chunks == 0 {
+		return nil, err
+	}
+	return &LogDamageError{Log: path, Offset: s.end, Records: s.records, End: s.last}, nil
+}
+
+// scanLog scans the log at path, of number num; if trailer is not nil, it
+// is set to whether the log stops being readable at its EOF trailer (a
+// chunk of number num+1: the clean end of a log that was closed).
+func scanLog(fs vfs.FS, path string, num uint32, trailer *bool) (*logScan, error) {
 	f, err := fs.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	s := logScan{num: uint32(newest), end: -1}
+	s := &logScan{num: num, end: -1}
 	buf := make([]byte, logBlockSize)
 	for off := int64(0); ; off += logBlockSize {
 		n, err := io.ReadFull(f, buf)
 		if n > 0 {
+			if trailer != nil && s.end < 0 {
+				if i := s.readable(buf[:n]); i+recycleChunkHdr <= n {
+					hdr, _ := chunkHeader(buf[i+6])
+					*trailer = hdr >= recycleChunkHdr && binary.LittleEndian.Uint32(buf[i+7:]) == num+1
+				}
+			}
 			s.block(off, buf[:n])
 		}
 		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
@@ -244,10 +262,48 @@ func newestLogDamage(fs vfs.FS, dir string, names []string) (*LogDamageError, er
 			return nil, err
 		}
 	}
-	if s.chunks == 0 {
-		return nil, nil
+	return s, nil
+}
+
+// olderLogDamage names the first write-ahead log in dir, older than the
+// newest, that does not read whole to its clean end (its EOF trailer, or
+// zeros), and where it stops reading: Pebble replays a log older than the
+// newest only whole, and its error ("error when replaying WAL: …
+// unexpected EOF") named no log (a crash-safety review). "" if none.
+func olderLogDamage(fs vfs.FS, dir string) (name string, offset int64) {
+	names, err := fs.List(dir)
+	if err != nil {
+		return "", 0
 	}
-	return &LogDamageError{Log: path, Offset: s.end, Records: s.records, End: s.last}, nil
+	type log struct {
+		num  wal.NumWAL
+		name string
+	}
+	var logs []log
+	for _, n := range names {
+		if num, index, ok := wal.ParseLogFilename(n); ok && index == 0 {
+			logs = append(logs, log{num, n})
+		}
+	}
+	slices.SortFunc(logs, func(a, b log) int { return cmp.Compare(a.num, b.num) })
+	for _, l := range logs[:max(len(logs)-1, 0)] {
+		// NB: a log older than the newest was closed, and ends with
+		// its EOF trailer: one that reads to its end without it was cut
+		// (at a chunk's end, or within a chunk's header).
+		clean := false
+		path := fs.PathJoin(dir, l.name)
+		s, err := scanLog(fs, path, uint32(l.num), &clean)
+		switch {
+		case err != nil || clean:
+		case s.end >= 0:
+			return l.name, s.end
+		default:
+			if st, err := fs.Stat(path); err == nil {
+				return l.name, st.Size()
+			}
+		}
+	}
+	return "", 0
 }
 
 // acceptLogDamage checks the newest write-ahead log of the index in dir

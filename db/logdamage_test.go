@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/record"
+	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
 // crashImage copies the files of the open index in dir (but its lock) to a
@@ -580,6 +581,59 @@ func TestLogScanAgainstPebbleWriter(t *testing.T) {
 			if s := scanBytes(b, 5); (s.records > 0) != want {
 				t.Errorf("damage at %d+%d (the last record at %d): %d records after the damage, want them %v", p, n, lastRecord, s.records, want)
 			}
+		}
+	}
+}
+
+// Ensure that olderLogDamage names a write-ahead log older than the
+// newest that is cut short, and where it stops reading (the start of the
+// chunk the cut falls in), and nothing when every older log reads to its
+// clean end or only the newest is cut (which Pebble reads as a torn
+// tail). The oracle: the layout of logs written by Pebble's own
+// LogWriter.
+func TestOlderLogDamage(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 7))
+	fs := vfs.NewMem()
+	older, chunks, records := pebbleLog(t, rng, 2, 40)
+	newest, _, newestRecords := pebbleLog(t, rng, 5, 10)
+	write := func(name string, b []byte) {
+		t.Helper()
+		f, err := fs.Create(name, vfs.WriteCategoryUnspecified)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.Write(b); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+	}
+	write("000002.log", older)
+	write("000005.log", newest)
+	if name, off := olderLogDamage(fs, ""); name != "" {
+		t.Fatalf("whole logs: %s at %d", name, off)
+	}
+	write("000005.log", newest[:newestRecords[5]+3])
+	if name, off := olderLogDamage(fs, ""); name != "" {
+		t.Fatalf("the newest log cut: %s at %d", name, off)
+	}
+	for _, cut := range []int64{records[20] + 5, records[39] + 1, records[39], records[10] + 12, int64(len(older)) - recycleChunkHdr, int64(len(older)) - 3} {
+		write("000002.log", older[:cut])
+		// NB: where it stops reading: the start of the chunk the cut
+		// falls in, or the cut if too little of the chunk's header is
+		// left to read as one.
+		want := cut
+		starts := append(slices.Clone(chunks), int64(len(older))-recycleChunkHdr) // and the EOF trailer's
+		for i, c := range starts {
+			next := int64(len(older))
+			if i+1 < len(starts) {
+				next = starts[i+1]
+			}
+			if c < cut && cut < next && cut-c >= legacyChunkHdr {
+				want = c
+			}
+		}
+		if name, off := olderLogDamage(fs, ""); name != "000002.log" || off != want {
+			t.Fatalf("the older log cut at %d: %q at %d, want 000002.log at %d", cut, name, off, want)
 		}
 	}
 }
