@@ -1216,6 +1216,17 @@ func TestDiskReserveFlag(t *testing.T) {
 	if _, errOut, code := runLine([]string{"build", "--db", idx, "--disk-reserve", "-2", in}, ""); code != 2 || !strings.Contains(errOut, "--disk-reserve -2") {
 		t.Errorf("--disk-reserve -2: exit %d %s", code, errOut)
 	}
+	// NB: a reserve below the room of a flush is taken, and said to be
+	// one: 2 MiB let an insert fill the disk (a crash-safety review).
+	for _, c := range []struct {
+		reserve string
+		note    bool
+	}{{"2", true}, {"23", true}, {"24", false}, {"0", false}, {"-1", false}} {
+		_, errOut, code := runLine([]string{"info", "--db", idx, "--disk-reserve", c.reserve}, "")
+		if note := strings.Contains(errOut, "is below the room a flush of the index's writes needs (about 24 MiB)"); code != 0 || note != c.note {
+			t.Errorf("--disk-reserve %s: exit %d, %q; want a note: %v", c.reserve, code, errOut, c.note)
+		}
+	}
 	// A read-only command's spill (pairs in --memory 1 of 3,000 generated
 	// documents spills their texts) is under the flag's reserve too: it
 	// was under the default whatever the flag said, while its error named
