@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"iter"
 	"net"
 	"os"
@@ -203,18 +204,32 @@ func (h *handover) current() index {
 	return h.cur
 }
 
+// cutInFlight reports whether err says the connection to the attached
+// owner was closed before it answered (killed, or stopping), not by the
+// command itself: a read so cut is safe to make again.
+func cutInFlight(err error) bool {
+	var answer *client.Error
+	if errors.As(err, &answer) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, syscall.EPIPE) || errors.Is(err, net.ErrClosed)
+}
+
 // again opens the index anew after a call to d failed with err, if err
-// says the owner is gone, and returns the index to repeat the call on
-// (nil: do not repeat).
-func (h *handover) again(d index, err error) (index, error) {
+// says the owner is gone (or, for a read, read says so, that it was cut
+// in flight), and returns the index to repeat the call on (nil: do not
+// repeat).
+func (h *handover) again(d index, err error, read bool) (index, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	gone := ownerGone(err) || read && cutInFlight(err)
 	switch {
 	case h.closed:
 		return nil, nil
-	case h.cur != d && (ownerGone(err) || errors.Is(err, db.ErrClosed)):
+	case h.cur != d && (gone || errors.Is(err, db.ErrClosed)):
 		return h.cur, nil // NB: another call reopened it meanwhile (and closed d)
-	case !ownerGone(err):
+	case !gone:
 		return nil, nil
 	}
 	nd, closeND, oerr := h.reopen()
@@ -232,10 +247,22 @@ func (h *handover) again(d index, err error) (index, error) {
 // retry calls call on the current index, and once more on a reopened one
 // when the owner was gone.
 func retry[T any](h *handover, call func(index) (T, error)) (T, error) {
+	return retryCall(h, false, call)
+}
+
+// retryRead is retry for a call that writes nothing: it is made again
+// also when the owner was killed or stopped while it answered. NB: an
+// attached query whose owner was killed mid-request failed with "make it
+// again", which the command could do itself (a crash-safety review).
+func retryRead[T any](h *handover, call func(index) (T, error)) (T, error) {
+	return retryCall(h, true, call)
+}
+
+func retryCall[T any](h *handover, read bool, call func(index) (T, error)) (T, error) {
 	d := h.current()
 	v, err := call(d)
 	if err != nil {
-		nd, oerr := h.again(d, err)
+		nd, oerr := h.again(d, err, read)
 		if nd != nil {
 			return call(nd)
 		}
@@ -279,23 +306,23 @@ func (h *handover) DeleteIDsContext(ctx context.Context, ids []string, o *db.Wri
 }
 
 func (h *handover) Get(id string) (*db.StoredDoc, error) {
-	return retry(h, func(x index) (*db.StoredDoc, error) { return x.Get(id) })
+	return retryRead(h, func(x index) (*db.StoredDoc, error) { return x.Get(id) })
 }
 
 func (h *handover) HasIDs(ids []string) ([]bool, error) {
-	return retry(h, func(x index) ([]bool, error) { return x.HasIDs(ids) })
+	return retryRead(h, func(x index) ([]bool, error) { return x.HasIDs(ids) })
 }
 
 func (h *handover) Query(ctx context.Context, text string, qo *db.QueryOptions) (*db.QueryResult, error) {
-	return retry(h, func(x index) (*db.QueryResult, error) { return x.Query(ctx, text, qo) })
+	return retryRead(h, func(x index) (*db.QueryResult, error) { return x.Query(ctx, text, qo) })
 }
 
 func (h *handover) QueryID(ctx context.Context, id string, qo *db.QueryOptions) (*db.QueryResult, error) {
-	return retry(h, func(x index) (*db.QueryResult, error) { return x.QueryID(ctx, id, qo) })
+	return retryRead(h, func(x index) (*db.QueryResult, error) { return x.QueryID(ctx, id, qo) })
 }
 
 func (h *handover) Count() (uint64, error) {
-	return retry(h, func(x index) (uint64, error) { return x.Count() })
+	return retryRead(h, func(x index) (uint64, error) { return x.Count() })
 }
 
 func (h *handover) Params() db.Params { return h.current().Params() }
@@ -321,26 +348,26 @@ func (h *handover) MaxBatch() int {
 func (h *handover) Instance() string        { return h.current().Instance() }
 func (h *handover) Validate(d db.Doc) error { return h.current().Validate(d) }
 func (h *handover) Info() (*db.Info, error) {
-	return retry(h, func(x index) (*db.Info, error) { return x.Info() })
+	return retryRead(h, func(x index) (*db.Info, error) { return x.Info() })
 }
 func (h *handover) Explain(a, b string) (*db.Explanation, error) {
-	return retry(h, func(x index) (*db.Explanation, error) { return x.Explain(a, b) })
+	return retryRead(h, func(x index) (*db.Explanation, error) { return x.Explain(a, b) })
 }
 
 func (h *handover) Bucket(band int, bucket uint64) ([]string, error) {
-	return retry(h, func(x index) ([]string, error) { return x.Bucket(band, bucket) })
+	return retryRead(h, func(x index) ([]string, error) { return x.Bucket(band, bucket) })
 }
 
 func (h *handover) Buckets(ctx context.Context, band, top int) (*db.BucketStats, error) {
-	return retry(h, func(x index) (*db.BucketStats, error) { return x.Buckets(ctx, band, top) })
+	return retryRead(h, func(x index) (*db.BucketStats, error) { return x.Buckets(ctx, band, top) })
 }
 
 func (h *handover) Stats(ctx context.Context, top int) (*db.Stats, error) {
-	return retry(h, func(x index) (*db.Stats, error) { return x.Stats(ctx, top) })
+	return retryRead(h, func(x index) (*db.Stats, error) { return x.Stats(ctx, top) })
 }
 
 func (h *handover) Check(ctx context.Context) (*db.CheckReport, error) {
-	return retry(h, func(x index) (*db.CheckReport, error) { return x.Check(ctx) })
+	return retryRead(h, func(x index) (*db.CheckReport, error) { return x.Check(ctx) })
 }
 
 func (h *handover) Repair(ctx context.Context) (db.RepairResult, error) {
@@ -361,7 +388,7 @@ func (h *handover) Compact(ctx context.Context) error {
 }
 
 func (h *handover) Clusters(ctx context.Context, po *db.PairsOptions) ([]db.Cluster, error) {
-	return retry(h, func(x index) ([]db.Cluster, error) { return x.Clusters(ctx, po) })
+	return retryRead(h, func(x index) ([]db.Cluster, error) { return x.Clusters(ctx, po) })
 }
 
 func (h *handover) ClustersFrom(ctx context.Context, seq iter.Seq2[db.Pair, error], po *db.PairsOptions) ([]db.Cluster, error) {
@@ -381,17 +408,17 @@ func (h *handover) Scan(ctx context.Context, so *db.ScanOptions) iter.Seq2[*db.S
 }
 
 // retryStream is retry for a stream that reads: one whose request never
-// reached its owner (gone: its first item is that error) is made again on
-// the reopened index, as a query is (review O5: pairs failed, with the
-// index free). One that yielded is not made again: its caller has its
-// first part.
+// reached its owner, or was cut before it answered (its first item is
+// that error), is made again on the reopened index, as a query is (review
+// O5: pairs failed, with the index free). One that yielded is not made
+// again: its caller has its first part.
 func retryStream[T any](h *handover, call func(index) iter.Seq2[T, error]) iter.Seq2[T, error] {
 	return func(yield func(T, error) bool) {
 		d := h.current()
 		first := true
 		for v, err := range call(d) {
 			if err != nil && first {
-				nd, oerr := h.again(d, err)
+				nd, oerr := h.again(d, err, true) // NB: nothing yielded yet
 				if nd != nil {
 					for v, err := range call(nd) {
 						if !yield(v, err) {

@@ -7,11 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
+	"net"
 	"os"
 	"path/filepath"
 	"reflect"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -510,5 +513,84 @@ func TestHandoverStreamsWhenOwnerGone(t *testing.T) {
 	}
 	if n != 3 || reopened != 2 {
 		t.Errorf("scanned %d documents, reopened %d times in all; want 3 and 2", n, reopened)
+	}
+}
+
+// cutOwner is an attached index whose owner closes every connection
+// before it answers (killed or stopping mid-request), as the client says
+// it: its calls fail with the connection's error.
+type cutOwner struct {
+	index
+	err error
+}
+
+func (c cutOwner) Query(context.Context, string, *db.QueryOptions) (*db.QueryResult, error) {
+	return nil, c.err
+}
+func (c cutOwner) Get(string) (*db.StoredDoc, error)  { return nil, c.err }
+func (c cutOwner) Put(db.Doc, *db.WriteOptions) error { return c.err }
+func (c cutOwner) Pairs(context.Context, *db.PairsOptions) iter.Seq2[db.Pair, error] {
+	return func(yield func(db.Pair, error) bool) { yield(db.Pair{}, c.err) }
+}
+
+// Ensure that a read whose owner was cut in flight (killed mid-request)
+// is made again on the index opened anew, and its answer is the index's:
+// an attached query failed with "make it again" (a crash-safety review);
+// and that a write so cut, a cut the command made itself (Ctrl-C) and
+// an answer of the owner's are not made again.
+func TestHandoverRepeatsReadsCutInFlight(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "idx")
+	d, err := db.Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.PutBatch([]db.Doc{{ID: "a", Text: "the quick brown fox jumps over the lazy dog"}, {ID: "b", Text: "the quick brown fox jumps over the lazy dog!"}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	d.Close()
+	cut := fmt.Errorf("lshdb: client: the server closed the connection before it answered: %w", &net.OpError{Op: "read", Net: "unix", Err: syscall.ECONNRESET})
+	reopened := 0
+	owner := func(err error) *handover {
+		return newHandover(cutOwner{err: err}, func() {}, func() (index, func(), error) {
+			reopened++
+			d, err := db.Open(dir, &db.Options{ReadOnly: true})
+			if err != nil {
+				return nil, nil, err
+			}
+			return d, func() { d.Close() }, nil
+		})
+	}
+	h := owner(cut)
+	res, err := h.Query(context.Background(), "the quick brown fox jumps over the lazy dog", nil)
+	if err != nil || len(res.Matches) != 2 || reopened != 1 {
+		t.Fatalf("a query cut in flight: %+v, %v, reopened %d times; want a and b, once", res, err, reopened)
+	}
+	h.closeAll()
+	h = owner(fmt.Errorf("cut: %w", io.ErrUnexpectedEOF))
+	var pairs []db.Pair
+	for p, err := range h.Pairs(context.Background(), nil) {
+		if err != nil {
+			t.Fatalf("pairs cut before their first: %v", err)
+		}
+		pairs = append(pairs, p)
+	}
+	h.closeAll()
+	if len(pairs) != 1 || reopened != 2 {
+		t.Fatalf("pairs cut before their first: %v, reopened %d times in all; want (a, b), twice", pairs, reopened)
+	}
+	for _, c := range []struct {
+		what string
+		err  error
+		call func(h *handover) error
+	}{
+		{"a put cut in flight", cut, func(h *handover) error { return h.Put(db.Doc{ID: "c", Text: "c"}, nil) }},
+		{"a get the command cut", fmt.Errorf("%w: %w", context.Canceled, io.EOF), func(h *handover) error { _, err := h.Get("a"); return err }},
+		{"the owner's answer", &client.Error{Status: 503, Code: "shutdown", Message: "shutting down"}, func(h *handover) error { _, err := h.Get("a"); return err }},
+	} {
+		h := owner(c.err)
+		if err := c.call(h); !errors.Is(err, c.err) || reopened != 2 {
+			t.Errorf("%s: %v, reopened %d times in all; want its error, and no reopening", c.what, err, reopened)
+		}
+		h.closeAll()
 	}
 }
