@@ -539,10 +539,11 @@ func (db *DB) copyFiles(ctx context.Context, dir string, verify bool) (err error
 		// reserve, as the README says: it took the disk below it (to
 		// 4.6 MiB of 64), and the index's next writable open was
 		// refused (a crash-safety review).
-		// (A filesystem of the tests' is one disk.)
+		// (A filesystem of the tests' is one disk; where the system
+		// cannot tell, sameDevice says no: not on Windows.)
 		if fsys != vfs.Default || sameDevice(parent, db.dir) {
 			if err := roomIn(fsys, parent, db.opts.DiskReserve, need+need/64); err != nil {
-				return fmt.Errorf("backup: the copy of %s goes to the index's own disk: %w", db.dir, err)
+				return fmt.Errorf("lshdb: backup: the copy of %s goes to the index's own disk: %w", db.dir, err)
 			}
 		}
 	}

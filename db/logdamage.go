@@ -266,8 +266,8 @@ func scanLog(fs vfs.FS, path string, num uint32, trailer *bool) (*logScan, error
 }
 
 // olderLogDamage names the first write-ahead log in dir, older than the
-// newest, that does not read whole to its clean end (its EOF trailer, or
-// zeros), and where it stops reading: Pebble replays a log older than the
+// newest, that stops reading within a chunk (not at its EOF trailer, nor
+// at its end), and where: Pebble replays a log older than the
 // newest only whole, and its error ("error when replaying WAL: …
 // unexpected EOF") named no log (a crash-safety review). "" if none.
 func olderLogDamage(fs vfs.FS, dir string) (name string, offset int64) {
@@ -287,20 +287,15 @@ func olderLogDamage(fs vfs.FS, dir string) (name string, offset int64) {
 	}
 	slices.SortFunc(logs, func(a, b log) int { return cmp.Compare(a.num, b.num) })
 	for _, l := range logs[:max(len(logs)-1, 0)] {
-		// NB: a log older than the newest was closed, and ends with
-		// its EOF trailer: one that reads to its end without it was cut
-		// (at a chunk's end, or within a chunk's header).
+		// NB: only a log that stops reading within a chunk, not at its
+		// EOF trailer: Pebble reads an empty log (an open killed before
+		// its first write leaves one), and one that ends on a record's
+		// end, as whole, and naming one of those named the wrong log (a
+		// maintainer's review).
 		clean := false
-		path := fs.PathJoin(dir, l.name)
-		s, err := scanLog(fs, path, uint32(l.num), &clean)
-		switch {
-		case err != nil || clean:
-		case s.end >= 0:
+		s, err := scanLog(fs, fs.PathJoin(dir, l.name), uint32(l.num), &clean)
+		if err == nil && s.end >= 0 && !clean {
 			return l.name, s.end
-		default:
-			if st, err := fs.Stat(path); err == nil {
-				return l.name, st.Size()
-			}
 		}
 	}
 	return "", 0

@@ -586,10 +586,11 @@ func TestLogScanAgainstPebbleWriter(t *testing.T) {
 }
 
 // Ensure that olderLogDamage names a write-ahead log older than the
-// newest that is cut short, and where it stops reading (the start of the
-// chunk the cut falls in), and nothing when every older log reads to its
-// clean end or only the newest is cut (which Pebble reads as a torn
-// tail). The oracle: the layout of logs written by Pebble's own
+// newest that is cut within a chunk, and where it stops reading (the
+// start of that chunk), and nothing when every older log reads to its
+// clean end, is cut on a record's end or within a header too short to
+// read (both read as whole), or only the newest is cut (which Pebble
+// reads as a torn tail). The oracle: the layout of logs written by Pebble's own
 // LogWriter.
 func TestOlderLogDamage(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 7))
@@ -602,7 +603,8 @@ func TestOlderLogDamage(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := f.Write(b); err != nil {
+		// NB: a copy: under -race Pebble's MemFS scrambles the buffer it was given.
+		if _, err := f.Write(bytes.Clone(b)); err != nil {
 			t.Fatal(err)
 		}
 		f.Close()
@@ -621,7 +623,7 @@ func TestOlderLogDamage(t *testing.T) {
 		// NB: where it stops reading: the start of the chunk the cut
 		// falls in, or the cut if too little of the chunk's header is
 		// left to read as one.
-		want := cut
+		want, wantName := int64(0), ""
 		starts := append(slices.Clone(chunks), int64(len(older))-recycleChunkHdr) // and the EOF trailer's
 		for i, c := range starts {
 			next := int64(len(older))
@@ -629,11 +631,23 @@ func TestOlderLogDamage(t *testing.T) {
 				next = starts[i+1]
 			}
 			if c < cut && cut < next && cut-c >= legacyChunkHdr {
-				want = c
+				want, wantName = c, "000002.log"
 			}
 		}
-		if name, off := olderLogDamage(fs, ""); name != "000002.log" || off != want {
-			t.Fatalf("the older log cut at %d: %q at %d, want 000002.log at %d", cut, name, off, want)
+		if name, off := olderLogDamage(fs, ""); name != wantName || off != want {
+			t.Fatalf("the older log cut at %d: %q at %d, want %q at %d", cut, name, off, wantName, want)
 		}
+	}
+	// NB: an empty older log reads as whole to Pebble, and so does one
+	// cut on a record's end: the log cut within a chunk after it is the
+	// one named.
+	write("000001.log", nil)
+	write("000002.log", older[:records[7]])
+	if name, off := olderLogDamage(fs, ""); name != "" {
+		t.Fatalf("an empty log, and one cut on a record's end: %q at %d", name, off)
+	}
+	write("000002.log", older[:records[7]+25])
+	if name, off := olderLogDamage(fs, ""); name != "000002.log" || off != records[7] {
+		t.Fatalf("an empty log, and one cut within a chunk: %q at %d, want 000002.log at %d", name, off, records[7])
 	}
 }

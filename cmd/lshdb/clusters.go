@@ -415,7 +415,7 @@ func (a *app) readPairsFile(path string, t float64, now *db.Info, warn func(stri
 		if path != "-" {
 			f, err := os.Open(path)
 			if err != nil {
-				yield(db.Pair{}, fmt.Errorf("%w: %w", errBadPairs, err))
+				yield(db.Pair{}, fmt.Errorf("%w: --from %s: %w", errBadPairs, esc(path), pathCause(err)))
 				return
 			}
 			defer f.Close()

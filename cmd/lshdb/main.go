@@ -39,6 +39,7 @@ import (
 	"github.com/lshdb/lshdb/internal/inflate"
 	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"golang.org/x/term"
 )
 
@@ -254,7 +255,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	out := &outWriter{w: stdout}
 	a := &app{ctx: ctx, root: ctx, stdin: stdin, stdout: out, stderr: &errWriter{w: stderr}, out: out}
 	root := a.rootCmd()
-	if len(args) == 0 {
+	if noCommand(root, args) {
 		// NB: cobra printed the help on stdout and exited 0, so that a
 		// script running "lshdb $CMD" with CMD empty went on as if the
 		// command had run (a newcomer's review).
@@ -268,6 +269,29 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		a.stopProfile()
 	}
 	return a.finish(err)
+}
+
+// noCommand reports whether args name no command and ask for no help or
+// version: none at all, "" (a script's "$CMD" left empty), or the root's
+// flags alone (lshdb --progress none).
+func noCommand(root *cobra.Command, args []string) bool {
+	if len(args) == 0 {
+		return true
+	}
+	if slices.ContainsFunc(args, func(a string) bool {
+		return a == "-h" || a == "-v" || strings.HasPrefix(a, "--help") || strings.HasPrefix(a, "--version")
+	}) {
+		return false
+	}
+	// NB: on a copy of the root: its flags parsed here would stay set.
+	fs := pflag.NewFlagSet("lshdb", pflag.ContinueOnError)
+	fs.AddFlagSet(root.PersistentFlags())
+	fs.AddFlagSet(root.Flags())
+	fs.SetOutput(io.Discard)
+	if fs.Parse(args) != nil {
+		return false // NB: cobra says what is wrong
+	}
+	return !slices.ContainsFunc(fs.Args(), func(a string) bool { return a != "" })
 }
 
 // finish returns the exit status of a command that returned err: err's,

@@ -749,6 +749,20 @@ func TestMissingInputIsNamed(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "idx")); err == nil {
 		t.Error("an index was made")
 	}
+	// NB: and query's --file and clusters' --from, which said "open
+	// PATH: …" (a maintainer's review).
+	idx := threeDocIndex(t, "a", "c")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"query", "--db", idx, "--file", missing}, "lshdb: --file " + missing + ": no such file or directory\n"},
+		{[]string{"clusters", "--db", idx, "--from", missing}, "lshdb: bad pairs file: --from " + missing + ": no such file or directory\n"},
+	} {
+		if _, errOut, code := runLine(c.args, ""); code != 1 || errOut != c.want {
+			t.Errorf("%s of a missing file: exit %d, %q, want 1, %q", c.args[0], code, errOut, c.want)
+		}
+	}
 }
 
 // Ensure that lshdb with no command is a usage error, its help on stderr:
@@ -756,11 +770,15 @@ func TestMissingInputIsNamed(t *testing.T) {
 // "lshdb $CMD" with CMD empty went on (a newcomer's review). The help
 // asked for still goes to stdout with exit 0.
 func TestNoCommand(t *testing.T) {
-	out, errOut, code := runLine(nil, "")
-	if code != 2 || out != "" || !strings.Contains(errOut, "Available Commands:") || !strings.HasSuffix(errOut, "lshdb: no command given: name one of the commands above\n") {
-		t.Errorf("no command: exit %d, stdout %q, stderr ending %q", code, out, errOut[max(0, len(errOut)-80):])
+	// NB: and "" (a quoted "$CMD" left empty), and the root's flags alone
+	// (a maintainer's review).
+	for _, args := range [][]string{nil, {""}, {"--progress", "none"}, {"--output", "json", ""}} {
+		out, errOut, code := runLine(args, "")
+		if code != 2 || out != "" || !strings.Contains(errOut, "Available Commands:") || !strings.HasSuffix(errOut, "lshdb: no command given: name one of the commands above\n") {
+			t.Errorf("%q: exit %d, stdout %q, stderr ending %q", args, code, out, errOut[max(0, len(errOut)-80):])
+		}
 	}
-	for _, args := range [][]string{{"--help"}, {"help"}} {
+	for _, args := range [][]string{{"--help"}, {"help"}, {"--progress", "none", "-h"}} {
 		out, errOut, code := runLine(args, "")
 		if code != 0 || !strings.Contains(out, "Available Commands:") || errOut != "" {
 			t.Errorf("%q: exit %d, stdout %d bytes, stderr %q", args, code, len(out), errOut)

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"iter"
 	"math"
 	"os"
@@ -1300,6 +1301,16 @@ build the index again.`,
 	return c
 }
 
+// pathCause is err without the *fs.PathError around it, whose "open
+// PATH: …" did not say which of the command's files PATH was: the caller
+// names it (a maintainer's review).
+func pathCause(err error) error {
+	if pe := (*fs.PathError)(nil); errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
 // readAtMost reads the file named path (- for stdin) if it holds at most
 // max bytes, and refuses it with db.ErrDocTooLarge otherwise, having read
 // max+1 bytes: query --file /dev/zero read until the process ran out of
@@ -1312,7 +1323,7 @@ func (a *app) readAtMost(path string, max int) ([]byte, error) {
 	} else {
 		file, err := os.Open(path)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("--file %s: %w", esc(path), pathCause(err))
 		}
 		defer file.Close()
 		f = file
