@@ -33,11 +33,12 @@ func tableSizes(t *testing.T, dir string) map[string]int64 {
 
 // Ensure that an index whose Pebble MANIFEST lost its later records (cut
 // after its first, as a damaged record is read: the torn end a crash
-// leaves), its logs reused since, is refused as ErrCorrupt by every open, read-only, writable or
-// creating, each naming the tables, and that no open deletes a table
-// file: a writable open let Pebble delete every table the cut manifest
-// did not list (the whole index) before lshdb refused the store as not
-// an index, and a creating one would have made a new empty index there.
+// leaves), its logs reused since, is refused as ErrCorrupt by every
+// open, read-only, writable or creating, each naming the tables, and
+// that no open deletes a table file: a writable open let Pebble delete
+// every table the cut manifest did not list (the whole index) before
+// lshdb refused the store as not an index, and a creating one would have
+// made a new empty index there.
 func TestOpenKeepsTablesItsManifestLost(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "idx")
 	d := mustOpen(t, dir, nil)
@@ -101,12 +102,18 @@ func TestOpenKeepsTablesItsManifestLost(t *testing.T) {
 		if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "lost its later records") {
 			t.Fatalf("Open(%+v) of an index whose manifest lost its tables: %v, want ErrCorrupt saying so", o, err)
 		}
-		if after := tableSizes(t, dir); len(after) < len(tables) {
+		for n := range tables {
+			if !strings.Contains(err.Error(), n) {
+				t.Fatalf("Open(%+v): %v, naming not the table %s", o, err, n)
+			}
+		}
+		after := tableSizes(t, dir)
+		if len(after) < len(tables) {
 			t.Fatalf("Open(%+v) deleted tables: %v, before %v", o, after, tables)
 		}
 		for n, size := range tables {
-			if got := tableSizes(t, dir)[n]; got != size {
-				t.Fatalf("Open(%+v): table %s of %d bytes is now %d", o, n, size, got)
+			if after[n] != size {
+				t.Fatalf("Open(%+v): table %s of %d bytes is now %d", o, n, size, after[n])
 			}
 		}
 	}

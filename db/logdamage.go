@@ -120,6 +120,7 @@ type logScan struct {
 	records int   // records beginning after end (full or first chunks)
 	chunks  int   // chunks of the log after end
 	last    int64 // where the last of those chunks ends
+	trailer bool  // end is at the log's EOF trailer (a chunk of number num+1): its clean end
 }
 
 // chunkHeader returns the header size of a chunk type (0 if invalid), and
@@ -145,6 +146,10 @@ func (s *logScan) block(off int64, b []byte) {
 			return
 		}
 		s.end = off + int64(i)
+		if i+recycleChunkHdr <= len(b) {
+			hdr, _ := chunkHeader(b[i+6])
+			s.trailer = hdr >= recycleChunkHdr && binary.LittleEndian.Uint32(b[i+7:]) == s.num+1
+		}
 		i++ // NB: the chunk at the end is not one of the log's, or it is damaged
 	}
 	// NB: a chunk of the log has its number at 7: found by bytes.Index,
@@ -226,17 +231,15 @@ func newestLogDamage(fs vfs.FS, dir string, names []string) (*LogDamageError, er
 		return nil, nil
 	}
 	path := fs.PathJoin(dir, name)
-	s, err := scanLog(fs, path, uint32(newest), nil)
+	s, err := scanLog(fs, path, uint32(newest))
 	if err != nil || s.chunks == 0 {
 		return nil, err
 	}
 	return &LogDamageError{Log: path, Offset: s.end, Records: s.records, End: s.last}, nil
 }
 
-// scanLog scans the log at path, of number num; if trailer is not nil, it
-// is set to whether the log stops being readable at its EOF trailer (a
-// chunk of number num+1: the clean end of a log that was closed).
-func scanLog(fs vfs.FS, path string, num uint32, trailer *bool) (*logScan, error) {
+// scanLog scans the log at path, of number num.
+func scanLog(fs vfs.FS, path string, num uint32) (*logScan, error) {
 	f, err := fs.Open(path)
 	if err != nil {
 		return nil, err
@@ -247,12 +250,6 @@ func scanLog(fs vfs.FS, path string, num uint32, trailer *bool) (*logScan, error
 	for off := int64(0); ; off += logBlockSize {
 		n, err := io.ReadFull(f, buf)
 		if n > 0 {
-			if trailer != nil && s.end < 0 {
-				if i := s.readable(buf[:n]); i+recycleChunkHdr <= n {
-					hdr, _ := chunkHeader(buf[i+6])
-					*trailer = hdr >= recycleChunkHdr && binary.LittleEndian.Uint32(buf[i+7:]) == num+1
-				}
-			}
 			s.block(off, buf[:n])
 		}
 		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
@@ -292,9 +289,8 @@ func olderLogDamage(fs vfs.FS, dir string) (name string, offset int64) {
 		// its first write leaves one), and one that ends on a record's
 		// end, as whole, and naming one of those named the wrong log (a
 		// maintainer's review).
-		clean := false
-		s, err := scanLog(fs, fs.PathJoin(dir, l.name), uint32(l.num), &clean)
-		if err == nil && s.end >= 0 && !clean {
+		s, err := scanLog(fs, fs.PathJoin(dir, l.name), uint32(l.num))
+		if err == nil && s.end >= 0 && !s.trailer {
 			return l.name, s.end
 		}
 	}

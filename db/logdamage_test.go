@@ -590,8 +590,8 @@ func TestLogScanAgainstPebbleWriter(t *testing.T) {
 // start of that chunk), and nothing when every older log reads to its
 // clean end, is cut on a record's end or within a header too short to
 // read (both read as whole), or only the newest is cut (which Pebble
-// reads as a torn tail). The oracle: the layout of logs written by Pebble's own
-// LogWriter.
+// reads as a torn tail). The oracle: the layout of logs written by
+// Pebble's own LogWriter.
 func TestOlderLogDamage(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 7))
 	fs := vfs.NewMem()
@@ -618,13 +618,13 @@ func TestOlderLogDamage(t *testing.T) {
 	if name, off := olderLogDamage(fs, ""); name != "" {
 		t.Fatalf("the newest log cut: %s at %d", name, off)
 	}
+	starts := append(slices.Clone(chunks), int64(len(older))-recycleChunkHdr) // and the EOF trailer's
 	for _, cut := range []int64{records[20] + 5, records[39] + 1, records[39], records[10] + 12, int64(len(older)) - recycleChunkHdr, int64(len(older)) - 3} {
 		write("000002.log", older[:cut])
 		// NB: where it stops reading: the start of the chunk the cut
-		// falls in, or the cut if too little of the chunk's header is
-		// left to read as one.
+		// falls in; nothing if the cut is on a chunk's start, or leaves
+		// too little of its header to read as one (read as whole).
 		want, wantName := int64(0), ""
-		starts := append(slices.Clone(chunks), int64(len(older))-recycleChunkHdr) // and the EOF trailer's
 		for i, c := range starts {
 			next := int64(len(older))
 			if i+1 < len(starts) {

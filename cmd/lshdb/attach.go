@@ -9,7 +9,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"iter"
 	"net"
 	"os"
@@ -204,18 +203,6 @@ func (h *handover) current() index {
 	return h.cur
 }
 
-// cutInFlight reports whether err says the connection to the attached
-// owner was closed before it answered (killed, or stopping), not by the
-// command itself: a read so cut is safe to make again.
-func cutInFlight(err error) bool {
-	var answer *client.Error
-	if errors.As(err, &answer) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return false
-	}
-	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) ||
-		errors.Is(err, syscall.EPIPE) || errors.Is(err, net.ErrClosed)
-}
-
 // again opens the index anew after a call to d failed with err, if err
 // says the owner is gone (or, for a read, read says so, that it was cut
 // in flight), and returns the index to repeat the call on (nil: do not
@@ -223,7 +210,9 @@ func cutInFlight(err error) bool {
 func (h *handover) again(d index, err error, read bool) (index, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	gone := ownerGone(err) || read && cutInFlight(err)
+	// NB: a cut the command made itself (its context) is its context's
+	// error, not ErrConnectionCut.
+	gone := ownerGone(err) || read && errors.Is(err, client.ErrConnectionCut)
 	switch {
 	case h.closed:
 		return nil, nil

@@ -481,14 +481,7 @@ func TestHandoverStreamsWhenOwnerGone(t *testing.T) {
 	d.Close()
 	reopened := 0
 	handover := func(c *client.Client) *handover {
-		return newHandover(c, func() { c.Close() }, func() (index, func(), error) {
-			reopened++
-			d, err := db.Open(dir, &db.Options{ReadOnly: true})
-			if err != nil {
-				return nil, nil, err
-			}
-			return d, func() { d.Close() }, nil
-		})
+		return newHandover(c, func() { c.Close() }, reopenReadOnly(dir, &reopened))
 	}
 	h := handover(cs[0])
 	var pairs []db.Pair
@@ -513,6 +506,19 @@ func TestHandoverStreamsWhenOwnerGone(t *testing.T) {
 	}
 	if n != 3 || reopened != 2 {
 		t.Errorf("scanned %d documents, reopened %d times in all; want 3 and 2", n, reopened)
+	}
+}
+
+// reopenReadOnly is a handover's reopen in these tests: the index in dir,
+// read-only, counting the opens in *n.
+func reopenReadOnly(dir string, n *int) func() (index, func(), error) {
+	return func() (index, func(), error) {
+		*n++
+		d, err := db.Open(dir, &db.Options{ReadOnly: true})
+		if err != nil {
+			return nil, nil, err
+		}
+		return d, func() { d.Close() }, nil
 	}
 }
 
@@ -548,17 +554,11 @@ func TestHandoverRepeatsReadsCutInFlight(t *testing.T) {
 		t.Fatal(err)
 	}
 	d.Close()
-	cut := fmt.Errorf("lshdb: client: the server closed the connection before it answered: %w", &net.OpError{Op: "read", Net: "unix", Err: syscall.ECONNRESET})
+	// NB: as the client says it (TestPutConnectionClosedBeforeAnswer).
+	cut := fmt.Errorf("%w (it is stopping, or was killed or restarted): the call writes nothing; make it again: %w", client.ErrConnectionCut, &net.OpError{Op: "read", Net: "unix", Err: syscall.ECONNRESET})
 	reopened := 0
 	owner := func(err error) *handover {
-		return newHandover(cutOwner{err: err}, func() {}, func() (index, func(), error) {
-			reopened++
-			d, err := db.Open(dir, &db.Options{ReadOnly: true})
-			if err != nil {
-				return nil, nil, err
-			}
-			return d, func() { d.Close() }, nil
-		})
+		return newHandover(cutOwner{err: err}, func() {}, reopenReadOnly(dir, &reopened))
 	}
 	h := owner(cut)
 	res, err := h.Query(context.Background(), "the quick brown fox jumps over the lazy dog", nil)
@@ -566,7 +566,7 @@ func TestHandoverRepeatsReadsCutInFlight(t *testing.T) {
 		t.Fatalf("a query cut in flight: %+v, %v, reopened %d times; want a and b, once", res, err, reopened)
 	}
 	h.closeAll()
-	h = owner(fmt.Errorf("cut: %w", io.ErrUnexpectedEOF))
+	h = owner(fmt.Errorf("%w: %w", client.ErrConnectionCut, io.ErrUnexpectedEOF))
 	var pairs []db.Pair
 	for p, err := range h.Pairs(context.Background(), nil) {
 		if err != nil {

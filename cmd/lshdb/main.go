@@ -574,12 +574,12 @@ func (a *app) rootCmd() *cobra.Command {
 			// NB: one past it wrapped around to a negative reserve: no check.
 			return usagef("--disk-reserve %d: give MiB (at most %d), 0 for the default or -1 for no check", a.diskReserveMiB, int64(math.MaxInt64>>20))
 		}
-		if min := int64(8 + 2*db.DefaultMemTableSize>>20); a.diskReserveMiB > 0 && a.diskReserveMiB < min {
+		if flushRoom := int64(8 + 2*db.DefaultMemTableSize>>20); a.diskReserveMiB > 0 && a.diskReserveMiB < flushRoom {
 			// NB: a reserve of 2 MiB let an insert fill the disk to 0
 			// bytes free (the flush of its writes failing), and the
 			// index then opened for writing only once space was freed
 			// outside it (a crash-safety review).
-			fmt.Fprintf(a.stderr, "lshdb: note: --disk-reserve %d is below the room a flush of the index's writes needs (about %d MiB): a write may fill the disk, and then the index opens for writing only once space is freed outside it\n", a.diskReserveMiB, min)
+			fmt.Fprintf(a.stderr, "lshdb: note: --disk-reserve %d is below the room a flush of the index's writes needs (about %d MiB): a write may fill the disk, and then the index opens for writing only once space is freed outside it\n", a.diskReserveMiB, flushRoom)
 		}
 		if (a.output == "csv" || a.output == "tsv") && c.Name() != "pairs" {
 			return usagef("--output %s is for pairs only (use table or json)", a.output)

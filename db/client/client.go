@@ -202,6 +202,12 @@ func OpenContext(ctx context.Context, target string, opts *Options) (*Client, er
 // errNoAnswer is the cause of Open's context when OpenTimeout passes.
 var errNoAnswer = errors.New("no answer")
 
+// ErrConnectionCut is matched (errors.Is) by the error of a call whose
+// connection the server closed before it answered: it is stopping, or
+// was killed or restarted. A call that writes nothing (a query, a get,
+// stats) may be made again; a write may or may not have been applied.
+var ErrConnectionCut = errors.New("lshdb: client: the server closed the connection before it answered")
+
 // ErrForeignSocket is the error of a Unix socket that a process of
 // another user serves (Linux, by its peer credentials): neither this
 // process's user nor root, nor, when this process is root's, the user
@@ -400,15 +406,15 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, body
 				// NB: a query cut so said a write may have been applied,
 				// and an operator reading it after a restart feared for
 				// the writes (review O3).
-				return nil, fmt.Errorf("lshdb: client: the server closed the connection before it answered (it is stopping, or was killed or restarted): the call writes nothing; make it again: %w", err)
+				return nil, fmt.Errorf("%w (it is stopping, or was killed or restarted): the call writes nothing; make it again: %w", ErrConnectionCut, err)
 			}
 			if path == "/v1/backup" {
 				// NB: a backup's copy gets its name last, so a cut one
 				// has none (it said a document put again replaces
 				// itself: a review).
-				return nil, fmt.Errorf("lshdb: client: the server closed the connection before it answered (it is stopping, or was killed or restarted): the backup did not answer; its directory is there only if the copy was complete (and verified, if asked): %w", err)
+				return nil, fmt.Errorf("%w (it is stopping, or was killed or restarted): the backup did not answer; its directory is there only if the copy was complete (and verified, if asked): %w", ErrConnectionCut, err)
 			}
-			return nil, fmt.Errorf("lshdb: client: the server closed the connection before it answered (it is stopping, or was killed or restarted): a write may or may not have been applied (read it back, or write it again: a document put again replaces itself): %w", err)
+			return nil, fmt.Errorf("%w (it is stopping, or was killed or restarted): a write may or may not have been applied (read it back, or write it again: a document put again replaces itself): %w", ErrConnectionCut, err)
 		}
 		return nil, err
 	}

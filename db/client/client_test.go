@@ -1496,13 +1496,13 @@ func TestPutConnectionClosedBeforeAnswer(t *testing.T) {
 	var l net.Listener
 	c := cuttingServer(t, &l, func(r *http.Request) bool { return r.Method == http.MethodPost }, func() {})
 	_, err := c.PutBatch([]db.Doc{{ID: "a", Text: "a document whose answer never comes"}}, nil)
-	if err == nil || !strings.Contains(err.Error(), "closed the connection before it answered") || !strings.Contains(err.Error(), "may or may not have been applied") {
+	if !errors.Is(err, client.ErrConnectionCut) || !strings.Contains(err.Error(), "closed the connection before it answered") || !strings.Contains(err.Error(), "may or may not have been applied") {
 		t.Fatalf("a put whose connection closed before the answer: %v; want an error that says so", err)
 	}
 	// A query so cut says it wrote nothing (review O3: it spoke of a
 	// write that may have been applied).
 	_, err = c.Query(context.Background(), "a query whose answer never comes", nil)
-	if err == nil || !strings.Contains(err.Error(), "closed the connection before it answered") || !strings.Contains(err.Error(), "writes nothing") || strings.Contains(err.Error(), "write may") {
+	if !errors.Is(err, client.ErrConnectionCut) || !strings.Contains(err.Error(), "closed the connection before it answered") || !strings.Contains(err.Error(), "writes nothing") || strings.Contains(err.Error(), "write may") {
 		t.Fatalf("a query whose connection closed before the answer: %v; want an error that says it wrote nothing", err)
 	}
 }
