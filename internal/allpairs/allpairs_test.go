@@ -31,15 +31,32 @@ func TestJoinEqualsBrute(t *testing.T) {
 			slices.Sort(s)
 			sets = append(sets, slices.Compact(s))
 		}
+		if round%3 != 0 {
+			// NB: the ranking sorts the tokens in buckets by their top
+			// byte: here they spread over every bucket, as hashes do, or
+			// over three, each holding many.
+			for _, s := range sets {
+				for i, x := range s {
+					s[i] = x * 0x9e3779b97f4a7c15
+					if round%3 == 2 {
+						s[i] = s[i]>>8 | (x%3)<<56
+					}
+				}
+				slices.Sort(s)
+			}
+		}
+		// NB: one ranking serves every threshold.
+		ranked := map[int]*Ranked{1: Rank(sets), 2: rank(sets, 2), 3: rank(sets, 3), 5: rank(sets, 5)}
 		for _, th := range []float64{0.3, 0.5, 0.8, 0.9, 1} {
 			want := Brute(sets, th)
 			if got := Join(sets, th); !slices.Equal(got, want) {
 				t.Fatalf("round %d t=%v: Join found %d pairs, Brute %d", round, th, len(got), len(want))
 			}
-			// NB: the probes on several goroutines, each taking 64 sets
-			// at a time: 150 sets are 3 chunks.
-			for _, workers := range []int{2, 3, 5} {
-				if got := join(sets, th, workers); !slices.Equal(got, want) {
+			// NB: the probes and the ranking's sorts on several
+			// goroutines, each probe taking 64 sets at a time: 150 sets
+			// are 3 chunks.
+			for _, workers := range []int{1, 2, 3, 5} {
+				if got := ranked[workers].join(th, workers); !slices.Equal(got, want) {
 					t.Fatalf("round %d t=%v, %d goroutines: join found %d pairs, Brute %d", round, th, workers, len(got), len(want))
 				}
 			}

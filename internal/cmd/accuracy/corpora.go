@@ -35,8 +35,9 @@ func corpusRecall(w io.Writer, k, seeds int) error {
 		for i, d := range docs {
 			sets[i], _ = h.Document(nil, nil, d.Text)
 		}
+		ranked := allpairs.Rank(sets)
 		for _, t := range []float64{0.5, 0.8} {
-			truth := allpairs.Join(sets, t)
+			truth := ranked.Join(t)
 			p, err := bands.Choose(k, t, bands.Options{})
 			if err != nil {
 				return err
