@@ -36,10 +36,10 @@ var everyCorpus = []struct {
 // to end on five of the corpora. (Not here on all eight: at t = 0.5 a
 // band on gcide gathers 30,000 entries that share the "[1913 Webster]"
 // boilerplate, and Pairs verifies 324 million candidate pairs.) Long
-// (LSHDB_LONG=1): the oracle takes about 8 minutes on 2 cores.
+// (LSHDB_LONG=1): about 1.5 minutes on 2 cores, most of it the oracle.
 func TestRecallOnEveryCorpus(t *testing.T) {
 	if !long() {
-		t.Skip("long: every shared corpus, about 8 minutes on 2 cores (LSHDB_LONG=1)")
+		t.Skip("long: every shared corpus, about 1.5 minutes on 2 cores (LSHDB_LONG=1)")
 	}
 	if raceEnabled {
 		t.Skip("single-threaded oracle: the race detector only slows it")
