@@ -221,7 +221,16 @@ func (db *DB) prepareEach(docs []Doc, storeText bool, scratches *sync.Pool) ([]p
 			used[w].keys.Reset()
 		}
 	}
+	// NB: the workers take prepareStep documents at a time, where each
+	// took every workers-th document: a worker done with its share
+	// waited for the other at each chunk of a load, and the two wrote
+	// to the same cache lines of out. A build of 300,000 generated
+	// documents used 85-90% of 2 cores while it read; alternated, the
+	// builds took 0.89x the time (8.2-9.0 s against 8.9-10.0 s), and
+	// 3.02x and 3.43x the hashing floor in two benches against 3.98x
+	// and 3.49x.
 	var wg sync.WaitGroup
+	var next atomic.Int64
 	for w := range workers {
 		wg.Add(1)
 		go func() {
@@ -230,14 +239,24 @@ func (db *DB) prepareEach(docs []Doc, storeText bool, scratches *sync.Pool) ([]p
 			if used != nil {
 				sc = used[w]
 			}
-			for i := w; i < len(docs); i += workers {
-				out[i], errs[i] = db.prepareIn(&docs[i], storeText, sc)
+			for {
+				first := int(next.Add(prepareStep)) - prepareStep
+				if first >= len(docs) {
+					break
+				}
+				for i := first; i < min(first+prepareStep, len(docs)); i++ {
+					out[i], errs[i] = db.prepareIn(&docs[i], storeText, sc)
+				}
 			}
 		}()
 	}
 	wg.Wait()
 	return out, errs, used
 }
+
+// prepareStep is how many documents a worker of prepareEach takes at a
+// time.
+const prepareStep = 16
 
 // prepareAll prepares docs in parallel. With skipEmpty, documents with no
 // shingles are left out and their ids returned; any other error (and, without
