@@ -36,7 +36,8 @@ func Join(sets [][]uint64, t float64) []Pair {
 }
 
 // Ranked is a collection of sets ranked for Join at any threshold: the
-// ranking, about a third of a join's time, is the same at every one.
+// ranking is the same at every one (on gcide it took 4.3 s, the join at
+// t = 0.5 14.6 s and at 0.8 1.8 s).
 type Ranked struct {
 	sets   [][]uint64
 	ranked [][]int32
@@ -88,8 +89,8 @@ func (r *Ranked) join(t float64, workers int) []Pair {
 	// its own place. The index is built first, whole, so that the probes
 	// run on every core.
 	// NB: each posting carries its set's size, so that the probes read
-	// no other array for the size filter (those reads were a third of
-	// the join's time on gcide), and a probe starts each list at the
+	// no other array for the size filter (those reads were about a
+	// quarter of the join's time on gcide), and a probe starts each list at the
 	// first set large enough to reach t: places in order are by size.
 	type posting struct{ k, pos, size int32 }
 	index := make([][]posting, tokens)
