@@ -10,7 +10,6 @@ import (
 	"math"
 	"runtime"
 	"slices"
-	"sort"
 	"sync"
 	"sync/atomic"
 
@@ -90,18 +89,14 @@ func (r *Ranked) join(t float64, workers int) []Pair {
 	// run on every core.
 	// NB: each posting carries its set's size, so that the probes read
 	// no other array for the size filter (those reads were about a
-	// quarter of the join's time on gcide), and a probe starts each list at the
-	// first set large enough to reach t: places in order are by size.
+	// quarter of the join's time on gcide), and a probe starts each list
+	// at the first set large enough to reach t (a binary search: places
+	// in order are by size; galloping from the front was no faster).
 	type posting struct{ k, pos, size int32 }
 	index := make([][]posting, tokens)
-	indexed := make([]int32, len(order)) // the length of each place's indexed prefix
 	for k, i := range order {
 		lx := len(sets[i])
-		// NB: only a shorter prefix is indexed: a later (larger) x needs
-		// overlap ≥ t/(1+t)·(|x|+|y|) ≥ 2t/(1+t)·|y| with this y.
-		p := max(1, min(lx-int(math.Ceil(tp*float64(lx)))+1, lx))
-		ip := max(1, min(lx-int(math.Ceil(2*tp/(1+tp)*float64(lx)))+1, p))
-		indexed[k] = int32(ip)
+		_, ip := prefixes(lx, tp)
 		for pos, x := range ranked[i][:ip] {
 			index[x] = append(index[x], posting{int32(k), int32(pos), int32(lx)})
 		}
@@ -132,21 +127,11 @@ func (r *Ranked) join(t float64, workers int) []Pair {
 					i := order[k]
 					s, rx := sets[i], ranked[i]
 					lx := len(s)
-					p := max(1, min(lx-int(math.Ceil(tp*float64(lx)))+1, lx))
+					p, _ := prefixes(lx, tp)
 					minSize := int32(math.Ceil(tp * float64(lx)))
 					for xi, x := range rx[:p] {
 						list := index[x]
-						from := 0
-						if len(list) > 0 && list[0].size < minSize {
-							// NB: galloping: most lists skip few sets.
-							hi := 1
-							for hi < len(list) && list[hi].size < minSize {
-								from, hi = hi, 2*hi
-							}
-							from++
-							hi = min(hi, len(list))
-							from += sort.Search(hi-from, func(n int) bool { return list[from+n].size >= minSize })
-						}
+						from, _ := slices.BinarySearchFunc(list, minSize, func(e posting, size int32) int { return cmp.Compare(e.size, size) })
 						for _, e := range list[from:] {
 							if int(e.k) >= k {
 								break
@@ -180,7 +165,8 @@ func (r *Ranked) join(t float64, workers int) []Pair {
 						}
 						j := order[kj]
 						ry := ranked[j]
-						last := min(rx[p-1], ry[indexed[kj]-1])
+						_, ipy := prefixes(len(ry), tp)
+						last := min(rx[p-1], ry[ipy-1])
 						xs, _ := slices.BinarySearch(rx, last+1)
 						ys, _ := slices.BinarySearch(ry, last+1)
 						if reaches(rx[xs:], ry[ys:], int(math.Ceil(tp/(1+tp)*float64(lx+len(ry))))-int(n)) {
@@ -216,6 +202,17 @@ func Brute(sets [][]uint64, t float64) []Pair {
 		}
 	}
 	return out
+}
+
+// prefixes returns the lengths of the prefixes of a set of n tokens that
+// a join at threshold tp probes with and indexes: a pair with J ≥ tp
+// shares a token within the first n − ⌈tp·n⌉ + 1 of each; only a shorter
+// prefix is indexed, as a later (larger) x needs overlap ≥
+// tp/(1+tp)·(|x|+|y|) ≥ 2tp/(1+tp)·|y| with an indexed y.
+func prefixes(n int, tp float64) (probe, indexed int) {
+	probe = max(1, min(n-int(math.Ceil(tp*float64(n)))+1, n))
+	indexed = max(1, min(n-int(math.Ceil(2*tp/(1+tp)*float64(n)))+1, probe))
+	return probe, indexed
 }
 
 // rankTokens ranks the tokens by global frequency, rarest first (ties by
