@@ -680,15 +680,47 @@ func checkIDArgs(ids []string) error {
 
 func nArgs(n int) cobra.PositionalArgs {
 	return func(c *cobra.Command, args []string) error {
-		if len(args) != n {
-			use := c.UseLine()
-			if _, ok := c.Root().Annotations[inShell]; ok {
-				use = c.Use + "; type help " + c.Name()
-			}
-			return usagef("%s takes %d argument(s), got %d (usage: %s)", c.Name(), n, len(args), use)
+		if len(args) == n {
+			return nil
 		}
+		use := c.UseLine()
+		if _, ok := c.Root().Annotations[inShell]; ok {
+			use = c.Use + "; type help " + c.Name()
+		}
+		takes := fmt.Sprintf("%d argument(s)", n)
+		if n == 0 {
+			takes = "no arguments"
+		}
+		if f := onlyTextFlag(c); f != nil && len(args) > n {
+			// NB: the usual cause: a flag's value with spaces, unquoted
+			// (query --text hello world).
+			extra := strings.Join(args[n:], " ")
+			return usagef("%s takes %s, got %d: %q (a value with spaces needs quotes: --%s %q; usage: %s)",
+				c.Name(), takes, len(args), extra, f.Name, f.Value.String()+" "+extra, use)
+		}
+		return usagef("%s takes %s, got %d (usage: %s)", c.Name(), takes, len(args), use)
+	}
+}
+
+// onlyTextFlag returns the one string flag given to c, if exactly one was
+// (the index's --db and the output's flags aside), else nil.
+func onlyTextFlag(c *cobra.Command) *pflag.Flag {
+	var only *pflag.Flag
+	n := 0
+	c.Flags().Visit(func(f *pflag.Flag) {
+		switch f.Name {
+		case "db", "output", "progress", "cpuprofile":
+			return
+		}
+		if f.Value.Type() == "string" {
+			only = f
+			n++
+		}
+	})
+	if n != 1 {
 		return nil
 	}
+	return only
 }
 
 func (a *app) needDB() error {
