@@ -49,9 +49,9 @@ const formatMajorVersion = pebble.FormatValueSeparation
 // flushes below L0 and compactions write: zstd (level 3) where it pays,
 // else MinLZ (Snappy on arm64), and a block either shrinks by less than
 // 12% is stored raw, as before. NB: a table's blocks are records (texts:
-// zstd shrinks them 3x) or posting lists and ids (hashes, doc numbers:
-// it hardly does), and zstd tried on every block cost compactions CPU for
-// nothing. Pebble's adaptive compressor keeps a running estimate, per
+// zstd shrinks them 3x), ids (the user's strings: generated ids to about
+// half) or posting lists (hashes, doc numbers: it hardly shrinks them),
+// and zstd tried on every block cost compactions CPU for nothing. Pebble's adaptive compressor keeps a running estimate, per
 // table, of how much zstd saves against MinLZ, trying both on one block
 // in ten and using zstd while it saves at least 12%: where a table goes
 // from postings to records, a few record blocks (~10, 320 KiB) go out

@@ -116,8 +116,8 @@ type LoadResult struct {
 //     way, its id with it. This makes the id map.
 //  3. Write tables: the deletes of replaced records,
 //     the record tables of stage 1 (rewritten without dropped records),
-//     the id map with the counters, and one merge operand per posting
-//     list, ranges of bands on every core.
+//     the id map, the counters (a table of their own), and one merge
+//     operand per posting list, ranges of bands on every core.
 //  4. Ingest: every table in one Pebble Ingest, which is
 //     atomic: queries see all of the load or none of it.
 //
@@ -199,8 +199,8 @@ func (db *DB) Load(ctx context.Context, docs iter.Seq2[Doc, error], lo *LoadOpti
 	// NB: the flush after the ingest waits for the memtable that the
 	// other writers filled, however much they put: outside the writer
 	// lock (loadLocked has released it, and the load's files and
-	// buffers). Tables whose span overlaps the memtable's (the counters)
-	// are ingested as a flushable, which sits beside the memtable,
+	// buffers). A load with a table whose span overlaps the memtable's
+	// (the counters) is ingested as a flushable, which sits beside the memtable,
 	// outside the LSM's levels, until the next flush: Pebble's SSTables
 	// and EstimateDiskUsage did not see the whole index a build had made.
 	// The flush puts them in the levels.
@@ -904,13 +904,16 @@ func (l *loader) writeTables(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		// NB: the counters in a table of their own. Their key sorts after
-		// the manifest's, which Open leaves in the memtable, and Pebble
-		// ingests a table whose span overlaps the memtable as a flushable,
-		// which the flush puts in level 0: the id map's table, when it
-		// ended with the counters, was then compacted into the level
-		// below, every id rewritten, after the load was done (1 s of a
-		// million-document build; TestFreshLoadIsNotRewritten).
+		// NB: the counters in a table of their own. Open leaves the
+		// manifest and counters keys in the memtable, so a load into it is
+		// a flushable ingest, and at the flush Pebble places each of the
+		// load's tables by itself, at the lowest level it overlaps nothing.
+		// The id map's table, when it ended with the counters, spanned the
+		// manifest key too, so it overlapped the level 0 table the
+		// memtable had just been flushed to: it went to level 0 and was
+		// then compacted into the level below, every id rewritten, after
+		// the load was done (1 s of a million-document build). Now only
+		// the counters' table does (TestFreshLoadIsNotRewritten).
 		counters, err := l.tables.write("counters", func(w tableSink) error {
 			return w.set(codec.CountersKey, codec.EncodeCounters(l.counters))
 		})
