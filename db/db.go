@@ -51,9 +51,10 @@ const formatMajorVersion = pebble.FormatValueSeparation
 // 12% is stored raw, as before. NB: a table's blocks are records (texts:
 // zstd shrinks them 3x), ids (the user's strings: generated ids to about
 // half) or posting lists (hashes, doc numbers: it hardly shrinks them),
-// and zstd tried on every block cost compactions CPU for nothing. Pebble's adaptive compressor keeps a running estimate, per
-// table, of how much zstd saves against MinLZ, trying both on one block
-// in ten and using zstd while it saves at least 12%: where a table goes
+// and zstd tried on every block cost compactions CPU for nothing.
+// Pebble's adaptive compressor keeps a running estimate, per table, of
+// how much zstd saves against MinLZ, trying both on one block in ten and
+// using zstd while it saves at least 12%: where a table goes
 // from postings to records, a few record blocks (~10, 320 KiB) go out
 // with MinLZ until a sample lands. Index and other blocks take MinLZ.
 // Measured (BenchmarkPutUpsert, 150 batches): zstd's compression 6.0

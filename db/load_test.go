@@ -1082,9 +1082,10 @@ func TestLoadProgressEndsAfterFlush(t *testing.T) {
 // Ensure that a load into a fresh index lands its tables where they stay:
 // no compaction rewrites them. The id map's table used to end with the
 // counters key, so its span took in the manifest key that Open leaves in
-// the memtable: Pebble ingested it as a flushable, flushed it to level 0,
-// and then compacted it into the level below, rewriting every id (1 s of
-// a million-document build, after the load had said it was done). The
+// the memtable: the flush of the (flushable) ingest put it in level 0,
+// over the memtable's own table, and a compaction then moved it to the
+// level below, rewriting every id (1 s of a million-document build, after
+// the load had said it was done). The
 // oracle is Pebble's count of the bytes its compactions wrote, once they
 // are idle, against the size of the id map's table.
 func TestFreshLoadIsNotRewritten(t *testing.T) {
