@@ -253,6 +253,17 @@ func TestErrBadInput(t *testing.T) {
 	if _, err := d.Query(context.Background(), "  ", nil); !errors.Is(err, ErrEmptyDocument) {
 		t.Errorf("empty query: %v", err)
 	}
+	// Explain names every missing id, not only the first (the shell
+	// review's F11).
+	for _, c := range []struct{ a, b, want string }{
+		{"gone1", "gone2", `lshdb: document not found: neither "gone1" nor "gone2"`},
+		{"keep", "gone2", `lshdb: document not found: "gone2"`},
+		{"gone1", "keep", `lshdb: document not found: "gone1"`},
+	} {
+		if _, err := d.Explain(c.a, c.b); !errors.Is(err, ErrNotFound) || err.Error() != c.want {
+			t.Errorf("Explain(%s, %s): %v, want %q", c.a, c.b, err, c.want)
+		}
+	}
 	// An id no document can have is an invalid id, not a missing one.
 	if _, err := d.Explain("keep", ""); !errors.Is(err, ErrInvalidID) {
 		t.Errorf("Explain(keep, \"\"): %v, want ErrInvalidID", err)

@@ -3,6 +3,7 @@ package db
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"math/bits"
 
@@ -300,10 +301,14 @@ func (db *DB) Explain(a, b string) (*Explanation, error) {
 	}
 	defer release()
 	var ra, rb docData
-	if _, err := db.lookup(v, a, &ra); err != nil {
-		return nil, err
+	_, errA := db.lookup(v, a, &ra)
+	_, errB := db.lookup(v, b, &rb)
+	if errA != nil && errB != nil && errors.Is(errA, ErrNotFound) && errors.Is(errB, ErrNotFound) {
+		// NB: both missing: said at once, not one per attempt (the shell
+		// review's F11).
+		return nil, fmt.Errorf("%w: neither %s nor %s", ErrNotFound, showID(a), showID(b))
 	}
-	if _, err := db.lookup(v, b, &rb); err != nil {
+	if err := cmp.Or(errA, errB); err != nil {
 		return nil, err
 	}
 	ka, err := db.bucketKeys(nil, ra.Signature)
