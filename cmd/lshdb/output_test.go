@@ -635,6 +635,38 @@ func TestTablesQuoteIDsForTheShell(t *testing.T) {
 	if w, err := splitWords(strings.SplitN(out, "\n", 2)[0]); err != nil || len(w) != 3 || w[0] != "sp ace" || w[2] != "sing'le" {
 		t.Errorf("explain's first line splits into %q (%v)\n%s", w, err, out)
 	}
+	// get's id line and bucket's lines too (the shell review's F9, a
+	// newcomer's N2): they wrote "sp ace" bare.
+	for _, id := range ids {
+		first := strings.SplitN(runOK(t, "get", "--db", dir, id), "\n", 2)[0]
+		if w, err := splitWords(strings.TrimPrefix(first, "id: ")); err != nil || len(w) != 1 || w[0] != id {
+			t.Errorf("get %s: id line %q splits into %q (%v)", id, first, w, err)
+		}
+	}
+	var buckets struct {
+		Hottest []struct {
+			Band   int    `json:"band"`
+			Bucket string `json:"bucket"`
+		} `json:"hottest"`
+	}
+	bj := runOK(t, "buckets", "--db", dir, "--top", "1", "--output", "json")
+	if err := json.Unmarshal([]byte(bj), &buckets); err != nil || len(buckets.Hottest) == 0 {
+		t.Fatalf("buckets --output json: %v\n%s", err, bj)
+	}
+	b := buckets.Hottest[0]
+	var got []string
+	for _, line := range strings.Split(strings.TrimSpace(runOK(t, "bucket", "--db", dir, fmt.Sprint(b.Band), b.Bucket)), "\n") {
+		w, err := splitWords(line)
+		if err != nil || len(w) != 1 {
+			t.Errorf("bucket: line %q splits into %q (%v)", line, w, err)
+			continue
+		}
+		got = append(got, w[0])
+	}
+	slices.Sort(got)
+	if want := slices.Sorted(slices.Values(ids)); !slices.Equal(got, want) {
+		t.Errorf("bucket lists %q, want %q", got, want)
+	}
 }
 
 // Ensure that an output named as one of the process's own open files

@@ -84,7 +84,7 @@ func lockedHint(err error, dir string) error {
 	case undialable:
 		holder := "a process"
 		if pid > 0 {
-			holder = holderName(pid)
+			holder, _ = holderName(pid)
 		}
 		return fmt.Errorf("%w; %s holds it, and may serve it on %s, but that path is %d bytes, longer than a Unix socket address may be (even relative to this working directory): run the command from a directory nearer the index (cd into or beside it), or have the owner serve on TCP too (lshdb serve --addr 127.0.0.1:PORT) and use --addr",
 			err, holder, sock, len(sock))
@@ -92,31 +92,46 @@ func lockedHint(err error, dir string) error {
 		return fmt.Errorf("%w; its owner serves it on %s, which belongs to another user (permission denied): run the command as that user, or have the owner serve on TCP with a token too (lshdb serve --addr 127.0.0.1:PORT --token …) and use --addr",
 			err, sock)
 	case serving:
+		holder, _ := holderName(pid)
 		return fmt.Errorf("%w; %s owns it and serves its API on %s: query it there (curl --unix-socket %s http://localhost/v1/stats; the API: GET /v1/openapi.yaml), copy it with lshdb backup, or stop that process (kill %d)",
-			err, holderName(pid), sock, sock, pid)
+			err, holder, sock, sock, pid)
 	case pid > 0:
 		if until, ok := stoppingOwner(dir, pid); ok {
 			return fmt.Errorf("%w; lshdb serve (pid %d) is stopping: it lets its requests in flight finish, until %s at the latest; run the command again when it has stopped (a second signal to it would cut those requests)",
 				err, pid, until.Format("15:04:05"))
 		}
+		holder, embedded := holderName(pid)
+		if embedded {
+			return fmt.Errorf("%w; %s holds it and does not serve it: run the command when that program has closed the index (DB.Close) or ended; a program that serves the index (httpapi.ServeSocket, as lshdb serve does) lets lshdb commands query it meanwhile",
+				err, holder)
+		}
 		return fmt.Errorf("%w; %s holds it and does not serve it: wait for it to end, or stop it (kill %d); an owner started with lshdb serve could be queried meanwhile",
-			err, holderName(pid), pid)
+			err, holder, pid)
 	}
 	return err
 }
 
 // holderName names the process pid that holds an index: "lshdb serve
-// (pid N)" from its command line where /proc tells it (Linux), else
-// "lshdb (pid N: serve, the shell, or a command that holds the index
-// while it runs)".
-func holderName(pid int) string {
-	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); err == nil {
+// (pid N)" from its command line where /proc tells it (Linux); another
+// program, one that embeds package db, by its own name ("myservice (pid
+// N), a program that opened the index with lshdb's package db"), with
+// embedded true; else "lshdb (pid N: serve, the shell, or a command that
+// holds the index while it runs)".
+func holderName(pid int) (name string, embedded bool) {
+	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); err == nil && len(b) > 0 {
 		args := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
-		if len(args) > 1 && strings.HasPrefix(filepath.Base(args[0]), "lshdb") && !strings.HasPrefix(args[1], "-") {
-			return fmt.Sprintf("lshdb %s (pid %d)", escControls(args[1]), pid)
+		base := filepath.Base(args[0])
+		switch {
+		case !strings.HasPrefix(base, "lshdb"):
+			// NB: not the command: the user's own service, which the
+			// advice to kill it as a finished command would hit (a
+			// newcomer's review, N1).
+			return fmt.Sprintf("%s (pid %d), a program that opened the index with lshdb's package db,", escControls(base), pid), true
+		case len(args) > 1 && !strings.HasPrefix(args[1], "-"):
+			return fmt.Sprintf("lshdb %s (pid %d)", escControls(args[1]), pid), false
 		}
 	}
-	return fmt.Sprintf("lshdb (pid %d: serve, the shell, or a command that holds the index while it runs)", pid)
+	return fmt.Sprintf("lshdb (pid %d: serve, the shell, or a command that holds the index while it runs)", pid), false
 }
 
 // silently is err for errors.Is, and nothing in a message: a cause that

@@ -37,7 +37,17 @@ func TestHelperHoldIndex(t *testing.T) {
 // it close the index and end (once; later calls wait for it too).
 func holdIndex(t *testing.T, idx string) (int, func()) {
 	t.Helper()
+	return holdIndexAs(t, idx, "")
+}
+
+// holdIndexAs is holdIndex with the process's argv[0] set to name (its
+// name in /proc), if not "": a program other than lshdb.
+func holdIndexAs(t *testing.T, idx, name string) (int, func()) {
+	t.Helper()
 	helper := exec.Command(os.Args[0], "-test.run=^TestHelperHoldIndex$", "-test.v")
+	if name != "" {
+		helper.Args[0] = name
+	}
 	helper.Env = append(os.Environ(), "LSHDB_HOLD_INDEX="+idx)
 	stdin, err := helper.StdinPipe()
 	if err != nil {
@@ -99,6 +109,19 @@ func TestLockedNamesOwner(t *testing.T) {
 	want = fmt.Sprintf("(pid %d: serve, the shell, or a command that holds the index while it runs) holds it and does not serve it", pid)
 	if code != 1 || !strings.Contains(errOut, want) {
 		t.Errorf("query of a held index: exit %d %s (want %q)", code, errOut, want)
+	}
+	release()
+	if runtime.GOOS != "linux" {
+		return
+	}
+	// A program of the user's that embeds package db is named as itself,
+	// not as lshdb, and not advised killed (a newcomer's review, N1).
+	pid, release = holdIndexAs(t, idx, "myservice")
+	defer release()
+	_, errOut, code = runLine([]string{"query", "--db", idx, "--id", "x"}, "")
+	want = fmt.Sprintf("myservice (pid %d), a program that opened the index with lshdb's package db, holds it and does not serve it: run the command when that program has closed the index (DB.Close) or ended", pid)
+	if code != 1 || !strings.Contains(errOut, want) || strings.Contains(errOut, "kill") {
+		t.Errorf("query of an index held by another program: exit %d %s (want %q, no kill)", code, errOut, want)
 	}
 }
 

@@ -993,7 +993,7 @@ func (a *app) bucketCmd() *cobra.Command {
 					if a.json() {
 						err = a.emitJSON(memberJSON{Band: band, Bucket: bucketHex(bucket), ID: id})
 					} else {
-						_, err = fmt.Fprintln(a.stdout, esc(id))
+						_, err = fmt.Fprintln(a.stdout, tableID(id))
 					}
 					if err != nil {
 						return err

@@ -1822,7 +1822,7 @@ func (a *app) getCmd() *cobra.Command {
 				if shingles == nil {
 					shingles = "(not stored: storage none)"
 				}
-				fmt.Fprintf(a.stdout, "id: %s\ndoc number: %d\nshingles: %v\n", esc(doc.ID), doc.Num, shingles)
+				fmt.Fprintf(a.stdout, "id: %s\ndoc number: %d\nshingles: %v\n", tableID(doc.ID), doc.Num, shingles)
 				if !doc.ExpiresAt.IsZero() {
 					fmt.Fprintf(a.stdout, "expires: %s\n", doc.ExpiresAt.Format(time.RFC3339))
 				}
