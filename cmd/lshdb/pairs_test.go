@@ -284,7 +284,7 @@ func TestPairsInterruptedMidway(t *testing.T) {
 			}
 		}
 		err := a.streamPairs(seq, nil, false)
-		if !errors.Is(err, context.Canceled) || err.Error() != "interrupted after 5 pairs: context canceled" {
+		if !errors.Is(err, context.Canceled) || err.Error() != "interrupted after 5 pairs" {
 			t.Fatalf("%s: %v", format, err)
 		}
 		rows := strings.Split(strings.TrimSpace(out.String()), "\n")
@@ -405,7 +405,7 @@ func TestReadCommandsInterrupted(t *testing.T) {
 			code := run(ctx, args, strings.NewReader(""), &out, &errOut)
 			lines := strings.Split(strings.TrimSpace(errOut.String()), "\n")
 			if code != 130 || out.Len() != 0 || len(lines) != 1 || !strings.HasPrefix(lines[0], "lshdb: "+c.note) ||
-				!strings.HasSuffix(lines[0], "context canceled") {
+				strings.Contains(lines[0], "context canceled") {
 				t.Errorf("%v: exit %d, stdout %q, stderr %q", args, code, out.String(), errOut.String())
 			}
 		}
@@ -687,7 +687,7 @@ func TestPairsInterruptedThroughCommand(t *testing.T) {
 	var errOut bytes.Buffer
 	code := run(ctx, []string{"pairs", "--db", idx, "--sort=false", "--output", "json", "--progress", "none"}, strings.NewReader(""), out, &errOut)
 	lines := strings.Count(out.String(), "\n")
-	if code != 130 || lines == 0 || lines >= 1038 || errOut.String() != fmt.Sprintf("lshdb: interrupted after %d pairs: context canceled\n", lines) {
+	if code != 130 || lines == 0 || lines >= 1038 || errOut.String() != fmt.Sprintf("lshdb: interrupted after %d pairs\n", lines) {
 		t.Fatalf("exit %d, %d lines, stderr %q", code, lines, errOut.String())
 	}
 	for _, l := range strings.Split(strings.TrimSpace(out.String()), "\n") {
@@ -710,8 +710,8 @@ func TestInterruptedWhilePrinting(t *testing.T) {
 		cmd  string
 		want string // stderr, with the lines printed and the whole output's
 	}{
-		{"pairs", "lshdb: interrupted after printing %[1]d of %[2]d pairs: context canceled\n"},
-		{"clusters", "lshdb: clusters interrupted: the first clusters of %[2]d printed: context canceled\n"},
+		{"pairs", "lshdb: interrupted after printing %[1]d of %[2]d pairs\n"},
+		{"clusters", "lshdb: clusters interrupted: the first clusters of %[2]d printed\n"},
 	} {
 		args := []string{c.cmd, "--db", idx, "--output", "json", "--progress", "none"}
 		all, _ := mustRun(t, args...)

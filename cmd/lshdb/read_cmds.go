@@ -101,7 +101,11 @@ func (a *app) queryCmd() *cobra.Command {
 					if !docio.IsText(b) {
 						// NB: as insert refuses such a file (a binary was
 						// shingled, and answered "0 matches").
-						return fmt.Errorf("%s: %w", file, docio.ErrBinary)
+						name := "--file " + esc(file)
+						if file == "-" {
+							name = "stdin"
+						}
+						return fmt.Errorf("%s: %w", name, docio.ErrBinary)
 					}
 					res, err = d.Query(a.ctx, string(b), qo)
 				default:
@@ -220,7 +224,11 @@ func interruptNote(err error, format string, args ...any) error {
 	if !errors.Is(err, context.Canceled) {
 		return err
 	}
-	return fmt.Errorf("%s: %w", fmt.Sprintf(format, args...), err)
+	// NB: the note says what happened; Go's "context canceled" after it
+	// said nothing more (build and insert never wrote it; a newcomer's
+	// review, N6). errors.Is still finds the cancellation (the exit
+	// status).
+	return fmt.Errorf("%s%w", fmt.Sprintf(format, args...), silently{err})
 }
 
 // pairCmp orders pairs best first: higher Jaccard, then ids (as
@@ -1317,31 +1325,36 @@ func pathCause(err error) error {
 // memory, and a 134 MB file took 290 MB before the index refused it.
 func (a *app) readAtMost(path string, max int) ([]byte, error) {
 	var f io.Reader = a.stdin
-	if path == "-" {
+	// NB: every error names the file as "--file PATH" (a newcomer's
+	// review, N4: a directory read "/tmp: read /tmp: is a directory").
+	name := "stdin"
+	if path != "-" {
 		// NB: - is stdin, as for every other input of the command.
-		path = "stdin"
-	} else {
+		name = "--file " + esc(path)
 		file, err := os.Open(path)
 		if err != nil {
-			return nil, fmt.Errorf("--file %s: %w", esc(path), pathCause(err))
+			return nil, fmt.Errorf("%s: %w", name, pathCause(err))
 		}
 		defer file.Close()
+		if fi, err := file.Stat(); err == nil && fi.IsDir() {
+			return nil, fmt.Errorf("%s: it is a directory (give a file's name)", name)
+		}
 		f = file
 	}
 	// NB: as insert reads it (docio): a gzip or zstd file inflated (it
 	// was shingled as its compressed bytes, and refused as binary), a
 	// byte order mark dropped (with it, a short file did not find itself).
-	r, release, err := docio.Decoded(esc(path), f)
+	r, release, err := docio.Decoded(name, f)
 	if err != nil {
 		return nil, err
 	}
 	defer release()
 	b, err := io.ReadAll(io.LimitReader(r, int64(max)+1))
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%s: %w", name, pathCause(err))
 	}
 	if len(b) > max {
-		return nil, fmt.Errorf("%w: %s holds more than %d bytes, the most a query text may have", db.ErrDocTooLarge, esc(path), max)
+		return nil, fmt.Errorf("%w: %s holds more than %d bytes, the most a query text may have", db.ErrDocTooLarge, name, max)
 	}
 	return b, nil
 }

@@ -455,8 +455,10 @@ device or a pipe is written in place).`,
 				if expired > 0 {
 					docs += fmt.Sprintf(" (and %d expired, awaiting the sweep)", expired)
 				}
+				// NB: the page's "≥" as every other line of the command
+				// writes it (a newcomer's review, N10).
 				_, err = fmt.Fprintf(a.stdout, "wrote %s: %s, %s from %s (%d at Jaccard >= %v), %s\n",
-					out, docs, counted(rd.Pairs.total, "pair", "pairs"), rd.PairsSource, rd.Pairs.atOrAbove, t, counted(len(rd.Clusters), "cluster", "clusters"))
+					out, docs, counted(rd.Pairs.total, "pair", "pairs"), strings.ReplaceAll(rd.PairsSource, "≥", ">="), rd.Pairs.atOrAbove, t, counted(len(rd.Clusters), "cluster", "clusters"))
 				return err
 			})
 		},
@@ -552,7 +554,11 @@ func writable(path string) error {
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		flag |= os.O_CREATE | os.O_EXCL
-	case err == nil && !fi.Mode().IsRegular() && !fi.IsDir():
+	case err == nil && fi.IsDir():
+		// NB: as createTempFor says it: pairs and clusters said "open
+		// DIR: is a directory" (a newcomer's review, N3).
+		return fmt.Errorf("cannot write %s: it is a directory (give a file's name)", escControls(path))
+	case err == nil && !fi.Mode().IsRegular():
 		// NB: a FIFO, a device, /dev/stdout: not opened to check. A FIFO
 		// opened and closed here ended its reader, and the real open
 		// then waited for another for ever, deaf to SIGTERM.

@@ -64,6 +64,11 @@ func TestReportMatchesCommands(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "r.html")
 	const lo = 0.6
 	msg := runOK(t, "report", "--db", dir, "--out", out, "--pairs-threshold", "0.6")
+	// NB: the terminal's line writes ">=", as every other line of the
+	// command does, not the page's "≥" (a newcomer's review, N10).
+	if !strings.Contains(msg, "from a pairs run at Jaccard >= 0.6 (") || strings.Contains(msg, "≥") {
+		t.Errorf("report's line: %q, want \"a pairs run at Jaccard >= 0.6\" and no ≥", msg)
+	}
 	raw, err := os.ReadFile(out)
 	if err != nil {
 		t.Fatal(err)

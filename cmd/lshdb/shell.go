@@ -126,7 +126,7 @@ func (a *app) script(r io.Reader) error {
 	failed, lines := 0, 0
 	ctx := a.ctx
 	interrupted := func() error {
-		return fmt.Errorf("shell script ended (%w): %w", context.Cause(ctx), ctx.Err())
+		return fmt.Errorf("shell script ended (%w)%w", context.Cause(ctx), silently{ctx.Err()})
 	}
 	// NB: the lines are read on a goroutine of their own: a script whose
 	// input waited (a pipe kept open, a FIFO) ignored signals in Scan,

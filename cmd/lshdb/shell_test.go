@@ -95,7 +95,7 @@ func TestShellInterruptKeepsShell(t *testing.T) {
 	}
 	out := w.String()
 	for _, want := range []string{
-		"error: interrupted after 1 pairs: context canceled\n",
+		"error: interrupted after 1 pairs\n",
 		"id: g0-edit\ndoc number: 6\n", // 0-based: after g0-0 … g0-4
 		// 67 characters: 63 5-shingles, and "!" adds one: J = 63/64.
 		`{"id":"g3-0","jaccard":0.984375`,
