@@ -1476,7 +1476,10 @@ func stoppedErr(done, through, maybe string, err error) error {
 		}
 		return interrupted{done + "; re-run with the records after it"}
 	case errors.As(err, &re):
-		return fmt.Errorf("%s; stopped at %w", done, re)
+		// NB: the flags that pass it over, as build says them (a
+		// newcomer's review, N5: insert stopped at a dangling link in a
+		// directory without naming --skip-bad).
+		return fmt.Errorf("%s; stopped at %w (--skip-bad skips malformed records, --rejects FILE keeps them)", done, re)
 	case errors.Is(err, httpapi.ErrBodyTooLarge):
 		// NB: an attached command's batch (or a document in it) over the
 		// serving owner's limit: said without naming the limit.

@@ -92,7 +92,7 @@ func TestInsertBadRecords(t *testing.T) {
 
 	idx := filepath.Join(dir, "stop")
 	out, errOut, code := runLine([]string{"insert", "--db", idx, "--store-text", in}, "")
-	wantErr := fmt.Sprintf("lshdb: committed 1200 documents through %[1]s:1200; stopped at %[1]s:1201 (id %q… (5000 bytes)): invalid document id: 5000 bytes (at most 4096)\n", in, longID[:64])
+	wantErr := fmt.Sprintf("lshdb: committed 1200 documents through %[1]s:1200; stopped at %[1]s:1201 (id %q… (5000 bytes)): invalid document id: 5000 bytes (at most 4096) (--skip-bad skips malformed records, --rejects FILE keeps them)\n", in, longID[:64])
 	if code != 1 || out != "" || errOut != wantErr {
 		t.Fatalf("without --skip-bad: exit %d, stdout %q, stderr\n%q\nwant\n%q", code, out, errOut, wantErr)
 	}
@@ -422,8 +422,8 @@ func TestInvalidIDsByFormat(t *testing.T) {
 		stopped       int // documents committed before the bad one
 		skipped       int // documents stored with --skip-bad
 	}{
-		{csvPath, fmt.Sprintf("lshdb: committed 4 documents through %[1]s:5; stopped at %[1]s:6 (id \"bad\\xff\"): invalid document id: \"bad\\xff\" is not valid UTF-8\n", csvPath), 4, 9},
-		{textDir, fmt.Sprintf("lshdb: committed 1 document through %[1]s/a.txt; stopped at %[1]s/b\\xff.txt (id \"b\\xff.txt\"): invalid document id: \"b\\xff.txt\" is not valid UTF-8\n", textDir), 1, 2},
+		{csvPath, fmt.Sprintf("lshdb: committed 4 documents through %[1]s:5; stopped at %[1]s:6 (id \"bad\\xff\"): invalid document id: \"bad\\xff\" is not valid UTF-8 (--skip-bad skips malformed records, --rejects FILE keeps them)\n", csvPath), 4, 9},
+		{textDir, fmt.Sprintf("lshdb: committed 1 document through %[1]s/a.txt; stopped at %[1]s/b\\xff.txt (id \"b\\xff.txt\"): invalid document id: \"b\\xff.txt\" is not valid UTF-8 (--skip-bad skips malformed records, --rejects FILE keeps them)\n", textDir), 1, 2},
 	} {
 		idx := filepath.Join(t.TempDir(), "index")
 		_, errOut, code := runLine([]string{"insert", "--db", idx, c.path}, "")
