@@ -378,12 +378,20 @@ func openIn(dir string, o Options, created bool) (*DB, error) {
 				if pebble.IsCorruptionError(err) || errors.Is(err, codec.ErrCorrupt) {
 					damage.note(fmt.Errorf("%w: %v", ErrCorrupt, firstLine{err}))
 				}
+				if errors.Is(err, syscall.ENOSPC) {
+					damage.noSpace.Store(&err)
+				}
 			},
 			// NB: while writes are stalled every write waits, synced puts
 			// included (BenchmarkMixed's socket runs at half their
 			// saturation had a p99 of 426 ms): operators see each stall
 			// in Metrics, and in the log each that lasts a second
 			// (writeStalls).
+			FlushEnd: func(info pebble.FlushInfo) {
+				if info.Err == nil {
+					damage.noSpace.Store(nil) // NB: room again (noSpaceErr)
+				}
+			},
 			WriteStallBegin: func(info pebble.WriteStallBeginInfo) {
 				stalls.begin(info.Reason)
 			},
@@ -421,6 +429,10 @@ func openIn(dir string, o Options, created bool) (*DB, error) {
 	}
 	logDamage, err := acceptLogDamage(o, dir)
 	if err != nil {
+		release()
+		return nil, err
+	}
+	if err := setAsideDamagedOptions(o, dir, popts); err != nil {
 		release()
 		return nil, err
 	}
@@ -988,6 +1000,27 @@ func (quietError) Error() string { return "" }
 type damageSeen struct {
 	err      atomic.Pointer[error]
 	failures atomic.Int64 // Pebble's background errors, of any kind (flushAtClose)
+	// noSpace is the last flush's or compaction's failure for lack of
+	// space (ENOSPC), until a flush succeeds (nil then).
+	noSpace atomic.Pointer[error]
+}
+
+// noSpaceErr returns ErrDiskFull while the index's flushes fail for lack
+// of space (damageSeen.noSpace), else nil.
+//
+// NB: Pebble retries a failed flush at once, for ever, and writes go on
+// into memtables until their count stops every write: with the reserve
+// off (DiskReserve -1), or a disk filled by another process faster than
+// the reserve's checks, an insert hung on a full disk at 100% of a core,
+// and its graceful stop never came (an operator's review, O1). A write
+// is refused instead from the first failed flush on, as the reserve
+// refuses it; the writes stored before it stay in the write-ahead log.
+func (d *damageSeen) noSpaceErr(dir string) error {
+	p := d.noSpace.Load()
+	if p == nil {
+		return nil
+	}
+	return fmt.Errorf("%w: %s: the index's last flush or compaction found no space left on its disk (%v): free space there; writes are let through again once a flush succeeds (Pebble retries it)", ErrDiskFull, dir, firstLine{*p})
 }
 
 func (d *damageSeen) note(err error) { d.err.CompareAndSwap(nil, &err) }
@@ -1290,7 +1323,7 @@ func openReserve(o *Options) int64 { return 8<<20 + 2*o.MemTableSize }
 // only after enough bytes would miss another process filling the disk,
 // and Pebble panics when the disk fills.
 func (db *DB) roomFor(n int64) error {
-	err := roomIn(db.opts.FS, db.dir, db.opts.DiskReserve, n)
+	err := cmp.Or(db.damage.noSpaceErr(db.dir), roomIn(db.opts.FS, db.dir, db.opts.DiskReserve, n))
 	if err != nil {
 		db.counts.diskFull.Add(1)
 	}
@@ -1319,6 +1352,10 @@ func (db *DB) roomToFree(n int64) error {
 		return db.roomFor(n) // NB: DiskReserve's own message (and its flag)
 	}
 	reserve = freeReserve(&db.opts.Options)
+	if err := db.damage.noSpaceErr(db.dir); err != nil {
+		db.counts.diskFull.Add(1)
+		return err
+	}
 	err := roomIn(db.opts.FS, db.dir, reserve, n)
 	if err != nil {
 		db.counts.diskFull.Add(1)
@@ -1353,7 +1390,7 @@ func (db *DB) RoomToWrite() error {
 	if db.rkv != nil {
 		return nil // NB: Redis refuses at maxmemory itself (ErrDiskFull then)
 	}
-	return roomIn(db.opts.FS, db.dir, db.opts.DiskReserve, 0)
+	return cmp.Or(db.damage.noSpaceErr(db.dir), roomIn(db.opts.FS, db.dir, db.opts.DiskReserve, 0))
 }
 
 func roomIn(fs vfs.FS, dir string, reserve, n int64) error {

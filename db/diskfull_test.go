@@ -156,6 +156,80 @@ func TestDiskFullTmpfs(t *testing.T) {
 	}
 }
 
+// Ensure that with the reserve off (DiskReserve -1) a full disk still
+// ends a run of writes in ErrDiskFull, not a hang: Pebble retries the
+// failed flush for ever, and writes went on into memtables until their
+// count stopped every write, at 100% of a core (an operator's review,
+// O1). Everything acknowledged is there after a reopen, and the index
+// checks clean. In a child process as TestDiskFullTmpfs, which fails
+// after two minutes (the hang).
+func TestDiskFullNoReserve(t *testing.T) {
+	if dir := os.Getenv("LSHDB_DISKFULL_NORESERVE_DIR"); dir != "" {
+		noReserveChild(t, dir)
+		return
+	}
+	if testing.Short() {
+		t.Skip("short mode: fills a tmpfs")
+	}
+	mnt := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=48m", "tmpfs", mnt).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a tmpfs here (needs root): %v: %s", err, out)
+	}
+	defer exec.Command("umount", mnt).Run()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run", "^TestDiskFullNoReserve$", "-test.v")
+	cmd.Env = append(os.Environ(), "LSHDB_DISKFULL_NORESERVE_DIR="+filepath.Join(mnt, "idx"))
+	out, err := cmd.CombinedOutput()
+	if ctx.Err() != nil {
+		t.Fatalf("child: still writing after %v on the full disk (a hang)\n%s", 2*time.Minute, out)
+	}
+	if err != nil || !strings.Contains(string(out), "disk full after") {
+		t.Fatalf("child: %v\n%s", err, out)
+	}
+	t.Logf("%s", out)
+}
+
+func noReserveChild(t *testing.T, dir string) {
+	opts := &Options{DiskReserve: -1, MemTableSize: 4 << 20}
+	d := mustOpen(t, dir, opts)
+	stored := 0
+	var err error
+	for batch := 0; batch < 10000; batch++ {
+		var docs []Doc
+		for i := range 200 {
+			n := batch*200 + i
+			docs = append(docs, Doc{ID: fmt.Sprintf("doc-%07d", n), Text: strings.Repeat(fmt.Sprintf("words of document %d ", n), 40)})
+		}
+		if _, err = d.PutBatch(docs, nil); err != nil {
+			break
+		}
+		stored += len(docs)
+	}
+	if !errors.Is(err, ErrDiskFull) {
+		t.Fatalf("after %d documents: %v, want ErrDiskFull", stored, err)
+	}
+	t.Logf("disk full after %d documents: %v", stored, err)
+	if err := d.RoomToWrite(); !errors.Is(err, ErrDiskFull) {
+		t.Errorf("RoomToWrite on the full disk: %v, want ErrDiskFull", err)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r := mustOpen(t, dir, &Options{ReadOnly: true})
+	defer r.Close()
+	if n, _ := r.Count(); int(n) != stored {
+		t.Fatalf("Count = %d after reopening, want the %d acknowledged", n, stored)
+	}
+	if ok, err := r.Has(fmt.Sprintf("doc-%07d", stored-1)); !ok || err != nil {
+		t.Fatalf("the last acknowledged document is missing after reopen: %v", err)
+	}
+	rep, err := r.Check(context.Background())
+	if err != nil || !rep.OK() {
+		t.Fatalf("Check after disk full: %v %v", err, rep.Problems)
+	}
+}
+
 func diskFullChild(t *testing.T, dir string, o Options) {
 	opts := &o
 	d := mustOpen(t, dir, opts)

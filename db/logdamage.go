@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/cockroachdb/pebble/v2/wal"
 )
@@ -426,3 +427,43 @@ func ownFormat(names []string) bool {
 // accepted (Options.AcceptLogDamage): what it dropped, and where it kept
 // a copy of the log. Nil if it found none (or on Redis).
 func (db *DB) LogDamage() *LogDamageError { return db.logDamage }
+
+// setAsideDamagedOptions checks the store's newest OPTIONS file, which
+// Pebble reads at every open: one that does not parse (a flipped or
+// garbled byte) made the index unopenable, said as damage that no record
+// mends, with the advice to restore a backup, though it holds Pebble's
+// settings only, and no document (an operator's review, O2). A writable
+// open sets it aside as lshdb-damaged-OPTIONS-NNNNNN, says so in the log,
+// and Pebble's open writes it again; a read-only one refuses, as
+// Repairable damage (check --repair opens writable). An OPTIONS file that
+// parses but names another merger or comparer is not this function's:
+// Pebble's open refuses it (not an index).
+func setAsideDamagedOptions(o Options, dir string, popts *pebble.Options) error {
+	desc, err := pebble.Peek(dir, o.fs)
+	if err != nil || desc.OptionsFilename == "" {
+		return nil // NB: Pebble's open says what is wrong, or writes one
+	}
+	f, err := o.fs.Open(desc.OptionsFilename)
+	if err != nil {
+		return nil
+	}
+	data, err := io.ReadAll(io.LimitReader(f, 1<<20))
+	f.Close()
+	if err != nil {
+		return nil
+	}
+	perr := popts.CheckCompatibility(dir, string(data))
+	if perr == nil || strings.Contains(perr.Error(), "merger name") || strings.Contains(perr.Error(), "comparer name") || strings.Contains(perr.Error(), "WAL") {
+		return nil
+	}
+	name := o.fs.PathBase(desc.OptionsFilename)
+	if o.ReadOnly {
+		return corruptRepairable("%s: the store's options file %s is damaged (%v): it holds Pebble's settings only, no document; a writable open (any write, or lshdb check --repair) sets it aside and writes it again", dir, name, firstLine{perr})
+	}
+	aside := o.fs.PathJoin(dir, damagedLogPrefix+name)
+	if err := o.fs.Rename(desc.OptionsFilename, aside); err != nil {
+		return fmt.Errorf("lshdb: setting aside the damaged options file %s: %w", desc.OptionsFilename, err)
+	}
+	o.Logger.Warn("lshdb: the store's options file was damaged: set aside, and written again by this open (it holds Pebble's settings only, no document)", "file", desc.OptionsFilename, "kept", aside, "error", firstLine{perr})
+	return nil
+}

@@ -651,3 +651,57 @@ func TestOlderLogDamage(t *testing.T) {
 		t.Fatalf("an empty log, and one cut within a chunk: %q at %d, want 000002.log at %d", name, off, records[7])
 	}
 }
+
+// Ensure that a store whose OPTIONS file does not parse opens: it holds
+// Pebble's settings only, and it made the index unopenable with the
+// advice to restore a backup (an operator's review, O2). A read-only open
+// refuses it as Repairable damage, naming the file; a writable one sets
+// it aside and goes on. The oracle: the documents stored before, counted
+// and read back after, and the file kept aside byte for byte.
+func TestDamagedOptionsFile(t *testing.T) {
+	dir := t.TempDir()
+	d := mustOpen(t, dir, nil)
+	var docs []Doc
+	for i := range 50 {
+		docs = append(docs, Doc{ID: fmt.Sprintf("d%d", i), Text: fmt.Sprintf("the text of document number %d, with some words", i)})
+	}
+	if _, err := d.PutBatch(docs, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	opts, _ := filepath.Glob(filepath.Join(dir, "OPTIONS-*"))
+	if len(opts) == 0 {
+		t.Fatal("no OPTIONS file")
+	}
+	slices.Sort(opts)
+	newest := opts[len(opts)-1]
+	garbage := []byte("[Options]\n  this line is garbage\n")
+	if err := os.WriteFile(newest, garbage, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Open(dir, &Options{ReadOnly: true})
+	if !errors.Is(err, ErrCorrupt) || !Repairable(err) || !strings.Contains(err.Error(), filepath.Base(newest)) {
+		t.Fatalf("read-only open with a damaged OPTIONS file: %v, want a Repairable ErrCorrupt naming %s", err, filepath.Base(newest))
+	}
+	w := mustOpen(t, dir, nil)
+	if n, err := w.Count(); err != nil || n != 50 {
+		t.Fatalf("Count after setting the OPTIONS file aside: %d, %v", n, err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	kept, err := os.ReadFile(filepath.Join(dir, "lshdb-damaged-"+filepath.Base(newest)))
+	if err != nil || !bytes.Equal(kept, garbage) {
+		t.Fatalf("the damaged file set aside: %q, %v", kept, err)
+	}
+	r := mustOpen(t, dir, &Options{ReadOnly: true})
+	defer r.Close()
+	for _, doc := range docs {
+		got, err := r.Get(doc.ID)
+		if err != nil || got.Text != doc.Text {
+			t.Fatalf("Get(%s) after the repair: %v %+v", doc.ID, err, got)
+		}
+	}
+}

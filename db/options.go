@@ -171,7 +171,10 @@ type Options struct {
 	// flush that fails retries forever), so lshdb stops writing while
 	// Pebble still has room to flush and compact. Default:
 	// DefaultDiskReserve (64 MiB), or four memtables (4·MemTableSize) if
-	// that is more; negative: no check. Filesystems that cannot report
+	// that is more; negative: no check (but from the first flush or
+	// compaction that fails for lack of space on, writes are refused with
+	// ErrDiskFull until a flush succeeds, as they are with a reserve:
+	// they hung in Pebble's write stall). Filesystems that cannot report
 	// their free space are not checked. lshdb's temporary files (Pairs'
 	// spilled candidates and sets, Load's runs and tables) are held to it
 	// too: they stop with ErrDiskFull once the free space of their
