@@ -545,6 +545,15 @@ func (a *app) compactAfterBuild(d index, mode string, res db.LoadResult, sum *in
 			return nil // NB: a count that fails only skips the compaction
 		}
 	}
+	// NB: said before the compaction, which can take as long as the
+	// build: the summary comes after it, and the log of a job killed
+	// meanwhile showed no sign that the build was in (an operator's
+	// review, O5).
+	freedWhat := "replacing " + counted(res.Replaced, "document", "documents")
+	if res.Deleted > 0 {
+		freedWhat = fmt.Sprintf("replacing %d and deleting %s", res.Replaced, counted(res.Deleted, "document", "documents"))
+	}
+	a.notef(fmt.Sprintf("the build is in (%s stored); compacting after %s, to free their space (stopping this keeps the build; lshdb compact does it later)", counted(res.Stored, "document", "documents"), freedWhat))
 	ctx, barDone := a.phaseBar("compact")
 	err := d.Compact(ctx)
 	barDone()
@@ -572,12 +581,8 @@ func (a *app) compactAfterBuild(d index, mode string, res db.LoadResult, sum *in
 	}
 	sum.Compacted = &compactedJSON{DiskBytesBefore: before, DiskBytesAfter: diskBytesOf(d)}
 	if !a.json() {
-		what := "replacing " + counted(res.Replaced, "document", "documents")
-		if res.Deleted > 0 {
-			what = fmt.Sprintf("replacing %d and deleting %s", res.Replaced, counted(res.Deleted, "document", "documents"))
-		}
 		a.notef(fmt.Sprintf("compacted after %s: %s on disk, %s before (give --compact never to skip this)",
-			what, humanBytes(sum.Compacted.DiskBytesAfter), humanBytes(before)))
+			freedWhat, humanBytes(sum.Compacted.DiskBytesAfter), humanBytes(before)))
 	}
 	return nil
 }

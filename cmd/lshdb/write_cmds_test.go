@@ -951,9 +951,11 @@ func TestBuildCompactsAfterReplacing(t *testing.T) {
 		}
 		return info.DiskBytes
 	}
+	var lastErr string // the last build's stderr
 	build := func(file string, extra ...string) insertSummary {
 		t.Helper()
 		out, errOut, code := runLine(append([]string{"build", "--db", idx, "--output", "json", file}, extra...), "")
+		lastErr = errOut
 		var sum insertSummary
 		if code != 0 || json.Unmarshal([]byte(out), &sum) != nil {
 			t.Fatalf("build: exit %d: %s%s", code, out, errOut)
@@ -988,6 +990,11 @@ func TestBuildCompactsAfterReplacing(t *testing.T) {
 	sum := build(in)
 	if sum.Replaced != 3000 || sum.Compacted == nil {
 		t.Fatalf("a build replacing every document did not compact: %+v", sum)
+	}
+	// The build is said to be in before the compaction starts: a job
+	// killed during it showed no sign (an operator's review, O5).
+	if note := "lshdb: note: the build is in (3000 documents stored); compacting after replacing 3000 documents"; !strings.HasPrefix(lastErr, note) {
+		t.Errorf("the build's stderr: %q, want it to begin %q", lastErr, note)
 	}
 	// NB: the reported sizes are the moment's (Pebble removes the files
 	// a compaction replaced in the background); info's comes later.
