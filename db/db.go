@@ -32,10 +32,18 @@ import (
 // dataCorruption is the EventListener.DataCorruption of every Pebble
 // store lshdb opens: it logs, where Pebble's default ends the process.
 func dataCorruption(log *slog.Logger) func(pebble.DataCorruptionInfo) {
+	// NB: a salvage scan (ScanOptions.Salvage) seeks into a damaged block
+	// a few times to find its end, and each read said the same line: one
+	// block's damage is said once in ten seconds (every block's, each).
+	said := &repeatLimiter{every: 10 * time.Second, exact: true}
 	return func(info pebble.DataCorruptionInfo) {
 		// NB: the details' first line: the rest is Pebble's stack traces
 		// (5 KB in a log line).
-		log.Error("lshdb: pebble: data corruption", "file", info.Path, "bounds", info.Bounds.String(), "error", firstLine{info.Details}.Error())
+		details := firstLine{info.Details}.Error()
+		if ok, _ := said.allow(info.Path+"\x00"+details, time.Now()); !ok {
+			return
+		}
+		log.Error("lshdb: pebble: data corruption", "file", info.Path, "bounds", info.Bounds.String(), "error", details)
 	}
 }
 
@@ -1433,6 +1441,7 @@ type pebbleLogger struct{ l *slog.Logger }
 // (the table a failed flush wrote) are the same message.
 type repeatLimiter struct {
 	every time.Duration
+	exact bool // messages alike only when equal (else: equal but for their digits)
 	mu    sync.Mutex
 	last  map[string]time.Time
 	held  map[string]int
@@ -1441,12 +1450,15 @@ type repeatLimiter struct {
 // allow reports whether msg is to be said at now, and how many like it
 // were held back since it was last said.
 func (r *repeatLimiter) allow(msg string, now time.Time) (ok bool, held int) {
-	key := strings.Map(func(c rune) rune {
-		if c >= '0' && c <= '9' {
-			return '#'
-		}
-		return c
-	}, msg)
+	key := msg
+	if !r.exact {
+		key = strings.Map(func(c rune) rune {
+			if c >= '0' && c <= '9' {
+				return '#'
+			}
+			return c
+		}, msg)
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.last == nil {

@@ -305,6 +305,113 @@ type ScanOptions struct {
 	// mode, by hashing each text again). Default: false: ID, Num,
 	// HasText, Text and Meta only.
 	Sets bool
+	// Salvage reads past damage, for getting what can be read out of a
+	// damaged index that has no backup (lshdb export --salvage): where a
+	// block of the records cannot be read (its checksum fails) or a
+	// record does not decode, the iteration yields a *ScanDamageError
+	// naming the doc numbers it passes over, and their ids where the id
+	// map tells them, and goes on with the next readable record if the
+	// loop goes on. Default: false: the first error ends the iteration.
+	// Not for an index on Redis, which has no blocks (its Scan ignores
+	// it).
+	Salvage bool
+}
+
+// A ScanDamageError is what Scan with ScanOptions.Salvage yields where it
+// passes over damage: the doc numbers First to Last (inclusive; some may
+// name no document, as deleted ones leave gaps) could not be read. It
+// matches ErrCorrupt with errors.Is.
+type ScanDamageError struct {
+	First, Last uint64
+	// IDs are the ids the id map gives to those doc numbers; IDsErr is
+	// why they are not all known (the id map damaged too), else nil.
+	IDs    []string
+	IDsErr error
+	// Err is the damage met (an ErrCorrupt).
+	Err error
+}
+
+func (e *ScanDamageError) Error() string {
+	what := fmt.Sprintf("doc %d", e.First)
+	if e.Last != e.First {
+		what = fmt.Sprintf("docs %d to %d", e.First, e.Last)
+	}
+	ids := fmt.Sprintf("%d ids", len(e.IDs))
+	if len(e.IDs) == 1 {
+		ids = "1 id"
+	}
+	if e.IDsErr != nil {
+		ids += fmt.Sprintf(" known (the id map could not be read whole: %v)", firstLine{e.IDsErr})
+	}
+	return fmt.Sprintf("%s passed over, unreadable (%s): %v", what, ids, firstLine{e.Err})
+}
+
+func (e *ScanDamageError) Unwrap() error { return e.Err }
+
+// idsOfDocs returns the ids that the id map of snap gives to doc numbers
+// first to last, and the error that stopped its reading, if any.
+func idsOfDocs(snap *pebble.Snapshot, first, last uint64) ([]string, error) {
+	it, err := snap.NewIter(&pebble.IterOptions{LowerBound: codec.IDPrefix, UpperBound: codec.IDPrefixEnd})
+	if err != nil {
+		return nil, classify(err)
+	}
+	defer it.Close()
+	var ids []string
+	for ok := it.First(); ok; ok = it.Next() {
+		n, err := codec.DecodeDocNum(it.Value())
+		if err != nil || n < first || n > last {
+			continue
+		}
+		if id, err := codec.ParseIDKey(it.Key()); err == nil {
+			ids = append(ids, id)
+		}
+	}
+	return ids, classify(it.Error())
+}
+
+// salvageSeek positions it, which failed on damage after doc number
+// done (the last one read, or none yet: 0), at the first record it can
+// read past the damage, and returns the first doc number it passed over
+// and the first it did not. It gallops (done+1, +2, +4, …) to a number
+// whose seek reads, then halves back to the first such: a seek into a
+// damaged block fails, one past it reads the next block. NB: a second
+// damaged block within the gallop's last step is passed over with the
+// first (reported in one range).
+func salvageSeek(it *pebble.Iterator, done, end uint64) (first, next uint64) {
+	var kbuf []byte
+	reads := func(m uint64) bool {
+		kbuf = codec.AppendDocKey(kbuf[:0], m)
+		it.SeekGE(kbuf)
+		return it.Error() == nil
+	}
+	first = done + 1
+	if done == 0 {
+		first = 0
+	}
+	bad, step := first, uint64(1)
+	good := end
+	for m := first; m < end; m = bad + step {
+		if reads(m) {
+			good = m
+			break
+		}
+		bad = m
+		step *= 2
+	}
+	if good == first {
+		return first, first // NB: it reads now: nothing passed over
+	}
+	lo, hi := bad, good // reads(lo) failed; reads(hi) is taken to read
+	for hi-lo > 1 {
+		mid := lo + (hi-lo)/2
+		if reads(mid) {
+			hi = mid
+		} else {
+			lo = mid
+		}
+	}
+	reads(hi) // NB: positioned there (past every doc at end)
+	return first, hi
 }
 
 // Scan iterates over the stored documents in insertion order from one
@@ -331,8 +438,12 @@ func (db *DB) Scan(ctx context.Context, so *ScanOptions) iter.Seq2[*StoredDoc, e
 			return
 		}
 		held := db.track(func() { it.Close(); snap.Close() })
+		salvage := so != nil && so.Salvage
+		end := db.published.Load().NextDoc // NB: every doc number is below it
 		db.mu.RUnlock()
 		defer db.untrack(held)
+		var done uint64     // the last doc number read (salvage)
+		positioned := false // it is at the next record already (after a salvage seek)
 		for first := true; ; first = false {
 			// NB: the handle is held for each step only; Close releases
 			// the iterator while the loop body runs, and enter says so.
@@ -341,16 +452,41 @@ func (db *DB) Scan(ctx context.Context, so *ScanOptions) iter.Seq2[*StoredDoc, e
 				return
 			}
 			var ok bool
-			if first {
+			switch {
+			case positioned:
+				ok, positioned = it.Valid(), false
+			case first:
 				ok = it.First()
-			} else {
+			default:
 				ok = it.Next()
 			}
 			if !ok {
-				err := it.Error()
+				err := classify(it.Error())
+				if err != nil && salvage && errors.Is(err, ErrCorrupt) {
+					from, next := salvageSeek(it, done, end)
+					var dmg *ScanDamageError
+					if next > from {
+						dmg = &ScanDamageError{First: from, Last: next - 1, Err: err}
+						dmg.IDs, dmg.IDsErr = idsOfDocs(snap, from, next-1)
+					}
+					db.mu.RUnlock()
+					if dmg != nil && !yield(nil, dmg) {
+						return
+					}
+					if next > from {
+						done = next - 1
+					}
+					positioned = true
+					if next == from && it.Error() != nil {
+						// NB: no progress: nothing more can be read.
+						yield(nil, err)
+						return
+					}
+					continue
+				}
 				db.mu.RUnlock()
 				if err != nil {
-					yield(nil, classify(err))
+					yield(nil, err)
 				}
 				return
 			}
@@ -370,11 +506,23 @@ func (db *DB) Scan(ctx context.Context, so *ScanOptions) iter.Seq2[*StoredDoc, e
 			if err == nil && ctx.Err() != nil {
 				err = fmt.Errorf("lshdb: scan interrupted: %w", ctx.Err())
 			}
+			if err != nil && salvage && errors.Is(err, ErrCorrupt) && n > done {
+				// NB: one record that does not decode: passed over alone.
+				dmg := &ScanDamageError{First: n, Last: n, Err: err}
+				dmg.IDs, dmg.IDsErr = idsOfDocs(snap, n, n)
+				done = n
+				db.mu.RUnlock()
+				if !yield(nil, dmg) {
+					return
+				}
+				continue
+			}
 			db.mu.RUnlock()
 			if err != nil {
 				yield(nil, err)
 				return
 			}
+			done = n
 			if compaction.Expired(rec.Expires, db.now().UnixNano()) {
 				continue // expired, not yet swept
 			}

@@ -7,6 +7,7 @@ import (
 	"cmp"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"unicode/utf8"
 
@@ -49,7 +50,7 @@ func exportOf(doc *db.StoredDoc) exportLine {
 
 func (a *app) exportCmd() *cobra.Command {
 	var df dedupFlags
-	var all bool
+	var all, salvage bool
 	c := &cobra.Command{
 		Use: "export --db DIR [--out FILE] [--removed FILE] [--all] [--mode centers|components] [--keep first|last|longest|shortest]",
 		Example: `  # The deduplicated corpus, from the texts the index stores
@@ -83,6 +84,9 @@ it and renamed when complete. The summary goes to stderr.`,
 			if all && (df.removed != "" || df.from != "") {
 				return usagef("--all exports every document: --removed and --from have nothing to do")
 			}
+			if salvage && !all {
+				return usagef("--salvage goes with --all: clustering reads the posting lists, which a damaged index may not give")
+			}
 			return a.withIndex(func(d index) error {
 				var fates map[string]fate
 				nClusters := 0
@@ -93,7 +97,7 @@ it and renamed when complete. The summary goes to stderr.`,
 				}
 				src := docio.Source{Name: indexSource, Format: "jsonl"}
 				kept, drop := df.sinks(a, nil)
-				n, noText, err := a.export(d, fates, src, kept, drop)
+				n, noText, lost, err := a.export(d, fates, src, kept, drop, salvage)
 				if err = finishSinks(err, kept, drop); err != nil {
 					return interruptNote(err, "export interrupted: no output written")
 				}
@@ -106,10 +110,17 @@ it and renamed when complete. The summary goes to stderr.`,
 				if noText > 0 {
 					fmt.Fprintf(a.stderr, "lshdb: note: %d documents have no stored text (index storage %s): written without text\n", noText, d.Params().Storage)
 				}
+				if lost.ranges > 0 {
+					// NB: the output is complete as far as the index can be
+					// read, and kept; the exit status says it is not all.
+					return fmt.Errorf("%w: export --salvage passed over %s of unreadable records (%s, named above): the other documents were written",
+						db.ErrCorrupt, counted(lost.ranges, "range", "ranges"), counted(lost.ids, "known id", "known ids"))
+				}
 				return nil
 			})
 		},
 	}
+	c.Flags().BoolVar(&salvage, "salvage", false, "with --all, on a damaged index: write every document that can be read, passing over the records of a block that cannot be (each range named on stderr, with the ids the id map gives it), and exit 1 if any was")
 	df.add(c, "the file of the kept documents (default: stdout)", "also write the removed documents to this file, with duplicate_of and similarity", "none")
 	c.Flags().BoolVar(&all, "all", false, "export every document, without clustering")
 	return c
@@ -117,26 +128,39 @@ it and renamed when complete. The summary goes to stderr.`,
 
 // export writes the stored documents to the sinks by their fates, as
 // filter writes records.
-func (a *app) export(d index, fates map[string]fate, src docio.Source, kept, drop *sink) (n filterCounts, noText int64, err error) {
+func (a *app) export(d index, fates map[string]fate, src docio.Source, kept, drop *sink, salvage bool) (n filterCounts, noText int64, lost salvageLoss, err error) {
 	f := newFilterer(fates, kept, drop, false)
 	if err := f.begin(src); err != nil {
-		return f.n, 0, err
+		return f.n, 0, lost, err
 	}
-	for doc, err := range d.Scan(a.ctx, nil) {
+	for doc, err := range d.Scan(a.ctx, &db.ScanOptions{Salvage: salvage}) {
+		if dmg := (*db.ScanDamageError)(nil); salvage && errors.As(err, &dmg) {
+			lost.ranges++
+			lost.ids += len(dmg.IDs)
+			fmt.Fprintf(a.stderr, "lshdb: %s\n", escControls(dmg.Error()))
+			if len(dmg.IDs) > 0 {
+				fmt.Fprintf(a.stderr, "lshdb: their ids: %s\n", idLine(dmg.IDs))
+			}
+			continue
+		}
 		if err != nil {
-			return f.n, noText, err
+			return f.n, noText, lost, err
 		}
 		if !doc.HasText {
 			noText++
 		}
 		b, err := marshalJSON(exportOf(doc))
 		if err != nil {
-			return f.n, noText, err
+			return f.n, noText, lost, err
 		}
 		// NB: file names the document in a message (line 0).
 		if err := f.take(doc.ID, record{raw: escapeJSONControls(b), end: "\n", file: doc.ID}); err != nil {
-			return f.n, noText, err
+			return f.n, noText, lost, err
 		}
 	}
-	return f.n, noText, nil
+	return f.n, noText, lost, nil
 }
+
+// salvageLoss counts what export --salvage passed over: ranges of doc
+// numbers, and the ids known of them.
+type salvageLoss struct{ ranges, ids int }

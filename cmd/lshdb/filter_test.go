@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -1141,4 +1142,74 @@ func TestFilterParquetRefusesACompression(t *testing.T) {
 	if _, rows := parquetFileRows(t, kept); len(rows) == 0 {
 		t.Fatal("no rows kept")
 	}
+}
+
+// Ensure that export --all --salvage writes every document of a damaged
+// index that can be read, names the others on stderr, and exits 1; that
+// --salvage wants --all (an operator's review, O3). The oracle: the
+// generated input's ids, each either in the output (with its text) or
+// named on stderr.
+func TestExportSalvage(t *testing.T) {
+	dir := shortDir(t)
+	idx, in, out := filepath.Join(dir, "idx"), filepath.Join(dir, "in.jsonl"), filepath.Join(dir, "out.jsonl")
+	runOK(t, "gen", "--n", "3000", "--seed", "11", "--out", in)
+	runOK(t, "build", "--db", idx, "--progress", "none", in)
+	tables, _ := filepath.Glob(filepath.Join(idx, "*.sst"))
+	var records string
+	var size int64
+	for _, p := range tables {
+		if fi, err := os.Stat(p); err == nil && fi.Size() > size {
+			records, size = p, fi.Size()
+		}
+	}
+	f, err := os.OpenFile(records, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteAt([]byte{0xff, 0xff, 0xff, 0xff}, size/2)
+	f.Close()
+	if _, errOut, code := runLine([]string{"export", "--db", idx, "--salvage"}, ""); code != 2 || !strings.Contains(errOut, "--salvage goes with --all") {
+		t.Errorf("--salvage without --all: exit %d %s", code, errOut)
+	}
+	_, errOut, code := runLine([]string{"export", "--db", idx, "--all", "--salvage", "--out", out}, "")
+	if code != 1 || !strings.Contains(errOut, "export --salvage passed over 1 range of unreadable records") {
+		t.Fatalf("export --salvage: exit %d\n%s", code, errOut)
+	}
+	want := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(mustRead(t, in)), "\n") {
+		var d struct{ ID, Text string }
+		if err := json.Unmarshal([]byte(line), &d); err != nil {
+			t.Fatal(err)
+		}
+		want[d.ID] = d.Text
+	}
+	got := 0
+	for _, line := range strings.Split(strings.TrimSpace(mustRead(t, out)), "\n") {
+		var d struct{ ID, Text string }
+		if err := json.Unmarshal([]byte(line), &d); err != nil || want[d.ID] != d.Text {
+			t.Fatalf("exported %q: %v, or not the input's text", line, err)
+		}
+		delete(want, d.ID)
+		got++
+	}
+	var named []string
+	for _, line := range strings.Split(errOut, "\n") {
+		if ids, ok := strings.CutPrefix(line, "lshdb: their ids: "); ok {
+			named = append(named, strings.Fields(ids)...)
+		}
+	}
+	slices.Sort(named)
+	if lost := slices.Sorted(maps.Keys(want)); len(lost) == 0 || !slices.Equal(named, lost) {
+		t.Fatalf("%d exported; the ids named lost %q, want the ones not exported %q", got, named, lost)
+	}
+}
+
+// mustRead returns the file's contents.
+func mustRead(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }

@@ -1211,6 +1211,13 @@ func (c *Client) PairGroups(ctx context.Context, po *db.PairsOptions) iter.Seq2[
 // connection.
 func (c *Client) Scan(ctx context.Context, so *db.ScanOptions) iter.Seq2[*db.StoredDoc, error] {
 	return func(yield func(*db.StoredDoc, error) bool) {
+		if so != nil && so.Salvage {
+			// NB: a salvage reads past damaged blocks of the files, which
+			// only a process that opens the index can: not said over the
+			// API, which would read as a whole scan.
+			yield(nil, fmt.Errorf("%w: a salvage scan reads the index's files: stop the process that serves it, and run it where the index is opened", db.ErrInvalidOptions))
+			return
+		}
 		q := url.Values{}
 		if so != nil && so.Sets {
 			q.Set("sets", "true")
