@@ -386,18 +386,25 @@ func openIn(dir string, o Options, created bool) (*DB, error) {
 				if pebble.IsCorruptionError(err) || errors.Is(err, codec.ErrCorrupt) {
 					damage.note(fmt.Errorf("%w: %v", ErrCorrupt, firstLine{err}))
 				}
-				if errors.Is(err, syscall.ENOSPC) {
-					damage.noSpace.Store(&err)
-				}
+
 			},
 			// NB: while writes are stalled every write waits, synced puts
 			// included (BenchmarkMixed's socket runs at half their
 			// saturation had a p99 of 426 ms): operators see each stall
 			// in Metrics, and in the log each that lasts a second
 			// (writeStalls).
+			// NB: a flush's failure for lack of space, not a compaction's:
+			// no flush ran once writes were refused, so a compaction's
+			// set the refusal for good, deletes and compactions included,
+			// even once space was freed (a maintainer's review). Pebble
+			// retries a failed flush until it succeeds.
 			FlushEnd: func(info pebble.FlushInfo) {
-				if info.Err == nil {
+				switch {
+				case info.Err == nil:
 					damage.noSpace.Store(nil) // NB: room again (noSpaceErr)
+				case errors.Is(info.Err, syscall.ENOSPC):
+					err := info.Err
+					damage.noSpace.Store(&err)
 				}
 			},
 			WriteStallBegin: func(info pebble.WriteStallBeginInfo) {
@@ -1008,8 +1015,8 @@ func (quietError) Error() string { return "" }
 type damageSeen struct {
 	err      atomic.Pointer[error]
 	failures atomic.Int64 // Pebble's background errors, of any kind (flushAtClose)
-	// noSpace is the last flush's or compaction's failure for lack of
-	// space (ENOSPC), until a flush succeeds (nil then).
+	// noSpace is the last flush's failure for lack of space (ENOSPC),
+	// until a flush succeeds (nil then).
 	noSpace atomic.Pointer[error]
 }
 
@@ -1028,7 +1035,7 @@ func (d *damageSeen) noSpaceErr(dir string) error {
 	if p == nil {
 		return nil
 	}
-	return fmt.Errorf("%w: %s: the index's last flush or compaction found no space left on its disk (%v): free space there; writes are let through again once a flush succeeds (Pebble retries it)", ErrDiskFull, dir, firstLine{*p})
+	return fmt.Errorf("%w: %s: the index's last flush found no space left on its disk (%v): free space there; writes are let through again once a flush succeeds (Pebble retries it)", ErrDiskFull, dir, firstLine{*p})
 }
 
 func (d *damageSeen) note(err error) { d.err.CompareAndSwap(nil, &err) }

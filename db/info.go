@@ -52,9 +52,10 @@ type Info struct {
 	RecycledLogBytes uint64
 	// DamagedLogCopies are the copies of damaged write-ahead logs that an
 	// Open accepting the damage kept in the index's directory
-	// (Options.AcceptLogDamage, lshdb check --repair): their paths, part
-	// of DiskBytes (not of LogBytes). Remove them once examined. Nil if
-	// none.
+	// (Options.AcceptLogDamage, lshdb check --repair), and of a damaged
+	// options file that a writable Open set aside
+	// (lshdb-damaged-OPTIONS-NNNNNN): their paths, part of DiskBytes (not
+	// of LogBytes). Remove them once examined. Nil if none.
 	DamagedLogCopies []string
 	// Instance names the index: 26 random base32 characters (128 bits)
 	// given when it was made; an index built anew in the same place, and

@@ -391,12 +391,13 @@ func cutDamagedLog(fs vfs.FS, dir string, dmg *LogDamageError) (string, error) {
 const damagedLogPrefix = "lshdb-damaged-"
 
 // damagedLogCopies returns the paths of the copies of damaged logs that
-// cutDamagedLog kept in dir (Info.DamagedLogCopies).
+// cutDamagedLog kept in dir, and of damaged options files that
+// setAsideDamagedOptions set aside (Info.DamagedLogCopies).
 func damagedLogCopies(fs vfs.FS, dir string) []string {
 	names, _ := fs.List(dir)
 	var out []string
 	for _, n := range names {
-		if strings.HasPrefix(n, damagedLogPrefix) && strings.HasSuffix(n, ".log") {
+		if strings.HasPrefix(n, damagedLogPrefix) && (strings.HasSuffix(n, ".log") || strings.HasPrefix(n, damagedLogPrefix+"OPTIONS-") && !strings.HasSuffix(n, ".tmp")) {
 			out = append(out, fs.PathJoin(dir, n))
 		}
 	}
@@ -447,23 +448,58 @@ func setAsideDamagedOptions(o Options, dir string, popts *pebble.Options) error 
 	if err != nil {
 		return nil
 	}
-	data, err := io.ReadAll(io.LimitReader(f, 1<<20))
+	data, err := io.ReadAll(f)
 	f.Close()
 	if err != nil {
 		return nil
 	}
+	// NB: Pebble's parser marks what does not parse as corruption; a
+	// merger, comparer or WAL directory other than this open's is a plain
+	// error, which Pebble's open gives (ErrNotIndex for a merger).
 	perr := popts.CheckCompatibility(dir, string(data))
-	if perr == nil || strings.Contains(perr.Error(), "merger name") || strings.Contains(perr.Error(), "comparer name") || strings.Contains(perr.Error(), "WAL") {
+	if perr == nil || !pebble.IsCorruptionError(perr) {
 		return nil
 	}
 	name := o.fs.PathBase(desc.OptionsFilename)
 	if o.ReadOnly {
-		return corruptRepairable("%s: the store's options file %s is damaged (%v): it holds Pebble's settings only, no document; a writable open (any write, or lshdb check --repair) sets it aside and writes it again", dir, name, firstLine{perr})
+		return corruptRepairable("%s: the store's options file %s is damaged (%v): it holds Pebble's settings only, no document", dir, name, firstLine{perr})
 	}
+	// NB: set aside, and a sound one written in its place at once (what
+	// Pebble's open writes: the options in effect), so that the store
+	// never lacks one: an open that then failed for another reason left a
+	// store without one, which an input walk no longer knew as a store.
 	aside := o.fs.PathJoin(dir, damagedLogPrefix+name)
+	tmp := o.fs.PathJoin(dir, damagedLogPrefix+name+".tmp")
 	if err := o.fs.Rename(desc.OptionsFilename, aside); err != nil {
 		return fmt.Errorf("lshdb: setting aside the damaged options file %s: %w", desc.OptionsFilename, err)
 	}
-	o.Logger.Warn("lshdb: the store's options file was damaged: set aside, and written again by this open (it holds Pebble's settings only, no document)", "file", desc.OptionsFilename, "kept", aside, "error", firstLine{perr})
+	if err := writeSynced(o.fs, tmp, []byte(popts.String())); err != nil {
+		return fmt.Errorf("lshdb: writing the options file %s anew: %w", desc.OptionsFilename, err)
+	}
+	if err := o.fs.Rename(tmp, desc.OptionsFilename); err != nil {
+		return fmt.Errorf("lshdb: writing the options file %s anew: %w", desc.OptionsFilename, err)
+	}
+	if d, err := o.fs.OpenDir(dir); err == nil {
+		d.Sync()
+		d.Close()
+	}
+	o.Logger.Warn("lshdb: the store's options file was damaged: set aside, and written again (it holds Pebble's settings only, no document)", "file", desc.OptionsFilename, "kept", aside, "error", firstLine{perr})
 	return nil
+}
+
+// writeSynced writes data to a new file named path, synced.
+func writeSynced(fs vfs.FS, path string, data []byte) error {
+	f, err := fs.Create(path, vfs.WriteCategoryUnspecified)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }

@@ -696,6 +696,18 @@ func TestDamagedOptionsFile(t *testing.T) {
 	if err != nil || !bytes.Equal(kept, garbage) {
 		t.Fatalf("the damaged file set aside: %q, %v", kept, err)
 	}
+	// The store keeps an options file that parses (an input walk knows a
+	// store by it), info lists the copy, and the copy is the index's own
+	// file (drop took the directory for another's).
+	if now, _ := filepath.Glob(filepath.Join(dir, "OPTIONS-*")); len(now) == 0 {
+		t.Fatal("no OPTIONS file after the repair")
+	}
+	if got := damagedLogCopies(vfs.Default, dir); len(got) != 1 || filepath.Base(got[0]) != "lshdb-damaged-"+filepath.Base(newest) {
+		t.Errorf("damaged copies listed: %q", got)
+	}
+	if !indexFile("lshdb-damaged-" + filepath.Base(newest)) {
+		t.Errorf("the set-aside options file is not taken as the index's own")
+	}
 	r := mustOpen(t, dir, &Options{ReadOnly: true})
 	defer r.Close()
 	for _, doc := range docs {

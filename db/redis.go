@@ -1775,6 +1775,11 @@ func indexFile(name string) bool {
 		return true
 	case strings.HasPrefix(name, "MANIFEST-"), strings.HasPrefix(name, "OPTIONS-"), strings.HasPrefix(name, "marker."):
 		return true
+	case strings.HasPrefix(name, damagedLogPrefix):
+		// NB: lshdb's copies of a damaged log or options file (and a
+		// log's copy half made): drop refused an index that held one as
+		// not an index (a maintainer's review).
+		return true
 	case strings.HasSuffix(name, ".dbtmp") && (strings.HasPrefix(name, "CURRENT.") || strings.HasPrefix(name, "temporary.")):
 		return true
 	}

@@ -154,7 +154,7 @@ func diskParts(in *db.Info) string {
 		parts = append(parts, humanBytes(in.LogBytes)+" of it write-ahead logs: allocated ahead for the writes to come; a compact frees them until the next write (a process that serves the index keeps its own)")
 	}
 	if len(in.DamagedLogCopies) > 0 {
-		parts = append(parts, fmt.Sprintf("and copies of damaged write-ahead logs that check --repair kept, to remove once examined: %s", strings.Join(escAll(in.DamagedLogCopies), " ")))
+		parts = append(parts, fmt.Sprintf("and copies of damaged files (write-ahead logs, options) that an open or check --repair kept, to remove once examined: %s", strings.Join(escAll(in.DamagedLogCopies), " ")))
 	}
 	if len(parts) == 0 {
 		return ""

@@ -242,7 +242,7 @@ func TestCheckRepairLogDamage(t *testing.T) {
 		t.Errorf("the damaged log's copy: %v", err)
 	}
 	// info names the copy until it is removed.
-	if out, errOut, code := runLine([]string{"info", "--db", img}, ""); code != 0 || !strings.Contains(out, "copies of damaged write-ahead logs that check --repair kept, to remove once examined: "+kept) {
+	if out, errOut, code := runLine([]string{"info", "--db", img}, ""); code != 0 || !strings.Contains(out, "copies of damaged files (write-ahead logs, options) that an open or check --repair kept, to remove once examined: "+kept) {
 		t.Errorf("info: exit %d\n%s%s", code, out, errOut)
 	}
 	os.Remove(kept)
