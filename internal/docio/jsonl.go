@@ -318,6 +318,14 @@ func parseJSON(o *Options, s *lineScan, name string, line int, b []byte) (Record
 		}
 		return Record{}, errors.New("not a JSON object: null")
 	}
+	// NB: a field that repeats (a producer's bug) was read as its last
+	// value, as encoding/json and jq read it, without a word: the id or
+	// the text of the record then is a guess (a newcomer's review, N8).
+	for _, f := range []string{o.IDField, o.TextField} {
+		if (f != o.IDField || o.IDFrom == "") && s.repeats(f) {
+			return Record{}, fmt.Errorf("field %q appears more than once in the object: which one is the document's is unclear", f)
+		}
+	}
 	switch o.IDFrom {
 	case "":
 		raw, err := lookupIn(s.member, o.IDField)

@@ -179,6 +179,18 @@ func (s *lineScan) member(key string) ([]byte, bool) {
 	return nil, false
 }
 
+// repeats reports whether the top-level object has a member named key
+// more than once.
+func (s *lineScan) repeats(key string) bool {
+	n := 0
+	for _, m := range s.members {
+		if keyIs(m.key, key) {
+			n++
+		}
+	}
+	return n > 1
+}
+
 // value checks the value at b[i] (nested depth deep) and returns the
 // index after it; top says to note an object's members.
 func (s *lineScan) value(i, depth int, top bool) (int, bool) {
