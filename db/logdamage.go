@@ -470,11 +470,13 @@ func setAsideDamagedOptions(o Options, dir string, popts *pebble.Options) error 
 	// store without one, which an input walk no longer knew as a store.
 	aside := o.fs.PathJoin(dir, damagedLogPrefix+name)
 	tmp := o.fs.PathJoin(dir, damagedLogPrefix+name+".tmp")
-	if err := o.fs.Rename(desc.OptionsFilename, aside); err != nil {
-		return fmt.Errorf("lshdb: setting aside the damaged options file %s: %w", desc.OptionsFilename, err)
-	}
 	if err := writeSynced(o.fs, tmp, []byte(popts.String())); err != nil {
+		o.fs.Remove(tmp)
 		return fmt.Errorf("lshdb: writing the options file %s anew: %w", desc.OptionsFilename, err)
+	}
+	if err := o.fs.Rename(desc.OptionsFilename, aside); err != nil {
+		o.fs.Remove(tmp)
+		return fmt.Errorf("lshdb: setting aside the damaged options file %s: %w", desc.OptionsFilename, err)
 	}
 	if err := o.fs.Rename(tmp, desc.OptionsFilename); err != nil {
 		return fmt.Errorf("lshdb: writing the options file %s anew: %w", desc.OptionsFilename, err)

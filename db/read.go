@@ -369,49 +369,218 @@ func idsOfDocs(snap *pebble.Snapshot, first, last uint64) ([]string, error) {
 	return ids, classify(it.Error())
 }
 
-// salvageSeek positions it, which failed on damage after doc number
-// done (the last one read, or none yet: 0), at the first record it can
-// read past the damage, and returns the first doc number it passed over
-// and the first it did not. It gallops (done+1, +2, +4, …) to a number
-// whose seek reads, then halves back to the first such: a seek into a
-// damaged block fails, one past it reads the next block. NB: a second
-// damaged block within the gallop's last step is passed over with the
-// first (reported in one range).
-func salvageSeek(it *pebble.Iterator, done, end uint64) (first, next uint64) {
-	var kbuf []byte
-	reads := func(m uint64) bool {
-		kbuf = codec.AppendDocKey(kbuf[:0], m)
-		it.SeekGE(kbuf)
-		return it.Error() == nil
-	}
-	first = done + 1
-	if done == 0 {
-		first = 0
-	}
-	bad, step := first, uint64(1)
-	good := end
-	for m := first; m < end; m = bad + step {
-		if reads(m) {
-			good = m
-			break
+// salvageWindow is how many doc numbers a salvage reads with one
+// iterator, and salvageBudget how many reads of a window may fail before
+// the salvage stops splitting what fails in it (each failed read of a
+// damaged block costs Pebble's search for a flipped bit, about 0.1 s of
+// a 32 KiB block). A damaged block of 25 records costs about 60 failed
+// reads; a damaged block whose keys run past the records (into the id
+// map) fails every read of the doc numbers above it, 6,000 in a review,
+// which split one by one took over 5 minutes.
+const (
+	salvageWindow = 4096
+	salvageBudget = 160
+	salvageRun    = 64
+)
+
+// salvageFrom is Scan's salvage (ScanOptions.Salvage) of the doc
+// numbers from lo on, below end, once a read failed on damage: it reads
+// windows of doc numbers, each with an iterator bounded to it, so that a
+// damaged block is read only by the windows that hold its keys (an
+// unbounded seek also reads the first block of each level's next table:
+// a damaged one there failed every seek below it, and a failed seek left
+// the iterator failing the next: a maintainer's review). A window that
+// fails is split in halves, down to single doc numbers, which are passed
+// over: consecutive ones make one *ScanDamageError. Once salvageBudget
+// reads of a window have failed, what fails in it is passed over whole.
+func (db *DB) salvageFrom(ctx context.Context, snap *pebble.Snapshot, lo, end uint64, sets bool, yield func(*StoredDoc, error) bool) {
+	var dmg *ScanDamageError // the range being passed over, not yet said
+	failures := 0
+	// say yields the range being passed over, if any.
+	say := func() bool {
+		if dmg == nil {
+			return true
 		}
-		bad = m
-		step *= 2
+		d := dmg
+		dmg = nil
+		d.IDs, d.IDsErr = idsOfDocs(snap, d.First, d.Last)
+		return yield(nil, d)
 	}
-	if good == first {
-		return first, first // NB: it reads now: nothing passed over
+	// lose passes over doc numbers from to to (inclusive).
+	lose := func(from, to uint64, err error) bool {
+		if dmg != nil && dmg.Last+1 == from {
+			dmg.Last = to
+			return true
+		}
+		if !say() {
+			return false
+		}
+		dmg = &ScanDamageError{First: from, Last: to, Err: err}
+		return true
 	}
-	lo, hi := bad, good // reads(lo) failed; reads(hi) is taken to read
-	for hi-lo > 1 {
-		mid := lo + (hi-lo)/2
-		if reads(mid) {
-			hi = mid
-		} else {
-			lo = mid
+	// getEach yields what can be read of doc numbers [from, to), each by
+	// a point read. NB: where an iterator fails, a point read may not: a
+	// damaged block whose keys run past the records fails every
+	// iteration of the doc numbers above it, which other tables hold,
+	// where a point read skips that table by its bloom filter (a
+	// review's index: 6,000 such documents). After salvageRun point reads
+	// in a row fail, the rest is passed over whole.
+	getEach := func(from, to uint64, failed error) bool {
+		run := 0
+		var kbuf []byte
+		for n := from; n < to; n++ {
+			if err := ctx.Err(); err != nil {
+				yield(nil, fmt.Errorf("lshdb: scan interrupted: %w", err))
+				return false
+			}
+			if run >= salvageRun {
+				return lose(n, to-1, failed)
+			}
+			if err := db.enter(); err != nil {
+				yield(nil, err)
+				return false
+			}
+			kbuf = codec.AppendDocKey(kbuf[:0], n)
+			v, closer, err := snap.Get(kbuf)
+			if errors.Is(err, pebble.ErrNotFound) {
+				db.mu.RUnlock()
+				run = 0
+				continue // NB: no such document (deleted)
+			}
+			var rec docData
+			switch {
+			case err != nil:
+				err = classify(err)
+			case sets:
+				err = db.decodeDoc(n, v, &rec)
+			default:
+				if err = codec.DecodeDocRecord(v, &rec.DocRecord); err != nil {
+					err = classify(fmt.Errorf("doc %d: %w", n, err))
+				}
+				rec.Signature = nil
+			}
+			db.mu.RUnlock()
+			if err != nil {
+				if closer != nil {
+					closer.Close()
+				}
+				if !errors.Is(err, ErrCorrupt) {
+					yield(nil, err)
+					return false
+				}
+				run++
+				failed = err
+				if !lose(n, n, err) {
+					return false
+				}
+				continue
+			}
+			run = 0
+			ok := say()
+			if ok && !compaction.Expired(rec.Expires, db.now().UnixNano()) {
+				ok = yield(toDocument(n, &rec), nil)
+			}
+			closer.Close()
+			if !ok {
+				return false
+			}
+		}
+		return true
+	}
+	// read yields what can be read of doc numbers [from, to); false
+	// ends the scan (the loop stopped, or an error said).
+	var read func(from, to uint64) bool
+	read = func(from, to uint64) bool {
+		if err := ctx.Err(); err != nil {
+			yield(nil, fmt.Errorf("lshdb: scan interrupted: %w", err))
+			return false
+		}
+		if err := db.enter(); err != nil {
+			yield(nil, err)
+			return false
+		}
+		it, err := snap.NewIter(&pebble.IterOptions{LowerBound: codec.AppendDocKey(nil, from), UpperBound: codec.AppendDocKey(nil, to)})
+		db.mu.RUnlock()
+		if err != nil {
+			yield(nil, classify(err))
+			return false
+		}
+		next := from     // the first doc number neither read nor passed over
+		var failed error // why the window stopped short
+		for ok := it.First(); ok; ok = it.Next() {
+			if err := db.enter(); err != nil {
+				it.Close()
+				yield(nil, err)
+				return false
+			}
+			n, err := codec.ParseDocKey(it.Key())
+			var rec docData
+			switch {
+			case err != nil:
+				err = classify(fmt.Errorf("doc record %x: %w", it.Key(), err))
+			case sets:
+				err = db.decodeDoc(n, it.Value(), &rec)
+			default:
+				if err = codec.DecodeDocRecord(it.Value(), &rec.DocRecord); err != nil {
+					err = classify(fmt.Errorf("doc %d: %w", n, err))
+				}
+				rec.Signature = nil
+			}
+			db.mu.RUnlock()
+			if err != nil && n >= next && errors.Is(err, ErrCorrupt) {
+				// NB: one record that does not decode: passed over alone,
+				// and the window read on.
+				if !lose(n, n, err) {
+					it.Close()
+					return false
+				}
+				next = n + 1
+				continue
+			}
+			if err != nil {
+				// NB: a key that is no doc key: the window is split as if
+				// a block failed.
+				failed = err
+				break
+			}
+			next = n + 1
+			if !say() {
+				it.Close()
+				return false
+			}
+			if compaction.Expired(rec.Expires, db.now().UnixNano()) {
+				continue
+			}
+			if !yield(toDocument(n, &rec), nil) {
+				it.Close()
+				return false
+			}
+		}
+		if failed == nil {
+			failed = classify(it.Error())
+		}
+		it.Close()
+		switch {
+		case failed == nil || next >= to:
+			return true
+		case !errors.Is(failed, ErrCorrupt):
+			yield(nil, failed)
+			return false
+		}
+		failures++
+		if to-next == 1 || failures > salvageBudget {
+			return getEach(next, to, failed)
+		}
+		mid := next + (to-next)/2
+		return read(next, mid) && read(mid, to)
+	}
+	for from := lo; from < end; from += salvageWindow {
+		failures = 0
+		if !read(from, min(from+salvageWindow, end)) {
+			return
 		}
 	}
-	reads(hi) // NB: positioned there (past every doc at end)
-	return first, hi
+	say()
 }
 
 // Scan iterates over the stored documents in insertion order from one
@@ -442,8 +611,7 @@ func (db *DB) Scan(ctx context.Context, so *ScanOptions) iter.Seq2[*StoredDoc, e
 		end := db.published.Load().NextDoc // NB: every doc number is below it
 		db.mu.RUnlock()
 		defer db.untrack(held)
-		var done uint64     // the last doc number read (salvage)
-		positioned := false // it is at the next record already (after a salvage seek)
+		var done uint64 // the last doc number read (salvage)
 		for first := true; ; first = false {
 			// NB: the handle is held for each step only; Close releases
 			// the iterator while the loop body runs, and enter says so.
@@ -452,39 +620,19 @@ func (db *DB) Scan(ctx context.Context, so *ScanOptions) iter.Seq2[*StoredDoc, e
 				return
 			}
 			var ok bool
-			switch {
-			case positioned:
-				ok, positioned = it.Valid(), false
-			case first:
+			if first {
 				ok = it.First()
-			default:
+			} else {
 				ok = it.Next()
 			}
 			if !ok {
 				err := classify(it.Error())
-				if err != nil && salvage && errors.Is(err, ErrCorrupt) {
-					from, next := salvageSeek(it, done, end)
-					var dmg *ScanDamageError
-					if next > from {
-						dmg = &ScanDamageError{First: from, Last: next - 1, Err: err}
-						dmg.IDs, dmg.IDsErr = idsOfDocs(snap, from, next-1)
-					}
-					db.mu.RUnlock()
-					if dmg != nil && !yield(nil, dmg) {
-						return
-					}
-					if next > from {
-						done = next - 1
-					}
-					positioned = true
-					if next == from && it.Error() != nil {
-						// NB: no progress: nothing more can be read.
-						yield(nil, err)
-						return
-					}
-					continue
-				}
 				db.mu.RUnlock()
+				if err != nil && salvage && errors.Is(err, ErrCorrupt) {
+					// NB: the rest is read in windows of its own (salvage).
+					db.salvageFrom(ctx, snap, max(done+1, 1), end, sets, yield)
+					return
+				}
 				if err != nil {
 					yield(nil, err)
 				}
@@ -506,18 +654,11 @@ func (db *DB) Scan(ctx context.Context, so *ScanOptions) iter.Seq2[*StoredDoc, e
 			if err == nil && ctx.Err() != nil {
 				err = fmt.Errorf("lshdb: scan interrupted: %w", ctx.Err())
 			}
-			if err != nil && salvage && errors.Is(err, ErrCorrupt) && n > done {
-				// NB: one record that does not decode: passed over alone.
-				dmg := &ScanDamageError{First: n, Last: n, Err: err}
-				dmg.IDs, dmg.IDsErr = idsOfDocs(snap, n, n)
-				done = n
-				db.mu.RUnlock()
-				if !yield(nil, dmg) {
-					return
-				}
-				continue
-			}
 			db.mu.RUnlock()
+			if err != nil && salvage && errors.Is(err, ErrCorrupt) {
+				db.salvageFrom(ctx, snap, max(done+1, 1), end, sets, yield)
+				return
+			}
 			if err != nil {
 				yield(nil, err)
 				return

@@ -139,7 +139,13 @@ func (a *app) export(d index, fates map[string]fate, src docio.Source, kept, dro
 			lost.ids += len(dmg.IDs)
 			fmt.Fprintf(a.stderr, "lshdb: %s\n", escControls(dmg.Error()))
 			if len(dmg.IDs) > 0 {
-				fmt.Fprintf(a.stderr, "lshdb: their ids: %s\n", idLine(dmg.IDs))
+				// NB: at most 100 a range on the terminal: a damaged table
+				// index names every id of its table (330 KB in a review).
+				ids, more := dmg.IDs, ""
+				if len(ids) > 100 {
+					ids, more = ids[:100], fmt.Sprintf(" … and %d more", len(dmg.IDs)-100)
+				}
+				fmt.Fprintf(a.stderr, "lshdb: their ids: %s%s\n", idLine(ids), more)
 			}
 			continue
 		}
