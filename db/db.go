@@ -1367,16 +1367,16 @@ func (db *DB) roomToFree(n int64) error {
 		return db.roomFor(n) // NB: DiskReserve's own message (and its flag)
 	}
 	reserve = freeReserve(&db.opts.Options)
-	if err := db.damage.noSpaceErr(db.dir); err != nil {
-		db.counts.diskFull.Add(1)
-		return err
-	}
 	err := roomIn(db.opts.FS, db.dir, reserve, n)
 	if err != nil {
-		db.counts.diskFull.Add(1)
 		// NB: not DiskReserve's reserve: a lower --disk-reserve, the way
 		// out its message names, lets every write through (a review).
 		err = fmt.Errorf("%w: %s has %s free, and a write that frees space (a delete, a purge, a compaction; this one needs about %s) still keeps %s for the index's flushes and compactions: free space on the disk outside the index", ErrDiskFull, db.dir, mib(freeIn(db.opts.FS, db.dir)), mib(n), mib(reserve))
+	}
+	// NB: as roomFor: refused while flushes fail for lack of space.
+	err = cmp.Or(db.damage.noSpaceErr(db.dir), err)
+	if err != nil {
+		db.counts.diskFull.Add(1)
 	}
 	return err
 }

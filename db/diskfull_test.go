@@ -142,49 +142,31 @@ func TestDiskFullTmpfs(t *testing.T) {
 	}
 	for i, c := range diskFullCases {
 		t.Run(c.name, func(t *testing.T) {
-			mnt := t.TempDir()
-			if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+c.size, "tmpfs", mnt).CombinedOutput(); err != nil {
-				t.Skipf("cannot mount a tmpfs here (needs root): %v: %s", err, out)
-			}
-			defer exec.Command("umount", mnt).Run()
-			cmd := exec.Command(os.Args[0], "-test.run", "^TestDiskFullTmpfs$", "-test.v")
-			cmd.Env = append(os.Environ(), "LSHDB_DISKFULL_DIR="+filepath.Join(mnt, "idx"), fmt.Sprint("LSHDB_DISKFULL_CASE=", i))
-			out, err := cmd.CombinedOutput()
-			if err != nil || !strings.Contains(string(out), "disk full after") {
-				t.Fatalf("child: %v\n%s", err, out)
-			}
-			t.Logf("%s", out)
+			inTmpfsChild(t, "TestDiskFullTmpfs", c.size, "LSHDB_DISKFULL_DIR", fmt.Sprint("LSHDB_DISKFULL_CASE=", i))
 		})
 	}
 }
 
-// Ensure that with the reserve off (DiskReserve -1) a full disk still
-// ends a run of writes in ErrDiskFull, not a hang: Pebble retries the
-// failed flush for ever, and writes went on into memtables until their
-// count stopped every write, at 100% of a core (an operator's review,
-// O1). Everything acknowledged is there after a reopen, and the index
-// checks clean. In a child process as TestDiskFullTmpfs, which fails
-// after two minutes (the hang).
-func TestDiskFullNoReserve(t *testing.T) {
-	if dir := os.Getenv("LSHDB_DISKFULL_NORESERVE_DIR"); dir != "" {
-		noReserveChild(t, dir)
-		return
-	}
-	if testing.Short() {
-		t.Skip("short mode: fills a tmpfs")
-	}
+// inTmpfsChild runs the test named test in a child process, with the
+// environment variable dirVar naming an index directory on a tmpfs of
+// size it mounts (skipping where it cannot: it needs root), and extra
+// variables; the child must log "disk full after", within five minutes
+// (a hang on the full disk fails).
+func inTmpfsChild(t *testing.T, test, size, dirVar string, extra ...string) {
+	t.Helper()
 	mnt := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=48m", "tmpfs", mnt).CombinedOutput(); err != nil {
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+size, "tmpfs", mnt).CombinedOutput(); err != nil {
 		t.Skipf("cannot mount a tmpfs here (needs root): %v: %s", err, out)
 	}
 	defer exec.Command("umount", mnt).Run()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	const limit = 5 * time.Minute
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run", "^TestDiskFullNoReserve$", "-test.v")
-	cmd.Env = append(os.Environ(), "LSHDB_DISKFULL_NORESERVE_DIR="+filepath.Join(mnt, "idx"))
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run", "^"+test+"$", "-test.v")
+	cmd.Env = append(append(os.Environ(), dirVar+"="+filepath.Join(mnt, "idx")), extra...)
 	out, err := cmd.CombinedOutput()
 	if ctx.Err() != nil {
-		t.Fatalf("child: still writing after %v on the full disk (a hang)\n%s", 2*time.Minute, out)
+		t.Fatalf("child: still writing after %v on the full disk (a hang)\n%s", limit, out)
 	}
 	if err != nil || !strings.Contains(string(out), "disk full after") {
 		t.Fatalf("child: %v\n%s", err, out)
@@ -192,9 +174,11 @@ func TestDiskFullNoReserve(t *testing.T) {
 	t.Logf("%s", out)
 }
 
-func noReserveChild(t *testing.T, dir string) {
-	opts := &Options{DiskReserve: -1, MemTableSize: 4 << 20}
-	d := mustOpen(t, dir, opts)
+// fillUntilFull puts batches of 200 documents (doc-0000000, …) into d
+// until a put fails, which must be with ErrDiskFull, and returns how many
+// were acknowledged.
+func fillUntilFull(t *testing.T, d *DB) int {
+	t.Helper()
 	stored := 0
 	var err error
 	for batch := 0; batch < 10000; batch++ {
@@ -212,6 +196,31 @@ func noReserveChild(t *testing.T, dir string) {
 		t.Fatalf("after %d documents: %v, want ErrDiskFull", stored, err)
 	}
 	t.Logf("disk full after %d documents: %v", stored, err)
+	return stored
+}
+
+// Ensure that with the reserve off (DiskReserve -1) a full disk still
+// ends a run of writes in ErrDiskFull, not a hang: Pebble retries the
+// failed flush for ever, and writes went on into memtables until their
+// count stopped every write, at 100% of a core (an operator's review,
+// O1). Everything acknowledged is there after a reopen, and the index
+// checks clean. In a child process as TestDiskFullTmpfs, which fails
+// after five minutes (the hang; the old code hung for good).
+func TestDiskFullNoReserve(t *testing.T) {
+	if dir := os.Getenv("LSHDB_DISKFULL_NORESERVE_DIR"); dir != "" {
+		noReserveChild(t, dir)
+		return
+	}
+	if testing.Short() {
+		t.Skip("short mode: fills a tmpfs")
+	}
+	inTmpfsChild(t, "TestDiskFullNoReserve", "48m", "LSHDB_DISKFULL_NORESERVE_DIR")
+}
+
+func noReserveChild(t *testing.T, dir string) {
+	opts := &Options{DiskReserve: -1, MemTableSize: 4 << 20}
+	d := mustOpen(t, dir, opts)
+	stored := fillUntilFull(t, d)
 	if err := d.RoomToWrite(); !errors.Is(err, ErrDiskFull) {
 		t.Errorf("RoomToWrite on the full disk: %v, want ErrDiskFull", err)
 	}
@@ -235,23 +244,7 @@ func noReserveChild(t *testing.T, dir string) {
 func diskFullChild(t *testing.T, dir string, o Options) {
 	opts := &o
 	d := mustOpen(t, dir, opts)
-	stored := 0
-	var err error
-	for batch := 0; batch < 10000; batch++ {
-		var docs []Doc
-		for i := range 200 {
-			n := batch*200 + i
-			docs = append(docs, Doc{ID: fmt.Sprintf("doc-%07d", n), Text: strings.Repeat(fmt.Sprintf("words of document %d ", n), 40)})
-		}
-		if _, err = d.PutBatch(docs, nil); err != nil {
-			break
-		}
-		stored += len(docs)
-	}
-	if !errors.Is(err, ErrDiskFull) {
-		t.Fatalf("after %d documents: %v, want ErrDiskFull", stored, err)
-	}
-	t.Logf("disk full after %d documents: %v", stored, err)
+	stored := fillUntilFull(t, d)
 	lastBatch := fmt.Sprintf("doc-%07d", stored-1)
 	if err := d.Close(); err != nil {
 		t.Fatal(err)
@@ -743,6 +736,10 @@ func TestNoSpaceRefusesWhileFlushesFail(t *testing.T) {
 	}
 	if err := put("refused"); !errors.Is(err, ErrDiskFull) || !strings.Contains(err.Error(), "last flush found no space") {
 		t.Fatalf("a put while flushes fail: %v, want ErrDiskFull", err)
+	}
+	// A delete too (roomToFree): it would wait in Pebble's stall as well.
+	if err := d.Delete("a1", nil); !errors.Is(err, ErrDiskFull) || !strings.Contains(err.Error(), "last flush found no space") {
+		t.Fatalf("a delete while flushes fail: %v, want ErrDiskFull", err)
 	}
 	full.Store(false)
 	for d.RoomToWrite() != nil {

@@ -369,6 +369,24 @@ func idsOfDocs(snap *pebble.Snapshot, first, last uint64) ([]string, error) {
 	return ids, classify(it.Error())
 }
 
+// scanRecord decodes the doc record (key k, value v) into rec as Scan
+// yields it: completed (sets derived) with sets, else without a
+// signature. It returns the record's doc number.
+func (db *DB) scanRecord(k, v []byte, sets bool, rec *docData) (uint64, error) {
+	n, err := codec.ParseDocKey(k)
+	switch {
+	case err != nil:
+		return n, classify(fmt.Errorf("doc record %x: %w", k, err))
+	case sets:
+		return n, db.decodeDoc(n, v, rec)
+	}
+	if err := codec.DecodeDocRecord(v, &rec.DocRecord); err != nil {
+		return n, classify(fmt.Errorf("doc %d: %w", n, err))
+	}
+	rec.Signature = nil
+	return n, nil
+}
+
 // salvageWindow is how many doc numbers a salvage reads with one
 // iterator, and salvageBudget how many reads of a window may fail before
 // the salvage stops splitting what fails in it (each failed read of a
@@ -448,16 +466,10 @@ func (db *DB) salvageFrom(ctx context.Context, snap *pebble.Snapshot, lo, end ui
 				continue // NB: no such document (deleted)
 			}
 			var rec docData
-			switch {
-			case err != nil:
+			if err != nil {
 				err = classify(err)
-			case sets:
-				err = db.decodeDoc(n, v, &rec)
-			default:
-				if err = codec.DecodeDocRecord(v, &rec.DocRecord); err != nil {
-					err = classify(fmt.Errorf("doc %d: %w", n, err))
-				}
-				rec.Signature = nil
+			} else {
+				_, err = db.scanRecord(kbuf, v, sets, &rec)
 			}
 			db.mu.RUnlock()
 			if err != nil {
@@ -513,19 +525,8 @@ func (db *DB) salvageFrom(ctx context.Context, snap *pebble.Snapshot, lo, end ui
 				yield(nil, err)
 				return false
 			}
-			n, err := codec.ParseDocKey(it.Key())
 			var rec docData
-			switch {
-			case err != nil:
-				err = classify(fmt.Errorf("doc record %x: %w", it.Key(), err))
-			case sets:
-				err = db.decodeDoc(n, it.Value(), &rec)
-			default:
-				if err = codec.DecodeDocRecord(it.Value(), &rec.DocRecord); err != nil {
-					err = classify(fmt.Errorf("doc %d: %w", n, err))
-				}
-				rec.Signature = nil
-			}
+			n, err := db.scanRecord(it.Key(), it.Value(), sets, &rec)
 			db.mu.RUnlock()
 			if err != nil && n >= next && errors.Is(err, ErrCorrupt) {
 				// NB: one record that does not decode: passed over alone,
@@ -638,19 +639,8 @@ func (db *DB) Scan(ctx context.Context, so *ScanOptions) iter.Seq2[*StoredDoc, e
 				}
 				return
 			}
-			n, err := codec.ParseDocKey(it.Key())
 			var rec docData
-			switch {
-			case err != nil:
-				err = classify(fmt.Errorf("doc record %x: %w", it.Key(), err))
-			case sets:
-				err = db.decodeDoc(n, it.Value(), &rec)
-			default:
-				if err = codec.DecodeDocRecord(it.Value(), &rec.DocRecord); err != nil {
-					err = classify(fmt.Errorf("doc %d: %w", n, err))
-				}
-				rec.Signature = nil
-			}
+			n, err := db.scanRecord(it.Key(), it.Value(), sets, &rec)
 			if err == nil && ctx.Err() != nil {
 				err = fmt.Errorf("lshdb: scan interrupted: %w", ctx.Err())
 			}

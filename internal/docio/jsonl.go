@@ -321,10 +321,14 @@ func parseJSON(o *Options, s *lineScan, name string, line int, b []byte) (Record
 	// NB: a field that repeats (a producer's bug) was read as its last
 	// value, as encoding/json and jq read it, without a word: the id or
 	// the text of the record then is a guess (a newcomer's review, N8).
-	for _, f := range []string{o.IDField, o.TextField} {
-		if (f != o.IDField || o.IDFrom == "") && s.repeats(f) {
-			return Record{}, fmt.Errorf("field %q appears more than once in the object: which one is the document's is unclear", f)
-		}
+	repeated := func(f string) error {
+		return fmt.Errorf("field %q appears more than once in the object: which one is the document's is unclear", f)
+	}
+	if o.IDFrom == "" && s.repeats(o.IDField) {
+		return Record{}, repeated(o.IDField)
+	}
+	if s.repeats(o.TextField) {
+		return Record{}, repeated(o.TextField)
 	}
 	switch o.IDFrom {
 	case "":
