@@ -419,10 +419,10 @@ func (db *DB) Stats(ctx context.Context, top int) (*Stats, error) {
 	prog := progressOf(ctx)
 	defer prog.end()
 	prog.phase(2, steps, "measuring the expected recall", 1)
-	// NB: under the handle: the first measurement for a set of
-	// parameters takes 0.2 s or more (later ones are remembered), which
-	// a Close waits for; the snapshot must be closed before the store.
-	recall, err := MeasureRecall(db.Params(), 0)
+	// NB: the first measurement for a set of parameters takes 0.2 s or
+	// more (later ones are remembered): waited for until ctx ends, which
+	// Close ends too.
+	recall, err := measureRecallCtx(ctx, db.Params(), 0)
 	if err != nil {
 		return nil, err
 	}

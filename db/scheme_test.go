@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"math"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/lshdb/lshdb/bands"
 	"github.com/lshdb/lshdb/minhash"
@@ -118,4 +121,90 @@ func TestMeasureRecall(t *testing.T) {
 			t.Errorf("MeasureRecall(%+v) = %v, want ErrInvalidOptions", bad, err)
 		}
 	}
+}
+
+// Ensure that the recall measurement Stats makes is made once for every
+// caller that asks at once (a count of measurements), that a Stats whose
+// context ends while it waits for it returns at once with the context's
+// error, and that Close does not wait for it (a measurement held back by
+// a hook, which the test releases only after both returned): eight first
+// Stats each made theirs, 0.2 s of a core each, with no look at their
+// deadlines, and Close waited for all of them (an embedder's review, E1).
+func TestStatsRecallMeasuredOnce(t *testing.T) {
+	// NB: parameters no other test measures, so that nothing is
+	// remembered for them yet in this process.
+	d := mustOpen(t, t.TempDir(), &Options{Threshold: 0.61, NumPerm: 96, Bands: 24, Rows: 4})
+	p := d.Params()
+	measured.Delete(recallKey{p.Scheme, p.NumPerm, p.Bands, p.Threshold}) // NB: -count 2
+	var made atomic.Int32
+	release := make(chan struct{})
+	releaseOnce := sync.OnceFunc(func() { close(release) })
+	defer func() { measureHook = nil }()
+	defer releaseOnce() // NB: first, on a failure: the measurement must not block for good
+	measureHook = func() {
+		made.Add(1)
+		<-release
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	errs := make(chan error, 8)
+	for range 8 {
+		go func() {
+			_, err := d.Stats(ctx, 0)
+			errs <- err
+		}()
+	}
+	for deadline := time.Now().Add(time.Minute); made.Load() == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no measurement after a minute")
+		}
+	}
+	cancel()
+	for range 8 {
+		select {
+		case err := <-errs:
+			if !errors.Is(err, context.Canceled) {
+				t.Fatalf("Stats cancelled while the measurement runs: %v, want context.Canceled", err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatal("Stats did not return in 30 s after its context was cancelled: it waits for the measurement")
+		}
+	}
+	// NB: a Stats of the handle waits too; Close cancels it.
+	go func() {
+		_, err := d.Stats(context.Background(), 0)
+		errs <- err
+	}()
+	for deadline := time.Now().Add(time.Minute); d.liveOps() == 0 && len(errs) == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no Stats under way after a minute")
+		}
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- d.Close() }()
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Close did not return in 30 s: it waits for the measurement")
+	}
+	if err := <-errs; !errors.Is(err, ErrClosed) {
+		t.Fatalf("Stats while Close ran: %v, want ErrClosed", err)
+	}
+	releaseOnce()
+	r, err := MeasureRecall(p, 0)
+	if err != nil || !r.Measured {
+		t.Fatalf("after the measurement: %+v, %v", r, err)
+	}
+	if n := made.Load(); n != 1 {
+		t.Fatalf("%d measurements made for one set of parameters, want 1", n)
+	}
+}
+
+// liveOps is the number of operation contexts in flight (opCtx).
+func (db *DB) liveOps() int {
+	db.opsMu.Lock()
+	defer db.opsMu.Unlock()
+	return len(db.ops)
 }

@@ -320,6 +320,101 @@ func TestAttachedInsertOutlivesItsOwner(t *testing.T) {
 	}
 }
 
+// Ensure that a serve restarted while an attached insert holds the index
+// (it took the index over when the serve before it stopped) waits for the
+// insert to end, saying so, and then serves; and that the insert says it
+// took the index over (an operator's review, S1: the restarted serve
+// exited at once as locked, and the service stayed down for as long as
+// the insert ran; the insert said nothing). The oracle: /healthz's owner
+// and pid at each step, and the count of the input's documents.
+func TestServeWaitsForTheCommandThatTookOver(t *testing.T) {
+	if testing.Short() {
+		t.Skip("an insert and a serve in other processes (-short)")
+	}
+	dir := shortDir(t)
+	idx := filepath.Join(dir, "idx")
+	in := filepath.Join(dir, "in.jsonl")
+	const n = 3000
+	mustRun(t, "gen", "--n", fmt.Sprint(n), "--seed", "8", "--out", in)
+	lines, err := os.ReadFile(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustRun(t, "create", "--db", idx)
+	sock, _, log, stop := startServe(t, "--db", idx)
+	if pid, serving, owner := ownerHealth(idx); !serving || pid != os.Getpid() || owner != serveOwner {
+		t.Fatalf("the first serve: /healthz says pid %d (serving %v), owner %q", pid, serving, owner)
+	}
+	ins := startPiped(t, "insert", "--db", idx, "-")
+	defer ins.cmd.Process.Kill()
+	half := firstHalf(lines)
+	if _, err := ins.stdin.Write(lines[:half]); err != nil {
+		t.Fatal(err)
+	}
+	firstN := uint64(bytes.Count(lines[:half], []byte("\n")))
+	waitCount(t, sock, ins, func(got uint64) bool { return got >= firstN })
+	if code := stop(); code != 0 {
+		t.Fatalf("serve: exit %d %s", code, log)
+	}
+	// The rest, with the input left open: the insert takes the index over
+	// and holds it until its input ends.
+	if _, err := ins.stdin.Write(lines[half:]); err != nil {
+		t.Fatalf("the rest of the input: %v; the insert said %q", err, ins.out)
+	}
+	waitUntil(t, ins, func() string { return "no note of the takeover: " + ins.out.String() }, func() bool {
+		return strings.Contains(ins.out.String(), "opened the index itself and goes on")
+	})
+	waitUntil(t, ins, func() string { return "the insert does not serve the index" }, func() bool {
+		pid, serving, owner := ownerHealth(idx)
+		return serving && pid == ins.cmd.Process.Pid && owner == "lshdb insert"
+	})
+	var serveLog syncBuffer
+	srv := lshdbProcess("serve", "--db", idx)
+	srv.Stdout, srv.Stderr = &serveLog, &serveLog
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	srvDone := make(chan error, 1)
+	go func() { srvDone <- srv.Wait() }()
+	defer func() {
+		srv.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-srvDone:
+		case <-time.After(30 * time.Second):
+			srv.Process.Kill()
+		}
+	}()
+	waitUntil(t, nil, func() string { return "the new serve does not say it waits: " + serveLog.String() }, func() bool {
+		select {
+		case err := <-srvDone:
+			t.Fatalf("the new serve ended (%v) while the insert held the index: %s", err, serveLog.String())
+		default:
+		}
+		return strings.Contains(serveLog.String(), "waiting for the command that holds the index to end")
+	})
+	ins.stdin.Close()
+	if err := <-ins.done; err != nil {
+		t.Fatalf("the insert: %v %s", err, ins.out)
+	}
+	waitUntil(t, nil, func() string { return "the new serve does not serve: " + serveLog.String() }, func() bool {
+		select {
+		case err := <-srvDone:
+			t.Fatalf("the new serve ended (%v) once the insert had: %s", err, serveLog.String())
+		default:
+		}
+		pid, serving, owner := ownerHealth(idx)
+		return serving && pid == srv.Process.Pid && owner == serveOwner
+	})
+	c, err := client.Open(sock, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if got, err := c.Count(); err != nil || got != n {
+		t.Fatalf("%d documents, %v; want all %d", got, err, n)
+	}
+}
+
 // Ensure that a shell attached to another process's server goes on when
 // that owner ends (its next statement opens the index itself: it went on
 // failing with a closed index, for every later statement), and that an

@@ -248,6 +248,7 @@ type app struct {
 	progressMode   string                 // --progress: auto, bar, log or none
 	progressEvery  time.Duration          // --progress-every: between two progress lines
 	outCommits     *[]func(ok bool) error // while toFile writes --out: the commits that wait for it
+	command        string                 // the command running ("lshdb insert"): what /healthz names as the owner (serveOwned)
 }
 
 // run executes one command line and returns the exit status.
@@ -567,6 +568,9 @@ func (a *app) rootCmd() *cobra.Command {
 	root.PersistentFlags().StringVar(&a.progressMode, "progress", progressAuto, "how work shows progress on stderr: auto (a bar on a terminal, else a line every --progress-every), bar, log or none")
 	root.PersistentFlags().DurationVar(&a.progressEvery, "progress-every", defaultProgressEvery, "time between two progress lines (--progress log, or auto without a terminal)")
 	root.PersistentPreRunE = func(c *cobra.Command, args []string) error {
+		if a.command == "" {
+			a.command = c.CommandPath() // NB: the first: a shell's statements run inside "lshdb shell"
+		}
 		if err := a.checkProgressFlags(); err != nil {
 			return err
 		}
@@ -812,6 +816,11 @@ func (a *app) openFresh(opts *db.Options) (index, func(), error) {
 					if now := d.Instance(); instance != "" && now != "" && now != instance {
 						closeDB()
 						return nil, nil, fmt.Errorf("%w: the index at %s is not the one this command attached to: it was built anew in its place (instance %s, not %s); nothing more was written", errOtherIndex, a.dbDir, now, instance)
+					}
+					if _, local := d.(*db.DB); local {
+						// NB: an operator restarting the server must know who
+						// holds the index now (a review, S1: nothing said so).
+						a.notef(fmt.Sprintf("the server that owned %s has ended: this command (pid %d) opened the index itself and goes on; it serves the index's socket until it ends, and a serve started meanwhile waits for it", escControls(a.dbDir), os.Getpid()))
 					}
 					return d, closeDB, nil
 				})

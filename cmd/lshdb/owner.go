@@ -21,6 +21,18 @@ import (
 // answers on its socket (serving true), else the holder of its lock file
 // (lockHolder; 0 when it cannot tell).
 func ownerOf(dir string) (pid int, serving bool) {
+	pid, serving, _ = ownerHealth(dir)
+	return pid, serving
+}
+
+// serveOwner is what lshdb serve's /healthz names it (httpapi.Options.Owner).
+const serveOwner = "lshdb serve"
+
+// ownerHealth is ownerOf, with what the serving owner says it is
+// (HealthJSON.Owner): serveOwner, the command that serves the index while
+// it runs ("lshdb insert"), or "" where it says nothing (a program that
+// embeds package db, an lshdb before this field).
+func ownerHealth(dir string) (pid int, serving bool, owner string) {
 	sock := httpapi.DialPath(httpapi.SocketPath(dir))
 	hc := &http.Client{
 		Timeout: 2 * time.Second,
@@ -36,10 +48,10 @@ func ownerOf(dir string) (pid int, serving bool) {
 		var h httpapi.HealthJSON
 		// NB: a damaged index answers 503 with its health, pid included.
 		if (resp.StatusCode == http.StatusOK || resp.StatusCode == http.StatusServiceUnavailable) && json.NewDecoder(resp.Body).Decode(&h) == nil && h.PID > 0 {
-			return h.PID, true
+			return h.PID, true, h.Owner
 		}
 	}
-	return lockHolder(dir), false
+	return lockHolder(dir), false, ""
 }
 
 // stuckOwner is the error of an index locked by a process whose socket
@@ -59,7 +71,7 @@ func lockedHint(err error, dir string) error {
 	if !errors.Is(err, db.ErrLocked) {
 		return err
 	}
-	pid, serving := ownerOf(dir)
+	pid, serving, owner := ownerHealth(dir)
 	sock := httpapi.SocketPath(dir)
 	denied := false
 	if !serving {
@@ -93,6 +105,9 @@ func lockedHint(err error, dir string) error {
 			err, sock)
 	case serving:
 		holder, _ := holderName(pid)
+		if owner != "" {
+			holder = fmt.Sprintf("%s (pid %d)", escControls(owner), pid) // NB: what it says it is (HealthJSON.Owner)
+		}
 		return fmt.Errorf("%w; %s owns it and serves its API on %s: query it there (curl --unix-socket %s http://localhost/v1/stats; the API: GET /v1/openapi.yaml), copy it with lshdb backup, or stop that process (kill %d)",
 			err, holder, sock, sock, pid)
 	case pid > 0:

@@ -23,7 +23,9 @@ func (a *app) serveOwned(d index) (stop func()) {
 	if !ok || a.dbDir == "" || db.IsRedisURL(a.dbDir) {
 		return func() {} // attached, or not a directory
 	}
-	stopServing, err := httpapi.ServeSocket(dd, nil)
+	// NB: named as the owner, so that a serve started meanwhile waits for
+	// this command to end (serve's open).
+	stopServing, err := httpapi.ServeSocket(dd, &httpapi.Options{Owner: a.command})
 	if err != nil {
 		return func() {}
 	}

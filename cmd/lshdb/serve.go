@@ -207,8 +207,26 @@ func (a *app) serve(so *serveOptions) error {
 	// that says it is stopping: waited for as an attaching command waits
 	// (heldWait). A second serve started beside a starting one was told
 	// to kill it.
+	//
+	// A command that holds the index and serves its socket while it runs
+	// (an insert, which took the index over when the serve before this
+	// one stopped) is waited for until it ends, however long: a serve
+	// restarted during a nightly insert exited at once, as locked, and
+	// the service stayed down (an operator's review, S1).
+	waitedFor := 0
 	for held := newHeldWait(); errors.Is(err, db.ErrLocked); {
-		if _, serving := ownerOf(a.dbDir); serving || !held.again(a) {
+		pid, serving, owner := ownerHealth(a.dbDir)
+		if serving && owner != "" && owner != serveOwner {
+			if pid != waitedFor {
+				waitedFor = pid
+				log.Info("lshdb: waiting for the command that holds the index to end: it serves the index on its socket meanwhile; interrupt to stop waiting", "holder", owner, "pid", pid, "db", a.dbDir)
+			}
+			held = newHeldWait() // NB: its close (socket gone, lock held) is waited for as a handover
+			select {
+			case <-a.ctx.Done():
+			case <-time.After(100 * time.Millisecond):
+			}
+		} else if serving || !held.again(a) {
 			break
 		}
 		if a.ctx.Err() != nil {
@@ -259,7 +277,7 @@ func (a *app) serve(so *serveOptions) error {
 	m := metrics.New(d)
 	mux := http.NewServeMux()
 	api := httpapi.Handler(d, &httpapi.Options{Token: so.token, MaxBodyBytes: so.maxBody, MaxBatch: so.maxBatch, MaxInFlight: so.maxInFlight, MaxInFlightBytes: so.maxInFlightBytes, WriteTimeout: so.writeTimeout, ReadTimeout: so.readTimeout,
-		BackupRoot: so.backupRoot, Logger: log, Hooks: m.Hooks()})
+		BackupRoot: so.backupRoot, Owner: serveOwner, Logger: log, Hooks: m.Hooks()})
 	mux.Handle("/", api)
 	mux.Handle("GET /metrics", httpapi.RequireToken(so.token, m.Handler()))
 	// NB: the requests still in their handler: at the shutdown timeout

@@ -289,7 +289,7 @@ func TestServeRefuses(t *testing.T) {
 		c.Close()
 	}
 	// A second serve names the owner and where it serves.
-	if _, errOut, code := runLine([]string{"serve", "--db", idx}, ""); code != 1 || !strings.Contains(errOut, "lshdb (pid ") || !strings.Contains(errOut, sock) {
+	if _, errOut, code := runLine([]string{"serve", "--db", idx}, ""); code != 1 || !strings.Contains(errOut, "lshdb serve (pid ") || !strings.Contains(errOut, sock) {
 		t.Errorf("a second serve: exit %d %s", code, errOut)
 	}
 	if code := stop(); code != 0 {

@@ -38,7 +38,7 @@ func (h *handler) healthz(w *resp, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	hj := HealthJSON{Status: "ok", Docs: n, PID: os.Getpid()}
+	hj := HealthJSON{Status: "ok", Docs: n, PID: os.Getpid(), Owner: h.o.Owner}
 	status := http.StatusOK
 	if err := h.d.Corruption(); err != nil {
 		hj.Status, hj.Error, status = "damaged", err.Error(), http.StatusServiceUnavailable

@@ -119,6 +119,12 @@ type Options struct {
 	// none, since a token may be shared more widely than the server's
 	// user's rights should be.
 	BackupRoot string
+	// Owner, when set, is what /healthz names as the process serving the
+	// index (its owner field): lshdb serve says "lshdb serve", and a
+	// command that serves the index's socket while it runs says so by
+	// its name ("lshdb insert"), so that a serve started meanwhile knows
+	// to wait for it to end rather than fail as locked. Default: none.
+	Owner string
 	// Logger receives one line per request (method, path, operation,
 	// status, error code, bytes, duration). Default: nil, no request log.
 	Logger *slog.Logger

@@ -1218,6 +1218,10 @@ type HealthJSON struct {
 	// PID is the serving process's, the index's owner: what to signal
 	// (SIGTERM) to stop it.
 	PID int `json:"pid"`
+	// Owner names the serving process where it said (Options.Owner):
+	// "lshdb serve", or the lshdb command that serves the index while it
+	// runs ("lshdb insert").
+	Owner string `json:"owner,omitempty"`
 }
 
 func nonNil[T any](s []T) []T {
