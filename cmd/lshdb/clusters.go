@@ -573,6 +573,9 @@ interrupted or fails leaves no partial file (a redirect, > FILE, does).`,
 			if err := checkOutFile(out); err != nil {
 				return err
 			}
+			if err := outNameFits("clusters", out, a.output, "table", "json"); err != nil {
+				return err
+			}
 			return a.toFile(out, func() error {
 				return a.withIndex(func(d index) error {
 					rec := recallNote(d, t)
@@ -605,11 +608,11 @@ interrupted or fails leaves no partial file (a redirect, > FILE, does).`,
 					if err = cmp.Or(bw.Flush(), err); err != nil {
 						return interruptNote(err, "clusters interrupted: the first clusters of %d printed", len(cs))
 					}
+					// NB: in every format, on stderr: a nightly job's log
+					// of a JSON run had no count to alert on (a review, B3).
+					fmt.Fprintln(a.stderr, clustersNote(len(cs), dropped, cmp.Or(t, d.Params().Threshold), mode, keep))
 					if header {
 						return a.emitJSON(runEndJSON{runEndBody{Lines: int64(len(cs)), ElapsedSeconds: time.Since(started).Seconds()}})
-					}
-					if !a.json() {
-						fmt.Fprintln(a.stderr, clustersNote(len(cs), dropped, cmp.Or(t, d.Params().Threshold), mode, keep))
 					}
 					return nil
 				})

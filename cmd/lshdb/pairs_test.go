@@ -959,3 +959,45 @@ func TestOutFileFullClusters(t *testing.T) {
 		t.Fatalf("left in %s: %v", out, ents)
 	}
 }
+
+// Ensure that pairs and clusters refuse an --out whose extension names a
+// format other than the one the run writes (exit 2, nothing written), and
+// take one that names it, or none (a nightly job's review, B1: pairs --out
+// pp.csv wrote the aligned table, exit 0). The oracle: each case's exit
+// status, and whether the file is there.
+func TestOutNameSaysFormat(t *testing.T) {
+	dir := t.TempDir()
+	idx, in := filepath.Join(dir, "idx"), filepath.Join(dir, "in.jsonl")
+	mustRun(t, "gen", "--n", "200", "--seed", "3", "--out", in)
+	mustRun(t, "build", "--db", idx, "--progress", "none", in)
+	for _, c := range []struct {
+		args []string
+		ok   bool
+		says string
+	}{
+		{[]string{"pairs", "--out", "pp.csv"}, false, "names CSV, but pairs writes an aligned text table here (--output table): give --output csv"},
+		{[]string{"pairs", "--output", "json", "--out", "pp.csv.gz"}, false, "names CSV, but pairs writes JSON Lines here"},
+		{[]string{"pairs", "--output", "tsv", "--out", "p.parquet"}, false, "and never Parquet: name the output .tsv"},
+		{[]string{"pairs", "--output", "csv", "--out", "p.TSV"}, false, "give --output tsv, or name the output .csv"},
+		{[]string{"clusters", "--output", "json", "--out", "cl.csv"}, false, "clusters writes JSON Lines here (--output json), and never CSV"},
+		{[]string{"clusters", "--out", "cl.jsonl"}, false, "give --output json, or name the output .txt"},
+		{[]string{"pairs", "--output", "csv", "--out", "ok.csv.gz"}, true, ""},
+		{[]string{"pairs", "--output", "tsv", "--out", "ok.tsv"}, true, ""},
+		{[]string{"pairs", "--output", "json", "--out", "ok.ndjson.zst"}, true, ""},
+		{[]string{"pairs", "--out", "ok.txt"}, true, ""},
+		{[]string{"pairs", "--out", "ok-no-extension"}, true, ""},
+		{[]string{"pairs", "--out", "ok.out"}, true, ""},
+		{[]string{"clusters", "--output", "json", "--out", "ok.json"}, true, ""},
+	} {
+		name := filepath.Join(dir, c.args[len(c.args)-1])
+		args := append(append([]string{}, c.args[:len(c.args)-1]...), name, "--db", idx)
+		_, errOut, code := runLine(args, "")
+		_, serr := os.Stat(name)
+		switch {
+		case c.ok && (code != 0 || serr != nil):
+			t.Errorf("%q: exit %d, file %v: %s", c.args, code, serr, errOut)
+		case !c.ok && (code != 2 || !strings.Contains(errOut, c.says) || serr == nil):
+			t.Errorf("%q: exit %d, file %v: %s; want exit 2, no file, %q", c.args, code, serr, errOut, c.says)
+		}
+	}
+}

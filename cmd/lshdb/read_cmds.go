@@ -689,6 +689,9 @@ file (a redirect, > FILE, does).`,
 			if sameFile(out, clustersFile) {
 				return usagef("--out and --clusters are the same file")
 			}
+			if err := outNameFits("pairs", out, a.output, "table", "json", "csv", "tsv"); err != nil {
+				return err
+			}
 			if clustersFile != "" {
 				if err := compressionNameFits("--clusters", clustersFile); err != nil {
 					return err
