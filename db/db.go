@@ -802,31 +802,59 @@ func stopWordsOf(words []string) string {
 	return strings.Join(slices.Compact(slices.Sorted(slices.Values(words))), ",")
 }
 
-// checkOptions refuses non-zero options that differ from the manifest.
+// checkOptions refuses non-zero options that differ from the manifest:
+// one *MismatchError, or mismatches for several.
 func (db *DB) checkOptions() error {
 	o, m := &db.opts, &db.man
-	check := func(field string, set bool, stored, requested any) error {
+	var all mismatches
+	check := func(field string, set bool, stored, requested any) {
 		if set && stored != requested {
-			return &MismatchError{Field: field, Stored: stored, Requested: requested}
+			all = append(all, &MismatchError{Field: field, Stored: stored, Requested: requested})
 		}
-		return nil
 	}
-	return errors.Join(
-		check("Threshold", o.Threshold != 0, m.Threshold, o.Threshold),
-		check("Recall", o.Recall != 0, m.Recall, o.Recall),
-		check("Bands", o.Bands != 0, m.Bands, o.Bands),
-		check("Rows", o.Rows != 0, m.Rows, o.Rows),
-		check("NumPerm", o.NumPerm != 0, m.NumPerm, o.NumPerm),
-		check("Scheme", o.Scheme != 0, m.Scheme, o.Scheme.String()),
-		check("Seed", o.Seed != 0, m.Seed, o.Seed),
-		check("Shingle", o.Shingle != 0, m.ShingleKind, o.Shingle.String()),
-		check("ShingleSize", o.ShingleSize != 0, m.ShingleSize, o.ShingleSize),
-		check("Bag", o.Bag, m.Bag, o.Bag),
-		check("Normalization", o.Normalization != 0, m.Normalization, o.Normalization.String()),
-		check("StopWords", len(o.StopWords) != 0, stopWordsOf(m.StopWords), stopWordsOf(o.StopWords)),
-		check("StoreText", o.StoreText, m.StoreText, o.StoreText),
-		check("Storage", o.Storage != "", m.Storage, o.Storage),
-	)
+	check("Threshold", o.Threshold != 0, m.Threshold, o.Threshold)
+	check("Recall", o.Recall != 0, m.Recall, o.Recall)
+	check("Bands", o.Bands != 0, m.Bands, o.Bands)
+	check("Rows", o.Rows != 0, m.Rows, o.Rows)
+	check("NumPerm", o.NumPerm != 0, m.NumPerm, o.NumPerm)
+	check("Scheme", o.Scheme != 0, m.Scheme, o.Scheme.String())
+	check("Seed", o.Seed != 0, m.Seed, o.Seed)
+	check("Shingle", o.Shingle != 0, m.ShingleKind, o.Shingle.String())
+	check("ShingleSize", o.ShingleSize != 0, m.ShingleSize, o.ShingleSize)
+	check("Bag", o.Bag, m.Bag, o.Bag)
+	check("Normalization", o.Normalization != 0, m.Normalization, o.Normalization.String())
+	check("StopWords", len(o.StopWords) != 0, stopWordsOf(m.StopWords), stopWordsOf(o.StopWords))
+	check("StoreText", o.StoreText, m.StoreText, o.StoreText)
+	check("Storage", o.Storage != "", m.Storage, o.Storage)
+	switch len(all) {
+	case 0:
+		return nil
+	case 1:
+		return all[0]
+	}
+	return all
+}
+
+// mismatches is the error of several parameters that differ: one line,
+// each *MismatchError found by errors.As (the first), and errors.Is
+// ErrParamsMismatch. NB: errors.Join wrote each on a line of its own,
+// "lshdb: parameters differ" again on each (an embedder's review, E2).
+type mismatches []*MismatchError
+
+func (ms mismatches) Error() string {
+	parts := make([]string, len(ms))
+	for i, e := range ms {
+		parts[i] = fmt.Sprintf("%s is %v in the database, %v was requested", e.Field, e.Stored, e.Requested)
+	}
+	return "lshdb: parameters differ from the database's: " + strings.Join(parts, "; ")
+}
+
+func (ms mismatches) Unwrap() []error {
+	errs := make([]error, len(ms))
+	for i, e := range ms {
+		errs[i] = e
+	}
+	return errs
 }
 
 // Params describes a database's fixed parameters: the Options it was

@@ -97,6 +97,15 @@ func TestErrParamsMismatch(t *testing.T) {
 	if !strings.Contains(err.Error(), "NumPerm is 64 in the database, 128 was requested") {
 		t.Errorf("message: %v", err)
 	}
+	// Several differ: one line naming each, the first found by errors.As
+	// (an embedder's review, E2: errors.Join gave a line each, with
+	// "lshdb: parameters differ" on each).
+	_, err = Open("db", &Options{fs: fs, NumPerm: 128, Threshold: 0.5})
+	me = nil
+	if !errors.Is(err, ErrParamsMismatch) || !errors.As(err, &me) || me.Field != "Threshold" ||
+		err.Error() != "lshdb: parameters differ from the database's: Threshold is 0.7 in the database, 0.5 was requested; NumPerm is 64 in the database, 128 was requested" {
+		t.Errorf("two mismatches: %q (first %+v)", err, me)
+	}
 	// A list the database does not have is named as none, not as nothing.
 	if _, err := Open("db", &Options{fs: fs, StopWords: []string{"a", "the"}}); err == nil || !strings.Contains(err.Error(), "StopWords is none in the database, a,the was requested") {
 		t.Errorf("stop words: %v", err)

@@ -1009,9 +1009,8 @@ var mismatchFlags = map[string]string{
 
 // mismatchLine is the message of an error made of the parameters a
 // command's flags gave that differ from the index's (db.MismatchError,
-// one or several joined), in flags: "" for any other error. NB: the
-// joined errors' own text is one line each, which the message shows as
-// one line with a literal \n, in the library's field names.
+// one or several), in flags: "" for any other error. NB: the library's
+// own message names its Options fields, not the flags.
 func mismatchLine(err error) string {
 	var ms []*db.MismatchError
 	var walk func(error)
