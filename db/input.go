@@ -227,6 +227,21 @@ func (db *DB) QuerySignature(ctx context.Context, sig []uint32, qo *QueryOptions
 // answer sees the index as it reads it). results[i] answers qs[i] with the options qo, as
 // the single-query call for its input would (Query, QuerySet,
 // QuerySignature or QueryID). Every input is checked first: one that is
+// errEmptyQuery is the error of a QueryInput that gives nothing:
+// ErrInvalidDoc, and ErrEmptyDocument too, without that sentinel's text
+// inside the message ("(exactly one; lshdb: document has no shingles)"
+// read as a fragment: an embedder's review, E3).
+var errEmptyQuery error = alsoIs{fmt.Errorf("%w: the query is empty: give exactly one of Text (not empty), Set, Signature and ID", ErrInvalidDoc), ErrEmptyDocument}
+
+// alsoIs is err, which errors.Is also finds to be also.
+type alsoIs struct {
+	error
+	also error
+}
+
+func (e alsoIs) Unwrap() error        { return e.error }
+func (e alsoIs) Is(target error) bool { return target == e.also }
+
 // invalid fails the call before any is answered, with a *QueryError
 // giving its position; so does a query that fails (an id not stored, a
 // read error while answering it), and the end of ctx stops the call.
@@ -245,7 +260,7 @@ func (db *DB) QueryMany(ctx context.Context, qs []QueryInput, qo *QueryOptions) 
 			// NB: a zero QueryInput is no query (its doc asks for exactly
 			// one field), not an empty text: ErrInvalidDoc, as two fields
 			// are, and ErrEmptyDocument, which it was.
-			return nil, &QueryError{Index: i, Err: fmt.Errorf("%w: a query gives none of Text (or an empty one), Set, Signature and ID (exactly one; %w)", ErrInvalidDoc, ErrEmptyDocument)}
+			return nil, &QueryError{Index: i, Err: errEmptyQuery}
 		}
 		if err := db.checkInput(in); err != nil {
 			return nil, &QueryError{Index: i, Err: err}

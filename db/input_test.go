@@ -340,6 +340,10 @@ func TestInputErrors(t *testing.T) {
 			t.Errorf("%s: %v, want %v", c.name, c.err, c.want)
 		}
 	}
+	// NB: one line, with no sentinel's text inside it (E3).
+	if _, err := d.QueryMany(ctx, []QueryInput{{}}, nil); err == nil || err.Error() != "lshdb: query 0: invalid document: the query is empty: give exactly one of Text (not empty), Set, Signature and ID" {
+		t.Errorf("an empty query: %q", err)
+	}
 	if n, _ := d.Count(); n != 0 {
 		t.Errorf("%d documents stored by failed calls", n)
 	}

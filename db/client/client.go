@@ -982,7 +982,7 @@ func (c *Client) QueryMany(ctx context.Context, qs []db.QueryInput, qo *db.Query
 		if given == 0 {
 			// NB: here too: the server's answer carries one code, and
 			// empty_document lost ErrInvalidDoc, which the error is.
-			return nil, &db.QueryError{Index: i, Err: fmt.Errorf("%w: a query gives none of Text (or an empty one), Set, Signature and ID (exactly one; %w)", db.ErrInvalidDoc, db.ErrEmptyDocument)}
+			return nil, &db.QueryError{Index: i, Err: emptyQuery{fmt.Errorf("%w: the query is empty: give exactly one of Text (not empty), Set, Signature and ID", db.ErrInvalidDoc)}}
 		}
 		if n := docBytes(db.Doc{Text: q.Text, Set: q.Set}); n > c.maxDoc && c.maxDoc > 0 {
 			what := "text"
@@ -1689,3 +1689,10 @@ func btoi(b bool) int {
 	}
 	return 0
 }
+
+// emptyQuery is the error of a db.QueryInput that gives nothing, as
+// db.DB.QueryMany's: db.ErrInvalidDoc, and db.ErrEmptyDocument too.
+type emptyQuery struct{ error }
+
+func (e emptyQuery) Unwrap() error        { return e.error }
+func (e emptyQuery) Is(target error) bool { return target == db.ErrEmptyDocument }
