@@ -23,6 +23,13 @@
 // server is a *url.Error. The methods without a context (Put, Get,
 // Explain, …) run under Options.Timeout.
 //
+// Timeouts: by default none. A server that is stopped (kill -STOP, a
+// debugger) or stuck keeps a call without a context waiting for as long
+// as it is, and Open too: a service that calls an index through this
+// package sets Options.Timeout and Options.OpenTimeout (the lshdb
+// command waits 15 s for a server's first answer), and passes contexts
+// with deadlines to the methods that take one.
+//
 // Caveat: JSON strings are UTF-8. A text that is not valid UTF-8 reaches
 // the server with each invalid byte replaced by U+FFFD (which shingles
 // the same, but is stored as such). An id that is not valid UTF-8 is
