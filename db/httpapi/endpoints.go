@@ -384,6 +384,12 @@ func (h *handler) putIfNew(w *resp, r *http.Request) error {
 			return w.flush()
 		case readErr != nil:
 			readErr = bodyError(readErr)
+			if errors.Is(readErr, ErrBadRequest) {
+				// NB: which document, and what became of the rest: the
+				// byte offset alone, into the whole body, named neither
+				// (an operator's review, S4).
+				readErr = fmt.Errorf("%w (document %d of the body, after %d answered; nothing after it was read)", readErr, n+1, n)
+			}
 			if !w.started {
 				return readErr
 			}

@@ -661,6 +661,27 @@ func TestStreams(t *testing.T) {
 	if ok, _ := d.Has("0ad-copy"); ok {
 		t.Error("the duplicate was stored")
 	}
+	// A malformed line mid-stream ends it with a line that names the
+	// document and what became of the rest (an operator's review, S4:
+	// a byte offset into the whole body alone); the line after it is not
+	// read, and first line bad gets a 400 that says so too.
+	rec = httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("POST", "/v1/docs/put-if-new", strings.NewReader(`{"id":"s1","text":"first new doc with words enough"}
+{bad
+{"id":"s2","text":"second new doc with other words"}
+`)))
+	lines := strings.Split(strings.TrimSpace(rec.Body.String()), "\n")
+	if len(lines) != 2 || !strings.Contains(lines[1], "(document 2 of the body, after 1 answered; nothing after it was read)") || !strings.Contains(lines[1], "bad_request") {
+		t.Errorf("a malformed second line: %d %s", rec.Code, rec.Body)
+	}
+	if ok, _ := d.Has("s2"); ok {
+		t.Error("the document after a malformed line was stored")
+	}
+	rec = httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("POST", "/v1/docs/put-if-new", strings.NewReader("{bad\n")))
+	if rec.Code != 400 || !strings.Contains(rec.Body.String(), "(document 1 of the body, after 0 answered; nothing after it was read)") {
+		t.Errorf("a malformed first line: %d %s", rec.Code, rec.Body)
+	}
 }
 
 func mustJSON(t testing.TB, v any) string {
