@@ -392,6 +392,21 @@ func TestServeWaitsForTheCommandThatTookOver(t *testing.T) {
 		}
 		return strings.Contains(serveLog.String(), "waiting for the command that holds the index to end")
 	})
+	// The insert stopped for 3 s (its /healthz unanswered, its lock
+	// held, as while it closes after a large insert): the serve waits on
+	// (a review, M1: it gave up after 2 s, as locked).
+	if err := ins.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3 * time.Second)
+	if err := ins.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-srvDone:
+		t.Fatalf("the new serve ended (%v) while the insert held the index, unanswering: %s", err, serveLog.String())
+	default:
+	}
 	ins.stdin.Close()
 	if err := <-ins.done; err != nil {
 		t.Fatalf("the insert: %v %s", err, ins.out)
@@ -412,6 +427,33 @@ func TestServeWaitsForTheCommandThatTookOver(t *testing.T) {
 	defer c.Close()
 	if got, err := c.Count(); err != nil || got != n {
 		t.Fatalf("%d documents, %v; want all %d", got, err, n)
+	}
+}
+
+// Ensure that a serve started while a shell holds the index does not wait
+// for it (a person's session may last days) but fails at once, naming it
+// (a review, M2).
+func TestServeDoesNotWaitForAShell(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a shell in another process (-short)")
+	}
+	idx := filepath.Join(shortDir(t), "idx")
+	mustRun(t, "create", "--db", idx)
+	sh := startPiped(t, "shell", "--db", idx)
+	defer func() {
+		sh.stdin.Close()
+		<-sh.done
+	}()
+	if _, err := io.WriteString(sh.stdin, "count\n"); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, sh, func() string { return "the shell does not serve the index: " + sh.out.String() }, func() bool {
+		pid, serving, owner := ownerHealth(idx)
+		return serving && pid == sh.cmd.Process.Pid && owner == shellOwner
+	})
+	_, errOut, code := runLine([]string{"serve", "--db", idx}, "")
+	if code != 1 || !strings.Contains(errOut, fmt.Sprintf("lshdb shell (pid %d) owns it", sh.cmd.Process.Pid)) {
+		t.Fatalf("serve beside a shell: exit %d %s", code, errOut)
 	}
 }
 

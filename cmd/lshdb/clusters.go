@@ -573,7 +573,7 @@ interrupted or fails leaves no partial file (a redirect, > FILE, does).`,
 			if err := checkOutFile(out); err != nil {
 				return err
 			}
-			if err := outNameFits("clusters", out, a.output, "table", "json"); err != nil {
+			if err := outNameFits("--out", "clusters", out, a.output, "table", "json"); err != nil {
 				return err
 			}
 			return a.toFile(out, func() error {

@@ -39,19 +39,23 @@ func checkOutFile(path string) error {
 // tableFormats are the formats an output's name may say, by its extension
 // (after a compression's .gz or .zst), that pairs and clusters may write
 // (their --output), and ones they never write ("": Parquet).
-var tableFormats = map[string]string{".csv": "csv", ".tsv": "tsv", ".json": "json", ".jsonl": "json", ".ndjson": "json", ".txt": "table", ".parquet": ""}
+//
+// NB: not .txt, which names no format: TSV or JSON Lines in a .txt file
+// is common (a review, M3).
+var tableFormats = map[string]string{".csv": "csv", ".tsv": "tsv", ".json": "json", ".jsonl": "json", ".ndjson": "json", ".parquet": ""}
 
 // formatNamesOut names each --output value as a reader of the file knows it.
 var formatNamesOut = map[string]string{"table": "an aligned text table", "json": "JSON Lines", "csv": "CSV", "tsv": "TSV", "": "Parquet"}
 
-// outNameFits refuses an --out path whose extension names a format other
-// than the one this run writes (--output, written): pairs --out pp.csv
-// wrote the aligned table into pp.csv, and --output json --out pp.csv
-// JSON Lines, with exit 0, for a CSV reader to fail on the next morning
-// (a nightly job's review, B1). formats are the --output values the
-// command takes, for the hint. A name without an extension, or with one
-// of no format above, is taken.
-func outNameFits(cmd, path, written string, formats ...string) error {
+// outNameFits refuses an output (flag's, such as --out) named path whose
+// extension names a format other than the one the command cmd writes
+// there (written, an --output value): pairs --out pp.csv wrote the
+// aligned table into pp.csv, and --output json --out pp.csv JSON Lines,
+// with exit 0, for a CSV reader to fail on the next morning (a nightly
+// job's review, B1). formats are the --output values that may be written
+// there, for the hint. A name without an extension, or with one of no
+// format above, is taken.
+func outNameFits(flag, cmd, path, written string, formats ...string) error {
 	if path == "" || path == "-" {
 		return nil
 	}
@@ -67,12 +71,14 @@ func outNameFits(cmd, path, written string, formats ...string) error {
 		return nil
 	}
 	ext := map[string]string{"table": ".txt", "json": ".jsonl", "csv": ".csv", "tsv": ".tsv"}[written]
-	if !slices.Contains(formats, named) {
-		return usagef("--out %s names %s, but %s writes %s here (--output %s), and never %s: name the output %s, or give it no such extension",
-			escControls(path), formatNamesOut[named], cmd, formatNamesOut[written], written, formatNamesOut[named], ext)
+	msg := fmt.Sprintf("%s %s names %s, but %s writes %s there", flag, escControls(path), formatNamesOut[named], cmd, formatNamesOut[written])
+	switch {
+	case len(formats) > 1 && slices.Contains(formats, named):
+		return usagef("%s (--output %s): give --output %s, or name it %s", msg, written, named, ext)
+	case len(formats) > 1:
+		return usagef("%s (--output %s), and never %s: name it %s, or give it no such extension", msg, written, formatNamesOut[named], ext)
 	}
-	return usagef("--out %s names %s, but %s writes %s here (--output %s): give --output %s, or name the output %s",
-		escControls(path), formatNamesOut[named], cmd, formatNamesOut[written], written, named, ext)
+	return usagef("%s: name it %s, or give it no such extension", msg, ext)
 }
 
 // streamOf returns the descriptor that path names when it names one of

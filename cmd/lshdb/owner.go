@@ -25,8 +25,12 @@ func ownerOf(dir string) (pid int, serving bool) {
 	return pid, serving
 }
 
-// serveOwner is what lshdb serve's /healthz names it (httpapi.Options.Owner).
-const serveOwner = "lshdb serve"
+// serveOwner is what lshdb serve's /healthz names it (httpapi.Options.Owner),
+// and shellOwner lshdb shell's.
+const (
+	serveOwner = "lshdb serve"
+	shellOwner = "lshdb shell"
+)
 
 // ownerHealth is ownerOf, with what the serving owner says it is
 // (HealthJSON.Owner): serveOwner, the command that serves the index while

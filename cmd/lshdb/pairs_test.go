@@ -975,12 +975,15 @@ func TestOutNameSaysFormat(t *testing.T) {
 		ok   bool
 		says string
 	}{
-		{[]string{"pairs", "--out", "pp.csv"}, false, "names CSV, but pairs writes an aligned text table here (--output table): give --output csv"},
-		{[]string{"pairs", "--output", "json", "--out", "pp.csv.gz"}, false, "names CSV, but pairs writes JSON Lines here"},
-		{[]string{"pairs", "--output", "tsv", "--out", "p.parquet"}, false, "and never Parquet: name the output .tsv"},
-		{[]string{"pairs", "--output", "csv", "--out", "p.TSV"}, false, "give --output tsv, or name the output .csv"},
-		{[]string{"clusters", "--output", "json", "--out", "cl.csv"}, false, "clusters writes JSON Lines here (--output json), and never CSV"},
-		{[]string{"clusters", "--out", "cl.jsonl"}, false, "give --output json, or name the output .txt"},
+		{[]string{"pairs", "--out", "pp.csv"}, false, "names CSV, but pairs writes an aligned text table there (--output table): give --output csv"},
+		{[]string{"pairs", "--output", "json", "--out", "pp.csv.gz"}, false, "names CSV, but pairs writes JSON Lines there"},
+		{[]string{"pairs", "--output", "tsv", "--out", "p.parquet"}, false, "and never Parquet: name it .tsv"},
+		{[]string{"pairs", "--output", "csv", "--out", "p.TSV"}, false, "give --output tsv, or name it .csv"},
+		{[]string{"clusters", "--output", "json", "--out", "cl.csv"}, false, "clusters writes JSON Lines there (--output json), and never CSV"},
+		{[]string{"clusters", "--out", "cl.jsonl"}, false, "give --output json, or name it .txt"},
+		{[]string{"pairs", "--out", "ok-pairs.jsonl", "--output", "json", "--clusters", "cl.csv"}, false, "--clusters " + filepath.Join(dir, "cl.csv") + " names CSV, but pairs writes JSON Lines there: name it .jsonl"},
+		{[]string{"pairs", "--output", "tsv", "--out", "ok-tsv.txt"}, true, ""},
+		{[]string{"pairs", "--output", "json", "--out", "ok-json.txt"}, true, ""},
 		{[]string{"pairs", "--output", "csv", "--out", "ok.csv.gz"}, true, ""},
 		{[]string{"pairs", "--output", "tsv", "--out", "ok.tsv"}, true, ""},
 		{[]string{"pairs", "--output", "json", "--out", "ok.ndjson.zst"}, true, ""},
@@ -989,8 +992,17 @@ func TestOutNameSaysFormat(t *testing.T) {
 		{[]string{"pairs", "--out", "ok.out"}, true, ""},
 		{[]string{"clusters", "--output", "json", "--out", "ok.json"}, true, ""},
 	} {
-		name := filepath.Join(dir, c.args[len(c.args)-1])
-		args := append(append([]string{}, c.args[:len(c.args)-1]...), name, "--db", idx)
+		// NB: every file name made a path in dir; the last is the one
+		// checked.
+		args := []string{}
+		for i, a := range c.args {
+			if i > 0 && (c.args[i-1] == "--out" || c.args[i-1] == "--clusters") {
+				a = filepath.Join(dir, a)
+			}
+			args = append(args, a)
+		}
+		name := args[len(args)-1]
+		args = append(args, "--db", idx)
 		_, errOut, code := runLine(args, "")
 		_, serr := os.Stat(name)
 		switch {

@@ -689,12 +689,15 @@ file (a redirect, > FILE, does).`,
 			if sameFile(out, clustersFile) {
 				return usagef("--out and --clusters are the same file")
 			}
-			if err := outNameFits("pairs", out, a.output, "table", "json", "csv", "tsv"); err != nil {
+			if err := outNameFits("--out", "pairs", out, a.output, "table", "json", "csv", "tsv"); err != nil {
 				return err
 			}
 			if clustersFile != "" {
 				if err := compressionNameFits("--clusters", clustersFile); err != nil {
 					return err
+				}
+				if err := outNameFits("--clusters", "pairs", clustersFile, "json"); err != nil {
+					return err // NB: JSON Lines, whatever --output is (a review, M4)
 				}
 				// NB: before the run, not after it: a path that cannot be
 				// written failed once every pair was out, and the pairs

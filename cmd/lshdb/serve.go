@@ -166,6 +166,10 @@ stops accepting requests, lets those in flight finish (up to
 	return c
 }
 
+// holderPoll is how often a serve waiting for a command that holds the
+// index looks again: the wait may last hours.
+const holderPoll = 500 * time.Millisecond
+
 // loopback reports whether addr (HOST:PORT) listens on loopback
 // interfaces only. An empty host listens on every interface.
 func loopback(addr string) bool {
@@ -208,26 +212,39 @@ func (a *app) serve(so *serveOptions) error {
 	// (heldWait). A second serve started beside a starting one was told
 	// to kill it.
 	//
-	// A command that holds the index and serves its socket while it runs
-	// (an insert, which took the index over when the serve before this
-	// one stopped) is waited for until it ends, however long: a serve
-	// restarted during a nightly insert exited at once, as locked, and
-	// the service stayed down (an operator's review, S1).
-	waitedFor := 0
+	// A batch command that holds the index (an insert, which took the
+	// index over when the serve before this one stopped; a build) is
+	// waited for until it ends, however long: a serve restarted during a
+	// nightly insert exited at once, as locked, and the service stayed
+	// down (an operator's review, S1). A shell is not waited for: a
+	// person's session may hold the index for days (a review, M2).
+	waitedFor := 0 // the pid of the command waited for
 	for held := newHeldWait(); errors.Is(err, db.ErrLocked); {
 		pid, serving, owner := ownerHealth(a.dbDir)
-		if serving && owner != "" && owner != serveOwner {
+		waiting := false
+		switch {
+		case serving && owner != "" && owner != serveOwner && owner != shellOwner:
 			if pid != waitedFor {
 				waitedFor = pid
 				log.Info("lshdb: waiting for the command that holds the index to end: it serves the index on its socket meanwhile; interrupt to stop waiting", "holder", owner, "pid", pid, "db", a.dbDir)
 			}
-			held = newHeldWait() // NB: its close (socket gone, lock held) is waited for as a handover
+			waiting = true
+		case waitedFor != 0 && lockHolder(a.dbDir) == waitedFor:
+			// NB: the command waited for holds the lock still, answering
+			// or not: closing (its socket goes first, then a flush and
+			// Pebble's close: seconds after a large insert), or slow to
+			// answer. The 2 s of a handover's wait ended the serve (a
+			// review, M1).
+			waiting = true
+		case serving || !held.again(a):
+			return lockedHint(err, a.dbDir) // NB: a server, a shell, or a holder that does not serve
+		}
+		if waiting {
+			held = newHeldWait() // NB: counted from the command's end
 			select {
 			case <-a.ctx.Done():
-			case <-time.After(100 * time.Millisecond):
+			case <-time.After(holderPoll):
 			}
-		} else if serving || !held.again(a) {
-			break
 		}
 		if a.ctx.Err() != nil {
 			return fmt.Errorf("%w while waiting for the process that holds %s: nothing was done%w", context.Cause(a.ctx), a.dbDir, silently{context.Canceled})
