@@ -739,6 +739,7 @@ func (a *app) buildCmd() *cobra.Command {
 	var ttl time.Duration
 	var compact, maxDelete string
 	var deleteMissing bool
+	var minDocs int
 	c := &cobra.Command{
 		Use: "build --db DIR [FILE|DIR|- ...]",
 		Example: `  # Bulk-load a large input (gzip or zstd is told by content)
@@ -791,7 +792,12 @@ the record, or delete the document with lshdb delete).
 a count or a percentage of the index's documents (default 50%, at least
 one document; "all" lifts it), and an input that holds no document: an
 input cut short, or the wrong one, does not empty the index. Not on
-Redis.`,
+Redis.
+
+--min-docs N refuses, loading nothing, inputs that hold fewer than N
+records: a night's upstream that wrote nothing, or a file cut short,
+fails the job (exit 1) instead of building an empty or partial index
+with exit 0. Not on Redis.`,
 		RunE: func(c *cobra.Command, args []string) error {
 			o, err := cf.options(c)
 			if err != nil {
@@ -818,6 +824,12 @@ Redis.`,
 			}
 			if c.Flags().Changed("max-delete") && !deleteMissing {
 				return usagef("--max-delete without --delete-missing (a build deletes nothing without it)")
+			}
+			if minDocs < 0 {
+				return usagef("--min-docs %d: give a count of records, 0 for no check", minDocs)
+			}
+			if minDocs > 0 && db.IsRedisURL(a.dbDir) {
+				return usagef("--min-docs is not supported on Redis (a build there writes batches, not one atomic step)")
 			}
 			if deleteMissing && db.IsRedisURL(a.dbDir) {
 				return usagef("--delete-missing is not supported on Redis (a build there writes batches, not one atomic step): delete the ids that left the corpus with lshdb delete --from FILE --ignore-missing")
@@ -860,6 +872,13 @@ Redis.`,
 						yield(db.Doc{}, err)
 						return
 					}
+				}
+				if n < minDocs {
+					// NB: an error fails the load: nothing is loaded (a
+					// nightly job's review, B4: an empty input built an
+					// empty index, exit 0).
+					yield(db.Doc{}, fmt.Errorf("the inputs held %s, fewer than --min-docs %d", counted(n, "record", "records"), minDocs))
+					return
 				}
 				if n == 0 && deleteMissing && maxDelete != "all" {
 					// NB: the least limit is 1 document, so an empty input
@@ -947,6 +966,7 @@ Redis.`,
 	c.Flags().IntVar(&memory, "memory", db.DefaultLoadMemory>>20, "memory budget for sorted data, in MiB (the process needs about 3x this; at most half of the machine's memory)")
 	c.Flags().DurationVar(&ttl, "ttl", 0, "every document of the build expires this long after the build starts (1h, 30m, 90s): never returned after it, then swept")
 	c.Flags().BoolVar(&deleteMissing, "delete-missing", false, "also delete every stored document whose id is in no input, in the same atomic step: the index holds the inputs' documents only")
+	c.Flags().IntVar(&minDocs, "min-docs", 0, "refuse, loading nothing, inputs that hold fewer than this many records (an empty or cut-short upstream file); 0: no check")
 	c.Flags().StringVar(&maxDelete, "max-delete", "50%", "with --delete-missing: refuse, loading nothing, to delete more than this many documents (a count, a percentage of the index's documents, or all)")
 	return c
 }

@@ -1657,3 +1657,32 @@ func TestTextFilesKeepTheIndex(t *testing.T) {
 		t.Errorf("one file by two names: exit %d, %s", code, errOut)
 	}
 }
+
+// Ensure that build --min-docs N refuses inputs of fewer than N records,
+// loading nothing (exit 1; a new index is not left behind, an existing
+// one keeps its documents), and takes N of them (a nightly job's review,
+// B4: an empty input built an empty index with exit 0). The oracle: the
+// index's count before and after, and the input's records.
+func TestBuildMinDocs(t *testing.T) {
+	dir := t.TempDir()
+	idx, in, small := filepath.Join(dir, "idx"), filepath.Join(dir, "in.jsonl"), filepath.Join(dir, "small.jsonl")
+	mustRun(t, "gen", "--n", "300", "--seed", "4", "--out", in)
+	mustRun(t, "gen", "--n", "20", "--seed", "5", "--id-prefix", "s", "--out", small)
+	if _, errOut, code := runLine([]string{"build", "--db", idx, "--min-docs", "1", "-"}, ""); code != 1 || !strings.Contains(errOut, "the inputs held 0 records, fewer than --min-docs 1") {
+		t.Fatalf("an empty input: exit %d %s", code, errOut)
+	}
+	if _, err := os.Stat(idx); !os.IsNotExist(err) {
+		t.Fatalf("an empty input refused left the index behind: %v", err)
+	}
+	mustRun(t, "build", "--db", idx, "--progress", "none", "--min-docs", "300", in)
+	if _, errOut, code := runLine([]string{"build", "--db", idx, "--progress", "none", "--min-docs", "21", small}, ""); code != 1 || !strings.Contains(errOut, "the inputs held 20 records, fewer than --min-docs 21") {
+		t.Fatalf("20 records: exit %d %s", code, errOut)
+	}
+	d := openReadOnly(t, idx)
+	if n, err := d.Count(); err != nil || n != 300 {
+		t.Fatalf("after a refused build: %d documents, %v; want 300", n, err)
+	}
+	if _, errOut, code := runLine([]string{"build", "--db", idx, "--min-docs", "-1", small}, ""); code != 2 || !strings.Contains(errOut, "--min-docs -1") {
+		t.Fatalf("--min-docs -1: exit %d %s", code, errOut)
+	}
+}
