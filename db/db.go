@@ -274,6 +274,10 @@ func openIn(dir string, o Options, created bool) (*DB, error) {
 			// NB: the lock's own check (and heldDirs) finds a handle of
 			// this process; the lock file's, another process's.
 			by, hint := "another process", ""
+			if pid := lockHolderPID(dir); pid > 0 {
+				// NB: who to ask, or wait for (an embedder's review, E4).
+				by = fmt.Sprintf("another process (pid %d)", pid)
+			}
 			if err.Error() == "lock held by current process" {
 				by, hint = "another handle in this process", " (Close it first, or share it)"
 			}

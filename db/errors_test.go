@@ -70,8 +70,8 @@ func TestErrLocked(t *testing.T) {
 	if el := time.Since(start); el > time.Second {
 		t.Errorf("ErrLocked took %v", el)
 	}
-	if !strings.Contains(err.Error(), "locked by another process") {
-		t.Errorf("message %q does not say what is wrong", err)
+	if !strings.Contains(err.Error(), fmt.Sprintf("locked by another process (pid %d)", cmd.Process.Pid)) {
+		t.Errorf("message %q does not say what is wrong, and who holds it", err)
 	}
 	stdin.Close()
 	cmd.Wait()
