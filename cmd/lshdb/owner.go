@@ -17,14 +17,6 @@ import (
 	"github.com/lshdb/lshdb/db/httpapi"
 )
 
-// ownerOf finds the process that holds the index in dir: the server that
-// answers on its socket (serving true), else the holder of its lock file
-// (lockHolder; 0 when it cannot tell).
-func ownerOf(dir string) (pid int, serving bool) {
-	pid, serving, _ = ownerHealth(dir)
-	return pid, serving
-}
-
 // serveOwner is what lshdb serve's /healthz names it (httpapi.Options.Owner),
 // and shellOwner lshdb shell's.
 const (
@@ -32,8 +24,10 @@ const (
 	shellOwner = "lshdb shell"
 )
 
-// ownerHealth is ownerOf, with what the serving owner says it is
-// (HealthJSON.Owner): serveOwner, the command that serves the index while
+// ownerHealth finds the process that holds the index in dir: the server
+// that answers on its socket (serving true), else the holder of its lock
+// file (lockHolder; 0 when it cannot tell); and what a serving owner says
+// it is (HealthJSON.Owner): serveOwner, the command that serves the index while
 // it runs ("lshdb insert"), or "" where it says nothing (a program that
 // embeds package db, an lshdb before this field).
 func ownerHealth(dir string) (pid int, serving bool, owner string) {
