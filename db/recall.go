@@ -110,6 +110,9 @@ type recallFlight struct {
 // them (an embedder's review, E1).
 func measureRecall(ctx context.Context, scheme minhash.Scheme, k int, b bands.Params, t float64) (RecallEstimate, error) {
 	key := recallKey{scheme, k, b, t}
+	if v, ok := measured.Load(key); ok {
+		return waitFlight(ctx, v.(*recallFlight)) // NB: no flight made for the asking
+	}
 	f := &recallFlight{done: make(chan struct{})}
 	if v, loaded := measured.LoadOrStore(key, f); loaded {
 		f = v.(*recallFlight)
@@ -125,6 +128,12 @@ func measureRecall(ctx context.Context, scheme minhash.Scheme, k int, b bands.Pa
 			close(f.done)
 		}()
 	}
+	return waitFlight(ctx, f)
+}
+
+// waitFlight returns f's result once it is done, or ctx's error if ctx
+// ends first.
+func waitFlight(ctx context.Context, f *recallFlight) (RecallEstimate, error) {
 	select {
 	case <-f.done:
 		return f.e, f.err
