@@ -25,6 +25,7 @@ import (
 	"github.com/lshdb/lshdb/codec"
 	"github.com/lshdb/lshdb/compaction"
 	"github.com/lshdb/lshdb/internal/fspath"
+	"github.com/lshdb/lshdb/internal/lockholder"
 	"github.com/lshdb/lshdb/internal/rediskv"
 	"github.com/lshdb/lshdb/minhash"
 )
@@ -274,7 +275,7 @@ func openIn(dir string, o Options, created bool) (*DB, error) {
 			// NB: the lock's own check (and heldDirs) finds a handle of
 			// this process; the lock file's, another process's.
 			by, hint := "another process", ""
-			if pid := lockHolderPID(dir); pid > 0 {
+			if pid := lockholder.PID(dir); pid > 0 {
 				// NB: who to ask, or wait for (an embedder's review, E4).
 				by = fmt.Sprintf("another process (pid %d)", pid)
 			}

@@ -262,6 +262,44 @@ func TestAttachDuringBuild(t *testing.T) {
 	}
 }
 
+// insertOutlivingServe makes an index of n generated documents' worth
+// (seed), serves it in this process, attaches an insert in another
+// process, writes it the first half of the documents' lines, waits until
+// the owner holds all of them, and stops the serve (served, if not nil,
+// runs while it serves). It returns the index, its socket's path, the
+// lines, the first half's length and the insert, whose input is open.
+//
+// NB: all of the first half, not some: a batch still under way when the
+// owner stops may or may not have been written, and the insert then ends
+// saying so (by design); the handover is what the tests are about.
+func insertOutlivingServe(t *testing.T, n, seed int, served func(idx string)) (idx, sock string, lines []byte, half int, ins *piped) {
+	t.Helper()
+	dir := shortDir(t)
+	idx = filepath.Join(dir, "idx")
+	in := filepath.Join(dir, "in.jsonl")
+	mustRun(t, "gen", "--n", fmt.Sprint(n), "--seed", fmt.Sprint(seed), "--out", in)
+	lines, err := os.ReadFile(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustRun(t, "create", "--db", idx)
+	sock, _, log, stop := startServe(t, "--db", idx)
+	if served != nil {
+		served(idx)
+	}
+	ins = startPiped(t, "insert", "--db", idx, "-")
+	half = firstHalf(lines)
+	if _, err := ins.stdin.Write(lines[:half]); err != nil {
+		t.Fatal(err)
+	}
+	firstN := uint64(bytes.Count(lines[:half], []byte("\n")))
+	waitCount(t, sock, ins, func(got uint64) bool { return got >= firstN })
+	if code := stop(); code != 0 {
+		t.Fatalf("serve: exit %d %s", code, log)
+	}
+	return idx, sock, lines, half, ins
+}
+
 // Ensure that an insert attached to another process's server goes on
 // when that owner ends in the middle of it: its next batch finds the
 // socket gone, opens the index itself (the lock is free) and carries on,
@@ -272,33 +310,8 @@ func TestAttachedInsertOutlivesItsOwner(t *testing.T) {
 	if testing.Short() {
 		t.Skip("an insert in another process (-short)")
 	}
-	dir := shortDir(t)
-	idx := filepath.Join(dir, "idx")
-	in := filepath.Join(dir, "in.jsonl")
 	const n = 6000
-	mustRun(t, "gen", "--n", fmt.Sprint(n), "--seed", "5", "--out", in)
-	lines, err := os.ReadFile(in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mustRun(t, "create", "--db", idx)
-	sock, _, log, stop := startServe(t, "--db", idx)
-
-	ins := startPiped(t, "insert", "--db", idx, "-")
-	// The first half, then wait until the owner holds all of it: the
-	// insert is attached and has committed batches through the socket.
-	// NB: all, not some: a batch still under way when the owner stops
-	// may or may not have been written, and the insert then ends saying
-	// so (by design); the handover is what this test is about.
-	half := firstHalf(lines)
-	if _, err := ins.stdin.Write(lines[:half]); err != nil {
-		t.Fatal(err)
-	}
-	firstN := uint64(bytes.Count(lines[:half], []byte("\n")))
-	waitCount(t, sock, ins, func(n uint64) bool { return n >= firstN })
-	if code := stop(); code != 0 {
-		t.Fatalf("serve: exit %d %s", code, log)
-	}
+	idx, _, lines, half, ins := insertOutlivingServe(t, n, 5, nil)
 	if _, err := ins.stdin.Write(lines[half:]); err != nil {
 		// NB: the insert ended: its output says why once it has exited.
 		select {
@@ -331,31 +344,13 @@ func TestServeWaitsForTheCommandThatTookOver(t *testing.T) {
 	if testing.Short() {
 		t.Skip("an insert and a serve in other processes (-short)")
 	}
-	dir := shortDir(t)
-	idx := filepath.Join(dir, "idx")
-	in := filepath.Join(dir, "in.jsonl")
 	const n = 3000
-	mustRun(t, "gen", "--n", fmt.Sprint(n), "--seed", "8", "--out", in)
-	lines, err := os.ReadFile(in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mustRun(t, "create", "--db", idx)
-	sock, _, log, stop := startServe(t, "--db", idx)
-	if pid, serving, owner := ownerHealth(idx); !serving || pid != os.Getpid() || owner != serveOwner {
-		t.Fatalf("the first serve: /healthz says pid %d (serving %v), owner %q", pid, serving, owner)
-	}
-	ins := startPiped(t, "insert", "--db", idx, "-")
+	idx, sock, lines, half, ins := insertOutlivingServe(t, n, 8, func(idx string) {
+		if pid, serving, owner := ownerHealth(idx); !serving || pid != os.Getpid() || owner != serveOwner {
+			t.Fatalf("the first serve: /healthz says pid %d (serving %v), owner %q", pid, serving, owner)
+		}
+	})
 	defer ins.cmd.Process.Kill()
-	half := firstHalf(lines)
-	if _, err := ins.stdin.Write(lines[:half]); err != nil {
-		t.Fatal(err)
-	}
-	firstN := uint64(bytes.Count(lines[:half], []byte("\n")))
-	waitCount(t, sock, ins, func(got uint64) bool { return got >= firstN })
-	if code := stop(); code != 0 {
-		t.Fatalf("serve: exit %d %s", code, log)
-	}
 	// The rest, with the input left open: the insert takes the index over
 	// and holds it until its input ends.
 	if _, err := ins.stdin.Write(lines[half:]); err != nil {

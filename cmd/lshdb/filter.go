@@ -165,8 +165,9 @@ func (s *sink) compression(input string) string {
 }
 
 // outputFormats are the formats an output's name may say (before a .gz
-// or .zst): filter writes the input's format back, whatever the name.
-var outputFormats = map[string]string{".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv", ".tsv": "tsv", ".parquet": "parquet"}
+// or .zst; nameFormat): filter writes the input's format back, whatever
+// the name.
+var outputFormats = map[string]string{".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl", ".csv": "csv", ".tsv": "tsv", ".parquet": "parquet"}
 
 // indexSource is the name of export's source, an index, in a sink's
 // checks.
@@ -191,14 +192,7 @@ func (s *sink) nameFits(src docio.Source) error {
 	if s.path == "" || s.path == "-" {
 		return nil
 	}
-	n := strings.ToLower(filepath.Base(s.path))
-	for _, z := range []string{".gz", ".bgz", ".zst", ".zstd"} {
-		if m, ok := strings.CutSuffix(n, z); ok {
-			n = m
-			break
-		}
-	}
-	if named := outputFormats[filepath.Ext(n)]; named != "" && named != src.Format {
+	if named := nameFormat(s.path); named != "" && named != src.Format {
 		if src.Name == indexSource {
 			// NB: export's: it said "filter cannot write this input
 			// format … and the index is JSON Lines" (a newcomer's review).

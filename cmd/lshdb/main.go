@@ -37,6 +37,7 @@ import (
 	"github.com/lshdb/lshdb/db/client"
 	"github.com/lshdb/lshdb/internal/fspath"
 	"github.com/lshdb/lshdb/internal/inflate"
+	"github.com/lshdb/lshdb/internal/lockholder"
 	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -884,7 +885,7 @@ func newHeldWait() *heldWait { return &heldWait{deadline: time.Now().Add(handove
 // (and said so once, for a stopping serve); false once the wait is over.
 func (w *heldWait) again(a *app) bool {
 	if !time.Now().Before(w.deadline) && !w.waitedStop {
-		if until, ok := stoppingOwner(a.dbDir, lockHolder(a.dbDir)); ok {
+		if until, ok := stoppingOwner(a.dbDir, lockholder.PID(a.dbDir)); ok {
 			w.waitedStop = true
 			w.deadline = minTime(until, time.Now().Add(maxStopWait))
 			fmt.Fprintf(a.stderr, "lshdb: the server that owns %s is stopping: waiting for it (until %s at the latest)\n", escControls(a.dbDir), w.deadline.Format("15:04:05"))

@@ -36,16 +36,22 @@ func checkOutFile(path string) error {
 	return nil
 }
 
-// tableFormats are the formats an output's name may say, by its extension
-// (after a compression's .gz or .zst), that pairs and clusters may write
-// (their --output), and ones they never write ("": Parquet).
-//
-// NB: not .txt, which names no format: TSV or JSON Lines in a .txt file
-// is common (a review, M3).
-var tableFormats = map[string]string{".csv": "csv", ".tsv": "tsv", ".json": "json", ".jsonl": "json", ".ndjson": "json", ".parquet": ""}
-
-// formatNamesOut names each --output value as a reader of the file knows it.
-var formatNamesOut = map[string]string{"table": "an aligned text table", "json": "JSON Lines", "csv": "CSV", "tsv": "TSV", "": "Parquet"}
+// nameFormat returns the format an output's name says by its extension,
+// after a compression's (.gz, .gzip, .bgz, .zst, .zstd, as nameWriter
+// writes them): one of outputFormats' ("jsonl", "csv", "tsv",
+// "parquet"), or "" for a name that says none (.txt among them: TSV or
+// JSON Lines in a .txt file is common, a review's M3). filter's and
+// export's checks use it, and pairs' and clusters' (outNameFits).
+func nameFormat(path string) string {
+	n := strings.ToLower(filepath.Base(path))
+	for _, z := range []string{".gz", ".gzip", ".bgz", ".zst", ".zstd"} {
+		if m, ok := strings.CutSuffix(n, z); ok {
+			n = m
+			break
+		}
+	}
+	return outputFormats[filepath.Ext(n)]
+}
 
 // outNameFits refuses an output (flag's, such as --out) named path whose
 // extension names a format other than the one the command cmd writes
@@ -53,30 +59,27 @@ var formatNamesOut = map[string]string{"table": "an aligned text table", "json":
 // aligned table into pp.csv, and --output json --out pp.csv JSON Lines,
 // with exit 0, for a CSV reader to fail on the next morning (a nightly
 // job's review, B1). formats are the --output values that may be written
-// there, for the hint. A name without an extension, or with one of no
-// format above, is taken.
+// there, for the hint. A name that says no format (nameFormat) is taken.
 func outNameFits(flag, cmd, path, written string, formats ...string) error {
 	if path == "" || path == "-" {
 		return nil
 	}
-	base := strings.ToLower(filepath.Base(path))
-	for _, z := range []string{".gz", ".gzip", ".bgz", ".zst", ".zstd"} {
-		if b, ok := strings.CutSuffix(base, z); ok {
-			base = b
-			break
-		}
+	// NB: --output's names for the formats of files: json for jsonl.
+	named := nameFormat(path)
+	if named == "jsonl" {
+		named = "json"
 	}
-	named, ok := tableFormats[filepath.Ext(base)]
-	if !ok || named == written {
+	if named == "" || named == written {
 		return nil
 	}
+	what := map[string]string{"table": "an aligned text table", "json": "JSON Lines", "csv": "CSV", "tsv": "TSV", "parquet": "Parquet"}
 	ext := map[string]string{"table": ".txt", "json": ".jsonl", "csv": ".csv", "tsv": ".tsv"}[written]
-	msg := fmt.Sprintf("%s %s names %s, but %s writes %s there", flag, escControls(path), formatNamesOut[named], cmd, formatNamesOut[written])
+	msg := fmt.Sprintf("%s %s names %s, but %s writes %s there", flag, escControls(path), what[named], cmd, what[written])
 	switch {
 	case len(formats) > 1 && slices.Contains(formats, named):
 		return usagef("%s (--output %s): give --output %s, or name it %s", msg, written, named, ext)
 	case len(formats) > 1:
-		return usagef("%s (--output %s), and never %s: name it %s, or give it no such extension", msg, written, formatNamesOut[named], ext)
+		return usagef("%s (--output %s), and never %s: name it %s, or give it no such extension", msg, written, what[named], ext)
 	}
 	return usagef("%s: name it %s, or give it no such extension", msg, ext)
 }

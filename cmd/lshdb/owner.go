@@ -15,6 +15,7 @@ import (
 
 	"github.com/lshdb/lshdb/db"
 	"github.com/lshdb/lshdb/db/httpapi"
+	"github.com/lshdb/lshdb/internal/lockholder"
 )
 
 // serveOwner is what lshdb serve's /healthz names it (httpapi.Options.Owner),
@@ -26,7 +27,7 @@ const (
 
 // ownerHealth finds the process that holds the index in dir: the server
 // that answers on its socket (serving true), else the holder of its lock
-// file (lockHolder; 0 when it cannot tell); and what a serving owner says
+// file (lockholder.PID; 0 when it cannot tell); and what a serving owner says
 // it is (HealthJSON.Owner): serveOwner, the command that serves the index while
 // it runs ("lshdb insert"), or "" where it says nothing (a program that
 // embeds package db, an lshdb before this field).
@@ -49,14 +50,14 @@ func ownerHealth(dir string) (pid int, serving bool, owner string) {
 			return h.PID, true, h.Owner
 		}
 	}
-	return lockHolder(dir), false, ""
+	return lockholder.PID(dir), false, ""
 }
 
 // stuckOwner is the error of an index locked by a process whose socket
 // takes connections but does not answer within waited: one stopped
 // (kill -STOP, a debugger) or stuck.
 func stuckOwner(err error, dir string, waited time.Duration) error {
-	pid := lockHolder(dir)
+	pid := lockholder.PID(dir)
 	if pid <= 0 {
 		return fmt.Errorf("%w; its owner does not answer on %s (%v waited): is it stopped or stuck?", err, httpapi.SocketPath(dir), waited)
 	}
@@ -187,7 +188,7 @@ func markStopping(dir string, until time.Time) {
 // stoppingOwner returns the time until which pid, the holder of dir's
 // lock, said it would be stopping; ok is false if it said nothing, if
 // another process wrote the file (a server killed mid-drain left it), or
-// if that time has passed. NB: Unix only: elsewhere lockHolder knows no
+// if that time has passed. NB: Unix only: elsewhere lockholder.PID knows no
 // pid, and a command waits 2 s as before.
 func stoppingOwner(dir string, pid int) (until time.Time, ok bool) {
 	b, err := os.ReadFile(stoppingPath(dir))

@@ -20,6 +20,7 @@ import (
 	"github.com/lshdb/lshdb/db"
 	"github.com/lshdb/lshdb/db/httpapi"
 	"github.com/lshdb/lshdb/db/httpapi/metrics"
+	"github.com/lshdb/lshdb/internal/lockholder"
 	"github.com/lshdb/lshdb/internal/rediskv"
 	"github.com/spf13/cobra"
 	"golang.org/x/net/netutil"
@@ -229,7 +230,7 @@ func (a *app) serve(so *serveOptions) error {
 				log.Info("lshdb: waiting for the command that holds the index to end: it serves the index on its socket meanwhile; interrupt to stop waiting", "holder", owner, "pid", pid, "db", a.dbDir)
 			}
 			waiting = true
-		case waitedFor != 0 && lockHolder(a.dbDir) == waitedFor:
+		case waitedFor != 0 && lockholder.PID(a.dbDir) == waitedFor:
 			// NB: the command waited for holds the lock still, answering
 			// or not: closing (its socket goes first, then a flush and
 			// Pebble's close: seconds after a large insert), or slow to
