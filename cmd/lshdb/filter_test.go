@@ -377,6 +377,9 @@ func TestFilterErrors(t *testing.T) {
 		// An output whose name says another format than the input's
 		// (it held the input's, silently): a usage error, as export's.
 		{[]string{"--out", filepath.Join(dir, "out.csv"), j}, 2, "--out " + filepath.Join(dir, "out.csv") + " names CSV, but filter writes each input back in its own format"},
+		// NB: .gzip as nameWriter writes it (it was passed over as a name
+		// that says no format).
+		{[]string{"--out", filepath.Join(dir, "out.csv.gzip"), j}, 2, "--out " + filepath.Join(dir, "out.csv.gzip") + " names CSV, but filter writes each input back in its own format"},
 		{[]string{"--removed", filepath.Join(dir, "removed-out.tsv.gz"), c1}, 2, "names TSV"},
 		{[]string{"--out", filepath.Join(dir, "out.jsonl.zst"), c1}, 2, "a.csv is CSV (name the output .csv"},
 	} {
