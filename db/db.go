@@ -183,6 +183,9 @@ type DB struct {
 	// logDamage is the damage to the newest write-ahead log that this
 	// Open accepted (Options.AcceptLogDamage), or nil (LogDamage).
 	logDamage *LogDamageError
+	// manifestDamage is the damage to the store's MANIFEST that this
+	// Open accepted, or nil (ManifestDamage).
+	manifestDamage *LogDamageError
 }
 
 // Created reports whether this Open created the index: it wrote the
@@ -452,6 +455,11 @@ func openIn(dir string, o Options, created bool) (*DB, error) {
 		release()
 		return nil, err
 	}
+	manifestDamage, err := acceptManifestDamage(o, dir, popts)
+	if err != nil {
+		release()
+		return nil, err
+	}
 	if err := setAsideDamagedOptions(o, dir, popts); err != nil {
 		release()
 		return nil, err
@@ -498,11 +506,16 @@ func openIn(dir string, o Options, created bool) (*DB, error) {
 		}
 		return nil, classify(fmt.Errorf("lshdb: opening %s: %w", dir, err))
 	}
-	db := &DB{dir: dir, opts: handleOptions{Options: o, FS: o.fs}, pdb: pdb, popts: popts, lock: lock, qcache: newQueryCache(o.QueryCacheSize), stalls: stalls, damage: damage, logDamage: logDamage}
+	db := &DB{dir: dir, opts: handleOptions{Options: o, FS: o.fs}, pdb: pdb, popts: popts, lock: lock, qcache: newQueryCache(o.QueryCacheSize), stalls: stalls, damage: damage, logDamage: logDamage, manifestDamage: manifestDamage}
 	db.closing, db.closeCancel = context.WithCancelCause(context.Background())
 	db.open = make(map[*openIter]struct{})
 	if err := db.loadManifest(); err != nil {
 		pdb.Close() // NB: the files Pebble found obsolete are kept (heldFS)
+		release()
+		return nil, err
+	}
+	if err := cutManifest(o.fs, dir, manifestDamage); err != nil {
+		pdb.Close()
 		release()
 		return nil, err
 	}

@@ -16,6 +16,8 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/cockroachdb/pebble/v2/wal"
+
+	"github.com/lshdb/lshdb/codec"
 )
 
 // A LogDamageError is Open's error when the index's newest write-ahead
@@ -63,6 +65,16 @@ type LogDamageError struct {
 	// Kept is the copy of the log a writable open with
 	// Options.AcceptLogDamage made before it opened the index ("" if none).
 	Kept string
+	// Manifest is set when the damaged log is not a write-ahead log but
+	// the store's MANIFEST, Pebble's log of its table files: each record
+	// adds the tables a flush, compaction or load wrote and removes those
+	// it replaced. Pebble reads damage there as the torn end of a crash
+	// too, and opens the store as of the records before it: the tables
+	// added since were deleted, with the documents written to them, and
+	// Open and Check said ok (a maintainer's review, stop 58, M1). Where
+	// a later record removed a table the earlier ones list, the open
+	// fails anyway: that table is gone.
+	Manifest bool
 }
 
 func (e *LogDamageError) Error() string {
@@ -70,12 +82,28 @@ func (e *LogDamageError) Error() string {
 	if e.Records == 1 {
 		after = "1 record written after it begins"
 	}
+	if e.Manifest {
+		return fmt.Sprintf("lshdb: database is corrupt: the store's manifest %s (Pebble's log of its table files) is damaged at byte %d, and %s whole (to byte %d): "+
+			"opening the index as it is would take it back to the table files of the records before the damage, deleting the tables written since, "+
+			"with the documents in them. No file was changed. Restore a backup; or keep a copy of the index (cp -a), "+
+			"then lshdb check --repair opens it accepting the loss (Options.AcceptLogDamage), keeping a copy of the manifest beside it "+
+			"(it fails if a later record had replaced a table the earlier ones list)",
+			e.Log, e.Offset, after, e.End)
+	}
 	return fmt.Sprintf("lshdb: database is corrupt: the newest write-ahead log %s is damaged at byte %d, and %s whole (to byte %d): "+
 		"opening the index as it is would drop the damaged record and every later one, which were acknowledged writes unless the machine "+
 		"lost power before they were synced (a disk may keep a later write and lose an earlier one). "+
 		"Keep a copy of the index first (cp -a); then lshdb check --repair opens it accepting the loss (Options.AcceptLogDamage), "+
 		"keeping a copy of the log beside it (on read-only media: copy the index where it can be written, and repair the copy); or restore a backup",
 		e.Log, e.Offset, after, e.End)
+}
+
+// kind names the log that is damaged.
+func (e *LogDamageError) kind() string {
+	if e.Manifest {
+		return "manifest"
+	}
+	return "write-ahead log"
 }
 
 // Is makes a LogDamageError match ErrCorrupt.
@@ -97,6 +125,8 @@ const (
 	recycleChunkHdr  = 11
 	walSyncChunkHdr  = 19
 	chunkLegacyFull  = 1
+	chunkLegacyFirst = 2
+	chunkLegacyLast  = 4
 	chunkRecycleFull = 5
 	chunkWALSyncFull = 9
 	chunkTypeMax     = 12
@@ -122,6 +152,7 @@ type logScan struct {
 	chunks  int   // chunks of the log after end
 	last    int64 // where the last of those chunks ends
 	trailer bool  // end is at the log's EOF trailer (a chunk of number num+1): its clean end
+	legacy  bool  // the log is written in legacy chunks, with no log number (a MANIFEST)
 }
 
 // chunkHeader returns the header size of a chunk type (0 if invalid), and
@@ -153,6 +184,10 @@ func (s *logScan) block(off int64, b []byte) {
 		}
 		i++ // NB: the chunk at the end is not one of the log's, or it is damaged
 	}
+	if s.legacy {
+		s.legacyChunks(off, b, i)
+		return
+	}
 	// NB: a chunk of the log has its number at 7: found by bytes.Index,
 	// which scans at memory speed, a log of 1 GiB (MemTableSize) too.
 	var num [4]byte
@@ -173,6 +208,29 @@ func (s *logScan) block(off int64, b []byte) {
 		}
 		s.chunks++
 		if first {
+			s.records++
+		}
+		s.last = off + int64(n)
+		i = n
+	}
+}
+
+// legacyChunks is block's search past the end for a log of legacy chunks
+// (a MANIFEST), which carry no log number to look for: every offset from
+// i on is tried as a chunk header (a type of the legacy format, a length
+// within the block, a good checksum), and a chunk found is stepped over
+// whole. Only a damaged block is tried offset by offset: a sound one
+// after it is read chunk by chunk from its start.
+func (s *logScan) legacyChunks(off int64, b []byte, i int) {
+	for i+legacyChunkHdr <= len(b) {
+		typ := b[i+6]
+		n := i + legacyChunkHdr + int(binary.LittleEndian.Uint16(b[i+4:]))
+		if typ == 0 || typ > chunkLegacyLast || n > len(b) || logChunkCRC(b[i+6:n]) != binary.LittleEndian.Uint32(b[i:]) {
+			i++
+			continue
+		}
+		s.chunks++
+		if typ == chunkLegacyFull || typ == chunkLegacyFirst {
 			s.records++
 		}
 		s.last = off + int64(n)
@@ -241,12 +299,16 @@ func newestLogDamage(fs vfs.FS, dir string, names []string) (*LogDamageError, er
 
 // scanLog scans the log at path, of number num.
 func scanLog(fs vfs.FS, path string, num uint32) (*logScan, error) {
+	return scanWith(fs, path, &logScan{num: num, end: -1})
+}
+
+// scanWith scans the log at path with s.
+func scanWith(fs vfs.FS, path string, s *logScan) (*logScan, error) {
 	f, err := fs.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	s := &logScan{num: num, end: -1}
 	buf := make([]byte, logBlockSize)
 	for off := int64(0); ; off += logBlockSize {
 		n, err := io.ReadFull(f, buf)
@@ -344,6 +406,107 @@ func acceptLogDamage(o Options, dir string) (*LogDamageError, error) {
 	return dmg, nil
 }
 
+// acceptManifestDamage checks the store's current MANIFEST before Pebble
+// reads it, as acceptLogDamage checks the newest write-ahead log: it
+// returns a *LogDamageError (Manifest set) if whole records of it follow
+// a part that does not read, unless o.AcceptLogDamage, when it returns
+// the damage it accepted, a writable open having kept a copy of the
+// manifest and cut it at the damage.
+//
+// NB: Pebble syncs each record of its manifest before it writes the
+// next, so a crash, or a power failure, can leave only the last record
+// torn: whole records after a damaged one mean the bytes were changed
+// after they were written. (A new manifest's first two records are
+// synced together, but the marker names it only once they are.)
+func acceptManifestDamage(o Options, dir string, popts *pebble.Options) (*LogDamageError, error) {
+	names, err := o.fs.List(dir)
+	if err != nil || !ownFormat(names) {
+		return nil, nil // NB: Pebble's open says what is wrong with dir
+	}
+	desc, err := pebble.Peek(dir, o.fs)
+	if err != nil || !desc.Exists || desc.ManifestFilename == "" {
+		return nil, nil // NB: Pebble's open says what is wrong, or markerMissing did
+	}
+	s, err := scanWith(o.fs, desc.ManifestFilename, &logScan{end: -1, legacy: true})
+	if errors.Is(err, iofs.ErrNotExist) {
+		return nil, nil // NB: Pebble's open says the manifest is missing
+	}
+	if err != nil {
+		return nil, fmt.Errorf("lshdb: reading the manifest of %s: %w", dir, err)
+	}
+	if s.end < 0 {
+		return nil, nil
+	}
+	dmg := &LogDamageError{Log: desc.ManifestFilename, Offset: s.end, Records: s.records, End: s.last, Manifest: true}
+	if dmg.Records == 0 {
+		o.Logger.Warn("lshdb: the last record of the store's manifest does not read whole (torn by a crash or a power failure, or damaged): it is dropped, as a torn write is",
+			"manifest", dmg.Log, "offset", dmg.Offset)
+		return nil, nil
+	}
+	if !o.AcceptLogDamage {
+		return nil, dmg
+	}
+	if !o.ReadOnly {
+		// NB: a writable open of Pebble's writes a new manifest from what
+		// it read before it is known whether the store opens as of the
+		// records before the damage (a later record may have replaced a
+		// table they list, or the lshdb manifest may be in a table added
+		// since): a read-only open finds out first, changing nothing.
+		if err := opensBeforeDamage(dir, popts); err != nil {
+			return nil, fmt.Errorf("%w: %s: the store's manifest %s is damaged at byte %d, and the index does not open as of its records before the damage either, so accepting the loss does not help (%w): restore a backup; no file was changed",
+				ErrCorrupt, dir, dmg.Log, dmg.Offset, firstLine{err})
+		}
+		// NB: only copied here: the manifest is cut once the open has
+		// succeeded (cutManifest). Pebble reads it to the damage alone.
+		kept, err := keepDamagedLog(o.fs, dir, dmg)
+		if err != nil {
+			return nil, err
+		}
+		dmg.Kept = kept
+	}
+	o.Logger.Warn("lshdb: opening an index whose manifest is damaged: the damaged record and those after it are dropped, and the tables they added with them (Options.AcceptLogDamage)",
+		"manifest", dmg.Log, "offset", dmg.Offset, "records_after", dmg.Records, "end", dmg.End, "kept", dmg.Kept)
+	return dmg, nil
+}
+
+// opensBeforeDamage opens the store in dir read-only, as Pebble reads a
+// damaged manifest (to the damage), and checks that it holds an lshdb
+// index.
+func opensBeforeDamage(dir string, popts *pebble.Options) error {
+	ro := popts.Clone()
+	ro.ReadOnly = true
+	pdb, err := pebble.Open(dir, ro)
+	if err != nil {
+		return err
+	}
+	defer pdb.Close()
+	_, closer, err := pdb.Get(codec.ManifestKey)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return errors.New("no lshdb index in its tables")
+	}
+	if err != nil {
+		return err
+	}
+	return closer.Close()
+}
+
+// cutManifest ends an accepting writable open of a store whose manifest
+// is damaged (acceptManifestDamage), once it succeeded: the manifest is
+// cut at the damage if Pebble still has it as its current one, so that
+// the next open does not find the damage again (Pebble writes a new
+// manifest at its next change of tables, and never appends to the one it
+// read).
+func cutManifest(fs vfs.FS, dir string, dmg *LogDamageError) error {
+	if dmg == nil || dmg.Kept == "" {
+		return nil
+	}
+	desc, err := pebble.Peek(dir, fs)
+	if err != nil || desc.ManifestFilename != dmg.Log {
+		return nil // NB: Pebble wrote a new one already
+	}
+	return cutLogAt(fs, dir, dmg, dmg.Kept)
+}
+
 // cutDamagedLog keeps a copy of the damaged log beside it, under a name no
 // other file has, then cuts the log at the damage, so that Pebble's
 // recovery reads the records before it and ends there (left as it is,
@@ -353,23 +516,48 @@ func acceptLogDamage(o Options, dir string) (*LogDamageError, error) {
 // damaged log (the open is refused again, and may be made again) or the
 // cut one with its copy.
 func cutDamagedLog(fs vfs.FS, dir string, dmg *LogDamageError) (string, error) {
-	base := fs.PathJoin(dir, damagedLogPrefix+strings.TrimSuffix(fs.PathBase(dmg.Log), ".log"))
-	kept := base + ".log"
+	kept, err := keepDamagedLog(fs, dir, dmg)
+	if err != nil {
+		return "", err
+	}
+	if err := cutLogAt(fs, dir, dmg, kept); err != nil {
+		return "", err
+	}
+	return kept, nil
+}
+
+// keepDamagedLog copies the damaged log into dir, synced, under a name no
+// other file has, and returns the copy's path.
+func keepDamagedLog(fs vfs.FS, dir string, dmg *LogDamageError) (string, error) {
+	// NB: a write-ahead log's copy is lshdb-damaged-NNNNNN.log, a
+	// manifest's lshdb-damaged-MANIFEST-NNNNNN.
+	ext := ".log"
+	if dmg.Manifest {
+		ext = ""
+	}
+	base := fs.PathJoin(dir, damagedLogPrefix+strings.TrimSuffix(fs.PathBase(dmg.Log), ext))
+	kept := base + ext
 	for i := 2; ; i++ {
 		if _, err := fs.Stat(kept); errors.Is(err, iofs.ErrNotExist) {
 			break
 		}
 		// NB: an index restored from a backup may reach the log's number
 		// again: an earlier copy is kept too.
-		kept = fmt.Sprintf("%s-%d.log", base, i)
+		kept = fmt.Sprintf("%s-%d%s", base, i, ext)
 	}
 	if err := copyFile(fs, dmg.Log, kept); err != nil {
 		fs.Remove(kept)
-		return "", fmt.Errorf("lshdb: keeping a copy of the damaged write-ahead log %s (nothing changed): %w", dmg.Log, err)
+		return "", fmt.Errorf("lshdb: keeping a copy of the damaged %s %s (nothing changed): %w", dmg.kind(), dmg.Log, err)
 	}
 	if err := syncDir(fs, dir); err != nil {
-		return "", fmt.Errorf("lshdb: keeping a copy of the damaged write-ahead log %s (nothing changed): %w", dmg.Log, err)
+		return "", fmt.Errorf("lshdb: keeping a copy of the damaged %s %s (nothing changed): %w", dmg.kind(), dmg.Log, err)
 	}
+	return kept, nil
+}
+
+// cutLogAt replaces the damaged log with the part of its copy, kept,
+// before the damage.
+func cutLogAt(fs vfs.FS, dir string, dmg *LogDamageError, kept string) error {
 	tmp := kept + ".tmp"
 	err := copyPrefix(fs, kept, tmp, dmg.Offset)
 	if err == nil {
@@ -380,9 +568,9 @@ func cutDamagedLog(fs vfs.FS, dir string, dmg *LogDamageError) (string, error) {
 	}
 	if err != nil {
 		fs.Remove(tmp)
-		return "", fmt.Errorf("lshdb: cutting the damaged write-ahead log %s at its damage (its copy is %s): %w", dmg.Log, kept, err)
+		return fmt.Errorf("lshdb: cutting the damaged %s %s at its damage (its copy is %s): %w", dmg.kind(), dmg.Log, kept, err)
 	}
-	return kept, nil
+	return nil
 }
 
 // damagedLogPrefix begins the name of the copy of a damaged log that
@@ -397,7 +585,7 @@ func damagedLogCopies(fs vfs.FS, dir string) []string {
 	names, _ := fs.List(dir)
 	var out []string
 	for _, n := range names {
-		if strings.HasPrefix(n, damagedLogPrefix) && (strings.HasSuffix(n, ".log") || strings.HasPrefix(n, damagedLogPrefix+"OPTIONS-") && !strings.HasSuffix(n, ".tmp")) {
+		if strings.HasPrefix(n, damagedLogPrefix) && (strings.HasSuffix(n, ".log") || (strings.HasPrefix(n, damagedLogPrefix+"OPTIONS-") || strings.HasPrefix(n, damagedLogPrefix+"MANIFEST-")) && !strings.HasSuffix(n, ".tmp")) {
 			out = append(out, fs.PathJoin(dir, n))
 		}
 	}
@@ -428,6 +616,12 @@ func ownFormat(names []string) bool {
 // accepted (Options.AcceptLogDamage): what it dropped, and where it kept
 // a copy of the log. Nil if it found none (or on Redis).
 func (db *DB) LogDamage() *LogDamageError { return db.logDamage }
+
+// ManifestDamage returns the damage to the store's manifest that Open
+// accepted (Options.AcceptLogDamage; LogDamageError.Manifest is set):
+// what it dropped, and where it kept a copy of the manifest. Nil if it
+// found none (or on Redis).
+func (db *DB) ManifestDamage() *LogDamageError { return db.manifestDamage }
 
 // setAsideDamagedOptions checks the store's newest OPTIONS file, which
 // Pebble reads at every open: one that does not parse (a flipped or

@@ -402,16 +402,18 @@ func TestLogDamageAnywhere(t *testing.T) {
 	}
 }
 
-// FuzzLogScan checks that the scan of a write-ahead log takes any bytes
+// FuzzLogScan checks that the scan of a write-ahead log or a MANIFEST takes any bytes
 // without panicking, and that what it reports lies within them: the
 // damage before the end of the last whole chunk after it, which is
 // within the file.
 func FuzzLogScan(f *testing.F) {
-	f.Add([]byte{}, uint32(5))
-	f.Add(make([]byte, 40), uint32(5))
-	f.Add(bytes.Repeat([]byte{9, 5, 0, 0, 0}, 20000), uint32(5))
-	f.Fuzz(func(t *testing.T, b []byte, num uint32) {
-		s := logScan{num: num, end: -1}
+	f.Add([]byte{}, uint32(5), false)
+	f.Add(make([]byte, 40), uint32(5), false)
+	f.Add(bytes.Repeat([]byte{9, 5, 0, 0, 0}, 20000), uint32(5), false)
+	f.Add(bytes.Repeat([]byte{9, 5, 0, 0, 0, 1}, 20000), uint32(0), true)
+	f.Fuzz(func(t *testing.T, b []byte, num uint32, legacy bool) {
+		// NB: legacy: a MANIFEST's scan (acceptManifestDamage).
+		s := logScan{num: num, end: -1, legacy: legacy}
 		for off := 0; off < len(b); off += logBlockSize {
 			s.block(int64(off), b[off:min(off+logBlockSize, len(b))])
 		}

@@ -190,6 +190,15 @@ type Options struct {
 	// read-only one changes nothing (see LogDamageError). DB.LogDamage
 	// says what was accepted. Default: false (Open refuses such an
 	// index).
+	//
+	// The same holds for the store's MANIFEST, Pebble's log of its table
+	// files, damaged before its last record (LogDamageError.Manifest):
+	// the index opens as of the records before the damage, the tables
+	// added since dropped; a writable open copies the manifest as
+	// lshdb-damaged-MANIFEST-NNNNNN, and cuts it once the open succeeded.
+	// Where the index does not open as of those records (a later record
+	// had replaced a table they list), Open fails with ErrCorrupt and
+	// changes nothing. DB.ManifestDamage says what was accepted.
 	AcceptLogDamage bool
 	// LockTimeout is how long Open waits for another process (or DB
 	// value) to release the database before it fails with ErrLocked.

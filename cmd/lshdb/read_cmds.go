@@ -1186,7 +1186,9 @@ build the index again.`,
 				open = func(fn func(d index) error) error {
 					// NB: a newest write-ahead log damaged before its end
 					// (which every other open refuses) is cut at the
-					// damage, a copy of it kept.
+					// damage, a copy of it kept; so is a damaged manifest,
+					// where the index opens as of its records before the
+					// damage.
 					d, closeDB, err := a.openDB(&db.Options{MustExist: true, ExpirySweep: -1, AcceptLogDamage: true})
 					if err != nil {
 						return err
@@ -1208,6 +1210,11 @@ build the index again.`,
 					if dd, ok := d.(*db.DB); ok && dd.LogDamage() != nil {
 						dmg := dd.LogDamage()
 						fmt.Fprintf(a.stderr, "lshdb: the newest write-ahead log %s was damaged at byte %d: dropped the damaged record and %s after it (to byte %d), as the log is now cut there; its copy as it was is %s\n",
+							dmg.Log, dmg.Offset, counted(dmg.Records, "whole record", "whole records"), dmg.End, dmg.Kept)
+					}
+					if dd, ok := d.(*db.DB); ok && dd.ManifestDamage() != nil {
+						dmg := dd.ManifestDamage()
+						fmt.Fprintf(a.stderr, "lshdb: the store's manifest %s was damaged at byte %d: dropped the damaged record and %s after it (to byte %d), with the tables they added; its copy as it was is %s\n",
 							dmg.Log, dmg.Offset, counted(dmg.Records, "whole record", "whole records"), dmg.End, dmg.Kept)
 					}
 					return fn(d)
