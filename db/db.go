@@ -186,14 +186,21 @@ type DB struct {
 	// manifestDamage is the damage to the store's MANIFEST that this
 	// Open accepted, or nil (ManifestDamage).
 	manifestDamage *LogDamageError
+	// foundForeign is set when a write on Redis found a record of
+	// another index's at a number it was given (Created).
+	foundForeign atomic.Bool
 }
 
 // Created reports whether this Open created the index: it wrote the
 // manifest of a new one (in a new or empty directory, or on Redis under a
 // name no index had). A program that created an index and then failed to
 // fill it can remove it again with Drop; on Redis, where any number of
-// processes may open an index at once, only the creator should.
-func (db *DB) Created() bool { return db.created }
+// processes may open an index at once, only the creator should. On Redis
+// it turns false once a write of this handle found a record it did not
+// write where the index's numbers led it (ErrCorrupt): keys of a lost
+// index under the name, which its creation's few lookups missed on a
+// large Redis, and which a drop would delete with it.
+func (db *DB) Created() bool { return db.created && !db.foundForeign.Load() }
 
 // Open opens the database in dir, creating it (and dir) if it does not
 // exist, unless opts.MustExist or opts.ReadOnly. A nil opts means the

@@ -31,8 +31,10 @@ type RepairResult struct {
 	Lost []string
 
 	// Unnamed (Redis) are the ids of the Orphans that no id named at all
-	// (a put that stopped before its id, or an id key lost: evicted or
-	// deleted by hand), in order: put them again if they should be stored.
+	// and that were not given back (Restored), in order: Redis, at its
+	// maxmemory, had no room for their ids and postings (a repair there
+	// frees memory), or a writer put the id meanwhile. Put them again if
+	// they should be stored.
 	Unnamed []string
 
 	// The rest is mended on Pebble only, where it comes from damage to
@@ -44,7 +46,9 @@ type RepairResult struct {
 	// its stored shingle set): the ids that named them are in Lost.
 	Unreadable int
 	// Restored are the ids put back for records no id named (a record
-	// names its own id): those documents are kept.
+	// names its own id): those documents are kept. On Redis too: an id
+	// key lost (evicted, deleted by hand, lost with a node) while its
+	// record was not, or a write that stopped before its id.
 	Restored int
 	// Rewritten are the text mode records whose stored set size,
 	// fingerprint or sketch disagreed with their text, derived from the
@@ -79,10 +83,13 @@ func (r RepairResult) Changed() bool {
 // but disagrees with itself, such as a sketch that is not its
 // signature's) Check still reports.
 //
-// On Redis it mends what writes that stopped part way left: it removes
-// records no id names, postings of no live document and ids whose record
-// is gone (Lost: those documents must be put again), and adds the
-// postings a live document is missing. Run it with no writer beside it,
+// On Redis it mends what writes that stopped part way left, and what
+// Redis lost: it gives a record whose id has no key its id back
+// (Restored: an id key lost, or a write stopped before its id; the
+// latest record of an id, with its expiry), removes the other records no
+// id names, postings of no live document and ids whose record is gone
+// (Lost: those documents must be put again), and adds the postings a
+// live document is missing. Run it with no writer beside it,
 // another process's expiry sweep included (this handle's waits): the
 // index has no lock to tell it of one, and a write in flight looks half
 // done.
@@ -146,7 +153,7 @@ func (db *DB) Repair(ctx context.Context) (RepairResult, error) {
 			return RepairResult{}, db.indexGoneErr()
 		}
 		rep, err := db.rkv.Repair(ctx)
-		return RepairResult{Orphans: rep.Orphans, Dangling: rep.Dangling, Reposted: rep.Reposted, Lost: rep.Lost, Unnamed: rep.Unnamed, Counters: rep.Counters}, redisErr(err)
+		return RepairResult{Orphans: rep.Orphans, Dangling: rep.Dangling, Reposted: rep.Reposted, Lost: rep.Lost, Unnamed: rep.Unnamed, Restored: rep.Restored, Counters: rep.Counters}, redisErr(err)
 	}
 	return db.pebbleRepair(ctx)
 }

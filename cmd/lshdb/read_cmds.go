@@ -1253,7 +1253,7 @@ build the index again.`,
 								counted(len(r.Lost), "id", "ids"), why, messageIDs(r.Lost))
 						}
 						if len(r.Unnamed) > 0 {
-							fmt.Fprintf(a.stderr, "lshdb: removed the records of %s that no id named (a write that stopped before its id, or an id key lost): put them again if they should be stored: %s\n",
+							fmt.Fprintf(a.stderr, "lshdb: removed the records of %s that no id named and that could not be given their id back (Redis at its maxmemory had no room for them, or a writer put the id meanwhile): put them again if they should be stored: %s\n",
 								counted(len(r.Unnamed), "id", "ids"), messageIDs(r.Unnamed))
 						}
 						if len(r.RewrittenIDs) > 0 {

@@ -349,8 +349,13 @@ func removeEmptyParents(dir, root string) {
 func (a *app) openForWrite(o *db.Options, verify func(index) error) (d index, finish func(keep bool), err error) {
 	root, emptied := a.newIndexDir()
 	redisCreated, created := false, false
+	var handle *db.DB
 	remove := func() {
 		switch {
+		case redisCreated && !handle.Created():
+			// NB: its writes found records of a lost index under its name
+			// (db.DB.Created): a drop deleted them with it.
+			fmt.Fprintf(a.stderr, "lshdb: note: the index this command created at %s was kept: its writes found records of another index under its name, which lshdb check --db %s says more of (lshdb drop removes them all)\n", rediskv.Redact(a.dbDir), rediskv.Redact(a.dbDir))
 		case redisCreated:
 			// NB: on Redis only the process that created the index drops
 			// it, and only while it holds no document: another process
@@ -396,6 +401,7 @@ func (a *app) openForWrite(o *db.Options, verify func(index) error) (d index, fi
 		// newIndexDir and the open, whose index this command must leave).
 		redisCreated = db.IsRedisURL(a.dbDir) && h.Created()
 		created = !db.IsRedisURL(a.dbDir) && h.Created()
+		handle = h
 	}
 	var once sync.Once
 	// NB: closeDB stops serving (openDB serves the index it opens:

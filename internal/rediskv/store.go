@@ -61,6 +61,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"net"
 	"net/url"
 	"slices"
@@ -1625,11 +1626,16 @@ type RepairReport struct {
 	// key evicted or deleted by hand, a write lost with its node),
 	// removed: their documents are gone and must be put again.
 	Lost []string
-	// Unnamed are the ids of the Orphans that no id key named at all (a
-	// put that stopped before its id, or an id key lost: evicted or
-	// deleted by hand), in order: if they should be stored, put them
-	// again.
+	// Unnamed are the ids of the Orphans that no id key named at all,
+	// in order, and that were not given back: Redis, at its maxmemory,
+	// had no room for their ids and postings (a repair there frees
+	// memory), or the id key appeared while the repair ran (a writer
+	// beside it). If they should be stored, put them again.
 	Unnamed []string
+	// Restored are the records no id key named, given their id back (the
+	// latest record of each id: an id key lost, or a write that stopped
+	// before its id): those documents are kept.
+	Restored int
 	// Counters says that the counters were put right: the live count
 	// differed from the live documents', or the next document number was
 	// not past every record's (Redis lost writes: the numbers would be
@@ -1641,8 +1647,9 @@ type RepairReport struct {
 // ARGV[1], and returns 1; else 0.
 const unnameScript = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`
 
-// Repair mends what an Apply that stopped part way left: it removes
-// records no id names (with their postings) and postings whose record is
+// Repair mends what an Apply that stopped part way left: it gives a
+// record whose id has no key its id back (restoreIDs), removes records
+// no id names otherwise (with their postings) and postings whose record is
 // missing or deleted, and adds again a live document's postings that are
 // missing; and ids that name no live record (what a lost record leaves),
 // listed in Lost. It must not run beside writers (as db's check --repair).
@@ -1718,6 +1725,26 @@ func (s *Store) Repair(ctx context.Context) (RepairReport, error) {
 	} else {
 		return rep, err
 	}
+	// Records whose id has no key at all get it back, as on Pebble: the
+	// record names its id, and is either an id key lost (evicted, deleted
+	// by hand, lost with a node that failed before its replica had it),
+	// or a write that stopped before its id (never acknowledged: it may
+	// land or not), or a delete that stopped after its id (the same).
+	// Removed, as they were, the documents an id key's loss left whole
+	// were lost with it: after a master came back empty, a repair removed
+	// 3,835 of them beside the 3,810 whose record was gone (an operator's
+	// review, R1). Of two such records of one id, the later write's (the
+	// higher number) gets it; the other is an orphan.
+	restored, err := s.restoreIDs(ctx, unnamed, due)
+	if err != nil {
+		return rep, err
+	}
+	restoredIDs := make(map[string]bool, len(restored))
+	for n, id := range restored {
+		live[n] = true
+		restoredIDs[id] = true
+	}
+	rep.Restored = len(restored)
 	var dead []int
 	deadNums := make([]uint64, len(nums))
 	deadBuckets := make([]*redis.StringCmd, len(nums))
@@ -1735,7 +1762,9 @@ func (s *Store) Repair(ctx context.Context) (RepairReport, error) {
 	}
 	rep.Orphans = len(dead)
 	for _, i := range dead {
-		if id, ok := unnamed[nums[i]]; ok {
+		// NB: an older copy of an id given back to a later record is no
+		// document to put again.
+		if id, ok := unnamed[nums[i]]; ok && !restoredIDs[id] {
 			rep.Unnamed = append(rep.Unnamed, id)
 		}
 	}
@@ -1892,6 +1921,130 @@ func (s *Store) Repair(ctx context.Context) (RepairReport, error) {
 		return err
 	})
 	return rep, err
+}
+
+// restoreIDs gives each id of unnamed (doc number → the id its record
+// names, of records whose id has no key) back to its latest record (the
+// highest number), unless the document awaits the sweep (due): the id key
+// is set only if it is still missing, and with the record's own expiry,
+// if it has one. It returns the records given their id.
+func (s *Store) restoreIDs(ctx context.Context, unnamed map[uint64]string, due map[uint64]bool) (map[uint64]string, error) {
+	latest := make(map[string]uint64)
+	for n, id := range unnamed {
+		if !due[n] && n > latest[id] {
+			latest[id] = n
+		}
+	}
+	if len(latest) == 0 {
+		return nil, nil
+	}
+	// NB: at maxmemory (noeviction) a repair must free memory, not take
+	// it: the records are then most likely a load's last batch, which
+	// the full Redis stopped before its ids, and each one given its id
+	// takes an id key and its postings (Redis refused the postings, and
+	// the repair failed). Without room for them (restoreCost each, on
+	// every master), they are removed as orphans and named (Unnamed), as
+	// before.
+	if room, limited := s.memoryRoom(ctx); limited && room < int64(len(latest))*restoreCost {
+		return nil, nil
+	}
+	ids := slices.Sorted(maps.Keys(latest))
+	ttls := make([]*redis.DurationCmd, len(ids))
+	if _, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, id := range ids {
+			ttls[i] = p.PTTL(ctx, s.docKey(latest[id]))
+		}
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	sets := make([]*redis.StatusCmd, len(ids))
+	if _, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, id := range ids {
+			ttl := ttls[i].Val()
+			switch {
+			case ttl == -2 || ttl == 0:
+				continue // NB: the record is gone since (expired), or going
+			case ttl > 0:
+				sets[i] = p.SetArgs(ctx, s.idKey(id), latest[id], redis.SetArgs{Mode: "NX", TTL: ttl})
+			default:
+				sets[i] = p.SetArgs(ctx, s.idKey(id), latest[id], redis.SetArgs{Mode: "NX"})
+			}
+		}
+		return nil
+	}); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, err
+	}
+	out := make(map[uint64]string)
+	full := false
+	for i, c := range sets {
+		// NB: redis.Nil: the id key is there now (a writer beside the
+		// repair, which it must not have): the record stays an orphan.
+		if c != nil && c.Err() == nil {
+			out[latest[ids[i]]] = ids[i]
+		}
+		full = full || c != nil && OutOfMemory(c.Err())
+	}
+	if full {
+		// NB: Redis filled anyway (see above): the ids set are taken
+		// back, and the records removed as orphans.
+		if _, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for n, id := range out {
+				p.Eval(ctx, s.script(unnameScript), []string{s.idKey(id)}, n)
+			}
+			return nil
+		}); err != nil && !errors.Is(err, redis.Nil) {
+			return nil, err
+		}
+		return nil, nil
+	}
+	return out, nil
+}
+
+// restoreCost is what restoreIDs counts a record given its id back may
+// take of a server's memory: its id key, and its postings, one a band
+// (a set member each, some of them new sets), with room to spare.
+const restoreCost = 4 << 10
+
+// memoryRoom returns the least room any master has below its maxmemory,
+// and whether any has one (INFO memory; a server that does not answer
+// counts as having no room).
+func (s *Store) memoryRoom(ctx context.Context) (room int64, limited bool) {
+	var mu sync.Mutex
+	room = math.MaxInt64
+	s.eachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
+		r, lim := memoryRoomOf(ctx, c)
+		mu.Lock()
+		defer mu.Unlock()
+		if lim {
+			limited = true
+			room = min(room, r)
+		}
+		return nil
+	})
+	return room, limited
+}
+
+// memoryRoomOf returns maxmemory less used_memory of one server, and
+// whether it has a maxmemory (0 if it does not answer).
+func memoryRoomOf(ctx context.Context, c *redis.Client) (int64, bool) {
+	info, err := c.Info(ctx, "memory").Result()
+	if err != nil {
+		return 0, true
+	}
+	var used, maxMem int64
+	for _, line := range strings.Split(info, "\n") {
+		line = strings.TrimSpace(line)
+		if v, ok := strings.CutPrefix(line, "used_memory:"); ok {
+			used, _ = strconv.ParseInt(v, 10, 64)
+		} else if v, ok := strings.CutPrefix(line, "maxmemory:"); ok {
+			maxMem, _ = strconv.ParseInt(v, 10, 64)
+		}
+	}
+	if maxMem == 0 {
+		return 0, false
+	}
+	return maxMem - used, true
 }
 
 // badExpiryMembers are the expiry set's members that did not parse.
