@@ -1202,9 +1202,10 @@ build the index again.`,
 						if err != nil {
 							return fmt.Errorf("the processes that have %s open to write could not be counted: %w (add --force to repair it under them)", dd.Dir(), err)
 						}
-						if len(seen) > 0 {
+						live := a.liveWriters(seen, time.Now(), dd.Dir())
+						if len(live) > 0 {
 							return fmt.Errorf("%w: %s has the index open to write in %s: a repair beside a writer removes the documents it is writing, as a stopped write's; stop them first (a server, a shell, a program), or add --force",
-								errInUse, dd.Dir(), otherWriters(seen, time.Now()))
+								errInUse, dd.Dir(), otherWriters(live, time.Now()))
 						}
 					}
 					if dd, ok := d.(*db.DB); ok && dd.LogDamage() != nil {

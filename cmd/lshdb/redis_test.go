@@ -408,3 +408,45 @@ func TestRedisFailedCreatorKeepsLostIndex(t *testing.T) {
 	}
 	runLine([]string{"drop", "--db", url, "--yes", "--force"}, "")
 }
+
+// Ensure that check --repair and drop pass over a writable handle not
+// seen for over staleWriter (a process killed with the index open), with
+// a note, and still refuse one seen since: one kill -9 of a writer made
+// them refuse for good, until given --force (an operator's review, R3).
+// The registrations are written by hand, their times on the server's
+// clock as lshdb writes them.
+func TestRedisStaleWriterPassedOver(t *testing.T) {
+	c := redistest.Require(t)
+	url := "redis+cluster://" + strings.Join(c.Addrs, ",") + "/stalewriter"
+	runLine([]string{"drop", "--db", url, "--yes", "--force"}, "")
+	if out, errOut, code := runLine([]string{"insert", "--db", url, "-"}, "{\"id\": \"a\", \"text\": \"a document of an index whose writer was killed\"}\n"); code != 0 {
+		t.Fatalf("insert: exit %d: %s%s", code, out, errOut)
+	}
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs})
+	defer cc.Close()
+	ctx := context.Background()
+	now, err := cc.Time(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	register := func(age time.Duration) {
+		t.Helper()
+		if err := cc.HSet(ctx, "lshdb:stalewriter:writers", "killed-writer", now.Add(-age).Unix()).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	register(time.Minute)
+	if _, errOut, code := runLine([]string{"check", "--db", url, "--repair"}, ""); code == 0 || !strings.Contains(errOut, "in use") {
+		t.Fatalf("check --repair beside a writer seen a minute ago: exit %d: %s", code, errOut)
+	}
+	register(staleWriter + time.Minute)
+	if out, errOut, code := runLine([]string{"check", "--db", url, "--repair"}, ""); code != 0 || !strings.Contains(errOut, "1 handle registered to write") || !strings.Contains(errOut, "passed over") {
+		t.Fatalf("check --repair beside a writer unseen for %s: exit %d: %s%s", staleWriter+time.Minute, code, out, errOut)
+	}
+	if out, errOut, code := runLine([]string{"drop", "--db", url, "--yes"}, ""); code != 0 || !strings.Contains(errOut, "passed over") {
+		t.Fatalf("drop beside a writer unseen for %s: exit %d: %s%s", staleWriter+time.Minute, code, out, errOut)
+	}
+	if _, errOut, code := runLine([]string{"info", "--db", url}, ""); code == 0 || !strings.Contains(errOut, "does not exist") {
+		t.Fatalf("info after the drop: exit %d: %s", code, errOut)
+	}
+}

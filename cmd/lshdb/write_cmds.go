@@ -2215,9 +2215,9 @@ Nothing asks again: --yes says you mean it.`,
 				// under live writers, unsaid.
 				return fmt.Errorf("the processes that have %s open to write could not be counted: %w (add --force to drop it under them)", rediskv.Redact(a.dbDir), werr)
 			}
-			if len(writers) > 0 && !force {
-				return fmt.Errorf("%w: %s has the index open to write in %s (a server, a shell, a program: stop them first; one killed with it open counts until the index is dropped: then add --force)",
-					errInUse, rediskv.Redact(a.dbDir), otherWriters(writers, time.Now()))
+			if live := a.liveWriters(writers, time.Now(), rediskv.Redact(a.dbDir)); len(live) > 0 && !force {
+				return fmt.Errorf("%w: %s has the index open to write in %s (a server, a shell, a program: stop them first; one killed with it open counts for %s after it was last seen, or add --force)",
+					errInUse, rediskv.Redact(a.dbDir), otherWriters(live, time.Now()), staleWriter)
 			}
 			if err := lockedHint(db.Drop(a.ctx, a.dbDir), a.dbDir); err != nil {
 				return err
@@ -2258,6 +2258,38 @@ func checkTTL(c *cobra.Command, ttl time.Duration) error {
 // have a Redis index open to write.
 var errInUse = errors.New("the index is in use")
 
+// staleWriter is how long a writable handle of a Redis index may go
+// unseen (db.OtherWritersSeen: each says it is alive every
+// db.WriterHeartbeat) before drop and check --repair take it for a
+// process killed with the index open, and go on. NB: they refused for good
+// after a single kill -9 of a writer, until given --force, which then
+// became a habit that defeats the guard (an operator's review, R3).
+const staleWriter = 10 * db.WriterHeartbeat
+
+// liveWriters returns the times of seen (db.OtherWritersSeen) of the
+// handles seen within staleWriter of now (and of those whose time is not
+// known), and says on stderr how many others it passes over.
+func (a *app) liveWriters(seen []time.Time, now time.Time, index string) []time.Time {
+	var live []time.Time
+	var oldest time.Time
+	stale := 0
+	for _, at := range seen {
+		if !at.IsZero() && now.Sub(at) > staleWriter {
+			stale++
+			if oldest.IsZero() || at.Before(oldest) {
+				oldest = at
+			}
+			continue
+		}
+		live = append(live, at)
+	}
+	if stale > 0 {
+		fmt.Fprintf(a.stderr, "lshdb: note: %s registered to write %s not seen for over %s (the oldest %s ago) taken for processes killed with the index open, and passed over\n",
+			counted(stale, "handle", "handles"), index, staleWriter, now.Sub(oldest).Round(time.Second))
+	}
+	return live
+}
+
 // otherWriters describes, for a refusal, the writable handles other than
 // its own that have a Redis index open: how many, when each was last seen
 // (db.OtherWritersSeen), and what one long silent likely is.
@@ -2284,8 +2316,8 @@ func otherWriters(seen []time.Time, now time.Time) string {
 		if silent > len(ages) {
 			more = fmt.Sprintf(", and %d more", silent-len(ages))
 		}
-		s += fmt.Sprintf(", %d of them not seen for over %s (last seen %s%s): a process killed with the index open, or one of an lshdb older than the heartbeat (seen at its open only)",
-			silent, 3*db.WriterHeartbeat, strings.Join(ages, ", "), more)
+		s += fmt.Sprintf(", %d of them not seen for over %s (last seen %s%s): a process killed with the index open (passed over once unseen for %s), or one of an lshdb older than the heartbeat (seen at its open only)",
+			silent, 3*db.WriterHeartbeat, strings.Join(ages, ", "), more, staleWriter)
 	}
 	return s
 }

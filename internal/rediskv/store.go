@@ -592,8 +592,12 @@ func (s *Store) Register(ctx context.Context, token string) error {
 	return s.evalOne(ctx, s.script(registerScript), []string{s.writersKey()}, token, time.Now().Unix()).Err()
 }
 
-// registerScript sets the registration ARGV[1] to ARGV[2] (Register).
-const registerScript = `redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+// registerScript sets the registration ARGV[1] to the server's time, in
+// seconds (Register). NB: the server's, not the writer's (ARGV[2], kept
+// for the scripts' sake): Writers reads the ages against the same clock,
+// so that a writer on a host whose clock is behind does not read as long
+// silent (a registration long silent is taken for a killed process's).
+const registerScript = `redis.call('HSET', KEYS[1], ARGV[1], redis.call('TIME')[1])
 return 1`
 
 // Unregister removes token (Register).
@@ -603,22 +607,41 @@ func (s *Store) Unregister(ctx context.Context, token string) error {
 
 // Writers returns the registered writable handles (Register), each with
 // the time it was last seen: its registration, or its last Register
-// again (a heartbeat). A value lshdb did not write reads as the zero time.
+// again (a heartbeat), on this host's clock (its age on the server's, where
+// the registrations are kept, from now). A value lshdb did not write reads
+// as the zero time.
 func (s *Store) Writers(ctx context.Context) (map[string]time.Time, error) {
-	m, err := s.c.HGetAll(ctx, s.writersKey()).Result()
+	v, err := s.evalOne(ctx, writersScript, []string{s.writersKey()}).Slice()
 	if err != nil {
 		return nil, err
 	}
-	seen := make(map[string]time.Time, len(m))
-	for tok, v := range m {
+	now := time.Now()
+	var serverNow int64
+	if len(v) > 0 {
+		if t, ok := v[0].(string); ok {
+			serverNow, _ = strconv.ParseInt(t, 10, 64)
+		}
+	}
+	seen := make(map[string]time.Time, len(v)/2)
+	for i := 1; i+1 < len(v); i += 2 {
+		tok, _ := v[i].(string)
+		val, _ := v[i+1].(string)
 		var at time.Time
-		if sec, err := strconv.ParseInt(v, 10, 64); err == nil {
-			at = time.Unix(sec, 0)
+		if sec, err := strconv.ParseInt(val, 10, 64); err == nil && serverNow > 0 {
+			at = now.Add(-time.Duration(serverNow-sec) * time.Second)
 		}
 		seen[tok] = at
 	}
 	return seen, nil
 }
+
+// writersScript returns the server's time (seconds) and then the
+// registrations (HGETALL's fields and values), read at once.
+const writersScript = `local out = {redis.call('TIME')[1]}
+local all = redis.call('HGETALL', KEYS[1])
+for i = 1, #all do out[#out + 1] = all[i] end
+return out`
+
 func (s *Store) countersKey() string    { return "{" + strings.TrimSuffix(s.prefix, ":") + "}:counters" }
 func (s *Store) idKey(id string) string { return s.prefix + "i:" + id }
 func (s *Store) docKey(n uint64) string { return s.prefix + "d:" + strconv.FormatUint(n, 10) }
