@@ -104,8 +104,10 @@ func redisErr(err error) error {
 		return fmt.Errorf("%w: %w (a key under the index's prefix that lshdb did not write, of another program's or set by hand: find it with redis-cli --scan --pattern and remove it)", ErrCorrupt, err)
 	}
 	if errors.Is(err, rediskv.ErrCountersLost) {
-		// NB: no retry mends it (ErrBackend says one may).
-		return fmt.Errorf("%w: %w", ErrCorrupt, err)
+		// NB: no retry mends it (ErrBackend says one may); a repair
+		// does, as its message says (the command added "restore a
+		// backup" to it: an operator's review, R4).
+		return fmt.Errorf("%w: %w%w", ErrCorrupt, err, unsaid{errRepairable})
 	}
 	if rediskv.OutOfMemory(err) {
 		// NB: Redis's words ("OOM command not allowed when used memory >
@@ -390,7 +392,7 @@ func (db *DB) redisManifest(ctx context.Context) error {
 				// M3).
 				what = "its documents cannot be read without it (unless a drop of the index is under way: then it is gone once the drop ends)"
 			}
-			return fmt.Errorf("%w: %s has no manifest but holds the keys of an index (%s): %s; lshdb drop --db %s --yes removes them (or restore the index)%w", ErrCorrupt, db.dir, strings.Join(left, ", "), what, db.dir, errNoManifest)
+			return fmt.Errorf("%w: %s has no manifest but holds the keys of an index (%s): %s; lshdb drop --db %s --yes --force removes them (--force: without its manifest its writers cannot be counted), or restore the index%w", ErrCorrupt, db.dir, strings.Join(left, ", "), what, db.dir, errNoManifest)
 		}
 		if v == nil && (db.opts.ReadOnly || db.opts.MustExist) {
 			return fmt.Errorf("%w: %s", ErrNotExist, db.dir)

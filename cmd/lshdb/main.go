@@ -477,6 +477,10 @@ func (a *app) exitCode(err error) int {
 		// too, which sent the reader round in a loop.
 		if db.Repairable(err) {
 			line += "; the index is damaged where its records tell what it should hold: lshdb check --repair mends it (lshdb backup --copy first keeps the index as it is)"
+		} else if db.IsRedisURL(a.dbDir) {
+			// NB: a directory's steps (cp -a) for an index on Redis (an
+			// operator's review, R4).
+			line += "; the index is damaged where its records cannot mend it: restore it from a backup (lshdb export --all --db BACKUP, then lshdb insert into a new index; expiries are not kept) or build it again from its inputs"
 		} else {
 			line += "; the index is damaged where its records cannot mend it: restore a backup of it (README, Backups: move the index aside, cp -a BACKUP DIR) or build it again from its inputs"
 		}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -448,5 +449,63 @@ func TestRedisStaleWriterPassedOver(t *testing.T) {
 	}
 	if _, errOut, code := runLine([]string{"info", "--db", url}, ""); code == 0 || !strings.Contains(errOut, "does not exist") {
 		t.Fatalf("info after the drop: exit %d: %s", code, errOut)
+	}
+}
+
+// Ensure that the advice after Redis lost an index's keys is one way
+// that works: with its document numbers gone back, check --repair (not
+// "restore a backup, cp -a"); with its manifest gone, drop --yes --force,
+// which says it could not count the documents it dropped (it said "its 0
+// documents"). An operator's review, R4.
+func TestRedisRecoveryAdvice(t *testing.T) {
+	c := redistest.Require(t)
+	url := "redis+cluster://" + strings.Join(c.Addrs, ",") + "/advice"
+	runLine([]string{"drop", "--db", url, "--yes", "--force"}, "")
+	var in strings.Builder
+	for i := range 20 {
+		fmt.Fprintf(&in, "{\"id\": \"d%d\", \"text\": \"document %d of an index that loses keys, words %d\"}\n", i, i, i*7919)
+	}
+	if out, errOut, code := runLine([]string{"insert", "--db", url, "-"}, in.String()); code != 0 {
+		t.Fatalf("insert: exit %d: %s%s", code, out, errOut)
+	}
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs})
+	defer cc.Close()
+	ctx := context.Background()
+	// The counters' next number set back: the next put's number is taken.
+	if err := cc.HSet(ctx, "{lshdb:advice}:counters", "next", 1).Err(); err != nil {
+		t.Fatal(err)
+	}
+	_, errOut, code := runLine([]string{"insert", "--db", url, "-"}, "{\"id\": \"new\", \"text\": \"a document given a number already taken\"}\n")
+	if code == 0 || !strings.Contains(errOut, "check --repair") || strings.Contains(errOut, "cp -a") {
+		t.Fatalf("an insert at a number taken: exit %d: %s, want check --repair advised and no directory's restore", code, errOut)
+	}
+	if out, errOut, code := runLine([]string{"check", "--db", url, "--repair"}, ""); code != 0 {
+		t.Fatalf("check --repair: exit %d: %s%s", code, out, errOut)
+	}
+	if out, errOut, code := runLine([]string{"insert", "--db", url, "-"}, "{\"id\": \"new\", \"text\": \"a document given a number already taken\"}\n"); code != 0 {
+		t.Fatalf("the insert after the repair: exit %d: %s%s", code, out, errOut)
+	}
+	// The manifest lost.
+	if err := cc.Del(ctx, "lshdb:advice:manifest").Err(); err != nil {
+		t.Fatal(err)
+	}
+	_, errOut, code = runLine([]string{"info", "--db", url}, "")
+	if code == 0 || !strings.Contains(errOut, "--yes --force removes them") {
+		t.Fatalf("info of an index whose manifest is lost: exit %d: %s", code, errOut)
+	}
+	out, errOut, code := runLine([]string{"drop", "--db", url, "--yes", "--force"}, "")
+	if code != 0 || !strings.Contains(out, "could not be counted") {
+		t.Fatalf("drop --yes --force of it: exit %d: %s%s", code, out, errOut)
+	}
+	var mu sync.Mutex
+	var left []string
+	if err := cc.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
+		keys, err := m.Keys(ctx, "lshdb:advice:*").Result()
+		mu.Lock()
+		left = append(left, keys...)
+		mu.Unlock()
+		return err
+	}); err != nil || len(left) != 0 {
+		t.Fatalf("keys left after the drop: %v, %v", left, err)
 	}
 }

@@ -2201,10 +2201,13 @@ Nothing asks again: --yes says you mean it.`,
 			// NB: the count first, for the message; Drop opens the index
 			// again (and refuses it if another process took it meanwhile).
 			n := uint64(0)
+			known := false // n is the index's count
 			var writers []time.Time
 			var werr error // why the other writers could not be counted
 			if d, err := db.Open(a.dbDir, &db.Options{ReadOnly: true, ExpirySweep: -1}); err == nil {
-				n, _ = d.Count()
+				var cerr error
+				n, cerr = d.Count()
+				known = cerr == nil
 				writers, werr = d.OtherWritersSeen(a.ctx)
 				d.Close()
 			} else if !errors.Is(err, db.ErrNotExist) {
@@ -2220,6 +2223,16 @@ Nothing asks again: --yes says you mean it.`,
 					errInUse, rediskv.Redact(a.dbDir), otherWriters(live, time.Now()), staleWriter)
 			}
 			if err := lockedHint(db.Drop(a.ctx, a.dbDir), a.dbDir); err != nil {
+				return err
+			}
+			if !known {
+				// NB: an index that did not open (its manifest or counters
+				// lost): it said "its 0 documents" after deleting 2,626
+				// documents' keys (an operator's review, R4).
+				if a.json() {
+					return a.emitJSON(map[string]any{"dropped": rediskv.Redact(a.dbDir), "docs": nil})
+				}
+				_, err := fmt.Fprintln(a.stdout, "dropped the index (its documents could not be counted: it did not open)")
 				return err
 			}
 			if a.json() {
