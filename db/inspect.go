@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/bits"
+	"slices"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -266,7 +267,8 @@ type Explanation struct {
 	BandKeysA, BandKeysB []uint64
 	// Probability is P(candidate) = 1 − (1 − J^r)^b at the exact Jaccard.
 	Probability float64
-	// Threshold is the index's threshold.
+	// Threshold is the index's threshold (or the one AtThreshold was
+	// given).
 	Threshold float64
 	// SetLenA and SetLenB are the documents' set sizes (distinct
 	// shingles; 0: unknown, a signature put in none mode).
@@ -324,18 +326,25 @@ func (db *DB) Explain(a, b string) (*Explanation, error) {
 	if db.estimateOnly() {
 		e.Jaccard, e.EstimateOnly = e.Estimate, true
 	}
-	shared := false
 	for i := range ka {
 		e.Collide = append(e.Collide, ka[i] == kb[i])
-		shared = shared || ka[i] == kb[i]
 	}
 	e.Probability = db.bands.Probability(e.Jaccard)
 	e.SetLenA, e.SetLenB = ra.SetLen, rb.SetLen
-	if small, big := min(ra.SetLen, rb.SetLen), max(ra.SetLen, rb.SetLen); e.EstimateOnly && small > 0 && float64(small)/float64(big) < e.Threshold {
-		e.SizesRuleOut = true
-	}
-	e.Found = shared && e.Jaccard >= e.Threshold && a != b && !e.SizesRuleOut
-	return e, nil
+	return e.AtThreshold(db.man.Threshold), nil
+}
+
+// AtThreshold returns the explanation for a query or Pairs run at
+// threshold t (QueryOptions.Threshold, PairsOptions.Threshold) rather than
+// the index's: Threshold, SizesRuleOut and Found derived for t (a lower
+// threshold reads the same bands, and verifies against t). The rest does
+// not depend on the threshold.
+func (e Explanation) AtThreshold(t float64) *Explanation {
+	e.Threshold = t
+	small, big := min(e.SetLenA, e.SetLenB), max(e.SetLenA, e.SetLenB)
+	e.SizesRuleOut = e.EstimateOnly && small > 0 && float64(small)/float64(big) < t
+	e.Found = slices.Contains(e.Collide, true) && e.Jaccard >= t && e.A != e.B && !e.SizesRuleOut
+	return &e
 }
 
 // Stats describes a database.

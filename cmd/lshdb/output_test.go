@@ -559,6 +559,54 @@ func TestExplainJustUnderThreshold(t *testing.T) {
 	}
 }
 
+// explain --threshold T says what a query at T does: the pair A, B (exact
+// Jaccard 7999/9999 by hand, word shingles) is found by a query by A's id
+// at --threshold T exactly when explain at T says "found". Without the
+// flag the verdict was the index threshold's alone (a shell user's
+// review, I2). The oracle: the query's own answer at each threshold.
+func TestExplainThreshold(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "idx")
+	var a, b []string
+	for i := range 9999 {
+		a = append(a, fmt.Sprint("w", i))
+		if i < 7999 {
+			b = append(b, fmt.Sprint("w", i))
+		}
+	}
+	in := fmt.Sprintf("{\"id\":\"A\",\"text\":%q}\n{\"id\":\"B\",\"text\":%q}\n", strings.Join(a, " "), strings.Join(b, " "))
+	if out, errOut, code := runLine([]string{"create", "--db", dir, "--shingle", "word", "--shingle-size", "1"}, ""); code != 0 {
+		t.Fatalf("create: %s%s", out, errOut)
+	}
+	if out, errOut, code := runLine([]string{"insert", "--db", dir, "-"}, in); code != 0 {
+		t.Fatalf("insert: %s%s", out, errOut)
+	}
+	seen := map[bool]int{}
+	for _, th := range []string{"0.5", "0.79", "0.79998", "0.8", "0.9"} {
+		out, errOut, code := runLine([]string{"explain", "--db", dir, "A", "B", "--threshold", th}, "")
+		if code != 0 {
+			t.Fatalf("explain --threshold %s: exit %d: %s", th, code, errOut)
+		}
+		q, errOut, code := runLine([]string{"query", "--db", dir, "--id", "A", "--threshold", th, "--output", "json"}, "")
+		if code != 0 {
+			t.Fatalf("query --threshold %s: exit %d: %s", th, code, errOut)
+		}
+		found := strings.Contains(q, `"B"`)
+		seen[found]++
+		if says := strings.Contains(out, "\nfound:"); says != found {
+			t.Errorf("--threshold %s: explain says found %v, the query finds B %v:\n%s%s", th, says, found, out, q)
+		}
+		if !strings.Contains(out, "threshold "+th+"\n") {
+			t.Errorf("--threshold %s: explain names not the threshold asked:\n%s", th, out)
+		}
+	}
+	if seen[true] == 0 || seen[false] == 0 {
+		t.Errorf("the query found B at %d thresholds and not at %d: want both", seen[true], seen[false])
+	}
+	if _, errOut, code := runLine([]string{"explain", "--db", dir, "A", "B", "--threshold", "1.5"}, ""); code != 2 || !strings.Contains(errOut, "--threshold") {
+		t.Errorf("explain --threshold 1.5: exit %d: %s", code, errOut)
+	}
+}
+
 // tune refuses a recall create refuses: --recall 0 was taken as the
 // default 0.99, and the banding shown was not for the recall asked.
 func TestTuneRefusesRecallCreateRefuses(t *testing.T) {

@@ -1020,15 +1020,30 @@ func (a *app) bucketCmd() *cobra.Command {
 }
 
 func (a *app) explainCmd() *cobra.Command {
-	return &cobra.Command{
+	var threshold float64
+	c := &cobra.Command{
 		Use:   "explain --db DIR ID1 ID2",
 		Short: "Why two documents match or do not: Jaccard, estimate, colliding bands",
-		Args:  idArgs(2),
+		Long: `Why two stored documents match or do not: their exact Jaccard (or the
+signature's estimate on a storage none index), the bands whose buckets
+they share, P(candidate) at their Jaccard, and whether a query by either id
+reports the other. --threshold gives the verdict for a query, pairs or
+clusters run at that threshold (their --threshold) instead of the index's.`,
+		Args: idArgs(2),
 		RunE: func(c *cobra.Command, args []string) error {
+			if c.Flags().Changed("threshold") && !(threshold > 0 && threshold <= 1) {
+				return usagef("--threshold %v is outside (0, 1]", threshold)
+			}
 			return a.withIndex(func(d index) error {
 				e, err := d.Explain(args[0], args[1])
 				if err != nil {
 					return err
+				}
+				if c.Flags().Changed("threshold") {
+					// NB: it had none: its verdict was the index
+					// threshold's, where the pairs run asked about was at
+					// another (a shell user's review, I2).
+					e = e.AtThreshold(threshold)
 				}
 				collide := []int{}
 				for i, ok := range e.Collide {
@@ -1081,6 +1096,8 @@ func (a *app) explainCmd() *cobra.Command {
 			})
 		},
 	}
+	c.Flags().Float64Var(&threshold, "threshold", 0, "the verdict for a query or pairs run at this threshold (default: the index's)")
+	return c
 }
 
 // messageIDs is ids for a message line: the first 20, quoted as ids are in
