@@ -75,6 +75,12 @@ var ErrUnsupported = errors.New("lshdb: not supported by this index's storage ba
 // that does not answer, a cluster that is down or failing over.
 var ErrBackend = errors.New("lshdb: the storage backend failed")
 
+// ErrAccessDenied: the storage backend refused the index's credentials or
+// their rights (Redis's NOAUTH, WRONGPASS, NOPERM). Unlike ErrBackend, no
+// retry mends it: the URL's password, or the ACL user's rules, must
+// change.
+var ErrAccessDenied = errors.New("lshdb: the storage backend refused access")
+
 // IsRedisURL reports whether s names an index on Redis
 // (redis://HOST:PORT[/NAME] or redis+cluster://HOST:PORT,…[/NAME]), which
 // Open opens in place of a directory.
@@ -108,6 +114,12 @@ func redisErr(err error) error {
 		// does, as its message says (the command added "restore a
 		// backup" to it: an operator's review, R4).
 		return fmt.Errorf("%w: %w%w", ErrCorrupt, err, unsaid{errRepairable})
+	}
+	if rediskv.AccessDenied(err) {
+		// NB: it was ErrBackend ("worth a retry": a serve answered 503,
+		// which a load balancer retries for good), with Redis's words
+		// only (an operator's review, R5).
+		return fmt.Errorf("%w: redis: Redis refused the index's credentials or their rights: give the password in the URL (redis://:PASSWORD@HOST:PORT, or redis://USER:PASSWORD@… for an ACL user, whose rules must allow every command on the index's keys): %w", ErrAccessDenied, err)
 	}
 	if rediskv.OutOfMemory(err) {
 		// NB: Redis's words ("OOM command not allowed when used memory >
@@ -157,7 +169,7 @@ func openRedis(u string, o Options) (*DB, error) {
 		// that does not answer: a command run while a cluster's master
 		// failed over said only "dial tcp …: connection refused", where a
 		// write said to try again once the replica is promoted.
-		if err = redisErr(err); !errors.Is(err, ErrBackend) {
+		if err = redisErr(err); !errors.Is(err, ErrBackend) && !errors.Is(err, ErrAccessDenied) {
 			err = fmt.Errorf("%w: %w", ErrBackend, err) // NB: the open's timeout
 		}
 		return nil, fmt.Errorf("opening %s: %w", rediskv.Redact(u), err)
@@ -1620,7 +1632,10 @@ func sweepTombs(dir string) (int, error) {
 func dropLeftovers(ctx context.Context, u string) error {
 	s, err := rediskv.Open(ctx, u)
 	if err != nil {
-		return fmt.Errorf("%w: opening %s: %w", ErrBackend, rediskv.Redact(u), err)
+		if err = redisErr(err); !errors.Is(err, ErrBackend) && !errors.Is(err, ErrAccessDenied) {
+			err = fmt.Errorf("%w: %w", ErrBackend, err)
+		}
+		return fmt.Errorf("opening %s: %w", rediskv.Redact(u), err)
 	}
 	defer s.Close()
 	n, err := s.Flush(ctx)

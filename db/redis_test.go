@@ -2401,3 +2401,61 @@ func TestRedisCloseUnregistersThroughRestart(t *testing.T) {
 		t.Fatalf("the index did not survive the restart (manifest: %d, %v): the test proves nothing", n, err)
 	}
 }
+
+// Ensure that Redis's refusal of the credentials (WRONGPASS) or of an ACL
+// user's rights (NOPERM) is ErrAccessDenied, which no retry mends, not
+// ErrBackend (worth a retry: a serve answered 503 for it, an operator's
+// review R5), and that the index is unchanged.
+func TestRedisAccessDenied(t *testing.T) {
+	ctx := context.Background()
+	u := redisURL(t)
+	d, err := Open(u, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Put(Doc{ID: "a", Text: "a document that a refused open must leave in place"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	d.Close()
+	// NB: ACL users are per node: every node gets one whose keys are
+	// another program's only.
+	for _, addr := range redisCluster.Addrs {
+		c := redis.NewClient(&redis.Options{Addr: addr})
+		err := c.Do(ctx, "ACL", "SETUSER", "lshdb-elsewhere", "on", ">pw", "~elsewhere:*", "+@all").Err()
+		if err == nil {
+			t.Cleanup(func() { c.Do(ctx, "ACL", "DELUSER", "lshdb-elsewhere"); c.Close() })
+		} else {
+			c.Close()
+			t.Fatal(err)
+		}
+	}
+	at := func(userinfo string) string {
+		return strings.Replace(u, "://", "://"+userinfo+"@", 1)
+	}
+	for _, c := range []struct{ name, url string }{
+		// NB: the test cluster's default user takes any password
+		// (nopass), as Redis's does unless requirepass is set.
+		{"an unknown user", at("nobody:wrong")},
+		{"a wrong password", at("lshdb-elsewhere:wrong")},
+		{"a user without the index's keys", at("lshdb-elsewhere:pw")},
+	} {
+		_, err := Open(c.url, nil)
+		if !errors.Is(err, ErrAccessDenied) || errors.Is(err, ErrBackend) {
+			t.Fatalf("Open with %s: %v, want ErrAccessDenied and not ErrBackend", c.name, err)
+		}
+		if strings.Contains(err.Error(), "wrong@") {
+			t.Fatalf("Open with %s: the error shows the password: %v", c.name, err)
+		}
+		if err := Drop(ctx, c.url); !errors.Is(err, ErrAccessDenied) {
+			t.Fatalf("Drop with %s: %v, want ErrAccessDenied", c.name, err)
+		}
+	}
+	d, err = Open(u, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if n, err := d.Count(); err != nil || n != 1 {
+		t.Fatalf("after the refused opens: %d documents (%v), want 1", n, err)
+	}
+}

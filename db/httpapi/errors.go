@@ -80,6 +80,9 @@ var Codes = []Code{
 	// NB: a Redis index's store unreachable, or failing over: worth a
 	// retry, as a load balancer and a client take a 503 (it was a 500,
 	// "internal"). A full Redis (OOM) is disk_full, above.
+	// NB: a Redis index's store refusing the server's credentials: no
+	// retry mends it (it was backend_unavailable, 503).
+	{"backend_denied", db.ErrAccessDenied, http.StatusInternalServerError},
 	{"backend_unavailable", db.ErrBackend, http.StatusServiceUnavailable},
 	{"unsupported", db.ErrUnsupported, http.StatusNotImplemented},
 	{"not_found", db.ErrNotFound, http.StatusNotFound},

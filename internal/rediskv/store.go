@@ -505,6 +505,26 @@ func OutOfMemory(err error) bool {
 	return errors.As(err, &re) && (strings.HasPrefix(re.Error(), "OOM ") || strings.Contains(re.Error(), "OOM command not allowed"))
 }
 
+// AccessDenied reports whether err is Redis's refusal of the client's
+// credentials or rights: NOAUTH (a password is required), WRONGPASS (a
+// wrong user or password) or NOPERM (an ACL user without the right to a
+// command or key), a script's included.
+func AccessDenied(err error) bool {
+	var re redis.Error
+	if !errors.As(err, &re) {
+		return false
+	}
+	msg := re.Error()
+	for _, p := range []string{"NOAUTH", "WRONGPASS", "NOPERM"} {
+		// NB: Redis 6 wraps a script's refused call ("ERR Error running
+		// script (…): … -NOPERM …"), as it does OOM.
+		if strings.HasPrefix(msg, p) || strings.Contains(msg, "-"+p+" ") {
+			return true
+		}
+	}
+	return false
+}
+
 // WrongType says whether err is Redis's answer to a command on a key
 // that holds another type of value (WRONGTYPE): under an index's prefix,
 // a key lshdb did not write.
