@@ -7,6 +7,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/lshdb/lshdb/minhash"
 )
 
 // Ensure that on an index of storage none, query by id, explain, dedup
@@ -125,5 +127,36 @@ func TestNoneModeAgrees(t *testing.T) {
 		if e, err := d.Explain(doc.ID, m.ID); err != nil || e.SizesRuleOut {
 			t.Errorf("dedup of %s's text: duplicate of %s, which its sizes rule out (%v)", doc.ID, m.ID, err)
 		}
+	}
+}
+
+// Ensure that Get gives a document's set size on an index of storage none
+// (StoredDoc.SetLen), which keeps no set: the size the put counted, as a
+// separate hashing of its text counts it (the oracle), and 0 (unknown)
+// for a document put as a signature.
+func TestNoneModeGetSetLen(t *testing.T) {
+	d := mustOpen(t, t.TempDir(), &Options{Storage: StorageNone})
+	defer d.Close()
+	text := "the quick brown fox jumps over the lazy dog, and the quick brown fox jumps again"
+	if err := d.Put(Doc{ID: "text", Text: text}, nil); err != nil {
+		t.Fatal(err)
+	}
+	h, err := minhash.NewHasher(minhash.Options{}, minhash.SketchOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, sig := h.Document(nil, nil, text)
+	if err := d.Put(Doc{ID: "sig", Signature: sig}, nil); err != nil {
+		t.Fatal(err)
+	}
+	got, err := d.Get("text")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Shingles != nil || got.SetLen != len(set) || len(set) == 0 {
+		t.Fatalf("Get of a text put: Shingles %v, SetLen %d; want nil and %d", got.Shingles, got.SetLen, len(set))
+	}
+	if got, err = d.Get("sig"); err != nil || got.SetLen != 0 {
+		t.Fatalf("Get of a signature put: SetLen %d (%v), want 0 (unknown)", got.SetLen, err)
 	}
 }

@@ -32,6 +32,10 @@ type StoredDoc struct {
 	// the default text mode), their high 32 bits in sets mode, nil in
 	// none mode.
 	Shingles []uint64
+	// SetLen is the set's size (distinct shingles): len(Shingles) where
+	// the set is kept, and in none mode the size the put recorded (0:
+	// unknown, a document put as a signature).
+	SetLen int
 	// Signature is the MinHash signature (re-derived from the text in
 	// text mode).
 	Signature []uint32
@@ -141,6 +145,10 @@ func toDocument(n uint64, r *docData) *StoredDoc {
 	d := &StoredDoc{ID: r.ID, Num: n, HasText: r.HasText, Text: r.Text, Meta: metaOf(r.Meta), Shingles: r.Set, Signature: r.Signature}
 	if len(d.Shingles) == 0 {
 		d.Shingles = nil // NB: none mode's, as documented (it was empty, not nil)
+	}
+	d.SetLen = r.SetLen
+	if d.Shingles != nil {
+		d.SetLen = len(d.Shingles)
 	}
 	if r.Expires != 0 {
 		d.ExpiresAt = time.Unix(0, r.Expires).UTC()

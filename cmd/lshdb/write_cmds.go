@@ -1828,9 +1828,11 @@ func (a *app) getCmd() *cobra.Command {
 					return err
 				}
 				// NB: an index of storage none keeps no shingle set
-				// (Shingles is nil): its size is unknown, not 0.
-				var shingles any = len(doc.Shingles)
-				if doc.Shingles == nil {
+				// (Shingles is nil), but the size its put counted (a
+				// shell user's review, I4: it showed none); a signature
+				// put's is unknown, not 0.
+				var shingles any = doc.SetLen
+				if doc.SetLen == 0 {
 					shingles = nil
 				}
 				if a.json() {
@@ -1853,8 +1855,11 @@ func (a *app) getCmd() *cobra.Command {
 					}
 					return a.emitJSON(out)
 				}
-				if shingles == nil {
-					shingles = "(not stored: storage none)"
+				switch {
+				case doc.Shingles == nil && shingles == nil:
+					shingles = "(unknown: put as a signature; storage none keeps no set)"
+				case doc.Shingles == nil:
+					shingles = fmt.Sprintf("%d (the set itself is not stored: storage none)", doc.SetLen)
 				}
 				fmt.Fprintf(a.stdout, "id: %s\ndoc number: %d\nshingles: %v\n", tableID(doc.ID), doc.Num, shingles)
 				if !doc.ExpiresAt.IsZero() {

@@ -409,9 +409,11 @@ type DeleteResultJSON struct {
 // DocumentJSON is a stored document (get): the command's keys (id, num,
 // shingles, text, meta) and the shingle set and signature.
 type DocumentJSON struct {
-	ID         string   `json:"id"`
-	Num        uint64   `json:"num"`
-	Shingles   int      `json:"shingles"` // the set's size
+	ID  string `json:"id"`
+	Num uint64 `json:"num"`
+	// Shingles is the set's size (StoredDoc.SetLen): 0 where unknown,
+	// a signature put in none mode.
+	Shingles   int      `json:"shingles"`
 	HasText    bool     `json:"has_text"`
 	Text       *string  `json:"text,omitempty"`
 	Meta       *string  `json:"meta,omitempty"`
@@ -424,7 +426,7 @@ type DocumentJSON struct {
 
 // DocumentOut converts d for the wire.
 func DocumentOut(d *db.StoredDoc) DocumentJSON {
-	out := DocumentJSON{ID: d.ID, Num: d.Num, Shingles: len(d.Shingles), HasText: d.HasText,
+	out := DocumentJSON{ID: d.ID, Num: d.Num, Shingles: d.SetLen, HasText: d.HasText,
 		ShingleSet: make([]string, len(d.Shingles)), Signature: nonNil(d.Signature)}
 	if d.HasText {
 		out.Text = &d.Text
@@ -441,7 +443,7 @@ func DocumentOut(d *db.StoredDoc) DocumentJSON {
 
 // Document converts d back.
 func (d DocumentJSON) Document() (*db.StoredDoc, error) {
-	out := &db.StoredDoc{ID: d.ID, Num: d.Num, HasText: d.HasText, Signature: nilIfEmpty(d.Signature)}
+	out := &db.StoredDoc{ID: d.ID, Num: d.Num, HasText: d.HasText, SetLen: d.Shingles, Signature: nilIfEmpty(d.Signature)}
 	if d.Text != nil {
 		out.Text = *d.Text
 	}
