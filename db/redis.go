@@ -115,7 +115,9 @@ func redisErr(err error) error {
 		// backup" to it: an operator's review, R4).
 		return fmt.Errorf("%w: %w%w", ErrCorrupt, err, unsaid{errRepairable})
 	}
-	if rediskv.AccessDenied(err) {
+	if rediskv.AccessDenied(err) && !errors.Is(err, rediskv.ErrNotReplicated) {
+		// NB: not a write without INFO's right that a replica did not
+		// acknowledge in time: its own words say what to grant.
 		// NB: it was ErrBackend ("worth a retry": a serve answered 503,
 		// which a load balancer retries for good), with Redis's words
 		// only (an operator's review, R5).

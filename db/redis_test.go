@@ -1155,12 +1155,12 @@ func TestRedisOpenRefused(t *testing.T) {
 func TestRedisPassword(t *testing.T) {
 	addr := standaloneRedis(t, "--requirepass", "sekret")
 	_, err := Open("redis://"+addr+"/p", nil)
-	if !errors.Is(err, ErrBackend) {
-		t.Fatalf("Open without the password: %v, want ErrBackend", err)
+	if !errors.Is(err, ErrAccessDenied) {
+		t.Fatalf("Open without the password: %v, want ErrAccessDenied", err)
 	}
 	_, err = Open("redis://:wrong@"+addr+"/p", nil)
-	if !errors.Is(err, ErrBackend) || strings.Contains(err.Error(), "wrong") {
-		t.Fatalf("Open with a wrong password: %v (want ErrBackend, no password shown)", err)
+	if !errors.Is(err, ErrAccessDenied) || strings.Contains(err.Error(), "wrong") {
+		t.Fatalf("Open with a wrong password: %v (want ErrAccessDenied, no password shown)", err)
 	}
 	u := "redis://:sekret@" + addr + "/p"
 	d, err := Open(u, nil)
@@ -1567,7 +1567,8 @@ func TestRedisRepairNamesUnnamed(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	if _, err := d.PutBatch([]Doc{{ID: "kept", Text: "a document that stays where it is"}, {ID: "lost-key", Text: "a document whose id key is deleted by hand"}}, nil); err != nil {
+	if _, err := d.PutBatch([]Doc{{ID: "kept", Text: "a document that stays where it is"}, {ID: "lost-key", Text: "a document whose id key is deleted by hand"},
+		{ID: "gone", Text: "a document whose record Redis loses"}}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := d.Put(Doc{ID: "expiring", Text: "a document that expires in an hour, its id key deleted"}, &WriteOptions{TTL: time.Hour}); err != nil {
@@ -1598,9 +1599,19 @@ func TestRedisRepairNamesUnnamed(t *testing.T) {
 			t.Fatalf("deleting the id key of %s: %d, %v", id, n, err)
 		}
 	}
+	// Redis lost writes: gone's record, as a master that came back empty
+	// loses records beside ids (the sign that the ids given back are
+	// lost ones, not deleted ones).
+	goneNum, err := cc.Get(ctx, prefix+"i:gone").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := cc.Del(ctx, prefix+"d:"+goneNum).Result(); err != nil || n != 1 {
+		t.Fatalf("deleting gone's record: %d, %v", n, err)
+	}
 	res, err := d.Repair(ctx)
-	if err != nil || res.Restored != 2 || res.Orphans != 1 || len(res.Unnamed) != 0 || len(res.Lost) != 0 {
-		t.Fatalf("Repair: %+v, %v; want lost-key's and expiring's ids given back, lost-key's older copy removed", res, err)
+	if err != nil || res.Restored != 2 || res.Orphans != 1 || len(res.Unnamed) != 0 || !slices.Equal(res.Lost, []string{"gone"}) || !res.LostWrites {
+		t.Fatalf("Repair: %+v, %v; want lost-key's and expiring's ids given back, lost-key's older copy removed, gone lost", res, err)
 	}
 	if got, err := cc.Get(ctx, prefix+"i:lost-key").Result(); err != nil || got != laterNum {
 		t.Fatalf("lost-key's id names %q (%v), want its later record %s", got, err, laterNum)
@@ -2457,5 +2468,50 @@ func TestRedisAccessDenied(t *testing.T) {
 	defer d.Close()
 	if n, err := d.Count(); err != nil || n != 1 {
 		t.Fatalf("after the refused opens: %d documents (%v), want 1", n, err)
+	}
+}
+
+// Ensure that a repair does not bring back a deleted document: a replace
+// that stopped after its id moved to the new record leaves the old record
+// unmarked, and once the id is deleted (acknowledged) no id key names it.
+// Given its id back, the deleted document came back as its version before
+// the replace (a maintainer's review). With no sign that Redis lost
+// writes, it is removed and named (Unnamed). The oracle: the delete's
+// acknowledgement.
+func TestRedisRepairKeepsDeletesDeleted(t *testing.T) {
+	u := redisURL(t)
+	d, err := Open(u, &Options{ExpirySweep: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if err := d.Put(Doc{ID: "x", Text: "version one of a document that is replaced and then deleted"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Put(Doc{ID: "y", Text: "a document that stays as it is throughout"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	restore := rediskv.InjectCrash(2) // the new record and its id written; the old one not retired
+	err = d.Put(Doc{ID: "x", Text: "version two of a document that is replaced and then deleted"}, nil)
+	restore()
+	if err == nil {
+		t.Fatal("the put with a crash injected succeeded")
+	}
+	if err := d.Delete("x", nil); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	res, err := d.Repair(ctx)
+	if err != nil || res.Restored != 0 || res.LostWrites || !slices.Equal(res.Unnamed, []string{"x"}) || len(res.Lost) != 0 {
+		t.Fatalf("Repair: %+v, %v; want x's older record removed and named, nothing given back", res, err)
+	}
+	if _, err := d.Get("x"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Get(x) after the delete and the repair: %v, want ErrNotFound", err)
+	}
+	if n, err := d.Count(); err != nil || n != 1 {
+		t.Fatalf("Count: %d, %v; want 1 (y)", n, err)
+	}
+	if rep, err := d.Check(ctx); err != nil || !rep.OK() {
+		t.Fatalf("Check after the repair: %v, %v", rep.Problems, err)
 	}
 }

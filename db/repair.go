@@ -30,12 +30,22 @@ type RepairResult struct {
 	// them again.
 	Lost []string
 
-	// Unnamed (Redis) are the ids of the Orphans that no id named at all
-	// and that were not given back (Restored), in order: Redis, at its
-	// maxmemory, had no room for their ids and postings (a repair there
-	// frees memory), or a writer put the id meanwhile. Put them again if
-	// they should be stored.
+	// Unnamed (Redis) are the ids of the Orphans that no id named at all,
+	// in order: writes that stopped before their id (never acknowledged),
+	// the older copy of a replaced document that was then deleted, or,
+	// where Redis lost writes, a record whose id a writer put meanwhile.
+	// Put them again if they should be stored.
 	Unnamed []string
+	// Unrestored (Redis) are the ids of records no id named that were to
+	// be given their id back (Redis lost writes: see Restored) and were
+	// not, in order: Redis, at its maxmemory, had no room for their ids
+	// and postings. They are left as they are, out of every answer: free
+	// memory or raise maxmemory, and repair again.
+	Unrestored []string
+	// LostWrites (Redis) says that Redis showed it lost writes: an id
+	// whose record is gone, or counters gone or behind the records'
+	// numbers. Only then are records given their id back (Restored).
+	LostWrites bool
 
 	// The rest is mended on Pebble only, where it comes from damage to
 	// the files (a Pebble index's writes are atomic), not from writes
@@ -46,9 +56,14 @@ type RepairResult struct {
 	// its stored shingle set): the ids that named them are in Lost.
 	Unreadable int
 	// Restored are the ids put back for records no id named (a record
-	// names its own id): those documents are kept. On Redis too: an id
-	// key lost (evicted, deleted by hand, lost with a node) while its
-	// record was not, or a write that stopped before its id.
+	// names its own id): those documents are kept. On Redis only where
+	// Redis shows that it lost writes (an id whose record is gone, or
+	// counters gone or behind the records' numbers: a master that came
+	// back empty, a key evicted), for the latest record of each id: an
+	// id key lost while its record was not. Without such a sign a record
+	// no id names is a write that stopped before its id, or the older
+	// copy of a replaced document that was then deleted, which its id
+	// would bring back: removed (Unnamed).
 	Restored int
 	// Rewritten are the text mode records whose stored set size,
 	// fingerprint or sketch disagreed with their text, derived from the
@@ -84,12 +99,12 @@ func (r RepairResult) Changed() bool {
 // signature's) Check still reports.
 //
 // On Redis it mends what writes that stopped part way left, and what
-// Redis lost: it gives a record whose id has no key its id back
-// (Restored: an id key lost, or a write stopped before its id; the
-// latest record of an id, with its expiry), removes the other records no
-// id names, postings of no live document and ids whose record is gone
-// (Lost: those documents must be put again), and adds the postings a
-// live document is missing. Run it with no writer beside it,
+// Redis lost: where Redis shows that it lost writes it gives a record
+// whose id has no key its id back (Restored: the latest record of an id,
+// with its expiry; Unrestored at maxmemory without room), removes the
+// other records no id names, postings of no live document and ids whose
+// record is gone (Lost: those documents must be put again), and adds the
+// postings a live document is missing. Run it with no writer beside it,
 // another process's expiry sweep included (this handle's waits): the
 // index has no lock to tell it of one, and a write in flight looks half
 // done.
@@ -153,7 +168,7 @@ func (db *DB) Repair(ctx context.Context) (RepairResult, error) {
 			return RepairResult{}, db.indexGoneErr()
 		}
 		rep, err := db.rkv.Repair(ctx)
-		return RepairResult{Orphans: rep.Orphans, Dangling: rep.Dangling, Reposted: rep.Reposted, Lost: rep.Lost, Unnamed: rep.Unnamed, Restored: rep.Restored, Counters: rep.Counters}, redisErr(err)
+		return RepairResult{Orphans: rep.Orphans, Dangling: rep.Dangling, Reposted: rep.Reposted, Lost: rep.Lost, Unnamed: rep.Unnamed, Unrestored: rep.Unrestored, LostWrites: rep.LostWrites, Restored: rep.Restored, Counters: rep.Counters}, redisErr(err)
 	}
 	return db.pebbleRepair(ctx)
 }

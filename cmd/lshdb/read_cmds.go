@@ -936,7 +936,9 @@ A bucket's size counts the documents whose TTL has passed until a sweep
 removes them (a writable handle, serve's, sweeps every second; lshdb purge
 sweeps at once), where bucket lists only the live ones.
 With --output json: one object with posting_lists_per_band,
-bucket_size_histogram and hottest.`,
+bucket_size_histogram and hottest. bucket_size_histogram[i] counts the
+lists of 2^(i-1) to 2^i - 1 documents (the table's rows 1, 2-3, 4-7, …),
+[0] the empty ones.`,
 		Args: nArgs(0),
 		RunE: func(c *cobra.Command, args []string) error {
 			if top < 0 {
@@ -1271,8 +1273,12 @@ build the index again.`,
 								counted(len(r.Lost), "id", "ids"), why, messageIDs(r.Lost))
 						}
 						if len(r.Unnamed) > 0 {
-							fmt.Fprintf(a.stderr, "lshdb: removed the records of %s that no id named and that could not be given their id back (Redis at its maxmemory had no room for them, or a writer put the id meanwhile): put them again if they should be stored: %s\n",
+							fmt.Fprintf(a.stderr, "lshdb: removed the records of %s that no id named (writes that stopped before their id, or older copies of documents replaced and then deleted): put them again if they should be stored: %s\n",
 								counted(len(r.Unnamed), "id", "ids"), messageIDs(r.Unnamed))
+						}
+						if len(r.Unrestored) > 0 {
+							fmt.Fprintf(a.stderr, "lshdb: left %s without their id: Redis lost writes, and at its maxmemory has no room to give them back: free memory or raise maxmemory (CONFIG SET maxmemory), then run check --repair again: %s\n",
+								counted(len(r.Unrestored), "document", "documents"), messageIDs(r.Unrestored))
 						}
 						if len(r.RewrittenIDs) > 0 {
 							fmt.Fprintf(a.stderr, "lshdb: derived %s from their stored text again (what the record said of it disagreed with it): check their text: %s\n",

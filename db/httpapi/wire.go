@@ -1154,10 +1154,15 @@ type RepairJSON struct {
 	Lost     []string `json:"lost"` // [] when none, never null
 	// Unnamed (Redis) are the ids of the removed records no id named;
 	// absent from a server's answer (a server does not repair Redis).
-	Unnamed    []string `json:"unnamed,omitempty"`
-	Unreadable int      `json:"unreadable"`
-	Restored   int      `json:"restored"`
-	Rewritten  int      `json:"rewritten"`
+	Unnamed []string `json:"unnamed,omitempty"`
+	// Unrestored (Redis) are the ids of the records left without their
+	// id (no room at maxmemory to give it back); absent when none.
+	Unrestored []string `json:"unrestored,omitempty"`
+	// LostWrites (Redis): Redis showed it lost writes; absent when not.
+	LostWrites bool `json:"lost_writes,omitempty"`
+	Unreadable int  `json:"unreadable"`
+	Restored   int  `json:"restored"`
+	Rewritten  int  `json:"rewritten"`
 	// RewrittenIDs are the ids of the Rewritten records ([] when none).
 	RewrittenIDs []string `json:"rewritten_ids"`
 	Lists        int      `json:"lists"`
@@ -1170,14 +1175,14 @@ type RepairJSON struct {
 
 // RepairOut converts r for the wire.
 func RepairOut(r db.RepairResult) RepairJSON {
-	return RepairJSON{Orphans: r.Orphans, Dangling: r.Dangling, Reposted: r.Reposted, Lost: nonNil(r.Lost), Unnamed: r.Unnamed,
+	return RepairJSON{Orphans: r.Orphans, Dangling: r.Dangling, Reposted: r.Reposted, Lost: nonNil(r.Lost), Unnamed: r.Unnamed, Unrestored: r.Unrestored, LostWrites: r.LostWrites,
 		Unreadable: r.Unreadable, Restored: r.Restored, Rewritten: r.Rewritten, RewrittenIDs: nonNil(r.RewrittenIDs), Lists: r.Lists, Damaged: r.Damaged, Expiry: r.Expiry,
 		BadKeys: r.BadKeys, Counters: r.Counters, Changed: r.Changed()}
 }
 
 // RepairResult converts r back.
 func (r RepairJSON) RepairResult() db.RepairResult {
-	return db.RepairResult{Orphans: r.Orphans, Dangling: r.Dangling, Reposted: r.Reposted, Lost: nilIfEmpty(r.Lost), Unnamed: r.Unnamed,
+	return db.RepairResult{Orphans: r.Orphans, Dangling: r.Dangling, Reposted: r.Reposted, Lost: nilIfEmpty(r.Lost), Unnamed: r.Unnamed, Unrestored: r.Unrestored, LostWrites: r.LostWrites,
 		Unreadable: r.Unreadable, Restored: r.Restored, Rewritten: r.Rewritten, RewrittenIDs: nilIfEmpty(r.RewrittenIDs), Lists: r.Lists, Damaged: r.Damaged, Expiry: r.Expiry,
 		BadKeys: r.BadKeys, Counters: r.Counters}
 }

@@ -1670,15 +1670,27 @@ type RepairReport struct {
 	// removed: their documents are gone and must be put again.
 	Lost []string
 	// Unnamed are the ids of the Orphans that no id key named at all,
-	// in order, and that were not given back: Redis, at its maxmemory,
-	// had no room for their ids and postings (a repair there frees
-	// memory), or the id key appeared while the repair ran (a writer
-	// beside it). If they should be stored, put them again.
+	// in order: writes that stopped before their id (never
+	// acknowledged), the older copy of a replaced document that was then
+	// deleted, or, where Redis lost writes (LostWrites), an id key that
+	// appeared while the repair ran (a writer beside it). If they should
+	// be stored, put them again.
 	Unnamed []string
 	// Restored are the records no id key named, given their id back (the
-	// latest record of each id: an id key lost, or a write that stopped
-	// before its id): those documents are kept.
+	// latest record of each id), where Redis lost writes (LostWrites):
+	// those documents are kept.
 	Restored int
+	// Unrestored are the ids of records no id key named that were to be
+	// given their id back (LostWrites) and were not, in order: Redis, at
+	// its maxmemory, had no room for their ids and postings. They are
+	// left as they are (no id, no postings): free memory or raise
+	// maxmemory, and repair again.
+	Unrestored []string
+	// LostWrites says that Redis lost writes: an id key named a record
+	// that is gone, or the counters were gone or behind the records'
+	// numbers (a master that came back empty, a key evicted). Only then
+	// are records whose id has no key given it back (Restored).
+	LostWrites bool
 	// Counters says that the counters were put right: the live count
 	// differed from the live documents', or the next document number was
 	// not past every record's (Redis lost writes: the numbers would be
@@ -1699,6 +1711,7 @@ const unnameScript = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis
 func (s *Store) Repair(ctx context.Context) (RepairReport, error) {
 	var rep RepairReport
 	live := map[uint64]bool{}
+	keep := map[uint64]bool{} // records left as they are (Unrestored)
 	// Documents that expired and await the sweep are the sweep's: their
 	// records, ids and postings are left to it, and they count until it
 	// runs, as Check counts them.
@@ -1778,9 +1791,36 @@ func (s *Store) Repair(ctx context.Context) (RepairReport, error) {
 	// 3,835 of them beside the 3,810 whose record was gone (an operator's
 	// review, R1). Of two such records of one id, the later write's (the
 	// higher number) gets it; the other is an orphan.
-	restored, err := s.restoreIDs(ctx, unnamed, due)
-	if err != nil {
-		return rep, err
+	//
+	// NB: only where Redis shows that it lost writes (lostWrites): a
+	// replace stopped after its id moved to the new record leaves the old
+	// record unmarked, and once the id is deleted (acknowledged) that
+	// record has no id key either; given its id back, the deleted
+	// document came back, as its version before the replace (a
+	// maintainer's review). Without such a sign an orphan is a stopped
+	// write's, removed as before.
+	hasRecord := make(map[uint64]bool, len(nums))
+	for _, n := range nums {
+		hasRecord[n] = true
+	}
+	var restored map[uint64]string
+	if len(unnamed) > 0 {
+		lost, err := s.lostWrites(ctx, nums, hasRecord, due)
+		if err != nil {
+			return rep, err
+		}
+		rep.LostWrites = lost
+		if lost {
+			var kept map[uint64]bool
+			if restored, kept, err = s.restoreIDs(ctx, unnamed, due); err != nil {
+				return rep, err
+			}
+			for n := range kept {
+				keep[n] = true
+				rep.Unrestored = append(rep.Unrestored, unnamed[n])
+			}
+			slices.Sort(rep.Unrestored)
+		}
 	}
 	restoredIDs := make(map[string]bool, len(restored))
 	for n, id := range restored {
@@ -1793,7 +1833,7 @@ func (s *Store) Repair(ctx context.Context) (RepairReport, error) {
 	deadBuckets := make([]*redis.StringCmd, len(nums))
 	if _, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, n := range nums {
-			if !live[n] && !due[n] {
+			if !live[n] && !due[n] && !keep[n] {
 				dead = append(dead, i)
 				deadNums[i] = n
 				deadBuckets[i] = p.HGet(ctx, s.docKey(n), "b")
@@ -1842,10 +1882,6 @@ func (s *Store) Repair(ctx context.Context) (RepairReport, error) {
 	members, err := s.c.ZRange(ctx, s.expiryKey(), 0, -1).Result()
 	if err != nil {
 		return rep, err
-	}
-	hasRecord := make(map[uint64]bool, len(nums))
-	for _, n := range nums {
-		hasRecord[n] = true
 	}
 	var stale []any
 	for _, m := range members {
@@ -1970,8 +2006,9 @@ func (s *Store) Repair(ctx context.Context) (RepairReport, error) {
 // names, of records whose id has no key) back to its latest record (the
 // highest number), unless the document awaits the sweep (due): the id key
 // is set only if it is still missing, and with the record's own expiry,
-// if it has one. It returns the records given their id.
-func (s *Store) restoreIDs(ctx context.Context, unnamed map[uint64]string, due map[uint64]bool) (map[uint64]string, error) {
+// if it has one. It returns the records given their id, and those to be
+// given it that Redis had no room for (kept as they are).
+func (s *Store) restoreIDs(ctx context.Context, unnamed map[uint64]string, due map[uint64]bool) (restored map[uint64]string, kept map[uint64]bool, _ error) {
 	latest := make(map[string]uint64)
 	for n, id := range unnamed {
 		if !due[n] && n > latest[id] {
@@ -1979,17 +2016,24 @@ func (s *Store) restoreIDs(ctx context.Context, unnamed map[uint64]string, due m
 		}
 	}
 	if len(latest) == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
-	// NB: at maxmemory (noeviction) a repair must free memory, not take
-	// it: the records are then most likely a load's last batch, which
-	// the full Redis stopped before its ids, and each one given its id
-	// takes an id key and its postings (Redis refused the postings, and
-	// the repair failed). Without room for them (restoreCost each, on
-	// every master), they are removed as orphans and named (Unnamed), as
-	// before.
-	if room, limited := s.memoryRoom(ctx); limited && room < int64(len(latest))*restoreCost {
-		return nil, nil
+	// NB: at maxmemory (noeviction) each record given its id takes an id
+	// key and its postings (restoreCost each, on every master): Redis
+	// refused the postings, and the repair failed. Without room they are
+	// kept as they are, not removed: they are documents Redis lost the
+	// ids of, which the user may have no input left to put again (a
+	// maintainer's review).
+	room, limited, err := s.memoryRoom(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	if limited && room < int64(len(latest))*restoreCost {
+		kept = make(map[uint64]bool, len(latest))
+		for _, n := range latest {
+			kept[n] = true
+		}
+		return nil, kept, nil
 	}
 	ids := slices.Sorted(maps.Keys(latest))
 	ttls := make([]*redis.DurationCmd, len(ids))
@@ -1999,7 +2043,7 @@ func (s *Store) restoreIDs(ctx context.Context, unnamed map[uint64]string, due m
 		}
 		return nil
 	}); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	sets := make([]*redis.StatusCmd, len(ids))
 	if _, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
@@ -2015,33 +2059,68 @@ func (s *Store) restoreIDs(ctx context.Context, unnamed map[uint64]string, due m
 			}
 		}
 		return nil
-	}); err != nil && !errors.Is(err, redis.Nil) {
-		return nil, err
+	}); err != nil && !errors.Is(err, redis.Nil) && !OutOfMemory(err) {
+		return nil, nil, err
 	}
-	out := make(map[uint64]string)
-	full := false
+	restored = make(map[uint64]string)
 	for i, c := range sets {
-		// NB: redis.Nil: the id key is there now (a writer beside the
-		// repair, which it must not have): the record stays an orphan.
-		if c != nil && c.Err() == nil {
-			out[latest[ids[i]]] = ids[i]
-		}
-		full = full || c != nil && OutOfMemory(c.Err())
-	}
-	if full {
-		// NB: Redis filled anyway (see above): the ids set are taken
-		// back, and the records removed as orphans.
-		if _, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for n, id := range out {
-				p.Eval(ctx, s.script(unnameScript), []string{s.idKey(id)}, n)
+		switch {
+		case c == nil:
+		case c.Err() == nil:
+			restored[latest[ids[i]]] = ids[i]
+		case OutOfMemory(c.Err()):
+			// NB: Redis filled anyway (see above): kept as it is.
+			if kept == nil {
+				kept = map[uint64]bool{}
 			}
-			return nil
-		}); err != nil && !errors.Is(err, redis.Nil) {
-			return nil, err
+			kept[latest[ids[i]]] = true
+		case errors.Is(c.Err(), redis.Nil):
+			// NB: the id key is there now (a writer beside the repair,
+			// which it must not have): the record stays an orphan.
+		default:
+			return nil, nil, c.Err()
 		}
-		return nil, nil
 	}
-	return out, nil
+	return restored, kept, nil
+}
+
+// errLostWrites stops lostWrites' scan at its first sign.
+var errLostWrites = errors.New("rediskv: Redis lost writes")
+
+// lostWrites reports whether Redis shows that it lost writes: counters
+// gone or behind the records' numbers (nums), or an id key that names a
+// number with no record (hasRecord) that is not awaiting the sweep (due).
+// No write of lshdb's leaves either: a record is written before its id,
+// and an id deleted before its record.
+func (s *Store) lostWrites(ctx context.Context, nums []uint64, hasRecord, due map[uint64]bool) (bool, error) {
+	next, err := s.c.HGet(ctx, s.countersKey(), "next").Uint64()
+	if errors.Is(err, redis.Nil) {
+		return true, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	for _, n := range nums {
+		if n > next {
+			return true, nil
+		}
+	}
+	err = s.scanPages(ctx, s.prefix+"i:*", func(c *redis.Client, keys []string) error {
+		vals, err := cmdsOf(ctx, c, keys, func(p redis.Pipeliner, k string) *redis.StringCmd { return p.Get(ctx, k) })
+		if err != nil {
+			return err
+		}
+		for _, v := range vals {
+			if n, err := v.Uint64(); err == nil && !hasRecord[n] && !due[n] {
+				return errLostWrites
+			}
+		}
+		return nil
+	})
+	if errors.Is(err, errLostWrites) {
+		return true, nil
+	}
+	return false, err
 }
 
 // restoreCost is what restoreIDs counts a record given its id back may
@@ -2050,13 +2129,17 @@ func (s *Store) restoreIDs(ctx context.Context, unnamed map[uint64]string, due m
 const restoreCost = 4 << 10
 
 // memoryRoom returns the least room any master has below its maxmemory,
-// and whether any has one (INFO memory; a server that does not answer
-// counts as having no room).
-func (s *Store) memoryRoom(ctx context.Context) (room int64, limited bool) {
+// and whether any has one (INFO memory; a server that does not answer is
+// an error: the repair stops, where it counted as having no room, and the
+// records were removed).
+func (s *Store) memoryRoom(ctx context.Context) (room int64, limited bool, _ error) {
 	var mu sync.Mutex
 	room = math.MaxInt64
-	s.eachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
-		r, lim := memoryRoomOf(ctx, c)
+	err := s.eachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
+		r, lim, err := memoryRoomOf(ctx, c)
+		if err != nil {
+			return err
+		}
 		mu.Lock()
 		defer mu.Unlock()
 		if lim {
@@ -2065,15 +2148,15 @@ func (s *Store) memoryRoom(ctx context.Context) (room int64, limited bool) {
 		}
 		return nil
 	})
-	return room, limited
+	return room, limited, err
 }
 
 // memoryRoomOf returns maxmemory less used_memory of one server, and
-// whether it has a maxmemory (0 if it does not answer).
-func memoryRoomOf(ctx context.Context, c *redis.Client) (int64, bool) {
+// whether it has a maxmemory.
+func memoryRoomOf(ctx context.Context, c *redis.Client) (int64, bool, error) {
 	info, err := c.Info(ctx, "memory").Result()
 	if err != nil {
-		return 0, true
+		return 0, false, err
 	}
 	var used, maxMem int64
 	for _, line := range strings.Split(info, "\n") {
@@ -2085,9 +2168,9 @@ func memoryRoomOf(ctx context.Context, c *redis.Client) (int64, bool) {
 		}
 	}
 	if maxMem == 0 {
-		return 0, false
+		return 0, false, nil
 	}
-	return maxMem - used, true
+	return maxMem - used, true, nil
 }
 
 // badExpiryMembers are the expiry set's members that did not parse.
