@@ -462,7 +462,7 @@ func openIn(dir string, o Options, created bool) (*DB, error) {
 		release()
 		return nil, err
 	}
-	manifestDamage, err := acceptManifestDamage(o, dir, popts)
+	manifestDamage, err := acceptManifestDamage(o, dir, popts, logDamage != nil && logDamage.Kept != "")
 	if err != nil {
 		release()
 		return nil, err

@@ -418,7 +418,7 @@ func acceptLogDamage(o Options, dir string) (*LogDamageError, error) {
 // torn: whole records after a damaged one mean the bytes were changed
 // after they were written. (A new manifest's first two records are
 // synced together, but the marker names it only once they are.)
-func acceptManifestDamage(o Options, dir string, popts *pebble.Options) (*LogDamageError, error) {
+func acceptManifestDamage(o Options, dir string, popts *pebble.Options, walCut bool) (*LogDamageError, error) {
 	names, err := o.fs.List(dir)
 	if err != nil || !ownFormat(names) {
 		return nil, nil // NB: Pebble's open says what is wrong with dir
@@ -453,8 +453,15 @@ func acceptManifestDamage(o Options, dir string, popts *pebble.Options) (*LogDam
 		// table they list, or the lshdb manifest may be in a table added
 		// since): a read-only open finds out first, changing nothing.
 		if err := opensBeforeDamage(dir, popts); err != nil {
-			return nil, fmt.Errorf("%w: %s: the store's manifest %s is damaged at byte %d, and the index does not open as of its records before the damage either, so accepting the loss does not help (%w): restore a backup; no file was changed",
-				ErrCorrupt, dir, dmg.Log, dmg.Offset, firstLine{err})
+			// NB: the write-ahead log's damage is accepted first (with a
+			// copy kept): "no file was changed" was then untrue (a
+			// maintainer's review).
+			changed := "no file was changed"
+			if walCut {
+				changed = "the damaged write-ahead log was cut already (its copy is kept beside it), and no other file was changed"
+			}
+			return nil, fmt.Errorf("%w: %s: the store's manifest %s is damaged at byte %d, and the index does not open as of its records before the damage either, so accepting the loss does not help (%w): restore a backup; %s",
+				ErrCorrupt, dir, dmg.Log, dmg.Offset, firstLine{err}, changed)
 		}
 		// NB: only copied here: the manifest is cut once the open has
 		// succeeded (cutManifest). Pebble reads it to the damage alone.

@@ -268,9 +268,10 @@ var writerHeartbeat = WriterHeartbeat
 // oldest first: a handle is seen at its open and every WriterHeartbeat
 // until it closes, so one not seen for several heartbeats is most likely
 // a process killed with the index open (or one made by an lshdb before
-// the heartbeat, seen at its open only). The times are the writers'
-// clocks: a skew between hosts shows in them. The zero time is a
-// registration lshdb did not write. On Pebble it returns none.
+// the heartbeat, seen at its open only). The times are the Redis
+// server's, told on this host's clock (as their age there), so a skew
+// between hosts does not age a writer. The zero time is a registration
+// lshdb did not write. On Pebble it returns none.
 func (db *DB) OtherWritersSeen(ctx context.Context) ([]time.Time, error) {
 	if err := db.enter(); err != nil {
 		return nil, err

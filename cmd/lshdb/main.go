@@ -471,7 +471,12 @@ func (a *app) exitCode(err error) int {
 	if errors.Is(err, db.ErrDiskFull) {
 		line = optionNames(err, line)
 	}
-	if errors.Is(err, db.ErrCorrupt) {
+	var logDamage *db.LogDamageError
+	if errors.Is(err, db.ErrCorrupt) && !errors.As(err, &logDamage) {
+		// NB: a damaged log's message says what to do (check --repair
+		// accepts the loss): "records cannot mend it: restore a backup"
+		// after it contradicted it (a maintainer's review).
+		//
 		// NB: by the kind of damage: every corrupt error advised check
 		// --repair, check --repair's own on a table whose checksum fails
 		// too, which sent the reader round in a loop.
