@@ -16,6 +16,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -238,17 +239,60 @@ func (db *DB) startSweeper() {
 	}
 	// NB: a sweep at once, then every interval: a command that opens an
 	// index for less than the interval still sweeps what is due.
+	var failing sweepFailures
 	db.repeat(0, db.opts.ExpirySweep, func() bool {
 		// NB: a Redis index found gone was said once by the heartbeat;
 		// its refused sweep is not said at every tick.
 		if db.gone.Load() {
 			return false
 		}
-		if _, err := db.SweepExpired(db.closing); err != nil && !errors.Is(err, ErrClosed) && db.closing.Err() == nil {
-			db.opts.Logger.Warn("lshdb: sweeping expired documents", "err", err)
+		_, err := db.SweepExpired(db.closing)
+		if sweepFault != nil && err == nil {
+			err = sweepFault()
 		}
+		if errors.Is(err, ErrClosed) || db.closing.Err() != nil {
+			return true
+		}
+		failing.report(db.opts.Logger, err, time.Now())
 		return true
 	})
+}
+
+// sweepFault, when set by a test, is an error the background sweep
+// reports after a sweep that succeeded.
+var sweepFault func() error
+
+// sweepLogEvery is how often the background sweep says that it still
+// fails.
+const sweepLogEvery = time.Minute
+
+// sweepFailures says the background sweep's failures without a line a
+// tick: the first failure at once, then how many more every
+// sweepLogEvery while they last, and the first success after them. NB:
+// serve sweeps every second, and a Redis failover (10-20 s) wrote a
+// warning a second (an operator's review, R7).
+type sweepFailures struct {
+	since, said time.Time // of the first failure and the last line; zero: not failing
+	total, more int       // failures in all, and since the last line
+}
+
+func (f *sweepFailures) report(log *slog.Logger, err error, now time.Time) {
+	switch {
+	case err == nil && !f.since.IsZero():
+		log.Info("lshdb: sweeping expired documents works again", "failed_for", now.Sub(f.since).Round(time.Second), "failures", f.total)
+		*f = sweepFailures{}
+	case err == nil:
+	case f.since.IsZero():
+		log.Warn("lshdb: sweeping expired documents", "err", err)
+		f.since, f.said, f.total = now, now, 1
+	default:
+		f.total++
+		f.more++
+		if now.Sub(f.said) >= sweepLogEvery {
+			log.Warn("lshdb: sweeping expired documents still fails", "err", err, "failures_since_last_said", f.more, "failing_for", now.Sub(f.since).Round(time.Second))
+			f.said, f.more = now, 0
+		}
+	}
 }
 
 // repeat runs f on its own goroutine after first, then every interval (a

@@ -1,9 +1,11 @@
 package db
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"slices"
 	"strings"
@@ -733,5 +735,72 @@ func TestStatsCountsTheExpiryIndex(t *testing.T) {
 	}
 	if st, err = d.Stats(context.Background(), 0); err != nil || st.StoredBytes["expiry"] != 0 {
 		t.Errorf("after the deletes: %d bytes of expiry index, %v; want 0", st.StoredBytes["expiry"], err)
+	}
+}
+
+// Ensure that the background sweep's failures are said without a line a
+// tick (serve sweeps every second; a Redis failover wrote a warning a
+// second: an operator's review, R7): the first at once, then one line a
+// sweepLogEvery with the count since the last, and the first success
+// after them. The oracle: the lines a model of that rule gives for a
+// timeline of failures, checked on report itself, and on a handle whose
+// sweeps fail 30 times in a row.
+func TestSweepFailuresSaidOnce(t *testing.T) {
+	var buf bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+		if a.Key == slog.TimeKey {
+			return slog.Attr{}
+		}
+		return a
+	}}))
+	var f sweepFailures
+	t0 := time.Unix(1_000_000, 0)
+	boom := errors.New("boom")
+	// One failure a second for 150 s, then a success: the first said,
+	// then at 60 s (59 more) and 120 s (60 more), then the success.
+	for s := 0; s < 150; s++ {
+		f.report(log, boom, t0.Add(time.Duration(s)*time.Second))
+	}
+	f.report(log, nil, t0.Add(150*time.Second))
+	f.report(log, nil, t0.Add(151*time.Second))
+	want := []string{
+		`level=WARN msg="lshdb: sweeping expired documents" err=boom`,
+		`level=WARN msg="lshdb: sweeping expired documents still fails" err=boom failures_since_last_said=60 failing_for=1m0s`,
+		`level=WARN msg="lshdb: sweeping expired documents still fails" err=boom failures_since_last_said=60 failing_for=2m0s`,
+		`level=INFO msg="lshdb: sweeping expired documents works again" failed_for=2m30s failures=150`,
+	}
+	if got := strings.Split(strings.TrimSpace(buf.String()), "\n"); !slices.Equal(got, want) {
+		t.Fatalf("lines said:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+
+	// A handle whose sweeps fail 30 times, then succeed.
+	var mu sync.Mutex
+	var lines syncBuffer
+	failures := 0
+	sweepFault = func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		if failures < 30 {
+			failures++
+			return boom
+		}
+		return nil
+	}
+	defer func() { sweepFault = nil }()
+	d, err := Open("db", &Options{fs: vfs.NewMem(), ExpirySweep: 10 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(&lines, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(lines.String(), "works again") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no success said in 30 s: %s", lines.String())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	d.Close()
+	out := lines.String()
+	if n := strings.Count(out, "level=WARN"); n != 1 || !strings.Contains(out, "failures=30") {
+		t.Fatalf("30 failures within a minute said in %d warnings (want 1), then %q", n, out)
 	}
 }
