@@ -586,6 +586,9 @@ func (db *DB) redisDelete(ids []string, o *WriteOptions) (DeleteResult, error) {
 		return res, nil
 	}
 	r, err := db.rkv.Apply(db.redisWriteCtx(), &rediskv.WriteSet{Deletes: stored})
+	if errors.Is(err, rediskv.ErrCountersLost) {
+		db.foundForeign.Store(true) // NB: as redisWrite's
+	}
 	if err != nil {
 		return DeleteResult{}, redisErr(err)
 	}

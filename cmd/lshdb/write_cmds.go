@@ -2207,10 +2207,10 @@ Nothing asks again: --yes says you mean it.`,
 			// again (and refuses it if another process took it meanwhile).
 			n := uint64(0)
 			known := false // n is the index's count
+			var cerr error // why it is not, where the index opened
 			var writers []time.Time
 			var werr error // why the other writers could not be counted
 			if d, err := db.Open(a.dbDir, &db.Options{ReadOnly: true, ExpirySweep: -1}); err == nil {
-				var cerr error
 				n, cerr = d.Count()
 				known = cerr == nil
 				writers, werr = d.OtherWritersSeen(a.ctx)
@@ -2237,7 +2237,11 @@ Nothing asks again: --yes says you mean it.`,
 				if a.json() {
 					return a.emitJSON(map[string]any{"dropped": rediskv.Redact(a.dbDir), "docs": nil})
 				}
-				_, err := fmt.Fprintln(a.stdout, "dropped the index (its documents could not be counted: it did not open)")
+				why := "it did not open"
+				if cerr != nil {
+					why = escControls(cerr.Error())
+				}
+				_, err := fmt.Fprintf(a.stdout, "dropped the index (its documents could not be counted: %s)\n", why)
 				return err
 			}
 			if a.json() {
