@@ -247,8 +247,8 @@ func (db *DB) startSweeper() {
 			return false
 		}
 		_, err := db.SweepExpired(db.closing)
-		if sweepFault != nil && err == nil {
-			err = sweepFault()
+		if db.opts.sweepFault != nil && err == nil {
+			err = db.opts.sweepFault()
 		}
 		if errors.Is(err, ErrClosed) || db.closing.Err() != nil {
 			return true
@@ -257,10 +257,6 @@ func (db *DB) startSweeper() {
 		return true
 	})
 }
-
-// sweepFault, when set by a test, is an error the background sweep
-// reports after a sweep that succeeded.
-var sweepFault func() error
 
 // sweepLogEvery is how often the background sweep says that it still
 // fails.
@@ -274,6 +270,7 @@ const sweepLogEvery = time.Minute
 type sweepFailures struct {
 	since, said time.Time // of the first failure and the last line; zero: not failing
 	total, more int       // failures in all, and since the last line
+	last        string    // the error said last
 }
 
 func (f *sweepFailures) report(log *slog.Logger, err error, now time.Time) {
@@ -284,11 +281,14 @@ func (f *sweepFailures) report(log *slog.Logger, err error, now time.Time) {
 	case err == nil:
 	case f.since.IsZero():
 		log.Warn("lshdb: sweeping expired documents", "err", err)
-		f.since, f.said, f.total = now, now, 1
+		f.since, f.said, f.total, f.last = now, now, 1, err.Error()
 	default:
 		f.total++
 		f.more++
-		if now.Sub(f.said) >= sweepLogEvery {
+		// NB: another error is said at once (the first one's count
+		// with it), not a minute later.
+		if now.Sub(f.said) >= sweepLogEvery || err.Error() != f.last {
+			f.last = err.Error()
 			log.Warn("lshdb: sweeping expired documents still fails", "err", err, "failures_since_last_said", f.more, "failing_for", now.Sub(f.since).Round(time.Second))
 			f.said, f.more = now, 0
 		}

@@ -761,13 +761,17 @@ func TestSweepFailuresSaidOnce(t *testing.T) {
 	for s := 0; s < 150; s++ {
 		f.report(log, boom, t0.Add(time.Duration(s)*time.Second))
 	}
-	f.report(log, nil, t0.Add(150*time.Second))
-	f.report(log, nil, t0.Add(151*time.Second))
+	// Another error is said at once, then not again within the minute.
+	f.report(log, errors.New("bang"), t0.Add(150*time.Second))
+	f.report(log, errors.New("bang"), t0.Add(151*time.Second))
+	f.report(log, nil, t0.Add(152*time.Second))
+	f.report(log, nil, t0.Add(153*time.Second))
 	want := []string{
 		`level=WARN msg="lshdb: sweeping expired documents" err=boom`,
 		`level=WARN msg="lshdb: sweeping expired documents still fails" err=boom failures_since_last_said=60 failing_for=1m0s`,
 		`level=WARN msg="lshdb: sweeping expired documents still fails" err=boom failures_since_last_said=60 failing_for=2m0s`,
-		`level=INFO msg="lshdb: sweeping expired documents works again" failed_for=2m30s failures=150`,
+		`level=WARN msg="lshdb: sweeping expired documents still fails" err=bang failures_since_last_said=30 failing_for=2m30s`,
+		`level=INFO msg="lshdb: sweeping expired documents works again" failed_for=2m32s failures=152`,
 	}
 	if got := strings.Split(strings.TrimSpace(buf.String()), "\n"); !slices.Equal(got, want) {
 		t.Fatalf("lines said:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
@@ -777,7 +781,7 @@ func TestSweepFailuresSaidOnce(t *testing.T) {
 	var mu sync.Mutex
 	var lines syncBuffer
 	failures := 0
-	sweepFault = func() error {
+	fault := func() error {
 		mu.Lock()
 		defer mu.Unlock()
 		if failures < 30 {
@@ -786,8 +790,7 @@ func TestSweepFailuresSaidOnce(t *testing.T) {
 		}
 		return nil
 	}
-	defer func() { sweepFault = nil }()
-	d, err := Open("db", &Options{fs: vfs.NewMem(), ExpirySweep: 10 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(&lines, nil))})
+	d, err := Open("db", &Options{fs: vfs.NewMem(), ExpirySweep: 10 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(&lines, nil)), sweepFault: fault})
 	if err != nil {
 		t.Fatal(err)
 	}

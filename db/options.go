@@ -200,6 +200,23 @@ type Options struct {
 	// had replaced a table they list), Open fails with ErrCorrupt and
 	// changes nothing. DB.ManifestDamage says what was accepted.
 	AcceptLogDamage bool
+	// RestoreLostIDs makes Repair on a Redis index give a record whose
+	// id has no key its id back (the latest record of each id, with its
+	// expiry: RepairResult.Restored), for an index whose Redis lost keys
+	// (a master that came back empty, an evicted key). Without it such a
+	// record is removed (Unnamed: a write that stopped before its id, or
+	// the older copy of a document replaced and then deleted, which its
+	// id would bring back), or, where Redis shows that it lost writes
+	// (RepairResult.LostWrites), left as it is (Unrestored) for the
+	// caller to choose. NB: a document deleted since its id was lost may
+	// come back with it. Ignored on Pebble, whose Repair always gives an
+	// id back (its writes are atomic). Default: false.
+	RestoreLostIDs bool
+	// RemoveUnnamed makes Repair on a Redis index remove every record
+	// whose id has no key (RepairResult.Unnamed), where Redis lost writes
+	// too (which leaves them: Unrestored): for an index whose documents
+	// are put again from their inputs. Ignored on Pebble. Default: false.
+	RemoveUnnamed bool
 	// LockTimeout is how long Open waits for another process (or DB
 	// value) to release the database before it fails with ErrLocked.
 	// Default: 0, fail at once.
@@ -246,6 +263,11 @@ type Options struct {
 	// test sets it (vfs.NewCrashableMem()). NB: unexported, so that no
 	// Pebble type is in the public API.
 	fs vfs.FS
+
+	// sweepFault, when a test sets it, is an error the background sweep
+	// reports after a sweep that succeeded (a field, not a package
+	// variable: other tests' handles sweep meanwhile).
+	sweepFault func() error
 }
 
 // handleOptions are the options a DB runs with: Options, defaults filled
@@ -321,6 +343,8 @@ func (o *Options) validate() error {
 		return invalid("ShingleSize %d is outside 1..%d", o.ShingleSize, minhash.MaxK)
 	case o.LockTimeout < 0:
 		return invalid("LockTimeout %v is negative", o.LockTimeout)
+	case o.RestoreLostIDs && o.RemoveUnnamed:
+		return invalid("RestoreLostIDs and RemoveUnnamed ask opposite things of Repair: give one")
 	case o.ExpirySweep > 0 && o.ExpirySweep < minExpirySweep:
 		// NB: a bare number is nanoseconds: ExpirySweep: 1 meant as a
 		// second swept without pause, a core busy on an idle index.

@@ -121,7 +121,12 @@ func redisErr(err error) error {
 		// NB: it was ErrBackend ("worth a retry": a serve answered 503,
 		// which a load balancer retries for good), with Redis's words
 		// only (an operator's review, R5).
-		return fmt.Errorf("%w: redis: Redis refused the index's credentials or their rights: give the password in the URL (redis://:PASSWORD@HOST:PORT, or redis://USER:PASSWORD@… for an ACL user, whose rules must allow every command on the index's keys): %w", ErrAccessDenied, err)
+		if rediskv.BadCredentials(err) {
+			return fmt.Errorf("%w: redis: Redis refused the index's credentials: give the password in the URL (redis://:PASSWORD@HOST:PORT, or redis://USER:PASSWORD@… for an ACL user): %w", ErrAccessDenied, err)
+		}
+		// NB: the password was right (a maintainer's review: it said
+		// "give the password" to a user whose key patterns were short).
+		return fmt.Errorf("%w: redis: Redis refused a command or key to the index's ACL user: its rules must allow every command lshdb runs (+@all, or at least reads, writes, scripts and +info) on every key (~*: an index's keys are not all under lshdb:NAME:, its counters and write tokens are hash-tagged): %w", ErrAccessDenied, err)
 	}
 	if rediskv.OutOfMemory(err) {
 		// NB: Redis's words ("OOM command not allowed when used memory >

@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -1552,23 +1551,26 @@ func TestRedisSyncWithoutInfo(t *testing.T) {
 	}
 }
 
-// Ensure that a Redis repair gives a record whose id key is gone its id
-// back (the record names it), as Pebble's does, and keeps the document:
-// it removed such records, so after a master came back empty a repair
-// removed the documents whose id key alone was lost, about as many again
-// as Redis had lost (an operator's review, R1). Of two records of one
-// id, the later (higher number) gets it; an expiring document's id gets
-// the record's expiry. The oracle: the documents written, read back by
-// id, query and count, and the keys read with a client of its own.
+// Ensure that a Redis repair keeps the records whose id key is gone where
+// Redis shows that it lost writes (an id whose record is gone), and gives
+// them their id back when asked (Options.RestoreLostIDs), keeping the
+// documents: it removed such records, so after a master came back empty a
+// repair removed the documents whose id key alone was lost, about as many
+// again as Redis had lost (an operator's review, R1). A repair that left
+// them leaves them again, though it removed the sign (a maintainer's
+// review). Of two records of one id, the later (higher number) gets it; an
+// expiring document's id gets the record's expiry. The oracle: the
+// documents written, read back by id, query and count, and the keys read
+// with a client of its own.
 func TestRedisRepairNamesUnnamed(t *testing.T) {
 	u := redisURL(t)
 	d, err := Open(u, &Options{Threshold: 0.6, ExpirySweep: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer d.Close()
+	defer func() { d.Close() }()
 	if _, err := d.PutBatch([]Doc{{ID: "kept", Text: "a document that stays where it is"}, {ID: "lost-key", Text: "a document whose id key is deleted by hand"},
-		{ID: "gone", Text: "a document whose record Redis loses"}}, nil); err != nil {
+		{ID: "gone", Text: "a document whose record Redis loses"}, {ID: "spare", Text: "a document deleted to free its number"}}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := d.Put(Doc{ID: "expiring", Text: "a document that expires in an hour, its id key deleted"}, &WriteOptions{TTL: time.Hour}); err != nil {
@@ -1578,20 +1580,27 @@ func TestRedisRepairNamesUnnamed(t *testing.T) {
 	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: redisCluster.Addrs})
 	defer cc.Close()
 	prefix := "lshdb:" + t.Name() + ":"
-	lostNum, err := cc.Get(ctx, prefix+"i:lost-key").Result()
-	if err != nil {
+	num := func(id string) string {
+		t.Helper()
+		n, err := cc.Get(ctx, prefix+"i:"+id).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	lostNum, spareNum, goneNum := num("lost-key"), num("spare"), num("gone")
+	if err := d.Delete("spare", nil); err != nil {
 		t.Fatal(err)
 	}
-	// A later copy of lost-key's record, at a higher number than its own
-	// (what a replacement that stopped before its id leaves): the id goes
+	// A later copy of lost-key's record, at spare's number (below the
+	// counters' next: only the id scan tells that Redis lost writes),
+	// what a replacement that stopped before its id leaves: the id goes
 	// to the later record, and the earlier is removed.
 	rec, err := cc.HGetAll(ctx, prefix+"d:"+lostNum).Result()
 	if err != nil || len(rec) == 0 {
 		t.Fatalf("reading lost-key's record: %v, %v", rec, err)
 	}
-	n, _ := strconv.Atoi(lostNum)
-	laterNum := strconv.Itoa(n + 1000)
-	if err := cc.HSet(ctx, prefix+"d:"+laterNum, rec).Err(); err != nil {
+	if err := cc.HSet(ctx, prefix+"d:"+spareNum, rec).Err(); err != nil {
 		t.Fatal(err)
 	}
 	for _, id := range []string{"lost-key", "expiring"} {
@@ -1600,21 +1609,33 @@ func TestRedisRepairNamesUnnamed(t *testing.T) {
 		}
 	}
 	// Redis lost writes: gone's record, as a master that came back empty
-	// loses records beside ids (the sign that the ids given back are
-	// lost ones, not deleted ones).
-	goneNum, err := cc.Get(ctx, prefix+"i:gone").Result()
-	if err != nil {
-		t.Fatal(err)
-	}
+	// loses records beside ids.
 	if n, err := cc.Del(ctx, prefix+"d:"+goneNum).Result(); err != nil || n != 1 {
 		t.Fatalf("deleting gone's record: %d, %v", n, err)
 	}
+	unrestored := []string{"expiring", "lost-key"}
 	res, err := d.Repair(ctx)
-	if err != nil || res.Restored != 2 || res.Orphans != 1 || len(res.Unnamed) != 0 || !slices.Equal(res.Lost, []string{"gone"}) || !res.LostWrites {
-		t.Fatalf("Repair: %+v, %v; want lost-key's and expiring's ids given back, lost-key's older copy removed, gone lost", res, err)
+	if err != nil || res.Restored != 0 || res.Orphans != 0 || len(res.Unnamed) != 0 || !slices.Equal(res.Unrestored, unrestored) || !slices.Equal(res.Lost, []string{"gone"}) || !res.LostWrites {
+		t.Fatalf("Repair: %+v, %v; want lost-key's and expiring's records left, gone lost", res, err)
 	}
-	if got, err := cc.Get(ctx, prefix+"i:lost-key").Result(); err != nil || got != laterNum {
-		t.Fatalf("lost-key's id names %q (%v), want its later record %s", got, err, laterNum)
+	// Again: gone's id is removed now, and the counters right; the
+	// records are left still.
+	if res, err = d.Repair(ctx); err != nil || res.Orphans != 0 || !slices.Equal(res.Unrestored, unrestored) || len(res.Lost) != 0 || !res.LostWrites {
+		t.Fatalf("a second Repair: %+v, %v; want the records left again", res, err)
+	}
+	if _, err := d.Get("lost-key"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Get(lost-key) before its id is given back: %v, want ErrNotFound", err)
+	}
+	d.Close()
+	if d, err = Open(u, &Options{Threshold: 0.6, ExpirySweep: -1, RestoreLostIDs: true}); err != nil {
+		t.Fatal(err)
+	}
+	res, err = d.Repair(ctx)
+	if err != nil || res.Restored != 2 || res.Orphans != 1 || len(res.Unnamed) != 0 || len(res.Unrestored) != 0 || len(res.Lost) != 0 {
+		t.Fatalf("Repair with RestoreLostIDs: %+v, %v; want lost-key's and expiring's ids given back, lost-key's older copy removed", res, err)
+	}
+	if got, err := cc.Get(ctx, prefix+"i:lost-key").Result(); err != nil || got != spareNum {
+		t.Fatalf("lost-key's id names %q (%v), want its later record %s", got, err, spareNum)
 	}
 	if n, err := cc.Exists(ctx, prefix+"d:"+lostNum).Result(); err != nil || n != 0 {
 		t.Fatalf("the earlier copy of lost-key's record: %d keys, %v; want it removed", n, err)
@@ -1636,6 +1657,51 @@ func TestRedisRepairNamesUnnamed(t *testing.T) {
 	}
 	if rep, err := d.Check(ctx); err != nil || !rep.OK() {
 		t.Fatalf("Check after the repair: %v, %v", rep.Problems, err)
+	}
+	// The sign is forgotten once nothing is left.
+	if got, err := cc.HExists(ctx, "{lshdb:"+t.Name()+"}:counters", "lostwrites").Result(); err != nil || got {
+		t.Fatalf("the counters' lostwrites field after the repair that left nothing: %v, %v; want gone", got, err)
+	}
+}
+
+// Ensure that RemoveUnnamed removes the records no id names where Redis
+// lost writes (a repair leaves them without it), naming them.
+func TestRedisRepairRemoveUnnamed(t *testing.T) {
+	u := redisURL(t)
+	d, err := Open(u, &Options{ExpirySweep: -1, RemoveUnnamed: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if _, err := d.PutBatch([]Doc{{ID: "kept", Text: "a document that stays where it is"}, {ID: "nameless", Text: "a document whose id key is deleted by hand"},
+		{ID: "gone", Text: "a document whose record Redis loses"}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: redisCluster.Addrs})
+	defer cc.Close()
+	prefix := "lshdb:" + t.Name() + ":"
+	goneNum, err := cc.Get(ctx, prefix+"i:gone").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{prefix + "d:" + goneNum, prefix + "i:nameless"} {
+		if err := cc.Del(ctx, k).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res, err := d.Repair(ctx)
+	if err != nil || res.Orphans != 1 || !slices.Equal(res.Unnamed, []string{"nameless"}) || len(res.Unrestored) != 0 || !slices.Equal(res.Lost, []string{"gone"}) || !res.LostWrites {
+		t.Fatalf("Repair with RemoveUnnamed: %+v, %v; want nameless's record removed and named", res, err)
+	}
+	if n, err := d.Count(); err != nil || n != 1 {
+		t.Fatalf("Count: %d, %v; want 1 (kept)", n, err)
+	}
+	if rep, err := d.Check(ctx); err != nil || !rep.OK() {
+		t.Fatalf("Check after the repair: %v, %v", rep.Problems, err)
+	}
+	if _, err := Open(u, &Options{RestoreLostIDs: true, RemoveUnnamed: true}); !errors.Is(err, ErrInvalidOptions) {
+		t.Fatalf("Open with RestoreLostIDs and RemoveUnnamed: %v, want ErrInvalidOptions", err)
 	}
 }
 
@@ -2461,13 +2527,47 @@ func TestRedisAccessDenied(t *testing.T) {
 			t.Fatalf("Drop with %s: %v, want ErrAccessDenied", c.name, err)
 		}
 	}
+	// A user whose key patterns leave out the hash-tagged write tokens
+	// opens the index, and a put is refused inside a script (which Redis
+	// words without NOPERM): ErrAccessDenied, naming the rights, not the
+	// password.
+	name := u[strings.LastIndex(u, "/")+1:]
+	for _, addr := range redisCluster.Addrs {
+		c := redis.NewClient(&redis.Options{Addr: addr})
+		err := c.Do(ctx, "ACL", "SETUSER", "lshdb-prefix", "on", ">pw", "~lshdb:"+name+":*", "~{lshdb:"+name+"}:*", "+@all").Err()
+		if err == nil {
+			t.Cleanup(func() { c.Do(ctx, "ACL", "DELUSER", "lshdb-prefix"); c.Close() })
+		} else {
+			c.Close()
+			t.Fatal(err)
+		}
+	}
+	// Redis words a script's refused call without NOPERM.
+	uc := redis.NewClient(&redis.Options{Addr: redisCluster.Addrs[0], Username: "lshdb-prefix", Password: "pw"})
+	err = uc.Eval(ctx, "return redis.call('GET', 'elsewhere')", nil).Err()
+	uc.Close()
+	if !rediskv.NoRights(err) {
+		t.Fatalf("a script's call to a key the user may not reach: %v, not taken for a refusal of rights", err)
+	}
+	if p, err := Open(at("lshdb-prefix:pw"), nil); err == nil {
+		err = p.Put(Doc{ID: "b", Text: "a document whose write reaches a key the user may not"}, nil)
+		p.Close()
+		if !errors.Is(err, ErrAccessDenied) || errors.Is(err, ErrBackend) || strings.Contains(err.Error(), "give the password") || !strings.Contains(err.Error(), "ACL user") {
+			t.Fatalf("a put by a user without every key: %v, want ErrAccessDenied naming the ACL user's rights", err)
+		}
+	} else if !errors.Is(err, ErrAccessDenied) {
+		t.Fatalf("Open by a user without every key: %v, want ErrAccessDenied", err)
+	}
 	d, err = Open(u, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer d.Close()
+	if _, err := d.Repair(ctx); err != nil {
+		t.Fatal(err)
+	}
 	if n, err := d.Count(); err != nil || n != 1 {
-		t.Fatalf("after the refused opens: %d documents (%v), want 1", n, err)
+		t.Fatalf("after the refused opens and put, and a repair: %d documents (%v), want 1", n, err)
 	}
 }
 

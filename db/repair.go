@@ -8,6 +8,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/lshdb/lshdb/codec"
+	"github.com/lshdb/lshdb/internal/rediskv"
 	"github.com/lshdb/lshdb/minhash"
 )
 
@@ -32,19 +33,22 @@ type RepairResult struct {
 
 	// Unnamed (Redis) are the ids of the Orphans that no id named at all,
 	// in order: writes that stopped before their id (never acknowledged),
-	// the older copy of a replaced document that was then deleted, or,
-	// where Redis lost writes, a record whose id a writer put meanwhile.
+	// or the older copy of a replaced document that was then deleted.
 	// Put them again if they should be stored.
 	Unnamed []string
-	// Unrestored (Redis) are the ids of records no id named that were to
-	// be given their id back (Redis lost writes: see Restored) and were
-	// not, in order: Redis, at its maxmemory, had no room for their ids
-	// and postings. They are left as they are, out of every answer: free
-	// memory or raise maxmemory, and repair again.
+	// Unrestored (Redis) are the ids of records no id named that were
+	// left as they are, out of every answer, in order: Redis showed that
+	// it lost writes (LostWrites), so they may be documents whose id key
+	// Redis lost, and neither Options.RestoreLostIDs (check --repair
+	// --restore-ids: gives them their ids back) nor RemoveUnnamed
+	// (--remove-unnamed: removes them) was set; or RestoreLostIDs was,
+	// and Redis, at its maxmemory, had no room for their ids and postings
+	// (free memory, and repair again).
 	Unrestored []string
-	// LostWrites (Redis) says that Redis showed it lost writes: an id
+	// LostWrites (Redis) says that Redis showed it lost writes, in this
+	// repair or in one before it that left records Unrestored: an id
 	// whose record is gone, or counters gone or behind the records'
-	// numbers. Only then are records given their id back (Restored).
+	// numbers. Looked for only where records have no id key.
 	LostWrites bool
 
 	// The rest is mended on Pebble only, where it comes from damage to
@@ -56,14 +60,11 @@ type RepairResult struct {
 	// its stored shingle set): the ids that named them are in Lost.
 	Unreadable int
 	// Restored are the ids put back for records no id named (a record
-	// names its own id): those documents are kept. On Redis only where
-	// Redis shows that it lost writes (an id whose record is gone, or
-	// counters gone or behind the records' numbers: a master that came
-	// back empty, a key evicted), for the latest record of each id: an
-	// id key lost while its record was not. Without such a sign a record
-	// no id names is a write that stopped before its id, or the older
-	// copy of a replaced document that was then deleted, which its id
-	// would bring back: removed (Unnamed).
+	// names its own id): those documents are kept. On Redis only with
+	// Options.RestoreLostIDs, for the latest record of each id: where
+	// Redis lost id keys, a record no id names may be a document whose
+	// id was lost, or the older copy of a document replaced and then
+	// deleted, which its id would bring back; no record tells which.
 	Restored int
 	// Rewritten are the text mode records whose stored set size,
 	// fingerprint or sketch disagreed with their text, derived from the
@@ -99,10 +100,10 @@ func (r RepairResult) Changed() bool {
 // signature's) Check still reports.
 //
 // On Redis it mends what writes that stopped part way left, and what
-// Redis lost: where Redis shows that it lost writes it gives a record
-// whose id has no key its id back (Restored: the latest record of an id,
-// with its expiry; Unrestored at maxmemory without room), removes the
-// other records no id names, postings of no live document and ids whose
+// Redis lost: it removes records no id names (Unnamed), or leaves them
+// (Unrestored) where Redis shows that it lost writes, or gives them
+// their id back (Restored) with Options.RestoreLostIDs; it removes
+// postings of no live document and ids whose
 // record is gone (Lost: those documents must be put again), and adds the
 // postings a live document is missing. Run it with no writer beside it,
 // another process's expiry sweep included (this handle's waits): the
@@ -167,7 +168,7 @@ func (db *DB) Repair(ctx context.Context) (RepairResult, error) {
 		if db.gone.Load() {
 			return RepairResult{}, db.indexGoneErr()
 		}
-		rep, err := db.rkv.Repair(ctx)
+		rep, err := db.rkv.RepairWith(ctx, rediskv.RepairOptions{RestoreIDs: db.opts.RestoreLostIDs, RemoveUnnamed: db.opts.RemoveUnnamed})
 		return RepairResult{Orphans: rep.Orphans, Dangling: rep.Dangling, Reposted: rep.Reposted, Lost: rep.Lost, Unnamed: rep.Unnamed, Unrestored: rep.Unrestored, LostWrites: rep.LostWrites, Restored: rep.Restored, Counters: rep.Counters}, redisErr(err)
 	}
 	return db.pebbleRepair(ctx)

@@ -1160,7 +1160,7 @@ func repairSummary(r db.RepairResult, onRedis bool) string {
 }
 
 func (a *app) checkCmd() *cobra.Command {
-	var repair, force bool
+	var repair, force, restoreIDs, removeUnnamed bool
 	c := &cobra.Command{
 		Use:   "check --db DIR [--repair]",
 		Short: "Full consistency check; exit 1 with the problems if any",
@@ -1177,7 +1177,12 @@ keys, so a crash between a write's steps leaves them): records no id
 names and postings of no live document are removed, and the postings a
 live document is missing added; ids whose record is gone are removed and
 listed, as are the ids of records no id names: put those documents again.
-Run it there with no writer beside it: another process's writes, or its
+Where Redis shows that it lost writes (an id whose record is gone: a master
+that came back empty, an evicted key), records no id names may be
+documents whose id key Redis lost: they are left as they are and listed,
+for you to choose: --restore-ids gives them their ids back (a document
+deleted since its id was lost may come back), --remove-unnamed removes
+them (put them again from their inputs). Run it there with no writer beside it: another process's writes, or its
 expiry sweep, look half done, and their documents would be removed. It is
 refused while other processes have the index open to write (as lshdb drop
 is), naming when each was last seen; --force repairs under them (one
@@ -1198,6 +1203,12 @@ build the index again.`,
 			if force && !repair {
 				return usagef("--force is for --repair on Redis: a check alone writes nothing")
 			}
+			if (restoreIDs || removeUnnamed) && !repair {
+				return usagef("--restore-ids and --remove-unnamed are for --repair on Redis: a check alone writes nothing")
+			}
+			if restoreIDs && removeUnnamed {
+				return usagef("--restore-ids and --remove-unnamed ask opposite things: give one")
+			}
 			open := a.withIndex
 			if repair {
 				// NB: with no background sweep: one that expired documents
@@ -1208,7 +1219,7 @@ build the index again.`,
 					// damage, a copy of it kept; so is a damaged manifest,
 					// where the index opens as of its records before the
 					// damage.
-					d, closeDB, err := a.openDB(&db.Options{MustExist: true, ExpirySweep: -1, AcceptLogDamage: true})
+					d, closeDB, err := a.openDB(&db.Options{MustExist: true, ExpirySweep: -1, AcceptLogDamage: true, RestoreLostIDs: restoreIDs, RemoveUnnamed: removeUnnamed})
 					if err != nil {
 						return err
 					}
@@ -1276,9 +1287,13 @@ build the index again.`,
 							fmt.Fprintf(a.stderr, "lshdb: removed the records of %s that no id named (writes that stopped before their id, or older copies of documents replaced and then deleted): put them again if they should be stored: %s\n",
 								counted(len(r.Unnamed), "id", "ids"), messageIDs(r.Unnamed))
 						}
-						if len(r.Unrestored) > 0 {
-							fmt.Fprintf(a.stderr, "lshdb: left %s without their id: Redis lost writes, and at its maxmemory has no room to give them back: free memory or raise maxmemory (CONFIG SET maxmemory), then run check --repair again: %s\n",
-								counted(len(r.Unrestored), "document", "documents"), messageIDs(r.Unrestored))
+						switch {
+						case len(r.Unrestored) > 0 && restoreIDs:
+							fmt.Fprintf(a.stderr, "lshdb: left the records of %s without their id: Redis at its maxmemory has no room to give them back: free memory or raise maxmemory (CONFIG SET maxmemory), then run check --repair --restore-ids again: %s\n",
+								counted(len(r.Unrestored), "id", "ids"), messageIDs(r.Unrestored))
+						case len(r.Unrestored) > 0:
+							fmt.Fprintf(a.stderr, "lshdb: left the records of %s that no id names as they are: Redis lost writes (an id whose record was gone, or counters gone or behind), so they may be documents whose id key Redis lost, or writes that stopped before their id, or older copies of documents replaced and then deleted (no record tells which): check --repair --restore-ids gives them their ids back (a document deleted since may come back), check --repair --remove-unnamed removes them (put them again from their inputs): %s\n",
+								counted(len(r.Unrestored), "id", "ids"), messageIDs(r.Unrestored))
 						}
 						if len(r.RewrittenIDs) > 0 {
 							fmt.Fprintf(a.stderr, "lshdb: derived %s from their stored text again (what the record said of it disagreed with it): check their text: %s\n",
@@ -1343,6 +1358,8 @@ build the index again.`,
 	}
 	c.Flags().BoolVar(&repair, "repair", false, "first mend what the check would find in the index's structure, from the records (on Redis: with no writer beside it)")
 	c.Flags().BoolVar(&force, "force", false, "with --repair on Redis: repair even while other processes have the index open to write")
+	c.Flags().BoolVar(&restoreIDs, "restore-ids", false, "with --repair on Redis: give records that no id names their ids back (where Redis lost id keys; a document deleted since may come back)")
+	c.Flags().BoolVar(&removeUnnamed, "remove-unnamed", false, "with --repair on Redis: remove records that no id names, where Redis lost writes too (their documents are put again from their inputs)")
 	return c
 }
 

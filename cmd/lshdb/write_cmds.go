@@ -1515,7 +1515,7 @@ func stoppedErr(done, through, maybe string, err error) error {
 		// NB: an attached command's batch (or a document in it) over the
 		// serving owner's limit: said without naming the limit.
 		return fmt.Errorf("%s; stopped: %w (the serving owner's --max-body; a document larger than it cannot be sent)", done, err)
-	case errors.Is(err, db.ErrBackend):
+	case errors.Is(err, db.ErrBackend), errors.Is(err, db.ErrAccessDenied):
 		// NB: "committed 0 documents" of a Redis batch whose replicas did
 		// not answer in time, though it was stored: a failed Redis write
 		// may be stored, whole or in part.
@@ -1997,7 +1997,7 @@ have deleted some; run it again with --ignore-missing, then check --repair.`,
 					}
 					return fmt.Errorf("%w (nothing deleted%s: a delete is all or nothing; --ignore-missing passes over the ids not stored)", err, more)
 				}
-				if err != nil && errors.Is(err, db.ErrBackend) && db.IsRedisURL(a.dbDir) {
+				if err != nil && (errors.Is(err, db.ErrBackend) || errors.Is(err, db.ErrAccessDenied)) && db.IsRedisURL(a.dbDir) {
 					// NB: the error said only Redis's words (LOADING), and
 					// info still counted the documents whose ids were gone
 					// (a review's R2).

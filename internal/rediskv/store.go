@@ -506,23 +506,32 @@ func OutOfMemory(err error) bool {
 }
 
 // AccessDenied reports whether err is Redis's refusal of the client's
-// credentials or rights: NOAUTH (a password is required), WRONGPASS (a
-// wrong user or password) or NOPERM (an ACL user without the right to a
-// command or key), a script's included.
+// credentials (NOAUTH: a password is required; WRONGPASS: a wrong user or
+// password) or rights (NOPERM, or a script's call refused: an ACL user
+// without the right to a command or key).
 func AccessDenied(err error) bool {
+	return BadCredentials(err) || NoRights(err)
+}
+
+// BadCredentials reports whether err is Redis's NOAUTH or WRONGPASS.
+func BadCredentials(err error) bool {
+	var re redis.Error
+	return errors.As(err, &re) && (strings.HasPrefix(re.Error(), "NOAUTH") || strings.HasPrefix(re.Error(), "WRONGPASS"))
+}
+
+// NoRights reports whether err is Redis's refusal of a command or key to
+// an ACL user: NOPERM, or a script's call refused, which Redis words
+// otherwise ("ERR The user executing the script can't run this command
+// or subcommand", "… can't access at least one of the keys …" in 6.2 and
+// 7.0; "ERR ACL failure in script: …" from 7.2).
+func NoRights(err error) bool {
 	var re redis.Error
 	if !errors.As(err, &re) {
 		return false
 	}
 	msg := re.Error()
-	for _, p := range []string{"NOAUTH", "WRONGPASS", "NOPERM"} {
-		// NB: Redis 6 wraps a script's refused call ("ERR Error running
-		// script (…): … -NOPERM …"), as it does OOM.
-		if strings.HasPrefix(msg, p) || strings.Contains(msg, "-"+p+" ") {
-			return true
-		}
-	}
-	return false
+	return strings.HasPrefix(msg, "NOPERM") || strings.Contains(msg, "ACL failure in script") ||
+		strings.Contains(msg, "user executing the script can't")
 }
 
 // WrongType says whether err is Redis's answer to a command on a key
@@ -1671,25 +1680,24 @@ type RepairReport struct {
 	Lost []string
 	// Unnamed are the ids of the Orphans that no id key named at all,
 	// in order: writes that stopped before their id (never
-	// acknowledged), the older copy of a replaced document that was then
-	// deleted, or, where Redis lost writes (LostWrites), an id key that
-	// appeared while the repair ran (a writer beside it). If they should
-	// be stored, put them again.
+	// acknowledged), or the older copy of a replaced document that was
+	// then deleted. If they should be stored, put them again.
 	Unnamed []string
 	// Restored are the records no id key named, given their id back (the
-	// latest record of each id), where Redis lost writes (LostWrites):
-	// those documents are kept.
+	// latest record of each id: RepairOptions.RestoreIDs): those
+	// documents are kept.
 	Restored int
-	// Unrestored are the ids of records no id key named that were to be
-	// given their id back (LostWrites) and were not, in order: Redis, at
-	// its maxmemory, had no room for their ids and postings. They are
-	// left as they are (no id, no postings): free memory or raise
-	// maxmemory, and repair again.
+	// Unrestored are the ids of records no id key named that were left
+	// as they are (no id, no postings), in order: Redis lost writes
+	// (LostWrites) and RestoreIDs was not set, or it was and Redis, at
+	// its maxmemory, had no room for their ids and postings.
 	Unrestored []string
 	// LostWrites says that Redis lost writes: an id key named a record
 	// that is gone, or the counters were gone or behind the records'
-	// numbers (a master that came back empty, a key evicted). Only then
-	// are records whose id has no key given it back (Restored).
+	// numbers (a master that came back empty, a key evicted), in this
+	// repair or in one before it that left records unrestored (a field
+	// of the counters keeps it). Looked for only where records have no
+	// id key.
 	LostWrites bool
 	// Counters says that the counters were put right: the live count
 	// differed from the live documents', or the next document number was
@@ -1702,13 +1710,32 @@ type RepairReport struct {
 // ARGV[1], and returns 1; else 0.
 const unnameScript = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`
 
-// Repair mends what an Apply that stopped part way left: it gives a
-// record whose id has no key its id back (restoreIDs), removes records
-// no id names otherwise (with their postings) and postings whose record is
+// RepairOptions are RepairWith's.
+type RepairOptions struct {
+	// RestoreIDs gives a record whose id has no key its id back (the
+	// latest record of each id), where it is removed, or left as it is
+	// where Redis lost writes: for an index whose Redis lost keys. A
+	// document deleted since may come back (the older copy of a document
+	// replaced and then deleted has no id key either).
+	RestoreIDs bool
+	// RemoveUnnamed removes every record whose id has no key (but the
+	// documents awaiting the sweep), where Redis lost writes too: for an
+	// index whose documents are put again from their inputs.
+	RemoveUnnamed bool
+}
+
+// Repair is RepairWith with no options.
+func (s *Store) Repair(ctx context.Context) (RepairReport, error) {
+	return s.RepairWith(ctx, RepairOptions{})
+}
+
+// RepairWith mends what an Apply that stopped part way left: it removes
+// records no id names (with their postings), or leaves them where Redis
+// lost writes, or gives them their id back (RestoreIDs); postings whose record is
 // missing or deleted, and adds again a live document's postings that are
 // missing; and ids that name no live record (what a lost record leaves),
 // listed in Lost. It must not run beside writers (as db's check --repair).
-func (s *Store) Repair(ctx context.Context) (RepairReport, error) {
+func (s *Store) RepairWith(ctx context.Context, o RepairOptions) (RepairReport, error) {
 	var rep RepairReport
 	live := map[uint64]bool{}
 	keep := map[uint64]bool{} // records left as they are (Unrestored)
@@ -1781,24 +1808,20 @@ func (s *Store) Repair(ctx context.Context) (RepairReport, error) {
 	} else {
 		return rep, err
 	}
-	// Records whose id has no key at all get it back, as on Pebble: the
-	// record names its id, and is either an id key lost (evicted, deleted
-	// by hand, lost with a node that failed before its replica had it),
-	// or a write that stopped before its id (never acknowledged: it may
-	// land or not), or a delete that stopped after its id (the same).
-	// Removed, as they were, the documents an id key's loss left whole
-	// were lost with it: after a master came back empty, a repair removed
-	// 3,835 of them beside the 3,810 whose record was gone (an operator's
-	// review, R1). Of two such records of one id, the later write's (the
-	// higher number) gets it; the other is an orphan.
-	//
-	// NB: only where Redis shows that it lost writes (lostWrites): a
-	// replace stopped after its id moved to the new record leaves the old
-	// record unmarked, and once the id is deleted (acknowledged) that
-	// record has no id key either; given its id back, the deleted
-	// document came back, as its version before the replace (a
-	// maintainer's review). Without such a sign an orphan is a stopped
-	// write's, removed as before.
+	// Records whose id has no key at all: a write that stopped before
+	// its id (never acknowledged: it may land or not), the older copy of
+	// a document replaced and then deleted (a replace stopped after its
+	// id moved leaves the old record unmarked; once the id is deleted no
+	// key names it), or an id key Redis lost (evicted, lost with a node
+	// that failed before its replica had it). No record tells which.
+	// Removed, the documents whose id key Redis lost were lost with it
+	// (after a master came back empty a repair removed 3,835 of them
+	// beside the 3,810 whose record was gone: an operator's review, R1);
+	// given their id back, a deleted document came back (a maintainer's
+	// review). So: given back only when asked (RestoreIDs, the latest
+	// record of each id); else left as they are where Redis shows that
+	// it lost writes (lostWrites), for the caller to choose; else
+	// removed.
 	hasRecord := make(map[uint64]bool, len(nums))
 	for _, n := range nums {
 		hasRecord[n] = true
@@ -1810,17 +1833,26 @@ func (s *Store) Repair(ctx context.Context) (RepairReport, error) {
 			return rep, err
 		}
 		rep.LostWrites = lost
-		if lost {
-			var kept map[uint64]bool
+		var kept map[uint64]bool
+		switch {
+		case o.RestoreIDs:
 			if restored, kept, err = s.restoreIDs(ctx, unnamed, due); err != nil {
 				return rep, err
 			}
-			for n := range kept {
-				keep[n] = true
-				rep.Unrestored = append(rep.Unrestored, unnamed[n])
+		case lost && !o.RemoveUnnamed:
+			kept = make(map[uint64]bool, len(unnamed))
+			for n := range unnamed {
+				if !due[n] {
+					kept[n] = true
+				}
 			}
-			slices.Sort(rep.Unrestored)
 		}
+		for n := range kept {
+			keep[n] = true
+			rep.Unrestored = append(rep.Unrestored, unnamed[n])
+		}
+		slices.Sort(rep.Unrestored)
+		rep.Unrestored = slices.Compact(rep.Unrestored)
 	}
 	restoredIDs := make(map[string]bool, len(restored))
 	for n, id := range restored {
@@ -1909,6 +1941,11 @@ func (s *Store) Repair(ctx context.Context) (RepairReport, error) {
 		return rep, err
 	}
 	rep.Counters = changed == 1
+	// NB: a script, flagged to run at maxmemory (where records were left
+	// for want of room); nothing left unrestored: the field is removed.
+	if err := s.c.Eval(ctx, s.script(lostWritesScript), []string{s.countersKey()}, len(rep.Unrestored) > 0).Err(); err != nil && !errors.Is(err, redis.Nil) {
+		return rep, err
+	}
 	if s.mark != "" {
 		// NB: counters lost and made again by the repair hold no mark,
 		// and every handle's puts would be refused.
@@ -2084,6 +2121,17 @@ func (s *Store) restoreIDs(ctx context.Context, unnamed map[uint64]string, due m
 	return restored, kept, nil
 }
 
+// lostWritesField is the counters' field that a repair which left records
+// unrestored sets (to "1"), so that the repairs after it leave them too
+// (LostWrites): that one removed the ids whose record was gone, and put
+// the counters right, the signs lostWrites looks for, and a repair after
+// it removed the records it had left (a maintainer's review).
+const lostWritesField = "lostwrites"
+
+// lostWritesScript sets lostWritesField of the counters (KEYS[1]) where
+// ARGV[1] is 1, else removes it.
+const lostWritesScript = `if ARGV[1] == '1' then return redis.call('HSET', KEYS[1], '` + lostWritesField + `', '1') end return redis.call('HDEL', KEYS[1], '` + lostWritesField + `')`
+
 // errLostWrites stops lostWrites' scan at its first sign.
 var errLostWrites = errors.New("rediskv: Redis lost writes")
 
@@ -2093,12 +2141,17 @@ var errLostWrites = errors.New("rediskv: Redis lost writes")
 // No write of lshdb's leaves either: a record is written before its id,
 // and an id deleted before its record.
 func (s *Store) lostWrites(ctx context.Context, nums []uint64, hasRecord, due map[uint64]bool) (bool, error) {
-	next, err := s.c.HGet(ctx, s.countersKey(), "next").Uint64()
-	if errors.Is(err, redis.Nil) {
-		return true, nil
-	}
+	vs, err := s.c.HMGet(ctx, s.countersKey(), "next", lostWritesField).Result()
 	if err != nil {
 		return false, err
+	}
+	if v, _ := vs[1].(string); v == "1" {
+		return true, nil // NB: said by a repair before this one
+	}
+	nv, _ := vs[0].(string)
+	next, err := strconv.ParseUint(nv, 10, 64)
+	if err != nil {
+		return true, nil // NB: the counters gone (or not lshdb's)
 	}
 	for _, n := range nums {
 		if n > next {
@@ -2110,8 +2163,25 @@ func (s *Store) lostWrites(ctx context.Context, nums []uint64, hasRecord, due ma
 		if err != nil {
 			return err
 		}
-		for _, v := range vals {
+		var gone []string // ids naming no record
+		for i, v := range vals {
 			if n, err := v.Uint64(); err == nil && !hasRecord[n] && !due[n] {
+				gone = append(gone, keys[i])
+			}
+		}
+		if len(gone) == 0 {
+			return nil
+		}
+		// NB: an id with a TTL is no sign: the sweep deletes a record
+		// by the client's clock and leaves its id to its TTL, which
+		// runs out by Redis's; a client clock ahead leaves such ids for
+		// as long as it is ahead (a maintainer's review).
+		ttls, err := cmdsOf(ctx, c, gone, func(p redis.Pipeliner, k string) *redis.DurationCmd { return p.PTTL(ctx, k) })
+		if err != nil {
+			return err
+		}
+		for _, t := range ttls {
+			if t.Val() == -1 {
 				return errLostWrites
 			}
 		}
@@ -2137,6 +2207,9 @@ func (s *Store) memoryRoom(ctx context.Context) (room int64, limited bool, _ err
 	room = math.MaxInt64
 	err := s.eachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
 		r, lim, err := memoryRoomOf(ctx, c)
+		if NoRights(err) {
+			return fmt.Errorf("giving ids back reads INFO memory of every master, to know whether Redis has room (grant the user +info): %w", err)
+		}
 		if err != nil {
 			return err
 		}
