@@ -104,6 +104,11 @@ func redisErr(err error) error {
 	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return err
 	}
+	if errors.Is(err, rediskv.ErrCountersGone) {
+		// NB: a read's (Count, Info, Stats); a write's is told apart
+		// from an index gone (redisWrite).
+		return fmt.Errorf("%w: the index's counters are gone from Redis (lost with a restart without persistence, or evicted), so its documents cannot be counted: stop every writer, and lshdb check --repair puts them back: %w%w", ErrCorrupt, err, unsaid{errRepairable})
+	}
 	if errors.Is(err, rediskv.ErrForeignValue) || rediskv.WrongType(err) {
 		// NB: it was ErrBackend ("worth a retry": HTTP 503), which no
 		// retry mends, naming no key.

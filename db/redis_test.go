@@ -2615,3 +2615,47 @@ func TestRedisRepairKeepsDeletesDeleted(t *testing.T) {
 		t.Fatalf("Check after the repair: %v, %v", rep.Problems, err)
 	}
 }
+
+// Ensure that a Redis index whose counters are gone says so where it is
+// counted (Count, Info, Stats: it counted 0 documents, and info said 0 of
+// an index that held them, an operator's review R8), as repairable
+// damage; that Check reports it; and that Repair puts the count back.
+// The oracle: the documents put.
+func TestRedisCountersGoneCounted(t *testing.T) {
+	u := redisURL(t)
+	d, err := Open(u, &Options{ExpirySweep: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if _, err := d.PutBatch([]Doc{{ID: "a", Text: "the first of three documents"}, {ID: "b", Text: "the second of three documents"}, {ID: "c", Text: "the third of three documents"}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: redisCluster.Addrs})
+	defer cc.Close()
+	if n, err := cc.Del(ctx, "{lshdb:"+t.Name()+"}:counters").Result(); err != nil || n != 1 {
+		t.Fatalf("deleting the counters: %d, %v", n, err)
+	}
+	if n, err := d.Count(); !errors.Is(err, ErrCorrupt) || !Repairable(err) {
+		t.Fatalf("Count with the counters gone: %d, %v; want repairable ErrCorrupt", n, err)
+	}
+	if _, err := d.Info(); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("Info with the counters gone: %v; want ErrCorrupt", err)
+	}
+	if _, err := d.Stats(ctx, 0); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("Stats with the counters gone: %v; want ErrCorrupt", err)
+	}
+	if rep, err := d.Check(ctx); err != nil || rep.OK() || !strings.Contains(strings.Join(rep.Problems, "\n"), "counters are gone") {
+		t.Fatalf("Check with the counters gone: %+v, %v; want it reported", rep, err)
+	}
+	if res, err := d.Repair(ctx); err != nil || !res.Counters {
+		t.Fatalf("Repair: %+v, %v; want the counters put back", res, err)
+	}
+	if n, err := d.Count(); err != nil || n != 3 {
+		t.Fatalf("Count after the repair: %d, %v; want 3", n, err)
+	}
+	if rep, err := d.Check(ctx); err != nil || !rep.OK() {
+		t.Fatalf("Check after the repair: %v, %v", rep.Problems, err)
+	}
+}

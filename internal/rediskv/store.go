@@ -1547,24 +1547,28 @@ func (s *Store) DocNums(ctx context.Context, ids []string) ([]uint64, error) {
 	return out, nil
 }
 
-// Count returns the number of documents stored.
+// Count returns the number of documents stored, or ErrCountersGone where
+// the counters are (see Counters).
 func (s *Store) Count(ctx context.Context) (uint64, error) {
-	n, err := s.c.HGet(ctx, s.countersKey(), "live").Int64()
-	if errors.Is(err, redis.Nil) {
-		return 0, nil
-	}
-	// NB: an index written before retirements were counted once may hold
-	// a counter below zero (Repair sets it right).
-	return uint64(max(n, 0)), err
+	_, n, err := s.Counters(ctx)
+	return n, err
 }
 
 // Counters returns, in one read, the last doc number handed out (the
-// documents ever written) and the number of documents stored.
+// documents ever written) and the number of documents stored; or
+// ErrCountersGone where the counters are gone (a writable handle makes
+// them at its open: MarkCounters), which Repair puts back. NB: it
+// counted 0 documents, and info and stats said 0 of an index that held
+// them (an operator's review, R8).
 func (s *Store) Counters(ctx context.Context) (written, live uint64, err error) {
-	vs, err := s.c.HMGet(ctx, s.countersKey(), "next", "live").Result()
+	vs, err := s.c.HMGet(ctx, s.countersKey(), "next", "live", "index").Result()
 	if err != nil {
 		return 0, 0, err
 	}
+	if vs[0] == nil && vs[1] == nil && vs[2] == nil {
+		return 0, 0, fmt.Errorf("%w (%s holds nothing)", ErrCountersGone, s.countersKey())
+	}
+	vs = vs[:2]
 	out := [2]uint64{}
 	for i, v := range vs {
 		if str, ok := v.(string); ok {
@@ -2422,7 +2426,9 @@ func (s *Store) Check(ctx context.Context, bands int) (*CheckReport, error) {
 			gone++
 		}
 	}
-	if n, err := s.Count(ctx); err != nil {
+	if n, err := s.Count(ctx); errors.Is(err, ErrCountersGone) {
+		problems = slices.Insert(problems, 0, "the counters are gone (lost with a restart without persistence, or evicted): the documents cannot be counted")
+	} else if err != nil {
 		return nil, err
 	} else if n != uint64(len(idNum)+gone) {
 		// NB: first: a report cut at its first problems (the command
