@@ -120,9 +120,15 @@ func redisErr(err error) error {
 		// backup" to it: an operator's review, R4).
 		return fmt.Errorf("%w: %w%w", ErrCorrupt, err, unsaid{errRepairable})
 	}
-	if rediskv.AccessDenied(err) && !errors.Is(err, rediskv.ErrNotReplicated) {
-		// NB: not a write without INFO's right that a replica did not
-		// acknowledge in time: its own words say what to grant.
+	if rediskv.AccessDenied(err) && errors.Is(err, rediskv.ErrNotReplicated) {
+		// NB: a write that no replica acknowledged in time, by a user
+		// without INFO's right, which tells a server with no replica:
+		// its own words say what to grant, and every write to such a
+		// server fails so until it is granted (it was ErrBackend, worth
+		// a retry: a maintainer's review).
+		return fmt.Errorf("%w: redis: %w", ErrAccessDenied, err)
+	}
+	if rediskv.AccessDenied(err) {
 		// NB: it was ErrBackend ("worth a retry": a serve answered 503,
 		// which a load balancer retries for good), with Redis's words
 		// only (an operator's review, R5).
