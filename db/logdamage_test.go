@@ -509,7 +509,11 @@ func pebbleRecords(b []byte, num uint32) (int, error) {
 
 // scanBytes scans log b as newestLogDamage scans a file.
 func scanBytes(b []byte, num uint32) logScan {
-	s := logScan{num: num, end: -1}
+	return scanBlocks(logScan{num: num, end: -1}, b)
+}
+
+// scanBlocks runs s over b block by block, as a scan of a file does.
+func scanBlocks(s logScan, b []byte) logScan {
 	for off := 0; off < len(b); off += logBlockSize {
 		s.block(int64(off), b[off:min(off+logBlockSize, len(b))])
 	}

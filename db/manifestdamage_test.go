@@ -310,11 +310,7 @@ func pebbleManifest(t *testing.T, rng *rand.Rand, nrec int) ([]byte, []int64) {
 // scanManifestBytes scans manifest bytes b as acceptManifestDamage scans
 // a file.
 func scanManifestBytes(b []byte) logScan {
-	s := logScan{end: -1, legacy: true}
-	for off := 0; off < len(b); off += logBlockSize {
-		s.block(int64(off), b[off:min(off+logBlockSize, len(b))])
-	}
-	return s
+	return scanBlocks(logScan{end: -1, legacy: true}, b)
 }
 
 // Ensure that the scan of a MANIFEST agrees with the layout that

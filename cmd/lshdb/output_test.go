@@ -535,8 +535,11 @@ func TestScoreSidesWithThreshold(t *testing.T) {
 	}
 }
 
-// explain of a pair just under the threshold shows enough digits to say so.
-func TestExplainJustUnderThreshold(t *testing.T) {
+// justUnderIndex makes an index of word 1-shingles holding A (words
+// w0…w9998) and B (w0…w7998): exact Jaccard 7999/9999, just under the
+// default threshold 0.8.
+func justUnderIndex(t *testing.T) string {
+	t.Helper()
 	dir := filepath.Join(t.TempDir(), "idx")
 	var a, b []string
 	for i := range 9999 {
@@ -552,6 +555,12 @@ func TestExplainJustUnderThreshold(t *testing.T) {
 	if out, errOut, code := runLine([]string{"insert", "--db", dir, "-"}, in); code != 0 {
 		t.Fatalf("insert: %s%s", out, errOut)
 	}
+	return dir
+}
+
+// explain of a pair just under the threshold shows enough digits to say so.
+func TestExplainJustUnderThreshold(t *testing.T) {
+	dir := justUnderIndex(t)
 	out, errOut, code := runLine([]string{"explain", "--db", dir, "A", "B"}, "")
 	// NB: 7999/9999, by hand.
 	if code != 0 || !strings.Contains(out, "exact Jaccard 0.79998, ") || !strings.Contains(out, "below the threshold") {
@@ -565,21 +574,7 @@ func TestExplainJustUnderThreshold(t *testing.T) {
 // flag the verdict was the index threshold's alone (a shell user's
 // review, I2). The oracle: the query's own answer at each threshold.
 func TestExplainThreshold(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "idx")
-	var a, b []string
-	for i := range 9999 {
-		a = append(a, fmt.Sprint("w", i))
-		if i < 7999 {
-			b = append(b, fmt.Sprint("w", i))
-		}
-	}
-	in := fmt.Sprintf("{\"id\":\"A\",\"text\":%q}\n{\"id\":\"B\",\"text\":%q}\n", strings.Join(a, " "), strings.Join(b, " "))
-	if out, errOut, code := runLine([]string{"create", "--db", dir, "--shingle", "word", "--shingle-size", "1"}, ""); code != 0 {
-		t.Fatalf("create: %s%s", out, errOut)
-	}
-	if out, errOut, code := runLine([]string{"insert", "--db", dir, "-"}, in); code != 0 {
-		t.Fatalf("insert: %s%s", out, errOut)
-	}
+	dir := justUnderIndex(t)
 	seen := map[bool]int{}
 	for _, th := range []string{"0.5", "0.79", "0.79998", "0.8", "0.9"} {
 		out, errOut, code := runLine([]string{"explain", "--db", dir, "A", "B", "--threshold", th}, "")
