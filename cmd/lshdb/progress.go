@@ -129,7 +129,7 @@ func byteUnit(n int64) string { return humanBytes(uint64(max(n, 0))) }
 // a line every interval saying the same; done clears the bar. An attached
 // index reports no progress: nothing is shown.
 func (a *app) phaseBar(what string) (ctx context.Context, done func()) {
-	report, done := a.phaseReporter(what, time.Now())
+	report, done := a.phaseReporter(what, time.Now(), nil)
 	if report == nil {
 		return a.ctx, done
 	}
@@ -138,13 +138,20 @@ func (a *app) phaseBar(what string) (ctx context.Context, done func()) {
 
 // phaseReporter is phaseBar's reporter, to be given to db.WithProgress
 // (nil when --progress shows nothing), and its done; lines count the
-// elapsed time from start.
-func (a *app) phaseReporter(what string, start time.Time) (report func(db.Progress), done func()) {
+// elapsed time from start. first, when not nil, is the phase already
+// under way: the heartbeat's lines say it from the start, where they
+// said "running" until report was first called.
+//
+// NB: a build's stages start this way, after its reading; its heartbeat
+// could tick before the first stage was reported and write "build:
+// running" between the reading's lines and the stages' (a CI run under
+// the race detector did).
+func (a *app) phaseReporter(what string, start time.Time, first *db.Progress) (report func(db.Progress), done func()) {
 	switch a.progressStyle() {
 	case progressLog:
 		l := a.newLineLogSince(what, start)
 		var mu sync.Mutex
-		var last *db.Progress // nil: none reported yet
+		last := first // nil: none reported yet
 		phaseStart := time.Now()
 		// NB: formatted when a line is written, so that a line of the
 		// heartbeat below has the time left as of then.

@@ -275,7 +275,7 @@ func TestPhaseLinesWithoutProgress(t *testing.T) {
 func TestPhaseLineWithoutCount(t *testing.T) {
 	var errb bytes.Buffer
 	a := &app{ctx: context.Background(), stderr: &errWriter{w: &errb}, progressMode: progressLog, progressEvery: time.Millisecond}
-	report, done := a.phaseReporter("clusters", time.Now())
+	report, done := a.phaseReporter("clusters", time.Now(), nil)
 	report(db.Progress{Phase: "making clusters", Step: 5, Steps: 5})
 	time.Sleep(30 * time.Millisecond)
 	done()
@@ -286,6 +286,27 @@ func TestPhaseLineWithoutCount(t *testing.T) {
 	for _, line := range lines {
 		if !regexp.MustCompile(`^lshdb: clusters: 5/5 making clusters, \S+ elapsed$`).MatchString(line) {
 			t.Fatalf("a line of a phase that counts nothing: %q", line)
+		}
+	}
+}
+
+// TestPhaseLineFirstPhase: a reporter made with the phase under way (a
+// build's stages after its reading) says that phase from its first line,
+// even before report is called; it said "running" (a CI run's failure of
+// TestProgressLines).
+func TestPhaseLineFirstPhase(t *testing.T) {
+	var errb bytes.Buffer
+	a := &app{ctx: context.Background(), stderr: &errWriter{w: &errb}, progressMode: progressLog, progressEvery: time.Millisecond}
+	_, done := a.phaseReporter("build", time.Now(), &db.Progress{Phase: "resolving ids", Step: 2, Steps: 4, Done: 3, Total: 10})
+	time.Sleep(30 * time.Millisecond)
+	done()
+	lines := progressLines(errb.String(), "lshdb: build:")
+	if len(lines) == 0 {
+		t.Fatal("no line in 30 intervals")
+	}
+	for _, line := range lines {
+		if !regexp.MustCompile(`^lshdb: build: 2/4 resolving ids: 3 of 10 \(30%(?:, about \S+ left in this phase)?\), \S+ elapsed$`).MatchString(line) {
+			t.Fatalf("a line of a reporter made in its first phase: %q", line)
 		}
 	}
 }

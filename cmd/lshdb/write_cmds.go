@@ -708,7 +708,7 @@ func (a *app) loadProgress(in *inputFlags, paths []string, staged bool) (ctx con
 		}
 		if phases == nil {
 			endRead.Do(readDone)
-			if phases, phasesDone = a.phaseReporter("build", start); phases == nil {
+			if phases, phasesDone = a.phaseReporter("build", start, &p); phases == nil {
 				phases = func(db.Progress) {}
 			}
 		}
