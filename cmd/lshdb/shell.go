@@ -50,14 +50,37 @@ var shellSpecs = map[string]shellSpec{
 	"bucket":   {"bucket BAND BUCKET", nil},
 	"get":      {"get ID", nil},
 	"query":    {"query (--id ID | --text TEXT) [--threshold T] [--top K] [--estimate-only] [--with-text]", []string{"id", "text", "threshold", "top", "estimate-only", "with-text"}},
-	"explain":  {"explain ID1 ID2", nil},
-	"pairs":    {"pairs [--threshold T] [--limit N] [--stats] [--sort=false] [--memory MIB]", []string{"threshold", "limit", "stats", "sort", "memory"}},
-	"clusters": {"clusters [--threshold T] [--mode components|centers] [--keep first|last|longest|shortest] [--memory MIB]", []string{"threshold", "mode", "keep", "memory"}},
+	"explain":  {"explain ID1 ID2 [--threshold T]", []string{"threshold"}},
+	"pairs":    {"pairs [--threshold T] [--limit N] [--stats] [--sort=false] [--header] [--memory MIB]", []string{"threshold", "limit", "stats", "sort", "header", "memory"}},
+	"clusters": {"clusters [--threshold T] [--mode components|centers] [--keep first|last|longest|shortest] [--header] [--memory MIB]", []string{"threshold", "mode", "keep", "header", "memory"}},
 	"tune":     {"tune [--threshold T]", []string{"threshold"}},
 	"check":    {"check", nil},
 	"purge":    {"purge", nil},
 	"put":      {"put [--ttl D] ID TEXT...", nil},
 	"delete":   {"delete [--ignore-missing] ID...", []string{"ignore-missing"}},
+}
+
+// shellNotTaken are the flags of the shell's commands that the shell
+// does not take, and why (every other flag a command has is in its
+// shellSpec: TestShellSpecsCoverFlags), by name or as "CMD --NAME".
+var shellNotTaken = map[string]string{
+	"db":             "another index",
+	"addr":           "another index",
+	"cpuprofile":     "a file",
+	"plot":           "a file",
+	"file":           "a file",
+	"out":            "a file",
+	"from":           "a file",
+	"clusters":       "a file", // pairs --clusters FILE
+	"repair":         "check --repair is a command of its own",
+	"force":          "check --repair's",
+	"remove-unnamed": "check --repair's",
+	"restore-ids":    "check --repair's",
+	"num-perm":       "tune's without an index",
+	"recall":         "tune's without an index",
+	"scheme":         "tune's without an index",
+	"pairs --mode":   "with --clusters FILE only",
+	"pairs --keep":   "with --clusters FILE only",
 }
 
 // shellExits are the words that leave the shell (as do Ctrl-D and EOF).
@@ -78,7 +101,8 @@ func (a *app) shellCmd() *cobra.Command {
 		Long: `An interactive shell over one index, which it holds open. Ctrl-C cancels
 the running statement (or clears the line being typed) and keeps the shell;
 Ctrl-D, exit, quit, .quit, .exit or \q leave. Commands take the flags their help
-lists (help CMD); none names another index or a file. History is kept in
+lists (help CMD); none names another index or a file. Tab completes a
+command's name and its flags. History is kept in
 ~/.lshdb_history (mode 0600). When stdin is not a terminal, the shell runs
 one statement per line: stdout gets only their output, and stderr each
 statement (after "> ", cut after 256 bytes) and its error, if any. It stops at an interrupt.
@@ -236,14 +260,7 @@ func (a *app) interactive() error {
 	// statement runs the terminal is cooked and Ctrl-C is SIGINT, which
 	// sigs relays to the statement's context.
 	ln.SetCtrlCAborts(true)
-	ln.SetCompleter(func(line string) (out []string) {
-		for _, c := range shellCommands {
-			if strings.HasPrefix(c, strings.ToLower(line)) {
-				out = append(out, c)
-			}
-		}
-		return out
-	})
+	ln.SetWordCompleter(shellComplete)
 	// History persists in ~/.lshdb_history when the home directory allows.
 	histPath := ""
 	hist := &sessionHistory{State: ln}
@@ -568,7 +585,7 @@ func (a *app) shellLine(line string) (done bool, err error) {
 	}
 	spec, ok := shellSpecs[name]
 	if !ok {
-		return false, usagef("unknown command %q (type help)", name)
+		return false, usagef("unknown command %q%s (type help)", name, didYouMean(name, shellCommands, ""))
 	}
 	if name == "put" {
 		if len(words) == 2 && (words[1] == "--help" || words[1] == "-h") {
@@ -658,7 +675,7 @@ func checkShellFlags(name string, spec shellSpec, c *cobra.Command, args []strin
 			// with one dash is most likely an argument (an id).
 			return false, usagef("%s %s: a word that starts with - is read as a flag; put arguments after -- (%s -- %s)", name, w, name, w)
 		default:
-			return false, usagef("%s takes no --%s in the shell (type help %s)", name, flag, name)
+			return false, usagef("%s takes no --%s in the shell%s (type help %s)", name, flag, didYouMean(flag, append([]string{"output", "progress", "progress-every"}, spec.flags...), "--"), name)
 		}
 		// Skip the value of a flag that takes one (--top 3).
 		if c != nil && !hasValue {
@@ -679,8 +696,8 @@ func (a *app) shellHelp(args []string) error {
 		fmt.Fprintln(a.stdout, `commands (help CMD for one; every command but help takes --output json (put by the shell's own --output json), pairs also csv or tsv):
   info | stats | buckets [--band B] [--top N] | bucket BAND BUCKET | get ID
   query (--id ID | --text TEXT) [--threshold T] [--top K] [--estimate-only] [--with-text]
-  explain ID1 ID2 | pairs [--threshold T] [--limit N] [--stats] [--sort=false] [--memory MIB]
-  clusters [--threshold T] [--mode M] [--keep K] [--memory MIB] | tune [--threshold T] | check | purge
+  explain ID1 ID2 [--threshold T] | pairs [--threshold T] [--limit N] [--stats] [--sort=false] [--header] [--memory MIB]
+  clusters [--threshold T] [--mode M] [--keep K] [--header] [--memory MIB] | tune [--threshold T] | check | purge
   put [--ttl D] ID TEXT... | delete [--ignore-missing] ID...
   exit (or quit, .quit, .exit, \q, Ctrl-D); Ctrl-C cancels the running statement
   every command also takes --progress and --progress-every (the shell's own by default)`)
@@ -700,7 +717,7 @@ func (a *app) shellHelp(args []string) error {
 	}
 	spec, ok := shellSpecs[name]
 	if !ok {
-		return usagef("no command %q (type help)", name)
+		return usagef("no command %q%s (type help)", name, didYouMean(name, shellCommands, ""))
 	}
 	switch name {
 	case "put":
@@ -851,4 +868,86 @@ func splitWords(line string) ([]string, error) {
 		words, s = append(words, w), rest
 	}
 	return words, nil
+}
+
+// shellComplete is the shell's tab completion (liner's WordCompleter): the
+// word under the cursor completes as a command name where it is the
+// first (or follows help), and as one of the command's flags where it
+// starts with a dash. Ids and texts are not completed.
+func shellComplete(line string, pos int) (head string, completions []string, tail string) {
+	pos = min(max(pos, 0), len(line))
+	before, tail := line[:pos], line[pos:]
+	start := strings.LastIndexAny(before, " \t") + 1
+	head, word := before[:start], before[start:]
+	prev := strings.Fields(head)
+	var cands []string
+	switch {
+	case len(prev) == 0 || len(prev) == 1 && prev[0] == "help":
+		cands = shellCommands
+		word = strings.ToLower(word)
+	case strings.HasPrefix(word, "-"):
+		spec, ok := shellSpecs[prev[0]]
+		if !ok {
+			return head, nil, tail
+		}
+		if prev[0] == "put" {
+			cands = []string{"--ttl"}
+			break
+		}
+		for _, f := range append(slices.Clone(spec.flags), "output", "progress", "progress-every", "help") {
+			cands = append(cands, "--"+f)
+		}
+	}
+	for _, c := range cands {
+		if strings.HasPrefix(c, word) {
+			completions = append(completions, c)
+		}
+	}
+	return head, completions, tail
+}
+
+// didYouMean returns ", did you mean PREFIX+W?" for the words among
+// known nearest to typed (a typing slip: at most two edits, or typed a
+// prefix of it), or "" when none is.
+func didYouMean(typed string, known []string, prefix string) string {
+	best, bestD := []string(nil), 3
+	for _, k := range known {
+		d := editDistance(strings.ToLower(typed), k)
+		if len(typed) >= 2 && strings.HasPrefix(k, strings.ToLower(typed)) {
+			d = min(d, 1)
+		}
+		switch {
+		case d > 2:
+		case d < bestD:
+			best, bestD = []string{prefix + k}, d
+		case d == bestD && !slices.Contains(best, prefix+k):
+			best = append(best, prefix+k)
+		}
+	}
+	if len(best) == 0 || len(typed) < 3 && bestD > 1 {
+		// NB: a word of one or two letters is two edits from every
+		// short word.
+		return ""
+	}
+	return ", did you mean " + strings.Join(best, " or ") + "?"
+}
+
+// editDistance is the Levenshtein distance between a and b, in bytes.
+func editDistance(a, b string) int {
+	row := make([]int, len(b)+1)
+	for j := range row {
+		row[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		diag := row[0]
+		row[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			diag, row[j] = row[j], min(row[j]+1, row[j-1]+1, diag+cost)
+		}
+	}
+	return row[len(b)]
 }

@@ -21,6 +21,7 @@ import (
 
 	"github.com/lshdb/lshdb/db"
 	"github.com/peterh/liner"
+	"github.com/spf13/pflag"
 )
 
 // lines is a prompter that returns its lines (a nil-error string each, or
@@ -622,5 +623,126 @@ func TestShellJSONPut(t *testing.T) {
 	}
 	if len(got) != 3 || got[0]["stored"] != "d4" || got[1]["text"] != "a text put in the shell" || got[2]["deleted"] != "d4" {
 		t.Errorf("lines %v", got)
+	}
+}
+
+// TestShellSpecsCoverFlags: every flag of a shell command's own command
+// is either taken by the shell (its shellSpec) or named in shellNotTaken
+// with why, and every flag a spec lists exists. NB: explain gained
+// --threshold and pairs and clusters --header while the shell went on
+// refusing them ("explain takes no --threshold in the shell").
+func TestShellSpecsCoverFlags(t *testing.T) {
+	a := &app{ctx: context.Background()}
+	root := a.rootCmd()
+	for name, spec := range shellSpecs {
+		if name == "put" || name == "delete" {
+			continue // NB: the shell's own forms, not the commands'
+		}
+		sub, _, err := root.Find([]string{name})
+		if err != nil || sub == root {
+			t.Fatalf("shell command %s: no such command", name)
+		}
+		for _, f := range spec.flags {
+			if sub.Flags().Lookup(f) == nil {
+				t.Errorf("shell %s lists --%s, which %s does not have", name, f, name)
+			}
+		}
+		sub.LocalFlags().VisitAll(func(f *pflag.Flag) {
+			switch {
+			case f.Name == "help" || f.Name == "output" || f.Name == "progress" || f.Name == "progress-every":
+			case slices.Contains(spec.flags, f.Name):
+			case shellNotTaken[f.Name] != "" || shellNotTaken[name+" --"+f.Name] != "":
+			default:
+				t.Errorf("%s --%s: neither taken by the shell (shellSpecs) nor said not to be (shellNotTaken)", name, f.Name)
+			}
+		})
+	}
+}
+
+// TestShellExplainThreshold: explain --threshold in the shell says what
+// the command says.
+func TestShellExplainThreshold(t *testing.T) {
+	idx := filepath.Join(t.TempDir(), "idx")
+	if _, errOut, code := runLine([]string{"insert", "--db", idx, "../../testdata/cmd/inputs/docs.jsonl"}, ""); code != 0 {
+		t.Fatal(errOut)
+	}
+	for _, th := range []string{"0.3", "0.95"} {
+		want, errOut, code := runLine([]string{"explain", "--db", idx, "--threshold", th, "fox1", "fox2"}, "")
+		if code != 0 {
+			t.Fatalf("explain: exit %d: %s", code, errOut)
+		}
+		out, errOut, code := runLine([]string{"shell", "--db", idx}, "explain fox1 fox2 --threshold "+th+"\n")
+		if code != 0 || out != want {
+			t.Fatalf("shell explain --threshold %s: exit %d\n%s%s\nwant as the command:\n%s", th, code, out, errOut, want)
+		}
+	}
+}
+
+// TestShellComplete: tab completion of commands and of each command's
+// flags, the cursor anywhere on the line.
+func TestShellComplete(t *testing.T) {
+	for _, c := range []struct {
+		line       string
+		pos        int // -1: the end
+		head, tail string
+		want       []string
+	}{
+		{"", -1, "", "", shellCommands},
+		{"ex", -1, "", "", []string{"explain", "exit"}},
+		{"Q", -1, "", "", []string{"query", "quit"}},
+		{"help cl", -1, "help ", "", []string{"clusters"}},
+		{"query --th", -1, "query ", "", []string{"--threshold"}},
+		{"query --id a --w", -1, "query --id a ", "", []string{"--with-text"}},
+		{"explain a b --", -1, "explain a b ", "", []string{"--threshold", "--output", "--progress", "--progress-every", "--help"}},
+		{"pairs --s --threshold 0.5", len("pairs --s"), "pairs ", " --threshold 0.5", []string{"--stats", "--sort"}},
+		{"put --t", -1, "put ", "", []string{"--ttl"}},
+		{"get fo", -1, "get ", "", nil},        // NB: ids are not completed
+		{"nosuch --t", -1, "nosuch ", "", nil}, // an unknown command has no flags
+		{"info --x", -1, "info ", "", nil},
+	} {
+		pos := c.pos
+		if pos < 0 {
+			pos = len(c.line)
+		}
+		head, got, tail := shellComplete(c.line, pos)
+		if head != c.head || tail != c.tail || !slices.Equal(got, c.want) {
+			t.Errorf("shellComplete(%q, %d) = %q, %q, %q; want %q, %q, %q", c.line, pos, head, got, tail, c.head, c.want, c.tail)
+		}
+	}
+}
+
+// TestShellDidYouMean: a typing slip in a command or flag name gets the
+// nearest names (at most two edits, or a prefix); other words none.
+func TestShellDidYouMean(t *testing.T) {
+	for _, c := range []struct{ typed, want string }{
+		{"explan", ", did you mean explain?"},
+		{"sats", ", did you mean stats?"},
+		{"bukets", ", did you mean buckets?"},
+		{"clust", ", did you mean clusters?"},
+		{"x", ""},
+		{"zzzzzz", ""},
+		{"quiet", ", did you mean quit?"},
+	} {
+		if got := didYouMean(c.typed, shellCommands, ""); got != c.want {
+			t.Errorf("didYouMean(%q) = %q, want %q", c.typed, got, c.want)
+		}
+	}
+	if got := didYouMean("thresold", []string{"threshold", "top", "text"}, "--"); got != ", did you mean --threshold?" {
+		t.Errorf("a flag: %q", got)
+	}
+	for _, c := range [][2]string{{"kitten", "sitting"}, {"", "abc"}, {"flaw", "lawn"}, {"same", "same"}} {
+		want := map[[2]string]int{{"kitten", "sitting"}: 3, {"", "abc"}: 3, {"flaw", "lawn"}: 2, {"same", "same"}: 0}[c]
+		if got := editDistance(c[0], c[1]); got != want {
+			t.Errorf("editDistance(%q, %q) = %d, want %d", c[0], c[1], got, want)
+		}
+	}
+	idx := filepath.Join(t.TempDir(), "idx")
+	if _, errOut, code := runLine([]string{"create", "--db", idx}, ""); code != 0 {
+		t.Fatal(errOut)
+	}
+	_, errOut, code := runLine([]string{"shell", "--db", idx}, "sats\nquery --id a --thresold 0.5\n")
+	if code != 1 || !strings.Contains(errOut, `unknown command "sats", did you mean stats? (type help)`) ||
+		!strings.Contains(errOut, "query takes no --thresold in the shell, did you mean --threshold? (type help query)") {
+		t.Fatalf("shell: exit %d\n%s", code, errOut)
 	}
 }
