@@ -348,7 +348,11 @@ func openIn(dir string, o Options, created bool) (*DB, error) {
 		}
 		// NB: a writable open writes (a new WAL, a MANIFEST), and Pebble
 		// panics when it runs out of space mid-way.
-		if err := roomIn(o.fs, dir, min(o.DiskReserve, openReserve(&o)), 0); err != nil {
+		err := roomIn(o.fs, dir, min(o.DiskReserve, openReserve(&o)), 0)
+		if err == nil && o.DiskReserve < 0 {
+			err = roomToReplay(o.fs, dir)
+		}
+		if err != nil {
 			release()
 			if ours {
 				// NB: no index to read: the hint was wrong for a new one.
@@ -559,7 +563,13 @@ func prepareDir(fs vfs.FS, dir string, o *Options) (created bool, err error) {
 			return false, fmt.Errorf("%w: %s", ErrNotExist, dir)
 		}
 		if err := fs.MkdirAll(dir, 0o755); err != nil {
-			return false, fmt.Errorf("lshdb: %w", err)
+			// NB: said as the same fault is said of an existing index
+			// (ErrReadOnly, ErrDiskFull), where it matched no sentinel
+			// (an embedder's review).
+			if errors.Is(err, syscall.EROFS) {
+				return false, readOnlyFSError{fmt.Errorf("lshdb: creating %s: %w (a read-only filesystem: no index can be made there)", dir, err)}
+			}
+			return false, classify(fmt.Errorf("lshdb: creating %s: %w", dir, err))
 		}
 		return true, nil
 	case errors.Is(err, syscall.ENOTDIR):
@@ -1146,6 +1156,14 @@ func (db *DB) flushAtClose() {
 		db.opts.Logger.Warn("lshdb: no room to flush the handle's writes into tables at close: they are kept in the write-ahead log, which the next open replays", "error", err)
 		return
 	}
+	if err := db.damage.noSpaceErr(db.dir); err != nil {
+		// NB: the last flush found no space (DiskReserve < 0 lets writes
+		// fill the disk): both memtables full, AsyncFlush itself waited
+		// in Pebble's write stall for ever, and Close hung (an
+		// embedder's review, D1).
+		db.opts.Logger.Warn("lshdb: no room to flush the handle's writes into tables at close: they are kept in the write-ahead log, which the next open replays", "error", err)
+		return
+	}
 	failed := db.damage.failures.Load()
 	flushed, err := db.pdb.AsyncFlush()
 	if err != nil || flushed == nil {
@@ -1476,6 +1494,41 @@ func roomIn(fs vfs.FS, dir string, reserve, n int64) error {
 		}
 		return fmt.Errorf("%w: %s has %s free%s, and lshdb keeps %s in reserve so that the index's flushes and compactions have room (Options.DiskReserve)",
 			ErrDiskFull, dir, mib(free), need, mib(reserve))
+	}
+	return nil
+}
+
+// roomToReplay is a writable Open's room check without a reserve
+// (DiskReserve < 0): Pebble flushes the write-ahead logs it replays into
+// tables before it opens, and a flush that fails for lack of space is
+// retried for ever: the open hung on a full disk, leaving an empty table
+// file a try (an embedder's review, D1). It needs about the logs' size
+// (tables of the same writes, compressed); obsolete logs, which Pebble
+// deletes at the open, are counted too.
+func roomToReplay(fs vfs.FS, dir string) error {
+	names, err := fs.List(dir)
+	if err != nil {
+		return nil // NB: Open says what is wrong with dir
+	}
+	var logs int64
+	for _, n := range names {
+		if !strings.HasSuffix(n, ".log") {
+			continue
+		}
+		if st, err := fs.Stat(fs.PathJoin(dir, n)); err == nil {
+			logs += st.Size()
+		}
+	}
+	if logs == 0 {
+		return nil
+	}
+	u, err := fs.GetDiskUsage(dir)
+	if err != nil {
+		return nil // NB: the filesystem cannot tell: no check
+	}
+	if free := int64(u.AvailBytes); free < logs+1<<20 {
+		return fmt.Errorf("%w: %s has %s free, and opening it for writing replays %s of write-ahead logs into tables, which needs about that much (and a flush that finds no space is retried for ever): free space there",
+			ErrDiskFull, dir, mib(free), mib(logs))
 	}
 	return nil
 }

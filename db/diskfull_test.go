@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -176,16 +177,27 @@ func inTmpfsChild(t *testing.T, test, size, dirVar string, extra ...string) {
 
 // fillUntilFull puts batches of 200 documents (doc-0000000, …) into d
 // until a put fails, which must be with ErrDiskFull, and returns how many
-// were acknowledged.
-func fillUntilFull(t *testing.T, d *DB) int {
+// were acknowledged. Their texts compress well, unless random: then each
+// is 5,000 random letters and spaces, which no compressor shrinks much
+// (flushes need about the room the log took).
+func fillUntilFull(t *testing.T, d *DB, random bool) int {
 	t.Helper()
 	stored := 0
 	var err error
+	rng := rand.New(rand.NewPCG(1, 2))
 	for batch := 0; batch < 10000; batch++ {
 		var docs []Doc
 		for i := range 200 {
 			n := batch*200 + i
-			docs = append(docs, Doc{ID: fmt.Sprintf("doc-%07d", n), Text: strings.Repeat(fmt.Sprintf("words of document %d ", n), 40)})
+			text := strings.Repeat(fmt.Sprintf("words of document %d ", n), 40)
+			if random {
+				b := make([]byte, 5000)
+				for j := range b {
+					b[j] = "abcdefghijklmnopqrstuvwxyz     "[rng.IntN(31)]
+				}
+				text = string(b)
+			}
+			docs = append(docs, Doc{ID: fmt.Sprintf("doc-%07d", n), Text: text})
 		}
 		if _, err = d.PutBatch(docs, nil); err != nil {
 			break
@@ -214,25 +226,47 @@ func TestDiskFullNoReserve(t *testing.T) {
 	if testing.Short() {
 		t.Skip("short mode: fills a tmpfs")
 	}
-	inTmpfsChild(t, "TestDiskFullNoReserve", "48m", "LSHDB_DISKFULL_NORESERVE_DIR")
+	inTmpfsChild(t, "TestDiskFullNoReserve", "60m", "LSHDB_DISKFULL_NORESERVE_DIR")
 }
 
 func noReserveChild(t *testing.T, dir string) {
-	opts := &Options{DiskReserve: -1, MemTableSize: 4 << 20}
+	opts := &Options{DiskReserve: -1}
 	d := mustOpen(t, dir, opts)
-	stored := fillUntilFull(t, d)
+	stored := fillUntilFull(t, d, true)
+	last := fmt.Sprintf("doc-%07d", stored-1)
 	if err := d.RoomToWrite(); !errors.Is(err, ErrDiskFull) {
 		t.Errorf("RoomToWrite on the full disk: %v, want ErrDiskFull", err)
 	}
-	if err := d.Close(); err != nil {
-		t.Fatal(err)
+	// NB: what an embedder's review did next: a delete, a compaction and
+	// a put, each refused; then Close waited in Pebble's write stall for
+	// ever (its flush at close), and a writable open of the full disk
+	// hung in the replay's flush (D1).
+	if err := d.Delete("doc-0000000", nil); err != nil && !errors.Is(err, ErrDiskFull) {
+		t.Errorf("Delete on the full disk: %v, want ErrDiskFull or nothing", err)
+	} else if err == nil {
+		stored--
+	}
+	if err := d.Compact(context.Background()); err != nil && !errors.Is(err, ErrDiskFull) {
+		t.Errorf("Compact on the full disk: %v, want ErrDiskFull or nothing", err)
+	}
+	if err := d.Put(Doc{ID: "after", Text: "one more document"}, nil); !errors.Is(err, ErrDiskFull) {
+		t.Errorf("Put on the full disk: %v, want ErrDiskFull", err)
+	}
+	within(t, "Close on the full disk", func() error { return d.Close() }, nil)
+	var w *DB
+	within(t, "a writable open of the full disk, without a reserve", func() (err error) {
+		w, err = Open(dir, opts)
+		return err
+	}, ErrDiskFull)
+	if w != nil {
+		within(t, "Close of the reopened index", func() error { return w.Close() }, nil)
 	}
 	r := mustOpen(t, dir, &Options{ReadOnly: true})
 	defer r.Close()
 	if n, _ := r.Count(); int(n) != stored {
 		t.Fatalf("Count = %d after reopening, want the %d acknowledged", n, stored)
 	}
-	if ok, err := r.Has(fmt.Sprintf("doc-%07d", stored-1)); !ok || err != nil {
+	if ok, err := r.Has(last); !ok || err != nil {
 		t.Fatalf("the last acknowledged document is missing after reopen: %v", err)
 	}
 	rep, err := r.Check(context.Background())
@@ -241,10 +275,28 @@ func noReserveChild(t *testing.T, dir string) {
 	}
 }
 
+// within runs f, failing the test if it has not returned within a
+// minute (a hang), or returned an error that is not want (nil: none
+// accepted; ErrDiskFull: that or none).
+func within(t *testing.T, what string, f func() error, want error) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- f() }()
+	select {
+	case err := <-done:
+		if err != nil && (want == nil || !errors.Is(err, want)) {
+			t.Fatalf("%s: %v", what, err)
+		}
+		t.Logf("%s: %v", what, err)
+	case <-time.After(time.Minute):
+		t.Fatalf("%s: no return within a minute (a hang)", what)
+	}
+}
+
 func diskFullChild(t *testing.T, dir string, o Options) {
 	opts := &o
 	d := mustOpen(t, dir, opts)
-	stored := fillUntilFull(t, d)
+	stored := fillUntilFull(t, d, false)
 	lastBatch := fmt.Sprintf("doc-%07d", stored-1)
 	if err := d.Close(); err != nil {
 		t.Fatal(err)

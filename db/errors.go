@@ -216,12 +216,24 @@ func classify(err error) error {
 	case errors.Is(err, codec.ErrFormatTooNew):
 		return fmt.Errorf("%w: %w", ErrFormatTooNew, err)
 	case errors.Is(err, codec.ErrCorrupt) || pebble.IsCorruptionError(err):
-		return fmt.Errorf("%w: %w", ErrCorrupt, firstLine{err})
+		return fmt.Errorf("%w: %w", ErrCorrupt, firstLine{unprefixed{err}})
 	case errors.Is(err, syscall.ENOSPC):
-		return fmt.Errorf("%w: %w", ErrDiskFull, err)
+		return fmt.Errorf("%w: %w", ErrDiskFull, unprefixed{err})
 	}
 	return err
 }
+
+// unprefixed is an error said without its leading "lshdb: ", for a
+// sentinel's text before it ("lshdb: disk full: lshdb: backup to ..."
+// said the prefix twice: an embedder's review).
+type unprefixed struct{ err error }
+
+func (e unprefixed) Error() string {
+	msg, _ := strings.CutPrefix(e.err.Error(), "lshdb: ")
+	return msg
+}
+
+func (e unprefixed) Unwrap() error { return e.err }
 
 // errRepairable marks (unsaid) an ErrCorrupt of damage that Repair mends:
 // a record, posting list or id that disagrees with the records.

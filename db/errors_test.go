@@ -268,6 +268,7 @@ func TestErrBadInput(t *testing.T) {
 		{"gone1", "gone2", `lshdb: document not found: neither "gone1" nor "gone2"`},
 		{"keep", "gone2", `lshdb: document not found: "gone2"`},
 		{"gone1", "keep", `lshdb: document not found: "gone1"`},
+		{"gone1", "gone1", `lshdb: document not found: "gone1"`}, // NB: it said "neither "gone1" nor "gone1""
 	} {
 		if _, err := d.Explain(c.a, c.b); !errors.Is(err, ErrNotFound) || err.Error() != c.want {
 			t.Errorf("Explain(%s, %s): %v, want %q", c.a, c.b, err, c.want)
@@ -671,6 +672,11 @@ func TestOpenOnReadOnlyFilesystem(t *testing.T) {
 	}
 	if _, err := Open("idx", &Options{fs: ro}); !errors.Is(err, syscall.EROFS) || !errors.Is(err, ErrReadOnly) {
 		t.Fatalf("writable Open on a read-only filesystem: %v, want ErrReadOnly and EROFS", err)
+	}
+	// NB: a new index there too: its directory's creation matched no
+	// sentinel (an embedder's review, D2).
+	if _, err := Open(mem.PathJoin("idx", "new"), &Options{fs: ro}); !errors.Is(err, syscall.EROFS) || !errors.Is(err, ErrReadOnly) || !strings.Contains(err.Error(), "no index can be made there") {
+		t.Fatalf("creating Open on a read-only filesystem: %v, want ErrReadOnly and EROFS", err)
 	}
 	// A backup holds no LOCK file: on read-only media it opens with none
 	// (it was taken for a directory removed while the open waited).
@@ -1371,5 +1377,19 @@ func TestCallerSeqThatIgnoresStop(t *testing.T) {
 	defer d.Close()
 	if n, err := d.Count(); err != nil || n != 1 {
 		t.Errorf("after the refused loads: %d documents, %v; want the 1 stored before", n, err)
+	}
+}
+
+// TestClassifySaysLshdbOnce: an error classified as a sentinel says
+// "lshdb: " once ("lshdb: disk full: lshdb: backup to ..." said it twice:
+// an embedder's review, D3), and still matches the cause.
+func TestClassifySaysLshdbOnce(t *testing.T) {
+	err := classify(fmt.Errorf("lshdb: backup to %s: %w", "bk", syscall.ENOSPC))
+	if want := "lshdb: disk full: backup to bk: no space left on device"; err.Error() != want || !errors.Is(err, ErrDiskFull) || !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("classify = %q (ErrDiskFull %v, ENOSPC %v), want %q matching both", err, errors.Is(err, ErrDiskFull), errors.Is(err, syscall.ENOSPC), want)
+	}
+	err = classify(fmt.Errorf("lshdb: creating %s: %w", "idx", syscall.ENOSPC))
+	if want := "lshdb: disk full: creating idx: no space left on device"; err.Error() != want {
+		t.Fatalf("classify = %q, want %q", err, want)
 	}
 }

@@ -305,6 +305,9 @@ func (db *DB) Explain(a, b string) (*Explanation, error) {
 	var ra, rb docData
 	_, errA := db.lookup(v, a, &ra)
 	_, errB := db.lookup(v, b, &rb)
+	if a == b && errors.Is(errA, ErrNotFound) {
+		return nil, errA // NB: it said "neither "d1" nor "d1"" (an embedder's review, D4)
+	}
 	if errA != nil && errB != nil && errors.Is(errA, ErrNotFound) && errors.Is(errB, ErrNotFound) {
 		// NB: both missing: said at once, not one per attempt (the shell
 		// review's F11).
