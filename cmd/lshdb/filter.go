@@ -387,7 +387,12 @@ func (s *sink) fail(err error) error {
 // its path), else removes what was written. An output that never started
 // (no input record) is still made: empty, or of the first input's
 // header.
-func (s *sink) finish(ok bool) error {
+func (s *sink) finish(ok bool) error { return s.commit(ok, s.flush(ok)) }
+
+// flush is finish's first half: when ok, it writes out what is buffered
+// (the compressor's and Parquet's ends too) and syncs the file; either
+// way it ends the writer's goroutines. The file stays where it is.
+func (s *sink) flush(ok bool) error {
 	if !s.started {
 		if !ok {
 			return nil
@@ -411,10 +416,20 @@ func (s *sink) finish(ok bool) error {
 	if s.bw != nil {
 		s.bw.Close() // NB: ends the writer's goroutine (after Flush: its error is Flush's)
 	}
-	if s.tmp == nil {
-		return s.fail(err)
+	if ok && err == nil && s.tmp != nil {
+		err = s.tmp.Sync()
 	}
-	return s.fail(commitTemp(s.tmp, s.path, ok, err))
+	return err
+}
+
+// commit is finish's second half: it renames the flushed file over its
+// path when ok and flushErr is nil, else removes it, and returns the
+// output's error, named.
+func (s *sink) commit(ok bool, flushErr error) error {
+	if s.tmp == nil {
+		return s.fail(flushErr)
+	}
+	return s.fail(commitTemp(s.tmp, s.path, ok, flushErr))
 }
 
 // record is what filter copies of an input record: its bytes as read and
@@ -639,14 +654,26 @@ func (f *dedupFlags) sinks(a *app, keptCols []docio.Column) (kept, drop *sink) {
 }
 
 // finishSinks completes the outputs when err is nil, else removes them;
-// it returns err or the first output's failure.
+// it returns err or the first output's failure. The two files are
+// replaced both or neither: each is written out and synced first, and
+// renamed over its path only once both were.
+//
+// NB: each was finished and renamed in turn, and a full disk showed at
+// the second's last flush, after the first was in place: tonight's
+// removed records beside last night's kept ones, exit 1 (a nightly
+// operator's review, N1).
 func finishSinks(err error, kept, drop *sink) error {
 	ok := err == nil
-	for _, s := range []*sink{kept, drop} {
-		if s != nil {
-			if ferr := s.finish(ok); ferr != nil {
-				err = cmp.Or(err, ferr)
-			}
+	sinks := slices.DeleteFunc([]*sink{kept, drop}, func(s *sink) bool { return s == nil })
+	flushed := make([]error, len(sinks))
+	for i, s := range sinks {
+		if flushed[i] = s.flush(ok); flushed[i] != nil {
+			ok = false
+		}
+	}
+	for i, s := range sinks {
+		if cerr := s.commit(ok, flushed[i]); cerr != nil {
+			err = cmp.Or(err, cerr)
 		}
 	}
 	return err

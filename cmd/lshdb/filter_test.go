@@ -9,6 +9,7 @@ import (
 	"io"
 	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -1226,4 +1227,51 @@ func mustRead(t *testing.T, path string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// TestFilterOutputsBothOrNeither: where one of filter's two files cannot
+// be written out (a full disk, found at its last flush), neither
+// replaces last night's: both keep their old contents, exit 1. NB: each
+// was renamed in turn, and the other file was replaced (a nightly
+// operator's review, N1). It mounts a small tmpfs (root; skipped
+// elsewhere) for the file that fails, either one.
+func TestFilterOutputsBothOrNeither(t *testing.T) {
+	dir := t.TempDir()
+	small := filepath.Join(dir, "small")
+	if err := os.Mkdir(small, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", small).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a tmpfs here (needs root): %v: %s", err, out)
+	}
+	defer exec.Command("umount", small).Run()
+	corpus, idx := filepath.Join(dir, "c.jsonl"), filepath.Join(dir, "idx")
+	if _, errOut, code := runLine([]string{"gen", "--n", "2000", "--seed", "3", "--out", corpus}, ""); code != 0 {
+		t.Fatal(errOut)
+	}
+	if _, errOut, code := runLine([]string{"build", "--db", idx, corpus}, ""); code != 0 {
+		t.Fatal(errOut)
+	}
+	for _, full := range []string{"--out", "--removed"} {
+		paths := map[string]string{"--out": filepath.Join(dir, "kept.jsonl"), "--removed": filepath.Join(dir, "removed.jsonl")}
+		paths[full] = filepath.Join(small, strings.TrimPrefix(full, "--")+".jsonl")
+		for flag, p := range paths {
+			if err := os.WriteFile(p, []byte("last night's "+flag+"\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		_, errOut, code := runLine([]string{"filter", "--db", idx, "--out", paths["--out"], "--removed", paths["--removed"], corpus}, "")
+		if code != 1 || !strings.Contains(errOut, full+" "+paths[full]) || !strings.Contains(errOut, "no space left on device") {
+			t.Fatalf("filter with %s on a full disk: exit %d: %s", full, code, errOut)
+		}
+		for flag, p := range paths {
+			if b, err := os.ReadFile(p); err != nil || string(b) != "last night's "+flag+"\n" {
+				t.Fatalf("with %s on a full disk, %s %s holds %d bytes (%v), not last night's", full, flag, p, len(b), err)
+			}
+		}
+		if names, _ := filepath.Glob(filepath.Join(dir, ".*")); len(names) != 0 {
+			t.Fatalf("left beside the outputs: %q", names)
+		}
+		os.Remove(paths[full])
+	}
 }
