@@ -482,6 +482,14 @@ func decompress(name string, in io.Reader, mayWait bool) (*bufio.Reader, string,
 	if err != nil && err != io.EOF && !errors.Is(err, bufio.ErrBufferFull) {
 		return nil, "", nil, fmt.Errorf("%s: %w", name, err)
 	}
+	if lower := strings.ToLower(name); len(magic) == 0 && stripCompression(lower) != lower {
+		// NB: an empty file named as compressed is no gzip or zstd (both
+		// have a header, an empty stream too): what a job that died
+		// before it wrote leaves. It was read as an empty input, and a
+		// build went on with "nothing inserted", exit 0 (a nightly
+		// operator's review, N3).
+		return nil, "", nil, fmt.Errorf("%s: %w: the file is empty, where even an empty compressed stream has a header (a write that never happened?)", name, ErrTruncated)
+	}
 	if c, tool := otherCompression(magic); c != "" {
 		// NB: read as text, such a file failed on its first line as "not
 		// a JSON object", naming a byte of the compressed stream.

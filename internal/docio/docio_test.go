@@ -218,6 +218,12 @@ func TestRead(t *testing.T) {
 		{name: "bad id-from", paths: []string{"-"}, o: Options{IDFrom: "uuid"}, wantErr: ErrInvalidOptions},
 		{name: "truncated gzip", files: map[string][]byte{"t.jsonl.gz": gzipBytes(bytes.Repeat(docsJSONL, 100))[:40]},
 			paths: []string{"t.jsonl.gz"}, wantErr: ErrTruncated},
+		// NB: an empty file named as compressed (a job that died before
+		// it wrote) was read as an empty input (a nightly review, N3);
+		// an empty plain file is one.
+		{name: "empty gzip", files: map[string][]byte{"e.jsonl.gz": nil}, paths: []string{"e.jsonl.gz"}, wantErr: ErrTruncated, wantText: "the file is empty"},
+		{name: "empty zstd", files: map[string][]byte{"e.jsonl.ZST": nil}, paths: []string{"e.jsonl.ZST"}, wantErr: ErrTruncated},
+		{name: "empty plain", files: map[string][]byte{"e.jsonl": nil}, paths: []string{"e.jsonl"}},
 		{name: "truncated zstd", files: map[string][]byte{"t.jsonl.zst": zstdBytes(bytes.Repeat(docsJSONL, 100))[:30]},
 			paths: []string{"t.jsonl.zst"}, wantErr: io.ErrUnexpectedEOF},
 		// Bytes after the frame: the decoder's error says it is zstd's
