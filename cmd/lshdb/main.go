@@ -12,6 +12,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -863,8 +864,30 @@ func (a *app) openFresh(opts *db.Options) (index, func(), error) {
 		// others attach instead of finding the index locked; writes
 		// through a read-only owner fail with ErrReadOnly.
 		stop := a.serveOwned(d)
-		return d, func() { stop(); d.Close() }, nil
+		return d, func() {
+			// NB: the index stays locked while it closes (a flush, and
+			// Pebble's wait for its compactions: seconds after a large
+			// build), no longer served: a command that found it so
+			// waited 2 s and failed, naming this one as a holder that
+			// "does not serve it" (a nightly operator's review, N6). It
+			// is said to be closing, and such a command waits for it.
+			closing := a.markClosing(d)
+			stop()
+			d.Close()
+			closing()
+		}, nil
 	}
+}
+
+// markClosing says (markStoppingAs) that this command, the owner of the
+// index d in a directory, is about to close it, and returns what takes
+// that back once it is closed.
+func (a *app) markClosing(d index) (done func()) {
+	if _, local := d.(*db.DB); !local || a.dbDir == "" || db.IsRedisURL(a.dbDir) {
+		return func() {}
+	}
+	markStoppingAs(a.dbDir, time.Now().Add(ownerCloseWait), cmp.Or(a.command, "lshdb"))
+	return func() { os.Remove(stoppingPath(a.dbDir)) }
 }
 
 // errOtherIndex is the error of a command whose index was replaced by
@@ -894,10 +917,14 @@ func newHeldWait() *heldWait { return &heldWait{deadline: time.Now().Add(handove
 // (and said so once, for a stopping serve); false once the wait is over.
 func (w *heldWait) again(a *app) bool {
 	if !time.Now().Before(w.deadline) && !w.waitedStop {
-		if until, ok := stoppingOwner(a.dbDir, lockholder.PID(a.dbDir)); ok {
+		if until, command, ok := stoppingOwner(a.dbDir, lockholder.PID(a.dbDir)); ok {
 			w.waitedStop = true
 			w.deadline = minTime(until, time.Now().Add(maxStopWait))
-			fmt.Fprintf(a.stderr, "lshdb: the server that owns %s is stopping: waiting for it (until %s at the latest)\n", escControls(a.dbDir), w.deadline.Format("15:04:05"))
+			if command != "" {
+				fmt.Fprintf(a.stderr, "lshdb: %s, which owned %s, is closing it: waiting for it (until %s at the latest)\n", escControls(command), escControls(a.dbDir), w.deadline.Format("15:04:05"))
+			} else {
+				fmt.Fprintf(a.stderr, "lshdb: the server that owns %s is stopping: waiting for it (until %s at the latest)\n", escControls(a.dbDir), w.deadline.Format("15:04:05"))
+			}
 		}
 	}
 	if !time.Now().Before(w.deadline) {

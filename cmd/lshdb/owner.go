@@ -110,7 +110,10 @@ func lockedHint(err error, dir string) error {
 		return fmt.Errorf("%w; %s owns it and serves its API on %s: query it there (curl --unix-socket %s http://localhost/v1/stats; the API: GET /v1/openapi.yaml), copy it with lshdb backup, or stop that process (kill %d)",
 			err, holder, sock, sock, pid)
 	case pid > 0:
-		if until, ok := stoppingOwner(dir, pid); ok {
+		if until, command, ok := stoppingOwner(dir, pid); ok && command != "" {
+			return fmt.Errorf("%w; %s (pid %d) is closing it, until %s at the latest: run the command again when it has",
+				err, escControls(command), pid, until.Format("15:04:05"))
+		} else if ok {
 			return fmt.Errorf("%w; lshdb serve (pid %d) is stopping: it lets its requests in flight finish, until %s at the latest; run the command again when it has stopped (a second signal to it would cut those requests)",
 				err, pid, until.Format("15:04:05"))
 		}
@@ -165,18 +168,25 @@ const stoppingName = "lshdb.stopping"
 // and the close.
 const stopSlack = 15 * time.Second
 
-// stopping is what a stopping serve's file says.
+// stopping is what a stopping serve's file says, or a command's that
+// owned the index and is closing it (Command: what it is, "lshdb
+// build"; "" for a serve).
 type stopping struct {
-	PID   int   `json:"pid"`
-	Until int64 `json:"until_unix_ms"`
+	PID     int    `json:"pid"`
+	Until   int64  `json:"until_unix_ms"`
+	Command string `json:"command,omitempty"`
 }
 
 func stoppingPath(dir string) string { return filepath.Join(dir, stoppingName) }
 
 // markStopping writes the file that says this process is stopping until
 // until. NB: best effort: without it, a command waits 2 s as before.
-func markStopping(dir string, until time.Time) {
-	b, _ := json.Marshal(stopping{PID: os.Getpid(), Until: until.UnixMilli()})
+func markStopping(dir string, until time.Time) { markStoppingAs(dir, until, "") }
+
+// markStoppingAs is markStopping for a command that owned the index
+// (command: what it is) and is closing it.
+func markStoppingAs(dir string, until time.Time, command string) {
+	b, _ := json.Marshal(stopping{PID: os.Getpid(), Until: until.UnixMilli(), Command: command})
 	// NB: written aside and renamed, so that a reader never sees it
 	// half written.
 	tmp := stoppingPath(dir) + ".tmp"
@@ -190,12 +200,17 @@ func markStopping(dir string, until time.Time) {
 // another process wrote the file (a server killed mid-drain left it), or
 // if that time has passed. NB: Unix only: elsewhere lockholder.PID knows no
 // pid, and a command waits 2 s as before.
-func stoppingOwner(dir string, pid int) (until time.Time, ok bool) {
+func stoppingOwner(dir string, pid int) (until time.Time, command string, ok bool) {
 	b, err := os.ReadFile(stoppingPath(dir))
 	var st stopping
 	if err != nil || json.Unmarshal(b, &st) != nil || pid <= 0 || st.PID != pid {
-		return time.Time{}, false
+		return time.Time{}, "", false
 	}
 	until = time.UnixMilli(st.Until)
-	return until, until.After(time.Now())
+	return until, st.Command, until.After(time.Now())
 }
+
+// ownerCloseWait bounds how long a command waits for a command that
+// owned the index and is closing it (markStoppingAs): a flush, and
+// Pebble's wait for the compactions under way.
+const ownerCloseWait = 2 * time.Minute

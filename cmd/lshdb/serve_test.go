@@ -1106,3 +1106,56 @@ func TestServePurgeEvery(t *testing.T) {
 		}
 	}
 }
+
+// Ensure that a command that finds its index held, not served, by a
+// command that owned it and is closing it (its socket gone, the lock held
+// while Pebble closes) waits for it and then runs, saying what it waits
+// for; it failed after 2 s, naming the owner as one that "does not serve
+// it" (a nightly operator's review, N6). The closing owner is a shell
+// whose socket the test removes, and whose closing file (markClosing's)
+// the test writes; and markClosing writes what the test wrote.
+func TestCommandWaitsForClosingOwner(t *testing.T) {
+	idx := filepath.Join(shortDir(t), "idx")
+	if _, errOut, code := runLine([]string{"insert", "--db", idx, "-"}, `{"id":"a","text":"a document to get"}`+"\n"); code != 0 {
+		t.Fatal(errOut)
+	}
+	sh := startPiped(t, "shell", "--db", idx)
+	sock := filepath.Join(idx, "lshdb.sock")
+	waitUntil(t, sh, func() string { return "the shell's socket" }, func() bool { _, err := os.Stat(sock); return err == nil })
+	if err := os.Remove(sock); err != nil {
+		t.Fatal(err)
+	}
+	// As markClosing writes it, for the shell's process.
+	a := &app{dbDir: idx, command: "lshdb shell"}
+	own, err := db.Open(filepath.Join(t.TempDir(), "own"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := a.markClosing(own)
+	own.Close()
+	var st stopping
+	if b, err := os.ReadFile(stoppingPath(idx)); err != nil || json.Unmarshal(b, &st) != nil || st.PID != os.Getpid() || st.Command != "lshdb shell" ||
+		time.Until(time.UnixMilli(st.Until)) < ownerCloseWait-time.Minute {
+		t.Fatalf("markClosing wrote %+v (%v)", st, err)
+	}
+	done()
+	if _, err := os.Stat(stoppingPath(idx)); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("markClosing's file outlived its done: %v", err)
+	}
+	b, _ := json.Marshal(stopping{PID: sh.cmd.Process.Pid, Until: time.Now().Add(time.Minute).UnixMilli(), Command: "lshdb shell"})
+	if err := os.WriteFile(stoppingPath(idx), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// NB: the shell leaves 3 s from now, past the 2 s a command waited.
+	time.AfterFunc(3*time.Second, func() { sh.stdin.Close() })
+	out, errOut, code := runLine([]string{"get", "--db", idx, "a"}, "")
+	if code != 0 || !strings.Contains(out, "a document to get") || !strings.Contains(errOut, "lshdb shell, which owned "+idx+", is closing it: waiting for it") {
+		t.Errorf("get while the owner closes: exit %d, %q, %q", code, out, errOut)
+	}
+	if err := <-sh.done; err != nil {
+		t.Errorf("shell: %v: %s", err, sh.out)
+	}
+	if _, err := os.Stat(stoppingPath(idx)); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the closing file outlived the shell: %v", err)
+	}
+}
