@@ -383,15 +383,12 @@ func (s *sink) fail(err error) error {
 	return fmt.Errorf("%s %s: %w", s.what, escControls(name), err)
 }
 
-// finish completes the output when ok (flushes, syncs, renames it over
-// its path), else removes what was written. An output that never started
+// flush is the first half of finishing an output (finishSinks, then
+// commit): when ok, it writes out what is buffered (the compressor's and
+// Parquet's ends too) and syncs the file; either way it ends the writer's
+// goroutines. The file stays where it is. An output that never started
 // (no input record) is still made: empty, or of the first input's
 // header.
-func (s *sink) finish(ok bool) error { return s.commit(ok, s.flush(ok)) }
-
-// flush is finish's first half: when ok, it writes out what is buffered
-// (the compressor's and Parquet's ends too) and syncs the file; either
-// way it ends the writer's goroutines. The file stays where it is.
 func (s *sink) flush(ok bool) error {
 	if !s.started {
 		if !ok {
@@ -416,7 +413,7 @@ func (s *sink) flush(ok bool) error {
 	if s.bw != nil {
 		s.bw.Close() // NB: ends the writer's goroutine (after Flush: its error is Flush's)
 	}
-	if ok && err == nil && s.tmp != nil {
+	if ok && err == nil && s.tmp != nil && !writtenInPlace(s.tmp) {
 		err = s.tmp.Sync()
 	}
 	return err

@@ -585,6 +585,14 @@ type output struct {
 	direct bool
 }
 
+// writtenInPlace reports whether tmp, from createTempFor, is a
+// non-regular file written in place (a FIFO, a device: no sync, no
+// rename).
+func writtenInPlace(tmp *os.File) bool {
+	v, ok := outputs.Load(tmp)
+	return ok && v.(output).direct
+}
+
 // createTemp creates the temporary file that becomes path, after
 // removing those of path that processes now gone left. An error is the
 // cause alone.
