@@ -566,6 +566,18 @@ func TestOutputClosed(t *testing.T) {
 	if code != 1 || errOut != "lshdb: write |1: no space left on device\n" {
 		t.Fatalf("version to a full disk: exit %d, %q", code, errOut)
 	}
+	// A build whose summary cannot be written says that it is in (it
+	// said only the write's error, and a job retried a build that was
+	// in: a nightly operator's review, N2); the index holds it.
+	idx = filepath.Join(tmp, "built")
+	w = &failingWriter{err: syscall.ENOSPC}
+	errOut, code = runW(w, []string{"build", "--db", idx, "-"}, `{"id":"a","text":"one two three"}`+"\n"+`{"id":"b","text":"four five six"}`+"\n")
+	if code != 1 || !strings.Contains(errOut, "lshdb: the build is in (2 documents stored), but its summary could not be written: write |1: no space left on device") {
+		t.Fatalf("build to a full disk: exit %d, %q", code, errOut)
+	}
+	if got := storedTexts(t, idx); len(got) != 2 || got["b"] != "four five six" {
+		t.Fatalf("the build said to be in holds %v", got)
+	}
 }
 
 // Ensure that build and insert read a Parquet file (the way Hugging Face
