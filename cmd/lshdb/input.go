@@ -6,8 +6,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"iter"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -207,16 +209,32 @@ func (a *app) recordDirNote(paths []string, format string) {
 		if st, err := os.Stat(p); err != nil || !st.IsDir() {
 			continue
 		}
-		ents, err := os.ReadDir(p)
-		if err != nil {
-			continue
-		}
+		// NB: as the reader walks it: subdirectories too, hidden entries
+		// skipped, links followed to files. Only the top level's regular
+		// files were counted: four record files were said to be two (a
+		// nightly operator's review, N4).
 		var names []string
-		for _, e := range ents {
-			if e.Type().IsRegular() && !strings.HasPrefix(e.Name(), ".") && docio.IsRecordName(e.Name()) {
-				names = append(names, e.Name())
+		filepath.WalkDir(p, func(path string, e fs.DirEntry, err error) error {
+			if err != nil || path == p {
+				return nil
 			}
-		}
+			if strings.HasPrefix(e.Name(), ".") {
+				if e.IsDir() {
+					return filepath.SkipDir
+				}
+				return nil
+			}
+			regular := e.Type().IsRegular()
+			if e.Type()&fs.ModeSymlink != 0 {
+				st, err := os.Stat(path)
+				regular = err == nil && st.Mode().IsRegular()
+			}
+			if regular && docio.IsRecordName(e.Name()) {
+				rel, _ := filepath.Rel(p, path)
+				names = append(names, rel)
+			}
+			return nil
+		})
 		if len(names) == 0 {
 			continue
 		}

@@ -804,6 +804,30 @@ func TestRecordFilesInADirectory(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "inserted 1 document") || !strings.Contains(errOut, "holds record files (night.jsonl)") {
 		t.Fatalf("a directory of a JSON Lines file: exit %d\n%s%s", code, out, errOut)
 	}
+	// NB: as the reader walks it: a subdirectory's and a link's record
+	// files are counted too, a hidden one not (it said "night.jsonl and 1
+	// more" of four: a nightly operator's review, N4).
+	if err := os.MkdirAll(filepath.Join(in, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"sub/c.jsonl", ".hidden.jsonl", "notes.txt"} {
+		if err := os.WriteFile(filepath.Join(in, name), src, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(filepath.Join(in, "night.jsonl"), filepath.Join(in, "link.jsonl")); err != nil {
+		t.Fatal(err)
+	}
+	_, errOut, code = runLine([]string{"insert", "--db", filepath.Join(dir, "c"), in}, "")
+	if code != 0 || !strings.Contains(errOut, "holds record files (link.jsonl and 2 more)") {
+		t.Fatalf("a directory of record files, a link and a subdirectory: exit %d\n%s", code, errOut)
+	}
+	if err := os.RemoveAll(filepath.Join(in, "sub")); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{".hidden.jsonl", "notes.txt", "link.jsonl"} {
+		os.Remove(filepath.Join(in, name))
+	}
 	records := strings.Count(strings.TrimSpace(string(src)), "\n") + 1
 	out, errOut, code = runLine([]string{"insert", "--db", filepath.Join(dir, "b"), "--format", "jsonl", in}, "")
 	if code != 0 || !strings.Contains(out, fmt.Sprintf("inserted %d documents", records)) || strings.Contains(errOut, "record files") {
