@@ -1148,19 +1148,15 @@ func (db *DB) flushAtClose() {
 	// (preallocated beyond them) goes: about even, so it keeps only the
 	// open's reserve. At DiskReserve's, the deletes of a handle let
 	// through on a nearly full disk stayed in the log (a review).
-	if err := roomIn(db.opts.FS, db.dir, min(db.opts.DiskReserve, openReserve(&db.opts.Options)), int64(m.MemTable.Size)); err != nil {
+	// Nor is it tried once a flush found no space (DiskReserve < 0 lets
+	// writes fill the disk): both memtables full, AsyncFlush itself
+	// waited in Pebble's write stall for ever, and Close hung (an
+	// embedder's review, D1).
+	if err := cmp.Or(db.damage.noSpaceErr(db.dir), roomIn(db.opts.FS, db.dir, min(db.opts.DiskReserve, openReserve(&db.opts.Options)), int64(m.MemTable.Size))); err != nil {
 		db.counts.diskFull.Add(1)
 		// NB: said as what it is: the writes are kept (the log is
 		// synced, and the next open replays it); a build that failed on
 		// a full disk, having written nothing, read it as writes left.
-		db.opts.Logger.Warn("lshdb: no room to flush the handle's writes into tables at close: they are kept in the write-ahead log, which the next open replays", "error", err)
-		return
-	}
-	if err := db.damage.noSpaceErr(db.dir); err != nil {
-		// NB: the last flush found no space (DiskReserve < 0 lets writes
-		// fill the disk): both memtables full, AsyncFlush itself waited
-		// in Pebble's write stall for ever, and Close hung (an
-		// embedder's review, D1).
 		db.opts.Logger.Warn("lshdb: no room to flush the handle's writes into tables at close: they are kept in the write-ahead log, which the next open replays", "error", err)
 		return
 	}
@@ -1510,6 +1506,8 @@ func roomToReplay(fs vfs.FS, dir string) error {
 	if err != nil {
 		return nil // NB: Open says what is wrong with dir
 	}
+	// NB: the logs' sizes as written, not their allocated blocks (Info's
+	// LogBytes): Pebble allocates a log's room ahead of its writes.
 	var logs int64
 	for _, n := range names {
 		if !strings.HasSuffix(n, ".log") {

@@ -224,20 +224,10 @@ func progressLines(errOut, prefix string) []string {
 // does not cross the socket) still writes a line each interval, and that
 // one that reports some writes it.
 func TestPhaseLinesWithoutProgress(t *testing.T) {
-	var errb bytes.Buffer
-	a := &app{ctx: context.Background(), stderr: &errWriter{w: &errb}, progressMode: progressLog, progressEvery: time.Millisecond}
-	_, done := a.phaseBar("check")
-	time.Sleep(50 * time.Millisecond)
-	done()
-	lines := progressLines(errb.String(), "lshdb: check:")
-	if len(lines) == 0 {
-		t.Fatal("no line in 50 intervals")
-	}
-	for _, line := range lines {
-		if !regexp.MustCompile(`^lshdb: check: running, \S+ elapsed$`).MatchString(line) {
-			t.Fatalf("a line of a call without progress: %q", line)
-		}
-	}
+	errb := checkPhaseLines(t, "check", `^lshdb: check: running, \S+ elapsed$`, func(a *app) func() {
+		_, done := a.phaseBar("check")
+		return done
+	})
 	// After done, no more lines.
 	n := len(errb.String())
 	time.Sleep(20 * time.Millisecond)
@@ -247,7 +237,7 @@ func TestPhaseLinesWithoutProgress(t *testing.T) {
 	// An interrupted call's phases end "complete": no line says so.
 	ctx, cancel := context.WithCancel(context.Background())
 	errb.Reset()
-	a = &app{ctx: ctx, stderr: &errWriter{w: &errb}, progressMode: progressLog, progressEvery: time.Nanosecond}
+	a := &app{ctx: ctx, stderr: &errWriter{w: errb}, progressMode: progressLog, progressEvery: time.Nanosecond}
 	pctx, done := a.phaseBar("pairs")
 	cancel()
 	d, err := db.Open(filepath.Join(t.TempDir(), "idx"), nil)
@@ -273,21 +263,34 @@ func TestPhaseLinesWithoutProgress(t *testing.T) {
 // clusters") is named without a count: its lines said "5/5 making
 // clusters: 0" for as long as it ran.
 func TestPhaseLineWithoutCount(t *testing.T) {
+	checkPhaseLines(t, "clusters", `^lshdb: clusters: 5/5 making clusters, \S+ elapsed$`, func(a *app) func() {
+		report, done := a.phaseReporter("clusters", time.Now(), nil)
+		report(db.Progress{Phase: "making clusters", Step: 5, Steps: 5})
+		return done
+	})
+}
+
+// checkPhaseLines starts a call's progress with start on an app that
+// writes a line every millisecond (--progress log), ends it (start's
+// done) 30 intervals later, and checks that it wrote lines and that
+// each of what's matches want. It returns what was written.
+func checkPhaseLines(t *testing.T, what, want string, start func(a *app) (done func())) *bytes.Buffer {
+	t.Helper()
 	var errb bytes.Buffer
-	a := &app{ctx: context.Background(), stderr: &errWriter{w: &errb}, progressMode: progressLog, progressEvery: time.Millisecond}
-	report, done := a.phaseReporter("clusters", time.Now(), nil)
-	report(db.Progress{Phase: "making clusters", Step: 5, Steps: 5})
+	done := start(&app{ctx: context.Background(), stderr: &errWriter{w: &errb}, progressMode: progressLog, progressEvery: time.Millisecond})
 	time.Sleep(30 * time.Millisecond)
 	done()
-	lines := progressLines(errb.String(), "lshdb: clusters:")
+	lines := progressLines(errb.String(), "lshdb: "+what+":")
 	if len(lines) == 0 {
 		t.Fatal("no line in 30 intervals")
 	}
+	re := regexp.MustCompile(want)
 	for _, line := range lines {
-		if !regexp.MustCompile(`^lshdb: clusters: 5/5 making clusters, \S+ elapsed$`).MatchString(line) {
-			t.Fatalf("a line of a phase that counts nothing: %q", line)
+		if !re.MatchString(line) {
+			t.Fatalf("a progress line of %s: %q, want %s", what, line, want)
 		}
 	}
+	return &errb
 }
 
 // TestPhaseLineFirstPhase: a reporter made with the phase under way (a
@@ -295,18 +298,8 @@ func TestPhaseLineWithoutCount(t *testing.T) {
 // even before report is called; it said "running" (a CI run's failure of
 // TestProgressLines).
 func TestPhaseLineFirstPhase(t *testing.T) {
-	var errb bytes.Buffer
-	a := &app{ctx: context.Background(), stderr: &errWriter{w: &errb}, progressMode: progressLog, progressEvery: time.Millisecond}
-	_, done := a.phaseReporter("build", time.Now(), &db.Progress{Phase: "resolving ids", Step: 2, Steps: 4, Done: 3, Total: 10})
-	time.Sleep(30 * time.Millisecond)
-	done()
-	lines := progressLines(errb.String(), "lshdb: build:")
-	if len(lines) == 0 {
-		t.Fatal("no line in 30 intervals")
-	}
-	for _, line := range lines {
-		if !regexp.MustCompile(`^lshdb: build: 2/4 resolving ids: 3 of 10 \(30%(?:, about \S+ left in this phase)?\), \S+ elapsed$`).MatchString(line) {
-			t.Fatalf("a line of a reporter made in its first phase: %q", line)
-		}
-	}
+	checkPhaseLines(t, "build", `^lshdb: build: 2/4 resolving ids: 3 of 10 \(30%(?:, about \S+ left in this phase)?\), \S+ elapsed$`, func(a *app) func() {
+		_, done := a.phaseReporter("build", time.Now(), &db.Progress{Phase: "resolving ids", Step: 2, Steps: 4, Done: 3, Total: 10})
+		return done
+	})
 }

@@ -60,6 +60,10 @@ var shellSpecs = map[string]shellSpec{
 	"delete":   {"delete [--ignore-missing] ID...", []string{"ignore-missing"}},
 }
 
+// shellCommonFlags are the flags every shell command takes, besides its
+// spec's.
+var shellCommonFlags = []string{"output", "progress", "progress-every"}
+
 // shellNotTaken are the flags of the shell's commands that the shell
 // does not take, and why (every other flag a command has is in its
 // shellSpec: TestShellSpecsCoverFlags), by name or as "CMD --NAME".
@@ -661,7 +665,7 @@ func checkShellFlags(name string, spec shellSpec, c *cobra.Command, args []strin
 			return true, nil
 		case flag == "db":
 			return false, usagef("the shell works on the index it opened; --db is not taken (open another index with lshdb shell --db DIR)")
-		case flag == "output" || flag == "progress" || flag == "progress-every" || slices.Contains(spec.flags, flag):
+		case slices.Contains(shellCommonFlags, flag) || slices.Contains(spec.flags, flag):
 		case name == "check" && flag == "repair":
 			// NB: it said "check takes no --repair in the shell", and no
 			// more: the damaged-index hints name check --repair.
@@ -675,7 +679,7 @@ func checkShellFlags(name string, spec shellSpec, c *cobra.Command, args []strin
 			// with one dash is most likely an argument (an id).
 			return false, usagef("%s %s: a word that starts with - is read as a flag; put arguments after -- (%s -- %s)", name, w, name, w)
 		default:
-			return false, usagef("%s takes no --%s in the shell%s (type help %s)", name, flag, didYouMean(flag, append([]string{"output", "progress", "progress-every"}, spec.flags...), "--"), name)
+			return false, usagef("%s takes no --%s in the shell%s (type help %s)", name, flag, didYouMean(flag, slices.Concat(shellCommonFlags, spec.flags), "--"), name)
 		}
 		// Skip the value of a flag that takes one (--top 3).
 		if c != nil && !hasValue {
@@ -894,7 +898,7 @@ func shellComplete(line string, pos int) (head string, completions []string, tai
 			cands = []string{"--ttl"}
 			break
 		}
-		for _, f := range append(slices.Clone(spec.flags), "output", "progress", "progress-every", "help") {
+		for _, f := range slices.Concat(spec.flags, shellCommonFlags, []string{"help"}) {
 			cands = append(cands, "--"+f)
 		}
 	}
@@ -910,17 +914,18 @@ func shellComplete(line string, pos int) (head string, completions []string, tai
 // known nearest to typed (a typing slip: at most two edits, or typed a
 // prefix of it), or "" when none is.
 func didYouMean(typed string, known []string, prefix string) string {
-	best, bestD := []string(nil), 3
+	typed = strings.ToLower(typed)
+	var best []string
+	bestD := 3 // NB: more than two edits is no slip
 	for _, k := range known {
-		d := editDistance(strings.ToLower(typed), k)
-		if len(typed) >= 2 && strings.HasPrefix(k, strings.ToLower(typed)) {
+		d := editDistance(typed, k)
+		if len(typed) >= 2 && strings.HasPrefix(k, typed) {
 			d = min(d, 1)
 		}
 		switch {
-		case d > 2:
 		case d < bestD:
 			best, bestD = []string{prefix + k}, d
-		case d == bestD && !slices.Contains(best, prefix+k):
+		case d == bestD && d < 3:
 			best = append(best, prefix+k)
 		}
 	}

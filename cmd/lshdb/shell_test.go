@@ -649,7 +649,7 @@ func TestShellSpecsCoverFlags(t *testing.T) {
 		}
 		sub.LocalFlags().VisitAll(func(f *pflag.Flag) {
 			switch {
-			case f.Name == "help" || f.Name == "output" || f.Name == "progress" || f.Name == "progress-every":
+			case f.Name == "help" || slices.Contains(shellCommonFlags, f.Name):
 			case slices.Contains(spec.flags, f.Name):
 			case shellNotTaken[f.Name] != "" || shellNotTaken[name+" --"+f.Name] != "":
 			default:
@@ -730,10 +730,13 @@ func TestShellDidYouMean(t *testing.T) {
 	if got := didYouMean("thresold", []string{"threshold", "top", "text"}, "--"); got != ", did you mean --threshold?" {
 		t.Errorf("a flag: %q", got)
 	}
-	for _, c := range [][2]string{{"kitten", "sitting"}, {"", "abc"}, {"flaw", "lawn"}, {"same", "same"}} {
-		want := map[[2]string]int{{"kitten", "sitting"}: 3, {"", "abc"}: 3, {"flaw", "lawn"}: 2, {"same", "same"}: 0}[c]
-		if got := editDistance(c[0], c[1]); got != want {
-			t.Errorf("editDistance(%q, %q) = %d, want %d", c[0], c[1], got, want)
+	// Distances counted by hand.
+	for _, c := range []struct {
+		a, b string
+		want int
+	}{{"kitten", "sitting", 3}, {"", "abc", 3}, {"flaw", "lawn", 2}, {"same", "same", 0}} {
+		if got := editDistance(c.a, c.b); got != c.want {
+			t.Errorf("editDistance(%q, %q) = %d, want %d", c.a, c.b, got, c.want)
 		}
 	}
 	idx := filepath.Join(t.TempDir(), "idx")

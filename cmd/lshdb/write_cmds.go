@@ -963,15 +963,14 @@ with exit 0. Not on Redis.`,
 			if err := a.compactAfterBuild(d, compact, res, &sum); err != nil {
 				return err
 			}
-			if err := a.reportInsert(sum); err != nil && !errors.Is(err, syscall.EPIPE) {
-				// NB: (a closed pipe, | head, ends the command quietly) it said only "write /dev/stdout: no space left on
+			err = a.reportInsert(sum)
+			if err != nil && !errors.Is(err, syscall.EPIPE) { // NB: a closed pipe (| head) ends the command quietly
+				// NB: it said only "write /dev/stdout: no space left on
 				// device", and a job retried a build that was in (a
 				// nightly operator's review, N2).
-				return fmt.Errorf("the build is in (%s stored), but its summary could not be written: %w", counted(res.Stored, "document", "documents"), err)
-			} else if err != nil {
-				return err
+				err = fmt.Errorf("the build is in (%s stored), but its summary could not be written: %w", counted(res.Stored, "document", "documents"), err)
 			}
-			return nil
+			return err
 		},
 	}
 	cf.add(c)
