@@ -754,6 +754,18 @@ func (db *DB) newManifest() ([]byte, error) {
 		Instance:      newInstance(),
 		Origin:        o.origin,
 	}
+	// NB: derive passes on only the stop words that can match (an index
+	// made before they were checked opens with the others); a new index
+	// refuses them.
+	for _, w := range m.StopWords {
+		norm, err := minhash.ParseNormalization(m.Normalization)
+		if err == nil {
+			err = minhash.CheckStopWord(w, norm)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
+		}
+	}
 	if m.Seed == 0 && o.Scheme == minhash.SchemeDatasketch {
 		m.Seed = DatasketchSeed
 	}
@@ -796,7 +808,7 @@ func (db *DB) derive() error {
 	if err != nil {
 		return err
 	}
-	db.shOpt = minhash.Options{Kind: kind, K: m.ShingleSize, Bag: m.Bag, Normalization: norm, StopWords: m.StopWords}
+	db.shOpt = minhash.Options{Kind: kind, K: m.ShingleSize, Bag: m.Bag, Normalization: norm, StopWords: minhash.MatchingStopWords(m.StopWords, norm)}
 	db.skOpt = minhash.SketchOptions{Scheme: scheme, NumPerm: m.NumPerm, Seed: m.Seed}
 	if err := db.shOpt.Validate(); err != nil {
 		return err

@@ -1393,3 +1393,70 @@ func TestClassifySaysLshdbOnce(t *testing.T) {
 		t.Fatalf("classify = %q, want %q", err, want)
 	}
 }
+
+// Ensure that a new index refuses a stop word that could never match a
+// word (one holding white space, or empty), naming it and making nothing,
+// and that an index whose manifest has such words (made before they were
+// checked) still opens and shingles as it did: its stored texts give back
+// their records' sets (Check), and the words that match still drop.
+func TestStopWordsThatCannotMatch(t *testing.T) {
+	fs := vfs.NewMem()
+	for _, bad := range []string{"of the", ""} {
+		d, err := Open("new", &Options{fs: fs, Shingle: minhash.ShingleWord, StopWords: []string{"the", bad}})
+		if err == nil {
+			d.Close()
+		}
+		if !errors.Is(err, ErrInvalidOptions) || !strings.Contains(err.Error(), strconv.Quote(bad)) {
+			t.Errorf("creating with stop word %q: %v, want ErrInvalidOptions naming it", bad, err)
+		}
+	}
+	if d, err := Open("new", &Options{fs: fs, Shingle: minhash.ShingleWord, StopWords: []string{"the"}}); err != nil || !d.Created() {
+		t.Fatalf("creating with good stop words after the refusals: %v", err)
+	} else {
+		d.Close()
+	}
+
+	d := mustOpen(t, "old", &Options{fs: fs, Shingle: minhash.ShingleWord, ShingleSize: 2, StopWords: []string{"the"}})
+	docs := []Doc{{ID: "a", Text: "The cat sat on the mat"}, {ID: "b", Text: "a cat sat on a mat, of the house"}}
+	if _, err := d.PutBatch(docs, nil); err != nil {
+		t.Fatal(err)
+	}
+	d.Close()
+	p := rawStore(t, fs, "old")
+	v, closer, err := p.Get(codec.ManifestKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := codec.DecodeManifest(v)
+	closer.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.StopWords = append(m.StopWords, "of the", "")
+	enc, err := codec.EncodeManifest(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Set(codec.ManifestKey, enc, pebble.Sync); err != nil {
+		t.Fatal(err)
+	}
+	p.Close()
+
+	d = mustOpen(t, "old", &Options{fs: fs})
+	defer d.Close()
+	if got := d.Params().StopWords; !slices.Equal(got, []string{"the"}) {
+		t.Errorf("Params().StopWords = %q, want the words that match, [the]", got)
+	}
+	rep, err := d.Check(context.Background())
+	if err != nil || len(rep.Problems) > 0 {
+		t.Fatalf("Check: %v %q", err, rep.Problems)
+	}
+	if err := d.Put(Doc{ID: "c", Text: "cat sat on mat"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	// "the" still drops: a's words are c's ("cat sat on mat"), Jaccard 1.
+	res, err := d.QueryID(context.Background(), "c", &QueryOptions{Threshold: 0.9})
+	if err != nil || len(res.Matches) != 1 || res.Matches[0].ID != "a" || res.Matches[0].Jaccard != 1 {
+		t.Fatalf("query c: %+v, %v, want a at Jaccard 1", res, err)
+	}
+}

@@ -101,7 +101,9 @@ type Options struct {
 	Bag bool
 	// Normalization of text before shingling. Default: minhash.NormalizeFold.
 	Normalization minhash.Normalization
-	// StopWords are dropped before word shingling. Default: none.
+	// StopWords are dropped before word shingling. Each is one word once
+	// normalized: a new index refuses one that is empty or holds white
+	// space (ErrInvalidOptions), as it could never match. Default: none.
 	StopWords []string
 	// Storage is what each document's record keeps: StorageText (the
 	// default: the text, compressed with the index's blocks; verification

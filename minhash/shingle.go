@@ -3,6 +3,7 @@ package minhash
 import (
 	"slices"
 	"strconv"
+	"strings"
 	"unicode"
 	"unicode/utf8"
 )
@@ -95,7 +96,42 @@ func (o *Options) Validate() error {
 	if len(o.StopWords) > 0 && o.Kind != ShingleWord {
 		return optionError("StopWords", "stop words need word shingles")
 	}
+	for _, w := range o.StopWords {
+		if err := CheckStopWord(w, o.Normalization); err != nil {
+			return err
+		}
+	}
 	return nil
+}
+
+// CheckStopWord reports, as an error wrapping [ErrInvalidOptions], a stop
+// word that could never match: one that is empty once normalized with n,
+// or that holds white space. Words are the maximal runs of non-space of
+// the normalized text, so such a stop word would be accepted and then
+// drop nothing.
+func CheckStopWord(w string, n Normalization) error {
+	norm := Normalize(w, n)
+	switch {
+	case norm == "":
+		return optionError("StopWords", "%q is empty once normalized (%s): a stop word is one word", w, n)
+	case strings.IndexFunc(norm, isSpace) >= 0:
+		return optionError("StopWords", "%q holds white space once normalized (%s): a stop word is one word, as the text is split into words at white space", w, n)
+	}
+	return nil
+}
+
+// MatchingStopWords returns the stop words of words that can match a word
+// (those CheckStopWord takes), in their order: a Shingler with them drops
+// the same words as one with all of them. An index made before stop words
+// were checked opens with them.
+func MatchingStopWords(words []string, n Normalization) []string {
+	var out []string
+	for _, w := range words {
+		if CheckStopWord(w, n) == nil {
+			out = append(out, w)
+		}
+	}
+	return out
 }
 
 // HashShingle is the hash of one shingle: xxhash64 (seed 0) of its UTF-8

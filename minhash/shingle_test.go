@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -223,6 +224,54 @@ func TestOptionsValidate(t *testing.T) {
 		sc, err := minhash.ParseScheme(c.s)
 		if !errors.Is(err, c.err) || (err == nil && sc.String() != c.name) {
 			t.Errorf("ParseScheme(%q) = %v, %v", c.s, sc, err)
+		}
+	}
+}
+
+// Ensure that a stop word that could never match a word (empty once
+// normalized, or holding white space) is refused naming it, and that
+// MatchingStopWords keeps exactly the others: a Shingler with them shingles
+// as the oracle does with the whole list, where the refused words match no
+// word of strings.Fields.
+func TestStopWordsThatCannotMatch(t *testing.T) {
+	for _, c := range []struct {
+		word string
+		norm minhash.Normalization
+	}{
+		{"", minhash.NormalizeFold},
+		{" \t", minhash.NormalizeFold},
+		{"the cat", minhash.NormalizeFold},
+		{"of\tthe", minhash.NormalizeFold},
+		{"the\u00a0cat", minhash.NormalizeFold}, // a no-break space is white space
+		{" the", minhash.NormalizeNone},          // not trimmed without folding
+		{"", minhash.NormalizeNone},
+	} {
+		o := minhash.Options{Kind: minhash.ShingleWord, Normalization: c.norm, StopWords: []string{"a", c.word}}
+		_, err := minhash.NewShingler(o)
+		if !errors.Is(err, minhash.ErrInvalidOptions) || !strings.Contains(err.Error(), strconv.Quote(c.word)) {
+			t.Errorf("stop word %q (%s): %v, want ErrInvalidOptions naming it", c.word, c.norm, err)
+		}
+		if got := minhash.MatchingStopWords(o.StopWords, c.norm); !slices.Equal(got, []string{"a"}) {
+			t.Errorf("MatchingStopWords(%q, %s) = %q, want [a]", o.StopWords, c.norm, got)
+		}
+	}
+	// Taken: one word once normalized, the ends trimmed by folding.
+	for _, w := range []string{"The", " the ", "don't", "東"} {
+		if err := minhash.CheckStopWord(w, minhash.NormalizeFold); err != nil {
+			t.Errorf("CheckStopWord(%q): %v", w, err)
+		}
+	}
+	rng := rand.New(rand.NewPCG(7, 8))
+	all := []string{"a", "the cat", "", "É"}
+	for _, k := range []int{1, 2, 3} {
+		o := minhash.Options{Kind: minhash.ShingleWord, K: k, StopWords: minhash.MatchingStopWords(all, minhash.NormalizeFold)}
+		s := mustShingler(t, o)
+		for range 300 {
+			text := randomText(rng, rng.IntN(30))
+			want := oracleShingles(text, minhash.Options{Kind: minhash.ShingleWord, K: k, StopWords: all})
+			if got := s.AppendShingles(nil, text); !slices.Equal(got, want) {
+				t.Fatalf("k=%d: shingles(%q) = %q, want %q", k, text, got, want)
+			}
 		}
 	}
 }
