@@ -243,7 +243,7 @@ func TestStopWordsThatCannotMatch(t *testing.T) {
 		{"the cat", minhash.NormalizeFold},
 		{"of\tthe", minhash.NormalizeFold},
 		{"the\u00a0cat", minhash.NormalizeFold}, // a no-break space is white space
-		{" the", minhash.NormalizeNone},          // not trimmed without folding
+		{" the", minhash.NormalizeNone},         // not trimmed without folding
 		{"", minhash.NormalizeNone},
 	} {
 		o := minhash.Options{Kind: minhash.ShingleWord, Normalization: c.norm, StopWords: []string{"a", c.word}}
