@@ -129,6 +129,26 @@ type headerBody struct {
 	// From is the pairs file the clusters were made from (clusters
 	// --from).
 	From string `json:"from,omitempty"`
+	// Query is what a query asked and found (query only).
+	Query *queryHeader `json:"query,omitempty"`
+}
+
+// queryHeader is what query --output json --header's first line says of
+// the query: what it was asked of, and what it found. Found and
+// Candidates are there when nothing matched too, and a stream of
+// queries (the shell's) splits at each header.
+type queryHeader struct {
+	// ID is the stored document queried (--id); File the file whose
+	// text was (--file); neither for --text.
+	ID   *string `json:"id,omitempty"`
+	File string  `json:"file,omitempty"`
+	// Found is how many documents matched; the lines that follow are the
+	// best Top of them (all without --top).
+	Found int `json:"found"`
+	Top   int `json:"top,omitempty"`
+	// Candidates is how many documents shared a band with the query.
+	Candidates   int  `json:"candidates"`
+	EstimateOnly bool `json:"estimate_only,omitempty"`
 }
 
 // runEndJSON is the last line of an output that started with a header.

@@ -793,3 +793,81 @@ func TestOutputToOwnStdout(t *testing.T) {
 		t.Errorf("pairs --out /dev/fd/3, given 3>>log: %v %s; the log:\n%s", err, out, got)
 	}
 }
+
+// Ensure that query --output json --header starts with a line saying what
+// was queried and found (found before --top, candidates, threshold) and
+// ends with a line counting the matches, also when nothing matched, so
+// that a stream of queries (the shell's) splits at each header. Oracle:
+// the same queries' table summaries and match lines without --header.
+func TestQueryHeader(t *testing.T) {
+	idx := filepath.Join(t.TempDir(), "idx")
+	mustRun(t, "insert", "--db", idx, "../../testdata/cmd/inputs/docs.jsonl")
+	type header struct {
+		Header struct {
+			Command   string  `json:"command"`
+			Threshold float64 `json:"threshold"`
+			Docs      int     `json:"docs"`
+			Query     struct {
+				ID         *string `json:"id"`
+				File       string  `json:"file"`
+				Found      int     `json:"found"`
+				Top        int     `json:"top"`
+				Candidates int     `json:"candidates"`
+			} `json:"query"`
+		} `json:"header"`
+	}
+	type end struct {
+		End *struct {
+			Lines int `json:"lines"`
+		} `json:"end"`
+	}
+	for _, c := range []struct {
+		args              []string
+		id                string
+		found, top, lines int
+	}{
+		{[]string{"--text", "ABCDEFGH"}, "", 2, 0, 2},
+		{[]string{"--text", "ABCDEFGH", "--top", "1"}, "", 2, 1, 1},
+		{[]string{"--id", "fox1"}, "fox1", 1, 0, 1},
+		{[]string{"--id", "cat"}, "cat", 0, 0, 0}, // nothing matched: still a header and an end
+	} {
+		q := append([]string{"query", "--db", idx}, c.args...)
+		plain, _ := mustRun(t, append(q, "--output", "json")...)
+		table, _ := mustRun(t, q...)
+		out, _ := mustRun(t, append(q, "--output", "json", "--header")...)
+		lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+		var h header
+		var e end
+		if len(lines) < 2 || json.Unmarshal([]byte(lines[0]), &h) != nil || json.Unmarshal([]byte(lines[len(lines)-1]), &e) != nil || e.End == nil {
+			t.Fatalf("%v --header: want a header, the matches and an end line:\n%s", c.args, out)
+		}
+		if got := strings.Join(lines[1:len(lines)-1], "\n"); strings.TrimSuffix(plain, "\n") != got {
+			t.Errorf("%v: the matches differ from those without --header:\n%s\nwant\n%s", c.args, got, plain)
+		}
+		hq := h.Header.Query
+		if h.Header.Command != "query" || h.Header.Threshold != 0.8 || h.Header.Docs != 6 || hq.Found != c.found || hq.Top != c.top || e.End.Lines != c.lines {
+			t.Errorf("%v: header %+v, end %+v; want found %d, top %d, %d lines", c.args, h.Header, *e.End, c.found, c.top, c.lines)
+		}
+		if (hq.ID == nil) != (c.id == "") || hq.ID != nil && *hq.ID != c.id {
+			t.Errorf("%v: the header's id is %v, want %q", c.args, hq.ID, c.id)
+		}
+		if want := fmt.Sprintf("among %s", counted(hq.Candidates, "candidate", "candidates")); !strings.Contains(table, want) {
+			t.Errorf("%v: header says %d candidates; the table: %s", c.args, hq.Candidates, table)
+		}
+	}
+	// The shell's stream of queries splits at the headers.
+	out, errOut, code := runLine([]string{"shell", "--db", idx}, "query --id cat --output json --header\nquery --id fox1 --output json --header\n")
+	if n := strings.Count(out, `{"header"`); code != 0 || n != 2 || !strings.HasPrefix(out, `{"header"`) {
+		t.Errorf("shell: exit %d, %d headers:\n%s%s", code, n, out, errOut)
+	}
+	if _, errOut, code := runLine([]string{"query", "--db", idx, "--id", "cat", "--header"}, ""); code != 2 || !strings.Contains(errOut, "--header needs --output json") {
+		t.Errorf("--header with a table: exit %d: %s", code, errOut)
+	}
+	f := filepath.Join(t.TempDir(), "q.txt")
+	if err := os.WriteFile(f, []byte("abcdefgh"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, _ := mustRun(t, "query", "--db", idx, "--file", f, "--output", "json", "--header"); !strings.Contains(out, `"file":`+fmt.Sprintf("%q", f)) {
+		t.Errorf("--file: the header does not name the file:\n%s", out)
+	}
+}

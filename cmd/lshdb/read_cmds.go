@@ -45,9 +45,9 @@ func (a *app) queryCmd() *cobra.Command {
 	var id, text, file string
 	var threshold float64
 	var top int
-	var estimate, withText bool
+	var estimate, withText, header bool
 	c := &cobra.Command{
-		Use: "query --db DIR (--id ID | --text TEXT | --file PATH) [--threshold T] [--top K] [--estimate-only] [--with-text]",
+		Use: "query --db DIR (--id ID | --text TEXT | --file PATH) [--threshold T] [--top K] [--estimate-only] [--with-text] [--header]",
 		Example: `  # Near-duplicates of a stored document
   lshdb query --db idx --id fox1
 
@@ -56,7 +56,11 @@ func (a *app) queryCmd() *cobra.Command {
 
   # Of a file's contents, as JSON Lines, each match with its stored text
   # (and its metadata, which a match always shows)
-  lshdb query --db idx --file notes/a.txt --output json --with-text`,
+  lshdb query --db idx --file notes/a.txt --output json --with-text
+
+  # With a first line saying what was asked and found (matches found, kept
+  # by --top, candidates: there when nothing matched too), and a last line
+  lshdb query --db idx --id fox1 --top 3 --output json --header`,
 		Short: "Near-duplicates of a stored document, a text or a file",
 		Args:  nArgs(0),
 		RunE: func(c *cobra.Command, args []string) error {
@@ -79,6 +83,9 @@ func (a *app) queryCmd() *cobra.Command {
 			if c.Flags().Changed("top") && top < 1 {
 				return usagef("--top %d: must be at least 1", top)
 			}
+			if header && !a.json() {
+				return usagef("--header needs --output json (the table ends with what was found)")
+			}
 			if c.Flags().Changed("id") {
 				// NB: as get's and explain's ids (a maintainer review's M9).
 				if err := checkIDArgs([]string{id}); err != nil {
@@ -86,6 +93,7 @@ func (a *app) queryCmd() *cobra.Command {
 				}
 			}
 			return a.withIndex(func(d index) error {
+				started := time.Now()
 				rec := recallNote(d, t)
 				a.warnRecall(d, t, rec)
 				qo := &db.QueryOptions{Threshold: t, Limit: top, EstimateOnly: estimate, WithText: withText}
@@ -118,6 +126,29 @@ func (a *app) queryCmd() *cobra.Command {
 					return interruptNote(err, "query interrupted: nothing printed")
 				}
 				if a.json() {
+					if header {
+						h, err := runHeader(d, "query", res.Threshold, started)
+						if err != nil {
+							return err
+						}
+						q := &queryHeader{Found: res.Found, Candidates: res.Candidates, EstimateOnly: res.EstimateOnly}
+						switch {
+						case c.Flags().Changed("id"):
+							q.ID = &id
+						case c.Flags().Changed("file"):
+							q.File = file
+							if file == "-" {
+								q.File = "stdin"
+							}
+						}
+						if res.Found > len(res.Matches) {
+							q.Top = top
+						}
+						h.Header.Query = q
+						if err := a.emitJSON(h); err != nil {
+							return err
+						}
+					}
 					for _, m := range res.Matches {
 						out := matchJSON{ID: m.ID, Estimate: m.Estimate, Bands: m.Bands, ExpectedRecall: rec}
 						if !res.EstimateOnly {
@@ -135,6 +166,9 @@ func (a *app) queryCmd() *cobra.Command {
 						if err := a.emitJSON(out); err != nil {
 							return err
 						}
+					}
+					if header {
+						return a.emitJSON(runEndJSON{runEndBody{Lines: int64(len(res.Matches)), ElapsedSeconds: time.Since(started).Seconds()}})
 					}
 					return nil
 				}
@@ -195,6 +229,7 @@ func (a *app) queryCmd() *cobra.Command {
 	fs.IntVar(&top, "top", 0, "keep only the best K matches (default: all)")
 	fs.BoolVar(&estimate, "estimate-only", false, "report signature estimates without exact verification")
 	fs.BoolVar(&withText, "with-text", false, "show each match's stored text (a match's metadata is always shown)")
+	fs.BoolVar(&header, "header", false, "with --output json: a first line saying what was queried and found (matches found, candidates, threshold, P(candidate)), also when nothing matched, and a last line")
 	return c
 }
 
