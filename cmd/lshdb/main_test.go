@@ -712,6 +712,25 @@ func TestTunePlotLabelsInside(t *testing.T) {
 	if out := runOK(t, "tune", "--db", given); strings.Contains(out, "banded for 0.999") {
 		t.Errorf("tune --db of an index given its banding says: %s", out)
 	}
+	// Nor below 1 (an inspection review's Q2): b=10 r=5 is not what the
+	// recall-first choice takes for 0.6 (tune without --db, the oracle).
+	given = filepath.Join(t.TempDir(), "given6")
+	runOK(t, "create", "--db", given, "--threshold", "0.6", "--bands", "10", "--rows", "5")
+	if out := runOK(t, "tune", "--threshold", "0.6"); strings.Contains(out, "b=10 r=5 ") {
+		t.Fatalf("the choice for 0.6 is b=10 r=5 after all: %s", out)
+	}
+	if out := runOK(t, "tune", "--db", given); strings.Contains(out, "chosen") || !strings.Contains(out, "(given at create; the index's threshold is 0.6)") {
+		t.Errorf("tune --db of an index given b=10 r=5 at 0.6 says: %s", out)
+	}
+	// And create refuses --recall beside a banding it would ignore (Q3),
+	// making nothing.
+	refused := filepath.Join(t.TempDir(), "refused")
+	if _, errOut, code := runLine([]string{"create", "--db", refused, "--bands", "10", "--rows", "5", "--recall", "0.9"}, ""); code != 2 || !strings.Contains(errOut, "--recall chooses a banding") {
+		t.Errorf("create --bands --rows --recall: exit %d: %s", code, errOut)
+	}
+	if _, err := os.Stat(refused); !os.IsNotExist(err) {
+		t.Errorf("the refused create left %s: %v", refused, err)
+	}
 }
 
 // Ensure that a command that writes an index asks for --db before it

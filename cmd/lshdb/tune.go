@@ -104,13 +104,16 @@ func (a *app) tuneCmd() *cobra.Command {
 				// without --db says (a maintainer review's M8).
 				// NB: only a banding Open chose: one given at create was
 				// said to be chosen (a maintainer review's K13).
-				chosen := fmt.Sprint(indexT)
-				if indexT > bands.MaxChoiceThreshold {
-					if ch, err := bands.Choose(numPerm, bands.MaxChoiceThreshold, bands.Options{Recall: indexRecall}); err == nil && ch == p {
-						chosen = fmt.Sprintf("%v, banded for %v", indexT, bands.MaxChoiceThreshold)
+				// It was said for every threshold below 1 (an inspection
+				// review's Q2): a banding given at create says so.
+				chosen := fmt.Sprintf("given at create; the index's threshold is %v", indexT)
+				if ch, err := bands.Choose(numPerm, min(indexT, bands.MaxChoiceThreshold), bands.Options{Recall: indexRecall}); err == nil && ch == p {
+					chosen = fmt.Sprint("chosen for threshold ", indexT)
+					if indexT > bands.MaxChoiceThreshold {
+						chosen += fmt.Sprintf(", banded for %v", bands.MaxChoiceThreshold)
 					}
 				}
-				fmt.Fprintf(a.stdout, "the index's %v (chosen for threshold %s) at threshold %v: P(%v) = %.4f, S-curve threshold (1/b)^(1/r) = %.4f\n",
+				fmt.Fprintf(a.stdout, "the index's %v (%s) at threshold %v: P(%v) = %.4f, S-curve threshold (1/b)^(1/r) = %.4f\n",
 					p, chosen, t, t, p.Probability(t), p.Threshold())
 			} else {
 				// NB: a banding for 1 is chosen for 0.999 (no banding
