@@ -122,6 +122,19 @@ func TestExpiryPebble(t *testing.T) {
 		if err != nil || len(res.Matches) != 1 || res.Matches[0].ID != "d" {
 			t.Fatalf("%s: QueryID(b) = %+v, %v", when, res, err)
 		}
+		// Both expired: each named so, as one is (an inspection
+		// review's Q5: "neither "a" nor "c""), until the sweep removed
+		// them.
+		expired := " (expired)"
+		if when == "swept" || when == "after a delete" {
+			expired = ""
+		}
+		if _, err := d.Explain("a", "c"); !errors.Is(err, ErrNotFound) || !strings.HasSuffix(err.Error(), `neither "a"`+expired+` nor "c"`+expired) {
+			t.Fatalf("%s: Explain(a, c): %v", when, err)
+		}
+		if _, err := d.Explain("a", "nosuch"); !errors.Is(err, ErrNotFound) || !strings.HasSuffix(err.Error(), `neither "a"`+expired+` nor "nosuch"`) {
+			t.Fatalf("%s: Explain(a, nosuch): %v", when, err)
+		}
 		for _, id := range []string{"a", "c"} {
 			if _, err := d.Get(id); !errors.Is(err, ErrNotFound) {
 				t.Fatalf("%s: Get(%s): %v, want ErrNotFound", when, id, err)

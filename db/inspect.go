@@ -311,7 +311,9 @@ func (db *DB) Explain(a, b string) (*Explanation, error) {
 	if errA != nil && errB != nil && errors.Is(errA, ErrNotFound) && errors.Is(errB, ErrNotFound) {
 		// NB: both missing: said at once, not one per attempt (the shell
 		// review's F11).
-		return nil, fmt.Errorf("%w: neither %s nor %s", ErrNotFound, showID(a), showID(b))
+		// NB: with "(expired)" as one missing id's error says it (an
+		// inspection review's Q5).
+		return nil, fmt.Errorf("%w: neither %s nor %s", ErrNotFound, missingName(a, errA), missingName(b, errB))
 	}
 	if err := cmp.Or(errA, errB); err != nil {
 		return nil, err

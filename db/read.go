@@ -65,9 +65,22 @@ func (db *DB) lookup(v view, id string, rec *docData) (uint64, error) {
 		return 0, err
 	}
 	if compaction.Expired(rec.Expires, db.now().UnixNano()) {
-		return 0, fmt.Errorf("%w: %s (expired)", ErrNotFound, showID(id))
+		return 0, fmt.Errorf("%w: %s (expired)%w", ErrNotFound, showID(id), unsaid{errExpired})
 	}
 	return n, nil
+}
+
+// errExpired marks (unsaid) lookup's ErrNotFound of a document whose TTL
+// ran out, for a message that names two ids (Explain's).
+var errExpired = errors.New("expired")
+
+// missingName is how a message that names several missing ids names id,
+// err its lookup's error: with "(expired)" as lookup says it.
+func missingName(id string, err error) string {
+	if errors.Is(err, errExpired) {
+		return showID(id) + " (expired)"
+	}
+	return showID(id)
 }
 
 // lookupStored is lookup without the expiry check: the document stored
