@@ -28,6 +28,7 @@ import (
 	"github.com/lshdb/lshdb/internal/extsort"
 	"github.com/lshdb/lshdb/internal/topk"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // thresholdFlag validates an optional --threshold.
@@ -226,7 +227,15 @@ func (a *app) queryCmd() *cobra.Command {
 	fs.StringVar(&text, "text", "", "query by a text")
 	fs.StringVar(&file, "file", "", "query by a file's contents (- for stdin)")
 	fs.Float64Var(&threshold, "threshold", 0, "least Jaccard reported (default: the index's)")
-	fs.IntVar(&top, "top", 0, "keep only the best K matches (default: all)")
+	fs.IntVar(&top, "top", 0, "keep only the best K matches (default: all; --limit is taken too, as pairs and the HTTP API name it)")
+	// NB: --limit was refused as an unknown flag, where pairs and the
+	// HTTP API's query call the count so (an inspection review's Q6).
+	fs.SetNormalizeFunc(func(_ *pflag.FlagSet, name string) pflag.NormalizedName {
+		if name == "limit" {
+			name = "top"
+		}
+		return pflag.NormalizedName(name)
+	})
 	fs.BoolVar(&estimate, "estimate-only", false, "report signature estimates without exact verification")
 	fs.BoolVar(&withText, "with-text", false, "show each match's stored text (a match's metadata is always shown)")
 	fs.BoolVar(&header, "header", false, "with --output json: a first line saying what was queried and found (matches found, candidates, threshold, P(candidate)), also when nothing matched, and a last line")

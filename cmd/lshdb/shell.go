@@ -660,6 +660,10 @@ func checkShellFlags(name string, spec shellSpec, c *cobra.Command, args []strin
 			return false, negativeArgError(name, w)
 		}
 		flag, _, hasValue := strings.Cut(strings.TrimLeft(w, "-"), "=")
+		if c != nil && strings.HasPrefix(w, "--") {
+			// NB: a command's other names of a flag (query --limit).
+			flag = string(c.Flags().GetNormalizeFunc()(c.Flags(), flag))
+		}
 		switch {
 		case flag == "h" || flag == "help":
 			return true, nil
