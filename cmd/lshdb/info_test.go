@@ -57,7 +57,8 @@ func TestInfoAgreesWithStats(t *testing.T) {
 		t.Errorf("info says %d documents, stats %d; the input has 6", in.Docs, st.Docs)
 	}
 	if in.Threshold != st.Threshold || in.Bands != st.Bands || in.Rows != st.Rows || in.NumPerm != st.NumPerm ||
-		in.Scheme != st.Scheme || in.Storage != st.Storage || in.FormatVersion != st.FormatVersion || in.ExpectedRecall != st.ExpectedRecall {
+		in.Scheme != st.Scheme || in.Storage != st.Storage || in.FormatVersion != st.FormatVersion || in.ExpectedRecall != st.ExpectedRecall ||
+		in.Instance == "" || in.Instance != st.Instance {
 		t.Errorf("info %+v disagrees with stats %+v", in, st)
 	}
 	// NB: a read-only open (each command's) writes nothing: the same files.

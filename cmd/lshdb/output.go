@@ -389,6 +389,9 @@ type statsJSON struct {
 	Hottest             []bucketJSON    `json:"hottest"`
 	Expired             int             `json:"expired,omitempty"`  // TTL passed, awaiting the sweep
 	Expiring            int             `json:"expiring,omitempty"` // set to expire later
+	// Instance names the index, as info's does (it was info's alone: an
+	// inspection review's Q4).
+	Instance string `json:"instance,omitempty"`
 }
 
 // paramsJSON is the output of create --output json: the parameters, as

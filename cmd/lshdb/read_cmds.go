@@ -887,7 +887,11 @@ the hot buckets of one band; check verifies the index.`,
 					Expiry: st.StoredBytes["expiry"], ManifestCounters: st.StoredBytes["manifest+counters"]}
 				if a.json() {
 					p := st.Params
-					return a.emitJSON(statsJSON{Docs: st.Docs, Threshold: p.Threshold, Bands: p.Bands.B, Rows: p.Bands.R,
+					in, err := d.Info()
+					if err != nil {
+						return err
+					}
+					return a.emitJSON(statsJSON{Instance: in.Instance, Docs: st.Docs, Threshold: p.Threshold, Bands: p.Bands.B, Rows: p.Bands.R,
 						NumPerm: p.NumPerm, Scheme: p.Scheme.String(), Seed: p.Seed, Shingle: p.Shingle.String(), ShingleSize: p.ShingleSize,
 						Bag: p.Bag, Normalization: p.Normalization.String(), StopWords: nonNil(p.StopWords), StoreText: p.StoreText, Storage: p.Storage, FormatVersion: p.FormatVersion,
 						ExpectedRecall: st.ExpectedRecall, ExpectedRecallShort: shortDocs(st.Recall), PostingListsPerBand: nonNil(st.Buckets.Lists),
