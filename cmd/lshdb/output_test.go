@@ -870,6 +870,13 @@ func TestQueryHeader(t *testing.T) {
 	if out, _ := mustRun(t, "query", "--db", idx, "--file", f, "--output", "json", "--header"); !strings.Contains(out, `"file":`+fmt.Sprintf("%q", f)) {
 		t.Errorf("--file: the header does not name the file:\n%s", out)
 	}
+	// A file without a shingle is named (Q7).
+	if err := os.WriteFile(f, []byte(" \n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, errOut, code := runLine([]string{"query", "--db", idx, "--file", f}, ""); code != 1 || !strings.Contains(errOut, "--file "+f+": document has no shingles") {
+		t.Errorf("--file of white space: exit %d: %s", code, errOut)
+	}
 }
 
 // Ensure that query takes --limit as --top (pairs and the HTTP API name

@@ -117,6 +117,15 @@ func (a *app) queryCmd() *cobra.Command {
 						return fmt.Errorf("%s: %w", name, docio.ErrBinary)
 					}
 					res, err = d.Query(a.ctx, string(b), qo)
+					if errors.Is(err, db.ErrEmptyDocument) {
+						// NB: it said "query text", not which file (an
+						// inspection review's Q7).
+						name := esc(file)
+						if file == "-" {
+							name = "(stdin)"
+						}
+						err = fmt.Errorf("--file %s: %w", name, err)
+					}
 				default:
 					res, err = d.Query(a.ctx, text, qo)
 				}
