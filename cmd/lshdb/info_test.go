@@ -168,6 +168,13 @@ func TestStatsTop(t *testing.T) {
 			if len(members) != h.Size {
 				t.Fatalf("band %d bucket %s: size %d, bucket prints %d members", h.Band, h.Bucket, h.Size, len(members))
 			}
+			// NB: 0x and 0X prefixes, upper-case digits (an inspection
+			// review's Q7: 0X was refused).
+			for _, b := range []string{"0x" + h.Bucket, "0X" + strings.ToUpper(h.Bucket)} {
+				if again, _ := mustRun(t, "bucket", "--db", idx, strconv.Itoa(h.Band), b); again != out {
+					t.Fatalf("bucket %s printed\n%s\nwant as %s:\n%s", b, again, h.Bucket, out)
+				}
+			}
 		}
 	}
 	if _, top3 := stats("3"); len(top3) != 3 || top3[0].Size != all[0].Size || top3[2].Size != all[2].Size {
@@ -188,5 +195,37 @@ func TestStatsTop(t *testing.T) {
 	}
 	if code != 0 || json.Unmarshal([]byte(out), &st) != nil || len(st.Hottest) != 2 || st.Hottest[0].Size != all[0].Size {
 		t.Fatalf("the shell's stats --top 2: exit %d, %q, %q", code, out, errOut)
+	}
+}
+
+// Ensure that buckets' table says which band it covers and how many posting
+// lists (it said neither: an inspection review's Q7), the count being the
+// JSON histogram's total, and that an empty index's histogram says none
+// under its heading.
+func TestBucketsTableSaysBand(t *testing.T) {
+	dir := fixture(t)
+	for _, c := range []struct{ band, which string }{{"3", "band 3"}, {"-1", "all 16 bands"}} {
+		out, _ := mustRun(t, "buckets", "--db", dir, "--band", c.band, "--output", "json")
+		var st struct {
+			Histogram []int `json:"bucket_size_histogram"`
+		}
+		if err := json.Unmarshal([]byte(out), &st); err != nil {
+			t.Fatal(err)
+		}
+		lists := 0
+		for _, n := range st.Histogram {
+			lists += n
+		}
+		out, _ = mustRun(t, "buckets", "--db", dir, "--band", c.band)
+		if want := fmt.Sprintf("%s: %d posting lists\n", c.which, lists); !strings.HasPrefix(out, want) || lists == 0 {
+			t.Errorf("buckets --band %s: %q, want it to start %q", c.band, out, want)
+		}
+	}
+	empty := filepath.Join(t.TempDir(), "empty")
+	mustRun(t, "create", "--db", empty)
+	for _, cmd := range []string{"buckets", "stats"} {
+		if out, _ := mustRun(t, cmd, "--db", empty); !strings.Contains(out, "bucket sizes: none (no posting list)\n") {
+			t.Errorf("%s of an empty index:\n%s", cmd, out)
+		}
 	}
 }

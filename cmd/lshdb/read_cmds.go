@@ -950,6 +950,11 @@ the hot buckets of one band; check verifies the index.`,
 }
 
 func (a *app) printHistogram(h []int) error {
+	if !slices.ContainsFunc(h, func(n int) bool { return n > 0 }) {
+		// NB: a heading over nothing, on an empty index (Q7).
+		_, err := fmt.Fprintln(a.stdout, "bucket sizes: none (no posting list)")
+		return err
+	}
 	fmt.Fprintln(a.stdout, "bucket sizes:")
 	tw := a.table()
 	for i, n := range h {
@@ -1026,6 +1031,19 @@ lists of 2^(i-1) to 2^i - 1 documents (the table's rows 1, 2-3, 4-7, …),
 					}
 					return a.emitJSON(out)
 				}
+				// NB: the table said neither which band nor how many
+				// lists, as the JSON does (an inspection review's Q7).
+				lists := 0
+				for i, n := range st.Lists {
+					if band < 0 || i == band {
+						lists += n
+					}
+				}
+				which := fmt.Sprintf("all %d bands", len(st.Lists))
+				if band >= 0 {
+					which = fmt.Sprintf("band %d", band)
+				}
+				fmt.Fprintf(a.stdout, "%s: %s\n", which, counted(lists, "posting list", "posting lists"))
 				if err := a.printHistogram(st.Histogram); err != nil {
 					return err
 				}
@@ -1048,7 +1066,7 @@ func (a *app) bucketCmd() *cobra.Command {
 			if err != nil {
 				return usagef("BAND %q is not a number", args[0])
 			}
-			bucket, err := strconv.ParseUint(strings.TrimPrefix(args[1], "0x"), 16, 32)
+			bucket, err := strconv.ParseUint(strings.TrimPrefix(strings.TrimPrefix(args[1], "0x"), "0X"), 16, 32)
 			if err != nil {
 				return usagef("BUCKET %q is not a hexadecimal number of at most 8 digits (as buckets prints it)", args[1])
 			}
