@@ -816,3 +816,42 @@ func TestNoSpaceRefusesWhileFlushesFail(t *testing.T) {
 		t.Fatalf("Count = %d, %v; want 202", n, err)
 	}
 }
+
+// Ensure that a writable open without a reserve counts the write-ahead logs
+// Pebble replays, and not check --repair's copies of damaged ones
+// (lshdb-damaged-NNNNNN.log), which are never replayed: a 40 MiB copy on a
+// disk with 30 MiB free refused every open (a maintainer review's K1). The
+// control: the same bytes under a log's name are refused.
+func TestRoomToReplaySkipsDamagedCopies(t *testing.T) {
+	fs := vfs.NewMem()
+	d := mustOpen(t, "idx", &Options{fs: fs, DiskReserve: -1})
+	if err := d.Put(Doc{ID: "a", Text: "a small document"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	fs.TestingSetDiskUsage(vfs.DiskUsage{AvailBytes: 30 << 20, TotalBytes: 1 << 30})
+	copyName := fs.PathJoin("idx", damagedLogPrefix+"000004.log")
+	f, err := fs.Create(copyName, vfs.WriteCategoryUnspecified)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write(make([]byte, 40<<20)); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	d, err = Open("idx", &Options{fs: fs, DiskReserve: -1})
+	if err != nil {
+		t.Fatalf("writable open beside a 40 MiB copy of a damaged log, 30 MiB free: %v", err)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := fs.Rename(copyName, fs.PathJoin("idx", "999999.log")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open("idx", &Options{fs: fs, DiskReserve: -1}); !errors.Is(err, ErrDiskFull) || !strings.Contains(err.Error(), "40.0 MiB of write-ahead logs") {
+		t.Fatalf("writable open with a 40 MiB log to replay, 30 MiB free: %v, want ErrDiskFull", err)
+	}
+}
