@@ -194,9 +194,6 @@ type interrupted struct{ msg string }
 func (e interrupted) Error() string { return "interrupted: " + e.msg }
 func (e interrupted) Unwrap() error { return context.Canceled }
 
-// stdinNote tells a person at a terminal that the command waits for them
-// (C20): when stdin is among the inputs (none given, or -) and is a
-// terminal, one line on stderr names the format and how to end it.
 // recordDirNote notes, for each directory input read without --format
 // (each of its files one text document), record files among its first
 // entries: an operator who drops nightly JSON Lines files into a folder
@@ -213,9 +210,16 @@ func (a *app) recordDirNote(paths []string, format string) {
 		// skipped, links followed to files. Only the top level's regular
 		// files were counted: four record files were said to be two (a
 		// nightly operator's review, N4).
+		// NB: WalkDir does not follow a root that is a link (the reader
+		// does): a link to the night's folder had no note (a maintainer
+		// review's K2). Its path with a separator is the folder's.
+		root := p
+		if st, err := os.Lstat(p); err == nil && st.Mode()&fs.ModeSymlink != 0 {
+			root = p + string(filepath.Separator)
+		}
 		var names []string
-		filepath.WalkDir(p, func(path string, e fs.DirEntry, err error) error {
-			if err != nil || path == p {
+		filepath.WalkDir(root, func(path string, e fs.DirEntry, err error) error {
+			if err != nil || path == root {
 				return nil
 			}
 			if strings.HasPrefix(e.Name(), ".") {
@@ -230,7 +234,7 @@ func (a *app) recordDirNote(paths []string, format string) {
 				regular = err == nil && st.Mode().IsRegular()
 			}
 			if regular && docio.IsRecordName(e.Name()) {
-				rel, _ := filepath.Rel(p, path)
+				rel, _ := filepath.Rel(root, path)
 				names = append(names, rel)
 			}
 			return nil
@@ -246,6 +250,9 @@ func (a *app) recordDirNote(paths []string, format string) {
 	}
 }
 
+// stdinNote tells a person at a terminal that the command waits for them
+// (C20): when stdin is among the inputs (none given, or -) and is a
+// terminal, one line on stderr names the format and how to end it.
 func (a *app) stdinNote(paths []string, format string) {
 	if len(paths) > 0 && !slices.Contains(paths, "-") {
 		return

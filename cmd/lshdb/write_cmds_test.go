@@ -822,6 +822,16 @@ func TestRecordFilesInADirectory(t *testing.T) {
 	if code != 0 || !strings.Contains(errOut, "holds record files (link.jsonl and 2 more)") {
 		t.Fatalf("a directory of record files, a link and a subdirectory: exit %d\n%s", code, errOut)
 	}
+	// A link to the directory is walked as the directory (a maintainer
+	// review's K2: no note).
+	latest := filepath.Join(dir, "latest")
+	if err := os.Symlink(in, latest); err != nil {
+		t.Fatal(err)
+	}
+	_, errOut, code = runLine([]string{"insert", "--db", filepath.Join(dir, "d"), latest}, "")
+	if code != 0 || !strings.Contains(errOut, latest+" holds record files (link.jsonl and 2 more)") {
+		t.Fatalf("a link to the directory: exit %d\n%s", code, errOut)
+	}
 	if err := os.RemoveAll(filepath.Join(in, "sub")); err != nil {
 		t.Fatal(err)
 	}
