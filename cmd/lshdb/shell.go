@@ -883,8 +883,12 @@ func splitWords(line string) ([]string, error) {
 // first (or follows help), and as one of the command's flags where it
 // starts with a dash. Ids and texts are not completed.
 func shellComplete(line string, pos int) (head string, completions []string, tail string) {
-	pos = min(max(pos, 0), len(line))
-	before, tail := line[:pos], line[pos:]
+	// NB: liner counts pos in code points, not bytes (its Completer
+	// adapter cuts []rune(line)): a text with é before the cursor was cut
+	// mid-word (a maintainer review's K3).
+	r := []rune(line)
+	pos = min(max(pos, 0), len(r))
+	before, tail := string(r[:pos]), string(r[pos:])
 	start := strings.LastIndexAny(before, " \t") + 1
 	head, word := before[:start], before[start:]
 	prev := strings.Fields(head)

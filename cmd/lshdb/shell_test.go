@@ -696,13 +696,15 @@ func TestShellComplete(t *testing.T) {
 		{"explain a b --", -1, "explain a b ", "", []string{"--threshold", "--output", "--progress", "--progress-every", "--help"}},
 		{"pairs --s --threshold 0.5", len("pairs --s"), "pairs ", " --threshold 0.5", []string{"--stats", "--sort"}},
 		{"put --t", -1, "put ", "", []string{"--ttl"}},
+		{"query --text é --hea", -1, "query --text é ", "", []string{"--header"}}, // NB: pos counts code points
+		{"query --text 東京 --w --top 3", utf8.RuneCountInString("query --text 東京 --w"), "query --text 東京 ", " --top 3", []string{"--with-text"}},
 		{"get fo", -1, "get ", "", nil},        // NB: ids are not completed
 		{"nosuch --t", -1, "nosuch ", "", nil}, // an unknown command has no flags
 		{"info --x", -1, "info ", "", nil},
 	} {
 		pos := c.pos
 		if pos < 0 {
-			pos = len(c.line)
+			pos = utf8.RuneCountInString(c.line) // NB: liner's pos counts code points
 		}
 		head, got, tail := shellComplete(c.line, pos)
 		if head != c.head || tail != c.tail || !slices.Equal(got, c.want) {
