@@ -1406,8 +1406,9 @@ func TestStopWordsThatCannotMatch(t *testing.T) {
 		if err == nil {
 			d.Close()
 		}
-		if !errors.Is(err, ErrInvalidOptions) || !strings.Contains(err.Error(), strconv.Quote(bad)) {
-			t.Errorf("creating with stop word %q: %v, want ErrInvalidOptions naming it", bad, err)
+		if !errors.Is(err, ErrInvalidOptions) || !errors.Is(err, minhash.ErrInvalidOptions) || !strings.Contains(err.Error(), strconv.Quote(bad)) ||
+			strings.Count(err.Error(), "invalid options") != 1 {
+			t.Errorf("creating with stop word %q: %v, want ErrInvalidOptions naming it, saying invalid options once", bad, err)
 		}
 	}
 	if d, err := Open("new", &Options{fs: fs, Shingle: minhash.ShingleWord, StopWords: []string{"the"}}); err != nil || !d.Created() {
@@ -1442,11 +1443,24 @@ func TestStopWordsThatCannotMatch(t *testing.T) {
 	}
 	p.Close()
 
+	// Its parameters as Params reports them open it (they were refused as
+	// differing from the stored list: a maintainer review's K5); a word
+	// that cannot match is refused, as at creation.
 	d = mustOpen(t, "old", &Options{fs: fs})
-	defer d.Close()
 	if got := d.Params().StopWords; !slices.Equal(got, []string{"the"}) {
 		t.Errorf("Params().StopWords = %q, want the words that match, [the]", got)
 	}
+	d.Close()
+	d = mustOpen(t, "old", &Options{fs: fs, StopWords: []string{"the"}})
+	d.Close()
+	if _, err := Open("old", &Options{fs: fs, StopWords: []string{"the", "of the"}}); !errors.Is(err, ErrInvalidOptions) {
+		t.Errorf("reopening with a stop word that cannot match: %v, want ErrInvalidOptions", err)
+	}
+	if _, err := Open("old", &Options{fs: fs, StopWords: []string{"a"}}); !errors.Is(err, ErrParamsMismatch) {
+		t.Errorf("reopening with other stop words: %v, want ErrParamsMismatch", err)
+	}
+	d = mustOpen(t, "old", &Options{fs: fs})
+	defer d.Close()
 	rep, err := d.Check(context.Background())
 	if err != nil || len(rep.Problems) > 0 {
 		t.Fatalf("Check: %v %q", err, rep.Problems)

@@ -21,6 +21,7 @@ import (
 	"github.com/lshdb/lshdb/db"
 	"github.com/lshdb/lshdb/db/client"
 	"github.com/lshdb/lshdb/db/httpapi"
+	"github.com/lshdb/lshdb/minhash"
 )
 
 // index is what the commands need of an index.
@@ -130,10 +131,19 @@ func checkOptions(o *db.Options, p db.Params) error {
 		check("ShingleSize", o.ShingleSize != 0, p.ShingleSize, o.ShingleSize),
 		check("Bag", o.Bag, p.Bag, o.Bag),
 		check("Normalization", o.Normalization != 0, p.Normalization.String(), o.Normalization.String()),
-		check("StopWords", len(o.StopWords) != 0, strings.Join(p.StopWords, ","), strings.Join(o.StopWords, ",")),
+		// NB: a set of the words that can match, as Open compares them
+		// (order and repeats were a mismatch here alone: a maintainer
+		// review's K5).
+		check("StopWords", len(o.StopWords) != 0, stopWordSet(p.StopWords, p.Normalization), stopWordSet(o.StopWords, p.Normalization)),
 		check("StoreText", o.StoreText, p.StoreText, o.StoreText),
 		check("Storage", o.Storage != "", p.Storage, o.Storage),
 	)
+}
+
+// stopWordSet is a list of stop words as Open compares it: those that can
+// match (minhash.MatchingStopWords), sorted, without repeats.
+func stopWordSet(words []string, n minhash.Normalization) string {
+	return strings.Join(slices.Compact(slices.Sorted(slices.Values(minhash.MatchingStopWords(words, n)))), ",")
 }
 
 // handover is an index attached to another process's server that, when

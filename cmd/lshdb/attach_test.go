@@ -726,3 +726,28 @@ func TestHandoverRepeatsReadsCutInFlight(t *testing.T) {
 		h.closeAll()
 	}
 }
+
+// Ensure that a command attached to a server compares --stop-words as
+// Open does, as a set (order and repeats were a mismatch attached alone:
+// a maintainer review's K5). Oracle: the same commands on the index
+// opened in process.
+func TestAttachStopWordsAsASet(t *testing.T) {
+	idx := filepath.Join(shortDir(t), "idx")
+	in := "../../testdata/cmd/inputs/docs.jsonl"
+	mustRun(t, "create", "--db", idx, "--shingle", "word", "--stop-words", "the,a")
+	cases := []struct {
+		words string
+		code  int
+	}{{"a,the,the", 0}, {"the,a", 0}, {"an", 1}}
+	for _, c := range cases {
+		if _, errOut, code := runLine([]string{"insert", "--db", idx, "--stop-words", c.words, in}, ""); code != c.code {
+			t.Fatalf("in process, --stop-words %s: exit %d, want %d: %s", c.words, code, c.code, errOut)
+		}
+	}
+	startServe(t, "--db", idx)
+	for _, c := range cases {
+		if _, errOut, code := runLine([]string{"insert", "--db", idx, "--stop-words", c.words, in}, ""); code != c.code {
+			t.Errorf("attached, --stop-words %s: exit %d, want %d as in process: %s", c.words, code, c.code, errOut)
+		}
+	}
+}
