@@ -751,3 +751,28 @@ func TestShellDidYouMean(t *testing.T) {
 		t.Fatalf("shell: exit %d\n%s", code, errOut)
 	}
 }
+
+// TestShellHelpListsEveryCommand: help's command list names every shell
+// command once, with its spec's usage (the list had drifted from them:
+// a maintainer review's K6).
+func TestShellHelpListsEveryCommand(t *testing.T) {
+	var listed []string
+	for _, row := range shellHelpRows {
+		listed = append(listed, row...)
+	}
+	slices.Sort(listed)
+	if want := slices.Sorted(maps.Keys(shellSpecs)); !slices.Equal(listed, want) {
+		t.Errorf("help lists %q, the shell has %q", listed, want)
+	}
+	idx := filepath.Join(t.TempDir(), "idx")
+	mustRun(t, "create", "--db", idx)
+	out, errOut, code := runLine([]string{"shell", "--db", idx}, "help\n")
+	if code != 0 {
+		t.Fatalf("help: exit %d: %s", code, errOut)
+	}
+	for name, spec := range shellSpecs {
+		if !strings.Contains(out, spec.usage) {
+			t.Errorf("help does not list %s as %q:\n%s", name, spec.usage, out)
+		}
+	}
+}
