@@ -751,3 +751,44 @@ func TestAttachStopWordsAsASet(t *testing.T) {
 		}
 	}
 }
+
+// Ensure that an export attached to a server refuses to replace its
+// outputs when the index was written between its clustering and the end
+// of its scan (a delete of a cluster's representative dropped its copies
+// with nothing kept: a nightly output review's O1), and writes them when
+// it was not. Oracle: the outputs' bytes before the run, and the control
+// run's kept ids.
+func TestExportRefusesAnIndexWrittenDuringIt(t *testing.T) {
+	dir := shortDir(t)
+	idx := filepath.Join(dir, "idx")
+	mustRun(t, "insert", "--db", idx, "../../testdata/cmd/inputs/docs.jsonl")
+	startServe(t, "--db", idx)
+	out, removed := filepath.Join(dir, "k.jsonl"), filepath.Join(dir, "r.jsonl")
+	for _, f := range []string{out, removed} {
+		if err := os.WriteFile(f, []byte("last night's\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() { exportScanning = nil })
+	exportScanning = func() {
+		if _, errOut, code := runLine([]string{"delete", "--db", idx, "fox1"}, ""); code != 0 {
+			t.Errorf("the delete during the export: exit %d: %s", code, errOut)
+		}
+	}
+	_, errOut, code := runLine([]string{"export", "--db", idx, "--out", out, "--removed", removed}, "")
+	if code != 1 || !strings.Contains(errOut, "the index was written during the export (it held 6 documents of 6 written when the clustering began, 5 of 6 at the end)") || !strings.Contains(errOut, "nothing written") {
+		t.Errorf("export with a delete during it: exit %d: %s", code, errOut)
+	}
+	for _, f := range []string{out, removed} {
+		if b, _ := os.ReadFile(f); string(b) != "last night's\n" {
+			t.Errorf("%s was replaced: %q", f, b)
+		}
+	}
+	exportScanning = nil
+	if _, errOut, code := runLine([]string{"export", "--db", idx, "--out", out, "--removed", removed}, ""); code != 0 {
+		t.Fatalf("export without a writer: exit %d: %s", code, errOut)
+	}
+	if b, _ := os.ReadFile(out); strings.Contains(string(b), "last night's") || !strings.Contains(string(b), `"fox2"`) || strings.Contains(string(b), `"fox1"`) {
+		t.Errorf("export without a writer wrote:\n%s", b)
+	}
+}

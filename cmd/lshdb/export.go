@@ -74,7 +74,13 @@ document (no clustering). To keep the original records, every field and
 byte as they were, use lshdb filter on the input files instead.
 
 An output file is compressed as its name says (.gz, .zst), written beside
-it and renamed when complete. The summary goes to stderr.`,
+it and renamed when complete. The summary goes to stderr.
+
+The clustering and the read of the documents must see one state of the
+index: an export attached to a server (or of an index on Redis) that
+meets a write between them fails, with its output files left as they were
+(a document could be dropped as a copy of one deleted meanwhile). Run it
+again once the writers are done, or export a backup.`,
 		Args: nArgs(0),
 		RunE: func(c *cobra.Command, args []string) error {
 			t, mode, keep, err := df.check(c)
@@ -89,15 +95,25 @@ it and renamed when complete. The summary goes to stderr.`,
 			}
 			return a.withIndex(func(d index) error {
 				var fates map[string]fate
+				var before *db.Info
 				nClusters := 0
 				if !all {
+					if before, err = d.Info(); err != nil {
+						return err
+					}
 					if fates, nClusters, err = df.fates(a, d, t, mode, keep); err != nil {
 						return interruptNote(err, "export interrupted while clustering: nothing written")
 					}
 				}
+				if exportScanning != nil {
+					exportScanning()
+				}
 				src := docio.Source{Name: indexSource, Format: "jsonl"}
 				kept, drop := df.sinks(a, nil)
 				n, noText, lost, err := a.export(d, fates, src, kept, drop, salvage)
+				if err == nil && before != nil {
+					err = writtenDuring(d, before, kept)
+				}
 				if err = finishSinks(err, kept, drop); err != nil {
 					return interruptNote(err, "export interrupted: no output written")
 				}
@@ -124,6 +140,38 @@ it and renamed when complete. The summary goes to stderr.`,
 	df.add(c, "the file of the kept documents (default: stdout)", "also write the removed documents to this file, with duplicate_of and similarity", "none")
 	c.Flags().BoolVar(&all, "all", false, "export every document, without clustering")
 	return c
+}
+
+// exportScanning, when a test sets it, runs between export's clustering
+// and its scan (a writer meeting the export there).
+var exportScanning func()
+
+// errWrittenDuring is export's error when the index was written between
+// its clustering and the end of its scan.
+var errWrittenDuring = errors.New("the index was written during the export")
+
+// writtenDuring refuses an export whose index was written since before
+// (its Info before the clustering): the clusters and the documents read
+// are then of two states, and a document could be dropped as a copy of
+// one deleted meanwhile, or a new copy kept beside its original. An
+// export attached to a server (or of an index on Redis) can meet writers:
+// one that deleted 200 clusters' representatives during the run dropped
+// 885 documents with no copy left (a nightly output review's O1). Info's
+// document count and written count change with every write.
+func writtenDuring(d index, before *db.Info, kept *sink) error {
+	now, err := d.Info()
+	if err != nil {
+		return err
+	}
+	if now.Docs == before.Docs && now.Written == before.Written {
+		return nil
+	}
+	what := "nothing written"
+	if kept.path == "" || kept.path == "-" {
+		what = "discard what it wrote to stdout"
+	}
+	return fmt.Errorf("%w (it held %d documents of %d written when the clustering began, %d of %d at the end), so its clusters and the documents it read are of two states: %s, and export again once the writers are done (or export a backup: lshdb backup)",
+		errWrittenDuring, before.Docs, before.Written, now.Docs, now.Written, what)
 }
 
 // export writes the stored documents to the sinks by their fates, as
