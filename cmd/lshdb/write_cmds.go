@@ -1583,9 +1583,18 @@ type deduper struct {
 	// (repeated), duplicates found, empty texts skipped
 	stored, replaced, repeated, dups, empty int
 	ids                                     map[string]bool // stored by this run
-	through                                 string          // position of the last document decided: stored, a duplicate, or empty
-	doubt                                   string          // of the last one of a batch whose answer was lost (see inserter)
-	add                                     func(int)
+	// dupsOf counts, by the id of the stored document they matched, the
+	// documents of this run skipped as its near-duplicates; orphans
+	// those of them whose id a later record of the run then stored again
+	// (another text), and orphan the first such: their texts are in no
+	// document of the index (a nightly output review's O2).
+	dupsOf  map[string]int
+	orphans int
+	orphan  [2]string         // a skipped id, and the id it matched
+	firstOf map[string]string // see firstDup
+	through string            // position of the last document decided: stored, a duplicate, or empty
+	doubt   string            // of the last one of a batch whose answer was lost (see inserter)
+	add     func(int)
 }
 
 // dedupBatch is the most documents of one of dedup's batches. NB: the
@@ -1594,6 +1603,45 @@ type deduper struct {
 const dedupBatch = 256
 
 func (w *deduper) pending() int { return len(w.batch) }
+
+// firstDup keeps, until an orphan is found, the first skipped id of each
+// matched id: the example the orphans' warning names. NB: one id a
+// matched id, dropped when it is stored again without orphans.
+func (w *deduper) firstDup(skipped, of string) {
+	if w.firstOf == nil {
+		w.firstOf = map[string]string{}
+	}
+	w.firstOf[of] = skipped
+}
+
+// orphaned records that id was stored again (another text) in this run:
+// the documents skipped earlier as its near-duplicates are now in no
+// document of the index.
+func (w *deduper) orphaned(id string) {
+	n := w.dupsOf[id]
+	if n == 0 {
+		return
+	}
+	if w.orphans == 0 {
+		w.orphan = [2]string{w.firstOf[id], id}
+		w.firstOf = nil
+	}
+	w.orphans += n
+	delete(w.dupsOf, id)
+}
+
+// orphansNote warns of the orphans, on stderr.
+func (w *deduper) orphansNote() {
+	if w.orphans == 0 {
+		return
+	}
+	more := ""
+	if w.orphans > 1 {
+		more = fmt.Sprintf(" and %d more", w.orphans-1)
+	}
+	fmt.Fprintf(w.a.stderr, "lshdb: warning: %s skipped as near-duplicates (%s, of %s%s) of a document whose id a later record of the input stored again, with another text: their texts are in no document of the index now; give their records to dedup again to check them against the index as it is\n",
+		counted(w.orphans, "document", "documents"), docio.QuoteID(w.orphan[0]), docio.QuoteID(w.orphan[1]), more)
+}
 
 // replacedNote says how many of the documents stored replaced one stored
 // before the run under their id (a re-run of an input: each is checked
@@ -1650,18 +1698,24 @@ func (w *deduper) flush() error {
 			// NB: it replaced the one of its id stored earlier in this
 			// run: the last one stored wins, as insert's last one.
 			w.repeated++
+			w.orphaned(w.batch[i].ID)
 			w.through = w.pos[i]
 		case r.Match == nil:
 			w.ids[w.batch[i].ID] = true
 			w.stored++
 			if r.Replaced {
 				w.replaced++
+				w.orphaned(w.batch[i].ID)
 			}
 			w.through = w.pos[i]
 		default:
 			// NB: decided too: the stop's "through" named the last one
 			// stored, before the duplicates its rows had answered.
 			w.dups++
+			if w.dupsOf[r.Match.ID] == 0 && w.orphan[0] == "" {
+				w.firstDup(w.batch[i].ID, r.Match.ID)
+			}
+			w.dupsOf[r.Match.ID]++
 			w.through = w.pos[i]
 		}
 	}
@@ -1785,7 +1839,7 @@ make it first with lshdb create for others.`,
 			// command).
 			bctx, stopGrace := afterGrace(a.ctx, interruptGrace)
 			defer stopGrace()
-			w := &deduper{a: a, d: d, commitCtx: commitCtx{bctx}, ttl: ttl, tw: a.table(), headed: a.json(), add: add, ids: make(map[string]bool), estimates: d.Params().Storage == db.StorageNone}
+			w := &deduper{a: a, d: d, commitCtx: commitCtx{bctx}, ttl: ttl, tw: a.table(), headed: a.json(), add: add, ids: make(map[string]bool), dupsOf: make(map[string]int), estimates: d.Params().Storage == db.StorageNone}
 			w.stream = len(args) == 0 || slices.Contains(args, "-")
 			err = a.putAll(w, inp.docs(args), w.stream)
 			done()
@@ -1819,6 +1873,7 @@ make it first with lshdb create for others.`,
 			// same input: "of stored documents" read as of the index's
 			// alone.
 			fmt.Fprintf(a.stderr, "%d inserted%s, %s of documents stored before them (in the index, or earlier in the input)%s%s\n", w.stored, w.replacedNote(), counted(w.dups, "duplicate", "duplicates"), repeated, skipped)
+			w.orphansNote()
 			return nil
 		},
 	}

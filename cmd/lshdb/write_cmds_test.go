@@ -1732,3 +1732,42 @@ func TestBuildMinDocs(t *testing.T) {
 		t.Fatalf("--min-docs -1: exit %d %s", code, errOut)
 	}
 }
+
+// Ensure that dedup warns of the documents it skipped as near-duplicates
+// of an id that a later record of the input stored again with another
+// text (their texts were then in no document, without a word: a nightly
+// output review's O2), counting them and naming one, and says nothing
+// when the id repeated had no duplicates. Oracle: a query by the skipped
+// text, which finds nothing in the index.
+func TestDedupWarnsOfOrphans(t *testing.T) {
+	dir := t.TempDir()
+	a := "the quick brown fox jumps over the lazy dog again and again"
+	recs := []string{
+		fmt.Sprintf(`{"id":"A","text":%q}`, a),
+		fmt.Sprintf(`{"id":"B","text":%q}`, a+"!"),
+		fmt.Sprintf(`{"id":"C","text":%q}`, a+"?"),
+		`{"id":"D","text":"a text that nothing else in this input is close to at all"}`,
+		`{"id":"D","text":"another text that nothing is close to, stored again under D"}`,
+		`{"id":"A","text":"completely different text about something else entirely here"}`,
+	}
+	in := filepath.Join(dir, "in.jsonl")
+	if err := os.WriteFile(in, []byte(strings.Join(recs, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	idx := filepath.Join(dir, "idx")
+	_, errOut := mustRun(t, "dedup", "--db", idx, in)
+	if !strings.Contains(errOut, `lshdb: warning: 2 documents skipped as near-duplicates ("B", of "A" and 1 more) of a document whose id a later record of the input stored again`) {
+		t.Errorf("dedup's stderr:\n%s", errOut)
+	}
+	if out, _ := mustRun(t, "query", "--db", idx, "--text", a+"!", "--output", "json"); out != "" {
+		t.Errorf("B's text is in the index after all: %s", out)
+	}
+	// D was stored again, but nothing had been skipped for it.
+	in2 := filepath.Join(dir, "in2.jsonl")
+	if err := os.WriteFile(in2, []byte(strings.Join(recs[3:5], "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, errOut := mustRun(t, "dedup", "--db", filepath.Join(dir, "idx2"), in2); strings.Contains(errOut, "warning") {
+		t.Errorf("a repeated id without duplicates warned:\n%s", errOut)
+	}
+}
