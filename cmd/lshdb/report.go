@@ -369,6 +369,16 @@ device or a pipe is written in place).`,
 			if err := nameSaysFormat("--out", out, "report writes an HTML page", ".html", ".htm"); err != nil {
 				return err
 			}
+			// NB: a page named .html.gz was written as plain HTML, which
+			// zcat refused; every other output compresses as its name says
+			// or refuses it (a nightly output review's O3). A browser opens
+			// the page as it is: it is not compressed.
+			n := strings.ToLower(out)
+			for _, z := range append([][2]string{{".gz", "gzip"}, {".gzip", "gzip"}, {".bgz", "gzip"}, {".zst", "zstd"}, {".zstd", "zstd"}}, unwritableCompressions...) {
+				if strings.HasSuffix(n, z[0]) {
+					return usagef("--out %s names %s compression, but report writes a page a browser opens as it is: name it .html (and compress it afterwards if you must)", escControls(out), z[1])
+				}
+			}
 			if c.Flags().Changed("pairs-threshold") && !(pairsThreshold > 0 && pairsThreshold <= 1) {
 				return usagef("--pairs-threshold %v is outside (0, 1]", pairsThreshold)
 			}

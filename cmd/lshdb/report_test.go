@@ -330,6 +330,10 @@ func TestReportErrors(t *testing.T) {
 		{[]string{"report", "--db", dir, "--out", out, "--pairs", write("cut.jsonl", "{\"header\":{\"threshold\":0.5}}\n{\"a\":\"x\",\"b\":\"y\",\"jaccard\":0.5}\n")}, 1, "cut.jsonl has the header of pairs --header but no end line"},
 		{[]string{"report", "--db", dir, "--out", filepath.Join(tmp, "no", "such", "dir.html")}, 1, "no such file or directory"},
 		{[]string{"report", "--db", dir, "--out", tmp}, 1, "cannot write " + tmp + ": it is a directory"},
+		// A compressed name: it was written as plain HTML (O3).
+		{[]string{"report", "--db", dir, "--out", filepath.Join(tmp, "r.html.gz")}, 2, "names gzip compression, but report writes a page a browser opens as it is"},
+		{[]string{"report", "--db", dir, "--out", filepath.Join(tmp, "r.html.ZST")}, 2, "names zstd compression"},
+		{[]string{"report", "--db", dir, "--out", filepath.Join(tmp, "r.html.xz")}, 2, "names xz compression"},
 		{[]string{"report", "--db", filepath.Join(tmp, "nope"), "--out", out}, 1, "database does not exist"},
 	} {
 		_, errOut, code := runLine(c.args, "")
