@@ -601,12 +601,17 @@ func TestPairsEstimatesSaidInEachResult(t *testing.T) {
 		}
 		table, _, _ := runLine([]string{"pairs", "--db", idx}, "")
 		csv, _, _ := runLine([]string{"pairs", "--db", idx, "--output", "csv"}, "")
-		want, col := 0, "JACCARD"
+		want, col, head, rowEnd := 0, "JACCARD", "a,b,jaccard\n", ""
 		if storage == "none" {
-			want, col = len(lines), "ESTIMATE"
+			// NB: the CSV's rows say it too (O4: a note on stderr alone).
+			want, col, head, rowEnd = len(lines), "ESTIMATE", "a,b,jaccard,estimate_only\n", ",true"
+		}
+		rows := strings.Split(strings.TrimSuffix(csv, "\n"), "\n")[1:]
+		if len(rows) != len(lines) || slices.ContainsFunc(rows, func(r string) bool { return strings.HasSuffix(r, ",true") != (rowEnd != "") }) {
+			t.Errorf("%s: csv rows %q", storage, rows)
 		}
 		if marked != want || !strings.HasPrefix(table, "A  ") || !strings.Contains(strings.SplitN(table, "\n", 2)[0], col) ||
-			!strings.HasPrefix(csv, "a,b,jaccard\n") {
+			!strings.HasPrefix(csv, head) {
 			t.Errorf("%s: %d of %d lines say estimate_only (want %d); table header %q, csv header %q", storage, marked, len(lines), want,
 				strings.SplitN(table, "\n", 2)[0], strings.SplitN(csv, "\n", 2)[0])
 		}

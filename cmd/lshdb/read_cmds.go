@@ -406,7 +406,11 @@ func (o *pairsOut) add(p db.Pair) error {
 		if o.cw == nil {
 			o.csvHeader()
 		}
-		o.cw.Write([]string{p.A, p.B, strconv.FormatFloat(p.Jaccard, 'f', -1, 64)})
+		row := []string{p.A, p.B, strconv.FormatFloat(p.Jaccard, 'f', -1, 64)}
+		if o.estimates {
+			row = append(row, "true")
+		}
+		o.cw.Write(row)
 		if o.rows%streamRows == 0 {
 			o.flushed()
 			o.cw.Flush()
@@ -464,8 +468,14 @@ func (o *pairsOut) csvHeader() {
 		o.cw.Comma = '\t'
 	}
 	// NB: jaccard in a none index too (its estimate): a script that
-	// takes the column by its name reads every index's pairs.
-	o.cw.Write([]string{"a", "b", "jaccard"})
+	// takes the column by its name reads every index's pairs. Its rows
+	// say estimate_only, as its JSON lines do: the note on stderr alone
+	// never reached the file's reader (a nightly output review's O4).
+	head := []string{"a", "b", "jaccard"}
+	if o.estimates {
+		head = append(head, "estimate_only")
+	}
+	o.cw.Write(head)
 }
 
 // column names the similarity in a table: JACCARD, or ESTIMATE in a
@@ -677,7 +687,9 @@ func (a *app) pairsCmd() *cobra.Command {
 ids). With --limit N only the best N, in memory for N pairs. With
 --sort=false the pairs stream out as they are verified, in no particular
 order and in bounded memory (for nightly jobs over millions of documents).
---output csv or tsv writes a header row (a,b,jaccard) and one row a pair.
+--output csv or tsv writes a header row (a,b,jaccard) and one row a pair
+(on an index of storage none, whose similarities are the signatures'
+estimates, a fourth column estimate_only, true on every row).
 A run needs temporary disk space in the index's directory, removed at the
 end: the stored texts of the documents in candidate pairs once they take
 over a quarter of --memory (sets mode: their sets, 8 bytes an element; 0.7
