@@ -896,4 +896,10 @@ func TestQueryLimitIsTop(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "1 of 2 matches") {
 		t.Errorf("shell query --limit=1: exit %d: %s%s", code, out, errOut)
 	}
+	// A bad count names the flag as given (it said --top of --limit 0).
+	for _, flag := range []string{"--limit", "--top", "--limit", "--top"} {
+		if _, errOut, code := runLine([]string{"query", "--db", idx, "--text", "ABCDEFGH", flag, "0"}, ""); code != 2 || !strings.Contains(errOut, flag+" 0: must be at least 1") {
+			t.Errorf("%s 0: exit %d: %s", flag, code, errOut)
+		}
+	}
 }

@@ -47,6 +47,7 @@ func (a *app) queryCmd() *cobra.Command {
 	var threshold float64
 	var top int
 	var estimate, withText, header bool
+	var limitGiven bool // --top was given as --limit
 	c := &cobra.Command{
 		Use: "query --db DIR (--id ID | --text TEXT | --file PATH) [--threshold T] [--top K] [--estimate-only] [--with-text] [--header]",
 		Example: `  # Near-duplicates of a stored document
@@ -65,6 +66,7 @@ func (a *app) queryCmd() *cobra.Command {
 		Short: "Near-duplicates of a stored document, a text or a file",
 		Args:  nArgs(0),
 		RunE: func(c *cobra.Command, args []string) error {
+			defer func() { limitGiven = false }() // NB: a shell runs it again
 			t, err := thresholdFlag(c, threshold)
 			if err != nil {
 				return err
@@ -82,7 +84,12 @@ func (a *app) queryCmd() *cobra.Command {
 				return usagef("give exactly one of --id, --text and --file")
 			}
 			if c.Flags().Changed("top") && top < 1 {
-				return usagef("--top %d: must be at least 1", top)
+				// NB: named as given (--limit is --top's other name).
+				name := "--top"
+				if limitGiven {
+					name = "--limit"
+				}
+				return usagef("%s %d: must be at least 1", name, top)
 			}
 			if header && !a.json() {
 				return usagef("--header needs --output json (the table ends with what was found)")
@@ -241,7 +248,7 @@ func (a *app) queryCmd() *cobra.Command {
 	// HTTP API's query call the count so (an inspection review's Q6).
 	fs.SetNormalizeFunc(func(_ *pflag.FlagSet, name string) pflag.NormalizedName {
 		if name == "limit" {
-			name = "top"
+			name, limitGiven = "top", true
 		}
 		return pflag.NormalizedName(name)
 	})
