@@ -268,10 +268,14 @@ const sweepLogEvery = time.Minute
 // serve sweeps every second, and a Redis failover (10-20 s) wrote a
 // warning a second (an operator's review, R7).
 type sweepFailures struct {
-	since, said time.Time // of the first failure and the last line; zero: not failing
-	total, more int       // failures in all, and since the last line
-	last        string    // the error said last
+	since, said time.Time       // of the first failure and the last line; zero: not failing
+	total, more int             // failures in all, and since the last line
+	seen        map[string]bool // the errors said since the failures began (at most sweepErrorsSaid)
 }
+
+// sweepErrorsSaid is the most errors of one stretch of failures that are
+// each said at once, the first time they come.
+const sweepErrorsSaid = 8
 
 func (f *sweepFailures) report(log *slog.Logger, err error, now time.Time) {
 	switch {
@@ -281,14 +285,18 @@ func (f *sweepFailures) report(log *slog.Logger, err error, now time.Time) {
 	case err == nil:
 	case f.since.IsZero():
 		log.Warn("lshdb: sweeping expired documents", "err", err)
-		f.since, f.said, f.total, f.last = now, now, 1, err.Error()
+		f.since, f.said, f.total, f.seen = now, now, 1, map[string]bool{err.Error(): true}
 	default:
 		f.total++
 		f.more++
-		// NB: another error is said at once (the first one's count
-		// with it), not a minute later.
-		if now.Sub(f.said) >= sweepLogEvery || err.Error() != f.last {
-			f.last = err.Error()
+		// NB: an error not said before in this stretch is said at once
+		// (the count with it), not a minute later; one said before
+		// waits: a failover's errors alternate (connection refused,
+		// LOADING, CLUSTERDOWN), and a warning a second came back (a
+		// maintainer review's K4).
+		fresh := !f.seen[err.Error()] && len(f.seen) < sweepErrorsSaid
+		if now.Sub(f.said) >= sweepLogEvery || fresh {
+			f.seen[err.Error()] = true
 			log.Warn("lshdb: sweeping expired documents still fails", "err", err, "failures_since_last_said", f.more, "failing_for", now.Sub(f.since).Round(time.Second))
 			f.said, f.more = now, 0
 		}

@@ -789,6 +789,23 @@ func TestSweepFailuresSaidOnce(t *testing.T) {
 	if got := strings.Split(strings.TrimSpace(buf.String()), "\n"); !slices.Equal(got, want) {
 		t.Fatalf("lines said:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
+	// Errors that alternate (a failover's) are each said once, then a
+	// line a minute: twenty in twenty seconds were twenty lines (a
+	// maintainer review's K4).
+	buf.Reset()
+	f = sweepFailures{}
+	for s := 0; s < 80; s++ {
+		err := []error{errors.New("connection refused"), errors.New("LOADING")}[s%2]
+		f.report(log, err, t0.Add(time.Duration(s)*time.Second))
+	}
+	want = []string{
+		`level=WARN msg="lshdb: sweeping expired documents" err="connection refused"`,
+		`level=WARN msg="lshdb: sweeping expired documents still fails" err=LOADING failures_since_last_said=1 failing_for=1s`,
+		`level=WARN msg="lshdb: sweeping expired documents still fails" err=LOADING failures_since_last_said=60 failing_for=1m1s`,
+	}
+	if got := strings.Split(strings.TrimSpace(buf.String()), "\n"); !slices.Equal(got, want) {
+		t.Fatalf("alternating errors said:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
 
 	// A handle whose sweeps fail 30 times, then succeed.
 	var mu sync.Mutex
