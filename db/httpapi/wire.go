@@ -1155,8 +1155,10 @@ type RepairJSON struct {
 	// Unnamed (Redis) are the ids of the removed records no id named;
 	// absent from a server's answer (a server does not repair Redis).
 	Unnamed []string `json:"unnamed,omitempty"`
-	// Unrestored (Redis) are the ids of the records left without their
-	// id (no room at maxmemory to give it back); absent when none.
+	// Unrestored (Redis) are the ids of the records no id named, left as
+	// they are (Redis lost writes, and the repair was asked neither to
+	// give their ids back nor to remove them; or no room at maxmemory
+	// to give them back); absent when none.
 	Unrestored []string `json:"unrestored,omitempty"`
 	// LostWrites (Redis): Redis showed it lost writes; absent when not.
 	LostWrites bool `json:"lost_writes,omitempty"`
