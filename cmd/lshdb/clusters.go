@@ -561,8 +561,7 @@ than the clustering's, made without --limit, on this index as it is now:
 a file made before the index was last written (a put, a delete, an
 expiry), or on another index, is refused. A file without a header cannot
 be checked, and a note says so: write pairs files with --header. A
-summary line goes to stderr after a
-table (JSON output is the clusters alone). With
+summary line goes to stderr (stdout holds the clusters alone). With
 --output json --header the first line says how the file was made and the
 last line ({"end": …}) how long it took. --out FILE writes the clusters to
 FILE instead of standard output, there only once complete: a run that is
@@ -717,7 +716,13 @@ func (s *pairSpill) close() {
 
 // clustersTo writes the clusters of the spilled pairs to path: header h,
 // one JSON line a cluster, an end line.
-func (a *app) clustersTo(d index, path string, s *pairSpill, h headerJSON, po *db.PairsOptions, rec *float64, started time.Time) error {
+func (a *app) clustersTo(d index, path, pairsOut string, s *pairSpill, h headerJSON, po *db.PairsOptions, rec *float64, started time.Time) error {
+	// NB: "the pairs were printed" of pairs --out FILE, which an
+	// interrupt leaves unwritten too (a nightly output review's O5).
+	stopped := "clusters interrupted: the pairs were printed, no clusters written"
+	if pairsOut != "" && pairsOut != "-" {
+		stopped = "clusters interrupted: no clusters written"
+	}
 	if err := s.bw.Flush(); err != nil {
 		return fmt.Errorf("writing the pairs for --clusters: %w", err)
 	}
@@ -725,7 +730,7 @@ func (a *app) clustersTo(d index, path string, s *pairSpill, h headerJSON, po *d
 	cs, err := d.ClustersFrom(ctx, a.readPairsFile(s.f.Name(), 0, nil, nil), po)
 	barDone()
 	if err != nil {
-		return interruptNote(err, "clusters interrupted: the pairs were printed, no clusters written")
+		return interruptNote(err, "%s", stopped)
 	}
 	// NB: written beside it and renamed, as filter's and export's
 	// outputs: a run killed while writing left a file cut short in its
@@ -763,7 +768,7 @@ func (a *app) clustersTo(d index, path string, s *pairSpill, h headerJSON, po *d
 			return fmt.Errorf("--clusters %s was not written either: its pairs were not", escControls(path))
 		}
 		if err := commitTemp(f, path, true, err); err != nil {
-			return interruptNote(fmt.Errorf("%s: %w", path, err), "clusters interrupted: the pairs were printed, no clusters written")
+			return interruptNote(fmt.Errorf("%s: %w", path, err), "%s", stopped)
 		}
 		fmt.Fprintf(a.stderr, "%s: %s\n", escControls(path), clustersNote(len(cs), dropped, cmp.Or(po.Threshold, d.Params().Threshold), po.Mode, po.Keep))
 		return nil

@@ -1164,10 +1164,14 @@ func (a *app) filterNote(n filterCounts, docs uint64, t float64, mode db.Cluster
 		case n.exact < n.copies:
 			how = fmt.Sprintf("%d removed as its duplicates (similarity 1), the others with their id's cluster", n.exact)
 		}
-		fmt.Fprintf(a.stderr, "lshdb: note: %d records were copies, %s, of an earlier record with their id: %s\n", n.copies, n.copyKind, how)
+		were, their := counted(n.copies, "record was a copy", "records were copies"), "their"
+		if n.copies == 1 {
+			their = "its"
+		}
+		fmt.Fprintf(a.stderr, "lshdb: note: %s, %s, of an earlier record with %s id: %s\n", were, n.copyKind, their, how)
 	}
 	if other := n.repeated - n.copies; other > 0 {
-		fmt.Fprintf(a.stderr, "lshdb: note: %d records repeat an id read before with other content: the index holds one document per id (the last written), and every record of an id shares its fate; make ids unique (--id-from line) to tell them apart\n", other)
+		fmt.Fprintf(a.stderr, "lshdb: note: %s an id read before with other content: the index holds one document per id (the last written), and every record of an id shares its fate; make ids unique (--id-from line) to tell them apart\n", counted(other, "record repeats", "records repeat"))
 	}
 	if n.outside > 0 {
 		// NB: the index holds documents of other inputs (an earlier

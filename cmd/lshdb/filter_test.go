@@ -806,7 +806,7 @@ func TestFilterRemovesExactRepeats(t *testing.T) {
 			if string(gotRemoved) != want {
 				t.Fatalf("removed\n%s\nwant\n%s", gotRemoved, want)
 			}
-			for _, note := range []string{"4 kept, 2 removed", "2 records were copies, byte for byte", "1 records repeat an id read before with other content"} {
+			for _, note := range []string{"4 kept, 2 removed", "2 records were copies, byte for byte", "1 record repeats an id read before with other content"} {
 				if !strings.Contains(errOut, note) {
 					t.Errorf("the summary lacks %q:\n%s", note, errOut)
 				}
@@ -884,7 +884,7 @@ func TestFilterRepeatedTextsWithHashIDs(t *testing.T) {
 	if len(rs) != 2 || rs[0].Src != "y" || rs[0].Similarity != 1 || rs[1].Src != "z" || rs[0].DuplicateOf != rs[1].DuplicateOf || rs[0].DuplicateOf == "" {
 		t.Errorf("removed: %+v; want y (similarity 1) and z, duplicates of x's id", rs)
 	}
-	if !strings.Contains(errOut, "2 kept, 2 removed") || !strings.Contains(errOut, "1 records were copies, of the text (--id-from hash)") {
+	if !strings.Contains(errOut, "2 kept, 2 removed") || !strings.Contains(errOut, "1 record was a copy, of the text (--id-from hash)") {
 		t.Errorf("the summary: %s", errOut)
 	}
 }
@@ -1042,7 +1042,7 @@ func TestFilterCopyOfADroppedRecord(t *testing.T) {
 	if n := strings.Count(string(got), `"duplicate_of":"b"`); n != 2 {
 		t.Errorf("removed %q: want both records of a as duplicates of b", got)
 	}
-	if !strings.Contains(errOut, "1 records were copies, byte for byte") || strings.Contains(errOut, "other content") {
+	if !strings.Contains(errOut, "1 record was a copy, byte for byte") || strings.Contains(errOut, "other content") {
 		t.Errorf("the summary: %q", errOut)
 	}
 }

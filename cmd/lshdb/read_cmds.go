@@ -860,7 +860,7 @@ file (a redirect, > FILE, does).`,
 					}
 					if err == nil && spill != nil {
 						h.Header.Command, h.Header.Mode, h.Header.Keep = "clusters", string(mode), string(keep)
-						err = a.clustersTo(d, clustersFile, spill, h, &db.PairsOptions{Threshold: t, Mode: mode, Keep: keep}, rec, started)
+						err = a.clustersTo(d, clustersFile, out, spill, h, &db.PairsOptions{Threshold: t, Mode: mode, Keep: keep}, rec, started)
 					}
 					if err == nil && header {
 						ps := pairsStatsOut(st)
