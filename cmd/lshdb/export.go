@@ -87,6 +87,11 @@ again once the writers are done, or export a backup.`,
 			if err != nil {
 				return err
 			}
+			if c.Flags().Changed("output") && a.output == "table" {
+				// NB: taken, and JSON Lines written (a nightly output
+				// review's O7).
+				return usagef("--output table: export writes JSON Lines (the shape insert reads back); leave --output out")
+			}
 			if all && (df.removed != "" || df.from != "") {
 				return usagef("--all exports every document: --removed and --from have nothing to do")
 			}

@@ -1275,3 +1275,19 @@ func TestFilterOutputsBothOrNeither(t *testing.T) {
 		os.Remove(paths[full])
 	}
 }
+
+// Ensure that export refuses --output table, which it took and then wrote
+// JSON Lines (a nightly output review's O7), and that --output json and
+// no --output write the same lines.
+func TestExportOutputFlag(t *testing.T) {
+	idx := filepath.Join(t.TempDir(), "idx")
+	mustRun(t, "insert", "--db", idx, "../../testdata/cmd/inputs/docs.jsonl")
+	if out, errOut, code := runLine([]string{"export", "--db", idx, "--all", "--output", "table"}, ""); code != 2 || out != "" || !strings.Contains(errOut, "--output table: export writes JSON Lines") {
+		t.Errorf("export --output table: exit %d: %s%s", code, out, errOut)
+	}
+	plain, _ := mustRun(t, "export", "--db", idx, "--all")
+	js, _ := mustRun(t, "export", "--db", idx, "--all", "--output", "json")
+	if plain != js || strings.Count(plain, "\n") != 6 {
+		t.Errorf("export without --output:\n%s\nwith --output json:\n%s", plain, js)
+	}
+}
