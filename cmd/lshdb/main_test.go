@@ -804,3 +804,19 @@ func TestNoCommand(t *testing.T) {
 		}
 	}
 }
+
+// Ensure that tune's table shows a P(candidate) below 1 that rounds to 1
+// as >0.9999, not 1.0000 (an inspection review's Q7). Oracle: the
+// S-curve 1-(1-s^r)^b by hand for b=16 r=6 (tune's choice at 0.8).
+func TestTuneProbabilityBelowOne(t *testing.T) {
+	for p, want := range map[float64]string{1: "1.0000", 0.999995: ">0.9999", 0.99994: "0.9999", 0.9923: "0.9923", 0: "0.0000"} {
+		if got := probability(p); got != want {
+			t.Errorf("probability(%v) = %q, want %q", p, got, want)
+		}
+	}
+	out := runOK(t, "tune", "--threshold", "0.8")
+	p := 1 - math.Pow(1-math.Pow(0.9, 6), 16) // 0.999995
+	if !strings.Contains(out, "b=16 r=6") || p >= 1 || !regexp.MustCompile(`(?m)^0\.90\s+>0\.9999$`).MatchString(out) || !regexp.MustCompile(`(?m)^1\.00\s+1\.0000$`).MatchString(out) {
+		t.Errorf("tune (P(0.9) = %v):\n%s", p, out)
+	}
+}

@@ -132,7 +132,7 @@ func (a *app) tuneCmd() *cobra.Command {
 			tw := a.table()
 			fmt.Fprintln(tw, "S\tP(candidate)")
 			for _, pt := range p.Table(bands.DefaultTableS) {
-				fmt.Fprintf(tw, "%.2f\t%.4f\n", pt.S, pt.P)
+				fmt.Fprintf(tw, "%.2f\t%s\n", pt.S, probability(pt.P))
 			}
 			return tw.Flush()
 		},
@@ -192,4 +192,14 @@ func writeSVG(w io.Writer, p bands.Params, t float64) error {
 	b.WriteString("</svg>\n")
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// probability formats a P(candidate) with 4 decimals, and one below 1
+// that they would round to 1 as >0.9999: P(0.9) = 0.999995 read as
+// 1.0000, a certainty (an inspection review's Q7).
+func probability(p float64) string {
+	if s := fmt.Sprintf("%.4f", p); p >= 1 || s != "1.0000" {
+		return s
+	}
+	return ">0.9999"
 }
