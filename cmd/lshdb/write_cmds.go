@@ -1585,9 +1585,9 @@ type deduper struct {
 	ids                                     map[string]bool // stored by this run
 	// dupsOf counts, by the id of the stored document they matched, the
 	// documents of this run skipped as its near-duplicates; orphans
-	// those of them whose id a later record of the run then stored again
-	// (another text), and orphan the first such: their texts are in no
-	// document of the index (a nightly output review's O2).
+	// counts those whose matched id a later record of the run stored
+	// again (another text), and orphan names the first: their texts are
+	// in no document of the index (a nightly output review's O2).
 	dupsOf  map[string]int
 	orphans int
 	orphan  [2]string         // a skipped id, and the id it matched
@@ -1604,9 +1604,9 @@ const dedupBatch = 256
 
 func (w *deduper) pending() int { return len(w.batch) }
 
-// firstDup keeps, until an orphan is found, the first skipped id of each
-// matched id: the example the orphans' warning names. NB: one id a
-// matched id, dropped when it is stored again without orphans.
+// firstDup keeps, until the first orphan is found, the first skipped id
+// of each matched id: the example the orphans' warning names (the map is
+// dropped then: one example is said).
 func (w *deduper) firstDup(skipped, of string) {
 	if w.firstOf == nil {
 		w.firstOf = map[string]string{}
