@@ -757,13 +757,11 @@ func (db *DB) newManifest() ([]byte, error) {
 	// NB: derive passes on only the stop words that can match (an index
 	// made before they were checked opens with the others); a new index
 	// refuses them.
-	for _, w := range m.StopWords {
-		norm, err := minhash.ParseNormalization(m.Normalization)
-		if err == nil {
-			err = minhash.CheckStopWord(w, norm)
-		}
-		if err != nil {
-			return nil, invalidPipeline(err)
+	if norm, err := minhash.ParseNormalization(m.Normalization); err == nil {
+		for _, w := range m.StopWords {
+			if err := minhash.CheckStopWord(w, norm); err != nil {
+				return nil, invalidPipeline(err)
+			}
 		}
 	}
 	if m.Seed == 0 && o.Scheme == minhash.SchemeDatasketch {

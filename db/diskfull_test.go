@@ -253,10 +253,11 @@ func noReserveChild(t *testing.T, dir string) {
 		t.Errorf("Put on the full disk: %v, want ErrDiskFull", err)
 	}
 	within(t, "Close on the full disk", func() error { return d.Close() }, nil)
-	// NB: refused when the logs to replay do not fit (roomToReplay, the
-	// oracle of what the open must do); "that or none" let an open that
-	// should have been refused pass (a maintainer review's K8). The
-	// delete and the compaction may have freed room enough.
+	// NB: refused when the logs to replay do not fit with a MiB to
+	// spare, computed here from the directory and statfs; "that or
+	// none" let an open that should have been refused pass (a
+	// maintainer review's K8). The delete and the compaction may have
+	// freed room enough.
 	var want error
 	var logs int64
 	ents, _ := os.ReadDir(dir)
