@@ -138,9 +138,8 @@ type sink struct {
 }
 
 // compression returns the output's compression: --compress, else a
-// file's name (.gz or bgzip's .bgz, .zst or none: the name says what the
-// file holds),
-// else (stdout) the first input's.
+// file's name (nameCompression: the name says what the file holds), else
+// (stdout) the first input's.
 func (s *sink) compression(input string) string {
 	switch s.compress {
 	case "gzip", "zstd":
@@ -149,14 +148,9 @@ func (s *sink) compression(input string) string {
 		return ""
 	}
 	if s.path != "" && s.path != "-" {
-		n := strings.ToLower(s.path)
-		switch {
-		case strings.HasSuffix(n, ".gz"), strings.HasSuffix(n, ".bgz"):
-			return "gzip"
-		case strings.HasSuffix(n, ".zst"), strings.HasSuffix(n, ".zstd"):
-			return "zstd"
-		}
-		return ""
+		// NB: nameWriter's endings: a .gzip name was written plain.
+		_, z := nameCompression(s.path)
+		return z
 	}
 	if s.terminal {
 		return ""

@@ -1291,3 +1291,53 @@ func TestExportOutputFlag(t *testing.T) {
 		t.Errorf("export without --output:\n%s\nwith --output json:\n%s", plain, js)
 	}
 }
+
+// Ensure that every output name ending in a compression lshdb writes
+// (.gz, .gzip, .bgz, .zst, .zstd) holds that compression, for export and
+// filter alike: filter wrote a .gzip output plain, where gen's nameWriter
+// gzipped it. Oracle: the standard library's gzip and klauspost's zstd
+// readers give back the plain output's bytes.
+func TestOutputCompressionByEveryName(t *testing.T) {
+	dir := t.TempDir()
+	in := "../../testdata/cmd/inputs/docs.jsonl"
+	idx := filepath.Join(dir, "idx")
+	mustRun(t, "insert", "--db", idx, in)
+	plainExport, _ := mustRun(t, "export", "--db", idx, "--all")
+	plainFilter := filepath.Join(dir, "plain.jsonl")
+	mustRun(t, "filter", "--db", idx, "--out", plainFilter, in)
+	wantFilter, _ := os.ReadFile(plainFilter)
+	for _, ext := range []string{".gz", ".gzip", ".bgz", ".zst", ".zstd"} {
+		for _, c := range []struct {
+			cmd  string
+			want []byte
+		}{{"export", []byte(plainExport)}, {"filter", wantFilter}} {
+			out := filepath.Join(dir, c.cmd+".jsonl"+ext)
+			args := []string{c.cmd, "--db", idx, "--out", out}
+			if c.cmd == "export" {
+				args = append(args, "--all")
+			} else {
+				args = append(args, in)
+			}
+			mustRun(t, args...)
+			raw, err := os.ReadFile(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var r io.Reader
+			if strings.HasPrefix(ext, ".zst") {
+				zr, err := zstd.NewReader(bytes.NewReader(raw))
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer zr.Close()
+				r = zr
+			} else if r, err = gzip.NewReader(bytes.NewReader(raw)); err != nil {
+				t.Fatalf("%s %s: not gzip: %v", c.cmd, ext, err)
+			}
+			got, err := io.ReadAll(r)
+			if err != nil || !bytes.Equal(got, c.want) || len(c.want) == 0 {
+				t.Errorf("%s --out *%s: %v, %d bytes, want the plain output's %d", c.cmd, ext, err, len(got), len(c.want))
+			}
+		}
+	}
+}

@@ -44,13 +44,8 @@ func checkOutFile(path string) error {
 // export's checks use it, and pairs' and clusters' (outNameFits).
 func nameFormat(path string) string {
 	n := strings.ToLower(filepath.Base(path))
-	for _, z := range []string{".gz", ".gzip", ".bgz", ".zst", ".zstd"} {
-		if m, ok := strings.CutSuffix(n, z); ok {
-			n = m
-			break
-		}
-	}
-	return outputFormats[filepath.Ext(n)]
+	suffix, _ := nameCompression(n)
+	return outputFormats[filepath.Ext(strings.TrimSuffix(n, suffix))]
 }
 
 // outNameFits refuses an output (flag's, such as --out) named path whose

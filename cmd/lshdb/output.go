@@ -517,6 +517,26 @@ func storageNote(p db.Params) string {
 	return s
 }
 
+// writtenCompressions are the file name endings of the compressions lshdb
+// writes (nameWriter), each with its format's name: gzip (as BGZF) and
+// zstd.
+var writtenCompressions = [][2]string{
+	{".gz", "gzip"}, {".gzip", "gzip"}, {".bgz", "gzip"}, {".zst", "zstd"}, {".zstd", "zstd"},
+}
+
+// nameCompression returns the ending of path that names a compression
+// lshdb writes (writtenCompressions), and that compression ("gzip" or
+// "zstd"), or "", "" for a name that names none.
+func nameCompression(path string) (suffix, compression string) {
+	n := strings.ToLower(path)
+	for _, z := range writtenCompressions {
+		if strings.HasSuffix(n, z[0]) {
+			return z[0], z[1]
+		}
+	}
+	return "", ""
+}
+
 // unwritableCompressions are the file name endings of compressions that
 // lshdb neither writes nor reads (docio refuses such an input by its
 // magic number), each with its format's name.

@@ -374,7 +374,7 @@ device or a pipe is written in place).`,
 			// or refuses it (a nightly output review's O3). A browser opens
 			// the page as it is: it is not compressed.
 			n := strings.ToLower(out)
-			for _, z := range append([][2]string{{".gz", "gzip"}, {".gzip", "gzip"}, {".bgz", "gzip"}, {".zst", "zstd"}, {".zstd", "zstd"}}, unwritableCompressions...) {
+			for _, z := range slices.Concat(writtenCompressions, unwritableCompressions) {
 				if strings.HasSuffix(n, z[0]) {
 					return usagef("--out %s names %s compression, but report writes a page a browser opens as it is: name it .html (and compress it afterwards if you must)", escControls(out), z[1])
 				}

@@ -149,10 +149,10 @@ which lshdb inflates on every core), zstd for .zst, else plain JSON Lines
 // every core), zstd for .zst, else w itself (plain JSON Lines). Closing it
 // flushes the compressor; it never closes w.
 func nameWriter(w io.Writer, name string) (io.WriteCloser, error) {
-	switch n := strings.ToLower(name); {
-	case strings.HasSuffix(n, ".zst") || strings.HasSuffix(n, ".zstd"):
+	switch _, z := nameCompression(name); z {
+	case "zstd":
 		return zstd.NewWriter(w)
-	case strings.HasSuffix(n, ".gz") || strings.HasSuffix(n, ".gzip") || strings.HasSuffix(n, ".bgz"):
+	case "gzip":
 		return docio.NewGzipWriter(w, gzip.DefaultCompression)
 	}
 	return nopCloser{w}, nil
