@@ -757,12 +757,8 @@ func (db *DB) newManifest() ([]byte, error) {
 	// NB: derive passes on only the stop words that can match (an index
 	// made before they were checked opens with the others); a new index
 	// refuses them.
-	if norm, err := minhash.ParseNormalization(m.Normalization); err == nil {
-		for _, w := range m.StopWords {
-			if err := minhash.CheckStopWord(w, norm); err != nil {
-				return nil, invalidPipeline(err)
-			}
-		}
+	if err := checkStopWords(m.StopWords, m.Normalization); err != nil {
+		return nil, err
 	}
 	if m.Seed == 0 && o.Scheme == minhash.SchemeDatasketch {
 		m.Seed = DatasketchSeed
@@ -789,6 +785,23 @@ func (db *DB) newManifest() ([]byte, error) {
 		return nil, invalidPipeline(err)
 	}
 	return codec.EncodeManifest(&m)
+}
+
+// checkStopWords refuses, as ErrInvalidOptions, a stop word of words that
+// can never match under the normalization named norm (a manifest's):
+// what a new index is made with and an existing one is opened with. An
+// unknown normalization is derive's to refuse.
+func checkStopWords(words []string, norm string) error {
+	n, err := minhash.ParseNormalization(norm)
+	if err != nil {
+		return nil
+	}
+	for _, w := range words {
+		if err := minhash.CheckStopWord(w, n); err != nil {
+			return invalidPipeline(err)
+		}
+	}
+	return nil
 }
 
 // invalidPipeline is a minhash options error (minhash.ErrInvalidOptions)
@@ -881,12 +894,10 @@ func (db *DB) checkOptions() error {
 	// refused them of an index made with others too (a maintainer
 	// review's K5). A requested word that cannot is refused, as a new
 	// index refuses it.
-	norm, _ := minhash.ParseNormalization(m.Normalization)
-	for _, w := range o.StopWords {
-		if err := minhash.CheckStopWord(w, norm); err != nil {
-			return invalidPipeline(err)
-		}
+	if err := checkStopWords(o.StopWords, m.Normalization); err != nil {
+		return err
 	}
+	norm, _ := minhash.ParseNormalization(m.Normalization)
 	check("StopWords", len(o.StopWords) != 0, stopWordsOf(minhash.MatchingStopWords(m.StopWords, norm)), stopWordsOf(o.StopWords))
 	check("StoreText", o.StoreText, m.StoreText, o.StoreText)
 	check("Storage", o.Storage != "", m.Storage, o.Storage)

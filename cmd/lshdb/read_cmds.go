@@ -114,24 +114,20 @@ func (a *app) queryCmd() *cobra.Command {
 					if rerr != nil {
 						return rerr
 					}
+					name := "--file " + esc(file)
+					if file == "-" {
+						name = "stdin"
+					}
 					if !docio.IsText(b) {
 						// NB: as insert refuses such a file (a binary was
 						// shingled, and answered "0 matches").
-						name := "--file " + esc(file)
-						if file == "-" {
-							name = "stdin"
-						}
 						return fmt.Errorf("%s: %w", name, docio.ErrBinary)
 					}
 					res, err = d.Query(a.ctx, string(b), qo)
 					if errors.Is(err, db.ErrEmptyDocument) {
 						// NB: it said "query text", not which file (an
 						// inspection review's Q7).
-						name := esc(file)
-						if file == "-" {
-							name = "(stdin)"
-						}
-						err = fmt.Errorf("--file %s: %w", name, err)
+						err = fmt.Errorf("%s: %w", name, err)
 					}
 				default:
 					res, err = d.Query(a.ctx, text, qo)

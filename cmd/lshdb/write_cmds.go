@@ -1583,16 +1583,15 @@ type deduper struct {
 	// (repeated), duplicates found, empty texts skipped
 	stored, replaced, repeated, dups, empty int
 	ids                                     map[string]bool // stored by this run
-	// dupsOf counts, by the id of the stored document they matched, the
+	// dupsOf holds, by the id of the stored document they matched, the
 	// documents of this run skipped as its near-duplicates; orphans
 	// counts those whose matched id a later record of the run stored
 	// again (another text), and orphan names the first: their texts are
 	// in no document of the index (a nightly output review's O2).
-	dupsOf  map[string]int
+	dupsOf  map[string]skippedDups
 	orphans int
-	orphan  [2]string         // a skipped id, and the id it matched
-	firstOf map[string]string // see firstDup
-	through string            // position of the last document decided: stored, a duplicate, or empty
+	orphan  [2]string // a skipped id, and the id it matched
+	through string    // position of the last document decided: stored, a duplicate, or empty
 	doubt   string            // of the last one of a batch whose answer was lost (see inserter)
 	add     func(int)
 }
@@ -1604,29 +1603,26 @@ const dedupBatch = 256
 
 func (w *deduper) pending() int { return len(w.batch) }
 
-// firstDup keeps, until the first orphan is found, the first skipped id
-// of each matched id: the example the orphans' warning names (the map is
-// dropped then: one example is said).
-func (w *deduper) firstDup(skipped, of string) {
-	if w.firstOf == nil {
-		w.firstOf = map[string]string{}
-	}
-	w.firstOf[of] = skipped
+// skippedDups are the documents of a dedup run skipped as near-duplicates
+// of one stored id: how many, and the first (the example the orphans'
+// warning names).
+type skippedDups struct {
+	n     int
+	first string
 }
 
 // orphaned records that id was stored again (another text) in this run:
 // the documents skipped earlier as its near-duplicates are now in no
 // document of the index.
 func (w *deduper) orphaned(id string) {
-	n := w.dupsOf[id]
-	if n == 0 {
+	dups, ok := w.dupsOf[id]
+	if !ok {
 		return
 	}
 	if w.orphans == 0 {
-		w.orphan = [2]string{w.firstOf[id], id}
-		w.firstOf = nil
+		w.orphan = [2]string{dups.first, id}
 	}
-	w.orphans += n
+	w.orphans += dups.n
 	delete(w.dupsOf, id)
 }
 
@@ -1712,10 +1708,12 @@ func (w *deduper) flush() error {
 			// NB: decided too: the stop's "through" named the last one
 			// stored, before the duplicates its rows had answered.
 			w.dups++
-			if w.dupsOf[r.Match.ID] == 0 && w.orphan[0] == "" {
-				w.firstDup(w.batch[i].ID, r.Match.ID)
+			dups := w.dupsOf[r.Match.ID]
+			if dups.n == 0 {
+				dups.first = w.batch[i].ID
 			}
-			w.dupsOf[r.Match.ID]++
+			dups.n++
+			w.dupsOf[r.Match.ID] = dups
 			w.through = w.pos[i]
 		}
 	}
@@ -1839,7 +1837,7 @@ make it first with lshdb create for others.`,
 			// command).
 			bctx, stopGrace := afterGrace(a.ctx, interruptGrace)
 			defer stopGrace()
-			w := &deduper{a: a, d: d, commitCtx: commitCtx{bctx}, ttl: ttl, tw: a.table(), headed: a.json(), add: add, ids: make(map[string]bool), dupsOf: make(map[string]int), estimates: d.Params().Storage == db.StorageNone}
+			w := &deduper{a: a, d: d, commitCtx: commitCtx{bctx}, ttl: ttl, tw: a.table(), headed: a.json(), add: add, ids: make(map[string]bool), dupsOf: make(map[string]skippedDups), estimates: d.Params().Storage == db.StorageNone}
 			w.stream = len(args) == 0 || slices.Contains(args, "-")
 			err = a.putAll(w, inp.docs(args), w.stream)
 			done()
