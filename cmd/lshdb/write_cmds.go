@@ -1592,7 +1592,7 @@ type deduper struct {
 	orphans int
 	orphan  [2]string // a skipped id, and the id it matched
 	through string    // position of the last document decided: stored, a duplicate, or empty
-	doubt   string            // of the last one of a batch whose answer was lost (see inserter)
+	doubt   string    // of the last one of a batch whose answer was lost (see inserter)
 	add     func(int)
 }
 
