@@ -896,10 +896,15 @@ func TestQueryLimitIsTop(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "1 of 2 matches") {
 		t.Errorf("shell query --limit=1: exit %d: %s%s", code, out, errOut)
 	}
-	// A bad count names the flag as given (it said --top of --limit 0).
-	for _, flag := range []string{"--limit", "--top", "--limit", "--top"} {
+	// A bad count names the flag as given (it said --top of --limit 0),
+	// also when one shell runs the command again with the other name.
+	for _, flag := range []string{"--limit", "--top"} {
 		if _, errOut, code := runLine([]string{"query", "--db", idx, "--text", "ABCDEFGH", flag, "0"}, ""); code != 2 || !strings.Contains(errOut, flag+" 0: must be at least 1") {
 			t.Errorf("%s 0: exit %d: %s", flag, code, errOut)
 		}
+	}
+	_, errOut, _ = runLine([]string{"shell", "--db", idx}, "query --text ABCDEFGH --limit 0\nquery --text ABCDEFGH --top 0\n")
+	if i, j := strings.Index(errOut, "--limit 0: must be"), strings.Index(errOut, "--top 0: must be"); i < 0 || j < i {
+		t.Errorf("shell: --limit 0 then --top 0:\n%s", errOut)
 	}
 }

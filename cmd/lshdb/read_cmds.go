@@ -47,7 +47,7 @@ func (a *app) queryCmd() *cobra.Command {
 	var threshold float64
 	var top int
 	var estimate, withText, header bool
-	var limitGiven bool // --top was given as --limit
+	var limitGiven bool // --top was given as --limit (NB: a shell statement makes its command anew)
 	c := &cobra.Command{
 		Use: "query --db DIR (--id ID | --text TEXT | --file PATH) [--threshold T] [--top K] [--estimate-only] [--with-text] [--header]",
 		Example: `  # Near-duplicates of a stored document
@@ -66,7 +66,6 @@ func (a *app) queryCmd() *cobra.Command {
 		Short: "Near-duplicates of a stored document, a text or a file",
 		Args:  nArgs(0),
 		RunE: func(c *cobra.Command, args []string) error {
-			defer func() { limitGiven = false }() // NB: a shell runs it again
 			t, err := thresholdFlag(c, threshold)
 			if err != nil {
 				return err
