@@ -603,7 +603,13 @@ func (db *DB) redisDelete(ids []string, o *WriteOptions) (DeleteResult, error) {
 	}
 	r, err := db.rkv.Apply(db.redisWriteCtx(), &rediskv.WriteSet{Deletes: stored})
 	if errors.Is(err, rediskv.ErrCountersLost) {
+		// NB: the rest of the delete was applied (only the record of
+		// another id, which an id named, is left as it was): the result
+		// counts it beside the error, where it was empty.
 		db.foundForeign.Store(true) // NB: as redisWrite's
+		res.Deleted = len(stored) - len(r.Missing)
+		res.Missing = append(res.Missing, r.Missing...)
+		return res, redisErr(err)
 	}
 	if err != nil {
 		return DeleteResult{}, redisErr(err)

@@ -1800,6 +1800,28 @@ func TestRedisCountersLost(t *testing.T) {
 	if got, err := d.Get("old-3"); err != nil || got.Text != text(103) {
 		t.Errorf("old-3 after its put: %v %v, want the text put", got, err)
 	}
+	// A delete of an id that names another id's record, beside one that
+	// does not: the record is left, the rest is deleted, and the result
+	// says what was deleted beside the error (it was empty).
+	seven, err := admin.Get(ctx, "lshdb:lost:i:old-7").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.Set(ctx, "lshdb:lost:i:old-6", seven, 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	res, err := d.DeleteIDs([]string{"old-5", "old-6"}, nil)
+	if !errors.Is(err, ErrCorrupt) || res.Deleted != 2 || len(res.Missing) != 0 {
+		t.Errorf("a delete of old-5 and of old-6, which names old-7's record: %+v, %v; want ErrCorrupt with 2 deleted", res, err)
+	}
+	for _, id := range []string{"old-5", "old-6"} {
+		if _, err := d.Get(id); !errors.Is(err, ErrNotFound) {
+			t.Errorf("%s after its delete: %v, want ErrNotFound", id, err)
+		}
+	}
+	if got, err := d.Get("old-7"); err != nil || got.Text != text(7) {
+		t.Errorf("old-7 after a delete of old-6, which named its record: %v %v, want it as it was", got, err)
+	}
 	if _, err := d.Repair(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -715,7 +715,8 @@ type DeleteResult struct {
 // or, on any error, none (on Pebble: on Redis the ids are checked first,
 // then the documents deleted in steps, and a failure part-way, such as a
 // server restarting, may leave some ids gone and their records and
-// postings behind, which Repair removes). An id that is not stored fails the call with
+// postings behind, which Repair removes; when such an error comes after
+// documents were deleted, the result counts them). An id that is not stored fails the call with
 // ErrNotFound naming it, unless WriteOptions.IgnoreMissing; an invalid
 // id fails it with ErrInvalidID. An id repeated in ids counts once.
 func (db *DB) DeleteIDs(ids []string, o *WriteOptions) (DeleteResult, error) {
@@ -754,6 +755,13 @@ func (db *DB) DeleteIDsContext(ctx context.Context, ids []string, o *WriteOption
 	res, sw, err := db.deleteLocked(ids, o)
 	db.wmu.Unlock()
 	if err = cmp.Or(err, sw.wait()); err != nil {
+		if db.rkv != nil {
+			// NB: on Redis a delete can fail after it deleted (Redis lost
+			// writes, and an id named another id's record, which is left;
+			// or no replica acknowledged it): the result says what was
+			// deleted beside the error (it was empty).
+			return res, err
+		}
 		return DeleteResult{}, err
 	}
 	return res, nil
