@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -653,6 +654,12 @@ func (f *dedupFlags) sinks(a *app, keptCols []docio.Column) (kept, drop *sink) {
 // the second's last flush, after the first was in place: tonight's
 // removed records beside last night's kept ones, exit 1 (a nightly
 // operator's review, N1).
+//
+// Two renames are not one step: a run killed between them left tonight's
+// kept records beside last night's removed ones, each file whole, exit
+// code lost (a data-safety review: 1 of 6 kills). So the second file's
+// old version is removed before the first rename: a kill between them
+// leaves it missing, never another run's.
 func finishSinks(err error, kept, drop *sink) error {
 	ok := err == nil
 	sinks := slices.DeleteFunc([]*sink{kept, drop}, func(s *sink) bool { return s == nil })
@@ -662,13 +669,27 @@ func finishSinks(err error, kept, drop *sink) error {
 			ok = false
 		}
 	}
+	if ok && len(sinks) == 2 && sinks[0].tmp != nil && !writtenInPlace(sinks[0].tmp) && sinks[1].tmp != nil {
+		if target, renamed := renameTarget(sinks[1].tmp, sinks[1].path); renamed {
+			if rerr := os.Remove(target); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
+				flushed[1], ok = rerr, false
+			}
+		}
+	}
 	for i, s := range sinks {
 		if cerr := s.commit(ok, flushed[i]); cerr != nil {
 			err = cmp.Or(err, cerr)
 		}
+		if i == 0 && ok && sinksRenaming != nil {
+			sinksRenaming()
+		}
 	}
 	return err
 }
+
+// sinksRenaming, when a test sets it, runs between the renames of
+// finishSinks' two files.
+var sinksRenaming func()
 
 // filterCounts are what a filter run did, for its summary line.
 type filterCounts struct {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"maps"
 	"os"
 	"os/exec"
@@ -1338,6 +1339,61 @@ func TestOutputCompressionByEveryName(t *testing.T) {
 			if err != nil || !bytes.Equal(got, c.want) || len(c.want) == 0 {
 				t.Errorf("%s --out *%s: %v, %d bytes, want the plain output's %d", c.cmd, ext, err, len(got), len(c.want))
 			}
+		}
+	}
+}
+
+// TestFilterKilledBetweenRenames: a run killed between the renames of its
+// two files left tonight's kept records beside last night's removed ones,
+// each whole (a data-safety review). At that moment (sinksRenaming) the
+// --removed file must now be missing, never last night's; after the run
+// both are tonight's. The oracle: last night's bytes, written by hand,
+// and the same run to standard output. Both filter and export.
+func TestFilterKilledBetweenRenames(t *testing.T) {
+	dir := t.TempDir()
+	corpus, idx := filepath.Join(dir, "c.jsonl"), filepath.Join(dir, "idx")
+	if _, errOut, code := runLine([]string{"gen", "--n", "300", "--seed", "5", "--out", corpus}, ""); code != 0 {
+		t.Fatal(errOut)
+	}
+	if _, errOut, code := runLine([]string{"build", "--db", idx, corpus}, ""); code != 0 {
+		t.Fatal(errOut)
+	}
+	kept, removed := filepath.Join(dir, "kept.jsonl"), filepath.Join(dir, "removed.jsonl")
+	for _, cmd := range [][]string{
+		{"filter", "--db", idx, corpus},
+		{"export", "--db", idx},
+	} {
+		for _, p := range []string{kept, removed} {
+			if err := os.WriteFile(p, []byte("last night's\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var between string
+		sinksRenaming = func() {
+			k, _ := os.ReadFile(kept)
+			_, err := os.Stat(removed)
+			between = fmt.Sprintf("kept %q…, removed: %v", string(k[:min(len(k), 12)]), err)
+			if !errors.Is(err, fs.ErrNotExist) || string(k) == "last night's\n" {
+				t.Errorf("%s: between the renames, %s; want the new kept file and no removed one", cmd[0], between)
+			}
+		}
+		args := append(slices.Clone(cmd), "--out", kept, "--removed", removed)
+		if _, errOut, code := runLine(args, ""); code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, errOut)
+		}
+		sinksRenaming = nil
+		if between == "" {
+			t.Fatalf("%s: the hook between the renames did not run", cmd[0])
+		}
+		want, _, code := runLine(cmd, "")
+		if code != 0 {
+			t.Fatal(cmd)
+		}
+		if got, err := os.ReadFile(kept); err != nil || string(got) != want {
+			t.Errorf("%s: --out holds %d bytes (%v), want the %d of standard output", cmd[0], len(got), err, len(want))
+		}
+		if got, err := os.ReadFile(removed); err != nil || len(got) == 0 || string(got) == "last night's\n" {
+			t.Errorf("%s: --removed holds %q… (%v), want tonight's", cmd[0], got[:min(len(got), 20)], err)
 		}
 	}
 }

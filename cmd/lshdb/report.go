@@ -643,6 +643,17 @@ func outputMode(path string) fs.FileMode {
 // permissions (CreateTemp makes it 0600), closes it, renames it over path and syncs the directory
 // (the rename is durable then); otherwise it closes and removes it. It
 // returns err, or the first error of those steps.
+// renameTarget is the path that commitTemp renames tmp over (path, or
+// the file a link at path names), and false for an output written in
+// place (a device or a FIFO), which is renamed over nothing.
+func renameTarget(tmp *os.File, path string) (string, bool) {
+	if v, found := outputs.Load(tmp); found {
+		o := v.(output)
+		return o.target, !o.direct
+	}
+	return path, true
+}
+
 func commitTemp(tmp *os.File, path string, ok bool, err error) error {
 	if v, found := outputs.LoadAndDelete(tmp); found {
 		o := v.(output)
