@@ -776,7 +776,7 @@ func (a *app) clustersTo(d index, path, pairsOut string, s *pairSpill, h headerJ
 	// NB: with pairs --out, after the pairs file: committed first, the
 	// clusters were tonight's beside last night's pairs when the pairs'
 	// last write failed.
-	if err == nil && a.deferOutCommit(commit) {
+	if err == nil && a.deferOutCommit(f, path, commit) {
 		return nil
 	}
 	return commit(true)

@@ -1348,7 +1348,8 @@ func TestOutputCompressionByEveryName(t *testing.T) {
 // each whole (a data-safety review). At that moment (sinksRenaming) the
 // --removed file must now be missing, never last night's; after the run
 // both are tonight's. The oracle: last night's bytes, written by hand,
-// and the same run to standard output. Both filter and export.
+// and the same run to standard output. filter, export, and pairs --out
+// with --clusters.
 func TestFilterKilledBetweenRenames(t *testing.T) {
 	dir := t.TempDir()
 	corpus, idx := filepath.Join(dir, "c.jsonl"), filepath.Join(dir, "idx")
@@ -1394,6 +1395,33 @@ func TestFilterKilledBetweenRenames(t *testing.T) {
 		}
 		if got, err := os.ReadFile(removed); err != nil || len(got) == 0 || string(got) == "last night's\n" {
 			t.Errorf("%s: --removed holds %q… (%v), want tonight's", cmd[0], got[:min(len(got), 20)], err)
+		}
+	}
+	// pairs --out and --clusters: the clusters file waits for the pairs'.
+	for _, p := range []string{kept, removed} {
+		if err := os.WriteFile(p, []byte("last night's\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	between := ""
+	sinksRenaming = func() {
+		k, _ := os.ReadFile(kept)
+		_, err := os.Stat(removed)
+		between = fmt.Sprintf("pairs %q…, clusters: %v", string(k[:min(len(k), 12)]), err)
+		if !errors.Is(err, fs.ErrNotExist) || string(k) == "last night's\n" {
+			t.Errorf("pairs: between the renames, %s; want the new pairs file and no clusters file", between)
+		}
+	}
+	defer func() { sinksRenaming = nil }()
+	if _, errOut, code := runLine([]string{"pairs", "--db", idx, "--threshold", "0.5", "--output", "json", "--out", kept, "--clusters", removed}, ""); code != 0 {
+		t.Fatalf("pairs: exit %d: %s", code, errOut)
+	}
+	if between == "" {
+		t.Fatal("pairs: the hook between the renames did not run")
+	}
+	for _, p := range []string{kept, removed} {
+		if got, err := os.ReadFile(p); err != nil || len(got) == 0 || string(got) == "last night's\n" {
+			t.Errorf("pairs: %s holds %q… (%v), want tonight's", p, got[:min(len(got), 20)], err)
 		}
 	}
 }

@@ -241,16 +241,16 @@ type app struct {
 	diskReserveMiB int64 // --disk-reserve: 0 the library's default, -1 no check
 	cpuProfile     string
 	stopProfile    func()
-	shellDB        index                  // set inside the shell: commands reuse it
-	shellJSON      bool                   // lshdb shell --output json: every statement's default
-	shellProgress  []string               // lshdb shell's --progress and --progress-every, as flags for each statement
-	opened         []*db.DB               // the indexes the command opened itself (damageSeen)
-	addr           string                 // --addr: a server to attach to instead of --db
-	pairRows       int64                  // the pairs the last pairs output printed
-	progressMode   string                 // --progress: auto, bar, log or none
-	progressEvery  time.Duration          // --progress-every: between two progress lines
-	outCommits     *[]func(ok bool) error // while toFile writes --out: the commits that wait for it
-	command        string                 // the command running ("lshdb insert"): what /healthz names as the owner (serveOwned)
+	shellDB        index             // set inside the shell: commands reuse it
+	shellJSON      bool              // lshdb shell --output json: every statement's default
+	shellProgress  []string          // lshdb shell's --progress and --progress-every, as flags for each statement
+	opened         []*db.DB          // the indexes the command opened itself (damageSeen)
+	addr           string            // --addr: a server to attach to instead of --db
+	pairRows       int64             // the pairs the last pairs output printed
+	progressMode   string            // --progress: auto, bar, log or none
+	progressEvery  time.Duration     // --progress-every: between two progress lines
+	outCommits     *[]deferredCommit // while toFile writes --out: the commits that wait for it
+	command        string            // the command running ("lshdb insert"): what /healthz names as the owner (serveOwned)
 }
 
 // run executes one command line and returns the exit status.

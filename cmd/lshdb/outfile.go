@@ -2,7 +2,9 @@ package main
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -185,7 +187,7 @@ func (a *app) toFile(path string, fn func() error) error {
 	}
 	out := &outWriter{w: zw}
 	savedOut, savedStdout := a.out, a.stdout
-	a.out, a.stdout, a.outCommits = out, out, &[]func(ok bool) error{}
+	a.out, a.stdout, a.outCommits = out, out, &[]deferredCommit{}
 	err = fn()
 	pending := *a.outCommits
 	a.out, a.stdout, a.outCommits = savedOut, savedStdout, nil
@@ -201,14 +203,30 @@ func (a *app) toFile(path string, fn func() error) error {
 	if err == nil {
 		err = bw.Flush()
 	}
+	if err == nil {
+		// NB: two renames are not one step: a run killed between them
+		// left tonight's pairs beside last night's clusters (as filter's
+		// files, a data-safety review). The waiting file's old version
+		// goes first: such a kill leaves it missing, never last night's.
+		for _, p := range pending {
+			if target, renamed := renameTarget(p.tmp, p.path); renamed && p.tmp != nil {
+				if rerr := os.Remove(target); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
+					err = fmt.Errorf("removing the old %s: %w", escControls(target), rerr)
+				}
+			}
+		}
+	}
 	if err = commitTemp(f, path, err == nil, err); err != nil {
 		err = fmt.Errorf("%w (%s was not written)", err, escControls(path))
 	}
 	ok := err == nil
-	for _, commit := range pending {
+	if ok && len(pending) > 0 && sinksRenaming != nil {
+		sinksRenaming()
+	}
+	for _, p := range pending {
 		// NB: one line ("; "): errors.Join's line break was printed
 		// escaped, as \n.
-		if cerr := commit(ok); cerr != nil && err == nil {
+		if cerr := p.commit(ok); cerr != nil && err == nil {
 			err = cerr
 		} else if cerr != nil {
 			err = fmt.Errorf("%w; %w", err, cerr)
@@ -220,12 +238,20 @@ func (a *app) toFile(path string, fn func() error) error {
 // deferOutCommit runs commit once the file of --out is committed (ok) or
 // failed (!ok), where one is being written (toFile), and reports whether
 // it will; else it does nothing and reports false.
-func (a *app) deferOutCommit(commit func(ok bool) error) bool {
+func (a *app) deferOutCommit(tmp *os.File, path string, commit func(ok bool) error) bool {
 	if a.outCommits == nil {
 		return false
 	}
-	*a.outCommits = append(*a.outCommits, commit)
+	*a.outCommits = append(*a.outCommits, deferredCommit{tmp: tmp, path: path, commit: commit})
 	return true
+}
+
+// deferredCommit is an output file waiting for toFile's: written to tmp,
+// which commit renames over path (or removes, when not ok).
+type deferredCommit struct {
+	tmp    *os.File
+	path   string
+	commit func(ok bool) error
 }
 
 // pictureFormats are formats an output's name may say, by extension, that

@@ -917,7 +917,7 @@ func TestToFileFailure(t *testing.T) {
 		var told []bool
 		err := a.toFile(path, func() error {
 			fmt.Fprintln(a.stdout, "a,b,jaccard")
-			if !a.deferOutCommit(func(ok bool) error {
+			if !a.deferOutCommit(nil, "", func(ok bool) error {
 				// NB: after the file's own commit: its new bytes are
 				// there when it was written, the old ones when not.
 				b, _ := os.ReadFile(path)
@@ -935,7 +935,7 @@ func TestToFileFailure(t *testing.T) {
 			t.Fatalf("fail %v: %v; the commit was told %v", fail, err, told)
 		}
 	}
-	if a.deferOutCommit(func(bool) error { return nil }) {
+	if a.deferOutCommit(nil, "", func(bool) error { return nil }) {
 		t.Fatal("deferOutCommit after toFile's run")
 	}
 }
