@@ -348,7 +348,7 @@ func openIn(dir string, o Options, created bool) (*DB, error) {
 		}
 		// NB: a writable open writes (a new WAL, a MANIFEST), and Pebble
 		// panics when it runs out of space mid-way.
-		err := roomIn(o.fs, dir, min(o.DiskReserve, openReserve(&o)), 0)
+		err := roomToOpen(o.fs, dir, &o)
 		if err == nil && o.DiskReserve < 0 {
 			err = roomToReplay(o.fs, dir)
 		}
@@ -1530,6 +1530,20 @@ func roomIn(fs vfs.FS, dir string, reserve, n int64) error {
 		}
 		return fmt.Errorf("%w: %s has %s free%s, and lshdb keeps %s in reserve so that the index's flushes and compactions have room (Options.DiskReserve)",
 			ErrDiskFull, dir, mib(free), need, mib(reserve))
+	}
+	return nil
+}
+
+// roomToOpen is a writable Open's room check: openReserve (8 MiB and two
+// memtables, 24 MiB by default), or DiskReserve if that is less.
+//
+// NB: it said "lshdb keeps 24.0 MiB in reserve … (--disk-reserve MiB
+// changes it)", where that reserve was 64 MiB (a data-safety review).
+func roomToOpen(fs vfs.FS, dir string, o *Options) error {
+	need := min(o.DiskReserve, openReserve(o))
+	if err := roomIn(fs, dir, need, 0); err != nil {
+		return fmt.Errorf("%w: %s has %s free, and a writable open needs %s of it for a new write-ahead log and a flush: 8 MiB and two memtables, or the disk reserve if that is less (Options.DiskReserve)",
+			ErrDiskFull, dir, mib(freeIn(fs, dir)), mib(need))
 	}
 	return nil
 }

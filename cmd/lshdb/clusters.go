@@ -131,6 +131,10 @@ type headerBody struct {
 	From string `json:"from,omitempty"`
 	// Query is what a query asked and found (query only).
 	Query *queryHeader `json:"query,omitempty"`
+	// EstimateOnly says that the similarities that follow are the
+	// signatures' estimates (storage none), as each line says: the
+	// header said storage none alone (a recall review).
+	EstimateOnly bool `json:"estimate_only,omitempty"`
 }
 
 // queryHeader is what query --output json --header's first line says of
@@ -199,7 +203,7 @@ func runHeader(d index, command string, t float64, started time.Time) (headerJSO
 	}
 	return headerJSON{headerBody{Command: command, Version: version(), Started: started.UTC().Format(time.RFC3339),
 		Threshold: t, IndexThreshold: p.Threshold, PCandidate: p.Bands.Probability(t), Docs: in.Docs, Written: in.Written, Instance: in.Instance,
-		headerParams: paramsOf(p)}}, nil
+		headerParams: paramsOf(p), EstimateOnly: p.Storage == db.StorageNone}}, nil
 }
 
 // writeJSONLine writes v as one JSON line to w, as emitJSON does.

@@ -45,7 +45,8 @@ type infoJSON struct {
 	Instance string `json:"instance,omitempty"`
 	// Origin is, in a backup, the index it copies and the state it
 	// copied (db.Info.Origin).
-	Origin *httpapi.OriginJSON `json:"origin,omitempty"`
+	Origin    *httpapi.OriginJSON `json:"origin,omitempty"`
+	*noneJSON                     // storage none only
 }
 
 func infoOut(in *db.Info) infoJSON {
@@ -54,7 +55,7 @@ func infoOut(in *db.Info) infoJSON {
 		Scheme: p.Scheme.String(), Seed: p.Seed, Shingle: p.Shingle.String(), ShingleSize: p.ShingleSize, Bag: p.Bag,
 		Normalization: p.Normalization.String(), StopWords: nonNil(p.StopWords), StoreText: p.StoreText, Storage: p.Storage,
 		FormatVersion: p.FormatVersion, ExpectedRecall: p.Bands.Probability(p.Threshold), DiskBytes: in.DiskBytes, TempBytes: in.TempBytes, LogBytes: in.LogBytes, RecycledLogBytes: in.RecycledLogBytes,
-		DamagedLogCopies: in.DamagedLogCopies, Instance: in.Instance, Origin: httpapi.OriginOut(in.Origin)}
+		DamagedLogCopies: in.DamagedLogCopies, Instance: in.Instance, Origin: httpapi.OriginOut(in.Origin), noneJSON: noneFigures(p)}
 }
 
 func (a *app) infoCmd() *cobra.Command {
@@ -84,6 +85,9 @@ sizes in bytes.`,
 				p := in.Params
 				fmt.Fprintln(a.stdout, paramsLine(p))
 				fmt.Fprintf(a.stdout, "P(candidate) at the threshold: %.4f (S-curve)\n", p.Bands.Probability(p.Threshold))
+				if err := a.printNoneNote(p); err != nil {
+					return err
+				}
 				fmt.Fprintf(a.stdout, "index format: %d%s\n", p.FormatVersion, upgradeHint(a.dbDir, p))
 				fmt.Fprintf(a.stdout, "documents: %d\n", in.Docs)
 				if in.Instance != "" {

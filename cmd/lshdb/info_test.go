@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -228,4 +229,63 @@ func TestBucketsTableSaysBand(t *testing.T) {
 			t.Errorf("%s of an empty index:\n%s", cmd, out)
 		}
 	}
+}
+
+// TestNoneRecallSaid: an estimate-only (storage none) index's info said
+// "P(candidate) at the threshold: 0.9923" alone, and its JSON an
+// expected_recall of 0.9923, where a pair at the threshold is reported
+// about half the time (a recall review: 69 of 99 pairs found within 0.02
+// above 0.8). info, stats and create now say it, in text and in JSON
+// (estimate_only_recall_at_threshold). The oracle: P(candidate) times
+// the binomial tail P(X >= k), X ~ B(128, t), k the least with k/128 >= t,
+// computed with Python's exact integers and fractions: 0.5000550066725326
+// at 0.8 (k 103), 0.5351930460850076 at 0.5 (k 64). A text index says
+// none of it.
+func TestNoneRecallSaid(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct {
+		threshold string
+		tail      float64
+	}{{"0.8", 0.5000550066725326}, {"0.5", 0.5351930460850076}} {
+		idx := filepath.Join(dir, "none"+c.threshold)
+		created := runOK(t, "create", "--db", idx, "--storage", "none", "--threshold", c.threshold, "--output", "json")
+		info := runOK(t, "info", "--db", idx, "--output", "json")
+		stats := runOK(t, "stats", "--db", idx, "--output", "json")
+		for what, out := range map[string]string{"create": created, "info": info, "stats": stats} {
+			var v struct {
+				ExpectedRecall float64  `json:"expected_recall"`
+				EstimateOnly   bool     `json:"estimate_only"`
+				Recall         *float64 `json:"estimate_only_recall_at_threshold"`
+			}
+			if err := json.Unmarshal([]byte(out), &v); err != nil {
+				t.Fatalf("%s: %v: %s", what, err, out)
+			}
+			if !v.EstimateOnly || v.Recall == nil || math.Abs(*v.Recall-v.ExpectedRecall*c.tail) > 1e-9 {
+				t.Errorf("%s at %s: %s; want estimate_only and a recall at the threshold of %.6f", what, c.threshold, out, v.ExpectedRecall*c.tail)
+			}
+		}
+		if text := runOK(t, "info", "--db", idx); !strings.Contains(text, "storage none: a candidate is reported when its estimate reaches the threshold too") ||
+			!strings.Contains(text, fmt.Sprintf("(%.4f with P(candidate))", c.tail*textRecall(t, info))) {
+			t.Errorf("info at %s: %s; want the estimate-only note", c.threshold, text)
+		}
+	}
+	idx := filepath.Join(dir, "text")
+	runOK(t, "create", "--db", idx)
+	if out := runOK(t, "info", "--db", idx, "--output", "json"); strings.Contains(out, "estimate_only") {
+		t.Errorf("a text index's info: %s", out)
+	}
+	if out := runOK(t, "info", "--db", idx); strings.Contains(out, "storage none") {
+		t.Errorf("a text index's info: %s", out)
+	}
+}
+
+// textRecall is the expected_recall of an info JSON object.
+func textRecall(t *testing.T, info string) float64 {
+	var v struct {
+		ExpectedRecall float64 `json:"expected_recall"`
+	}
+	if err := json.Unmarshal([]byte(info), &v); err != nil {
+		t.Fatal(err)
+	}
+	return v.ExpectedRecall
 }

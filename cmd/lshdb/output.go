@@ -391,7 +391,8 @@ type statsJSON struct {
 	Expiring            int             `json:"expiring,omitempty"` // set to expire later
 	// Instance names the index, as info's does (it was info's alone: an
 	// inspection review's Q4).
-	Instance string `json:"instance,omitempty"`
+	Instance  string `json:"instance,omitempty"`
+	*noneJSON        // storage none only
 }
 
 // paramsJSON is the output of create --output json: the parameters, as
@@ -417,6 +418,7 @@ type paramsJSON struct {
 	// for documents of 8 to 100 shingles (db.MeasureRecall); absent when
 	// not measured (signatures over db.MaxMeasuredNumPerm values).
 	ExpectedRecallShortDocs *float64 `json:"expected_recall_short_docs,omitempty"`
+	*noneJSON                        // storage none only
 }
 
 // explainJSON is the output of explain --output json.

@@ -594,6 +594,12 @@ func TestPairsEstimatesSaidInEachResult(t *testing.T) {
 				marked++
 			}
 		}
+		// And so does the header (a recall review: it said storage none
+		// alone).
+		hd, _, _ := runLine([]string{"pairs", "--db", idx, "--output", "json", "--header"}, "")
+		if first := strings.SplitN(hd, "\n", 2)[0]; strings.Contains(first, `"estimate_only":true`) != (storage == "none") {
+			t.Errorf("%s: header %s", storage, first)
+		}
 		// And so does each cluster (a review's U1: a note on stderr alone).
 		cls, _, _ := runLine([]string{"clusters", "--db", idx, "--output", "json"}, "")
 		if n, all := strings.Count(cls, `"estimate_only":true`), strings.Count(cls, "\n"); all == 0 || storage == "none" && n != all || storage == "text" && n != 0 {
