@@ -448,6 +448,7 @@ type checkJSON struct {
 	Problems     []string `json:"problems"` // [] when clean, never null; the first 100
 	ProblemCount int      `json:"problem_count"`
 	OK           bool     `json:"ok"`
+	Expired      int      `json:"expired,omitempty"` // past their expiry, awaiting the sweep
 }
 
 // tuneJSON is the output of tune --output json.

@@ -1131,18 +1131,21 @@ type CheckJSON struct {
 	// (absent from an earlier lshdb's answer).
 	ProblemCount int  `json:"problem_count"`
 	OK           bool `json:"ok"`
+	// Expired is db.CheckReport.Expired (absent from an earlier lshdb's
+	// answer, and when none).
+	Expired int `json:"expired,omitempty"`
 }
 
 // CheckOut converts r for the wire.
 func CheckOut(r *db.CheckReport) CheckJSON {
 	return CheckJSON{Docs: r.Docs, IDs: r.IDs, PostingLists: r.PostingLists, EmptyLists: r.EmptyLists,
-		Postings: r.Postings, Problems: nonNil(r.Problems), ProblemCount: r.ProblemCount, OK: r.OK()}
+		Postings: r.Postings, Problems: nonNil(r.Problems), ProblemCount: r.ProblemCount, OK: r.OK(), Expired: r.Expired}
 }
 
 // CheckReport converts r back.
 func (r CheckJSON) CheckReport() *db.CheckReport {
 	return &db.CheckReport{Docs: r.Docs, IDs: r.IDs, PostingLists: r.PostingLists, EmptyLists: r.EmptyLists,
-		Postings: r.Postings, Problems: nilIfEmpty(r.Problems), ProblemCount: max(r.ProblemCount, len(r.Problems))}
+		Postings: r.Postings, Problems: nilIfEmpty(r.Problems), ProblemCount: max(r.ProblemCount, len(r.Problems)), Expired: r.Expired}
 }
 
 // RepairJSON is db.RepairResult, the answer of POST /v1/repair and lshdb
