@@ -724,7 +724,7 @@ func (db *DB) create() error {
 	if err := b.Set(codec.CountersKey, codec.EncodeCounters(db.counters), nil); err != nil {
 		return err
 	}
-	return classify(b.Commit(pebble.Sync))
+	return classify(db.pebbleWrite(func() error { return b.Commit(pebble.Sync) }))
 }
 
 // newInstance returns a new index's Instance (codec.Manifest): 128 random
@@ -1017,6 +1017,13 @@ func (db *DB) Close() error {
 		}
 		return redisErr(db.rkv.Close())
 	}
+	if p := db.damage.stopped.Load(); p != nil {
+		// NB: Pebble's Close would wait for ever on the commit pipeline
+		// that its panic left locked (pebbleWrite): the store is left as
+		// it is, its writes in the log.
+		db.lock.Close()
+		return *p
+	}
 	db.flushAtClose()
 	err := db.pdb.Close()
 	if lerr := db.lock.Close(); err == nil {
@@ -1121,6 +1128,47 @@ type damageSeen struct {
 	// noSpace is the last flush's failure for lack of space (ENOSPC),
 	// until a flush succeeds (nil then).
 	noSpace atomic.Pointer[error]
+	// stopped is the error of a write that Pebble panicked in (pebbleWrite):
+	// its store takes no write after it, and is not closed.
+	stopped atomic.Pointer[error]
+}
+
+// pebbleWrite runs f, a write into Pebble (a batch's commit, a Set), and
+// turns a panic of Pebble's in it into an error: Pebble panics when a
+// write-ahead log write fails (a full disk with DiskReserve off, an I/O
+// error), holding its commit pipeline's lock, which no later write or
+// Close then gets. From then on every write is refused with that error
+// at once, and Close leaves the store as it is (the writes acknowledged
+// before are in the log, which the next open replays: in a new process,
+// as Pebble's own lock on the directory stays held in this one).
+//
+// NB: a server recovered the panic in its handler and went on: every
+// later write hung until the client's timeout, and SIGTERM did not stop
+// it, its Close waiting for ever (a data-safety review, on a full tmpfs).
+func (db *DB) pebbleWrite(f func() error) (err error) {
+	if p := db.damage.stopped.Load(); p != nil {
+		return *p
+	}
+	defer func() {
+		r := recover()
+		if r == nil {
+			return
+		}
+		cause, ok := r.(error)
+		if !ok {
+			cause = fmt.Errorf("%v", r)
+		}
+		kind := ErrCorrupt
+		if errors.Is(cause, syscall.ENOSPC) {
+			kind = ErrDiskFull
+		}
+		err = fmt.Errorf("%w: %s: the store stopped at a failed write-ahead log write (%v): no write is taken until the index is opened again, by a new process (close it: the writes acknowledged before are kept, and the next open replays them)", kind, db.dir, firstLine{cause})
+		if db.damage.stopped.CompareAndSwap(nil, &err) {
+			db.opts.Logger.Error("lshdb: Pebble failed a write and stopped: writes are refused; close the index and open it again in a new process", "index", db.dir, "error", fmt.Sprint(firstLine{cause}))
+		}
+		err = *db.damage.stopped.Load()
+	}()
+	return f()
 }
 
 // noSpaceErr returns ErrDiskFull while the index's flushes fail for lack

@@ -219,7 +219,7 @@ func (db *DB) purgeCandidates(ctx context.Context, keys [][]byte) (int, error) {
 		wo = pebble.NoSync
 	}
 	n := int(b.Count())
-	if err := b.Commit(wo); err != nil {
+	if err := db.pebbleWrite(func() error { return b.Commit(wo) }); err != nil {
 		return 0, classify(err)
 	}
 	return n, nil

@@ -528,7 +528,7 @@ func (db *DB) pebbleRepair(ctx context.Context) (RepairResult, error) {
 	if db.opts.NoSync {
 		wo = pebble.NoSync
 	}
-	if err := b.Commit(wo); err != nil {
+	if err := db.pebbleWrite(func() error { return b.Commit(wo) }); err != nil {
 		return RepairResult{}, classify(err)
 	}
 	db.setCounters(c)

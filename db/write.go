@@ -689,7 +689,7 @@ func (db *DB) setExpiryFormat() error {
 		if db.opts.NoSync {
 			sync = pebble.NoSync
 		}
-		err = classify(db.pdb.Set(codec.ManifestKey, enc, sync))
+		err = classify(db.pebbleWrite(func() error { return db.pdb.Set(codec.ManifestKey, enc, sync) }))
 	}
 	if err == nil {
 		db.expiryFormat.Store(true)
@@ -1217,14 +1217,14 @@ func (db *DB) commitDropping(b *pebble.Batch, postings postingOps, c codec.Count
 	}
 	var sw syncWaiter
 	if wo.NoSync || db.opts.NoSync {
-		if err := b.Commit(pebble.NoSync); err != nil {
+		if err := db.pebbleWrite(func() error { return b.Commit(pebble.NoSync) }); err != nil {
 			return syncWaiter{}, classify(err)
 		}
 	} else {
 		// NB: an error here comes before the batch enters the commit
-		// pipeline (Pebble treats a pipeline failure as fatal), so the
-		// caller may still close b.
-		if err := db.pdb.ApplyNoSyncWait(b, pebble.Sync); err != nil {
+		// pipeline (Pebble treats a pipeline failure as fatal, and
+		// panics: pebbleWrite), so the caller may still close b.
+		if err := db.pebbleWrite(func() error { return db.pdb.ApplyNoSyncWait(b, pebble.Sync) }); err != nil {
 			return syncWaiter{}, classify(err)
 		}
 		sw.b = b
