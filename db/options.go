@@ -177,11 +177,12 @@ type Options struct {
 	// compaction that fails for lack of space on, writes are refused with
 	// ErrDiskFull until a flush succeeds, as they are with a reserve:
 	// they hung in Pebble's write stall). Without the check a write can
-	// meet the full disk inside Pebble, which then ends the process (a
-	// fatal error, which no recover catches: Pebble cannot close a
-	// write-ahead log) or leaves the handle's writes hanging until the
-	// process ends; what was acknowledged before is kept (a data-safety
-	// review, on a full tmpfs). Filesystems that cannot report
+	// meet the full disk inside Pebble, which then either ends the process
+	// (a fatal error, which no recover catches, when it cannot close a
+	// write-ahead log) or stops the store: that write and every later one
+	// fail with ErrDiskFull until the index is opened again, in a new
+	// process; what was acknowledged before is kept (a data-safety review,
+	// on a full tmpfs). Filesystems that cannot report
 	// their free space are not checked. lshdb's temporary files (Pairs'
 	// spilled candidates and sets, Load's runs and tables) are held to it
 	// too: they stop with ErrDiskFull once the free space of their
