@@ -600,6 +600,11 @@ func TestPairsEstimatesSaidInEachResult(t *testing.T) {
 		if first := strings.SplitN(hd, "\n", 2)[0]; strings.Contains(first, `"estimate_only":true`) != (storage == "none") {
 			t.Errorf("%s: header %s", storage, first)
 		}
+		// And --stats, which said "verified" of estimates (a recall review).
+		_, statsErr, _ := runLine([]string{"pairs", "--db", idx, "--stats", "--output", "json"}, "")
+		if est := strings.Contains(statsErr, " distinct estimated, ") && strings.Contains(statsErr, " matched by their estimate, "); est != (storage == "none") || strings.Contains(statsErr, " distinct verified, ") == est {
+			t.Errorf("%s: pairs --stats: %s", storage, statsErr)
+		}
 		// And so does each cluster (a review's U1: a note on stderr alone).
 		cls, _, _ := runLine([]string{"clusters", "--db", idx, "--output", "json"}, "")
 		if n, all := strings.Count(cls, `"estimate_only":true`), strings.Count(cls, "\n"); all == 0 || storage == "none" && n != all || storage == "text" && n != 0 {
