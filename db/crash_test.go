@@ -469,6 +469,24 @@ func TestWriteAheadLogFailureStopsTheStore(t *testing.T) {
 			t.Errorf("Get(%s) on the stopped store: %+v %v", id, doc, err)
 		}
 	}
+	// The other writes, which flush or go through the pipeline (a delete,
+	// a compaction, a load), are refused too: they would wait for ever.
+	others := make(chan []error, 1)
+	go func() {
+		_, derr := d.DeleteIDs([]string{"a0"}, nil)
+		_, lerr := d.Load(context.Background(), func(yield func(Doc, error) bool) { yield(Doc{ID: "c", Text: text(200)}, nil) }, nil)
+		others <- []error{derr, d.Compact(context.Background()), lerr}
+	}()
+	select {
+	case errs := <-others:
+		for i, err := range errs {
+			if !errors.Is(err, ErrDiskFull) || !strings.Contains(err.Error(), "the store stopped") {
+				t.Errorf("write %d of delete, compact, load on the stopped store: %v, want its error", i, err)
+			}
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("a delete, a compaction or a load hangs on the stopped store")
+	}
 	closed := make(chan error, 1)
 	go func() { closed <- d.Close() }()
 	select {

@@ -420,7 +420,7 @@ func openIn(dir string, o Options, created bool) (*DB, error) {
 			FlushEnd: func(info pebble.FlushInfo) {
 				switch {
 				case info.Err == nil:
-					damage.noSpace.Store(nil) // NB: room again (noSpaceErr)
+					damage.noSpace.Store(nil) // NB: room again (writesRefused)
 				case errors.Is(info.Err, syscall.ENOSPC):
 					err := info.Err
 					damage.noSpace.Store(&err)
@@ -724,7 +724,7 @@ func (db *DB) create() error {
 	if err := b.Set(codec.CountersKey, codec.EncodeCounters(db.counters), nil); err != nil {
 		return err
 	}
-	return classify(db.pebbleWrite(func() error { return b.Commit(pebble.Sync) }))
+	return db.pebbleWrite(func() error { return b.Commit(pebble.Sync) })
 }
 
 // newInstance returns a new index's Instance (codec.Manifest): 128 random
@@ -1134,7 +1134,8 @@ type damageSeen struct {
 }
 
 // pebbleWrite runs f, a write into Pebble (a batch's commit, a Set), and
-// turns a panic of Pebble's in it into an error: Pebble panics when a
+// returns its error classified; it turns a panic of Pebble's in f into
+// an error: Pebble panics when a
 // write-ahead log write fails (a full disk with DiskReserve off, an I/O
 // error), holding its commit pipeline's lock, which no later write or
 // Close then gets. From then on every write is refused with that error
@@ -1168,11 +1169,15 @@ func (db *DB) pebbleWrite(f func() error) (err error) {
 		}
 		err = *db.damage.stopped.Load()
 	}()
-	return f()
+	return classify(f())
 }
 
-// noSpaceErr returns ErrDiskFull while the index's flushes fail for lack
-// of space (damageSeen.noSpace), else nil.
+// writesRefused returns the error that every write gets, as every room
+// check asks it (roomFor, roomToFree, RoomToWrite, flushAtClose): the
+// store's once it stopped (damageSeen.stopped: Pebble's commit pipeline,
+// and with it its flushes, compactions and ingests, would wait for ever),
+// else ErrDiskFull while the index's flushes fail for lack of space
+// (damageSeen.noSpace), else nil.
 //
 // NB: Pebble retries a failed flush at once, for ever, and writes go on
 // into memtables until their count stops every write: with the reserve
@@ -1181,7 +1186,10 @@ func (db *DB) pebbleWrite(f func() error) (err error) {
 // and its graceful stop never came (an operator's review, O1). A write
 // is refused instead from the first failed flush on, as the reserve
 // refuses it; the writes stored before it stay in the write-ahead log.
-func (d *damageSeen) noSpaceErr(dir string) error {
+func (d *damageSeen) writesRefused(dir string) error {
+	if p := d.stopped.Load(); p != nil {
+		return *p
+	}
 	p := d.noSpace.Load()
 	if p == nil {
 		return nil
@@ -1240,7 +1248,7 @@ func (db *DB) flushAtClose() {
 	// writes fill the disk): both memtables full, AsyncFlush itself
 	// waited in Pebble's write stall for ever, and Close hung (an
 	// embedder's review, D1).
-	if err := cmp.Or(db.damage.noSpaceErr(db.dir), roomIn(db.opts.FS, db.dir, min(db.opts.DiskReserve, openReserve(&db.opts.Options)), int64(m.MemTable.Size))); err != nil {
+	if err := cmp.Or(db.damage.writesRefused(db.dir), roomIn(db.opts.FS, db.dir, min(db.opts.DiskReserve, openReserve(&db.opts.Options)), int64(m.MemTable.Size))); err != nil {
 		db.counts.diskFull.Add(1)
 		// NB: said as what it is: the writes are kept (the log is
 		// synced, and the next open replays it); a build that failed on
@@ -1493,7 +1501,7 @@ func openReserve(o *Options) int64 { return 8<<20 + 2*o.MemTableSize }
 // only after enough bytes would miss another process filling the disk,
 // and Pebble panics when the disk fills.
 func (db *DB) roomFor(n int64) error {
-	err := cmp.Or(db.damage.noSpaceErr(db.dir), roomIn(db.opts.FS, db.dir, db.opts.DiskReserve, n))
+	err := cmp.Or(db.damage.writesRefused(db.dir), roomIn(db.opts.FS, db.dir, db.opts.DiskReserve, n))
 	if err != nil {
 		db.counts.diskFull.Add(1)
 	}
@@ -1529,7 +1537,7 @@ func (db *DB) roomToFree(n int64) error {
 		err = fmt.Errorf("%w: %s has %s free, and a write that frees space (a delete, a purge, a compaction; this one needs about %s) still keeps %s for the index's flushes and compactions: free space on the disk outside the index", ErrDiskFull, db.dir, mib(freeIn(db.opts.FS, db.dir)), mib(n), mib(reserve))
 	}
 	// NB: as roomFor: refused while flushes fail for lack of space.
-	err = cmp.Or(db.damage.noSpaceErr(db.dir), err)
+	err = cmp.Or(db.damage.writesRefused(db.dir), err)
 	if err != nil {
 		db.counts.diskFull.Add(1)
 	}
@@ -1560,7 +1568,7 @@ func (db *DB) RoomToWrite() error {
 	if db.rkv != nil {
 		return nil // NB: Redis refuses at maxmemory itself (ErrDiskFull then)
 	}
-	return cmp.Or(db.damage.noSpaceErr(db.dir), roomIn(db.opts.FS, db.dir, db.opts.DiskReserve, 0))
+	return cmp.Or(db.damage.writesRefused(db.dir), roomIn(db.opts.FS, db.dir, db.opts.DiskReserve, 0))
 }
 
 func roomIn(fs vfs.FS, dir string, reserve, n int64) error {

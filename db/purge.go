@@ -220,7 +220,7 @@ func (db *DB) purgeCandidates(ctx context.Context, keys [][]byte) (int, error) {
 	}
 	n := int(b.Count())
 	if err := db.pebbleWrite(func() error { return b.Commit(wo) }); err != nil {
-		return 0, classify(err)
+		return 0, err
 	}
 	return n, nil
 }

@@ -607,16 +607,12 @@ func (db *DB) redisDelete(ids []string, o *WriteOptions) (DeleteResult, error) {
 		// another id, which an id named, is left as it was): the result
 		// counts it beside the error, where it was empty.
 		db.foundForeign.Store(true) // NB: as redisWrite's
-		res.Deleted = len(stored) - len(r.Missing)
-		res.Missing = append(res.Missing, r.Missing...)
-		return res, redisErr(err)
-	}
-	if err != nil {
+	} else if err != nil {
 		return DeleteResult{}, redisErr(err)
 	}
 	res.Deleted = len(stored) - len(r.Missing)
 	res.Missing = append(res.Missing, r.Missing...)
-	return res, nil
+	return res, redisErr(err)
 }
 
 // redisScanChunk is how many records a Redis scan reads per round trip.

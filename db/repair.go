@@ -529,7 +529,7 @@ func (db *DB) pebbleRepair(ctx context.Context) (RepairResult, error) {
 		wo = pebble.NoSync
 	}
 	if err := db.pebbleWrite(func() error { return b.Commit(wo) }); err != nil {
-		return RepairResult{}, classify(err)
+		return RepairResult{}, err
 	}
 	db.setCounters(c)
 	if db.qcache != nil {

@@ -689,7 +689,7 @@ func (db *DB) setExpiryFormat() error {
 		if db.opts.NoSync {
 			sync = pebble.NoSync
 		}
-		err = classify(db.pebbleWrite(func() error { return db.pdb.Set(codec.ManifestKey, enc, sync) }))
+		err = db.pebbleWrite(func() error { return db.pdb.Set(codec.ManifestKey, enc, sync) })
 	}
 	if err == nil {
 		db.expiryFormat.Store(true)
@@ -1218,14 +1218,14 @@ func (db *DB) commitDropping(b *pebble.Batch, postings postingOps, c codec.Count
 	var sw syncWaiter
 	if wo.NoSync || db.opts.NoSync {
 		if err := db.pebbleWrite(func() error { return b.Commit(pebble.NoSync) }); err != nil {
-			return syncWaiter{}, classify(err)
+			return syncWaiter{}, err
 		}
 	} else {
 		// NB: an error here comes before the batch enters the commit
 		// pipeline (Pebble treats a pipeline failure as fatal, and
 		// panics: pebbleWrite), so the caller may still close b.
 		if err := db.pebbleWrite(func() error { return db.pdb.ApplyNoSyncWait(b, pebble.Sync) }); err != nil {
-			return syncWaiter{}, classify(err)
+			return syncWaiter{}, err
 		}
 		sw.b = b
 	}

@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -655,11 +654,8 @@ func (f *dedupFlags) sinks(a *app, keptCols []docio.Column) (kept, drop *sink) {
 // removed records beside last night's kept ones, exit 1 (a nightly
 // operator's review, N1).
 //
-// Two renames are not one step: a run killed between them left tonight's
-// kept records beside last night's removed ones, each file whole, exit
-// code lost (a data-safety review: 1 of 6 kills). So the second file's
-// old version is removed before the first rename: a kill between them
-// leaves it missing, never another run's.
+// Two renames are not one step: the second file's old version is
+// removed before the first rename (removeReplaced).
 func finishSinks(err error, kept, drop *sink) error {
 	ok := err == nil
 	sinks := slices.DeleteFunc([]*sink{kept, drop}, func(s *sink) bool { return s == nil })
@@ -669,11 +665,9 @@ func finishSinks(err error, kept, drop *sink) error {
 			ok = false
 		}
 	}
-	if ok && len(sinks) == 2 && sinks[0].tmp != nil && !writtenInPlace(sinks[0].tmp) && sinks[1].tmp != nil {
-		if target, renamed := renameTarget(sinks[1].tmp, sinks[1].path); renamed {
-			if rerr := os.Remove(target); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
-				flushed[1], ok = rerr, false
-			}
+	if ok && len(sinks) == 2 && sinks[0].tmp != nil && !writtenInPlace(sinks[0].tmp) {
+		if rerr := removeReplaced(sinks[1].tmp, sinks[1].path); rerr != nil {
+			flushed[1], ok = rerr, false
 		}
 	}
 	for i, s := range sinks {

@@ -2,9 +2,7 @@ package main
 
 import (
 	"bufio"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -203,17 +201,11 @@ func (a *app) toFile(path string, fn func() error) error {
 	if err == nil {
 		err = bw.Flush()
 	}
-	if err == nil {
-		// NB: two renames are not one step: a run killed between them
-		// left tonight's pairs beside last night's clusters (as filter's
-		// files, a data-safety review). The waiting file's old version
-		// goes first: such a kill leaves it missing, never last night's.
-		for _, p := range pending {
-			if target, renamed := renameTarget(p.tmp, p.path); renamed && p.tmp != nil {
-				if rerr := os.Remove(target); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
-					err = fmt.Errorf("removing the old %s: %w", escControls(target), rerr)
-				}
-			}
+	for _, p := range pending {
+		// NB: two renames are not one step: the waiting file's old
+		// version goes first (removeReplaced).
+		if err == nil {
+			err = removeReplaced(p.tmp, p.path)
 		}
 	}
 	if err = commitTemp(f, path, err == nil, err); err != nil {

@@ -643,15 +643,29 @@ func outputMode(path string) fs.FileMode {
 // permissions (CreateTemp makes it 0600), closes it, renames it over path and syncs the directory
 // (the rename is durable then); otherwise it closes and removes it. It
 // returns err, or the first error of those steps.
-// renameTarget is the path that commitTemp renames tmp over (path, or
-// the file a link at path names), and false for an output written in
-// place (a device or a FIFO), which is renamed over nothing.
-func renameTarget(tmp *os.File, path string) (string, bool) {
+// removeReplaced removes the file that commitTemp will rename tmp over
+// (path, or the file a link at path names), if there is one: none for an
+// output written in place (a device or a FIFO, renamed over nothing).
+//
+// NB: where a run writes two files, the second's old version goes before
+// the first's rename: a run killed between the two renames left
+// tonight's first beside last night's second, each whole (a data-safety
+// review); it now leaves the second missing, never another run's.
+func removeReplaced(tmp *os.File, path string) error {
+	if tmp == nil {
+		return nil
+	}
 	if v, found := outputs.Load(tmp); found {
 		o := v.(output)
-		return o.target, !o.direct
+		if o.direct {
+			return nil
+		}
+		path = o.target
 	}
-	return path, true
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("removing the old %s: %w", escControls(path), err)
+	}
+	return nil
 }
 
 func commitTemp(tmp *os.File, path string, ok bool, err error) error {
