@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"math"
 	"math/bits"
 	"runtime"
 	"slices"
@@ -259,15 +258,14 @@ func sketchFloor(n int, t float64) int {
 	if t >= 1 {
 		return n // a pair at Jaccard 1 has equal signatures
 	}
-	// P(X < m) for X ~ Binomial(n, t), summed in log space.
-	lg := func(x float64) float64 { v, _ := math.Lgamma(x); return v }
+	// P(X < m) for X ~ Binomial(n, t).
 	cdf := 0.0
 	for m := 0; m <= n; m++ {
-		lp := lg(float64(n+1)) - lg(float64(m+1)) - lg(float64(n-m+1)) + float64(m)*math.Log(t) + float64(n-m)*math.Log1p(-t)
-		if cdf+math.Exp(lp) > 1e-12 {
+		pm := binomialPMF(n, m, t)
+		if cdf+pm > 1e-12 {
 			return m
 		}
-		cdf += math.Exp(lp)
+		cdf += pm
 	}
 	return n
 }

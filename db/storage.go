@@ -2,6 +2,7 @@ package db
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/lshdb/lshdb/bands"
 	"github.com/lshdb/lshdb/codec"
@@ -164,4 +165,56 @@ func (db *DB) bucketKeys(dst []uint64, sig []uint32) ([]uint64, error) {
 		dst[i] = codec.BucketOf(dst[i])
 	}
 	return dst, err
+}
+
+// EstimateFigures says how an estimate-only (StorageNone) index's answers
+// fall around its threshold. Such an index reports a candidate pair when
+// its signatures' estimate reaches the threshold, so a pair at the
+// threshold is reported only about half the time, where P(candidate)
+// (Stats.ExpectedRecall, the S-curve) is near 1: these are the figures to
+// give a user of such an index beside it.
+type EstimateFigures struct {
+	// SD is the standard deviation of a pair's estimate at the
+	// threshold t: sqrt(t(1-t)/NumPerm).
+	SD float64
+	// RecallAtThreshold is the chance that a pair of Jaccard t is
+	// reported: a candidate (P(candidate)) whose estimate reaches t, the
+	// estimate's equal values taken as Binomial(NumPerm, t). A pair SD
+	// above t is reported about 5 times in 6, one 2·SD above 39 in 40.
+	RecallAtThreshold float64
+}
+
+// EstimateFigures returns the figures of an estimate-only index at its
+// threshold, and false for an index that verifies (StorageText,
+// StorageSets), whose answers are exact.
+func (p Params) EstimateFigures() (EstimateFigures, bool) {
+	if p.Storage != StorageNone || p.NumPerm <= 0 {
+		return EstimateFigures{}, false
+	}
+	t, n := p.Threshold, p.NumPerm
+	// NB: the estimate is the share of equal values, k/n; it reaches t
+	// from the least k with k/n >= t.
+	k := int(math.Ceil(t * float64(n)))
+	if k > 0 && float64(k-1)/float64(n) >= t {
+		k--
+	}
+	tail := 0.0
+	for m := k; m <= n; m++ {
+		tail += binomialPMF(n, m, t)
+	}
+	return EstimateFigures{SD: math.Sqrt(t * (1 - t) / float64(n)),
+		RecallAtThreshold: p.Bands.Probability(t) * min(tail, 1)}, true
+}
+
+// binomialPMF is P(X = m) for X ~ Binomial(n, q), computed in log space
+// (n is a signature's length: 2^n-sized terms would overflow).
+func binomialPMF(n, m int, q float64) float64 {
+	if q <= 0 || q >= 1 { // every trial fails, or every one succeeds
+		if (q <= 0 && m == 0) || (q >= 1 && m == n) {
+			return 1
+		}
+		return 0
+	}
+	lg := func(x float64) float64 { v, _ := math.Lgamma(x); return v }
+	return math.Exp(lg(float64(n+1)) - lg(float64(m+1)) - lg(float64(n-m+1)) + float64(m)*math.Log(q) + float64(n-m)*math.Log1p(-q))
 }

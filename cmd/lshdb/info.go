@@ -45,8 +45,8 @@ type infoJSON struct {
 	Instance string `json:"instance,omitempty"`
 	// Origin is, in a backup, the index it copies and the state it
 	// copied (db.Info.Origin).
-	Origin    *httpapi.OriginJSON `json:"origin,omitempty"`
-	*noneJSON                     // storage none only
+	Origin                *httpapi.OriginJSON `json:"origin,omitempty"`
+	*httpapi.EstimateJSON                     // storage none only
 }
 
 func infoOut(in *db.Info) infoJSON {
@@ -55,7 +55,7 @@ func infoOut(in *db.Info) infoJSON {
 		Scheme: p.Scheme.String(), Seed: p.Seed, Shingle: p.Shingle.String(), ShingleSize: p.ShingleSize, Bag: p.Bag,
 		Normalization: p.Normalization.String(), StopWords: nonNil(p.StopWords), StoreText: p.StoreText, Storage: p.Storage,
 		FormatVersion: p.FormatVersion, ExpectedRecall: p.Bands.Probability(p.Threshold), DiskBytes: in.DiskBytes, TempBytes: in.TempBytes, LogBytes: in.LogBytes, RecycledLogBytes: in.RecycledLogBytes,
-		DamagedLogCopies: in.DamagedLogCopies, Instance: in.Instance, Origin: httpapi.OriginOut(in.Origin), noneJSON: noneFigures(p)}
+		DamagedLogCopies: in.DamagedLogCopies, Instance: in.Instance, Origin: httpapi.OriginOut(in.Origin), EstimateJSON: httpapi.EstimateOut(p)}
 }
 
 func (a *app) infoCmd() *cobra.Command {

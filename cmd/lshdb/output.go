@@ -18,6 +18,7 @@ import (
 
 	"github.com/lshdb/lshdb/bands"
 	"github.com/lshdb/lshdb/db"
+	"github.com/lshdb/lshdb/db/httpapi"
 )
 
 // esc returns s as it may be shown on a terminal: unchanged when it holds
@@ -391,8 +392,8 @@ type statsJSON struct {
 	Expiring            int             `json:"expiring,omitempty"` // set to expire later
 	// Instance names the index, as info's does (it was info's alone: an
 	// inspection review's Q4).
-	Instance  string `json:"instance,omitempty"`
-	*noneJSON        // storage none only
+	Instance              string `json:"instance,omitempty"`
+	*httpapi.EstimateJSON        // storage none only
 }
 
 // paramsJSON is the output of create --output json: the parameters, as
@@ -418,7 +419,7 @@ type paramsJSON struct {
 	// for documents of 8 to 100 shingles (db.MeasureRecall); absent when
 	// not measured (signatures over db.MaxMeasuredNumPerm values).
 	ExpectedRecallShortDocs *float64 `json:"expected_recall_short_docs,omitempty"`
-	*noneJSON                        // storage none only
+	*httpapi.EstimateJSON            // storage none only
 }
 
 // explainJSON is the output of explain --output json.

@@ -928,7 +928,7 @@ the hot buckets of one band; check verifies the index.`,
 						BucketSizeHistogram: nonNil(st.Buckets.Histogram), StoredBytes: sb, DiskBytes: st.DiskBytes,
 						TableBytes: storedBytesJSON{Docs: st.TableBytes["docs"], IDs: st.TableBytes["ids"], Postings: st.TableBytes["postings"],
 							Expiry: st.TableBytes["expiry"], ManifestCounters: st.TableBytes["manifest+counters"]}, LogBytes: st.LogBytes, RecycledLogBytes: st.RecycledLogBytes,
-						Hottest: bucketsJSON(st.Buckets.Hottest), Expired: st.Expired, Expiring: st.Expiring, noneJSON: noneFigures(p)})
+						Hottest: bucketsJSON(st.Buckets.Hottest), Expired: st.Expired, Expiring: st.Expiring, EstimateJSON: httpapi.EstimateOut(p)})
 				}
 				if err := a.printParams(d, &st.Recall); err != nil {
 					return err

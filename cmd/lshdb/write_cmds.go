@@ -205,7 +205,7 @@ func (a *app) printParams(d index, rec *db.RecallEstimate) error {
 		return a.emitJSON(paramsJSON{Threshold: p.Threshold, Bands: p.Bands.B, Rows: p.Bands.R, NumPerm: p.NumPerm,
 			Scheme: p.Scheme.String(), Shingle: p.Shingle.String(), ShingleSize: p.ShingleSize, Bag: p.Bag,
 			Normalization: p.Normalization.String(), StopWords: nonNil(p.StopWords), StoreText: p.StoreText, Storage: p.Storage, Seed: p.Seed, ExpectedRecall: rec.Curve, ExpectedRecallShortDocs: shortDocs(*rec),
-			noneJSON: noneFigures(p)})
+			EstimateJSON: httpapi.EstimateOut(p)})
 	}
 	fmt.Fprintln(a.stdout, paramsLine(p))
 	if err := a.printRecall(*rec, p.Scheme); err != nil {
@@ -225,65 +225,13 @@ func (a *app) printParams(d index, rec *db.RecallEstimate) error {
 // JSON's expected_recall with no sign that it is not the recall (a
 // recall review: 69 of 99 pairs found within 0.02 above 0.8).
 func (a *app) printNoneNote(p db.Params) error {
-	f := noneFigures(p)
-	if f == nil {
+	f, ok := p.EstimateFigures()
+	if !ok {
 		return nil
 	}
-	sd := f.EstimateSD
+	sd := f.SD
 	_, err := fmt.Fprintf(a.stdout, "storage none: a candidate is reported when its estimate reaches the threshold too (standard deviation %.3f at it): a pair at the threshold about half the time (%.4f with P(candidate)), one %.3f above it about 5 times in 6, one %.3f above it 39 times in 40\n", sd, f.RecallAtThreshold, sd, 2*sd)
 	return err
-}
-
-// noneJSON is what an estimate-only (storage none) index's info, stats
-// and create say in JSON of its recall beside expected_recall (which is
-// P(candidate) alone).
-type noneJSON struct {
-	EstimateOnly bool `json:"estimate_only"`
-	// EstimateSD is the standard deviation of a pair's estimate at the
-	// threshold, sqrt(t(1-t)/num_perm).
-	EstimateSD float64 `json:"estimate_sd"`
-	// RecallAtThreshold is the chance that a pair at the threshold is
-	// reported: a candidate (P(candidate)) whose estimate reaches the
-	// threshold (the estimate's matching values binomial, n num_perm,
-	// p the threshold).
-	RecallAtThreshold float64 `json:"estimate_only_recall_at_threshold"`
-}
-
-// noneFigures is noneJSON of an index; nil unless its storage is none.
-func noneFigures(p db.Params) *noneJSON {
-	if p.Storage != db.StorageNone || p.NumPerm <= 0 {
-		return nil
-	}
-	t, n := p.Threshold, p.NumPerm
-	// NB: the estimate is the share of equal values, k/n; it reaches t
-	// from the smallest k with k/n >= t.
-	k := int(math.Ceil(t * float64(n)))
-	if k > 0 && float64(k-1)/float64(n) >= t {
-		k--
-	}
-	return &noneJSON{EstimateOnly: true, EstimateSD: math.Sqrt(t * (1 - t) / float64(n)),
-		RecallAtThreshold: p.Bands.Probability(t) * binomialTail(n, k, t)}
-}
-
-// binomialTail is P(X >= k) for X binomial with n trials of chance q.
-func binomialTail(n, k int, q float64) float64 {
-	if k <= 0 {
-		return 1
-	}
-	if q <= 0 {
-		return 0
-	}
-	if q >= 1 {
-		return 1
-	}
-	lgn, _ := math.Lgamma(float64(n + 1))
-	sum := 0.0
-	for x := k; x <= n; x++ {
-		a, _ := math.Lgamma(float64(x + 1))
-		b, _ := math.Lgamma(float64(n - x + 1))
-		sum += math.Exp(lgn - a - b + float64(x)*math.Log(q) + float64(n-x)*math.Log1p(-q))
-	}
-	return min(sum, 1)
 }
 
 // paramsLine is the line of an index's parameters that create, info and

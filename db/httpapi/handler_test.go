@@ -2105,3 +2105,54 @@ func postOK(ctx context.Context, url string, body []byte) error {
 	}
 	return nil
 }
+
+// Ensure that /v1/params, /v1/info and /v1/stats of an estimate-only
+// (storage none) index give its figures at the threshold, as lshdb info
+// and stats --output json do (db.Params.EstimateFigures), where only the
+// command computed them: a client of a server read expected_recall, near
+// 1, for answers that find a pair at the threshold about half the time.
+// An index that verifies gives none of the keys.
+func TestEstimateFiguresServed(t *testing.T) {
+	for storage, want := range map[string]bool{db.StorageNone: true, db.StorageText: false, db.StorageSets: false} {
+		d := openFixture(t, 20, &db.Options{Storage: storage})
+		f, ok := d.Params().EstimateFigures()
+		if ok != want {
+			t.Fatalf("a %s index: EstimateFigures %v", storage, ok)
+		}
+		h := Handler(d, nil)
+		for _, path := range []string{"/v1/params", "/v1/info", "/v1/stats"} {
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
+			var v struct {
+				*EstimateJSON
+				Params *struct{ *EstimateJSON } `json:"params"`
+			}
+			if err := json.Unmarshal(rec.Body.Bytes(), &v); rec.Code != 200 || err != nil {
+				t.Fatalf("%s of a %s index: %d %v %s", path, storage, rec.Code, err, rec.Body)
+			}
+			// /v1/params's keys are its own, /v1/info's figures are in
+			// its params, /v1/stats gives both, as lshdb stats does.
+			var got []*EstimateJSON
+			if path != "/v1/info" {
+				got = append(got, v.EstimateJSON)
+			}
+			if path != "/v1/params" {
+				if v.Params == nil {
+					t.Fatalf("%s of a %s index: no params: %s", path, storage, rec.Body)
+				}
+				got = append(got, v.Params.EstimateJSON)
+			}
+			for _, e := range got {
+				if !want {
+					if e != nil || strings.Contains(rec.Body.String(), "estimate_") {
+						t.Errorf("%s of a %s index: %s", path, storage, rec.Body)
+					}
+					continue
+				}
+				if e == nil || !e.EstimateOnly || e.EstimateSD != f.SD || e.RecallAtThreshold != f.RecallAtThreshold {
+					t.Errorf("%s of a %s index: %s, want %+v", path, storage, rec.Body, f)
+				}
+			}
+		}
+	}
+}

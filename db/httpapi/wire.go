@@ -762,7 +762,28 @@ type ParamsJSON struct {
 	MaxBatch int `json:"max_batch,omitempty"`
 	// Instance is the server's index's (db.Info.Instance), with
 	// MaxDocBytes and MaxBodyBytes in /v1/params only.
-	Instance string `json:"instance,omitempty"`
+	Instance      string `json:"instance,omitempty"`
+	*EstimateJSON        // storage none only
+}
+
+// EstimateJSON is what an estimate-only (storage none) index says of its
+// recall beside expected_recall, which is P(candidate) alone: its
+// db.EstimateFigures, in the keys of lshdb info and stats.
+type EstimateJSON struct {
+	EstimateOnly bool `json:"estimate_only"`
+	// EstimateSD is EstimateFigures.SD.
+	EstimateSD float64 `json:"estimate_sd"`
+	// RecallAtThreshold is EstimateFigures.RecallAtThreshold.
+	RecallAtThreshold float64 `json:"estimate_only_recall_at_threshold"`
+}
+
+// EstimateOut is p's EstimateJSON: nil unless its storage is none.
+func EstimateOut(p db.Params) *EstimateJSON {
+	f, ok := p.EstimateFigures()
+	if !ok {
+		return nil
+	}
+	return &EstimateJSON{EstimateOnly: true, EstimateSD: f.SD, RecallAtThreshold: f.RecallAtThreshold}
 }
 
 // ParamsOut converts p for the wire.
@@ -770,7 +791,8 @@ func ParamsOut(p db.Params) ParamsJSON {
 	return ParamsJSON{Threshold: p.Threshold, Recall: p.Recall, Bands: p.Bands.B, Rows: p.Bands.R, NumPerm: p.NumPerm,
 		Scheme: p.Scheme.String(), Seed: p.Seed, Shingle: p.Shingle.String(), ShingleSize: p.ShingleSize, Bag: p.Bag,
 		Normalization: p.Normalization.String(), StopWords: nonNil(p.StopWords), StoreText: p.StoreText,
-		Storage: p.Storage, FormatVersion: p.FormatVersion, ExpectedRecall: p.Bands.Probability(p.Threshold)}
+		Storage: p.Storage, FormatVersion: p.FormatVersion, ExpectedRecall: p.Bands.Probability(p.Threshold),
+		EstimateJSON: EstimateOut(p)}
 }
 
 // Params converts p back.
@@ -996,6 +1018,7 @@ type StatsJSON struct {
 	Hottest             []BucketJSON   `json:"hottest"`
 	Expired             int            `json:"expired,omitempty"`
 	Expiring            int            `json:"expiring,omitempty"`
+	*EstimateJSON                      // storage none only
 	// Beyond the command's keys:
 	Params ParamsJSON `json:"params"`
 	Recall RecallJSON `json:"recall"`
@@ -1008,7 +1031,7 @@ func StatsOut(s *db.Stats) StatsJSON {
 		Scheme: p.Scheme.String(), Shingle: p.Shingle.String(), ShingleSize: p.ShingleSize, Bag: p.Bag,
 		StoreText: p.StoreText, Storage: p.Storage, FormatVersion: p.FormatVersion, ExpectedRecall: s.ExpectedRecall,
 		StoredBytes: byteCountsOut(s.StoredBytes), DiskBytes: s.DiskBytes, TableBytes: byteCountsOut(s.TableBytes), LogBytes: s.LogBytes, RecycledLogBytes: s.RecycledLogBytes,
-		Params: ParamsOut(p), Expired: s.Expired, Expiring: s.Expiring,
+		Params: ParamsOut(p), Expired: s.Expired, Expiring: s.Expiring, EstimateJSON: EstimateOut(p),
 		Recall: RecallJSON{Threshold: s.Recall.Threshold, Curve: s.Recall.Curve, ShortDocs: s.Recall.ShortDocs, Measured: s.Recall.Measured}}
 	if s.Recall.Measured {
 		out.ExpectedRecallShort = &s.Recall.ShortDocs
