@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"math"
 	"os"
@@ -612,7 +613,11 @@ func (a *app) rootCmd() *cobra.Command {
 		if a.cpuProfile != "" && a.stopProfile == nil {
 			f, err := os.Create(a.cpuProfile)
 			if err != nil {
-				return err
+				var pe *fs.PathError
+				if errors.As(err, &pe) {
+					err = pe.Err
+				}
+				return fmt.Errorf("--cpuprofile: %w", cannotWrite(a.cpuProfile, err))
 			}
 			if err := pprof.StartCPUProfile(f); err != nil {
 				f.Close()

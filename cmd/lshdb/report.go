@@ -382,6 +382,12 @@ device or a pipe is written in place).`,
 			if c.Flags().Changed("pairs-threshold") && !(pairsThreshold > 0 && pairsThreshold <= 1) {
 				return usagef("--pairs-threshold %v is outside (0, 1]", pairsThreshold)
 			}
+			// NB: before the run, as pairs and filter check theirs: a
+			// missing directory was found once the pairs run and the scan
+			// were done.
+			if err := writable(out); err != nil {
+				return fmt.Errorf("--out: %w", err)
+			}
 			return a.withIndex(func(d index) error {
 				start := time.Now()
 				in, err := d.Info()
@@ -449,7 +455,7 @@ device or a pipe is written in place).`,
 				rd.Elapsed = time.Since(start)
 				expired, live := liveDocs(&rd)
 				if err := writeFileAtomic(out, func(w io.Writer) error { return writeReport(w, &rd) }); err != nil {
-					return err
+					return fmt.Errorf("--out: %w", err)
 				}
 				if a.json() {
 					return a.emitJSON(struct {
@@ -547,7 +553,7 @@ func createTempFor(path string) (*os.File, error) {
 	}
 	f, err := createTemp(target)
 	if err != nil {
-		return nil, fmt.Errorf("cannot write %s: %w", escControls(path), err)
+		return nil, cannotWrite(path, err)
 	}
 	if target != path {
 		outputs.Store(f, output{target: target})
@@ -576,13 +582,34 @@ func writable(path string) error {
 	}
 	f, err := os.OpenFile(path, flag, 0o644)
 	if err != nil {
-		return err
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return cannotWrite(path, err)
 	}
 	f.Close()
 	if flag&os.O_CREATE != 0 {
 		os.Remove(path)
 	}
 	return nil
+}
+
+// cannotWrite is the error of an output file that could not be made at
+// path, cause err: one wording for every command's outputs, which names
+// the directory when it is the one missing. NB: pairs and clusters said
+// "open X: no such file or directory" where filter and export said
+// "cannot write X: no such file or directory" (an operator's review,
+// O7), and neither said that the directory was what was missing.
+func cannotWrite(path string, err error) error {
+	if errors.Is(err, fs.ErrNotExist) {
+		if dir := filepath.Dir(path); dir != "" {
+			if _, serr := os.Stat(dir); errors.Is(serr, fs.ErrNotExist) {
+				return fmt.Errorf("cannot write %s: its directory %s does not exist (lshdb makes no directory for an output): %w", escControls(path), escControls(dir), err)
+			}
+		}
+	}
+	return fmt.Errorf("cannot write %s: %w", escControls(path), err)
 }
 
 // outputs holds, by the file createTempFor returned, an output that is

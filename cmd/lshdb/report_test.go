@@ -716,3 +716,42 @@ func TestReportIdenticalGroups(t *testing.T) {
 		}
 	}
 }
+
+// Ensure that every output file whose directory is missing is refused in
+// the same words, naming the directory, before any work: pairs and
+// clusters said "open X: no such file or directory", filter and export
+// "cannot write X: no such file or directory", and --cpuprofile the bare
+// "open X" (an operator's review, O7). The oracle: the directory, absent,
+// and no file made.
+func TestMissingOutputDirectory(t *testing.T) {
+	tmp := t.TempDir()
+	idx := filepath.Join(tmp, "idx")
+	in := filepath.Join("..", "..", "testdata", "corpora", "debian-sample", "docs.jsonl")
+	runOK(t, "insert", "--db", idx, in)
+	missing := filepath.Join(tmp, "no", "such")
+	out := filepath.Join(missing, "out.jsonl")
+	for _, c := range []struct {
+		flag string
+		args []string
+	}{
+		{"--out", []string{"pairs", "--db", idx, "--out", out}},
+		{"--out", []string{"clusters", "--db", idx, "--out", out}},
+		{"--out", []string{"export", "--db", idx, "--out", out}},
+		{"--removed", []string{"export", "--db", idx, "--out", filepath.Join(tmp, "kept.jsonl"), "--removed", out}},
+		{"--out", []string{"filter", "--db", idx, "--out", out, in}},
+		{"--out", []string{"report", "--db", idx, "--out", filepath.Join(missing, "r.html")}},
+		{"--cpuprofile", []string{"pairs", "--db", idx, "--cpuprofile", filepath.Join(missing, "cpu.pprof")}},
+	} {
+		_, errOut, code := runLine(c.args, "")
+		want := c.flag + ": cannot write " + filepath.Join(missing, "") + "/"
+		if code != 1 || !strings.Contains(errOut, want) || !strings.Contains(errOut, "its directory "+missing+" does not exist") {
+			t.Errorf("%v: exit %d %q; want exit 1 and %q, naming the missing directory", c.args, code, errOut, want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(tmp, "no")); !os.IsNotExist(err) {
+		t.Errorf("a refused output made its directory's parent: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(tmp, "kept.jsonl")); !os.IsNotExist(err) {
+		t.Errorf("export, refused for its --removed, wrote its --out: %v", err)
+	}
+}
