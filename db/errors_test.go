@@ -1474,3 +1474,65 @@ func TestStopWordsThatCannotMatch(t *testing.T) {
 		t.Fatalf("query c: %+v, %v, want a at Jaccard 1", res, err)
 	}
 }
+
+// TestHelperTryOpen is not a test: TestRefusedOpenKeepsTheLock runs the
+// test binary again with LSHDB_TRY_OPEN set, to open an index from another
+// process; it prints "locked" when refused with ErrLocked, "opened" when
+// it opened it.
+func TestHelperTryOpen(t *testing.T) {
+	dir := os.Getenv("LSHDB_TRY_OPEN")
+	if dir == "" {
+		t.Skip("helper process only")
+	}
+	d, err := Open(dir, nil)
+	switch {
+	case errors.Is(err, ErrLocked):
+		os.Stdout.WriteString("locked\n")
+	case err == nil:
+		d.Close()
+		os.Stdout.WriteString("opened\n")
+	default:
+		t.Fatal(err)
+	}
+}
+
+// Ensure that a refused Open, read-only Open or Drop of an index that this
+// process has open leaves it locked against other processes. Asking who
+// held the lock opened the lock file and closed it, and closing any
+// descriptor of a file releases the process's POSIX locks on it: another
+// process then opened the index and wrote beside this one, and the synced
+// writes of one were lost on reopen (an embedder's review). The oracle:
+// another process's Open, refused with ErrLocked after each.
+func TestRefusedOpenKeepsTheLock(t *testing.T) {
+	dir := t.TempDir()
+	d := mustOpen(t, dir, nil)
+	defer d.Close()
+	if err := d.Put(Doc{ID: "a", Text: "a document held open by this process"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	other := func(after string) {
+		t.Helper()
+		cmd := exec.Command(os.Args[0], "-test.run=^TestHelperTryOpen$")
+		cmd.Env = append(os.Environ(), "LSHDB_TRY_OPEN="+dir)
+		out, err := cmd.Output()
+		if err != nil || !strings.HasPrefix(string(out), "locked\n") {
+			t.Fatalf("another process's Open after %s: %q (%v), want it refused with ErrLocked", after, out, err)
+		}
+	}
+	other("this process's Open")
+	if _, err := Open(dir, nil); !errors.Is(err, ErrLocked) {
+		t.Fatalf("a second Open in this process: %v", err)
+	}
+	other("a second Open in this process")
+	if _, err := Open(dir+"/.", &Options{ReadOnly: true}); !errors.Is(err, ErrLocked) {
+		t.Fatalf("a read-only Open in this process under another name: %v", err)
+	}
+	other("a read-only Open in this process")
+	if err := Drop(context.Background(), dir); !errors.Is(err, ErrLocked) {
+		t.Fatalf("Drop of an index this process has open: %v", err)
+	}
+	other("a Drop in this process")
+	if n, err := d.Count(); err != nil || n != 1 {
+		t.Fatalf("the index after: %d documents (%v), want 1", n, err)
+	}
+}

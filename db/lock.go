@@ -3,14 +3,12 @@ package db
 import (
 	"errors"
 	"io"
-	"os"
-	"slices"
-	"sync"
 	"syscall"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/lshdb/lshdb/internal/lockholder"
 )
 
 // lockRetried, when set (by tests), is called after each failed attempt
@@ -37,7 +35,7 @@ func lockDirectory(dir string, o *Options) (*dirLock, error) {
 			if lock, err = pebble.LockDirectory(dir, fs); err == nil {
 				return &dirLock{Lock: lock, held: held}, nil
 			}
-			held.release()
+			held.Release()
 		}
 		if o.LockTimeout <= 0 || !isLockError(err) {
 			return nil, err
@@ -58,72 +56,30 @@ func lockDirectory(dir string, o *Options) (*dirLock, error) {
 // directory's place among those this process has open.
 type dirLock struct {
 	*pebble.Lock
-	held *heldDir
+	held *lockholder.Held
 }
 
 // Close releases the lock, then the directory's place.
 func (l *dirLock) Close() error {
 	err := l.Lock.Close()
-	l.held.release()
+	l.held.Release()
 	return err
 }
 
-// heldDirs are the directories this process has open (on the operating
-// system's filesystem), known by identity rather than by name.
-//
-// NB: the lock is an fcntl lock, which never excludes the process that
-// holds it, and Pebble refuses a second lock in the process by the lock
-// file's name only: "idx", "./idx", "/abs/idx", a symbolic link or a bind
-// mount of it were locks of their own; two DB values wrote one index, the
-// synced writes of one were lost on reopen, and closing either released
-// the fcntl lock that kept other processes out. A directory's identity
-// (os.SameFile: device and inode) is the same under every name.
-var heldDirs struct {
-	sync.Mutex
-	dirs []*heldDir
-}
-
-// heldDir is a directory of heldDirs.
-type heldDir struct{ fi os.FileInfo }
-
 // errHeldHere is holdDir's error. NB: Pebble's own words for a lock this
 // process holds, which isLockError and Open's message know.
-var errHeldHere = errors.New("lock held by current process")
+var errHeldHere = lockholder.ErrHeldHere
 
-// holdDir records dir as open in this process, or returns errHeldHere if
-// it is already, under any name. On another filesystem (in memory, a
-// test's), or where dir cannot be read, it records nothing (nil): the
-// lock's own open reports what is wrong.
-func holdDir(fs vfs.FS, dir string) (*heldDir, error) {
+// holdDir records dir as open in this process (lockholder.Hold: by
+// identity, so that no second handle opens it under another name, and no
+// ask of who holds its lock releases it), or returns errHeldHere if it is
+// already. On another filesystem (in memory, a test's) it records nothing
+// (nil).
+func holdDir(fs vfs.FS, dir string) (*lockholder.Held, error) {
 	if fs != vfs.Default {
 		return nil, nil
 	}
-	fi, err := os.Stat(dir)
-	if err != nil {
-		return nil, nil
-	}
-	heldDirs.Lock()
-	defer heldDirs.Unlock()
-	for _, h := range heldDirs.dirs {
-		if os.SameFile(h.fi, fi) {
-			return nil, errHeldHere
-		}
-	}
-	h := &heldDir{fi: fi}
-	heldDirs.dirs = append(heldDirs.dirs, h)
-	return h, nil
-}
-
-// release forgets h (a nil h is nothing).
-func (h *heldDir) release() {
-	if h == nil {
-		return
-	}
-	heldDirs.Lock()
-	defer heldDirs.Unlock()
-	if i := slices.Index(heldDirs.dirs, h); i >= 0 {
-		heldDirs.dirs = slices.Delete(heldDirs.dirs, i, i+1)
-	}
+	return lockholder.Hold(dir)
 }
 
 // readOnlyLockFS is the filesystem a read-only Open takes its lock on:

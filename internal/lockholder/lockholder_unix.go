@@ -15,7 +15,17 @@ import (
 // in dir (Pebble takes a POSIX record lock on it, which F_GETLK reports),
 // or 0 when it cannot tell: no such file, no holder, another kind of
 // lock, or a lock of this process (which F_GETLK does not report).
+//
+// It never opens the lock file of a directory this process holds (Hold):
+// closing it would release the process's lock. NB: it asks under held's
+// mutex, so that a Hold of dir in this process, and the lock taken after
+// it, wait until the file is closed again.
 func PID(dir string) int {
+	held.Lock()
+	defer held.Unlock()
+	if fi, err := os.Stat(dir); err == nil && heldLocked(fi) {
+		return 0
+	}
 	f, err := os.Open(filepath.Join(dir, "LOCK"))
 	if err != nil {
 		return 0
