@@ -81,10 +81,9 @@ type BackupOptions struct {
 	// and the error (ErrCorrupt) names it; a verification stopped by ctx,
 	// or that fails to read, removes the copy. Either way nothing is
 	// under dir, so that a copy under dir is a verified one, even after a
-	// backup killed while it verified (a review: verified after the
-	// rename, a kill left a complete, unverified copy under dir, which a
-	// script that checks dir exists took for a good one). Costs a read of
-	// the whole copy (as Check: its shingles hashed again).
+	// backup killed while it verified: a script may take dir's existence
+	// for a good backup. Costs a read of the whole copy (as Check: its
+	// shingles hashed again).
 	Verify bool
 }
 

@@ -23,9 +23,6 @@ type CheckReport struct {
 	// sweep has not removed yet: no read returns them, and Count counts
 	// them until a writable handle's sweep (Pebble; 0 on Redis, whose
 	// keys expire themselves). Not a problem.
-	//
-	// NB: info counted 3,000 documents where export gave 500, and check
-	// said nothing of the 2,500 (a data-safety review).
 	Expired int
 	// Problems lists the inconsistencies found, the first MaxProblems of
 	// them; empty means the database checks clean.

@@ -18,13 +18,9 @@ import (
 // Set is a document given as the caller's own set instead of text: tokens
 // (words, tags, code tokens) or token hashes it already computed. Build
 // one with Tokens or Hashes; the zero Set gives nothing (a Doc without a
-// set). Repeats count once: a Set is a set.
-//
-// NB: one type with two constructors, not two methods per call (PutTokens,
-// PutHashes, QueryTokens, …): every call that takes a document's content
-// (PutSet, QuerySet, Doc.Set in PutBatch and Load, QueryInput in
-// QueryMany) takes either form, and a new form would add a constructor,
-// not a method to each.
+// set). Every call that takes a document's content (PutSet, QuerySet,
+// Doc.Set in PutBatch and Load, QueryInput in QueryMany) takes either
+// form.
 //
 // How a set becomes elements depends on the index's scheme (see
 // minhash.Sketcher.TokenElement and HashElement): for fss, oph and classic
@@ -37,6 +33,9 @@ import (
 // Keep to one form in one index: Tokens and Hashes of the same tokens are
 // different elements.
 type Set struct {
+	// NB: one type with two constructors, not two methods per call
+	// (PutTokens, PutHashes, QueryTokens, …): a new form adds a
+	// constructor, not a method to each call.
 	kind   uint8 // 0: no set; setTokens; setHashes
 	tokens []string
 	hashes []uint64
@@ -221,12 +220,6 @@ func (db *DB) QuerySignature(ctx context.Context, sig []uint32, qo *QueryOptions
 	return db.queryOne(ctx, &QueryInput{Signature: sig}, qo)
 }
 
-// QueryMany answers the queries qs, concurrently (on every core), on one
-// snapshot of the index: every answer sees the same documents, whatever
-// is written meanwhile (on Pebble: Redis has no snapshot, and each
-// answer sees the index as it reads it). results[i] answers qs[i] with the options qo, as
-// the single-query call for its input would (Query, QuerySet,
-// QuerySignature or QueryID). Every input is checked first: one that is
 // errEmptyQuery is the error of a QueryInput that gives nothing:
 // ErrInvalidDoc, and ErrEmptyDocument too, without that sentinel's text
 // inside the message ("(exactly one; lshdb: document has no shingles)"
@@ -242,6 +235,12 @@ type alsoIs struct {
 func (e alsoIs) Unwrap() error        { return e.error }
 func (e alsoIs) Is(target error) bool { return target == e.also }
 
+// QueryMany answers the queries qs, concurrently (on every core), on one
+// snapshot of the index: every answer sees the same documents, whatever
+// is written meanwhile (on Pebble: Redis has no snapshot, and each
+// answer sees the index as it reads it). results[i] answers qs[i] with the options qo, as
+// the single-query call for its input would (Query, QuerySet,
+// QuerySignature or QueryID). Every input is checked first: one that is
 // invalid fails the call before any is answered, with a *QueryError
 // giving its position; so does a query that fails (an id not stored, a
 // read error while answering it), and the end of ctx stops the call.

@@ -71,7 +71,7 @@ type LogDamageError struct {
 	// it replaced. Pebble reads damage there as the torn end of a crash
 	// too, and opens the store as of the records before it: the tables
 	// added since were deleted, with the documents written to them, and
-	// Open and Check said ok (a maintainer's review, stop 58, M1). Where
+	// Open and Check said ok. Where
 	// a later record removed a table the earlier ones list, the open
 	// fails anyway: that table is gone.
 	Manifest bool

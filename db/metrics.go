@@ -11,9 +11,8 @@ import (
 // monitoring (lshdb serve exports it as Prometheus metrics). Counters
 // (Compactions, Flushes, CacheHits, …) only grow while the database is
 // open; the others are current values.
-//
-// NB: a plain struct of numbers, not Pebble's metrics type, so that the
-// API does not change with Pebble's version.
+// It is a plain struct of numbers, not Pebble's metrics type, so that
+// the API does not change with Pebble's version.
 type Metrics struct {
 	Docs uint64 // stored documents
 

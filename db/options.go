@@ -34,7 +34,7 @@ const (
 	// with 16 MiB (memtable seeks 11% of the CPU with 4 MiB, 29% with 16).
 	// 32 and 64 MiB wrote more slowly than 16 (14,800-17,700 documents/s):
 	// their level 0 tables' bloom filters outgrow a block cache shard, so
-	// every lookup of a new id read them from disk (stop 27, 2 cores).
+	// every lookup of a new id read them from disk (measured on 2 cores).
 	DefaultMemTableSize = 8 << 20
 	// DefaultQueryCacheSize is the default Options.QueryCacheSize: 64 MiB,
 	// as much as the block cache, and the shingle hashes of ~20,000
@@ -181,8 +181,7 @@ type Options struct {
 	// (a fatal error, which no recover catches, when it cannot close a
 	// write-ahead log) or stops the store: that write and every later one
 	// fail with ErrDiskFull until the index is opened again, in a new
-	// process; what was acknowledged before is kept (a data-safety review,
-	// on a full tmpfs). Filesystems that cannot report
+	// process; what was acknowledged before is kept. Filesystems that cannot report
 	// their free space are not checked. lshdb's temporary files (Pairs'
 	// spilled candidates and sets, Load's runs and tables) are held to it
 	// too: they stop with ErrDiskFull once the free space of their

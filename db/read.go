@@ -211,9 +211,8 @@ func (db *DB) HasIDs(ids []string) ([]bool, error) {
 }
 
 // HasIDsContext is HasIDs that ends when ctx does, with its error (or
-// ErrClosed when the database closes), checked every 1,024 ids. NB: a
-// server's has of millions of ids ran to its end after its client had
-// gone, and held up the server's shutdown.
+// ErrClosed when the database closes), checked every 1,024 ids: a server
+// stops a long one when its client goes away.
 func (db *DB) HasIDsContext(ctx context.Context, ids []string) ([]bool, error) {
 	if err := db.enter(); err != nil {
 		return nil, err

@@ -49,7 +49,7 @@ const DefaultMaxInFlight = 2 * DefaultMaxBatch
 // DefaultMaxInFlightBytes is the default Options.MaxInFlightBytes: 64 MiB
 // of text. NB: a document takes about 35 times its text in memory while
 // it is shingled and signed (one of 42 MB took a server from 67 MB to 1.5
-// GB, three at once to 4.4 GB, in an operator's review); 64 MiB keeps a
+// GB, three at once to 4.4 GB); 64 MiB keeps a
 // server's documents in flight near 2 GB.
 const DefaultMaxInFlightBytes = 64 << 20
 
