@@ -987,7 +987,8 @@ func (db *DB) Dir() string { return db.dir }
 // documents, a WithProgress function, ClustersFrom's pairs): it would wait
 // for that call. It waits, though, for a callback that is running to
 // return: a Load whose documents iterator blocks (a stalled stream) holds
-// Close until it yields; such an iterator should watch the Load's ctx.
+// Close until it yields; such an iterator should watch the ctx given to
+// Load, and the caller cancel that ctx before Close, which cannot.
 // On Redis a write that began (a put, a delete, a batch of a load) is
 // finished whole before Close returns: with a cluster that stops
 // answering, go-redis's own timeouts bound that wait (about 25 s a step,

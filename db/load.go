@@ -142,7 +142,9 @@ type LoadResult struct {
 //     waits for it to stop. A Load waiting inside docs for its next
 //     document (a pipe, a network stream) notices a cancel, and lets
 //     Close proceed, only when docs yields or returns: an iterator that
-//     may block for long should watch ctx itself.
+//     may block for long should watch ctx itself, and the caller cancel
+//     ctx before Close (Close cannot end ctx, which is the caller's, nor
+//     interrupt the caller's iterator).
 //   - Its temporary files (sorted runs and the SSTables, about the size of
 //     the data loaded) live in the directory "lshdb-load.tmp" inside the
 //     database's directory, on the same file system so that the ingest
