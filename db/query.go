@@ -320,6 +320,10 @@ func viewVersion(it *pebble.Iterator) (codec.Counters, error) {
 	return c, classify(err)
 }
 
+// queryHashedHook, when set (tests), runs in a query once its input is
+// hashed, before the lists are read.
+var queryHashedHook func()
+
 // query finds, reads and verifies the candidates of (set, sig) through v,
 // leaving out doc number self (0: none) and any other document of id
 // selfID (""): none; on a backend with no snapshot, a version of it being
@@ -330,6 +334,17 @@ func viewVersion(it *pebble.Iterator) (codec.Counters, error) {
 // takes (a verifying one counts them). sc is the query's scratch space
 // (set and sig may be in it).
 func (db *DB) query(ctx context.Context, v view, set []uint64, sig []uint32, size int, self uint64, selfID string, q QueryOptions, sc *queryScratch) (*QueryResult, error) {
+	if queryHashedHook != nil {
+		queryHashedHook()
+	}
+	// NB: a check after the query's own hashing, which is not
+	// interrupted: a query of tens of MB with few candidates ran to its
+	// end, a second and more after its context had ended (an embedder's
+	// review), as the candidates' loop below checks only where there are
+	// candidates.
+	if err := ctxErr(ctx); err != nil {
+		return nil, err
+	}
 	q.EstimateOnly = q.EstimateOnly || db.estimateOnly()
 	now := db.now().UnixNano()
 	h := db.hashers.Get().(*minhash.Hasher)
@@ -405,6 +420,9 @@ func (db *DB) query(ctx context.Context, v view, set []uint64, sig []uint32, siz
 		probe = &sc.probe
 		probe.reset(set)
 		size = probe.n
+		if err := ctxErr(ctx); err != nil { // the probe of a long text takes a while too
+			return nil, err
+		}
 	}
 	other, otherSig := sc.other[:0], sc.otherSig[:0]
 	defer func() { sc.other, sc.otherSig = other, otherSig }()

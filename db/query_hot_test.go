@@ -2,6 +2,7 @@ package db
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -101,5 +102,30 @@ func TestQueryHotBucket(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Ensure that a query whose context ends while it hashes its input stops
+// there with the context's error: one with no candidates (a long text
+// like nothing stored) ran to its end with no error, as only the
+// candidates' loop checked (an embedder's review: a 26 MB text, cancelled
+// after 0.1 s, answered after 1.6 s). The oracle: the same query with a
+// live context answers, with no match.
+func TestQueryStopsAfterHashing(t *testing.T) {
+	d := mustOpen(t, t.TempDir(), nil)
+	defer d.Close()
+	if err := d.Put(Doc{ID: "a", Text: "a document about one thing and another, at some length"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	text := strings.Repeat("an unrelated text of quite different words ", 200)
+	if res, err := d.Query(context.Background(), text, nil); err != nil || len(res.Matches) != 0 {
+		t.Fatalf("the query with a live context: %v %v", res, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	queryHashedHook = cancel
+	defer func() { queryHashedHook = nil }()
+	if res, err := d.Query(ctx, text, nil); !errors.Is(err, context.Canceled) {
+		t.Fatalf("a query cancelled while it hashed: %v %v, want context.Canceled", res, err)
 	}
 }
