@@ -105,10 +105,22 @@ func (s *keyScanner) str() ([]byte, bool) {
 	}
 }
 
-// value walks the value at s.i.
+// maxScanDepth is the deepest nesting keyScanner walks into: encoding/json
+// refuses a value nested deeper than 10,000 ("exceeded max depth"), which
+// no request body comes near.
+const maxScanDepth = 10_000
+
+// value walks the value at s.i. Past maxScanDepth it ends the walk with
+// no error, for the decoder to refuse the value.
+//
+// NB: it recursed once per '[' or '{' with no bound: a body of 6 million
+// '[' (6 MB, within the default bound on a body) overflowed the
+// goroutine's stack, a fatal error that no recover catches, and ended the
+// server (a security review).
 func (s *keyScanner) value(depth int, visit func(depth int, keys [][]byte) error) error {
 	s.ws()
-	if s.i >= len(s.b) {
+	if s.i >= len(s.b) || depth > maxScanDepth {
+		s.i = len(s.b)
 		return nil
 	}
 	switch s.b[s.i] {

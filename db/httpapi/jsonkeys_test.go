@@ -124,3 +124,33 @@ func BenchmarkStreamLine(b *testing.B) {
 		})
 	}
 }
+
+// Ensure that a body nested far deeper than any JSON decoder takes is
+// refused as a bad request, not walked to the end of the stack: the key
+// check recursed once per '[' with no bound, and 6 million of them (a
+// body of 6 MB) overflowed the goroutine stack, a fatal error that ended
+// the server (a security review). The oracle: encoding/json's own refusal
+// of such nesting, and a server that answers the next request.
+func TestDeepNestingRefused(t *testing.T) {
+	deep := strings.Repeat("[", 6_000_000)
+	if err := checkKeys([]byte(deep)); err != nil {
+		t.Errorf("checkKeys of a deep list: %v, want nil (the decoder refuses it)", err)
+	}
+	if err := checkKeys([]byte(`{"a":` + strings.Repeat("[", 20_000) + `{"k":1,"K":2}` + strings.Repeat("]", 20_000) + "}")); err != nil {
+		t.Errorf("checkKeys past its depth: %v, want nil", err)
+	}
+	d := openFixture(t, 5, nil)
+	h := Handler(d, nil)
+	for _, path := range []string{"/v1/docs/has", "/v1/docs", "/v1/query"} {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("POST", path, strings.NewReader(deep)))
+		if rec.Code != 400 {
+			t.Errorf("POST %s of 6 million '[': %d %.200s, want 400", path, rec.Code, rec.Body)
+		}
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", "/v1/count", nil))
+	if rec.Code != 200 {
+		t.Errorf("count after: %d %s", rec.Code, rec.Body)
+	}
+}
