@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -249,17 +250,32 @@ func loadDocs(ctx context.Context, d *db.DB, path string) (time.Duration, error)
 // processes that are gone: a killed bench (SIGKILL runs no deferred
 // removal) left up to gigabytes there that nothing removed (R17). The
 // path goes to stderr, for a platform that cannot tell a dead process.
+//
+// NB: $TMPDIR/lshdb-bench is swept only when it is a directory of this
+// user that no one else may write. Made with MkdirAll, it was whatever
+// another user had put there first: a symbolic link to a directory of
+// this user's, whose entries named like "2024-06-01-backup" were removed
+// (a security review). Otherwise the bench's directory is a new one of
+// its own in $TMPDIR, and nothing is swept.
 func (a *app) benchDir() (string, error) {
 	base := filepath.Join(os.TempDir(), "lshdb-bench")
-	if err := os.MkdirAll(base, 0o700); err != nil {
+	if err := os.Mkdir(base, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 		return "", err
+	}
+	if fi, err := os.Lstat(base); err != nil || !privateDir(fi) {
+		dir, err := os.MkdirTemp(os.TempDir(), fmt.Sprintf("lshdb-bench-%d-", os.Getpid()))
+		if err == nil {
+			fmt.Fprintf(a.stderr, "bench: temporary index in %s (removed at the end; %s is not a private directory of this user, so what killed benches left there is not swept)\n", dir, base)
+		}
+		return dir, err
 	}
 	ents, err := os.ReadDir(base)
 	if err != nil {
 		return "", err
 	}
 	for _, e := range ents {
-		if namedForDeadProcess(e.Name()) {
+		// NB: only the names MkdirTemp gave below ("PID-DIGITS").
+		if _, rest, _ := strings.Cut(e.Name(), "-"); isDigits(rest) && namedForDeadProcess(e.Name()) {
 			if err := os.RemoveAll(filepath.Join(base, e.Name())); err != nil {
 				return "", err
 			}
@@ -270,6 +286,11 @@ func (a *app) benchDir() (string, error) {
 		fmt.Fprintf(a.stderr, "bench: temporary index in %s (removed at the end, or by the next bench)\n", dir)
 	}
 	return dir, err
+}
+
+// isDigits reports whether s is one or more ASCII digits.
+func isDigits(s string) bool {
+	return s != "" && strings.Trim(s, "0123456789") == ""
 }
 
 // namedForDeadProcess reports whether name starts with the pid of a

@@ -420,6 +420,48 @@ func TestBenchCleansStaleDirs(t *testing.T) {
 	}
 }
 
+// Ensure that bench sweeps $TMPDIR/lshdb-bench only when it is a private
+// directory of this user: a symbolic link that another user put there
+// (to a directory of this user's) had its entries named like a dead
+// process's removed, "2024-06-01-backup" among them (a security review),
+// and a directory others may write is theirs to fill. The oracle: every
+// entry there after the bench, and its index elsewhere.
+func TestBenchSweepsOnlyAPrivateDir(t *testing.T) {
+	for _, kind := range []string{"link", "shared"} {
+		tmp := t.TempDir()
+		t.Setenv("TMPDIR", tmp)
+		base, victim := filepath.Join(tmp, "lshdb-bench"), filepath.Join(tmp, "victim")
+		target := victim
+		if kind == "shared" {
+			target = base
+		}
+		for _, n := range []string{"2024-06-01-backup", "999999999-123"} {
+			if err := os.MkdirAll(filepath.Join(target, n, "data"), 0o700); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if kind == "link" {
+			if err := os.Symlink(victim, base); err != nil {
+				t.Fatal(err)
+			}
+		} else if err := os.Chmod(base, 0o777); err != nil {
+			t.Fatal(err)
+		}
+		out, errOut, code := runLine([]string{"bench", "--build", "--corpus", "../../testdata/cmd/inputs/docs.jsonl", "--output", "json"}, "")
+		if code != 0 || !strings.Contains(errOut, "bench: temporary index in "+filepath.Join(tmp, "lshdb-bench-")) || !strings.Contains(errOut, "is not a private directory of this user") {
+			t.Fatalf("bench with a %s lshdb-bench: %d %q %q", kind, code, out, errOut)
+		}
+		if names := dirNames(t, target); !slices.Equal(names, []string{"2024-06-01-backup", "999999999-123"}) {
+			t.Errorf("bench with a %s lshdb-bench left %v, want every entry", kind, names)
+		}
+		for _, n := range dirNames(t, tmp) {
+			if strings.HasPrefix(n, "lshdb-bench-") {
+				t.Errorf("bench with a %s lshdb-bench left its index %s in $TMPDIR", kind, n)
+			}
+		}
+	}
+}
+
 // dirNames returns the names in dir, sorted.
 func dirNames(t *testing.T, dir string) []string {
 	t.Helper()

@@ -10,3 +10,8 @@ func releaseFile(f interface{ Close() error }) error { return f.Close() }
 // processUmask is the permissions an output file does not get
 // (outputMode): no umask here.
 var processUmask fs.FileMode = 0o022
+
+// privateDir reports whether fi (of an Lstat) is a directory, not a
+// symbolic link: elsewhere than Unix the temporary directory is the
+// user's own.
+func privateDir(fi fs.FileInfo) bool { return fi.IsDir() && fi.Mode()&fs.ModeSymlink == 0 }

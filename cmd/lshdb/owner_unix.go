@@ -7,6 +7,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -43,3 +44,11 @@ var processUmask = func() fs.FileMode {
 	unix.Umask(m)
 	return fs.FileMode(m) & fs.ModePerm
 }()
+
+// privateDir reports whether fi (of an Lstat) is a directory, not a
+// symbolic link, of this process's user, that no one else may write: a
+// directory under a shared temporary directory that lshdb may sweep.
+func privateDir(fi fs.FileInfo) bool {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && fi.IsDir() && fi.Mode()&fs.ModeSymlink == 0 && int(st.Uid) == os.Geteuid() && fi.Mode().Perm()&0o022 == 0
+}
