@@ -1536,3 +1536,56 @@ func TestRefusedOpenKeepsTheLock(t *testing.T) {
 		t.Fatalf("the index after: %d documents (%v), want 1", n, err)
 	}
 }
+
+// Ensure that pairs spilling in the system's temporary directory (an
+// index it cannot write) takes a new directory of its own there: one made
+// first under the predictable name (lshdb-pairs-PID-N.tmp, another
+// user's in a shared /tmp) took the spilled ids and sets (a security
+// review); and that the sweep makes nothing through a symbolic link of a
+// dead run's name. The oracle: the planted directories, still empty, the
+// linked directory untouched, and the pairs.
+func TestPairsTempDirIsItsOwn(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	dir := filepath.Join(t.TempDir(), "idx")
+	d := mustOpen(t, dir, nil)
+	docs := []Doc{{ID: "a", Text: "the quick brown fox jumps over the lazy dog"}, {ID: "b", Text: "the quick brown fox jumps over the lazy dog!"}}
+	if _, err := d.PutBatch(docs, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var planted []string
+	for n := pairsRuns.Load() + 1; n <= pairsRuns.Load()+3; n++ {
+		p := filepath.Join(tmp, fmt.Sprintf("%s%d-%d%s", pairsTmpPrefix, os.Getpid(), n, pairsTmpSuffix))
+		if err := os.Mkdir(p, 0o777); err != nil {
+			t.Fatal(err)
+		}
+		os.Chmod(p, 0o777) // NB: as another user's, which this one may write
+		planted = append(planted, p)
+	}
+	victim := t.TempDir()
+	link := filepath.Join(tmp, pairsTmpPrefix+"4242-1"+pairsTmpSuffix)
+	if err := os.Symlink(victim, link); err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-2 * staleRunAge)
+	os.Chtimes(victim, old, old)
+	d, err := Open(dir, &Options{fs: readOnlyFS{vfs.Default, dir}, ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if got := collectPairs(t, d, nil); len(got) != 1 {
+		t.Fatalf("pairs = %v, want (a, b)", got)
+	}
+	for _, p := range planted {
+		if names, err := os.ReadDir(p); err != nil || len(names) != 0 {
+			t.Errorf("a directory planted under the run's name %s holds %v (%v), want nothing", p, names, err)
+		}
+	}
+	if names, err := os.ReadDir(victim); err != nil || len(names) != 0 {
+		t.Errorf("the directory a dead run's name links to holds %v (%v), want nothing", names, err)
+	}
+}

@@ -922,10 +922,21 @@ func runTempDir(fs vfs.FS, dir string) (tmp string, remove func(), err error) {
 		// read-only open): the system's temporary directory, where what
 		// dead runs left is swept as it is beside an index (the runs of
 		// every index that spilled there: a live one's lock is held).
+		// There the directory must be a new one, this user's alone: with
+		// MkdirAll a directory of that name that another user made first
+		// (the name is predictable) took the spilled ids and sets, for
+		// that user to read or change (a security review).
 		sweepDeadRuns(fs, os.TempDir())
-		tmp = fs.PathJoin(os.TempDir(), name)
-		if err := fs.MkdirAll(tmp, 0o755); err != nil {
-			return "", nil, err
+		for try := 0; ; try++ {
+			tmp = fs.PathJoin(os.TempDir(), name)
+			err := mkdirNew(fs, tmp)
+			if err == nil {
+				break
+			}
+			if !errors.Is(err, iofs.ErrExist) || try == 100 {
+				return "", nil, err
+			}
+			name = fmt.Sprintf("%s%d-%d%s", pairsTmpPrefix, os.Getpid(), pairsRuns.Add(1), pairsTmpSuffix)
 		}
 	}
 	lock, err := fs.Lock(fs.PathJoin(tmp, "LOCK"))
@@ -941,6 +952,23 @@ func runTempDir(fs vfs.FS, dir string) (tmp string, remove func(), err error) {
 	}, nil
 }
 
+// mkdirNew makes the directory dir, private to this user, failing with
+// an error matching fs.ErrExist if something is there already. On the
+// operating system's filesystem, a directory made there meanwhile by
+// another user (or a link) is refused too.
+func mkdirNew(fs vfs.FS, dir string) error {
+	if _, err := fs.Stat(dir); err == nil {
+		return fmt.Errorf("%s: %w", dir, iofs.ErrExist)
+	}
+	if err := fs.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	if fi, err := os.Lstat(dir); err == nil && !ownDir(fi) {
+		return fmt.Errorf("lshdb: the pairs run's temporary directory %s is not this user's own: %w", dir, iofs.ErrExist)
+	}
+	return nil
+}
+
 // sweepDeadRuns removes the temporary directories of pairs runs that
 // ended without removing them: older than staleRunAge, and their lock
 // free. A directory it cannot lock (a run under way, or a filesystem it
@@ -954,6 +982,12 @@ func sweepDeadRuns(fs vfs.FS, dir string) {
 		p := fs.PathJoin(dir, n)
 		fi, err := fs.Stat(p)
 		if err != nil || !fi.IsDir() || time.Since(fi.ModTime()) < staleRunAge {
+			continue
+		}
+		// NB: not a symbolic link of that name (in a shared temporary
+		// directory, another user's), where the lock below would be made
+		// in the directory it names.
+		if li, err := os.Lstat(p); err == nil && li.Mode()&iofs.ModeSymlink != 0 {
 			continue
 		}
 		lock, err := fs.Lock(fs.PathJoin(p, "LOCK"))
