@@ -153,6 +153,10 @@ func (db *DB) BackupWith(ctx context.Context, dir string, o BackupOptions) error
 		db.opts.FS.RemoveAll(tmp)
 		return classify(fmt.Errorf("lshdb: backup to %s: %w", dir, err))
 	}
+	if err := db.keepDirMode(tmp); err != nil {
+		db.opts.FS.RemoveAll(tmp)
+		return err
+	}
 	if o.Copy {
 		// NB: before the rename: a copy killed while it replaced the
 		// links was a complete-looking dir sharing tables with the index.
@@ -162,6 +166,34 @@ func (db *DB) BackupWith(ctx context.Context, dir string, o BackupOptions) error
 		}
 	}
 	return db.finishBackup(ctx, tmp, dir, o.Verify)
+}
+
+// keepDirMode gives a backup's directory tmp the permissions of the
+// index's directory for the group and others (its owner all of them),
+// which are what keeps others from its files (the
+// tables are hard links to the index's, and the rest is made with the
+// umask).
+//
+// NB: a backup of an index in a directory of mode 0700 (as the README
+// advises for private texts) was a directory of mode 0755, and any user
+// could copy it and read every text (a security review). The checkpoint's
+// own directory is Pebble's, made 0755 less the umask: it is restricted
+// once the checkpoint is made, before the copy's own files are written
+// (Copy) and before it takes its name.
+func (db *DB) keepDirMode(tmp string) error {
+	if db.opts.FS != vfs.Default || db.rkv != nil {
+		return nil
+	}
+	fi, err := os.Stat(db.dir)
+	if err != nil {
+		return fmt.Errorf("lshdb: backup: %w", err)
+	}
+	// NB: the owner keeps every right: the backup writes its stamp, and
+	// its copies (Copy), there, and a read-only index's copy is writable.
+	if err := os.Chmod(tmp, fi.Mode().Perm()|0o700); err != nil {
+		return fmt.Errorf("lshdb: backup: %w", err)
+	}
+	return nil
 }
 
 // backupCopyHook, when set (by tests), is called with each file's name
@@ -234,19 +266,67 @@ func (db *DB) backupTemp(dir string) (tmp string, release func(), _ error) {
 	parent := fsys.PathDir(dir)
 	tmp = fsys.PathJoin(parent, "."+fsys.PathBase(dir)+backupTempSuffix)
 	sweepBackupTemps(fsys, parent)
+	owner := tmp + backupOwnerSuffix
+	// NB: another backup to dir under way (its owner file names a live
+	// process of this host, this one's included) is refused: its
+	// directory was removed under it, which failed it with a raw "no such
+	// file", and the later one could have renamed the other's partial
+	// copy to dir (an operator's review). The owner file is made
+	// exclusively on the system's filesystem, so that of two backups
+	// starting at once one is refused.
+	if pid := backupOwnerRuns(fsys, owner); pid != 0 {
+		return "", nil, fmt.Errorf("%w: another backup to %s is under way (pid %d): wait for it to end", ErrLocked, dir, pid)
+	}
 	if err := fsys.RemoveAll(tmp); err != nil {
 		return "", nil, fmt.Errorf("lshdb: backup: %w", err)
 	}
-	owner := tmp + backupOwnerSuffix
-	if f, err := fsys.Create(owner, vfs.WriteCategoryUnspecified); err == nil {
-		host, _ := os.Hostname()
-		_, err = fmt.Fprintf(f, "%d %s\n", os.Getpid(), host)
+	host, _ := os.Hostname()
+	stamp := fmt.Sprintf("%d %s\n", os.Getpid(), host)
+	if fsys == vfs.Default {
+		os.Remove(owner) // a dead backup's (backupOwnerRuns said so)
+		f, err := os.OpenFile(owner, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if errors.Is(err, fs.ErrExist) {
+			return "", nil, fmt.Errorf("%w: another backup to %s is under way: wait for it to end", ErrLocked, dir)
+		}
+		if err == nil {
+			_, err = f.WriteString(stamp)
+			f.Close()
+			if err != nil {
+				os.Remove(owner)
+			}
+		}
+	} else if f, err := fsys.Create(owner, vfs.WriteCategoryUnspecified); err == nil {
+		_, err = fmt.Fprint(f, stamp)
 		f.Close()
 		if err != nil {
 			fsys.Remove(owner)
 		}
 	}
 	return tmp, func() { fsys.Remove(owner) }, nil
+}
+
+// backupOwnerRuns returns the pid that the backup owner file names when it
+// is a process of this host that runs (this one included), else 0.
+func backupOwnerRuns(fsys vfs.FS, owner string) int {
+	f, err := fsys.Open(owner)
+	if err != nil {
+		return 0
+	}
+	b, err := io.ReadAll(io.LimitReader(f, 512))
+	f.Close()
+	if err != nil {
+		return 0
+	}
+	var pid int
+	var h string
+	host, _ := os.Hostname()
+	if _, err := fmt.Sscanf(string(b), "%d %s", &pid, &h); err != nil || h != host || pid <= 0 {
+		return 0
+	}
+	if pid == os.Getpid() || processRuns(pid) {
+		return pid
+	}
+	return 0
 }
 
 // backupTempSuffix ends the name of a backup's temporary directory, and
@@ -551,7 +631,7 @@ func (db *DB) copyFiles(ctx context.Context, dir string, verify bool) (err error
 		return err
 	}
 	defer release()
-	if err := fsys.MkdirAll(tmp, 0o755); err != nil {
+	if err := fsys.MkdirAll(tmp, 0o700); err != nil {
 		return fmt.Errorf("lshdb: backup: %w", err)
 	}
 	defer func() {
@@ -559,6 +639,9 @@ func (db *DB) copyFiles(ctx context.Context, dir string, verify bool) (err error
 			fsys.RemoveAll(tmp)
 		}
 	}()
+	if err := db.keepDirMode(tmp); err != nil {
+		return err
+	}
 	names, err := fsys.List(db.dir)
 	if err != nil {
 		return fmt.Errorf("lshdb: backup: %w", err)

@@ -753,3 +753,96 @@ func TestBackupVerify(t *testing.T) {
 		}
 	}
 }
+
+// Ensure that a backup's directory has the index directory's permissions
+// for the group and others: a backup of an index kept in a directory of
+// mode 0700 was one of mode 0755, its tables hard links readable by
+// anyone (a security review). The oracle: the mode of each kind of
+// backup's directory, against the index's.
+func TestBackupKeepsTheDirectoryMode(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "src")
+	d := mustOpen(t, dir, nil)
+	if err := d.Put(Doc{ID: "a", Text: "a private text, for the owner's eyes"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o710); err != nil {
+		t.Fatal(err)
+	}
+	out := t.TempDir()
+	check := func(what, p string) {
+		t.Helper()
+		fi, err := os.Stat(p)
+		if err != nil || fi.Mode().Perm() != 0o710 {
+			t.Errorf("%s: the backup's directory %v (%v), want mode 0710 as the index's", what, fi.Mode(), err)
+		}
+	}
+	for _, o := range []BackupOptions{{}, {Copy: true}, {Verify: true}} {
+		p := filepath.Join(out, fmt.Sprintf("copy%v%v", o.Copy, o.Verify))
+		if err := d.BackupWith(ctx, p, o); err != nil {
+			t.Fatal(err)
+		}
+		check(fmt.Sprintf("%+v", o), p)
+	}
+	d.Close()
+	ro := mustOpen(t, dir, &Options{ReadOnly: true})
+	defer ro.Close()
+	p := filepath.Join(out, "readonly")
+	if err := ro.Backup(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	check("a read-only handle's", p)
+}
+
+// Ensure that a backup to a directory that another live backup is making
+// is refused with ErrLocked, leaving that backup's work alone: it removed
+// the other's temporary directory, which failed it with a raw "no such
+// file" (an operator's review); and that a dead backup's is replaced. The
+// oracle: the other's file, still there, and the backup after its owner
+// is gone.
+func TestBackupToTheSameDirectoryAtOnce(t *testing.T) {
+	ctx := context.Background()
+	d := mustOpen(t, filepath.Join(t.TempDir(), "src"), nil)
+	defer d.Close()
+	if err := d.Put(Doc{ID: "a", Text: "a document to back up twice at once"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	out := t.TempDir()
+	dst := filepath.Join(out, "same")
+	tmp := filepath.Join(out, ".same"+backupTempSuffix)
+	if err := os.MkdirAll(tmp, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(tmp, "000001.sst"), []byte("the other backup's"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	host, _ := os.Hostname()
+	owner := tmp + backupOwnerSuffix
+	// NB: pid 1 always runs.
+	if err := os.WriteFile(owner, []byte("1 "+host+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err := d.Backup(ctx, dst)
+	if !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), "another backup to "+dst+" is under way (pid 1)") {
+		t.Fatalf("a backup beside another's under way: %v, want ErrLocked naming it", err)
+	}
+	if b, err := os.ReadFile(filepath.Join(tmp, "000001.sst")); err != nil || string(b) != "the other backup's" {
+		t.Fatalf("the other backup's file after: %q %v", b, err)
+	}
+	if _, err := os.Stat(dst); !os.IsNotExist(err) {
+		t.Fatalf("the refused backup made %s: %v", dst, err)
+	}
+	// Its process gone (a pid above Linux's bound), the directory is a
+	// dead backup's: replaced.
+	if err := os.WriteFile(owner, []byte("999999999 "+host+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Backup(ctx, dst); err != nil {
+		t.Fatalf("a backup beside a dead one's: %v", err)
+	}
+	c := mustOpen(t, dst, &Options{ReadOnly: true})
+	defer c.Close()
+	if n, err := c.Count(); err != nil || n != 1 {
+		t.Fatalf("the backup holds %d documents (%v), want 1", n, err)
+	}
+}
