@@ -1099,7 +1099,7 @@ func (h *handler) bucket(w *resp, r *http.Request) error {
 	rest := strings.TrimPrefix(r.URL.Path, "/v1/buckets/")
 	bandS, bucketS, ok := strings.Cut(rest, "/")
 	if !ok || strings.Contains(bucketS, "/") {
-		return fmt.Errorf("%w: %s (want /v1/buckets/BAND/BUCKET)", ErrNoRoute, r.URL.Path)
+		return fmt.Errorf("%w: %s (want /v1/buckets/BAND/BUCKET)", ErrNoRoute, clipPath(r.URL.Path))
 	}
 	band, err := strconv.Atoi(bandS)
 	if err != nil {

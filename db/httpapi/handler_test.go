@@ -2156,3 +2156,44 @@ func TestEstimateFiguresServed(t *testing.T) {
 		}
 	}
 }
+
+// Ensure that a request for no route is refused as unauthorized where a
+// token is set, and that a path is quoted clipped, in the answer and in
+// the log: a client without the token had a 1 MB path written back to it
+// and twice to the log, 2 bytes of log for each byte sent (an SRE's
+// review). The oracle: the sizes of the answers and of the log.
+func TestLongPathsNotEchoed(t *testing.T) {
+	d := openFixture(t, 0, nil)
+	var log bytes.Buffer
+	h := Handler(d, &Options{Token: "s3cret", Logger: slog.New(slog.NewTextHandler(&log, nil))})
+	long := "/" + strings.Repeat("a", 1_000_000)
+	for _, c := range []struct {
+		method, token string
+		status        int
+	}{{"GET", "", 401}, {"POST", "wrong", 401}, {"GET", "s3cret", 404}, {"DELETE", "s3cret", 404}} {
+		log.Reset()
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequest(c.method, long, nil)
+		if c.token != "" {
+			req.Header.Set("Authorization", "Bearer "+c.token)
+		}
+		h.ServeHTTP(rec, req)
+		if rec.Code != c.status || rec.Body.Len() > 2000 || log.Len() > 2000 {
+			t.Errorf("%s of a 1 MB path, token %q: %d, an answer of %d bytes and %d of log; want %d and both short", c.method, c.token, rec.Code, rec.Body.Len(), log.Len(), c.status)
+		}
+		if c.status == 404 && !strings.Contains(rec.Body.String(), "(1000001 bytes)") {
+			t.Errorf("the 404 of a 1 MB path does not say its length: %.300s", rec.Body)
+		}
+	}
+	// healthz needs no token, as before; another route still does.
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", "/healthz", nil))
+	if rec.Code != 200 {
+		t.Errorf("healthz without a token: %d %s", rec.Code, rec.Body)
+	}
+	rec = httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("POST", "/healthz", nil))
+	if rec.Code != 401 {
+		t.Errorf("POST healthz without a token: %d %s, want 401", rec.Code, rec.Body)
+	}
+}
