@@ -52,3 +52,14 @@ func privateDir(fi fs.FileInfo) bool {
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	return ok && fi.IsDir() && fi.Mode()&fs.ModeSymlink == 0 && int(st.Uid) == os.Geteuid() && fi.Mode().Perm()&0o022 == 0
 }
+
+// openFileLimit is the process's bound on open files (its soft
+// RLIMIT_NOFILE, which Go raises to the hard one at start), or 1024 when
+// it cannot be read.
+func openFileLimit() int {
+	var r unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &r); err != nil || r.Cur == 0 {
+		return 1024
+	}
+	return int(min(r.Cur, 1<<30))
+}

@@ -35,6 +35,7 @@ type serveOptions struct {
 	maxBody, maxInFlightBytes              int64
 	maxBatch, maxInFlight                  int
 	maxConns                               int
+	maxConnsGiven                          bool // --max-connections was given (-1 included)
 	readTimeout, writeTimeout, idleTimeout time.Duration
 	shutdownTimeout                        time.Duration
 	purgeEvery                             time.Duration
@@ -48,6 +49,19 @@ type serveOptions struct {
 // probe, an attaching command, told to kill a "stuck" owner) time out (a
 // maintainer review's K11). An operator sets one knowing the clients.
 const defaultMaxConns = -1
+
+// tcpConnsBound is the bound on the TCP listener's connections when
+// --max-connections is not given: half the process's descriptors, at most
+// 4,096 (far above a client's pool of keep-alive connections).
+//
+// NB: with no bound, 20,000 connections to the TCP port, each asking
+// /healthz (which needs no token) and then idle, took every descriptor
+// the process had: the owner's own socket accepted nothing, and a put
+// failed inside Pebble, which could not open a table (a security
+// review). The socket, which only this user reaches, keeps no bound.
+var tcpConnsBound = func() int {
+	return min(4096, max(64, openFileLimit()/2))
+}
 
 // serving, when set (by tests), is called once serve listens, with the
 // socket path and the TCP URL ("" without --addr).
@@ -142,6 +156,7 @@ stops accepting requests, lets those in flight finish (up to
 			if so.maxConns == 0 || so.maxConns < -1 {
 				return usagef("--max-connections %d: give a number of connections, or -1 for no limit", so.maxConns)
 			}
+			so.maxConnsGiven = c.Flags().Changed("max-connections")
 			if so.purgeEvery != 0 && so.purgeEvery < time.Second {
 				return usagef("--purge-every %v: give a duration of a second or more, or 0 for never", so.purgeEvery)
 			}
@@ -156,7 +171,7 @@ stops accepting requests, lets those in flight finish (up to
 	fs.IntVar(&so.maxBatch, "max-batch", httpapi.DefaultMaxBatch, "most documents (queries) in one put or query/many request (413 beyond; -1: no limit)")
 	fs.IntVar(&so.maxInFlight, "max-in-flight", httpapi.DefaultMaxInFlight, "most documents (queries) of all requests worked on at once; others wait (-1: no limit)")
 	fs.Int64Var(&so.maxInFlightBytes, "max-in-flight-bytes", httpapi.DefaultMaxInFlightBytes, "most bytes of text of all requests worked on at once (a document takes about 35x its text in memory while it is signed); others wait (-1: no limit)")
-	fs.IntVar(&so.maxConns, "max-connections", defaultMaxConns, "most connections open at once on each listener (the socket, the TCP address), idle keep-alive ones included: the next wait to be accepted, answered by nothing until one closes (a client sees a timeout); a request waiting for others' work holds its body, so this bounds the memory they take (-1: no limit)")
+	fs.IntVar(&so.maxConns, "max-connections", defaultMaxConns, "most connections open at once on each listener (the socket, the TCP address), idle keep-alive ones included: the next wait to be accepted, answered by nothing until one closes (a client sees a timeout); a request waiting for others' work holds its body, so this bounds the memory they take (-1: no limit; not given: none on the socket, and on the TCP address half the process's open files, at most 4096)")
 	fs.DurationVar(&so.readTimeout, "read-timeout", time.Minute, "time a client has to send a request, body included (for the streams, put-if-new and load: each document, so a slow load holds other writers up as long as it lasts)")
 	fs.DurationVar(&so.writeTimeout, "write-timeout", httpapi.DefaultWriteTimeout, "time a client has to take each part of an answer")
 	fs.DurationVar(&so.idleTimeout, "idle-timeout", 2*time.Minute, "time an idle keep-alive connection is kept")
@@ -291,6 +306,8 @@ func (a *app) serve(so *serveOptions) error {
 		for i, l := range listeners {
 			listeners[i] = netutil.LimitListener(l, so.maxConns)
 		}
+	} else if so.addr != "" && !so.maxConnsGiven {
+		listeners[len(listeners)-1] = netutil.LimitListener(listeners[len(listeners)-1], tcpConnsBound())
 	}
 	m := metrics.New(d)
 	mux := http.NewServeMux()

@@ -1010,13 +1010,33 @@ func TestCommandWaitsForStoppingServe(t *testing.T) {
 // once: with a limit of 1, a second connection is not served while the
 // first is open, and is once it closes (nothing bounded the requests
 // waiting for --max-in-flight, each holding its body decoded: an SRE
-// review's H1). The oracle: whether /healthz answers on each.
+// review's H1). Without the flag, the TCP address has a bound of its own
+// (tcpConnsBound, here made 1): connections from the network took every
+// descriptor of the process (a security review). The oracle: whether
+// /healthz answers on each.
 func TestServeMaxConnections(t *testing.T) {
+	t.Run("flag", func(t *testing.T) { testServeMaxConnections(t, "--max-connections", "1") })
+	t.Run("tcp-default", func(t *testing.T) {
+		defer func(f func() int) { tcpConnsBound = f }(tcpConnsBound)
+		tcpConnsBound = func() int { return 1 }
+		testServeMaxConnections(t)
+	})
+	// The default bound: half the open files the process may have, within
+	// [64, 4096] (the limit read with ulimit's own call).
+	var r syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &r); err == nil {
+		if got, want := tcpConnsBound(), int(min(4096, max(64, r.Cur/2))); got != want {
+			t.Errorf("the TCP address's default bound: %d, want %d (of %d open files)", got, want, r.Cur)
+		}
+	}
+}
+
+func testServeMaxConnections(t *testing.T, flags ...string) {
 	idx := filepath.Join(shortDir(t), "idx")
 	if _, errOut, code := runLine([]string{"create", "--db", idx}, ""); code != 0 {
 		t.Fatal(errOut)
 	}
-	_, tcp, _, _ := startServe(t, "--db", idx, "--addr", "127.0.0.1:0", "--max-connections", "1")
+	_, tcp, _, _ := startServe(t, append([]string{"--db", idx, "--addr", "127.0.0.1:0"}, flags...)...)
 	host := strings.TrimPrefix(tcp, "http://")
 	healthz := func(c net.Conn) error {
 		c.SetDeadline(time.Now().Add(500 * time.Millisecond))
@@ -1043,7 +1063,7 @@ func TestServeMaxConnections(t *testing.T) {
 	}
 	defer second.Close()
 	if err := healthz(second); err == nil {
-		t.Fatal("a second connection was served beside the first, over --max-connections 1")
+		t.Fatalf("a second connection was served beside the first, over a bound of 1 (%v)", flags)
 	}
 	// The second's request, sent while it waited, is answered once the
 	// first closes.
