@@ -472,6 +472,9 @@ func startupAttrs(d *db.DB, so *serveOptions, dir bool) []any {
 		}
 	}
 	attrs = append(attrs, "max_body", so.maxBody, "max_batch", so.maxBatch, "max_in_flight", so.maxInFlight, "max_in_flight_bytes", so.maxInFlightBytes, "max_connections", so.maxConns)
+	if so.addr != "" && so.maxConns < 0 && !so.maxConnsGiven {
+		attrs = append(attrs, "tcp_max_connections", tcpConnsBound())
+	}
 	if dir {
 		attrs = append(attrs, "purge_every", so.purgeEvery.String())
 	}
