@@ -303,7 +303,7 @@ func openIn(dir string, o Options, created bool) (*DB, error) {
 		case errors.Is(err, fs.ErrPermission):
 			// NB: Pebble takes its lock file for every open, read-only
 			// ones too.
-			return nil, fmt.Errorf("lshdb: locking %s: %w (every open, read-only too, writes the lock file %s: copy the index where you may write, or open it as its owner)", dir, err, o.fs.PathJoin(dir, "LOCK"))
+			return nil, fmt.Errorf("lshdb: locking %s: %w (an open writes the lock file %s, a read-only one too unless the directory is writable by no one: make the file and the directory writable to this user, or copy the index where it may write)", dir, err, o.fs.PathJoin(dir, "LOCK"))
 		}
 		return nil, fmt.Errorf("lshdb: locking %s: %w", dir, err)
 	}

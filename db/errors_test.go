@@ -1589,3 +1589,51 @@ func TestPairsTempDirIsItsOwn(t *testing.T) {
 		t.Errorf("the directory a dead run's name links to holds %v (%v), want nothing", names, err)
 	}
 }
+
+// unwritableDirFS is lockDeniedFS whose directory dir says it is writable
+// by no one (chmod a-w), as root's tests cannot make one that refuses
+// them.
+type unwritableDirFS struct {
+	lockDeniedFS
+	dir string
+}
+
+type modeInfo struct {
+	vfs.FileInfo
+	mode os.FileMode
+}
+
+func (m modeInfo) Mode() os.FileMode { return m.mode }
+
+func (f unwritableDirFS) Stat(name string) (vfs.FileInfo, error) {
+	fi, err := f.lockDeniedFS.Stat(name)
+	if err == nil && name == f.dir {
+		return modeInfo{fi, os.ModeDir | 0o555}, nil
+	}
+	return fi, err
+}
+
+// Ensure that an index in a directory writable by no one (chmod -R a-w,
+// an archive) opens read-only without its lock file, which cannot be
+// made there: no read command could open it, its owner's included (an
+// operator's review). A writable open is refused as before. The oracle:
+// the documents read back.
+func TestReadOnlyOpenOfAnUnwritableDirectory(t *testing.T) {
+	mem := vfs.NewMem()
+	d := mustOpen(t, "idx", &Options{fs: mem})
+	if err := d.Put(Doc{ID: "a", Text: "a document kept in an archive no one writes"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	d.Close()
+	ro, err := Open("idx", &Options{fs: unwritableDirFS{lockDeniedFS{mem}, "idx"}, ReadOnly: true})
+	if err != nil {
+		t.Fatalf("a read-only open of an index writable by no one: %v", err)
+	}
+	defer ro.Close()
+	if doc, err := ro.Get("a"); err != nil || doc.Text != "a document kept in an archive no one writes" {
+		t.Fatalf("Get: %+v %v", doc, err)
+	}
+	if _, err := Open("idx", &Options{fs: unwritableDirFS{lockDeniedFS{mem}, "idx"}}); !errors.Is(err, fs.ErrPermission) {
+		t.Fatalf("a writable open of it: %v, want a permission error", err)
+	}
+}

@@ -3,6 +3,7 @@ package db
 import (
 	"errors"
 	"io"
+	"io/fs"
 	"syscall"
 	"time"
 
@@ -91,12 +92,23 @@ func holdDir(fs vfs.FS, dir string) (*lockholder.Held, error) {
 // Options.ReadOnly's doc warns of); without it no read command could
 // open such an index, since Pebble makes its lock file for read-only
 // opens too.
+//
+// So is one that the lock file cannot be made in for want of permission
+// where the index's directory is writable by no one (chmod -R a-w, as an
+// archive is kept): no process but root's can write the index then, and
+// no read command could open it, not even its owner's (an operator's
+// review).
 type readOnlyLockFS struct{ vfs.FS }
 
 func (f readOnlyLockFS) Lock(name string) (io.Closer, error) {
 	c, err := f.FS.Lock(name)
 	if err != nil && errors.Is(err, syscall.EROFS) {
 		return noLock{}, nil
+	}
+	if err != nil && errors.Is(err, fs.ErrPermission) {
+		if fi, serr := f.FS.Stat(f.FS.PathDir(name)); serr == nil && fi.Mode().Perm()&0o222 == 0 {
+			return noLock{}, nil
+		}
 	}
 	return c, err
 }
