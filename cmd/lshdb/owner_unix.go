@@ -5,6 +5,7 @@ package main
 import (
 	"io/fs"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -62,4 +63,28 @@ func openFileLimit() int {
 		return 1024
 	}
 	return int(min(r.Cur, 1<<30))
+}
+
+// strangersLink reports whether link, a symbolic link, is one that Linux's
+// fs.protected_symlinks forbids following: in a sticky directory that
+// others may write (/tmp), owned neither by this process's user nor by
+// the directory's owner. lshdb resolves an output's link itself (to
+// write beside its target and rename), which the kernel's check does
+// not see.
+func strangersLink(link string) bool {
+	li, err := os.Lstat(link)
+	if err != nil {
+		return false
+	}
+	di, err := os.Stat(filepath.Dir(link))
+	if err != nil {
+		return false
+	}
+	ls, ok1 := li.Sys().(*syscall.Stat_t)
+	ds, ok2 := di.Sys().(*syscall.Stat_t)
+	if !ok1 || !ok2 {
+		return false
+	}
+	shared := di.Mode()&fs.ModeSticky != 0 && di.Mode().Perm()&0o002 != 0
+	return shared && int(ls.Uid) != os.Geteuid() && ls.Uid != ds.Uid
 }

@@ -525,6 +525,13 @@ func createTempFor(path string) (*os.File, error) {
 	}
 	target := path
 	if fi, err := os.Lstat(path); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		// NB: another user's link in /tmp chose which file of this
+		// user's the output replaced (a security review): refused, as
+		// the kernel refuses a shell's redirect through it where
+		// fs.protected_symlinks is set.
+		if strangersLink(path) {
+			return nil, fmt.Errorf("cannot write %s: a symbolic link of another user's in a shared directory, which lshdb does not follow: remove it, or name another file", escControls(path))
+		}
 		if target, err = filepath.EvalSymlinks(path); err != nil {
 			// NB: /dev/stdout is /proc/self/fd/1, whose target is no
 			// path when it is a pipe ("pipe:[N]"): the kernel follows
@@ -565,6 +572,9 @@ func createTempFor(path string) (*os.File, error) {
 // it: a file that exists is opened (not truncated); one that does not is
 // created and removed again.
 func writable(path string) error {
+	if strangersLink(path) {
+		return fmt.Errorf("cannot write %s: a symbolic link of another user's in a shared directory, which lshdb does not follow: remove it, or name another file", escControls(path))
+	}
 	flag := os.O_WRONLY
 	fi, err := os.Stat(path)
 	switch {

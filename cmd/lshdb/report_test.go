@@ -755,3 +755,54 @@ func TestMissingOutputDirectory(t *testing.T) {
 		t.Errorf("export, refused for its --removed, wrote its --out: %v", err)
 	}
 }
+
+// Ensure that an output named by another user's symbolic link in a
+// sticky directory that others may write (/tmp) is refused, before any
+// work, where it replaced the file the link named, one of this user's
+// (a security review): lshdb resolves the link itself, which Linux's
+// fs.protected_symlinks does not see. This user's own link there is
+// followed. The oracle: the linked file, unchanged, and the own link's
+// target written.
+func TestOutputRefusesAStrangersLink(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root, to give a link to another user (lchown)")
+	}
+	shared, private := filepath.Join(t.TempDir(), "shared"), t.TempDir()
+	if err := os.Mkdir(shared, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(shared, 0o777|os.ModeSticky); err != nil {
+		t.Fatal(err)
+	}
+	victim := filepath.Join(private, "victim.txt")
+	if err := os.WriteFile(victim, []byte("secret"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(shared, "out.jsonl")
+	if err := os.Symlink(victim, link); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Lchown(link, 65534, 65534); err != nil { // nobody's
+		t.Fatal(err)
+	}
+	_, errOut, code := runLine([]string{"gen", "--n", "20", "--out", link}, "")
+	if code != 1 || !strings.Contains(errOut, "a symbolic link of another user's in a shared directory") {
+		t.Errorf("gen --out through another user's link: exit %d %q", code, errOut)
+	}
+	if b, err := os.ReadFile(victim); err != nil || string(b) != "secret" {
+		t.Errorf("the linked file after: %.100q %v", b, err)
+	}
+	// This user's own link there is followed.
+	mine := filepath.Join(private, "mine.jsonl")
+	os.WriteFile(mine, nil, 0o644)
+	own := filepath.Join(shared, "own.jsonl")
+	if err := os.Symlink(mine, own); err != nil {
+		t.Fatal(err)
+	}
+	if _, errOut, code := runLine([]string{"gen", "--n", "20", "--out", own}, ""); code != 0 {
+		t.Fatalf("gen --out through this user's link: exit %d %q", code, errOut)
+	}
+	if b, err := os.ReadFile(mine); err != nil || strings.Count(string(b), "\n") != 20 {
+		t.Errorf("the own link's target after: %d lines %v, want 20", strings.Count(string(b), "\n"), err)
+	}
+}
