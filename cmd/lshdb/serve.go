@@ -438,7 +438,10 @@ func (a *app) serve(so *serveOptions) error {
 	defer cancel()
 	err = srv.Shutdown(ctx)
 	if errors.Is(err, context.DeadlineExceeded) {
-		log.Warn("lshdb: requests still running at the shutdown timeout: cancelled", "timeout", so.shutdownTimeout)
+		// NB: "cancelled" alone read as lost writes, where a put already
+		// committing completed and was logged 200 after it (an SRE's
+		// review): each request's own line says how it ended.
+		log.Warn("lshdb: requests still running at the shutdown timeout are being cut: one already writing to the index may still complete; each request's own line says how it ended", "timeout", so.shutdownTimeout)
 		cutRequests(httpapi.ErrShutdown)
 		// NB: a moment for the handlers to answer 503 shutdown (their
 		// body reads end with the cut), before Close ends their
