@@ -42,7 +42,7 @@ func New(d *db.DB) *Metrics {
 	m := &Metrics{
 		reg: prometheus.NewRegistry(),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "lshdb_http_requests_total", Help: "Requests by operation and HTTP status.",
+			Name: "lshdb_http_requests_total", Help: "Requests by operation and the HTTP status sent (a stream that fails after its 200 counts as 200 here: lshdb_http_request_errors_total counts it by its error code).",
 		}, []string{"op", "status"}),
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "lshdb_http_request_errors_total",
