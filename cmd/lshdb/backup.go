@@ -27,6 +27,10 @@ type backupJSON struct {
 	Copied   bool `json:"copied,omitempty"`
 }
 
+// backupServing, when set (tests), runs once backup serves the index it
+// opened, before it copies it.
+var backupServing func()
+
 func (a *app) backupCmd() *cobra.Command {
 	var to string
 	var copyAll, verify bool
@@ -90,9 +94,19 @@ nightly pairs run at the embedded index's speed.`,
 					d, err = db.Open(a.dbDir, &db.Options{MustExist: true, ReadOnly: true})
 				}
 				if err == nil {
+					// NB: served while it copies, as every owner is: a
+					// backup held the index for its whole verification
+					// (a read of the copy, as long as a check), and every
+					// writer meanwhile was refused, told that a backup
+					// "does not serve it" (an operator's review).
+					stop := a.serveOwnedOutput(d, false)
+					if backupServing != nil {
+						backupServing()
+					}
 					ctx, barDone := a.phaseBar("backup")
 					err = d.BackupWith(ctx, abs, db.BackupOptions{Copy: copyAll, Verify: verify})
 					barDone()
+					stop()
 					if cerr := d.Close(); err == nil {
 						err = cerr
 					}

@@ -18,7 +18,12 @@ import (
 // NB: best effort and quiet: an index whose socket cannot be made (its
 // path too long for a socket, a read-only directory) is owned as before,
 // and other commands find it locked, with this process's pid.
-func (a *app) serveOwned(d index) (stop func()) {
+func (a *app) serveOwned(d index) (stop func()) { return a.serveOwnedOutput(d, true) }
+
+// serveOwnedOutput is serveOwned, whose stop closes the command's output
+// only if closeOutput: a command that writes its output after it stops
+// serving (backup's summary) keeps it.
+func (a *app) serveOwnedOutput(d index, closeOutput bool) (stop func()) {
 	dd, ok := d.(*db.DB)
 	if !ok || a.dbDir == "" || db.IsRedisURL(a.dbDir) {
 		return func() {} // attached, or not a directory
@@ -33,7 +38,9 @@ func (a *app) serveOwned(d index) (stop func()) {
 		// NB: this command's output is complete: closed, so that a
 		// command reading it (pairs | clusters --from -), which may be
 		// attached here, sees its end and can finish its request.
-		a.out.closeFile()
+		if closeOutput {
+			a.out.closeFile()
+		}
 		if a.ctx.Err() != nil {
 			// Interrupted: requests in flight get a moment.
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
