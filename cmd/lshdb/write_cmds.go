@@ -2437,8 +2437,14 @@ rewritten under their format 2 keys; ids are kept. A text index of format
 which pairs and clusters read instead of re-shingling every candidate's
 text), each text checked against its record; its posting lists are kept.
 Any other index is left as it is (this build reads and writes it in its own
-format). It needs free space for a second copy of the records until it ends.`,
-		Example: "  lshdb upgrade --db old-index",
+format). It needs free space for a second copy of the records until it ends.
+
+An upgrade cannot be undone: an lshdb older than this one refuses the
+upgraded index ("database format is newer than this build"). Take a
+backup first (lshdb backup --db DIR --to COPY) if an older build must go
+on reading the index, and upgrade once every build that reads it is this
+one or newer.`,
+		Example: "  lshdb backup --db old-index --to old-index.before-upgrade\n  lshdb upgrade --db old-index",
 		Args:    nArgs(0),
 		RunE: func(c *cobra.Command, args []string) error {
 			if a.shellDB != nil {
