@@ -67,15 +67,12 @@ func (l *dirLock) Close() error {
 	return err
 }
 
-// errHeldHere is holdDir's error. NB: Pebble's own words for a lock this
-// process holds, which isLockError and Open's message know.
-var errHeldHere = lockholder.ErrHeldHere
-
 // holdDir records dir as open in this process (lockholder.Hold: by
 // identity, so that no second handle opens it under another name, and no
-// ask of who holds its lock releases it), or returns errHeldHere if it is
-// already. On another filesystem (in memory, a test's) it records nothing
-// (nil).
+// ask of who holds its lock releases it), or returns
+// lockholder.ErrHeldHere if it is already (Pebble's own words for a lock
+// this process holds, which isLockError and Open's message know). On
+// another filesystem (in memory, a test's) it records nothing (nil).
 func holdDir(fs vfs.FS, dir string) (*lockholder.Held, error) {
 	if fs != vfs.Default {
 		return nil, nil
