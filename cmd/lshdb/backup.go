@@ -116,6 +116,12 @@ nightly pairs run at the embedded index's speed.`,
 					switch {
 					case errors.Is(cerr, client.ErrForeignSocket):
 						return cerr // NB: not its process named as the owner
+					case errors.Is(cerr, httpapi.ErrUnauthorized):
+						// NB: the owner answered, refusing the token: said
+						// as query says it. It read "nothing answers on its
+						// socket", and advised the backup just run (an
+						// operator's review).
+						return fmt.Errorf("the process that owns %s serves it and refused this command: %w", a.dbDir, cerr)
 					case a.ctx.Err() != nil:
 						return fmt.Errorf("%w while waiting for the process that owns %s: nothing was copied%w", context.Cause(a.ctx), a.dbDir, silently{context.Canceled})
 					case cerr != nil && errors.Is(cerr, context.DeadlineExceeded):

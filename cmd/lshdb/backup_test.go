@@ -223,3 +223,27 @@ func TestBackupServesWhileItCopies(t *testing.T) {
 		t.Fatalf("the document written during the backup: exit %d %q %q", code, out, errOut)
 	}
 }
+
+// Ensure that a backup of an index whose owner refuses the command's
+// token says so, as query does: it said that nothing answered on the
+// socket and advised a backup, the command just run (an operator's
+// review). The oracle: the message, and no copy made.
+func TestBackupRefusedTokenSaid(t *testing.T) {
+	idx := filepath.Join(shortDir(t), "idx")
+	if _, errOut, code := runLine([]string{"insert", "--db", idx, "../../testdata/cmd/inputs/docs.jsonl"}, ""); code != 0 {
+		t.Fatal(errOut)
+	}
+	t.Setenv("LSHDB_TOKEN", "s3cret")
+	startServe(t, "--db", idx)
+	to := filepath.Join(t.TempDir(), "copy")
+	for _, token := range []string{"", "wrong"} {
+		t.Setenv("LSHDB_TOKEN", token)
+		_, errOut, code := runLine([]string{"backup", "--db", idx, "--to", to}, "")
+		if code != 1 || !strings.Contains(errOut, "serves it and refused this command: unauthorized") || strings.Contains(errOut, "nothing answers") {
+			t.Errorf("backup with token %q: exit %d %q", token, code, errOut)
+		}
+		if _, err := os.Stat(to); !os.IsNotExist(err) {
+			t.Errorf("a refused backup made %s: %v", to, err)
+		}
+	}
+}
