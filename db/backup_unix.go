@@ -4,7 +4,6 @@ package db
 
 import (
 	"errors"
-	"os"
 	"syscall"
 )
 
@@ -26,11 +25,4 @@ func sameDevice(a, b string) bool {
 		return false
 	}
 	return sa.Dev == sb.Dev
-}
-
-// ownDir reports whether fi (of an Lstat) is a directory, not a symbolic
-// link, of this process's user, that no one else may write.
-func ownDir(fi os.FileInfo) bool {
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	return ok && fi.IsDir() && fi.Mode()&os.ModeSymlink == 0 && int(st.Uid) == os.Geteuid() && fi.Mode().Perm()&0o022 == 0
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/lshdb/lshdb/codec"
 	"github.com/lshdb/lshdb/internal/extsort"
+	"github.com/lshdb/lshdb/internal/fspath"
 	"github.com/lshdb/lshdb/internal/seqs"
 	"github.com/lshdb/lshdb/internal/topk"
 	"github.com/lshdb/lshdb/minhash"
@@ -963,7 +964,7 @@ func mkdirNew(fs vfs.FS, dir string) error {
 	if err := fs.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
-	if fi, err := os.Lstat(dir); err == nil && !ownDir(fi) {
+	if fi, err := os.Lstat(dir); err == nil && !fspath.PrivateDir(fi) {
 		return fmt.Errorf("lshdb: the pairs run's temporary directory %s is not this user's own: %w", dir, iofs.ErrExist)
 	}
 	return nil

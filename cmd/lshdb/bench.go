@@ -18,6 +18,7 @@ import (
 
 	"github.com/lshdb/lshdb/db"
 	"github.com/lshdb/lshdb/internal/docio"
+	"github.com/lshdb/lshdb/internal/fspath"
 	"github.com/lshdb/lshdb/minhash"
 	"github.com/spf13/cobra"
 )
@@ -262,7 +263,7 @@ func (a *app) benchDir() (string, error) {
 	if err := os.Mkdir(base, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 		return "", err
 	}
-	if fi, err := os.Lstat(base); err != nil || !privateDir(fi) {
+	if fi, err := os.Lstat(base); err != nil || !fspath.PrivateDir(fi) {
 		dir, err := os.MkdirTemp(os.TempDir(), fmt.Sprintf("lshdb-bench-%d-", os.Getpid()))
 		if err == nil {
 			fmt.Fprintf(a.stderr, "bench: temporary index in %s (removed at the end; %s is not a private directory of this user, so what killed benches left there is not swept)\n", dir, base)

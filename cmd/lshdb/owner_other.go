@@ -11,11 +11,6 @@ func releaseFile(f interface{ Close() error }) error { return f.Close() }
 // (outputMode): no umask here.
 var processUmask fs.FileMode = 0o022
 
-// privateDir reports whether fi (of an Lstat) is a directory, not a
-// symbolic link: elsewhere than Unix the temporary directory is the
-// user's own.
-func privateDir(fi fs.FileInfo) bool { return fi.IsDir() && fi.Mode()&fs.ModeSymlink == 0 }
-
 // openFileLimit is the process's bound on open files: here, taken to be
 // 8192.
 func openFileLimit() int { return 8192 }

@@ -46,14 +46,6 @@ var processUmask = func() fs.FileMode {
 	return fs.FileMode(m) & fs.ModePerm
 }()
 
-// privateDir reports whether fi (of an Lstat) is a directory, not a
-// symbolic link, of this process's user, that no one else may write: a
-// directory under a shared temporary directory that lshdb may sweep.
-func privateDir(fi fs.FileInfo) bool {
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	return ok && fi.IsDir() && fi.Mode()&fs.ModeSymlink == 0 && int(st.Uid) == os.Geteuid() && fi.Mode().Perm()&0o022 == 0
-}
-
 // openFileLimit is the process's bound on open files (its soft
 // RLIMIT_NOFILE, which Go raises to the hard one at start), or 1024 when
 // it cannot be read.
