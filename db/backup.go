@@ -271,20 +271,22 @@ func (db *DB) backupTemp(dir string) (tmp string, release func(), _ error) {
 	// process of this host, this one's included) is refused: its
 	// directory was removed under it, which failed it with a raw "no such
 	// file", and the later one could have renamed the other's partial
-	// copy to dir (an operator's review). The owner file is made
-	// exclusively on the system's filesystem, so that of two backups
-	// starting at once one is refused.
+	// copy to dir (an operator's review). The owner file is claimed
+	// first, exclusively on the system's filesystem, and the directory
+	// emptied after: of two backups starting at once, the one refused
+	// touches nothing of the other's.
 	if pid := backupOwnerRuns(fsys, owner); pid != 0 {
 		return "", nil, fmt.Errorf("%w: another backup to %s is under way (pid %d): wait for it to end", ErrLocked, dir, pid)
-	}
-	if err := fsys.RemoveAll(tmp); err != nil {
-		return "", nil, fmt.Errorf("lshdb: backup: %w", err)
 	}
 	host, _ := os.Hostname()
 	stamp := fmt.Sprintf("%d %s\n", os.Getpid(), host)
 	if fsys == vfs.Default {
-		os.Remove(owner) // a dead backup's (backupOwnerRuns said so)
 		f, err := os.OpenFile(owner, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if errors.Is(err, fs.ErrExist) && backupOwnerRuns(fsys, owner) == 0 {
+			// A dead backup's (or one just ended): replaced, once.
+			os.Remove(owner)
+			f, err = os.OpenFile(owner, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		}
 		if errors.Is(err, fs.ErrExist) {
 			return "", nil, fmt.Errorf("%w: another backup to %s is under way: wait for it to end", ErrLocked, dir)
 		}
@@ -301,6 +303,10 @@ func (db *DB) backupTemp(dir string) (tmp string, release func(), _ error) {
 		if err != nil {
 			fsys.Remove(owner)
 		}
+	}
+	if err := fsys.RemoveAll(tmp); err != nil {
+		fsys.Remove(owner)
+		return "", nil, fmt.Errorf("lshdb: backup: %w", err)
 	}
 	return tmp, func() { fsys.Remove(owner) }, nil
 }
