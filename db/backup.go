@@ -254,85 +254,133 @@ func (db *DB) unlinkTables(ctx context.Context, tmp string) error {
 // backupTemp returns the directory beside dir that a backup to dir is
 // made in, empty (what a killed backup left there is removed), and the
 // function that releases it, which the caller MUST call once the backup
-// has ended, done or not. While the backup runs, a file beside the
-// directory names its process (backupOwnerSuffix), so that a later
-// backup into the same parent removes what a killed one left under
-// another name (sweepBackupTemps): a nightly backup to a dated name
-// never reuses one, and a killed backup's copy (hard links to the
-// index's tables, or a whole copy on another filesystem) was left for
-// ever.
+// has ended, done or not. While the backup runs, it holds a file beside
+// the directory that names its process (backupOwnerSuffix), locked, so
+// that a later backup into the same parent removes what a killed one
+// left under another name (sweepBackupTemps): a nightly backup to a
+// dated name never reuses one, and a killed backup's copy (hard links
+// to the index's tables, or a whole copy on another filesystem) was left
+// for ever.
 func (db *DB) backupTemp(dir string) (tmp string, release func(), _ error) {
 	fsys := db.opts.FS
 	parent := fsys.PathDir(dir)
 	tmp = fsys.PathJoin(parent, "."+fsys.PathBase(dir)+backupTempSuffix)
 	sweepBackupTemps(fsys, parent)
 	owner := tmp + backupOwnerSuffix
-	// NB: another backup to dir under way (its owner file names a live
-	// process of this host, this one's included) is refused: its
-	// directory was removed under it, which failed it with a raw "no such
-	// file", and the later one could have renamed the other's partial
-	// copy to dir (an operator's review). The owner file is claimed
-	// first, exclusively on the system's filesystem, and the directory
-	// emptied after: of two backups starting at once, the one refused
-	// touches nothing of the other's.
-	if pid := backupOwnerRuns(fsys, owner); pid != 0 {
-		return "", nil, fmt.Errorf("%w: another backup to %s is under way (pid %d): wait for it to end", ErrLocked, dir, pid)
-	}
-	host, _ := os.Hostname()
-	stamp := fmt.Sprintf("%d %s\n", os.Getpid(), host)
-	if fsys == vfs.Default {
-		f, err := os.OpenFile(owner, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-		if errors.Is(err, fs.ErrExist) && backupOwnerRuns(fsys, owner) == 0 {
-			// A dead backup's (or one just ended): replaced, once.
-			os.Remove(owner)
-			f, err = os.OpenFile(owner, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-		}
-		if errors.Is(err, fs.ErrExist) {
+	// NB: another backup to dir under way is refused: its directory was
+	// removed under it, which failed it with a raw "no such file", and
+	// the later one could have renamed the other's partial copy to dir
+	// (an operator's review). The owner file is claimed first, and the
+	// directory emptied after: of two backups starting at once, the one
+	// refused touches nothing of the other's.
+	release, err := claimOwner(fsys, owner)
+	if err != nil {
+		if errors.Is(err, errOwnerBusy) {
+			if pid, _ := ownerPID(fsys, owner); pid > 0 {
+				return "", nil, fmt.Errorf("%w: another backup to %s is under way (pid %d): wait for it to end", ErrLocked, dir, pid)
+			}
 			return "", nil, fmt.Errorf("%w: another backup to %s is under way: wait for it to end", ErrLocked, dir)
 		}
-		if err == nil {
-			_, err = f.WriteString(stamp)
-			f.Close()
-			if err != nil {
-				os.Remove(owner)
-			}
+		return "", nil, fmt.Errorf("lshdb: backup: %w", err)
+	}
+	if err := fsys.RemoveAll(tmp); err != nil {
+		release()
+		return "", nil, fmt.Errorf("lshdb: backup: %w", err)
+	}
+	return tmp, release, nil
+}
+
+// errOwnerBusy says that a live backup holds the owner file.
+var errOwnerBusy = errors.New("the owner file is held")
+
+// claimOwner makes the owner file of a backup's temporary directory, or
+// takes over a dead backup's, names this process in it ("PID HOST"),
+// and returns the function that removes it once the backup has ended.
+// It returns errOwnerBusy when a live backup holds it.
+//
+// On the system's filesystem, a live backup is one that holds the
+// file's lock (flock, ownerLocks), which its process's end lets go of
+// however it ends: a pid was no proof, since the pid a killed backup
+// named may run again (PID 1 in a container, or the same pid after a
+// restart) and refused every later backup to that name for good (a
+// maintainer's review). Elsewhere (no locks, or another vfs.FS) the pid
+// is the proof: a process of this host that runs holds it.
+func claimOwner(fsys vfs.FS, owner string) (release func(), _ error) {
+	host, _ := os.Hostname()
+	stamp := fmt.Sprintf("%d %s\n", os.Getpid(), host)
+	if fsys != vfs.Default || !ownerLocks {
+		if pid, h := ownerPID(fsys, owner); pid > 0 && h == host && (pid == os.Getpid() || processRuns(pid)) {
+			return nil, errOwnerBusy
 		}
-	} else if f, err := fsys.Create(owner, vfs.WriteCategoryUnspecified); err == nil {
-		_, err = fmt.Fprint(f, stamp)
+		f, err := fsys.Create(owner, vfs.WriteCategoryUnspecified)
+		if err != nil {
+			return nil, err
+		}
+		_, err = io.WriteString(f, stamp)
+		if err == nil {
+			err = f.Sync()
+		}
 		f.Close()
 		if err != nil {
 			fsys.Remove(owner)
+			return nil, err
+		}
+		return func() { fsys.Remove(owner) }, nil
+	}
+	for try := 0; ; try++ {
+		f, err := os.OpenFile(owner, os.O_RDWR|os.O_CREATE, 0o644)
+		if err != nil {
+			return nil, err
+		}
+		if err := lockOwner(f); err != nil {
+			f.Close()
+			return nil, err
+		}
+		// NB: the lock must be on the file the name gives still. A backup
+		// that ends removes its owner file before it lets go of the lock,
+		// and a file opened before that removal is no one's: two backups
+		// taking it and a third making a new one would all run.
+		fi, err := f.Stat()
+		li, lerr := os.Lstat(owner)
+		if err == nil && lerr == nil && os.SameFile(fi, li) {
+			if err = f.Truncate(0); err == nil {
+				if _, err = f.WriteAt([]byte(stamp), 0); err == nil {
+					err = f.Sync()
+				}
+			}
+			if err != nil {
+				os.Remove(owner)
+				f.Close()
+				return nil, err
+			}
+			return func() {
+				os.Remove(owner) // NB: before the lock goes, as said above
+				f.Close()
+			}, nil
+		}
+		f.Close()
+		if try == 10 {
+			return nil, errOwnerBusy
 		}
 	}
-	if err := fsys.RemoveAll(tmp); err != nil {
-		fsys.Remove(owner)
-		return "", nil, fmt.Errorf("lshdb: backup: %w", err)
-	}
-	return tmp, func() { fsys.Remove(owner) }, nil
 }
 
-// backupOwnerRuns returns the pid that the backup owner file names when it
-// is a process of this host that runs (this one included), else 0.
-func backupOwnerRuns(fsys vfs.FS, owner string) int {
+// ownerPID returns the pid and host that a backup's owner file names,
+// or 0 and "" when it cannot be read.
+func ownerPID(fsys vfs.FS, owner string) (pid int, host string) {
 	f, err := fsys.Open(owner)
 	if err != nil {
-		return 0
+		return 0, ""
 	}
 	b, err := io.ReadAll(io.LimitReader(f, 512))
 	f.Close()
 	if err != nil {
-		return 0
+		return 0, ""
 	}
-	var pid int
-	var h string
-	host, _ := os.Hostname()
-	if _, err := fmt.Sscanf(string(b), "%d %s", &pid, &h); err != nil || h != host || pid <= 0 {
-		return 0
+	if _, err := fmt.Sscanf(string(b), "%d %s", &pid, &host); err != nil || pid <= 0 {
+		return 0, ""
 	}
-	if pid == os.Getpid() || processRuns(pid) {
-		return pid
-	}
-	return 0
+	return pid, host
 }
 
 // backupTempSuffix ends the name of a backup's temporary directory, and
@@ -344,10 +392,10 @@ const (
 )
 
 // sweepBackupTemps removes from parent the temporary directories of
-// backups whose process is gone (killed mid-way), with their owner files:
-// those a process of this host made, that no longer runs. One without an
-// owner file (an earlier lshdb's), another host's, or one whose process
-// may still run is left.
+// backups that are gone (killed mid-way), with their owner files: those
+// a process of this host made, that no longer holds its owner file (see
+// claimOwner). One without an owner file (an earlier lshdb's), another
+// host's, or one whose backup may still run is left.
 func sweepBackupTemps(fsys vfs.FS, parent string) {
 	names, err := fsys.List(parent)
 	if err != nil {
@@ -359,23 +407,17 @@ func sweepBackupTemps(fsys vfs.FS, parent string) {
 			continue
 		}
 		owner := fsys.PathJoin(parent, n)
-		f, err := fsys.Open(owner)
+		if _, h := ownerPID(fsys, owner); h != host {
+			continue
+		}
+		// NB: claimed as a new backup claims it: a live backup's is
+		// refused, and while the sweep holds it no backup takes it.
+		release, err := claimOwner(fsys, owner)
 		if err != nil {
 			continue
 		}
-		b, err := io.ReadAll(io.LimitReader(f, 512))
-		f.Close()
-		if err != nil {
-			continue
-		}
-		var pid int
-		var h string
-		if _, err := fmt.Sscanf(string(b), "%d %s", &pid, &h); err != nil || h != host || pid == os.Getpid() || processRuns(pid) {
-			continue
-		}
-		if fsys.RemoveAll(strings.TrimSuffix(owner, backupOwnerSuffix)) == nil {
-			fsys.Remove(owner)
-		}
+		fsys.RemoveAll(strings.TrimSuffix(owner, backupOwnerSuffix))
+		release()
 	}
 }
 

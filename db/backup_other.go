@@ -2,9 +2,18 @@
 
 package db
 
+import "os"
+
 // processRuns reports whether a process with that pid may run: here,
 // always (a killed backup's copy is then left).
 func processRuns(int) bool { return true }
+
+// ownerLocks says that a backup's owner file is locked while it runs:
+// not here, where the pid it names is taken as the proof (claimOwner).
+const ownerLocks = false
+
+// lockOwner is not called where ownerLocks is false.
+func lockOwner(*os.File) error { return nil }
 
 // sameDevice reports whether the paths a and b are on one filesystem:
 // here it cannot be told (false).

@@ -422,7 +422,8 @@ func TestBackupSweepsKilledBackups(t *testing.T) {
 		return tmp
 	}
 	killed := leave("2026-11-26", fmt.Sprintf("%d %s\n", gone.Process.Pid, host))
-	running := leave("2026-11-27", fmt.Sprintf("%d %s\n", os.Getppid(), host)) // NB: the go command, which runs
+	running := leave("2026-11-27", fmt.Sprintf("%d %s\n", os.Getppid(), host))
+	holdOwner(t, running+backupOwnerSuffix) // NB: a live backup holds its owner file's lock
 	elsewhere := leave("2026-11-25", fmt.Sprintf("%d %s-other\n", gone.Process.Pid, host))
 	unowned := leave("2026-11-24", "")
 	if err := d.Backup(context.Background(), filepath.Join(parent, "2026-11-28")); err != nil {
@@ -818,12 +819,14 @@ func TestBackupToTheSameDirectoryAtOnce(t *testing.T) {
 	}
 	host, _ := os.Hostname()
 	owner := tmp + backupOwnerSuffix
-	// NB: pid 1 always runs.
-	if err := os.WriteFile(owner, []byte("1 "+host+"\n"), 0o644); err != nil {
+	// NB: a live backup, whose lock on its owner file is held (here by
+	// this process, through another open file).
+	if err := os.WriteFile(owner, []byte("4242 "+host+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	unlock := holdOwner(t, owner)
 	err := d.Backup(ctx, dst)
-	if !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), "another backup to "+dst+" is under way (pid 1)") {
+	if !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), "another backup to "+dst+" is under way (pid 4242)") {
 		t.Fatalf("a backup beside another's under way: %v, want ErrLocked naming it", err)
 	}
 	if b, err := os.ReadFile(filepath.Join(tmp, "000001.sst")); err != nil || string(b) != "the other backup's" {
@@ -832,9 +835,13 @@ func TestBackupToTheSameDirectoryAtOnce(t *testing.T) {
 	if _, err := os.Stat(dst); !os.IsNotExist(err) {
 		t.Fatalf("the refused backup made %s: %v", dst, err)
 	}
-	// Its process gone (a pid above Linux's bound), the directory is a
-	// dead backup's: replaced.
-	if err := os.WriteFile(owner, []byte("999999999 "+host+"\n"), 0o644); err != nil {
+	// Its lock released (its process ended), the directory is a dead
+	// backup's: replaced, even where the pid it names runs (this
+	// process's own: PID 1 in a container, the same after a restart,
+	// made a killed backup's owner file refuse every later backup for
+	// good: a maintainer's review).
+	unlock()
+	if err := os.WriteFile(owner, []byte(fmt.Sprintf("%d %s\n", os.Getpid(), host)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if err := d.Backup(ctx, dst); err != nil {
@@ -844,5 +851,54 @@ func TestBackupToTheSameDirectoryAtOnce(t *testing.T) {
 	defer c.Close()
 	if n, err := c.Count(); err != nil || n != 1 {
 		t.Fatalf("the backup holds %d documents (%v), want 1", n, err)
+	}
+}
+
+// Ensure that of backups to one directory started at once, from two
+// indexes, each either completes or is refused with ErrLocked, and that
+// what is left under the name opens with one index's documents: two took
+// the same temporary directory, and one's failure removed the other's
+// copy while Pebble had it open, a fatal error (a maintainer's review).
+func TestBackupsToOneDirectoryRace(t *testing.T) {
+	ctx := context.Background()
+	var ds [2]*DB
+	for i := range ds {
+		ds[i] = mustOpen(t, filepath.Join(t.TempDir(), "src"), nil)
+		defer ds[i].Close()
+		for j := range i + 1 {
+			if err := ds[i].Put(Doc{ID: fmt.Sprint("d", j), Text: fmt.Sprintf("document %d of index %d", j, i)}, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for round := range 20 {
+		dst := filepath.Join(t.TempDir(), "same")
+		var wg sync.WaitGroup
+		var errs [2]error
+		for i := range ds {
+			wg.Add(1)
+			go func() { defer wg.Done(); errs[i] = ds[i].Backup(ctx, dst) }()
+		}
+		wg.Wait()
+		ok := 0
+		for _, err := range errs {
+			switch {
+			case err == nil:
+				ok++
+			case errors.Is(err, ErrLocked), errors.Is(err, ErrInvalidOptions):
+				// refused: another under way, or dst made by the other
+			default:
+				t.Fatalf("round %d: %v", round, err)
+			}
+		}
+		if ok == 0 {
+			t.Fatalf("round %d: no backup completed: %v", round, errs)
+		}
+		c := mustOpen(t, dst, &Options{ReadOnly: true})
+		n, err := c.Count()
+		c.Close()
+		if err != nil || n < 1 || n > 2 {
+			t.Fatalf("round %d: the copy holds %d documents (%v)", round, n, err)
+		}
 	}
 }

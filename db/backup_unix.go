@@ -4,6 +4,7 @@ package db
 
 import (
 	"errors"
+	"os"
 	"syscall"
 )
 
@@ -15,6 +16,26 @@ func processRuns(pid int) bool {
 	}
 	err := syscall.Kill(pid, 0)
 	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
+// ownerLocks says that a backup's owner file is locked while it runs
+// (lockOwner).
+const ownerLocks = true
+
+// lockOwner takes the lock on a backup's owner file f that a live backup
+// holds, without waiting: errOwnerBusy when another open file holds it
+// (this process's too). It lasts until f is closed, or its process ends.
+func lockOwner(f *os.File) error {
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		switch {
+		case errors.Is(err, syscall.EINTR):
+			continue
+		case errors.Is(err, syscall.EWOULDBLOCK):
+			return errOwnerBusy
+		}
+		return err
+	}
 }
 
 // sameDevice reports whether the paths a and b are on one filesystem
