@@ -65,8 +65,8 @@ func openFileLimit() int {
 // not see.
 func strangersLink(link string) bool {
 	li, err := os.Lstat(link)
-	if err != nil {
-		return false
+	if err != nil || li.Mode()&fs.ModeSymlink == 0 {
+		return false // NB: a file of another user's is no link (writable asks of any path)
 	}
 	di, err := os.Stat(filepath.Dir(link))
 	if err != nil {

@@ -792,6 +792,24 @@ func TestOutputRefusesAStrangersLink(t *testing.T) {
 	if b, err := os.ReadFile(victim); err != nil || string(b) != "secret" {
 		t.Errorf("the linked file after: %.100q %v", b, err)
 	}
+	// Another user's regular file there is no link: written as any
+	// file is (it was refused as a link: a diff review).
+	theirs := filepath.Join(shared, "theirs.jsonl")
+	if err := os.WriteFile(theirs, nil, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(theirs, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	if err := writable(theirs); err != nil { // pairs', clusters' and report's check before the work
+		t.Errorf("another user's file, checked as an output: %v", err)
+	}
+	if _, errOut, code := runLine([]string{"gen", "--n", "20", "--out", theirs}, ""); code != 0 {
+		t.Fatalf("gen --out of another user's file: exit %d %q", code, errOut)
+	}
+	if b, err := os.ReadFile(theirs); err != nil || strings.Count(string(b), "\n") != 20 {
+		t.Errorf("another user's file after: %d lines %v, want 20", strings.Count(string(b), "\n"), err)
+	}
 	// This user's own link there is followed.
 	mine := filepath.Join(private, "mine.jsonl")
 	os.WriteFile(mine, nil, 0o644)
