@@ -21,9 +21,10 @@ import (
 // mutex, so that a Hold of dir in this process, and the lock taken after
 // it, wait until the file is closed again.
 func PID(dir string) int {
+	fi, err := os.Stat(dir) // NB: outside the mutex: a slow filesystem holds up no Hold of another index
 	held.Lock()
 	defer held.Unlock()
-	if fi, err := os.Stat(dir); err == nil && heldLocked(fi) {
+	if err == nil && heldLocked(fi) {
 		return 0
 	}
 	f, err := os.Open(filepath.Join(dir, "LOCK"))
