@@ -273,7 +273,7 @@ func (db *DB) backupTemp(dir string) (tmp string, release func(), _ error) {
 	// (an operator's review). The owner file is claimed first, and the
 	// directory emptied after: of two backups starting at once, the one
 	// refused touches nothing of the other's.
-	release, err := claimOwner(fsys, owner)
+	c, err := claimOwner(fsys, owner, false)
 	if err != nil {
 		if errors.Is(err, errOwnerBusy) {
 			if pid, _ := ownerPID(fsys, owner); pid > 0 {
@@ -281,58 +281,93 @@ func (db *DB) backupTemp(dir string) (tmp string, release func(), _ error) {
 			}
 			return "", nil, fmt.Errorf("%w: another backup to %s is under way: wait for it to end", ErrLocked, dir)
 		}
-		return "", nil, fmt.Errorf("lshdb: backup: %w", err)
+		return "", nil, classify(fmt.Errorf("lshdb: backup: %w", err))
 	}
 	if err := fsys.RemoveAll(tmp); err != nil {
-		release()
+		c.release()
 		return "", nil, fmt.Errorf("lshdb: backup: %w", err)
 	}
-	return tmp, release, nil
+	return tmp, c.release, nil
 }
 
 // errOwnerBusy says that a live backup holds the owner file.
 var errOwnerBusy = errors.New("the owner file is held")
 
+// ownerClaim is a backup's owner file, claimed (claimOwner).
+type ownerClaim struct {
+	fsys  vfs.FS
+	owner string
+	f     *os.File // locked; nil where the pid is the proof
+}
+
+// release removes the owner file, and then lets go of its lock: NB, in
+// that order (see claimOwner).
+func (c *ownerClaim) release() {
+	c.fsys.Remove(c.owner)
+	c.abandon()
+}
+
+// abandon lets go of the owner file's lock and leaves the file.
+func (c *ownerClaim) abandon() {
+	if c.f != nil {
+		c.f.Close()
+	}
+}
+
+// Test hooks: lockOwnerHook takes a lock in lockOwner's place, and
+// ownerOpened runs between an owner file's open and its lock. Both nil
+// outside tests.
+var (
+	lockOwnerHook func(*os.File) error
+	ownerOpened   func()
+)
+
 // claimOwner makes the owner file of a backup's temporary directory, or
-// takes over a dead backup's, names this process in it ("PID HOST"),
-// and returns the function that removes it once the backup has ended.
-// It returns errOwnerBusy when a live backup holds it.
+// takes over a dead backup's, and names this process in it ("PID HOST";
+// not for a sweep, which only removes what it claims). It returns
+// errOwnerBusy when a live backup holds it.
 //
 // On the system's filesystem, a live backup is one that holds the
 // file's lock (flock, ownerLocks), which its process's end lets go of
 // however it ends: a pid was no proof, since the pid a killed backup
 // named may run again (PID 1 in a container, or the same pid after a
 // restart) and refused every later backup to that name for good (a
-// maintainer's review). Elsewhere (no locks, or another vfs.FS) the pid
-// is the proof: a process of this host that runs holds it.
-func claimOwner(fsys vfs.FS, owner string) (release func(), _ error) {
+// maintainer's review). Elsewhere (no locks, a filesystem that takes
+// none, another vfs.FS) the pid is the proof (claimByPID).
+func claimOwner(fsys vfs.FS, owner string, sweep bool) (*ownerClaim, error) {
+	if fsys != vfs.Default || !ownerLocks {
+		return claimByPID(fsys, owner, sweep)
+	}
 	host, _ := os.Hostname()
 	stamp := fmt.Sprintf("%d %s\n", os.Getpid(), host)
-	if fsys != vfs.Default || !ownerLocks {
-		if pid, h := ownerPID(fsys, owner); pid > 0 && h == host && (pid == os.Getpid() || processRuns(pid)) {
-			return nil, errOwnerBusy
-		}
-		f, err := fsys.Create(owner, vfs.WriteCategoryUnspecified)
-		if err != nil {
-			return nil, err
-		}
-		_, err = io.WriteString(f, stamp)
-		if err == nil {
-			err = f.Sync()
-		}
-		f.Close()
-		if err != nil {
-			fsys.Remove(owner)
-			return nil, err
-		}
-		return func() { fsys.Remove(owner) }, nil
-	}
 	for try := 0; ; try++ {
-		f, err := os.OpenFile(owner, os.O_RDWR|os.O_CREATE, 0o644)
+		flag := os.O_RDWR | os.O_CREATE
+		if sweep {
+			flag = os.O_RDWR // NB: a sweep makes no owner file
+		}
+		f, err := os.OpenFile(owner, flag, 0o644)
 		if err != nil {
 			return nil, err
 		}
-		if err := lockOwner(f); err != nil {
+		if ownerOpened != nil {
+			ownerOpened()
+		}
+		lock := lockOwner
+		if lockOwnerHook != nil {
+			lock = lockOwnerHook
+		}
+		if err := lock(f); err != nil {
+			if !errors.Is(err, errOwnerBusy) {
+				// NB: a filesystem that takes no lock (NFS without its
+				// lock daemon: ENOLCK; some FUSE ones): the pid is the
+				// proof there, as before locks. The empty file this open
+				// made goes first.
+				if fi, serr := f.Stat(); serr == nil && fi.Size() == 0 && !sweep {
+					os.Remove(owner)
+				}
+				f.Close()
+				return claimByPID(fsys, owner, sweep)
+			}
 			f.Close()
 			return nil, err
 		}
@@ -343,26 +378,88 @@ func claimOwner(fsys vfs.FS, owner string) (release func(), _ error) {
 		fi, err := f.Stat()
 		li, lerr := os.Lstat(owner)
 		if err == nil && lerr == nil && os.SameFile(fi, li) {
+			c := &ownerClaim{fsys: fsys, owner: owner, f: f}
+			if sweep {
+				return c, nil
+			}
 			if err = f.Truncate(0); err == nil {
 				if _, err = f.WriteAt([]byte(stamp), 0); err == nil {
 					err = f.Sync()
 				}
 			}
 			if err != nil {
-				os.Remove(owner)
-				f.Close()
+				c.release()
 				return nil, err
 			}
-			return func() {
-				os.Remove(owner) // NB: before the lock goes, as said above
-				f.Close()
-			}, nil
+			return c, nil
 		}
 		f.Close()
-		if try == 10 {
+		if sweep || try == 10 {
 			return nil, errOwnerBusy
 		}
 	}
+}
+
+// claimByPID claims a backup's owner file where no lock is taken: one
+// that names a process of this host that runs (this one included) is a
+// live backup's. On the system's filesystem it is made exclusively, so
+// of two backups starting at once one is refused; one found there that
+// names no process (a backup's own, just made and not yet stamped) is
+// taken as live too.
+func claimByPID(fsys vfs.FS, owner string, sweep bool) (*ownerClaim, error) {
+	host, _ := os.Hostname()
+	live := func() bool {
+		pid, h := ownerPID(fsys, owner)
+		return pid > 0 && h == host && (pid == os.Getpid() || processRuns(pid))
+	}
+	if live() {
+		return nil, errOwnerBusy
+	}
+	c := &ownerClaim{fsys: fsys, owner: owner}
+	if sweep {
+		return c, nil
+	}
+	stamp := fmt.Sprintf("%d %s\n", os.Getpid(), host)
+	if fsys == vfs.Default {
+		f, err := os.OpenFile(owner, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if errors.Is(err, fs.ErrExist) {
+			if pid, _ := ownerPID(fsys, owner); pid == 0 || live() {
+				return nil, errOwnerBusy
+			}
+			os.Remove(owner) // a dead backup's: replaced, once
+			f, err = os.OpenFile(owner, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+			if errors.Is(err, fs.ErrExist) {
+				return nil, errOwnerBusy
+			}
+		}
+		if err != nil {
+			return nil, err
+		}
+		_, err = f.WriteString(stamp)
+		if err == nil {
+			err = f.Sync()
+		}
+		f.Close()
+		if err != nil {
+			c.release()
+			return nil, err
+		}
+		return c, nil
+	}
+	f, err := fsys.Create(owner, vfs.WriteCategoryUnspecified)
+	if err != nil {
+		return nil, err
+	}
+	_, err = io.WriteString(f, stamp)
+	if err == nil {
+		err = f.Sync()
+	}
+	f.Close()
+	if err != nil {
+		c.release()
+		return nil, err
+	}
+	return c, nil
 }
 
 // ownerPID returns the pid and host that a backup's owner file names,
@@ -412,12 +509,17 @@ func sweepBackupTemps(fsys vfs.FS, parent string) {
 		}
 		// NB: claimed as a new backup claims it: a live backup's is
 		// refused, and while the sweep holds it no backup takes it.
-		release, err := claimOwner(fsys, owner)
+		c, err := claimOwner(fsys, owner, true)
 		if err != nil {
 			continue
 		}
-		fsys.RemoveAll(strings.TrimSuffix(owner, backupOwnerSuffix))
-		release()
+		// NB: the owner file stays with a directory not wholly removed,
+		// so that a later sweep tries again.
+		if fsys.RemoveAll(strings.TrimSuffix(owner, backupOwnerSuffix)) == nil {
+			c.release()
+		} else {
+			c.abandon()
+		}
 	}
 }
 

@@ -3,10 +3,17 @@
 package db
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
 // holdOwner holds the lock on a backup's owner file at path that a live
@@ -25,4 +32,81 @@ func holdOwner(t *testing.T, path string) (unlock func()) {
 	unlock = func() { once.Do(func() { f.Close() }) }
 	t.Cleanup(unlock)
 	return unlock
+}
+
+// Ensure that a claim whose lock is taken on an owner file that a
+// backup ending removed, after a third made a new one, is refused: the
+// lock is no one's, and the third's backup runs (claimOwner's SameFile
+// check). The oracle: the order of the steps, forced by a hook between
+// the claim's open and its lock.
+func TestClaimOwnerOfARemovedFile(t *testing.T) {
+	owner := filepath.Join(t.TempDir(), ".x"+backupTempSuffix+backupOwnerSuffix)
+	first, err := claimOwner(vfs.Default, owner, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var third *ownerClaim
+	ownerOpened = func() {
+		ownerOpened = nil
+		first.release() // the first backup ends: its file goes, then its lock
+		var err error
+		if third, err = claimOwner(vfs.Default, owner, false); err != nil {
+			t.Errorf("a claim once the first had ended: %v", err)
+		}
+	}
+	defer func() { ownerOpened = nil }()
+	if c, err := claimOwner(vfs.Default, owner, false); !errors.Is(err, errOwnerBusy) {
+		if c != nil {
+			c.release()
+		}
+		t.Fatalf("a claim whose file was removed before its lock, beside a third's: %v, want errOwnerBusy", err)
+	}
+	if third == nil {
+		t.Fatal("the third claim did not run")
+	}
+	third.release()
+	if _, err := os.Stat(owner); !os.IsNotExist(err) {
+		t.Fatalf("the owner file after the last release: %v", err)
+	}
+}
+
+// Ensure that where the filesystem takes no lock (NFS without its lock
+// daemon: ENOLCK), a backup goes on with the pid as the proof, as
+// before locks: it completes and leaves no owner file, and one to a
+// directory whose owner file names a process that runs is refused. The
+// oracle: the copy's documents, the directory's files.
+func TestBackupWhereNoLockIsTaken(t *testing.T) {
+	lockOwnerHook = func(*os.File) error { return syscall.ENOLCK }
+	defer func() { lockOwnerHook = nil }()
+	d := mustOpen(t, filepath.Join(t.TempDir(), "src"), nil)
+	defer d.Close()
+	if err := d.Put(Doc{ID: "a", Text: "a document backed up without locks"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	parent := t.TempDir()
+	dst := filepath.Join(parent, "copy")
+	if err := d.Backup(context.Background(), dst); err != nil {
+		t.Fatalf("a backup where no lock is taken: %v", err)
+	}
+	c := mustOpen(t, dst, &Options{ReadOnly: true})
+	n, err := c.Count()
+	c.Close()
+	if err != nil || n != 1 {
+		t.Fatalf("the copy holds %d documents (%v), want 1", n, err)
+	}
+	names, _ := os.ReadDir(parent)
+	for _, e := range names {
+		if e.Name() != "copy" {
+			t.Errorf("left in the backup's directory: %s", e.Name())
+		}
+	}
+	host, _ := os.Hostname()
+	dst2 := filepath.Join(parent, "copy2")
+	owner := filepath.Join(parent, ".copy2"+backupTempSuffix+backupOwnerSuffix)
+	if err := os.WriteFile(owner, []byte(fmt.Sprintf("%d %s\n", os.Getppid(), host)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Backup(context.Background(), dst2); !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), "under way") {
+		t.Fatalf("a backup beside a running one's owner file, no lock taken: %v, want ErrLocked", err)
+	}
 }
