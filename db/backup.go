@@ -419,15 +419,18 @@ func claimByPID(fsys vfs.FS, owner string, sweep bool) (*ownerClaim, error) {
 	if sweep {
 		return c, nil
 	}
-	stamp := fmt.Sprintf("%d %s\n", os.Getpid(), host)
+	var f interface {
+		io.WriteCloser
+		Sync() error
+	}
 	if fsys == vfs.Default {
-		f, err := os.OpenFile(owner, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		of, err := os.OpenFile(owner, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 		if errors.Is(err, fs.ErrExist) {
 			if pid, _ := ownerPID(fsys, owner); pid == 0 || live() {
 				return nil, errOwnerBusy
 			}
 			os.Remove(owner) // a dead backup's: replaced, once
-			f, err = os.OpenFile(owner, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+			of, err = os.OpenFile(owner, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 			if errors.Is(err, fs.ErrExist) {
 				return nil, errOwnerBusy
 			}
@@ -435,22 +438,15 @@ func claimByPID(fsys vfs.FS, owner string, sweep bool) (*ownerClaim, error) {
 		if err != nil {
 			return nil, err
 		}
-		_, err = f.WriteString(stamp)
-		if err == nil {
-			err = f.Sync()
-		}
-		f.Close()
+		f = of
+	} else {
+		vf, err := fsys.Create(owner, vfs.WriteCategoryUnspecified)
 		if err != nil {
-			c.release()
 			return nil, err
 		}
-		return c, nil
+		f = vf
 	}
-	f, err := fsys.Create(owner, vfs.WriteCategoryUnspecified)
-	if err != nil {
-		return nil, err
-	}
-	_, err = io.WriteString(f, stamp)
+	_, err := fmt.Fprintf(f, "%d %s\n", os.Getpid(), host)
 	if err == nil {
 		err = f.Sync()
 	}

@@ -691,14 +691,13 @@ func TestOpenOnReadOnlyFilesystem(t *testing.T) {
 	d2.Close()
 }
 
-// Ensure that pairs on an index it cannot write spills in the system's
-// temporary directory and sweeps there what dead runs left (a kill -9
-// during a nightly pairs on a read-only backup), as it does beside a
-// writable index: a dead run's directory goes, a live one's stays.
-func TestPairsOnReadOnlyFilesystemSweepsTempDir(t *testing.T) {
-	tmp := t.TempDir()
+// pairOfTwoInTmp sets $TMPDIR to a new directory tmp and makes a closed
+// index in dir whose two documents, a and b, are a pair.
+func pairOfTwoInTmp(t *testing.T) (tmp, dir string) {
+	t.Helper()
+	tmp = t.TempDir()
 	t.Setenv("TMPDIR", tmp)
-	dir := filepath.Join(t.TempDir(), "idx")
+	dir = filepath.Join(t.TempDir(), "idx")
 	d := mustOpen(t, dir, nil)
 	docs := []Doc{{ID: "a", Text: "the quick brown fox jumps over the lazy dog"}, {ID: "b", Text: "the quick brown fox jumps over the lazy dog!"}}
 	if _, err := d.PutBatch(docs, nil); err != nil {
@@ -707,6 +706,15 @@ func TestPairsOnReadOnlyFilesystemSweepsTempDir(t *testing.T) {
 	if err := d.Close(); err != nil {
 		t.Fatal(err)
 	}
+	return tmp, dir
+}
+
+// Ensure that pairs on an index it cannot write spills in the system's
+// temporary directory and sweeps there what dead runs left (a kill -9
+// during a nightly pairs on a read-only backup), as it does beside a
+// writable index: a dead run's directory goes, a live one's stays.
+func TestPairsOnReadOnlyFilesystemSweepsTempDir(t *testing.T) {
+	tmp, dir := pairOfTwoInTmp(t)
 	old := time.Now().Add(-2 * staleRunAge)
 	dead, live := filepath.Join(tmp, "lshdb-pairs-4242-1.tmp"), filepath.Join(tmp, "lshdb-pairs-4242-2.tmp")
 	for _, p := range []string{dead, live} {
@@ -727,7 +735,7 @@ func TestPairsOnReadOnlyFilesystemSweepsTempDir(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	d, err = Open(dir, &Options{fs: readOnlyFS{vfs.Default, dir}, ReadOnly: true})
+	d, err := Open(dir, &Options{fs: readOnlyFS{vfs.Default, dir}, ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1545,17 +1553,7 @@ func TestRefusedOpenKeepsTheLock(t *testing.T) {
 // dead run's name. The oracle: the planted directories, still empty, the
 // linked directory untouched, and the pairs.
 func TestPairsTempDirIsItsOwn(t *testing.T) {
-	tmp := t.TempDir()
-	t.Setenv("TMPDIR", tmp)
-	dir := filepath.Join(t.TempDir(), "idx")
-	d := mustOpen(t, dir, nil)
-	docs := []Doc{{ID: "a", Text: "the quick brown fox jumps over the lazy dog"}, {ID: "b", Text: "the quick brown fox jumps over the lazy dog!"}}
-	if _, err := d.PutBatch(docs, nil); err != nil {
-		t.Fatal(err)
-	}
-	if err := d.Close(); err != nil {
-		t.Fatal(err)
-	}
+	tmp, dir := pairOfTwoInTmp(t)
 	var planted []string
 	for n := pairsRuns.Load() + 1; n <= pairsRuns.Load()+3; n++ {
 		p := filepath.Join(tmp, fmt.Sprintf("%s%d-%d%s", pairsTmpPrefix, os.Getpid(), n, pairsTmpSuffix))

@@ -529,8 +529,8 @@ func createTempFor(path string) (*os.File, error) {
 		// user's the output replaced (a security review): refused, as
 		// the kernel refuses a shell's redirect through it where
 		// fs.protected_symlinks is set.
-		if strangersLink(path) {
-			return nil, fmt.Errorf("cannot write %s: a symbolic link of another user's in a shared directory, which lshdb does not follow: remove it, or name another file", escControls(path))
+		if err := refuseStrangersLink(path); err != nil {
+			return nil, err
 		}
 		if target, err = filepath.EvalSymlinks(path); err != nil {
 			// NB: /dev/stdout is /proc/self/fd/1, whose target is no
@@ -568,12 +568,22 @@ func createTempFor(path string) (*os.File, error) {
 	return f, nil
 }
 
+// refuseStrangersLink refuses an output path that is another user's
+// symbolic link in a shared directory (strangersLink), which createTempFor
+// and writable would follow.
+func refuseStrangersLink(path string) error {
+	if strangersLink(path) {
+		return fmt.Errorf("cannot write %s: a symbolic link of another user's in a shared directory, which lshdb does not follow: remove it, or name another file", escControls(path))
+	}
+	return nil
+}
+
 // writable checks that path can be opened for writing, without changing
 // it: a file that exists is opened (not truncated); one that does not is
 // created and removed again.
 func writable(path string) error {
-	if strangersLink(path) {
-		return fmt.Errorf("cannot write %s: a symbolic link of another user's in a shared directory, which lshdb does not follow: remove it, or name another file", escControls(path))
+	if err := refuseStrangersLink(path); err != nil {
+		return err
 	}
 	flag := os.O_WRONLY
 	fi, err := os.Stat(path)

@@ -36,7 +36,7 @@ type serveOptions struct {
 	maxBody, maxInFlightBytes              int64
 	maxBatch, maxInFlight                  int
 	maxConns                               int
-	maxConnsGiven                          bool // --max-connections was given (-1 included)
+	tcpMaxConns                            int // the TCP address's own bound, where --max-connections is not given (tcpConnsBound); 0: none
 	readTimeout, writeTimeout, idleTimeout time.Duration
 	shutdownTimeout                        time.Duration
 	purgeEvery                             time.Duration
@@ -161,7 +161,9 @@ stops accepting requests, lets those in flight finish (up to
 			if so.maxConns == 0 || so.maxConns < -1 {
 				return usagef("--max-connections %d: give a number of connections, or -1 for no limit", so.maxConns)
 			}
-			so.maxConnsGiven = c.Flags().Changed("max-connections")
+			if so.addr != "" && !c.Flags().Changed("max-connections") {
+				so.tcpMaxConns = tcpConnsBound()
+			}
 			if so.purgeEvery != 0 && so.purgeEvery < time.Second {
 				return usagef("--purge-every %v: give a duration of a second or more, or 0 for never", so.purgeEvery)
 			}
@@ -314,8 +316,8 @@ func (a *app) serve(so *serveOptions) error {
 		for i, l := range listeners {
 			listeners[i] = netutil.LimitListener(l, so.maxConns)
 		}
-	} else if so.addr != "" && !so.maxConnsGiven {
-		listeners[len(listeners)-1] = netutil.LimitListener(listeners[len(listeners)-1], tcpConnsBound())
+	} else if so.tcpMaxConns > 0 {
+		listeners[len(listeners)-1] = netutil.LimitListener(listeners[len(listeners)-1], so.tcpMaxConns)
 	}
 	m := metrics.New(d)
 	mux := http.NewServeMux()
@@ -483,8 +485,8 @@ func startupAttrs(d *db.DB, so *serveOptions, dir bool) []any {
 		}
 	}
 	attrs = append(attrs, "max_body", so.maxBody, "max_batch", so.maxBatch, "max_in_flight", so.maxInFlight, "max_in_flight_bytes", so.maxInFlightBytes, "max_connections", so.maxConns)
-	if so.addr != "" && so.maxConns < 0 && !so.maxConnsGiven {
-		attrs = append(attrs, "tcp_max_connections", tcpConnsBound())
+	if so.tcpMaxConns > 0 {
+		attrs = append(attrs, "tcp_max_connections", so.tcpMaxConns)
 	}
 	if dir {
 		attrs = append(attrs, "purge_every", so.purgeEvery.String())

@@ -1036,7 +1036,12 @@ func testServeMaxConnections(t *testing.T, flags ...string) {
 	if _, errOut, code := runLine([]string{"create", "--db", idx}, ""); code != 0 {
 		t.Fatal(errOut)
 	}
-	_, tcp, _, _ := startServe(t, append([]string{"--db", idx, "--addr", "127.0.0.1:0"}, flags...)...)
+	_, tcp, log, _ := startServe(t, append([]string{"--db", idx, "--addr", "127.0.0.1:0"}, flags...)...)
+	// The start line gives the TCP address's own bound where the flag is
+	// not given.
+	if said := strings.Contains(log.String(), "tcp_max_connections=1"); said != (len(flags) == 0) {
+		t.Errorf("the start line with %v: %q; want tcp_max_connections=1 said only without the flag", flags, log.String())
+	}
 	host := strings.TrimPrefix(tcp, "http://")
 	healthz := func(c net.Conn) error {
 		c.SetDeadline(time.Now().Add(500 * time.Millisecond))
