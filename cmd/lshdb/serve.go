@@ -186,7 +186,7 @@ stops accepting requests, lets those in flight finish (up to
 	fs.DurationVar(&so.shutdownTimeout, "shutdown-timeout", 10*time.Second, "on SIGTERM, SIGINT or SIGHUP, time given to requests in flight before they are cancelled (then up to 10s more for them to end)")
 	fs.StringVar(&so.backupRoot, "backup-root", "", "POST /v1/backup may write only under this directory (default: anywhere through the socket, nowhere over TCP)")
 	fs.StringVar(&so.logFormat, "log-format", "text", "request log format on stderr: text or json")
-	fs.StringVar(&logLevel, "log-level", "info", "least level of the lines logged on stderr: info (a line a request), warn (only requests with a wrong token, cut streams and server errors, and the warnings), error, or debug")
+	fs.StringVar(&logLevel, "log-level", "info", "least level of the lines logged on stderr: info (a line a request), warn (only requests with a wrong token, cut streams and server errors, and the warnings), error, or debug; the lines that say the server is serving (its addresses), stopping and stopped are logged at every level")
 	return c
 }
 
@@ -211,21 +211,28 @@ func loopback(addr string) bool {
 func (a *app) serve(so *serveOptions) error {
 	// NB: a line a request at info, the default: 1.3 GB a day at 76
 	// requests a second (an SRE's review), which --log-level warn spares.
-	var lh slog.Handler = slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: so.logLevel})
+	//
+	// The server's life (waiting, serving, stopping, stopped) is logged
+	// at every level: at warn, the serving line, the only one to name
+	// the address of --addr HOST:0, was left out with the requests'.
+	lifeLevel := min(so.logLevel, slog.LevelInfo)
+	var lh slog.Handler = slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: lifeLevel})
 	if so.logFormat == "json" {
 		// NB: a duration in JSON is slog's integer nanoseconds, which no
 		// one reads as such: milliseconds, with the unit in the key.
-		lh = slog.NewJSONHandler(a.stderr, &slog.HandlerOptions{Level: so.logLevel, ReplaceAttr: func(_ []string, at slog.Attr) slog.Attr {
+		lh = slog.NewJSONHandler(a.stderr, &slog.HandlerOptions{Level: lifeLevel, ReplaceAttr: func(_ []string, at slog.Attr) slog.Attr {
 			if at.Value.Kind() == slog.KindDuration {
 				return slog.Float64(at.Key+"_ms", float64(at.Value.Duration().Microseconds())/1000)
 			}
 			return at
 		}})
 	}
+	life := slog.New(lh)
+	lh = levelGate{lh, so.logLevel}
 	log := slog.New(lh)
 	// NB: main's "still stopping" note goes to the server's log, in its
 	// format: it was a plain line amid JSON objects.
-	stopLog.Store(log)
+	stopLog.Store(life)
 	defer stopLog.Store(nil)
 	onRedis := db.IsRedisURL(a.dbDir)
 	if onRedis && so.addr == "" {
@@ -252,7 +259,7 @@ func (a *app) serve(so *serveOptions) error {
 		case serving && owner != "" && owner != serveOwner && owner != shellOwner:
 			if pid != waitedFor {
 				waitedFor = pid
-				log.Info("lshdb: waiting for the command that holds the index to end: it serves the index on its socket meanwhile; interrupt to stop waiting", "holder", owner, "pid", pid, "db", a.dbDir)
+				life.Info("lshdb: waiting for the command that holds the index to end: it serves the index on its socket meanwhile; interrupt to stop waiting", "holder", owner, "pid", pid, "db", a.dbDir)
 			}
 			waiting = true
 		case waitedFor != 0 && lockholder.PID(a.dbDir) == waitedFor:
@@ -386,7 +393,7 @@ func (a *app) serve(so *serveOptions) error {
 		attrs = append(attrs, "tcp", tcpAddr, "token", so.token != "")
 	}
 	attrs = append(attrs, startupAttrs(d, so, !db.IsRedisURL(a.dbDir))...)
-	log.Info("lshdb: serving", attrs...)
+	life.Info("lshdb: serving", attrs...)
 	if err := d.RoomToWrite(); errors.Is(err, db.ErrDiskFull) {
 		log.Warn("lshdb: writes will be refused until there is room: reads are served", "err", err)
 	}
@@ -422,7 +429,7 @@ func (a *app) serve(so *serveOptions) error {
 	case <-a.ctx.Done():
 		// NB: said at once, so that an operator who sent SIGTERM sees it
 		// taken while the requests in flight finish.
-		log.Info("lshdb: stopping: requests in flight may finish", "cause", context.Cause(a.ctx).Error(), "within", so.shutdownTimeout)
+		life.Info("lshdb: stopping: requests in flight may finish", "cause", context.Cause(a.ctx).Error(), "within", so.shutdownTimeout)
 	case serveErr = <-served:
 	}
 	if !onRedis {
@@ -463,8 +470,27 @@ func (a *app) serve(so *serveOptions) error {
 	if err = errors.Join(serveErr, err); err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
-	log.Info("lshdb: stopped", "db", rediskv.Redact(a.dbDir))
+	life.Info("lshdb: stopped", "db", rediskv.Redact(a.dbDir))
 	return nil
+}
+
+// levelGate passes on the records of its level and above (--log-level)
+// to a handler that takes more (the server's life lines).
+type levelGate struct {
+	slog.Handler
+	min slog.Level
+}
+
+func (g levelGate) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= g.min && g.Handler.Enabled(ctx, l)
+}
+
+func (g levelGate) WithAttrs(as []slog.Attr) slog.Handler {
+	return levelGate{g.Handler.WithAttrs(as), g.min}
+}
+
+func (g levelGate) WithGroup(name string) slog.Handler {
+	return levelGate{g.Handler.WithGroup(name), g.min}
 }
 
 // startupAttrs are what serve's first log line says of the index and the

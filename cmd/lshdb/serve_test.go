@@ -1199,7 +1199,7 @@ func TestServeLogLevel(t *testing.T) {
 	}
 	t.Setenv("LSHDB_TOKEN", "s3cret")
 	_, tcp, log, stop := startServe(t, "--db", idx, "--addr", "127.0.0.1:0", "--log-level", "warn")
-	get := func(token string) int {
+	get := func(tcp, token string) int {
 		req, _ := http.NewRequest("GET", tcp+"/v1/count", nil)
 		req.Header.Set("Authorization", "Bearer "+token)
 		resp, err := http.DefaultClient.Do(req)
@@ -1209,15 +1209,38 @@ func TestServeLogLevel(t *testing.T) {
 		resp.Body.Close()
 		return resp.StatusCode
 	}
-	if code := get("s3cret"); code != 200 {
+	if code := get(tcp, "s3cret"); code != 200 {
 		t.Fatalf("count: %d", code)
 	}
-	if code := get("wrong"); code != 401 {
+	if code := get(tcp, "wrong"); code != 401 {
 		t.Fatalf("count with a wrong token: %d", code)
 	}
 	stop()
 	out := log.String()
-	if strings.Contains(out, "status=200") || !strings.Contains(out, "status=401") || strings.Contains(out, "level=INFO") {
-		t.Errorf("the log at --log-level warn: %s; want the refused request's line alone", out)
+	if strings.Contains(out, "status=200") || !strings.Contains(out, "status=401") {
+		t.Errorf("the log at --log-level warn: %s; want the refused request's line, not the other's", out)
+	}
+	// The server's life is logged at every level: the serving line is
+	// the only one to name the address of --addr HOST:0.
+	for _, level := range []string{"warn", "error"} {
+		_, tcp, log, stop := startServe(t, "--db", idx, "--addr", "127.0.0.1:0", "--log-level", level)
+		if code := get(tcp, "wrong"); code != 401 {
+			t.Fatalf("count with a wrong token: %d", code)
+		}
+		stop()
+		out := log.String()
+		var life []string
+		for line := range strings.Lines(out) {
+			if strings.Contains(line, "level=INFO") {
+				life = append(life, line)
+			}
+		}
+		if len(life) != 3 || !strings.Contains(life[0], `msg="lshdb: serving"`) || !strings.Contains(life[0], "tcp="+tcp+" ") ||
+			!strings.Contains(life[1], `msg="lshdb: stopping`) || !strings.Contains(life[2], `msg="lshdb: stopped"`) {
+			t.Errorf("--log-level %s: the info lines %q; want the serving line, with the address, the stopping line and the stopped line", level, life)
+		}
+		if level == "error" && strings.Contains(out, "status=401") {
+			t.Errorf("--log-level error: the refused request logged: %s", out)
+		}
 	}
 }
