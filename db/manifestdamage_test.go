@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/record"
+	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
 // manifestRecords returns the path of the current MANIFEST of the store
@@ -366,5 +367,91 @@ func TestManifestScanAgainstPebbleWriter(t *testing.T) {
 				t.Errorf("damage at %d+%d (the last record at %d): %d records after it, want them %v", p, n, lastRecord, s.records, want)
 			}
 		}
+	}
+}
+
+// Ensure that cutManifest cuts the manifest that an accepting open read
+// at its damage when Pebble still has it as its current one, leaving its
+// copy, so that the next open reads the records before the damage with
+// no damage found, and that it changes nothing when no copy was kept or
+// Pebble has written a new manifest since. A writable open of Pebble's
+// writes a new manifest here, so TestOpenRefusesManifestDamage does not
+// reach the cut. The oracle: the manifest's bytes before the damage, and
+// the documents written.
+func TestCutManifest(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "idx")
+	d := mustOpen(t, dir, nil)
+	for b := range 3 {
+		var docs []Doc
+		for i := range 50 {
+			docs = append(docs, Doc{ID: fmt.Sprintf("b%d-%d", b, i), Text: fmt.Sprintf("document %d of batch %d, each batch flushed to a table of its own", i, b)})
+		}
+		if _, err := d.PutBatch(docs, nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := d.pdb.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	const want = 150
+	manifest, offsets := manifestRecords(t, dir)
+	nrec := len(offsets) - 1
+	sound, err := os.ReadFile(manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Damage after the last record, then a whole record (a copy of the
+	// last), as TestOpenRefusesManifestDamage appends them.
+	damaged := append(bytes.Clone(sound), 0xef, 0xbe, 0xad, 0xde, 4, 0, chunkLegacyFull, 1, 2, 3, 4)
+	damaged = append(damaged, sound[offsets[nrec-1]:offsets[nrec]]...)
+	if err := os.WriteFile(manifest, damaged, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var dmg *LogDamageError
+	if _, err := Open(dir, &Options{ReadOnly: true}); !errors.As(err, &dmg) || !dmg.Manifest || dmg.Log != manifest || dmg.Offset != offsets[nrec] {
+		t.Fatalf("the damaged manifest: %v, want its damage at %d", err, offsets[nrec])
+	}
+	// No copy kept (a read-only open's damage): nothing is cut.
+	if err := cutManifest(vfs.Default, dir, dmg); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(manifest); !bytes.Equal(b, damaged) {
+		t.Fatalf("cutManifest without a copy changed the manifest (%d bytes, was %d)", len(b), len(damaged))
+	}
+	kept, err := keepDamagedLog(vfs.Default, dir, dmg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dmg.Kept = kept
+	// Another manifest current (as after Pebble wrote a new one): the
+	// damaged one, no longer read, is left as it is.
+	other := *dmg
+	other.Log = manifest + "-other"
+	if err := cutManifest(vfs.Default, dir, &other); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(other.Log); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("cutManifest wrote %s, a manifest that Pebble does not have as its current one: %v", other.Log, err)
+	}
+	if b, _ := os.ReadFile(manifest); !bytes.Equal(b, damaged) {
+		t.Fatal("cutManifest changed the current manifest, given another's damage")
+	}
+	// The current one, copied: cut at the damage, its copy kept whole.
+	if err := cutManifest(vfs.Default, dir, dmg); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(manifest); err != nil || !bytes.Equal(b, sound) {
+		t.Fatalf("the cut manifest: %d bytes (%v), want the %d before the damage", len(b), err, len(sound))
+	}
+	if b, err := os.ReadFile(kept); err != nil || !bytes.Equal(b, damaged) {
+		t.Fatalf("the copy %s: %d bytes (%v), want the damaged manifest whole", kept, len(b), err)
+	}
+	d = mustOpen(t, dir, nil)
+	defer d.Close()
+	if n, err := d.Count(); err != nil || n != want || d.ManifestDamage() != nil {
+		t.Fatalf("reopened after the cut: Count %d, %v, damage %+v; want %d and none", n, err, d.ManifestDamage(), want)
 	}
 }
