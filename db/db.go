@@ -299,7 +299,7 @@ func openIn(dir string, o Options, created bool) (*DB, error) {
 		}
 		switch {
 		case errors.Is(err, syscall.EROFS):
-			return nil, readOnlyFSError{fmt.Errorf("lshdb: locking %s: %w (a read-only filesystem: the index can be opened for reading only, Options.ReadOnly)", dir, err)}
+			return nil, readOnlyFSError{fmt.Errorf("lshdb: locking %s: %w (a read-only filesystem: the index can only be read there, opened with Options.ReadOnly, as lshdb's read commands open it; to write to it, copy it where it may be written first, with lshdb backup)", dir, err)}
 		case errors.Is(err, fs.ErrPermission):
 			// NB: Pebble takes its lock file for every open, read-only
 			// ones too.

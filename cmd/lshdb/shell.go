@@ -129,6 +129,23 @@ backslash escapes is read as tables print an id with control characters
 		Args: nArgs(0),
 		RunE: func(c *cobra.Command, args []string) error {
 			d, closeDB, err := a.openDB(&db.Options{MustExist: true}) // NB: a mistyped --db must not create an index
+			if errors.Is(err, db.ErrReadOnly) || errors.Is(err, fs.ErrPermission) || errors.Is(err, db.ErrDiskFull) {
+				// NB: an index that cannot be opened for writing (a
+				// read-only filesystem, a directory this user may not
+				// write, a full disk) is read, as every read command
+				// reads it: the shell failed on it, naming a Go option.
+				if rd, rclose, rerr := a.openDB(&db.Options{MustExist: true, ReadOnly: true}); rerr == nil {
+					why := "is on a read-only filesystem"
+					switch {
+					case errors.Is(err, db.ErrDiskFull):
+						why = "is on a disk too full to open it for writing"
+					case errors.Is(err, fs.ErrPermission):
+						why = "is in a directory that this user may not write"
+					}
+					a.notef(fmt.Sprintf("%s %s: the shell reads it, and put, delete and purge are refused", a.dbDir, why))
+					d, closeDB, err = rd, rclose, nil
+				}
+			}
 			if err != nil {
 				return err
 			}
@@ -615,8 +632,10 @@ func (a *app) shellLine(line string) (done bool, err error) {
 		}
 		// NB: a JSON line in a shell started with --output json, as a
 		// delete's is: a script's stream of JSON lines took a line of
-		// text, and jq failed on it (a review).
-		if a.json() {
+		// text, and jq failed on it (a review). The shell's own
+		// --output, not a.json(): a.output is the last statement's
+		// flag, and a put after "info --output json" printed JSON.
+		if a.shellJSON {
 			return false, a.emitJSON(map[string]any{"stored": id})
 		}
 		fmt.Fprintf(a.stdout, "stored %s\n", tableID(id))
@@ -715,7 +734,7 @@ func (a *app) shellHelp(args []string) error {
 		// NB: the commands' usages are their specs': this list had
 		// drifted from them (query's --header, stats' --top: a
 		// maintainer review's K6).
-		fmt.Fprintln(a.stdout, "commands (help CMD for one; every command but help takes --output json (put by the shell's own --output json), pairs also csv or tsv):")
+		fmt.Fprintln(a.stdout, "commands (help CMD for one; every command but help and put takes --output json, pairs also csv or tsv; put answers in JSON when the shell was started with --output json):")
 		for _, row := range shellHelpRows {
 			usages := make([]string, len(row))
 			for i, name := range row {
@@ -754,7 +773,7 @@ func (a *app) shellHelp(args []string) error {
 	root := a.rootCmd()
 	sub, _, err := root.Find([]string{name})
 	if name == "put" || err != nil || sub == root {
-		fmt.Fprintln(a.stdout, "  store (insert or replace) one document; the text is the rest of the line as typed\n  (one quoted string: its quotes are taken off; in a script too, trailing blanks kept);\n  --ttl D: it expires after D (1h, 30m, 90s): never returned after it, then swept")
+		fmt.Fprintln(a.stdout, "  store (insert or replace) one document; the text is the rest of the line as typed\n  (one quoted string: its quotes are taken off, and \"…\" with backslash escapes is\n  the text they spell, as get prints it; in a script too, trailing blanks kept);\n  --ttl D: it expires after D (1h, 30m, 90s): never returned after it, then swept")
 		return nil
 	}
 	fmt.Fprintf(a.stdout, "  %s\n", cmp.Or(shellShorts[name], sub.Short))
@@ -766,12 +785,11 @@ func (a *app) shellHelp(args []string) error {
 	return nil
 }
 
-// splitWords splits a shell line into words, honouring "double" and
-// 'single' quotes.
 // parsePut reads a put statement: put [--ttl D] [--] ID TEXT. The id is
 // a word (quotes may hold spaces); the text is the rest of the line as
 // typed, its spaces and tabs kept, unless it is one quoted string, whose
-// quotes are taken off.
+// quotes are taken off (and, in a double-quoted one with escapes, the
+// escapes read).
 //
 // NB: the text was the line's words joined by single spaces: runs of
 // spaces and tabs were lost, and get showed another text than typed.
@@ -806,7 +824,14 @@ func parsePut(line string) (id, text string, wo *db.WriteOptions, err error) {
 		// NB: an empty id ("") is db's to refuse, by its name.
 		return "", "", nil, usagef("put [--ttl D] ID TEXT... (type help put)")
 	}
-	if q := text[0]; len(text) >= 2 && (q == '"' || q == '\'') && text[len(text)-1] == q && !strings.ContainsRune(text[1:len(text)-1], rune(q)) {
+	// NB: a text that is one double-quoted Go string with escapes is the
+	// string they spell, as nextWord reads a query's --text (and as get
+	// prints a text with control characters): "a\nb" was stored with its
+	// backslash, and "say \"hi\"" with its quotes, so that neither was
+	// found by a query with the same words.
+	if q := goQuoted(text); q == text {
+		text, _ = strconv.Unquote(q)
+	} else if q := text[0]; len(text) >= 2 && (q == '"' || q == '\'') && text[len(text)-1] == q && !strings.ContainsRune(text[1:len(text)-1], rune(q)) {
 		text = text[1 : len(text)-1]
 	}
 	return w, text, wo, nil

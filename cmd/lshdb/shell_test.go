@@ -10,6 +10,7 @@ import (
 	"io"
 	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -336,6 +337,83 @@ func TestShellPutProse(t *testing.T) {
 	}
 	if _, ok := storedTexts(t, idx)["o'brien"]; ok {
 		t.Fatal("delete o'brien left it stored")
+	}
+}
+
+// Ensure that a put whose text is one double-quoted string with escapes
+// stores the text they spell, as query --text reads the same string and
+// as get prints it back (a review: "a\nb" kept its backslash, and a text
+// with \" kept its quotes, so that neither was found by its own words),
+// and that put answers in the shell's own output format, whatever the
+// statement before it asked for (after "info --output json", put printed
+// JSON). The oracles: get's text, and query by the same string.
+func TestShellPutEscapes(t *testing.T) {
+	idx := filepath.Join(t.TempDir(), "idx")
+	if _, errOut, code := runLine([]string{"create", "--db", idx}, ""); code != 0 {
+		t.Fatal(errOut)
+	}
+	said := `He said \"hello there my friend\" and then he left the room`
+	lines := `first line\nsecond line of the text, long enough`
+	script := "put p1 \"" + said + "\"\n" +
+		"info --output json\n" +
+		"put p2 \"" + lines + "\"\n" +
+		"query --text \"" + said + "\" --output json\n" +
+		"query --text \"" + lines + "\" --output json\n" +
+		"put p3 'single \\n quoted'\n"
+	out, errOut, code := runLine([]string{"shell", "--db", idx}, script)
+	if code != 0 {
+		t.Fatalf("shell: exit %d\nstdout %s\nstderr %s", code, out, errOut)
+	}
+	want := map[string]string{
+		"p1": `He said "hello there my friend" and then he left the room`,
+		"p2": "first line\nsecond line of the text, long enough",
+		"p3": `single \n quoted`, // NB: single quotes keep a backslash
+	}
+	if got := storedTexts(t, idx); !maps.Equal(got, want) {
+		t.Fatalf("stored %q, want %q", got, want)
+	}
+	if !strings.Contains(out, "stored p1\n") || !strings.Contains(out, "stored p2\n") || strings.Contains(out, `"stored"`) {
+		t.Fatalf("put's answers after a statement with --output json: %s; want the shell's table format", out)
+	}
+	for _, id := range []string{"p1", "p2"} {
+		if !strings.Contains(out, `"id":"`+id+`","jaccard":1`) {
+			t.Fatalf("a query by the string %s was put with did not find it at Jaccard 1: %s", id, out)
+		}
+	}
+}
+
+// Ensure that the shell reads an index it cannot open for writing (on a
+// read-only filesystem: a tmpfs remounted read-only, which needs root),
+// as every read command does, says so, and refuses a put: it failed
+// with an error that named Options.ReadOnly, a Go option (a review). The
+// oracles: the document stored before the remount, read back, and the
+// put's absence afterwards.
+func TestShellOnAReadOnlyFilesystem(t *testing.T) {
+	mnt := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=256m", "tmpfs", mnt).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a tmpfs here (needs root): %v: %s", err, out)
+	}
+	t.Cleanup(func() { exec.Command("umount", mnt).Run() })
+	idx := filepath.Join(mnt, "idx")
+	if _, errOut, code := runLine([]string{"create", "--db", idx}, ""); code != 0 {
+		t.Fatal(errOut)
+	}
+	if _, errOut, code := runLine([]string{"shell", "--db", idx}, "put a1 a document stored before the filesystem went read-only\n"); code != 0 {
+		t.Fatal(errOut)
+	}
+	if out, err := exec.Command("mount", "-o", "remount,ro", mnt).CombinedOutput(); err != nil {
+		t.Fatalf("remount read-only: %v: %s", err, out)
+	}
+	out, errOut, code := runLine([]string{"shell", "--db", idx}, "get a1\nput a2 a document the read-only index cannot take\n")
+	if code != 1 || !strings.Contains(out, "a document stored before the filesystem went read-only") {
+		t.Fatalf("shell on a read-only filesystem: exit %d\nstdout %s\nstderr %s", code, out, errOut)
+	}
+	if !strings.Contains(errOut, "lshdb: note: "+idx+" is on a read-only filesystem: the shell reads it, and put, delete and purge are refused\n") || !strings.Contains(errOut, "> put a2 a document the read-only index cannot take\nlshdb: database is open read-only") {
+		t.Fatalf("stderr %s; want the note that the shell reads the index, and the put refused", errOut)
+	}
+	// NB: read by a read command (storedTexts opens it for writing).
+	if out, errOut, code := runLine([]string{"info", "--db", idx, "--output", "json"}, ""); code != 0 || !strings.Contains(out, `"docs":1,`) {
+		t.Fatalf("count after the refused put: exit %d, %q %s; want 1", code, out, errOut)
 	}
 }
 
