@@ -487,6 +487,11 @@ func TestHandoverShellAndMovedIndex(t *testing.T) {
 	if err := <-sh.done; err != nil {
 		t.Fatalf("the shell after its owner ended: %v\n%s", err, sh.out)
 	}
+	// NB: a serve fails beside a shell (TestServeDoesNotWaitForAShell):
+	// the note had said that one started meanwhile waited for it.
+	if out := sh.out.String(); !strings.Contains(out, "opened the index itself and goes on") || !strings.Contains(out, "a serve started meanwhile fails, naming it, until this shell is left") {
+		t.Errorf("the shell's note when it took the index over: %s", out)
+	}
 
 	// The insert, whose index moves away while no one owns it.
 	sock, _, log, stop := startServe(t, "--db", idx)

@@ -838,7 +838,15 @@ func (a *app) openFresh(opts *db.Options) (index, func(), error) {
 						// holds the index now (a review, S1: nothing said so).
 						// The owner was not always a server: every command
 						// that opens an index serves its socket (a review).
-						a.notef(fmt.Sprintf("the process that owned %s and served its socket (lshdb serve, or a command such as insert) has ended: this command (pid %d) opened the index itself and goes on; it serves the index's socket until it ends, and a serve started meanwhile waits for it", escControls(a.dbDir), os.Getpid()))
+						// NB: a serve waits for a batch command, not for a
+						// shell (a person's session): it fails beside one
+						// (serve's open), which the note had promised it
+						// waited for (a review).
+						then := "a serve started meanwhile waits for it"
+						if a.command == shellOwner {
+							then = "a serve started meanwhile fails, naming it, until this shell is left"
+						}
+						a.notef(fmt.Sprintf("the process that owned %s and served its socket (lshdb serve, or a command such as insert) has ended: this command (pid %d) opened the index itself and goes on; it serves the index's socket until it ends, and %s", escControls(a.dbDir), os.Getpid(), then))
 					}
 					return d, closeDB, nil
 				})
