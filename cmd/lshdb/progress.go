@@ -276,16 +276,30 @@ const barWidth = 40
 // is cut.
 func (a *app) barOptions(desc string, total int64, bytes bool, more ...progressbar.Option) []progressbar.Option {
 	width := barWidth
+	var narrow []progressbar.Option
 	if cols := a.stderrWidth(); cols > 0 {
 		// NB: what the line holds besides the description and the bar,
-		// measured on the bars drawn: " 89% |" and "| (" around the
-		// bar, then "N/N)" or "1.2 GB/3.4 GB, 39 MB/s)", and a time of up
+		// measured on the bars drawn: "  89% |" and "| (" around the
+		// bar, a blank at the end, then "N/N)" or
+		// "1.2 GB/3.4 GB, 39 MB/s)", and a time of up
 		// to " [1h2m3s:4h5m6s]". A larger guess cut phase names to
 		// "build 2/…" on lines of 36-45 of 60 columns.
 		digits := len(strconv.FormatInt(max(total, 1), 10))
-		stats := 6 + 3 + 2*digits + 2 + 16
+		stats := 8 + 3 + 2*digits + 2 + 16
 		if bytes {
-			stats = 6 + 3 + 23 + 16
+			stats = 8 + 3 + 23 + 16
+		}
+		// NB: where even the shortest description (9 cells) and bar (5)
+		// leave no room for the figures, the time goes, then the bar: on
+		// 40 columns the lines took 53, wrapped, and each redraw left a
+		// row behind (a review).
+		const leastDesc, leastBar = 9, 5
+		if cols-1 < leastDesc+leastBar+stats {
+			stats -= 16
+			narrow = append(narrow, progressbar.OptionSetPredictTime(false), progressbar.OptionSetElapsedTime(false))
+		}
+		if cols-1 < leastDesc+leastBar+stats {
+			narrow = append(narrow, progressbar.OptionSetVisibility(false))
 		}
 		room := cols - 1 - stats
 		if n := utf8.RuneCountInString(desc); n > room-5 {
@@ -296,6 +310,6 @@ func (a *app) barOptions(desc string, total int64, bytes bool, more ...progressb
 		}
 		width = min(barWidth, max(room-utf8.RuneCountInString(desc), 5))
 	}
-	return append([]progressbar.Option{progressbar.OptionSetWriter(a.stderr), progressbar.OptionSetDescription(desc),
-		progressbar.OptionSetWidth(width)}, more...)
+	return append(append([]progressbar.Option{progressbar.OptionSetWriter(a.stderr), progressbar.OptionSetDescription(desc),
+		progressbar.OptionSetWidth(width)}, more...), narrow...)
 }
