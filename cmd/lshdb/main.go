@@ -707,9 +707,12 @@ func nArgs(n int) cobra.PositionalArgs {
 		if _, ok := c.Root().Annotations[inShell]; ok {
 			use = c.Use + "; type help " + c.Name()
 		}
-		takes := fmt.Sprintf("%d argument(s)", n)
-		if n == 0 {
+		takes := fmt.Sprintf("%d arguments", n)
+		switch n {
+		case 0:
 			takes = "no arguments"
+		case 1:
+			takes = "one argument"
 		}
 		if f := onlyTextFlag(c); f != nil && len(args) > n {
 			// NB: the usual cause: a flag's value with spaces, unquoted

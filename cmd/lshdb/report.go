@@ -852,7 +852,7 @@ func writeReport(w io.Writer, rd *reportData) error {
 		for _, n := range st.Buckets.Lists {
 			lists += n
 		}
-		row("posting lists (buckets)", fmt.Sprintf("%s, about %s per band", groupDigits(int64(lists)), groupDigits(int64(lists/max(len(st.Buckets.Lists), 1)))))
+		row("posting lists (buckets)", fmt.Sprintf("%s, about %s per band", groupDigits(int64(lists)), groupDigits(int64(math.Round(float64(lists)/float64(max(len(st.Buckets.Lists), 1)))))))
 		if st.Recall.Measured {
 			row("P(candidate) at t, short documents", fmt.Sprintf("%.4f (measured for 8-100 shingles)", st.Recall.ShortDocs))
 		}
