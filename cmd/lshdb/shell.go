@@ -713,7 +713,15 @@ func checkShellFlags(name string, spec shellSpec, c *cobra.Command, args []strin
 			// with one dash is most likely an argument (an id).
 			return false, usagef("%s %s: a word that starts with - is read as a flag; put arguments after -- (%s -- %s)", name, w, name, w)
 		default:
-			return false, usagef("%s takes no --%s in the shell%s (type help %s)", name, flag, didYouMean(flag, slices.Concat(shellCommonFlags, spec.flags), "--"), name)
+			// NB: an id of a command that takes ids may start with --:
+			// said how to give it, unless the word is a flag mistyped (a
+			// review: the hint was there for one dash only).
+			hint := didYouMean(flag, slices.Concat(shellCommonFlags, spec.flags), "--")
+			also := ""
+			if hint == "" && strings.Contains(spec.usage, "ID") && !strings.Contains(spec.usage, "--id ID") {
+				also = fmt.Sprintf("; an id that starts with - goes after --: %s -- %s", name, w)
+			}
+			return false, usagef("%s takes no --%s in the shell%s (type help %s%s)", name, flag, hint, name, also)
 		}
 		// Skip the value of a flag that takes one (--top 3).
 		if c != nil && !hasValue {

@@ -557,10 +557,11 @@ func TestShellDashWordHint(t *testing.T) {
 		t.Fatal(errOut)
 	}
 	// NB: "-=x" panicked (a slice of the empty flag name).
-	out, errOut, code := runLine([]string{"shell", "--db", idx}, "get -x8\nget --x8\nget -=x\nget -=\n")
+	out, errOut, code := runLine([]string{"shell", "--db", idx}, "get -x8\nget --x8\nget -=x\nget -=\nquery --thresold 0.5\n")
 	if code != 1 || !strings.Contains(errOut, "get -x8: a word that starts with - is read as a flag; put arguments after -- (get -- -x8)") ||
-		!strings.Contains(errOut, "get takes no --x8 in the shell") || !strings.Contains(errOut, "get -=x: a word that starts with -") ||
-		!strings.Contains(errOut, "get -=: a word that starts with -") || !strings.Contains(errOut, "4 shell commands failed") {
+		!strings.Contains(errOut, "get takes no --x8 in the shell (type help get; an id that starts with - goes after --: get -- --x8)") || !strings.Contains(errOut, "get -=x: a word that starts with -") ||
+		!strings.Contains(errOut, "get -=: a word that starts with -") || !strings.Contains(errOut, "query takes no --thresold in the shell, did you mean --threshold? (type help query)\n") ||
+		!strings.Contains(errOut, "5 shell commands failed") {
 		t.Fatalf("shell: exit %d\n%s%s", code, out, errOut)
 	}
 }
