@@ -617,7 +617,12 @@ func (a *app) shellLine(line string) (done bool, err error) {
 	}
 	spec, ok := shellSpecs[name]
 	if !ok {
-		return false, usagef("unknown command %q%s (type help)", name, didYouMean(name, shellCommands, ""))
+		hint := didYouMean(name, shellCommands, "")
+		if sub, _, err := a.rootCmd().Find([]string{name}); hint == "" && err == nil && sub.Name() == name {
+			// NB: "build" said "unknown command", as if lshdb had none.
+			return false, usagef("%s is an lshdb command that the shell does not run: run it as lshdb %s, from another terminal or after leaving the shell (type help for the shell's commands)", name, name)
+		}
+		return false, usagef("unknown command %q%s (type help)", name, hint)
 	}
 	if name == "put" {
 		if len(words) == 2 && (words[1] == "--help" || words[1] == "-h") {
