@@ -118,8 +118,9 @@ type Options struct {
 	// Handle options: this open only.
 
 	// NoSync makes writes return before they are synced to disk, for every
-	// write of this handle (WriteOptions.NoSync does it per call). A crash
-	// may lose the latest unsynced writes, never half of one. Default: false.
+	// write of this handle (WriteOptions.NoSync does it per call). The end
+	// of the process (a kill, a crash), not only of the machine, may lose
+	// the latest unsynced writes, never half of one. Default: false.
 	NoSync bool
 	// ReadOnly opens an existing database for reading only. It takes the
 	// directory's lock like any open (a writer elsewhere waits for it),
@@ -377,8 +378,9 @@ func (o *Options) validate() error {
 // each uses the fields that concern it. A nil *WriteOptions means the
 // defaults.
 type WriteOptions struct {
-	// NoSync returns before the write is synced to disk. Default: false
-	// (synced, unless the DB was opened with Options.NoSync).
+	// NoSync returns before the write is synced to disk: the end of the
+	// process, not only of the machine, may lose it (see Options.NoSync).
+	// Default: false (synced, unless the DB was opened with Options.NoSync).
 	NoSync bool
 	// StoreText keeps the text of these documents even if the database
 	// does not by default. Default: false (the database's StoreText).

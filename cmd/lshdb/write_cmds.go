@@ -789,7 +789,9 @@ batches, and a failure leaves the batches before it stored). A malformed record 
 by file and line) fails the whole build and nothing is loaded, unless
 --skip-bad skips it; so does Ctrl-C or a kill, after which the index is as it
 was (a new index is removed again, unless commands attached to this one
-wrote to it meanwhile; after a kill -9 it is left empty).
+wrote to it meanwhile; after a kill -9 it is left empty, or, killed in its
+first milliseconds, a store without an index in it, which the next insert or
+build makes into one).
 
 A build that replaces stored documents leaves their old records in the
 store until compactions reach them, which a process that ends with the
