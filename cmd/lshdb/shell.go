@@ -20,6 +20,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/lshdb/lshdb/db"
+	"github.com/lshdb/lshdb/db/httpapi"
 	"github.com/lshdb/lshdb/internal/rediskv"
 	"github.com/peterh/liner"
 	"github.com/spf13/cobra"
@@ -585,7 +586,13 @@ func (a *app) statement(ctx context.Context, line string) (done bool, err error)
 	saved := a.ctx
 	a.ctx = ctx
 	defer func() { a.ctx = saved }()
-	return a.shellLine(line)
+	done, err = a.shellLine(line)
+	if errors.Is(err, httpapi.ErrShutdown) {
+		// NB: "cut by the server's shutdown: context canceled" did not
+		// say what to do (a review).
+		err = fmt.Errorf("%w (the server that owned the index stopped during this statement: run it again, and the shell opens the index or attaches to the next server; a write may have completed already)", err)
+	}
+	return done, err
 }
 
 // shellLine runs one shell command. The read commands are the command
