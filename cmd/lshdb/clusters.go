@@ -250,8 +250,9 @@ func (o *clustersWriter) write(cs []db.Cluster) (dropped int, err error) {
 			}
 			// NB: an id holding a separator of the line is quoted, so that
 			// the reader sees where each ends ("y (0.9000), z" read as two
-			// members).
-			const seps = " \",;()"
+			// members). A quote too, as tables quote it (o'brien was
+			// quoted by pairs and bare here; the shell reads both).
+			const seps = " \"',;()"
 			fmt.Fprintf(&b, "): keep %s; drop", idWord(cl.Representative, seps))
 			for k, id := range cl.IDs[1:] {
 				sep := ","

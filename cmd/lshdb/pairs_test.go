@@ -746,19 +746,23 @@ func TestInterruptedWhilePrinting(t *testing.T) {
 // TestClustersTableQuotesIDs: in clusters' table an id holding a
 // separator of its line (a space, a comma, a parenthesis, a semicolon or
 // a quote) is quoted: "keep x; drop y (0.9000), z (0.9873)" read as two
-// members where there was one, "y (0.9000), z".
+// members where there was one, "y (0.9000), z". An apostrophe is quoted
+// too, as pairs quotes it.
 func TestClustersTableQuotesIDs(t *testing.T) {
 	dir := t.TempDir()
 	in := filepath.Join(dir, "docs.jsonl")
 	text := "the quick brown fox jumps over the lazy dog near the river bank every single morning"
-	if err := os.WriteFile(in, []byte(`{"id":"x","text":"`+text+`"}`+"\n"+`{"id":"y (0.9000), z","text":"`+text+`!"}`+"\n"), 0o644); err != nil {
+	if err := os.WriteFile(in, []byte(`{"id":"x","text":"`+text+`"}`+"\n"+`{"id":"y (0.9000), z","text":"`+text+`!"}`+"\n"+`{"id":"o'brien","text":"`+text+`?"}`+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	idx := filepath.Join(dir, "idx")
 	runOK(t, "insert", "--db", idx, "--progress", "none", in)
 	out := runOK(t, "clusters", "--db", idx)
-	if !strings.Contains(out, `keep x; drop "y (0.9000), z" (`) {
-		t.Errorf("clusters: %q, want the id with separators quoted", out)
+	if !strings.Contains(out, `keep x; drop "y (0.9000), z" (`) || !strings.Contains(out, `"o'brien" (`) {
+		t.Errorf("clusters: %q, want the ids with separators quoted", out)
+	}
+	if pairs := runOK(t, "pairs", "--db", idx); !strings.Contains(pairs, `"o'brien"`) {
+		t.Errorf("pairs: %q, want o'brien quoted", pairs)
 	}
 }
 
