@@ -459,18 +459,49 @@ func (db *DB) redisManifest(ctx context.Context) error {
 //
 // NB: the writes went on into keys no index named: acknowledged, found
 // by no reader of a new index, and left as leftovers that refused its
-// creation. The heartbeat finds the manifest gone; a put finds the
-// counters' mark gone at once (rediskv.ErrCountersGone); a delete, which
-// takes no number, has a window of one heartbeat.
+// creation. A write finds the manifest gone first (manifestThere), a put
+// the counters' mark gone too (rediskv.ErrCountersGone), and the
+// heartbeat finds the manifest gone between writes.
 func (db *DB) indexGoneErr() error {
 	return fmt.Errorf("%w: %s: the index is gone from Redis, or is another index's, since this handle opened it (its manifest or counters lost with a restart without persistence or an eviction; or it was dropped, and maybe made again): nothing was written; close the handle, and restore or create the index again", ErrNotExist, db.dir)
+}
+
+// manifestThere checks, before a write, that the index's manifest is
+// still in Redis and names this handle's index: when it is gone (its
+// master restarted without persistence, evicted, dropped), the handle is
+// marked gone (indexGoneErr) and the write refused, with nothing written.
+//
+// NB: the counters' mark caught the counters lost at once, but a manifest
+// lost alone (a cluster keeps it on another master) was found by the
+// heartbeat only, up to 30 s later: an insert wrote on into keys no
+// index named and exited 0 (an operator's review). One read a write.
+func (db *DB) manifestThere(ctx context.Context) error {
+	if db.gone.Load() {
+		return db.indexGoneErr()
+	}
+	m, err := db.rkv.Manifest(ctx)
+	if err != nil {
+		return redisErr(err)
+	}
+	if m != nil && sameInstance(m, db.man.Instance) {
+		return nil
+	}
+	if !db.gone.Swap(true) {
+		what := "gone from Redis (lost with a restart without persistence, evicted, or dropped)"
+		if m != nil {
+			what = "another index's: it was dropped and made again under its name"
+		}
+		db.opts.Logger.Error("lshdb: the index's manifest is "+what+": this handle's writes are refused from now on; close it, and restore or create the index again", "index", db.dir)
+		db.unregister() // NB: as the heartbeat does
+	}
+	return db.indexGoneErr()
 }
 
 // redisWrite writes prepared documents (unique ids); it returns how many
 // replaced a stored one. The caller holds wmu.
 func (db *DB) redisWrite(preps []prepared) (int, error) {
-	if db.gone.Load() {
-		return 0, db.indexGoneErr()
+	if err := db.manifestThere(db.redisWriteCtx()); err != nil {
+		return 0, err
 	}
 	// NB: as on Pebble (expiryManifest), the first documents with an
 	// expiry make the index format 4, before they are written.
@@ -553,8 +584,8 @@ func (db *DB) redisSync(wo *WriteOptions) error {
 // in between).
 func (db *DB) redisDelete(ids []string, o *WriteOptions) (DeleteResult, error) {
 	var res DeleteResult
-	if db.gone.Load() {
-		return res, db.indexGoneErr()
+	if err := db.manifestThere(db.redisWriteCtx()); err != nil {
+		return res, err
 	}
 	seen := make(map[string]bool, len(ids))
 	var uniq []string

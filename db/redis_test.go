@@ -2106,6 +2106,53 @@ func TestRedisPutAfterTheIndexWasLost(t *testing.T) {
 	}
 }
 
+// Ensure that a handle whose index lost only its manifest (a cluster's
+// master restarted without persistence, the counters on another) refuses
+// its next put and delete at once, writing nothing, and says so once:
+// the heartbeat found it up to 30 s later, and an insert wrote on into
+// keys no index named and exited 0 (an operator's review). The oracle:
+// the id's record, read by its number from the store's own keys.
+func TestRedisPutAfterTheManifestWasLost(t *testing.T) {
+	u := redisURL(t)
+	ctx := context.Background()
+	var log syncBuffer
+	w, err := Open(u, &Options{Logger: slog.New(slog.NewTextHandler(&log, nil))}) // NB: the heartbeat of 30 s does not come
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	for i := range 20 {
+		if err := w.Put(Doc{ID: fmt.Sprint("before", i), Text: fmt.Sprint("a document stored before the manifest went, number ", i)}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: redisCluster.Addrs})
+	defer c.Close()
+	name := strings.NewReplacer("/", "-", " ", "-", ":", "-").Replace(t.Name())
+	if n, err := c.Del(ctx, "lshdb:"+name+":manifest").Result(); err != nil || n != 1 {
+		t.Fatalf("deleting the manifest: %d keys, %v", n, err)
+	}
+	err = w.Put(Doc{ID: "after", Text: "a document put after the manifest went"}, nil)
+	if !errors.Is(err, ErrNotExist) || !strings.Contains(err.Error(), "nothing was written") {
+		t.Fatalf("Put after the manifest went: %v, want ErrNotExist saying nothing was written", err)
+	}
+	if _, err := w.DeleteIDs([]string{"before0"}, nil); !errors.Is(err, ErrNotExist) {
+		t.Errorf("Delete after the manifest went: %v, want ErrNotExist", err)
+	}
+	s, err := rediskv.Open(ctx, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	nums, err := s.DocNums(ctx, []string{"after", "before0"})
+	if err != nil || nums[0] != 0 || nums[1] == 0 {
+		t.Errorf("doc numbers of the refused put's id and of a stored one: %v, %v; want none and one", nums, err)
+	}
+	if n := strings.Count(log.String(), "the index's manifest is gone"); n != 1 {
+		t.Errorf("said %d times that the manifest is gone, want once:\n%s", n, log.String())
+	}
+}
+
 // Ensure that a handle whose index lost only its counters (a cluster's
 // master restarted without persistence, the manifest on another) is told
 // that check --repair puts them back, not that the index is gone, and
