@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -157,6 +158,44 @@ func TestAttachMatchesInProcess(t *testing.T) {
 	b, rb := docsOf(t, served)
 	if !reflect.DeepEqual(a, b) || !ra.OK() || !rb.OK() {
 		t.Errorf("after the writes: %d documents in process, %d attached; checks %v %v", len(a), len(b), ra.OK(), rb.OK())
+	}
+}
+
+// Ensure that insert, build and dedup attach with --addr, as their help
+// says, and print what they print in process, with the same documents
+// stored: they said "--db DIR is required" (a review).
+func TestWritesThroughAddr(t *testing.T) {
+	root := shortDir(t)
+	local, served := filepath.Join(root, "a"), filepath.Join(root, "b")
+	for _, dir := range []string{local, served} {
+		if _, errOut, code := runLine([]string{"insert", "--db", dir, "../../testdata/cmd/inputs/docs.jsonl"}, ""); code != 0 {
+			t.Fatal(errOut)
+		}
+	}
+	_, tcp, log, stop := startServe(t, "--db", served, "--addr", "127.0.0.1:0", "--token", "tok")
+	t.Setenv("LSHDB_TOKEN", "tok")
+	for _, w := range []struct {
+		args  []string
+		stdin string
+	}{
+		{[]string{"insert", "../../testdata/cmd/inputs/docs.csv"}, ""},
+		{[]string{"insert", "-"}, `{"id":"i1","text":"inserted through the server's address"}` + "\n"},
+		{[]string{"build", "-"}, `{"id":"b1","text":"built through the server's address"}` + "\n" + `{"id":"b2","text":"another document built through it"}` + "\n"},
+		{[]string{"dedup", "--output", "json", "../../testdata/cmd/inputs/docs.jsonl"}, ""},
+	} {
+		wantOut, wantErr, wantCode := runLine(append(slices.Clone(w.args), "--db", local), w.stdin)
+		gotOut, gotErr, gotCode := runLine(append(slices.Clone(w.args), "--addr", tcp), w.stdin)
+		if gotCode != 0 || gotCode != wantCode || gotOut != wantOut || gotErr != wantErr {
+			t.Errorf("lshdb %s --addr: exit %d\n%s%s\nin process: exit %d\n%s%s", strings.Join(w.args, " "), gotCode, gotOut, gotErr, wantCode, wantOut, wantErr)
+		}
+	}
+	if code := stop(); code != 0 {
+		t.Fatalf("serve: exit %d %s", code, log)
+	}
+	a, ra := docsOf(t, local)
+	b, rb := docsOf(t, served)
+	if !reflect.DeepEqual(a, b) || !ra.OK() || !rb.OK() {
+		t.Errorf("after the writes: %d documents in process, %d through --addr; checks %v %v", len(a), len(b), ra.OK(), rb.OK())
 	}
 }
 

@@ -747,7 +747,10 @@ func onlyTextFlag(c *cobra.Command) *pflag.Flag {
 }
 
 func (a *app) needDB() error {
-	if a.dbDir == "" {
+	// NB: --addr names the index too (a server's): insert, build and
+	// dedup said "--db DIR is required" with it, which their help said
+	// they attach with (a review).
+	if a.dbDir == "" && a.addr == "" {
 		return usagef("--db DIR is required")
 	}
 	return nil
