@@ -102,7 +102,11 @@ type Client struct {
 	// instance is the server's index's instance name, read by Open.
 	instance string
 	closed   atomic.Bool
-	timeout  time.Duration
+	// done ends with Close (closeCalls), and with it every call in
+	// flight, as db.DB.Close ends its long calls (with db.ErrClosed).
+	done       context.Context
+	closeCalls context.CancelFunc
+	timeout    time.Duration
 }
 
 // Open connects to the server at target: an http:// or https:// URL, or
@@ -130,6 +134,7 @@ func OpenContext(ctx context.Context, target string, opts *Options) (*Client, er
 		return nil, fmt.Errorf("%w: client: the token (Options.Token; the command's LSHDB_TOKEN) holds a control character (%q at byte %d), which an HTTP header cannot carry", db.ErrInvalidOptions, o.Token[i], i)
 	}
 	c := &Client{o: o, timeout: o.Timeout}
+	c.done, c.closeCalls = context.WithCancel(context.Background())
 	hc := o.HTTPClient
 	if hc == nil {
 		hc = &http.Client{}
@@ -210,7 +215,8 @@ func OpenContext(ctx context.Context, target string, opts *Options) (*Client, er
 var errNoAnswer = errors.New("no answer")
 
 // ErrConnectionCut is matched (errors.Is) by the error of a call whose
-// connection the server closed before it answered: it is stopping, or
+// connection the server closed before it answered, or before its answer
+// ended (a stream such as Pairs' cut part-way): it is stopping, or
 // was killed or restarted. A call that writes nothing (a query, a get,
 // stats) may be made again; a write may or may not have been applied.
 var ErrConnectionCut = errors.New("lshdb: client: the server closed the connection before it answered")
@@ -223,15 +229,48 @@ var ErrConnectionCut = errors.New("lshdb: client: the server closed the connecti
 // the index's and take the token.
 var ErrForeignSocket = errors.New("lshdb: client: the socket is another user's")
 
-// Close releases the client's idle connections. Later calls return
-// db.ErrClosed, as a closed *db.DB's do; closing twice returns
-// db.ErrClosed. It does not stop the server.
+// Close ends the calls in flight (they return db.ErrClosed, a stream
+// such as Pairs' at its next read) and releases the client's idle
+// connections. Later calls return db.ErrClosed, as a closed *db.DB's do;
+// closing twice returns db.ErrClosed. It does not stop the server: a
+// write in flight may have been applied.
+//
+// NB: it closed only the idle connections, and a Pairs loop that called
+// Close streamed its 380,000 pairs to the end (a client user's review).
 func (c *Client) Close() error {
 	if c.closed.Swap(true) {
 		return db.ErrClosed
 	}
+	c.closeCalls()
 	c.hc.CloseIdleConnections()
 	return nil
+}
+
+// callBody is the body of an answer: its reads fail with db.ErrClosed
+// once the client is closed, and its Close releases the call's context.
+type callBody struct {
+	io.ReadCloser
+	c       *Client
+	release func()
+}
+
+func (b *callBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil && err != io.EOF && b.c.done.Err() != nil {
+		err = closedErr(err)
+	}
+	return n, err
+}
+
+func (b *callBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.release()
+	return err
+}
+
+// closedErr is the error of a call that Close ended.
+func closedErr(err error) error {
+	return fmt.Errorf("%w: the client was closed during the call (%w)", db.ErrClosed, err)
 }
 
 // Instance returns the instance name of the server's index (see
@@ -382,8 +421,12 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, body
 			rd = &buf
 		}
 	}
-	req, err := http.NewRequestWithContext(ctx, method, u, rd)
+	rctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(c.done, cancel)
+	release := func() { stop(); cancel() }
+	req, err := http.NewRequestWithContext(rctx, method, u, rd)
 	if err != nil {
+		release()
 		return nil, fmt.Errorf("lshdb: client: %w", err)
 	}
 	if body != nil {
@@ -394,6 +437,10 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, body
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
+		release()
+		if c.done.Err() != nil && ctx.Err() == nil {
+			return nil, closedErr(err)
+		}
 		if ctx.Err() != nil {
 			// NB: as in-process: a cancelled call returns ctx's error.
 			return nil, withCtxErr(ctx, err)
@@ -425,6 +472,7 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, body
 		}
 		return nil, err
 	}
+	resp.Body = &callBody{ReadCloser: resp.Body, c: c, release: release}
 	if resp.StatusCode/100 != 2 {
 		defer resp.Body.Close()
 		return nil, errorOf(resp)
@@ -501,7 +549,7 @@ func (c *Client) call(ctx context.Context, method, path string, q url.Values, bo
 		}
 	}()
 	if _, err := buf.ReadFrom(resp.Body); err != nil {
-		return fmt.Errorf("lshdb: client: reading the answer of %s %s: %w", method, path, err)
+		return cutAnswer(ctx, fmt.Errorf("lshdb: client: reading the answer of %s %s: %w", method, path, err))
 	}
 	if err := json.Unmarshal(buf.Bytes(), out); err != nil {
 		return fmt.Errorf("lshdb: client: reading the answer of %s %s: %w", method, path, err)
@@ -766,7 +814,7 @@ func (c *Client) PutIfNewBatch(ctx context.Context, docs []db.Doc, wo *db.WriteO
 			err = io.ErrUnexpectedEOF
 			fallthrough
 		case err != nil:
-			return answered, withCtxErr(ctx, fmt.Errorf("lshdb: client: reading the answer of POST /v1/docs/put-if-new: %w", err))
+			return answered, withCtxErr(ctx, cutAnswer(ctx, fmt.Errorf("lshdb: client: reading the answer of POST /v1/docs/put-if-new: %w", err)))
 		case line.ID == nil: // the stream's failure
 			var e error = fmt.Errorf("%w: a put-if-new answer with neither id nor error", db.ErrCorrupt)
 			if line.Error != nil {
@@ -991,6 +1039,15 @@ func (c *Client) QueryMany(ctx context.Context, qs []db.QueryInput, qo *db.Query
 			// empty_document lost ErrInvalidDoc, which the error is.
 			return nil, &db.QueryError{Index: i, Err: emptyQuery{fmt.Errorf("%w: the query is empty: give exactly one of Text (not empty), Set, Signature and ID", db.ErrInvalidDoc)}}
 		}
+		// NB: an empty list is left out of the request's JSON, and the
+		// server saw an empty query (ErrBadRequest), where QuerySet and
+		// QuerySignature, as in process, say what it is (a review).
+		if !q.Set.IsZero() && q.Set.Len() == 0 {
+			return nil, &db.QueryError{Index: i, Err: fmt.Errorf("%w: an empty set", db.ErrEmptyDocument)}
+		}
+		if q.Signature != nil && len(q.Signature) == 0 {
+			return nil, &db.QueryError{Index: i, Err: fmt.Errorf("%w: 0 values", db.ErrInvalidSignature)}
+		}
 		if n := docBytes(db.Doc{Text: q.Text, Set: q.Set}); n > c.maxDoc && c.maxDoc > 0 {
 			what := "text"
 			if !q.Set.IsZero() {
@@ -1109,13 +1166,36 @@ func lines(ctx context.Context, body io.Reader, fn func(line []byte) (bool, erro
 // the transport says only "unexpected EOF" or "connection reset by peer".
 // It matches io.ErrUnexpectedEOF.
 func cutShort(err error) error {
+	if errors.Is(err, db.ErrClosed) {
+		return err // NB: this client's Close ended it (callBody)
+	}
 	if err == io.EOF {
 		err = io.ErrUnexpectedEOF
 	}
 	if !errors.Is(err, io.ErrUnexpectedEOF) {
 		err = fmt.Errorf("%w (%w)", io.ErrUnexpectedEOF, err)
 	}
-	return fmt.Errorf("lshdb: client: the server's answer was cut short (did the server stop?): what came before it is all there is: %w", err)
+	return connCut{fmt.Errorf("lshdb: client: the server's answer was cut short (did the server stop?): what came before it is all there is: %w", err)}
+}
+
+// connCut is an error that matches ErrConnectionCut (errors.Is) in words
+// of its own: a stream or an answer the server's end cut part-way, which
+// matched none of the package's errors (a client user's review).
+type connCut struct{ error }
+
+func (e connCut) Is(target error) bool { return target == ErrConnectionCut }
+func (e connCut) Unwrap() error        { return e.error }
+
+// cutAnswer is err, the failure of reading an answer, as a connCut where
+// the connection ended under it (not a deadline, a cancel or Close).
+func cutAnswer(ctx context.Context, err error) error {
+	if (ctx != nil && ctx.Err() != nil) || isTimeout(err) || errors.Is(err, db.ErrClosed) {
+		return err
+	}
+	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) || errors.Is(err, net.ErrClosed) {
+		return connCut{err}
+	}
+	return err
 }
 
 // isTimeout says whether err is a timeout (the caller's HTTP client's, a

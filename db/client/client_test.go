@@ -1428,14 +1428,109 @@ func testStreamCutShort(t *testing.T, tail string) {
 	n := 0
 	for _, err := range c.Pairs(context.Background(), nil) {
 		if err != nil {
-			if n != 2 || !errors.Is(err, io.ErrUnexpectedEOF) || !strings.Contains(err.Error(), "cut short") {
-				t.Fatalf("after %d pairs: %v; want the two pairs, then an ErrUnexpectedEOF that says the answer was cut short", n, err)
+			// NB: ErrConnectionCut too, which a caller retries on: the
+			// cut stream matched none of the package's errors (a review).
+			if n != 2 || !errors.Is(err, io.ErrUnexpectedEOF) || !errors.Is(err, client.ErrConnectionCut) || !strings.Contains(err.Error(), "cut short") {
+				t.Fatalf("after %d pairs: %v; want the two pairs, then an ErrUnexpectedEOF and ErrConnectionCut that says the answer was cut short", n, err)
 			}
 			return
 		}
 		n++
 	}
 	t.Fatalf("%d pairs and no error: the cut stream was taken for a whole one", n)
+}
+
+// Ensure that Close ends a call in flight, as db.DB.Close does: a Pairs
+// loop that closed the client after its first pair went on to the
+// stream's end (380,000 pairs in a review), with no error. The server
+// here sends one pair and then nothing until its request ends; the
+// loop must end with db.ErrClosed, and the server's request be cut.
+func TestCloseEndsCallsInFlight(t *testing.T) {
+	d := open(t, &db.Options{NoSync: true})
+	api := httpapi.Handler(d, nil)
+	cut := make(chan struct{})
+	base, _ := serveTCP(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v1/pairs" {
+			api.ServeHTTP(w, r)
+			return
+		}
+		io.WriteString(w, `{"a":"a","b":"b","jaccard":1}`+"\n")
+		if err := http.NewResponseController(w).Flush(); err != nil {
+			t.Error(err)
+			return
+		}
+		select {
+		case <-r.Context().Done():
+			close(cut)
+		case <-time.After(time.Minute):
+		}
+	}))
+	c, err := client.Open(base, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	start := time.Now()
+	for _, err := range c.Pairs(context.Background(), nil) {
+		if err != nil {
+			if n != 1 || !errors.Is(err, db.ErrClosed) || errors.Is(err, client.ErrConnectionCut) {
+				t.Fatalf("after %d pairs: %v; want the pair, then db.ErrClosed", n, err)
+			}
+			break
+		}
+		n++
+		if err := c.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n != 1 {
+		t.Fatalf("%d pairs and no error after Close", n)
+	}
+	select {
+	case <-cut:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the server's request was not cut by the client's Close")
+	}
+	if el := time.Since(start); el > 30*time.Second {
+		t.Fatalf("Pairs ended %v after Close", el)
+	}
+	if _, err := c.Count(); !errors.Is(err, db.ErrClosed) {
+		t.Fatalf("Count after Close: %v, want db.ErrClosed", err)
+	}
+}
+
+// Ensure that QueryMany refuses an empty set and an empty signature with
+// the errors db.DB.QueryMany gives (ErrEmptyDocument, ErrInvalidSignature),
+// as QuerySet and QuerySignature do: the empty list was left out of the
+// request, and the server's ErrBadRequest came back (a review). The
+// oracle: the embedded index's own QueryMany.
+func TestQueryManyEmptySetAndSignature(t *testing.T) {
+	d := open(t, &db.Options{NoSync: true})
+	if err := d.Put(db.Doc{ID: "a", Text: "a text of a few words, stored"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	base, _ := serveTCP(t, httpapi.Handler(d, nil))
+	c, err := client.Open(base, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for _, q := range []struct {
+		in   db.QueryInput
+		want error
+	}{
+		{db.QueryInput{Set: db.Tokens()}, db.ErrEmptyDocument},
+		{db.QueryInput{Set: db.Hashes()}, db.ErrEmptyDocument},
+		{db.QueryInput{Signature: []uint32{}}, db.ErrInvalidSignature},
+	} {
+		qs := []db.QueryInput{{ID: "a"}, q.in}
+		_, inProcess := d.QueryMany(context.Background(), qs, nil)
+		_, got := c.QueryMany(context.Background(), qs, nil)
+		var qe *db.QueryError
+		if !errors.Is(inProcess, q.want) || !errors.Is(got, q.want) || !errors.As(got, &qe) || qe.Index != 1 || errors.Is(got, httpapi.ErrBadRequest) {
+			t.Errorf("QueryMany with %+v: in process %v, through the client %v; want %v for query 1 both ways", q.in, inProcess, got, q.want)
+		}
+	}
 }
 
 // Ensure that a stream whose server is killed before it answers (a
