@@ -28,7 +28,11 @@
 // as it is, and Open too: a service that calls an index through this
 // package sets Options.Timeout and Options.OpenTimeout (the lshdb
 // command waits 15 s for a server's first answer), and passes contexts
-// with deadlines to the methods that take one.
+// with deadlines to the methods that take one. A write whose timeout or
+// context ends after its request was sent returns the context's error,
+// and may still be applied by the server (a stopped server applies it
+// when it resumes): read it back, or write it again (a document put
+// again replaces itself).
 //
 // Caveat: JSON strings are UTF-8. A text that is not valid UTF-8 reaches
 // the server with each invalid byte replaced by U+FFFD (which shingles
@@ -293,7 +297,8 @@ func (c *Client) MaxDocBytes() int { return c.maxDoc }
 // MaxBodyBytes returns the server's bound on a request body
 // (httpapi.Options.MaxBodyBytes, lshdb serve --max-body), read once by
 // Open: a PutBatch whose JSON is larger is refused with
-// httpapi.ErrBodyTooLarge and stores nothing. Negative: no bound; 0: the
+// httpapi.ErrBodyTooLarge and stores nothing (a document too large for a
+// request of its own, with db.ErrDocTooLarge too, before it is sent). Negative: no bound; 0: the
 // server did not say (an lshdb before it did, whose default was
 // httpapi.DefaultMaxBodyBytes).
 func (c *Client) MaxBodyBytes() int64 { return c.maxBody }
@@ -1643,7 +1648,10 @@ func (c *Client) fitsBody(d db.Doc) error {
 	if err := enc.Encode(httpapi.PutRequest{Docs: []httpapi.DocJSON{httpapi.DocIn(d)}}); err != nil || int64(n) <= c.maxBody {
 		return nil // NB: what json cannot encode, the put says
 	}
-	return fmt.Errorf("%w: %q takes %d bytes in a request, and the server takes at most %d (lshdb serve --max-body)", db.ErrDocTooLarge, d.ID, int64(n), c.maxBody)
+	// NB: both errors: a caller that splits its batches at
+	// ErrBodyTooLarge (as MaxBodyBytes says) learns that one document is
+	// too large for any (a review).
+	return fmt.Errorf("%w: %q takes %d bytes in a request, and the server takes at most %d (lshdb serve --max-body; %w)", db.ErrDocTooLarge, d.ID, int64(n), c.maxBody, httpapi.ErrBodyTooLarge)
 }
 
 // docBytes is what d counts toward the index's MaxDocBytes, as db counts

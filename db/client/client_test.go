@@ -1499,6 +1499,31 @@ func TestCloseEndsCallsInFlight(t *testing.T) {
 	}
 }
 
+// Ensure that a document too large for a request of its own (under the
+// index's MaxDocBytes, over the server's --max-body) is refused before it
+// is sent with both db.ErrDocTooLarge and httpapi.ErrBodyTooLarge, so
+// that a caller splitting its batches at ErrBodyTooLarge, as
+// MaxBodyBytes says, sees it too (it was ErrDocTooLarge alone: a review);
+// a batch of small documents over the bound is ErrBodyTooLarge alone.
+func TestDocOverTheBodyBound(t *testing.T) {
+	d := open(t, &db.Options{NoSync: true})
+	c := server(t, d, &httpapi.Options{MaxBodyBytes: 1500}, "")["tcp"]
+	err := c.Put(db.Doc{ID: "big", Text: strings.Repeat("a word ", 300)}, nil)
+	if !errors.Is(err, db.ErrDocTooLarge) || !errors.Is(err, httpapi.ErrBodyTooLarge) {
+		t.Errorf("one document over the body bound: %v; want ErrDocTooLarge and ErrBodyTooLarge", err)
+	}
+	var docs []db.Doc
+	for i := range 10 {
+		docs = append(docs, db.Doc{ID: fmt.Sprint("d", i), Text: strings.Repeat("word ", 40)})
+	}
+	if _, err := c.PutBatch(docs, nil); !errors.Is(err, httpapi.ErrBodyTooLarge) || errors.Is(err, db.ErrDocTooLarge) {
+		t.Errorf("a batch over the body bound: %v; want ErrBodyTooLarge alone", err)
+	}
+	if n, err := d.Count(); err != nil || n != 0 {
+		t.Errorf("%d documents stored, %v; want none", n, err)
+	}
+}
+
 // Ensure that QueryMany refuses an empty set and an empty signature with
 // the errors db.DB.QueryMany gives (ErrEmptyDocument, ErrInvalidSignature),
 // as QuerySet and QuerySignature do: the empty list was left out of the
