@@ -953,6 +953,10 @@ with exit 0. Not on Redis.`,
 					// one that failed may be stored in part (a review: 873
 					// documents of it were, uncounted here).
 					what = fmt.Sprintf("%s stored before the failure, and maybe part of the batch that failed (on Redis a build writes batches of documents: it is not atomic; lshdb check --repair finishes or removes what the failed batch left)", counted(res.Stored, "document", "documents"))
+					if errors.Is(err, db.ErrNotExist) {
+						// NB: as insert's (above): Redis lost the index.
+						what = fmt.Sprintf("%s stored before the failure, gone with the index since (Redis lost it: build again once it is restored or made again)", counted(res.Stored, "document", "documents"))
+					}
 				}
 				var re *docio.RecordError
 				switch {
@@ -1472,6 +1476,12 @@ after committing what was read and says where to continue.`,
 				maybe := ""
 				if w.doubt != "" {
 					maybe = fmt.Sprintf(", and perhaps the next batch, through %s (the answer of the process that owns the index was lost: it may have written them)", w.doubt)
+				}
+				if w.sum.Inserted > 0 && db.IsRedisURL(a.dbDir) && errors.Is(err, db.ErrNotExist) {
+					// NB: the index they went into is gone (Redis lost
+					// it): counted as committed, they read as kept, and a
+					// resume plan started after them (a review).
+					maybe += " (gone with the index since: write them again once it is restored or made again)"
 				}
 				return stoppedErr("committed "+counted(w.sum.Inserted, "document", "documents"), w.through, maybe, err)
 			}
