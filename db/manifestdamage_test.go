@@ -220,9 +220,7 @@ func TestOpenRefusesManifestDamage(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := filepath.Join(img, filepath.Base(manifest))
-	b := bytes.Clone(orig[filepath.Base(manifest)])
-	b = append(b, 0xef, 0xbe, 0xad, 0xde, 4, 0, chunkLegacyFull, 1, 2, 3, 4) // NB: a chunk whose checksum fails
-	b = append(b, orig[filepath.Base(manifest)][offsets[nrec-1]:offsets[nrec]]...)
+	b := damagedThenWhole(orig[filepath.Base(manifest)], offsets)
 	if err := os.WriteFile(m, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -370,6 +368,16 @@ func TestManifestScanAgainstPebbleWriter(t *testing.T) {
 	}
 }
 
+// damagedThenWhole returns the manifest sound, whose records begin at
+// offsets (manifestRecords), followed by a chunk whose checksum fails and
+// then a whole record (a copy of its last): damage before a record, which
+// is refused, not a torn tail.
+func damagedThenWhole(sound []byte, offsets []int64) []byte {
+	nrec := len(offsets) - 1
+	b := append(bytes.Clone(sound), 0xef, 0xbe, 0xad, 0xde, 4, 0, chunkLegacyFull, 1, 2, 3, 4)
+	return append(b, sound[offsets[nrec-1]:offsets[nrec]]...)
+}
+
 // Ensure that cutManifest cuts the manifest that an accepting open read
 // at its damage when Pebble still has it as its current one, leaving its
 // copy, so that the next open reads the records before the damage with
@@ -403,10 +411,7 @@ func TestCutManifest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Damage after the last record, then a whole record (a copy of the
-	// last), as TestOpenRefusesManifestDamage appends them.
-	damaged := append(bytes.Clone(sound), 0xef, 0xbe, 0xad, 0xde, 4, 0, chunkLegacyFull, 1, 2, 3, 4)
-	damaged = append(damaged, sound[offsets[nrec-1]:offsets[nrec]]...)
+	damaged := damagedThenWhole(sound, offsets)
 	if err := os.WriteFile(manifest, damaged, 0o644); err != nil {
 		t.Fatal(err)
 	}

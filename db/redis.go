@@ -337,18 +337,11 @@ func (db *DB) startHeartbeat(every time.Duration) {
 				// NB: for good: an index made again under the name (other
 				// parameters, maybe) is not this handle's.
 			} else if m, err := db.rkv.Manifest(ctx); err == nil && (m == nil || !sameInstance(m, instance)) {
-				gone = true
-				db.gone.Store(true)
 				// NB: dropped and made again between two heartbeats (with
 				// other parameters, maybe): the handle went on writing its
 				// own bands into the new index (a maintainer review's K7).
-				what := "gone from Redis (dropped, or lost with a restart without persistence)"
-				if m != nil {
-					what = "another index's: it was dropped and made again under its name"
-				}
-				db.opts.Logger.Error("lshdb: the index's manifest is "+what+": this handle's writes are refused from now on; close it, and restore or create the index again", "index", db.dir)
-				// NB: a registration a drop between the two reads left.
-				db.rkv.Unregister(ctx, db.writer)
+				gone = true
+				db.markGone(manifestGone(m))
 			} else if err := db.rkv.Register(ctx, db.writer); err != nil && db.closing.Err() == nil {
 				db.opts.Logger.Warn("lshdb: saying this writable handle is alive (lshdb drop and check --repair see it so)", "err", redisErr(err))
 			}
@@ -486,15 +479,29 @@ func (db *DB) manifestThere(ctx context.Context) error {
 	if m != nil && sameInstance(m, db.man.Instance) {
 		return nil
 	}
-	if !db.gone.Swap(true) {
-		what := "gone from Redis (lost with a restart without persistence, evicted, or dropped)"
-		if m != nil {
-			what = "another index's: it was dropped and made again under its name"
-		}
-		db.opts.Logger.Error("lshdb: the index's manifest is "+what+": this handle's writes are refused from now on; close it, and restore or create the index again", "index", db.dir)
-		db.unregister() // NB: as the heartbeat does
-	}
+	db.markGone(manifestGone(m))
 	return db.indexGoneErr()
+}
+
+// manifestGone says what became of the manifest m that a handle found in
+// place of its index's (nil: none).
+func manifestGone(m []byte) string {
+	if m != nil {
+		return "'s manifest is another index's: it was dropped and made again under its name"
+	}
+	return "'s manifest is gone from Redis (lost with a restart without persistence, evicted, or dropped)"
+}
+
+// markGone marks the handle's index gone (DB.gone): its writes are
+// refused from then on (indexGoneErr). The first time, it says what
+// became of the index ("the index" what) and takes back the handle's
+// registration (one a drop between two reads left, or the heartbeat's).
+func (db *DB) markGone(what string) {
+	if db.gone.Swap(true) {
+		return
+	}
+	db.opts.Logger.Error("lshdb: the index"+what+": this handle's writes are refused from now on; close it, and restore or create the index again", "index", db.dir)
+	db.unregister()
 }
 
 // redisWrite writes prepared documents (unique ids); it returns how many
@@ -531,10 +538,7 @@ func (db *DB) redisWrite(preps []prepared) (int, error) {
 		if m, merr := db.rkv.Manifest(db.redisWriteCtx()); merr == nil && m != nil && sameInstance(m, db.man.Instance) {
 			return 0, corruptRepairable("%s: the index's counters are gone from Redis (lost with a restart without persistence, or evicted) while its manifest is there: no id of this write was written; stop every writer, and lshdb check --repair puts them back", db.dir)
 		}
-		if !db.gone.Swap(true) {
-			db.opts.Logger.Error("lshdb: the index is gone from Redis (lost with a restart without persistence, evicted, or dropped): this handle's writes are refused from now on; close it, and restore or create the index again", "index", db.dir)
-			db.unregister() // NB: as the heartbeat does
-		}
+		db.markGone(" is gone from Redis (lost with a restart without persistence, evicted, or dropped)")
 		return 0, db.indexGoneErr()
 	}
 	if err != nil {

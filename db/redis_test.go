@@ -69,8 +69,7 @@ func redisURL(t testing.TB, suffix ...string) string {
 	case redisErrOnce != nil:
 		t.Fatal(redisErrOnce)
 	}
-	name := strings.NewReplacer("/", "-", " ", "-", ":", "-").Replace(t.Name() + strings.Join(suffix, ""))
-	u := "redis+cluster://" + strings.Join(redisCluster.Addrs, ",") + "/" + name
+	u := "redis+cluster://" + strings.Join(redisCluster.Addrs, ",") + "/" + redisName(t, suffix...)
 	s, err := rediskv.Open(context.Background(), u)
 	if err != nil {
 		t.Fatal(err)
@@ -80,6 +79,36 @@ func redisURL(t testing.TB, suffix ...string) string {
 	}
 	t.Cleanup(func() { s.Flush(context.Background()); s.Close() })
 	return u
+}
+
+// redisName is the name of the test's index on Redis (redisURL's).
+func redisName(t testing.TB, suffix ...string) string {
+	return strings.NewReplacer("/", "-", " ", "-", ":", "-").Replace(t.Name() + strings.Join(suffix, ""))
+}
+
+// rawRedis returns a client of the test cluster, for keys a test removes
+// by hand, and the name of the test's index (its keys are lshdb:NAME:…).
+func rawRedis(t *testing.T) (*redis.ClusterClient, string) {
+	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: redisCluster.Addrs})
+	t.Cleanup(func() { c.Close() })
+	return c, redisName(t)
+}
+
+// writerOfTwenty opens a writable handle of the index at u with o, closed
+// when the test ends, and puts 20 documents through it (before0, …),
+// stored before the loss that each text names.
+func writerOfTwenty(t *testing.T, u string, o *Options, loss string) *DB {
+	w, err := Open(u, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close() })
+	for i := range 20 {
+		if err := w.Put(Doc{ID: fmt.Sprint("before", i), Text: fmt.Sprint("a document stored before ", loss, ", number ", i)}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return w
 }
 
 // Ensure that random puts, upserts, deletes, queries, Get, Explain,
@@ -2058,16 +2087,7 @@ func TestRedisHeartbeatOfDroppedIndex(t *testing.T) {
 func TestRedisPutAfterTheIndexWasLost(t *testing.T) {
 	u := redisURL(t)
 	ctx := context.Background()
-	w, err := Open(u, nil) // NB: the heartbeat of 30 s does not come
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	for i := range 20 {
-		if err := w.Put(Doc{ID: fmt.Sprint("before", i), Text: fmt.Sprint("a document stored before Redis lost its data, number ", i)}, nil); err != nil {
-			t.Fatal(err)
-		}
-	}
+	w := writerOfTwenty(t, u, nil, "Redis lost its data") // NB: the heartbeat of 30 s does not come
 	s, err := rediskv.Open(ctx, u)
 	if err != nil {
 		t.Fatal(err)
@@ -2116,23 +2136,12 @@ func TestRedisPutAfterTheManifestWasLost(t *testing.T) {
 	u := redisURL(t)
 	ctx := context.Background()
 	var log syncBuffer
-	w, err := Open(u, &Options{Logger: slog.New(slog.NewTextHandler(&log, nil))}) // NB: the heartbeat of 30 s does not come
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	for i := range 20 {
-		if err := w.Put(Doc{ID: fmt.Sprint("before", i), Text: fmt.Sprint("a document stored before the manifest went, number ", i)}, nil); err != nil {
-			t.Fatal(err)
-		}
-	}
-	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: redisCluster.Addrs})
-	defer c.Close()
-	name := strings.NewReplacer("/", "-", " ", "-", ":", "-").Replace(t.Name())
+	w := writerOfTwenty(t, u, &Options{Logger: slog.New(slog.NewTextHandler(&log, nil))}, "the manifest went") // NB: the heartbeat of 30 s does not come
+	c, name := rawRedis(t)
 	if n, err := c.Del(ctx, "lshdb:"+name+":manifest").Result(); err != nil || n != 1 {
 		t.Fatalf("deleting the manifest: %d keys, %v", n, err)
 	}
-	err = w.Put(Doc{ID: "after", Text: "a document put after the manifest went"}, nil)
+	err := w.Put(Doc{ID: "after", Text: "a document put after the manifest went"}, nil)
 	if !errors.Is(err, ErrNotExist) || !strings.Contains(err.Error(), "nothing was written") {
 		t.Fatalf("Put after the manifest went: %v, want ErrNotExist saying nothing was written", err)
 	}
@@ -2161,23 +2170,12 @@ func TestRedisPutAfterTheManifestWasLost(t *testing.T) {
 func TestRedisPutAfterTheCountersWereLost(t *testing.T) {
 	u := redisURL(t)
 	ctx := context.Background()
-	w, err := Open(u, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	for i := range 20 {
-		if err := w.Put(Doc{ID: fmt.Sprint("before", i), Text: fmt.Sprint("a document stored before the counters went, number ", i)}, nil); err != nil {
-			t.Fatal(err)
-		}
-	}
-	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: redisCluster.Addrs})
-	defer c.Close()
-	name := strings.NewReplacer("/", "-", " ", "-", ":", "-").Replace(t.Name())
+	w := writerOfTwenty(t, u, nil, "the counters went")
+	c, name := rawRedis(t)
 	if err := c.Del(ctx, "{lshdb:"+name+"}:counters").Err(); err != nil {
 		t.Fatal(err)
 	}
-	err = w.Put(Doc{ID: "after", Text: "a document put after the counters went"}, nil)
+	err := w.Put(Doc{ID: "after", Text: "a document put after the counters went"}, nil)
 	if !errors.Is(err, ErrCorrupt) || !Repairable(err) || errors.Is(err, ErrNotExist) {
 		t.Fatalf("Put after the counters went: %v, want a repairable ErrCorrupt", err)
 	}
@@ -2214,9 +2212,7 @@ func TestRedisCreateRefusesLeftovers(t *testing.T) {
 		t.Fatal(err)
 	}
 	d.Close()
-	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: redisCluster.Addrs})
-	defer c.Close()
-	name := strings.NewReplacer("/", "-", " ", "-", ":", "-").Replace(t.Name())
+	c, name := rawRedis(t)
 	if err := c.Del(ctx, "lshdb:"+name+":manifest").Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -2277,9 +2273,7 @@ func TestRedisCreateRefusesLeftoversWithoutItsFirstKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	other.Close()
-	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: redisCluster.Addrs})
-	defer c.Close()
-	name := strings.NewReplacer("/", "-", " ", "-", ":", "-").Replace(t.Name())
+	c, name := rawRedis(t)
 	for _, k := range []string{"lshdb:" + name + ":manifest", "{lshdb:" + name + "}:counters", "lshdb:" + name + ":d:1", "lshdb:" + name + ":x"} {
 		if err := c.Del(ctx, k).Err(); err != nil {
 			t.Fatal(err)

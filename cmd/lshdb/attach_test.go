@@ -36,13 +36,7 @@ var volatile = regexp.MustCompile(`("disk_bytes":|"log_bytes":|on disk )\d+(\.\d
 // in process on an identical index (stdout, stderr and exit status), and
 // that writes through them leave the two indexes with the same documents.
 func TestAttachMatchesInProcess(t *testing.T) {
-	root := shortDir(t)
-	local, served := filepath.Join(root, "a"), filepath.Join(root, "b")
-	for _, dir := range []string{local, served} {
-		if _, errOut, code := runLine([]string{"insert", "--db", dir, "../../testdata/cmd/inputs/docs.jsonl"}, ""); code != 0 {
-			t.Fatal(errOut)
-		}
-	}
+	local, served := twinIndexes(t)
 	out, _, _ := runLine([]string{"buckets", "--db", local, "--top", "1", "--output", "json"}, "")
 	var bs struct {
 		Hottest []struct {
@@ -165,13 +159,7 @@ func TestAttachMatchesInProcess(t *testing.T) {
 // says, and print what they print in process, with the same documents
 // stored: they said "--db DIR is required" (a review).
 func TestWritesThroughAddr(t *testing.T) {
-	root := shortDir(t)
-	local, served := filepath.Join(root, "a"), filepath.Join(root, "b")
-	for _, dir := range []string{local, served} {
-		if _, errOut, code := runLine([]string{"insert", "--db", dir, "../../testdata/cmd/inputs/docs.jsonl"}, ""); code != 0 {
-			t.Fatal(errOut)
-		}
-	}
+	local, served := twinIndexes(t)
 	_, tcp, log, stop := startServe(t, "--db", served, "--addr", "127.0.0.1:0", "--token", "tok")
 	t.Setenv("LSHDB_TOKEN", "tok")
 	for _, w := range []struct {
@@ -197,6 +185,19 @@ func TestWritesThroughAddr(t *testing.T) {
 	if !reflect.DeepEqual(a, b) || !ra.OK() || !rb.OK() {
 		t.Errorf("after the writes: %d documents in process, %d through --addr; checks %v %v", len(a), len(b), ra.OK(), rb.OK())
 	}
+}
+
+// twinIndexes makes two indexes of the same documents (the commands'
+// docs.jsonl): one for commands in process, one to serve.
+func twinIndexes(t *testing.T) (local, served string) {
+	root := shortDir(t)
+	local, served = filepath.Join(root, "a"), filepath.Join(root, "b")
+	for _, dir := range []string{local, served} {
+		if _, errOut, code := runLine([]string{"insert", "--db", dir, "../../testdata/cmd/inputs/docs.jsonl"}, ""); code != 0 {
+			t.Fatal(errOut)
+		}
+	}
+	return local, served
 }
 
 func mustMarshal(t *testing.T, v any) []byte {

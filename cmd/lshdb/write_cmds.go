@@ -948,15 +948,15 @@ with exit 0. Not on Redis.`,
 					// failure stay, and none had been written.
 					what = "no document stored before the failure (on Redis a build writes batches of documents: it is not atomic, and the batch that failed may be stored in part: lshdb check --repair finishes or removes it)"
 				}
-				if res.Stored > 0 {
+				switch {
+				case res.Stored > 0 && errors.Is(err, db.ErrNotExist):
+					// NB: as insert's (below): Redis lost the index.
+					what = fmt.Sprintf("%s stored before the failure, gone with the index since (Redis lost it: build again once it is restored or made again)", counted(res.Stored, "document", "documents"))
+				case res.Stored > 0:
 					// NB: on Redis a load writes batches (db.Load). The
 					// one that failed may be stored in part (a review: 873
 					// documents of it were, uncounted here).
 					what = fmt.Sprintf("%s stored before the failure, and maybe part of the batch that failed (on Redis a build writes batches of documents: it is not atomic; lshdb check --repair finishes or removes what the failed batch left)", counted(res.Stored, "document", "documents"))
-					if errors.Is(err, db.ErrNotExist) {
-						// NB: as insert's (above): Redis lost the index.
-						what = fmt.Sprintf("%s stored before the failure, gone with the index since (Redis lost it: build again once it is restored or made again)", counted(res.Stored, "document", "documents"))
-					}
 				}
 				var re *docio.RecordError
 				switch {

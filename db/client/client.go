@@ -457,7 +457,7 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, body
 			// connection, whose dial fails.
 			return nil, fmt.Errorf("lshdb: client: no server answers (it stopped, or was killed before it answered): %w", err)
 		}
-		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) || errors.Is(err, net.ErrClosed) {
+		if connEnded(err) {
 			// NB: a server stopping closes its idle connections, and a
 			// request sent on one as it closed met a bare "connection
 			// reset by peer" or "use of closed network connection".
@@ -1197,10 +1197,16 @@ func cutAnswer(ctx context.Context, err error) error {
 	if (ctx != nil && ctx.Err() != nil) || isTimeout(err) || errors.Is(err, db.ErrClosed) {
 		return err
 	}
-	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) || errors.Is(err, net.ErrClosed) {
+	if connEnded(err) {
 		return connCut{err}
 	}
 	return err
+}
+
+// connEnded says whether err is a connection's end under a call: the
+// server stopping, killed or restarted.
+func connEnded(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) || errors.Is(err, net.ErrClosed)
 }
 
 // isTimeout says whether err is a timeout (the caller's HTTP client's, a
