@@ -637,6 +637,77 @@ func TestPairsOfSignatures(t *testing.T) {
 	}
 }
 
+// Ensure that a query of at least identicalSets candidates, which verifies
+// each distinct set once, does not give a candidate the verdict of another
+// whose 32-bit set is equal only by a collision of the hashes (sets mode:
+// "iprqg" and "pcupq", as in TestSetsCollisionNotGrouped): their
+// signatures differ, and so do their estimates. The query's signature
+// takes every band but the last from "iprqg" and the last from "pcupq", so
+// both are candidates; at 0.5 the first's copies match and the second does
+// not. The oracle: minhash.Estimate of the query's and each stored
+// document's signatures (a reviewer's C2: the second was reported with the
+// first one's estimate).
+func TestSetsCollisionQueryVerdicts(t *testing.T) {
+	d := mustOpen(t, t.TempDir(), &Options{Storage: StorageSets})
+	defer d.Close()
+	var docs []Doc
+	for i := range identicalSets + 10 {
+		docs = append(docs, Doc{ID: fmt.Sprintf("x%03d", i), Text: "iprqg"})
+	}
+	docs = append(docs, Doc{ID: "y", Text: "pcupq"})
+	if _, err := d.PutBatch(docs, nil); err != nil {
+		t.Fatal(err)
+	}
+	x, err := d.Get("x000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	y, err := d.Get("y")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(x.Shingles, y.Shingles) || slices.Equal(x.Signature, y.Signature) {
+		t.Fatalf("not a 32-bit collision: sets %x %x", x.Shingles, y.Shingles)
+	}
+	b := d.Params().Bands
+	q := slices.Clone(x.Signature)
+	last := (b.B - 1) * b.R
+	copy(q[last:last+b.R], y.Signature[last:last+b.R])
+	const threshold = 0.5
+	res, err := d.QuerySignature(context.Background(), q, &QueryOptions{Threshold: threshold})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Candidates != len(docs) {
+		t.Fatalf("%d candidates, want all %d documents", res.Candidates, len(docs))
+	}
+	var want []string
+	for _, doc := range docs {
+		sd, err := d.Get(doc.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if minhash.Estimate(q, sd.Signature) >= threshold {
+			want = append(want, doc.ID)
+		}
+	}
+	var got []string
+	for _, m := range res.Matches {
+		sd, err := d.Get(m.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e := minhash.Estimate(q, sd.Signature); m.Estimate != e {
+			t.Errorf("%s: estimate %v, want %v", m.ID, m.Estimate, e)
+		}
+		got = append(got, m.ID)
+	}
+	slices.Sort(got)
+	if !slices.Equal(got, want) || slices.Contains(want, "y") {
+		t.Errorf("%d matches (y among them: %v), want the %d copies of x (%v)", len(got), slices.Contains(got, "y"), identicalSets+10, len(want))
+	}
+}
+
 // signOfTokens is the index's signature of a set of tokens, computed
 // outside it.
 func signOfTokens(t *testing.T, d *DB, toks []string) []uint32 {

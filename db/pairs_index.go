@@ -157,16 +157,8 @@ func (p *indexPart) add(n uint64, view *codec.DocView, now int64) error {
 	p.nums = append(p.nums, n)
 	p.ids = append(p.ids, string(view.ID))
 	p.sizes = append(p.sizes, uint32(view.SetLen))
-	fp := view.SetFingerprint()
-	if view.Version != 1 && view.HasSet() && view.HasSignature() {
-		// NB: sets mode: equal 32-bit sets may come of different shingle
-		// sets (a collision of the 32-bit hashes), whose signatures, of
-		// the 64-bit hashes, differ. Grouped by the set alone, such a pair
-		// was reported at Jaccard 1 with no band in common, where query
-		// and explain do not find it. Grouped by set and signature.
-		p.sig = view.AppendSignature(p.sig[:0])
-		fp ^= codec.SetFingerprint(p.sig)
-	}
+	var fp uint64
+	fp, p.sig = groupFingerprint(view, p.sig)
 	p.fps = append(p.fps, fp)
 	if p.skBytes > 0 {
 		at := len(p.sketches)
@@ -180,6 +172,26 @@ func (p *indexPart) add(n uint64, view *codec.DocView, now int64) error {
 		p.sketches, p.sketched = sk, append(p.sketched, ok)
 	}
 	return nil
+}
+
+// groupFingerprint is the fingerprint by which Pairs groups identical
+// sets, and a query reuses the verdict of an identical set (identicalSets):
+// the verification set's, and in sets mode the signature's too. It returns
+// scratch, which holds the signature where it read it.
+//
+// NB: sets mode: equal 32-bit sets may come of different shingle sets (a
+// collision of the 32-bit hashes), whose signatures, of the 64-bit hashes,
+// differ. Grouped by the set alone, such a pair was reported at Jaccard 1
+// with no band in common, where query and explain do not find it; and a
+// query gave the second the first one's estimate (an estimate-only query,
+// its verdict: a reviewer's C2).
+func groupFingerprint(view *codec.DocView, scratch []uint32) (uint64, []uint32) {
+	fp := view.SetFingerprint()
+	if view.Version != 1 && view.HasSet() && view.HasSignature() {
+		scratch = view.AppendSignature(scratch[:0])
+		fp ^= codec.SetFingerprint(scratch)
+	}
+	return fp, scratch
 }
 
 // fill fills x from parts, in doc-number order, and groups identical

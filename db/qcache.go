@@ -17,10 +17,15 @@ import (
 //     candidate's verification elements (text mode: its shingle hashes as
 //     the text gives them; sets mode: its widened 32-bit set) once a query
 //     derived them, and its signature once a query derived it (a match).
-//     A record never changes under its number (doc numbers are never
-//     reused: an upsert gets a new one, see writeLockedCount and Load), so
-//     a doc entry never goes stale; a deleted document's entry is dropped
-//     (forget) and could not be asked for anyway: no posting names it.
+//     A write never changes a record under its number (doc numbers are
+//     never reused: an upsert gets a new one, see writeLockedCount and
+//     Load); a deleted document's entry is dropped (forget) and could not
+//     be asked for anyway: no posting names it. Only Repair rewrites
+//     records under their numbers: it drops their entries once its write
+//     is visible, and from then on no query whose view is older than the
+//     repair caches a record (rewrote: docFloor), or one that read the
+//     record as it was would cache it after the drop and answer every
+//     later query from it (a reviewer's C1).
 //   - a list entry, by posting key: the live doc numbers of the posting
 //     list, tagged with the version of the view they were read from (the
 //     counters record, read through the query's own iterator). Every write
@@ -97,6 +102,10 @@ type cacheShard struct {
 	changed    []codec.Counters
 	changedLog uint
 	floor      codec.Counters
+	// docFloor is the version of the latest repair that rewrote records
+	// under their numbers: a doc entry read from an older view is not
+	// kept (see rewrote).
+	docFloor codec.Counters
 	// listHits counts the list entries served, listAcross those of them
 	// served to a view of another version than their own, listStale the
 	// entries found but not served (changed since, or read before a
@@ -214,12 +223,17 @@ func (c *queryCache) getDoc(n uint64) (cachedDoc, bool) {
 	return s.viewDoc(i), true
 }
 
-// putDoc caches what d holds of doc n, keeping what the cache already has
-// that d lacks. It copies d's parts: the caller keeps its slices.
-func (c *queryCache) putDoc(n uint64, d cachedDoc) {
+// putDoc caches what d holds of doc n, read from a view of version,
+// keeping what the cache already has that d lacks. It copies d's parts:
+// the caller keeps its slices. A view older than the latest repair's keeps
+// nothing (see rewrote).
+func (c *queryCache) putDoc(n uint64, d cachedDoc, version codec.Counters) {
 	s := c.docShard(n)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if newerVersion(s.docFloor, version) {
+		return
+	}
 	if i, ok := s.docs[n]; ok {
 		if d.elems == nil || d.sig == nil {
 			old := s.viewDoc(i)
@@ -289,6 +303,24 @@ func (c *queryCache) forget(n uint64) {
 	defer s.mu.Unlock()
 	if i, ok := s.docs[n]; ok {
 		s.remove(i)
+	}
+}
+
+// rewrote records that a repair of version rewrote the records of nums
+// under their numbers, once its write is visible: it drops their entries,
+// and no query whose view is older than version caches a record from then
+// on. NB: a query's check (putDoc) and this drop take the shard's lock, so
+// an entry a query put from an older view is either dropped here or never
+// put.
+func (c *queryCache) rewrote(version codec.Counters, nums []uint64) {
+	for i := range c.shards {
+		s := &c.shards[i]
+		s.mu.Lock()
+		s.docFloor = version
+		s.mu.Unlock()
+	}
+	for _, n := range nums {
+		c.forget(n)
 	}
 }
 

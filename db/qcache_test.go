@@ -153,7 +153,7 @@ func TestQueryCache(t *testing.T) {
 func TestQueryCacheBudget(t *testing.T) {
 	c := newQueryCache(cacheShards * 10000)
 	for n := range uint64(1000) {
-		c.putDoc(n, cachedDoc{id: "x", setLen: 100, elems: make([]uint64, 100)})
+		c.putDoc(n, cachedDoc{id: "x", setLen: 100, elems: make([]uint64, 100)}, codec.Counters{})
 	}
 	var bytes int64
 	docs := 0
@@ -169,7 +169,7 @@ func TestQueryCacheBudget(t *testing.T) {
 		t.Fatalf("%d of 1000 documents kept in %d bytes", docs, bytes)
 	}
 	checkCache(t, c)
-	c.putDoc(5000, cachedDoc{id: "big", elems: make([]uint64, 10000)})
+	c.putDoc(5000, cachedDoc{id: "big", elems: make([]uint64, 10000)}, codec.Counters{})
 	if _, ok := c.getDoc(5000); ok {
 		t.Fatal("an entry over a shard's budget was kept")
 	}
@@ -486,7 +486,7 @@ func TestQueryCacheDocPayload(t *testing.T) {
 		{id: "long", elems: []uint64{1, 2, 3, 4}, meta: []byte("0123456789abcdef0")},
 	}
 	for n, want := range cases {
-		c.putDoc(uint64(n), want)
+		c.putDoc(uint64(n), want, codec.Counters{})
 		got, ok := c.getDoc(uint64(n))
 		if !ok {
 			t.Fatalf("doc %d: not cached", n)
@@ -500,8 +500,8 @@ func TestQueryCacheDocPayload(t *testing.T) {
 		}
 	}
 	// A put with the signature only keeps the elements the entry had.
-	c.putDoc(3, cachedDoc{id: "x", setLen: 2, elems: []uint64{4, 5}})
-	c.putDoc(3, cachedDoc{id: "x", setLen: 2, sig: []uint32{1, 2, 3}})
+	c.putDoc(3, cachedDoc{id: "x", setLen: 2, elems: []uint64{4, 5}}, codec.Counters{})
+	c.putDoc(3, cachedDoc{id: "x", setLen: 2, sig: []uint32{1, 2, 3}}, codec.Counters{})
 	got, _ := c.getDoc(3)
 	if !slices.Equal(got.elems, []uint64{4, 5}) || !slices.Equal(got.sig, []uint32{1, 2, 3}) {
 		t.Fatalf("merged entry: %+v", got)

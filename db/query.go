@@ -248,6 +248,7 @@ type queryScratch struct {
 	pv       pebbleView // the query's view, on Pebble
 	nums     []uint64   // the candidates' doc numbers (prefetch)
 	same     map[setKey]verdict
+	groupSig []uint32 // groupFingerprint's scratch
 }
 
 // identicalSets is the number of candidates from which a query verifies
@@ -527,7 +528,8 @@ func (db *DB) query(ctx context.Context, v view, set []uint64, sig []uint32, siz
 		// identicalSets).
 		var key setKey
 		if same != nil && haveView && d.setLen > 0 {
-			key = setKey{d.setLen, view.SetFingerprint()}
+			key.n = d.setLen
+			key.fp, sc.groupSig = groupFingerprint(&view, sc.groupSig)
 		}
 		if v, ok := same[key]; ok && key.n > 0 {
 			if !v.ok {
@@ -627,7 +629,7 @@ func (db *DB) query(ctx context.Context, v view, set []uint64, sig []uint32, siz
 			if newSig {
 				put.sig = d.sig
 			}
-			cache.putDoc(n, put)
+			cache.putDoc(n, put, version)
 		}
 		if !ok || selfID != "" && d.id == selfID {
 			continue

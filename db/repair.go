@@ -529,6 +529,12 @@ func (db *DB) pebbleRepair(ctx context.Context) (RepairResult, error) {
 		wo = pebble.NoSync
 	}
 	if err := db.pebbleWrite(func() error { return b.Commit(wo) }); err != nil {
+		if db.qcache != nil {
+			// NB: nothing became visible: back to the stored version, as
+			// a failed load does, or no cached list would be served until
+			// later writes caught up with c (a reviewer's C3).
+			db.qcache.changingAll(db.counters)
+		}
 		return RepairResult{}, err
 	}
 	db.setCounters(c)
@@ -538,10 +544,11 @@ func (db *DB) pebbleRepair(ctx context.Context) (RepairResult, error) {
 				db.qcache.forget(d.n)
 			}
 		}
-		// NB: a query's cache kept what the record said (its set size).
-		for _, n := range rewritten {
-			db.qcache.forget(n)
-		}
+		// NB: a query's cache kept what the record said (its set size),
+		// and a query whose view is older than this write may still read
+		// it: rewrote drops the entries and keeps such queries from
+		// caching the record again.
+		db.qcache.rewrote(c, rewritten)
 	}
 	return res, nil
 }
