@@ -249,6 +249,9 @@ func (db *DB) loadLocked(ctx context.Context, docs iter.Seq2[Doc, error], o Load
 	prog := progressOf(ctx) // NB: Load ends it
 	prog.phase(1, 4, "reading documents", 0)
 	if err := l.readAndPrepare(ctx, docs); err != nil {
+		if y, ok := errors.AsType[docsError](err); ok {
+			return LoadResult{}, false, y.err // unchanged, as Load says
+		}
 		return LoadResult{}, false, classify(err)
 	}
 	// NB: each stored id is looked up here (a replaced document's record
@@ -427,6 +430,15 @@ func (l *loader) readAndPrepare(ctx context.Context, docs iter.Seq2[Doc, error])
 	return err
 }
 
+// docsError is an error that Load's docs yielded, kept apart from the
+// load's own on its way out: Load returns it unchanged, where classify
+// made one wrapping ENOSPC an ErrDiskFull of the index's disk, and one
+// wrapping a codec error an ErrCorrupt of the index (a code review's C4).
+type docsError struct{ err error }
+
+func (e docsError) Error() string { return e.err.Error() }
+func (e docsError) Unwrap() error { return e.err }
+
 // readChunks pulls docs and sends them on in chunks, until docs ends, it
 // fails, or ctx ends. It closes out.
 func (l *loader) readChunks(ctx context.Context, docs iter.Seq2[Doc, error], out chan<- loadBatch) error {
@@ -449,7 +461,7 @@ func (l *loader) readChunks(ctx context.Context, docs iter.Seq2[Doc, error], out
 	done := ctx.Done()
 	for d, err := range seqs.Caller(docs) {
 		if err != nil {
-			return err
+			return docsError{err}
 		}
 		// NB: checked at every document, not only at a chunk's send: a
 		// slow stream (a document a second) kept a cancelled Load, and a

@@ -18,6 +18,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -618,31 +619,38 @@ func TestPutBatchContextGivesUp(t *testing.T) {
 }
 
 // Ensure that an error yielded by the caller's iterator ends the load at
-// once with that error, unchanged, and stores nothing.
+// once with that error, unchanged, and stores nothing: one that wraps
+// ENOSPC (the input's own disk) or a codec error too, which came back as
+// the index's ErrDiskFull and ErrCorrupt (a code review's C4).
 func TestLoadIteratorError(t *testing.T) {
 	d := mustOpen(t, t.TempDir(), nil)
 	defer d.Close()
 	before := indexState(t, d)
-	bad := errors.New("input.jsonl:6: malformed record")
-	var yielded atomic.Int64
-	docs := func(yield func(Doc, error) bool) {
-		for d, err := range stopDocs(200000, -1, &yielded, nil) {
-			if yielded.Load() == 6 {
-				err = bad
-			}
-			if !yield(d, err) {
-				return
+	for _, bad := range []error{
+		errors.New("input.jsonl:6: malformed record"),
+		fmt.Errorf("reading /mnt/in/part-7.jsonl: %w", syscall.ENOSPC),
+		fmt.Errorf("input.jsonl:6: %w", codec.ErrCorrupt),
+	} {
+		var yielded atomic.Int64
+		docs := func(yield func(Doc, error) bool) {
+			for d, err := range stopDocs(200000, -1, &yielded, nil) {
+				if yielded.Load() == 6 {
+					err = bad
+				}
+				if !yield(d, err) {
+					return
+				}
 			}
 		}
-	}
-	if _, err := d.Load(context.Background(), docs, nil); err != bad {
-		t.Fatalf("err = %v, want the iterator's own", err)
-	}
-	if n := yielded.Load(); n != 6 {
-		t.Fatalf("the iterator yielded %d documents, the 6th an error", n)
-	}
-	if after := indexState(t, d); after != before {
-		t.Fatalf("index changed: %s, before %s", after, before)
+		if _, err := d.Load(context.Background(), docs, nil); err != bad {
+			t.Fatalf("err = %v, want the iterator's own: %v", err, bad)
+		}
+		if n := yielded.Load(); n != 6 {
+			t.Fatalf("the iterator yielded %d documents, the 6th an error", n)
+		}
+		if after := indexState(t, d); after != before {
+			t.Fatalf("index changed: %s, before %s", after, before)
+		}
 	}
 }
 
