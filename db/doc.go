@@ -53,12 +53,15 @@
 // # Concurrency and cancellation
 //
 // Every method is safe for concurrent use. Writes are serialized; reads
-// run in parallel and each sees one consistent snapshot. The long calls
-// ([DB.Load], [DB.Pairs], [DB.Clusters], [DB.Check], [DB.Stats],
-// [DB.Buckets], [DB.Query], [DB.QueryID], [DB.QuerySet], [DB.QuerySignature],
-// [DB.QueryMany], [DB.PurgeEmptyLists]) take a
-// context.Context: cancelling it stops them at their next check with
-// ctx's error, and stores nothing half-done.
+// run in parallel and each sees one consistent snapshot. Every method
+// that takes a context.Context (the long calls: [DB.Load], [DB.Pairs],
+// [DB.Clusters], [DB.Check], [DB.Repair], [DB.Stats], [DB.Buckets],
+// [DB.Scan], [DB.Compact], [DB.Backup], [DB.PurgeEmptyLists], the queries,
+// and the writers named …Context) stops at its next check when the
+// context ends, with ctx's error, and stores nothing half-done. A query
+// stops while it hashes a long text too (1 MiB or more: its own, or a
+// stored one's for [DB.QueryID]), leaving that hashing to end on a
+// goroutine of its own; a shorter one is hashed first, and checked after.
 //
 // [DB.Close] does not hang on lshdb's own work: it cancels the long calls
 // in flight (they end with [ErrClosed]), refuses new calls at once (they

@@ -243,7 +243,8 @@ func (e alsoIs) Is(target error) bool { return target == e.also }
 // QuerySignature or QueryID). Every input is checked first: one that is
 // invalid fails the call before any is answered, with a *QueryError
 // giving its position; so does a query that fails (an id not stored, a
-// read error while answering it), and the end of ctx stops the call.
+// read error while answering it). The end of ctx stops the call with
+// ctx's error (ErrClosed on Close), not a *QueryError.
 func (db *DB) QueryMany(ctx context.Context, qs []QueryInput, qo *QueryOptions) ([]*QueryResult, error) {
 	if err := db.enter(); err != nil {
 		return nil, err
@@ -296,6 +297,13 @@ func (db *DB) QueryMany(ctx context.Context, qs []QueryInput, qo *QueryOptions) 
 				}
 				res, err := db.answer(gctx, v, &qs[i], q, sc)
 				if err != nil {
+					if cerr := ctxErr(ctx); cerr != nil {
+						// NB: the call's end (its context, or Close), not
+						// this query's fault: as a *QueryError it named
+						// whichever query was answering (an embedder's
+						// review, E2).
+						return cerr
+					}
 					return &QueryError{Index: i, Err: err}
 				}
 				out[i] = res

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/lshdb/lshdb/codec"
@@ -432,6 +433,23 @@ func TestQueryMany(t *testing.T) {
 	cancel()
 	if _, err := d.QueryMany(cctx, qs, nil); !errors.Is(err, context.Canceled) {
 		t.Fatalf("QueryMany on a cancelled context: %v", err)
+	}
+	// A context that ends while the queries are answered ends the call
+	// with its error, not a *QueryError naming whichever query was being
+	// answered (an embedder's review, E2).
+	cctx, cancel = context.WithCancel(ctx)
+	defer cancel()
+	var answered atomic.Int64
+	queryHashedHook = func() {
+		if answered.Add(1) == 5 {
+			cancel()
+		}
+	}
+	defer func() { queryHashedHook = nil }()
+	_, err = d.QueryMany(cctx, qs, nil)
+	var qe *QueryError
+	if !errors.Is(err, context.Canceled) || errors.As(err, &qe) {
+		t.Fatalf("QueryMany cancelled while it answered: %v, want context.Canceled alone", err)
 	}
 }
 

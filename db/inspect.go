@@ -200,7 +200,7 @@ func (db *DB) Bucket(band int, bucket uint64) ([]string, error) {
 		return nil, invalid("band %d: the index has bands 0 to %d", band, db.bands.B-1)
 	}
 	if bucket >= 1<<32 {
-		return nil, invalid("bucket %x: buckets are 32 bits", bucket)
+		return nil, invalid("bucket %#x: buckets are 32 bits (at most 0xffffffff)", bucket)
 	}
 	var r pebble.Reader
 	if db.pdb != nil {

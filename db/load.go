@@ -125,9 +125,11 @@ type LoadResult struct {
 // nothing stored: the reader stops at its next chunk (a bad document near
 // the start costs a few chunks, not the whole input), the workers at
 // their next chunk or band. The failure is one of: a document that cannot
-// be stored, as "document N (id "x"): " (N its 0-based position in docs)
+// be stored, a *DocError (Index its 0-based position in docs, ID its id)
 // wrapping ErrInvalidID, ErrEmptyDocument (unless SkipEmpty) or
-// ErrDocTooLarge; an error yielded by docs, unchanged; a disk error; ctx's
+// ErrDocTooLarge, said as "document N (id "x"): …", or "document N: …"
+// where the error names the id already ("document has no shingles:
+// "x""); an error yielded by docs, unchanged; a disk error; ctx's
 // error when it ends (context.Canceled, context.DeadlineExceeded);
 // ErrClosed when Close is called. On error the LoadResult is zero. An
 // error, a crash or a kill before the ingest leaves the index as it was.

@@ -47,14 +47,26 @@ const (
 	DatasketchSeed = 1
 )
 
-// Options configure Open. The zero value is a valid configuration: on
-// creation every zero field takes its default, on reopening every zero
-// field of the "creation parameters" takes the value stored in the
-// database, and a non-zero field that differs from the stored value is
-// refused with a *MismatchError (errors.Is ErrParamsMismatch). NB: the
-// defaults that are their types' zero values (minhash.SchemeFSS,
-// minhash.NormalizeFold, minhash.ShingleChar) cannot be told from "not
-// set": given on reopening, they take the stored value, whatever it is.
+// Options configure Open. They are of two kinds:
+//
+//   - creation parameters, stored in the database and fixed for its life:
+//     Threshold, Recall, Bands and Rows, NumPerm, Scheme, Seed, Shingle,
+//     ShingleSize, Bag, Normalization, StopWords, Storage and StoreText;
+//   - handle options, for this Open only and stored nowhere: NoSync,
+//     ReadOnly, MustExist, MaxDocBytes, CacheSize, MemTableSize,
+//     QueryCacheSize, DiskReserve, AcceptLogDamage, RestoreLostIDs,
+//     RemoveUnnamed, LockTimeout, ExpirySweep, PurgeEvery and Logger. An
+//     Open that leaves one zero takes its default, whatever an earlier
+//     Open set: a limit such as MaxDocBytes must be given to every Open.
+//
+// The zero value is a valid configuration: on creation every zero field
+// takes its default, on reopening every zero creation parameter takes the
+// value stored in the database, and a non-zero one that differs from the
+// stored value is refused with a *MismatchError (errors.Is
+// ErrParamsMismatch). NB: the defaults that are their types' zero values
+// (minhash.SchemeFSS, minhash.NormalizeFold, minhash.ShingleChar) cannot
+// be told from "not set": given on reopening, they take the stored value,
+// whatever it is.
 type Options struct {
 	// Creation parameters: stored in the manifest, fixed for the
 	// database's life.
@@ -132,8 +144,9 @@ type Options struct {
 	// MustExist refuses to create a database that does not exist
 	// (ErrNotExist). Default: false (Open creates it).
 	MustExist bool
-	// MaxDocBytes is the largest text plus metadata accepted, in bytes.
-	// Default: DefaultMaxDocBytes (64 MiB). NB: a document's shingle
+	// MaxDocBytes is the largest text plus metadata accepted, in bytes,
+	// by this handle (not stored: give it to every Open). Default:
+	// DefaultMaxDocBytes (64 MiB). NB: a document's shingle
 	// hashes and set take many times its size while it is written or
 	// queried (a 16 MiB text peaked at 1.1 GiB of the process's memory
 	// through Put, Query and Get): a service that takes documents from

@@ -167,7 +167,7 @@ func (db *DB) answer(ctx context.Context, v view, in *QueryInput, q QueryOptions
 		// NB: the stored document's set and (text mode) signature are
 		// derived into the scratch space, which query does not use for
 		// anything else.
-		rec := docData{Set: sc.elems[:0], sigBuf: sc.sig[:0], anyOrder: true}
+		rec := docData{Set: sc.elems[:0], sigBuf: sc.sig[:0], anyOrder: true, ctx: ctx}
 		n, err := db.lookup(v, in.ID, &rec)
 		if rec.Set != nil {
 			sc.elems = rec.Set[:0]
@@ -202,11 +202,24 @@ func (db *DB) answer(ctx context.Context, v view, in *QueryInput, q QueryOptions
 		// shingles (probeSet), which takes them with repeats and in any
 		// order, and so does the signature: sorting them, as Document
 		// does, was ~5% of a warm query (BenchmarkQuery's profile).
-		sc.elems = h.Shingler().AppendElements(sc.elems[:0], in.Text)
-		sc.sig = h.Sketcher().Sketch(sc.sig[:0], sc.elems)
+		var err error
+		sc.elems, sc.sig, err = db.hashText(ctx, h, in.Text, sc.elems[:0], sc.sig[:0], func(h *minhash.Hasher, set []uint64, sig []uint32) ([]uint64, []uint32) {
+			set = h.Shingler().AppendElements(set, in.Text)
+			return set, h.Sketcher().Sketch(sig, set)
+		})
+		if err != nil {
+			db.hashers.Put(h)
+			return nil, err
+		}
 		set, sig = sc.elems, sc.sig
 	default:
-		set, sig = h.Document(nil, nil, in.Text)
+		var err error
+		if set, sig, err = db.hashText(ctx, h, in.Text, nil, nil, func(h *minhash.Hasher, set []uint64, sig []uint32) ([]uint64, []uint32) {
+			return h.Document(set, sig, in.Text)
+		}); err != nil {
+			db.hashers.Put(h)
+			return nil, err
+		}
 		size = len(set)
 	}
 	db.hashers.Put(h)

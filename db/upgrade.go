@@ -55,7 +55,7 @@ type UpgradeReport struct {
 // give back its set is ErrCorrupt, and nothing is changed); any other
 // becomes a sets index (the 32-bit sets come from the stored 64-bit
 // ones; a document whose text was stored keeps it). The index must not be
-// open elsewhere (ErrLocked). opts may set handle options (FS, Logger,
+// open elsewhere (ErrLocked). opts may set handle options (Logger,
 // CacheSize, MemTableSize, DiskReserve, NoSync); creation options are
 // ignored.
 func Upgrade(ctx context.Context, dir string, opts *Options) (*UpgradeReport, error) {
