@@ -198,9 +198,12 @@ func OpenContext(ctx context.Context, target string, opts *Options) (*Client, er
 		defer cancel()
 	}
 	var p httpapi.ParamsJSON
-	if err := c.call(ctx, "GET", "/v1/params", nil, nil, &p); err != nil {
+	if err := c.callUpTo(ctx, "GET", "/v1/params", nil, nil, &p, paramsAnswerBytes); err != nil {
 		if errors.Is(context.Cause(ctx), errNoAnswer) {
 			return nil, fmt.Errorf("lshdb: client: %s did not answer within %v (is the server stopped or stuck?): %w", target, o.OpenTimeout, err)
+		}
+		if errors.Is(err, errAnswerTooLarge) {
+			return nil, fmt.Errorf("%w, where an lshdb server's is a few hundred: is %s an lshdb server?", err, target)
 		}
 		return nil, err
 	}
@@ -538,6 +541,29 @@ func errorFrom(status int, b *httpapi.ErrorBody) error {
 
 // call sends a request and decodes its JSON answer into out.
 func (c *Client) call(ctx context.Context, method, path string, q url.Values, body, out any) error {
+	return c.callUpTo(ctx, method, path, q, body, out, 0)
+}
+
+// paramsAnswerBytes bounds the answer that Open reads, the index's
+// parameters: a few hundred bytes from an lshdb server, and anything,
+// endlessly, from an address that is not one (another service, a proxy):
+// read whole, such an answer took 1.88 GB of a command's memory in the 15
+// seconds before its attach gave up (an adversarial review's A3).
+const paramsAnswerBytes = 1 << 20
+
+// errAnswerTooLarge marks (unsaid) callUpTo's error of an answer over its
+// bound.
+var errAnswerTooLarge = errors.New("answer too large")
+
+// unsaid wraps an error that an error's text does not say (it marks it
+// for errors.Is).
+type unsaid struct{ err error }
+
+func (u unsaid) Error() string { return "" }
+func (u unsaid) Unwrap() error { return u.err }
+
+// callUpTo is call whose answer may be at most limit bytes (0: no bound).
+func (c *Client) callUpTo(ctx context.Context, method, path string, q url.Values, body, out any, limit int64) error {
 	resp, err := c.do(ctx, method, path, q, body)
 	if err != nil {
 		return err
@@ -553,8 +579,15 @@ func (c *Client) call(ctx context.Context, method, path string, q url.Values, bo
 			buffers.Put(buf)
 		}
 	}()
-	if _, err := buf.ReadFrom(resp.Body); err != nil {
+	r := io.Reader(resp.Body)
+	if limit > 0 {
+		r = io.LimitReader(resp.Body, limit+1)
+	}
+	if _, err := buf.ReadFrom(r); err != nil {
 		return cutAnswer(ctx, fmt.Errorf("lshdb: client: reading the answer of %s %s: %w", method, path, err))
+	}
+	if limit > 0 && int64(buf.Len()) > limit {
+		return fmt.Errorf("lshdb: client: the answer of %s %s is over %d bytes%w", method, path, limit, unsaid{errAnswerTooLarge})
 	}
 	if err := json.Unmarshal(buf.Bytes(), out); err != nil {
 		return fmt.Errorf("lshdb: client: reading the answer of %s %s: %w", method, path, err)

@@ -1295,6 +1295,35 @@ func TestOpenHostPortWithoutScheme(t *testing.T) {
 	}
 }
 
+// Ensure that Open reads at most a bound of what an address that is not
+// an lshdb server's sends, and says so (an adversarial review's A3: a
+// service answering endlessly took 1.88 GB of a command's memory). The
+// stand-in answers 200 with an endless JSON-looking stream; the oracle of
+// the bound is how much of it the client read.
+func TestOpenBoundsAForeignAnswer(t *testing.T) {
+	var sent atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		chunk := []byte(strings.Repeat("[", 64<<10))
+		for sent.Load() < 64<<20 {
+			if _, err := w.Write(chunk); err != nil {
+				return
+			}
+			sent.Add(int64(len(chunk)))
+		}
+	}))
+	defer srv.Close()
+	_, err := client.Open(srv.URL, nil)
+	if err == nil || !strings.Contains(err.Error(), "is over 1048576 bytes") || !strings.Contains(err.Error(), "is "+srv.URL+" an lshdb server?") {
+		t.Fatalf("Open of an endless answer: %v, want its bound said", err)
+	}
+	// NB: what the server wrote into the socket's buffers beyond what the
+	// client read is a few MiB at most.
+	if n := sent.Load(); n >= 32<<20 {
+		t.Fatalf("the server sent %d bytes before the client gave up", n)
+	}
+}
+
 // Ensure that ids that are not valid UTF-8 cannot overwrite one another
 // through the client (the embedder's review: JSON carried "k\xff" and
 // "k\xfe" both as "k\uFFFD", so the second put replaced the first, and
