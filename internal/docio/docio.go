@@ -378,7 +378,7 @@ func (r *reader) file(path, name, format, textID string) error {
 	if err := r.sameLineIDs(name, textID); err != nil {
 		return err
 	}
-	f, err := os.Open(path)
+	f, err := r.open(path)
 	if err != nil {
 		return err
 	}
@@ -395,6 +395,40 @@ func (r *reader) file(path, name, format, textID string) error {
 	}
 	// NB: mayWait sees the file through the counting reader.
 	return r.stream(name, r.counted(f), format, textID)
+}
+
+// open opens the file at path. A named pipe's open waits for a writer
+// and cannot be interrupted: it is made on a goroutine of its own, and
+// open returns when ctx ends (a command with a pipe nobody wrote to held
+// on through its first signal: an adversarial review's A2). That goroutine
+// closes the file if it opens later.
+func (r *reader) open(path string) (*os.File, error) {
+	if st, err := os.Stat(path); err != nil || st.Mode()&os.ModeNamedPipe == 0 {
+		return os.Open(path)
+	}
+	type opened struct {
+		f   *os.File
+		err error
+	}
+	ch := make(chan opened) // NB: unbuffered: a file opened too late is closed
+	gone := make(chan struct{})
+	go func() {
+		f, err := os.Open(path)
+		select {
+		case ch <- opened{f, err}:
+		case <-gone:
+			if f != nil {
+				f.Close()
+			}
+		}
+	}()
+	select {
+	case o := <-ch:
+		return o.f, o.err
+	case <-r.ctx.Done():
+		close(gone)
+		return nil, fmt.Errorf("interrupted while opening %s, a named pipe no process wrote to: %w", path, r.ctx.Err())
+	}
 }
 
 // mayWait reports whether reading in may wait for a writer (a pipe, a
@@ -416,7 +450,7 @@ func mayWait(in io.Reader) bool {
 // and reads the format (as text, with the id textID, or its base name).
 func (r *reader) stream(name string, in io.Reader, format, textID string) error {
 	wait := mayWait(in) // NB: a Stat: once per input
-	br, comp, closeFn, err := decompress(name, in, wait)
+	br, comp, closeFn, err := r.decompress(name, in, wait)
 	if err != nil {
 		return err
 	}
@@ -440,18 +474,24 @@ func (r *reader) stream(name string, in io.Reader, format, textID string) error 
 	}
 	defer closeFn()
 	r.lines.reset(name, br, r.o.MaxRecordBytes)
+	r.lines.quit = r.ctx.Done() // NB: a line that never ends stops with ctx
 	switch format {
 	case "csv":
-		return r.csv(Source{Name: name, Format: format, Compression: comp}, ',')
+		err = r.csv(Source{Name: name, Format: format, Compression: comp}, ',')
 	case "tsv":
-		return r.csv(Source{Name: name, Format: format, Compression: comp}, '\t')
+		err = r.csv(Source{Name: name, Format: format, Compression: comp}, '\t')
 	case "text":
 		if textID == "" {
 			textID = baseName(name)
 		}
-		return r.text(name, textID, br)
+		err = r.text(name, textID, br)
+	default:
+		return fmt.Errorf("%w %q", ErrUnknownFormat, format) // NB: Validate refused it before
 	}
-	return fmt.Errorf("%w %q", ErrUnknownFormat, format) // NB: Validate refused it before
+	if errors.Is(err, errQuit) {
+		return fmt.Errorf("interrupted while reading %s: %w", name, r.ctx.Err())
+	}
+	return err
 }
 
 var utf8BOM = []byte{0xef, 0xbb, 0xbf}
@@ -476,6 +516,43 @@ const bufSize = 256 << 10
 // it starts with a gzip or zstd magic number (mayWait: in is a pipe or
 // the like, whose content is passed on as it arrives), the compression ("gzip",
 // "zstd" or ""), and a function that releases the decompressor.
+// decompress is decompress where ctx can end it: an input that may wait
+// for a writer (a pipe, a terminal) is sniffed on a goroutine of its own,
+// and decompress returns when ctx ends (a build from a pipe nobody wrote
+// to held on through its first signal in its first read: an adversarial
+// review's A2). That goroutine closes what it opened if it ends later.
+func (r *reader) decompress(name string, in io.Reader, mayWait bool) (*bufio.Reader, string, func(), error) {
+	if !mayWait {
+		return decompress(name, in, mayWait)
+	}
+	type sniffed struct {
+		br      *bufio.Reader
+		comp    string
+		closeFn func()
+		err     error
+	}
+	ch := make(chan sniffed) // NB: unbuffered: a reader made too late is closed
+	gone := make(chan struct{})
+	go func() {
+		var o sniffed
+		o.br, o.comp, o.closeFn, o.err = decompress(name, in, mayWait)
+		select {
+		case ch <- o:
+		case <-gone:
+			if o.closeFn != nil {
+				o.closeFn()
+			}
+		}
+	}()
+	select {
+	case o := <-ch:
+		return o.br, o.comp, o.closeFn, o.err
+	case <-r.ctx.Done():
+		close(gone)
+		return nil, "", nil, fmt.Errorf("interrupted while waiting for %s to be written: %w", name, r.ctx.Err())
+	}
+}
+
 func decompress(name string, in io.Reader, mayWait bool) (*bufio.Reader, string, func(), error) {
 	br := bufio.NewReaderSize(in, 64<<10)
 	magic, err := br.Peek(10)

@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/klauspost/compress/zstd"
 )
@@ -349,6 +350,71 @@ func TestReadStops(t *testing.T) {
 	}
 	if strings.Join(ids, ",") != "a" || !errors.Is(last, context.Canceled) || !strings.Contains(last.Error(), "d.jsonl:2") {
 		t.Fatalf("after cancelling at a: ids %v, error %v", ids, last)
+	}
+}
+
+// endless is an input that never ends a line: it yields x's forever and
+// calls at once it has yielded 1 MiB.
+type endless struct {
+	n  int
+	at func()
+}
+
+func (e *endless) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = 'x'
+	}
+	if e.n += len(p); e.n >= 1<<20 && e.at != nil {
+		e.at()
+		e.at = nil
+	}
+	return len(p), nil
+}
+
+// readUntilEnd reads in under ctx and returns the last error, or fails the
+// test if the reading has not ended a minute after ctx did (a hang).
+func readUntilEnd(t *testing.T, ctx context.Context, paths []string, in io.Reader, o Options) error {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() {
+		var last error
+		for _, err := range Read(ctx, paths, in, o) {
+			if err != nil {
+				last = err
+			}
+		}
+		done <- last
+	}()
+	<-ctx.Done()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(time.Minute):
+		t.Fatal("the reading went on after its context ended")
+		return nil
+	}
+}
+
+// Ensure that a context that ends stops the reading of an input that
+// gives nothing to yield: a line that never ends (/dev/zero, a producer
+// that writes no newline), in JSON Lines and CSV, or a pipe that stays
+// open and silent. Each held a command through its first signal (an
+// adversarial review's A1, A2): the reader read the line on, or waited in
+// its first read, without looking at the context.
+func TestReadStopsOnAnInputThatGivesNothing(t *testing.T) {
+	for _, format := range []string{"jsonl", "csv"} {
+		ctx, cancel := context.WithCancel(context.Background())
+		err := readUntilEnd(t, ctx, nil, &endless{at: cancel}, Options{Format: format, MaxRecordBytes: 4096})
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("%s, an endless line: %v, want context.Canceled", format, err)
+		}
+	}
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := readUntilEnd(t, ctx, nil, pr, Options{}); !errors.Is(err, context.Canceled) {
+		t.Errorf("a silent pipe: %v, want context.Canceled", err)
 	}
 }
 

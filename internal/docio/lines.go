@@ -26,10 +26,17 @@ type lineReader struct {
 	// scan, if set, sees every chunk of every line, kept or dropped (the
 	// CSV reader follows its quotes with it).
 	scan func([]byte)
+	// quit, if set, stops the reading of a line too long to keep when it
+	// closes (errQuit): the JSON Lines reader's caller has gone, and a
+	// line that never ends would be read on forever.
+	quit <-chan struct{}
 }
 
+// errQuit is lineReader.next's error once quit closed.
+var errQuit = errors.New("docio: the reading stopped")
+
 func (lr *lineReader) reset(name string, br *bufio.Reader, max int) {
-	lr.name, lr.br, lr.max, lr.line, lr.scan = name, br, max, 0, nil
+	lr.name, lr.br, lr.max, lr.line, lr.scan, lr.quit = name, br, max, 0, nil, nil
 	if cap(lr.buf) > 1<<20 {
 		lr.buf = nil // NB: a huge line's buffer is not kept for the next file
 	}
@@ -56,6 +63,11 @@ func (lr *lineReader) next() (b []byte, n int, long bool, err error) {
 		n += len(chunk)
 		switch {
 		case long:
+			select {
+			case <-lr.quit:
+				return nil, n, true, errQuit
+			default:
+			}
 		case n > lr.max+2: // NB: +2: the line end does not count
 			long = true
 			clear(lr.blocks)
