@@ -111,7 +111,9 @@ type Options struct {
 	ShingleSize int
 	// Bag counts repeated shingles (weighted Jaccard). Default: false.
 	Bag bool
-	// Normalization of text before shingling. Default: minhash.NormalizeFold.
+	// Normalization of text before shingling: minhash.NormalizeFold,
+	// NormalizeNone or NormalizeNFKC (for text whose characters are
+	// written in more than one way). Default: minhash.NormalizeFold.
 	Normalization minhash.Normalization
 	// StopWords are dropped before word shingling. Each is one word once
 	// normalized: a new index refuses one that is empty or holds white

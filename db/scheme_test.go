@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -207,4 +208,52 @@ func (db *DB) liveOps() int {
 	db.opsMu.Lock()
 	defer db.opsMu.Unlock()
 	return len(db.ops)
+}
+
+// Ensure that an index made with NormalizeNFKC keeps it (a reopen with no
+// options shingles as its creation did) and finds a text's other forms at
+// Jaccard 1, where a default index finds none of them at 0.8: the forms a
+// quality review found apart (combining accents, full-width letters,
+// ligatures, a zero-width space). The oracle: minhash's own Jaccard of the
+// sets under each normalization.
+func TestNFKCIndex(t *testing.T) {
+	ctx := context.Background()
+	base := "The café on the corner serves a déjà-vu of fine coffee every morning"
+	forms := []Doc{
+		{ID: "nfd", Text: "The cafe\u0301 on the corner serves a de\u0301ja\u0300-vu of \ufb01ne coffee every morning"},
+		{ID: "wide", Text: "Ｔｈｅ ｃａｆé ｏｎ ｔｈｅ ｃｏｒｎｅｒ ｓｅｒｖｅｓ ａ ｄéｊà-ｖｕ ｏｆ ｆｉｎｅ ｃｏｆｆｅｅ ｅｖｅｒｙ ｍｏｒｎｉｎｇ"},
+		{ID: "zwsp", Text: "The café on the cor\u200bner serves a déjà-vu of fine cof\u200bfee every morning"},
+	}
+	for _, c := range []struct {
+		n    minhash.Normalization
+		want int // matches of the base text at 0.8
+	}{{minhash.NormalizeNFKC, len(forms)}, {minhash.NormalizeFold, 0}} {
+		dir := t.TempDir()
+		d := mustOpen(t, dir, &Options{Normalization: c.n})
+		if _, err := d.PutBatch(forms, nil); err != nil {
+			t.Fatal(err)
+		}
+		d.Close()
+		d = mustOpen(t, dir, &Options{MustExist: true})
+		if got := d.Params().Normalization; got != c.n {
+			t.Fatalf("reopened, the index's normalization is %v, want %v", got, c.n)
+		}
+		res, err := d.Query(ctx, base, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, _ := minhash.NewHasher(minhash.Options{Normalization: c.n}, minhash.SketchOptions{})
+		a, _ := h.Document(nil, nil, base)
+		for _, m := range res.Matches {
+			i := slices.IndexFunc(forms, func(f Doc) bool { return f.ID == m.ID })
+			b, _ := h.Document(nil, nil, forms[i].Text)
+			if want := minhash.Jaccard(a, b); m.Jaccard != want {
+				t.Errorf("%v: %s at %v, want %v", c.n, m.ID, m.Jaccard, want)
+			}
+		}
+		if len(res.Matches) != c.want {
+			t.Errorf("%v: %d matches of the base text (%+v), want %d", c.n, len(res.Matches), res.Matches, c.want)
+		}
+		d.Close()
+	}
 }

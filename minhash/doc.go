@@ -28,6 +28,12 @@
 // [NormalizeNone] keeps the text as it is, except that invalid bytes still
 // become U+FFFD so that every shingle is valid UTF-8.
 //
+// [NormalizeNFKC] applies, before the rules of NormalizeFold, Unicode full
+// case folding, normalization form NFKC, and the removal of format
+// characters (category Cf), so that a text written with combining
+// accents, full-width letters, ligatures or zero-width characters shingles
+// as its plain form does.
+//
 // # Shingles
 //
 // Character k-shingles ([ShingleChar], default k = 5) are the runs of k

@@ -3,8 +3,14 @@ package minhash
 import (
 	"slices"
 	"strconv"
+	"sync"
 	"unicode"
 	"unicode/utf8"
+
+	"golang.org/x/text/cases"
+	"golang.org/x/text/runes"
+	"golang.org/x/text/transform"
+	"golang.org/x/text/unicode/norm"
 )
 
 // Normalization says how text is normalized before shingling. The zero
@@ -19,15 +25,30 @@ const (
 	// NormalizeNone keeps the text as it is; invalid UTF-8 bytes still
 	// become U+FFFD.
 	NormalizeNone
+	// NormalizeNFKC is NormalizeFold for text whose characters are written
+	// in more than one way: before NormalizeFold, the text is case-folded
+	// (Unicode full case folding, [cases.Fold]: ΣΑΣ and σας both fold to
+	// σασ), put in Unicode normalization form NFKC ([norm.NFKC]: accents
+	// written as combining marks, full-width letters, ligatures and
+	// superscripts become their composed and plain forms), and rid of its
+	// format characters (category Cf: zero-width spaces and joiners, soft
+	// hyphens, byte-order and directional marks). Under NormalizeFold
+	// such texts share few shingles: a text and its NFD form were at
+	// Jaccard 0.15, its full-width form at 0, and one zero-width space in
+	// a sentence took it below 0.8 (a quality review). It costs more than
+	// NormalizeFold, a pass of each step over the text.
+	NormalizeNFKC
 )
 
-// String returns "fold" or "none".
+// String returns "fold", "none" or "nfkc".
 func (n Normalization) String() string {
 	switch n {
 	case NormalizeFold:
 		return "fold"
 	case NormalizeNone:
 		return "none"
+	case NormalizeNFKC:
+		return "nfkc"
 	}
 	return "normalization(" + strconv.Itoa(int(n)) + ")"
 }
@@ -39,8 +60,34 @@ func ParseNormalization(s string) (Normalization, error) {
 		return NormalizeFold, nil
 	case "none":
 		return NormalizeNone, nil
+	case "nfkc":
+		return NormalizeNFKC, nil
 	}
-	return 0, optionError("Normalization", "unknown normalization %q (want fold or none)", s)
+	return 0, optionError("Normalization", "unknown normalization %q (want fold, none or nfkc)", s)
+}
+
+// nfkcChains are transformers of NormalizeNFKC's steps before
+// NormalizeFold's (a chain holds state: one per goroutine at a time).
+var nfkcChains = sync.Pool{New: func() any {
+	return transform.Chain(cases.Fold(), norm.NFKC, runes.Remove(runes.In(unicode.Cf)))
+}}
+
+// nfkc returns text case-folded, in NFKC and without format characters
+// (see NormalizeNFKC), with each invalid UTF-8 byte as U+FFFD.
+func nfkc(text string) string {
+	if !utf8.ValidString(text) {
+		b, _ := appendValid(nil, text)
+		text = string(b)
+	}
+	t := nfkcChains.Get().(transform.Transformer)
+	defer nfkcChains.Put(t)
+	t.Reset()
+	out, _, err := transform.String(t, text)
+	if err != nil {
+		// NB: the steps refuse no valid UTF-8; kept as it is, should one.
+		return text
+	}
+	return out
 }
 
 // asciiSpace marks the ASCII bytes for which unicode.IsSpace is true.
@@ -68,8 +115,11 @@ const replacement = "\uFFFD"
 // the extended buffer, and whether the appended bytes are all ASCII. See the
 // package documentation for the exact rules.
 func AppendNormalized(dst []byte, text string, n Normalization) ([]byte, bool) {
-	if n == NormalizeNone {
+	switch n {
+	case NormalizeNone:
 		return appendValid(dst, text)
+	case NormalizeNFKC:
+		text = nfkc(text)
 	}
 	start := len(dst)
 	ascii := true

@@ -104,3 +104,50 @@ func FuzzNormalize(f *testing.F) {
 		}
 	})
 }
+
+// Ensure that NormalizeNFKC gives one form to the ways of writing a text
+// that a quality review found far apart under NormalizeFold, and that the
+// forms are those worked out by hand from Unicode's tables: NFD accents,
+// full-width letters, ligatures, a superscript, Greek capitals and final
+// sigma, zero-width and soft-hyphen format characters, invalid bytes.
+func TestNormalizeNFKC(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"Cafe\u0301 de\u0301ja\u0300 vu", "café déjà vu"},                         // combining marks composed
+		{"Café déjà vu", "café déjà vu"},                                           // precomposed as it is
+		{"ＡＢＣ ｄｅｆ １２３", "abc def 123"},                                             // full-width
+		{"\ufb01ne o\ufb03ce", "fine office"},                                      // ligatures ﬁ, ﬃ
+		{"x\u00b2 + H\u2082O", "x2 + h2o"},                                         // superscript, subscript
+		{"ΣΑΣ σας", "σασ σασ"},                                                     // full case folding: final sigma
+		{"Straße STRASSE", "strasse strasse"},                                      // ß folds to ss
+		{"zero\u200bwidth soft\u00adhyphen \ufeffbom", "zerowidth softhyphen bom"}, // format characters
+		{"  many \u3000 spaces\t\n", "many spaces"},                                // white space as fold
+		{"bad\xffbyte", "bad\ufffdbyte"},                                           // invalid UTF-8
+	} {
+		if got := minhash.Normalize(c.in, minhash.NormalizeNFKC); got != c.want {
+			t.Errorf("Normalize(%q, nfkc) = %q, want %q", c.in, got, c.want)
+		}
+	}
+	// The forms of one text shingle alike: Jaccard 1 under nfkc, and far
+	// apart under fold (so the test tells the modes apart).
+	base := "Le café du coin sert un déjà-vu fini, ΣΟΦΙΑ"
+	for _, other := range []string{
+		"Le cafe\u0301 du coin sert un de\u0301ja\u0300-vu \ufb01ni, σοφια",
+		"Ｌｅ ｃａｆé ｄｕ ｃｏｉｎ ｓｅｒｔ ｕｎ ｄéｊà-ｖｕ ｆｉｎｉ， ΣΟΦΙΑ",
+	} {
+		for _, n := range []minhash.Normalization{minhash.NormalizeNFKC, minhash.NormalizeFold} {
+			h, err := minhash.NewHasher(minhash.Options{Normalization: n}, minhash.SketchOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			a, _ := h.Document(nil, nil, base)
+			b, _ := h.Document(nil, nil, other)
+			j := minhash.Jaccard(a, b)
+			if n == minhash.NormalizeNFKC && j != 1 || n == minhash.NormalizeFold && j > 0.5 {
+				t.Errorf("%s: Jaccard %.3f of %q and %q", n, j, base, other)
+			}
+		}
+	}
+	if n, err := minhash.ParseNormalization("nfkc"); err != nil || n != minhash.NormalizeNFKC || n.String() != "nfkc" {
+		t.Errorf("ParseNormalization(nfkc) = %v, %v", n, err)
+	}
+}

@@ -90,7 +90,7 @@ func (o *Options) Validate() error {
 	if o.K < 1 || o.K > MaxK {
 		return optionError("K", "shingle size %d is outside 1..%d", o.K, MaxK)
 	}
-	if o.Normalization > NormalizeNone {
+	if o.Normalization > NormalizeNFKC {
 		return optionError("Normalization", "unknown normalization %d", o.Normalization)
 	}
 	if len(o.StopWords) > 0 && o.Kind != ShingleWord {
