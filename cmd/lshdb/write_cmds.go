@@ -1987,7 +1987,11 @@ func readIDs(r io.Reader, name string) ([]string, error) {
 	var ids []string
 	line := 1
 	for ; sc.Scan(); line++ {
-		if id := strings.TrimSuffix(sc.Text(), "\r"); id != "" {
+		// NB: a line of white space alone is blank, as in JSON Lines: it
+		// was read as an id of spaces, which failed the whole delete with
+		// 'document not found: "  "' (an adversarial review's A6). An id
+		// with spaces around other characters is kept as it is.
+		if id := strings.TrimSuffix(sc.Text(), "\r"); strings.TrimSpace(id) != "" {
 			ids = append(ids, id)
 		}
 	}
@@ -2011,7 +2015,8 @@ func (a *app) deleteCmd() *cobra.Command {
   lshdb delete --db idx --from ids.txt --ignore-missing`,
 		Short: "Delete documents, all or none",
 		Long: `Delete documents by id: the ids given as arguments, read from stdin (one
-per line) for -, and read from --from FILE; given together, all of them. The
+per line; a line of white space alone is skipped) for -, and read from
+--from FILE; given together, all of them. The
 delete is atomic: an id that is not stored deletes nothing and fails the
 command, unless --ignore-missing. On Redis the ids are checked first, then
 deleted in steps: a delete that fails part-way (a server restarting) may

@@ -376,9 +376,11 @@ func TestDeleteCommand(t *testing.T) {
 	if code != 0 || strings.Count(out, "\n") != 1001 || !strings.HasPrefix(out, "{\"deleted\":\"d0\"}\n{\"deleted\":\"d1\"}\n") {
 		t.Fatalf("stdin: exit %d, %d lines, %q", code, strings.Count(out, "\n"), errOut)
 	}
-	// From a file, with ids already gone: --ignore-missing.
+	// From a file, with ids already gone: --ignore-missing; a line of
+	// white space alone is blank (an adversarial review's A6: it was the
+	// id "  ", not stored, and failed a delete without --ignore-missing).
 	from := filepath.Join(dir, "ids.txt")
-	os.WriteFile(from, []byte("d5\nd1000\nd1001\n"), 0o644)
+	os.WriteFile(from, []byte("d5\n  \t\nd1000\n\nd1001\n"), 0o644)
 	delete(model, "d1000")
 	delete(model, "d1001")
 	out, errOut, code = runLine([]string{"delete", "--db", idx, "--from", from, "--ignore-missing"}, "")
