@@ -466,7 +466,7 @@ func openIn(dir string, o Options, created bool) (*DB, error) {
 		release()
 		return nil, err
 	}
-	manifestDamage, err := acceptManifestDamage(o, dir, popts, logDamage != nil && logDamage.Kept != "")
+	manifestDamage, tornManifest, err := acceptManifestDamage(o, dir, popts, logDamage != nil && logDamage.Kept != "")
 	if err != nil {
 		release()
 		return nil, err
@@ -529,6 +529,9 @@ func openIn(dir string, o Options, created bool) (*DB, error) {
 		pdb.Close()
 		release()
 		return nil, err
+	}
+	if tornManifest != nil {
+		tornManifest() // NB: said once the index opened (see acceptManifestDamage)
 	}
 	hfs.release(o.Logger)
 	db.initPools()

@@ -418,33 +418,41 @@ func acceptLogDamage(o Options, dir string) (*LogDamageError, error) {
 // torn: whole records after a damaged one mean the bytes were changed
 // after they were written. (A new manifest's first two records are
 // synced together, but the marker names it only once they are.)
-func acceptManifestDamage(o Options, dir string, popts *pebble.Options, walCut bool) (*LogDamageError, error) {
+//
+// A torn last record alone is no damage to refuse: Pebble drops it as it
+// reads. Its warning is returned as torn, for the caller to log once the
+// store has opened: logged here, it said "it is dropped, as a torn write
+// is" before an open that then failed on the same manifest (cut to half
+// its size: an adversarial review's A5).
+func acceptManifestDamage(o Options, dir string, popts *pebble.Options, walCut bool) (dmg *LogDamageError, torn func(), err error) {
 	names, err := o.fs.List(dir)
 	if err != nil || !ownFormat(names) {
-		return nil, nil // NB: Pebble's open says what is wrong with dir
+		return nil, nil, nil // NB: Pebble's open says what is wrong with dir
 	}
 	desc, err := pebble.Peek(dir, o.fs)
 	if err != nil || !desc.Exists || desc.ManifestFilename == "" {
-		return nil, nil // NB: Pebble's open says what is wrong, or markerMissing did
+		return nil, nil, nil // NB: Pebble's open says what is wrong, or markerMissing did
 	}
 	s, err := scanWith(o.fs, desc.ManifestFilename, &logScan{end: -1, legacy: true})
 	if errors.Is(err, iofs.ErrNotExist) {
-		return nil, nil // NB: Pebble's open says the manifest is missing
+		return nil, nil, nil // NB: Pebble's open says the manifest is missing
 	}
 	if err != nil {
-		return nil, fmt.Errorf("lshdb: reading the manifest of %s: %w", dir, err)
+		return nil, nil, fmt.Errorf("lshdb: reading the manifest of %s: %w", dir, err)
 	}
 	if s.end < 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
-	dmg := &LogDamageError{Log: desc.ManifestFilename, Offset: s.end, Records: s.records, End: s.last, Manifest: true}
+	dmg = &LogDamageError{Log: desc.ManifestFilename, Offset: s.end, Records: s.records, End: s.last, Manifest: true}
 	if dmg.Records == 0 {
-		o.Logger.Warn("lshdb: the last record of the store's manifest does not read whole (torn by a crash or a power failure, or damaged): it is dropped, as a torn write is",
-			"manifest", dmg.Log, "offset", dmg.Offset)
-		return nil, nil
+		name, off := dmg.Log, dmg.Offset // NB: not dmg, which the return sets nil
+		return nil, func() {
+			o.Logger.Warn("lshdb: the last record of the store's manifest does not read whole (torn by a crash or a power failure, or damaged): it was dropped, as a torn write is",
+				"manifest", name, "offset", off)
+		}, nil
 	}
 	if !o.AcceptLogDamage {
-		return nil, dmg
+		return nil, nil, dmg
 	}
 	if !o.ReadOnly {
 		// NB: a writable open of Pebble's writes a new manifest from what
@@ -460,20 +468,20 @@ func acceptManifestDamage(o Options, dir string, popts *pebble.Options, walCut b
 			if walCut {
 				changed = "the damaged write-ahead log was cut already (its copy is kept beside it), and no other file was changed"
 			}
-			return nil, fmt.Errorf("%w: %s: the store's manifest %s is damaged at byte %d, and the index does not open as of its records before the damage either, so accepting the loss does not help (%w): restore a backup; %s",
+			return nil, nil, fmt.Errorf("%w: %s: the store's manifest %s is damaged at byte %d, and the index does not open as of its records before the damage either, so accepting the loss does not help (%w): restore a backup; %s",
 				ErrCorrupt, dir, dmg.Log, dmg.Offset, firstLine{err}, changed)
 		}
 		// NB: only copied here: the manifest is cut once the open has
 		// succeeded (cutManifest). Pebble reads it to the damage alone.
 		kept, err := keepDamagedLog(o.fs, dir, dmg)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		dmg.Kept = kept
 	}
 	o.Logger.Warn("lshdb: opening an index whose manifest is damaged: the damaged record and those after it are dropped, and the tables they added with them (Options.AcceptLogDamage)",
 		"manifest", dmg.Log, "offset", dmg.Offset, "records_after", dmg.Records, "end", dmg.End, "kept", dmg.Kept)
-	return dmg, nil
+	return dmg, nil, nil
 }
 
 // opensBeforeDamage opens the store in dir read-only, as Pebble reads a

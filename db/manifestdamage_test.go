@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -263,8 +264,37 @@ func TestOpenRefusesManifestDamage(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(img, filepath.Base(manifest)), b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Open(img, &Options{ReadOnly: true}); errors.As(err, new(*LogDamageError)) {
+	var logged bytes.Buffer
+	logger := slog.New(slog.NewTextHandler(&logged, nil))
+	td, err := Open(img, &Options{ReadOnly: true, Logger: logger})
+	if errors.As(err, new(*LogDamageError)) {
 		t.Fatalf("the last record damaged: %v, want it read as a torn tail", err)
+	}
+	if err == nil {
+		td.Close()
+		if !strings.Contains(logged.String(), "as a torn write is") {
+			t.Fatalf("a torn tail dropped, and nothing said: %q", logged.String())
+		}
+	}
+	// A manifest cut inside its second record: a torn tail too, but the
+	// store does not open as of its first record. The open's error alone
+	// says so: a warning that the tail "was dropped" came first (an
+	// adversarial review's A5).
+	img = filepath.Join(t.TempDir(), "cut")
+	if err := os.CopyFS(img, os.DirFS(dir)); err != nil {
+		t.Fatal(err)
+	}
+	b = orig[filepath.Base(manifest)][:offsets[1]+9]
+	if err := os.WriteFile(filepath.Join(img, filepath.Base(manifest)), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	logged.Reset()
+	if d, err := Open(img, &Options{ReadOnly: true, Logger: logger}); err == nil {
+		d.Close()
+		t.Fatal("an index whose manifest was cut after its first record opened")
+	}
+	if strings.Contains(logged.String(), "dropped") {
+		t.Fatalf("an open that failed said the manifest's tail was dropped: %q", logged.String())
 	}
 	// And the sound index opens whole.
 	d = mustOpen(t, dir, &Options{ReadOnly: true})
