@@ -1039,8 +1039,11 @@ const idSampleSize = 1000
 // counted.
 func sampleIDs(ctx context.Context, paths []string, in *inputFlags, has func([]string) ([]bool, error)) (idSample, error) {
 	var s idSample
+	// NB: the record limit of a build, not the copying pass's bound of 1
+	// GiB (readOptions): a record over it is in no index, and the sample
+	// passes over it rather than joining it whole (an adversarial
+	// review's A4).
 	o := in.Options
-	o.MaxRecordBytes = max(o.MaxRecordBytes, 1<<30)
 	seen := map[string]bool{}
 	var ids []string
 	for r, err := range docio.Read(ctx, paths, nil, o) {
