@@ -1518,7 +1518,7 @@ func (c *Client) Bucket(band int, bucket uint64) ([]string, error) {
 	// refuses it as in-process (invalid_options), rather than truncated.
 	path := fmt.Sprintf("/v1/buckets/%d/%x", band, bucket)
 	if bucket >= 1<<32 {
-		return nil, fmt.Errorf("%w: bucket %x: buckets are 32 bits", db.ErrInvalidOptions, bucket)
+		return nil, fmt.Errorf("%w: bucket %#x: buckets are 32 bits (at most 0xffffffff)", db.ErrInvalidOptions, bucket)
 	}
 	if err := c.call(ctx, "GET", path, nil, nil, &out); err != nil {
 		return nil, err
