@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -129,7 +130,10 @@ type DB struct {
 
 	hashers sync.Pool   // *minhash.Hasher
 	qcache  *queryCache // nil: Options.QueryCacheSize < 0, or Redis
-	scratch sync.Pool   // *queryScratch
+	// longHashes holds a slot for each long text being hashed where a
+	// query can give up on it (hashText).
+	longHashes chan struct{}
+	scratch    sync.Pool // *queryScratch
 
 	// mu guards the handle's life: every operation is in it (enter, then
 	// mu.RUnlock) while it uses Pebble, and Close waits until none is.
@@ -544,6 +548,7 @@ func openIn(dir string, o Options, created bool) (*DB, error) {
 // manifest is loaded.
 func (db *DB) initPools() {
 	db.scratch.New = func() any { return new(queryScratch) }
+	db.longHashes = make(chan struct{}, max(2, runtime.GOMAXPROCS(0)))
 	db.hashers.New = func() any {
 		h, err := minhash.NewHasher(db.shOpt, db.skOpt)
 		if err != nil {

@@ -203,8 +203,9 @@ func (db *DB) answer(ctx context.Context, v view, in *QueryInput, q QueryOptions
 		// order, and so does the signature: sorting them, as Document
 		// does, was ~5% of a warm query (BenchmarkQuery's profile).
 		var err error
-		sc.elems, sc.sig, err = db.hashText(ctx, h, in.Text, sc.elems[:0], sc.sig[:0], func(h *minhash.Hasher, set []uint64, sig []uint32) ([]uint64, []uint32) {
-			set = h.Shingler().AppendElements(set, in.Text)
+		text := in.Text // NB: not in, which the caller may reuse once a cancelled query returned (hashText)
+		sc.elems, sc.sig, err = db.hashText(ctx, h, text, sc.elems[:0], sc.sig[:0], func(h *minhash.Hasher, set []uint64, sig []uint32) ([]uint64, []uint32) {
+			set = h.Shingler().AppendElements(set, text)
 			return set, h.Sketcher().Sketch(sig, set)
 		})
 		if err != nil {
@@ -214,8 +215,9 @@ func (db *DB) answer(ctx context.Context, v view, in *QueryInput, q QueryOptions
 		set, sig = sc.elems, sc.sig
 	default:
 		var err error
-		if set, sig, err = db.hashText(ctx, h, in.Text, nil, nil, func(h *minhash.Hasher, set []uint64, sig []uint32) ([]uint64, []uint32) {
-			return h.Document(set, sig, in.Text)
+		text := in.Text // NB: as above
+		if set, sig, err = db.hashText(ctx, h, text, nil, nil, func(h *minhash.Hasher, set []uint64, sig []uint32) ([]uint64, []uint32) {
+			return h.Document(set, sig, text)
 		}); err != nil {
 			db.hashers.Put(h)
 			return nil, err

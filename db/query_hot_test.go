@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -184,5 +185,53 @@ func TestQueryEndsWhileHashing(t *testing.T) {
 			}
 			close(release)
 		})
+	}
+}
+
+// Ensure that the hashings that queries gave up on are bounded: each holds
+// a slot until it ends, and a query that finds none free starts none, and
+// gives up with its context (a read-through's R1: clients that sent long
+// texts and went could leave any number hashing, each holding several
+// times its text). Once they end, a query answers again.
+func TestAbandonedHashingsAreBounded(t *testing.T) {
+	d := mustOpen(t, t.TempDir(), nil)
+	defer d.Close()
+	long := strings.Repeat("a long text of many words and some numbers 12345, ", cancellableText/40)
+	if err := d.Put(Doc{ID: "long", Text: long}, nil); err != nil {
+		t.Fatal(err)
+	}
+	slots := cap(d.longHashes)
+	var reached atomic.Int64
+	release := make(chan struct{})
+	hashTextHook = func() {
+		reached.Add(1)
+		<-release
+	}
+	defer func() { hashTextHook = nil }()
+	for i := range slots {
+		ctx, cancel := context.WithCancel(context.Background())
+		go func() {
+			for reached.Load() < int64(i+1) {
+				time.Sleep(time.Millisecond)
+			}
+			cancel()
+		}()
+		if _, err := d.Query(ctx, long, nil); !errors.Is(err, context.Canceled) {
+			t.Fatalf("query %d, given up on: %v", i, err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if _, err := d.Query(ctx, long, nil); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a query with every slot taken: %v, want its deadline", err)
+	}
+	if n := reached.Load(); n != int64(slots) {
+		t.Fatalf("%d hashings began, with %d slots", n, slots)
+	}
+	hashTextHook = nil
+	close(release)
+	res, err := d.Query(context.Background(), long, nil)
+	if err != nil || len(res.Matches) != 1 || res.Matches[0].ID != "long" {
+		t.Fatalf("once the hashings ended: %+v %v", res, err)
 	}
 }

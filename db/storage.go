@@ -151,7 +151,15 @@ const cancellableText = 1 << 20
 // or more, with ctx set, is hashed on a goroutine of its own, with a
 // hasher and buffers of its own, and hashText returns ctx's error as soon
 // as ctx ends: the goroutine runs on to its end, its work dropped, and
-// set and sig come back untouched.
+// set and sig come back untouched. f must read nothing the caller may
+// change once hashText returned (the query's own text, not its input).
+//
+// NB: such goroutines take a slot of db.longHashes each, until they end:
+// a query that gave up no longer counts in a server's bound on the
+// requests in flight, and without one, clients that sent long texts and
+// went could leave any number of them hashing, each holding several
+// times its text (a read-through's R1). A query waits for a slot, as long
+// as its context lets it.
 func (db *DB) hashText(ctx context.Context, h *minhash.Hasher, text string, set []uint64, sig []uint32, f func(h *minhash.Hasher, set []uint64, sig []uint32) ([]uint64, []uint32)) ([]uint64, []uint32, error) {
 	if ctx == nil || len(text) < cancellableText {
 		set, sig = f(h, set, sig)
@@ -161,8 +169,14 @@ func (db *DB) hashText(ctx context.Context, h *minhash.Hasher, text string, set 
 		set []uint64
 		sig []uint32
 	}
+	select {
+	case db.longHashes <- struct{}{}:
+	case <-ctx.Done():
+		return set, sig, ctxErr(ctx)
+	}
 	done := make(chan hashed, 1)
 	go func() {
+		defer func() { <-db.longHashes }()
 		if hashTextHook != nil {
 			hashTextHook()
 		}
