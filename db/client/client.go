@@ -203,7 +203,7 @@ func OpenContext(ctx context.Context, target string, opts *Options) (*Client, er
 			return nil, fmt.Errorf("lshdb: client: %s did not answer within %v (is the server stopped or stuck?): %w", target, o.OpenTimeout, err)
 		}
 		if errors.Is(err, errAnswerTooLarge) {
-			return nil, fmt.Errorf("%w, where an lshdb server's is a few hundred: is %s an lshdb server?", err, target)
+			return nil, fmt.Errorf("%w, far more than an lshdb server's parameters: is %s an lshdb server?", err, target)
 		}
 		return nil, err
 	}
@@ -545,11 +545,14 @@ func (c *Client) call(ctx context.Context, method, path string, q url.Values, bo
 }
 
 // paramsAnswerBytes bounds the answer that Open reads, the index's
-// parameters: a few hundred bytes from an lshdb server, and anything,
-// endlessly, from an address that is not one (another service, a proxy):
-// read whole, such an answer took 1.88 GB of a command's memory in the 15
-// seconds before its attach gave up (an adversarial review's A3).
-const paramsAnswerBytes = 1 << 20
+// parameters: from an lshdb server a few hundred bytes, or, with a list
+// of stop words (codec.MaxStopWords of them at most, each a word), a few
+// MiB; and anything, endlessly, from an address that is not one (another
+// service, a proxy): read whole, such an answer took 1.88 GB of a
+// command's memory in the 15 seconds before its attach gave up (an
+// adversarial review's A3). NB: 1 MiB refused an index of 60,000 stop
+// words (a read-through's R3).
+const paramsAnswerBytes = 64 << 20
 
 // errAnswerTooLarge marks (unsaid) callUpTo's error of an answer over its
 // bound.

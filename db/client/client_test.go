@@ -28,6 +28,7 @@ import (
 	"github.com/lshdb/lshdb/db"
 	"github.com/lshdb/lshdb/db/client"
 	"github.com/lshdb/lshdb/db/httpapi"
+	"github.com/lshdb/lshdb/minhash"
 )
 
 // sampleDocs returns the first n documents of the debian sample, and for
@@ -1305,7 +1306,7 @@ func TestOpenBoundsAForeignAnswer(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		chunk := []byte(strings.Repeat("[", 64<<10))
-		for sent.Load() < 64<<20 {
+		for sent.Load() < 256<<20 {
 			if _, err := w.Write(chunk); err != nil {
 				return
 			}
@@ -1314,13 +1315,25 @@ func TestOpenBoundsAForeignAnswer(t *testing.T) {
 	}))
 	defer srv.Close()
 	_, err := client.Open(srv.URL, nil)
-	if err == nil || !strings.Contains(err.Error(), "is over 1048576 bytes") || !strings.Contains(err.Error(), "is "+srv.URL+" an lshdb server?") {
+	if err == nil || !strings.Contains(err.Error(), "is over 67108864 bytes") || !strings.Contains(err.Error(), "is "+srv.URL+" an lshdb server?") {
 		t.Fatalf("Open of an endless answer: %v, want its bound said", err)
 	}
 	// NB: what the server wrote into the socket's buffers beyond what the
 	// client read is a few MiB at most.
-	if n := sent.Load(); n >= 32<<20 {
+	if n := sent.Load(); n >= 128<<20 {
 		t.Fatalf("the server sent %d bytes before the client gave up", n)
+	}
+	// A real server's parameters within the bound: an index of 60,000
+	// stop words, 1.4 MB of them (1 MiB was the bound: a read-through's
+	// R3).
+	var stop []string
+	for i := range 60000 {
+		stop = append(stop, fmt.Sprintf("stopword%012d", i))
+	}
+	d := open(t, &db.Options{Shingle: minhash.ShingleWord, StopWords: stop})
+	c := server(t, d, nil, "")["tcp"]
+	if got := c.Params().StopWords; len(got) != len(stop) {
+		t.Fatalf("the client read %d stop words of %d", len(got), len(stop))
 	}
 }
 
