@@ -78,7 +78,7 @@ type Manifest struct {
 	ShingleKind   string    `msgpack:"shingle_kind"`  // "char" or "word"
 	ShingleSize   int       `msgpack:"shingle_size"`  // k
 	Bag           bool      `msgpack:"bag"`           // bag (multiset) shingles
-	Normalization string    `msgpack:"normalization"` // "fold" or "none"
+	Normalization string    `msgpack:"normalization"` // "fold", "none" or "nfkc"
 	StopWords     StopWords `msgpack:"stop_words"`    // word shingles only
 	Bands         int       `msgpack:"bands"`         // b
 	Rows          int       `msgpack:"rows"`          // r

@@ -68,8 +68,12 @@ func ParseNormalization(s string) (Normalization, error) {
 
 // nfkcChains are transformers of NormalizeNFKC's steps before
 // NormalizeFold's (a chain holds state: one per goroutine at a time).
+//
+// NB: folded again after NFKC, as Unicode's NFKC_Casefold does: NFKC
+// makes letters that folding changes (the lunate sigma ϲ became ς, where
+// σ folds to σ: a read-through's R5).
 var nfkcChains = sync.Pool{New: func() any {
-	return transform.Chain(cases.Fold(), norm.NFKC, runes.Remove(runes.In(unicode.Cf)))
+	return transform.Chain(cases.Fold(), norm.NFKC, cases.Fold(), runes.Remove(runes.In(unicode.Cf)))
 }}
 
 // nfkc returns text case-folded, in NFKC and without format characters

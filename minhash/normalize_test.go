@@ -1,9 +1,11 @@
 package minhash_test
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"strings"
 	"testing"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/lshdb/lshdb/minhash"
@@ -118,6 +120,7 @@ func TestNormalizeNFKC(t *testing.T) {
 		{"\ufb01ne o\ufb03ce", "fine office"},                                      // ligatures ﬁ, ﬃ
 		{"x\u00b2 + H\u2082O", "x2 + h2o"},                                         // superscript, subscript
 		{"ΣΑΣ σας", "σασ σασ"},                                                     // full case folding: final sigma
+		{"ϲοφια Ϲ", "σοφια σ"},                                                     // lunate sigma, folded after NFKC
 		{"Straße STRASSE", "strasse strasse"},                                      // ß folds to ss
 		{"zero\u200bwidth soft\u00adhyphen \ufeffbom", "zerowidth softhyphen bom"}, // format characters
 		{"  many \u3000 spaces\t\n", "many spaces"},                                // white space as fold
@@ -146,6 +149,22 @@ func TestNormalizeNFKC(t *testing.T) {
 				t.Errorf("%s: Jaccard %.3f of %q and %q", n, j, base, other)
 			}
 		}
+	}
+	// A normalized text normalizes to itself, for every code point (as
+	// NFKC_Casefold is closed: folding before NFKC alone was not, for
+	// eight of them).
+	var bad []string
+	for r := rune(0); r <= unicode.MaxRune; r++ {
+		if !utf8.ValidRune(r) {
+			continue
+		}
+		once := minhash.Normalize("a"+string(r)+"b", minhash.NormalizeNFKC)
+		if twice := minhash.Normalize(once, minhash.NormalizeNFKC); twice != once && len(bad) < 10 {
+			bad = append(bad, fmt.Sprintf("U+%04X: %q, then %q", r, once, twice))
+		}
+	}
+	if len(bad) > 0 {
+		t.Errorf("nfkc is not idempotent: %s", strings.Join(bad, "; "))
 	}
 	if n, err := minhash.ParseNormalization("nfkc"); err != nil || n != minhash.NormalizeNFKC || n.String() != "nfkc" {
 		t.Errorf("ParseNormalization(nfkc) = %v, %v", n, err)

@@ -65,7 +65,9 @@ func (f *createFlags) verifier(c *cobra.Command) func(index) error {
 		mismatch("shingle", "Shingle", p.Shingle.String(), f.shingle)
 		mismatch("bag", "Bag", p.Bag, f.bag)
 		mismatch("seed", "Seed", p.Seed, f.seed)
-		mismatch("normalization", "Normalization", p.Normalization.String(), f.normalization)
+		// NB: lower-cased, as a create reads it: --normalization NFKC on
+		// an nfkc index was a mismatch (a read-through's R9).
+		mismatch("normalization", "Normalization", p.Normalization.String(), strings.ToLower(f.normalization))
 		return errors.Join(errs...)
 	}
 }

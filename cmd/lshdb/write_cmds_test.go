@@ -1368,7 +1368,7 @@ func TestCreateNormalizationStopWordsBanding(t *testing.T) {
 	for _, c := range []struct {
 		norm string
 		want float64
-	}{{"none", 2.0 / 3}, {"fold", 1}} {
+	}{{"none", 2.0 / 3}, {"fold", 1}, {"nfkc", 1}} {
 		idx := filepath.Join(dir, c.norm)
 		if _, errOut, code := runLine([]string{"create", "--db", idx, "--normalization", c.norm, "--shingle", "word", "--shingle-size", "1",
 			"--stop-words", "a", "--stop-words-file", stop, "--bands", "20", "--rows", "5", "--threshold", "0.6"}, ""); code != 0 {
@@ -1391,6 +1391,10 @@ func TestCreateNormalizationStopWordsBanding(t *testing.T) {
 	}
 	if _, errOut, code := runLine([]string{"insert", "--db", filepath.Join(dir, "none"), "--normalization", "fold", "-"}, docs); code == 0 || !strings.Contains(errOut, "--normalization none (given: fold)") {
 		t.Errorf("insert --normalization fold into a none index: exit %d: %s", code, errOut)
+	}
+	// In capitals, as a create takes it (a read-through's R9).
+	if _, errOut, code := runLine([]string{"insert", "--db", filepath.Join(dir, "nfkc"), "--normalization", "NFKC", "-"}, docs); code != 0 {
+		t.Errorf("insert --normalization NFKC into an nfkc index: exit %d: %s", code, errOut)
 	}
 	if _, errOut, code := runLine([]string{"create", "--db", filepath.Join(dir, "bad"), "--bands", "20"}, ""); code != 2 || !strings.Contains(errOut, "--rows") {
 		t.Errorf("--bands without --rows: exit %d: %s", code, errOut)

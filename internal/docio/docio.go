@@ -401,7 +401,8 @@ func (r *reader) file(path, name, format, textID string) error {
 // and cannot be interrupted: it is made on a goroutine of its own, and
 // open returns when ctx ends (a command with a pipe nobody wrote to held
 // on through its first signal: an adversarial review's A2). That goroutine
-// closes the file if it opens later.
+// waits in the open, and closes the file if it opens later (a writer then
+// finds the pipe closed: a command stops instead).
 func (r *reader) open(path string) (*os.File, error) {
 	if st, err := os.Stat(path); err != nil || st.Mode()&os.ModeNamedPipe == 0 {
 		return os.Open(path)
@@ -512,15 +513,13 @@ func (z zstdErrs) Read(p []byte) (int, error) {
 // parsed where it lies, a longer one is copied.
 const bufSize = 256 << 10
 
-// decompress returns a buffered reader of in's content, decompressed when
-// it starts with a gzip or zstd magic number (mayWait: in is a pipe or
-// the like, whose content is passed on as it arrives), the compression ("gzip",
-// "zstd" or ""), and a function that releases the decompressor.
-// decompress is decompress where ctx can end it: an input that may wait
+// r.decompress is decompress where ctx can end it: an input that may wait
 // for a writer (a pipe, a terminal) is sniffed on a goroutine of its own,
 // and decompress returns when ctx ends (a build from a pipe nobody wrote
 // to held on through its first signal in its first read: an adversarial
-// review's A2). That goroutine closes what it opened if it ends later.
+// review's A2). That goroutine closes what it opened if it ends later;
+// till then it waits in its read (and may take up to 64 KiB of an input,
+// stdin, that the process reads again: a command stops instead).
 func (r *reader) decompress(name string, in io.Reader, mayWait bool) (*bufio.Reader, string, func(), error) {
 	if !mayWait {
 		return decompress(name, in, mayWait)
@@ -553,6 +552,10 @@ func (r *reader) decompress(name string, in io.Reader, mayWait bool) (*bufio.Rea
 	}
 }
 
+// decompress returns a buffered reader of in's content, decompressed when
+// it starts with a gzip or zstd magic number (mayWait: in is a pipe or
+// the like, whose content is passed on as it arrives), the compression ("gzip",
+// "zstd" or ""), and a function that releases the decompressor.
 func decompress(name string, in io.Reader, mayWait bool) (*bufio.Reader, string, func(), error) {
 	br := bufio.NewReaderSize(in, 64<<10)
 	magic, err := br.Peek(10)

@@ -353,16 +353,21 @@ func TestReadStops(t *testing.T) {
 	}
 }
 
-// endless is an input that never ends a line: it yields x's forever and
-// calls at once it has yielded 1 MiB.
+// endless is an input that never ends: it yields x's forever (a line
+// that never ends; with line, lines of "x"), and calls at once it has
+// yielded 1 MiB.
 type endless struct {
-	n  int
-	at func()
+	n    int
+	at   func()
+	line bool
 }
 
 func (e *endless) Read(p []byte) (int, error) {
 	for i := range p {
 		p[i] = 'x'
+		if e.line && i%2 == 1 {
+			p[i] = '\n'
+		}
 	}
 	if e.n += len(p); e.n >= 1<<20 && e.at != nil {
 		e.at()
@@ -409,9 +414,16 @@ func TestReadStopsOnAnInputThatGivesNothing(t *testing.T) {
 			t.Errorf("%s, an endless line: %v, want context.Canceled", format, err)
 		}
 	}
+	// A CSV quote never closed, over endless short lines (a read-through's
+	// R4: no line is long, and the record goes on forever).
+	ctx, cancel := context.WithCancel(context.Background())
+	quoted := io.MultiReader(strings.NewReader("id,text\n1,\""), &endless{at: cancel, line: true})
+	if err := readUntilEnd(t, ctx, nil, quoted, Options{Format: "csv"}); !errors.Is(err, context.Canceled) {
+		t.Errorf("csv, a quote never closed: %v, want context.Canceled", err)
+	}
 	pr, pw := io.Pipe()
 	defer pw.Close()
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel = context.WithCancel(context.Background())
 	cancel()
 	if err := readUntilEnd(t, ctx, nil, pr, Options{}); !errors.Is(err, context.Canceled) {
 		t.Errorf("a silent pipe: %v, want context.Canceled", err)

@@ -26,9 +26,11 @@ type lineReader struct {
 	// scan, if set, sees every chunk of every line, kept or dropped (the
 	// CSV reader follows its quotes with it).
 	scan func([]byte)
-	// quit, if set, stops the reading of a line too long to keep when it
-	// closes (errQuit): the JSON Lines reader's caller has gone, and a
-	// line that never ends would be read on forever.
+	// quit, if set, stops the reading when it closes (errQuit), at the
+	// next line or the next chunk of a line too long to keep: the JSON
+	// Lines reader's caller has gone, or the context of a CSV or text
+	// reading ended; a line that never ends, or a CSV quote never closed
+	// over endless lines, would be read on forever.
 	quit <-chan struct{}
 }
 
@@ -48,6 +50,13 @@ func (lr *lineReader) reset(name string, br *bufio.Reader, max int) {
 // and line. b aliases lr's or the bufio.Reader's buffer until the next
 // call.
 func (lr *lineReader) next() (b []byte, n int, long bool, err error) {
+	if lr.quit != nil {
+		select {
+		case <-lr.quit:
+			return nil, 0, false, errQuit
+		default:
+		}
+	}
 	lr.line++
 	lr.joined, lr.end = false, ""
 	// NB: a line longer than the read buffer is kept as a list of its
