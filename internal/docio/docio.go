@@ -432,6 +432,58 @@ func (r *reader) open(path string) (*os.File, error) {
 	}
 }
 
+// waitReader reads an input that may wait for a writer on a goroutine of
+// its own, a chunk ahead, so that a read waiting for the writer ends when
+// ctx does (with an error wrapping ctx's). The goroutine then waits in its
+// read until the process ends: a command stops instead.
+type waitReader struct {
+	ctx  context.Context
+	ch   chan waitChunk
+	rest []byte // what the last chunk has left
+	err  error  // the input's error, once its chunks are read
+}
+
+type waitChunk struct {
+	b   []byte
+	err error
+}
+
+func newWaitReader(ctx context.Context, in io.Reader) *waitReader {
+	w := &waitReader{ctx: ctx, ch: make(chan waitChunk)}
+	go func() {
+		for {
+			b := make([]byte, 64<<10)
+			n, err := in.Read(b)
+			select {
+			case w.ch <- waitChunk{b[:n], err}:
+			case <-ctx.Done():
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return w
+}
+
+func (w *waitReader) Read(p []byte) (int, error) {
+	for len(w.rest) == 0 {
+		if w.err != nil {
+			return 0, w.err
+		}
+		select {
+		case c := <-w.ch:
+			w.rest, w.err = c.b, c.err
+		case <-w.ctx.Done():
+			return 0, fmt.Errorf("interrupted while waiting for the input: %w", w.ctx.Err())
+		}
+	}
+	n := copy(p, w.rest)
+	w.rest = w.rest[n:]
+	return n, nil
+}
+
 // mayWait reports whether reading in may wait for a writer (a pipe, a
 // terminal, a socket, any reader but a regular file): its JSON Lines are
 // then passed on as soon as they are read, not held until a chunk fills.
@@ -451,6 +503,14 @@ func mayWait(in io.Reader) bool {
 // and reads the format (as text, with the id textID, or its base name).
 func (r *reader) stream(name string, in io.Reader, format, textID string) error {
 	wait := mayWait(in) // NB: a Stat: once per input
+	if f := cmp.Or(format, formatByName(name)); wait && (f == "csv" || f == "tsv" || f == "text") {
+		// NB: these formats are read on the caller's goroutine, where a
+		// read waiting for a writer did not end with ctx: a pipe that
+		// wrote a little, then stayed open and silent, held the command
+		// through its first signal (a read-through's R4). JSON Lines is
+		// read on a goroutine of its own (jsonl).
+		in = newWaitReader(r.ctx, in)
+	}
 	br, comp, closeFn, err := r.decompress(name, in, wait)
 	if err != nil {
 		return err

@@ -421,6 +421,40 @@ func TestReadStopsOnAnInputThatGivesNothing(t *testing.T) {
 	if err := readUntilEnd(t, ctx, nil, quoted, Options{Format: "csv"}); !errors.Is(err, context.Canceled) {
 		t.Errorf("csv, a quote never closed: %v, want context.Canceled", err)
 	}
+	// A pipe that wrote a record, then stays open and silent, in the
+	// formats read on the caller's goroutine (a read-through's R4).
+	for _, format := range []string{"csv", "text"} {
+		pr, pw := io.Pipe()
+		defer pw.Close()
+		go pw.Write([]byte("id,text\n1,a first record\n"))
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() {
+			var last error
+			for rec, err := range Read(ctx, nil, pr, Options{Format: format, MaxRecordBytes: 1 << 20}) {
+				if err != nil {
+					last = err
+				} else if rec.ID == "1" {
+					cancel()
+				}
+			}
+			done <- last
+		}()
+		if format == "text" {
+			// NB: a text is one record, read to its end: nothing is
+			// yielded before the silence.
+			time.Sleep(10 * time.Millisecond)
+			cancel()
+		}
+		select {
+		case err := <-done:
+			if !errors.Is(err, context.Canceled) {
+				t.Errorf("%s, a pipe silent after a record: %v, want context.Canceled", format, err)
+			}
+		case <-time.After(time.Minute):
+			t.Fatalf("%s: the reading went on after its context ended", format)
+		}
+	}
 	pr, pw := io.Pipe()
 	defer pw.Close()
 	ctx, cancel = context.WithCancel(context.Background())
