@@ -187,44 +187,35 @@ func (db *DB) answer(ctx context.Context, v view, in *QueryInput, q QueryOptions
 	h := db.hashers.Get().(*minhash.Hasher)
 	var set []uint64
 	var sig []uint32
-	size := 0 // the set's distinct elements, where known without a pass (0)
+	var err error
+	size := 0       // the set's distinct elements, where known without a pass (0)
+	text := in.Text // NB: not in, which the caller may reuse once a cancelled query returned (hashText)
 	switch {
 	case !in.Set.IsZero():
-		var err error
-		if sc.elems, err = in.Set.elements(h.Sketcher(), sc.elems[:0]); err != nil {
-			db.hashers.Put(h)
-			return nil, err
+		if sc.elems, err = in.Set.elements(h.Sketcher(), sc.elems[:0]); err == nil {
+			sc.sig = h.Sketcher().Sketch(sc.sig[:0], sc.elems)
+			set, sig = sc.elems, sc.sig
 		}
-		sc.sig = h.Sketcher().Sketch(sc.sig[:0], sc.elems)
-		set, sig = sc.elems, sc.sig
 	case db.man.Storage == StorageText:
 		// NB: text mode verifies through a hash table of the query's
 		// shingles (probeSet), which takes them with repeats and in any
 		// order, and so does the signature: sorting them, as Document
 		// does, was ~5% of a warm query (BenchmarkQuery's profile).
-		var err error
-		text := in.Text // NB: not in, which the caller may reuse once a cancelled query returned (hashText)
 		sc.elems, sc.sig, err = db.hashText(ctx, h, text, sc.elems[:0], sc.sig[:0], func(h *minhash.Hasher, set []uint64, sig []uint32) ([]uint64, []uint32) {
 			set = h.Shingler().AppendElements(set, text)
 			return set, h.Sketcher().Sketch(sig, set)
 		})
-		if err != nil {
-			db.hashers.Put(h)
-			return nil, err
-		}
 		set, sig = sc.elems, sc.sig
 	default:
-		var err error
-		text := in.Text // NB: as above
-		if set, sig, err = db.hashText(ctx, h, text, nil, nil, func(h *minhash.Hasher, set []uint64, sig []uint32) ([]uint64, []uint32) {
+		set, sig, err = db.hashText(ctx, h, text, nil, nil, func(h *minhash.Hasher, set []uint64, sig []uint32) ([]uint64, []uint32) {
 			return h.Document(set, sig, text)
-		}); err != nil {
-			db.hashers.Put(h)
-			return nil, err
-		}
+		})
 		size = len(set)
 	}
 	db.hashers.Put(h)
+	if err != nil {
+		return nil, err
+	}
 	if len(set) == 0 {
 		if !in.Set.IsZero() {
 			return nil, fmt.Errorf("%w: query set", ErrEmptyDocument)

@@ -202,7 +202,7 @@ func OpenContext(ctx context.Context, target string, opts *Options) (*Client, er
 		if errors.Is(context.Cause(ctx), errNoAnswer) {
 			return nil, fmt.Errorf("lshdb: client: %s did not answer within %v (is the server stopped or stuck?): %w", target, o.OpenTimeout, err)
 		}
-		if errors.Is(err, errAnswerTooLarge) {
+		if errors.As(err, new(answerTooLarge)) {
 			return nil, fmt.Errorf("%w, far more than an lshdb server's parameters: is %s an lshdb server?", err, target)
 		}
 		return nil, err
@@ -554,16 +554,9 @@ func (c *Client) call(ctx context.Context, method, path string, q url.Values, bo
 // words (a read-through's R3).
 const paramsAnswerBytes = 64 << 20
 
-// errAnswerTooLarge marks (unsaid) callUpTo's error of an answer over its
-// bound.
-var errAnswerTooLarge = errors.New("answer too large")
-
-// unsaid wraps an error that an error's text does not say (it marks it
-// for errors.Is).
-type unsaid struct{ err error }
-
-func (u unsaid) Error() string { return "" }
-func (u unsaid) Unwrap() error { return u.err }
+// answerTooLarge is callUpTo's error of an answer over its bound (Open
+// tells it with errors.As, as connCut is told).
+type answerTooLarge struct{ error }
 
 // callUpTo is call whose answer may be at most limit bytes (0: no bound).
 func (c *Client) callUpTo(ctx context.Context, method, path string, q url.Values, body, out any, limit int64) error {
@@ -590,7 +583,7 @@ func (c *Client) callUpTo(ctx context.Context, method, path string, q url.Values
 		return cutAnswer(ctx, fmt.Errorf("lshdb: client: reading the answer of %s %s: %w", method, path, err))
 	}
 	if limit > 0 && int64(buf.Len()) > limit {
-		return fmt.Errorf("lshdb: client: the answer of %s %s is over %d bytes%w", method, path, limit, unsaid{errAnswerTooLarge})
+		return answerTooLarge{fmt.Errorf("lshdb: client: the answer of %s %s is over %d bytes", method, path, limit)}
 	}
 	if err := json.Unmarshal(buf.Bytes(), out); err != nil {
 		return fmt.Errorf("lshdb: client: reading the answer of %s %s: %w", method, path, err)
