@@ -432,15 +432,22 @@ func (r *reader) open(path string) (*os.File, error) {
 	}
 }
 
-// waitReader reads an input that may wait for a writer on a goroutine of
-// its own, a chunk ahead, so that a read waiting for the writer ends when
-// ctx does (with an error wrapping ctx's). The goroutine then waits in its
-// read until the process ends: a command stops instead.
+// waitReader reads an input that may wait for a writer (mayWait) on a
+// goroutine of its own, a chunk ahead, so that a read waiting for the
+// writer ends when ctx does (with an error wrapping ctx's): one mechanism
+// for every reader of such an input (the sniff of its compression, JSON
+// Lines' splitter, CSV and text on the caller's goroutine). The goroutine
+// then waits in its read until the process ends (and may have taken a
+// chunk of an input, stdin, that the process reads again): a command
+// stops instead. It reads into two buffers in turn, given back as Read
+// empties them.
 type waitReader struct {
 	ctx  context.Context
 	ch   chan waitChunk
-	rest []byte // what the last chunk has left
-	err  error  // the input's error, once its chunks are read
+	free chan []byte // the buffers the goroutine may read into
+	cur  []byte      // the buffer of the last chunk
+	rest []byte      // what the last chunk has left
+	err  error       // the input's error, once its chunks are read
 }
 
 type waitChunk struct {
@@ -449,10 +456,17 @@ type waitChunk struct {
 }
 
 func newWaitReader(ctx context.Context, in io.Reader) *waitReader {
-	w := &waitReader{ctx: ctx, ch: make(chan waitChunk)}
+	w := &waitReader{ctx: ctx, ch: make(chan waitChunk), free: make(chan []byte, 2)}
+	w.free <- make([]byte, 64<<10)
+	w.free <- make([]byte, 64<<10)
 	go func() {
 		for {
-			b := make([]byte, 64<<10)
+			var b []byte
+			select {
+			case b = <-w.free:
+			case <-ctx.Done():
+				return
+			}
 			n, err := in.Read(b)
 			select {
 			case w.ch <- waitChunk{b[:n], err}:
@@ -472,9 +486,13 @@ func (w *waitReader) Read(p []byte) (int, error) {
 		if w.err != nil {
 			return 0, w.err
 		}
+		if w.cur != nil {
+			w.free <- w.cur[:cap(w.cur)] // NB: never blocks: two buffers, two places
+			w.cur = nil
+		}
 		select {
 		case c := <-w.ch:
-			w.rest, w.err = c.b, c.err
+			w.cur, w.rest, w.err = c.b, c.b, c.err
 		case <-w.ctx.Done():
 			return 0, fmt.Errorf("interrupted while waiting for the input: %w", w.ctx.Err())
 		}
@@ -503,15 +521,16 @@ func mayWait(in io.Reader) bool {
 // and reads the format (as text, with the id textID, or its base name).
 func (r *reader) stream(name string, in io.Reader, format, textID string) error {
 	wait := mayWait(in) // NB: a Stat: once per input
-	if f := cmp.Or(format, formatByName(name)); wait && (f == "csv" || f == "tsv" || f == "text") {
-		// NB: these formats are read on the caller's goroutine, where a
-		// read waiting for a writer did not end with ctx: a pipe that
-		// wrote a little, then stayed open and silent, held the command
-		// through its first signal (a read-through's R4). JSON Lines is
-		// read on a goroutine of its own (jsonl).
+	if wait {
+		// NB: a read that waits for a writer does not end with ctx: a
+		// pipe that stayed open and silent (before its first byte, or
+		// after a record), a line that never ends (/dev/zero, a producer
+		// that writes no newline), or a CSV quote never closed over
+		// endless lines each held a command through its first signal (an
+		// adversarial review's A1, A2, a read-through's R4).
 		in = newWaitReader(r.ctx, in)
 	}
-	br, comp, closeFn, err := r.decompress(name, in, wait)
+	br, comp, closeFn, err := decompress(name, in, wait)
 	if err != nil {
 		return err
 	}
@@ -535,24 +554,18 @@ func (r *reader) stream(name string, in io.Reader, format, textID string) error 
 	}
 	defer closeFn()
 	r.lines.reset(name, br, r.o.MaxRecordBytes)
-	r.lines.quit = r.ctx.Done() // NB: a line that never ends stops with ctx
 	switch format {
 	case "csv":
-		err = r.csv(Source{Name: name, Format: format, Compression: comp}, ',')
+		return r.csv(Source{Name: name, Format: format, Compression: comp}, ',')
 	case "tsv":
-		err = r.csv(Source{Name: name, Format: format, Compression: comp}, '\t')
+		return r.csv(Source{Name: name, Format: format, Compression: comp}, '\t')
 	case "text":
 		if textID == "" {
 			textID = baseName(name)
 		}
-		err = r.text(name, textID, br)
-	default:
-		return fmt.Errorf("%w %q", ErrUnknownFormat, format) // NB: Validate refused it before
+		return r.text(name, textID, br)
 	}
-	if errors.Is(err, errQuit) {
-		return fmt.Errorf("interrupted while reading %s: %w", name, r.ctx.Err())
-	}
-	return err
+	return fmt.Errorf("%w %q", ErrUnknownFormat, format) // NB: Validate refused it before
 }
 
 var utf8BOM = []byte{0xef, 0xbb, 0xbf}
@@ -572,45 +585,6 @@ func (z zstdErrs) Read(p []byte) (int, error) {
 // bufSize is the read buffer of a stream: a line shorter than it is
 // parsed where it lies, a longer one is copied.
 const bufSize = 256 << 10
-
-// r.decompress is decompress where ctx can end it: an input that may wait
-// for a writer (a pipe, a terminal) is sniffed on a goroutine of its own,
-// and decompress returns when ctx ends (a build from a pipe nobody wrote
-// to held on through its first signal in its first read: an adversarial
-// review's A2). That goroutine closes what it opened if it ends later;
-// till then it waits in its read (and may take up to 64 KiB of an input,
-// stdin, that the process reads again: a command stops instead).
-func (r *reader) decompress(name string, in io.Reader, mayWait bool) (*bufio.Reader, string, func(), error) {
-	if !mayWait {
-		return decompress(name, in, mayWait)
-	}
-	type sniffed struct {
-		br      *bufio.Reader
-		comp    string
-		closeFn func()
-		err     error
-	}
-	ch := make(chan sniffed) // NB: unbuffered: a reader made too late is closed
-	gone := make(chan struct{})
-	go func() {
-		var o sniffed
-		o.br, o.comp, o.closeFn, o.err = decompress(name, in, mayWait)
-		select {
-		case ch <- o:
-		case <-gone:
-			if o.closeFn != nil {
-				o.closeFn()
-			}
-		}
-	}()
-	select {
-	case o := <-ch:
-		return o.br, o.comp, o.closeFn, o.err
-	case <-r.ctx.Done():
-		close(gone)
-		return nil, "", nil, fmt.Errorf("interrupted while waiting for %s to be written: %w", name, r.ctx.Err())
-	}
-}
 
 // decompress returns a buffered reader of in's content, decompressed when
 // it starts with a gzip or zstd magic number (mayWait: in is a pipe or

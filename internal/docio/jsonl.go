@@ -102,28 +102,12 @@ func (r *reader) jsonl(name string, br *bufio.Reader, closeFn func(), mayWait bo
 	}()
 	lr := r.lines
 	lr.reset(name, br, r.o.MaxRecordBytes)
-	lr.quit = quit
 	split := &splitter{lr: lr, free: free, work: work, order: order, quit: quit, nChunks: nChunks, mayWait: mayWait}
 	wg.Go(func() {
 		defer closeFn()
 		split.run()
 	})
-	ctxDone := r.ctx.Done()
-	for {
-		// NB: the context is watched while the next chunk is read, not
-		// only between records: a line that never ends (/dev/zero, a
-		// producer that writes no newline) or an input that stays open
-		// with nothing to read held the command through its first
-		// signal (an adversarial review's A1, A2).
-		var c *jsonChunk
-		select {
-		case c = <-order:
-		case <-ctxDone:
-			return fmt.Errorf("interrupted while reading %s: %w", name, r.ctx.Err())
-		}
-		if c == nil {
-			break // NB: order closed: unreachable, see below
-		}
+	for c := range order {
 		<-c.done
 		for i := range c.lines {
 			l := &c.lines[i]

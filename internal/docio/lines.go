@@ -26,19 +26,10 @@ type lineReader struct {
 	// scan, if set, sees every chunk of every line, kept or dropped (the
 	// CSV reader follows its quotes with it).
 	scan func([]byte)
-	// quit, if set, stops the reading when it closes (errQuit), at the
-	// next line or the next chunk of a line too long to keep: the JSON
-	// Lines reader's caller has gone, or the context of a CSV or text
-	// reading ended; a line that never ends, or a CSV quote never closed
-	// over endless lines, would be read on forever.
-	quit <-chan struct{}
 }
 
-// errQuit is lineReader.next's error once quit closed.
-var errQuit = errors.New("docio: the reading stopped")
-
 func (lr *lineReader) reset(name string, br *bufio.Reader, max int) {
-	lr.name, lr.br, lr.max, lr.line, lr.scan, lr.quit = name, br, max, 0, nil, nil
+	lr.name, lr.br, lr.max, lr.line, lr.scan = name, br, max, 0, nil
 	if cap(lr.buf) > 1<<20 {
 		lr.buf = nil // NB: a huge line's buffer is not kept for the next file
 	}
@@ -50,13 +41,6 @@ func (lr *lineReader) reset(name string, br *bufio.Reader, max int) {
 // and line. b aliases lr's or the bufio.Reader's buffer until the next
 // call.
 func (lr *lineReader) next() (b []byte, n int, long bool, err error) {
-	if lr.quit != nil {
-		select {
-		case <-lr.quit:
-			return nil, 0, false, errQuit
-		default:
-		}
-	}
 	lr.line++
 	lr.joined, lr.end = false, ""
 	// NB: a line longer than the read buffer is kept as a list of its
@@ -72,11 +56,6 @@ func (lr *lineReader) next() (b []byte, n int, long bool, err error) {
 		n += len(chunk)
 		switch {
 		case long:
-			select {
-			case <-lr.quit:
-				return nil, n, true, errQuit
-			default:
-			}
 		case n > lr.max+2: // NB: +2: the line end does not count
 			long = true
 			clear(lr.blocks)
