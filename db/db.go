@@ -1719,9 +1719,30 @@ func (p pebbleLogger) Errorf(format string, args ...any) {
 	p.l.Error("lshdb: pebble: " + fmt.Sprintf(format, args...))
 }
 func (p pebbleLogger) Fatalf(format string, args ...any) {
-	p.l.Error("lshdb: pebble: fatal: " + fmt.Sprintf(format, args...))
-	// NB: Pebble calls Fatalf only for invariant violations inside Pebble,
-	// never for bad input, and expects it not to return. A panic (rather
-	// than Pebble's default os.Exit) lets an embedding program decide.
-	panic(fmt.Sprintf("lshdb: pebble: fatal: "+format, args...))
+	msg := "lshdb: pebble: fatal: " + fmt.Sprintf(format, args...)
+	p.l.Error(msg)
+	// NB: Pebble calls Fatalf for invariant violations inside Pebble and
+	// for a commit whose write-ahead log write failed (a full disk), never
+	// for bad input, and expects it not to return. A panic (rather than
+	// Pebble's default os.Exit) lets an embedding program decide, and
+	// pebbleWrite tells a full disk by the panic's errors: Pebble formats
+	// them with %v, which keeps only their text (a Repair's commit on a
+	// full disk was reported as a corrupt index).
+	var errs []error
+	for _, a := range args {
+		if err, ok := a.(error); ok {
+			errs = append(errs, err)
+		}
+	}
+	panic(fatalError{msg: msg, errs: errs})
 }
+
+// fatalError is the panic of pebbleLogger.Fatalf: its message, and the
+// errors among its arguments, which errors.Is and errors.As see.
+type fatalError struct {
+	msg  string
+	errs []error
+}
+
+func (e fatalError) Error() string   { return e.msg }
+func (e fatalError) Unwrap() []error { return e.errs }

@@ -80,7 +80,10 @@ var (
 	// ErrDiskFull is returned by a write when the filesystem holding the
 	// database has less than Options.DiskReserve free, and by a writable
 	// Open below 8 MiB plus two memtables (or DiskReserve if less).
-	// Nothing of the refused write is stored; reads go on working, but
+	// Nothing of the refused write is stored (but for the write in which
+	// a store stopped, its write-ahead log write failed with the reserve
+	// off: reads of that handle may see it, the next open may or may not
+	// find it, and every later write is refused); reads go on working, but
 	// for a Pairs or Clusters run whose spilled files would take the
 	// reserve (a read-only handle's too), which ends with it and removes
 	// them. On a Redis index it is a write that Redis refused at its

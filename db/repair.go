@@ -530,10 +530,20 @@ func (db *DB) pebbleRepair(ctx context.Context) (RepairResult, error) {
 	}
 	if err := db.pebbleWrite(func() error { return b.Commit(wo) }); err != nil {
 		if db.qcache != nil {
-			// NB: nothing became visible: back to the stored version, as
-			// a failed load does, or no cached list would be served until
-			// later writes caught up with c (a reviewer's C3).
-			db.qcache.changingAll(db.counters)
+			if db.damage.stopped.Load() != nil {
+				// NB: the store stopped in this commit (pebbleWrite): Pebble
+				// applies a batch before it waits for its log write, so
+				// this handle's reads may see the repair although it
+				// failed. The cache takes it as written: the versions
+				// stay at c, and the rewritten records are dropped.
+				db.qcache.rewrote(c, rewritten)
+			} else {
+				// NB: nothing became visible: back to the stored version,
+				// as a failed load does, or no cached list would be
+				// served until later writes caught up with c (a
+				// reviewer's C3).
+				db.qcache.changingAll(db.counters)
+			}
 		}
 		return RepairResult{}, err
 	}

@@ -4,15 +4,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
 	"github.com/lshdb/lshdb/codec"
+	"github.com/lshdb/lshdb/minhash"
 )
 
 // Damage of every kind Check tells, done to a Pebble index's keys behind
@@ -614,32 +618,10 @@ func TestRepairAndAQueryOfAnOlderView(t *testing.T) {
 	if _, err := d.PutBatch([]Doc{{ID: "a", Text: a}, {ID: "b", Text: b}}, nil); err != nil {
 		t.Fatal(err)
 	}
-	sd, err := d.Get("b")
-	if err != nil {
-		t.Fatal(err)
-	}
 	if err := d.Close(); err != nil {
 		t.Fatal(err)
 	}
-	// b's record says two shingles more than its text gives.
-	p := rawStore(t, fs, "db")
-	key := codec.AppendDocKey(nil, sd.Num)
-	raw, closer, err := p.Get(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rec codec.DocRecord
-	if err := codec.DecodeDocRecord(slices.Clone(raw), &rec); err != nil {
-		t.Fatal(err)
-	}
-	closer.Close()
-	rec.SetLen += 2
-	if err := p.Set(key, codec.AppendDocRecord(nil, &rec), pebble.Sync); err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Close(); err != nil {
-		t.Fatal(err)
-	}
+	wrongSetSize(t, fs, "db", "b")
 
 	d = mustOpen(t, "db", opts())
 	q := &QueryOptions{Threshold: 0.3}
@@ -692,5 +674,143 @@ func TestRepairAndAQueryOfAnOlderView(t *testing.T) {
 	}
 	if got := jaccardOfB(after); got != jaccardOfB(want) {
 		t.Fatalf("a query after the repair gave b a Jaccard of %v (-1: not found), want %v as the reopened index does", got, jaccardOfB(want))
+	}
+}
+
+// wrongSetSize, with the index at dir closed, makes the record of id say two shingles more than its text gives, a damage
+// Repair mends by rewriting the record under its number.
+func wrongSetSize(t *testing.T, fs vfs.FS, dir, id string) {
+	t.Helper()
+	p := rawStore(t, fs, dir)
+	defer func() {
+		if err := p.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}()
+	num, closer, err := p.Get(codec.AppendIDKey(nil, id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := codec.DecodeDocNum(num)
+	closer.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := codec.AppendDocKey(nil, n)
+	raw, closer, err := p.Get(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec codec.DocRecord
+	err = codec.DecodeDocRecord(slices.Clone(raw), &rec)
+	closer.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.SetLen += 2
+	if err := p.Set(key, codec.AppendDocRecord(nil, &rec), pebble.Sync); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestRepairInWhichTheStoreStops: a Repair whose commit fails at its
+// write-ahead log write (a full disk, with the reserve off) stops the
+// store, and Pebble has applied the batch before it waited for the log:
+// the handle's reads see the repair although it failed. The query cache
+// must answer as those reads do. It had put every list back at the
+// stored version when the commit failed (for a commit that made nothing
+// visible, a reviewer's C3), and so served the lists the repair had
+// mended as they were before. The error was ErrCorrupt, as Pebble's panic
+// kept only the text of the full disk's error. The oracle: b, taken out
+// of every list and put back by the repair, found as the handle's own
+// Get and brute-force Jaccard give it.
+func TestRepairInWhichTheStoreStops(t *testing.T) {
+	ctx := context.Background()
+	mem := vfs.NewMem()
+	var refuse errorfs.Toggle
+	refuse.Injector = errorfs.InjectorFunc(func(op errorfs.Op) error {
+		if (op.Kind == errorfs.OpFileWrite || op.Kind == errorfs.OpFileWriteAt) && strings.HasSuffix(op.Path, ".log") {
+			return syscall.ENOSPC
+		}
+		return nil
+	})
+	fs := errorfs.Wrap(mem, &refuse)
+	quiet := slog.New(slog.DiscardHandler)
+	opts := func() *Options { return &Options{fs: fs, Logger: quiet, DiskReserve: -1, Storage: StorageText} }
+	a := "the quick brown fox jumps over the lazy dog near the river bank today"
+	b := "the quick brown fox jumps over the lazy dog near the river bank tonight"
+	d := mustOpen(t, "db", opts())
+	if _, err := d.PutBatch([]Doc{{ID: "a", Text: a}, {ID: "b", Text: b}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	sb, err := d.Get("b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, err := d.bucketKeys(nil, sb.Signature)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// b taken out of every list it is in.
+	p := rawStore(t, mem, "db")
+	for band, k := range keys {
+		if err := p.Merge(codec.AppendPostingKey(nil, band, k), codec.AppendPostings(nil, []codec.Posting{{Doc: sb.Num, Remove: true}}), pebble.Sync); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	d = mustOpen(t, "db", opts())
+	defer d.Close()
+	q := &QueryOptions{Threshold: 0.3}
+	query := func() *QueryResult {
+		t.Helper()
+		r, err := d.Query(ctx, a, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	listHits := func() int64 {
+		t.Helper()
+		m, err := d.Metrics()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m.QueryCache.ListHits
+	}
+	// NB: a list read once is not cached: the second read caches it.
+	for range 3 {
+		if r := query(); len(r.Matches) != 1 {
+			t.Fatalf("b out of its lists, the query found %+v, want a alone", r.Matches)
+		}
+	}
+	if listHits() == 0 {
+		t.Fatal("a third query found no list in the cache")
+	}
+	refuse.On()
+	if _, err := d.Repair(ctx); !errors.Is(err, ErrDiskFull) {
+		t.Fatalf("the repair on a disk that refuses its log: %v, want ErrDiskFull", err)
+	}
+	refuse.Off()
+	if _, err := d.Get("b"); err != nil {
+		t.Fatal(err)
+	}
+	m := newModel(t, d.Params())
+	want := minhash.Jaccard(m.doc(a).set, m.doc(b).set)
+	hits := listHits()
+	for i := range 3 {
+		r := query()
+		if len(r.Matches) != 2 || r.Matches[1].ID != "b" || r.Matches[1].Jaccard != want {
+			t.Fatalf("query %d after the repair in which the store stopped: %+v, want a and b at %v, as the handle's reads see the repair", i, r.Matches, want)
+		}
+	}
+	if listHits() == hits {
+		t.Errorf("after the repair in which the store stopped, no query found a list in the cache (%d hits before and after)", hits)
 	}
 }
