@@ -536,8 +536,8 @@ func (db *DB) PutIfNew(doc Doc, wo *WriteOptions) (*Match, error) {
 
 // PutIfNewContext is PutIfNew that gives up when ctx ends before it
 // holds the writer lock (behind a Load, which holds it for its whole
-// run), as PutBatchContext does: it then returns ctx's error and stores
-// nothing. Once it holds the lock the check and the insert are made
+// run), or while it hashes a text of 1 MiB or more, as PutBatchContext
+// does: it then returns ctx's error and stores nothing. Once it holds the lock the check and the insert are made
 // whatever ctx says.
 func (db *DB) PutIfNewContext(ctx context.Context, doc Doc, wo *WriteOptions) (*Match, error) {
 	wo, expires, err := db.enterWrite(wo)
@@ -545,8 +545,17 @@ func (db *DB) PutIfNewContext(ctx context.Context, doc Doc, wo *WriteOptions) (*
 		return nil, err
 	}
 	defer db.mu.RUnlock()
-	p, err := db.prepare(&doc, wo.StoreText || db.man.StoreText)
-	if err == nil {
+	storeText := wo.StoreText || db.man.StoreText
+	type made struct {
+		p   prepared
+		err error
+	}
+	mk, err := prepareCancellable(db, ctx, []Doc{doc}, func(docs []Doc) made {
+		p, err := db.prepare(&docs[0], storeText)
+		return made{p, err}
+	})
+	p := mk.p
+	if err = cmp.Or(err, mk.err); err == nil {
 		err = p.setExpiry(expires)
 	}
 	if err != nil {
@@ -589,7 +598,8 @@ type IfNewResult struct {
 // The call is not atomic, as a sequence of PutIfNew calls is not: a
 // crash before it returns may leave any first part of the documents it
 // stored in the index (in order: never a later one without an earlier).
-// It gives up when ctx ends before it holds the writer lock, storing
+// It gives up when ctx ends before it holds the writer lock (or while it
+// hashes documents whose texts add up to 1 MiB or more), storing
 // nothing, and between two documents once it holds it: it then returns
 // the results of the documents it got to (fewer than docs), the ones it
 // stored synced, with ctx's error. An error of the index (I/O, a closed
@@ -605,7 +615,19 @@ func (db *DB) PutIfNewBatch(ctx context.Context, docs []Doc, wo *WriteOptions) (
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	preps, errs, _ := db.prepareEach(docs, wo.StoreText || db.man.StoreText, nil)
+	storeText := wo.StoreText || db.man.StoreText
+	type made struct {
+		preps []prepared
+		errs  []error
+	}
+	m, err := prepareCancellable(db, ctx, docs, func(docs []Doc) made {
+		preps, errs, _ := db.prepareEach(docs, storeText, nil)
+		return made{preps, errs}
+	})
+	if err != nil {
+		return nil, err
+	}
+	preps, errs := m.preps, m.errs
 	for i := range preps {
 		if errs[i] == nil {
 			errs[i] = preps[i].setExpiry(expires)

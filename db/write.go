@@ -406,8 +406,10 @@ func (db *DB) enterWrite(wo *WriteOptions) (*WriteOptions, int64, error) {
 // PutBatchContext is PutBatch that gives up when ctx ends before the
 // batch is written: before it takes the writer lock, or while it waits for
 // it (behind a Load, which holds it for its whole run).
-// It then returns ctx's error and stores nothing. Once it holds the lock
-// the batch is written whatever ctx says, as PutBatch's is. A server calls
+// It then returns ctx's error and stores nothing; documents whose texts
+// add up to 1 MiB or more are hashed where ctx can end it too. Once it
+// holds the lock the batch is written whatever ctx says, as PutBatch's
+// is. A server calls
 // it with a request's context, so that a client that went away (an
 // interrupted command) does not have its batch applied after it left.
 func (db *DB) PutBatchContext(ctx context.Context, docs []Doc, wo *WriteOptions) (BatchResult, error) {
@@ -416,11 +418,19 @@ func (db *DB) PutBatchContext(ctx context.Context, docs []Doc, wo *WriteOptions)
 		return BatchResult{}, err
 	}
 	defer db.mu.RUnlock()
-	pb, err := db.prepareBatch(docs, wo)
-	if err != nil {
+	w := *wo // NB: the caller's may change once a cancelled call returned
+	type made struct {
+		pb  *PreparedBatch
+		err error
+	}
+	m, err := prepareCancellable(db, ctx, docs, func(docs []Doc) made {
+		pb, err := db.prepareBatch(docs, &w)
+		return made{pb, err}
+	})
+	if err = cmp.Or(err, m.err); err != nil {
 		return BatchResult{}, err
 	}
-	return db.putPrepared(ctx, pb, expires)
+	return db.putPrepared(ctx, m.pb, expires)
 }
 
 // A PreparedBatch is documents made ready to write by PrepareBatch: each
