@@ -51,9 +51,10 @@ func (p Params) Probability(s float64) float64 {
 	return -math.Expm1(float64(p.B) * math.Log1p(-math.Pow(s, float64(p.R))))
 }
 
-// Threshold returns (1/b)^(1/r), the similarity where the S-curve is
-// steepest, a rough guide to where a banding switches from "rarely a
-// candidate" to "nearly always".
+// Threshold returns (1/b)^(1/r), the usual rough guide to where a banding
+// switches from "rarely a candidate" to "nearly always": there P(s) =
+// 1 − (1 − 1/b)^b, about 1 − 1/e ≈ 0.63. The S-curve is steepest a little
+// below it, at ((r−1)/(rb−1))^(1/r) (0.33 against 0.37 for b=19 r=3).
 func (p Params) Threshold() float64 { return math.Pow(1/float64(p.B), 1/float64(p.R)) }
 
 // FalsePositiveArea returns ∫₀ᵗ P(s) ds: the weight of candidates below the

@@ -16,8 +16,10 @@
 // want fewer candidates at some cost in recall.
 //
 // A band's key is a 64-bit xxhash of the band number and its r values
-// ([Key]); keys are a storage format (lshdb's posting lists are keyed by
-// band and key) and are the same in every process.
+// ([Key]); keys are a storage format and are the same in every process.
+// lshdb's posting lists are keyed by the band and the key's high 32 bits
+// (codec.BucketOf): its buckets, as db.DB.Bucket takes them and the
+// command prints them, are those 32 bits, not the whole key.
 //
 // The package is pure computation: no I/O, no state.
 package bands

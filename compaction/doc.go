@@ -1,9 +1,10 @@
 // Package compaction holds the posting-list algebra that Pebble runs inside
 // its compactions and reads: the merge operator [Merger], and the rules of
 // the maintenance Pebble cannot do by itself: [Purgeable] says which posting
-// lists are garbage (db.PurgeEmptyLists deletes them under its writer lock).
-// Hot-bucket control and re-banding from stored signatures belong here
-// too.
+// lists are garbage (db.PurgeEmptyLists deletes them under its writer lock),
+// and [Expired], [ExpiresAt], [SweepInterval] and [SweepBatch] are the
+// rules of documents written with a TTL: when one is gone, and how their
+// removal is paced.
 //
 // A posting list is appended with Pebble's Merge: an insert writes one
 // operand (doc, add) per band, a delete one (doc, remove), with no

@@ -15,20 +15,21 @@ import (
 const MergerName = "lshdb.postings.v1"
 
 // Merger is the posting-list merge operator to pass in pebble.Options.
-var Merger = &pebble.Merger{
-	Name: MergerName,
-	Merge: func(key, value []byte) (pebble.ValueMerger, error) {
-		m := &postingMerger{}
-		if m.damaged(value) {
-			return m, nil
-		}
-		if len(value) <= len(m.inline) {
-			m.first = append(m.inline[:0], value...)
-		} else {
-			m.first = slices.Clone(value)
-		}
+var Merger = &pebble.Merger{Name: MergerName, Merge: newMerger}
+
+// newMerger is Merger's Merge: a merger of the operands of key, value the
+// first that Pebble gives.
+func newMerger(key, value []byte) (pebble.ValueMerger, error) {
+	m := &postingMerger{}
+	if m.damaged(value) {
 		return m, nil
-	},
+	}
+	if len(value) <= len(m.inline) {
+		m.first = append(m.inline[:0], value...)
+	} else {
+		m.first = slices.Clone(value)
+	}
+	return m, nil
 }
 
 // postingMerger accumulates operands. Pebble hands them newest-first

@@ -352,6 +352,30 @@ func expiryBytes(n uint64) string {
 	return fmt.Sprintf("expiry index %d, ", n)
 }
 
+// tablesLine is stats' line of the tables' bytes on disk by the kind of
+// their first key. A kind that begins no table is named apart: "ids 0,
+// postings 0" read as an index that stored no postings, where they were
+// in the tables that docs begin (a newcomer's review, W5).
+func tablesLine(tb map[string]uint64) string {
+	var counted, within []string
+	for _, k := range []struct{ key, name string }{{"docs", "docs"}, {"ids", "ids"}, {"postings", "postings"}, {"expiry", "expiry index"}, {"manifest+counters", "manifest and counters"}} {
+		switch n := tb[k.key]; {
+		case n > 0:
+			counted = append(counted, fmt.Sprintf("%s %d", k.name, n))
+		case k.key != "expiry":
+			within = append(within, k.name)
+		}
+	}
+	line := "tables on disk (compressed), each counted by the kind of its first key (a table may hold several kinds): "
+	switch {
+	case len(counted) == 0:
+		return line + "none yet (the writes are in the write-ahead log)"
+	case len(within) > 0:
+		return line + strings.Join(counted, ", ") + "; " + strings.Join(within, ", ") + " begin no table (they are in these)"
+	}
+	return line + strings.Join(counted, ", ")
+}
+
 // storedBytesJSON is stats' stored bytes by record kind.
 type storedBytesJSON struct {
 	Docs             uint64 `json:"docs"`
@@ -434,9 +458,12 @@ type explainJSON struct {
 	Threshold      float64  `json:"threshold"`
 	Bands          int      `json:"bands"`
 	CollidingBands []int    `json:"colliding_bands"`
-	PCandidate     float64  `json:"p_candidate"`
-	SizesRuleOut   bool     `json:"sizes_rule_out,omitempty"`
-	Found          bool     `json:"found"`
+	// CollidingBuckets are the buckets of CollidingBands, one each, in
+	// the form bucket takes.
+	CollidingBuckets []string `json:"colliding_buckets"`
+	PCandidate       float64  `json:"p_candidate"`
+	SizesRuleOut     bool     `json:"sizes_rule_out,omitempty"`
+	Found            bool     `json:"found"`
 }
 
 // checkJSON is the output of check --output json.

@@ -602,6 +602,54 @@ func TestExplainThreshold(t *testing.T) {
 	}
 }
 
+// explain names the buckets the two documents share, in the form bucket
+// takes (a newcomer's review, W2): the oracle is bucket itself, which
+// lists both ids in each, and a band explain does not name, whose bucket
+// of A's (from explain of A with itself) does not hold B.
+func TestExplainSharedBuckets(t *testing.T) {
+	dir := justUnderIndex(t)
+	out, errOut, code := runLine([]string{"explain", "--db", dir, "A", "B", "--output", "json"}, "")
+	if code != 0 {
+		t.Fatalf("explain: exit %d: %s", code, errOut)
+	}
+	var e, self struct {
+		Bands     int      `json:"bands"`
+		Colliding []int    `json:"colliding_bands"`
+		Buckets   []string `json:"colliding_buckets"`
+	}
+	if err := json.Unmarshal([]byte(out), &e); err != nil {
+		t.Fatal(err)
+	}
+	if len(e.Colliding) == 0 || len(e.Buckets) != len(e.Colliding) {
+		t.Fatalf("explain A B: %s, want a bucket for each of some colliding bands", out)
+	}
+	out, _, _ = runLine([]string{"explain", "--db", dir, "A", "A", "--output", "json"}, "")
+	if err := json.Unmarshal([]byte(out), &self); err != nil || len(self.Buckets) != self.Bands {
+		t.Fatalf("explain A A: %s (%v), want every band's bucket", out, err)
+	}
+	shared := map[int]bool{}
+	for i, band := range e.Colliding {
+		shared[band] = true
+		if e.Buckets[i] != self.Buckets[band] {
+			t.Errorf("band %d: explain A B names bucket %s, A's is %s", band, e.Buckets[i], self.Buckets[band])
+		}
+	}
+	for band, bucket := range self.Buckets {
+		members, errOut, code := runLine([]string{"bucket", "--db", dir, fmt.Sprint(band), bucket}, "")
+		if code != 0 {
+			t.Fatalf("bucket %d %s: exit %d: %s", band, bucket, code, errOut)
+		}
+		ids := strings.Fields(members)
+		if !slices.Contains(ids, "A") || slices.Contains(ids, "B") != shared[band] {
+			t.Errorf("band %d bucket %s holds %v; explain says B shares it: %v", band, bucket, ids, shared[band])
+		}
+	}
+	table, _, _ := runLine([]string{"explain", "--db", dir, "A", "B"}, "")
+	if want := fmt.Sprintf("%d %s", e.Colliding[0], e.Buckets[0]); !strings.Contains(table, "shared buckets (band bucket, as bucket takes them): "+want) {
+		t.Errorf("explain's table names not the first shared bucket (%s):\n%s", want, table)
+	}
+}
+
 // tune refuses a recall create refuses: --recall 0 was taken as the
 // default 0.99, and the banding shown was not for the recall asked.
 func TestTuneRefusesRecallCreateRefuses(t *testing.T) {
@@ -906,5 +954,24 @@ func TestQueryLimitIsTop(t *testing.T) {
 	_, errOut, _ = runLine([]string{"shell", "--db", idx}, "query --text ABCDEFGH --limit 0\nquery --text ABCDEFGH --top 0\n")
 	if i, j := strings.Index(errOut, "--limit 0: must be"), strings.Index(errOut, "--top 0: must be"); i < 0 || j < i {
 		t.Errorf("shell: --limit 0 then --top 0:\n%s", errOut)
+	}
+}
+
+// stats names the kinds that begin no table apart, not as "ids 0,
+// postings 0" (a newcomer's review, W5); the answers are by hand.
+func TestTablesLine(t *testing.T) {
+	const head = "tables on disk (compressed), each counted by the kind of its first key (a table may hold several kinds): "
+	for _, c := range []struct {
+		tb   map[string]uint64
+		want string
+	}{
+		{map[string]uint64{"docs": 10}, "docs 10; ids, postings, manifest and counters begin no table (they are in these)"},
+		{map[string]uint64{"docs": 10, "ids": 2, "postings": 7, "expiry": 1, "manifest+counters": 3}, "docs 10, ids 2, postings 7, expiry index 1, manifest and counters 3"},
+		{map[string]uint64{"docs": 10, "ids": 2, "postings": 7, "manifest+counters": 3}, "docs 10, ids 2, postings 7, manifest and counters 3"},
+		{map[string]uint64{}, "none yet (the writes are in the write-ahead log)"},
+	} {
+		if got := tablesLine(c.tb); got != head+c.want {
+			t.Errorf("tablesLine(%v):\n%s\nwant\n%s", c.tb, got, head+c.want)
+		}
 	}
 }

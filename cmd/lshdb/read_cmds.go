@@ -950,9 +950,7 @@ the hot buckets of one band; check verifies the index.`,
 				}
 				fmt.Fprintf(a.stdout, "stored bytes: docs %d, ids %d, postings %d, %smanifest and counters %d; on disk %d\n",
 					sb.Docs, sb.IDs, sb.Postings, expiryBytes(sb.Expiry), sb.ManifestCounters, st.DiskBytes)
-				tb := st.TableBytes
-				fmt.Fprintf(a.stdout, "tables on disk (compressed), each counted by the kind of its first key (a table may hold several kinds): docs %d, ids %d, postings %d, %smanifest and counters %d\n",
-					tb["docs"], tb["ids"], tb["postings"], expiryBytes(tb["expiry"]), tb["manifest+counters"])
+				fmt.Fprintln(a.stdout, tablesLine(st.TableBytes))
 				// NB: after small inserts, the tables held nothing and stats
 				// read as an empty index.
 				// NB: it gave the logs kept for reuse as writes not yet
@@ -1124,8 +1122,9 @@ func (a *app) explainCmd() *cobra.Command {
 		Short: "Why two documents match or do not: Jaccard, estimate, colliding bands",
 		Long: `Why two stored documents match or do not: their exact Jaccard (or the
 signature's estimate on a storage none index), the bands whose buckets
-they share, P(candidate) at their Jaccard, and whether a query by either id
-reports the other. --threshold gives the verdict for a query, pairs or
+they share (and those bands' buckets, which bucket BAND BUCKET lists),
+P(candidate) at their Jaccard, and whether a query by either id reports
+the other. --threshold gives the verdict for a query, pairs or
 clusters run at that threshold (their --threshold) instead of the index's.`,
 		Args: idArgs(2),
 		RunE: func(c *cobra.Command, args []string) error {
@@ -1143,15 +1142,19 @@ clusters run at that threshold (their --threshold) instead of the index's.`,
 					// another (a shell user's review, I2).
 					e = e.AtThreshold(threshold)
 				}
-				collide := []int{}
+				// NB: the shared buckets too, as bucket takes them: from
+				// "why do these match" to the members of what they share
+				// (a newcomer's review, W2).
+				collide, buckets := []int{}, []string{}
 				for i, ok := range e.Collide {
 					if ok {
 						collide = append(collide, i)
+						buckets = append(buckets, bucketHex(e.BandKeysA[i]))
 					}
 				}
 				if a.json() {
 					out := explainJSON{A: e.A, B: e.B, Estimate: e.Estimate, EstimateOnly: e.EstimateOnly, Threshold: e.Threshold,
-						Bands: len(e.Collide), CollidingBands: collide, PCandidate: e.Probability, SizesRuleOut: e.SizesRuleOut, Found: e.Found}
+						Bands: len(e.Collide), CollidingBands: collide, CollidingBuckets: buckets, PCandidate: e.Probability, SizesRuleOut: e.SizesRuleOut, Found: e.Found}
 					if !e.EstimateOnly {
 						out.Jaccard = &e.Jaccard
 					}
@@ -1164,6 +1167,13 @@ clusters run at that threshold (their --threshold) instead of the index's.`,
 					fmt.Fprintf(a.stdout, "exact Jaccard %s, signature estimate %s, threshold %v\n", score(e.Jaccard, e.Threshold), score(e.Estimate, e.Threshold), e.Threshold)
 				}
 				fmt.Fprintf(a.stdout, "bands colliding: %d of %d %v\n", len(collide), len(e.Collide), collide)
+				if len(collide) > 0 {
+					shared := make([]string, len(collide))
+					for i, band := range collide {
+						shared[i] = fmt.Sprintf("%d %s", band, buckets[i])
+					}
+					fmt.Fprintf(a.stdout, "shared buckets (band bucket, as bucket takes them): %s\n", strings.Join(shared, ", "))
+				}
 				// NB: on an index without sets the Jaccard is the estimate,
 				// and every statement says so.
 				jaccard := "Jaccard"

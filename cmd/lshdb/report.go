@@ -872,7 +872,7 @@ func writeReport(w io.Writer, rd *reportData) error {
 	if estimates {
 		verified, kind = "this index stores no sets (storage none): candidates are kept or rejected by their signatures' estimate, which errs both ways", "estimated Jaccard"
 	}
-	fmt.Fprintf(&b, `<p class="note">Two documents become a candidate pair when they agree on all %d rows of at least one of the %d bands: with probability P(s) at Jaccard similarity s. The orange area left of t (%.4f) measures the candidates below the threshold that verification must reject (work, not wrong answers: %s); the red area right of t (%.4f) measures the pairs at or above the threshold that are never candidates (missed). P(t) = %.4f; the curve's steepest point is at (1/b)^(1/r) = %.4f.</p>`+"\n",
+	fmt.Fprintf(&b, `<p class="note">Two documents become a candidate pair when they agree on all %d rows of at least one of the %d bands: with probability P(s) at Jaccard similarity s. The orange area left of t (%.4f) measures the candidates below the threshold that verification must reject (work, not wrong answers: %s); the red area right of t (%.4f) measures the pairs at or above the threshold that are never candidates (missed). P(t) = %.4f; the curve's usual threshold is (1/b)^(1/r) = %.4f, where P is about 1 − 1/e (it is steepest a little below).</p>`+"\n",
 		p.Bands.R, p.Bands.B, fp, verified, fn, p.Bands.Probability(t), p.Bands.Threshold())
 	if fn < 0.002 {
 		b.WriteString(`<p class="note">The false-negative area is too thin to see at this scale: the banding was chosen for recall at the threshold.</p>` + "\n")
