@@ -94,6 +94,9 @@ var (
 	// (LoadOptions.DeleteAbsent) would delete more than its MaxDeleted;
 	// nothing was stored.
 	ErrTooManyDeletes = errors.New("lshdb: the load would delete too many documents")
+	// ErrTooFewDocuments: a load would store fewer documents than its
+	// MinStored (LoadOptions); nothing was stored.
+	ErrTooFewDocuments = errors.New("lshdb: the load would store too few documents")
 )
 
 // A DocError is the error of one document of a call given several

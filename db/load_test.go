@@ -1137,3 +1137,46 @@ func TestFreshLoadIsNotRewritten(t *testing.T) {
 		t.Fatalf("compactions wrote %d bytes after a fresh load; its id map takes %d", compacted, idBytes)
 	}
 }
+
+// Ensure that a load with MinStored refuses, storing nothing, to store
+// fewer documents than that, counting neither those skipped as empty nor
+// the superseded copies of an id (a nightly operator's review, N1: the
+// command's --min-docs counted records, and 1,000 blank texts built an
+// empty index). The oracle: the documents given, counted by hand, and the
+// index's own count and contents before and after.
+func TestLoadMinStored(t *testing.T) {
+	ctx := context.Background()
+	d := mustOpen(t, t.TempDir(), nil)
+	defer d.Close()
+	if _, err := d.PutBatch([]Doc{{ID: "kept", Text: "a document stored before the loads"}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	docs := []Doc{
+		{ID: "e1", Text: "   "}, {ID: "e2", Text: "\t\n"},
+		{ID: "r", Text: "the first copy of a document"}, {ID: "r", Text: "the second copy of a document"},
+		{ID: "a", Text: "a document of its own, the first"}, {ID: "b", Text: "a document of its own, the second"},
+	}
+	// 3 to store: r (once), a, b.
+	for _, min := range []int{4, 100} {
+		_, err := d.Load(ctx, seqOf(docs), &LoadOptions{SkipEmpty: true, MinStored: min})
+		if !errors.Is(err, ErrTooFewDocuments) || !strings.Contains(err.Error(), "it would store 3 (of 6 read: 2 empty, 1 superseded") {
+			t.Fatalf("MinStored %d: %v, want ErrTooFewDocuments naming 3 of 6", min, err)
+		}
+		if n, err := d.Count(); err != nil || n != 1 {
+			t.Fatalf("after a refused load: %d documents (%v), want the one stored before", n, err)
+		}
+		if _, err := d.Get("a"); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("after a refused load, a: %v", err)
+		}
+	}
+	if _, err := d.Load(ctx, seqOf(docs), &LoadOptions{SkipEmpty: true, MinStored: -1}); !errors.Is(err, ErrInvalidOptions) {
+		t.Fatalf("MinStored -1: %v, want ErrInvalidOptions", err)
+	}
+	res, err := d.Load(ctx, seqOf(docs), &LoadOptions{SkipEmpty: true, MinStored: 3})
+	if err != nil || res.Stored != 3 {
+		t.Fatalf("MinStored 3: %+v %v, want 3 stored", res, err)
+	}
+	if n, err := d.Count(); err != nil || n != 4 {
+		t.Fatalf("after the load: %d documents (%v), want 4", n, err)
+	}
+}

@@ -22,8 +22,8 @@ import (
 	"github.com/lshdb/lshdb/db/httpapi/metrics"
 	"github.com/lshdb/lshdb/internal/lockholder"
 	"github.com/lshdb/lshdb/internal/rediskv"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
-	"golang.org/x/net/netutil"
 )
 
 // serveOptions are lshdb serve's flags.
@@ -178,7 +178,7 @@ stops accepting requests, lets those in flight finish (up to
 	fs.IntVar(&so.maxBatch, "max-batch", httpapi.DefaultMaxBatch, "most documents (queries) in one put or query/many request (413 beyond; -1: no limit)")
 	fs.IntVar(&so.maxInFlight, "max-in-flight", httpapi.DefaultMaxInFlight, "most documents (queries) of all requests worked on at once; others wait (-1: no limit)")
 	fs.Int64Var(&so.maxInFlightBytes, "max-in-flight-bytes", httpapi.DefaultMaxInFlightBytes, "most bytes of text of all requests worked on at once (a document takes about 35x its text in memory while it is signed); others wait (-1: no limit)")
-	fs.IntVar(&so.maxConns, "max-connections", defaultMaxConns, "most connections open at once on each listener (the socket, the TCP address), idle keep-alive ones included: the next wait to be accepted, answered by nothing until one closes (a client sees a timeout); a request waiting for others' work holds its body, so this bounds the memory they take (-1: no limit; not given: none on the socket, and on the TCP address half the process's open files, at most 4096)")
+	fs.IntVar(&so.maxConns, "max-connections", defaultMaxConns, "most connections open at once on each listener (the socket, the TCP address), idle keep-alive ones included: at the bound the next takes the place of the one idle longest, and when none is idle it waits, answered by nothing until one closes (a client sees a timeout); a request waiting for others' work holds its body, so this bounds the memory they take (-1: no limit; not given: none on the socket, and on the TCP address half the process's open files, at most 4096)")
 	fs.DurationVar(&so.readTimeout, "read-timeout", time.Minute, "time a client has to send a request, body included (for the streams, put-if-new and load: each document, so a slow load holds other writers up as long as it lasts)")
 	fs.DurationVar(&so.writeTimeout, "write-timeout", httpapi.DefaultWriteTimeout, "time a client has to take each part of an answer")
 	fs.DurationVar(&so.idleTimeout, "idle-timeout", 2*time.Minute, "time an idle keep-alive connection is kept")
@@ -316,17 +316,35 @@ func (a *app) serve(so *serveOptions) error {
 		listeners = append(listeners, l)
 		tcpAddr = "http://" + l.Addr().String()
 	}
-	if so.maxConns > 0 {
-		// NB: nothing bounded the requests waiting for --max-in-flight,
-		// each holding its body decoded: twelve has requests of 500,000
-		// ids took a server from 49 MB to 570 MB (an SRE review's H1).
-		for i, l := range listeners {
-			listeners[i] = netutil.LimitListener(l, so.maxConns)
+	// NB: nothing bounded the requests waiting for --max-in-flight,
+	// each holding its body decoded: twelve has requests of 500,000
+	// ids took a server from 49 MB to 570 MB (an SRE review's H1).
+	limiters := map[string]*connLimiter{}
+	for i, l := range listeners {
+		name := "socket"
+		if tcpAddr != "" && i == len(listeners)-1 {
+			name = "tcp"
 		}
-	} else if so.tcpMaxConns > 0 {
-		listeners[len(listeners)-1] = netutil.LimitListener(listeners[len(listeners)-1], so.tcpMaxConns)
+		switch {
+		case so.maxConns > 0:
+			limiters[name] = newConnLimiter(l, so.maxConns)
+		case so.tcpMaxConns > 0 && name == "tcp":
+			limiters[name] = newConnLimiter(l, so.tcpMaxConns)
+		default:
+			continue
+		}
+		listeners[i] = limiters[name]
 	}
 	m := metrics.New(d)
+	for name, l := range limiters {
+		m.Registry().MustRegister(
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "lshdb_http_connections", Help: "Connections open on a listener with a --max-connections bound, idle keep-alive ones included.", ConstLabels: prometheus.Labels{"listener": name}},
+				func() float64 { return float64(l.open.Load()) }),
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "lshdb_http_connections_limit", Help: "The listener's --max-connections bound.", ConstLabels: prometheus.Labels{"listener": name}},
+				func() float64 { return float64(cap(l.slots)) }),
+			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "lshdb_http_connections_reclaimed_total", Help: "Idle keep-alive connections closed to make room for a new one at the --max-connections bound.", ConstLabels: prometheus.Labels{"listener": name}},
+				func() float64 { return float64(l.reclaimed.Load()) }))
+	}
 	mux := http.NewServeMux()
 	api := httpapi.Handler(d, &httpapi.Options{Token: so.token, MaxBodyBytes: so.maxBody, MaxBatch: so.maxBatch, MaxInFlight: so.maxInFlight, MaxInFlightBytes: so.maxInFlightBytes, WriteTimeout: so.writeTimeout, ReadTimeout: so.readTimeout,
 		BackupRoot: so.backupRoot, Owner: serveOwner, Logger: log, Hooks: m.Hooks()})
@@ -383,6 +401,7 @@ func (a *app) serve(so *serveOptions) error {
 		WriteTimeout: so.writeTimeout,
 		IdleTimeout:  so.idleTimeout,
 		ErrorLog:     slog.NewLogLogger(lh, slog.LevelWarn),
+		ConnState:    connState,
 	}
 	served := make(chan error, len(listeners))
 	for _, l := range listeners {

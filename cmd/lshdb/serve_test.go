@@ -1007,8 +1007,10 @@ func TestCommandWaitsForStoppingServe(t *testing.T) {
 }
 
 // Ensure that serve --max-connections bounds the connections open at
-// once: with a limit of 1, a second connection is not served while the
-// first is open, and is once it closes (nothing bounded the requests
+// once: with a limit of 1, a second connection takes the place of the
+// first while it is idle (which the server closes), a third is not served
+// while the second has a request in progress, and is once it closes
+// (nothing bounded the requests
 // waiting for --max-in-flight, each holding its body decoded: an SRE
 // review's H1). Without the flag, the TCP address has a bound of its own
 // (tcpConnsBound, here made 1): connections from the network took every
@@ -1062,21 +1064,41 @@ func testServeMaxConnections(t *testing.T, flags ...string) {
 	if err := healthz(first); err != nil {
 		t.Fatalf("the first connection: %v", err)
 	}
+	// The first is idle: a second takes its place (a server operator's
+	// review, S2: idle connections held theirs until --idle-timeout),
+	// and the server closes the first, so that one at most is open.
 	second, err := net.Dial("tcp", host)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer second.Close()
-	if err := healthz(second); err == nil {
-		t.Fatalf("a second connection was served beside the first, over a bound of 1 (%v)", flags)
+	if err := healthz(second); err != nil {
+		t.Fatalf("a second connection, with the first idle: %v (%v)", err, flags)
 	}
-	// The second's request, sent while it waited, is answered once the
-	// first closes.
-	first.Close()
-	second.SetDeadline(time.Now().Add(10 * time.Second))
-	resp, err := http.ReadResponse(bufio.NewReader(second), nil)
+	first.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := first.Read(make([]byte, 1)); err != io.EOF {
+		t.Fatalf("the first connection, idle, once the second was served: %v, want it closed (EOF)", err)
+	}
+	// The second is busy with a request whose body has not come: a third
+	// waits, and its request, sent while it waited, is answered once the
+	// second ends.
+	if _, err := fmt.Fprintf(second, "POST /v1/count HTTP/1.1\r\nHost: %s\r\nContent-Length: 10\r\n\r\n", host); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond) // NB: its request begun (a slower machine only makes the check weaker)
+	third, err := net.Dial("tcp", host)
 	if err != nil {
-		t.Fatalf("the waiting connection was not served once the first closed: %v", err)
+		t.Fatal(err)
+	}
+	defer third.Close()
+	if err := healthz(third); err == nil {
+		t.Fatalf("a third connection was served beside a busy second, over a bound of 1 (%v)", flags)
+	}
+	second.Close()
+	third.SetDeadline(time.Now().Add(10 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(third), nil)
+	if err != nil {
+		t.Fatalf("the waiting connection was not served once the busy one closed: %v", err)
 	}
 	resp.Body.Close()
 }

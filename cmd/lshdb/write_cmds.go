@@ -824,9 +824,10 @@ input cut short, or the wrong one, does not empty the index. Not on
 Redis.
 
 --min-docs N refuses, loading nothing, inputs that hold fewer than N
-records: a night's upstream that wrote nothing, or a file cut short,
-fails the job (exit 1) instead of building an empty or partial index
-with exit 0. Not on Redis.`,
+documents to store (records skipped as empty or bad, and earlier copies
+of a repeated id, do not count): a night's upstream that wrote nothing,
+or blank texts, or a file cut short, fails the job (exit 1) instead of
+building an empty or partial index with exit 0. Not on Redis.`,
 		RunE: func(c *cobra.Command, args []string) error {
 			o, err := cf.options(c)
 			if err != nil {
@@ -902,13 +903,10 @@ with exit 0. Not on Redis.`,
 						return
 					}
 				}
-				if n < minDocs {
-					// NB: an error fails the load: nothing is loaded (a
-					// nightly job's review, B4: an empty input built an
-					// empty index, exit 0).
-					yield(db.Doc{}, fmt.Errorf("the inputs held %s, fewer than --min-docs %d", counted(n, "record", "records"), minDocs))
-					return
-				}
+				// NB: --min-docs is the load's MinStored: it counted the
+				// records read here, and a night of blank texts, all
+				// skipped, built an empty index with exit 0 (a nightly
+				// operator's review, N1; before that, B4: an empty input).
 				if n == 0 && deleteMissing && maxDelete != "all" {
 					// NB: the least limit is 1 document, so an empty input
 					// (a night's upstream that wrote nothing) emptied an
@@ -916,7 +914,7 @@ with exit 0. Not on Redis.`,
 					yield(db.Doc{}, errors.New("the inputs held no document, and --delete-missing would delete every stored one (--max-delete all does)"))
 				}
 			}
-			lo := &db.LoadOptions{Memory: memory << 20, SkipEmpty: true, TTL: ttl, DeleteAbsent: deleteMissing}
+			lo := &db.LoadOptions{Memory: memory << 20, SkipEmpty: true, TTL: ttl, DeleteAbsent: deleteMissing, MinStored: minDocs}
 			if deleteMissing && maxDel.percent > 0 {
 				// NB: of the documents before the build; the limit is
 				// at least 1, or an index of one document could never
@@ -968,6 +966,8 @@ with exit 0. Not on Redis.`,
 					return fmt.Errorf("%s; stopped at %w (--skip-bad skips malformed records, --rejects FILE keeps them)", what, re)
 				case errors.Is(err, db.ErrTooManyDeletes):
 					return fmt.Errorf("%s: %w (--max-delete %s; check the inputs, or raise it: a count, a percentage, or all)", what, err, maxDelete)
+				case errors.Is(err, db.ErrTooFewDocuments):
+					return fmt.Errorf("%s: %w (--min-docs %d; check the inputs)", what, err, minDocs)
 				}
 				var ce *client.Error
 				if _, local := d.(*db.DB); !local && !errors.As(err, &ce) && (errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, net.ErrClosed)) {
@@ -1006,7 +1006,7 @@ with exit 0. Not on Redis.`,
 	c.Flags().IntVar(&memory, "memory", db.DefaultLoadMemory>>20, "memory budget for sorted data, in MiB (the process needs about 3x this; at most half of the machine's memory)")
 	c.Flags().DurationVar(&ttl, "ttl", 0, "every document of the build expires this long after the build starts (1h, 30m, 90s): never returned after it, then swept")
 	c.Flags().BoolVar(&deleteMissing, "delete-missing", false, "also delete every stored document whose id is in no input, in the same atomic step: the index holds the inputs' documents only")
-	c.Flags().IntVar(&minDocs, "min-docs", 0, "refuse, loading nothing, inputs that hold fewer than this many records (an empty or cut-short upstream file); 0: no check")
+	c.Flags().IntVar(&minDocs, "min-docs", 0, "refuse, loading nothing, inputs that hold fewer than this many documents to store (empty, bad and repeated records not counted: an empty, blank or cut-short upstream file); 0: no check")
 	c.Flags().StringVar(&maxDelete, "max-delete", "50%", "with --delete-missing: refuse, loading nothing, to delete more than this many documents (a count, a percentage of the index's documents, or all)")
 	return c
 }

@@ -1715,29 +1715,55 @@ func TestTextFilesKeepTheIndex(t *testing.T) {
 	}
 }
 
-// Ensure that build --min-docs N refuses inputs of fewer than N records,
-// loading nothing (exit 1; a new index is not left behind, an existing
-// one keeps its documents), and takes N of them (a nightly job's review,
-// B4: an empty input built an empty index with exit 0). The oracle: the
-// index's count before and after, and the input's records.
+// Ensure that build --min-docs N refuses inputs of fewer than N documents
+// to store, loading nothing (exit 1; a new index is not left behind, an
+// existing one keeps its documents), and takes N of them (a nightly job's
+// review, B4: an empty input built an empty index with exit 0). Records
+// whose texts are blank, and earlier copies of an id, do not count (a
+// nightly operator's review, N1: a night of 1,000 blank texts passed
+// --min-docs 10 and built an empty index). The oracle: the index's count
+// before and after, and the input's records.
 func TestBuildMinDocs(t *testing.T) {
 	dir := t.TempDir()
 	idx, in, small := filepath.Join(dir, "idx"), filepath.Join(dir, "in.jsonl"), filepath.Join(dir, "small.jsonl")
 	mustRun(t, "gen", "--n", "300", "--seed", "4", "--out", in)
 	mustRun(t, "gen", "--n", "20", "--seed", "5", "--id-prefix", "s", "--out", small)
-	if _, errOut, code := runLine([]string{"build", "--db", idx, "--min-docs", "1", "-"}, ""); code != 1 || !strings.Contains(errOut, "the inputs held 0 records, fewer than --min-docs 1") {
+	if _, errOut, code := runLine([]string{"build", "--db", idx, "--min-docs", "1", "-"}, ""); code != 1 || !strings.Contains(errOut, "it would store 0 (of 0 read: 0 empty, 0 superseded by a later copy of their id), fewer than its minimum of 1 (--min-docs 1") {
 		t.Fatalf("an empty input: exit %d %s", code, errOut)
 	}
 	if _, err := os.Stat(idx); !os.IsNotExist(err) {
 		t.Fatalf("an empty input refused left the index behind: %v", err)
 	}
 	mustRun(t, "build", "--db", idx, "--progress", "none", "--min-docs", "300", in)
-	if _, errOut, code := runLine([]string{"build", "--db", idx, "--progress", "none", "--min-docs", "21", small}, ""); code != 1 || !strings.Contains(errOut, "the inputs held 20 records, fewer than --min-docs 21") {
+	if _, errOut, code := runLine([]string{"build", "--db", idx, "--progress", "none", "--min-docs", "21", small}, ""); code != 1 || !strings.Contains(errOut, "it would store 20 (of 20 read: 0 empty, 0 superseded by a later copy of their id), fewer than its minimum of 21") {
 		t.Fatalf("20 records: exit %d %s", code, errOut)
+	}
+	// 30 records: 12 blank texts, 3 ids given twice, 15 to store.
+	var recs strings.Builder
+	for i := range 30 {
+		switch {
+		case i < 12:
+			fmt.Fprintf(&recs, "{\"id\":\"b%d\",\"text\":\"  \\t \"}\n", i)
+		case i < 15:
+			fmt.Fprintf(&recs, "{\"id\":\"r%d\",\"text\":\"an earlier copy of a document number %d\"}\n", i, i)
+			fmt.Fprintf(&recs, "{\"id\":\"r%d\",\"text\":\"the later copy of a document number %d\"}\n", i, i)
+		default:
+			fmt.Fprintf(&recs, "{\"id\":\"t%d\",\"text\":\"a document with a text of its own, number %d\"}\n", i, i)
+		}
+	}
+	if _, errOut, code := runLine([]string{"build", "--db", idx, "--progress", "none", "--min-docs", "19", "-"}, recs.String()); code != 1 || !strings.Contains(errOut, "it would store 18 (of 33 read: 12 empty, 3 superseded by a later copy of their id), fewer than its minimum of 19") {
+		t.Fatalf("18 documents to store among 33 records: exit %d %s", code, errOut)
 	}
 	d := openReadOnly(t, idx)
 	if n, err := d.Count(); err != nil || n != 300 {
 		t.Fatalf("after a refused build: %d documents, %v; want 300", n, err)
+	}
+	fresh := filepath.Join(dir, "fresh")
+	if out, errOut, code := runLine([]string{"build", "--db", fresh, "--progress", "none", "--min-docs", "18", "-"}, recs.String()); code != 0 {
+		t.Fatalf("18 documents to store, --min-docs 18: exit %d %s%s", code, out, errOut)
+	}
+	if n, err := openReadOnly(t, fresh).Count(); err != nil || n != 18 {
+		t.Fatalf("the build of 18 documents to store holds %d (%v)", n, err)
 	}
 	if _, errOut, code := runLine([]string{"build", "--db", idx, "--min-docs", "-1", small}, ""); code != 2 || !strings.Contains(errOut, "--min-docs -1") {
 		t.Fatalf("--min-docs -1: exit %d %s", code, errOut)

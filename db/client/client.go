@@ -679,6 +679,9 @@ func (c *Client) Load(ctx context.Context, docs iter.Seq2[db.Doc, error], lo *db
 		if lo.MaxDeleted != 0 {
 			q.Set("max_deleted", strconv.Itoa(lo.MaxDeleted))
 		}
+		if lo.MinStored != 0 {
+			q.Set("min_stored", strconv.Itoa(lo.MinStored))
+		}
 		setExpiry(q, &db.WriteOptions{TTL: lo.TTL, ExpireAt: lo.ExpireAt})
 		progress = lo.Progress
 	}

@@ -543,7 +543,7 @@ func (b *bodyLines) next(v any) error {
 // a body cut short or a client that goes away fails the whole load, with
 // nothing stored.
 func (h *handler) load(w *resp, r *http.Request) error {
-	q, err := params(r, []string{"memory", "skip_empty", "ttl_ms", "expire_at", "delete_absent", "max_deleted"})
+	q, err := params(r, []string{"memory", "skip_empty", "ttl_ms", "expire_at", "delete_absent", "max_deleted", "min_stored"})
 	if err != nil {
 		return err
 	}
@@ -561,6 +561,9 @@ func (h *handler) load(w *resp, r *http.Request) error {
 		return err
 	}
 	if lo.MaxDeleted, err = intParam(q, "max_deleted", 0); err != nil {
+		return err
+	}
+	if lo.MinStored, err = intParam(q, "min_stored", 0); err != nil {
 		return err
 	}
 	if lo.Memory > MaxPairsMemory {

@@ -101,6 +101,7 @@ var Codes = []Code{
 	{"not_index", db.ErrNotIndex, http.StatusConflict},
 	{"not_exist", db.ErrNotExist, http.StatusNotFound},
 	{"too_many_deletes", db.ErrTooManyDeletes, http.StatusConflict},
+	{"too_few_documents", db.ErrTooFewDocuments, http.StatusConflict},
 	// NB: 499 (nginx's "client closed request"): the client that went
 	// away never reads it, but logs and metrics tell it from a failure.
 	{"canceled", context.Canceled, 499},
