@@ -691,7 +691,11 @@ ids). With --limit N only the best N, in memory for N pairs. With
 order and in bounded memory (for nightly jobs over millions of documents).
 --output csv or tsv writes a header row (a,b,jaccard) and one row a pair
 (on an index of storage none, whose similarities are the signatures'
-estimates, a fourth column estimate_only, true on every row).
+estimates, a fourth column estimate_only, true on every row). Both
+quote as CSV does (RFC 4180, with a tab for the comma in TSV): an id that
+holds the separator, a double quote or a line end is written in double
+quotes, its quotes doubled, so read them with a CSV reader (Python's
+csv, with delimiter="\t" for TSV), not by splitting lines on tabs.
 A run needs temporary disk space in the index's directory, removed at the
 end: the stored texts of the documents in candidate pairs once they take
 over a quarter of --memory (sets mode: their sets, 8 bytes an element; 0.7
