@@ -466,8 +466,8 @@ func TestServeWaitsForTheCommandThatTookOver(t *testing.T) {
 }
 
 // Ensure that a serve started while a shell holds the index does not wait
-// for it (a person's session may last days) but fails at once, naming it
-// (a review, M2).
+// for it (a person's session may last days) but fails within the
+// handover's wait, naming it (a review, M2).
 func TestServeDoesNotWaitForAShell(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a shell in another process (-short)")
@@ -836,4 +836,47 @@ func TestExportRefusesAnIndexWrittenDuringIt(t *testing.T) {
 	if b, _ := os.ReadFile(out); strings.Contains(string(b), "last night's") || !strings.Contains(string(b), `"fox2"`) || strings.Contains(string(b), `"fox1"`) {
 		t.Errorf("export without a writer wrote:\n%s", b)
 	}
+}
+
+// Ensure that a serve started while another serves the index, which is
+// signalled a moment later, waits for it and then serves: a serve
+// restarted before the old one had said it was stopping failed at once,
+// and the index stayed unserved (a server operator's review, S1). The
+// oracle: which process the index's socket answers for, and the exits.
+func TestServeRestartedBeforeTheOldOneStops(t *testing.T) {
+	if testing.Short() {
+		t.Skip("two servers in other processes (-short)")
+	}
+	idx := filepath.Join(shortDir(t), "idx")
+	mustRun(t, "create", "--db", idx)
+	old := startPiped(t, "serve", "--db", idx)
+	defer old.cmd.Process.Kill()
+	waitUntil(t, old, func() string { return "the first serve does not serve: " + old.out.String() }, func() bool {
+		pid, serving, _ := ownerHealth(idx)
+		return serving && pid == old.cmd.Process.Pid
+	})
+	next := startPiped(t, "serve", "--db", idx)
+	defer func() {
+		next.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-next.done:
+		case <-time.After(30 * time.Second): // NB: or read already, by a failure
+		}
+	}()
+	time.Sleep(300 * time.Millisecond)
+	select {
+	case err := <-next.done:
+		t.Fatalf("the second serve, with the first serving and not yet signalled, ended at once: %v\n%s", err, next.out)
+	default:
+	}
+	if err := old.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-old.done; err != nil {
+		t.Fatalf("the first serve: %v\n%s", err, old.out)
+	}
+	waitUntil(t, next, func() string { return "the second serve does not serve: " + next.out.String() }, func() bool {
+		pid, serving, _ := ownerHealth(idx)
+		return serving && pid == next.cmd.Process.Pid
+	})
 }

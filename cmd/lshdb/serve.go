@@ -269,8 +269,15 @@ func (a *app) serve(so *serveOptions) error {
 			// answer. The 2 s of a handover's wait ended the serve (a
 			// review, M1).
 			waiting = true
-		case serving || !held.again(a):
-			return lockedHint(err, a.dbDir) // NB: a server, a shell, or a holder that does not serve
+		case !held.again(a):
+			// NB: a server, a shell, or a holder that does not serve,
+			// after the handover's wait: a serve just signalled answers
+			// for a moment before it says it is stopping (its socket
+			// closes as it writes lshdb.stopping), and one restarted in
+			// that moment failed at once, with the index left unserved
+			// (a server operator's review, S1); held.again then waits for
+			// the drain the stopping file announces.
+			return lockedHint(err, a.dbDir)
 		}
 		if waiting {
 			held = newHeldWait() // NB: counted from the command's end
