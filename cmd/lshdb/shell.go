@@ -286,6 +286,15 @@ type prompter interface {
 }
 
 func (a *app) interactive() error {
+	if f, ok := a.stdin.(*os.File); ok {
+		if w, _, err := term.GetSize(int(f.Fd())); err == nil && w <= 0 {
+			// NB: liner then takes the output as redirected and reads
+			// plain lines: Tab was typed as a tab, with no word of why
+			// (a newcomer's review, W11; some docker exec -t and CI
+			// harnesses give such a terminal).
+			fmt.Fprintln(a.stderr, "lshdb: note: the terminal reports no width (0 columns): line editing, history keys and Tab completion are off (stty cols 120 rows 40 gives it one)")
+		}
+	}
 	ln := liner.NewLiner()
 	defer ln.Close()
 	// NB: at the prompt the terminal is raw and Ctrl-C is a key: liner

@@ -292,3 +292,58 @@ func TestShellTerminated(t *testing.T) {
 		}
 	}
 }
+
+// Ensure that the interactive shell says so when its terminal reports no
+// width, in which the line editor reads plain lines and Tab completes
+// nothing (a newcomer's review, W11: a tab went in silently), and that
+// with a width Tab completes. The oracle: what "inf" and a Tab run, info
+// or an unknown command.
+func TestShellTerminalWithoutWidth(t *testing.T) {
+	dir := shortDir(t)
+	idx := filepath.Join(dir, "idx")
+	if _, errOut, code := runLine([]string{"create", "--db", idx}, ""); code != 0 {
+		t.Fatal(errOut)
+	}
+	for _, cols := range []uint16{0, 120} {
+		ctl, tty := openPTY(t)
+		ws := struct{ rows, cols, x, y uint16 }{40, cols, 0, 0}
+		if cols == 0 {
+			ws.rows = 0
+		}
+		if _, _, e := syscall.Syscall(syscall.SYS_IOCTL, tty.Fd(), syscall.TIOCSWINSZ, uintptr(unsafe.Pointer(&ws))); e != 0 {
+			t.Skipf("setting the terminal's size: %v", e)
+		}
+		shown := &syncBuffer{}
+		go io.Copy(shown, ctl)
+		c := lshdbProcess("shell", "--db", idx)
+		c.Env = append(c.Env, "TERM=xterm", "HOME="+dir)
+		c.Stdin, c.Stdout, c.Stderr = tty, tty, tty
+		c.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		waitFor := func(s string) {
+			t.Helper()
+			for deadline := time.Now().Add(30 * time.Second); !strings.Contains(shown.String(), s); time.Sleep(10 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					c.Process.Kill()
+					t.Fatalf("%d columns: no %q in %q", cols, s, shown)
+				}
+			}
+		}
+		waitFor("lshdb> ")
+		io.WriteString(ctl, "inf\t\r")
+		if cols == 0 {
+			waitFor(`unknown command "inf`)
+		} else {
+			waitFor("documents: 0")
+		}
+		if noted := strings.Contains(shown.String(), "the terminal reports no width"); noted != (cols == 0) {
+			t.Errorf("%d columns: the note said %v: %q", cols, noted, shown)
+		}
+		io.WriteString(ctl, "exit\r")
+		if err := c.Wait(); err != nil {
+			t.Errorf("%d columns: exit: %v: %q", cols, err, shown)
+		}
+	}
+}
