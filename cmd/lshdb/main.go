@@ -12,6 +12,7 @@
 package main
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"errors"
@@ -249,6 +250,7 @@ type app struct {
 	addr           string            // --addr: a server to attach to instead of --db
 	pairRows       int64             // the pairs the last pairs output printed
 	progressMode   string            // --progress: auto, bar, log or none
+	quiet          bool              // --quiet: errors and warnings alone on stderr
 	progressEvery  time.Duration     // --progress-every: between two progress lines
 	outCommits     *[]deferredCommit // while toFile writes --out: the commits that wait for it
 	command        string            // the command running ("lshdb insert"): what /healthz names as the owner (serveOwned)
@@ -272,7 +274,11 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if a.stopProfile != nil {
 		a.stopProfile()
 	}
-	return a.finish(err)
+	code := a.finish(err)
+	if ew, ok := a.stderr.(*errWriter); ok {
+		ew.flush()
+	}
+	return code
 }
 
 // noCommand reports whether args name no command and ask for no help or
@@ -405,6 +411,10 @@ func (closedOutput) Write([]byte) (int, error) { return 0, os.ErrClosed }
 // their own, do not cut a progress line either.
 type errWriter struct {
 	w io.Writer
+	// quiet (--quiet) keeps only the lines that begin "lshdb: " and are
+	// not notes: errors and warnings; partial holds a line not yet ended.
+	quiet   bool
+	partial []byte
 }
 
 var stderrMu sync.Mutex
@@ -412,7 +422,42 @@ var stderrMu sync.Mutex
 func (e *errWriter) Write(p []byte) (int, error) {
 	stderrMu.Lock()
 	defer stderrMu.Unlock()
-	return e.w.Write(p)
+	if !e.quiet {
+		return e.w.Write(p)
+	}
+	e.partial = append(e.partial, p...)
+	for {
+		i := bytes.IndexByte(e.partial, '\n')
+		if i < 0 {
+			break
+		}
+		line := e.partial[:i+1]
+		if quietKeeps(line) {
+			if _, err := e.w.Write(line); err != nil {
+				return 0, err
+			}
+		}
+		e.partial = e.partial[i+1:]
+	}
+	e.partial = slices.Clip(e.partial) // NB: not to grow on its own tail
+	return len(p), nil
+}
+
+// flush writes a last line that did not end, if --quiet keeps it.
+func (e *errWriter) flush() {
+	stderrMu.Lock()
+	defer stderrMu.Unlock()
+	if e.quiet && len(e.partial) > 0 && quietKeeps(e.partial) {
+		e.w.Write(append(e.partial, '\n'))
+	}
+	e.partial = nil
+}
+
+// quietKeeps reports whether --quiet keeps a line written on stderr: an
+// error or a warning ("lshdb: …"), not a note ("lshdb: note: …"), a
+// summary or progress.
+func quietKeeps(line []byte) bool {
+	return bytes.HasPrefix(line, []byte("lshdb: ")) && !bytes.HasPrefix(line, []byte("lshdb: note:"))
 }
 
 // brokenPipe reports whether err is the output's own failed write to a
@@ -579,12 +624,23 @@ func (a *app) rootCmd() *cobra.Command {
 	root.PersistentFlags().StringVar(&a.output, "output", "table", "output format: table or json (JSON Lines); pairs also csv or tsv")
 	root.PersistentFlags().StringVar(&a.progressMode, "progress", progressAuto, "how work shows progress on stderr: auto (a bar on a terminal, else a line every --progress-every), bar, log or none")
 	root.PersistentFlags().DurationVar(&a.progressEvery, "progress-every", defaultProgressEvery, "time between two progress lines (--progress log, or auto without a terminal)")
+	root.PersistentFlags().BoolVar(&a.quiet, "quiet", false, "print on stderr only errors and warnings (lines beginning \"lshdb: \" that are not notes): no progress, notes or summaries; build's and insert's summary on stdout goes too, unless --output json asks for it (for cron jobs: a run that succeeds prints nothing)")
 	root.PersistentPreRunE = func(c *cobra.Command, args []string) error {
 		if a.command == "" {
 			a.command = c.CommandPath() // NB: the first: a shell's statements run inside "lshdb shell"
 		}
 		if err := a.checkProgressFlags(); err != nil {
 			return err
+		}
+		if a.quiet {
+			// NB: a nightly operator's review, N2: a run that succeeded
+			// still wrote its summary and notes, a cron mail every night.
+			a.progressMode = progressNone
+			if ew, ok := a.stderr.(*errWriter); ok {
+				stderrMu.Lock()
+				ew.quiet = true
+				stderrMu.Unlock()
+			}
 		}
 		if a.diskReserveMiB < -1 || a.diskReserveMiB > math.MaxInt64>>20 {
 			// NB: one past it wrapped around to a negative reserve: no check.

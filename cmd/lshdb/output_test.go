@@ -975,3 +975,44 @@ func TestTablesLine(t *testing.T) {
 		}
 	}
 }
+
+// Ensure that --quiet leaves on stderr only errors and warnings: a build,
+// pairs and clusters that succeed print nothing there (nor build's
+// summary on stdout), where each does without it, and keep their data on
+// stdout; an error is still said (a nightly operator's review, N2: a cron
+// mail every night). The oracle: the same runs without --quiet.
+func TestQuiet(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.jsonl")
+	mustRun(t, "gen", "--n", "300", "--seed", "3", "--out", in)
+	for _, c := range []struct {
+		args     []string
+		dataLine bool // stdout holds the run's data
+	}{
+		{[]string{"build", "--db", filepath.Join(dir, "idx"), "--disk-reserve", "2", in}, false},
+		{[]string{"pairs", "--db", filepath.Join(dir, "idx"), "--stats"}, true},
+		{[]string{"clusters", "--db", filepath.Join(dir, "idx")}, true},
+	} {
+		loud, loudErr, code := runLine(c.args, "")
+		if code != 0 || loudErr == "" {
+			t.Fatalf("%v: exit %d, stderr %q: want a summary or a note said", c.args, code, loudErr)
+		}
+		if c.args[0] == "build" {
+			os.RemoveAll(filepath.Join(dir, "idx"))
+		}
+		out, errOut, code := runLine(append([]string{"--quiet"}, c.args...), "")
+		if code != 0 || errOut != "" {
+			t.Errorf("%v --quiet: exit %d, stderr %q; want nothing", c.args, code, errOut)
+		}
+		if c.dataLine && (out == "" || out != loud) {
+			t.Errorf("%v --quiet: stdout %q, want the run's data as without it (%q)", c.args, out, loud)
+		}
+		if !c.dataLine && out != "" {
+			t.Errorf("%v --quiet: stdout %q, want no summary", c.args, out)
+		}
+	}
+	_, errOut, code := runLine([]string{"--quiet", "clusters", "--db", filepath.Join(dir, "none")}, "")
+	if code != 1 || !strings.HasPrefix(errOut, "lshdb: database does not exist") {
+		t.Errorf("--quiet, an error: exit %d, stderr %q; want it said", code, errOut)
+	}
+}

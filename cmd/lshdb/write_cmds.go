@@ -1573,6 +1573,9 @@ func (a *app) reportInsert(s insertSummary) error {
 	if a.json() {
 		return a.emitJSON(s)
 	}
+	if a.quiet {
+		return nil
+	}
 	deleted := ""
 	if s.Deleted != nil {
 		deleted = fmt.Sprintf("; deleted %s in no input", counted(*s.Deleted, "stored document", "stored documents"))
