@@ -529,21 +529,24 @@ func (db *DB) pebbleRepair(ctx context.Context) (RepairResult, error) {
 		wo = pebble.NoSync
 	}
 	if err := db.pebbleWrite(func() error { return b.Commit(wo) }); err != nil {
-		if db.qcache != nil {
-			if db.damage.stopped.Load() != nil {
-				// NB: the store stopped in this commit (pebbleWrite): Pebble
-				// applies a batch before it waits for its log write, so
-				// this handle's reads may see the repair although it
-				// failed. The cache takes it as written: the versions
-				// stay at c, and the rewritten records are dropped.
+		switch {
+		case db.damage.stopped.Load() != nil:
+			// NB: the store stopped in this commit (pebbleWrite): Pebble
+			// applies a batch before it waits for its log write, so this
+			// handle's reads may see the repair although it failed. The
+			// handle takes it as written (no write comes after a stop):
+			// its counters, as Count gives them (a read-through's R4),
+			// and the cache, whose versions stay at c, the rewritten
+			// records dropped.
+			db.setCounters(c)
+			if db.qcache != nil {
 				db.qcache.rewrote(c, rewritten)
-			} else {
-				// NB: nothing became visible: back to the stored version,
-				// as a failed load does, or no cached list would be
-				// served until later writes caught up with c (a
-				// reviewer's C3).
-				db.qcache.changingAll(db.counters)
 			}
+		case db.qcache != nil:
+			// NB: nothing became visible: back to the stored version, as
+			// a failed load does, or no cached list would be served until
+			// later writes caught up with c (a reviewer's C3).
+			db.qcache.changingAll(db.counters)
 		}
 		return RepairResult{}, err
 	}

@@ -10,20 +10,17 @@ import (
 	"time"
 )
 
-// Ensure that a connection over --max-connections takes the place of the
-// one idle longest, and waits only while every connection has a request
-// in progress (a server operator's review, S2: idle keep-alive
-// connections held their places for 2 minutes, and a client with no
-// token locked every other out). The oracle: the answers each raw
-// connection reads, and which of them the server closed.
-func TestConnLimiterReclaimsIdle(t *testing.T) {
+// limitedServer serves "ok" (after hold is closed, for /hold) behind a
+// connLimiter of limit connections that reclaims after after.
+func limitedServer(t *testing.T, limit int, after time.Duration) (l *connLimiter, addr string, hold chan struct{}) {
+	t.Helper()
 	raw, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	const limit = 3
-	l := newConnLimiter(raw, limit)
-	hold := make(chan struct{})
+	l = newConnLimiter(raw, limit)
+	l.after = after
+	hold = make(chan struct{})
 	srv := &http.Server{
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if r.URL.Path == "/hold" {
@@ -35,107 +32,168 @@ func TestConnLimiterReclaimsIdle(t *testing.T) {
 		IdleTimeout: time.Hour,
 	}
 	go srv.Serve(l)
-	defer srv.Close()
+	t.Cleanup(func() { srv.Close() })
+	return l, raw.Addr().String(), hold
+}
 
-	type client struct {
-		c net.Conn
-		r *bufio.Reader
-	}
-	dial := func() client {
-		t.Helper()
-		c, err := net.Dial("tcp", raw.Addr().String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		return client{c, bufio.NewReader(c)}
-	}
-	send := func(c client, path string) {
-		t.Helper()
-		if _, err := io.WriteString(c.c, "GET "+path+" HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
-			t.Fatal(err)
-		}
-	}
-	answer := func(c client, within time.Duration) error {
-		c.c.SetReadDeadline(time.Now().Add(within))
-		resp, err := http.ReadResponse(c.r, nil)
-		if err != nil {
-			return err
-		}
-		defer resp.Body.Close()
-		if b, _ := io.ReadAll(resp.Body); string(b) != "ok" {
-			return errors.New("answer " + string(b))
-		}
-		return nil
-	}
+// rawClient is one connection, with its requests written by hand.
+type rawClient struct {
+	c net.Conn
+	r *bufio.Reader
+}
 
-	// Three connections, each idle after one answer.
-	var idle []client
-	for range limit {
-		c := dial()
-		send(c, "/")
-		if err := answer(c, 10*time.Second); err != nil {
-			t.Fatal(err)
-		}
-		idle = append(idle, c)
+func dialRaw(t *testing.T, addr string) rawClient {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
 	}
-	// A fourth is answered: the first, idle longest, is closed.
-	fourth := dial()
-	send(fourth, "/")
-	if err := answer(fourth, 10*time.Second); err != nil {
-		t.Fatalf("a connection over the bound with %d idle: %v, want an answer", limit, err)
-	}
-	if n := l.reclaimed.Load(); n != 1 {
-		t.Errorf("%d idle connections closed, want 1", n)
-	}
-	idle[0].c.SetReadDeadline(time.Now().Add(10 * time.Second))
-	if _, err := idle[0].r.ReadByte(); err != io.EOF {
-		t.Errorf("the connection idle longest: read %v, want it closed (EOF)", err)
-	}
-	for _, c := range idle[1:] {
-		send(c, "/")
-		if err := answer(c, 10*time.Second); err != nil {
-			t.Errorf("a connection idle since later: %v, want it kept and answered", err)
-		}
-	}
+	t.Cleanup(func() { c.Close() })
+	return rawClient{c, bufio.NewReader(c)}
+}
 
-	// Every place taken by a request in progress: the next waits until
-	// one ends.
-	busy := []client{idle[1], idle[2], fourth}
-	for _, c := range busy {
-		send(c, "/hold")
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for l.open.Load() != limit || len(idleOf(l)) != 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d open, %d idle: want %d busy", l.open.Load(), len(idleOf(l)), limit)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	waiting := dial()
-	send(waiting, "/")
-	if err := answer(waiting, 300*time.Millisecond); err == nil {
-		t.Fatal("a connection over the bound was answered while every place had a request in progress")
-	}
-	close(hold)
-	for _, c := range busy {
-		if err := answer(c, 10*time.Second); err != nil {
-			t.Fatal(err)
-		}
-	}
-	// NB: its request was sent before: the answer comes once a place is
-	// free (the busy ones are idle now, and one gives its place).
-	if err := answer(waiting, 10*time.Second); err != nil {
-		t.Fatalf("the waiting connection, once the requests ended: %v", err)
+func (c rawClient) send(t *testing.T, path string) {
+	t.Helper()
+	if _, err := io.WriteString(c.c, "GET "+path+" HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+		t.Fatal(err)
 	}
 }
 
-func idleOf(l *connLimiter) []*limitedConn {
+func (c rawClient) answer(within time.Duration) error {
+	c.c.SetReadDeadline(time.Now().Add(within))
+	resp, err := http.ReadResponse(c.r, nil)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if b, _ := io.ReadAll(resp.Body); string(b) != "ok" {
+		return errors.New("answer " + string(b))
+	}
+	return nil
+}
+
+func (c rawClient) closedByServer(t *testing.T) bool {
+	t.Helper()
+	c.c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	_, err := c.r.ReadByte()
+	return err == io.EOF
+}
+
+// Ensure that a connection over --max-connections takes the place of the
+// one that waited longest, idle or silent, once it has waited the
+// limiter's time (a server operator's review, S2: idle keep-alive
+// connections held their places for 2 minutes, and a client with no
+// token locked every other out; a read-through's R2: silent ones too),
+// and not before (R1: a connection closed as its request ended, or as
+// the next arrived, failed the writes of clients in a loop with EOF);
+// and that it waits while every connection has a request in progress.
+// The oracle: the answers each raw connection reads, and which of them
+// the server closed.
+func TestConnLimiterReclaims(t *testing.T) {
+	const limit = 3
+	t.Run("idle, once aged", func(t *testing.T) {
+		l, addr, _ := limitedServer(t, limit, 300*time.Millisecond)
+		var idle []rawClient
+		for range limit {
+			c := dialRaw(t, addr)
+			c.send(t, "/")
+			if err := c.answer(10 * time.Second); err != nil {
+				t.Fatal(err)
+			}
+			idle = append(idle, c)
+		}
+		fourth := dialRaw(t, addr)
+		fourth.send(t, "/")
+		if err := fourth.answer(10 * time.Second); err != nil {
+			t.Fatalf("a connection over the bound with %d idle: %v, want an answer", limit, err)
+		}
+		if n := l.reclaimed.Load(); n != 1 {
+			t.Errorf("%d connections closed, want 1", n)
+		}
+		if !idle[0].closedByServer(t) {
+			t.Error("the connection idle longest is open, want it closed")
+		}
+		for _, c := range idle[1:] {
+			c.send(t, "/")
+			if err := c.answer(10 * time.Second); err != nil {
+				t.Errorf("a connection idle since later: %v, want it kept and answered", err)
+			}
+		}
+	})
+	t.Run("idle, not yet aged", func(t *testing.T) {
+		l, addr, _ := limitedServer(t, limit, time.Hour)
+		for range limit {
+			c := dialRaw(t, addr)
+			c.send(t, "/")
+			if err := c.answer(10 * time.Second); err != nil {
+				t.Fatal(err)
+			}
+		}
+		fourth := dialRaw(t, addr)
+		fourth.send(t, "/")
+		if err := fourth.answer(300 * time.Millisecond); err == nil {
+			t.Fatal("a connection over the bound took the place of one idle a moment")
+		}
+		if n := l.reclaimed.Load(); n != 0 {
+			t.Errorf("%d connections closed, want none", n)
+		}
+	})
+	t.Run("silent, once aged", func(t *testing.T) {
+		l, addr, _ := limitedServer(t, limit, 300*time.Millisecond)
+		var silent []rawClient
+		for range limit {
+			silent = append(silent, dialRaw(t, addr))
+		}
+		time.Sleep(50 * time.Millisecond) // NB: accepted in the order dialled
+		fourth := dialRaw(t, addr)
+		fourth.send(t, "/")
+		if err := fourth.answer(10 * time.Second); err != nil {
+			t.Fatalf("a connection over the bound with %d silent: %v, want an answer", limit, err)
+		}
+		if n := l.reclaimed.Load(); n != 1 {
+			t.Errorf("%d connections closed, want 1", n)
+		}
+		if !silent[0].closedByServer(t) {
+			t.Error("the connection silent longest is open, want it closed")
+		}
+	})
+	t.Run("busy", func(t *testing.T) {
+		l, addr, hold := limitedServer(t, limit, 300*time.Millisecond)
+		var busy []rawClient
+		for range limit {
+			c := dialRaw(t, addr)
+			c.send(t, "/hold")
+			busy = append(busy, c)
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for l.open.Load() != limit || waitingOf(l) != 0 {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d open, %d waiting: want %d busy", l.open.Load(), waitingOf(l), limit)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		next := dialRaw(t, addr)
+		next.send(t, "/")
+		if err := next.answer(time.Second); err == nil {
+			t.Fatal("a connection over the bound was answered while every place had a request in progress")
+		}
+		close(hold)
+		for _, c := range busy {
+			if err := c.answer(10 * time.Second); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// NB: its request was sent before: the answer comes once a
+		// place is free (the busy ones are idle now, and one gives its
+		// place once it has waited).
+		if err := next.answer(10 * time.Second); err != nil {
+			t.Fatalf("the waiting connection, once the requests ended: %v", err)
+		}
+	})
+}
+
+func waitingOf(l *connLimiter) int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	var out []*limitedConn
-	for c := range l.idle {
-		out = append(out, c)
-	}
-	return out
+	return len(l.waiting)
 }

@@ -357,23 +357,29 @@ func expiryBytes(n uint64) string {
 // postings 0" read as an index that stored no postings, where they were
 // in the tables that docs begin (a newcomer's review, W5).
 func tablesLine(tb map[string]uint64) string {
+	return "tables on disk (compressed), each counted by the kind of its first key (a table may hold several kinds): " +
+		tablesByKind(tb, func(n uint64) string { return strconv.FormatUint(n, 10) })
+}
+
+// tablesByKind is tablesLine's figures, each written by num (report's
+// page writes them in KiB, MiB, GiB).
+func tablesByKind(tb map[string]uint64, num func(uint64) string) string {
 	var counted, within []string
 	for _, k := range []struct{ key, name string }{{"docs", "docs"}, {"ids", "ids"}, {"postings", "postings"}, {"expiry", "expiry index"}, {"manifest+counters", "manifest and counters"}} {
 		switch n := tb[k.key]; {
 		case n > 0:
-			counted = append(counted, fmt.Sprintf("%s %d", k.name, n))
+			counted = append(counted, k.name+" "+num(n))
 		case k.key != "expiry":
 			within = append(within, k.name)
 		}
 	}
-	line := "tables on disk (compressed), each counted by the kind of its first key (a table may hold several kinds): "
 	switch {
 	case len(counted) == 0:
-		return line + "none yet (the writes are in the write-ahead log)"
+		return "none yet (the writes are in the write-ahead log)"
 	case len(within) > 0:
-		return line + strings.Join(counted, ", ") + "; " + strings.Join(within, ", ") + " begin no table (they are in these)"
+		return strings.Join(counted, ", ") + "; " + strings.Join(within, ", ") + " begin no table (they are in these)"
 	}
-	return line + strings.Join(counted, ", ")
+	return strings.Join(counted, ", ")
 }
 
 // storedBytesJSON is stats' stored bytes by record kind.

@@ -46,7 +46,9 @@ type serveOptions struct {
 // defaultMaxConns is serve's --max-connections: none.
 //
 // NB: a limit counts idle keep-alive connections too, and a connection
-// over it waits to be accepted, answered by nothing: with 512 by default,
+// over it waits until one has been idle or silent 2 s (connLimiter),
+// answered by nothing meanwhile: with 512 by default (and a wait until
+// one closed),
 // a client's pool of idle connections made the next client (a liveness
 // probe, an attaching command, told to kill a "stuck" owner) time out (a
 // maintainer review's K11). An operator sets one knowing the clients.
@@ -179,7 +181,7 @@ stops accepting requests, lets those in flight finish (up to
 	fs.IntVar(&so.maxBatch, "max-batch", httpapi.DefaultMaxBatch, "most documents (queries) in one put or query/many request (413 beyond; -1: no limit)")
 	fs.IntVar(&so.maxInFlight, "max-in-flight", httpapi.DefaultMaxInFlight, "most documents (queries) of all requests worked on at once; others wait (-1: no limit)")
 	fs.Int64Var(&so.maxInFlightBytes, "max-in-flight-bytes", httpapi.DefaultMaxInFlightBytes, "most bytes of text of all requests worked on at once (a document takes about 35x its text in memory while it is signed); others wait (-1: no limit)")
-	fs.IntVar(&so.maxConns, "max-connections", defaultMaxConns, "most connections open at once on each listener (the socket, the TCP address), idle keep-alive ones included: at the bound the next takes the place of the one idle longest, and when none is idle it waits, answered by nothing until one closes (a client sees a timeout); a request waiting for others' work holds its body, so this bounds the memory they take (-1: no limit; not given: none on the socket, and on the TCP address half the process's open files, at most 4096)")
+	fs.IntVar(&so.maxConns, "max-connections", defaultMaxConns, "most connections open at once on each listener (the socket, the TCP address), idle keep-alive ones included: at the bound the next takes the place of the one idle or silent longest once it has waited 2 s, and while every one has a request in progress or waited less it waits, answered by nothing (a client sees a timeout if that lasts); a request waiting for others' work holds its body, so this bounds the memory they take (-1: no limit; not given: none on the socket, and on the TCP address half the process's open files, at most 4096)")
 	fs.DurationVar(&so.readTimeout, "read-timeout", time.Minute, "time a client has to send a request, body included (for the streams, put-if-new and load: each document, so a slow load holds other writers up as long as it lasts)")
 	fs.DurationVar(&so.writeTimeout, "write-timeout", httpapi.DefaultWriteTimeout, "time a client has to take each part of an answer")
 	fs.DurationVar(&so.idleTimeout, "idle-timeout", 2*time.Minute, "time an idle keep-alive connection is kept")
@@ -350,7 +352,7 @@ func (a *app) serve(so *serveOptions) error {
 				func() float64 { return float64(l.open.Load()) }),
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "lshdb_http_connections_limit", Help: "The listener's --max-connections bound.", ConstLabels: prometheus.Labels{"listener": name}},
 				func() float64 { return float64(cap(l.slots)) }),
-			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "lshdb_http_connections_reclaimed_total", Help: "Idle keep-alive connections closed to make room for a new one at the --max-connections bound.", ConstLabels: prometheus.Labels{"listener": name}},
+			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "lshdb_http_connections_reclaimed_total", Help: "Connections closed to make room for a new one at the --max-connections bound: idle keep-alive ones, or ones that sent no request, after 2 s.", ConstLabels: prometheus.Labels{"listener": name}},
 				func() float64 { return float64(l.reclaimed.Load()) }))
 	}
 	mux := http.NewServeMux()

@@ -1008,7 +1008,7 @@ func TestCommandWaitsForStoppingServe(t *testing.T) {
 
 // Ensure that serve --max-connections bounds the connections open at
 // once: with a limit of 1, a second connection takes the place of the
-// first while it is idle (which the server closes), a third is not served
+// first once it has been idle 2 s (the server closes it), a third is not served
 // while the second has a request in progress, and is once it closes
 // (nothing bounded the requests
 // waiting for --max-in-flight, each holding its body decoded: an SRE
@@ -1064,28 +1064,37 @@ func testServeMaxConnections(t *testing.T, flags ...string) {
 	if err := healthz(first); err != nil {
 		t.Fatalf("the first connection: %v", err)
 	}
-	// The first is idle: a second takes its place (a server operator's
-	// review, S2: idle connections held theirs until --idle-timeout),
-	// and the server closes the first, so that one at most is open.
+	// The first is idle: a second takes its place once the first has
+	// waited the limiter's 2 s (a server operator's review, S2: idle
+	// connections held theirs until --idle-timeout), and the server
+	// closes the first, so that one at most is open.
 	second, err := net.Dial("tcp", host)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer second.Close()
-	if err := healthz(second); err != nil {
+	if _, err := fmt.Fprintf(second, "GET /healthz HTTP/1.1\r\nHost: %s\r\n\r\n", host); err != nil {
+		t.Fatal(err)
+	}
+	second.SetDeadline(time.Now().Add(20 * time.Second))
+	sr := bufio.NewReader(second)
+	resp, err := http.ReadResponse(sr, nil)
+	if err != nil {
 		t.Fatalf("a second connection, with the first idle: %v (%v)", err, flags)
 	}
+	resp.Body.Close()
 	first.SetReadDeadline(time.Now().Add(10 * time.Second))
 	if _, err := first.Read(make([]byte, 1)); err != io.EOF {
 		t.Fatalf("the first connection, idle, once the second was served: %v, want it closed (EOF)", err)
 	}
 	// The second is busy with a request whose body has not come: a third
 	// waits, and its request, sent while it waited, is answered once the
-	// second ends.
+	// second ends. NB: the second, idle only a moment before its request,
+	// is not reclaimed while the server reads its header (a read-through's
+	// R1, R5).
 	if _, err := fmt.Fprintf(second, "POST /v1/count HTTP/1.1\r\nHost: %s\r\nContent-Length: 10\r\n\r\n", host); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(100 * time.Millisecond) // NB: its request begun (a slower machine only makes the check weaker)
 	third, err := net.Dial("tcp", host)
 	if err != nil {
 		t.Fatal(err)
@@ -1096,7 +1105,7 @@ func testServeMaxConnections(t *testing.T, flags ...string) {
 	}
 	second.Close()
 	third.SetDeadline(time.Now().Add(10 * time.Second))
-	resp, err := http.ReadResponse(bufio.NewReader(third), nil)
+	resp, err = http.ReadResponse(bufio.NewReader(third), nil)
 	if err != nil {
 		t.Fatalf("the waiting connection was not served once the busy one closed: %v", err)
 	}

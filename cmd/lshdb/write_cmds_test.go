@@ -1738,7 +1738,8 @@ func TestBuildMinDocs(t *testing.T) {
 	if _, errOut, code := runLine([]string{"build", "--db", idx, "--progress", "none", "--min-docs", "21", small}, ""); code != 1 || !strings.Contains(errOut, "it would store 20 (of 20 read: 0 empty, 0 superseded by a later copy of their id), fewer than its minimum of 21") {
 		t.Fatalf("20 records: exit %d %s", code, errOut)
 	}
-	// 30 records: 12 blank texts, 3 ids given twice, 15 to store.
+	// 33 records: 12 blank texts, 3 ids given twice (6 records), 15 others;
+	// 18 to store.
 	var recs strings.Builder
 	for i := range 30 {
 		switch {
