@@ -29,6 +29,7 @@ import (
 	"github.com/lshdb/lshdb/internal/lockholder"
 	"github.com/lshdb/lshdb/internal/rediskv"
 	"github.com/lshdb/lshdb/minhash"
+	"golang.org/x/sync/semaphore"
 )
 
 // dataCorruption is the EventListener.DataCorruption of every Pebble
@@ -130,9 +131,10 @@ type DB struct {
 
 	hashers sync.Pool   // *minhash.Hasher
 	qcache  *queryCache // nil: Options.QueryCacheSize < 0, or Redis
-	// longHashes holds a slot for each long text being hashed where a
-	// query can give up on it (hashText).
-	longHashes chan struct{}
+	// longWork holds the bytes of each long text being hashed where a
+	// call can give up on it (cancellable), at most longBudget.
+	longWork   *semaphore.Weighted
+	longBudget int64
 	scratch    sync.Pool // *queryScratch
 
 	// mu guards the handle's life: every operation is in it (enter, then
@@ -548,7 +550,11 @@ func openIn(dir string, o Options, created bool) (*DB, error) {
 // manifest is loaded.
 func (db *DB) initPools() {
 	db.scratch.New = func() any { return new(queryScratch) }
-	db.longHashes = make(chan struct{}, max(2, runtime.GOMAXPROCS(0)))
+	// NB: 32 MiB of text a core (at least 2): about 35 times that in
+	// memory while it is hashed; a server's default bound on the bytes
+	// in flight is 64 MiB.
+	db.longBudget = int64(max(2, runtime.GOMAXPROCS(0))) << 25
+	db.longWork = semaphore.NewWeighted(db.longBudget)
 	db.hashers.New = func() any {
 		h, err := minhash.NewHasher(db.shOpt, db.skOpt)
 		if err != nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/lshdb/lshdb/minhash"
+	"golang.org/x/sync/semaphore"
 )
 
 // Ensure that a query whose buckets hold hundreds of copies of a few
@@ -200,7 +201,10 @@ func TestAbandonedHashingsAreBounded(t *testing.T) {
 	if err := d.Put(Doc{ID: "long", Text: long}, nil); err != nil {
 		t.Fatal(err)
 	}
-	slots := cap(d.longHashes)
+	// NB: room for two such texts' hashings (the bound is on their bytes).
+	const slots = 2
+	d.longBudget = slots * int64(len(long))
+	d.longWork = semaphore.NewWeighted(d.longBudget)
 	var reached atomic.Int64
 	release := make(chan struct{})
 	hashTextHook = func() {
@@ -305,5 +309,50 @@ func TestPutEndsWhileHashing(t *testing.T) {
 				t.Errorf("reopened: %d documents (%v), want none", n, err)
 			}
 		})
+	}
+}
+
+// Ensure that a write given up on while it hashed holds its bytes of the
+// long hashings' budget until its hashing ends, as a query's does: a
+// cancelled large put freed a server's bound on the bytes in flight while
+// it hashed on, with nothing bounding such puts but one a core, whatever
+// their size (a read-through's R3). The oracle: a query that finds no
+// room gives up with its deadline, and answers once the put's hashing
+// ended.
+func TestAbandonedWritesHoldTheirBytes(t *testing.T) {
+	d := mustOpen(t, t.TempDir(), nil)
+	defer d.Close()
+	long := strings.Repeat("a long text of many words and some numbers 12345, ", cancellableText/40)
+	if err := d.Put(Doc{ID: "long", Text: long}, nil); err != nil {
+		t.Fatal(err)
+	}
+	d.longBudget = int64(len(long)) + int64(len(long))/2 // one such text, not two
+	d.longWork = semaphore.NewWeighted(d.longBudget)
+	reached, release := make(chan struct{}), make(chan struct{})
+	hashTextHook = func() {
+		close(reached)
+		<-release
+	}
+	defer func() { hashTextHook = nil }()
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		<-reached
+		cancel()
+	}()
+	if _, err := d.PutBatchContext(ctx, []Doc{{ID: "long2", Text: long + " more"}}, nil); !errors.Is(err, context.Canceled) {
+		t.Fatalf("the put given up on: %v", err)
+	}
+	hashTextHook = nil
+	qctx, qcancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer qcancel()
+	if _, err := d.Query(qctx, long, nil); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a query while the put given up on hashes on: %v, want its deadline (no room)", err)
+	}
+	close(release)
+	qctx, qcancel = context.WithTimeout(context.Background(), time.Minute)
+	defer qcancel()
+	res, err := d.Query(qctx, long, nil)
+	if err != nil || len(res.Matches) != 1 || res.Matches[0].ID != "long" {
+		t.Fatalf("once the put's hashing ended: %+v %v", res, err)
 	}
 }

@@ -149,20 +149,14 @@ const cancellableText = 1 << 20
 
 // hashText runs f, which hashes text into set and sig (a caller's scratch)
 // with h, and returns what it returns. A text of cancellableText bytes
-// or more, with ctx set, is hashed on a goroutine of its own, with a
-// hasher and buffers of its own, and hashText returns ctx's error as soon
-// as ctx ends: the goroutine runs on to its end, its work dropped, and
-// set and sig come back untouched. f must read nothing the caller may
-// change once hashText returned (the query's own text, not its input).
-//
-// NB: such goroutines take a slot of db.longHashes each, until they end:
-// a query that gave up no longer counts in a server's bound on the
-// requests in flight, and without one, clients that sent long texts and
-// went could leave any number of them hashing, each holding several
-// times its text (a read-through's R1). A query waits for a slot, as long
-// as its context lets it.
+// or more, with ctx set, is hashed on a goroutine of its own
+// (cancellable), with a hasher and buffers of its own, and hashText
+// returns ctx's error as soon as ctx ends: the goroutine runs on to its
+// end, its work dropped, and set and sig come back untouched. f must read
+// nothing the caller may change once hashText returned (the query's own
+// text, not its input).
 func (db *DB) hashText(ctx context.Context, h *minhash.Hasher, text string, set []uint64, sig []uint32, f func(h *minhash.Hasher, set []uint64, sig []uint32) ([]uint64, []uint32)) ([]uint64, []uint32, error) {
-	if ctx == nil || len(text) < cancellableText {
+	if ctx == nil || ctx.Done() == nil || len(text) < cancellableText {
 		set, sig = f(h, set, sig)
 		return set, sig, nil
 	}
@@ -170,43 +164,64 @@ func (db *DB) hashText(ctx context.Context, h *minhash.Hasher, text string, set 
 		set []uint64
 		sig []uint32
 	}
-	select {
-	case db.longHashes <- struct{}{}:
-	case <-ctx.Done():
-		return set, sig, ctxErr(ctx)
-	}
-	done := make(chan hashed, 1)
-	go func() {
-		defer func() { <-db.longHashes }()
-		if hashTextHook != nil {
-			hashTextHook()
-		}
+	r, err := cancellable(db, ctx, len(text), func() hashed {
 		h := db.hashers.Get().(*minhash.Hasher)
 		defer db.hashers.Put(h)
 		set, sig := f(h, nil, nil)
-		done <- hashed{set, sig}
+		return hashed{set, sig}
+	})
+	if err != nil {
+		return set, sig, err
+	}
+	return r.set, r.sig, nil
+}
+
+// cancellable runs work, the hashing of size bytes of text, on a
+// goroutine of its own, and returns its result, or ctx's error as soon as
+// ctx ends: the goroutine then runs on to its end, its work dropped.
+//
+// NB: such goroutines hold their bytes of db.longWork until they end: a
+// request that gave up no longer counts in a server's bounds on the
+// requests and bytes in flight, and without one, clients that sent long
+// texts and went could leave any number of them hashing, each holding
+// about 35 times its text (a read-through's R1; a bound of one slot a
+// core, whatever the texts' size, let 8 cores hold 16 GB: the second
+// read-through's R3). A call waits for room, as long as its context lets
+// it; a text larger than the whole budget takes all of it.
+func cancellable[T any](db *DB, ctx context.Context, size int, work func() T) (T, error) {
+	var zero T
+	n := min(int64(size), db.longBudget)
+	if err := db.longWork.Acquire(ctx, n); err != nil {
+		return zero, ctxErr(ctx)
+	}
+	done := make(chan T, 1)
+	go func() {
+		defer db.longWork.Release(n)
+		if hashTextHook != nil {
+			hashTextHook()
+		}
+		done <- work()
 	}()
 	select {
 	case r := <-done:
-		return r.set, r.sig, nil
+		return r, nil
 	case <-ctx.Done():
-		return set, sig, ctxErr(ctx)
+		return zero, ctxErr(ctx)
 	}
 }
 
-// hashTextHook, when set (tests), runs on hashText's goroutine before it
-// hashes.
+// hashTextHook, when set (tests), runs on cancellable's goroutine before
+// it hashes.
 var hashTextHook func()
 
 // prepareCancellable runs prepare, which hashes docs (a write's
 // documents: PutBatchContext, PutIfNewContext, PutIfNewBatch), and
 // returns what it returns. Documents whose texts add up to
 // cancellableText bytes or more, with ctx set, are prepared on a
-// goroutine of their own, as hashText hashes a long query, holding a slot
-// of db.longHashes: the call returns ctx's error as soon as ctx ends, and
-// stores nothing. The goroutine prepares a copy of docs (their slices
-// copied: the caller may reuse them once the call returned) and its work
-// is dropped.
+// goroutine of their own (cancellable), as hashText hashes a long query:
+// the call returns ctx's error as soon as ctx ends, and stores nothing.
+// The goroutine prepares a copy of docs (their slices copied: the caller
+// may reuse them once the call returned).
 //
 // NB: a put of 30 MB took 7-9 s to hash on 2 cores and did not look at
 // its context: a serve stopping with such puts in flight cancelled them
@@ -222,27 +237,8 @@ func prepareCancellable[T any](db *DB, ctx context.Context, docs []Doc, prepare 
 	if ctx == nil || ctx.Done() == nil || n < cancellableText {
 		return prepare(docs), nil
 	}
-	var zero T
-	select {
-	case db.longHashes <- struct{}{}:
-	case <-ctx.Done():
-		return zero, ctxErr(ctx)
-	}
 	own := detachDocs(docs)
-	done := make(chan T, 1)
-	go func() {
-		defer func() { <-db.longHashes }()
-		if hashTextHook != nil {
-			hashTextHook()
-		}
-		done <- prepare(own)
-	}()
-	select {
-	case r := <-done:
-		return r, nil
-	case <-ctx.Done():
-		return zero, ctxErr(ctx)
-	}
+	return cancellable(db, ctx, n, func() T { return prepare(own) })
 }
 
 // detachDocs returns a copy of docs that shares nothing a caller may
