@@ -537,8 +537,8 @@ func (db *DB) PutIfNew(doc Doc, wo *WriteOptions) (*Match, error) {
 // PutIfNewContext is PutIfNew that gives up when ctx ends before it
 // holds the writer lock (behind a Load, which holds it for its whole
 // run), or while it hashes a text of 1 MiB or more, as PutBatchContext
-// does: it then returns ctx's error and stores nothing. Once it holds the lock the check and the insert are made
-// whatever ctx says.
+// does: it then returns ctx's error and stores nothing. Once it holds the
+// lock the check and the insert are made whatever ctx says.
 func (db *DB) PutIfNewContext(ctx context.Context, doc Doc, wo *WriteOptions) (*Match, error) {
 	wo, expires, err := db.enterWrite(wo)
 	if err != nil {
@@ -546,16 +546,10 @@ func (db *DB) PutIfNewContext(ctx context.Context, doc Doc, wo *WriteOptions) (*
 	}
 	defer db.mu.RUnlock()
 	storeText := wo.StoreText || db.man.StoreText
-	type made struct {
-		p   prepared
-		err error
-	}
-	mk, err := prepareCancellable(db, ctx, []Doc{doc}, func(docs []Doc) made {
-		p, err := db.prepare(&docs[0], storeText)
-		return made{p, err}
+	p, err := prepareCancellable(db, ctx, []Doc{doc}, func(docs []Doc) (prepared, error) {
+		return db.prepare(&docs[0], storeText)
 	})
-	p := mk.p
-	if err = cmp.Or(err, mk.err); err == nil {
+	if err == nil {
 		err = p.setExpiry(expires)
 	}
 	if err != nil {
@@ -620,9 +614,9 @@ func (db *DB) PutIfNewBatch(ctx context.Context, docs []Doc, wo *WriteOptions) (
 		preps []prepared
 		errs  []error
 	}
-	m, err := prepareCancellable(db, ctx, docs, func(docs []Doc) made {
+	m, err := prepareCancellable(db, ctx, docs, func(docs []Doc) (made, error) {
 		preps, errs, _ := db.prepareEach(docs, storeText, nil)
-		return made{preps, errs}
+		return made{preps, errs}, nil
 	})
 	if err != nil {
 		return nil, err

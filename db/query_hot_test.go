@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -161,18 +162,8 @@ func TestQueryEndsWhileHashing(t *testing.T) {
 			if err != nil || len(res.Matches) == 0 || res.Matches[0].ID != "long" {
 				t.Fatalf("the query with a live context: %+v %v, want long first", res, err)
 			}
-			reached, release, hashed := make(chan struct{}), make(chan struct{}), make(chan struct{})
-			hashTextHook = func() {
-				close(reached)
-				<-release
-			}
-			defer func() { hashTextHook = nil }()
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			go func() {
-				<-reached
-				cancel()
-			}()
+			ctx, release := holdHashing(t)
+			hashed := make(chan struct{})
 			go func() {
 				defer close(hashed)
 				if res, err := c.query(ctx, d); !errors.Is(err, context.Canceled) {
@@ -184,7 +175,7 @@ func TestQueryEndsWhileHashing(t *testing.T) {
 			case <-time.After(time.Minute):
 				t.Fatal("the query waited for its hashing after its context ended")
 			}
-			close(release)
+			release()
 		})
 	}
 }
@@ -268,18 +259,8 @@ func TestPutEndsWhileHashing(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
 			d := mustOpen(t, dir, nil)
-			reached, release, returned := make(chan struct{}), make(chan struct{}), make(chan struct{})
-			hashTextHook = func() {
-				close(reached)
-				<-release
-			}
-			defer func() { hashTextHook = nil }()
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			go func() {
-				<-reached
-				cancel()
-			}()
+			ctx, release := holdHashing(t)
+			returned := make(chan struct{})
 			go func() {
 				defer close(returned)
 				if err := c.put(ctx, d); !errors.Is(err, context.Canceled) {
@@ -301,8 +282,7 @@ func TestPutEndsWhileHashing(t *testing.T) {
 			case <-time.After(time.Minute):
 				t.Fatal("Close waited for a hashing given up on")
 			}
-			close(release)
-			hashTextHook = nil
+			release()
 			d = mustOpen(t, dir, nil)
 			defer d.Close()
 			if n, err := d.Count(); err != nil || n != 0 {
@@ -328,31 +308,55 @@ func TestAbandonedWritesHoldTheirBytes(t *testing.T) {
 	}
 	d.longBudget = int64(len(long)) + int64(len(long))/2 // one such text, not two
 	d.longWork = semaphore.NewWeighted(d.longBudget)
-	reached, release := make(chan struct{}), make(chan struct{})
-	hashTextHook = func() {
-		close(reached)
-		<-release
-	}
-	defer func() { hashTextHook = nil }()
-	ctx, cancel := context.WithCancel(context.Background())
-	go func() {
-		<-reached
-		cancel()
-	}()
+	ctx, release := holdHashing(t)
 	if _, err := d.PutBatchContext(ctx, []Doc{{ID: "long2", Text: long + " more"}}, nil); !errors.Is(err, context.Canceled) {
 		t.Fatalf("the put given up on: %v", err)
 	}
-	hashTextHook = nil
 	qctx, qcancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer qcancel()
 	if _, err := d.Query(qctx, long, nil); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("a query while the put given up on hashes on: %v, want its deadline (no room)", err)
 	}
-	close(release)
+	release()
 	qctx, qcancel = context.WithTimeout(context.Background(), time.Minute)
 	defer qcancel()
 	res, err := d.Query(qctx, long, nil)
 	if err != nil || len(res.Matches) != 1 || res.Matches[0].ID != "long" {
 		t.Fatalf("once the put's hashing ended: %+v %v", res, err)
 	}
+}
+
+// holdHashing holds the first hashing that cancellable starts (the
+// hashTextHook) until release is called, and returns a context cancelled
+// once that hashing is held: a call given it gives up while it hashes.
+// Later hashings pass.
+func holdHashing(t *testing.T) (ctx context.Context, release func()) {
+	reached, held := make(chan struct{}), make(chan struct{})
+	var first sync.Once
+	hashTextHook = func() {
+		holds := false
+		first.Do(func() {
+			holds = true
+			close(reached)
+		})
+		if holds {
+			<-held
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		select {
+		case <-reached:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	var once sync.Once
+	release = func() { once.Do(func() { close(held) }) }
+	t.Cleanup(func() {
+		release()
+		cancel()
+		hashTextHook = nil
+	})
+	return ctx, release
 }

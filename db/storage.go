@@ -156,7 +156,7 @@ const cancellableText = 1 << 20
 // nothing the caller may change once hashText returned (the query's own
 // text, not its input).
 func (db *DB) hashText(ctx context.Context, h *minhash.Hasher, text string, set []uint64, sig []uint32, f func(h *minhash.Hasher, set []uint64, sig []uint32) ([]uint64, []uint32)) ([]uint64, []uint32, error) {
-	if ctx == nil || ctx.Done() == nil || len(text) < cancellableText {
+	if !cancellableHashing(ctx, len(text)) {
 		set, sig = f(h, set, sig)
 		return set, sig, nil
 	}
@@ -164,11 +164,11 @@ func (db *DB) hashText(ctx context.Context, h *minhash.Hasher, text string, set 
 		set []uint64
 		sig []uint32
 	}
-	r, err := cancellable(db, ctx, len(text), func() hashed {
+	r, err := cancellable(db, ctx, len(text), func() (hashed, error) {
 		h := db.hashers.Get().(*minhash.Hasher)
 		defer db.hashers.Put(h)
 		set, sig := f(h, nil, nil)
-		return hashed{set, sig}
+		return hashed{set, sig}, nil
 	})
 	if err != nil {
 		return set, sig, err
@@ -176,9 +176,17 @@ func (db *DB) hashText(ctx context.Context, h *minhash.Hasher, text string, set 
 	return r.set, r.sig, nil
 }
 
+// cancellableHashing reports whether the hashing of size bytes of text
+// goes on a goroutine of its own (cancellable): when it is long and ctx
+// can end.
+func cancellableHashing(ctx context.Context, size int) bool {
+	return ctx != nil && ctx.Done() != nil && size >= cancellableText
+}
+
 // cancellable runs work, the hashing of size bytes of text, on a
-// goroutine of its own, and returns its result, or ctx's error as soon as
-// ctx ends: the goroutine then runs on to its end, its work dropped.
+// goroutine of its own, and returns what it returns, or ctx's error as
+// soon as ctx ends: the goroutine then runs on to its end, its work
+// dropped.
 //
 // NB: such goroutines hold their bytes of db.longWork until they end: a
 // request that gave up no longer counts in a server's bounds on the
@@ -188,23 +196,28 @@ func (db *DB) hashText(ctx context.Context, h *minhash.Hasher, text string, set 
 // core, whatever the texts' size, let 8 cores hold 16 GB: the second
 // read-through's R3). A call waits for room, as long as its context lets
 // it; a text larger than the whole budget takes all of it.
-func cancellable[T any](db *DB, ctx context.Context, size int, work func() T) (T, error) {
+func cancellable[T any](db *DB, ctx context.Context, size int, work func() (T, error)) (T, error) {
 	var zero T
 	n := min(int64(size), db.longBudget)
 	if err := db.longWork.Acquire(ctx, n); err != nil {
 		return zero, ctxErr(ctx)
 	}
-	done := make(chan T, 1)
+	type result struct {
+		v   T
+		err error
+	}
+	done := make(chan result, 1)
 	go func() {
 		defer db.longWork.Release(n)
 		if hashTextHook != nil {
 			hashTextHook()
 		}
-		done <- work()
+		v, err := work()
+		done <- result{v, err}
 	}()
 	select {
 	case r := <-done:
-		return r, nil
+		return r.v, r.err
 	case <-ctx.Done():
 		return zero, ctxErr(ctx)
 	}
@@ -229,16 +242,16 @@ var hashTextHook func()
 // 25 s after SIGTERM against a documented 20 s, and 36 s against 11 s with
 // --shutdown-timeout 1s, where a restarted serve waiting for it gave up
 // (a server operator's review, S1).
-func prepareCancellable[T any](db *DB, ctx context.Context, docs []Doc, prepare func(docs []Doc) T) (T, error) {
+func prepareCancellable[T any](db *DB, ctx context.Context, docs []Doc, prepare func(docs []Doc) (T, error)) (T, error) {
 	n := 0
 	for i := range docs {
 		n += len(docs[i].Text)
 	}
-	if ctx == nil || ctx.Done() == nil || n < cancellableText {
-		return prepare(docs), nil
+	if !cancellableHashing(ctx, n) {
+		return prepare(docs)
 	}
 	own := detachDocs(docs)
-	return cancellable(db, ctx, n, func() T { return prepare(own) })
+	return cancellable(db, ctx, n, func() (T, error) { return prepare(own) })
 }
 
 // detachDocs returns a copy of docs that shares nothing a caller may

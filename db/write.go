@@ -419,18 +419,13 @@ func (db *DB) PutBatchContext(ctx context.Context, docs []Doc, wo *WriteOptions)
 	}
 	defer db.mu.RUnlock()
 	w := *wo // NB: the caller's may change once a cancelled call returned
-	type made struct {
-		pb  *PreparedBatch
-		err error
-	}
-	m, err := prepareCancellable(db, ctx, docs, func(docs []Doc) made {
-		pb, err := db.prepareBatch(docs, &w)
-		return made{pb, err}
+	pb, err := prepareCancellable(db, ctx, docs, func(docs []Doc) (*PreparedBatch, error) {
+		return db.prepareBatch(docs, &w)
 	})
-	if err = cmp.Or(err, m.err); err != nil {
+	if err != nil {
 		return BatchResult{}, err
 	}
-	return db.putPrepared(ctx, m.pb, expires)
+	return db.putPrepared(ctx, pb, expires)
 }
 
 // A PreparedBatch is documents made ready to write by PrepareBatch: each
