@@ -400,6 +400,18 @@ func TestCloseWithAFailingFlush(t *testing.T) {
 	}
 }
 
+// logWritesRefused wraps mem in a filesystem whose write-ahead log
+// writes fail with ENOSPC (a full disk) while refuse is on.
+func logWritesRefused(mem vfs.FS) (vfs.FS, *errorfs.Toggle) {
+	refuse := &errorfs.Toggle{Injector: errorfs.InjectorFunc(func(op errorfs.Op) error {
+		if (op.Kind == errorfs.OpFileWrite || op.Kind == errorfs.OpFileWriteAt) && strings.HasSuffix(op.Path, ".log") {
+			return syscall.ENOSPC
+		}
+		return nil
+	})}
+	return errorfs.Wrap(mem, refuse), refuse
+}
+
 // TestWriteAheadLogFailureStopsTheStore: a write-ahead log write that
 // fails (a full disk with DiskReserve off) made Pebble panic in the next
 // commit, holding its commit pipeline's lock: a server recovered the
@@ -411,14 +423,7 @@ func TestCloseWithAFailingFlush(t *testing.T) {
 // documents acknowledged, read back.
 func TestWriteAheadLogFailureStopsTheStore(t *testing.T) {
 	mem := vfs.NewMem()
-	var refuse errorfs.Toggle
-	refuse.Injector = errorfs.InjectorFunc(func(op errorfs.Op) error {
-		if (op.Kind == errorfs.OpFileWrite || op.Kind == errorfs.OpFileWriteAt) && strings.HasSuffix(op.Path, ".log") {
-			return syscall.ENOSPC
-		}
-		return nil
-	})
-	fs := errorfs.Wrap(mem, &refuse)
+	fs, refuse := logWritesRefused(mem)
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	d, err := Open("idx", &Options{fs: fs, Logger: quiet, DiskReserve: -1, MemTableSize: 1 << 20})
 	if err != nil {

@@ -8,13 +8,11 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
-	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
 	"github.com/lshdb/lshdb/codec"
 	"github.com/lshdb/lshdb/minhash"
 )
@@ -727,14 +725,7 @@ func wrongSetSize(t *testing.T, fs vfs.FS, dir, id string) {
 func TestRepairInWhichTheStoreStops(t *testing.T) {
 	ctx := context.Background()
 	mem := vfs.NewMem()
-	var refuse errorfs.Toggle
-	refuse.Injector = errorfs.InjectorFunc(func(op errorfs.Op) error {
-		if (op.Kind == errorfs.OpFileWrite || op.Kind == errorfs.OpFileWriteAt) && strings.HasSuffix(op.Path, ".log") {
-			return syscall.ENOSPC
-		}
-		return nil
-	})
-	fs := errorfs.Wrap(mem, &refuse)
+	fs, refuse := logWritesRefused(mem)
 	quiet := slog.New(slog.DiscardHandler)
 	opts := func() *Options { return &Options{fs: fs, Logger: quiet, DiskReserve: -1, Storage: StorageText} }
 	a := "the quick brown fox jumps over the lazy dog near the river bank today"

@@ -72,6 +72,21 @@ func (c rawClient) answer(within time.Duration) error {
 	return nil
 }
 
+// idleConns returns n connections, each idle after one request answered.
+func idleConns(t *testing.T, addr string, n int) []rawClient {
+	t.Helper()
+	var idle []rawClient
+	for range n {
+		c := dialRaw(t, addr)
+		c.send(t, "/")
+		if err := c.answer(10 * time.Second); err != nil {
+			t.Fatal(err)
+		}
+		idle = append(idle, c)
+	}
+	return idle
+}
+
 func (c rawClient) closedByServer(t *testing.T) bool {
 	t.Helper()
 	c.c.SetReadDeadline(time.Now().Add(10 * time.Second))
@@ -93,15 +108,7 @@ func TestConnLimiterReclaims(t *testing.T) {
 	const limit = 3
 	t.Run("idle, once aged", func(t *testing.T) {
 		l, addr, _ := limitedServer(t, limit, 300*time.Millisecond)
-		var idle []rawClient
-		for range limit {
-			c := dialRaw(t, addr)
-			c.send(t, "/")
-			if err := c.answer(10 * time.Second); err != nil {
-				t.Fatal(err)
-			}
-			idle = append(idle, c)
-		}
+		idle := idleConns(t, addr, limit)
 		fourth := dialRaw(t, addr)
 		fourth.send(t, "/")
 		if err := fourth.answer(10 * time.Second); err != nil {
@@ -122,13 +129,7 @@ func TestConnLimiterReclaims(t *testing.T) {
 	})
 	t.Run("idle, not yet aged", func(t *testing.T) {
 		l, addr, _ := limitedServer(t, limit, time.Hour)
-		for range limit {
-			c := dialRaw(t, addr)
-			c.send(t, "/")
-			if err := c.answer(10 * time.Second); err != nil {
-				t.Fatal(err)
-			}
-		}
+		idleConns(t, addr, limit)
 		fourth := dialRaw(t, addr)
 		fourth.send(t, "/")
 		if err := fourth.answer(300 * time.Millisecond); err == nil {

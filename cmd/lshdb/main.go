@@ -426,20 +426,20 @@ func (e *errWriter) Write(p []byte) (int, error) {
 		return e.w.Write(p)
 	}
 	e.partial = append(e.partial, p...)
+	rest := e.partial
 	for {
-		i := bytes.IndexByte(e.partial, '\n')
+		i := bytes.IndexByte(rest, '\n')
 		if i < 0 {
 			break
 		}
-		line := e.partial[:i+1]
-		if quietKeeps(line) {
+		if line := rest[:i+1]; quietKeeps(line) {
 			if _, err := e.w.Write(line); err != nil {
 				return 0, err
 			}
 		}
-		e.partial = e.partial[i+1:]
+		rest = rest[i+1:]
 	}
-	e.partial = slices.Clip(e.partial) // NB: not to grow on its own tail
+	e.partial = append(e.partial[:0], rest...) // NB: the unended line, at the front of one buffer
 	return len(p), nil
 }
 

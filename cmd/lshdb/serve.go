@@ -555,6 +555,18 @@ func startupAttrs(d *db.DB, so *serveOptions, dir bool) []any {
 // called: Pebble logs its background error, but an operator needs to
 // read what it means for the server.
 func watchDamage(d *db.DB, log *slog.Logger, every time.Duration) (stop func()) {
+	return ticking(every, func() bool {
+		if err := d.Corruption(); err != nil {
+			log.Error("lshdb: the index met damage in the background: GET /healthz answers 503 and serve will exit 1; reads and writes go on where they can: stop the server and run lshdb check", "err", err)
+			return false
+		}
+		return true
+	})
+}
+
+// ticking runs f every interval on a goroutine of its own, until f
+// returns false or stop is called.
+func ticking(every time.Duration, f func() bool) (stop func()) {
 	done := make(chan struct{})
 	go func() {
 		t := time.NewTicker(every)
@@ -565,8 +577,7 @@ func watchDamage(d *db.DB, log *slog.Logger, every time.Duration) (stop func()) 
 				return
 			case <-t.C:
 			}
-			if err := d.Corruption(); err != nil {
-				log.Error("lshdb: the index met damage in the background: GET /healthz answers 503 and serve will exit 1; reads and writes go on where they can: stop the server and run lshdb check", "err", err)
+			if !f() {
 				return
 			}
 		}
@@ -586,27 +597,17 @@ func watchDamage(d *db.DB, log *slog.Logger, every time.Duration) (stop func()) 
 // resident 150 s after they ended, with 208 MB of heap in use (a server
 // operator's review, S4).
 func returnMemory(interval time.Duration, idle uint64) (stop func()) {
-	done := make(chan struct{})
-	go func() {
-		t := time.NewTicker(interval)
-		defer t.Stop()
-		sample := []rtmetrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/memory/classes/heap/free:bytes"}, {Name: "/gc/heap/live:bytes"}}
-		var live uint64 // after the last return
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-			}
+	sample := []rtmetrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/memory/classes/heap/free:bytes"}, {Name: "/gc/heap/live:bytes"}}
+	var live uint64 // after the last return
+	return ticking(interval, func() bool {
+		rtmetrics.Read(sample)
+		if heap := sample[0].Value.Uint64() + sample[1].Value.Uint64(); heap > idle && heap > 2*live {
+			debug.FreeOSMemory()
 			rtmetrics.Read(sample)
-			if heap := sample[0].Value.Uint64() + sample[1].Value.Uint64(); heap > idle && heap > 2*live {
-				debug.FreeOSMemory()
-				rtmetrics.Read(sample)
-				live = sample[2].Value.Uint64()
-			}
+			live = sample[2].Value.Uint64()
 		}
-	}()
-	return sync.OnceFunc(func() { close(done) })
+		return true
+	})
 }
 
 // idleMemory is the heap returnMemory lets a server keep.

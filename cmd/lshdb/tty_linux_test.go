@@ -41,6 +41,23 @@ func openPTY(t *testing.T) (ctl, tty *os.File) {
 	return ctl, tty
 }
 
+// shellOnTerminal starts lshdb shell on idx in another process whose
+// terminal is tty (its home dir), and returns it and what the terminal
+// shows (read from ctl).
+func shellOnTerminal(t *testing.T, ctl, tty *os.File, dir, idx string) (*exec.Cmd, *syncBuffer) {
+	t.Helper()
+	shown := &syncBuffer{}
+	go io.Copy(shown, ctl)
+	c := lshdbProcess("shell", "--db", idx)
+	c.Env = append(c.Env, "TERM=xterm", "HOME="+dir)
+	c.Stdin, c.Stdout, c.Stderr = tty, tty, tty
+	c.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return c, shown
+}
+
 // Ensure that insert, build and dedup reading stdin from a terminal say
 // so on stderr (C20), with the format, and that the documents typed (up
 // to Ctrl-D) are read; with a file as input, or stdin not a terminal,
@@ -226,15 +243,7 @@ func TestShellTerminated(t *testing.T) {
 	}
 	for _, first := range []os.Signal{nil, syscall.SIGINT} {
 		ctl, tty := openPTY(t)
-		shown := &syncBuffer{}
-		go io.Copy(shown, ctl)
-		c := lshdbProcess("shell", "--db", idx)
-		c.Env = append(c.Env, "TERM=xterm", "HOME="+dir)
-		c.Stdin, c.Stdout, c.Stderr = tty, tty, tty
-		c.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
-		if err := c.Start(); err != nil {
-			t.Fatal(err)
-		}
+		c, shown := shellOnTerminal(t, ctl, tty, dir, idx)
 		exited := make(chan error, 1)
 		go func() { exited <- c.Wait() }()
 		prompts := func(n int) {
@@ -313,15 +322,7 @@ func TestShellTerminalWithoutWidth(t *testing.T) {
 		if _, _, e := syscall.Syscall(syscall.SYS_IOCTL, tty.Fd(), syscall.TIOCSWINSZ, uintptr(unsafe.Pointer(&ws))); e != 0 {
 			t.Skipf("setting the terminal's size: %v", e)
 		}
-		shown := &syncBuffer{}
-		go io.Copy(shown, ctl)
-		c := lshdbProcess("shell", "--db", idx)
-		c.Env = append(c.Env, "TERM=xterm", "HOME="+dir)
-		c.Stdin, c.Stdout, c.Stderr = tty, tty, tty
-		c.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
-		if err := c.Start(); err != nil {
-			t.Fatal(err)
-		}
+		c, shown := shellOnTerminal(t, ctl, tty, dir, idx)
 		waitFor := func(s string) {
 			t.Helper()
 			for deadline := time.Now().Add(30 * time.Second); !strings.Contains(shown.String(), s); time.Sleep(10 * time.Millisecond) {
