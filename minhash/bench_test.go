@@ -2,6 +2,7 @@ package minhash_test
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -157,6 +158,53 @@ func BenchmarkSetOf(b *testing.B) {
 						buf = way.fn(buf[:0], t)
 					}
 				}
+			})
+		}
+	}
+}
+
+// BenchmarkLongText measures a text's distinct shingles (AppendDistinct, a
+// database's write) and its sorted set (AppendSet) on one long text, the
+// generated sample joined and then repeated to 16 MB, in ASCII and with a
+// non-ASCII letter in each word, as ratios to the hashing floor on the same
+// text in the same run (x-floor). A text that repeats itself must not cost
+// more per shingle than one that does not: before its table grew with the
+// distinct shingles it was sized for all 16 million, and de-duplication
+// missed the cache on every probe.
+func BenchmarkLongText(b *testing.B) {
+	sources, err := corpus.SampleTexts()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var sb strings.Builder
+	for g := range gen.Stream(gen.Options{Seed: 5, N: 2000, Sources: sources}) {
+		sb.WriteString(g.Text)
+		sb.WriteByte(' ')
+	}
+	joined := sb.String()
+	ascii := strings.Repeat(joined, (16<<20)/len(joined)+1)[:16<<20]
+	for _, c := range []struct{ name, text string }{
+		{"ascii", ascii},
+		{"non-ascii", strings.ReplaceAll(ascii, "e", "é")},
+	} {
+		sh, _ := minhash.NewShingler(minhash.Options{})
+		var buf []uint64
+		for _, way := range []struct {
+			name string
+			fn   func([]uint64, string) []uint64
+		}{{"distinct", sh.AppendDistinct}, {"sorted", sh.AppendSet}} {
+			b.Run(c.name+"/"+way.name, func(b *testing.B) {
+				b.SetBytes(int64(len(c.text)))
+				for b.Loop() {
+					buf = way.fn(buf[:0], c.text)
+				}
+				elapsed := b.Elapsed()
+				b.StopTimer()
+				start := time.Now()
+				for range b.N {
+					buf = sh.AppendHashes(buf[:0], c.text)
+				}
+				b.ReportMetric(float64(elapsed)/float64(time.Since(start)), "x-floor")
 			})
 		}
 	}

@@ -7,7 +7,8 @@ import (
 
 // distinctTable de-duplicates shingle hashes without sorting them: open
 // addressing with linear probing over a power-of-two table of positions,
-// between 1/8 and 1/4 full. A Shingler keeps one, so its table is reused
+// at most 1/4 full (between 1/8 and 1/4 when the text fits the table it
+// begins with). A Shingler keeps one, so its table is reused
 // from document to document.
 //
 // NB: a slot holds the position (plus one; 0 is empty) in the output of
@@ -21,33 +22,44 @@ import (
 // memory: 0.64x on random hashes, no better on text).
 type distinctTable struct {
 	slots []uint32
+	b     int // len(slots) is 2^b
 }
 
-// dedup moves the distinct values of a to its front, in the order of their
-// first occurrence (below 2^32-1 values; sorted above), and returns that
-// prefix.
-func (t *distinctTable) dedup(a []uint64) []uint64 {
-	n := len(a)
-	if n < 2 {
-		return a
-	}
-	if uint64(n) >= 1<<32-1 {
-		// NB: positions are 32-bit; no text has this many shingles, but
-		// a caller's set may: sorted instead (the order is not kept).
-		slices.Sort(a)
-		return slices.Compact(a)
-	}
+// begin readies the table for about n values (at most 2^32-2), with at
+// most maxStart slots to begin with (a power of two; tests make it small
+// to exercise the growth).
+//
+// NB: the table is sized for n values, 4 to 8 slots each, up to maxStart,
+// and doubles whenever a quarter of it could be taken by the values add is
+// given, so that a huge text that
+// repeats itself gets a table the size of its distinct shingles rather
+// than of its occurrences: 30 MB of text with 270,000 distinct shingles
+// among 31 million had a table of 2^27 slots (512 MiB, every probe a cache
+// miss), now one grown to 2^21.
+func (t *distinctTable) begin(n, maxStart int) {
 	b := bits.Len(uint(n)) + 2 // 4n < 2^b ≤ 8n
-	size := 1 << b
-	if cap(t.slots) < size {
-		t.slots = make([]uint32, size)
-	} else {
-		t.slots = t.slots[:size]
-		clear(t.slots)
+	if 1<<b > maxStart {
+		b = bits.Len(uint(maxStart)) - 1
 	}
-	slots, mask, shift := t.slots, uint64(size-1), uint(64-b)
-	out := 0
-	for _, x := range a {
+	t.reset(b)
+}
+
+// add appends to dst those of xs not yet in the table, in order, and
+// returns the extended slice. The table holds positions in dst[start:]
+// (plus one): every value added since begin must still be there.
+func (t *distinctTable) add(dst []uint64, start int, xs []uint64) []uint64 {
+	out := len(dst) - start
+	for (out+len(xs))*4 > len(t.slots) {
+		t.grow(dst[start:])
+	}
+	// NB: room for every value of xs, so that the loop is the one a
+	// table sized for them all would run: no growth and no append. When
+	// dst is xs[:0] (de-duplication in place) it has that room already,
+	// and a value is written only over one already read.
+	dst = slices.Grow(dst, len(xs))
+	vals := dst[start : start+out+len(xs)]
+	slots, mask, shift := t.slots, uint64(len(t.slots)-1), uint(64-t.b)
+	for _, x := range xs {
 		// NB: Fibonacci hashing (one multiplication) spreads values that
 		// are not uniform, such as small integers, over the table; the
 		// table is at most 1/4 full, so every probe ends.
@@ -55,25 +67,58 @@ func (t *distinctTable) dedup(a []uint64) []uint64 {
 		for {
 			s := slots[i]
 			if s == 0 {
-				a[out] = x
+				vals[out] = x
 				out++
 				slots[i] = uint32(out)
 				break
 			}
-			if a[s-1] == x {
+			if vals[s-1] == x {
 				break
 			}
 			i = (i + 1) & mask
 		}
 	}
-	if size > maxKeptSlots {
-		// NB: a Shingler lives in pools (a database's hashers): the table
-		// of one huge text, 16-32 bytes an occurrence, would stay with it.
-		t.slots = nil
-	}
-	return a[:out]
+	return dst[:start+out]
 }
 
+// grow doubles the table, which holds the positions of vals.
+func (t *distinctTable) grow(vals []uint64) {
+	t.reset(t.b + 1)
+	slots, mask, shift := t.slots, uint64(len(t.slots)-1), uint(64-t.b)
+	for j, x := range vals {
+		i := (x * 0x9e3779b97f4a7c15) >> shift
+		for slots[i] != 0 {
+			i = (i + 1) & mask
+		}
+		slots[i] = uint32(j + 1)
+	}
+}
+
+// end lets the table go if it is too large to keep for the next text.
+func (t *distinctTable) end() {
+	if len(t.slots) > maxKeptSlots {
+		// NB: a Shingler lives in pools (a database's hashers): the table
+		// of one huge text, 16-32 bytes a value, would stay with it.
+		t.slots = nil
+	}
+}
+
+// reset makes the table 2^b empty slots, reusing its memory when it can.
+func (t *distinctTable) reset(b int) {
+	size := 1 << b
+	if cap(t.slots) < size {
+		t.slots = make([]uint32, size)
+	} else {
+		t.slots = t.slots[:size]
+		clear(t.slots)
+	}
+	t.b = b
+}
+
+// maxStartSlots is the largest table AppendDistinct begins with (16 MiB: texts of up
+// to a million shingles get one that never grows).
+const maxStartSlots = 1 << 22
+
 // maxKeptSlots is the largest table (8 MiB: texts of up to half a million
-// shingles) that dedup keeps for the next call.
+// shingles) that the table keeps for the next text.
 const maxKeptSlots = 1 << 21
