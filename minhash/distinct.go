@@ -57,8 +57,19 @@ func (t *distinctTable) add(dst []uint64, start int, xs []uint64) []uint64 {
 	// dst is xs[:0] (de-duplication in place) it has that room already,
 	// and a value is written only over one already read.
 	dst = slices.Grow(dst, len(xs))
-	vals := dst[start : start+out+len(xs)]
-	slots, mask, shift := t.slots, uint64(len(t.slots)-1), uint(64-t.b)
+	out = t.insert(dst[start:start+out+len(xs)], out, xs)
+	return dst[:start+out]
+}
+
+// insert is add's loop: vals[:out] are the values in the table, and the
+// new values of xs go to vals[out:]; it returns how many vals then holds.
+// NB: a function of its own, so that the loop has no more live values
+// than registers: within add it ran 6% slower (BenchmarkSetOf), as
+// fast as the table that could not grow once it was on its own.
+func (t *distinctTable) insert(vals []uint64, out int, xs []uint64) int {
+	// NB: & 63 tells the compiler that the shift is below 64, which
+	// spares the loop a test of it (and a register).
+	slots, mask, shift := t.slots, uint64(len(t.slots)-1), uint(64-t.b)&63
 	for _, x := range xs {
 		// NB: Fibonacci hashing (one multiplication) spreads values that
 		// are not uniform, such as small integers, over the table; the
@@ -78,7 +89,7 @@ func (t *distinctTable) add(dst []uint64, start int, xs []uint64) []uint64 {
 			i = (i + 1) & mask
 		}
 	}
-	return dst[:start+out]
+	return out
 }
 
 // grow doubles the table, which holds the positions of vals.

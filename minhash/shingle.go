@@ -267,23 +267,27 @@ func isSpace(r rune) bool {
 func (s *Shingler) AppendHashes(dst []uint64, text string) []uint64 {
 	buf, n, sep, ascii := s.prepare(text)
 	k := s.opts.K
-	switch {
-	case n < k:
+	if n < k {
 		return s.appendShort(dst, buf, n, sep, ascii)
-	case ascii:
-		dst = slices.Grow(dst, n-k+1)
-		for i := 0; i+k <= n; i++ {
+	}
+	return s.appendRange(slices.Grow(dst, n-k+1), buf, sep, ascii, 0, n-k+1)
+}
+
+// appendRange appends the hashes of shingles i to j-1 of buf (see prepare
+// for buf, sep and ascii).
+func (s *Shingler) appendRange(dst []uint64, buf []byte, sep int, ascii bool, i, j int) []uint64 {
+	k := s.opts.K
+	if ascii {
+		for ; i < j; i++ {
 			dst = append(dst, sum64(buf[i:i+k]))
 		}
 		return dst
-	default:
-		dst = slices.Grow(dst, n-k+1)
-		st := s.starts
-		for j := 0; j+k <= n; j++ {
-			dst = append(dst, sum64(buf[st[j]:int(st[j+k])-sep]))
-		}
-		return dst
 	}
+	st := s.starts
+	for ; i < j; i++ {
+		dst = append(dst, sum64(buf[st[i]:int(st[i+k])-sep]))
+	}
+	return dst
 }
 
 // AppendElements appends the elements of text's shingle set, the values a
@@ -327,9 +331,6 @@ func (s *Shingler) AppendDistinct(dst []uint64, text string) []uint64 {
 	if n < k {
 		return s.appendShort(dst, buf, n, sep, ascii)
 	}
-	// NB: the hashes go through a small buffer into the table, rather
-	// than all of them into dst first: a text that repeats itself needs no
-	// room for its occurrences (30 MB of text: 240 MiB).
 	m := n - k + 1
 	if uint64(m) >= 1<<32-1 {
 		// NB: the table's positions are 32-bit. No document the
@@ -337,23 +338,23 @@ func (s *Shingler) AppendDistinct(dst []uint64, text string) []uint64 {
 		return s.AppendSet(dst, text)
 	}
 	s.table.begin(m, maxStartSlots)
+	defer s.table.end()
 	start := len(dst)
+	if m <= maxStartSlots/4 {
+		// The text's hashes fit the table it begins with: all of them
+		// into dst, de-duplicated there in place, in one pass with no
+		// growth (a tenth faster than the batches below on the
+		// benchmarks' texts).
+		dst = s.appendRange(slices.Grow(dst, m), buf, sep, ascii, 0, m)
+		return s.table.add(dst[:start], start, dst[start:])
+	}
+	// NB: a long text's hashes go through a small buffer into the table,
+	// rather than all of them into dst first: a text that repeats itself
+	// needs no room for its occurrences (30 MB of text: 240 MiB).
 	var chunk [256]uint64
 	for i := 0; i < m; i += len(chunk) {
-		c := chunk[:min(len(chunk), m-i)]
-		if ascii {
-			for j := range c {
-				c[j] = sum64(buf[i+j : i+j+k])
-			}
-		} else {
-			st := s.starts[i:]
-			for j := range c {
-				c[j] = sum64(buf[st[j] : int(st[j+k])-sep])
-			}
-		}
-		dst = s.table.add(dst, start, c)
+		dst = s.table.add(dst, start, s.appendRange(chunk[:0], buf, sep, ascii, i, min(i+len(chunk), m)))
 	}
-	s.table.end()
 	return dst
 }
 
