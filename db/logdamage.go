@@ -152,6 +152,7 @@ type logScan struct {
 	chunks  int   // chunks of the log after end
 	last    int64 // where the last of those chunks ends
 	trailer bool  // end is at the log's EOF trailer (a chunk of number num+1): its clean end
+	own     bool  // end is at a chunk of this log (number num) that does not read: torn or damaged
 	legacy  bool  // the log is written in legacy chunks, with no log number (a MANIFEST)
 }
 
@@ -180,7 +181,9 @@ func (s *logScan) block(off int64, b []byte) {
 		s.end = off + int64(i)
 		if i+recycleChunkHdr <= len(b) {
 			hdr, _ := chunkHeader(b[i+6])
-			s.trailer = hdr >= recycleChunkHdr && binary.LittleEndian.Uint32(b[i+7:]) == s.num+1
+			num := binary.LittleEndian.Uint32(b[i+7:])
+			s.trailer = hdr >= recycleChunkHdr && num == s.num+1
+			s.own = hdr >= recycleChunkHdr && num == s.num
 		}
 		i++ // NB: the chunk at the end is not one of the log's, or it is damaged
 	}
@@ -275,8 +278,10 @@ func (s *logScan) readable(b []byte) int {
 // newestLogDamage reads the newest write-ahead log among names, the
 // files in dir: the one that
 // Pebble's recovery reads leniently (it checks older ones strictly), and
-// returns a *LogDamageError if whole records of it follow a part that does
-// not read; nil if there is none or it is not damaged.
+// returns a *LogDamageError if whole chunks of it follow a part that does
+// not read, or if it ends on a chunk of its own that does not read (a
+// torn or damaged last record, Records 0); nil if there is none or it is
+// not damaged.
 func newestLogDamage(fs vfs.FS, dir string, names []string) (*LogDamageError, error) {
 	newest, name := wal.NumWAL(0), ""
 	for _, n := range names {
@@ -291,8 +296,17 @@ func newestLogDamage(fs vfs.FS, dir string, names []string) (*LogDamageError, er
 	}
 	path := fs.PathJoin(dir, name)
 	s, err := scanLog(fs, path, uint32(newest))
-	if err != nil || s.chunks == 0 {
+	switch {
+	case err != nil:
 		return nil, err
+	case s.chunks == 0 && s.own:
+		// NB: the last record, or its last chunks, torn or damaged, and
+		// nothing after it that reads: Pebble drops it as a torn tail,
+		// and that took a synced batch without a word when its damage
+		// was in its last 32 KiB (an operator's review, DR1).
+		return &LogDamageError{Log: path, Offset: s.end, End: s.end}, nil
+	case s.chunks == 0:
+		return nil, nil
 	}
 	return &LogDamageError{Log: path, Offset: s.end, Records: s.records, End: s.last}, nil
 }

@@ -339,6 +339,16 @@ func TestLogDamageMidLog(t *testing.T) {
 // ends at the latest with its 32 KiB block).
 func TestLogDamageAnywhere(t *testing.T) {
 	img, batches, starts, ends := logDamageFixture(t)
+	// The image undamaged: every batch, and no warning.
+	var logged bytes.Buffer
+	d := mustOpen(t, crashImage(t, img), &Options{MustExist: true, Logger: slog.New(slog.NewTextHandler(&logged, nil))})
+	if got := present(t, d, batches); !slices.Equal(got, []int{perBatch, perBatch, perBatch}) {
+		t.Errorf("undamaged: documents of each batch present: %v", got)
+	}
+	d.Close()
+	if strings.Contains(logged.String(), "write-ahead log") {
+		t.Errorf("undamaged: the open logged %q", logged.String())
+	}
 	rng := rand.New(rand.NewPCG(7, 11))
 	trials := 24
 	if testing.Short() {
@@ -372,10 +382,16 @@ func TestLogDamageAnywhere(t *testing.T) {
 				want[i] = 0
 			}
 			quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-			d, err := Open(dir, &Options{MustExist: true, Logger: quiet})
+			var warned bytes.Buffer
+			d, err := Open(dir, &Options{MustExist: true, Logger: slog.New(slog.NewTextHandler(&warned, nil))})
 			if k == 2 {
 				if err != nil {
 					t.Fatalf("damage in the last record: %v, want the torn tail's open", err)
+				}
+				// NB: dropped with a warning wherever the damage is,
+				// in the record's last block too (DR1).
+				if w := warned.String(); !strings.Contains(w, "level=WARN") || !strings.Contains(w, "does not read whole") || !strings.Contains(w, filepath.Base(log)) {
+					t.Errorf("damage in the last record: the open logged %q, want a warning naming %s", w, filepath.Base(log))
 				}
 				if got := present(t, d, batches); !slices.Equal(got, want) {
 					t.Errorf("documents of each batch present: %v, want %v", got, want)
