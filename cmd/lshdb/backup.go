@@ -166,7 +166,7 @@ nightly pairs run at the embedded index's speed.`,
 			if verify {
 				how += "; verified"
 			}
-			_, err = fmt.Fprintf(a.stdout, "backed up %s to %s: %d documents%s\n", esc(rediskv.Redact(a.dbDir)), esc(abs), n, how)
+			err = a.summaryf("backed up %s to %s: %d documents%s\n", esc(rediskv.Redact(a.dbDir)), esc(abs), n, how)
 			return err
 		},
 	}

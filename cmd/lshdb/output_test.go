@@ -1011,6 +1011,41 @@ func TestQuiet(t *testing.T) {
 			t.Errorf("%v --quiet: stdout %q, want no summary", c.args, out)
 		}
 	}
+	// The maintenance commands a cron job runs: each once without
+	// --quiet (a summary on stdout) and once with it (nothing), on an
+	// index of its own (an operator's review, DR6: upgrade's summary
+	// stayed).
+	for _, c := range []struct {
+		name string
+		args func(idx string) []string
+	}{
+		{"upgrade", func(idx string) []string { return []string{"upgrade", "--db", idx} }},
+		{"compact", func(idx string) []string { return []string{"compact", "--db", idx} }},
+		{"purge", func(idx string) []string { return []string{"purge", "--db", idx} }},
+		{"backup", func(idx string) []string { return []string{"backup", "--db", idx, "--to", idx + ".copy"} }},
+		{"delete", func(idx string) []string { return []string{"delete", "--db", idx, "libghc-agda-dev", "hunspell-nl"} }},
+		{"drop", func(idx string) []string { return []string{"drop", "--db", idx, "--yes"} }},
+	} {
+		for _, quiet := range []bool{false, true} {
+			idx := filepath.Join(dir, fmt.Sprintf("%s-%v", c.name, quiet))
+			if err := os.CopyFS(idx, os.DirFS("../../testdata/golden/format3/text")); err != nil {
+				t.Fatal(err)
+			}
+			args := c.args(idx)
+			if quiet {
+				args = append([]string{"--quiet"}, args...)
+			}
+			out, errOut, code := runLine(args, "")
+			switch {
+			case code != 0:
+				t.Errorf("%v: exit %d, stderr %q", args, code, errOut)
+			case !quiet && out == "":
+				t.Errorf("%v: no summary on stdout (stderr %q)", args, errOut)
+			case quiet && (out != "" || errOut != ""):
+				t.Errorf("%v: stdout %q, stderr %q; want nothing", args, out, errOut)
+			}
+		}
+	}
 	_, errOut, code := runLine([]string{"--quiet", "clusters", "--db", filepath.Join(dir, "none")}, "")
 	if code != 1 || !strings.HasPrefix(errOut, "lshdb: database does not exist") {
 		t.Errorf("--quiet, an error: exit %d, stderr %q; want it said", code, errOut)

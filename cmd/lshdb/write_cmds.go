@@ -1573,16 +1573,24 @@ func (a *app) reportInsert(s insertSummary) error {
 	if a.json() {
 		return a.emitJSON(s)
 	}
-	if a.quiet {
-		return nil
-	}
 	deleted := ""
 	if s.Deleted != nil {
 		deleted = fmt.Sprintf("; deleted %s in no input", counted(*s.Deleted, "stored document", "stored documents"))
 	}
-	_, err := fmt.Fprintf(a.stdout, "inserted %s (%s)%s; %s in the input (last one wins), %s skipped, %s skipped\n",
+	return a.summaryf("inserted %s (%s)%s; %s in the input (last one wins), %s skipped, %s skipped\n",
 		counted(s.Inserted, "document", "documents"), counted(s.Replaced, "replaced a stored one", "replaced stored ones"), deleted, counted(s.Repeated, "repeated id", "repeated ids"),
 		counted(s.Empty, "empty text", "empty texts"), counted(s.BadSkipped, "bad record", "bad records"))
+}
+
+// summaryf writes a write or maintenance command's summary on stdout,
+// unless --quiet: a cron job whose run succeeds prints nothing (an
+// operator's review, DR6: upgrade's went on printing). JSON output is
+// written whatever --quiet says: a caller asked for it.
+func (a *app) summaryf(format string, args ...any) error {
+	if a.quiet {
+		return nil
+	}
+	_, err := fmt.Fprintf(a.stdout, format, args...)
 	return err
 }
 
@@ -2131,7 +2139,7 @@ have deleted some; run it again with --ignore-missing, then check --repair.`,
 					if a.json() {
 						err = a.emitJSON(map[string]any{"deleted": id})
 					} else {
-						_, err = fmt.Fprintf(a.stdout, "deleted %s\n", tableID(id))
+						err = a.summaryf("deleted %s\n", tableID(id))
 					}
 					if err != nil {
 						return err
@@ -2188,10 +2196,10 @@ lists is deleted.`,
 					return a.emitJSON(out)
 				}
 				if res.SweptExpired >= 0 {
-					_, err = fmt.Fprintf(a.stdout, "swept %s; purged %d empty posting lists\n", counted(res.SweptExpired, "expired document", "expired documents"), res.PurgedLists)
+					err = a.summaryf("swept %s; purged %d empty posting lists\n", counted(res.SweptExpired, "expired document", "expired documents"), res.PurgedLists)
 					return err
 				}
-				_, err = fmt.Fprintf(a.stdout, "purged %d empty posting lists\n", res.PurgedLists)
+				err = a.summaryf("purged %d empty posting lists\n", res.PurgedLists)
 				return err
 			})
 		},
@@ -2259,7 +2267,7 @@ once).`,
 						logs = fmt.Sprintf(" (%s of it write-ahead logs, allocated ahead for its writes by the process that serves the index, which keeps them: a compact run when no process serves it frees them)", humanBytes(in.LogBytes))
 					}
 				}
-				_, err = fmt.Fprintf(a.stdout, "compacted: %s on disk%s, %s before\n", humanBytes(after), logs, humanBytes(before))
+				err = a.summaryf("compacted: %s on disk%s, %s before\n", humanBytes(after), logs, humanBytes(before))
 				return err
 			})
 		},
@@ -2342,13 +2350,13 @@ Nothing asks again: --yes says you mean it.`,
 				if cerr != nil {
 					why = escControls(cerr.Error())
 				}
-				_, err := fmt.Fprintf(a.stdout, "dropped the index (its documents could not be counted: %s)\n", why)
+				err := a.summaryf("dropped the index (its documents could not be counted: %s)\n", why)
 				return err
 			}
 			if a.json() {
 				return a.emitJSON(map[string]any{"dropped": rediskv.Redact(a.dbDir), "docs": n})
 			}
-			_, err := fmt.Fprintf(a.stdout, "dropped the index and its %s\n", counted(n, "document", "documents"))
+			err := a.summaryf("dropped the index and its %s\n", counted(n, "document", "documents"))
 			return err
 		},
 	}
@@ -2462,11 +2470,13 @@ Any other index is left as it is (this build reads and writes it in its own
 format). It needs free space for a second copy of the records until it ends.
 
 An upgrade cannot be undone: an lshdb older than this one refuses the
-upgraded index ("database format is newer than this build"). Take a
-backup first (lshdb backup --db DIR --to COPY) if an older build must go
-on reading the index, and upgrade once every build that reads it is this
-one or newer.`,
-		Example: "  lshdb backup --db old-index --to old-index.before-upgrade\n  lshdb upgrade --db old-index",
+upgraded index ("database format is newer than this build"). Copy it
+first if an older build must go on reading it: an index before format 2
+with cp -a while nothing has it open (lshdb backup reads only the formats
+this build reads, and refuses it), one of format 2 to 4 with lshdb backup
+--db DIR --to COPY; and upgrade once every build that reads it is this one
+or newer.`,
+		Example: "  # An index before format 2, with nothing running on it\n  cp -a old-index old-index.before-upgrade\n  lshdb upgrade --db old-index\n  # A text index of format 2 to 4, served or not\n  lshdb backup --db idx --to idx.before-upgrade\n  lshdb upgrade --db idx",
 		Args:    nArgs(0),
 		RunE: func(c *cobra.Command, args []string) error {
 			if a.shellDB != nil {
@@ -2487,10 +2497,10 @@ one or newer.`,
 				return a.emitJSON(upgradeJSON{From: rep.From, To: rep.To, Storage: rep.Storage, Docs: rep.Docs, Uncompacted: rep.Uncompacted})
 			}
 			if rep.From == rep.To {
-				_, err = fmt.Fprintf(a.stdout, "index format %d needs no upgrade: nothing to do\n", rep.To)
+				err = a.summaryf("index format %d needs no upgrade: nothing to do\n", rep.To)
 				return err
 			}
-			_, err = fmt.Fprintf(a.stdout, "upgraded index format %d to %d: %d documents, storage %s\n", rep.From, rep.To, rep.Docs, rep.Storage)
+			err = a.summaryf("upgraded index format %d to %d: %d documents, storage %s\n", rep.From, rep.To, rep.Docs, rep.Storage)
 			if err == nil && rep.Uncompacted {
 				a.notef("the old records still take their space on disk (no room to compact them now, or the compaction failed: see above); lshdb compact frees it once there is room")
 			}
