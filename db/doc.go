@@ -113,8 +113,9 @@
 //
 // Deleting documents leaves their postings as removal operands until
 // Pebble compacts them, and emptied posting lists as empty values (Pebble
-// v2.1.7 cannot drop a key from inside a merge); Check reports how many
-// and [DB.PurgeEmptyLists] deletes them. A bucket shared by thousands of
+// v2.1.7 cannot drop a key from inside a merge); Check reports how many,
+// and [DB.PurgeEmptyLists] and [DB.Compact] delete them, as a writable
+// handle does in the background every hour ([Options.PurgeEvery]). A bucket shared by thousands of
 // identical documents (a hot bucket) makes every query that reaches it
 // verify them all, and Pairs report m(m−1)/2 pairs for m copies
 // (Clusters reports them as one cluster). Pairs and Load keep temporary

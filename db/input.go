@@ -171,7 +171,7 @@ func (db *DB) prepareGiven(d *Doc, sk *minhash.Sketcher) (prepared, error) {
 // exactly (as 32-bit hashes, like every set there); in a none index they
 // estimate. An empty set is ErrEmptyDocument.
 func (db *DB) PutSet(id string, s Set, wo *WriteOptions) error {
-	return db.putOne(Doc{ID: id, Set: s}, wo)
+	return db.putOne(context.Background(), Doc{ID: id, Set: s}, wo)
 }
 
 // PutSignature stores a precomputed signature under id, replacing any
@@ -190,7 +190,7 @@ func (db *DB) PutSignature(id string, sig []uint32, wo *WriteOptions) error {
 	if sig == nil {
 		sig = []uint32{}
 	}
-	return db.putOne(Doc{ID: id, Signature: sig}, wo)
+	return db.putOne(context.Background(), Doc{ID: id, Signature: sig}, wo)
 }
 
 // QuerySet is Query with the set s as the query: the stored documents

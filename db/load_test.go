@@ -560,7 +560,8 @@ func TestWriteInsideLoadDoesNotHangClose(t *testing.T) {
 	}
 }
 
-// Ensure that PutBatchContext and DeleteIDsContext give up when their
+// Ensure that PutBatchContext and DeleteIDsContext (and PutContext and
+// DeleteContext, their single-document forms) give up when their
 // context ends while they wait for the writer lock behind a Load, writing
 // nothing (a server's client that went away), and PutBatchContext with a
 // context already ended even when the lock is free; with a live context
@@ -595,6 +596,17 @@ func TestPutBatchContextGivesUp(t *testing.T) {
 	if _, err := d.DeleteIDsContext(dctx, []string{"old"}, nil); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("DeleteIDsContext behind a Load: %v, want DeadlineExceeded", err)
 	}
+	// The single-document forms, as their batches.
+	pctx, pcancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer pcancel()
+	if err := d.PutContext(pctx, doc[0], nil); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("PutContext behind a Load: %v, want DeadlineExceeded", err)
+	}
+	dctx, dcancel = context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer dcancel()
+	if err := d.DeleteContext(dctx, "old", nil); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("DeleteContext behind a Load: %v, want DeadlineExceeded", err)
+	}
 	close(release)
 	if err := <-loaded; err != nil {
 		t.Fatal(err)
@@ -604,17 +616,32 @@ func TestPutBatchContextGivesUp(t *testing.T) {
 	if _, err := d.PutBatchContext(ended, doc, nil); !errors.Is(err, context.Canceled) {
 		t.Fatalf("PutBatchContext with an ended context: %v, want Canceled", err)
 	}
+	if err := d.DeleteContext(ended, "old", nil); !errors.Is(err, context.Canceled) {
+		t.Fatalf("DeleteContext with an ended context: %v, want Canceled", err)
+	}
 	if _, err := d.Get("p"); !errors.Is(err, ErrNotFound) {
-		t.Fatalf("Get(p) after two abandoned puts: %v, want ErrNotFound", err)
+		t.Fatalf("Get(p) after three abandoned puts: %v, want ErrNotFound", err)
 	}
 	if _, err := d.Get("old"); err != nil {
-		t.Fatalf("Get(old) after an abandoned delete: %v", err)
+		t.Fatalf("Get(old) after two abandoned deletes: %v", err)
 	}
 	if res, err := d.PutBatchContext(context.Background(), doc, nil); err != nil || res.Stored != 1 {
 		t.Fatalf("PutBatchContext: %+v, %v", res, err)
 	}
 	if got, err := d.Get("p"); err != nil || got.Text != doc[0].Text {
 		t.Fatalf("Get(p) = %+v, %v", got, err)
+	}
+	if err := d.PutContext(context.Background(), Doc{ID: "q", Text: "a document put with a live context"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.DeleteContext(context.Background(), "old", nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.DeleteContext(context.Background(), "old", nil); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("DeleteContext of a deleted id: %v, want ErrNotFound", err)
+	}
+	if _, err := d.Get("q"); err != nil {
+		t.Fatalf("Get(q): %v", err)
 	}
 }
 

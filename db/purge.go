@@ -77,6 +77,12 @@ func (db *DB) purgeLists(ctx context.Context) (int, error) {
 	}
 	ctx, cancel := db.opCtx(ctx)
 	defer cancel()
+	return db.countedPurge(ctx)
+}
+
+// countedPurge is purgeLists' work on a handle entered (Compact's too):
+// the purge, counted in Metrics.
+func (db *DB) countedPurge(ctx context.Context) (int, error) {
 	removed := db.removedDocs()
 	purged, err := db.scanAndPurge(ctx)
 	db.counts.purges.Add(1)
@@ -230,15 +236,15 @@ func (db *DB) purgeCandidates(ctx context.Context, keys [][]byte) (int, error) {
 var purgeWaitHook func()
 
 // startPurger runs purgeLists every Options.PurgeEvery until the handle
-// closes (a writable handle on a directory index with a positive
-// PurgeEvery), the first time within a minute of the open: a server
+// closes (a writable handle on a directory index whose PurgeEvery is
+// not negative), the first time within a minute of the open: a server
 // restarted more often than the interval purged never. A tick is skipped
 // when no document was removed since the start of the last purge that
 // completed (removedDocs): it would scan every list for nothing, once an
 // hour on an index that only grows or is only read. Its failures are
 // logged: the next purge tries again.
 func (db *DB) startPurger() {
-	if db.opts.ReadOnly || db.opts.PurgeEvery <= 0 || db.rkv != nil {
+	if db.opts.ReadOnly || db.opts.PurgeEvery < 0 || db.rkv != nil {
 		return
 	}
 	db.repeat(min(db.opts.PurgeEvery, time.Minute), db.opts.PurgeEvery, func() bool {

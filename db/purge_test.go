@@ -70,11 +70,11 @@ func TestPurgeBesideWriters(t *testing.T) {
 // documents are deleted or replaced, the store comes to hold exactly the
 // lists of an index of the documents left, with the same live postings
 // (the oracle: that index built on its own), and a purge then finds
-// nothing. A read-only handle, or one without the option, purges nothing
-// (Check's count of empty lists stays), and a PurgeEvery below a second
-// is refused.
+// nothing. A read-only handle, or one with a negative PurgeEvery, purges
+// nothing (Check's count of empty lists stays), a PurgeEvery below a
+// second is refused, and a handle not given one purges every hour.
 func TestPurgeEvery(t *testing.T) {
-	for _, every := range []time.Duration{-time.Second, time.Nanosecond, 999 * time.Millisecond} {
+	for _, every := range []time.Duration{time.Nanosecond, 999 * time.Millisecond} {
 		if _, err := Open("x", &Options{fs: vfs.NewMem(), PurgeEvery: every}); !errors.Is(err, ErrInvalidOptions) {
 			t.Fatalf("PurgeEvery %v: %v, want ErrInvalidOptions", every, err)
 		}
@@ -87,7 +87,12 @@ func TestPurgeEvery(t *testing.T) {
 		docs[i].ID = fmt.Sprint("d-", i) // distinct
 	}
 	keep, replaced, deleted := docs[:400], docs[400:700], docs[700:]
-	d := mustOpen(t, "db", &Options{fs: fs, ExpirySweep: -1})
+	if d := mustOpen(t, "default", &Options{fs: fs}); d.opts.PurgeEvery != time.Hour {
+		t.Fatalf("PurgeEvery by default: %v, want an hour", d.opts.PurgeEvery)
+	} else {
+		d.Close()
+	}
+	d := mustOpen(t, "db", &Options{fs: fs, ExpirySweep: -1, PurgeEvery: -1})
 	if _, err := d.PutBatch(docs, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -319,5 +324,53 @@ func TestPurgeEveryAfterRepair(t *testing.T) {
 			m := mustMetrics(t, d)
 			t.Fatalf("%d empty lists left after 10 s of ticks every 5 ms: %d purges, %d skipped", rep.EmptyLists, m.ListPurges, m.ListPurgesSkipped)
 		}
+	}
+}
+
+// Ensure that Compact deletes the posting lists that deletes and upserts
+// emptied, as its doc says (it left every one of them: a review of a
+// long-lived handle under churn, CH2): after 600 of 1,000 documents are
+// deleted or replaced, on a handle that never purges in the background,
+// Compact leaves no empty list and exactly the lists of an index of the
+// documents left (the oracle: that index built on its own).
+func TestCompactPurges(t *testing.T) {
+	fs := vfs.NewMem()
+	docs := loadDocs(1000)
+	for i := range docs {
+		docs[i].ID = fmt.Sprint("d-", i) // distinct
+	}
+	keep, replaced, deleted := docs[:400], docs[400:700], docs[700:]
+	d := mustOpen(t, "db", &Options{fs: fs, ExpirySweep: -1, PurgeEvery: -1})
+	defer d.Close()
+	if _, err := d.PutBatch(docs, nil); err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, doc := range deleted {
+		ids = append(ids, doc.ID)
+	}
+	if _, err := d.DeleteIDs(ids, nil); err != nil {
+		t.Fatal(err)
+	}
+	var upserts []Doc
+	for i, doc := range replaced {
+		upserts = append(upserts, Doc{ID: doc.ID, Text: keep[i].Text})
+	}
+	if _, err := d.PutBatch(upserts, nil); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if rep, err := d.Check(ctx); err != nil || rep.EmptyLists == 0 {
+		t.Fatalf("before Compact: %d empty lists, %v; want some", rep.EmptyLists, err)
+	}
+	if err := d.Compact(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := d.Check(ctx); err != nil || !rep.OK() || rep.EmptyLists != 0 {
+		t.Fatalf("after Compact: %+v, %v; want no empty list", rep, err)
+	}
+	sameListsAsIndexOf(t, d, keep, uint64(len(docs)))
+	if m := mustMetrics(t, d); m.ListPurges != 1 || m.ListsPurged == 0 {
+		t.Fatalf("Compact's purge: %d purges, %d lists; want it counted", m.ListPurges, m.ListsPurged)
 	}
 }

@@ -332,18 +332,27 @@ func (db *DB) prepareLastNonEmpty(docs []Doc, storeText bool) (_ []prepared, ski
 // is ErrEmptyDocument with it too (a skip would leave a stored version
 // in place with nothing to say so), as PutIfNew's is.
 func (db *DB) Put(d Doc, wo *WriteOptions) error {
-	return db.putOne(d, wo)
+	return db.putOne(context.Background(), d, wo)
 }
 
-// putOne is Put, PutSet and PutSignature: PutBatch of one document,
-// without SkipEmpty.
-func (db *DB) putOne(d Doc, wo *WriteOptions) error {
+// PutContext is Put that gives up as PutBatchContext does: when ctx ends
+// before it takes the writer lock, or while it waits for it (behind a
+// Load), or while it hashes a long text; it then returns ctx's error and
+// stores nothing. A request handler calls it with the request's context
+// (a review of a long-lived handle, CH5: Put could not be bounded).
+func (db *DB) PutContext(ctx context.Context, d Doc, wo *WriteOptions) error {
+	return db.putOne(ctx, d, wo)
+}
+
+// putOne is Put, PutContext, PutSet and PutSignature: PutBatchContext of
+// one document, without SkipEmpty.
+func (db *DB) putOne(ctx context.Context, d Doc, wo *WriteOptions) error {
 	if wo != nil && wo.SkipEmpty {
 		w := *wo
 		w.SkipEmpty = false
 		wo = &w
 	}
-	_, err := db.PutBatch([]Doc{d}, wo)
+	_, err := db.PutBatchContext(ctx, []Doc{d}, wo)
 	return err
 }
 
@@ -706,7 +715,14 @@ func (db *DB) setExpiryFormat() error {
 // one atomic batch. It returns ErrNotFound if no document has that id
 // (unless WriteOptions.IgnoreMissing).
 func (db *DB) Delete(id string, wo *WriteOptions) error {
-	_, err := db.DeleteIDs([]string{id}, wo)
+	return db.DeleteContext(context.Background(), id, wo)
+}
+
+// DeleteContext is Delete that gives up as DeleteIDsContext does: when ctx
+// ends before it takes the writer lock, or while it waits for it; it then
+// returns ctx's error and deletes nothing.
+func (db *DB) DeleteContext(ctx context.Context, id string, wo *WriteOptions) error {
+	_, err := db.DeleteIDsContext(ctx, []string{id}, wo)
 	return err
 }
 

@@ -211,6 +211,15 @@ func loopback(addr string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
+// purgeOption is --purge-every as Options.PurgeEvery: 0, never, is
+// negative there (0 is its default, an hour).
+func (so *serveOptions) purgeOption() time.Duration {
+	if so.purgeEvery == 0 {
+		return -1
+	}
+	return so.purgeEvery
+}
+
 func (a *app) serve(so *serveOptions) error {
 	// NB: a line a request at info, the default: 1.3 GB a day at 76
 	// requests a second (an SRE's review), which --log-level warn spares.
@@ -241,7 +250,7 @@ func (a *app) serve(so *serveOptions) error {
 	if onRedis && so.addr == "" {
 		return usagef("an index on Redis has no directory for the Unix socket: give --addr HOST:PORT (any number of servers may serve it)")
 	}
-	d, err := db.Open(a.dbDir, a.writeOptions(&db.Options{MustExist: true, Logger: log, PurgeEvery: so.purgeEvery}))
+	d, err := db.Open(a.dbDir, a.writeOptions(&db.Options{MustExist: true, Logger: log, PurgeEvery: so.purgeOption()}))
 	// NB: a holder that does not serve may be an owner starting (its
 	// socket comes milliseconds after its lock) or closing, or a server
 	// that says it is stopping: waited for as an attaching command waits
@@ -292,7 +301,7 @@ func (a *app) serve(so *serveOptions) error {
 		if a.ctx.Err() != nil {
 			return fmt.Errorf("%w while waiting for the process that holds %s: nothing was done%w", context.Cause(a.ctx), a.dbDir, silently{context.Canceled})
 		}
-		d, err = db.Open(a.dbDir, a.writeOptions(&db.Options{MustExist: true, Logger: log, PurgeEvery: so.purgeEvery}))
+		d, err = db.Open(a.dbDir, a.writeOptions(&db.Options{MustExist: true, Logger: log, PurgeEvery: so.purgeOption()}))
 	}
 	if err != nil {
 		return lockedHint(err, a.dbDir)

@@ -2211,7 +2211,8 @@ func (a *app) compactCmd() *cobra.Command {
 		Use:   "compact --db DIR",
 		Short: "Free the space of deleted and replaced documents now",
 		Long: `Rewrite the whole index so that the space of the documents deleted, replaced
-or expired is freed now, rather than whenever the store's background
+or expired, and of the posting lists they emptied (deleted first, as lshdb
+purge does), is freed now, rather than whenever the store's background
 compactions reach it: a nightly build that replaces most of the index leaves
 the old records on disk until then (220,000 documents loaded five times took
 2.8 times the room of one load). It takes a fraction of a build's time
