@@ -189,6 +189,9 @@ type DB struct {
 	// logDamage is the damage to the newest write-ahead log that this
 	// Open accepted (Options.AcceptLogDamage), or nil (LogDamage).
 	logDamage *LogDamageError
+	// olderLogDamage is the damage to a write-ahead log older than the
+	// newest that this open accepted (Options.AcceptLogDamage), if any.
+	olderLogDamage *LogDamageError
 	// manifestDamage is the damage to the store's MANIFEST that this
 	// Open accepted, or nil (ManifestDamage).
 	manifestDamage *LogDamageError
@@ -482,6 +485,22 @@ func openIn(dir string, o Options, created bool) (*DB, error) {
 		return nil, err
 	}
 	pdb, err := pebble.Open(dir, popts)
+	var olderLogDamage *LogDamageError
+	if err != nil && strings.Contains(err.Error(), "error when replaying WAL") {
+		// NB: a log older than the newest that does not read whole fails
+		// the replay: accepted, it is cut at its damaged record and the
+		// open tried again (an operator's review, DR3: no command opened
+		// the index). Only once Pebble failed: a log it does not replay
+		// (obsolete, kept to be reused) may end as a crash left it.
+		var aerr error
+		if olderLogDamage, aerr = acceptOlderLogDamage(o, dir); aerr != nil {
+			release()
+			return nil, aerr
+		}
+		if olderLogDamage != nil {
+			pdb, err = pebble.Open(dir, popts)
+		}
+	}
 	if err != nil {
 		release()
 		// NB: Pebble v2.1.7 refuses a store made with another merger with
@@ -511,8 +530,8 @@ func openIn(dir string, o Options, created bool) (*DB, error) {
 			return nil, fmt.Errorf("%w: %s: a table file the store's manifest lists is missing or truncated (or the manifest, MANIFEST-*, is damaged and names one deleted since): %w", ErrCorrupt, dir, firstLine{err})
 		}
 		if strings.Contains(err.Error(), "error when replaying WAL") {
-			if name, off := olderLogDamage(o.fs, dir); name != "" {
-				return nil, fmt.Errorf("%w: %s: the write-ahead log %s, older than the newest, is damaged or cut short at byte %d: an open replays such a log only whole, and check --repair cuts only the newest (%w)", ErrCorrupt, dir, name, off, firstLine{err})
+			if dmg := olderLogDamageError(o.fs, dir); dmg != nil {
+				return nil, dmg
 			}
 		}
 		// NB: a directory of a store never begun (its LOCK alone: a
@@ -523,7 +542,7 @@ func openIn(dir string, o Options, created bool) (*DB, error) {
 		}
 		return nil, classify(fmt.Errorf("lshdb: opening %s: %w", dir, err))
 	}
-	db := &DB{dir: dir, opts: handleOptions{Options: o, FS: o.fs}, pdb: pdb, popts: popts, lock: lock, qcache: newQueryCache(o.QueryCacheSize), stalls: stalls, damage: damage, logDamage: logDamage, manifestDamage: manifestDamage}
+	db := &DB{dir: dir, opts: handleOptions{Options: o, FS: o.fs}, pdb: pdb, popts: popts, lock: lock, qcache: newQueryCache(o.QueryCacheSize), stalls: stalls, damage: damage, logDamage: logDamage, olderLogDamage: olderLogDamage, manifestDamage: manifestDamage}
 	db.closing, db.closeCancel = context.WithCancelCause(context.Background())
 	db.open = make(map[*openIter]struct{})
 	if err := db.loadManifest(); err != nil {

@@ -65,6 +65,15 @@ type LogDamageError struct {
 	// Kept is the copy of the log a writable open with
 	// Options.AcceptLogDamage made before it opened the index ("" if none).
 	Kept string
+	// Older is set when the damaged log is a write-ahead log older than
+	// the newest, which Pebble replays only whole: the index does not
+	// open at all (it refused every command, check --repair's and a
+	// salvage's too: an operator's review, DR3). Cut is where an open
+	// accepting the loss cuts it, the start of the damaged record: that
+	// record and the Records whole ones after it in this log are
+	// dropped; the later logs are replayed whole.
+	Older bool
+	Cut   int64
 	// Manifest is set when the damaged log is not a write-ahead log but
 	// the store's MANIFEST, Pebble's log of its table files: each record
 	// adds the tables a flush, compaction or load wrote and removes those
@@ -81,6 +90,14 @@ func (e *LogDamageError) Error() string {
 	after := fmt.Sprintf("%d records written after it begin", e.Records)
 	if e.Records == 1 {
 		after = "1 record written after it begins"
+	}
+	if e.Older {
+		return fmt.Sprintf("lshdb: database is corrupt: the write-ahead log %s, older than the newest, is damaged or cut short at byte %d: "+
+			"an open replays such a log only whole, so the index does not open. No file was changed. Restore a backup; or keep a copy of the index (cp -a), "+
+			"then lshdb check --repair opens it accepting the loss (Options.AcceptLogDamage): it cuts this log at the start of the damaged record "+
+			"(byte %d), keeping a copy of the log beside it, which drops that record and the %d whole ones after it in this log (acknowledged writes, "+
+			"unless the machine lost power before they were synced); the later logs are replayed whole",
+			e.Log, e.Offset, e.Cut, e.Records)
 	}
 	if e.Manifest {
 		return fmt.Sprintf("lshdb: database is corrupt: the store's manifest %s (Pebble's log of its table files) is damaged at byte %d, and %s whole (to byte %d): "+
@@ -153,7 +170,13 @@ type logScan struct {
 	last    int64 // where the last of those chunks ends
 	trailer bool  // end is at the log's EOF trailer (a chunk of number num+1): its clean end
 	own     bool  // end is at a chunk of this log (number num) that does not read: torn or damaged
-	legacy  bool  // the log is written in legacy chunks, with no log number (a MANIFEST)
+	// cut is where the log must end for a strict reader to read it whole
+	// up to the damage: end, or the start of the record end fell within
+	// (recStart, while inRecord: the last chunk read did not end one).
+	cut      int64
+	recStart int64
+	inRecord bool
+	legacy   bool // the log is written in legacy chunks, with no log number (a MANIFEST)
 }
 
 // chunkHeader returns the header size of a chunk type (0 if invalid), and
@@ -174,11 +197,15 @@ func chunkHeader(typ byte) (int, bool) {
 func (s *logScan) block(off int64, b []byte) {
 	i := 0
 	if s.end < 0 {
-		i = s.readable(b)
+		i = s.readable(off, b)
 		if i == len(b) {
 			return
 		}
 		s.end = off + int64(i)
+		s.cut = s.end
+		if s.inRecord {
+			s.cut = s.recStart
+		}
 		if i+recycleChunkHdr <= len(b) {
 			hdr, _ := chunkHeader(b[i+6])
 			num := binary.LittleEndian.Uint32(b[i+7:])
@@ -241,10 +268,11 @@ func (s *logScan) legacyChunks(off int64, b []byte, i int) {
 	}
 }
 
-// readable returns where in b the log stops being readable, or len(b) if
-// the whole block reads (its end padded with zeros, or the file ends in it
-// on a chunk's end).
-func (s *logScan) readable(b []byte) int {
+// readable returns where in b, the block at off, the log stops being
+// readable, or len(b) if the whole block reads (its end padded with zeros,
+// or the file ends in it on a chunk's end). It follows the records'
+// starts (recStart, inRecord).
+func (s *logScan) readable(off int64, b []byte) int {
 	i := 0
 	for i+legacyChunkHdr <= len(b) {
 		sum := binary.LittleEndian.Uint32(b[i:])
@@ -270,9 +298,29 @@ func (s *logScan) readable(b []byte) int {
 		if n > len(b) || logChunkCRC(b[i+6:n]) != sum {
 			return i
 		}
+		pos := chunkPosition(typ)
+		if pos == chunkFull || pos == chunkFirst {
+			s.recStart = off + int64(i)
+		}
+		s.inRecord = pos == chunkFirst || pos == chunkMiddle
 		i = n
 	}
 	return len(b)
+}
+
+// A chunk's position in its record: the whole of it, its first chunk, one
+// of its middle ones, or its last.
+const (
+	chunkFull = iota
+	chunkFirst
+	chunkMiddle
+	chunkLast
+)
+
+// chunkPosition returns the position in its record of a chunk of a valid
+// type (see chunkHeader): each format numbers its four types in order.
+func chunkPosition(typ byte) int {
+	return int(typ-chunkLegacyFull) % 4
 }
 
 // newestLogDamage reads the newest write-ahead log among names, the
@@ -345,9 +393,73 @@ func scanWith(fs vfs.FS, path string, s *logScan) (*logScan, error) {
 // newest only whole, and its error ("error when replaying WAL: …
 // unexpected EOF") named no log (a crash-safety review). "" if none.
 func olderLogDamage(fs vfs.FS, dir string) (name string, offset int64) {
+	if s := olderLogScan(fs, dir); s != nil {
+		return s.name, s.end
+	}
+	return "", 0
+}
+
+// olderLogDamageError is the *LogDamageError (Older) of the log that
+// olderLogDamage names in dir, nil if none.
+func olderLogDamageError(fs vfs.FS, dir string) *LogDamageError {
+	s := olderLogScan(fs, dir)
+	if s == nil {
+		return nil
+	}
+	end := s.last
+	if s.chunks == 0 {
+		end = s.end
+	}
+	return &LogDamageError{Log: fs.PathJoin(dir, s.name), Offset: s.end, Records: s.records, End: end, Older: true, Cut: s.cut}
+}
+
+// acceptOlderLogDamage is acceptLogDamage for the write-ahead logs older
+// than the newest, once Pebble's replay failed: with o.AcceptLogDamage, on
+// a writable open, the first that does not read whole
+// (olderLogDamageError) has a copy kept beside it and is cut at the start
+// of its damaged record, which a strict reader reads as a clean end, and
+// the damage accepted is returned. nil if there is none, or the open is
+// not to accept it (Open then says what is damaged). A second damaged log
+// fails the open again: another check --repair cuts it.
+func acceptOlderLogDamage(o Options, dir string) (*LogDamageError, error) {
+	if !o.AcceptLogDamage || o.ReadOnly {
+		return nil, nil
+	}
+	names, err := o.fs.List(dir)
+	if err != nil || !ownFormat(names) {
+		return nil, nil
+	}
+	dmg := olderLogDamageError(o.fs, dir)
+	if dmg == nil {
+		return nil, nil
+	}
+	kept, err := keepDamagedLog(o.fs, dir, dmg)
+	if err != nil {
+		return nil, err
+	}
+	at := *dmg
+	at.Offset = dmg.Cut
+	if err := cutLogAt(o.fs, dir, &at, kept); err != nil {
+		return nil, err
+	}
+	dmg.Kept = kept
+	o.Logger.Warn("lshdb: opening an index whose write-ahead log older than the newest is damaged: the damaged record and those after it in that log are dropped (Options.AcceptLogDamage)",
+		"log", dmg.Log, "offset", dmg.Offset, "cut", dmg.Cut, "records_after", dmg.Records, "kept", dmg.Kept)
+	return dmg, nil
+}
+
+// namedScan is a log's scan, and the log's name.
+type namedScan struct {
+	*logScan
+	name string
+}
+
+// olderLogScan is olderLogDamage's search: the scan of the log it names,
+// nil if none.
+func olderLogScan(fs vfs.FS, dir string) *namedScan {
 	names, err := fs.List(dir)
 	if err != nil {
-		return "", 0
+		return nil
 	}
 	type log struct {
 		num  wal.NumWAL
@@ -368,10 +480,10 @@ func olderLogDamage(fs vfs.FS, dir string) (name string, offset int64) {
 		// maintainer's review).
 		s, err := scanLog(fs, fs.PathJoin(dir, l.name), uint32(l.num))
 		if err == nil && s.end >= 0 && !s.trailer {
-			return l.name, s.end
+			return &namedScan{s, l.name}
 		}
 	}
-	return "", 0
+	return nil
 }
 
 // acceptLogDamage checks the newest write-ahead log of the index in dir
@@ -645,6 +757,12 @@ func ownFormat(names []string) bool {
 // accepted (Options.AcceptLogDamage): what it dropped, and where it kept
 // a copy of the log. Nil if it found none (or on Redis).
 func (db *DB) LogDamage() *LogDamageError { return db.logDamage }
+
+// OlderLogDamage returns the damage to a write-ahead log older than the
+// newest that Open accepted (Options.AcceptLogDamage; LogDamageError.Older
+// is set): where it cut the log, what it dropped, and where it kept a copy
+// of the log. Nil if it found none (or on Redis).
+func (db *DB) OlderLogDamage() *LogDamageError { return db.olderLogDamage }
 
 // ManifestDamage returns the damage to the store's manifest that Open
 // accepted (Options.AcceptLogDamage; LogDamageError.Manifest is set):

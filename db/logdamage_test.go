@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/record"
@@ -421,7 +422,7 @@ func TestLogDamageAnywhere(t *testing.T) {
 // FuzzLogScan checks that the scan of a write-ahead log or a MANIFEST takes any bytes
 // without panicking, and that what it reports lies within them: the
 // damage before the end of the last whole chunk after it, which is
-// within the file.
+// within the file, and the cut at or before the damage.
 func FuzzLogScan(f *testing.F) {
 	f.Add([]byte{}, uint32(5), false)
 	f.Add(make([]byte, 40), uint32(5), false)
@@ -435,6 +436,11 @@ func FuzzLogScan(f *testing.F) {
 		}
 		if s.chunks > 0 && (s.end < 0 || s.last <= s.end || s.last > int64(len(b)) || s.records > s.chunks) {
 			t.Fatalf("end %d, %d chunks (%d records) to %d, in %d bytes", s.end, s.chunks, s.records, s.last, len(b))
+		}
+		// The cut that a strict reader reads whole is at or before the
+		// damage, within the bytes.
+		if s.end >= 0 && (s.cut < 0 || s.cut > s.end) {
+			t.Fatalf("end %d, cut at %d", s.end, s.cut)
 		}
 	})
 }
@@ -659,6 +665,23 @@ func TestOlderLogDamage(t *testing.T) {
 		if name, off := olderLogDamage(fs, ""); name != wantName || off != want {
 			t.Fatalf("the older log cut at %d: %q at %d, want %q at %d", cut, name, off, wantName, want)
 		}
+		// Where an open accepting the damage cuts it: the start of the
+		// record the damaged chunk is in, which a strict reader reads
+		// as the log's clean end.
+		if wantName != "" {
+			// NB: the EOF trailer's chunk follows a record's end.
+			wantCut := want
+			if want != int64(len(older))-recycleChunkHdr {
+				for _, r := range records {
+					if r <= want {
+						wantCut = r
+					}
+				}
+			}
+			if sc := olderLogScan(fs, ""); sc == nil || sc.cut != wantCut {
+				t.Fatalf("the older log cut at %d: the damaged record's start %+v, want %d", cut, sc, wantCut)
+			}
+		}
 	}
 	// NB: an empty older log reads as whole to Pebble, and so does one
 	// cut on a record's end: the log cut within a chunk after it is the
@@ -737,5 +760,98 @@ func TestDamagedOptionsFile(t *testing.T) {
 		if err != nil || got.Text != doc.Text {
 			t.Fatalf("Get(%s) after the repair: %v %+v", doc.ID, err, got)
 		}
+	}
+}
+
+// Ensure that damage in a write-ahead log older than the newest, which
+// Pebble replays only whole, is refused at Open as a *LogDamageError
+// (Older, ErrCorrupt), where no command could open the index (an
+// operator's review, DR3), and that Options.AcceptLogDamage opens it
+// with exactly the loss of the damaged batch and those after it in that
+// log: the batch before it and the newest log's are there, a copy of the
+// log as it was is kept, and a repair then says that documents the
+// counters counted went without a delete. The image: a crash while the
+// flush of the older log's memtable could not finish (flushBlocker), so
+// that both logs are replayed; the oracle: the batches acknowledged.
+func TestOlderLogDamageAccepted(t *testing.T) {
+	base := vfs.NewCrashableMem()
+	fs := &flushBlocker{FS: base, release: make(chan struct{})}
+	d := mustOpen(t, "db", &Options{fs: fs, ExpirySweep: -1, PurgeEvery: -1})
+	release := sync.OnceFunc(func() { close(fs.release) })
+	defer func() { release(); d.Close() }()
+	// NB: Pebble's first memtable takes 256 KiB and starts a new log with
+	// the next: batches of 100 KiB of metadata each, the third of which
+	// goes to the second log, and a fourth with it.
+	rng := rand.New(rand.NewPCG(5, 5))
+	var batches [][]string
+	for b := range 4 {
+		var docs []Doc
+		var ids []string
+		for i := range 4 {
+			meta := make([]byte, 25<<10)
+			for j := range meta {
+				meta[j] = byte(rng.IntN(256))
+			}
+			id := fmt.Sprintf("b%d-%d", b, i)
+			docs = append(docs, Doc{ID: id, Text: fmt.Sprintf("document %d of batch %d of the older log test", i, b), Meta: meta})
+			ids = append(ids, id)
+		}
+		if _, err := d.PutBatch(docs, nil); err != nil {
+			t.Fatal(err)
+		}
+		batches = append(batches, ids)
+	}
+	img := base.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 0})
+	names, err := img.List("db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs []string
+	for _, n := range names {
+		if isLogFile(n) {
+			logs = append(logs, n)
+		}
+	}
+	slices.Sort(logs)
+	if len(logs) < 2 {
+		t.Fatalf("logs %v: want the older log's flush held, and a newer log", logs)
+	}
+	older := img.PathJoin("db", logs[len(logs)-2])
+	// Damage in the second batch (the first is at the log's start, after
+	// what Open wrote: about 100 KiB in).
+	f, err := img.OpenReadWrite(older, vfs.WriteCategoryUnspecified)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, _ := f.Stat()
+	at := st.Size() * 3 / 4
+	if _, err := f.WriteAt([]byte{0xde, 0xad, 0xbe, 0xef}, at); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	quiet := slog.New(slog.DiscardHandler)
+	_, err = Open("db", &Options{fs: img, MustExist: true, Logger: quiet})
+	var le *LogDamageError
+	if !errors.As(err, &le) || !le.Older || !errors.Is(err, ErrCorrupt) || le.Log != older || le.Offset > at || le.Cut > le.Offset {
+		t.Fatalf("Open: %v, want a *LogDamageError (Older) of %s before byte %d", err, older, at)
+	}
+	r := mustOpen(t, "db", &Options{fs: img, MustExist: true, AcceptLogDamage: true, Logger: quiet, ExpirySweep: -1, PurgeEvery: -1})
+	defer r.Close()
+	dmg := r.OlderLogDamage()
+	if dmg == nil || dmg.Log != older || dmg.Kept == "" || dmg.Cut != le.Cut {
+		t.Fatalf("OlderLogDamage: %+v, want the damage accepted, %s cut at %d with a copy kept", dmg, older, le.Cut)
+	}
+	if fi, err := img.Stat(dmg.Kept); err != nil || fi.Size() != st.Size() {
+		t.Fatalf("the copy kept: %v, %v; want %d bytes", fi, err, st.Size())
+	}
+	if got := present(t, r, batches); !slices.Equal(got, []int{4, 0, 4, 4}) {
+		t.Fatalf("documents of each batch present: %v, want [4 0 4 4] (the damaged second batch dropped)", got)
+	}
+	rep, err := r.Repair(context.Background())
+	if err != nil || !rep.Counters || rep.CountedDocs != 16 || rep.StoredDocs != 12 {
+		t.Fatalf("repair: %+v, %v; want the counters counting 16 documents, 12 stored", rep, err)
+	}
+	if c, err := r.Check(context.Background()); err != nil || !c.OK() {
+		t.Fatalf("check after the repair: %+v, %v", c, err)
 	}
 }

@@ -86,6 +86,13 @@ type RepairResult struct {
 	// documents, or a next document number not above every stored one)
 	// and was rewritten.
 	Counters bool
+	// CountedDocs is how many documents the counters counted before the
+	// repair, and StoredDocs how many it found stored (set with
+	// Counters). Fewer stored than counted, beyond what the repair
+	// removed (Unreadable, Lost), is documents gone without a delete: a
+	// write-ahead log or a table removed or damaged by hand or by the
+	// disk, which only a backup gives back.
+	CountedDocs, StoredDocs uint64
 }
 
 // Changed reports whether the repair changed anything.
@@ -502,6 +509,7 @@ func (db *DB) pebbleRepair(ctx context.Context) (RepairResult, error) {
 	c := db.counters
 	if c.Live != live || (maxDoc > 0 && c.NextDoc <= maxDoc) {
 		res.Counters = true
+		res.CountedDocs, res.StoredDocs = c.Live, live
 	}
 	if !res.Changed() {
 		return res, nil

@@ -805,3 +805,56 @@ func TestRepairInWhichTheStoreStops(t *testing.T) {
 		t.Errorf("after the repair in which the store stopped, no query found a list in the cache (%d hits before and after)", hits)
 	}
 }
+
+// Ensure that a repair of an index whose records and ids of two documents
+// went without a delete (as with a write-ahead log removed by hand: an
+// operator's review, DR2) says what the counters counted and what is
+// stored, so that the loss can be told: five counted, three stored, and
+// nothing else it removed; the postings of the two are removed, and the
+// index checks clean.
+func TestRepairCountsDocumentsGone(t *testing.T) {
+	fs := vfs.NewMem()
+	d := mustOpen(t, "db", &Options{fs: fs, ExpirySweep: -1, PurgeEvery: -1})
+	docs := []Doc{
+		{ID: "a", Text: "alpha beta gamma delta epsilon zeta eta theta"},
+		{ID: "b", Text: "one two three four five six seven eight nine"},
+		{ID: "c", Text: "red orange yellow green blue indigo violet"},
+		{ID: "e", Text: "north south east west up down left right"},
+		{ID: "f", Text: "spring summer autumn winter rain snow sun wind"},
+	}
+	if _, err := d.PutBatch(docs, nil); err != nil {
+		t.Fatal(err)
+	}
+	var nums []uint64
+	for _, id := range []string{"a", "b"} {
+		sd, err := d.Get(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		nums = append(nums, sd.Num)
+	}
+	d.Close()
+	p := rawStore(t, fs, "db")
+	for i, id := range []string{"a", "b"} {
+		if err := p.Delete(codec.AppendDocKey(nil, nums[i]), pebble.Sync); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Delete(codec.AppendIDKey(nil, id), pebble.Sync); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p.Close()
+	d = mustOpen(t, "db", &Options{fs: fs, ExpirySweep: -1, PurgeEvery: -1})
+	defer d.Close()
+	ctx := context.Background()
+	r, err := d.Repair(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.Counters || r.CountedDocs != 5 || r.StoredDocs != 3 || r.Unreadable != 0 || len(r.Lost) != 0 || r.Dangling == 0 {
+		t.Fatalf("repair: %+v; want the counters rewritten from 5 documents to 3, and the two's postings removed", r)
+	}
+	if rep, err := d.Check(ctx); err != nil || !rep.OK() || rep.Docs != 3 {
+		t.Fatalf("check after the repair: %+v, %v", rep, err)
+	}
+}

@@ -1264,7 +1264,18 @@ func repairSummary(r db.RepairResult, onRedis bool) string {
 	add(r.Expiry, "expiry index entry mended", "expiry index entries mended")
 	add(r.BadKeys, "key that did not parse removed", "keys that did not parse removed")
 	if r.Counters {
-		parts = append(parts, "the counters rewritten")
+		counters := "the counters rewritten"
+		if r.CountedDocs != r.StoredDocs {
+			counters += fmt.Sprintf(" (they counted %d documents, %d are stored)", r.CountedDocs, r.StoredDocs)
+		}
+		// NB: documents counted and gone that this repair did not remove
+		// went without a delete: "the counters rewritten" alone hid 1,000
+		// acknowledged documents lost with a write-ahead log removed by
+		// hand (an operator's review, DR2).
+		if gone := int64(r.CountedDocs) - int64(r.StoredDocs) - int64(r.Unreadable) - int64(len(r.Lost)); gone > 0 {
+			counters += fmt.Sprintf("; %s the counters counted went without a delete (a write-ahead log or a table removed or damaged?): only a backup gives them back", counted(int(gone), "document", "documents"))
+		}
+		parts = append(parts, counters)
 	}
 	return "repaired: " + strings.Join(parts, "; ")
 }
@@ -1352,6 +1363,11 @@ build the index again.`,
 						dmg := dd.LogDamage()
 						fmt.Fprintf(a.stderr, "lshdb: the newest write-ahead log %s was damaged at byte %d: dropped the damaged record and %s after it (to byte %d), as the log is now cut there; its copy as it was is %s\n",
 							dmg.Log, dmg.Offset, counted(dmg.Records, "whole record", "whole records"), dmg.End, dmg.Kept)
+					}
+					if dd, ok := d.(*db.DB); ok && dd.OlderLogDamage() != nil {
+						dmg := dd.OlderLogDamage()
+						fmt.Fprintf(a.stderr, "lshdb: the write-ahead log %s, older than the newest, was damaged at byte %d: cut at byte %d, the start of the damaged record, which dropped it and %s after it in that log (the later logs were replayed whole); its copy as it was is %s\n",
+							dmg.Log, dmg.Offset, dmg.Cut, counted(dmg.Records, "whole record", "whole records"), dmg.Kept)
 					}
 					if dd, ok := d.(*db.DB); ok && dd.ManifestDamage() != nil {
 						dmg := dd.ManifestDamage()
