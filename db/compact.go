@@ -20,7 +20,9 @@ import (
 // on disk against 175 MiB for one load). It takes a fraction of a build's
 // time (0.16-0.44× a build of the same 200,000-300,000 generated
 // documents), on every core; reads and writes go on meanwhile
-// (writes may stall while it holds the compaction slots). ctx cancels it
+// (writes may stall while it holds the compaction slots; its purge takes
+// the writer lock for each batch of emptied lists, so that behind a Load
+// it waits for the load's end). ctx cancels it
 // (the store is left as it was, or partly compacted).
 //
 // On Redis it does nothing (Redis frees a deleted key's memory at once).

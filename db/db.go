@@ -189,9 +189,9 @@ type DB struct {
 	// logDamage is the damage to the newest write-ahead log that this
 	// Open accepted (Options.AcceptLogDamage), or nil (LogDamage).
 	logDamage *LogDamageError
-	// olderLogDamage is the damage to a write-ahead log older than the
-	// newest that this open accepted (Options.AcceptLogDamage), if any.
-	olderLogDamage *LogDamageError
+	// olderLogDamage is the damage to the write-ahead logs older than
+	// the newest that this open accepted (Options.AcceptLogDamage).
+	olderLogDamage []*LogDamageError
 	// manifestDamage is the damage to the store's MANIFEST that this
 	// Open accepted, or nil (ManifestDamage).
 	manifestDamage *LogDamageError
@@ -485,21 +485,25 @@ func openIn(dir string, o Options, created bool) (*DB, error) {
 		return nil, err
 	}
 	pdb, err := pebble.Open(dir, popts)
-	var olderLogDamage *LogDamageError
-	if err != nil && strings.Contains(err.Error(), "error when replaying WAL") {
+	var olderLogDamage []*LogDamageError
+	for err != nil && strings.Contains(err.Error(), "error when replaying WAL") {
 		// NB: a log older than the newest that does not read whole fails
 		// the replay: accepted, it is cut at its damaged record and the
-		// open tried again (an operator's review, DR3: no command opened
-		// the index). Only once Pebble failed: a log it does not replay
-		// (obsolete, kept to be reused) may end as a crash left it.
-		var aerr error
-		if olderLogDamage, aerr = acceptOlderLogDamage(o, dir); aerr != nil {
+		// open tried again, as long as one more is found (an operator's
+		// review, DR3: no command opened the index). Only once Pebble
+		// failed: a log it does not replay (obsolete, kept to be reused)
+		// may end as a crash left it. Each cut makes the log read whole,
+		// so the loop ends.
+		dmg, aerr := acceptOlderLogDamage(o, dir)
+		if aerr != nil {
 			release()
-			return nil, aerr
+			return nil, withCut(aerr, olderLogDamage)
 		}
-		if olderLogDamage != nil {
-			pdb, err = pebble.Open(dir, popts)
+		if dmg == nil {
+			break
 		}
+		olderLogDamage = append(olderLogDamage, dmg)
+		pdb, err = pebble.Open(dir, popts)
 	}
 	if err != nil {
 		release()
@@ -531,7 +535,7 @@ func openIn(dir string, o Options, created bool) (*DB, error) {
 		}
 		if strings.Contains(err.Error(), "error when replaying WAL") {
 			if dmg := olderLogDamageError(o.fs, dir); dmg != nil {
-				return nil, dmg
+				return nil, withCut(dmg, olderLogDamage)
 			}
 		}
 		// NB: a directory of a store never begun (its LOCK alone: a

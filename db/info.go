@@ -36,9 +36,10 @@ type Info struct {
 	// default, however little it holds yet) and keeps some to reuse
 	// (RecycledLogBytes), so a small index's size is mostly logs. lshdb
 	// compact (an open, a [DB.Compact], a close) leaves none of them,
-	// until the next write allocates a log again; a long-lived handle's
-	// Compact and Close leave the logs it kept for reuse, which the next
-	// Open deletes (35 MiB of logs beside 9.5 MiB of tables, in a
+	// until the next write allocates a log again, unless the Compact's
+	// purge of emptied posting lists wrote (its log is kept for reuse);
+	// a long-lived handle's Compact and Close leave the logs it kept for
+	// reuse too, which the next Open deletes (35 MiB of logs beside 9.5 MiB of tables, in a
 	// review of such a handle). DiskBytes - LogBytes is the figure that
 	// follows the data.
 	LogBytes uint64

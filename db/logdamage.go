@@ -57,8 +57,9 @@ type LogDamageError struct {
 	Offset int64
 	// Records is how many records (write batches) begin after the
 	// damage, their first chunk whole (the rest of one may be damaged
-	// too): with the damaged one, what an open drops. At least 1: damage
-	// to the log's last record alone reads as a torn tail.
+	// too): with the damaged one, what an open drops. In the newest log
+	// at least 1 (damage to its last record alone reads as a torn tail);
+	// in an older one (Older) it may be 0.
 	Records int
 	// End is where the last whole chunk of the log after the damage ends.
 	End int64
@@ -74,6 +75,10 @@ type LogDamageError struct {
 	// dropped; the later logs are replayed whole.
 	Older bool
 	Cut   int64
+	// CutBefore lists the older logs that this open had cut already,
+	// accepting their damage, before it found this one (a writable
+	// open with Options.AcceptLogDamage): their copies are kept.
+	CutBefore []*LogDamageError
 	// Manifest is set when the damaged log is not a write-ahead log but
 	// the store's MANIFEST, Pebble's log of its table files: each record
 	// adds the tables a flush, compaction or load wrote and removes those
@@ -92,8 +97,16 @@ func (e *LogDamageError) Error() string {
 		after = "1 record written after it begins"
 	}
 	if e.Older {
+		changed := "No file was changed"
+		if len(e.CutBefore) > 0 {
+			var cut []string
+			for _, c := range e.CutBefore {
+				cut = append(cut, fmt.Sprintf("%s at byte %d (its copy %s)", c.Log, c.Cut, c.Kept))
+			}
+			changed = "This open cut already " + strings.Join(cut, ", ")
+		}
 		return fmt.Sprintf("lshdb: database is corrupt: the write-ahead log %s, older than the newest, is damaged or cut short at byte %d: "+
-			"an open replays such a log only whole, so the index does not open. No file was changed. Restore a backup; or keep a copy of the index (cp -a), "+
+			"an open replays such a log only whole, so the index does not open as it is. "+changed+". Restore a backup; or keep a copy of the index (cp -a), "+
 			"then lshdb check --repair opens it accepting the loss (Options.AcceptLogDamage): it cuts this log at the start of the damaged record "+
 			"(byte %d), keeping a copy of the log beside it, which drops that record and the %d whole ones after it in this log (acknowledged writes, "+
 			"unless the machine lost power before they were synced); the later logs are replayed whole",
@@ -758,11 +771,29 @@ func ownFormat(names []string) bool {
 // a copy of the log. Nil if it found none (or on Redis).
 func (db *DB) LogDamage() *LogDamageError { return db.logDamage }
 
-// OlderLogDamage returns the damage to a write-ahead log older than the
+// OlderLogDamage returns the damage to the write-ahead logs older than the
 // newest that Open accepted (Options.AcceptLogDamage; LogDamageError.Older
-// is set): where it cut the log, what it dropped, and where it kept a copy
-// of the log. Nil if it found none (or on Redis).
-func (db *DB) OlderLogDamage() *LogDamageError { return db.olderLogDamage }
+// is set), in the order it cut them: where it cut each log, what it
+// dropped, and where it kept a copy of the log. Nil if it found none (or
+// on Redis).
+func (db *DB) OlderLogDamage() []*LogDamageError { return db.olderLogDamage }
+
+// withCut returns err, saying the older logs already cut (cut) when it is
+// an older log's damage, or when there are some.
+func withCut(err error, cut []*LogDamageError) error {
+	if len(cut) == 0 {
+		return err
+	}
+	if le, ok := err.(*LogDamageError); ok && le.Older {
+		le.CutBefore = cut
+		return le
+	}
+	var logs []string
+	for _, c := range cut {
+		logs = append(logs, fmt.Sprintf("%s cut at byte %d (its copy %s)", c.Log, c.Cut, c.Kept))
+	}
+	return fmt.Errorf("%w (this open had accepted the damage of %s)", err, strings.Join(logs, ", "))
+}
 
 // ManifestDamage returns the damage to the store's manifest that Open
 // accepted (Options.AcceptLogDamage; LogDamageError.Manifest is set):

@@ -774,17 +774,67 @@ func TestDamagedOptionsFile(t *testing.T) {
 // flush of the older log's memtable could not finish (flushBlocker), so
 // that both logs are replayed; the oracle: the batches acknowledged.
 func TestOlderLogDamageAccepted(t *testing.T) {
+	img, batches, logs := olderLogImage(t, 4)
+	if len(logs) < 2 {
+		t.Fatalf("logs %v: want the older log's flush held, and a newer log", logs)
+	}
+	older := img.PathJoin("db", logs[len(logs)-2])
+	// Damage in the second batch (the first is at the log's start, after
+	// what Open wrote: about 100 KiB in).
+	f, err := img.OpenReadWrite(older, vfs.WriteCategoryUnspecified)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, _ := f.Stat()
+	at := st.Size() * 3 / 4
+	if _, err := f.WriteAt([]byte{0xde, 0xad, 0xbe, 0xef}, at); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	quiet := slog.New(slog.DiscardHandler)
+	_, err = Open("db", &Options{fs: img, MustExist: true, Logger: quiet})
+	var le *LogDamageError
+	if !errors.As(err, &le) || !le.Older || !errors.Is(err, ErrCorrupt) || le.Log != older || le.Offset > at || le.Cut > le.Offset {
+		t.Fatalf("Open: %v, want a *LogDamageError (Older) of %s before byte %d", err, older, at)
+	}
+	r := mustOpen(t, "db", &Options{fs: img, MustExist: true, AcceptLogDamage: true, Logger: quiet, ExpirySweep: -1, PurgeEvery: -1})
+	defer r.Close()
+	dmgs := r.OlderLogDamage()
+	if len(dmgs) != 1 || dmgs[0].Log != older || dmgs[0].Kept == "" || dmgs[0].Cut != le.Cut {
+		t.Fatalf("OlderLogDamage: %+v, want the damage accepted, %s cut at %d with a copy kept", dmgs, older, le.Cut)
+	}
+	dmg := dmgs[0]
+	if fi, err := img.Stat(dmg.Kept); err != nil || fi.Size() != st.Size() {
+		t.Fatalf("the copy kept: %v, %v; want %d bytes", fi, err, st.Size())
+	}
+	if got := present(t, r, batches); !slices.Equal(got, []int{4, 0, 4, 4}) {
+		t.Fatalf("documents of each batch present: %v, want [4 0 4 4] (the damaged second batch dropped)", got)
+	}
+	rep, err := r.Repair(context.Background())
+	if err != nil || !rep.Counters || rep.CountedDocs != 16 || rep.StoredDocs != 12 {
+		t.Fatalf("repair: %+v, %v; want the counters counting 16 documents, 12 stored", rep, err)
+	}
+	if c, err := r.Check(context.Background()); err != nil || !c.OK() {
+		t.Fatalf("check after the repair: %+v, %v", c, err)
+	}
+}
+
+// olderLogImage writes n batches of four documents (100 KiB of metadata
+// a batch) through an index whose memtable flushes cannot finish
+// (flushBlocker), and returns a crash image of it, the ids of each batch,
+// and its write-ahead logs, sorted: NB: Pebble's first memtable takes 256
+// KiB and starts a new log with the next, so that 4 batches make two logs
+// that a replay reads, 12 three.
+func olderLogImage(t *testing.T, n int) (*vfs.MemFS, [][]string, []string) {
+	t.Helper()
 	base := vfs.NewCrashableMem()
 	fs := &flushBlocker{FS: base, release: make(chan struct{})}
 	d := mustOpen(t, "db", &Options{fs: fs, ExpirySweep: -1, PurgeEvery: -1})
 	release := sync.OnceFunc(func() { close(fs.release) })
 	defer func() { release(); d.Close() }()
-	// NB: Pebble's first memtable takes 256 KiB and starts a new log with
-	// the next: batches of 100 KiB of metadata each, the third of which
-	// goes to the second log, and a fourth with it.
 	rng := rand.New(rand.NewPCG(5, 5))
 	var batches [][]string
-	for b := range 4 {
+	for b := range n {
 		var docs []Doc
 		var ids []string
 		for i := range 4 {
@@ -813,45 +863,62 @@ func TestOlderLogDamageAccepted(t *testing.T) {
 		}
 	}
 	slices.Sort(logs)
-	if len(logs) < 2 {
-		t.Fatalf("logs %v: want the older log's flush held, and a newer log", logs)
+	return img, batches, logs
+}
+
+// Ensure that two damaged logs older than the newest are both cut by one
+// open accepting the damage (a read-through's R3: the open tried again
+// once, and its error said that no file was changed, though one log had
+// been cut), and that an open that does not accept it names the first.
+// The oracle: each batch is whole or gone, the newest log's are there,
+// and a repair counts as gone without a delete exactly the documents
+// missing.
+func TestTwoOlderLogsDamaged(t *testing.T) {
+	img, batches, logs := olderLogImage(t, 12)
+	if len(logs) < 3 {
+		t.Fatalf("logs %v: want two older logs held, and a newer one", logs)
 	}
-	older := img.PathJoin("db", logs[len(logs)-2])
-	// Damage in the second batch (the first is at the log's start, after
-	// what Open wrote: about 100 KiB in).
-	f, err := img.OpenReadWrite(older, vfs.WriteCategoryUnspecified)
-	if err != nil {
-		t.Fatal(err)
+	for _, l := range logs[:2] {
+		f, err := img.OpenReadWrite(img.PathJoin("db", l), vfs.WriteCategoryUnspecified)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, _ := f.Stat()
+		if _, err := f.WriteAt([]byte{0xde, 0xad, 0xbe, 0xef}, st.Size()*3/4); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
 	}
-	st, _ := f.Stat()
-	at := st.Size() * 3 / 4
-	if _, err := f.WriteAt([]byte{0xde, 0xad, 0xbe, 0xef}, at); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
 	quiet := slog.New(slog.DiscardHandler)
-	_, err = Open("db", &Options{fs: img, MustExist: true, Logger: quiet})
+	_, err := Open("db", &Options{fs: img, MustExist: true, Logger: quiet})
 	var le *LogDamageError
-	if !errors.As(err, &le) || !le.Older || !errors.Is(err, ErrCorrupt) || le.Log != older || le.Offset > at || le.Cut > le.Offset {
-		t.Fatalf("Open: %v, want a *LogDamageError (Older) of %s before byte %d", err, older, at)
+	if !errors.As(err, &le) || !le.Older || le.Log != img.PathJoin("db", logs[0]) || len(le.CutBefore) != 0 || !strings.Contains(err.Error(), "No file was changed") {
+		t.Fatalf("Open: %v, want the damage of %s, no file changed", err, logs[0])
 	}
 	r := mustOpen(t, "db", &Options{fs: img, MustExist: true, AcceptLogDamage: true, Logger: quiet, ExpirySweep: -1, PurgeEvery: -1})
 	defer r.Close()
-	dmg := r.OlderLogDamage()
-	if dmg == nil || dmg.Log != older || dmg.Kept == "" || dmg.Cut != le.Cut {
-		t.Fatalf("OlderLogDamage: %+v, want the damage accepted, %s cut at %d with a copy kept", dmg, older, le.Cut)
+	dmgs := r.OlderLogDamage()
+	if len(dmgs) != 2 || dmgs[0].Log != img.PathJoin("db", logs[0]) || dmgs[1].Log != img.PathJoin("db", logs[1]) {
+		t.Fatalf("OlderLogDamage: %+v, want %s and %s cut", dmgs, logs[0], logs[1])
 	}
-	if fi, err := img.Stat(dmg.Kept); err != nil || fi.Size() != st.Size() {
-		t.Fatalf("the copy kept: %v, %v; want %d bytes", fi, err, st.Size())
+	for _, d := range dmgs {
+		if _, err := img.Stat(d.Kept); err != nil {
+			t.Fatalf("the copy of %s: %v", d.Log, err)
+		}
 	}
-	if got := present(t, r, batches); !slices.Equal(got, []int{4, 0, 4, 4}) {
-		t.Fatalf("documents of each batch present: %v, want [4 0 4 4] (the damaged second batch dropped)", got)
+	got := present(t, r, batches)
+	missing := 0
+	for b, n := range got {
+		if n != 0 && n != 4 {
+			t.Fatalf("batch %d: %d of 4 documents (%v): want each whole or gone", b, n, got)
+		}
+		missing += 4 - n
+	}
+	if missing == 0 || got[len(got)-1] != 4 {
+		t.Fatalf("documents of each batch present: %v, want some gone and the newest log's there", got)
 	}
 	rep, err := r.Repair(context.Background())
-	if err != nil || !rep.Counters || rep.CountedDocs != 16 || rep.StoredDocs != 12 {
-		t.Fatalf("repair: %+v, %v; want the counters counting 16 documents, 12 stored", rep, err)
-	}
-	if c, err := r.Check(context.Background()); err != nil || !c.OK() {
-		t.Fatalf("check after the repair: %+v, %v", c, err)
+	if err != nil || !rep.Counters || rep.CountedDocs-rep.StoredDocs != uint64(missing) {
+		t.Fatalf("repair: %+v, %v; want %d documents counted and gone", rep, err, missing)
 	}
 }

@@ -374,3 +374,39 @@ func TestCompactPurges(t *testing.T) {
 		t.Fatalf("Compact's purge: %d purges, %d lists; want it counted", m.ListPurges, m.ListsPurged)
 	}
 }
+
+// Ensure that the background purge skips its ticks on an index from which
+// no document was ever removed, the first one too (it scanned every list
+// a minute after every open: a read-through's R5), and purges once one is.
+func TestPurgeSkipsWhileNothingRemoved(t *testing.T) {
+	defer func(m time.Duration) { minPurgeEvery = m }(minPurgeEvery)
+	minPurgeEvery = time.Millisecond
+	d := mustOpen(t, "db", &Options{fs: vfs.NewMem(), ExpirySweep: -1, PurgeEvery: 5 * time.Millisecond})
+	defer d.Close()
+	docs := loadDocs(400)[:50]
+	for i := range docs {
+		docs[i].ID = fmt.Sprint("d-", i)
+	}
+	if _, err := d.PutBatch(docs, nil); err != nil {
+		t.Fatal(err)
+	}
+	wait := func(ok func(Metrics) bool) Metrics {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+			m := mustMetrics(t, d)
+			if ok(m) {
+				return m
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("10 s of ticks every 5 ms: %+v", m)
+			}
+		}
+	}
+	if m := wait(func(m Metrics) bool { return m.ListPurgesSkipped >= 3 }); m.ListPurges != 0 {
+		t.Fatalf("no document removed: %d purges, want every tick skipped", m.ListPurges)
+	}
+	if err := d.Delete(docs[0].ID, nil); err != nil {
+		t.Fatal(err)
+	}
+	wait(func(m Metrics) bool { return m.ListPurges >= 1 && m.ListsPurged > 0 })
+}

@@ -88,10 +88,11 @@ type RepairResult struct {
 	Counters bool
 	// CountedDocs is how many documents the counters counted before the
 	// repair, and StoredDocs how many it found stored (set with
-	// Counters). Fewer stored than counted, beyond what the repair
-	// removed (Unreadable, Lost), is documents gone without a delete: a
-	// write-ahead log or a table removed or damaged by hand or by the
-	// disk, which only a backup gives back.
+	// Counters). Fewer stored than counted, beyond the ids the repair
+	// removed for want of a readable record (Lost: an unreadable record
+	// that an id named is there too), is documents gone without a
+	// delete: a write-ahead log or a table removed or damaged by hand or
+	// by the disk, which only a backup gives back.
 	CountedDocs, StoredDocs uint64
 }
 

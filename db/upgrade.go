@@ -67,6 +67,7 @@ func Upgrade(ctx context.Context, dir string, opts *Options) (*UpgradeReport, er
 		o = Options{fs: opts.fs, Logger: opts.Logger, CacheSize: opts.CacheSize, MemTableSize: opts.MemTableSize, DiskReserve: opts.DiskReserve, NoSync: opts.NoSync}
 	}
 	o.MustExist, o.upgrading = true, true
+	o.PurgeEvery = -1 // NB: no scan of the lists the upgrade replaces
 	d, err := Open(dir, &o)
 	if err != nil {
 		return nil, err

@@ -35,7 +35,7 @@ type distinctTable struct {
 // repeats itself gets a table the size of its distinct shingles rather
 // than of its occurrences: 30 MB of text with 270,000 distinct shingles
 // among 31 million had a table of 2^27 slots (512 MiB, every probe a cache
-// miss), now one grown to 2^21.
+// miss), now one of 2^22 (maxStartSlots: 16 MiB), which it never fills.
 func (t *distinctTable) begin(n, maxStart int) {
 	b := bits.Len(uint(n)) + 2 // 4n < 2^b ≤ 8n
 	if 1<<b > maxStart {

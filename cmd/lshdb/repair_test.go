@@ -267,8 +267,11 @@ func TestRepairSummaryCountsDocumentsGone(t *testing.T) {
 	}{
 		{db.RepairResult{Counters: true, CountedDocs: 6500, StoredDocs: 5500}, "1000 documents the counters counted went without a delete"},
 		{db.RepairResult{Counters: true, CountedDocs: 10, StoredDocs: 7, Lost: []string{"x", "y"}}, "1 document the counters counted went without a delete"},
-		// Gone because the repair removed them: said by its own parts.
-		{db.RepairResult{Counters: true, CountedDocs: 10, StoredDocs: 7, Unreadable: 1, Lost: []string{"x", "y"}}, ""},
+		// Gone because the repair removed them (an unreadable record
+		// whose id named it is in Lost too): said by its own parts.
+		{db.RepairResult{Counters: true, CountedDocs: 10, StoredDocs: 8, Unreadable: 1, Lost: []string{"x", "y"}}, ""},
+		// An unreadable record, its id removed, and one more gone.
+		{db.RepairResult{Counters: true, CountedDocs: 10, StoredDocs: 7, Unreadable: 1, Lost: []string{"x", "y"}}, "1 document the counters counted went without a delete"},
 		// More stored than counted: nothing gone.
 		{db.RepairResult{Counters: true, CountedDocs: 4, StoredDocs: 5}, ""},
 	} {
