@@ -99,11 +99,7 @@ func (e *LogDamageError) Error() string {
 	if e.Older {
 		changed := "No file was changed"
 		if len(e.CutBefore) > 0 {
-			var cut []string
-			for _, c := range e.CutBefore {
-				cut = append(cut, fmt.Sprintf("%s at byte %d (its copy %s)", c.Log, c.Cut, c.Kept))
-			}
-			changed = "This open cut already " + strings.Join(cut, ", ")
+			changed = "This open cut already " + cutLogs(e.CutBefore)
 		}
 		return fmt.Sprintf("lshdb: database is corrupt: the write-ahead log %s, older than the newest, is damaged or cut short at byte %d: "+
 			"an open replays such a log only whole, so the index does not open as it is. "+changed+". Restore a backup; or keep a copy of the index (cp -a), "+
@@ -400,20 +396,8 @@ func scanWith(fs vfs.FS, path string, s *logScan) (*logScan, error) {
 	return s, nil
 }
 
-// olderLogDamage names the first write-ahead log in dir, older than the
-// newest, that stops reading within a chunk (not at its EOF trailer, nor
-// at its end), and where: Pebble replays a log older than the
-// newest only whole, and its error ("error when replaying WAL: …
-// unexpected EOF") named no log (a crash-safety review). "" if none.
-func olderLogDamage(fs vfs.FS, dir string) (name string, offset int64) {
-	if s := olderLogScan(fs, dir); s != nil {
-		return s.name, s.end
-	}
-	return "", 0
-}
-
 // olderLogDamageError is the *LogDamageError (Older) of the log that
-// olderLogDamage names in dir, nil if none.
+// olderLogScan names in dir, nil if none.
 func olderLogDamageError(fs vfs.FS, dir string) *LogDamageError {
 	s := olderLogScan(fs, dir)
 	if s == nil {
@@ -432,8 +416,8 @@ func olderLogDamageError(fs vfs.FS, dir string) *LogDamageError {
 // (olderLogDamageError) has a copy kept beside it and is cut at the start
 // of its damaged record, which a strict reader reads as a clean end, and
 // the damage accepted is returned. nil if there is none, or the open is
-// not to accept it (Open then says what is damaged). A second damaged log
-// fails the open again: another check --repair cuts it.
+// not to accept it (Open then says what is damaged). Open calls it again
+// for as long as its replay fails and it finds one.
 func acceptOlderLogDamage(o Options, dir string) (*LogDamageError, error) {
 	if !o.AcceptLogDamage || o.ReadOnly {
 		return nil, nil
@@ -467,8 +451,12 @@ type namedScan struct {
 	name string
 }
 
-// olderLogScan is olderLogDamage's search: the scan of the log it names,
-// nil if none.
+// olderLogScan scans the first write-ahead log in dir, older than the
+// newest, that stops reading within a chunk (not at its EOF trailer, nor
+// at its end), and returns its scan (where it stops, s.end), or nil if
+// none: Pebble replays a log older than the newest only whole, and its
+// error ("error when replaying WAL: … unexpected EOF") named no log (a
+// crash-safety review).
 func olderLogScan(fs vfs.FS, dir string) *namedScan {
 	names, err := fs.List(dir)
 	if err != nil {
@@ -788,11 +776,16 @@ func withCut(err error, cut []*LogDamageError) error {
 		le.CutBefore = cut
 		return le
 	}
+	return fmt.Errorf("%w (this open had cut already %s)", err, cutLogs(cut))
+}
+
+// cutLogs names the older logs an open cut, where, and their copies.
+func cutLogs(cut []*LogDamageError) string {
 	var logs []string
 	for _, c := range cut {
-		logs = append(logs, fmt.Sprintf("%s cut at byte %d (its copy %s)", c.Log, c.Cut, c.Kept))
+		logs = append(logs, fmt.Sprintf("%s at byte %d (its copy %s)", c.Log, c.Cut, c.Kept))
 	}
-	return fmt.Errorf("%w (this open had accepted the damage of %s)", err, strings.Join(logs, ", "))
+	return strings.Join(logs, ", ")
 }
 
 // ManifestDamage returns the damage to the store's manifest that Open

@@ -922,3 +922,12 @@ func TestTwoOlderLogsDamaged(t *testing.T) {
 		t.Fatalf("repair: %+v, %v; want %d documents counted and gone", rep, err, missing)
 	}
 }
+
+// olderLogDamage names the log olderLogScan finds in dir, and where it
+// stops reading ("" if none).
+func olderLogDamage(fs vfs.FS, dir string) (name string, offset int64) {
+	if s := olderLogScan(fs, dir); s != nil {
+		return s.name, s.end
+	}
+	return "", 0
+}

@@ -82,35 +82,13 @@ func TestPurgeEvery(t *testing.T) {
 	defer func(m time.Duration) { minPurgeEvery = m }(minPurgeEvery)
 	minPurgeEvery = time.Millisecond
 	fs := vfs.NewMem()
-	docs := loadDocs(1000)
-	for i := range docs {
-		docs[i].ID = fmt.Sprint("d-", i) // distinct
-	}
-	keep, replaced, deleted := docs[:400], docs[400:700], docs[700:]
 	if d := mustOpen(t, "default", &Options{fs: fs}); d.opts.PurgeEvery != time.Hour {
 		t.Fatalf("PurgeEvery by default: %v, want an hour", d.opts.PurgeEvery)
 	} else {
 		d.Close()
 	}
 	d := mustOpen(t, "db", &Options{fs: fs, ExpirySweep: -1, PurgeEvery: -1})
-	if _, err := d.PutBatch(docs, nil); err != nil {
-		t.Fatal(err)
-	}
-	var ids []string
-	for _, doc := range deleted {
-		ids = append(ids, doc.ID)
-	}
-	if _, err := d.DeleteIDs(ids, nil); err != nil {
-		t.Fatal(err)
-	}
-	// Each replaced by the text of a kept document: its old lists empty.
-	var upserts []Doc
-	for i, doc := range replaced {
-		upserts = append(upserts, Doc{ID: doc.ID, Text: keep[i].Text})
-	}
-	if _, err := d.PutBatch(upserts, nil); err != nil {
-		t.Fatal(err)
-	}
+	docs, keep := churn(t, d)
 	rep, err := d.Check(context.Background())
 	if err != nil || rep.EmptyLists == 0 {
 		t.Fatalf("before any purge: %d empty lists, %v; want some", rep.EmptyLists, err)
@@ -271,13 +249,7 @@ func TestPurgeEveryAfterRepair(t *testing.T) {
 	minPurgeEvery = time.Millisecond
 	fs := vfs.NewMem()
 	d := mustOpen(t, "db", &Options{fs: fs, ExpirySweep: -1})
-	docs := []Doc{
-		{ID: "a", Text: "alpha beta gamma delta epsilon zeta eta theta"},
-		{ID: "b", Text: "one two three four five six seven eight nine"},
-		{ID: "c", Text: "red orange yellow green blue indigo violet"},
-		{ID: "e", Text: "north south east west up down left right"},
-		{ID: "f", Text: "spring summer autumn winter rain snow sun wind"},
-	}
+	docs := fiveDocs()
 	if _, err := d.PutBatch(docs, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -334,31 +306,9 @@ func TestPurgeEveryAfterRepair(t *testing.T) {
 // Compact leaves no empty list and exactly the lists of an index of the
 // documents left (the oracle: that index built on its own).
 func TestCompactPurges(t *testing.T) {
-	fs := vfs.NewMem()
-	docs := loadDocs(1000)
-	for i := range docs {
-		docs[i].ID = fmt.Sprint("d-", i) // distinct
-	}
-	keep, replaced, deleted := docs[:400], docs[400:700], docs[700:]
-	d := mustOpen(t, "db", &Options{fs: fs, ExpirySweep: -1, PurgeEvery: -1})
+	d := mustOpen(t, "db", &Options{fs: vfs.NewMem(), ExpirySweep: -1, PurgeEvery: -1})
 	defer d.Close()
-	if _, err := d.PutBatch(docs, nil); err != nil {
-		t.Fatal(err)
-	}
-	var ids []string
-	for _, doc := range deleted {
-		ids = append(ids, doc.ID)
-	}
-	if _, err := d.DeleteIDs(ids, nil); err != nil {
-		t.Fatal(err)
-	}
-	var upserts []Doc
-	for i, doc := range replaced {
-		upserts = append(upserts, Doc{ID: doc.ID, Text: keep[i].Text})
-	}
-	if _, err := d.PutBatch(upserts, nil); err != nil {
-		t.Fatal(err)
-	}
+	docs, keep := churn(t, d)
 	ctx := context.Background()
 	if rep, err := d.Check(ctx); err != nil || rep.EmptyLists == 0 {
 		t.Fatalf("before Compact: %d empty lists, %v; want some", rep.EmptyLists, err)
@@ -409,4 +359,47 @@ func TestPurgeSkipsWhileNothingRemoved(t *testing.T) {
 		t.Fatal(err)
 	}
 	wait(func(m Metrics) bool { return m.ListPurges >= 1 && m.ListsPurged > 0 })
+}
+
+// churn puts 1,000 documents of distinct ids in d, deletes the last 300
+// and replaces the 300 before them by the texts of the first 300, so that
+// their old lists empty, and returns the documents first put and the 400
+// kept as they were.
+func churn(t *testing.T, d *DB) (docs, keep []Doc) {
+	t.Helper()
+	docs = loadDocs(1000)
+	for i := range docs {
+		docs[i].ID = fmt.Sprint("d-", i) // distinct
+	}
+	keep, replaced, deleted := docs[:400], docs[400:700], docs[700:]
+	if _, err := d.PutBatch(docs, nil); err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, doc := range deleted {
+		ids = append(ids, doc.ID)
+	}
+	if _, err := d.DeleteIDs(ids, nil); err != nil {
+		t.Fatal(err)
+	}
+	var upserts []Doc
+	for i, doc := range replaced {
+		upserts = append(upserts, Doc{ID: doc.ID, Text: keep[i].Text})
+	}
+	if _, err := d.PutBatch(upserts, nil); err != nil {
+		t.Fatal(err)
+	}
+	return docs, keep
+}
+
+// fiveDocs are five short documents of distinct words, for the tests that
+// damage an index's records or counters by hand.
+func fiveDocs() []Doc {
+	return []Doc{
+		{ID: "a", Text: "alpha beta gamma delta epsilon zeta eta theta"},
+		{ID: "b", Text: "one two three four five six seven eight nine"},
+		{ID: "c", Text: "red orange yellow green blue indigo violet"},
+		{ID: "e", Text: "north south east west up down left right"},
+		{ID: "f", Text: "spring summer autumn winter rain snow sun wind"},
+	}
 }

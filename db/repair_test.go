@@ -815,13 +815,7 @@ func TestRepairInWhichTheStoreStops(t *testing.T) {
 func TestRepairCountsDocumentsGone(t *testing.T) {
 	fs := vfs.NewMem()
 	d := mustOpen(t, "db", &Options{fs: fs, ExpirySweep: -1, PurgeEvery: -1})
-	docs := []Doc{
-		{ID: "a", Text: "alpha beta gamma delta epsilon zeta eta theta"},
-		{ID: "b", Text: "one two three four five six seven eight nine"},
-		{ID: "c", Text: "red orange yellow green blue indigo violet"},
-		{ID: "e", Text: "north south east west up down left right"},
-		{ID: "f", Text: "spring summer autumn winter rain snow sun wind"},
-	}
+	docs := fiveDocs()
 	if _, err := d.PutBatch(docs, nil); err != nil {
 		t.Fatal(err)
 	}

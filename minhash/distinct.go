@@ -67,9 +67,7 @@ func (t *distinctTable) add(dst []uint64, start int, xs []uint64) []uint64 {
 // than registers: within add it ran 6% slower (BenchmarkSetOf), as
 // fast as the table that could not grow once it was on its own.
 func (t *distinctTable) insert(vals []uint64, out int, xs []uint64) int {
-	// NB: & 63 tells the compiler that the shift is below 64, which
-	// spares the loop a test of it (and a register).
-	slots, mask, shift := t.slots, uint64(len(t.slots)-1), uint(64-t.b)&63
+	slots, mask, shift := t.layout()
 	for _, x := range xs {
 		// NB: Fibonacci hashing (one multiplication) spreads values that
 		// are not uniform, such as small integers, over the table; the
@@ -92,10 +90,18 @@ func (t *distinctTable) insert(vals []uint64, out int, xs []uint64) int {
 	return out
 }
 
+// layout returns the table's slots, the mask of a slot index, and the
+// shift that takes a value's hash to its first slot. NB: & 63 tells the
+// compiler that the shift is below 64, which spares a loop a test of it
+// (and a register).
+func (t *distinctTable) layout() (slots []uint32, mask uint64, shift uint) {
+	return t.slots, uint64(len(t.slots) - 1), uint(64-t.b) & 63
+}
+
 // grow doubles the table, which holds the positions of vals.
 func (t *distinctTable) grow(vals []uint64) {
 	t.reset(t.b + 1)
-	slots, mask, shift := t.slots, uint64(len(t.slots)-1), uint(64-t.b)
+	slots, mask, shift := t.layout()
 	for j, x := range vals {
 		i := (x * 0x9e3779b97f4a7c15) >> shift
 		for slots[i] != 0 {
@@ -116,14 +122,7 @@ func (t *distinctTable) end() {
 
 // reset makes the table 2^b empty slots, reusing its memory when it can.
 func (t *distinctTable) reset(b int) {
-	size := 1 << b
-	if cap(t.slots) < size {
-		t.slots = make([]uint32, size)
-	} else {
-		t.slots = t.slots[:size]
-		clear(t.slots)
-	}
-	t.b = b
+	t.slots, t.b = zeroed(t.slots, 1<<b), b
 }
 
 // maxStartSlots is the largest table AppendDistinct begins with (16 MiB: texts of up

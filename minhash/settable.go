@@ -18,12 +18,7 @@ type SetTable struct {
 func (t *SetTable) Reset(set []uint64) {
 	b := max(4, bits.Len(uint(len(set)))+1) // 2n ≤ 2^b
 	size := 1 << b
-	if cap(t.slots) < size {
-		t.slots = make([]uint64, size)
-	} else {
-		t.slots = t.slots[:size]
-		clear(t.slots)
-	}
+	t.slots = zeroed(t.slots, size)
 	t.shift, t.zero, t.n = uint(64-b), false, len(set)
 	mask := uint64(size - 1)
 	for _, x := range set {

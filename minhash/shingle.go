@@ -254,6 +254,17 @@ func room[T any](buf []T, n int) []T {
 	return buf[:0]
 }
 
+// zeroed returns buf as n zero values, reusing its memory when it can (a
+// hash table's slots).
+func zeroed[T any](buf []T, n int) []T {
+	if cap(buf) < n {
+		return make([]T, n)
+	}
+	buf = buf[:n]
+	clear(buf)
+	return buf
+}
+
 func isSpace(r rune) bool {
 	if r < utf8.RuneSelf {
 		return asciiSpace[r]

@@ -109,17 +109,7 @@ func TestConnLimiterReclaims(t *testing.T) {
 	t.Run("idle, once aged", func(t *testing.T) {
 		l, addr, _ := limitedServer(t, limit, 300*time.Millisecond)
 		idle := idleConns(t, addr, limit)
-		fourth := dialRaw(t, addr)
-		fourth.send(t, "/")
-		if err := fourth.answer(10 * time.Second); err != nil {
-			t.Fatalf("a connection over the bound with %d idle: %v, want an answer", limit, err)
-		}
-		if n := l.reclaimed.Load(); n != 1 {
-			t.Errorf("%d connections closed, want 1", n)
-		}
-		if !idle[0].closedByServer(t) {
-			t.Error("the connection idle longest is open, want it closed")
-		}
+		overTheBound(t, l, addr, idle[0], "idle")
 		for _, c := range idle[1:] {
 			c.send(t, "/")
 			if err := c.answer(10 * time.Second); err != nil {
@@ -146,17 +136,7 @@ func TestConnLimiterReclaims(t *testing.T) {
 			silent = append(silent, dialRaw(t, addr))
 		}
 		time.Sleep(50 * time.Millisecond) // NB: accepted in the order dialled
-		fourth := dialRaw(t, addr)
-		fourth.send(t, "/")
-		if err := fourth.answer(10 * time.Second); err != nil {
-			t.Fatalf("a connection over the bound with %d silent: %v, want an answer", limit, err)
-		}
-		if n := l.reclaimed.Load(); n != 1 {
-			t.Errorf("%d connections closed, want 1", n)
-		}
-		if !silent[0].closedByServer(t) {
-			t.Error("the connection silent longest is open, want it closed")
-		}
+		overTheBound(t, l, addr, silent[0], "silent")
 	})
 	t.Run("busy", func(t *testing.T) {
 		l, addr, hold := limitedServer(t, limit, 300*time.Millisecond)
@@ -197,4 +177,22 @@ func waitingOf(l *connLimiter) int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return len(l.waiting)
+}
+
+// overTheBound checks that a connection over the bound of l, at addr, is
+// answered once the one that waited longest, oldest (idle or silent, as
+// kind says), is closed for it, and no other.
+func overTheBound(t *testing.T, l *connLimiter, addr string, oldest rawClient, kind string) {
+	t.Helper()
+	fourth := dialRaw(t, addr)
+	fourth.send(t, "/")
+	if err := fourth.answer(10 * time.Second); err != nil {
+		t.Fatalf("a connection over the bound with the others %s: %v, want an answer", kind, err)
+	}
+	if n := l.reclaimed.Load(); n != 1 {
+		t.Errorf("%d connections closed, want 1", n)
+	}
+	if !oldest.closedByServer(t) {
+		t.Errorf("the connection %s longest is open, want it closed", kind)
+	}
 }
