@@ -275,3 +275,43 @@ func TestStopWordsThatCannotMatch(t *testing.T) {
 		}
 	}
 }
+
+// FuzzShingles checks the shingling of arbitrary text against the oracle:
+// the shingles themselves, the sorted set (AppendSet), the unsorted one
+// (AppendDistinct, behind a prefix it must keep), and the signature of the
+// elements in text order (Signature) against the one of the set.
+func FuzzShingles(f *testing.F) {
+	f.Add("The quick brown fox jumps over the lazy dog", uint8(4), false, false)
+	f.Add("東京都庁舎 👍🏽👍 A\xffB\u00a0x\u3000İǅ", uint8(1), false, true)
+	f.Add("the the the cat sat on the mat the", uint8(0), true, false)
+	f.Add(strings.Repeat("abab ", 300)+"ÄÖÜ", uint8(2), false, false)
+	f.Fuzz(func(t *testing.T, text string, k uint8, word, none bool) {
+		o := minhash.Options{K: int(k%9) + 1}
+		if word {
+			o.Kind = minhash.ShingleWord
+		}
+		if none {
+			o.Normalization = minhash.NormalizeNone
+		}
+		h, err := minhash.NewHasher(o, minhash.SketchOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := h.Shingler()
+		want := oracleShingles(text, o)
+		if got := s.AppendShingles(nil, text); !slices.Equal(got, want) {
+			t.Fatalf("%+v: shingles(%q) = %q, want %q", o, text, got, want)
+		}
+		set := s.AppendSet(nil, text)
+		if !slices.Equal(set, oracleSet(want)) {
+			t.Fatalf("%+v: set(%q) = %x, want %x", o, text, set, oracleSet(want))
+		}
+		distinct := s.AppendDistinct([]uint64{7}, text)
+		if distinct[0] != 7 || !slices.Equal(slices.Sorted(slices.Values(distinct[1:])), set) {
+			t.Fatalf("%+v: AppendDistinct(%q) = %x, want a prefix 7 and %x in any order", o, text, distinct, set)
+		}
+		if sig, want := h.Signature(nil, text), h.Sketcher().Sketch(nil, set); !slices.Equal(sig, want) {
+			t.Fatalf("%+v: Signature(%q) differs from the sketch of its set", o, text)
+		}
+	})
+}
