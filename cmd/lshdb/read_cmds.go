@@ -1381,7 +1381,22 @@ build the index again.`,
 				}
 			}
 			checked := false // the check's own object is written
-			err := open(func(d index) error {
+			// NB: damage that stops the check (Pebble's checksums, a
+			// damaged log at open) gave no object at all, and a job that
+			// reads one had nothing to read: the damage is its problem.
+			// Written within the open's function when the damage stops
+			// the check, while the output is open: after it, the output
+			// was closed with the index, and the write's "file already
+			// closed" replaced the damage (a scripting operator's CL1).
+			damageObject := func(err error) {
+				if err != nil && !checked && a.json() && errors.Is(err, db.ErrCorrupt) {
+					checked = true
+					// NB: a failed write leaves the damage the error.
+					_ = a.emitJSON(checkJSON{Problems: []string{strings.TrimPrefix(err.Error(), "lshdb: ")}, ProblemCount: 1})
+				}
+			}
+			err := open(func(d index) (err error) {
+				defer func() { damageObject(err) }()
 				if repair {
 					// NB: a --db redis://… index is opened in-process; one
 					// attached to is Pebble's (a server refuses a Redis
@@ -1477,14 +1492,7 @@ build the index again.`,
 				}
 				return err
 			})
-			// NB: damage that stops the check (Pebble's checksums, a
-			// damaged log at open) gave no object at all, and a job that
-			// reads one had nothing to read: the damage is its problem.
-			if err != nil && !checked && a.json() && errors.Is(err, db.ErrCorrupt) {
-				if jerr := a.emitJSON(checkJSON{Problems: []string{strings.TrimPrefix(err.Error(), "lshdb: ")}, ProblemCount: 1}); jerr != nil {
-					return jerr
-				}
-			}
+			damageObject(err) // damage at open
 			return err
 		},
 	}

@@ -150,6 +150,19 @@ func TestCorruptTableHint(t *testing.T) {
 			t.Errorf("lshdb %v on a table whose checksum fails: exit %d\n%s%s", args, code, out, errOut)
 		}
 	}
+	// A job that reads check's JSON gets its object, the damage its
+	// problem, and the damage on stderr: the object was written after the
+	// output closed with the index, and "file already closed" was all it
+	// printed (a scripting operator's CL1).
+	out, errOut, code := runLine([]string{"check", "--db", dir, "--output", "json"}, "")
+	var rep struct {
+		OK       bool     `json:"ok"`
+		Problems []string `json:"problems"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || code != 1 || rep.OK || len(rep.Problems) != 1 || !strings.Contains(rep.Problems[0], "database is corrupt") ||
+		!strings.Contains(errOut, "restore a backup") || strings.Contains(errOut, "closed") {
+		t.Errorf("check --output json on a table whose checksum fails: exit %d, %v\n%s%s", code, err, out, errOut)
+	}
 }
 
 // An insert stopped by a Redis write that failed says the batch may be
