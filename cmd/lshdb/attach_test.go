@@ -286,7 +286,7 @@ func TestAttachDuringBuild(t *testing.T) {
 	if code != 0 || !strings.HasPrefix(out, `{"docs":6,`) {
 		t.Errorf("stats during the build: exit %d %.80s %s", code, out, errOut)
 	}
-	if _, errOut, code := runLine([]string{"get", "--db", idx, "new0"}, ""); code != 1 || !strings.Contains(errOut, "not found") {
+	if _, errOut, code := runLine([]string{"get", "--db", idx, "new0"}, ""); code != exitNotFound || !strings.Contains(errOut, "not found") {
 		t.Errorf("a document of the load, during it: exit %d %s", code, errOut)
 	}
 	pw.Close()
@@ -487,7 +487,7 @@ func TestServeDoesNotWaitForAShell(t *testing.T) {
 		return serving && pid == sh.cmd.Process.Pid && owner == shellOwner
 	})
 	_, errOut, code := runLine([]string{"serve", "--db", idx}, "")
-	if code != 1 || !strings.Contains(errOut, fmt.Sprintf("lshdb shell (pid %d) owns it", sh.cmd.Process.Pid)) {
+	if code != exitBusy || !strings.Contains(errOut, fmt.Sprintf("lshdb shell (pid %d) owns it", sh.cmd.Process.Pid)) {
 		t.Fatalf("serve beside a shell: exit %d %s", code, errOut)
 	}
 }

@@ -173,7 +173,7 @@ func TestBackupCopyAndVerify(t *testing.T) {
 		t.Fatalf("a plain backup of the damaged index: exit %d %s (the test expects it not to read the tables)", code, errOut)
 	}
 	_, errOut, code := runLine([]string{"backup", "--db", idx, "--to", filepath.Join(dir, "checked"), "--verify"}, "")
-	if code != 1 || !strings.Contains(errOut, "is damaged") && !strings.Contains(errOut, "fails its check") {
+	if code != exitDamaged || !strings.Contains(errOut, "is damaged") && !strings.Contains(errOut, "fails its check") {
 		t.Fatalf("backup --verify of a damaged index: exit %d, %q", code, errOut)
 	}
 	// The damaged copy is out of NEWDIR's way (a script that checks the

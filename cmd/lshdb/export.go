@@ -141,7 +141,7 @@ again once the writers are done, or export a backup.`,
 			})
 		},
 	}
-	c.Flags().BoolVar(&salvage, "salvage", false, "with --all, on a damaged index: write every document that can be read, passing over the records of a block that cannot be (each range named on stderr, with the ids the id map gives it), and exit 1 if any was")
+	c.Flags().BoolVar(&salvage, "salvage", false, "with --all, on a damaged index: write every document that can be read, passing over the records of a block that cannot be (each range named on stderr, with the ids the id map gives it), and exit 4 (damage) if any was")
 	df.add(c, "the file of the kept documents (default: stdout)", "also write the removed documents to this file, with duplicate_of and similarity", "none")
 	c.Flags().BoolVar(&all, "all", false, "export every document, without clustering")
 	return c

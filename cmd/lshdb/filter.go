@@ -518,7 +518,7 @@ func (f *dedupFlags) add(c *cobra.Command, outHelp, removedHelp, stdoutCompress 
 	c.Flags().Float64Var(&f.threshold, "threshold", 0, "least Jaccard (default: the index's)")
 	c.Flags().StringVar(&f.out, "out", "", outHelp)
 	c.Flags().StringVar(&f.removed, "removed", "", removedHelp)
-	c.Flags().StringVar(&f.from, "from", "", "make the clusters from this file of pairs --output json instead of finding the pairs")
+	c.Flags().StringVar(&f.from, "from", "", "make the clusters from this file of pairs --output json (- for stdin) instead of finding the pairs")
 	c.Flags().StringVar(&f.compress, "compress", "auto", "the outputs' compression: auto (a file's by its name, .gz or .zst, else none; stdout's "+stdoutCompress+"), none, gzip or zstd")
 	f.cf.add(c, db.Centers)
 }

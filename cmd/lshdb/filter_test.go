@@ -526,7 +526,7 @@ func TestFilterAcrossFilesAndShapeFirst(t *testing.T) {
 		t.Fatalf("mixed inputs with a failing clustering: exit %d %q; want the inputs' error", code, errOut)
 	}
 	_, errOut, code = runLine([]string{"filter", "--db", idx, "--from", pairs, a}, "")
-	if code != 1 || !strings.Contains(errOut, "nobody") {
+	if code != exitNotFound || !strings.Contains(errOut, "nobody") {
 		t.Fatalf("the failing clustering alone: exit %d %q", code, errOut)
 	}
 }
@@ -1188,7 +1188,7 @@ func TestExportSalvage(t *testing.T) {
 		t.Errorf("--salvage without --all: exit %d %s", code, errOut)
 	}
 	_, errOut, code := runLine([]string{"export", "--db", idx, "--all", "--salvage", "--out", out}, "")
-	if code != 1 || !strings.Contains(errOut, "export --salvage passed over 1 range of unreadable records") {
+	if code != exitDamaged || !strings.Contains(errOut, "export --salvage passed over 1 range of unreadable records") {
 		t.Fatalf("export --salvage: exit %d\n%s", code, errOut)
 	}
 	want := map[string]string{}

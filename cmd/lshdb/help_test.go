@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -76,6 +77,30 @@ func TestHelpNamesOnlyUsedFlags(t *testing.T) {
 			if got := strings.Contains(out, flag); got != c.want {
 				t.Errorf("%s --help lists %s: %v, want %v", c.cmd, flag, got, c.want)
 			}
+		}
+	}
+}
+
+// Ensure that help of a topic that is no command is a usage error, as the
+// command itself is (exit 2, said on stderr): it printed the root's help
+// on stdout and exited 0 (a scripting operator's CL9); and that the
+// root's help lists the exit statuses a script tells apart.
+func TestHelpUnknownTopic(t *testing.T) {
+	out, errOut, code := runLine([]string{"help", "bogsu"}, "")
+	if code != 2 || out != "" || errOut != "lshdb: no help topic \"bogsu\": lshdb help lists the commands\n" {
+		t.Errorf("help bogsu: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	if _, _, code := runLine([]string{"bogsu"}, ""); code != 2 {
+		t.Errorf("bogsu: exit %d, want 2", code)
+	}
+	out, errOut, code = runLine([]string{"help", "pairs"}, "")
+	if code != 0 || !strings.Contains(out, "lshdb pairs --db DIR") || errOut != "" {
+		t.Errorf("help pairs: exit %d, stdout %.80q, stderr %q", code, out, errOut)
+	}
+	out, _, code = runLine([]string{"help"}, "")
+	for _, status := range []int{exitNotFound, exitDamaged, exitBusy, exitPipe} {
+		if code != 0 || !strings.Contains(out, fmt.Sprintf(" %d ", status)) {
+			t.Errorf("help: exit %d, no status %d in:\n%s", code, status, out)
 		}
 	}
 }

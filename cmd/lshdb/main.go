@@ -156,7 +156,7 @@ func signalContext() context.Context {
 	}()
 	// NB: with SIGPIPE ignored, a write to a closed pipe (lshdb pairs |
 	// head) fails with EPIPE instead of killing the process: the command
-	// stops at its next write and exits 1 quietly (see exitCode), and a
+	// stops at its next write and exits 141 quietly (see exitCode), and a
 	// write command first says what it committed.
 	signal.Ignore(syscall.SIGPIPE)
 	return ctx
@@ -443,6 +443,19 @@ func (e *errWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// askedf writes on stderr what a flag asked for (pairs --stats), which
+// --quiet keeps: it dropped the statistics asked for without a word (a
+// scripting operator's CL6).
+func (a *app) askedf(format string, args ...any) {
+	w := a.stderr
+	if ew, ok := w.(*errWriter); ok {
+		stderrMu.Lock()
+		defer stderrMu.Unlock()
+		w = ew.w
+	}
+	fmt.Fprintf(w, format, args...)
+}
+
 // flush writes a last line that did not end, if --quiet keeps it.
 func (e *errWriter) flush() {
 	stderrMu.Lock()
@@ -482,9 +495,48 @@ func (a *app) outErr() error {
 	return a.out.err
 }
 
+// The exit statuses besides 0 (done), 1 (an error of no status below), 2
+// (a usage error) and 128 + a signal's number (interrupted: 129 SIGHUP,
+// 130 SIGINT, 143 SIGTERM). NB: a script told them apart only by
+// stderr's words, a retry on a locked index from a document not found
+// from damage (a scripting operator's CL3).
+const (
+	// exitNotFound: a document named is not stored (get, explain, query
+	// --id, delete, a pairs file's id): db.ErrNotFound.
+	exitNotFound = 3
+	// exitDamaged: the index is damaged (db.ErrCorrupt), or check found
+	// problems.
+	exitDamaged = 4
+	// exitBusy: another process holds the index (db.ErrLocked: its
+	// owner does not answer, or serves it to another user; a Redis index
+	// in use for drop or check --repair), or owns it to read only while
+	// this command writes: the same command may succeed later (75 is
+	// sysexits' EX_TEMPFAIL).
+	exitBusy = 75
+	// exitPipe: the output's reader went away (| head), as a shell
+	// reports a process that SIGPIPE ended (lshdb ignores the signal and
+	// stops at its next write).
+	exitPipe = 141
+)
+
+// exitStatuses is the root help's list of the exit statuses.
+const exitStatuses = `Exit status, for every command: 0 done; 1 an error none of these names
+(a missing index or input file, a bad record, a full disk); 2 a usage
+error; 3 a document named is not stored; 4 the index is damaged, or check
+found problems; 75 the index is busy (another process holds it and does
+not serve it, or serves it reading only to a command that writes): try
+again later; 141 the output was closed early (| head); 129, 130, 143
+interrupted (SIGHUP, SIGINT, SIGTERM).`
+
+// problemsFound is check's error when it ran and found problems: exit
+// exitDamaged, as damage that stopped it.
+type problemsFound struct{ msg string }
+
+func (p problemsFound) Error() string { return p.msg }
+
 func (a *app) exitCode(err error) int {
 	if a.brokenPipe(err) {
-		return 1
+		return exitPipe
 	}
 	if err == nil && a.outErr() != nil {
 		err = fmt.Errorf("writing the output: %w", a.out.err)
@@ -562,8 +614,24 @@ func (a *app) exitCode(err error) int {
 		strings.HasPrefix(msg, "invalid argument") || strings.Contains(msg, "required flag") {
 		return 2
 	}
+	switch {
+	case errors.Is(err, syscall.EPIPE) && errors.Is(a.outErr(), syscall.EPIPE):
+		return exitPipe // a write command's "stored …; stopped: … broken pipe"
+	case errors.Is(err, db.ErrNotFound):
+		return exitNotFound
+	case errors.Is(err, db.ErrCorrupt) || errors.As(err, new(problemsFound)):
+		return exitDamaged
+	case errors.Is(err, db.ErrLocked) || errors.Is(err, errInUse) ||
+		errors.Is(err, db.ErrReadOnly) && strings.Contains(msg, readOnlyOwner):
+		return exitBusy
+	}
 	return 1
 }
+
+// readOnlyOwner is in the error of a write refused by an owner that reads
+// only (a long pairs or check serves the index while it runs; see
+// httpapi's handler): it ends, and the write may be tried again.
+const readOnlyOwner = "which reads only: write once it has closed the index"
 
 // plainMessage returns an error's text without the "lshdb: " that package
 // db puts before each of its errors, wherever a wrap left one: at the
@@ -600,7 +668,7 @@ func (a *app) rootCmd() *cobra.Command {
 	root := &cobra.Command{
 		Use:           "lshdb",
 		Short:         "Build, query and inspect near-duplicate indexes",
-		Long:          "lshdb finds near-duplicate documents: MinHash signatures and LSH banding find candidates, exact Jaccard similarity decides.\nAn index is a directory (--db) holding a Pebble store, or an index on a Redis Cluster (--db redis+cluster://HOST:PORT,…/NAME).",
+		Long:          "lshdb finds near-duplicate documents: MinHash signatures and LSH banding find candidates, exact Jaccard similarity decides.\nAn index is a directory (--db) holding a Pebble store, or an index on a Redis Cluster (--db redis+cluster://HOST:PORT,…/NAME).\n\n" + exitStatuses,
 		Version:       version(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -624,7 +692,7 @@ func (a *app) rootCmd() *cobra.Command {
 	root.PersistentFlags().StringVar(&a.output, "output", "table", "output format: table or json (JSON Lines); pairs also csv or tsv")
 	root.PersistentFlags().StringVar(&a.progressMode, "progress", progressAuto, "how work shows progress on stderr: auto (a bar on a terminal, else a line every --progress-every), bar, log or none")
 	root.PersistentFlags().DurationVar(&a.progressEvery, "progress-every", defaultProgressEvery, "time between two progress lines (--progress log, or auto without a terminal)")
-	root.PersistentFlags().BoolVar(&a.quiet, "quiet", false, "print on stderr only errors and warnings (lines beginning \"lshdb: \" that are not notes): no progress, notes or summaries; the summary a write or maintenance command (build, insert, delete, compact, purge, backup, upgrade, drop) prints on stdout goes too, unless --output json asks for it (for cron jobs: a run that succeeds prints nothing)")
+	root.PersistentFlags().BoolVar(&a.quiet, "quiet", false, "print on stderr only errors and warnings (lines beginning \"lshdb: \" that are not notes): no progress, notes or summaries; the summary a write or maintenance command (build, insert, delete, create, compact, purge, backup, upgrade, drop, report) prints on stdout goes too, unless --output json asks for it (for cron jobs: a run that succeeds prints nothing); what a flag asks for (pairs --stats) stays")
 	root.PersistentPreRunE = func(c *cobra.Command, args []string) error {
 		if a.command == "" {
 			a.command = c.CommandPath() // NB: the first: a shell's statements run inside "lshdb shell"
@@ -699,6 +767,24 @@ func (a *app) rootCmd() *cobra.Command {
 			if !slices.Contains([]string{"gen", "version"}, c.Name()) {
 				c.Flags().StringVar(&a.dbDir, "db", "", "index directory, or an index on Redis: redis+cluster://HOST:PORT,…/NAME (redis://HOST:PORT/NAME for one server)")
 				c.Flags().StringVar(&a.cpuProfile, "cpuprofile", "", "write a CPU profile of the command to this file (for go tool pprof)")
+			}
+		}
+	}
+	// NB: help of a topic that is no command is a usage error (exit 2, on
+	// stderr), as the command itself is: cobra's help printed "Unknown
+	// help topic" and the root's help on stdout, and exited 0 (a
+	// scripting operator's CL9).
+	root.InitDefaultHelpCmd()
+	for _, c := range root.Commands() {
+		if c.Name() == "help" && c.Run != nil {
+			show := c.Run
+			c.Run = nil
+			c.RunE = func(c *cobra.Command, args []string) error {
+				if found, _, err := c.Root().Find(args); len(args) > 0 && (found == nil || err != nil) {
+					return usagef("no help topic %q: lshdb help lists the commands", strings.Join(args, " "))
+				}
+				show(c, args)
+				return nil
 			}
 		}
 	}

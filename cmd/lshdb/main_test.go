@@ -196,7 +196,7 @@ func TestLockedIndex(t *testing.T) {
 	}
 	defer d.Close()
 	_, errOut, code := runLine([]string{"stats", "--db", dir}, "")
-	if code != 1 || !strings.Contains(errOut, "locked by another handle in this process") {
+	if code != exitBusy || !strings.Contains(errOut, "locked by another handle in this process") {
 		t.Fatalf("stats on a locked index: exit %d, %q", code, errOut)
 	}
 }
@@ -666,7 +666,7 @@ func TestCLILog(t *testing.T) {
 func TestCorruptHint(t *testing.T) {
 	var errb bytes.Buffer
 	a := &app{ctx: context.Background(), root: context.Background(), stderr: &errWriter{w: &errb}}
-	if code := a.exitCode(fmt.Errorf("%w: block 12: checksum mismatch", db.ErrCorrupt)); code != 1 {
+	if code := a.exitCode(fmt.Errorf("%w: block 12: checksum mismatch", db.ErrCorrupt)); code != exitDamaged {
 		t.Fatalf("exit %d", code)
 	}
 	if got := errb.String(); strings.Count(got, "\n") != 1 || !strings.HasPrefix(got, "lshdb: database is corrupt: block 12: checksum mismatch; ") || !strings.Contains(got, "restore a backup") {

@@ -94,7 +94,7 @@ func TestLockedNamesOwner(t *testing.T) {
 	// A command that must own the index cannot attach.
 	for _, args := range [][]string{{"upgrade", "--db", idx}} {
 		_, errOut, code := runLine(args, "")
-		if code != 1 || !strings.Contains(errOut, want) || !strings.Contains(errOut, "locked") {
+		if code != exitBusy || !strings.Contains(errOut, want) || !strings.Contains(errOut, "locked") {
 			t.Errorf("%s of a served index: exit %d %s", args[0], code, errOut)
 		}
 	}
@@ -109,7 +109,7 @@ func TestLockedNamesOwner(t *testing.T) {
 	defer release()
 	_, errOut, code := runLine([]string{"query", "--db", idx, "--id", "x"}, "")
 	want = fmt.Sprintf("(pid %d: serve, the shell, or a command that holds the index while it runs) holds it and does not serve it", pid)
-	if code != 1 || !strings.Contains(errOut, want) {
+	if code != exitBusy || !strings.Contains(errOut, want) {
 		t.Errorf("query of a held index: exit %d %s (want %q)", code, errOut, want)
 	}
 	release()
@@ -122,7 +122,7 @@ func TestLockedNamesOwner(t *testing.T) {
 	defer release()
 	_, errOut, code = runLine([]string{"query", "--db", idx, "--id", "x"}, "")
 	want = fmt.Sprintf("myservice (pid %d), a program that opened the index with lshdb's package db, holds it and does not serve it: run the command when that program has closed the index (DB.Close) or ended", pid)
-	if code != 1 || !strings.Contains(errOut, want) || strings.Contains(errOut, "kill") {
+	if code != exitBusy || !strings.Contains(errOut, want) || strings.Contains(errOut, "kill") {
 		t.Errorf("query of an index held by another program: exit %d %s (want %q, no kill)", code, errOut, want)
 	}
 }
@@ -183,7 +183,7 @@ func TestReaderServes(t *testing.T) {
 		t.Errorf("get attached to a reader: exit %d %q %s, want %q", code, got, errOut, wantGet)
 	}
 	_, errOut, code := runLine([]string{"delete", "--db", idx, "copy007"}, "")
-	if want := fmt.Sprintf("read-only by the process that serves it (pid %d)", pairs.Process.Pid); code != 1 || !strings.Contains(errOut, want) {
+	if want := fmt.Sprintf("read-only by the process that serves it (pid %d)", pairs.Process.Pid); code != exitBusy || !strings.Contains(errOut, want) {
 		t.Errorf("delete attached to a reader: exit %d %s, want %q", code, errOut, want)
 	}
 	out.Close() // pairs fails writing its output, and ends

@@ -856,7 +856,7 @@ file (a redirect, > FILE, does).`,
 						if d.Params().Storage == db.StorageNone {
 							verified, matched = "estimated", "matched by their estimate"
 						}
-						fmt.Fprintf(a.stderr, "pairs: %d documents, %s (%s reported unverified), %d posting lists (%d with over %d distinct sets, largest %d), %d candidate pairs, %d ruled out by their signatures, %d distinct %s, %d %s, %s, spilled to disk: %v\n",
+						a.askedf("pairs: %d documents, %s (%s reported unverified), %d posting lists (%d with over %d distinct sets, largest %d), %d candidate pairs, %d ruled out by their signatures, %d distinct %s, %d %s, %s, spilled to disk: %v\n",
 							st.Docs, counted(st.IdenticalGroups, "identical group", "identical groups"), counted(st.IdenticalPairs, "pair", "pairs"), st.Lists, st.HotLists, db.HotList, st.LargestList, st.Candidates, st.Filtered, st.Verified, verified, st.Matched, matched, found, st.Spilled)
 					}
 					if err == nil && a.pairRows == 0 {
@@ -1286,8 +1286,8 @@ func (a *app) checkCmd() *cobra.Command {
 	var repair, force, restoreIDs, removeUnnamed bool
 	c := &cobra.Command{
 		Use:   "check --db DIR [--repair]",
-		Short: "Full consistency check; exit 1 with the problems if any",
-		Long: `Full consistency check; exit 1 with the problems if any.
+		Short: "Full consistency check; exit 4 with the problems if any (damage that stops it too)",
+		Long: `Full consistency check; exit 4 with the problems if any, as for damage that stops the check (exit 1: it could not run, a missing index say).
 
 With --repair, first mend what the check would find in the index's
 structure, from the documents' records, then check. An index whose newest
@@ -1483,9 +1483,9 @@ build the index again.`,
 				if !rep.OK() {
 					// NB: it named no way out.
 					if repair {
-						return errors.New("check found problems after the repair: what the records cannot mend; restore a backup of the index, or build it again")
+						return problemsFound{"check found problems after the repair: what the records cannot mend; restore a backup of the index, or build it again"}
 					}
-					return errors.New("check found problems: lshdb check --repair mends what the records imply (lshdb backup --copy first keeps the index as it is); what it cannot, restore a backup or build the index again")
+					return problemsFound{"check found problems: lshdb check --repair mends what the records imply (lshdb backup --copy first keeps the index as it is); what it cannot, restore a backup or build the index again"}
 				}
 				if !a.json() {
 					_, err = fmt.Fprintln(a.stdout, "ok")

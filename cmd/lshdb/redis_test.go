@@ -283,7 +283,7 @@ func TestRedisDropRefusesWhileOthersWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, errOut, code := runLine([]string{"drop", "--db", url, "--yes"}, "")
-	if code != 1 || !strings.Contains(errOut, "has the index open to write in 1 other handle") {
+	if code != exitBusy || !strings.Contains(errOut, "has the index open to write in 1 other handle") {
 		t.Fatalf("drop under an open writer: exit %d, %q", code, errOut)
 	}
 	if out, _, code := runLine([]string{"get", "--db", url, "a"}, ""); code != 0 || !strings.Contains(out, "stays open") {
@@ -331,7 +331,7 @@ func TestRedisRepairRefusesWhileOthersWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, errOut, code := runLine([]string{"check", "--db", url, "--repair"}, "")
-	if code != 1 || !strings.Contains(errOut, "has the index open to write in 1 other handle:") || strings.Contains(out, "repaired") {
+	if code != exitBusy || !strings.Contains(errOut, "has the index open to write in 1 other handle:") || strings.Contains(out, "repaired") {
 		t.Fatalf("repair under an open writer: exit %d, %q %q", code, out, errOut)
 	}
 	if out, _, code := runLine([]string{"check", "--db", url}, ""); code != 0 || !strings.Contains(out, "ok") {

@@ -182,7 +182,7 @@ func TestCommandFailsOnDamageSeen(t *testing.T) {
 	}
 	closeDB()
 	// The command returned nil: its exit status is the damage's.
-	if code := a.finish(nil); code != 1 || !strings.Contains(errOut.String(), "lshdb check") || !strings.Contains(errOut.String(), "corrupt") {
+	if code := a.finish(nil); code != exitDamaged || !strings.Contains(errOut.String(), "lshdb check") || !strings.Contains(errOut.String(), "corrupt") {
 		t.Errorf("exit %d: %s", code, errOut.String())
 	}
 }

@@ -39,12 +39,12 @@ func testCheckRepairPebble(t *testing.T, attached bool) {
 		t.Fatalf("check --repair of a clean index: exit %d\n%s%s", code, out, errOut)
 	}
 	damageIndex(t, dir)
-	if out, errOut, code := runLine([]string{"check", "--db", dir}, ""); code != 1 || !strings.Contains(out, "problem: posting list 0/") || !strings.Contains(out, "posting list damaged") {
+	if out, errOut, code := runLine([]string{"check", "--db", dir}, ""); code != exitDamaged || !strings.Contains(out, "problem: posting list 0/") || !strings.Contains(out, "posting list damaged") {
 		t.Fatalf("check of the damaged index: exit %d\n%s%s", code, out, errOut)
 	}
 	// The errors of commands on the damaged index name the way out by
 	// the kind of damage: this kind, check --repair.
-	if out, errOut, code := runLine([]string{"get", "--db", dir, "0ad"}, ""); code != 1 || !strings.Contains(errOut, "lshdb check --repair mends it") {
+	if out, errOut, code := runLine([]string{"get", "--db", dir, "0ad"}, ""); code != exitDamaged || !strings.Contains(errOut, "lshdb check --repair mends it") {
 		t.Fatalf("get of an unreadable record: exit %d\n%s%s", code, out, errOut)
 	}
 	var log *syncBuffer
@@ -65,7 +65,7 @@ func testCheckRepairPebble(t *testing.T, attached bool) {
 	if attached && !strings.Contains(log.String(), "op=repair status=200") {
 		t.Errorf("the server's log shows no repair:\n%s", log)
 	}
-	if out, errOut, code := runLine([]string{"get", "--db", dir, "0ad"}, ""); code != 1 || !strings.Contains(errOut, "not found") {
+	if out, errOut, code := runLine([]string{"get", "--db", dir, "0ad"}, ""); code != exitNotFound || !strings.Contains(errOut, "not found") {
 		t.Errorf("get 0ad after the repair: exit %d\n%s%s", code, out, errOut)
 	}
 	if out, errOut, code := runLine([]string{"check", "--db", dir, "--repair", "--output", "json"}, ""); code != 0 || !strings.HasPrefix(out, `{"orphans":0,"dangling":0,"reposted":0,"lost":[],`) || !strings.Contains(out, `"changed":false}`) {
@@ -146,7 +146,7 @@ func TestCorruptTableHint(t *testing.T) {
 	f.Close()
 	for _, args := range [][]string{{"check", "--db", dir}, {"check", "--db", dir, "--repair"}} {
 		out, errOut, code := runLine(args, "")
-		if code != 1 || !strings.Contains(errOut, "restore a backup") || strings.Contains(errOut, "check --repair mends") {
+		if code != exitDamaged || !strings.Contains(errOut, "restore a backup") || strings.Contains(errOut, "check --repair mends") {
 			t.Errorf("lshdb %v on a table whose checksum fails: exit %d\n%s%s", args, code, out, errOut)
 		}
 	}
@@ -159,7 +159,7 @@ func TestCorruptTableHint(t *testing.T) {
 		OK       bool     `json:"ok"`
 		Problems []string `json:"problems"`
 	}
-	if err := json.Unmarshal([]byte(out), &rep); err != nil || code != 1 || rep.OK || len(rep.Problems) != 1 || !strings.Contains(rep.Problems[0], "database is corrupt") ||
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || code != exitDamaged || rep.OK || len(rep.Problems) != 1 || !strings.Contains(rep.Problems[0], "database is corrupt") ||
 		!strings.Contains(errOut, "restore a backup") || strings.Contains(errOut, "closed") {
 		t.Errorf("check --output json on a table whose checksum fails: exit %d, %v\n%s%s", code, err, out, errOut)
 	}
@@ -229,7 +229,7 @@ func TestCheckRepairLogDamage(t *testing.T) {
 	f.Close()
 
 	for _, args := range [][]string{{"check", "--db", img}, {"get", "--db", img, "b0-1"}} {
-		if out, errOut, code := runLine(args, ""); code != 1 || out != "" || !strings.Contains(errOut, "write-ahead log") || !strings.Contains(errOut, "lshdb check --repair opens it accepting the loss") || strings.Contains(errOut, "cannot mend") {
+		if out, errOut, code := runLine(args, ""); code != exitDamaged || out != "" || !strings.Contains(errOut, "write-ahead log") || !strings.Contains(errOut, "lshdb check --repair opens it accepting the loss") || strings.Contains(errOut, "cannot mend") {
 			t.Fatalf("%v: exit %d\n%s%s", args, code, out, errOut)
 		}
 	}
@@ -241,7 +241,7 @@ func TestCheckRepairLogDamage(t *testing.T) {
 		Problems     []string `json:"problems"`
 		ProblemCount int      `json:"problem_count"`
 	}
-	if err := json.Unmarshal([]byte(out), &rep); err != nil || code != 1 || rep.OK || rep.ProblemCount != 1 || len(rep.Problems) != 1 ||
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || code != exitDamaged || rep.OK || rep.ProblemCount != 1 || len(rep.Problems) != 1 ||
 		!strings.Contains(rep.Problems[0], "write-ahead log") || !strings.Contains(errOut, "write-ahead log") {
 		t.Fatalf("check --output json: exit %d, %v\n%s%s", code, err, out, errOut)
 	}
@@ -262,7 +262,7 @@ func TestCheckRepairLogDamage(t *testing.T) {
 	if out, _, _ := runLine([]string{"info", "--db", img}, ""); strings.Contains(out, "damaged") {
 		t.Errorf("info names a copy removed:\n%s", out)
 	}
-	for id, want := range map[string]int{"b0-119": 0, "b1-0": 1, "b2-119": 1} {
+	for id, want := range map[string]int{"b0-119": 0, "b1-0": exitNotFound, "b2-119": exitNotFound} {
 		if out, errOut, code := runLine([]string{"get", "--db", img, id}, ""); code != want {
 			t.Errorf("get %s after the repair: exit %d, want %d\n%s%s", id, code, want, out, errOut)
 		}

@@ -326,7 +326,7 @@ func TestReportErrors(t *testing.T) {
 		{[]string{"report", "--db", dir, "--out", out, "--pairs", filepath.Join(tmp, "absent.jsonl")}, 1, "absent.jsonl: no such file"},
 		// A file without a header made on another index: its ids are not
 		// this index's (it drew a page of them).
-		{[]string{"report", "--db", dir, "--out", out, "--pairs", write("other.jsonl", "{\"a\":\"AGPL-1.0\",\"b\":\"MIT\",\"jaccard\":0.9}\n")}, 1, `names "AGPL-1.0", which the index does not hold`},
+		{[]string{"report", "--db", dir, "--out", out, "--pairs", write("other.jsonl", "{\"a\":\"AGPL-1.0\",\"b\":\"MIT\",\"jaccard\":0.9}\n")}, exitNotFound, `names "AGPL-1.0", which the index does not hold`},
 		{[]string{"report", "--db", dir, "--out", out, "--pairs", write("cut.jsonl", "{\"header\":{\"threshold\":0.5}}\n{\"a\":\"x\",\"b\":\"y\",\"jaccard\":0.5}\n")}, 1, "cut.jsonl has the header of pairs --header but no end line"},
 		{[]string{"report", "--db", dir, "--out", filepath.Join(tmp, "no", "such", "dir.html")}, 1, "no such file or directory"},
 		{[]string{"report", "--db", dir, "--out", tmp}, 1, "cannot write " + tmp + ": it is a directory"},

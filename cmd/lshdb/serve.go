@@ -309,7 +309,7 @@ func (a *app) serve(so *serveOptions) error {
 	// NB: the index is closed last, after the server has stopped, so that
 	// requests in flight finish against an open index.
 	defer d.Close()
-	// NB: so that damage its background work meets makes serve exit 1
+	// NB: so that damage its background work meets makes serve exit 4
 	// (app.finish), as every other command: it exited 0.
 	a.opened = append(a.opened, d)
 	var listeners []net.Listener
@@ -566,7 +566,7 @@ func startupAttrs(d *db.DB, so *serveOptions, dir bool) []any {
 func watchDamage(d *db.DB, log *slog.Logger, every time.Duration) (stop func()) {
 	return ticking(every, func() bool {
 		if err := d.Corruption(); err != nil {
-			log.Error("lshdb: the index met damage in the background: GET /healthz answers 503 and serve will exit 1; reads and writes go on where they can: stop the server and run lshdb check", "err", err)
+			log.Error("lshdb: the index met damage in the background: GET /healthz answers 503 and serve will exit 4 (damage); reads and writes go on where they can: stop the server and run lshdb check", "err", err)
 			return false
 		}
 		return true

@@ -141,7 +141,7 @@ func TestServe(t *testing.T) {
 		t.Fatalf("socket %v %v", st.Mode(), err)
 	}
 	// A second owner is refused: the index is locked.
-	if _, errOut, code := runLine([]string{"serve", "--db", idx}, ""); code != 1 || !strings.Contains(errOut, "locked") {
+	if _, errOut, code := runLine([]string{"serve", "--db", idx}, ""); code != exitBusy || !strings.Contains(errOut, "locked") {
 		t.Errorf("a second serve: exit %d %s", code, errOut)
 	}
 	c, err := client.Open(sock, &client.Options{Token: "tok"})
@@ -289,7 +289,7 @@ func TestServeRefuses(t *testing.T) {
 		c.Close()
 	}
 	// A second serve names the owner and where it serves.
-	if _, errOut, code := runLine([]string{"serve", "--db", idx}, ""); code != 1 || !strings.Contains(errOut, "lshdb serve (pid ") || !strings.Contains(errOut, sock) {
+	if _, errOut, code := runLine([]string{"serve", "--db", idx}, ""); code != exitBusy || !strings.Contains(errOut, "lshdb serve (pid ") || !strings.Contains(errOut, sock) {
 		t.Errorf("a second serve: exit %d %s", code, errOut)
 	}
 	if code := stop(); code != 0 {
@@ -740,7 +740,7 @@ func TestServeReportsDamage(t *testing.T) {
 	for wait := time.Now().Add(20 * time.Second); !strings.Contains(log.String(), "met damage in the background") && time.Now().Before(wait); {
 		time.Sleep(100 * time.Millisecond)
 	}
-	if code := stop(); code != 1 || !strings.Contains(log.String(), "met damage in the background") || !strings.Contains(log.String(), "lshdb check") {
+	if code := stop(); code != exitDamaged || !strings.Contains(log.String(), "met damage in the background") || !strings.Contains(log.String(), "lshdb check") {
 		t.Errorf("exit %d: %s", code, log)
 	}
 }

@@ -121,7 +121,11 @@ lists (help CMD); none names another index or a file. Tab completes a
 command's name and its flags. History is kept in
 ~/.lshdb_history (mode 0600). When stdin is not a terminal, the shell runs
 one statement per line: stdout gets only their output, and stderr each
-statement (after "> ", cut after 256 bytes) and its error, if any. It stops at an interrupt.
+statement (after "> ", cut after 256 bytes) and its error, if any. A failed
+statement does not stop the script: the statements after it run, and the
+shell then exits 1 ("lshdb: N shell commands failed"), whatever their
+errors; it stops at an interrupt (exit 130, 143 or 129) and when its
+output is closed (exit 141).
 Quotes (' or ") hold spaces in a word, where they open it or follow an
 = (--text="two words"); inside a word that starts plain a quote is itself
 (o'brien). A double-quoted word (or flag value) with

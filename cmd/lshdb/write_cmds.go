@@ -510,6 +510,12 @@ func (a *app) createCmd() *cobra.Command {
 				return err
 			}
 			defer finish(true)
+			if a.quiet && !a.json() {
+				// NB: its parameters are a summary, which --quiet drops
+				// as the other write commands' (a scripting operator's
+				// CL5).
+				return nil
+			}
 			return a.printParams(d, nil)
 		},
 	}
@@ -2056,12 +2062,23 @@ have deleted some; run it again with --ignore-missing, then check --repair.`,
 				}
 				ids = append(ids, more...)
 			}
+			if from == "-" && slices.Contains(args, "-") {
+				return usagef("delete reads stdin once: give - as an argument or --from -, not both")
+			}
 			if from != "" {
-				f, err := os.Open(from)
-				if err != nil {
-					return err
+				// NB: - is stdin, as for every flag that names a file
+				// to read (a scripting operator's CL4: "open -: no such
+				// file or directory").
+				var f io.ReadCloser = io.NopCloser(a.stdin)
+				name := "stdin"
+				if from != "-" {
+					var err error
+					if f, err = os.Open(from); err != nil {
+						return fmt.Errorf("--from %s: %w", esc(from), pathCause(err))
+					}
+					name = from
 				}
-				more, err := readIDs(f, from)
+				more, err := readIDs(f, name)
 				f.Close()
 				if err != nil {
 					return err
@@ -2152,7 +2169,7 @@ have deleted some; run it again with --ignore-missing, then check --repair.`,
 			})
 		},
 	}
-	c.Flags().StringVar(&from, "from", "", "read the ids from this file, one per line")
+	c.Flags().StringVar(&from, "from", "", "read the ids from this file, one per line (- for stdin)")
 	c.Flags().BoolVar(&ignoreMissing, "ignore-missing", false, "delete the ids that are stored and pass over the others")
 	return c
 }

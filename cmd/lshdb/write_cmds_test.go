@@ -361,7 +361,7 @@ func TestDeleteCommand(t *testing.T) {
 	}
 	// One missing id: nothing deleted.
 	_, errOut, code := runLine([]string{"delete", "--db", idx, "d1", "d2", "nope"}, "")
-	if code != 1 || errOut != "lshdb: document not found: \"nope\" (nothing deleted: a delete is all or nothing; --ignore-missing passes over the ids not stored)\n" {
+	if code != exitNotFound || errOut != "lshdb: document not found: \"nope\" (nothing deleted: a delete is all or nothing; --ignore-missing passes over the ids not stored)\n" {
 		t.Fatalf("exit %d, %q", code, errOut)
 	}
 	// From stdin with CRLF and a repeat, beside an argument.
@@ -486,7 +486,7 @@ func TestOutputClosed(t *testing.T) {
 	w := epipe(0)
 	errOut, code := runW(w, []string{"dedup", "--db", idx, "-"}, docs.String())
 	n := dedupBatch
-	if code != 1 || errOut != fmt.Sprintf("lshdb: stored %d documents through stdin:%d; stopped: write |1: broken pipe\n", n, n) || w.writes != 1 {
+	if code != exitPipe || errOut != fmt.Sprintf("lshdb: stored %d documents through stdin:%d; stopped: write |1: broken pipe\n", n, n) || w.writes != 1 {
 		t.Fatalf("dedup: exit %d, %d writes, %q", code, w.writes, errOut)
 	}
 	if got := storedTexts(t, idx); len(got) != n {
@@ -502,7 +502,7 @@ func TestOutputClosed(t *testing.T) {
 	w = epipe(0)
 	errOut, code = runW(w, []string{"dedup", "--db", idx, file}, "")
 	n = (1000 + dedupBatch - 1) / dedupBatch * dedupBatch
-	if code != 1 || errOut != fmt.Sprintf("lshdb: stored %d documents through %s:%d; stopped: write |1: broken pipe\n", n, file, n) || w.writes != 1 {
+	if code != exitPipe || errOut != fmt.Sprintf("lshdb: stored %d documents through %s:%d; stopped: write |1: broken pipe\n", n, file, n) || w.writes != 1 {
 		t.Fatalf("dedup of a file: exit %d, %d writes, %q", code, w.writes, errOut)
 	}
 	// The same with JSON lines: the first line fails, after the first
@@ -510,7 +510,7 @@ func TestOutputClosed(t *testing.T) {
 	idx = filepath.Join(tmp, "dedup-json")
 	w = epipe(0)
 	errOut, code = runW(w, []string{"dedup", "--db", idx, "--output", "json", "-"}, docs.String())
-	if code != 1 || errOut != fmt.Sprintf("lshdb: stored %d documents through stdin:%d; stopped: write |1: broken pipe\n", dedupBatch, dedupBatch) || w.writes != 1 {
+	if code != exitPipe || errOut != fmt.Sprintf("lshdb: stored %d documents through stdin:%d; stopped: write |1: broken pipe\n", dedupBatch, dedupBatch) || w.writes != 1 {
 		t.Fatalf("dedup --output json: exit %d, %d writes, %q", code, w.writes, errOut)
 	}
 	// insert commits everything, then its summary fails: quietly.
@@ -518,7 +518,7 @@ func TestOutputClosed(t *testing.T) {
 	for _, output := range []string{"table", "json"} {
 		w = epipe(0)
 		errOut, code = runW(w, []string{"insert", "--db", idx, "--output", output, "-"}, docs.String())
-		if code != 1 || errOut != "" || w.writes != 1 {
+		if code != exitPipe || errOut != "" || w.writes != 1 {
 			t.Fatalf("insert --output %s: exit %d, %d writes, %q", output, code, w.writes, errOut)
 		}
 	}
@@ -545,7 +545,7 @@ func TestOutputClosed(t *testing.T) {
 		if args[0] == "gen" { // it names its originals first
 			_, errOut, _ = strings.Cut(errOut, " texts)\n")
 		}
-		if code != 1 || errOut != "" || w.writes != 1 {
+		if code != exitPipe || errOut != "" || w.writes != 1 {
 			t.Errorf("%s: exit %d, %d writes, %q", args, code, w.writes, errOut)
 		}
 	}
@@ -556,7 +556,7 @@ func TestOutputClosed(t *testing.T) {
 	}
 	w = epipe(0)
 	errOut, code = runW(w, []string{"shell", "--db", idx}, "put a one two three\nput b four five six\nput c seven eight\n")
-	if code != 1 || w.writes != 1 || errOut != "> put a one two three\n" {
+	if code != exitPipe || w.writes != 1 || errOut != "> put a one two three\n" {
 		t.Fatalf("shell: exit %d, %d writes, %q", code, w.writes, errOut)
 	}
 	if got := storedTexts(t, idx); len(got) != 1 || got["a"] != "one two three" {
@@ -1206,11 +1206,26 @@ func TestDeleteManyMissing(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, errOut, code := runLine([]string{"delete", "--db", idx, "--from", ids}, "")
-	if code != 1 || !strings.Contains(errOut, "nothing deleted, and 29 more of the ids are not stored") || !strings.Contains(errOut, "--ignore-missing") {
+	if code != exitNotFound || !strings.Contains(errOut, "nothing deleted, and 29 more of the ids are not stored") || !strings.Contains(errOut, "--ignore-missing") {
 		t.Fatalf("a delete of missing ids: exit %d %s", code, errOut)
 	}
 	if got, _ := docsOf(t, idx); got["fox1"] == nil {
 		t.Fatal("a refused delete deleted fox1")
+	}
+	// --from - is stdin, as for the other flags that name a file to read
+	// (it was opened as a file named "-"), and a file it cannot open is
+	// named by its flag.
+	if _, errOut, code := runLine([]string{"delete", "--db", idx, "--from", "-"}, b.String()); code != exitNotFound || !strings.Contains(errOut, "nothing deleted, and 29 more of the ids are not stored") {
+		t.Fatalf("delete --from - of missing ids: exit %d %s", code, errOut)
+	}
+	if _, errOut, code := runLine([]string{"delete", "--db", idx, "--from", "-", "-"}, b.String()); code != 2 || !strings.Contains(errOut, "reads stdin once") {
+		t.Fatalf("delete --from - -: exit %d %s", code, errOut)
+	}
+	if _, errOut, code := runLine([]string{"delete", "--db", idx, "--from", "nofile"}, ""); code != 1 || errOut != "lshdb: --from nofile: no such file or directory\n" {
+		t.Fatalf("delete --from a missing file: exit %d %q", code, errOut)
+	}
+	if out, errOut, code := runLine([]string{"delete", "--db", idx, "--from", "-"}, "x\n"); code != 0 || out != "deleted x\n" {
+		t.Fatalf("delete --from -: exit %d %q %q", code, out, errOut)
 	}
 	empty := filepath.Join(t.TempDir(), "empty.ids")
 	os.WriteFile(empty, nil, 0o644)
