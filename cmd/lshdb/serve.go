@@ -32,6 +32,8 @@ type serveOptions struct {
 	addr, token, backupRoot, logFormat     string
 	logLevel                               slog.Level
 	tokenFile                              string
+	readTokenFile, readToken               string
+	readTokenFileReadable                  bool
 	tokenOnCommandLine                     bool
 	tokenFileReadable                      bool // by its group or every user
 	maxBody, maxInFlightBytes              int64
@@ -135,6 +137,33 @@ stops accepting requests, lets those in flight finish (up to
 					}
 				}
 			}
+			// NB: a second token for the clients that only read (a web
+			// application's), so that theirs cannot delete the index (a
+			// Python client user's PY4): in a file or the environment,
+			// not on a command line every user sees.
+			if so.readTokenFile != "" {
+				b, err := os.ReadFile(so.readTokenFile)
+				if err != nil {
+					return fmt.Errorf("--read-token-file: %w", err)
+				}
+				line, _, _ := strings.Cut(string(b), "\n")
+				if so.readToken = strings.TrimSpace(line); so.readToken == "" {
+					return usagef("--read-token-file %s has no token on its first line", so.readTokenFile)
+				}
+				if fi, err := os.Stat(so.readTokenFile); err == nil && fi.Mode().Perm()&0o044 != 0 {
+					so.readTokenFileReadable = true
+				}
+			} else if env := os.Getenv("LSHDB_READ_TOKEN"); env != "" {
+				if so.readToken = strings.TrimSpace(env); so.readToken == "" {
+					return usagef("LSHDB_READ_TOKEN is white space alone: give a token, or unset it")
+				}
+			}
+			switch {
+			case so.readToken != "" && so.token == "":
+				return usagef("a read-only token (--read-token-file, LSHDB_READ_TOKEN) needs the server's own token (--token, --token-file or LSHDB_TOKEN): without it every request may write")
+			case so.readToken != "" && so.readToken == so.token:
+				return usagef("the read-only token is the server's own token: give it another, or none")
+			}
 			if so.addr != "" {
 				if _, _, err := net.SplitHostPort(so.addr); err != nil {
 					return usagef("--addr %s: not a TCP address, want HOST:PORT (127.0.0.1:7070, or :7070 for every interface): %v", escControls(so.addr), err)
@@ -177,6 +206,7 @@ stops accepting requests, lets those in flight finish (up to
 	fs.StringVar(&so.addr, "addr", "", "also listen on this TCP address (HOST:PORT); default: the Unix socket only")
 	fs.StringVar(&so.token, "token", "", "bearer token required on every request but /healthz (default: $LSHDB_TOKEN); every local user sees a command line: prefer LSHDB_TOKEN or --token-file")
 	fs.StringVar(&so.tokenFile, "token-file", "", "read the bearer token from this file (its first line)")
+	fs.StringVar(&so.readTokenFile, "read-token-file", "", "read a second bearer token from this file (its first line; default: $LSHDB_READ_TOKEN), which may only read: queries, gets, pairs, clusters, stats, check; a write or maintenance request with it gets 403 read_only (for clients that only query; needs --token)")
 	fs.Int64Var(&so.maxBody, "max-body", httpapi.DefaultMaxBodyBytes, "largest request body in bytes (413 beyond; for put-if-new: each document)")
 	fs.IntVar(&so.maxBatch, "max-batch", httpapi.DefaultMaxBatch, "most documents (queries) in one put or query/many request (413 beyond; -1: no limit)")
 	fs.IntVar(&so.maxInFlight, "max-in-flight", httpapi.DefaultMaxInFlight, "most documents (queries) of all requests worked on at once; others wait (-1: no limit)")
@@ -365,7 +395,7 @@ func (a *app) serve(so *serveOptions) error {
 				func() float64 { return float64(l.reclaimed.Load()) }))
 	}
 	mux := http.NewServeMux()
-	api := httpapi.Handler(d, &httpapi.Options{Token: so.token, MaxBodyBytes: so.maxBody, MaxBatch: so.maxBatch, MaxInFlight: so.maxInFlight, MaxInFlightBytes: so.maxInFlightBytes, WriteTimeout: so.writeTimeout, ReadTimeout: so.readTimeout,
+	api := httpapi.Handler(d, &httpapi.Options{Token: so.token, ReadToken: so.readToken, MaxBodyBytes: so.maxBody, MaxBatch: so.maxBatch, MaxInFlight: so.maxInFlight, MaxInFlightBytes: so.maxInFlightBytes, WriteTimeout: so.writeTimeout, ReadTimeout: so.readTimeout,
 		BackupRoot: so.backupRoot, Owner: serveOwner, Logger: log, Hooks: m.Hooks()})
 	mux.Handle("/", api)
 	mux.Handle("GET /metrics", httpapi.RequireToken(so.token, m.Handler()))
@@ -428,7 +458,7 @@ func (a *app) serve(so *serveOptions) error {
 	}
 	attrs := []any{"db", rediskv.Redact(a.dbDir), "socket", sock, "pid", os.Getpid()}
 	if tcpAddr != "" {
-		attrs = append(attrs, "tcp", tcpAddr, "token", so.token != "")
+		attrs = append(attrs, "tcp", tcpAddr, "token", so.token != "", "read_token", so.readToken != "")
 	}
 	attrs = append(attrs, startupAttrs(d, so, !db.IsRedisURL(a.dbDir))...)
 	life.Info("lshdb: serving", attrs...)
@@ -442,6 +472,9 @@ func (a *app) serve(so *serveOptions) error {
 		// NB: warned of on the command line, not in a file any user
 		// could read.
 		log.Warn("lshdb: the token file is readable by other users (chmod 600 it)", "file", so.tokenFile)
+	}
+	if so.readTokenFileReadable {
+		log.Warn("lshdb: the read-only token file is readable by other users (chmod 600 it)", "file", so.readTokenFile)
 	}
 	if so.tokenOnCommandLine {
 		log.Warn("lshdb: the token is on the command line, which every user of this machine may read (ps): give it in LSHDB_TOKEN or --token-file")

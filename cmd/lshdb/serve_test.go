@@ -1275,3 +1275,62 @@ func TestServeLogLevel(t *testing.T) {
 		}
 	}
 }
+
+// Ensure that serve takes a read-only token from --read-token-file (or
+// LSHDB_READ_TOKEN) beside its own, whose holder queries and cannot
+// write (a Python client user's PY4), and refuses one without a token of
+// its own (every request could then write) or equal to it.
+func TestServeReadToken(t *testing.T) {
+	idx := filepath.Join(shortDir(t), "idx")
+	mustRun(t, "insert", "--db", idx, "../../testdata/cmd/inputs/docs.jsonl")
+	file := filepath.Join(t.TempDir(), "read.token")
+	if err := os.WriteFile(file, []byte("reader\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("LSHDB_TOKEN", "")
+	for _, c := range []struct {
+		env  []string
+		args []string
+		want string
+	}{
+		{nil, []string{"--read-token-file", file}, "needs the server's own token"},
+		{[]string{"LSHDB_READ_TOKEN", "reader"}, nil, "needs the server's own token"},
+		{nil, []string{"--read-token-file", file, "--token-file", file}, "is the server's own token"},
+		{nil, []string{"--read-token-file", filepath.Join(t.TempDir(), "none")}, "--read-token-file: open"},
+	} {
+		t.Setenv("LSHDB_READ_TOKEN", "")
+		if c.env != nil {
+			t.Setenv(c.env[0], c.env[1])
+		}
+		_, errOut, code := runLine(append([]string{"serve", "--db", idx}, c.args...), "")
+		if code == 0 || !strings.Contains(errOut, c.want) {
+			t.Errorf("serve %v (env %v): exit %d %s; want %q", c.args, c.env, code, errOut, c.want)
+		}
+	}
+	t.Setenv("LSHDB_READ_TOKEN", "")
+	t.Setenv("LSHDB_TOKEN", "s3cret")
+	_, tcp, log, stop := startServe(t, "--db", idx, "--addr", "127.0.0.1:0", "--read-token-file", file)
+	defer stop()
+	if !strings.Contains(log.String(), "read_token=true") {
+		t.Errorf("the start line does not say there is a read token: %s", log)
+	}
+	call := func(token, method, path string) int {
+		req, _ := http.NewRequest(method, tcp+path, nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if st := call("reader", "GET", "/v1/docs?id=fox1"); st != 200 {
+		t.Errorf("get with the read token: %d", st)
+	}
+	if st := call("reader", "DELETE", "/v1/docs?id=fox1"); st != http.StatusForbidden {
+		t.Errorf("delete with the read token: %d, want 403", st)
+	}
+	if st := call("s3cret", "GET", "/v1/docs?id=fox1"); st != 200 {
+		t.Errorf("get with the server's token after the refused delete: %d", st)
+	}
+}

@@ -50,7 +50,8 @@
 // strings arrive as sent, so db refuses an invalid one (invalid_id); a
 // text there that is not UTF-8 is refused too.
 // Anyone who can connect can read and write the whole index: restrict the
-// socket (ListenSocket makes it 0600) or set Options.Token. A backup
+// socket (ListenSocket makes it 0600) or set Options.Token, and give the
+// clients that only read Options.ReadToken, which cannot write. A backup
 // request over TCP needs Options.BackupRoot, under which it must write;
 // through a Unix socket it may write anywhere the server may.
 package httpapi

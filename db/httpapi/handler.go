@@ -66,6 +66,15 @@ type Options struct {
 	// a token read from a file or a variable with a line end still
 	// matches; one of white space alone matches no request.
 	Token string
+	// ReadToken, when set beside Token, is a second bearer token that
+	// may call the read operations alone (ReadOps): a request that
+	// carries it and writes or maintains the index (put, delete,
+	// put_if_new, load, repair, backup, purge, compact) gets 403
+	// read_only (db.ErrReadOnly), and nothing is done. For a client that
+	// only queries (a web application), so that its credential cannot
+	// delete the index. Without Token it does nothing: every request is
+	// served. It must differ from Token.
+	ReadToken string
 	// MaxBodyBytes bounds a request body. A request that announces a
 	// larger one (Content-Length) is refused before its body is read; a
 	// chunked one is cut off when it reaches the limit. Either way the
@@ -185,6 +194,9 @@ func Handler(d *db.DB, opts *Options) http.Handler {
 		// NB: trimmed as a request's is: a configured "s3cret " matched
 		// no request, the server's own commands' included.
 		h.token = sha256.Sum256([]byte(strings.TrimSpace(h.o.Token)))
+		if t := strings.TrimSpace(h.o.ReadToken); t != "" && t != strings.TrimSpace(h.o.Token) {
+			h.readToken, h.hasReadToken = sha256.Sum256([]byte(t)), true
+		}
 	}
 	h.routes = []route{
 		{"GET", "/healthz", "healthz", h.healthz},
@@ -223,10 +235,13 @@ func Handler(d *db.DB, opts *Options) http.Handler {
 }
 
 type handler struct {
-	d      *db.DB
-	o      Options
-	token  [32]byte
-	routes []route
+	d     *db.DB
+	o     Options
+	token [32]byte
+	// readToken is Options.ReadToken's hash, if hasReadToken.
+	readToken    [32]byte
+	hasReadToken bool
+	routes       []route
 	// inFlight holds Options.MaxInFlight, inFlightBytes
 	// Options.MaxInFlightBytes (nil: no limit).
 	inFlight, inFlightBytes *semaphore.Weighted
@@ -316,6 +331,11 @@ type route struct {
 var Ops = []string{"healthz", "params", "count", "get", "put", "delete", "has", "put_if_new", "load", "query", "query_many",
 	"pairs", "scan", "clusters", "clusters_from", "info", "stats", "buckets", "bucket", "explain", "check", "repair", "tune", "backup", "purge", "compact", "openapi", "unknown"}
 
+// ReadOps are the operations that a request with Options.ReadToken may
+// call: those that neither write nor maintain the index.
+var ReadOps = []string{"healthz", "params", "count", "get", "has", "query", "query_many", "pairs", "scan", "clusters", "clusters_from",
+	"info", "stats", "buckets", "bucket", "explain", "check", "tune", "openapi"}
+
 // longOps are the GET operations that read the whole index.
 var longOps = []string{"pairs", "scan", "clusters", "check", "stats", "buckets"}
 
@@ -394,8 +414,14 @@ func (h *handler) ServeHTTP(hw http.ResponseWriter, r *http.Request) {
 			w.fail(err)
 			return
 		}
-		if err = h.authorized(r); err != nil {
+		var readOnly bool
+		if readOnly, err = h.authorize(r); err != nil {
 			w.w.Header().Set("WWW-Authenticate", `Bearer realm="lshdb"`)
+			w.fail(err)
+			return
+		}
+		if readOnly && rt != nil && !slices.Contains(ReadOps, rt.op) {
+			err = fmt.Errorf("%w: the request's token is the server's read-only one (serve --read-token-file, Options.ReadToken): %s writes or maintains the index, which needs the server's token; nothing was done", db.ErrReadOnly, rt.op)
 			w.fail(err)
 			return
 		}
@@ -522,23 +548,34 @@ func (h *handler) sameSite(r *http.Request) error {
 // has none), else ErrUnauthorized saying whether the token was missing or
 // wrong.
 func (h *handler) authorized(r *http.Request) error {
+	_, err := h.authorize(r)
+	return err
+}
+
+// authorize is authorized, which also reports whether r carries the
+// read-only token (Options.ReadToken).
+func (h *handler) authorize(r *http.Request) (readOnly bool, err error) {
 	if h.o.Token == "" {
-		return nil
+		return false, nil
 	}
 	auth := r.Header.Get("Authorization")
 	// NB: the scheme is case-insensitive (RFC 9110, 11.1).
 	scheme, tok, _ := strings.Cut(auth, " ")
 	if auth == "" || !strings.EqualFold(scheme, "Bearer") {
-		return fmt.Errorf("%w: a bearer token is required (Authorization: Bearer TOKEN; lshdb's commands take it from $LSHDB_TOKEN)", ErrUnauthorized)
+		return false, fmt.Errorf("%w: a bearer token is required (Authorization: Bearer TOKEN; lshdb's commands take it from $LSHDB_TOKEN)", ErrUnauthorized)
 	}
 	tok = strings.TrimSpace(tok)
 	sum := sha256.Sum256([]byte(tok))
 	// NB: an empty bearer never matches, though a token of white space
 	// alone hashes as it does.
-	if subtle.ConstantTimeCompare(sum[:], h.token[:]) != 1 || tok == "" {
-		return fmt.Errorf("%w: the bearer token is not this server's", ErrUnauthorized)
+	switch {
+	case tok == "":
+	case subtle.ConstantTimeCompare(sum[:], h.token[:]) == 1:
+		return false, nil
+	case h.hasReadToken && subtle.ConstantTimeCompare(sum[:], h.readToken[:]) == 1:
+		return true, nil
 	}
-	return nil
+	return false, fmt.Errorf("%w: the bearer token is not this server's", ErrUnauthorized)
 }
 
 func (h *handler) done(r *http.Request, op string, w *resp, err error, elapsed time.Duration) {

@@ -17,6 +17,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -2195,5 +2196,96 @@ func TestLongPathsNotEchoed(t *testing.T) {
 	h.ServeHTTP(rec, httptest.NewRequest("POST", "/healthz", nil))
 	if rec.Code != 401 {
 		t.Errorf("POST healthz without a token: %d %s, want 401", rec.Code, rec.Body)
+	}
+}
+
+// Ensure that the read-only token (Options.ReadToken) calls the read
+// operations and no write or maintenance one: each write route answers
+// 403 read_only and the index is as it was (its count, a document read
+// back, no backup made), where the server's token is served; a wrong
+// token is still 401 (a Python client user's PY4: a query-only web
+// application held a credential that could delete the index). Every
+// operation is either in ReadOps or one of the writes below.
+func TestReadToken(t *testing.T) {
+	d := openFixture(t, 10, nil)
+	addr := startTCP(t, Handler(d, &Options{Token: "s3cret", ReadToken: "reader"}), 0)
+	var first *db.StoredDoc
+	for doc, err := range d.All() {
+		if err != nil {
+			t.Fatal(err)
+		}
+		first = doc
+		break
+	}
+	call := func(token, method, path, body string) (int, string) {
+		req, _ := http.NewRequest(method, "http://"+addr+path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+token)
+		if body != "" {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	id := url.QueryEscape(first.ID)
+	backupDir := filepath.Join(t.TempDir(), "bk")
+	writes := []struct{ op, method, path, body string }{
+		{"put", "POST", "/v1/docs", `{"docs":[{"id":"new","text":"a new document of the reader"}]}`},
+		{"delete", "DELETE", "/v1/docs?id=" + id, ""},
+		{"delete", "POST", "/v1/docs/delete", fmt.Sprintf(`{"ids":[%q]}`, first.ID)},
+		{"put_if_new", "POST", "/v1/docs/put-if-new", `{"docs":[{"id":"new2","text":"another new document of the reader"}]}`},
+		{"load", "POST", "/v1/load?delete_absent=true", `{"id":"only","text":"the only document left"}` + "\n"},
+		{"repair", "POST", "/v1/repair", ""},
+		{"backup", "POST", "/v1/backup", fmt.Sprintf(`{"dir":%q}`, backupDir)},
+		{"purge", "POST", "/v1/purge", ""},
+		{"compact", "POST", "/v1/compact", ""},
+	}
+	for _, op := range Ops {
+		write := slices.ContainsFunc(writes, func(w struct{ op, method, path, body string }) bool { return w.op == op })
+		if op != "unknown" && write == slices.Contains(ReadOps, op) {
+			t.Errorf("op %s: in ReadOps %v, a write %v: want exactly one", op, slices.Contains(ReadOps, op), write)
+		}
+	}
+	for _, w := range writes {
+		st, body := call("reader", w.method, w.path, w.body)
+		if st != http.StatusForbidden || !strings.Contains(body, `"code":"read_only"`) || !strings.Contains(body, "read-only one") {
+			t.Errorf("%s %s with the read-only token: %d %s", w.method, w.path, st, body)
+		}
+	}
+	if n, err := d.Count(); err != nil || n != 10 {
+		t.Errorf("after the refused writes: %d documents, %v; want 10", n, err)
+	}
+	if got, err := d.Get(first.ID); err != nil || got.Text != first.Text {
+		t.Errorf("after the refused writes, %q: %v", first.ID, err)
+	}
+	if _, err := os.Stat(backupDir); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a refused backup made its directory: %v", err)
+	}
+	for _, path := range []string{"/v1/count", "/v1/docs?id=" + id, "/v1/query?text=" + url.QueryEscape(first.Text), "/v1/pairs", "/v1/check", "/v1/stats"} {
+		if st, body := call("reader", "GET", path, ""); st != 200 {
+			t.Errorf("GET %s with the read-only token: %d %.200s", path, st, body)
+		}
+	}
+	if st, body := call("reader", "POST", "/v1/query", fmt.Sprintf(`{"text":%q}`, first.Text)); st != 200 || !strings.Contains(body, first.ID) {
+		t.Errorf("POST /v1/query with the read-only token: %d %.200s", st, body)
+	}
+	if st, body := call("s3cret", "POST", "/v1/docs", `{"docs":[{"id":"new","text":"a new document of the writer"}]}`); st != 200 {
+		t.Errorf("put with the server's token: %d %s", st, body)
+	}
+	if st, _ := call("wrong", "GET", "/v1/count", ""); st != http.StatusUnauthorized {
+		t.Errorf("a wrong token: %d, want 401", st)
+	}
+	// A read token equal to the token is none: that token writes.
+	same := startTCP(t, Handler(d, &Options{Token: "s3cret", ReadToken: " s3cret "}), 0)
+	req, _ := http.NewRequest("POST", "http://"+same+"/v1/purge", nil)
+	req.Header.Set("Authorization", "Bearer s3cret")
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 200 {
+		t.Errorf("purge with a token that is also the read token: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
 	}
 }
