@@ -323,7 +323,7 @@ type reportData struct {
 }
 
 func (a *app) reportCmd() *cobra.Command {
-	var out, pairsFile string
+	var out, pairsFile, fromFile string
 	var pairsThreshold float64
 	c := &cobra.Command{
 		Use: "report --db DIR --out FILE.html [--pairs-threshold T | --pairs FILE]",
@@ -378,6 +378,12 @@ device or a pipe is written in place).`,
 				if strings.HasSuffix(n, z[0]) {
 					return usagef("--out %s names %s compression, but report writes a page a browser opens as it is: name it .html (and compress it afterwards if you must)", escControls(out), z[1])
 				}
+			}
+			if c.Flags().Changed("pairs") && fromFile != "" {
+				return usagef("give --pairs or --from (the same file), not both")
+			}
+			if fromFile != "" {
+				pairsFile = fromFile
 			}
 			if c.Flags().Changed("pairs-threshold") && !(pairsThreshold > 0 && pairsThreshold <= 1) {
 				return usagef("--pairs-threshold %v is outside (0, 1]", pairsThreshold)
@@ -482,6 +488,9 @@ device or a pipe is written in place).`,
 	}
 	c.Flags().StringVar(&out, "out", "", "the HTML file to write (required)")
 	c.Flags().StringVar(&pairsFile, "pairs", "", "take pair similarities from this JSON Lines file (lshdb pairs --output json; gzip or zstd, - for stdin) instead of a pairs run")
+	// NB: the name clusters, export and filter give a pairs file (a
+	// scripting operator's CL7).
+	c.Flags().StringVar(&fromFile, "from", "", "the same as --pairs, as clusters, export and filter name a pairs file")
 	c.Flags().Float64Var(&pairsThreshold, "pairs-threshold", 0, "the least Jaccard of the similarity histogram (default: the index threshold - 0.2, at least 0.1)")
 	return c
 }

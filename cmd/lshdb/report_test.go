@@ -324,6 +324,10 @@ func TestReportErrors(t *testing.T) {
 		{[]string{"report", "--db", dir, "--out", out, "--pairs", write("half.jsonl", "{\"a\":\"x\",\"jaccard\":0.9}\n")}, 1, "half.jsonl:1: a pair needs a, b and jaccard"},
 		{[]string{"report", "--db", dir, "--out", out, "--pairs", write("self.jsonl", "{\"a\":\"x\",\"b\":\"x\",\"jaccard\":1}\n")}, 1, "self.jsonl:1: a pair of \"x\" with itself"},
 		{[]string{"report", "--db", dir, "--out", out, "--pairs", filepath.Join(tmp, "absent.jsonl")}, 1, "absent.jsonl: no such file"},
+		// --from is --pairs, as clusters, export and filter name the file
+		// (CL7): the same file read, and the two together refused.
+		{[]string{"report", "--db", dir, "--out", out, "--from", write("bad-from.jsonl", "{\"a\":\"x\",\"b\":\"y\",\"jaccard\":0.9}\nnot json\n")}, 1, "bad-from.jsonl:2: not a JSON object"},
+		{[]string{"report", "--db", dir, "--out", out, "--pairs", filepath.Join(tmp, "a.jsonl"), "--from", filepath.Join(tmp, "a.jsonl")}, 2, "give --pairs or --from (the same file), not both"},
 		// A file without a header made on another index: its ids are not
 		// this index's (it drew a page of them).
 		{[]string{"report", "--db", dir, "--out", out, "--pairs", write("other.jsonl", "{\"a\":\"AGPL-1.0\",\"b\":\"MIT\",\"jaccard\":0.9}\n")}, exitNotFound, `names "AGPL-1.0", which the index does not hold`},
