@@ -85,16 +85,29 @@ func (h *handler) count(w *resp, r *http.Request) error {
 }
 
 func (h *handler) get(w *resp, r *http.Request) error {
-	q, err := params(r, []string{"id"})
+	q, err := params(r, []string{"id", "sets"})
 	if err == nil {
 		err = required(q, "id")
 	}
 	if err != nil {
 		return err
 	}
+	sets := true
+	if q.Has("sets") {
+		if sets, err = boolParam(q, "sets"); err != nil {
+			return err
+		}
+	}
 	doc, err := h.d.Get(q.Get("id"))
 	if err != nil {
 		return err
+	}
+	if !sets {
+		// NB: sets=false leaves out the shingle set and the signature,
+		// as scan's does: 16 hex digits a shingle made a 5 KB text's
+		// answer 44 KB, which a client that shows the document does not
+		// want (a Python client user's PY3).
+		doc.Shingles, doc.Signature = nil, nil
 	}
 	return w.json(http.StatusOK, DocumentOut(doc))
 }

@@ -2289,3 +2289,50 @@ func TestReadToken(t *testing.T) {
 		resp.Body.Close()
 	}
 }
+
+// Ensure that GET /v1/docs?sets=false answers the document without its
+// shingle set and signature (a Python client user's PY3: 16 hex digits a
+// shingle, 9x a text's bytes), the rest as with them, against the
+// default answer and the library's Get; a value that is no boolean is
+// 400.
+func TestGetWithoutSets(t *testing.T) {
+	d := openFixture(t, 5, nil)
+	addr := startTCP(t, Handler(d, nil), 0)
+	var want *db.StoredDoc
+	for doc, err := range d.All() {
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = doc
+		break
+	}
+	get := func(query string) (int, DocumentJSON) {
+		resp, err := http.Get("http://" + addr + "/v1/docs?id=" + url.QueryEscape(want.ID) + query)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var out DocumentJSON
+		if resp.StatusCode == 200 {
+			if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return resp.StatusCode, out
+	}
+	st, full := get("")
+	if st != 200 || len(full.ShingleSet) != len(want.Shingles) || len(full.ShingleSet) == 0 || !slices.Equal(full.Signature, want.Signature) {
+		t.Fatalf("GET: %d, %d shingles and %d signature values; want %d and %d", st, len(full.ShingleSet), len(full.Signature), len(want.Shingles), len(want.Signature))
+	}
+	st, bare := get("&sets=false")
+	if st != 200 || len(bare.ShingleSet) != 0 || len(bare.Signature) != 0 || bare.Text == nil || *bare.Text != want.Text ||
+		bare.Num != full.Num || bare.Shingles != full.Shingles || bare.Shingles != len(want.Shingles) {
+		t.Errorf("GET sets=false: %d %+v; want the document of %+v without its set and signature", st, bare, full)
+	}
+	if st, again := get("&sets=true"); st != 200 || len(again.ShingleSet) != len(full.ShingleSet) {
+		t.Errorf("GET sets=true: %d, %d shingles", st, len(again.ShingleSet))
+	}
+	if st, _ := get("&sets=maybe"); st != 400 {
+		t.Errorf("GET sets=maybe: %d, want 400", st)
+	}
+}
