@@ -508,10 +508,11 @@ const (
 	// problems.
 	exitDamaged = 4
 	// exitBusy: another process holds the index (db.ErrLocked: its
-	// owner does not answer, or serves it to another user; a Redis index
-	// in use for drop or check --repair), or owns it to read only while
-	// this command writes: the same command may succeed later (75 is
-	// sysexits' EX_TEMPFAIL).
+	// owner does not answer, or serves it to another user, or the
+	// command must own the index itself: upgrade, drop, serve, a
+	// salvage; a Redis index in use for drop or check --repair), or owns
+	// it to read only while this command writes: the same command may
+	// succeed once that process has ended (75 is sysexits' EX_TEMPFAIL).
 	exitBusy = 75
 	// exitPipe: the output's reader went away (| head), as a shell
 	// reports a process that SIGPIPE ended (lshdb ignores the signal and
@@ -524,9 +525,11 @@ const exitStatuses = `Exit status, for every command: 0 done; 1 an error none of
 (a missing index or input file, a bad record, a full disk); 2 a usage
 error; 3 a document named is not stored; 4 the index is damaged, or check
 found problems; 75 the index is busy (another process holds it and does
-not serve it, or serves it reading only to a command that writes): try
-again later; 141 the output was closed early (| head); 129, 130, 143
-interrupted (SIGHUP, SIGINT, SIGTERM).`
+not serve it, or serves it while this command must own it, as upgrade,
+drop and serve must, or serves it reading only to a command that
+writes): try again once that process has ended; 141 the output was
+closed early (| head); 129, 130, 143 interrupted (SIGHUP, SIGINT,
+SIGTERM). A scripted shell exits 1 if any statement failed.`
 
 // problemsFound is check's error when it ran and found problems: exit
 // exitDamaged, as damage that stopped it.
@@ -605,18 +608,20 @@ func (a *app) exitCode(err error) int {
 		}
 		return 130 // interrupted, as a shell reports SIGINT
 	}
-	// NB: cobra's own usage errors (an unknown command or flag, a missing
-	// argument) are plain errors; they are told by their text.
 	var ue usageError
-	if errors.As(err, &ue) || errors.Is(err, db.ErrInvalidOptions) ||
-		strings.HasPrefix(msg, "unknown command") || strings.HasPrefix(msg, "unknown flag") ||
-		strings.HasPrefix(msg, "unknown shorthand flag") || strings.Contains(msg, "flag needs an argument") ||
-		strings.HasPrefix(msg, "invalid argument") || strings.Contains(msg, "required flag") {
+	if errors.As(err, &ue) || errors.Is(err, db.ErrInvalidOptions) {
 		return 2
 	}
+	// NB: before cobra's usage errors, which are told by their text: an
+	// id or a path holding "required flag" made a document not found, or
+	// a locked index, a usage error (a read-through's R1).
+	var pe *fs.PathError
 	switch {
-	case errors.Is(err, syscall.EPIPE) && errors.Is(a.outErr(), syscall.EPIPE):
-		return exitPipe // a write command's "stored …; stopped: … broken pipe"
+	case errors.Is(err, syscall.EPIPE) && (errors.Is(a.outErr(), syscall.EPIPE) || errors.As(err, &pe)):
+		// NB: a write command's "stored …; stopped: … broken pipe", and
+		// an --out file that is a pipe (--out /dev/stdout | head), not
+		// the socket of an attached command's server (a *net.OpError).
+		return exitPipe
 	case errors.Is(err, db.ErrNotFound):
 		return exitNotFound
 	case errors.Is(err, db.ErrCorrupt) || errors.As(err, new(problemsFound)):
@@ -624,6 +629,13 @@ func (a *app) exitCode(err error) int {
 	case errors.Is(err, db.ErrLocked) || errors.Is(err, errInUse) ||
 		errors.Is(err, db.ErrReadOnly) && strings.Contains(msg, readOnlyOwner):
 		return exitBusy
+	}
+	// NB: cobra's own usage errors (an unknown command or flag, a missing
+	// argument) are plain errors; they are told by their text.
+	if strings.HasPrefix(msg, "unknown command") || strings.HasPrefix(msg, "unknown flag") ||
+		strings.HasPrefix(msg, "unknown shorthand flag") || strings.Contains(msg, "flag needs an argument") ||
+		strings.HasPrefix(msg, "invalid argument") || strings.Contains(msg, "required flag") {
+		return 2
 	}
 	return 1
 }

@@ -6,10 +6,13 @@ import (
 	"context"
 	"encoding/json"
 	"encoding/xml"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"math"
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -24,6 +27,7 @@ import (
 	"github.com/lshdb/lshdb/codec"
 	"github.com/lshdb/lshdb/db"
 	"github.com/lshdb/lshdb/db/client"
+	"github.com/lshdb/lshdb/db/httpapi"
 	"github.com/lshdb/lshdb/internal/corpus"
 	"github.com/lshdb/lshdb/internal/gen"
 	"github.com/lshdb/lshdb/internal/inflate"
@@ -860,5 +864,42 @@ func TestTuneProbabilityBelowOne(t *testing.T) {
 	p := 1 - math.Pow(1-math.Pow(0.9, 6), 16) // 0.999995
 	if !strings.Contains(out, "b=16 r=6") || p >= 1 || !regexp.MustCompile(`(?m)^0\.90\s+>0\.9999$`).MatchString(out) || !regexp.MustCompile(`(?m)^1\.00\s+1\.0000$`).MatchString(out) {
 		t.Errorf("tune (P(0.9) = %v):\n%s", p, out)
+	}
+}
+
+// Ensure that each exit status comes from the error it names, whatever
+// the words of its message: an id or path holding cobra's "required
+// flag" was a usage error (2); a closed pipe written through an --out
+// file (--out /dev/stdout | head) is 141 as through stdout, and the
+// socket of an attached command's server is not (a read-through's R1,
+// R4).
+func TestExitStatuses(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want int
+	}{
+		{fmt.Errorf("%w: %q", db.ErrNotFound, "required flag"), exitNotFound},
+		{fmt.Errorf("%w by another process: /tmp/required flag/idx", db.ErrLocked), exitBusy},
+		{fmt.Errorf("%w: doc 3: required flag", db.ErrCorrupt), exitDamaged},
+		{problemsFound{"check found problems"}, exitDamaged},
+		{&fs.PathError{Op: "write", Path: "/dev/stdout", Err: syscall.EPIPE}, exitPipe},
+		{fmt.Errorf("writing pairs: %w", &fs.PathError{Op: "write", Path: "out.jsonl", Err: syscall.EPIPE}), exitPipe},
+		{&net.OpError{Op: "write", Net: "unix", Err: os.NewSyscallError("write", syscall.EPIPE)}, 1},
+		{fmt.Errorf("%w: the request's token may only read", httpapi.ErrForbidden), 1},
+		{fmt.Errorf("%w by the process that serves it (pid 7), %s", db.ErrReadOnly, readOnlyOwner), exitBusy},
+		{fmt.Errorf("%w: /mnt/ro/idx", db.ErrReadOnly), 1},
+		{errors.New(`required flag(s) "db" not set`), 2},
+		{errors.New("unknown flag: --bogus"), 2},
+	} {
+		a := &app{ctx: context.Background(), root: context.Background(), stderr: &errWriter{w: io.Discard}}
+		if got := a.exitCode(c.err); got != c.want {
+			t.Errorf("exitCode(%v) = %d, want %d", c.err, got, c.want)
+		}
+	}
+	// The whole command: a document whose id reads as a usage error.
+	dir := filepath.Join(t.TempDir(), "idx")
+	mustRun(t, "create", "--db", dir)
+	if _, errOut, code := runLine([]string{"get", "--db", dir, "required flag"}, ""); code != exitNotFound {
+		t.Errorf("get \"required flag\": exit %d %s", code, errOut)
 	}
 }

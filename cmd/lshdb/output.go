@@ -483,6 +483,9 @@ type checkJSON struct {
 	ProblemCount int      `json:"problem_count"`
 	OK           bool     `json:"ok"`
 	Expired      int      `json:"expired,omitempty"` // past their expiry, awaiting the sweep
+	// Stopped: damage stopped the check (its problem), so the counts
+	// above are of nothing, not of an empty index.
+	Stopped bool `json:"stopped,omitempty"`
 }
 
 // tuneJSON is the output of tune --output json.

@@ -1392,7 +1392,7 @@ build the index again.`,
 				if err != nil && !checked && a.json() && errors.Is(err, db.ErrCorrupt) {
 					checked = true
 					// NB: a failed write leaves the damage the error.
-					_ = a.emitJSON(checkJSON{Problems: []string{strings.TrimPrefix(err.Error(), "lshdb: ")}, ProblemCount: 1})
+					_ = a.emitJSON(checkJSON{Problems: []string{strings.TrimPrefix(err.Error(), "lshdb: ")}, ProblemCount: 1, Stopped: true})
 				}
 			}
 			err := open(func(d index) (err error) {

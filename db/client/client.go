@@ -1345,7 +1345,11 @@ func (c *Client) Scan(ctx context.Context, so *db.ScanOptions) iter.Seq2[*db.Sto
 			// NB: a salvage reads past damaged blocks of the files, which
 			// only a process that opens the index can: not said over the
 			// API, which would read as a whole scan.
-			yield(nil, fmt.Errorf("%w: a salvage scan reads the index's files: stop the process that serves it, and run it where the index is opened", db.ErrInvalidOptions))
+			// NB: ErrLocked, as another process holding the index is to
+			// every command that must open it itself (it was
+			// ErrInvalidOptions, a usage error to lshdb export: a
+			// read-through's R5).
+			yield(nil, fmt.Errorf("%w: a salvage scan reads the index's files: stop the process that serves it, and run it where the index is opened", db.ErrLocked))
 			return
 		}
 		q := url.Values{}

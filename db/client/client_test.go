@@ -2250,3 +2250,19 @@ func TestPairGroupsThroughServer(t *testing.T) {
 		t.Errorf("an older server: %d groups (the largest of %d), %d pairs; want %d pairs, each its own group", groups, biggest, len(got), len(want))
 	}
 }
+
+// Ensure that a salvage scan through a server is refused as the index
+// held by another process (db.ErrLocked), what it is to every command
+// that must open the index itself, not as invalid options (a usage
+// error to lshdb export: a read-through's R5).
+func TestSalvageScanIsLocked(t *testing.T) {
+	d := open(t, nil)
+	for name, c := range server(t, d, nil, "") {
+		for _, err := range c.Scan(context.Background(), &db.ScanOptions{Salvage: true}) {
+			if !errors.Is(err, db.ErrLocked) || errors.Is(err, db.ErrInvalidOptions) {
+				t.Errorf("%s: a salvage scan: %v, want ErrLocked", name, err)
+			}
+			break
+		}
+	}
+}

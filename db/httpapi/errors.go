@@ -24,6 +24,10 @@ var (
 	ErrBatchTooLarge = errors.New("lshdb: batch too large")
 	// ErrUnauthorized is a request without the server's bearer token.
 	ErrUnauthorized = errors.New("lshdb: unauthorized")
+	// ErrForbidden is a request whose token may not call its operation:
+	// a write or maintenance request with the read-only token
+	// (Options.ReadToken).
+	ErrForbidden = errors.New("lshdb: forbidden")
 	// ErrCrossSite is a request a web browser made for another site (it
 	// carries a foreign Origin), or one that reached a loopback port
 	// without a token under another host name (DNS rebinding): a web page
@@ -67,6 +71,7 @@ var Codes = []Code{
 	// retry once a server is back.
 	{"shutdown", ErrShutdown, http.StatusServiceUnavailable},
 	{"unauthorized", ErrUnauthorized, http.StatusUnauthorized},
+	{"forbidden", ErrForbidden, http.StatusForbidden},
 	{"cross_site", ErrCrossSite, http.StatusForbidden},
 	{"body_too_large", ErrBodyTooLarge, http.StatusRequestEntityTooLarge},
 	{"batch_too_large", ErrBatchTooLarge, http.StatusRequestEntityTooLarge},

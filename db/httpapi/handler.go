@@ -70,7 +70,7 @@ type Options struct {
 	// may call the read operations alone (ReadOps): a request that
 	// carries it and writes or maintains the index (put, delete,
 	// put_if_new, load, repair, backup, purge, compact) gets 403
-	// read_only (db.ErrReadOnly), and nothing is done. For a client that
+	// forbidden (ErrForbidden), and nothing is done. For a client that
 	// only queries (a web application), so that its credential cannot
 	// delete the index. Without Token it does nothing: every request is
 	// served. It must differ from Token.
@@ -421,7 +421,7 @@ func (h *handler) ServeHTTP(hw http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if readOnly && rt != nil && !slices.Contains(ReadOps, rt.op) {
-			err = fmt.Errorf("%w: the request's token is the server's read-only one (serve --read-token-file, Options.ReadToken): %s writes or maintains the index, which needs the server's token; nothing was done", db.ErrReadOnly, rt.op)
+			err = fmt.Errorf("%w: the request's token may only read (the server's read-only token: serve --read-token-file, Options.ReadToken), and %s writes or maintains the index, which needs the server's own token; nothing was done", ErrForbidden, rt.op)
 			w.fail(err)
 			return
 		}

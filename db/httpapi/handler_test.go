@@ -2201,14 +2201,17 @@ func TestLongPathsNotEchoed(t *testing.T) {
 
 // Ensure that the read-only token (Options.ReadToken) calls the read
 // operations and no write or maintenance one: each write route answers
-// 403 read_only and the index is as it was (its count, a document read
+// 403 forbidden and the index is as it was (its count, a document read
 // back, no backup made), where the server's token is served; a wrong
 // token is still 401 (a Python client user's PY4: a query-only web
 // application held a credential that could delete the index). Every
 // operation is either in ReadOps or one of the writes below.
 func TestReadToken(t *testing.T) {
 	d := openFixture(t, 10, nil)
-	addr := startTCP(t, Handler(d, &Options{Token: "s3cret", ReadToken: "reader"}), 0)
+	// NB: a backup root that holds the backup's directory, and a valid
+	// put-if-new stream: either would be applied but for the token.
+	root := t.TempDir()
+	addr := startTCP(t, Handler(d, &Options{Token: "s3cret", ReadToken: "reader", BackupRoot: root}), 0)
 	var first *db.StoredDoc
 	for doc, err := range d.All() {
 		if err != nil {
@@ -2232,13 +2235,14 @@ func TestReadToken(t *testing.T) {
 		return resp.StatusCode, string(b)
 	}
 	id := url.QueryEscape(first.ID)
-	backupDir := filepath.Join(t.TempDir(), "bk")
+	backupDir := filepath.Join(root, "bk")
 	writes := []struct{ op, method, path, body string }{
+		// NB: the load first, so that the puts after it would stay.
+		{"load", "POST", "/v1/load?delete_absent=true", `{"id":"only","text":"the only document left"}` + "\n"},
 		{"put", "POST", "/v1/docs", `{"docs":[{"id":"new","text":"a new document of the reader"}]}`},
 		{"delete", "DELETE", "/v1/docs?id=" + id, ""},
 		{"delete", "POST", "/v1/docs/delete", fmt.Sprintf(`{"ids":[%q]}`, first.ID)},
-		{"put_if_new", "POST", "/v1/docs/put-if-new", `{"docs":[{"id":"new2","text":"another new document of the reader"}]}`},
-		{"load", "POST", "/v1/load?delete_absent=true", `{"id":"only","text":"the only document left"}` + "\n"},
+		{"put_if_new", "POST", "/v1/docs/put-if-new", `{"id":"new2","text":"another new document of the reader"}` + "\n"},
 		{"repair", "POST", "/v1/repair", ""},
 		{"backup", "POST", "/v1/backup", fmt.Sprintf(`{"dir":%q}`, backupDir)},
 		{"purge", "POST", "/v1/purge", ""},
@@ -2252,7 +2256,7 @@ func TestReadToken(t *testing.T) {
 	}
 	for _, w := range writes {
 		st, body := call("reader", w.method, w.path, w.body)
-		if st != http.StatusForbidden || !strings.Contains(body, `"code":"read_only"`) || !strings.Contains(body, "read-only one") {
+		if st != http.StatusForbidden || !strings.Contains(body, `"code":"forbidden"`) || !strings.Contains(body, "may only read") {
 			t.Errorf("%s %s with the read-only token: %d %s", w.method, w.path, st, body)
 		}
 	}
@@ -2264,6 +2268,11 @@ func TestReadToken(t *testing.T) {
 	}
 	if _, err := os.Stat(backupDir); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("a refused backup made its directory: %v", err)
+	}
+	for _, id := range []string{"new", "new2", "only"} {
+		if ok, err := d.Has(id); ok || err != nil {
+			t.Errorf("after the refused writes, %q is stored (%v)", id, err)
+		}
 	}
 	for _, path := range []string{"/v1/count", "/v1/docs?id=" + id, "/v1/query?text=" + url.QueryEscape(first.Text), "/v1/pairs", "/v1/check", "/v1/stats"} {
 		if st, body := call("reader", "GET", path, ""); st != 200 {
