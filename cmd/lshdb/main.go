@@ -38,6 +38,7 @@ import (
 	"github.com/lshdb/lshdb/codec"
 	"github.com/lshdb/lshdb/db"
 	"github.com/lshdb/lshdb/db/client"
+	"github.com/lshdb/lshdb/db/httpapi"
 	"github.com/lshdb/lshdb/internal/fspath"
 	"github.com/lshdb/lshdb/internal/inflate"
 	"github.com/lshdb/lshdb/internal/lockholder"
@@ -626,7 +627,7 @@ func (a *app) exitCode(err error) int {
 		return exitNotFound
 	case errors.Is(err, db.ErrCorrupt) || errors.As(err, new(problemsFound)):
 		return exitDamaged
-	case errors.Is(err, db.ErrLocked) || errors.Is(err, errInUse) ||
+	case errors.Is(err, db.ErrLocked) || errors.Is(err, errInUse) || errors.Is(err, httpapi.ErrSocketInUse) ||
 		errors.Is(err, db.ErrReadOnly) && strings.Contains(msg, readOnlyOwner):
 		return exitBusy
 	}

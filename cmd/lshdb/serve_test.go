@@ -273,7 +273,7 @@ func TestServeRefuses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, errOut, code := runLine([]string{"serve", "--db", idx}, ""); code != 1 || !strings.Contains(errOut, "a server already answers") {
+	if _, errOut, code := runLine([]string{"serve", "--db", idx}, ""); code != exitBusy || !strings.Contains(errOut, "a server already answers") {
 		t.Errorf("a live socket: exit %d %s", code, errOut)
 	}
 	// Closed without removing its file: stale, as a killed owner's.
