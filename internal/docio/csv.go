@@ -257,7 +257,7 @@ func plural(n int, one, many string) string {
 func (o *Options) missingColumns(hasID, hasText bool) string {
 	var m []string
 	if !hasID && o.IDFrom == "" {
-		m = append(m, fmt.Sprintf("no %q column for the ids (--id-col names it)", o.IDCol))
+		m = append(m, fmt.Sprintf("no %q column for the ids (--id-col names it; --id-from line or hash makes ids)", o.IDCol))
 	}
 	if !hasText {
 		m = append(m, fmt.Sprintf("no %q column for the texts (--text-col names it)", o.TextCol))

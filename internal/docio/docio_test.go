@@ -264,7 +264,7 @@ func TestRead(t *testing.T) {
 				return
 			}
 			if c.name == "csv without the columns" {
-				if err == nil || !strings.Contains(err.Error(), `r.csv:1: the header "key,body" has no "id" column for the ids (--id-col names it) and no "text" column for the texts (--text-col names it)`) {
+				if err == nil || !strings.Contains(err.Error(), `r.csv:1: the header "key,body" has no "id" column for the ids (--id-col names it; --id-from line or hash makes ids) and no "text" column for the texts (--text-col names it)`) {
 					t.Fatalf("error %v", err)
 				}
 				return

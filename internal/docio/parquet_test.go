@@ -128,7 +128,7 @@ func TestParquetColumnsAndErrors(t *testing.T) {
 		o    Options
 		want string
 	}{
-		{"missing column", Options{}, `have no "id" column for the ids (--id-col names it) and no "text" column for the texts (--text-col names it)`},
+		{"missing column", Options{}, `have no "id" column for the ids (--id-col names it; --id-from line or hash makes ids) and no "text" column for the texts (--text-col names it)`},
 		{"missing text column", Options{IDCol: "num"}, `have no "text" column for the texts (--text-col names it)`},
 		{"text not a string", Options{IDCol: "body", TextCol: "num"}, "holds INT64 values"},
 	} {
