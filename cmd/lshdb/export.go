@@ -114,7 +114,7 @@ again once the writers are done, or export a backup.`,
 					exportScanning()
 				}
 				src := docio.Source{Name: indexSource, Format: "jsonl"}
-				kept, drop := df.sinks(a, nil)
+				kept, drop := df.sinks(a, nil, "")
 				n, noText, lost, err := a.export(d, fates, src, kept, drop, salvage)
 				if err == nil && before != nil {
 					err = writtenDuring(d, before, kept)

@@ -8,6 +8,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -115,7 +116,15 @@ type sink struct {
 	compress string // --compress: auto, none, gzip, zstd
 	terminal bool   // stdout is a terminal: never compressed by auto
 	cols     []docio.Column
-	probe    bool // check the inputs' shapes only: nothing is written
+	// idCol is a Parquet input's id column (--id-col), "" when the ids
+	// are made (--id-from): an integer one makes duplicate_of an
+	// integer column too.
+	idCol string
+	probe bool // check the inputs' shapes only: nothing is written
+	// dup is the index in cols of duplicate_of plus one (0: none), and
+	// dupInt whether the Parquet output writes it as int64.
+	dup    int
+	dupInt bool
 	// names are the cols' names, and keys their JSON keys with the
 	// colon ("name":), made once.
 	names []string
@@ -209,9 +218,20 @@ func (s *sink) begin(src docio.Source) error {
 		return usageError{fmt.Errorf("%w: %s is %s (filter writes back JSON Lines, CSV, TSV and Parquet; for text files use lshdb export)", errFilterFormat, escControls(src.Name), src.Format)}
 	}
 	s.started, s.first, s.eol = true, src, "\n"
-	for _, c := range s.cols {
+	for i, c := range s.cols {
 		s.names = append(s.names, c.Name)
 		s.keys = append(s.keys, append(appendJSONValue(nil, c.Name), ':'))
+		if c.Name == "duplicate_of" {
+			s.dup = i + 1
+		}
+	}
+	if src.Format == "parquet" && s.dup > 0 && s.idCol != "" && integerColumn(src.Schema, s.idCol) {
+		// NB: duplicate_of has the id column's type, so that the removed
+		// rows join the kept ones as they are (pandas refuses a merge of
+		// an int64 column with a string one: an ML dataset user's ML1).
+		s.cols = slices.Clone(s.cols)
+		s.cols[s.dup-1].Kind = "int64"
+		s.dupInt = true
 	}
 	if src.Format == "csv" || src.Format == "tsv" {
 		fields, err := docio.HeaderFields(src)
@@ -334,6 +354,23 @@ func (s *sink) write(rec record, vals []any) error {
 	if !s.started {
 		return fmt.Errorf("%s: a record before its input's shape (a bug)", s.what)
 	}
+	if s.dup > 0 && vals != nil {
+		if rep, ok := vals[s.dup-1].(string); ok {
+			switch {
+			case s.dupInt:
+				n, err := strconv.ParseInt(rep, 10, 64)
+				if err != nil {
+					return fmt.Errorf("%s: %s: duplicate_of %q is not an integer, as the id column %q is: the index holds ids of other inputs", s.what, rec.pos(), rep, s.idCol)
+				}
+				vals = slices.Clone(vals)
+				vals[s.dup-1] = n
+			case rec.idNumber && isJSONNumber(rep):
+				// NB: written as the record's own id is, a number (ML1).
+				vals = slices.Clone(vals)
+				vals[s.dup-1] = jsonNumber(rep)
+			}
+		}
+	}
 	if s.pq != nil {
 		return s.fail(s.pq.write(rec, vals))
 	}
@@ -426,9 +463,11 @@ func (s *sink) commit(ok bool, flushErr error) error {
 // record is what filter copies of an input record: its bytes as read and
 // the line end after them, or its Parquet row, and where it was read.
 type record struct {
-	raw []byte
-	end string
-	row parquet.Row
+	// idNumber: the record's id was a number (docio.Record.IDNumber).
+	idNumber bool
+	raw      []byte
+	end      string
+	row      parquet.Row
 	// file and line say where it was read (line 0: a Parquet row or an
 	// exported document, named by file alone).
 	file string
@@ -465,12 +504,37 @@ func (s *sink) appendMembers(b []byte, rec record, vals []any) ([]byte, error) {
 	return append(b, '}'), nil
 }
 
-// appendJSONValue appends v (nil, string, int64 or float64) as JSON, a
-// string as the command's JSON output writes it (writeJSONLine).
+// jsonNumber is a number as written in JSON (a numeric id's digits).
+type jsonNumber string
+
+// isJSONNumber reports whether s is a JSON number as written.
+func isJSONNumber(s string) bool {
+	return s != "" && (s[0] == '-' || s[0] >= '0' && s[0] <= '9') && json.Valid([]byte(s))
+}
+
+// integerColumn reports whether the Parquet schema's column at path (a
+// dotted path into groups) holds integers.
+func integerColumn(schema *parquet.Schema, path string) bool {
+	if schema == nil {
+		return false
+	}
+	leaf, ok := schema.Lookup(strings.Split(path, ".")...)
+	if !ok {
+		return false
+	}
+	k := leaf.Node.Type().Kind()
+	return k == parquet.Int32 || k == parquet.Int64
+}
+
+// appendJSONValue appends v (nil, string, jsonNumber, int64 or float64)
+// as JSON, a string as the command's JSON output writes it
+// (writeJSONLine).
 func appendJSONValue(b []byte, v any) []byte {
 	switch v := v.(type) {
 	case nil:
 		return append(b, "null"...)
+	case jsonNumber:
+		return append(b, v...)
 	case string:
 		q, _ := marshalJSON(v) // NB: a string always marshals
 		return append(b, escapeJSONControls(q)...)
@@ -636,10 +700,10 @@ func (f *dedupFlags) fates(a *app, d index, t float64, mode db.ClusterMode, keep
 
 // sinks are the outputs: the kept records (with keptCols added) and, with
 // --removed, the removed ones.
-func (f *dedupFlags) sinks(a *app, keptCols []docio.Column) (kept, drop *sink) {
-	kept = &sink{what: "--out", path: f.out, stdout: a.stdout, compress: f.compress, terminal: a.stdoutIsTerminal(), cols: keptCols}
+func (f *dedupFlags) sinks(a *app, keptCols []docio.Column, idCol string) (kept, drop *sink) {
+	kept = &sink{what: "--out", path: f.out, stdout: a.stdout, compress: f.compress, terminal: a.stdoutIsTerminal(), cols: keptCols, idCol: idCol}
 	if f.removed != "" {
-		drop = &sink{what: "--removed", path: f.removed, compress: f.compress, cols: removedCols}
+		drop = &sink{what: "--removed", path: f.removed, compress: f.compress, cols: removedCols, idCol: idCol}
 	}
 	return kept, drop
 }
@@ -739,7 +803,7 @@ holds none of them, filter fails, writing nothing (other id flags, or
 inputs it was not built from); if it lacks some, a note counts them.
 
 --removed FILE writes the removed records in the same format, each with
-duplicate_of (the id kept) and similarity (its exact Jaccard to it)
+duplicate_of (the id kept: a number where the ids are numbers, an int64 column where a Parquet id column holds integers) and similarity (its exact Jaccard to it)
 added. --annotate writes every record with cluster_id, cluster_size,
 duplicate_of and similarity added (null, size 1, outside any cluster);
 a record repeated byte for byte (or, with --id-from hash, one that repeats
@@ -790,7 +854,7 @@ zstd inputs are read several times faster.`,
 			return a.withIndex(func(d index) error {
 				// NB: the inputs' shapes are checked before the clustering,
 				// so that one filter cannot write back fails at once.
-				names, dropNames := df.sinks(a, nil) // NB: their names only: nothing is opened
+				names, dropNames := df.sinks(a, nil, "") // NB: their names only: nothing is opened
 				if err := checkShapes(a.ctx, args, &in, addedCols(df.removed != "", annotate), names, dropNames); err != nil {
 					return err
 				}
@@ -816,7 +880,11 @@ zstd inputs are read several times faster.`,
 				if annotate {
 					keptCols = annotateCols
 				}
-				kept, drop := df.sinks(a, keptCols)
+				idCol := in.IDCol
+				if in.IDFrom != "" {
+					idCol = "" // NB: made ids are strings
+				}
+				kept, drop := df.sinks(a, keptCols, idCol)
 				f := newFilterer(fates, kept, drop, annotate)
 				f.textIDs = in.IDFrom == "hash"
 				f.n.sampled, f.n.found = ids.sampled, ids.found
@@ -1151,7 +1219,7 @@ func (a *app) filter(paths []string, in *inputFlags, f *filterer) error {
 			}
 			err = f.bad(record{raw: re.Raw, end: re.End, row: re.Row, file: re.File, line: re.Line})
 		case err == nil:
-			err = f.take(r.ID, record{raw: r.Raw, end: r.End, row: r.Row, file: r.File, line: r.Line})
+			err = f.take(r.ID, record{idNumber: r.IDNumber, raw: r.Raw, end: r.End, row: r.Row, file: r.File, line: r.Line})
 		}
 		if err != nil {
 			return err

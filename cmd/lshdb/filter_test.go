@@ -1425,3 +1425,76 @@ func TestFilterKilledBetweenRenames(t *testing.T) {
 		}
 	}
 }
+
+// Ensure that duplicate_of has the type of the ids it names, so that the
+// removed records join the kept ones as they are (an ML dataset user's
+// ML1: pandas refuses to merge an int64 column with a string one): with
+// integer ids, a JSON number in JSON Lines and an int64 column in
+// Parquet, equal to the id of the record kept (the oracle: the fox's
+// near-copy names the fox's id); string ids stay strings.
+func TestFilterDuplicateOfHasTheIDsType(t *testing.T) {
+	fox := "the quick brown fox jumps over the lazy dog and runs far away into the forest"
+	other := "an entirely different text about the weather in the mountains this week"
+	dir := t.TempDir()
+	// JSON Lines: numeric ids, and string ids.
+	for _, c := range []struct {
+		name string
+		ids  [3]string
+		want string
+	}{
+		{"num.jsonl", [3]string{"7", "8", "9"}, `"duplicate_of":7,`},
+		{"str.jsonl", [3]string{`"7"`, `"8"`, `"9"`}, `"duplicate_of":"7",`},
+	} {
+		in := filepath.Join(dir, c.name)
+		body := fmt.Sprintf("{\"id\":%s,\"text\":%q}\n{\"id\":%s,\"text\":%q}\n{\"id\":%s,\"text\":%q}\n", c.ids[0], fox, c.ids[1], other, c.ids[2], fox+"!")
+		if err := os.WriteFile(in, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		idx := filepath.Join(dir, c.name+".idx")
+		mustRun(t, "build", "--db", idx, in)
+		removed := filepath.Join(dir, c.name+".removed.jsonl")
+		mustRun(t, "filter", "--db", idx, "--out", filepath.Join(dir, c.name+".kept.jsonl"), "--removed", removed, in)
+		got, err := os.ReadFile(removed)
+		if err != nil || strings.Count(string(got), "\n") != 1 || !strings.Contains(string(got), c.want) {
+			t.Errorf("%s: removed %q (%v), want one record with %s", c.name, got, err, c.want)
+		}
+	}
+	// Parquet: an int64 id column.
+	type row struct {
+		ID   int64  `parquet:"id"`
+		Text string `parquet:"text"`
+	}
+	in := filepath.Join(dir, "num.parquet")
+	f, err := os.Create(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := parquet.NewGenericWriter[row](f)
+	if _, err := w.Write([]row{{70, fox}, {80, other}, {90, fox + "!"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	idx := filepath.Join(dir, "parquet.idx")
+	mustRun(t, "build", "--db", idx, in)
+	removed := filepath.Join(dir, "removed.parquet")
+	mustRun(t, "filter", "--db", idx, "--out", filepath.Join(dir, "kept.parquet"), "--removed", removed, in)
+	schema, rows := parquetFileRows(t, removed)
+	leaf, ok := schema.Lookup("duplicate_of")
+	if !ok || leaf.Node.Type().Kind() != parquet.Int64 {
+		t.Fatalf("removed.parquet's duplicate_of: %v (found %v), want int64", leaf.Node, ok)
+	}
+	if len(rows) != 1 || rows[0][0].Int64() != 90 || rows[0][leaf.ColumnIndex].Int64() != 70 {
+		t.Errorf("removed rows %v, want the row of id 90 with duplicate_of 70", rows)
+	}
+	// --annotate: the column of every record, null for the kept ones.
+	annotated := filepath.Join(dir, "annotated.parquet")
+	mustRun(t, "filter", "--db", idx, "--annotate", "--out", annotated, in)
+	schema, rows = parquetFileRows(t, annotated)
+	if leaf, ok := schema.Lookup("duplicate_of"); !ok || leaf.Node.Type().Kind() != parquet.Int64 || len(rows) != 3 ||
+		!rows[0][leaf.ColumnIndex].IsNull() || rows[2][leaf.ColumnIndex].Int64() != 70 {
+		t.Errorf("annotated.parquet: duplicate_of %v, rows %v", leaf.Node, rows)
+	}
+}

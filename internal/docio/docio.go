@@ -178,6 +178,9 @@ func ParseFormat(s string) (string, error) {
 // Record is one input document and where it came from.
 type Record struct {
 	ID, Text string
+	// IDNumber: the id was read from a JSON number (its digits as
+	// written) or an integer Parquet column, not a string.
+	IDNumber bool
 	// Meta is the raw JSON of Options.MetaField; nil without it.
 	Meta []byte
 	// File is the input's path as given ("stdin" for standard input),

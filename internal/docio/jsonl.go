@@ -340,6 +340,9 @@ func parseJSON(o *Options, s *lineScan, name string, line int, b []byte) (Record
 		if rec.ID, err = idValue(raw, o.IDField); err != nil {
 			return Record{}, err
 		}
+		if t := bytes.TrimSpace(raw); len(t) > 0 && t[0] != '"' {
+			rec.IDNumber = true
+		}
 	case "line":
 		rec.ID = lineID(name, line)
 	}

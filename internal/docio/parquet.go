@@ -172,11 +172,11 @@ func (r *reader) parquetRow(name string, line int, row parquet.Row, idIdx, textI
 			case !gotID || id.IsNull():
 				rerr = fmt.Errorf("no id (null)")
 			case idUnsigned && id.Kind() == parquet.Int32:
-				out.ID = strconv.FormatUint(uint64(id.Uint32()), 10)
+				out.ID, out.IDNumber = strconv.FormatUint(uint64(id.Uint32()), 10), true
 			case idUnsigned && id.Kind() == parquet.Int64:
-				out.ID = strconv.FormatUint(id.Uint64(), 10)
+				out.ID, out.IDNumber = strconv.FormatUint(id.Uint64(), 10), true
 			case id.Kind() == parquet.Int32 || id.Kind() == parquet.Int64:
-				out.ID = strconv.FormatInt(id.Int64(), 10)
+				out.ID, out.IDNumber = strconv.FormatInt(id.Int64(), 10), true
 			default:
 				out.ID = string(id.ByteArray())
 			}
