@@ -753,6 +753,7 @@ var sinksRenaming func()
 type filterCounts struct {
 	read, kept, removed int64
 	bad                 int64 // records not read as documents (not in the index): kept as read
+	blank               int64 // records of a blank text, which a build skips: kept, compared with nothing
 	repeated            int64 // records whose id an earlier record had
 	// copies are the repeated records that were the same bytes as the
 	// first record of their id; exact those of them removed as its
@@ -1219,6 +1220,9 @@ func (a *app) filter(paths []string, in *inputFlags, f *filterer) error {
 			}
 			err = f.bad(record{raw: re.Raw, end: re.End, row: re.Row, file: re.File, line: re.Line})
 		case err == nil:
+			if r.Blank {
+				f.n.blank++
+			}
 			err = f.take(r.ID, record{idNumber: r.IDNumber, raw: r.Raw, end: r.End, row: r.Row, file: r.File, line: r.Line})
 		}
 		if err != nil {
@@ -1235,6 +1239,11 @@ func (a *app) filterNote(n filterCounts, docs uint64, t float64, mode db.Cluster
 		n.kept, n.removed, counted(n.clusters, "cluster", "clusters"), counted(n.read, "record", "records"), mode, keep, t)
 	if n.bad > 0 {
 		fmt.Fprintf(a.stderr, "lshdb: note: %s could not be read as documents (as insert would skip them): kept as read\n", counted(n.bad, "record", "records"))
+	}
+	if n.blank > 0 {
+		// NB: they were kept among the others without a word (an ML
+		// dataset user's ML5).
+		fmt.Fprintf(a.stderr, "lshdb: note: %s a blank text, which has no shingles (a build skips it as empty): kept as read, compared with nothing\n", counted(n.blank, "record has", "records have"))
 	}
 	if n.copies > 0 {
 		how := "removed as its duplicates (similarity 1)"

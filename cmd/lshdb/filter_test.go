@@ -1498,3 +1498,30 @@ func TestFilterDuplicateOfHasTheIDsType(t *testing.T) {
 		t.Errorf("annotated.parquet: duplicate_of %v, rows %v", leaf.Node, rows)
 	}
 }
+
+// Ensure that filter counts the records it keeps without comparing them,
+// those of a blank text (which a build skips as empty), where it kept
+// them among the others without a word (an ML dataset user's ML5); the
+// oracle: the two blank records written by hand, and the build's own
+// count of empty texts.
+func TestFilterCountsBlankTexts(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.jsonl")
+	fox := "the quick brown fox jumps over the lazy dog and runs far away into the forest"
+	body := fmt.Sprintf("{\"id\":\"a\",\"text\":%q}\n{\"id\":\"b\",\"text\":\"\"}\n{\"id\":\"c\",\"text\":%q}\n{\"id\":\"d\",\"text\":\" \\t \"}\n", fox, fox+"!")
+	if err := os.WriteFile(in, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	idx := filepath.Join(dir, "idx")
+	if out, _ := mustRun(t, "build", "--db", idx, in); !strings.Contains(out, "2 empty texts skipped") {
+		t.Fatalf("build: %s", out)
+	}
+	kept := filepath.Join(dir, "kept.jsonl")
+	_, errOut := mustRun(t, "filter", "--db", idx, "--out", kept, in)
+	if !strings.Contains(errOut, "3 kept, 1 removed") || !strings.Contains(errOut, "lshdb: note: 2 records have a blank text") {
+		t.Errorf("filter's summary and notes:\n%s", errOut)
+	}
+	if got, _ := os.ReadFile(kept); strings.Count(string(got), "\n") != 3 || strings.Contains(string(got), `"id":"c"`) {
+		t.Errorf("kept:\n%s", got)
+	}
+}

@@ -181,6 +181,13 @@ type Record struct {
 	// IDNumber: the id was read from a JSON number (its digits as
 	// written) or an integer Parquet column, not a string.
 	IDNumber bool
+	// Blank: the text holds nothing but white space (or nothing), so it
+	// has no shingles, and a build skips it as empty. Set under SkipText
+	// too, where Text is left empty.
+	Blank bool
+	// textSkipped: Text was left empty (SkipText), and Blank set from
+	// the text as written.
+	textSkipped bool
 	// Meta is the raw JSON of Options.MetaField; nil without it.
 	Meta []byte
 	// File is the input's path as given ("stdin" for standard input),
@@ -332,6 +339,9 @@ func (r *reader) emit(rec Record, err error) error {
 			at = re.Pos()
 		}
 		return fmt.Errorf("interrupted before %s: %w", at, cerr)
+	}
+	if err == nil && !rec.textSkipped {
+		rec.Blank = strings.TrimSpace(rec.Text) == ""
 	}
 	if !r.yield(rec, err) {
 		return errStop

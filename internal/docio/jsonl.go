@@ -363,6 +363,7 @@ func parseJSON(o *Options, s *lineScan, name string, line int, b []byte) (Record
 		if len(raw) == 0 || raw[0] != '"' {
 			return Record{ID: rec.ID}, fmt.Errorf("field %q is not a string", o.TextField)
 		}
+		rec.textSkipped, rec.Blank = true, blankString(raw)
 	} else if rec.Text, s.buf, ok = decodeString(raw, s.buf, true); !ok {
 		return Record{ID: rec.ID}, fmt.Errorf("field %q is not a string", o.TextField)
 	}
@@ -375,6 +376,27 @@ func parseJSON(o *Options, s *lineScan, name string, line int, b []byte) (Record
 		}
 	}
 	return rec, nil
+}
+
+// blankString reports whether the JSON string raw (as written, with its
+// quotes) holds nothing but white space: decoded only when it holds an
+// escape or a byte past ASCII, which a blank string rarely does.
+func blankString(raw []byte) bool {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) < 2 {
+		return false
+	}
+	for _, c := range raw[1 : len(raw)-1] {
+		switch {
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
+		case c == '\\' || c >= utf8.RuneSelf:
+			s, _, ok := decodeString(raw, nil, true)
+			return ok && strings.TrimSpace(s) == ""
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // notUTF8 is the error of a field whose raw bytes are not UTF-8: it

@@ -3,6 +3,8 @@ package docio
 import (
 	"bytes"
 	"context"
+	"encoding/csv"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -167,4 +169,49 @@ func TestJSONLPipe(t *testing.T) {
 		t.Fatal("a record waited for more input, or the broken loop did not return")
 	}
 	close(next)
+}
+
+// Ensure that Record.Blank says whether a text holds nothing but white
+// space, the same with SkipText (where Text is left empty, and the
+// string is read as written) as without it, against strings.TrimSpace
+// of the decoded text; and for CSV, whose reader fills Text.
+func TestRecordBlank(t *testing.T) {
+	texts := []string{"", " ", "\t\n\r ", "\u00a0\u3000", " x ", "a", "\u00e9", "  \u00a0b", strings.Repeat(" ", 300), strings.Repeat(" ", 300) + "."}
+	var jsonl, csvText strings.Builder
+	cw := csv.NewWriter(&csvText)
+	cw.Write([]string{"id", "text"})
+	for i, text := range texts {
+		b, _ := json.Marshal(map[string]string{"id": fmt.Sprint(i), "text": text})
+		jsonl.Write(b)
+		jsonl.WriteByte('\n')
+		cw.Write([]string{fmt.Sprint(i), text})
+	}
+	cw.Flush()
+	// NB: one with escapes written out by hand: a tab and a no-break space.
+	jsonl.WriteString(`{"id":"esc","text":"\t\u00a0 "}` + "\n")
+	texts = append(texts, "\t\u00a0 ")
+	dir := t.TempDir()
+	in, inCSV := filepath.Join(dir, "b.jsonl"), filepath.Join(dir, "b.csv")
+	os.WriteFile(in, []byte(jsonl.String()), 0o644)
+	os.WriteFile(inCSV, []byte(csvText.String()), 0o644)
+	for _, c := range []struct {
+		path string
+		skip bool
+		n    int
+	}{{in, false, len(texts)}, {in, true, len(texts)}, {inCSV, false, len(texts) - 1}} {
+		i := 0
+		for rec, err := range Read(context.Background(), []string{c.path}, nil, Options{SkipText: c.skip}) {
+			if err != nil {
+				t.Fatalf("%s: %v", c.path, err)
+			}
+			want := strings.TrimSpace(texts[i]) == ""
+			if rec.Blank != want {
+				t.Errorf("%s (SkipText %v): record %d, text %q: Blank %v, want %v", c.path, c.skip, i, texts[i], rec.Blank, want)
+			}
+			i++
+		}
+		if i != c.n {
+			t.Errorf("%s: %d records, want %d", c.path, i, c.n)
+		}
+	}
 }
