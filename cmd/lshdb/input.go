@@ -69,6 +69,18 @@ func (f *inputFlags) check(paths []string) error {
 	if err := docio.CheckTextIDs(paths, o); err != nil {
 		return usageError{err}
 	}
+	if f.Format == "" {
+		// NB: a folder of dataset shards (Hugging Face's data/) read as
+		// one text a file: a build of JSON Lines shards stored one
+		// document per shard, of Parquet shards none, and exited 0 (an ML
+		// dataset user's ML3). A folder that also holds other files is
+		// read as texts, with a note (recordDirNote).
+		for _, p := range paths {
+			if records, others := dirRecordFiles(p); len(records) > 0 && others == 0 {
+				return usagef("%s holds record files only (%s), and a directory's files are read as one text document each: to read their records, give --format jsonl, csv, tsv or parquet, or the files themselves (%s)", escControls(p), escControls(strings.Join(records[:min(len(records), 3)], ", ")), escControls(filepath.Join(p, "*")))
+			}
+		}
+	}
 	return docio.CheckPaths(paths)
 }
 
@@ -206,39 +218,7 @@ func (a *app) recordDirNote(paths []string, format string) {
 		if st, err := os.Stat(p); err != nil || !st.IsDir() {
 			continue
 		}
-		// NB: as the reader walks it: subdirectories too, hidden entries
-		// skipped, links followed to files. Only the top level's regular
-		// files were counted: four record files were said to be two (a
-		// nightly operator's review, N4).
-		// NB: WalkDir does not follow a root that is a link (the reader
-		// does): a link to the night's folder had no note (a maintainer
-		// review's K2). Its path with a separator is the folder's.
-		root := p
-		if st, err := os.Lstat(p); err == nil && st.Mode()&fs.ModeSymlink != 0 {
-			root = p + string(filepath.Separator)
-		}
-		var names []string
-		filepath.WalkDir(root, func(path string, e fs.DirEntry, err error) error {
-			if err != nil || path == root {
-				return nil
-			}
-			if strings.HasPrefix(e.Name(), ".") {
-				if e.IsDir() {
-					return filepath.SkipDir
-				}
-				return nil
-			}
-			regular := e.Type().IsRegular()
-			if e.Type()&fs.ModeSymlink != 0 {
-				st, err := os.Stat(path)
-				regular = err == nil && st.Mode().IsRegular()
-			}
-			if regular && docio.IsRecordName(e.Name()) {
-				rel, _ := filepath.Rel(root, path)
-				names = append(names, rel)
-			}
-			return nil
-		})
+		names, _ := dirRecordFiles(p)
 		if len(names) == 0 {
 			continue
 		}
@@ -248,6 +228,51 @@ func (a *app) recordDirNote(paths []string, format string) {
 		}
 		fmt.Fprintf(a.stderr, "lshdb: note: %s holds record files (%s%s), which are read as one text document each, as every file of a directory is: to read their records, give the files themselves or --format jsonl, csv, tsv or parquet\n", p, names[0], more)
 	}
+}
+
+// dirRecordFiles returns the record files (docio.IsRecordName) of the
+// directory p as the reader walks it, and how many other regular files
+// it holds; none for a path that is no directory.
+func dirRecordFiles(p string) (records []string, others int) {
+	if st, err := os.Stat(p); err != nil || !st.IsDir() {
+		return nil, 0
+	}
+	// NB: as the reader walks it: subdirectories too, hidden entries
+	// skipped, links followed to files. Only the top level's regular
+	// files were counted: four record files were said to be two (a
+	// nightly operator's review, N4).
+	// NB: WalkDir does not follow a root that is a link (the reader
+	// does): a link to the night's folder had no note (a maintainer
+	// review's K2). Its path with a separator is the folder's.
+	root := p
+	if st, err := os.Lstat(p); err == nil && st.Mode()&fs.ModeSymlink != 0 {
+		root = p + string(filepath.Separator)
+	}
+	filepath.WalkDir(root, func(path string, e fs.DirEntry, err error) error {
+		if err != nil || path == root {
+			return nil
+		}
+		if strings.HasPrefix(e.Name(), ".") {
+			if e.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		regular := e.Type().IsRegular()
+		if e.Type()&fs.ModeSymlink != 0 {
+			st, err := os.Stat(path)
+			regular = err == nil && st.Mode().IsRegular()
+		}
+		switch {
+		case regular && docio.IsRecordName(e.Name()):
+			rel, _ := filepath.Rel(root, path)
+			records = append(records, rel)
+		case regular:
+			others++
+		}
+		return nil
+	})
+	return records, others
 }
 
 // stdinNote tells a person at a terminal that the command waits for them

@@ -1427,7 +1427,7 @@ func (a *app) insertCmd(name string) *cobra.Command {
 Inputs: JSON Lines with id and text fields, CSV or TSV with a header line
 (--id-col, --text-col), Parquet, a text file (--format text, or .txt: one
 document, id = its name), a directory of text files (id = relative path;
-hidden files skipped, links to files followed), or - (or nothing) for
+hidden files skipped, links to files followed; one of record files only is refused: --format reads their records), or - (or nothing) for
 stdin; gzip or zstd
 compressed or not, told by content. The index is created with the
 creation flags if it does not exist.

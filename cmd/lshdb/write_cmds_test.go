@@ -802,9 +802,17 @@ func TestRecordFilesInADirectory(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(in, "night.jsonl"), src, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out, errOut, code := runLine([]string{"insert", "--db", filepath.Join(dir, "a"), in}, "")
-	if code != 0 || !strings.Contains(out, "inserted 1 document") || !strings.Contains(errOut, "holds record files (night.jsonl)") {
-		t.Fatalf("a directory of a JSON Lines file: exit %d\n%s%s", code, out, errOut)
+	// A directory of record files only is refused, before an index is
+	// made: a build of dataset shards stored one document a shard and
+	// exited 0 (an ML dataset user's ML3).
+	for _, cmd := range []string{"insert", "build", "dedup"} {
+		out, errOut, code := runLine([]string{cmd, "--db", filepath.Join(dir, "a"), in}, "")
+		if code != 2 || out != "" || !strings.Contains(errOut, "holds record files only (night.jsonl)") || !strings.Contains(errOut, "--format jsonl") {
+			t.Fatalf("%s of a directory of a JSON Lines file: exit %d\n%s%s", cmd, code, out, errOut)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "a")); !errors.Is(err, fs.ErrNotExist) {
+			t.Fatalf("%s refused made the index: %v", cmd, err)
+		}
 	}
 	// NB: as the reader walks it: a subdirectory's and a link's record
 	// files are counted too, a hidden one not (it said "night.jsonl and 1
@@ -820,7 +828,7 @@ func TestRecordFilesInADirectory(t *testing.T) {
 	if err := os.Symlink(filepath.Join(in, "night.jsonl"), filepath.Join(in, "link.jsonl")); err != nil {
 		t.Fatal(err)
 	}
-	_, errOut, code = runLine([]string{"insert", "--db", filepath.Join(dir, "c"), in}, "")
+	_, errOut, code := runLine([]string{"insert", "--db", filepath.Join(dir, "c"), in}, "")
 	if code != 0 || !strings.Contains(errOut, "holds record files (link.jsonl and 2 more)") {
 		t.Fatalf("a directory of record files, a link and a subdirectory: exit %d\n%s", code, errOut)
 	}
@@ -841,7 +849,7 @@ func TestRecordFilesInADirectory(t *testing.T) {
 		os.Remove(filepath.Join(in, name))
 	}
 	records := strings.Count(strings.TrimSpace(string(src)), "\n") + 1
-	out, errOut, code = runLine([]string{"insert", "--db", filepath.Join(dir, "b"), "--format", "jsonl", in}, "")
+	out, errOut, code := runLine([]string{"insert", "--db", filepath.Join(dir, "b"), "--format", "jsonl", in}, "")
 	if code != 0 || !strings.Contains(out, fmt.Sprintf("inserted %d documents", records)) || strings.Contains(errOut, "record files") {
 		t.Fatalf("--format jsonl on the directory: exit %d\n%s%s", code, out, errOut)
 	}
