@@ -531,6 +531,24 @@ func TestFilterAcrossFilesAndShapeFirst(t *testing.T) {
 	}
 }
 
+// writeParquet writes rows to a Parquet file at path, its schema their
+// type's.
+func writeParquet[T any](t *testing.T, path string, rows []T, opts ...parquet.WriterOption) {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	w := parquet.NewGenericWriter[T](f, opts...)
+	if _, err := w.Write(rows); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // parquetFileRows reads a Parquet file's schema and rows with parquet-go.
 func parquetFileRows(t *testing.T, path string) (*parquet.Schema, []parquet.Row) {
 	t.Helper()
@@ -906,18 +924,7 @@ func TestFilterRemovesExactRepeatsParquet(t *testing.T) {
 	rows := []row{{"a", t1, 0}, {"b", t2, 0}, {"a", t1, 0}, {"c", t3, 0}, {"b", t2 + " and again", 0}, {"a", t1, 0}, {"a", t1, 9}}
 	dir := t.TempDir()
 	in := filepath.Join(dir, "docs.parquet")
-	f, err := os.Create(in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := parquet.NewGenericWriter[row](f)
-	if _, err := w.Write(rows); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
+	writeParquet(t, in, rows)
 	idx := filepath.Join(dir, "idx")
 	mustRun(t, "build", "--db", idx, in)
 	kept, removed := filepath.Join(dir, "kept.parquet"), filepath.Join(dir, "removed.parquet")
@@ -1465,18 +1472,7 @@ func TestFilterDuplicateOfHasTheIDsType(t *testing.T) {
 		Text string `parquet:"text"`
 	}
 	in := filepath.Join(dir, "num.parquet")
-	f, err := os.Create(in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := parquet.NewGenericWriter[row](f)
-	if _, err := w.Write([]row{{70, fox}, {80, other}, {90, fox + "!"}}); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
+	writeParquet(t, in, []row{{70, fox}, {80, other}, {90, fox + "!"}})
 	idx := filepath.Join(dir, "parquet.idx")
 	mustRun(t, "build", "--db", idx, in)
 	removed := filepath.Join(dir, "removed.parquet")

@@ -628,7 +628,7 @@ func (a *app) exitCode(err error) int {
 	case errors.Is(err, db.ErrCorrupt) || errors.As(err, new(problemsFound)):
 		return exitDamaged
 	case errors.Is(err, db.ErrLocked) || errors.Is(err, errInUse) || errors.Is(err, httpapi.ErrSocketInUse) ||
-		errors.Is(err, db.ErrReadOnly) && strings.Contains(msg, readOnlyOwner):
+		errors.Is(err, db.ErrReadOnly) && strings.Contains(msg, httpapi.OwnerReadsOnly):
 		return exitBusy
 	}
 	// NB: cobra's own usage errors (an unknown command or flag, a missing
@@ -640,11 +640,6 @@ func (a *app) exitCode(err error) int {
 	}
 	return 1
 }
-
-// readOnlyOwner is in the error of a write refused by an owner that reads
-// only (a long pairs or check serves the index while it runs; see
-// httpapi's handler): it ends, and the write may be tried again.
-const readOnlyOwner = "which reads only: write once it has closed the index"
 
 // plainMessage returns an error's text without the "lshdb: " that package
 // db puts before each of its errors, wherever a wrap left one: at the

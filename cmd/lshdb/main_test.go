@@ -886,7 +886,7 @@ func TestExitStatuses(t *testing.T) {
 		{fmt.Errorf("writing pairs: %w", &fs.PathError{Op: "write", Path: "out.jsonl", Err: syscall.EPIPE}), exitPipe},
 		{&net.OpError{Op: "write", Net: "unix", Err: os.NewSyscallError("write", syscall.EPIPE)}, 1},
 		{fmt.Errorf("%w: the request's token may only read", httpapi.ErrForbidden), 1},
-		{fmt.Errorf("%w by the process that serves it (pid 7), %s", db.ErrReadOnly, readOnlyOwner), exitBusy},
+		{fmt.Errorf("%w by the process that serves it (pid 7), %s", db.ErrReadOnly, httpapi.OwnerReadsOnly), exitBusy},
 		{fmt.Errorf("%w: /mnt/ro/idx", db.ErrReadOnly), 1},
 		{errors.New(`required flag(s) "db" not set`), 2},
 		{errors.New("unknown flag: --bogus"), 2},

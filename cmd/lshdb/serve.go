@@ -27,6 +27,38 @@ import (
 	"github.com/spf13/cobra"
 )
 
+// tokenFromFile reads a bearer token from the first line of the file
+// path, which flag names, and reports whether other users may read the
+// file. NB: its first line, without the spaces around it (as the server
+// compares a token): "s3cret \n" or a second line made a token no
+// request matched.
+func tokenFromFile(flag, path string) (token string, readable bool, err error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", false, fmt.Errorf("%s: %w", flag, err)
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	if token = strings.TrimSpace(line); token == "" {
+		return "", false, usagef("%s %s has no token on its first line", flag, path)
+	}
+	fi, err := os.Stat(path)
+	return token, err == nil && fi.Mode().Perm()&0o044 != 0, nil
+}
+
+// tokenFromEnv returns the bearer token of the environment variable name,
+// "" if it is unset or empty. NB: trimmed, as a request's token is (a
+// variable set from a file keeps its line end).
+func tokenFromEnv(name string) (string, error) {
+	env := os.Getenv(name)
+	if env == "" {
+		return "", nil
+	}
+	if token := strings.TrimSpace(env); token != "" {
+		return token, nil
+	}
+	return "", usagef("%s is white space alone: give a token, or unset it", name)
+}
+
 // serveOptions are lshdb serve's flags.
 type serveOptions struct {
 	addr, token, backupRoot, logFormat     string
@@ -105,23 +137,13 @@ stops accepting requests, lets those in flight finish (up to
 				return err
 			}
 			serveMemoryLimit(so.maxInFlightBytes)
+			var err error
 			switch {
 			case so.token != "" && so.tokenFile != "":
 				return usagef("give --token or --token-file, not both")
 			case so.tokenFile != "":
-				b, err := os.ReadFile(so.tokenFile)
-				if err != nil {
-					return fmt.Errorf("--token-file: %w", err)
-				}
-				// NB: its first line, without the spaces around it (as
-				// the server compares a token): "s3cret \n" or a second
-				// line made a token no request matched.
-				line, _, _ := strings.Cut(string(b), "\n")
-				if so.token = strings.TrimSpace(line); so.token == "" {
-					return usagef("--token-file %s has no token on its first line", so.tokenFile)
-				}
-				if fi, err := os.Stat(so.tokenFile); err == nil && fi.Mode().Perm()&0o044 != 0 {
-					so.tokenFileReadable = true
+				if so.token, so.tokenFileReadable, err = tokenFromFile("--token-file", so.tokenFile); err != nil {
+					return err
 				}
 			case so.token != "":
 				so.tokenOnCommandLine = true
@@ -129,12 +151,8 @@ stops accepting requests, lets those in flight finish (up to
 					return usagef("--token is white space alone: give a token, or no --token")
 				}
 			default:
-				// NB: trimmed, as a request's token is (a variable set
-				// from a file keeps its line end).
-				if env := os.Getenv("LSHDB_TOKEN"); env != "" {
-					if so.token = strings.TrimSpace(env); so.token == "" {
-						return usagef("LSHDB_TOKEN is white space alone: give a token, or unset it")
-					}
+				if so.token, err = tokenFromEnv("LSHDB_TOKEN"); err != nil {
+					return err
 				}
 			}
 			// NB: a second token for the clients that only read (a web
@@ -142,21 +160,12 @@ stops accepting requests, lets those in flight finish (up to
 			// Python client user's PY4): in a file or the environment,
 			// not on a command line every user sees.
 			if so.readTokenFile != "" {
-				b, err := os.ReadFile(so.readTokenFile)
-				if err != nil {
-					return fmt.Errorf("--read-token-file: %w", err)
-				}
-				line, _, _ := strings.Cut(string(b), "\n")
-				if so.readToken = strings.TrimSpace(line); so.readToken == "" {
-					return usagef("--read-token-file %s has no token on its first line", so.readTokenFile)
-				}
-				if fi, err := os.Stat(so.readTokenFile); err == nil && fi.Mode().Perm()&0o044 != 0 {
-					so.readTokenFileReadable = true
-				}
-			} else if env := os.Getenv("LSHDB_READ_TOKEN"); env != "" {
-				if so.readToken = strings.TrimSpace(env); so.readToken == "" {
-					return usagef("LSHDB_READ_TOKEN is white space alone: give a token, or unset it")
-				}
+				so.readToken, so.readTokenFileReadable, err = tokenFromFile("--read-token-file", so.readTokenFile)
+			} else {
+				so.readToken, err = tokenFromEnv("LSHDB_READ_TOKEN")
+			}
+			if err != nil {
+				return err
 			}
 			switch {
 			case so.readToken != "" && so.token == "":

@@ -1230,16 +1230,7 @@ func TestServeLogLevel(t *testing.T) {
 	}
 	t.Setenv("LSHDB_TOKEN", "s3cret")
 	_, tcp, log, stop := startServe(t, "--db", idx, "--addr", "127.0.0.1:0", "--log-level", "warn")
-	get := func(tcp, token string) int {
-		req, _ := http.NewRequest("GET", tcp+"/v1/count", nil)
-		req.Header.Set("Authorization", "Bearer "+token)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		return resp.StatusCode
-	}
+	get := func(tcp, token string) int { return bearerStatus(t, token, "GET", tcp+"/v1/count") }
 	if code := get(tcp, "s3cret"); code != 200 {
 		t.Fatalf("count: %d", code)
 	}
@@ -1314,23 +1305,30 @@ func TestServeReadToken(t *testing.T) {
 	if !strings.Contains(log.String(), "read_token=true") {
 		t.Errorf("the start line does not say there is a read token: %s", log)
 	}
-	call := func(token, method, path string) int {
-		req, _ := http.NewRequest(method, tcp+path, nil)
-		req.Header.Set("Authorization", "Bearer "+token)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		return resp.StatusCode
-	}
-	if st := call("reader", "GET", "/v1/docs?id=fox1"); st != 200 {
+	if st := bearerStatus(t, "reader", "GET", tcp+"/v1/docs?id=fox1"); st != 200 {
 		t.Errorf("get with the read token: %d", st)
 	}
-	if st := call("reader", "DELETE", "/v1/docs?id=fox1"); st != http.StatusForbidden {
+	if st := bearerStatus(t, "reader", "DELETE", tcp+"/v1/docs?id=fox1"); st != http.StatusForbidden {
 		t.Errorf("delete with the read token: %d, want 403", st)
 	}
-	if st := call("s3cret", "GET", "/v1/docs?id=fox1"); st != 200 {
+	if st := bearerStatus(t, "s3cret", "GET", tcp+"/v1/docs?id=fox1"); st != 200 {
 		t.Errorf("get with the server's token after the refused delete: %d", st)
 	}
+}
+
+// bearerStatus sends a request without a body to url with the bearer
+// token, and returns the answer's status.
+func bearerStatus(t *testing.T, token, method, url string) int {
+	t.Helper()
+	req, err := http.NewRequest(method, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
 }

@@ -600,18 +600,7 @@ func TestInsertParquet(t *testing.T) {
 		fmt.Fprintf(&jsonl, "{\"id\":%q,\"text\":%q}\n", r.ID, r.Text)
 	}
 	pq := filepath.Join(tmp, "train-00000-of-00001.parquet")
-	f, err := os.Create(pq)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := parquet.NewGenericWriter[row](f, parquet.Compression(&parquet.Snappy))
-	if _, err := w.Write(rows); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
+	writeParquet(t, pq, rows, parquet.Compression(&parquet.Snappy))
 	for _, cmd := range []string{"build", "insert"} {
 		fromPQ, fromJSON := filepath.Join(tmp, cmd+"-pq"), filepath.Join(tmp, cmd+"-json")
 		if _, errOut, code := runLine([]string{cmd, "--db", fromPQ, pq}, ""); code != 0 {

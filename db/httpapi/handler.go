@@ -331,6 +331,13 @@ type route struct {
 var Ops = []string{"healthz", "params", "count", "get", "put", "delete", "has", "put_if_new", "load", "query", "query_many",
 	"pairs", "scan", "clusters", "clusters_from", "info", "stats", "buckets", "bucket", "explain", "check", "repair", "tune", "backup", "purge", "compact", "openapi", "unknown"}
 
+// OwnerReadsOnly ends the message of a write refused (read_only) by a
+// server that opened its index to read only (an lshdb read command, which
+// serves the index while it runs): the write may succeed once that
+// process has closed the index. lshdb's commands tell the case by it
+// (exit 75, busy), as only a code and a message cross HTTP.
+const OwnerReadsOnly = "which reads only: write once it has closed the index"
+
 // ReadOps are the operations that a request with Options.ReadToken may
 // call: those that neither write nor maintain the index.
 var ReadOps = []string{"healthz", "params", "count", "get", "has", "query", "query_many", "pairs", "scan", "clusters", "clusters_from",
@@ -485,7 +492,7 @@ func (h *handler) ServeHTTP(hw http.ResponseWriter, r *http.Request) {
 	if errors.Is(err, db.ErrReadOnly) {
 		// NB: the client's process did not open the index read-only: say
 		// who did (an lshdb read command serves while it runs).
-		err = fmt.Errorf("%w by the process that serves it (pid %d), which reads only: write once it has closed the index", err, os.Getpid())
+		err = fmt.Errorf("%w by the process that serves it (pid %d), %s", err, os.Getpid(), OwnerReadsOnly)
 	}
 	err = cutErr(r, err)
 	if err != nil && !w.started {
