@@ -175,3 +175,83 @@ nightly pairs run at the embedded index's speed.`,
 	c.Flags().BoolVar(&verify, "verify", false, "read the whole copy (as check does) before it gets NEWDIR's name, and fail if any of it is damaged")
 	return c
 }
+
+// restoreJSON is the output of restore --output json.
+type restoreJSON struct {
+	DB   string `json:"db"`
+	From string `json:"from"`
+	Docs uint64 `json:"docs"`
+	// Aside is where the index that was at --db went, or absent when
+	// there was none.
+	Aside    string `json:"aside,omitempty"`
+	Verified bool   `json:"verified,omitempty"`
+}
+
+func (a *app) restoreCmd() *cobra.Command {
+	var from string
+	var verify bool
+	c := &cobra.Command{
+		Use: "restore --from COPY --db DIR",
+		Example: `  # Put a backup in the place of a damaged index (stop lshdb serve first)
+  lshdb restore --from idx-2026-11-23 --db idx --verify`,
+		Short: "Put a copy of a backup in an index's place, keeping the index that was there aside",
+		Long: `Put a copy of the index in COPY (a backup made by lshdb backup, or any index
+this build reads) in DIR's place. COPY is read, not written: its files are
+copied into DIR.restoring beside DIR, synced, and read whole first with
+--verify (as check reads them: a damaged backup is refused, and DIR left as
+it is). Only then is the index at DIR moved aside, to
+DIR.before-restore-TIME (UTC), and the copy renamed to DIR. Nothing of the
+old index is deleted: remove it once the restored index is known good.
+
+DIR must not be in use: stop lshdb serve and any shell on it first (a
+restore beside them exits 75, having done nothing). A DIR that does not
+exist, or an empty directory, simply receives the copy; one holding other
+files is refused. A symbolic link is followed: the index is replaced where
+it is, and the link kept.
+
+The restored index has an instance of its own and names the backup as its
+origin (lshdb info): pairs files made before are refused on it (make them
+again). A restore needs room for a whole copy of COPY beside DIR. One killed
+before its renames leaves DIR as it was (and DIR.restoring, which the next
+restore names: remove it); one killed between them (an instant) leaves the
+old index aside and the copy at DIR.restoring: rename that to DIR.
+
+Copying the backup's files over DIR by hand (cp -a COPY/. DIR) mixes the
+two stores' files: either state may win without a word.`,
+		Args: nArgs(0),
+		RunE: func(c *cobra.Command, args []string) error {
+			if a.shellDB != nil {
+				return usagef("restore needs the index to itself: run it outside the shell")
+			}
+			if err := a.needDB(); err != nil {
+				return err
+			}
+			if from == "" {
+				return usagef("--from COPY is required (the backup to restore)")
+			}
+			ctx, barDone := a.phaseBar("restore")
+			rep, err := db.Restore(ctx, from, a.dbDir, &db.RestoreOptions{Verify: verify})
+			barDone()
+			if err != nil {
+				return interruptNote(err, "restore interrupted: the index is as it was")
+			}
+			if a.json() {
+				return a.emitJSON(restoreJSON{DB: a.dbDir, From: from, Docs: rep.Docs, Aside: rep.Aside, Verified: verify})
+			}
+			how := ""
+			if verify {
+				how = "; verified"
+			}
+			if err := a.summaryf("restored %s from %s: %d documents%s\n", esc(a.dbDir), esc(from), rep.Docs, how); err != nil {
+				return err
+			}
+			if rep.Aside != "" {
+				a.notef("the index that was there is now " + esc(rep.Aside) + ": remove it once the restored index is known good")
+			}
+			return nil
+		},
+	}
+	c.Flags().StringVar(&from, "from", "", "the backup to restore (a directory lshdb backup made, or any index)")
+	c.Flags().BoolVar(&verify, "verify", false, "read the whole copy (as check does) before it takes the index's place, and fail if any of it is damaged")
+	return c
+}

@@ -247,3 +247,68 @@ func TestBackupRefusedTokenSaid(t *testing.T) {
 		}
 	}
 }
+
+// Ensure that lshdb restore puts a backup in an index's place: the index
+// then holds the backup's documents (the oracle: the documents read from
+// the backup before the index was written), the index that was there is
+// kept aside as it was, the note and --output json name it, a served
+// index is refused (exit 75) with nothing changed, and a missing --from is
+// a usage error.
+func TestRestoreCommand(t *testing.T) {
+	root := shortDir(t)
+	idx, bk := filepath.Join(root, "idx"), filepath.Join(root, "bk")
+	if _, errOut, code := runLine([]string{"insert", "--db", idx, "../../testdata/cmd/inputs/docs.jsonl"}, ""); code != 0 {
+		t.Fatal(errOut)
+	}
+	if _, errOut, code := runLine([]string{"backup", "--db", idx, "--to", bk}, ""); code != 0 {
+		t.Fatal(errOut)
+	}
+	want, _ := docsOf(t, bk)
+	if _, errOut, code := runLine([]string{"insert", "--db", idx, "-"}, `{"id": "later", "text": "a document written after the backup"}`+"\n"); code != 0 {
+		t.Fatal(errOut)
+	}
+	later, _ := docsOf(t, idx)
+	if len(later) != len(want)+1 {
+		t.Fatalf("%d documents after the insert, %d in the backup", len(later), len(want))
+	}
+
+	_, _, log, stop := startServe(t, "--db", idx)
+	if _, errOut, code := runLine([]string{"restore", "--from", bk, "--db", idx}, ""); code != exitBusy || !strings.Contains(errOut, "stop it") {
+		t.Errorf("restore over a served index: exit %d %q, want %d", code, errOut, exitBusy)
+	}
+	if code := stop(); code != 0 {
+		t.Fatalf("serve: exit %d %s", code, log)
+	}
+	if got, _ := docsOf(t, idx); !reflect.DeepEqual(got, later) {
+		t.Errorf("a refused restore changed the index: %d documents", len(got))
+	}
+
+	out, errOut, code := runLine([]string{"restore", "--from", bk, "--db", idx, "--verify"}, "")
+	if code != 0 || !strings.Contains(out, "restored") || !strings.Contains(out, "verified") {
+		t.Fatalf("restore: exit %d %q %q", code, out, errOut)
+	}
+	got, rep := docsOf(t, idx)
+	if !reflect.DeepEqual(got, want) || !rep.OK() {
+		t.Errorf("the restored index: %d documents (want %d), check %+v", len(got), len(want), rep)
+	}
+	_, aside, ok := strings.Cut(errOut, "the index that was there is now ")
+	aside, _, _ = strings.Cut(aside, ":")
+	if !ok || !strings.HasPrefix(aside, idx+".before-restore-") {
+		t.Fatalf("the note does not name where the old index went: %q", errOut)
+	}
+	if got, _ := docsOf(t, aside); !reflect.DeepEqual(got, later) {
+		t.Errorf("the index moved aside: %d documents, it held %d", len(got), len(later))
+	}
+
+	out, errOut, code = runLine([]string{"restore", "--from", bk, "--db", idx, "--output", "json"}, "")
+	var res restoreJSON
+	if err := json.Unmarshal([]byte(out), &res); code != 0 || err != nil || res.Docs != uint64(len(want)) || res.Aside == "" || res.Aside == aside {
+		t.Errorf("restore --output json: exit %d %q %q %v", code, out, errOut, err)
+	}
+	if _, _, code := runLine([]string{"restore", "--db", idx}, ""); code != 2 {
+		t.Errorf("restore without --from: exit %d, want 2", code)
+	}
+	if _, errOut, code := runLine([]string{"restore", "--from", filepath.Join(root, "none"), "--db", idx}, ""); code != 1 || strings.Contains(errOut, "makes an index") {
+		t.Errorf("restore from nothing: exit %d %q", code, errOut)
+	}
+}

@@ -527,7 +527,7 @@ const exitStatuses = `Exit status, for every command: 0 done; 1 an error none of
 error; 3 a document named is not stored; 4 the index is damaged, or check
 found problems; 75 the index is busy (another process holds it and does
 not serve it, or serves it while this command must own it, as upgrade,
-drop and serve must, or serves it reading only to a command that
+drop, restore and serve must, or serves it reading only to a command that
 writes): try again once that process has ended; 141 the output was
 closed early (| head); 129, 130, 143 interrupted (SIGHUP, SIGINT,
 SIGTERM). A scripted shell exits 1 if any statement failed.`
@@ -567,8 +567,9 @@ func (a *app) exitCode(err error) int {
 		line = escControls(m)
 	}
 	// NB: not for a handle whose Redis index went under it, which its
-	// message tells to close (an insert through it is refused again).
-	if errors.Is(err, db.ErrNotExist) && !strings.Contains(line, "since this handle opened it") {
+	// message tells to close (an insert through it is refused again), nor
+	// for a restore's backup, which no command makes but backup.
+	if errors.Is(err, db.ErrNotExist) && !strings.Contains(line, "since this handle opened it") && !strings.Contains(line, "restore: the backup ") {
 		line += " (lshdb create, insert or build makes an index)"
 	}
 	if errors.Is(err, db.ErrDiskFull) {
@@ -762,14 +763,14 @@ func (a *app) rootCmd() *cobra.Command {
 	root.AddCommand(a.createCmd(), a.insertCmd("insert"), a.buildCmd(), a.queryCmd(), a.pairsCmd(),
 		a.clustersCmd(), a.filterCmd(), a.exportCmd(), a.dedupCmd(), a.getCmd(), a.deleteCmd(), a.infoCmd(), a.statsCmd(), a.reportCmd(), a.bucketsCmd(), a.bucketCmd(),
 		a.explainCmd(), a.tuneCmd(), a.checkCmd(), a.purgeCmd(), a.compactCmd(), a.dropCmd(), a.upgradeCmd(), a.shellCmd(), a.benchCmd(), a.genCmd(), a.versionCmd(),
-		a.serveCmd(), a.backupCmd())
+		a.serveCmd(), a.backupCmd(), a.restoreCmd())
 	// NB: --db and --cpuprofile are flags of the commands that use them,
 	// not of the root, so that gen, version, help and completion do not
 	// list them (C25). Inside the shell the index is the shell's and no
 	// flag may name a file (R12, R13): they do not exist there.
 	if a.shellDB == nil {
 		for _, c := range root.Commands() {
-			if !slices.Contains([]string{"gen", "version", "serve", "backup", "upgrade", "bench", "create"}, c.Name()) {
+			if !slices.Contains([]string{"gen", "version", "serve", "backup", "restore", "upgrade", "bench", "create"}, c.Name()) {
 				c.Flags().StringVar(&a.addr, "addr", "", "attach to the lshdb serve at this URL (http(s)://HOST:PORT; token from $LSHDB_TOKEN) instead of --db")
 			}
 			if !slices.Contains([]string{"gen", "version"}, c.Name()) {

@@ -1036,6 +1036,7 @@ func TestQuiet(t *testing.T) {
 		{"compact", func(idx string) []string { return []string{"compact", "--db", idx} }},
 		{"purge", func(idx string) []string { return []string{"purge", "--db", idx} }},
 		{"backup", func(idx string) []string { return []string{"backup", "--db", idx, "--to", idx + ".copy"} }},
+		{"restore", func(idx string) []string { return []string{"restore", "--from", idx, "--db", idx + ".restored"} }},
 		{"delete", func(idx string) []string { return []string{"delete", "--db", idx, "libghc-agda-dev", "hunspell-nl"} }},
 		{"drop", func(idx string) []string { return []string{"drop", "--db", idx, "--yes"} }},
 		// NB: create's parameters and report's line are summaries too (a

@@ -1,0 +1,273 @@
+package db
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// restoreFixture makes an index at root/idx of 200 documents, backs it up
+// to root/bk, then writes to the index (inserts, deletes, a compaction)
+// so that the two differ; it returns the documents of each.
+func restoreFixture(t *testing.T, root string) (backup, later map[string]*StoredDoc) {
+	t.Helper()
+	ctx := context.Background()
+	d := mustOpen(t, filepath.Join(root, "idx"), nil)
+	defer d.Close()
+	var docs []Doc
+	for i := range 260 {
+		docs = append(docs, Doc{ID: fmt.Sprintf("d%03d", i), Text: fmt.Sprintf("document %d about %s, version %d", i, []string{"foxes", "owls", "cats"}[i%3], i%7)})
+	}
+	if _, err := d.PutBatch(docs[:200], nil); err != nil {
+		t.Fatal(err)
+	}
+	backup = allDocs(t, d)
+	if err := d.Backup(ctx, filepath.Join(root, "bk")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.PutBatch(docs[200:], nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"d001", "d050", "d199"} {
+		if err := d.Delete(id, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := d.Compact(ctx); err != nil {
+		t.Fatal(err)
+	}
+	later = allDocs(t, d)
+	if len(later) != 257 || len(backup) != 200 {
+		t.Fatalf("fixture: %d and %d documents", len(backup), len(later))
+	}
+	return backup, later
+}
+
+// docsIn opens dir read-only and returns its documents.
+func docsIn(t *testing.T, dir string) map[string]*StoredDoc {
+	t.Helper()
+	d := mustOpen(t, dir, &Options{ReadOnly: true, MustExist: true})
+	defer d.Close()
+	return allDocs(t, d)
+}
+
+// Ensure that Restore puts the backup's state in the index's place: the
+// oracle is the model of each state (the documents read before and after
+// the later writes). The index that was there is kept aside, whole; the
+// backup is not written; the restored index checks clean, has an instance
+// of its own and takes writes; and a restore into an absent or empty
+// directory needs nothing moved aside.
+func TestRestore(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	backup, later := restoreFixture(t, root)
+	idx, bk := filepath.Join(root, "idx"), filepath.Join(root, "bk")
+	docsIn(t, bk) // NB: a read-only open makes the lock file
+	bkFiles := dirListing(t, bk)
+
+	var during []string
+	restoreSwapped = func() { during = dirNames(t, root) }
+	rep, err := Restore(ctx, bk, idx, &RestoreOptions{Verify: true})
+	restoreSwapped = nil
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := docsIn(t, idx); !reflect.DeepEqual(got, backup) {
+		t.Errorf("the restored index holds %d documents, the backup %d (or they differ)", len(got), len(backup))
+	}
+	if rep.Docs != uint64(len(backup)) {
+		t.Errorf("report: %d documents, want %d", rep.Docs, len(backup))
+	}
+	if !strings.HasPrefix(rep.Aside, idx+".before-restore-") {
+		t.Fatalf("the old index went to %q", rep.Aside)
+	}
+	if got := docsIn(t, rep.Aside); !reflect.DeepEqual(got, later) {
+		t.Errorf("the index moved aside holds %d documents, it held %d (or they differ)", len(got), len(later))
+	}
+	if got := docsIn(t, bk); !reflect.DeepEqual(got, backup) {
+		t.Errorf("the backup changed: %d documents", len(got))
+	}
+	if got := dirListing(t, bk); !reflect.DeepEqual(got, bkFiles) {
+		t.Errorf("the backup's files changed: %v, were %v", got, bkFiles)
+	}
+	if _, err := os.Stat(idx + restoreStaging); !os.IsNotExist(err) {
+		t.Errorf("the staging directory is left: %v", err)
+	}
+	// Between the renames, the copy was complete under its staging name.
+	if !slices.Contains(during, "idx"+restoreStaging) || slices.Contains(during, "idx") {
+		t.Errorf("between the renames the directory held %v", during)
+	}
+	d := mustOpen(t, idx, &Options{MustExist: true})
+	b := mustOpen(t, bk, &Options{ReadOnly: true, MustExist: true})
+	info, err := d.Info()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Origin == nil || info.Origin.Instance != b.Instance() || d.Instance() == b.Instance() {
+		t.Errorf("the restored index's instance %s, origin %+v; the backup's instance %s", d.Instance(), info.Origin, b.Instance())
+	}
+	b.Close()
+	if r, err := d.Check(ctx); err != nil || !r.OK() || r.Docs != len(backup) {
+		t.Errorf("check of the restored index: %+v %v", r, err)
+	}
+	if err := d.Put(Doc{ID: "new", Text: "a write after the restore"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	d.Close()
+	if got := docsIn(t, bk); len(got) != len(backup) {
+		t.Errorf("a write to the restored index reached the backup: %d documents", len(got))
+	}
+
+	// Into an absent directory, and into an empty one: nothing aside.
+	for _, to := range []string{filepath.Join(root, "fresh", "idx"), t.TempDir()} {
+		rep, err := Restore(ctx, bk, to, nil)
+		if err != nil {
+			t.Fatalf("restore into %s: %v", to, err)
+		}
+		if rep.Aside != "" || rep.Docs != uint64(len(backup)) {
+			t.Errorf("restore into %s: %+v", to, rep)
+		}
+		if got := docsIn(t, to); !reflect.DeepEqual(got, backup) {
+			t.Errorf("restore into %s: %d documents", to, len(got))
+		}
+	}
+
+	// Through a symbolic link: the index is replaced where it is, and the
+	// link still leads to it.
+	link := filepath.Join(root, "link")
+	if err := os.Symlink(rep.Aside, link); err != nil {
+		t.Fatal(err)
+	}
+	rep2, err := Restore(ctx, bk, link, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("the link is gone: %v %v", fi, err)
+	}
+	if got := docsIn(t, link); !reflect.DeepEqual(got, backup) {
+		t.Errorf("through the link: %d documents", len(got))
+	}
+	if !strings.HasPrefix(rep2.Aside, rep.Aside+".before-restore-") {
+		t.Errorf("through the link, the old index went to %q", rep2.Aside)
+	}
+	if got := docsIn(t, rep2.Aside); !reflect.DeepEqual(got, later) {
+		t.Errorf("the index moved aside through the link: %d documents", len(got))
+	}
+}
+
+// Ensure that a restore that cannot be made leaves the index as it was,
+// each refusal with its error: the index in use (ErrLocked), a damaged
+// backup (ErrCorrupt, with Verify), a backup that is not there
+// (ErrNotExist), the backup as its own target, a directory of other files
+// (ErrNotIndex), a restore stopped earlier (its staging directory), a
+// Redis target, and a cancelled context.
+func TestRestoreRefusals(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	_, later := restoreFixture(t, root)
+	idx, bk := filepath.Join(root, "idx"), filepath.Join(root, "bk")
+	unchanged := func(what string) {
+		t.Helper()
+		if got := docsIn(t, idx); !reflect.DeepEqual(got, later) {
+			t.Errorf("%s: the index holds %d documents, it held %d (or they differ)", what, len(got), len(later))
+		}
+		for _, n := range dirNames(t, root) {
+			if strings.Contains(n, ".before-restore-") || n == "idx"+restoreStaging {
+				t.Errorf("%s: left %s", what, n)
+			}
+		}
+	}
+
+	d := mustOpen(t, idx, &Options{MustExist: true})
+	if _, err := Restore(ctx, bk, idx, nil); !errors.Is(err, ErrLocked) {
+		t.Errorf("restore over an index in use: %v, want ErrLocked", err)
+	}
+	d.Close()
+	unchanged("in use")
+
+	if _, err := Restore(ctx, filepath.Join(root, "nothing"), idx, nil); !errors.Is(err, ErrNotExist) {
+		t.Errorf("restore from nothing: %v, want ErrNotExist", err)
+	}
+	unchanged("from nothing")
+
+	for _, to := range []string{bk, filepath.Join(bk, "inner")} {
+		if _, err := Restore(ctx, bk, to, nil); !errors.Is(err, ErrInvalidOptions) {
+			t.Errorf("restore of %s into %s: %v, want ErrInvalidOptions", bk, to, err)
+		}
+	}
+	if _, err := Restore(ctx, bk, "redis://127.0.0.1:1/x", nil); !errors.Is(err, ErrUnsupported) {
+		t.Errorf("restore into Redis: %v, want ErrUnsupported", err)
+	}
+
+	other := filepath.Join(root, "other")
+	os.MkdirAll(other, 0o755)
+	os.WriteFile(filepath.Join(other, "notes.txt"), []byte("mine"), 0o644)
+	if _, err := Restore(ctx, bk, other, nil); !errors.Is(err, ErrNotIndex) {
+		t.Errorf("restore over a directory of other files: %v, want ErrNotIndex", err)
+	}
+	if b, err := os.ReadFile(filepath.Join(other, "notes.txt")); err != nil || string(b) != "mine" {
+		t.Errorf("the other directory's file: %q %v", b, err)
+	}
+
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := Restore(cctx, bk, idx, nil); !errors.Is(err, context.Canceled) {
+		t.Errorf("restore with a cancelled context: %v", err)
+	}
+	unchanged("cancelled")
+
+	// A staging directory left by a restore killed between its renames.
+	if err := os.Mkdir(idx+restoreStaging, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Restore(ctx, bk, idx, nil); !errors.Is(err, ErrInvalidOptions) || !strings.Contains(err.Error(), idx+restoreStaging) {
+		t.Errorf("restore beside a staging directory: %v, want ErrInvalidOptions naming it", err)
+	}
+	os.Remove(idx + restoreStaging)
+	unchanged("staging left")
+
+	// A damaged backup: bytes of its biggest table overwritten. Verify
+	// refuses it and leaves the index; the damaged copy is kept for a look.
+	var biggest string
+	var size int64
+	ents, _ := os.ReadDir(bk)
+	for _, e := range ents {
+		if fi, err := e.Info(); err == nil && strings.HasSuffix(e.Name(), ".sst") && fi.Size() > size {
+			biggest, size = filepath.Join(bk, e.Name()), fi.Size()
+		}
+	}
+	f, err := os.OpenFile(biggest, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteAt([]byte("\xff\xff\xff\xff\xff\xff\xff\xff"), size/2)
+	f.Close()
+	if _, err := Restore(ctx, bk, idx, &RestoreOptions{Verify: true}); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("restore of a damaged backup: %v, want ErrCorrupt", err)
+	}
+	unchanged("damaged backup")
+	if _, err := os.Stat(idx + restoreStaging + ".damaged"); err != nil {
+		t.Errorf("the damaged copy is not kept: %v", err)
+	}
+}
+
+// dirNames returns the names in dir.
+func dirNames(t *testing.T, dir string) []string {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	return names
+}
