@@ -701,7 +701,7 @@ func (a *app) rootCmd() *cobra.Command {
 	root.PersistentFlags().StringVar(&a.output, "output", "table", "output format: table or json (JSON Lines); pairs also csv or tsv")
 	root.PersistentFlags().StringVar(&a.progressMode, "progress", progressAuto, "how work shows progress on stderr: auto (a bar on a terminal, else a line every --progress-every), bar, log or none")
 	root.PersistentFlags().DurationVar(&a.progressEvery, "progress-every", defaultProgressEvery, "time between two progress lines (--progress log, or auto without a terminal)")
-	root.PersistentFlags().BoolVar(&a.quiet, "quiet", false, "print on stderr only errors and warnings (lines beginning \"lshdb: \" that are not notes): no progress, notes or summaries; the summary a write or maintenance command (build, insert, delete, create, compact, purge, backup, upgrade, drop, report) prints on stdout goes too, unless --output json asks for it (for cron jobs: a run that succeeds prints nothing); what a flag asks for (pairs --stats) stays")
+	root.PersistentFlags().BoolVar(&a.quiet, "quiet", false, "print on stderr only errors and warnings (lines beginning \"lshdb: \" that are not notes): no progress, notes or summaries; the summary a write or maintenance command (build, insert, delete, create, compact, purge, backup, restore, upgrade, drop, report) prints on stdout goes too, unless --output json asks for it (for cron jobs: a run that succeeds prints nothing); what a flag asks for (pairs --stats) stays")
 	root.PersistentPreRunE = func(c *cobra.Command, args []string) error {
 		if a.command == "" {
 			a.command = c.CommandPath() // NB: the first: a shell's statements run inside "lshdb shell"
