@@ -323,7 +323,10 @@ type pairsOut struct {
 	estimates bool
 	tw        *tableWriter
 	cw        *csv.Writer // --output csv or tsv
-	rows      int64
+	// csvTerm: the CSV or TSV goes to a terminal, where each id's
+	// control and format characters are escaped (escControls).
+	csvTerm bool
+	rows    int64
 	// jw buffers JSON lines (nil until the first one); every says to
 	// flush at each line (a terminal, the shell).
 	jw    *bufio.Writer
@@ -408,7 +411,11 @@ func (o *pairsOut) add(p db.Pair) error {
 		if o.cw == nil {
 			o.csvHeader()
 		}
-		row := []string{p.A, p.B, strconv.FormatFloat(p.Jaccard, 'f', -1, 64)}
+		a, b := p.A, p.B
+		if o.csvTerm {
+			a, b = escControls(a), escControls(b)
+		}
+		row := []string{a, b, strconv.FormatFloat(p.Jaccard, 'f', -1, 64)}
 		if o.estimates {
 			row = append(row, "true")
 		}
@@ -464,8 +471,14 @@ func (o *pairsOut) flush(header bool) error {
 }
 
 // csvHeader starts the CSV or TSV output with its header row.
+//
+// NB: raw into a file or a pipe (RFC 4180 keeps an id's bytes), but on a
+// terminal an id's escape sequences are escaped, as a table's and a JSON
+// line's are: written raw, an id could clear the screen or retitle the
+// window (a multilingual user's U2).
 func (o *pairsOut) csvHeader() {
 	o.cw = csv.NewWriter(o.a.stdout)
+	o.csvTerm = o.a.stdoutIsTerminal()
 	if o.a.output == "tsv" {
 		o.cw.Comma = '\t'
 	}

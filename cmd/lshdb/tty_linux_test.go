@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/csv"
 	"errors"
 	"fmt"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -345,6 +347,37 @@ func TestShellTerminalWithoutWidth(t *testing.T) {
 		io.WriteString(ctl, "exit\r")
 		if err := c.Wait(); err != nil {
 			t.Errorf("%d columns: exit: %v: %q", cols, err, shown)
+		}
+	}
+}
+
+// Ensure that pairs --output csv and tsv escape the ids' escape sequences
+// on a terminal, as a table does (written raw, an id could clear the
+// screen or retitle the window: a multilingual user's U2), and keep the
+// ids' bytes into a pipe or a file (RFC 4180). The oracle: the bytes the
+// terminal got, and the raw ids read back from the piped CSV.
+func TestDelimitedPairsOnTerminal(t *testing.T) {
+	idx := filepath.Join(t.TempDir(), "idx")
+	title, clear := "esc\x1b]0;pwned-title\a", "clr\x1b[2J\x1b[31mRED"
+	docs := fmt.Sprintf("{\"id\":%q,\"text\":\"the quick brown fox jumps over the lazy dog again\"}\n{\"id\":%q,\"text\":\"the quick brown fox jumps over the lazy dog again!\"}\n", title, clear)
+	docs = strings.ReplaceAll(strings.ReplaceAll(docs, `\x1b`, `\u001b`), `\a`, `\u0007`)
+	if _, errOut, code := runLine([]string{"insert", "--db", idx, "-"}, docs); code != 0 {
+		t.Fatal(errOut)
+	}
+	for _, format := range []string{"csv", "tsv"} {
+		ctl, tty := openPTY(t)
+		drawn := drain(ctl)
+		var errOut strings.Builder
+		code := run(context.Background(), []string{"pairs", "--db", idx, "--output", format}, strings.NewReader(""), tty, &errOut)
+		tty.Close()
+		got := drainedTerminal(ctl, drawn)
+		if code != 0 || strings.ContainsAny(got, "\x1b\a") || !strings.Contains(got, `clr\x1b[2J\x1b[31mRED`) || !strings.Contains(got, `esc\x1b]0;pwned-title\a`) {
+			t.Errorf("pairs --output %s on a terminal: exit %d %q, the terminal got %q", format, code, errOut.String(), got)
+		}
+		out, errS, code := runLine([]string{"pairs", "--db", idx, "--output", format}, "")
+		rows, err := csv.NewReader(strings.NewReader(strings.ReplaceAll(out, "\t", ","))).ReadAll()
+		if code != 0 || err != nil || len(rows) != 2 || !slices.Contains(rows[1], title) || !slices.Contains(rows[1], clear) {
+			t.Errorf("pairs --output %s into a pipe: exit %d %q %v, rows %q", format, code, errS, err, rows)
 		}
 	}
 }

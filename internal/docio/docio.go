@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/klauspost/compress/zstd"
 	"github.com/parquet-go/parquet-go"
@@ -248,10 +249,20 @@ func (e *RecordError) Unwrap() []error { return []error{ErrBadRecord, e.Err} }
 // Pos returns "FILE:LINE", or FILE for a text file.
 func (e *RecordError) Pos() string { return pos(e.File, e.Line) }
 
-// QuoteID quotes an id for a message, cut to its first 64 bytes.
+// QuoteID quotes an id for a message, cut to its first 64 bytes, or fewer
+// so as not to cut a character in two: a valid CJK id was shown with a
+// stray byte ("…旗舰店\xe6"), as if it were damaged (a multilingual
+// user's U3). An id of invalid UTF-8 is cut at byte 64.
 func QuoteID(id string) string {
 	if len(id) > 64 {
-		return fmt.Sprintf("%q… (%d bytes)", id[:64], len(id))
+		cut := 64
+		for i := cut; i > 64-utf8.UTFMax && i > 0; i-- {
+			if utf8.RuneStart(id[i]) {
+				cut = i
+				break
+			}
+		}
+		return fmt.Sprintf("%q… (%d bytes)", id[:cut], len(id))
 	}
 	return fmt.Sprintf("%q", id)
 }

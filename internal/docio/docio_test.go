@@ -12,9 +12,11 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/klauspost/compress/zstd"
 )
@@ -733,5 +735,32 @@ func TestCheckPathsNamesTheInput(t *testing.T) {
 	err := CheckPaths([]string{file, missing, filepath.Join(dir, "c")})
 	if !errors.Is(err, fs.ErrNotExist) || err.Error() != "input "+missing+": no such file or directory" {
 		t.Fatalf("a missing input: %v", err)
+	}
+}
+
+// Ensure that QuoteID cuts a long id at a character's start, never inside
+// one (a valid CJK id was shown with a stray byte, as if damaged: a
+// multilingual user's U3). The oracle: the quoted prefix unquoted is the
+// longest prefix of whole characters within 64 bytes, and says the length.
+func TestQuoteID(t *testing.T) {
+	for _, c := range []struct{ id, prefix string }{
+		{strings.Repeat("a", 100), strings.Repeat("a", 64)},
+		{strings.Repeat("旗", 23), strings.Repeat("旗", 21)}, // 69 bytes: 21 whole ones are 63
+		{"x" + strings.Repeat("旗", 23), "x" + strings.Repeat("旗", 21)},
+		{"xy" + strings.Repeat("旗", 23), "xy" + strings.Repeat("旗", 20)},
+		{"xyz" + strings.Repeat("旗", 23), "xyz" + strings.Repeat("旗", 20)},
+		{strings.Repeat("a", 64), strings.Repeat("a", 64)},
+	} {
+		got := QuoteID(c.id)
+		q, rest, cut := strings.Cut(got, "…")
+		p, err := strconv.Unquote(q)
+		switch {
+		case err != nil:
+			t.Errorf("QuoteID of %d bytes: %q does not unquote: %v", len(c.id), got, err)
+		case len(c.id) > 64 && (!cut || rest != fmt.Sprintf(" (%d bytes)", len(c.id))):
+			t.Errorf("QuoteID of %d bytes: %q does not say its length", len(c.id), got)
+		case p != c.prefix || !utf8.ValidString(p):
+			t.Errorf("QuoteID of %d bytes: %q, want the prefix %q", len(c.id), got, c.prefix)
+		}
 	}
 }
