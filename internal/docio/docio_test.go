@@ -16,6 +16,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/klauspost/compress/zstd"
@@ -159,6 +160,13 @@ func TestRead(t *testing.T) {
 				`bad bad.jsonl:4 (id "b"): field "text" is not a string`, `bad.jsonl:5 id=c text="ok"`,
 				`bad bad.jsonl:6 (id ""): not a JSON object: unexpected end of JSON input (an object over several lines? JSON Lines holds one object per line: jq -c . FILE writes them so)`,
 				`bad bad.jsonl:7 (id ""): not a JSON object: the line starts with a byte order mark (U+FEFF), as a file joined to others with cat does: remove it (sed 's/^\xef\xbb\xbf//')`}},
+		// UTF-16 (PowerShell's >, Notepad's "Unicode"): said, where the
+		// mark read as 'ÿ' with the CSV hint (a multilingual user's U8).
+		{name: "UTF-16 read as JSON Lines", files: map[string][]byte{"w.jsonl": utf16LE("\ufeff{\"id\":\"a\",\"text\":\"x, y\"}\n{\"id\":\"b\",\"text\":\"z\"}\n")},
+			paths: []string{"w.jsonl"},
+			want: []string{`bad w.jsonl:1 (id ""): not a JSON object: the file is UTF-16, not UTF-8: convert it first (iconv -f utf-16 -t utf-8 FILE)`,
+				`bad w.jsonl:2 (id ""): not a JSON object: the file is UTF-16, not UTF-8: convert it first (iconv -f utf-16 -t utf-8 FILE)`,
+				`bad w.jsonl:3 (id ""): not a JSON object: the file is UTF-16, not UTF-8: convert it first (iconv -f utf-16 -t utf-8 FILE)`}},
 		{name: "CSV and TSV read as JSON Lines", files: map[string][]byte{"x.jsonl": []byte("id,text\n" + "a\tb\n" + "plain words\n")},
 			paths: []string{"x.jsonl"},
 			want: []string{`bad x.jsonl:1 (id ""): not a JSON object (CSV or TSV? give --format csv or tsv): invalid character 'i' looking for beginning of value`,
@@ -763,4 +771,13 @@ func TestQuoteID(t *testing.T) {
 			t.Errorf("QuoteID of %d bytes: %q, want the prefix %q", len(c.id), got, c.prefix)
 		}
 	}
+}
+
+// utf16LE is s in UTF-16, little-endian.
+func utf16LE(s string) []byte {
+	var b []byte
+	for _, u := range utf16.Encode([]rune(s)) {
+		b = append(b, byte(u), byte(u>>8))
+	}
+	return b
 }

@@ -297,6 +297,11 @@ func parseJSON(o *Options, s *lineScan, name string, line int, b []byte) (Record
 				// NB: files that each start with a mark, joined with
 				// cat: the mark was shown as 'ï', with the CSV hint.
 				return Record{}, errors.New("not a JSON object: the line starts with a byte order mark (U+FEFF), as a file joined to others with cat does: remove it (sed 's/^\\xef\\xbb\\xbf//')")
+			case looksUTF16(t):
+				// NB: what PowerShell's > and Notepad's "Unicode" write:
+				// the mark was shown as 'ÿ', with the CSV hint (a
+				// multilingual user's U8).
+				return Record{}, errors.New("not a JSON object: the file is UTF-16, not UTF-8: convert it first (iconv -f utf-16 -t utf-8 FILE)")
 			case len(t) > 0 && t[0] != '{' && t[0] != '[' && bytes.ContainsAny(t, ",\t"):
 				// NB: a CSV or TSV line read as JSON Lines (stdin, or a
 				// file whose name does not say): say what would read it.
@@ -507,3 +512,20 @@ func lineID(name string, line int) string { return baseName(name) + ":" + strcon
 
 // hashID is the id Options.IDFrom "hash" gives.
 func hashID(text string) string { return fmt.Sprintf("%016x", xxhash.Sum64String(text)) }
+
+// looksUTF16 reports whether a line read as UTF-8 is UTF-16: it starts
+// with a UTF-16 byte order mark, or its first character is ASCII with a
+// zero byte beside it (the file's later lines, and files without a mark).
+func looksUTF16(t []byte) bool {
+	switch {
+	case bytes.HasPrefix(t, []byte{0xff, 0xfe}), bytes.HasPrefix(t, []byte{0xfe, 0xff}):
+		return true
+	case len(t) >= 2 && t[0] == 0 && t[1] > 0 && t[1] < utf8.RuneSelf:
+		return true // big-endian, or little-endian after a line's \n
+	case len(t) >= 2 && t[0] > 0 && t[0] < utf8.RuneSelf && t[1] == 0:
+		return true
+	case len(t) == 1 && t[0] == 0:
+		return true // the zero byte after the last line's \n
+	}
+	return false
+}
