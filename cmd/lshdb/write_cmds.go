@@ -79,7 +79,7 @@ func (f *createFlags) add(c *cobra.Command) {
 	fs.IntVar(&f.numPerm, "num-perm", 128, "signature values")
 	fs.StringVar(&f.scheme, "scheme", "fss", "signature scheme of a new index: fss, oph, classic or datasketch (signatures equal to the Python datasketch MinHash's, of seed 1 unless --seed)")
 	fs.Uint64Var(&f.seed, "seed", 0, "seed of a new index's hash functions (default 0; 1 with --scheme datasketch, datasketch's default)")
-	fs.StringVar(&f.shingle, "shingle", "char", "shingle kind: char or word")
+	fs.StringVar(&f.shingle, "shingle", "char", "shingle kind: char or word (words are runs of non-space characters: keep char for Chinese, Japanese or Thai, where a sentence is one word)")
 	fs.IntVar(&f.shingleSize, "shingle-size", 0, "shingle size k (default 5 for char, 3 for word)")
 	fs.BoolVar(&f.bag, "bag", false, "bag (multiset) shingles: repeats count")
 	fs.StringVar(&f.storage, "storage", "text", "what a new index keeps per document: text (compressed; exact verification re-shingles it), sets (32-bit shingle hashes, no text) or none (signatures only: every similarity is an estimate)")
