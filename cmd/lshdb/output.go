@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
 
@@ -48,7 +49,24 @@ func counted[N ~int | ~int64 | ~uint64](n N, one, many string) string {
 // characters such as bidirectional overrides), starts with a quote, or
 // is empty, "-" (what a table shows for none) or starts or ends with a
 // space.
-func needsQuote(s string) bool {
+func needsQuote(s string) bool { return quoteNeeded(s, false) }
+
+// escText is esc for a stored text, which shows as they are the spaces
+// that strconv.IsPrint refuses (category Zs: no-break spaces, the
+// ideographic space) and the zero-width joiner and non-joiner, which
+// Persian spelling and emoji sequences need: a text of Japanese, French
+// or Persian was shown escaped whole, "東京都\u3000渋谷区" (a multilingual
+// user's U5). Ids keep esc's rules, where a no-break space would pass for
+// the gap between two columns.
+func escText(s string) string {
+	if !quoteNeeded(s, true) {
+		return s
+	}
+	return strconv.Quote(s)
+}
+
+// quoteNeeded is needsQuote, and with text escText's.
+func quoteNeeded(s string, text bool) bool {
 	if s == "" || s == "-" || s[0] == '"' || s[0] == ' ' || s[len(s)-1] == ' ' {
 		// NB: a space at either end is invisible in a table's column.
 		return true
@@ -63,7 +81,7 @@ func needsQuote(s string) bool {
 			return true // C0 or DEL
 		}
 		r, n := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && n == 1 || !strconv.IsPrint(r) {
+		if r == utf8.RuneError && n == 1 || !strconv.IsPrint(r) && !(text && (r == '\u200c' || r == '\u200d' || unicode.Is(unicode.Zs, r))) {
 			return true
 		}
 		i += n

@@ -184,6 +184,25 @@ func TestEsc(t *testing.T) {
 			t.Errorf("esc(%q) = %s, want %s", c.in, got, c.want)
 		}
 	}
+	// A stored text shows the spaces and joiners of ordinary writing as
+	// they are (a multilingual user's U5); an id keeps them escaped, where
+	// a no-break space would pass for a column's gap.
+	for _, c := range []struct{ in, text, id string }{
+		{"東京都\u3000渋谷区", "東京都\u3000渋谷区", `"東京都\u3000渋谷区"`},
+		{"Prix\u00a0: 29,90\u202f€", "Prix\u00a0: 29,90\u202f€", `"Prix\u00a0: 29,90\u202f€"`},
+		{"می\u200cخواهیم 👨\u200d👩", "می\u200cخواهیم 👨\u200d👩", `"می\u200cخواهیم 👨\u200d👩"`},
+		{"bidi\u202e\u3000", `"bidi\u202e\u3000"`, `"bidi\u202e\u3000"`},
+		{"line\u2028sep", `"line\u2028sep"`, `"line\u2028sep"`},
+		{"evil\x1b[2J\u00a0", `"evil\x1b[2J\u00a0"`, `"evil\x1b[2J\u00a0"`},
+		{"zwsp\u200b", `"zwsp\u200b"`, `"zwsp\u200b"`},
+	} {
+		if got := escText(c.in); got != c.text {
+			t.Errorf("escText(%q) = %s, want %s", c.in, got, c.text)
+		}
+		if got := esc(c.in); got != c.id {
+			t.Errorf("esc(%q) = %s, want %s", c.in, got, c.id)
+		}
+	}
 	if got := string(escapeJSONControls([]byte("{\"id\":\"a\x7fb\u0085c\u00e9\"}"))); got != `{"id":"a\u007fb\u0085cé"}` {
 		t.Errorf("escapeJSONControls: %s", got)
 	}

@@ -210,7 +210,7 @@ func (a *app) queryCmd() *cobra.Command {
 					if withText {
 						cell := "-" // stored without its text
 						if m.Text != "" {
-							cell = esc(m.Text)
+							cell = escText(m.Text)
 						}
 						fmt.Fprintf(tw, "\t%s", cell)
 					}

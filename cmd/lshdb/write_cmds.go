@@ -1982,7 +1982,7 @@ func (a *app) getCmd() *cobra.Command {
 					fmt.Fprintf(a.stdout, "meta (base64): %s\n", *l.MetaBase64)
 				}
 				if doc.HasText {
-					_, err = fmt.Fprintf(a.stdout, "text: %s\n", esc(doc.Text))
+					_, err = fmt.Fprintf(a.stdout, "text: %s\n", escText(doc.Text))
 				} else {
 					_, err = fmt.Fprintln(a.stdout, "text: (not stored)")
 				}
