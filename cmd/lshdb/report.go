@@ -768,6 +768,7 @@ th, td { text-align: left; padding: 4px 14px 4px 0; vertical-align: top; }
 th { color: #555; font-weight: 600; white-space: nowrap; }
 th.num { text-align: right; }
 td.nowrap, span.i { white-space: nowrap; }
+span.i { unicode-bidi: isolate; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
 table.kv th { width: 260px; }
 code, .id { font-family: ui-monospace, Menlo, Consolas, monospace; font-size: 13px; }
@@ -777,7 +778,10 @@ code, .id { font-family: ui-monospace, Menlo, Consolas, monospace; font-size: 13
 `
 
 // idList writes ids for a table cell, escaped, each unbroken (a line
-// breaks between ids, not at an id's hyphens).
+// breaks between ids, not at an id's hyphens) and isolated for the
+// bidirectional algorithm (span.i), so that two Hebrew or Arabic ids side
+// by side show in their order, not as one right-to-left run (a
+// multilingual user's S1).
 func idList(ids []string) string {
 	var b strings.Builder
 	for i, id := range escAll(ids) {
