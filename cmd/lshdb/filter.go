@@ -24,6 +24,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 	"github.com/lshdb/lshdb/db"
 	"github.com/lshdb/lshdb/internal/docio"
+	"github.com/lshdb/lshdb/minhash"
 	"github.com/parquet-go/parquet-go"
 	"github.com/spf13/cobra"
 )
@@ -889,6 +890,10 @@ zstd inputs are read several times faster.`,
 				f := newFilterer(fates, kept, drop, annotate)
 				f.textIDs = in.IDFrom == "hash"
 				f.n.sampled, f.n.found = ids.sampled, ids.found
+				// NB: nfkc removes format characters, so that a text of
+				// them alone is empty to the build (a multilingual user's
+				// U4: filter's note counted white space only).
+				in.Options.BlankFormat = d.Params().Normalization == minhash.NormalizeNFKC
 				err = a.filter(args, &in, f)
 				f.countOutside()
 				if err == nil && docs > 0 && f.n.read > 0 && f.n.bad == f.n.read {

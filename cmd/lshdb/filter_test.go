@@ -1520,4 +1520,21 @@ func TestFilterCountsBlankTexts(t *testing.T) {
 	if got, _ := os.ReadFile(kept); strings.Count(string(got), "\n") != 3 || strings.Contains(string(got), `"id":"c"`) {
 		t.Errorf("kept:\n%s", got)
 	}
+
+	// Under nfkc, a text of format characters alone (zero-width spaces,
+	// a soft hyphen, a byte order mark) is empty too: the note counts
+	// what the build skipped (a multilingual user's U4: 1 of 3). The
+	// oracle: the build's own count of empty texts.
+	body += "{\"id\":\"e\",\"text\":\"\\u200b\\u200b\\u00ad\"}\n{\"id\":\"f\",\"text\":\"\\ufeff\"}\n"
+	if err := os.WriteFile(in, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	nfkc := filepath.Join(dir, "nfkc")
+	mustRun(t, "create", "--db", nfkc, "--normalization", "nfkc")
+	if out, _ := mustRun(t, "build", "--db", nfkc, in); !strings.Contains(out, "4 empty texts skipped") {
+		t.Fatalf("build under nfkc: %s", out)
+	}
+	if _, errOut := mustRun(t, "filter", "--db", nfkc, "--out", kept, in); !strings.Contains(errOut, "lshdb: note: 4 records have a blank text") {
+		t.Errorf("filter under nfkc: %s", errOut)
+	}
 }

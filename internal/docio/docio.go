@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/klauspost/compress/zstd"
@@ -97,6 +98,13 @@ type Options struct {
 	// and raw records only (lshdb filter): JSON Lines texts are checked
 	// as strings but not decoded. Bad records are the same as without it.
 	SkipText bool
+	// BlankFormat counts format characters (category Cf: zero-width
+	// spaces, soft hyphens, byte order marks) as blank, as white space
+	// is, in Record.Blank: the characters that minhash.NormalizeNFKC
+	// removes, so that a text of them alone is blank to a caller whose
+	// index normalizes so (lshdb filter; a multilingual user's U4: the
+	// build skipped three such texts as empty, filter's note counted one).
+	BlankFormat bool
 }
 
 // countingReader reports each read's bytes to add.
@@ -243,6 +251,15 @@ func (e *RecordError) Error() string {
 	return fmt.Sprintf("%s: %v", pos(e.File, e.Line), e.Err)
 }
 
+// isBlank reports whether s holds nothing but white space, and with
+// format its format characters (Options.BlankFormat).
+func isBlank(s string, format bool) bool {
+	if !format {
+		return strings.TrimSpace(s) == ""
+	}
+	return strings.TrimFunc(s, func(r rune) bool { return unicode.IsSpace(r) || unicode.Is(unicode.Cf, r) }) == ""
+}
+
 // Unwrap returns ErrBadRecord and the cause.
 func (e *RecordError) Unwrap() []error { return []error{ErrBadRecord, e.Err} }
 
@@ -352,7 +369,7 @@ func (r *reader) emit(rec Record, err error) error {
 		return fmt.Errorf("interrupted before %s: %w", at, cerr)
 	}
 	if err == nil && !rec.textSkipped {
-		rec.Blank = strings.TrimSpace(rec.Text) == ""
+		rec.Blank = isBlank(rec.Text, r.o.BlankFormat)
 	}
 	if !r.yield(rec, err) {
 		return errStop

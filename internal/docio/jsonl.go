@@ -368,7 +368,7 @@ func parseJSON(o *Options, s *lineScan, name string, line int, b []byte) (Record
 		if len(raw) == 0 || raw[0] != '"' {
 			return Record{ID: rec.ID}, fmt.Errorf("field %q is not a string", o.TextField)
 		}
-		rec.textSkipped, rec.Blank = true, blankString(raw)
+		rec.textSkipped, rec.Blank = true, blankString(raw, o.BlankFormat)
 	} else if rec.Text, s.buf, ok = decodeString(raw, s.buf, true); !ok {
 		return Record{ID: rec.ID}, fmt.Errorf("field %q is not a string", o.TextField)
 	}
@@ -384,9 +384,10 @@ func parseJSON(o *Options, s *lineScan, name string, line int, b []byte) (Record
 }
 
 // blankString reports whether the JSON string raw (as written, with its
-// quotes) holds nothing but white space: decoded only when it holds an
-// escape or a byte past ASCII, which a blank string rarely does.
-func blankString(raw []byte) bool {
+// quotes) holds nothing but white space (and with format, format
+// characters: Options.BlankFormat): decoded only when it holds an escape
+// or a byte past ASCII, which a blank string rarely does.
+func blankString(raw []byte, format bool) bool {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) < 2 {
 		return false
@@ -396,7 +397,7 @@ func blankString(raw []byte) bool {
 		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
 		case c == '\\' || c >= utf8.RuneSelf:
 			s, _, ok := decodeString(raw, nil, true)
-			return ok && strings.TrimSpace(s) == ""
+			return ok && isBlank(s, format)
 		default:
 			return false
 		}

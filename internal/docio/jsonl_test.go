@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lshdb/lshdb/minhash"
 )
 
 // mixedJSONL writes lines of every kind the chunked reader must keep in
@@ -176,7 +178,10 @@ func TestJSONLPipe(t *testing.T) {
 // string is read as written) as without it, against strings.TrimSpace
 // of the decoded text; and for CSV, whose reader fills Text.
 func TestRecordBlank(t *testing.T) {
-	texts := []string{"", " ", "\t\n\r ", "\u00a0\u3000", " x ", "a", "\u00e9", "  \u00a0b", strings.Repeat(" ", 300), strings.Repeat(" ", 300) + "."}
+	texts := []string{"", " ", "\t\n\r ", "\u00a0\u3000", " x ", "a", "\u00e9", "  \u00a0b", strings.Repeat(" ", 300), strings.Repeat(" ", 300) + ".",
+		// NB: format characters alone, blank to an nfkc index only
+		// (BlankFormat; a multilingual user's U4), and beside a letter.
+		"\u200b\u200b\u00ad", "\ufeff", "\u3000\u200d ", "\u200bx", "\u00ad-"}
 	var jsonl, csvText strings.Builder
 	cw := csv.NewWriter(&csvText)
 	cw.Write([]string{"id", "text"})
@@ -199,19 +204,26 @@ func TestRecordBlank(t *testing.T) {
 		skip bool
 		n    int
 	}{{in, false, len(texts)}, {in, true, len(texts)}, {inCSV, false, len(texts) - 1}} {
-		i := 0
-		for rec, err := range Read(context.Background(), []string{c.path}, nil, Options{SkipText: c.skip}) {
-			if err != nil {
-				t.Fatalf("%s: %v", c.path, err)
+		for _, format := range []bool{false, true} {
+			i := 0
+			for rec, err := range Read(context.Background(), []string{c.path}, nil, Options{SkipText: c.skip, BlankFormat: format}) {
+				if err != nil {
+					t.Fatalf("%s: %v", c.path, err)
+				}
+				// The oracle: the text the index shingles is empty.
+				n := minhash.NormalizeFold
+				if format {
+					n = minhash.NormalizeNFKC
+				}
+				norm, _ := minhash.AppendNormalized(nil, texts[i], n)
+				if want := len(norm) == 0; rec.Blank != want {
+					t.Errorf("%s (SkipText %v, BlankFormat %v): record %d, text %q: Blank %v, want %v", c.path, c.skip, format, i, texts[i], rec.Blank, want)
+				}
+				i++
 			}
-			want := strings.TrimSpace(texts[i]) == ""
-			if rec.Blank != want {
-				t.Errorf("%s (SkipText %v): record %d, text %q: Blank %v, want %v", c.path, c.skip, i, texts[i], rec.Blank, want)
+			if i != c.n {
+				t.Errorf("%s: %d records, want %d", c.path, i, c.n)
 			}
-			i++
-		}
-		if i != c.n {
-			t.Errorf("%s: %d records, want %d", c.path, i, c.n)
 		}
 	}
 }
