@@ -7,11 +7,14 @@ import (
 	"fmt"
 	"iter"
 	"slices"
+	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/lshdb/lshdb/codec"
 	"github.com/lshdb/lshdb/compaction"
+	"golang.org/x/text/unicode/norm"
 )
 
 // StoredDoc is a stored document, as Get and All return it (a Doc is a
@@ -70,6 +73,37 @@ func (db *DB) lookup(v view, id string, rec *docData) (uint64, error) {
 	return n, nil
 }
 
+// otherForm is, for an id that is not stored, a hint naming the stored
+// id that is the same characters in another Unicode normalization form
+// (é as one code point, or as e and a combining accent), or "". Ids are
+// compared byte for byte, as they must be, but the two look alike in
+// every output, and an id typed on a keyboard (NFC) missed one stored
+// decomposed with "document not found" alone (a multilingual user's U6).
+// Only an id past ASCII has another form; looked up on a miss only.
+func otherForm(v view, id string) string {
+	if !utf8.ValidString(id) {
+		return ""
+	}
+	for _, f := range []norm.Form{norm.NFC, norm.NFD} {
+		other := f.String(id)
+		if other == id {
+			continue
+		}
+		if _, ok, err := v.docNum(other); err == nil && ok {
+			return fmt.Sprintf(" (an id of the same characters in Unicode form %s is stored: %s, written with escapes; ids are compared byte for byte)", formName(f), strconv.QuoteToASCII(other))
+		}
+	}
+	return ""
+}
+
+// formName names a normalization form.
+func formName(f norm.Form) string {
+	if f == norm.NFC {
+		return "NFC"
+	}
+	return "NFD"
+}
+
 // errExpired marks (unsaid) lookup's ErrNotFound of a document whose TTL
 // ran out, for a message that names two ids (Explain's).
 var errExpired = errors.New("expired")
@@ -92,7 +126,7 @@ func (db *DB) lookupStored(v view, id string, rec *docData) (uint64, error) {
 		return 0, err
 	}
 	if !ok {
-		return 0, fmt.Errorf("%w: %s", ErrNotFound, showID(id))
+		return 0, fmt.Errorf("%w: %s%s", ErrNotFound, showID(id), otherForm(v, id))
 	}
 	n, r, ok, err := idRecord(v, id, n)
 	if err != nil {
