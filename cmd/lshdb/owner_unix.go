@@ -57,6 +57,16 @@ func openFileLimit() int {
 	return int(min(r.Cur, 1<<30))
 }
 
+// openDescriptors returns how many files the process has open, where the
+// system lists them (/proc/self/fd on Linux), else 0.
+func openDescriptors() int {
+	names, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return 0
+	}
+	return max(0, len(names)-1) // NB: less the listing's own
+}
+
 // strangersLink reports whether link, a symbolic link, is one that Linux's
 // fs.protected_symlinks forbids following: in a sticky directory that
 // others may write (/tmp), owned neither by this process's user nor by

@@ -18,6 +18,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/KimMachineGun/automemlimit/memlimit"
 	"github.com/lshdb/lshdb/db"
 	"github.com/lshdb/lshdb/db/httpapi"
 	"github.com/lshdb/lshdb/db/httpapi/metrics"
@@ -71,10 +72,25 @@ type serveOptions struct {
 	maxBody, maxInFlightBytes              int64
 	maxBatch, maxInFlight                  int
 	maxConns                               int
-	tcpMaxConns                            int // the TCP address's own bound, where --max-connections is not given (tcpConnsBound); 0: none
+	tcpMaxConns                            int  // the TCP address's own bound, where --max-connections is not given (tcpConnsBound); 0: none
+	tcpDefault                             bool // the TCP address takes tcpConnsBound's bound
 	readTimeout, writeTimeout, idleTimeout time.Duration
 	shutdownTimeout                        time.Duration
 	purgeEvery                             time.Duration
+	// memoryLimit is the process's cgroup memory limit (containerMemory),
+	// 0 for none.
+	memoryLimit int64
+}
+
+// containerMemory returns the memory limit of the process's cgroup (a
+// container's, a systemd unit's MemoryMax=), or 0 where none is set or it
+// cannot be read (systems other than Linux).
+var containerMemory = func() int64 {
+	l, err := memlimit.FromCgroup()
+	if err != nil || l == 0 || l > math.MaxInt64/2 {
+		return 0
+	}
+	return int64(l)
 }
 
 // defaultMaxConns is serve's --max-connections: none.
@@ -89,17 +105,31 @@ type serveOptions struct {
 const defaultMaxConns = -1
 
 // tcpConnsBound is the bound on the TCP listener's connections when
-// --max-connections is not given: half the process's descriptors, at most
-// 4,096 (far above a client's pool of keep-alive connections).
+// --max-connections is not given, inUse the descriptors the process holds
+// once the index is open: half of those left after a reserve for the
+// index's growth and the socket's clients (fdReserve), at least 16, at
+// most 4,096 (far above a client's pool of keep-alive connections).
 //
 // NB: with no bound, 20,000 connections to the TCP port, each asking
 // /healthz (which needs no token) and then idle, took every descriptor
 // the process had: the owner's own socket accepted nothing, and a put
 // failed inside Pebble, which could not open a table (a security
 // review). The socket, which only this user reaches, keeps no bound.
-var tcpConnsBound = func() int {
-	return min(4096, max(64, openFileLimit()/2))
+// Half of every descriptor did the same where the process may have few
+// (160: the index held 81, and 200 idle connections left Pebble none, an
+// SRE's SR1).
+var tcpConnsBound = func(inUse int) int {
+	return min(4096, max(16, (openFileLimit()-inUse-fdReserve)/2))
 }
+
+// fdReserve is the descriptors kept from the TCP address's connections
+// beyond those the process holds at start: the tables the index opens as
+// it grows (Pebble keeps up to 1,000 open), its logs, the socket's clients.
+const fdReserve = 256
+
+// fewFiles is the bound on open files below which serve warns at start:
+// Pebble alone keeps up to 1,000 tables open.
+const fewFiles = 2048
 
 // serving, when set (by tests), is called once serve listens, with the
 // socket path and the TCP URL ("" without --addr).
@@ -136,7 +166,15 @@ stops accepting requests, lets those in flight finish (up to
 			if err := a.needDB(); err != nil {
 				return err
 			}
-			serveMemoryLimit(so.maxInFlightBytes)
+			// NB: a container's memory (its cgroup's limit) sizes the
+			// defaults: a 57 MB put, under the defaults' 64 MiB of text in
+			// flight (about 35x that in memory), OOM-killed a server in a
+			// 1 GiB container, which 8 MiB kept alive (an SRE's SR2).
+			so.memoryLimit = containerMemory()
+			if so.memoryLimit > 0 && !c.Flags().Changed("max-in-flight-bytes") && so.maxInFlightBytes > 0 {
+				so.maxInFlightBytes = min(so.maxInFlightBytes, max(1<<20, so.memoryLimit/128))
+			}
+			serveMemoryLimit(so.maxInFlightBytes, so.memoryLimit)
 			var err error
 			switch {
 			case so.token != "" && so.tokenFile != "":
@@ -202,9 +240,9 @@ stops accepting requests, lets those in flight finish (up to
 			if so.maxConns == 0 || so.maxConns < -1 {
 				return usagef("--max-connections %d: give a number of connections, or -1 for no limit", so.maxConns)
 			}
-			if so.addr != "" && !c.Flags().Changed("max-connections") {
-				so.tcpMaxConns = tcpConnsBound()
-			}
+			// NB: counted once the index is open (serve), from the
+			// descriptors left to the process.
+			so.tcpDefault = so.addr != "" && !c.Flags().Changed("max-connections")
 			if so.purgeEvery != 0 && so.purgeEvery < time.Second {
 				return usagef("--purge-every %v: give a duration of a second or more, or 0 for never", so.purgeEvery)
 			}
@@ -219,8 +257,8 @@ stops accepting requests, lets those in flight finish (up to
 	fs.Int64Var(&so.maxBody, "max-body", httpapi.DefaultMaxBodyBytes, "largest request body in bytes (413 beyond; for put-if-new: each document)")
 	fs.IntVar(&so.maxBatch, "max-batch", httpapi.DefaultMaxBatch, "most documents (queries) in one put or query/many request (413 beyond; -1: no limit)")
 	fs.IntVar(&so.maxInFlight, "max-in-flight", httpapi.DefaultMaxInFlight, "most documents (queries) of all requests worked on at once; others wait (-1: no limit)")
-	fs.Int64Var(&so.maxInFlightBytes, "max-in-flight-bytes", httpapi.DefaultMaxInFlightBytes, "most bytes of text of all requests worked on at once (a document takes about 35x its text in memory while it is signed); others wait (-1: no limit)")
-	fs.IntVar(&so.maxConns, "max-connections", defaultMaxConns, "most connections open at once on each listener (the socket, the TCP address), idle keep-alive ones included: at the bound the next takes the place of the one idle or silent longest once it has waited 2 s, and while every one has a request in progress or waited less it waits, answered by nothing (a client sees a timeout if that lasts); a request waiting for others' work holds its body, so this bounds the memory they take (-1: no limit; not given: none on the socket, and on the TCP address half the process's open files, at most 4096)")
+	fs.Int64Var(&so.maxInFlightBytes, "max-in-flight-bytes", httpapi.DefaultMaxInFlightBytes, "most bytes of text of all requests worked on at once (a document takes about 35x its text in memory while it is signed); others wait (-1: no limit; under a cgroup memory limit, as in a container, the default is at most 1/128 of it)")
+	fs.IntVar(&so.maxConns, "max-connections", defaultMaxConns, "most connections open at once on each listener (the socket, the TCP address), idle keep-alive ones included: at the bound the next takes the place of the one idle or silent longest once it has waited 2 s, and while every one has a request in progress or waited less it waits, answered by nothing (a client sees a timeout if that lasts); a request waiting for others' work holds its body, so this bounds the memory they take (-1: no limit; not given: none on the socket, and on the TCP address half the descriptors left once the index is open, less 256, from 16 to 4096)")
 	fs.DurationVar(&so.readTimeout, "read-timeout", time.Minute, "time a client has to send a request, body included (for the streams, put-if-new and load: each document, so a slow load holds other writers up as long as it lasts)")
 	fs.DurationVar(&so.writeTimeout, "write-timeout", httpapi.DefaultWriteTimeout, "time a client has to take each part of an answer")
 	fs.DurationVar(&so.idleTimeout, "idle-timeout", 2*time.Minute, "time an idle keep-alive connection is kept")
@@ -351,6 +389,15 @@ func (a *app) serve(so *serveOptions) error {
 	// NB: so that damage its background work meets makes serve exit 4
 	// (app.finish), as every other command: it exited 0.
 	a.opened = append(a.opened, d)
+	if so.tcpDefault {
+		so.tcpMaxConns = tcpConnsBound(openDescriptors())
+	}
+	if n := openFileLimit(); n < fewFiles {
+		// NB: the connections, the socket's clients and Pebble's tables
+		// share them; when they run out, Pebble's background work fails
+		// and writes answer 500 (an SRE's SR1).
+		life.Warn("lshdb: the process may open few files: the index's tables (up to 1,000 open at once), its logs and every connection share them; raise the limit (ulimit -n, systemd's LimitNOFILE=, a container's nofile) to 4096 or more, or bound the connections with --max-connections", "open_files_limit", n, "open_now", openDescriptors())
+	}
 	var listeners []net.Listener
 	sock := ""
 	if !onRedis {
@@ -591,6 +638,9 @@ func startupAttrs(d *db.DB, so *serveOptions, dir bool) []any {
 			attrs = append(attrs, "disk_free", m.DiskFree)
 		}
 	}
+	if so.memoryLimit > 0 {
+		attrs = append(attrs, "memory_limit", so.memoryLimit, "soft_memory_limit", debug.SetMemoryLimit(-1))
+	}
 	attrs = append(attrs, "max_body", so.maxBody, "max_batch", so.maxBatch, "max_in_flight", so.maxInFlight, "max_in_flight_bytes", so.maxInFlightBytes, "max_connections", so.maxConns)
 	if so.tcpMaxConns > 0 {
 		attrs = append(attrs, "tcp_max_connections", so.tcpMaxConns)
@@ -686,9 +736,18 @@ func dirWritableByOthers(dir string) bool {
 // in: two puts of 100,000 documents at once took 38.2 s against 20.2 s
 // with no limit (the collector ran without pause), and queries beside
 // them waited twice as long (an operator's review).
-func serveMemoryLimit(inFlightBytes int64) {
+//
+// Within a cgroup's memory limit (container, a limit of its own), the
+// soft limit is at most three quarters of it, so that the collector works
+// harder before the kernel kills the process.
+func serveMemoryLimit(inFlightBytes, container int64) {
 	if os.Getenv("GOMEMLIMIT") != "" {
 		return
+	}
+	if container > 0 {
+		defer func() {
+			debug.SetMemoryLimit(min(debug.SetMemoryLimit(-1), container/4*3))
+		}()
 	}
 	if inFlightBytes == 0 {
 		inFlightBytes = httpapi.DefaultMaxInFlightBytes

@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"runtime"
 	"runtime/debug"
 	"strings"
 	"sync"
@@ -917,9 +918,61 @@ func TestServeMemoryLimit(t *testing.T) {
 		{math.MaxInt64 / 2, 2<<40 + 256<<20},
 	} {
 		debug.SetMemoryLimit(defaultMemoryLimit)
-		serveMemoryLimit(c.inFlight)
+		serveMemoryLimit(c.inFlight, 0)
 		if got := debug.SetMemoryLimit(-1); got != c.want {
 			t.Errorf("--max-in-flight-bytes %d: limit %d, want %d", c.inFlight, got, c.want)
+		}
+		// Within a cgroup's limit: at most three quarters of it.
+		for _, container := range []int64{1 << 30, 64 << 30} {
+			debug.SetMemoryLimit(defaultMemoryLimit)
+			serveMemoryLimit(c.inFlight, container)
+			if got, want := debug.SetMemoryLimit(-1), min(c.want, container/4*3); got != want {
+				t.Errorf("--max-in-flight-bytes %d in a cgroup of %d: limit %d, want %d", c.inFlight, container, got, want)
+			}
+		}
+	}
+}
+
+// Ensure that serve sizes its defaults to a container's memory (its
+// cgroup's limit): the texts in flight at most 1/128 of it (a 57 MB put
+// under the 64 MiB default OOM-killed a server in a 1 GiB container, which
+// 8 MiB kept alive: an SRE's SR2), the soft limit at most three quarters,
+// both said in the start line; a --max-in-flight-bytes given is kept, and
+// without a limit the defaults are as they were. The oracle: the start
+// line's figures, against the limit given by hand.
+func TestServeSizesToTheContainer(t *testing.T) {
+	t.Setenv("GOMEMLIMIT", "")
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(-1))
+	defer func(f func() int64) { containerMemory = f }(containerMemory)
+	idx := filepath.Join(shortDir(t), "idx")
+	if _, errOut, code := runLine([]string{"create", "--db", idx}, ""); code != 0 {
+		t.Fatal(errOut)
+	}
+	for _, c := range []struct {
+		limit  int64
+		flags  []string
+		want   []string
+		absent string
+	}{
+		{1 << 30, nil, []string{"memory_limit=1073741824 soft_memory_limit=805306368 ", " max_in_flight_bytes=8388608 "}, ""},
+		{1 << 30, []string{"--max-in-flight-bytes", "33554432"}, []string{" max_in_flight_bytes=33554432 "}, ""},
+		{8 << 30, nil, []string{"memory_limit=8589934592 soft_memory_limit=2684354560 ", " max_in_flight_bytes=67108864 "}, ""},
+		{64 << 20, nil, []string{"memory_limit=67108864 soft_memory_limit=50331648 ", " max_in_flight_bytes=1048576 "}, ""},
+		{0, nil, []string{" max_in_flight_bytes=67108864 "}, "memory_limit"},
+	} {
+		containerMemory = func() int64 { return c.limit }
+		_, _, log, stop := startServe(t, append([]string{"--db", idx}, c.flags...)...)
+		if code := stop(); code != 0 {
+			t.Fatalf("serve: exit %d %s", code, log)
+		}
+		got := log.String()
+		for _, w := range c.want {
+			if !strings.Contains(got, w) {
+				t.Errorf("a cgroup limit of %d, flags %v: the start line %q; want %q", c.limit, c.flags, got, w)
+			}
+		}
+		if c.absent != "" && strings.Contains(got, c.absent) {
+			t.Errorf("no cgroup limit: the start line %q says %s", got, c.absent)
 		}
 	}
 }
@@ -1019,17 +1072,25 @@ func TestCommandWaitsForStoppingServe(t *testing.T) {
 func TestServeMaxConnections(t *testing.T) {
 	t.Run("flag", func(t *testing.T) { testServeMaxConnections(t, "--max-connections", "1") })
 	t.Run("tcp-default", func(t *testing.T) {
-		defer func(f func() int) { tcpConnsBound = f }(tcpConnsBound)
-		tcpConnsBound = func() int { return 1 }
+		defer func(f func(int) int) { tcpConnsBound = f }(tcpConnsBound)
+		tcpConnsBound = func(int) int { return 1 }
 		testServeMaxConnections(t)
 	})
-	// The default bound: half the open files the process may have, within
-	// [64, 4096] (the limit read with ulimit's own call).
+	// The default bound: half the open files left to the process beyond
+	// those it holds and a reserve, within [16, 4096] (the limit read
+	// with ulimit's own call): with a limit of 160, of which the index
+	// held 81, half of all let idle connections take every descriptor
+	// left (an SRE's SR1).
 	var r syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &r); err == nil {
-		if got, want := tcpConnsBound(), int(min(4096, max(64, r.Cur/2))); got != want {
-			t.Errorf("the TCP address's default bound: %d, want %d (of %d open files)", got, want, r.Cur)
+		for _, inUse := range []int{0, 81, int(r.Cur) - 300, int(r.Cur)} {
+			if got, want := tcpConnsBound(inUse), int(min(4096, max(16, (int64(r.Cur)-int64(inUse)-256)/2))); got != want {
+				t.Errorf("the TCP address's default bound with %d files open: %d, want %d (of %d open files)", inUse, got, want, r.Cur)
+			}
 		}
+	}
+	if n := openDescriptors(); runtime.GOOS == "linux" && n < 3 {
+		t.Errorf("open descriptors: %d, want at least stdin, stdout and stderr", n)
 	}
 }
 
