@@ -132,12 +132,25 @@ func (db *DB) BackupWith(ctx context.Context, dir string, o BackupOptions) error
 		}
 		return fmt.Errorf("lshdb: backup: %w", err)
 	}
+	if parent := db.opts.FS.PathDir(dir); db.opts.FS == vfs.Default && onOtherDevice(parent, db.dir) {
+		// NB: on another filesystem no table can be linked: the
+		// checkpoint copies the whole store there, and one that did not
+		// fit filled the target to its last byte before it failed (a
+		// backup volume shared with other jobs; an SRE's SR7). Refused
+		// first, as copyFiles refuses.
+		if need := db.storeBytes(); need > 0 {
+			if free, err := backupTargetFree(parent); err == nil && free < need+need/64 {
+				return fmt.Errorf("%w: backup: %s has %s free, and the copy of %s, on another filesystem, needs %s", ErrDiskFull, parent, mib(free), db.dir, mib(need))
+			}
+		}
+	}
 	if o.Copy {
 		// NB: a copy of its own is a whole copy of the store, on the
 		// index's own filesystem whenever it has an effect (links work
 		// there only): refused, as a write, without room for it beyond
 		// the reserve (Pebble panics when the disk fills). It checked
-		// nothing (a review); the read-only copy does (copyFiles).
+		// nothing (a review); the read-only copy does (copyFiles), and
+		// a copy to another filesystem is checked above.
 		if err := db.roomFor(db.storeBytes()); err != nil {
 			return fmt.Errorf("backup with files of its own (a whole copy of the store): %w", err)
 		}
@@ -518,6 +531,17 @@ func sweepBackupTemps(fsys vfs.FS, parent string) {
 		}
 	}
 }
+
+// onOtherDevice is otherDevice, and backupTargetFree the free bytes of a
+// backup's filesystem (variables for the tests, which have no second
+// filesystem to fill).
+var (
+	onOtherDevice    = otherDevice
+	backupTargetFree = func(dir string) (int64, error) {
+		u, err := vfs.Default.GetDiskUsage(dir)
+		return int64(u.AvailBytes), err
+	}
+)
 
 // finishBackup stamps the complete copy in tmp (stampBackup), verifies
 // it when asked (verifyBackup) and renames it to dir; tmp is removed

@@ -18,3 +18,7 @@ func lockOwner(*os.File) error { return nil }
 // sameDevice reports whether the paths a and b are on one filesystem:
 // here it cannot be told (false).
 func sameDevice(a, b string) bool { return false }
+
+// otherDevice reports whether the paths a and b are known to be on two
+// filesystems: here it cannot be told (false).
+func otherDevice(a, b string) bool { return false }

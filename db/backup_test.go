@@ -902,3 +902,53 @@ func TestBackupsToOneDirectoryRace(t *testing.T) {
 		}
 	}
 }
+
+// Ensure that a backup to another filesystem, where the checkpoint copies
+// every table, is refused before it writes when that filesystem has not
+// room for the store (ErrDiskFull, naming it), where it filled the target
+// to its last byte and then failed (an SRE's SR7); the same backup to the
+// index's own filesystem, whose tables are linked, is not. The oracle:
+// the refusal, nothing written where the copy would go, and the copy made
+// once the target is said to have room.
+func TestBackupToAnotherFilesystemNeedsRoom(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	src := mustOpen(t, filepath.Join(root, "idx"), nil)
+	defer src.Close()
+	var docs []Doc
+	for i := range 200 {
+		docs = append(docs, Doc{ID: fmt.Sprintf("d%03d", i), Text: fmt.Sprintf("a document numbered %d about %s", i, []string{"foxes", "owls"}[i%2])})
+	}
+	if _, err := src.PutBatch(docs, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := src.Compact(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer func(f func(a, b string) bool) { onOtherDevice = f }(onOtherDevice)
+	out := filepath.Join(t.TempDir(), "bk")
+	// The target's filesystem: told to be another, its free space read as
+	// it is (far more than the store's) and then as too little.
+	onOtherDevice = func(a, b string) bool { return true }
+	if u, err := vfs.Default.GetDiskUsage(filepath.Dir(out)); err != nil || u.AvailBytes < 1<<30 {
+		t.Skipf("the test's directory has %v free (%v): too little to tell", u.AvailBytes, err)
+	}
+	if err := src.Backup(ctx, out); err != nil {
+		t.Fatalf("a backup to another filesystem with room: %v", err)
+	}
+	full := filepath.Join(t.TempDir(), "full")
+	os.MkdirAll(full, 0o755)
+	defer func(f func(string) (int64, error)) { backupTargetFree = f }(backupTargetFree)
+	backupTargetFree = func(string) (int64, error) { return 1000, nil }
+	err := src.Backup(ctx, filepath.Join(full, "bk"))
+	if !errors.Is(err, ErrDiskFull) || !strings.Contains(err.Error(), "another filesystem") {
+		t.Errorf("a backup to another filesystem without room: %v, want ErrDiskFull", err)
+	}
+	if names, _ := os.ReadDir(full); len(names) != 0 {
+		t.Errorf("a refused backup wrote %v", names)
+	}
+	onOtherDevice = func(a, b string) bool { return false }
+	if err := src.Backup(ctx, filepath.Join(full, "bk")); err != nil {
+		t.Errorf("a backup on the index's own filesystem: %v", err)
+	}
+}

@@ -47,3 +47,13 @@ func sameDevice(a, b string) bool {
 	}
 	return sa.Dev == sb.Dev
 }
+
+// otherDevice reports whether the paths a and b are known to be on two
+// filesystems (false when either cannot be stat'ed).
+func otherDevice(a, b string) bool {
+	var sa, sb syscall.Stat_t
+	if syscall.Stat(a, &sa) != nil || syscall.Stat(b, &sb) != nil {
+		return false
+	}
+	return sa.Dev != sb.Dev
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"math"
 	"net"
@@ -16,6 +17,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/KimMachineGun/automemlimit/memlimit"
@@ -74,6 +76,7 @@ type serveOptions struct {
 	maxConns                               int
 	tcpMaxConns                            int  // the TCP address's own bound, where --max-connections is not given (tcpConnsBound); 0: none
 	tcpDefault                             bool // the TCP address takes tcpConnsBound's bound
+	readOnly                               bool // --read-only
 	readTimeout, writeTimeout, idleTimeout time.Duration
 	shutdownTimeout                        time.Duration
 	purgeEvery                             time.Duration
@@ -264,9 +267,10 @@ stops accepting requests, lets those in flight finish (up to
 	fs.DurationVar(&so.idleTimeout, "idle-timeout", 2*time.Minute, "time an idle keep-alive connection is kept")
 	fs.DurationVar(&so.purgeEvery, "purge-every", time.Hour, "how often to delete the posting lists that deletes and upserts emptied (as lshdb purge does, while requests go on, skipped when no document was removed since; 0: never); no effect on Redis")
 	fs.DurationVar(&so.shutdownTimeout, "shutdown-timeout", 10*time.Second, "on SIGTERM, SIGINT or SIGHUP, time given to requests in flight before they are cancelled (then up to 10s more for them to end)")
+	fs.BoolVar(&so.readOnly, "read-only", false, "open the index read-only and serve its reads: every write or maintenance request that writes answers 403 read_only (for an index on a full disk or a read-only filesystem, which a writable open refuses; on one, serve makes no socket there and needs --addr)")
 	fs.StringVar(&so.backupRoot, "backup-root", "", "POST /v1/backup may write only under this directory (default: anywhere through the socket, nowhere over TCP)")
 	fs.StringVar(&so.logFormat, "log-format", "text", "request log format on stderr: text or json")
-	fs.StringVar(&logLevel, "log-level", "info", "least level of the lines logged on stderr: info (a line a request), warn (only requests with a wrong token, cut streams and server errors, and the warnings), error, or debug; the lines that say the server is serving (its addresses), stopping and stopped are logged at every level")
+	fs.StringVar(&logLevel, "log-level", "info", "least level of the lines logged on stderr: info (a line a request; a /healthz answered ok at debug), warn (only requests with a wrong token, cut streams and server errors, and the warnings), error, or debug; the lines that say the server is serving (its addresses), stopping and stopped are logged at every level")
 	return c
 }
 
@@ -286,6 +290,15 @@ func loopback(addr string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// openOptions are the options serve opens the index with: writable, or
+// with --read-only read-only (no purge then: it writes).
+func (so *serveOptions) openOptions(a *app, log *slog.Logger) *db.Options {
+	if so.readOnly {
+		return &db.Options{MustExist: true, ReadOnly: true, Logger: log}
+	}
+	return a.writeOptions(&db.Options{MustExist: true, Logger: log, PurgeEvery: so.purgeOption()})
 }
 
 // purgeOption is --purge-every as Options.PurgeEvery: 0, never, is
@@ -327,7 +340,7 @@ func (a *app) serve(so *serveOptions) error {
 	if onRedis && so.addr == "" {
 		return usagef("an index on Redis has no directory for the Unix socket: give --addr HOST:PORT (any number of servers may serve it)")
 	}
-	d, err := db.Open(a.dbDir, a.writeOptions(&db.Options{MustExist: true, Logger: log, PurgeEvery: so.purgeOption()}))
+	d, err := db.Open(a.dbDir, so.openOptions(a, log))
 	// NB: a holder that does not serve may be an owner starting (its
 	// socket comes milliseconds after its lock) or closing, or a server
 	// that says it is stopping: waited for as an attaching command waits
@@ -378,7 +391,13 @@ func (a *app) serve(so *serveOptions) error {
 		if a.ctx.Err() != nil {
 			return fmt.Errorf("%w while waiting for the process that holds %s: nothing was done%w", context.Cause(a.ctx), a.dbDir, silently{context.Canceled})
 		}
-		d, err = db.Open(a.dbDir, a.writeOptions(&db.Options{MustExist: true, Logger: log, PurgeEvery: so.purgeOption()}))
+		d, err = db.Open(a.dbDir, so.openOptions(a, log))
+	}
+	if err != nil && !so.readOnly && (errors.Is(err, db.ErrDiskFull) || errors.Is(err, db.ErrReadOnly)) {
+		// NB: a server restarted on a full disk or a read-only
+		// filesystem exited, and reads went down with the writes (an
+		// SRE's SR3).
+		return fmt.Errorf("%w (lshdb serve --read-only serves it for reads meanwhile: writes answered 403 read_only)", err)
 	}
 	if err != nil {
 		return lockedHint(err, a.dbDir)
@@ -404,10 +423,17 @@ func (a *app) serve(so *serveOptions) error {
 		os.Remove(stoppingPath(a.dbDir)) // NB: a killed server's, if any
 		sock = httpapi.SocketPath(a.dbDir)
 		unixL, err := httpapi.ListenSocket(sock)
-		if err != nil {
+		switch {
+		case err != nil && so.readOnly && so.addr != "" && (errors.Is(err, syscall.EROFS) || errors.Is(err, fs.ErrPermission)):
+			// NB: on a read-only filesystem no socket can be made in the
+			// index's directory: served on TCP alone.
+			life.Warn("lshdb: no socket in the index's directory (its filesystem takes no new file): served on the TCP address alone", "err", err)
+			sock = ""
+		case err != nil:
 			return err
+		default:
+			listeners = append(listeners, unixL)
 		}
-		listeners = append(listeners, unixL)
 	}
 	tcpAddr := ""
 	if so.addr != "" {
@@ -645,7 +671,9 @@ func startupAttrs(d *db.DB, so *serveOptions, dir bool) []any {
 	if so.tcpMaxConns > 0 {
 		attrs = append(attrs, "tcp_max_connections", so.tcpMaxConns)
 	}
-	if dir {
+	if so.readOnly {
+		attrs = append(attrs, "read_only", true)
+	} else if dir {
 		attrs = append(attrs, "purge_every", so.purgeEvery.String())
 	}
 	return attrs

@@ -1393,3 +1393,43 @@ func bearerStatus(t *testing.T, token, method, url string) int {
 	resp.Body.Close()
 	return resp.StatusCode
 }
+
+// Ensure that serve --read-only serves an index's reads and refuses its
+// writes, for an index a writable open refuses (a full disk, a read-only
+// filesystem), where a restart took reads down with the writes (an SRE's
+// SR3): an attached query answers as in process, an attached insert exits
+// 75 and a put over TCP gets 403 read_only, and the index afterwards holds
+// what it held (the oracle: its documents read before and after).
+func TestServeReadOnly(t *testing.T) {
+	idx := filepath.Join(shortDir(t), "idx")
+	if _, errOut, code := runLine([]string{"insert", "--db", idx, "../../testdata/cmd/inputs/docs.jsonl"}, ""); code != 0 {
+		t.Fatal(errOut)
+	}
+	before, _ := docsOf(t, idx)
+	want, _, code := runLine([]string{"query", "--db", idx, "--id", "h", "--output", "json"}, "")
+	if code != 0 {
+		t.Fatal("query in process")
+	}
+	_, tcp, log, stop := startServe(t, "--db", idx, "--read-only", "--addr", "127.0.0.1:0")
+	if got, errOut, code := runLine([]string{"query", "--db", idx, "--id", "h", "--output", "json"}, ""); code != 0 || got != want {
+		t.Errorf("an attached query: exit %d %q %q, want %q", code, got, errOut, want)
+	}
+	if _, errOut, code := runLine([]string{"insert", "--db", idx, "-"}, `{"id": "new", "text": "a document for a server that reads only"}`+"\n"); code != exitBusy || !strings.Contains(errOut, "read-only") {
+		t.Errorf("an attached insert: exit %d %q, want %d", code, errOut, exitBusy)
+	}
+	resp, err := http.Post(tcp+"/v1/docs", "application/json", strings.NewReader(`{"id": "new2", "text": "another one, over TCP"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden || !strings.Contains(string(body), `"read_only"`) {
+		t.Errorf("a put over TCP: %d %s, want 403 read_only", resp.StatusCode, body)
+	}
+	if code := stop(); code != 0 {
+		t.Fatalf("serve --read-only: exit %d %s", code, log)
+	}
+	if after, _ := docsOf(t, idx); !reflect.DeepEqual(after, before) {
+		t.Errorf("the index changed under serve --read-only: %d documents, it held %d", len(after), len(before))
+	}
+}

@@ -611,6 +611,12 @@ func (h *handler) done(r *http.Request, op string, w *resp, err error, elapsed t
 		slog.Int("status", w.status), slog.Int64("bytes", w.bytes), slog.Duration("elapsed", elapsed),
 		slog.String("remote", r.RemoteAddr), slog.String("request_id", w.id)}
 	level := slog.LevelInfo
+	if op == "healthz" && err == nil && w.status == http.StatusOK {
+		// NB: a probe every few seconds was a line each, 34,560 a day for
+		// a liveness and a readiness probe at 5 s (an SRE's SR5): at
+		// DEBUG, as /metrics, which scrapers poll, is not logged at all.
+		level = slog.LevelDebug
+	}
 	if err != nil {
 		c := codeOf(err)
 		attrs = append(attrs, slog.String("code", c.Code), slog.String("error", err.Error()))

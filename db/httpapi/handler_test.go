@@ -1241,6 +1241,43 @@ func TestRequestID(t *testing.T) {
 	}
 }
 
+// Ensure that a /healthz that answers ok is logged at DEBUG, not INFO,
+// where probes every few seconds filled the log (an SRE's SR5), and that
+// the other requests are still logged at INFO. The oracle: the levels of
+// the lines of a logger that takes every level, and the lines of one at
+// INFO.
+func TestHealthzLoggedAtDebug(t *testing.T) {
+	d := openFixture(t, 5, nil)
+	var all, info bytes.Buffer
+	for _, c := range []struct {
+		buf   *bytes.Buffer
+		level slog.Level
+	}{{&all, slog.LevelDebug}, {&info, slog.LevelInfo}} {
+		h := Handler(d, &Options{Logger: slog.New(slog.NewJSONHandler(c.buf, &slog.HandlerOptions{Level: c.level}))})
+		for _, url := range []string{"/healthz", "/v1/count"} {
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, httptest.NewRequest("GET", url, nil))
+			if rec.Code != 200 {
+				t.Fatalf("%s: %d %s", url, rec.Code, rec.Body)
+			}
+		}
+	}
+	levels := map[string]string{}
+	for _, l := range strings.Split(strings.TrimSpace(all.String()), "\n") {
+		var line map[string]any
+		if err := json.Unmarshal([]byte(l), &line); err != nil {
+			t.Fatalf("%q: %v", l, err)
+		}
+		levels[fmt.Sprint(line["op"])] = fmt.Sprint(line["level"])
+	}
+	if levels["healthz"] != "DEBUG" || levels["count"] != "INFO" {
+		t.Errorf("levels %v, want healthz at DEBUG and count at INFO", levels)
+	}
+	if strings.Contains(info.String(), "healthz") || !strings.Contains(info.String(), `"op":"count"`) {
+		t.Errorf("at INFO: %s", info.String())
+	}
+}
+
 // Ensure that a compressed body is refused saying so (it was parsed as
 // it came: "malformed JSON at byte 1"), with nothing stored.
 func TestContentEncodingRefused(t *testing.T) {
