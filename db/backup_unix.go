@@ -4,7 +4,9 @@ package db
 
 import (
 	"errors"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"syscall"
 )
 
@@ -56,4 +58,20 @@ func otherDevice(a, b string) bool {
 		return false
 	}
 	return sa.Dev != sb.Dev
+}
+
+// chownLike gives dir and the files in it the owner and group of fi,
+// where they differ and the process may (root restoring another user's
+// index); elsewhere it does nothing.
+func chownLike(dir string, fi os.FileInfo) error {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok || os.Geteuid() != 0 {
+		return nil
+	}
+	return filepath.WalkDir(dir, func(p string, _ fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(p, int(st.Uid), int(st.Gid))
+	})
 }

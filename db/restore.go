@@ -68,13 +68,19 @@ var restoreSwapped func()
 //
 // A restore that fails or is stopped (ctx) before the renames leaves dir
 // as it was and removes its copy; a damaged copy (Verify) is moved to
-// dir+".restoring.damaged" for a look. A restore killed between the two
-// renames (an instant) leaves the old index at its new name and the
-// complete copy at dir+".restoring": rename that to dir by hand. The next
-// restore refuses to start while dir+".restoring" exists, naming it.
+// dir+".restoring.damaged" for a look. One killed while it copies leaves
+// a hidden ".NAME.restoring.lshdb-backup.tmp" beside dir, which the next
+// restore removes; one killed after its copy, dir as it was and the copy
+// at dir+".restoring"; one killed between the two renames (an instant),
+// the old index at its new name and the copy at dir+".restoring": rename
+// that to dir by hand. The next restore refuses to start while
+// dir+".restoring" exists, saying which it is. A failure after the old
+// index moved returns the report with Aside set beside the error.
 //
-// Restore needs room for a whole copy of from beside dir, and leaves the
-// disk its reserve when that is the index's disk. On Redis there is
+// Restore needs room for a whole copy of from on dir's filesystem (it
+// leaves that disk the backup's reserve when the backup is on it too).
+// dir may not be a mount point (it could not be renamed: restore into a
+// directory inside it) nor the working directory. On Redis there is
 // nothing to restore into (ErrUnsupported): a backup of a Redis index is
 // a Pebble index, which lshdb serve or any command opens as it is.
 func Restore(ctx context.Context, from, dir string, o *RestoreOptions) (*RestoreReport, error) {
@@ -112,8 +118,8 @@ func Restore(ctx context.Context, from, dir string, o *RestoreOptions) (*Restore
 		return nil, fmt.Errorf("%w: restore: %s and %s are one index, or one is inside the other", ErrInvalidOptions, from, dir)
 	}
 	staging := real + restoreStaging
-	if _, err := os.Lstat(staging); err == nil {
-		return nil, fmt.Errorf("%w: restore: %s exists: a restore stopped before it ended left it (a complete copy of its backup; the index it replaced, if any, is at %s.before-restore-…): rename it to %s by hand, or remove it and restore again%w", ErrInvalidOptions, staging, real, real, unsaid{fs.ErrExist})
+	if err := restorePlace(real, dir); err != nil {
+		return nil, err
 	}
 
 	// NB: dir's lock is held from before the copy to after the renames:
@@ -134,7 +140,7 @@ func Restore(ctx context.Context, from, dir string, o *RestoreOptions) (*Restore
 				if pid := lockholder.PID(real); pid > 0 {
 					by = fmt.Sprintf("another process (pid %d)", pid)
 				}
-				if err.Error() == "lock held by current process" {
+				if errors.Is(err, lockholder.ErrHeldHere) || err.Error() == lockholder.ErrHeldHere.Error() {
 					by = "this process"
 				}
 				return nil, fmt.Errorf("%w: restore: %s is open in %s: stop it (lshdb serve, a shell) and restore again; nothing was changed", ErrLocked, dir, by)
@@ -144,6 +150,16 @@ func Restore(ctx context.Context, from, dir string, o *RestoreOptions) (*Restore
 		unlock = func() { lock.Close() }
 	}
 	defer func() { unlock() }()
+	// NB: checked under the lock, with the words for what is there: a
+	// restore killed between its renames left the old index aside and
+	// the copy staged; one killed before them, the index in place.
+	if _, err := os.Lstat(staging); err == nil {
+		what := fmt.Sprintf("a restore stopped after its copy left it (a complete copy of its backup), and the index at %s is as it was: remove it and restore again", dir)
+		if !present {
+			what = fmt.Sprintf("a restore stopped between its renames left it (a complete copy of its backup; the index it replaced is at %s.before-restore-…): rename it to %s, or remove it and restore again", real, real)
+		}
+		return nil, fmt.Errorf("%w: restore: %s exists: %s%w", ErrInvalidOptions, staging, what, unsaid{fs.ErrExist})
+	}
 
 	if err := src.BackupWith(ctx, staging, BackupOptions{Verify: ro.Verify}); err != nil {
 		if errors.Is(err, ErrCorrupt) {
@@ -151,7 +167,15 @@ func Restore(ctx context.Context, from, dir string, o *RestoreOptions) (*Restore
 		}
 		return nil, fmt.Errorf("restore: copying %s: %w (%s is left as it was)", from, err, dir)
 	}
+	// NB: the copy is opened and counted before it takes dir's place,
+	// under dir's lock: opened after, it was refused as locked when a
+	// supervisor's serve took the restored index first, and the restore
+	// said it failed (a read-through's R1).
 	rep := &RestoreReport{}
+	if err := stageRestored(staging, real, present, ro.Logger, rep); err != nil {
+		os.RemoveAll(staging)
+		return nil, fmt.Errorf("%w (%s is left as it was; the copy is removed)", err, dir)
+	}
 	if present {
 		if runtime.GOOS == "windows" {
 			// NB: Windows renames no directory that holds an open file
@@ -160,14 +184,12 @@ func Restore(ctx context.Context, from, dir string, o *RestoreOptions) (*Restore
 			unlock = func() {}
 		}
 		aside, err := moveAside(vfs.Default, real, real+".before-restore-"+time.Now().UTC().Format("20060102T150405Z"))
-		if err != nil {
-			if aside == "" {
-				os.RemoveAll(staging)
-				return nil, fmt.Errorf("lshdb: restore: moving %s aside: %w (it is as it was; the copy is removed)", dir, err)
-			}
-			// NB: moved, but the move may not last a crash: the copy
-			// goes on to take its place all the same.
+		if err != nil && aside == "" {
+			os.RemoveAll(staging)
+			return nil, fmt.Errorf("lshdb: restore: moving %s aside: %w (it is as it was; the copy is removed)", dir, err)
 		}
+		// NB: moved, but the move may not last a crash: the copy goes on
+		// to take its place all the same.
 		rep.Aside = aside
 		if restoreSwapped != nil {
 			restoreSwapped()
@@ -176,26 +198,82 @@ func Restore(ctx context.Context, from, dir string, o *RestoreOptions) (*Restore
 		os.RemoveAll(staging)
 		return nil, err
 	}
+	if !present {
+		// NB: no lock held an absent dir: one made meanwhile (by a
+		// create) is not replaced (a rename replaces an empty directory).
+		if _, err := os.Lstat(real); err == nil {
+			return nil, fmt.Errorf("%w: restore: %s was made while the restore copied (the restored copy is at %s)%w", ErrInvalidOptions, dir, staging, unsaid{fs.ErrExist})
+		}
+	}
 	if err := os.Rename(staging, real); err != nil {
 		if rep.Aside != "" {
-			return nil, fmt.Errorf("lshdb: restore: %w: the index that was at %s is at %s, and the restored copy at %s: rename one of them to %s by hand", err, dir, rep.Aside, staging, real)
+			// NB: the old index is put back where it was, if it can be.
+			if os.Rename(rep.Aside, real) == nil {
+				syncDir(vfs.Default, filepath.Dir(real))
+				return nil, fmt.Errorf("lshdb: restore: %w: %s is as it was, and the restored copy at %s", err, dir, staging)
+			}
+			return rep, fmt.Errorf("lshdb: restore: %w: the index that was at %s is at %s, and the restored copy at %s: rename one of them to %s by hand", err, dir, rep.Aside, staging, real)
 		}
 		return nil, fmt.Errorf("lshdb: restore: %w: the restored copy is at %s", err, staging)
 	}
 	if err := syncDir(vfs.Default, filepath.Dir(real)); err != nil {
-		return nil, fmt.Errorf("lshdb: restore: %w (the index is restored, but its new name may not last a crash)", err)
-	}
-	unlock()
-	unlock = func() {}
-	cp, err := Open(real, &Options{ReadOnly: true, MustExist: true, ExpirySweep: -1, Logger: ro.Logger})
-	if err != nil {
-		return rep, fmt.Errorf("lshdb: restore: the restored index does not open: %w", err)
-	}
-	defer cp.Close()
-	if rep.Docs, err = cp.Count(); err != nil {
-		return rep, err
+		aside := ""
+		if rep.Aside != "" {
+			aside = ", and the index that was there is at " + rep.Aside
+		}
+		return rep, fmt.Errorf("lshdb: restore: %w (the index is restored%s, but the new names may not last a crash)", err, aside)
 	}
 	return rep, nil
+}
+
+// restorePlace refuses a place a restore cannot swap (dir as given, real
+// resolved): a mount point, whose directory cannot be renamed (a
+// container's volume: the copy was made on the parent's filesystem and
+// then failed, a read-through's R3), and the working directory, which
+// would go aside with the old index (a command after it, --db ., read
+// the old one: R5).
+func restorePlace(real, dir string) error {
+	fi, err := os.Stat(real)
+	if err != nil {
+		return nil // NB: absent: made by the rename
+	}
+	if pi, perr := os.Stat(filepath.Dir(real)); perr == nil && !os.SameFile(fi, pi) && otherDevice(real, filepath.Dir(real)) {
+		return fmt.Errorf("%w: restore: %s is a mount point, which cannot be renamed: restore into a directory inside it (--db %s), and give that to the index's users", ErrInvalidOptions, dir, filepath.Join(dir, "index"))
+	}
+	if wd, err := os.Getwd(); err == nil {
+		if wi, err := os.Stat(wd); err == nil && os.SameFile(wi, fi) {
+			return fmt.Errorf("%w: restore: %s is the working directory, which would go aside with the old index: run the restore from its parent", ErrInvalidOptions, dir)
+		}
+	}
+	return nil
+}
+
+// stageRestored opens the copy in staging read-only and counts its
+// documents into rep, and gives it the permissions and owner of the index
+// at real (present) before it takes its place: a copy has the mode of the
+// backup and the restoring user's files, and an index of mode 0700,
+// restored by root, became one of 0755 that its own user could not write
+// (a read-through's R4).
+func stageRestored(staging, real string, present bool, logger *slog.Logger, rep *RestoreReport) error {
+	cp, err := Open(staging, &Options{ReadOnly: true, MustExist: true, ExpirySweep: -1, Logger: logger})
+	if err != nil {
+		return fmt.Errorf("lshdb: restore: the copy does not open: %w", err)
+	}
+	rep.Docs, err = cp.Count()
+	if cerr := cp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil || !present {
+		return err
+	}
+	fi, err := os.Stat(real)
+	if err != nil {
+		return fmt.Errorf("lshdb: restore: %w", err)
+	}
+	if err := os.Chmod(staging, fi.Mode().Perm()); err != nil {
+		return fmt.Errorf("lshdb: restore: %w", err)
+	}
+	return chownLike(staging, fi)
 }
 
 // realDir is dir with every symbolic link resolved, that of dir itself

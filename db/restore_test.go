@@ -124,6 +124,21 @@ func TestRestore(t *testing.T) {
 		t.Errorf("a write to the restored index reached the backup: %d documents", len(got))
 	}
 
+	// The restored index has the mode of the index it replaced, not the
+	// backup's (a read-through's R4).
+	if err := os.Chmod(idx, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Restore(ctx, bk, idx, nil); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(idx); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Errorf("the restored index's mode: %v %v, want 0700 as the index it replaced", fi.Mode(), err)
+	}
+	if fi, err := os.Stat(bk); err != nil || fi.Mode().Perm() == 0o700 {
+		t.Fatalf("the backup's mode %v %v: the check above would prove nothing", fi.Mode(), err)
+	}
+
 	// Into an absent directory, and into an empty one: nothing aside.
 	for _, to := range []string{filepath.Join(root, "fresh", "idx"), t.TempDir()} {
 		rep, err := Restore(ctx, bk, to, nil)
@@ -215,6 +230,15 @@ func TestRestoreRefusals(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(other, "notes.txt")); err != nil || string(b) != "mine" {
 		t.Errorf("the other directory's file: %q %v", b, err)
 	}
+
+	// The working directory would go aside with the old index (a
+	// read-through's R5).
+	t.Chdir(idx)
+	if _, err := Restore(ctx, bk, ".", nil); !errors.Is(err, ErrInvalidOptions) || !strings.Contains(err.Error(), "working directory") {
+		t.Errorf("restore into the working directory: %v, want ErrInvalidOptions", err)
+	}
+	t.Chdir(root)
+	unchanged("the working directory")
 
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()

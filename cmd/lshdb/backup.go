@@ -212,9 +212,12 @@ it is, and the link kept.
 The restored index has an instance of its own and names the backup as its
 origin (lshdb info): pairs files made before are refused on it (make them
 again). A restore needs room for a whole copy of COPY beside DIR. One killed
-before its renames leaves DIR as it was (and DIR.restoring, which the next
-restore names: remove it); one killed between them (an instant) leaves the
-old index aside and the copy at DIR.restoring: rename that to DIR.
+while it copies leaves DIR as it was and a hidden temporary copy, which the
+next restore removes; one killed after its copy, DIR as it was and
+DIR.restoring, which the next restore names (remove it); one killed between
+the renames (an instant), the old index aside and the copy at DIR.restoring:
+rename that to DIR. DIR may not be a mount point (restore into a directory
+inside it) nor the working directory.
 
 Copying the backup's files over DIR by hand (cp -a COPY/. DIR) mixes the
 two stores' files: either state may win without a word.`,

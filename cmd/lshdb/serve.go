@@ -429,6 +429,8 @@ func (a *app) serve(so *serveOptions) error {
 			// index's directory: served on TCP alone.
 			life.Warn("lshdb: no socket in the index's directory (its filesystem takes no new file): served on the TCP address alone", "err", err)
 			sock = ""
+		case err != nil && so.readOnly && (errors.Is(err, syscall.EROFS) || errors.Is(err, fs.ErrPermission)):
+			return fmt.Errorf("%w (the index's directory takes no new file, so no socket can be made there: give --addr to serve it on TCP)", err)
 		case err != nil:
 			return err
 		default:
