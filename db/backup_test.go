@@ -725,20 +725,7 @@ func TestBackupVerify(t *testing.T) {
 
 	// Damaged: bytes of the biggest table overwritten. The plain backup
 	// does not notice; a verified one fails, twice, each copy moved aside.
-	var biggest string
-	var size int64
-	ents, _ := os.ReadDir(filepath.Join(root, "idx"))
-	for _, e := range ents {
-		if fi, err := e.Info(); err == nil && strings.HasSuffix(e.Name(), ".sst") && fi.Size() > size {
-			biggest, size = filepath.Join(root, "idx", e.Name()), fi.Size()
-		}
-	}
-	f, err := os.OpenFile(biggest, os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.WriteAt([]byte("\xff\xff\xff\xff\xff\xff\xff\xff"), size/2)
-	f.Close()
+	damageBiggestTable(t, filepath.Join(root, "idx"))
 	src = mustOpen(t, filepath.Join(root, "idx"), &Options{MustExist: true})
 	defer src.Close()
 	if err := src.Backup(ctx, filepath.Join(root, "plain")); err != nil {
@@ -950,5 +937,28 @@ func TestBackupToAnotherFilesystemNeedsRoom(t *testing.T) {
 	onOtherDevice = func(a, b string) bool { return false }
 	if err := src.Backup(ctx, filepath.Join(full, "bk")); err != nil {
 		t.Errorf("a backup on the index's own filesystem: %v", err)
+	}
+}
+
+// damageBiggestTable overwrites 8 bytes in the middle of the largest
+// table of the index in dir, a data block's, which only a read of the
+// whole table (Check, a verified backup or restore) notices.
+func damageBiggestTable(t *testing.T, dir string) {
+	t.Helper()
+	var biggest string
+	var size int64
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		if fi, err := e.Info(); err == nil && strings.HasSuffix(e.Name(), ".sst") && fi.Size() > size {
+			biggest, size = filepath.Join(dir, e.Name()), fi.Size()
+		}
+	}
+	f, err := os.OpenFile(biggest, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteAt([]byte("\xff\xff\xff\xff\xff\xff\xff\xff"), size/2); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -293,12 +293,9 @@ func openIn(dir string, o Options, created bool) (*DB, error) {
 		if isLockError(err) {
 			// NB: the lock's own check (and heldDirs) finds a handle of
 			// this process; the lock file's, another process's.
-			by, hint := "another process", ""
-			if pid := lockholder.PID(dir); pid > 0 {
-				// NB: who to ask, or wait for (an embedder's review, E4).
-				by = fmt.Sprintf("another process (pid %d)", pid)
-			}
-			if err.Error() == "lock held by current process" {
+			by, here := lockHolder(dir, err)
+			hint := ""
+			if here {
 				by, hint = "another handle in this process", " (Close it first, or share it)"
 			}
 			if o.LockTimeout > 0 {
@@ -634,6 +631,20 @@ func prepareDir(fs vfs.FS, dir string, o *Options) (created bool, err error) {
 		}
 	}
 	return false, fmt.Errorf("%w: %s holds files but no database", ErrNotIndex, dir)
+}
+
+// lockHolder names who holds dir's lock, whose taking failed with err (a
+// lock error): "another process", with its pid where its lock file says
+// (who to ask, or wait for: an embedder's review, E4); here says it is
+// this process (the lock's own check, or lockholder's, by their words).
+func lockHolder(dir string, err error) (by string, here bool) {
+	if err.Error() == lockholder.ErrHeldHere.Error() {
+		return "this process", true
+	}
+	if pid := lockholder.PID(dir); pid > 0 {
+		return fmt.Sprintf("another process (pid %d)", pid), false
+	}
+	return "another process", false
 }
 
 // loadManifest reads the manifest, or writes it for a new database, and

@@ -92,24 +92,19 @@ func otherForm(v view, id string) string {
 	if !utf8.ValidString(id) {
 		return ""
 	}
-	for _, f := range []norm.Form{norm.NFC, norm.NFD} {
-		other := f.String(id)
+	for _, f := range []struct {
+		form norm.Form
+		name string
+	}{{norm.NFC, "NFC"}, {norm.NFD, "NFD"}} {
+		other := f.form.String(id)
 		if other == id {
 			continue
 		}
 		if _, ok, err := v.docNum(other); err == nil && ok {
-			return fmt.Sprintf(" (an id of the same characters in Unicode form %s is stored: %s, written with escapes; ids are compared byte for byte)", formName(f), strconv.QuoteToASCII(other))
+			return fmt.Sprintf(" (an id of the same characters in Unicode form %s is stored: %s, written with escapes; ids are compared byte for byte)", f.name, strconv.QuoteToASCII(other))
 		}
 	}
 	return ""
-}
-
-// formName names a normalization form.
-func formName(f norm.Form) string {
-	if f == norm.NFC {
-		return "NFC"
-	}
-	return "NFD"
 }
 
 // errExpired marks (unsaid) lookup's ErrNotFound of a document whose TTL

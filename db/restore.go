@@ -13,7 +13,6 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/lshdb/lshdb/internal/fspath"
-	"github.com/lshdb/lshdb/internal/lockholder"
 )
 
 // RestoreOptions are the choices of Restore.
@@ -136,11 +135,8 @@ func Restore(ctx context.Context, from, dir string, o *RestoreOptions) (*Restore
 		lock, err := lockDirectory(real, &lo)
 		if err != nil {
 			if isLockError(err) {
-				by := "another process"
-				if pid := lockholder.PID(real); pid > 0 {
-					by = fmt.Sprintf("another process (pid %d)", pid)
-				}
-				if errors.Is(err, lockholder.ErrHeldHere) || err.Error() == lockholder.ErrHeldHere.Error() {
+				by, here := lockHolder(real, err)
+				if here {
 					by = "this process"
 				}
 				return nil, fmt.Errorf("%w: restore: %s is open in %s: stop it (lshdb serve, a shell) and restore again; nothing was changed", ErrLocked, dir, by)
@@ -237,7 +233,7 @@ func restorePlace(real, dir string) error {
 	if err != nil {
 		return nil // NB: absent: made by the rename
 	}
-	if pi, perr := os.Stat(filepath.Dir(real)); perr == nil && !os.SameFile(fi, pi) && otherDevice(real, filepath.Dir(real)) {
+	if otherDevice(real, filepath.Dir(real)) {
 		return fmt.Errorf("%w: restore: %s is a mount point, which cannot be renamed: restore into a directory inside it (--db %s), and give that to the index's users", ErrInvalidOptions, dir, filepath.Join(dir, "index"))
 	}
 	if wd, err := os.Getwd(); err == nil {
@@ -276,35 +272,16 @@ func stageRestored(staging, real string, present bool, logger *slog.Logger, rep 
 	return chownLike(staging, fi)
 }
 
-// realDir is dir with every symbolic link resolved, that of dir itself
-// included; where dir is absent, its nearest ancestor's that is there,
-// and the rest of its path.
+// realDir is dir with the symbolic links of its longest existing prefix
+// resolved, that of dir itself included (fspath.Resolve), refusing a dir
+// that is a symbolic link to nothing: the rename would replace the link.
 func realDir(dir string) (string, error) {
-	abs, err := filepath.Abs(fspath.ResolveDotDot(dir))
-	if err != nil {
-		return "", fmt.Errorf("lshdb: restore: %w", err)
-	}
-	if r, err := filepath.EvalSymlinks(abs); err == nil {
-		return r, nil
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		return "", fmt.Errorf("%w: restore: %s: %w", ErrInvalidOptions, dir, err)
-	}
-	if fi, err := os.Lstat(abs); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
-		return "", fmt.Errorf("%w: restore: %s is a symbolic link to nothing", ErrInvalidOptions, dir)
-	}
-	// NB: the nearest ancestor that is there, resolved, and the rest
-	// as given (the copy makes them, as a backup makes its parents).
-	rest := filepath.Base(abs)
-	for p := filepath.Dir(abs); ; p = filepath.Dir(p) {
-		r, err := filepath.EvalSymlinks(p)
-		if err == nil {
-			return filepath.Join(r, rest), nil
+	if fi, err := os.Lstat(dir); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		if _, err := os.Stat(dir); err != nil {
+			return "", fmt.Errorf("%w: restore: %s is a symbolic link to nothing: %w", ErrInvalidOptions, dir, err)
 		}
-		if !errors.Is(err, fs.ErrNotExist) || filepath.Dir(p) == p {
-			return "", fmt.Errorf("%w: restore: the directory of %s: %w", ErrInvalidOptions, dir, err)
-		}
-		rest = filepath.Join(filepath.Base(p), rest)
 	}
+	return fspath.Resolve(dir), nil
 }
 
 // indexPresent says whether dir holds an index (or what looks like one's

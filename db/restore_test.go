@@ -259,20 +259,7 @@ func TestRestoreRefusals(t *testing.T) {
 
 	// A damaged backup: bytes of its biggest table overwritten. Verify
 	// refuses it and leaves the index; the damaged copy is kept for a look.
-	var biggest string
-	var size int64
-	ents, _ := os.ReadDir(bk)
-	for _, e := range ents {
-		if fi, err := e.Info(); err == nil && strings.HasSuffix(e.Name(), ".sst") && fi.Size() > size {
-			biggest, size = filepath.Join(bk, e.Name()), fi.Size()
-		}
-	}
-	f, err := os.OpenFile(biggest, os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.WriteAt([]byte("\xff\xff\xff\xff\xff\xff\xff\xff"), size/2)
-	f.Close()
+	damageBiggestTable(t, bk)
 	if _, err := Restore(ctx, bk, idx, &RestoreOptions{Verify: true}); !errors.Is(err, ErrCorrupt) {
 		t.Errorf("restore of a damaged backup: %v, want ErrCorrupt", err)
 	}

@@ -424,13 +424,14 @@ func (a *app) serve(so *serveOptions) error {
 		sock = httpapi.SocketPath(a.dbDir)
 		unixL, err := httpapi.ListenSocket(sock)
 		switch {
-		case err != nil && so.readOnly && so.addr != "" && (errors.Is(err, syscall.EROFS) || errors.Is(err, fs.ErrPermission)):
+		case err != nil && so.readOnly && (errors.Is(err, syscall.EROFS) || errors.Is(err, fs.ErrPermission)):
 			// NB: on a read-only filesystem no socket can be made in the
 			// index's directory: served on TCP alone.
+			if so.addr == "" {
+				return fmt.Errorf("%w (the index's directory takes no new file, so no socket can be made there: give --addr to serve it on TCP)", err)
+			}
 			life.Warn("lshdb: no socket in the index's directory (its filesystem takes no new file): served on the TCP address alone", "err", err)
 			sock = ""
-		case err != nil && so.readOnly && (errors.Is(err, syscall.EROFS) || errors.Is(err, fs.ErrPermission)):
-			return fmt.Errorf("%w (the index's directory takes no new file, so no socket can be made there: give --addr to serve it on TCP)", err)
 		case err != nil:
 			return err
 		default:

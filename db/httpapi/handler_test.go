@@ -2249,14 +2249,7 @@ func TestReadToken(t *testing.T) {
 	// put-if-new stream: either would be applied but for the token.
 	root := t.TempDir()
 	addr := startTCP(t, Handler(d, &Options{Token: "s3cret", ReadToken: "reader", BackupRoot: root}), 0)
-	var first *db.StoredDoc
-	for doc, err := range d.All() {
-		if err != nil {
-			t.Fatal(err)
-		}
-		first = doc
-		break
-	}
+	first := firstDoc(t, d)
 	call := func(token, method, path, body string) (int, string) {
 		req, _ := http.NewRequest(method, "http://"+addr+path, strings.NewReader(body))
 		req.Header.Set("Authorization", "Bearer "+token)
@@ -2344,14 +2337,7 @@ func TestReadToken(t *testing.T) {
 func TestGetWithoutSets(t *testing.T) {
 	d := openFixture(t, 5, nil)
 	addr := startTCP(t, Handler(d, nil), 0)
-	var want *db.StoredDoc
-	for doc, err := range d.All() {
-		if err != nil {
-			t.Fatal(err)
-		}
-		want = doc
-		break
-	}
+	want := firstDoc(t, d)
 	get := func(query string) (int, DocumentJSON) {
 		resp, err := http.Get("http://" + addr + "/v1/docs?id=" + url.QueryEscape(want.ID) + query)
 		if err != nil {
@@ -2381,4 +2367,17 @@ func TestGetWithoutSets(t *testing.T) {
 	if st, _ := get("&sets=maybe"); st != 400 {
 		t.Errorf("GET sets=maybe: %d, want 400", st)
 	}
+}
+
+// firstDoc returns the first document d's scan gives.
+func firstDoc(t *testing.T, d *db.DB) *db.StoredDoc {
+	t.Helper()
+	for doc, err := range d.All() {
+		if err != nil {
+			t.Fatal(err)
+		}
+		return doc
+	}
+	t.Fatal("no document")
+	return nil
 }
