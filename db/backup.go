@@ -533,7 +533,7 @@ func sweepBackupTemps(fsys vfs.FS, parent string) {
 }
 
 // onOtherDevice is otherDevice, and backupTargetFree the free bytes of a
-// backup's filesystem (variables for the tests, which have no second
+// backup's (or a restore's) filesystem (variables for the tests, which have no second
 // filesystem to fill).
 var (
 	onOtherDevice    = otherDevice

@@ -23,6 +23,11 @@ type RestoreOptions struct {
 	Verify bool
 	// Logger takes the copy's log lines (Options.Logger).
 	Logger *slog.Logger
+	// DiskReserve is the free space, in bytes, that the copy must leave
+	// on dir's filesystem, where the restored index is written to next
+	// and the index it replaces is kept aside: Options.DiskReserve's
+	// meaning and default (0: DefaultDiskReserve; negative: no check).
+	DiskReserve int64
 }
 
 // RestoreReport says what Restore did.
@@ -76,8 +81,9 @@ var restoreSwapped func()
 // dir+".restoring" exists, saying which it is. A failure after the old
 // index moved returns the report with Aside set beside the error.
 //
-// Restore needs room for a whole copy of from on dir's filesystem (it
-// leaves that disk the backup's reserve when the backup is on it too).
+// Restore needs room for a whole copy of from on dir's filesystem, and
+// leaves that disk its reserve (RestoreOptions.DiskReserve): it refuses to
+// start without, with ErrDiskFull, having written nothing.
 // dir may not be a mount point (it could not be renamed: restore into a
 // directory inside it) nor the working directory. On Redis there is
 // nothing to restore into (ErrUnsupported): a backup of a Redis index is
@@ -157,6 +163,9 @@ func Restore(ctx context.Context, from, dir string, o *RestoreOptions) (*Restore
 		return nil, fmt.Errorf("%w: restore: %s exists: %s%w", ErrInvalidOptions, staging, what, unsaid{fs.ErrExist})
 	}
 
+	if err := restoreRoom(src, real, dir, ro.DiskReserve); err != nil {
+		return nil, err
+	}
 	if err := src.BackupWith(ctx, staging, BackupOptions{Verify: ro.Verify}); err != nil {
 		if errors.Is(err, ErrCorrupt) {
 			return nil, fmt.Errorf("restore: the backup %s is damaged, and %s is left as it was: %w", from, dir, err)
@@ -220,6 +229,31 @@ func Restore(ctx context.Context, from, dir string, o *RestoreOptions) (*Restore
 		return rep, fmt.Errorf("lshdb: restore: %w (the index is restored%s, but the new names may not last a crash)", err, aside)
 	}
 	return rep, nil
+}
+
+// restoreRoom refuses a restore whose copy of src would take dir's
+// filesystem (the parent of real, where the copy is staged) below reserve
+// (RestoreOptions.DiskReserve): the copy was checked against the reserve
+// of the backup's disk only, so a restore from another disk could leave
+// dir's full, and the restored index's next writable open was refused (a
+// read-through's R9). The index that the copy replaces stays on that disk
+// (aside), so its files free nothing.
+func restoreRoom(src *DB, real, dir string, reserve int64) error {
+	if reserve < 0 {
+		return nil
+	}
+	if reserve == 0 {
+		reserve = DefaultDiskReserve
+	}
+	need := src.storeBytes()
+	need += need / 64
+	parent := filepath.Dir(real)
+	free, err := backupTargetFree(parent)
+	if err != nil || free-need >= reserve {
+		return nil // NB: a filesystem that cannot tell is not checked
+	}
+	return fmt.Errorf("%w: restore: %s has %s free, and the copy needs %s and leaves %s in reserve for the restored index's writes (%s is left as it was; --disk-reserve, RestoreOptions.DiskReserve)",
+		ErrDiskFull, parent, mib(free), mib(need), mib(reserve), dir)
 }
 
 // restorePlace refuses a place a restore cannot swap (dir as given, real

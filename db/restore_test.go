@@ -257,6 +257,89 @@ func TestRestoreRefusals(t *testing.T) {
 	os.Remove(idx + restoreStaging)
 	unchanged("staging left")
 
+	// Too little room on the index's disk for the copy and the reserve
+	// (a read-through's R9): refused before anything is written; with
+	// the check turned off, it goes ahead.
+	before := dirNames(t, root)
+	func() {
+		defer func(f func(string) (int64, error)) { backupTargetFree = f }(backupTargetFree)
+		var asked []string
+		backupTargetFree = func(dir string) (int64, error) {
+			asked = append(asked, dir)
+			return DefaultDiskReserve + 1000, nil
+		}
+		_, err := Restore(ctx, bk, idx, nil)
+		if !errors.Is(err, ErrDiskFull) || !strings.Contains(err.Error(), "reserve") {
+			t.Errorf("restore onto a disk without room: %v, want ErrDiskFull", err)
+		}
+		if !slices.Contains(asked, root) {
+			t.Errorf("the room asked of %q, not of the index's parent %s", asked, root)
+		}
+		unchanged("no room")
+		if names := dirNames(t, root); !slices.Equal(names, before) {
+			t.Errorf("a restore refused for room left %q (before: %q)", names, before)
+		}
+		if _, err := Restore(ctx, bk, filepath.Join(root, "fresh"), &RestoreOptions{DiskReserve: -1}); err != nil {
+			t.Errorf("restore with no room check: %v", err)
+		}
+		os.RemoveAll(filepath.Join(root, "fresh"))
+	}()
+
+	// Stopped while the copy is checked (the copy made, not yet in
+	// place): the index as it was, and no copy left.
+	func() {
+		cctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		defer func() { backupVerifyHook = nil }()
+		backupVerifyHook = func(string) { cancel() }
+		if _, err := Restore(cctx, bk, idx, &RestoreOptions{Verify: true}); !errors.Is(err, context.Canceled) {
+			t.Errorf("restore stopped during its copy: %v, want context.Canceled", err)
+		}
+		unchanged("stopped during the copy")
+		if names := dirNames(t, root); !slices.Equal(names, before) {
+			t.Errorf("a restore stopped during its copy left %q (before: %q)", names, before)
+		}
+	}()
+
+	// The copy's rename fails once the old index is aside (a read-through's
+	// R2): the old index is put back, and the error says so.
+	func() {
+		defer func() { restoreSwapped = nil }()
+		restoreSwapped = func() { os.Rename(idx+restoreStaging, idx+".elsewhere") }
+		rep, err := Restore(ctx, bk, idx, nil)
+		if err == nil || rep != nil || !strings.Contains(err.Error(), "is as it was") {
+			t.Errorf("a failed last rename: %v (report %+v), want an error saying the index is as it was", err, rep)
+		}
+		os.RemoveAll(idx + ".elsewhere")
+		unchanged("last rename failed, old index put back")
+	}()
+
+	// ... and when the old index cannot be put back either (dir taken
+	// meanwhile), the report names where it is, and nothing is lost.
+	func() {
+		defer func() { restoreSwapped = nil }()
+		restoreSwapped = func() {
+			os.MkdirAll(filepath.Join(idx, "taken"), 0o755)
+		}
+		rep, err := Restore(ctx, bk, idx, nil)
+		if err == nil || rep == nil || rep.Aside == "" || !strings.Contains(err.Error(), rep.Aside) || !strings.Contains(err.Error(), idx+restoreStaging) {
+			t.Fatalf("a failed last rename with the old index stuck aside: %v (report %+v), want both places named", err, rep)
+		}
+		if got := docsIn(t, rep.Aside); !reflect.DeepEqual(got, later) {
+			t.Errorf("the index aside holds %d documents, it held %d", len(got), len(later))
+		}
+		if got, want := docsIn(t, idx+restoreStaging), docsIn(t, bk); !reflect.DeepEqual(got, want) {
+			t.Errorf("the restored copy holds %d documents, the backup %d", len(got), len(want))
+		}
+		// Put back by hand, as the error says.
+		os.RemoveAll(idx)
+		os.RemoveAll(idx + restoreStaging)
+		if err := os.Rename(rep.Aside, idx); err != nil {
+			t.Fatal(err)
+		}
+		unchanged("put back by hand")
+	}()
+
 	// A damaged backup: bytes of its biggest table overwritten. Verify
 	// refuses it and leaves the index; the damaged copy is kept for a look.
 	damageBiggestTable(t, bk)

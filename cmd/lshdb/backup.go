@@ -233,7 +233,7 @@ two stores' files: either state may win without a word.`,
 				return usagef("--from COPY is required (the backup to restore)")
 			}
 			ctx, barDone := a.phaseBar("restore")
-			rep, err := db.Restore(ctx, from, a.dbDir, &db.RestoreOptions{Verify: verify})
+			rep, err := db.Restore(ctx, from, a.dbDir, &db.RestoreOptions{Verify: verify, DiskReserve: a.writeOptions(nil).DiskReserve})
 			barDone()
 			if err != nil {
 				return interruptNote(err, "restore interrupted: the index is as it was")
