@@ -629,7 +629,7 @@ func (a *app) exitCode(err error) int {
 	case errors.Is(err, db.ErrCorrupt) || errors.As(err, new(problemsFound)):
 		return exitDamaged
 	case errors.Is(err, db.ErrLocked) || errors.Is(err, errInUse) || errors.Is(err, httpapi.ErrSocketInUse) ||
-		errors.Is(err, db.ErrReadOnly) && strings.Contains(msg, httpapi.OwnerReadsOnly):
+		errors.Is(err, db.ErrReadOnly) && (strings.Contains(msg, httpapi.OwnerReadsOnly) || strings.Contains(msg, httpapi.ServerReadsOnly)):
 		return exitBusy
 	}
 	// NB: cobra's own usage errors (an unknown command or flag, a missing

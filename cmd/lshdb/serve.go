@@ -481,7 +481,7 @@ func (a *app) serve(so *serveOptions) error {
 	}
 	mux := http.NewServeMux()
 	api := httpapi.Handler(d, &httpapi.Options{Token: so.token, ReadToken: so.readToken, MaxBodyBytes: so.maxBody, MaxBatch: so.maxBatch, MaxInFlight: so.maxInFlight, MaxInFlightBytes: so.maxInFlightBytes, WriteTimeout: so.writeTimeout, ReadTimeout: so.readTimeout,
-		BackupRoot: so.backupRoot, Owner: serveOwner, Logger: log, Hooks: m.Hooks()})
+		BackupRoot: so.backupRoot, Owner: serveOwner, ServesReadOnly: so.readOnly, Logger: log, Hooks: m.Hooks()})
 	mux.Handle("/", api)
 	mux.Handle("GET /metrics", httpapi.RequireToken(so.token, m.Handler()))
 	// NB: the requests still in their handler: at the shutdown timeout
@@ -571,7 +571,11 @@ func (a *app) serve(so *serveOptions) error {
 		// NB: the socket is the owner's alone (0600); a loopback port
 		// without a token is every local user's, writes and backups
 		// included.
-		log.Warn("lshdb: the TCP address has no token: every user of this machine may read and write the index (give --token or LSHDB_TOKEN)", "tcp", tcpAddr)
+		may := "read and write"
+		if so.readOnly {
+			may = "read"
+		}
+		log.Warn("lshdb: the TCP address has no token: every user of this machine may "+may+" the index (give --token or LSHDB_TOKEN)", "tcp", tcpAddr)
 	}
 	if tcpAddr != "" && !loopback(so.addr) {
 		// NB: serve speaks plain HTTP; nothing said so, and the README's

@@ -1428,8 +1428,8 @@ func TestServeReadOnly(t *testing.T) {
 	if got, errOut, code := runLine([]string{"query", "--db", idx, "--id", "h", "--output", "json"}, ""); code != 0 || got != want {
 		t.Errorf("an attached query: exit %d %q %q, want %q", code, got, errOut, want)
 	}
-	if _, errOut, code := runLine([]string{"insert", "--db", idx, "-"}, `{"id": "new", "text": "a document for a server that reads only"}`+"\n"); code != exitBusy || !strings.Contains(errOut, "read-only") {
-		t.Errorf("an attached insert: exit %d %q, want %d", code, errOut, exitBusy)
+	if _, errOut, code := runLine([]string{"insert", "--db", idx, "-"}, `{"id": "new", "text": "a document for a server that reads only"}`+"\n"); code != exitBusy || !strings.Contains(errOut, httpapi.ServerReadsOnly) {
+		t.Errorf("an attached insert: exit %d %q, want %d saying the server was started read-only", code, errOut, exitBusy)
 	}
 	resp, err := http.Post(tcp+"/v1/docs", "application/json", strings.NewReader(`{"id": "new2", "text": "another one, over TCP"}`))
 	if err != nil {
@@ -1437,11 +1437,14 @@ func TestServeReadOnly(t *testing.T) {
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusForbidden || !strings.Contains(string(body), `"read_only"`) {
-		t.Errorf("a put over TCP: %d %s, want 403 read_only", resp.StatusCode, body)
+	if resp.StatusCode != http.StatusForbidden || !strings.Contains(string(body), `"read_only"`) || !strings.Contains(string(body), "restarted without --read-only") {
+		t.Errorf("a put over TCP: %d %s, want 403 read_only saying the server was started read-only", resp.StatusCode, body)
 	}
 	if code := stop(); code != 0 {
 		t.Fatalf("serve --read-only: exit %d %s", code, log)
+	}
+	if !strings.Contains(log.String(), "may read the index") || strings.Contains(log.String(), "read and write") {
+		t.Errorf("serve --read-only's warning of a TCP address without a token:\n%s", log)
 	}
 	if after, _ := docsOf(t, idx); !reflect.DeepEqual(after, before) {
 		t.Errorf("the index changed under serve --read-only: %d documents, it held %d", len(after), len(before))

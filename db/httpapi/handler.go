@@ -134,6 +134,11 @@ type Options struct {
 	// its name ("lshdb insert"), so that a serve started meanwhile knows
 	// to wait for it to end rather than fail as locked. Default: none.
 	Owner string
+	// ServesReadOnly says that the index was opened read-only to be
+	// served so (lshdb serve --read-only), not to be read for a while by
+	// the command that owns it: a write refused (read_only) then ends
+	// with ServerReadsOnly, not OwnerReadsOnly. Default: false.
+	ServesReadOnly bool
 	// Logger receives one line per request (method, path, operation,
 	// status, error code, bytes, duration). Default: nil, no request log.
 	Logger *slog.Logger
@@ -338,6 +343,13 @@ var Ops = []string{"healthz", "params", "count", "get", "put", "delete", "has", 
 // (exit 75, busy), as only a code and a message cross HTTP.
 const OwnerReadsOnly = "which reads only: write once it has closed the index"
 
+// ServerReadsOnly ends, in OwnerReadsOnly's place, the message of a write
+// refused by a server started to serve reads only (Options.ServesReadOnly,
+// lshdb serve --read-only, for an index on a full disk or a read-only
+// filesystem): writes wait for its restart without the flag, not for a
+// command to end.
+const ServerReadsOnly = "which was started to serve reads only (lshdb serve --read-only): writes wait for it to be restarted without --read-only, once the index's disk takes writes"
+
 // ReadOps are the operations that a request with Options.ReadToken may
 // call: those that neither write nor maintain the index.
 var ReadOps = []string{"healthz", "params", "count", "get", "has", "query", "query_many", "pairs", "scan", "clusters", "clusters_from",
@@ -492,7 +504,11 @@ func (h *handler) ServeHTTP(hw http.ResponseWriter, r *http.Request) {
 	if errors.Is(err, db.ErrReadOnly) {
 		// NB: the client's process did not open the index read-only: say
 		// who did (an lshdb read command serves while it runs).
-		err = fmt.Errorf("%w by the process that serves it (pid %d), %s", err, os.Getpid(), OwnerReadsOnly)
+		why := OwnerReadsOnly
+		if h.o.ServesReadOnly {
+			why = ServerReadsOnly
+		}
+		err = fmt.Errorf("%w by the process that serves it (pid %d), %s", err, os.Getpid(), why)
 	}
 	err = cutErr(r, err)
 	if err != nil && !w.started {
