@@ -612,6 +612,7 @@ func (a *app) statement(ctx context.Context, line string) (done bool, err error)
 // line's own, with the flags shellSpecs lists; put and delete are shell
 // forms.
 func (a *app) shellLine(line string) (done bool, err error) {
+	line = commandSpace(line)
 	words, err := splitWords(line)
 	if err != nil {
 		// NB: put's text is free prose: an apostrophe in it ("don't") is
@@ -868,6 +869,24 @@ func parsePut(line string) (id, text string, wo *db.WriteOptions, err error) {
 		text = text[1 : len(text)-1]
 	}
 	return w, text, wo, nil
+}
+
+// commandSpace returns line with the ideographic spaces (U+3000) around
+// its command word read as spaces: a Japanese input method leaves one
+// after a word, and "get　商品-001" was the unknown command
+// "get\u3000商品-001" (a multilingual user's S5). A command's name is
+// ASCII letters and dashes, so no command is lost; elsewhere an
+// ideographic space stays part of its word, as an id may hold one.
+func commandSpace(line string) string {
+	s := strings.TrimLeft(line, " \t\u3000")
+	i := 0
+	for i < len(s) && (s[i] >= 'a' && s[i] <= 'z' || s[i] == '-') {
+		i++
+	}
+	if i == 0 || !strings.HasPrefix(s[i:], "\u3000") {
+		return s
+	}
+	return s[:i] + " " + strings.TrimLeft(s[i:], "\u3000")
 }
 
 // nextWord returns the first word of s and what follows it: words are

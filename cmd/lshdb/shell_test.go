@@ -496,6 +496,39 @@ func TestShellQuotedIDs(t *testing.T) {
 	}
 }
 
+// Ensure that an ideographic space (U+3000) after a shell statement's
+// command word separates it from the rest, as a Japanese input method
+// leaves one (a multilingual user's S5: "get　商品-001" was an unknown
+// command), while one inside an id stays part of it.
+func TestShellIdeographicSpace(t *testing.T) {
+	idx := filepath.Join(t.TempDir(), "idx")
+	d, err := db.Open(idx, &db.Options{StoreText: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, doc := range []db.Doc{
+		{ID: "商品-001", Text: "最初の商品の説明文です。とても良い商品です。"},
+		{ID: "商品\u3000002", Text: "二番目の商品の説明文です。色は青です。"},
+	} {
+		if err := d.Put(doc, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d.Close()
+	out, errOut, code := runLine([]string{"shell", "--db", idx}, "get\u3000商品-001\n\u3000get\u3000\u3000\"商品\u3000002\"\ndelete\u3000商品-001\n")
+	if code != 0 || !strings.Contains(out, "とても良い商品") || !strings.Contains(out, "色は青です") {
+		t.Fatalf("shell: exit %d\nstdout %s\nstderr %s", code, out, errOut)
+	}
+	if got := storedTexts(t, idx); len(got) != 1 || got["商品\u3000002"] == "" {
+		t.Errorf("after delete\u3000商品-001: %q", got)
+	}
+	for in, want := range map[string]string{"get\u3000x": "get x", "  put\u3000\u3000a b": "put a b", "get a\u3000b": "get a\u3000b", "商品\u3000x": "商品\u3000x", "GET\u3000x": "GET\u3000x"} {
+		if got := commandSpace(in); got != want {
+			t.Errorf("commandSpace(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
 // Ensure that a byte that is not UTF-8 in a shell statement is kept, and
 // the id refused as the command line refuses it: it became U+FFFD, and
 // get, delete and put acted on the document "caf\ufffd".
