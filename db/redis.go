@@ -630,7 +630,7 @@ func (db *DB) redisDelete(ids []string, o *WriteOptions) (DeleteResult, error) {
 		case o.IgnoreMissing:
 			res.Missing = append(res.Missing, id)
 		default:
-			return DeleteResult{}, missingErr(ids, id)
+			return DeleteResult{}, missingErr(&redisView{ctx: db.closing, s: db.rkv}, ids, id)
 		}
 	}
 	if len(stored) == 0 {

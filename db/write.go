@@ -791,9 +791,12 @@ func (db *DB) DeleteIDsContext(ctx context.Context, ids []string, o *WriteOption
 // missingErr is the error of a delete of ids that finds no document of
 // id: ErrNotFound, in a DocError giving id's position when ids are more
 // than one (as an invalid id's), so that a caller (a client over HTTP
-// too) tells which one without parsing the message.
-func missingErr(ids []string, id string) error {
-	err := fmt.Errorf("%w: %s", ErrNotFound, showID(id))
+// too) tells which one without parsing the message. It names the stored
+// id of the same characters in the other Unicode form, as a read's miss
+// does (otherForm, read through v): a delete of an id typed on a
+// keyboard missed the one stored decomposed with the words alone.
+func missingErr(v view, ids []string, id string) error {
+	err := fmt.Errorf("%w: %s%s", ErrNotFound, showID(id), otherForm(v, id))
 	if len(ids) > 1 {
 		return &DocError{Index: slices.Index(ids, id), ID: id, Err: err}
 	}
@@ -846,7 +849,7 @@ func (db *DB) deleteLocked(ids []string, o *WriteOptions) (res DeleteResult, sw 
 				res.Missing = append(res.Missing, id)
 				continue
 			}
-			return DeleteResult{}, sw, missingErr(ids, id)
+			return DeleteResult{}, sw, missingErr(&pebbleView{it: it}, ids, id)
 		}
 		if err := dropOld(b, &od, &postings, &c); err != nil {
 			return DeleteResult{}, sw, err
