@@ -235,6 +235,9 @@ two stores' files: either state may win without a word.`,
 			ctx, barDone := a.phaseBar("restore")
 			rep, err := db.Restore(ctx, from, a.dbDir, &db.RestoreOptions{Verify: verify, DiskReserve: a.writeOptions(nil).DiskReserve})
 			barDone()
+			if errors.Is(err, db.ErrNotExist) {
+				err = notTheIndex{err} // NB: the backup: a restore into no index makes one
+			}
 			if err != nil {
 				return interruptNote(err, "restore interrupted: the index is as it was")
 			}

@@ -568,8 +568,9 @@ func (a *app) exitCode(err error) int {
 	}
 	// NB: not for a handle whose Redis index went under it, which its
 	// message tells to close (an insert through it is refused again), nor
-	// for a restore's backup, which no command makes but backup.
-	if errors.Is(err, db.ErrNotExist) && !strings.Contains(line, "since this handle opened it") && !strings.Contains(line, "restore: the backup ") {
+	// for what is not --db's index (notTheIndex: a restore's backup,
+	// which no command makes but backup).
+	if errors.Is(err, db.ErrNotExist) && !strings.Contains(line, "since this handle opened it") && !errors.As(err, new(notTheIndex)) {
 		line += " (lshdb create, insert or build makes an index)"
 	}
 	if errors.Is(err, db.ErrDiskFull) {
@@ -1313,6 +1314,14 @@ func (a *app) writeOptions(o *db.Options) *db.Options {
 	}
 	return o
 }
+
+// notTheIndex marks an error (db.ErrNotExist) of a missing index that is
+// not the one --db names (a restore's backup): the hint that create,
+// insert or build makes one does not fit it. It was told by the words of
+// its message (a read-through's R15).
+type notTheIndex struct{ error }
+
+func (e notTheIndex) Unwrap() error { return e.error }
 
 // optionNames names the command's flag where msg, the message of err,
 // names the library option it sets; for an error a server reported (an
