@@ -71,6 +71,15 @@ func quoteNeeded(s string, text bool) bool {
 		// NB: a space at either end is invisible in a table's column.
 		return true
 	}
+	if text {
+		// NB: so is a no-break or ideographic space, which a text may
+		// hold as it is (a read-through's R17).
+		first, _ := utf8.DecodeRuneInString(s)
+		last, _ := utf8.DecodeLastRuneInString(s)
+		if unicode.Is(unicode.Zs, first) || unicode.Is(unicode.Zs, last) {
+			return true
+		}
+	}
 	for i := 0; i < len(s); {
 		c := s[i]
 		if c >= 0x20 && c < 0x7f { // printable ASCII: the common case

@@ -195,6 +195,10 @@ func TestEsc(t *testing.T) {
 		{"line\u2028sep", `"line\u2028sep"`, `"line\u2028sep"`},
 		{"evil\x1b[2J\u00a0", `"evil\x1b[2J\u00a0"`, `"evil\x1b[2J\u00a0"`},
 		{"zwsp\u200b", `"zwsp\u200b"`, `"zwsp\u200b"`},
+		// NB: at either end, a text's no-break or ideographic space would
+		// be invisible in its column: quoted (a read-through's R17).
+		{"\u3000字下げ", `"\u3000字下げ"`, `"\u3000字下げ"`},
+		{"fin\u00a0", `"fin\u00a0"`, `"fin\u00a0"`},
 	} {
 		if got := escText(c.in); got != c.text {
 			t.Errorf("escText(%q) = %s, want %s", c.in, got, c.text)
