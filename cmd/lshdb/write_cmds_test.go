@@ -1627,6 +1627,40 @@ func TestDashIsNoOutputFile(t *testing.T) {
 	}
 }
 
+// Ensure that a record file saved as UTF-16 (with its mark) is one bad
+// record, and that build --delete-missing keeps the documents it holds:
+// stopped without --skip-bad, refused by the guard with it (any stored
+// document may be the file's). The oracle: the documents read back.
+func TestUTF16RecordFileKeepsTheIndex(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(dir, "src")
+	os.MkdirAll(src, 0o755)
+	a := "{\"id\":\"a1\",\"text\":\"the first file's first document, about foxes\"}\n{\"id\":\"a2\",\"text\":\"the first file's second document, about owls\"}\n"
+	b := "{\"id\":\"b1\",\"text\":\"the second file's document, about cats and their ways\"}\n"
+	os.WriteFile(filepath.Join(src, "a.jsonl"), []byte(a), 0o644)
+	os.WriteFile(filepath.Join(src, "b.jsonl"), []byte(b), 0o644)
+	idx := filepath.Join(dir, "idx")
+	if _, errOut, code := runLine([]string{"build", "--db", idx, "--progress", "none", "--format", "jsonl", src}, ""); code != 0 {
+		t.Fatalf("build: exit %d, %s", code, errOut)
+	}
+	u16 := []byte{0xff, 0xfe}
+	for _, r := range a {
+		u16 = append(u16, byte(r), 0)
+	}
+	os.WriteFile(filepath.Join(src, "a.jsonl"), u16, 0o644)
+	_, errOut, code := runLine([]string{"build", "--db", idx, "--progress", "none", "--format", "jsonl", "--delete-missing", src}, "")
+	if code != 1 || !strings.Contains(errOut, "a.jsonl: the file is UTF-16") || strings.Count(errOut, "UTF-16 (it starts") != 1 {
+		t.Errorf("build --delete-missing of a UTF-16 record file: exit %d, %s", code, errOut)
+	}
+	_, errOut, code = runLine([]string{"build", "--db", idx, "--progress", "none", "--format", "jsonl", "--delete-missing", "--skip-bad", src}, "")
+	if code != 1 || !strings.Contains(errOut, "--delete-missing would delete") || strings.Count(errOut, "lshdb: skipped") != 1 {
+		t.Errorf("build --delete-missing --skip-bad of a UTF-16 record file: exit %d, %s", code, errOut)
+	}
+	if got := storedTexts(t, idx); len(got) != 3 || got["a1"] == "" || got["a2"] == "" {
+		t.Errorf("after the refused builds: %q", got)
+	}
+}
+
 // Ensure that text files that do not read as UTF-8 text keep what the
 // index holds (a review of the input readers): a file of a directory
 // saved as UTF-16 since the last build does not have its stored document

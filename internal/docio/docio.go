@@ -582,6 +582,15 @@ func (r *reader) stream(name string, in io.Reader, format, textID string) error 
 	if format == "parquet" {
 		return fmt.Errorf("%s: %w", name, ErrNeedsFile)
 	}
+	if m, _ := br.Peek(2); (format == "jsonl" || format == "csv" || format == "tsv") && len(m) == 2 &&
+		(m[0] == 0xff && m[1] == 0xfe || m[0] == 0xfe && m[1] == 0xff) {
+		// NB: a UTF-16 file is one bad record, not read on: each of its
+		// lines was named bad, the zero byte after the last one too (a
+		// read-through's R19), and a CSV file's were said to have too
+		// few fields.
+		closeFn()
+		return r.emit(Record{}, &RecordError{File: name, Err: errUTF16})
+	}
 	if format != "csv" && format != "tsv" { // NB: CSV's once its header is read
 		if err := r.onSource(Source{Name: name, Format: format, Compression: comp}); err != nil {
 			closeFn()

@@ -162,11 +162,18 @@ func TestRead(t *testing.T) {
 				`bad bad.jsonl:7 (id ""): not a JSON object: the line starts with a byte order mark (U+FEFF), as a file joined to others with cat does: remove it (sed 's/^\xef\xbb\xbf//')`}},
 		// UTF-16 (PowerShell's >, Notepad's "Unicode"): said, where the
 		// mark read as 'ÿ' with the CSV hint (a multilingual user's U8).
-		{name: "UTF-16 read as JSON Lines", files: map[string][]byte{"w.jsonl": utf16LE("\ufeff{\"id\":\"a\",\"text\":\"x, y\"}\n{\"id\":\"b\",\"text\":\"z\"}\n")},
-			paths: []string{"w.jsonl"},
-			want: []string{`bad w.jsonl:1 (id ""): not a JSON object: the file is UTF-16, not UTF-8: convert it first (iconv -f utf-16 -t utf-8 FILE)`,
-				`bad w.jsonl:2 (id ""): not a JSON object: the file is UTF-16, not UTF-8: convert it first (iconv -f utf-16 -t utf-8 FILE)`,
-				`bad w.jsonl:3 (id ""): not a JSON object: the file is UTF-16, not UTF-8: convert it first (iconv -f utf-16 -t utf-8 FILE)`}},
+		// A file with the mark is one bad record, not read on (a
+		// read-through's R19: the zero byte after its last line was a bad
+		// record of its own); CSV and TSV too. One without the mark is
+		// named line by line.
+		{name: "UTF-16 read as JSON Lines", files: map[string][]byte{"w.jsonl": utf16LE("\ufeff{\"id\":\"a\",\"text\":\"x, y\"}\n{\"id\":\"b\",\"text\":\"z\"}\n"),
+			"w.csv": utf16LE("\ufeffid,text\na,x\n"), "w.tsv": utf16BE("\ufeffid\ttext\na\tx\n"), "n.jsonl": utf16LE("{\"id\":\"a\",\"text\":\"x\"}\n")},
+			paths: []string{"w.jsonl", "w.csv", "w.tsv", "n.jsonl"},
+			want: []string{`bad w.jsonl (id ""): the file is UTF-16 (it starts with a UTF-16 byte order mark), not UTF-8: convert it first (iconv -f utf-16 -t utf-8 FILE)`,
+				`bad w.csv (id ""): the file is UTF-16 (it starts with a UTF-16 byte order mark), not UTF-8: convert it first (iconv -f utf-16 -t utf-8 FILE)`,
+				`bad w.tsv (id ""): the file is UTF-16 (it starts with a UTF-16 byte order mark), not UTF-8: convert it first (iconv -f utf-16 -t utf-8 FILE)`,
+				`bad n.jsonl:1 (id ""): not a JSON object: the file is UTF-16, not UTF-8: convert it first (iconv -f utf-16 -t utf-8 FILE)`,
+				`bad n.jsonl:2 (id ""): not a JSON object: the file is UTF-16, not UTF-8: convert it first (iconv -f utf-16 -t utf-8 FILE)`}},
 		{name: "CSV and TSV read as JSON Lines", files: map[string][]byte{"x.jsonl": []byte("id,text\n" + "a\tb\n" + "plain words\n")},
 			paths: []string{"x.jsonl"},
 			want: []string{`bad x.jsonl:1 (id ""): not a JSON object (CSV or TSV? give --format csv or tsv): invalid character 'i' looking for beginning of value`,
@@ -771,6 +778,15 @@ func TestQuoteID(t *testing.T) {
 			t.Errorf("QuoteID of %d bytes: %q, want the prefix %q", len(c.id), got, c.prefix)
 		}
 	}
+}
+
+// utf16BE is s in UTF-16, big-endian.
+func utf16BE(s string) []byte {
+	var b []byte
+	for _, u := range utf16.Encode([]rune(s)) {
+		b = append(b, byte(u>>8), byte(u))
+	}
+	return b
 }
 
 // utf16LE is s in UTF-16, little-endian.

@@ -16,6 +16,14 @@ import (
 // is not a regular file or a symbolic link to one (see Read).
 var ErrNotRegular = errors.New("not a regular file")
 
+// errUTF16 is the cause of the bad record that a record file (JSON Lines,
+// CSV, TSV) starting with a UTF-16 byte order mark is: what PowerShell's >
+// and Notepad's "Unicode" write. NB: it is not ErrBinary, which a
+// directory walk passes over as a file of no document's: this one holds
+// records, and a build --delete-missing that passed over it would delete
+// their documents.
+var errUTF16 = errors.New("the file is UTF-16 (it starts with a UTF-16 byte order mark), not UTF-8: convert it first (iconv -f utf-16 -t utf-8 FILE)")
+
 // ErrBinary is the cause of a bad record for a file that is not UTF-8
 // text: binary (see IsText), or text with bytes that are not UTF-8
 // (ErrNotUTF8 too). A directory walk yields one for each such file it
