@@ -252,7 +252,7 @@ func restoreRoom(src *DB, real, dir string, reserve int64) error {
 	if err != nil || free-need >= reserve {
 		return nil // NB: a filesystem that cannot tell is not checked
 	}
-	return fmt.Errorf("%w: restore: %s has %s free, and the copy needs %s and leaves %s in reserve for the restored index's writes (%s is left as it was; --disk-reserve, RestoreOptions.DiskReserve)",
+	return fmt.Errorf("%w: restore: %s has %s free, and the copy needs %s and leaves %s in reserve for the restored index's writes (RestoreOptions.DiskReserve); %s is left as it was",
 		ErrDiskFull, parent, mib(free), mib(need), mib(reserve), dir)
 }
 

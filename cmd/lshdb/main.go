@@ -1332,5 +1332,6 @@ func optionNames(err error, msg string) string {
 		// named, changes nothing: the server's reserve applies.
 		return strings.ReplaceAll(msg, "(Options.DiskReserve)", "(the server's: lshdb serve --disk-reserve MiB, at its start)")
 	}
+	msg = strings.ReplaceAll(msg, "(RestoreOptions.DiskReserve)", "(Options.DiskReserve)")
 	return strings.ReplaceAll(msg, "(Options.DiskReserve)", "(--disk-reserve MiB changes it)")
 }
