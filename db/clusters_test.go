@@ -1,6 +1,7 @@
 package db
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -316,6 +317,83 @@ func TestClustersFromPairs(t *testing.T) {
 	for _, p := range []Pair{{A: "d001", B: "d002", Jaccard: 1.5}, {A: "d001", B: "d002", Jaccard: math.NaN()}, {A: "d001", B: "d001", Jaccard: 0.9}} {
 		if _, err := d.ClustersFrom(ctx, func(yield func(Pair, error) bool) { yield(p, nil) }, nil); !errors.Is(err, ErrInvalidOptions) {
 			t.Errorf("ClustersFrom of %+v: %v, want ErrInvalidOptions", p, err)
+		}
+	}
+}
+
+// Ensure that Components mode's clusters kept as the pairs come (the
+// union-find of a run with one snapshot, which holds no pair: a review of
+// skewed corpora's K1) are those of the pairs kept (the edge list, which
+// Redis needs): the same members, Jaccards and least Jaccards, on random
+// graphs with groups of identical documents, in every keep order.
+func TestClustererKeepsNoPairs(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 13))
+	for round := range 50 {
+		n := 2 + rng.IntN(300)
+		x := &pairsIndex{groupOf: map[int32]int{}}
+		for i := range n {
+			x.nums = append(x.nums, uint64(i+1))
+			x.ids = append(x.ids, fmt.Sprintf("d%04d", i))
+			x.sizes = append(x.sizes, uint32(1+rng.IntN(20)))
+			x.rep = append(x.rep, int32(i))
+		}
+		// Some groups of identical documents: a representative and later
+		// members.
+		for i := 0; i+1 < n; i++ {
+			if rng.IntN(10) == 0 {
+				g := []int32{int32(i)}
+				for j := i + 1; j < n && rng.IntN(2) == 0 && x.rep[j] == int32(j); j++ {
+					x.rep[j] = int32(i)
+					g = append(g, int32(j))
+				}
+				if len(g) > 1 {
+					x.groupOf[int32(i)] = len(x.groups)
+					x.groups = append(x.groups, g)
+				}
+			}
+		}
+		var nodes []int32
+		for i := range n {
+			if x.rep[i] == int32(i) {
+				nodes = append(nodes, int32(i))
+			}
+		}
+		type pair struct {
+			a, b int32
+			j    float64
+		}
+		var pairs []pair
+		for range rng.IntN(2 * len(nodes)) {
+			a, b := nodes[rng.IntN(len(nodes))], nodes[rng.IntN(len(nodes))]
+			if a != b {
+				pairs = append(pairs, pair{a, b, 0.5 + float64(rng.IntN(50))/100})
+			}
+		}
+		slices.SortFunc(pairs, func(p, q pair) int {
+			return cmp.Or(cmp.Compare(min(p.a, p.b), min(q.a, q.b)), cmp.Compare(max(p.a, p.b), max(q.a, q.b)))
+		})
+		pairs = slices.CompactFunc(pairs, func(p, q pair) bool { return min(p.a, p.b) == min(q.a, q.b) && max(p.a, p.b) == max(q.a, q.b) })
+		rng.Shuffle(len(pairs), func(i, j int) { pairs[i], pairs[j] = pairs[j], pairs[i] })
+		sim := func(a, b int32) (float64, error) { return float64(a*31+b*17%100) / 1000, nil }
+		for _, keep := range []KeepPolicy{KeepFirst, KeepLast, KeepLongest, KeepShortest} {
+			var got [2][]Cluster
+			for k, stable := range []bool{false, true} {
+				c := newClusterer(x, Components, keep, 0, stable)
+				for _, p := range pairs {
+					c.add(p.a, p.b, p.j)
+				}
+				if stable && len(c.edges) != 0 {
+					t.Fatalf("the union-find clusterer kept %d pairs", len(c.edges))
+				}
+				cs, err := c.clusters(context.Background(), sim)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got[k] = cs
+			}
+			if !reflect.DeepEqual(got[0], got[1]) {
+				t.Fatalf("round %d, keep %s: %d pairs among %d documents: union-find %+v\nedges %+v", round, keep, len(pairs), n, got[1], got[0])
+			}
 		}
 	}
 }

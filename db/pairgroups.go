@@ -91,9 +91,11 @@ func (db *DB) PairGroups(ctx context.Context, po *PairsOptions) iter.Seq2[PairGr
 			st.Reported += g.Pairs()
 			return yield(g, nil) && !db.closed.Load()
 		}
+		prog := progressOf(ctx)
 		err := db.pairs(ctx, po, &st, func(x *pairsIndex, g []int32) bool {
 			pg := PairGroup{A: ids(x, g), Jaccard: 1}
 			st.IdenticalPairs += pg.Pairs()
+			prog.add(pg.Pairs()) // NB: the phase counts the group's pairs (pairs)
 			return emit(pg)
 		}, func(x *pairsIndex, a, b int32, j float64) bool {
 			ma, mb := x.members(a), x.members(b)

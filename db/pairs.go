@@ -323,8 +323,13 @@ func (db *DB) somePairs(ctx context.Context, po *PairsOptions, best int) iter.Se
 			}
 			return f
 		}
+		prog := progressOf(ctx)
 		err := db.pairs(ctx, po, &st, func(x *pairsIndex, g []int32) bool {
 			var unyielded int64 // the pairs counted as found, not yielded
+			// NB: the group's pairs are the progress phase's work (see
+			// pairs), counted in steps: a group of 100,000 copies is 5e9.
+			var counted int64
+			defer func() { prog.add(int64(len(g))*int64(len(g)-1)/2 - counted) }()
 			if best > 0 {
 				// NB: the first pairs in id order are the first best
 				// pairs of the first best+1 ids: (s0, s1), …, (s0, sbest).
@@ -340,6 +345,10 @@ func (db *DB) somePairs(ctx context.Context, po *PairsOptions, best int) iter.Se
 					}
 					emitted++
 					st.IdenticalPairs++
+					if emitted&(1<<14-1) == 0 {
+						prog.add(1 << 14)
+						counted += 1 << 14
+					}
 					if !emit(x, g[i], b, 1) || db.closed.Load() {
 						return false // NB: a stopped run counts what it yielded
 					}
@@ -545,7 +554,20 @@ func (db *DB) pairs(ctx context.Context, po *PairsOptions, st *PairsStats,
 	db.mu.RUnlock()
 	locked = false
 
-	// Identical sets: every group, at Jaccard 1.
+	// Identical sets: every group, at Jaccard 1. NB: their pairs are the
+	// last phase's first work, counted in its total (onGroup counts them
+	// done): 100,000 copies of one text, 5e9 pairs, were written while the
+	// progress showed the sets' phase at 84-97%, its time left growing (a
+	// review of skewed corpora, K4).
+	var identical int64
+	for _, g := range x.groups {
+		identical += int64(len(g)) * int64(len(g)-1) / 2
+	}
+	phase := "verifying candidate pairs"
+	if identical > 0 {
+		phase = "reporting pairs: identical documents', then the candidates verified"
+	}
+	prog.phase(4, 4, phase, st.Candidates-st.Filtered+identical)
 	for _, g := range x.groups {
 		if err := ctxErr(ctx); err != nil {
 			return err
@@ -556,7 +578,6 @@ func (db *DB) pairs(ctx context.Context, po *PairsOptions, st *PairsStats,
 	}
 
 	// NB: the pairs ruled out so far never reach the sort.
-	prog.phase(4, 4, "verifying candidate pairs", st.Candidates-st.Filtered)
 	if err := verify(ctx, x, sorter, sets, t, db.estimateOnly(), st, onPair); err != nil || fin == nil {
 		return err
 	}

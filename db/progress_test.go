@@ -219,3 +219,58 @@ func TestWithProgressNil(t *testing.T) {
 		t.Errorf("the outer function was called %d times under a nil one", outer)
 	}
 }
+
+// Ensure that the pairs of identical documents count in the last phase of
+// Pairs (with and without a limit), PairGroups and Clusters: its total is
+// the candidates verified plus those pairs, and it reaches it; 100,000
+// copies of one text, 5e9 pairs, were written while the progress showed
+// the sets' phase near its end (a review of skewed corpora, K4). The
+// oracles: PairsStats, and the pairs of the copies counted by hand.
+func TestProgressCountsIdenticalPairs(t *testing.T) {
+	d := mustOpen(t, t.TempDir(), nil)
+	defer d.Close()
+	var docs []Doc
+	for i := range 300 {
+		docs = append(docs, Doc{ID: fmt.Sprintf("d%04d", i), Text: fmt.Sprintf("document %d of a test corpus, with words %d %d", i, i%13, i%17)})
+	}
+	for i := range 40 {
+		docs = append(docs, Doc{ID: fmt.Sprintf("copy%02d", i), Text: "one text copied forty times over, word for word, into the corpus"})
+	}
+	for i := range 5 {
+		docs = append(docs, Doc{ID: fmt.Sprintf("other%d", i), Text: "another text, copied five times, which no other resembles at all"})
+	}
+	if _, err := d.PutBatch(docs, &WriteOptions{NoSync: true}); err != nil {
+		t.Fatal(err)
+	}
+	const identical = 40*39/2 + 5*4/2
+	const phase = "reporting pairs: identical documents', then the candidates verified"
+	for _, limit := range []int{0, 7} {
+		var l progressLog
+		var st PairsStats
+		for _, err := range d.Pairs(l.ctx(), &PairsOptions{Stats: &st, Limit: limit}) {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		e := l.check(t, "Pairs", 4)[phase]
+		if st.IdenticalPairs != identical || e.Total != st.Candidates-st.Filtered+identical {
+			t.Errorf("limit %d: the last phase %+v, want %d candidates less %d ruled out, plus %d pairs of copies (stats: %d)", limit, e, st.Candidates, st.Filtered, identical, st.IdenticalPairs)
+		}
+	}
+	var l progressLog
+	for _, err := range d.PairGroups(l.ctx(), nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if e := l.check(t, "PairGroups", 4)[phase]; e.Total < identical {
+		t.Errorf("PairGroups' last phase %+v", e)
+	}
+	l = progressLog{}
+	if _, err := d.Clusters(l.ctx(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if e := l.check(t, "Clusters", 5)[phase]; e.Total < identical {
+		t.Errorf("Clusters' pairs phase %+v", e)
+	}
+}
