@@ -1470,7 +1470,11 @@ func readClusters(ctx context.Context, body io.Reader) ([]db.Cluster, error) {
 		if err := json.Unmarshal(line, &cl); err != nil {
 			return false, fmt.Errorf("lshdb: client: a malformed cluster: %w", err)
 		}
-		out = append(out, cl.DBCluster())
+		c, err := cl.DBCluster()
+		if err != nil {
+			return false, fmt.Errorf("lshdb: client: a malformed cluster: %w", err)
+		}
+		out = append(out, c)
 		return true, nil
 	})
 	if err != nil {

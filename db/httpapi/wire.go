@@ -681,13 +681,23 @@ func ClusterOut(i int, c db.Cluster, mode db.ClusterMode, keep db.KeepPolicy, re
 	return out
 }
 
-// DBCluster converts c back.
-func (c ClusterJSON) DBCluster() db.Cluster {
+// DBCluster converts c back. A cluster whose members are not its ids, one
+// for one, is refused: a server older than members sends none, and the
+// cluster made of it had no Jaccard for its ids, which indexed past its
+// end (lshdb clusters and filter attached to such a server panicked: a
+// fuzz campaign's F1).
+func (c ClusterJSON) DBCluster() (db.Cluster, error) {
+	if len(c.Members) != len(c.IDs) || len(c.IDs) == 0 {
+		return db.Cluster{}, fmt.Errorf("a cluster of %d ids with %d members (a server older than this client sends none: upgrade it)", len(c.IDs), len(c.Members))
+	}
 	out := db.Cluster{Representative: c.Representative, IDs: c.IDs, Jaccard: make([]float64, len(c.Members)), MinJaccard: c.MinJaccard}
 	for k, m := range c.Members {
+		if m.ID != c.IDs[k] {
+			return db.Cluster{}, fmt.Errorf("a cluster whose member %d is %q and id %d %q", k, m.ID, k, c.IDs[k])
+		}
 		out.Jaccard[k] = m.Jaccard
 	}
-	return out
+	return out, nil
 }
 
 // EndJSON is the last line of a stream that completed: a stream without
