@@ -233,10 +233,11 @@ func Open(dir string, opts *Options) (*DB, error) {
 	if l := strings.ToLower(dir); strings.HasPrefix(l, "http://") || strings.HasPrefix(l, "https://") {
 		// NB: a newcomer who had just started lshdb serve --addr gave
 		// its URL as --db, and was told only of Redis URLs.
-		return nil, fmt.Errorf("%w: %q is a server's address, not an index: open a served index with package db/client (lshdb's commands: --addr %s)", ErrInvalidOptions, dir, dir)
+		// NB: the URL's password is not shown (a fuzz campaign's F2).
+		return nil, fmt.Errorf("%w: %q is a server's address, not an index: open a served index with package db/client (lshdb's commands: --addr %s)", ErrInvalidOptions, rediskv.Redact(dir), rediskv.Redact(dir))
 	}
 	if looksLikeURL(dir) {
-		return nil, fmt.Errorf("%w: %q is neither a directory nor an index URL (redis://HOST:PORT/NAME or redis+cluster://HOST:PORT,…/NAME; rediss:// with TLS is not supported)", ErrInvalidOptions, dir)
+		return nil, fmt.Errorf("%w: %q is neither a directory nor an index URL (redis://HOST:PORT/NAME or redis+cluster://HOST:PORT,…/NAME; rediss:// with TLS is not supported)", ErrInvalidOptions, rediskv.Redact(dir))
 	}
 	if o.fs == vfs.Default {
 		dir = fspath.ResolveDotDot(dir)

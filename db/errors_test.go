@@ -1635,3 +1635,15 @@ func TestReadOnlyOpenOfAnUnwritableDirectory(t *testing.T) {
 		t.Fatalf("a writable open of it: %v, want a permission error", err)
 	}
 }
+
+// Ensure that Open's refusal of a URL that is no index does not show its
+// password: a TLS Redis URL (rediss://, which managed services give out),
+// one with a slash missing, and a server's address (a fuzz campaign's F2).
+func TestOpenRefusalHidesThePassword(t *testing.T) {
+	for _, u := range []string{"rediss://default:sekret@cache.example.com:6379/idx", "redis:/default:sekret@cache.example.com:6379/idx", "http://admin:sekret@localhost:8080"} {
+		_, err := Open(u, nil)
+		if !errors.Is(err, ErrInvalidOptions) || strings.Contains(err.Error(), "sekret") || !strings.Contains(err.Error(), "xxxxx") {
+			t.Errorf("Open(%s): %v, want ErrInvalidOptions without the password", u, err)
+		}
+	}
+}

@@ -169,7 +169,20 @@ func Redact(s string) string {
 		return u.Redacted()
 	}
 	if err == nil {
-		return s
+		// NB: a string that parses with no user information may still
+		// hold one: redis:/user:pw@host (one slash, a typo) is a path
+		// (a fuzz campaign's F2). What lies between the last ":" before
+		// the last "@" and that "@" goes, past the scheme's ":".
+		colon := strings.Index(s, ":")
+		at := strings.LastIndex(s, "@")
+		if colon < 0 || at < colon {
+			return s
+		}
+		pw := strings.LastIndex(s[colon+1:at], ":")
+		if pw < 0 {
+			return s
+		}
+		return s[:colon+1+pw+1] + "xxxxx" + s[at:]
 	}
 	scheme, rest, ok := strings.Cut(s, "://")
 	at := strings.LastIndex(rest, "@")

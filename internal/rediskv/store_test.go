@@ -367,6 +367,13 @@ func TestParseURL(t *testing.T) {
 		"redis://app:se kret@h:1/docs":     "redis://app:xxxxx@h:1/docs",
 		"redis://app:se/k#ret@h:1/docs":    "redis://app:xxxxx@h:1/docs",
 		"redis+cluster://:s%@h:1,h:2/docs": "redis+cluster://:xxxxx@h:1,h:2/docs",
+		// NB: one slash (a typo) parses as a path, with no user: the
+		// password was shown (a fuzz campaign's F2).
+		"redis:/default:sekret@h:1/docs":  "redis:/default:xxxxx@h:1/docs",
+		"rediss:default:sekret@h:1/docs":  "rediss:default:xxxxx@h:1/docs",
+		"redis:/h:1/docs":                 "redis:/h:1/docs",
+		"redis:/nopassword@h:1/docs":      "redis:/nopassword@h:1/docs",
+		"rediss://default:sekret@h:1/idx": "rediss://default:xxxxx@h:1/idx",
 	} {
 		if got := Redact(in); got != want {
 			t.Errorf("Redact(%s) = %s, want %s", in, got, want)
