@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -22,6 +23,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 	"github.com/lshdb/lshdb/db"
 	"github.com/lshdb/lshdb/internal/topk"
+	"github.com/lshdb/lshdb/minhash"
 )
 
 // Ensure that the pairs' heap (topk with pairCmp) keeps exactly the n
@@ -1031,5 +1033,62 @@ func TestOutNameSaysFormat(t *testing.T) {
 		case !c.ok && (code != 2 || !strings.Contains(errOut, c.says) || serr == nil):
 			t.Errorf("%q: exit %d, file %v: %s; want exit 2, no file, %q", c.args, code, serr, errOut, c.says)
 		}
+	}
+}
+
+// Ensure that clusters' summary counts the documents to drop that are
+// below the threshold to the one kept, as components chain them: a chain
+// of 100,000 documents, each one word from the last, was "99999 documents
+// to drop" with no word that nearly all of them were far from the one
+// kept (a review of skewed corpora, K6). The oracle: each member's
+// Jaccard to the first, computed by the minhash package from the texts.
+func TestClustersNoteCountsChainedMembers(t *testing.T) {
+	words := strings.Fields("the quick brown fox jumps over the lazy dog while a small cat watches from the old wooden fence near the river bank today")
+	var in strings.Builder
+	var texts []string
+	for i := range 12 {
+		words[i] = fmt.Sprintf("changed%d", i)
+		text := strings.Join(words, " ")
+		texts = append(texts, text)
+		fmt.Fprintf(&in, "{\"id\":\"c%02d\",\"text\":%q}\n", i, text)
+	}
+	idx := filepath.Join(t.TempDir(), "idx")
+	if _, errOut, code := runLine([]string{"insert", "--db", idx, "-"}, in.String()); code != 0 {
+		t.Fatal(errOut)
+	}
+	out, errOut, code := runLine([]string{"clusters", "--db", idx, "--threshold", "0.6", "--output", "json"}, "")
+	if code != 0 {
+		t.Fatalf("clusters: exit %d %s", code, errOut)
+	}
+	h, err := minhash.NewHasher(minhash.Options{}, minhash.SketchOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The oracle: each member's Jaccard to the kept one, from the JSON's
+	// ids, below 0.6.
+	below := 0
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var c struct {
+			IDs []string `json:"ids"`
+		}
+		if err := json.Unmarshal([]byte(line), &c); err != nil {
+			t.Fatal(err)
+		}
+		at := func(id string) string { n, _ := strconv.Atoi(strings.TrimPrefix(id, "c")); return texts[n] }
+		kept := h.Shingler().AppendSet(nil, at(c.IDs[0]))
+		for _, id := range c.IDs[1:] {
+			if minhash.Jaccard(kept, h.Shingler().AppendSet(nil, at(id))) < 0.6 {
+				below++
+			}
+		}
+	}
+	if below == 0 {
+		t.Fatalf("no member below the threshold: the test's chain is too short\n%s", out)
+	}
+	if want := fmt.Sprintf("and %d of those to drop are below it to the one kept", below); !strings.Contains(errOut, want) {
+		t.Errorf("clusters' note %q, want %q", errOut, want)
+	}
+	if _, errOut, _ := runLine([]string{"clusters", "--db", idx, "--threshold", "0.6", "--mode", "centers"}, ""); strings.Contains(errOut, "below it") {
+		t.Errorf("centers mode's note: %s", errOut)
 	}
 }
