@@ -13,6 +13,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -1090,5 +1091,56 @@ func TestClustersNoteCountsChainedMembers(t *testing.T) {
 	}
 	if _, errOut, _ := runLine([]string{"clusters", "--db", idx, "--threshold", "0.6", "--mode", "centers"}, ""); strings.Contains(errOut, "below it") {
 		t.Errorf("centers mode's note: %s", errOut)
+	}
+}
+
+// Ensure that a query that reads many candidates for few matches says
+// why and what to do: documents sharing a long text (boilerplate) made a
+// query read 170,000 candidates for no match, with no word of the cause
+// (a review of skewed corpora, K2). The oracle: the candidates the query
+// reports, and a query of distinct texts, which gets no note.
+func TestQueryNotesHotBuckets(t *testing.T) {
+	defer func(n int) { hotQueryCandidates = n }(hotQueryCandidates)
+	hotQueryCandidates = 20
+	footer := strings.Repeat("This message and any attachment are confidential and intended solely for the addressee. ", 4)
+	var in strings.Builder
+	for i := range 60 {
+		fmt.Fprintf(&in, "{\"id\":\"m%02d\",\"text\":%q}\n", i, fmt.Sprintf("Order %d: %d units of part %x shipped to warehouse %d on day %d. ", i, i*7, i*7919, i%5, i%31)+footer)
+	}
+	idx := filepath.Join(t.TempDir(), "idx")
+	if _, errOut, code := runLine([]string{"insert", "--db", idx, "-"}, in.String()); code != 0 {
+		t.Fatal(errOut)
+	}
+	out, errOut, code := runLine([]string{"query", "--db", idx, "--id", "m07", "--threshold", "0.95"}, "")
+	m := regexp.MustCompile(`0 matches at Jaccard >= 0.95 among (\d+) candidates`).FindStringSubmatch(out)
+	if code != 0 || m == nil {
+		t.Fatalf("a query of a document sharing its footer with 59 others: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if n, _ := strconv.Atoi(m[1]); n < hotQueryCandidates || !strings.Contains(errOut, m[1]+" candidates were read for 0 matches") || !strings.Contains(errOut, "lshdb buckets --db") {
+		t.Errorf("%s candidates: the note %q", m[1], errOut)
+	}
+	defer func(n int64) { hotPairsVerified = n }(hotPairsVerified)
+	hotPairsVerified = 100
+	if _, errOut, code := runLine([]string{"pairs", "--db", idx, "--stats"}, ""); code != 0 || !regexp.MustCompile(`\d+ candidate pairs were verified for 0 matched`).MatchString(errOut) {
+		t.Errorf("pairs of documents sharing a footer: exit %d %s", code, errOut)
+	}
+	var distinct strings.Builder
+	for i := range 60 {
+		rng := rand.New(rand.NewPCG(uint64(i), 7))
+		var w []string
+		for range 12 {
+			w = append(w, fmt.Sprintf("%x", rng.Uint32()))
+		}
+		fmt.Fprintf(&distinct, "{\"id\":\"d%02d\",\"text\":%q}\n", i, strings.Join(w, " "))
+	}
+	idx2 := filepath.Join(t.TempDir(), "idx")
+	if _, errOut, code := runLine([]string{"insert", "--db", idx2, "-"}, distinct.String()); code != 0 {
+		t.Fatal(errOut)
+	}
+	if _, errOut, code := runLine([]string{"query", "--db", idx2, "--id", "d07"}, ""); code != 0 || strings.Contains(errOut, "candidates were read") {
+		t.Errorf("a query of distinct texts: exit %d %s", code, errOut)
+	}
+	if _, errOut, code := runLine([]string{"pairs", "--db", idx2}, ""); code != 0 || strings.Contains(errOut, "were verified") {
+		t.Errorf("pairs of distinct texts: exit %d %s", code, errOut)
 	}
 }

@@ -229,6 +229,7 @@ func (a *app) queryCmd() *cobra.Command {
 				}
 				_, err = fmt.Fprintf(a.stdout, "%s at %s >= %v among %s (P(candidate) at %v: %.4f)\n",
 					found, what, res.Threshold, counted(res.Candidates, "candidate", "candidates"), res.Threshold, res.ExpectedRecall)
+				a.hotQueryNote(res)
 				return err
 			})
 		},
@@ -876,6 +877,14 @@ file (a redirect, > FILE, does).`,
 						// NB: an empty table is its headings alone, and an empty
 						// JSON output nothing: say that the run found none.
 						fmt.Fprintf(a.stderr, "no pair at Jaccard >= %v among %s\n", cmp.Or(t, d.Params().Threshold), counted(st.Docs, "document", "documents"))
+					}
+					if err == nil && st.Verified >= hotPairsVerified && st.Verified > 20*max(st.Matched, 1) {
+						// NB: 5,000 documents sharing a footer verified 9.5
+						// million pairs for none, 132x the time of 5,000
+						// without, and nothing said why (a review of skewed
+						// corpora, K2).
+						a.notef(fmt.Sprintf("%d candidate pairs were verified for %d matched (%d posting lists with over %d distinct sets): documents that hold one long text in common (a template, boilerplate) share buckets they do not match in; lshdb buckets --db %s shows the largest, and the texts without their common part, or an index with more rows per band (lshdb tune), make fewer candidates",
+							st.Verified, st.Matched, st.HotLists, db.HotList, esc(a.dbDir)))
 					}
 					if err == nil && spill != nil {
 						h.Header.Command, h.Header.Mode, h.Header.Keep = "clusters", string(mode), string(keep)
@@ -1565,3 +1574,24 @@ func (a *app) readAtMost(path string, max int) ([]byte, error) {
 	}
 	return b, nil
 }
+
+// hotQueryNote notes on stderr a query that read many candidates for few
+// matches: one of a corpus whose documents share a long text (a template,
+// boilerplate) read 170,000 of them for none, 100x the time of a query of
+// a corpus without, and said nothing of why (a review of skewed corpora,
+// K2).
+func (a *app) hotQueryNote(res *db.QueryResult) {
+	if res.Candidates < hotQueryCandidates || res.Candidates < 20*max(res.Found, 1) {
+		return
+	}
+	a.notef(fmt.Sprintf("%d candidates were read for %s: the query shares buckets with many documents it does not match, as documents that hold one long text in common do (a template, boilerplate); lshdb buckets --db %s shows the largest, and the texts without their common part, or an index with more rows per band (lshdb tune), make fewer candidates",
+		res.Candidates, counted(res.Found, "match", "matches"), esc(a.dbDir)))
+}
+
+// hotQueryCandidates is the least candidates of a query that hotQueryNote
+// notes, and hotPairsVerified the least verified pairs of a pairs run
+// that pairs notes so (vars for the tests).
+var (
+	hotQueryCandidates       = 10_000
+	hotPairsVerified   int64 = 1_000_000
+)
