@@ -78,6 +78,7 @@ type serveOptions struct {
 	tcpDefault                             bool // the TCP address takes tcpConnsBound's bound
 	readOnly                               bool // --read-only
 	readTimeout, writeTimeout, idleTimeout time.Duration
+	queryTimeout                           time.Duration
 	shutdownTimeout                        time.Duration
 	purgeEvery                             time.Duration
 	// memoryLimit is the process's cgroup memory limit (containerMemory),
@@ -264,6 +265,7 @@ stops accepting requests, lets those in flight finish (up to
 	fs.IntVar(&so.maxConns, "max-connections", defaultMaxConns, "most connections open at once on each listener (the socket, the TCP address), idle keep-alive ones included: at the bound the next takes the place of the one idle or silent longest once it has waited 2 s, and while every one has a request in progress or waited less it waits, answered by nothing (a client sees a timeout if that lasts); a request waiting for others' work holds its body, so this bounds the memory they take (-1: no limit; not given: none on the socket, and on the TCP address half the descriptors left once the index is open, less 256, from 16 to 4096)")
 	fs.DurationVar(&so.readTimeout, "read-timeout", time.Minute, "time a client has to send a request, body included (for the streams, put-if-new and load: each document, so a slow load holds other writers up as long as it lasts)")
 	fs.DurationVar(&so.writeTimeout, "write-timeout", httpapi.DefaultWriteTimeout, "time a client has to take each part of an answer")
+	fs.DurationVar(&so.queryTimeout, "query-timeout", 0, "stop a query (or a batch of queries) that runs longer than this and answer 504 timeout (default: none; a query of a document that shares buckets with many others, such as boilerplate, may take seconds of every core)")
 	fs.DurationVar(&so.idleTimeout, "idle-timeout", 2*time.Minute, "time an idle keep-alive connection is kept")
 	fs.DurationVar(&so.purgeEvery, "purge-every", time.Hour, "how often to delete the posting lists that deletes and upserts emptied (as lshdb purge does, while requests go on, skipped when no document was removed since; 0: never); no effect on Redis")
 	fs.DurationVar(&so.shutdownTimeout, "shutdown-timeout", 10*time.Second, "on SIGTERM, SIGINT or SIGHUP, time given to requests in flight before they are cancelled (then up to 10s more for them to end)")
@@ -480,7 +482,7 @@ func (a *app) serve(so *serveOptions) error {
 				func() float64 { return float64(l.reclaimed.Load()) }))
 	}
 	mux := http.NewServeMux()
-	api := httpapi.Handler(d, &httpapi.Options{Token: so.token, ReadToken: so.readToken, MaxBodyBytes: so.maxBody, MaxBatch: so.maxBatch, MaxInFlight: so.maxInFlight, MaxInFlightBytes: so.maxInFlightBytes, WriteTimeout: so.writeTimeout, ReadTimeout: so.readTimeout,
+	api := httpapi.Handler(d, &httpapi.Options{Token: so.token, ReadToken: so.readToken, MaxBodyBytes: so.maxBody, MaxBatch: so.maxBatch, MaxInFlight: so.maxInFlight, MaxInFlightBytes: so.maxInFlightBytes, WriteTimeout: so.writeTimeout, ReadTimeout: so.readTimeout, QueryTimeout: so.queryTimeout,
 		BackupRoot: so.backupRoot, Owner: serveOwner, ServesReadOnly: so.readOnly, Logger: log, Hooks: m.Hooks()})
 	mux.Handle("/", api)
 	mux.Handle("GET /metrics", httpapi.RequireToken(so.token, m.Handler()))

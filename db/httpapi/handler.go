@@ -118,6 +118,14 @@ type Options struct {
 	// (which would cut long calls short). Default: DefaultWriteTimeout;
 	// negative: none.
 	WriteTimeout time.Duration
+	// QueryTimeout, when positive, bounds each query request's work
+	// (GET and POST /v1/query, POST /v1/query/many): one
+	// that runs past it is stopped and answered 504 timeout. A query of a
+	// document that shares buckets with many others (boilerplate) may
+	// verify 100,000s of candidates, seconds of both cores, and slowed
+	// every other query meanwhile (a review of skewed corpora, K5).
+	// Default: none (a client that goes away stops its query).
+	QueryTimeout time.Duration
 	// ReadTimeout, when positive, bounds the wait for each document of a
 	// put-if-new stream (the server's http.Server.ReadTimeout bounds the
 	// whole body of every other request). Default: 0, the server's.
@@ -500,7 +508,15 @@ func (h *handler) ServeHTTP(hw http.ResponseWriter, r *http.Request) {
 		// a client that goes away cancels it.
 		_ = w.rc.SetWriteDeadline(time.Time{})
 	}
+	if t := h.o.QueryTimeout; t > 0 && (rt.op == "query" || rt.op == "query_many") {
+		ctx, cancel := context.WithTimeoutCause(r.Context(), t, fmt.Errorf("%w: the query ran past the server's query timeout (%v: lshdb serve --query-timeout)", context.DeadlineExceeded, t))
+		defer cancel()
+		r = r.WithContext(ctx)
+	}
 	err = rt.fn(w, r)
+	if errors.Is(err, context.DeadlineExceeded) && h.o.QueryTimeout > 0 && (rt.op == "query" || rt.op == "query_many") {
+		err = context.Cause(r.Context())
+	}
 	if errors.Is(err, db.ErrReadOnly) {
 		// NB: the client's process did not open the index read-only: say
 		// who did (an lshdb read command serves while it runs).

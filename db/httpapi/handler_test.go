@@ -2381,3 +2381,41 @@ func firstDoc(t *testing.T, d *db.DB) *db.StoredDoc {
 	t.Fatal("no document")
 	return nil
 }
+
+// Ensure that Options.QueryTimeout stops a query, or a batch of them,
+// that runs past it, with 504 timeout naming the server's flag, and leaves
+// a query within it its answer (the oracle: the same query with no
+// timeout). A query of a document that shares buckets with many others
+// took seconds of both cores (a review of skewed corpora, K5).
+func TestQueryTimeout(t *testing.T) {
+	d := openFixture(t, 30, nil)
+	text := sampleDocs(t, 30)[3].Text
+	body := func(path string) string {
+		if path == "/v1/query/many" {
+			b, _ := json.Marshal(map[string]any{"queries": []map[string]any{{"text": text}, {"text": text}}})
+			return string(b)
+		}
+		b, _ := json.Marshal(map[string]any{"text": text})
+		return string(b)
+	}
+	answer := func(h http.Handler, path string) (int, string) {
+		r := httptest.NewRequest("POST", path, strings.NewReader(body(path)))
+		r.Header.Set("Content-Type", "application/json")
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		return w.Code, w.Body.String()
+	}
+	for _, path := range []string{"/v1/query", "/v1/query/many"} {
+		code, want := answer(Handler(d, nil), path)
+		if code != 200 {
+			t.Fatalf("%s: %d %s", path, code, want)
+		}
+		if code, got := answer(Handler(d, &Options{QueryTimeout: time.Minute}), path); code != 200 || got != want {
+			t.Errorf("%s within its timeout: %d %s, want %s", path, code, got, want)
+		}
+		code, got := answer(Handler(d, &Options{QueryTimeout: time.Nanosecond}), path)
+		if code != http.StatusGatewayTimeout || !strings.Contains(got, `"timeout"`) || !strings.Contains(got, "--query-timeout") {
+			t.Errorf("%s past its timeout: %d %s, want 504 timeout naming --query-timeout", path, code, got)
+		}
+	}
+}
