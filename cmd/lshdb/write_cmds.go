@@ -537,11 +537,16 @@ func recordLimit(d index) int {
 
 // insertSummary is what insert and build report.
 type insertSummary struct {
-	Inserted   int `json:"inserted"`
-	Replaced   int `json:"replaced"`
-	Repeated   int `json:"repeated_ids"`
-	Empty      int `json:"empty_skipped"`
-	BadSkipped int `json:"bad_skipped"`
+	Inserted int `json:"inserted"`
+	Replaced int `json:"replaced"`
+	Repeated int `json:"repeated_ids"`
+	Empty    int `json:"empty_skipped"`
+	// EmptyIDs are the ids of the first emptyIDsShown empty texts
+	// skipped: "3 empty texts skipped" named none, and in a 200,000
+	// document input they could not be found (a review of skewed
+	// corpora, K7).
+	EmptyIDs   []string `json:"empty_ids,omitempty"`
+	BadSkipped int      `json:"bad_skipped"`
 	// Deleted is what build --delete-missing deleted (absent from the
 	// inputs); nil without it.
 	Deleted *int `json:"deleted_missing,omitempty"`
@@ -989,7 +994,7 @@ building an empty or partial index with exit 0. Not on Redis.`,
 				return err
 			}
 			sum := insertSummary{Inserted: res.Stored, Replaced: res.Replaced, Repeated: res.Repeated,
-				Empty: len(res.SkippedEmpty), BadSkipped: inp.skipped}
+				Empty: len(res.SkippedEmpty), EmptyIDs: res.SkippedEmpty[:min(len(res.SkippedEmpty), emptyIDsShown)], BadSkipped: inp.skipped}
 			if deleteMissing {
 				sum.Deleted = &res.Deleted
 			}
@@ -1399,6 +1404,9 @@ func (w *inserter) account(batch []db.Doc, last string, res db.BatchResult) {
 	}
 	w.sum.Replaced += res.Replaced - rewrites
 	w.sum.Empty += len(res.SkippedEmpty)
+	if n := emptyIDsShown - len(w.sum.EmptyIDs); n > 0 {
+		w.sum.EmptyIDs = append(w.sum.EmptyIDs, res.SkippedEmpty[:min(n, len(res.SkippedEmpty))]...)
+	}
 	w.add(len(batch))
 	w.through = last
 }
@@ -1570,6 +1578,10 @@ func stoppedErr(done, through, maybe string, err error) error {
 	return fmt.Errorf("%s; stopped: %w", done, err)
 }
 
+// emptyIDsShown is how many of the ids of the empty texts skipped an
+// insert or a build names.
+const emptyIDsShown = 10
+
 func (a *app) reportInsert(s insertSummary) error {
 	if s.Inserted+s.Repeated+s.Empty+s.BadSkipped == 0 {
 		// NB: an empty input is no error (a night with nothing new), but a
@@ -1578,6 +1590,13 @@ func (a *app) reportInsert(s insertSummary) error {
 	}
 	if a.json() {
 		return a.emitJSON(s)
+	}
+	if len(s.EmptyIDs) > 0 {
+		more := ""
+		if s.Empty > len(s.EmptyIDs) {
+			more = fmt.Sprintf(" and %d more", s.Empty-len(s.EmptyIDs))
+		}
+		a.notef(fmt.Sprintf("skipped as empty (no text, or white space alone): %s%s", strings.Join(escAll(s.EmptyIDs), ", "), more))
 	}
 	deleted := ""
 	if s.Deleted != nil {

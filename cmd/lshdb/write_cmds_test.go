@@ -1855,3 +1855,36 @@ func TestDedupWarnsOfOrphans(t *testing.T) {
 		t.Errorf("a repeated id without duplicates warned:\n%s", errOut)
 	}
 }
+
+// Ensure that insert and build name the ids of the empty texts they skip
+// (the first ten, and how many more), on stderr and in their JSON, where
+// "3 empty texts skipped" named none (a review of skewed corpora, K7). The
+// oracle: the ids written with empty or blank texts.
+func TestEmptyTextsNamed(t *testing.T) {
+	var in strings.Builder
+	var empty []string
+	for i := range 40 {
+		text := fmt.Sprintf("document %d with enough words to be stored", i)
+		if i%3 == 1 {
+			text = []string{"", "   ", "\n\t"}[i%3]
+			empty = append(empty, fmt.Sprintf("e%02d", i))
+			fmt.Fprintf(&in, "{\"id\":\"e%02d\",\"text\":%q}\n", i, text)
+			continue
+		}
+		fmt.Fprintf(&in, "{\"id\":\"d%02d\",\"text\":%q}\n", i, text)
+	}
+	for _, cmd := range []string{"insert", "build"} {
+		idx := filepath.Join(t.TempDir(), "idx")
+		_, errOut, code := runLine([]string{cmd, "--db", idx, "--progress", "none", "-"}, in.String())
+		want := fmt.Sprintf("skipped as empty (no text, or white space alone): %s and %d more", strings.Join(empty[:10], ", "), len(empty)-10)
+		if code != 0 || !strings.Contains(errOut, want) {
+			t.Errorf("%s: exit %d %q, want %q", cmd, code, errOut, want)
+		}
+		idx = filepath.Join(t.TempDir(), "idx")
+		out, _, code := runLine([]string{cmd, "--db", idx, "--progress", "none", "--output", "json", "-"}, in.String())
+		var sum insertSummary
+		if err := json.Unmarshal([]byte(out), &sum); err != nil || code != 0 || sum.Empty != len(empty) || !slices.Equal(sum.EmptyIDs, empty[:10]) {
+			t.Errorf("%s --output json: exit %d %s (%v)", cmd, code, out, err)
+		}
+	}
+}
