@@ -455,9 +455,10 @@ func (c *clusterer) clusters(ctx context.Context, sim func(a, b int32) (float64,
 // (PairsOptions.Keep) and every member's Jaccard to it.
 //
 // It runs the same join as Pairs, but a group of identical documents joins
-// its cluster as a group, so m copies cost O(m), not m(m−1)/2 pairs. The
-// verified pairs between distinct sets are held in memory (16 bytes
-// each) until the join ends.
+// its cluster as a group, so m copies cost O(m), not m(m−1)/2 pairs. In
+// Components mode the components are held as the pairs come (12 bytes a
+// document); in Centers mode, and on Redis, the verified pairs between
+// distinct sets are held in memory (16 bytes each) until the join ends.
 //
 // On Redis (no snapshot) it runs Pairs, with the promise Pairs' doc gives
 // beside a writer, keeps each pair with the versions it scored, then

@@ -329,11 +329,11 @@ func (db *DB) somePairs(ctx context.Context, po *PairsOptions, best int) iter.Se
 			// NB: the group's pairs are the progress phase's work (see
 			// pairs), counted in steps: a group of 100,000 copies is 5e9.
 			var counted int64
-			defer func() { prog.add(int64(len(g))*int64(len(g)-1)/2 - counted) }()
+			all := int64(len(g)) * int64(len(g)-1) / 2 // NB: before a limit cuts g
+			defer func() { prog.add(all - counted) }()
 			if best > 0 {
 				// NB: the first pairs in id order are the first best
 				// pairs of the first best+1 ids: (s0, s1), …, (s0, sbest).
-				all := int64(len(g)) * int64(len(g)-1) / 2
 				unyielded = all - min(all, int64(best))
 				g = firstByID(x, g, best+1)
 			}
@@ -565,7 +565,7 @@ func (db *DB) pairs(ctx context.Context, po *PairsOptions, st *PairsStats,
 	}
 	phase := "verifying candidate pairs"
 	if identical > 0 {
-		phase = "reporting pairs: identical documents', then the candidates verified"
+		phase = "pairs of identical documents, then verifying candidate pairs"
 	}
 	prog.phase(4, 4, phase, st.Candidates-st.Filtered+identical)
 	for _, g := range x.groups {

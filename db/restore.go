@@ -114,7 +114,10 @@ func Restore(ctx context.Context, from, dir string, o *RestoreOptions) (*Restore
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	src, err := Open(from, &Options{ReadOnly: true, MustExist: true, ExpirySweep: -1, Logger: ro.Logger})
+	// NB: with the restore's reserve, which the copy's own check of the
+	// backup's disk keeps (a read-through's R2: --disk-reserve was
+	// ignored where the backup is on the index's disk).
+	src, err := Open(from, &Options{ReadOnly: true, MustExist: true, ExpirySweep: -1, Logger: ro.Logger, DiskReserve: ro.DiskReserve})
 	if err != nil {
 		return nil, fmt.Errorf("restore: the backup %s: %w", from, err)
 	}

@@ -36,7 +36,7 @@ func (f *inputFlags) add(c *cobra.Command) {
 	fs.StringVar(&f.IDFrom, "id-from", "", "make the ids instead of reading them: line (FILE:LINE, FILE the base name: two inputs of one base name are refused) or hash (hex xxhash64 of the text)")
 	fs.StringVar(&f.Format, "format", "", "input format: "+strings.Join(docio.Formats, ", ")+" (default: by file name; JSON Lines otherwise)")
 	fs.BoolVar(&f.skipBad, "skip-bad", false, "skip malformed records, each named on stderr, instead of stopping at the first")
-	fs.StringVar(&f.rejects, "rejects", "", "with --skip-bad: write the skipped records to this file, one per line as read (CSV/TSV rows without their header; over-long records and text files are only named), for a re-run")
+	fs.StringVar(&f.rejects, "rejects", "", "with --skip-bad: write the skipped records to this file, one per line as read (CSV/TSV rows without their header; over-long records, text files and UTF-16 files are only named), for a re-run")
 }
 
 // check validates the flags and the input paths (before any index is

@@ -514,8 +514,8 @@ func (h *handler) ServeHTTP(hw http.ResponseWriter, r *http.Request) {
 		r = r.WithContext(ctx)
 	}
 	err = rt.fn(w, r)
-	if errors.Is(err, context.DeadlineExceeded) && h.o.QueryTimeout > 0 && (rt.op == "query" || rt.op == "query_many") {
-		err = context.Cause(r.Context())
+	if cause := context.Cause(r.Context()); cause != nil && errors.Is(err, context.DeadlineExceeded) && h.o.QueryTimeout > 0 && (rt.op == "query" || rt.op == "query_many") {
+		err = cause // NB: the timeout's words; a deadline from elsewhere keeps its own (a read-through's R4)
 	}
 	if errors.Is(err, db.ErrReadOnly) {
 		// NB: the client's process did not open the index read-only: say

@@ -582,14 +582,18 @@ func (r *reader) stream(name string, in io.Reader, format, textID string) error 
 	if format == "parquet" {
 		return fmt.Errorf("%s: %w", name, ErrNeedsFile)
 	}
-	if m, _ := br.Peek(2); (format == "jsonl" || format == "csv" || format == "tsv") && len(m) == 2 &&
-		(m[0] == 0xff && m[1] == 0xfe || m[0] == 0xfe && m[1] == 0xff) {
+	if m, _ := br.Peek(4); (format == "jsonl" || format == "csv" || format == "tsv") && len(m) >= 2 &&
+		(m[0] == 0xff && m[1] == 0xfe || m[0] == 0xfe && m[1] == 0xff || bytes.Equal(m, []byte{0, 0, 0xfe, 0xff})) {
 		// NB: a UTF-16 file is one bad record, not read on: each of its
 		// lines was named bad, the zero byte after the last one too (a
 		// read-through's R19), and a CSV file's were said to have too
-		// few fields.
+		// few fields. UTF-32's mark starts as UTF-16's does.
 		closeFn()
-		return r.emit(Record{}, &RecordError{File: name, Err: errUTF16})
+		why := errUTF16
+		if bytes.Equal(m, []byte{0xff, 0xfe, 0, 0}) || bytes.Equal(m, []byte{0, 0, 0xfe, 0xff}) {
+			why = errUTF32
+		}
+		return r.emit(Record{}, &RecordError{File: name, Err: why})
 	}
 	if format != "csv" && format != "tsv" { // NB: CSV's once its header is read
 		if err := r.onSource(Source{Name: name, Format: format, Compression: comp}); err != nil {

@@ -167,11 +167,13 @@ func TestRead(t *testing.T) {
 		// record of its own); CSV and TSV too. One without the mark is
 		// named line by line.
 		{name: "UTF-16 read as JSON Lines", files: map[string][]byte{"w.jsonl": utf16LE("\ufeff{\"id\":\"a\",\"text\":\"x, y\"}\n{\"id\":\"b\",\"text\":\"z\"}\n"),
-			"w.csv": utf16LE("\ufeffid,text\na,x\n"), "w.tsv": utf16BE("\ufeffid\ttext\na\tx\n"), "n.jsonl": utf16LE("{\"id\":\"a\",\"text\":\"x\"}\n")},
-			paths: []string{"w.jsonl", "w.csv", "w.tsv", "n.jsonl"},
+			"w.csv": utf16LE("\ufeffid,text\na,x\n"), "w.tsv": utf16BE("\ufeffid\ttext\na\tx\n"), "n.jsonl": utf16LE("{\"id\":\"a\",\"text\":\"x\"}\n"),
+			"w32.jsonl": {0xff, 0xfe, 0, 0, '{', 0, 0, 0}},
+			paths: []string{"w.jsonl", "w.csv", "w.tsv", "w32.jsonl", "n.jsonl"},
 			want: []string{`bad w.jsonl (id ""): the file is UTF-16 (it starts with a UTF-16 byte order mark), not UTF-8: convert it first (iconv -f utf-16 -t utf-8 FILE)`,
 				`bad w.csv (id ""): the file is UTF-16 (it starts with a UTF-16 byte order mark), not UTF-8: convert it first (iconv -f utf-16 -t utf-8 FILE)`,
 				`bad w.tsv (id ""): the file is UTF-16 (it starts with a UTF-16 byte order mark), not UTF-8: convert it first (iconv -f utf-16 -t utf-8 FILE)`,
+				`bad w32.jsonl (id ""): the file is UTF-32 (it starts with a UTF-32 byte order mark), not UTF-8: convert it first (iconv -f utf-32 -t utf-8 FILE)`,
 				`bad n.jsonl:1 (id ""): not a JSON object: the file is UTF-16, not UTF-8: convert it first (iconv -f utf-16 -t utf-8 FILE)`,
 				`bad n.jsonl:2 (id ""): not a JSON object: the file is UTF-16, not UTF-8: convert it first (iconv -f utf-16 -t utf-8 FILE)`}},
 		{name: "CSV and TSV read as JSON Lines", files: map[string][]byte{"x.jsonl": []byte("id,text\n" + "a\tb\n" + "plain words\n")},

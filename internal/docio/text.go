@@ -24,6 +24,10 @@ var ErrNotRegular = errors.New("not a regular file")
 // their documents.
 var errUTF16 = errors.New("the file is UTF-16 (it starts with a UTF-16 byte order mark), not UTF-8: convert it first (iconv -f utf-16 -t utf-8 FILE)")
 
+// errUTF32 is errUTF16 for a file that starts with a UTF-32 byte order
+// mark (its little-endian form starts as UTF-16's does).
+var errUTF32 = errors.New("the file is UTF-32 (it starts with a UTF-32 byte order mark), not UTF-8: convert it first (iconv -f utf-32 -t utf-8 FILE)")
+
 // ErrBinary is the cause of a bad record for a file that is not UTF-8
 // text: binary (see IsText), or text with bytes that are not UTF-8
 // (ErrNotUTF8 too). A directory walk yields one for each such file it

@@ -169,16 +169,17 @@ func Redact(s string) string {
 		return u.Redacted()
 	}
 	if err == nil {
-		// NB: a string that parses with no user information may still
-		// hold one: redis:/user:pw@host (one slash, a typo) is a path
-		// (a fuzz campaign's F2). What lies between the last ":" before
-		// the last "@" and that "@" goes, past the scheme's ":".
+		// NB: a string that parses with no host may still hold user
+		// information: redis:/user:pw@host (one slash, a typo) is a path
+		// (a fuzz campaign's F2). What lies between the user name's ":"
+		// and the last "@" goes. One with a host has none: an "@" in its
+		// path is the path's (a read-through's R3).
 		colon := strings.Index(s, ":")
 		at := strings.LastIndex(s, "@")
-		if colon < 0 || at < colon {
+		if u.Host != "" || colon < 0 || at < colon {
 			return s
 		}
-		pw := strings.LastIndex(s[colon+1:at], ":")
+		pw := strings.Index(s[colon+1:at], ":")
 		if pw < 0 {
 			return s
 		}

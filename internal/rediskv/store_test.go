@@ -374,6 +374,8 @@ func TestParseURL(t *testing.T) {
 		"redis:/h:1/docs":                 "redis:/h:1/docs",
 		"redis:/nopassword@h:1/docs":      "redis:/nopassword@h:1/docs",
 		"rediss://default:sekret@h:1/idx": "rediss://default:xxxxx@h:1/idx",
+		"redis:/default:se:kret@h:1/docs": "redis:/default:xxxxx@h:1/docs",
+		"redis://h:6379/name@x":           "redis://h:6379/name@x",
 	} {
 		if got := Redact(in); got != want {
 			t.Errorf("Redact(%s) = %s, want %s", in, got, want)
