@@ -565,7 +565,7 @@ func (db *DB) pairs(ctx context.Context, po *PairsOptions, st *PairsStats,
 	}
 	phase := "verifying candidate pairs"
 	if identical > 0 {
-		phase = "pairs of identical documents, then verifying candidate pairs"
+		phase = "pairs of identical documents then verifying candidate pairs"
 	}
 	prog.phase(4, 4, phase, st.Candidates-st.Filtered+identical)
 	for _, g := range x.groups {

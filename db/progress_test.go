@@ -243,7 +243,7 @@ func TestProgressCountsIdenticalPairs(t *testing.T) {
 		t.Fatal(err)
 	}
 	const identical = 40*39/2 + 5*4/2
-	const phase = "pairs of identical documents, then verifying candidate pairs"
+	const phase = "pairs of identical documents then verifying candidate pairs"
 	// NB: the work counted is read from the reporter at the run's end:
 	// the phase's last report is its total whatever was counted (a
 	// read-through's R1: with a limit, a group's pairs were counted after
