@@ -84,14 +84,11 @@ type clusterer struct {
 	edges []edge           // between nodes (x.rep values), a < b, each once
 	adj   map[int32][]edge // edges by node, made by split when first needed
 	// uf, in Components mode where no node can vanish (Pebble: one
-	// snapshot), holds the components as the pairs come (union-find
-	// parents by node), and ufMin the least Jaccard of each root's
-	// pairs (2: none yet), in place of edges: the pairs of a group of
-	// 8,000 near copies (32 million) took 1.3 GiB beside a 256 MiB
-	// budget (a review of skewed corpora, K1).
-	uf    []int32
-	ufMin []float64
-	on    []bool // by node: in some pair (its group is clustered)
+	// snapshot), holds the components as the pairs come, in place of
+	// edges: the pairs of a group of 8,000 near copies (32 million) took
+	// 1.3 GiB beside a 256 MiB budget (a review of skewed corpora, K1).
+	uf *unionFind
+	on []bool // by node: in some pair (its group is clustered)
 	// named makes only the groups in some pair clusters (ClustersFrom:
 	// the pairs given say which); otherwise every group of identical
 	// documents is one, as Pairs reports their pairs.
@@ -131,22 +128,42 @@ func clusterOptions(o *PairsOptions) (ClusterMode, KeepPolicy, error) {
 func newClusterer(x *pairsIndex, mode ClusterMode, keep KeepPolicy, t float64, stable bool) *clusterer {
 	c := &clusterer{x: x, mode: mode, keep: keep, t: t, on: make([]bool, len(x.nums))}
 	if mode == Components && stable {
-		c.uf, c.ufMin = make([]int32, len(x.nums)), make([]float64, len(x.nums))
-		for i := range c.uf {
-			c.uf[i], c.ufMin[i] = int32(i), 2
-		}
+		c.uf = newUnionFind(len(x.nums))
 	}
 	return c
 }
 
-// find returns the root of node i's component (uf), halving its path.
-func (c *clusterer) find(i int32) int32 {
-	p := c.uf
+// unionFind holds components of nodes 0..n-1 (parents, a root the least
+// of its component) and the least Jaccard of each root's pairs (2: none).
+type unionFind struct {
+	parent []int32
+	least  []float64
+}
+
+func newUnionFind(n int) *unionFind {
+	u := &unionFind{parent: make([]int32, n), least: make([]float64, n)}
+	for i := range u.parent {
+		u.parent[i], u.least[i] = int32(i), 2
+	}
+	return u
+}
+
+// find returns the root of node i's component, halving its path.
+func (u *unionFind) find(i int32) int32 {
+	p := u.parent
 	for p[i] != i {
 		p[i] = p[p[i]]
 		i = p[i]
 	}
 	return i
+}
+
+// union joins a's and b's components by a pair of Jaccard j.
+func (u *unionFind) union(a, b int32, j float64) {
+	ra, rb := u.find(a), u.find(b)
+	r := min(ra, rb)
+	u.parent[max(ra, rb)] = r
+	u.least[r] = min(u.least[ra], u.least[rb], j)
 }
 
 // better reports whether position i comes before j in the keep order.
@@ -186,10 +203,7 @@ func (c *clusterer) add(a, b int32, j float64) {
 	}
 	c.on[a], c.on[b] = true, true
 	if c.uf != nil {
-		ra, rb := c.find(a), c.find(b)
-		r := min(ra, rb)
-		c.uf[max(ra, rb)] = r
-		c.ufMin[r] = min(c.ufMin[ra], c.ufMin[rb], j)
+		c.uf.union(a, b, j)
 		return
 	}
 	c.edges = append(c.edges, edge{a, b, j})
@@ -305,37 +319,18 @@ func (c *clusterer) clusters(ctx context.Context, sim func(a, b int32) (float64,
 	}
 	switch c.mode {
 	case Components:
+		uf := c.uf
+		if uf == nil {
+			uf = newUnionFind(len(x.nums))
+			for _, e := range c.edges {
+				uf.union(e.a, e.b, e.j)
+			}
+		}
+		find := uf.find
 		minJ := map[int32]float64{}
-		find := c.find
-		if c.uf != nil {
-			for _, n := range nodes {
-				if r := find(n); c.ufMin[r] <= 1 {
-					minJ[r] = c.ufMin[r]
-				}
-			}
-		} else {
-			parent := make([]int32, len(x.nums))
-			for i := range parent {
-				parent[i] = int32(i)
-			}
-			find = func(i int32) int32 {
-				for parent[i] != i {
-					parent[i] = parent[parent[i]]
-					i = parent[i]
-				}
-				return i
-			}
-			for _, e := range c.edges {
-				ra, rb := find(e.a), find(e.b)
-				if ra != rb {
-					parent[max(ra, rb)] = min(ra, rb)
-				}
-			}
-			for _, e := range c.edges {
-				r := find(e.a)
-				if v, ok := minJ[r]; !ok || e.j < v {
-					minJ[r] = e.j
-				}
+		for _, n := range nodes {
+			if r := find(n); uf.least[r] <= 1 {
+				minJ[r] = uf.least[r]
 			}
 		}
 		byRoot := map[int32][]int32{}

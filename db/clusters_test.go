@@ -325,7 +325,9 @@ func TestClustersFromPairs(t *testing.T) {
 // union-find of a run with one snapshot, which holds no pair: a review of
 // skewed corpora's K1) are those of the pairs kept (the edge list, which
 // Redis needs): the same members, Jaccards and least Jaccards, on random
-// graphs with groups of identical documents, in every keep order.
+// graphs with groups of identical documents, in every keep order; and
+// that their members and least Jaccards are those of a walk of the pairs'
+// graph (the oracle, which shares no code with either).
 func TestClustererKeepsNoPairs(t *testing.T) {
 	rng := rand.New(rand.NewPCG(13, 13))
 	for round := range 50 {
@@ -394,6 +396,64 @@ func TestClustererKeepsNoPairs(t *testing.T) {
 			if !reflect.DeepEqual(got[0], got[1]) {
 				t.Fatalf("round %d, keep %s: %d pairs among %d documents: union-find %+v\nedges %+v", round, keep, len(pairs), n, got[1], got[0])
 			}
+			if keep == KeepFirst {
+				var ps [][3]float64
+				for _, p := range pairs {
+					ps = append(ps, [3]float64{float64(p.a), float64(p.b), p.j})
+				}
+				checkComponents(t, x, ps, got[1])
+			}
 		}
+	}
+}
+
+// checkComponents checks clusters cs against a walk of the graph whose
+// nodes are x's group representatives and whose edges are pairs: each
+// component of two or more documents (its nodes' members) is one cluster,
+// whose MinJaccard is the least Jaccard of the component's pairs (1 with
+// none).
+func checkComponents(t *testing.T, x *pairsIndex, pairs [][3]float64, cs []Cluster) {
+	t.Helper()
+	adj := map[int32][][3]float64{}
+	for _, p := range pairs {
+		adj[int32(p[0])] = append(adj[int32(p[0])], p)
+		adj[int32(p[1])] = append(adj[int32(p[1])], p)
+	}
+	want := map[string]float64{} // the sorted member ids, joined: least Jaccard
+	seen := map[int32]bool{}
+	for n := range x.rep {
+		if x.rep[n] != int32(n) || seen[int32(n)] {
+			continue
+		}
+		least, ids, stack := 1.0, []string{}, []int32{int32(n)}
+		seen[int32(n)] = true
+		for len(stack) > 0 {
+			m := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			for _, d := range x.members(m) {
+				ids = append(ids, x.ids[d])
+			}
+			for _, e := range adj[m] {
+				least = min(least, e[2])
+				for _, o := range []int32{int32(e[0]), int32(e[1])} {
+					if !seen[o] {
+						seen[o] = true
+						stack = append(stack, o)
+					}
+				}
+			}
+		}
+		if len(ids) > 1 {
+			slices.Sort(ids)
+			want[fmt.Sprint(ids)] = least
+		}
+	}
+	got := map[string]float64{}
+	for _, c := range cs {
+		ids := slices.Sorted(slices.Values(c.IDs))
+		got[fmt.Sprint(ids)] = c.MinJaccard
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("clusters %v, a walk of the pairs' graph %v", got, want)
 	}
 }

@@ -166,7 +166,7 @@ func Restore(ctx context.Context, from, dir string, o *RestoreOptions) (*Restore
 		return nil, fmt.Errorf("%w: restore: %s exists: %s%w", ErrInvalidOptions, staging, what, unsaid{fs.ErrExist})
 	}
 
-	if err := restoreRoom(src, real, dir, ro.DiskReserve); err != nil {
+	if err := restoreRoom(src, real, dir); err != nil {
 		return nil, err
 	}
 	if err := src.BackupWith(ctx, staging, BackupOptions{Verify: ro.Verify}); err != nil {
@@ -235,18 +235,16 @@ func Restore(ctx context.Context, from, dir string, o *RestoreOptions) (*Restore
 }
 
 // restoreRoom refuses a restore whose copy of src would take dir's
-// filesystem (the parent of real, where the copy is staged) below reserve
-// (RestoreOptions.DiskReserve): the copy was checked against the reserve
+// filesystem (the parent of real, where the copy is staged) below the
+// reserve src was opened with (RestoreOptions.DiskReserve): the copy was checked against the reserve
 // of the backup's disk only, so a restore from another disk could leave
 // dir's full, and the restored index's next writable open was refused (a
 // read-through's R9). The index that the copy replaces stays on that disk
 // (aside), so its files free nothing.
-func restoreRoom(src *DB, real, dir string, reserve int64) error {
+func restoreRoom(src *DB, real, dir string) error {
+	reserve := src.opts.DiskReserve // NB: the restore's, resolved (Open)
 	if reserve < 0 {
 		return nil
-	}
-	if reserve == 0 {
-		reserve = DefaultDiskReserve
 	}
 	need := src.storeBytes()
 	need += need / 64

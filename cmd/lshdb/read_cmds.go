@@ -883,8 +883,8 @@ file (a redirect, > FILE, does).`,
 						// million pairs for none, 132x the time of 5,000
 						// without, and nothing said why (a review of skewed
 						// corpora, K2).
-						a.notef(fmt.Sprintf("%d candidate pairs were verified for %d matched (%d posting lists with over %d distinct sets): documents that hold one long text in common (a template, boilerplate) share buckets they do not match in; lshdb buckets --db %s shows the largest, and the texts without their common part, or an index with more rows per band (lshdb tune), make fewer candidates",
-							st.Verified, st.Matched, st.HotLists, db.HotList, esc(a.dbDir)))
+						a.notef(fmt.Sprintf("%d candidate pairs were verified for %d matched (%d posting lists with over %d distinct sets): %s",
+							st.Verified, st.Matched, st.HotLists, db.HotList, a.hotBucketsAdvice()))
 					}
 					if err == nil && spill != nil {
 						h.Header.Command, h.Header.Mode, h.Header.Keep = "clusters", string(mode), string(keep)
@@ -1584,8 +1584,14 @@ func (a *app) hotQueryNote(res *db.QueryResult) {
 	if res.Candidates < hotQueryCandidates || res.Candidates < 20*max(res.Found, 1) {
 		return
 	}
-	a.notef(fmt.Sprintf("%d candidates were read for %s: the query shares buckets with many documents it does not match, as documents that hold one long text in common do (a template, boilerplate); lshdb buckets --db %s shows the largest, and the texts without their common part, or an index with more rows per band (lshdb tune), make fewer candidates",
-		res.Candidates, counted(res.Found, "match", "matches"), esc(a.dbDir)))
+	a.notef(fmt.Sprintf("%d candidates were read for %s: the query shares buckets with many documents it does not match; %s",
+		res.Candidates, counted(res.Found, "match", "matches"), a.hotBucketsAdvice()))
+}
+
+// hotBucketsAdvice says, for query's and pairs' notes, what makes
+// documents share buckets they do not match in, and what to do.
+func (a *app) hotBucketsAdvice() string {
+	return fmt.Sprintf("documents that hold one long text in common (a template, boilerplate) share buckets they do not match in; lshdb buckets --db %s shows the largest, and the texts without their common part, or an index with more rows per band (lshdb tune), make fewer candidates", esc(a.dbDir))
 }
 
 // hotQueryCandidates is the least candidates of a query that hotQueryNote

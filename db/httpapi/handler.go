@@ -508,13 +508,15 @@ func (h *handler) ServeHTTP(hw http.ResponseWriter, r *http.Request) {
 		// a client that goes away cancels it.
 		_ = w.rc.SetWriteDeadline(time.Time{})
 	}
-	if t := h.o.QueryTimeout; t > 0 && (rt.op == "query" || rt.op == "query_many") {
+	timed := h.o.QueryTimeout > 0 && (rt.op == "query" || rt.op == "query_many")
+	if timed {
+		t := h.o.QueryTimeout
 		ctx, cancel := context.WithTimeoutCause(r.Context(), t, fmt.Errorf("%w: the query ran past the server's query timeout (%v: lshdb serve --query-timeout)", context.DeadlineExceeded, t))
 		defer cancel()
 		r = r.WithContext(ctx)
 	}
 	err = rt.fn(w, r)
-	if cause := context.Cause(r.Context()); cause != nil && errors.Is(err, context.DeadlineExceeded) && h.o.QueryTimeout > 0 && (rt.op == "query" || rt.op == "query_many") {
+	if cause := context.Cause(r.Context()); timed && cause != nil && errors.Is(err, context.DeadlineExceeded) {
 		err = cause // NB: the timeout's words; a deadline from elsewhere keeps its own (a read-through's R4)
 	}
 	if errors.Is(err, db.ErrReadOnly) {
