@@ -212,7 +212,8 @@ type Record struct {
 	// continues: copy it to keep it.
 	Raw []byte
 	// End is the line end that followed Raw in the input: "\n", "\r\n", or
-	// "" (the input's last line, or a text or Parquet file).
+	// "" (the input's last line, or a text or Parquet file); "\r" where
+	// a lone CR ends the input (not taken as data, as in encoding/csv).
 	End string
 	// Row is a Parquet record's row (all of its columns), with
 	// Options.Rows; nil otherwise. It is the caller's to keep.

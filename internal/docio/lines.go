@@ -21,7 +21,8 @@ type lineReader struct {
 	// buffer, was joined in buf: a caller may take buf (and set it nil).
 	joined bool
 	// end is the line end of the line last returned: "\n", "\r\n", or
-	// "" (the input's last line, or a line too long to keep).
+	// "" (the input's last line, or a line too long to keep); "\r" for
+	// an input's last line that ends in a lone CR.
 	end string
 	// scan, if set, sees every chunk of every line, kept or dropped (the
 	// CSV reader follows its quotes with it).
@@ -35,7 +36,8 @@ func (lr *lineReader) reset(name string, br *bufio.Reader, max int) {
 	}
 }
 
-// next returns the next line without its "\n" and "\r\n", and its length
+// next returns the next line without its "\n" and "\r\n" (or a lone
+// "\r" that ends the input), and its length
 // in the input. A line longer than max is returned as long with b nil. At
 // the end of the input it returns io.EOF; any other error names the file
 // and line. b aliases lr's or the bufio.Reader's buffer until the next
@@ -89,6 +91,14 @@ func (lr *lineReader) next() (b []byte, n int, long bool, err error) {
 				lr.joined = true
 			}
 			t := trailing(b, len(b))
+			if t == 0 && rerr == io.EOF && len(b) > 0 && b[len(b)-1] == '\r' {
+				// NB: a lone CR ends the input's last line (a file cut
+				// after its CR, or written with old Mac line ends): it was
+				// kept as the last field's data ("text\r"), where
+				// encoding/csv drops it (a fuzz campaign, F6). A CR
+				// inside the input is data, as there.
+				t = 1
+			}
 			if len(b)-t > lr.max {
 				// NB: the early test above allows the longest line end (2
 				// bytes) to every line: a line of max+1 or max+2 bytes
@@ -97,6 +107,9 @@ func (lr *lineReader) next() (b []byte, n int, long bool, err error) {
 				return nil, n, true, nil
 			}
 			lr.end = lineEnds[t]
+			if t == 1 && b[len(b)-1] == '\r' {
+				lr.end = "\r"
+			}
 			return b[:len(b)-t], n, false, nil
 		default:
 			return nil, n, long, fmt.Errorf("%s:%d: %w", lr.name, lr.line, truncated(rerr))
