@@ -257,3 +257,98 @@ func TestNFKCIndex(t *testing.T) {
 		d.Close()
 	}
 }
+
+// Ensure that measurements at thresholds other than the parameters' own
+// (what a server's GET /v1/tune asks) are made once and remembered, run
+// one at a time, and that one whose caller gave up before its turn is
+// not made: each request made a measurement of its own, uncached and
+// not cancellable (a fuzz campaign, F4). The answers are checked against
+// measurements made directly (measureRecallNow).
+func TestMeasureRecallOtherThresholds(t *testing.T) {
+	// NB: parameters no other test measures.
+	p := Params{Scheme: minhash.SchemeFSS, NumPerm: 80, Bands: bands.Params{B: 20, R: 4}, Threshold: 0.7}
+	ts := []float64{0.31, 0.47, 0.53}
+	for _, x := range ts {
+		measured.Delete(recallKey{p.Scheme, p.NumPerm, p.Bands, x}) // NB: -count 2
+	}
+	var made atomic.Int32
+	entered := make(chan float64, 8)
+	release := make(chan struct{})
+	releaseOnce := sync.OnceFunc(func() { close(release) })
+	defer func() { measureHook = nil }()
+	defer releaseOnce()
+	var current atomic.Value
+	measureHook = func() {
+		made.Add(1)
+		entered <- current.Load().(float64)
+		<-release
+	}
+	type answer struct {
+		e   RecallEstimate
+		err error
+	}
+	ask := func(ctx context.Context, x float64) chan answer {
+		c := make(chan answer, 1)
+		go func() {
+			e, err := MeasureRecallContext(ctx, p, x)
+			c <- answer{e, err}
+		}()
+		return c
+	}
+	current.Store(ts[0])
+	first := ask(context.Background(), ts[0])
+	if x := <-entered; x != ts[0] {
+		t.Fatalf("measured %v first, want %v", x, ts[0])
+	}
+	// NB: while the first runs, a second threshold waits its turn; its
+	// caller gives up, and it is not made once the first is done.
+	ctx, cancel := context.WithCancel(context.Background())
+	second := ask(ctx, ts[1])
+	time.Sleep(50 * time.Millisecond)
+	if n := made.Load(); n != 1 {
+		t.Fatalf("%d measurements at once, want 1", n)
+	}
+	cancel()
+	select {
+	case a := <-second:
+		if !errors.Is(a.err, context.Canceled) {
+			t.Fatalf("a measurement given up: %v, want context.Canceled", a.err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("a caller that gave up still waits after 30 s")
+	}
+	releaseOnce()
+	a := <-first
+	want, err := measureRecallNow(p.Scheme, p.NumPerm, p.Bands, ts[0])
+	if a.err != nil || err != nil || a.e.ShortDocs != want.ShortDocs || !a.e.Measured {
+		t.Fatalf("at %v: %+v, %v; measured directly %+v, %v", ts[0], a.e, a.err, want, err)
+	}
+	// NB: the slot is free once the dropped flight had its turn.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(time.Millisecond) {
+		if _, ok := measured.Load(recallKey{p.Scheme, p.NumPerm, p.Bands, ts[1]}); !ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the measurement given up is still under way, or was kept, after 30 s")
+		}
+	}
+	if n := made.Load(); n != 1 {
+		t.Fatalf("%d measurements, want 1: the one given up was made", n)
+	}
+	// NB: remembered: asked again, no measurement.
+	if again, err := MeasureRecallContext(context.Background(), p, ts[0]); err != nil || again != a.e {
+		t.Fatalf("asked again: %+v, %v; want %+v", again, err, a.e)
+	}
+	for _, x := range ts[1:] {
+		current.Store(x)
+		e, err := MeasureRecallContext(context.Background(), p, x)
+		<-entered
+		want, werr := measureRecallNow(p.Scheme, p.NumPerm, p.Bands, x)
+		if err != nil || werr != nil || e.ShortDocs != want.ShortDocs || e.Curve != want.Curve {
+			t.Fatalf("at %v: %+v, %v; measured directly %+v, %v", x, e, err, want, werr)
+		}
+	}
+	if n := made.Load(); n != 3 {
+		t.Fatalf("%d measurements, want 3 (one a threshold)", n)
+	}
+}

@@ -1188,7 +1188,9 @@ func (h *handler) tune(w *resp, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out, err := Tune(h.d.Params(), t)
+	// NB: given up when the client goes away: a measurement takes 0.2 s
+	// of a core (a fuzz campaign, F4; see db.MeasureRecallContext).
+	out, err := TuneContext(r.Context(), h.d.Params(), t)
 	if err != nil {
 		return err
 	}
@@ -1199,13 +1201,18 @@ func (h *handler) tune(w *resp, r *http.Request) error {
 // P(candidate) at threshold t (0: the index's), the curve's table and the
 // recall measured on short documents.
 func Tune(p db.Params, t float64) (TuneJSON, error) {
+	return TuneContext(context.Background(), p, t)
+}
+
+// TuneContext is Tune, given up when ctx ends (db.MeasureRecallContext).
+func TuneContext(ctx context.Context, p db.Params, t float64) (TuneJSON, error) {
 	if t == 0 {
 		t = p.Threshold
 	}
 	if !(t > 0 && t <= 1) {
 		return TuneJSON{}, fmt.Errorf("%w: threshold %v is outside (0, 1]", db.ErrInvalidOptions, t)
 	}
-	rec, err := db.MeasureRecall(db.Params{Scheme: p.Scheme, NumPerm: p.NumPerm, Bands: p.Bands}, t)
+	rec, err := db.MeasureRecallContext(ctx, db.Params{Scheme: p.Scheme, NumPerm: p.NumPerm, Bands: p.Bands, Threshold: p.Threshold}, t)
 	if err != nil {
 		return TuneJSON{}, err
 	}
