@@ -78,6 +78,16 @@ type PairsOptions struct {
 	// 0, every pair, as they are found. Negative:
 	// ErrInvalidOptions. Clusters and ClustersFrom ignore it.
 	Limit int
+	// OnIdentical, if set, is called once the documents are read, before
+	// the first pair, when some have identical shingle sets: how many
+	// groups of two or more they make, the pairs those groups stand for
+	// (each at Jaccard 1, all of them yielded by Pairs: 100,000 copies of
+	// one text are 5 billion) and the largest group's size. A caller may
+	// warn before it writes them, or take PairGroups or Clusters, which
+	// yield a group once. Pairs, PairGroups and Clusters call it, on the
+	// goroutine that ranges over them; not on Redis (whose pairs are not
+	// grouped), nor through db/client.
+	OnIdentical func(groups int, pairs int64, largest int)
 }
 
 // ComparePairs orders pairs best first: by Jaccard, highest first, then
@@ -516,6 +526,16 @@ func (db *DB) pairs(ctx context.Context, po *PairsOptions, st *PairsStats,
 	}
 	st.Docs = len(x.nums)
 	st.IdenticalGroups = len(x.groups)
+	if o.OnIdentical != nil && len(x.groups) > 0 {
+		var pairs int64
+		largest := 0
+		for _, g := range x.groups {
+			m := int64(len(g))
+			pairs += m * (m - 1) / 2
+			largest = max(largest, len(g))
+		}
+		o.OnIdentical(len(x.groups), pairs, largest)
+	}
 
 	// Candidates: pairs of distinct representatives sharing a list.
 	tmp, removeTmp, err := runTempDir(db.opts.FS, db.dir)

@@ -447,6 +447,19 @@ func (f *pairsFile) finish(t float64, warn func(string)) error {
 // notef prints a note on stderr.
 func (a *app) notef(s string) { fmt.Fprintf(a.stderr, "lshdb: note: %s\n", s) }
 
+// noteAboveBar is notef while a progress bar may be on stderr's line:
+// the note takes the line (the bar is drawn again below it).
+func (a *app) noteAboveBar(s string) {
+	if a.progressStyle() == progressBar {
+		fmt.Fprint(a.stderr, "\r\x1b[2K")
+	}
+	a.notef(s)
+}
+
+// identicalPairsNote is the number of pairs of identical documents from
+// which pairs says, before the first, that it writes them all.
+var identicalPairsNote int64 = 10_000_000
+
 // readPairsFile yields the pairs of a pairs --output json file, "-" for
 // standard input (pairLines).
 func (a *app) readPairsFile(path string, t float64, now *db.Info, warn func(string)) iter.Seq2[db.Pair, error] {

@@ -1144,3 +1144,70 @@ func TestQueryNotesHotBuckets(t *testing.T) {
 		t.Errorf("pairs of distinct texts: exit %d %s", code, errOut)
 	}
 }
+
+// Ensure that pairs says, before its first pair, how many pairs groups of
+// identical documents make when they are many (here with the bound made
+// small), and says nothing below the bound or with --limit: 100,000
+// copies of one text were 5 billion lines with no word first (a review
+// of skewed corpora, K3). The oracle groups the fixture's texts by their
+// shingle sets.
+func TestPairsNotesIdenticalGroupsFirst(t *testing.T) {
+	dir := tieFixture(t)
+	sh, err := minhash.NewShingler(minhash.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs, _, code := runLine([]string{"export", "--db", dir, "--all"}, "")
+	if code != 0 {
+		t.Fatal("export failed")
+	}
+	bySet := map[string]int{}
+	for line := range strings.Lines(docs) {
+		var d struct{ Text string }
+		if err := json.Unmarshal([]byte(line), &d); err != nil {
+			t.Fatal(err)
+		}
+		bySet[fmt.Sprint(sh.AppendSet(nil, d.Text))]++
+	}
+	groups, pairs, largest := 0, int64(0), 0
+	for _, m := range bySet {
+		if m > 1 {
+			groups++
+			pairs += int64(m) * int64(m-1) / 2
+			largest = max(largest, m)
+		}
+	}
+	if groups == 0 {
+		t.Fatal("the fixture has no identical documents")
+	}
+	defer func(n int64) { identicalPairsNote = n }(identicalPairsNote)
+	note := fmt.Sprintf("lshdb: note: %d groups of documents with identical shingle sets (the largest of %d) make %d pairs at Jaccard 1", groups, largest, pairs)
+	for _, c := range []struct {
+		bound int64
+		args  []string
+		noted bool
+	}{
+		{pairs, []string{"--sort=false"}, true},
+		{pairs, nil, true},
+		{pairs + 1, []string{"--sort=false"}, false},
+		{1, []string{"--limit", "3"}, false},
+	} {
+		identicalPairsNote = c.bound
+		var both lockedBuffer
+		args := append([]string{"pairs", "--db", dir, "--output", "json"}, c.args...)
+		if code := run(context.Background(), args, strings.NewReader(""), &both, &both); code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, both.String())
+		}
+		out := both.String()
+		at, first := strings.Index(out, note), strings.Index(out, `{"a":`)
+		if first < 0 {
+			t.Fatalf("%v: no pair in %q", args, out)
+		}
+		if c.noted && (at < 0 || at > first) {
+			t.Errorf("%v (bound %d): want %q before the first pair, got\n%s", args, c.bound, note, out)
+		}
+		if !c.noted && strings.Contains(out, "identical shingle sets") {
+			t.Errorf("%v (bound %d): a note of identical documents:\n%s", args, c.bound, out)
+		}
+	}
+}

@@ -832,6 +832,17 @@ file (a redirect, > FILE, does).`,
 						// kept the best).
 						po.Limit = limit
 					}
+					if limit == 0 {
+						// NB: 100,000 copies of one text are 5 billion
+						// lines, written with no word first (a review of
+						// skewed corpora, K3).
+						po.OnIdentical = func(groups int, pairs int64, largest int) {
+							if pairs >= identicalPairsNote {
+								a.noteAboveBar(fmt.Sprintf("%s of documents with identical shingle sets (the largest of %d) %s %d pairs at Jaccard 1, each written on a line of its own: lshdb clusters gives each group once (Ctrl-C stops this run)",
+									counted(groups, "group", "groups"), largest, plural(groups, "makes", "make"), pairs))
+							}
+						}
+					}
 					seq := untilDone(d.Pairs(pctx, po), barDone)
 					var spill *pairSpill
 					if clustersFile != "" {
