@@ -221,6 +221,26 @@ func OpenContext(ctx context.Context, target string, opts *Options) (*Client, er
 // errNoAnswer is the cause of Open's context when OpenTimeout passes.
 var errNoAnswer = errors.New("no answer")
 
+// ErrMalformedAnswer is matched (errors.Is) by the error of a call whose
+// answer is not what an lshdb server of this version sends: not JSON of
+// the call's shape, or not as many results as were asked for (a server
+// of another version, or a program that is not lshdb's).
+var ErrMalformedAnswer = errors.New("lshdb: client: a malformed answer")
+
+// malformedError is an ErrMalformedAnswer naming what was malformed.
+type malformedError struct {
+	what string
+	err  error
+}
+
+func (e *malformedError) Error() string {
+	return "lshdb: client: a malformed " + e.what + ": " + e.err.Error()
+}
+func (e *malformedError) Unwrap() error        { return e.err }
+func (e *malformedError) Is(target error) bool { return target == ErrMalformedAnswer }
+
+func malformed(what string, err error) error { return &malformedError{what, err} }
+
 // ErrConnectionCut is matched (errors.Is) by the error of a call whose
 // connection the server closed before it answered, or before its answer
 // ended (a stream such as Pairs' cut part-way): it is stopping, or
@@ -586,7 +606,7 @@ func (c *Client) callUpTo(ctx context.Context, method, path string, q url.Values
 		return answerTooLarge{fmt.Errorf("lshdb: client: the answer of %s %s is over %d bytes", method, path, limit)}
 	}
 	if err := json.Unmarshal(buf.Bytes(), out); err != nil {
-		return fmt.Errorf("lshdb: client: reading the answer of %s %s: %w", method, path, err)
+		return malformed(fmt.Sprintf("answer to %s %s", method, path), err)
 	}
 	return nil
 }
@@ -1108,6 +1128,12 @@ func (c *Client) QueryMany(ctx context.Context, qs []db.QueryInput, qo *db.Query
 	if err := c.call(ctx, "POST", "/v1/query/many", nil, req, &out); err != nil {
 		return nil, err
 	}
+	if len(out.Results) != len(qs) {
+		// NB: one result a query, as the caller indexes them: a
+		// server's answer of fewer was returned as it came (a fuzz
+		// target of the client's answers).
+		return nil, malformed("answer to a batch of queries", fmt.Errorf("%d results for %d queries", len(out.Results), len(qs)))
+	}
 	res := make([]*db.QueryResult, len(out.Results))
 	for i, r := range out.Results {
 		res[i] = r.QueryResult()
@@ -1175,7 +1201,7 @@ func lines(ctx context.Context, body io.Reader, fn func(line []byte) (bool, erro
 		}
 		if bytes.HasPrefix(line, []byte(`{"end"`)) || bytes.HasPrefix(line, []byte(`{"error"`)) {
 			if jerr := json.Unmarshal(line, &tail); jerr != nil {
-				return nil, fmt.Errorf("lshdb: client: a malformed line: %w", jerr)
+				return nil, malformed("line", jerr)
 			}
 			if tail.Error != nil {
 				return nil, errorFrom(http.StatusOK, tail.Error)
@@ -1275,7 +1301,7 @@ func (c *Client) Pairs(ctx context.Context, po *db.PairsOptions) iter.Seq2[db.Pa
 		end, err := lines(ctx, resp.Body, func(line []byte) (bool, error) {
 			var p httpapi.PairJSON
 			if err := json.Unmarshal(line, &p); err != nil {
-				return false, fmt.Errorf("lshdb: client: a malformed pair: %w", err)
+				return false, malformed("pair", err)
 			}
 			return yield(db.Pair{A: p.A, B: p.B, Jaccard: p.Jaccard}, nil), nil
 		})
@@ -1319,7 +1345,7 @@ func (c *Client) PairGroups(ctx context.Context, po *db.PairsOptions) iter.Seq2[
 		end, err := lines(ctx, resp.Body, func(line []byte) (bool, error) {
 			var g httpapi.PairGroupJSON
 			if err := json.Unmarshal(line, &g); err != nil {
-				return false, fmt.Errorf("lshdb: client: a malformed pair group: %w", err)
+				return false, malformed("pair group", err)
 			}
 			if len(g.A) == 0 || g.B != nil && len(g.B) == 0 {
 				return false, fmt.Errorf("lshdb: client: a pair group without documents: %s", line)
@@ -1365,11 +1391,11 @@ func (c *Client) Scan(ctx context.Context, so *db.ScanOptions) iter.Seq2[*db.Sto
 		_, err = lines(ctx, resp.Body, func(line []byte) (bool, error) {
 			var d httpapi.DocumentJSON
 			if err := json.Unmarshal(line, &d); err != nil {
-				return false, fmt.Errorf("lshdb: client: a malformed document: %w", err)
+				return false, malformed("document", err)
 			}
 			doc, err := d.Document()
 			if err != nil {
-				return false, fmt.Errorf("lshdb: client: a malformed document: %w", err)
+				return false, malformed("document", err)
 			}
 			return yield(doc, nil), nil
 		})
@@ -1468,11 +1494,11 @@ func readClusters(ctx context.Context, body io.Reader) ([]db.Cluster, error) {
 	_, err := lines(ctx, body, func(line []byte) (bool, error) {
 		var cl httpapi.ClusterJSON
 		if err := json.Unmarshal(line, &cl); err != nil {
-			return false, fmt.Errorf("lshdb: client: a malformed cluster: %w", err)
+			return false, malformed("cluster", err)
 		}
 		c, err := cl.DBCluster()
 		if err != nil {
-			return false, fmt.Errorf("lshdb: client: a malformed cluster: %w", err)
+			return false, malformed("cluster", err)
 		}
 		out = append(out, c)
 		return true, nil
