@@ -68,6 +68,17 @@ const (
 // ErrFormatTooNew: the database was written by a newer lshdb.
 var ErrFormatTooNew = errors.New("codec: format newer than this build")
 
+// FormatTooNewError is the ErrFormatTooNew of a manifest (errors.Is): the
+// database's format, and the newest this build reads.
+type FormatTooNewError struct{ Version, Max int }
+
+func (e *FormatTooNewError) Error() string {
+	return fmt.Sprintf("%v: the database has format %d, this build reads up to %d", ErrFormatTooNew, e.Version, e.Max)
+}
+
+// Is makes errors.Is(err, ErrFormatTooNew) true.
+func (e *FormatTooNewError) Is(target error) bool { return target == ErrFormatTooNew }
+
 // Manifest records every parameter that shapes hashes and bands. It is
 // written once, when a database is created.
 type Manifest struct {
@@ -167,7 +178,7 @@ func DecodeManifest(v []byte) (*Manifest, error) {
 	}
 	switch {
 	case m.FormatVersion > MaxFormatVersion:
-		return nil, fmt.Errorf("%w: the database has format %d, this build reads up to %d", ErrFormatTooNew, m.FormatVersion, MaxFormatVersion)
+		return nil, &FormatTooNewError{Version: m.FormatVersion, Max: MaxFormatVersion}
 	case m.FormatVersion < 1:
 		return nil, corrupt("manifest format version %d", m.FormatVersion)
 	case m.FormatVersion >= 2 && m.Storage != StorageText && m.Storage != StorageSets && m.Storage != StorageNone:

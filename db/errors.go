@@ -220,6 +220,9 @@ func classify(err error) error {
 	case errors.Is(err, ErrFormatTooNew) || errors.Is(err, ErrCorrupt) || errors.Is(err, ErrDiskFull):
 		return err // NB: classified already
 	case errors.Is(err, codec.ErrFormatTooNew):
+		if fe := (*codec.FormatTooNewError)(nil); errors.As(err, &fe) {
+			return &formatTooNewError{fe}
+		}
 		return fmt.Errorf("%w: %w", ErrFormatTooNew, err)
 	case errors.Is(err, codec.ErrCorrupt) || pebble.IsCorruptionError(err):
 		return fmt.Errorf("%w: %w", ErrCorrupt, firstLine{unprefixed{err}})
@@ -228,6 +231,18 @@ func classify(err error) error {
 	}
 	return err
 }
+
+// formatTooNewError is ErrFormatTooNew (and codec's) in words that say
+// what to do. NB: it said the same twice and no more ("database format is
+// newer than this build: codec: format newer than this build: the
+// database has format 6, this build reads up to 5": a compatibility
+// review, C4).
+type formatTooNewError struct{ fe *codec.FormatTooNewError }
+
+func (e *formatTooNewError) Error() string {
+	return fmt.Sprintf("%v: the index has format %d, and this build reads up to %d: open it with an lshdb that reads format %d (lshdb version says which formats a build reads)", ErrFormatTooNew, e.fe.Version, e.fe.Max, e.fe.Version)
+}
+func (e *formatTooNewError) Unwrap() []error { return []error{ErrFormatTooNew, e.fe} }
 
 // unprefixed is an error said without its leading "lshdb: ", for a
 // sentinel's text before it ("lshdb: disk full: lshdb: backup to ..."

@@ -165,8 +165,11 @@ func TestErrFormatTooNewAndCorrupt(t *testing.T) {
 		m, _ := codec.EncodeManifest(&codec.Manifest{FormatVersion: codec.MaxFormatVersion + 1})
 		p.Set(codec.ManifestKey, m, pebble.Sync)
 	})
-	if _, err := Open("db", &Options{fs: fs}); !errors.Is(err, ErrFormatTooNew) {
-		t.Fatalf("newer format: %v", err)
+	// NB: said once, with what to do (a compatibility review, C4).
+	newer := codec.MaxFormatVersion + 1
+	want := fmt.Sprintf("lshdb: database format is newer than this build: the index has format %d, and this build reads up to %d: open it with an lshdb that reads format %d", newer, codec.MaxFormatVersion, newer)
+	if _, err := Open("db", &Options{fs: fs}); !errors.Is(err, ErrFormatTooNew) || !errors.Is(err, codec.ErrFormatTooNew) || !strings.HasPrefix(err.Error(), want) {
+		t.Fatalf("newer format: %v\nwant ErrFormatTooNew saying %q", err, want)
 	}
 }
 

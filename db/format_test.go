@@ -21,6 +21,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/lshdb/lshdb/codec"
+	"github.com/lshdb/lshdb/compaction"
 	"github.com/lshdb/lshdb/minhash"
 )
 
@@ -178,6 +179,22 @@ func TestUpgradeFormat1(t *testing.T) {
 			checkGolden(t, d, docs)
 			if with, without := sketches(t, d); (c.storage == StorageText) != (with == len(docs) && without == 0) {
 				t.Fatalf("after the upgrade, %d records with a sketch, %d without", with, without)
+			}
+			// NB: made before instances, it gets one, another than a
+			// copy upgraded apart gets (a compatibility review, C3).
+			info, err := d.Info()
+			if err != nil || len(info.Instance) != 26 {
+				t.Fatalf("the upgraded index's instance: %+v, %v", info, err)
+			}
+			other := copyGolden(t, c.name)
+			if _, err := Upgrade(context.Background(), other, nil); err != nil {
+				t.Fatal(err)
+			}
+			od := mustOpen(t, other, &Options{ReadOnly: true})
+			oinfo, err := od.Info()
+			od.Close()
+			if err != nil || oinfo.Instance == info.Instance || len(oinfo.Instance) != 26 {
+				t.Fatalf("two copies upgraded apart: instances %q and %q (%v)", info.Instance, oinfo.Instance, err)
 			}
 			d.Close()
 			rep, err = Upgrade(context.Background(), dir, nil)
@@ -585,8 +602,39 @@ func TestFormat2TTLSaysUpgrade(t *testing.T) {
 		}
 		d.Close()
 	}
-	dir := copyGolden(t, "format2/text")
+	// NB: a sets index that also stores its texts is rebuilt from them
+	// (a compatibility review, C5): its manifest says so here.
+	dir := copyGolden(t, "format2/sets")
+	p, err := pebble.Open(dir, &pebble.Options{Merger: compaction.Merger, FormatMajorVersion: formatMajorVersion})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, closer, err := p.Get(codec.ManifestKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := codec.DecodeManifest(v)
+	closer.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.StoreText = true
+	enc, _ := codec.EncodeManifest(m)
+	if err := p.Set(codec.ManifestKey, enc, pebble.Sync); err != nil {
+		t.Fatal(err)
+	}
+	p.Close()
 	d, err := Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = d.Put(Doc{ID: "ttl", Text: "a document that should expire in an hour"}, &WriteOptions{TTL: time.Hour})
+	if !errors.Is(err, ErrFormat) || !strings.Contains(err.Error(), "lshdb export --db "+dir+" --all") {
+		t.Errorf("a TTL put on a format 2 sets index with its texts: %v, want ErrFormat naming lshdb export", err)
+	}
+	d.Close()
+	dir = copyGolden(t, "format2/text")
+	d, err = Open(dir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -703,7 +751,7 @@ func TestUpgradeKeepsTheReserve(t *testing.T) {
 			fs.capacity = int64(u.TotalBytes-u.AvailBytes) + reserve + int64(c.room*float64(need))
 			rep, err := Upgrade(context.Background(), dir, &Options{fs: fs, DiskReserve: reserve})
 			if c.refused {
-				if !errors.Is(err, ErrDiskFull) || !strings.Contains(err.Error(), "second copy of the records") {
+				if !errors.Is(err, ErrDiskFull) || !strings.Contains(err.Error(), "writes the records anew") {
 					t.Fatalf("Upgrade: %+v, %v; want ErrDiskFull", rep, err)
 				}
 			} else if err != nil || rep.To != codec.FormatVersion || rep.Uncompacted != c.uncompacted {
@@ -720,6 +768,71 @@ func TestUpgradeKeepsTheReserve(t *testing.T) {
 			}
 			checkGolden(t, d, docs)
 		})
+	}
+}
+
+// Ensure that an upgrade to sketches counts the sketches in the room it
+// needs: on short texts a record's 64-byte sketch, which no compressor
+// shrinks, about doubles it, and an upgrade with room for the old
+// records' size above the reserve passed the check, then filled the disk
+// (a compatibility review, C1). With room for 1.3 times the old records
+// it is now refused before it writes anything, and the index is as it
+// was; with room for 4 times them it runs.
+func TestUpgradeCountsTheSketches(t *testing.T) {
+	const reserve = 1 << 20
+	docs := goldenDocs(t)
+	dir := copyGolden(t, "format3/text")
+	d := mustOpen(t, dir, nil)
+	rng := rand.New(rand.NewPCG(7, 8))
+	var batch []Doc
+	for i := range 20000 {
+		id := fmt.Sprintf("short-%d", i)
+		var text strings.Builder
+		for range 8 {
+			fmt.Fprintf(&text, "w%d ", rng.IntN(3000))
+		}
+		docs[id] = text.String()
+		batch = append(batch, Doc{ID: id, Text: docs[id]})
+		if len(batch) == 1000 {
+			if _, err := d.PutBatch(batch, &WriteOptions{NoSync: true}); err != nil {
+				t.Fatal(err)
+			}
+			batch = batch[:0]
+		}
+	}
+	if err := d.Compact(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	old, err := d.pdb.EstimateDiskUsage(codec.DocPrefix, codec.DocPrefixEnd)
+	d.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustOpen(t, dir, nil).Close()
+	for _, c := range []struct {
+		room    float64
+		refused bool
+	}{{1.3, true}, {4, false}} {
+		fs := &quotaFS{FS: vfs.Default, root: dir, capacity: 1 << 40}
+		u, _ := fs.GetDiskUsage(dir)
+		fs.capacity = int64(u.TotalBytes-u.AvailBytes) + reserve + int64(c.room*float64(old))
+		rep, err := Upgrade(context.Background(), dir, &Options{fs: fs, DiskReserve: reserve})
+		if c.refused && (!errors.Is(err, ErrDiskFull) || !strings.Contains(err.Error(), "writes the records anew")) {
+			t.Fatalf("room for %v times the old records (%d bytes): %+v, %v; want refused before writing, ErrDiskFull", c.room, old, rep, err)
+		}
+		if !c.refused && (err != nil || rep.To != codec.FormatVersion) {
+			t.Fatalf("room for %v times the old records: %+v, %v", c.room, rep, err)
+		}
+		d := mustOpen(t, dir, &Options{ReadOnly: true})
+		want := codec.FormatVersion
+		if c.refused {
+			want = 3
+		}
+		if v := d.Params().FormatVersion; v != want {
+			t.Fatalf("room for %v: format %d, want %d", c.room, v, want)
+		}
+		checkGolden(t, d, docs)
+		d.Close()
 	}
 }
 

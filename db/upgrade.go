@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -100,6 +101,14 @@ func (db *DB) upgrade(ctx context.Context) (*UpgradeReport, error) {
 
 	m := db.man
 	m.FormatVersion = codec.FormatVersion
+	if m.Instance == "" {
+		// NB: an index made before instances gets one with its new
+		// format: a pairs file made before it was built anew in its
+		// directory (another corpus of the same size) was taken for its
+		// own, and clusters --from gave the old corpus's clusters (a
+		// compatibility review, C3).
+		m.Instance = newInstance()
+	}
 	if !sketches {
 		m.Storage = StorageSets
 		if m.StoreText {
@@ -141,6 +150,13 @@ func (db *DB) upgrade(ctx context.Context) (*UpgradeReport, error) {
 	if err != nil {
 		return nil, classify(err)
 	}
+	if sketches {
+		// NB: each record gains a sketch that no compressor shrinks:
+		// counted from the old records' size, the new ones on 1.4
+		// million short texts took 2.06x the figure, and an upgrade that
+		// passed the check filled the disk (a compatibility review, C1).
+		need += uint64(db.stored()) * uint64(codec.SketchBytes(db.skOpt.NumPerm)+8)
+	}
 	if err := db.roomFor(int64(need)); err != nil {
 		// NB: a backup reads only the formats this build reads: an index
 		// before format 2 is copied as files (the ErrFormat message's
@@ -149,7 +165,7 @@ func (db *DB) upgrade(ctx context.Context) (*UpgradeReport, error) {
 		if !sketches {
 			copyHow = "cp -a DIR NEWDIR while nothing has it open"
 		}
-		return nil, fmt.Errorf("%w; the upgrade writes a second copy of the records (about %s) before it drops the first: free space, or upgrade a copy on a larger disk (%s)", err, mib(int64(need)), copyHow)
+		return nil, fmt.Errorf("%w; the upgrade writes the records anew (about %s) before it drops the old ones: free space, or upgrade a copy on a larger disk (%s)", err, mib(int64(need)), copyHow)
 	}
 	fs := db.tempFS(db.dir)
 	tmp := fs.PathJoin(db.dir, loadTmpDir)
@@ -234,12 +250,20 @@ func (db *DB) upgrade(ctx context.Context) (*UpgradeReport, error) {
 			docs++
 		}
 	})
+	// stopped says that a table write refused for want of room left the
+	// index as it was (the reserve's check, tempFS).
+	stopped := func(err error) error {
+		if errors.Is(err, ErrDiskFull) {
+			return fmt.Errorf("%w; the upgrade stopped before its new records were ingested, and the index is as it was (format %d): it needs more than the %s it was counted to need", err, old.FormatVersion, mib(int64(need)))
+		}
+		return err
+	}
 	if err = cmp.Or(err, derr); err != nil {
-		return nil, err
+		return nil, stopped(err)
 	}
 	if !sketches {
 		if err := upgradePostings(ctx, snap, postings); err != nil {
-			return nil, err
+			return nil, stopped(err)
 		}
 	}
 	// NB: released before the ingest and the compaction below: a snapshot
@@ -249,7 +273,7 @@ func (db *DB) upgrade(ctx context.Context) (*UpgradeReport, error) {
 	snap.Close()
 	snapOpen = false
 	if err := manifest.set(codec.ManifestKey, enc); err != nil {
-		return nil, err
+		return nil, stopped(err)
 	}
 	var paths []string
 	for _, t := range []*tableSeq{records, postings, manifest} {
@@ -260,10 +284,18 @@ func (db *DB) upgrade(ctx context.Context) (*UpgradeReport, error) {
 		paths = append(paths, p...)
 	}
 	if err != nil {
-		return nil, classify(err)
+		return nil, stopped(classify(err))
 	}
 	if err := ctxErr(ctx); err != nil {
 		return nil, err
+	}
+	// written: the new tables' size, which the compaction below writes
+	// again before it drops the old ones.
+	var written int64
+	for _, p := range paths {
+		if fi, err := fs.Stat(p); err == nil {
+			written += fi.Size()
+		}
 	}
 	// NB: one Ingest is atomic: the new records and the new manifest
 	// become visible together, with one sequence number.
@@ -280,7 +312,7 @@ func (db *DB) upgrade(ctx context.Context) (*UpgradeReport, error) {
 	// before it removes the old tables: without room for them above the
 	// reserve it is left to Pebble (a compaction that filled the disk
 	// left every later write refused).
-	if err := db.roomFor(int64(need)); err != nil {
+	if err := db.roomFor(cmp.Or(written, int64(need))); err != nil {
 		db.opts.Logger.Warn("lshdb: upgraded, but the old records stay on disk until Pebble compacts them, for want of room to compact now: free space and run lshdb compact", "err", err)
 		rep.Uncompacted = true
 		return rep, nil

@@ -674,6 +674,10 @@ func (db *DB) expiryFormatError() error {
 		// re-derives what format 3 stores from each text); a sets or
 		// none index of format 2 stays format 2.
 		way = fmt.Sprintf("an index in %s mode of that format cannot be upgraded: build a new one from the documents' sources", db.man.Storage)
+		if db.man.StoreText {
+			// NB: it holds the texts (a compatibility review, C5).
+			way = fmt.Sprintf("an index in %s mode of that format cannot be upgraded: build a new one from its texts (lshdb export --db %s --all --out FILE, then lshdb build --db NEWDIR FILE)", db.man.Storage, db.dir)
+		}
 	}
 	return formatError(fmt.Sprintf("lshdb: documents with a TTL need an index of format %d or later, and %s is format %d: %s", codec.SumFingerprintFormatVersion, db.dir, db.man.FormatVersion, way))
 }

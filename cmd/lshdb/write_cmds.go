@@ -2504,7 +2504,10 @@ rewritten under their format 2 keys; ids are kept. A text index of format
 which pairs and clusters read instead of re-shingling every candidate's
 text), each text checked against its record; its posting lists are kept.
 Any other index is left as it is (this build reads and writes it in its own
-format). It needs free space for a second copy of the records until it ends.
+format). It needs free space for the records written anew until it ends
+(on short texts about twice the old records: each gains a 64-byte sketch),
+and is refused first, having written nothing, when it has not that much.
+An index made before instances gets one (lshdb info shows it).
 
 An upgrade cannot be undone: an lshdb older than this one refuses the
 upgraded index ("database format is newer than this build"). Copy it
