@@ -116,6 +116,12 @@ type Manifest struct {
 	// original's at one instant (a Pebble index's backup; 0 for an empty
 	// one), not absent (a Redis index's copy, of no one instant).
 	OriginInstant bool `msgpack:"origin_instant,omitempty"`
+	// UpgradeUncompacted says that an upgrade's records were ingested and
+	// the records they replace not yet compacted away (the upgrade was
+	// stopped then, or had no room to compact them): the next upgrade or
+	// compaction of the whole index frees their space and clears it. No
+	// format depends on it.
+	UpgradeUncompacted bool `msgpack:"upgrade_uncompacted,omitempty"`
 }
 
 // MaxStopWords bounds the stop-word list a manifest may hold. Decoding

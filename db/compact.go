@@ -1,6 +1,7 @@
 package db
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -97,6 +98,18 @@ func (db *DB) Compact(ctx context.Context) error {
 			return err
 		}
 		return classify(fmt.Errorf("lshdb: compacting: %w", err))
+	}
+	if db.manifestNow().UpgradeUncompacted {
+		// NB: the old records an upgrade left went with the rest: the
+		// manifest says so, or the next upgrade compacts again.
+		if err := db.wmu.lock(cmp.Or(ctx, db.closing)); err != nil {
+			return err
+		}
+		err := db.clearUpgradeMark()
+		db.wmu.Unlock()
+		if err != nil {
+			return fmt.Errorf("lshdb: compacted, but writing the manifest that says so failed (the next compaction or upgrade tries again): %w", err)
+		}
 	}
 	db.awaitObsoleteDeletion(ctx)
 	return nil

@@ -175,6 +175,10 @@ type DB struct {
 	// TTL made it so, or it was opened so). NB: db.man is not changed
 	// after Open, for readers that use it without the writer lock.
 	expiryFormat atomic.Bool
+	// upgradeCompacted says that the manifest was written without its
+	// UpgradeUncompacted since it was read (db.man, which is not
+	// changed once the index is open, still has it): see manifestNow.
+	upgradeCompacted atomic.Bool
 	// published are the counters as of the last write, read without the
 	// writer lock (Count, Info: Written and Docs together); nil on Redis.
 	published atomic.Pointer[codec.Counters]

@@ -771,6 +771,81 @@ func TestUpgradeKeepsTheReserve(t *testing.T) {
 	}
 }
 
+// Ensure that the old records of an upgrade stopped after its ingest (a
+// crash there, made by a hook) are said by Info and freed by the next
+// Upgrade, or by Compact: an index killed there stayed at 14 times its
+// size, Info said nothing, and a second upgrade said it had nothing to
+// do (a compatibility review, C2). The records' size on disk, measured
+// before and after, and the golden documents are the oracles.
+func TestUpgradeStoppedAfterIngest(t *testing.T) {
+	for _, finish := range []string{"upgrade", "compact"} {
+		t.Run(finish, func(t *testing.T) {
+			docs := goldenDocs(t)
+			dir := copyGolden(t, "format3/text")
+			d := mustOpen(t, dir, nil)
+			rng := rand.New(rand.NewPCG(9, 10))
+			for i := range 1000 {
+				id := fmt.Sprintf("extra-%d", i)
+				var text strings.Builder
+				for range 150 {
+					fmt.Fprintf(&text, "%x ", rng.Uint32())
+				}
+				docs[id] = text.String()
+				if err := d.Put(Doc{ID: id, Text: docs[id]}, &WriteOptions{NoSync: true}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := d.Compact(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			d.Close()
+			records := func(d *DB) uint64 {
+				n, err := d.pdb.EstimateDiskUsage(codec.DocPrefix, codec.DocPrefixEnd)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return n
+			}
+			upgradeStopHook = func() bool { return true }
+			rep, err := Upgrade(context.Background(), dir, nil)
+			upgradeStopHook = nil
+			if err != nil || rep.To != codec.FormatVersion || rep.Uncompacted || rep.Compacted {
+				t.Fatalf("the stopped upgrade: %+v, %v", rep, err)
+			}
+			d = mustOpen(t, dir, nil)
+			before := records(d)
+			if info, err := d.Info(); err != nil || !info.UpgradeUncompacted {
+				t.Fatalf("after an upgrade stopped after its ingest: %+v, %v; want UpgradeUncompacted", info, err)
+			}
+			checkGolden(t, d, docs)
+			if finish == "compact" {
+				if err := d.Compact(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				d.Close()
+				rep, err := Upgrade(context.Background(), dir, nil)
+				if err != nil || rep.From != codec.FormatVersion || !rep.Compacted || rep.Uncompacted {
+					t.Fatalf("the next upgrade: %+v, %v; want the old records compacted", rep, err)
+				}
+				d = mustOpen(t, dir, nil)
+			}
+			after := records(d)
+			if info, err := d.Info(); err != nil || info.UpgradeUncompacted {
+				t.Fatalf("after the %s: %+v, %v; want no UpgradeUncompacted", finish, info, err)
+			}
+			if after*10 > before*7 {
+				t.Fatalf("after the %s the records take %d bytes, %d before: the old ones stayed", finish, after, before)
+			}
+			checkGolden(t, d, docs)
+			d.Close()
+			if rep, err := Upgrade(context.Background(), dir, nil); err != nil || rep.Compacted || rep.Uncompacted || rep.From != rep.To {
+				t.Fatalf("an upgrade after: %+v, %v; want nothing to do", rep, err)
+			}
+		})
+	}
+}
+
 // Ensure that an upgrade to sketches counts the sketches in the room it
 // needs: on short texts a record's 64-byte sketch, which no compressor
 // shrinks, about doubles it, and an upgrade with room for the old

@@ -62,6 +62,10 @@ type Info struct {
 	// (lshdb-damaged-OPTIONS-NNNNNN): their paths, part of DiskBytes (not
 	// of LogBytes). Remove them once examined. Nil if none.
 	DamagedLogCopies []string
+	// UpgradeUncompacted says that the records an upgrade replaced still
+	// take their space: the upgrade was stopped after its ingest, or had
+	// no room to compact them. Upgrade (again) or Compact frees it.
+	UpgradeUncompacted bool
 	// Instance names the index: 26 random base32 characters (128 bits)
 	// given when it was made; an index built anew in the same place, and
 	// a backup, get another. Empty for an index made before lshdb gave it
@@ -112,7 +116,8 @@ func (db *DB) Info() (*Info, error) {
 	c := db.published.Load()
 	all, temp, logs := dirBytesTemp(db.opts.FS, db.dir)
 	return &Info{Params: db.Params(), Docs: c.Live, Written: max(c.NextDoc, 1) - 1, DiskBytes: all, TempBytes: temp, LogBytes: logs, RecycledLogBytes: db.recycledLogBytes(),
-		DamagedLogCopies: damagedLogCopies(db.opts.FS, db.dir), Instance: db.man.Instance, Origin: originOf(&db.man)}, nil
+		DamagedLogCopies: damagedLogCopies(db.opts.FS, db.dir), Instance: db.man.Instance, Origin: originOf(&db.man),
+		UpgradeUncompacted: db.manifestNow().UpgradeUncompacted}, nil
 }
 
 // recycledLogBytes is the space on disk that the write-ahead logs Pebble

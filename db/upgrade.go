@@ -31,8 +31,12 @@ type UpgradeReport struct {
 	// Uncompacted says that the old records still take their space: the
 	// compaction that frees it at once was skipped for want of room above
 	// the reserve, or failed (logged); Pebble's own compactions free it
-	// later, or DB.Compact now.
+	// later, or DB.Compact (or Upgrade again) now.
 	Uncompacted bool
+	// Compacted says that an index of the current format had the old
+	// records of an upgrade that stopped after its ingest (killed, or
+	// without room to compact), and that they were compacted away now.
+	Compacted bool
 }
 
 // Upgrade rewrites the index in dir, made by an lshdb of format 1, in the
@@ -94,6 +98,19 @@ func (db *DB) upgrade(ctx context.Context) (*UpgradeReport, error) {
 		// NB: nothing to do: this build reads and writes the format as it
 		// is (a format 2 index keeps format 2's fingerprint).
 		rep.To = db.man.FormatVersion
+		if db.manifestNow().UpgradeUncompacted && db.rkv == nil {
+			// NB: but the old records that an upgrade stopped after its
+			// ingest left: an index killed there stayed at 14x its size,
+			// and a second upgrade said it had nothing to do (a
+			// compatibility review, C2).
+			ctx, cancel := db.opCtx(ctx)
+			defer cancel()
+			need, err := db.pdb.EstimateDiskUsage(codec.DocPrefix, codec.PostingPrefixEnd)
+			if err != nil {
+				return nil, classify(err)
+			}
+			rep.Compacted, rep.Uncompacted = db.compactUpgraded(ctx, int64(need), codec.PostingPrefixEnd)
+		}
 		return rep, nil
 	}
 	ctx, cancel := db.opCtx(ctx)
@@ -101,6 +118,7 @@ func (db *DB) upgrade(ctx context.Context) (*UpgradeReport, error) {
 
 	m := db.man
 	m.FormatVersion = codec.FormatVersion
+	m.UpgradeUncompacted = true // NB: until the compaction below (see compactUpgraded)
 	if m.Instance == "" {
 		// NB: an index made before instances gets one with its new
 		// format: a pairs file made before it was built anew in its
@@ -312,16 +330,67 @@ func (db *DB) upgrade(ctx context.Context) (*UpgradeReport, error) {
 	// before it removes the old tables: without room for them above the
 	// reserve it is left to Pebble (a compaction that filled the disk
 	// left every later write refused).
-	if err := db.roomFor(cmp.Or(written, int64(need))); err != nil {
-		db.opts.Logger.Warn("lshdb: upgraded, but the old records stay on disk until Pebble compacts them, for want of room to compact now: free space and run lshdb compact", "err", err)
-		rep.Uncompacted = true
-		return rep, nil
+	if upgradeStopHook != nil && upgradeStopHook() {
+		return rep, nil // NB: a test's crash here
+	}
+	_, rep.Uncompacted = db.compactUpgraded(ctx, cmp.Or(written, int64(need)), hi)
+	return rep, nil
+}
+
+// upgradeStopHook, when set (tests), is called once an upgrade's records
+// are ingested; true stops the upgrade there, as a crash would.
+var upgradeStopHook func() bool
+
+// compactUpgraded compacts the records (and posting lists, up to hi) that
+// an upgrade replaced, with room for need bytes above the reserve, and
+// then clears the manifest's UpgradeUncompacted; it reports whether it
+// compacted, or left them (logged). The caller holds wmu.
+func (db *DB) compactUpgraded(ctx context.Context, need int64, hi []byte) (compacted, left bool) {
+	// NB: it writes the live records anew before it removes the old
+	// tables: without room for them above the reserve it is left to
+	// Pebble (a compaction that filled the disk left every later write
+	// refused).
+	if err := db.roomFor(need); err != nil {
+		db.opts.Logger.Warn("lshdb: upgraded, but the old records stay on disk until Pebble compacts them, for want of room to compact now: free space and run lshdb compact (or lshdb upgrade again)", "err", err)
+		return false, true
 	}
 	if err := db.pdb.Compact(ctx, codec.DocPrefix, hi, true); err != nil {
-		db.opts.Logger.Warn("lshdb: upgraded, but compacting the old records failed: they stay on disk until Pebble compacts them (lshdb compact)", "err", err)
-		rep.Uncompacted = true
+		db.opts.Logger.Warn("lshdb: upgraded, but compacting the old records failed: they stay on disk until Pebble compacts them (lshdb compact, or lshdb upgrade again)", "err", err)
+		return false, true
 	}
-	return rep, nil
+	if err := db.clearUpgradeMark(); err != nil {
+		db.opts.Logger.Warn("lshdb: the old records of the upgrade were compacted, but the manifest still says they are not (the next upgrade or compaction compacts again)", "err", err)
+	}
+	return true, false
+}
+
+// manifestNow is the manifest as stored now: db.man, without its
+// UpgradeUncompacted once that was cleared.
+func (db *DB) manifestNow() codec.Manifest {
+	m := db.man
+	if db.upgradeCompacted.Load() {
+		m.UpgradeUncompacted = false
+	}
+	return m
+}
+
+// clearUpgradeMark writes the manifest without UpgradeUncompacted, if it
+// has it (a synced write). The caller holds wmu.
+func (db *DB) clearUpgradeMark() error {
+	m := db.manifestNow()
+	if !m.UpgradeUncompacted {
+		return nil
+	}
+	m.UpgradeUncompacted = false
+	enc, err := codec.EncodeManifest(&m)
+	if err != nil {
+		return err
+	}
+	if err := db.pebbleWrite(func() error { return db.pdb.Set(codec.ManifestKey, enc, pebble.Sync) }); err != nil {
+		return classify(err)
+	}
+	db.upgradeCompacted.Store(true)
+	return nil
 }
 
 // sketchRecord encodes into *out the format 5 record of a text record of

@@ -660,7 +660,7 @@ func (db *DB) expiryManifest(b *pebble.Batch, preps []prepared) (bool, error) {
 // expiryManifestBytes encodes the index's manifest at format 4 (at
 // least: a manifest of a later format, which takes expiry, keeps it).
 func (db *DB) expiryManifestBytes() ([]byte, error) {
-	m := db.man
+	m := db.manifestNow()
 	m.FormatVersion = max(m.FormatVersion, codec.ExpiryFormatVersion)
 	return codec.EncodeManifest(&m)
 }

@@ -40,6 +40,8 @@ type infoJSON struct {
 	LogBytes uint64 `json:"log_bytes"`
 	// DamagedLogCopies is db.Info.DamagedLogCopies.
 	DamagedLogCopies []string `json:"damaged_log_copies,omitempty"`
+	// UpgradeUncompacted is db.Info.UpgradeUncompacted.
+	UpgradeUncompacted bool `json:"upgrade_uncompacted,omitempty"`
 	// Instance names the index (db.Info): a pairs file made on another
 	// is refused.
 	Instance string `json:"instance,omitempty"`
@@ -55,7 +57,7 @@ func infoOut(in *db.Info) infoJSON {
 		Scheme: p.Scheme.String(), Seed: p.Seed, Shingle: p.Shingle.String(), ShingleSize: p.ShingleSize, Bag: p.Bag,
 		Normalization: p.Normalization.String(), StopWords: nonNil(p.StopWords), StoreText: p.StoreText, Storage: p.Storage,
 		FormatVersion: p.FormatVersion, ExpectedRecall: p.Bands.Probability(p.Threshold), DiskBytes: in.DiskBytes, TempBytes: in.TempBytes, LogBytes: in.LogBytes, RecycledLogBytes: in.RecycledLogBytes,
-		DamagedLogCopies: in.DamagedLogCopies, Instance: in.Instance, Origin: httpapi.OriginOut(in.Origin), EstimateJSON: httpapi.EstimateOut(p)}
+		DamagedLogCopies: in.DamagedLogCopies, UpgradeUncompacted: in.UpgradeUncompacted, Instance: in.Instance, Origin: httpapi.OriginOut(in.Origin), EstimateJSON: httpapi.EstimateOut(p)}
 }
 
 func (a *app) infoCmd() *cobra.Command {
@@ -156,6 +158,11 @@ func diskParts(in *db.Info) string {
 	}
 	if significantLogs(in) {
 		parts = append(parts, humanBytes(in.LogBytes)+" of it write-ahead logs: allocated ahead for the writes to come; a compact frees them until the next write (those of its own purge go at the next open; a process that serves the index keeps its own)")
+	}
+	if in.UpgradeUncompacted {
+		// NB: an upgrade killed after its ingest left an index at 14x its
+		// size, and nothing said why (a compatibility review, C2).
+		parts = append(parts, "with the old records of an upgrade that was stopped, or had no room, before it compacted them away: lshdb upgrade (again) or lshdb compact frees them")
 	}
 	if len(in.DamagedLogCopies) > 0 {
 		parts = append(parts, fmt.Sprintf("and copies of damaged files (write-ahead logs, options) that an open or check --repair kept, to remove once examined: %s", strings.Join(escAll(in.DamagedLogCopies), " ")))

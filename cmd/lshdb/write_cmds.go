@@ -2507,7 +2507,10 @@ Any other index is left as it is (this build reads and writes it in its own
 format). It needs free space for the records written anew until it ends
 (on short texts about twice the old records: each gains a 64-byte sketch),
 and is refused first, having written nothing, when it has not that much.
-An index made before instances gets one (lshdb info shows it).
+An index made before instances gets one (lshdb info shows it). An
+upgrade stopped once its new records are in (killed) leaves the old ones
+on disk: lshdb info says so, and lshdb upgrade again, or lshdb compact,
+frees them.
 
 An upgrade cannot be undone: an lshdb older than this one refuses the
 upgraded index ("database format is newer than this build"). Copy it
@@ -2534,13 +2537,20 @@ or newer.`,
 				return interruptNote(err, "upgrade interrupted: the index is as it was")
 			}
 			if a.json() {
-				return a.emitJSON(upgradeJSON{From: rep.From, To: rep.To, Storage: rep.Storage, Docs: rep.Docs, Uncompacted: rep.Uncompacted})
+				return a.emitJSON(upgradeJSON{From: rep.From, To: rep.To, Storage: rep.Storage, Docs: rep.Docs, Uncompacted: rep.Uncompacted, Compacted: rep.Compacted})
 			}
-			if rep.From == rep.To {
+			if rep.From == rep.To && rep.Compacted {
+				return a.summaryf("index format %d needs no upgrade: the old records of an upgrade stopped before it compacted them were compacted away\n", rep.To)
+			}
+			if rep.From == rep.To && !rep.Uncompacted {
 				err = a.summaryf("index format %d needs no upgrade: nothing to do\n", rep.To)
 				return err
 			}
-			err = a.summaryf("upgraded index format %d to %d: %d documents, storage %s\n", rep.From, rep.To, rep.Docs, rep.Storage)
+			if rep.From == rep.To {
+				err = a.summaryf("index format %d needs no upgrade\n", rep.To)
+			} else {
+				err = a.summaryf("upgraded index format %d to %d: %d documents, storage %s\n", rep.From, rep.To, rep.Docs, rep.Storage)
+			}
 			if err == nil && rep.Uncompacted {
 				a.notef("the old records still take their space on disk (no room to compact them now, or the compaction failed: see above); lshdb compact frees it once there is room")
 			}
@@ -2557,6 +2567,9 @@ type upgradeJSON struct {
 	Docs    int    `json:"docs"`
 	// Uncompacted: the old records still take their space (db.UpgradeReport).
 	Uncompacted bool `json:"uncompacted,omitempty"`
+	// Compacted: the old records of an upgrade stopped before it
+	// compacted them were compacted away now (db.UpgradeReport).
+	Compacted bool `json:"compacted,omitempty"`
 }
 
 // checkRecall refuses a --recall outside (0, 1), in create and tune alike.
