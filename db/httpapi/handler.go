@@ -438,12 +438,14 @@ func (h *handler) ServeHTTP(hw http.ResponseWriter, r *http.Request) {
 	// (an SRE's review: 40 MB of log for 20 requests of 1 MB paths).
 	if rt == nil || rt.op != "healthz" {
 		if err = h.sameSite(r); err != nil {
+			w.refuseUnread()
 			w.fail(err)
 			return
 		}
 		var readOnly bool
 		if readOnly, err = h.authorize(r); err != nil {
 			w.w.Header().Set("WWW-Authenticate", `Bearer realm="lshdb"`)
+			w.refuseUnread()
 			w.fail(err)
 			return
 		}
@@ -549,6 +551,20 @@ func cutErr(r *http.Request, err error) error {
 
 // authorized compares the request's bearer token with the handler's in
 // constant time (of the digests, so that not even the length leaks).
+// refuseUnread makes the connection of a request refused before its body
+// was read close once the refusal is written, without reading the body.
+// NB: net/http reads up to 256 KiB of a body the handler left, for up to
+// the server's read timeout, and the connection counts as busy meanwhile:
+// 4,100 connections with no token, each sending a header that promised a
+// body and then a byte a second, took every slot of serve's TCP bound
+// (4,096), and /healthz went unanswered for 30 s (a security review, S1).
+// Connection: close alone still read the body; a read deadline in the
+// past ends that read at once.
+func (w *resp) refuseUnread() {
+	w.w.Header().Set("Connection", "close")
+	_ = w.rc.SetReadDeadline(time.Now())
+}
+
 // sameSite refuses what a web page could make a browser send: a request
 // that carries a foreign Origin (or Sec-Fetch-Site: cross-site), whatever
 // the transport; and, on a TCP port served without a token, one whose

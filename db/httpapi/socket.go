@@ -191,6 +191,7 @@ func RequireToken(token string, next http.Handler) http.Handler {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="lshdb"`)
 			}
 			rw := &resp{w: w, rc: http.NewResponseController(w), h: h}
+			rw.refuseUnread()
 			rw.fail(err)
 			return
 		}
