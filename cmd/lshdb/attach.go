@@ -67,11 +67,18 @@ var (
 )
 
 // clientOptions are the options of an attached command's client: the
-// token from LSHDB_TOKEN, and a bound on the first exchange, so that a
-// stopped or stuck server fails the command instead of hanging it.
+// token from LSHDB_TOKEN, and bounds on the first exchange and on each
+// call that takes no context (info, get, count, explain, …), so that a
+// stopped or stuck server fails the command instead of hanging it. NB:
+// once attached, lshdb info waited without end on a server that stopped
+// answering (a security review, S3). The long calls (queries, pairs,
+// clusters, loads) follow the command's context, which an interrupt ends.
 func clientOptions() *client.Options {
-	return &client.Options{Token: os.Getenv("LSHDB_TOKEN"), OpenTimeout: attachTimeout}
+	return &client.Options{Token: os.Getenv("LSHDB_TOKEN"), OpenTimeout: attachTimeout, Timeout: attachCallTimeout}
 }
+
+// attachCallTimeout bounds each attached call that takes no context.
+const attachCallTimeout = 5 * time.Minute
 
 // attachTimeout is how long a command waits for a server's first answer.
 const attachTimeout = 15 * time.Second

@@ -85,9 +85,23 @@ type Options struct {
 	OpenTimeout time.Duration
 	// HTTPClient sends the requests (TLS settings, proxies). Default: a
 	// client of its own, dialling the Unix socket for a socket target.
-	// NB: for a socket target, its Transport is replaced.
+	// NB: for a socket target, its Transport is replaced; the client
+	// follows no redirect, whatever its CheckRedirect.
 	HTTPClient *http.Client
+	// MaxAnswerBytes bounds what the client reads of one answer, or of
+	// one line of a streamed one (Pairs, Scan, Clusters, …): a longer one
+	// fails the call with ErrMalformedAnswer, so that a server gone wrong,
+	// or a program that is not lshdb's, cannot make the client hold more.
+	// Default: DefaultMaxAnswerBytes; negative: no bound.
+	MaxAnswerBytes int64
 }
+
+// DefaultMaxAnswerBytes is the default Options.MaxAnswerBytes: 1 GiB,
+// far more than an lshdb server's answer but for a huge batch of queries
+// with their texts. NB: with no bound, a server that answered one JSON
+// line that never ended took an attached lshdb pairs to 1.3 GB in 15 s,
+// still growing (a security review, S2).
+const DefaultMaxAnswerBytes = 1 << 30
 
 // Client is a connection to one lshdb server. Every method is safe for
 // concurrent use. The caller MUST call Close.
@@ -111,6 +125,8 @@ type Client struct {
 	done       context.Context
 	closeCalls context.CancelFunc
 	timeout    time.Duration
+	// maxAnswer bounds an answer, or a line of a stream (0: none).
+	maxAnswer int64
 }
 
 // Open connects to the server at target: an http:// or https:// URL, or
@@ -137,7 +153,13 @@ func OpenContext(ctx context.Context, target string, opts *Options) (*Client, er
 	if i := strings.IndexFunc(o.Token, func(r rune) bool { return r < ' ' || r == 0x7f }); i >= 0 {
 		return nil, fmt.Errorf("%w: client: the token (Options.Token; the command's LSHDB_TOKEN) holds a control character (%q at byte %d), which an HTTP header cannot carry", db.ErrInvalidOptions, o.Token[i], i)
 	}
-	c := &Client{o: o, timeout: o.Timeout}
+	c := &Client{o: o, timeout: o.Timeout, maxAnswer: o.MaxAnswerBytes}
+	switch {
+	case c.maxAnswer == 0:
+		c.maxAnswer = DefaultMaxAnswerBytes
+	case c.maxAnswer < 0:
+		c.maxAnswer = 0 // no bound
+	}
 	c.done, c.closeCalls = context.WithCancel(context.Background())
 	hc := o.HTTPClient
 	if hc == nil {
@@ -189,6 +211,12 @@ func OpenContext(ctx context.Context, target string, opts *Options) (*Client, er
 		}
 		// NB: the host is a placeholder; the transport dials the socket.
 		c.base = "http://lshdb"
+	}
+	// NB: no redirect is followed: one sent a delete, with its token and
+	// body, to another port of the host (a security review, S4); and
+	// an lshdb server redirects nothing.
+	hc.CheckRedirect = func(r *http.Request, via []*http.Request) error {
+		return fmt.Errorf("%w: the server redirected %s %s to %s, and a client follows no redirect (is %s an lshdb server?)", ErrMalformedAnswer, via[0].Method, via[0].URL.Path, r.URL.Redacted(), target)
 	}
 	c.hc = hc
 	ctx, cancel := c.ctxFrom(ctx) // NB: Open takes no context: Timeout bounds it
@@ -398,10 +426,19 @@ func (c *Client) ctxFrom(base context.Context) (context.Context, context.CancelF
 		base = context.Background()
 	}
 	if c.timeout > 0 {
-		return context.WithTimeout(base, c.timeout)
+		return context.WithTimeoutCause(base, c.timeout, callTimeout{c.timeout})
 	}
 	return context.WithCancel(base)
 }
+
+// callTimeout is the cause of a call's context once Options.Timeout
+// passed: the call's error (errors.Is context.DeadlineExceeded) says so.
+type callTimeout struct{ d time.Duration }
+
+func (e callTimeout) Error() string {
+	return fmt.Sprintf("lshdb: client: the server did not answer within %v (client.Options.Timeout): is it stuck, or busy with a long call?", e.d)
+}
+func (e callTimeout) Is(target error) bool { return target == context.DeadlineExceeded }
 
 // readOnly reports whether the API's method and path write nothing: every
 // GET, and the POSTs that only read (a body too long for a query string).
@@ -561,7 +598,7 @@ func errorFrom(status int, b *httpapi.ErrorBody) error {
 
 // call sends a request and decodes its JSON answer into out.
 func (c *Client) call(ctx context.Context, method, path string, q url.Values, body, out any) error {
-	return c.callUpTo(ctx, method, path, q, body, out, 0)
+	return c.callUpTo(ctx, method, path, q, body, out, c.maxAnswer)
 }
 
 // paramsAnswerBytes bounds the answer that Open reads, the index's
@@ -575,8 +612,11 @@ func (c *Client) call(ctx context.Context, method, path string, q url.Values, bo
 const paramsAnswerBytes = 64 << 20
 
 // answerTooLarge is callUpTo's error of an answer over its bound (Open
-// tells it with errors.As, as connCut is told).
+// tells it with errors.As, as connCut is told); it is an
+// ErrMalformedAnswer.
 type answerTooLarge struct{ error }
+
+func (e answerTooLarge) Is(target error) bool { return target == ErrMalformedAnswer }
 
 // callUpTo is call whose answer may be at most limit bytes (0: no bound).
 func (c *Client) callUpTo(ctx context.Context, method, path string, q url.Values, body, out any, limit int64) error {
@@ -603,7 +643,7 @@ func (c *Client) callUpTo(ctx context.Context, method, path string, q url.Values
 		return cutAnswer(ctx, fmt.Errorf("lshdb: client: reading the answer of %s %s: %w", method, path, err))
 	}
 	if limit > 0 && int64(buf.Len()) > limit {
-		return answerTooLarge{fmt.Errorf("lshdb: client: the answer of %s %s is over %d bytes", method, path, limit)}
+		return answerTooLarge{fmt.Errorf("lshdb: client: the answer of %s %s is over %d bytes (client.Options.MaxAnswerBytes)", method, path, limit)}
 	}
 	if err := json.Unmarshal(buf.Bytes(), out); err != nil {
 		return malformed(fmt.Sprintf("answer to %s %s", method, path), err)
@@ -850,7 +890,11 @@ func (c *Client) PutIfNewBatch(ctx context.Context, docs []db.Doc, wo *db.WriteO
 		return nil, err
 	}
 	defer resp.Body.Close()
-	dec := json.NewDecoder(resp.Body)
+	var answer io.Reader = resp.Body
+	if c.maxAnswer > 0 {
+		answer = &boundedReader{r: resp.Body, left: c.maxAnswer, what: "the answer of POST /v1/docs/put-if-new"}
+	}
+	dec := json.NewDecoder(answer)
 	// NB: read to the body's end, not to the last document's answer: the
 	// server's failure may follow it (the final sync's), and says the
 	// documents answered as stored may not be durable.
@@ -873,13 +917,15 @@ func (c *Client) PutIfNewBatch(ctx context.Context, docs []db.Doc, wo *db.WriteO
 		case err != nil:
 			return answered, withCtxErr(ctx, cutAnswer(ctx, fmt.Errorf("lshdb: client: reading the answer of POST /v1/docs/put-if-new: %w", err)))
 		case line.ID == nil: // the stream's failure
-			var e error = fmt.Errorf("%w: a put-if-new answer with neither id nor error", db.ErrCorrupt)
+			// NB: not ErrCorrupt, which says the index is damaged (exit
+			// 4 in lshdb): the answer is.
+			var e error = malformed("put-if-new answer", errors.New("neither id nor error"))
 			if line.Error != nil {
 				e = errorFrom(http.StatusOK, line.Error)
 			}
 			return answered, withCtxErr(ctx, e)
 		case k >= len(sent):
-			return res, fmt.Errorf("%w: the server answered more documents than were sent", db.ErrCorrupt)
+			return res, malformed("put-if-new answer", fmt.Errorf("more documents answered than the %d sent", len(sent)))
 		}
 		r := &res[sent[k]]
 		switch out := line.PutIfNewJSON; {
@@ -1176,15 +1222,16 @@ func pairsQuery(po *db.PairsOptions) url.Values {
 // lines reads a JSON Lines answer: each line to fn, which decodes it;
 // an error line ends it with the server's error, the end line with its
 // body; a stream that stops without either was cut short.
-func lines(ctx context.Context, body io.Reader, fn func(line []byte) (bool, error)) (*httpapi.EndBody, error) {
+func lines(ctx context.Context, body io.Reader, maxLine int64, fn func(line []byte) (bool, error)) (*httpapi.EndBody, error) {
 	br := bufio.NewReaderSize(body, 64<<10)
+	var long []byte
 	for {
 		// NB: lines already read stay in the buffer after ctx ends: a
 		// cancelled stream must not go on yielding them.
 		if ctx != nil && ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		line, err := br.ReadBytes('\n')
+		line, err := readLine(br, maxLine, &long)
 		if err != nil {
 			// NB: ReadBytes fails only before a line's end: the stream
 			// ended without its end line, and what came with the error
@@ -1222,6 +1269,50 @@ func lines(ctx context.Context, body io.Reader, fn func(line []byte) (bool, erro
 			return nil, ferr
 		}
 	}
+}
+
+// readLine is br.ReadBytes('\n') with a bound on the line (0: none), past
+// which it fails with ErrMalformedAnswer having held at most that much;
+// *long is its buffer for a line longer than br's.
+func readLine(br *bufio.Reader, max int64, long *[]byte) ([]byte, error) {
+	*long = (*long)[:0]
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if max > 0 && int64(len(*long)+len(chunk)) > max {
+			return nil, answerTooLarge{fmt.Errorf("lshdb: client: a line of the answer is over %d bytes (client.Options.MaxAnswerBytes)", max)}
+		}
+		if err == bufio.ErrBufferFull {
+			*long = append(*long, chunk...)
+			continue
+		}
+		if len(*long) > 0 {
+			*long = append(*long, chunk...)
+			chunk = *long
+		} else {
+			chunk = bytes.Clone(chunk) // NB: as ReadBytes: the caller keeps it past the next read
+		}
+		return chunk, err
+	}
+}
+
+// boundedReader reads r up to left bytes, and fails past them with
+// ErrMalformedAnswer naming what.
+type boundedReader struct {
+	r    io.Reader
+	left int64
+	what string
+}
+
+func (b *boundedReader) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		return 0, answerTooLarge{fmt.Errorf("lshdb: client: %s is over its bound (client.Options.MaxAnswerBytes)", b.what)}
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.r.Read(p)
+	b.left -= int64(n)
+	return n, err
 }
 
 // cutShort is the error of a stream that ended before its end line: the
@@ -1298,7 +1389,7 @@ func (c *Client) Pairs(ctx context.Context, po *db.PairsOptions) iter.Seq2[db.Pa
 			return
 		}
 		defer resp.Body.Close()
-		end, err := lines(ctx, resp.Body, func(line []byte) (bool, error) {
+		end, err := lines(ctx, resp.Body, c.maxAnswer, func(line []byte) (bool, error) {
 			var p httpapi.PairJSON
 			if err := json.Unmarshal(line, &p); err != nil {
 				return false, malformed("pair", err)
@@ -1342,7 +1433,7 @@ func (c *Client) PairGroups(ctx context.Context, po *db.PairsOptions) iter.Seq2[
 			return
 		}
 		defer resp.Body.Close()
-		end, err := lines(ctx, resp.Body, func(line []byte) (bool, error) {
+		end, err := lines(ctx, resp.Body, c.maxAnswer, func(line []byte) (bool, error) {
 			var g httpapi.PairGroupJSON
 			if err := json.Unmarshal(line, &g); err != nil {
 				return false, malformed("pair group", err)
@@ -1388,7 +1479,7 @@ func (c *Client) Scan(ctx context.Context, so *db.ScanOptions) iter.Seq2[*db.Sto
 			return
 		}
 		defer resp.Body.Close()
-		_, err = lines(ctx, resp.Body, func(line []byte) (bool, error) {
+		_, err = lines(ctx, resp.Body, c.maxAnswer, func(line []byte) (bool, error) {
 			var d httpapi.DocumentJSON
 			if err := json.Unmarshal(line, &d); err != nil {
 				return false, malformed("document", err)
@@ -1414,7 +1505,7 @@ func (c *Client) Clusters(ctx context.Context, po *db.PairsOptions) ([]db.Cluste
 		return nil, err
 	}
 	defer resp.Body.Close()
-	return readClusters(ctx, resp.Body)
+	return readClusters(ctx, resp.Body, c.maxAnswer)
 }
 
 // ClustersFrom returns the clusters of the pairs of seq, as
@@ -1470,7 +1561,7 @@ func (c *Client) ClustersFrom(ctx context.Context, seq iter.Seq2[db.Pair, error]
 		return nil, err
 	}
 	defer resp.Body.Close()
-	return readClusters(ctx, resp.Body)
+	return readClusters(ctx, resp.Body, c.maxAnswer)
 }
 
 // recoverSeq, deferred on the goroutine that reads a caller's sequence
@@ -1489,9 +1580,14 @@ func recoverSeq(panicked *any, pw *io.PipeWriter) {
 // errSeqPanicked ends a request body whose sequence panicked.
 var errSeqPanicked = errors.New("lshdb: client: the sequence panicked")
 
-func readClusters(ctx context.Context, body io.Reader) ([]db.Cluster, error) {
+// readClusters reads a clusters answer, held whole: at most max bytes of
+// it (0: no bound).
+func readClusters(ctx context.Context, body io.Reader, max int64) ([]db.Cluster, error) {
+	if max > 0 {
+		body = &boundedReader{r: body, left: max, what: "the clusters answer"}
+	}
 	var out []db.Cluster
-	_, err := lines(ctx, body, func(line []byte) (bool, error) {
+	_, err := lines(ctx, body, max, func(line []byte) (bool, error) {
 		var cl httpapi.ClusterJSON
 		if err := json.Unmarshal(line, &cl); err != nil {
 			return false, malformed("cluster", err)
@@ -1780,6 +1876,9 @@ func (c *Client) wireable(docs []db.Doc) error {
 func withCtxErr(ctx context.Context, err error) error {
 	if ctx == nil || ctx.Err() == nil {
 		return err
+	}
+	if cause := context.Cause(ctx); errors.As(cause, new(callTimeout)) {
+		return cause
 	}
 	var ue *url.Error
 	if errors.As(err, &ue) && errors.Is(ue.Err, ctx.Err()) {

@@ -282,7 +282,9 @@ func TestPutIfNewBatchTrailingFailure(t *testing.T) {
 	}{
 		{"", nil},
 		{`{"error":{"code":"disk_full","message":"the documents stored were written, but syncing them failed: disk full"}}` + "\n", db.ErrDiskFull},
-		{`{"id":"c","duplicate_of":null,"jaccard":null}` + "\n", db.ErrCorrupt},
+		// NB: the answer is malformed, not the index corrupt (which
+		// lshdb reports as damage, exit 4).
+		{`{"id":"c","duplicate_of":null,"jaccard":null}` + "\n", client.ErrMalformedAnswer},
 	} {
 		tail = k.tail
 		res, err := c.PutIfNewBatch(context.Background(), docs, nil)

@@ -3,10 +3,12 @@ package client_test
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -184,5 +186,120 @@ func TestClientRefusesMalformedAnswers(t *testing.T) {
 	}
 	if !errors.Is(perr, client.ErrMalformedAnswer) {
 		t.Errorf("Pairs answered with a line that is no pair: %v; want ErrMalformedAnswer", perr)
+	}
+}
+
+// Ensure that the client reads at most Options.MaxAnswerBytes of an
+// answer, or of a line of a stream, and follows no redirect: a server
+// answering one JSON line that never ended took an attached lshdb pairs
+// to 1.3 GB in 15 s, and a redirect sent a delete, with its token and
+// body, to another port (a security review, S2 and S4). The servers here
+// write without end until the client goes; the oracle is the error, an
+// ErrMalformedAnswer before the test's deadline, and the other server's
+// count of requests, none.
+func TestClientBoundsAnswersAndFollowsNoRedirect(t *testing.T) {
+	d, err := db.Open(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	real := httpapi.Handler(d, nil)
+	var elsewhere atomic.Int32
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		elsewhere.Add(1)
+	}))
+	defer other.Close()
+	endless := func(w http.ResponseWriter, prefix string) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, prefix)
+		chunk := []byte(strings.Repeat("x", 64<<10))
+		for {
+			if _, err := w.Write(chunk); err != nil {
+				return
+			}
+		}
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/v1/docs":
+			endless(w, `{"id":"a","text":"`)
+		case "/v1/docs/delete":
+			http.Redirect(w, r, other.URL+r.URL.RequestURI(), http.StatusTemporaryRedirect)
+		case "/v1/pairs", "/v1/clusters":
+			endless(w, `{"a":"`)
+		default:
+			real.ServeHTTP(w, r)
+		}
+	}))
+	defer srv.Close()
+	c, err := client.Open(srv.URL, &client.Options{Token: "t0ken", MaxAnswerBytes: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := c.Get("a"); !errors.Is(err, client.ErrMalformedAnswer) {
+		t.Errorf("Get of an endless answer: %v; want ErrMalformedAnswer", err)
+	}
+	var perr error
+	for _, err := range c.Pairs(ctx, nil) {
+		if err != nil {
+			perr = err
+			break
+		}
+	}
+	if !errors.Is(perr, client.ErrMalformedAnswer) {
+		t.Errorf("Pairs of an endless line: %v; want ErrMalformedAnswer", perr)
+	}
+	if _, err := c.Clusters(ctx, nil); !errors.Is(err, client.ErrMalformedAnswer) {
+		t.Errorf("Clusters of an endless answer: %v; want ErrMalformedAnswer", err)
+	}
+	if _, err := c.DeleteIDs([]string{"a"}, nil); !errors.Is(err, client.ErrMalformedAnswer) || !strings.Contains(err.Error(), "redirect") {
+		t.Errorf("a delete redirected: %v; want ErrMalformedAnswer naming the redirect", err)
+	}
+	if n := elsewhere.Load(); n != 0 {
+		t.Errorf("the server redirected to got %d requests", n)
+	}
+}
+
+// Ensure that a call that takes no context fails once Options.Timeout
+// passes against a server that stopped answering, saying so (errors.Is
+// context.DeadlineExceeded): attached, lshdb info waited without end (a
+// security review, S3; the command sets a Timeout). The server here
+// answers the handshake, then holds every other request until the
+// client goes.
+func TestClientTimeoutSaysTheServerDidNotAnswer(t *testing.T) {
+	d, err := db.Open(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	real := httpapi.Handler(d, nil)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/params" {
+			real.ServeHTTP(w, r)
+			return
+		}
+		<-r.Context().Done()
+	}))
+	defer srv.Close()
+	c, err := client.Open(srv.URL, &client.Options{Timeout: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Info()
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "did not answer within 300ms") {
+			t.Fatalf("Info of a server that does not answer: %v; want DeadlineExceeded saying so", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Info still waits after 30 s, under a Timeout of 300 ms")
 	}
 }
