@@ -614,7 +614,7 @@ func (db *DB) clustersFrom(ctx context.Context, seq iter.Seq2[redisPair, error],
 	} else {
 		snap := db.pdb.NewSnapshot()
 		defer snap.Close()
-		if x, err = loadPairsIndex(ctx, snap, db.now().UnixNano(), 0); err != nil {
+		if x, err = loadPairsIndex(ctx, snap, db.now().UnixNano(), 0, db.stored()); err != nil {
 			return nil, err
 		}
 		record = func(n uint64) ([]byte, bool, error) { return getCopy(snap, codec.AppendDocKey(nil, n)) }

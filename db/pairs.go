@@ -520,7 +520,7 @@ func (db *DB) pairs(ctx context.Context, po *PairsOptions, st *PairsStats,
 	if !db.estimateOnly() {
 		places = min(db.skOpt.NumPerm, codec.SketchPlaces)
 	}
-	x, err := loadPairsIndex(ctx, snap, db.now().UnixNano(), places)
+	x, err := loadPairsIndex(ctx, snap, db.now().UnixNano(), places, db.stored())
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package db
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"errors"
@@ -745,4 +746,76 @@ func defaultSets(docs []Doc) [][]uint64 {
 		sets[i], _ = h.Document(nil, nil, doc.Text)
 	}
 	return sets
+}
+
+// Ensure that the index Pairs reads holds each document's sketch at its
+// position whether the sketches were gathered by doc number and packed
+// in place (dense doc numbers) or per worker and copied (sparse ones):
+// the oracle is each record's own sketch, read here one by one, on an
+// index whose deletes and upserts left gaps in the doc numbers.
+func TestPairsIndexSketchesByNumber(t *testing.T) {
+	d := mustOpen(t, t.TempDir(), nil)
+	rng := rand.New(rand.NewPCG(11, 12))
+	text := func() string {
+		var b strings.Builder
+		for range 20 {
+			fmt.Fprintf(&b, "w%d ", rng.IntN(5000))
+		}
+		return b.String()
+	}
+	var batch []Doc
+	for i := range 6000 {
+		batch = append(batch, Doc{ID: fmt.Sprintf("d%d", i), Text: text()})
+	}
+	if _, err := d.PutBatch(batch, &WriteOptions{NoSync: true}); err != nil {
+		t.Fatal(err)
+	}
+	var gone []string
+	for i := 0; i < 6000; i += 3 {
+		gone = append(gone, fmt.Sprintf("d%d", i))
+	}
+	if _, err := d.DeleteIDs(gone, &WriteOptions{NoSync: true}); err != nil {
+		t.Fatal(err)
+	}
+	batch = batch[:0]
+	for i := 1; i < 6000; i += 7 {
+		batch = append(batch, Doc{ID: fmt.Sprintf("d%d", i), Text: text()})
+	}
+	if _, err := d.PutBatch(batch, &WriteOptions{NoSync: true}); err != nil {
+		t.Fatal(err)
+	}
+	want := map[uint64][]byte{}
+	scan(context.Background(), d.pdb, codec.DocPrefix, codec.DocPrefixEnd, func(k, v []byte) {
+		n, err := codec.ParseDocKey(k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		view, err := codec.ParseDocView(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sk, ok := view.AppendSketch(nil)
+		if !ok {
+			t.Fatalf("doc %d has no sketch", n)
+		}
+		want[n] = sk
+	})
+	places := min(d.skOpt.NumPerm, codec.SketchPlaces)
+	for _, live := range []uint64{d.stored(), 0} {
+		x, err := loadPairsIndex(context.Background(), d.pdb, d.now().UnixNano(), places, live)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if x.byNum != (live > 0) {
+			t.Fatalf("live %d: by number %v", live, x.byNum)
+		}
+		if len(x.nums) != len(want) || len(x.sketched) != len(want) || len(x.sketches) != len(want)*x.skBytes {
+			t.Fatalf("live %d: %d documents, %d sketched, %d sketch bytes; want %d documents", live, len(x.nums), len(x.sketched), len(x.sketches), len(want))
+		}
+		for i, n := range x.nums {
+			if !x.sketched[i] || !bytes.Equal(x.sketch(int32(i)), want[n]) {
+				t.Fatalf("live %d: document %d (doc %d): sketch %x (known %v), its record's %x", live, i, n, x.sketch(int32(i)), x.sketched[i], want[n])
+			}
+		}
+	}
 }
