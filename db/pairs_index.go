@@ -184,7 +184,7 @@ func (p *indexPart) add(n uint64, view *codec.DocView, now int64) error {
 	p.fps = append(p.fps, fp)
 	if x := p.byNum; x != nil {
 		at := int(n-x.numFrom) * p.skBytes
-		sk, ok := view.AppendSketch(x.sketches[at:at:at+p.skBytes])
+		sk, ok := view.AppendSketch(x.sketches[at : at : at+p.skBytes])
 		if ok && len(sk) != p.skBytes {
 			return fmt.Errorf("%w: a sketch of %d bytes, the index's are %d", ErrCorrupt, len(sk), p.skBytes)
 		}
