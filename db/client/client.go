@@ -1224,14 +1224,16 @@ func pairsQuery(po *db.PairsOptions) url.Values {
 // body; a stream that stops without either was cut short.
 func lines(ctx context.Context, body io.Reader, maxLine int64, fn func(line []byte) (bool, error)) (*httpapi.EndBody, error) {
 	br := bufio.NewReaderSize(body, 64<<10)
-	var long []byte
 	for {
 		// NB: lines already read stay in the buffer after ctx ends: a
 		// cancelled stream must not go on yielding them.
 		if ctx != nil && ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		line, err := readLine(br, maxLine, &long)
+		line, err := readLine(br, maxLine)
+		if errors.As(err, new(answerTooLarge)) {
+			return nil, err // NB: not a stream cut short
+		}
 		if err != nil {
 			// NB: ReadBytes fails only before a line's end: the stream
 			// ended without its end line, and what came with the error
@@ -1272,26 +1274,23 @@ func lines(ctx context.Context, body io.Reader, maxLine int64, fn func(line []by
 }
 
 // readLine is br.ReadBytes('\n') with a bound on the line (0: none), past
-// which it fails with ErrMalformedAnswer having held at most that much;
-// *long is its buffer for a line longer than br's.
-func readLine(br *bufio.Reader, max int64, long *[]byte) ([]byte, error) {
-	*long = (*long)[:0]
+// which it fails with ErrMalformedAnswer having held at most that much.
+// The line is the caller's, as ReadBytes'.
+func readLine(br *bufio.Reader, max int64) ([]byte, error) {
+	var long []byte // a line longer than br's buffer
 	for {
 		chunk, err := br.ReadSlice('\n')
-		if max > 0 && int64(len(*long)+len(chunk)) > max {
+		if max > 0 && int64(len(long)+len(chunk)) > max {
 			return nil, answerTooLarge{fmt.Errorf("lshdb: client: a line of the answer is over %d bytes (client.Options.MaxAnswerBytes)", max)}
 		}
 		if err == bufio.ErrBufferFull {
-			*long = append(*long, chunk...)
+			long = append(long, chunk...)
 			continue
 		}
-		if len(*long) > 0 {
-			*long = append(*long, chunk...)
-			chunk = *long
-		} else {
-			chunk = bytes.Clone(chunk) // NB: as ReadBytes: the caller keeps it past the next read
+		if long != nil {
+			return append(long, chunk...), err
 		}
-		return chunk, err
+		return bytes.Clone(chunk), err
 	}
 }
 
