@@ -72,17 +72,34 @@ func (c rawClient) answer(within time.Duration) error {
 	return nil
 }
 
-// idleConns returns n connections, each idle after one request answered.
-func idleConns(t *testing.T, addr string, n int) []rawClient {
+// idleConns returns n connections, each idle after one request answered,
+// idle in that order by l's clock.
+//
+// NB: the server marks a connection idle after the client may have read
+// its answer: under load (a CI run) the next connection came, and was
+// marked new, before, and the limiter took it for the one that waited
+// longest.
+func idleConns(t *testing.T, l *connLimiter, addr string, n int) []rawClient {
 	t.Helper()
 	var idle []rawClient
-	for range n {
+	for i := range n {
 		c := dialRaw(t, addr)
 		c.send(t, "/")
 		if err := c.answer(10 * time.Second); err != nil {
 			t.Fatal(err)
 		}
 		idle = append(idle, c)
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+			l.mu.Lock()
+			waiting := len(l.waiting)
+			l.mu.Unlock()
+			if waiting == i+1 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%d connections idle after 10 s, want %d", waiting, i+1)
+			}
+		}
 	}
 	return idle
 }
@@ -108,7 +125,7 @@ func TestConnLimiterReclaims(t *testing.T) {
 	const limit = 3
 	t.Run("idle, once aged", func(t *testing.T) {
 		l, addr, _ := limitedServer(t, limit, 300*time.Millisecond)
-		idle := idleConns(t, addr, limit)
+		idle := idleConns(t, l, addr, limit)
 		overTheBound(t, l, addr, idle[0], "idle")
 		for _, c := range idle[1:] {
 			c.send(t, "/")
@@ -119,7 +136,7 @@ func TestConnLimiterReclaims(t *testing.T) {
 	})
 	t.Run("idle, not yet aged", func(t *testing.T) {
 		l, addr, _ := limitedServer(t, limit, time.Hour)
-		idleConns(t, addr, limit)
+		idleConns(t, l, addr, limit)
 		fourth := dialRaw(t, addr)
 		fourth.send(t, "/")
 		if err := fourth.answer(300 * time.Millisecond); err == nil {
