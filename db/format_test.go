@@ -21,7 +21,6 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/lshdb/lshdb/codec"
-	"github.com/lshdb/lshdb/compaction"
 	"github.com/lshdb/lshdb/minhash"
 )
 
@@ -605,10 +604,7 @@ func TestFormat2TTLSaysUpgrade(t *testing.T) {
 	// NB: a sets index that also stores its texts is rebuilt from them
 	// (a compatibility review, C5): its manifest says so here.
 	dir := copyGolden(t, "format2/sets")
-	p, err := pebble.Open(dir, &pebble.Options{Merger: compaction.Merger, FormatMajorVersion: formatMajorVersion})
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := rawStore(t, vfs.Default, dir)
 	v, closer, err := p.Get(codec.ManifestKey)
 	if err != nil {
 		t.Fatal(err)
@@ -723,18 +719,7 @@ func TestUpgradeKeepsTheReserve(t *testing.T) {
 			// Records enough (~2 MB) that what Pebble writes at an open
 			// is small beside them.
 			d := mustOpen(t, dir, nil)
-			rng := rand.New(rand.NewPCG(5, 6))
-			for i := range 2000 {
-				id := fmt.Sprintf("extra-%d", i)
-				var text strings.Builder
-				for range 150 {
-					fmt.Fprintf(&text, "%x ", rng.Uint32())
-				}
-				docs[id] = text.String()
-				if err := d.Put(Doc{ID: id, Text: docs[id]}, &WriteOptions{NoSync: true}); err != nil {
-					t.Fatal(err)
-				}
-			}
+			putRandomTexts(t, d, docs, 2000, 5)
 			if err := d.Compact(context.Background()); err != nil {
 				t.Fatal(err)
 			}
@@ -783,18 +768,7 @@ func TestUpgradeStoppedAfterIngest(t *testing.T) {
 			docs := goldenDocs(t)
 			dir := copyGolden(t, "format3/text")
 			d := mustOpen(t, dir, nil)
-			rng := rand.New(rand.NewPCG(9, 10))
-			for i := range 1000 {
-				id := fmt.Sprintf("extra-%d", i)
-				var text strings.Builder
-				for range 150 {
-					fmt.Fprintf(&text, "%x ", rng.Uint32())
-				}
-				docs[id] = text.String()
-				if err := d.Put(Doc{ID: id, Text: docs[id]}, &WriteOptions{NoSync: true}); err != nil {
-					t.Fatal(err)
-				}
-			}
+			putRandomTexts(t, d, docs, 1000, 9)
 			if err := d.Compact(context.Background()); err != nil {
 				t.Fatal(err)
 			}
@@ -934,5 +908,24 @@ func TestUpgradeOfFormat1WithoutRoom(t *testing.T) {
 	}
 	if _, err := Open(dir, &Options{ReadOnly: true}); !errors.Is(err, ErrFormat) {
 		t.Fatalf("after the refused upgrade: %v, want the format 1 index as it was (ErrFormat)", err)
+	}
+}
+
+// putRandomTexts puts n documents extra-0 … of 150 random hex words each
+// (about 1.3 KB of text), from a generator seeded with seed, into d, and
+// adds them to docs.
+func putRandomTexts(t *testing.T, d *DB, docs map[string]string, n int, seed uint64) {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(seed, seed+1))
+	for i := range n {
+		id := fmt.Sprintf("extra-%d", i)
+		var text strings.Builder
+		for range 150 {
+			fmt.Fprintf(&text, "%x ", rng.Uint32())
+		}
+		docs[id] = text.String()
+		if err := d.Put(Doc{ID: id, Text: docs[id]}, &WriteOptions{NoSync: true}); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

@@ -436,7 +436,7 @@ func (db *DB) Stats(ctx context.Context, top int) (*Stats, error) {
 	// NB: the first measurement for a set of parameters takes 0.2 s or
 	// more (later ones are remembered): waited for until ctx ends, which
 	// Close ends too.
-	recall, err := measureRecallCtx(ctx, db.Params(), 0)
+	recall, err := MeasureRecallContext(ctx, db.Params(), 0)
 	if err != nil {
 		return nil, err
 	}

@@ -80,12 +80,6 @@ func MeasureRecallContext(ctx context.Context, p Params, t float64) (RecallEstim
 	return measureRecall(ctx, p.Scheme, p.NumPerm, p.Bands, t, t == p.Threshold)
 }
 
-// measureRecallCtx is MeasureRecallContext (a Stats with a deadline, or
-// one that Close cancels).
-func measureRecallCtx(ctx context.Context, p Params, t float64) (RecallEstimate, error) {
-	return MeasureRecallContext(ctx, p, t)
-}
-
 // measured remembers measureRecall's results (seeded, so the same on
 // every call): Stats asks each time at an index's threshold, and a
 // measurement takes 0.2 s of a core.
