@@ -17,6 +17,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 	"unicode"
 
 	"github.com/cespare/xxhash/v2"
@@ -874,6 +875,7 @@ zstd inputs are read several times faster.`,
 				if docs > 0 && ids.sampled > 0 && ids.found == 0 {
 					return fmt.Errorf("%w: none of the first %d ids read (the first: %q) is one of the index's %d documents: give the id flags the index was built with (--id-field, --id-col, --id-from), and inputs it was built from", errNoIDs, ids.sampled, ids.first, docs)
 				}
+				start := time.Now() // NB: the clustering's lines and the reading's count from it
 				fates, _, err := df.fates(a, d, t, mode, keep)
 				if err != nil {
 					return interruptNote(err, "filter interrupted while clustering: nothing written")
@@ -894,7 +896,7 @@ zstd inputs are read several times faster.`,
 				// them alone is empty to the build (a multilingual user's
 				// U4: filter's note counted white space only).
 				in.Options.BlankFormat = d.Params().Normalization == minhash.NormalizeNFKC
-				err = a.filter(args, &in, f)
+				err = a.filter(args, &in, f, start)
 				f.countOutside()
 				if err == nil && docs > 0 && f.n.read > 0 && f.n.bad == f.n.read {
 					// NB: every record kept as read, none matched to the
@@ -1199,11 +1201,13 @@ func addedCols(removed, annotate bool) []docio.Column {
 	return nil
 }
 
-// filter streams the inputs to the sinks by the fates.
-func (a *app) filter(paths []string, in *inputFlags, f *filterer) error {
+// filter streams the inputs to the sinks by the fates; since is when the
+// command's clustering began (its progress lines' elapsed time counts
+// from it).
+func (a *app) filter(paths []string, in *inputFlags, f *filterer, since time.Time) error {
 	// NB: a bar of the bytes read when every input is a regular file and
 	// stderr a terminal (progress sets in.Progress), lines elsewhere.
-	add, done := a.progress("filter", "records", in, paths)
+	add, done := a.stepProgress("filter", "", "records", in, paths, since)
 	defer done()
 	for r, err := range docio.Read(a.ctx, paths, a.stdin, readOptions(in, f.begin)) {
 		add(1)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -246,12 +247,25 @@ func (a *app) phaseReporter(what string, start time.Time, first *db.Progress) (r
 // countBar shows the progress of total items, described by what, as
 // --progress says (see progress): set moves it to n, done clears the bar.
 func (a *app) countBar(what string, total int) (set func(n int), done func()) {
+	return a.countBarSince(what, "written", total, time.Time{})
+}
+
+// countBarSince is countBar for the last step of a command whose work
+// began at since (not zero): its lines' elapsed time counts from then,
+// and the time left is by this step's pace (" in this phase"). verb says
+// what was done to the documents counted ("written").
+func (a *app) countBarSince(what, verb string, total int, since time.Time) (set func(n int), done func()) {
 	switch a.progressStyle() {
 	case progressLog:
-		l := a.newLineLog(what)
+		stepStart := time.Now()
+		l := a.newLineLogSince(what, cmp.Or(since, stepStart))
+		left := ""
+		if !since.IsZero() {
+			left = " in this phase"
+		}
 		return func(n int) {
-			l.maybe(func(elapsed time.Duration) string {
-				return "written " + fraction(int64(n), int64(total), elapsed, countUnit, " documents", "")
+			l.maybe(func(time.Duration) string {
+				return verb + " " + fraction(int64(n), int64(total), time.Since(stepStart), countUnit, " documents", left)
 			})
 		}, func() {}
 	case progressBar:

@@ -136,6 +136,12 @@ func TestProgressLines(t *testing.T) {
 		t.Fatalf("filter: exit %d: %s", code, errOut)
 	}
 	checkCounts(t, errOut, regexp.MustCompile(`^lshdb: filter: (\d+) records; read .+ of .+ \(\d+%(?:, about \S+ left to read)?\), \S+ elapsed$`), "lshdb: filter:", n)
+	// export counts the documents it read of those stored.
+	_, errOut, code = runLine([]string{"export", "--db", idx, "--progress", "log", "--progress-every", "1ms", "--out", filepath.Join(dir, "exported.jsonl")}, "")
+	if code != 0 {
+		t.Fatalf("export: exit %d: %s", code, errOut)
+	}
+	checkCounts(t, errOut, regexp.MustCompile(`^lshdb: export: read (\d+) of `+strconv.Itoa(n)+` documents \(\d+%(?:, about \S+ left in this phase)?\), \S+ elapsed$`), "lshdb: export:", n)
 	stdin, err := os.ReadFile(corpus)
 	if err != nil {
 		t.Fatal(err)
@@ -291,6 +297,47 @@ func checkPhaseLines(t *testing.T, what, want string, start func(a *app) (done f
 		}
 	}
 	return &errb
+}
+
+// Ensure that the lines of a step that follows a command's clustering
+// (filter's reading, export's writing) count the elapsed time from the
+// command's start, one clock for its lines, and the time left from the
+// step's own pace: filter's reading said "2s elapsed" after the
+// clustering's "26s elapsed" (a review at scale, L3). The oracle: a
+// command begun 90 s before, and a step of 40 ms that is half done, whose
+// time left at its pace is under the second a line shows (at the
+// command's pace it would be 90 s).
+func TestStepLinesCountFromTheCommand(t *testing.T) {
+	begun := time.Now().Add(-90 * time.Second)
+	file := filepath.Join(t.TempDir(), "in.jsonl")
+	if err := os.WriteFile(file, make([]byte, 1000), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, step := range []string{"filter", "export"} {
+		var errb bytes.Buffer
+		a := &app{ctx: context.Background(), stderr: &errWriter{w: &errb}, progressMode: progressLog, progressEvery: time.Millisecond}
+		var in inputFlags
+		var add func(int)
+		if step == "filter" {
+			add, _ = a.stepProgress("filter", "", "records", &in, []string{file}, begun)
+		} else {
+			add, _ = a.countBarSince("export", "read", 10, begun)
+		}
+		time.Sleep(40 * time.Millisecond)
+		if step == "filter" {
+			in.Progress(500)
+			add(1)
+		} else {
+			add(5)
+		}
+		lines := progressLines(errb.String(), "lshdb: "+step+":")
+		if len(lines) != 1 {
+			t.Fatalf("%s: lines %q, want one", step, lines)
+		}
+		if !strings.HasSuffix(lines[0], "(50%), 1m30s elapsed") {
+			t.Errorf("%s: %q, want half done, no time left (under a second at the step's pace), 1m30s elapsed (the command's)", step, lines[0])
+		}
+	}
 }
 
 // TestPhaseLineFirstPhase: a reporter made with the phase under way (a

@@ -662,28 +662,34 @@ func maxMemoryMiB() int {
 // percentage and the time left to read them: in's reader reports them
 // (docio.Options.Progress) and add only counts what a line mentions.
 func (a *app) progress(name, noun string, in *inputFlags, paths []string) (add func(n int), done func()) {
-	return a.stepProgress(name, "", noun, in, paths)
+	return a.stepProgress(name, "", noun, in, paths, time.Time{})
 }
 
 // stepProgress is progress for the first step of several, which its
-// lines name (step: "1/4 reading"; "" for none).
-func (a *app) stepProgress(name, step, noun string, in *inputFlags, paths []string) (add func(n int), done func()) {
+// lines name (step: "1/4 reading"; "" for none). since, when not zero, is
+// when the command's work began (its lines' elapsed time counts from it,
+// as a build's stages' do): filter's reading comes after its clustering,
+// and its lines started a clock of their own, "2s elapsed" after the
+// clustering's "26s elapsed" (a review at scale, L3). The time left to
+// read is by the pace of the reading alone.
+func (a *app) stepProgress(name, step, noun string, in *inputFlags, paths []string, since time.Time) (add func(n int), done func()) {
 	total := inputBytes(paths)
 	switch a.progressStyle() {
 	case progressLog:
-		l := a.newLineLog(name)
+		readStart := time.Now()
+		l := a.newLineLogSince(name, cmp.Or(since, readStart))
 		if step != "" {
 			l.what += ": " + step
 		}
 		var read, docs atomic.Int64
-		status := func(elapsed time.Duration) string {
+		status := func(time.Duration) string {
 			if n := read.Load(); n > total && total > 0 {
 				// NB: an input that grows while it is read (a file still
 				// being written) has no total to count against.
 				return fmt.Sprintf("%d %s; read %s (the inputs grew from %s)", docs.Load(), noun, byteUnit(n), byteUnit(total))
 			}
 			if total > 0 {
-				return fmt.Sprintf("%d %s; read %s", docs.Load(), noun, fraction(read.Load(), total, elapsed, byteUnit, "", " to read"))
+				return fmt.Sprintf("%d %s; read %s", docs.Load(), noun, fraction(read.Load(), total, time.Since(readStart), byteUnit, "", " to read"))
 			}
 			return fmt.Sprintf("%d %s", docs.Load(), noun)
 		}
@@ -728,7 +734,7 @@ func (a *app) loadProgress(in *inputFlags, paths []string, staged bool) (ctx con
 	if staged {
 		step = "1/4 reading"
 	}
-	add, readDone := a.stepProgress("build", step, "documents", in, paths)
+	add, readDone := a.stepProgress("build", step, "documents", in, paths, time.Time{})
 	var endRead sync.Once
 	var phases func(db.Progress)
 	phasesDone := func() {}
