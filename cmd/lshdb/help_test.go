@@ -98,7 +98,7 @@ func TestHelpUnknownTopic(t *testing.T) {
 		t.Errorf("help pairs: exit %d, stdout %.80q, stderr %q", code, out, errOut)
 	}
 	out, _, code = runLine([]string{"help"}, "")
-	for _, status := range []int{exitNotFound, exitDamaged, exitBusy, exitPipe} {
+	for _, status := range []int{exitNotFound, exitDamaged, exitFormat, exitBusy, exitPipe} {
 		if code != 0 || !strings.Contains(out, fmt.Sprintf(" %d ", status)) {
 			t.Errorf("help: exit %d, no status %d in:\n%s", code, status, out)
 		}

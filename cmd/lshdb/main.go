@@ -508,6 +508,12 @@ const (
 	// exitDamaged: the index is damaged (db.ErrCorrupt), or check found
 	// problems.
 	exitDamaged = 4
+	// exitFormat: the index is in a format this build does not open: an
+	// older one (db.ErrFormat: lshdb upgrade rewrites it) or a newer one
+	// (db.ErrFormatTooNew: an lshdb that reads it). NB: they shared 1
+	// with every unnamed error, and a rollout script could not tell
+	// "needs an upgrade" without parsing stderr (a compatibility review).
+	exitFormat = 5
 	// exitBusy: another process holds the index (db.ErrLocked: its
 	// owner does not answer, or serves it to another user, or the
 	// command must own the index itself: upgrade, drop, serve, a
@@ -525,7 +531,8 @@ const (
 const exitStatuses = `Exit status, for every command: 0 done; 1 an error none of these names
 (a missing index or input file, a bad record, a full disk); 2 a usage
 error; 3 a document named is not stored; 4 the index is damaged, or check
-found problems; 75 the index is busy (another process holds it and does
+found problems; 5 the index's format is older than this build opens (lshdb
+upgrade rewrites it) or newer; 75 the index is busy (another process holds it and does
 not serve it, or serves it while this command must own it, as upgrade,
 drop, restore and serve must, or serves it reading only to a command that
 writes): try again once that process has ended; 141 the output was
@@ -629,6 +636,8 @@ func (a *app) exitCode(err error) int {
 		return exitNotFound
 	case errors.Is(err, db.ErrCorrupt) || errors.As(err, new(problemsFound)):
 		return exitDamaged
+	case errors.Is(err, db.ErrFormat) || errors.Is(err, db.ErrFormatTooNew):
+		return exitFormat
 	case errors.Is(err, db.ErrLocked) || errors.Is(err, errInUse) || errors.Is(err, httpapi.ErrSocketInUse) ||
 		errors.Is(err, db.ErrReadOnly) && (strings.Contains(msg, httpapi.OwnerReadsOnly) || strings.Contains(msg, httpapi.ServerReadsOnly)):
 		return exitBusy

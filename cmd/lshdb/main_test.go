@@ -882,6 +882,8 @@ func TestExitStatuses(t *testing.T) {
 		{fmt.Errorf("%w by another process: /tmp/required flag/idx", db.ErrLocked), exitBusy},
 		{fmt.Errorf("%w: doc 3: required flag", db.ErrCorrupt), exitDamaged},
 		{problemsFound{"check found problems"}, exitDamaged},
+		{fmt.Errorf("%w: /x/required flag has index format 1", db.ErrFormat), exitFormat},
+		{fmt.Errorf("opening: %w", db.ErrFormatTooNew), exitFormat},
 		{&fs.PathError{Op: "write", Path: "/dev/stdout", Err: syscall.EPIPE}, exitPipe},
 		{fmt.Errorf("writing pairs: %w", &fs.PathError{Op: "write", Path: "out.jsonl", Err: syscall.EPIPE}), exitPipe},
 		{&net.OpError{Op: "write", Net: "unix", Err: os.NewSyscallError("write", syscall.EPIPE)}, 1},

@@ -659,6 +659,30 @@ func TestUpgradeToFormat5(t *testing.T) {
 	}
 }
 
+// Ensure that a command on an index of a format this build does not open
+// exits with the status of its own (5), saying how to upgrade it, and
+// changes nothing: a rollout script told it from any other error only by
+// parsing stderr (a compatibility review). The oracle: the golden format
+// 1 index, which upgrade then opens.
+func TestFormatRefusalExitStatus(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "index")
+	if err := os.CopyFS(dir, os.DirFS("../../testdata/golden/format1/text")); err != nil {
+		t.Fatal(err)
+	}
+	for _, cmd := range [][]string{{"info"}, {"pairs"}, {"insert", "-"}} {
+		_, errOut, code := runLine(append(append([]string{}, cmd...), "--db", dir), `{"id":"n","text":"a new document"}`)
+		if code != exitFormat || !strings.Contains(errOut, "lshdb upgrade --db "+dir) {
+			t.Fatalf("%s on a format 1 index: exit %d, %q; want %d, naming lshdb upgrade", cmd[0], code, errOut, exitFormat)
+		}
+	}
+	if out, errOut, code := runLine([]string{"upgrade", "--db", dir}, ""); code != 0 || !strings.HasPrefix(out, "upgraded index format 1 to ") {
+		t.Fatalf("upgrade: exit %d, %q, %q", code, out, errOut)
+	}
+	if _, errOut, code := runLine([]string{"get", "--db", dir, "n"}, ""); code != exitNotFound {
+		t.Fatalf("get of the refused insert's document: exit %d, %q; want it not stored", code, errOut)
+	}
+}
+
 // startStdinInsert starts lshdb insert reading standard input into a new
 // index, in another process (skipped with -short).
 func startStdinInsert(t *testing.T) (idx string, ins *piped) {
