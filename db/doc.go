@@ -79,11 +79,14 @@
 // until Close: the call and the write then end with ErrClosed. Write
 // after it returns.
 //
-// Only one process (and one DB value in a process) may have a database
-// open at a time: Open returns [ErrLocked] otherwise. A [DB.Load] holds the
+// Only one process (and one DB value in a process) may have a directory
+// index open at a time: Open returns [ErrLocked] otherwise (an index on
+// Redis may be opened by any number of processes). A [DB.Load] holds the
 // writer lock for its whole run: writers and purges wait for it.
 //
-// Every slice and string a method returns is owned by the caller.
+// Every slice and string a method returns is owned by the caller, except
+// the id lists of the groups [DB.PairGroups] yields, which later groups of
+// the same run share (see [PairGroup]).
 //
 // # Disk space
 //
@@ -107,7 +110,8 @@
 // runs; Close cancels it. Pairs streams every near-duplicate pair once,
 // verifying candidate pairs within a memory budget on every core, and
 // reports documents with identical shingle sets as exact duplicates without
-// verification; Clusters are its connected components.
+// verification; Clusters groups them: connected components by default, or
+// centers (PairsOptions.Mode).
 //
 // # Caveats
 //

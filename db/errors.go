@@ -19,7 +19,8 @@ var (
 	// ErrNotFound is returned when no document has the id asked for.
 	ErrNotFound = errors.New("lshdb: document not found")
 	// ErrLocked is returned by Open when another process (or another DB in
-	// this process) has the database open.
+	// this process) has the directory index open (an index on Redis takes
+	// no such lock).
 	ErrLocked = errors.New("lshdb: database is locked")
 	// ErrParamsMismatch is returned by Open when an option differs from the
 	// value stored when the database was created. The error is a
@@ -30,7 +31,9 @@ var (
 	ErrFormatTooNew = errors.New("lshdb: database format is newer than this build")
 	// ErrFormat is returned by Open when the database was written in an
 	// older format, which this build does not read: Upgrade (lshdb
-	// upgrade) rewrites it in place.
+	// upgrade) rewrites it in place. A write with a TTL to a format 2 index
+	// (which this build reads) returns it too: Upgrade mends a text index;
+	// the error says how to rebuild a sets or none index.
 	ErrFormat = errors.New("lshdb: database format is older than this build reads")
 	// ErrCorrupt is returned when stored bytes are damaged (Pebble's
 	// corruption errors and lshdb's own decoding errors).

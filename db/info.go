@@ -101,7 +101,8 @@ func originOf(m *codec.Manifest) *Origin {
 // Info returns the database's parameters, document count and size on
 // disk. Unlike [DB.Stats] it reads no records: the parameters and the
 // count are held in memory since Open, and the size is the sum of the
-// directory's file sizes, so it answers in microseconds on any index.
+// blocks allocated to the directory's files (as du counts them), so it
+// answers in microseconds on any index.
 func (db *DB) Info() (*Info, error) {
 	if err := db.enter(); err != nil {
 		return nil, err

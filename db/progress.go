@@ -9,9 +9,9 @@ import (
 	"github.com/lshdb/lshdb/codec"
 )
 
-// Progress is how far a long call has come: Load, Pairs, Clusters,
-// ClustersFrom, Check, Stats and Repair report it, through a context made
-// by WithProgress.
+// Progress is how far a long call has come: Load, Pairs, PairGroups,
+// Clusters, ClustersFrom, Check, Stats, Repair and the Backup of an index
+// on Redis report it, through a context made by WithProgress.
 type Progress struct {
 	// Phase names the work ("reading documents", "verifying candidate
 	// pairs", …); Step is its place among Steps, from 1.

@@ -532,7 +532,8 @@ const exitStatuses = `Exit status, for every command: 0 done; 1 an error none of
 (a missing index or input file, a bad record, a full disk); 2 a usage
 error; 3 a document named is not stored; 4 the index is damaged, or check
 found problems; 5 the index's format is older than this build opens (lshdb
-upgrade rewrites it) or newer; 75 the index is busy (another process holds it and does
+upgrade rewrites it) or newer, or too old for a TTL (the message says what
+to do); 75 the index is busy (another process holds it and does
 not serve it, or serves it while this command must own it, as upgrade,
 drop, restore and serve must, or serves it reading only to a command that
 writes): try again once that process has ended; 141 the output was
