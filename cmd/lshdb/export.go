@@ -202,9 +202,6 @@ func (a *app) export(d index, fates map[string]fate, src docio.Source, kept, dro
 	read := 0
 	defer func() { set(read); done() }()
 	for doc, err := range d.Scan(a.ctx, &db.ScanOptions{Salvage: salvage}) {
-		if read++; read%1024 == 0 {
-			set(read)
-		}
 		if dmg := (*db.ScanDamageError)(nil); salvage && errors.As(err, &dmg) {
 			lost.ranges++
 			lost.ids += len(dmg.IDs)
@@ -222,6 +219,9 @@ func (a *app) export(d index, fates map[string]fate, src docio.Source, kept, dro
 		}
 		if err != nil {
 			return f.n, noText, lost, err
+		}
+		if read++; read%1024 == 0 {
+			set(read)
 		}
 		if !doc.HasText {
 			noText++
