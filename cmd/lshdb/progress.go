@@ -70,13 +70,9 @@ type lineLog struct {
 	next  time.Time
 }
 
-func (a *app) newLineLog(what string) *lineLog {
-	return a.newLineLogSince(what, time.Now())
-}
-
-// newLineLogSince is newLineLog for work that started at start (its
-// lines' elapsed time counts from it); the first line comes an interval
-// from now.
+// newLineLogSince returns the line log of work that started at start
+// (its lines' elapsed time counts from it); the first line comes an
+// interval from now.
 func (a *app) newLineLogSince(what string, start time.Time) *lineLog {
 	every := a.progressEvery
 	if every <= 0 {
