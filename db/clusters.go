@@ -555,6 +555,11 @@ func (db *DB) Clusters(ctx context.Context, po *PairsOptions) ([]Cluster, error)
 // run with ErrInvalidOptions. On Redis (no snapshot), a member whose
 // record is gone (replaced or deleted) by the time its set is read is
 // left out, and its cluster made again without it, as in Clusters.
+//
+// Memory: in Components mode on a directory index no pair is held (the
+// components grow as the pairs come, 12 bytes a document); in Centers
+// mode, and on Redis, each distinct pair of documents' sets is held until
+// the pairs end, as in Clusters.
 func (db *DB) ClustersFrom(ctx context.Context, seq iter.Seq2[Pair, error], po *PairsOptions) ([]Cluster, error) {
 	if seq == nil {
 		return nil, fmt.Errorf("%w: ClustersFrom of a nil sequence of pairs", ErrInvalidOptions)
@@ -629,8 +634,19 @@ func (db *DB) clustersFrom(ctx context.Context, seq iter.Seq2[redisPair, error],
 	}
 	c := newClusterer(x, mode, keep, t, db.rkv == nil)
 	c.named = true
+	// seen keeps each pair of nodes once among the edges (a pair of nodes
+	// comes once for each pair of their documents, in groups of identical
+	// ones, and a file may repeat a pair). NB: not where the union-find
+	// holds the components (Components mode on a directory index), which
+	// a pair joined again does not change: the map held every pair there,
+	// beside a union-find that holds none, and the 32 million pairs of a
+	// group of 8,000 near copies (a review of skewed corpora, K1) took it
+	// to gigabytes.
 	type key struct{ a, b int32 }
-	seen := map[key]bool{}
+	var seen map[key]bool
+	if c.uf == nil {
+		seen = map[key]bool{}
+	}
 	for p, err := range seq {
 		if err != nil {
 			return nil, err
@@ -671,11 +687,13 @@ func (db *DB) clustersFrom(ctx context.Context, seq iter.Seq2[redisPair, error],
 			c.on[na] = true
 			continue
 		}
-		k := key{min(na, nb), max(na, nb)}
-		if seen[k] {
-			continue
+		if seen != nil {
+			k := key{min(na, nb), max(na, nb)}
+			if seen[k] {
+				continue
+			}
+			seen[k] = true
 		}
-		seen[k] = true
 		c.add(na, nb, p.Jaccard)
 	}
 	h := db.hashers.Get().(*minhash.Hasher)
