@@ -503,6 +503,7 @@ func TestMemTableSize(t *testing.T) {
 // fourth document, and no position at all when one document was left).
 func TestPutBatchNamesTheCallersPosition(t *testing.T) {
 	d := mustOpen(t, t.TempDir(), &Options{NoSync: true})
+	defer d.Close()
 	for _, tc := range []struct {
 		docs []Doc
 		want error

@@ -264,6 +264,7 @@ func TestWriteInsideAllWhileClosing(t *testing.T) {
 // and that Close then returns promptly.
 func TestCancelledLongCalls(t *testing.T) {
 	d := mustOpen(t, t.TempDir(), &Options{NoSync: true})
+	defer d.Close()
 	var docs []Doc
 	for i := range 3000 {
 		docs = append(docs, Doc{ID: fmt.Sprintf("d%d", i), Text: fmt.Sprintf("document %d with some words %d", i, i*7919)})
@@ -480,6 +481,7 @@ func TestCallbackIntoDBWhileClosing(t *testing.T) {
 // other call does, instead of a report.
 func TestCheckCancelledSmallIndex(t *testing.T) {
 	d := mustOpen(t, t.TempDir(), &Options{NoSync: true})
+	defer d.Close()
 	if _, err := d.PutBatch([]Doc{{ID: "a", Text: "the quick brown fox"}, {ID: "b", Text: "jumps over the lazy dog"}}, nil); err != nil {
 		t.Fatal(err)
 	}

@@ -755,6 +755,7 @@ func defaultSets(docs []Doc) [][]uint64 {
 // index whose deletes and upserts left gaps in the doc numbers.
 func TestPairsIndexSketchesByNumber(t *testing.T) {
 	d := mustOpen(t, t.TempDir(), nil)
+	defer d.Close()
 	rng := rand.New(rand.NewPCG(11, 12))
 	text := func() string {
 		var b strings.Builder
