@@ -508,9 +508,11 @@ const (
 	// exitDamaged: the index is damaged (db.ErrCorrupt), or check found
 	// problems.
 	exitDamaged = 4
-	// exitFormat: the index is in a format this build does not open: an
-	// older one (db.ErrFormat: lshdb upgrade rewrites it) or a newer one
-	// (db.ErrFormatTooNew: an lshdb that reads it). NB: they shared 1
+	// exitFormat: the index's format does not allow the command: one this
+	// build does not open, older (db.ErrFormat: lshdb upgrade rewrites it)
+	// or newer (db.ErrFormatTooNew: an lshdb that reads it), or a format 2
+	// index given a TTL (db.ErrFormat too: its message says what to do,
+	// upgrade mending only a text index). NB: they shared 1
 	// with every unnamed error, and a rollout script could not tell
 	// "needs an upgrade" without parsing stderr (a compatibility review).
 	exitFormat = 5
