@@ -385,7 +385,7 @@ func BenchmarkPutOneReserve(b *testing.B) {
 		reserve int64
 	}{{"off", -1}, {"on", 0}, {"off-again", -1}, {"on-again", 0}} {
 		b.Run(c.name, func(b *testing.B) {
-			d := mustOpenB(b, b.TempDir(), &Options{NoSync: true, DiskReserve: c.reserve})
+			d := mustOpen(b, b.TempDir(), &Options{NoSync: true, DiskReserve: c.reserve})
 			defer d.Close()
 			i := 0
 			for b.Loop() {

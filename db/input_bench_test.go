@@ -21,7 +21,7 @@ func BenchmarkQueryMany(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	d := mustOpenB(b, b.TempDir(), &Options{NoSync: true})
+	d := mustOpen(b, b.TempDir(), &Options{NoSync: true})
 	defer d.Close()
 	docs := make([]Doc, len(texts))
 	for i, s := range texts {

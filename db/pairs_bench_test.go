@@ -18,7 +18,7 @@ func BenchmarkPairsClusters(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	d := mustOpenB(b, b.TempDir(), &Options{NoSync: true})
+	d := mustOpen(b, b.TempDir(), &Options{NoSync: true})
 	defer d.Close()
 	docs := func(yield func(Doc, error) bool) {
 		for g := range gen.Stream(gen.Options{Seed: 5, N: 20000, Sources: texts}) {
@@ -77,7 +77,7 @@ func BenchmarkPairsLimitHotGroup(b *testing.B) {
 	for i := range 1000 {
 		docs = append(docs, Doc{ID: fmt.Sprintf("variant-%04d", i), Text: base + fmt.Sprint(" variant ", i)})
 	}
-	d := mustOpenB(b, b.TempDir(), &Options{Threshold: 0.7, NoSync: true})
+	d := mustOpen(b, b.TempDir(), &Options{Threshold: 0.7, NoSync: true})
 	defer d.Close()
 	if _, err := d.Load(context.Background(), seqOf(docs), nil); err != nil {
 		b.Fatal(err)
