@@ -38,11 +38,16 @@ type pairsIndex struct {
 	places, skBytes int
 	sketches        []byte
 	sketched        []bool
-	// byNum says that sketches and sketched were filled by doc number
-	// (from numFrom) as the records were read, and fill moves them to
-	// their documents' positions (see loadPairsIndex).
+	// byNum says that the documents were read into arrays by doc number
+	// (from numFrom), written by each core's part at its documents'
+	// places, and that fill packs them in place to their documents'
+	// positions (see loadPairsIndex): ids, sizes, sketches and sketched,
+	// and, used only until fill, present (a document is at that number)
+	// and fps (its groupFingerprint; fill reuses the array for nums).
 	byNum   bool
 	numFrom uint64
+	present []bool
+	fps     []uint64
 }
 
 // sketch returns document i's sketch.
@@ -97,16 +102,21 @@ func loadPairsIndex(ctx context.Context, r pebble.Reader, now int64, places int,
 	if span < 1024*workers {
 		workers = 1
 	}
-	if x.skBytes > 0 && span <= 2*live+4096 {
-		// NB: the sketches go straight to one array by doc number, which
-		// fill then packs in place: each worker's own, copied into a
-		// whole-index array, held the sketches twice (64 bytes a document
-		// more) while the index was made, the peak of pairs' memory: 895
-		// MiB at 3 million documents whatever --memory (a review at
-		// scale, L1). Not where deletes and upserts left the doc numbers
-		// sparse (the array is one place per number).
+	if span <= 2*live+4096 {
+		// NB: the documents go straight to arrays by doc number, which
+		// fill then packs in place: each worker's own, copied into
+		// whole-index arrays, held them twice while the index was made,
+		// the peak of pairs' memory: 895 MiB at 3 million documents
+		// whatever --memory (a review at scale, L1; the sketches, 64
+		// bytes a document, first, then the ids, numbers, sizes and
+		// fingerprints, 36). Not where deletes and upserts left the doc
+		// numbers sparse (the arrays are one place per number).
 		x.byNum, x.numFrom = true, first
-		x.sketches, x.sketched = make([]byte, int(span)*x.skBytes), make([]bool, span)
+		x.present, x.fps = make([]bool, span), make([]uint64, span)
+		x.ids, x.sizes = make([]string, span), make([]uint32, span)
+		if x.skBytes > 0 {
+			x.sketches, x.sketched = make([]byte, int(span)*x.skBytes), make([]bool, span)
+		}
 	}
 	parts := make([]part, workers)
 	g, gctx := errgroup.WithContext(ctx)
@@ -163,8 +173,9 @@ type indexPart struct {
 	skBytes  int    // a sketch's length (0: none kept)
 	sketches []byte // skBytes a document, zero where unknown
 	sketched []bool
-	// byNum, if set, takes the sketches instead, at their doc numbers
-	// (pairsIndex.byNum): each part writes its own range of them.
+	// byNum, if set, takes the documents instead (all but the expired),
+	// at their doc numbers (pairsIndex.byNum): each part writes its own
+	// range of them.
 	byNum *pairsIndex
 	sig   []uint32 // scratch
 }
@@ -176,20 +187,27 @@ func (p *indexPart) add(n uint64, view *codec.DocView, now int64) error {
 		p.expired = append(p.expired, n)
 		return nil
 	}
+	var fp uint64
+	fp, p.sig = groupFingerprint(view, p.sig)
+	if x := p.byNum; x != nil {
+		i := n - x.numFrom
+		x.present[i], x.fps[i] = true, fp
+		x.ids[i], x.sizes[i] = string(view.ID), uint32(view.SetLen)
+		if p.skBytes > 0 {
+			at := int(i) * p.skBytes
+			sk, ok := view.AppendSketch(x.sketches[at : at : at+p.skBytes])
+			if ok && len(sk) != p.skBytes {
+				return fmt.Errorf("%w: a sketch of %d bytes, the index's are %d", ErrCorrupt, len(sk), p.skBytes)
+			}
+			x.sketched[i] = ok
+		}
+		return nil
+	}
 	p.nums = append(p.nums, n)
 	p.ids = append(p.ids, string(view.ID))
 	p.sizes = append(p.sizes, uint32(view.SetLen))
-	var fp uint64
-	fp, p.sig = groupFingerprint(view, p.sig)
 	p.fps = append(p.fps, fp)
-	if x := p.byNum; x != nil {
-		at := int(n-x.numFrom) * p.skBytes
-		sk, ok := view.AppendSketch(x.sketches[at : at : at+p.skBytes])
-		if ok && len(sk) != p.skBytes {
-			return fmt.Errorf("%w: a sketch of %d bytes, the index's are %d", ErrCorrupt, len(sk), p.skBytes)
-		}
-		x.sketched[n-x.numFrom] = ok
-	} else if p.skBytes > 0 {
+	if p.skBytes > 0 {
 		at := len(p.sketches)
 		sk, ok := view.AppendSketch(p.sketches)
 		switch {
@@ -224,66 +242,109 @@ func groupFingerprint(view *codec.DocView, scratch []uint32) (uint64, []uint32) 
 }
 
 // fill fills x from parts, in doc-number order, and groups identical
-// sets by fingerprint.
+// sets by fingerprint. With byNum, the documents are already in x by doc
+// number, and the parts hold only the expired.
 func (x *pairsIndex) fill(parts []indexPart) *pairsIndex {
+	for i := range parts {
+		x.expired = append(x.expired, parts[i].expired...) // NB: the parts are in doc-number order
+		parts[i].expired = nil
+	}
+	if x.byNum {
+		return x.pack()
+	}
 	total := 0
 	for _, p := range parts {
 		total += len(p.nums)
 	}
 	x.nums, x.ids, x.sizes, x.rep = make([]uint64, 0, total), make([]string, 0, total), make([]uint32, 0, total), make([]int32, 0, total)
-	firstOf := make(map[uint64]int32, total)
-	switch {
-	case x.byNum:
-		// NB: packed in place: document i's sketch moves from its doc
-		// number's place down to i's (i ≤ its place, and the places
-		// read later are above it).
-		i := 0
-		for _, p := range parts {
-			for _, n := range p.nums {
-				at := int(n - x.numFrom)
-				copy(x.sketches[i*x.skBytes:(i+1)*x.skBytes], x.sketches[at*x.skBytes:(at+1)*x.skBytes])
-				x.sketched[i] = x.sketched[at]
-				i++
-			}
-		}
-		x.sketches, x.sketched = slices.Clip(x.sketches[:total*x.skBytes]), slices.Clip(x.sketched[:total])
-	case x.skBytes > 0:
+	if x.skBytes > 0 {
 		x.sketches, x.sketched = make([]byte, 0, total*x.skBytes), make([]bool, 0, total)
 	}
 	for i := range parts {
 		p := &parts[i]
-		x.expired = append(x.expired, p.expired...) // NB: the parts are in doc-number order
-		if !x.byNum && x.skBytes > 0 {
+		if x.skBytes > 0 {
 			x.sketches = append(x.sketches, p.sketches...)
 			x.sketched = append(x.sketched, p.sketched...)
 		}
 		p.sketches, p.sketched = nil, nil // NB: copied: not held beside x's
 	}
+	firstOf := make(map[uint64]int32, total)
 	for pi := range parts {
 		p := &parts[pi]
 		for j, fp := range p.fps {
-			i := int32(len(x.nums))
 			x.nums = append(x.nums, p.nums[j])
 			x.ids = append(x.ids, p.ids[j])
 			x.sizes = append(x.sizes, p.sizes[j])
-			r, seen := firstOf[fp]
-			if !seen {
-				firstOf[fp], r = i, i
-			}
-			x.rep = append(x.rep, r)
-			if seen {
-				g, ok := x.groupOf[r]
-				if !ok {
-					g = len(x.groups)
-					x.groupOf[r] = g
-					x.groups = append(x.groups, []int32{r})
-				}
-				x.groups[g] = append(x.groups[g], i)
-			}
+			x.group(firstOf, fp)
 		}
 		*p = indexPart{} // NB: copied: not held beside x's
 	}
 	return x
+}
+
+// pack moves the documents of a byNum index from their doc numbers'
+// places down to their positions (i ≤ its place, and the places read
+// later are above it), and groups identical sets: the arrays read by doc
+// number become the index's, with no second copy of them.
+func (x *pairsIndex) pack() *pairsIndex {
+	total := 0
+	for _, ok := range x.present {
+		if ok {
+			total++
+		}
+	}
+	x.rep = make([]int32, 0, total)
+	firstOf := make(map[uint64]int32, total)
+	nums, k := x.fps, x.skBytes // NB: nums take the fingerprints' places as these are read
+	i := 0
+	for at, ok := range x.present {
+		if !ok {
+			continue
+		}
+		fp := x.fps[at]
+		nums[i] = x.numFrom + uint64(at)
+		x.ids[i], x.sizes[i] = x.ids[at], x.sizes[at]
+		if k > 0 {
+			copy(x.sketches[i*k:(i+1)*k], x.sketches[at*k:(at+1)*k])
+			x.sketched[i] = x.sketched[at]
+		}
+		x.group(firstOf, fp)
+		i++
+	}
+	clear(x.ids[total:]) // NB: the strings past the end are not kept alive
+	x.nums, x.ids, x.sizes = nums[:total], x.ids[:total], x.sizes[:total]
+	if k > 0 {
+		x.sketches, x.sketched = x.sketches[:total*k], x.sketched[:total]
+	}
+	x.present, x.fps = nil, nil
+	if total < len(nums)*3/4 {
+		// NB: doc numbers with gaps (deletes, upserts): arrays of the
+		// documents' size instead of their numbers', copied one at a time.
+		x.nums, x.ids, x.sizes = slices.Clone(x.nums), slices.Clone(x.ids), slices.Clone(x.sizes)
+		x.sketches, x.sketched = slices.Clone(x.sketches), slices.Clone(x.sketched)
+	}
+	return x
+}
+
+// group appends to x.rep the representative of the document just added,
+// position len(x.rep), of fingerprint fp: the first document with that
+// fingerprint, whose group it then joins.
+func (x *pairsIndex) group(firstOf map[uint64]int32, fp uint64) {
+	i := int32(len(x.rep))
+	r, seen := firstOf[fp]
+	if !seen {
+		firstOf[fp], r = i, i
+	}
+	x.rep = append(x.rep, r)
+	if seen {
+		g, ok := x.groupOf[r]
+		if !ok {
+			g = len(x.groups)
+			x.groupOf[r] = g
+			x.groups = append(x.groups, []int32{r})
+		}
+		x.groups[g] = append(x.groups[g], i)
+	}
 }
 
 // docNumRange returns the first and last doc numbers in r (ok is false if

@@ -748,11 +748,13 @@ func defaultSets(docs []Doc) [][]uint64 {
 	return sets
 }
 
-// Ensure that the index Pairs reads holds each document's sketch at its
-// position whether the sketches were gathered by doc number and packed
-// in place (dense doc numbers) or per worker and copied (sparse ones):
-// the oracle is each record's own sketch, read here one by one, on an
-// index whose deletes and upserts left gaps in the doc numbers.
+// Ensure that the index Pairs reads holds each document's id, number,
+// set size, sketch, group and expiry at its position, whether the
+// documents were gathered by doc number and packed in place (doc numbers
+// dense, or with gaps and then copied to arrays of their own size) or per
+// worker and copied: the oracle is each record, read here one by one and
+// grouped by its fingerprint, on an index with identical texts, documents
+// past their TTL, and then gaps that deletes and upserts left.
 func TestPairsIndexSketchesByNumber(t *testing.T) {
 	d := mustOpen(t, t.TempDir(), nil)
 	defer d.Close()
@@ -764,13 +766,111 @@ func TestPairsIndexSketchesByNumber(t *testing.T) {
 		}
 		return b.String()
 	}
+	put := func(docs []Doc, ttl time.Duration) {
+		t.Helper()
+		if _, err := d.PutBatch(docs, &WriteOptions{NoSync: true, TTL: ttl}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	var batch []Doc
 	for i := range 6000 {
-		batch = append(batch, Doc{ID: fmt.Sprintf("d%d", i), Text: text()})
+		tx := text()
+		if i%10 == 9 {
+			tx = batch[i-1].Text // a group of identical sets
+		}
+		batch = append(batch, Doc{ID: fmt.Sprintf("d%d", i), Text: tx})
 	}
-	if _, err := d.PutBatch(batch, &WriteOptions{NoSync: true}); err != nil {
-		t.Fatal(err)
+	put(batch[:3000], 0)
+	put(batch[3000:3050], time.Hour) // expired at the time read below
+	put(batch[3050:], 0)
+	// now is when the index is read: the TTL documents have expired.
+	now := d.now().Add(2 * time.Hour).UnixNano()
+	check := func(stage string, gaps bool) {
+		t.Helper()
+		type rec struct {
+			id     string
+			size   uint32
+			sketch []byte
+			fp     uint64
+		}
+		var nums, expired []uint64
+		recs := map[uint64]rec{}
+		scan(context.Background(), d.pdb, codec.DocPrefix, codec.DocPrefixEnd, func(k, v []byte) {
+			n, err := codec.ParseDocKey(k)
+			if err != nil {
+				t.Fatal(err)
+			}
+			view, err := codec.ParseDocView(v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if view.Expires != 0 && view.Expires <= now {
+				expired = append(expired, n)
+				return
+			}
+			sk, ok := view.AppendSketch(nil)
+			if !ok {
+				t.Fatalf("doc %d has no sketch", n)
+			}
+			fp, _ := groupFingerprint(&view, nil)
+			nums = append(nums, n)
+			recs[n] = rec{string(view.ID), uint32(view.SetLen), sk, fp}
+		})
+		if len(expired) == 0 || !gaps && len(expired) != 50 {
+			t.Fatalf("%s: %d records expired, of the 50 put with a TTL", stage, len(expired))
+		}
+		span := int(nums[len(nums)-1] - nums[0] + 1)
+		if gaps != (len(nums) < span*3/4) {
+			t.Fatalf("%s: %d documents over %d numbers", stage, len(nums), span)
+		}
+		firstOf := map[uint64]int32{}
+		places := min(d.skOpt.NumPerm, codec.SketchPlaces)
+		for _, live := range []uint64{d.stored(), 0} {
+			x, err := loadPairsIndex(context.Background(), d.pdb, now, places, live)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if x.byNum != (live > 0) {
+				t.Fatalf("%s, live %d: by number %v", stage, live, x.byNum)
+			}
+			if !slices.Equal(x.nums, nums) || !slices.Equal(x.expired, expired) {
+				t.Fatalf("%s, live %d: numbers %v and expired %v, want %v and %v", stage, live, x.nums, x.expired, nums, expired)
+			}
+			if len(x.ids) != len(nums) || len(x.sizes) != len(nums) || len(x.rep) != len(nums) || len(x.sketched) != len(nums) || len(x.sketches) != len(nums)*x.skBytes {
+				t.Fatalf("%s, live %d: %d ids, %d sizes, %d reps, %d sketched, %d sketch bytes for %d documents", stage, live, len(x.ids), len(x.sizes), len(x.rep), len(x.sketched), len(x.sketches), len(nums))
+			}
+			if gaps && (cap(x.ids) >= span || cap(x.sketches) >= span*x.skBytes) {
+				t.Fatalf("%s, live %d: arrays for %d ids and %d sketch bytes hold %d documents of %d numbers", stage, live, cap(x.ids), cap(x.sketches), len(nums), span)
+			}
+			inGroups := 0
+			for i, n := range nums {
+				r := recs[n]
+				want, seen := firstOf[r.fp]
+				if !seen {
+					firstOf[r.fp], want = int32(i), int32(i)
+				}
+				if x.ids[i] != r.id || x.sizes[i] != r.size || x.rep[i] != want {
+					t.Fatalf("%s, live %d: document %d (doc %d): id %q, size %d, group of %d; its record: %q, %d, group of %d", stage, live, i, n, x.ids[i], x.sizes[i], x.rep[i], r.id, r.size, want)
+				}
+				if !x.sketched[i] || !bytes.Equal(x.sketch(int32(i)), r.sketch) {
+					t.Fatalf("%s, live %d: document %d (doc %d): sketch %x (known %v), its record's %x", stage, live, i, n, x.sketch(int32(i)), x.sketched[i], r.sketch)
+				}
+				if ms := x.members(int32(i)); x.rep[i] == int32(i) && len(ms) > 1 {
+					inGroups += len(ms)
+					for _, m := range ms {
+						if recs[nums[m]].fp != r.fp {
+							t.Fatalf("%s, live %d: document %d in the group of %d, another set", stage, live, m, i)
+						}
+					}
+				}
+			}
+			if inGroups < 100 || !gaps && inGroups < 1000 {
+				t.Fatalf("%s, live %d: %d documents in groups of identical sets, of the 1,200 put", stage, live, inGroups)
+			}
+			clear(firstOf)
+		}
 	}
+	check("dense", false)
 	var gone []string
 	for i := 0; i < 6000; i += 3 {
 		gone = append(gone, fmt.Sprintf("d%d", i))
@@ -782,41 +882,6 @@ func TestPairsIndexSketchesByNumber(t *testing.T) {
 	for i := 1; i < 6000; i += 7 {
 		batch = append(batch, Doc{ID: fmt.Sprintf("d%d", i), Text: text()})
 	}
-	if _, err := d.PutBatch(batch, &WriteOptions{NoSync: true}); err != nil {
-		t.Fatal(err)
-	}
-	want := map[uint64][]byte{}
-	scan(context.Background(), d.pdb, codec.DocPrefix, codec.DocPrefixEnd, func(k, v []byte) {
-		n, err := codec.ParseDocKey(k)
-		if err != nil {
-			t.Fatal(err)
-		}
-		view, err := codec.ParseDocView(v)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sk, ok := view.AppendSketch(nil)
-		if !ok {
-			t.Fatalf("doc %d has no sketch", n)
-		}
-		want[n] = sk
-	})
-	places := min(d.skOpt.NumPerm, codec.SketchPlaces)
-	for _, live := range []uint64{d.stored(), 0} {
-		x, err := loadPairsIndex(context.Background(), d.pdb, d.now().UnixNano(), places, live)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if x.byNum != (live > 0) {
-			t.Fatalf("live %d: by number %v", live, x.byNum)
-		}
-		if len(x.nums) != len(want) || len(x.sketched) != len(want) || len(x.sketches) != len(want)*x.skBytes {
-			t.Fatalf("live %d: %d documents, %d sketched, %d sketch bytes; want %d documents", live, len(x.nums), len(x.sketched), len(x.sketches), len(want))
-		}
-		for i, n := range x.nums {
-			if !x.sketched[i] || !bytes.Equal(x.sketch(int32(i)), want[n]) {
-				t.Fatalf("live %d: document %d (doc %d): sketch %x (known %v), its record's %x", live, i, n, x.sketch(int32(i)), x.sketched[i], want[n])
-			}
-		}
-	}
+	put(batch, 0)
+	check("with gaps", true)
 }
