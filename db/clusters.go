@@ -209,6 +209,16 @@ func (c *clusterer) add(a, b int32, j float64) {
 	c.edges = append(c.edges, edge{a, b, j})
 }
 
+// dedupEdges keeps each pair of nodes once among the edges, at the
+// highest Jaccard it was given with, in the order of the pairs of nodes.
+// (Pairs found by a run give a pair of nodes one Jaccard.)
+func (c *clusterer) dedupEdges() {
+	slices.SortFunc(c.edges, func(e, f edge) int {
+		return cmp.Or(cmp.Compare(e.a, f.a), cmp.Compare(e.b, f.b), cmp.Compare(f.j, e.j))
+	})
+	c.edges = slices.Clip(slices.CompactFunc(c.edges, func(e, f edge) bool { return e.a == f.a && e.b == f.b }))
+}
+
 // vanishedError is what a clusterer's sim returns for a node none of
 // whose documents is stored any more (on Redis, which has no snapshot:
 // replaced or deleted since the documents were read).
@@ -558,8 +568,9 @@ func (db *DB) Clusters(ctx context.Context, po *PairsOptions) ([]Cluster, error)
 //
 // Memory: in Components mode on a directory index no pair is held (the
 // components grow as the pairs come, 12 bytes a document); in Centers
-// mode, and on Redis, each distinct pair of documents' sets is held until
-// the pairs end, as in Clusters.
+// mode, and on Redis, each pair between two documents' sets is held (16
+// bytes, a repeat too) until the pairs end, as in Clusters, then twice by
+// set. A pair given more than once counts once, at its highest Jaccard.
 func (db *DB) ClustersFrom(ctx context.Context, seq iter.Seq2[Pair, error], po *PairsOptions) ([]Cluster, error) {
 	if seq == nil {
 		return nil, fmt.Errorf("%w: ClustersFrom of a nil sequence of pairs", ErrInvalidOptions)
@@ -634,19 +645,14 @@ func (db *DB) clustersFrom(ctx context.Context, seq iter.Seq2[redisPair, error],
 	}
 	c := newClusterer(x, mode, keep, t, db.rkv == nil)
 	c.named = true
-	// seen keeps each pair of nodes once among the edges (a pair of nodes
-	// comes once for each pair of their documents, in groups of identical
-	// ones, and a file may repeat a pair). NB: not where the union-find
-	// holds the components (Components mode on a directory index), which
-	// a pair joined again does not change: the map held every pair there,
-	// beside a union-find that holds none, and the 32 million pairs of a
-	// group of 8,000 near copies (a review of skewed corpora, K1) took it
-	// to gigabytes.
-	type key struct{ a, b int32 }
-	var seen map[key]bool
-	if c.uf == nil {
-		seen = map[key]bool{}
-	}
+	// NB: a pair of nodes comes once for each pair of their documents, in
+	// groups of identical ones, and a file may repeat a pair: the edges
+	// are made each once after the loop (dedupEdges). The union-find
+	// (Components mode on a directory index) holds no pair, and one
+	// joined again changes nothing. A map of the pairs seen was kept
+	// beside the edges: about 50 bytes a pair more, and gigabytes for the
+	// 32 million pairs of a group of 8,000 near copies (a review of
+	// skewed corpora, K1).
 	for p, err := range seq {
 		if err != nil {
 			return nil, err
@@ -687,15 +693,9 @@ func (db *DB) clustersFrom(ctx context.Context, seq iter.Seq2[redisPair, error],
 			c.on[na] = true
 			continue
 		}
-		if seen != nil {
-			k := key{min(na, nb), max(na, nb)}
-			if seen[k] {
-				continue
-			}
-			seen[k] = true
-		}
 		c.add(na, nb, p.Jaccard)
 	}
+	c.dedupEdges()
 	h := db.hashers.Get().(*minhash.Hasher)
 	defer db.hashers.Put(h)
 	setOf := func(n int32, dst []uint64) ([]uint64, error) {

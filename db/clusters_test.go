@@ -473,12 +473,13 @@ func checkComponents(t *testing.T, x *pairsIndex, pairs [][3]float64, cs []Clust
 }
 
 // Ensure that ClustersFrom in Components mode holds no pair while it
-// reads them: a map of the pairs seen, kept beside the union-find (which
-// holds none), took the 32 million pairs of a group of 8,000 near copies
-// (a review of skewed corpora, K1) to gigabytes. The oracle: the bytes
-// allocated with every pair of n documents given, less those with a chain
-// of n-1 pairs (the same one cluster, and the same index read), which
-// must not grow with the pairs, and the cluster of them all.
+// reads them, and Centers mode only the pairs it needs: a map of the
+// pairs seen, kept beside the union-find (which holds none) or the edges,
+// took the 32 million pairs of a group of 8,000 near copies (a review of
+// skewed corpora, K1) to gigabytes. The oracle: the bytes allocated with
+// every pair of n documents given, less those with a chain of n-1 pairs
+// (the same one cluster, and the same index read), which must not grow
+// with the pairs in Components mode, and the cluster of them all.
 func TestClustersFromHoldsNoPair(t *testing.T) {
 	d := mustOpen(t, "db", &Options{fs: vfs.NewMem()})
 	defer d.Close()
@@ -508,24 +509,34 @@ func TestClustersFromHoldsNoPair(t *testing.T) {
 			}
 		}
 	}
-	allocated := func(seq iter.Seq2[Pair, error]) uint64 {
+	allocated := func(seq iter.Seq2[Pair, error], mode ClusterMode) uint64 {
 		t.Helper()
 		var before, after runtime.MemStats
 		runtime.GC()
 		runtime.ReadMemStats(&before)
-		cs, err := d.ClustersFrom(context.Background(), seq, &PairsOptions{Threshold: 0.5})
+		cs, err := d.ClustersFrom(context.Background(), seq, &PairsOptions{Threshold: 0.5, Mode: mode})
 		runtime.ReadMemStats(&after)
-		if err != nil || len(cs) != 1 || len(cs[0].IDs) != n {
-			t.Fatalf("ClustersFrom of %d documents' pairs: %d clusters, %v; want one of them all", n, len(cs), err)
+		if err != nil || len(cs) == 0 || mode == Components && (len(cs) != 1 || len(cs[0].IDs) != n) {
+			t.Fatalf("%s: ClustersFrom of %d documents' pairs: %d clusters, %v; want one of them all", mode, n, len(cs), err)
 		}
 		return after.TotalAlloc - before.TotalAlloc
 	}
-	few := allocated(chain)
-	many := allocated(all)
+	few := allocated(chain, Components)
+	many := allocated(all, Components)
 	// NB: the map took about 50 bytes a pair (56.7 MB here); the bound
 	// leaves room for what other goroutines of the process allocate
 	// meanwhile (TotalAlloc counts them all).
 	if many > few && many-few > 10*uint64(pairs) {
 		t.Fatalf("ClustersFrom of %d pairs allocated %d bytes, of %d pairs %d: more than 10 bytes a pair more", pairs, many, n-1, few)
+	}
+	// Centers mode holds the pairs (16 bytes each, in a slice grown by
+	// append: about 5 times that allocated in all), then each twice by
+	// node (32 bytes): 131 bytes a pair allocated here, and 180 with the
+	// map.
+	pairs = 0
+	few = allocated(chain, Centers)
+	many = allocated(all, Centers)
+	if many > few && many-few > 150*uint64(pairs) {
+		t.Fatalf("centers: ClustersFrom of %d pairs allocated %d bytes, of %d pairs %d: more than 150 bytes a pair more", pairs, many, n-1, few)
 	}
 }
