@@ -216,7 +216,7 @@ func (c *clusterer) dedupEdges() {
 	slices.SortFunc(c.edges, func(e, f edge) int {
 		return cmp.Or(cmp.Compare(e.a, f.a), cmp.Compare(e.b, f.b), cmp.Compare(f.j, e.j))
 	})
-	c.edges = slices.Clip(slices.CompactFunc(c.edges, func(e, f edge) bool { return e.a == f.a && e.b == f.b }))
+	c.edges = slices.CompactFunc(c.edges, func(e, f edge) bool { return e.a == f.a && e.b == f.b })
 }
 
 // vanishedError is what a clusterer's sim returns for a node none of
@@ -647,12 +647,16 @@ func (db *DB) clustersFrom(ctx context.Context, seq iter.Seq2[redisPair, error],
 	c.named = true
 	// NB: a pair of nodes comes once for each pair of their documents, in
 	// groups of identical ones, and a file may repeat a pair: the edges
-	// are made each once after the loop (dedupEdges). The union-find
-	// (Components mode on a directory index) holds no pair, and one
-	// joined again changes nothing. A map of the pairs seen was kept
-	// beside the edges: about 50 bytes a pair more, and gigabytes for the
-	// 32 million pairs of a group of 8,000 near copies (a review of
-	// skewed corpora, K1).
+	// are made each once (dedupEdges) whenever they have doubled since
+	// the last time, and after the loop, so that they hold at most twice
+	// the distinct pairs (two groups of 8,000 identical copies near each
+	// other are 64 million pairs of documents, and one of nodes). The
+	// union-find (Components mode on a directory index) holds no pair,
+	// and one joined again changes nothing. A map of the pairs seen was
+	// kept beside the edges: about 50 bytes a pair more, and gigabytes
+	// for the 32 million pairs of a group of 8,000 near copies (a review
+	// of skewed corpora, K1).
+	dedupAt := 1 << 16
 	for p, err := range seq {
 		if err != nil {
 			return nil, err
@@ -694,6 +698,10 @@ func (db *DB) clustersFrom(ctx context.Context, seq iter.Seq2[redisPair, error],
 			continue
 		}
 		c.add(na, nb, p.Jaccard)
+		if len(c.edges) >= dedupAt {
+			c.dedupEdges()
+			dedupAt = max(dedupAt, 2*len(c.edges))
+		}
 	}
 	c.dedupEdges()
 	h := db.hashers.Get().(*minhash.Hasher)

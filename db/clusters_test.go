@@ -472,6 +472,58 @@ func checkComponents(t *testing.T, x *pairsIndex, pairs [][3]float64, cs []Clust
 	}
 }
 
+// Ensure that ClustersFrom in Centers mode, which holds its pairs of
+// sets, does not hold a pair of sets once for each pair of documents
+// given: two groups of identical documents near each other are m*m pairs
+// of documents and one pair of sets. The oracle: the bytes allocated with
+// every pair of the two groups given, less those with one of them (the
+// same cluster, the same index read), and the one cluster of both groups.
+func TestClustersFromRepeatedPairs(t *testing.T) {
+	d := mustOpen(t, "db", &Options{fs: vfs.NewMem()})
+	m := 1000
+	var docs []Doc
+	for i := range 2 * m {
+		docs = append(docs, Doc{ID: fmt.Sprint("d", i), Text: fmt.Sprintf("a long text that every copy shares, group %d, then more words after it", i/m)})
+	}
+	if _, err := d.PutBatch(docs, nil); err != nil {
+		t.Fatal(err)
+	}
+	pairs := 0
+	cross := func(yield func(Pair, error) bool) {
+		for i := range m {
+			for j := m; j < 2*m; j++ {
+				pairs++
+				if !yield(Pair{A: docs[i].ID, B: docs[j].ID, Jaccard: 0.9}, nil) {
+					return
+				}
+			}
+		}
+	}
+	one := func(yield func(Pair, error) bool) {
+		yield(Pair{A: docs[0].ID, B: docs[m].ID, Jaccard: 0.9}, nil)
+	}
+	allocated := func(seq iter.Seq2[Pair, error]) uint64 {
+		t.Helper()
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		cs, err := d.ClustersFrom(context.Background(), seq, &PairsOptions{Threshold: 0.5, Mode: Centers})
+		runtime.ReadMemStats(&after)
+		if err != nil || len(cs) != 1 || len(cs[0].IDs) != 2*m {
+			t.Fatalf("ClustersFrom of two groups of %d: %d clusters, %v; want one of them all", m, len(cs), err)
+		}
+		return after.TotalAlloc - before.TotalAlloc
+	}
+	few := allocated(one)
+	many := allocated(cross)
+	// NB: each pair held took about 80 bytes a pair allocated here (16
+	// held, in a slice grown by append); the bound leaves room for what
+	// other goroutines of the process allocate meanwhile.
+	if many > few && many-few > 8*uint64(pairs) {
+		t.Fatalf("ClustersFrom of %d pairs of two groups allocated %d bytes, of one pair %d: more than 8 bytes a pair more", pairs, many, few)
+	}
+}
+
 // Ensure that ClustersFrom in Components mode holds no pair while it
 // reads them, and Centers mode only the pairs it needs: a map of the
 // pairs seen, kept beside the union-find (which holds none) or the edges,
