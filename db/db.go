@@ -604,6 +604,9 @@ func prepareDir(fs vfs.FS, dir string, o *Options) (created bool, err error) {
 	st, err := fs.Stat(dir)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
+		if err := restoreStopped(fs, dir); err != nil {
+			return false, err
+		}
 		if o.MustExist || o.ReadOnly {
 			return false, fmt.Errorf("%w: %s", ErrNotExist, dir)
 		}
@@ -631,6 +634,9 @@ func prepareDir(fs vfs.FS, dir string, o *Options) (created bool, err error) {
 		return false, fmt.Errorf("lshdb: %w", err)
 	}
 	if len(names) == 0 {
+		if err := restoreStopped(fs, dir); err != nil {
+			return false, err
+		}
 		if o.MustExist || o.ReadOnly {
 			return false, fmt.Errorf("%w: %s is empty", ErrNotExist, dir)
 		}

@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -77,7 +79,10 @@ var restoreSwapped func()
 // restore removes; one killed after its copy, dir as it was and the copy
 // at dir+".restoring"; one killed between the two renames (an instant),
 // the old index at its new name and the copy at dir+".restoring": rename
-// that to dir by hand. The next restore refuses to start while
+// that to dir by hand. Open refuses dir meanwhile (RestoreStoppedError,
+// which names both), so that no write makes an empty index in its place
+// (nor one of the restore into an absent dir, killed before its rename).
+// The next restore refuses to start while
 // dir+".restoring" exists, saying which it is. A failure after the old
 // index moved returns the report with Aside set beside the error.
 //
@@ -161,7 +166,12 @@ func Restore(ctx context.Context, from, dir string, o *RestoreOptions) (*Restore
 	if _, err := os.Lstat(staging); err == nil {
 		what := fmt.Sprintf("a restore stopped after its copy left it (a complete copy of its backup), and the index at %s is as it was: remove it and restore again", dir)
 		if !present {
-			what = fmt.Sprintf("a restore stopped between its renames left it (a complete copy of its backup; the index it replaced is at %s.before-restore-…): rename it to %s, or remove it and restore again", real, real)
+			aside := real + ".before-restore-…"
+			var stopped *RestoreStoppedError
+			if errors.As(restoreStopped(vfs.Default, real), &stopped) && len(stopped.Aside) > 0 {
+				aside = stopped.Aside[len(stopped.Aside)-1]
+			}
+			what = fmt.Sprintf("a restore stopped between its renames left it (a complete copy of its backup; the index it replaced, if there was one, is at %s): rename it to %s, or remove it and restore again", aside, real)
 		}
 		return nil, fmt.Errorf("%w: restore: %s exists: %s%w", ErrInvalidOptions, staging, what, unsaid{fs.ErrExist})
 	}
@@ -232,6 +242,62 @@ func Restore(ctx context.Context, from, dir string, o *RestoreOptions) (*Restore
 		return rep, fmt.Errorf("lshdb: restore: %w (the index is restored%s, but the new names may not last a crash)", err, aside)
 	}
 	return rep, nil
+}
+
+// RestoreStoppedError is Open's error for a directory that holds no index
+// (absent, or empty) beside the copy of a restore that stopped before the
+// copy took the directory's name: killed between its two renames (the
+// index it replaced at Aside), or, into a directory that held no index,
+// before its one rename (no Aside). The copy at Staging is complete. The
+// index is not made there anew: a write would have made an empty index in
+// its place, which the next restore took for the one to replace. It
+// matches ErrNotExist.
+type RestoreStoppedError struct {
+	Dir     string   // the index's directory, as given to Open
+	Staging string   // the restored copy: Dir's real path plus ".restoring"
+	Aside   []string // the index it replaced, if any (".before-restore-TIME"), oldest first
+}
+
+func (e *RestoreStoppedError) Error() string {
+	finish := fmt.Sprintf("rename %s to %s to finish the restore", e.Staging, strings.TrimSuffix(e.Staging, restoreStaging))
+	if len(e.Aside) == 0 {
+		return fmt.Sprintf("%v: %s: a restore into it stopped before its copy took its name (or is taking it now): the copy, complete, is at %s: %s, or remove the copy", ErrNotExist, e.Dir, e.Staging, finish)
+	}
+	return fmt.Sprintf("%v: %s: a restore over it stopped between its two renames (or is between them now): the restored copy, complete, is at %s, and the index it replaced at %s: %s, or rename the index back to undo it", ErrNotExist, e.Dir, e.Staging, e.Aside[len(e.Aside)-1], finish)
+}
+
+func (e *RestoreStoppedError) Is(target error) bool { return target == ErrNotExist }
+
+// restoreStopped returns a *RestoreStoppedError if a restore's copy of dir
+// (which holds no index) waits beside it, else nil. A symbolic link to
+// nothing is followed to the name it gives: a restore renames the index
+// it leads to.
+func restoreStopped(fsys vfs.FS, dir string) error {
+	real := dir
+	if fsys == vfs.Default {
+		real = fspath.Resolve(dir)
+		if target, err := os.Readlink(dir); err == nil {
+			if !filepath.IsAbs(target) {
+				target = filepath.Join(filepath.Dir(real), target)
+			}
+			real = fspath.Resolve(target)
+		}
+	}
+	staging := real + restoreStaging
+	if fi, err := fsys.Stat(staging); err != nil || !fi.IsDir() {
+		return nil
+	}
+	e := &RestoreStoppedError{Dir: dir, Staging: staging}
+	parent, base := fsys.PathDir(real), fsys.PathBase(real)
+	if names, err := fsys.List(parent); err == nil {
+		slices.Sort(names) // NB: the time in the name, UTC, sorts as it reads
+		for _, n := range names {
+			if strings.HasPrefix(n, base+".before-restore-") {
+				e.Aside = append(e.Aside, fsys.PathJoin(parent, n))
+			}
+		}
+	}
+	return e
 }
 
 // restoreRoom refuses a restore whose copy of src would take dir's

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/lshdb/lshdb/internal/fspath"
 )
 
 // restoreFixture makes an index at root/idx of 200 documents, backs it up
@@ -364,4 +366,91 @@ func dirNames(t *testing.T, dir string) []string {
 		names = append(names, e.Name())
 	}
 	return names
+}
+
+// Ensure that an index whose restore stopped before its copy took the
+// index's name (killed between the renames, or before the one rename of a
+// restore into an absent directory) is refused by every Open, read or
+// write, naming the copy and the index it replaced, and not made anew
+// empty: a crash review's insert made an empty index there, which the next
+// restore took for the index to replace. The oracle: the state between
+// the renames, seen from the restore's own hook; the documents of the
+// backup once the copy is renamed by hand, as the error says.
+func TestOpenRefusesAStoppedRestore(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	backup, _ := restoreFixture(t, root)
+	idx, bk := filepath.Join(root, "idx"), filepath.Join(root, "bk")
+	// refused opens dir (whose index is at real) with o, and wants it
+	// refused.
+	refused := func(what, dir, real string, o *Options, aside bool) {
+		t.Helper()
+		d, err := Open(dir, o)
+		var stopped *RestoreStoppedError
+		if err == nil {
+			d.Close()
+		}
+		if !errors.Is(err, ErrNotExist) || !errors.As(err, &stopped) {
+			t.Fatalf("%s: Open: %v, want a RestoreStoppedError", what, err)
+		}
+		real = fspath.Resolve(real)
+		if stopped.Staging != real+restoreStaging || (len(stopped.Aside) == 1) != aside || !strings.Contains(err.Error(), stopped.Staging) {
+			t.Fatalf("%s: %v: staging %q, aside %q", what, err, stopped.Staging, stopped.Aside)
+		}
+		if aside && (!strings.HasPrefix(stopped.Aside[0], real+".before-restore-") || !strings.Contains(err.Error(), stopped.Aside[0])) {
+			t.Fatalf("%s: %v: aside %q", what, err, stopped.Aside)
+		}
+		if names, err := os.ReadDir(dir); err == nil && len(names) > 0 {
+			t.Fatalf("%s: the refused Open left %d files in %s", what, len(names), dir)
+		}
+	}
+
+	// Over an index: between the two renames.
+	seen := false
+	restoreSwapped = func() {
+		seen = true
+		refused("between the renames, read-only", idx, idx, &Options{ReadOnly: true}, true)
+		refused("between the renames, must exist", idx, idx, &Options{MustExist: true}, true)
+		refused("between the renames, a write", idx, idx, nil, true)
+		if _, err := os.Stat(idx); !os.IsNotExist(err) {
+			t.Fatalf("between the renames, after the refused opens: %v", err)
+		}
+	}
+	_, err := Restore(ctx, bk, idx, nil)
+	restoreSwapped = nil
+	if err != nil || !seen {
+		t.Fatalf("restore: %v (the state between the renames seen: %v)", err, seen)
+	}
+
+	// Into an absent directory, and an empty one: the copy made, not yet
+	// renamed (as a restore killed then leaves it).
+	for _, empty := range []bool{false, true} {
+		dir := filepath.Join(root, fmt.Sprintf("new-%v", empty))
+		if empty {
+			if err := os.Mkdir(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		src := mustOpen(t, bk, &Options{ReadOnly: true, MustExist: true})
+		if err := src.Backup(ctx, dir+restoreStaging); err != nil {
+			t.Fatal(err)
+		}
+		src.Close()
+		refused(fmt.Sprintf("empty %v, a write", empty), dir, dir, nil, false)
+		refused(fmt.Sprintf("empty %v, read-only", empty), dir, dir, &Options{ReadOnly: true}, false)
+		// Through a symbolic link to the directory, absent or empty.
+		link := dir + "-link"
+		if err := os.Symlink(dir, link); err != nil {
+			t.Fatal(err)
+		}
+		refused(fmt.Sprintf("empty %v, through a link", empty), link, dir, nil, false)
+		// Finished by hand, as the error says.
+		os.Remove(dir)
+		if err := os.Rename(dir+restoreStaging, dir); err != nil {
+			t.Fatal(err)
+		}
+		if got := docsIn(t, link); !reflect.DeepEqual(got, backup) {
+			t.Errorf("empty %v: the copy renamed by hand holds %d documents, the backup %d", empty, len(got), len(backup))
+		}
+	}
 }

@@ -577,10 +577,11 @@ func (a *app) exitCode(err error) int {
 		line = escControls(m)
 	}
 	// NB: not for a handle whose Redis index went under it, which its
-	// message tells to close (an insert through it is refused again), nor
-	// for what is not --db's index (notTheIndex: a restore's backup,
-	// which no command makes but backup).
-	if errors.Is(err, db.ErrNotExist) && !strings.Contains(line, "since this handle opened it") && !errors.As(err, new(notTheIndex)) {
+	// message tells to close (an insert through it is refused again), for
+	// what is not --db's index (notTheIndex: a restore's backup, which no
+	// command makes but backup), nor for a restore stopped before its copy
+	// took the index's name (which a write does not make anew).
+	if errors.Is(err, db.ErrNotExist) && !strings.Contains(line, "since this handle opened it") && !errors.As(err, new(notTheIndex)) && !errors.As(err, new(*db.RestoreStoppedError)) {
 		line += " (lshdb create, insert or build makes an index)"
 	}
 	if errors.Is(err, db.ErrDiskFull) {
