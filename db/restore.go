@@ -275,12 +275,16 @@ func (e *RestoreStoppedError) Is(target error) bool { return target == ErrNotExi
 func restoreStopped(fsys vfs.FS, dir string) error {
 	real := dir
 	if fsys == vfs.Default {
-		real = fspath.Resolve(dir)
-		if target, err := os.Readlink(dir); err == nil {
-			if !filepath.IsAbs(target) {
-				target = filepath.Join(filepath.Dir(real), target)
+		real = fspath.Resolve(dir) // NB: a link to a directory resolved
+		if _, err := os.Stat(dir); err != nil {
+			// NB: a link to nothing is left as it is by Resolve (the name
+			// of the link, in its resolved parent), and read here.
+			if target, err := os.Readlink(dir); err == nil {
+				if !filepath.IsAbs(target) {
+					target = filepath.Join(filepath.Dir(real), target)
+				}
+				real = fspath.Resolve(target)
 			}
-			real = fspath.Resolve(target)
 		}
 	}
 	staging := real + restoreStaging

@@ -438,12 +438,22 @@ func TestOpenRefusesAStoppedRestore(t *testing.T) {
 		src.Close()
 		refused(fmt.Sprintf("empty %v, a write", empty), dir, dir, nil, false)
 		refused(fmt.Sprintf("empty %v, read-only", empty), dir, dir, &Options{ReadOnly: true}, false)
-		// Through a symbolic link to the directory, absent or empty.
+		// Through symbolic links to the directory, absent or empty: one
+		// of an absolute path, and one relative from a directory
+		// elsewhere.
 		link := dir + "-link"
 		if err := os.Symlink(dir, link); err != nil {
 			t.Fatal(err)
 		}
 		refused(fmt.Sprintf("empty %v, through a link", empty), link, dir, nil, false)
+		rel := filepath.Join(root, "links", filepath.Base(dir))
+		if err := os.MkdirAll(filepath.Dir(rel), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(filepath.Join("..", filepath.Base(dir)), rel); err != nil {
+			t.Fatal(err)
+		}
+		refused(fmt.Sprintf("empty %v, through a relative link", empty), rel, dir, nil, false)
 		// Finished by hand, as the error says.
 		os.Remove(dir)
 		if err := os.Rename(dir+restoreStaging, dir); err != nil {
