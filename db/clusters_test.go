@@ -472,6 +472,22 @@ func checkComponents(t *testing.T, x *pairsIndex, pairs [][3]float64, cs []Clust
 	}
 }
 
+// clustersFromAllocated returns ClustersFrom's clusters of seq (threshold
+// 0.5, mode) and the bytes the process allocated meanwhile (TotalAlloc:
+// other goroutines' too), after a GC; an error fails the test.
+func clustersFromAllocated(t *testing.T, d *DB, seq iter.Seq2[Pair, error], mode ClusterMode) ([]Cluster, uint64) {
+	t.Helper()
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	cs, err := d.ClustersFrom(context.Background(), seq, &PairsOptions{Threshold: 0.5, Mode: mode})
+	runtime.ReadMemStats(&after)
+	if err != nil {
+		t.Fatalf("%s: ClustersFrom: %v", mode, err)
+	}
+	return cs, after.TotalAlloc - before.TotalAlloc
+}
+
 // Ensure that ClustersFrom in Centers mode, which holds its pairs of
 // sets, does not hold a pair of sets once for each pair of documents
 // given: two groups of identical documents near each other are m*m pairs
@@ -504,15 +520,11 @@ func TestClustersFromRepeatedPairs(t *testing.T) {
 	}
 	allocated := func(seq iter.Seq2[Pair, error]) uint64 {
 		t.Helper()
-		var before, after runtime.MemStats
-		runtime.GC()
-		runtime.ReadMemStats(&before)
-		cs, err := d.ClustersFrom(context.Background(), seq, &PairsOptions{Threshold: 0.5, Mode: Centers})
-		runtime.ReadMemStats(&after)
-		if err != nil || len(cs) != 1 || len(cs[0].IDs) != 2*m {
-			t.Fatalf("ClustersFrom of two groups of %d: %d clusters, %v; want one of them all", m, len(cs), err)
+		cs, bytes := clustersFromAllocated(t, d, seq, Centers)
+		if len(cs) != 1 || len(cs[0].IDs) != 2*m {
+			t.Fatalf("ClustersFrom of two groups of %d: %d clusters; want one of them all", m, len(cs))
 		}
-		return after.TotalAlloc - before.TotalAlloc
+		return bytes
 	}
 	few := allocated(one)
 	many := allocated(cross)
@@ -561,20 +573,18 @@ func TestClustersFromHoldsNoPair(t *testing.T) {
 			}
 		}
 	}
-	allocated := func(seq iter.Seq2[Pair, error], mode ClusterMode) uint64 {
+	// allocated wants one cluster of all n documents, but of a chain in
+	// Centers mode (which does not chain).
+	allocated := func(seq iter.Seq2[Pair, error], mode ClusterMode, one bool) uint64 {
 		t.Helper()
-		var before, after runtime.MemStats
-		runtime.GC()
-		runtime.ReadMemStats(&before)
-		cs, err := d.ClustersFrom(context.Background(), seq, &PairsOptions{Threshold: 0.5, Mode: mode})
-		runtime.ReadMemStats(&after)
-		if err != nil || len(cs) == 0 || mode == Components && (len(cs) != 1 || len(cs[0].IDs) != n) {
-			t.Fatalf("%s: ClustersFrom of %d documents' pairs: %d clusters, %v; want one of them all", mode, n, len(cs), err)
+		cs, bytes := clustersFromAllocated(t, d, seq, mode)
+		if len(cs) == 0 || one && (len(cs) != 1 || len(cs[0].IDs) != n) {
+			t.Fatalf("%s: ClustersFrom of %d documents' pairs: %d clusters; want one of them all", mode, n, len(cs))
 		}
-		return after.TotalAlloc - before.TotalAlloc
+		return bytes
 	}
-	few := allocated(chain, Components)
-	many := allocated(all, Components)
+	few := allocated(chain, Components, true)
+	many := allocated(all, Components, true)
 	// NB: the map took about 50 bytes a pair (56.7 MB here); the bound
 	// leaves room for what other goroutines of the process allocate
 	// meanwhile (TotalAlloc counts them all).
@@ -586,8 +596,8 @@ func TestClustersFromHoldsNoPair(t *testing.T) {
 	// node (32 bytes): 131 bytes a pair allocated here, and 180 with the
 	// map.
 	pairs = 0
-	few = allocated(chain, Centers)
-	many = allocated(all, Centers)
+	few = allocated(chain, Centers, false)
+	many = allocated(all, Centers, true)
 	if many > few && many-few > 150*uint64(pairs) {
 		t.Fatalf("centers: ClustersFrom of %d pairs allocated %d bytes, of %d pairs %d: more than 150 bytes a pair more", pairs, many, n-1, few)
 	}
