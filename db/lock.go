@@ -32,9 +32,18 @@ func lockDirectory(dir string, o *Options) (*dirLock, error) {
 	for {
 		held, err := holdDir(o.fs, dir)
 		if err == nil {
-			var lock *pebble.Lock
-			if lock, err = pebble.LockDirectory(dir, fs); err == nil {
-				return &dirLock{Lock: lock, held: held}, nil
+			var flock io.Closer
+			if o.fs == vfs.Default {
+				flock, err = flockDir(dir, o.ReadOnly)
+			}
+			if err == nil {
+				var lock *pebble.Lock
+				if lock, err = pebble.LockDirectory(dir, fs); err == nil {
+					return &dirLock{Lock: lock, flock: flock, held: held}, nil
+				}
+				if flock != nil {
+					flock.Close()
+				}
 			}
 			held.Release()
 		}
@@ -53,16 +62,21 @@ func lockDirectory(dir string, o *Options) (*dirLock, error) {
 	}
 }
 
-// dirLock is an Open's hold on its directory: Pebble's lock, and the
+// dirLock is an Open's hold on its directory: Pebble's lock, the flock
+// on the directory (flockDir; nil where there is none), and the
 // directory's place among those this process has open.
 type dirLock struct {
 	*pebble.Lock
-	held *lockholder.Held
+	flock io.Closer
+	held  *lockholder.Held
 }
 
-// Close releases the lock, then the directory's place.
+// Close releases the locks, then the directory's place.
 func (l *dirLock) Close() error {
 	err := l.Lock.Close()
+	if l.flock != nil {
+		l.flock.Close()
+	}
 	l.held.Release()
 	return err
 }
