@@ -375,7 +375,7 @@ func openIn(dir string, o Options, created bool) (*DB, error) {
 	cache := pebble.NewCache(o.CacheSize)
 	defer cache.Unref()
 	stalls := &writeStalls{log: o.Logger}
-	damage := &damageSeen{}
+	damage := &damageSeen{home: lock.held.Info()}
 	bgLog := &repeatLimiter{every: 10 * time.Second}
 	hfs := newHeldFS(o.fs, dir)
 	popts := &pebble.Options{
@@ -1197,6 +1197,9 @@ type damageSeen struct {
 	// stopped is the error of a write that Pebble panicked in (pebbleWrite):
 	// its store takes no write after it, and is not closed.
 	stopped atomic.Pointer[error]
+	// home is the index's directory as the open found it (nil on another
+	// filesystem than the operating system's: movedAway).
+	home os.FileInfo
 }
 
 // pebbleWrite runs f, a write into Pebble (a batch's commit, a Set), and
@@ -1256,11 +1259,41 @@ func (d *damageSeen) writesRefused(dir string) error {
 	if p := d.stopped.Load(); p != nil {
 		return *p
 	}
+	if err := movedAway(dir, d.home); err != nil {
+		return err
+	}
 	p := d.noSpace.Load()
 	if p == nil {
 		return nil
 	}
 	return fmt.Errorf("%w: %s: the index's last flush found no space left on its disk (%v): free space there; writes are let through again once a flush succeeds (Pebble retries it)", ErrDiskFull, dir, firstLine{*p})
+}
+
+// movedAway returns ErrNotExist when dir is no longer the directory home
+// (its identity when the index was opened): moved or removed while open,
+// where Pebble's next write-ahead log (a write's, or a flush's) could not
+// be made. Nil while it is, or when it cannot tell (home is nil, or dir
+// cannot be read for another reason).
+//
+// NB: Pebble makes its next log with its mutex released, and its
+// Fatalf's panic there unlocked the mutex again: Go's runtime ended the
+// whole process ("fatal error: sync: unlock of unlocked mutex"), which
+// no recover stops, at the first write after a deploy script moved an
+// embedding service's index (an embedder's review, E2). Every room check
+// asks this (writesRefused), so that the write is refused instead; the
+// acknowledged writes are in the directory wherever it went.
+func movedAway(dir string, home os.FileInfo) error {
+	if home == nil {
+		return nil
+	}
+	fi, err := os.Stat(dir)
+	switch {
+	case err == nil && os.SameFile(fi, home):
+		return nil
+	case err == nil, errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOTDIR):
+		return fmt.Errorf("%w: %s: the index's directory was moved or removed since this handle opened it: nothing was written (no file of the index's could be made there); close the handle, whose acknowledged writes are in the directory wherever it went, and open the index where it is", ErrNotExist, dir)
+	}
+	return nil
 }
 
 func (d *damageSeen) note(err error) { d.err.CompareAndSwap(nil, &err) }
@@ -1315,11 +1348,15 @@ func (db *DB) flushAtClose() {
 	// waited in Pebble's write stall for ever, and Close hung (an
 	// embedder's review, D1).
 	if err := cmp.Or(db.damage.writesRefused(db.dir), roomIn(db.opts.FS, db.dir, min(db.opts.DiskReserve, openReserve(&db.opts.Options)), int64(m.MemTable.Size))); err != nil {
-		db.counts.diskFull.Add(1)
 		// NB: said as what it is: the writes are kept (the log is
 		// synced, and the next open replays it); a build that failed on
 		// a full disk, having written nothing, read it as writes left.
-		db.opts.Logger.Warn("lshdb: no room to flush the handle's writes into tables at close: they are kept in the write-ahead log, which the next open replays", "error", err)
+		if errors.Is(err, ErrDiskFull) {
+			db.counts.diskFull.Add(1)
+			db.opts.Logger.Warn("lshdb: no room to flush the handle's writes into tables at close: they are kept in the write-ahead log, which the next open replays", "error", err)
+		} else {
+			db.opts.Logger.Warn("lshdb: the handle's writes are not flushed into tables at close: they are kept in the write-ahead log, which the next open replays", "error", err)
+		}
 		return
 	}
 	failed := db.damage.failures.Load()

@@ -62,6 +62,8 @@
 // stops while it hashes a long text too (1 MiB or more: its own, or a
 // stored one's for [DB.QueryID]), leaving that hashing to end on a
 // goroutine of its own; a shorter one is hashed first, and checked after.
+// So does a write whose texts add up to 1 MiB or more, when its context
+// ends or Close starts (a write that takes no context too).
 //
 // [DB.Close] does not hang on lshdb's own work: it cancels the long calls
 // in flight (they end with [ErrClosed]), refuses new calls at once (they
@@ -72,7 +74,7 @@
 // loop body runs, so the body may call any method, Close included; after
 // Close the iteration ends with ErrClosed. A callback that a long call
 // runs (Load's documents, a [WithProgress] function, [DB.ClustersFrom]'s
-// pairs) may call any method but Close, which would wait for the call
+// pairs, [PairsOptions].OnIdentical) may call any method but Close, which would wait for the call
 // that runs it; but a write made inside Load's documents or
 // LoadOptions.Progress, or inside the progress function of a Repair,
 // waits for that call, which holds the writer lock (see below), and so

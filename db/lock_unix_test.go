@@ -4,6 +4,7 @@ package db
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -137,5 +138,87 @@ func TestLockKeptAfterAStrayClose(t *testing.T) {
 		if ok, err := d.Has(id); err != nil || !ok {
 			t.Errorf("%s: stored %v, %v", id, ok, err)
 		}
+	}
+}
+
+// Ensure that a write to an index whose directory was moved away, removed
+// or replaced while it was open is refused with ErrNotExist, before
+// Pebble tries to make a file there: Pebble's next write-ahead log failed
+// with its mutex released, and Go's runtime ended the process ("sync:
+// unlock of unlocked mutex"), which no recover stops (an embedder's
+// review, E2). The writes go on past the memtable's size, where the old
+// code made a new log (and died). Oracle: the directory reopened where it
+// went, holding every acknowledged write and nothing else.
+func TestMovedDirectoryRefusesWrites(t *testing.T) {
+	text := strings.Repeat("a document long enough to fill a small memtable quickly, ", 40)
+	for _, how := range []string{"moved", "removed", "replaced"} {
+		t.Run(how, func(t *testing.T) {
+			base := t.TempDir()
+			dir, aside := filepath.Join(base, "idx"), filepath.Join(base, "aside")
+			d := mustOpen(t, dir, &Options{MemTableSize: 1 << 20})
+			acked := 0
+			put := func() error {
+				err := d.Put(Doc{ID: fmt.Sprintf("d%d", acked), Text: fmt.Sprintf("%d %s", acked, text)}, &WriteOptions{NoSync: true})
+				if err == nil {
+					acked++
+				}
+				return err
+			}
+			for range 100 {
+				if err := put(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := d.Sync(); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Rename(dir, aside); err != nil {
+				t.Fatal(err)
+			}
+			switch how {
+			case "removed":
+				if err := os.RemoveAll(aside); err != nil {
+					t.Fatal(err)
+				}
+			case "replaced":
+				if err := os.Mkdir(dir, 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var err error
+			for i := 0; err == nil && i < 2000; i++ { // NB: 2,000 documents of 2.3 KB fill 1 MiB memtables
+				err = put()
+			}
+			if !errors.Is(err, ErrNotExist) || !strings.Contains(err.Error(), "moved or removed") {
+				t.Fatalf("a write after the directory was %s: %v, want ErrNotExist saying so", how, err)
+			}
+			if acked != 100 {
+				t.Errorf("%d writes acknowledged after the directory was %s", acked-100, how)
+			}
+			if _, err := d.PutBatch([]Doc{{ID: "batch", Text: text}}, nil); !errors.Is(err, ErrNotExist) {
+				t.Errorf("a batch: %v, want ErrNotExist", err)
+			}
+			if err := d.Delete("d0", nil); !errors.Is(err, ErrNotExist) {
+				t.Errorf("a delete: %v, want ErrNotExist", err)
+			}
+			d.Close() // NB: its error, if any, is Pebble's; it must not end the process
+			switch how {
+			case "removed":
+				return
+			case "replaced":
+				if entries, err := os.ReadDir(dir); err != nil || len(entries) != 0 {
+					t.Errorf("the directory put in the index's place holds %d files (%v), want none", len(entries), err)
+				}
+			}
+			r := mustOpen(t, aside, &Options{ReadOnly: true})
+			if n, err := r.Count(); err != nil || n != 100 {
+				t.Errorf("reopened where it went: %d documents (%v), want the 100 acknowledged", n, err)
+			}
+			for i := range 100 {
+				if ok, err := r.Has(fmt.Sprintf("d%d", i)); err != nil || !ok {
+					t.Fatalf("d%d: %v %v", i, ok, err)
+				}
+			}
+		})
 	}
 }

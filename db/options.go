@@ -272,7 +272,10 @@ type Options struct {
 	// negative: never (purge on demand, or with Compact). No effect on
 	// Redis, which leaves no list empty.
 	PurgeEvery time.Duration
-	// Logger receives Pebble's errors and lshdb's warnings. Pebble's
+	// Logger receives Pebble's errors and lshdb's warnings, and two notes
+	// of lshdb's background work at the Info level: a purge that removed
+	// emptied posting lists (at most once a PurgeEvery), and the sweep of
+	// expired documents working again after it failed. Pebble's
 	// informational messages go to it at the Debug level. Default:
 	// slog.Default().
 	Logger *slog.Logger

@@ -62,7 +62,10 @@ type PairsOptions struct {
 	// texts are kept for the next pair while they take another quarter.
 	// Default: DefaultPairsMemory (256 MiB).
 	Memory int
-	// Stats, if set, is filled in when the iteration ends.
+	// Stats, if set, is filled in when the iteration ends: by each
+	// ranging of the sequence, which may be ranged again (each ranging
+	// reads a snapshot of its own), but not by two goroutines at once with
+	// the same Stats.
 	Stats *PairsStats
 	// Mode is how Clusters and ClustersFrom group the pairs. Default:
 	// Components. Pairs ignores it.

@@ -292,6 +292,77 @@ func TestPutEndsWhileHashing(t *testing.T) {
 	}
 }
 
+// Ensure that Close does not wait for the hashing of a write that takes
+// no context (Put, PutBatch, PutIfNew, PrepareBatch): it held Close 2.5 s
+// for a batch of 45 MB, and PrepareBatch then returned a batch no write
+// could take (an embedder's review, E3). The hashing is held (the
+// hashTextHook) until Close has returned; the call must end with
+// ErrClosed, and the oracle is the index reopened, which holds none of
+// the documents.
+func TestCloseEndsWritesWhileHashing(t *testing.T) {
+	long := strings.Repeat("a long text of many words and some numbers 12345, ", cancellableText/40)
+	for _, c := range []struct {
+		name string
+		put  func(d *DB) error
+	}{
+		{"Put", func(d *DB) error { return d.Put(Doc{ID: "long", Text: long}, nil) }},
+		{"PutBatch", func(d *DB) error {
+			_, err := d.PutBatch([]Doc{{ID: "a", Text: "short"}, {ID: "long", Text: long}}, nil)
+			return err
+		}},
+		{"PutIfNew", func(d *DB) error {
+			_, err := d.PutIfNew(Doc{ID: "long", Text: long}, nil)
+			return err
+		}},
+		{"PrepareBatch", func(d *DB) error {
+			pb, err := d.PrepareBatch([]Doc{{ID: "long", Text: long}}, nil)
+			if err == nil {
+				_, err = d.PutPrepared(context.Background(), pb)
+				return fmt.Errorf("PrepareBatch returned a batch after Close (its write: %v)", err)
+			}
+			return err
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			d := mustOpen(t, dir, nil)
+			held, release := holdHashing(t) // NB: ends once the hashing is held
+			returned := make(chan error, 1)
+			go func() { returned <- c.put(d) }()
+			select {
+			case <-held.Done():
+			case err := <-returned:
+				t.Fatalf("the write returned before its hashing began: %v", err)
+			case <-time.After(time.Minute):
+				t.Fatal("the write's hashing did not begin on a goroutine of its own")
+			}
+			closed := make(chan error, 1)
+			go func() { closed <- d.Close() }()
+			select {
+			case err := <-closed:
+				if err != nil {
+					t.Fatal(err)
+				}
+			case <-time.After(time.Minute):
+				t.Fatal("Close waited for a write's hashing")
+			}
+			select {
+			case err := <-returned:
+				if !errors.Is(err, ErrClosed) {
+					t.Errorf("a write whose hashing Close ended: %v, want ErrClosed", err)
+				}
+			case <-time.After(time.Minute):
+				t.Fatal("the write did not return once Close had")
+			}
+			release()
+			d = mustOpen(t, dir, nil)
+			if n, err := d.Count(); err != nil || n != 0 {
+				t.Errorf("reopened: %d documents (%v), want none", n, err)
+			}
+		})
+	}
+}
+
 // Ensure that a write given up on while it hashed holds its bytes of the
 // long hashings' budget until its hashing ends, as a query's does: a
 // cancelled large put freed a server's bound on the bytes in flight while

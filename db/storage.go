@@ -230,9 +230,10 @@ var hashTextHook func()
 // prepareCancellable runs prepare, which hashes docs (a write's
 // documents: PutBatchContext, PutIfNewContext, PutIfNewBatch), and
 // returns what it returns. Documents whose texts add up to
-// cancellableText bytes or more, with ctx set, are prepared on a
-// goroutine of their own (cancellable), as hashText hashes a long query:
-// the call returns ctx's error as soon as ctx ends, and stores nothing.
+// cancellableText bytes or more are prepared on a goroutine of their own
+// (cancellable), as hashText hashes a long query: the call returns ctx's
+// error as soon as ctx ends, and ErrClosed as soon as Close starts, and
+// stores nothing.
 // The goroutine prepares a copy of docs (their slices copied: the caller
 // may reuse them once the call returned).
 //
@@ -247,9 +248,17 @@ func prepareCancellable[T any](db *DB, ctx context.Context, docs []Doc, prepare 
 	for i := range docs {
 		n += len(docs[i].Text)
 	}
-	if !cancellableHashing(ctx, n) {
+	if n < cancellableText {
 		return prepare(docs)
 	}
+	// NB: under the handle's closing too, so that Close does not wait for
+	// the hashing: Put, PutBatch and PrepareBatch, which take no context
+	// (or a caller's that never ends), held Close 2.5 s for a batch of
+	// 45 MB and did the work for nothing, ending with ErrClosed (or, for
+	// PrepareBatch, a batch no write could take; an embedder's review,
+	// E3).
+	ctx, cancel := db.opCtx(ctx)
+	defer cancel()
 	own := detachDocs(docs)
 	return cancellable(db, ctx, n, func() (T, error) { return prepare(own) })
 }

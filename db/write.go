@@ -459,14 +459,19 @@ func (pb *PreparedBatch) Len() int { return len(pb.preps) }
 // writer that prepares its next batch while PutPrepared writes the one
 // before (one goroutine each, the writes in order) keeps every core busy:
 // lshdb insert does, and BenchmarkPut's pipelined runs measure it. The
-// documents and wo are not kept: wo's expiry counts from the write.
+// documents and wo are not kept: wo's expiry counts from the write. A
+// Close while it hashes texts of 1 MiB or more ends it with ErrClosed (as
+// it does Put, PutBatch and PutIfNew), without waiting for the hashing.
 func (db *DB) PrepareBatch(docs []Doc, wo *WriteOptions) (*PreparedBatch, error) {
 	wo, _, err := db.enterWrite(wo)
 	if err != nil {
 		return nil, err
 	}
 	defer db.mu.RUnlock()
-	return db.prepareBatch(docs, wo)
+	w := *wo
+	return prepareCancellable(db, context.Background(), docs, func(docs []Doc) (*PreparedBatch, error) {
+		return db.prepareBatch(docs, &w)
+	})
 }
 
 // PutPrepared writes a batch PrepareBatch made on this handle, as

@@ -52,6 +52,15 @@ func Hold(dir string) (*Held, error) {
 	return h, nil
 }
 
+// Info is the directory's FileInfo when Hold recorded it, for
+// os.SameFile (nil for a nil h).
+func (h *Held) Info() os.FileInfo {
+	if h == nil {
+		return nil
+	}
+	return h.fi
+}
+
 // Release forgets h, once its lock is released (a nil h is nothing).
 func (h *Held) Release() {
 	if h == nil {
