@@ -1088,7 +1088,7 @@ func (f *filterer) countOutside() {
 
 // readOptions are the docio options of filter's reading of the inputs.
 func readOptions(in *inputFlags, onSource func(docio.Source) error) docio.Options {
-	o := in.Options
+	o := in.readOptions()
 	o.Rows, o.SkipText = true, true
 	// NB: a record is copied, never parsed into a document: the index's
 	// record limit does not apply, only a bound on memory.

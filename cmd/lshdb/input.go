@@ -102,6 +102,9 @@ type input struct {
 func (a *app) openInput(f *inputFlags, d index) (*input, error) {
 	in := &input{a: a, f: f, d: d, closeR: func() error { return nil }}
 	if f.rejects != "" {
+		if err := intoIndex(f.rejects); err != nil {
+			return nil, fmt.Errorf("--rejects: %w", err)
+		}
 		w, err := os.Create(f.rejects)
 		if err != nil {
 			return nil, err
@@ -113,6 +116,15 @@ func (a *app) openInput(f *inputFlags, d index) (*input, error) {
 }
 
 func (in *input) close() error { return in.closeR() }
+
+// readOptions are the docio options of the inputs' reading: without
+// --skip-bad, a line past the record limit stops the reading at once
+// (docio.Options.LongStops), as any bad record stops the command.
+func (f *inputFlags) readOptions() docio.Options {
+	o := f.Options
+	o.LongStops = !f.skipBad
+	return o
+}
 
 // posDoc is a validated document and where it was read.
 type posDoc struct {
@@ -146,7 +158,7 @@ func (in *input) docs(paths []string) iter.Seq2[posDoc, error] {
 		if len(paths) == 0 {
 			named["stdin"] = true
 		}
-		for rec, err := range docio.Read(in.a.ctx, paths, in.a.stdin, in.f.Options) {
+		for rec, err := range docio.Read(in.a.ctx, paths, in.a.stdin, in.f.readOptions()) {
 			var re *docio.RecordError
 			if err == nil {
 				doc := db.Doc{ID: rec.ID, Text: rec.Text, Meta: rec.Meta}

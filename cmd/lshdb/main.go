@@ -758,6 +758,9 @@ func (a *app) rootCmd() *cobra.Command {
 			a.dbDir = fspath.ResolveDotDot(a.dbDir)
 		}
 		if a.cpuProfile != "" && a.stopProfile == nil {
+			if err := intoIndex(a.cpuProfile); err != nil {
+				return fmt.Errorf("--cpuprofile: %w", err)
+			}
 			f, err := os.Create(a.cpuProfile)
 			if err != nil {
 				var pe *fs.PathError

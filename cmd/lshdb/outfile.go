@@ -264,3 +264,42 @@ func nameSaysFormat(flag, path, what string, exts ...string) error {
 	}
 	return nil
 }
+
+// intoIndex refuses an output file whose directory holds an index (a
+// Pebble store: an lshdb index, a backup of one, or another program's),
+// whatever the command, before anything is written there: the output
+// would replace one of its files or sit among them. NB: export --out
+// idx/000006.sst, pairs --out idx/MANIFEST-000001, insert --rejects and
+// --cpuprofile into the index each replaced a file of the store, exited
+// 0, and left an index that no longer opened (a bad-input review, B1);
+// backup --to refused such a path, and no other output did. A path
+// through a symbolic link is judged where it leads.
+func intoIndex(path string) error {
+	target := path
+	if t, err := filepath.EvalSymlinks(path); err == nil {
+		target = t
+	}
+	dir := filepath.Dir(target)
+	if d, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = d
+	}
+	if !holdsStore(dir) {
+		return nil
+	}
+	return usagef("cannot write %s: its directory %s holds an index, whose files an output would replace or sit among: write it elsewhere", escControls(path), escControls(dir))
+}
+
+// holdsStore reports whether dir holds a Pebble store: a MANIFEST file,
+// or the marker that names the current one.
+func holdsStore(dir string) bool {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return false
+	}
+	for _, e := range entries {
+		if name := e.Name(); strings.HasPrefix(name, "marker.manifest.") || strings.HasPrefix(name, "MANIFEST-") {
+			return true
+		}
+	}
+	return false
+}

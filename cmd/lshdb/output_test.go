@@ -1092,3 +1092,91 @@ func TestQuiet(t *testing.T) {
 		t.Errorf("--quiet, an error: exit %d, stderr %q; want it said", code, errOut)
 	}
 }
+
+// Ensure that no output of any command is written into an index's
+// directory: export --out idx/000006.sst and pairs --out
+// idx/MANIFEST-000001, and --rejects and --cpuprofile there, replaced a
+// file of the store, exited 0, and left an index that no longer opened
+// (a bad-input review, B1). Each is refused as a usage error (exit 2),
+// named as such; a link outside the index that leads into it too. Oracle:
+// every file of the index the same bytes afterwards, and check passing.
+func TestOutputsRefuseTheIndexDirectory(t *testing.T) {
+	base := t.TempDir()
+	idx := filepath.Join(base, "idx")
+	in := "../../testdata/cmd/inputs/docs.jsonl"
+	mustRun(t, "insert", "--db", idx, "--store-text", in)
+	files := func() map[string]string {
+		entries, err := os.ReadDir(idx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := map[string]string{}
+		for _, e := range entries {
+			b, err := os.ReadFile(filepath.Join(idx, e.Name()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			m[e.Name()] = string(b)
+		}
+		return m
+	}
+	before := files()
+	exported, _ := mustRun(t, "export", "--db", idx, "--all")
+	var table, manifest string
+	for name := range before {
+		switch {
+		case strings.HasSuffix(name, ".sst"):
+			table = name
+		case strings.HasPrefix(name, "MANIFEST-"):
+			manifest = name
+		}
+	}
+	if table == "" || manifest == "" {
+		t.Fatalf("the index holds no table or no manifest: %v", slices.Collect(func(yield func(string) bool) {
+			for n := range before {
+				yield(n)
+			}
+		}))
+	}
+	bad := filepath.Join(base, "bad.jsonl")
+	if err := os.WriteFile(bad, []byte("{\"id\":\"x\",\"text\":\"a document\"}\nnot json\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(base, "out.jsonl")
+	if err := os.Symlink(filepath.Join(idx, table), link); err != nil {
+		t.Fatal(err)
+	}
+	into := func(name string) string { return filepath.Join(idx, name) }
+	for _, args := range [][]string{
+		{"export", "--db", idx, "--all", "--out", into(table)},
+		{"export", "--db", idx, "--all", "--out", link},
+		{"pairs", "--db", idx, "--out", into(manifest)},
+		{"clusters", "--db", idx, "--out", into("clusters.txt")},
+		{"filter", "--db", idx, "--out", into("kept.jsonl"), in},
+		{"report", "--db", idx, "--out", into("report.html")},
+		{"gen", "--n", "5", "--out", into(table)},
+		{"insert", "--db", idx, "--skip-bad", "--rejects", into(table), bad},
+		{"get", "--db", idx, "--cpuprofile", into(table), "x"},
+		{"tune", "--threshold", "0.8", "--plot", into("curve.svg")},
+	} {
+		_, errOut, code := runLine(args, "")
+		if code != 2 || !strings.Contains(errOut, "holds an index") {
+			t.Errorf("lshdb %s: exit %d, want 2 with the index named:\n%s", strings.Join(args, " "), code, errOut)
+		}
+	}
+	// NB: a writable open (insert's) makes Pebble's logs and manifest
+	// anew: the tables must stay, byte for byte, and the documents.
+	after := files()
+	if after[table] != before[table] {
+		t.Errorf("%s changed (%d bytes, were %d)", table, len(after[table]), len(before[table]))
+	}
+	for _, name := range []string{"clusters.txt", "kept.jsonl", "report.html", "curve.svg"} {
+		if _, ok := after[name]; ok {
+			t.Errorf("%s was made in the index", name)
+		}
+	}
+	mustRun(t, "check", "--db", idx)
+	if got, _ := mustRun(t, "export", "--db", idx, "--all"); got != exported {
+		t.Errorf("the index's documents changed:\n%s\nwere\n%s", got, exported)
+	}
+}

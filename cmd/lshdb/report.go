@@ -533,6 +533,9 @@ func createTempFor(path string) (*os.File, error) {
 		outputs.Store(f, output{target: path, direct: true})
 		return f, nil
 	}
+	if err := intoIndex(path); err != nil {
+		return nil, err
+	}
 	target := path
 	if fi, err := os.Lstat(path); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
 		// NB: another user's link in /tmp chose which file of this
@@ -593,6 +596,9 @@ func refuseStrangersLink(path string) error {
 // created and removed again.
 func writable(path string) error {
 	if err := refuseStrangersLink(path); err != nil {
+		return err
+	}
+	if err := intoIndex(path); err != nil {
 		return err
 	}
 	flag := os.O_WRONLY

@@ -80,6 +80,9 @@ func (a *app) tuneCmd() *cobra.Command {
 				return err
 			}
 			if plot != "" {
+				if err := intoIndex(plot); err != nil {
+					return fmt.Errorf("--plot: %w", err)
+				}
 				f, err := os.Create(plot)
 				if err != nil {
 					return err

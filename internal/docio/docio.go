@@ -82,6 +82,14 @@ type Options struct {
 	// a longer one is a bad record, skipped without being held in
 	// memory. Default: DefaultMaxRecordBytes.
 	MaxRecordBytes int
+	// LongStops makes a JSON Lines, CSV or TSV line longer than
+	// MaxRecordBytes end the reading with an error as soon as it passes
+	// the limit, instead of being read to its end and yielded as a bad
+	// record: for a caller that stops at the first bad record anyway.
+	// NB: an input with no line end (/dev/zero, an endless producer) was
+	// read for ever, dropped chunk by chunk, by a command bound to fail
+	// (a bad-input review, B3).
+	LongStops bool
 	// Progress, if set, is called with the number of bytes read from the
 	// inputs as they are read: the bytes of the files as stored
 	// (compressed ones before decompression) and of stdin, so that their
@@ -608,7 +616,7 @@ func (r *reader) stream(name string, in io.Reader, format, textID string) error 
 		return r.jsonl(name, br, closeFn, wait)
 	}
 	defer closeFn()
-	r.lines.reset(name, br, r.o.MaxRecordBytes)
+	r.lines.reset(name, br, r.o.MaxRecordBytes, r.o.LongStops)
 	switch format {
 	case "csv":
 		return r.csv(Source{Name: name, Format: format, Compression: comp}, ',')

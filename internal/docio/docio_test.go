@@ -807,3 +807,51 @@ func utf16LE(s string) []byte {
 	}
 	return b
 }
+
+// Ensure that with LongStops a line that passes the record limit ends the
+// reading at once, naming its file and line, after the records before it:
+// without it, an input with no line end (/dev/zero) was read for ever by
+// a command bound to fail at the first bad record (a bad-input review,
+// B3). Oracle: the bytes taken from an endless input, bounded by the
+// limit and a read buffer; the context, cancelled after 64 MiB, turns a
+// reader that reads on into a failure rather than a hang.
+func TestLongStops(t *testing.T) {
+	for _, c := range []struct{ format, head string }{
+		{"jsonl", `{"id":"a","text":"a first record"}` + "\n"},
+		{"csv", "id,text\na,a first record\n"},
+	} {
+		ctx, cancel := context.WithCancel(context.Background())
+		e := &endless{}
+		in := io.MultiReader(strings.NewReader(c.head), readerFunc(func(p []byte) (int, error) {
+			n, err := e.Read(p)
+			if e.n >= 64<<20 {
+				cancel()
+			}
+			return n, err
+		}))
+		var ids []string
+		var last error
+		for rec, err := range Read(ctx, nil, in, Options{Format: c.format, MaxRecordBytes: 4096, LongStops: true}) {
+			if err != nil {
+				last = err
+				break
+			}
+			ids = append(ids, rec.ID)
+		}
+		cancel()
+		if !errors.Is(last, errTooLong) || !strings.Contains(last.Error(), ":2:") && !strings.Contains(last.Error(), ":3:") {
+			t.Errorf("%s: %v, want a line too long, named", c.format, last)
+		}
+		if !slices.Equal(ids, []string{"a"}) {
+			t.Errorf("%s: yielded %q before it, want the first record", c.format, ids)
+		}
+		if e.n > 8<<20 {
+			t.Errorf("%s: read %d bytes of the endless line, with a limit of 4096", c.format, e.n)
+		}
+	}
+}
+
+// readerFunc is a function that is an io.Reader.
+type readerFunc func([]byte) (int, error)
+
+func (f readerFunc) Read(p []byte) (int, error) { return f(p) }

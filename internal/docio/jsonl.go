@@ -101,7 +101,7 @@ func (r *reader) jsonl(name string, br *bufio.Reader, closeFn func(), mayWait bo
 		}
 	}()
 	lr := r.lines
-	lr.reset(name, br, r.o.MaxRecordBytes)
+	lr.reset(name, br, r.o.MaxRecordBytes, r.o.LongStops)
 	split := &splitter{lr: lr, free: free, work: work, order: order, quit: quit, nChunks: nChunks, mayWait: mayWait}
 	wg.Go(func() {
 		defer closeFn()

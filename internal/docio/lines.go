@@ -27,10 +27,12 @@ type lineReader struct {
 	// scan, if set, sees every chunk of every line, kept or dropped (the
 	// CSV reader follows its quotes with it).
 	scan func([]byte)
+	// stop makes a line longer than max an error at once (Options.LongStops).
+	stop bool
 }
 
-func (lr *lineReader) reset(name string, br *bufio.Reader, max int) {
-	lr.name, lr.br, lr.max, lr.line, lr.scan = name, br, max, 0, nil
+func (lr *lineReader) reset(name string, br *bufio.Reader, max int, stop bool) {
+	lr.name, lr.br, lr.max, lr.line, lr.scan, lr.stop = name, br, max, 0, nil, stop
 	if cap(lr.buf) > 1<<20 {
 		lr.buf = nil // NB: a huge line's buffer is not kept for the next file
 	}
@@ -38,7 +40,8 @@ func (lr *lineReader) reset(name string, br *bufio.Reader, max int) {
 
 // next returns the next line without its "\n" and "\r\n" (or a lone
 // "\r" that ends the input), and its length
-// in the input. A line longer than max is returned as long with b nil. At
+// in the input. A line longer than max is returned as long with b nil
+// (with stop set, an error as soon as it passes max). At
 // the end of the input it returns io.EOF; any other error names the file
 // and line. b aliases lr's or the bufio.Reader's buffer until the next
 // call.
@@ -58,7 +61,11 @@ func (lr *lineReader) next() (b []byte, n int, long bool, err error) {
 		n += len(chunk)
 		switch {
 		case long:
-		case n > lr.max+2: // NB: +2: the line end does not count
+		case n > lr.max+2 && lr.stop: // NB: +2: the line end does not count
+			clear(lr.blocks)
+			lr.blocks = lr.blocks[:0]
+			return nil, n, true, fmt.Errorf("%s:%d: %w: more than %d bytes without a line end; reading stopped there", lr.name, lr.line, errTooLong, lr.max)
+		case n > lr.max+2:
 			long = true
 			clear(lr.blocks)
 			lr.blocks = lr.blocks[:0]
