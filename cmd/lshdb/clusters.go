@@ -461,15 +461,16 @@ func (a *app) noteAboveBar(s string) {
 var identicalPairsNote int64 = 10_000_000
 
 // readPairsFile yields the pairs of a pairs --output json file, "-" for
-// standard input (pairLines).
-func (a *app) readPairsFile(path string, t float64, now *db.Info, warn func(string)) iter.Seq2[db.Pair, error] {
+// standard input (pairLines); flag is the option that named it, for its
+// errors.
+func (a *app) readPairsFile(flag, path string, t float64, now *db.Info, warn func(string)) iter.Seq2[db.Pair, error] {
 	return func(yield func(db.Pair, error) bool) {
 		var r io.Reader = a.stdin
 		name := "stdin"
 		if path != "-" {
 			f, err := os.Open(path)
 			if err != nil {
-				yield(db.Pair{}, fmt.Errorf("%w: --from %s: %w", errBadPairs, esc(path), pathCause(err)))
+				yield(db.Pair{}, fmt.Errorf("%w: %s %s: %w", errBadPairs, flag, esc(path), pathCause(err)))
 				return
 			}
 			defer f.Close()
@@ -503,7 +504,11 @@ func pairLines(r io.Reader, name string, t float64, now *db.Info, warn func(stri
 		pf := pairsFile{name: escControls(name), now: now}
 		br := bufio.NewReaderSize(r, 64<<10)
 		for line := 1; ; line++ {
-			b, err := br.ReadBytes('\n')
+			b, err := readPairLine(br)
+			if errors.Is(err, errLongPairLine) {
+				yield(db.Pair{}, fmt.Errorf("%w: %s:%d: %w", errBadPairs, pf.name, line, err))
+				return
+			}
 			if ln := bytes.TrimSpace(b); len(ln) > 0 {
 				p, ok, perr := pf.pair(line, ln)
 				if perr != nil {
@@ -529,6 +534,32 @@ func pairLines(r io.Reader, name string, t float64, now *db.Info, warn func(stri
 				yield(db.Pair{}, fmt.Errorf("%w: %s: %w", errBadPairs, pf.name, err))
 				return
 			}
+		}
+	}
+}
+
+// maxPairLine is the longest line a pairs file may hold: a pair of two
+// ids of the longest (4,096 bytes, each written as up to six escaped) is
+// under 50 KB, and a header line is smaller.
+const maxPairLine = 1 << 20
+
+// errLongPairLine is readPairLine's error for a line past maxPairLine.
+var errLongPairLine = fmt.Errorf("a line longer than %d bytes, which no pair or header is (not a file of pairs --output json?)", maxPairLine)
+
+// readPairLine reads a line of a pairs file, with its line end, as
+// bufio.Reader.ReadBytes does, but refuses one longer than maxPairLine.
+// NB: ReadBytes held the whole line: clusters --from /dev/zero grew to
+// 15 GB, deaf to its first signal (a bad-input review, B2).
+func readPairLine(br *bufio.Reader) ([]byte, error) {
+	var line []byte
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if len(line)+len(chunk) > maxPairLine {
+			return nil, errLongPairLine
+		}
+		line = append(line, chunk...)
+		if err != bufio.ErrBufferFull {
+			return line, err
 		}
 	}
 }
@@ -691,7 +722,7 @@ func (a *app) clusters(d index, from string, po *db.PairsOptions) ([]db.Cluster,
 		if err != nil {
 			return nil, err
 		}
-		return d.ClustersFrom(ctx, a.readPairsFile(from, cmp.Or(po.Threshold, d.Params().Threshold), now, a.notef), po)
+		return d.ClustersFrom(ctx, a.readPairsFile("--from", from, cmp.Or(po.Threshold, d.Params().Threshold), now, a.notef), po)
 	}
 	return d.Clusters(ctx, po)
 }
@@ -761,7 +792,7 @@ func (a *app) clustersTo(d index, path, pairsOut string, s *pairSpill, h headerJ
 		return fmt.Errorf("writing the pairs for --clusters: %w", err)
 	}
 	ctx, barDone := a.phaseBar("clusters")
-	cs, err := d.ClustersFrom(ctx, a.readPairsFile(s.f.Name(), 0, nil, nil), po)
+	cs, err := d.ClustersFrom(ctx, a.readPairsFile("--clusters", s.f.Name(), 0, nil, nil), po)
 	barDone()
 	if err != nil {
 		return interruptNote(err, "%s", stopped)

@@ -1211,3 +1211,45 @@ func TestPairsNotesIdenticalGroupsFirst(t *testing.T) {
 		}
 	}
 }
+
+// endlessX is an input of 'x' with no line end, which counts what was
+// read from it and cancels at after 64 MiB (so that a reader that reads
+// on fails a test rather than hanging it).
+type endlessX struct {
+	n  int
+	at context.CancelFunc
+}
+
+func (e *endlessX) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = 'x'
+	}
+	if e.n += len(p); e.n >= 64<<20 {
+		e.at()
+	}
+	return len(p), nil
+}
+
+// Ensure that a pairs file with no line end is refused once a line passes
+// the longest a pairs file holds, having read little of it: clusters
+// --from /dev/zero held the whole line, and grew to 15 GB (a bad-input
+// review, B2). Oracle: the bytes taken from an endless input.
+func TestPairsFileEndlessLine(t *testing.T) {
+	idx := filepath.Join(t.TempDir(), "idx")
+	mustRun(t, "insert", "--db", idx, "../../testdata/cmd/inputs/docs.jsonl")
+	for _, args := range [][]string{
+		{"clusters", "--db", idx, "--from", "-"},
+		{"export", "--db", idx, "--from", "-"},
+	} {
+		ctx, cancel := context.WithCancel(context.Background())
+		in := &endlessX{at: cancel}
+		_, errOut, code := runCtx(ctx, args, in)
+		cancel()
+		if code != 1 || !strings.Contains(errOut, "a line longer than") {
+			t.Errorf("lshdb %s: exit %d, want 1 naming the line:\n%s", strings.Join(args, " "), code, errOut)
+		}
+		if in.n > 8<<20 {
+			t.Errorf("lshdb %s: read %d bytes of a line with no end", strings.Join(args, " "), in.n)
+		}
+	}
+}

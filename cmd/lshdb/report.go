@@ -213,7 +213,7 @@ func liveDocs(rd *reportData) (expired int, live int64) {
 // --output json), read as clusters --from reads it (readPairsFile: gzip or
 // zstd, or - for stdin; the raw bytes of a compressed file were read as
 // JSON, and - was a file name).
-func (a *app) readPairs(path string, h *pairHist, d index, now *db.Info, warn func(string)) error {
+func (a *app) readPairs(flag, path string, h *pairHist, d index, now *db.Info, warn func(string)) error {
 	// NB: every id is looked up, a batch of pairs at a time, as clusters
 	// --from does: a file without a header, made on another index, drew a
 	// page of its pairs over this index's documents.
@@ -247,7 +247,7 @@ func (a *app) readPairs(path string, h *pairHist, d index, now *db.Info, warn fu
 	if now != nil {
 		t = now.Params.Threshold
 	}
-	for p, err := range a.readPairsFile(path, t, now, warn) {
+	for p, err := range a.readPairsFile(flag, path, t, now, warn) {
 		if err != nil {
 			return err
 		}
@@ -382,8 +382,9 @@ device or a pipe is written in place).`,
 			if c.Flags().Changed("pairs") && fromFile != "" {
 				return usagef("give --pairs or --from (the same file), not both")
 			}
+			pairsFlag := "--pairs"
 			if fromFile != "" {
-				pairsFile = fromFile
+				pairsFile, pairsFlag = fromFile, "--from"
 			}
 			if c.Flags().Changed("pairs-threshold") && !(pairsThreshold > 0 && pairsThreshold <= 1) {
 				return usagef("--pairs-threshold %v is outside (0, 1]", pairsThreshold)
@@ -406,7 +407,7 @@ device or a pipe is written in place).`,
 					rd.Dir = a.addr
 				}
 				if pairsFile != "" {
-					if err := a.readPairs(pairsFile, rd.Pairs, d, in, a.notef); err != nil {
+					if err := a.readPairs(pairsFlag, pairsFile, rd.Pairs, d, in, a.notef); err != nil {
 						return err
 					}
 					rd.PairsSource = "the pairs file " + filepath.Base(pairsFile)

@@ -323,7 +323,11 @@ func TestReportErrors(t *testing.T) {
 		{[]string{"report", "--db", dir, "--out", out, "--pairs", write("range.jsonl", "{\"a\":\"x\",\"b\":\"y\",\"jaccard\":1.2}\n")}, 1, "range.jsonl:1: jaccard 1.2 is outside [0, 1]"},
 		{[]string{"report", "--db", dir, "--out", out, "--pairs", write("half.jsonl", "{\"a\":\"x\",\"jaccard\":0.9}\n")}, 1, "half.jsonl:1: a pair needs a, b and jaccard"},
 		{[]string{"report", "--db", dir, "--out", out, "--pairs", write("self.jsonl", "{\"a\":\"x\",\"b\":\"x\",\"jaccard\":1}\n")}, 1, "self.jsonl:1: a pair of \"x\" with itself"},
-		{[]string{"report", "--db", dir, "--out", out, "--pairs", filepath.Join(tmp, "absent.jsonl")}, 1, "absent.jsonl: no such file"},
+		{[]string{"report", "--db", dir, "--out", out, "--pairs", filepath.Join(tmp, "absent.jsonl")}, 1, "--pairs " + filepath.Join(tmp, "absent.jsonl") + ": no such file"},
+		{[]string{"report", "--db", dir, "--out", out, "--from", filepath.Join(tmp, "absent.jsonl")}, 1, "--from " + filepath.Join(tmp, "absent.jsonl") + ": no such file"},
+		// NB: a line with no end was read whole (clusters --from
+		// /dev/zero grew to 15 GB: a bad-input review's B2).
+		{[]string{"report", "--db", dir, "--out", out, "--pairs", write("endless.jsonl", "{\"a\":\"x\",\"b\":\"y\",\"jaccard\":0.9}\n"+strings.Repeat("x", maxPairLine+1))}, 1, "endless.jsonl:2: a line longer than 1048576 bytes"},
 		// --from is --pairs, as clusters, export and filter name the file
 		// (CL7): the same file read, and the two together refused.
 		{[]string{"report", "--db", dir, "--out", out, "--from", write("bad-from.jsonl", "{\"a\":\"x\",\"b\":\"y\",\"jaccard\":0.9}\nnot json\n")}, 1, "bad-from.jsonl:2: not a JSON object"},
@@ -351,7 +355,7 @@ func TestReportErrors(t *testing.T) {
 			t.Errorf("a failed report left %s", e.Name())
 		}
 	}
-	err := (&app{}).readPairs(filepath.Join(tmp, "bad.jsonl"), newPairHist(0.8), nil, nil, nil)
+	err := (&app{}).readPairs("--pairs", filepath.Join(tmp, "bad.jsonl"), newPairHist(0.8), nil, nil, nil)
 	if !errors.Is(err, errBadPairs) {
 		t.Errorf("readPairs of a bad file: %v; want errBadPairs", err)
 	}
