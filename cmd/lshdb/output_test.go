@@ -1180,3 +1180,49 @@ func TestOutputsRefuseTheIndexDirectory(t *testing.T) {
 		t.Errorf("the index's documents changed:\n%s\nwere\n%s", got, exported)
 	}
 }
+
+// Ensure that gen refuses an --out that is its --source (it replaced the
+// corpus it read: a bad-input review, B7), under another spelling too,
+// and a --source with no text (it exited 0 with an empty file: B8), each
+// leaving the files as they were. Oracle: the source's bytes, and no
+// output made.
+func TestGenRefusesItsSourceAndNoText(t *testing.T) {
+	dir := t.TempDir()
+	src, err := os.ReadFile("../../testdata/cmd/inputs/docs.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	source := filepath.Join(dir, "source.jsonl")
+	os.WriteFile(source, src, 0o644)
+	empty := filepath.Join(dir, "empty.jsonl")
+	os.WriteFile(empty, nil, 0o644)
+	blank := filepath.Join(dir, "blank.jsonl")
+	os.WriteFile(blank, []byte(`{"id":"a","text":"  "}`+"\n"), 0o644)
+	out := filepath.Join(dir, "out.jsonl")
+	for _, c := range []struct {
+		args []string
+		code int
+		msg  string
+	}{
+		{[]string{"gen", "--n", "10", "--out", source, "--source", source}, 2, "gen would replace the corpus it reads"},
+		{[]string{"gen", "--n", "10", "--out", filepath.Join(dir, ".", "source.jsonl"), "--source", source}, 2, "gen would replace the corpus it reads"},
+		{[]string{"gen", "--n", "10", "--out", out, "--source", empty}, 1, "holds no text to make documents of"},
+		{[]string{"gen", "--n", "10", "--out", out, "--source", blank}, 1, "holds no text to make documents of"},
+	} {
+		_, errOut, code := runLine(c.args, "")
+		if code != c.code || !strings.Contains(errOut, c.msg) {
+			t.Errorf("lshdb %s: exit %d, want %d with %q:\n%s", strings.Join(c.args, " "), code, c.code, c.msg, errOut)
+		}
+	}
+	if b, _ := os.ReadFile(source); !bytes.Equal(b, src) {
+		t.Errorf("the source changed: %d bytes, were %d", len(b), len(src))
+	}
+	if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("an output was made: %v", err)
+	}
+	// NB: and a source with text makes the documents asked for.
+	mustRun(t, "gen", "--n", "10", "--out", out, "--source", source)
+	if b, _ := os.ReadFile(out); bytes.Count(b, []byte("\n")) != 10 {
+		t.Errorf("gen --n 10 wrote %d lines", bytes.Count(b, []byte("\n")))
+	}
+}

@@ -10,8 +10,10 @@ import (
 	"github.com/klauspost/compress/zstd"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -61,9 +63,19 @@ which lshdb inflates on every core), zstd for .zst, else plain JSON Lines
 			if err := compressionNameFits("--out", out); err != nil {
 				return err
 			}
+			if source != "" && (filepath.Clean(out) == filepath.Clean(source) || sameFile(out, source)) {
+				// NB: it replaced the corpus it read (a bad-input
+				// review, B7), where filter refuses its own inputs.
+				return usagef("--out %s is the --source %s: gen would replace the corpus it reads; write elsewhere", escControls(out), escControls(source))
+			}
 			sources, what, err := genSources(source)
 			if err != nil {
 				return err
+			}
+			if nonBlank := slices.IndexFunc(sources, func(s string) bool { return strings.TrimSpace(s) != "" }); nonBlank < 0 {
+				// NB: it exited 0 with an empty file, or documents of
+				// empty texts (a bad-input review, B8).
+				return fmt.Errorf("--source %s holds no text to make documents of", escControls(what))
 			}
 			fmt.Fprintf(a.stderr, "gen: originals from %s (%d texts)\n", what, len(sources))
 			// NB: written beside its name and renamed when complete, so an

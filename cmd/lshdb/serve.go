@@ -216,7 +216,13 @@ stops accepting requests, lets those in flight finish (up to
 				return usagef("the read-only token is the server's own token: give it another, or none")
 			}
 			if so.addr != "" {
-				if _, _, err := net.SplitHostPort(so.addr); err != nil {
+				_, port, err := net.SplitHostPort(so.addr)
+				if err == nil {
+					// NB: a port out of range was found by the listen, after
+					// the open, as a plain error (a bad-input review, B9).
+					_, err = net.LookupPort("tcp", port)
+				}
+				if err != nil {
 					return usagef("--addr %s: not a TCP address, want HOST:PORT (127.0.0.1:7070, or :7070 for every interface): %v", escControls(so.addr), err)
 				}
 			}
@@ -247,6 +253,16 @@ stops accepting requests, lets those in flight finish (up to
 			// NB: counted once the index is open (serve), from the
 			// descriptors left to the process.
 			so.tcpDefault = so.addr != "" && !c.Flags().Changed("max-connections")
+			for _, d := range []struct {
+				flag string
+				v    time.Duration
+			}{{"read-timeout", so.readTimeout}, {"write-timeout", so.writeTimeout}, {"query-timeout", so.queryTimeout}, {"idle-timeout", so.idleTimeout}, {"shutdown-timeout", so.shutdownTimeout}} {
+				if d.v < 0 {
+					// NB: taken silently, a negative query timeout as none
+					// (a bad-input review, B11).
+					return usagef("--%s %v: give a duration, 0 or more", d.flag, d.v)
+				}
+			}
 			if so.purgeEvery != 0 && so.purgeEvery < time.Second {
 				return usagef("--purge-every %v: give a duration of a second or more, or 0 for never", so.purgeEvery)
 			}

@@ -242,7 +242,9 @@ func TestServeRefuses(t *testing.T) {
 			t.Errorf("--addr %s without a token: exit %d %s", addr, code, errOut)
 		}
 	}
-	for _, addr := range []string{"nonsense", "127.0.0.1", "http://127.0.0.1:7070"} {
+	// NB: a port out of range exited 1 with the listen's error (a
+	// bad-input review, B9).
+	for _, addr := range []string{"nonsense", "127.0.0.1", "http://127.0.0.1:7070", "127.0.0.1:99999", "127.0.0.1:-1", "127.0.0.1:nosuchservice"} {
 		if _, errOut, code := runLine([]string{"serve", "--db", idx, "--addr", addr}, ""); code != 2 || !strings.Contains(errOut, "not a TCP address, want HOST:PORT") {
 			t.Errorf("--addr %s: exit %d %s", addr, code, errOut)
 		}
@@ -257,6 +259,11 @@ func TestServeRefuses(t *testing.T) {
 		{[]string{"--max-body", "0"}, "", "--max-body 0: give a number of bytes"},
 		{[]string{"--max-body", "-2"}, "", "--max-body -2: give a number of bytes"},
 		{[]string{"--max-connections", "0"}, "", "--max-connections 0: give a number of connections"},
+		// NB: a negative timeout was taken silently, a query's as none
+		// (a bad-input review, B11).
+		{[]string{"--query-timeout", "-1s"}, "", "--query-timeout -1s: give a duration, 0 or more"},
+		{[]string{"--shutdown-timeout", "-5s"}, "", "--shutdown-timeout -5s: give a duration, 0 or more"},
+		{[]string{"--idle-timeout", "-1m"}, "", "--idle-timeout -1m0s: give a duration, 0 or more"},
 		{[]string{"--token", "  "}, "", "--token is white space alone"},
 		{nil, " \n", "LSHDB_TOKEN is white space alone"},
 	} {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -838,7 +839,13 @@ func parsePut(line string) (id, text string, wo *db.WriteOptions, err error) {
 			}
 		}
 		ttl, perr := time.ParseDuration(v)
-		if perr != nil || ttl <= 0 {
+		switch {
+		case perr != nil && durationSyntax.MatchString(v):
+			// NB: said "want a positive duration" of 99999999h (a
+			// bad-input review, B14); Go says "invalid duration" of one
+			// past its range.
+			return "", "", nil, usagef("put --ttl %q: out of range (a duration is at most %v, about 292 years)", v, time.Duration(math.MaxInt64))
+		case perr != nil || ttl <= 0:
 			return "", "", nil, usagef("put --ttl %q: want a positive duration (1h, 30m, 90s)", v)
 		}
 		wo = &db.WriteOptions{TTL: ttl}
@@ -867,6 +874,22 @@ func parsePut(line string) (id, text string, wo *db.WriteOptions, err error) {
 		text, _ = strconv.Unquote(q)
 	} else if q := text[0]; len(text) >= 2 && (q == '"' || q == '\'') && text[len(text)-1] == q && !strings.ContainsRune(text[1:len(text)-1], rune(q)) {
 		text = text[1 : len(text)-1]
+	}
+	if !utf8.ValidString(text) {
+		// NB: stored as given, where insert refuses such a text, and
+		// export then wrote it changed (each bad byte U+FFFD), so that
+		// it did not survive an export and insert (a bad-input review,
+		// B6).
+		at := len(text)
+		for i, r := range text {
+			if r == utf8.RuneError {
+				if _, size := utf8.DecodeRuneInString(text[i:]); size == 1 {
+					at = i
+					break
+				}
+			}
+		}
+		return "", "", nil, usagef("put: the text is not valid UTF-8 (byte 0x%02x at offset %d): text in another encoding, such as Latin-1? (insert refuses such a text too)", text[at], at)
 	}
 	return w, text, wo, nil
 }

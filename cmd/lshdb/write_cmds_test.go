@@ -1435,6 +1435,22 @@ func TestCreateNormalizationStopWordsBanding(t *testing.T) {
 	if _, errOut, code := runLine([]string{"create", "--db", filepath.Join(dir, "bad"), "--bands", "20"}, ""); code != 2 || !strings.Contains(errOut, "--rows") {
 		t.Errorf("--bands without --rows: exit %d: %s", code, errOut)
 	}
+	// NB: a file larger than any list (a corpus given by mistake, or
+	// /dev/zero, which was read for ever: a bad-input review's B4) is
+	// refused, and no index is made.
+	big := filepath.Join(dir, "big.txt")
+	if err := os.WriteFile(big, bytes.Repeat([]byte("word\n"), maxStopWordsFile/5+1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{big, "/dev/zero"} {
+		idx := filepath.Join(dir, "big")
+		if _, errOut, code := runLine([]string{"create", "--db", idx, "--shingle", "word", "--stop-words-file", f}, ""); code != 2 || !strings.Contains(errOut, "larger than 1048576 bytes") {
+			t.Errorf("--stop-words-file %s: exit %d: %s", f, code, errOut)
+		}
+		if _, err := os.Stat(idx); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("--stop-words-file %s refused, and the index was made: %v", f, err)
+		}
+	}
 }
 
 // Ensure that pairs --clusters writes to a FIFO (the check before the run
