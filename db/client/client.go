@@ -174,10 +174,20 @@ func OpenContext(ctx context.Context, target string, opts *Options) (*Client, er
 		if err != nil {
 			return nil, fmt.Errorf("%w: client: %w", db.ErrInvalidOptions, err)
 		}
+		if u.Host == "" {
+			// NB: net/http's "no Host in request URL" came at the first
+			// call (a bad-input review, B12).
+			return nil, fmt.Errorf("%w: client: %s: no host: want http(s)://HOST:PORT", db.ErrInvalidOptions, target)
+		}
 		if u.Path != "" && u.Path != "/" || u.RawQuery != "" {
 			return nil, fmt.Errorf("%w: client: %s: the address is a server's root (scheme://host:port), with no path", db.ErrInvalidOptions, target)
 		}
 		c.base = u.Scheme + "://" + u.Host
+	case strings.Contains(target, "://") && !strings.HasPrefix(target, "unix:"):
+		// NB: ftp://x:1 was dialled as a socket file, and the error
+		// blamed a server that stopped (a bad-input review, B12).
+		scheme, _, _ := strings.Cut(target, "://")
+		return nil, fmt.Errorf("%w: client: %s: a server's address is http:// or https:// (not %s://), or a socket's path", db.ErrInvalidOptions, target, scheme)
 	default:
 		path := strings.TrimPrefix(target, "unix:")
 		if path == "" {

@@ -2268,3 +2268,29 @@ func TestSalvageScanIsLocked(t *testing.T) {
 		}
 	}
 }
+
+// Ensure that an address that is neither a socket's path nor an
+// http(s):// URL with a host is refused at the open with
+// ErrInvalidOptions, saying what an address is: ftp://x:1 was dialled as
+// a socket file and the error blamed a server that stopped, and http://
+// failed at the first call with net/http's "no Host in request URL" (a
+// bad-input review, B12). A server's HOST:PORT with no scheme was
+// refused so already.
+func TestOpenRefusesAddresses(t *testing.T) {
+	for _, c := range []struct{ addr, want string }{
+		{"ftp://x:1", "http:// or https:// (not ftp://)"},
+		{"HTTP2://host:80", "(not HTTP2://)"},
+		{"http://", "no host"},
+		{"https:///path", "no host"},
+		{"127.0.0.1:7072", "http://127.0.0.1:7072"},
+		{"http://127.0.0.1:7072/v1", "with no path"},
+	} {
+		cl, err := client.OpenContext(context.Background(), c.addr, nil)
+		if err == nil {
+			cl.Close()
+		}
+		if !errors.Is(err, db.ErrInvalidOptions) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want ErrInvalidOptions saying %q", c.addr, err, c.want)
+		}
+	}
+}
