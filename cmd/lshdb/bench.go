@@ -98,21 +98,28 @@ by id against an existing index. Figures are from this run only.`,
 			var texts, ids []string
 			if corpusPath != "" {
 				var docs []db.Doc
-				// NB: bad records are skipped silently: bench measures.
+				// NB: bad records are skipped: bench measures. The first is
+				// named if no document is read: "has no documents" was all
+				// a malformed file got (a bad-input review, B13).
+				var firstBad error
 				for rec, err := range docio.Read(a.ctx, []string{corpusPath}, a.stdin, docio.Options{}) {
 					if errors.Is(err, docio.ErrBadRecord) {
+						firstBad = cmp.Or(firstBad, err)
 						continue
 					}
 					if err != nil {
-						return err
+						return fmt.Errorf("--corpus: %w", err)
 					}
 					docs = append(docs, db.Doc{ID: rec.ID, Text: rec.Text})
 					if len(docs) == limit {
 						break
 					}
 				}
+				if len(docs) == 0 && firstBad != nil {
+					return fmt.Errorf("--corpus %s has no document that reads: %w", esc(corpusPath), firstBad)
+				}
 				if len(docs) == 0 {
-					return fmt.Errorf("%s has no documents", corpusPath)
+					return fmt.Errorf("--corpus %s has no documents", esc(corpusPath))
 				}
 				for _, doc := range docs {
 					rep.Bytes += int64(len(doc.Text))

@@ -107,7 +107,8 @@ func (a *app) openInput(f *inputFlags, d index) (*input, error) {
 		}
 		w, err := os.Create(f.rejects)
 		if err != nil {
-			return nil, err
+			// NB: "open in: is a directory" named no flag (B13).
+			return nil, fmt.Errorf("--rejects: %w", cannotWrite(f.rejects, pathCause(err)))
 		}
 		in.rejects = bufio.NewWriter(w)
 		in.closeR = func() error { return errors.Join(in.rejects.Flush(), w.Close()) }

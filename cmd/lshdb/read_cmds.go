@@ -1577,6 +1577,11 @@ func (a *app) readAtMost(path string, max int) ([]byte, error) {
 	}
 	defer release()
 	b, err := io.ReadAll(io.LimitReader(r, int64(max)+1))
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		// NB: "unexpected EOF", where insert says what it means (a
+		// bad-input review, B13).
+		err = fmt.Errorf("%w: %w", docio.ErrTruncated, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, pathCause(err))
 	}

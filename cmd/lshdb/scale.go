@@ -182,7 +182,9 @@ func genSources(source string) ([]string, string, error) {
 	var err error
 	what := source
 	if source != "" {
-		docs, err = corpus.Load(source, 0)
+		if docs, err = corpus.Load(source, 0); err != nil {
+			return nil, "", fmt.Errorf("--source: %w", err) // NB: "stat X: no such file" named no flag (B13)
+		}
 	} else if _, rerr := corpus.ModuleRoot(); rerr == nil {
 		what = "../shared/corpora/debian-descriptions"
 		docs, err = corpus.Shared("debian-descriptions", 0)

@@ -171,7 +171,7 @@ func (r *reader) csv(src Source, comma byte) error {
 		}
 		if header {
 			if rerr != nil {
-				return fmt.Errorf("%s:%d: the header: %w", name, start, rerr)
+				return fmt.Errorf("%s:%d: the header: %w%s", name, start, rerr, jsonLinesHint(rec))
 			}
 			for i, h := range fields {
 				h = strings.TrimSpace(h)
@@ -192,7 +192,18 @@ func (r *reader) csv(src Source, comma byte) error {
 				}
 			}
 			if m := r.o.missingColumns(idCol >= 0, textCol >= 0); m != "" {
-				return fmt.Errorf("%s:%d: the header %q has %s", name, start, strings.Join(fields, string(comma)), m)
+				// NB: the whole line was quoted, hundreds of bytes of a
+				// JSON Lines file read as CSV, with no word of what it
+				// looked like (a bad-input review, B13).
+				shown := strings.Join(fields, string(comma))
+				if len(shown) > 200 {
+					shown = shown[:200]
+					for !utf8.ValidString(shown) {
+						shown = shown[:len(shown)-1]
+					}
+					shown += "…"
+				}
+				return fmt.Errorf("%s:%d: the header %q has %s%s", name, start, shown, m, jsonLinesHint(rec))
 			}
 			header = false
 			columns = len(fields)
@@ -263,4 +274,13 @@ func (o *Options) missingColumns(hasID, hasText bool) string {
 		m = append(m, fmt.Sprintf("no %q column for the texts (--text-col names it)", o.TextCol))
 	}
 	return strings.Join(m, " and ")
+}
+
+// jsonLinesHint is what a CSV header error adds when the line looks like
+// JSON: a JSON Lines file read as CSV.
+func jsonLinesHint(line []byte) string {
+	if t := bytes.TrimSpace(line); len(t) > 0 && t[0] == '{' {
+		return " (the line starts with '{': a JSON Lines file? --format jsonl reads it)"
+	}
+	return ""
 }

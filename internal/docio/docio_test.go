@@ -855,3 +855,30 @@ func TestLongStops(t *testing.T) {
 type readerFunc func([]byte) (int, error)
 
 func (f readerFunc) Read(p []byte) (int, error) { return f(p) }
+
+// Ensure that a CSV header without the columns is shown cut to 200 bytes
+// (whole UTF-8 characters), and that a line of JSON read as CSV says so:
+// a JSON Lines file given --format csv had its whole first line quoted,
+// with no hint (a bad-input review, B13).
+func TestCSVHeaderOfJSONLines(t *testing.T) {
+	read := func(in string) error {
+		var last error
+		for _, err := range Read(context.Background(), nil, strings.NewReader(in), Options{Format: "csv"}) {
+			if err != nil {
+				last = err
+			}
+		}
+		if last == nil || !strings.Contains(last.Error(), "a JSON Lines file? --format jsonl reads it") {
+			t.Fatalf("%q: %v, want the JSON Lines hint", in[:20], last)
+		}
+		return last
+	}
+	read(`{"id":"a","text":"a text"}` + "\n") // NB: a quote error, not a header without the columns
+	last := read(`{"id": "a", "text": "` + strings.Repeat("é", 300) + `"}` + "\n")
+	_, quoted, _ := strings.Cut(last.Error(), "the header ")
+	q, _, _ := strings.Cut(quoted, " has ")
+	shown, err := strconv.Unquote(q)
+	if err != nil || !utf8.ValidString(shown) || len(shown) > 200+len("…") || !strings.HasSuffix(shown, "…") {
+		t.Errorf("the header shown: %q (%v), want at most 200 bytes of whole characters and …", q, err)
+	}
+}
