@@ -50,6 +50,16 @@ func (f *inputFlags) check(paths []string) error {
 	if f.rejects != "" && !f.skipBad {
 		return usagef("--rejects needs --skip-bad")
 	}
+	// NB: each taken silently (a bad-input review, B15): an empty name as
+	// the default's, and stdin twice as once.
+	for _, e := range []struct{ flag, v string }{{"id-field", f.IDField}, {"text-field", f.TextField}, {"id-col", f.IDCol}, {"text-col", f.TextCol}} {
+		if strings.TrimSpace(e.v) == "" {
+			return usagef("--%s is empty: give the name of the field or column (leave the flag out for its default)", e.flag)
+		}
+	}
+	if n := slices.Index(paths, "-"); n >= 0 && slices.Contains(paths[n+1:], "-") {
+		return usagef("the inputs name standard input (-) twice: it is read once")
+	}
 	if in, ok := outputIsInput(f.rejects, paths); ok {
 		// NB: the file was emptied (created) before it was read, and the
 		// command exited 0 having read nothing.

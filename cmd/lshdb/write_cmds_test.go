@@ -1928,3 +1928,36 @@ func TestEmptyTextsNamed(t *testing.T) {
 		}
 	}
 }
+
+// Ensure that an input flag given empty, and standard input named twice,
+// are refused as usage errors before an index is made: each was taken
+// silently, an empty --id-field as the default's (a bad-input review,
+// B15). Oracle: exit 2 naming the flag, and no index directory.
+func TestInputFlagsRefused(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--id-field", ""}, "--id-field is empty"},
+		{[]string{"--text-field", " "}, "--text-field is empty"},
+		{[]string{"--id-col", ""}, "--id-col is empty"},
+		{[]string{"--text-col", ""}, "--text-col is empty"},
+		{[]string{"-", "-"}, "standard input (-) twice"},
+	} {
+		for _, cmd := range []string{"insert", "build"} {
+			idx := filepath.Join(dir, "idx")
+			args := append([]string{cmd, "--db", idx}, c.args...)
+			if !slices.Contains(c.args, "-") {
+				args = append(args, "../../testdata/cmd/inputs/docs.jsonl")
+			}
+			_, errOut, code := runLine(args, "")
+			if code != 2 || !strings.Contains(errOut, c.want) {
+				t.Errorf("lshdb %s: exit %d, want 2 with %q:\n%s", strings.Join(args, " "), code, c.want, errOut)
+			}
+			if _, err := os.Stat(idx); !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("lshdb %s refused, and made an index: %v", strings.Join(args, " "), err)
+			}
+		}
+	}
+}
