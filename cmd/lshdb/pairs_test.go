@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -1216,7 +1217,7 @@ func TestPairsNotesIdenticalGroupsFirst(t *testing.T) {
 // read from it and cancels at after 64 MiB (so that a reader that reads
 // on fails a test rather than hanging it).
 type endlessX struct {
-	n  int
+	n  atomic.Int64 // NB: a reader may read on another goroutine
 	at context.CancelFunc
 }
 
@@ -1224,7 +1225,7 @@ func (e *endlessX) Read(p []byte) (int, error) {
 	for i := range p {
 		p[i] = 'x'
 	}
-	if e.n += len(p); e.n >= 64<<20 {
+	if e.n.Add(int64(len(p))) >= 64<<20 {
 		e.at()
 	}
 	return len(p), nil
@@ -1248,8 +1249,8 @@ func TestPairsFileEndlessLine(t *testing.T) {
 		if code != 1 || !strings.Contains(errOut, "a line longer than") {
 			t.Errorf("lshdb %s: exit %d, want 1 naming the line:\n%s", strings.Join(args, " "), code, errOut)
 		}
-		if in.n > 8<<20 {
-			t.Errorf("lshdb %s: read %d bytes of a line with no end", strings.Join(args, " "), in.n)
+		if n := in.n.Load(); n > 8<<20 {
+			t.Errorf("lshdb %s: read %d bytes of a line with no end", strings.Join(args, " "), n)
 		}
 	}
 }
