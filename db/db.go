@@ -658,7 +658,7 @@ func lockHolder(dir string, err error) (by string, here bool) {
 	if err.Error() == lockholder.ErrHeldHere.Error() {
 		return "this process", true
 	}
-	if pid := lockholder.PID(dir); pid > 0 {
+	if pid := cmp.Or(flockPID(err), lockholder.PID(dir)); pid > 0 {
 		return fmt.Sprintf("another process (pid %d)", pid), false
 	}
 	return "another process", false

@@ -84,9 +84,11 @@
 // Only one process (and one DB value in a process) may have a directory
 // index open at a time: Open returns [ErrLocked] otherwise (an index on
 // Redis may be opened by any number of processes). The lock is Pebble's
-// lock file and, on Unix, a flock(2) on the directory, which the holding
-// process's own reads of the index's files (a checksum, a copy) do not
-// release. A [DB.Load] holds the
+// fcntl lock on the LOCK file and, on Linux, a flock(2) on the same file,
+// which the holding process's own reads of the index's files (a
+// checksum, a copy) do not release (they release the fcntl lock; on NFS
+// and SMB, which take no flock beside it, and on other systems, do not
+// open LOCK in the process that holds the index). A [DB.Load] holds the
 // writer lock for its whole run: writers and purges wait for it.
 //
 // Every slice and string a method returns is owned by the caller, except

@@ -32,18 +32,16 @@ func lockDirectory(dir string, o *Options) (*dirLock, error) {
 	for {
 		held, err := holdDir(o.fs, dir)
 		if err == nil {
-			var flock io.Closer
-			if o.fs == vfs.Default {
-				flock, err = flockDir(dir, o.ReadOnly)
-			}
-			if err == nil {
-				var lock *pebble.Lock
-				if lock, err = pebble.LockDirectory(dir, fs); err == nil {
+			var lock *pebble.Lock
+			if lock, err = pebble.LockDirectory(dir, fs); err == nil {
+				var flock io.Closer
+				if o.fs == vfs.Default {
+					flock, err = flockLock(dir, o.ReadOnly)
+				}
+				if err == nil {
 					return &dirLock{Lock: lock, flock: flock, held: held}, nil
 				}
-				if flock != nil {
-					flock.Close()
-				}
+				lock.Close()
 			}
 			held.Release()
 		}
@@ -63,7 +61,7 @@ func lockDirectory(dir string, o *Options) (*dirLock, error) {
 }
 
 // dirLock is an Open's hold on its directory: Pebble's lock, the flock
-// on the directory (flockDir; nil where there is none), and the
+// on its lock file (flockLock; nil where there is none), and the
 // directory's place among those this process has open.
 type dirLock struct {
 	*pebble.Lock

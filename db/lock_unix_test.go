@@ -9,7 +9,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -32,7 +34,7 @@ func TestLockChildOpen(t *testing.T) {
 	d, err := Open(dir, &Options{MustExist: true, ReadOnly: ro})
 	switch {
 	case errors.Is(err, ErrLocked):
-		os.Stdout.WriteString("LOCKED\n")
+		os.Stdout.WriteString("LOCKED\n" + err.Error() + "\n")
 		return
 	case err != nil:
 		os.Stdout.WriteString("ERROR " + err.Error() + "\n")
@@ -53,6 +55,13 @@ func TestLockChildOpen(t *testing.T) {
 // what it printed.
 func childOpen(t *testing.T, dir string, readOnly bool) string {
 	t.Helper()
+	said, _ := childOpenSays(t, dir, readOnly)
+	return said
+}
+
+// childOpenSays is childOpen, with the error line that follows LOCKED.
+func childOpenSays(t *testing.T, dir string, readOnly bool) (string, string) {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestLockChildOpen$", "-test.count=1")
 	cmd.Env = append(os.Environ(), childOpenEnv+"="+dir)
 	if readOnly {
@@ -62,13 +71,17 @@ func childOpen(t *testing.T, dir string, readOnly bool) string {
 	if err != nil {
 		t.Fatalf("the other process: %v\n%s", err, out)
 	}
-	for _, line := range strings.Split(string(out), "\n") {
-		if line == "OPENED" || line == "LOCKED" || strings.HasPrefix(line, "ERROR ") {
-			return line
+	lines := strings.Split(string(out), "\n")
+	for i, line := range lines {
+		switch {
+		case line == "LOCKED" && i+1 < len(lines):
+			return line, lines[i+1]
+		case line == "OPENED" || strings.HasPrefix(line, "ERROR "):
+			return line, ""
 		}
 	}
 	t.Fatalf("the other process said nothing of its open:\n%s", out)
-	return ""
+	return "", ""
 }
 
 // readEveryFile opens, reads and closes every file of dir, as a service
@@ -99,6 +112,9 @@ func readEveryFile(t *testing.T, dir string) {
 // read-only, and taken once it is closed; and a reopen holding the
 // writes of both, one after the other.
 func TestLockKeptAfterAStrayClose(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the flock beside Pebble's lock is taken on Linux only (see flockLock)")
+	}
 	dir := filepath.Join(t.TempDir(), "idx")
 	d := mustOpen(t, dir, nil)
 	if err := d.Put(Doc{ID: "parent", Text: "written by the process that holds the index"}, nil); err != nil {
@@ -109,8 +125,14 @@ func TestLockKeptAfterAStrayClose(t *testing.T) {
 	}
 	readEveryFile(t, dir)
 	for _, ro := range []bool{false, true} {
-		if got := childOpen(t, dir, ro); got != "LOCKED" {
+		got, msg := childOpenSays(t, dir, ro)
+		if got != "LOCKED" {
 			t.Fatalf("after this process read the index's files, another process's open (read-only %v): %s", ro, got)
+		}
+		// NB: the holder named, though its fcntl lock, which names it
+		// otherwise, is gone.
+		if want := fmt.Sprintf("pid %d", os.Getpid()); !strings.Contains(msg, want) {
+			t.Errorf("the refusal %q does not name the holder (%s)", msg, want)
 		}
 	}
 	if err := d.Put(Doc{ID: "parent2", Text: "written after the stray close"}, nil); err != nil {
@@ -220,5 +242,31 @@ func TestMovedDirectoryRefusesWrites(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Ensure that a flock(1) an operator takes on the index's directory (a
+// cron job's guard: flock idx lshdb insert …) does not refuse the index's
+// own open: the lock this package adds beside Pebble's was first a flock
+// on the directory, and every open under such a guard was refused (a
+// read-through, R2). Oracle: another process's open and write, under
+// this process's flock on the directory, and the write found after.
+func TestOpenUnderAFlockOfTheDirectory(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "idx")
+	mustOpen(t, dir, nil).Close()
+	guard, err := os.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer guard.Close()
+	if err := syscall.Flock(int(guard.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		t.Skipf("no flock on this filesystem: %v", err)
+	}
+	if got := childOpen(t, dir, false); got != "OPENED" {
+		t.Fatalf("an open under a flock of the directory: %s", got)
+	}
+	d := mustOpen(t, dir, &Options{ReadOnly: true})
+	if ok, err := d.Has("child"); err != nil || !ok {
+		t.Errorf("the other process's write: %v %v", ok, err)
 	}
 }
