@@ -1120,13 +1120,21 @@ func sampleIDs(ctx context.Context, paths []string, in *inputFlags, has func([]s
 	// passes over it rather than joining it whole (an adversarial
 	// review's A4).
 	o := in.Options
+	// NB: and it ends at a line past that limit, without reading on to
+	// its end: filter of /dev/zero read for ever here (a read-through's
+	// R1). The pass that copies the records reads it again, and stops
+	// there unless --skip-bad.
+	o.LongStops = true
 	seen := map[string]bool{}
 	var ids []string
+reading:
 	for r, err := range docio.Read(ctx, paths, nil, o) {
 		var re *docio.RecordError
 		switch {
 		case errors.As(err, &re):
 			continue
+		case errors.Is(err, docio.ErrTooLong):
+			break reading
 		case err != nil:
 			return s, err
 		case seen[r.ID] || !hasContent(r.Text) || db.CheckID(r.ID) != nil:

@@ -278,6 +278,13 @@ func intoIndex(path string) error {
 	target := path
 	if t, err := filepath.EvalSymlinks(path); err == nil {
 		target = t
+	} else if l, lerr := os.Readlink(path); lerr == nil {
+		// NB: a link to a file not yet made: the output makes it where
+		// the link leads (a read-through's R4).
+		if !filepath.IsAbs(l) {
+			l = filepath.Join(filepath.Dir(path), l)
+		}
+		target = l
 	}
 	dir := filepath.Dir(target)
 	if d, err := filepath.EvalSymlinks(dir); err == nil {
@@ -289,17 +296,27 @@ func intoIndex(path string) error {
 	return usagef("cannot write %s: its directory %s holds an index, whose files an output would replace or sit among: write it elsewhere", escControls(path), escControls(dir))
 }
 
-// holdsStore reports whether dir holds a Pebble store: a MANIFEST file,
-// or the marker that names the current one.
+// holdsStore reports whether dir holds a Pebble store: the marker that
+// names its current manifest, or a MANIFEST file beside an OPTIONS file
+// or a CURRENT one (older stores, and LevelDB's and RocksDB's). NB: a
+// MANIFEST-… file alone (MANIFEST-2026-12.txt) does not make one (a
+// read-through's R5).
 func holdsStore(dir string) bool {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return false
 	}
+	manifest, beside := false, false
 	for _, e := range entries {
-		if name := e.Name(); strings.HasPrefix(name, "marker.manifest.") || strings.HasPrefix(name, "MANIFEST-") {
+		name := e.Name()
+		switch {
+		case strings.HasPrefix(name, "marker.manifest."):
 			return true
+		case strings.HasPrefix(name, "MANIFEST-"):
+			manifest = true
+		case strings.HasPrefix(name, "OPTIONS-") || name == "CURRENT":
+			beside = true
 		}
 	}
-	return false
+	return manifest && beside
 }

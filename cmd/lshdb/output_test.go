@@ -1146,6 +1146,12 @@ func TestOutputsRefuseTheIndexDirectory(t *testing.T) {
 	if err := os.Symlink(filepath.Join(idx, table), link); err != nil {
 		t.Fatal(err)
 	}
+	// NB: a link to a file not yet made in the index, relative, which
+	// the output would make (a read-through's R4).
+	dangling := filepath.Join(base, "profile.out")
+	if err := os.Symlink(filepath.Join("idx", "cpu.prof"), dangling); err != nil {
+		t.Fatal(err)
+	}
 	into := func(name string) string { return filepath.Join(idx, name) }
 	for _, args := range [][]string{
 		{"export", "--db", idx, "--all", "--out", into(table)},
@@ -1157,6 +1163,8 @@ func TestOutputsRefuseTheIndexDirectory(t *testing.T) {
 		{"gen", "--n", "5", "--out", into(table)},
 		{"insert", "--db", idx, "--skip-bad", "--rejects", into(table), bad},
 		{"get", "--db", idx, "--cpuprofile", into(table), "x"},
+		{"get", "--db", idx, "--cpuprofile", dangling, "x"},
+		{"export", "--db", idx, "--all", "--out", dangling},
 		{"tune", "--threshold", "0.8", "--plot", into("curve.svg")},
 	} {
 		_, errOut, code := runLine(args, "")
@@ -1170,7 +1178,7 @@ func TestOutputsRefuseTheIndexDirectory(t *testing.T) {
 	if after[table] != before[table] {
 		t.Errorf("%s changed (%d bytes, were %d)", table, len(after[table]), len(before[table]))
 	}
-	for _, name := range []string{"clusters.txt", "kept.jsonl", "report.html", "curve.svg"} {
+	for _, name := range []string{"clusters.txt", "kept.jsonl", "report.html", "curve.svg", "cpu.prof"} {
 		if _, ok := after[name]; ok {
 			t.Errorf("%s was made in the index", name)
 		}
@@ -1179,6 +1187,11 @@ func TestOutputsRefuseTheIndexDirectory(t *testing.T) {
 	if got, _ := mustRun(t, "export", "--db", idx, "--all"); got != exported {
 		t.Errorf("the index's documents changed:\n%s\nwere\n%s", got, exported)
 	}
+	// NB: a directory with a file named MANIFEST-… alone is no index.
+	notes := filepath.Join(base, "notes")
+	os.Mkdir(notes, 0o755)
+	os.WriteFile(filepath.Join(notes, "MANIFEST-2026-12.txt"), []byte("a list"), 0o644)
+	mustRun(t, "export", "--db", idx, "--all", "--out", filepath.Join(notes, "all.jsonl"))
 }
 
 // Ensure that gen refuses an --out that is its --source (it replaced the

@@ -169,7 +169,7 @@ func OpenContext(ctx context.Context, target string, opts *Options) (*Client, er
 		hc = &cp
 	}
 	switch {
-	case strings.HasPrefix(target, "http://") || strings.HasPrefix(target, "https://"):
+	case hasSchemePrefix(target, "http://") || hasSchemePrefix(target, "https://"):
 		u, err := url.Parse(target)
 		if err != nil {
 			return nil, fmt.Errorf("%w: client: %w", db.ErrInvalidOptions, err)
@@ -1971,3 +1971,10 @@ type emptyQuery struct{ error }
 
 func (e emptyQuery) Unwrap() error        { return e.error }
 func (e emptyQuery) Is(target error) bool { return target == db.ErrEmptyDocument }
+
+// hasSchemePrefix reports whether target starts with scheme (such as
+// "http://"), in any case, as URL schemes are: HTTP://host:port was
+// refused as "not HTTP://" (a read-through's R7).
+func hasSchemePrefix(target, scheme string) bool {
+	return len(target) >= len(scheme) && strings.EqualFold(target[:len(scheme)], scheme)
+}

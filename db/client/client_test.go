@@ -2280,6 +2280,7 @@ func TestOpenRefusesAddresses(t *testing.T) {
 	for _, c := range []struct{ addr, want string }{
 		{"ftp://x:1", "http:// or https:// (not ftp://)"},
 		{"HTTP2://host:80", "(not HTTP2://)"},
+		{"HTTP://", "no host"}, // NB: a scheme in capitals is the scheme
 		{"http://", "no host"},
 		{"https:///path", "no host"},
 		{"127.0.0.1:7072", "http://127.0.0.1:7072"},

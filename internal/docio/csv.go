@@ -134,6 +134,12 @@ func (r *reader) csv(src Source, comma byte) error {
 			// NB: the last line end is not the record's (it was counted:
 			// a record at the limit was refused).
 			if l || total-len(r.lines.end) > r.o.MaxRecordBytes {
+				if r.o.LongStops && state == quoted {
+					// NB: a quote never closed over endless short lines
+					// (yes | insert) was read for ever: the record passes
+					// the limit (a read-through's R3).
+					return fmt.Errorf("%s:%d: %w: a quoted field runs on past %d bytes, %s; reading stopped there (a stray quote? --skip-bad reads past such a record)", name, start, ErrTooLong, r.o.MaxRecordBytes, plural(nlines, "line", "lines"))
+				}
 				long = true
 				rec, raw = rec[:0], raw[:0]
 			} else {

@@ -844,7 +844,7 @@ func TestLongStops(t *testing.T) {
 			ids = append(ids, rec.ID)
 		}
 		cancel()
-		if !errors.Is(last, errTooLong) || !strings.Contains(last.Error(), ":2:") && !strings.Contains(last.Error(), ":3:") {
+		if !errors.Is(last, ErrTooLong) || !strings.Contains(last.Error(), ":2:") && !strings.Contains(last.Error(), ":3:") {
 			t.Errorf("%s: %v, want a line too long, named", c.format, last)
 		}
 		if !slices.Equal(ids, []string{"a"}) {
@@ -853,6 +853,33 @@ func TestLongStops(t *testing.T) {
 		if n := taken.Load(); n > 8<<20 {
 			t.Errorf("%s: read %d bytes of the endless line, with a limit of 4096", c.format, n)
 		}
+	}
+	// NB: a CSV quote never closed, over endless short lines: each line
+	// is short, and the record passes the limit (a read-through's R3).
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var taken atomic.Int64
+	in := io.MultiReader(strings.NewReader("id,text\na,a first record\nb,\""), readerFunc(func(p []byte) (int, error) {
+		for i := range p {
+			p[i] = "x\n"[i%2]
+		}
+		if taken.Add(int64(len(p))) >= 64<<20 {
+			cancel()
+		}
+		return len(p), nil
+	}))
+	var last error
+	for _, err := range Read(ctx, nil, in, Options{Format: "csv", MaxRecordBytes: 4096, LongStops: true}) {
+		if err != nil {
+			last = err
+			break
+		}
+	}
+	if !errors.Is(last, ErrTooLong) || !strings.Contains(last.Error(), ":3:") {
+		t.Errorf("csv, a quote never closed: %v, want a record too long, at its line", last)
+	}
+	if n := taken.Load(); n > 8<<20 {
+		t.Errorf("csv, a quote never closed: read %d bytes, with a limit of 4096", n)
 	}
 }
 

@@ -64,7 +64,7 @@ func (lr *lineReader) next() (b []byte, n int, long bool, err error) {
 		case n > lr.max+2 && lr.stop: // NB: +2: the line end does not count
 			clear(lr.blocks)
 			lr.blocks = lr.blocks[:0]
-			return nil, n, true, fmt.Errorf("%s:%d: %w: more than %d bytes without a line end; reading stopped there", lr.name, lr.line, errTooLong, lr.max)
+			return nil, n, true, fmt.Errorf("%s:%d: %w: more than %d bytes without a line end; reading stopped there (--skip-bad reads past such a line)", lr.name, lr.line, ErrTooLong, lr.max)
 		case n > lr.max+2:
 			long = true
 			clear(lr.blocks)
@@ -139,9 +139,10 @@ func trailing(b []byte, n int) int {
 	return 1
 }
 
-// errTooLong is the cause of a bad record for an over-long line.
-var errTooLong = errors.New("longer than the record limit")
+// ErrTooLong is the cause of a bad record for an over-long line (or
+// text file), and of the error that ends a reading with LongStops.
+var ErrTooLong = errors.New("longer than the record limit")
 
 func tooLong(n, max int) error {
-	return fmt.Errorf("%w: %d bytes (at most %d)", errTooLong, n, max)
+	return fmt.Errorf("%w: %d bytes (at most %d)", ErrTooLong, n, max)
 }

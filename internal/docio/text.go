@@ -138,7 +138,7 @@ func (r *reader) text(name, id string, in io.Reader) error {
 	if len(b) > max {
 		// NB: the rest is not read: its size is unknown, and the check
 		// stays bounded on a compressed bomb.
-		bad = fmt.Errorf("%w: more than %d bytes", errTooLong, max)
+		bad = fmt.Errorf("%w: more than %d bytes", ErrTooLong, max)
 	} else if !IsText(b) {
 		bad = ErrBinary
 		if bytes.HasPrefix(b, []byte{0xff, 0xfe}) || bytes.HasPrefix(b, []byte{0xfe, 0xff}) {
