@@ -13,6 +13,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // childOpenEnv names the directory TestLockChildOpen opens, in a process
@@ -207,6 +208,7 @@ func TestMovedDirectoryRefusesWrites(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
+			time.Sleep(2 * homeRecheck) // NB: the last check that found it in place stands that long
 			var err error
 			for i := 0; err == nil && i < 2000; i++ { // NB: 2,000 documents of 2.3 KB fill 1 MiB memtables
 				err = put()
