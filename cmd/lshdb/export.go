@@ -96,6 +96,13 @@ again once the writers are done, or export a backup.`,
 			if all && (df.removed != "" || df.from != "") {
 				return usagef("--all exports every document: --removed and --from have nothing to do")
 			}
+			for _, f := range []string{"mode", "keep", "threshold"} {
+				if all && c.Flags().Lookup(f) != nil && c.Flags().Changed(f) {
+					// NB: taken silently, with no clustering to apply it
+					// to (a bad-input review, B15).
+					return usagef("--all exports every document, with no clustering: --%s has nothing to do", f)
+				}
+			}
 			if salvage && !all {
 				return usagef("--salvage goes with --all: clustering reads the posting lists, which a damaged index may not give")
 			}

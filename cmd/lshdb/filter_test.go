@@ -1293,6 +1293,14 @@ func TestExportOutputFlag(t *testing.T) {
 	if out, errOut, code := runLine([]string{"export", "--db", idx, "--all", "--output", "table"}, ""); code != 2 || out != "" || !strings.Contains(errOut, "--output table: export writes JSON Lines") {
 		t.Errorf("export --output table: exit %d: %s%s", code, out, errOut)
 	}
+	// NB: a clustering's flags with --all, which clusters nothing, were
+	// taken silently (a bad-input review, B15).
+	for _, f := range [][]string{{"--mode", "components"}, {"--keep", "last"}, {"--threshold", "0.5"}} {
+		args := append([]string{"export", "--db", idx, "--all"}, f...)
+		if out, errOut, code := runLine(args, ""); code != 2 || out != "" || !strings.Contains(errOut, f[0]+" has nothing to do") {
+			t.Errorf("export --all %s: exit %d: %s%s", strings.Join(f, " "), code, out, errOut)
+		}
+	}
 	plain, _ := mustRun(t, "export", "--db", idx, "--all")
 	js, _ := mustRun(t, "export", "--db", idx, "--all", "--output", "json")
 	if plain != js || strings.Count(plain, "\n") != 6 {
