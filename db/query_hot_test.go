@@ -272,23 +272,36 @@ func TestPutEndsWhileHashing(t *testing.T) {
 			case <-time.After(time.Minute):
 				t.Fatal("the write waited for its hashing after its context ended")
 			}
-			closed := make(chan error, 1)
-			go func() { closed <- d.Close() }()
-			select {
-			case err := <-closed:
-				if err != nil {
-					t.Fatal(err)
-				}
-			case <-time.After(time.Minute):
-				t.Fatal("Close waited for a hashing given up on")
-			}
+			closeWithoutWaiting(t, d, "a hashing given up on")
 			release()
-			d = mustOpen(t, dir, nil)
-			defer d.Close()
-			if n, err := d.Count(); err != nil || n != 0 {
-				t.Errorf("reopened: %d documents (%v), want none", n, err)
-			}
+			wantNoDocuments(t, dir)
 		})
+	}
+}
+
+// closeWithoutWaiting closes d, which must return (with no error) while
+// held, a hashing that holdHashing holds, is still held.
+func closeWithoutWaiting(t *testing.T, d *DB, held string) {
+	t.Helper()
+	closed := make(chan error, 1)
+	go func() { closed <- d.Close() }()
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatalf("Close waited for %s", held)
+	}
+}
+
+// wantNoDocuments reopens the index in dir and fails the test unless it
+// holds no document.
+func wantNoDocuments(t *testing.T, dir string) {
+	t.Helper()
+	d := mustOpen(t, dir, nil)
+	if n, err := d.Count(); err != nil || n != 0 {
+		t.Errorf("reopened: %d documents (%v), want none", n, err)
 	}
 }
 
@@ -336,16 +349,7 @@ func TestCloseEndsWritesWhileHashing(t *testing.T) {
 			case <-time.After(time.Minute):
 				t.Fatal("the write's hashing did not begin on a goroutine of its own")
 			}
-			closed := make(chan error, 1)
-			go func() { closed <- d.Close() }()
-			select {
-			case err := <-closed:
-				if err != nil {
-					t.Fatal(err)
-				}
-			case <-time.After(time.Minute):
-				t.Fatal("Close waited for a write's hashing")
-			}
+			closeWithoutWaiting(t, d, "a write's hashing")
 			select {
 			case err := <-returned:
 				if !errors.Is(err, ErrClosed) {
@@ -355,10 +359,7 @@ func TestCloseEndsWritesWhileHashing(t *testing.T) {
 				t.Fatal("the write did not return once Close had")
 			}
 			release()
-			d = mustOpen(t, dir, nil)
-			if n, err := d.Count(); err != nil || n != 0 {
-				t.Errorf("reopened: %d documents (%v), want none", n, err)
-			}
+			wantNoDocuments(t, dir)
 		})
 	}
 }

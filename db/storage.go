@@ -228,7 +228,8 @@ func cancellable[T any](db *DB, ctx context.Context, size int, work func() (T, e
 var hashTextHook func()
 
 // prepareCancellable runs prepare, which hashes docs (a write's
-// documents: PutBatchContext, PutIfNewContext, PutIfNewBatch), and
+// documents: PutBatchContext, PutIfNewContext, PutIfNewBatch,
+// PrepareBatch), and
 // returns what it returns. Documents whose texts add up to
 // cancellableText bytes or more are prepared on a goroutine of their own
 // (cancellable), as hashText hashes a long query: the call returns ctx's

@@ -22,6 +22,7 @@ import (
 
 	"github.com/lshdb/lshdb/db"
 	"github.com/lshdb/lshdb/db/httpapi"
+	"github.com/lshdb/lshdb/internal/docio"
 	"github.com/lshdb/lshdb/internal/rediskv"
 	"github.com/peterh/liner"
 	"github.com/spf13/cobra"
@@ -875,21 +876,12 @@ func parsePut(line string) (id, text string, wo *db.WriteOptions, err error) {
 	} else if q := text[0]; len(text) >= 2 && (q == '"' || q == '\'') && text[len(text)-1] == q && !strings.ContainsRune(text[1:len(text)-1], rune(q)) {
 		text = text[1 : len(text)-1]
 	}
-	if !utf8.ValidString(text) {
+	if err := docio.CheckUTF8(text); err != nil {
 		// NB: stored as given, where insert refuses such a text, and
 		// export then wrote it changed (each bad byte U+FFFD), so that
 		// it did not survive an export and insert (a bad-input review,
 		// B6).
-		at := len(text)
-		for i, r := range text {
-			if r == utf8.RuneError {
-				if _, size := utf8.DecodeRuneInString(text[i:]); size == 1 {
-					at = i
-					break
-				}
-			}
-		}
-		return "", "", nil, usagef("put: the text is not valid UTF-8 (byte 0x%02x at offset %d): text in another encoding, such as Latin-1? (insert refuses such a text too)", text[at], at)
+		return "", "", nil, usagef("put: the text is %v (insert refuses such a text too)", err)
 	}
 	return w, text, wo, nil
 }

@@ -2,6 +2,7 @@ package docio
 
 import (
 	"bytes"
+	"cmp"
 	"compress/gzip"
 	"context"
 	"errors"
@@ -14,6 +15,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -380,11 +382,15 @@ func TestReadStops(t *testing.T) {
 
 // endless is an input that never ends: it yields x's forever (a line
 // that never ends; with line, lines of "x"), and calls at once it has
-// yielded 1 MiB.
+// yielded after bytes (1 MiB when 0). NB: it counts atomically: a reader
+// reads on a goroutine of its own, which may be in a read when the
+// test looks.
 type endless struct {
-	n    int
-	at   func()
-	line bool
+	n     atomic.Int64
+	at    func()
+	after int64
+	line  bool
+	once  sync.Once
 }
 
 func (e *endless) Read(p []byte) (int, error) {
@@ -394,9 +400,8 @@ func (e *endless) Read(p []byte) (int, error) {
 			p[i] = '\n'
 		}
 	}
-	if e.n += len(p); e.n >= 1<<20 && e.at != nil {
-		e.at()
-		e.at = nil
+	if n := e.n.Add(int64(len(p))); n >= cmp.Or(e.after, 1<<20) && e.at != nil {
+		e.once.Do(e.at)
 	}
 	return len(p), nil
 }
@@ -817,26 +822,23 @@ func utf16LE(s string) []byte {
 // limit and a read buffer; the context, cancelled after 64 MiB, turns a
 // reader that reads on into a failure rather than a hang.
 func TestLongStops(t *testing.T) {
-	for _, c := range []struct{ format, head string }{
-		{"jsonl", `{"id":"a","text":"a first record"}` + "\n"},
-		{"csv", "id,text\na,a first record\n"},
+	for _, c := range []struct {
+		name, format, head string
+		lines              bool   // endless short lines after head, not one endless line
+		at                 string // where the error says the record starts
+	}{
+		{"jsonl", "jsonl", `{"id":"a","text":"a first record"}` + "\n", false, ":2:"},
+		{"csv", "csv", "id,text\na,a first record\n", false, ":3:"},
+		// NB: a CSV quote never closed, over endless short lines: each
+		// line is short, and the record passes the limit (a
+		// read-through's R3).
+		{"csv, a quote never closed", "csv", "id,text\na,a first record\nb,\"", true, ":3:"},
 	} {
 		ctx, cancel := context.WithCancel(context.Background())
-		// NB: counted atomically: the reading goes on on a goroutine of
-		// its own, which may be in a read when Read's loop is left.
-		var taken atomic.Int64
-		in := io.MultiReader(strings.NewReader(c.head), readerFunc(func(p []byte) (int, error) {
-			for i := range p {
-				p[i] = 'x'
-			}
-			if taken.Add(int64(len(p))) >= 64<<20 {
-				cancel()
-			}
-			return len(p), nil
-		}))
+		tail := &endless{at: cancel, after: 64 << 20, line: c.lines}
 		var ids []string
 		var last error
-		for rec, err := range Read(ctx, nil, in, Options{Format: c.format, MaxRecordBytes: 4096, LongStops: true}) {
+		for rec, err := range Read(ctx, nil, io.MultiReader(strings.NewReader(c.head), tail), Options{Format: c.format, MaxRecordBytes: 4096, LongStops: true}) {
 			if err != nil {
 				last = err
 				break
@@ -844,49 +846,17 @@ func TestLongStops(t *testing.T) {
 			ids = append(ids, rec.ID)
 		}
 		cancel()
-		if !errors.Is(last, ErrTooLong) || !strings.Contains(last.Error(), ":2:") && !strings.Contains(last.Error(), ":3:") {
-			t.Errorf("%s: %v, want a line too long, named", c.format, last)
+		if !errors.Is(last, ErrTooLong) || !strings.Contains(last.Error(), c.at) {
+			t.Errorf("%s: %v, want a record too long, at %s", c.name, last, c.at)
 		}
 		if !slices.Equal(ids, []string{"a"}) {
-			t.Errorf("%s: yielded %q before it, want the first record", c.format, ids)
+			t.Errorf("%s: yielded %q before it, want the first record", c.name, ids)
 		}
-		if n := taken.Load(); n > 8<<20 {
-			t.Errorf("%s: read %d bytes of the endless line, with a limit of 4096", c.format, n)
+		if n := tail.n.Load(); n > 8<<20 {
+			t.Errorf("%s: read %d bytes of the endless input, with a limit of 4096", c.name, n)
 		}
-	}
-	// NB: a CSV quote never closed, over endless short lines: each line
-	// is short, and the record passes the limit (a read-through's R3).
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var taken atomic.Int64
-	in := io.MultiReader(strings.NewReader("id,text\na,a first record\nb,\""), readerFunc(func(p []byte) (int, error) {
-		for i := range p {
-			p[i] = "x\n"[i%2]
-		}
-		if taken.Add(int64(len(p))) >= 64<<20 {
-			cancel()
-		}
-		return len(p), nil
-	}))
-	var last error
-	for _, err := range Read(ctx, nil, in, Options{Format: "csv", MaxRecordBytes: 4096, LongStops: true}) {
-		if err != nil {
-			last = err
-			break
-		}
-	}
-	if !errors.Is(last, ErrTooLong) || !strings.Contains(last.Error(), ":3:") {
-		t.Errorf("csv, a quote never closed: %v, want a record too long, at its line", last)
-	}
-	if n := taken.Load(); n > 8<<20 {
-		t.Errorf("csv, a quote never closed: read %d bytes, with a limit of 4096", n)
 	}
 }
-
-// readerFunc is a function that is an io.Reader.
-type readerFunc func([]byte) (int, error)
-
-func (f readerFunc) Read(p []byte) (int, error) { return f(p) }
 
 // Ensure that a CSV header without the columns is shown cut to 200 bytes
 // (whole UTF-8 characters), and that a line of JSON read as CSV says so:

@@ -167,6 +167,17 @@ func notUTF8Text(b []byte) error {
 	return notUTF8Error{b[at], at}
 }
 
+// CheckUTF8 returns nil when text is valid UTF-8, else ErrNotUTF8
+// naming its first bad byte and that byte's offset (as a text file's is
+// named): for text that reaches lshdb another way than a reader's, as the
+// shell's put.
+func CheckUTF8(text string) error {
+	if utf8.ValidString(text) {
+		return nil
+	}
+	return notUTF8Text([]byte(text))
+}
+
 // firstInvalid returns the offset of b's first byte that is not part of
 // a valid UTF-8 sequence, len(b) when there is none.
 func firstInvalid(b []byte) int {
