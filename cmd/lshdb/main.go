@@ -623,7 +623,10 @@ func (a *app) exitCode(err error) int {
 		return 130 // interrupted, as a shell reports SIGINT
 	}
 	var ue usageError
-	if errors.As(err, &ue) || errors.Is(err, db.ErrInvalidOptions) {
+	// NB: a flag that contradicts the index's parameters (--bands 8 for
+	// an index of 16) is a usage error: the command line is what to fix
+	// (a bad-input review, B10: it exited 1, as an error of the index).
+	if errors.As(err, &ue) || errors.Is(err, db.ErrInvalidOptions) || mismatchLine(err) != "" {
 		return 2
 	}
 	// NB: before cobra's usage errors, which are told by their text: an

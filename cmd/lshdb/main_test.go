@@ -586,7 +586,7 @@ func TestMismatchNamesFlags(t *testing.T) {
 	mustRun(t, "create", "--db", dir, "--shingle", "word", "--stop-words", "a,the", "--shingle-size", "2")
 	_, errOut, code := runLine([]string{"insert", "--db", dir, "--bands", "8", "--rows", "4", "--normalization", "none", "--shingle", "word", "--stop-words", "x,a", "-"}, "")
 	want := "lshdb: the index was made with other parameters than the flags give: --bands 16 (given: 8), --rows 6 (given: 4), --normalization fold (given: none), --stop-words a,the (given: a,x); leave them out (an index keeps the parameters it was made with), or give a new --db for an index of these\n"
-	if code != 1 || errOut != want {
+	if code != 2 || errOut != want {
 		t.Fatalf("exit %d, stderr %q\nwant %q", code, errOut, want)
 	}
 }
