@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"syscall"
 
@@ -74,6 +76,19 @@ nightly pairs run at the embedded index's speed.`,
 			abs, err := filepath.Abs(to)
 			if err != nil {
 				return err
+			}
+			// NB: the copy goes into an existing directory, as every
+			// other output does: `--to /mnt/backupp/idx` (a typo, or a
+			// volume not mounted) made the whole missing path and put
+			// the copy on the index's own disk, exit 0 (a bad-input
+			// review, B15). The library's Backup still makes it, for
+			// an embedder's dated directories.
+			if parent := filepath.Dir(abs); parent != abs {
+				if fi, err := os.Stat(parent); errors.Is(err, fs.ErrNotExist) {
+					return fmt.Errorf("cannot write the backup %s: its directory %s does not exist (lshdb makes no directory for an output): nothing was copied", escControls(to), escControls(parent))
+				} else if err == nil && !fi.IsDir() {
+					return fmt.Errorf("cannot write the backup %s: %s is not a directory: nothing was copied", escControls(to), escControls(parent))
+				}
 			}
 			via := "open"
 			// NB: writable (Pebble checkpoints a writable store: table

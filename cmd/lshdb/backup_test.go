@@ -80,6 +80,23 @@ func TestBackupCommand(t *testing.T) {
 	if _, _, code := runLine([]string{"backup", "--db", idx}, ""); code != 2 {
 		t.Errorf("no --to: exit %d", code)
 	}
+	// A --to whose directory is missing (a typo, a volume not mounted)
+	// is refused, and nothing of its path is made (B15: it made the
+	// whole path). Its directory a file: refused too.
+	missing := filepath.Join(root, "nosuch", "deeper", "copy")
+	if _, errOut, code := runLine([]string{"backup", "--db", idx, "--to", missing}, ""); code != 1 || !strings.Contains(errOut, "does not exist (lshdb makes no directory for an output)") {
+		t.Errorf("--to under a missing directory: exit %d %s", code, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(root, "nosuch")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("--to under a missing directory made it: %v", err)
+	}
+	afile := filepath.Join(root, "a-file")
+	if err := os.WriteFile(afile, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, errOut, code := runLine([]string{"backup", "--db", idx, "--to", filepath.Join(afile, "copy")}, ""); code != 1 || !strings.Contains(errOut, "is not a directory") {
+		t.Errorf("--to under a file: exit %d %s", code, errOut)
+	}
 	// Served: the owner makes the copy.
 	_, _, log, stop := startServe(t, "--db", idx)
 	copy2 := filepath.Join(root, "copy2")
