@@ -103,6 +103,9 @@ type input struct {
 	rejects *bufio.Writer
 	closeR  func() error
 	skipped int
+	// read and withMeta count the documents read, and those of them with
+	// metadata (--meta-field).
+	read, withMeta int
 	// onSkip, when set, sees each record skipped as bad.
 	onSkip func(re *docio.RecordError)
 }
@@ -177,6 +180,10 @@ func (in *input) docs(paths []string) iter.Seq2[posDoc, error] {
 					// NB: the raw record is copied only when it is rejected.
 					re = &docio.RecordError{File: rec.File, Line: rec.Line, ID: rec.ID, Raw: bytes.Clone(rec.Raw), Err: dbReason{verr}}
 				} else {
+					in.read++
+					if rec.Meta != nil {
+						in.withMeta++
+					}
 					if !yield(posDoc{doc, rec.Pos()}, nil) {
 						return
 					}
@@ -200,6 +207,11 @@ func (in *input) docs(paths []string) iter.Seq2[posDoc, error] {
 				yield(posDoc{}, werr)
 				return
 			}
+		}
+		if in.f.MetaField != "" && in.read > 0 && in.withMeta == 0 {
+			// NB: a misspelt --meta-field stored no metadata, and said
+			// nothing (a bad-input review, B15).
+			in.a.notef(fmt.Sprintf("no document read has the field %q (--meta-field): none was stored with metadata (a dotted path names a nested field: a.b is {\"a\": {\"b\": …}})", in.f.MetaField))
 		}
 	}
 }

@@ -641,6 +641,11 @@ func (a *app) shellLine(line string) (done bool, err error) {
 	spec, ok := shellSpecs[name]
 	if !ok {
 		hint := didYouMean(name, shellCommands, "")
+		if name == "shell" {
+			// NB: it said "unknown command "shell", did you mean help?"
+			// (a bad-input review, B15).
+			return false, usagef("this is the shell already (type help for its commands, exit or Ctrl-D to leave it)")
+		}
 		if sub, _, err := a.rootCmd().Find([]string{name}); hint == "" && err == nil && sub.Name() == name {
 			// NB: "build" said "unknown command", as if lshdb had none.
 			return false, usagef("%s is an lshdb command that the shell does not run: run it as lshdb %s, from another terminal or after leaving the shell (type help for the shell's commands)", name, name)
@@ -655,8 +660,19 @@ func (a *app) shellLine(line string) (done bool, err error) {
 		if err != nil {
 			return false, err
 		}
+		start := time.Now()
 		if err := a.shellDB.Put(db.Doc{ID: id, Text: text}, wo); err != nil {
 			return false, err
+		}
+		if wo != nil {
+			a.noteExpired(wo.TTL, start, 1, "it is written")
+		}
+		if q := text[0]; (q == '"' || q == '\'') && strings.IndexByte(text[1:], q) < 0 {
+			// NB: put x "some text, its closing quote forgotten, is
+			// stored as typed, its quote kept, as the help says (the
+			// rest of the line), where get "x fails; a note catches the
+			// typo (a bad-input review, B15).
+			a.notef(fmt.Sprintf("the text begins with %c and has no closing one: it was stored as typed, with its %c (a text in quotes is stored without them)", q, q))
 		}
 		// NB: a JSON line in a shell started with --output json, as a
 		// delete's is: a script's stream of JSON lines took a line of
@@ -781,6 +797,11 @@ func (a *app) shellHelp(args []string) error {
 		fmt.Fprintln(a.stdout, `  exit (or quit, .quit, .exit, \q, Ctrl-D); Ctrl-C cancels the running statement
   every command also takes --progress and --progress-every (the shell's own by default)`)
 		return nil
+	}
+	if len(args) > 1 {
+		// NB: help put extra showed put's help, the rest passed over
+		// (a bad-input review, B15).
+		return usagef("help takes one command at most: %s", strings.Join(args, " "))
 	}
 	name := args[0]
 	if slices.Contains(shellExits, name) {

@@ -955,6 +955,7 @@ building an empty or partial index with exit 0. Not on Redis.`,
 			}
 			// NB: attached, the load runs in the owner's process: the
 			// input is read here and streamed to it.
+			start := time.Now()
 			res, err := d.Load(ctx, docs, lo)
 			done()
 			if err != nil {
@@ -1008,6 +1009,9 @@ building an empty or partial index with exit 0. Not on Redis.`,
 				return err
 			}
 			err = a.reportInsert(sum)
+			if err == nil {
+				a.noteExpired(ttl, start, res.Stored, "the build starts")
+			}
 			if err != nil && !errors.Is(err, syscall.EPIPE) { // NB: a closed pipe (| head) ends the command quietly
 				// NB: it said only "write /dev/stdout: no space left on
 				// device", and a job retried a build that was in (a
@@ -1487,6 +1491,7 @@ after committing what was read and says where to continue.`,
 			bctx, stopGrace := afterGrace(a.ctx, interruptGrace)
 			defer stopGrace()
 			w := &inserter{d: d, commitCtx: commitCtx{bctx}, ttl: ttl, ids: make(map[string]uint8), batch: make([]db.Doc, 0, batchDocs(d)), add: add}
+			start := time.Now()
 			err = a.putAll(w, inp.docs(args), len(args) == 0 || slices.Contains(args, "-"))
 			done()
 			w.sum.BadSkipped = inp.skipped
@@ -1507,7 +1512,11 @@ after committing what was read and says where to continue.`,
 				}
 				return stoppedErr("committed "+counted(w.sum.Inserted, "document", "documents"), w.through, maybe, err)
 			}
-			return a.reportInsert(w.sum)
+			if err := a.reportInsert(w.sum); err != nil {
+				return err
+			}
+			a.noteExpired(ttl, start, w.sum.Inserted, "its batch is written")
+			return nil
 		},
 	}
 	cf.add(c)
@@ -1910,6 +1919,7 @@ make it first with lshdb create for others.`,
 			defer stopGrace()
 			w := &deduper{a: a, d: d, commitCtx: commitCtx{bctx}, ttl: ttl, tw: a.table(), headed: a.json(), add: add, ids: make(map[string]bool), dupsOf: make(map[string]skippedDups), estimates: d.Params().Storage == db.StorageNone}
 			w.stream = len(args) == 0 || slices.Contains(args, "-")
+			start := time.Now()
 			err = a.putAll(w, inp.docs(args), w.stream)
 			done()
 			if err == nil {
@@ -1943,6 +1953,7 @@ make it first with lshdb create for others.`,
 			// alone.
 			fmt.Fprintf(a.stderr, "%d inserted%s, %s of documents stored before them (in the index, or earlier in the input)%s%s\n", w.stored, w.replacedNote(), counted(w.dups, "duplicate", "duplicates"), repeated, skipped)
 			w.orphansNote()
+			a.noteExpired(ttl, start, w.stored, "its batch is written")
 			return nil
 		},
 	}
@@ -2426,6 +2437,17 @@ func checkTTL(c *cobra.Command, ttl time.Duration) error {
 		return usagef("--ttl %s is no time: give a positive duration (1h, 30m, 90s), or no --ttl for documents that do not expire", c.Flags().Lookup("ttl").Value)
 	}
 	return nil
+}
+
+// noteExpired notes, after a write command that stored n documents with
+// ttl, that the command took longer than ttl since start (before its
+// first write): the documents written first may have expired already, and
+// then no read returns them. NB: "inserted 5 documents" of --ttl 1ns,
+// none of which could be read (a bad-input review, B15).
+func (a *app) noteExpired(ttl time.Duration, start time.Time, n int, from string) {
+	if took := time.Since(start); ttl > 0 && n > 0 && took >= ttl {
+		a.notef(fmt.Sprintf("--ttl %v is shorter than this command took (%v): what it wrote first may have expired already (a document expires %v after %s), and then no read returns it", ttl, took.Round(time.Millisecond), ttl, from))
+	}
 }
 
 // errInUse is the error of drop and check --repair when other handles

@@ -1961,3 +1961,104 @@ func TestInputFlagsRefused(t *testing.T) {
 		}
 	}
 }
+
+// Ensure that a write command whose --ttl passed before it ended says so
+// (a bad-input review, B15: "inserted 6 documents" of --ttl 1ns, none of
+// which could be read), and that one whose --ttl has not passed does not.
+// The oracle: get of a document written, not found (expired) after the
+// note, found without it.
+func TestNoteOfATTLThatPassed(t *testing.T) {
+	dir := t.TempDir()
+	in := "../../testdata/cmd/inputs/docs.jsonl"
+	const note = "lshdb: note: --ttl 1ns is shorter than this command took"
+	for _, c := range []struct {
+		cmd     []string
+		expired bool
+	}{
+		{[]string{"insert", "--ttl", "1ns"}, true},
+		{[]string{"build", "--ttl", "1ns"}, true},
+		{[]string{"dedup", "--ttl", "1ns"}, true},
+		{[]string{"insert", "--ttl", "1h"}, false},
+		{[]string{"build"}, false},
+	} {
+		idx := filepath.Join(dir, fmt.Sprint(len(c.cmd), c.cmd[0], c.expired))
+		_, errOut, code := runLine(append(c.cmd, "--db", idx, in), "")
+		if code != 0 {
+			t.Fatalf("%q: exit %d %s", c.cmd, code, errOut)
+		}
+		if got := strings.Contains(errOut, note); got != c.expired {
+			t.Errorf("%q: note given %v, want %v: %s", c.cmd, got, c.expired, errOut)
+		}
+		_, getErr, code := runLine([]string{"get", "--db", idx, "fox1"}, "")
+		if want := map[bool]int{true: exitNotFound, false: 0}[c.expired]; code != want {
+			t.Errorf("%q: get fox1 exit %d, want %d: %s", c.cmd, code, want, getErr)
+		}
+	}
+}
+
+// Ensure that the shell's put notes a --ttl that passed before it
+// returned, and a text that opens a quote it does not close (stored as
+// typed, as the help says: B15), and that a quoted text has no note. The
+// oracle: get's answers.
+func TestShellPutNotes(t *testing.T) {
+	idx := filepath.Join(t.TempDir(), "idx")
+	mustRun(t, "insert", "--db", idx, "../../testdata/cmd/inputs/docs.jsonl")
+	out, errOut, _ := runLine([]string{"shell", "--db", idx}, "put --ttl 1ns a hello there world\nput b \"unterminated text here\nput c \"quoted text\"\nput d it's fine\nget --output json b\nget --output json c\n")
+	for _, want := range []string{
+		"> put --ttl 1ns a hello there world\nlshdb: note: --ttl 1ns is shorter than this command took",
+		"> put b \"unterminated text here\nlshdb: note: the text begins with \" and has no closing one: it was stored as typed, with its \"",
+		"> put c \"quoted text\"\n> put d it's fine\n> get",
+	} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errOut)
+		}
+	}
+	if !strings.Contains(out, `"text":"\"unterminated text here"`) || !strings.Contains(out, `"text":"quoted text"`) {
+		t.Errorf("get: %s", out)
+	}
+	if _, _, code := runLine([]string{"get", "--db", idx, "a"}, ""); code != exitNotFound {
+		t.Errorf("get a (--ttl 1ns): exit %d", code)
+	}
+	// help with words past its one, and shell typed in the shell.
+	_, errOut, code := runLine([]string{"shell", "--db", idx}, "help put extra\nshell\n")
+	if want := "> help put extra\nlshdb: help takes one command at most: put extra\n> shell\nlshdb: this is the shell already"; !strings.HasPrefix(errOut, want) || code != 1 {
+		t.Errorf("exit %d, stderr %q, want it to start %q", code, errOut, want)
+	}
+}
+
+// Ensure that a --meta-field that no document read has is noted (B15: a
+// misspelt one stored no metadata and said nothing), and that one some
+// documents have is not. The oracle: get's metadata of a document.
+func TestNoteOfAMetaFieldNoneHas(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.jsonl")
+	if err := os.WriteFile(in, []byte(`{"id":"a","text":"the quick brown fox","m":{"src":"x"}}`+"\n"+`{"id":"b","text":"jumps over the lazy dog"}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const note = `lshdb: note: no document read has the field "m.nosuch" (--meta-field)`
+	for _, c := range []struct {
+		field    string
+		noted    bool
+		wantMeta string // get a's metadata, as JSON
+	}{
+		{"m.nosuch", true, ""},
+		{"m", false, `{"src":"x"}`},
+		{"m.src", false, `"x"`},
+	} {
+		idx := filepath.Join(dir, c.field)
+		_, errOut, code := runLine([]string{"insert", "--db", idx, "--meta-field", c.field, in}, "")
+		if code != 0 {
+			t.Fatalf("%s: exit %d %s", c.field, code, errOut)
+		}
+		if got := strings.Contains(errOut, note); got != c.noted {
+			t.Errorf("--meta-field %s: noted %v, want %v: %s", c.field, got, c.noted, errOut)
+		}
+		out, _ := mustRun(t, "get", "--db", idx, "--output", "json", "a")
+		var got struct {
+			Meta json.RawMessage `json:"meta"`
+		}
+		if err := json.Unmarshal([]byte(out), &got); err != nil || string(got.Meta) != c.wantMeta {
+			t.Errorf("--meta-field %s: get a: meta %s (%v), want %q: %s", c.field, got.Meta, err, c.wantMeta, out)
+		}
+	}
+}
