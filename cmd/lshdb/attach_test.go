@@ -9,6 +9,7 @@ import (
 	"io"
 	"iter"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -241,7 +242,7 @@ func TestAttachRefusals(t *testing.T) {
 		t.Errorf("--db and --addr: exit %d %s", code, errOut)
 	}
 	_, errOut, code := runLine([]string{"insert", "--db", idx, "--num-perm", "64", "../../testdata/cmd/inputs/docs.jsonl"}, "")
-	if code != 1 || !strings.Contains(errOut, "--num-perm 128 (given: 64)") {
+	if code != 2 || !strings.Contains(errOut, "--num-perm 128 (given: 64)") {
 		t.Errorf("a mismatching parameter: exit %d %s", code, errOut)
 	}
 	if out, errOut, code := runLine([]string{"query", "--addr", tcp, "--id", "fox1"}, ""); code != 0 || !strings.Contains(out, "fox2") {
@@ -404,7 +405,7 @@ func TestServeWaitsForTheCommandThatTookOver(t *testing.T) {
 		return serving && pid == ins.cmd.Process.Pid && owner == "lshdb insert"
 	})
 	var serveLog syncBuffer
-	srv := lshdbProcess("serve", "--db", idx)
+	srv := lshdbProcess("serve", "--db", idx, "--addr", "127.0.0.1:0")
 	srv.Stdout, srv.Stderr = &serveLog, &serveLog
 	if err := srv.Start(); err != nil {
 		t.Fatal(err)
@@ -427,6 +428,35 @@ func TestServeWaitsForTheCommandThatTookOver(t *testing.T) {
 		}
 		return strings.Contains(serveLog.String(), "waiting for the command that holds the index to end")
 	})
+	// Its TCP address answers while it waits: 503, /healthz "waiting"
+	// naming the insert, the API "locked" (it refused connections).
+	m := regexp.MustCompile(`tcp=(http://127\.0\.0\.1:\d+)`).FindStringSubmatch(serveLog.String())
+	if m == nil {
+		t.Fatalf("the waiting line names no TCP address: %s", serveLog.String())
+	}
+	tcp := m[1]
+	getJSON := func(path string) (int, http.Header, map[string]any) {
+		t.Helper()
+		resp, err := http.Get(tcp + path)
+		if err != nil {
+			t.Fatalf("GET %s: %v", path, err)
+		}
+		defer resp.Body.Close()
+		var v map[string]any
+		if err := json.NewDecoder(resp.Body).Decode(&v); err != nil {
+			t.Fatalf("GET %s: %v", path, err)
+		}
+		return resp.StatusCode, resp.Header, v
+	}
+	status, hdr, health := getJSON("/healthz")
+	if status != http.StatusServiceUnavailable || health["status"] != "waiting" || hdr.Get("Retry-After") == "" ||
+		!strings.Contains(fmt.Sprint(health["error"]), fmt.Sprintf("lshdb insert (pid %d)", ins.cmd.Process.Pid)) || health["pid"] != float64(srv.Process.Pid) {
+		t.Errorf("/healthz over TCP while serve waits: %d %v %v", status, hdr, health)
+	}
+	status, _, answer := getJSON("/v1/count")
+	if e, _ := answer["error"].(map[string]any); status != http.StatusServiceUnavailable || e["code"] != "locked" {
+		t.Errorf("/v1/count over TCP while serve waits: %d %v", status, answer)
+	}
 	// The insert stopped for 3 s (its /healthz unanswered, its lock
 	// held, as while it closes after a large insert): the serve waits on
 	// (a review, M1: it gave up after 2 s, as locked).
@@ -462,6 +492,10 @@ func TestServeWaitsForTheCommandThatTookOver(t *testing.T) {
 	defer c.Close()
 	if got, err := c.Count(); err != nil || got != n {
 		t.Fatalf("%d documents, %v; want all %d", got, err, n)
+	}
+	// The same address serves the index now.
+	if status, _, health := getJSON("/healthz"); status != http.StatusOK || health["status"] != "ok" || health["docs"] != float64(n) || health["pid"] != float64(srv.Process.Pid) {
+		t.Errorf("/healthz over TCP once serve serves: %d %v", status, health)
 	}
 }
 
@@ -783,7 +817,7 @@ func TestAttachStopWordsAsASet(t *testing.T) {
 	cases := []struct {
 		words string
 		code  int
-	}{{"a,the,the", 0}, {"the,a", 0}, {"an", 1}}
+	}{{"a,the,the", 0}, {"the,a", 0}, {"an", 2}}
 	for _, c := range cases {
 		if _, errOut, code := runLine([]string{"insert", "--db", idx, "--stop-words", c.words, in}, ""); code != c.code {
 			t.Fatalf("in process, --stop-words %s: exit %d, want %d: %s", c.words, code, c.code, errOut)

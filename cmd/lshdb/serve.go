@@ -358,6 +358,23 @@ func (a *app) serve(so *serveOptions) error {
 	if onRedis && so.addr == "" {
 		return usagef("an index on Redis has no directory for the Unix socket: give --addr HOST:PORT (any number of servers may serve it)")
 	}
+	// NB: the TCP address is taken before the index is opened, so that
+	// it answers while serve waits for a command that holds the index
+	// (waitingServer). Where it cannot be taken yet (a server stopping
+	// still holds it), it is taken once the index has opened, as before.
+	var early net.Listener
+	if so.addr != "" {
+		if l, err := net.Listen("tcp", so.addr); err == nil {
+			early = l
+			defer l.Close() // NB: once the server has closed it, nothing
+		}
+	}
+	var waiting *waitingServer
+	defer func() {
+		if waiting != nil {
+			waiting.stop()
+		}
+	}()
 	d, err := db.Open(a.dbDir, so.openOptions(a, log))
 	// NB: a holder that does not serve may be an owner starting (its
 	// socket comes milliseconds after its lock) or closing, or a server
@@ -374,21 +391,29 @@ func (a *app) serve(so *serveOptions) error {
 	waitedFor := 0 // the pid of the command waited for
 	for held := newHeldWait(); errors.Is(err, db.ErrLocked); {
 		pid, serving, owner := ownerHealth(a.dbDir)
-		waiting := false
+		wait := false
 		switch {
 		case serving && owner != "" && owner != serveOwner && owner != shellOwner:
 			if pid != waitedFor {
 				waitedFor = pid
-				life.Info("lshdb: waiting for the command that holds the index to end: it serves the index on its socket meanwhile; interrupt to stop waiting", "holder", owner, "pid", pid, "db", a.dbDir)
+				attrs := []any{"holder", owner, "pid", pid, "db", a.dbDir}
+				if early != nil {
+					if waiting == nil {
+						waiting = startWaiting(early, so)
+					}
+					waiting.setHolder(owner, pid)
+					attrs = append(attrs, "tcp", "http://"+early.Addr().String())
+				}
+				life.Info("lshdb: waiting for the command that holds the index to end: it serves the index on its socket meanwhile; interrupt to stop waiting", attrs...)
 			}
-			waiting = true
+			wait = true
 		case waitedFor != 0 && lockholder.PID(a.dbDir) == waitedFor:
 			// NB: the command waited for holds the lock still, answering
 			// or not: closing (its socket goes first, then a flush and
 			// Pebble's close: seconds after a large insert), or slow to
 			// answer. The 2 s of a handover's wait ended the serve (a
 			// review, M1).
-			waiting = true
+			wait = true
 		case !held.again(a):
 			// NB: a server, a shell, or a holder that does not serve,
 			// after the handover's wait: a serve just signalled answers
@@ -399,7 +424,7 @@ func (a *app) serve(so *serveOptions) error {
 			// the drain the stopping file announces.
 			return lockedHint(err, a.dbDir)
 		}
-		if waiting {
+		if wait {
 			held = newHeldWait() // NB: counted from the command's end
 			select {
 			case <-a.ctx.Done():
@@ -419,6 +444,10 @@ func (a *app) serve(so *serveOptions) error {
 	}
 	if err != nil {
 		return lockedHint(err, a.dbDir)
+	}
+	if waiting != nil {
+		waiting.handOver()
+		waiting = nil
 	}
 	// NB: the index is closed last, after the server has stopped, so that
 	// requests in flight finish against an open index.
@@ -458,12 +487,15 @@ func (a *app) serve(so *serveOptions) error {
 	}
 	tcpAddr := ""
 	if so.addr != "" {
-		l, err := net.Listen("tcp", so.addr)
-		if err != nil {
-			for _, l := range listeners {
-				l.Close()
+		l := early
+		if l == nil {
+			var err error
+			if l, err = net.Listen("tcp", so.addr); err != nil {
+				for _, l := range listeners {
+					l.Close()
+				}
+				return err
 			}
-			return err
 		}
 		listeners = append(listeners, l)
 		tcpAddr = "http://" + l.Addr().String()

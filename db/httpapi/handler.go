@@ -203,14 +203,7 @@ func Handler(d *db.DB, opts *Options) http.Handler {
 	if h.o.MaxInFlightBytes > 0 {
 		h.inFlightBytes = semaphore.NewWeighted(h.o.MaxInFlightBytes)
 	}
-	if h.o.Token != "" {
-		// NB: trimmed as a request's is: a configured "s3cret " matched
-		// no request, the server's own commands' included.
-		h.token = sha256.Sum256([]byte(strings.TrimSpace(h.o.Token)))
-		if t := strings.TrimSpace(h.o.ReadToken); t != "" && t != strings.TrimSpace(h.o.Token) {
-			h.readToken, h.hasReadToken = sha256.Sum256([]byte(t)), true
-		}
-	}
+	h.setTokens()
 	h.routes = []route{
 		{"GET", "/healthz", "healthz", h.healthz},
 		{"GET", "/v1/params", "params", h.params},
@@ -604,6 +597,18 @@ func (h *handler) sameSite(r *http.Request) error {
 // authorized returns nil if r carries the server's token (or the server
 // has none), else ErrUnauthorized saying whether the token was missing or
 // wrong.
+// setTokens sets the hashes of the options' tokens.
+func (h *handler) setTokens() {
+	if h.o.Token != "" {
+		// NB: trimmed as a request's is: a configured "s3cret " matched
+		// no request, the server's own commands' included.
+		h.token = sha256.Sum256([]byte(strings.TrimSpace(h.o.Token)))
+		if t := strings.TrimSpace(h.o.ReadToken); t != "" && t != strings.TrimSpace(h.o.Token) {
+			h.readToken, h.hasReadToken = sha256.Sum256([]byte(t)), true
+		}
+	}
+}
+
 func (h *handler) authorized(r *http.Request) error {
 	_, err := h.authorize(r)
 	return err

@@ -1256,6 +1256,8 @@ type HealthJSON struct {
 	// Status is "ok"; "disk_full" when writes are refused for want of
 	// space (reads are served: 200 still); "damaged" (503) once the
 	// index's background work met damage to its files: run lshdb check.
+	// (A server that waits for the process that holds its index answers
+	// 503 "waiting", without the count: WaitingHandler.)
 	Status string `json:"status"`
 	// Error says what is wrong when Status is not "ok".
 	Error string `json:"error,omitempty"`

@@ -1,0 +1,108 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/lshdb/lshdb/db/httpapi"
+)
+
+// waitingServer answers serve's TCP address while serve waits for the
+// command that holds the index (httpapi.WaitingHandler: 503, /healthz
+// "waiting"), until handOver gives the listener to the index's server.
+//
+// NB: the address was taken only once the index opened: while a nightly
+// insert held the index, connections to it were refused, and a TCP
+// liveness probe took the waiting server for dead (a known limit the
+// README told to work around).
+type waitingServer struct {
+	l      *handoverListener
+	srv    *http.Server
+	served chan error
+	holder atomic.Pointer[string]
+}
+
+// handoverListener is a listener whose Accept, once handed is set, ends
+// with errHandedOver (its deadline passed) and whose Close then does
+// nothing: the waiting server lets the listener go without closing it.
+type handoverListener struct {
+	net.Listener
+	handed atomic.Bool
+}
+
+var errHandedOver = errors.New("the listener was handed over")
+
+func (l *handoverListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil && l.handed.Load() {
+		if c != nil {
+			c.Close()
+		}
+		return nil, errHandedOver
+	}
+	return c, err
+}
+
+func (l *handoverListener) Close() error {
+	if l.handed.Load() {
+		return nil
+	}
+	return l.Listener.Close()
+}
+
+// startWaiting serves l with httpapi.WaitingHandler until handOver or
+// stop.
+func startWaiting(l net.Listener, so *serveOptions) *waitingServer {
+	ws := &waitingServer{l: &handoverListener{Listener: l}, served: make(chan error, 1)}
+	none := "the command that holds the index"
+	ws.holder.Store(&none)
+	ws.srv = &http.Server{
+		Handler: httpapi.WaitingHandler(&httpapi.Options{Token: so.token, ReadToken: so.readToken, Owner: serveOwner},
+			func() string { return *ws.holder.Load() }),
+		ReadHeaderTimeout: 10 * time.Second,
+		WriteTimeout:      10 * time.Second,
+		IdleTimeout:       10 * time.Second,
+	}
+	go func() { ws.served <- ws.srv.Serve(ws.l) }()
+	return ws
+}
+
+// setHolder names the process waited for.
+func (ws *waitingServer) setHolder(owner string, pid int) {
+	s := fmt.Sprintf("%s (pid %d)", owner, pid)
+	ws.holder.Store(&s)
+}
+
+// handOver stops the waiting server and leaves its listener open, for the
+// index's server: Accept is ended by a deadline in the past, which is
+// then cleared; the connections it answered are closed.
+func (ws *waitingServer) handOver() {
+	dl, ok := ws.l.Listener.(interface{ SetDeadline(time.Time) error })
+	if !ok {
+		// NB: not a TCP listener: never so, but stop it rather than
+		// leave it accepting beside the index's server.
+		ws.stop()
+		return
+	}
+	ws.l.handed.Store(true)
+	_ = dl.SetDeadline(time.Now())
+	<-ws.served
+	_ = dl.SetDeadline(time.Time{})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	_ = ws.srv.Shutdown(ctx) // NB: its listener's Close does nothing now
+}
+
+// stop stops the waiting server and closes its listener (serve gave up
+// waiting).
+func (ws *waitingServer) stop() {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	_ = ws.srv.Shutdown(ctx)
+	<-ws.served
+}
