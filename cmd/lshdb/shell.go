@@ -667,7 +667,8 @@ func (a *app) shellLine(line string) (done bool, err error) {
 		if wo != nil {
 			a.noteExpired(wo.TTL, start, 1, "it is written")
 		}
-		if q := text[0]; (q == '"' || q == '\'') && strings.IndexByte(text[1:], q) < 0 {
+		if text != "" && (text[0] == '"' || text[0] == '\'') && strings.IndexByte(text[1:], text[0]) < 0 {
+			q := text[0]
 			// NB: put x "some text, its closing quote forgotten, is
 			// stored as typed, its quote kept, as the help says (the
 			// rest of the line), where get "x fails; a note catches the
