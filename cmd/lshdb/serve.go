@@ -74,8 +74,8 @@ type serveOptions struct {
 	maxBody, maxInFlightBytes              int64
 	maxBatch, maxInFlight                  int
 	maxConns                               int
-	tcpMaxConns                            int  // the TCP address's own bound, where --max-connections is not given (tcpConnsBound); 0: none
-	tcpDefault                             bool // the TCP address takes tcpConnsBound's bound
+	defaultMaxConns                        int  // each listener's own bound, where --max-connections is not given (connsBound); 0: none
+	connsDefault                           bool // the listeners take connsBound's bound
 	readOnly                               bool // --read-only
 	readTimeout, writeTimeout, idleTimeout time.Duration
 	queryTimeout                           time.Duration
@@ -108,27 +108,32 @@ var containerMemory = func() int64 {
 // maintainer review's K11). An operator sets one knowing the clients.
 const defaultMaxConns = -1
 
-// tcpConnsBound is the bound on the TCP listener's connections when
+// connsBound is the bound on each listener's connections when
 // --max-connections is not given, inUse the descriptors the process holds
-// once the index is open: half of those left after a reserve for the
-// index's growth and the socket's clients (fdReserve), at least 16, at
-// most 4,096 (far above a client's pool of keep-alive connections).
+// once the index is open and listeners how many listeners there are (the
+// socket, the TCP address): the descriptors left after a reserve for the
+// index's growth (fdReserve), shared by the listeners and the index (a
+// share each), at least 16, at most 4,096 (far above a client's pool of
+// keep-alive connections).
 //
 // NB: with no bound, 20,000 connections to the TCP port, each asking
 // /healthz (which needs no token) and then idle, took every descriptor
 // the process had: the owner's own socket accepted nothing, and a put
 // failed inside Pebble, which could not open a table (a security
-// review). The socket, which only this user reaches, keeps no bound.
-// Half of every descriptor did the same where the process may have few
-// (160: the index held 81, and 200 idle connections left Pebble none, an
-// SRE's SR1).
-var tcpConnsBound = func(inUse int) int {
-	return min(4096, max(16, (openFileLimit()-inUse-fdReserve)/2))
+// review). Half of every descriptor did the same where the process may
+// have few (160: the index held 81, and 200 idle connections left Pebble
+// none, an SRE's SR1). The socket had no bound, as only this user
+// reaches it: one client of this user that left its connections open
+// (500 of them, each with a body unfinished) took every descriptor, TCP
+// went unanswered and Pebble retried its flush in a loop (an operator's
+// soak review, O1). With one listener, half of those left, as before.
+var connsBound = func(inUse, listeners int) int {
+	return min(4096, max(16, (openFileLimit()-inUse-fdReserve)/(listeners+1)))
 }
 
-// fdReserve is the descriptors kept from the TCP address's connections
+// fdReserve is the descriptors kept from the listeners' connections
 // beyond those the process holds at start: the tables the index opens as
-// it grows (Pebble keeps up to 1,000 open), its logs, the socket's clients.
+// it grows (Pebble keeps up to 1,000 open), its logs.
 const fdReserve = 256
 
 // fewFiles is the bound on open files below which serve warns at start:
@@ -252,7 +257,7 @@ stops accepting requests, lets those in flight finish (up to
 			}
 			// NB: counted once the index is open (serve), from the
 			// descriptors left to the process.
-			so.tcpDefault = so.addr != "" && !c.Flags().Changed("max-connections")
+			so.connsDefault = !c.Flags().Changed("max-connections")
 			for _, d := range []struct {
 				flag string
 				v    time.Duration
@@ -278,7 +283,7 @@ stops accepting requests, lets those in flight finish (up to
 	fs.IntVar(&so.maxBatch, "max-batch", httpapi.DefaultMaxBatch, "most documents (queries) in one put or query/many request (413 beyond; -1: no limit)")
 	fs.IntVar(&so.maxInFlight, "max-in-flight", httpapi.DefaultMaxInFlight, "most documents (queries) of all requests worked on at once; others wait (-1: no limit)")
 	fs.Int64Var(&so.maxInFlightBytes, "max-in-flight-bytes", httpapi.DefaultMaxInFlightBytes, "most bytes of text of all requests worked on at once (a document takes about 35x its text in memory while it is signed); others wait (-1: no limit; under a cgroup memory limit, as in a container, the default is at most 1/128 of it)")
-	fs.IntVar(&so.maxConns, "max-connections", defaultMaxConns, "most connections open at once on each listener (the socket, the TCP address), idle keep-alive ones included: at the bound the next takes the place of the one idle or silent longest once it has waited 2 s, and while every one has a request in progress or waited less it waits, answered by nothing (a client sees a timeout if that lasts); a request waiting for others' work holds its body, so this bounds the memory they take (-1: no limit; not given: none on the socket, and on the TCP address half the descriptors left once the index is open, less 256, from 16 to 4096)")
+	fs.IntVar(&so.maxConns, "max-connections", defaultMaxConns, "most connections open at once on each listener (the socket, the TCP address), idle keep-alive ones included: at the bound the next takes the place of the one idle or silent longest once it has waited 2 s, and while every one has a request in progress or waited less it waits, answered by nothing (a client sees a timeout if that lasts); a request waiting for others' work holds its body, so this bounds the memory they take (-1: no limit; not given: on each listener, the descriptors left once the index is open, less 256, shared by the listeners and the index: a half with one listener, a third with two, from 16 to 4096)")
 	fs.DurationVar(&so.readTimeout, "read-timeout", time.Minute, "time a client has to send a request, body included (for the streams, put-if-new and load: each document, so a slow load holds other writers up as long as it lasts)")
 	fs.DurationVar(&so.writeTimeout, "write-timeout", httpapi.DefaultWriteTimeout, "time a client has to take each part of an answer")
 	fs.DurationVar(&so.queryTimeout, "query-timeout", 0, "stop a query (or a batch of queries) that runs longer than this and answer 504 timeout (default: none; a query of a document that shares buckets with many others, such as boilerplate, may take seconds of every core)")
@@ -455,9 +460,6 @@ func (a *app) serve(so *serveOptions) error {
 	// NB: so that damage its background work meets makes serve exit 4
 	// (app.finish), as every other command: it exited 0.
 	a.opened = append(a.opened, d)
-	if so.tcpDefault {
-		so.tcpMaxConns = tcpConnsBound(openDescriptors())
-	}
 	if n := openFileLimit(); n < fewFiles {
 		// NB: the connections, the socket's clients and Pebble's tables
 		// share them; when they run out, Pebble's background work fails
@@ -504,6 +506,9 @@ func (a *app) serve(so *serveOptions) error {
 	// each holding its body decoded: twelve has requests of 500,000
 	// ids took a server from 49 MB to 570 MB (an SRE review's H1).
 	limiters := map[string]*connLimiter{}
+	if so.connsDefault {
+		so.defaultMaxConns = connsBound(openDescriptors(), len(listeners))
+	}
 	for i, l := range listeners {
 		name := "socket"
 		if tcpAddr != "" && i == len(listeners)-1 {
@@ -512,8 +517,8 @@ func (a *app) serve(so *serveOptions) error {
 		switch {
 		case so.maxConns > 0:
 			limiters[name] = newConnLimiter(l, so.maxConns)
-		case so.tcpMaxConns > 0 && name == "tcp":
-			limiters[name] = newConnLimiter(l, so.tcpMaxConns)
+		case so.defaultMaxConns > 0:
+			limiters[name] = newConnLimiter(l, so.defaultMaxConns)
 		default:
 			continue
 		}
@@ -725,8 +730,8 @@ func startupAttrs(d *db.DB, so *serveOptions, dir bool) []any {
 		attrs = append(attrs, "memory_limit", so.memoryLimit, "soft_memory_limit", debug.SetMemoryLimit(-1))
 	}
 	attrs = append(attrs, "max_body", so.maxBody, "max_batch", so.maxBatch, "max_in_flight", so.maxInFlight, "max_in_flight_bytes", so.maxInFlightBytes, "max_connections", so.maxConns)
-	if so.tcpMaxConns > 0 {
-		attrs = append(attrs, "tcp_max_connections", so.tcpMaxConns)
+	if so.defaultMaxConns > 0 {
+		attrs = append(attrs, "max_connections_each", so.defaultMaxConns)
 	}
 	if so.readOnly {
 		attrs = append(attrs, "read_only", true)

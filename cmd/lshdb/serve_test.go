@@ -1076,13 +1076,25 @@ func TestCommandWaitsForStoppingServe(t *testing.T) {
 // (tcpConnsBound, here made 1): connections from the network took every
 // descriptor of the process (a security review). The oracle: whether
 // /healthz answers on each.
+//
+// The socket has the default bound too (an operator's soak review, O1:
+// one client of the owner's user that left 500 connections open took
+// every descriptor, and TCP went unanswered).
 func TestServeMaxConnections(t *testing.T) {
-	t.Run("flag", func(t *testing.T) { testServeMaxConnections(t, "--max-connections", "1") })
-	t.Run("tcp-default", func(t *testing.T) {
-		defer func(f func(int) int) { tcpConnsBound = f }(tcpConnsBound)
-		tcpConnsBound = func(int) int { return 1 }
-		testServeMaxConnections(t)
-	})
+	t.Run("flag", func(t *testing.T) { testServeMaxConnections(t, "tcp", "--max-connections", "1") })
+	t.Run("flag-socket", func(t *testing.T) { testServeMaxConnections(t, "unix", "--max-connections", "1") })
+	for _, network := range []string{"tcp", "unix"} {
+		t.Run(network+"-default", func(t *testing.T) {
+			defer func(f func(int, int) int) { connsBound = f }(connsBound)
+			connsBound = func(_, listeners int) int {
+				if listeners != 2 {
+					t.Errorf("the default bound of %d listeners, want 2 (the socket, the TCP address)", listeners)
+				}
+				return 1
+			}
+			testServeMaxConnections(t, network)
+		})
+	}
 	// The default bound: half the open files left to the process beyond
 	// those it holds and a reserve, within [16, 4096] (the limit read
 	// with ulimit's own call): with a limit of 160, of which the index
@@ -1096,16 +1108,20 @@ func TestServeMaxConnections(t *testing.T) {
 		if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &low); err != nil {
 			t.Fatal(err)
 		}
-		for _, c := range []struct{ inUse, want int }{{0, 372}, {100, 322}, {81 + 600, 31}, {900, 16}, {1000, 16}} {
-			if got := tcpConnsBound(c.inUse); got != c.want {
-				t.Errorf("the TCP address's default bound with %d of 1,000 files open: %d, want %d", c.inUse, got, c.want)
+		for _, c := range []struct{ inUse, listeners, want int }{
+			{0, 1, 372}, {100, 1, 322}, {81 + 600, 1, 31}, {900, 1, 16}, {1000, 1, 16},
+			// Two listeners: a third each of (1,000 - in use - 256).
+			{0, 2, 248}, {100, 2, 214}, {81 + 600, 2, 21}, {900, 2, 16},
+		} {
+			if got := connsBound(c.inUse, c.listeners); got != c.want {
+				t.Errorf("the default bound of %d listeners with %d of 1,000 files open: %d, want %d", c.listeners, c.inUse, got, c.want)
 			}
 		}
 		if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &r); err != nil {
 			t.Fatal(err)
 		}
 		if r.Cur >= 9000 {
-			if got := tcpConnsBound(100); got != 4096 {
+			if got := connsBound(100, 2); got != 4096 {
 				t.Errorf("the bound of %d open files: %d, want 4096", r.Cur, got)
 			}
 		}
@@ -1115,18 +1131,23 @@ func TestServeMaxConnections(t *testing.T) {
 	}
 }
 
-func testServeMaxConnections(t *testing.T, flags ...string) {
+// testServeMaxConnections runs TestServeMaxConnections's checks over
+// network: "tcp" (the TCP address) or "unix" (the socket).
+func testServeMaxConnections(t *testing.T, network string, flags ...string) {
 	idx := filepath.Join(shortDir(t), "idx")
 	if _, errOut, code := runLine([]string{"create", "--db", idx}, ""); code != 0 {
 		t.Fatal(errOut)
 	}
-	_, tcp, log, _ := startServe(t, append([]string{"--db", idx, "--addr", "127.0.0.1:0"}, flags...)...)
-	// The start line gives the TCP address's own bound where the flag is
+	sock, tcp, log, _ := startServe(t, append([]string{"--db", idx, "--addr", "127.0.0.1:0"}, flags...)...)
+	// The start line gives the listeners' own bound where the flag is
 	// not given.
-	if said := strings.Contains(log.String(), "tcp_max_connections=1"); said != (len(flags) == 0) {
-		t.Errorf("the start line with %v: %q; want tcp_max_connections=1 said only without the flag", flags, log.String())
+	if said := strings.Contains(log.String(), "max_connections_each=1"); said != (len(flags) == 0) {
+		t.Errorf("the start line with %v: %q; want max_connections_each=1 said only without the flag", flags, log.String())
 	}
-	host := strings.TrimPrefix(tcp, "http://")
+	host, addr := strings.TrimPrefix(tcp, "http://"), strings.TrimPrefix(tcp, "http://")
+	if network == "unix" {
+		host, addr = "localhost", sock
+	}
 	healthz := func(c net.Conn) error {
 		c.SetDeadline(time.Now().Add(500 * time.Millisecond))
 		if _, err := fmt.Fprintf(c, "GET /healthz HTTP/1.1\r\nHost: %s\r\n\r\n", host); err != nil {
@@ -1139,7 +1160,7 @@ func testServeMaxConnections(t *testing.T, flags ...string) {
 		resp.Body.Close()
 		return nil
 	}
-	first, err := net.Dial("tcp", host)
+	first, err := net.Dial(network, addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1150,7 +1171,7 @@ func testServeMaxConnections(t *testing.T, flags ...string) {
 	// waited the limiter's 2 s (a server operator's review, S2: idle
 	// connections held theirs until --idle-timeout), and the server
 	// closes the first, so that one at most is open.
-	second, err := net.Dial("tcp", host)
+	second, err := net.Dial(network, addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1177,7 +1198,7 @@ func testServeMaxConnections(t *testing.T, flags ...string) {
 	if _, err := fmt.Fprintf(second, "POST /v1/count HTTP/1.1\r\nHost: %s\r\nContent-Length: 10\r\n\r\n", host); err != nil {
 		t.Fatal(err)
 	}
-	third, err := net.Dial("tcp", host)
+	third, err := net.Dial(network, addr)
 	if err != nil {
 		t.Fatal(err)
 	}
