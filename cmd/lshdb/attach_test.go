@@ -499,6 +499,51 @@ func TestServeWaitsForTheCommandThatTookOver(t *testing.T) {
 	}
 }
 
+// Ensure that a serve stopped by SIGTERM while it waits for the command
+// that holds the index exits 0, as a serve stopped once it serves does,
+// saying so (an operator's soak review, O3: it exited 143, and systemctl
+// stop left the unit failed). The oracle: the exit status, and the
+// index's documents once the insert ends.
+func TestServeStoppedWhileItWaits(t *testing.T) {
+	if testing.Short() {
+		t.Skip("an insert and a serve in other processes (-short)")
+	}
+	idx := filepath.Join(shortDir(t), "idx")
+	mustRun(t, "create", "--db", idx)
+	ins := startPiped(t, "insert", "--db", idx, "-")
+	defer ins.cmd.Process.Kill()
+	waitUntil(t, ins, func() string { return "the insert does not serve the index" }, func() bool {
+		pid, serving, _ := ownerHealth(idx)
+		return serving && pid == ins.cmd.Process.Pid
+	})
+	srv := startPiped(t, "serve", "--db", idx)
+	defer srv.cmd.Process.Kill()
+	waitUntil(t, srv, func() string { return "the serve does not say it waits: " + srv.out.String() }, func() bool {
+		return strings.Contains(srv.out.String(), "waiting for the command that holds the index to end")
+	})
+	if err := srv.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-srv.done:
+		if err != nil || !strings.Contains(srv.out.String(), "stopped while waiting for the process that holds the index") {
+			t.Errorf("serve stopped by SIGTERM while it waits: %v, %s", err, srv.out)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("serve did not stop: %s", srv.out)
+	}
+	if _, err := io.WriteString(ins.stdin, `{"id":"a","text":"the quick brown fox"}`+"\n"); err != nil {
+		t.Fatal(err)
+	}
+	ins.stdin.Close()
+	if err := <-ins.done; err != nil {
+		t.Fatalf("the insert: %v %s", err, ins.out)
+	}
+	if out, _ := mustRun(t, "get", "--db", idx, "--output", "json", "a"); !strings.Contains(out, "the quick brown fox") {
+		t.Errorf("get a: %s", out)
+	}
+}
+
 // Ensure that a serve started while a shell holds the index does not wait
 // for it (a person's session may last days) but fails within the
 // handover's wait, naming it (a review, M2).
