@@ -1417,6 +1417,29 @@ func TestServeReadToken(t *testing.T) {
 	if st := bearerStatus(t, "s3cret", "GET", tcp+"/v1/docs?id=fox1"); st != 200 {
 		t.Errorf("get with the server's token after the refused delete: %d", st)
 	}
+	// /metrics takes the read token too (a scraper needs no write
+	// credentials), and its refusal is logged and counted (an operator's
+	// soak review, O4 and O5).
+	if st := bearerStatus(t, "reader", "GET", tcp+"/metrics"); st != 200 {
+		t.Errorf("/metrics with the read token: %d", st)
+	}
+	if st := bearerStatus(t, "wrong", "GET", tcp+"/metrics"); st != http.StatusUnauthorized {
+		t.Errorf("/metrics with a wrong token: %d", st)
+	}
+	if !regexp.MustCompile(`level=WARN msg="lshdb: request" method=GET path=/metrics op=metrics status=401`).MatchString(log.String()) {
+		t.Errorf("the refused /metrics is not logged at warn: %s", log)
+	}
+	req, _ := http.NewRequest("GET", tcp+"/metrics", nil)
+	req.Header.Set("Authorization", "Bearer s3cret")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(body), `lshdb_http_requests_total{op="metrics",status="401"} 1`) {
+		t.Errorf("the refused /metrics is not counted: %s", body)
+	}
 }
 
 // bearerStatus sends a request without a body to url with the bearer

@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"net"
@@ -179,20 +178,40 @@ func (l *socketListener) Close() error {
 // NB: it checked the token alone: a page that rebound its host name to
 // 127.0.0.1 read the metrics of a loopback server without a token.
 func RequireToken(token string, next http.Handler) http.Handler {
-	h := &handler{o: Options{Token: token}}
-	h.token = sha256.Sum256([]byte(strings.TrimSpace(token))) // as Handler's
+	return RequireTokens(&Options{Token: token}, "", next)
+}
+
+// RequireTokens is RequireToken with a server's options: a request may
+// carry its token or its read-only token (Options.ReadToken: next must
+// only read, as /metrics does), and, with op, a refused request is
+// logged (Options.Logger: at warn, as the API's refusals are) and counted
+// (Options.Hooks) under op. Requests let through are neither.
+//
+// NB: /metrics took the read-write token alone, so a scraper had to hold
+// write credentials, and its refusals went unlogged and uncounted (an
+// operator's soak review, O4 and O5).
+func RequireTokens(opts *Options, op string, next http.Handler) http.Handler {
+	h := &handler{o: Options{Token: opts.Token, ReadToken: opts.ReadToken, Logger: opts.Logger, Hooks: opts.Hooks}}
+	h.setTokens()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
 		err := h.sameSite(r)
 		if err == nil {
 			err = h.authorized(r)
 		}
 		if err != nil {
+			if op != "" && h.o.Hooks.Start != nil {
+				h.o.Hooks.Start(r.Context(), op)
+			}
 			if errors.Is(err, ErrUnauthorized) {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="lshdb"`)
 			}
 			rw := &resp{w: w, rc: http.NewResponseController(w), h: h}
 			rw.refuseUnread()
 			rw.fail(err)
+			if op != "" {
+				h.done(r, op, rw, err, time.Since(start))
+			}
 			return
 		}
 		next.ServeHTTP(w, r)
