@@ -416,6 +416,16 @@ func (h *handler) ServeHTTP(hw http.ResponseWriter, r *http.Request) {
 			}
 		}
 		w.finish()
+		if err == nil && errors.Is(context.Cause(r.Context()), ErrShutdown) {
+			// NB: a request whose work ended after the server's
+			// shutdown cut it (a put committing past the timeout) wrote
+			// its answer into a connection the server had closed: it
+			// was logged and counted 200, and the client got nothing
+			// (an operator's soak review, O2). A flush tells.
+			if ferr := w.rc.Flush(); ferr != nil {
+				err = fmt.Errorf("%w: its work was done, but its answer (%d) did not reach the client: the server had closed the connection: %w", ErrShutdown, w.status, ferr)
+			}
+		}
 		h.done(r, op, w, err, time.Since(start))
 	}()
 	rt, allow, ok := h.match(r)
