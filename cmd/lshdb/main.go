@@ -234,6 +234,10 @@ func negativeArgError(name, w string) error {
 // app is one invocation's state: its streams, global flags, and (in the
 // shell) the database it holds open.
 type app struct {
+	// errLog, when set (serve --log-format json), is the logger the
+	// command's error line goes to, in its log's format: it was a plain
+	// line amid JSON objects (an operator's soak review, O4).
+	errLog         *slog.Logger
 	ctx            context.Context // cancelled by an interrupt (in the shell: the statement's)
 	root           context.Context // the command's context, whose cause names the signal
 	stdin          io.Reader
@@ -606,7 +610,11 @@ func (a *app) exitCode(err error) int {
 			line += "; the index is damaged where its records cannot mend it: restore a backup of it (README, Backups: move the index aside, cp -a BACKUP DIR) or build it again from its inputs"
 		}
 	}
-	fmt.Fprintln(a.stderr, "lshdb: "+line)
+	if a.errLog != nil {
+		a.errLog.Error("lshdb: " + line)
+	} else {
+		fmt.Fprintln(a.stderr, "lshdb: "+line)
+	}
 	if errors.Is(err, context.Canceled) {
 		// NB: the shell's own handler names the signal that ended it in
 		// err (main's handler takes only the first signal).
@@ -1112,10 +1120,17 @@ func (w *heldWait) again(a *app) bool {
 		if until, command, ok := stoppingOwner(a.dbDir, lockholder.PID(a.dbDir)); ok {
 			w.waitedStop = true
 			w.deadline = minTime(until, time.Now().Add(maxStopWait))
+			var line string
 			if command != "" {
-				fmt.Fprintf(a.stderr, "lshdb: %s, which owned %s, is closing it: waiting for it (until %s at the latest)\n", escControls(command), escControls(a.dbDir), w.deadline.Format("15:04:05"))
+				line = fmt.Sprintf("lshdb: %s, which owned %s, is closing it: waiting for it (until %s at the latest)", escControls(command), escControls(a.dbDir), w.deadline.Format("15:04:05"))
 			} else {
-				fmt.Fprintf(a.stderr, "lshdb: the server that owns %s is stopping: waiting for it (until %s at the latest)\n", escControls(a.dbDir), w.deadline.Format("15:04:05"))
+				line = fmt.Sprintf("lshdb: the server that owns %s is stopping: waiting for it (until %s at the latest)", escControls(a.dbDir), w.deadline.Format("15:04:05"))
+			}
+			if l := stopLog.Load(); l != nil {
+				// NB: serve's, in its log's format (O4).
+				l.Info(line)
+			} else {
+				fmt.Fprintln(a.stderr, line)
 			}
 		}
 	}

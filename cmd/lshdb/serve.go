@@ -359,6 +359,9 @@ func (a *app) serve(so *serveOptions) error {
 	// format: it was a plain line amid JSON objects.
 	stopLog.Store(life)
 	defer stopLog.Store(nil)
+	if so.logFormat == "json" {
+		a.errLog = life
+	}
 	onRedis := db.IsRedisURL(a.dbDir)
 	if onRedis && so.addr == "" {
 		return usagef("an index on Redis has no directory for the Unix socket: give --addr HOST:PORT (any number of servers may serve it)")

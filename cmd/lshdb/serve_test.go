@@ -592,6 +592,13 @@ func TestServeJSONLog(t *testing.T) {
 	if !found {
 		t.Fatalf("no request line for the count: %s", log)
 	}
+	// The error that ends a serve is a JSON object too (an operator's
+	// soak review, O4: it was a plain line).
+	_, errOut, code := runLine([]string{"serve", "--db", filepath.Join(t.TempDir(), "nosuch"), "--log-format", "json"}, "")
+	var rec map[string]any
+	if err := json.Unmarshal([]byte(errOut), &rec); code != 1 || err != nil || rec["level"] != "ERROR" || !strings.Contains(fmt.Sprint(rec["msg"]), "database does not exist") {
+		t.Errorf("serve of no index, --log-format json: exit %d, %q (%v)", code, errOut, err)
+	}
 }
 
 // Ensure that compact runs on an index in process and on one a server
