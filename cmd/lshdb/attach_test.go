@@ -437,7 +437,7 @@ func TestServeWaitsForTheCommandThatTookOver(t *testing.T) {
 	tcp := m[1]
 	getJSON := func(path string) (int, http.Header, map[string]any) {
 		t.Helper()
-		resp, err := http.Get(tcp + path)
+		resp, err := (&http.Client{Timeout: 30 * time.Second}).Get(tcp + path)
 		if err != nil {
 			t.Fatalf("GET %s: %v", path, err)
 		}
@@ -516,7 +516,7 @@ func TestServeStoppedWhileItWaits(t *testing.T) {
 		pid, serving, _ := ownerHealth(idx)
 		return serving && pid == ins.cmd.Process.Pid
 	})
-	srv := startPiped(t, "serve", "--db", idx)
+	srv := startPiped(t, "serve", "--db", idx, "--addr", "127.0.0.1:0")
 	defer srv.cmd.Process.Kill()
 	waitUntil(t, srv, func() string { return "the serve does not say it waits: " + srv.out.String() }, func() bool {
 		return strings.Contains(srv.out.String(), "waiting for the command that holds the index to end")
@@ -531,6 +531,14 @@ func TestServeStoppedWhileItWaits(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatalf("serve did not stop: %s", srv.out)
+	}
+	// Its TCP address, taken while it waited, is let go.
+	if m := regexp.MustCompile(`tcp=http://(127\.0\.0\.1:\d+)`).FindStringSubmatch(srv.out.String()); m == nil {
+		t.Errorf("the waiting line names no TCP address: %s", srv.out)
+	} else if l, err := net.Listen("tcp", m[1]); err != nil {
+		t.Errorf("the address of the serve that stopped: %v", err)
+	} else {
+		l.Close()
 	}
 	if _, err := io.WriteString(ins.stdin, `{"id":"a","text":"the quick brown fox"}`+"\n"); err != nil {
 		t.Fatal(err)

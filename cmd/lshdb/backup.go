@@ -41,7 +41,9 @@ func (a *app) backupCmd() *cobra.Command {
 		Example: `  # A consistent copy of an index, while it is in use
   lshdb backup --db idx --to idx-2026-11-23`,
 		Short: "A consistent copy of an index into a new directory, also while it is served",
-		Long: `A consistent copy of the index into NEWDIR, which must not exist: the state
+		Long: `A consistent copy of the index into NEWDIR, which must not exist (its parent
+directory must: lshdb makes no directory for an output, so that a typo or a
+volume not mounted is an error, not a copy on the index's own disk): the state
 of one instant (Pebble's checkpoint: table files are hard-linked when NEWDIR is
 on the same filesystem). The copy is an index of its own. When another process
 owns the index (lshdb serve), the copy is made by that process, through the

@@ -211,7 +211,10 @@ func (in *input) docs(paths []string) iter.Seq2[posDoc, error] {
 		if in.f.MetaField != "" && in.read > 0 && in.withMeta == 0 {
 			// NB: a misspelt --meta-field stored no metadata, and said
 			// nothing (a bad-input review, B15).
-			in.a.notef(fmt.Sprintf("no document read has the field %q (--meta-field): none was stored with metadata (a dotted path names a nested field: a.b is {\"a\": {\"b\": …}})", in.f.MetaField))
+			// NB: above a progress bar still drawn; and --meta-field
+			// reads JSON Lines only, which a CSV input's note said
+			// nothing of (a read-through, R5).
+			in.a.noteAboveBar(fmt.Sprintf("no document read has the field %q (--meta-field): none was stored with metadata (it reads JSON Lines only; a dotted path names a nested field: a.b is {\"a\": {\"b\": …}})", in.f.MetaField))
 		}
 	}
 }

@@ -372,9 +372,16 @@ func (a *app) serve(so *serveOptions) error {
 	// still holds it), it is taken once the index has opened, as before.
 	var early net.Listener
 	if so.addr != "" {
-		if l, err := net.Listen("tcp", so.addr); err == nil {
+		l, err := net.Listen("tcp", so.addr)
+		switch {
+		case err == nil:
 			early = l
 			defer l.Close() // NB: once the server has closed it, nothing
+		case !errors.Is(err, syscall.EADDRINUSE):
+			// NB: an address this host does not have, a port it may not
+			// take: no wait mends it, and it was found only after the
+			// wait (a read-through, R4).
+			return err
 		}
 	}
 	var waiting *waitingServer
@@ -407,7 +414,7 @@ func (a *app) serve(so *serveOptions) error {
 				attrs := []any{"holder", owner, "pid", pid, "db", a.dbDir}
 				if early != nil {
 					if waiting == nil {
-						waiting = startWaiting(early, so)
+						waiting = startWaiting(early, so, connsBound(openDescriptors(), 1), slog.NewLogLogger(lh, slog.LevelWarn))
 					}
 					waiting.setHolder(owner, pid)
 					attrs = append(attrs, "tcp", "http://"+early.Addr().String())

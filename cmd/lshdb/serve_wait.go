@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log"
 	"net"
 	"net/http"
 	"sync/atomic"
@@ -56,8 +57,12 @@ func (l *handoverListener) Close() error {
 }
 
 // startWaiting serves l with httpapi.WaitingHandler until handOver or
-// stop.
-func startWaiting(l net.Listener, so *serveOptions) *waitingServer {
+// stop, at most maxConns connections at once, its own errors to errLog.
+//
+// NB: bounded as the index's server's TCP address is: unbounded, silent
+// connections over a wait of hours could take every descriptor, and the
+// index's open at its end found none (a read-through, R2).
+func startWaiting(l net.Listener, so *serveOptions, maxConns int, errLog *log.Logger) *waitingServer {
 	ws := &waitingServer{l: &handoverListener{Listener: l}, served: make(chan error, 1)}
 	none := "the command that holds the index"
 	ws.holder.Store(&none)
@@ -67,8 +72,13 @@ func startWaiting(l net.Listener, so *serveOptions) *waitingServer {
 		ReadHeaderTimeout: 10 * time.Second,
 		WriteTimeout:      10 * time.Second,
 		IdleTimeout:       10 * time.Second,
+		ErrorLog:          errLog,
 	}
-	go func() { ws.served <- ws.srv.Serve(ws.l) }()
+	var served net.Listener = ws.l
+	if maxConns > 0 {
+		served = newConnLimiter(ws.l, maxConns)
+	}
+	go func() { ws.served <- ws.srv.Serve(served) }()
 	return ws
 }
 
@@ -93,16 +103,25 @@ func (ws *waitingServer) handOver() {
 	_ = dl.SetDeadline(time.Now())
 	<-ws.served
 	_ = dl.SetDeadline(time.Time{})
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	// NB: its answers are immediate 503s: a moment for those being
+	// written, then every connection closed. Shutdown alone waited 2 s
+	// for a connection that had sent nothing yet (net/http counts one
+	// under 5 s old as active), with the index open and served nowhere
+	// (a read-through, R3). Its listener's Close does nothing now.
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
-	_ = ws.srv.Shutdown(ctx) // NB: its listener's Close does nothing now
+	if ws.srv.Shutdown(ctx) != nil {
+		_ = ws.srv.Close()
+	}
 }
 
 // stop stops the waiting server and closes its listener (serve gave up
 // waiting).
 func (ws *waitingServer) stop() {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
-	_ = ws.srv.Shutdown(ctx)
+	if ws.srv.Shutdown(ctx) != nil {
+		_ = ws.srv.Close()
+	}
 	<-ws.served
 }

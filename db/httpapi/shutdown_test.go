@@ -39,6 +39,9 @@ func TestAnswerAfterTheShutdownCut(t *testing.T) {
 		{"cut, connection closed", true, net.ErrClosed, true},
 		{"cut, connection open", true, nil, false},
 		{"not cut, flush failing", false, net.ErrClosed, false},
+		// A writer that cannot flush (a wrapper without Flush or
+		// Unwrap) tells nothing of the connection (a read-through, R6).
+		{"cut, no flush", true, http.ErrNotSupported, false},
 	} {
 		var logged bytes.Buffer
 		var doneErr error
@@ -58,5 +61,49 @@ func TestAnswerAfterTheShutdownCut(t *testing.T) {
 		if got != c.want || doneStatus != http.StatusOK {
 			t.Errorf("%s: logged as not delivered %v, want %v (status %d, %v): %s", c.name, got, c.want, doneStatus, doneErr, logged.String())
 		}
+	}
+}
+
+// Ensure the same through net/http itself: a request held (by its Start
+// hook) while the server cuts it and closes its connection, then
+// answered, is reported as not delivered, and its client gets no answer
+// (a read-through, R8: the test above mocks the flush).
+func TestAnswerAfterTheShutdownCutServed(t *testing.T) {
+	d := openFixture(t, 3, nil)
+	started, release := make(chan struct{}), make(chan struct{})
+	doneErr := make(chan error, 1)
+	h := Handler(d, &Options{Hooks: Hooks{
+		Start: func(context.Context, string) { close(started); <-release },
+		Done: func(_ context.Context, _ string, _ int, err error, _ time.Duration) { doneErr <- err },
+	}})
+	base, cut := context.WithCancelCause(context.Background())
+	defer cut(nil)
+	srv := httptest.NewUnstartedServer(h)
+	srv.Config.BaseContext = func(net.Listener) context.Context { return base }
+	srv.Start()
+	defer srv.Close()
+	clientErr := make(chan error, 1)
+	go func() {
+		c := &http.Client{Timeout: 30 * time.Second}
+		resp, err := c.Get(srv.URL + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+		}
+		clientErr <- err
+	}()
+	<-started
+	cut(ErrShutdown)
+	srv.CloseClientConnections()
+	close(release)
+	if err := <-clientErr; err == nil {
+		t.Error("the client got an answer over a connection the server closed")
+	}
+	select {
+	case err := <-doneErr:
+		if !errors.Is(err, ErrShutdown) || !strings.Contains(fmt.Sprint(err), "did not reach the client") {
+			t.Errorf("the request's end: %v, want it not delivered", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the request did not end")
 	}
 }
