@@ -74,7 +74,7 @@ func TestAnswerAfterTheShutdownCutServed(t *testing.T) {
 	doneErr := make(chan error, 1)
 	h := Handler(d, &Options{Hooks: Hooks{
 		Start: func(context.Context, string) { close(started); <-release },
-		Done: func(_ context.Context, _ string, _ int, err error, _ time.Duration) { doneErr <- err },
+		Done:  func(_ context.Context, _ string, _ int, err error, _ time.Duration) { doneErr <- err },
 	}})
 	base, cut := context.WithCancelCause(context.Background())
 	defer cut(nil)
