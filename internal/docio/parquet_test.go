@@ -383,3 +383,42 @@ func TestMaxRecordBytesBoundary(t *testing.T) {
 		}
 	}
 }
+
+// Ensure that a damaged Parquet file is an error naming it
+// (ErrNeedsFile), not a panic of the Parquet library, which ended
+// lshdb insert with a Go panic (a fuzz campaign's F1). The inputs: the
+// arrow fixture with the bytes a fuzzer changed, each of which panicked
+// inside parquet-go (a dictionary index out of range, an int32
+// dictionary's lookup, a byte array's length past its page).
+func TestParquetDamagedFile(t *testing.T) {
+	orig, err := os.ReadFile(arrowFixture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, changes := range [][][3]int{
+		{{11483, 0x25, 0x65}, {23424, 0x6c, 0xfc}, {27896, 0x5a, 0xec}, {30840, 0xf4, 0xfd}},
+		{{7489, 0x2e, 0x2c}, {17091, 0x2b, 0x2a}, {24952, 0x24, 0xa4}, {25331, 0x68, 0x78}},
+		{{5081, 0x01, 0x69}, {26508, 0x01, 0xe8}, {31843, 0x6f, 0x16}},
+	} {
+		b := slices.Clone(orig)
+		for _, c := range changes {
+			if int(b[c[0]]) != c[1] {
+				t.Fatalf("damage %d: byte %d is %#x, want %#x (the fixture changed)", i, c[0], b[c[0]], c[1])
+			}
+			b[c[0]] = byte(c[2])
+		}
+		path := filepath.Join(t.TempDir(), "damaged.parquet")
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		var last error
+		for _, err := range Read(context.Background(), []string{path}, nil, Options{}) {
+			if err != nil {
+				last = err
+			}
+		}
+		if !errors.Is(last, ErrDamagedParquet) || !strings.Contains(last.Error(), path) {
+			t.Errorf("damage %d: %v, want ErrDamagedParquet naming the file", i, last)
+		}
+	}
+}
