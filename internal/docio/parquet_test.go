@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/compress"
@@ -421,4 +422,29 @@ func TestParquetDamagedFile(t *testing.T) {
 			t.Errorf("damage %d: %v, want ErrDamagedParquet naming the file", i, last)
 		}
 	}
+}
+
+// FuzzParquet reads Parquet files made from the fixture's bytes, changed:
+// the reading ends, with records or an error, and never panics (the
+// Parquet library panicked on damaged files: a fuzz campaign's F1); a
+// record it yields is one the reader would take from a sound file (a
+// valid UTF-8 id and text).
+func FuzzParquet(f *testing.F) {
+	orig, err := os.ReadFile(arrowFixture)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(orig)
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, b []byte) {
+		path := filepath.Join(dir, "fuzz.parquet")
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for rec, err := range Read(context.Background(), []string{path}, nil, Options{Format: "parquet"}) {
+			if err == nil && (!utf8.ValidString(rec.ID) || !utf8.ValidString(rec.Text)) {
+				t.Fatalf("record %d: an id or text that is not UTF-8: %q", rec.Line, rec.ID)
+			}
+		}
+	})
 }
