@@ -1,6 +1,7 @@
 package main
 
 import (
+	"log/slog"
 	"net"
 	"net/http"
 	"sync"
@@ -43,6 +44,27 @@ type connLimiter struct {
 
 	open      atomic.Int64 // connections open (served)
 	reclaimed atomic.Int64 // waiting connections closed to make room
+
+	// log, when set, is told (at most once a minute: warned) that the
+	// listener named name is at its bound. NB: a socket full of
+	// connections with requests in progress made attached commands say
+	// the owner did not answer, and nothing said why (a read-through,
+	// R1).
+	log    *slog.Logger
+	name   string
+	warned atomic.Int64 // unix nanoseconds of the last warning
+}
+
+// full logs that the listener is at its bound, at most once a minute.
+func (l *connLimiter) full() {
+	if l.log == nil {
+		return
+	}
+	now := time.Now().UnixNano()
+	if last := l.warned.Load(); now-last < int64(time.Minute) || !l.warned.CompareAndSwap(last, now) {
+		return
+	}
+	l.log.Warn("lshdb: a listener's connections are at their bound: a new one takes the place of one idle or silent 2 s, or waits while every one has a request in progress (--max-connections)", "listener", l.name, "max_connections", cap(l.slots))
 }
 
 // reclaimAfter is how long a connection waits, idle or silent, before one
@@ -65,6 +87,7 @@ func (l *connLimiter) Accept() (net.Conn, error) {
 			l.open.Add(1)
 			return &limitedConn{Conn: c, l: l}, nil
 		default:
+			l.full()
 		}
 		// NB: a slot first, in a select of its own: with a waiting
 		// connection signalled as well, a select of both could close one

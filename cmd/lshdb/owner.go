@@ -59,9 +59,9 @@ func ownerHealth(dir string) (pid int, serving bool, owner string) {
 func stuckOwner(err error, dir string, waited time.Duration) error {
 	pid := lockholder.PID(dir)
 	if pid <= 0 {
-		return fmt.Errorf("%w; its owner does not answer on %s (%v waited): is it stopped or stuck?", err, httpapi.SocketPath(dir), waited)
+		return fmt.Errorf("%w; its owner does not answer on %s (%v waited): is it stopped or stuck, or is every connection its socket allows busy (its log says so)?", err, httpapi.SocketPath(dir), waited)
 	}
-	return fmt.Errorf("%w; process %d owns it but does not answer on %s (%v waited): is it stopped (kill -STOP, a debugger; kill -CONT %d resumes it) or stuck (kill %d)?", err, pid, httpapi.SocketPath(dir), waited, pid, pid)
+	return fmt.Errorf("%w; process %d owns it but does not answer on %s (%v waited): is it stopped (kill -STOP, a debugger; kill -CONT %d resumes it) or stuck (kill %d), or is every connection its socket allows busy (its log says so)?", err, pid, httpapi.SocketPath(dir), waited, pid, pid)
 }
 
 // lockedHint adds to an ErrLocked what an operator needs: which process

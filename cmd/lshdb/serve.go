@@ -536,6 +536,7 @@ func (a *app) serve(so *serveOptions) error {
 		default:
 			continue
 		}
+		limiters[name].log, limiters[name].name = log, name
 		listeners[i] = limiters[name]
 	}
 	m := metrics.New(d)

@@ -1220,6 +1220,11 @@ func testServeMaxConnections(t *testing.T, network string, flags ...string) {
 		t.Fatalf("the waiting connection was not served once the busy one closed: %v", err)
 	}
 	resp.Body.Close()
+	// The log says the listener was at its bound (a read-through, R1).
+	name := map[string]string{"tcp": "tcp", "unix": "socket"}[network]
+	if !strings.Contains(log.String(), "connections are at their bound") || !strings.Contains(log.String(), "listener="+name+" max_connections=1") {
+		t.Errorf("the log does not say the %s listener was at its bound: %s", name, log)
+	}
 }
 
 // Ensure that serve purges the lists that deletes emptied in the
