@@ -180,16 +180,7 @@ func TestStatsRecallMeasuredOnce(t *testing.T) {
 			t.Fatal("no Stats under way after a minute")
 		}
 	}
-	closed := make(chan error, 1)
-	go func() { closed <- d.Close() }()
-	select {
-	case err := <-closed:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("Close did not return in 30 s: it waits for the measurement")
-	}
+	closeWithoutWaiting(t, d, "the measurement")
 	if err := <-errs; !errors.Is(err, ErrClosed) {
 		t.Fatalf("Stats while Close ran: %v, want ErrClosed", err)
 	}

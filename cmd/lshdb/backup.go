@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -85,11 +84,12 @@ nightly pairs run at the embedded index's speed.`,
 			// the copy on the index's own disk, exit 0 (a bad-input
 			// review, B15). The library's Backup still makes it, for
 			// an embedder's dated directories.
+			// The words are every output's (cannotWrite).
 			if parent := filepath.Dir(abs); parent != abs {
-				if fi, err := os.Stat(parent); errors.Is(err, fs.ErrNotExist) {
-					return fmt.Errorf("cannot write the backup %s: its directory %s does not exist (lshdb makes no directory for an output): nothing was copied", escControls(to), escControls(parent))
-				} else if err == nil && !fi.IsDir() {
-					return fmt.Errorf("cannot write the backup %s: %s is not a directory: nothing was copied", escControls(to), escControls(parent))
+				if fi, err := os.Stat(parent); err != nil {
+					return fmt.Errorf("%w: nothing was copied", cannotWrite(abs, pathCause(err)))
+				} else if !fi.IsDir() {
+					return fmt.Errorf("%w: nothing was copied", cannotWrite(abs, fmt.Errorf("%s is not a directory", escControls(parent))))
 				}
 			}
 			via := "open"

@@ -73,6 +73,10 @@ func startWaiting(l net.Listener, so *serveOptions, maxConns int, errLog *log.Lo
 		WriteTimeout:      10 * time.Second,
 		IdleTimeout:       10 * time.Second,
 		ErrorLog:          errLog,
+		// NB: the limiter's hook: without it no connection counted as
+		// silent, and one that sent nothing held its place for the
+		// header's 10 s instead of the limiter's 2 s.
+		ConnState: connState,
 	}
 	var served net.Listener = ws.l
 	if maxConns > 0 {
@@ -103,25 +107,25 @@ func (ws *waitingServer) handOver() {
 	_ = dl.SetDeadline(time.Now())
 	<-ws.served
 	_ = dl.SetDeadline(time.Time{})
-	// NB: its answers are immediate 503s: a moment for those being
-	// written, then every connection closed. Shutdown alone waited 2 s
-	// for a connection that had sent nothing yet (net/http counts one
-	// under 5 s old as active), with the index open and served nowhere
-	// (a read-through, R3). Its listener's Close does nothing now.
-	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
-	defer cancel()
-	if ws.srv.Shutdown(ctx) != nil {
-		_ = ws.srv.Close()
-	}
+	ws.shutdown() // NB: its listener's Close does nothing now
 }
 
 // stop stops the waiting server and closes its listener (serve gave up
 // waiting).
 func (ws *waitingServer) stop() {
+	ws.shutdown()
+	<-ws.served
+}
+
+// shutdown stops the server: a moment for the answers being written,
+// then every connection closed. NB: its answers are immediate 503s;
+// Shutdown alone waited 2 s for a connection that had sent nothing yet
+// (net/http counts one under 5 s old as active), with the index open and
+// served nowhere (a read-through, R3).
+func (ws *waitingServer) shutdown() {
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	if ws.srv.Shutdown(ctx) != nil {
 		_ = ws.srv.Close()
 	}
-	<-ws.served
 }

@@ -191,7 +191,7 @@ func RequireToken(token string, next http.Handler) http.Handler {
 // write credentials, and its refusals went unlogged and uncounted (an
 // operator's soak review, O4 and O5).
 func RequireTokens(opts *Options, op string, next http.Handler) http.Handler {
-	h := &handler{o: Options{Token: opts.Token, ReadToken: opts.ReadToken, Logger: opts.Logger, Hooks: opts.Hooks}}
+	h := &handler{o: *opts}
 	h.setTokens()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
