@@ -1375,11 +1375,27 @@ func TestRedisOutOfMemory(t *testing.T) {
 	if rep, err := d.Check(context.Background()); err != nil || rep.OK() {
 		t.Fatalf("check after the stopped load: %+v, %v; want the records its last batch left", rep, err)
 	}
+	// NB: a Redis still full once the stopped batch's records are gone
+	// (a maxmemory below what the documents kept take): the repair's
+	// re-posting of the live documents was refused there (SADD, even of
+	// a member its set holds), with the steps after it skipped (an
+	// operator's review, RD1).
+	c := redis.NewClient(&redis.Options{Addr: addr})
+	defer c.Close()
+	if err := c.ConfigSet(context.Background(), "maxmemory", "4mb").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Put(extra, nil); !errors.Is(err, ErrDiskFull) {
+		t.Fatalf("a put into the Redis made fuller: %v, want ErrDiskFull", err)
+	}
 	if rr, err := d.Repair(context.Background()); err != nil || rr.Orphans == 0 {
 		t.Fatalf("repair of the full Redis: %+v, %v; want the stopped batch's records removed", rr, err)
 	}
 	if rep, err := d.Check(context.Background()); err != nil || !rep.OK() {
 		t.Fatalf("check after the repair: %+v, %v", rep, err)
+	}
+	if err := c.ConfigSet(context.Background(), "maxmemory", "16mb").Err(); err != nil {
+		t.Fatal(err)
 	}
 	var gone []string
 	for i := range int(res.Stored / 2) {

@@ -1971,11 +1971,19 @@ func (s *Store) RepairWith(ctx context.Context, o RepairOptions) (RepairReport, 
 			return rep, err
 		}
 	}
-	// Every live document in each of its buckets (SADD of a member the
-	// set holds does nothing): a query missed a document that a kill
-	// left out of some of its bands, and Check reported what Repair
-	// could not mend.
-	var added []*redis.IntCmd
+	// Every live document in each of its buckets: a query missed a
+	// document that a kill left out of some of its bands, and Check
+	// reported what Repair could not mend.
+	// NB: asked first (SISMEMBER reads), and only what is missing added:
+	// SADD is refused at maxmemory even of a member the set holds, so a
+	// repair of a full Redis failed here, after its removals, with every
+	// step after this one skipped (an operator's review, RD1).
+	type posting struct {
+		key string
+		num string
+	}
+	var asked []posting
+	var held []*redis.BoolCmd
 	if _, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, n := range nums {
 			if !live[n] {
@@ -1983,15 +1991,35 @@ func (s *Store) RepairWith(ctx context.Context, o RepairOptions) (RepairReport, 
 			}
 			bs, _ := cmds[i].Val()[2].(string)
 			for band, b := range parseBuckets([]byte(bs)) {
-				added = append(added, p.SAdd(ctx, s.postKey(band, b), strconv.FormatUint(n, 10)))
+				ps := posting{s.postKey(band, b), strconv.FormatUint(n, 10)}
+				asked = append(asked, ps)
+				held = append(held, p.SIsMember(ctx, ps.key, ps.num))
 			}
 		}
 		return nil
 	}); err != nil {
 		return rep, err
 	}
-	for _, c := range added {
-		rep.Reposted += int(c.Val())
+	var missing []posting
+	for i, c := range held {
+		if !c.Val() {
+			missing = append(missing, asked[i])
+		}
+	}
+	asked, held = nil, nil
+	if len(missing) > 0 {
+		var added []*redis.IntCmd
+		if _, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for _, ps := range missing {
+				added = append(added, p.SAdd(ctx, ps.key, ps.num))
+			}
+			return nil
+		}); err != nil {
+			return rep, err
+		}
+		for _, c := range added {
+			rep.Reposted += int(c.Val())
+		}
 	}
 	// Ids that name no live record. NB: the record is gone, or another
 	// id's, or marked deleted, and no write mends that: Check reported
