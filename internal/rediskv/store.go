@@ -2646,6 +2646,11 @@ func slotOf(key string) int {
 // anew) before it asks again.
 const resyncRecheck = time.Second
 
+// slowReplicaWaits is how many of Sync's timeouts it waits in all for a
+// replica that is connected and in sync but does not acknowledge (a
+// replica stalled by its own fork, or stopped) before it fails.
+const slowReplicaWaits = 5
+
 // ErrNotReplicated is returned by Sync when a master's replicas did not
 // acknowledge its writes in time.
 var ErrNotReplicated = errors.New("rediskv: the writes were not acknowledged by a replica in time")
@@ -2690,12 +2695,18 @@ func (s *Store) Sync(ctx context.Context, timeout time.Duration) error {
 	waitOn := func(ctx context.Context, c *redis.Client, key string, replicas string) error {
 		addr := c.Options().Addr
 		listed := replicas != ""
+		linked := false // at the last INFO: a replica connected, in sync
 		replication := func(ctx context.Context, c *redis.Client) (alone, syncing bool, err error) {
 			alone, syncing, err = replication(ctx, c)
+			linked = err == nil && !alone && !syncing
 			return alone && !listed, syncing, err
 		}
+		waited := timeout
 		cutOffErr := func() error {
-			return fmt.Errorf("%w: %s, within %v: its replica (%s) is not connected, and a failover now would promote it without the write (bring it back; or remove it from the cluster, CLUSTER FORGET on every node; or write with NoSync)", ErrNotReplicated, addr, timeout, replicas)
+			if linked {
+				return fmt.Errorf("%w: %s, within %v: its replica (%s) is connected but did not acknowledge the write: it is stalled (a fork for an AOF rewrite or an RDB save, a slow disk, a stopped process?), and a failover now would promote it without the write (write again once it keeps up; or write with NoSync: db.WriteOptions, the API's no_sync)", ErrNotReplicated, addr, waited, replicas)
+			}
+			return fmt.Errorf("%w: %s, within %v: its replica (%s) is not connected, and a failover now would promote it without the write (bring it back; or remove it from the cluster, CLUSTER FORGET on every node; or write with NoSync: db.WriteOptions, the API's no_sync)", ErrNotReplicated, addr, waited, replicas)
 		}
 		if until, ok := s.cutOff.Load(addr); ok && listed {
 			if time.Now().Before(until.(time.Time)) {
@@ -2723,16 +2734,23 @@ func (s *Store) Sync(ctx context.Context, timeout time.Duration) error {
 			}
 			s.noWait.Delete(addr)
 		}
-		var n *redis.Cmd
-		if _, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
-			p.Incr(ctx, key)
-			n = p.Do(ctx, "WAIT", 1, ms)
-			return nil
-		}); err != nil {
-			return err
+		// acked writes to key and waits up to timeout for a replica to
+		// hold it (WAIT counts a connection's last write: both in one
+		// pipeline, one connection).
+		acked := func() (bool, error) {
+			var n *redis.Cmd
+			if _, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
+				p.Incr(ctx, key)
+				n = p.Do(ctx, "WAIT", 1, ms)
+				return nil
+			}); err != nil {
+				return false, err
+			}
+			got, err := n.Int64()
+			return err == nil && got >= 1, nil
 		}
-		if got, err := n.Int64(); err == nil && got >= 1 {
-			return nil
+		if ok, err := acked(); ok || err != nil {
+			return err
 		}
 		// NB: a master with no replica (one that lost it to a failover)
 		// has nothing to wait for; checked only when WAIT comes back
@@ -2755,6 +2773,21 @@ func (s *Store) Sync(ctx context.Context, timeout time.Duration) error {
 			unreplicated(addr)
 			return nil
 		case listed:
+			// NB: a replica connected and in sync that is only slow (its
+			// own fork for an AOF rewrite or an RDB save stalls it on a
+			// busy machine) is waited on longer, up to slowReplicaWaits
+			// timeouts in all, while it stays connected: every write to
+			// its master failed after the first timeout, said "not
+			// connected" (an operator's review of Redis, RD2).
+			for round := 1; linked && round < slowReplicaWaits; round++ {
+				waited += timeout
+				if ok, err := acked(); ok || err != nil {
+					return err
+				}
+				if _, _, err := replication(ctx, c); err != nil {
+					return err
+				}
+			}
 			// NB: the next writes fail at once for resyncRecheck,
 			// instead of each waiting the whole timeout.
 			s.cutOff.Store(addr, time.Now().Add(resyncRecheck))

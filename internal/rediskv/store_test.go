@@ -1383,6 +1383,75 @@ func TestSyncReplicaCutOff(t *testing.T) {
 	}
 }
 
+// Ensure that a replica connected and in sync that is only slow to
+// acknowledge (stalled: here, stopped for less than the cluster's node
+// timeout) is waited for past Sync's timeout, up to slowReplicaWaits of
+// them, and that one stalled longer fails with ErrNotReplicated saying
+// it is connected but stalled. On the old code a write failed after the
+// first timeout, saying the replica "is not connected" (an operator's
+// review of Redis, RD2: a replica's own AOF rewrite failed inserts).
+// The oracle: the replica's link state, read from its master, and the
+// time the stall lasted.
+func TestSyncSlowReplica(t *testing.T) {
+	c := redistest.Require(t) // NB: its own cluster: a node is frozen
+	ctx := context.Background()
+	s, err := Open(ctx, "redis+cluster://"+strings.Join(c.Addrs, ",")+"/slow")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Sync(ctx, 2*time.Second); err != nil {
+		t.Fatalf("Sync with every replica up: %v", err)
+	}
+	master := redis.NewClient(&redis.Options{Addr: c.Addrs[0]})
+	defer master.Close()
+	info, err := master.Info(ctx, "replication").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rport, ok := strings.Cut(info, "slave0:ip=127.0.0.1,port=")
+	rport, _, _ = strings.Cut(rport, ",")
+	replica := slices.Index(c.Addrs, "127.0.0.1:"+rport)
+	if !ok || replica < 0 {
+		t.Fatalf("no replica of %s among %v: %s", c.Addrs[0], c.Addrs, info)
+	}
+	const timeout = 300 * time.Millisecond
+	for _, stall := range []time.Duration{800 * time.Millisecond, 0} {
+		// stall 0: stopped until the Sync ends.
+		if err := c.Pause(replica); err != nil {
+			t.Fatal(err)
+		}
+		if info, err := master.Info(ctx, "replication").Result(); err != nil || !strings.Contains(info, "state=online") {
+			t.Fatalf("the stopped replica's link is not up: the premise of this test does not hold: %v %s", err, info)
+		}
+		resumed := make(chan struct{})
+		if stall > 0 {
+			go func() {
+				time.Sleep(stall)
+				c.Resume(replica)
+				close(resumed)
+			}()
+		}
+		start := time.Now()
+		err := s.Sync(ctx, timeout)
+		took := time.Since(start)
+		if stall > 0 {
+			<-resumed
+			if err != nil {
+				t.Errorf("Sync with the replica stalled %v, with a timeout of %v: %v after %v; want it acknowledged once the replica caught up", stall, timeout, err, took)
+			}
+			continue
+		}
+		c.Resume(replica)
+		if !errors.Is(err, ErrNotReplicated) || !strings.Contains(err.Error(), "connected but did not acknowledge") || !strings.Contains(err.Error(), c.Addrs[replica]) {
+			t.Errorf("Sync with the replica stopped: %v; want ErrNotReplicated saying its replica %s is connected but stalled", err, c.Addrs[replica])
+		}
+		if took < slowReplicaWaits*timeout-50*time.Millisecond || took > slowReplicaWaits*timeout+2*time.Second {
+			t.Errorf("Sync with the replica stopped failed after %v; want about %v", took, slowReplicaWaits*timeout)
+		}
+	}
+}
+
 // Ensure that Repair removes an id that names another id's record (a
 // number given out again after Redis lost the counters, the first id's
 // key kept on a node that did not lose it), and lists it as lost: it kept
