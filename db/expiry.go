@@ -112,21 +112,28 @@ func (db *DB) expiryIter(r pebble.Reader) (*pebble.Iterator, error) {
 	return it, classify(err)
 }
 
-// sweepBatch removes up to compaction.SweepBatch expired documents in one
-// batch; more says that more are due. The caller holds db.mu for reading.
-func (db *DB) sweepBatch() (n int, more bool, err error) {
-	now := db.now().UnixNano()
-	// NB: a look before the writer lock: most sweeps find nothing due.
+// anyExpired reports whether a document of the index had expired at now
+// (its expiry index's first entry, the earliest: a seek), or its expiry
+// index cannot be read as such (then true: the caller looks closer).
+func (db *DB) anyExpired(now int64) (bool, error) {
 	peek, err := db.expiryIter(db.pdb)
 	if err != nil {
-		return 0, false, err
+		return false, err
 	}
 	due := false
 	if peek.First() {
 		x, _, err := codec.ParseExpiryKey(peek.Key())
 		due = err != nil || compaction.Expired(x, now)
 	}
-	if err := classify(errors.Join(peek.Error(), peek.Close())); err != nil || !due {
+	return due, classify(errors.Join(peek.Error(), peek.Close()))
+}
+
+// sweepBatch removes up to compaction.SweepBatch expired documents in one
+// batch; more says that more are due. The caller holds db.mu for reading.
+func (db *DB) sweepBatch() (n int, more bool, err error) {
+	now := db.now().UnixNano()
+	// NB: a look before the writer lock: most sweeps find nothing due.
+	if due, err := db.anyExpired(now); err != nil || !due {
 		return 0, false, err
 	}
 	if err := db.wmu.lock(db.closing); err != nil {

@@ -279,6 +279,18 @@ func (db *DB) HasIDsContext(ctx context.Context, ids []string) ([]bool, error) {
 	}
 	defer release()
 	now := db.now().UnixNano()
+	// NB: a record is read for its expiry only when a document of the
+	// index has expired (and awaits the sweep): otherwise an id names a
+	// live document. Every record read, a text record's block
+	// decompressed, made 0.8 of the 0.9 s that filter's check of 170,000
+	// ids took (a data engineer's review, NV1). Redis has no snapshot:
+	// its records are read.
+	expired := true
+	if db.rkv == nil {
+		if expired, err = db.anyExpired(now); err != nil {
+			return nil, err
+		}
+	}
 	// NB: on Redis, the ids' doc numbers and then their records in one
 	// pipeline each, not two round trips per id.
 	var nums []uint64
@@ -307,6 +319,10 @@ func (db *DB) HasIDsContext(ctx context.Context, ids []string) ([]bool, error) {
 			return nil, err
 		}
 		if !ok {
+			continue
+		}
+		if !expired {
+			found[i] = true
 			continue
 		}
 		// NB: the record's head too, for its expiry, and no more: lookup

@@ -238,7 +238,7 @@ func (a *app) export(d index, fates map[string]fate, src docio.Source, kept, dro
 			return f.n, noText, lost, err
 		}
 		// NB: file names the document in a message (line 0).
-		if err := f.take(doc.ID, record{raw: escapeJSONControls(b), end: "\n", file: doc.ID}); err != nil {
+		if err := f.take(doc.ID, record{raw: escapeJSONControls(b), end: "\n", file: doc.ID}, false); err != nil {
 			return f.n, noText, lost, err
 		}
 	}

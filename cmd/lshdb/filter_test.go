@@ -1004,8 +1004,25 @@ func TestFilterChecksIDsAgainstTheIndex(t *testing.T) {
 		t.Errorf("filter of a part of the inputs: %d records kept (want 10), stderr %q", strings.Count(string(got), "\n"), errOut)
 	}
 	_, errOut = mustRun(t, "filter", "--db", idx, "--out", out, write("mixed.jsonl", mixed.String()))
-	if got, _ := os.ReadFile(out); strings.Count(string(got), "\n") != 30 || !strings.Contains(errOut, "20 of the first 40 ids read are not in the index") {
+	if got, _ := os.ReadFile(out); strings.Count(string(got), "\n") != 30 || !strings.Contains(errOut, `20 records have an id the index does not hold (the first: "new00")`) {
 		t.Errorf("filter of inputs half indexed: %d records kept (want 30), stderr %q", strings.Count(string(got), "\n"), errOut)
+	}
+	// Every record in no cluster is asked for, not the first 1,000 ids
+	// alone: 1,050 records the index holds, then 30 it never saw, each a
+	// copy of one of them, were all kept without a word (a data
+	// engineer's review, NV1). The oracle: the records written here.
+	var late strings.Builder
+	for i := range 1050 {
+		late.WriteString(fmt.Sprintf("{\"id\":\"old%04d\",\"text\":\"document %d of a long night, %d words of its own %d\"}\n", i, i, i*7, i*13))
+	}
+	lidx := filepath.Join(dir, "lidx")
+	mustRun(t, "build", "--db", lidx, write("old.jsonl", late.String()))
+	for i := range 30 {
+		late.WriteString(fmt.Sprintf("{\"id\":\"late%02d\",\"text\":\"document %d of a long night, %d words of its own %d\"}\n", i, i, i*7, i*13))
+	}
+	_, errOut = mustRun(t, "filter", "--db", lidx, "--out", out, write("late.jsonl", late.String()))
+	if got, _ := os.ReadFile(out); strings.Count(string(got), `{"id":"late`) != 30 || !strings.Contains(errOut, `30 records have an id the index does not hold (the first: "late00")`) {
+		t.Errorf("filter of 1,050 indexed records and 30 records after them that the index never saw: %d of them kept (want 30), stderr %q", strings.Count(string(got), `{"id":"late`), errOut)
 	}
 	// Records with empty texts, which the build skipped, are not ids the
 	// index lacks.
