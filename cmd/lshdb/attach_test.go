@@ -98,10 +98,11 @@ func TestAttachMatchesInProcess(t *testing.T) {
 		}
 	}
 	// An attached filter checks its sample of ids in one request (it made
-	// one per id): one per filter run above.
-	filters := 4
+	// one per id), and the ids of records in no cluster in one more (per
+	// 4,096): two per filter run above.
+	filters := 8
 	if testing.Short() {
-		filters = 2
+		filters = 4
 	}
 	if n := strings.Count(log.String(), " op=has "); n != filters {
 		t.Errorf("%d has requests for %d attached filter runs:\n%s", n, filters, log)

@@ -775,6 +775,9 @@ type filterCounts struct {
 	// does not hold: kept as read, compared with nothing.
 	unindexed      int64
 	firstUnindexed string
+	// compared, edited and firstEdited are sampleIDs' texts compared.
+	compared, edited int
+	firstEdited      string
 }
 
 func (a *app) filterCmd() *cobra.Command {
@@ -808,8 +811,10 @@ refused (a bad record) and one it never saw. The ids of the first 1,000
 documents are checked against the index before the clustering: if it
 holds none of them, filter fails, writing nothing (other id flags, or
 inputs it was not built from). Every record whose id the index lacks is
-counted in a note. A record's text is not compared with the document's:
-one edited since the build is judged by the text the index holds.
+counted in a note. A record is judged by its document's text: one edited
+since the build is judged by the text the index holds (the first 200
+records' texts are compared with their documents', and a note counts
+those that differ).
 
 --removed FILE writes the removed records in the same format, each with
 duplicate_of (the id kept: a number where the ids are numbers, an int64 column where a Parquet id column holds integers) and similarity (its exact Jaccard to it)
@@ -874,7 +879,7 @@ zstd inputs are read several times faster.`,
 				// NB: and their ids, so that inputs the index does not
 				// hold (other id flags) fail before anything is written,
 				// stdout included, not after a copy of the input.
-				ids, err := sampleIDs(a.ctx, args, &in, d.HasIDs)
+				ids, err := sampleIDs(a.ctx, args, &in, d.HasIDs, d.Get)
 				if err != nil {
 					return err
 				}
@@ -898,6 +903,7 @@ zstd inputs are read several times faster.`,
 				f := newFilterer(fates, kept, drop, annotate)
 				f.textIDs = in.IDFrom == "hash"
 				f.n.sampled, f.n.found = ids.sampled, ids.found
+				f.n.compared, f.n.edited, f.n.firstEdited = ids.compared, ids.edited, ids.firstEdited
 				f.has = d.HasIDs
 				// NB: nfkc removes format characters, so that a text of
 				// them alone is empty to the build (a multilingual user's
@@ -1186,10 +1192,20 @@ func readOptions(in *inputFlags, onSource func(docio.Source) error) docio.Option
 type idSample struct {
 	sampled, found int
 	first          string // the first id checked
+	// compared are the documents found whose text the index keeps,
+	// edited those of them whose text is not the record's, firstEdited
+	// the first of these.
+	compared, edited int
+	firstEdited      string
 }
 
 // idSampleSize is how many ids sampleIDs checks.
 const idSampleSize = 1000
+
+// textSampleSize is of how many of them, at most, sampleIDs compares the
+// texts. NB: a Get each (a request each when attached); it looks for
+// inputs edited or made again since the build, not for each edit.
+const textSampleSize = 200
 
 // sampleIDs checks the ids of the inputs' first idSampleSize documents
 // with text, all at once (has: whether the index holds each id; one
@@ -1198,7 +1214,13 @@ const idSampleSize = 1000
 // skipped them as bad records, and filter keeps them as read) and texts
 // with no letter or digit (which the build skips as empty) are not
 // counted.
-func sampleIDs(ctx context.Context, paths []string, in *inputFlags, has func([]string) ([]bool, error)) (idSample, error) {
+//
+// It compares the text of each document found whose text the index keeps
+// with the record's (get: the document of an id): filter judges a record
+// by its document's text, and 200 records edited since the build gave 253
+// exact copies in a kept output, without a word (a data engineer's
+// review, NV2).
+func sampleIDs(ctx context.Context, paths []string, in *inputFlags, has func([]string) ([]bool, error), get func(string) (*db.StoredDoc, error)) (idSample, error) {
 	var s idSample
 	// NB: the record limit of a build, not the copying pass's bound of 1
 	// GiB (readOptions): a record over it is in no index, and the sample
@@ -1211,7 +1233,7 @@ func sampleIDs(ctx context.Context, paths []string, in *inputFlags, has func([]s
 	// there unless --skip-bad.
 	o.LongStops = true
 	seen := map[string]bool{}
-	var ids []string
+	var ids, texts []string
 reading:
 	for r, err := range docio.Read(ctx, paths, nil, o) {
 		var re *docio.RecordError
@@ -1226,6 +1248,7 @@ reading:
 			continue
 		}
 		seen[r.ID] = true
+		texts = append(texts, r.Text)
 		if ids = append(ids, r.ID); len(ids) == idSampleSize {
 			break
 		}
@@ -1238,9 +1261,29 @@ reading:
 		return s, err
 	}
 	s.first, s.sampled = ids[0], len(ids)
-	for _, ok := range found {
-		if ok {
-			s.found++
+	for i, ok := range found {
+		if !ok {
+			continue
+		}
+		s.found++
+		if s.compared == textSampleSize {
+			continue
+		}
+		doc, err := get(ids[i])
+		if errors.Is(err, db.ErrNotFound) {
+			continue // NB: deleted since, or expired
+		} else if err != nil {
+			return s, err
+		}
+		if !doc.HasText {
+			continue
+		}
+		s.compared++
+		if doc.Text != texts[i] {
+			if s.edited == 0 {
+				s.firstEdited = ids[i]
+			}
+			s.edited++
 		}
 	}
 	return s, nil
@@ -1380,6 +1423,9 @@ func (a *app) filterNote(n filterCounts, docs uint64, t float64, mode db.Cluster
 		// the document kept is gone from the corpus.
 		fmt.Fprintf(a.stderr, "lshdb: note: %s of %s that no input holds, which the index has from other inputs: those clusters have no member in the output (--removed lists such records with duplicate_of; a filter through an index built from these inputs alone keeps one of each cluster)\n",
 			counted(n.outside, "removed record is a near-duplicate", "removed records are near-duplicates"), counted(n.outsideReps, "document", "documents"))
+	}
+	if n.edited > 0 {
+		fmt.Fprintf(a.stderr, "lshdb: note: %d of the first %d records whose document's text the index keeps have another text than it (the first: %q): filter judges a record by its document's text, so a record edited since the build is judged by its old one; insert the inputs as they are (lshdb insert) before filter, or check that the text flags are the build's\n", n.edited, n.compared, n.firstEdited)
 	}
 	if n.unindexed > 0 {
 		fmt.Fprintf(a.stderr, "lshdb: note: %s an id the index does not hold (the first: %q): kept as read, compared with nothing; insert them (lshdb insert) before filter to deduplicate them too, or check that the index was built from these inputs with the same id flags\n", counted(n.unindexed, "record has", "records have"), n.firstUnindexed)
