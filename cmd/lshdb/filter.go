@@ -51,6 +51,12 @@ var (
 	// errNoIDs: the inputs' records were read, but none of the ids
 	// sampled is in the index (other id flags, or inputs never indexed).
 	errNoIDs = errors.New("none of the inputs' ids is in the index")
+	// errNoRecords: the inputs hold no record, and the index documents
+	// (an upstream that wrote nothing, or blank lines alone).
+	errNoRecords = errors.New("the inputs hold no record")
+	// errCutShort: a JSON Lines input ends in a line that is not a JSON
+	// object and has no line end: a file cut short.
+	errCutShort = errors.New("the input ends in the middle of a record")
 )
 
 // fate is what a clustering decided for one document.
@@ -911,6 +917,11 @@ zstd inputs are read several times faster.`,
 				in.Options.BlankFormat = d.Params().Normalization == minhash.NormalizeNFKC
 				err = a.filter(args, &in, f, start)
 				f.countOutside()
+				if err == nil && docs > 0 && f.n.read == 0 {
+					// NB: an empty or blank input wrote an empty output
+					// with exit 0 (a data engineer's review, NV4).
+					err = fmt.Errorf("%w, and the index holds %s: an empty or blank input (an upstream that wrote nothing?) is refused, writing nothing", errNoRecords, counted(docs, "document", "documents"))
+				}
 				if err == nil && docs > 0 && f.n.read > 0 && f.n.bad == f.n.read {
 					// NB: every record kept as read, none matched to the
 					// index: a wrong flag, not a clean corpus.
@@ -1068,8 +1079,16 @@ func (f *filterer) begin(src docio.Source) error {
 	return nil
 }
 
-// bad keeps a record that could not be read as a document, as read.
-func (f *filterer) bad(rec record) error {
+// bad keeps a record that could not be read as a document, as read;
+// why: why not.
+func (f *filterer) bad(rec record, why error) error {
+	if f.kept.first.Format == "jsonl" && rec.end == "" && rec.raw != nil {
+		// NB: a last line with no line end that is no JSON object is a
+		// file cut short (an upload, a copy, a disk full): it was kept as
+		// read, and the output's last line was no JSON, with exit 0 (a
+		// data engineer's review, NV4).
+		return fmt.Errorf("%w: %v (a file cut short?): nothing written; give the whole file", errCutShort, why)
+	}
 	f.n.read++
 	f.n.bad++
 	f.n.kept++
@@ -1371,7 +1390,7 @@ func (a *app) filter(paths []string, in *inputFlags, f *filterer, since time.Tim
 			if f.firstBad == nil {
 				f.firstBad = re
 			}
-			err = f.bad(record{raw: re.Raw, end: re.End, row: re.Row, file: re.File, line: re.Line})
+			err = f.bad(record{raw: re.Raw, end: re.End, row: re.Row, file: re.File, line: re.Line}, re)
 		case err == nil:
 			if r.Blank {
 				f.n.blank++

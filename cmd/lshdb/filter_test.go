@@ -348,6 +348,13 @@ func TestFilterErrors(t *testing.T) {
 	os.WriteFile(c2, []byte("text,id\n"+text+",d\n"), 0o644)
 	txt := filepath.Join(dir, "t.txt")
 	os.WriteFile(txt, []byte(text), 0o644)
+	// An empty or blank input, and one cut short in its last line, wrote
+	// an empty output, or one whose last line was no JSON, with exit 0
+	// (a data engineer's review, NV4).
+	empty, blank, cut := filepath.Join(dir, "empty.jsonl"), filepath.Join(dir, "blank.jsonl"), filepath.Join(dir, "cut.jsonl")
+	os.WriteFile(empty, nil, 0o644)
+	os.WriteFile(blank, []byte("\n\n"), 0o644)
+	os.WriteFile(cut, []byte(fmt.Sprintf("{\"id\":\"a\",\"text\":%q}\n{\"id\":\"b\",\"text\":\"the quick br", text)), 0o644)
 	mustRun(t, "build", "--db", idx, "--skip-bad", j)
 	out := filepath.Join(dir, "out") // NB: a name that says no format: the inputs' is written
 	// A pipe is read once: the records its first reading took were not
@@ -384,6 +391,9 @@ func TestFilterErrors(t *testing.T) {
 		{[]string{"--out", filepath.Join(dir, "out.csv.gzip"), j}, 2, "--out " + filepath.Join(dir, "out.csv.gzip") + " names CSV, but filter writes each input back in its own format"},
 		{[]string{"--removed", filepath.Join(dir, "removed-out.tsv.gz"), c1}, 2, "names TSV"},
 		{[]string{"--out", filepath.Join(dir, "out.jsonl.zst"), c1}, 2, "a.csv is CSV (name the output .csv"},
+		{[]string{empty}, 1, "the inputs hold no record, and the index holds 2 documents"},
+		{[]string{blank}, 1, "the inputs hold no record"},
+		{[]string{"--removed", filepath.Join(dir, "r.jsonl"), cut}, 1, "the input ends in the middle of a record: " + cut + ":2"},
 	} {
 		args := append([]string{"filter", "--db", idx, "--out", out}, tc.args...)
 		_, errOut, code := runLine(args, "")
