@@ -112,7 +112,10 @@ func (db *DB) Info() (*Info, error) {
 		// NB: the size is the cluster's: the README gives its cost per
 		// document; INFO memory on each master tells it.
 		w, n, err := db.rkv.Counters(db.closing)
-		return &Info{Params: db.Params(), Docs: n, Written: w, Instance: db.man.Instance, Origin: originOf(&db.man), Redis: true}, redisErr(err)
+		if err != nil {
+			err = db.countersErr(err)
+		}
+		return &Info{Params: db.Params(), Docs: n, Written: w, Instance: db.man.Instance, Origin: originOf(&db.man), Redis: true}, err
 	}
 	c := db.published.Load()
 	all, temp, logs := dirBytesTemp(db.opts.FS, db.dir)

@@ -350,7 +350,10 @@ func (db *DB) Count() (uint64, error) {
 	defer db.mu.RUnlock()
 	if db.rkv != nil {
 		n, err := db.rkv.Count(db.closing)
-		return n, redisErr(err)
+		if err != nil {
+			return 0, db.countersErr(err)
+		}
+		return n, nil
 	}
 	return db.stored(), nil
 }

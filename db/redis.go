@@ -483,6 +483,24 @@ func (db *DB) manifestThere(ctx context.Context) error {
 	return db.indexGoneErr()
 }
 
+// countersErr is the error of a read that found the index's counters
+// gone (rediskv.ErrCountersGone) or failed otherwise (redisErr): the
+// index gone, if its manifest is too or is another index's (dropped, and
+// maybe made again), as a write says; else the counters lost alone,
+// which check --repair puts back. NB: a served index dropped under its
+// server answered /v1/count "corrupt ... check --repair puts them back",
+// where check --repair said it does not exist, and a put not_exist (an
+// operator's review of Redis, RD4).
+func (db *DB) countersErr(err error) error {
+	if !errors.Is(err, rediskv.ErrCountersGone) {
+		return redisErr(err)
+	}
+	if merr := db.manifestThere(db.closing); errors.Is(merr, ErrNotExist) {
+		return merr
+	}
+	return redisErr(err)
+}
+
 // manifestGone says what became of the manifest m that a handle found in
 // place of its index's (nil: none).
 func manifestGone(m []byte) string {
@@ -1491,7 +1509,7 @@ func (db *DB) redisStats(ctx context.Context, st *Stats) (*Stats, error) {
 	progressOf(ctx).phase(3, 3, "sizing the keys (MEMORY USAGE)", 0)
 	n, err := db.rkv.Count(ctx)
 	if err != nil {
-		return nil, redisErr(err)
+		return nil, db.countersErr(err)
 	}
 	st.Docs = n
 	expired, expiring, err := db.rkv.Pending(ctx, db.now().UnixNano())

@@ -2054,7 +2054,20 @@ func TestRedisHeartbeatOfDroppedIndex(t *testing.T) {
 	if err := Drop(ctx, u); err != nil {
 		t.Fatal(err)
 	}
+	// Its reads of the counters say the index does not exist, as its
+	// writes do: they said the counters were lost, corrupt, and that
+	// check --repair puts them back (an operator's review of Redis, RD4).
+	reads := func(when string) {
+		if _, err := w.Count(); !errors.Is(err, ErrNotExist) || errors.Is(err, ErrCorrupt) {
+			t.Errorf("Count of the dropped index, %s: %v, want ErrNotExist", when, err)
+		}
+		if _, err := w.Info(); !errors.Is(err, ErrNotExist) || errors.Is(err, ErrCorrupt) {
+			t.Errorf("Info of the dropped index, %s: %v, want ErrNotExist", when, err)
+		}
+	}
+	reads("at once")
 	time.Sleep(200 * time.Millisecond)
+	reads("after a heartbeat")
 	s, err := rediskv.Open(ctx, u)
 	if err != nil {
 		t.Fatal(err)
