@@ -143,7 +143,10 @@ func redisErr(err error) error {
 		// NB: Redis's words ("OOM command not allowed when used memory >
 		// 'maxmemory'", with a script's hash) say neither what is full
 		// nor what to do; a write that refused is no failover to wait out.
-		return fmt.Errorf("%w: %w: redis: Redis is at its maxmemory and refuses writes (maxmemory-policy noeviction): raise maxmemory (CONFIG SET maxmemory), or free memory by deleting documents or dropping an index (lshdb drop); check --repair then removes what a stopped write left (Redis 6.2 refuses deletes and repairs too): %w", ErrDiskFull, ErrBackend, err)
+		// NB: ErrBackend unsaid: its words repeated the prefix ("lshdb:
+		// disk full: lshdb: the storage backend failed: redis: ...", an
+		// operator's review of Redis, RD8).
+		return fmt.Errorf("%w: Redis is at its maxmemory and refuses writes (maxmemory-policy noeviction): raise maxmemory (CONFIG SET maxmemory), or free memory by deleting documents or dropping an index (lshdb drop); check --repair then removes what a stopped write left (Redis 6.2 refuses deletes and repairs too): %w%w", ErrDiskFull, err, unsaid{ErrBackend})
 	}
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) {
 		// NB: go-redis's "EOF" named no cause (an insert stopped by a

@@ -1346,6 +1346,11 @@ func TestRedisOutOfMemory(t *testing.T) {
 	if !errors.Is(err, ErrDiskFull) || !errors.Is(err, ErrBackend) || !strings.Contains(err.Error(), "maxmemory") {
 		t.Fatalf("a load into a full Redis: %+v, %v; want ErrDiskFull and ErrBackend naming maxmemory", res, err)
 	}
+	// NB: its words say lshdb once ("lshdb: disk full: lshdb: the
+	// storage backend failed: redis: ...": an operator's review, RD8).
+	if n := strings.Count(err.Error(), "lshdb:"); n != 1 {
+		t.Errorf("a load into a full Redis: %v; want lshdb: said once", err)
+	}
 	if strings.Contains(log.String(), "retrying the batch") {
 		t.Errorf("the refused write was retried:\n%s", log.String())
 	}

@@ -77,7 +77,11 @@ import (
 
 // ErrURL is returned by Open and ParseURL for a URL that is not
 // redis://HOST:PORT[/NAME] or redis+cluster://HOST:PORT,HOST:PORT…[/NAME].
-var ErrURL = errors.New("not a redis:// or redis+cluster:// URL")
+//
+// NB: its words name the URL, not its scheme: a URL of a bad index name or
+// of the wrong kind of server was "not a redis:// or redis+cluster://
+// URL" (an operator's review of Redis, RD8).
+var ErrURL = errors.New("not a usable Redis index URL")
 
 // Store is an index's storage on Redis. Its methods are safe for
 // concurrent use.
@@ -229,7 +233,7 @@ func hostsAndName(s string, u *url.URL) (addrs []string, cluster bool, name stri
 	case "redis+cluster":
 		cluster = true
 	default:
-		return nil, false, "", fmt.Errorf("%w: %q", ErrURL, s)
+		return nil, false, "", fmt.Errorf("%w: %q: its scheme is not redis:// or redis+cluster://", ErrURL, s)
 	}
 	for _, a := range strings.Split(u.Host, ",") {
 		if a = strings.TrimSpace(a); a != "" {
