@@ -1162,6 +1162,13 @@ func (db *DB) unregister() {
 		cancel()
 		restarting := errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, io.EOF) || err != nil && strings.HasPrefix(err.Error(), "LOADING")
 		if !restarting || time.Now().Add(unregisterRetry).After(deadline) {
+			if err != nil {
+				// NB: said: the registration left behind made lshdb drop and
+				// check --repair refuse for minutes, for "another handle",
+				// with nothing to tell why (an operator's review of Redis,
+				// RD3).
+				db.opts.Logger.Warn("lshdb: this handle could not take back its registration as a writer (Redis did not answer): lshdb drop and check --repair count it as another handle until it has not been seen for 5m; once this process has ended, --force is safe", "index", db.dir, "err", err)
+			}
 			return
 		}
 		time.Sleep(unregisterRetry)

@@ -2756,3 +2756,35 @@ func TestRedisCountersGoneCounted(t *testing.T) {
 		t.Fatalf("Check after the repair: %v, %v", rep.Problems, err)
 	}
 }
+
+// Ensure that a handle that cannot take back its registration as a
+// writer at Close (Redis stopped) says so: the registration left behind
+// made lshdb drop and check --repair refuse for minutes, for "another
+// handle", with nothing to tell why (an operator's review of Redis, RD3).
+// The oracle: the server stopped here before the Close.
+func TestRedisCloseCannotUnregister(t *testing.T) {
+	redisURL(t)
+	port := freePort(t)
+	srv, err := startRedisServer(port, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { srv.Process.Kill(); srv.Wait() }()
+	var log syncBuffer
+	d, err := Open(fmt.Sprintf("redis://127.0.0.1:%d/gone", port), &Options{Logger: slog.New(slog.NewTextHandler(&log, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Put(Doc{ID: "a", Text: "a document put before the server stopped"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(log.String(), "registration") {
+		t.Fatalf("said before the server stopped:\n%s", log.String())
+	}
+	srv.Process.Kill()
+	srv.Wait()
+	d.Close()
+	if !strings.Contains(log.String(), "could not take back its registration as a writer") {
+		t.Errorf("Close with the server stopped said:\n%s\nwant that the registration is left", log.String())
+	}
+}

@@ -2490,7 +2490,7 @@ func (a *app) liveWriters(seen []time.Time, now time.Time, index string) []time.
 // its own that have a Redis index open: how many, when each was last seen
 // (db.OtherWritersSeen), and what one long silent likely is.
 func otherWriters(seen []time.Time, now time.Time) string {
-	var ages []string
+	var ages, alive []string
 	silent := 0
 	for _, at := range seen {
 		age := "at an unknown time"
@@ -2498,7 +2498,14 @@ func otherWriters(seen []time.Time, now time.Time) string {
 			d := max(now.Sub(at), 0)
 			age = d.Round(time.Second).String() + " ago"
 			if d <= 3*db.WriterHeartbeat {
-				continue // NB: alive; the count says it
+				// NB: alive, its age said too: a process that ended while
+				// Redis could not be reached looks alive for its last
+				// heartbeats, and the refusal said nothing of when (an
+				// operator's review of Redis, RD3).
+				if len(alive) < 5 {
+					alive = append(alive, age)
+				}
+				continue
 			}
 		}
 		silent++
@@ -2507,6 +2514,13 @@ func otherWriters(seen []time.Time, now time.Time) string {
 		}
 	}
 	s := counted(len(seen), "other handle", "other handles")
+	if silent == 0 && len(alive) > 0 {
+		more := ""
+		if len(seen) > len(alive) {
+			more = fmt.Sprintf(", and %d more", len(seen)-len(alive))
+		}
+		s += fmt.Sprintf(" (last seen %s%s: a process that ended while Redis could not be reached said so in a warning, and is passed over once unseen for %s)", strings.Join(alive, ", "), more, staleWriter)
+	}
 	if silent > 0 {
 		more := ""
 		if silent > len(ages) {
