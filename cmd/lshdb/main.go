@@ -21,6 +21,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"math"
+	"net/url"
 	"os"
 	"os/signal"
 	"regexp"
@@ -244,21 +245,24 @@ type app struct {
 	stdout, stderr io.Writer
 	out            *outWriter // stdout, which remembers its first failed write
 	dbDir          string
-	output         string
-	diskReserveMiB int64 // --disk-reserve: 0 the library's default, -1 no check
-	cpuProfile     string
-	stopProfile    func()
-	shellDB        index             // set inside the shell: commands reuse it
-	shellJSON      bool              // lshdb shell --output json: every statement's default
-	shellProgress  []string          // lshdb shell's --progress and --progress-every, as flags for each statement
-	opened         []*db.DB          // the indexes the command opened itself (damageSeen)
-	addr           string            // --addr: a server to attach to instead of --db
-	pairRows       int64             // the pairs the last pairs output printed
-	progressMode   string            // --progress: auto, bar, log or none
-	quiet          bool              // --quiet: errors and warnings alone on stderr
-	progressEvery  time.Duration     // --progress-every: between two progress lines
-	outCommits     *[]deferredCommit // while toFile writes --out: the commits that wait for it
-	command        string            // the command running ("lshdb insert"): what /healthz names as the owner (serveOwned)
+	// redisPasswordInArgs: --db is a Redis URL with its password in it
+	// (visible to every local user: serve warns).
+	redisPasswordInArgs bool
+	output              string
+	diskReserveMiB      int64 // --disk-reserve: 0 the library's default, -1 no check
+	cpuProfile          string
+	stopProfile         func()
+	shellDB             index             // set inside the shell: commands reuse it
+	shellJSON           bool              // lshdb shell --output json: every statement's default
+	shellProgress       []string          // lshdb shell's --progress and --progress-every, as flags for each statement
+	opened              []*db.DB          // the indexes the command opened itself (damageSeen)
+	addr                string            // --addr: a server to attach to instead of --db
+	pairRows            int64             // the pairs the last pairs output printed
+	progressMode        string            // --progress: auto, bar, log or none
+	quiet               bool              // --quiet: errors and warnings alone on stderr
+	progressEvery       time.Duration     // --progress-every: between two progress lines
+	outCommits          *[]deferredCommit // while toFile writes --out: the commits that wait for it
+	command             string            // the command running ("lshdb insert"): what /healthz names as the owner (serveOwned)
 }
 
 // run executes one command line and returns the exit status.
@@ -760,6 +764,12 @@ func (a *app) rootCmd() *cobra.Command {
 		}
 		if a.output != "table" && a.output != "json" && a.output != "csv" && a.output != "tsv" {
 			return usagef("--output must be table or json (pairs: also csv or tsv), not %q", a.output)
+		}
+		if db.IsRedisURL(a.dbDir) {
+			var err error
+			if a.dbDir, a.redisPasswordInArgs, err = withRedisPassword(a.dbDir, os.Getenv("LSHDB_REDIS_PASSWORD")); err != nil {
+				return err
+			}
 		}
 		if a.dbDir != "" && !db.IsRedisURL(a.dbDir) {
 			// NB: as db.Open takes it: "link/../idx" is where the system
@@ -1368,4 +1378,25 @@ func optionNames(err error, msg string) string {
 	}
 	msg = strings.ReplaceAll(msg, "(RestoreOptions.DiskReserve)", "(Options.DiskReserve)")
 	return strings.ReplaceAll(msg, "(Options.DiskReserve)", "(--disk-reserve MiB changes it)")
+}
+
+// withRedisPassword returns the Redis URL u with the password pw in it
+// (LSHDB_REDIS_PASSWORD) when u has none, and whether u had one of its
+// own (on the command line, which every local user may read: ps).
+// NB: the password could only be given in --db, and serve's command line
+// showed it to every user of the machine (an operator's review of Redis,
+// RD6).
+func withRedisPassword(u, pw string) (string, bool, error) {
+	parsed, err := url.Parse(u)
+	if err != nil {
+		return u, false, nil // NB: db.Open names what is wrong with it
+	}
+	if _, has := parsed.User.Password(); has {
+		return u, true, nil
+	}
+	if pw == "" {
+		return u, false, nil
+	}
+	parsed.User = url.UserPassword(parsed.User.Username(), pw)
+	return parsed.String(), false, nil
 }

@@ -570,3 +570,61 @@ func testRedisWriteIntoALostIndex(t *testing.T, cmd string, first int, said stri
 		t.Fatalf("a %s whose index was lost: %v\n%.2000s", cmd, err, out)
 	}
 }
+
+// Ensure that the Redis password may be given in LSHDB_REDIS_PASSWORD
+// rather than in --db, where every local user reads it (ps): it could be
+// given there alone (an operator's review of Redis, RD6). The oracle: a
+// cluster whose nodes require a password, set here, refuses the command
+// without it and takes it with the variable; and withRedisPassword's URLs,
+// computed by hand.
+func TestRedisPasswordFromTheEnvironment(t *testing.T) {
+	for _, tc := range []struct {
+		u, pw, want string
+		inArgs      bool
+	}{
+		{"redis://127.0.0.1:6379/a", "s3cret", "redis://:s3cret@127.0.0.1:6379/a", false},
+		{"redis://user@127.0.0.1:6379/a", "s3cret", "redis://user:s3cret@127.0.0.1:6379/a", false},
+		{"redis://:mine@127.0.0.1:6379/a", "s3cret", "redis://:mine@127.0.0.1:6379/a", true},
+		{"redis://127.0.0.1:6379/a", "", "redis://127.0.0.1:6379/a", false},
+		{"redis+cluster://127.0.0.1:7000,127.0.0.1:7001/a", "p@ss:w/rd", "redis+cluster://:p%40ss%3Aw%2Frd@127.0.0.1:7000,127.0.0.1:7001/a", false},
+	} {
+		got, inArgs, err := withRedisPassword(tc.u, tc.pw)
+		if err != nil || got != tc.want || inArgs != tc.inArgs {
+			t.Errorf("withRedisPassword(%q, %q) = %q, %v, %v; want %q, %v", tc.u, tc.pw, got, inArgs, err, tc.want, tc.inArgs)
+		}
+	}
+	c := redistest.Require(t) // NB: its own cluster: a password is set on it
+	const pw = "an-env-s3cret"
+	ctx := context.Background()
+	for _, addr := range c.Addrs {
+		n := redis.NewClient(&redis.Options{Addr: addr})
+		err := n.ConfigSet(ctx, "masterauth", pw).Err()
+		if err == nil {
+			err = n.ConfigSet(ctx, "requirepass", pw).Err()
+		}
+		n.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	u := "redis+cluster://" + strings.Join(c.Addrs, ",") + "/pw"
+	doc := filepath.Join(t.TempDir(), "doc.jsonl")
+	if err := os.WriteFile(doc, []byte(`{"id":"a","text":"a document stored with the password from the environment"}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("LSHDB_REDIS_PASSWORD", "")
+	if _, errOut, code := runLine([]string{"insert", "--db", u, doc}, ""); code == 0 || !strings.Contains(errOut, "NOAUTH") {
+		t.Fatalf("insert without the password: exit %d, %q; want NOAUTH refused", code, errOut)
+	}
+	t.Setenv("LSHDB_REDIS_PASSWORD", pw)
+	out, errOut, code := runLine([]string{"insert", "--db", u, doc}, "")
+	if code != 0 || strings.Contains(out+errOut, pw) {
+		t.Fatalf("insert with LSHDB_REDIS_PASSWORD: exit %d, %q %q", code, out, errOut)
+	}
+	if out, errOut, code := runLine([]string{"get", "--db", u, "a"}, ""); code != 0 || !strings.Contains(out, "password from the environment") {
+		t.Errorf("get with LSHDB_REDIS_PASSWORD: exit %d, %q %q", code, out, errOut)
+	}
+	if _, errOut, code := runLine([]string{"get", "--db", u, "nope"}, ""); code != exitNotFound || strings.Contains(errOut, pw) {
+		t.Errorf("get of a missing id: exit %d, %q; want %d and no password", code, errOut, exitNotFound)
+	}
+}

@@ -634,6 +634,9 @@ func (a *app) serve(so *serveOptions) error {
 	if so.tokenOnCommandLine {
 		log.Warn("lshdb: the token is on the command line, which every user of this machine may read (ps): give it in LSHDB_TOKEN or --token-file")
 	}
+	if a.redisPasswordInArgs {
+		log.Warn("lshdb: the Redis password is on the command line (in --db), which every user of this machine may read (ps): give it in LSHDB_REDIS_PASSWORD, and --db without it")
+	}
 	if dirWritableByOthers(a.dbDir) {
 		log.Warn("lshdb: the index's directory is writable by other users: one could put a socket of their own in place of lshdb.sock and take what the commands that attach send, the token included (chmod go-w the directory)", "dir", a.dbDir)
 	}
