@@ -57,7 +57,36 @@ var (
 	// errCutShort: a JSON Lines input ends in a line that is not a JSON
 	// object and has no line end: a file cut short.
 	errCutShort = errors.New("the input ends in the middle of a record")
+	// errNotWhole: with --strict, records filter keeps as read,
+	// compared with nothing.
+	errNotWhole = errors.New("filter cannot deduplicate every record of the inputs")
 )
+
+// strictErr is --strict's refusal of what the counts say filter kept
+// without comparing it (errNotWhole), or nil.
+//
+// NB: each is a note without --strict, and a nightly job reads an exit
+// status, not notes: it wants to fail on them (a data engineer's review,
+// NV1 to NV4).
+func (n *filterCounts) strictErr() error {
+	var why []string
+	if n.unindexed > 0 {
+		why = append(why, fmt.Sprintf("%s an id the index does not hold (the first: %q)", counted(n.unindexed, "record has", "records have"), n.firstUnindexed))
+	}
+	if other := n.repeated - n.copies; other > 0 {
+		why = append(why, fmt.Sprintf("%s an id read before with other content", counted(other, "record repeats", "records repeat")))
+	}
+	if n.edited > 0 {
+		why = append(why, fmt.Sprintf("%d of the first %d records compared have another text than their document's (the first: %q)", n.edited, n.compared, n.firstEdited))
+	}
+	if n.bad > 0 {
+		why = append(why, fmt.Sprintf("%s could not be read as documents", counted(n.bad, "record", "records")))
+	}
+	if len(why) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w (--strict): %s; nothing written: insert the inputs as they are (lshdb insert) before filter, or run it without --strict to keep those records as read", errNotWhole, strings.Join(why, "; "))
+}
 
 // fate is what a clustering decided for one document.
 type fate struct {
@@ -789,7 +818,7 @@ type filterCounts struct {
 func (a *app) filterCmd() *cobra.Command {
 	var in inputFlags
 	var df dedupFlags
-	var annotate bool
+	var annotate, strict bool
 	c := &cobra.Command{
 		Use: "filter --db DIR [--out FILE] [--removed FILE | --annotate] [--mode centers|components] [--keep first|last|longest|shortest] INPUT...",
 		Example: `  # The corpus without its near-duplicates, in its own format
@@ -820,7 +849,10 @@ inputs it was not built from). Every record whose id the index lacks is
 counted in a note. A record is judged by its document's text: one edited
 since the build is judged by the text the index holds (the first 200
 records' texts are compared with their documents', and a note counts
-those that differ).
+those that differ). --strict refuses, writing nothing (exit 1), inputs
+with any such record, or a record repeating an id with other content, or
+one not read as a document: for a nightly job that must not pass on a
+corpus it could not wholly deduplicate.
 
 --removed FILE writes the removed records in the same format, each with
 duplicate_of (the id kept: a number where the ids are numbers, an int64 column where a Parquet id column holds integers) and similarity (its exact Jaccard to it)
@@ -917,6 +949,9 @@ zstd inputs are read several times faster.`,
 				in.Options.BlankFormat = d.Params().Normalization == minhash.NormalizeNFKC
 				err = a.filter(args, &in, f, start)
 				f.countOutside()
+				if err == nil && strict {
+					err = f.n.strictErr()
+				}
 				if err == nil && docs > 0 && f.n.read == 0 {
 					// NB: an empty or blank input wrote an empty output
 					// with exit 0 (a data engineer's review, NV4).
@@ -941,6 +976,7 @@ zstd inputs are read several times faster.`,
 	c.Flags().Lookup("meta-field").Hidden = true
 	df.add(c, "the file of the kept records (default: stdout)", "also write the removed records to this file, with duplicate_of and similarity", "as the input")
 	c.Flags().BoolVar(&annotate, "annotate", false, "keep every record and add cluster_id, cluster_size, duplicate_of and similarity")
+	c.Flags().BoolVar(&strict, "strict", false, "refuse, writing nothing, inputs that filter cannot wholly deduplicate: records the index does not hold, ids repeated with other content, texts other than their documents', records not read as documents (each kept as read, with a note, without it)")
 	return c
 }
 

@@ -1053,6 +1053,21 @@ func TestFilterChecksIDsAgainstTheIndex(t *testing.T) {
 	if _, errOut = mustRun(t, "filter", "--db", lidx, "--out", out, write("old.jsonl", late.String()[:strings.Index(late.String(), `{"id":"late00"`)])); strings.Contains(errOut, "another text") {
 		t.Errorf("filter of the records as built: stderr %q", errOut)
 	}
+	// --strict refuses them, writing nothing (the output is the last
+	// run's), and takes the records as built.
+	before, _ := os.ReadFile(out)
+	for _, tc := range []struct{ input, want string }{
+		{"late.jsonl", `30 records have an id the index does not hold (the first: "late00")`},
+		{"edited.jsonl", `20 of the first 200 records compared have another text than their document's (the first: "old0001")`},
+	} {
+		_, errOut, code := runLine([]string{"filter", "--strict", "--db", lidx, "--out", out, filepath.Join(dir, tc.input)}, "")
+		if after, _ := os.ReadFile(out); code != 1 || !strings.Contains(errOut, "filter cannot deduplicate every record of the inputs (--strict): "+tc.want) || !bytes.Equal(after, before) {
+			t.Errorf("filter --strict of %s: exit %d, %q, output changed %v; want exit 1 naming %q", tc.input, code, errOut, !bytes.Equal(after, before), tc.want)
+		}
+	}
+	if _, errOut = mustRun(t, "filter", "--strict", "--db", lidx, "--out", out, filepath.Join(dir, "old.jsonl")); strings.Contains(errOut, "note:") {
+		t.Errorf("filter --strict of the records as built: stderr %q", errOut)
+	}
 	// Records with empty texts, which the build skipped, are not ids the
 	// index lacks.
 	withEmpty := write("with-empty.jsonl", part.String()+"{\"id\":\"e1\",\"text\":\"\"}\n{\"id\":\"e2\",\"text\":\" ... \"}\n")
