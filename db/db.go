@@ -1167,7 +1167,7 @@ func (db *DB) unregister() {
 				// check --repair refuse for minutes, for "another handle",
 				// with nothing to tell why (an operator's review of Redis,
 				// RD3).
-				db.opts.Logger.Warn("lshdb: this handle could not take back its registration as a writer (Redis did not answer): lshdb drop and check --repair count it as another handle until it has not been seen for 5m; once this process has ended, --force is safe", "index", db.dir, "err", err)
+				db.opts.Logger.Warn("lshdb: this handle could not take back its registration as a writer: lshdb drop and check --repair count it as another handle until it has not been seen for 5m; once this process has ended, --force is safe", "index", db.dir, "err", err)
 			}
 			return
 		}

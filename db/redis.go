@@ -133,7 +133,7 @@ func redisErr(err error) error {
 		// which a load balancer retries for good), with Redis's words
 		// only (an operator's review, R5).
 		if rediskv.BadCredentials(err) {
-			return fmt.Errorf("%w: redis: Redis refused the index's credentials: give the password in the URL (redis://:PASSWORD@HOST:PORT, or redis://USER:PASSWORD@… for an ACL user): %w", ErrAccessDenied, err)
+			return fmt.Errorf("%w: redis: Redis refused the index's credentials: give the password in LSHDB_REDIS_PASSWORD or in the URL (redis://:PASSWORD@HOST:PORT, or redis://USER:PASSWORD@… for an ACL user): %w", ErrAccessDenied, err)
 		}
 		// NB: the password was right (a maintainer's review: it said
 		// "give the password" to a user whose key patterns were short).

@@ -1118,7 +1118,10 @@ func (f *filterer) begin(src docio.Source) error {
 // bad keeps a record that could not be read as a document, as read;
 // why: why not.
 func (f *filterer) bad(rec record, why error) error {
-	if f.kept.first.Format == "jsonl" && rec.end == "" && rec.raw != nil {
+	// NB: and no JSON at all: a whole object the build skipped as bad
+	// (no text, say) is kept as read, wherever it is (a read-through's
+	// R1).
+	if f.kept.first.Format == "jsonl" && rec.end == "" && rec.raw != nil && !json.Valid(rec.raw) {
 		// NB: a last line with no line end that is no JSON object is a
 		// file cut short (an upload, a copy, a disk full): it was kept as
 		// read, and the output's last line was no JSON, with exit 0 (a
@@ -1287,8 +1290,13 @@ func sampleIDs(ctx context.Context, paths []string, in *inputFlags, has func([]s
 	// R1). The pass that copies the records reads it again, and stops
 	// there unless --skip-bad.
 	o.LongStops = true
-	seen := map[string]bool{}
-	var ids, texts []string
+	// NB: each id's text as a hash, of its last record read: the build
+	// keeps an id's last record, and a repeat was said to be edited; and
+	// texts of up to 64 MiB each, kept whole, took a gigabyte (a
+	// read-through's R3, R4).
+	at := map[string]int{}
+	var ids []string
+	var texts []uint64
 reading:
 	for r, err := range docio.Read(ctx, paths, nil, o) {
 		var re *docio.RecordError
@@ -1299,11 +1307,15 @@ reading:
 			break reading
 		case err != nil:
 			return s, err
-		case seen[r.ID] || !hasContent(r.Text) || db.CheckID(r.ID) != nil:
+		case !hasContent(r.Text) || db.CheckID(r.ID) != nil:
 			continue
 		}
-		seen[r.ID] = true
-		texts = append(texts, r.Text)
+		if i, ok := at[r.ID]; ok {
+			texts[i] = xxhash.Sum64String(r.Text)
+			continue
+		}
+		at[r.ID] = len(ids)
+		texts = append(texts, xxhash.Sum64String(r.Text))
 		if ids = append(ids, r.ID); len(ids) == idSampleSize {
 			break
 		}
@@ -1334,7 +1346,7 @@ reading:
 			continue
 		}
 		s.compared++
-		if doc.Text != texts[i] {
+		if xxhash.Sum64String(doc.Text) != texts[i] {
 			if s.edited == 0 {
 				s.firstEdited = ids[i]
 			}

@@ -404,6 +404,14 @@ func TestFilterErrors(t *testing.T) {
 			t.Errorf("%v: left %v behind", tc.args, left)
 		}
 	}
+	// A last line that is a whole JSON object with no line end, which
+	// the build skips as a bad record (no text), is no file cut short:
+	// kept as read (a read-through's R1).
+	whole := filepath.Join(dir, "whole.jsonl")
+	os.WriteFile(whole, []byte(fmt.Sprintf("{\"id\":\"a\",\"text\":%q}\n{\"id\":\"z9\"}", text)), 0o644)
+	if got, errOut, code := runLine([]string{"filter", "--db", idx, whole}, ""); code != 0 || !strings.HasSuffix(got, "{\"id\":\"z9\"}\n") {
+		t.Errorf("filter of an input whose last line is a whole bad record: exit %d, %q, %q", code, got, errOut)
+	}
 	// The bad line is kept as read; b (a duplicate of a) is removed.
 	got, _ := mustRun(t, "filter", "--db", idx, j)
 	if want := fmt.Sprintf("{\"id\":\"a\",\"text\":%q}\nnot json\n", text); got != want {
@@ -1052,6 +1060,13 @@ func TestFilterChecksIDsAgainstTheIndex(t *testing.T) {
 	}
 	if _, errOut = mustRun(t, "filter", "--db", lidx, "--out", out, write("old.jsonl", late.String()[:strings.Index(late.String(), `{"id":"late00"`)])); strings.Contains(errOut, "another text") {
 		t.Errorf("filter of the records as built: stderr %q", errOut)
+	}
+	// An id whose last record is the one built is not edited, whatever
+	// its earlier records hold: the build keeps an id's last record (a
+	// read-through's R3: the first was compared).
+	repeated := write("repeated.jsonl", "{\"id\":\"old0000\",\"text\":\"an earlier version, replaced within the input\"}\n"+late.String()[:strings.Index(late.String(), `{"id":"late00"`)])
+	if _, errOut = mustRun(t, "filter", "--db", lidx, "--out", out, repeated); strings.Contains(errOut, "another text") {
+		t.Errorf("filter of an input that repeats an id, its last record as built: stderr %q", errOut)
 	}
 	// --strict refuses them, writing nothing (the output is the last
 	// run's), and takes the records as built.

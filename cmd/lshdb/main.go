@@ -766,10 +766,7 @@ func (a *app) rootCmd() *cobra.Command {
 			return usagef("--output must be table or json (pairs: also csv or tsv), not %q", a.output)
 		}
 		if db.IsRedisURL(a.dbDir) {
-			var err error
-			if a.dbDir, a.redisPasswordInArgs, err = withRedisPassword(a.dbDir, os.Getenv("LSHDB_REDIS_PASSWORD")); err != nil {
-				return err
-			}
+			a.redisPasswordInArgs = redisPasswordInURL(a.dbDir)
 		}
 		if a.dbDir != "" && !db.IsRedisURL(a.dbDir) {
 			// NB: as db.Open takes it: "link/../idx" is where the system
@@ -1380,23 +1377,16 @@ func optionNames(err error, msg string) string {
 	return strings.ReplaceAll(msg, "(Options.DiskReserve)", "(--disk-reserve MiB changes it)")
 }
 
-// withRedisPassword returns the Redis URL u with the password pw in it
-// (LSHDB_REDIS_PASSWORD) when u has none, and whether u had one of its
-// own (on the command line, which every local user may read: ps).
-// NB: the password could only be given in --db, and serve's command line
-// showed it to every user of the machine (an operator's review of Redis,
+// redisPasswordInURL reports whether the Redis URL u holds a password (on
+// the command line, which every local user may read: ps; serve warns).
+// NB: LSHDB_REDIS_PASSWORD gives one instead (rediskv.PasswordEnv): the
+// password could be given in --db alone (an operator's review of Redis,
 // RD6).
-func withRedisPassword(u, pw string) (string, bool, error) {
+func redisPasswordInURL(u string) bool {
 	parsed, err := url.Parse(u)
 	if err != nil {
-		return u, false, nil // NB: db.Open names what is wrong with it
+		return strings.Contains(u, "@") // NB: db.Open names what is wrong with it
 	}
-	if _, has := parsed.User.Password(); has {
-		return u, true, nil
-	}
-	if pw == "" {
-		return u, false, nil
-	}
-	parsed.User = url.UserPassword(parsed.User.Username(), pw)
-	return parsed.String(), false, nil
+	_, has := parsed.User.Password()
+	return has
 }

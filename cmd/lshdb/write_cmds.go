@@ -2519,7 +2519,7 @@ func otherWriters(seen []time.Time, now time.Time) string {
 		if len(seen) > len(alive) {
 			more = fmt.Sprintf(", and %d more", len(seen)-len(alive))
 		}
-		s += fmt.Sprintf(" (last seen %s%s: a process that ended while Redis could not be reached said so in a warning, and is passed over once unseen for %s)", strings.Join(alive, ", "), more, staleWriter)
+		s += fmt.Sprintf(" (last seen %s%s: alive, most likely; a process that ended while Redis could not be reached, which said so in a warning, is seen no more and passed over once unseen for %s)", strings.Join(alive, ", "), more, staleWriter)
 	}
 	if silent > 0 {
 		more := ""

@@ -64,6 +64,7 @@ import (
 	"math"
 	"net"
 	"net/url"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -102,9 +103,10 @@ type Store struct {
 	// A WAIT on it would wait its whole timeout.
 	noWait sync.Map
 	// cutOff holds, by master address, until when Sync fails a write to
-	// the master without waiting (a time.Time): the cluster lists a
-	// replica of it that did not acknowledge the last write (its link
-	// down): every write waited the whole timeout before it failed.
+	// the master without waiting, and why (a cutOff): the cluster lists
+	// a replica of it that did not acknowledge the last write (its link
+	// down, or stalled): every write waited the whole timeout before it
+	// failed.
 	cutOff sync.Map
 	// asked is Sync's first question to a server of its own (redis://):
 	// whether it has a replica.
@@ -198,6 +200,10 @@ func Redact(s string) string {
 	return scheme + "://" + user + ":xxxxx" + rest[at:]
 }
 
+// PasswordEnv is the environment variable whose value is the password
+// of a URL that has none (a user name alone, or no user information).
+const PasswordEnv = "LSHDB_REDIS_PASSWORD"
+
 func parseURL(s string) (urlConfig, error) {
 	var c urlConfig
 	u, err := url.Parse(s)
@@ -220,6 +226,13 @@ func parseURL(s string) (urlConfig, error) {
 	if u.User != nil {
 		c.username = u.User.Username()
 		c.password, _ = u.User.Password()
+	}
+	if _, has := u.User.Password(); !has {
+		// NB: a URL on a command line is every local user's to read
+		// (ps): the password could be given in it alone (an operator's
+		// review of Redis, RD6). Taken here, not written into the URL, so
+		// that messages show the URL as given.
+		c.password = os.Getenv(PasswordEnv)
 	}
 	addrs, cluster, name, err := hostsAndName(s, u)
 	c.addrs, c.cluster, c.name = addrs, cluster, name
@@ -2650,6 +2663,12 @@ func slotOf(key string) int {
 // anew) before it asks again.
 const resyncRecheck = time.Second
 
+// cutOff is a master's entry in Store.cutOff.
+type cutOff struct {
+	until time.Time
+	err   error // the failed write's
+}
+
 // slowReplicaWaits is how many of Sync's timeouts it waits in all for a
 // replica that is connected and in sync but does not acknowledge (a
 // replica stalled by its own fork, or stopped) before it fails.
@@ -2707,14 +2726,21 @@ func (s *Store) Sync(ctx context.Context, timeout time.Duration) error {
 		}
 		waited := timeout
 		cutOffErr := func() error {
-			if linked {
-				return fmt.Errorf("%w: %s, within %v: its replica (%s) is connected but did not acknowledge the write: it is stalled (a fork for an AOF rewrite or an RDB save, a slow disk, a stopped process?), and a failover now would promote it without the write (write again once it keeps up; or write with NoSync: db.WriteOptions, the API's no_sync)", ErrNotReplicated, addr, waited, replicas)
+			who := "its replica"
+			if replicas != "" {
+				who += " (" + replicas + ")"
 			}
-			return fmt.Errorf("%w: %s, within %v: its replica (%s) is not connected, and a failover now would promote it without the write (bring it back; or remove it from the cluster, CLUSTER FORGET on every node; or write with NoSync: db.WriteOptions, the API's no_sync)", ErrNotReplicated, addr, waited, replicas)
+			if linked {
+				return fmt.Errorf("%w: %s, within %v: %s is connected but did not acknowledge the write: it is stalled (a fork for an AOF rewrite or an RDB save, a slow disk, a stopped process?), and a failover now would promote it without the write (write again once it keeps up; or write with NoSync: db.WriteOptions, the API's no_sync)", ErrNotReplicated, addr, waited, who)
+			}
+			return fmt.Errorf("%w: %s, within %v: %s is not connected, and a failover now would promote it without the write (bring it back; or remove it from the cluster, CLUSTER FORGET on every node; or write with NoSync: db.WriteOptions, the API's no_sync)", ErrNotReplicated, addr, waited, who)
 		}
-		if until, ok := s.cutOff.Load(addr); ok && listed {
-			if time.Now().Before(until.(time.Time)) {
-				return cutOffErr()
+		if v, ok := s.cutOff.Load(addr); ok && listed {
+			if co := v.(cutOff); time.Now().Before(co.until) {
+				// NB: the failed write's words: this one's said "not
+				// connected ... within 200ms" of a replica stalled, having
+				// waited nothing (a read-through's R2).
+				return fmt.Errorf("%w (of a write to it less than %v before; this one was not waited for)", co.err, resyncRecheck)
 			}
 			s.cutOff.Delete(addr)
 		}
@@ -2776,25 +2802,38 @@ func (s *Store) Sync(ctx context.Context, timeout time.Duration) error {
 			skipWait(addr)
 			unreplicated(addr)
 			return nil
-		case listed:
-			// NB: a replica connected and in sync that is only slow (its
-			// own fork for an AOF rewrite or an RDB save stalls it on a
-			// busy machine) is waited on longer, up to slowReplicaWaits
-			// timeouts in all, while it stays connected: every write to
-			// its master failed after the first timeout, said "not
-			// connected" (an operator's review of Redis, RD2).
-			for round := 1; linked && round < slowReplicaWaits; round++ {
-				waited += timeout
-				if ok, err := acked(); ok || err != nil {
-					return err
-				}
-				if _, _, err := replication(ctx, c); err != nil {
-					return err
-				}
+		}
+		// NB: a replica connected and in sync that is only slow (its own
+		// fork for an AOF rewrite or an RDB save stalls it on a busy
+		// machine) is waited on longer, up to slowReplicaWaits timeouts
+		// in all, while it stays connected: every write to its master
+		// failed after the first timeout, said "not connected" (an
+		// operator's review of Redis, RD2). One that begins a sync anew
+		// meanwhile makes the master one that acknowledges alone, as
+		// before the wait (a read-through's R7).
+		for round := 1; linked && round < slowReplicaWaits; round++ {
+			waited += timeout
+			if ok, err := acked(); ok || err != nil {
+				return err
 			}
+			alone, syncing, err := replication(ctx, c)
+			if err != nil {
+				return err
+			}
+			if alone || syncing {
+				skipWait(addr)
+				unreplicated(addr)
+				return nil
+			}
+		}
+		if listed {
 			// NB: the next writes fail at once for resyncRecheck,
 			// instead of each waiting the whole timeout.
-			s.cutOff.Store(addr, time.Now().Add(resyncRecheck))
+			err := cutOffErr()
+			s.cutOff.Store(addr, cutOff{until: time.Now().Add(resyncRecheck), err: err})
+			return err
+		}
+		if linked {
 			return cutOffErr()
 		}
 		return fmt.Errorf("%w: %s, within %v", ErrNotReplicated, addr, timeout)

@@ -1440,7 +1440,18 @@ func TestSyncSlowReplica(t *testing.T) {
 			if err != nil {
 				t.Errorf("Sync with the replica stalled %v, with a timeout of %v: %v after %v; want it acknowledged once the replica caught up", stall, timeout, err, took)
 			}
+			if took < stall-100*time.Millisecond {
+				t.Errorf("Sync with the replica stalled %v returned after %v: the replica was not stopped, and the premise of this test does not hold", stall, took)
+			}
 			continue
+		}
+		// NB: a write right after the failed one fails at once, with the
+		// failed one's words: it said "not connected ... within 0s" (a
+		// read-through's R2).
+		start = time.Now()
+		again := s.Sync(ctx, timeout)
+		if took := time.Since(start); !errors.Is(again, ErrNotReplicated) || !strings.Contains(again.Error(), "connected but did not acknowledge") || !strings.Contains(again.Error(), "this one was not waited for") || took > timeout {
+			t.Errorf("Sync right after the failed one: %v after %v; want it failed at once with the failed one's words", again, took)
 		}
 		c.Resume(replica)
 		if !errors.Is(err, ErrNotReplicated) || !strings.Contains(err.Error(), "connected but did not acknowledge") || !strings.Contains(err.Error(), c.Addrs[replica]) {
