@@ -492,9 +492,21 @@ func FuzzLogScan(f *testing.F) {
 func smallPebbleLog(tb testing.TB, nrec, max int) []byte {
 	rng := rand.New(rand.NewPCG(uint64(nrec), uint64(max)))
 	w := &memLog{}
-	lw := record.NewLogWriter(w, 5, record.LogWriterConfig{WriteWALSyncOffsets: func() bool { return true }})
+	writeLog(tb, record.NewLogWriter(w, 5, walSyncConfig()), rng, nrec, func() int { return 1 + rng.IntN(max) })
+	return bytes.Clone(w.Bytes())
+}
+
+// walSyncConfig is the config of a LogWriter that writes the WAL sync
+// format, Pebble's.
+func walSyncConfig() record.LogWriterConfig {
+	return record.LogWriterConfig{WriteWALSyncOffsets: func() bool { return true }}
+}
+
+// writeLog writes nrec records of random bytes from rng with lw, each of
+// size() bytes, and closes it.
+func writeLog(tb testing.TB, lw *record.LogWriter, rng *rand.Rand, nrec int, size func() int) {
 	for range nrec {
-		p := make([]byte, 1+rng.IntN(max))
+		p := make([]byte, size())
 		for j := range p {
 			p[j] = byte(rng.IntN(256))
 		}
@@ -505,7 +517,6 @@ func smallPebbleLog(tb testing.TB, nrec, max int) []byte {
 	if err := lw.Close(); err != nil {
 		tb.Fatal(err)
 	}
-	return bytes.Clone(w.Bytes())
 }
 
 // memLog is a log file in memory, for Pebble's LogWriter.
@@ -522,34 +533,21 @@ func (m *memLog) Close() error { return nil }
 func pebbleLog(t *testing.T, rng *rand.Rand, num uint32, nrec int) (b []byte, chunkStarts, recordStarts []int64) {
 	w := &memLog{}
 	// NB: the log's number is of an internal Pebble type: constants only.
-	cfg := record.LogWriterConfig{WriteWALSyncOffsets: func() bool { return true }}
 	var lw *record.LogWriter
 	switch num {
 	case 5:
-		lw = record.NewLogWriter(w, 5, cfg)
+		lw = record.NewLogWriter(w, 5, walSyncConfig())
 	case 2:
-		lw = record.NewLogWriter(w, 2, cfg)
+		lw = record.NewLogWriter(w, 2, walSyncConfig())
 	default:
 		t.Fatalf("log %d: 5 or 2", num)
 	}
-	for i := 0; i < nrec; i++ {
-		var n int
+	writeLog(t, lw, rng, nrec, func() int {
 		if rng.IntN(3) == 0 {
-			n = 1 + rng.IntN(100000)
-		} else {
-			n = 1 + rng.IntN(300)
+			return 1 + rng.IntN(100000)
 		}
-		p := make([]byte, n)
-		for j := range p {
-			p[j] = byte(rng.IntN(256))
-		}
-		if _, err := lw.SyncRecord(p, nil, nil); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := lw.Close(); err != nil {
-		t.Fatal(err)
-	}
+		return 1 + rng.IntN(300)
+	})
 	b = bytes.Clone(w.Bytes())
 	// NB: a clean log's layout: a block's last bytes are padding when no
 	// header fits in them.

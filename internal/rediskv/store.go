@@ -2709,6 +2709,13 @@ func (s *Store) Sync(ctx context.Context, timeout time.Duration) error {
 	// skipWait notes that addr acknowledges alone: it is not waited on
 	// until resyncRecheck passes.
 	skipWait := func(addr string) { s.noWait.Store(addr, time.Now().Add(resyncRecheck)) }
+	// acksAlone is Sync's end for a master that acknowledges alone: noted
+	// (skipWait), and said (Unreplicated).
+	acksAlone := func(addr string) error {
+		skipWait(addr)
+		unreplicated(addr)
+		return nil
+	}
 	// NB: listed says that the cluster lists a replica of the master
 	// (CLUSTER SHARDS): then INFO's connected_slaves:0 does not make it
 	// alone. A replica whose link is down (a partition, a replica
@@ -2753,14 +2760,12 @@ func (s *Store) Sync(ctx context.Context, timeout time.Duration) error {
 				unreplicated(addr)
 				return nil
 			}
-			alone, syncing, err := replication(ctx, c)
+			single, syncing, err := replication(ctx, c)
 			if err != nil {
 				return err
 			}
-			if alone || syncing {
-				skipWait(addr)
-				unreplicated(addr)
-				return nil
+			if single || syncing {
+				return acksAlone(addr)
 			}
 			s.noWait.Delete(addr)
 		}
@@ -2779,9 +2784,6 @@ func (s *Store) Sync(ctx context.Context, timeout time.Duration) error {
 			got, err := n.Int64()
 			return err == nil && got >= 1, nil
 		}
-		if ok, err := acked(); ok || err != nil {
-			return err
-		}
 		// NB: a master with no replica (one that lost it to a failover)
 		// has nothing to wait for; checked only when WAIT comes back
 		// short, to keep the common case at one round trip. Nor has one
@@ -2789,42 +2791,35 @@ func (s *Store) Sync(ctx context.Context, timeout time.Duration) error {
 		// nothing until the sync ends: every synced write failed for as
 		// long as it took. Such a master's writes are as unreplicated as
 		// those of a master alone, and said so (Unreplicated).
-		alone, syncing, err := replication(ctx, c)
-		switch {
-		case err != nil && strings.HasPrefix(err.Error(), "NOPERM"):
-			// NB: the write failed with INFO's NOPERM, which named no
-			// cause; every write of a user without INFO to a server with
-			// no replica did, 2 s each.
-			return fmt.Errorf("%w: %s, within %v, and this user may not run INFO, which tells a server with no replica (grant it +info, or write with NoSync where no replica is wanted): %w", ErrNotReplicated, addr, timeout, err)
-		case err != nil:
-			return err
-		case alone || syncing:
-			skipWait(addr)
-			unreplicated(addr)
-			return nil
-		}
+		//
 		// NB: a replica connected and in sync that is only slow (its own
 		// fork for an AOF rewrite or an RDB save stalls it on a busy
-		// machine) is waited on longer, up to slowReplicaWaits timeouts
+		// machine) is waited on again, up to slowReplicaWaits timeouts
 		// in all, while it stays connected: every write to its master
 		// failed after the first timeout, said "not connected" (an
 		// operator's review of Redis, RD2). One that begins a sync anew
 		// meanwhile makes the master one that acknowledges alone, as
 		// before the wait (a read-through's R7).
-		for round := 1; linked && round < slowReplicaWaits; round++ {
-			waited += timeout
+		for round := 1; ; round++ {
 			if ok, err := acked(); ok || err != nil {
 				return err
 			}
-			alone, syncing, err := replication(ctx, c)
-			if err != nil {
+			single, syncing, err := replication(ctx, c)
+			switch {
+			case err != nil && strings.HasPrefix(err.Error(), "NOPERM"):
+				// NB: the write failed with INFO's NOPERM, which named no
+				// cause; every write of a user without INFO to a server
+				// with no replica did, 2 s each.
+				return fmt.Errorf("%w: %s, within %v, and this user may not run INFO, which tells a server with no replica (grant it +info, or write with NoSync where no replica is wanted): %w", ErrNotReplicated, addr, waited, err)
+			case err != nil:
 				return err
+			case single || syncing:
+				return acksAlone(addr)
 			}
-			if alone || syncing {
-				skipWait(addr)
-				unreplicated(addr)
-				return nil
+			if !linked || round == slowReplicaWaits {
+				break
 			}
+			waited += timeout
 		}
 		if listed {
 			// NB: the next writes fail at once for resyncRecheck,

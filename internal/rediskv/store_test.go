@@ -954,16 +954,7 @@ func TestSyncWaitsByHostName(t *testing.T) {
 	}
 	master := redis.NewClient(&redis.Options{Addr: c.Addrs[0]})
 	defer master.Close()
-	info, err := master.Info(ctx, "replication").Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, rport, ok := strings.Cut(info, "slave0:ip=127.0.0.1,port=")
-	rport, _, _ = strings.Cut(rport, ",")
-	replica := slices.Index(c.Addrs, "127.0.0.1:"+rport)
-	if !ok || replica < 0 {
-		t.Fatalf("no replica of %s among %v: %s", c.Addrs[0], c.Addrs, info)
-	}
+	replica := replicaOf(t, c, master)
 	// NB: well within the cluster's node timeout (2 s), after which the
 	// frozen replica counts as failed and its master as alone.
 	if err := c.Pause(replica); err != nil {
@@ -1343,16 +1334,7 @@ func TestSyncReplicaCutOff(t *testing.T) {
 	}
 	master := redis.NewClient(&redis.Options{Addr: c.Addrs[0]})
 	defer master.Close()
-	info, err := master.Info(ctx, "replication").Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, rport, ok := strings.Cut(info, "slave0:ip=127.0.0.1,port=")
-	rport, _, _ = strings.Cut(rport, ",")
-	replica := slices.Index(c.Addrs, "127.0.0.1:"+rport)
-	if !ok || replica < 0 {
-		t.Fatalf("no replica of %s among %v: %s", c.Addrs[0], c.Addrs, info)
-	}
+	replica := replicaOf(t, c, master)
 	if err := c.Pause(replica); err != nil {
 		t.Fatal(err)
 	}
@@ -1383,6 +1365,23 @@ func TestSyncReplicaCutOff(t *testing.T) {
 	}
 }
 
+// replicaOf returns the index in c.Addrs of a replica of master, as
+// master's INFO replication lists it.
+func replicaOf(t *testing.T, c *redistest.Cluster, master *redis.Client) int {
+	t.Helper()
+	info, err := master.Info(context.Background(), "replication").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rport, ok := strings.Cut(info, "slave0:ip=127.0.0.1,port=")
+	rport, _, _ = strings.Cut(rport, ",")
+	replica := slices.Index(c.Addrs, "127.0.0.1:"+rport)
+	if !ok || replica < 0 {
+		t.Fatalf("no replica of %s among %v: %s", master.Options().Addr, c.Addrs, info)
+	}
+	return replica
+}
+
 // Ensure that a replica connected and in sync that is only slow to
 // acknowledge (stalled: here, stopped for less than the cluster's node
 // timeout) is waited for past Sync's timeout, up to slowReplicaWaits of
@@ -1405,16 +1404,7 @@ func TestSyncSlowReplica(t *testing.T) {
 	}
 	master := redis.NewClient(&redis.Options{Addr: c.Addrs[0]})
 	defer master.Close()
-	info, err := master.Info(ctx, "replication").Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, rport, ok := strings.Cut(info, "slave0:ip=127.0.0.1,port=")
-	rport, _, _ = strings.Cut(rport, ",")
-	replica := slices.Index(c.Addrs, "127.0.0.1:"+rport)
-	if !ok || replica < 0 {
-		t.Fatalf("no replica of %s among %v: %s", c.Addrs[0], c.Addrs, info)
-	}
+	replica := replicaOf(t, c, master)
 	const timeout = 300 * time.Millisecond
 	for _, stall := range []time.Duration{800 * time.Millisecond, 0} {
 		// stall 0: stopped until the Sync ends.
