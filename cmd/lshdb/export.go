@@ -111,6 +111,10 @@ again once the writers are done, or export a backup.`,
 				var before *db.Info
 				nClusters := 0
 				start := time.Now() // NB: the clustering's lines and the writing's count from it
+				man, err := a.newManifest(df.manifest, d, "export", t, start)
+				if err != nil {
+					return err
+				}
 				if !all {
 					if before, err = d.Info(); err != nil {
 						return err
@@ -128,17 +132,28 @@ again once the writers are done, or export a backup.`,
 				if err == nil && before != nil {
 					err = writtenDuring(d, before, kept)
 				}
-				if err = finishSinks(err, kept, drop); err != nil {
-					return interruptNote(err, "export interrupted: no output written")
-				}
-				if all {
-					fmt.Fprintf(a.stderr, "%s exported\n", counted(n.kept, "document", "documents"))
-				} else {
-					fmt.Fprintf(a.stderr, "%d kept, %d removed in %s (mode %s, keep %s, Jaccard >= %v)\n",
+				summary := fmt.Sprintf("%s exported", counted(n.kept, "document", "documents"))
+				if !all {
+					summary = fmt.Sprintf("%d kept, %d removed in %s (mode %s, keep %s, Jaccard >= %v)",
 						n.kept, n.removed, counted(nClusters, "cluster", "clusters"), mode, keep, cmp.Or(t, d.Params().Threshold))
 				}
+				var notes []string
 				if noText > 0 {
-					fmt.Fprintf(a.stderr, "lshdb: note: %d documents have no stored text (index storage %s): written without text\n", noText, d.Params().Storage)
+					notes = append(notes, fmt.Sprintf("%d documents have no stored text (index storage %s): written without text", noText, d.Params().Storage))
+				}
+				if man != nil {
+					man.body.All, man.body.Summary, man.body.Notes = all, summary, notes
+					if !all {
+						man.body.Mode, man.body.Keep, man.body.From = string(mode), string(keep), df.from
+					}
+					man.body.Counts = manifestCounts{Read: n.read, Kept: n.kept, Removed: n.removed, Clusters: nClusters, NoText: noText, Unreadable: lost.ranges}
+				}
+				if err = finishSinks(err, kept, drop, man); err != nil {
+					return interruptNote(err, "export interrupted: no output written")
+				}
+				fmt.Fprintln(a.stderr, summary)
+				for _, note := range notes {
+					fmt.Fprintf(a.stderr, "lshdb: note: %s\n", note)
 				}
 				if lost.ranges > 0 {
 					// NB: the output is complete as far as the index can be

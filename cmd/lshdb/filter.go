@@ -181,6 +181,10 @@ type sink struct {
 	eol   string // the line end of a record that had none (the input's last line)
 	comma byte
 	buf   []byte
+	// records counts the records written; sum, when --manifest asks
+	// for them, the bytes written and their SHA-256.
+	records int64
+	sum     *summer
 }
 
 // compression returns the output's compression: --compress, else a
@@ -380,6 +384,9 @@ func (s *sink) open() error {
 		}
 		s.tmp, w = f, f
 	}
+	if s.sum != nil {
+		w = io.MultiWriter(w, s.sum) // NB: on the writer's goroutine
+	}
 	s.bw = docio.NewAsyncWriter(w, 1<<20)
 	s.w = s.bw
 	return nil
@@ -408,6 +415,7 @@ func (s *sink) write(rec record, vals []any) error {
 			}
 		}
 	}
+	s.records++ // NB: a failed write fails the output: the count is never read
 	if s.pq != nil {
 		return s.fail(s.pq.write(rec, vals))
 	}
@@ -613,6 +621,7 @@ type dedupFlags struct {
 	threshold                    float64
 	cf                           clusterFlags
 	out, removed, from, compress string
+	manifest                     string
 }
 
 func (f *dedupFlags) add(c *cobra.Command, outHelp, removedHelp, stdoutCompress string) {
@@ -621,6 +630,7 @@ func (f *dedupFlags) add(c *cobra.Command, outHelp, removedHelp, stdoutCompress 
 	c.Flags().StringVar(&f.removed, "removed", "", removedHelp)
 	c.Flags().StringVar(&f.from, "from", "", "make the clusters from this file of pairs --output json (- for stdin) instead of finding the pairs")
 	c.Flags().StringVar(&f.compress, "compress", "auto", "the outputs' compression: auto (a file's by its name, .gz or .zst, else none; stdout's "+stdoutCompress+"), none, gzip or zstd")
+	c.Flags().StringVar(&f.manifest, "manifest", "", "also write a JSON record of the run to this file: the index's state and parameters, the clustering's, each input's size, time and SHA-256, each output's records, size and SHA-256, the counts and notes; its old version is removed before the outputs are replaced, and it is written after them")
 	f.cf.add(c, db.Centers)
 }
 
@@ -660,6 +670,9 @@ func (f *dedupFlags) check(c *cobra.Command) (float64, db.ClusterMode, db.KeepPo
 			return 0, "", "", err
 		}
 	}
+	if err := f.checkManifest(c); err != nil {
+		return 0, "", "", err
+	}
 	return t, mode, keep, nil
 }
 
@@ -670,7 +683,7 @@ func (f *dedupFlags) notInputs(inputs []string) error {
 	if f.from != "" && f.from != "-" {
 		inputs = append(slices.Clone(inputs), f.from) // NB: read by the clustering
 	}
-	for _, out := range []struct{ flag, path string }{{"--out", f.out}, {"--removed", f.removed}} {
+	for _, out := range []struct{ flag, path string }{{"--out", f.out}, {"--removed", f.removed}, {"--manifest", f.manifest}} {
 		if in, ok := outputIsInput(out.path, inputs); ok {
 			return usagef("%s %s is the input %s: filter would replace the file it reads; write elsewhere", out.flag, escControls(out.path), escControls(in))
 		}
@@ -742,13 +755,23 @@ func (f *dedupFlags) sinks(a *app, keptCols []docio.Column, idCol string) (kept,
 	if f.removed != "" {
 		drop = &sink{what: "--removed", path: f.removed, compress: f.compress, cols: removedCols, idCol: idCol}
 	}
+	if f.manifest != "" {
+		for _, s := range []*sink{kept, drop} {
+			if s != nil {
+				s.sum = newSummer()
+			}
+		}
+	}
 	return kept, drop
 }
 
 // finishSinks completes the outputs when err is nil, else removes them;
 // it returns err or the first output's failure. The two files are
 // replaced both or neither: each is written out and synced first, and
-// renamed over its path only once both were.
+// renamed over its path only once both were. m, when --manifest asks for
+// one, is the run's record: written out once the outputs are, its old
+// version removed before they are put in place, and put in place after
+// them.
 //
 // NB: each was finished and renamed in turn, and a full disk showed at
 // the second's last flush, after the first was in place: tonight's
@@ -757,7 +780,7 @@ func (f *dedupFlags) sinks(a *app, keptCols []docio.Column, idCol string) (kept,
 //
 // Two renames are not one step: the second file's old version is
 // removed before the first rename (removeReplaced).
-func finishSinks(err error, kept, drop *sink) error {
+func finishSinks(err error, kept, drop *sink, m *manifest) error {
 	ok := err == nil
 	sinks := slices.DeleteFunc([]*sink{kept, drop}, func(s *sink) bool { return s == nil })
 	flushed := make([]error, len(sinks))
@@ -766,17 +789,39 @@ func finishSinks(err error, kept, drop *sink) error {
 			ok = false
 		}
 	}
+	var merr error
+	if m != nil {
+		if ok {
+			merr = m.prepare(sinks)
+		}
+		if m.inputs != nil {
+			m.inputs.stop() // NB: a failed pass leaves no hashing behind
+		}
+		if merr == nil && ok {
+			// NB: the old record goes before the first output is
+			// replaced: a record beside the outputs is theirs.
+			merr = m.fail(removeReplaced(m.tmp, m.path))
+		}
+		ok = ok && merr == nil
+	}
 	if ok && len(sinks) == 2 && sinks[0].tmp != nil && !writtenInPlace(sinks[0].tmp) {
 		if rerr := removeReplaced(sinks[1].tmp, sinks[1].path); rerr != nil {
 			flushed[1], ok = rerr, false
 		}
 	}
+	placed := ok
 	for i, s := range sinks {
 		if cerr := s.commit(ok, flushed[i]); cerr != nil {
-			err = cmp.Or(err, cerr)
+			err, placed = cmp.Or(err, cerr), false
 		}
 		if i == 0 && ok && sinksRenaming != nil {
 			sinksRenaming()
+		}
+	}
+	if m != nil {
+		// NB: last, and only once every output is in place.
+		if cerr := m.commit(placed, merr); cerr != nil {
+			err = cmp.Or(err, cerr)
 		}
 	}
 	return err
@@ -925,6 +970,10 @@ zstd inputs are read several times faster.`,
 					return fmt.Errorf("%w: none of the first %d ids read (the first: %q) is one of the index's %d documents: give the id flags the index was built with (--id-field, --id-col, --id-from), and inputs it was built from", errNoIDs, ids.sampled, ids.first, docs)
 				}
 				start := time.Now() // NB: the clustering's lines and the reading's count from it
+				man, err := a.newManifest(df.manifest, d, "filter", t, start)
+				if err != nil {
+					return err
+				}
 				fates, _, err := df.fates(a, d, t, mode, keep)
 				if err != nil {
 					return interruptNote(err, "filter interrupted while clustering: nothing written")
@@ -943,6 +992,11 @@ zstd inputs are read several times faster.`,
 				f.n.sampled, f.n.found = ids.sampled, ids.found
 				f.n.compared, f.n.edited, f.n.firstEdited = ids.compared, ids.edited, ids.firstEdited
 				f.has = d.HasIDs
+				if man != nil {
+					man.inputs = newInputSums()
+					f.inputs = man.inputs
+					man.body.Mode, man.body.Keep, man.body.From, man.body.Strict = string(mode), string(keep), df.from, strict
+				}
 				// NB: nfkc removes format characters, so that a text of
 				// them alone is empty to the build (a multilingual user's
 				// U4: filter's note counted white space only).
@@ -962,10 +1016,17 @@ zstd inputs are read several times faster.`,
 					// index: a wrong flag, not a clean corpus.
 					err = fmt.Errorf("%w (the index holds %d documents; the first record: %v): give the id and text flags the index was built with (--id-field, --id-col, --id-from, --text-field, --text-col)", errNoDocuments, docs, f.firstBad)
 				}
-				if err := finishSinks(err, kept, drop); err != nil {
+				summary, notes := filterSummary(f.n, cmp.Or(t, d.Params().Threshold), mode, keep), filterNotes(f.n)
+				if man != nil {
+					man.body.Summary, man.body.Notes, man.body.Counts = summary, notes, countsOf(f.n)
+				}
+				if err := finishSinks(err, kept, drop, man); err != nil {
 					return interruptNote(err, "filter interrupted: no output written")
 				}
-				a.filterNote(f.n, docs, cmp.Or(t, d.Params().Threshold), mode, keep)
+				fmt.Fprintln(a.stderr, summary)
+				for _, note := range notes {
+					fmt.Fprintf(a.stderr, "lshdb: note: %s\n", note)
+				}
 				return nil
 			})
 		},
@@ -1009,6 +1070,9 @@ type filterer struct {
 	unasked []string
 	asking  chan []string
 	asked   chan error // asker's end: nil, or its first error
+	// inputs hashes the inputs as they are read, for --manifest (nil:
+	// none asked for, or export's).
+	inputs *inputSums
 }
 
 // askBatch is how many ids of records in no cluster filter asks the
@@ -1110,7 +1174,12 @@ func (f *filterer) begin(src docio.Source) error {
 		return err
 	}
 	if f.drop != nil {
-		return f.drop.begin(src)
+		if err := f.drop.begin(src); err != nil {
+			return err
+		}
+	}
+	if f.inputs != nil {
+		f.inputs.add(src.Name)
 	}
 	return nil
 }
@@ -1453,17 +1522,23 @@ func (a *app) filter(paths []string, in *inputFlags, f *filterer, since time.Tim
 	return f.ask(true)
 }
 
-// filterNote prints filter's summary on stderr.
-func (a *app) filterNote(n filterCounts, docs uint64, t float64, mode db.ClusterMode, keep db.KeepPolicy) {
-	fmt.Fprintf(a.stderr, "%d kept, %d removed in %s (%s read; mode %s, keep %s, Jaccard >= %v)\n",
+// filterSummary is filter's summary line, and filterNotes its notes
+// (each printed after "lshdb: note: "): on stderr, and in --manifest's
+// record.
+func filterSummary(n filterCounts, t float64, mode db.ClusterMode, keep db.KeepPolicy) string {
+	return fmt.Sprintf("%d kept, %d removed in %s (%s read; mode %s, keep %s, Jaccard >= %v)",
 		n.kept, n.removed, counted(n.clusters, "cluster", "clusters"), counted(n.read, "record", "records"), mode, keep, t)
+}
+
+func filterNotes(n filterCounts) []string {
+	var notes []string
 	if n.bad > 0 {
-		fmt.Fprintf(a.stderr, "lshdb: note: %s could not be read as documents (as insert would skip them): kept as read\n", counted(n.bad, "record", "records"))
+		notes = append(notes, fmt.Sprintf("%s could not be read as documents (as insert would skip them): kept as read", counted(n.bad, "record", "records")))
 	}
 	if n.blank > 0 {
 		// NB: they were kept among the others without a word (an ML
 		// dataset user's ML5).
-		fmt.Fprintf(a.stderr, "lshdb: note: %s a blank text, which has no shingles (a build skips it as empty): kept as read, compared with nothing\n", counted(n.blank, "record has", "records have"))
+		notes = append(notes, fmt.Sprintf("%s a blank text, which has no shingles (a build skips it as empty): kept as read, compared with nothing", counted(n.blank, "record has", "records have")))
 	}
 	if n.copies > 0 {
 		how := "removed as its duplicates (similarity 1)"
@@ -1477,10 +1552,10 @@ func (a *app) filterNote(n filterCounts, docs uint64, t float64, mode db.Cluster
 		if n.copies == 1 {
 			their = "its"
 		}
-		fmt.Fprintf(a.stderr, "lshdb: note: %s, %s, of an earlier record with %s id: %s\n", were, n.copyKind, their, how)
+		notes = append(notes, fmt.Sprintf("%s, %s, of an earlier record with %s id: %s", were, n.copyKind, their, how))
 	}
 	if other := n.repeated - n.copies; other > 0 {
-		fmt.Fprintf(a.stderr, "lshdb: note: %s an id read before with other content: the index holds one document per id (the last written), and every record of an id shares its fate; make ids unique (--id-from line) to tell them apart\n", counted(other, "record repeats", "records repeat"))
+		notes = append(notes, fmt.Sprintf("%s an id read before with other content: the index holds one document per id (the last written), and every record of an id shares its fate; make ids unique (--id-from line) to tell them apart", counted(other, "record repeats", "records repeat")))
 	}
 	if n.outside > 0 {
 		// NB: the index holds documents of other inputs (an earlier
@@ -1488,13 +1563,14 @@ func (a *app) filterNote(n filterCounts, docs uint64, t float64, mode db.Cluster
 		// then the output has no member of it. Right when the inputs are
 		// to be deduplicated against the index; a loss of their texts when
 		// the document kept is gone from the corpus.
-		fmt.Fprintf(a.stderr, "lshdb: note: %s of %s that no input holds, which the index has from other inputs: those clusters have no member in the output (--removed lists such records with duplicate_of; a filter through an index built from these inputs alone keeps one of each cluster)\n",
-			counted(n.outside, "removed record is a near-duplicate", "removed records are near-duplicates"), counted(n.outsideReps, "document", "documents"))
+		notes = append(notes, fmt.Sprintf("%s of %s that no input holds, which the index has from other inputs: those clusters have no member in the output (--removed lists such records with duplicate_of; a filter through an index built from these inputs alone keeps one of each cluster)",
+			counted(n.outside, "removed record is a near-duplicate", "removed records are near-duplicates"), counted(n.outsideReps, "document", "documents")))
 	}
 	if n.edited > 0 {
-		fmt.Fprintf(a.stderr, "lshdb: note: %d of the first %d records whose document's text the index keeps have another text than it (the first: %q): filter judges a record by its document's text, so a record edited since the build is judged by its old one; insert the inputs as they are (lshdb insert) before filter, or check that the text flags are the build's\n", n.edited, n.compared, n.firstEdited)
+		notes = append(notes, fmt.Sprintf("%d of the first %d records whose document's text the index keeps have another text than it (the first: %q): filter judges a record by its document's text, so a record edited since the build is judged by its old one; insert the inputs as they are (lshdb insert) before filter, or check that the text flags are the build's", n.edited, n.compared, n.firstEdited))
 	}
 	if n.unindexed > 0 {
-		fmt.Fprintf(a.stderr, "lshdb: note: %s an id the index does not hold (the first: %q): kept as read, compared with nothing; insert them (lshdb insert) before filter to deduplicate them too, or check that the index was built from these inputs with the same id flags\n", counted(n.unindexed, "record has", "records have"), n.firstUnindexed)
+		notes = append(notes, fmt.Sprintf("%s an id the index does not hold (the first: %q): kept as read, compared with nothing; insert them (lshdb insert) before filter to deduplicate them too, or check that the index was built from these inputs with the same id flags", counted(n.unindexed, "record has", "records have"), n.firstUnindexed))
 	}
+	return notes
 }
