@@ -233,10 +233,10 @@ func (s *summer) Write(p []byte) (int, error) {
 // time changed between is refused (errInputChanged).
 type inputSums struct {
 	once, stopOnce sync.Once
-	names chan string
-	done  chan struct{}
-	mu    sync.Mutex
-	files []manifestFile
+	names          chan string
+	done           chan struct{}
+	mu             sync.Mutex
+	files          []manifestFile
 	// began are the files' states as their reading began, and read
 	// their names as read, by index.
 	began []os.FileInfo
