@@ -794,8 +794,8 @@ func finishSinks(err error, kept, drop *sink, m *manifest) error {
 		if ok {
 			merr = m.prepare(sinks)
 		}
-		if m.inputs != nil {
-			m.inputs.stop() // NB: a failed pass leaves no hashing behind
+		if m.inputs != nil && !ok {
+			m.inputs.abandon() // NB: a failed pass leaves no hashing behind
 		}
 		if merr == nil && ok {
 			// NB: the old record goes before the first output is

@@ -19,6 +19,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/lshdb/lshdb/internal/rediskv"
@@ -233,10 +234,12 @@ func (s *summer) Write(p []byte) (int, error) {
 // time changed between is refused (errInputChanged).
 type inputSums struct {
 	once, stopOnce sync.Once
-	names          chan string
-	done           chan struct{}
-	mu             sync.Mutex
-	files          []manifestFile
+	// abandoned: the pass failed, and the hashing stops (abandon).
+	abandoned atomic.Bool
+	names     chan string
+	done      chan struct{}
+	mu        sync.Mutex
+	files     []manifestFile
 	// began are the files' states as their reading began, and read
 	// their names as read, by index.
 	began []os.FileInfo
@@ -267,7 +270,10 @@ func (h *inputSums) run() {
 	defer close(h.done)
 	i := 0
 	for name := range h.names {
-		sum, st, err := hashFile(name)
+		if h.abandoned.Load() {
+			continue // NB: drains the names the reader sent
+		}
+		sum, st, err := hashFile(name, &h.abandoned)
 		h.mu.Lock()
 		if err != nil && h.err == nil {
 			h.err = fmt.Errorf("%s: %w", escControls(name), err)
@@ -283,8 +289,16 @@ func (h *inputSums) run() {
 	}
 }
 
-// stop ends the hashing, once the pass is done or failed, and waits
-// for its goroutine.
+// abandon ends the hashing of a pass that failed or was interrupted,
+// without waiting for the files not yet hashed, and waits for its
+// goroutine.
+func (h *inputSums) abandon() {
+	h.abandoned.Store(true)
+	h.stop()
+}
+
+// stop ends the hashing, once the pass is done, and waits for its
+// goroutine.
 func (h *inputSums) stop() {
 	h.stopOnce.Do(func() {
 		h.once.Do(func() { close(h.done) }) // NB: no input read: no goroutine
@@ -316,8 +330,8 @@ func (h *inputSums) wait() ([]manifestFile, error) {
 }
 
 // hashFile is the SHA-256 of the file name, and its state as it was
-// opened.
-func hashFile(name string) (string, os.FileInfo, error) {
+// opened; it ends early, with errAbandoned, once abandoned is set.
+func hashFile(name string, abandoned *atomic.Bool) (string, os.FileInfo, error) {
 	f, err := os.Open(name)
 	if err != nil {
 		return "", nil, err
@@ -328,7 +342,7 @@ func hashFile(name string) (string, os.FileInfo, error) {
 		return "", nil, err
 	}
 	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
+	if _, err := io.Copy(h, abandonable{f, abandoned}); err != nil {
 		return "", nil, err
 	}
 	return hex.EncodeToString(h.Sum(nil)), st, nil
@@ -344,6 +358,22 @@ func absPath(p string) string {
 		return a
 	}
 	return p
+}
+
+// errAbandoned ends the hashing of an input whose pass failed.
+var errAbandoned = errors.New("abandoned")
+
+// abandonable reads r until abandoned is set.
+type abandonable struct {
+	r         io.Reader
+	abandoned *atomic.Bool
+}
+
+func (a abandonable) Read(p []byte) (int, error) {
+	if a.abandoned.Load() {
+		return 0, errAbandoned
+	}
+	return a.r.Read(p)
 }
 
 // sameState: a and b are one file, of one size and modification time.
