@@ -229,6 +229,11 @@ func isNegativeNumber(w string) bool {
 // negativeArgError is the usage error of an argument w, a negative
 // number, that the flag parser took for flags.
 func negativeArgError(name, w string) error {
+	if name == "bucket" {
+		// NB: it said to put it after -- (bucket -- -1), a statement of
+		// one argument (an analyst's review of the shell, SH4).
+		return usagef("bucket %s: a band is a number from 0, and a bucket hex digits as buckets prints them: neither starts with - (usage: bucket BAND BUCKET)", w)
+	}
 	return usagef("%s %s: an argument that starts with - is read as a flag; put it after -- (%s -- %s)", name, w, name, w)
 }
 
@@ -254,6 +259,7 @@ type app struct {
 	stopProfile         func()
 	shellDB             index             // set inside the shell: commands reuse it
 	shellJSON           bool              // lshdb shell --output json: every statement's default
+	shellPrompt         io.Writer         // where the interactive shell's prompt goes, when not stdout (linePrompter)
 	shellProgress       []string          // lshdb shell's --progress and --progress-every, as flags for each statement
 	opened              []*db.DB          // the indexes the command opened itself (damageSeen)
 	addr                string            // --addr: a server to attach to instead of --db
@@ -906,6 +912,11 @@ func nArgs(n int) cobra.PositionalArgs {
 			extra := strings.Join(args[n:], " ")
 			return usagef("%s takes %s, got %d: %q (a value with spaces needs quotes: --%s %q; usage: %s)",
 				c.Name(), takes, len(args), extra, f.Name, f.Value.String()+" "+extra, use)
+		}
+		if dash := c.ArgsLenAtDash(); dash >= 0 && len(args) > n && slices.ContainsFunc(args[dash:], func(w string) bool { return strings.HasPrefix(w, "-") && len(w) > 1 }) {
+			// NB: get -- --dash --output json said "takes one argument,
+			// got 3" and no more (an analyst's review of the shell, SH4).
+			return usagef("%s takes %s, got %d: every word after -- is an argument, a flag too: put the flags before -- (usage: %s)", c.Name(), takes, len(args), use)
 		}
 		return usagef("%s takes %s, got %d (usage: %s)", c.Name(), takes, len(args), use)
 	}

@@ -279,9 +279,53 @@ func (a *app) script(r io.Reader) error {
 }
 
 // shellError prints a statement's error at the interactive prompt
-// (without the command's "lshdb: " prefix: the shell is lshdb).
+// (without the command's "lshdb: " prefix: the shell is lshdb), where
+// the prompt goes.
+//
+// NB: a shell whose output went to a file (lshdb shell > out.txt) wrote
+// its errors among the results, and showed none (an analyst's review of
+// the shell, SH1). On the terminal they stay on stdout: a statement's
+// error that fails to write there is how the shell learns its output is
+// gone before the next statement runs (TestShellLeavesWhenOutputIsGone).
 func (a *app) shellError(err error) {
-	fmt.Fprintf(a.stdout, "error: %s\n", escControls(plainMessage(err.Error())))
+	fmt.Fprintf(a.promptOut(), "error: %s\n", escControls(plainMessage(err.Error())))
+}
+
+// promptOut is where the interactive shell's prompt goes: stdout, or
+// the terminal's stderr when the output is not the terminal.
+func (a *app) promptOut() io.Writer {
+	if a.shellPrompt != nil {
+		return a.shellPrompt
+	}
+	return a.stdout
+}
+
+// linePrompter reads the statements of a terminal whose shell's output
+// goes elsewhere (a file, a pipe): the prompt goes to the terminal
+// (stderr), and the lines are read as the terminal gives them.
+//
+// NB: liner took such a shell for a script in all but its reading: the
+// banner and prompts went into the output (an analyst's review of the
+// shell, SH1).
+type linePrompter struct {
+	r     *bufio.Reader
+	out   io.Writer
+	added []string
+}
+
+func (p *linePrompter) Prompt(prompt string) (string, error) {
+	fmt.Fprint(p.out, prompt)
+	line, err := p.r.ReadString('\n')
+	if err != nil && (err != io.EOF || line == "") {
+		return "", err
+	}
+	return strings.TrimRight(line, "\r\n"), nil
+}
+
+func (p *linePrompter) AppendHistory(line string) {
+	if n := len(p.added); n == 0 || p.added[n-1] != line {
+		p.added = append(p.added, line)
+	}
 }
 
 // prompter is what the read-eval loop needs of a line editor (liner's
@@ -292,39 +336,51 @@ type prompter interface {
 }
 
 func (a *app) interactive() error {
-	if f, ok := a.stdin.(*os.File); ok {
-		if w, _, err := term.GetSize(int(f.Fd())); err == nil && w <= 0 {
-			// NB: liner then takes the output as redirected and reads
-			// plain lines: Tab was typed as a tab, with no word of why
-			// (a newcomer's review, W11; some docker exec -t and CI
-			// harnesses give such a terminal).
-			fmt.Fprintln(a.stderr, "lshdb: note: the terminal reports no width (0 columns): line editing, history keys and Tab completion are off (stty cols 120 rows 40 gives it one)")
-		}
-	}
-	ln := liner.NewLiner()
-	defer ln.Close()
-	// NB: at the prompt the terminal is raw and Ctrl-C is a key: liner
-	// returns ErrPromptAborted, and the loop drops the line. While a
-	// statement runs the terminal is cooked and Ctrl-C is SIGINT, which
-	// sigs relays to the statement's context.
-	ln.SetCtrlCAborts(true)
-	ln.SetWordCompleter(shellComplete)
 	// History persists in ~/.lshdb_history when the home directory allows.
 	histPath := ""
-	hist := &sessionHistory{State: ln}
+	var old []string
 	if home, err := os.UserHomeDir(); err == nil {
 		histPath = filepath.Join(home, ".lshdb_history")
-		old, err := readHistory(histPath)
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if old, err = readHistory(histPath); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			fmt.Fprintf(a.stderr, "lshdb: history not read: %v\n", err)
 		}
+	}
+	var p prompter
+	var added func() []string
+	banner := a.stdout
+	if !a.stdoutIsTerminal() {
+		fmt.Fprintln(a.stderr, "lshdb: note: the shell's output is not the terminal: the prompt and errors are shown here, the statements' output goes to the output alone; line editing, history keys and Tab completion are off")
+		lp := &linePrompter{r: bufio.NewReader(a.stdin), out: a.stderr}
+		p, added, banner = lp, func() []string { return lp.added }, a.stderr
+		a.shellPrompt = a.stderr
+		defer func() { a.shellPrompt = nil }()
+	} else {
+		if f, ok := a.stdin.(*os.File); ok {
+			if w, _, err := term.GetSize(int(f.Fd())); err == nil && w <= 0 {
+				// NB: liner then takes the output as redirected and reads
+				// plain lines: Tab was typed as a tab, with no word of why
+				// (a newcomer's review, W11; some docker exec -t and CI
+				// harnesses give such a terminal).
+				fmt.Fprintln(a.stderr, "lshdb: note: the terminal reports no width (0 columns): line editing, history keys and Tab completion are off (stty cols 120 rows 40 gives it one)")
+			}
+		}
+		ln := liner.NewLiner()
+		defer ln.Close()
+		// NB: at the prompt the terminal is raw and Ctrl-C is a key:
+		// liner returns ErrPromptAborted, and the loop drops the line.
+		// While a statement runs the terminal is cooked and Ctrl-C is
+		// SIGINT, which sigs relays to the statement's context.
+		ln.SetCtrlCAborts(true)
+		ln.SetWordCompleter(shellComplete)
 		for _, l := range old {
 			ln.AppendHistory(l)
 		}
+		hist := &sessionHistory{State: ln}
+		p, added = hist, func() []string { return hist.added }
 	}
 	defer func() {
 		if histPath != "" {
-			if err := saveHistory(histPath, hist.added); err != nil {
+			if err := saveHistory(histPath, added()); err != nil {
 				fmt.Fprintf(a.stderr, "lshdb: history not saved: %v\n", err)
 			}
 		}
@@ -341,8 +397,8 @@ func (a *app) interactive() error {
 		signal.Notify(sigs, syscall.SIGHUP)
 	}
 	defer signal.Stop(sigs)
-	fmt.Fprintf(a.stdout, "lshdb shell on %s; type help for commands, exit or Ctrl-D to leave, Ctrl-C cancels\n", esc(rediskv.Redact(cmp.Or(a.dbDir, a.addr))))
-	err := a.repl(hist, sigs)
+	fmt.Fprintf(banner, "lshdb shell on %s; type help for commands, exit or Ctrl-D to leave, Ctrl-C cancels\n", esc(rediskv.Redact(cmp.Or(a.dbDir, a.addr))))
+	err := a.repl(p, sigs)
 	// NB: left set when a signal ended the shell: main's handler gets the
 	// same signal, and when the shell had cleared the flag first it took
 	// it for a second one and killed the process ("SIGTERM again"), which
@@ -520,7 +576,7 @@ func (a *app) repl(p prompter, sigs <-chan os.Signal) error {
 		select {
 		case in = <-next:
 		case <-term:
-			fmt.Fprintln(a.stdout)
+			fmt.Fprintln(a.promptOut())
 			return ended()
 		}
 		select {
@@ -533,7 +589,7 @@ func (a *app) repl(p prompter, sigs <-chan os.Signal) error {
 			continue // Ctrl-C at the prompt: the line is dropped
 		}
 		if errors.Is(err, io.EOF) {
-			fmt.Fprintln(a.stdout)
+			fmt.Fprintln(a.promptOut()) // NB: ends the prompt's line
 			return nil
 		}
 		if err != nil {
@@ -763,7 +819,7 @@ func checkShellFlags(name string, spec shellSpec, c *cobra.Command, args []strin
 			// review: the hint was there for one dash only).
 			hint := didYouMean(flag, slices.Concat(shellCommonFlags, spec.flags), "--")
 			also := ""
-			if hint == "" && strings.Contains(spec.usage, "ID") && !strings.Contains(spec.usage, "--id ID") {
+			if hint == "" && strings.Contains(spec.usage, "ID") && !strings.Contains(spec.usage, "--id ID") && !idsGiven(spec, c, args, i) {
 				also = fmt.Sprintf("; an id that starts with - goes after --: %s -- %s", name, w)
 			}
 			return false, usagef("%s takes no --%s in the shell%s (type help %s%s)", name, flag, hint, name, also)
@@ -778,6 +834,43 @@ func checkShellFlags(name string, spec shellSpec, c *cobra.Command, args []strin
 		}
 	}
 	return false, nil
+}
+
+// idsGiven reports whether args, but for the word at skip, give every
+// id spec's usage takes (get ID: one; explain ID1 ID2: two; put and
+// delete take more, and never have them all): a flag that is none of
+// the command's is then no id that starts with -, and the hint that an
+// id goes after -- is wrong (explain A B --estimate-only: an analyst's
+// review of the shell, SH4).
+func idsGiven(spec shellSpec, c *cobra.Command, args []string, skip int) bool {
+	want := 0
+	for _, w := range strings.Fields(spec.usage) {
+		switch {
+		case strings.HasSuffix(w, "..."):
+			return false
+		case strings.HasPrefix(w, "ID"):
+			want++
+		}
+	}
+	got := 0
+	for i := 0; i < len(args); i++ {
+		w := args[i]
+		switch {
+		case i == skip:
+		case w == "--":
+			return got+len(args)-i-1 >= want
+		case len(w) > 1 && w[0] == '-':
+			flag, _, hasValue := strings.Cut(strings.TrimLeft(w, "-"), "=")
+			if c != nil && !hasValue {
+				if f := c.Flags().Lookup(flag); f != nil && f.NoOptDefVal == "" {
+					i++ // its value
+				}
+			}
+		default:
+			got++
+		}
+	}
+	return got >= want
 }
 
 // shellHelp prints the shell's command list, or one command's usage and
@@ -1044,6 +1137,11 @@ func shellComplete(line string, pos int) (head string, completions []string, tai
 		if strings.HasPrefix(c, word) {
 			completions = append(completions, c)
 		}
+	}
+	if len(completions) == 1 && !strings.HasPrefix(tail, " ") {
+		// NB: as readline does: qu<Tab>--id gave query--id (an
+		// analyst's review of the shell, SH3).
+		completions[0] += " "
 	}
 	return head, completions, tail
 }

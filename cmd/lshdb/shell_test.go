@@ -809,14 +809,14 @@ func TestShellComplete(t *testing.T) {
 		{"", -1, "", "", shellCommands},
 		{"ex", -1, "", "", []string{"explain", "exit"}},
 		{"Q", -1, "", "", []string{"query", "quit"}},
-		{"help cl", -1, "help ", "", []string{"clusters"}},
-		{"query --th", -1, "query ", "", []string{"--threshold"}},
-		{"query --id a --w", -1, "query --id a ", "", []string{"--with-text"}},
+		{"help cl", -1, "help ", "", []string{"clusters "}}, // NB: a unique completion ends with a space (SH3)
+		{"query --th", -1, "query ", "", []string{"--threshold "}},
+		{"query --id a --w", -1, "query --id a ", "", []string{"--with-text "}},
 		{"explain a b --", -1, "explain a b ", "", []string{"--threshold", "--output", "--progress", "--progress-every", "--help"}},
 		{"pairs --s --threshold 0.5", len("pairs --s"), "pairs ", " --threshold 0.5", []string{"--stats", "--sort"}},
-		{"put --t", -1, "put ", "", []string{"--ttl"}},
-		{"query --text é --hea", -1, "query --text é ", "", []string{"--header"}}, // NB: pos counts code points
-		{"query --text 東京 --w --top 3", utf8.RuneCountInString("query --text 東京 --w"), "query --text 東京 ", " --top 3", []string{"--with-text"}},
+		{"put --t", -1, "put ", "", []string{"--ttl "}},
+		{"query --text é --hea", -1, "query --text é ", "", []string{"--header "}}, // NB: pos counts code points
+		{"query --text 東京 --w --top 3", utf8.RuneCountInString("query --text 東京 --w"), "query --text 東京 ", " --top 3", []string{"--with-text"}}, // NB: a space follows already,
 		{"get fo", -1, "get ", "", nil},        // NB: ids are not completed
 		{"nosuch --t", -1, "nosuch ", "", nil}, // an unknown command has no flags
 		{"info --x", -1, "info ", "", nil},
@@ -893,5 +893,39 @@ func TestShellHelpListsEveryCommand(t *testing.T) {
 		if !strings.Contains(out, spec.usage) {
 			t.Errorf("help does not list %s as %q:\n%s", name, spec.usage, out)
 		}
+	}
+}
+
+// Ensure that the shell's and the command's hints for a word that starts
+// with - fit the statement (an analyst's review of the shell, SH4): a
+// flag that is none of explain's, after its two ids, gets no "an id goes
+// after --" (the ids are there), but one before the second id does; a
+// negative bucket is said to be no bucket, not to go after --; and
+// flags after -- are said to be arguments.
+func TestShellDashHints(t *testing.T) {
+	idx := filepath.Join(t.TempDir(), "idx")
+	if _, errOut, code := runLine([]string{"insert", "--db", idx, "-"}, `{"id":"a","text":"one document"}`+"\n"+`{"id":"b","text":"another document"}`+"\n"); code != 0 {
+		t.Fatal(errOut)
+	}
+	for _, c := range []struct {
+		stmt, want, not string
+	}{
+		{"explain a b --estimate-only", "explain takes no --estimate-only in the shell", "goes after --"},
+		{"explain a --estimate-only", "an id that starts with - goes after --: explain -- --estimate-only", ""},
+		{"get --dash", "an id that starts with - goes after --: get -- --dash", ""},
+		{"bucket 0 -1", "neither starts with -", "bucket -- -1"},
+		{"get -- --dash --output json", "every word after -- is an argument, a flag too: put the flags before --", ""},
+	} {
+		_, errOut, code := runLine([]string{"shell", "--db", idx}, c.stmt+"\n")
+		if code != 1 || !strings.Contains(errOut, c.want) || c.not != "" && strings.Contains(errOut, c.not) {
+			t.Errorf("%s: exit %d %q; want %q", c.stmt, code, errOut, c.want)
+		}
+	}
+	// The command says the same.
+	if _, errOut, code := runLine([]string{"bucket", "--db", idx, "0", "-1"}, ""); code != 2 || !strings.Contains(errOut, "neither starts with -") {
+		t.Errorf("lshdb bucket 0 -1: exit %d %q", code, errOut)
+	}
+	if _, errOut, code := runLine([]string{"get", "--db", idx, "--", "a", "--output", "json"}, ""); code != 2 || !strings.Contains(errOut, "put the flags before --") {
+		t.Errorf("lshdb get -- a --output json: exit %d %q", code, errOut)
 	}
 }

@@ -381,3 +381,89 @@ func TestDelimitedPairsOnTerminal(t *testing.T) {
 		}
 	}
 }
+
+// Ensure that an interactive shell whose output is not the terminal (a
+// file) shows its prompt, banner and errors on the terminal (stderr) and
+// writes only the statements' output to the file, with a note of what is
+// off (an analyst's review of the shell, SH1: they went into the file,
+// and the terminal showed nothing); and that on a terminal with a width
+// a unique Tab completion ends with a space (SH3: qu<Tab>--id gave
+// query--id). The oracles: the file's bytes, and the statement run.
+func TestShellOutputNotTheTerminal(t *testing.T) {
+	dir := shortDir(t)
+	idx := filepath.Join(dir, "idx")
+	if _, errOut, code := runLine([]string{"insert", "--db", idx, "-"}, `{"id":"a","text":"the one document of the index"}`+"\n"); code != 0 {
+		t.Fatal(errOut)
+	}
+	ctl, tty := openPTY(t)
+	ws := struct{ rows, cols, x, y uint16 }{40, 120, 0, 0}
+	if _, _, e := syscall.Syscall(syscall.SYS_IOCTL, tty.Fd(), syscall.TIOCSWINSZ, uintptr(unsafe.Pointer(&ws))); e != 0 {
+		t.Skipf("setting the terminal's size: %v", e)
+	}
+	outPath := filepath.Join(dir, "out.txt")
+	out, err := os.Create(outPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	shown := &syncBuffer{}
+	go io.Copy(shown, ctl)
+	c := lshdbProcess("shell", "--db", idx)
+	c.Env = append(c.Env, "TERM=xterm", "HOME="+dir)
+	c.Stdin, c.Stdout, c.Stderr = tty, out, tty
+	c.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor := func(s string) {
+		t.Helper()
+		for deadline := time.Now().Add(30 * time.Second); !strings.Contains(shown.String(), s); time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				c.Process.Kill()
+				t.Fatalf("no %q on the terminal: %q", s, shown)
+			}
+		}
+	}
+	waitFor("lshdb> ")
+	io.WriteString(ctl, "get nope\r")
+	waitFor(`error: document not found: "nope"`)
+	io.WriteString(ctl, "get a\r")
+	io.WriteString(ctl, "exit\r")
+	if err := c.Wait(); err != nil {
+		t.Fatalf("exit: %v: %q", err, shown)
+	}
+	b, _ := os.ReadFile(outPath)
+	if !strings.Contains(string(b), "id: a\n") || strings.Contains(string(b), "lshdb") || strings.Contains(string(b), "error") {
+		t.Errorf("the output file holds %q: want get a's answer alone", b)
+	}
+	if s := shown.String(); !strings.Contains(s, "lshdb shell on") || !strings.Contains(s, "the shell's output is not the terminal") || strings.Contains(s, "id: a") {
+		t.Errorf("the terminal showed %q: want the banner, the note and no answer", s)
+	}
+
+	// A unique completion ends with a space.
+	ctl, tty = openPTY(t)
+	if _, _, e := syscall.Syscall(syscall.SYS_IOCTL, tty.Fd(), syscall.TIOCSWINSZ, uintptr(unsafe.Pointer(&ws))); e != 0 {
+		t.Skipf("setting the terminal's size: %v", e)
+	}
+	c, shown = shellOnTerminal(t, ctl, tty, dir, idx)
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(shown.String(), "lshdb> "); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			c.Process.Kill()
+			t.Fatalf("no prompt: %q", shown)
+		}
+	}
+	io.WriteString(ctl, "que\t--id a\r")
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(shown.String(), "matches at Jaccard") && !strings.Contains(shown.String(), "error:"); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			c.Process.Kill()
+			t.Fatalf("que<Tab>--id a: no answer: %q", shown)
+		}
+	}
+	if s := shown.String(); strings.Contains(s, "error:") {
+		t.Errorf("que<Tab>--id a: %q", s)
+	}
+	io.WriteString(ctl, "exit\r")
+	if err := c.Wait(); err != nil {
+		t.Errorf("exit: %v: %q", err, shown)
+	}
+}
