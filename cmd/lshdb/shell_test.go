@@ -815,7 +815,7 @@ func TestShellComplete(t *testing.T) {
 		{"explain a b --", -1, "explain a b ", "", []string{"--threshold", "--output", "--progress", "--progress-every", "--help"}},
 		{"pairs --s --threshold 0.5", len("pairs --s"), "pairs ", " --threshold 0.5", []string{"--stats", "--sort"}},
 		{"put --t", -1, "put ", "", []string{"--ttl "}},
-		{"query --text é --hea", -1, "query --text é ", "", []string{"--header "}}, // NB: pos counts code points
+		{"query --text é --hea", -1, "query --text é ", "", []string{"--header "}},                                                              // NB: pos counts code points
 		{"query --text 東京 --w --top 3", utf8.RuneCountInString("query --text 東京 --w"), "query --text 東京 ", " --top 3", []string{"--with-text"}}, // NB: a space follows already,
 		{"get fo", -1, "get ", "", nil},        // NB: ids are not completed
 		{"nosuch --t", -1, "nosuch ", "", nil}, // an unknown command has no flags
