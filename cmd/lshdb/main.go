@@ -730,6 +730,19 @@ func (a *app) rootCmd() *cobra.Command {
 		if m := flagValueMessage(err.Error()); m != "" {
 			return usagef("%s", m)
 		}
+		if name, ok := strings.CutPrefix(err.Error(), "unknown flag: --"); ok {
+			// NB: the shell suggested the nearest flag, the command did
+			// not (an analyst's review of the shell, SH7).
+			var known []string
+			c.Flags().VisitAll(func(f *pflag.Flag) {
+				if !f.Hidden {
+					known = append(known, f.Name)
+				}
+			})
+			if hint := didYouMean(name, known, "--"); hint != "" {
+				return usagef("%s%s (lshdb %s --help lists its flags)", err.Error(), hint, c.Name())
+			}
+		}
 		return usageError{err}
 	})
 	root.PersistentFlags().Int64Var(&a.diskReserveMiB, "disk-reserve", 0, "free space, in MiB, below which writes to a Pebble index are refused as a full disk (0: the default, 64 MiB; -1: no check, at the risk of Pebble running out of room mid-write, which can end the process with a fatal error, or stop the index's writes until it is opened again; acknowledged writes are kept)")

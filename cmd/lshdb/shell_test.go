@@ -928,4 +928,12 @@ func TestShellDashHints(t *testing.T) {
 	if _, errOut, code := runLine([]string{"get", "--db", idx, "--", "a", "--output", "json"}, ""); code != 2 || !strings.Contains(errOut, "put the flags before --") {
 		t.Errorf("lshdb get -- a --output json: exit %d %q", code, errOut)
 	}
+	// A mistyped flag gets the nearest, as in the shell (SH7); a word
+	// near none gets none.
+	for _, c := range []struct{ flag, want string }{{"--idd", ", did you mean --id?"}, {"--treshold", ", did you mean --threshold?"}, {"--zzzzzz", ""}} {
+		_, errOut, code := runLine([]string{"query", "--db", idx, c.flag, "a"}, "")
+		if code != 2 || !strings.Contains(errOut, "unknown flag: "+c.flag+c.want) || c.want == "" && strings.Contains(errOut, "did you mean") {
+			t.Errorf("lshdb query %s: exit %d %q", c.flag, code, errOut)
+		}
+	}
 }

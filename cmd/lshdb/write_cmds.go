@@ -1611,7 +1611,7 @@ func (a *app) reportInsert(s insertSummary) error {
 		if s.Empty > len(s.EmptyIDs) {
 			more = fmt.Sprintf(" and %d more", s.Empty-len(s.EmptyIDs))
 		}
-		a.notef(fmt.Sprintf("skipped as empty (no text, or white space alone): %s%s", strings.Join(escAll(s.EmptyIDs), ", "), more))
+		a.notef(fmt.Sprintf("skipped as empty (no shingles: no text, or white space or stop words alone): %s%s", strings.Join(escAll(s.EmptyIDs), ", "), more))
 	}
 	deleted := ""
 	if s.Deleted != nil {

@@ -1916,7 +1916,7 @@ func TestEmptyTextsNamed(t *testing.T) {
 	for _, cmd := range []string{"insert", "build"} {
 		idx := filepath.Join(t.TempDir(), "idx")
 		_, errOut, code := runLine([]string{cmd, "--db", idx, "--progress", "none", "-"}, in.String())
-		want := fmt.Sprintf("skipped as empty (no text, or white space alone): %s and %d more", strings.Join(empty[:10], ", "), len(empty)-10)
+		want := fmt.Sprintf("skipped as empty (no shingles: no text, or white space or stop words alone): %s and %d more", strings.Join(empty[:10], ", "), len(empty)-10)
 		if code != 0 || !strings.Contains(errOut, want) {
 			t.Errorf("%s: exit %d %q, want %q", cmd, code, errOut, want)
 		}
@@ -2060,5 +2060,17 @@ func TestNoteOfAMetaFieldNoneHas(t *testing.T) {
 		if err := json.Unmarshal([]byte(out), &got); err != nil || string(got.Meta) != c.wantMeta {
 			t.Errorf("--meta-field %s: get a: meta %s (%v), want %q: %s", c.field, got.Meta, err, c.wantMeta, out)
 		}
+	}
+}
+
+// Ensure that a text of stop words alone, which has no shingles, is
+// named in the note of empty texts as such (an analyst's review of the
+// shell, SH8: the note said "no text, or white space alone").
+func TestStopWordsAloneNoted(t *testing.T) {
+	idx := filepath.Join(t.TempDir(), "idx")
+	in := `{"id":"e1","text":"the a the"}` + "\n" + `{"id":"s1","text":"the quick brown fox jumps over the lazy dog"}` + "\n"
+	_, errOut, code := runLine([]string{"build", "--db", idx, "--shingle", "word", "--stop-words", "a,the", "-"}, in)
+	if code != 0 || !strings.Contains(errOut, "skipped as empty (no shingles: no text, or white space or stop words alone): e1") {
+		t.Errorf("exit %d: %s", code, errOut)
 	}
 }
