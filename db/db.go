@@ -185,6 +185,9 @@ type DB struct {
 	stalls    *writeStalls // Pebble's write stalls, for Metrics; nil on Redis
 	// counts are the figures of Metrics that this handle counts itself.
 	counts handleCounts
+	// emptiable are the lists this handle's writes may have emptied,
+	// which Close deletes (purgeAtClose).
+	emptiable emptiableLists
 	// purgedAt is removedDocs plus one as of the start of the last purge
 	// of emptied lists that completed (0: none yet), for startPurger.
 	purgedAt atomic.Uint64
@@ -557,6 +560,7 @@ func openIn(dir string, o Options, created bool) (*DB, error) {
 	db := &DB{dir: dir, opts: handleOptions{Options: o, FS: o.fs}, pdb: pdb, popts: popts, lock: lock, qcache: newQueryCache(o.QueryCacheSize), stalls: stalls, damage: damage, logDamage: logDamage, olderLogDamage: olderLogDamage, manifestDamage: manifestDamage}
 	db.closing, db.closeCancel = context.WithCancelCause(context.Background())
 	db.open = make(map[*openIter]struct{})
+	db.emptiable.off = o.keepEmptied
 	if err := db.loadManifest(); err != nil {
 		pdb.Close() // NB: the files Pebble found obsolete are kept (heldFS)
 		release()
@@ -1090,6 +1094,7 @@ func (db *DB) Close() error {
 		db.lock.Close()
 		return *p
 	}
+	db.purgeAtClose() // NB: no call is in flight, and none can begin
 	db.flushAtClose()
 	err := db.pdb.Close()
 	if lerr := db.lock.Close(); err == nil {

@@ -628,7 +628,7 @@ func TestFreeingWritesBelowTheReserve(t *testing.T) {
 	fs := vfs.NewMem()
 	clock := &fakeClock{t: time.Unix(1_800_000_000, 0)}
 	o := func() *Options {
-		return &Options{fs: fs, DiskReserve: 64 << 20, MemTableSize: 4 << 20, clock: clock.now, ExpirySweep: -1}
+		return &Options{fs: fs, DiskReserve: 64 << 20, MemTableSize: 4 << 20, clock: clock.now, ExpirySweep: -1, keepEmptied: true}
 	}
 	d := mustOpen(t, "idx", o())
 	var docs []Doc

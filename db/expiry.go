@@ -222,16 +222,7 @@ func (db *DB) sweepBatch() (n int, more bool, err error) {
 	defer lists.Close()
 	// NB: unsynced: a sweep acknowledges nothing, and one lost to a crash
 	// is done again by the next.
-	sw, err := db.commitDropping(b, postings, c, &WriteOptions{NoSync: true}, true, func(key []byte, ps []codec.Posting) (bool, error) {
-		v, ok, err := seekExact(lists, key)
-		if err != nil || !ok {
-			return !ok && err == nil, err // no list: a delete leaves no list of removals
-		}
-		// NB: a list that does not decode keeps its operand, as a
-		// delete's: its damage is left for Check to report.
-		emptied, err := compaction.EmptiedBy(v, ps)
-		return emptied && err == nil, nil
-	})
+	sw, err := db.commitDropping(b, postings, c, &WriteOptions{NoSync: true}, true, dropEmptied(lists))
 	if err == nil && sw.b != nil {
 		err = sw.wait()
 	}

@@ -294,6 +294,10 @@ type Options struct {
 	// Pebble type is in the public API.
 	fs vfs.FS
 
+	// keepEmptied, when a test sets it, keeps the lists the handle's
+	// writes empty until a purge (Close deletes them: emptiableLists),
+	// for the tests of the purge.
+	keepEmptied bool
 	// sweepFault, when a test sets it, is an error the background sweep
 	// reports after a sweep that succeeded (a field, not a package
 	// variable: other tests' handles sweep meanwhile).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
 	"testing"
 	"time"
@@ -20,7 +21,7 @@ import (
 // deletes it. The oracle: Check (every stored document's postings are in
 // its lists, no list is empty).
 func TestPurgeBesideWriters(t *testing.T) {
-	d, err := Open("db", &Options{fs: vfs.NewMem(), ExpirySweep: -1})
+	d, err := Open("db", &Options{fs: vfs.NewMem(), ExpirySweep: -1, keepEmptied: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +88,7 @@ func TestPurgeEvery(t *testing.T) {
 	} else {
 		d.Close()
 	}
-	d := mustOpen(t, "db", &Options{fs: fs, ExpirySweep: -1, PurgeEvery: -1})
+	d := mustOpen(t, "db", &Options{fs: fs, ExpirySweep: -1, PurgeEvery: -1, keepEmptied: true})
 	docs, keep := churn(t, d)
 	rep, err := d.Check(context.Background())
 	if err != nil || rep.EmptyLists == 0 {
@@ -103,7 +104,7 @@ func TestPurgeEvery(t *testing.T) {
 		t.Fatalf("a read-only handle with PurgeEvery: %d empty lists, %v; want %d", rep.EmptyLists, err, empty)
 	}
 	ro.Close()
-	d = mustOpen(t, "db", &Options{fs: fs, ExpirySweep: -1, PurgeEvery: 5 * time.Millisecond})
+	d = mustOpen(t, "db", &Options{fs: fs, ExpirySweep: -1, PurgeEvery: 5 * time.Millisecond, keepEmptied: true})
 	defer d.Close()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -175,7 +176,7 @@ func TestPurgeWaitsWithoutIterator(t *testing.T) {
 		docs[i].ID = fmt.Sprint("d-", i) // distinct
 	}
 	keep, gone := docs[:300], docs[300:]
-	d := mustOpen(t, "db", &Options{fs: fs, ExpirySweep: -1})
+	d := mustOpen(t, "db", &Options{fs: fs, ExpirySweep: -1, keepEmptied: true})
 	if _, err := d.PutBatch(docs, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -190,7 +191,7 @@ func TestPurgeWaitsWithoutIterator(t *testing.T) {
 	if err := d.Close(); err != nil {
 		t.Fatal(err)
 	}
-	d = mustOpen(t, "db", &Options{fs: fs, ExpirySweep: -1})
+	d = mustOpen(t, "db", &Options{fs: fs, ExpirySweep: -1, keepEmptied: true})
 	defer d.Close()
 	rep, err := d.Check(context.Background())
 	if err != nil || rep.EmptyLists <= purgeBatch {
@@ -248,7 +249,7 @@ func TestPurgeEveryAfterRepair(t *testing.T) {
 	defer func(m time.Duration) { minPurgeEvery = m }(minPurgeEvery)
 	minPurgeEvery = time.Millisecond
 	fs := vfs.NewMem()
-	d := mustOpen(t, "db", &Options{fs: fs, ExpirySweep: -1})
+	d := mustOpen(t, "db", &Options{fs: fs, ExpirySweep: -1, keepEmptied: true})
 	docs := fiveDocs()
 	if _, err := d.PutBatch(docs, nil); err != nil {
 		t.Fatal(err)
@@ -261,7 +262,7 @@ func TestPurgeEveryAfterRepair(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.Close()
-	d = mustOpen(t, "db", &Options{fs: fs, ExpirySweep: -1, PurgeEvery: 5 * time.Millisecond})
+	d = mustOpen(t, "db", &Options{fs: fs, ExpirySweep: -1, PurgeEvery: 5 * time.Millisecond, keepEmptied: true})
 	defer d.Close()
 	ctx := context.Background()
 	waitPurges := func(n uint64) {
@@ -306,7 +307,7 @@ func TestPurgeEveryAfterRepair(t *testing.T) {
 // Compact leaves no empty list and exactly the lists of an index of the
 // documents left (the oracle: that index built on its own).
 func TestCompactPurges(t *testing.T) {
-	d := mustOpen(t, "db", &Options{fs: vfs.NewMem(), ExpirySweep: -1, PurgeEvery: -1})
+	d := mustOpen(t, "db", &Options{fs: vfs.NewMem(), ExpirySweep: -1, PurgeEvery: -1, keepEmptied: true})
 	defer d.Close()
 	docs, keep := churn(t, d)
 	ctx := context.Background()
@@ -331,7 +332,7 @@ func TestCompactPurges(t *testing.T) {
 func TestPurgeSkipsWhileNothingRemoved(t *testing.T) {
 	defer func(m time.Duration) { minPurgeEvery = m }(minPurgeEvery)
 	minPurgeEvery = time.Millisecond
-	d := mustOpen(t, "db", &Options{fs: vfs.NewMem(), ExpirySweep: -1, PurgeEvery: 5 * time.Millisecond})
+	d := mustOpen(t, "db", &Options{fs: vfs.NewMem(), ExpirySweep: -1, PurgeEvery: 5 * time.Millisecond, keepEmptied: true})
 	defer d.Close()
 	docs := loadDocs(400)[:50]
 	for i := range docs {
@@ -401,5 +402,94 @@ func fiveDocs() []Doc {
 		{ID: "c", Text: "red orange yellow green blue indigo violet"},
 		{ID: "e", Text: "north south east west up down left right"},
 		{ID: "f", Text: "spring summer autumn winter rain snow sun wind"},
+	}
+}
+
+// Ensure that a handle deletes at its close the posting lists its
+// deletes and upserts (PutBatch, DeleteIDs, Delete, Put) emptied: the
+// index then holds no empty list, and exactly the lists, postings and
+// pairs of a fresh index of its live documents (the oracle), where it
+// held an empty key for each emptied list until a purge, which a
+// command's short life never reached (an operator's lifecycle review,
+// LC2). A list an upsert both empties of the old document and gives the
+// new one is kept; one that holds other documents too is kept.
+func TestCloseDeletesTheListsItsWritesEmptied(t *testing.T) {
+	fs := vfs.NewMem()
+	d := mustOpen(t, "db", &Options{fs: fs, ExpirySweep: -1, PurgeEvery: -1})
+	_, keep := churn(t, d)
+	// One at a time too: a delete, an upsert to a new text, an upsert
+	// to the same text (each of its lists gets a removal and an addition).
+	if err := d.Delete(keep[0].ID, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Put(Doc{ID: keep[1].ID, Text: "a wholly different text of its own, shared by no other document here"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Put(keep[2], nil); err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := d.Check(context.Background()); err != nil || rep.EmptyLists == 0 {
+		t.Fatalf("before the close: %d empty lists, %v; want some (the writes emptied lists)", rep.EmptyLists, err)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	d = mustOpen(t, "db", &Options{fs: fs, ExpirySweep: -1, PurgeEvery: -1})
+	defer d.Close()
+	rep, err := d.Check(context.Background())
+	if err != nil || rep.ProblemCount != 0 || rep.EmptyLists != 0 {
+		t.Fatalf("after the close: %+v, %v; want no empty list", rep, err)
+	}
+
+	fresh := mustOpen(t, "fresh", &Options{fs: vfs.NewMem(), ExpirySweep: -1, PurgeEvery: -1})
+	defer fresh.Close()
+	var live []Doc
+	for doc, err := range d.Scan(context.Background(), nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		live = append(live, Doc{ID: doc.ID, Text: doc.Text})
+	}
+	if _, err := fresh.PutBatch(live, nil); err != nil {
+		t.Fatal(err)
+	}
+	frep, err := fresh.Check(context.Background())
+	if err != nil || frep.PostingLists != rep.PostingLists || frep.Postings != rep.Postings || frep.Docs != rep.Docs {
+		t.Fatalf("written: %d lists, %d postings, %d docs; a fresh index of its %d documents: %d, %d, %d (%v)",
+			rep.PostingLists, rep.Postings, rep.Docs, len(live), frep.PostingLists, frep.Postings, frep.Docs, err)
+	}
+	pairsOf := func(d *DB) map[string]float64 {
+		out := map[string]float64{}
+		for p, err := range d.Pairs(context.Background(), &PairsOptions{Threshold: 0.5}) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			out[min(p.A, p.B)+" "+max(p.A, p.B)] = p.Jaccard
+		}
+		return out
+	}
+	if got, want := pairsOf(d), pairsOf(fresh); !maps.Equal(got, want) || len(want) == 0 {
+		t.Errorf("pairs: %d written, %d fresh (want equal, and some)", len(got), len(want))
+	}
+}
+
+// Ensure that a handle whose writes emptied more lists than it remembers
+// (maxEmptiable) purges every list at its close.
+func TestCloseDeletesEmptiedListsPastTheBound(t *testing.T) {
+	defer func(m int) { maxEmptiable = m }(maxEmptiable)
+	maxEmptiable = 10
+	fs := vfs.NewMem()
+	d := mustOpen(t, "db", &Options{fs: fs, ExpirySweep: -1, PurgeEvery: -1})
+	churn(t, d)
+	if rep, err := d.Check(context.Background()); err != nil || rep.EmptyLists <= 10 {
+		t.Fatalf("before the close: %d empty lists, %v; want more than 10", rep.EmptyLists, err)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	d = mustOpen(t, "db", &Options{fs: fs, ExpirySweep: -1, PurgeEvery: -1})
+	defer d.Close()
+	if rep, err := d.Check(context.Background()); err != nil || rep.ProblemCount != 0 || rep.EmptyLists != 0 {
+		t.Fatalf("after the close: %+v, %v; want no empty list", rep, err)
 	}
 }

@@ -429,7 +429,7 @@ func TestRedisStatsMatchPebble(t *testing.T) {
 	var st [2]*Stats
 	var purged [2]int
 	for i, where := range []string{t.TempDir(), redisURL(t)} {
-		d, err := Open(where, &Options{Threshold: 0.5})
+		d, err := Open(where, &Options{Threshold: 0.5, keepEmptied: true})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1181,6 +1181,26 @@ func (db *DB) commit(b *pebble.Batch, postings postingOps, c codec.Counters, wo 
 	return db.commitDropping(b, postings, c, wo, frees, nil)
 }
 
+// dropEmptied is the emptiedFunc that reads each list, with lists (an
+// iterator of the committed posting lists, under wmu: no operand arrives
+// meanwhile), whose postings in the batch are all removals: a list that
+// gets an addition is not emptied, and is not read.
+func dropEmptied(lists *pebble.Iterator) emptiedFunc {
+	return func(key []byte, ps []codec.Posting) (bool, error) {
+		if slices.ContainsFunc(ps, func(p codec.Posting) bool { return !p.Remove }) {
+			return false, nil
+		}
+		v, ok, err := seekExact(lists, key)
+		if err != nil || !ok {
+			return !ok && err == nil, err // no list: a delete leaves no list of removals
+		}
+		// NB: a list that does not decode keeps its operand, as a
+		// delete's: its damage is left for Check to report.
+		emptied, err := compaction.EmptiedBy(v, ps)
+		return emptied && err == nil, nil
+	}
+}
+
 // emptiedFunc reports whether the posting list key, with the operand ps
 // (its postings of the batch, in document order) merged into it, would
 // hold no live posting; the list is then deleted in the batch instead.
@@ -1199,11 +1219,17 @@ func (db *DB) commitDropping(b *pebble.Batch, postings postingOps, c codec.Count
 	}
 	var ps []codec.Posting
 	var kbuf, vbuf []byte
+	var emptiable []postingKey // lists of removals alone, which this batch may empty
 	for i := 0; i < len(postings); {
 		k := postings[i].key
 		ps = ps[:0]
+		removals := true
 		for ; i < len(postings) && postings[i].key == k; i++ {
 			ps = append(ps, postings[i].p)
+			removals = removals && postings[i].p.Remove
+		}
+		if removals && emptied == nil {
+			emptiable = append(emptiable, k)
 		}
 		if db.qcache != nil {
 			keys = append(keys, k)
@@ -1263,6 +1289,7 @@ func (db *DB) commitDropping(b *pebble.Batch, postings postingOps, c codec.Count
 		sw.b = b
 	}
 	db.setCounters(c)
+	db.emptiable.add(emptiable)
 	if db.qcache != nil {
 		// The removed documents' cached entries can no longer be asked
 		// for (no posting names them): free their room. NB: one removal

@@ -157,7 +157,7 @@ func diskParts(in *db.Info) string {
 		parts = append(parts, humanBytes(in.TempBytes)+" of it temporary files: of a build or pairs run under way, or left by a killed one, which the next command that writes (a build's) or the next pairs run (a pairs run's, once a minute old) removes")
 	}
 	if significantLogs(in) {
-		parts = append(parts, humanBytes(in.LogBytes)+" of it write-ahead logs: allocated ahead for the writes to come; a compact frees them until the next write (those of its own purge go at the next open; a process that serves the index keeps its own)")
+		parts = append(parts, humanBytes(in.LogBytes)+" of it write-ahead logs: allocated ahead for the writes to come; a compact frees them until the next write (a process that serves the index keeps its own)")
 	}
 	if in.UpgradeUncompacted {
 		// NB: an upgrade killed after its ingest left an index at 14x its

@@ -260,6 +260,7 @@ type app struct {
 	shellDB             index             // set inside the shell: commands reuse it
 	shellJSON           bool              // lshdb shell --output json: every statement's default
 	shellPrompt         io.Writer         // where the interactive shell's prompt goes, when not stdout (linePrompter)
+	outputAfterClose    bool              // the command writes its output after it closes the index (compact): closing it keeps the output open
 	shellProgress       []string          // lshdb shell's --progress and --progress-every, as flags for each statement
 	opened              []*db.DB          // the indexes the command opened itself (damageSeen)
 	addr                string            // --addr: a server to attach to instead of --db
@@ -1094,7 +1095,7 @@ func (a *app) openFresh(opts *db.Options) (index, func(), error) {
 		// NB: every owner serves, readers too (a long pairs or check):
 		// others attach instead of finding the index locked; writes
 		// through a read-only owner fail with ErrReadOnly.
-		stop := a.serveOwned(d)
+		stop := a.serveOwnedOutput(d, !a.outputAfterClose)
 		return d, func() {
 			// NB: the index stays locked while it closes (a flush, and
 			// Pebble's wait for its compactions: seconds after a large

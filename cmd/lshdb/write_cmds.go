@@ -2228,7 +2228,9 @@ lists is deleted.`,
 			// NB: with no background sweep: the one a handle starts at Open
 			// took the expired documents first, and purge said it swept
 			// none. (Attached, the owner's sweeper runs as it does.)
-			return a.withWritableIndex(db.Options{ExpirySweep: -1}, func(d index) error {
+			a.outputAfterClose = true // NB: the summary comes after the reopen below
+			var summary func() error
+			err := a.withWritableIndex(db.Options{ExpirySweep: -1}, func(d index) error {
 				// NB: Purge counts the expired documents it sweeps (purge
 				// said only how many lists it deleted, and the documents
 				// were gone).
@@ -2241,20 +2243,31 @@ lists is deleted.`,
 				if err != nil {
 					return err
 				}
-				if a.json() {
-					out := map[string]any{"purged_lists": res.PurgedLists}
-					if res.SweptExpired >= 0 {
-						out["swept_expired"] = res.SweptExpired
+				summary = func() error {
+					if a.json() {
+						out := map[string]any{"purged_lists": res.PurgedLists}
+						if res.SweptExpired >= 0 {
+							out["swept_expired"] = res.SweptExpired
+						}
+						return a.emitJSON(out)
 					}
-					return a.emitJSON(out)
+					if res.SweptExpired >= 0 {
+						return a.summaryf("swept %s; purged %d empty posting lists\n", counted(res.SweptExpired, "expired document", "expired documents"), res.PurgedLists)
+					}
+					return a.summaryf("purged %d empty posting lists\n", res.PurgedLists)
 				}
-				if res.SweptExpired >= 0 {
-					err = a.summaryf("swept %s; purged %d empty posting lists\n", counted(res.SweptExpired, "expired document", "expired documents"), res.PurgedLists)
-					return err
+				if _, local := d.(*db.DB); !local {
+					s := summary
+					summary = nil
+					return s()
 				}
-				err = a.summaryf("purged %d empty posting lists\n", res.PurgedLists)
-				return err
+				return nil
 			})
+			if err != nil || summary == nil {
+				return err
+			}
+			a.freeLogs()
+			return summary()
 		},
 	}
 }
@@ -2288,9 +2301,12 @@ once).`,
 			// after the compaction made it "9.0 MiB on disk, 353.4 KiB
 			// before".
 			pre := db.DirBytes(a.dbDir)
-			return a.withWritableIndex(db.Options{}, func(d index) error {
-				before := diskBytesOf(d)
-				if _, local := d.(*db.DB); local && pre > 0 {
+			var before uint64
+			var local bool
+			a.outputAfterClose = true // NB: the summary comes after the reopen below
+			err := a.withWritableIndex(db.Options{}, func(d index) error {
+				before = diskBytesOf(d)
+				if _, local = d.(*db.DB); local && pre > 0 {
 					// NB: attached, the owner's own count (the walk also
 					// counted its running pairs' temporary files).
 					before = pre
@@ -2301,31 +2317,73 @@ once).`,
 				if err != nil {
 					return interruptNote(err, "compact interrupted: the index is as it was, or partly compacted")
 				}
-				after := diskBytesOf(d)
-				if a.json() {
-					return a.emitJSON(compactedJSON{DiskBytesBefore: before, DiskBytesAfter: after})
+				if local {
+					return nil // NB: said once the logs are freed, below
 				}
-				logs := ""
-				if in, err := d.Info(); err == nil && significantLogs(in) {
-					// NB: a small index's compact said "15.6 MiB on disk,
-					// 15.6 MiB before" of 2 MiB of tables, and read as if
-					// it did nothing.
-					//
-					// NB: attached, the process that serves the index
-					// keeps its logs, allocated ahead for its writes: a
-					// 768 KiB index "compacted" to 9.3 MiB, said to be
-					// "what compaction leaves", where help and info say
-					// a compact frees them.
-					logs = fmt.Sprintf(" (%s of it write-ahead logs, allocated ahead or kept for reuse)", humanBytes(in.LogBytes))
-					if _, local := d.(*db.DB); !local {
-						logs = fmt.Sprintf(" (%s of it write-ahead logs, allocated ahead for its writes by the process that serves the index, which keeps them: a compact run when no process serves it frees them)", humanBytes(in.LogBytes))
-					}
-				}
-				err = a.summaryf("compacted: %s on disk%s, %s before\n", humanBytes(after), logs, humanBytes(before))
-				return err
+				return a.compactedSummary(d, before)
 			})
+			if err != nil || !local {
+				return err
+			}
+			// NB: the purge before the compaction writes through the
+			// write-ahead log, and Pebble keeps up to four logs of about
+			// 9 MiB for reuse, which only an open deletes: compact said
+			// "50.8 MiB on disk (35.2 MiB of it write-ahead logs), 58.9
+			// MiB before" of 15 MiB of tables, and a second compact 15.6
+			// MiB (an operator's lifecycle review, LC1). Opened again to
+			// write, the index keeps its live log alone.
+			d, err := a.openToFreeLogs()
+			if err != nil {
+				// NB: another process opened it meanwhile (its open frees
+				// them), or it cannot be opened now: the size as it is.
+				return a.summaryf("compacted: %s on disk, %s before\n", humanBytes(db.DirBytes(a.dbDir)), humanBytes(before))
+			}
+			defer d.Close()
+			return a.compactedSummary(d, before)
 		},
 	}
+}
+
+// openToFreeLogs opens the index again to write, once a command that
+// owned it (compact, purge) has closed it: Pebble's open deletes the
+// write-ahead logs it kept for reuse, which the command's purge filled
+// (up to four of about 9 MiB), and the index keeps its live log alone.
+// The caller closes the handle.
+func (a *app) openToFreeLogs() (*db.DB, error) {
+	return db.Open(a.dbDir, a.writeOptions(&db.Options{MustExist: true, ExpirySweep: -1, PurgeEvery: -1}))
+}
+
+// freeLogs is openToFreeLogs, closed at once; an index that another
+// process opened meanwhile (whose open frees them) is left to it.
+func (a *app) freeLogs() {
+	if d, err := a.openToFreeLogs(); err == nil {
+		d.Close()
+	}
+}
+
+// compactedSummary prints compact's summary: d's size now, and before.
+func (a *app) compactedSummary(d index, before uint64) error {
+	after := diskBytesOf(d)
+	if a.json() {
+		return a.emitJSON(compactedJSON{DiskBytesBefore: before, DiskBytesAfter: after})
+	}
+	logs := ""
+	if in, err := d.Info(); err == nil && significantLogs(in) {
+		// NB: a small index's compact said "15.6 MiB on disk,
+		// 15.6 MiB before" of 2 MiB of tables, and read as if
+		// it did nothing.
+		//
+		// NB: attached, the process that serves the index
+		// keeps its logs, allocated ahead for its writes: a
+		// 768 KiB index "compacted" to 9.3 MiB, said to be
+		// "what compaction leaves", where help and info say
+		// a compact frees them.
+		logs = fmt.Sprintf(" (%s of it write-ahead logs, allocated ahead or kept for reuse)", humanBytes(in.LogBytes))
+		if _, local := d.(*db.DB); !local {
+			logs = fmt.Sprintf(" (%s of it write-ahead logs, allocated ahead for its writes by the process that serves the index, which keeps them: a compact run when no process serves it frees them)", humanBytes(in.LogBytes))
+		}
+	}
+	return a.summaryf("compacted: %s on disk%s, %s before\n", humanBytes(after), logs, humanBytes(before))
 }
 
 // diskBytesOf is the space d's files take (0 if it cannot say).
