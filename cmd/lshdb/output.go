@@ -278,7 +278,7 @@ func appendPairJSON(dst []byte, p *pairJSON) ([]byte, bool) {
 		return true
 	}
 	j := func(f float64) bool { return f == 0 || f >= 1e-6 && f < 1e21 }
-	if !plain(p.A) || !plain(p.B) || !j(p.Jaccard) || p.ExpectedRecall != nil && !j(*p.ExpectedRecall) {
+	if !plain(p.A) || !plain(p.B) || !j(p.Jaccard) || p.ExpectedRecall != nil && !j(*p.ExpectedRecall) || p.Estimate != nil && !j(*p.Estimate) {
 		return dst, false
 	}
 	dst = append(dst, `{"a":"`...)
@@ -287,6 +287,10 @@ func appendPairJSON(dst []byte, p *pairJSON) ([]byte, bool) {
 	dst = append(dst, p.B...)
 	dst = append(dst, `","jaccard":`...)
 	dst = strconv.AppendFloat(dst, p.Jaccard, 'f', -1, 64)
+	if p.Estimate != nil {
+		dst = append(dst, `,"estimate":`...)
+		dst = strconv.AppendFloat(dst, *p.Estimate, 'f', -1, 64)
+	}
 	if p.EstimateOnly {
 		dst = append(dst, `,"estimate_only":true`...)
 	}
@@ -305,8 +309,11 @@ type pairJSON struct {
 	// EstimateOnly says Jaccard is the signatures' estimate, not verified
 	// (an index of storage none), as explain's estimate_only does. NB: the
 	// estimate stays in jaccard, so that clusters --from and report read
-	// the pairs file as any other.
-	EstimateOnly bool `json:"estimate_only,omitempty"`
+	// the pairs file as any other; and it is in estimate too (Estimate),
+	// the field query and explain give it in, with jaccard null (an
+	// analyst's review of the shell, SH9).
+	Estimate     *float64 `json:"estimate,omitempty"`
+	EstimateOnly bool     `json:"estimate_only,omitempty"`
 	// ExpectedRecall is set only when the threshold is below the index's.
 	ExpectedRecall *float64 `json:"expected_recall,omitempty"`
 }

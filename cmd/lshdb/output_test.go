@@ -514,6 +514,9 @@ func TestAppendPairJSON(t *testing.T) {
 		if i%3 == 0 {
 			p.Jaccard = floats[rng.IntN(len(floats))]
 		}
+		if p.EstimateOnly {
+			p.Estimate = &p.Jaccard // NB: as pairs writes it
+		}
 		if rng.IntN(2) == 0 {
 			r := rec
 			if i%5 == 0 {

@@ -597,6 +597,15 @@ func TestPairsEstimatesSaidInEachResult(t *testing.T) {
 			if strings.Contains(l, `"estimate_only":true`) {
 				marked++
 			}
+			// The estimate is in estimate too, as query and explain give
+			// it (SH9), the same number as jaccard.
+			var pl struct {
+				Jaccard  float64  `json:"jaccard"`
+				Estimate *float64 `json:"estimate"`
+			}
+			if err := json.Unmarshal([]byte(l), &pl); err != nil || (pl.Estimate != nil) != (storage == "none") || pl.Estimate != nil && *pl.Estimate != pl.Jaccard {
+				t.Errorf("%s: line %s (%v)", storage, l, err)
+			}
 		}
 		// And so does the header (a recall review: it said storage none
 		// alone).

@@ -399,6 +399,9 @@ func (o *pairsOut) add(p db.Pair) error {
 	o.rows++
 	if o.a.json() {
 		pj := pairJSON{A: p.A, B: p.B, Jaccard: p.Jaccard, EstimateOnly: o.estimates, ExpectedRecall: o.rec}
+		if o.estimates {
+			pj.Estimate = &pj.Jaccard
+		}
 		var ok bool
 		o.line, ok = appendPairJSON(o.line[:0], &pj)
 		o.mu.Lock()
