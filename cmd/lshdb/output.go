@@ -501,9 +501,12 @@ type explainJSON struct {
 	// CollidingBuckets are the buckets of CollidingBands, one each, in
 	// the form bucket takes.
 	CollidingBuckets []string `json:"colliding_buckets"`
-	PCandidate       float64  `json:"p_candidate"`
-	SizesRuleOut     bool     `json:"sizes_rule_out,omitempty"`
-	Found            bool     `json:"found"`
+	// UnlistedBands are colliding bands whose list does not name both
+	// (damage: lshdb check).
+	UnlistedBands []int   `json:"unlisted_bands,omitempty"`
+	PCandidate    float64 `json:"p_candidate"`
+	SizesRuleOut  bool    `json:"sizes_rule_out,omitempty"`
+	Found         bool    `json:"found"`
 }
 
 // checkJSON is the output of check --output json.

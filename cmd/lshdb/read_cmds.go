@@ -1164,7 +1164,9 @@ func (a *app) explainCmd() *cobra.Command {
 signature's estimate on a storage none index), the bands whose buckets
 they share (and those bands' buckets, which bucket BAND BUCKET lists),
 P(candidate) at their Jaccard, and whether a query by either id reports
-the other. --threshold gives the verdict for a query, pairs or
+the other. Each shared bucket's list is read: a band whose list does not
+name both (damage: lshdb check) is named, and is no way for the query to
+find the other. --threshold gives the verdict for a query, pairs or
 clusters run at that threshold (their --threshold) instead of the index's.`,
 		Args: idArgs(2),
 		RunE: func(c *cobra.Command, args []string) error {
@@ -1194,7 +1196,7 @@ clusters run at that threshold (their --threshold) instead of the index's.`,
 				}
 				if a.json() {
 					out := explainJSON{A: e.A, B: e.B, Estimate: e.Estimate, EstimateOnly: e.EstimateOnly, Threshold: e.Threshold,
-						Bands: len(e.Collide), CollidingBands: collide, CollidingBuckets: buckets, PCandidate: e.Probability, SizesRuleOut: e.SizesRuleOut, Found: e.Found}
+						Bands: len(e.Collide), CollidingBands: collide, CollidingBuckets: buckets, UnlistedBands: e.Unlisted, PCandidate: e.Probability, SizesRuleOut: e.SizesRuleOut, Found: e.Found}
 					if !e.EstimateOnly {
 						out.Jaccard = &e.Jaccard
 					}
@@ -1213,6 +1215,9 @@ clusters run at that threshold (their --threshold) instead of the index's.`,
 						shared[i] = fmt.Sprintf("%d %s", band, buckets[i])
 					}
 					fmt.Fprintf(a.stdout, "shared buckets (band bucket, as bucket takes them): %s\n", strings.Join(shared, ", "))
+				}
+				if len(e.Unlisted) > 0 {
+					fmt.Fprintf(a.stdout, "bands whose shared list does not name both: %v (the index's posting lists disagree with its records: lshdb check, then check --repair)\n", e.Unlisted)
 				}
 				// NB: on an index without sets the Jaccard is the estimate,
 				// and every statement says so.

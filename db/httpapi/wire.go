@@ -1082,28 +1082,31 @@ func (s StatsJSON) Stats() (*db.Stats, error) {
 // ExplainJSON is db.Explanation, with the keys of lshdb explain --output
 // json and the band keys.
 type ExplainJSON struct {
-	A              string   `json:"a"`
-	B              string   `json:"b"`
-	Jaccard        float64  `json:"jaccard"`
-	Estimate       float64  `json:"estimate"`
-	EstimateOnly   bool     `json:"estimate_only"`
-	Threshold      float64  `json:"threshold"`
-	Bands          int      `json:"bands"`
-	CollidingBands []int    `json:"colliding_bands"`
-	PCandidate     float64  `json:"p_candidate"`
-	SetLenA        int      `json:"set_size_a"`
-	SetLenB        int      `json:"set_size_b"`
-	SizesRuleOut   bool     `json:"sizes_rule_out"`
-	Found          bool     `json:"found"`
-	BandKeysA      []string `json:"band_keys_a"`
-	BandKeysB      []string `json:"band_keys_b"`
+	A              string  `json:"a"`
+	B              string  `json:"b"`
+	Jaccard        float64 `json:"jaccard"`
+	Estimate       float64 `json:"estimate"`
+	EstimateOnly   bool    `json:"estimate_only"`
+	Threshold      float64 `json:"threshold"`
+	Bands          int     `json:"bands"`
+	CollidingBands []int   `json:"colliding_bands"`
+	// UnlistedBands are colliding bands whose list does not name both
+	// (db.Explanation.Unlisted).
+	UnlistedBands []int    `json:"unlisted_bands,omitempty"`
+	PCandidate    float64  `json:"p_candidate"`
+	SetLenA       int      `json:"set_size_a"`
+	SetLenB       int      `json:"set_size_b"`
+	SizesRuleOut  bool     `json:"sizes_rule_out"`
+	Found         bool     `json:"found"`
+	BandKeysA     []string `json:"band_keys_a"`
+	BandKeysB     []string `json:"band_keys_b"`
 }
 
 // ExplainOut converts e for the wire.
 func ExplainOut(e *db.Explanation) ExplainJSON {
 	out := ExplainJSON{A: e.A, B: e.B, Jaccard: e.Jaccard, Estimate: e.Estimate, EstimateOnly: e.EstimateOnly,
 		Threshold: e.Threshold, Bands: len(e.Collide), CollidingBands: []int{}, PCandidate: e.Probability, Found: e.Found,
-		SetLenA: e.SetLenA, SetLenB: e.SetLenB, SizesRuleOut: e.SizesRuleOut,
+		SetLenA: e.SetLenA, SetLenB: e.SetLenB, SizesRuleOut: e.SizesRuleOut, UnlistedBands: e.Unlisted,
 		BandKeysA: make([]string, len(e.BandKeysA)), BandKeysB: make([]string, len(e.BandKeysB))}
 	for i, c := range e.Collide {
 		if c {
@@ -1134,6 +1137,12 @@ func (e ExplainJSON) Explanation() (*db.Explanation, error) {
 			return nil, fmt.Errorf("explain: colliding band %d of %d", i, e.Bands)
 		}
 		out.Collide[i] = true
+	}
+	for _, i := range e.UnlistedBands {
+		if i < 0 || i >= e.Bands || !out.Collide[i] {
+			return nil, fmt.Errorf("explain: unlisted band %d of %d, not a colliding one", i, e.Bands)
+		}
+		out.Unlisted = append(out.Unlisted, i)
 	}
 	for _, k := range e.BandKeysA {
 		b, err := ParseBucket(k)
