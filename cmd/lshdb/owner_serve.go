@@ -8,7 +8,7 @@ import (
 	"github.com/lshdb/lshdb/db/httpapi"
 )
 
-// serveOwned serves the index's API on its socket while this command owns
+// serveOwnedOutput serves the index's API on its socket while this command owns
 // it (a shell, an insert, a build), so that other commands attach to it
 // instead of finding it locked: during a build they answer from the index
 // as it was before the load, then after it (a load is one atomic step).
@@ -18,11 +18,10 @@ import (
 // NB: best effort and quiet: an index whose socket cannot be made (its
 // path too long for a socket, a read-only directory) is owned as before,
 // and other commands find it locked, with this process's pid.
-func (a *app) serveOwned(d index) (stop func()) { return a.serveOwnedOutput(d, true) }
-
-// serveOwnedOutput is serveOwned, whose stop closes the command's output
-// only if closeOutput: a command that writes its output after it stops
-// serving (backup's summary) keeps it.
+//
+// stop closes the command's output only if closeOutput: a command that
+// writes its output after it stops serving (backup's summary, compact's
+// and purge's: outputAfterClose) keeps it.
 func (a *app) serveOwnedOutput(d index, closeOutput bool) (stop func()) {
 	dd, ok := d.(*db.DB)
 	if !ok || a.dbDir == "" || db.IsRedisURL(a.dbDir) {
