@@ -211,6 +211,7 @@ func (a *app) script(r io.Reader) error {
 		}
 	}()
 	eof := false // the reader has ended: sc is the loop's to read
+	quiet := a.quiet // NB: the shell's: each statement parses its own flags
 	for first := true; ; first = false {
 		var text string
 		var ok bool
@@ -250,7 +251,13 @@ func (a *app) script(r io.Reader) error {
 			return cmp.Or(err, oerr)
 		}
 		if err != nil {
-			fmt.Fprintf(a.stderr, "lshdb: %s\n", escControls(plainMessage(err.Error())))
+			where := ""
+			if quiet {
+				// NB: --quiet drops the echo above: the error named no
+				// statement (an analyst's review of the shell, SH5).
+				where = fmt.Sprintf("line %d: ", lines)
+			}
+			fmt.Fprintf(a.stderr, "lshdb: %s%s\n", where, escControls(plainMessage(err.Error())))
 			failed++
 		}
 		if ctx.Err() != nil {

@@ -937,3 +937,22 @@ func TestShellDashHints(t *testing.T) {
 		}
 	}
 }
+
+// Ensure that a scripted shell under --quiet, which drops the echo of
+// each statement, names the line of a failed statement in its error
+// (an analyst's review of the shell, SH5): the oracle is the script's
+// own line numbers, a comment and a blank line counted.
+func TestShellQuietNamesTheLine(t *testing.T) {
+	idx := filepath.Join(t.TempDir(), "idx")
+	if _, errOut, code := runLine([]string{"insert", "--db", idx, "-"}, `{"id":"a","text":"one document"}`+"\n"); code != 0 {
+		t.Fatal(errOut)
+	}
+	_, errOut, code := runLine([]string{"shell", "--db", idx, "--quiet"}, "get a\n# a comment\n\nget nope\n")
+	if code != 1 || !strings.Contains(errOut, "lshdb: line 4: document not found") || strings.Contains(errOut, "> get") {
+		t.Errorf("exit %d: %q", code, errOut)
+	}
+	_, errOut, _ = runLine([]string{"shell", "--db", idx}, "get nope\n")
+	if !strings.Contains(errOut, "> get nope\nlshdb: document not found") {
+		t.Errorf("without --quiet: %q", errOut)
+	}
+}
