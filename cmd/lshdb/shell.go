@@ -210,7 +210,7 @@ func (a *app) script(r io.Reader) error {
 			}
 		}
 	}()
-	eof := false // the reader has ended: sc is the loop's to read
+	eof := false     // the reader has ended: sc is the loop's to read
 	quiet := a.quiet // NB: the shell's: each statement parses its own flags
 	for first := true; ; first = false {
 		var text string
