@@ -560,7 +560,7 @@ func openIn(dir string, o Options, created bool) (*DB, error) {
 	db := &DB{dir: dir, opts: handleOptions{Options: o, FS: o.fs}, pdb: pdb, popts: popts, lock: lock, qcache: newQueryCache(o.QueryCacheSize), stalls: stalls, damage: damage, logDamage: logDamage, olderLogDamage: olderLogDamage, manifestDamage: manifestDamage}
 	db.closing, db.closeCancel = context.WithCancelCause(context.Background())
 	db.open = make(map[*openIter]struct{})
-	db.emptiable.off = o.keepEmptied
+	db.emptiable.off = o.keepEmptied || o.PurgeEvery < 0
 	if err := db.loadManifest(); err != nil {
 		pdb.Close() // NB: the files Pebble found obsolete are kept (heldFS)
 		release()
@@ -1062,6 +1062,11 @@ func (db *DB) Dir() string { return db.dir }
 // finished whole before Close returns: with a cluster that stops
 // answering, go-redis's own timeouts bound that wait (about 25 s a step,
 // measured with every master frozen). Closing twice returns ErrClosed.
+//
+// A writable handle on a directory first deletes the posting lists that
+// its own deletes and upserts emptied (a seek each, for at most 10 s;
+// past about 2 million lists, every list is scanned, as PurgeEmptyLists
+// does), unless Options.PurgeEvery is negative.
 func (db *DB) Close() error {
 	db.closeCancel(ErrClosed) // long operations in flight stop at their next check
 	db.cancelOps()
@@ -1095,6 +1100,10 @@ func (db *DB) Close() error {
 		return *p
 	}
 	db.purgeAtClose() // NB: no call is in flight, and none can begin
+	if p := db.damage.stopped.Load(); p != nil {
+		db.lock.Close() // NB: the purge's write stopped the store: as above
+		return *p
+	}
 	db.flushAtClose()
 	err := db.pdb.Close()
 	if lerr := db.lock.Close(); err == nil {

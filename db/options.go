@@ -269,8 +269,9 @@ type Options struct {
 	// purge scans every list, without the writer lock; a tick is skipped
 	// when no document was removed since the last purge (Metrics counts
 	// both). Default: DefaultPurgeEvery (an hour); at least a second;
-	// negative: never (purge on demand, or with Compact). No effect on
-	// Redis, which leaves no list empty.
+	// negative: never (purge on demand, or with Compact), nor at Close,
+	// which otherwise deletes the lists the handle's own writes emptied.
+	// No effect on Redis, which leaves no list empty.
 	PurgeEvery time.Duration
 	// Logger receives Pebble's errors and lshdb's warnings, and two notes
 	// of lshdb's background work at the Info level: a purge that removed

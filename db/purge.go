@@ -2,6 +2,7 @@ package db
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -85,10 +86,14 @@ func (db *DB) purgeLists(ctx context.Context) (int, error) {
 // countedPurge is purgeLists' work on a handle entered (Compact's too):
 // the purge, counted in Metrics.
 func (db *DB) countedPurge(ctx context.Context) (int, error) {
-	// NB: the lists remembered for Close are among those it reads.
-	db.emptiable.take()
+	// NB: the lists remembered for Close are among those it reads; they
+	// are remembered again if it fails (cancelled by Close, say).
+	keys, overflow := db.emptiable.take()
 	removed := db.removedDocs()
 	purged, err := db.scanAndPurge(ctx)
+	if err != nil {
+		db.emptiable.restore(keys, overflow)
+	}
 	db.counts.purges.Add(1)
 	db.counts.purged.Add(uint64(purged))
 	if err == nil {
@@ -309,13 +314,35 @@ func (e *emptiableLists) add(keys []postingKey) {
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	switch {
-	case e.overflow:
-	case len(e.keys)+len(keys) > maxEmptiable:
-		e.keys, e.overflow = nil, true
-	default:
-		e.keys = append(e.keys, keys...)
+	if e.overflow {
+		return
 	}
+	if len(e.keys)+len(keys) > maxEmptiable {
+		// NB: a list that many writes emptied again is remembered once:
+		// the bound is on distinct lists.
+		slices.SortFunc(e.keys, comparePostingKeys)
+		e.keys = slices.Compact(e.keys)
+	}
+	if len(e.keys)+len(keys) > maxEmptiable {
+		e.keys, e.overflow = nil, true
+		return
+	}
+	e.keys = append(e.keys, keys...)
+}
+
+func comparePostingKeys(a, b postingKey) int {
+	return cmp.Or(cmp.Compare(a.band, b.band), cmp.Compare(a.bucket, b.bucket))
+}
+
+// restore remembers again what take returned, for a purge that failed.
+func (e *emptiableLists) restore(keys []postingKey, overflow bool) {
+	if overflow {
+		e.mu.Lock()
+		e.keys, e.overflow = nil, true
+		e.mu.Unlock()
+		return
+	}
+	e.add(keys)
 }
 
 // take returns the lists remembered and forgets them.
@@ -329,7 +356,7 @@ func (e *emptiableLists) take() ([]postingKey, bool) {
 
 // closePurgeWait bounds the purge that Close runs of the lists its
 // writes may have emptied; what it leaves, a purge deletes later.
-const closePurgeWait = 30 * time.Second
+const closePurgeWait = 10 * time.Second
 
 // purgeEmptiable deletes those of the lists this handle's writes gave
 // removals alone (emptiableLists) that hold no live posting, or every
@@ -338,7 +365,11 @@ const closePurgeWait = 30 * time.Second
 func (db *DB) purgeEmptiable(ctx context.Context) (int, error) {
 	keys, overflow := db.emptiable.take()
 	if overflow {
-		return db.countedPurge(ctx)
+		n, err := db.countedPurge(ctx)
+		if err != nil {
+			db.emptiable.restore(nil, true)
+		}
+		return n, err
 	}
 	if len(keys) == 0 {
 		return 0, nil
@@ -354,7 +385,7 @@ func (db *DB) purgeEmptiable(ctx context.Context) (int, error) {
 		n, err := db.purgeCandidates(ctx, enc[i:min(i+purgeBatch, len(enc))])
 		purged += n
 		if err != nil {
-			db.emptiable.add(keys) // NB: a purge (or the next Close) tries again
+			db.emptiable.restore(keys, false) // NB: a purge (or the next Close) tries again
 			return purged, err
 		}
 	}

@@ -415,7 +415,7 @@ func fiveDocs() []Doc {
 // new one is kept; one that holds other documents too is kept.
 func TestCloseDeletesTheListsItsWritesEmptied(t *testing.T) {
 	fs := vfs.NewMem()
-	d := mustOpen(t, "db", &Options{fs: fs, ExpirySweep: -1, PurgeEvery: -1})
+	d := mustOpen(t, "db", &Options{fs: fs, ExpirySweep: -1})
 	_, keep := churn(t, d)
 	// One at a time too: a delete, an upsert to a new text, an upsert
 	// to the same text (each of its lists gets a removal and an addition).
@@ -434,7 +434,7 @@ func TestCloseDeletesTheListsItsWritesEmptied(t *testing.T) {
 	if err := d.Close(); err != nil {
 		t.Fatal(err)
 	}
-	d = mustOpen(t, "db", &Options{fs: fs, ExpirySweep: -1, PurgeEvery: -1})
+	d = mustOpen(t, "db", &Options{fs: fs, ExpirySweep: -1})
 	defer d.Close()
 	rep, err := d.Check(context.Background())
 	if err != nil || rep.ProblemCount != 0 || rep.EmptyLists != 0 {
@@ -474,22 +474,48 @@ func TestCloseDeletesTheListsItsWritesEmptied(t *testing.T) {
 }
 
 // Ensure that a handle whose writes emptied more lists than it remembers
-// (maxEmptiable) purges every list at its close.
+// (maxEmptiable) purges every list at its close: the lists an earlier
+// handle left empty (keepEmptied) go too, which the purge of the lists
+// remembered alone would leave (the oracle that tells the two apart).
 func TestCloseDeletesEmptiedListsPastTheBound(t *testing.T) {
-	defer func(m int) { maxEmptiable = m }(maxEmptiable)
-	maxEmptiable = 10
-	fs := vfs.NewMem()
-	d := mustOpen(t, "db", &Options{fs: fs, ExpirySweep: -1, PurgeEvery: -1})
-	churn(t, d)
-	if rep, err := d.Check(context.Background()); err != nil || rep.EmptyLists <= 10 {
-		t.Fatalf("before the close: %d empty lists, %v; want more than 10", rep.EmptyLists, err)
-	}
-	if err := d.Close(); err != nil {
-		t.Fatal(err)
-	}
-	d = mustOpen(t, "db", &Options{fs: fs, ExpirySweep: -1, PurgeEvery: -1})
-	defer d.Close()
-	if rep, err := d.Check(context.Background()); err != nil || rep.ProblemCount != 0 || rep.EmptyLists != 0 {
-		t.Fatalf("after the close: %+v, %v; want no empty list", rep, err)
+	for _, bound := range []int{maxEmptiable, 10} {
+		fs := vfs.NewMem()
+		d := mustOpen(t, "db", &Options{fs: fs, ExpirySweep: -1, keepEmptied: true})
+		churn(t, d)
+		if err := d.Close(); err != nil {
+			t.Fatal(err)
+		}
+		d = mustOpen(t, "db", &Options{fs: fs, ExpirySweep: -1})
+		left, err := d.Check(context.Background())
+		if err != nil || left.EmptyLists == 0 {
+			t.Fatalf("left by the first handle: %d empty lists, %v; want some", left.EmptyLists, err)
+		}
+		func() {
+			defer func(m int) { maxEmptiable = m }(maxEmptiable)
+			maxEmptiable = bound
+			// This handle empties lists of its own: it deletes 100
+			// documents of the 700 the churn kept.
+			var ids []string
+			for i := range 100 {
+				ids = append(ids, fmt.Sprint("d-", i))
+			}
+			if _, err := d.DeleteIDs(ids, nil); err != nil {
+				t.Fatal(err)
+			}
+			if err := d.Close(); err != nil {
+				t.Fatal(err)
+			}
+		}()
+		d = mustOpen(t, "db", &Options{fs: fs, ExpirySweep: -1})
+		rep, err := d.Check(context.Background())
+		d.Close()
+		switch {
+		case err != nil || rep.ProblemCount != 0:
+			t.Fatalf("bound %d: %+v, %v", bound, rep, err)
+		case bound == 10 && rep.EmptyLists != 0:
+			t.Errorf("past the bound: %d empty lists after the close, want none (a full purge)", rep.EmptyLists)
+		case bound != 10 && rep.EmptyLists != left.EmptyLists:
+			t.Errorf("within the bound: %d empty lists after the close, want the first handle's %d (its own deleted, no others)", rep.EmptyLists, left.EmptyLists)
+		}
 	}
 }

@@ -797,16 +797,20 @@ func finishSinks(err error, kept, drop *sink, m *manifest) error {
 		if m.inputs != nil && !ok {
 			m.inputs.abandon() // NB: a failed pass leaves no hashing behind
 		}
-		if merr == nil && ok {
-			// NB: the old record goes before the first output is
-			// replaced: a record beside the outputs is theirs.
-			merr = m.fail(removeReplaced(m.tmp, m.path))
-		}
 		ok = ok && merr == nil
 	}
 	if ok && len(sinks) == 2 && sinks[0].tmp != nil && !writtenInPlace(sinks[0].tmp) {
 		if rerr := removeReplaced(sinks[1].tmp, sinks[1].path); rerr != nil {
 			flushed[1], ok = rerr, false
+		}
+	}
+	if m != nil && ok {
+		// NB: the old record goes before the first output is replaced: a
+		// record beside the outputs is theirs. After the old --removed
+		// file, whose removal may fail: the old outputs and record then
+		// stay as they were (a read-through's R7).
+		if merr = m.fail(removeReplaced(m.tmp, m.path)); merr != nil {
+			ok = false
 		}
 	}
 	placed := ok

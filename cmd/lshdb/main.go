@@ -232,7 +232,7 @@ func negativeArgError(name, w string) error {
 	if name == "bucket" {
 		// NB: it said to put it after -- (bucket -- -1), a statement of
 		// one argument (an analyst's review of the shell, SH4).
-		return usagef("bucket %s: a band is a number from 0, and a bucket hex digits as buckets prints them: neither starts with - (usage: bucket BAND BUCKET)", w)
+		return usagef("bucket %s: a band is a number from 0, and a bucket hex digits as buckets prints them: neither starts with -", w)
 	}
 	return usagef("%s %s: an argument that starts with - is read as a flag; put it after -- (%s -- %s)", name, w, name, w)
 }
@@ -927,13 +927,25 @@ func nArgs(n int) cobra.PositionalArgs {
 			return usagef("%s takes %s, got %d: %q (a value with spaces needs quotes: --%s %q; usage: %s)",
 				c.Name(), takes, len(args), extra, f.Name, f.Value.String()+" "+extra, use)
 		}
-		if dash := c.ArgsLenAtDash(); dash >= 0 && len(args) > n && slices.ContainsFunc(args[dash:], func(w string) bool { return strings.HasPrefix(w, "-") && len(w) > 1 }) {
+		if dash := c.ArgsLenAtDash(); dash >= 0 && len(args) > n && slices.ContainsFunc(args[dash:], func(w string) bool { return isFlagOf(c, w) }) {
 			// NB: get -- --dash --output json said "takes one argument,
 			// got 3" and no more (an analyst's review of the shell, SH4).
 			return usagef("%s takes %s, got %d: every word after -- is an argument, a flag too: put the flags before -- (usage: %s)", c.Name(), takes, len(args), use)
 		}
 		return usagef("%s takes %s, got %d (usage: %s)", c.Name(), takes, len(args), use)
 	}
+}
+
+// isFlagOf reports whether the word w names one of c's flags (--name,
+// --name=value, or -x for a shorthand): a word after -- that does is
+// most likely a flag misplaced, not an id that starts with - (get -- -a
+// -b is two ids: a read-through's R10).
+func isFlagOf(c *cobra.Command, w string) bool {
+	if name, ok := strings.CutPrefix(w, "--"); ok {
+		name, _, _ = strings.Cut(name, "=")
+		return name != "" && c.Flags().Lookup(name) != nil
+	}
+	return len(w) == 2 && w[0] == '-' && c.Flags().ShorthandLookup(w[1:]) != nil
 }
 
 // onlyTextFlag returns the one string flag given to c, if exactly one was

@@ -22,6 +22,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/lshdb/lshdb/db"
 	"github.com/lshdb/lshdb/internal/rediskv"
 	"github.com/spf13/cobra"
 )
@@ -41,8 +42,8 @@ type manifestJSON struct {
 	// in place.
 	Finished       string  `json:"finished"`
 	ElapsedSeconds float64 `json:"elapsed_seconds"`
-	// DB is --db as given (a Redis URL's password hidden), Server the
-	// server attached to (--addr).
+	// DB is --db (a directory made absolute; a Redis URL as given, its
+	// password hidden), Server the server attached to (--addr).
 	DB     string `json:"db,omitempty"`
 	Server string `json:"server,omitempty"`
 	// All is export --all (no clustering), Strict filter --strict.
@@ -156,6 +157,9 @@ func (a *app) newManifest(path string, d index, command string, t float64, start
 		m.body.Server = a.addr
 	} else {
 		m.body.DB = rediskv.Redact(a.dbDir)
+		if !db.IsRedisURL(a.dbDir) {
+			m.body.DB = absPath(a.dbDir)
+		}
 	}
 	return m, nil
 }

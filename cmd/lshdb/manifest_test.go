@@ -91,7 +91,7 @@ func TestFilterManifest(t *testing.T) {
 	info, _ := mustRun(t, "info", "--db", idx, "--output", "json")
 	if m.Command != "filter" || m.Keep != "longest" || m.Mode != "centers" || m.Docs != 1500 || m.Docs != h.Header.Docs || m.Written != h.Header.Written ||
 		m.Instance == "" || m.Instance != h.Header.Instance || !strings.Contains(info, `"instance":"`+m.Instance+`"`) ||
-		m.headerParams != h.Header.headerParams || m.Threshold != h.Header.Threshold || m.DB != idx || m.ManifestVersion != 1 {
+		m.headerParams != h.Header.headerParams || m.Threshold != h.Header.Threshold || m.DB != absPath(idx) || m.ManifestVersion != 1 {
 		t.Errorf("the run: %+v; a pairs header %+v", m.headerBody, h.Header)
 	}
 	started, err1 := time.Parse(time.RFC3339, m.Started)

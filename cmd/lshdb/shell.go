@@ -606,6 +606,14 @@ func (a *app) repl(p prompter, sigs <-chan os.Signal) error {
 			continue
 		}
 		p.AppendHistory(line)
+		if f, ok := a.stdoutFile(); ok && a.shellPrompt != nil && pipeReaderGone(f) {
+			// NB: with the output on a pipe (lshdb shell | head), the
+			// errors go to the terminal, and nothing failed to write to
+			// the dead pipe before the next statement, a put, ran (a
+			// read-through's R9): a closed reader is asked for first.
+			fmt.Fprintf(a.stderr, "lshdb: the shell's output is gone (its reader closed the pipe): leaving, %q not run\n", echoed(line))
+			return &fs.PathError{Op: "write", Path: "standard output", Err: syscall.EPIPE} // NB: exit 141, as a failed write
+		}
 		ctx, cancel := context.WithCancel(base)
 		mu.Lock()
 		cancelStmt = cancel

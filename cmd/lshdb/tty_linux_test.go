@@ -467,3 +467,53 @@ func TestShellOutputNotTheTerminal(t *testing.T) {
 		t.Errorf("exit: %v: %q", err, shown)
 	}
 }
+
+// Ensure that an interactive shell whose output is a pipe that its
+// reader closed leaves before the next statement runs, a put included:
+// with the errors on the terminal, nothing failed to write before it (a
+// read-through's R9). The oracle: the document the put would store.
+func TestShellLeavesWhenItsPipeIsClosed(t *testing.T) {
+	dir := shortDir(t)
+	idx := filepath.Join(dir, "idx")
+	if _, errOut, code := runLine([]string{"insert", "--db", idx, "-"}, `{"id":"a","text":"the one document of the index"}`+"\n"); code != 0 {
+		t.Fatal(errOut)
+	}
+	ctl, tty := openPTY(t)
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	shown := &syncBuffer{}
+	go io.Copy(shown, ctl)
+	c := lshdbProcess("shell", "--db", idx)
+	c.Env = append(c.Env, "TERM=xterm", "HOME="+dir)
+	c.Stdin, c.Stdout, c.Stderr = tty, pw, tty
+	c.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pw.Close()
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(shown.String(), "lshdb> "); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			c.Process.Kill()
+			t.Fatalf("no prompt: %q", shown)
+		}
+	}
+	pr.Close() // the reader goes
+	io.WriteString(ctl, "put blind written while the output is gone\r")
+	exited := make(chan error, 1)
+	go func() { exited <- c.Wait() }()
+	select {
+	case err := <-exited:
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 141 || !strings.Contains(shown.String(), "the shell's output is gone") {
+			t.Errorf("exit %v: %q", err, shown)
+		}
+	case <-time.After(20 * time.Second):
+		c.Process.Kill()
+		t.Fatalf("the shell did not leave: %q", shown)
+	}
+	if _, errOut, code := runLine([]string{"get", "--db", idx, "blind"}, ""); code != 3 {
+		t.Errorf("the put ran: get blind: exit %d %s", code, errOut)
+	}
+}

@@ -2256,7 +2256,7 @@ lists is deleted.`,
 					}
 					return a.summaryf("purged %d empty posting lists\n", res.PurgedLists)
 				}
-				if _, local := d.(*db.DB); !local {
+				if _, local := d.(*db.DB); !local || a.shellDB != nil || db.IsRedisURL(a.dbDir) {
 					s := summary
 					summary = nil
 					return s()
@@ -2302,7 +2302,7 @@ once).`,
 			// before".
 			pre := db.DirBytes(a.dbDir)
 			var before uint64
-			var local bool
+			var local, reopen bool
 			a.outputAfterClose = true // NB: the summary comes after the reopen below
 			err := a.withWritableIndex(db.Options{}, func(d index) error {
 				before = diskBytesOf(d)
@@ -2317,12 +2317,12 @@ once).`,
 				if err != nil {
 					return interruptNote(err, "compact interrupted: the index is as it was, or partly compacted")
 				}
-				if local {
+				if reopen = local && a.shellDB == nil; reopen {
 					return nil // NB: said once the logs are freed, below
 				}
 				return a.compactedSummary(d, before)
 			})
-			if err != nil || !local {
+			if err != nil || !reopen {
 				return err
 			}
 			// NB: the purge before the compaction writes through the
@@ -2336,7 +2336,11 @@ once).`,
 			if err != nil {
 				// NB: another process opened it meanwhile (its open frees
 				// them), or it cannot be opened now: the size as it is.
-				return a.summaryf("compacted: %s on disk, %s before\n", humanBytes(db.DirBytes(a.dbDir)), humanBytes(before))
+				after := db.DirBytes(a.dbDir)
+				if a.json() {
+					return a.emitJSON(compactedJSON{DiskBytesBefore: before, DiskBytesAfter: after})
+				}
+				return a.summaryf("compacted: %s on disk, %s before\n", humanBytes(after), humanBytes(before))
 			}
 			defer d.Close()
 			return a.compactedSummary(d, before)
