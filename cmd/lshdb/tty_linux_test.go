@@ -48,11 +48,18 @@ func openPTY(t *testing.T) (ctl, tty *os.File) {
 // shows (read from ctl).
 func shellOnTerminal(t *testing.T, ctl, tty *os.File, dir, idx string) (*exec.Cmd, *syncBuffer) {
 	t.Helper()
+	return shellOnTerminalTo(t, ctl, tty, tty, dir, idx)
+}
+
+// shellOnTerminalTo is shellOnTerminal with the shell's stdout out (a
+// file, a pipe) instead of the terminal.
+func shellOnTerminalTo(t *testing.T, ctl, tty, out *os.File, dir, idx string) (*exec.Cmd, *syncBuffer) {
+	t.Helper()
 	shown := &syncBuffer{}
 	go io.Copy(shown, ctl)
 	c := lshdbProcess("shell", "--db", idx)
 	c.Env = append(c.Env, "TERM=xterm", "HOME="+dir)
-	c.Stdin, c.Stdout, c.Stderr = tty, tty, tty
+	c.Stdin, c.Stdout, c.Stderr = tty, out, tty
 	c.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
 	if err := c.Start(); err != nil {
 		t.Fatal(err)
@@ -396,37 +403,17 @@ func TestShellOutputNotTheTerminal(t *testing.T) {
 		t.Fatal(errOut)
 	}
 	ctl, tty := openPTY(t)
-	ws := struct{ rows, cols, x, y uint16 }{40, 120, 0, 0}
-	if _, _, e := syscall.Syscall(syscall.SYS_IOCTL, tty.Fd(), syscall.TIOCSWINSZ, uintptr(unsafe.Pointer(&ws))); e != 0 {
-		t.Skipf("setting the terminal's size: %v", e)
-	}
+	setTermSize(t, tty, 40, 120)
 	outPath := filepath.Join(dir, "out.txt")
 	out, err := os.Create(outPath)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer out.Close()
-	shown := &syncBuffer{}
-	go io.Copy(shown, ctl)
-	c := lshdbProcess("shell", "--db", idx)
-	c.Env = append(c.Env, "TERM=xterm", "HOME="+dir)
-	c.Stdin, c.Stdout, c.Stderr = tty, out, tty
-	c.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	waitFor := func(s string) {
-		t.Helper()
-		for deadline := time.Now().Add(30 * time.Second); !strings.Contains(shown.String(), s); time.Sleep(10 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				c.Process.Kill()
-				t.Fatalf("no %q on the terminal: %q", s, shown)
-			}
-		}
-	}
-	waitFor("lshdb> ")
+	c, shown := shellOnTerminalTo(t, ctl, tty, out, dir, idx)
+	waitShown(t, c, shown, "lshdb> ")
 	io.WriteString(ctl, "get nope\r")
-	waitFor(`error: document not found: "nope"`)
+	waitShown(t, c, shown, `error: document not found: "nope"`)
 	io.WriteString(ctl, "get a\r")
 	io.WriteString(ctl, "exit\r")
 	if err := c.Wait(); err != nil {
@@ -442,23 +429,11 @@ func TestShellOutputNotTheTerminal(t *testing.T) {
 
 	// A unique completion ends with a space.
 	ctl, tty = openPTY(t)
-	if _, _, e := syscall.Syscall(syscall.SYS_IOCTL, tty.Fd(), syscall.TIOCSWINSZ, uintptr(unsafe.Pointer(&ws))); e != 0 {
-		t.Skipf("setting the terminal's size: %v", e)
-	}
+	setTermSize(t, tty, 40, 120)
 	c, shown = shellOnTerminal(t, ctl, tty, dir, idx)
-	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(shown.String(), "lshdb> "); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			c.Process.Kill()
-			t.Fatalf("no prompt: %q", shown)
-		}
-	}
+	waitShown(t, c, shown, "lshdb> ")
 	io.WriteString(ctl, "que\t--id a\r")
-	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(shown.String(), "matches at Jaccard") && !strings.Contains(shown.String(), "error:"); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			c.Process.Kill()
-			t.Fatalf("que<Tab>--id a: no answer: %q", shown)
-		}
-	}
+	waitShown(t, c, shown, "matches at Jaccard") // NB: query --id a ran (an error, query--id, never shows it)
 	if s := shown.String(); strings.Contains(s, "error:") {
 		t.Errorf("que<Tab>--id a: %q", s)
 	}
@@ -483,22 +458,9 @@ func TestShellLeavesWhenItsPipeIsClosed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	shown := &syncBuffer{}
-	go io.Copy(shown, ctl)
-	c := lshdbProcess("shell", "--db", idx)
-	c.Env = append(c.Env, "TERM=xterm", "HOME="+dir)
-	c.Stdin, c.Stdout, c.Stderr = tty, pw, tty
-	c.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
+	c, shown := shellOnTerminalTo(t, ctl, tty, pw, dir, idx)
 	pw.Close()
-	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(shown.String(), "lshdb> "); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			c.Process.Kill()
-			t.Fatalf("no prompt: %q", shown)
-		}
-	}
+	waitShown(t, c, shown, "lshdb> ")
 	pr.Close() // the reader goes
 	io.WriteString(ctl, "put blind written while the output is gone\r")
 	exited := make(chan error, 1)
@@ -515,5 +477,26 @@ func TestShellLeavesWhenItsPipeIsClosed(t *testing.T) {
 	}
 	if _, errOut, code := runLine([]string{"get", "--db", idx, "blind"}, ""); code != 3 {
 		t.Errorf("the put ran: get blind: exit %d %s", code, errOut)
+	}
+}
+
+// setTermSize gives the terminal tty rows and cols, or skips the test.
+func setTermSize(t *testing.T, tty *os.File, rows, cols uint16) {
+	t.Helper()
+	ws := struct{ rows, cols, x, y uint16 }{rows, cols, 0, 0}
+	if _, _, e := syscall.Syscall(syscall.SYS_IOCTL, tty.Fd(), syscall.TIOCSWINSZ, uintptr(unsafe.Pointer(&ws))); e != 0 {
+		t.Skipf("setting the terminal's size: %v", e)
+	}
+}
+
+// waitShown waits up to 30 s for the terminal to show s, and kills the
+// shell c and fails the test if it does not.
+func waitShown(t *testing.T, c *exec.Cmd, shown *syncBuffer, s string) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(shown.String(), s); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			c.Process.Kill()
+			t.Fatalf("no %q on the terminal: %q", s, shown)
+		}
 	}
 }

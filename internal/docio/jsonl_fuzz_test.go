@@ -4,6 +4,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 )
 
@@ -52,7 +53,7 @@ func FuzzReadJSONL(f *testing.F) {
 		data := append([]byte("{\"id\":\"first\",\"text\":\"the first record\"}\n"), body...)
 		o := Options{MaxRecordBytes: 40 + int(limit)}
 		want := oracleLines("stdin", data, o)
-		if got := readAll(t, nil, &cutReader{data: data, cuts: cuts}, o); !equalLines(got, want) {
+		if got := readAll(t, nil, &cutReader{data: data, cuts: cuts}, o); !slices.Equal(got, want) {
 			t.Fatalf("cut at %v: read\n%q\nwant\n%q", cuts, got, want)
 		}
 		path := filepath.Join(dir, "in.jsonl")
@@ -60,20 +61,8 @@ func FuzzReadJSONL(f *testing.F) {
 			t.Fatal(err)
 		}
 		want = oracleLines(path, data, o)
-		if got := readAll(t, []string{path}, nil, o); !equalLines(got, want) {
+		if got := readAll(t, []string{path}, nil, o); !slices.Equal(got, want) {
 			t.Fatalf("from a file: read\n%q\nwant\n%q", got, want)
 		}
 	})
-}
-
-func equalLines(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
