@@ -126,7 +126,8 @@ type LoadResult struct {
 //  3. Write tables: the deletes of replaced records,
 //     the record tables of stage 1 (rewritten without dropped records),
 //     the id map, the counters (a table of their own), and one merge
-//     operand per posting list, ranges of bands on every core.
+//     operand per posting list, ranges of bands on every core; a list
+//     that the removals alone empty is deleted instead.
 //  4. Ingest: every table in one Pebble Ingest, which is
 //     atomic: queries see all of the load or none of it.
 //
@@ -1059,6 +1060,27 @@ func (l *loader) writePostings(ctx context.Context, w tableSink, from, to int) e
 	if l.fresh {
 		put = w.set
 	}
+	// NB: a list given removals alone (of replaced and deleted documents)
+	// that then holds no live posting is deleted in the load's table, in
+	// place of its operand (dropEmptied, as the expiry sweep does): it was
+	// left an empty key until a purge, 1,149,866 of 5,219,739 lists after
+	// 100,000 replacements in a 300,000-document index, and the handle's
+	// Close purging them took 0.6-0.9x the load's own time. Read in key
+	// order from the index before the load (the writer lock is held: no
+	// operand arrives meanwhile).
+	var emptied emptiedFunc
+	if !l.fresh {
+		upper := codec.PostingPrefixEnd
+		if to < l.db.bands.B {
+			upper = codec.AppendPostingKey(nil, to, 0)
+		}
+		lists, err := l.db.pdb.NewIter(&pebble.IterOptions{LowerBound: codec.AppendPostingKey(nil, from, 0), UpperBound: upper})
+		if err != nil {
+			return classify(err)
+		}
+		defer lists.Close()
+		emptied = dropEmptied(lists)
+	}
 	var listKey, vbuf []byte
 	var list []codec.Posting
 	curBand, cur := -1, uint64(0)
@@ -1066,9 +1088,18 @@ func (l *loader) writePostings(ctx context.Context, w tableSink, from, to int) e
 		if len(list) == 0 {
 			return nil
 		}
+		defer func() { list = list[:0] }()
 		listKey = codec.AppendPostingKey(listKey[:0], curBand, cur)
+		if emptied != nil {
+			drop, err := emptied(listKey, list)
+			if err != nil {
+				return err
+			}
+			if drop {
+				return w.del(listKey)
+			}
+		}
 		vbuf = codec.AppendPostings(vbuf[:0], list)
-		list = list[:0]
 		return put(listKey, vbuf)
 	}
 	sorters := []*extsort.BandSorter{l.postings, l.removals}

@@ -436,9 +436,16 @@ func TestCloseDeletesTheListsItsWritesEmptied(t *testing.T) {
 	}
 	d = mustOpen(t, "db", &Options{fs: fs, ExpirySweep: -1})
 	defer d.Close()
+	checkLikeFresh(t, d)
+}
+
+// checkLikeFresh checks that d holds no empty posting list, and the same
+// lists, postings and pairs as a fresh index of its live documents.
+func checkLikeFresh(t *testing.T, d *DB) {
+	t.Helper()
 	rep, err := d.Check(context.Background())
 	if err != nil || rep.ProblemCount != 0 || rep.EmptyLists != 0 {
-		t.Fatalf("after the close: %+v, %v; want no empty list", rep, err)
+		t.Fatalf("check: %+v, %v; want no empty list", rep, err)
 	}
 
 	fresh := mustOpen(t, "fresh", &Options{fs: vfs.NewMem(), ExpirySweep: -1, PurgeEvery: -1})
@@ -471,6 +478,44 @@ func TestCloseDeletesTheListsItsWritesEmptied(t *testing.T) {
 	if got, want := pairsOf(d), pairsOf(fresh); !maps.Equal(got, want) || len(want) == 0 {
 		t.Errorf("pairs: %d written, %d fresh (want equal, and some)", len(got), len(want))
 	}
+}
+
+// Ensure that a load deletes the posting lists that it empties (of its
+// replaced and, with DeleteAbsent, deleted documents) in its own tables:
+// the index then holds no empty list, and the lists, postings and pairs
+// of a fresh index of its live documents, before any purge (PurgeEvery
+// negative: Close purges nothing) and once reopened. A build's
+// replacements left an empty key for each list they emptied until a
+// purge.
+func TestLoadDeletesTheListsItEmpties(t *testing.T) {
+	fs := vfs.NewMem()
+	opts := &Options{fs: fs, ExpirySweep: -1, PurgeEvery: -1}
+	d := mustOpen(t, "db", opts)
+	docs := loadDocs(1000)
+	for i := range docs {
+		docs[i].ID = fmt.Sprint("d-", i) // distinct
+	}
+	if _, err := d.Load(context.Background(), seqOf(docs), nil); err != nil {
+		t.Fatal(err)
+	}
+	// The next night: 300 documents get the text of others, 300 are gone,
+	// 400 are as they were (replaced by themselves: their lists get a
+	// removal and an addition, and stay).
+	night := append([]Doc(nil), docs[:700]...)
+	for i := 400; i < 700; i++ {
+		night[i].Text = docs[i-400].Text
+	}
+	res, err := d.Load(context.Background(), seqOf(night), &LoadOptions{DeleteAbsent: true})
+	if err != nil || res.Deleted != 300 || res.Replaced != 700 {
+		t.Fatalf("second load: %+v, %v; want 300 deleted and 700 replaced (the same text too)", res, err)
+	}
+	checkLikeFresh(t, d)
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	d = mustOpen(t, "db", opts)
+	defer d.Close()
+	checkLikeFresh(t, d)
 }
 
 // Ensure that a handle whose writes emptied more lists than it remembers
