@@ -81,6 +81,23 @@ var ErrBackend = errors.New("lshdb: the storage backend failed")
 // change.
 var ErrAccessDenied = errors.New("lshdb: the storage backend refused access")
 
+// Transient reports whether err is a failure of the storage backend
+// that the same call, made again a little later, may get past: a Redis
+// node that did not answer or closed the connection, a cluster failing
+// over, replicas that did not acknowledge a synced write in time
+// (ErrBackend). A refusal is not (ErrAccessDenied; Redis at its
+// maxmemory, ErrDiskFull), nor is any error of an index in a directory.
+//
+// Writing a failed PutBatch or PreparedBatch again is safe: a write that
+// stopped part way is redone whole, and a write that was applied but not
+// acknowledged by a replica replaces its documents with themselves.
+// Load retries its batches so for up to a minute, and lshdb insert its
+// own. What a write stopped part way left (records no id names, postings
+// of no document) takes memory until Check's repair removes it.
+func Transient(err error) bool {
+	return errors.Is(err, ErrBackend) && !errors.Is(err, ErrAccessDenied) && !errors.Is(err, ErrDiskFull) && !rediskv.Permanent(err)
+}
+
 // IsRedisURL reports whether s names an index on Redis
 // (redis://HOST:PORT[/NAME] or redis+cluster://HOST:PORT,…[/NAME]), which
 // Open opens in place of a directory.
@@ -846,7 +863,7 @@ func (db *DB) redisWriteRetrying(ctx context.Context, preps []prepared, retried 
 		// NB: only what a failover gives is retried: a full memory, a
 		// refused password or an unknown command was retried for a
 		// minute, a warning each time.
-		if err == nil || !errors.Is(err, ErrBackend) || rediskv.Permanent(err) || time.Since(start) > redisLoadRetry {
+		if err == nil || !Transient(err) || time.Since(start) > redisLoadRetry {
 			if err != nil && errors.Is(err, ErrBackend) && time.Since(start) > redisLoadRetry {
 				err = fmt.Errorf("%w (retried for %v)", err, time.Since(start).Round(time.Second))
 			}

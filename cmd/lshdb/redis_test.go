@@ -630,3 +630,87 @@ func TestRedisPasswordFromTheEnvironment(t *testing.T) {
 		t.Errorf("info of a missing index: exit %d, %q; want it named as given (%s), and no password", code, errOut, missing)
 	}
 }
+
+// Ensure that insert on Redis writes a batch again while no replica
+// acknowledges it in time, and completes once they answer: it stopped at
+// the first such batch, exit 1, where build retried (an operator's review
+// of Redis, RD2: a replica's fork for its AOF rewrite stopped a cron
+// insert). The oracle: every document of the input reads back with its
+// text, the summary counts them all inserted and none replaced (the index
+// was empty: a batch written again replaces its documents with
+// themselves), and check finds nothing wrong.
+func TestRedisInsertRetriesWhileReplicasStall(t *testing.T) {
+	c := redistest.Require(t)
+	url := "redis+cluster://" + strings.Join(c.Addrs, ",") + "/stall"
+	t.Cleanup(func() { db.Drop(context.Background(), url) })
+	const n = 3000
+	texts := make(map[string]string, n)
+	var in strings.Builder
+	for i := range n {
+		id := fmt.Sprint("s", i)
+		texts[id] = fmt.Sprintf("document %d of the insert that the stalled replicas hold up, words %d %d", i, i%13, i%17)
+		fmt.Fprintf(&in, "{\"id\":%q,\"text\":%q}\n", id, texts[id])
+	}
+	input := filepath.Join(t.TempDir(), "docs.jsonl")
+	if err := os.WriteFile(input, []byte(in.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := lshdbProcess("create", "--db", url).CombinedOutput(); err != nil {
+		t.Fatalf("create: %v\n%s", err, out)
+	}
+	// Every replica stopped (the masters are the first three nodes), so
+	// that the first batch's write waits for one whatever master it
+	// touches.
+	for i := 3; i < redistest.Nodes; i++ {
+		if err := c.Pause(i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	resumed := false
+	resume := func() {
+		if !resumed {
+			resumed = true
+			for i := 3; i < redistest.Nodes; i++ {
+				c.Resume(i)
+			}
+		}
+	}
+	defer resume()
+	ins := startPiped(t, "insert", "--db", url, input)
+	waitUntil(t, ins, func() string { return "a batch written again" }, func() bool {
+		return strings.Contains(ins.out.String(), "writing the batch again")
+	})
+	resume()
+	select {
+	case err := <-ins.done:
+		if err != nil {
+			t.Fatalf("insert through stalled replicas: %v\n%s", err, ins.out)
+		}
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("insert did not end 2 minutes after the replicas resumed:\n%s", ins.out)
+	}
+	if want := fmt.Sprintf("inserted %d documents (0 replaced stored ones)", n); !strings.Contains(ins.out.String(), want) {
+		t.Errorf("insert said:\n%s\nwant %q", ins.out, want)
+	}
+	d, err := db.Open(url, &db.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	got := 0
+	for doc, err := range d.Scan(context.Background(), nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if texts[doc.ID] != doc.Text {
+			t.Errorf("%s: stored %q, want %q", doc.ID, doc.Text, texts[doc.ID])
+		}
+		got++
+	}
+	if got != n {
+		t.Errorf("%d documents stored, want %d", got, n)
+	}
+	if out, err := lshdbProcess("check", "--db", url).CombinedOutput(); err != nil {
+		t.Errorf("check after the insert: %v\n%s", err, out)
+	}
+}

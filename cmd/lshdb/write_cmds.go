@@ -9,6 +9,7 @@ import (
 	"io"
 	"io/fs"
 	"iter"
+	"log/slog"
 	"math"
 	"net"
 	"os"
@@ -1100,6 +1101,60 @@ type inflightBatch struct {
 	err   error
 }
 
+// insertRetry is how long insert writes a batch again while its write
+// fails in a way a retry may get past (db.Transient), as Load does.
+var insertRetry = time.Minute
+
+// putRetrying writes pb, and again while the write fails in a way a retry
+// may get past (db.Transient: a Redis master failing over, a replica slow
+// to acknowledge), for up to insertRetry: an insert stopped there, exit
+// 1, where a build retried through it (a Redis review, RD2: a replica's
+// fork for its AOF rewrite stopped a cron insert). A try that stopped
+// part way, not in the wait for the replicas once the whole batch was
+// written, may leave what check --repair removes: it says so, as Load
+// does.
+//
+// NB: a try that failed in that wait wrote the batch: the next replaces
+// its documents with themselves, and says each replaced; what the first
+// said it replaced is what the batch replaced.
+func putRetrying(ctx context.Context, p preparer, pb *db.PreparedBatch) (res db.BatchResult, err error) {
+	start := time.Now()
+	partial := false
+	wait := 50 * time.Millisecond
+	replaced := -1 // what the first try replaced, once known
+	for {
+		res, err = p.PutPrepared(ctx, pb)
+		if err == nil {
+			if replaced >= 0 {
+				res.Replaced = replaced
+			}
+			if partial {
+				slog.Warn("lshdb: a batch was written again after a Redis write that stopped part way: what that try left (records no id names, postings of no document) fails check and takes memory until lshdb check --repair, run with no writer beside it, removes it")
+			}
+			return res, nil
+		}
+		if !db.Transient(err) || ctx.Err() != nil {
+			return res, err
+		}
+		if time.Since(start) > insertRetry {
+			return res, fmt.Errorf("%w (the batch was written again for %v)", err, time.Since(start).Round(time.Second))
+		}
+		switch {
+		case !errors.Is(err, rediskv.ErrNotReplicated):
+			partial = true
+		case replaced < 0 && !partial:
+			replaced = res.Replaced
+		}
+		slog.Warn("lshdb: a Redis write failed; writing the batch again", "err", err, "after", wait)
+		select {
+		case <-ctx.Done():
+			return res, err
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 2*time.Second)
+	}
+}
+
 // preparer is an index that prepares a batch apart from writing it
 // (db.DB; not a client: its server prepares).
 type preparer interface {
@@ -1367,7 +1422,7 @@ func (w *inserter) send() error {
 	ctx := w.ctx
 	go func() {
 		defer close(f.done)
-		f.res, f.err = p.PutPrepared(ctx, pb)
+		f.res, f.err = putRetrying(ctx, p, pb)
 	}()
 	w.inflight = f
 	w.batch, w.bytes = make([]db.Doc, 0, cap(w.batch)), 0
