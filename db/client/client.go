@@ -746,8 +746,12 @@ func (c *Client) Load(ctx context.Context, docs iter.Seq2[db.Doc, error], lo *db
 		if lo.DeleteAbsent {
 			q.Set("delete_absent", "true")
 		}
+		// NB: absent, a server takes 50% of its documents (as lshdb
+		// build): MaxDeleted 0 is no limit, which it says as all.
 		if lo.MaxDeleted != 0 {
 			q.Set("max_deleted", strconv.Itoa(lo.MaxDeleted))
+		} else if lo.DeleteAbsent {
+			q.Set("max_deleted", "all")
 		}
 		if lo.MinStored != 0 {
 			q.Set("min_stored", strconv.Itoa(lo.MinStored))

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"iter"
+	"math"
 	"net/http"
 	"net/url"
 	"os"
@@ -551,6 +552,56 @@ func (b *bodyLines) next(v any) error {
 	return b.dec.Decode(v)
 }
 
+// defaultMaxDeleted is the share of the stored documents that a load
+// with delete_absent and no max_deleted may delete, as lshdb build
+// --delete-missing's --max-delete.
+const defaultMaxDeleted = 50.0
+
+// maxDeleted reads a load's max_deleted: a count, a percentage of the
+// stored documents (P%), or all (no limit: 0 for db.LoadOptions); absent,
+// defaultMaxDeleted percent. limited: not all.
+//
+// NB: absent, it was no limit: a body cut short, or empty, deleted most
+// or all of the index, where lshdb build --delete-missing refuses past
+// 50% (a review of the API from a client's side, AC11); and 0, which a
+// client may send to mean "delete nothing", meant no limit.
+func (h *handler) maxDeleted(q url.Values) (limit int, limited bool, err error) {
+	s := q.Get("max_deleted")
+	bad := func() error {
+		return badRequest("max_deleted %q: a count (1000), a percentage of the stored documents (10%%), or all; leave delete_absent out to delete nothing", s)
+	}
+	percent := defaultMaxDeleted
+	switch {
+	case s == "all":
+		return 0, false, nil
+	case s == "" && q.Has("max_deleted"):
+		return 0, false, bad()
+	case s == "":
+	case strings.HasSuffix(s, "%"):
+		p, err := strconv.ParseFloat(strings.TrimSuffix(s, "%"), 64)
+		if err != nil || !(p > 0 && p <= 100) {
+			return 0, false, bad()
+		}
+		if p == 100 {
+			return 0, true, nil
+		}
+		percent = p
+	default:
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			return 0, false, bad()
+		}
+		return n, true, nil
+	}
+	live, err := h.d.Count()
+	if err != nil {
+		return 0, false, err
+	}
+	// NB: as build's: at least 1, or an index of one document could
+	// never lose it; rounded first (375 documents at 18.4% gave 68).
+	return max(1, int(math.Floor(float64(live)*percent/100+1e-9))), true, nil
+}
+
 // load streams JSON Lines of documents into db.Load: one atomic load,
 // answered with one LoadResultJSON when the body ends. A malformed line,
 // a body cut short or a client that goes away fails the whole load, with
@@ -573,8 +624,13 @@ func (h *handler) load(w *resp, r *http.Request) error {
 	if lo.DeleteAbsent, err = boolParam(q, "delete_absent"); err != nil {
 		return err
 	}
-	if lo.MaxDeleted, err = intParam(q, "max_deleted", 0); err != nil {
-		return err
+	limited := false // max_deleted is not all: an empty body is refused
+	if lo.DeleteAbsent {
+		if lo.MaxDeleted, limited, err = h.maxDeleted(q); err != nil {
+			return err
+		}
+	} else if q.Has("max_deleted") {
+		return badRequest("max_deleted without delete_absent (a load deletes nothing without it)")
 	}
 	if lo.MinStored, err = intParam(q, "min_stored", 0); err != nil {
 		return err
@@ -588,11 +644,17 @@ func (h *handler) load(w *resp, r *http.Request) error {
 	lines := h.bodyLines(w, r)
 	var bodyErr error
 	docs := func(yield func(db.Doc, error) bool) {
-		for {
+		for n := 0; ; n++ {
 			var dl docLine
 			err := lines.next(&dl)
 			dj := DocJSON(dl)
 			if err == io.EOF {
+				if n == 0 && limited {
+					// NB: as lshdb build --delete-missing: a job whose
+					// input came out empty would delete every stored
+					// document.
+					yield(db.Doc{}, fmt.Errorf("%w: the body held no document, and delete_absent would delete every stored one (max_deleted=all does)", db.ErrTooManyDeletes))
+				}
 				return
 			}
 			var doc db.Doc

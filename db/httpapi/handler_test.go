@@ -2458,3 +2458,78 @@ func TestRefusalFreesTheConnection(t *testing.T) {
 		}
 	}
 }
+
+// Ensure that a load with delete_absent and no max_deleted deletes at
+// most half of the stored documents, as lshdb build --delete-missing, and
+// refuses an empty body unless max_deleted is all: it had no limit, so a
+// body cut short, or empty, deleted most or all of the index (a review of
+// the API from a client's side, AC11). And that max_deleted takes a
+// count, a percentage or all, and refuses 0 (which meant no limit) and
+// itself without delete_absent. The oracle: the count and the documents
+// of the index after each answer.
+func TestLoadDeleteAbsentGuard(t *testing.T) {
+	d := openFixture(t, 10, nil)
+	addr := startTCP(t, Handler(d, nil), 0)
+	var docs []db.Doc
+	for doc, err := range d.Scan(context.Background(), nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs = append(docs, db.Doc{ID: doc.ID, Text: doc.Text})
+	}
+	body := func(ds []db.Doc) string {
+		var b strings.Builder
+		for _, doc := range ds {
+			fmt.Fprintf(&b, "{\"id\":%q,\"text\":%q}\n", doc.ID, doc.Text)
+		}
+		return b.String()
+	}
+	count := func() int {
+		n, err := d.Count()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return int(n)
+	}
+	for _, c := range []struct {
+		query string
+		keep  int // documents of the body
+		code  string
+		left  int // documents after the load
+	}{
+		{"delete_absent=true", 0, "too_many_deletes", 10},
+		{"delete_absent=true", 4, "too_many_deletes", 10}, // 6 of 10 > 50%
+		{"delete_absent=true&max_deleted=10", 0, "too_many_deletes", 10},
+		{"delete_absent=true&max_deleted=100%25", 0, "too_many_deletes", 10},
+		{"delete_absent=true&max_deleted=0", 10, "bad_request", 10},
+		{"delete_absent=true&max_deleted=-1", 10, "bad_request", 10},
+		{"delete_absent=true&max_deleted=", 10, "bad_request", 10},
+		{"delete_absent=true&max_deleted=x%25", 10, "bad_request", 10},
+		{"max_deleted=5", 10, "bad_request", 10},
+		{"delete_absent=true&max_deleted=1", 8, "too_many_deletes", 10},
+		{"delete_absent=true", 5, "", 5},                                   // 5 of 10: 50%
+		{"delete_absent=true&max_deleted=20%25", 3, "too_many_deletes", 5}, // 2 of 5 > 20%: limit 1
+		{"delete_absent=true&max_deleted=40%25", 3, "", 3},
+		{"delete_absent=true&max_deleted=all", 0, "", 0},
+	} {
+		before := count()
+		if before < c.keep {
+			t.Fatalf("%s: %d documents stored, fewer than the %d of the body", c.query, before, c.keep)
+		}
+		st, b := postJSON(t, "http://"+addr+"/v1/load?"+c.query, body(docs[:c.keep]))
+		switch {
+		case c.code == "" && st != 200:
+			t.Errorf("%s with %d of %d documents: %d %s, want 200", c.query, c.keep, before, st, b)
+		case c.code != "" && !strings.Contains(string(b), `"code":"`+c.code+`"`):
+			t.Errorf("%s with %d of %d documents: %d %s, want %s", c.query, c.keep, before, st, b, c.code)
+		}
+		if n := count(); n != c.left {
+			t.Errorf("%s with %d of %d documents: %d stored after it, want %d", c.query, c.keep, before, n, c.left)
+		}
+		for _, doc := range docs[:c.left] {
+			if got, err := d.Get(doc.ID); err != nil || got.Text != doc.Text {
+				t.Errorf("%s: %s after it: %v", c.query, doc.ID, err)
+			}
+		}
+	}
+}
