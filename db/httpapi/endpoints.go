@@ -296,6 +296,7 @@ func (h *handler) putIfNew(w *resp, r *http.Request) error {
 	if wo.StoreText, err = boolParam(q, "store_text"); err != nil {
 		return err
 	}
+	estimateOnly := h.d.Params().Storage == db.StorageNone
 	// NB: answers go out while the body is still read; an HTTP/1.1
 	// server closes the body at the first flush unless told otherwise
 	// (the in-process tests with a recorder cannot see this: the README's
@@ -373,9 +374,14 @@ func (h *handler) putIfNew(w *resp, r *http.Request) error {
 				res = res[1:]
 				docErr = r.Err
 				if m := r.Match; m != nil {
-					j, e, b := m.Jaccard, m.Estimate, m.Bands
-					out.DuplicateOf, out.Jaccard, out.Estimate, out.Bands = &m.ID, &j, &e, &b
-					out.Meta, out.MetaBase64 = metaOut(m.Meta)
+					// NB: an index that stores no set verifies nothing:
+					// its match has the estimate alone, and jaccard null,
+					// as a query's (it said 0 for an identical copy: a
+					// review of the API from a client's side, AC10).
+					mj := MatchOut(*m, estimateOnly)
+					e, b := m.Estimate, m.Bands
+					out.DuplicateOf, out.Jaccard, out.Estimate, out.Bands = &m.ID, mj.Jaccard, &e, &b
+					out.Meta, out.MetaBase64 = mj.Meta, mj.MetaBase64
 				}
 				out.Replaced = r.Replaced
 			}

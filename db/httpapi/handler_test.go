@@ -630,6 +630,17 @@ func TestStreams(t *testing.T) {
 				break
 			}
 		}
+		// And a put-if-new's duplicate has its estimate, and jaccard
+		// null: it said 0 for an identical copy (AC10).
+		rec = httptest.NewRecorder()
+		copyOf := sampleDocs(t, 1)[0]
+		Handler(openFixture(t, 60, &db.Options{Storage: storage}), nil).ServeHTTP(rec, httptest.NewRequest("POST", "/v1/docs/put-if-new",
+			strings.NewReader(fmt.Sprintf("{\"id\":\"copy\",\"text\":%q}\n", copyOf.Text))))
+		var pin PutIfNewJSON
+		if err := json.Unmarshal(rec.Body.Bytes(), &pin); err != nil || pin.DuplicateOf == nil || *pin.DuplicateOf != copyOf.ID ||
+			pin.Estimate == nil || *pin.Estimate != 1 || (pin.Jaccard == nil) != want || !want && *pin.Jaccard != 1 {
+			t.Errorf("put-if-new of a copy of %s into a %s index: %s (%v), want its estimate 1 and jaccard %s", copyOf.ID, storage, rec.Body, err, map[bool]string{true: "null", false: "1"}[want])
+		}
 	}
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest("GET", "/v1/pairs?threshold=7", nil))
