@@ -28,7 +28,10 @@ func WaitingHandler(opts *Options, holder func() string) http.Handler {
 	}
 	h.setTokens()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		rw := &resp{w: w, rc: http.NewResponseController(w), h: h}
+		rw := &resp{w: w, rc: http.NewResponseController(w), h: h, id: requestID(r), r: r}
+		// NB: as every answer of the API (it had none: a review of the
+		// API from a client's side, AC3).
+		w.Header().Set("X-Request-Id", rw.id)
 		// NB: its body unread, the connection closed: a client's next
 		// request opens a new one, which the index's server takes once
 		// it serves.
