@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -24,6 +25,7 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 	"github.com/lshdb/lshdb/db"
+	"github.com/lshdb/lshdb/db/httpapi"
 	"github.com/lshdb/lshdb/internal/topk"
 	"github.com/lshdb/lshdb/minhash"
 )
@@ -1260,5 +1262,39 @@ func TestPairsFileEndlessLine(t *testing.T) {
 		if n := in.n.Load(); n > 8<<20 {
 			t.Errorf("lshdb %s: read %d bytes of a line with no end", strings.Join(args, " "), n)
 		}
+	}
+}
+
+// Ensure that clusters --from takes a pairs stream saved from the API
+// (GET /v1/pairs: an end line, no header line), which it refused, and
+// gives the clusters of the index's own pairs (the oracle: clusters
+// without --from); and that such a file with a pair line cut is refused
+// by its end line's count (a review of the API from a client's side,
+// AC14).
+func TestClustersFromTheAPIsPairs(t *testing.T) {
+	dir := tieFixture(t)
+	d, err := db.Open(dir, &db.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := httptest.NewRecorder()
+	httpapi.Handler(d, nil).ServeHTTP(rec, httptest.NewRequest("GET", "/v1/pairs", nil))
+	d.Close()
+	stream := rec.Body.String()
+	lines := strings.Split(strings.TrimSuffix(stream, "\n"), "\n")
+	if rec.Code != 200 || len(lines) < 3 || !strings.HasPrefix(lines[len(lines)-1], `{"end":`) {
+		t.Fatalf("GET /v1/pairs: %d %s", rec.Code, stream)
+	}
+	want, errOut, code := runLine([]string{"clusters", "--db", dir, "--output", "json"}, "")
+	if code != 0 {
+		t.Fatalf("clusters: %d %s", code, errOut)
+	}
+	got, errOut, code := runLine([]string{"clusters", "--db", dir, "--from", "-", "--output", "json"}, stream)
+	if code != 0 || got != want {
+		t.Errorf("clusters --from the API's pairs: exit %d %s\n%s\nwant\n%s", code, errOut, got, want)
+	}
+	cut := strings.Join(lines[1:], "\n") + "\n"
+	if _, errOut, code := runLine([]string{"clusters", "--db", dir, "--from", "-", "--output", "json"}, cut); code == 0 || !strings.Contains(errOut, "its end line says") {
+		t.Errorf("clusters --from the API's pairs with a line cut: exit %d %s", code, errOut)
 	}
 }
