@@ -1323,6 +1323,17 @@ func (h *handler) backup(w *resp, r *http.Request) error {
 	} else if root != "" && !fspath.Within(dir, root) {
 		return fmt.Errorf("%w: backup directory %s is outside the server's backup root %s", db.ErrInvalidOptions, dir, root)
 	}
+	// NB: as lshdb backup: the parent must exist, so that a typo or a
+	// volume not mounted is an error; db.Backup makes it, and over HTTP
+	// a typo filled the root file system (a review of the API from a
+	// client's side, AC6).
+	if parent := filepath.Dir(dir); parent != dir {
+		if fi, err := os.Stat(parent); err != nil {
+			return fmt.Errorf("%w: backup directory %s: its parent %s cannot be used (the server makes no directory but the backup's: create it first): %w", db.ErrInvalidOptions, dir, parent, err)
+		} else if !fi.IsDir() {
+			return fmt.Errorf("%w: backup directory %s: its parent %s is not a directory", db.ErrInvalidOptions, dir, parent)
+		}
+	}
 	if err := h.d.BackupWith(r.Context(), dir, db.BackupOptions{Copy: req.Copy, Verify: req.Verify}); err != nil {
 		return err
 	}

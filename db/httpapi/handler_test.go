@@ -827,6 +827,8 @@ func TestBackupRoot(t *testing.T) {
 		{filepath.Join(root, "..", "b2"), 400, "is outside the server's backup root"},
 		{filepath.Join(root, "out", "b3"), 400, "is outside the server's backup root"},
 		{filepath.Join(root, "b1"), 400, "exists: a backup makes a new directory\""},
+		// NB: a missing parent is not made (AC6: a typo filled a disk).
+		{filepath.Join(root, "nosuchday", "b5"), 400, "its parent " + filepath.Join(root, "nosuchday") + " cannot be used"},
 	} {
 		body, _ := json.Marshal(BackupRequest{Dir: tc.dir})
 		resp, err := http.Post("http://"+addr+"/v1/backup", "application/json", bytes.NewReader(body))
@@ -846,6 +848,9 @@ func TestBackupRoot(t *testing.T) {
 	}
 	if left, _ := os.ReadDir(outside); len(left) > 0 {
 		t.Errorf("a refused backup wrote outside the root: %v", left)
+	}
+	if _, err := os.Stat(filepath.Join(root, "nosuchday")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a refused backup made its parent: %v", err)
 	}
 	b, err := db.Open(filepath.Join(root, "b1"), &db.Options{ReadOnly: true})
 	if err != nil {
