@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"net/http"
 	"os"
+	"strings"
 
 	"github.com/lshdb/lshdb/db"
 )
@@ -176,6 +177,31 @@ type ErrorBody struct {
 	// into a directory that exists is ErrInvalidOptions and fs.ErrExist);
 	// absent when none.
 	Also []string `json:"also,omitempty"`
+	// Retry says that the same request may succeed later, unchanged: the
+	// server shutting down or closing, a lock or an index that another
+	// process holds (locked; read_only from an owner that reads only,
+	// until it closes the index), a Redis index's servers failing over
+	// (backend_unavailable, db.Transient). Absent (false): not without a
+	// change, by the client or an operator. A client waits (Retry-After,
+	// when the answer has it) and sends it again.
+	//
+	// NB: read_only said which in its message alone, which lshdb's
+	// commands matched; a client of another language had to copy the
+	// English (a review of the API from a client's side, AC13).
+	Retry bool `json:"retry,omitempty"`
+}
+
+// retryable is ErrorBody.Retry of err, whose code is code.
+func retryable(err error, code string) bool {
+	switch code {
+	case "shutdown", "closed", "locked":
+		return true
+	case "backend_unavailable":
+		return db.Transient(err)
+	case "read_only":
+		return strings.HasSuffix(err.Error(), OwnerReadsOnly)
+	}
+	return false
 }
 
 // FSErrors are the io/fs errors ErrorBody.Also names, by name.
@@ -183,7 +209,7 @@ var FSErrors = map[string]error{"exist": fs.ErrExist, "not_exist": fs.ErrNotExis
 
 // errorBody is err's body with its table entry's code.
 func errorBody(err error, c Code) ErrorBody {
-	b := ErrorBody{Code: c.Code, Message: err.Error()}
+	b := ErrorBody{Code: c.Code, Message: err.Error(), Retry: retryable(err, c.Code)}
 	for _, name := range []string{"exist", "not_exist", "permission"} {
 		if errors.Is(err, FSErrors[name]) {
 			b.Also = append(b.Also, name)

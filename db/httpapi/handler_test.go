@@ -2549,3 +2549,45 @@ func TestLoadDeleteAbsentGuard(t *testing.T) {
 		}
 	}
 }
+
+// Ensure that an error says whether the same request may succeed later
+// (retry): a write refused by an owner that opened the index to read only
+// may, once it closes it; one refused by a server started to serve reads
+// only may not, nor may a bad request; a waiting server's locked may
+// (AC13: the two read_only told apart by their English alone).
+func TestErrorRetry(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "idx")
+	d, err := db.Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Put(db.Doc{ID: "a", Text: "a document of the retry test"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	d.Close()
+	ro, err := db.Open(dir, &db.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	put := `{"id":"b","text":"a write the owner refuses"}`
+	for _, c := range []struct {
+		what  string
+		h     http.Handler
+		body  string
+		code  string
+		retry bool
+	}{
+		{"an owner that reads only", Handler(ro, nil), put, "read_only", true},
+		{"a server that serves reads only", Handler(ro, &Options{ServesReadOnly: true}), put, "read_only", false},
+		{"a bad request", Handler(ro, nil), `{"id":"b","text":"x","bogus":1}`, "bad_request", false},
+		{"a server waiting for its index", WaitingHandler(nil, func() string { return "lshdb insert (pid 1)" }), put, "locked", true},
+	} {
+		rec := httptest.NewRecorder()
+		c.h.ServeHTTP(rec, httptest.NewRequest("POST", "/v1/docs", strings.NewReader(c.body)))
+		var e ErrorJSON
+		if err := json.Unmarshal(rec.Body.Bytes(), &e); err != nil || e.Error.Code != c.code || e.Error.Retry != c.retry {
+			t.Errorf("%s: %d %s (%v); want code %s, retry %v", c.what, rec.Code, rec.Body, err, c.code, c.retry)
+		}
+	}
+}
