@@ -46,8 +46,10 @@ type QueryResult struct {
 	// Threshold is the threshold applied.
 	Threshold float64
 	// ExpectedRecall is the probability that a document of similarity
-	// exactly Threshold shares a band with the query (pairs above it are
-	// more likely): the index's S-curve at Threshold.
+	// exactly Threshold is found (pairs above it are more likely): that
+	// it shares a band with the query, the index's S-curve at Threshold;
+	// for an estimate-only answer, that its estimate reaches Threshold
+	// too (Params.EstimateRecall), about half of that near it.
 	ExpectedRecall float64
 	// Candidates is the number of documents that shared a band and were
 	// verified (or estimated).
@@ -438,6 +440,9 @@ func (db *DB) query(ctx context.Context, v view, set []uint64, sig []uint32, siz
 		}
 	}
 	res := &QueryResult{Threshold: q.Threshold, ExpectedRecall: db.bands.Probability(q.Threshold), Candidates: len(cands), EstimateOnly: q.EstimateOnly}
+	if q.EstimateOnly {
+		res.ExpectedRecall = db.estimateRecall(q.Threshold)
+	}
 	var probe *probeSet
 	if !q.EstimateOnly {
 		probe = &sc.probe
@@ -709,4 +714,15 @@ func (db *DB) query(ctx context.Context, v view, set []uint64, sig []uint32, siz
 		m.num = 0
 	}
 	return res, nil
+}
+
+// estimateRecall is Params.EstimateRecall(t) of the index, remembered for
+// the last t asked (a query at the same threshold asks again).
+func (db *DB) estimateRecall(t float64) float64 {
+	if e := db.lastEstimateRecall.Load(); e != nil && e[0] == t {
+		return e[1]
+	}
+	v := Params{NumPerm: db.skOpt.NumPerm, Bands: db.bands, Storage: StorageNone}.EstimateRecall(t)
+	db.lastEstimateRecall.Store(&[2]float64{t, v})
+	return v
 }

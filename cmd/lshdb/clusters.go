@@ -673,9 +673,9 @@ interrupted or fails leaves no partial file (a redirect, > FILE, does).`,
 			}
 			return a.toFile(out, func() error {
 				return a.withIndex(func(d index) error {
-					rec := recallNote(d, t)
+					rec := recallNote(d, t, false)
 					if from == "" {
-						a.warnRecall(d, t, rec)
+						a.warnRecall(d, t, rec, false)
 					}
 					var h headerJSON
 					if header {

@@ -737,9 +737,9 @@ func outputIsInput(out string, inputs []string) (string, bool) {
 // fates clusters d as the flags say, with a recall note on stderr when
 // the threshold is below the index's.
 func (f *dedupFlags) fates(a *app, d index, t float64, mode db.ClusterMode, keep db.KeepPolicy) (map[string]fate, int, error) {
-	rec := recallNote(d, t)
+	rec := recallNote(d, t, false)
 	if f.from == "" {
-		a.warnRecall(d, t, rec)
+		a.warnRecall(d, t, rec, false)
 	}
 	cs, err := a.clusters(d, f.from, &db.PairsOptions{Threshold: t, Mode: mode, Keep: keep})
 	if err != nil {

@@ -101,8 +101,8 @@ func (a *app) queryCmd() *cobra.Command {
 			}
 			return a.withIndex(func(d index) error {
 				started := time.Now()
-				rec := recallNote(d, t)
-				a.warnRecall(d, t, rec)
+				rec := recallNote(d, t, estimate)
+				a.warnRecall(d, t, rec, estimate)
 				qo := &db.QueryOptions{Threshold: t, Limit: top, EstimateOnly: estimate, WithText: withText}
 				var res *db.QueryResult
 				switch {
@@ -227,8 +227,14 @@ func (a *app) queryCmd() *cobra.Command {
 				if res.Found > len(res.Matches) {
 					found = fmt.Sprintf("%d of %d matches (--top)", len(res.Matches), res.Found)
 				}
-				_, err = fmt.Fprintf(a.stdout, "%s at %s >= %v among %s (P(candidate) at %v: %.4f)\n",
-					found, what, res.Threshold, counted(res.Candidates, "candidate", "candidates"), res.Threshold, res.ExpectedRecall)
+				// NB: an estimate-only answer's expected recall counts its
+				// estimate's step too: no longer P(candidate).
+				recall := "P(candidate)"
+				if res.EstimateOnly {
+					recall = "P(found)"
+				}
+				_, err = fmt.Fprintf(a.stdout, "%s at %s >= %v among %s (%s at %v: %.4f)\n",
+					found, what, res.Threshold, counted(res.Candidates, "candidate", "candidates"), recall, res.Threshold, res.ExpectedRecall)
 				a.hotQueryNote(res)
 				return err
 			})
@@ -806,8 +812,8 @@ file (a redirect, > FILE, does).`,
 			}
 			return a.toFile(out, func() error {
 				return a.withIndex(func(d index) error {
-					rec := recallNote(d, t)
-					a.warnRecall(d, t, rec)
+					rec := recallNote(d, t, false)
+					a.warnRecall(d, t, rec, false)
 					var h headerJSON
 					if header || clustersFile != "" {
 						if h, err = runHeader(d, "pairs", t, started); err != nil {

@@ -1084,7 +1084,7 @@ func (h *handler) recallNote(t float64) *float64 {
 	if t == 0 || t >= p.Threshold {
 		return nil
 	}
-	r := p.Bands.Probability(t)
+	r := p.RecallAt(t, false)
 	return &r
 }
 
