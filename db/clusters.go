@@ -532,7 +532,7 @@ func (db *DB) Clusters(ctx context.Context, po *PairsOptions) ([]Cluster, error)
 				return 0, err
 			}
 			if db.estimateOnly() {
-				return estimateOf(sa, sb), nil
+				return px.estimate(a, b, sa, sb), nil
 			}
 			j, _ := table.JaccardAtLeast(sb, 0)
 			return j, nil
@@ -757,7 +757,7 @@ func (db *DB) clustersFrom(ctx context.Context, seq iter.Seq2[redisPair, error],
 			return 0, err
 		}
 		if db.estimateOnly() {
-			return estimateOf(sa, sb), nil
+			return x.estimate(a, b, sa, sb), nil
 		}
 		j, _ := table.JaccardAtLeast(sb, 0)
 		return j, nil

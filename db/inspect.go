@@ -354,8 +354,14 @@ func (db *DB) Explain(a, b string) (*Explanation, error) {
 			e.Unlisted = append(e.Unlisted, i)
 		}
 	}
-	e.Probability = db.bands.Probability(e.Jaccard)
 	e.SetLenA, e.SetLenB = ra.SetLen, rb.SetLen
+	// NB: no higher than the sizes allow, as Pairs and queries give it
+	// (a statistician's review, Q3).
+	e.Estimate = sizeCapped(e.Estimate, e.SetLenA, e.SetLenB)
+	if e.EstimateOnly {
+		e.Jaccard = e.Estimate
+	}
+	e.Probability = db.bands.Probability(e.Jaccard)
 	return e.AtThreshold(db.man.Threshold), nil
 }
 

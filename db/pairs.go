@@ -862,7 +862,7 @@ func verify(ctx context.Context, x *pairsIndex, sorter *extsort.Fixed[uint64], s
 					}
 					if estimate {
 						// None mode: the set file holds signatures.
-						if j := estimateOf(sa, sb); j >= t {
+						if j := x.estimate(a, b, sa, sb); j >= t {
 							out = append(out, verified{a, b, j})
 						}
 					} else if j, ok := table.JaccardAtLeast(sb, t); ok {
@@ -910,6 +910,25 @@ func verify(ctx context.Context, x *pairsIndex, sorter *extsort.Fixed[uint64], s
 		return errStopped
 	}
 	return cmp.Or(prodErr, ctxErr(ctx))
+}
+
+// estimate is the signatures' estimate of the Jaccard of documents a
+// and b (their signatures sa and sb, as uint64s), no higher than their
+// sizes allow (J <= min/max; a size of 0 is unknown): an estimate-only
+// index reported pairs above it (8 of 3,260 on kjv at 0.8: sizes 42 and
+// 46, Jaccard at most 0.9130, estimated 0.9453: a statistician's review,
+// Q3). The cap only lowers an error, and keeps which pairs reach t.
+func (x *pairsIndex) estimate(a, b int32, sa, sb []uint64) float64 {
+	return sizeCapped(estimateOf(sa, sb), int(x.sizes[a]), int(x.sizes[b]))
+}
+
+// sizeCapped is est no higher than min/max of the sizes a and b, when
+// both are known (not 0).
+func sizeCapped(est float64, a, b int) float64 {
+	if a > 0 && b > 0 {
+		return min(est, float64(min(a, b))/float64(max(a, b)))
+	}
+	return est
 }
 
 // estimateOf is the signatures' estimate of Jaccard (the share of equal

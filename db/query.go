@@ -634,7 +634,8 @@ func (db *DB) query(ctx context.Context, v view, set []uint64, sig []uint32, siz
 				otherSig = h.Sketcher().Sketch(otherSig[:0], d.elems)
 				d.sig, newSig = otherSig, true
 			}
-			if m.Estimate = minhash.Estimate(sig, d.sig); q.EstimateOnly && m.Estimate < q.Threshold {
+			// NB: no higher than the sizes allow (Q3; 0: unknown).
+			if m.Estimate = sizeCapped(minhash.Estimate(sig, d.sig), size, d.setLen); q.EstimateOnly && m.Estimate < q.Threshold {
 				return false, nil
 			}
 			return true, nil

@@ -1304,7 +1304,7 @@ func (db *DB) redisPairsOf(ctx context.Context, r *redisRun, start, end int) ([]
 			}
 			var j float64
 			if r.est {
-				j = minhash.Estimate(a.doc.Signature, b.doc.Signature)
+				j = sizeCapped(minhash.Estimate(a.doc.Signature, b.doc.Signature), a.doc.SetLen, b.doc.SetLen)
 			} else {
 				small, big := min(len(a.doc.Set), len(b.doc.Set)), max(len(a.doc.Set), len(b.doc.Set))
 				if float64(small)/float64(big) < r.t {
