@@ -272,8 +272,9 @@ func (o *clustersWriter) write(cs []db.Cluster) (dropped int, err error) {
 }
 
 // clustersNote is the summary line of clusters cs on stderr, dropped the
-// documents they drop.
-func clustersNote(cs []db.Cluster, dropped int, t float64, mode db.ClusterMode, keep db.KeepPolicy) string {
+// documents they drop; estimates: their similarities are estimates
+// (storage none).
+func clustersNote(cs []db.Cluster, dropped int, t float64, mode db.ClusterMode, keep db.KeepPolicy, estimates bool) string {
 	what := "centers: every member is at or above the threshold to the one kept"
 	if mode == db.Components {
 		// NB: filter and export default to centers (each dropped member
@@ -296,7 +297,14 @@ func clustersNote(cs []db.Cluster, dropped int, t float64, mode db.ClusterMode, 
 			what = fmt.Sprintf("components: members are linked through pairs at or above the threshold, and %d of those to drop are below it to the one kept (its Jaccard to each is shown): --mode centers keeps every member at or above it, as filter and export do by default", below)
 		}
 	}
-	return fmt.Sprintf("%s at Jaccard >= %v, %s to drop (%s; kept: %s)", counted(len(cs), "cluster", "clusters"), t, counted(dropped, "document", "documents"), what, keepNote(keep))
+	sim := "Jaccard"
+	if estimates {
+		// NB: the similarities of a storage-none index are estimates (a
+		// statistician's review, Q5: the summary said Jaccard).
+		sim = "estimated Jaccard (not verified)"
+		what = strings.ReplaceAll(what, "its Jaccard", "its estimate")
+	}
+	return fmt.Sprintf("%s at %s >= %v, %s to drop (%s; kept: %s)", counted(len(cs), "cluster", "clusters"), sim, t, counted(dropped, "document", "documents"), what, keepNote(keep))
 }
 
 // pairsFile checks a pairs --output json file as it is read: its header
@@ -705,7 +713,7 @@ interrupted or fails leaves no partial file (a redirect, > FILE, does).`,
 					}
 					// NB: in every format, on stderr: a nightly job's log
 					// of a JSON run had no count to alert on (a review, B3).
-					fmt.Fprintln(a.stderr, clustersNote(cs, dropped, cmp.Or(t, d.Params().Threshold), mode, keep))
+					fmt.Fprintln(a.stderr, clustersNote(cs, dropped, cmp.Or(t, d.Params().Threshold), mode, keep, d.Params().Storage == db.StorageNone))
 					if header {
 						return a.emitJSON(runEndJSON{runEndBody{Lines: int64(len(cs)), ElapsedSeconds: time.Since(started).Seconds()}})
 					}
@@ -846,7 +854,7 @@ func (a *app) clustersTo(d index, path, pairsOut string, s *pairSpill, h headerJ
 		if err := commitTemp(f, path, true, err); err != nil {
 			return interruptNote(fmt.Errorf("%s: %w", path, err), "%s", stopped)
 		}
-		fmt.Fprintf(a.stderr, "%s: %s\n", escControls(path), clustersNote(cs, dropped, cmp.Or(po.Threshold, d.Params().Threshold), po.Mode, po.Keep))
+		fmt.Fprintf(a.stderr, "%s: %s\n", escControls(path), clustersNote(cs, dropped, cmp.Or(po.Threshold, d.Params().Threshold), po.Mode, po.Keep, d.Params().Storage == db.StorageNone))
 		return nil
 	}
 	// NB: with pairs --out, after the pairs file: committed first, the

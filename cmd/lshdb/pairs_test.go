@@ -1298,3 +1298,24 @@ func TestClustersFromTheAPIsPairs(t *testing.T) {
 		t.Errorf("clusters --from the API's pairs with a line cut: exit %d %s", code, errOut)
 	}
 }
+
+// Ensure that clusters' summary on a storage-none index says its
+// similarities are estimates (a statistician's review, Q5: it said
+// Jaccard), and on a text index Jaccard.
+func TestClustersNoteOfEstimates(t *testing.T) {
+	for _, storage := range []string{"none", "text"} {
+		dir := filepath.Join(t.TempDir(), "index")
+		if _, errOut, code := runLine([]string{"create", "--db", dir, "--storage", storage}, ""); code != 0 {
+			t.Fatalf("create: %d %s", code, errOut)
+		}
+		tieFixtureIn(t, dir)
+		_, errOut, code := runLine([]string{"clusters", "--db", dir}, "")
+		want := "clusters at Jaccard >= 0.8"
+		if storage == "none" {
+			want = "clusters at estimated Jaccard (not verified) >= 0.8"
+		}
+		if code != 0 || !strings.Contains(errOut, want) {
+			t.Errorf("clusters of a %s index: exit %d %s; want %q", storage, code, errOut, want)
+		}
+	}
+}
