@@ -90,7 +90,10 @@ func (m *model) expect(q modelDoc, self string, t float64) []Match {
 			continue
 		}
 		if j := minhash.Jaccard(q.set, d.set); j >= t {
-			out = append(out, Match{ID: id, Jaccard: j, Estimate: minhash.Estimate(q.sig, d.sig), Bands: shared})
+			// NB: the estimate no higher than the sizes allow (J <=
+			// smaller/larger), as every answer gives it.
+			e := min(minhash.Estimate(q.sig, d.sig), float64(min(len(q.set), len(d.set)))/float64(max(len(q.set), len(d.set))))
+			out = append(out, Match{ID: id, Jaccard: j, Estimate: e, Bands: shared})
 		}
 	}
 	slices.SortFunc(out, func(a, b Match) int { return cmp.Or(cmp.Compare(b.Jaccard, a.Jaccard), cmp.Compare(a.ID, b.ID)) })
