@@ -185,9 +185,6 @@ type DB struct {
 	stalls    *writeStalls // Pebble's write stalls, for Metrics; nil on Redis
 	// counts are the figures of Metrics that this handle counts itself.
 	counts handleCounts
-	// lastEstimateRecall is the last threshold estimateRecall computed,
-	// and its figure.
-	lastEstimateRecall atomic.Pointer[[2]float64]
 	// emptiable are the lists this handle's writes may have emptied,
 	// which Close deletes (purgeAtClose).
 	emptiable emptiableLists

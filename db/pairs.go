@@ -917,7 +917,10 @@ func verify(ctx context.Context, x *pairsIndex, sorter *extsort.Fixed[uint64], s
 // sizes allow (J <= min/max; a size of 0 is unknown): an estimate-only
 // index reported pairs above it (8 of 3,260 on kjv at 0.8: sizes 42 and
 // 46, Jaccard at most 0.9130, estimated 0.9453: a statistician's review,
-// Q3). The cap only lowers an error, and keeps which pairs reach t.
+// Q3). The cap only lowers an error; where the size filter ran first
+// (Pebble's pairs, queries), it keeps which pairs reach t. Redis's pairs
+// have no size filter before it, and report no pair the sizes rule out
+// since (as Pebble's).
 func (x *pairsIndex) estimate(a, b int32, sa, sb []uint64) float64 {
 	return sizeCapped(estimateOf(sa, sb), int(x.sizes[a]), int(x.sizes[b]))
 }

@@ -315,7 +315,10 @@ type pairsFile struct {
 	now    *db.Info // the index the file is read against; nil: none
 	header *headerBody
 	end    *runEndBody
-	pairs  int64
+	// endTimed: the end line has elapsed_seconds, as lshdb pairs
+	// --header writes it (the API's has none).
+	endTimed bool
+	pairs    int64
 }
 
 // line takes one non-blank line; pair reports whether it is a pair (else
@@ -356,7 +359,13 @@ func (f *pairsFile) line(n int, t []byte) (pair bool, err error) {
 		if err := json.Unmarshal(t, &e); err != nil {
 			return false, fmt.Errorf("%w: %s:%d: not the end line of pairs --header", errBadPairs, f.name, n)
 		}
-		f.end = &e.End
+		var timed struct {
+			End struct {
+				Elapsed *float64 `json:"elapsed_seconds"`
+			} `json:"end"`
+		}
+		_ = json.Unmarshal(t, &timed) // NB: t decoded above
+		f.end, f.endTimed = &e.End, timed.End.Elapsed != nil
 		return false, nil
 	}
 	f.pairs++
@@ -426,8 +435,13 @@ func (f *pairsFile) finish(t float64, warn func(string)) error {
 			// (it was refused: a review of the API from a client's
 			// side, AC14). Its count of lines is checked, its
 			// threshold is the caller's to know, as in a file without
-			// either.
+			// either. The end line of lshdb pairs --header (timed)
+			// without its header is a file that lost the header, whose
+			// threshold, limit and index were checked there: refused
+			// (a read-through, R1).
 			switch {
+			case f.endTimed:
+				return fmt.Errorf("%w: %s: the end line of pairs --header but no header line (the file lost its first line?); run pairs again", errBadPairs, f.name)
 			case f.end.Lines != f.pairs:
 				return fmt.Errorf("%w: %s holds %d pairs, its end line says %d: the file was cut or edited; run pairs again", errIncomplete, f.name, f.pairs, f.end.Lines)
 			case f.end.Stats != nil && f.end.Stats.Reported > f.end.Lines:

@@ -1297,6 +1297,16 @@ func TestClustersFromTheAPIsPairs(t *testing.T) {
 	if _, errOut, code := runLine([]string{"clusters", "--db", dir, "--from", "-", "--output", "json"}, cut); code == 0 || !strings.Contains(errOut, "its end line says") {
 		t.Errorf("clusters --from the API's pairs with a line cut: exit %d %s", code, errOut)
 	}
+	// A file of pairs --header that lost its header line is still
+	// refused: its threshold and index are not known (R1).
+	full, errOut, code := runLine([]string{"pairs", "--db", dir, "--output", "json", "--header", "--threshold", "0.9"}, "")
+	if code != 0 {
+		t.Fatalf("pairs --header: %d %s", code, errOut)
+	}
+	headless := full[strings.IndexByte(full, '\n')+1:]
+	if _, errOut, code := runLine([]string{"clusters", "--db", dir, "--from", "-", "--threshold", "0.5"}, headless); code == 0 || !strings.Contains(errOut, "no header line") {
+		t.Errorf("clusters --from a pairs --header file without its header: exit %d %s", code, errOut)
+	}
 }
 
 // Ensure that clusters' summary on a storage-none index says its

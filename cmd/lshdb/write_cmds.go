@@ -1129,12 +1129,20 @@ func putRetrying(ctx context.Context, p preparer, pb *db.PreparedBatch) (res db.
 				res.Replaced = replaced
 			}
 			if partial {
-				slog.Warn("lshdb: a batch was written again after a Redis write that stopped part way: what that try left (records no id names, postings of no document) fails check and takes memory until lshdb check --repair, run with no writer beside it, removes it")
+				// NB: "may": a try whose connection was refused wrote
+				// nothing, and which did is not known (a read-through,
+				// R4).
+				slog.Warn("lshdb: a batch was written again after a Redis write that failed before its replicas' wait: what that try may have left (records no id names, postings of no document) fails check and takes memory until lshdb check --repair, run with no writer beside it, removes it; the summary's count of replaced documents may count documents of the batch itself")
 			}
 			return res, nil
 		}
-		if !db.Transient(err) || ctx.Err() != nil {
+		if !db.Transient(err) {
 			return res, err
+		}
+		if ctx.Err() != nil {
+			// NB: the interrupt, as every other write of the command says
+			// it (it said the backend's error).
+			return res, fmt.Errorf("%w (while a failed write was retried: %v)", context.Cause(ctx), err)
 		}
 		if time.Since(start) > insertRetry {
 			return res, fmt.Errorf("%w (the batch was written again for %v)", err, time.Since(start).Round(time.Second))
@@ -1148,7 +1156,7 @@ func putRetrying(ctx context.Context, p preparer, pb *db.PreparedBatch) (res db.
 		slog.Warn("lshdb: a Redis write failed; writing the batch again", "err", err, "after", wait)
 		select {
 		case <-ctx.Done():
-			return res, err
+			return res, fmt.Errorf("%w (while a failed write was retried: %v)", context.Cause(ctx), err)
 		case <-time.After(wait):
 		}
 		wait = min(2*wait, 2*time.Second)

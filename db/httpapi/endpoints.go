@@ -17,6 +17,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -558,6 +559,13 @@ func (b *bodyLines) next(v any) error {
 	return b.dec.Decode(v)
 }
 
+// The forms of max_deleted: a count, a percentage (openapi.yaml's
+// pattern).
+var (
+	maxDeletedCount   = regexp.MustCompile(`^[1-9][0-9]*$`)
+	maxDeletedPercent = regexp.MustCompile(`^[0-9]+(\.[0-9]+)?%$`)
+)
+
 // defaultMaxDeleted is the share of the stored documents that a load
 // with delete_absent and no max_deleted may delete, as lshdb build
 // --delete-missing's --max-delete.
@@ -584,6 +592,12 @@ func (h *handler) maxDeleted(q url.Values) (limit int, limited bool, err error) 
 		return 0, false, bad()
 	case s == "":
 	case strings.HasSuffix(s, "%"):
+		// NB: the forms openapi.yaml's pattern gives, no other that
+		// ParseFloat or Atoi takes ("1e1%", "+5", "05": a read-through,
+		// R11).
+		if !maxDeletedPercent.MatchString(s) {
+			return 0, false, bad()
+		}
 		p, err := strconv.ParseFloat(strings.TrimSuffix(s, "%"), 64)
 		if err != nil || !(p > 0 && p <= 100) {
 			return 0, false, bad()
@@ -593,6 +607,9 @@ func (h *handler) maxDeleted(q url.Values) (limit int, limited bool, err error) 
 		}
 		percent = p
 	default:
+		if !maxDeletedCount.MatchString(s) {
+			return 0, false, bad()
+		}
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 {
 			return 0, false, bad()

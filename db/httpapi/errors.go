@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"net/http"
 	"os"
-	"strings"
 
 	"github.com/lshdb/lshdb/db"
 )
@@ -199,7 +198,8 @@ func retryable(err error, code string) bool {
 	case "backend_unavailable":
 		return db.Transient(err)
 	case "read_only":
-		return strings.HasSuffix(err.Error(), OwnerReadsOnly)
+		var o ownerReadsOnly
+		return errors.As(err, &o)
 	}
 	return false
 }

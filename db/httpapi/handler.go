@@ -344,6 +344,12 @@ var Ops = []string{"healthz", "params", "count", "get", "put", "delete", "has", 
 // (exit 75, busy), as only a code and a message cross HTTP.
 const OwnerReadsOnly = "which reads only: write once it has closed the index"
 
+// ownerReadsOnly is a write refused (read_only) by an owner that opened
+// its index to read only: its ErrorBody says retry.
+type ownerReadsOnly struct{ error }
+
+func (e ownerReadsOnly) Unwrap() error { return e.error }
+
 // ServerReadsOnly ends, in OwnerReadsOnly's place, the message of a write
 // refused by a server started to serve reads only (Options.ServesReadOnly,
 // lshdb serve --read-only, for an index on a full disk or a read-only
@@ -534,6 +540,9 @@ func (h *handler) ServeHTTP(hw http.ResponseWriter, r *http.Request) {
 			why = ServerReadsOnly
 		}
 		err = fmt.Errorf("%w by the process that serves it (pid %d), %s", err, os.Getpid(), why)
+		if !h.o.ServesReadOnly {
+			err = ownerReadsOnly{err}
+		}
 	}
 	err = cutErr(r, err)
 	if err != nil && !w.started {

@@ -2521,6 +2521,11 @@ func TestLoadDeleteAbsentGuard(t *testing.T) {
 		{"delete_absent=true&max_deleted=-1", 10, "bad_request", 10},
 		{"delete_absent=true&max_deleted=", 10, "bad_request", 10},
 		{"delete_absent=true&max_deleted=x%25", 10, "bad_request", 10},
+		{"delete_absent=true&max_deleted=%2B5", 10, "bad_request", 10},
+		{"delete_absent=true&max_deleted=05", 10, "bad_request", 10},
+		{"delete_absent=true&max_deleted=1e1%25", 10, "bad_request", 10},
+		{"delete_absent=true&max_deleted=.5%25", 10, "bad_request", 10},
+		{"delete_absent=true&max_deleted=100.5%25", 10, "bad_request", 10},
 		{"max_deleted=5", 10, "bad_request", 10},
 		{"delete_absent=true&max_deleted=1", 8, "too_many_deletes", 10},
 		{"delete_absent=true", 5, "", 5},                                   // 5 of 10: 50%

@@ -33,7 +33,21 @@ func (e *errKeys) Error() string {
 type errCase struct{ name string }
 
 func (e *errCase) Error() string {
-	return fmt.Sprintf("json: unknown field %q (names are matched exactly, and every field's is in lower case: %q?)", e.name, strings.ToLower(e.name))
+	// NB: the name it folds to, in lower case ASCII, when it is one: "ID"
+	// is id, a long s is s; "ttl-ms" folds to no name (a read-through,
+	// R2: strings.ToLower gave those back unchanged).
+	folded := strings.Map(func(r rune) rune {
+		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+			if f >= 'a' && f <= 'z' {
+				return f
+			}
+		}
+		return r
+	}, e.name)
+	if strings.ContainsFunc(folded, func(r rune) bool { return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_') }) {
+		return fmt.Sprintf("json: unknown field %q (names are matched exactly: every field's is in lower case ASCII, a-z, 0-9 and _)", e.name)
+	}
+	return fmt.Sprintf("json: unknown field %q (names are matched exactly, and every field's is in lower case: %q?)", e.name, folded)
 }
 
 // checkKeys returns an *errKeys for the first object in raw (one JSON

@@ -42,9 +42,10 @@ func TestCheckKeys(t *testing.T) {
 		{`{"id":"é","ÉTÉ":1,"été":2}`, `"ÉTÉ" and "été" differ only in case`, true},
 		// A name given once, not in lower case ASCII: encoding/json
 		// took it for the field it folds to (AC15).
-		{`{"ID":"a","TEXT":"b"}`, `unknown field "ID" (names are matched exactly`, false},
-		{`{"id":"a","ſkip_empty":true}`, `unknown field "ſkip_empty"`, true},
-		{`{"docs":[{"id":"a","Meta":"m"}]}`, `unknown field "Meta"`, true},
+		{`{"ID":"a","TEXT":"b"}`, `unknown field "ID" (names are matched exactly, and every field's is in lower case: "id"?)`, false},
+		{`{"id":"a","ſkip_empty":true}`, `unknown field "ſkip_empty" (names are matched exactly, and every field's is in lower case: "skip_empty"?)`, true},
+		{`{"docs":[{"id":"a","Meta":"m"}]}`, `unknown field "Meta" (names are matched exactly, and every field's is in lower case: "meta"?)`, true},
+		{`{"id":"a","ttl-ms":5}`, `unknown field "ttl-ms" (names are matched exactly: every field's is in lower case ASCII`, true},
 		{`{"id":"a","meta_base64":"bQ==","no_sync":true}`, "", true},
 	} {
 		err := checkKeys([]byte(c.in))

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -220,70 +221,81 @@ func TestOpenAPIAnswersValidate(t *testing.T) {
 		h = Handler(d, &Options{BackupRoot: backups})
 		first := firstDoc(t, d)
 		id := url.QueryEscape(first.ID)
-		text := url.QueryEscape(first.Text)
-		copyLine := fmt.Sprintf("{\"id\":\"copy-%s\",\"text\":%q}\n", storage, first.Text)
+		// NB: a storage-none index keeps no text: the fixture's.
+		sample := sampleDocs(t, 1)[0].Text
+		text := url.QueryEscape(sample)
+		copyLine := fmt.Sprintf("{\"id\":\"copy-%s\",\"text\":%q}\n", storage, sample)
 		put := fmt.Sprintf(`{"docs":[{"id":"p1-%s","text":"a put of the conformance test"},{"id":"p2-%s","text":"another put of it","meta":"m"}]}`, storage, storage)
 		if storage == db.StorageNone {
 			put = fmt.Sprintf(`{"id":"p1-%s","text":"a put of the conformance test"}`, storage)
 		}
-		requests := []struct{ method, path, body string }{
-			{"GET", "/healthz", ""},
-			{"GET", "/v1/openapi.yaml", ""},
-			{"GET", "/v1/params", ""},
-			{"GET", "/v1/count", ""},
-			{"GET", "/v1/docs?id=" + id, ""},
-			{"GET", "/v1/docs?id=" + id + "&sets=false", ""},
-			{"GET", "/v1/docs?id=nosuchdoc", ""},
-			{"POST", "/v1/docs", put},
-			{"POST", "/v1/docs", `{"docs":[{"id":"","text":"x"}]}`},
-			{"POST", "/v1/docs", `{"id":"x","text":"x","bogus":1}`},
-			{"GET", "/v1/docs/has?id=" + id, ""},
-			{"POST", "/v1/docs/has", fmt.Sprintf(`{"ids":[%q,"nosuchdoc"]}`, first.ID)},
-			{"POST", "/v1/docs/put-if-new", copyLine + `{"id":"","text":"no id"}` + "\n" + fmt.Sprintf(`{"id":"new-%s","text":"a wholly new text of the conformance test"}`, storage) + "\n"},
-			{"POST", "/v1/docs/put-if-new", "not json\n"},
-			{"GET", "/v1/query?id=" + id, ""},
-			{"GET", "/v1/query?text=" + text + "&threshold=0.5&with_text=true", ""},
-			{"GET", "/v1/query?id=" + id + "&estimate_only=true", ""},
-			{"GET", "/v1/query?threshold=7&id=" + id, ""},
-			{"POST", "/v1/query", fmt.Sprintf(`{"text":%q}`, first.Text)},
-			{"POST", "/v1/query/many", fmt.Sprintf(`{"queries":[{"id":%q},{"text":"some text to look for"}]}`, first.ID)},
-			{"GET", "/v1/pairs?threshold=0.5", ""},
-			{"GET", "/v1/pairs?limit=3", ""},
-			{"GET", "/v1/pairs/groups?threshold=0.5", ""},
-			{"GET", "/v1/scan", ""},
-			{"GET", "/v1/scan?sets=true", ""},
-			{"GET", "/v1/clusters?threshold=0.5", ""},
-			{"GET", "/v1/clusters?threshold=0.5&mode=centers&keep=longest", ""},
-			{"GET", "/v1/info", ""},
-			{"GET", "/v1/stats", ""},
-			{"GET", "/v1/buckets", ""},
-			{"GET", "/v1/buckets/0/00000000", ""},
-			{"GET", "/v1/buckets/99999/00000000", ""},
-			{"GET", "/v1/tune", ""},
-			{"GET", "/v1/check", ""},
-			{"POST", "/v1/purge", ""},
-			{"POST", "/v1/backup", fmt.Sprintf(`{"dir":%q}`, filepath.Join(backups, "bk-"+storage))},
-			{"POST", "/v1/backup", fmt.Sprintf(`{"dir":%q}`, filepath.Join(backups, "bk-"+storage))},
-			{"POST", "/v1/load", fmt.Sprintf(`{"id":"l1-%s","text":"a load of the conformance test"}`, storage) + "\n"},
-			{"DELETE", "/v1/docs?id=p1-" + storage, ""},
-			{"POST", "/v1/docs/delete", `{"ids":["nosuchdoc"]}`},
-			{"POST", "/v1/docs/delete", `{"ids":["nosuchdoc"],"ignore_missing":true}`},
-			{"POST", "/v1/compact", ""},
-			{"POST", "/v1/repair", ""},
-			{"GET", "/v1/nosuchroute", ""},
-			{"POST", "/healthz", ""},
+		requests := []struct {
+			method, path, body string
+			status             int // 0: 200
+		}{
+			{"GET", "/healthz", "", 0},
+			{"GET", "/v1/openapi.yaml", "", 0},
+			{"GET", "/v1/params", "", 0},
+			{"GET", "/v1/count", "", 0},
+			{"GET", "/v1/docs?id=" + id, "", 0},
+			{"GET", "/v1/docs?id=" + id + "&sets=false", "", 0},
+			{"GET", "/v1/docs?id=nosuchdoc", "", 404},
+			{"POST", "/v1/docs", put, 0},
+			{"POST", "/v1/docs", `{"docs":[{"id":"","text":"x"}]}`, 400},
+			{"POST", "/v1/docs", `{"id":"x","text":"x","bogus":1}`, 400},
+			{"GET", "/v1/docs/has?id=" + id, "", 0},
+			{"POST", "/v1/docs/has", fmt.Sprintf(`{"ids":[%q,"nosuchdoc"]}`, first.ID), 0},
+			{"POST", "/v1/docs/put-if-new", copyLine + `{"id":"","text":"no id"}` + "\n" + fmt.Sprintf(`{"id":"new-%s","text":"a wholly new text of the conformance test"}`, storage) + "\n", 0},
+			{"POST", "/v1/docs/put-if-new", "not json\n", 400},
+			{"GET", "/v1/query?id=" + id, "", 0},
+			{"GET", "/v1/query?text=" + text + "&threshold=0.5&with_text=true", "", 0},
+			{"GET", "/v1/query?id=" + id + "&estimate_only=true", "", 0},
+			{"GET", "/v1/query?threshold=7&id=" + id, "", 400},
+			{"POST", "/v1/query", fmt.Sprintf(`{"text":%q}`, sample), 0},
+			{"POST", "/v1/query/many", fmt.Sprintf(`{"queries":[{"id":%q},{"text":"some text to look for"}]}`, first.ID), 0},
+			{"GET", "/v1/pairs?threshold=0.5", "", 0},
+			{"GET", "/v1/pairs?limit=3", "", 0},
+			{"GET", "/v1/pairs/groups?threshold=0.5", "", 0},
+			{"GET", "/v1/scan", "", 0},
+			{"GET", "/v1/scan?sets=true", "", 0},
+			{"GET", "/v1/clusters?threshold=0.5", "", 0},
+			{"GET", "/v1/clusters?threshold=0.5&mode=centers&keep=longest", "", 0},
+			{"GET", "/v1/info", "", 0},
+			{"GET", "/v1/stats", "", 0},
+			{"GET", "/v1/buckets", "", 0},
+			{"GET", "/v1/buckets/0/00000000", "", 0},
+			{"GET", "/v1/buckets/99999/00000000", "", 400},
+			{"GET", "/v1/tune", "", 0},
+			{"GET", "/v1/check", "", 0},
+			{"POST", "/v1/purge", "", 0},
+			{"POST", "/v1/backup", fmt.Sprintf(`{"dir":%q}`, filepath.Join(backups, "bk-"+storage)), 0},
+			{"POST", "/v1/backup", fmt.Sprintf(`{"dir":%q}`, filepath.Join(backups, "bk-"+storage)), 400},
+			{"POST", "/v1/load", fmt.Sprintf(`{"id":"l1-%s","text":"a load of the conformance test"}`, storage) + "\n", 0},
+			{"DELETE", "/v1/docs?id=p1-" + storage, "", 0},
+			{"POST", "/v1/docs/delete", `{"ids":["nosuchdoc"]}`, 404},
+			{"POST", "/v1/docs/delete", `{"ids":["nosuchdoc"],"ignore_missing":true}`, 0},
+			{"POST", "/v1/compact", "", 0},
+			{"POST", "/v1/repair", "", 0},
+			{"GET", "/v1/nosuchroute", "", 404},
+			{"POST", "/healthz", "", 405},
 		}
 		// The explain of two documents of a pair, when there is one.
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest("GET", "/v1/pairs?threshold=0.5&limit=1", nil))
 		var p PairJSON
 		if err := json.Unmarshal(bytes.SplitN(rec.Body.Bytes(), []byte("\n"), 2)[0], &p); err == nil && p.A != "" {
-			requests = append(requests, struct{ method, path, body string }{"GET", "/v1/explain?a=" + url.QueryEscape(p.A) + "&b=" + url.QueryEscape(p.B), ""})
+			requests = append(requests, struct {
+				method, path, body string
+				status             int
+			}{"GET", "/v1/explain?a=" + url.QueryEscape(p.A) + "&b=" + url.QueryEscape(p.B), "", 0})
 		}
 		// The clusters of a pairs stream, as GET /v1/pairs sends it.
 		rec = httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest("GET", "/v1/pairs?threshold=0.5", nil))
-		requests = append(requests, struct{ method, path, body string }{"POST", "/v1/clusters?threshold=0.5", rec.Body.String()})
+		requests = append(requests, struct {
+			method, path, body string
+			status             int
+		}{"POST", "/v1/clusters?threshold=0.5", rec.Body.String(), 0})
 		for _, r := range requests {
 			req := httptest.NewRequest(r.method, r.path, strings.NewReader(r.body))
 			if r.body != "" {
@@ -296,6 +308,11 @@ func TestOpenAPIAnswersValidate(t *testing.T) {
 			u, _ := url.Parse(r.path)
 			for _, problem := range s.checkAnswer(t, r.method, u.Path, res.StatusCode, res.Header.Get("Content-Type"), body) {
 				t.Errorf("%s index: %s %s: %d: %s", storage, r.method, r.path, res.StatusCode, problem)
+			}
+			// NB: the status asked for: a request that failed would
+			// validate as an Error (a read-through, R3).
+			if want := cmp.Or(r.status, 200); res.StatusCode != want {
+				t.Errorf("%s index: %s %s: %d, want %d: %.300s", storage, r.method, r.path, res.StatusCode, want, body)
 			}
 			if res.Header.Get("X-Request-Id") == "" {
 				t.Errorf("%s index: %s %s: %d: no X-Request-Id", storage, r.method, r.path, res.StatusCode)
