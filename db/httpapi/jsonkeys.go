@@ -44,11 +44,15 @@ func (e *errCase) Error() string {
 		}
 		return r
 	}, e.name)
-	if strings.ContainsFunc(folded, func(r rune) bool { return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_') }) {
+	if strings.ContainsFunc(folded, notInName) {
 		return fmt.Sprintf("json: unknown field %q (names are matched exactly: every field's is in lower case ASCII, a-z, 0-9 and _)", e.name)
 	}
 	return fmt.Sprintf("json: unknown field %q (names are matched exactly, and every field's is in lower case: %q?)", e.name, folded)
 }
+
+// notInName reports whether r is not in any field's name of a request's
+// body (lower case ASCII, digits and _).
+func notInName(r rune) bool { return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_') }
 
 // checkKeys returns an *errKeys for the first object in raw (one JSON
 // value, valid) that names a field twice, or two fields that differ only
@@ -66,7 +70,7 @@ func checkKeys(raw []byte) error {
 		// line ignores it (a review of the API from a client's side,
 		// AC15). It is an unknown field, and refused as one.
 		for _, k := range keys {
-			if bytes.ContainsFunc(k, func(r rune) bool { return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_') }) {
+			if bytes.ContainsFunc(k, notInName) {
 				return &errCase{string(k)}
 			}
 		}

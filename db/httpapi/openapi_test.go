@@ -178,6 +178,13 @@ func keys(m map[string]any) []string {
 	return out
 }
 
+// apiRequest is a request of TestOpenAPIAnswersValidate and the status it
+// asks for (0: 200).
+type apiRequest struct {
+	method, path, body string
+	status             int
+}
+
 // Ensure that the API answers as openapi.yaml says, for a request of
 // every operation and for refused ones: each status is declared, each
 // body (each line of a stream) is valid under its schema, checked by a
@@ -229,10 +236,7 @@ func TestOpenAPIAnswersValidate(t *testing.T) {
 		if storage == db.StorageNone {
 			put = fmt.Sprintf(`{"id":"p1-%s","text":"a put of the conformance test"}`, storage)
 		}
-		requests := []struct {
-			method, path, body string
-			status             int // 0: 200
-		}{
+		requests := []apiRequest{
 			{"GET", "/healthz", "", 0},
 			{"GET", "/v1/openapi.yaml", "", 0},
 			{"GET", "/v1/params", "", 0},
@@ -284,18 +288,12 @@ func TestOpenAPIAnswersValidate(t *testing.T) {
 		h.ServeHTTP(rec, httptest.NewRequest("GET", "/v1/pairs?threshold=0.5&limit=1", nil))
 		var p PairJSON
 		if err := json.Unmarshal(bytes.SplitN(rec.Body.Bytes(), []byte("\n"), 2)[0], &p); err == nil && p.A != "" {
-			requests = append(requests, struct {
-				method, path, body string
-				status             int
-			}{"GET", "/v1/explain?a=" + url.QueryEscape(p.A) + "&b=" + url.QueryEscape(p.B), "", 0})
+			requests = append(requests, apiRequest{"GET", "/v1/explain?a=" + url.QueryEscape(p.A) + "&b=" + url.QueryEscape(p.B), "", 0})
 		}
 		// The clusters of a pairs stream, as GET /v1/pairs sends it.
 		rec = httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest("GET", "/v1/pairs?threshold=0.5", nil))
-		requests = append(requests, struct {
-			method, path, body string
-			status             int
-		}{"POST", "/v1/clusters?threshold=0.5", rec.Body.String(), 0})
+		requests = append(requests, apiRequest{"POST", "/v1/clusters?threshold=0.5", rec.Body.String(), 0})
 		for _, r := range requests {
 			req := httptest.NewRequest(r.method, r.path, strings.NewReader(r.body))
 			if r.body != "" {
