@@ -8,6 +8,7 @@ import (
 	"io"
 	"iter"
 	"maps"
+	"math"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -1215,5 +1216,107 @@ func TestLoadMinStored(t *testing.T) {
 	}
 	if n, err := d.Count(); err != nil || n != 4 {
 		t.Fatalf("after the load: %d documents (%v), want 4", n, err)
+	}
+}
+
+// Ensure that LoadOptions.MaxDeletedPercent limits a load with
+// DeleteAbsent to that share of the documents stored when it takes the
+// writer lock, rounded down and at least 1 (the oracle: the limits
+// worked out by hand), refusing one over it with ErrTooManyDeletes and
+// the index left as it was; that a load which takes the lock after
+// another counts the other's documents; and that bad values are refused
+// with ErrInvalidOptions.
+func TestLoadMaxDeletedPercent(t *testing.T) {
+	docsOf := func(prefix string, n int) []Doc {
+		var ds []Doc
+		for i := range n {
+			ds = append(ds, Doc{ID: fmt.Sprintf("%s-%04d", prefix, i), Text: fmt.Sprintf("document %s number %d of the percentage test", prefix, i)})
+		}
+		return ds
+	}
+	d := mustOpen(t, "idx", &Options{fs: vfs.NewMem(), NoSync: true})
+	stored := docsOf("a", 375)
+	if _, err := d.Load(context.Background(), seqOf(stored), nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []*LoadOptions{
+		{DeleteAbsent: true, MaxDeletedPercent: -1},
+		{DeleteAbsent: true, MaxDeletedPercent: 100.5},
+		{DeleteAbsent: true, MaxDeletedPercent: math.NaN()},
+		{DeleteAbsent: true, MaxDeletedPercent: math.Inf(1)},
+		{MaxDeletedPercent: 10},
+		{DeleteAbsent: true, MaxDeletedPercent: 10, MaxDeleted: 5},
+	} {
+		was := indexState(t, d)
+		if _, err := d.Load(context.Background(), seqOf(nil), bad); !errors.Is(err, ErrInvalidOptions) || !strings.Contains(err.Error(), "MaxDeletedPercent") {
+			t.Fatalf("%+v: %v, want ErrInvalidOptions naming MaxDeletedPercent", *bad, err)
+		}
+		if now := indexState(t, d); now != was {
+			t.Fatalf("%+v changed the index: %s, was %s", *bad, now, was)
+		}
+	}
+	// 18.4% of 375 is 69 (in floating point 68.99999999999999).
+	keep := func(n int) iter.Seq2[Doc, error] { return seqOf(stored[:len(stored)-n]) }
+	was := indexState(t, d)
+	_, err := d.Load(context.Background(), keep(70), &LoadOptions{DeleteAbsent: true, MaxDeletedPercent: 18.4})
+	if !errors.Is(err, ErrTooManyDeletes) || !strings.Contains(err.Error(), "70 stored documents are absent from it, more than its limit of 69 (18.4% of 375 stored)") {
+		t.Fatalf("deleting 70 at 18.4%% of 375: %v", err)
+	}
+	if now := indexState(t, d); now != was {
+		t.Fatalf("a refused load changed the index: %s, was %s", now, was)
+	}
+	if res, err := d.Load(context.Background(), keep(69), &LoadOptions{DeleteAbsent: true, MaxDeletedPercent: 18.4}); err != nil || res.Deleted != 69 {
+		t.Fatalf("deleting 69 at 18.4%% of 375: %+v %v", res, err)
+	}
+	// At least 1: an index of one document can lose it at 10%.
+	one := mustOpen(t, "one", &Options{fs: vfs.NewMem(), NoSync: true})
+	if _, err := one.Load(context.Background(), seqOf(stored[:1]), nil); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := one.Load(context.Background(), seqOf(docsOf("b", 1)), &LoadOptions{DeleteAbsent: true, MaxDeletedPercent: 10}); err != nil || res.Deleted != 1 {
+		t.Fatalf("deleting the one document at 10%%: %+v %v", res, err)
+	}
+	// 100%: no limit.
+	if res, err := one.Load(context.Background(), seqOf(nil), &LoadOptions{DeleteAbsent: true, MaxDeletedPercent: 100}); err != nil || res.Deleted != 1 {
+		t.Fatalf("an empty load at 100%%: %+v %v", res, err)
+	}
+
+	// Counted under the lock: a load that waits for another counts the
+	// other's documents. 306 stored; the first load adds 306 new ones;
+	// the second keeps those 306 and deletes the first 306, 50% of 612
+	// (of 306 it would be refused).
+	first := docsOf("c", 306)
+	holding, release := make(chan struct{}), make(chan struct{})
+	firstDone := make(chan error, 1)
+	go func() {
+		_, err := d.Load(context.Background(), func(yield func(Doc, error) bool) {
+			close(holding) // NB: the load holds the writer lock while it reads
+			<-release
+			for _, doc := range first {
+				if !yield(doc, nil) {
+					return
+				}
+			}
+		}, nil)
+		firstDone <- err
+	}()
+	<-holding
+	secondDone := make(chan error, 1)
+	go func() {
+		res, err := d.Load(context.Background(), seqOf(first), &LoadOptions{DeleteAbsent: true, MaxDeletedPercent: 50})
+		if err == nil && res.Deleted != 306 {
+			err = fmt.Errorf("deleted %d, want 306", res.Deleted)
+		}
+		secondDone <- err
+	}()
+	close(release)
+	if err := <-firstDone; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-secondDone; err != nil {
+		t.Fatalf("a load after another, deleting 50%% of the documents then stored: %v", err)
+	}
+	if c, err := d.Count(); err != nil || c != 306 {
+		t.Fatalf("count %d (%v), want 306", c, err)
 	}
 }

@@ -933,19 +933,12 @@ building an empty or partial index with exit 0. Not on Redis.`,
 				}
 			}
 			lo := &db.LoadOptions{Memory: memory << 20, SkipEmpty: true, TTL: ttl, DeleteAbsent: deleteMissing, MinStored: minDocs}
-			if deleteMissing && maxDel.percent > 0 {
-				// NB: of the documents before the build; the limit is
-				// at least 1, or an index of one document could never
-				// lose it.
-				live, err := d.Count()
-				if err != nil {
-					finish(false)
-					return fmt.Errorf("counting the index's documents for --max-delete %s: %w", maxDelete, err)
-				}
-				// NB: rounded first: 375 documents at 18.4% gave 68.
-				lo.MaxDeleted = max(1, int(math.Floor(float64(live)*maxDel.percent/100+1e-9)))
-			} else if deleteMissing {
-				lo.MaxDeleted = maxDel.count
+			if deleteMissing {
+				// NB: the percentage is of the documents stored when the
+				// load takes the writer lock, counted there: counted
+				// here, a write between the count and the load changed
+				// what the limit was of.
+				lo.MaxDeleted, lo.MaxDeletedPercent = maxDel.count, maxDel.percent
 			}
 			_, inProcess := d.(*db.DB)
 			ctx, add, done := a.loadProgress(&in, args, inProcess && !db.IsRedisURL(a.dbDir))

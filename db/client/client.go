@@ -747,10 +747,16 @@ func (c *Client) Load(ctx context.Context, docs iter.Seq2[db.Doc, error], lo *db
 			q.Set("delete_absent", "true")
 		}
 		// NB: absent, a server takes 50% of its documents (as lshdb
-		// build): MaxDeleted 0 is no limit, which it says as all.
-		if lo.MaxDeleted != 0 {
+		// build): no limit (MaxDeleted and MaxDeletedPercent 0) it says
+		// as all. The server checks them, as Load does.
+		switch {
+		case lo.MaxDeleted != 0 && lo.MaxDeletedPercent != 0:
+			return db.LoadResult{}, fmt.Errorf("%w: load MaxDeleted %d and MaxDeletedPercent %v: give one limit", db.ErrInvalidOptions, lo.MaxDeleted, lo.MaxDeletedPercent)
+		case lo.MaxDeleted != 0:
 			q.Set("max_deleted", strconv.Itoa(lo.MaxDeleted))
-		} else if lo.DeleteAbsent {
+		case lo.MaxDeletedPercent != 0:
+			q.Set("max_deleted", strconv.FormatFloat(lo.MaxDeletedPercent, 'f', -1, 64)+"%")
+		case lo.DeleteAbsent:
 			q.Set("max_deleted", "all")
 		}
 		if lo.MinStored != 0 {

@@ -2295,3 +2295,48 @@ func TestOpenRefusesAddresses(t *testing.T) {
 		}
 	}
 }
+
+// Ensure that Load's MaxDeletedPercent reaches the server (as
+// max_deleted=P%) and limits the load there as it does in process: 3 of
+// 10 is over 20% and leaves the index as it was, 2 is at it; that no
+// limit with DeleteAbsent is all, not the server's 50%; and that both
+// limits at once are refused before anything is sent. The oracle: the
+// index's count and documents after each answer.
+func TestLoadMaxDeletedPercent(t *testing.T) {
+	d := open(t, nil)
+	c := server(t, d, nil, "")["tcp"]
+	ctx := context.Background()
+	var docs []db.Doc
+	for i := range 10 {
+		docs = append(docs, db.Doc{ID: fmt.Sprintf("d%d", i), Text: fmt.Sprintf("the %d document of the client's percentage test", i)})
+	}
+	if _, err := c.Load(ctx, docSeq(docs...), nil); err != nil {
+		t.Fatal(err)
+	}
+	count := func() int {
+		n, err := d.Count()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return int(n)
+	}
+	_, err := c.Load(ctx, docSeq(docs[:7]...), &db.LoadOptions{DeleteAbsent: true, MaxDeletedPercent: 20})
+	if !errors.Is(err, db.ErrTooManyDeletes) || !strings.Contains(err.Error(), "limit of 2 (20% of 10 stored)") {
+		t.Fatalf("deleting 3 of 10 at 20%%: %v", err)
+	}
+	if n := count(); n != 10 {
+		t.Fatalf("%d documents after a refused load, want 10", n)
+	}
+	if _, err := c.Load(ctx, docSeq(docs[:8]...), &db.LoadOptions{DeleteAbsent: true, MaxDeletedPercent: 20, MaxDeleted: 2}); !errors.Is(err, db.ErrInvalidOptions) {
+		t.Fatalf("both limits: %v, want ErrInvalidOptions", err)
+	}
+	if res, err := c.Load(ctx, docSeq(docs[:8]...), &db.LoadOptions{DeleteAbsent: true, MaxDeletedPercent: 20}); err != nil || res.Deleted != 2 || count() != 8 {
+		t.Fatalf("deleting 2 of 10 at 20%%: %+v %v, %d left", res, err, count())
+	}
+	if res, err := c.Load(ctx, docSeq(docs[:1]...), &db.LoadOptions{DeleteAbsent: true}); err != nil || res.Deleted != 7 || count() != 1 {
+		t.Fatalf("deleting 7 of 8 with no limit: %+v %v, %d left", res, err, count())
+	}
+	if got, err := d.Get(docs[0].ID); err != nil || got.Text != docs[0].Text {
+		t.Fatalf("the document kept: %+v %v", got, err)
+	}
+}

@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"io"
 	"iter"
-	"math"
 	"net/http"
 	"net/url"
 	"os"
@@ -571,58 +570,51 @@ var (
 // --delete-missing's --max-delete.
 const defaultMaxDeleted = 50.0
 
-// maxDeleted reads a load's max_deleted: a count, a percentage of the
-// stored documents (P%), or all (no limit: 0 for db.LoadOptions); absent,
+// maxDeleted reads a load's max_deleted into lo: a count (MaxDeleted), a
+// percentage of the stored documents (P%: MaxDeletedPercent, counted by
+// Load under its writer lock), or all (no limit); absent,
 // defaultMaxDeleted percent. limited: not all.
 //
 // NB: absent, it was no limit: a body cut short, or empty, deleted most
 // or all of the index, where lshdb build --delete-missing refuses past
 // 50% (a review of the API from a client's side, AC11); and 0, which a
 // client may send to mean "delete nothing", meant no limit.
-func (h *handler) maxDeleted(q url.Values) (limit int, limited bool, err error) {
+func maxDeleted(q url.Values, lo *db.LoadOptions) (limited bool, err error) {
 	s := q.Get("max_deleted")
 	bad := func() error {
 		return badRequest("max_deleted %q: a count (1000), a percentage of the stored documents (10%%), or all; leave delete_absent out to delete nothing", s)
 	}
-	percent := defaultMaxDeleted
 	switch {
 	case s == "all":
-		return 0, false, nil
+		return false, nil
 	case s == "" && q.Has("max_deleted"):
-		return 0, false, bad()
+		return false, bad()
 	case s == "":
+		lo.MaxDeletedPercent = defaultMaxDeleted
+		return true, nil
 	case strings.HasSuffix(s, "%"):
 		// NB: the forms openapi.yaml's pattern gives, no other that
 		// ParseFloat or Atoi takes ("1e1%", "+5", "05": a read-through,
 		// R11).
 		if !maxDeletedPercent.MatchString(s) {
-			return 0, false, bad()
+			return false, bad()
 		}
 		p, err := strconv.ParseFloat(strings.TrimSuffix(s, "%"), 64)
 		if err != nil || !(p > 0 && p <= 100) {
-			return 0, false, bad()
+			return false, bad()
 		}
-		if p == 100 {
-			return 0, true, nil
-		}
-		percent = p
-	default:
-		if !maxDeletedCount.MatchString(s) {
-			return 0, false, bad()
-		}
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 {
-			return 0, false, bad()
-		}
-		return n, true, nil
+		lo.MaxDeletedPercent = p
+		return true, nil
 	}
-	live, err := h.d.Count()
-	if err != nil {
-		return 0, false, err
+	if !maxDeletedCount.MatchString(s) {
+		return false, bad()
 	}
-	// NB: as build's: at least 1, or an index of one document could
-	// never lose it; rounded first (375 documents at 18.4% gave 68).
-	return max(1, int(math.Floor(float64(live)*percent/100+1e-9))), true, nil
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 {
+		return false, bad()
+	}
+	lo.MaxDeleted = n
+	return true, nil
 }
 
 // load streams JSON Lines of documents into db.Load: one atomic load,
@@ -649,7 +641,7 @@ func (h *handler) load(w *resp, r *http.Request) error {
 	}
 	limited := false // max_deleted is not all: an empty body is refused
 	if lo.DeleteAbsent {
-		if lo.MaxDeleted, limited, err = h.maxDeleted(q); err != nil {
+		if limited, err = maxDeleted(q, &lo); err != nil {
 			return err
 		}
 	} else if q.Has("max_deleted") {
