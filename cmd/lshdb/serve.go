@@ -553,7 +553,9 @@ func (a *app) serve(so *serveOptions) error {
 	api := httpapi.Handler(d, &httpapi.Options{Token: so.token, ReadToken: so.readToken, MaxBodyBytes: so.maxBody, MaxBatch: so.maxBatch, MaxInFlight: so.maxInFlight, MaxInFlightBytes: so.maxInFlightBytes, WriteTimeout: so.writeTimeout, ReadTimeout: so.readTimeout, QueryTimeout: so.queryTimeout,
 		BackupRoot: so.backupRoot, Owner: serveOwner, ServesReadOnly: so.readOnly, Logger: log, Hooks: m.Hooks()})
 	mux.Handle("/", api)
-	mux.Handle("GET /metrics", httpapi.RequireTokens(&httpapi.Options{Token: so.token, ReadToken: so.readToken, Logger: log, Hooks: m.Hooks()}, "metrics", m.Handler()))
+	metricsOpts := &httpapi.Options{Token: so.token, ReadToken: so.readToken, Logger: log, Hooks: m.Hooks()}
+	mux.Handle("GET /metrics", httpapi.RequireTokens(metricsOpts, "metrics", m.Handler()))
+	mux.Handle("/metrics", httpapi.RequireTokens(metricsOpts, "metrics", httpapi.MethodNotAllowed(metricsOpts, "metrics", "GET, HEAD")))
 	// NB: the requests still in their handler: at the shutdown timeout
 	// the server cancels them and returns, and a cancelled load's log
 	// line (and its metrics) came after "stopped", or never.

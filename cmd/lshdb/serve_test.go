@@ -1452,6 +1452,31 @@ func TestServeReadToken(t *testing.T) {
 	if !strings.Contains(string(body), `lshdb_http_requests_total{op="metrics",status="401"} 1`) {
 		t.Errorf("the refused /metrics is not counted: %s", body)
 	}
+	// Another method than GET or HEAD is told so (405, and the methods
+	// it takes), as for /healthz: it was told that /metrics did not exist
+	// (404). Without a good token, 401 first.
+	if st := bearerStatus(t, "reader", "HEAD", tcp+"/metrics"); st != 200 {
+		t.Errorf("HEAD /metrics: %d", st)
+	}
+	for _, c := range []struct {
+		token string
+		want  int
+	}{{"reader", http.StatusMethodNotAllowed}, {"wrong", http.StatusUnauthorized}} {
+		req, _ := http.NewRequest("POST", tcp+"/metrics", strings.NewReader("x"))
+		req.Header.Set("Authorization", "Bearer "+c.token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != c.want {
+			t.Errorf("POST /metrics with the token %s: %d %s, want %d", c.token, resp.StatusCode, body, c.want)
+		}
+		if c.want == http.StatusMethodNotAllowed && (resp.Header.Get("Allow") != "GET, HEAD" || !strings.Contains(string(body), `"code":"method_not_allowed"`)) {
+			t.Errorf("POST /metrics: Allow %q, %s", resp.Header.Get("Allow"), body)
+		}
+	}
 }
 
 // bearerStatus sends a request without a body to url with the bearer

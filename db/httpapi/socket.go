@@ -181,6 +181,28 @@ func RequireToken(token string, next http.Handler) http.Handler {
 	return RequireTokens(&Options{Token: token}, "", next)
 }
 
+// MethodNotAllowed answers every request 405 method_not_allowed in the
+// API's error body, with Allow: allow ("GET, HEAD"), and logs it as op:
+// for a path served beside the API on a method alone (serve's GET
+// /metrics), so that another method is told which it takes, as the
+// API's own paths are, not that the path does not exist (POST /metrics
+// answered 404 not_found, where POST /healthz answered 405).
+func MethodNotAllowed(opts *Options, op, allow string) http.Handler {
+	h := &handler{o: *opts}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		if h.o.Hooks.Start != nil {
+			h.o.Hooks.Start(r.Context(), op)
+		}
+		w.Header().Set("Allow", allow)
+		err := fmt.Errorf("%w: %s %s (allowed: %s)", ErrMethod, r.Method, clipPath(r.URL.Path), allow)
+		rw := &resp{w: w, rc: http.NewResponseController(w), h: h}
+		rw.refuseUnread()
+		rw.fail(err)
+		h.done(r, op, rw, err, time.Since(start))
+	})
+}
+
 // RequireTokens is RequireToken with a server's options: a request may
 // carry its token or its read-only token (Options.ReadToken: next must
 // only read, as /metrics does), and, with op, a refused request is
