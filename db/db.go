@@ -1436,6 +1436,13 @@ func (db *DB) flushAtClose() {
 type writerLock struct {
 	once sync.Once
 	ch   chan struct{} // holds a token while locked
+	// waiting counts the writers waiting now for another to finish,
+	// waits those that waited, and waited how long they waited in all,
+	// in nanoseconds (the waits in progress not counted): Metrics'
+	// WritersWaiting, WriterWaits and WriterWaitTime.
+	waiting atomic.Int64
+	waits   atomic.Uint64
+	waited  atomic.Int64
 }
 
 func (l *writerLock) sem() chan struct{} {
@@ -1444,7 +1451,27 @@ func (l *writerLock) sem() chan struct{} {
 }
 
 // Lock locks l, waiting as long as it takes.
-func (l *writerLock) Lock() { l.sem() <- struct{}{} }
+func (l *writerLock) Lock() {
+	select {
+	case l.sem() <- struct{}{}:
+		return
+	default:
+	}
+	defer l.wait()()
+	l.sem() <- struct{}{}
+}
+
+// wait counts a writer that waits for l, and returns the function that
+// counts the end of its wait.
+func (l *writerLock) wait() func() {
+	l.waiting.Add(1)
+	start := time.Now()
+	return func() {
+		l.waited.Add(int64(time.Since(start)))
+		l.waits.Add(1)
+		l.waiting.Add(-1)
+	}
+}
 
 // lock locks l unless ctx ends first, and then returns ctxErr(ctx)
 // (ErrClosed when the database is closing).
@@ -1452,6 +1479,12 @@ func (l *writerLock) lock(ctx context.Context) error {
 	if ctx.Err() != nil {
 		return ctxErr(ctx) // NB: an ended context never takes the lock
 	}
+	select {
+	case l.sem() <- struct{}{}:
+		return nil
+	default:
+	}
+	defer l.wait()()
 	select {
 	case l.sem() <- struct{}{}:
 		return nil

@@ -99,6 +99,15 @@ type Metrics struct {
 	// the background's purges skipped because no document was removed
 	// since the last one: no list can have emptied.
 	ListPurges, ListPurgeErrors, ListsPurged, ListPurgesSkipped uint64
+	// WritersWaiting is the writes (puts, deletes, loads, sweeps, purges)
+	// waiting now for another to finish: writes run one at a time, and a
+	// load holds the others back for as long as its documents come.
+	// WriterWaits counts the writes that waited (given up or not), and
+	// WriterWaitTime is how long they waited in all, the waits in
+	// progress not included.
+	WritersWaiting int64
+	WriterWaits    uint64
+	WriterWaitTime time.Duration
 }
 
 // handleCounts are the figures of Metrics that a handle counts itself.
@@ -189,6 +198,7 @@ func (db *DB) Metrics() (Metrics, error) {
 	// NB: an error reading the expiry index (damage there) leaves it 0:
 	// failing Metrics hid every figure, Damaged included, just then.
 	m.ExpiryOverdue, _ = db.expiryOverdue()
+	m.WritersWaiting, m.WriterWaits, m.WriterWaitTime = db.wmu.waiting.Load(), db.wmu.waits.Load(), time.Duration(db.wmu.waited.Load())
 	return m, nil
 }
 

@@ -70,6 +70,9 @@ var (
 		counter("lshdb_list_purge_errors_total", "Purges of emptied posting lists that failed (the background's are logged).", func(m *db.Metrics) float64 { return float64(m.ListPurgeErrors) }),
 		counter("lshdb_lists_purged_total", "Emptied posting lists the purges deleted.", func(m *db.Metrics) float64 { return float64(m.ListsPurged) }),
 		counter("lshdb_list_purges_skipped_total", "Background purges skipped: no document was removed since the last purge.", func(m *db.Metrics) float64 { return float64(m.ListPurgesSkipped) }),
+		gauge("lshdb_writers_waiting", "Writes waiting now for another to finish (writes run one at a time; a load holds the others back while its documents come).", func(m *db.Metrics) float64 { return float64(m.WritersWaiting) }),
+		counter("lshdb_writer_waits_total", "Writes that waited for another to finish.", func(m *db.Metrics) float64 { return float64(m.WriterWaits) }),
+		counter("lshdb_writer_wait_seconds_total", "Time writes waited for another to finish, the waits in progress not included.", func(m *db.Metrics) float64 { return m.WriterWaitTime.Seconds() }),
 		counter("lshdb_query_cache_list_stale_total", "Cached posting lists not served: changed by a write since they were read, or read at a later version than the query's.", func(m *db.Metrics) float64 { return float64(m.QueryCache.ListStale) }),
 	}
 	diskFree   = prometheus.NewDesc("lshdb_disk_free_bytes", "Free space of the index's filesystem (writes are refused below lshdb_disk_reserve_bytes).", nil, nil)

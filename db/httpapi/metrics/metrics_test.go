@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lshdb/lshdb/db"
 	"github.com/lshdb/lshdb/db/httpapi"
@@ -164,5 +165,67 @@ func TestMetrics(t *testing.T) {
 	d.Close()
 	if _, ok := value(scrape(t, m), "lshdb_documents"); ok {
 		t.Error("lshdb_documents exported after Close")
+	}
+}
+
+// Ensure that the metrics say how many writes wait for another to finish
+// (writes run one at a time, and a slow load holds every put back: an
+// operator's soak review, O4c, saw such puts only as 499 canceled): a
+// put behind a load whose documents have not come is counted waiting
+// while it waits, and then as one wait, with its time. The oracle: the
+// one put the test holds back.
+func TestMetricsWritersWaiting(t *testing.T) {
+	// NB: no background sweep or purge, which write too.
+	d, err := db.Open(filepath.Join(t.TempDir(), "idx"), &db.Options{ExpirySweep: -1, PurgeEvery: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	m := New(d)
+	holding, release := make(chan struct{}), make(chan struct{})
+	loaded := make(chan error, 1)
+	go func() {
+		_, err := d.Load(context.Background(), func(yield func(db.Doc, error) bool) {
+			close(holding) // NB: the load holds the writer lock while it reads
+			<-release
+			yield(db.Doc{ID: "loaded", Text: "a document the load brings once released"}, nil)
+		}, nil)
+		loaded <- err
+	}()
+	<-holding
+	if v, ok := value(scrape(t, m), "lshdb_writers_waiting"); !ok || v != 0 {
+		t.Fatalf("lshdb_writers_waiting %v (present %v) before the put, want 0", v, ok)
+	}
+	put := make(chan error, 1)
+	go func() { put <- d.Put(db.Doc{ID: "put", Text: "a put behind the load"}, nil) }()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if v, _ := value(scrape(t, m), "lshdb_writers_waiting"); v == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the put behind the load was never counted waiting")
+		}
+	}
+	time.Sleep(20 * time.Millisecond) // NB: a wait of at least this
+	close(release)
+	if err := <-loaded; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-put; err != nil {
+		t.Fatal(err)
+	}
+	fams := scrape(t, m)
+	for _, c := range []struct {
+		name string
+		ok   func(float64) bool
+		want string
+	}{
+		{"lshdb_writers_waiting", func(v float64) bool { return v == 0 }, "0"},
+		{"lshdb_writer_waits_total", func(v float64) bool { return v == 1 }, "1"},
+		{"lshdb_writer_wait_seconds_total", func(v float64) bool { return v >= 0.02 }, "at least 0.02"},
+	} {
+		if v, ok := value(fams, c.name); !ok || !c.ok(v) {
+			t.Errorf("%s = %v (present %v) after the put, want %s", c.name, v, ok, c.want)
+		}
 	}
 }
