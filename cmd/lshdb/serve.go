@@ -481,11 +481,13 @@ func (a *app) serve(so *serveOptions) error {
 		life.Warn("lshdb: the process may open few files: the index's tables (up to 1,000 open at once), its logs and every connection share them; raise the limit (ulimit -n, systemd's LimitNOFILE=, a container's nofile) to 4096 or more, or bound the connections with --max-connections", "open_files_limit", n, "open_now", openDescriptors())
 	}
 	var listeners []net.Listener
+	var unixL net.Listener // the socket's, if any
 	sock := ""
 	if !onRedis {
 		os.Remove(stoppingPath(a.dbDir)) // NB: a killed server's, if any
 		sock = httpapi.SocketPath(a.dbDir)
-		unixL, err := httpapi.ListenSocket(sock)
+		var err error
+		unixL, err = httpapi.ListenSocket(sock)
 		switch {
 		case err != nil && so.readOnly && (errors.Is(err, syscall.EROFS) || errors.Is(err, fs.ErrPermission)):
 			// NB: on a read-only filesystem no socket can be made in the
@@ -681,6 +683,10 @@ func (a *app) serve(so *serveOptions) error {
 	// cancel the rest (Close closes their connections: their contexts end).
 	ctx, cancel := context.WithTimeout(context.Background(), so.shutdownTimeout)
 	defer cancel()
+	if unixL != nil {
+		// NB: no more dials of the socket; those made are served (C1).
+		httpapi.DrainSocket(ctx, unixL)
+	}
 	err = srv.Shutdown(ctx)
 	if errors.Is(err, context.DeadlineExceeded) {
 		// NB: "cancelled" alone read as lost writes, where a put already

@@ -106,8 +106,11 @@ const DefaultMaxAnswerBytes = 1 << 30
 // Client is a connection to one lshdb server. Every method is safe for
 // concurrent use. The caller MUST call Close.
 type Client struct {
-	base   string // http://host:port, no trailing slash
-	hc     *http.Client
+	base string // http://host:port, no trailing slash
+	hc   *http.Client
+	// writes is the client of the writes on a Unix socket (no
+	// kept-alive connection); nil: hc.
+	writes *http.Client
 	o      Options
 	params db.Params
 	maxDoc int
@@ -219,6 +222,23 @@ func OpenContext(ctx context.Context, target string, opts *Options) (*Client, er
 			},
 			MaxIdleConnsPerHost: 64,
 		}
+		// NB: a write goes on a connection of its own: an owner that
+		// stops serving (a command handing the index over) closes its
+		// idle connections, and a write sent on one just then was cut
+		// in flight (ErrConnectionCut: its fate unknown, and not
+		// repeated) where it had not been read (a concurrency review,
+		// C1: once in 40 handovers). A new connection is served, or
+		// refused at the dial once the socket's name is gone
+		// (httpapi.DrainSocket), which an attached command repeats on
+		// the next owner. It costs a write about 0.15 ms (a synced
+		// write takes milliseconds); reads, which a cut one may simply
+		// repeat, keep their connections (a query by id over the socket
+		// took 2.4x its time on a connection of its own).
+		wt := hc.Transport.(*http.Transport).Clone()
+		wt.DisableKeepAlives = true
+		hw := *hc
+		hw.Transport = wt
+		c.writes = &hw
 		// NB: the host is a placeholder; the transport dials the socket.
 		c.base = "http://lshdb"
 	}
@@ -227,6 +247,9 @@ func OpenContext(ctx context.Context, target string, opts *Options) (*Client, er
 	// an lshdb server redirects nothing.
 	hc.CheckRedirect = func(r *http.Request, via []*http.Request) error {
 		return fmt.Errorf("%w: the server redirected %s %s to %s, and a client follows no redirect (is %s an lshdb server?)", ErrMalformedAnswer, via[0].Method, via[0].URL.Path, r.URL.Redacted(), target)
+	}
+	if c.writes != nil {
+		c.writes.CheckRedirect = hc.CheckRedirect
 	}
 	c.hc = hc
 	ctx, cancel := c.ctxFrom(ctx) // NB: Open takes no context: Timeout bounds it
@@ -308,6 +331,9 @@ func (c *Client) Close() error {
 	}
 	c.closeCalls()
 	c.hc.CloseIdleConnections()
+	if c.writes != nil {
+		c.writes.CloseIdleConnections()
+	}
 	return nil
 }
 
@@ -510,7 +536,11 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, body
 	if c.o.Token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.o.Token)
 	}
-	resp, err := c.hc.Do(req)
+	hc := c.hc
+	if c.writes != nil && !readOnly(method, path) {
+		hc = c.writes
+	}
+	resp, err := hc.Do(req)
 	if err != nil {
 		release()
 		if c.done.Err() != nil && ctx.Err() == nil {

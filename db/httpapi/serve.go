@@ -3,12 +3,41 @@ package httpapi
 import (
 	"context"
 	"errors"
+	"net"
 	"net/http"
 	"sync/atomic"
 	"time"
 
 	"github.com/lshdb/lshdb/db"
 )
+
+// DrainSocket readies l, a listener of ListenSocket that a server
+// serves, for the server's Shutdown: it removes the socket's name, so
+// that no client dials it any more (its dial fails: its request never
+// reached this server, and an attached command repeats it on the next
+// owner), and waits a moment (or until ctx ends) while the server
+// accepts the connections dialled before. Without it, Shutdown closed
+// the listener with such connections waiting to be accepted, their
+// requests sent: they were reset, and the client could not tell them
+// from requests cut in flight (a concurrency review, C1). Other
+// listeners are left as they are.
+func DrainSocket(ctx context.Context, l net.Listener) {
+	sl, ok := l.(*socketListener)
+	if !ok {
+		return
+	}
+	sl.unlink()
+	t := time.NewTimer(socketDrain)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
+// socketDrain is how long a socket's server goes on accepting once its
+// name is gone: the connections dialled before are in its queue.
+const socketDrain = 50 * time.Millisecond
 
 // ServeSocket serves d's API on the index's Unix socket (SocketPath of
 // d.Dir(), mode 0600), so that the lshdb command and db/client attach to
@@ -55,6 +84,9 @@ func ServeSocket(d *db.DB, o *Options) (stop func(ctx context.Context) error, er
 		for active.Load() > 0 && ctx.Err() == nil {
 			time.Sleep(20 * time.Millisecond)
 		}
+		// NB: Shutdown serves the connections accepted that are still
+		// sending their request.
+		DrainSocket(ctx, l)
 		err := srv.Shutdown(ctx)
 		if err != nil {
 			err = errors.Join(err, srv.Close())

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -157,13 +158,23 @@ func removeStale(path string) error {
 
 type socketListener struct {
 	*net.UnixListener
-	path string
+	path     string
+	unlinked sync.Once
+}
+
+// unlink removes the socket file, so that no client can dial it; the
+// listener goes on accepting those that did.
+func (l *socketListener) unlink() {
+	l.unlinked.Do(func() { os.Remove(l.path) })
 }
 
 // Close stops listening and removes the socket file.
 func (l *socketListener) Close() error {
 	err := l.UnixListener.Close()
-	if rerr := os.Remove(l.path); err == nil && !errors.Is(rerr, os.ErrNotExist) {
+	// NB: once only: unlinked, the name may be the next owner's socket.
+	var rerr error
+	l.unlinked.Do(func() { rerr = os.Remove(l.path) })
+	if err == nil && rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
 		err = rerr
 	}
 	return err
