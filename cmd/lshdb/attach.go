@@ -13,6 +13,7 @@ import (
 	"net"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -167,6 +168,14 @@ func stopWordSet(words []string, n minhash.Normalization) string {
 // without a repeat.
 type handover struct {
 	reopen func() (index, func(), error)
+	// waitReadOnly makes a write wait for an owner that reads only to
+	// end (readOnlyOwnerWait), where it failed at once; ctx ends the wait
+	// (the command's: an interrupt), and note says that it waits. NB: not
+	// in a shell, whose statements have contexts of their own: a person
+	// there sees the refusal and may put again.
+	waitReadOnly bool
+	ctx          context.Context
+	note         func(string)
 
 	mu     sync.Mutex
 	cur    index // what the calls below go to
@@ -265,18 +274,100 @@ func retryRead[T any](h *handover, call func(index) (T, error)) (T, error) {
 }
 
 func retryCall[T any](h *handover, read bool, call func(index) (T, error)) (T, error) {
-	d := h.current()
-	v, err := call(d)
-	if err != nil {
-		nd, oerr := h.again(d, err, read)
-		if nd != nil {
-			return call(nd)
+	var wait *readOnlyWait
+	for {
+		d := h.current()
+		v, err := call(d)
+		if err != nil {
+			nd, oerr := h.again(d, err, read)
+			if nd != nil {
+				v, err = call(nd)
+			} else if oerr != nil {
+				return v, fmt.Errorf("%w; its owner ended, and opening the index again failed: %w", err, oerr)
+			}
 		}
-		if oerr != nil {
-			return v, fmt.Errorf("%w; its owner ended, and opening the index again failed: %w", err, oerr)
+		if read || !h.waitReadOnly || !ownerReadsOnly(err) {
+			return v, err
+		}
+		// NB: the owner is a read command (a query, a check, a long
+		// pairs), which serves while it runs: the write waits for it to
+		// end, and then goes to the next owner, or opens the index
+		// itself. Every write failed at once, exit 75, because someone
+		// ran lshdb query just then (a concurrency review, C2).
+		if wait == nil {
+			wait = h.startReadOnlyWait(err)
+		}
+		if werr := wait.next(h); werr != nil {
+			return v, werr
 		}
 	}
-	return v, err
+}
+
+// ownerReadsOnly reports whether err is a write refused by an owner that
+// opened the index to read only (a read command), which ends with it; not
+// one refused by a server started to serve reads only (serve
+// --read-only), which a wait does not mend.
+func ownerReadsOnly(err error) bool {
+	var ce *client.Error
+	return errors.As(err, &ce) && ce.Code == "read_only" && strings.Contains(ce.Message, httpapi.OwnerReadsOnly)
+}
+
+// readOnlyOwnerWait bounds how long a write waits for an owner that reads
+// only (ownerReadsOnly) to end.
+var readOnlyOwnerWait = 10 * time.Minute
+
+// readOnlyWait is a write's wait for an owner that reads only.
+type readOnlyWait struct {
+	first    error // the first refusal, which the error at the end names
+	start    time.Time
+	interval time.Duration
+}
+
+// startReadOnlyWait begins a write's wait for the owner that refused it
+// with err, and says so.
+func (h *handover) startReadOnlyWait(err error) *readOnlyWait {
+	if h.note != nil {
+		h.note(fmt.Sprintf("%s, which owns the index, opened it to read only: this command's writes wait for it to end (at most %v; interrupt to stop)", ownerName(err), readOnlyOwnerWait))
+	}
+	return &readOnlyWait{first: err, start: time.Now(), interval: 50 * time.Millisecond}
+}
+
+// ownerName is the process that the refusal err names: "lshdb check
+// (pid N)" where it can tell.
+func ownerName(err error) string {
+	var ce *client.Error
+	if errors.As(err, &ce) {
+		if _, rest, ok := strings.Cut(ce.Message, "(pid "); ok {
+			if pid, _, ok := strings.Cut(rest, ")"); ok {
+				if n, perr := strconv.Atoi(pid); perr == nil {
+					name, _ := holderName(n)
+					return name
+				}
+			}
+		}
+	}
+	return "the process that serves it"
+}
+
+// next waits before the write is made again, or returns the error that
+// ends the wait: its bound passed, or the command was interrupted.
+func (w *readOnlyWait) next(h *handover) error {
+	if time.Since(w.start) >= readOnlyOwnerWait {
+		return fmt.Errorf("%w (waited %v for it to end)", w.first, time.Since(w.start).Round(time.Second))
+	}
+	ctx := h.ctx
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	t := time.NewTimer(w.interval)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return fmt.Errorf("%w while a write waited for the index's owner, which reads only, to end: nothing more was written%w", context.Cause(ctx), silently{context.Canceled})
+	case <-t.C:
+	}
+	w.interval = min(2*w.interval, time.Second)
+	return nil
 }
 
 func (h *handover) Put(d db.Doc, wo *db.WriteOptions) error {

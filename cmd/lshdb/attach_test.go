@@ -968,3 +968,89 @@ func TestServeRestartedBeforeTheOldOneStops(t *testing.T) {
 		return serving && pid == next.cmd.Process.Pid
 	})
 }
+
+// Ensure that an attached write waits for an owner that opened the index
+// to read only (a read command such as check, which serves its socket
+// while it runs) to end, saying so, and then writes on the index it left,
+// where every write failed at once, exit 75, because someone ran a query
+// just then (a concurrency review, C2); and that the wait is bounded
+// (readOnlyOwnerWait), ending in that refusal, with nothing written. The
+// oracle: the documents stored, read after both.
+func TestWriteWaitsForAReadOnlyOwner(t *testing.T) {
+	dir := filepath.Join(shortDir(t), "idx")
+	mustRun(t, "insert", "--db", dir, "../../testdata/cmd/inputs/docs.jsonl")
+	input := filepath.Join(t.TempDir(), "new.jsonl")
+	if err := os.WriteFile(input, []byte(`{"id":"waited","text":"a document written once the read-only owner ended"}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	readOwner := func() (release func()) {
+		ro, err := db.Open(dir, &db.Options{ReadOnly: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		stop, err := httpapi.ServeSocket(ro, &httpapi.Options{Owner: "lshdb check"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return func() {
+			stop(context.Background())
+			ro.Close()
+		}
+	}
+	stored := func(id string) bool {
+		d := openReadOnly(t, dir)
+		defer d.Close()
+		ok, err := d.Has(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ok
+	}
+
+	// Bounded: refused once the wait is over, exit 75, nothing written.
+	defer func(w time.Duration) { readOnlyOwnerWait = w }(readOnlyOwnerWait)
+	readOnlyOwnerWait = 300 * time.Millisecond
+	release := readOwner()
+	_, errOut, code := runLine([]string{"insert", "--db", dir, input}, "")
+	release()
+	if code != exitBusy || !strings.Contains(errOut, "wait for it to end") || !strings.Contains(errOut, "reads only") || !strings.Contains(errOut, "waited") {
+		t.Fatalf("an insert beside a read-only owner past the wait: exit %d %s", code, errOut)
+	}
+	if stored("waited") {
+		t.Fatal("the refused insert stored its document")
+	}
+	// An attached build does not wait (its load streams its input): it
+	// is refused at once, nothing stored.
+	release = readOwner()
+	_, errOut, code = runLine([]string{"build", "--db", dir, input}, "")
+	release()
+	if code != exitBusy || !strings.Contains(errOut, "reads only") || strings.Contains(errOut, "wait for it to end") {
+		t.Fatalf("a build beside a read-only owner: exit %d %s", code, errOut)
+	}
+	if stored("waited") {
+		t.Fatal("the refused build stored its document")
+	}
+
+	// The owner ends during the wait: the write goes on.
+	readOnlyOwnerWait = time.Minute
+	release = readOwner()
+	released := make(chan struct{})
+	go func() {
+		time.Sleep(500 * time.Millisecond)
+		release()
+		close(released)
+	}()
+	_, errOut, code = runLine([]string{"insert", "--db", dir, input}, "")
+	select {
+	case <-released:
+	default:
+		t.Fatalf("the insert ended before the read-only owner did: exit %d %s", code, errOut)
+	}
+	if code != 0 || !strings.Contains(errOut, "wait for it to end") {
+		t.Fatalf("an insert that waited for a read-only owner: exit %d %s", code, errOut)
+	}
+	if !stored("waited") {
+		t.Fatal("the insert that waited did not store its document")
+	}
+	t.Logf("the insert's notes: %s", errOut)
+}
