@@ -182,6 +182,11 @@ func TestReaderServes(t *testing.T) {
 	if got, errOut, code := runLine([]string{"get", "--db", idx, "copy007"}, ""); code != 0 || got != wantGet {
 		t.Errorf("get attached to a reader: exit %d %q %s, want %q", code, got, errOut, wantGet)
 	}
+	// NB: a write waits for a reader that owns the index to end
+	// (TestWriteWaitsForAReadOnlyOwner), for readOnlyOwnerWait: here
+	// a moment, and then refused, naming the reader.
+	defer func(w time.Duration) { readOnlyOwnerWait = w }(readOnlyOwnerWait)
+	readOnlyOwnerWait = 200 * time.Millisecond
 	_, errOut, code := runLine([]string{"delete", "--db", idx, "copy007"}, "")
 	if want := fmt.Sprintf("read-only by the process that serves it (pid %d)", pairs.Process.Pid); code != exitBusy || !strings.Contains(errOut, want) {
 		t.Errorf("delete attached to a reader: exit %d %s, want %q", code, errOut, want)
