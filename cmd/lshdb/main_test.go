@@ -16,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -903,5 +904,40 @@ func TestExitStatuses(t *testing.T) {
 	mustRun(t, "create", "--db", dir)
 	if _, errOut, code := runLine([]string{"get", "--db", dir, "required flag"}, ""); code != exitNotFound {
 		t.Errorf("get \"required flag\": exit %d %s", code, errOut)
+	}
+}
+
+// Ensure that a command reading an index in process lifts the soft memory
+// limit to twice what a read of the whole index holds (perDocHeap a
+// document and the pairs' default budget, and 256 MiB), never lowers it,
+// and leaves it to GOMEMLIMIT when that is set: at 10 million documents
+// the heap of pairs, clusters, filter and export passed the command's
+// 768 MiB and the collector ran without pause (S10-2). The oracle: the
+// limit worked out by hand from the index's count.
+func TestReadLiftsMemoryLimit(t *testing.T) {
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(-1))
+	idx := filepath.Join(t.TempDir(), "idx")
+	mustRun(t, "insert", "--db", idx, "../../testdata/cmd/inputs/docs.jsonl")
+	d, err := db.Open(idx, &db.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	n, _ := d.Count()
+	want := 2*(int64(n)*perDocHeap+db.DefaultPairsMemory) + 256<<20
+	t.Setenv("GOMEMLIMIT", "")
+	debug.SetMemoryLimit(defaultMemoryLimit)
+	fitMemoryLimit(d)
+	if got := debug.SetMemoryLimit(-1); got != want {
+		t.Errorf("limit %d after a read of %d documents, want %d", got, n, want)
+	}
+	debug.SetMemoryLimit(want + 1)
+	if fitMemoryLimit(d); debug.SetMemoryLimit(-1) != want+1 {
+		t.Error("a read lowered a higher limit")
+	}
+	t.Setenv("GOMEMLIMIT", "1GiB")
+	debug.SetMemoryLimit(defaultMemoryLimit)
+	if fitMemoryLimit(d); debug.SetMemoryLimit(-1) != defaultMemoryLimit {
+		t.Error("a read changed the limit GOMEMLIMIT set")
 	}
 }
