@@ -308,8 +308,7 @@ func retryCall[T any](h *handover, read bool, call func(index) (T, error)) (T, e
 // one refused by a server started to serve reads only (serve
 // --read-only), which a wait does not mend.
 func ownerReadsOnly(err error) bool {
-	var ce *client.Error
-	return errors.As(err, &ce) && ce.Code == "read_only" && strings.Contains(ce.Message, httpapi.OwnerReadsOnly)
+	return errors.Is(err, db.ErrReadOnly) && strings.Contains(err.Error(), httpapi.OwnerReadsOnly)
 }
 
 // readOnlyOwnerWait bounds how long a write waits for an owner that reads
@@ -335,14 +334,13 @@ func (h *handover) startReadOnlyWait(err error) *readOnlyWait {
 // ownerName is the process that the refusal err names: "lshdb check
 // (pid N)" where it can tell.
 func ownerName(err error) string {
-	var ce *client.Error
-	if errors.As(err, &ce) {
-		if _, rest, ok := strings.Cut(ce.Message, "(pid "); ok {
-			if pid, _, ok := strings.Cut(rest, ")"); ok {
-				if n, perr := strconv.Atoi(pid); perr == nil {
-					name, _ := holderName(n)
-					return name
-				}
+	// NB: the refusal says "… by the process that serves it (pid N), …"
+	// (httpapi's handler).
+	if _, rest, ok := strings.Cut(err.Error(), "(pid "); ok {
+		if pid, _, ok := strings.Cut(rest, ")"); ok {
+			if n, perr := strconv.Atoi(pid); perr == nil {
+				name, _ := holderName(n)
+				return name
 			}
 		}
 	}

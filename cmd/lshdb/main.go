@@ -186,10 +186,19 @@ const defaultMemoryLimit = 768 << 20
 // a build whose sort budget (1 GiB) exceeded the limit ran 18,000
 // collections and took 1.6x as long.
 func raiseMemoryLimit(budget int) {
+	heldBudget.Store(int64(budget))
 	if os.Getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(max(defaultMemoryLimit, int64(budget)*2+256<<20))
+		debug.SetMemoryLimit(heapLimit(int64(budget)))
 	}
 }
+
+// heldBudget is the budget of the command's last raiseMemoryLimit, to
+// which fitMemoryLimit adds what a read of the whole index holds.
+var heldBudget atomic.Int64
+
+// heapLimit is the soft memory limit of a command that holds held bytes:
+// twice that, and 256 MiB, at least defaultMemoryLimit.
+func heapLimit(held int64) int64 { return max(defaultMemoryLimit, 2*held+256<<20) }
 
 // signalCause is the cause of the command's context when a signal
 // cancelled it.
@@ -1213,10 +1222,11 @@ func (a *app) openExisting() (index, func(), error) {
 const perDocHeap = 160
 
 // fitMemoryLimit lifts the soft memory limit of a command that opened d
-// in process to read it, unless GOMEMLIMIT set it, so that it stays
-// above twice what a read of the whole index holds (perDocHeap a document,
-// and the pairs' default budget), as raiseMemoryLimit does for a budget
-// given; it never lowers it.
+// in process to read it, unless GOMEMLIMIT set it, to heapLimit of what
+// a read of the whole index holds: perDocHeap a document besides the
+// command's budget (raiseMemoryLimit's: pairs' and clusters' --memory,
+// raised before the index is opened), and at least the pairs' default
+// budget (filter's and export's own clustering). It never lowers it.
 //
 // NB: at 10 million documents the live heap of pairs, clusters, filter
 // and export (1.3 to 2.2 GB) passed the command's 768 MiB, and the
@@ -1233,8 +1243,8 @@ func fitMemoryLimit(d index) {
 	if err != nil {
 		return
 	}
-	want := 2*(int64(min(n, math.MaxInt64/(4*perDocHeap)))*perDocHeap+db.DefaultPairsMemory) + 256<<20
-	if want > debug.SetMemoryLimit(-1) {
+	held := max(heldBudget.Load(), db.DefaultPairsMemory) + int64(min(n, math.MaxInt64/(4*perDocHeap)))*perDocHeap
+	if want := heapLimit(held); want > debug.SetMemoryLimit(-1) {
 		debug.SetMemoryLimit(want)
 	}
 }

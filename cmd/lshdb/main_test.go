@@ -912,10 +912,13 @@ func TestExitStatuses(t *testing.T) {
 // document and the pairs' default budget, and 256 MiB), never lowers it,
 // and leaves it to GOMEMLIMIT when that is set: at 10 million documents
 // the heap of pairs, clusters, filter and export passed the command's
-// 768 MiB and the collector ran without pause (S10-2). The oracle: the
-// limit worked out by hand from the index's count.
+// 768 MiB and the collector ran without pause (S10-2); and that it adds
+// that to the budget a command gave (pairs --memory), not beside it. The
+// oracle: the limit worked out by hand from the index's count.
 func TestReadLiftsMemoryLimit(t *testing.T) {
 	defer debug.SetMemoryLimit(debug.SetMemoryLimit(-1))
+	defer heldBudget.Store(heldBudget.Load())
+	heldBudget.Store(0) // NB: no budget given (an earlier command's, in process)
 	idx := filepath.Join(t.TempDir(), "idx")
 	mustRun(t, "insert", "--db", idx, "../../testdata/cmd/inputs/docs.jsonl")
 	d, err := db.Open(idx, &db.Options{ReadOnly: true})
@@ -935,6 +938,14 @@ func TestReadLiftsMemoryLimit(t *testing.T) {
 	if fitMemoryLimit(d); debug.SetMemoryLimit(-1) != want+1 {
 		t.Error("a read lowered a higher limit")
 	}
+	// A budget of 1 GiB given first (pairs --memory 1024): 2 x (1 GiB +
+	// 160 bytes a document) + 256 MiB.
+	raiseMemoryLimit(1 << 30)
+	fitMemoryLimit(d)
+	if got, want := debug.SetMemoryLimit(-1), 2*(1<<30+int64(n)*160)+256<<20; got != want {
+		t.Errorf("limit %d after a read of %d documents with a budget of 1 GiB, want %d", got, n, want)
+	}
+	heldBudget.Store(0)
 	t.Setenv("GOMEMLIMIT", "1GiB")
 	debug.SetMemoryLimit(defaultMemoryLimit)
 	if fitMemoryLimit(d); debug.SetMemoryLimit(-1) != defaultMemoryLimit {

@@ -171,6 +171,7 @@ func OpenContext(ctx context.Context, target string, opts *Options) (*Client, er
 		cp := *hc
 		hc = &cp
 	}
+	socket := false // a Unix socket's, not a URL's
 	switch {
 	case hasSchemePrefix(target, "http://") || hasSchemePrefix(target, "https://"):
 		u, err := url.Parse(target)
@@ -222,23 +223,7 @@ func OpenContext(ctx context.Context, target string, opts *Options) (*Client, er
 			},
 			MaxIdleConnsPerHost: 64,
 		}
-		// NB: a write goes on a connection of its own: an owner that
-		// stops serving (a command handing the index over) closes its
-		// idle connections, and a write sent on one just then was cut
-		// in flight (ErrConnectionCut: its fate unknown, and not
-		// repeated) where it had not been read (a concurrency review,
-		// C1: once in 40 handovers). A new connection is served, or
-		// refused at the dial once the socket's name is gone
-		// (httpapi.DrainSocket), which an attached command repeats on
-		// the next owner. It costs a write about 0.15 ms (a synced
-		// write takes milliseconds); reads, which a cut one may simply
-		// repeat, keep their connections (a query by id over the socket
-		// took 2.4x its time on a connection of its own).
-		wt := hc.Transport.(*http.Transport).Clone()
-		wt.DisableKeepAlives = true
-		hw := *hc
-		hw.Transport = wt
-		c.writes = &hw
+		socket = true
 		// NB: the host is a placeholder; the transport dials the socket.
 		c.base = "http://lshdb"
 	}
@@ -248,8 +233,24 @@ func OpenContext(ctx context.Context, target string, opts *Options) (*Client, er
 	hc.CheckRedirect = func(r *http.Request, via []*http.Request) error {
 		return fmt.Errorf("%w: the server redirected %s %s to %s, and a client follows no redirect (is %s an lshdb server?)", ErrMalformedAnswer, via[0].Method, via[0].URL.Path, r.URL.Redacted(), target)
 	}
-	if c.writes != nil {
-		c.writes.CheckRedirect = hc.CheckRedirect
+	// NB: on a socket, a write goes on a connection of its own: an owner
+	// that stops serving (a command handing the index over) closes its
+	// idle connections, and a write sent on one just then was cut in
+	// flight (ErrConnectionCut: its fate unknown, and not repeated) where
+	// it had not been read (a concurrency review, C1: once in 40
+	// handovers). A new connection is served, or refused at the dial
+	// once the socket's name is gone (httpapi.DrainSocket), which an
+	// attached command repeats on the next owner. It costs a write about
+	// 0.15 ms (a synced write takes milliseconds); reads, which a cut one
+	// may simply repeat, keep their connections (a query by id over the
+	// socket took 2.4x its time on a connection of its own). A copy of
+	// hc, with its redirect check.
+	if socket {
+		wt := hc.Transport.(*http.Transport).Clone()
+		wt.DisableKeepAlives = true
+		hw := *hc
+		hw.Transport = wt
+		c.writes = &hw
 	}
 	c.hc = hc
 	ctx, cancel := c.ctxFrom(ctx) // NB: Open takes no context: Timeout bounds it

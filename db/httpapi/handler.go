@@ -401,6 +401,13 @@ func clipPath(p string) string {
 	return fmt.Sprintf("%s… (%d bytes)", p[:cut], len(p))
 }
 
+// notAllowed sets w's Allow header to allow ("GET, HEAD") and returns the
+// ErrMethod of r, a request for another method.
+func notAllowed(w http.ResponseWriter, r *http.Request, allow string) error {
+	w.Header().Set("Allow", allow)
+	return fmt.Errorf("%w: %s %s (allowed: %s)", ErrMethod, r.Method, clipPath(r.URL.Path), allow)
+}
+
 func (h *handler) ServeHTTP(hw http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	w := &resp{w: hw, rc: http.NewResponseController(hw), h: h, id: requestID(r), r: r}
@@ -475,8 +482,7 @@ func (h *handler) ServeHTTP(hw http.ResponseWriter, r *http.Request) {
 		w.fail(err)
 		return
 	case rt == nil:
-		w.w.Header().Set("Allow", strings.Join(allow, ", "))
-		err = fmt.Errorf("%w: %s %s (allowed: %s)", ErrMethod, r.Method, clipPath(r.URL.Path), strings.Join(allow, ", "))
+		err = notAllowed(w.w, r, strings.Join(allow, ", "))
 		w.fail(err)
 		return
 	}

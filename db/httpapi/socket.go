@@ -201,17 +201,24 @@ func RequireToken(token string, next http.Handler) http.Handler {
 func MethodNotAllowed(opts *Options, op, allow string) http.Handler {
 	h := &handler{o: *opts}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		start := time.Now()
-		if h.o.Hooks.Start != nil {
-			h.o.Hooks.Start(r.Context(), op)
-		}
-		w.Header().Set("Allow", allow)
-		err := fmt.Errorf("%w: %s %s (allowed: %s)", ErrMethod, r.Method, clipPath(r.URL.Path), allow)
-		rw := &resp{w: w, rc: http.NewResponseController(w), h: h}
-		rw.refuseUnread()
-		rw.fail(err)
-		h.done(r, op, rw, err, time.Since(start))
+		h.refuse(w, r, op, notAllowed(w, r, allow), time.Now())
 	})
+}
+
+// refuse answers r with err, its body unread, and with op logs and
+// counts it as that operation (Options.Hooks): a request refused beside
+// the API's handler (RequireTokens, MethodNotAllowed). start is when it
+// came.
+func (h *handler) refuse(w http.ResponseWriter, r *http.Request, op string, err error, start time.Time) {
+	if op != "" && h.o.Hooks.Start != nil {
+		h.o.Hooks.Start(r.Context(), op)
+	}
+	rw := &resp{w: w, rc: http.NewResponseController(w), h: h}
+	rw.refuseUnread()
+	rw.fail(err)
+	if op != "" {
+		h.done(r, op, rw, err, time.Since(start))
+	}
 }
 
 // RequireTokens is RequireToken with a server's options: a request may
@@ -233,18 +240,10 @@ func RequireTokens(opts *Options, op string, next http.Handler) http.Handler {
 			err = h.authorized(r)
 		}
 		if err != nil {
-			if op != "" && h.o.Hooks.Start != nil {
-				h.o.Hooks.Start(r.Context(), op)
-			}
 			if errors.Is(err, ErrUnauthorized) {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="lshdb"`)
 			}
-			rw := &resp{w: w, rc: http.NewResponseController(w), h: h}
-			rw.refuseUnread()
-			rw.fail(err)
-			if op != "" {
-				h.done(r, op, rw, err, time.Since(start))
-			}
+			h.refuse(w, r, op, err, start)
 			return
 		}
 		next.ServeHTTP(w, r)
