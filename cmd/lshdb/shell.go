@@ -298,6 +298,17 @@ func (a *app) shellError(err error) {
 	fmt.Fprintf(a.promptOut(), "error: %s\n", escControls(plainMessage(err.Error())))
 }
 
+// stdinWithoutWidth reports whether the shell reads a terminal that
+// gives its width as 0 columns.
+func (a *app) stdinWithoutWidth() bool {
+	f, ok := a.stdin.(*os.File)
+	if !ok {
+		return false
+	}
+	w, _, err := term.GetSize(int(f.Fd()))
+	return err == nil && w <= 0
+}
+
 // promptOut is where the interactive shell's prompt goes: stdout, or
 // the terminal's stderr when the output is not the terminal.
 func (a *app) promptOut() io.Writer {
@@ -308,8 +319,9 @@ func (a *app) promptOut() io.Writer {
 }
 
 // linePrompter reads the statements of a terminal whose shell's output
-// goes elsewhere (a file, a pipe): the prompt goes to the terminal
-// (stderr), and the lines are read as the terminal gives them.
+// goes elsewhere (a file, a pipe), the prompt going to the terminal
+// (stderr), or of a terminal without a width: the lines are read as the
+// terminal gives them.
 //
 // NB: liner took such a shell for a script in all but its reading: the
 // banner and prompts went into the output (an analyst's review of the
@@ -361,16 +373,20 @@ func (a *app) interactive() error {
 		p, added, banner = lp, func() []string { return lp.added }, a.stderr
 		a.shellPrompt = a.stderr
 		defer func() { a.shellPrompt = nil }()
+	} else if a.stdinWithoutWidth() {
+		// NB: liner cannot edit a line it cannot measure: Tab was typed
+		// as a tab, with no word of why (a newcomer's review, W11; some
+		// docker exec -t and CI harnesses give such a terminal). It read
+		// plain lines too, but put the terminal back in its own mode
+		// around each prompt, raw between them: a line typed ahead while
+		// a statement ran ended in a carriage return the terminal no
+		// longer turned into a newline, and the shell waited for one
+		// (exit typed as info ran hung the shell; TestShellTypedAhead).
+		// The terminal is left as it is, and does the editing it can.
+		fmt.Fprintln(a.stderr, "lshdb: note: the terminal reports no width (0 columns): line editing, history keys and Tab completion are off (stty cols 120 rows 40 gives it one)")
+		lp := &linePrompter{r: bufio.NewReader(a.stdin), out: a.stdout}
+		p, added = lp, func() []string { return lp.added }
 	} else {
-		if f, ok := a.stdin.(*os.File); ok {
-			if w, _, err := term.GetSize(int(f.Fd())); err == nil && w <= 0 {
-				// NB: liner then takes the output as redirected and reads
-				// plain lines: Tab was typed as a tab, with no word of why
-				// (a newcomer's review, W11; some docker exec -t and CI
-				// harnesses give such a terminal).
-				fmt.Fprintln(a.stderr, "lshdb: note: the terminal reports no width (0 columns): line editing, history keys and Tab completion are off (stty cols 120 rows 40 gives it one)")
-			}
-		}
 		ln := liner.NewLiner()
 		defer ln.Close()
 		// NB: at the prompt the terminal is raw and Ctrl-C is a key:

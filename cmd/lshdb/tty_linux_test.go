@@ -500,3 +500,86 @@ func waitShown(t *testing.T, c *exec.Cmd, shown *syncBuffer, s string) {
 		}
 	}
 }
+
+// Ensure that a line typed while a statement runs is read as the next
+// statement, on a terminal that reports no width as on one that does.
+// The shell read plain lines on a width of 0 columns, but its line
+// editor put the terminal in raw mode between prompts: exit typed ahead
+// ended in a carriage return the terminal no longer turned into a
+// newline, and the shell waited for one (it hung a CI run). The
+// statement here is held running: its output, get's 512 KiB text, goes
+// to a second terminal the test reads only after typing exit. The
+// oracle: the shell ends, exit 0, having written the whole text.
+func TestShellTypedAhead(t *testing.T) {
+	dir := shortDir(t)
+	idx := filepath.Join(dir, "idx")
+	text := strings.Repeat("typed ahead ", 512<<10/12)
+	if _, errOut, code := runLine([]string{"insert", "--db", idx, "-"}, `{"id":"big","text":"`+text+`"}`+"\n"); code != 0 {
+		t.Fatal(errOut)
+	}
+	for _, cols := range []uint16{0, 120} {
+		ctl, tty := openPTY(t)
+		outCtl, outTTY := openPTY(t)
+		setTermSize(t, tty, cols/3, cols)
+		setTermSize(t, outTTY, cols/3, cols)
+		c, shown := shellOnTerminalTo(t, ctl, tty, outTTY, dir, idx)
+		// The prompt is on the output's terminal: read up to it, then
+		// nothing until exit is typed.
+		out := &syncBuffer{}
+		resume := make(chan struct{})
+		copied := make(chan struct{})
+		go func() {
+			defer close(copied)
+			b := make([]byte, 4096)
+			for paused := false; ; {
+				n, err := outCtl.Read(b)
+				out.Write(b[:n])
+				if err != nil {
+					return
+				}
+				if !paused && strings.Contains(out.String(), "lshdb> ") {
+					paused = true
+					<-resume
+				}
+			}
+		}()
+		waitShown(t, c, out, "lshdb> ")
+		io.WriteString(ctl, "get big\r")
+		// NB: the shell has read the line when the terminal holds no
+		// input; its answer then fills the output's terminal, and get
+		// waits to write the rest.
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+			var n int32
+			if _, _, e := syscall.Syscall(syscall.SYS_IOCTL, tty.Fd(), syscall.TIOCINQ, uintptr(unsafe.Pointer(&n))); e != 0 {
+				t.Fatalf("the terminal's input: %v", e)
+			}
+			if n == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				c.Process.Kill()
+				t.Fatalf("%d columns: get big not read: %q", cols, shown)
+			}
+		}
+		time.Sleep(300 * time.Millisecond)
+		io.WriteString(ctl, "exit\r")
+		time.Sleep(100 * time.Millisecond)
+		close(resume)
+		exited := make(chan error, 1)
+		go func() { exited <- c.Wait() }()
+		select {
+		case err := <-exited:
+			if err != nil {
+				t.Errorf("%d columns: exit: %v: %q", cols, err, shown)
+			}
+		case <-time.After(30 * time.Second):
+			c.Process.Kill()
+			t.Fatalf("%d columns: exit typed while get ran did not end the shell: %q", cols, shown)
+		}
+		outTTY.Close()
+		<-copied
+		if got := strings.Count(out.String(), "typed ahead"); got != strings.Count(text, "typed ahead") {
+			t.Errorf("%d columns: the output holds %d of the text's %d phrases", cols, got, strings.Count(text, "typed ahead"))
+		}
+	}
+}
