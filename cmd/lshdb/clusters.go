@@ -795,7 +795,7 @@ func (s *pairSpill) tee(seq iter.Seq2[db.Pair, error]) iter.Seq2[db.Pair, error]
 	return func(yield func(db.Pair, error) bool) {
 		for p, err := range seq {
 			if err == nil && s.err == nil {
-				s.err = writeJSONLine(s.bw, pairJSON{A: p.A, B: p.B, Jaccard: p.Jaccard})
+				s.err = writeJSONLine(s.bw, pairJSON{A: p.A, B: p.B, Jaccard: similarity(p.Jaccard)})
 			}
 			if err == nil && s.err != nil {
 				err = fmt.Errorf("writing the pairs for --clusters: %w", s.err)

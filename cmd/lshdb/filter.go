@@ -586,7 +586,7 @@ func appendJSONValue(b []byte, v any) []byte {
 	case int64:
 		return strconv.AppendInt(b, v, 10)
 	case float64:
-		return strconv.AppendFloat(b, v, 'g', -1, 64)
+		return appendSimilarity(b, v) // NB: similarity, the one float
 	}
 	return append(b, "null"...)
 }
@@ -599,7 +599,7 @@ func csvValue(v any) string {
 	case int64:
 		return strconv.FormatInt(v, 10)
 	case float64:
-		return strconv.FormatFloat(v, 'g', -1, 64)
+		return string(appendSimilarity(nil, v))
 	}
 	return ""
 }

@@ -180,7 +180,7 @@ func TestFilterKeepsOnePerGroupOfCopies(t *testing.T) {
 		if exact := minhash.Jaccard(set(r.ID), set(r.DuplicateOf)); exact != *r.Similarity || exact < th {
 			t.Errorf("%s ~ %s: similarity %v, exact %v, threshold %v", r.ID, r.DuplicateOf, *r.Similarity, exact, th)
 		}
-		suffix := fmt.Sprintf(`,"duplicate_of":%q,"similarity":%v}`+"\n", r.DuplicateOf, *r.Similarity)
+		suffix := fmt.Sprintf(`,"duplicate_of":%q,"similarity":%s}`+"\n", r.DuplicateOf, appendSimilarity(nil, *r.Similarity))
 		if !strings.HasSuffix(l, suffix) {
 			t.Fatalf("removed line %q does not end with %q", l, suffix)
 		}
@@ -302,16 +302,16 @@ func TestFilterCSVBytes(t *testing.T) {
 	sb, _ := h.Document(nil, nil, text+" today")
 	want := "id,text,note,duplicate_of,similarity\r\n" +
 		strings.TrimSuffix(rows[2], "\r\n") + fmt.Sprintf(",a,%v\r\n", minhash.Jaccard(sa, sb)) +
-		rows[4] + ",a,1\r\n"
+		rows[4] + ",a,1.0\r\n"
 	if string(got) != want {
 		t.Fatalf("--removed wrote\n%q\nwant\n%q", got, want)
 	}
 	ann, _ := mustRun(t, "filter", "--db", idx, "--annotate", in)
 	wantAnn := "id,text,note,cluster_id,cluster_size,duplicate_of,similarity\r\n" +
-		strings.TrimSuffix(rows[1], "\r\n") + ",1,3,,1\r\n" +
+		strings.TrimSuffix(rows[1], "\r\n") + ",1,3,,1.0\r\n" +
 		strings.TrimSuffix(rows[2], "\r\n") + fmt.Sprintf(",1,3,a,%v\r\n", minhash.Jaccard(sa, sb)) +
 		strings.TrimSuffix(rows[3], "\r\n") + ",,1,,\r\n" +
-		rows[4] + ",1,3,a,1\r\n"
+		rows[4] + ",1,3,a,1.0\r\n"
 	if ann != wantAnn {
 		t.Fatalf("--annotate wrote\n%q\nwant\n%q", ann, wantAnn)
 	}
@@ -833,10 +833,10 @@ func TestFilterRemovesExactRepeats(t *testing.T) {
 			gotRemoved, _ := os.ReadFile(removed)
 			var want string
 			if format == "csv" {
-				want = "id,text,duplicate_of,similarity\n" + strings.TrimSuffix(lines[2], "\n") + ",a,1\n" + strings.TrimSuffix(lines[5], "\n") + ",a,1\n"
+				want = "id,text,duplicate_of,similarity\n" + strings.TrimSuffix(lines[2], "\n") + ",a,1.0\n" + strings.TrimSuffix(lines[5], "\n") + ",a,1.0\n"
 			} else {
 				add := func(l string) string {
-					return strings.TrimSuffix(l, "}\n") + `,"duplicate_of":"a","similarity":1}` + "\n"
+					return strings.TrimSuffix(l, "}\n") + `,"duplicate_of":"a","similarity":1.0}` + "\n"
 				}
 				want = add(lines[2]) + add(lines[5])
 			}
@@ -862,9 +862,9 @@ func TestFilterRemovesExactRepeats(t *testing.T) {
 				copyRow := i == 2 || i == 5
 				var marked bool
 				if format == "csv" {
-					marked = strings.HasSuffix(row, ",a,1")
+					marked = strings.HasSuffix(row, ",a,1.0")
 				} else {
-					marked = strings.Contains(row, `"duplicate_of":"a","similarity":1}`)
+					marked = strings.Contains(row, `"duplicate_of":"a","similarity":1.0}`)
 				}
 				if marked != copyRow {
 					t.Errorf("--annotate row %d: %s (a copy: %v)", i, row, copyRow)

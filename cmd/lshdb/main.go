@@ -397,8 +397,30 @@ func (h cliLog) WithGroup(string) slog.Handler { return h }
 // later write with the same error, without writing, so that a command
 // that checks only some of its writes still stops writing.
 type outWriter struct {
-	w   io.Writer
-	err error
+	w       io.Writer
+	err     error
+	written uint64 // bytes written
+
+	closedKind string // kind, when closeFile closed it
+}
+
+// kind names the output when it is a file ("a file") or a pipe ("a
+// pipe"); else (a terminal, a test's buffer) "".
+func (o *outWriter) kind() string {
+	f, ok := o.w.(*os.File)
+	if !ok {
+		return o.closedKind
+	}
+	fi, err := f.Stat()
+	switch {
+	case err != nil || term.IsTerminal(int(f.Fd())):
+		return ""
+	case fi.Mode()&fs.ModeNamedPipe != 0:
+		return "a pipe"
+	case fi.Mode().IsRegular():
+		return "a file"
+	}
+	return ""
 }
 
 func (o *outWriter) Write(p []byte) (int, error) {
@@ -406,6 +428,7 @@ func (o *outWriter) Write(p []byte) (int, error) {
 		return 0, o.err
 	}
 	n, err := o.w.Write(p)
+	o.written += uint64(n)
 	if err != nil {
 		o.err = err
 	}
@@ -416,6 +439,7 @@ func (o *outWriter) Write(p []byte) (int, error) {
 // that its reader sees its end before the process exits. A write after
 // it fails, and is reported: whatever the writer (a test's buffer too).
 func (o *outWriter) closeFile() {
+	o.closedKind = o.kind()
 	if f, ok := o.w.(*os.File); ok {
 		if err := releaseFile(f); err != nil && o.err == nil {
 			o.err = err
@@ -630,6 +654,9 @@ func (a *app) exitCode(err error) int {
 			line += "; the index is damaged where its records cannot mend it: restore a backup of it (README, Backups: move the index aside, cp -a BACKUP DIR) or build it again from its inputs"
 		}
 	}
+	if errors.Is(err, context.Canceled) {
+		line += a.partialOutput()
+	}
 	if a.errLog != nil {
 		a.errLog.Error("lshdb: " + line)
 	} else {
@@ -685,6 +712,23 @@ func (a *app) exitCode(err error) int {
 		return 2
 	}
 	return 1
+}
+
+// partialOutput says, for an interrupted command, that what it wrote to
+// a file or a pipe on standard output is a part: pairs > p.jsonl
+// stopped by Ctrl-C left whole lines, the identical sets that
+// --sort=false writes first, a file that read as a complete one (a
+// review at scale, S10-4). Nothing for a terminal, nothing written, or
+// --out's file (removed, and never a.out here).
+func (a *app) partialOutput() string {
+	if a.out == nil || a.out.written == 0 {
+		return ""
+	}
+	what := a.out.kind()
+	if what == "" {
+		return ""
+	}
+	return fmt.Sprintf(" (standard output, %s, holds the %s written before it: a part that may read as whole; --out FILE leaves no part behind)", what, humanBytes(a.out.written))
 }
 
 // plainMessage returns an error's text without the "lshdb: " that package

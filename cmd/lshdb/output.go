@@ -11,6 +11,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"unicode"
@@ -286,7 +287,7 @@ func appendPairJSON(dst []byte, p *pairJSON) ([]byte, bool) {
 		}
 		return true
 	}
-	j := func(f float64) bool { return f == 0 || f >= 1e-6 && f < 1e21 }
+	j := func(f similarity) bool { return !math.IsNaN(float64(f)) && !math.IsInf(float64(f), 0) }
 	if !plain(p.A) || !plain(p.B) || !j(p.Jaccard) || p.ExpectedRecall != nil && !j(*p.ExpectedRecall) || p.Estimate != nil && !j(*p.Estimate) {
 		return dst, false
 	}
@@ -295,46 +296,91 @@ func appendPairJSON(dst []byte, p *pairJSON) ([]byte, bool) {
 	dst = append(dst, `","b":"`...)
 	dst = append(dst, p.B...)
 	dst = append(dst, `","jaccard":`...)
-	dst = strconv.AppendFloat(dst, p.Jaccard, 'f', -1, 64)
+	dst = appendSimilarity(dst, float64(p.Jaccard))
 	if p.Estimate != nil {
 		dst = append(dst, `,"estimate":`...)
-		dst = strconv.AppendFloat(dst, *p.Estimate, 'f', -1, 64)
+		dst = appendSimilarity(dst, float64(*p.Estimate))
 	}
 	if p.EstimateOnly {
 		dst = append(dst, `,"estimate_only":true`...)
 	}
 	if p.ExpectedRecall != nil {
 		dst = append(dst, `,"expected_recall":`...)
-		dst = strconv.AppendFloat(dst, *p.ExpectedRecall, 'f', -1, 64)
+		dst = appendSimilarity(dst, float64(*p.ExpectedRecall))
 	}
 	return append(dst, "}\n"...), true
 }
 
+// similarity is a similarity in a line of JSON output (a Jaccard, an
+// estimate, an expected recall): written with a decimal point always,
+// 1.0 and not 1, as appendSimilarity writes it.
+type similarity float64
+
+func (s similarity) MarshalJSON() ([]byte, error) {
+	f := float64(s)
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return nil, &json.UnsupportedValueError{Str: strconv.FormatFloat(f, 'g', -1, 64)}
+	}
+	return appendSimilarity(nil, f), nil
+}
+
+// appendSimilarity appends a similarity as a number with a decimal point
+// (or an exponent) in JSON, CSV and TSV: 1.0, not 1.
+//
+// NB: identical sets, Jaccard 1, come first in pairs --sort=false (and
+// in a filter's removed records): a reader that infers a column's type
+// from its first rows took jaccard for an integer. DuckDB's read_json
+// (20,480 rows) then read 0.85 as 1, silently; Polars failed ("cannot
+// parse '0.85' (f64) as Int64") (a review at scale, S10-5).
+func appendSimilarity(dst []byte, f float64) []byte {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return strconv.AppendFloat(dst, f, 'g', -1, 64)
+	}
+	if a := math.Abs(f); a != 0 && (a < 1e-6 || a >= 1e21) {
+		return strconv.AppendFloat(dst, f, 'e', -1, 64) // as encoding/json
+	}
+	n := len(dst)
+	dst = strconv.AppendFloat(dst, f, 'f', -1, 64)
+	if !bytes.ContainsRune(dst[n:], '.') {
+		dst = append(dst, ".0"...)
+	}
+	return dst
+}
+
+// similarityOf is p as a similarity, nil for nil.
+func similarityOf(p *float64) *similarity {
+	if p == nil {
+		return nil
+	}
+	s := similarity(*p)
+	return &s
+}
+
 // pairJSON is one line of pairs --output json.
 type pairJSON struct {
-	A       string  `json:"a"`
-	B       string  `json:"b"`
-	Jaccard float64 `json:"jaccard"`
+	A       string     `json:"a"`
+	B       string     `json:"b"`
+	Jaccard similarity `json:"jaccard"`
 	// EstimateOnly says Jaccard is the signatures' estimate, not verified
 	// (an index of storage none), as explain's estimate_only does. NB: the
 	// estimate stays in jaccard, so that clusters --from and report read
 	// the pairs file as any other; and it is in estimate too (Estimate),
 	// the field query and explain give it in, with jaccard null (an
 	// analyst's review of the shell, SH9).
-	Estimate     *float64 `json:"estimate,omitempty"`
-	EstimateOnly bool     `json:"estimate_only,omitempty"`
+	Estimate     *similarity `json:"estimate,omitempty"`
+	EstimateOnly bool        `json:"estimate_only,omitempty"`
 	// ExpectedRecall is set only when the threshold is below the index's.
-	ExpectedRecall *float64 `json:"expected_recall,omitempty"`
+	ExpectedRecall *similarity `json:"expected_recall,omitempty"`
 }
 
 // matchJSON is one line of query --output json. Jaccard is null when the
 // match was not verified (--estimate-only).
 type matchJSON struct {
-	ID             string   `json:"id"`
-	Jaccard        *float64 `json:"jaccard"`
-	Estimate       float64  `json:"estimate"`
-	Bands          int      `json:"bands"`
-	ExpectedRecall *float64 `json:"expected_recall,omitempty"`
+	ID             string      `json:"id"`
+	Jaccard        *similarity `json:"jaccard"`
+	Estimate       similarity  `json:"estimate"`
+	Bands          int         `json:"bands"`
+	ExpectedRecall *similarity `json:"expected_recall,omitempty"`
 	// The stored metadata, as export writes it; none: absent.
 	Meta       json.RawMessage `json:"meta,omitempty"`
 	MetaString *string         `json:"meta_string,omitempty"`
@@ -501,12 +547,12 @@ type explainJSON struct {
 	B string `json:"b"`
 	// Jaccard is null on an index that keeps no sets (storage none), as
 	// query's is: only the estimate is known.
-	Jaccard        *float64 `json:"jaccard"`
-	Estimate       float64  `json:"estimate"`
-	EstimateOnly   bool     `json:"estimate_only,omitempty"`
-	Threshold      float64  `json:"threshold"`
-	Bands          int      `json:"bands"`
-	CollidingBands []int    `json:"colliding_bands"`
+	Jaccard        *similarity `json:"jaccard"`
+	Estimate       similarity  `json:"estimate"`
+	EstimateOnly   bool        `json:"estimate_only,omitempty"`
+	Threshold      float64     `json:"threshold"`
+	Bands          int         `json:"bands"`
+	CollidingBands []int       `json:"colliding_bands"`
 	// CollidingBuckets are the buckets of CollidingBands, one each, in
 	// the form bucket takes.
 	CollidingBuckets []string `json:"colliding_buckets"`

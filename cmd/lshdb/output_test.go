@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -375,13 +376,13 @@ func TestQueryFileWithByteOrderMark(t *testing.T) {
 	idx := filepath.Join(dir, "idx")
 	mustRun(t, "insert", "--db", idx, "--format", "text", file)
 	out, _ := mustRun(t, "query", "--db", idx, "--file", file, "--output", "json")
-	if !strings.Contains(out, `"id":"bom.txt","jaccard":1,`) {
+	if !strings.Contains(out, `"id":"bom.txt","jaccard":1.0,`) {
 		t.Errorf("query --file of a stored file with a byte order mark: %s, want itself at Jaccard 1", out)
 	}
 	// - reads stdin, as every other input of the command (it was
 	// refused as "open -: no such file").
 	out, errOut, code := runLine([]string{"query", "--db", idx, "--file", "-", "--output", "json"}, "abcdef")
-	if code != 0 || !strings.Contains(out, `"id":"bom.txt","jaccard":1,`) {
+	if code != 0 || !strings.Contains(out, `"id":"bom.txt","jaccard":1.0,`) {
 		t.Errorf("query --file - of the stored text on stdin: exit %d %s %s, want bom.txt at Jaccard 1", code, out, errOut)
 	}
 }
@@ -448,7 +449,7 @@ func TestQueryFileCompressed(t *testing.T) {
 			t.Fatal(err)
 		}
 		out, _ := mustRun(t, "query", "--db", idx, "--file", p, "--output", "json")
-		if !strings.Contains(out, `"id":"c.txt","jaccard":1,`) {
+		if !strings.Contains(out, `"id":"c.txt","jaccard":1.0,`) {
 			t.Errorf("query --file %s: %s, want c.txt at Jaccard 1", name, out)
 		}
 	}
@@ -492,6 +493,32 @@ func TestJSONKeepsHTMLCharacters(t *testing.T) {
 // that need escapes, similarities that encoding/json writes with an
 // exponent or refuses) still goes the encoding/json way: random ids over
 // every byte class, and similarities across the scale.
+// Ensure that a similarity is written with a decimal point or an
+// exponent, so that a reader inferring a column's type from its first
+// rows takes it for a float (S10-5: DuckDB read 0.85 as 1 in a column of
+// 1s), and that it reads back as the same float64. The known answers are
+// by hand; the round trip by strconv.ParseFloat.
+func TestSimilarityJSON(t *testing.T) {
+	for f, want := range map[float64]string{1: "1.0", 0: "0.0", 0.85: "0.85", 0.8000000000000002: "0.8000000000000002", 1.0 / 3: "0.3333333333333333",
+		1e-6: "0.000001", 9.99e-7: "9.99e-07", 1e-300: "1e-300", 1e20: "100000000000000000000.0", 2e21: "2e+21"} {
+		b, err := json.Marshal(similarity(f))
+		if err != nil || string(b) != want {
+			t.Errorf("%v: %s %v, want %s", f, b, err, want)
+		}
+		if back, err := strconv.ParseFloat(string(b), 64); err != nil || back != f {
+			t.Errorf("%s reads back as %v %v, want %v", b, back, err, f)
+		}
+		if got := string(appendSimilarity([]byte("x"), f)); got != "x"+want {
+			t.Errorf("appendSimilarity %v: %q", f, got)
+		}
+	}
+	for _, f := range []float64{math.NaN(), math.Inf(1), math.Inf(-1)} {
+		if b, err := json.Marshal(similarity(f)); err == nil {
+			t.Errorf("%v: %s, want an error as encoding/json gives a float64", f, b)
+		}
+	}
+}
+
 func TestAppendPairJSON(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 9))
 	chars := []string{"a", "Z", "0", "-", "_", " ", "~", "\"", "\\", "\n", "\x00", "\x7f", "é", "\u2028", "\xc2\x85", "\xff", "<", "&"}
@@ -510,9 +537,9 @@ func TestAppendPairJSON(t *testing.T) {
 	rec := 0.9876
 	fast := 0
 	for i := range 20000 {
-		p := pairJSON{A: id(), B: id(), Jaccard: rng.Float64(), EstimateOnly: rng.IntN(2) == 0}
+		p := pairJSON{A: id(), B: id(), Jaccard: similarity(rng.Float64()), EstimateOnly: rng.IntN(2) == 0}
 		if i%3 == 0 {
-			p.Jaccard = floats[rng.IntN(len(floats))]
+			p.Jaccard = similarity(floats[rng.IntN(len(floats))])
 		}
 		if p.EstimateOnly {
 			p.Estimate = &p.Jaccard // NB: as pairs writes it
@@ -522,7 +549,7 @@ func TestAppendPairJSON(t *testing.T) {
 			if i%5 == 0 {
 				r = floats[rng.IntN(len(floats))]
 			}
-			p.ExpectedRecall = &r
+			p.ExpectedRecall = similarityOf(&r)
 		}
 		var want bytes.Buffer
 		werr := writeJSONLine(&want, p)

@@ -162,9 +162,9 @@ func (a *app) queryCmd() *cobra.Command {
 						}
 					}
 					for _, m := range res.Matches {
-						out := matchJSON{ID: m.ID, Estimate: m.Estimate, Bands: m.Bands, ExpectedRecall: rec}
+						out := matchJSON{ID: m.ID, Estimate: similarity(m.Estimate), Bands: m.Bands, ExpectedRecall: similarityOf(rec)}
 						if !res.EstimateOnly {
-							out.Jaccard = &m.Jaccard
+							out.Jaccard = similarityOf(&m.Jaccard)
 						}
 						// NB: as get and export write them (JSON as stored,
 						// else meta_string or meta_base64).
@@ -404,7 +404,7 @@ func (o *pairsOut) addJSON(pj *pairJSON, fast bool) error {
 func (o *pairsOut) add(p db.Pair) error {
 	o.rows++
 	if o.a.json() {
-		pj := pairJSON{A: p.A, B: p.B, Jaccard: p.Jaccard, EstimateOnly: o.estimates, ExpectedRecall: o.rec}
+		pj := pairJSON{A: p.A, B: p.B, Jaccard: similarity(p.Jaccard), EstimateOnly: o.estimates, ExpectedRecall: similarityOf(o.rec)}
 		if o.estimates {
 			pj.Estimate = &pj.Jaccard
 		}
@@ -425,7 +425,7 @@ func (o *pairsOut) add(p db.Pair) error {
 		if o.csvTerm {
 			a, b = escControls(a), escControls(b)
 		}
-		row := []string{a, b, strconv.FormatFloat(p.Jaccard, 'f', -1, 64)}
+		row := []string{a, b, string(appendSimilarity(nil, p.Jaccard))}
 		if o.estimates {
 			row = append(row, "true")
 		}
@@ -1201,10 +1201,10 @@ clusters run at that threshold (their --threshold) instead of the index's.`,
 					}
 				}
 				if a.json() {
-					out := explainJSON{A: e.A, B: e.B, Estimate: e.Estimate, EstimateOnly: e.EstimateOnly, Threshold: e.Threshold,
+					out := explainJSON{A: e.A, B: e.B, Estimate: similarity(e.Estimate), EstimateOnly: e.EstimateOnly, Threshold: e.Threshold,
 						Bands: len(e.Collide), CollidingBands: collide, CollidingBuckets: buckets, UnlistedBands: e.Unlisted, PCandidate: e.Probability, SizesRuleOut: e.SizesRuleOut, Found: e.Found}
 					if !e.EstimateOnly {
-						out.Jaccard = &e.Jaccard
+						out.Jaccard = similarityOf(&e.Jaccard)
 					}
 					return a.emitJSON(out)
 				}

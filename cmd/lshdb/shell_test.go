@@ -106,7 +106,7 @@ func TestShellInterruptKeepsShell(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
 	}
-	if n := strings.Count(out, `"jaccard":1}`); n != 1 {
+	if n := strings.Count(out, `"jaccard":1.0}`); n != 1 {
 		t.Errorf("the interrupted pairs printed %d lines:\n%s", n, out)
 	}
 	if len(p.history) != 3 {

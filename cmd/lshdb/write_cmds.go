@@ -1885,17 +1885,17 @@ func (w *deduper) row(id string, m *db.Match) error {
 		// it (jaccard null, estimate): its Jaccard, never computed, was
 		// written as 0.
 		out := struct {
-			ID          string   `json:"id"`
-			DuplicateOf *string  `json:"duplicate_of"`
-			Jaccard     *float64 `json:"jaccard"`
-			Estimate    *float64 `json:"estimate,omitempty"`
+			ID          string      `json:"id"`
+			DuplicateOf *string     `json:"duplicate_of"`
+			Jaccard     *similarity `json:"jaccard"`
+			Estimate    *similarity `json:"estimate,omitempty"`
 		}{ID: id}
 		if m != nil {
 			out.DuplicateOf = &m.ID
 			if w.estimates {
-				out.Estimate = &m.Estimate
+				out.Estimate = similarityOf(&m.Estimate)
 			} else {
-				out.Jaccard = &m.Jaccard
+				out.Jaccard = similarityOf(&m.Jaccard)
 			}
 		}
 		err = w.a.emitJSON(out)
