@@ -312,40 +312,13 @@ func appendPairJSON(dst []byte, p *pairJSON) ([]byte, bool) {
 }
 
 // similarity is a similarity in a line of JSON output (a Jaccard, an
-// estimate, an expected recall): written with a decimal point always,
-// 1.0 and not 1, as appendSimilarity writes it.
-type similarity float64
-
-func (s similarity) MarshalJSON() ([]byte, error) {
-	f := float64(s)
-	if math.IsNaN(f) || math.IsInf(f, 0) {
-		return nil, &json.UnsupportedValueError{Str: strconv.FormatFloat(f, 'g', -1, 64)}
-	}
-	return appendSimilarity(nil, f), nil
-}
+// estimate, an expected recall), written with a decimal point always, as
+// the API writes its own (httpapi.Similarity).
+type similarity = httpapi.Similarity
 
 // appendSimilarity appends a similarity as a number with a decimal point
-// (or an exponent) in JSON, CSV and TSV: 1.0, not 1.
-//
-// NB: identical sets, Jaccard 1, come first in pairs --sort=false (and
-// in a filter's removed records): a reader that infers a column's type
-// from its first rows took jaccard for an integer. DuckDB's read_json
-// (20,480 rows) then read 0.85 as 1, silently; Polars failed ("cannot
-// parse '0.85' (f64) as Int64") (a review at scale, S10-5).
-func appendSimilarity(dst []byte, f float64) []byte {
-	if math.IsNaN(f) || math.IsInf(f, 0) {
-		return strconv.AppendFloat(dst, f, 'g', -1, 64)
-	}
-	if a := math.Abs(f); a != 0 && (a < 1e-6 || a >= 1e21) {
-		return strconv.AppendFloat(dst, f, 'e', -1, 64) // as encoding/json
-	}
-	n := len(dst)
-	dst = strconv.AppendFloat(dst, f, 'f', -1, 64)
-	if !bytes.ContainsRune(dst[n:], '.') {
-		dst = append(dst, ".0"...)
-	}
-	return dst
-}
+// (httpapi.AppendSimilarity), in JSON, CSV and TSV.
+func appendSimilarity(dst []byte, f float64) []byte { return httpapi.AppendSimilarity(dst, f) }
 
 // similarityOf is p as a similarity, nil for nil.
 func similarityOf(p *float64) *similarity {

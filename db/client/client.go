@@ -1444,7 +1444,7 @@ func (c *Client) Pairs(ctx context.Context, po *db.PairsOptions) iter.Seq2[db.Pa
 			if err := json.Unmarshal(line, &p); err != nil {
 				return false, malformed("pair", err)
 			}
-			return yield(db.Pair{A: p.A, B: p.B, Jaccard: p.Jaccard}, nil), nil
+			return yield(db.Pair{A: p.A, B: p.B, Jaccard: float64(p.Jaccard)}, nil), nil
 		})
 		if err != nil {
 			err = withCtxErr(ctx, err)
@@ -1491,7 +1491,7 @@ func (c *Client) PairGroups(ctx context.Context, po *db.PairsOptions) iter.Seq2[
 			if len(g.A) == 0 || g.B != nil && len(g.B) == 0 {
 				return false, fmt.Errorf("lshdb: client: a pair group without documents: %s", line)
 			}
-			return yield(db.PairGroup{A: g.A, B: g.B, Jaccard: g.Jaccard}, nil), nil
+			return yield(db.PairGroup{A: g.A, B: g.B, Jaccard: float64(g.Jaccard)}, nil), nil
 		})
 		if err != nil {
 			yield(db.PairGroup{}, withCtxErr(ctx, err))
@@ -1590,7 +1590,7 @@ func (c *Client) ClustersFrom(ctx context.Context, seq iter.Seq2[db.Pair, error]
 				pw.CloseWithError(err)
 				return
 			}
-			if err := enc.Encode(httpapi.PairJSON{A: p.A, B: p.B, Jaccard: p.Jaccard}); err != nil {
+			if err := enc.Encode(httpapi.PairJSON{A: p.A, B: p.B, Jaccard: httpapi.Similarity(p.Jaccard)}); err != nil {
 				pw.CloseWithError(err)
 				return
 			}

@@ -379,7 +379,7 @@ func (h *handler) putIfNew(w *resp, r *http.Request) error {
 					// as a query's (it said 0 for an identical copy: a
 					// review of the API from a client's side, AC10).
 					mj := MatchOut(*m, estimateOnly)
-					e, b := m.Estimate, m.Bands
+					e, b := Similarity(m.Estimate), m.Bands
 					out.DuplicateOf, out.Jaccard, out.Estimate, out.Bands = &m.ID, mj.Jaccard, &e, &b
 					out.Meta, out.MetaBase64 = mj.Meta, mj.MetaBase64
 				}
@@ -964,7 +964,7 @@ func (h *handler) pairs(w *resp, r *http.Request) error {
 	rec := h.recallNote(po.Threshold)
 	estimates := h.d.Params().Storage == db.StorageNone
 	return stream(w, h.d.Pairs(r.Context(), po), func(p db.Pair) any {
-		return PairJSON{A: p.A, B: p.B, Jaccard: p.Jaccard, ExpectedRecall: rec, EstimateOnly: estimates}
+		return PairJSON{A: p.A, B: p.B, Jaccard: Similarity(p.Jaccard), ExpectedRecall: rec, EstimateOnly: estimates}
 	}, func(n int) any { return EndJSON{EndBody{Lines: n, Stats: PairsStatsOut(st)}} })
 }
 
@@ -985,7 +985,7 @@ func (h *handler) pairGroups(w *resp, r *http.Request) error {
 	rec := h.recallNote(po.Threshold)
 	estimates := h.d.Params().Storage == db.StorageNone
 	return stream(w, h.d.PairGroups(r.Context(), po), func(g db.PairGroup) any {
-		return PairGroupJSON{A: g.A, B: g.B, Jaccard: g.Jaccard, Pairs: g.Pairs(), ExpectedRecall: rec, EstimateOnly: estimates}
+		return PairGroupJSON{A: g.A, B: g.B, Jaccard: Similarity(g.Jaccard), Pairs: g.Pairs(), ExpectedRecall: rec, EstimateOnly: estimates}
 	}, func(n int) any { return EndJSON{EndBody{Lines: n, Stats: PairsStatsOut(st)}} })
 }
 

@@ -2596,3 +2596,36 @@ func TestErrorRetry(t *testing.T) {
 		}
 	}
 }
+
+// Ensure that the API writes a similarity with a decimal point: 1.0 for
+// identical texts, whose Jaccard is 1 by hand, in the lines of pairs,
+// pair groups, clusters, a query, explain and a put-if-new (a reader
+// inferring a column's type from its first rows took 1 for an integer,
+// and DuckDB then read 0.85 as 1: S10-5).
+func TestSimilarityOnTheWire(t *testing.T) {
+	d, err := db.Open(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	text := "the quick brown fox jumps over the lazy dog near the river bank every single morning"
+	if _, err := d.PutBatch([]db.Doc{{ID: "a", Text: text}, {ID: "b", Text: text}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	h := Handler(d, nil)
+	for _, c := range []struct{ method, path, body, want string }{
+		{"GET", "/v1/pairs", "", `"jaccard":1.0`},
+		{"GET", "/v1/pairs/groups", "", `"jaccard":1.0`},
+		{"GET", "/v1/clusters", "", `"min_jaccard":1.0`},
+		{"GET", "/v1/clusters", "", `"duplicate_of":"a","jaccard":1.0}`},
+		{"GET", "/v1/query?id=a", "", `"jaccard":1.0,"estimate":1.0`},
+		{"GET", "/v1/explain?a=a&b=b", "", `"jaccard":1.0,"estimate":1.0`},
+		{"POST", "/v1/docs/put-if-new", fmt.Sprintf("{\"id\":\"c\",\"text\":%q}\n", text), `"jaccard":1.0,"estimate":1.0`},
+	} {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(c.method, c.path, strings.NewReader(c.body)))
+		if rec.Code != 200 || !strings.Contains(rec.Body.String(), c.want) {
+			t.Errorf("%s %s: %d %s, want %s", c.method, c.path, rec.Code, rec.Body, c.want)
+		}
+	}
+}

@@ -328,16 +328,64 @@ func (r LoadResultJSON) LoadResult() db.LoadResult {
 	return db.LoadResult{Stored: r.Stored, Replaced: r.Replaced, Repeated: r.Repeated, Deleted: r.Deleted, SkippedEmpty: nilIfEmpty(r.SkippedEmpty)}
 }
 
+// Similarity is a similarity on the wire (a Jaccard, an estimate),
+// written with a decimal point always: 1.0, not 1 (AppendSimilarity). It
+// reads as any JSON number.
+type Similarity float64
+
+// MarshalJSON writes s as AppendSimilarity does; NaN and the infinities
+// are refused, as encoding/json refuses them in a float64.
+func (s Similarity) MarshalJSON() ([]byte, error) {
+	f := float64(s)
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return nil, &json.UnsupportedValueError{Str: strconv.FormatFloat(f, 'g', -1, 64)}
+	}
+	return AppendSimilarity(nil, f), nil
+}
+
+// similarityOf is p as a *Similarity, nil for nil.
+func similarityOf(p *float64) *Similarity {
+	if p == nil {
+		return nil
+	}
+	s := Similarity(*p)
+	return &s
+}
+
+// AppendSimilarity appends f as a number with a decimal point, or an
+// exponent where encoding/json writes one (below 1e-6, from 1e21): 1.0,
+// not 1. NaN and the infinities are written as strconv writes them.
+//
+// NB: identical sets, Jaccard 1, come first in an unsorted pairs output
+// (and in a filter's removed records): a reader that infers a column's
+// type from its first rows took jaccard for an integer. DuckDB's
+// read_json (20,480 rows) then read 0.85 as 1, silently; Polars failed
+// ("cannot parse '0.85' (f64) as Int64") (a review at scale, S10-5).
+func AppendSimilarity(dst []byte, f float64) []byte {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return strconv.AppendFloat(dst, f, 'g', -1, 64)
+	}
+	if a := math.Abs(f); a != 0 && (a < 1e-6 || a >= 1e21) {
+		return strconv.AppendFloat(dst, f, 'e', -1, 64) // as encoding/json
+	}
+	n := len(dst)
+	dst = strconv.AppendFloat(dst, f, 'f', -1, 64)
+	if !bytes.ContainsRune(dst[n:], '.') {
+		dst = append(dst, ".0"...)
+	}
+	return dst
+}
+
 // PutIfNewJSON is one line of the put-if-new answer, as lshdb dedup
 // --output json prints it: duplicate_of and jaccard are null when the
 // document was stored. A refused document's line has only id and error
 // (a null duplicate_of would read as "stored").
 type PutIfNewJSON struct {
-	ID          string   `json:"id"`
-	DuplicateOf *string  `json:"duplicate_of"`
-	Jaccard     *float64 `json:"jaccard"`
-	Estimate    *float64 `json:"estimate,omitempty"`
-	Bands       *int     `json:"bands,omitempty"`
+	ID          string      `json:"id"`
+	DuplicateOf *string     `json:"duplicate_of"`
+	Jaccard     *Similarity `json:"jaccard"`
+	Estimate    *Similarity `json:"estimate,omitempty"`
+	Bands       *int        `json:"bands,omitempty"`
 	// Meta (UTF-8) or MetaBase64 (other bytes): the duplicate's stored
 	// metadata, as in MatchJSON.
 	Meta       *string `json:"meta,omitempty"`
@@ -356,10 +404,10 @@ func (p *PutIfNewJSON) Match() *db.Match {
 	}
 	m := &db.Match{ID: *p.DuplicateOf}
 	if p.Jaccard != nil {
-		m.Jaccard = *p.Jaccard
+		m.Jaccard = float64(*p.Jaccard)
 	}
 	if p.Estimate != nil {
-		m.Estimate = *p.Estimate
+		m.Estimate = float64(*p.Estimate)
 	}
 	if p.Bands != nil {
 		m.Bands = *p.Bands
@@ -542,10 +590,10 @@ type QueryManyJSON struct {
 // MatchJSON is one match, as a line of lshdb query --output json: jaccard
 // is null when not verified.
 type MatchJSON struct {
-	ID       string   `json:"id"`
-	Jaccard  *float64 `json:"jaccard"`
-	Estimate float64  `json:"estimate"`
-	Bands    int      `json:"bands"`
+	ID       string      `json:"id"`
+	Jaccard  *Similarity `json:"jaccard"`
+	Estimate Similarity  `json:"estimate"`
+	Bands    int         `json:"bands"`
 	// Meta (UTF-8) or MetaBase64 (other bytes): the stored metadata, as in
 	// DocumentJSON; absent for none.
 	Meta       *string `json:"meta,omitempty"`
@@ -578,20 +626,19 @@ func QueryResultOut(r *db.QueryResult) QueryResultJSON {
 
 // MatchOut converts m for the wire.
 func MatchOut(m db.Match, estimateOnly bool) MatchJSON {
-	out := MatchJSON{ID: m.ID, Estimate: m.Estimate, Bands: m.Bands, Text: m.Text}
+	out := MatchJSON{ID: m.ID, Estimate: Similarity(m.Estimate), Bands: m.Bands, Text: m.Text}
 	out.Meta, out.MetaBase64 = metaOut(m.Meta)
 	if !estimateOnly {
-		j := m.Jaccard
-		out.Jaccard = &j
+		out.Jaccard = similarityOf(&m.Jaccard)
 	}
 	return out
 }
 
 // Match converts m back.
 func (m MatchJSON) Match() db.Match {
-	out := db.Match{ID: m.ID, Estimate: m.Estimate, Bands: m.Bands, Text: m.Text}
+	out := db.Match{ID: m.ID, Estimate: float64(m.Estimate), Bands: m.Bands, Text: m.Text}
 	if m.Jaccard != nil {
-		out.Jaccard = *m.Jaccard
+		out.Jaccard = float64(*m.Jaccard)
 	}
 	// NB: a server's metaOut never gives both forms; bad base64 from
 	// another server leaves Meta nil rather than failing the query.
@@ -610,10 +657,10 @@ func (r QueryResultJSON) QueryResult() *db.QueryResult {
 
 // PairJSON is one line of GET /v1/pairs, as lshdb pairs --output json.
 type PairJSON struct {
-	A              string   `json:"a"`
-	B              string   `json:"b"`
-	Jaccard        float64  `json:"jaccard"`
-	ExpectedRecall *float64 `json:"expected_recall,omitempty"`
+	A              string     `json:"a"`
+	B              string     `json:"b"`
+	Jaccard        Similarity `json:"jaccard"`
+	ExpectedRecall *float64   `json:"expected_recall,omitempty"`
 	// EstimateOnly says Jaccard is the signatures' estimate (an index of
 	// storage none), as lshdb pairs --output json says on each line.
 	EstimateOnly bool `json:"estimate_only,omitempty"`
@@ -624,12 +671,12 @@ type PairJSON struct {
 // Jaccard 1); otherwise every pair of one of A and one of B, at Jaccard.
 // Pairs is how many pairs it stands for.
 type PairGroupJSON struct {
-	A              []string `json:"a"`
-	B              []string `json:"b,omitempty"`
-	Jaccard        float64  `json:"jaccard"`
-	Pairs          int64    `json:"pairs"`
-	ExpectedRecall *float64 `json:"expected_recall,omitempty"`
-	EstimateOnly   bool     `json:"estimate_only,omitempty"`
+	A              []string   `json:"a"`
+	B              []string   `json:"b,omitempty"`
+	Jaccard        Similarity `json:"jaccard"`
+	Pairs          int64      `json:"pairs"`
+	ExpectedRecall *float64   `json:"expected_recall,omitempty"`
+	EstimateOnly   bool       `json:"estimate_only,omitempty"`
 }
 
 // ClusterJSON is one line of GET /v1/clusters (and POST /v1/clusters),
@@ -647,7 +694,7 @@ type ClusterJSON struct {
 	// Jaccard of the verified pairs inside the cluster (its chain's
 	// weakest link), in centers mode the least member's Jaccard to the
 	// representative.
-	MinJaccard float64             `json:"min_jaccard"`
+	MinJaccard Similarity          `json:"min_jaccard"`
 	IDs        []string            `json:"ids"`
 	Members    []ClusterMemberJSON `json:"members"`
 	// ExpectedRecall is set only when the threshold is below the index's.
@@ -665,15 +712,15 @@ type ClusterMemberJSON struct {
 	DuplicateOf *string `json:"duplicate_of"`
 	// Jaccard is the exact Jaccard to the representative (1 for it); the
 	// signatures' estimate of it where the cluster says estimate_only.
-	Jaccard float64 `json:"jaccard"`
+	Jaccard Similarity `json:"jaccard"`
 }
 
 // ClusterOut converts the i-th cluster (from 1) for the wire.
 func ClusterOut(i int, c db.Cluster, mode db.ClusterMode, keep db.KeepPolicy, rec *float64) ClusterJSON {
 	out := ClusterJSON{Cluster: i, Size: len(c.IDs), Mode: string(mode), Keep: string(keep), Representative: c.Representative,
-		MinJaccard: c.MinJaccard, IDs: c.IDs, Members: make([]ClusterMemberJSON, len(c.IDs)), ExpectedRecall: rec}
+		MinJaccard: Similarity(c.MinJaccard), IDs: c.IDs, Members: make([]ClusterMemberJSON, len(c.IDs)), ExpectedRecall: rec}
 	for k, id := range c.IDs {
-		out.Members[k] = ClusterMemberJSON{ID: id, Jaccard: c.Jaccard[k]}
+		out.Members[k] = ClusterMemberJSON{ID: id, Jaccard: Similarity(c.Jaccard[k])}
 		if k > 0 {
 			out.Members[k].DuplicateOf = &out.Representative
 		}
@@ -690,12 +737,12 @@ func (c ClusterJSON) DBCluster() (db.Cluster, error) {
 	if len(c.Members) != len(c.IDs) || len(c.IDs) == 0 {
 		return db.Cluster{}, fmt.Errorf("a cluster of %d ids with %d members (a server older than this client sends none: upgrade it)", len(c.IDs), len(c.Members))
 	}
-	out := db.Cluster{Representative: c.Representative, IDs: c.IDs, Jaccard: make([]float64, len(c.Members)), MinJaccard: c.MinJaccard}
+	out := db.Cluster{Representative: c.Representative, IDs: c.IDs, Jaccard: make([]float64, len(c.Members)), MinJaccard: float64(c.MinJaccard)}
 	for k, m := range c.Members {
 		if m.ID != c.IDs[k] {
 			return db.Cluster{}, fmt.Errorf("a cluster whose member %d is %q and id %d %q", k, m.ID, k, c.IDs[k])
 		}
-		out.Jaccard[k] = m.Jaccard
+		out.Jaccard[k] = float64(m.Jaccard)
 	}
 	return out, nil
 }
@@ -1082,14 +1129,14 @@ func (s StatsJSON) Stats() (*db.Stats, error) {
 // ExplainJSON is db.Explanation, with the keys of lshdb explain --output
 // json and the band keys.
 type ExplainJSON struct {
-	A              string  `json:"a"`
-	B              string  `json:"b"`
-	Jaccard        float64 `json:"jaccard"`
-	Estimate       float64 `json:"estimate"`
-	EstimateOnly   bool    `json:"estimate_only"`
-	Threshold      float64 `json:"threshold"`
-	Bands          int     `json:"bands"`
-	CollidingBands []int   `json:"colliding_bands"`
+	A              string     `json:"a"`
+	B              string     `json:"b"`
+	Jaccard        Similarity `json:"jaccard"`
+	Estimate       Similarity `json:"estimate"`
+	EstimateOnly   bool       `json:"estimate_only"`
+	Threshold      float64    `json:"threshold"`
+	Bands          int        `json:"bands"`
+	CollidingBands []int      `json:"colliding_bands"`
 	// UnlistedBands are colliding bands whose list does not name both
 	// (db.Explanation.Unlisted).
 	UnlistedBands []int    `json:"unlisted_bands,omitempty"`
@@ -1104,7 +1151,7 @@ type ExplainJSON struct {
 
 // ExplainOut converts e for the wire.
 func ExplainOut(e *db.Explanation) ExplainJSON {
-	out := ExplainJSON{A: e.A, B: e.B, Jaccard: e.Jaccard, Estimate: e.Estimate, EstimateOnly: e.EstimateOnly,
+	out := ExplainJSON{A: e.A, B: e.B, Jaccard: Similarity(e.Jaccard), Estimate: Similarity(e.Estimate), EstimateOnly: e.EstimateOnly,
 		Threshold: e.Threshold, Bands: len(e.Collide), CollidingBands: []int{}, PCandidate: e.Probability, Found: e.Found,
 		SetLenA: e.SetLenA, SetLenB: e.SetLenB, SizesRuleOut: e.SizesRuleOut, UnlistedBands: e.Unlisted,
 		BandKeysA: make([]string, len(e.BandKeysA)), BandKeysB: make([]string, len(e.BandKeysB))}
@@ -1124,7 +1171,7 @@ func ExplainOut(e *db.Explanation) ExplainJSON {
 
 // Explanation converts e back.
 func (e ExplainJSON) Explanation() (*db.Explanation, error) {
-	out := &db.Explanation{A: e.A, B: e.B, Jaccard: e.Jaccard, Estimate: e.Estimate, EstimateOnly: e.EstimateOnly,
+	out := &db.Explanation{A: e.A, B: e.B, Jaccard: float64(e.Jaccard), Estimate: float64(e.Estimate), EstimateOnly: e.EstimateOnly,
 		Threshold: e.Threshold, Probability: e.PCandidate, Found: e.Found, SetLenA: e.SetLenA, SetLenB: e.SetLenB, SizesRuleOut: e.SizesRuleOut}
 	if e.Bands < 0 || e.Bands > 1<<16 {
 		return nil, fmt.Errorf("explain: %d bands", e.Bands)
