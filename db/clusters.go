@@ -327,6 +327,13 @@ func (c *clusterer) clusters(ctx context.Context, sim func(a, b int32) (float64,
 			nodes = append(nodes, int32(n))
 		}
 	}
+	// NB: the phase counts the distinct sets made into clusters: at 10
+	// million documents it ran 1.5 minutes with no count (a review at
+	// scale, S10-6).
+	prog := progressOf(ctx)
+	prog.setTotal(int64(len(nodes)))
+	done := counter{p: prog}
+	defer done.flush()
 	switch c.mode {
 	case Components:
 		uf := c.uf
@@ -395,6 +402,9 @@ func (c *clusterer) clusters(ctx context.Context, sim func(a, b int32) (float64,
 			if err := component(byRoot[r], m); err != nil {
 				return nil, err
 			}
+			for range byRoot[r] {
+				done.inc()
+			}
 		}
 	case Centers:
 		// Adjacency of the nodes, from the edges.
@@ -430,6 +440,7 @@ func (c *clusterer) clusters(ctx context.Context, sim func(a, b int32) (float64,
 		})
 		assigned := make(map[int32]bool, len(nodes))
 		for _, n := range nodes {
+			done.inc()
 			if assigned[n] {
 				continue
 			}
@@ -610,7 +621,7 @@ func (db *DB) clustersFrom(ctx context.Context, seq iter.Seq2[redisPair, error],
 	}
 	prog := progressOf(ctx)
 	defer prog.end()
-	prog.phase(1, 2, "reading documents", int64(db.stored()))
+	prog.phase(1, 3, "reading documents", int64(db.stored()))
 	// The index of the documents, and the reader of their records: from
 	// one snapshot on Pebble, as they are on Redis.
 	var x *pairsIndex
@@ -636,7 +647,7 @@ func (db *DB) clustersFrom(ctx context.Context, seq iter.Seq2[redisPair, error],
 		record = func(n uint64) ([]byte, bool, error) { return getCopy(snap, codec.AppendDocKey(nil, n)) }
 		stored = func(id string) bool { _, ok, err := getCopy(snap, codec.AppendIDKey(nil, id)); return ok && err == nil }
 	}
-	prog.phase(2, 2, "reading pairs", 0)
+	prog.phase(2, 3, "reading pairs", 0)
 	read := counter{p: prog}
 	defer read.flush()
 	pos := make(map[string]int32, len(x.ids))
@@ -745,6 +756,8 @@ func (db *DB) clustersFrom(ctx context.Context, seq iter.Seq2[redisPair, error],
 	var sa, sb []uint64
 	var table minhash.SetTable
 	cached := int32(-1)
+	read.flush() // NB: the pairs' phase ends with its count
+	prog.phase(3, 3, "making clusters", 0)
 	return c.clusters(ctx, func(a, b int32) (float64, error) {
 		if a != cached {
 			if sa, err = setOf(a, sa[:0]); err != nil {

@@ -101,6 +101,19 @@ func (p *progress) setSteps(n int) {
 	p.mu.Unlock()
 }
 
+// setTotal gives the current phase its total, once it is known: a phase
+// started before its caller could count its work.
+func (p *progress) setTotal(n int64) {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cur.Phase != "" {
+		p.cur.Total = n
+	}
+}
+
 // add counts n units of the phase's work done; it reports when the last
 // report is old enough.
 func (p *progress) add(n int64) {

@@ -105,16 +105,39 @@ func TestProgressReports(t *testing.T) {
 		t.Fatalf("clusters %d, %v", len(cs), err)
 	}
 	// NB: a fifth step, the clustering itself (it showed as the pairs'
-	// verification at 100% for the last half of a run).
-	if e := l.check(t, "Clusters", 5); e["making clusters"].Step != 5 {
-		t.Errorf("Clusters' phases %v: no step 5, making clusters", e)
+	// verification at 100% for the last half of a run). It counts the
+	// distinct sets made into clusters (S10-6: it ran 1.5 minutes without
+	// a count), here the distinct texts of the clusters' members.
+	text := map[string]string{}
+	for _, doc := range docs {
+		text[doc.ID] = doc.Text
+	}
+	sets := map[string]bool{}
+	for _, c := range cs {
+		for _, id := range c.IDs {
+			sets[text[id]] = true
+		}
+	}
+	if e := l.check(t, "Clusters", 5)["making clusters"]; e.Step != 5 || e.Total != int64(len(sets)) {
+		t.Errorf("Clusters' last phase %+v: want step 5, making clusters, of the %d distinct sets in clusters", e, len(sets))
 	}
 	l = progressLog{}
 	if _, err := d.ClustersFrom(l.ctx(), d.Pairs(context.Background(), nil), nil); err != nil {
 		t.Fatal(err)
 	}
-	if e := l.check(t, "ClustersFrom", 2)["reading pairs"]; e.Total != int64(want) {
+	ends = l.check(t, "ClustersFrom", 3)
+	if e := ends["reading pairs"]; e.Total != int64(want) {
 		t.Errorf("ClustersFrom read %d pairs, want %d", e.Total, want)
+	}
+	if e := ends["making clusters"]; e.Total != int64(len(sets)) {
+		t.Errorf("ClustersFrom's last phase %+v: want the %d distinct sets in clusters", e, len(sets))
+	}
+	l = progressLog{}
+	if _, err := d.Clusters(l.ctx(), &PairsOptions{Mode: Centers}); err != nil {
+		t.Fatal(err)
+	}
+	if e := l.check(t, "Clusters", 5)["making clusters"]; e.Total < int64(len(sets)) {
+		t.Errorf("Clusters' centers: the last phase %+v, want the %d or more distinct sets with a pair", e, len(sets))
 	}
 	l = progressLog{}
 	if rep, err := d.Check(l.ctx()); err != nil || !rep.OK() {
