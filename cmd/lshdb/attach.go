@@ -176,6 +176,10 @@ type handover struct {
 	waitReadOnly bool
 	ctx          context.Context
 	note         func(string)
+	// health asks the attached owner for its health (socketHealth): a
+	// load, which cannot be sent twice, waits with it for an owner that
+	// takes writes before it starts (awaitWriter). Nil: it does not wait.
+	health func() (httpapi.HealthJSON, error)
 
 	mu     sync.Mutex
 	cur    index // what the calls below go to
@@ -491,8 +495,67 @@ func (h *handover) ClustersFrom(ctx context.Context, seq iter.Seq2[db.Pair, erro
 }
 
 func (h *handover) Load(ctx context.Context, docs iter.Seq2[db.Doc, error], lo *db.LoadOptions) (db.LoadResult, error) {
+	if err := h.awaitWriter(); err != nil {
+		return db.LoadResult{}, err
+	}
 	return h.current().Load(ctx, docs, lo)
 }
+
+// awaitWriter waits, before a write that cannot be made twice (a load
+// streams its input), while the attached owner reads only and will end
+// (a query, a check, a pairs): as a write that can be made again waits
+// after its refusal (retryCall), for up to readOnlyOwnerWait, saying so;
+// an owner gone meanwhile is replaced by the next (again). It returns the
+// owner's refusal once the wait is over, or the interrupt that ended it.
+//
+// NB: an attached build failed at once (exit 75) beside someone's query,
+// where insert, delete and dedup had come to wait (C2). What the owner
+// says of itself is asked first (its health's read_only): the load's
+// refusal came after it had read a megabyte of the input, which stdin
+// cannot give again.
+func (h *handover) awaitWriter() error {
+	if !h.waitReadOnly || h.health == nil {
+		return nil
+	}
+	var wait *readOnlyWait
+	for {
+		d := h.current()
+		if _, local := d.(*db.DB); local {
+			return nil
+		}
+		hj, err := h.health()
+		if err != nil {
+			nd, oerr := h.again(d, err, false)
+			if oerr != nil {
+				return oerr
+			}
+			if nd == nil {
+				return nil // NB: the load says what is wrong
+			}
+			continue
+		}
+		refusal := readOnlyHealth{hj.ReadOnly}
+		if !ownerReadsOnly(refusal) {
+			return nil // NB: writes taken, or served read-only for good: the load's answer says so
+		}
+		if wait == nil {
+			wait = h.startReadOnlyWait(refusal)
+		}
+		if werr := wait.next(h); werr != nil {
+			return werr
+		}
+	}
+}
+
+// readOnlyHealth is the refusal an owner's health says a write gets
+// (HealthJSON.ReadOnly): ErrReadOnly, in the owner's words.
+type readOnlyHealth struct{ msg string }
+
+func (e readOnlyHealth) Error() string {
+	return strings.TrimPrefix(e.msg, "lshdb: ") // NB: db's prefix: the command prints one
+}
+
+func (e readOnlyHealth) Is(target error) bool { return e.msg != "" && target == db.ErrReadOnly }
 
 func (h *handover) Pairs(ctx context.Context, po *db.PairsOptions) iter.Seq2[db.Pair, error] {
 	return retryStream(h, func(x index) iter.Seq2[db.Pair, error] { return x.Pairs(ctx, po) })

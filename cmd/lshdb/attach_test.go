@@ -1019,13 +1019,14 @@ func TestWriteWaitsForAReadOnlyOwner(t *testing.T) {
 	if stored("waited") {
 		t.Fatal("the refused insert stored its document")
 	}
-	// An attached build does not wait (its load streams its input): it
-	// is refused at once, nothing stored.
+	// So is an attached build, whose load streams its input: it waits
+	// before it starts, as its owner's health says it reads only (it
+	// failed at once), from stdin too, which cannot be read twice.
 	release = readOwner()
-	_, errOut, code = runLine([]string{"build", "--db", dir, input}, "")
+	_, errOut, code = runLine([]string{"build", "--db", dir, "-"}, `{"id":"waited","text":"a document written once the read-only owner ended"}`+"\n")
 	release()
-	if code != exitBusy || !strings.Contains(errOut, "reads only") || strings.Contains(errOut, "wait for it to end") {
-		t.Fatalf("a build beside a read-only owner: exit %d %s", code, errOut)
+	if code != exitBusy || !strings.Contains(errOut, "wait for it to end") || !strings.Contains(errOut, "reads only") || !strings.Contains(errOut, "waited") {
+		t.Fatalf("a build beside a read-only owner past the wait: exit %d %s", code, errOut)
 	}
 	if stored("waited") {
 		t.Fatal("the refused build stored its document")
@@ -1033,24 +1034,33 @@ func TestWriteWaitsForAReadOnlyOwner(t *testing.T) {
 
 	// The owner ends during the wait: the write goes on.
 	readOnlyOwnerWait = time.Minute
-	release = readOwner()
-	released := make(chan struct{})
-	go func() {
-		time.Sleep(500 * time.Millisecond)
-		release()
-		close(released)
-	}()
-	_, errOut, code = runLine([]string{"insert", "--db", dir, input}, "")
-	select {
-	case <-released:
-	default:
-		t.Fatalf("the insert ended before the read-only owner did: exit %d %s", code, errOut)
+	for _, c := range []struct {
+		args  []string
+		stdin string
+	}{
+		{[]string{"build", "--db", dir, "-"}, `{"id":"waited","text":"a document written once the read-only owner ended"}` + "\n"},
+		{[]string{"delete", "--db", dir, "waited"}, ""},
+		{[]string{"insert", "--db", dir, input}, ""},
+	} {
+		release = readOwner()
+		released := make(chan struct{})
+		go func() {
+			time.Sleep(500 * time.Millisecond)
+			release()
+			close(released)
+		}()
+		_, errOut, code = runLine(c.args, c.stdin)
+		select {
+		case <-released:
+		default:
+			t.Fatalf("%s ended before the read-only owner did: exit %d %s", c.args[0], code, errOut)
+		}
+		if code != 0 || !strings.Contains(errOut, "wait for it to end") {
+			t.Fatalf("%s that waited for a read-only owner: exit %d %s", c.args[0], code, errOut)
+		}
+		if want := c.args[0] != "delete"; stored("waited") != want {
+			t.Fatalf("after %s that waited: stored %v, want %v", c.args[0], !want, want)
+		}
+		t.Logf("%s's notes: %s", c.args[0], errOut)
 	}
-	if code != 0 || !strings.Contains(errOut, "wait for it to end") {
-		t.Fatalf("an insert that waited for a read-only owner: exit %d %s", code, errOut)
-	}
-	if !stored("waited") {
-		t.Fatal("the insert that waited did not store its document")
-	}
-	t.Logf("the insert's notes: %s", errOut)
 }

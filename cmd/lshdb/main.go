@@ -1133,6 +1133,7 @@ func (a *app) openFresh(opts *db.Options) (index, func(), error) {
 					return d, closeDB, nil
 				})
 				h.waitReadOnly, h.ctx, h.note = a.command != shellOwner, a.ctx, a.notef
+				h.health = func() (httpapi.HealthJSON, error) { return socketHealth(a.dbDir) }
 				return h, h.closeAll, nil
 			case errors.As(cerr, &refused) || errors.Is(cerr, db.ErrParamsMismatch):
 				return nil, nil, cerr // the owner answered, and refused (a token, a parameter)

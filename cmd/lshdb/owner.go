@@ -32,6 +32,16 @@ const (
 // it runs ("lshdb insert"), or "" where it says nothing (a program that
 // embeds package db, an lshdb before this field).
 func ownerHealth(dir string) (pid int, serving bool, owner string) {
+	if h, err := socketHealth(dir); err == nil {
+		return h.PID, true, h.Owner
+	}
+	return lockholder.PID(dir), false, ""
+}
+
+// socketHealth asks the server on dir's socket for its health (GET
+// /healthz, which needs no token, and names the owner's pid). The error
+// of a socket nothing serves is its dial's (ownerGone).
+func socketHealth(dir string) (httpapi.HealthJSON, error) {
 	sock := httpapi.DialPath(httpapi.SocketPath(dir))
 	hc := &http.Client{
 		Timeout: 2 * time.Second,
@@ -41,16 +51,17 @@ func ownerHealth(dir string) (pid int, serving bool, owner string) {
 		}},
 	}
 	defer hc.CloseIdleConnections()
-	// NB: /healthz needs no token, and names the owner's pid.
-	if resp, err := hc.Get("http://lshdb/healthz"); err == nil {
-		defer resp.Body.Close()
-		var h httpapi.HealthJSON
-		// NB: a damaged index answers 503 with its health, pid included.
-		if (resp.StatusCode == http.StatusOK || resp.StatusCode == http.StatusServiceUnavailable) && json.NewDecoder(resp.Body).Decode(&h) == nil && h.PID > 0 {
-			return h.PID, true, h.Owner
-		}
+	var h httpapi.HealthJSON
+	resp, err := hc.Get("http://lshdb/healthz")
+	if err != nil {
+		return h, err
 	}
-	return lockholder.PID(dir), false, ""
+	defer resp.Body.Close()
+	// NB: a damaged index answers 503 with its health, pid included.
+	if (resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusServiceUnavailable) || json.NewDecoder(resp.Body).Decode(&h) != nil || h.PID <= 0 {
+		return h, fmt.Errorf("the server on %s answered /healthz with %s, not its health", httpapi.SocketPath(dir), resp.Status)
+	}
+	return h, nil
 }
 
 // stuckOwner is the error of an index locked by a process whose socket

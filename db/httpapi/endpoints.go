@@ -45,6 +45,8 @@ func (h *handler) healthz(w *resp, r *http.Request) error {
 		hj.Status, hj.Error, status = "damaged", err.Error(), http.StatusServiceUnavailable
 	} else if err := h.d.RoomToWrite(); errors.Is(err, db.ErrDiskFull) {
 		hj.Status, hj.Error = "disk_full", err.Error()
+	} else if errors.Is(err, db.ErrReadOnly) {
+		hj.ReadOnly = h.readOnlyRefusal(err).Error()
 	}
 	if h.o.Token != "" && overTCP(r) && h.authorized(r) != nil {
 		// NB: /healthz needs no token, so that a load balancer may ask;

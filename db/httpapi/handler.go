@@ -539,21 +539,28 @@ func (h *handler) ServeHTTP(hw http.ResponseWriter, r *http.Request) {
 		err = cause // NB: the timeout's words; a deadline from elsewhere keeps its own (a read-through's R4)
 	}
 	if errors.Is(err, db.ErrReadOnly) {
-		// NB: the client's process did not open the index read-only: say
-		// who did (an lshdb read command serves while it runs).
-		why := OwnerReadsOnly
-		if h.o.ServesReadOnly {
-			why = ServerReadsOnly
-		}
-		err = fmt.Errorf("%w by the process that serves it (pid %d), %s", err, os.Getpid(), why)
-		if !h.o.ServesReadOnly {
-			err = ownerReadsOnly{err}
-		}
+		err = h.readOnlyRefusal(err)
 	}
 	err = cutErr(r, err)
 	if err != nil && !w.started {
 		w.fail(err)
 	}
+}
+
+// readOnlyRefusal is err, a write refused by the index (ErrReadOnly), as
+// the API says it.
+func (h *handler) readOnlyRefusal(err error) error {
+	// NB: the client's process did not open the index read-only: say
+	// who did (an lshdb read command serves while it runs).
+	why := OwnerReadsOnly
+	if h.o.ServesReadOnly {
+		why = ServerReadsOnly
+	}
+	err = fmt.Errorf("%w by the process that serves it (pid %d), %s", err, os.Getpid(), why)
+	if !h.o.ServesReadOnly {
+		err = ownerReadsOnly{err}
+	}
+	return err
 }
 
 // cutErr is err, the failure of r, as ErrShutdown when the server cut r as

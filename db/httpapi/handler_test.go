@@ -2629,3 +2629,53 @@ func TestSimilarityOnTheWire(t *testing.T) {
 		}
 	}
 }
+
+// Ensure that /healthz says when the index is served read-only, with the
+// refusal a write gets (an attached build waits on it before its load,
+// which cannot be sent twice), and says nothing when writes are taken.
+// The oracle: a write's own refusal, on the same handler.
+func TestHealthSaysReadOnly(t *testing.T) {
+	dir := t.TempDir()
+	w, err := db.Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	health := func(h http.Handler) HealthJSON {
+		t.Helper()
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("GET", "/healthz", nil))
+		var hj HealthJSON
+		if err := json.Unmarshal(rec.Body.Bytes(), &hj); err != nil || rec.Code != 200 || hj.Status != "ok" {
+			t.Fatalf("healthz: %d %s", rec.Code, rec.Body)
+		}
+		return hj
+	}
+	if hj := health(Handler(w, nil)); hj.ReadOnly != "" {
+		t.Errorf("a writable index's health says read_only %q", hj.ReadOnly)
+	}
+	w.Close()
+	ro, err := db.Open(dir, &db.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	for _, serves := range []bool{false, true} {
+		h := Handler(ro, &Options{ServesReadOnly: serves})
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("POST", "/v1/docs", strings.NewReader(`{"id":"a","text":"some text here"}`)))
+		var refusal struct {
+			Error struct{ Code, Message string }
+		}
+		if err := json.Unmarshal(rec.Body.Bytes(), &refusal); err != nil || refusal.Error.Code != "read_only" {
+			t.Fatalf("a put to a read-only index: %d %s", rec.Code, rec.Body)
+		}
+		hj := health(h)
+		want := OwnerReadsOnly
+		if serves {
+			want = ServerReadsOnly
+		}
+		if hj.ReadOnly != refusal.Error.Message || !strings.HasSuffix(hj.ReadOnly, want) {
+			t.Errorf("serves read-only %v: health's read_only %q, want the put's refusal %q, ending %q", serves, hj.ReadOnly, refusal.Error.Message, want)
+		}
+	}
+}

@@ -1325,6 +1325,13 @@ type HealthJSON struct {
 	// "lshdb serve", or the lshdb command that serves the index while it
 	// runs ("lshdb insert").
 	Owner string `json:"owner,omitempty"`
+	// ReadOnly, where the index is served read-only, is the refusal a
+	// write gets (read_only's message: it ends with OwnerReadsOnly, an
+	// owner that reads for a while and then ends, or ServerReadsOnly), so
+	// that a write that cannot be sent twice (a load, which streams its
+	// input) can wait for a writer before it starts. Absent: writes are
+	// taken.
+	ReadOnly string `json:"read_only,omitempty"`
 }
 
 func nonNil[T any](s []T) []T {
