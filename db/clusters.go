@@ -369,6 +369,7 @@ func (c *clusterer) clusters(ctx context.Context, sim func(a, b int32) (float64,
 			}
 			js := make([]float64, len(ns))
 			for k, n := range ns {
+				done.inc() // NB: a node at a time: one component may hold most of them
 				if n == x.rep[rep] {
 					js[k] = 1
 					continue
@@ -401,9 +402,6 @@ func (c *clusterer) clusters(ctx context.Context, sim func(a, b int32) (float64,
 			}
 			if err := component(byRoot[r], m); err != nil {
 				return nil, err
-			}
-			for range byRoot[r] {
-				done.inc()
 			}
 		}
 	case Centers:

@@ -101,8 +101,8 @@ func (p *progress) setSteps(n int) {
 	p.mu.Unlock()
 }
 
-// setTotal gives the current phase its total, once it is known: a phase
-// started before its caller could count its work.
+// setTotal gives the current phase its total, once it is known (a phase
+// started before its caller could count its work), and reports it.
 func (p *progress) setTotal(n int64) {
 	if p == nil {
 		return
@@ -111,6 +111,8 @@ func (p *progress) setTotal(n int64) {
 	defer p.mu.Unlock()
 	if p.cur.Phase != "" {
 		p.cur.Total = n
+		p.cur.Done = min(p.done.Load(), n)
+		p.fn(p.cur)
 	}
 }
 

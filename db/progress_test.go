@@ -3,6 +3,7 @@ package db
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 )
@@ -121,6 +122,17 @@ func TestProgressReports(t *testing.T) {
 	if e := l.check(t, "Clusters", 5)["making clusters"]; e.Step != 5 || e.Total != int64(len(sets)) {
 		t.Errorf("Clusters' last phase %+v: want step 5, making clusters, of the %d distinct sets in clusters", e, len(sets))
 	}
+	// NB: the total is said before the work, not only at the end (which
+	// counts what was done): a bar shows it.
+	early := func(what string) {
+		t.Helper()
+		if !slices.ContainsFunc(l.all, func(p Progress) bool {
+			return p.Phase == "making clusters" && p.Total == int64(len(sets)) && p.Done == 0
+		}) {
+			t.Errorf("%s: no report of making clusters with its total %d before its work: %+v", what, len(sets), l.all)
+		}
+	}
+	early("Clusters")
 	l = progressLog{}
 	if _, err := d.ClustersFrom(l.ctx(), d.Pairs(context.Background(), nil), nil); err != nil {
 		t.Fatal(err)
@@ -132,6 +144,7 @@ func TestProgressReports(t *testing.T) {
 	if e := ends["making clusters"]; e.Total != int64(len(sets)) {
 		t.Errorf("ClustersFrom's last phase %+v: want the %d distinct sets in clusters", e, len(sets))
 	}
+	early("ClustersFrom")
 	l = progressLog{}
 	if _, err := d.Clusters(l.ctx(), &PairsOptions{Mode: Centers}); err != nil {
 		t.Fatal(err)

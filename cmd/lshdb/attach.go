@@ -518,6 +518,7 @@ func (h *handover) awaitWriter() error {
 		return nil
 	}
 	var wait *readOnlyWait
+	unanswered := 0
 	for {
 		d := h.current()
 		if _, local := d.(*db.DB); local {
@@ -526,13 +527,19 @@ func (h *handover) awaitWriter() error {
 		hj, err := h.health()
 		if err != nil {
 			nd, oerr := h.again(d, err, false)
-			if oerr != nil {
+			switch {
+			case oerr != nil:
 				return oerr
+			case nd != nil:
+				continue
+			case unanswered < 3:
+				// NB: not gone, but no health (a timeout under load): asked
+				// again, a moment later, before the load is sent.
+				unanswered++
+				time.Sleep(time.Duration(unanswered) * 200 * time.Millisecond)
+				continue
 			}
-			if nd == nil {
-				return nil // NB: the load says what is wrong
-			}
-			continue
+			return nil // NB: the load says what is wrong
 		}
 		refusal := readOnlyHealth{hj.ReadOnly}
 		if !ownerReadsOnly(refusal) {

@@ -279,6 +279,7 @@ type app struct {
 	progressEvery       time.Duration     // --progress-every: between two progress lines
 	outCommits          *[]deferredCommit // while toFile writes --out: the commits that wait for it
 	command             string            // the command running ("lshdb insert"): what /healthz names as the owner (serveOwned)
+	dataOutput          bool              // the command's output is data, and it has --out (partialOutput)
 }
 
 // run executes one command line and returns the exit status.
@@ -417,6 +418,8 @@ func (o *outWriter) kind() string {
 		return ""
 	case fi.Mode()&fs.ModeNamedPipe != 0:
 		return "a pipe"
+	case fi.Mode()&fs.ModeSocket != 0:
+		return "a socket" // NB: systemd's StandardOutput=socket, ksh's pipelines
 	case fi.Mode().IsRegular():
 		return "a file"
 	}
@@ -714,14 +717,17 @@ func (a *app) exitCode(err error) int {
 	return 1
 }
 
-// partialOutput says, for an interrupted command, that what it wrote to
-// a file or a pipe on standard output is a part: pairs > p.jsonl
-// stopped by Ctrl-C left whole lines, the identical sets that
+// partialOutput says, for an interrupted command whose output is data
+// (pairs, clusters, export, filter: the commands with --out), that what
+// it wrote to a file or a pipe on standard output is a part: pairs >
+// p.jsonl stopped by Ctrl-C left whole lines, the identical sets that
 // --sort=false writes first, a file that read as a complete one (a
-// review at scale, S10-4). Nothing for a terminal, nothing written, or
-// --out's file (removed, and never a.out here).
+// review at scale, S10-4). Nothing for a terminal, nothing written,
+// --out's file (removed, and never a.out here), or a command whose
+// output is a summary, or the shell's statements, each whole (a
+// read-through: it said so of dedup's and a shell's).
 func (a *app) partialOutput() string {
-	if a.out == nil || a.out.written == 0 {
+	if a.out == nil || a.out.written == 0 || !a.dataOutput {
 		return ""
 	}
 	what := a.out.kind()
@@ -807,6 +813,9 @@ func (a *app) rootCmd() *cobra.Command {
 	root.PersistentPreRunE = func(c *cobra.Command, args []string) error {
 		if a.command == "" {
 			a.command = c.CommandPath() // NB: the first: a shell's statements run inside "lshdb shell"
+			// NB: a command whose output is data (rows, records) has
+			// --out; the rest print summaries (partialOutput).
+			a.dataOutput = c.Flags().Lookup("out") != nil
 		}
 		if err := a.checkProgressFlags(); err != nil {
 			return err

@@ -500,7 +500,7 @@ func TestJSONKeepsHTMLCharacters(t *testing.T) {
 // by hand; the round trip by strconv.ParseFloat.
 func TestSimilarityJSON(t *testing.T) {
 	for f, want := range map[float64]string{1: "1.0", 0: "0.0", 0.85: "0.85", 0.8000000000000002: "0.8000000000000002", 1.0 / 3: "0.3333333333333333",
-		1e-6: "0.000001", 9.99e-7: "9.99e-07", 1e-300: "1e-300", 1e20: "100000000000000000000.0", 2e21: "2e+21"} {
+		1e-6: "0.000001", 9.99e-7: "9.99e-7", 1e-300: "1e-300", 1e20: "100000000000000000000.0", 2e21: "2e+21"} {
 		b, err := json.Marshal(similarity(f))
 		if err != nil || string(b) != want {
 			t.Errorf("%v: %s %v, want %s", f, b, err, want)
@@ -510,6 +510,11 @@ func TestSimilarityJSON(t *testing.T) {
 		}
 		if got := string(appendSimilarity([]byte("x"), f)); got != "x"+want {
 			t.Errorf("appendSimilarity %v: %q", f, got)
+		}
+		// NB: what is not an integer is written as encoding/json writes
+		// a float64.
+		if plain, _ := json.Marshal(f); f != math.Trunc(f) && string(plain) != want {
+			t.Errorf("%v: %s, encoding/json %s", f, want, plain)
 		}
 	}
 	for _, f := range []float64{math.NaN(), math.Inf(1), math.Inf(-1)} {

@@ -1386,4 +1386,29 @@ func TestInterruptedOutputSaysPartial(t *testing.T) {
 			t.Errorf("%s: exit %d, %d lines, stderr %q, want %q", kind, code, lines, errOut.String(), want)
 		}
 	}
+	// Not of a command whose output is a summary, each line whole
+	// (dedup, which has no --out: a read-through).
+	var docs strings.Builder
+	for i := range 20000 {
+		fmt.Fprintf(&docs, "{\"id\":\"n%d\",\"text\":\"a document of its own, number %d, with a few more words\"}\n", i, i)
+	}
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		first := make([]byte, 1)
+		if n, _ := pr.Read(first); n > 0 {
+			cancel()
+		}
+		io.Copy(io.Discard, pr)
+	}()
+	var errOut bytes.Buffer
+	code := run(ctx, []string{"dedup", "--db", filepath.Join(t.TempDir(), "d"), "--output", "json", "--progress", "none", "-"}, strings.NewReader(docs.String()), pw, &errOut)
+	pw.Close()
+	if code != 130 || strings.Contains(errOut.String(), "standard output") {
+		t.Errorf("dedup interrupted: exit %d, stderr %q, want 130 and no word of a part", code, errOut.String())
+	}
 }

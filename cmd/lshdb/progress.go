@@ -210,6 +210,7 @@ func (a *app) phaseReporter(what string, start time.Time, first *db.Progress) (r
 	}
 	var mu sync.Mutex
 	var bar *progressbar.ProgressBar
+	var barTotal int64
 	phase := ""
 	finish := func() {
 		if bar != nil {
@@ -220,13 +221,16 @@ func (a *app) phaseReporter(what string, start time.Time, first *db.Progress) (r
 	report = func(p db.Progress) {
 		mu.Lock()
 		defer mu.Unlock()
-		if p.Phase != phase || bar == nil {
+		// NB: a phase whose total comes after its start (making
+		// clusters) turns from a spinner into a bar.
+		if p.Phase != phase || bar == nil || barTotal <= 0 && p.Total > 0 {
 			finish()
 			phase = p.Phase
 			total := p.Total
 			if total <= 0 {
 				total = -1 // NB: a spinner: the total is not known ahead
 			}
+			barTotal = total
 			bar = progressbar.NewOptions64(total, a.barOptions(fmt.Sprintf("%s %d/%d: %s", what, p.Step, p.Steps, p.Phase), total, false,
 				progressbar.OptionShowCount(), progressbar.OptionSetPredictTime(true),
 				progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish())...)

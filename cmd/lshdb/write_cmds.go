@@ -940,6 +940,15 @@ building an empty or partial index with exit 0. Not on Redis.`,
 				// what the limit was of.
 				lo.MaxDeleted, lo.MaxDeletedPercent = maxDel.count, maxDel.percent
 			}
+			if h, ok := d.(*handover); ok {
+				// NB: the wait for an owner that reads only comes before
+				// the load's progress and clock: it showed as "0%
+				// read", and counted in the build's time.
+				if err := h.awaitWriter(); err != nil {
+					finish(false)
+					return err
+				}
+			}
 			_, inProcess := d.(*db.DB)
 			ctx, add, done := a.loadProgress(&in, args, inProcess && !db.IsRedisURL(a.dbDir))
 			last := 0

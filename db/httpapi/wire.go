@@ -353,8 +353,8 @@ func similarityOf(p *float64) *Similarity {
 }
 
 // AppendSimilarity appends f as a number with a decimal point, or an
-// exponent where encoding/json writes one (below 1e-6, from 1e21): 1.0,
-// not 1. NaN and the infinities are written as strconv writes them.
+// exponent where encoding/json writes one, as it writes it (below 1e-6,
+// from 1e21): 1.0, not 1. NaN and the infinities are written as strconv writes them.
 //
 // NB: identical sets, Jaccard 1, come first in an unsorted pairs output
 // (and in a filter's removed records): a reader that infers a column's
@@ -366,7 +366,13 @@ func AppendSimilarity(dst []byte, f float64) []byte {
 		return strconv.AppendFloat(dst, f, 'g', -1, 64)
 	}
 	if a := math.Abs(f); a != 0 && (a < 1e-6 || a >= 1e21) {
-		return strconv.AppendFloat(dst, f, 'e', -1, 64) // as encoding/json
+		// NB: as encoding/json writes them: 1e-7, not 1e-07.
+		dst = strconv.AppendFloat(dst, f, 'e', -1, 64)
+		if n := len(dst); n >= 4 && dst[n-4] == 'e' && dst[n-3] == '-' && dst[n-2] == '0' {
+			dst[n-2] = dst[n-1]
+			dst = dst[:n-1]
+		}
+		return dst
 	}
 	n := len(dst)
 	dst = strconv.AppendFloat(dst, f, 'f', -1, 64)
@@ -657,10 +663,10 @@ func (r QueryResultJSON) QueryResult() *db.QueryResult {
 
 // PairJSON is one line of GET /v1/pairs, as lshdb pairs --output json.
 type PairJSON struct {
-	A              string     `json:"a"`
-	B              string     `json:"b"`
-	Jaccard        Similarity `json:"jaccard"`
-	ExpectedRecall *float64   `json:"expected_recall,omitempty"`
+	A              string      `json:"a"`
+	B              string      `json:"b"`
+	Jaccard        Similarity  `json:"jaccard"`
+	ExpectedRecall *Similarity `json:"expected_recall,omitempty"`
 	// EstimateOnly says Jaccard is the signatures' estimate (an index of
 	// storage none), as lshdb pairs --output json says on each line.
 	EstimateOnly bool `json:"estimate_only,omitempty"`
@@ -671,12 +677,12 @@ type PairJSON struct {
 // Jaccard 1); otherwise every pair of one of A and one of B, at Jaccard.
 // Pairs is how many pairs it stands for.
 type PairGroupJSON struct {
-	A              []string   `json:"a"`
-	B              []string   `json:"b,omitempty"`
-	Jaccard        Similarity `json:"jaccard"`
-	Pairs          int64      `json:"pairs"`
-	ExpectedRecall *float64   `json:"expected_recall,omitempty"`
-	EstimateOnly   bool       `json:"estimate_only,omitempty"`
+	A              []string    `json:"a"`
+	B              []string    `json:"b,omitempty"`
+	Jaccard        Similarity  `json:"jaccard"`
+	Pairs          int64       `json:"pairs"`
+	ExpectedRecall *Similarity `json:"expected_recall,omitempty"`
+	EstimateOnly   bool        `json:"estimate_only,omitempty"`
 }
 
 // ClusterJSON is one line of GET /v1/clusters (and POST /v1/clusters),
@@ -698,7 +704,7 @@ type ClusterJSON struct {
 	IDs        []string            `json:"ids"`
 	Members    []ClusterMemberJSON `json:"members"`
 	// ExpectedRecall is set only when the threshold is below the index's.
-	ExpectedRecall *float64 `json:"expected_recall,omitempty"`
+	ExpectedRecall *Similarity `json:"expected_recall,omitempty"`
 	// EstimateOnly says the similarities (min_jaccard, the members'
 	// jaccard) are the signatures' estimates (an index of storage none),
 	// as a pairs line's estimate_only says.
@@ -718,7 +724,7 @@ type ClusterMemberJSON struct {
 // ClusterOut converts the i-th cluster (from 1) for the wire.
 func ClusterOut(i int, c db.Cluster, mode db.ClusterMode, keep db.KeepPolicy, rec *float64) ClusterJSON {
 	out := ClusterJSON{Cluster: i, Size: len(c.IDs), Mode: string(mode), Keep: string(keep), Representative: c.Representative,
-		MinJaccard: Similarity(c.MinJaccard), IDs: c.IDs, Members: make([]ClusterMemberJSON, len(c.IDs)), ExpectedRecall: rec}
+		MinJaccard: Similarity(c.MinJaccard), IDs: c.IDs, Members: make([]ClusterMemberJSON, len(c.IDs)), ExpectedRecall: similarityOf(rec)}
 	for k, id := range c.IDs {
 		out.Members[k] = ClusterMemberJSON{ID: id, Jaccard: Similarity(c.Jaccard[k])}
 		if k > 0 {
