@@ -536,7 +536,15 @@ func (h *handover) awaitWriter() error {
 				// NB: not gone, but no health (a timeout under load): asked
 				// again, a moment later, before the load is sent.
 				unanswered++
-				time.Sleep(time.Duration(unanswered) * 200 * time.Millisecond)
+				ctx := h.ctx
+				if ctx == nil {
+					ctx = context.Background()
+				}
+				select {
+				case <-ctx.Done():
+					return fmt.Errorf("%w while asking the index's owner whether it takes writes: nothing was written%w", context.Cause(ctx), silently{context.Canceled})
+				case <-time.After(time.Duration(unanswered) * 200 * time.Millisecond):
+				}
 				continue
 			}
 			return nil // NB: the load says what is wrong

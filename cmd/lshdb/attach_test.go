@@ -1064,3 +1064,34 @@ func TestWriteWaitsForAReadOnlyOwner(t *testing.T) {
 		t.Logf("%s's notes: %s", c.args[0], errOut)
 	}
 }
+
+// Ensure that a load's wait for a writer asks an owner that gives no
+// health (not gone: a timeout under load) three times more, a moment
+// apart, and then lets the load go, and that an interrupt ends those
+// moments at once, with nothing written. The oracles: the number of
+// times it asked, and the error.
+func TestAwaitWriterUnanswered(t *testing.T) {
+	for _, interrupted := range []bool{false, true} {
+		ctx, cancel := context.WithCancel(context.Background())
+		if interrupted {
+			cancel()
+		}
+		h := newHandover(struct{ index }{}, func() {}, func() (index, func(), error) {
+			return nil, nil, errors.New("reopened: the owner was not gone")
+		})
+		h.waitReadOnly, h.ctx = true, ctx
+		asked := 0
+		h.health = func() (httpapi.HealthJSON, error) {
+			asked++
+			return httpapi.HealthJSON{}, errors.New("no answer")
+		}
+		err := h.awaitWriter()
+		cancel()
+		switch {
+		case !interrupted && (err != nil || asked != 4):
+			t.Errorf("asked %d times, %v: want 4 and the load let go", asked, err)
+		case interrupted && (!errors.Is(err, context.Canceled) || asked != 1 || !strings.Contains(err.Error(), "nothing was written")):
+			t.Errorf("interrupted: asked %d times, %v: want once, and the interrupt", asked, err)
+		}
+	}
+}
