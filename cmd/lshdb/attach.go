@@ -357,19 +357,28 @@ func (w *readOnlyWait) next(h *handover) error {
 	if time.Since(w.start) >= readOnlyOwnerWait {
 		return fmt.Errorf("%w (waited %v for it to end)", w.first, time.Since(w.start).Round(time.Second))
 	}
+	if err := h.pause(w.interval, "a write waited for the index's owner, which reads only, to end: nothing more was written"); err != nil {
+		return err
+	}
+	w.interval = min(2*w.interval, time.Second)
+	return nil
+}
+
+// pause waits d, or returns the interrupt (h.ctx's end) that cut it
+// short, saying while what: the waits of a write for its owner.
+func (h *handover) pause(d time.Duration, what string) error {
 	ctx := h.ctx
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	t := time.NewTimer(w.interval)
+	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
-		return fmt.Errorf("%w while a write waited for the index's owner, which reads only, to end: nothing more was written%w", context.Cause(ctx), silently{context.Canceled})
+		return fmt.Errorf("%w while %s%w", context.Cause(ctx), what, silently{context.Canceled})
 	case <-t.C:
+		return nil
 	}
-	w.interval = min(2*w.interval, time.Second)
-	return nil
 }
 
 func (h *handover) Put(d db.Doc, wo *db.WriteOptions) error {
@@ -494,10 +503,11 @@ func (h *handover) ClustersFrom(ctx context.Context, seq iter.Seq2[db.Pair, erro
 	return h.current().ClustersFrom(ctx, seq, po)
 }
 
+// Load goes to the current index, without a repeat (it streams its
+// input). NB: its caller waits for an owner that takes writes first
+// (awaitWriter: build, before its progress starts); asked here too, the
+// owner's health was asked twice a load.
 func (h *handover) Load(ctx context.Context, docs iter.Seq2[db.Doc, error], lo *db.LoadOptions) (db.LoadResult, error) {
-	if err := h.awaitWriter(); err != nil {
-		return db.LoadResult{}, err
-	}
 	return h.current().Load(ctx, docs, lo)
 }
 
@@ -536,14 +546,8 @@ func (h *handover) awaitWriter() error {
 				// NB: not gone, but no health (a timeout under load): asked
 				// again, a moment later, before the load is sent.
 				unanswered++
-				ctx := h.ctx
-				if ctx == nil {
-					ctx = context.Background()
-				}
-				select {
-				case <-ctx.Done():
-					return fmt.Errorf("%w while asking the index's owner whether it takes writes: nothing was written%w", context.Cause(ctx), silently{context.Canceled})
-				case <-time.After(time.Duration(unanswered) * 200 * time.Millisecond):
+				if err := h.pause(time.Duration(unanswered)*200*time.Millisecond, "asking the index's owner whether it takes writes: nothing was written"); err != nil {
+					return err
 				}
 				continue
 			}

@@ -320,14 +320,8 @@ type similarity = httpapi.Similarity
 // (httpapi.AppendSimilarity), in JSON, CSV and TSV.
 func appendSimilarity(dst []byte, f float64) []byte { return httpapi.AppendSimilarity(dst, f) }
 
-// similarityOf is p as a similarity, nil for nil.
-func similarityOf(p *float64) *similarity {
-	if p == nil {
-		return nil
-	}
-	s := similarity(*p)
-	return &s
-}
+// similarityOf is p as a similarity, nil for nil (httpapi.SimilarityOf).
+var similarityOf = httpapi.SimilarityOf
 
 // pairJSON is one line of pairs --output json.
 type pairJSON struct {

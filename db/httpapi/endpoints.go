@@ -966,7 +966,7 @@ func (h *handler) pairs(w *resp, r *http.Request) error {
 	rec := h.recallNote(po.Threshold)
 	estimates := h.d.Params().Storage == db.StorageNone
 	return stream(w, h.d.Pairs(r.Context(), po), func(p db.Pair) any {
-		return PairJSON{A: p.A, B: p.B, Jaccard: Similarity(p.Jaccard), ExpectedRecall: similarityOf(rec), EstimateOnly: estimates}
+		return PairJSON{A: p.A, B: p.B, Jaccard: Similarity(p.Jaccard), ExpectedRecall: SimilarityOf(rec), EstimateOnly: estimates}
 	}, func(n int) any { return EndJSON{EndBody{Lines: n, Stats: PairsStatsOut(st)}} })
 }
 
@@ -987,7 +987,7 @@ func (h *handler) pairGroups(w *resp, r *http.Request) error {
 	rec := h.recallNote(po.Threshold)
 	estimates := h.d.Params().Storage == db.StorageNone
 	return stream(w, h.d.PairGroups(r.Context(), po), func(g db.PairGroup) any {
-		return PairGroupJSON{A: g.A, B: g.B, Jaccard: Similarity(g.Jaccard), Pairs: g.Pairs(), ExpectedRecall: similarityOf(rec), EstimateOnly: estimates}
+		return PairGroupJSON{A: g.A, B: g.B, Jaccard: Similarity(g.Jaccard), Pairs: g.Pairs(), ExpectedRecall: SimilarityOf(rec), EstimateOnly: estimates}
 	}, func(n int) any { return EndJSON{EndBody{Lines: n, Stats: PairsStatsOut(st)}} })
 }
 

@@ -343,8 +343,8 @@ func (s Similarity) MarshalJSON() ([]byte, error) {
 	return AppendSimilarity(nil, f), nil
 }
 
-// similarityOf is p as a *Similarity, nil for nil.
-func similarityOf(p *float64) *Similarity {
+// SimilarityOf is p as a *Similarity, nil for nil.
+func SimilarityOf(p *float64) *Similarity {
 	if p == nil {
 		return nil
 	}
@@ -635,7 +635,7 @@ func MatchOut(m db.Match, estimateOnly bool) MatchJSON {
 	out := MatchJSON{ID: m.ID, Estimate: Similarity(m.Estimate), Bands: m.Bands, Text: m.Text}
 	out.Meta, out.MetaBase64 = metaOut(m.Meta)
 	if !estimateOnly {
-		out.Jaccard = similarityOf(&m.Jaccard)
+		out.Jaccard = SimilarityOf(&m.Jaccard)
 	}
 	return out
 }
@@ -724,7 +724,7 @@ type ClusterMemberJSON struct {
 // ClusterOut converts the i-th cluster (from 1) for the wire.
 func ClusterOut(i int, c db.Cluster, mode db.ClusterMode, keep db.KeepPolicy, rec *float64) ClusterJSON {
 	out := ClusterJSON{Cluster: i, Size: len(c.IDs), Mode: string(mode), Keep: string(keep), Representative: c.Representative,
-		MinJaccard: Similarity(c.MinJaccard), IDs: c.IDs, Members: make([]ClusterMemberJSON, len(c.IDs)), ExpectedRecall: similarityOf(rec)}
+		MinJaccard: Similarity(c.MinJaccard), IDs: c.IDs, Members: make([]ClusterMemberJSON, len(c.IDs)), ExpectedRecall: SimilarityOf(rec)}
 	for k, id := range c.IDs {
 		out.Members[k] = ClusterMemberJSON{ID: id, Jaccard: Similarity(c.Jaccard[k])}
 		if k > 0 {
