@@ -1336,7 +1336,19 @@ func TestClustersNoteOfEstimates(t *testing.T) {
 // pairs", and the file of whole lines read as complete). The oracles:
 // the lines and bytes the output holds, counted by the test.
 func TestInterruptedOutputSaysPartial(t *testing.T) {
-	_, idx := genPairsFixture(t)
+	// NB: 2,000 copies of one text are 1,999,000 pairs, tens of MB: the
+	// interrupt comes long before their end. The 1,038 pairs of
+	// genPairsFixture (60 KiB) were all written before it on a loaded CI
+	// machine, and the run ended with exit 0.
+	const copies, all = 2000, 2000 * 1999 / 2
+	idx := filepath.Join(t.TempDir(), "idx")
+	var in strings.Builder
+	for i := range copies {
+		fmt.Fprintf(&in, "{\"id\":\"c%04d\",\"text\":\"one text copied again and again for the pairs of its copies\"}\n", i)
+	}
+	if _, errOut, code := runLine([]string{"insert", "--db", idx, "--progress", "none", "-"}, in.String()); code != 0 {
+		t.Fatal(errOut)
+	}
 	args := []string{"pairs", "--db", idx, "--sort=false", "--output", "json", "--progress", "none"}
 	for _, kind := range []string{"file", "pipe"} {
 		ctx, cancel := context.WithCancel(context.Background())
@@ -1382,7 +1394,7 @@ func TestInterruptedOutputSaysPartial(t *testing.T) {
 		cancel()
 		lines := bytes.Count(b, []byte("\n"))
 		want := fmt.Sprintf("lshdb: interrupted after %d pairs (standard output, a %s, holds the %s written before it: a part that may read as whole; --out FILE leaves no part behind)\n", lines, kind, humanBytes(uint64(len(b))))
-		if code != 130 || lines == 0 || lines >= 1038 || errOut.String() != want {
+		if code != 130 || lines == 0 || lines >= all || errOut.String() != want {
 			t.Errorf("%s: exit %d, %d lines, stderr %q, want %q", kind, code, lines, errOut.String(), want)
 		}
 	}
