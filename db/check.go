@@ -251,8 +251,8 @@ func (db *DB) Check(ctx context.Context) (*CheckReport, error) {
 	// Posting lists: every posting names a record; collect membership.
 	var ps []codec.Posting
 	done.flush()
-	prog.phase(3, 3, "checking posting lists (bands)", int64(db.bands.B))
-	bands := newBandCounter(prog)
+	prog.phase(3, 3, bandsPhase("checking posting lists"), int64(db.bands.B)*bandParts)
+	bands := newBandCounter(prog, 0)
 	err = scan(ctx, snap, codec.PostingPrefix, codec.PostingPrefixEnd, func(k, v []byte) {
 		bands.key(k)
 		rep.PostingLists++

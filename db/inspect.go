@@ -106,11 +106,11 @@ func (db *DB) bucketsIn(ctx context.Context, snap *pebble.Snapshot, band, top, s
 	if band >= 0 {
 		nb = 1
 	}
-	prog.phase(step, steps, "reading posting lists (bands)", nb)
+	prog.phase(step, steps, bandsPhase("reading posting lists"), nb*bandParts)
 	if step == steps {
 		defer prog.end()
 	}
-	bands := newBandCounter(prog)
+	bands := newBandCounter(prog, max(band, 0))
 	err := scan(ctx, snap, lo, hi, func(k, v []byte) {
 		bands.key(k)
 		b, bucket, err := codec.ParsePostingKey(k)
@@ -500,7 +500,7 @@ func (db *DB) Stats(ctx context.Context, top int) (*Stats, error) {
 		{"docs", codec.DocPrefix, codec.DocPrefixEnd}, {"ids", codec.IDPrefix, codec.IDPrefixEnd},
 		{"postings", codec.PostingPrefix, codec.PostingPrefixEnd}, {"expiry", codec.ExpiryPrefix, codec.ExpiryPrefixEnd}} {
 		var n uint64
-		done, bands := counter{p: prog}, newBandCounter(prog)
+		done, bands := counter{p: prog}, newBandCounter(prog, 0)
 		tick := func([]byte) { done.inc() }
 		switch k.name {
 		case "docs", "ids":
@@ -508,7 +508,7 @@ func (db *DB) Stats(ctx context.Context, top int) (*Stats, error) {
 			prog.phase(step, 5, "sizing "+k.name, int64(st.Docs))
 		case "postings":
 			step++
-			prog.phase(step, 5, "sizing posting lists (bands)", int64(db.bands.B))
+			prog.phase(step, 5, bandsPhase("sizing posting lists"), int64(db.bands.B)*bandParts)
 			tick = bands.key
 		}
 		if err := scan(ctx, snap, k.lo, k.hi, func(key, v []byte) {

@@ -320,7 +320,7 @@ func (db *DB) loadLocked(ctx context.Context, docs iter.Seq2[Doc, error], o Load
 		return LoadResult{}, false, fmt.Errorf("%w: it would store %d (of %d read: %d empty, %d superseded by a later copy of their id), fewer than its minimum of %d",
 			ErrTooFewDocuments, l.res.Stored, l.seq+uint64(len(l.res.SkippedEmpty)), len(l.res.SkippedEmpty), l.res.Repeated, o.MinStored)
 	}
-	prog.phase(3, 4, "writing tables (bands)", int64(db.bands.B))
+	prog.phase(3, 4, bandsPhase("writing tables"), int64(db.bands.B)*bandParts)
 	if err := l.writeTables(ctx); err != nil {
 		return LoadResult{}, false, classify(err)
 	}
@@ -1138,13 +1138,14 @@ func (l *loader) writePostings(ctx context.Context, w tableSink, from, to int) e
 		return put(listKey, vbuf)
 	}
 	sorters := []*extsort.BandSorter{l.postings, l.removals}
-	prog := progressOf(ctx)
+	bands := newBandCounter(progressOf(ctx), from)
 	for band := from; band < to; band++ {
 		if err := ctxErr(ctx); err != nil {
 			return err
 		}
 		if err := extsort.MergeBand(sorters, band, func(e extsort.BandEntry) error {
 			if band != curBand || e.Bucket != cur {
+				bands.at(band, uint32(e.Bucket))
 				if err := flushList(); err != nil {
 					return err
 				}
@@ -1159,7 +1160,7 @@ func (l *loader) writePostings(ctx context.Context, w tableSink, from, to int) e
 		}); err != nil {
 			return err
 		}
-		prog.add(1)
+		bands.upTo(band + 1)
 	}
 	return flushList()
 }

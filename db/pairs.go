@@ -551,7 +551,7 @@ func (db *DB) pairs(ctx context.Context, po *PairsOptions, st *PairsStats,
 	fs := db.tempFS(tmp)
 	sorter := extsort.NewUint64(fs, tmp, "pairs", o.Memory)
 	defer sorter.Close()
-	prog.phase(2, 4, "reading posting lists (bands)", int64(db.bands.B))
+	prog.phase(2, 4, bandsPhase("reading posting lists"), int64(db.bands.B)*bandParts)
 	inPair, err := candidates(ctx, snap, x, db.bands.B, t, sorter, st)
 	if err != nil {
 		return err
@@ -632,7 +632,7 @@ func candidates(ctx context.Context, snap pebble.Reader, x *pairsIndex, nbands i
 			hi = codec.AppendPostingKey(nil, (w+1)*nbands/workers, 0)
 		}
 		g.Go(func() error {
-			bands := newBandCounter(progressOf(ctx))
+			bands := newBandCounter(progressOf(ctx), w*nbands/workers)
 			var ps []codec.Posting
 			var reps []int32
 			var batch []uint64
@@ -725,6 +725,7 @@ func candidates(ctx context.Context, snap pebble.Reader, x *pairsIndex, nbands i
 			if err := flush(); err != nil {
 				return err
 			}
+			bands.upTo((w + 1) * nbands / workers)
 			mu.Lock()
 			defer mu.Unlock()
 			for i, m := range mine {

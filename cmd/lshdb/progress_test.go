@@ -48,12 +48,12 @@ func TestProgressLines(t *testing.T) {
 	build := regexp.MustCompile(`^lshdb: build: 1/4 reading: (\d+) documents; read (.+) of (.+) \((\d+)%(?:, about \S+ left[a-z ]*)?\), \S+ elapsed$`)
 	// NB: after the reading, the load's stages (resolving ids, writing
 	// tables, ingesting) have lines of their own, in order.
-	stage := regexp.MustCompile(`^lshdb: build: ([2-4])/4 ([a-z ()]+): (\d+) of (\d+) \(\d+%(?:, about \S+ left in this phase)?\), \S+ elapsed$`)
+	stage := regexp.MustCompile(`^lshdb: build: ([2-4])/4 ([a-z0-9 ()]+): (\d+) of (\d+) \(\d+%(?:, about \S+ left in this phase)?\), \S+ elapsed$`)
 	ro, err := db.Open(idx, &db.Options{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	stageTotals := map[string]string{"2": strconv.Itoa(n), "3": strconv.Itoa(ro.Params().Bands.B)}
+	stageTotals := map[string]string{"2": strconv.Itoa(n), "3": strconv.Itoa(64 * ro.Params().Bands.B)} // 64ths of bands
 	ro.Close()
 	var docs []int
 	var shares []int
@@ -97,7 +97,7 @@ func TestProgressLines(t *testing.T) {
 	}
 	// NB: a phase that counts nothing has no count ("5/5 making
 	// clusters: 0" said nothing).
-	pairs := regexp.MustCompile(`^lshdb: pairs: (\d)/(\d) ([a-z ()]+)(?:: (\d+)(?: of (\d+) \((\d+)%(?:, about \S+ left in this phase)?\))?)?, \S+ elapsed$`)
+	pairs := regexp.MustCompile(`^lshdb: pairs: (\d)/(\d) ([a-z0-9 ()]+)(?:: (\d+)(?: of (\d+) \((\d+)%(?:, about \S+ left in this phase)?\))?)?, \S+ elapsed$`)
 	lines := progressLines(errOut, "lshdb: pairs:")
 	if len(lines) == 0 {
 		t.Fatalf("no pairs progress line at a 1ms interval:\n%s", errOut)

@@ -150,8 +150,8 @@ func TestPhaseBarsOnTerminal(t *testing.T) {
 	}{
 		{[]string{"pairs"}, `pairs 4/4: verifying candidate pairs +[0-9]+% \|`},
 		{[]string{"clusters"}, `clusters 1/5: reading documents +[0-9]+% \|.*clusters 5/5: making clusters +[0-9]+% \|`}, // NB: its total comes as it starts
-		{[]string{"check"}, `check 3/3: checking posting lists \(bands\) +[0-9]+% \|`},
-		{[]string{"stats"}, `stats 1/5: reading posting lists \(bands\) +[0-9]+% \|`},
+		{[]string{"check"}, `check 3/3: checking posting lists \(64ths of bands\) +[0-9]+% \|`},
+		{[]string{"stats"}, `stats 1/5: reading posting lists \(64ths of bands\) +[0-9]+% \|`},
 	} {
 		ctl, tty := openPTY(t)
 		drawn := drain(ctl)
