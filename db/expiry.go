@@ -128,6 +128,29 @@ func (db *DB) anyExpired(now int64) (bool, error) {
 	return due, classify(errors.Join(peek.Error(), peek.Close()))
 }
 
+// countExpired counts the documents of the expiry index whose expiry had
+// passed at now: its first entries, the earliest, up to the first still
+// to come.
+func (db *DB) countExpired(now int64) (uint64, error) {
+	it, err := db.expiryIter(db.pdb)
+	if err != nil {
+		return 0, err
+	}
+	var n uint64
+	for ok := it.First(); ok; ok = it.Next() {
+		x, _, err := codec.ParseExpiryKey(it.Key())
+		if err != nil {
+			it.Close()
+			return 0, classify(err)
+		}
+		if !compaction.Expired(x, now) {
+			break
+		}
+		n++
+	}
+	return n, classify(errors.Join(it.Error(), it.Close()))
+}
+
 // sweepBatch removes up to compaction.SweepBatch expired documents in one
 // batch; more says that more are due. The caller holds db.mu for reading.
 func (db *DB) sweepBatch() (n int, more bool, err error) {

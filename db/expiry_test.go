@@ -111,6 +111,11 @@ func TestExpiryPebble(t *testing.T) {
 	if got := queryIDs(t, d, expiryTexts["a"]); !slices.Equal(got, all) {
 		t.Fatalf("a millisecond before the expiry: %v", got)
 	}
+	// NB: Info counts the expired not yet swept (it gave Docs alone, which
+	// counts them): none a millisecond before.
+	if in, err := d.Info(); err != nil || in.Docs != 4 || in.Expired != 0 {
+		t.Fatalf("Info a millisecond before the expiry: %+v, %v; want 4 documents, none expired", in, err)
+	}
 	clock.advance(time.Millisecond)
 	live := []string{"b", "d"}
 	check := func(when string) {
@@ -204,6 +209,10 @@ func TestExpiryPebble(t *testing.T) {
 		rep, err := d.Check(ctx)
 		if wantExpired := len(all) - len(live); err != nil || !rep.OK() || rep.Expired != wantExpired && expired != "" || rep.Expired != 0 && expired == "" {
 			t.Fatalf("%s: Check %+v, %v; want %d expired", when, rep, err, map[bool]int{true: wantExpired, false: 0}[expired != ""])
+		}
+		// Info's count of the expired is Check's, and of its Docs.
+		if in, err := d.Info(); err != nil || in.Expired != uint64(rep.Expired) || in.Docs != uint64(len(live)+rep.Expired) {
+			t.Fatalf("%s: Info %+v, %v; want %d documents, %d of them expired", when, in, err, len(live)+rep.Expired, rep.Expired)
 		}
 	}
 	check("expired, not swept")
@@ -370,7 +379,14 @@ func TestExpiredDeleteRedis(t *testing.T) {
 	if err := d.Put(Doc{ID: "k", Text: "a document that stays for good"}, nil); err != nil {
 		t.Fatal(err)
 	}
+	if in, err := d.Info(); err != nil || in.Docs != 2 || in.Expired != 0 {
+		t.Fatalf("Info before the expiry: %+v, %v; want 2 documents, none expired", in, err)
+	}
 	clock.advance(2 * time.Second)
+	// NB: counted until the sweep, and said so.
+	if in, err := d.Info(); err != nil || in.Docs != 2 || in.Expired != 1 {
+		t.Fatalf("Info after the expiry: %+v, %v; want 2 documents, 1 of them expired", in, err)
+	}
 	if _, err := d.Get("e"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("Get of the expired document: %v, want ErrNotFound", err)
 	}

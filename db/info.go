@@ -16,8 +16,15 @@ type Info struct {
 	// Params are the parameters stored in the manifest.
 	Params Params
 	// Docs is the number of stored documents, from the counters the
-	// writes keep.
+	// writes keep. It counts the expired documents the expiry sweep has
+	// not removed yet (Expired), as Count does.
 	Docs uint64
+	// Expired is the part of Docs whose TTL has passed: documents that no
+	// read returns, which the next expiry sweep removes (a writable
+	// handle sweeps every Options.ExpirySweep; a read-only one does not,
+	// and a read-only command's Info counts all of them). Counted from
+	// the expiry index, earliest first: one seek when none is due.
+	Expired uint64
 	// Written counts the document numbers ever handed out: each document
 	// written takes one never used before (an upsert's too, and each
 	// document a Load reads, repeats of an id included). With Docs it tells
@@ -115,11 +122,21 @@ func (db *DB) Info() (*Info, error) {
 		if err != nil {
 			err = db.countersErr(err)
 		}
-		return &Info{Params: db.Params(), Docs: n, Written: w, Instance: db.man.Instance, Origin: originOf(&db.man), Redis: true}, err
+		in := &Info{Params: db.Params(), Docs: n, Written: w, Instance: db.man.Instance, Origin: originOf(&db.man), Redis: true}
+		if err == nil {
+			var expired int64
+			expired, _, err = db.rkv.Pending(db.closing, db.now().UnixNano())
+			in.Expired, err = uint64(max(expired, 0)), redisErr(err)
+		}
+		return in, err
 	}
 	c := db.published.Load()
+	expired, err := db.countExpired(db.now().UnixNano())
+	if err != nil {
+		return nil, err
+	}
 	all, temp, logs := dirBytesTemp(db.opts.FS, db.dir)
-	return &Info{Params: db.Params(), Docs: c.Live, Written: max(c.NextDoc, 1) - 1, DiskBytes: all, TempBytes: temp, LogBytes: logs, RecycledLogBytes: db.recycledLogBytes(),
+	return &Info{Params: db.Params(), Docs: c.Live, Expired: expired, Written: max(c.NextDoc, 1) - 1, DiskBytes: all, TempBytes: temp, LogBytes: logs, RecycledLogBytes: db.recycledLogBytes(),
 		DamagedLogCopies: damagedLogCopies(db.opts.FS, db.dir), Instance: db.man.Instance, Origin: originOf(&db.man),
 		UpgradeUncompacted: db.manifestNow().UpgradeUncompacted}, nil
 }

@@ -345,7 +345,9 @@ func (db *DB) HasIDsContext(ctx context.Context, ids []string) ([]bool, error) {
 	return found, nil
 }
 
-// Count returns the number of stored documents.
+// Count returns the number of stored documents. It counts the expired
+// ones the expiry sweep has not removed yet, which no read returns
+// (Info.Expired says how many).
 func (db *DB) Count() (uint64, error) {
 	if err := db.enter(); err != nil {
 		return 0, err

@@ -17,6 +17,7 @@ import (
 // the same facts, and the rest of the manifest's parameters.
 type infoJSON struct {
 	Docs           uint64   `json:"docs"`
+	Expired        uint64   `json:"expired,omitempty"` // of docs: past their expiry, awaiting the sweep
 	Threshold      float64  `json:"threshold"`
 	Bands          int      `json:"bands"`
 	Rows           int      `json:"rows"`
@@ -53,7 +54,7 @@ type infoJSON struct {
 
 func infoOut(in *db.Info) infoJSON {
 	p := in.Params
-	return infoJSON{Docs: in.Docs, Threshold: p.Threshold, Bands: p.Bands.B, Rows: p.Bands.R, NumPerm: p.NumPerm,
+	return infoJSON{Docs: in.Docs, Expired: in.Expired, Threshold: p.Threshold, Bands: p.Bands.B, Rows: p.Bands.R, NumPerm: p.NumPerm,
 		Scheme: p.Scheme.String(), Seed: p.Seed, Shingle: p.Shingle.String(), ShingleSize: p.ShingleSize, Bag: p.Bag,
 		Normalization: p.Normalization.String(), StopWords: nonNil(p.StopWords), StoreText: p.StoreText, Storage: p.Storage,
 		FormatVersion: p.FormatVersion, ExpectedRecall: p.Bands.Probability(p.Threshold), DiskBytes: in.DiskBytes, TempBytes: in.TempBytes, LogBytes: in.LogBytes, RecycledLogBytes: in.RecycledLogBytes,
@@ -91,7 +92,7 @@ sizes in bytes.`,
 					return err
 				}
 				fmt.Fprintf(a.stdout, "index format: %d%s\n", p.FormatVersion, upgradeHint(a.dbDir, p))
-				fmt.Fprintf(a.stdout, "documents: %d\n", in.Docs)
+				fmt.Fprintf(a.stdout, "documents: %d%s\n", in.Docs, expiredNote(in.Expired))
 				if in.Instance != "" {
 					// NB: a pairs file names the instance it was made on.
 					fmt.Fprintf(a.stdout, "instance: %s\n", in.Instance)
@@ -177,4 +178,14 @@ func diskParts(in *db.Info) string {
 // beside an index's size: at least 1 MiB and a quarter of it.
 func significantLogs(in *db.Info) bool {
 	return in.LogBytes >= 1<<20 && 4*in.LogBytes >= in.DiskBytes
+}
+
+// expiredNote is what info adds to its document count when some of them
+// have expired: they are counted until the expiry sweep removes them
+// (and a read-only command's open does not sweep).
+func expiredNote(n uint64) string {
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (%d of them expired, awaiting the sweep: never returned)", n)
 }

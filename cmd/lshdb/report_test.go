@@ -605,6 +605,13 @@ func TestReportSaysExpired(t *testing.T) {
 		t.Fatal(errOut)
 	}
 	time.Sleep(time.Until(start.Add(1100 * time.Millisecond)))
+	// info counts them too, said apart (it said "documents: 30").
+	if said := runOK(t, "info", "--db", dir); !strings.Contains(said, "documents: 30 (20 of them expired, awaiting the sweep: never returned)\n") {
+		t.Errorf("info said %q, want the 20 expired of its 30 documents", said)
+	}
+	if said := runOK(t, "info", "--db", dir, "--output", "json"); !strings.Contains(said, `"docs":30,"expired":20,`) {
+		t.Errorf("info --output json said %q, want 30 docs, 20 expired", said)
+	}
 	out := filepath.Join(t.TempDir(), "r.html")
 	said := runOK(t, "report", "--db", dir, "--out", out)
 	if want := "10 documents (and 20 expired, awaiting the sweep), 45 pairs"; !strings.Contains(said, want) {

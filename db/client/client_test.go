@@ -2340,3 +2340,27 @@ func TestLoadMaxDeletedPercent(t *testing.T) {
 		t.Fatalf("the document kept: %+v %v", got, err)
 	}
 }
+
+// Ensure that Info through the client counts the expired documents
+// awaiting the sweep as the in-process call does (db.Info.Expired): 3 of
+// 5 put with a TTL that has passed, the sweep off.
+func TestInfoCountsExpired(t *testing.T) {
+	d := open(t, &db.Options{ExpirySweep: -1})
+	docs := sampleDocs(t, 5)
+	if _, err := d.PutBatch(docs[:3], &db.WriteOptions{TTL: 20 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.PutBatch(docs[3:], nil); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond)
+	for name, c := range server(t, d, nil, "") {
+		gi, err := c.Info()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if gi.Docs != 5 || gi.Expired != 3 {
+			t.Errorf("%s: Info through the client: %d documents, %d expired; want 5, 3 of them expired", name, gi.Docs, gi.Expired)
+		}
+	}
+}

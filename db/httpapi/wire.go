@@ -1000,11 +1000,14 @@ type RecallJSON struct {
 
 // InfoJSON is db.Info on the wire.
 type InfoJSON struct {
-	Params    ParamsJSON `json:"params"`
-	Docs      uint64     `json:"docs"`
-	Written   uint64     `json:"written"`
-	DiskBytes uint64     `json:"disk_bytes"`
-	TempBytes uint64     `json:"temp_bytes,omitempty"`
+	Params ParamsJSON `json:"params"`
+	Docs   uint64     `json:"docs"`
+	// Expired is db.Info.Expired: the part of docs past its expiry,
+	// awaiting the sweep.
+	Expired   uint64 `json:"expired,omitempty"`
+	Written   uint64 `json:"written"`
+	DiskBytes uint64 `json:"disk_bytes"`
+	TempBytes uint64 `json:"temp_bytes,omitempty"`
 	// RecycledLogBytes is db.Info.RecycledLogBytes.
 	RecycledLogBytes uint64 `json:"recycled_log_bytes,omitempty"`
 	// DamagedLogCopies is db.Info.DamagedLogCopies.
@@ -1042,7 +1045,7 @@ func (o *OriginJSON) Origin() *db.Origin {
 
 // InfoOut converts in for the wire.
 func InfoOut(in *db.Info) InfoJSON {
-	return InfoJSON{Params: ParamsOut(in.Params), Docs: in.Docs, Written: in.Written, DiskBytes: in.DiskBytes, TempBytes: in.TempBytes, LogBytes: in.LogBytes, RecycledLogBytes: in.RecycledLogBytes, DamagedLogCopies: in.DamagedLogCopies, Instance: in.Instance, Origin: OriginOut(in.Origin), Redis: in.Redis}
+	return InfoJSON{Params: ParamsOut(in.Params), Docs: in.Docs, Expired: in.Expired, Written: in.Written, DiskBytes: in.DiskBytes, TempBytes: in.TempBytes, LogBytes: in.LogBytes, RecycledLogBytes: in.RecycledLogBytes, DamagedLogCopies: in.DamagedLogCopies, Instance: in.Instance, Origin: OriginOut(in.Origin), Redis: in.Redis}
 }
 
 // Info converts in back.
@@ -1051,7 +1054,7 @@ func (in InfoJSON) Info() (*db.Info, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &db.Info{Params: p, Docs: in.Docs, Written: in.Written, DiskBytes: in.DiskBytes, TempBytes: in.TempBytes, LogBytes: in.LogBytes, RecycledLogBytes: in.RecycledLogBytes, DamagedLogCopies: in.DamagedLogCopies, Instance: in.Instance, Origin: in.Origin.Origin(), Redis: in.Redis}, nil
+	return &db.Info{Params: p, Docs: in.Docs, Expired: in.Expired, Written: in.Written, DiskBytes: in.DiskBytes, TempBytes: in.TempBytes, LogBytes: in.LogBytes, RecycledLogBytes: in.RecycledLogBytes, DamagedLogCopies: in.DamagedLogCopies, Instance: in.Instance, Origin: in.Origin.Origin(), Redis: in.Redis}, nil
 }
 
 // StatsJSON is db.Stats, with the keys of lshdb stats --output json and
