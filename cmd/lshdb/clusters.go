@@ -495,8 +495,9 @@ var identicalPairsNote int64 = 10_000_000
 
 // readPairsFile yields the pairs of a pairs --output json file, "-" for
 // standard input (pairLines); flag is the option that named it, for its
-// errors.
-func (a *app) readPairsFile(flag, path string, t float64, now *db.Info, warn func(string)) iter.Seq2[db.Pair, error] {
+// errors. meter, when not nil, counts the bytes read, of the file's size
+// where it has one (a regular file, standard input too).
+func (a *app) readPairsFile(flag, path string, t float64, now *db.Info, warn func(string), meter *readMeter) iter.Seq2[db.Pair, error] {
 	return func(yield func(db.Pair, error) bool) {
 		var r io.Reader = a.stdin
 		name := "stdin"
@@ -508,6 +509,14 @@ func (a *app) readPairsFile(flag, path string, t float64, now *db.Info, warn fun
 			}
 			defer f.Close()
 			r, name = f, path
+		}
+		if meter != nil {
+			if st, ok := r.(interface{ Stat() (os.FileInfo, error) }); ok {
+				if fi, err := st.Stat(); err == nil && fi.Mode().IsRegular() {
+					meter.size.Store(fi.Size())
+				}
+			}
+			r = meter.reader(r)
 		}
 		// NB: gzip or zstd (pairs … | gzip) and a byte order mark, as
 		// every input of the command is read.
@@ -748,15 +757,18 @@ interrupted or fails leaves no partial file (a redirect, > FILE, does).`,
 // clusters clusters d (from the pairs file from, if given), with a bar
 // on a terminal.
 func (a *app) clusters(d index, from string, po *db.PairsOptions) ([]db.Cluster, error) {
-	ctx, barDone := a.phaseBar("clusters")
-	defer barDone()
 	if from != "" {
 		now, err := d.Info()
 		if err != nil {
 			return nil, err
 		}
-		return d.ClustersFrom(ctx, a.readPairsFile("--from", from, cmp.Or(po.Threshold, d.Params().Threshold), now, a.notef), po)
+		meter := &readMeter{}
+		ctx, barDone := a.phaseBar("clusters", phaseNote{"reading pairs", meter.note})
+		defer barDone()
+		return d.ClustersFrom(ctx, a.readPairsFile("--from", from, cmp.Or(po.Threshold, d.Params().Threshold), now, a.notef, meter), po)
 	}
+	ctx, barDone := a.phaseBar("clusters")
+	defer barDone()
 	return d.Clusters(ctx, po)
 }
 
@@ -824,8 +836,9 @@ func (a *app) clustersTo(d index, path, pairsOut string, s *pairSpill, h headerJ
 	if err := s.bw.Flush(); err != nil {
 		return fmt.Errorf("writing the pairs for --clusters: %w", err)
 	}
-	ctx, barDone := a.phaseBar("clusters")
-	cs, err := d.ClustersFrom(ctx, a.readPairsFile("--clusters", s.f.Name(), 0, nil, nil), po)
+	meter := &readMeter{}
+	ctx, barDone := a.phaseBar("clusters", phaseNote{"reading pairs", meter.note})
+	cs, err := d.ClustersFrom(ctx, a.readPairsFile("--clusters", s.f.Name(), 0, nil, nil, meter), po)
 	barDone()
 	if err != nil {
 		return interruptNote(err, "%s", stopped)

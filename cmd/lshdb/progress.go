@@ -7,6 +7,7 @@ import (
 	"io"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -125,8 +126,8 @@ func byteUnit(n int64) string { return humanBytes(uint64(max(n, 0))) }
 // phase, its place among the phases, a percentage and the time left, or
 // a line every interval saying the same; done clears the bar. An attached
 // index reports no progress: nothing is shown.
-func (a *app) phaseBar(what string) (ctx context.Context, done func()) {
-	report, done := a.phaseReporter(what, time.Now(), nil)
+func (a *app) phaseBar(what string, notes ...phaseNote) (ctx context.Context, done func()) {
+	report, done := a.phaseReporter(what, time.Now(), nil, notes...)
 	if report == nil {
 		return a.ctx, done
 	}
@@ -143,7 +144,19 @@ func (a *app) phaseBar(what string) (ctx context.Context, done func()) {
 // could tick before the first stage was reported and write "build:
 // running" between the reading's lines and the stages' (a CI run under
 // the race detector did).
-func (a *app) phaseReporter(what string, start time.Time, first *db.Progress) (report func(db.Progress), done func()) {
+func (a *app) phaseReporter(what string, start time.Time, first *db.Progress, notes ...phaseNote) (report func(db.Progress), done func()) {
+	// noted is what notes add to p's line ("; read 1.2 GiB of 4.0 GiB"),
+	// "" for nothing.
+	noted := func(p db.Progress, inPhase time.Duration) string {
+		for _, n := range notes {
+			if n.phase == p.Phase {
+				if s := n.note(inPhase); s != "" {
+					return "; " + s
+				}
+			}
+		}
+		return ""
+	}
 	switch a.progressStyle() {
 	case progressLog:
 		l := a.newLineLogSince(what, start)
@@ -159,12 +172,13 @@ func (a *app) phaseReporter(what string, start time.Time, first *db.Progress) (r
 				return "running"
 			}
 			p := *last
+			note := noted(p, time.Since(phaseStart))
 			if p.Total <= 0 && p.Done == 0 {
 				// NB: a phase that counts nothing ("5/5 making
 				// clusters: 0").
-				return fmt.Sprintf("%d/%d %s", p.Step, p.Steps, p.Phase)
+				return fmt.Sprintf("%d/%d %s%s", p.Step, p.Steps, p.Phase, note)
 			}
-			return fmt.Sprintf("%d/%d %s: %s", p.Step, p.Steps, p.Phase, fraction(p.Done, p.Total, time.Since(phaseStart), countUnit, "", " in this phase"))
+			return fmt.Sprintf("%d/%d %s: %s%s", p.Step, p.Steps, p.Phase, fraction(p.Done, p.Total, time.Since(phaseStart), countUnit, "", " in this phase"), note)
 		}
 		report = func(p db.Progress) {
 			if a.ctx.Err() != nil {
@@ -211,6 +225,8 @@ func (a *app) phaseReporter(what string, start time.Time, first *db.Progress) (r
 	var mu sync.Mutex
 	var bar *progressbar.ProgressBar
 	var barTotal int64
+	var barDesc string
+	var barStart time.Time
 	phase := ""
 	finish := func() {
 		if bar != nil {
@@ -231,9 +247,13 @@ func (a *app) phaseReporter(what string, start time.Time, first *db.Progress) (r
 				total = -1 // NB: a spinner: the total is not known ahead
 			}
 			barTotal = total
-			bar = progressbar.NewOptions64(total, a.barOptions(fmt.Sprintf("%s %d/%d: %s", what, p.Step, p.Steps, p.Phase), total, false,
+			barDesc, barStart = fmt.Sprintf("%s %d/%d: %s", what, p.Step, p.Steps, p.Phase), time.Now()
+			bar = progressbar.NewOptions64(total, a.barOptions(barDesc, total, false,
 				progressbar.OptionShowCount(), progressbar.OptionSetPredictTime(true),
 				progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish())...)
+		}
+		if note := noted(p, time.Since(barStart)); note != "" {
+			bar.Describe(barDesc + note)
 		}
 		bar.Set64(p.Done)
 	}
@@ -326,4 +346,47 @@ func (a *app) barOptions(desc string, total int64, bytes bool, more ...progressb
 	}
 	return append(append([]progressbar.Option{progressbar.OptionSetWriter(a.stderr), progressbar.OptionSetDescription(desc),
 		progressbar.OptionSetWidth(width)}, more...), narrow...)
+}
+
+// phaseNote adds to the progress of a phase what the command knows of its
+// work and the call does not: note, given the time the phase has run,
+// returns it ("" for nothing).
+type phaseNote struct {
+	phase string
+	note  func(inPhase time.Duration) string
+}
+
+// readMeter counts the bytes read of a file of known size (0: unknown),
+// for a phase that counts what it decodes from them: ClustersFrom's
+// "reading pairs" counts pairs, whose number it cannot know ahead, and
+// at 10 million documents its first line said "reading pairs: 2291712"
+// with no total and no time left (a review at scale, S10-6).
+type readMeter struct {
+	size atomic.Int64 // NB: set by the reader, read by a heartbeat's goroutine
+	read atomic.Int64
+}
+
+// reader returns r counting into m.
+func (m *readMeter) reader(r io.Reader) io.Reader { return meteredReader{r: r, m: m} }
+
+type meteredReader struct {
+	r io.Reader
+	m *readMeter
+}
+
+func (r meteredReader) Read(p []byte) (int, error) {
+	n, err := r.r.Read(p)
+	r.m.read.Add(int64(n))
+	return n, err
+}
+
+// note is the meter's phaseNote: "read 120.0 MiB of 1.2 GiB (10%, about
+// 2m left to read)", or "read 120.0 MiB" of a size not known; "" before
+// anything is read.
+func (m *readMeter) note(inPhase time.Duration) string {
+	n := m.read.Load()
+	if n == 0 {
+		return ""
+	}
+	return "read " + fraction(n, m.size.Load(), inPhase, byteUnit, "", " to read")
 }

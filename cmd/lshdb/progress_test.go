@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -128,6 +129,43 @@ func TestProgressLines(t *testing.T) {
 				t.Fatalf("done past the total: %q", line)
 			}
 		}
+	}
+	// clusters --from reads a pairs file, whose pairs it cannot count
+	// ahead: its lines say the bytes read of the file's size (S10-6: "2/2
+	// reading pairs: 2291712" at 10 million documents, no total, no time
+	// left). The oracle: the file's size; the bytes never go back.
+	// NB: its pairs over and over (a repeat counts once), some megabytes,
+	// so that the reading lasts some of the lines' milliseconds.
+	pairsOut, errOut, code := runLine([]string{"pairs", "--db", idx, "--output", "json"}, "")
+	if code != 0 || pairsOut == "" {
+		t.Fatalf("pairs: exit %d: %s", code, errOut)
+	}
+	pf := filepath.Join(dir, "p.jsonl")
+	if err := os.WriteFile(pf, []byte(strings.Repeat(pairsOut, (4<<20)/len(pairsOut)+1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pst, err := os.Stat(pf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, errOut, code = runLine([]string{"clusters", "--db", idx, "--from", pf, "--progress", "log", "--progress-every", "1ms", "--out", filepath.Join(dir, "clusters.txt")}, "")
+	if code != 0 {
+		t.Fatalf("clusters --from: exit %d: %s", code, errOut)
+	}
+	readLine := regexp.MustCompile(`^lshdb: clusters: 2/3 reading pairs(?:: \d+)?; read (.+) of (.+) \(\d+%(?:, about \S+ left to read)?\), \S+ elapsed$`)
+	var reads []string
+	for _, line := range progressLines(errOut, "lshdb: clusters: 2/3") {
+		if m := readLine.FindStringSubmatch(line); m != nil {
+			if m[2] != humanBytes(uint64(pst.Size())) {
+				t.Fatalf("the pairs file's size %s, it has %s: %q", m[2], humanBytes(uint64(pst.Size())), line)
+			}
+			reads = append(reads, m[1])
+		} else if !regexp.MustCompile(`^lshdb: clusters: 2/3 reading pairs, \S+ elapsed$`).MatchString(line) {
+			t.Fatalf("a line of reading pairs: %q", line) // NB: before the first bytes, none
+		}
+	}
+	if len(reads) == 0 {
+		t.Fatalf("no line of reading pairs says the bytes read:\n%s", errOut)
 	}
 	// filter counts the records it reads; insert from a pipe (no total)
 	// the documents it stored.
@@ -274,6 +312,34 @@ func TestPhaseLineWithoutCount(t *testing.T) {
 		report(db.Progress{Phase: "making clusters", Step: 5, Steps: 5})
 		return done
 	})
+}
+
+// Ensure that a phase's note (a file's bytes read) is added to its lines,
+// with the share and the time left at the phase's pace: 1 KiB of 4 KiB
+// read in the phase's first moments leaves a time under the second a line
+// shows, so none is said.
+func TestPhaseLineNote(t *testing.T) {
+	m := &readMeter{}
+	m.size.Store(4096)
+	r := m.reader(strings.NewReader(strings.Repeat("x", 1024)))
+	if n, err := io.Copy(io.Discard, r); n != 1024 || err != nil {
+		t.Fatalf("read %d, %v", n, err)
+	}
+	checkPhaseLines(t, "clusters", `^lshdb: clusters: 2/3 reading pairs: 10; read 1\.0 KiB of 4\.0 KiB \(25%\), \S+ elapsed$`, func(a *app) func() {
+		report, done := a.phaseReporter("clusters", time.Now(), nil, phaseNote{"reading pairs", m.note}, phaseNote{"another phase", func(time.Duration) string { return "never" }})
+		report(db.Progress{Phase: "reading pairs", Step: 2, Steps: 3, Done: 10})
+		return done
+	})
+	// Nothing read: no note.
+	if got := (&readMeter{}).note(time.Second); got != "" {
+		t.Errorf("a meter that read nothing: %q", got)
+	}
+	// A size not known: the bytes alone.
+	u := &readMeter{}
+	u.read.Store(3 << 20)
+	if got := u.note(time.Second); got != "read 3.0 MiB" {
+		t.Errorf("a meter of no size: %q, want %q", got, "read 3.0 MiB")
+	}
 }
 
 // checkPhaseLines starts a call's progress with start on an app that

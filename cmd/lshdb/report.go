@@ -247,7 +247,7 @@ func (a *app) readPairs(flag, path string, h *pairHist, d index, now *db.Info, w
 	if now != nil {
 		t = now.Params.Threshold
 	}
-	for p, err := range a.readPairsFile(flag, path, t, now, warn) {
+	for p, err := range a.readPairsFile(flag, path, t, now, warn, nil) {
 		if err != nil {
 			return err
 		}
