@@ -590,14 +590,15 @@ func (db *DB) ClustersFrom(ctx context.Context, seq iter.Seq2[Pair, error], po *
 				return
 			}
 		}
-	}, po, false)
+	}, po, false, 1)
 }
 
 // clustersFrom is ClustersFrom. With run, the pairs are a Redis Pairs
 // run's with the versions they scored (Clusters on Redis): a pair whose
 // documents the index no longer holds in those versions (replaced or
-// deleted since they were read) is skipped, not an error.
-func (db *DB) clustersFrom(ctx context.Context, seq iter.Seq2[redisPair, error], po *PairsOptions, run bool) ([]Cluster, error) {
+// deleted since they were read) is skipped, not an error. Its three
+// phases are steps first to first+2 of as many (a run's come first).
+func (db *DB) clustersFrom(ctx context.Context, seq iter.Seq2[redisPair, error], po *PairsOptions, run bool, first int) ([]Cluster, error) {
 	ctx = orBackground(ctx)
 	mode, keep, err := clusterOptions(po)
 	if err != nil {
@@ -619,7 +620,8 @@ func (db *DB) clustersFrom(ctx context.Context, seq iter.Seq2[redisPair, error],
 	}
 	prog := progressOf(ctx)
 	defer prog.end()
-	prog.phase(1, 3, "reading documents", int64(db.stored()))
+	last := first + 2
+	prog.phase(first, last, "reading documents", int64(db.stored()))
 	// The index of the documents, and the reader of their records: from
 	// one snapshot on Pebble, as they are on Redis.
 	var x *pairsIndex
@@ -645,7 +647,7 @@ func (db *DB) clustersFrom(ctx context.Context, seq iter.Seq2[redisPair, error],
 		record = func(n uint64) ([]byte, bool, error) { return getCopy(snap, codec.AppendDocKey(nil, n)) }
 		stored = func(id string) bool { _, ok, err := getCopy(snap, codec.AppendIDKey(nil, id)); return ok && err == nil }
 	}
-	prog.phase(2, 3, "reading pairs", 0)
+	prog.phase(first+1, last, "reading pairs", 0)
 	read := counter{p: prog}
 	defer read.flush()
 	pos := make(map[string]int32, len(x.ids))
@@ -755,7 +757,7 @@ func (db *DB) clustersFrom(ctx context.Context, seq iter.Seq2[redisPair, error],
 	var table minhash.SetTable
 	cached := int32(-1)
 	read.flush() // NB: the pairs' phase ends with its count
-	prog.phase(3, 3, "making clusters", 0)
+	prog.phase(last, last, "making clusters", 0)
 	return c.clusters(ctx, func(a, b int32) (float64, error) {
 		if a != cached {
 			if sa, err = setOf(a, sa[:0]); err != nil {

@@ -376,3 +376,39 @@ func TestBandCounterParts(t *testing.T) {
 	none.key(key(1, 1))
 	none.upTo(4)
 }
+
+// Ensure that Clusters on Redis numbers its phases as one run of four
+// steps, each reaching its total: its pairs run, then the three of
+// ClustersFrom (they went 1/1, then 1/3 to 3/3), and that the clusters
+// are those of ClustersFrom given the pairs of Pairs (the oracle).
+func TestRedisClustersProgress(t *testing.T) {
+	d := mustOpen(t, redisURL(t), nil)
+	defer d.Close()
+	var docs []Doc
+	for i := range 300 {
+		// NB: 60 texts, each five times, every other copy with its last
+		// word changed: clusters of near and identical copies.
+		docs = append(docs, Doc{ID: fmt.Sprintf("d%04d", i), Text: fmt.Sprintf("document %d of a test corpus, a body of words long enough that one word changed at its end keeps it near the others: alpha beta gamma delta epsilon %d", i%60, i%2)})
+	}
+	if _, err := d.PutBatch(docs, &WriteOptions{NoSync: true}); err != nil {
+		t.Fatal(err)
+	}
+	var l progressLog
+	cs, err := d.Clusters(l.ctx(), nil)
+	if err != nil || len(cs) == 0 {
+		t.Fatalf("clusters %d, %v", len(cs), err)
+	}
+	ends := l.check(t, "Clusters on Redis", 4)
+	for step, phase := range map[int]string{1: "verifying candidates", 2: "reading documents", 3: "reading pairs", 4: "making clusters"} {
+		if e, ok := ends[phase]; !ok || e.Step != step {
+			t.Errorf("phase %q: %+v, want step %d of 4", phase, e, step)
+		}
+	}
+	want, err := d.ClustersFrom(context.Background(), d.Pairs(context.Background(), nil), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.EqualFunc(cs, want, func(a, b Cluster) bool { return slices.Equal(a.IDs, b.IDs) }) {
+		t.Errorf("Clusters on Redis %v, ClustersFrom of its pairs %v", cs, want)
+	}
+}

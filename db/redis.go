@@ -1446,6 +1446,11 @@ func mergeParts(p, q indexPart) indexPart {
 // left out of its cluster (see clusterer.clusters). The clusters of the
 // documents no writer touched are those of a run with no writer.
 func (db *DB) redisClusters(ctx context.Context, po *PairsOptions) ([]Cluster, error) {
+	// NB: the run's phase, then ClustersFrom's three, as steps 1 to 4 of
+	// one count (they went 1/1, then 1/3 to 3/3).
+	prog := progressOf(ctx)
+	prog.setSteps(4)
+	defer prog.setSteps(0)
 	var pairs []redisPair
 	var st PairsStats
 	if err := db.redisPairsRun(ctx, po, &st, func(p redisPair) bool {
@@ -1463,7 +1468,7 @@ func (db *DB) redisClusters(ctx context.Context, po *PairsOptions) ([]Cluster, e
 				return
 			}
 		}
-	}, po, true)
+	}, po, true, 2)
 }
 
 // redisBuckets is Buckets on Redis: every posting list's size (a SCAN
