@@ -79,6 +79,15 @@ type LogDamageError struct {
 	// accepting their damage, before it found this one (a writable
 	// open with Options.AcceptLogDamage): their copies are kept.
 	CutBefore []*LogDamageError
+	// Puts and Deletes are what the dropped records that still read
+	// held, in log order: the ids of the documents they put (PutBatch,
+	// PutIfNew, …: put them again) and of those they deleted (a delete,
+	// or the expiry sweep's removal of an expired one). Unread counts the
+	// dropped records that did not read, whose ids are not known: the
+	// damaged one, and any after it missing a chunk or damaged too. Of a
+	// write-ahead log only (not the Manifest's).
+	Puts, Deletes []string
+	Unread        int
 	// Manifest is set when the damaged log is not a write-ahead log but
 	// the store's MANIFEST, Pebble's log of its table files: each record
 	// adds the tables a flush, compaction or load wrote and removes those
@@ -186,6 +195,18 @@ type logScan struct {
 	recStart int64
 	inRecord bool
 	legacy   bool // the log is written in legacy chunks, with no log number (a MANIFEST)
+
+	// The records after end, put together from their chunks as they are
+	// found (a write-ahead log's: each a write batch) and decoded: the ids
+	// their batches put and deleted, in log order, and how many of them
+	// did not read (a chunk missing or damaged, a batch that does not
+	// decode). The damaged record itself, at end, is not among them.
+	rec     []byte
+	recOpen bool  // rec holds a record's first chunks, its last still to come
+	recNext int64 // where the next chunk of rec must begin
+	puts    []string
+	deletes []string
+	unread  int
 }
 
 // chunkHeader returns the header size of a chunk type (0 if invalid), and
@@ -249,9 +270,115 @@ func (s *logScan) block(off int64, b []byte) {
 		if first {
 			s.records++
 		}
+		s.gather(off+int64(i), chunkPosition(b[i+6]), b[i+hdr:n], off+int64(n))
 		s.last = off + int64(n)
 		i = n
 	}
+}
+
+// gather takes a chunk of the log found after its damage, at at (ending
+// at end), into the record it belongs to, and decodes each record it
+// completes. A chunk that does not follow the one before it in its
+// record (one between them did not read) leaves that record unread; a
+// middle or last chunk with no first before it is the damaged record's.
+func (s *logScan) gather(at int64, pos int, payload []byte, end int64) {
+	switch pos {
+	case chunkFull, chunkFirst:
+		if s.recOpen {
+			s.unread++ // NB: its last chunk did not read
+		}
+		s.rec, s.recOpen = append(s.rec[:0], payload...), true
+	default:
+		// NB: a chunk begins where the one before ends, or at the next
+		// block when too few bytes were left in this one for a header.
+		follows := at == s.recNext || at%logBlockSize == 0 && at > s.recNext && at-s.recNext < walSyncChunkHdr
+		if !s.recOpen {
+			return
+		}
+		if !follows {
+			s.unread++
+			s.recOpen = false
+			return
+		}
+		s.rec = append(s.rec, payload...)
+	}
+	s.recNext = end
+	if pos == chunkFull || pos == chunkLast {
+		s.recOpen = false
+		s.decode(s.rec)
+	}
+}
+
+// decode takes the ids a write batch of the index puts (a Set of an id
+// key) and deletes (a delete or an expiry sweep); a batch that does not
+// decode is counted unread.
+func (s *logScan) decode(rec []byte) {
+	var puts, deletes []string
+	ok := batchEntries(rec, func(kind pebble.InternalKeyKind, k []byte) {
+		if len(k) == 0 || k[0] != codec.PrefixID {
+			return
+		}
+		id, err := codec.ParseIDKey(k)
+		if err != nil {
+			return
+		}
+		switch kind {
+		case pebble.InternalKeyKindSet:
+			puts = append(puts, id)
+		case pebble.InternalKeyKindDelete, pebble.InternalKeyKindSingleDelete, pebble.InternalKeyKindDeleteSized:
+			deletes = append(deletes, id)
+		}
+	})
+	if !ok {
+		s.unread++
+		return
+	}
+	s.puts, s.deletes = append(s.puts, puts...), append(s.deletes, deletes...)
+}
+
+// batchEntries calls fn with the kind and key of each entry of a write
+// batch in Pebble's format (part of its write-ahead log's format, as
+// pebble/v2/batchrepr reads it): a 12-byte header (sequence number,
+// count), then each entry's kind, its key (a uvarint length and the
+// bytes) and, for the kinds that carry one, its value the same way. It
+// reports whether the whole batch read. NB: not batchrepr's reader, which
+// indexes out of range on bytes that are not a batch (a varint past the
+// end), and a damaged log's are not known to be one.
+func batchEntries(rec []byte, fn func(kind pebble.InternalKeyKind, key []byte)) bool {
+	if len(rec) < 12 {
+		return false
+	}
+	b := rec[12:]
+	str := func() ([]byte, bool) {
+		n, k := binary.Uvarint(b)
+		if k <= 0 || n > uint64(len(b)-k) {
+			return nil, false
+		}
+		s := b[k : k+int(n)]
+		b = b[k+int(n):]
+		return s, true
+	}
+	for len(b) > 0 {
+		kind := pebble.InternalKeyKind(b[0])
+		if kind > pebble.InternalKeyKindMax {
+			return false
+		}
+		b = b[1:]
+		key, ok := str()
+		if !ok {
+			return false
+		}
+		switch kind {
+		case pebble.InternalKeyKindSet, pebble.InternalKeyKindMerge, pebble.InternalKeyKindRangeDelete,
+			pebble.InternalKeyKindRangeKeySet, pebble.InternalKeyKindRangeKeyUnset, pebble.InternalKeyKindRangeKeyDelete,
+			pebble.InternalKeyKindDeleteSized, pebble.InternalKeyKindExcise:
+			if _, ok := str(); !ok {
+				return false
+			}
+		}
+		fn(kind, key)
+	}
+	return true
 }
 
 // legacyChunks is block's search past the end for a log of legacy chunks
@@ -365,7 +492,7 @@ func newestLogDamage(fs vfs.FS, dir string, names []string) (*LogDamageError, er
 	case s.chunks == 0:
 		return nil, nil
 	}
-	return &LogDamageError{Log: path, Offset: s.end, Records: s.records, End: s.last}, nil
+	return &LogDamageError{Log: path, Offset: s.end, Records: s.records, End: s.last, Puts: s.puts, Deletes: s.deletes, Unread: s.unread + 1}, nil
 }
 
 // scanLog scans the log at path, of number num.
@@ -393,6 +520,10 @@ func scanWith(fs vfs.FS, path string, s *logScan) (*logScan, error) {
 			return nil, err
 		}
 	}
+	if s.recOpen {
+		s.unread++ // NB: the log ends before the record's last chunk
+		s.recOpen = false
+	}
 	return s, nil
 }
 
@@ -407,7 +538,7 @@ func olderLogDamageError(fs vfs.FS, dir string) *LogDamageError {
 	if s.chunks == 0 {
 		end = s.end
 	}
-	return &LogDamageError{Log: fs.PathJoin(dir, s.name), Offset: s.end, Records: s.records, End: end, Older: true, Cut: s.cut}
+	return &LogDamageError{Log: fs.PathJoin(dir, s.name), Offset: s.end, Records: s.records, End: end, Older: true, Cut: s.cut, Puts: s.puts, Deletes: s.deletes, Unread: s.unread + 1}
 }
 
 // acceptOlderLogDamage is acceptLogDamage for the write-ahead logs older

@@ -94,11 +94,46 @@ type RepairResult struct {
 	// delete: a write-ahead log or a table removed or damaged by hand or
 	// by the disk, which only a backup gives back.
 	CountedDocs, StoredDocs uint64
+	// LogCuts are the logs this handle's open cut, accepting their damage
+	// (Options.AcceptLogDamage, as lshdb check --repair opens): the
+	// writes their dropped records held are not in the index, and the
+	// repair cannot give them back. Each says what the records it could
+	// still read held. NB: the repair said "nothing to mend" and
+	// changed:false of an open that had dropped 2,000 acknowledged
+	// documents with a damaged log (an operator's review, O2-1).
+	LogCuts []LogCut
 }
 
-// Changed reports whether the repair changed anything.
+// LogCut is a log that an open cut at its damage (RepairResult.LogCuts),
+// from a *LogDamageError it accepted.
+type LogCut struct {
+	// Log is the damaged log's path, Kept its copy as it was ("" for a
+	// read-only open, which cut nothing on disk).
+	Log, Kept string
+	// Manifest: the log is the store's MANIFEST, whose dropped records
+	// took the tables they added, with the documents in them (Puts and
+	// Deletes are not known).
+	Manifest bool
+	// Records is how many records were dropped: the damaged one and the
+	// whole ones after it (write batches; of a manifest, its edits).
+	Records int
+	// Puts and Deletes are the ids the dropped records that read put
+	// (put those documents again) and deleted (by a delete, or an expiry
+	// sweep), in log order; Unread counts the dropped records that did
+	// not read (the damaged one among them), whose ids are not known.
+	Puts, Deletes []string
+	Unread        int
+}
+
+// logCut is the LogCut of an accepted damage.
+func logCut(d *LogDamageError) LogCut {
+	return LogCut{Log: d.Log, Kept: d.Kept, Manifest: d.Manifest, Records: d.Records + 1, Puts: d.Puts, Deletes: d.Deletes, Unread: max(d.Unread, 1)}
+}
+
+// Changed reports whether the repair, or the open before it, changed
+// anything.
 func (r RepairResult) Changed() bool {
-	return r.Orphans+r.Dangling+r.Reposted+len(r.Lost)+r.Unreadable+r.Restored+r.Rewritten+r.Lists+r.Expiry+r.BadKeys > 0 || r.Counters
+	return r.Orphans+r.Dangling+r.Reposted+len(r.Lost)+r.Unreadable+r.Restored+r.Rewritten+r.Lists+r.Expiry+r.BadKeys+len(r.LogCuts) > 0 || r.Counters
 }
 
 // Repair mends what Check finds in an index's structure, from the
@@ -179,7 +214,18 @@ func (db *DB) Repair(ctx context.Context) (RepairResult, error) {
 		rep, err := db.rkv.RepairWith(ctx, rediskv.RepairOptions{RestoreIDs: db.opts.RestoreLostIDs, RemoveUnnamed: db.opts.RemoveUnnamed})
 		return RepairResult{Orphans: rep.Orphans, Dangling: rep.Dangling, Reposted: rep.Reposted, Lost: rep.Lost, Unnamed: rep.Unnamed, Unrestored: rep.Unrestored, LostWrites: rep.LostWrites, Restored: rep.Restored, Counters: rep.Counters}, redisErr(err)
 	}
-	return db.pebbleRepair(ctx)
+	res, err := db.pebbleRepair(ctx)
+	// NB: the cuts are the open's, done whatever the repair does.
+	for _, d := range db.olderLogDamage {
+		res.LogCuts = append(res.LogCuts, logCut(d))
+	}
+	if d := db.logDamage; d != nil {
+		res.LogCuts = append(res.LogCuts, logCut(d))
+	}
+	if d := db.manifestDamage; d != nil {
+		res.LogCuts = append(res.LogCuts, logCut(d))
+	}
+	return res, err
 }
 
 // repairDoc is a readable record, as pebbleRepair knows it.

@@ -1326,7 +1326,20 @@ func repairSummary(r db.RepairResult, onRedis bool) string {
 		}
 		parts = append(parts, counters)
 	}
+	for _, c := range r.LogCuts {
+		parts = append(parts, logCutNote(c))
+	}
 	return "repaired: " + strings.Join(parts, "; ")
+}
+
+// logCutNote says what a log cut at its damage dropped (db.LogCut), for
+// the repair's summary.
+func logCutNote(c db.LogCut) string {
+	if c.Manifest {
+		return fmt.Sprintf("the store's manifest %s cut at its damage: %s dropped, with the tables they added (the documents in them are not known: only a backup gives them back)", esc(c.Log), counted(c.Records, "record", "records"))
+	}
+	return fmt.Sprintf("the write-ahead log %s cut at its damage: %s of acknowledged writes dropped (%s put and %s deleted in those that read, %d unread)",
+		esc(c.Log), counted(c.Records, "record", "records"), counted(len(c.Puts), "document", "documents"), counted(len(c.Deletes), "document", "documents"), c.Unread)
 }
 
 func (a *app) checkCmd() *cobra.Command {
@@ -1341,7 +1354,10 @@ structure, from the documents' records, then check. An index whose newest
 write-ahead log is damaged before its end, which every other command
 refuses to open (the records after the damage would be dropped unsaid), is
 opened accepting that loss: the log is cut at the damage, and a copy of it
-as it was is kept beside it (lshdb-damaged-NNNNNN.log). On Redis: what writes
+as it was is kept beside it (lshdb-damaged-NNNNNN.log). The summary (and
+log_cuts in --output json) says what the cut dropped: how many records of
+acknowledged writes, the ids the dropped records that still read put (put
+them again, listed on stderr) and deleted, and how many did not read. On Redis: what writes
 that stopped part way left (a Redis Cluster has no transaction across
 keys, so a crash between a write's steps leaves them): records no id
 names and postings of no live document are removed, and the postings a
@@ -1485,6 +1501,23 @@ build the index again.`,
 						case len(r.Unrestored) > 0:
 							fmt.Fprintf(a.stderr, "lshdb: left the records of %s that no id names as they are: Redis lost writes (an id whose record was gone, or counters gone or behind), so they may be documents whose id key Redis lost, or writes that stopped before their id, or older copies of documents replaced and then deleted (no record tells which): check --repair --restore-ids gives them their ids back (a document deleted since may come back), check --repair --remove-unnamed removes them (put them again from their inputs): %s\n",
 								counted(len(r.Unrestored), "id", "ids"), messageIDs(r.Unrestored))
+						}
+						// NB: the writes a log cut dropped, as far as its
+						// records read (an operator's review, O2-1: no
+						// word of them but the open's note).
+						for _, c := range r.LogCuts {
+							if len(c.Puts) > 0 {
+								fmt.Fprintf(a.stderr, "lshdb: the records dropped with %s put %s that the index no longer holds as written: put them again: %s\n",
+									esc(c.Log), counted(len(c.Puts), "document", "documents"), messageIDs(c.Puts))
+							}
+							if len(c.Deletes) > 0 {
+								fmt.Fprintf(a.stderr, "lshdb: the records dropped with %s deleted %s (by a delete, or the expiry sweep) that may be back: delete them again if they were deleted: %s\n",
+									esc(c.Log), counted(len(c.Deletes), "document", "documents"), messageIDs(c.Deletes))
+							}
+							if c.Unread > 0 && !c.Manifest {
+								fmt.Fprintf(a.stderr, "lshdb: %s dropped with %s did not read: what %s is not known: the inputs written since the last backup, or the backup, give it back\n",
+									counted(c.Unread, "record", "records"), esc(c.Log), map[bool]string{true: "it wrote", false: "they wrote"}[c.Unread == 1])
+							}
 						}
 						if len(r.RewrittenIDs) > 0 {
 							fmt.Fprintf(a.stderr, "lshdb: derived %s from their stored text again (what the record said of it disagreed with it): check their text: %s\n",

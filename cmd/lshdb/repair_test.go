@@ -246,11 +246,42 @@ func TestCheckRepairLogDamage(t *testing.T) {
 		!strings.Contains(rep.Problems[0], "write-ahead log") || !strings.Contains(errOut, "write-ahead log") {
 		t.Fatalf("check --output json: exit %d, %v\n%s%s", code, err, out, errOut)
 	}
+	// A copy of the damaged image, for the repair's JSON below.
+	img2 := filepath.Join(shortDir(t), "img2")
+	if err := os.CopyFS(img2, os.DirFS(img)); err != nil {
+		t.Fatal(err)
+	}
 	out, errOut, code = runLine([]string{"check", "--db", img, "--repair"}, "")
 	kept := filepath.Join(img, "lshdb-damaged-"+filepath.Base(log))
+	// NB: the summary says what the cut dropped (it said "repaired:
+	// nothing to mend" of 240 acknowledged documents: O2-1), and stderr
+	// lists the ids the whole batch after the damaged one put.
 	if code != 0 || !strings.HasSuffix(out, "\nok\n") || !strings.Contains(out, "\n120 documents, 120 ids, ") ||
-		!strings.Contains(errOut, "dropped the damaged record and 1 whole record after it") || !strings.Contains(errOut, kept) {
+		!strings.Contains(out, "repaired: the write-ahead log "+log+" cut at its damage: 2 records of acknowledged writes dropped (120 documents put and 0 documents deleted in those that read, 1 unread)") ||
+		!strings.Contains(errOut, "dropped the damaged record and 1 whole record after it") || !strings.Contains(errOut, kept) ||
+		!strings.Contains(errOut, "put 120 documents that the index no longer holds as written: put them again: \"b2-0\", \"b2-1\", ") ||
+		!strings.Contains(errOut, "lshdb: 1 record dropped with "+log+" did not read") {
 		t.Fatalf("check --repair: exit %d\n%s%s", code, out, errOut)
+	}
+	out, errOut, code = runLine([]string{"check", "--db", img2, "--repair", "--output", "json"}, "")
+	var fixed struct {
+		LogCuts []struct {
+			Log     string   `json:"log"`
+			Records int      `json:"records"`
+			Puts    []string `json:"puts"`
+			Deletes []string `json:"deletes"`
+			Unread  int      `json:"unread"`
+		} `json:"log_cuts"`
+		Changed bool `json:"changed"`
+	}
+	var b2 []string
+	for i := range 120 {
+		b2 = append(b2, fmt.Sprintf("b2-%d", i))
+	}
+	if err := json.NewDecoder(strings.NewReader(out)).Decode(&fixed); err != nil || code != 0 || !fixed.Changed || len(fixed.LogCuts) != 1 ||
+		fixed.LogCuts[0].Log != filepath.Join(img2, filepath.Base(log)) || fixed.LogCuts[0].Records != 2 || !slices.Equal(fixed.LogCuts[0].Puts, b2) ||
+		fixed.LogCuts[0].Deletes == nil || len(fixed.LogCuts[0].Deletes) != 0 || fixed.LogCuts[0].Unread != 1 {
+		t.Fatalf("check --repair --output json: exit %d, %v: %+v\n%s%s", code, err, fixed, out, errOut)
 	}
 	if _, err := os.Stat(kept); err != nil {
 		t.Errorf("the damaged log's copy: %v", err)

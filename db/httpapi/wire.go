@@ -1273,21 +1273,51 @@ type RepairJSON struct {
 	Expiry       int      `json:"expiry"`
 	BadKeys      int      `json:"bad_keys"`
 	Counters     bool     `json:"counters"`
-	Changed      bool     `json:"changed"`
+	// LogCuts are db.RepairResult.LogCuts: the logs the open cut at their
+	// damage; absent when none (a server's open cuts none).
+	LogCuts []LogCutJSON `json:"log_cuts,omitempty"`
+	Changed bool         `json:"changed"`
+}
+
+// LogCutJSON is db.LogCut on the wire.
+type LogCutJSON struct {
+	Log      string   `json:"log"`
+	Kept     string   `json:"kept,omitempty"`
+	Manifest bool     `json:"manifest,omitempty"`
+	Records  int      `json:"records"`
+	Puts     []string `json:"puts"`    // [] when none, never null
+	Deletes  []string `json:"deletes"` // [] when none, never null
+	Unread   int      `json:"unread"`
 }
 
 // RepairOut converts r for the wire.
 func RepairOut(r db.RepairResult) RepairJSON {
 	return RepairJSON{Orphans: r.Orphans, Dangling: r.Dangling, Reposted: r.Reposted, Lost: nonNil(r.Lost), Unnamed: r.Unnamed, Unrestored: r.Unrestored, LostWrites: r.LostWrites,
 		Unreadable: r.Unreadable, Restored: r.Restored, Rewritten: r.Rewritten, RewrittenIDs: nonNil(r.RewrittenIDs), Lists: r.Lists, Damaged: r.Damaged, Expiry: r.Expiry,
-		BadKeys: r.BadKeys, Counters: r.Counters, Changed: r.Changed()}
+		BadKeys: r.BadKeys, Counters: r.Counters, LogCuts: logCutsOut(r.LogCuts), Changed: r.Changed()}
+}
+
+func logCutsOut(cs []db.LogCut) []LogCutJSON {
+	var out []LogCutJSON
+	for _, c := range cs {
+		out = append(out, LogCutJSON{Log: c.Log, Kept: c.Kept, Manifest: c.Manifest, Records: c.Records, Puts: nonNil(c.Puts), Deletes: nonNil(c.Deletes), Unread: c.Unread})
+	}
+	return out
 }
 
 // RepairResult converts r back.
 func (r RepairJSON) RepairResult() db.RepairResult {
 	return db.RepairResult{Orphans: r.Orphans, Dangling: r.Dangling, Reposted: r.Reposted, Lost: nilIfEmpty(r.Lost), Unnamed: r.Unnamed, Unrestored: r.Unrestored, LostWrites: r.LostWrites,
 		Unreadable: r.Unreadable, Restored: r.Restored, Rewritten: r.Rewritten, RewrittenIDs: nilIfEmpty(r.RewrittenIDs), Lists: r.Lists, Damaged: r.Damaged, Expiry: r.Expiry,
-		BadKeys: r.BadKeys, Counters: r.Counters}
+		BadKeys: r.BadKeys, Counters: r.Counters, LogCuts: logCutsIn(r.LogCuts)}
+}
+
+func logCutsIn(cs []LogCutJSON) []db.LogCut {
+	var out []db.LogCut
+	for _, c := range cs {
+		out = append(out, db.LogCut{Log: c.Log, Kept: c.Kept, Manifest: c.Manifest, Records: c.Records, Puts: nilIfEmpty(c.Puts), Deletes: nilIfEmpty(c.Deletes), Unread: c.Unread})
+	}
+	return out
 }
 
 // TuneJSON is the answer of GET /v1/tune, as lshdb tune --db --output
