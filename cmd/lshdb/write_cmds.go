@@ -1668,8 +1668,13 @@ func (a *app) reportInsert(s insertSummary) error {
 		// job whose upstream wrote an empty file should hear of it.
 		a.notef("the inputs held no record: nothing was inserted")
 	}
+	text := fmt.Sprintf("inserted %s (%s)%s; %s in the input (last one wins), %s skipped, %s skipped\n",
+		counted(s.Inserted, "document", "documents"), counted(s.Replaced, "replaced a stored one", "replaced stored ones"), deletedNote(s.Deleted), counted(s.Repeated, "repeated id", "repeated ids"),
+		counted(s.Empty, "empty text", "empty texts"), counted(s.BadSkipped, "bad record", "bad records"))
 	if a.json() {
-		return a.emitJSON(s)
+		err := a.emitJSON(s)
+		a.saySummaryHere(err, text)
+		return err
 	}
 	if len(s.EmptyIDs) > 0 {
 		more := ""
@@ -1678,25 +1683,44 @@ func (a *app) reportInsert(s insertSummary) error {
 		}
 		a.notef(fmt.Sprintf("skipped as empty (no shingles: no text, or white space or stop words alone): %s%s", strings.Join(escAll(s.EmptyIDs), ", "), more))
 	}
-	deleted := ""
-	if s.Deleted != nil {
-		deleted = fmt.Sprintf("; deleted %s in no input", counted(*s.Deleted, "stored document", "stored documents"))
+	return a.summaryf("%s", text)
+}
+
+// deletedNote is the insert summary's word of the stored documents
+// --delete-missing deleted ("" without it).
+func deletedNote(n *int) string {
+	if n == nil {
+		return ""
 	}
-	return a.summaryf("inserted %s (%s)%s; %s in the input (last one wins), %s skipped, %s skipped\n",
-		counted(s.Inserted, "document", "documents"), counted(s.Replaced, "replaced a stored one", "replaced stored ones"), deleted, counted(s.Repeated, "repeated id", "repeated ids"),
-		counted(s.Empty, "empty text", "empty texts"), counted(s.BadSkipped, "bad record", "bad records"))
+	return fmt.Sprintf("; deleted %s in no input", counted(*n, "stored document", "stored documents"))
 }
 
 // summaryf writes a write or maintenance command's summary on stdout,
 // unless --quiet: a cron job whose run succeeds prints nothing (an
 // operator's review, DR6: upgrade's went on printing). JSON output is
 // written whatever --quiet says: a caller asked for it.
+//
+// A summary that a closed standard output does not take (| true, a log
+// pipe gone) is said on stderr: the work is done, and the exit status
+// (141, which says nothing more of a closed pipe) alone did not tell a
+// committed build from one stopped part way (an operator's review,
+// O2-5). Another write error is the caller's to say.
 func (a *app) summaryf(format string, args ...any) error {
 	if a.quiet {
 		return nil
 	}
 	_, err := fmt.Fprintf(a.stdout, format, args...)
+	a.saySummaryHere(err, fmt.Sprintf(format, args...))
 	return err
+}
+
+// saySummaryHere says summary on stderr when err, the failed write of a
+// command's summary (or of what stands for it: JSON, a list of ids), is
+// a closed pipe's (see summaryf).
+func (a *app) saySummaryHere(err error, summary string) {
+	if errors.Is(err, syscall.EPIPE) && !a.quiet {
+		fmt.Fprintf(a.stderr, "lshdb: %s (said here: standard output did not take it: %v)\n", strings.TrimSuffix(summary, "\n"), pathCause(err))
+	}
 }
 
 // deduper checks and stores dedup's documents in batches, and writes a
@@ -2256,10 +2280,12 @@ have deleted some; run it again with --ignore-missing, then check --repair.`,
 					missing[id] = true // NB: a repeated id is reported once
 					if a.json() {
 						err = a.emitJSON(map[string]any{"deleted": id})
-					} else {
-						err = a.summaryf("deleted %s\n", tableID(id))
+					} else if !a.quiet {
+						_, err = fmt.Fprintf(a.stdout, "deleted %s\n", tableID(id))
 					}
 					if err != nil {
+						// NB: all of them are deleted, not the ones listed.
+						a.saySummaryHere(err, "deleted "+counted(res.Deleted, "document", "documents"))
 						return err
 					}
 				}

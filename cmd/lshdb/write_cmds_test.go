@@ -513,21 +513,36 @@ func TestOutputClosed(t *testing.T) {
 	if code != exitPipe || errOut != fmt.Sprintf("lshdb: stored %d documents through stdin:%d; stopped: write |1: broken pipe\n", dedupBatch, dedupBatch) || w.writes != 1 {
 		t.Fatalf("dedup --output json: exit %d, %d writes, %q", code, w.writes, errOut)
 	}
-	// insert commits everything, then its summary fails: quietly.
+	// insert commits everything, then its summary fails: it says it on
+	// stderr (O2-5: it was quiet, and a job could not tell it from an
+	// insert stopped part way), whatever the output format.
 	idx = filepath.Join(tmp, "insert")
 	for _, output := range []string{"table", "json"} {
 		w = epipe(0)
 		errOut, code = runW(w, []string{"insert", "--db", idx, "--output", output, "-"}, docs.String())
-		if code != exitPipe || errOut != "" || w.writes != 1 {
+		if code != exitPipe || !strings.HasPrefix(errOut, "lshdb: inserted 3000 documents (") || !strings.HasSuffix(errOut, " (said here: standard output did not take it: broken pipe)\n") || w.writes != 1 {
 			t.Fatalf("insert --output %s: exit %d, %d writes, %q", output, code, w.writes, errOut)
 		}
 	}
 	if got := storedTexts(t, idx); len(got) != 3000 {
 		t.Fatalf("insert stored %d documents, want 3000", len(got))
 	}
+	// delete says how many it deleted, not the one listed before the
+	// pipe closed.
 	for _, args := range [][]string{
 		{"delete", "--db", idx, "--output", "json", "d1", "d2", "d3"},
 		{"delete", "--db", idx, "d4", "d5", "d6"},
+	} {
+		w = epipe(0)
+		errOut, code = runW(w, args, "")
+		if want := "lshdb: deleted 3 documents (said here: standard output did not take it: broken pipe)\n"; code != exitPipe || errOut != want || w.writes != 1 {
+			t.Errorf("%s: exit %d, %d writes, %q; want %q", args, code, w.writes, errOut, want)
+		}
+	}
+	if got := storedTexts(t, idx); len(got) != 3000-6 {
+		t.Fatalf("after two deletes of 3: %d documents, want %d", len(got), 3000-6)
+	}
+	for _, args := range [][]string{
 		{"create", "--db", filepath.Join(tmp, "created")},
 		{"create", "--db", filepath.Join(tmp, "created-json"), "--output", "json"},
 		{"pairs", "--db", idx, "--threshold", "0.1", "--sort=false"},
@@ -567,6 +582,31 @@ func TestOutputClosed(t *testing.T) {
 	errOut, code = runW(w, []string{"version"}, "")
 	if code != 1 || errOut != "lshdb: write |1: no space left on device\n" {
 		t.Fatalf("version to a full disk: exit %d, %q", code, errOut)
+	}
+	// A write command whose summary a closed pipe does not take says it
+	// on stderr (exit 141): the work is done (build, insert and delete
+	// exited 141 with nothing said: an operator's review, O2-5). The
+	// oracle: what the index holds after each.
+	idx = filepath.Join(tmp, "piped")
+	two := `{"id":"a","text":"one two three"}` + "\n" + `{"id":"b","text":"four five six"}` + "\n"
+	for _, c := range []struct {
+		args  []string
+		stdin string
+		said  string
+		held  int
+	}{
+		{[]string{"build", "--db", idx, "-"}, two, "lshdb: inserted 2 documents (0 replaced stored ones); 0 repeated ids in the input (last one wins), 0 empty texts skipped, 0 bad records skipped (said here: standard output did not take it: broken pipe)\n", 2},
+		{[]string{"insert", "--db", idx, "-"}, `{"id":"c","text":"seven eight nine"}` + "\n", "lshdb: inserted 1 document (0 replaced stored ones); 0 repeated ids in the input (last one wins), 0 empty texts skipped, 0 bad records skipped (said here: standard output did not take it: broken pipe)\n", 3},
+		{[]string{"delete", "--db", idx, "a"}, "", "lshdb: deleted 1 document (said here: standard output did not take it: broken pipe)\n", 2},
+	} {
+		w = epipe(0)
+		errOut, code = runW(w, c.args, c.stdin)
+		if code != exitPipe || errOut != c.said {
+			t.Errorf("%s to a closed pipe: exit %d, %q; want %d, %q", c.args[0], code, errOut, exitPipe, c.said)
+		}
+		if got := storedTexts(t, idx); len(got) != c.held {
+			t.Errorf("after %s: %d documents stored, want %d", c.args[0], len(got), c.held)
+		}
 	}
 	// A build whose summary cannot be written says that it is in (it
 	// said only the write's error, and a job retried a build that was
