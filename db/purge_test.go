@@ -1,10 +1,13 @@
 package db
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -563,4 +566,35 @@ func TestCloseDeletesEmptiedListsPastTheBound(t *testing.T) {
 			t.Errorf("within the bound: %d empty lists after the close, want the first handle's %d (its own deleted, no others)", rep.EmptyLists, left.EmptyLists)
 		}
 	}
+}
+
+// Ensure that a close whose bound for deleting the lists its writes
+// emptied runs out says so at the Info level, with what it left, and no
+// warning (a warning naming "context deadline exceeded" broke lshdb
+// delete --quiet's silence: an operator's review, O2-8); and that a purge
+// then deletes what it left (the oracle: Check's empty lists before and
+// after, and a fresh index of the live documents).
+func TestClosePurgeBoundSaysWhatItLeft(t *testing.T) {
+	defer func(w time.Duration) { closePurgeWait = w }(closePurgeWait)
+	closePurgeWait = time.Nanosecond
+	fs := vfs.NewMem()
+	var logs bytes.Buffer
+	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	d := mustOpen(t, "db", &Options{fs: fs, ExpirySweep: -1, Logger: logger})
+	churn(t, d)
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(logs.String(), "level=WARN") || !strings.Contains(logs.String(), "level=INFO") || !strings.Contains(logs.String(), "left up to ") {
+		t.Fatalf("the close's log: %q; want an Info line saying what it left, no warning", logs.String())
+	}
+	d = mustOpen(t, "db", &Options{fs: fs, ExpirySweep: -1, PurgeEvery: -1})
+	defer d.Close()
+	if rep, err := d.Check(context.Background()); err != nil || rep.EmptyLists == 0 {
+		t.Fatalf("after the close: %d empty lists, %v; want those it left", rep.EmptyLists, err)
+	}
+	if _, err := d.PurgeEmptyLists(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	checkLikeFresh(t, d)
 }
