@@ -195,11 +195,14 @@ func (in *input) docs(paths []string) iter.Seq2[posDoc, error] {
 			}
 			// NB: a binary file met in a directory walk is named and
 			// passed over, with or without --skip-bad (review C11), as is
-			// an index in it. A link to a directory in it, or to nothing,
-			// is not: its documents may be meant, and a build with
+			// an index in it, and an entry that can hold no document (a
+			// pipe, a socket, a link to nothing: a stale lock link failed
+			// a nightly build, O2-6). A link to a directory in it is not:
+			// its documents may be meant, and a build with
 			// --delete-missing that passed over one deleted them. Nor is
 			// a binary file given by name: it was passed over, exit 0.
-			if !in.f.skipBad && (!errors.Is(re, docio.ErrBinary) && !errors.Is(re, docio.ErrStoreInput) || named[re.File]) {
+			passed := errors.Is(re, docio.ErrBinary) || errors.Is(re, docio.ErrStoreInput) || errors.Is(re, docio.ErrNoDocuments)
+			if !in.f.skipBad && (!passed || named[re.File]) {
 				yield(posDoc{}, re)
 				return
 			}

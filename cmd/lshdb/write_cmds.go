@@ -1499,7 +1499,7 @@ func (a *app) insertCmd(name string) *cobra.Command {
   # A CSV file with columns url and body, into a new index for Jaccard >= 0.7
   lshdb insert --db idx2 --threshold 0.7 --format csv --id-col url --text-col body pages.csv
 
-  # A directory of text files (ids: their paths); binary ones are named and skipped
+  # A directory of text files (ids: their paths); binary ones, pipes and links to nothing are named and skipped
   lshdb insert --db idx notes
 
   # Skip malformed records, keeping them in rejects.jsonl for a re-run
@@ -2803,9 +2803,9 @@ func (g *skipGuard) skip(re *docio.RecordError) {
 		// a Latin-1 file name failed every build).
 	case re.ID != "":
 		g.skipped = append(g.skipped, &docio.RecordError{File: re.File, Line: re.Line, ID: re.ID})
-	case errors.Is(re, docio.ErrBinary) || errors.Is(re, docio.ErrStoreInput):
+	case errors.Is(re, docio.ErrBinary) || errors.Is(re, docio.ErrStoreInput) || errors.Is(re, docio.ErrNoDocuments):
 		// NB: a file passed over whole (a binary file, an index in a
-		// directory walk), never a record of documents.
+		// directory walk, a pipe), never a record of documents.
 	default:
 		g.unnamed = append(g.unnamed, &docio.RecordError{File: re.File, Line: re.Line})
 	}

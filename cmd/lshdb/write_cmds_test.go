@@ -2149,3 +2149,41 @@ func TestCompactFreesThePurgesLogs(t *testing.T) {
 		t.Errorf("compact --output json: %s (%v); the directory takes %d bytes", js, err, db.DirBytes(idx))
 	}
 }
+
+// Ensure that a build and an insert of a directory pass over, with a
+// note, the entries in it that can hold no document (a pipe, a link to
+// nothing), with --delete-missing too, where they failed the run (a
+// stale lock link in a watched tree failed a nightly build: an
+// operator's review, O2-6); a link to a directory still stops the build
+// (TestFilterSkipsDirectoryLinks). The oracle: the documents stored.
+func TestDirectoryPassesOverSpecialEntries(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in")
+	if err := os.MkdirAll(in, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, text := range map[string]string{"a.txt": "the quick brown fox jumps over the lazy dog", "b.txt": "a second text, of other words entirely"} {
+		if err := os.WriteFile(filepath.Join(in, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := mkfifo(filepath.Join(in, "fifo")); err != nil {
+		t.Skipf("no named pipes here: %v", err)
+	}
+	if err := os.Symlink("nowhere", filepath.Join(in, "stale.lock")); err != nil {
+		t.Skipf("no symbolic links here: %v", err)
+	}
+	for _, args := range [][]string{
+		{"build", "--db", filepath.Join(dir, "built"), in},
+		{"build", "--db", filepath.Join(dir, "built"), "--delete-missing", in},
+		{"insert", "--db", filepath.Join(dir, "inserted"), in},
+	} {
+		out, errOut, code := runLine(args, "")
+		if code != 0 || !strings.Contains(out, "inserted 2 documents") || !strings.Contains(errOut, "lshdb: skipped "+filepath.Join(in, "fifo")) || !strings.Contains(errOut, "lshdb: skipped "+filepath.Join(in, "stale.lock")) {
+			t.Errorf("%v: exit %d\n%s%s", args, code, out, errOut)
+		}
+		if got := storedTexts(t, args[2]); len(got) != 2 || got["a.txt"] == "" || got["b.txt"] == "" {
+			t.Errorf("%v stored %v, want a.txt and b.txt", args, got)
+		}
+	}
+}

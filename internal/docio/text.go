@@ -16,6 +16,20 @@ import (
 // is not a regular file or a symbolic link to one (see Read).
 var ErrNotRegular = errors.New("not a regular file")
 
+// ErrNoDocuments marks (errors.Is) the ErrNotRegular record of a
+// directory entry that can hold no document: a special file (a pipe, a
+// socket, a device), or a symbolic link to nothing or to a special file.
+// A directory walk's callers pass over such an entry with a note, as
+// they pass over a binary file; a link to a directory is not one of them
+// (its documents may be meant).
+var ErrNoDocuments = errors.New("no documents")
+
+// noDocuments is an error that matches ErrNoDocuments too.
+type noDocuments struct{ error }
+
+func (e noDocuments) Is(target error) bool { return target == ErrNoDocuments }
+func (e noDocuments) Unwrap() error        { return e.error }
+
 // errUTF16 is the cause of the bad record that a record file (JSON Lines,
 // CSV, TSV) starting with a UTF-16 byte order mark is: what PowerShell's >
 // and Notepad's "Unicode" write. NB: it is not ErrBinary, which a
@@ -100,13 +114,13 @@ func (r *reader) dir(root string) error {
 			var why error
 			switch st, serr := os.Stat(path); {
 			case e.Type()&fs.ModeSymlink == 0:
-				why = fmt.Errorf("%w: a special file (%s)", ErrNotRegular, e.Type())
+				why = noDocuments{fmt.Errorf("%w: a special file (%s)", ErrNotRegular, e.Type())}
 			case serr != nil:
-				why = fmt.Errorf("%w: a symbolic link to nothing readable (%v)", ErrNotRegular, serr)
+				why = noDocuments{fmt.Errorf("%w: a symbolic link to nothing readable (%v)", ErrNotRegular, serr)}
 			case st.IsDir():
 				why = fmt.Errorf("%w: a symbolic link to a directory, not followed (links can loop): give the directory itself as an input", ErrNotRegular)
 			case !st.Mode().IsRegular():
-				why = fmt.Errorf("%w: a symbolic link to a special file (%s)", ErrNotRegular, st.Mode().Type())
+				why = noDocuments{fmt.Errorf("%w: a symbolic link to a special file (%s)", ErrNotRegular, st.Mode().Type())}
 			}
 			if why != nil {
 				return r.emit(Record{}, &RecordError{File: path, Err: why})
