@@ -80,6 +80,21 @@ func main() {
 	os.Exit(run(signalContext(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
+// signalEcho is how soon after the first signal the same one again is
+// taken for the same stop, not a second: GNU timeout sends SIGTERM to the
+// command and then to its process group, which holds the command (kill
+// pid, then kill 0), so a command it bounds got it twice within
+// microseconds, and half the time a timeout'd serve said "interrupted by
+// SIGTERM again: ending now" and skipped its drain (an operator's
+// review, O2-2). A person's second Ctrl-C comes later than this.
+const signalEcho = 100 * time.Millisecond
+
+// sameSignal reports whether s2, come after the first signal s by since,
+// is its echo (signalEcho), not a second signal.
+func sameSignal(s, s2 os.Signal, since time.Duration) bool {
+	return s2 == s && since < signalEcho
+}
+
 // signalContext is the command's context: the first Ctrl-C (or SIGTERM,
 // or SIGHUP) cancels it, with the signal as its cause: long work stops at
 // its next check and the command reports what it committed, then exits
@@ -101,6 +116,7 @@ func signalContext() context.Context {
 	signal.Notify(sigc, sigs...)
 	go func() {
 		s := <-sigc
+		first := time.Now()
 		cancel(signalCause{s})
 		// NB: the next signal is still caught, to say why the process
 		// ends (it ended a draining serve with no line in its log), and
@@ -113,6 +129,9 @@ func signalContext() context.Context {
 					// NB: an interactive shell catches SIGINT, SIGTERM
 					// and SIGHUP itself (Ctrl-C cancels a statement, the
 					// others end it cleanly): it decides (see below).
+					continue
+				}
+				if sameSignal(s, s2, time.Since(first)) {
 					continue
 				}
 				msg := fmt.Sprintf("lshdb: %v again: ending now, without waiting for the work in progress (acknowledged writes stay)", signalCause{s2})
