@@ -249,6 +249,11 @@ func TestAttachRefusals(t *testing.T) {
 	if out, errOut, code := runLine([]string{"query", "--addr", tcp, "--id", "fox1"}, ""); code != 0 || !strings.Contains(out, "fox2") {
 		t.Errorf("query --addr: exit %d %s %s", code, out, errOut)
 	}
+	// upgrade must own the index, and says so (its help's example was
+	// read as upgrading a served index: O2-4).
+	if _, errOut, code := runLine([]string{"upgrade", "--db", idx}, ""); code != exitBusy || !strings.Contains(errOut, "upgrade rewrites the index and must own it") || !strings.Contains(errOut, "stop lshdb serve first") {
+		t.Errorf("upgrade beside serve: exit %d %s", code, errOut)
+	}
 }
 
 // Ensure that while a build loads into an index (owning it), other

@@ -738,11 +738,13 @@ Below the index's threshold, fewer pairs share a band: the expected recall
 at T is printed on stderr and carried in each JSON line (expected_recall).
 
 --clusters FILE also writes the clusters of all the pairs found (as
-clusters --output json, with --mode and --keep) to FILE, from the same
-run: the pairs are not computed twice. With --output json --header the
-first line says how the output was made (threshold, parameters,
-P(candidate), documents) and the last line ({"end": …}) how many lines
-came and how long the run took; FILE gets a header and an end line too.
+clusters --output json --header, with --mode and --keep) to FILE, from
+the same run: the pairs are not computed twice. FILE always has a header
+line first and an end line last, whatever --output and --header say of
+the pairs (a reader skips the lines that have no "ids"). With --output
+json --header the pairs' first line says how the output was made
+(threshold, parameters, P(candidate), documents) and their last line
+({"end": …}) how many lines came and how long the run took.
 --out FILE writes the pairs to FILE instead of standard output, there
 only once complete: a run that is interrupted or fails leaves no partial
 file (a redirect, > FILE, does).`,

@@ -2714,7 +2714,7 @@ with cp -a while nothing has it open (lshdb backup reads only the formats
 this build reads, and refuses it), one of format 2 to 4 with lshdb backup
 --db DIR --to COPY; and upgrade once every build that reads it is this one
 or newer.`,
-		Example: "  # An index before format 2, with nothing running on it\n  cp -a old-index old-index.before-upgrade\n  lshdb upgrade --db old-index\n  # A text index of format 2 to 4, served or not\n  lshdb backup --db idx --to idx.before-upgrade\n  lshdb upgrade --db idx",
+		Example: "  # An index before format 2, with nothing running on it\n  cp -a old-index old-index.before-upgrade\n  lshdb upgrade --db old-index\n  # A text index of format 2 to 4: a backup, which may be taken while it is served,\n  # then the upgrade, which must own it (stop lshdb serve first)\n  lshdb backup --db idx --to idx.before-upgrade\n  lshdb upgrade --db idx",
 		Args:    nArgs(0),
 		RunE: func(c *cobra.Command, args []string) error {
 			if a.shellDB != nil {
@@ -2728,6 +2728,11 @@ or newer.`,
 			// offered it.
 			rep, err := db.Upgrade(a.ctx, a.dbDir, a.writeOptions(&db.Options{}))
 			err = lockedHint(err, a.dbDir)
+			if errors.Is(err, db.ErrLocked) {
+				// NB: its help's example was read as upgrading a served
+				// index (an operator's review, O2-4).
+				err = fmt.Errorf("upgrade rewrites the index and must own it, with nothing else open on it (stop lshdb serve first; a backup may be taken while it is served): %w", err)
+			}
 			if err != nil {
 				return interruptNote(err, "upgrade interrupted: the index is as it was")
 			}
