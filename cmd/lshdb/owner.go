@@ -133,6 +133,12 @@ func lockedHint(err error, dir string) error {
 			return fmt.Errorf("%w; %s holds it and does not serve it: run the command when that program has closed the index (DB.Close) or ended; a program that serves the index (httpapi.ServeSocket, as lshdb serve does) lets lshdb commands query it meanwhile",
 				err, holder)
 		}
+		if !httpapi.Dialable(sock) {
+			// NB: no socket there, and none could be bound from here:
+			// the owner's own path to it was likely as long (O2-3).
+			return fmt.Errorf("%w; %s holds it and does not serve it: its socket path, %s, is %d bytes, longer than a Unix socket address may be, so an owner started as far from the index cannot serve it: wait for it to end, or stop it (kill %d); an owner started from a directory nearer the index (a shorter --db) serves it",
+				err, holder, sock, len(sock), pid)
+		}
 		return fmt.Errorf("%w; %s holds it and does not serve it: wait for it to end, or stop it (kill %d); an owner started with lshdb serve could be queried meanwhile",
 			err, holder, pid)
 	}

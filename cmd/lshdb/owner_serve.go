@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/lshdb/lshdb/db"
@@ -31,6 +33,12 @@ func (a *app) serveOwnedOutput(d index, closeOutput bool) (stop func()) {
 	// this command to end (serve's open).
 	stopServing, err := httpapi.ServeSocket(dd, &httpapi.Options{Owner: a.command})
 	if err != nil {
+		if errors.Is(err, httpapi.ErrSocketPathTooLong) {
+			// NB: other commands found the index held by a process that
+			// "does not serve it", and nothing said why (an operator's
+			// review, O2-3).
+			a.notef(fmt.Sprintf("other commands cannot attach to the index while this one runs: its socket path, %s, is %d bytes, longer than a Unix socket address may be; run from a directory nearer the index (a shorter --db) for them to", httpapi.SocketPath(a.dbDir), len(httpapi.SocketPath(a.dbDir))))
+		}
 		return func() {}
 	}
 	return func() {

@@ -460,6 +460,49 @@ func TestServeDeepIndex(t *testing.T) {
 	}
 }
 
+// Ensure that an owning command that cannot serve its index's socket
+// (its path too long even from where it runs) says that other commands
+// cannot attach, and that a command that then finds the index held says
+// why it is not served, where it said only "does not serve it" (an
+// operator's review, O2-3).
+func TestDeepOwnerSaysItCannotServe(t *testing.T) {
+	deep := filepath.Join(t.TempDir(), strings.Repeat("d", 70))
+	if err := os.MkdirAll(deep, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	idx := filepath.Join(deep, "idx")
+	if _, errOut, code := runLine([]string{"insert", "--db", idx, "../../testdata/cmd/inputs/docs.jsonl"}, ""); code != 0 {
+		t.Fatal(errOut)
+	}
+	sock := filepath.Join(idx, "lshdb.sock")
+	c := lshdbProcess("insert", "--db", idx, "-")
+	c.Dir = "/"
+	stdin, err := c.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stderr := &syncBuffer{}
+	c.Stderr = stderr
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Process.Kill() })
+	for deadline := time.Now().Add(20 * time.Second); !strings.Contains(stderr.String(), "other commands cannot attach to the index while this one runs: its socket path, "+sock); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the owner said nothing of its socket: %s", stderr)
+		}
+	}
+	t.Chdir("/")
+	_, errOut, code := runLine([]string{"get", "--db", idx, "fox1"}, "")
+	if want := fmt.Sprintf("its socket path, %s, is %d bytes, longer than a Unix socket address may be", sock, len(sock)); code != exitBusy || !strings.Contains(errOut, want) {
+		t.Errorf("get beside the deep owner: exit %d %s; want %d and %q", code, errOut, exitBusy, want)
+	}
+	stdin.Close()
+	if err := c.Wait(); err != nil {
+		t.Errorf("the owner: %v %s", err, stderr)
+	}
+}
+
 // Ensure that an attached insert of long documents commits them all: a
 // batch of 1,000 documents of 100 KB was one request over the server's
 // bound on a body (65 MiB), and the insert failed with none committed
