@@ -1003,15 +1003,20 @@ func TestQueryLimitIsTop(t *testing.T) {
 		t.Errorf("shell query --limit=1: exit %d: %s%s", code, out, errOut)
 	}
 	// A bad count names the flag as given (it said --top of --limit 0),
-	// also when one shell runs the command again with the other name.
+	// also when one shell runs the command again with the other name; 0
+	// is all, as without the flag (it was refused: N2-5).
+	all, _ := mustRun(t, "query", "--db", idx, "--text", "ABCDEFGH")
 	for _, flag := range []string{"--limit", "--top"} {
-		if _, errOut, code := runLine([]string{"query", "--db", idx, "--text", "ABCDEFGH", flag, "0"}, ""); code != 2 || !strings.Contains(errOut, flag+" 0: must be at least 1") {
-			t.Errorf("%s 0: exit %d: %s", flag, code, errOut)
+		if _, errOut, code := runLine([]string{"query", "--db", idx, "--text", "ABCDEFGH", flag, "-1"}, ""); code != 2 || !strings.Contains(errOut, flag+" -1: give 0 (all, the default) or more") {
+			t.Errorf("%s -1: exit %d: %s", flag, code, errOut)
+		}
+		if got, _ := mustRun(t, "query", "--db", idx, "--text", "ABCDEFGH", flag, "0"); got != all || !strings.Contains(all, "2 matches") {
+			t.Errorf("%s 0:\n%s\nwant all, as without it:\n%s", flag, got, all)
 		}
 	}
-	_, errOut, _ = runLine([]string{"shell", "--db", idx}, "query --text ABCDEFGH --limit 0\nquery --text ABCDEFGH --top 0\n")
-	if i, j := strings.Index(errOut, "--limit 0: must be"), strings.Index(errOut, "--top 0: must be"); i < 0 || j < i {
-		t.Errorf("shell: --limit 0 then --top 0:\n%s", errOut)
+	_, errOut, _ = runLine([]string{"shell", "--db", idx}, "query --text ABCDEFGH --limit -1\nquery --text ABCDEFGH --top -1\n")
+	if i, j := strings.Index(errOut, "--limit -1: give"), strings.Index(errOut, "--top -1: give"); i < 0 || j < i {
+		t.Errorf("shell: --limit -1 then --top -1:\n%s", errOut)
 	}
 }
 

@@ -82,13 +82,15 @@ func (a *app) queryCmd() *cobra.Command {
 				}
 				return usagef("give exactly one of --id, --text and --file")
 			}
-			if c.Flags().Changed("top") && top < 1 {
+			if c.Flags().Changed("top") && top < 0 {
 				// NB: named as given (--limit is --top's other name).
+				// 0 is all, the default, as pairs --limit 0 is (it was
+				// refused: a newcomer's N2-5).
 				name := "--top"
 				if limitGiven {
 					name = "--limit"
 				}
-				return usagef("%s %d: must be at least 1", name, top)
+				return usagef("%s %d: give 0 (all, the default) or more", name, top)
 			}
 			if header && !a.json() {
 				return usagef("--header needs --output json (the table ends with what was found)")
@@ -245,7 +247,7 @@ func (a *app) queryCmd() *cobra.Command {
 	fs.StringVar(&text, "text", "", "query by a text")
 	fs.StringVar(&file, "file", "", "query by a file's contents (- for stdin)")
 	fs.Float64Var(&threshold, "threshold", 0, "least Jaccard reported (default: the index's)")
-	fs.IntVar(&top, "top", 0, "keep only the best K matches (default: all; --limit is taken too, as pairs and the HTTP API name it)")
+	fs.IntVar(&top, "top", 0, "keep only the best K matches (0, the default: all; --limit is taken too, as pairs and the HTTP API name it)")
 	// NB: --limit was refused as an unknown flag, where pairs and the
 	// HTTP API's query call the count so (an inspection review's Q6).
 	fs.SetNormalizeFunc(func(_ *pflag.FlagSet, name string) pflag.NormalizedName {
