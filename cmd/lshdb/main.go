@@ -1013,6 +1013,15 @@ func nArgs(n int) cobra.PositionalArgs {
 			// got 3" and no more (an analyst's review of the shell, SH4).
 			return usagef("%s takes %s, got %d: every word after -- is an argument, a flag too: put the flags before -- (usage: %s)", c.Name(), takes, len(args), use)
 		}
+		if len(args) > n && (c.Name() == "get" || c.Name() == "explain") {
+			// NB: ids with spaces (every id of a corpus of verses,
+			// "Exodus 6:10"), unquoted: a newcomer's first try (N2-6).
+			hint := fmt.Sprintf("an id with spaces needs quotes: %s %q", c.Name(), strings.Join(args, " "))
+			if n == 2 {
+				hint = fmt.Sprintf("ids with spaces need quotes: %s \"FIRST ID\" \"SECOND ID\"", c.Name())
+			}
+			return usagef("%s takes %s, got %d: %s (usage: %s)", c.Name(), takes, len(args), hint, use)
+		}
 		return usagef("%s takes %s, got %d (usage: %s)", c.Name(), takes, len(args), use)
 	}
 }
