@@ -159,6 +159,24 @@ func TestStatsTop(t *testing.T) {
 	if len(all) != lists || lists < 100 {
 		t.Fatalf("--top %d listed %d lists", lists, len(all))
 	}
+	// buckets' JSON has the total (N2-4: a sum in Python failed on the
+	// nulls of the bands --band did not read): of every band, and of one.
+	for band, want := range map[string]int{"-1": lists, "3": 0} {
+		out, _ := mustRun(t, "buckets", "--db", idx, "--band", band, "--top", "0", "--output", "json")
+		var bs struct {
+			Total int    `json:"posting_lists"`
+			Lists []*int `json:"posting_lists_per_band"`
+		}
+		if err := json.Unmarshal([]byte(out), &bs); err != nil {
+			t.Fatal(err)
+		}
+		if band == "3" {
+			want = *bs.Lists[3]
+		}
+		if bs.Total != want || want == 0 {
+			t.Errorf("buckets --band %s: posting_lists %d, want %d", band, bs.Total, want)
+		}
+	}
 	for i, h := range all {
 		if i > 0 && h.Size > all[i-1].Size {
 			t.Fatalf("list %d of size %d after one of %d", i, h.Size, all[i-1].Size)

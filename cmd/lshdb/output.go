@@ -383,10 +383,14 @@ func bucketsJSON(hs []db.BucketInfo) []bucketJSON {
 // bucketStatsJSON is the output of buckets --output json: one object,
 // histogram included.
 type bucketStatsJSON struct {
-	Band      *int         `json:"band,omitempty"`         // --band, when given
-	Lists     []*int       `json:"posting_lists_per_band"` // null for a band --band left unread
-	Histogram []int        `json:"bucket_size_histogram"`
-	Hottest   []bucketJSON `json:"hottest"`
+	Band *int `json:"band,omitempty"` // --band, when given
+	// PostingLists is the lists read (of the band --band names, or of
+	// every band), as the table says: a sum of the per-band counts that
+	// skips the nulls (Python's sum() failed on them: a newcomer's N2-4).
+	PostingLists int          `json:"posting_lists"`
+	Lists        []*int       `json:"posting_lists_per_band"` // null for a band --band left unread
+	Histogram    []int        `json:"bucket_size_histogram"`
+	Hottest      []bucketJSON `json:"hottest"`
 }
 
 // memberJSON is one line of bucket --output json: a member of the

@@ -1066,7 +1066,8 @@ or all. A bucket is shown as 8 hex digits, which bucket BAND BUCKET takes.
 A bucket's size counts the documents whose TTL has passed until a sweep
 removes them (a writable handle, serve's, sweeps every second; lshdb purge
 sweeps at once), where bucket lists only the live ones.
-With --output json: one object with posting_lists_per_band,
+With --output json: one object with posting_lists (the lists read),
+posting_lists_per_band (null for a band --band did not read),
 bucket_size_histogram and hottest. bucket_size_histogram[i] counts the
 lists of 2^(i-1) to 2^i - 1 documents (the table's rows 1, 2-3, 4-7, …),
 [0] the empty ones.`,
@@ -1088,6 +1089,7 @@ lists of 2^(i-1) to 2^i - 1 documents (the table's rows 1, 2-3, 4-7, …),
 					for i, n := range st.Lists {
 						if band < 0 || i == band {
 							out.Lists = append(out.Lists, &n)
+							out.PostingLists += n
 						} else {
 							out.Lists = append(out.Lists, nil) // NB: not read: null, not 0
 						}
