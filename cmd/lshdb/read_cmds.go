@@ -925,7 +925,7 @@ file (a redirect, > FILE, does).`,
 	}
 	c.Flags().Float64Var(&threshold, "threshold", 0, "least Jaccard (default: the index's)")
 	c.Flags().IntVar(&limit, "limit", 0, "print at most this many pairs, the best (default 0: all)")
-	c.Flags().BoolVar(&stats, "stats", false, "report on stderr the work done: identical groups, hot buckets, candidates, verified pairs")
+	c.Flags().BoolVar(&stats, "stats", false, "report on stderr the work done: identical groups (documents of one set, counted once), posting lists and the largest in distinct sets (not documents, as buckets counts them), candidate pairs (pairs of distinct sets sharing a list whose sizes allow the threshold: fewer as it rises), those their signatures ruled out, the rest verified and matched")
 	c.Flags().BoolVar(&sorted, "sort", true, "sort the pairs, best first (within --memory, beyond it on disk in $TMPDIR; the best N in memory with --limit); --sort=false streams them")
 	c.Flags().BoolVar(&header, "header", false, "with --output json: a first line saying how the output was made and a last line with the run time")
 	c.Flags().StringVar(&out, "out", "", outFlagHelp)
