@@ -152,7 +152,9 @@ func TestProgressLines(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("clusters --from: exit %d: %s", code, errOut)
 	}
-	readLine := regexp.MustCompile(`^lshdb: clusters: 2/3 reading pairs(?:: \d+)?; read (.+) of (.+) \(\d+%(?:, about \S+ left to read)?\), \S+ elapsed$`)
+	// NB: the phase's count, and at its end its total ("72387 of 72387
+	// (100%)", a CI run), then the bytes read.
+	readLine := regexp.MustCompile(`^lshdb: clusters: 2/3 reading pairs(?:: \d+(?: of \d+ \(\d+%\))?)?; read (.+) of (.+) \(\d+%(?:, about \S+ left to read)?\), \S+ elapsed$`)
 	var reads []string
 	for _, line := range progressLines(errOut, "lshdb: clusters: 2/3") {
 		if m := readLine.FindStringSubmatch(line); m != nil {
