@@ -128,29 +128,6 @@ func (db *DB) anyExpired(now int64) (bool, error) {
 	return due, classify(errors.Join(peek.Error(), peek.Close()))
 }
 
-// countExpired counts the documents of the expiry index whose expiry had
-// passed at now: its first entries, the earliest, up to the first still
-// to come.
-func (db *DB) countExpired(now int64) (uint64, error) {
-	it, err := db.expiryIter(db.pdb)
-	if err != nil {
-		return 0, err
-	}
-	var n uint64
-	for ok := it.First(); ok; ok = it.Next() {
-		x, _, err := codec.ParseExpiryKey(it.Key())
-		if err != nil {
-			it.Close()
-			return 0, classify(err)
-		}
-		if !compaction.Expired(x, now) {
-			break
-		}
-		n++
-	}
-	return n, classify(errors.Join(it.Error(), it.Close()))
-}
-
 // sweepBatch removes up to compaction.SweepBatch expired documents in one
 // batch; more says that more are due. The caller holds db.mu for reading.
 func (db *DB) sweepBatch() (n int, more bool, err error) {
@@ -348,23 +325,28 @@ func (db *DB) repeat(first, interval time.Duration, f func() bool) {
 	}()
 }
 
-// pendingExpiry returns how many documents have expired and await the
-// sweep, and how many more are set to expire.
-func (db *DB) pendingExpiry(r pebble.Reader) (expired, expiring int, err error) {
+// pendingExpiry returns how many documents of r's expiry index have
+// expired at now and await the sweep, and how many more are set to
+// expire; with dueOnly, the first alone (Info's count): the index is in
+// expiry order, so the scan ends at the first still to come (one seek
+// when none is due), and expiring is 0.
+func (db *DB) pendingExpiry(r pebble.Reader, now int64, dueOnly bool) (expired, expiring int, err error) {
 	it, err := db.expiryIter(r)
 	if err != nil {
 		return 0, 0, err
 	}
-	now := db.now().UnixNano()
 	for ok := it.First(); ok; ok = it.Next() {
 		x, _, err := codec.ParseExpiryKey(it.Key())
 		if err != nil {
 			it.Close()
 			return 0, 0, classify(err)
 		}
-		if compaction.Expired(x, now) {
+		switch {
+		case compaction.Expired(x, now):
 			expired++
-		} else {
+		case dueOnly:
+			return expired, 0, classify(errors.Join(it.Error(), it.Close()))
+		default:
 			expiring++
 		}
 	}

@@ -133,12 +133,12 @@ func (db *DB) Info() (*Info, error) {
 		return in, err
 	}
 	c := db.published.Load()
-	expired, err := db.countExpired(db.now().UnixNano())
+	expired, _, err := db.pendingExpiry(db.pdb, db.now().UnixNano(), true)
 	if err != nil {
 		return nil, err
 	}
 	all, temp, logs := dirBytesTemp(db.opts.FS, db.dir)
-	return &Info{Params: db.Params(), Docs: c.Live, Expired: expired, Written: max(c.NextDoc, 1) - 1, DiskBytes: all, TempBytes: temp, LogBytes: logs, RecycledLogBytes: db.recycledLogBytes(),
+	return &Info{Params: db.Params(), Docs: c.Live, Expired: uint64(expired), Written: max(c.NextDoc, 1) - 1, DiskBytes: all, TempBytes: temp, LogBytes: logs, RecycledLogBytes: db.recycledLogBytes(),
 		DamagedLogCopies: damagedLogCopies(db.opts.FS, db.dir), Instance: db.man.Instance, Origin: originOf(&db.man),
 		UpgradeUncompacted: db.manifestNow().UpgradeUncompacted}, nil
 }

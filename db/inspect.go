@@ -489,7 +489,7 @@ func (db *DB) Stats(ctx context.Context, top int) (*Stats, error) {
 		}
 		st.Docs = c.Live
 	}
-	if st.Expired, st.Expiring, err = db.pendingExpiry(snap); err != nil {
+	if st.Expired, st.Expiring, err = db.pendingExpiry(snap, db.now().UnixNano(), false); err != nil {
 		return nil, err
 	}
 	step := 2

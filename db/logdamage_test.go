@@ -91,13 +91,7 @@ func logDamageFixture(t *testing.T) (img string, batches [][]string, starts, end
 		default:
 			starts = append(starts, 0) // NB: this batch's log begins with it (set below)
 		}
-		docs := make([]Doc, perBatch)
-		var ids []string
-		for i := range docs {
-			id := fmt.Sprintf("b%d-%d", b, i)
-			docs[i] = Doc{ID: id, Text: fmt.Sprintf("document %d of batch %d: a text long enough to make shingles of, %d", i, b, i*7919)}
-			ids = append(ids, id)
-		}
+		docs, ids := batchDocs(b)
 		if _, err := d.PutBatch(docs, nil); err != nil {
 			t.Fatal(err)
 		}
@@ -124,6 +118,17 @@ func logDamageFixture(t *testing.T) (img string, batches [][]string, starts, end
 		t.Fatal(err)
 	}
 	return img, batches, starts, ends
+}
+
+// batchDocs returns the perBatch documents of batch b, and their ids.
+func batchDocs(b int) ([]Doc, []string) {
+	docs := make([]Doc, perBatch)
+	ids := make([]string, perBatch)
+	for i := range docs {
+		ids[i] = fmt.Sprintf("b%d-%d", b, i)
+		docs[i] = Doc{ID: ids[i], Text: fmt.Sprintf("document %d of batch %d: a text long enough to make shingles of, %d", i, b, i*7919)}
+	}
+	return docs, ids
 }
 
 // NB: Pebble's first memtables are small (256 KiB, then doubling), and
@@ -1009,13 +1014,7 @@ func TestLogCutSaysWhatItDropped(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "idx")
 	d := mustOpen(t, dir, nil)
 	put := func(b int) []string {
-		docs := make([]Doc, perBatch)
-		var ids []string
-		for i := range docs {
-			id := fmt.Sprintf("b%d-%d", b, i)
-			docs[i] = Doc{ID: id, Text: fmt.Sprintf("document %d of batch %d: a text long enough to make shingles of, %d", i, b, i*7919)}
-			ids = append(ids, id)
-		}
+		docs, ids := batchDocs(b)
 		if _, err := d.PutBatch(docs, nil); err != nil {
 			t.Fatal(err)
 		}

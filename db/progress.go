@@ -2,7 +2,6 @@ package db
 
 import (
 	"context"
-	"encoding/binary"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -219,13 +218,15 @@ func (c *bandCounter) at(band int, bucket uint32) {
 	}
 }
 
-// key is at for a posting-list key of either format: the band follows the
-// prefix, then the bucket, its top byte first, in both.
+// key is at for a posting-list key of either format: the bucket follows
+// the band (codec.PostingKeyBand), its top byte first, in both.
 func (c *bandCounter) key(k []byte) {
-	if c.p == nil || len(k) < 4 || k[0] != codec.PrefixPosting {
+	if c.p == nil || len(k) < 4 {
 		return
 	}
-	c.at(int(binary.BigEndian.Uint16(k[1:])), uint32(k[3])<<24)
+	if band, ok := codec.PostingKeyBand(k); ok {
+		c.at(band, uint32(k[3])<<24)
+	}
 }
 
 // upTo counts the scan as done up to band (the first it does not read):

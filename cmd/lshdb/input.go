@@ -201,8 +201,7 @@ func (in *input) docs(paths []string) iter.Seq2[posDoc, error] {
 			// its documents may be meant, and a build with
 			// --delete-missing that passed over one deleted them. Nor is
 			// a binary file given by name: it was passed over, exit 0.
-			passed := errors.Is(re, docio.ErrBinary) || errors.Is(re, docio.ErrStoreInput) || errors.Is(re, docio.ErrNoDocuments)
-			if !in.f.skipBad && (!passed || named[re.File]) {
+			if !in.f.skipBad && (!passedOver(re) || named[re.File]) {
 				yield(posDoc{}, re)
 				return
 			}
@@ -220,6 +219,13 @@ func (in *input) docs(paths []string) iter.Seq2[posDoc, error] {
 			in.a.noteAboveBar(fmt.Sprintf("no document read has the field %q (--meta-field): none was stored with metadata (it reads JSON Lines only; a dotted path names a nested field: a.b is {\"a\": {\"b\": …}})", in.f.MetaField))
 		}
 	}
+}
+
+// passedOver reports whether re is a file passed over whole, never a
+// record of documents: a binary file, an index met in a directory walk,
+// an entry that can hold no document (a pipe, a link to nothing).
+func passedOver(re *docio.RecordError) bool {
+	return errors.Is(re, docio.ErrBinary) || errors.Is(re, docio.ErrStoreInput) || errors.Is(re, docio.ErrNoDocuments)
 }
 
 // skip reports a skipped record on stderr and writes it to --rejects.

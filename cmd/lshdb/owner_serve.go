@@ -37,7 +37,8 @@ func (a *app) serveOwnedOutput(d index, closeOutput bool) (stop func()) {
 			// NB: other commands found the index held by a process that
 			// "does not serve it", and nothing said why (an operator's
 			// review, O2-3).
-			a.notef(fmt.Sprintf("other commands cannot attach to the index while this one runs: its socket path, %s, is %d bytes, longer than a Unix socket address may be; run from a directory nearer the index (a shorter --db) for them to", httpapi.SocketPath(a.dbDir), len(httpapi.SocketPath(a.dbDir))))
+			sock := httpapi.SocketPath(a.dbDir)
+			a.notef(fmt.Sprintf("other commands cannot attach to the index while this one runs: its socket path, %s, is %d bytes, longer than a Unix socket address may be; run from a directory nearer the index (a shorter --db) for them to", sock, len(sock)))
 		}
 		return func() {}
 	}

@@ -410,18 +410,8 @@ func TestServeShutdown(t *testing.T) {
 // absolute path (which named the server as not serving); and that where
 // no path is short enough, serve says so.
 func TestServeDeepIndex(t *testing.T) {
-	deep := filepath.Join(t.TempDir(), strings.Repeat("d", 70))
-	if err := os.MkdirAll(deep, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	idx := filepath.Join(deep, "idx")
-	if _, errOut, code := runLine([]string{"insert", "--db", idx, "../../testdata/cmd/inputs/docs.jsonl"}, ""); code != 0 {
-		t.Fatal(errOut)
-	}
+	deep, idx := deepIndex(t)
 	abs := filepath.Join(idx, "lshdb.sock")
-	if len(abs) <= 103 {
-		t.Fatalf("%s is %d bytes: not deep enough for the test", abs, len(abs))
-	}
 	want, _, code := runLine([]string{"info", "--db", idx}, "")
 	if code != 0 {
 		t.Fatal(want)
@@ -460,20 +450,32 @@ func TestServeDeepIndex(t *testing.T) {
 	}
 }
 
+// deepIndex makes an index of the test's documents in a directory deep
+// enough that its socket path is too long for a Unix socket address
+// (> 103 bytes): that directory, and the index's.
+func deepIndex(t *testing.T) (deep, idx string) {
+	t.Helper()
+	deep = filepath.Join(t.TempDir(), strings.Repeat("d", 70))
+	if err := os.MkdirAll(deep, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	idx = filepath.Join(deep, "idx")
+	if _, errOut, code := runLine([]string{"insert", "--db", idx, "../../testdata/cmd/inputs/docs.jsonl"}, ""); code != 0 {
+		t.Fatal(errOut)
+	}
+	if sock := filepath.Join(idx, "lshdb.sock"); len(sock) <= 103 {
+		t.Fatalf("%s is %d bytes: not deep enough for the test", sock, len(sock))
+	}
+	return deep, idx
+}
+
 // Ensure that an owning command that cannot serve its index's socket
 // (its path too long even from where it runs) says that other commands
 // cannot attach, and that a command that then finds the index held says
 // why it is not served, where it said only "does not serve it" (an
 // operator's review, O2-3).
 func TestDeepOwnerSaysItCannotServe(t *testing.T) {
-	deep := filepath.Join(t.TempDir(), strings.Repeat("d", 70))
-	if err := os.MkdirAll(deep, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	idx := filepath.Join(deep, "idx")
-	if _, errOut, code := runLine([]string{"insert", "--db", idx, "../../testdata/cmd/inputs/docs.jsonl"}, ""); code != 0 {
-		t.Fatal(errOut)
-	}
+	_, idx := deepIndex(t)
 	sock := filepath.Join(idx, "lshdb.sock")
 	c := lshdbProcess("insert", "--db", idx, "-")
 	c.Dir = "/"

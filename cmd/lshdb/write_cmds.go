@@ -2808,9 +2808,8 @@ func (g *skipGuard) skip(re *docio.RecordError) {
 		// a Latin-1 file name failed every build).
 	case re.ID != "":
 		g.skipped = append(g.skipped, &docio.RecordError{File: re.File, Line: re.Line, ID: re.ID})
-	case errors.Is(re, docio.ErrBinary) || errors.Is(re, docio.ErrStoreInput) || errors.Is(re, docio.ErrNoDocuments):
-		// NB: a file passed over whole (a binary file, an index in a
-		// directory walk, a pipe), never a record of documents.
+	case passedOver(re):
+		// NB: never a record of documents.
 	default:
 		g.unnamed = append(g.unnamed, &docio.RecordError{File: re.File, Line: re.Line})
 	}

@@ -75,20 +75,13 @@ func Dialable(path string) bool { return len(DialPath(path)) <= maxSocketPath }
 // ErrSocketPathTooLong is ListenSocket's error (errors.Is) for a socket
 // path that even DialPath cannot shorten enough for a Unix socket
 // address.
-var ErrSocketPathTooLong = errors.New("socket path too long")
+var ErrSocketPathTooLong = errors.New("lshdb: socket path too long")
 
 // tooLong is the error for a socket path that even DialPath cannot
 // shorten enough.
 func tooLong(path string) error {
-	return fmt.Errorf("lshdb: socket path %s is %d bytes, longer than Unix sockets allow (%d), even relative to the working directory: use an index directory with a shorter path, or work nearer to it%w", path, len(path), maxSocketPath, unsaidErr{ErrSocketPathTooLong})
+	return fmt.Errorf("%w: %s is %d bytes, longer than Unix sockets allow (%d), even relative to the working directory: use an index directory with a shorter path, or work nearer to it", ErrSocketPathTooLong, path, len(path), maxSocketPath)
 }
-
-// unsaidErr wraps an error that matches (errors.Is) without a word of it
-// in the message.
-type unsaidErr struct{ err error }
-
-func (u unsaidErr) Error() string { return "" }
-func (u unsaidErr) Unwrap() error { return u.err }
 
 // ListenSocket listens on the Unix socket path, which only the process's
 // user may connect to (mode 0600). A socket file left by an owner that
