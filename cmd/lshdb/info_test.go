@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/lshdb/lshdb/minhash"
 )
 
 // Ensure that humanBytes writes sizes in binary units as a person would by
@@ -298,5 +300,117 @@ func TestNoneRecallSaid(t *testing.T) {
 	}
 	if out := runOK(t, "info", "--db", idx); strings.Contains(out, "storage none") {
 		t.Errorf("a text index's info: %s", out)
+	}
+}
+
+// Ensure that bucket --jaccard gives each member's Jaccard to the first
+// member, and a summary of the bucket, as brute force over the members'
+// texts computes them (N2-2: a hot bucket showed ids only), that
+// --with-text gives each member's stored text as get does, and that get
+// of several ids shows each as get of one does. On an index of storage
+// none the column is the signatures' estimate, and says so.
+func TestBucketJaccard(t *testing.T) {
+	dir := t.TempDir()
+	corpus := "../../testdata/corpora/debian-sample/docs.jsonl"
+	idx, none := filepath.Join(dir, "idx"), filepath.Join(dir, "none")
+	mustRun(t, "build", "--db", idx, corpus)
+	mustRun(t, "build", "--db", none, "--storage", "none", corpus)
+	sh, err := minhash.NewShingler(minhash.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _ := mustRun(t, "buckets", "--db", idx, "--top", "3", "--output", "json")
+	var st struct {
+		Hottest []struct {
+			Band   int    `json:"band"`
+			Bucket string `json:"bucket"`
+			Size   int    `json:"size"`
+		} `json:"hottest"`
+	}
+	if err := json.Unmarshal([]byte(out), &st); err != nil || len(st.Hottest) != 3 {
+		t.Fatalf("buckets: %v: %s", err, out)
+	}
+	type member struct {
+		ID       string   `json:"id"`
+		Jaccard  *float64 `json:"jaccard"`
+		Estimate *float64 `json:"estimate"`
+		Text     *string  `json:"text"`
+	}
+	members := func(out string) []member {
+		var ms []member
+		for line := range strings.Lines(out) {
+			var m member
+			if err := json.Unmarshal([]byte(line), &m); err != nil {
+				t.Fatalf("%v: %s", err, line)
+			}
+			ms = append(ms, m)
+		}
+		return ms
+	}
+	var stored string
+	for i, h := range st.Hottest {
+		band := strconv.Itoa(h.Band)
+		out, errOut := mustRun(t, "bucket", "--db", idx, band, h.Bucket, "--jaccard", "--with-text", "--output", "json")
+		ms := members(out)
+		if len(ms) != h.Size || h.Size < 2 {
+			t.Fatalf("bucket %d %s: %d members, buckets said %d", h.Band, h.Bucket, len(ms), h.Size)
+		}
+		first := sh.AppendSet(nil, *ms[0].Text)
+		sets := map[string]bool{}
+		var ids []string
+		reach := 0
+		for _, m := range ms {
+			ids = append(ids, m.ID)
+			set := sh.AppendSet(nil, *m.Text)
+			sets[fmt.Sprint(set)] = true
+			want := minhash.Jaccard(first, set)
+			if m.Jaccard == nil || *m.Jaccard != want || m.Estimate != nil {
+				t.Errorf("bucket %d %s: %s: jaccard %v, estimate %v; brute force %v", h.Band, h.Bucket, m.ID, m.Jaccard, m.Estimate, want)
+			}
+			if m.ID != ms[0].ID && want >= 0.8 {
+				reach++
+			}
+		}
+		if i > 0 {
+			continue // get is checked on the first bucket
+		}
+		stored = ids[0]
+		summary := fmt.Sprintf("%d members in %d distinct sets; Jaccard to the first member", len(ms), len(sets))
+		reached := fmt.Sprintf("; %d of the other %d at or above the threshold 0.8", reach, len(ms)-1)
+		if !strings.Contains(errOut, summary) || !strings.Contains(errOut, reached) {
+			t.Errorf("bucket %d %s: summary %q; want %q … %q", h.Band, h.Bucket, errOut, summary, reached)
+		}
+		// get of all the members at once: each as get of one shows it.
+		var want []string
+		for _, m := range ms {
+			one, _ := mustRun(t, "get", "--db", idx, m.ID)
+			want = append(want, one)
+			got, _ := mustRun(t, "get", "--db", idx, m.ID, "--output", "json")
+			var doc struct{ Text string }
+			if err := json.Unmarshal([]byte(got), &doc); err != nil || doc.Text != *m.Text {
+				t.Errorf("%s: get's text %q, bucket's %q (%v)", m.ID, doc.Text, *m.Text, err)
+			}
+		}
+		all, _ := mustRun(t, append([]string{"get", "--db", idx}, ids...)...)
+		if all != strings.Join(want, "\n") {
+			t.Errorf("get of %d ids:\n%s\nwant:\n%s", len(ids), all, strings.Join(want, "\n"))
+		}
+		// Storage none: the same bucket (the same banding), estimates.
+		out, errOut = mustRun(t, "bucket", "--db", none, band, h.Bucket, "--jaccard", "--output", "json")
+		for _, m := range members(out) {
+			if m.Jaccard != nil || m.Estimate == nil || m.Text != nil {
+				t.Errorf("storage none: %s: jaccard %v, estimate %v, text %v", m.ID, m.Jaccard, m.Estimate, m.Text)
+			}
+		}
+		if !strings.Contains(errOut, "estimated Jaccard (storage none keeps no set: from the signatures)") {
+			t.Errorf("storage none: summary %q", errOut)
+		}
+	}
+	// A missing id fails get after the others are shown; words of an id
+	// with spaces, unquoted, are told to quote it.
+	out, errOut, code := runLine([]string{"get", "--db", idx, "nope", stored, "nope2"}, "")
+	one, _ := mustRun(t, "get", "--db", idx, stored)
+	if code != 3 || out != one || !strings.Contains(errOut, `document not found: 2 of the 3 ids: "nope", "nope2"`) {
+		t.Errorf("get with missing ids: exit %d, %q, %q", code, out, errOut)
 	}
 }

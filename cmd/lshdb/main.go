@@ -985,15 +985,21 @@ func checkIDArgs(ids []string) error {
 	return nil
 }
 
+// usageOf is c's usage line as an error names it: in the shell, its
+// form there and where its help is.
+func usageOf(c *cobra.Command) string {
+	if _, ok := c.Root().Annotations[inShell]; ok {
+		return c.Use + "; type help " + c.Name()
+	}
+	return c.UseLine()
+}
+
 func nArgs(n int) cobra.PositionalArgs {
 	return func(c *cobra.Command, args []string) error {
 		if len(args) == n {
 			return nil
 		}
-		use := c.UseLine()
-		if _, ok := c.Root().Annotations[inShell]; ok {
-			use = c.Use + "; type help " + c.Name()
-		}
+		use := usageOf(c)
 		takes := fmt.Sprintf("%d arguments", n)
 		switch n {
 		case 0:
@@ -1008,22 +1014,30 @@ func nArgs(n int) cobra.PositionalArgs {
 			return usagef("%s takes %s, got %d: %q (a value with spaces needs quotes: --%s %q; usage: %s)",
 				c.Name(), takes, len(args), extra, f.Name, f.Value.String()+" "+extra, use)
 		}
-		if dash := c.ArgsLenAtDash(); dash >= 0 && len(args) > n && slices.ContainsFunc(args[dash:], func(w string) bool { return isFlagOf(c, w) }) {
-			// NB: get -- --dash --output json said "takes one argument,
-			// got 3" and no more (an analyst's review of the shell, SH4).
-			return usagef("%s takes %s, got %d: every word after -- is an argument, a flag too: put the flags before -- (usage: %s)", c.Name(), takes, len(args), use)
+		if len(args) > n {
+			if err := flagsAfterDash(c, args, fmt.Sprintf("%s takes %s, got %d", c.Name(), takes, len(args))); err != nil {
+				return err
+			}
 		}
-		if len(args) > n && (c.Name() == "get" || c.Name() == "explain") {
+		if len(args) > n && c.Name() == "explain" {
 			// NB: ids with spaces (every id of a corpus of verses,
 			// "Exodus 6:10"), unquoted: a newcomer's first try (N2-6).
-			hint := fmt.Sprintf("an id with spaces needs quotes: %s %q", c.Name(), strings.Join(args, " "))
-			if n == 2 {
-				hint = fmt.Sprintf("ids with spaces need quotes: %s \"FIRST ID\" \"SECOND ID\"", c.Name())
-			}
-			return usagef("%s takes %s, got %d: %s (usage: %s)", c.Name(), takes, len(args), hint, use)
+			// get takes several ids, and says so itself.
+			return usagef("%s takes %s, got %d: ids with spaces need quotes: %s \"FIRST ID\" \"SECOND ID\" (usage: %s)", c.Name(), takes, len(args), c.Name(), use)
 		}
 		return usagef("%s takes %s, got %d (usage: %s)", c.Name(), takes, len(args), use)
 	}
+}
+
+// flagsAfterDash refuses, as said, words after -- that name flags of c:
+// most likely flags misplaced, as get -- --dash --output json.
+func flagsAfterDash(c *cobra.Command, args []string, said string) error {
+	if dash := c.ArgsLenAtDash(); dash >= 0 && slices.ContainsFunc(args[dash:], func(w string) bool { return isFlagOf(c, w) }) {
+		// NB: get -- --dash --output json said "takes one argument,
+		// got 3" and no more (an analyst's review of the shell, SH4).
+		return usagef("%s: every word after -- is an argument, a flag too: put the flags before -- (usage: %s)", said, usageOf(c))
+	}
+	return nil
 }
 
 // isFlagOf reports whether the word w names one of c's flags (--name,

@@ -400,6 +400,12 @@ type memberJSON struct {
 	Band   int    `json:"band"`
 	Bucket string `json:"bucket"`
 	ID     string `json:"id"`
+	// With --jaccard: the member's Jaccard to the first member, exact,
+	// or its estimate from the signatures on an index of storage none.
+	Jaccard  *similarity `json:"jaccard,omitempty"`
+	Estimate *similarity `json:"estimate,omitempty"`
+	// With --with-text: the stored text (absent where none is stored).
+	Text *string `json:"text,omitempty"`
 }
 
 // expiryBytes is the expiry index's part of stats' bytes by record kind:

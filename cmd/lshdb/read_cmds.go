@@ -16,17 +16,20 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/cespare/xxhash/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/lshdb/lshdb/db"
 	"github.com/lshdb/lshdb/db/httpapi"
 	"github.com/lshdb/lshdb/internal/docio"
 	"github.com/lshdb/lshdb/internal/extsort"
 	"github.com/lshdb/lshdb/internal/topk"
+	"github.com/lshdb/lshdb/minhash"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -1128,10 +1131,24 @@ lists of 2^(i-1) to 2^i - 1 documents (the table's rows 1, 2-3, 4-7, …),
 }
 
 func (a *app) bucketCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "bucket --db DIR BAND BUCKET",
+	var withText, jaccard bool
+	c := &cobra.Command{
+		Use:   "bucket --db DIR BAND BUCKET [--jaccard] [--with-text]",
 		Short: "The members of one bucket (BUCKET in hex, as buckets prints it)",
-		Args:  nArgs(2),
+		Long: `The ids of one bucket's members (a posting list), in insertion order, one
+per line. BUCKET is 8 hex digits, as buckets, stats and explain print it.
+
+--jaccard shows each member's Jaccard to the first member, exact from the
+stored sets (estimated from the signatures on an index of storage none),
+and a summary: the distinct sets among the members, the least and median
+Jaccard, and how many reach the index's threshold. It tells a bucket of
+near-duplicates from one of boilerplate that only collides in this band.
+--with-text shows each member's stored text. Either reads every member's
+record: one read each.`,
+		Example: `  # The hottest buckets, then what is in the first and how alike it is
+  lshdb buckets --db idx --top 3
+  lshdb bucket --db idx 10 bdad9337 --jaccard --with-text`,
+		Args: nArgs(2),
 		RunE: func(c *cobra.Command, args []string) error {
 			band, err := strconv.Atoi(args[0])
 			if err != nil {
@@ -1151,20 +1168,163 @@ func (a *app) bucketCmd() *cobra.Command {
 					// note says the bucket was read and holds nothing.
 					fmt.Fprintf(a.stderr, "lshdb: note: band %d bucket %08x holds no document\n", band, bucket)
 				}
-				for _, id := range ids {
-					if a.json() {
-						err = a.emitJSON(memberJSON{Band: band, Bucket: bucketHex(bucket), ID: id})
-					} else {
-						_, err = fmt.Fprintln(a.stdout, tableID(id))
+				if !withText && !jaccard {
+					for _, id := range ids {
+						if a.json() {
+							err = a.emitJSON(memberJSON{Band: band, Bucket: bucketHex(bucket), ID: id})
+						} else {
+							_, err = fmt.Fprintln(a.stdout, tableID(id))
+						}
+						if err != nil {
+							return err
+						}
 					}
-					if err != nil {
-						return err
-					}
+					return nil
 				}
-				return nil
+				// NB: bucket printed ids only, and get took one id:
+				// seeing what a hot bucket of 211 holds, and whether
+				// they are alike, took 211 commands (a newcomer's
+				// review, N2-2).
+				return a.bucketMembers(d, band, bucket, ids, withText, jaccard)
 			})
 		},
 	}
+	c.Flags().BoolVar(&jaccard, "jaccard", false, "show each member's Jaccard to the first member, and a summary of the bucket")
+	c.Flags().BoolVar(&withText, "with-text", false, "show each member's stored text")
+	return c
+}
+
+// bucketMembers prints a bucket's members read from their records: with
+// jaccard, each one's Jaccard to the first member and a summary (on
+// stdout after the table; on stderr with JSON, whose lines are members),
+// with withText their texts. A member deleted or expired since the
+// bucket was read is passed over, and the summary counts it.
+func (a *app) bucketMembers(d index, band int, bucket uint64, ids []string, withText, jaccard bool) error {
+	var docs []*db.StoredDoc
+	gone := 0
+	for _, id := range ids {
+		if err := a.ctx.Err(); err != nil {
+			return interruptNote(err, "bucket interrupted: nothing printed")
+		}
+		doc, err := d.Get(id)
+		if errors.Is(err, db.ErrNotFound) {
+			gone++
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		docs = append(docs, doc)
+	}
+	// NB: exact where both sets are kept, as explain computes it; an
+	// index of storage none keeps signatures only.
+	exact := len(docs) > 0 && !slices.ContainsFunc(docs, func(doc *db.StoredDoc) bool { return doc.Shingles == nil })
+	sims := make([]float64, len(docs))
+	sets := map[uint64]bool{}
+	for i, doc := range docs {
+		if exact {
+			sims[i] = minhash.Jaccard(docs[0].Shingles, doc.Shingles)
+			sets[setHash(doc.Shingles)] = true
+		} else {
+			sims[i] = minhash.Estimate(docs[0].Signature, doc.Signature)
+		}
+	}
+	t := d.Params().Threshold
+	simName, simHead := "Jaccard", "JACCARD"
+	if !exact {
+		simName, simHead = "estimated Jaccard (storage none keeps no set: from the signatures)", "ESTIMATE"
+	}
+	if a.json() {
+		for i, doc := range docs {
+			out := memberJSON{Band: band, Bucket: bucketHex(bucket), ID: doc.ID}
+			if jaccard {
+				out.Jaccard = similarityOf(&sims[i])
+				if !exact {
+					out.Jaccard, out.Estimate = nil, similarityOf(&sims[i])
+				}
+			}
+			if withText && doc.HasText {
+				out.Text = &doc.Text
+			}
+			if err := a.emitJSON(out); err != nil {
+				return err
+			}
+		}
+	} else {
+		tw := a.table()
+		head := "ID"
+		if jaccard {
+			head += "\t" + simHead
+		}
+		if withText {
+			head += "\tTEXT"
+		}
+		fmt.Fprintln(tw, head)
+		for i, doc := range docs {
+			row := tableID(doc.ID)
+			if jaccard {
+				row += "\t" + score(sims[i], t)
+			}
+			if withText {
+				cell := "-" // stored without its text
+				if doc.HasText {
+					cell = escText(doc.Text)
+				}
+				row += "\t" + cell
+			}
+			fmt.Fprintln(tw, row)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	if !jaccard {
+		if gone > 0 {
+			fmt.Fprintf(a.stderr, "lshdb: note: %s deleted or expired since the bucket was read: not shown\n", counted(gone, "member", "members"))
+		}
+		return nil
+	}
+	summary := bucketSummary(docs, sims, len(sets), exact, gone, t, simName)
+	if a.json() {
+		fmt.Fprintf(a.stderr, "lshdb: note: %s\n", summary)
+		return nil
+	}
+	_, err := fmt.Fprintln(a.stdout, summary)
+	return err
+}
+
+// bucketSummary says how alike a bucket's members are: to the first,
+// the least and median similarity and how many reach the threshold t.
+func bucketSummary(docs []*db.StoredDoc, sims []float64, distinct int, exact bool, gone int, t float64, simName string) string {
+	if len(docs) == 0 {
+		return fmt.Sprintf("no member left: %s deleted or expired since the bucket was read", counted(gone, "member", "members"))
+	}
+	var b strings.Builder
+	b.WriteString(counted(len(docs), "member", "members"))
+	if exact {
+		fmt.Fprintf(&b, " in %s", counted(distinct, "distinct set", "distinct sets"))
+	}
+	if gone > 0 {
+		fmt.Fprintf(&b, " (and %d deleted or expired since the bucket was read)", gone)
+	}
+	if len(docs) > 1 {
+		rest := slices.Sorted(slices.Values(sims[1:]))
+		reach := len(rest) - sort.SearchFloat64s(rest, t)
+		fmt.Fprintf(&b, "; %s to the first member (%s): least %s, median %s; %d of the other %d at or above the threshold %v",
+			simName, tableID(docs[0].ID), score(rest[0], t), score(rest[len(rest)/2], t), reach, len(rest), t)
+	}
+	return b.String()
+}
+
+// setHash is a digest of a shingle set, to count the distinct ones.
+func setHash(set []uint64) uint64 {
+	h := xxhash.New()
+	var buf [8]byte
+	for _, x := range set {
+		binary.LittleEndian.PutUint64(buf[:], x)
+		h.Write(buf[:])
+	}
+	return h.Sum64()
 }
 
 func (a *app) explainCmd() *cobra.Command {

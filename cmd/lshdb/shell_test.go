@@ -928,8 +928,8 @@ func TestShellDashHints(t *testing.T) {
 	if _, errOut, code := runLine([]string{"get", "--db", idx, "--", "a", "--output", "json"}, ""); code != 2 || !strings.Contains(errOut, "put the flags before --") {
 		t.Errorf("lshdb get -- a --output json: exit %d %q", code, errOut)
 	}
-	// Words after -- that are no flag of get are ids (R10).
-	if _, errOut, code := runLine([]string{"get", "--db", idx, "--", "-a", "-b"}, ""); code != 2 || strings.Contains(errOut, "flags before --") {
+	// Words after -- that are no flag of get are ids (R10): not stored.
+	if _, errOut, code := runLine([]string{"get", "--db", idx, "--", "-a", "-b"}, ""); code != 3 || strings.Contains(errOut, "flags before --") {
 		t.Errorf("lshdb get -- -a -b: exit %d %q", code, errOut)
 	}
 	// A mistyped flag gets the nearest, as in the shell (SH7); a word

@@ -2053,68 +2053,134 @@ make it first with lshdb create for others.`,
 
 func (a *app) getCmd() *cobra.Command {
 	return &cobra.Command{
-		Use:   "get --db DIR ID",
-		Short: "Show a stored document",
-		Args:  idArgs(1),
+		Use:   "get --db DIR ID...",
+		Short: "Show stored documents",
+		Long: `Show stored documents: each id's text, metadata, set size and expiry.
+Several ids are shown in the order given, a blank line between them (with
+--output json, one object per line). An id not stored fails the command
+(exit 3) after the others are shown. Quote an id that holds spaces:
+get "Exodus 6:10" is one id, get Exodus 6:10 two.`,
+		Args: func(c *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return usagef("get needs an id, or several (usage: %s)", usageOf(c))
+			}
+			if err := flagsAfterDash(c, args, fmt.Sprintf("get of %d ids", len(args))); err != nil {
+				return err
+			}
+			return checkIDArgs(args)
+		},
 		RunE: func(c *cobra.Command, args []string) error {
 			return a.withIndex(func(d index) error {
-				doc, err := d.Get(args[0])
-				if err != nil {
-					return err
+				// NB: get took one id: seeing the 211 members of a hot
+				// bucket took 211 commands (a newcomer's review, N2-2).
+				docs := make([]*db.StoredDoc, len(args))
+				var missing []string
+				for i, id := range args {
+					doc, err := d.Get(id)
+					if errors.Is(err, db.ErrNotFound) {
+						missing = append(missing, id)
+						continue
+					}
+					if err != nil {
+						return err
+					}
+					docs[i] = doc
 				}
-				// NB: an index of storage none keeps no shingle set
-				// (Shingles is nil), but the size its put counted (a
-				// shell user's review, I4: it showed none); a signature
-				// put's is unknown, not 0.
-				var shingles any = doc.SetLen
-				if doc.SetLen == 0 {
-					shingles = nil
+				if len(missing) > 0 && len(args) > 1 {
+					// NB: ids with spaces (every id of a corpus of
+					// verses, "Exodus 6:10"), unquoted: a newcomer's
+					// first try (N2-6). Nothing is shown for them.
+					joined := strings.Join(args, " ")
+					if _, err := d.Get(joined); err == nil {
+						return usagef("get %s asks for %d ids, and %q is stored: an id with spaces needs quotes: get %q",
+							joined, len(args), joined, joined)
+					}
 				}
-				if a.json() {
-					out := map[string]any{"id": doc.ID, "num": doc.Num, "shingles": shingles}
-					if doc.HasText {
-						out["text"] = doc.Text
+				shown := 0
+				for _, doc := range docs {
+					if doc == nil {
+						continue
 					}
-					// NB: as export writes it (JSON as stored, else
-					// meta_string or meta_base64): a JSON value was given
-					// as a string holding it.
-					if l := exportOf(doc); l.Meta != nil {
-						out["meta"] = l.Meta
-					} else if l.MetaString != nil {
-						out["meta_string"] = *l.MetaString
-					} else if l.MetaBase64 != nil {
-						out["meta_base64"] = *l.MetaBase64
+					if shown++; shown > 1 && !a.json() {
+						fmt.Fprintln(a.stdout)
 					}
-					if !doc.ExpiresAt.IsZero() {
-						out["expires_at"] = doc.ExpiresAt.Format(time.RFC3339Nano)
+					if err := a.printDoc(doc); err != nil {
+						return err
 					}
-					return a.emitJSON(out)
 				}
 				switch {
-				case doc.Shingles == nil && shingles == nil:
-					shingles = "(unknown: put as a signature; storage none keeps no set)"
-				case doc.Shingles == nil:
-					shingles = fmt.Sprintf("%d (the set itself is not stored: storage none)", doc.SetLen)
+				case len(missing) == 1:
+					return fmt.Errorf("%w: %q", db.ErrNotFound, missing[0])
+				case len(missing) > 1:
+					return fmt.Errorf("%w: %d of the %d ids: %s", db.ErrNotFound, len(missing), len(args), listSome(quoteAll(missing), 10))
 				}
-				fmt.Fprintf(a.stdout, "id: %s\ndoc number: %d\nshingles: %v\n", tableID(doc.ID), doc.Num, shingles)
-				if !doc.ExpiresAt.IsZero() {
-					fmt.Fprintf(a.stdout, "expires: %s\n", doc.ExpiresAt.Format(time.RFC3339))
-				}
-				// NB: the metadata was shown in JSON only.
-				if l := exportOf(doc); l.Meta != nil || l.MetaString != nil {
-					fmt.Fprintf(a.stdout, "meta: %s\n", esc(string(doc.Meta)))
-				} else if l.MetaBase64 != nil {
-					fmt.Fprintf(a.stdout, "meta (base64): %s\n", *l.MetaBase64)
-				}
-				if doc.HasText {
-					_, err = fmt.Fprintf(a.stdout, "text: %s\n", escText(doc.Text))
-				} else {
-					_, err = fmt.Fprintln(a.stdout, "text: (not stored)")
-				}
-				return err
+				return nil
 			})
 		},
 	}
+}
+
+// quoteAll quotes each id as an error message names it.
+func quoteAll(ids []string) []string {
+	out := make([]string, len(ids))
+	for i, id := range ids {
+		out[i] = strconv.Quote(id)
+	}
+	return out
+}
+
+// printDoc writes a stored document as get shows it: a table of its
+// fields, or one line of JSON (export's form for its metadata).
+func (a *app) printDoc(doc *db.StoredDoc) error {
+	// NB: an index of storage none keeps no shingle set (Shingles is
+	// nil), but the size its put counted (a shell user's review, I4: it
+	// showed none); a signature put's is unknown, not 0.
+	var shingles any = doc.SetLen
+	if doc.SetLen == 0 {
+		shingles = nil
+	}
+	if a.json() {
+		out := map[string]any{"id": doc.ID, "num": doc.Num, "shingles": shingles}
+		if doc.HasText {
+			out["text"] = doc.Text
+		}
+		// NB: as export writes it (JSON as stored, else meta_string or
+		// meta_base64): a JSON value was given as a string holding it.
+		if l := exportOf(doc); l.Meta != nil {
+			out["meta"] = l.Meta
+		} else if l.MetaString != nil {
+			out["meta_string"] = *l.MetaString
+		} else if l.MetaBase64 != nil {
+			out["meta_base64"] = *l.MetaBase64
+		}
+		if !doc.ExpiresAt.IsZero() {
+			out["expires_at"] = doc.ExpiresAt.Format(time.RFC3339Nano)
+		}
+		return a.emitJSON(out)
+	}
+	switch {
+	case doc.Shingles == nil && shingles == nil:
+		shingles = "(unknown: put as a signature; storage none keeps no set)"
+	case doc.Shingles == nil:
+		shingles = fmt.Sprintf("%d (the set itself is not stored: storage none)", doc.SetLen)
+	}
+	fmt.Fprintf(a.stdout, "id: %s\ndoc number: %d\nshingles: %v\n", tableID(doc.ID), doc.Num, shingles)
+	if !doc.ExpiresAt.IsZero() {
+		fmt.Fprintf(a.stdout, "expires: %s\n", doc.ExpiresAt.Format(time.RFC3339))
+	}
+	// NB: the metadata was shown in JSON only.
+	if l := exportOf(doc); l.Meta != nil || l.MetaString != nil {
+		fmt.Fprintf(a.stdout, "meta: %s\n", esc(string(doc.Meta)))
+	} else if l.MetaBase64 != nil {
+		fmt.Fprintf(a.stdout, "meta (base64): %s\n", *l.MetaBase64)
+	}
+	var err error
+	if doc.HasText {
+		_, err = fmt.Fprintf(a.stdout, "text: %s\n", escText(doc.Text))
+	} else {
+		_, err = fmt.Fprintln(a.stdout, "text: (not stored)")
+	}
+	return err
 }
 
 // readIDs reads ids one per line (CRLF accepted, blank lines skipped).
