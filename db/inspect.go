@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/bits"
 	"slices"
 
@@ -26,6 +27,22 @@ type BucketInfo struct {
 	// Sample holds up to SampleSize ids of live members (an expired
 	// document is never returned, swept or not).
 	Sample []string `json:"sample,omitempty"`
+	// Also names the other bands' lists that hold mostly the same
+	// members as this one, largest first: one hot spot (a group of
+	// identical documents collides in every band) is one BucketInfo, with
+	// its other bands here, rather than one per band. Mostly the same is
+	// at least half of the two lists' members in common (the Jaccard of
+	// their members at least 1/2, estimated from a sketch of each list's
+	// members: exact for lists of up to 32). Only the top × bands largest
+	// lists are looked at, so a list much smaller than this one may be
+	// left out.
+	Also []BandBucket `json:"also,omitempty"`
+}
+
+// BandBucket names one posting list: a band and its bucket.
+type BandBucket struct {
+	Band   int    `json:"band"`
+	Bucket uint64 `json:"bucket"`
 }
 
 // SampleSize is the number of member ids a BucketInfo carries.
@@ -39,13 +56,18 @@ type BucketStats struct {
 	// Histogram counts lists by size: Histogram[i] is the number of lists
 	// with size in [2^(i-1), 2^i), Histogram[0] the empty ones.
 	Histogram []int `json:"histogram"`
-	// Hottest are the largest lists, largest first.
+	// Hottest are the largest lists, largest first, one for each group
+	// of lists of mostly the same members (BucketInfo.Also): of one
+	// size, the groups of more lists first, then in an order that
+	// follows their members' doc numbers.
 	Hottest []BucketInfo `json:"hottest"`
 }
 
 // Buckets scans the posting lists of one band (band < 0: all bands) and
 // returns their count, a size histogram and the top hottest lists with a
-// sample of their members, from one snapshot.
+// sample of their members, from one snapshot. A hot spot that spans
+// bands (a group of identical documents collides in every band) is one
+// of the top, which names its other bands' lists (BucketInfo.Also).
 func (db *DB) Buckets(ctx context.Context, band, top int) (*BucketStats, error) {
 	return db.buckets(ctx, band, top, 1, 1)
 }
@@ -87,25 +109,20 @@ func (db *DB) bucketsIn(ctx context.Context, snap *pebble.Snapshot, band, top, s
 		lo, hi = codec.AppendBandPrefix(nil, band), codec.AppendBandPrefix(nil, band+1)
 	}
 	st := &BucketStats{Lists: make([]int, db.bands.B)}
-	type hot struct {
-		band   int
-		bucket uint64
-		size   int
-		seq    int      // the list's place in the scan: ties go to the first
-		docs   []uint64 // the first sampled ones
-	}
-	// NB: a heap of top, not a sorted slice re-sorted for each list it
-	// took: buckets --top 50000 took 28.6 s on 489,000 lists (and a
-	// billion ran for ever), and each list kept all its doc numbers.
-	hottest := topk.New(max(top, 1), func(a, b hot) int { return cmp.Or(cmp.Compare(b.size, a.size), cmp.Compare(a.seq, b.seq)) })
-	seq := 0
-	var ps []codec.Posting
-	var derr error
-	prog := progressOf(ctx)
 	nb := int64(db.bands.B)
 	if band >= 0 {
 		nb = 1
 	}
+	// NB: a heap of top, not a sorted slice re-sorted for each list it
+	// took: buckets --top 50000 took 28.6 s on 489,000 lists (and a
+	// billion ran for ever), and each list kept all its doc numbers. It
+	// keeps top × bands lists, which hold top hot spots however many
+	// bands each spans (lists of one band share no member).
+	hottest := topk.New(max(top*int(nb), 1), hotter)
+	seq := 0
+	var ps []codec.Posting
+	var derr error
+	prog := progressOf(ctx)
 	prog.phase(step, steps, bandsPhase("reading posting lists"), nb*bandParts)
 	if step == steps {
 		defer prog.end()
@@ -134,20 +151,36 @@ func (db *DB) bucketsIn(ctx context.Context, snap *pebble.Snapshot, band, top, s
 		}
 		st.Histogram[h]++
 		seq++
-		if h := (hot{band: b, bucket: bucket, size: len(ps), seq: seq}); top > 0 && len(ps) > 0 && hottest.Wants(h) { // NB: an emptied list (before a purge) was listed hot, at size 0
-			h.docs = make([]uint64, 0, min(len(ps), sampleReads))
-			for _, p := range ps[:min(len(ps), sampleReads)] {
-				h.docs = append(h.docs, p.Doc)
+		// NB: an emptied list (before a purge) was listed hot, at size 0.
+		// Whether the heap wants the list is asked first as if its
+		// sketch were the least (first 0), before making the sketch.
+		if h := (hotList{band: b, bucket: bucket, size: len(ps), seq: seq}); top > 0 && len(ps) > 0 && hottest.Wants(h) {
+			var sk memberSketch
+			for _, p := range ps {
+				if !p.Remove {
+					sk.add(p.Doc)
+				}
 			}
-			hottest.Offer(h)
+			h.sketch = sk.sorted()
+			if hottest.Wants(h) {
+				h.docs = make([]uint64, 0, min(len(ps), sampleReads))
+				for _, p := range ps[:min(len(ps), sampleReads)] {
+					h.docs = append(h.docs, p.Doc)
+				}
+				hottest.Offer(h)
+			}
 		}
 	})
 	if err = cmp.Or(derr, err); err != nil {
 		return nil, err
 	}
 	now := db.now().UnixNano()
-	for _, h := range hottest.Sorted() {
+	for _, g := range groupHot(hottest.Sorted(), top) {
+		h := g[0]
 		info := BucketInfo{Band: h.band, Bucket: h.bucket, Size: h.size}
+		for _, o := range g[1:] {
+			info.Also = append(info.Also, BandBucket{Band: o.band, Bucket: o.bucket})
+		}
 		for _, n := range h.docs {
 			if len(info.Sample) == SampleSize {
 				break
@@ -163,6 +196,160 @@ func (db *DB) bucketsIn(ctx context.Context, snap *pebble.Snapshot, band, top, s
 		st.Hottest = append(st.Hottest, info)
 	}
 	return st, nil
+}
+
+// hotList is a posting list that Buckets may list as hot.
+type hotList struct {
+	band   int
+	bucket uint64
+	size   int
+	seq    int      // the list's place in the scan: ties go to the first
+	docs   []uint64 // the first sampled ones
+	sketch []uint64 // its members' sketch (memberSketch)
+}
+
+// hotter orders posting lists hottest first: by size, then by the least
+// hash of their sketches, which puts lists of the same members (a group
+// of identical documents, in every band) next to each other, so that a
+// cut among lists of one size parts at most one such group; then in key
+// order (band, then bucket: seq).
+func hotter(a, b hotList) int {
+	return cmp.Or(cmp.Compare(b.size, a.size), cmp.Compare(a.first(), b.first()), cmp.Compare(a.seq, b.seq))
+}
+
+// first is the least hash of l's sketch: 0 before it is made, the
+// largest for a list of no live member.
+func (l hotList) first() uint64 {
+	if l.sketch == nil {
+		return 0
+	}
+	if len(l.sketch) == 0 {
+		return math.MaxUint64
+	}
+	return l.sketch[0]
+}
+
+// sketchSize is the number of values a memberSketch keeps.
+const sketchSize = 32
+
+// memberSketch keeps the sketchSize least hashes of a list's members (a
+// bottom-k sketch), to estimate how many members two lists share.
+type memberSketch struct {
+	h []uint64 // a max-heap of the least hashes while adding
+}
+
+func (s *memberSketch) add(doc uint64) {
+	x := mix64(doc)
+	if len(s.h) < sketchSize {
+		s.h = append(s.h, x)
+		for i := len(s.h) - 1; i > 0 && s.h[i] > s.h[(i-1)/2]; i = (i - 1) / 2 {
+			s.h[i], s.h[(i-1)/2] = s.h[(i-1)/2], s.h[i]
+		}
+		return
+	}
+	if x >= s.h[0] {
+		return
+	}
+	s.h[0] = x
+	for i := 0; ; {
+		w, l, r := i, 2*i+1, 2*i+2
+		if l < len(s.h) && s.h[l] > s.h[w] {
+			w = l
+		}
+		if r < len(s.h) && s.h[r] > s.h[w] {
+			w = r
+		}
+		if w == i {
+			return
+		}
+		s.h[i], s.h[w] = s.h[w], s.h[i]
+		i = w
+	}
+}
+
+// sorted returns the sketch's hashes in increasing order.
+func (s *memberSketch) sorted() []uint64 {
+	slices.Sort(s.h)
+	return s.h
+}
+
+// mix64 is a bijective mix of a doc number (SplitMix64's finalizer): doc
+// numbers are dense, and a sketch needs them spread.
+func mix64(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	return x ^ x>>31
+}
+
+// sketchJaccard estimates the Jaccard of the member sets that two sorted
+// sketches come from: of the least sketchSize hashes of their union (the
+// union's own sketch), the share in both. whole says that both sketches
+// hold their whole sets (of at most sketchSize members): the Jaccard is
+// then exact, from the whole union.
+func sketchJaccard(a, b []uint64, whole bool) float64 {
+	limit := sketchSize
+	if whole {
+		limit = len(a) + len(b)
+	}
+	both, seen := 0, 0
+	for i, j := 0, 0; seen < limit && (i < len(a) || j < len(b)); seen++ {
+		switch {
+		case j == len(b) || i < len(a) && a[i] < b[j]:
+			i++
+		case i == len(a) || b[j] < a[i]:
+			j++
+		default:
+			both++
+			i, j = i+1, j+1
+		}
+	}
+	if seen == 0 {
+		return 0
+	}
+	return float64(both) / float64(seen)
+}
+
+// groupHot groups lists, hottest first, into hot spots and returns the
+// top ones: a list joins the first group whose first list it shares at
+// least half its members with (sketchJaccard), and whose bands do not
+// hold it already; another starts a group. Groups come largest first,
+// then those of more lists; each is its lists, hottest first.
+func groupHot(lists []hotList, top int) [][]hotList {
+	var groups [][]hotList
+	byHash := map[uint64][]int{} // a hash of a group's first sketch → the group
+	for _, l := range lists {
+		// NB: the groups that share a hash with the list, as candidates:
+		// two lists of which half the members are common share one of
+		// their sketches' hashes but with a chance below 1e-9.
+		var near []int
+		for _, x := range l.sketch {
+			near = append(near, byHash[x]...)
+		}
+		slices.Sort(near)
+		joined := false
+		for _, g := range slices.Compact(near) {
+			if !slices.ContainsFunc(groups[g], func(o hotList) bool { return o.band == l.band }) && sketchJaccard(groups[g][0].sketch, l.sketch, max(groups[g][0].size, l.size) <= sketchSize) >= 0.5 {
+				groups[g] = append(groups[g], l)
+				joined = true
+				break
+			}
+		}
+		if joined {
+			continue
+		}
+		for _, x := range l.sketch {
+			byHash[x] = append(byHash[x], len(groups))
+		}
+		groups = append(groups, []hotList{l})
+	}
+	// NB: of groups of one size, those of more bands first: they are
+	// hotter (a query of one of their members reads them in each).
+	slices.SortStableFunc(groups, func(a, b []hotList) int {
+		return cmp.Or(cmp.Compare(b[0].size, a[0].size), cmp.Compare(len(b), len(a)))
+	})
+	return groups[:min(len(groups), top)]
 }
 
 // sampleReads bounds the records read for a hot list's sample: a list

@@ -1476,7 +1476,7 @@ func (db *DB) redisClusters(ctx context.Context, po *PairsOptions) ([]Cluster, e
 // among the hottest go to the earlier band and bucket, as on Pebble.
 func (db *DB) redisBuckets(ctx context.Context, band, top int) (*BucketStats, error) {
 	st := &BucketStats{Lists: make([]int, db.bands.B)}
-	var hottest []BucketInfo
+	var hottest []hotList
 	if err := db.rkv.ListSizes(ctx, band, func(b int, bucket uint64, size int) {
 		if b < 0 || b >= len(st.Lists) {
 			return
@@ -1487,28 +1487,59 @@ func (db *DB) redisBuckets(ctx context.Context, band, top int) (*BucketStats, er
 			st.Histogram = append(st.Histogram, 0)
 		}
 		st.Histogram[h]++
-		if top > 0 {
-			hottest = append(hottest, BucketInfo{Band: b, Bucket: bucket, Size: size})
+		if top > 0 && size > 0 {
+			hottest = append(hottest, hotList{band: b, bucket: bucket, size: size})
 		}
 	}); err != nil {
 		return nil, redisErr(err)
 	}
-	slices.SortFunc(hottest, func(a, b BucketInfo) int {
-		return cmp.Or(cmp.Compare(b.Size, a.Size), cmp.Compare(a.Band, b.Band), cmp.Compare(a.Bucket, b.Bucket))
+	slices.SortFunc(hottest, func(a, b hotList) int {
+		return cmp.Or(cmp.Compare(b.size, a.size), cmp.Compare(a.band, b.band), cmp.Compare(a.bucket, b.bucket))
 	})
-	hottest = hottest[:min(len(hottest), top)]
+	// NB: top × bands lists hold top hot spots, as on Pebble (bucketsIn).
+	// The lists of the cut's size are ordered by their sketches there
+	// (hotter): their members are read up to 4 × the cut, and beyond
+	// that the first in key order are taken.
+	nb := db.bands.B
+	if band >= 0 {
+		nb = 1
+	}
+	cut := min(len(hottest), top*nb)
+	read := cut
+	for read < len(hottest) && read < 4*cut && hottest[read].size == hottest[cut-1].size {
+		read++
+	}
+	hottest = hottest[:read]
+	for i := range hottest {
+		hottest[i].seq = i // key order: hotter's last key
+	}
 	lists := make([]rediskv.BandBucket, len(hottest))
 	for i, h := range hottest {
-		lists[i] = rediskv.BandBucket{Band: h.Band, Bucket: h.Bucket}
+		lists[i] = rediskv.BandBucket{Band: h.band, Bucket: h.bucket}
 	}
 	members, err := db.rkv.Postings(ctx, lists)
 	if err != nil {
 		return nil, redisErr(err)
 	}
 	for i := range hottest {
-		nums := members[i]
-		slices.Sort(nums)
-		nums = nums[:min(len(nums), SampleSize)]
+		slices.Sort(members[i])
+		var sk memberSketch
+		for _, n := range members[i] {
+			sk.add(n)
+		}
+		hottest[i].sketch, hottest[i].docs = sk.sorted(), members[i]
+	}
+	slices.SortFunc(hottest, hotter)
+	groups := groupHot(hottest[:cut], top)
+	for _, g := range groups {
+		info := BucketInfo{Band: g[0].band, Bucket: g[0].bucket, Size: g[0].size}
+		for _, o := range g[1:] {
+			info.Also = append(info.Also, BandBucket{Band: o.band, Bucket: o.bucket})
+		}
+		st.Hottest = append(st.Hottest, info)
+	}
+	for i, g := range groups {
+		nums := g[0].docs[:min(len(g[0].docs), SampleSize)]
 		recs, err := db.rkv.Records(ctx, nums)
 		if err != nil {
 			return nil, redisErr(err)
@@ -1521,10 +1552,9 @@ func (db *DB) redisBuckets(ctx context.Context, band, top int) (*BucketStats, er
 			if err != nil {
 				return nil, classify(err)
 			}
-			hottest[i].Sample = append(hottest[i].Sample, string(view.ID))
+			st.Hottest[i].Sample = append(st.Hottest[i].Sample, string(view.ID))
 		}
 	}
-	st.Hottest = hottest
 	return st, nil
 }
 

@@ -362,6 +362,9 @@ type bucketJSON struct {
 	Bucket string   `json:"bucket"` // 8 hex digits (32 bits since index format 2)
 	Size   int      `json:"size"`
 	Sample []string `json:"sample,omitempty"`
+	// Also: the other bands' lists of mostly the same members
+	// (db.BucketInfo.Also), as the API writes them.
+	Also []httpapi.BandBucketJSON `json:"also,omitempty"`
 }
 
 // nonNil returns s, or an empty slice for nil (JSON [] rather than null).
@@ -376,6 +379,9 @@ func bucketsJSON(hs []db.BucketInfo) []bucketJSON {
 	out := make([]bucketJSON, len(hs))
 	for i, h := range hs {
 		out[i] = bucketJSON{Band: h.Band, Bucket: bucketHex(h.Bucket), Size: h.Size, Sample: h.Sample}
+		for _, o := range h.Also {
+			out[i].Also = append(out[i].Also, httpapi.BandBucketJSON{Band: o.Band, Bucket: bucketHex(o.Bucket)})
+		}
 	}
 	return out
 }

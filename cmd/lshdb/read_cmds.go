@@ -1050,11 +1050,14 @@ func (a *app) printHottest(hs []db.BucketInfo) error {
 	if len(hs) == 0 {
 		return nil
 	}
-	fmt.Fprintln(a.stdout, "hottest buckets:")
+	// NB: one row for a group of lists of mostly the same members: the
+	// 10 hottest of the kjv verses were one group of 72 identical verses,
+	// once per band (a newcomer's review, N2-1). BANDS counts its lists.
+	fmt.Fprintln(a.stdout, "hottest buckets (one row for lists of mostly the same members; BANDS: how many bands hold such a list):")
 	tw := a.table()
-	fmt.Fprintln(tw, "  BAND\tBUCKET\tSIZE\tSAMPLE")
+	fmt.Fprintln(tw, "  BAND\tBUCKET\tSIZE\tBANDS\tSAMPLE")
 	for _, h := range hs {
-		fmt.Fprintf(tw, "  %d\t%s\t%d\t%s\n", h.Band, bucketHex(h.Bucket), h.Size, idLine(h.Sample))
+		fmt.Fprintf(tw, "  %d\t%s\t%d\t%d\t%s\n", h.Band, bucketHex(h.Bucket), h.Size, 1+len(h.Also), idLine(h.Sample))
 	}
 	return tw.Flush()
 }
@@ -1069,6 +1072,11 @@ or all. A bucket is shown as 8 hex digits, which bucket BAND BUCKET takes.
 A bucket's size counts the documents whose TTL has passed until a sweep
 removes them (a writable handle, serve's, sweeps every second; lshdb purge
 sweeps at once), where bucket lists only the live ones.
+The hottest are one row for each hot spot: lists of other bands that hold
+mostly the same members (at least half in common, estimated) are counted
+in its BANDS, not listed again (a group of identical documents is in
+every band); the row names the largest of them, and the JSON's also the
+others. Of rows of one size, those of more bands come first.
 With --output json: one object with posting_lists (the lists read),
 posting_lists_per_band (null for a band --band did not read),
 bucket_size_histogram and hottest. bucket_size_histogram[i] counts the

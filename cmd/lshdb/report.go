@@ -1017,11 +1017,11 @@ func writeReport(w io.Writer, rd *reportData) error {
 		fmt.Fprintf(&b, "<p class=\"note\">The buckets still hold the %s expired documents until the sweep removes them (lshdb purge sweeps now).</p>\n", groupDigits(int64(expired)))
 	}
 	if len(hottest) > 0 {
-		b.WriteString("<p class=\"note\">The largest buckets (lshdb bucket BAND BUCKET lists one):</p>\n")
-		b.WriteString("<table><tr><th class=\"num\">band</th><th>bucket</th><th class=\"num\">size</th><th>sample (first 5 members)</th></tr>\n")
+		b.WriteString("<p class=\"note\">The largest buckets (lshdb bucket BAND BUCKET lists one), one row for each group of mostly the same members: bands counts the bands where it is hot (a group of identical documents is in every band).</p>\n")
+		b.WriteString("<table><tr><th class=\"num\">band</th><th>bucket</th><th class=\"num\">size</th><th class=\"num\">bands</th><th>sample (first 5 members)</th></tr>\n")
 		for _, h := range hottest {
-			fmt.Fprintf(&b, "<tr><td class=\"num\">%d</td><td class=\"id\">%s</td><td class=\"num\">%d</td><td class=\"id\">%s</td></tr>\n",
-				h.Band, bucketHex(h.Bucket), h.Size, idList(h.Sample))
+			fmt.Fprintf(&b, "<tr><td class=\"num\">%d</td><td class=\"id\">%s</td><td class=\"num\">%d</td><td class=\"num\">%d</td><td class=\"id\">%s</td></tr>\n",
+				h.Band, bucketHex(h.Bucket), h.Size, 1+len(h.Also), idList(h.Sample))
 		}
 		b.WriteString("</table>\n")
 	}

@@ -884,6 +884,15 @@ type BucketJSON struct {
 	Bucket string   `json:"bucket"` // 8 hex digits, as lshdb bucket takes it
 	Size   int      `json:"size"`
 	Sample []string `json:"sample,omitempty"`
+	// Also is db.BucketInfo.Also: the other bands' lists of mostly the
+	// same members.
+	Also []BandBucketJSON `json:"also,omitempty"`
+}
+
+// BandBucketJSON names a posting list, its bucket as BucketJSON's.
+type BandBucketJSON struct {
+	Band   int    `json:"band"`
+	Bucket string `json:"bucket"`
 }
 
 // BucketHex is how a bucket id is written: 8 hex digits (buckets are 32
@@ -907,6 +916,9 @@ func bucketsOut(hs []db.BucketInfo) []BucketJSON {
 	out := make([]BucketJSON, len(hs))
 	for i, h := range hs {
 		out[i] = BucketJSON{Band: h.Band, Bucket: BucketHex(h.Bucket), Size: h.Size, Sample: h.Sample}
+		for _, o := range h.Also {
+			out[i].Also = append(out[i].Also, BandBucketJSON{Band: o.Band, Bucket: BucketHex(o.Bucket)})
+		}
 	}
 	return out
 }
@@ -918,7 +930,15 @@ func bucketsIn(hs []BucketJSON) ([]db.BucketInfo, error) {
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, db.BucketInfo{Band: h.Band, Bucket: b, Size: h.Size, Sample: h.Sample})
+		info := db.BucketInfo{Band: h.Band, Bucket: b, Size: h.Size, Sample: h.Sample}
+		for _, o := range h.Also {
+			ob, err := ParseBucket(o.Bucket)
+			if err != nil {
+				return nil, err
+			}
+			info.Also = append(info.Also, db.BandBucket{Band: o.Band, Bucket: ob})
+		}
+		out = append(out, info)
 	}
 	return out, nil
 }
