@@ -134,13 +134,18 @@ func TestBucketsRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	// 6 documents, h and H identical: 5 distinct signatures in 16 bands,
-	// so at least 16 and at most 80 lists; the histogram counts them all.
-	total := 0
+	// so at least 16 and at most 80 lists; the histogram counts them all,
+	// and the hottest name them all (each entry its other bands' lists
+	// of the same members in also).
+	total, named := 0, 0
 	for _, n := range bs.Histogram {
 		total += n
 	}
-	if len(bs.Hottest) < 16 || total < len(bs.Hottest) {
-		t.Fatalf("%d hottest buckets, histogram %v", len(bs.Hottest), bs.Histogram)
+	for _, h := range bs.Hottest {
+		named += 1 + len(h.Also)
+	}
+	if named < 16 || total != named {
+		t.Fatalf("%d hottest buckets naming %d lists, histogram %v", len(bs.Hottest), named, bs.Histogram)
 	}
 	text, _, _ := runLine([]string{"buckets", "--db", dir, "--top", "100"}, "")
 	for _, h := range bs.Hottest {
@@ -160,6 +165,13 @@ func TestBucketsRoundTrip(t *testing.T) {
 		}
 		if len(ids) != h.Size || !slices.Equal(ids, h.Sample) {
 			t.Fatalf("bucket %d %s: members %v, buckets said size %d sample %v", h.Band, h.Bucket, ids, h.Size, h.Sample)
+		}
+		// The other bands' lists: their buckets too in bucket's form.
+		for _, o := range h.Also {
+			out, errOut, code := runLine([]string{"bucket", "--db", dir, fmt.Sprint(o.Band), o.Bucket}, "")
+			if code != 0 || strings.TrimSpace(out) == "" {
+				t.Fatalf("bucket %d %s (also of %d %s): %d %q %s", o.Band, o.Bucket, h.Band, h.Bucket, code, out, errOut)
+			}
 		}
 	}
 }
