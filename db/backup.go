@@ -157,12 +157,21 @@ func (db *DB) BackupWith(ctx context.Context, dir string, o BackupOptions) error
 	}
 	// NB: made beside dir and renamed once stamped (stampBackup), so that
 	// dir is never a copy with the original's instance.
+	// NB: every write acknowledged so far is made durable first, and is
+	// then in the log files the checkpoint copies: Pebble's
+	// WithFlushedWAL synced the log by a commit that panicked on a full
+	// disk, and hung on a stopped store (a maintainer's review, C3-3).
+	// A stopped store refuses the backup as it refuses a write: reopen
+	// it, and the log's acknowledged writes are replayed.
+	if err := db.syncLog(); err != nil {
+		return fmt.Errorf("lshdb: backup to %s: syncing the write-ahead log first: %w", dir, err)
+	}
 	tmp, release, err := db.backupTemp(dir)
 	if err != nil {
 		return err
 	}
 	defer release()
-	if err := db.pdb.Checkpoint(tmp, pebble.WithFlushedWAL()); err != nil {
+	if err := db.pdb.Checkpoint(tmp); err != nil {
 		db.opts.FS.RemoveAll(tmp)
 		return classify(fmt.Errorf("lshdb: backup to %s: %w", dir, err))
 	}
@@ -696,7 +705,35 @@ func stampManifest(p *pebble.DB, origin string) error {
 	if err != nil {
 		return err
 	}
-	return classify(p.Set(codec.ManifestKey, enc, pebble.Sync))
+	// NB: committed as a write of the index is (commit), its sync waited
+	// for apart: a failed log write of the copy (a target with room for
+	// links, not for a log) comes back as an error. p.Set panicked, which
+	// ended the process and left the copy open (C3-3).
+	b := p.NewBatch()
+	defer b.Close()
+	if err := b.Set(codec.ManifestKey, enc, nil); err != nil {
+		return classify(err)
+	}
+	if err := applyRecovered(func() error { return p.ApplyNoSyncWait(b, pebble.Sync) }); err != nil {
+		return classify(fmt.Errorf("lshdb: backup: writing the copy's manifest: %w", err))
+	}
+	return classify(b.SyncWait())
+}
+
+// applyRecovered runs apply (a commit to a Pebble store other than the
+// index's, which pebbleWrite guards), returning the panic of a failed
+// commit (pebbleLogger's Fatalf) as its error.
+func applyRecovered(apply func() error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			cause, ok := r.(error)
+			if !ok {
+				cause = fmt.Errorf("%v", r)
+			}
+			err = cause
+		}
+	}()
+	return apply()
 }
 
 // renameBackup renames the complete copy tmp to dir and syncs their

@@ -1280,17 +1280,25 @@ func (db *DB) pebbleWrite(f func() error) (err error) {
 		if !ok {
 			cause = fmt.Errorf("%v", r)
 		}
-		kind := ErrCorrupt
-		if errors.Is(cause, syscall.ENOSPC) {
-			kind = ErrDiskFull
-		}
-		err = fmt.Errorf("%w: %s: the store stopped at a failed write-ahead log write (%v): no write is taken until the index is opened again, by a new process (close it: the writes acknowledged before are kept, and the next open replays them)", kind, db.dir, firstLine{cause})
-		if db.damage.stopped.CompareAndSwap(nil, &err) {
-			db.opts.Logger.Error("lshdb: Pebble failed a write and stopped: writes are refused; close the index and open it again in a new process", "index", db.dir, "error", fmt.Sprint(firstLine{cause}))
-		}
-		err = *db.damage.stopped.Load()
+		err = db.logFailed(cause)
 	}()
 	return classify(f())
+}
+
+// logFailed stops the store at a failed write-ahead log write (cause)
+// and returns the error that every write gets from then on: the first
+// one's. Pebble's log keeps a failure: the next commit panics, and the
+// next rotation of the log (a flush) ends the process.
+func (db *DB) logFailed(cause error) error {
+	kind := ErrCorrupt
+	if errors.Is(cause, syscall.ENOSPC) {
+		kind = ErrDiskFull
+	}
+	err := fmt.Errorf("%w: %s: the store stopped at a failed write-ahead log write (%v): no write is taken until the index is opened again, by a new process (close it: the writes acknowledged before are kept, and the next open replays them)", kind, db.dir, firstLine{cause})
+	if db.damage.stopped.CompareAndSwap(nil, &err) {
+		db.opts.Logger.Error("lshdb: Pebble failed a write and stopped: writes are refused; close the index and open it again in a new process", "index", db.dir, "error", fmt.Sprint(firstLine{cause}))
+	}
+	return *db.damage.stopped.Load()
 }
 
 // writesRefused returns the error that every write gets, as every room
@@ -1409,7 +1417,15 @@ func (db *DB) flushAtClose() {
 		return
 	}
 	failed := db.damage.failures.Load()
-	flushed, err := db.pdb.AsyncFlush()
+	// NB: through pebbleWrite: a flush rotates the log, which panics when
+	// the last log write failed (a synced write or Sync that returned
+	// ErrDiskFull, the store not yet stopped); Close panicked with it
+	// (C3-3's test).
+	var flushed <-chan struct{}
+	err := db.pebbleWrite(func() (err error) {
+		flushed, err = db.pdb.AsyncFlush()
+		return err
+	})
 	if err != nil || flushed == nil {
 		if err != nil {
 			db.opts.Logger.Warn("lshdb: flushing at close failed; the last writes stay in the write-ahead log only", "error", err)

@@ -907,7 +907,21 @@ func (db *DB) syncLog() error {
 	if db.rkv != nil {
 		return db.redisSync(nil)
 	}
-	return classify(db.pdb.LogData(nil, pebble.Sync))
+	// NB: an empty log record, committed as every write is (commit):
+	// through pebbleWrite, which refuses it once the store stopped and
+	// recovers a failed commit, and with the sync waited for apart, which
+	// returns a failed log write as an error. Pebble's LogData(nil, Sync)
+	// panicked on a full disk (a failed log write is fatal to its Apply),
+	// ending the process of a Sync, a PutIfNewBatch or a Backup, and
+	// hung for ever once the store had stopped (a maintainer's review,
+	// C3-3).
+	b := db.pdb.NewBatch()
+	_ = b.LogData(nil, nil)
+	if err := db.pebbleWrite(func() error { return db.pdb.ApplyNoSyncWait(b, pebble.Sync) }); err != nil {
+		b.Close()
+		return err
+	}
+	return syncWaiter{b: b, db: db}.wait()
 }
 
 // putIfNewLocked is PutIfNew's check and insert. The caller holds db.mu

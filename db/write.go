@@ -1157,16 +1157,25 @@ func (db *DB) writeIter() (*pebble.Iterator, error) {
 // instead of queueing behind each other's. NB: Pebble makes a batch
 // visible before its sync whether or not the committer waits; what is
 // acknowledged (the call returns nil) is synced.
-type syncWaiter struct{ b *pebble.Batch }
+type syncWaiter struct {
+	b  *pebble.Batch
+	db *DB
+}
 
 // wait waits for the batch's sync and releases it; the zero syncWaiter
-// (nothing to wait for) returns nil.
+// (nothing to wait for) returns nil. A failed sync stops the store
+// (logFailed): Pebble's log keeps the failure, and its next rotation, a
+// flush at Close among them, crashed the process (a fatal error, not a
+// panic: C3-3's test).
 func (w syncWaiter) wait() error {
 	if w.b == nil {
 		return nil
 	}
 	defer w.b.Close()
-	return classify(w.b.SyncWait())
+	if err := w.b.SyncWait(); err != nil {
+		return w.db.logFailed(err)
+	}
+	return nil
 }
 
 // commit adds one merge operand per touched posting list and the counters
@@ -1286,7 +1295,7 @@ func (db *DB) commitDropping(b *pebble.Batch, postings postingOps, c codec.Count
 		if err := db.pebbleWrite(func() error { return db.pdb.ApplyNoSyncWait(b, pebble.Sync) }); err != nil {
 			return syncWaiter{}, err
 		}
-		sw.b = b
+		sw = syncWaiter{b: b, db: db}
 	}
 	db.setCounters(c)
 	db.emptiable.add(emptiable)

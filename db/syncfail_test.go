@@ -1,0 +1,143 @@
+package db
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	iofs "io/fs"
+	"log/slog"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
+)
+
+// returnsWithin runs f, returning its error, or the panic it raised as an error
+// that says so, or failing t when it has not returned after d.
+func returnsWithin(t *testing.T, what string, d time.Duration, f func() error) error {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() {
+		defer func() {
+			if r := recover(); r != nil {
+				done <- fmt.Errorf("PANIC: %v", r)
+			}
+		}()
+		done <- f()
+	}()
+	select {
+	case err := <-done:
+		if err != nil && strings.HasPrefix(err.Error(), "PANIC") {
+			t.Fatalf("%s panicked (a program would end): %v", what, err)
+		}
+		return err
+	case <-time.After(d):
+		t.Fatalf("%s has not returned after %v", what, d)
+		return nil
+	}
+}
+
+// Ensure that the calls that sync the log apart from a write (Sync,
+// PutIfNewBatch's one sync at its end, and Backup's sync before its
+// checkpoint) return ErrDiskFull when the log cannot be written, as a
+// synced Put does, and at once once the store has stopped, and that
+// Close then returns. They used Pebble's LogData(nil, Sync), which
+// panicked on the failed write (ending the process) and hung on a
+// stopped store, and Close behind it (a maintainer's review, C3-3). The
+// oracle: a synced Put on the same failing log (ErrDiskFull), and no
+// backup left behind.
+func TestLogSyncsOnAFailingLog(t *testing.T) {
+	calls := map[string]func(d *DB) error{
+		"Sync": func(d *DB) error { return d.Sync() },
+		"PutIfNewBatch": func(d *DB) error {
+			_, err := d.PutIfNewBatch(context.Background(), []Doc{{ID: "new", Text: "a text like no other stored here at all"}}, nil)
+			return err
+		},
+		"Backup": func(d *DB) error { return d.Backup(context.Background(), "bk") },
+	}
+	for name, call := range calls {
+		for _, stopped := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/stopped=%v", name, stopped), func(t *testing.T) {
+				mem := vfs.NewMem()
+				fs, refuse := logWritesRefused(mem)
+				quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+				d, err := Open("idx", &Options{fs: fs, Logger: quiet, DiskReserve: -1, MemTableSize: 1 << 20})
+				if err != nil {
+					t.Fatal(err)
+				}
+				for i := range 5 {
+					if err := d.Put(Doc{ID: fmt.Sprint("a", i), Text: fmt.Sprintf("document number %d with words enough %d", i, i*7919)}, &WriteOptions{NoSync: true}); err != nil {
+						t.Fatal(err)
+					}
+				}
+				refuse.On()
+				if stopped {
+					err := returnsWithin(t, "a synced Put", 30*time.Second, func() error {
+						return d.Put(Doc{ID: "b", Text: "a synced document on a log that cannot be written"}, nil)
+					})
+					if !errors.Is(err, ErrDiskFull) || d.damage.stopped.Load() == nil {
+						t.Fatalf("a synced Put on the failing log: %v (stopped: %v)", err, d.damage.stopped.Load() != nil)
+					}
+				}
+				err = returnsWithin(t, name, 30*time.Second, func() error { return call(d) })
+				if !errors.Is(err, ErrDiskFull) {
+					t.Errorf("%s = %v; want ErrDiskFull", name, err)
+				}
+				if _, err := mem.Stat("bk"); !errors.Is(err, iofs.ErrNotExist) && name == "Backup" {
+					t.Errorf("a failed backup left bk: %v", err)
+				}
+				returnsWithin(t, "Close", 30*time.Second, d.Close)
+			})
+		}
+	}
+}
+
+// Ensure that a backup whose copy cannot write a log of its own (its
+// stamp's: a target with room for links, not for a log) fails with
+// ErrDiskFull and leaves no copy: the stamp's synced Set panicked (C3-3).
+// The oracle: the index reads on, and a backup once there is room is
+// whole.
+func TestBackupStampOnAFullTarget(t *testing.T) {
+	mem := vfs.NewMem()
+	refuse := &errorfs.Toggle{Injector: errorfs.InjectorFunc(func(op errorfs.Op) error {
+		if (op.Kind == errorfs.OpFileWrite || op.Kind == errorfs.OpFileWriteAt) && strings.HasSuffix(op.Path, ".log") && !strings.HasPrefix(op.Path, "idx/") {
+			if _, err := mem.Stat("idx/" + mem.PathBase(op.Path)); err != nil {
+				return syscall.ENOSPC // a log the copy makes of its own
+			}
+		}
+		return nil
+	})}
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	d, err := Open("idx", &Options{fs: errorfs.Wrap(mem, refuse), Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if err := d.Put(Doc{ID: "x", Text: "some document text here"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	refuse.On()
+	err = returnsWithin(t, "Backup", 30*time.Second, func() error { return d.Backup(context.Background(), "bk") })
+	if !errors.Is(err, ErrDiskFull) {
+		t.Errorf("Backup = %v; want ErrDiskFull", err)
+	}
+	if names, _ := mem.List("."); strings.Contains(strings.Join(names, " "), "bk") {
+		t.Errorf("a failed backup left %v", names)
+	}
+	refuse.Off()
+	if err := d.Backup(context.Background(), "bk"); err != nil {
+		t.Fatal(err)
+	}
+	b, err := Open("bk", &Options{fs: mem, ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if doc, err := b.Get("x"); err != nil || doc.Text != "some document text here" {
+		t.Errorf("the backup's x: %+v, %v", doc, err)
+	}
+}
