@@ -98,8 +98,8 @@ func Choose(k int, t float64, opts Options) (Params, error) {
 	for r := 1; r <= k; r++ {
 		// For fixed r, P(t) and the false-positive area both grow with b,
 		// so the fewest bands that reach the target is the best b for r.
-		b, ok := minBands(t, r, opts.Recall)
-		if !ok || b*r > k {
+		b, ok := minBands(t, r, opts.Recall, k/r)
+		if !ok {
 			continue
 		}
 		p := Params{B: b, R: r}
@@ -115,14 +115,20 @@ func Choose(k int, t float64, opts Options) (Params, error) {
 	return best, nil
 }
 
-// minBands returns the least b with 1 − (1 − t^r)^b ≥ recall.
-func minBands(t float64, r int, recall float64) (int, bool) {
+// minBands returns the least b with 1 − (1 − t^r)^b ≥ recall, if it is
+// at most maxB (the bands of r rows that the signature holds).
+//
+// NB: bounded by maxB: the search stepped one band at a time from its
+// estimate, up to 2^31, whatever the signature held; a recall of 1−2^-53
+// (which Validate takes) made it step about 10^8 times for each r near
+// 60 to 80, and Open took 28 s (a maintainer's review, C3-2).
+func minBands(t float64, r int, recall float64, maxB int) (int, bool) {
 	q := math.Log1p(-math.Pow(t, float64(r))) // log(1 − t^r) < 0
-	if q == 0 {
+	if q == 0 || maxB < 1 {
 		return 0, false // t^r underflows: no b reaches it
 	}
 	b := math.Ceil(math.Log1p(-recall) / q)
-	if b > math.MaxInt32 {
+	if !(b <= float64(maxB)+1) { // NB: one more, for rounding below
 		return 0, false
 	}
 	n := max(1, int(b))
@@ -130,10 +136,10 @@ func minBands(t float64, r int, recall float64) (int, bool) {
 	for n > 1 && (Params{B: n - 1, R: r}).Probability(t) >= recall {
 		n--
 	}
-	for (Params{B: n, R: r}).Probability(t) < recall {
+	for n <= maxB && (Params{B: n, R: r}).Probability(t) < recall {
 		n++
 	}
-	return n, true
+	return n, n <= maxB
 }
 
 func chooseWeighted(k int, t, wfp, wfn float64) Params {

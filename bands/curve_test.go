@@ -183,3 +183,36 @@ func TestChooseErrors(t *testing.T) {
 		}
 	}
 }
+
+// Ensure that Choose answers for any recall target Validate takes, up to
+// the largest float below 1, with the banding that a search of every
+// fitting banding finds (the oracle), or ErrRecallUnreachable when none
+// reaches it: at 1−2^-53 the search of the bands stepped about 10^8 times
+// for each of many row counts, and Open took 28 s (a maintainer's review,
+// C3-2).
+func TestChooseExtremeRecall(t *testing.T) {
+	for _, k := range []int{16, 128} {
+		for _, recall := range []float64{0.5, 0.99, 1 - 1e-9, 1 - 0x1p-40, math.Nextafter(1, 0)} {
+			th := 0.8
+			var want bands.Params
+			wantArea := math.Inf(1)
+			for r := 1; r <= k; r++ {
+				for b := 1; b*r <= k; b++ {
+					q := bands.Params{B: b, R: r}
+					if q.Probability(th) >= recall && q.FalsePositiveArea(th) < wantArea {
+						want, wantArea = q, q.FalsePositiveArea(th)
+					}
+				}
+			}
+			p, err := bands.Choose(k, th, bands.Options{Recall: recall})
+			switch {
+			case want.B == 0:
+				if !errors.Is(err, bands.ErrRecallUnreachable) {
+					t.Errorf("k=%d recall=%v: %v, %v; want ErrRecallUnreachable", k, recall, p, err)
+				}
+			case err != nil || p.B*p.R > k || p.Probability(th) < recall || math.Abs(p.FalsePositiveArea(th)-wantArea) > 1e-12:
+				t.Errorf("k=%d recall=%v: %v, %v; want %v (area %v)", k, recall, p, err, want, wantArea)
+			}
+		}
+	}
+}

@@ -1416,32 +1416,39 @@ func (db *DB) flushAtClose() {
 		db.opts.Logger.Warn("lshdb: "+why+": they are kept in the write-ahead log, which the next open replays", "error", err)
 		return
 	}
+	if err := db.flushWait(context.Background()); err != nil {
+		db.opts.Logger.Warn("lshdb: flushing at close failed; the last writes stay in the write-ahead log only", "error", err)
+	}
+}
+
+// flushWait flushes the memtables and waits for the flush, until ctx
+// ends or the flush fails once (Pebble retries a failed flush at once,
+// for ever: damageSeen.failures counts them); the caller has checked
+// writesRefused. Such a flush only tidies: the writes it flushes are in
+// the synced log, or in ingested tables.
+func (db *DB) flushWait(ctx context.Context) error {
 	failed := db.damage.failures.Load()
 	// NB: through pebbleWrite: a flush rotates the log, which panics when
-	// the last log write failed (a synced write or Sync that returned
-	// ErrDiskFull, the store not yet stopped); Close panicked with it
-	// (C3-3's test).
+	// the last log write failed and the store was not yet stopped.
 	var flushed <-chan struct{}
 	err := db.pebbleWrite(func() (err error) {
 		flushed, err = db.pdb.AsyncFlush()
 		return err
 	})
 	if err != nil || flushed == nil {
-		if err != nil {
-			db.opts.Logger.Warn("lshdb: flushing at close failed; the last writes stay in the write-ahead log only", "error", err)
-		}
-		return
+		return err
 	}
 	for {
 		select {
 		case <-flushed:
-			return
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
 		case <-time.After(10 * time.Millisecond):
 		}
 		if db.damage.failures.Load() != failed {
 			// NB: Pebble's Close then stops retrying it.
-			db.opts.Logger.Warn("lshdb: flushing at close failed; the last writes stay in the write-ahead log only")
-			return
+			return cmp.Or(db.damage.writesRefused(db.dir), errors.New("lshdb: a flush failed"))
 		}
 	}
 }

@@ -72,7 +72,7 @@ func (db *DB) sweep(ctx context.Context) (int, error) {
 		if err := ctxErr(ctx); err != nil {
 			return total, err
 		}
-		n, more, err := db.sweepBatch()
+		n, more, err := db.sweepBatch(ctx)
 		if err != nil {
 			// NB: n counts the batch's documents, not committed: the
 			// count of a sweep refused for want of room said 4 removed.
@@ -129,14 +129,20 @@ func (db *DB) anyExpired(now int64) (bool, error) {
 }
 
 // sweepBatch removes up to compaction.SweepBatch expired documents in one
-// batch; more says that more are due. The caller holds db.mu for reading.
-func (db *DB) sweepBatch() (n int, more bool, err error) {
+// batch; more says that more are due. The caller holds db.mu for reading;
+// ctx (the caller's, with Close's end: opCtx) ends its wait for the
+// writer lock.
+func (db *DB) sweepBatch(ctx context.Context) (n int, more bool, err error) {
 	now := db.now().UnixNano()
 	// NB: a look before the writer lock: most sweeps find nothing due.
 	if due, err := db.anyExpired(now); err != nil || !due {
 		return 0, false, err
 	}
-	if err := db.wmu.lock(db.closing); err != nil {
+	// NB: the caller's ctx, not the handle's: behind a Load (which holds
+	// the lock for its whole input), a SweepExpired, Purge or Compact
+	// whose ctx had ended waited for the Load, then swept and returned
+	// nil (a maintainer's review, C3-1).
+	if err := db.wmu.lock(ctx); err != nil {
 		return 0, false, err
 	}
 	defer db.wmu.Unlock()

@@ -855,3 +855,51 @@ func TestSweepFailuresSaidOnce(t *testing.T) {
 		t.Fatalf("30 failures within a minute said in %d warnings (want 1), then %q", n, out)
 	}
 }
+
+// Ensure that SweepExpired gives up when its ctx ends while it waits for
+// the writer lock behind a Load, and sweeps nothing: it waited for the
+// whole Load, then swept and returned nil (a maintainer's review, C3-1).
+// The oracle: Info's count of expired documents, and a sweep after the
+// Load, which removes the one.
+func TestSweepEndsWithItsContextBehindALoad(t *testing.T) {
+	clock := &fakeClock{t: time.Unix(1_800_000_000, 0)}
+	d := mustOpen(t, "idx", &Options{fs: vfs.NewMem(), clock: clock.now, ExpirySweep: -1, PurgeEvery: -1})
+	defer d.Close()
+	if err := d.Put(Doc{ID: "a", Text: expiryTexts["a"]}, &WriteOptions{TTL: time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	clock.advance(time.Hour)
+	release, started := make(chan struct{}), make(chan struct{})
+	loaded := make(chan error, 1)
+	go func() {
+		_, err := d.Load(context.Background(), func(yield func(Doc, error) bool) {
+			close(started)
+			<-release
+			yield(Doc{ID: "z", Text: expiryTexts["b"]}, nil)
+		}, &LoadOptions{})
+		loaded <- err
+	}()
+	<-started
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	swept := make(chan error, 1)
+	go func() { _, err := d.SweepExpired(ctx); swept <- err }()
+	select {
+	case err := <-swept:
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("SweepExpired = %v; want its ctx's DeadlineExceeded", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("SweepExpired waits for the Load after its ctx ended")
+	}
+	close(release)
+	if err := <-loaded; err != nil {
+		t.Fatal(err)
+	}
+	if info, err := d.Info(); err != nil || info.Expired != 1 {
+		t.Errorf("after the Load: Info.Expired %v, %v; want the one not swept", info, err)
+	}
+	if n, err := d.SweepExpired(context.Background()); n != 1 || err != nil {
+		t.Errorf("a sweep after the Load removed %d, %v; want 1", n, err)
+	}
+}
