@@ -45,7 +45,7 @@ func returnsWithin(t *testing.T, what string, d time.Duration, f func() error) e
 
 // Ensure that the calls that sync the log apart from a write (Sync,
 // PutIfNewBatch's one sync at its end, and Backup's sync before its
-// checkpoint) return ErrDiskFull when the log cannot be written, as a
+// checkpoint), and a synced PutBatch, return ErrDiskFull when the log cannot be written, as a
 // synced Put does, and at once once the store has stopped, and that
 // Close then returns. They used Pebble's LogData(nil, Sync), which
 // panicked on the failed write (ending the process) and hung on a
@@ -60,6 +60,15 @@ func TestLogSyncsOnAFailingLog(t *testing.T) {
 			return err
 		},
 		"Backup": func(d *DB) error { return d.Backup(context.Background(), "bk") },
+		// A batch that replaces a0: of none stored, none replaced (it
+		// said one: Replaced was set before the sync).
+		"PutBatch": func(d *DB) error {
+			res, err := d.PutBatch([]Doc{{ID: "a0", Text: "a text that replaces the first document"}}, nil)
+			if res.Stored != 0 || res.Replaced != 0 {
+				return fmt.Errorf("result %+v with the error %v", res, err)
+			}
+			return err
+		},
 	}
 	for name, call := range calls {
 		for _, stopped := range []bool{false, true} {

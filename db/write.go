@@ -574,9 +574,10 @@ func (db *DB) putPrepared(ctx context.Context, pb *PreparedBatch, expires int64)
 	}
 	replaced, sw, err := db.writeLockedCount(preps, &pb.wo)
 	db.wmu.Unlock()
-	res.Replaced = replaced
+	// NB: Replaced is "of which": set with Stored only (a batch whose
+	// sync failed reported replacements of none stored: C3's review).
 	if err = cmp.Or(err, sw.wait()); err == nil {
-		res.Stored = len(preps)
+		res.Stored, res.Replaced = len(preps), replaced
 	}
 	return res, err
 }
