@@ -2679,3 +2679,34 @@ func TestHealthSaysReadOnly(t *testing.T) {
 		}
 	}
 }
+
+// Ensure that both ttl_ms and expire_at are refused with 400 before any
+// answer, on every endpoint that takes them, and nothing is stored:
+// put-if-new answered 200 and a lone error line (an API client's review,
+// A-1). The oracle: the count of documents before and after.
+func TestBothExpiriesRefusedFirst(t *testing.T) {
+	d := openFixture(t, 0, nil)
+	addr := startTCP(t, Handler(d, nil), 0)
+	before, err := d.Count()
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := "?ttl_ms=5&expire_at=2030-01-01T00:00:00Z"
+	for path, body := range map[string]string{
+		"/v1/docs/put-if-new": `{"id":"b1","text":"a text with both expiries given to it"}` + "\n",
+		"/v1/load":            `{"id":"b2","text":"another text with both expiries given"}` + "\n",
+	} {
+		resp, err := http.Post("http://"+addr+path+q, "application/x-ndjson", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(b), "ttl_ms and expire_at are both given") {
+			t.Errorf("POST %s%s: %d %s", path, q, resp.StatusCode, b)
+		}
+	}
+	if n, err := d.Count(); err != nil || n != before {
+		t.Errorf("%d documents after, %v; want %d", n, err, before)
+	}
+}

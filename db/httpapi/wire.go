@@ -272,6 +272,12 @@ func Expiry(ttlMillis int64, expireAt string) (time.Duration, time.Time, error) 
 	if ttlMillis < 0 {
 		return 0, at, fmt.Errorf("%w: ttl_ms %d is negative", db.ErrInvalidOptions, ttlMillis)
 	}
+	// NB: refused here, before a stream's answer starts: put-if-new
+	// answered 200 and a lone error line, from the database's own check
+	// (an API client's review, A-1).
+	if ttlMillis > 0 && expireAt != "" {
+		return 0, at, fmt.Errorf("%w: ttl_ms and expire_at are both given (one at most)", db.ErrInvalidOptions)
+	}
 	return time.Duration(ttlMillis) * time.Millisecond, at, nil
 }
 
