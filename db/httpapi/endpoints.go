@@ -406,10 +406,11 @@ func (h *handler) putIfNew(w *resp, r *http.Request) error {
 			return w.flush()
 		case readErr != nil:
 			readErr = bodyError(readErr)
-			if errors.Is(readErr, ErrBadRequest) {
+			if errors.Is(readErr, ErrBadRequest) || errors.Is(readErr, ErrBodyTooLarge) {
 				// NB: which document, and what became of the rest: the
 				// byte offset alone, into the whole body, named neither
-				// (an operator's review, S4).
+				// (an operator's review, S4); a line over the bound too
+				// (an API client's review, A-6).
 				readErr = fmt.Errorf("%w (document %d of the body, after %d answered; nothing after it was read)", readErr, n+1, n)
 			}
 			if !w.started {
@@ -701,6 +702,12 @@ func (h *handler) deleteQuery(w *resp, r *http.Request) error {
 	q, err := params(r, []string{"id", "ignore_missing", "no_sync"}, "id")
 	if err != nil {
 		return err
+	}
+	// NB: ids go in the query; a body's (a client used to another API's
+	// DELETE with ids in its body) was ignored, and with ignore_missing
+	// the call said it deleted 0 (an API client's review, A-5).
+	if err := noBody(r); err != nil {
+		return fmt.Errorf("%w: DELETE /v1/docs takes its ids in the query (?id=A&id=B), or POST /v1/docs/delete takes them in a body", err)
 	}
 	if len(q["id"]) == 0 {
 		// NB: as openapi.yaml says; a DELETE with no id is a mistake (a

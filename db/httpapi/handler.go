@@ -530,7 +530,7 @@ func (h *handler) ServeHTTP(hw http.ResponseWriter, r *http.Request) {
 	timed := h.o.QueryTimeout > 0 && (rt.op == "query" || rt.op == "query_many")
 	if timed {
 		t := h.o.QueryTimeout
-		ctx, cancel := context.WithTimeoutCause(r.Context(), t, fmt.Errorf("%w: the query ran past the server's query timeout (%v: lshdb serve --query-timeout)", context.DeadlineExceeded, t))
+		ctx, cancel := context.WithTimeoutCause(r.Context(), t, fmt.Errorf("lshdb: the query ran past the server's query timeout (%v: lshdb serve --query-timeout): %w", t, context.DeadlineExceeded))
 		defer cancel()
 		r = r.WithContext(ctx)
 	}
@@ -1030,7 +1030,7 @@ func bodyError(err error) error {
 		return fmt.Errorf("%w: more than %d bytes", ErrBodyTooLarge, mbe.Limit)
 	case codeOf(err).Code == "request_timeout":
 		return fmt.Errorf("%w: reading the body: %w", ErrRequestTimeout, err)
-	case errors.Is(err, errNotUTF8) || errors.As(err, new(*errKeys)):
+	case errors.Is(err, errNotUTF8) || errors.Is(err, errBOM) || errors.As(err, new(*errKeys)):
 		return badRequest("%v", err)
 	case errors.Is(err, net.ErrClosed) || errors.Is(err, syscall.ECONNRESET) || errors.As(err, new(transportError)) && errors.Is(err, io.ErrUnexpectedEOF):
 		// NB: the connection ended under the read (the client went away,
@@ -1114,6 +1114,9 @@ func (h *handler) recallNote(t float64) *float64 {
 // a lone UTF-16 surrogate (surrogateScan).
 var errNotUTF8 = errors.New("the body is not UTF-8")
 
+// errBOM is the error of a body that starts with a byte order mark.
+var errBOM = errors.New("the body starts with a byte order mark (EF BB BF), which JSON text does not take: send it without")
+
 // utf8Body is a request body checked to be UTF-8 as it is read: a read
 // that meets other bytes returns those before them and fails with
 // errNotUTF8, naming their offset, as does every read after it (so that
@@ -1134,6 +1137,12 @@ func (b *utf8Body) Read(p []byte) (int, error) {
 		return 0, b.err
 	}
 	n, err := b.readUTF8(p)
+	if b.read == 0 && bytes.HasPrefix(p[:n], []byte("\xef\xbb\xbf")) {
+		// NB: said as what it is: JSON's decoder said "invalid character
+		// 'ï' at byte 1" (an API client's review, A-6).
+		b.err = errBOM
+		return 0, b.err
+	}
 	// NB: the bytes given back before invalid ones are scanned too: a
 	// stream's earlier lines are decoded and stored.
 	if at := b.esc.scan(p[:n], b.read); at >= 0 {

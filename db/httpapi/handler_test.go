@@ -2710,3 +2710,49 @@ func TestBothExpiriesRefusedFirst(t *testing.T) {
 		t.Errorf("%d documents after, %v; want %d", n, err, before)
 	}
 }
+
+// Ensure that the messages an API client's review found unclear (A-6)
+// say what happened: a body that starts with a byte order mark, a query
+// past the server's timeout (lshdb's words first), a put-if-new line over
+// the bound (which document). Nothing refused is stored (the oracle: the
+// count before and after).
+func TestMessagesSayWhatHappened(t *testing.T) {
+	d := openFixture(t, 0, nil)
+	h := Handler(d, &Options{MaxBodyBytes: 1000, QueryTimeout: time.Nanosecond})
+	addr := startTCP(t, h, 0)
+	before, _ := d.Count()
+	post := func(path, body string) (int, string) {
+		resp, err := http.Post("http://"+addr+path, "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, b := post("/v1/docs", "\xef\xbb\xbf"+`{"id":"bom","text":"a text after a byte order mark"}`); code != 400 || !strings.Contains(b, "the body starts with a byte order mark (EF BB BF)") {
+		t.Errorf("a body with a byte order mark: %d %s", code, b)
+	}
+	if code, b := post("/v1/query", `{"text":"some words to look for in the index"}`); code != 504 || !strings.Contains(b, `"message":"lshdb: the query ran past the server's query timeout`) {
+		t.Errorf("a query past the timeout: %d %s", code, b)
+	}
+	long := `{"id":"pm2","text":"` + strings.Repeat("long words ", 200) + `"}`
+	_, b := post("/v1/docs/put-if-new", `{"id":"pm1","text":"a short document of a few words"}`+"\n"+long+"\n")
+	if !strings.Contains(b, "(document 2 of the body, after 1 answered; nothing after it was read)") || !strings.Contains(b, "body_too_large") {
+		t.Errorf("put-if-new with a line over the bound: %s", b)
+	}
+	if n, _ := d.Count(); n != before+1 {
+		t.Errorf("%d documents, want %d (pm1 only)", n, before+1)
+	}
+	// A DELETE's ids go in its query: a body is refused, not ignored.
+	req, _ := http.NewRequest(http.MethodDelete, "http://"+addr+"/v1/docs?id=nope&ignore_missing=true", strings.NewReader(`{"ids":["pm1"]}`))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b2, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if ok, _ := d.Has("pm1"); resp.StatusCode != 400 || !strings.Contains(string(b2), "DELETE /v1/docs takes its ids in the query") || !ok {
+		t.Errorf("DELETE with a body: %d %s (pm1 kept: %v)", resp.StatusCode, b2, ok)
+	}
+}

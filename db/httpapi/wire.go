@@ -951,8 +951,11 @@ func bucketsIn(hs []BucketJSON) ([]db.BucketInfo, error) {
 
 // BucketStatsJSON is db.BucketStats, as lshdb buckets --output json.
 type BucketStatsJSON struct {
-	Band      *int         `json:"band,omitempty"`
-	Lists     []int        `json:"posting_lists_per_band"`
+	Band *int `json:"band,omitempty"`
+	// PostingLists is the lists read (of Band, or of every band), as the
+	// command's buckets --output json gives it (an API client's A-3).
+	PostingLists int          `json:"posting_lists"`
+	Lists        []int        `json:"posting_lists_per_band"`
 	Histogram []int        `json:"bucket_size_histogram"`
 	Hottest   []BucketJSON `json:"hottest"`
 }
@@ -960,6 +963,9 @@ type BucketStatsJSON struct {
 // BucketStatsOut converts s for the wire; band < 0 is all bands.
 func BucketStatsOut(s *db.BucketStats, band int) BucketStatsJSON {
 	out := BucketStatsJSON{Lists: nonNil(s.Lists), Histogram: nonNil(s.Histogram), Hottest: bucketsOut(s.Hottest)}
+	for _, n := range s.Lists {
+		out.PostingLists += n // NB: of one band, the others are 0
+	}
 	if band >= 0 {
 		out.Band = &band
 	}
