@@ -956,8 +956,8 @@ type BucketStatsJSON struct {
 	// command's buckets --output json gives it (an API client's A-3).
 	PostingLists int          `json:"posting_lists"`
 	Lists        []int        `json:"posting_lists_per_band"`
-	Histogram []int        `json:"bucket_size_histogram"`
-	Hottest   []BucketJSON `json:"hottest"`
+	Histogram    []int        `json:"bucket_size_histogram"`
+	Hottest      []BucketJSON `json:"hottest"`
 }
 
 // BucketStatsOut converts s for the wire; band < 0 is all bands.
