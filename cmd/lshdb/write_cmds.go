@@ -85,7 +85,7 @@ func (f *createFlags) add(c *cobra.Command) {
 	fs.BoolVar(&f.bag, "bag", false, "bag (multiset) shingles: repeats count")
 	fs.StringVar(&f.storage, "storage", "text", "what a new index keeps per document: text (compressed; exact verification re-shingles it), sets (32-bit shingle hashes, no text) or none (signatures only: every similarity is an estimate)")
 	fs.BoolVar(&f.storeText, "store-text", false, "with --storage sets or none: keep each document's text too (text storage always does)")
-	fs.StringVar(&f.normalization, "normalization", "fold", "text normalization before shingling: fold (lower case, white space runs as one space), none (the text as it is) or nfkc (fold after Unicode case folding, NFKC and no zero-width characters: for text whose characters are written in more than one way)")
+	fs.StringVar(&f.normalization, "normalization", "fold", "text normalization before shingling: fold (lower-cased per code point, each white-space run one space, the ends trimmed; bytes that are not UTF-8 read as U+FFFD), none (the text as it is) or nfkc (fold after Unicode case folding, NFKC and no zero-width characters: for text whose characters are written in more than one way)")
 	fs.StringSliceVar(&f.stopWords, "stop-words", nil, "words dropped before word shingling (--shingle word), comma-separated")
 	fs.StringVar(&f.stopWordsFile, "stop-words-file", "", "a file of stop words, one per line (blank lines and lines starting with # ignored)")
 	fs.IntVar(&f.bands, "bands", 0, "the banding's bands, with --rows (default: chosen from --threshold and --recall)")
