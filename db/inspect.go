@@ -31,11 +31,11 @@ type BucketInfo struct {
 	// members as this one, largest first: one hot spot (a group of
 	// identical documents collides in every band) is one BucketInfo, with
 	// its other bands here, rather than one per band. Mostly the same is
-	// at least half of the two lists' members in common (the Jaccard of
-	// their members at least 1/2, estimated from a sketch of each list's
-	// members: exact for lists of up to 32). Only the top × bands largest
-	// lists are looked at, so a list much smaller than this one may be
-	// left out.
+	// at least half of the smaller list's members in the larger
+	// (estimated from a sketch of each list's members: exact for lists of
+	// up to 32). Only the top × bands largest lists are looked at: a list
+	// of the hot spot smaller than those is left out, and a larger top
+	// may name more.
 	Also []BandBucket `json:"also,omitempty"`
 }
 
@@ -311,26 +311,58 @@ func sketchJaccard(a, b []uint64, whole bool) float64 {
 	return float64(both) / float64(seen)
 }
 
+// sharedHalf reports whether at least half of the members of the smaller
+// of two lists are in the larger, estimated from their sketches (exact
+// for lists of up to sketchSize): the members in common are
+// J(|a|+|b|)/(1+J) of the Jaccard J of the two.
+//
+// NB: half of the smaller, not a Jaccard of 1/2: the hot lists of the
+// "word of the LORD came" verses in three bands held 23 and 15 members,
+// 16 and 12 of them in the first's 40, at Jaccard 0.33 and 0.27, and were
+// three rows of buckets --top 10 (a newcomer's review, NF-3).
+func sharedHalf(a, b hotList) bool {
+	whole := max(a.size, b.size) <= sketchSize
+	j := sketchJaccard(a.sketch, b.sketch, whole)
+	na, nb := float64(a.size), float64(b.size)
+	if whole {
+		na, nb = float64(len(a.sketch)), float64(len(b.sketch)) // the live members
+	}
+	if min(na, nb) == 0 {
+		return false
+	}
+	return j*(na+nb)/(1+j) >= min(na, nb)/2
+}
+
 // groupHot groups lists, hottest first, into hot spots and returns the
-// top ones: a list joins the first group whose first list it shares at
-// least half its members with (sketchJaccard), and whose bands do not
-// hold it already; another starts a group. Groups come largest first,
-// then those of more lists; each is its lists, hottest first.
+// top ones: a list joins the first group whose first list shares at
+// least half of the smaller one's members with it (sharedHalf), and
+// whose bands do not hold it already; another starts a group. Groups
+// come largest first, then those of more lists; each is its lists,
+// hottest first.
 func groupHot(lists []hotList, top int) [][]hotList {
 	var groups [][]hotList
 	byHash := map[uint64][]int{} // a hash of a group's first sketch → the group
 	for _, l := range lists {
-		// NB: the groups that share a hash with the list, as candidates:
-		// two lists of which half the members are common share one of
-		// their sketches' hashes but with a chance below 1e-9.
+		// NB: every group is a candidate while they are few (512 at
+		// most); beyond that, the groups that share a hash
+		// with the list: lists of like sizes that share half their
+		// members share one of their sketches' hashes but with a chance
+		// below 1e-9, and for a much smaller list the estimate is rough.
 		var near []int
-		for _, x := range l.sketch {
-			near = append(near, byHash[x]...)
+		if len(groups) <= 16*sketchSize {
+			for g := range groups {
+				near = append(near, g)
+			}
+		} else {
+			for _, x := range l.sketch {
+				near = append(near, byHash[x]...)
+			}
+			slices.Sort(near)
+			near = slices.Compact(near)
 		}
-		slices.Sort(near)
 		joined := false
-		for _, g := range slices.Compact(near) {
-			if !slices.ContainsFunc(groups[g], func(o hotList) bool { return o.band == l.band }) && sketchJaccard(groups[g][0].sketch, l.sketch, max(groups[g][0].size, l.size) <= sketchSize) >= 0.5 {
+		for _, g := range near {
+			if !slices.ContainsFunc(groups[g], func(o hotList) bool { return o.band == l.band }) && sharedHalf(groups[g][0], l) {
 				groups[g] = append(groups[g], l)
 				joined = true
 				break

@@ -999,7 +999,7 @@ the hot buckets of one band; check verifies the index.`,
 				if db.IsRedisURL(a.dbDir) {
 					fmt.Fprintf(a.stdout, "memory on the masters (MEMORY USAGE): docs %d, ids %d, postings %d, %smanifest and counters %d; total %s\n",
 						sb.Docs, sb.IDs, sb.Postings, expiryBytes(sb.Expiry), sb.ManifestCounters, humanBytes(sb.Docs+sb.IDs+sb.Postings+sb.Expiry+sb.ManifestCounters))
-					return a.printHottest(st.Buckets.Hottest)
+					return a.printHottest(st.Buckets.Hottest, true)
 				}
 				fmt.Fprintf(a.stdout, "stored bytes: docs %d, ids %d, postings %d, %smanifest and counters %d; on disk %d\n",
 					sb.Docs, sb.IDs, sb.Postings, expiryBytes(sb.Expiry), sb.ManifestCounters, st.DiskBytes)
@@ -1013,7 +1013,7 @@ the hot buckets of one band; check verifies the index.`,
 				// build's 18 MB of logs, holding 367 bytes, read as writes.
 				fmt.Fprintf(a.stdout, "write-ahead log on disk: %d: the live log %d (writes not yet flushed into tables, which it holds until it fills, or the writer closes the index, or it is opened again; and the space allocated ahead for the writes to come), logs kept for reuse %d (as the next logs: their space is reused, not freed)\n",
 					st.LogBytes, st.LogBytes-st.RecycledLogBytes, st.RecycledLogBytes)
-				return a.printHottest(st.Buckets.Hottest)
+				return a.printHottest(st.Buckets.Hottest, true)
 			})
 		},
 	}
@@ -1046,9 +1046,20 @@ func (a *app) printHistogram(h []int) error {
 	return tw.Flush()
 }
 
-func (a *app) printHottest(hs []db.BucketInfo) error {
+func (a *app) printHottest(hs []db.BucketInfo, allBands bool) error {
 	if len(hs) == 0 {
 		return nil
+	}
+	if !allBands {
+		// NB: of one band (buckets --band) no list is compared with
+		// another band's: a BANDS of 1 said nothing (NF-2).
+		fmt.Fprintln(a.stdout, "hottest buckets:")
+		tw := a.table()
+		fmt.Fprintln(tw, "  BAND\tBUCKET\tSIZE\tSAMPLE")
+		for _, h := range hs {
+			fmt.Fprintf(tw, "  %d\t%s\t%d\t%s\n", h.Band, bucketHex(h.Bucket), h.Size, idLine(h.Sample))
+		}
+		return tw.Flush()
 	}
 	// NB: one row for a group of lists of mostly the same members: the
 	// 10 hottest of the kjv verses were one group of 72 identical verses,
@@ -1073,10 +1084,13 @@ A bucket's size counts the documents whose TTL has passed until a sweep
 removes them (a writable handle, serve's, sweeps every second; lshdb purge
 sweeps at once), where bucket lists only the live ones.
 The hottest are one row for each hot spot: lists of other bands that hold
-mostly the same members (at least half in common, estimated) are counted
-in its BANDS, not listed again (a group of identical documents is in
-every band); the row names the largest of them, and the JSON's also the
-others. Of rows of one size, those of more bands come first.
+mostly the same members (at least half of the smaller list's members in
+the larger, estimated) are counted in its BANDS, not listed again (a
+group of identical documents is in every band); the row names the
+largest of them, and the JSON's also the others. Of rows of one size,
+those of more bands come first. Only the top × bands largest lists are
+compared: a larger --top may count more bands. With --band, one band is
+read, and BANDS is not shown.
 With --output json: one object with posting_lists (the lists read),
 posting_lists_per_band (null for a band --band did not read),
 bucket_size_histogram and hottest. bucket_size_histogram[i] counts the
@@ -1129,7 +1143,7 @@ lists of 2^(i-1) to 2^i - 1 documents (the table's rows 1, 2-3, 4-7, …),
 				if err := a.printHistogram(st.Histogram); err != nil {
 					return err
 				}
-				return a.printHottest(st.Hottest)
+				return a.printHottest(st.Hottest, band < 0)
 			})
 		},
 	}
@@ -1175,6 +1189,9 @@ record: one read each.`,
 					// NB: stdout stays empty (a script counts lines); the
 					// note says the bucket was read and holds nothing.
 					fmt.Fprintf(a.stderr, "lshdb: note: band %d bucket %08x holds no document\n", band, bucket)
+				}
+				if len(ids) == 0 {
+					return nil // NB: no header, no summary (NF-5)
 				}
 				if !withText && !jaccard {
 					for _, id := range ids {
@@ -1286,6 +1303,10 @@ func (a *app) bucketMembers(d index, band int, bucket uint64, ids []string, with
 			return err
 		}
 	}
+	if withText && len(docs) > 0 && !slices.ContainsFunc(docs, func(doc *db.StoredDoc) bool { return doc.HasText }) {
+		// NB: a column of - said nothing of why (NF-9).
+		fmt.Fprintf(a.stderr, "lshdb: note: no member's text is stored: the index keeps %s (lshdb create --store-text keeps texts too)\n", storageWords(d.Params().Storage))
+	}
 	if !jaccard {
 		if gone > 0 {
 			fmt.Fprintf(a.stderr, "lshdb: note: %s deleted or expired since the bucket was read: not shown\n", counted(gone, "member", "members"))
@@ -1299,6 +1320,17 @@ func (a *app) bucketMembers(d index, band int, bucket uint64, ids []string, with
 	}
 	_, err := fmt.Fprintln(a.stdout, summary)
 	return err
+}
+
+// storageWords says what an index of a storage mode keeps.
+func storageWords(storage string) string {
+	switch storage {
+	case db.StorageNone:
+		return "signatures only (storage none)"
+	case db.StorageSets:
+		return "shingle sets, not texts (storage sets)"
+	}
+	return "texts (storage " + storage + ")"
 }
 
 // bucketSummary says how alike a bucket's members are: to the first,

@@ -2089,11 +2089,21 @@ get "Exodus 6:10" is one id, get Exodus 6:10 two.`,
 				if len(missing) > 0 && len(args) > 1 {
 					// NB: ids with spaces (every id of a corpus of
 					// verses, "Exodus 6:10"), unquoted: a newcomer's
-					// first try (N2-6). Nothing is shown for them.
-					joined := strings.Join(args, " ")
-					if _, err := d.Get(joined); err == nil {
-						return usagef("get %s asks for %d ids, and %q is stored: an id with spaces needs quotes: get %q",
-							joined, len(args), joined, joined)
+					// first try (N2-6). Nothing is shown for them. A run
+					// of up to 4 words, one of them not stored, is looked
+					// for as one id (get "Genesis 1:1" Exodus 6:10: NF-7).
+					for i := range args {
+						for j := i + 2; j <= min(i+4, len(args)); j++ {
+							run := args[i:j]
+							if !slices.ContainsFunc(run, func(w string) bool { return slices.Contains(missing, w) }) {
+								continue
+							}
+							joined := strings.Join(run, " ")
+							if _, err := d.Get(joined); err == nil {
+								return usagef("get %s asks for %d ids, and %q is stored: an id with spaces needs quotes: get %q",
+									strings.Join(args, " "), len(args), joined, joined)
+							}
+						}
 					}
 				}
 				shown := 0
