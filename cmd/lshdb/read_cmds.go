@@ -1243,7 +1243,7 @@ func (a *app) bucketMembers(d index, band int, bucket uint64, ids []string, with
 	}
 	// NB: exact where both sets are kept, as explain computes it; an
 	// index of storage none keeps signatures only.
-	exact := len(docs) > 0 && !slices.ContainsFunc(docs, func(doc *db.StoredDoc) bool { return doc.Shingles == nil })
+	exact := !slices.ContainsFunc(docs, func(doc *db.StoredDoc) bool { return doc.Shingles == nil })
 	sims := make([]float64, len(docs))
 	sets := map[uint64]bool{}
 	for i, doc := range docs {

@@ -2054,7 +2054,7 @@ make it first with lshdb create for others.`,
 func (a *app) getCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "get --db DIR ID...",
-		Short: "Show stored documents",
+		Short: "Show stored documents (quote an id with spaces: get \"Exodus 6:10\")",
 		Long: `Show stored documents: each id's text, metadata, set size and expiry.
 Several ids are shown in the order given, a blank line between them (with
 --output json, one object per line). An id not stored fails the command
