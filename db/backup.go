@@ -2,6 +2,7 @@ package db
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -714,26 +715,11 @@ func stampManifest(p *pebble.DB, origin string) error {
 	if err := b.Set(codec.ManifestKey, enc, nil); err != nil {
 		return classify(err)
 	}
-	if err := applyRecovered(func() error { return p.ApplyNoSyncWait(b, pebble.Sync) }); err != nil {
-		return classify(fmt.Errorf("lshdb: backup: writing the copy's manifest: %w", err))
+	// NB: a store other than the index's, which pebbleWrite guards.
+	if err, panicked := recovering(func() error { return p.ApplyNoSyncWait(b, pebble.Sync) }); cmp.Or(err, panicked) != nil {
+		return classify(fmt.Errorf("lshdb: backup: writing the copy's manifest: %w", cmp.Or(err, panicked)))
 	}
 	return classify(b.SyncWait())
-}
-
-// applyRecovered runs apply (a commit to a Pebble store other than the
-// index's, which pebbleWrite guards), returning the panic of a failed
-// commit (pebbleLogger's Fatalf) as its error.
-func applyRecovered(apply func() error) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			cause, ok := r.(error)
-			if !ok {
-				cause = fmt.Errorf("%v", r)
-			}
-			err = cause
-		}
-	}()
-	return apply()
 }
 
 // renameBackup renames the complete copy tmp to dir and syncs their

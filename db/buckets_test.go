@@ -292,7 +292,7 @@ func TestScanCancelledBeforeFirstKey(t *testing.T) {
 func TestSketchJaccard(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 9))
 	sketch := func(docs []uint64) []uint64 {
-		var s memberSketch
+		s := newMemberSketch()
 		for _, d := range docs {
 			s.add(d)
 		}

@@ -1267,22 +1267,30 @@ func (d *damageSeen) dirMoved(dir string) error {
 // NB: a server recovered the panic in its handler and went on: every
 // later write hung until the client's timeout, and SIGTERM did not stop
 // it, its Close waiting for ever (a data-safety review, on a full tmpfs).
-func (db *DB) pebbleWrite(f func() error) (err error) {
+func (db *DB) pebbleWrite(f func() error) error {
 	if p := db.damage.stopped.Load(); p != nil {
 		return *p
 	}
+	err, panicked := recovering(f)
+	if panicked != nil {
+		return db.logFailed(panicked)
+	}
+	return classify(err)
+}
+
+// recovering runs f, a commit into Pebble, and returns its error, or as
+// panicked the panic it raised: a failed commit (pebbleLogger's Fatalf).
+func recovering(f func() error) (err, panicked error) {
 	defer func() {
-		r := recover()
-		if r == nil {
-			return
+		if r := recover(); r != nil {
+			cause, ok := r.(error)
+			if !ok {
+				cause = fmt.Errorf("%v", r)
+			}
+			err, panicked = nil, cause
 		}
-		cause, ok := r.(error)
-		if !ok {
-			cause = fmt.Errorf("%v", r)
-		}
-		err = db.logFailed(cause)
 	}()
-	return classify(f())
+	return f(), nil
 }
 
 // logFailed stops the store at a failed write-ahead log write (cause)
@@ -1423,10 +1431,13 @@ func (db *DB) flushAtClose() {
 
 // flushWait flushes the memtables and waits for the flush, until ctx
 // ends or the flush fails once (Pebble retries a failed flush at once,
-// for ever: damageSeen.failures counts them); the caller has checked
-// writesRefused. Such a flush only tidies: the writes it flushes are in
-// the synced log, or in ingested tables.
+// for ever: damageSeen.failures counts them); where writes are refused
+// (writesRefused) it is not tried. Such a flush only tidies: the writes
+// it flushes are in the synced log, or in ingested tables.
 func (db *DB) flushWait(ctx context.Context) error {
+	if err := db.damage.writesRefused(db.dir); err != nil {
+		return err
+	}
 	failed := db.damage.failures.Load()
 	// NB: through pebbleWrite: a flush rotates the log, which panics when
 	// the last log write failed and the store was not yet stopped.

@@ -302,19 +302,36 @@ func noReserveChild(t *testing.T, dir string) {
 }
 
 // within runs f, failing the test if it has not returned within a
-// minute (a hang), or returned other than want (nil: no error).
-func within(t *testing.T, what string, f func() error, want error) {
+// minute (a hang), if it panicked (a program would end), or if it
+// returned other than want (nil: no error); it returns f's error.
+func within(t *testing.T, what string, f func() error, want error) error {
 	t.Helper()
-	done := make(chan error, 1)
-	go func() { done <- f() }()
+	type result struct {
+		err      error
+		panicked any
+	}
+	done := make(chan result, 1)
+	go func() {
+		defer func() {
+			if r := recover(); r != nil {
+				done <- result{panicked: r}
+			}
+		}()
+		done <- result{err: f()}
+	}()
 	select {
-	case err := <-done:
-		if want == nil && err != nil || want != nil && !errors.Is(err, want) {
-			t.Fatalf("%s: %v, want %v", what, err, want)
+	case r := <-done:
+		if r.panicked != nil {
+			t.Fatalf("%s panicked (a program would end): %v", what, r.panicked)
 		}
-		t.Logf("%s: %v", what, err)
+		if want == nil && r.err != nil || want != nil && !errors.Is(r.err, want) {
+			t.Fatalf("%s: %v, want %v", what, r.err, want)
+		}
+		t.Logf("%s: %v", what, r.err)
+		return r.err
 	case <-time.After(time.Minute):
 		t.Fatalf("%s: no return within a minute (a hang)", what)
+		return nil
 	}
 }
 
@@ -732,10 +749,13 @@ func TestFreeingWritesBelowTheReserve(t *testing.T) {
 }
 
 // enospcFS fails every write to a table file with ENOSPC while on is set:
-// a disk full for Pebble's flushes and compactions, not for its logs.
+// a disk full for Pebble's flushes and compactions, not for its logs, nor
+// for the tables whose paths hold spare (when not empty: a load's own,
+// made in loadTmpDir, then ingested).
 type enospcFS struct {
 	vfs.FS
-	on *atomic.Bool
+	on    *atomic.Bool
+	spare string
 }
 
 type enospcFile struct {
@@ -753,7 +773,7 @@ func (f enospcFile) Write(p []byte) (int, error) {
 
 func (fs enospcFS) Create(name string, c vfs.DiskWriteCategory) (vfs.File, error) {
 	f, err := fs.FS.Create(name, c)
-	if err != nil || !strings.HasSuffix(name, ".sst") {
+	if err != nil || !strings.HasSuffix(name, ".sst") || fs.spare != "" && strings.Contains(name, fs.spare) {
 		return f, err
 	}
 	return enospcFile{f, fs.on, name}, nil
@@ -766,7 +786,7 @@ func (fs enospcFS) Create(name string, c vfs.DiskWriteCategory) (vfs.File, error
 // refusals, and the documents counted at the end.
 func TestNoSpaceRefusesWhileFlushesFail(t *testing.T) {
 	var full atomic.Bool
-	d := mustOpen(t, "idx", &Options{fs: enospcFS{vfs.NewMem(), &full}})
+	d := mustOpen(t, "idx", &Options{fs: enospcFS{FS: vfs.NewMem(), on: &full}})
 	defer d.Close()
 	put := func(id string) error {
 		return d.Put(Doc{ID: id, Text: "a document of a few words, " + id}, nil)

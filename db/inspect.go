@@ -155,7 +155,7 @@ func (db *DB) bucketsIn(ctx context.Context, snap *pebble.Snapshot, band, top, s
 		// Whether the heap wants the list is asked first as if its
 		// sketch were the least (first 0), before making the sketch.
 		if h := (hotList{band: b, bucket: bucket, size: len(ps), seq: seq}); top > 0 && len(ps) > 0 && hottest.Wants(h) {
-			var sk memberSketch
+			sk := newMemberSketch()
 			for _, p := range ps {
 				if !p.Remove {
 					sk.add(p.Doc)
@@ -234,44 +234,17 @@ const sketchSize = 32
 
 // memberSketch keeps the sketchSize least hashes of a list's members (a
 // bottom-k sketch), to estimate how many members two lists share.
-type memberSketch struct {
-	h []uint64 // a max-heap of the least hashes while adding
+type memberSketch struct{ h *topk.Heap[uint64] }
+
+func newMemberSketch() memberSketch {
+	return memberSketch{topk.New(sketchSize, cmp.Compare[uint64])}
 }
 
-func (s *memberSketch) add(doc uint64) {
-	x := mix64(doc)
-	if len(s.h) < sketchSize {
-		s.h = append(s.h, x)
-		for i := len(s.h) - 1; i > 0 && s.h[i] > s.h[(i-1)/2]; i = (i - 1) / 2 {
-			s.h[i], s.h[(i-1)/2] = s.h[(i-1)/2], s.h[i]
-		}
-		return
-	}
-	if x >= s.h[0] {
-		return
-	}
-	s.h[0] = x
-	for i := 0; ; {
-		w, l, r := i, 2*i+1, 2*i+2
-		if l < len(s.h) && s.h[l] > s.h[w] {
-			w = l
-		}
-		if r < len(s.h) && s.h[r] > s.h[w] {
-			w = r
-		}
-		if w == i {
-			return
-		}
-		s.h[i], s.h[w] = s.h[w], s.h[i]
-		i = w
-	}
-}
+func (s memberSketch) add(doc uint64) { s.h.Offer(mix64(doc)) }
 
-// sorted returns the sketch's hashes in increasing order.
-func (s *memberSketch) sorted() []uint64 {
-	slices.Sort(s.h)
-	return s.h
-}
+// sorted returns the sketch's hashes in increasing order (none: empty,
+// not nil); s is spent.
+func (s memberSketch) sorted() []uint64 { return s.h.Sorted() }
 
 // mix64 is a bijective mix of a doc number (SplitMix64's finalizer): doc
 // numbers are dense, and a sketch needs them spread.
@@ -343,32 +316,35 @@ func groupHot(lists []hotList, top int) [][]hotList {
 	var groups [][]hotList
 	byHash := map[uint64][]int{} // a hash of a group's first sketch → the group
 	for _, l := range lists {
+		fits := func(g int) bool {
+			return !slices.ContainsFunc(groups[g], func(o hotList) bool { return o.band == l.band }) && sharedHalf(groups[g][0], l)
+		}
 		// NB: every group is a candidate while they are few (512 at
-		// most); beyond that, the groups that share a hash
-		// with the list: lists of like sizes that share half their
-		// members share one of their sketches' hashes but with a chance
-		// below 1e-9, and for a much smaller list the estimate is rough.
-		var near []int
+		// most); beyond that, the groups that share a hash with the
+		// list: lists of like sizes that share half their members share
+		// one of their sketches' hashes but with a chance below 1e-9,
+		// and for a much smaller list the estimate is rough.
+		g := -1
 		if len(groups) <= 16*sketchSize {
-			for g := range groups {
-				near = append(near, g)
+			for i := range groups {
+				if fits(i) {
+					g = i
+					break
+				}
 			}
 		} else {
+			var near []int
 			for _, x := range l.sketch {
 				near = append(near, byHash[x]...)
 			}
 			slices.Sort(near)
 			near = slices.Compact(near)
-		}
-		joined := false
-		for _, g := range near {
-			if !slices.ContainsFunc(groups[g], func(o hotList) bool { return o.band == l.band }) && sharedHalf(groups[g][0], l) {
-				groups[g] = append(groups[g], l)
-				joined = true
-				break
+			if i := slices.IndexFunc(near, fits); i >= 0 {
+				g = near[i]
 			}
 		}
-		if joined {
+		if g >= 0 {
+			groups[g] = append(groups[g], l)
 			continue
 		}
 		for _, x := range l.sketch {

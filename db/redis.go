@@ -1523,7 +1523,7 @@ func (db *DB) redisBuckets(ctx context.Context, band, top int) (*BucketStats, er
 	}
 	for i := range hottest {
 		slices.Sort(members[i])
-		var sk memberSketch
+		sk := newMemberSketch()
 		for _, n := range members[i] {
 			sk.add(n)
 		}

@@ -7,41 +7,14 @@ import (
 	"io"
 	iofs "io/fs"
 	"log/slog"
-	"os"
 	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
 )
-
-// returnsWithin runs f, returning its error, or the panic it raised as an error
-// that says so, or failing t when it has not returned after d.
-func returnsWithin(t *testing.T, what string, d time.Duration, f func() error) error {
-	t.Helper()
-	done := make(chan error, 1)
-	go func() {
-		defer func() {
-			if r := recover(); r != nil {
-				done <- fmt.Errorf("PANIC: %v", r)
-			}
-		}()
-		done <- f()
-	}()
-	select {
-	case err := <-done:
-		if err != nil && strings.HasPrefix(err.Error(), "PANIC") {
-			t.Fatalf("%s panicked (a program would end): %v", what, err)
-		}
-		return err
-	case <-time.After(d):
-		t.Fatalf("%s has not returned after %v", what, d)
-		return nil
-	}
-}
 
 // Ensure that the calls that sync the log apart from a write (Sync,
 // PutIfNewBatch's one sync at its end, and Backup's sync before its
@@ -87,21 +60,18 @@ func TestLogSyncsOnAFailingLog(t *testing.T) {
 				}
 				refuse.On()
 				if stopped {
-					err := returnsWithin(t, "a synced Put", 30*time.Second, func() error {
+					within(t, "a synced Put on the failing log", func() error {
 						return d.Put(Doc{ID: "b", Text: "a synced document on a log that cannot be written"}, nil)
-					})
-					if !errors.Is(err, ErrDiskFull) || d.damage.stopped.Load() == nil {
-						t.Fatalf("a synced Put on the failing log: %v (stopped: %v)", err, d.damage.stopped.Load() != nil)
+					}, ErrDiskFull)
+					if d.damage.stopped.Load() == nil {
+						t.Fatal("a synced Put on the failing log did not stop the store")
 					}
 				}
-				err = returnsWithin(t, name, 30*time.Second, func() error { return call(d) })
-				if !errors.Is(err, ErrDiskFull) {
-					t.Errorf("%s = %v; want ErrDiskFull", name, err)
-				}
+				within(t, name, func() error { return call(d) }, ErrDiskFull)
 				if _, err := mem.Stat("bk"); !errors.Is(err, iofs.ErrNotExist) && name == "Backup" {
 					t.Errorf("a failed backup left bk: %v", err)
 				}
-				returnsWithin(t, "Close", 30*time.Second, d.Close)
+				within(t, "Close of the stopped store", d.Close, ErrDiskFull)
 			})
 		}
 	}
@@ -132,10 +102,7 @@ func TestBackupStampOnAFullTarget(t *testing.T) {
 		t.Fatal(err)
 	}
 	refuse.On()
-	err = returnsWithin(t, "Backup", 30*time.Second, func() error { return d.Backup(context.Background(), "bk") })
-	if !errors.Is(err, ErrDiskFull) {
-		t.Errorf("Backup = %v; want ErrDiskFull", err)
-	}
+	within(t, "Backup", func() error { return d.Backup(context.Background(), "bk") }, ErrDiskFull)
 	if names, _ := mem.List("."); strings.Contains(strings.Join(names, " "), "bk") {
 		t.Errorf("a failed backup left %v", names)
 	}
@@ -153,35 +120,6 @@ func TestBackupStampOnAFullTarget(t *testing.T) {
 	}
 }
 
-// sstWritesRefused fails writes to the tables Pebble makes in the index
-// directory (a flush's, a compaction's) while on, not to a load's own
-// (made in loadTmpDir, then ingested).
-type sstWritesRefused struct {
-	vfs.FS
-	on *atomic.Bool
-}
-
-type refusedFile struct {
-	vfs.File
-	on   *atomic.Bool
-	name string
-}
-
-func (f refusedFile) Write(p []byte) (int, error) {
-	if f.on.Load() {
-		return 0, &os.PathError{Op: "write", Path: f.name, Err: syscall.ENOSPC}
-	}
-	return f.File.Write(p)
-}
-
-func (fs sstWritesRefused) Create(name string, c vfs.DiskWriteCategory) (vfs.File, error) {
-	f, err := fs.FS.Create(name, c)
-	if err != nil || !strings.HasSuffix(name, ".sst") || strings.Contains(name, loadTmpDir) {
-		return f, err
-	}
-	return refusedFile{f, fs.on, name}, nil
-}
-
 // Ensure that a Load whose ingest succeeded returns its result, at once,
 // when the flush after it cannot write (a disk filled meanwhile, the
 // reserve off), and that Close then returns: Pebble's Flush, which only
@@ -192,7 +130,7 @@ func TestLoadStoredWhenTheFlushAfterCannotWrite(t *testing.T) {
 	var on atomic.Bool
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	mem := vfs.NewMem()
-	d, err := Open("idx", &Options{fs: sstWritesRefused{mem, &on}, Logger: quiet, DiskReserve: -1})
+	d, err := Open("idx", &Options{fs: enospcFS{FS: mem, on: &on, spare: loadTmpDir}, Logger: quiet, DiskReserve: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,19 +147,19 @@ func TestLoadStoredWhenTheFlushAfterCannotWrite(t *testing.T) {
 		on.Store(true) // the disk fills once the documents are read
 	}
 	var res LoadResult
-	err = returnsWithin(t, "Load", 30*time.Second, func() (err error) {
+	within(t, "Load", func() (err error) {
 		res, err = d.Load(context.Background(), seq, nil)
 		return err
-	})
-	if err != nil || res.Stored != 50 {
-		t.Errorf("Load = %+v, %v; want its 50 stored", res, err)
+	}, nil)
+	if res.Stored != 50 {
+		t.Errorf("Load = %+v; want its 50 stored", res)
 	}
 	for i := range 50 {
 		if doc, err := d.Get(fmt.Sprint("l", i)); err != nil || doc.Text != text(i) {
 			t.Fatalf("l%d: %+v, %v", i, doc, err)
 		}
 	}
-	returnsWithin(t, "Close", 30*time.Second, d.Close)
+	within(t, "Close", d.Close, nil)
 	on.Store(false)
 	d, err = Open("idx", &Options{fs: mem, Logger: quiet})
 	if err != nil {

@@ -324,11 +324,7 @@ func (db *DB) upgrade(ctx context.Context) (*UpgradeReport, error) {
 	// NB: as after a Load: the upgrade is stored, and the flush only
 	// tidies; Pebble's Flush waited for ever where flushes could not
 	// write, and failed an upgrade that was stored (C3-4).
-	err = db.damage.writesRefused(db.dir)
-	if err == nil {
-		err = db.flushWait(ctx)
-	}
-	if err != nil {
+	if err := db.flushWait(ctx); err != nil {
 		db.opts.Logger.Warn("lshdb: the upgrade is stored, but not flushed into the LSM's levels after it (Pebble does it later)", "error", err)
 	}
 	// The old records and posting lists are shadowed or deleted; a

@@ -356,16 +356,8 @@ type matchJSON struct {
 	Text *string `json:"text,omitempty"`
 }
 
-// bucketJSON is one posting list.
-type bucketJSON struct {
-	Band   int      `json:"band"`
-	Bucket string   `json:"bucket"` // 8 hex digits (32 bits since index format 2)
-	Size   int      `json:"size"`
-	Sample []string `json:"sample,omitempty"`
-	// Also: the other bands' lists of mostly the same members
-	// (db.BucketInfo.Also), as the API writes them.
-	Also []httpapi.BandBucketJSON `json:"also,omitempty"`
-}
+// bucketJSON is one posting list, as the API writes it.
+type bucketJSON = httpapi.BucketJSON
 
 // nonNil returns s, or an empty slice for nil (JSON [] rather than null).
 func nonNil[T any](s []T) []T {
@@ -375,16 +367,8 @@ func nonNil[T any](s []T) []T {
 	return s
 }
 
-func bucketsJSON(hs []db.BucketInfo) []bucketJSON {
-	out := make([]bucketJSON, len(hs))
-	for i, h := range hs {
-		out[i] = bucketJSON{Band: h.Band, Bucket: bucketHex(h.Bucket), Size: h.Size, Sample: h.Sample}
-		for _, o := range h.Also {
-			out[i].Also = append(out[i].Also, httpapi.BandBucketJSON{Band: o.Band, Bucket: bucketHex(o.Bucket)})
-		}
-	}
-	return out
-}
+// bucketsJSON is hot lists as the API writes them.
+func bucketsJSON(hs []db.BucketInfo) []bucketJSON { return httpapi.BucketsOut(hs) }
 
 // bucketStatsJSON is the output of buckets --output json: one object,
 // histogram included.

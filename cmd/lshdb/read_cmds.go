@@ -1050,25 +1050,25 @@ func (a *app) printHottest(hs []db.BucketInfo, allBands bool) error {
 	if len(hs) == 0 {
 		return nil
 	}
-	if !allBands {
-		// NB: of one band (buckets --band) no list is compared with
-		// another band's: a BANDS of 1 said nothing (NF-2).
-		fmt.Fprintln(a.stdout, "hottest buckets:")
-		tw := a.table()
-		fmt.Fprintln(tw, "  BAND\tBUCKET\tSIZE\tSAMPLE")
-		for _, h := range hs {
-			fmt.Fprintf(tw, "  %d\t%s\t%d\t%s\n", h.Band, bucketHex(h.Bucket), h.Size, idLine(h.Sample))
-		}
-		return tw.Flush()
-	}
 	// NB: one row for a group of lists of mostly the same members: the
 	// 10 hottest of the kjv verses were one group of 72 identical verses,
-	// once per band (a newcomer's review, N2-1). BANDS counts its lists.
-	fmt.Fprintln(a.stdout, "hottest buckets (one row for lists of mostly the same members; BANDS: how many bands hold such a list):")
+	// once per band (a newcomer's review, N2-1). BANDS counts its lists;
+	// of one band (buckets --band) no list is compared with another
+	// band's, and a BANDS of 1 said nothing (NF-2).
+	title, head := "hottest buckets:", "  BAND\tBUCKET\tSIZE\tSAMPLE"
+	if allBands {
+		title = "hottest buckets (one row for lists of mostly the same members; BANDS: how many bands hold such a list):"
+		head = "  BAND\tBUCKET\tSIZE\tBANDS\tSAMPLE"
+	}
+	fmt.Fprintln(a.stdout, title)
 	tw := a.table()
-	fmt.Fprintln(tw, "  BAND\tBUCKET\tSIZE\tBANDS\tSAMPLE")
+	fmt.Fprintln(tw, head)
 	for _, h := range hs {
-		fmt.Fprintf(tw, "  %d\t%s\t%d\t%d\t%s\n", h.Band, bucketHex(h.Bucket), h.Size, 1+len(h.Also), idLine(h.Sample))
+		bands := ""
+		if allBands {
+			bands = fmt.Sprintf("%d\t", 1+len(h.Also))
+		}
+		fmt.Fprintf(tw, "  %d\t%s\t%d\t%s%s\n", h.Band, bucketHex(h.Bucket), h.Size, bands, idLine(h.Sample))
 	}
 	return tw.Flush()
 }

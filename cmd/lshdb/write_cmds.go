@@ -2122,21 +2122,12 @@ get "Exodus 6:10" is one id, get Exodus 6:10 two.`,
 				case len(missing) == 1:
 					return fmt.Errorf("%w: %q", db.ErrNotFound, missing[0])
 				case len(missing) > 1:
-					return fmt.Errorf("%w: %d of the %d ids: %s", db.ErrNotFound, len(missing), len(args), listSome(quoteAll(missing), 10))
+					return fmt.Errorf("%w: %d of the %d ids: %s", db.ErrNotFound, len(missing), len(args), messageIDs(missing))
 				}
 				return nil
 			})
 		},
 	}
-}
-
-// quoteAll quotes each id as an error message names it.
-func quoteAll(ids []string) []string {
-	out := make([]string, len(ids))
-	for i, id := range ids {
-		out[i] = strconv.Quote(id)
-	}
-	return out
 }
 
 // printDoc writes a stored document as get shows it: a table of its

@@ -918,7 +918,8 @@ func ParseBucket(s string) (uint64, error) {
 	return b, nil
 }
 
-func bucketsOut(hs []db.BucketInfo) []BucketJSON {
+// BucketsOut converts hot lists for the wire (and the command's JSON).
+func BucketsOut(hs []db.BucketInfo) []BucketJSON {
 	out := make([]BucketJSON, len(hs))
 	for i, h := range hs {
 		out[i] = BucketJSON{Band: h.Band, Bucket: BucketHex(h.Bucket), Size: h.Size, Sample: h.Sample}
@@ -962,7 +963,7 @@ type BucketStatsJSON struct {
 
 // BucketStatsOut converts s for the wire; band < 0 is all bands.
 func BucketStatsOut(s *db.BucketStats, band int) BucketStatsJSON {
-	out := BucketStatsJSON{Lists: nonNil(s.Lists), Histogram: nonNil(s.Histogram), Hottest: bucketsOut(s.Hottest)}
+	out := BucketStatsJSON{Lists: nonNil(s.Lists), Histogram: nonNil(s.Histogram), Hottest: BucketsOut(s.Hottest)}
 	for _, n := range s.Lists {
 		out.PostingLists += n // NB: of one band, the others are 0
 	}
@@ -1142,7 +1143,7 @@ func StatsOut(s *db.Stats) StatsJSON {
 	if bs == nil {
 		bs = &db.BucketStats{}
 	}
-	out.PostingListsPerBand, out.BucketSizeHistogram, out.Hottest = nonNil(bs.Lists), nonNil(bs.Histogram), bucketsOut(bs.Hottest)
+	out.PostingListsPerBand, out.BucketSizeHistogram, out.Hottest = nonNil(bs.Lists), nonNil(bs.Histogram), BucketsOut(bs.Hottest)
 	return out
 }
 
