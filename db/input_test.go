@@ -160,6 +160,43 @@ func TestHashesSmallIntegers(t *testing.T) {
 	}
 }
 
+// Ensure that a set holding the hash 0 is found by a near-copy without it,
+// and not by a set that shares only 0, in every scheme and in sets and
+// none storage (the oracle: the sets' Jaccard, counted). Classic hashed 0
+// to 0 in every function, so such sets had the all-zero signature: the
+// near-copy shared no band, and any two sets holding 0 had the estimate 1.
+func TestHashesZero(t *testing.T) {
+	var a, b, c []uint64
+	for h := range uint64(100) {
+		a, b, c = append(a, h), append(b, h+1), append(c, h+1000) // {0..99}, {1..100}, {1000..1099}
+	}
+	c = append(c, 0) // {0, 1000..1099}: shares only 0 with a
+	for _, sc := range []minhash.Scheme{minhash.SchemeFSS, minhash.SchemeOPH, minhash.SchemeClassic} {
+		for _, st := range []string{StorageSets, StorageNone} {
+			d := mustOpen(t, t.TempDir(), &Options{Storage: st, Scheme: sc, Threshold: 0.8})
+			if err := d.PutSet("a", Hashes(a...), nil); err != nil {
+				t.Fatal(err)
+			}
+			res, err := d.QuerySet(context.Background(), Hashes(b...), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res.Matches) != 1 || st == StorageSets && res.Matches[0].Jaccard != 99.0/101 {
+				t.Errorf("%v %v: J = 99/101, matches %+v", sc, st, res.Matches)
+			}
+			if res, err = d.QuerySet(context.Background(), Hashes(c...), nil); err != nil {
+				t.Fatal(err)
+			}
+			if len(res.Matches) != 0 {
+				t.Errorf("%v %v: J = 1/200, matches %+v", sc, st, res.Matches)
+			}
+			if err := d.Close(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
 // Ensure that each storage mode keeps what fits and refuses the rest with
 // ErrStorageMode, storing nothing: a text index refuses sets and
 // signatures, a sets index signatures; a none index keeps both and answers

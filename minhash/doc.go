@@ -81,6 +81,8 @@
 //     (mod 2^64, a_i odd, drawn from the seed) of the 64-bit element hash,
 //     the minimum of each; the value is the high 32 bits of the minimum.
 //     k multiplications per element, independent values at every set size.
+//     Element 0, a fixed point of every a_i·x, is hashed as a fixed odd
+//     constant.
 //   - [SchemeDatasketch]: the MinHash of the Python library datasketch, k
 //     permutations ((a_i·h + b_i) mod (2⁶¹−1)) & (2³²−1) of each element's
 //     32-bit hash drawn as numpy draws them: with the same seed and k, a

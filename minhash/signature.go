@@ -3,6 +3,7 @@ package minhash
 import (
 	"math"
 	"math/bits"
+	"slices"
 	"strconv"
 )
 
@@ -192,6 +193,22 @@ func (s *Sketcher) Sketch(dst []uint32, elems []uint64) []uint32 {
 }
 
 func (s *Sketcher) classic(dst []uint32, elems []uint64) []uint32 {
+	if slices.Contains(elems, 0) {
+		// NB: a·0 is 0 for every a, so a set holding element 0 had the
+		// all-zero signature: it shared every band with every other set
+		// holding 0, and none with a near-copy without it. 0 is
+		// [Sketcher.HashElement]'s image of a caller's hash 0 (fmix64
+		// fixes 0), so small-integer hashes reach it. It stands in for
+		// classicZero instead: only those degenerate signatures change.
+		// The scan costs one comparison an element, against k
+		// multiplications.
+		elems = slices.Clone(elems)
+		for i, x := range elems {
+			if x == 0 {
+				elems[i] = classicZero
+			}
+		}
+	}
 	a := s.a
 	i := 0
 	for ; i+4 <= len(a); i += 4 {
@@ -207,6 +224,19 @@ func (s *Sketcher) classic(dst []uint32, elems []uint64) []uint32 {
 	}
 	return dst
 }
+
+// classicZero is the value classic hashes in place of element 0: a fixed
+// odd constant (the 64-bit golden ratio), so that 0's values are as
+// well-spread as any element's. Element 0 then collides with element
+// classicZero, a chance of 2^-64 for a shingle hash.
+//
+// NB: elements with many trailing zero bits are the family's other weak
+// points (a·2^63 is 2^63 for every odd a, so that element's values are
+// equal across the functions, not independent), but no signature
+// collapses for them, and a 64-bit hash has 32 trailing zeros with a
+// chance of 2^-32: they hash as they always have, so that no stored
+// signature of a classic index changes but those of sets holding 0.
+const classicZero = 0x9e3779b97f4a7c15
 
 // min4 returns the minimums over elems of four multiply-shift functions
 // a[j]·x (mod 2^64).
