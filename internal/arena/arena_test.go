@@ -1,6 +1,7 @@
 package arena
 
 import (
+	"math/rand/v2"
 	"slices"
 	"testing"
 )
@@ -40,5 +41,39 @@ func TestArena(t *testing.T) {
 	}
 	if !slices.Equal(second[4], slices.Repeat([]int{4}, 250)) {
 		t.Fatal("the large slice differs")
+	}
+}
+
+// Ensure that an arena whose requests are sometimes larger than a chunk
+// keeps about one cycle's demand (the oracle: the largest cycle's total of
+// requests no larger than a chunk, counted here), not chunks skipped by
+// the large ones.
+func TestArenaLargeRequestsKeepNoExtraChunks(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	a := Arena[byte]{Chunk: 1 << 20} // as a load's records
+	maxDemand := 0
+	for range 300 {
+		demand := 0
+		for range 1000 {
+			n := 5000 + r.IntN(10000) // records of about 10 KB
+			if r.IntN(100) == 0 {
+				n = 2<<20 + r.IntN(1<<20) // and a few of 2-3 MiB
+			} else {
+				demand += n
+			}
+			if s := a.Alloc(n); len(s) != 0 || cap(s) != n {
+				t.Fatalf("Alloc(%d): len %d cap %d", n, len(s), cap(s))
+			}
+		}
+		maxDemand = max(maxDemand, demand)
+		a.Reset()
+	}
+	held := 0
+	for _, c := range a.chunks {
+		held += len(c)
+	}
+	// A chunk may end unfilled by up to a record's size: 1.1x is room.
+	if float64(held) > 1.1*float64(maxDemand)+float64(a.Chunk) {
+		t.Fatalf("the arena holds %d MiB in %d chunks, the largest cycle asked for %d MiB", held>>20, len(a.chunks), maxDemand>>20)
 	}
 }
