@@ -23,8 +23,9 @@ type Pair struct {
 }
 
 // Join returns every pair (a < b) of sets with minhash.Jaccard ≥ t, sorted
-// by (A, B). Sets MUST be sorted and de-duplicated; empty sets pair with
-// nothing.
+// by (A, B). At t ≤ 0 it returns the pairs with Jaccard > 0 (that share
+// a token), not every pair: disjoint sets are never candidates. Sets MUST
+// be sorted and de-duplicated; empty sets pair with nothing.
 //
 // Each set is reordered by global token frequency (rarest first); a pair
 // with J ≥ t must share a token within the first |x| − ⌈t·|x|⌉ + 1 tokens of

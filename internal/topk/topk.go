@@ -5,7 +5,7 @@ package topk
 
 import "slices"
 
-// Heap keeps the k best values offered (k ≥ 1), in a heap whose root is
+// Heap keeps the k best values offered (none when k ≤ 0), in a heap whose root is
 // the worst one kept: O(k) memory and O(log k) an offer, however many are
 // offered. better orders values best first (negative: a before b) and
 // must break every tie (by the order offered, say): the heap does not
@@ -18,7 +18,7 @@ type Heap[T any] struct {
 
 // New returns a Heap of the k best by better.
 func New[T any](k int, better func(a, b T) int) *Heap[T] {
-	return &Heap[T]{k: k, better: better, h: make([]T, 0, min(k, 4096))}
+	return &Heap[T]{k: k, better: better, h: make([]T, 0, max(min(k, 4096), 0))}
 }
 
 // worse reports whether h[i] ranks after h[j].
@@ -26,7 +26,9 @@ func (t *Heap[T]) worse(i, j int) bool { return t.better(t.h[i], t.h[j]) > 0 }
 
 // Wants reports whether v would be kept: cheaper than offer when making
 // v costs (a copy).
-func (t *Heap[T]) Wants(v T) bool { return len(t.h) < t.k || t.better(v, t.h[0]) < 0 }
+func (t *Heap[T]) Wants(v T) bool {
+	return len(t.h) < t.k || len(t.h) > 0 && t.better(v, t.h[0]) < 0
+}
 
 // Offer keeps v if it is among the k best so far.
 func (t *Heap[T]) Offer(v T) {
@@ -37,8 +39,8 @@ func (t *Heap[T]) Offer(v T) {
 		}
 		return
 	}
-	if t.better(v, t.h[0]) >= 0 {
-		return
+	if len(t.h) == 0 || t.better(v, t.h[0]) >= 0 {
+		return // k ≤ 0, or v is no better than the worst kept
 	}
 	t.h[0] = v
 	for i := 0; ; {
