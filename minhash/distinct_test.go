@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // Ensure that the table keeps exactly the distinct values, each once, against
@@ -109,5 +110,19 @@ func TestDocumentUnsorted(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// Ensure that runeCount counts as utf8.RuneCount does (ASCII, multi-byte,
+// invalid and cut UTF-8) and allocates nothing.
+func TestRuneCount(t *testing.T) {
+	for _, s := range []string{"", "abc", "héllo wörld", "日本語のテキスト", "a\xffb\xc3", "\xe6\x97", strings.Repeat("ü", 1000)} {
+		if got, want := runeCount([]byte(s)), utf8.RuneCount([]byte(s)); got != want {
+			t.Errorf("runeCount(%q) = %d, utf8.RuneCount %d", s, got, want)
+		}
+	}
+	b := []byte(strings.Repeat("héllo wörld ", 1000))
+	if n := testing.AllocsPerRun(100, func() { runeCount(b) }); n != 0 {
+		t.Errorf("runeCount allocated %v times a call", n)
 	}
 }

@@ -194,7 +194,7 @@ func (s *Shingler) prepare(text string) (buf []byte, n, sep int, ascii bool) {
 		// NB: room for every start at once: appended one by one, the
 		// starts of a 30 MB text grew by a quarter at a time, and the
 		// copies took 1.2 s, three times its hashing.
-		s.starts = room(s.starts, utf8.RuneCount(s.norm)+1)
+		s.starts = room(s.starts, runeCount(s.norm)+1)
 		for i := 0; i < len(s.norm); {
 			s.starts = append(s.starts, int32(i))
 			_, size := utf8.DecodeRune(s.norm[i:])
@@ -423,4 +423,21 @@ func (s *Shingler) AppendShingles(dst []string, text string) []string {
 		}
 	}
 	return dst
+}
+
+// runeCount is utf8.RuneCount without its copy: from the first non-ASCII
+// byte on, RuneCount counts a string conversion of the rest, which
+// allocated the normalized text's size for every non-ASCII document (Go
+// 1.26).
+func runeCount(b []byte) int {
+	n := 0
+	for i := 0; i < len(b); n++ {
+		if b[i] < utf8.RuneSelf {
+			i++
+			continue
+		}
+		_, size := utf8.DecodeRune(b[i:])
+		i += size
+	}
+	return n
 }

@@ -14,7 +14,10 @@ import (
 // slices.Sort, which was the largest single cost of a bulk build (47% of
 // its CPU at a million 1.2 KB documents). If a bucket is large anyway —
 // many equal hashes, or inputs that are not uniform — slices.Sort sorts
-// the whole input instead, so the worst case stays O(n log n).
+// the whole input instead, so the worst case stays O(n log n). So does an
+// input of more than 2^16·sortSmall/2 hashes (about 1.5 million: the
+// buckets are capped at 2^16, and past that their largest is over
+// sortSmall almost surely), at once, without the counting pass.
 type hashSorter struct {
 	scratch []uint64
 	counts  []uint32
@@ -33,6 +36,10 @@ func (h *hashSorter) sort(a []uint64) {
 	// About one bucket per two elements, at most 2^16 buckets (256 KiB of
 	// counts).
 	b := min(bits.Len(uint(n))-1, 16)
+	if n>>b > sortSmall/2 {
+		slices.Sort(a) // too many a bucket for the insertion sorts
+		return
+	}
 	shift := 64 - b
 	nb := 1 << b
 	h.counts = slices.Grow(h.counts[:0], nb)[:nb]
