@@ -32,7 +32,9 @@
 // case folding, normalization form NFKC, and the removal of format
 // characters (category Cf), so that a text written with combining
 // accents, full-width letters, ligatures or zero-width characters shingles
-// as its plain form does.
+// as its plain form does; but a format character between a letter and its
+// combining accent is removed after the composition it blocked, so that
+// pair stays two code points (see [NormalizeNFKC]).
 //
 // # Shingles
 //
