@@ -92,6 +92,52 @@ var DefaultTableS = []float64{0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.75, 0.8, 0.85
 // b, r ≤ 8192 (the test checks it against exact rational arithmetic).
 const simpsonIntervals = 2048
 
+// simpsonPoints returns the points at which integrate evaluates a
+// function over [a, b] (b > a), in its order: a, b, then the inner ones.
+func simpsonPoints(a, b float64) []float64 {
+	h := (b - a) / simpsonIntervals
+	ss := []float64{a, b}
+	for i := 1; i < simpsonIntervals; i++ {
+		ss = append(ss, a+float64(i)*h)
+	}
+	return ss
+}
+
+// simpsonOf is integrate over [a, b] of P(s), or of 1 − P(s) with
+// missed, for the banding of b bands whose log1p(−s^r) at the
+// simpsonPoints ss are ls: the same operations in the same order as
+// integrate of Probability, so the same value.
+func simpsonOf(ss, ls []float64, b int, lo, hi float64, missed bool) float64 {
+	if hi <= lo {
+		return 0
+	}
+	f := func(i int) float64 {
+		var p float64
+		switch s := ss[i]; {
+		case s <= 0:
+			p = 0
+		case s >= 1:
+			p = 1
+		default:
+			p = -math.Expm1(float64(b) * ls[i])
+		}
+		if missed {
+			return 1 - p
+		}
+		return p
+	}
+	h := (hi - lo) / simpsonIntervals
+	sum := f(0) + f(1)
+	for i := 1; i < simpsonIntervals; i++ {
+		w := 2.0
+		if i%2 == 1 {
+			w = 4
+		}
+		sum += w * f(i+1)
+	}
+	return sum * h / 3
+}
+
 // integrate is the composite Simpson rule over [a, b].
 func integrate(f func(float64) float64, a, b float64) float64 {
 	if b <= a {

@@ -216,3 +216,40 @@ func TestChooseExtremeRecall(t *testing.T) {
 		}
 	}
 }
+
+// Ensure that the weighted policy's search picks what the exhaustive
+// search over every fitting banding picks (the first of least cost in (r,
+// b) order, its costs from the exported areas), bit for bit, at several
+// signature sizes, thresholds and weights, those that weigh one side
+// alone included.
+func TestChooseWeightedExhaustive(t *testing.T) {
+	exhaustive := func(k int, th, wfp, wfn float64) bands.Params {
+		best, bestCost := bands.Params{B: 1, R: 1}, math.Inf(1)
+		for r := 1; r <= k; r++ {
+			for b := 1; b*r <= k; b++ {
+				p := bands.Params{B: b, R: r}
+				if cost := wfp*p.FalsePositiveArea(th) + wfn*p.FalseNegativeArea(th); cost < bestCost {
+					best, bestCost = p, cost
+				}
+			}
+		}
+		return best
+	}
+	ks := []int{1, 2, 3, 7, 16, 33, 64, 128}
+	if testing.Short() {
+		ks = []int{1, 3, 16, 64}
+	}
+	for _, k := range ks {
+		for _, th := range []float64{0.3, 0.5, 0.8, 0.95} {
+			for _, w := range [][2]float64{{0.5, 0.5}, {0.9, 0.1}, {0.1, 0.9}, {1, 0}, {0, 1}} {
+				got, err := bands.Choose(k, th, bands.Options{Policy: bands.Weighted, WeightFP: w[0], WeightFN: w[1]})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if want := exhaustive(k, th, w[0], w[1]); got != want {
+					t.Errorf("k=%d t=%v weights %v: chose %v, the exhaustive search %v", k, th, w, got, want)
+				}
+			}
+		}
+	}
+}
