@@ -999,7 +999,8 @@ func TestQueryHeader(t *testing.T) {
 
 // Ensure that query takes --limit as --top (pairs and the HTTP API name
 // the count so; it was an unknown flag: an inspection review's Q6), in
-// the command and in the shell. Oracle: the same query with --top.
+// the command and in the shell, its summary naming the flag given. Oracle:
+// the same query with --top.
 func TestQueryLimitIsTop(t *testing.T) {
 	idx := filepath.Join(t.TempDir(), "idx")
 	mustRun(t, "insert", "--db", idx, "../../testdata/cmd/inputs/docs.jsonl")
@@ -1007,12 +1008,14 @@ func TestQueryLimitIsTop(t *testing.T) {
 	if !strings.Contains(want, "1 of 2 matches") {
 		t.Fatalf("--top 1 of the two copies of abcdefgh: %s", want)
 	}
+	// The summary names the flag given (D-6).
+	want = strings.Replace(want, "(--top)", "(--limit)", 1)
 	if got, _ := mustRun(t, "query", "--db", idx, "--text", "ABCDEFGH", "--limit", "1"); got != want {
-		t.Errorf("--limit 1:\n%s\nwant as --top 1:\n%s", got, want)
+		t.Errorf("--limit 1:\n%s\nwant as --top 1, naming --limit:\n%s", got, want)
 	}
-	out, errOut, code := runLine([]string{"shell", "--db", idx}, "query --text ABCDEFGH --limit=1\n")
-	if code != 0 || !strings.Contains(out, "1 of 2 matches") {
-		t.Errorf("shell query --limit=1: exit %d: %s%s", code, out, errOut)
+	out, errOut, code := runLine([]string{"shell", "--db", idx}, "query --text ABCDEFGH --limit=1\nquery --text ABCDEFGH --top=1\n")
+	if l, tp := strings.Index(out, "1 of 2 matches (--limit)"), strings.Index(out, "1 of 2 matches (--top)"); code != 0 || l < 0 || tp < l {
+		t.Errorf("shell query --limit=1, then --top=1: exit %d: %s%s", code, out, errOut)
 	}
 	// A bad count names the flag as given (it said --top of --limit 0),
 	// also when one shell runs the command again with the other name; 0

@@ -230,7 +230,11 @@ func (a *app) queryCmd() *cobra.Command {
 				}
 				found := counted(len(res.Matches), "match", "matches")
 				if res.Found > len(res.Matches) {
-					found = fmt.Sprintf("%d of %d matches (--top)", len(res.Matches), res.Found)
+					flag := "--top"
+					if limitGiven {
+						flag = "--limit" // NB: the flag given, as a log says it (D-6)
+					}
+					found = fmt.Sprintf("%d of %d matches (%s)", len(res.Matches), res.Found, flag)
 				}
 				// NB: an estimate-only answer's expected recall counts its
 				// estimate's step too: no longer P(candidate).
@@ -946,7 +950,10 @@ func (a *app) statsCmd() *cobra.Command {
 		Long: `The index's parameters and expected recall, its document count, its posting
 lists per band and the histogram of their sizes, the bytes stored by record
 kind and on disk (tables and write-ahead log), and the N hottest buckets with
-a sample of their members (--top, 5 by default; 0 for none).
+a sample of their members (--top, 5 by default; 0 for none): one row for
+lists of several bands that hold mostly the same members, BANDS counting
+them among the top × bands largest lists (so a larger --top may count
+more; see buckets --help).
 
 It reads every posting list, in one consistent view of the index: on a large
 index it takes a while, and shows progress. info says the parameters, the
