@@ -404,6 +404,15 @@ func (d *DocView) SetFingerprint() uint64 {
 	return d.setFP
 }
 
+// SameContent reports whether the record o, of the same index, holds the
+// same content as d: the same verification set (its size and
+// fingerprint) and the same signature where either holds one (a
+// signature put, in none mode, has no set). Their ids, metadata and
+// expiries may differ.
+func (d *DocView) SameContent(o *DocView) bool {
+	return d.SetLen == o.SetLen && d.SetFingerprint() == o.SetFingerprint() && bytes.Equal(d.sig, o.sig)
+}
+
 // HasSignature reports whether the record holds its signature (format 1,
 // and format 2 in sets and none modes).
 func (d *DocView) HasSignature() bool { return d.sig != nil }

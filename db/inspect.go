@@ -785,7 +785,7 @@ func (db *DB) PutIfNewContext(ctx context.Context, doc Doc, wo *WriteOptions) (*
 	if err := db.wmu.lock(ctx); err != nil {
 		return nil, err
 	}
-	m, _, sw, err := db.putIfNewLocked(&doc, p, wo)
+	m, _, _, sw, err := db.putIfNewLocked(&doc, p, wo)
 	db.wmu.Unlock()
 	return m, cmp.Or(err, sw.wait())
 }
@@ -799,6 +799,11 @@ type IfNewResult struct {
 	// with the same id (an id already stored is replaced only if no
 	// other document is a near-duplicate, as PutIfNew's is).
 	Replaced bool
+	// Unchanged, with Replaced, says the document replaced had the same
+	// content: the same shingle set (its size and fingerprint) and the
+	// same signature where the records hold one. What was a
+	// near-duplicate of it is one of the new document.
+	Unchanged bool
 	// Err is the document's own refusal, for which it stored nothing: an
 	// invalid id (ErrInvalidID), a text with no shingles
 	// (ErrEmptyDocument), one too large (ErrDocTooLarge), a content the
@@ -874,7 +879,7 @@ func (db *DB) PutIfNewBatch(ctx context.Context, docs []Doc, wo *WriteOptions) (
 		}
 		var r IfNewResult
 		var sw syncWaiter
-		r.Match, r.Replaced, sw, err = db.putIfNewLocked(&docs[i], preps[i], &each)
+		r.Match, r.Replaced, r.Unchanged, sw, err = db.putIfNewLocked(&docs[i], preps[i], &each)
 		if err = cmp.Or(err, sw.wait()); err != nil {
 			break
 		}
@@ -932,34 +937,61 @@ func (db *DB) syncLog() error {
 	return syncWaiter{b: b, db: db}.wait()
 }
 
-// putIfNewLocked is PutIfNew's check and insert. The caller holds db.mu
-// for reading and wmu, and waits on the syncWaiter after releasing wmu.
-func (db *DB) putIfNewLocked(doc *Doc, p prepared, wo *WriteOptions) (_ *Match, replaced bool, _ syncWaiter, _ error) {
+// putIfNewLocked is PutIfNew's check and insert, and whether the
+// document replaced one of its id, and one of the same content
+// (IfNewResult.Unchanged). The caller holds db.mu for reading and wmu,
+// and waits on the syncWaiter after releasing wmu.
+func (db *DB) putIfNewLocked(doc *Doc, p prepared, wo *WriteOptions) (_ *Match, replaced, unchanged bool, _ syncWaiter, _ error) {
 	sc := db.scratch.Get().(*queryScratch)
 	defer db.putScratch(sc)
 	v, release, err := db.openView(db.closing, db.pdb, &sc.pv)
 	if err != nil {
-		return nil, false, syncWaiter{}, err
+		return nil, false, false, syncWaiter{}, err
 	}
-	self, _, err := v.docNum(doc.ID)
+	self, stored, err := v.docNum(doc.ID)
+	if err == nil && stored {
+		unchanged, err = sameContent(v, self, p.record)
+	}
 	if err != nil {
 		release()
-		return nil, false, syncWaiter{}, err
+		return nil, false, false, syncWaiter{}, err
 	}
 	res, err := db.query(db.closing, v, db.verifySet(p.set), p.sig, len(p.set), self, doc.ID, QueryOptions{Threshold: db.man.Threshold, Limit: 1}, sc)
 	release()
 	if err != nil {
-		return nil, false, syncWaiter{}, err
+		return nil, false, false, syncWaiter{}, err
 	}
 	if len(res.Matches) > 0 {
 		// NB: a copy: a pointer into the matches kept them all (those
 		// past the limit too, before the query cut them off by copy),
 		// and PutIfNewBatch holds one for each document (a review's P1).
 		m := res.Matches[0]
-		return &m, false, syncWaiter{}, nil
+		return &m, false, false, syncWaiter{}, nil
 	}
 	n, sw, err := db.writeLockedCount([]prepared{p}, wo)
-	return nil, n > 0, sw, err
+	return nil, n > 0, n > 0 && unchanged, sw, err
+}
+
+// sameContent reports whether the record of doc n in v (if any) has the
+// content of record, a record of the same index (codec.DocView.SameContent).
+//
+// NB: dedup warned that the documents it had skipped as near-duplicates
+// of an id were in no document of the index when a later record stored
+// the id again, also with the same text (a docs review's D-2).
+func sameContent(v view, n uint64, record []byte) (bool, error) {
+	old, ok, err := v.record(n)
+	if err != nil || !ok {
+		return false, err
+	}
+	a, err := codec.ParseDocView(old)
+	if err != nil {
+		return false, err
+	}
+	b, err := codec.ParseDocView(record)
+	if err != nil {
+		return false, err
+	}
+	return a.SameContent(&b), nil
 }
 
 // dirBytes returns the disk space (allocatedBytes) of the files in dir and the

@@ -439,6 +439,8 @@ func runModel(t *testing.T, rng *rand.Rand, dir string, opts *Options, steps int
 					t.Fatalf("step %d: PutIfNewBatch: %q: %v, model's best match %v", step, doc.ID, r.Match, want[0])
 				case r.Match == nil && r.Replaced != had:
 					t.Fatalf("step %d: PutIfNewBatch: %q stored, replaced = %v; the model had it: %v", step, doc.ID, r.Replaced, had)
+				case r.Unchanged != (r.Match == nil && had && slices.Equal(m.docs[doc.ID].set, q.set)):
+					t.Fatalf("step %d: PutIfNewBatch: %q: unchanged = %v; the model had it: %v, with the same set: %v", step, doc.ID, r.Unchanged, had, had && slices.Equal(m.docs[doc.ID].set, q.set))
 				case r.Match == nil:
 					m.docs[doc.ID] = q
 				case r.Replaced:

@@ -1780,13 +1780,13 @@ type skippedDups struct {
 	first string
 }
 
-// orphaned records that id was stored again (another text) in this run:
-// the documents skipped earlier as its near-duplicates are now in no
-// document of the index.
-func (w *deduper) orphaned(id string) {
+// orphaned records that id was stored again in this run: unless its
+// content is unchanged (the same shingle set), the documents skipped
+// earlier as its near-duplicates are now in no document of the index.
+func (w *deduper) orphaned(id string, unchanged bool) {
 	dups, ok := w.dupsOf[id]
-	if !ok {
-		return
+	if !ok || unchanged {
+		return // NB: still the near-duplicates of the id's document (D-2)
 	}
 	if w.orphans == 0 {
 		w.orphan = [2]string{dups.first, id}
@@ -1863,14 +1863,14 @@ func (w *deduper) flush() error {
 			// NB: it replaced the one of its id stored earlier in this
 			// run: the last one stored wins, as insert's last one.
 			w.repeated++
-			w.orphaned(w.batch[i].ID)
+			w.orphaned(w.batch[i].ID, r.Unchanged)
 			w.through = w.pos[i]
 		case r.Match == nil:
 			w.ids[w.batch[i].ID] = true
 			w.stored++
 			if r.Replaced {
 				w.replaced++
-				w.orphaned(w.batch[i].ID)
+				w.orphaned(w.batch[i].ID, r.Unchanged)
 			}
 			w.through = w.pos[i]
 		default:

@@ -1934,6 +1934,33 @@ func TestDedupWarnsOfOrphans(t *testing.T) {
 	if _, errOut := mustRun(t, "dedup", "--db", filepath.Join(dir, "idx2"), in2); strings.Contains(errOut, "warning") {
 		t.Errorf("a repeated id without duplicates warned:\n%s", errOut)
 	}
+	// An id stored again with the same text (another record of it, or
+	// the stored document's own) keeps its near-duplicates: no warning
+	// (a docs review's D-2). Oracle: a query by the skipped text, which
+	// finds the id.
+	same := []string{recs[0], recs[1], fmt.Sprintf(`{"id":"A","text":%q,"meta":"edited"}`, a)}
+	for _, c := range []struct{ name, stored, input string }{
+		{"repeated in the input", "", strings.Join(same, "\n")},
+		{"stored before the run", same[0], strings.Join(same[1:], "\n")},
+	} {
+		idx := filepath.Join(t.TempDir(), "idx")
+		if c.stored != "" {
+			if _, errOut, code := runLine([]string{"insert", "--db", idx, "-"}, c.stored+"\n"); code != 0 {
+				t.Fatalf("insert: exit %d: %s", code, errOut)
+			}
+		}
+		in := filepath.Join(t.TempDir(), "in.jsonl")
+		if err := os.WriteFile(in, []byte(c.input+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, errOut := mustRun(t, "dedup", "--db", idx, in)
+		if strings.Contains(errOut, "warning") || !strings.Contains(errOut, "1 duplicate of") {
+			t.Errorf("%s: dedup's stderr:\n%s", c.name, errOut)
+		}
+		if out, _ := mustRun(t, "query", "--db", idx, "--text", a+"!", "--output", "json"); !strings.Contains(out, `"id":"A"`) {
+			t.Errorf("%s: B's near-duplicate A is not in the index: %q", c.name, out)
+		}
+	}
 }
 
 // Ensure that insert and build name the ids of the empty texts they skip

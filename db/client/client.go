@@ -985,7 +985,7 @@ func (c *Client) PutIfNewBatch(ctx context.Context, docs []db.Doc, wo *db.WriteO
 		case out.DuplicateOf != nil:
 			r.Match = out.Match()
 		default:
-			r.Replaced = out.Replaced
+			r.Replaced, r.Unchanged = out.Replaced, out.Unchanged
 		}
 	}
 }

@@ -198,6 +198,8 @@ func TestPutIfNewBatchMatchesInProcess(t *testing.T) {
 		db.Doc{ID: "blank", Text: "  \n "},                         // refused: empty
 		db.Doc{ID: "bad\xff", Text: "a text under a bad id"},       // refused: not UTF-8
 		db.Doc{ID: docs[150].ID, Text: docs[150].Text + " edited"}, // an id earlier in the batch
+		docs[1], // stored again as it is: replaced, unchanged
+		db.Doc{ID: docs[2].ID, Text: docs[2].Text, Meta: []byte(`"new meta"`)}, // unchanged too
 	)
 	local, remote := open(t, nil), open(t, nil)
 	for _, d := range []*db.DB{local, remote} {
@@ -214,10 +216,10 @@ func TestPutIfNewBatchMatchesInProcess(t *testing.T) {
 		if err != nil || len(got) != len(want) {
 			t.Fatalf("through the client: %d results, %v; in process %d", len(got), err, len(want))
 		}
-		dups, replaced := 0, 0
+		dups, replaced, unchanged := 0, 0, 0
 		for i := range want {
 			g, w := got[i], want[i]
-			if !reflect.DeepEqual(g.Match, w.Match) || g.Replaced != w.Replaced || (g.Err == nil) != (w.Err == nil) {
+			if !reflect.DeepEqual(g.Match, w.Match) || g.Replaced != w.Replaced || g.Unchanged != w.Unchanged || (g.Err == nil) != (w.Err == nil) {
 				t.Fatalf("document %d (%q): through the client %+v %+v, in process %+v %+v", i, batch[i].ID, g, g.Match, w, w.Match)
 			}
 			for _, s := range []error{db.ErrEmptyDocument, db.ErrInvalidID} {
@@ -231,9 +233,17 @@ func TestPutIfNewBatchMatchesInProcess(t *testing.T) {
 			if w.Replaced {
 				replaced++
 			}
+			// The oracle: a document is unchanged where its id's
+			// stored text was the same.
+			if want := w.Replaced && i >= len(batch)-2; w.Unchanged != want {
+				t.Fatalf("document %d (%q): unchanged %v, replaced %v", i, batch[i].ID, w.Unchanged, w.Replaced)
+			}
+			if w.Unchanged {
+				unchanged++
+			}
 		}
-		if dups < 20 || replaced < 1 {
-			t.Fatalf("the batch found %d duplicates and replaced %d: the test checks too little", dups, replaced)
+		if dups < 20 || replaced < 3 || unchanged != 2 {
+			t.Fatalf("the batch found %d duplicates, replaced %d and %d unchanged: the test checks too little", dups, replaced, unchanged)
 		}
 		break // NB: one transport: a second would find the first's documents
 	}

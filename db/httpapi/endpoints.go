@@ -385,7 +385,7 @@ func (h *handler) putIfNew(w *resp, r *http.Request) error {
 					out.DuplicateOf, out.Jaccard, out.Estimate, out.Bands = &m.ID, mj.Jaccard, &e, &b
 					out.Meta, out.MetaBase64 = mj.Meta, mj.MetaBase64
 				}
-				out.Replaced = r.Replaced
+				out.Replaced, out.Unchanged = r.Replaced, r.Unchanged
 			}
 			if docErr != nil {
 				b := errorBody(docErr, codeOf(docErr))

@@ -404,8 +404,11 @@ type PutIfNewJSON struct {
 	MetaBase64 *string `json:"meta_base64,omitempty"`
 	// Replaced: the document was stored in place of a stored one with
 	// its id (db.IfNewResult.Replaced).
-	Replaced bool       `json:"replaced,omitempty"`
-	Error    *ErrorBody `json:"error,omitempty"`
+	Replaced bool `json:"replaced,omitempty"`
+	// Unchanged: with Replaced, the document replaced had the same
+	// content (db.IfNewResult.Unchanged).
+	Unchanged bool       `json:"unchanged,omitempty"`
+	Error     *ErrorBody `json:"error,omitempty"`
 }
 
 // Match is the duplicate the line names, nil for none (the document was
