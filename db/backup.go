@@ -519,27 +519,44 @@ func sweepBackupTemps(fsys vfs.FS, parent string) {
 	}
 	host, _ := os.Hostname()
 	for _, n := range names {
-		if !strings.HasPrefix(n, ".") || !strings.HasSuffix(n, backupTempSuffix+backupOwnerSuffix) {
-			continue
-		}
-		owner := fsys.PathJoin(parent, n)
-		if _, h := ownerPID(fsys, owner); h != host {
-			continue
-		}
-		// NB: claimed as a new backup claims it: a live backup's is
-		// refused, and while the sweep holds it no backup takes it.
-		c, err := claimOwner(fsys, owner, true)
-		if err != nil {
-			continue
-		}
-		// NB: the owner file stays with a directory not wholly removed,
-		// so that a later sweep tries again.
-		if fsys.RemoveAll(strings.TrimSuffix(owner, backupOwnerSuffix)) == nil {
-			c.release()
-		} else {
-			c.abandon()
+		if strings.HasPrefix(n, ".") && strings.HasSuffix(n, backupTempSuffix+backupOwnerSuffix) {
+			sweepBackupTemp(fsys, fsys.PathJoin(parent, n), host)
 		}
 	}
+}
+
+// sweepBackupTemp removes the temporary directory whose owner file is
+// owner, with the file, if a process of host made it and no longer holds
+// it (sweepBackupTemps).
+func sweepBackupTemp(fsys vfs.FS, owner, host string) {
+	if _, h := ownerPID(fsys, owner); h != host {
+		return
+	}
+	// NB: claimed as a new backup claims it: a live backup's is
+	// refused, and while the sweep holds it no backup takes it.
+	c, err := claimOwner(fsys, owner, true)
+	if err != nil {
+		return
+	}
+	// NB: the owner file stays with a directory not wholly removed,
+	// so that a later sweep tries again.
+	if fsys.RemoveAll(strings.TrimSuffix(owner, backupOwnerSuffix)) == nil {
+		c.release()
+	} else {
+		c.abandon()
+	}
+}
+
+// restoreCopyOf returns the hidden directory beside dir (its real path)
+// that a restore into it copies the backup to before the copy is whole
+// (".NAME.restoring.lshdb-backup.tmp"), and its size on disk; "" when
+// there is none.
+func restoreCopyOf(fsys vfs.FS, real string) (string, uint64) {
+	tmp := fsys.PathJoin(fsys.PathDir(real), "."+fsys.PathBase(real+restoreStaging)+backupTempSuffix)
+	if fi, err := fsys.Stat(tmp); err != nil || !fi.IsDir() {
+		return "", 0
+	}
+	return tmp, dirBytes(fsys, tmp)
 }
 
 // onOtherDevice is otherDevice, and backupTargetFree the free bytes of a

@@ -962,3 +962,64 @@ func damageBiggestTable(t *testing.T, dir string) {
 		t.Fatal(err)
 	}
 }
+
+// Ensure that the copy a restore killed while it copied left hidden
+// beside the index is named by Info (RestoreCopy, with its size) and
+// removed by the index's next writable Open, where only the next restore
+// removed it and nothing named it (an operator's review, OP-2); a
+// read-only Open leaves it, and so does a writable one while the copy's
+// owner file is held (a restore under way). Oracle: the files on disk.
+func TestStoppedRestoreCopyNamedAndRemoved(t *testing.T) {
+	parent := t.TempDir()
+	dir := filepath.Join(parent, "idx")
+	d := mustOpen(t, dir, nil)
+	if err := d.Put(Doc{ID: "a", Text: "the index a restore was copying a backup into"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	tmp := filepath.Join(parent, ".idx"+restoreStaging+backupTempSuffix)
+	owner := tmp + backupOwnerSuffix
+	if err := os.MkdirAll(tmp, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(tmp, "000001.sst"), make([]byte, 100_000), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	host, _ := os.Hostname()
+	if err := os.WriteFile(owner, []byte("4242 "+host+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	info := func(o *Options) *Info {
+		t.Helper()
+		d := mustOpen(t, dir, o)
+		defer d.Close()
+		in, err := d.Info()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return in
+	}
+	unlock := holdOwner(t, owner)
+	for _, o := range []*Options{{ReadOnly: true}, nil} {
+		if in := info(o); in.RestoreCopy != tmp || in.RestoreCopyBytes < 100_000 {
+			t.Fatalf("Info (read-only %v) beside a restore's copy: %q of %d bytes, want %s", o != nil, in.RestoreCopy, in.RestoreCopyBytes, tmp)
+		}
+	}
+	unlock()
+	if in := info(&Options{ReadOnly: true}); in.RestoreCopy != tmp {
+		t.Fatalf("a read-only Info beside a stopped restore's copy: %q, want %s", in.RestoreCopy, tmp)
+	}
+	if in := info(nil); in.RestoreCopy != "" {
+		t.Fatalf("a writable Open left the stopped restore's copy: %q", in.RestoreCopy)
+	}
+	for _, p := range []string{tmp, owner} {
+		if _, err := os.Stat(p); !os.IsNotExist(err) {
+			t.Errorf("%s after a writable Open: %v", p, err)
+		}
+	}
+	if in := info(&Options{ReadOnly: true}); in.Docs != 1 {
+		t.Fatalf("the index holds %d documents, want 1", in.Docs)
+	}
+}

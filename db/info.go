@@ -73,6 +73,14 @@ type Info struct {
 	// take their space: the upgrade was stopped after its ingest, or had
 	// no room to compact them. Upgrade (again) or Compact frees it.
 	UpgradeUncompacted bool
+	// RestoreCopy is the hidden directory beside the index
+	// (".NAME.restoring.lshdb-backup.tmp") of a restore into it that is
+	// copying the backup, or was stopped while it did (killed), and
+	// RestoreCopyBytes its size on disk, not part of DiskBytes: a copy
+	// of the backup, as large as it. The next restore into the index, or
+	// its next writable Open, removes a stopped one. "" if none.
+	RestoreCopy      string
+	RestoreCopyBytes uint64
 	// Instance names the index: 26 random base32 characters (128 bits)
 	// given when it was made; an index built anew in the same place, and
 	// a backup, get another. Empty for an index made before lshdb gave it
@@ -138,9 +146,10 @@ func (db *DB) Info() (*Info, error) {
 		return nil, err
 	}
 	all, temp, logs := dirBytesTemp(db.opts.FS, db.dir)
+	rc, rcBytes := restoreCopyOf(db.opts.FS, db.realDir())
 	return &Info{Params: db.Params(), Docs: c.Live, Expired: uint64(expired), Written: max(c.NextDoc, 1) - 1, DiskBytes: all, TempBytes: temp, LogBytes: logs, RecycledLogBytes: db.recycledLogBytes(),
 		DamagedLogCopies: damagedLogCopies(db.opts.FS, db.dir), Instance: db.man.Instance, Origin: originOf(&db.man),
-		UpgradeUncompacted: db.manifestNow().UpgradeUncompacted}, nil
+		UpgradeUncompacted: db.manifestNow().UpgradeUncompacted, RestoreCopy: rc, RestoreCopyBytes: rcBytes}, nil
 }
 
 // recycledLogBytes is the space on disk that the write-ahead logs Pebble

@@ -1595,7 +1595,8 @@ func (db *DB) redisStats(ctx context.Context, st *Stats) (*Stats, error) {
 //
 // A Drop stopped after its rename (the process killed) leaves the index
 // in dir.dropped-N; the next Drop of dir removes it, and returns nil when
-// that finished an earlier Drop of an index no longer at dir.
+// that finished an earlier Drop of an index no longer at dir, and so does
+// the making of an index at dir. Until then Open's ErrNotExist names it.
 func Drop(ctx context.Context, dir string) error {
 	if ctx == nil {
 		ctx = context.Background()
@@ -1712,13 +1713,31 @@ func Drop(ctx context.Context, dir string) error {
 // removes it: dir + tombPrefix + a number.
 const tombPrefix = ".dropped-"
 
-// sweepTombs removes what Drops of dir killed after their rename left
-// (dir.dropped-N: the whole index, texts included, which nothing else
-// would ever remove), and returns how many it removed. A tomb whose lock
-// a process holds is a Drop still running (before it closes the index),
-// and is left to it; so is a directory of that name that holds a file
-// no index has (Drop's own rule).
-func sweepTombs(dir string) (int, error) {
+// tombsNote is what an ErrNotExist of dir adds when Drops of dir stopped
+// after their rename left the dropped index beside it (dir.dropped-N):
+// the first one's name and size, and what removes them.
+func tombsNote(fsys vfs.FS, dir string) string {
+	if fsys != vfs.Default {
+		return ""
+	}
+	tombs := tombsOf(dir)
+	if len(tombs) == 0 {
+		return ""
+	}
+	var size uint64
+	for _, t := range tombs {
+		size += dirBytes(vfs.Default, t)
+	}
+	more := ""
+	if len(tombs) > 1 {
+		more = fmt.Sprintf(" and %d more", len(tombs)-1)
+	}
+	return fmt.Sprintf(" (a drop of it was stopped: %s%s, %s, remains of the index it dropped; a drop of %s, or making an index there, removes it)", tombs[0], more, mib(int64(size)), dir)
+}
+
+// tombsOf returns the directories that Drops of dir stopped after their
+// rename left (dir.dropped-N), which sweepTombs removes.
+func tombsOf(dir string) []string {
 	base := filepath.Clean(dir)
 	if real, err := filepath.EvalSymlinks(dir); err == nil {
 		base = real // NB: Drop renames the directory a link names
@@ -1732,15 +1751,26 @@ func sweepTombs(dir string) (int, error) {
 	parent, name := filepath.Split(base)
 	entries, err := os.ReadDir(cmp.Or(parent, "."))
 	if err != nil {
-		return 0, nil // NB: no parent to read: no tombs either, and Open says what is wrong
+		return nil // NB: no parent to read: no tombs either, and Open says what is wrong
 	}
-	n := 0
+	var tombs []string
 	for _, e := range entries {
-		num, ok := strings.CutPrefix(e.Name(), name+tombPrefix)
-		if !ok || !e.IsDir() || num == "" || strings.Trim(num, "0123456789") != "" {
-			continue
+		if num, ok := strings.CutPrefix(e.Name(), name+tombPrefix); ok && e.IsDir() && num != "" && strings.Trim(num, "0123456789") == "" {
+			tombs = append(tombs, filepath.Join(parent, e.Name()))
 		}
-		tomb := filepath.Join(parent, e.Name())
+	}
+	return tombs
+}
+
+// sweepTombs removes what Drops of dir killed after their rename left
+// (dir.dropped-N: the whole index, texts included, which nothing else
+// would ever remove), and returns how many it removed. A tomb whose lock
+// a process holds is a Drop still running (before it closes the index),
+// and is left to it; so is a directory of that name that holds a file
+// no index has (Drop's own rule).
+func sweepTombs(dir string) (int, error) {
+	n := 0
+	for _, tomb := range tombsOf(dir) {
 		names, err := os.ReadDir(tomb)
 		if err != nil || slices.ContainsFunc(names, func(n os.DirEntry) bool { return !indexFile(n.Name()) }) {
 			continue // not an index's files only: not Drop's to remove
