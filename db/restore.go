@@ -163,6 +163,12 @@ func Restore(ctx context.Context, from, dir string, o *RestoreOptions) (*Restore
 	// NB: checked under the lock, with the words for what is there: a
 	// restore killed between its renames left the old index aside and
 	// the copy staged; one killed before them, the index in place.
+	//
+	// NB: not ErrInvalidOptions, whose exit status (2) tells a script to
+	// mend its command line (an operator's review, OP-4): the state of
+	// the disk stops it. Beside an absent index the error is the
+	// RestoreStoppedError every command gets there (ErrNotExist); beside
+	// one in place, fs.ErrExist.
 	if _, err := os.Lstat(staging); err == nil {
 		what := fmt.Sprintf("a restore stopped after its copy left it (a complete copy of its backup), and the index at %s is as it was: remove it and restore again", dir)
 		if !present {
@@ -172,8 +178,11 @@ func Restore(ctx context.Context, from, dir string, o *RestoreOptions) (*Restore
 				aside = stopped.Aside[len(stopped.Aside)-1]
 			}
 			what = fmt.Sprintf("a restore stopped between its renames left it (a complete copy of its backup; the index it replaced, if there was one, is at %s): rename it to %s, or remove it and restore again", aside, real)
+			if stopped != nil {
+				return nil, fmt.Errorf("lshdb: restore: %s exists: %s%w", staging, what, unsaid{stopped})
+			}
 		}
-		return nil, fmt.Errorf("%w: restore: %s exists: %s%w", ErrInvalidOptions, staging, what, unsaid{fs.ErrExist})
+		return nil, fmt.Errorf("lshdb: restore: %s exists: %s%w", staging, what, unsaid{fs.ErrExist})
 	}
 
 	if err := restoreRoom(src, real, dir); err != nil {

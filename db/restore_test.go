@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -253,8 +254,10 @@ func TestRestoreRefusals(t *testing.T) {
 	if err := os.Mkdir(idx+restoreStaging, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Restore(ctx, bk, idx, nil); !errors.Is(err, ErrInvalidOptions) || !strings.Contains(err.Error(), idx+restoreStaging) {
-		t.Errorf("restore beside a staging directory: %v, want ErrInvalidOptions naming it", err)
+	// NB: not ErrInvalidOptions, a usage error (exit 2): the disk's
+	// state stops it (OP-4).
+	if _, err := Restore(ctx, bk, idx, nil); !errors.Is(err, fs.ErrExist) || errors.Is(err, ErrInvalidOptions) || !strings.Contains(err.Error(), idx+restoreStaging) {
+		t.Errorf("restore beside a staging directory: %v, want fs.ErrExist naming it", err)
 	}
 	os.Remove(idx + restoreStaging)
 	unchanged("staging left")
@@ -454,6 +457,12 @@ func TestOpenRefusesAStoppedRestore(t *testing.T) {
 			t.Fatal(err)
 		}
 		refused(fmt.Sprintf("empty %v, through a relative link", empty), rel, dir, nil, false)
+		// A restore again is refused as every command is there, not as a
+		// usage error (OP-4).
+		var stopped *RestoreStoppedError
+		if _, err := Restore(ctx, bk, dir, nil); !errors.As(err, &stopped) || !errors.Is(err, ErrNotExist) || errors.Is(err, ErrInvalidOptions) {
+			t.Errorf("empty %v: a restore again: %v, want a RestoreStoppedError", empty, err)
+		}
 		// Finished by hand, as the error says.
 		os.Remove(dir)
 		if err := os.Rename(dir+restoreStaging, dir); err != nil {
