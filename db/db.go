@@ -413,6 +413,9 @@ func openIn(dir string, o Options, created bool) (*DB, error) {
 			// made them exited 0.
 			BackgroundError: func(err error) {
 				damage.failures.Add(1)
+				if errors.Is(err, syscall.ENOSPC) {
+					damage.bgNoSpace.CompareAndSwap(nil, &err)
+				}
 				// NB: a flush that fails on a full disk is retried about
 				// a hundred times a second (--disk-reserve -1): 61,000
 				// lines in ten minutes. The same error is said once in
@@ -1131,6 +1134,12 @@ func (db *DB) Close() error {
 	if lerr := db.lock.Close(); err == nil {
 		err = lerr
 	}
+	if p := db.damage.bgNoSpace.Load(); p != nil {
+		// NB: a build under --disk-reserve -1 that filled the disk exited
+		// 0 beside Pebble's bare "no space left on device" line, with no
+		// word of what failed or what to do (an operator's review, OP-5).
+		db.opts.Logger.Warn("lshdb: a background flush or compaction of "+db.dir+" ran out of disk space: the writes acknowledged are kept (in its tables, or its write-ahead log, which the next open replays), but free space on its disk before the next write", "error", firstLine{*p})
+	}
 	return classify(err)
 }
 
@@ -1237,6 +1246,9 @@ type damageSeen struct {
 	// noSpace is the last flush's failure for lack of space (ENOSPC),
 	// until a flush succeeds (nil then).
 	noSpace atomic.Pointer[error]
+	// bgNoSpace is the first background failure (a flush's or a
+	// compaction's) for lack of space: Close warns of it.
+	bgNoSpace atomic.Pointer[error]
 	// stopped is the error of a write that Pebble panicked in (pebbleWrite):
 	// its store takes no write after it, and is not closed.
 	stopped atomic.Pointer[error]

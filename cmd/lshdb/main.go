@@ -860,6 +860,11 @@ func (a *app) rootCmd() *cobra.Command {
 			// outside it (a crash-safety review).
 			fmt.Fprintf(a.stderr, "lshdb: note: --disk-reserve %d is below the room a flush of the index's writes needs (about %d MiB): a write may fill the disk, and then the index opens for writing only once space is freed outside it\n", a.diskReserveMiB, flushRoom)
 		}
+		if a.diskReserveMiB == -1 {
+			// NB: the riskier choice said no word where a small reserve
+			// did (an operator's review, OP-5).
+			fmt.Fprintln(a.stderr, "lshdb: note: --disk-reserve -1: no free-space check: a write may fill the disk, and then the index opens for writing only once space is freed outside it")
+		}
 		if (a.output == "csv" || a.output == "tsv") && c.Name() != "pairs" {
 			return usagef("--output %s is for pairs only (use table or json)", a.output)
 		}
