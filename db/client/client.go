@@ -574,6 +574,11 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, body
 				// itself: a review).
 				return nil, fmt.Errorf("%w (it is stopping, or was killed or restarted): the backup did not answer; its directory is there only if the copy was complete (and verified, if asked): %w", ErrConnectionCut, err)
 			}
+			if m, ok := cutMaintenance[path]; ok {
+				// NB: a repair cut so was told to read a document back,
+				// or put it again (an operator's review, OP-6).
+				return nil, fmt.Errorf("%w (it is stopping, or was killed or restarted): the %s did not answer, and may or may not have run, in part or whole; it is safe to run again: %w", ErrConnectionCut, m, err)
+			}
 			return nil, fmt.Errorf("%w (it is stopping, or was killed or restarted): a write may or may not have been applied (read it back, or write it again: a document put again replaces itself): %w", ErrConnectionCut, err)
 		}
 		return nil, err
@@ -584,6 +589,14 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, body
 		return nil, errorOf(resp)
 	}
 	return resp, nil
+}
+
+// cutMaintenance names the maintenance calls by their paths, for the
+// error of one whose connection was cut: each may be run again.
+var cutMaintenance = map[string]string{
+	"/v1/repair":  "repair (check --repair)",
+	"/v1/compact": "compaction",
+	"/v1/purge":   "purge",
 }
 
 // plainCodes are the codes of the answers without a JSON error body that

@@ -1679,6 +1679,17 @@ func TestPutConnectionClosedBeforeAnswer(t *testing.T) {
 	if !errors.Is(err, client.ErrConnectionCut) || !strings.Contains(err.Error(), "closed the connection before it answered") || !strings.Contains(err.Error(), "writes nothing") || strings.Contains(err.Error(), "write may") {
 		t.Fatalf("a query whose connection closed before the answer: %v; want an error that says it wrote nothing", err)
 	}
+	// A repair, a compaction or a purge so cut says it may have run and
+	// may run again, not what a document put again does (OP-6).
+	for what, call := range map[string]func() error{
+		"repair (check --repair)": func() error { _, err := c.Repair(context.Background()); return err },
+		"compaction":              func() error { return c.Compact(context.Background()) },
+		"purge":                   func() error { _, err := c.Purge(context.Background()); return err },
+	} {
+		if err := call(); !errors.Is(err, client.ErrConnectionCut) || !strings.Contains(err.Error(), "the "+what+" did not answer") || !strings.Contains(err.Error(), "safe to run again") || strings.Contains(err.Error(), "document put again") {
+			t.Errorf("a %s whose connection closed before the answer: %v", what, err)
+		}
+	}
 }
 
 // Ensure that PutBatchContext's (and DeleteIDsContext's) context ends a
