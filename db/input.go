@@ -275,7 +275,7 @@ func (db *DB) QueryMany(ctx context.Context, qs []QueryInput, qo *QueryOptions) 
 	ctx, cancel := db.opCtx(ctx)
 	defer cancel()
 	out := make([]*QueryResult, len(qs))
-	var next atomic.Int64
+	var next, held atomic.Int64
 	g, gctx := errgroup.WithContext(ctx)
 	for range max(1, min(runtime.GOMAXPROCS(0), len(qs))) {
 		g.Go(func() error {
@@ -305,6 +305,9 @@ func (db *DB) QueryMany(ctx context.Context, qs []QueryInput, qo *QueryOptions) 
 						return cerr
 					}
 					return &QueryError{Index: i, Err: err}
+				}
+				if n := held.Add(int64(len(res.Matches))); q.MaxMatches > 0 && n > int64(q.MaxMatches) {
+					return tooManyMatches(int(n), q.MaxMatches, len(qs))
 				}
 				out[i] = res
 			}

@@ -824,3 +824,60 @@ func TestSetsCollisionNotGrouped(t *testing.T) {
 		t.Errorf("explain a b: %+v %v", e, err)
 	}
 }
+
+// Ensure that MaxMatches bounds the matches of a Query and the sum over a
+// QueryMany's queries, after Limit, refusing a call past it with
+// ErrInvalidOptions that says so, and that a negative one is refused
+// (the oracle: 30 copies of one text, each query matching all 30). The
+// server's bound (a security review, SEC-1: 400 queries held 3 GB).
+func TestQueryMaxMatches(t *testing.T) {
+	d := mustOpen(t, t.TempDir(), nil)
+	defer d.Close()
+	const text = "the same short paragraph stored thirty times under thirty ids"
+	var docs []Doc
+	for i := range 30 {
+		docs = append(docs, Doc{ID: fmt.Sprint("d", i), Text: text})
+	}
+	if _, err := d.PutBatch(docs, nil); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	four := []QueryInput{{Text: text}, {Text: text}, {ID: "d1"}, {Text: text}}
+	for _, c := range []struct {
+		max, limit, want int // want: the matches of one query; -1: refused
+		many             bool
+	}{
+		{0, 0, 30, false}, {30, 0, 30, false}, {29, 0, -1, false}, {10, 5, 5, false},
+		{0, 0, 30, true}, {118, 0, -1, true}, {119, 0, 30, true}, {20, 5, 5, true}, {19, 5, -1, true}, // 30+30+29+30
+	} {
+		qo := &QueryOptions{MaxMatches: c.max, Limit: c.limit}
+		var got []*QueryResult
+		var err error
+		if c.many {
+			got, err = d.QueryMany(ctx, four, qo)
+		} else {
+			var res *QueryResult
+			if res, err = d.Query(ctx, text, qo); err == nil {
+				got = []*QueryResult{res}
+			}
+		}
+		if c.want < 0 {
+			if !errors.Is(err, ErrInvalidOptions) || !strings.Contains(err.Error(), fmt.Sprintf("more than %d matches", c.max)) {
+				t.Errorf("%+v: %v, want ErrInvalidOptions saying so", c, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%+v: %v", c, err)
+		}
+		for _, res := range got {
+			// The query by id d1 matches the other 29.
+			if n := len(res.Matches); n != c.want && !(c.want == 30 && n == 29) {
+				t.Errorf("%+v: %d matches, want %d", c, n, c.want)
+			}
+		}
+	}
+	if _, err := d.Query(ctx, text, &QueryOptions{MaxMatches: -1}); !errors.Is(err, ErrInvalidOptions) {
+		t.Errorf("MaxMatches -1: %v, want ErrInvalidOptions", err)
+	}
+}

@@ -491,4 +491,14 @@ type QueryOptions struct {
 	// record read per match, after Limit). Default: false (Match.Meta is
 	// always filled; Text is not).
 	WithText bool
+	// MaxMatches bounds the matches a call holds: a Query's, or the sum
+	// over a QueryMany's queries. A call whose matches (after Limit)
+	// would pass it fails with an error that matches ErrInvalidOptions
+	// and says so (give a Limit, or fewer queries a call), holding about
+	// the bound and one query's matches at most. Default: 0, no bound.
+	//
+	// NB: on an index of near-identical documents every query matches
+	// every document: 400 queries without a limit held 3 GB for a 607 MB
+	// answer of lshdb serve (a security review, SEC-1), which bounds it.
+	MaxMatches int
 }

@@ -72,8 +72,20 @@ func (db *DB) queryOptions(qo *QueryOptions) (QueryOptions, error) {
 		return q, invalid("query threshold %v is outside (0, 1]", q.Threshold)
 	case q.Limit < 0:
 		return q, invalid("query limit %d is negative", q.Limit)
+	case q.MaxMatches < 0:
+		return q, invalid("query MaxMatches %d is negative", q.MaxMatches)
 	}
 	return q, nil
+}
+
+// tooManyMatches is the error of a call whose matches pass
+// QueryOptions.MaxMatches: n of them at least, of queries queries.
+func tooManyMatches(n, bound, queries int) error {
+	of := ""
+	if queries > 1 {
+		of = fmt.Sprintf(" of %d queries", queries)
+	}
+	return invalid("the answer%s holds more than %d matches (%d at least), more than the bound of a call (MaxMatches): give a limit, or fewer queries a call", of, bound, n)
 }
 
 // Query returns the stored documents whose exact Jaccard similarity to
@@ -160,7 +172,11 @@ func (db *DB) queryOne(ctx context.Context, in *QueryInput, qo *QueryOptions) (*
 		return nil, err
 	}
 	defer release()
-	return db.answer(ctx, v, in, q, sc)
+	res, err := db.answer(ctx, v, in, q, sc)
+	if err == nil && q.MaxMatches > 0 && len(res.Matches) > q.MaxMatches {
+		return nil, tooManyMatches(len(res.Matches), q.MaxMatches, 1)
+	}
+	return res, err
 }
 
 // longQueryText is the length, in bytes, past which a query's text is

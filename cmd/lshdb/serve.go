@@ -72,7 +72,7 @@ type serveOptions struct {
 	tokenOnCommandLine                     bool
 	tokenFileReadable                      bool // by its group or every user
 	maxBody, maxInFlightBytes              int64
-	maxBatch, maxInFlight                  int
+	maxBatch, maxInFlight, maxMatches      int
 	maxConns                               int
 	defaultMaxConns                        int  // each listener's own bound, where --max-connections is not given (connsBound); 0: none
 	connsDefault                           bool // the listeners take connsBound's bound
@@ -243,6 +243,9 @@ stops accepting requests, lets those in flight finish (up to
 			if so.maxBody == 0 || so.maxBody < -1 {
 				return usagef("--max-body %d: give a number of bytes, or -1 for no limit", so.maxBody)
 			}
+			if so.maxMatches == 0 || so.maxMatches < -1 {
+				return usagef("--max-matches %d: give a number of matches, or -1 for no limit", so.maxMatches)
+			}
 			if so.maxBatch == 0 || so.maxBatch < -1 {
 				return usagef("--max-batch %d: give a number of documents, or -1 for no limit", so.maxBatch)
 			}
@@ -281,6 +284,7 @@ stops accepting requests, lets those in flight finish (up to
 	fs.StringVar(&so.readTokenFile, "read-token-file", "", "read a second bearer token from this file (its first line; default: $LSHDB_READ_TOKEN), which may only read: queries, gets, pairs, clusters, stats, check; a write or maintenance request with it gets 403 forbidden (for clients that only query; needs --token)")
 	fs.Int64Var(&so.maxBody, "max-body", httpapi.DefaultMaxBodyBytes, "largest request body in bytes (413 beyond; for put-if-new: each document; -1: no limit)")
 	fs.IntVar(&so.maxBatch, "max-batch", httpapi.DefaultMaxBatch, "most documents (queries) in one put or query/many request (413 beyond; -1: no limit)")
+	fs.IntVar(&so.maxMatches, "max-matches", httpapi.DefaultMaxMatches, "most matches one query or query/many request answers, after its limit (400 beyond, saying so; -1: no limit)")
 	fs.IntVar(&so.maxInFlight, "max-in-flight", httpapi.DefaultMaxInFlight, "most documents (queries) of all requests worked on at once; others wait (-1: no limit)")
 	fs.Int64Var(&so.maxInFlightBytes, "max-in-flight-bytes", httpapi.DefaultMaxInFlightBytes, "most bytes of text of all requests worked on at once (a document takes about 35x its text in memory while it is signed); others wait (-1: no limit; under a cgroup memory limit, as in a container, the default is at most 1/128 of it)")
 	fs.IntVar(&so.maxConns, "max-connections", defaultMaxConns, "most connections open at once on each listener (the socket, the TCP address), idle keep-alive ones included: at the bound the next takes the place of the one idle or silent longest once it has waited 2 s, and while every one has a request in progress or waited less it waits, answered by nothing (a client sees a timeout if that lasts); a request waiting for others' work holds its body, so this bounds the memory they take (-1: no limit; not given: on each listener, the descriptors left once the index is open, less 256, shared by the listeners and the index: a half with one listener, a third with two, from 16 to 4096)")
@@ -552,7 +556,7 @@ func (a *app) serve(so *serveOptions) error {
 				func() float64 { return float64(l.reclaimed.Load()) }))
 	}
 	mux := http.NewServeMux()
-	api := httpapi.Handler(d, &httpapi.Options{Token: so.token, ReadToken: so.readToken, MaxBodyBytes: so.maxBody, MaxBatch: so.maxBatch, MaxInFlight: so.maxInFlight, MaxInFlightBytes: so.maxInFlightBytes, WriteTimeout: so.writeTimeout, ReadTimeout: so.readTimeout, QueryTimeout: so.queryTimeout,
+	api := httpapi.Handler(d, &httpapi.Options{Token: so.token, ReadToken: so.readToken, MaxBodyBytes: so.maxBody, MaxBatch: so.maxBatch, MaxMatches: so.maxMatches, MaxInFlight: so.maxInFlight, MaxInFlightBytes: so.maxInFlightBytes, WriteTimeout: so.writeTimeout, ReadTimeout: so.readTimeout, QueryTimeout: so.queryTimeout,
 		BackupRoot: so.backupRoot, Owner: serveOwner, ServesReadOnly: so.readOnly, Logger: log, Hooks: m.Hooks()})
 	mux.Handle("/", api)
 	metricsOpts := &httpapi.Options{Token: so.token, ReadToken: so.readToken, Logger: log, Hooks: m.Hooks()}
@@ -755,7 +759,7 @@ func startupAttrs(d *db.DB, so *serveOptions, dir bool) []any {
 	if so.memoryLimit > 0 {
 		attrs = append(attrs, "memory_limit", so.memoryLimit, "soft_memory_limit", debug.SetMemoryLimit(-1))
 	}
-	attrs = append(attrs, "max_body", so.maxBody, "max_batch", so.maxBatch, "max_in_flight", so.maxInFlight, "max_in_flight_bytes", so.maxInFlightBytes, "max_connections", so.maxConns)
+	attrs = append(attrs, "max_body", so.maxBody, "max_batch", so.maxBatch, "max_matches", so.maxMatches, "max_in_flight", so.maxInFlight, "max_in_flight_bytes", so.maxInFlightBytes, "max_connections", so.maxConns)
 	if so.defaultMaxConns > 0 {
 		attrs = append(attrs, "max_connections_each", so.defaultMaxConns)
 	}

@@ -42,6 +42,10 @@ const DefaultMaxBodyBytes = 65 << 20
 // its signature, twice: prepared and in the batch).
 const DefaultMaxBatch = 100_000
 
+// DefaultMaxMatches is the default Options.MaxMatches: a million matches,
+// about 150 MB held and 75 MB of answer.
+const DefaultMaxMatches = 1_000_000
+
 // DefaultMaxInFlight is the default Options.MaxInFlight: the documents of
 // two batches of DefaultMaxBatch.
 const DefaultMaxInFlight = 2 * DefaultMaxBatch
@@ -95,6 +99,15 @@ type Options struct {
 	// load is not bounded by it (they go in groups, or through Load's
 	// memory budget). Default: DefaultMaxBatch; negative: no limit.
 	MaxBatch int
+	// MaxMatches bounds the matches one query request answers (GET and
+	// POST /v1/query; POST /v1/query/many, over all its queries): one
+	// whose matches, after its limit, pass it is answered 400
+	// invalid_options, saying so (db.QueryOptions.MaxMatches), holding
+	// about the bound at most. On an index of near-identical documents
+	// every query matches every document: 400 ids without a limit took
+	// the server to 3 GB (a security review, SEC-1). Default:
+	// DefaultMaxMatches; negative: no bound.
+	MaxMatches int
 	// MaxInFlight bounds the documents of the puts (and put-if-new
 	// groups), the queries of the query/many requests and the ids of the
 	// has requests the server prepares, writes and answers at once: a
@@ -184,6 +197,9 @@ func Handler(d *db.DB, opts *Options) http.Handler {
 	}
 	if h.o.WriteTimeout == 0 {
 		h.o.WriteTimeout = DefaultWriteTimeout
+	}
+	if h.o.MaxMatches == 0 {
+		h.o.MaxMatches = DefaultMaxMatches
 	}
 	if h.o.MaxBatch == 0 {
 		h.o.MaxBatch = DefaultMaxBatch

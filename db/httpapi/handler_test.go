@@ -2756,3 +2756,49 @@ func TestMessagesSayWhatHappened(t *testing.T) {
 		t.Errorf("DELETE with a body: %d %s (pm1 kept: %v)", resp.StatusCode, b2, ok)
 	}
 }
+
+// Ensure that MaxMatches bounds the matches a query or a query/many
+// answers (the sum over its queries, after its limit): past it 400
+// invalid_options that says so, within it the answer (the oracle: 30
+// copies of one text, each query matching all 30). 400 ids without a
+// limit took a server to 3 GB on an index of near-identical documents
+// (a security review, SEC-1).
+func TestMaxMatches(t *testing.T) {
+	d := openFixture(t, 0, nil)
+	const text = "the same short paragraph stored thirty times under thirty ids"
+	var docs []db.Doc
+	for i := range 30 {
+		docs = append(docs, db.Doc{ID: fmt.Sprint("d", i), Text: text})
+	}
+	if _, err := d.PutBatch(docs, nil); err != nil {
+		t.Fatal(err)
+	}
+	tx := text
+	three := QueryManyRequest{Queries: []QueryRequest{{Text: &tx}, {Text: &tx}, {Text: &tx}}}
+	for _, c := range []struct {
+		max    int
+		path   string
+		body   any
+		status int
+	}{
+		{50, "/v1/query", QueryRequest{Text: &tx}, 200},
+		{29, "/v1/query", QueryRequest{Text: &tx}, 400},
+		{89, "/v1/query/many", three, 400},
+		{90, "/v1/query/many", three, 200},
+		{29, "/v1/query/many", QueryManyRequest{Queries: three.Queries, Limit: 9}, 200},
+		{-1, "/v1/query/many", three, 200},
+	} {
+		b, _ := json.Marshal(c.body)
+		rec := httptest.NewRecorder()
+		Handler(d, &Options{MaxMatches: c.max}).ServeHTTP(rec, httptest.NewRequest("POST", c.path, bytes.NewReader(b)))
+		if rec.Code != c.status {
+			t.Errorf("%s at MaxMatches %d: %d %s, want %d", c.path, c.max, rec.Code, rec.Body, c.status)
+			continue
+		}
+		if c.status == 400 {
+			if body := rec.Body.String(); !strings.Contains(body, "invalid_options") || !strings.Contains(body, fmt.Sprintf("more than %d matches", c.max)) {
+				t.Errorf("%s at MaxMatches %d: %s", c.path, c.max, body)
+			}
+		}
+	}
+}
