@@ -103,11 +103,11 @@ func simpsonPoints(a, b float64) []float64 {
 	return ss
 }
 
-// simpsonOf is integrate over [a, b] of P(s), or of 1 − P(s) with
-// missed, for the banding of b bands whose log1p(−s^r) at the
-// simpsonPoints ss are ls: the same operations in the same order as
-// integrate of Probability, so the same value.
-func simpsonOf(ss, ls []float64, b int, lo, hi float64, missed bool) float64 {
+// simpsonOf is integrate over [lo, hi] of P(s), or of 1 − P(s) with
+// missed, for the banding of `bands` bands whose log1p(−s^r) at the
+// simpsonPoints ss of [lo, hi] are ls: the same operations in the same
+// order as integrate of Probability, so the same value.
+func simpsonOf(ss, ls []float64, bands int, lo, hi float64, missed bool) float64 {
 	if hi <= lo {
 		return 0
 	}
@@ -119,7 +119,7 @@ func simpsonOf(ss, ls []float64, b int, lo, hi float64, missed bool) float64 {
 		case s >= 1:
 			p = 1
 		default:
-			p = -math.Expm1(float64(b) * ls[i])
+			p = -math.Expm1(float64(bands) * ls[i])
 		}
 		if missed {
 			return 1 - p

@@ -229,7 +229,7 @@ func Restore(ctx context.Context, from, dir string, o *RestoreOptions) (*Restore
 		// NB: no lock held an absent dir: one made meanwhile (by a
 		// create) is not replaced (a rename replaces an empty directory).
 		if _, err := os.Lstat(real); err == nil {
-			return nil, fmt.Errorf("%w: restore: %s was made while the restore copied (the restored copy is at %s)%w", ErrInvalidOptions, dir, staging, unsaid{fs.ErrExist})
+			return nil, fmt.Errorf("lshdb: restore: %s was made while the restore copied (the restored copy is at %s)%w", dir, staging, unsaid{fs.ErrExist})
 		}
 	}
 	if err := os.Rename(staging, real); err != nil {

@@ -23,9 +23,10 @@ type Pair struct {
 }
 
 // Join returns every pair (a < b) of sets with minhash.Jaccard ≥ t, sorted
-// by (A, B). At t ≤ 0 it returns the pairs with Jaccard > 0 (that share
-// a token), not every pair: disjoint sets are never candidates. Sets MUST
-// be sorted and de-duplicated; empty sets pair with nothing.
+// by (A, B). A t ≤ 0 is taken as 0, which returns the pairs with Jaccard
+// > 0 (that share a token), not every pair: disjoint sets are never
+// candidates. Sets MUST be sorted and de-duplicated; empty sets pair with
+// nothing.
 //
 // Each set is reordered by global token frequency (rarest first); a pair
 // with J ≥ t must share a token within the first |x| − ⌈t·|x|⌉ + 1 tokens of
@@ -58,7 +59,9 @@ func rank(sets [][]uint64, workers int) *Ranked {
 
 // Join returns what Join(sets, t) does for the sets r was made of.
 func (r *Ranked) Join(t float64) []Pair {
-	return r.join(t, workersFor(r.sets))
+	// NB: below 0 the prefix bound t/(1+t) divided by zero at -1 and
+	// passed 1 below it: nothing was returned (a read-through's RT-8).
+	return r.join(max(t, 0), workersFor(r.sets))
 }
 
 // workersFor is how many goroutines Rank and Join use for sets: one per

@@ -63,3 +63,15 @@ func TestJoinEqualsBrute(t *testing.T) {
 		}
 	}
 }
+
+// Ensure that a threshold of 0 or below gives the pairs that share a
+// token, as its doc says (the oracle: counted by hand): below -1 it gave
+// none.
+func TestJoinThresholdAtOrBelowZero(t *testing.T) {
+	sets := [][]uint64{{1, 2, 3}, {3, 4}, {5, 6}, {}}
+	for _, th := range []float64{0, -0.5, -1, -2} {
+		if got := Join(sets, th); len(got) != 1 || got[0] != (Pair{0, 1, 0.25}) {
+			t.Errorf("Join(t=%v) = %v, want [{0 1 0.25}]", th, got)
+		}
+	}
+}
