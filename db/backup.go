@@ -287,7 +287,7 @@ func (db *DB) unlinkTables(ctx context.Context, tmp string) error {
 func (db *DB) backupTemp(dir string) (tmp string, release func(), _ error) {
 	fsys := db.opts.FS
 	parent := fsys.PathDir(dir)
-	tmp = fsys.PathJoin(parent, "."+fsys.PathBase(dir)+backupTempSuffix)
+	tmp = backupTempOf(fsys, dir)
 	sweepBackupTemps(fsys, parent)
 	owner := tmp + backupOwnerSuffix
 	// NB: another backup to dir under way is refused: its directory was
@@ -547,12 +547,28 @@ func sweepBackupTemp(fsys vfs.FS, owner, host string) {
 	}
 }
 
+// backupTempOf is the temporary directory of a backup to dir: hidden
+// beside it (".NAME.lshdb-backup.tmp"), renamed to dir once whole.
+func backupTempOf(fsys vfs.FS, dir string) string {
+	return fsys.PathJoin(fsys.PathDir(dir), "."+fsys.PathBase(dir)+backupTempSuffix)
+}
+
+// restoreCopyNote is what an ErrNotExist of dir adds when a restore into
+// it left its partial copy beside it (restoreCopyOf), or is copying.
+func restoreCopyNote(fsys vfs.FS, dir string) string {
+	tmp, size := restoreCopyOf(fsys, resolvedDir(fsys, dir))
+	if tmp == "" {
+		return ""
+	}
+	return fmt.Sprintf(" (a restore into it is copying its backup, or was stopped while it did: %s, %s, its partial copy; the next restore into it, or making an index there, removes a stopped one that this host made)", tmp, mib(int64(size)))
+}
+
 // restoreCopyOf returns the hidden directory beside dir (its real path)
 // that a restore into it copies the backup to before the copy is whole
 // (".NAME.restoring.lshdb-backup.tmp"), and its size on disk; "" when
 // there is none.
 func restoreCopyOf(fsys vfs.FS, real string) (string, uint64) {
-	tmp := fsys.PathJoin(fsys.PathDir(real), "."+fsys.PathBase(real+restoreStaging)+backupTempSuffix)
+	tmp := backupTempOf(fsys, real+restoreStaging)
 	if fi, err := fsys.Stat(tmp); err != nil || !fi.IsDir() {
 		return "", 0
 	}

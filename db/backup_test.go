@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -979,7 +980,7 @@ func TestStoppedRestoreCopyNamedAndRemoved(t *testing.T) {
 	if err := d.Close(); err != nil {
 		t.Fatal(err)
 	}
-	tmp := filepath.Join(parent, ".idx"+restoreStaging+backupTempSuffix)
+	tmp := filepath.Join(parent, ".idx"+restoreStaging+backupTempSuffix) // NB: by hand, not backupTempOf: the name the README gives
 	owner := tmp + backupOwnerSuffix
 	if err := os.MkdirAll(tmp, 0o755); err != nil {
 		t.Fatal(err)
@@ -1000,6 +1001,17 @@ func TestStoppedRestoreCopyNamedAndRemoved(t *testing.T) {
 			t.Fatal(err)
 		}
 		return in
+	}
+	// Beside an absent index, its ErrNotExist names the copy (RT-6).
+	if _, err := Open(filepath.Join(parent, "absent"), &Options{MustExist: true}); !errors.Is(err, ErrNotExist) || strings.Contains(err.Error(), "restore") {
+		t.Fatalf("an absent index without a copy beside it: %v", err)
+	}
+	aside := filepath.Join(parent, ".absent"+restoreStaging+backupTempSuffix)
+	if err := os.Mkdir(aside, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(filepath.Join(parent, "absent"), &Options{MustExist: true}); !errors.Is(err, ErrNotExist) || !strings.Contains(err.Error(), "a restore into it is copying its backup, or was stopped while it did: "+aside) {
+		t.Fatalf("an absent index beside a restore's copy: %v", err)
 	}
 	unlock := holdOwner(t, owner)
 	for _, o := range []*Options{{ReadOnly: true}, nil} {
@@ -1022,4 +1034,58 @@ func TestStoppedRestoreCopyNamedAndRemoved(t *testing.T) {
 	if in := info(&Options{ReadOnly: true}); in.Docs != 1 {
 		t.Fatalf("the index holds %d documents, want 1", in.Docs)
 	}
+}
+
+// Ensure that what a Drop stopped after its rename left (dir.dropped-N,
+// the dropped index) is named by Open's ErrNotExist of dir, read-only or
+// not, and removed when an index is made at dir again, where it stayed
+// beside the new index unsaid (an operator's review, OP-1), and said so
+// in the log (a read-through's RT-5); a tomb that
+// holds a file no index has, or whose lock is held (a Drop running), is
+// left. Oracle: the directories on disk.
+func TestStoppedDropNamedAndFinished(t *testing.T) {
+	dir := t.TempDir() + "/idx"
+	d := mustOpen(t, dir, nil)
+	if err := d.Put(Doc{ID: "a", Text: "a document of the index that was dropped"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	tomb := dir + tombPrefix + "77"
+	if err := os.Rename(dir, tomb); err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range []*Options{{MustExist: true}, {ReadOnly: true}} {
+		_, err := Open(dir, o)
+		if !errors.Is(err, ErrNotExist) || !strings.Contains(err.Error(), "a drop of it was stopped: "+tomb+", ") || !strings.Contains(err.Error(), "renamed back to "+dir+" is the index again") {
+			t.Fatalf("Open (MustExist %v, ReadOnly %v) beside a stopped drop's directory: %v", o.MustExist, o.ReadOnly, err)
+		}
+	}
+	running := mustOpen(t, dir+tombPrefix+"78", nil) // a Drop that still holds its tomb
+	foreign := dir + tombPrefix + "79"
+	if err := os.Mkdir(foreign, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(foreign+"/notes.txt", []byte("mine"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var logged syncBuffer
+	d = mustOpen(t, dir, &Options{Logger: slog.New(slog.NewTextHandler(&logged, nil))})
+	defer d.Close()
+	if !strings.Contains(logged.String(), "removed "+tomb+", what a drop of "+dir+" that was stopped left") {
+		t.Errorf("making the index again logged:\n%s", logged.String())
+	}
+	if n, err := d.Count(); n != 0 || err != nil {
+		t.Fatalf("the index made again holds %d documents (%v)", n, err)
+	}
+	if _, err := os.Stat(tomb); !os.IsNotExist(err) {
+		t.Errorf("the stopped drop's directory is left beside the new index: %v", err)
+	}
+	for _, keep := range []string{dir + tombPrefix + "78", foreign + "/notes.txt"} {
+		if _, err := os.Stat(keep); err != nil {
+			t.Errorf("%s: %v", keep, err)
+		}
+	}
+	running.Close()
 }

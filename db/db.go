@@ -447,9 +447,18 @@ func openIn(dir string, o Options, created bool) (*DB, error) {
 				switch {
 				case info.Err == nil:
 					damage.noSpace.Store(nil) // NB: room again (writesRefused)
+					damage.bgNoSpace.Store(nil)
 				case errors.Is(info.Err, syscall.ENOSPC):
 					err := info.Err
 					damage.noSpace.Store(&err)
+				}
+			},
+			// NB: a compaction that succeeds found room: the warning of
+			// an earlier failure at Close would be stale (a long-lived
+			// serve's disk filled once and freed: a read-through's RT-10).
+			CompactionEnd: func(info pebble.CompactionInfo) {
+				if info.Err == nil {
+					damage.bgNoSpace.Store(nil)
 				}
 			},
 			WriteStallBegin: func(info pebble.WriteStallBeginInfo) {
@@ -624,14 +633,18 @@ func prepareDir(fs vfs.FS, dir string, o *Options) (created bool, err error) {
 			return false, err
 		}
 		if o.MustExist || o.ReadOnly {
-			return false, fmt.Errorf("%w: %s%s", ErrNotExist, dir, tombsNote(fs, dir))
+			return false, fmt.Errorf("%w: %s%s%s", ErrNotExist, dir, tombsNote(fs, dir), restoreCopyNote(fs, dir))
 		}
 		if fs == vfs.Default {
 			// NB: what a stopped Drop of dir left, the dropped index
 			// (as large as it was), went unsaid and stayed beside the
 			// index an insert made anew (an operator's review, OP-1):
 			// the drop is finished before dir is made again.
-			if _, err := sweepTombs(dir); err != nil {
+			removed, err := sweepTombs(dir)
+			for _, tomb := range removed {
+				o.Logger.Warn("lshdb: removed " + tomb + ", what a drop of " + dir + " that was stopped left (the index it dropped), before making an index there")
+			}
+			if err != nil {
 				return false, err
 			}
 		}
@@ -1134,13 +1147,23 @@ func (db *DB) Close() error {
 	if lerr := db.lock.Close(); err == nil {
 		err = lerr
 	}
-	if p := db.damage.bgNoSpace.Load(); p != nil {
-		// NB: a build under --disk-reserve -1 that filled the disk exited
-		// 0 beside Pebble's bare "no space left on device" line, with no
-		// word of what failed or what to do (an operator's review, OP-5).
-		db.opts.Logger.Warn("lshdb: a background flush or compaction of "+db.dir+" ran out of disk space: the writes acknowledged are kept (in its tables, or its write-ahead log, which the next open replays), but free space on its disk before the next write", "error", firstLine{*p})
-	}
+	db.warnBackgroundNoSpace(err)
 	return classify(err)
+}
+
+// warnBackgroundNoSpace logs, at Close (whose error is closeErr), a
+// background flush's or compaction's failure for want of space since the
+// last that succeeded, unless closeErr says it already.
+//
+// NB: a build under --disk-reserve -1 that filled the disk exited 0
+// beside Pebble's bare "no space left on device" line, with no word of
+// what failed or what to do (an operator's review, OP-5).
+func (db *DB) warnBackgroundNoSpace(closeErr error) {
+	p := db.damage.bgNoSpace.Load()
+	if p == nil || errors.Is(closeErr, ErrDiskFull) || errors.Is(closeErr, syscall.ENOSPC) {
+		return
+	}
+	db.opts.Logger.Warn("lshdb: a background flush or compaction of "+db.dir+" ran out of disk space: the writes acknowledged are kept (in its tables, or its write-ahead log, which the next open replays), but free space on its disk before the next write", "error", firstLine{*p})
 }
 
 // markerMissing returns ErrCorrupt for a store whose manifest and tables
@@ -1247,7 +1270,8 @@ type damageSeen struct {
 	// until a flush succeeds (nil then).
 	noSpace atomic.Pointer[error]
 	// bgNoSpace is the first background failure (a flush's or a
-	// compaction's) for lack of space: Close warns of it.
+	// compaction's) for lack of space since the last that succeeded:
+	// Close warns of it.
 	bgNoSpace atomic.Pointer[error]
 	// stopped is the error of a write that Pebble panicked in (pebbleWrite):
 	// its store takes no write after it, and is not closed.

@@ -78,7 +78,10 @@ type Info struct {
 	// copying the backup, or was stopped while it did (killed), and
 	// RestoreCopyBytes its size on disk, not part of DiskBytes: a copy
 	// of the backup, as large as it. The next restore into the index, or
-	// its next writable Open, removes a stopped one. "" if none.
+	// its next writable Open, removes a stopped one that this host made
+	// (its owner file names the host: one another host made, or a
+	// container before a restart under another name, is left for
+	// whoever knows no restore runs to remove). "" if none.
 	RestoreCopy      string
 	RestoreCopyBytes uint64
 	// Instance names the index: 26 random base32 characters (128 bits)

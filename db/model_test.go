@@ -409,8 +409,15 @@ func runModel(t *testing.T, rng *rand.Rand, dir string, opts *Options, steps int
 			var batchTexts []string // NB: near-duplicates within the batch too
 			for range 1 + rng.IntN(6) {
 				text := randomText(rng, append(texts(), batchTexts...))
+				id := pickID()
+				if old, ok := m.docs[id]; ok && rng.IntN(3) == 0 {
+					// NB: a stored id with its own text: stored again
+					// (unless another is a near-duplicate), Unchanged
+					// (a read-through's RT-1: no step was).
+					text = old.text
+				}
 				batchTexts = append(batchTexts, text)
-				docs = append(docs, Doc{ID: pickID(), Text: text})
+				docs = append(docs, Doc{ID: id, Text: text})
 			}
 			if rng.IntN(4) == 0 {
 				docs = slices.Insert(docs, rng.IntN(len(docs)+1), Doc{ID: pickID(), Text: " \t "})

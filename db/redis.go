@@ -1603,10 +1603,11 @@ func Drop(ctx context.Context, dir string) error {
 	}
 	swept := 0
 	if !IsRedisURL(dir) {
-		var err error
-		if swept, err = sweepTombs(dir); err != nil {
+		removed, err := sweepTombs(dir)
+		if err != nil {
 			return err
 		}
+		swept = len(removed)
 	}
 	// NB: read-only: no sweeper (whose writes could land after the keys
 	// are gone) and no write to a store about to be deleted.
@@ -1732,7 +1733,7 @@ func tombsNote(fsys vfs.FS, dir string) string {
 	if len(tombs) > 1 {
 		more = fmt.Sprintf(" and %d more", len(tombs)-1)
 	}
-	return fmt.Sprintf(" (a drop of it was stopped: %s%s, %s, remains of the index it dropped; a drop of %s, or making an index there, removes it)", tombs[0], more, mib(int64(size)), dir)
+	return fmt.Sprintf(" (a drop of it was stopped: %s%s, %s, remains of the index it dropped, which renamed back to %s is the index again, if whole; a drop of %s, or making an index there, removes it)", tombs[0], more, mib(int64(size)), dir, dir)
 }
 
 // tombsOf returns the directories that Drops of dir stopped after their
@@ -1768,8 +1769,7 @@ func tombsOf(dir string) []string {
 // a process holds is a Drop still running (before it closes the index),
 // and is left to it; so is a directory of that name that holds a file
 // no index has (Drop's own rule).
-func sweepTombs(dir string) (int, error) {
-	n := 0
+func sweepTombs(dir string) (removed []string, _ error) {
 	for _, tomb := range tombsOf(dir) {
 		names, err := os.ReadDir(tomb)
 		if err != nil || slices.ContainsFunc(names, func(n os.DirEntry) bool { return !indexFile(n.Name()) }) {
@@ -1781,11 +1781,11 @@ func sweepTombs(dir string) (int, error) {
 		}
 		lock.Close()
 		if err := os.RemoveAll(tomb); err != nil {
-			return n, fmt.Errorf("lshdb: drop: removing %s, left by a drop that was stopped: %w", tomb, err)
+			return removed, fmt.Errorf("lshdb: removing %s, what a drop of %s that was stopped left: %w", tomb, dir, err)
 		}
-		n++
+		removed = append(removed, tomb)
 	}
-	return n, nil
+	return removed, nil
 }
 
 // dropLeftovers deletes the keys of a Redis index name that has no

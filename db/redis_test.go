@@ -489,55 +489,6 @@ func TestRedisStatsMatchPebble(t *testing.T) {
 	t.Logf("%d documents: Redis memory by kind %v (%d B/doc), Pebble stored bytes %v", b.Docs, b.StoredBytes, total/b.Docs, a.StoredBytes)
 }
 
-// Ensure that what a Drop stopped after its rename left (dir.dropped-N,
-// the dropped index) is named by Open's ErrNotExist of dir, read-only or
-// not, and removed when an index is made at dir again, where it stayed
-// beside the new index unsaid (an operator's review, OP-1); a tomb that
-// holds a file no index has, or whose lock is held (a Drop running), is
-// left. Oracle: the directories on disk.
-func TestStoppedDropNamedAndFinished(t *testing.T) {
-	dir := t.TempDir() + "/idx"
-	d := mustOpen(t, dir, nil)
-	if err := d.Put(Doc{ID: "a", Text: "a document of the index that was dropped"}, nil); err != nil {
-		t.Fatal(err)
-	}
-	if err := d.Close(); err != nil {
-		t.Fatal(err)
-	}
-	tomb := dir + tombPrefix + "77"
-	if err := os.Rename(dir, tomb); err != nil {
-		t.Fatal(err)
-	}
-	for _, o := range []*Options{{MustExist: true}, {ReadOnly: true}} {
-		_, err := Open(dir, o)
-		if !errors.Is(err, ErrNotExist) || !strings.Contains(err.Error(), "a drop of it was stopped: "+tomb+", ") {
-			t.Fatalf("Open (MustExist %v, ReadOnly %v) beside a stopped drop's directory: %v", o.MustExist, o.ReadOnly, err)
-		}
-	}
-	running := mustOpen(t, dir+tombPrefix+"78", nil) // a Drop that still holds its tomb
-	foreign := dir + tombPrefix + "79"
-	if err := os.Mkdir(foreign, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(foreign+"/notes.txt", []byte("mine"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	d = mustOpen(t, dir, nil)
-	defer d.Close()
-	if n, err := d.Count(); n != 0 || err != nil {
-		t.Fatalf("the index made again holds %d documents (%v)", n, err)
-	}
-	if _, err := os.Stat(tomb); !os.IsNotExist(err) {
-		t.Errorf("the stopped drop's directory is left beside the new index: %v", err)
-	}
-	for _, keep := range []string{dir + tombPrefix + "78", foreign + "/notes.txt"} {
-		if _, err := os.Stat(keep); err != nil {
-			t.Errorf("%s: %v", keep, err)
-		}
-	}
-	running.Close()
-}
-
 // Ensure that Drop deletes an index and nothing else: on Redis every key
 // of its name (another index on the cluster is untouched), on Pebble its
 // directory; and that it refuses what is not an index, leaving it as it

@@ -114,7 +114,7 @@ sizes in bytes.`,
 				}
 				// NB: hidden beside the index, as large as the backup,
 				// and said nowhere (an operator's review, OP-2).
-				_, err = fmt.Fprintf(a.stdout, "beside it: %s, a restore's copy of a backup (%s, not counted above), of a restore into this index under way or killed while it copied: the next restore into it, or the next command that writes to it, removes a killed one\n",
+				_, err = fmt.Fprintf(a.stdout, "beside it: %s, a restore's copy of a backup (%s, not counted above), of a restore into this index under way or killed while it copied: the next restore into it, or the next command that writes to it, removes a killed one that this host made (else remove it once no restore runs)\n",
 					escControls(in.RestoreCopy), humanBytes(in.RestoreCopyBytes))
 				return err
 			})
