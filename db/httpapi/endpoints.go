@@ -48,7 +48,12 @@ func (h *handler) healthz(w *resp, r *http.Request) error {
 	} else if errors.Is(err, db.ErrReadOnly) {
 		hj.ReadOnly = h.readOnlyRefusal(err).Error()
 	}
-	if h.o.Token != "" && overTCP(r) && h.authorized(r) != nil {
+	// NB: nor for a browser's request for another site, or one that
+	// reached a loopback port under another host name (DNS rebinding),
+	// which every other endpoint refuses: a rebound page read the pid,
+	// the document count and a full disk's or damage's message (a
+	// security review, SEC-6).
+	if h.o.Token != "" && overTCP(r) && h.authorized(r) != nil || h.sameSite(r) != nil {
 		// NB: /healthz needs no token, so that a load balancer may ask;
 		// the rest (documents, pid, paths in errors) is for those who
 		// hold it.

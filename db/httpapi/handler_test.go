@@ -999,6 +999,36 @@ func TestCrossSite(t *testing.T) {
 	if n, _ := d.Count(); n != before {
 		t.Errorf("a refused request changed the index: %d documents, want %d", n, before)
 	}
+	// /healthz answers a cross-site or rebound request its status alone:
+	// it gave the pid, the document count and the owner (a security
+	// review, SEC-6); a request of the server's own site gets them.
+	for _, tc := range []struct {
+		header map[string]string
+		full   bool
+	}{
+		{map[string]string{"Host": "evil.example"}, false},
+		{map[string]string{"Origin": "http://evil.example"}, false},
+		{map[string]string{"Sec-Fetch-Site": "cross-site"}, false},
+		{nil, true},
+	} {
+		req, _ := http.NewRequest("GET", "http://"+open+"/healthz", nil)
+		for k, v := range tc.header {
+			if k == "Host" {
+				req.Host = v
+			} else {
+				req.Header.Set(k, v)
+			}
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if full := strings.Contains(string(b), `"pid"`); resp.StatusCode != 200 || full != tc.full || !strings.Contains(string(b), `"status":"ok"`) {
+			t.Errorf("/healthz with %v: %d %s", tc.header, resp.StatusCode, b)
+		}
+	}
 }
 
 // Ensure that put-if-new's line for a refused document carries only id
