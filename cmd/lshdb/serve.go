@@ -73,6 +73,7 @@ type serveOptions struct {
 	tokenFileReadable                      bool // by its group or every user
 	maxBody, maxInFlightBytes              int64
 	maxBatch, maxInFlight, maxMatches      int
+	maxRuns                                int
 	maxConns                               int
 	defaultMaxConns                        int  // each listener's own bound, where --max-connections is not given (connsBound); 0: none
 	connsDefault                           bool // the listeners take connsBound's bound
@@ -243,6 +244,9 @@ stops accepting requests, lets those in flight finish (up to
 			if so.maxBody == 0 || so.maxBody < -1 {
 				return usagef("--max-body %d: give a number of bytes, or -1 for no limit", so.maxBody)
 			}
+			if so.maxRuns == 0 || so.maxRuns < -1 {
+				return usagef("--max-runs %d: give a number of runs, or -1 for no limit", so.maxRuns)
+			}
 			if so.maxMatches == 0 || so.maxMatches < -1 {
 				return usagef("--max-matches %d: give a number of matches, or -1 for no limit", so.maxMatches)
 			}
@@ -284,6 +288,7 @@ stops accepting requests, lets those in flight finish (up to
 	fs.StringVar(&so.readTokenFile, "read-token-file", "", "read a second bearer token from this file (its first line; default: $LSHDB_READ_TOKEN), which may only read: queries, gets, pairs, clusters, stats, check; a write or maintenance request with it gets 403 forbidden (for clients that only query; needs --token)")
 	fs.Int64Var(&so.maxBody, "max-body", httpapi.DefaultMaxBodyBytes, "largest request body in bytes (413 beyond; for put-if-new: each document; -1: no limit)")
 	fs.IntVar(&so.maxBatch, "max-batch", httpapi.DefaultMaxBatch, "most documents (queries) in one put or query/many request (413 beyond; -1: no limit)")
+	fs.IntVar(&so.maxRuns, "max-runs", httpapi.DefaultMaxRuns, "most pairs and clusters runs over the whole index at once, each with its memory budget (more wait; -1: no limit)")
 	fs.IntVar(&so.maxMatches, "max-matches", httpapi.DefaultMaxMatches, "most matches one query or query/many request answers, after its limit (400 beyond, saying so; -1: no limit)")
 	fs.IntVar(&so.maxInFlight, "max-in-flight", httpapi.DefaultMaxInFlight, "most documents (queries) of all requests worked on at once; others wait (-1: no limit)")
 	fs.Int64Var(&so.maxInFlightBytes, "max-in-flight-bytes", httpapi.DefaultMaxInFlightBytes, "most bytes of text of all requests worked on at once (a document takes about 35x its text in memory while it is signed); others wait (-1: no limit; under a cgroup memory limit, as in a container, the default is at most 1/128 of it)")
@@ -556,7 +561,7 @@ func (a *app) serve(so *serveOptions) error {
 				func() float64 { return float64(l.reclaimed.Load()) }))
 	}
 	mux := http.NewServeMux()
-	api := httpapi.Handler(d, &httpapi.Options{Token: so.token, ReadToken: so.readToken, MaxBodyBytes: so.maxBody, MaxBatch: so.maxBatch, MaxMatches: so.maxMatches, MaxInFlight: so.maxInFlight, MaxInFlightBytes: so.maxInFlightBytes, WriteTimeout: so.writeTimeout, ReadTimeout: so.readTimeout, QueryTimeout: so.queryTimeout,
+	api := httpapi.Handler(d, &httpapi.Options{Token: so.token, ReadToken: so.readToken, MaxBodyBytes: so.maxBody, MaxBatch: so.maxBatch, MaxMatches: so.maxMatches, MaxRuns: so.maxRuns, MaxInFlight: so.maxInFlight, MaxInFlightBytes: so.maxInFlightBytes, WriteTimeout: so.writeTimeout, ReadTimeout: so.readTimeout, QueryTimeout: so.queryTimeout,
 		BackupRoot: so.backupRoot, Owner: serveOwner, ServesReadOnly: so.readOnly, Logger: log, Hooks: m.Hooks()})
 	mux.Handle("/", api)
 	metricsOpts := &httpapi.Options{Token: so.token, ReadToken: so.readToken, Logger: log, Hooks: m.Hooks()}
@@ -663,6 +668,14 @@ func (a *app) serve(so *serveOptions) error {
 		// https:// URL (a client's, through a proxy) read as if it could.
 		log.Warn("lshdb: serving plain HTTP beyond this machine: the token and the texts cross the network unencrypted; put a TLS-terminating proxy (nginx, Caddy, a load balancer) in front, and have clients use its https:// URL", "tcp", tcpAddr)
 	}
+	for _, t := range []struct{ name, token string }{{"token", so.token}, {"read token", so.readToken}} {
+		if tcpAddr != "" && t.token != "" && len(t.token) < minTokenBytes {
+			// NB: a token of one character was taken without a word, and
+			// a client may try thousands a second (a security review,
+			// SEC-7).
+			log.Warn(fmt.Sprintf("lshdb: the %s has %d bytes: a client of the TCP address may guess a short one (thousands of tries a second); make it %d or more random bytes (openssl rand -hex 16)", t.name, len(t.token), minTokenBytes), "tcp", tcpAddr)
+		}
+	}
 	if serving != nil {
 		serving(sock, tcpAddr)
 	}
@@ -759,7 +772,7 @@ func startupAttrs(d *db.DB, so *serveOptions, dir bool) []any {
 	if so.memoryLimit > 0 {
 		attrs = append(attrs, "memory_limit", so.memoryLimit, "soft_memory_limit", debug.SetMemoryLimit(-1))
 	}
-	attrs = append(attrs, "max_body", so.maxBody, "max_batch", so.maxBatch, "max_matches", so.maxMatches, "max_in_flight", so.maxInFlight, "max_in_flight_bytes", so.maxInFlightBytes, "max_connections", so.maxConns)
+	attrs = append(attrs, "max_body", so.maxBody, "max_batch", so.maxBatch, "max_matches", so.maxMatches, "max_runs", so.maxRuns, "max_in_flight", so.maxInFlight, "max_in_flight_bytes", so.maxInFlightBytes, "max_connections", so.maxConns)
 	if so.defaultMaxConns > 0 {
 		attrs = append(attrs, "max_connections_each", so.defaultMaxConns)
 	}
@@ -882,3 +895,7 @@ func serveMemoryLimit(inFlightBytes, container int64) {
 	}
 	raiseMemoryLimit(int(budget))
 }
+
+// minTokenBytes is the length under which serve warns that a token of
+// its TCP address is short.
+const minTokenBytes = 16

@@ -137,6 +137,10 @@ func TestServe(t *testing.T) {
 	if sock != filepath.Join(idx, "lshdb.sock") || !strings.HasPrefix(tcp, "http://127.0.0.1:") {
 		t.Fatalf("listening on %q and %q", sock, tcp)
 	}
+	// A short token is said to be one (a security review, SEC-7).
+	if !strings.Contains(log.String(), "the token has 3 bytes: a client of the TCP address may guess a short one") {
+		t.Errorf("serve's log with a token of 3 bytes:\n%s", log.String())
+	}
 	st, err := os.Lstat(sock)
 	if err != nil || st.Mode().Type() != os.ModeSocket || st.Mode().Perm() != 0o600 {
 		t.Fatalf("socket %v %v", st.Mode(), err)

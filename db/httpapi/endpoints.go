@@ -925,6 +925,11 @@ func pairsOptions(q url.Values) (*db.PairsOptions, error) {
 	if err != nil {
 		return nil, err
 	}
+	if mem > 0 && mem < MinPairsMemory {
+		// NB: a budget of a byte spilled 33,707 files, 1.1 GB, into the
+		// index's directory in 16 s (a security review, SEC-4).
+		mem = MinPairsMemory
+	}
 	if mem > MaxPairsMemory {
 		// NB: the budget is the server's memory, which a client should not
 		// be able to claim in full.
@@ -952,6 +957,11 @@ func clusterChoice(po *db.PairsOptions) (db.ClusterMode, db.KeepPolicy) {
 	return mode, keep
 }
 
+// MinPairsMemory is the least sort budget a pairs or clusters request
+// runs with: a smaller memory parameter is raised to it (1 MiB, the
+// command's least --memory).
+const MinPairsMemory = 1 << 20
+
 // MaxPairsMemory is the largest sort budget (the memory parameter) a
 // pairs, clusters or load request may ask for: 1 GiB.
 const MaxPairsMemory = 1 << 30
@@ -973,6 +983,11 @@ func (h *handler) pairs(w *resp, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	release, err := h.admitRun(r.Context())
+	if err != nil {
+		return err
+	}
+	defer release()
 	var st db.PairsStats
 	po.Stats = &st
 	rec := h.recallNote(po.Threshold)
@@ -994,6 +1009,11 @@ func (h *handler) pairGroups(w *resp, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	release, err := h.admitRun(r.Context())
+	if err != nil {
+		return err
+	}
+	defer release()
 	var st db.PairsStats
 	po.Stats = &st
 	rec := h.recallNote(po.Threshold)
@@ -1055,6 +1075,11 @@ func (h *handler) clusters(w *resp, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	release, err := h.admitRun(r.Context())
+	if err != nil {
+		return err
+	}
+	defer release()
 	cs, err := h.d.Clusters(r.Context(), po)
 	if err != nil {
 		return err
@@ -1099,6 +1124,11 @@ func (h *handler) clustersFrom(w *resp, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	release, err := h.admitRun(r.Context())
+	if err != nil {
+		return err
+	}
+	defer release()
 	lines := h.bodyLines(w, r)
 	seq := func(yield func(db.Pair, error) bool) {
 		// NB: a line that is no pair (a failed stream's error line, a

@@ -42,6 +42,10 @@ const DefaultMaxBodyBytes = 65 << 20
 // its signature, twice: prepared and in the batch).
 const DefaultMaxBatch = 100_000
 
+// DefaultMaxRuns is the default Options.MaxRuns: one a core of a small
+// server, each run using every core it has.
+const DefaultMaxRuns = 2
+
 // DefaultMaxMatches is the default Options.MaxMatches: a million matches,
 // about 150 MB held and 75 MB of answer.
 const DefaultMaxMatches = 1_000_000
@@ -108,6 +112,14 @@ type Options struct {
 	// the server to 3 GB (a security review, SEC-1). Default:
 	// DefaultMaxMatches; negative: no bound.
 	MaxMatches int
+	// MaxRuns bounds the runs over the whole index the server makes at
+	// once (GET /v1/pairs, /v1/pairs/groups and /v1/clusters, POST
+	// /v1/clusters): one more waits, in the order they came, until one
+	// ends (or its client goes away). Each may hold its memory budget (up
+	// to MaxPairsMemory) and spill to disk: six pairs runs of 1 GiB took
+	// a server to 3.3 GB (a security review, SEC-3). Default:
+	// DefaultMaxRuns; negative: no limit.
+	MaxRuns int
 	// MaxInFlight bounds the documents of the puts (and put-if-new
 	// groups), the queries of the query/many requests and the ids of the
 	// has requests the server prepares, writes and answers at once: a
@@ -213,6 +225,12 @@ func Handler(d *db.DB, opts *Options) http.Handler {
 		}
 		h.inFlight = semaphore.NewWeighted(int64(h.o.MaxInFlight))
 	}
+	if h.o.MaxRuns == 0 {
+		h.o.MaxRuns = DefaultMaxRuns
+	}
+	if h.o.MaxRuns > 0 {
+		h.runs = semaphore.NewWeighted(int64(h.o.MaxRuns))
+	}
 	if h.o.MaxInFlightBytes == 0 {
 		h.o.MaxInFlightBytes = DefaultMaxInFlightBytes
 	}
@@ -267,6 +285,21 @@ type handler struct {
 	// inFlight holds Options.MaxInFlight, inFlightBytes
 	// Options.MaxInFlightBytes (nil: no limit).
 	inFlight, inFlightBytes *semaphore.Weighted
+	// runs holds Options.MaxRuns (nil: no limit).
+	runs *semaphore.Weighted
+}
+
+// admitRun waits for one of the runs over the whole index the server
+// makes at once (Options.MaxRuns), and returns the function that gives it
+// back; an error if the client went away while it waited.
+func (h *handler) admitRun(ctx context.Context) (release func(), err error) {
+	if h.runs == nil {
+		return func() {}, nil
+	}
+	if err := h.runs.Acquire(ctx, 1); err != nil {
+		return nil, fmt.Errorf("%w while waiting for other pairs or clusters runs to end (serve --max-runs)", err)
+	}
+	return func() { h.runs.Release(1) }, nil
 }
 
 // batch refuses the n queries of a query/many over MaxBatch (a put's

@@ -2832,3 +2832,42 @@ func TestMaxMatches(t *testing.T) {
 		}
 	}
 }
+
+// Ensure that the runs over the whole index (pairs, pairs/groups,
+// clusters) wait for room among MaxRuns, giving up when their client goes
+// away, and run once a run ends (six pairs runs of 1 GiB each took a
+// server to 3.3 GB: a security review, SEC-3); and that a memory budget
+// under MinPairsMemory is raised to it (a budget of a byte spilled 33,707
+// files: SEC-4), the pairs the same.
+func TestMaxRuns(t *testing.T) {
+	d := openFixture(t, 200, nil)
+	h := Handler(d, &Options{MaxRuns: 1}).(*handler)
+	if err := h.runs.Acquire(context.Background(), 1); err != nil { // a run under way
+		t.Fatal(err)
+	}
+	for _, path := range []string{"/v1/pairs?threshold=0.5", "/v1/pairs/groups", "/v1/clusters"} {
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("GET", path, nil).WithContext(ctx))
+		cancel()
+		if rec.Code == http.StatusOK || !strings.Contains(rec.Body.String(), "waiting for other pairs or clusters runs to end") {
+			t.Errorf("%s beside a run under way, MaxRuns 1: %d %s", path, rec.Code, rec.Body)
+		}
+	}
+	h.runs.Release(1)
+	var answers []string
+	for _, path := range []string{"/v1/pairs?threshold=0.5", "/v1/pairs?threshold=0.5&memory=1"} {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
+		if rec.Code != http.StatusOK || strings.Count(rec.Body.String(), `"a"`) < 1 {
+			t.Fatalf("%s once the run ended: %d %.200s", path, rec.Code, rec.Body)
+		}
+		answers = append(answers, rec.Body.String()[:strings.LastIndex(rec.Body.String(), `{"end"`)])
+	}
+	if answers[0] != answers[1] {
+		t.Errorf("pairs at memory=1 differ from the default's")
+	}
+	if po, err := pairsOptions(url.Values{"memory": {"1"}}); err != nil || po.Memory != MinPairsMemory {
+		t.Errorf("memory=1: %+v %v, want the budget raised to %d", po, err, MinPairsMemory)
+	}
+}
