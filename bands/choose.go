@@ -148,23 +148,27 @@ func minBands(t float64, r int, recall float64, maxB int) (int, bool) {
 // NB: exhaustive over about k·ln k bandings, each two integrals of 2,049
 // points, took 14.1 s at k = 8192 and 1.3 s at 1024 (53 s and 7.4 s in a
 // review's busier run, CR-4); this search 2.6 s and 0.27 s. Now,
-// for each r, the curve's log1p(−s^r) at the integrals' points is
-// computed once (the area of each b is then an Expm1 a point, the same
-// floating-point operations Probability does, so the same costs), and b
+// for each r, the curve's logMiss at the integrals' points is computed
+// once (the area of each b is then an Expm1 a point, through the same
+// probability and simpson that Probability and the areas use, so the
+// same costs), and b
 // is searched from about t^−r, where the curve crosses the threshold, up
 // while the false positives alone (which grow with b) cost less than the
 // best, and down while the false negatives alone (which shrink with b)
 // do: no banding left unvisited can cost less.
 func chooseWeighted(k int, t, wfp, wfn float64) Params {
 	best, bestCost := Params{B: 1, R: 1}, math.Inf(1)
-	fpS, fnS := simpsonPoints(0, t), simpsonPoints(t, 1)
-	fpL, fnL := make([]float64, len(fpS)), make([]float64, len(fnS))
+	var fpL, fnL [simpsonIntervals + 1]float64 // logMiss at each point of [0, t] and [t, 1]
+	fp := func(b int) float64 {
+		return simpson(0, t, func(i int, s float64) float64 { return probability(s, b, fpL[i]) })
+	}
+	fn := func(b int) float64 {
+		return simpson(t, 1, func(i int, s float64) float64 { return 1 - probability(s, b, fnL[i]) })
+	}
 	for r := 1; r <= k; r++ {
-		for i, s := range fpS {
-			fpL[i] = math.Log1p(-math.Pow(s, float64(r)))
-		}
-		for i, s := range fnS {
-			fnL[i] = math.Log1p(-math.Pow(s, float64(r)))
+		for i := range fpL {
+			fpL[i] = logMiss(simpsonPoint(0, t, i), r)
+			fnL[i] = logMiss(simpsonPoint(t, 1, i), r)
 		}
 		maxB := k / r
 		b0 := min(max(int(math.Round(math.Pow(t, -float64(r)))), 1), maxB)
@@ -178,18 +182,18 @@ func chooseWeighted(k int, t, wfp, wfn float64) Params {
 			}
 		}
 		for b := b0 - 1; b >= 1; b-- {
-			fn := simpsonOf(fnS, fnL, b, t, 1, true)
-			if wfn*fn > bestCost {
+			missed := fn(b)
+			if wfn*missed > bestCost {
 				break // fewer bands miss more: every smaller b costs more
 			}
-			consider(b, simpsonOf(fpS, fpL, b, 0, t, false), fn)
+			consider(b, fp(b), missed)
 		}
 		for b := b0; b <= maxB; b++ {
-			fp := simpsonOf(fpS, fpL, b, 0, t, false)
-			if wfp*fp >= bestCost {
+			admitted := fp(b)
+			if wfp*admitted >= bestCost {
 				break // more bands admit more: no larger b costs less
 			}
-			consider(b, fp, simpsonOf(fnS, fnL, b, t, 1, true))
+			consider(b, admitted, fn(b))
 		}
 	}
 	return best

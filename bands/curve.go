@@ -40,15 +40,28 @@ func (p Params) Validate(k int) error {
 // Probability returns P(s) = 1 − (1 − s^r)^b, the probability that two
 // documents of Jaccard similarity s share at least one band.
 func (p Params) Probability(s float64) float64 {
-	if s <= 0 {
-		return 0
+	if s <= 0 || s >= 1 {
+		return probability(s, p.B, 0)
 	}
-	if s >= 1 {
+	return probability(s, p.B, logMiss(s, p.R))
+}
+
+// logMiss is log(1 − s^r): the log of the chance that a pair of
+// similarity s (in (0, 1)) differs in a band of r rows.
+func logMiss(s float64, r int) float64 { return math.Log1p(-math.Pow(s, float64(r))) }
+
+// probability is P(s) of b bands whose rows give logMiss(s, r) = l.
+//
+// NB: −expm1(b·log1p(−s^r)) keeps precision where P is tiny (s^r near 0)
+// and where it is within 1e-12 of 1.
+func probability(s float64, b int, l float64) float64 {
+	switch {
+	case s <= 0:
+		return 0
+	case s >= 1:
 		return 1
 	}
-	// NB: −expm1(b·log1p(−s^r)) keeps precision where P is tiny (s^r
-	// near 0) and where it is within 1e-12 of 1.
-	return -math.Expm1(float64(p.B) * math.Log1p(-math.Pow(s, float64(p.R))))
+	return -math.Expm1(float64(b) * l)
 }
 
 // Threshold returns (1/b)^(1/r), the usual rough guide to where a banding
@@ -92,65 +105,38 @@ var DefaultTableS = []float64{0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.75, 0.8, 0.85
 // b, r ≤ 8192 (the test checks it against exact rational arithmetic).
 const simpsonIntervals = 2048
 
-// simpsonPoints returns the points at which integrate evaluates a
-// function over [a, b] (b > a), in its order: a, b, then the inner ones.
-func simpsonPoints(a, b float64) []float64 {
-	h := (b - a) / simpsonIntervals
-	ss := []float64{a, b}
-	for i := 1; i < simpsonIntervals; i++ {
-		ss = append(ss, a+float64(i)*h)
-	}
-	return ss
-}
-
-// simpsonOf is integrate over [lo, hi] of P(s), or of 1 − P(s) with
-// missed, for the banding of `bands` bands whose log1p(−s^r) at the
-// simpsonPoints ss of [lo, hi] are ls: the same operations in the same
-// order as integrate of Probability, so the same value.
-func simpsonOf(ss, ls []float64, bands int, lo, hi float64, missed bool) float64 {
-	if hi <= lo {
-		return 0
-	}
-	f := func(i int) float64 {
-		var p float64
-		switch s := ss[i]; {
-		case s <= 0:
-			p = 0
-		case s >= 1:
-			p = 1
-		default:
-			p = -math.Expm1(float64(bands) * ls[i])
-		}
-		if missed {
-			return 1 - p
-		}
-		return p
-	}
-	h := (hi - lo) / simpsonIntervals
-	sum := f(0) + f(1)
-	for i := 1; i < simpsonIntervals; i++ {
-		w := 2.0
-		if i%2 == 1 {
-			w = 4
-		}
-		sum += w * f(i+1)
-	}
-	return sum * h / 3
-}
-
 // integrate is the composite Simpson rule over [a, b].
 func integrate(f func(float64) float64, a, b float64) float64 {
+	return simpson(a, b, func(_ int, s float64) float64 { return f(s) })
+}
+
+// simpson is integrate of f given each point's index i (0 to
+// simpsonIntervals) beside the point itself, simpsonPoint(a, b, i): for a
+// caller that computed something of each point beforehand.
+func simpson(a, b float64, f func(i int, s float64) float64) float64 {
 	if b <= a {
 		return 0
 	}
 	h := (b - a) / simpsonIntervals
-	sum := f(a) + f(b)
+	sum := f(0, a) + f(simpsonIntervals, b)
 	for i := 1; i < simpsonIntervals; i++ {
 		w := 2.0
 		if i%2 == 1 {
 			w = 4
 		}
-		sum += w * f(a+float64(i)*h)
+		sum += w * f(i, a+float64(i)*h)
 	}
 	return sum * h / 3
+}
+
+// simpsonPoint is the point of index i at which simpson evaluates its
+// function over [a, b].
+func simpsonPoint(a, b float64, i int) float64 {
+	switch i {
+	case 0:
+		return a
+	case simpsonIntervals:
+		return b
+	}
+	return a + float64(i)*((b-a)/simpsonIntervals)
 }
