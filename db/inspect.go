@@ -785,7 +785,7 @@ func (db *DB) PutIfNewContext(ctx context.Context, doc Doc, wo *WriteOptions) (*
 	if err := db.wmu.lock(ctx); err != nil {
 		return nil, err
 	}
-	m, _, _, sw, err := db.putIfNewLocked(&doc, p, wo)
+	m, _, _, sw, err := db.putIfNewLocked(&doc, p, wo, false)
 	db.wmu.Unlock()
 	return m, cmp.Or(err, sw.wait())
 }
@@ -879,7 +879,7 @@ func (db *DB) PutIfNewBatch(ctx context.Context, docs []Doc, wo *WriteOptions) (
 		}
 		var r IfNewResult
 		var sw syncWaiter
-		r.Match, r.Replaced, r.Unchanged, sw, err = db.putIfNewLocked(&docs[i], preps[i], &each)
+		r.Match, r.Replaced, r.Unchanged, sw, err = db.putIfNewLocked(&docs[i], preps[i], &each, true)
 		if err = cmp.Or(err, sw.wait()); err != nil {
 			break
 		}
@@ -938,10 +938,10 @@ func (db *DB) syncLog() error {
 }
 
 // putIfNewLocked is PutIfNew's check and insert, and whether the
-// document replaced one of its id, and one of the same content
-// (IfNewResult.Unchanged). The caller holds db.mu for reading and wmu,
-// and waits on the syncWaiter after releasing wmu.
-func (db *DB) putIfNewLocked(doc *Doc, p prepared, wo *WriteOptions) (_ *Match, replaced, unchanged bool, _ syncWaiter, _ error) {
+// document replaced one of its id, and, when asked (whether), one of the
+// same content (IfNewResult.Unchanged). The caller holds db.mu for
+// reading and wmu, and waits on the syncWaiter after releasing wmu.
+func (db *DB) putIfNewLocked(doc *Doc, p prepared, wo *WriteOptions, whether bool) (_ *Match, replaced, unchanged bool, _ syncWaiter, _ error) {
 	sc := db.scratch.Get().(*queryScratch)
 	defer db.putScratch(sc)
 	v, release, err := db.openView(db.closing, db.pdb, &sc.pv)
@@ -949,14 +949,17 @@ func (db *DB) putIfNewLocked(doc *Doc, p prepared, wo *WriteOptions) (_ *Match, 
 		return nil, false, false, syncWaiter{}, err
 	}
 	self, stored, err := v.docNum(doc.ID)
-	if err == nil && stored {
-		unchanged, err = sameContent(v, self, p.record)
-	}
 	if err != nil {
 		release()
 		return nil, false, false, syncWaiter{}, err
 	}
 	res, err := db.query(db.closing, v, db.verifySet(p.set), p.sig, len(p.set), self, doc.ID, QueryOptions{Threshold: db.man.Threshold, Limit: 1}, sc)
+	// NB: the stored record is read only where the answer is wanted: for
+	// a document that will be written in its place (PutIfNew's callers
+	// have no use for it, nor has a refused one).
+	if err == nil && whether && stored && len(res.Matches) == 0 {
+		unchanged, err = sameContent(v, self, p.record)
+	}
 	release()
 	if err != nil {
 		return nil, false, false, syncWaiter{}, err
