@@ -556,23 +556,22 @@ func backupTempOf(fsys vfs.FS, dir string) string {
 // restoreCopyNote is what an ErrNotExist of dir adds when a restore into
 // it left its partial copy beside it (restoreCopyOf), or is copying.
 func restoreCopyNote(fsys vfs.FS, dir string) string {
-	tmp, size := restoreCopyOf(fsys, resolvedDir(fsys, dir))
+	tmp := restoreCopyOf(fsys, resolvedDir(fsys, dir))
 	if tmp == "" {
 		return ""
 	}
-	return fmt.Sprintf(" (a restore into it is copying its backup, or was stopped while it did: %s, %s, its partial copy; the next restore into it, or making an index there, removes a stopped one that this host made)", tmp, mib(int64(size)))
+	return fmt.Sprintf(" (a restore into it is copying its backup, or was stopped while it did: %s, %s, its partial copy; the next restore into it, or making an index there, removes a stopped one that this host made)", tmp, mib(int64(dirBytes(fsys, tmp))))
 }
 
 // restoreCopyOf returns the hidden directory beside dir (its real path)
 // that a restore into it copies the backup to before the copy is whole
-// (".NAME.restoring.lshdb-backup.tmp"), and its size on disk; "" when
-// there is none.
-func restoreCopyOf(fsys vfs.FS, real string) (string, uint64) {
+// (".NAME.restoring.lshdb-backup.tmp"); "" when there is none.
+func restoreCopyOf(fsys vfs.FS, real string) string {
 	tmp := backupTempOf(fsys, real+restoreStaging)
 	if fi, err := fsys.Stat(tmp); err != nil || !fi.IsDir() {
-		return "", 0
+		return ""
 	}
-	return tmp, dirBytes(fsys, tmp)
+	return tmp
 }
 
 // onOtherDevice is otherDevice, and backupTargetFree the free bytes of a

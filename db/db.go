@@ -365,7 +365,7 @@ func openIn(dir string, o Options, created bool) (*DB, error) {
 		// restore removed and nothing named (an operator's review,
 		// OP-2). A running restore holds dir's lock, and its copy's
 		// owner file: neither is taken from one.
-		if tmp, _ := restoreCopyOf(o.fs, resolvedDir(o.fs, dir)); tmp != "" {
+		if tmp := restoreCopyOf(o.fs, resolvedDir(o.fs, dir)); tmp != "" {
 			host, _ := os.Hostname()
 			sweepBackupTemp(o.fs, tmp+backupOwnerSuffix, host)
 		}
@@ -2019,6 +2019,3 @@ func resolvedDir(fsys vfs.FS, dir string) string {
 	}
 	return fspath.Resolve(dir)
 }
-
-// realDir is the index's directory, its symbolic links resolved.
-func (db *DB) realDir() string { return resolvedDir(db.opts.FS, db.dir) }

@@ -149,7 +149,10 @@ func (db *DB) Info() (*Info, error) {
 		return nil, err
 	}
 	all, temp, logs := dirBytesTemp(db.opts.FS, db.dir)
-	rc, rcBytes := restoreCopyOf(db.opts.FS, db.realDir())
+	rc, rcBytes := restoreCopyOf(db.opts.FS, resolvedDir(db.opts.FS, db.dir)), uint64(0)
+	if rc != "" {
+		rcBytes = dirBytes(db.opts.FS, rc)
+	}
 	return &Info{Params: db.Params(), Docs: c.Live, Expired: uint64(expired), Written: max(c.NextDoc, 1) - 1, DiskBytes: all, TempBytes: temp, LogBytes: logs, RecycledLogBytes: db.recycledLogBytes(),
 		DamagedLogCopies: damagedLogCopies(db.opts.FS, db.dir), Instance: db.man.Instance, Origin: originOf(&db.man),
 		UpgradeUncompacted: db.manifestNow().UpgradeUncompacted, RestoreCopy: rc, RestoreCopyBytes: rcBytes}, nil

@@ -915,6 +915,18 @@ func memoryOverLimit(mem int) error {
 		db.ErrInvalidOptions, mem, mem>>20, MaxPairsMemory, MaxPairsMemory>>20)
 }
 
+// runOptions is pairsOptions for a run over the whole index, once the
+// run has its place among the server's (admitRun), and the function that
+// gives the place back.
+func (h *handler) runOptions(r *http.Request, q url.Values) (*db.PairsOptions, func(), error) {
+	po, err := pairsOptions(q)
+	if err != nil {
+		return nil, nil, err
+	}
+	release, err := h.admitRun(r.Context())
+	return po, release, err
+}
+
 func pairsOptions(q url.Values) (*db.PairsOptions, error) {
 	t, err := floatParam(q, "threshold")
 	if err != nil {
@@ -979,11 +991,7 @@ func (h *handler) pairs(w *resp, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	po, err := pairsOptions(q)
-	if err != nil {
-		return err
-	}
-	release, err := h.admitRun(r.Context())
+	po, release, err := h.runOptions(r, q)
 	if err != nil {
 		return err
 	}
@@ -1005,11 +1013,7 @@ func (h *handler) pairGroups(w *resp, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	po, err := pairsOptions(q)
-	if err != nil {
-		return err
-	}
-	release, err := h.admitRun(r.Context())
+	po, release, err := h.runOptions(r, q)
 	if err != nil {
 		return err
 	}
@@ -1071,11 +1075,7 @@ func (h *handler) clusters(w *resp, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	po, err := pairsOptions(q)
-	if err != nil {
-		return err
-	}
-	release, err := h.admitRun(r.Context())
+	po, release, err := h.runOptions(r, q)
 	if err != nil {
 		return err
 	}
@@ -1120,11 +1120,7 @@ func (h *handler) clustersFrom(w *resp, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	po, err := pairsOptions(q)
-	if err != nil {
-		return err
-	}
-	release, err := h.admitRun(r.Context())
+	po, release, err := h.runOptions(r, q)
 	if err != nil {
 		return err
 	}
