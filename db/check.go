@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/lshdb/lshdb/codec"
@@ -46,12 +47,21 @@ func (r *CheckReport) problem(format string, args ...any) {
 }
 
 // Check verifies the whole database against its invariants, on one
-// snapshot: every record decodes; every signature recomputes from its
-// stored shingle set; every id maps to a record with that id and every
-// record is mapped; every posting names a stored document; every document
-// is in all b of its buckets; the counters agree. It reads everything, so
-// it takes time proportional to the database. The error is for I/O
-// failures; inconsistencies are in the report.
+// snapshot: every record decodes; a text mode record's text re-shingles
+// to its stored set size and fingerprint, and gives the signature its
+// postings are checked against (sets and none mode store the signature:
+// a 32-bit set cannot give it again); every id maps to a record with that
+// id and every record is mapped; every posting names a stored document;
+// every document is in all b of its buckets; the counters agree. It reads
+// everything, so it takes time proportional to the database. The error is
+// for I/O failures; inconsistencies are in the report.
+//
+// In a classic index of sets or none mode it also reports each stored
+// all-zero signature of a set: an lshdb before 2026-12 gave it to
+// any set holding the hash 0, and such a document is not found by its
+// near-duplicates without 0 (put it again; Repair leaves it). A text mode
+// record's signature is derived again, so there the postings of the old
+// signature are what Check reports, and Repair mends.
 //
 // On Redis there is no snapshot: the keys are read as they are, and a
 // write made by another handle while Check runs may be reported as an
@@ -155,6 +165,16 @@ func (db *DB) Check(ctx context.Context) (*CheckReport, error) {
 		}
 		if len(rec.Signature) != db.skOpt.NumPerm {
 			rep.problem("doc %d (%q): a signature of %d values (the index has %d)", n, rec.ID, len(rec.Signature), db.skOpt.NumPerm)
+		} else if db.skOpt.Scheme == minhash.SchemeClassic && rec.SetLen > 0 && !slices.ContainsFunc(rec.Signature, func(v uint32) bool { return v != 0 }) {
+			// NB: an older lshdb's classic gave a set holding the hash 0
+			// the all-zero signature (a core review's CR-1): it shares
+			// no band with its near-copies without 0, and every band
+			// with any other such set. A set's true signature is all zero
+			// with probability about (n/2^32)^k. A signature put as it is
+			// (PutSignature: no set) is the caller's, and not flagged. In
+			// text mode the signature is not stored: it is derived again,
+			// and its postings are the ones missing.
+			rep.problem("doc %d (%q): the all-zero signature an older lshdb's classic scheme gave a set holding the hash 0; its near-duplicates without 0 are not found: put the document again", n, rec.ID)
 		}
 		if rec.Sketch != nil {
 			// NB: Pairs rules pairs out by the stored sketch alone: one

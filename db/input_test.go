@@ -881,3 +881,60 @@ func TestQueryMaxMatches(t *testing.T) {
 		t.Errorf("MaxMatches -1: %v, want ErrInvalidOptions", err)
 	}
 }
+
+// Ensure that Check names a classic sets or none index's stored all-zero
+// signature of a set (an older lshdb's for any set holding the hash 0),
+// and nothing else: not the same set's signature as made now, not an fss
+// index's, and not a signature put as it is (PutSignature). The record is
+// rewritten behind the index's back and Repair rebuilds its postings from
+// it, as an older lshdb's put left them; Repair leaves the record.
+func TestCheckNamesClassicZeroSignature(t *testing.T) {
+	set := Hashes(0, 1, 2, 3, 4, 5, 6, 7)
+	for _, c := range []struct {
+		scheme  minhash.Scheme
+		storage string
+		flagged bool
+	}{{minhash.SchemeClassic, StorageSets, true}, {minhash.SchemeClassic, StorageNone, true}, {minhash.SchemeFSS, StorageSets, false}} {
+		t.Run(c.scheme.String()+"/"+c.storage, func(t *testing.T) {
+			d := mustOpen(t, t.TempDir(), &Options{Storage: c.storage, Scheme: c.scheme})
+			defer d.Close()
+			if err := d.PutSet("zero", set, nil); err != nil {
+				t.Fatal(err)
+			}
+			if err := d.PutSet("other", Tokens("a", "b", "c"), nil); err != nil {
+				t.Fatal(err)
+			}
+			if c.storage == StorageNone {
+				if err := d.PutSignature("given", make([]uint32, d.skOpt.NumPerm), nil); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if rep := mustCheck(t, d); !rep.OK() {
+				t.Fatalf("before the rewrite: %v", rep.Problems)
+			}
+			rewriteRecord(t, d, "zero", func(r *codec.DocRecord) { clear(r.Signature) })
+			if _, err := d.Repair(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			rep := mustCheck(t, d)
+			if !c.flagged {
+				if !rep.OK() {
+					t.Fatalf("an fss signature of zeros flagged: %v", rep.Problems)
+				}
+				return
+			}
+			if len(rep.Problems) != 1 || !strings.Contains(rep.Problems[0], `"zero"`) || !strings.Contains(rep.Problems[0], "put the document again") {
+				t.Fatalf("problems %q, want the one of doc \"zero\"", rep.Problems)
+			}
+		})
+	}
+}
+
+func mustCheck(t *testing.T, d *DB) *CheckReport {
+	t.Helper()
+	rep, err := d.Check(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
+}
