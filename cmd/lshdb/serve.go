@@ -24,6 +24,7 @@ import (
 	"github.com/lshdb/lshdb/db"
 	"github.com/lshdb/lshdb/db/httpapi"
 	"github.com/lshdb/lshdb/db/httpapi/metrics"
+	"github.com/lshdb/lshdb/internal/fspath"
 	"github.com/lshdb/lshdb/internal/lockholder"
 	"github.com/lshdb/lshdb/internal/rediskv"
 	"github.com/prometheus/client_golang/prometheus"
@@ -300,7 +301,7 @@ stops accepting requests, lets those in flight finish (up to
 	fs.DurationVar(&so.purgeEvery, "purge-every", time.Hour, "how often to delete the posting lists that deletes and upserts emptied (as lshdb purge does, while requests go on, skipped when no document was removed since; 0: never); no effect on Redis")
 	fs.DurationVar(&so.shutdownTimeout, "shutdown-timeout", 10*time.Second, "on SIGTERM, SIGINT or SIGHUP, time given to requests in flight before they are cancelled (then up to 10s more for them to end)")
 	fs.BoolVar(&so.readOnly, "read-only", false, "open the index read-only and serve its reads: every write or maintenance request that writes answers 403 read_only (for an index on a full disk or a read-only filesystem, which a writable open refuses; on one, serve makes no socket there and needs --addr)")
-	fs.StringVar(&so.backupRoot, "backup-root", "", "POST /v1/backup may write only under this directory (default: anywhere through the socket, nowhere over TCP)")
+	fs.StringVar(&so.backupRoot, "backup-root", "", "POST /v1/backup may write only under this directory, where the way from / to a backup's parent belongs to this user or root and no one else may write (default: anywhere through the socket, nowhere over TCP)")
 	fs.StringVar(&so.logFormat, "log-format", "text", "request log format on stderr: text or json")
 	fs.StringVar(&logLevel, "log-level", "info", "least level of the lines logged on stderr: info (a line a request; a /healthz answered ok at debug), warn (only requests with a wrong token, cut streams and server errors, and the warnings), error, or debug; the lines that say the server is serving (its addresses), stopping and stopped are logged at every level")
 	return c
@@ -652,6 +653,11 @@ func (a *app) serve(so *serveOptions) error {
 	}
 	if dirWritableByOthers(a.dbDir) {
 		log.Warn("lshdb: the index's directory is writable by other users: one could put a socket of their own in place of lshdb.sock and take what the commands that attach send, the token included (chmod go-w the directory)", "dir", a.dbDir)
+	}
+	if so.backupRoot != "" {
+		if err := fspath.Guarded(fspath.Resolve(so.backupRoot)); err != nil {
+			log.Warn("lshdb: a backup directly under the backup root will be refused: "+err.Error()+": another user could redirect a backup out of it (make the directories from / to the root belong to this user or root, and writable by no one else)", "backup_root", so.backupRoot)
+		}
 	}
 	if tcpAddr != "" && so.token == "" {
 		// NB: the socket is the owner's alone (0600); a loopback port

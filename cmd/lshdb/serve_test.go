@@ -29,6 +29,7 @@ import (
 	"github.com/lshdb/lshdb/db"
 	"github.com/lshdb/lshdb/db/client"
 	"github.com/lshdb/lshdb/db/httpapi"
+	"github.com/lshdb/lshdb/internal/fspath"
 )
 
 // shortDir returns a new directory with a short path: a Unix socket path
@@ -133,13 +134,25 @@ func TestServe(t *testing.T) {
 	if _, errOut, code := runLine([]string{"insert", "--db", idx, "../../testdata/cmd/inputs/docs.jsonl"}, ""); code != 0 {
 		t.Fatal(errOut)
 	}
-	sock, tcp, log, stop := startServe(t, "--db", idx, "--addr", "127.0.0.1:0", "--token", "tok")
+	// NB: a backup root others may write (SEC-5).
+	shared := filepath.Join(t.TempDir(), "backups")
+	if err := os.Mkdir(shared, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(shared, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	sock, tcp, log, stop := startServe(t, "--db", idx, "--addr", "127.0.0.1:0", "--token", "tok", "--backup-root", shared)
 	if sock != filepath.Join(idx, "lshdb.sock") || !strings.HasPrefix(tcp, "http://127.0.0.1:") {
 		t.Fatalf("listening on %q and %q", sock, tcp)
 	}
-	// A short token is said to be one (a security review, SEC-7).
+	// A short token is said to be one (a security review, SEC-7), and a
+	// backup root others may write.
 	if !strings.Contains(log.String(), "the token has 3 bytes: a client of the TCP address may guess a short one") {
 		t.Errorf("serve's log with a token of 3 bytes:\n%s", log.String())
+	}
+	if !strings.Contains(log.String(), "a backup directly under the backup root will be refused: "+fspath.Resolve(shared)+" may be written by other users") {
+		t.Errorf("serve's log with a backup root others may write:\n%s", log.String())
 	}
 	st, err := os.Lstat(sock)
 	if err != nil || st.Mode().Type() != os.ModeSocket || st.Mode().Perm() != 0o600 {

@@ -52,6 +52,7 @@
 // Anyone who can connect can read and write the whole index: restrict the
 // socket (ListenSocket makes it 0600) or set Options.Token, and give the
 // clients that only read Options.ReadToken, which cannot write. A backup
-// request over TCP needs Options.BackupRoot, under which it must write;
+// request over TCP needs Options.BackupRoot, under which it must write
+// (where no user but the server's and root can change the way to it);
 // through a Unix socket it may write anywhere the server may.
 package httpapi

@@ -1383,7 +1383,19 @@ func (h *handler) backup(w *resp, r *http.Request) error {
 			return fmt.Errorf("%w: backup directory %s: its parent %s is not a directory", db.ErrInvalidOptions, dir, parent)
 		}
 	}
-	if err := h.d.BackupWith(r.Context(), dir, db.BackupOptions{Copy: req.Copy, Verify: req.Verify}); err != nil {
+	at := dir
+	if h.o.BackupRoot != "" {
+		// NB: the backup is made where the directory was found to be,
+		// by a path with no link, on which no one but this user and root
+		// could swap a directory for a link meanwhile: a local user who
+		// could write under the root had the backup's copies (hard
+		// links) made outside it that way (a security review's SEC-5).
+		at = fspath.Resolve(dir)
+		if err := fspath.Guarded(filepath.Dir(at)); err != nil {
+			return fmt.Errorf("%w: backup directory %s: %v: another user could redirect a backup out of the backup root from there (make the directories from / to the backup's parent belong to the server's user or root, and writable by no one else)", db.ErrInvalidOptions, dir, err)
+		}
+	}
+	if err := h.d.BackupWith(r.Context(), at, db.BackupOptions{Copy: req.Copy, Verify: req.Verify}); err != nil {
 		return err
 	}
 	return w.json(http.StatusOK, BackupRequest{Dir: dir, Copy: req.Copy, Verify: req.Verify})

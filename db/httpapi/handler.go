@@ -159,7 +159,13 @@ type Options struct {
 	// /v1/backup may write. Default: anywhere the server can, for a
 	// request through a Unix socket (its holder is trusted); over TCP
 	// none, since a token may be shared more widely than the server's
-	// user's rights should be.
+	// user's rights should be. Under a root, every directory from / to
+	// the backup's parent must belong to the server's user or root and
+	// be writable by no one else (a sticky one such as /tmp may be,
+	// above the parent): another user who may write one could swap the
+	// way under it for a link while the backup runs, and have its copies
+	// made outside the root. The backup is made at the directory's path
+	// with its links resolved.
 	BackupRoot string
 	// Owner, when set, is what /healthz names as the process serving the
 	// index (its owner field): lshdb serve says "lshdb serve", and a

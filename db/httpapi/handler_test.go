@@ -815,6 +815,21 @@ func TestBackupRoot(t *testing.T) {
 	if err := os.Symlink(outside, filepath.Join(root, "out")); err != nil {
 		t.Skip("no symbolic links here:", err)
 	}
+	// NB: a directory others may write, in which one could swap the way
+	// for a link while the backup runs (SEC-5); and a link that stays
+	// inside the root, followed once, where the backup is made.
+	shared, real := filepath.Join(root, "shared"), filepath.Join(root, "real")
+	for _, dir := range []string{shared, real} {
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chmod(shared, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(real, filepath.Join(root, "in")); err != nil {
+		t.Fatal(err)
+	}
 	addr := startTCP(t, Handler(d, &Options{BackupRoot: root}), 0)
 	for _, tc := range []struct {
 		dir    string
@@ -822,6 +837,8 @@ func TestBackupRoot(t *testing.T) {
 		msg    string
 	}{
 		{filepath.Join(root, "b1"), 200, ""},
+		{filepath.Join(shared, "b6"), 400, shared + " may be written by other users"},
+		{filepath.Join(root, "in", "b7"), 200, ""},
 		{root, 400, "is the server's backup root: give a new directory under it"}, // NB: it said outside the root
 		{root + "-x", 400, "is outside the server's backup root"},
 		{filepath.Join(root, "..", "b2"), 400, "is outside the server's backup root"},
@@ -851,6 +868,12 @@ func TestBackupRoot(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(root, "nosuchday")); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("a refused backup made its parent: %v", err)
+	}
+	if left, _ := os.ReadDir(shared); len(left) > 0 {
+		t.Errorf("a refused backup wrote where others may write: %v", left)
+	}
+	if fi, err := os.Lstat(filepath.Join(real, "b7")); err != nil || !fi.IsDir() {
+		t.Errorf("the backup through a link inside the root is not where the link led: %v", err)
 	}
 	b, err := db.Open(filepath.Join(root, "b1"), &db.Options{ReadOnly: true})
 	if err != nil {

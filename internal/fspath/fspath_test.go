@@ -1,8 +1,12 @@
 package fspath
 
 import (
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strings"
 	"testing"
 )
 
@@ -44,5 +48,60 @@ func TestWithin(t *testing.T) {
 		if got := Within(c.path, dir); got != c.want {
 			t.Errorf("Within(%s, %s) = %v, want %v", c.path, dir, got, c.want)
 		}
+	}
+}
+
+// Ensure that Guarded passes a directory that only this user (or root)
+// can change the way to, and names the first directory on the way that
+// another user could write: the directory itself, or one above it,
+// sticky or not (a sticky one passes above the directory only).
+func TestGuarded(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("Guarded checks only that the directory is one elsewhere than Unix")
+	}
+	base := t.TempDir()
+	a := filepath.Join(base, "a")
+	b := filepath.Join(a, "b")
+	if err := os.MkdirAll(b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(base, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := Guarded(Resolve(b)); err != nil {
+		t.Fatalf("a directory of this user's, mode 0755 all the way: %v", err)
+	}
+	for _, c := range []struct {
+		dir    string
+		mode   fs.FileMode
+		target string
+		ok     bool
+	}{
+		{a, 0o777, b, false},                 // a may be written: b may be swapped
+		{a, 0o775, b, false},                 // by its group too
+		{a, 0o777 | fs.ModeSticky, b, true},  // sticky above b: others cannot rename b
+		{b, 0o777 | fs.ModeSticky, b, false}, // b itself may be written
+		{a, 0o777 | fs.ModeSticky, a, false}, // the directory itself, sticky or not
+	} {
+		if err := os.Chmod(c.dir, c.mode); err != nil {
+			t.Fatal(err)
+		}
+		err := Guarded(Resolve(c.target))
+		if c.ok != (err == nil) || err != nil && !strings.Contains(err.Error(), Resolve(c.dir)+" may be written by other users") {
+			t.Errorf("%s at %v, Guarded(%s): %v, want ok %v", c.dir, c.mode, c.target, err, c.ok)
+		}
+		if err := os.Chmod(c.dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	link := filepath.Join(base, "link")
+	if err := os.Symlink(b, link); err != nil {
+		t.Fatal(err)
+	}
+	if err := Guarded(link); err == nil || !strings.Contains(err.Error(), "is a symbolic link") {
+		t.Errorf("a path through a link: %v", err)
+	}
+	if err := Guarded(filepath.Join(b, "missing")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a missing directory: %v", err)
 	}
 }
