@@ -471,17 +471,6 @@ func (db *DB) query(ctx context.Context, v view, set []uint64, sig []uint32, siz
 	}
 	other, otherSig := sc.other[:0], sc.otherSig[:0]
 	defer func() { sc.other, sc.otherSig = other, otherSig }()
-	// newest is, with no snapshot (Redis), the newest doc number read of
-	// each id: while an id is being replaced both its versions may be
-	// candidates, and once the newer is read the older does not answer
-	// for the id, matched or not. (When only the older is a candidate the
-	// query reads the id as it was before the replacement, as a query an
-	// instant earlier would; after a crash between the steps, until
-	// Repair, as Check reports.)
-	var newest map[string]uint64
-	if v.gone() {
-		newest = map[string]uint64{}
-	}
 	var same map[setKey]verdict
 	if len(cands) >= identicalSets {
 		if sc.same == nil {
@@ -563,9 +552,6 @@ func (db *DB) query(ctx context.Context, v view, set []uint64, sig []uint32, siz
 			} else if err != nil {
 				return nil, err
 			}
-		}
-		if newest != nil {
-			newest[d.id] = max(newest[d.id], n)
 		}
 		m := Match{Bands: c.bands}
 		// An identical set verified before gives its answer (see
@@ -689,8 +675,19 @@ func (db *DB) query(ctx context.Context, v view, set []uint64, sig []uint32, siz
 		m.Meta = metaOf(d.meta)
 		res.Matches = append(res.Matches, m)
 	}
-	if newest != nil {
-		res.Matches = slices.DeleteFunc(res.Matches, func(m Match) bool { return m.num < newest[m.ID] })
+	if rv, ok := v.(*redisView); ok && len(res.Matches) > 0 {
+		// NB: with no snapshot (Redis) a match answers for its id only
+		// if the id names it now: while an id is being replaced both its
+		// versions may be candidates, and a write that stopped part way
+		// (a writer killed, a write refused at maxmemory) leaves a record
+		// and postings that no id names, or names no more, until Repair.
+		// Such a record answered queries, and put-if-new took new
+		// documents for its duplicates, though Get said the id was not
+		// stored (an operator's review of Redis, RD2-1). One pipelined
+		// read of the matches' ids, after verification.
+		if res.Matches, err = rv.named(res.Matches); err != nil {
+			return nil, err
+		}
 	}
 	slices.SortFunc(res.Matches, func(a, b Match) int {
 		if q.EstimateOnly {

@@ -185,6 +185,29 @@ func (v *redisView) prefetchRecords(nums []uint64) error {
 
 func (v *redisView) gone() bool { return true }
 
+// named returns the matches whose ids name their documents now (Match.num),
+// in order: a version being replaced, or one a write that stopped part way
+// left, no id names.
+func (v *redisView) named(ms []Match) ([]Match, error) {
+	ids := make([]string, len(ms))
+	for i, m := range ms {
+		ids[i] = m.ID
+	}
+	nums, err := v.s.DocNums(v.ctx, ids)
+	if err != nil {
+		return nil, redisErr(err)
+	}
+	k := 0
+	for i, m := range ms {
+		if nums[i] == m.num {
+			ms[k] = m
+			k++
+		}
+	}
+	clear(ms[k:])
+	return ms[:k], nil
+}
+
 // errGone says that a posting named a document with no record, on a
 // backend where that is a write in progress, not corruption (view.gone).
 var errGone = errors.New("lshdb: the document is being written or retired")
