@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -2786,5 +2787,134 @@ func TestRedisCloseCannotUnregister(t *testing.T) {
 	d.Close()
 	if !strings.Contains(log.String(), "could not take back its registration as a writer") {
 		t.Errorf("Close with the server stopped said:\n%s\nwant that the registration is left", log.String())
+	}
+}
+
+// Ensure that on Redis a record no id names answers no query: one whose
+// id key is gone (a write that stopped after its postings and before its
+// id, as a writer killed or a write refused at maxmemory leaves: an
+// operator's review, RD2-1) is not found, and PutIfNew does not take a
+// new document for its duplicate; and of an id's two versions (a
+// replacement stopped after the new one's postings, its id still naming
+// the old), the one the id names answers, as Get does. The oracle is
+// exact Jaccard of the texts, and Get.
+func TestRedisUnnamedRecordsAnswerNothing(t *testing.T) {
+	u := redisURL(t)
+	d, err := Open(u, &Options{ExpirySweep: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	ctx := context.Background()
+	const (
+		g  = "a document whose id is lost while its record and postings stay behind"
+		v1 = "the first version of a document that is being replaced by another one"
+		v2 = "the first version of a document that is being replaced by another text"
+	)
+	if _, err := d.PutBatch([]Doc{{ID: "g", Text: g}, {ID: "x", Text: v1}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: redisCluster.Addrs})
+	defer cc.Close()
+	prefix := "lshdb:" + t.Name() + ":"
+	if n, err := cc.Del(ctx, prefix+"i:g").Result(); err != nil || n != 1 {
+		t.Fatalf("deleting g's id: %d, %v", n, err)
+	}
+	if _, err := d.Get("g"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Get(g) with its id gone: %v, want ErrNotFound", err)
+	}
+	if res, err := d.Query(ctx, g, nil); err != nil || len(res.Matches) != 0 {
+		t.Fatalf("Query(g's text) = %+v, %v; want no match (g is not stored)", res, err)
+	}
+	if m, err := d.PutIfNew(Doc{ID: "g2", Text: g}, nil); err != nil || m != nil {
+		t.Fatalf("PutIfNew(g2 with g's text) = %+v, %v; want it stored (g is not)", m, err)
+	}
+	if res, err := d.Query(ctx, g, nil); err != nil || len(res.Matches) != 1 || res.Matches[0].ID != "g2" {
+		t.Fatalf("Query(g's text) after g2 = %+v, %v; want g2 alone", res, err)
+	}
+
+	old, err := d.Get("x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	restore := rediskv.InjectCrash(2) // the new version's record, postings and id written; the old one not retired
+	err = d.Put(Doc{ID: "x", Text: v2}, nil)
+	restore()
+	if err == nil {
+		t.Fatal("the injected crash did not stop the put")
+	}
+	// NB: as if the id's write had not landed.
+	if err := cc.Set(ctx, prefix+"i:x", strconv.FormatUint(old.Num, 10), 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if doc, err := d.Get("x"); err != nil || doc.Text != v1 {
+		t.Fatalf("Get(x) = %+v, %v; want its first version", doc, err)
+	}
+	res, err := d.Query(ctx, v1, &QueryOptions{Threshold: 0.3})
+	if err != nil || len(res.Matches) != 1 || res.Matches[0].ID != "x" || res.Matches[0].Jaccard != 1 {
+		t.Fatalf("Query(v1) = %+v, %v; want x once, at 1 (the version its id names)", res, err)
+	}
+	h, _ := minhash.NewHasher(minhash.Options{}, minhash.SketchOptions{})
+	p, _ := h.Document(nil, nil, v1)
+	q, _ := h.Document(nil, nil, v2)
+	if j := minhash.Jaccard(p, q); j < 0.3 || j == 1 {
+		t.Fatalf("v1 and v2 at %v: the test needs them apart and both candidates", j)
+	}
+}
+
+// Ensure that on a Redis server with a replica, at its maxmemory, a
+// delete goes through and says so: it was carried out, but its wait for
+// the replica (a plain INCR, refused there) reported it failed as disk
+// full (an operator's review of Redis, RD2-6). The servers are a
+// redis-server started here with maxmemory 8 MB and its replica; the
+// oracle is Has and Count after the delete.
+func TestRedisDeleteAtMaxmemoryWithReplica(t *testing.T) {
+	addr := standaloneRedis(t, "--maxmemory", "8mb", "--maxmemory-policy", "noeviction")
+	host, port, _ := net.SplitHostPort(addr)
+	rport := freePort(t)
+	replica, err := startRedisServer(rport, t.TempDir(), "--replicaof", host, port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { replica.Process.Kill(); replica.Wait() })
+	c := redis.NewClient(&redis.Options{Addr: addr})
+	defer c.Close()
+	for start := time.Now(); ; time.Sleep(50 * time.Millisecond) {
+		info, err := c.Info(context.Background(), "replication").Result()
+		if err == nil && strings.Contains(info, "connected_slaves:1") && strings.Contains(info, "state=online") {
+			break
+		}
+		if time.Since(start) > 20*time.Second {
+			t.Fatalf("the replica did not come online: %s %v", info, err)
+		}
+	}
+	d, err := Open("redis://"+addr+"/oom", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	docs := func(yield func(Doc, error) bool) {
+		for i := 0; i < 200_000; i++ {
+			if !yield(Doc{ID: fmt.Sprint("doc-", i), Text: fmt.Sprintf("document %d fills the memory of a small redis with its words %d %d %d", i, i%7, i%11, i%13)}, nil) {
+				return
+			}
+		}
+	}
+	res, err := d.Load(context.Background(), docs, nil)
+	if !errors.Is(err, ErrDiskFull) || res.Stored < 2 {
+		t.Fatalf("a load into a full Redis: %+v, %v; want ErrDiskFull after a batch or more", res, err)
+	}
+	before, err := d.Count()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Delete("doc-0", nil); err != nil {
+		t.Fatalf("a delete at maxmemory: %v, want it done and said so", err)
+	}
+	if ok, err := d.Has("doc-0"); ok || err != nil {
+		t.Errorf("Has(doc-0) after its delete: %v, %v", ok, err)
+	}
+	if n, err := d.Count(); err != nil || n != before-1 {
+		t.Errorf("Count after the delete: %d, %v; want %d", n, err, before-1)
 	}
 }

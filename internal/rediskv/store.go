@@ -1406,6 +1406,9 @@ if (tonumber(redis.call('HGET', KEYS[1], 'next') or '0') or -1) < tonumber(ARGV[
 return changed`
 )
 
+// incrScript is Sync's write, where the servers take allow-oom (script).
+const incrScript = `return redis.call('INCR', KEYS[1])`
+
 // script returns a script of a delete or a repair, flagged to run at
 // maxmemory where the servers take the flag (freeAtOOM). NB: Redis
 // refuses at maxmemory the first write of a script, or a command, that
@@ -2772,10 +2775,18 @@ func (s *Store) Sync(ctx context.Context, timeout time.Duration) error {
 		// acked writes to key and waits up to timeout for a replica to
 		// hold it (WAIT counts a connection's last write: both in one
 		// pipeline, one connection).
+		// NB: the write is a script flagged allow-oom where the servers
+		// take the flag (a plain INCR is refused at maxmemory): a delete
+		// there, carried out, was reported failed as "disk full" by its
+		// wait for the replicas (an operator's review of Redis, RD2-6).
 		acked := func() (bool, error) {
 			var n *redis.Cmd
 			if _, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
-				p.Incr(ctx, key)
+				if s.freeAtOOM {
+					p.Eval(ctx, s.script(incrScript), []string{key})
+				} else {
+					p.Incr(ctx, key)
+				}
 				n = p.Do(ctx, "WAIT", 1, ms)
 				return nil
 			}); err != nil {
