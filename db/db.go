@@ -1095,7 +1095,9 @@ func (db *DB) Dir() string { return db.dir }
 // On Redis a write that began (a put, a delete, a batch of a load) is
 // finished whole before Close returns: with a cluster that stops
 // answering, go-redis's own timeouts bound that wait (about 25 s a step,
-// measured with every master frozen). Closing twice returns ErrClosed.
+// measured with every master frozen). Closing twice returns ErrClosed: a
+// second Close that runs beside the first returns once the first has
+// ended (the directory's lock released).
 //
 // A writable handle on a directory first deletes the posting lists that
 // its own deletes and upserts emptied (a seek each, for at most 10 s;
@@ -1111,6 +1113,7 @@ func (db *DB) Close() error {
 	if !db.mu.close() {
 		return ErrClosed
 	}
+	defer db.mu.closeEnded()
 	db.closed.Store(true)
 	// NB: an iteration parked in its caller's loop body holds Pebble
 	// iterators and snapshots; Pebble's Close refuses to close under them.
@@ -1617,6 +1620,8 @@ type handleGate struct {
 	idle    *sync.Cond // signalled when ops falls to 0 while closing
 	closing bool
 	ops     int
+	// closed is closed when the first Close has ended (closeEnded).
+	closed chan struct{}
 }
 
 // enter counts an operation in, unless Close has begun.
@@ -1643,21 +1648,35 @@ func (g *handleGate) RUnlock() {
 	}
 }
 
-// close refuses new operations and waits until none is in flight. It
-// reports false if the gate was already closing (a second Close).
+// close refuses new operations and waits until none is in flight; the
+// caller then closes the handle, and MUST call closeEnded when it has. It
+// reports false if the gate was already closing (a second Close), once
+// the first Close has ended.
+//
+// NB: a second Close returned ErrClosed at once, while the first still
+// flushed and held the directory's lock: a deferred Close beside a signal
+// handler's, then an Open, got ErrLocked, and a process that exited on
+// the second's return lost NoSync writes (an embedder's review, EM-1).
 func (g *handleGate) close() bool {
 	g.mu.Lock()
-	defer g.mu.Unlock()
 	if g.closing {
+		closed := g.closed
+		g.mu.Unlock()
+		<-closed
 		return false
 	}
+	defer g.mu.Unlock()
 	g.closing = true
+	g.closed = make(chan struct{})
 	g.idle = sync.NewCond(&g.mu)
 	for g.ops > 0 {
 		g.idle.Wait()
 	}
 	return true
 }
+
+// closeEnded says that the Close that closed the gate has ended.
+func (g *handleGate) closeEnded() { close(g.closed) }
 
 // openIter is an iteration's hold on Pebble resources across yields.
 type openIter struct {

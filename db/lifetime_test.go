@@ -529,3 +529,67 @@ func TestCloseEndsOperationsBeforeReturning(t *testing.T) {
 		}
 	}
 }
+
+// Ensure that of two Closes at once, the one that returns ErrClosed does
+// so once the other has ended: an Open right after it then takes the
+// directory (it got ErrLocked: the second returned while the first still
+// flushed, an embedder's review, EM-1), and holds every write, NoSync
+// ones included (a process that exited on the second's return lost
+// some). The first Close is made slow by unflushed NoSync writes; the
+// oracle is the count of the documents put.
+func TestConcurrentCloseWaitsForTheFirst(t *testing.T) {
+	dir := t.TempDir()
+	for round := range 3 {
+		d, err := Open(dir, &Options{NoSync: true, MemTableSize: 64 << 20})
+		if err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		want, _ := d.Count()
+		var batch []Doc
+		for i := range 20_000 {
+			batch = append(batch, Doc{ID: fmt.Sprintf("r%d-%d", round, i), Text: fmt.Sprintf("document %d of round %d, with a few words %d %d to store", i, round, i%97, i%89)})
+		}
+		if _, err := d.PutBatch(batch, nil); err != nil {
+			t.Fatal(err)
+		}
+		want += uint64(len(batch))
+		errs := make(chan error, 2)
+		var start sync.WaitGroup
+		start.Add(1)
+		for range 2 {
+			go func() {
+				start.Wait()
+				err := d.Close()
+				if errors.Is(err, ErrClosed) {
+					// NB: the first Close has ended: the directory is free.
+					again, oerr := Open(dir, &Options{ReadOnly: true})
+					if oerr != nil {
+						errs <- fmt.Errorf("Open after a Close that returned %v: %w", err, oerr)
+						return
+					}
+					n, cerr := again.Count()
+					again.Close()
+					if cerr != nil || n != want {
+						errs <- fmt.Errorf("after a Close that returned %v: %d documents (%v), want %d", err, n, cerr, want)
+						return
+					}
+				}
+				errs <- err
+			}()
+		}
+		start.Done()
+		var closed int
+		for range 2 {
+			switch err := <-errs; {
+			case err == nil:
+			case errors.Is(err, ErrClosed):
+				closed++
+			default:
+				t.Fatalf("round %d: %v", round, err)
+			}
+		}
+		if closed != 1 {
+			t.Fatalf("round %d: %d Closes returned ErrClosed, want 1", round, closed)
+		}
+	}
+}
