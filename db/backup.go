@@ -574,6 +574,10 @@ func restoreCopyOf(fsys vfs.FS, real string) string {
 	return tmp
 }
 
+// errNoSize is backupTargetFree's error for a filesystem that reports no
+// size: its free space says nothing.
+var errNoSize = errors.New("lshdb: the filesystem reports no size")
+
 // onOtherDevice is otherDevice, and backupTargetFree the free bytes of a
 // backup's (or a restore's) filesystem (variables for the tests, which have no second
 // filesystem to fill).
@@ -581,6 +585,12 @@ var (
 	onOtherDevice    = otherDevice
 	backupTargetFree = func(dir string) (int64, error) {
 		u, err := vfs.Default.GetDiskUsage(dir)
+		if err == nil && u.TotalBytes == 0 {
+			// NB: a filesystem of no size (procfs, sysfs, some FUSE
+			// mounts) is not a full disk: its writes fail as they do
+			// (an embedder's review, EM-2: /proc "had 0 bytes free").
+			return 0, errNoSize
+		}
 		return int64(u.AvailBytes), err
 	}
 )

@@ -110,3 +110,21 @@ func TestBackupWhereNoLockIsTaken(t *testing.T) {
 		t.Fatalf("a backup beside a running one's owner file, no lock taken: %v, want ErrLocked", err)
 	}
 }
+
+// Ensure that a backup to a filesystem of no size (Linux's /proc) fails
+// with the system's error, not ErrDiskFull: it said /proc "has 0 bytes
+// free" (an embedder's review, EM-2), which sends an operator to free
+// space. The oracle is the filesystem's own report of its size.
+func TestBackupToFilesystemOfNoSize(t *testing.T) {
+	if u, err := vfs.Default.GetDiskUsage("/proc"); err != nil || u.TotalBytes != 0 {
+		t.Skipf("no /proc of no size here (%+v, %v)", u, err)
+	}
+	d := mustOpen(t, t.TempDir(), nil)
+	if err := d.Put(Doc{ID: "a", Text: "a document to back up somewhere it cannot go"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	err := d.Backup(context.Background(), "/proc/lshdb-backup-test")
+	if err == nil || errors.Is(err, ErrDiskFull) {
+		t.Fatalf("a backup into /proc: %v, want the system's error, not ErrDiskFull", err)
+	}
+}
