@@ -2918,3 +2918,50 @@ func TestRedisDeleteAtMaxmemoryWithReplica(t *testing.T) {
 		t.Errorf("Count after the delete: %d, %v; want %d", n, err, before-1)
 	}
 }
+
+// Ensure that a cluster URL whose seeds are nodes of two clusters is
+// refused (ErrInvalidOptions), naming the node out of place, and that
+// nothing is written to either: go-redis took its slot map from the first
+// seed that answered, so one URL named one index in a run and another in
+// the next (an operator's review of Redis, RD2-3). The second cluster is
+// one redis-server of its own holding every slot; the oracle is each
+// cluster's keys, and an Open of the test cluster's seeds alone.
+func TestRedisSeedsOfTwoClusters(t *testing.T) {
+	u := redisURL(t)
+	port := freePort(t)
+	srv, err := startRedisServer(port, t.TempDir(), "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Process.Kill(); srv.Wait() })
+	other := fmt.Sprintf("127.0.0.1:%d", port)
+	ctx := context.Background()
+	oc := redis.NewClient(&redis.Options{Addr: other})
+	defer oc.Close()
+	if err := oc.Do(ctx, "CLUSTER", "ADDSLOTSRANGE", 0, 16383).Err(); err != nil {
+		t.Fatal(err)
+	}
+	for start := time.Now(); ; time.Sleep(50 * time.Millisecond) {
+		if info, err := oc.ClusterInfo(ctx).Result(); err == nil && strings.Contains(info, "cluster_state:ok") {
+			break
+		}
+		if time.Since(start) > 10*time.Second {
+			t.Fatal("the one-node cluster did not come up")
+		}
+	}
+	for _, seeds := range [][]string{{redisCluster.Addrs[0], other}, {other, redisCluster.Addrs[1]}} {
+		mixed := "redis+cluster://" + strings.Join(seeds, ",") + "/" + t.Name()
+		_, err := Open(mixed, nil)
+		if !errors.Is(err, ErrInvalidOptions) || !strings.Contains(err.Error(), "is a node of another Redis Cluster") {
+			t.Fatalf("Open(%s): %v, want ErrInvalidOptions naming the node of another cluster", mixed, err)
+		}
+	}
+	if n, err := oc.DBSize(ctx).Result(); err != nil || n != 0 {
+		t.Fatalf("the other cluster holds %d keys (%v), want none", n, err)
+	}
+	d, err := Open(u, nil)
+	if err != nil {
+		t.Fatalf("Open of the test cluster's own seeds: %v", err)
+	}
+	d.Close()
+}

@@ -307,6 +307,12 @@ func Open(ctx context.Context, rawURL string) (*Store, error) {
 		}
 		return nil, err
 	}
+	if cfg.cluster && len(cfg.addrs) > 1 {
+		if err := oneCluster(ctx, c.(*redis.ClusterClient), cfg); err != nil {
+			c.Close()
+			return nil, err
+		}
+	}
 	if !cfg.cluster {
 		// NB: redis:// is one server; on a node of a cluster, most keys
 		// would answer MOVED.
@@ -317,6 +323,39 @@ func Open(ctx context.Context, rawURL string) (*Store, error) {
 		}
 	}
 	return s, nil
+}
+
+// oneCluster refuses a URL whose seed nodes are not all nodes of the
+// cluster that cc found: each seed that answers is asked its node id,
+// which must be in the cluster's node table. A seed that does not answer
+// within a second is not asked (a node down is no reason to refuse).
+//
+// NB: go-redis takes its slot map from whichever seed it asks first: a
+// seed list naming a node of each of two clusters was one index in a run
+// and another in the next, and six inserts through one URL made two
+// indexes of 300 documents each (an operator's review of Redis, RD2-3).
+func oneCluster(ctx context.Context, cc *redis.ClusterClient, cfg urlConfig) error {
+	nodes, err := cc.ClusterNodes(ctx).Result()
+	if err != nil {
+		return err
+	}
+	known := map[string]bool{}
+	for line := range strings.Lines(nodes) {
+		if id, _, ok := strings.Cut(line, " "); ok {
+			known[id] = true
+		}
+	}
+	for _, a := range cfg.addrs {
+		n := redis.NewClient(&redis.Options{Addr: a, Username: cfg.username, Password: cfg.password, DialTimeout: time.Second, ReadTimeout: time.Second, MaxRetries: -1})
+		tctx, cancel := context.WithTimeout(ctx, time.Second)
+		id, err := n.Do(tctx, "CLUSTER", "MYID").Text()
+		cancel()
+		n.Close()
+		if err == nil && !known[id] {
+			return fmt.Errorf("%w: %s is a node of another Redis Cluster than the other nodes of the URL (its node id %s is not in their node table): one URL must name nodes of one cluster", ErrURL, a, id)
+		}
+	}
+	return nil
 }
 
 func (s *Store) ping(ctx context.Context) error {
