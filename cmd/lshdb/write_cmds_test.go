@@ -171,6 +171,35 @@ func TestInsertBuildSameCounts(t *testing.T) {
 	}
 }
 
+// Ensure that insert and build count an id stored by a batch that also
+// holds an empty copy of it, before or after the stored one, and count
+// the empty copy as no repeat: insert left the id out of its count
+// ("inserted 1 document" where it stored 2, and build said 2: a nightly
+// review's NQ-1), and counted a repeat where build did not. The oracle is
+// the texts stored: each id's last copy that is not empty.
+func TestInsertCountsAnIDWithAnEmptyCopy(t *testing.T) {
+	dir := t.TempDir()
+	for i, lines := range [][]string{
+		{docLine("p", "hello world this is a text"), docLine("q", "hello world this is a text!"), docLine("p", "")},
+		{docLine("p", ""), docLine("p", "hello world this is a text"), docLine("q", "hello world this is a text!")},
+	} {
+		in := filepath.Join(dir, fmt.Sprintf("in%d.jsonl", i))
+		os.WriteFile(in, []byte(strings.Join(lines, "\n")+"\n"), 0o644)
+		for _, cmd := range []string{"insert", "build"} {
+			idx := filepath.Join(dir, fmt.Sprint(cmd, i))
+			out, errOut, code := runLine([]string{cmd, "--db", idx, "--store-text", in}, "")
+			// NB: the empty copy is no repeat (insert counted it one).
+			if want := "inserted 2 documents (0 replaced stored ones); 0 repeated ids in the input (last one wins), 1 empty text skipped, 0 bad records skipped\n"; code != 0 || out != want {
+				t.Fatalf("%s of %q: exit %d, stdout %q, stderr %q; want %q", cmd, lines, code, out, errOut, want)
+			}
+			want := map[string]string{"p": "hello world this is a text", "q": "hello world this is a text!"}
+			if got := storedTexts(t, idx); !maps.Equal(got, want) {
+				t.Fatalf("%s of %q stored %v, want %v", cmd, lines, got, want)
+			}
+		}
+	}
+}
+
 // cancelAfter is a reader that cancels a context once n bytes have been
 // read through it (an operator's Ctrl-C in the middle of the input).
 type cancelAfter struct {
