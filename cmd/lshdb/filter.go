@@ -899,9 +899,11 @@ counted in a note. A record is judged by its document's text: one edited
 since the build is judged by the text the index holds (the first 200
 records' texts are compared with their documents', and a note counts
 those that differ). --strict refuses, writing nothing (exit 1), inputs
-with any such record, or a record repeating an id with other content, or
-one not read as a document: for a nightly job that must not pass on a
-corpus it could not wholly deduplicate.
+with any such record (an edited text beyond those 200 is not seen), or a
+record repeating an id with other content, or one not read as a
+document: for a nightly job that must not pass on a corpus it could not
+wholly deduplicate. Records of blank text are kept as read, with a note,
+--strict or not.
 
 --removed FILE writes the removed records in the same format, each with
 duplicate_of (the id kept: a number where the ids are numbers, an int64 column where a Parquet id column holds integers) and similarity (its exact Jaccard to it)
@@ -1041,7 +1043,7 @@ zstd inputs are read several times faster.`,
 	c.Flags().Lookup("meta-field").Hidden = true
 	df.add(c, "the file of the kept records (default: stdout)", "also write the removed records to this file, with duplicate_of and similarity", "as the input")
 	c.Flags().BoolVar(&annotate, "annotate", false, "keep every record and add cluster_id, cluster_size, duplicate_of and similarity")
-	c.Flags().BoolVar(&strict, "strict", false, "refuse, writing nothing, inputs that filter cannot wholly deduplicate: records the index does not hold, ids repeated with other content, texts other than their documents', records not read as documents (each kept as read, with a note, without it)")
+	c.Flags().BoolVar(&strict, "strict", false, "refuse, writing nothing, inputs that filter cannot wholly deduplicate: records the index does not hold, ids repeated with other content, texts other than their documents' (of the first 200 records whose documents keep their text: a sample, not every record), records not read as documents (each kept as read, with a note, without it); records of blank text pass, kept as read")
 	return c
 }
 
