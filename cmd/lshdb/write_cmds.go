@@ -1077,12 +1077,10 @@ type inserter struct {
 	d index
 	// ctx ends a batch waiting to be written (an interrupt)
 	commitCtx
-	ttl time.Duration // --ttl: the documents expire this long after their batch is written
-	sum insertSummary
-	ids map[string]uint8 // idWritten
-	// copies counts the documents of the batches written, empty ones
-	// skipped not: those past the first of each id are its repeats.
-	copies  int
+	ttl     time.Duration // --ttl: the documents expire this long after their batch is written
+	sum     insertSummary
+	ids     map[string]uint8 // idWritten
+	copies  int              // documents of the batches written, less the empty ones skipped: the repeats are those past each id's first
 	batch   []db.Doc
 	bytes   int    // of the batch's ids, texts and metadata
 	last    string // position of the batch's last document
