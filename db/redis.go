@@ -464,6 +464,15 @@ func (db *DB) redisManifest(ctx context.Context) error {
 		return err
 	}
 	db.expiryFormat.Store(db.man.FormatVersion >= codec.ExpiryFormatVersion)
+	if !db.opts.ReadOnly {
+		// NB: an index an older lshdb made has no copy of its manifest.
+		// Not a reason to refuse the open (a Redis at its maxmemory
+		// refuses the write, and a writable open must free memory there):
+		// the next writable open makes them.
+		if err := db.rkv.CopyManifest(ctx, v); err != nil {
+			db.opts.Logger.Warn("lshdb: the copies of the index's manifest could not be stored: a master that loses the manifest takes the index with it", "index", db.dir, "err", redisErr(err))
+		}
+	}
 	return nil
 }
 

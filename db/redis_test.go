@@ -2173,8 +2173,10 @@ func TestRedisPutAfterTheManifestWasLost(t *testing.T) {
 	var log syncBuffer
 	w := writerOfTwenty(t, u, &Options{Logger: slog.New(slog.NewTextHandler(&log, nil))}, "the manifest went") // NB: the heartbeat of 30 s does not come
 	c, name := rawRedis(t)
-	if n, err := c.Del(ctx, "lshdb:"+name+":manifest").Result(); err != nil || n != 1 {
-		t.Fatalf("deleting the manifest: %d keys, %v", n, err)
+	for _, k := range rediskv.ManifestKeys(name) { // NB: the manifest and its copies
+		if n, err := c.Del(ctx, k).Result(); err != nil || n != 1 {
+			t.Fatalf("deleting the manifest's key %s: %d keys, %v", k, n, err)
+		}
 	}
 	err := w.Put(Doc{ID: "after", Text: "a document put after the manifest went"}, nil)
 	if !errors.Is(err, ErrNotExist) || !strings.Contains(err.Error(), "nothing was written") {
@@ -2248,8 +2250,10 @@ func TestRedisCreateRefusesLeftovers(t *testing.T) {
 	}
 	d.Close()
 	c, name := rawRedis(t)
-	if err := c.Del(ctx, "lshdb:"+name+":manifest").Err(); err != nil {
-		t.Fatal(err)
+	for _, k := range rediskv.ManifestKeys(name) { // NB: the manifest and its copies
+		if err := c.Del(ctx, k).Err(); err != nil {
+			t.Fatal(err)
+		}
 	}
 	_, err = Open(u, &Options{Bands: 8, Rows: 4})
 	if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "no manifest but holds the keys of an index") {
@@ -2309,7 +2313,7 @@ func TestRedisCreateRefusesLeftoversWithoutItsFirstKeys(t *testing.T) {
 	}
 	other.Close()
 	c, name := rawRedis(t)
-	for _, k := range []string{"lshdb:" + name + ":manifest", "{lshdb:" + name + "}:counters", "lshdb:" + name + ":d:1", "lshdb:" + name + ":x"} {
+	for _, k := range append(rediskv.ManifestKeys(name), "{lshdb:"+name+"}:counters", "lshdb:"+name+":d:1", "lshdb:"+name+":x") {
 		if err := c.Del(ctx, k).Err(); err != nil {
 			t.Fatal(err)
 		}
@@ -2964,4 +2968,46 @@ func TestRedisSeedsOfTwoClusters(t *testing.T) {
 		t.Fatalf("Open of the test cluster's own seeds: %v", err)
 	}
 	d.Close()
+}
+
+// Ensure that an index whose manifest alone was lost (its master
+// restarted empty before its failover, the rest of the index intact on
+// the other masters) is read from a copy of the manifest: a writer goes
+// on, an open (reader and writer) finds every document, and the
+// manifest is back in place; the index could only be dropped (an
+// operator's review of Redis, RD2-4). The oracle is the documents put.
+func TestRedisManifestLostAloneReadFromItsCopy(t *testing.T) {
+	u := redisURL(t)
+	ctx := context.Background()
+	w := writerOfTwenty(t, u, nil, "the manifest alone went")
+	c, name := rawRedis(t)
+	keys := rediskv.ManifestKeys(name)
+	if n, err := c.Del(ctx, keys[0]).Result(); err != nil || n != 1 {
+		t.Fatalf("deleting the manifest: %d, %v", n, err)
+	}
+	if err := w.Put(Doc{ID: "after", Text: "a document put after the manifest alone went"}, nil); err != nil {
+		t.Fatalf("Put after the manifest alone went: %v", err)
+	}
+	if n, err := c.Exists(ctx, keys[0]).Result(); err != nil || n != 1 {
+		t.Fatalf("the manifest was not put back: %d, %v", n, err)
+	}
+	if _, err := c.Del(ctx, keys[0]).Result(); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Open(u, &Options{ReadOnly: true})
+	if err != nil {
+		t.Fatalf("a read-only open with the manifest lost alone: %v", err)
+	}
+	defer r.Close()
+	if n, err := r.Count(); err != nil || n != 21 {
+		t.Fatalf("Count: %d, %v; want 21", n, err)
+	}
+	for _, id := range []string{"before0", "before19", "after"} {
+		if ok, err := r.Has(id); !ok || err != nil {
+			t.Errorf("Has(%s): %v, %v", id, ok, err)
+		}
+	}
+	if rep, err := r.Check(ctx); err != nil || !rep.OK() {
+		t.Fatalf("Check: %v, %v", rep, err)
+	}
 }

@@ -389,7 +389,7 @@ func TestRedisFailedCreatorKeepsLostIndex(t *testing.T) {
 	ctx := context.Background()
 	// NB: the keys a creation looks up (the counters, the first record,
 	// the expiry index), and the manifest.
-	for _, k := range []string{"lshdb:lostunder:manifest", "{lshdb:lostunder}:counters", "lshdb:lostunder:d:1", "lshdb:lostunder:x"} {
+	for _, k := range append(rediskv.ManifestKeys("lostunder"), "{lshdb:lostunder}:counters", "lshdb:lostunder:d:1", "lshdb:lostunder:x") {
 		if err := cc.Del(ctx, k).Err(); err != nil {
 			t.Fatal(err)
 		}
@@ -485,9 +485,11 @@ func TestRedisRecoveryAdvice(t *testing.T) {
 	if out, errOut, code := runLine([]string{"insert", "--db", url, "-"}, "{\"id\": \"new\", \"text\": \"a document given a number already taken\"}\n"); code != 0 {
 		t.Fatalf("the insert after the repair: exit %d: %s%s", code, out, errOut)
 	}
-	// The manifest lost.
-	if err := cc.Del(ctx, "lshdb:advice:manifest").Err(); err != nil {
-		t.Fatal(err)
+	// The manifest lost, and its copies.
+	for _, k := range rediskv.ManifestKeys("advice") {
+		if err := cc.Del(ctx, k).Err(); err != nil {
+			t.Fatal(err)
+		}
 	}
 	_, errOut, code = runLine([]string{"info", "--db", url}, "")
 	if code == 0 || !strings.Contains(errOut, "--yes --force removes them") {

@@ -13,6 +13,7 @@
 // a slot, in one hash.
 //
 //	lshdb:NAME:manifest             string: the manifest (db's codec)
+//	{lshdb:NAME:manifest:N}:copy    string: a copy of the manifest, two of them, on other masters (manifestCopyKey)
 //	{lshdb:NAME}:counters           hash: next (the last doc number given), live (documents stored)
 //	lshdb:NAME:i:ID                 string: the doc number of ID (decimal)
 //	lshdb:NAME:d:N                  hash: i (the id), r (the record), b (its band buckets, 8 bytes each), x (set when deleted)
@@ -777,18 +778,116 @@ func (s *Store) postKey(band int, bucket uint64) string {
 	return s.prefix + "p:" + strconv.Itoa(band) + ":" + strconv.FormatUint(bucket, 16)
 }
 
-// Manifest returns the stored manifest, or nil when there is none.
-func (s *Store) Manifest(ctx context.Context) ([]byte, error) {
-	b, err := s.c.Get(ctx, s.manifestKey()).Bytes()
-	if errors.Is(err, redis.Nil) {
-		return nil, nil
+// manifestCopies is how many copies of the manifest an index keeps
+// beside it (manifestCopyKey).
+const manifestCopies = 2
+
+// manifestCopyKey names copy i of the manifest: a key hash-tagged to a
+// slot in the (i+1)th of three equal ranges of the slots, other than the
+// manifest's own range, so that in a cluster of three masters or more
+// with the slots spread evenly (redis-cli --cluster create) the manifest
+// and its copies are on three masters.
+//
+// NB: the manifest was one key: a master restarted empty before its
+// failover took it, and the rest of the index, intact on the other
+// masters, could only be dropped (an operator's review of Redis, RD2-4).
+func (s *Store) manifestCopyKey(i int) string { return manifestCopyKey(s.prefix, i) }
+
+func manifestCopyKey(prefix string, i int) string {
+	own := keySlot(prefix+"manifest") * 3 / 16384
+	want := (own + 1 + i) % 3
+	for n := 0; ; n++ {
+		tag := prefix + "manifest:" + strconv.Itoa(n)
+		if keySlot(tag)*3/16384 == want {
+			return "{" + tag + "}:copy"
+		}
 	}
-	return b, err
 }
 
-// SetManifest stores the manifest.
+// ManifestKeys returns the keys of the manifest of the index name and of
+// its copies: an index whose manifest is lost is one that lost them all.
+func ManifestKeys(name string) []string {
+	prefix := "lshdb:" + name + ":"
+	keys := []string{prefix + "manifest"}
+	for i := range manifestCopies {
+		keys = append(keys, manifestCopyKey(prefix, i))
+	}
+	return keys
+}
+
+// keySlot is Redis Cluster's slot of a key: CRC16 (XMODEM) of the key, or
+// of its hash tag (the part between its first { and the next }, when
+// not empty), modulo 16384.
+func keySlot(key string) int {
+	if i := strings.IndexByte(key, '{'); i >= 0 {
+		if j := strings.IndexByte(key[i+1:], '}'); j > 0 {
+			key = key[i+1 : i+1+j]
+		}
+	}
+	var crc uint16
+	for k := 0; k < len(key); k++ {
+		crc ^= uint16(key[k]) << 8
+		for range 8 {
+			if crc&0x8000 != 0 {
+				crc = crc<<1 ^ 0x1021
+			} else {
+				crc <<= 1
+			}
+		}
+	}
+	return int(crc) % 16384
+}
+
+// Manifest returns the stored manifest, or nil when there is none. Where
+// the manifest is gone but a copy is there (its master lost it), it
+// returns the copy, and puts it back in place unless one is there by
+// then.
+func (s *Store) Manifest(ctx context.Context) ([]byte, error) {
+	b, err := s.c.Get(ctx, s.manifestKey()).Bytes()
+	if !errors.Is(err, redis.Nil) {
+		return b, err
+	}
+	for i := range manifestCopies {
+		b, err := s.c.Get(ctx, s.manifestCopyKey(i)).Bytes()
+		switch {
+		case errors.Is(err, redis.Nil):
+			continue
+		case err != nil:
+			return nil, err
+		}
+		// NB: a reader that may not write (an ACL user that reads) has
+		// the copy still: the next writer puts it back.
+		if set, err := s.c.SetNX(ctx, s.manifestKey(), b, 0).Result(); err == nil && !set {
+			return s.Manifest(ctx) // NB: put back by another meanwhile
+		}
+		return b, nil
+	}
+	return nil, nil
+}
+
+// SetManifest stores the manifest, and its copies.
 func (s *Store) SetManifest(ctx context.Context, m []byte) error {
-	return s.c.Set(ctx, s.manifestKey(), m, 0).Err()
+	if err := s.c.Set(ctx, s.manifestKey(), m, 0).Err(); err != nil {
+		return err
+	}
+	for i := range manifestCopies {
+		if err := s.c.Set(ctx, s.manifestCopyKey(i), m, 0).Err(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// CopyManifest stores the copies of the manifest m that are missing (an
+// index an older lshdb made has none). A writable handle calls it once it
+// has read the manifest.
+func (s *Store) CopyManifest(ctx context.Context, m []byte) error {
+	for i := range manifestCopies {
+		if err := s.c.SetNX(ctx, s.manifestCopyKey(i), m, 0).Err(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Leftovers returns keys of an index under this name that has no
@@ -920,7 +1019,10 @@ return redis.call('HINCRBY', KEYS[1], 'next', ARGV[1])`
 // (two processes creating the same index at once: one wins); created says
 // whether this one did.
 func (s *Store) CreateManifest(ctx context.Context, m []byte) (created bool, err error) {
-	return s.c.SetNX(ctx, s.manifestKey(), m, 0).Result()
+	if created, err = s.c.SetNX(ctx, s.manifestKey(), m, 0).Result(); err != nil || !created {
+		return created, err
+	}
+	return true, s.CopyManifest(ctx, m)
 }
 
 // Put is one document to store: its id, its record, and its bucket in
@@ -3272,9 +3374,15 @@ func (s *Store) MemoryUsage(ctx context.Context) (map[string]uint64, error) {
 	return out, nil
 }
 
-// Drop deletes every key of the index: its manifest first, so that a
-// reader that opens it meanwhile finds no index rather than part of one.
+// Drop deletes every key of the index: its manifest first (its copies
+// before it, so that no reader puts it back from them), so that a reader
+// that opens it meanwhile finds no index rather than part of one.
 func (s *Store) Drop(ctx context.Context) error {
+	for i := range manifestCopies {
+		if err := s.c.Del(ctx, s.manifestCopyKey(i)).Err(); err != nil {
+			return err
+		}
+	}
 	if err := s.c.Del(ctx, s.manifestKey()).Err(); err != nil {
 		return err
 	}

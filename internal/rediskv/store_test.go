@@ -1874,3 +1874,108 @@ func storeAt(t *testing.T, addr, prefix string, readTimeout time.Duration) *Stor
 	t.Cleanup(func() { s.Close() })
 	return s
 }
+
+// Ensure that keySlot is the cluster's own slot of a key (CLUSTER
+// KEYSLOT), hash tags included, and that the manifest and its copies lie
+// in three different thirds of the slots: on the test cluster's three
+// masters, each on its own.
+func TestManifestCopiesSlots(t *testing.T) {
+	s := open(t)
+	ctx := context.Background()
+	cc := s.c.(*redis.ClusterClient)
+	for _, k := range []string{"", "a", "lshdb:x:manifest", "{lshdb:x}:counters", "{}x", "a{b}c", "a{}b{c}", "{lshdb:x:manifest:3}:copy", "ünïcode", "123456789"} {
+		want, err := cc.ClusterKeySlot(ctx, k).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := keySlot(k); int64(got) != want {
+			t.Errorf("keySlot(%q) = %d, the cluster says %d", k, got, want)
+		}
+	}
+	for _, name := range []string{"a", "mydocs", "TestX", "idx-0"} {
+		keys := ManifestKeys(name)
+		thirds := map[int]bool{}
+		for _, k := range keys {
+			thirds[keySlot(k)*3/16384] = true
+		}
+		if len(keys) != 1+manifestCopies || len(thirds) != 3 {
+			t.Errorf("%s: the manifest's keys %v lie in %d thirds of the slots, want 3", name, keys, len(thirds))
+		}
+		masters := map[string]bool{}
+		for _, k := range keys {
+			c, err := cc.MasterForKey(ctx, k)
+			if err != nil {
+				t.Fatal(err)
+			}
+			masters[c.Options().Addr] = true
+		}
+		if len(masters) != 3 {
+			t.Errorf("%s: the manifest's keys are on %d masters, want 3", name, len(masters))
+		}
+	}
+}
+
+// Ensure that a manifest lost alone (its master restarted empty) is
+// read from a copy and put back, that CreateManifest writes the copies,
+// SetManifest updates them, CopyManifest makes the missing ones, and Drop
+// removes them all: the model is the bytes written.
+func TestManifestCopies(t *testing.T) {
+	s := open(t)
+	ctx := context.Background()
+	defer s.Drop(ctx)
+	name := strings.TrimSuffix(strings.TrimPrefix(s.prefix, "lshdb:"), ":")
+	keys := ManifestKeys(name)
+	get := func(k string) string {
+		v, err := s.c.Get(ctx, k).Result()
+		if errors.Is(err, redis.Nil) {
+			return "<none>"
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	if created, err := s.CreateManifest(ctx, []byte("m1")); err != nil || !created {
+		t.Fatalf("CreateManifest: %v, %v", created, err)
+	}
+	for _, k := range keys {
+		if v := get(k); v != "m1" {
+			t.Fatalf("%s after CreateManifest: %q", k, v)
+		}
+	}
+	if err := s.SetManifest(ctx, []byte("m2")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.c.Del(ctx, keys[0]).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := s.Manifest(ctx); err != nil || string(m) != "m2" {
+		t.Fatalf("Manifest with the manifest lost: %q, %v; want the copy, m2", m, err)
+	}
+	if v := get(keys[0]); v != "m2" {
+		t.Fatalf("the manifest after a read from its copy: %q, want it put back", v)
+	}
+	for _, k := range keys[1:] {
+		if err := s.c.Del(ctx, k).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.CopyManifest(ctx, []byte("m2")); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range keys {
+		if v := get(k); v != "m2" {
+			t.Fatalf("%s after CopyManifest: %q", k, v)
+		}
+	}
+	if err := s.Drop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range keys {
+		if v := get(k); v != "<none>" {
+			t.Fatalf("%s after Drop: %q", k, v)
+		}
+	}
+	if m, err := s.Manifest(ctx); err != nil || m != nil {
+		t.Fatalf("Manifest after Drop: %q, %v", m, err)
+	}
+}
