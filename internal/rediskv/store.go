@@ -794,14 +794,26 @@ const manifestCopies = 2
 func (s *Store) manifestCopyKey(i int) string { return manifestCopyKey(s.prefix, i) }
 
 func manifestCopyKey(prefix string, i int) string {
-	own := keySlot(prefix+"manifest") * 3 / 16384
-	want := (own + 1 + i) % 3
+	want := (slotThird(keySlot(prefix+"manifest")) + 1 + i) % 3
 	for n := 0; ; n++ {
 		tag := prefix + "manifest:" + strconv.Itoa(n)
-		if keySlot(tag)*3/16384 == want {
+		if slotThird(keySlot(tag)) == want {
 			return "{" + tag + "}:copy"
 		}
 	}
+}
+
+// slotThird is which of the three ranges of slots that redis-cli
+// --cluster create gives three masters (0-5460, 5461-10922, 10923-16383)
+// holds slot.
+func slotThird(slot int) int {
+	switch {
+	case slot < 5461:
+		return 0
+	case slot < 10923:
+		return 1
+	}
+	return 2
 }
 
 // ManifestKeys returns the keys of the manifest of the index name and of

@@ -1896,7 +1896,7 @@ func TestManifestCopiesSlots(t *testing.T) {
 		keys := ManifestKeys(name)
 		thirds := map[int]bool{}
 		for _, k := range keys {
-			thirds[keySlot(k)*3/16384] = true
+			thirds[slotThird(keySlot(k))] = true
 		}
 		if len(keys) != 1+manifestCopies || len(thirds) != 3 {
 			t.Errorf("%s: the manifest's keys %v lie in %d thirds of the slots, want 3", name, keys, len(thirds))
