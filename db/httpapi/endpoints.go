@@ -1364,13 +1364,25 @@ func (h *handler) backup(w *resp, r *http.Request) error {
 		return fmt.Errorf("%w: this server takes backups over TCP only under a backup root, and has none (lshdb serve --backup-root DIR; the owner of an index on disk may back up anywhere through its socket)", db.ErrInvalidOptions)
 	}
 	dir := filepath.Clean(req.Dir)
+	// at is where the backup is made: under a root, the directory's path
+	// with its links resolved, once, and every check made on it (below).
 	// NB: where the directory really is: a link under the root may lead
-	// out of it.
-	if root := h.o.BackupRoot; root != "" && fspath.Resolve(dir) == fspath.Resolve(root) {
-		// NB: it said the root itself was outside the root.
-		return fmt.Errorf("%w: backup directory %s is the server's backup root: give a new directory under it", db.ErrInvalidOptions, dir)
-	} else if root != "" && !fspath.Within(dir, root) {
-		return fmt.Errorf("%w: backup directory %s is outside the server's backup root %s", db.ErrInvalidOptions, dir, root)
+	// out of it. And the path checked is the path used: a check of one
+	// resolution and a backup at another let a directory swapped for a
+	// link meanwhile take the backup out of the root (a read-through's
+	// RT2-1).
+	at := dir
+	if root := h.o.BackupRoot; root != "" {
+		at = fspath.Resolve(dir)
+		rroot := fspath.Resolve(root)
+		rel, err := filepath.Rel(rroot, at)
+		switch {
+		case at == rroot:
+			// NB: it said the root itself was outside the root.
+			return fmt.Errorf("%w: backup directory %s is the server's backup root: give a new directory under it", db.ErrInvalidOptions, dir)
+		case err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)):
+			return fmt.Errorf("%w: backup directory %s is outside the server's backup root %s", db.ErrInvalidOptions, dir, root)
+		}
 	}
 	// NB: as lshdb backup: the parent must exist, so that a typo or a
 	// volume not mounted is an error; db.Backup makes it, and over HTTP
@@ -1383,14 +1395,12 @@ func (h *handler) backup(w *resp, r *http.Request) error {
 			return fmt.Errorf("%w: backup directory %s: its parent %s is not a directory", db.ErrInvalidOptions, dir, parent)
 		}
 	}
-	at := dir
 	if h.o.BackupRoot != "" {
 		// NB: the backup is made where the directory was found to be,
 		// by a path with no link, on which no one but this user and root
-		// could swap a directory for a link meanwhile: a local user who
+		// can swap a directory for a link from now on: a local user who
 		// could write under the root had the backup's copies (hard
 		// links) made outside it that way (a security review's SEC-5).
-		at = fspath.Resolve(dir)
 		if err := fspath.Guarded(filepath.Dir(at)); err != nil {
 			return fmt.Errorf("%w: backup directory %s: %v: another user could redirect a backup out of the backup root from there (make the directories from / to the backup's parent belong to the server's user or root, and writable by no one else)", db.ErrInvalidOptions, dir, err)
 		}

@@ -2894,3 +2894,66 @@ func TestMaxRuns(t *testing.T) {
 		t.Errorf("memory=1: %+v %v, want the budget raised to %d", po, err, MinPairsMemory)
 	}
 }
+
+// Ensure that a backup under the root is made where its path was checked:
+// with a directory others may write swapped for a link out of the root
+// and back, again and again, while backups under it are asked for, no
+// backup is made outside the root (a check of one resolution of the path
+// and a backup at another made one there within a second: a
+// read-through's RT2-1). Each request is refused, as the way is one
+// others may change; the oracle is the directory outside, empty.
+func TestBackupRootSwapRace(t *testing.T) {
+	d := openFixture(t, 10, nil)
+	tmp := t.TempDir()
+	root, outside := filepath.Join(tmp, "backups"), filepath.Join(tmp, "elsewhere")
+	for _, dir := range []string{root, outside} {
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	shared := filepath.Join(root, "shared")
+	sub := filepath.Join(shared, "sub")
+	if err := os.MkdirAll(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(shared, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(tmp, "probe")); err != nil {
+		t.Skip("no symbolic links here:", err)
+	}
+	h := Handler(d, &Options{BackupRoot: root})
+	stop := make(chan struct{})
+	swapped := make(chan struct{})
+	go func() {
+		defer close(swapped)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			os.Remove(sub)
+			os.Symlink(outside, sub)
+			os.Remove(sub)
+			os.Mkdir(sub, 0o755)
+		}
+	}()
+	codes := map[int]int{}
+	for i, deadline := 0, time.Now().Add(3*time.Second); time.Now().Before(deadline); i++ {
+		body, _ := json.Marshal(BackupRequest{Dir: filepath.Join(sub, fmt.Sprint("b", i))})
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("POST", "/v1/backup", bytes.NewReader(body)))
+		codes[rec.Code]++
+		if left, _ := os.ReadDir(outside); len(left) > 0 {
+			close(stop)
+			<-swapped
+			t.Fatalf("a backup under %s was made outside the root, in %s: %s (answers %v)", sub, outside, left[0].Name(), codes)
+		}
+	}
+	close(stop)
+	<-swapped
+	if codes[http.StatusOK] > 0 {
+		t.Errorf("answers %v: a backup was made through a directory others may write", codes)
+	}
+}
