@@ -417,12 +417,7 @@ func (db *DB) Bucket(band int, bucket uint64) ([]string, error) {
 	}
 	ids := make([]string, 0, len(nums))
 	now := db.now().UnixNano()
-	// NB: with no snapshot (Redis), an id being replaced may have two
-	// versions in the bucket: it is listed once.
-	var seen map[string]bool
-	if v.gone() {
-		seen = make(map[string]bool, len(nums))
-	}
+	var listed []uint64 // the doc numbers of ids
 	for _, n := range nums {
 		rec, ok, err := v.record(n)
 		switch {
@@ -437,13 +432,30 @@ func (db *DB) Bucket(band int, bucket uint64) ([]string, error) {
 		if err != nil {
 			return nil, classify(err)
 		}
-		if compaction.Expired(dv.Expires, now) || seen != nil && seen[string(dv.ID)] {
+		if compaction.Expired(dv.Expires, now) {
 			continue
 		}
-		if seen != nil {
-			seen[string(dv.ID)] = true
+		ids, listed = append(ids, string(dv.ID)), append(listed, n)
+	}
+	if rv, ok := v.(*redisView); ok && len(ids) > 0 {
+		// NB: with no snapshot (Redis), an id is listed where the
+		// version it names now is, as a query answers: of an id being
+		// replaced, both versions may be in the bucket (it is listed
+		// once), and a version a stopped write left, which no id names,
+		// listed its id in a bucket where the id's document is not (a
+		// read-through's RT2-4).
+		named, err := rv.namedAs(ids, listed)
+		if err != nil {
+			return nil, err
 		}
-		ids = append(ids, string(dv.ID))
+		k := 0
+		for i, id := range ids {
+			if named[i] {
+				ids[k] = id
+				k++
+			}
+		}
+		ids = ids[:k]
 	}
 	return ids, nil
 }

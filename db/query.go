@@ -685,9 +685,12 @@ func (db *DB) query(ctx context.Context, v view, set []uint64, sig []uint32, siz
 		// documents for its duplicates, though Get said the id was not
 		// stored (an operator's review of Redis, RD2-1). One pipelined
 		// read of the matches' ids, after verification.
+		n := len(res.Matches)
 		if res.Matches, err = rv.named(res.Matches); err != nil {
 			return nil, err
 		}
+		// NB: not candidates either, as a record gone is not (errGone).
+		res.Candidates -= n - len(res.Matches)
 	}
 	slices.SortFunc(res.Matches, func(a, b Match) int {
 		if q.EstimateOnly {

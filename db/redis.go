@@ -1245,6 +1245,14 @@ func (db *DB) redisPairsOf(ctx context.Context, r *redisRun, start, end int) ([]
 		if err != nil {
 			return nil, redisErr(err)
 		}
+		// read are the versions found through the postings, used once
+		// their ids are found to name them.
+		type found struct {
+			k   int
+			n   uint64
+			rec []byte
+		}
+		var read []found
 		for i, rec := range rs {
 			n := need[i]
 			if rec == nil {
@@ -1266,8 +1274,34 @@ func (db *DB) redisPairsOf(ctx context.Context, r *redisRun, start, end int) ([]
 				continue // an id written since the ids were listed: not paired
 			}
 			numKey[n] = k
-			if err := use(k, n, rec); err != nil {
-				return nil, err
+			read = append(read, found{k, n, rec})
+		}
+		// NB: a version is its id's only if the id names it now: the
+		// newest read was taken, and a replacement that stopped after
+		// its new version's postings (a writer killed), its id naming
+		// the old one still, had the id paired by a text Get did not
+		// give, at Jaccard 1 with documents it shared no word with (a
+		// read-through's RT2-3). Such a version's id is read as it
+		// names it now (follow), as Query reads it.
+		if len(read) > 0 {
+			ids := make([]string, len(read))
+			for i, f := range read {
+				ids[i] = r.live[f.k].ID
+			}
+			now, err := db.rkv.DocNums(ctx, ids)
+			if err != nil {
+				return nil, redisErr(err)
+			}
+			for i, f := range read {
+				if now[i] != f.n {
+					if now[i] != 0 {
+						follow = append(follow, ids[i])
+					}
+					continue
+				}
+				if err := use(f.k, f.n, f.rec); err != nil {
+					return nil, err
+				}
 			}
 		}
 	}

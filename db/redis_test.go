@@ -2827,8 +2827,8 @@ func TestRedisUnnamedRecordsAnswerNothing(t *testing.T) {
 	if _, err := d.Get("g"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("Get(g) with its id gone: %v, want ErrNotFound", err)
 	}
-	if res, err := d.Query(ctx, g, nil); err != nil || len(res.Matches) != 0 {
-		t.Fatalf("Query(g's text) = %+v, %v; want no match (g is not stored)", res, err)
+	if res, err := d.Query(ctx, g, nil); err != nil || len(res.Matches) != 0 || res.Candidates != 0 {
+		t.Fatalf("Query(g's text) = %+v, %v; want no match and no candidate (g is not stored)", res, err)
 	}
 	if m, err := d.PutIfNew(Doc{ID: "g2", Text: g}, nil); err != nil || m != nil {
 		t.Fatalf("PutIfNew(g2 with g's text) = %+v, %v; want it stored (g is not)", m, err)
@@ -3009,5 +3009,83 @@ func TestRedisManifestLostAloneReadFromItsCopy(t *testing.T) {
 	}
 	if rep, err := r.Check(ctx); err != nil || !rep.OK() {
 		t.Fatalf("Check: %v, %v", rep, err)
+	}
+}
+
+// Ensure that Pairs and Bucket on Redis take an id's version to be the
+// one its id names, as Get and a query do: of an id whose replacement
+// stopped after its new version's record, postings and id, the id then
+// set back to the old version (a write that did not land), Pairs paired
+// the id by the newer version read, at Jaccard 1 with documents whose
+// text the id's document shares no word with, and Bucket listed the id
+// where its document is not (a read-through's RT2-3, RT2-4). The id
+// comes in a later chunk than the documents it was paired with. The
+// oracle is Get, and the texts' exact Jaccard (0).
+func TestRedisPairsAndBucketTakeTheNamedVersion(t *testing.T) {
+	u := redisURL(t)
+	d, err := Open(u, &Options{ExpirySweep: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	ctx := context.Background()
+	const (
+		v1 = "alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima"
+		v2 = "one two three four five six seven eight nine ten eleven twelve thirteen"
+	)
+	var docs []Doc
+	for i := range 12 {
+		docs = append(docs, Doc{ID: fmt.Sprint("y", i), Text: v2})
+	}
+	for i := range 1500 {
+		docs = append(docs, Doc{ID: fmt.Sprint("f", i), Text: fmt.Sprintf("filler %d has words %d and %d and %d of its own zz%d", i, i*7, i*13, i*31, i)})
+	}
+	docs = append(docs, Doc{ID: "x", Text: v1})
+	if _, err := d.PutBatch(docs, nil); err != nil {
+		t.Fatal(err)
+	}
+	old, err := d.Get("x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	restore := rediskv.InjectCrash(2) // the new version's record, postings and id written; the old one not retired
+	err = d.Put(Doc{ID: "x", Text: v2}, nil)
+	restore()
+	if err == nil {
+		t.Fatal("the injected crash did not stop the put")
+	}
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: redisCluster.Addrs})
+	defer cc.Close()
+	if err := cc.Set(ctx, "lshdb:"+t.Name()+":i:x", strconv.FormatUint(old.Num, 10), 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if doc, err := d.Get("x"); err != nil || doc.Text != v1 {
+		t.Fatalf("Get(x) = %+v, %v; want its first version", doc, err)
+	}
+	ys := 0
+	for p, err := range d.Pairs(ctx, nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.A == "x" || p.B == "x" {
+			t.Fatalf("Pairs paired x, whose text shares no word with any other: %+v", p)
+		}
+		if p.A[0] == 'y' && p.B[0] == 'y' {
+			ys++
+		}
+	}
+	if ys != 12*11/2 {
+		t.Fatalf("Pairs gave %d pairs of the y documents, want %d", ys, 12*11/2)
+	}
+	ex, err := d.Explain("y0", "y1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids, err := d.Bucket(0, ex.BandKeysA[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Sort(ids); len(ids) != 12 || slices.Contains(ids, "x") {
+		t.Fatalf("Bucket(0, y0's bucket) = %v; want the 12 y documents, not x", ids)
 	}
 }

@@ -190,22 +190,37 @@ func (v *redisView) gone() bool { return true }
 // left, no id names.
 func (v *redisView) named(ms []Match) ([]Match, error) {
 	ids := make([]string, len(ms))
+	nums := make([]uint64, len(ms))
 	for i, m := range ms {
-		ids[i] = m.ID
+		ids[i], nums[i] = m.ID, m.num
 	}
-	nums, err := v.s.DocNums(v.ctx, ids)
+	ok, err := v.namedAs(ids, nums)
 	if err != nil {
-		return nil, redisErr(err)
+		return nil, err
 	}
 	k := 0
 	for i, m := range ms {
-		if nums[i] == m.num {
+		if ok[i] {
 			ms[k] = m
 			k++
 		}
 	}
 	clear(ms[k:])
 	return ms[:k], nil
+}
+
+// namedAs reports whether each of ids names the document nums[i] now
+// (one pipelined read).
+func (v *redisView) namedAs(ids []string, nums []uint64) ([]bool, error) {
+	now, err := v.s.DocNums(v.ctx, ids)
+	if err != nil {
+		return nil, redisErr(err)
+	}
+	ok := make([]bool, len(ids))
+	for i := range ids {
+		ok[i] = now[i] == nums[i]
+	}
+	return ok, nil
 }
 
 // errGone says that a posting named a document with no record, on a
