@@ -846,7 +846,9 @@ func (db *DB) copyFiles(ctx context.Context, dir string, verify bool) (err error
 	// index for writing, often the disk the copy goes to.
 	// NB: lshdb's temporary directories are not copied.
 	if need := db.storeBytes(); need > 0 {
-		if u, err := fsys.GetDiskUsage(parent); err == nil && int64(u.AvailBytes) < need+need/64 {
+		// NB: a filesystem of no size (procfs) is not a full disk (EM-2,
+		// and a read-through's RT2-2: this copy's check missed it).
+		if u, err := fsys.GetDiskUsage(parent); err == nil && u.TotalBytes > 0 && int64(u.AvailBytes) < need+need/64 {
 			return fmt.Errorf("%w: backup: %s has %s free, and the copy of %s needs %s", ErrDiskFull, parent, mib(int64(u.AvailBytes)), db.dir, mib(need))
 		}
 		// NB: on the index's own disk, the copy leaves the index its

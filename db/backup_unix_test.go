@@ -119,12 +119,23 @@ func TestBackupToFilesystemOfNoSize(t *testing.T) {
 	if u, err := vfs.Default.GetDiskUsage("/proc"); err != nil || u.TotalBytes != 0 {
 		t.Skipf("no /proc of no size here (%+v, %v)", u, err)
 	}
-	d := mustOpen(t, t.TempDir(), nil)
+	dir := t.TempDir()
+	d := mustOpen(t, dir, nil)
 	if err := d.Put(Doc{ID: "a", Text: "a document to back up somewhere it cannot go"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	err := d.Backup(context.Background(), "/proc/lshdb-backup-test")
 	if err == nil || errors.Is(err, ErrDiskFull) {
 		t.Fatalf("a backup into /proc: %v, want the system's error, not ErrDiskFull", err)
+	}
+	// NB: a read-only handle's backup copies the files (copyFiles), with
+	// a check of its own (a read-through's RT2-2).
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r := mustOpen(t, dir, &Options{ReadOnly: true})
+	err = r.Backup(context.Background(), "/proc/lshdb-backup-test")
+	if err == nil || errors.Is(err, ErrDiskFull) {
+		t.Fatalf("a read-only handle's backup into /proc: %v, want the system's error, not ErrDiskFull", err)
 	}
 }
