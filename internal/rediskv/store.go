@@ -309,7 +309,7 @@ func Open(ctx context.Context, rawURL string) (*Store, error) {
 		return nil, err
 	}
 	if cfg.cluster && len(cfg.addrs) > 1 {
-		if err := oneCluster(ctx, c.(*redis.ClusterClient), cfg); err != nil {
+		if err := oneCluster(ctx, cfg); err != nil {
 			c.Close()
 			return nil, err
 		}
@@ -326,37 +326,76 @@ func Open(ctx context.Context, rawURL string) (*Store, error) {
 	return s, nil
 }
 
-// oneCluster refuses a URL whose seed nodes are not all nodes of the
-// cluster that cc found: each seed that answers is asked its node id,
-// which must be in the cluster's node table. A seed that does not answer
-// within a second is not asked (a node down is no reason to refuse).
+// oneCluster refuses a URL whose seed nodes are not all nodes of one
+// cluster: each seed that answers within a second (all at once) is asked
+// its node id and its node table, and the seeds are grouped by cluster
+// (a seed is in the cluster whose table holds its id). A seed that does
+// not answer is not asked (a node down is no reason to refuse).
 //
 // NB: go-redis takes its slot map from whichever seed it asks first: a
 // seed list naming a node of each of two clusters was one index in a run
 // and another in the next, and six inserts through one URL made two
 // indexes of 300 documents each (an operator's review of Redis, RD2-3).
-func oneCluster(ctx context.Context, cc *redis.ClusterClient, cfg urlConfig) error {
-	nodes, err := cc.ClusterNodes(ctx).Result()
-	if err != nil {
-		return err
+// The seeds are named by group: compared with the one table go-redis
+// loaded, the good nodes were named as strays when it loaded the stray's
+// (a read-through's RT2-6).
+func oneCluster(ctx context.Context, cfg urlConfig) error {
+	type seed struct {
+		addr, id string
+		table    map[string]bool
 	}
-	known := map[string]bool{}
-	for line := range strings.Lines(nodes) {
-		if id, _, ok := strings.Cut(line, " "); ok {
-			known[id] = true
+	seeds := make([]*seed, len(cfg.addrs))
+	var wg sync.WaitGroup
+	for i, a := range cfg.addrs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			n := redis.NewClient(&redis.Options{Addr: a, Username: cfg.username, Password: cfg.password, DialTimeout: time.Second, ReadTimeout: time.Second, MaxRetries: -1})
+			defer n.Close()
+			tctx, cancel := context.WithTimeout(ctx, time.Second)
+			defer cancel()
+			id, err := n.Do(tctx, "CLUSTER", "MYID").Text()
+			if err != nil {
+				return
+			}
+			nodes, err := n.ClusterNodes(tctx).Result()
+			if err != nil {
+				return
+			}
+			table := map[string]bool{id: true}
+			for line := range strings.Lines(nodes) {
+				if nid, _, ok := strings.Cut(line, " "); ok {
+					table[nid] = true
+				}
+			}
+			seeds[i] = &seed{a, id, table}
+		}()
+	}
+	wg.Wait()
+	var groups [][]*seed
+	for _, sd := range seeds {
+		if sd == nil {
+			continue
 		}
-	}
-	for _, a := range cfg.addrs {
-		n := redis.NewClient(&redis.Options{Addr: a, Username: cfg.username, Password: cfg.password, DialTimeout: time.Second, ReadTimeout: time.Second, MaxRetries: -1})
-		tctx, cancel := context.WithTimeout(ctx, time.Second)
-		id, err := n.Do(tctx, "CLUSTER", "MYID").Text()
-		cancel()
-		n.Close()
-		if err == nil && !known[id] {
-			return fmt.Errorf("%w: %s is a node of another Redis Cluster than the other nodes of the URL (its node id %s is not in their node table): one URL must name nodes of one cluster", ErrURL, a, id)
+		at := slices.IndexFunc(groups, func(g []*seed) bool { return g[0].table[sd.id] || sd.table[g[0].id] })
+		if at < 0 {
+			groups = append(groups, nil)
+			at = len(groups) - 1
 		}
+		groups[at] = append(groups[at], sd)
 	}
-	return nil
+	if len(groups) < 2 {
+		return nil
+	}
+	names := make([]string, len(groups))
+	for i, g := range groups {
+		addrs := make([]string, len(g))
+		for j, sd := range g {
+			addrs[j] = sd.addr
+		}
+		names[i] = "{" + strings.Join(addrs, ", ") + "}"
+	}
+	return fmt.Errorf("%w: the URL names nodes of %d Redis Clusters, %s: one URL must name nodes of one cluster", ErrURL, len(groups), strings.Join(names, " and "))
 }
 
 func (s *Store) ping(ctx context.Context) error {
