@@ -466,11 +466,11 @@ func TestServeWaitsForTheCommandThatTookOver(t *testing.T) {
 	// The insert stopped for 3 s (its /healthz unanswered, its lock
 	// held, as while it closes after a large insert): the serve waits on
 	// (a review, M1: it gave up after 2 s, as locked).
-	if err := ins.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+	if err := stopProcess(ins.cmd.Process); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(3 * time.Second)
-	if err := ins.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+	if err := continueProcess(ins.cmd.Process); err != nil {
 		t.Fatal(err)
 	}
 	select {
