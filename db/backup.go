@@ -574,25 +574,29 @@ func restoreCopyOf(fsys vfs.FS, real string) string {
 	return tmp
 }
 
-// errNoSize is backupTargetFree's error for a filesystem that reports no
-// size: its free space says nothing.
+// errNoSize is targetFree's error for a filesystem that reports no size:
+// its free space says nothing.
 var errNoSize = errors.New("lshdb: the filesystem reports no size")
+
+// targetFree returns the bytes free for a backup or a restore on dir's
+// filesystem, or errNoSize for a filesystem of no size (procfs, sysfs,
+// some FUSE mounts), which is not a full disk: its writes fail as they
+// do (an embedder's review, EM-2: /proc "had 0 bytes free"; a
+// read-through's RT2-2: the check of a copy of the files missed it).
+func targetFree(fsys vfs.FS, dir string) (int64, error) {
+	u, err := fsys.GetDiskUsage(dir)
+	if err == nil && u.TotalBytes == 0 {
+		return 0, errNoSize
+	}
+	return int64(u.AvailBytes), err
+}
 
 // onOtherDevice is otherDevice, and backupTargetFree the free bytes of a
 // backup's (or a restore's) filesystem (variables for the tests, which have no second
 // filesystem to fill).
 var (
 	onOtherDevice    = otherDevice
-	backupTargetFree = func(dir string) (int64, error) {
-		u, err := vfs.Default.GetDiskUsage(dir)
-		if err == nil && u.TotalBytes == 0 {
-			// NB: a filesystem of no size (procfs, sysfs, some FUSE
-			// mounts) is not a full disk: its writes fail as they do
-			// (an embedder's review, EM-2: /proc "had 0 bytes free").
-			return 0, errNoSize
-		}
-		return int64(u.AvailBytes), err
-	}
+	backupTargetFree = func(dir string) (int64, error) { return targetFree(vfs.Default, dir) }
 )
 
 // finishBackup stamps the complete copy in tmp (stampBackup), verifies
@@ -846,10 +850,8 @@ func (db *DB) copyFiles(ctx context.Context, dir string, verify bool) (err error
 	// index for writing, often the disk the copy goes to.
 	// NB: lshdb's temporary directories are not copied.
 	if need := db.storeBytes(); need > 0 {
-		// NB: a filesystem of no size (procfs) is not a full disk (EM-2,
-		// and a read-through's RT2-2: this copy's check missed it).
-		if u, err := fsys.GetDiskUsage(parent); err == nil && u.TotalBytes > 0 && int64(u.AvailBytes) < need+need/64 {
-			return fmt.Errorf("%w: backup: %s has %s free, and the copy of %s needs %s", ErrDiskFull, parent, mib(int64(u.AvailBytes)), db.dir, mib(need))
+		if free, err := targetFree(fsys, parent); err == nil && free < need+need/64 {
+			return fmt.Errorf("%w: backup: %s has %s free, and the copy of %s needs %s", ErrDiskFull, parent, mib(free), db.dir, mib(need))
 		}
 		// NB: on the index's own disk, the copy leaves the index its
 		// reserve, as the README says: it took the disk below it (to

@@ -13,6 +13,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/lshdb/lshdb/codec"
 	"github.com/lshdb/lshdb/compaction"
+	"github.com/lshdb/lshdb/internal/rediskv"
 	"github.com/lshdb/lshdb/internal/topk"
 	"github.com/lshdb/lshdb/minhash"
 )
@@ -415,9 +416,8 @@ func (db *DB) Bucket(band int, bucket uint64) ([]string, error) {
 	if err := v.prefetchRecords(nums); err != nil {
 		return nil, err
 	}
-	ids := make([]string, 0, len(nums))
+	found := make([]rediskv.IDNum, 0, len(nums))
 	now := db.now().UnixNano()
-	var listed []uint64 // the doc numbers of ids
 	for _, n := range nums {
 		rec, ok, err := v.record(n)
 		switch {
@@ -432,30 +432,24 @@ func (db *DB) Bucket(band int, bucket uint64) ([]string, error) {
 		if err != nil {
 			return nil, classify(err)
 		}
-		if compaction.Expired(dv.Expires, now) {
-			continue
+		if !compaction.Expired(dv.Expires, now) {
+			found = append(found, rediskv.IDNum{ID: string(dv.ID), Num: n})
 		}
-		ids, listed = append(ids, string(dv.ID)), append(listed, n)
 	}
-	if rv, ok := v.(*redisView); ok && len(ids) > 0 {
+	if rv, ok := v.(*redisView); ok && len(found) > 0 {
 		// NB: with no snapshot (Redis), an id is listed where the
 		// version it names now is, as a query answers: of an id being
 		// replaced, both versions may be in the bucket (it is listed
 		// once), and a version a stopped write left, which no id names,
 		// listed its id in a bucket where the id's document is not (a
 		// read-through's RT2-4).
-		named, err := rv.namedAs(ids, listed)
-		if err != nil {
+		if found, err = keepNamed(rv, found, func(x rediskv.IDNum) (string, uint64) { return x.ID, x.Num }); err != nil {
 			return nil, err
 		}
-		k := 0
-		for i, id := range ids {
-			if named[i] {
-				ids[k] = id
-				k++
-			}
-		}
-		ids = ids[:k]
+	}
+	ids := make([]string, len(found))
+	for i, x := range found {
+		ids[i] = x.ID
 	}
 	return ids, nil
 }

@@ -686,7 +686,7 @@ func (db *DB) query(ctx context.Context, v view, set []uint64, sig []uint32, siz
 		// stored (an operator's review of Redis, RD2-1). One pipelined
 		// read of the matches' ids, after verification.
 		n := len(res.Matches)
-		if res.Matches, err = rv.named(res.Matches); err != nil {
+		if res.Matches, err = keepNamed(rv, res.Matches, func(m Match) (string, uint64) { return m.ID, m.num }); err != nil {
 			return nil, err
 		}
 		// NB: not candidates either, as a record gone is not (errGone).

@@ -2837,23 +2837,7 @@ func TestRedisUnnamedRecordsAnswerNothing(t *testing.T) {
 		t.Fatalf("Query(g's text) after g2 = %+v, %v; want g2 alone", res, err)
 	}
 
-	old, err := d.Get("x")
-	if err != nil {
-		t.Fatal(err)
-	}
-	restore := rediskv.InjectCrash(2) // the new version's record, postings and id written; the old one not retired
-	err = d.Put(Doc{ID: "x", Text: v2}, nil)
-	restore()
-	if err == nil {
-		t.Fatal("the injected crash did not stop the put")
-	}
-	// NB: as if the id's write had not landed.
-	if err := cc.Set(ctx, prefix+"i:x", strconv.FormatUint(old.Num, 10), 0).Err(); err != nil {
-		t.Fatal(err)
-	}
-	if doc, err := d.Get("x"); err != nil || doc.Text != v1 {
-		t.Fatalf("Get(x) = %+v, %v; want its first version", doc, err)
-	}
+	replacementNotLanded(t, d, "x", v2)
 	res, err := d.Query(ctx, v1, &QueryOptions{Threshold: 0.3})
 	if err != nil || len(res.Matches) != 1 || res.Matches[0].ID != "x" || res.Matches[0].Jaccard != 1 {
 		t.Fatalf("Query(v1) = %+v, %v; want x once, at 1 (the version its id names)", res, err)
@@ -3056,24 +3040,7 @@ func TestRedisPairsAndBucketTakeTheNamedVersion(t *testing.T) {
 	if _, err := d.PutBatch(docs, nil); err != nil {
 		t.Fatal(err)
 	}
-	old, err := d.Get("x")
-	if err != nil {
-		t.Fatal(err)
-	}
-	restore := rediskv.InjectCrash(2) // the new version's record, postings and id written; the old one not retired
-	err = d.Put(Doc{ID: "x", Text: v2}, nil)
-	restore()
-	if err == nil {
-		t.Fatal("the injected crash did not stop the put")
-	}
-	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: redisCluster.Addrs})
-	defer cc.Close()
-	if err := cc.Set(ctx, "lshdb:"+t.Name()+":i:x", strconv.FormatUint(old.Num, 10), 0).Err(); err != nil {
-		t.Fatal(err)
-	}
-	if doc, err := d.Get("x"); err != nil || doc.Text != v1 {
-		t.Fatalf("Get(x) = %+v, %v; want its first version", doc, err)
-	}
+	replacementNotLanded(t, d, "x", v2)
 	ys := 0
 	for p, err := range d.Pairs(ctx, nil) {
 		if err != nil {
@@ -3099,5 +3066,32 @@ func TestRedisPairsAndBucketTakeTheNamedVersion(t *testing.T) {
 	}
 	if slices.Sort(ids); len(ids) != 12 || slices.Contains(ids, "x") {
 		t.Fatalf("Bucket(0, y0's bucket) = %v; want the 12 y documents, not x", ids)
+	}
+}
+
+// replacementNotLanded replaces document id of d (an index of the test's
+// name on the test cluster) by text as a write that did not land leaves
+// it: the new version's record, postings and id written, its old version
+// not retired (an injected crash), and then the id set back to the old
+// version, as if its write had been lost. It checks that Get still gives
+// the old version.
+func replacementNotLanded(t *testing.T, d *DB, id, text string) {
+	t.Helper()
+	old, err := d.Get(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	restore := rediskv.InjectCrash(2) // the new version's record, postings and id written; the old one not retired
+	err = d.Put(Doc{ID: id, Text: text}, nil)
+	restore()
+	if err == nil {
+		t.Fatal("the injected crash did not stop the put")
+	}
+	c, name := rawRedis(t)
+	if err := c.Set(context.Background(), "lshdb:"+name+":i:"+id, strconv.FormatUint(old.Num, 10), 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if doc, err := d.Get(id); err != nil || doc.Text != old.Text {
+		t.Fatalf("Get(%s) = %+v, %v; want its old version", id, doc, err)
 	}
 }

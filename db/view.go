@@ -185,42 +185,28 @@ func (v *redisView) prefetchRecords(nums []uint64) error {
 
 func (v *redisView) gone() bool { return true }
 
-// named returns the matches whose ids name their documents now (Match.num),
-// in order: a version being replaced, or one a write that stopped part way
-// left, no id names.
-func (v *redisView) named(ms []Match) ([]Match, error) {
-	ids := make([]string, len(ms))
-	nums := make([]uint64, len(ms))
-	for i, m := range ms {
-		ids[i], nums[i] = m.ID, m.num
+// keepNamed returns, in order, the xs whose ids name their documents now
+// (of gives each one's id and doc number), in one pipelined read: a
+// version being replaced, or one a write that stopped part way left, no
+// id names.
+func keepNamed[T any](v *redisView, xs []T, of func(T) (string, uint64)) ([]T, error) {
+	ids := make([]string, len(xs))
+	for i, x := range xs {
+		ids[i], _ = of(x)
 	}
-	ok, err := v.namedAs(ids, nums)
-	if err != nil {
-		return nil, err
-	}
-	k := 0
-	for i, m := range ms {
-		if ok[i] {
-			ms[k] = m
-			k++
-		}
-	}
-	clear(ms[k:])
-	return ms[:k], nil
-}
-
-// namedAs reports whether each of ids names the document nums[i] now
-// (one pipelined read).
-func (v *redisView) namedAs(ids []string, nums []uint64) ([]bool, error) {
 	now, err := v.s.DocNums(v.ctx, ids)
 	if err != nil {
 		return nil, redisErr(err)
 	}
-	ok := make([]bool, len(ids))
-	for i := range ids {
-		ok[i] = now[i] == nums[i]
+	k := 0
+	for i, x := range xs {
+		if _, n := of(x); now[i] == n {
+			xs[k] = x
+			k++
+		}
 	}
-	return ok, nil
+	clear(xs[k:])
+	return xs[:k], nil
 }
 
 // errGone says that a posting named a document with no record, on a

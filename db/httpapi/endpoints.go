@@ -1374,13 +1374,11 @@ func (h *handler) backup(w *resp, r *http.Request) error {
 	at := dir
 	if root := h.o.BackupRoot; root != "" {
 		at = fspath.Resolve(dir)
-		rroot := fspath.Resolve(root)
-		rel, err := filepath.Rel(rroot, at)
-		switch {
+		switch rroot := fspath.Resolve(root); {
 		case at == rroot:
 			// NB: it said the root itself was outside the root.
 			return fmt.Errorf("%w: backup directory %s is the server's backup root: give a new directory under it", db.ErrInvalidOptions, dir)
-		case err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)):
+		case !fspath.Under(at, rroot):
 			return fmt.Errorf("%w: backup directory %s is outside the server's backup root %s", db.ErrInvalidOptions, dir, root)
 		}
 	}

@@ -805,13 +805,7 @@ func TestPutIfNewLimit(t *testing.T) {
 // is made outside.
 func TestBackupRoot(t *testing.T) {
 	d := openFixture(t, 10, nil)
-	tmp := t.TempDir()
-	root, outside := filepath.Join(tmp, "backups"), filepath.Join(tmp, "elsewhere")
-	for _, dir := range []string{root, outside} {
-		if err := os.Mkdir(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
+	_, root, outside := backupDirs(t)
 	if err := os.Symlink(outside, filepath.Join(root, "out")); err != nil {
 		t.Skip("no symbolic links here:", err)
 	}
@@ -2904,13 +2898,7 @@ func TestMaxRuns(t *testing.T) {
 // others may change; the oracle is the directory outside, empty.
 func TestBackupRootSwapRace(t *testing.T) {
 	d := openFixture(t, 10, nil)
-	tmp := t.TempDir()
-	root, outside := filepath.Join(tmp, "backups"), filepath.Join(tmp, "elsewhere")
-	for _, dir := range []string{root, outside} {
-		if err := os.Mkdir(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
+	tmp, root, outside := backupDirs(t)
 	shared := filepath.Join(root, "shared")
 	sub := filepath.Join(shared, "sub")
 	if err := os.MkdirAll(sub, 0o755); err != nil {
@@ -2956,4 +2944,18 @@ func TestBackupRootSwapRace(t *testing.T) {
 	if codes[http.StatusOK] > 0 {
 		t.Errorf("answers %v: a backup was made through a directory others may write", codes)
 	}
+}
+
+// backupDirs makes a temporary directory holding a backup root
+// ("backups") and a directory beside it ("elsewhere"), and returns the
+// three.
+func backupDirs(t *testing.T) (tmp, root, outside string) {
+	tmp = t.TempDir()
+	root, outside = filepath.Join(tmp, "backups"), filepath.Join(tmp, "elsewhere")
+	for _, dir := range []string{root, outside} {
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return tmp, root, outside
 }

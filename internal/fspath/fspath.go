@@ -34,8 +34,12 @@ func Resolve(path string) string {
 // Within reports whether path is dir or lies inside it, both resolved
 // (Resolve): a name that passes through a link into dir is inside it, and
 // one under dir that a link leads out of is not.
-func Within(path, dir string) bool {
-	rel, err := filepath.Rel(Resolve(dir), Resolve(path))
+func Within(path, dir string) bool { return Under(Resolve(path), Resolve(dir)) }
+
+// Under reports whether path is dir or lies inside it, by their names
+// alone (both absolute and clean; no link is followed).
+func Under(path, dir string) bool {
+	rel, err := filepath.Rel(dir, path)
 	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }
 

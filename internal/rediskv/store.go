@@ -821,22 +821,21 @@ func (s *Store) postKey(band int, bucket uint64) string {
 // beside it (manifestCopyKey).
 const manifestCopies = 2
 
-// manifestCopyKey names copy i of the manifest: a key hash-tagged to a
-// slot in the (i+1)th of three equal ranges of the slots, other than the
-// manifest's own range, so that in a cluster of three masters or more
-// with the slots spread evenly (redis-cli --cluster create) the manifest
-// and its copies are on three masters.
+// manifestCopyKey names copy i of the manifest of the index whose keys
+// begin with prefix: a key hash-tagged to a slot in the (i+1)th of three
+// ranges of the slots (slotThird), other than the manifest's own range,
+// so that in a cluster of three masters or more with the slots spread
+// evenly (redis-cli --cluster create) the manifest and its copies are on
+// three masters.
 //
 // NB: the manifest was one key: a master restarted empty before its
 // failover took it, and the rest of the index, intact on the other
 // masters, could only be dropped (an operator's review of Redis, RD2-4).
-func (s *Store) manifestCopyKey(i int) string { return manifestCopyKey(s.prefix, i) }
-
 func manifestCopyKey(prefix string, i int) string {
-	want := (slotThird(keySlot(prefix+"manifest")) + 1 + i) % 3
+	want := (slotThird(slotOf(prefix+"manifest")) + 1 + i) % 3
 	for n := 0; ; n++ {
 		tag := prefix + "manifest:" + strconv.Itoa(n)
-		if slotThird(keySlot(tag)) == want {
+		if slotThird(slotOf(tag)) == want {
 			return "{" + tag + "}:copy"
 		}
 	}
@@ -855,38 +854,20 @@ func slotThird(slot int) int {
 	return 2
 }
 
-// ManifestKeys returns the keys of the manifest of the index name and of
-// its copies: an index whose manifest is lost is one that lost them all.
-func ManifestKeys(name string) []string {
-	prefix := "lshdb:" + name + ":"
-	keys := []string{prefix + "manifest"}
-	for i := range manifestCopies {
-		keys = append(keys, manifestCopyKey(prefix, i))
+// manifestCopyKeys returns the keys of the manifest's copies.
+func (s *Store) manifestCopyKeys() []string {
+	keys := make([]string, manifestCopies)
+	for i := range keys {
+		keys[i] = manifestCopyKey(s.prefix, i)
 	}
 	return keys
 }
 
-// keySlot is Redis Cluster's slot of a key: CRC16 (XMODEM) of the key, or
-// of its hash tag (the part between its first { and the next }, when
-// not empty), modulo 16384.
-func keySlot(key string) int {
-	if i := strings.IndexByte(key, '{'); i >= 0 {
-		if j := strings.IndexByte(key[i+1:], '}'); j > 0 {
-			key = key[i+1 : i+1+j]
-		}
-	}
-	var crc uint16
-	for k := 0; k < len(key); k++ {
-		crc ^= uint16(key[k]) << 8
-		for range 8 {
-			if crc&0x8000 != 0 {
-				crc = crc<<1 ^ 0x1021
-			} else {
-				crc <<= 1
-			}
-		}
-	}
-	return int(crc) % 16384
+// ManifestKeys returns the keys of the manifest of the index name and of
+// its copies: an index whose manifest is lost is one that lost them all.
+func ManifestKeys(name string) []string {
+	s := Store{prefix: "lshdb:" + name + ":"}
+	return append([]string{s.manifestKey()}, s.manifestCopyKeys()...)
 }
 
 // Manifest returns the stored manifest, or nil when there is none. Where
@@ -898,8 +879,8 @@ func (s *Store) Manifest(ctx context.Context) ([]byte, error) {
 	if !errors.Is(err, redis.Nil) {
 		return b, err
 	}
-	for i := range manifestCopies {
-		b, err := s.c.Get(ctx, s.manifestCopyKey(i)).Bytes()
+	for _, k := range s.manifestCopyKeys() {
+		b, err := s.c.Get(ctx, k).Bytes()
 		switch {
 		case errors.Is(err, redis.Nil):
 			continue
@@ -921,8 +902,8 @@ func (s *Store) SetManifest(ctx context.Context, m []byte) error {
 	if err := s.c.Set(ctx, s.manifestKey(), m, 0).Err(); err != nil {
 		return err
 	}
-	for i := range manifestCopies {
-		if err := s.c.Set(ctx, s.manifestCopyKey(i), m, 0).Err(); err != nil {
+	for _, k := range s.manifestCopyKeys() {
+		if err := s.c.Set(ctx, k, m, 0).Err(); err != nil {
 			return err
 		}
 	}
@@ -933,8 +914,8 @@ func (s *Store) SetManifest(ctx context.Context, m []byte) error {
 // index an older lshdb made has none). A writable handle calls it once it
 // has read the manifest.
 func (s *Store) CopyManifest(ctx context.Context, m []byte) error {
-	for i := range manifestCopies {
-		if err := s.c.SetNX(ctx, s.manifestCopyKey(i), m, 0).Err(); err != nil {
+	for _, k := range s.manifestCopyKeys() {
+		if err := s.c.SetNX(ctx, k, m, 0).Err(); err != nil {
 			return err
 		}
 	}
@@ -2697,11 +2678,12 @@ func (s *Store) Check(ctx context.Context, bands int) (*CheckReport, error) {
 // (for tests and Drop).
 func (s *Store) Flush(ctx context.Context) (int64, error) {
 	var n int64
-	// NB: the manifest's copies first, which the scan of the index's
-	// prefix does not find (their hash tags begin them): a manifest
-	// deleted by the scan would be read again from them.
-	for i := range manifestCopies {
-		m, err := s.c.Del(ctx, s.manifestCopyKey(i)).Result()
+	// NB: the manifest first, so that a reader that opens the index
+	// meanwhile finds no index rather than part of one, and its copies
+	// before it (the scan of the index's prefix does not find them: their
+	// hash tags begin them), so that no reader puts it back from them.
+	for _, k := range append(s.manifestCopyKeys(), s.manifestKey()) {
+		m, err := s.c.Del(ctx, k).Result()
 		if err != nil {
 			return n, err
 		}
@@ -2977,18 +2959,14 @@ func (s *Store) Sync(ctx context.Context, timeout time.Duration) error {
 		// acked writes to key and waits up to timeout for a replica to
 		// hold it (WAIT counts a connection's last write: both in one
 		// pipeline, one connection).
-		// NB: the write is a script flagged allow-oom where the servers
-		// take the flag (a plain INCR is refused at maxmemory): a delete
+		// NB: the write is a script, flagged allow-oom where the servers
+		// take the flag (script; a plain INCR is refused at maxmemory): a delete
 		// there, carried out, was reported failed as "disk full" by its
 		// wait for the replicas (an operator's review of Redis, RD2-6).
 		acked := func() (bool, error) {
 			var n *redis.Cmd
 			if _, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
-				if s.freeAtOOM {
-					p.Eval(ctx, s.script(incrScript), []string{key})
-				} else {
-					p.Incr(ctx, key)
-				}
+				p.Eval(ctx, s.script(incrScript), []string{key})
 				n = p.Do(ctx, "WAIT", 1, ms)
 				return nil
 			}); err != nil {
@@ -3435,18 +3413,10 @@ func (s *Store) MemoryUsage(ctx context.Context) (map[string]uint64, error) {
 	return out, nil
 }
 
-// Drop deletes every key of the index: its manifest first (its copies
-// before it, so that no reader puts it back from them), so that a reader
-// that opens it meanwhile finds no index rather than part of one.
+// Drop deletes every key of the index (Flush): its manifest first, so
+// that a reader that opens it meanwhile finds no index rather than part of
+// one.
 func (s *Store) Drop(ctx context.Context) error {
-	for i := range manifestCopies {
-		if err := s.c.Del(ctx, s.manifestCopyKey(i)).Err(); err != nil {
-			return err
-		}
-	}
-	if err := s.c.Del(ctx, s.manifestKey()).Err(); err != nil {
-		return err
-	}
 	_, err := s.Flush(ctx)
 	return err
 }

@@ -1875,8 +1875,8 @@ func storeAt(t *testing.T, addr, prefix string, readTimeout time.Duration) *Stor
 	return s
 }
 
-// Ensure that keySlot is the cluster's own slot of a key (CLUSTER
-// KEYSLOT), hash tags included, and that the manifest and its copies lie
+// Ensure that slotOf is the cluster's own slot of a key (CLUSTER
+// KEYSLOT) for the manifest's keys, hash tags included, and that the manifest and its copies lie
 // in three different thirds of the slots: on the test cluster's three
 // masters, each on its own.
 func TestManifestCopiesSlots(t *testing.T) {
@@ -1888,15 +1888,15 @@ func TestManifestCopiesSlots(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := keySlot(k); int64(got) != want {
-			t.Errorf("keySlot(%q) = %d, the cluster says %d", k, got, want)
+		if got := slotOf(k); int64(got) != want {
+			t.Errorf("slotOf(%q) = %d, the cluster says %d", k, got, want)
 		}
 	}
 	for _, name := range []string{"a", "mydocs", "TestX", "idx-0"} {
 		keys := ManifestKeys(name)
 		thirds := map[int]bool{}
 		for _, k := range keys {
-			thirds[slotThird(keySlot(k))] = true
+			thirds[slotThird(slotOf(k))] = true
 		}
 		if len(keys) != 1+manifestCopies || len(thirds) != 3 {
 			t.Errorf("%s: the manifest's keys %v lie in %d thirds of the slots, want 3", name, keys, len(thirds))
