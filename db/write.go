@@ -16,6 +16,7 @@ import (
 	"github.com/lshdb/lshdb/codec"
 	"github.com/lshdb/lshdb/compaction"
 	"github.com/lshdb/lshdb/internal/arena"
+	"github.com/lshdb/lshdb/internal/rediskv"
 	"github.com/lshdb/lshdb/minhash"
 )
 
@@ -446,6 +447,11 @@ type PreparedBatch struct {
 	preps   []prepared
 	res     BatchResult // Repeated and SkippedEmpty
 	written atomic.Bool
+	// again is, on Redis, the write of a try that failed, which the next
+	// try sends again as itself (rediskv.Attempt); againExpires is the
+	// expiry that try gave the documents, which its records hold.
+	again        *rediskv.Attempt
+	againExpires int64
 }
 
 // Len is the number of documents the batch writes (an id repeated in the
@@ -480,9 +486,13 @@ func (db *DB) PrepareBatch(docs []Doc, wo *WriteOptions) (*PreparedBatch, error)
 // writer lock; the documents' expiry (WriteOptions.TTL) counts from now.
 // The result is PutBatch's. A batch is written once: again, at the same
 // time from two goroutines, or on another handle is ErrInvalidOptions;
-// after a write that failed it may be tried again (if the failure came
-// after the batch was written, a sync that failed, the second write
-// replaces its documents with themselves).
+// after a write that failed it may be tried again. On Pebble, if the
+// failure came after the batch was written (a sync that failed), the
+// second write replaces its documents with themselves. On Redis, where a
+// failure may leave a write part done (a master failing over), the
+// second is the first write sent again (within 5 minutes of it): it
+// finishes that write, under the same document numbers, counts what it
+// replaced once, and leaves nothing for Check to find.
 func (db *DB) PutPrepared(ctx context.Context, pb *PreparedBatch) (BatchResult, error) {
 	switch {
 	case pb == nil:
@@ -557,6 +567,11 @@ func (db *DB) prepareBatch(docs []Doc, wo *WriteOptions) (*PreparedBatch, error)
 func (db *DB) putPrepared(ctx context.Context, pb *PreparedBatch, expires int64) (BatchResult, error) {
 	res := BatchResult{Repeated: pb.res.Repeated, SkippedEmpty: pb.res.SkippedEmpty}
 	preps := pb.preps
+	if pb.again.Resumable() && pb.againExpires != 0 {
+		// NB: sent again, the records must be the first try's, expiry
+		// included (rediskv.Attempt).
+		expires = pb.againExpires
+	}
 	if expires != 0 {
 		// NB: on copies: the batch's own records stay as prepared, for
 		// another try.
@@ -572,12 +587,22 @@ func (db *DB) putPrepared(ctx context.Context, pb *PreparedBatch, expires int64)
 	if err := db.wmu.lock(ctx); err != nil {
 		return res, err
 	}
-	replaced, sw, err := db.writeLockedCount(preps, &pb.wo)
+	replaced, att, sw, err := db.writeLockedAgain(preps, &pb.wo, pb.again)
 	db.wmu.Unlock()
 	// NB: Replaced is "of which": set with Stored only (a batch whose
 	// sync failed reported replacements of none stored: C3's review).
 	if err = cmp.Or(err, sw.wait()); err == nil {
 		res.Stored, res.Replaced = len(preps), replaced
+	}
+	if db.rkv != nil {
+		// NB: a batch that failed is sent again as the same write by the
+		// next PutPrepared of it (lshdb insert's retry through a
+		// failover); one written is over.
+		pb.again, pb.againExpires = att, expires
+		if err == nil {
+			db.rkv.Finished(att)
+			pb.again, pb.againExpires = nil, 0
+		}
 	}
 	return res, err
 }
@@ -586,12 +611,31 @@ func (db *DB) putPrepared(ctx context.Context, pb *PreparedBatch, expires int64)
 // and returns how many replaced a stored one. The caller holds db.mu for
 // reading and wmu, and waits on the syncWaiter after releasing wmu.
 func (db *DB) writeLockedCount(preps []prepared, wo *WriteOptions) (replaced int, sw syncWaiter, err error) {
+	replaced, att, sw, err := db.writeLockedAgain(preps, wo, nil)
 	if db.rkv != nil {
-		if replaced, err = db.redisWrite(preps); err == nil {
+		// NB: not sent again (a caller's retry is a write of its own).
+		db.rkv.Finished(att)
+	}
+	return replaced, sw, err
+}
+
+// writeLockedAgain is writeLockedCount; on Redis, with again (the write
+// of a try of the same preps that failed), it sends that write again
+// (rediskv.Attempt), and it returns its write, for the caller to send
+// again or to say is over (rediskv.Store.Finished).
+func (db *DB) writeLockedAgain(preps []prepared, wo *WriteOptions, again *rediskv.Attempt) (replaced int, att *rediskv.Attempt, sw syncWaiter, err error) {
+	if db.rkv != nil {
+		if replaced, att, err = db.redisWrite(preps, again); err == nil {
 			err = db.redisSync(wo)
 		}
-		return replaced, sw, err
+		return replaced, att, sw, err
 	}
+	replaced, sw, err = db.writePebble(preps, wo)
+	return replaced, nil, sw, err
+}
+
+// writePebble is writeLockedCount on Pebble.
+func (db *DB) writePebble(preps []prepared, wo *WriteOptions) (replaced int, sw syncWaiter, err error) {
 	b := db.pdb.NewBatch()
 	defer func() {
 		if sw.b == nil {

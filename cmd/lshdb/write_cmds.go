@@ -1112,31 +1112,16 @@ var insertRetry = time.Minute
 // may get past (db.Transient: a Redis master failing over, a replica slow
 // to acknowledge), for up to insertRetry: an insert stopped there, exit
 // 1, where a build retried through it (a Redis review, RD2: a replica's
-// fork for its AOF rewrite stopped a cron insert). A try that stopped
-// part way, not in the wait for the replicas once the whole batch was
-// written, may leave what check --repair removes: it says so, as Load
-// does.
-//
-// NB: a try that failed in that wait wrote the batch: the next replaces
-// its documents with themselves, and says each replaced; what the first
-// said it replaced is what the batch replaced.
+// fork for its AOF rewrite stopped a cron insert). Each try after the
+// first sends the first one's write again (PutPrepared of the same
+// batch): what a try that stopped part way wrote is the batch's, and what
+// it replaced is counted once.
 func putRetrying(ctx context.Context, p preparer, pb *db.PreparedBatch) (res db.BatchResult, err error) {
 	start := time.Now()
-	partial := false
 	wait := 50 * time.Millisecond
-	replaced := -1 // what the first try replaced, once known
 	for {
 		res, err = p.PutPrepared(ctx, pb)
 		if err == nil {
-			if replaced >= 0 {
-				res.Replaced = replaced
-			}
-			if partial {
-				// NB: "may": a try whose connection was refused wrote
-				// nothing, and which did is not known (a read-through,
-				// R4).
-				slog.Warn("lshdb: a batch was written again after a Redis write that failed before its replicas' wait: what that try may have left (records no id names, postings of no document) fails check and takes memory until lshdb check --repair, run with no writer beside it, removes it; the summary's count of replaced documents may count documents of the batch itself")
-			}
 			return res, nil
 		}
 		if !db.Transient(err) {
@@ -1149,12 +1134,6 @@ func putRetrying(ctx context.Context, p preparer, pb *db.PreparedBatch) (res db.
 		}
 		if time.Since(start) > insertRetry {
 			return res, fmt.Errorf("%w (the batch was written again for %v)", err, time.Since(start).Round(time.Second))
-		}
-		switch {
-		case !errors.Is(err, rediskv.ErrNotReplicated):
-			partial = true
-		case replaced < 0 && !partial:
-			replaced = res.Replaced
 		}
 		slog.Warn("lshdb: a Redis write failed; writing the batch again", "err", err, "after", wait)
 		select {

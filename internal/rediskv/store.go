@@ -126,6 +126,11 @@ type Store struct {
 	// mark is the counters' mark of the index this handle writes to
 	// (MarkCounters), "" until it is set.
 	mark string
+
+	// finished are the marks of this handle's writes that are over
+	// (Finished), for the next write's count to delete.
+	finishedMu sync.Mutex
+	finished   []string
 }
 
 // ErrCountersGone is a put's error when the index's counters no longer
@@ -1073,6 +1078,10 @@ type Put struct {
 type WriteSet struct {
 	Puts    []Put
 	Deletes []string
+	// Again, when set, is the Attempt of an Apply of this same write set
+	// that failed (Result.Attempt): this Apply is that write sent again,
+	// as one (see Attempt), rather than a write of its own.
+	Again *Attempt
 }
 
 // Result says what an Apply did: the doc numbers given to the puts, the
@@ -1081,14 +1090,105 @@ type Result struct {
 	Nums     []uint64
 	Replaced int
 	Missing  []string
+	// Attempt is the write this Apply made, failed or not: to send it
+	// again (WriteSet.Again), or to say it is over (Finished).
+	Attempt *Attempt
+}
+
+// An Attempt is one write of Apply: the document numbers it gave its puts
+// and the token that its steps carry. Applied again with the same write
+// set (WriteSet.Again), every step is the first one's sent again: the
+// same records under the same numbers, the ids' swaps answered as they
+// were (so that what they replaced is retired, and counted, once), the
+// marks and claims of its retirements too, and the live count added once.
+//
+// NB: a batch that a failover broke off used to be written again as a
+// new write, under new numbers: its ids named the first try's records,
+// which the second took for documents it replaced. A load of 30,000 new
+// documents through a failover said "657 replaced", left the live count
+// 657 short and 6,331 records no id names, and check failed until a
+// repair (an operator's review, RD2-2).
+type Attempt struct {
+	nums  []uint64 // nil until numbers were given
+	token string
+	began time.Time
+	// swapped says that a try got the ids' swaps answered; replaced is
+	// how many of its puts replaced a document then.
+	swapped  bool
+	replaced int
+}
+
+// Resumable says whether a is a write that Apply still sends again as
+// itself (WriteSet.Again): within resumeWithin of its first try.
+func (a *Attempt) Resumable() bool { return a != nil && time.Since(a.began) < resumeWithin }
+
+// resumeWithin is how long after its first try a write may be sent again
+// as itself (WriteSet.Again): well within countedMemory and claimMemory,
+// which keep its token's answers. Past it, Apply makes a write of its own.
+const resumeWithin = 5 * time.Minute
+
+// Finished says that the write a is over (applied and, if the caller
+// waits for replicas, replicated): it will not be sent again, and the
+// mark that it counted (countScript) can go. NB: deleted by a later
+// write's count, on the counters' slot: no round trip of its own.
+func (s *Store) Finished(a *Attempt) {
+	if a == nil {
+		return
+	}
+	s.finishedMu.Lock()
+	defer s.finishedMu.Unlock()
+	if len(s.finished) >= maxFinished {
+		// NB: the oldest is left to expire (countedMemory).
+		s.finished = s.finished[1:]
+	}
+	s.finished = append(s.finished, s.countedKey(a.token))
+}
+
+// maxFinished bounds the finished writes' marks that a Store keeps to
+// delete (Finished).
+const maxFinished = 256
+
+// takeFinished returns the marks of finished writes to delete, and forgets
+// them.
+func (s *Store) takeFinished() []string {
+	s.finishedMu.Lock()
+	defer s.finishedMu.Unlock()
+	f := s.finished
+	s.finished = nil
+	return f
 }
 
 // failAfter, when set by a test, stops Apply after that many of its
 // steps, as a crash would (1: records written; 2: postings and ids
-// written; 3: old documents marked deleted; 4: their postings removed).
-var failAfter atomic.Int32
+// written; 3: old documents marked deleted; 4: their postings removed;
+// 5: the live count added; 6: the old records deleted, the whole write
+// done). failOnce stops the next Apply to reach its step, once, as a
+// failover would.
+var failAfter, failOnce atomic.Int32
 
-var errCrash = errors.New("rediskv: a crash injected by a test")
+var (
+	errCrash    = errors.New("rediskv: a crash injected by a test")
+	errFailover = errors.New("rediskv: a failover injected by a test")
+)
+
+// crashAt returns the error a test injected after Apply's step, if any.
+func crashAt(step int32) error {
+	if failAfter.Load() == step {
+		return errCrash
+	}
+	if failOnce.CompareAndSwap(step, 0) {
+		return errFailover
+	}
+	return nil
+}
+
+// InjectFailover makes the next Apply to reach step (see failAfter) stop
+// there with an error, as a master failing over would: for the tests of
+// a write sent again (WriteSet.Again).
+func InjectFailover(step int32) (restore func()) {
+	failOnce.Store(step)
+	return func() { failOnce.Store(0) }
+}
 
 // retireHook, when set by a test, is called by retire before its marks
 // ("mark") and before it removes postings and expiry entries ("unpost"):
@@ -1120,8 +1220,19 @@ func (s *Store) Apply(ctx context.Context, ws *WriteSet) (Result, error) {
 		}
 		seen[id] = true
 	}
-	// 1. The new records, under fresh numbers.
-	if len(ws.Puts) > 0 {
+	// NB: one token for the whole write, its swaps, marks, claims and
+	// count, so that the write sent again (WriteSet.Again) gets the first
+	// one's answers.
+	att := &Attempt{token: rand.Text(), began: time.Now()}
+	if a := ws.Again; a.Resumable() && (a.nums == nil || len(a.nums) == len(ws.Puts)) {
+		att = a
+	}
+	res.Attempt = att
+	// 1. The new records, under fresh numbers (the first try's, sent
+	// again).
+	if att.nums != nil {
+		res.Nums = append(res.Nums, att.nums...)
+	} else if len(ws.Puts) > 0 {
 		var last int64
 		var err error
 		if s.mark == "" {
@@ -1139,6 +1250,7 @@ func (s *Store) Apply(ctx context.Context, ws *WriteSet) (Result, error) {
 		for i := range ws.Puts {
 			res.Nums = append(res.Nums, first+uint64(i))
 		}
+		att.nums = slices.Clone(res.Nums)
 	}
 	// NB: a record is written only under a number no record holds: one
 	// that does means the counters went back (Redis lost writes, the
@@ -1168,8 +1280,8 @@ func (s *Store) Apply(ctx context.Context, ws *WriteSet) (Result, error) {
 			return res, fmt.Errorf("%w: document number %d, given to this write, is held by another record; no id of this write was written (its records are orphans, which lshdb check --repair removes, putting the counters right: stop every writer first)", ErrCountersLost, res.Nums[i])
 		}
 	}
-	if failAfter.Load() == 1 {
-		return res, errCrash
+	if err := crashAt(1); err != nil {
+		return res, err
 	}
 	// 2. Their postings, then their ids and expiry entries.
 	//
@@ -1207,7 +1319,7 @@ func (s *Store) Apply(ctx context.Context, ws *WriteSet) (Result, error) {
 	// were never retired: they stayed in query results (a delete
 	// acknowledged, its id reported missing), their records orphans and
 	// the live count too high until a repair.
-	token := rand.Text()
+	token := att.token
 	prev := make([]*redis.Cmd, len(ids))
 	swaps := make(map[string]bool)
 	if cmds, err := s.scripted(ctx, func(p redis.Pipeliner, eval evaluator) error {
@@ -1252,8 +1364,8 @@ func (s *Store) Apply(ctx context.Context, ws *WriteSet) (Result, error) {
 			oldNums[i] = 0
 		}
 	}
-	if failAfter.Load() == 2 {
-		return res, errCrash
+	if err := crashAt(2); err != nil {
+		return res, err
 	}
 	// 3. Retire the replaced and deleted documents: mark, unpost, delete.
 	oldBuckets := make([]*redis.StringCmd, len(ids))
@@ -1280,7 +1392,15 @@ func (s *Store) Apply(ctx context.Context, ws *WriteSet) (Result, error) {
 			res.Missing = append(res.Missing, ids[i])
 		}
 	}
-	won, err := s.retire(ctx, retired, oldNums, oldBuckets, ids, slices.Collect(maps.Keys(swaps)))
+	// NB: sent again once the write was whole (its replicas' wait
+	// failed), its swaps were deleted: every id names its own record,
+	// and the first try's answer is the one that counts what it replaced.
+	if att.swapped {
+		res.Replaced = att.replaced
+	} else {
+		att.swapped, att.replaced = true, res.Replaced
+	}
+	won, gone, err := s.retire(ctx, retired, oldNums, oldBuckets, ids, token)
 	if err != nil && !errors.Is(err, ErrCountersLost) {
 		return res, err
 	}
@@ -1289,41 +1409,43 @@ func (s *Store) Apply(ctx context.Context, ws *WriteSet) (Result, error) {
 	foreign := err
 	// NB: a retirement counts once: by this write, or by the expiry sweep
 	// that removed it meanwhile (retire).
+	// NB: counted before the retired records and the swaps are deleted:
+	// sent again after, the write found its swaps and marks gone, retired
+	// nothing, and counted its replacements as new documents.
 	live := int64(len(ws.Puts)) - int64(won)
 	if live != 0 {
-		if err := s.addLive(ctx, live, token).Err(); err != nil {
+		if err := s.addLive(ctx, live, token, s.takeFinished()...).Err(); err != nil {
 			return res, err
 		}
+	}
+	if err := crashAt(5); err != nil {
+		return res, err
+	}
+	if err := s.deleteRetired(ctx, gone, slices.Collect(maps.Keys(swaps)), token); err != nil {
+		return res, err
+	}
+	if err := crashAt(6); err != nil {
+		return res, err
 	}
 	return res, foreign
 }
 
-// retire removes the documents oldNums[i] for i in which: marks their
-// records deleted, removes their postings, deletes the records. With ids,
+// retire retires the documents oldNums[i] for i in which: marks their
+// records deleted and removes their postings (and expiry entries); the
+// records are deleted after, by deleteRetired, with gone (their keys),
+// once the caller has counted won, the retirements it made. With ids,
 // only a record of ids[i] is retired: one of another id (its number
 // reused after Redis lost writes) is left as it is, and the error is
 // ErrCountersLost once the others are retired. Without (Repair's
-// records no id names), any record is. The keys done (a write's swaps)
-// are deleted with the records.
-func (s *Store) retire(ctx context.Context, which []int, oldNums []uint64, oldBuckets []*redis.StringCmd, ids []string, done []string) (won int, _ error) {
+// records no id names), any record is. token is the marks' and claims':
+// a write's own, so that the write sent again gets their first answers.
+func (s *Store) retire(ctx context.Context, which []int, oldNums []uint64, oldBuckets []*redis.StringCmd, ids []string, token string) (won int, gone []uint64, _ error) {
 	if len(which) == 0 {
-		// NB: each key by itself: a write's swaps are on many slots,
-		// which one DEL of several keys may not span in a cluster.
-		_, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for _, k := range done {
-				p.Del(ctx, k)
-			}
-			return nil
-		})
-		return 0, err
+		return 0, nil, nil
 	}
 	if retireHook != nil {
 		retireHook("mark")
 	}
-	// NB: one token for this retirement's marks and claims, so that the
-	// pipeline sent again (go-redis resends one answered after its read
-	// timeout) gets the first send's answers (markScript, claimScript).
-	token := rand.Text()
 	marks := make([]*redis.Cmd, len(which))
 	if _, err := s.scripted(ctx, func(p redis.Pipeliner, eval evaluator) error {
 		for k, i := range which {
@@ -1335,7 +1457,7 @@ func (s *Store) retire(ctx context.Context, which []int, oldNums []uint64, oldBu
 		}
 		return nil
 	}); err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	// NB: a retirement counts once (the live counter), by whoever
 	// decides it: a document that does not expire by its mark, one that
@@ -1361,8 +1483,8 @@ func (s *Store) retire(ctx context.Context, which []int, oldNums []uint64, oldBu
 		kept = append(kept, which[k])
 	}
 	which = kept
-	if failAfter.Load() == 3 {
-		return won, errCrash
+	if err := crashAt(3); err != nil {
+		return won, nil, err
 	}
 	if retireHook != nil {
 		retireHook("unpost")
@@ -1380,29 +1502,43 @@ func (s *Store) retire(ctx context.Context, which []int, oldNums []uint64, oldBu
 		}
 		return nil
 	}); err != nil {
-		return won, err
+		return won, nil, err
 	}
 	for _, k := range byEntry {
 		if n, _ := claims[k].Int(); n == 1 {
 			won++
 		}
 	}
-	if failAfter.Load() == 4 {
-		return won, errCrash
+	if err := crashAt(4); err != nil {
+		return won, nil, err
 	}
+	for _, i := range which {
+		gone = append(gone, oldNums[i])
+	}
+	return won, gone, foreign
+}
+
+// deleteRetired ends a retirement (retire) or a write: deletes the
+// records retired, nums, the write's swaps done, and the claims of token.
+func (s *Store) deleteRetired(ctx context.Context, nums []uint64, done []string, token string) error {
+	if len(nums) == 0 && len(done) == 0 {
+		return nil
+	}
+	// NB: each key by itself: a write's swaps are on many slots, which
+	// one DEL of several keys may not span in a cluster.
 	_, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for _, i := range which {
-			p.Del(ctx, s.docKey(oldNums[i]))
+		for _, n := range nums {
+			p.Del(ctx, s.docKey(n))
 		}
 		for _, k := range done {
 			p.Del(ctx, k)
 		}
-		if len(byEntry) > 0 {
+		if len(nums) > 0 {
 			p.Del(ctx, s.claimsKey(token))
 		}
 		return nil
 	})
-	return won, cmp.Or(err, foreign)
+	return err
 }
 
 // pipeErr returns the first error of a pipeline's commands other than
@@ -1601,26 +1737,32 @@ func (s *Store) script(src string) string {
 // (countScript): a HINCRBY that go-redis sent again (its answer after the
 // read timeout) counted twice. It runs at maxmemory when n frees (a
 // delete, a sweep).
-func (s *Store) addLive(ctx context.Context, n int64, token string) redis.Cmder {
+//
+// finished are the marks of writes that are over (Finished), deleted by
+// the same script: they are on the counters' slot.
+func (s *Store) addLive(ctx context.Context, n int64, token string, finished ...string) redis.Cmder {
 	src := countScript
 	if n < 0 {
 		src = s.script(src)
 	}
-	return s.evalOne(ctx, src, []string{s.countersKey(), s.countedKey(token)}, n, countedMemory.Milliseconds())
+	return s.evalOne(ctx, src, append([]string{s.countersKey(), s.countedKey(token)}, finished...), n, countedMemory.Milliseconds())
 }
 
 // countScript adds ARGV[1] to the live counter (KEYS[1]) unless KEYS[2],
 // its write's mark, says it did already; the mark is kept ARGV[2]
-// milliseconds. It returns the count.
-const countScript = `if redis.call('SET', KEYS[2], '1', 'NX', 'PX', ARGV[2]) then
+// milliseconds. It deletes the marks KEYS[3:] of writes that are over,
+// and returns the count.
+const countScript = `for i = 3, #KEYS do redis.call('DEL', KEYS[i]) end
+if redis.call('SET', KEYS[2], '1', 'NX', 'PX', ARGV[2]) then
   return redis.call('HINCRBY', KEYS[1], 'live', ARGV[1])
 end
 return tonumber(redis.call('HGET', KEYS[1], 'live'))`
 
 // countedMemory is how long a write's mark that it counted is kept (a key
-// of a few bytes for each write): far longer than go-redis takes to send a
-// command again.
-const countedMemory = time.Minute
+// of a few bytes for each write) unless the write says it is over
+// (Finished): longer than go-redis takes to send a command again, and
+// than a write is sent again as itself (resumeWithin).
+const countedMemory = 10 * time.Minute
 
 // countedKey names the mark of the write token that it counted
 // (countScript), on the counters' slot.
@@ -2098,7 +2240,12 @@ func (s *Store) RepairWith(ctx context.Context, o RepairOptions) (RepairReport, 
 	// search of the list per record was quadratic in the orphans.
 	slices.Sort(rep.Unnamed)
 	rep.Unnamed = slices.Compact(rep.Unnamed)
-	if _, err := s.retire(ctx, dead, deadNums, deadBuckets, nil, nil); err != nil {
+	token := rand.Text()
+	_, gone, err := s.retire(ctx, dead, deadNums, deadBuckets, nil, token)
+	if err == nil {
+		err = s.deleteRetired(ctx, gone, nil, token)
+	}
+	if err != nil {
 		return rep, err
 	}
 	// The live count is the ids'. NB: at maxmemory too (freeAtOOM): a
@@ -3311,6 +3458,7 @@ func (s *Store) sweepBatch(ctx context.Context, due []string) (int, error) {
 		}
 		if err == nil {
 			s.c.Del(rctx, s.claimsKey(token))
+			s.Finished(&Attempt{token: token})
 			return len(mine), badMember
 		}
 		if e := s.c.ZAdd(rctx, s.expiryKey(), mine...).Err(); e != nil {
@@ -3319,6 +3467,9 @@ func (s *Store) sweepBatch(ctx context.Context, due []string) (int, error) {
 		return 0, err
 	}
 	s.c.Del(ctx, s.claimsKey(token))
+	// NB: its count's mark goes with the next write's count
+	// (countedMemory is a write's, longer than a sweep needs).
+	s.Finished(&Attempt{token: token})
 	return len(mine), badMember
 }
 
