@@ -848,6 +848,49 @@ func TestRedisBatchSentAgainAfterAFailure(t *testing.T) {
 	}
 }
 
+// Ensure that the marks a write leaves to be counted once
+// (countedKey, kept 10 minutes for a write sent again) do not pile up
+// from writes that are over: each goes with the next write's count. The
+// oracle is the keys on the cluster.
+func TestRedisCountMarksOfFinishedWritesGo(t *testing.T) {
+	u := redisURL(t)
+	d, err := Open(u, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	for i := range 30 {
+		if err := d.Put(Doc{ID: fmt.Sprint("d", i), Text: fmt.Sprint("document number ", i, " of the marks' test")}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 5 {
+		if err := d.Delete(fmt.Sprint("d", i), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := d.Load(context.Background(), seqOf([]Doc{{ID: "l", Text: "a document loaded last"}}), nil); err != nil {
+		t.Fatal(err)
+	}
+	c, name := rawRedis(t)
+	var marks []string
+	var mu sync.Mutex
+	err = c.ForEachMaster(context.Background(), func(ctx context.Context, m *redis.Client) error {
+		keys, err := m.Keys(ctx, "{lshdb:"+name+"}:counted:*").Result()
+		mu.Lock()
+		marks = append(marks, keys...)
+		mu.Unlock()
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// NB: the last write's mark waits for a next write.
+	if len(marks) > 1 {
+		t.Fatalf("%d count marks left after 36 writes that are over: %v", len(marks), marks)
+	}
+}
+
 // injectSyncFailure makes the next wait for replicas fail, once.
 func injectSyncFailure() (restore func()) {
 	failSyncOnce.Store(true)
