@@ -913,6 +913,51 @@ func TestUpgradeOfFormat1WithoutRoom(t *testing.T) {
 	}
 }
 
+// Ensure that an upgrade of a format 1 index counts the room its new
+// records take, not the old ones': those hold the shingle set, 8 bytes a
+// shingle, and an upgrade that needed 47 MiB was refused for want of 362
+// MiB (a format review, FM-1). With room above the reserve for 0.6 of the
+// old records and lists, the upgrade of the golden text index succeeds
+// and gives back its documents. (A sets index's new records hold the
+// signature and the 32-bit set, and the posting lists are written anew
+// too: on the golden's 40 short texts the upgrade counts 0.67 of the old
+// records and lists.)
+func TestUpgradeOfFormat1CountsTheNewRecords(t *testing.T) {
+	const reserve = 1 << 20
+	for _, name := range []string{"format1/text"} {
+		t.Run(name, func(t *testing.T) {
+			docs := goldenDocs(t)
+			dir := copyGolden(t, name)
+			// NB: the golden's records are in its log: flushed into
+			// tables, which the upgrade's estimate reads.
+			d := mustOpen(t, dir, &Options{MustExist: true, upgrading: true})
+			if err := d.pdb.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			records, err := d.pdb.EstimateDiskUsage(codec.DocPrefix, codec.DocPrefixEnd)
+			if err != nil {
+				t.Fatal(err)
+			}
+			lists, err := d.pdb.EstimateDiskUsage(codec.PostingPrefix, codec.PostingPrefixEnd)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d.Close()
+			mustOpen(t, dir, &Options{MustExist: true, upgrading: true}).Close()
+			fs := &quotaFS{FS: vfs.Default, root: dir, capacity: 1 << 40}
+			u, _ := fs.GetDiskUsage(dir)
+			fs.capacity = int64(u.TotalBytes-u.AvailBytes) + reserve + int64(0.6*float64(records+lists))
+			rep, err := Upgrade(context.Background(), dir, &Options{fs: fs, DiskReserve: reserve})
+			if err != nil || rep.To != codec.FormatVersion {
+				t.Fatalf("Upgrade with room for 0.6 of the old records and lists (%d bytes): %+v, %v", records+lists, rep, err)
+			}
+			d = mustOpen(t, dir, &Options{ReadOnly: true})
+			defer d.Close()
+			checkGolden(t, d, docs)
+		})
+	}
+}
+
 // putRandomTexts puts n documents extra-0 … of 150 random hex words each
 // (about 1.3 KB of text), from a generator seeded with seed, into d, and
 // adds them to docs.
