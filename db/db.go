@@ -313,7 +313,7 @@ func openIn(dir string, o Options, created bool) (*DB, error) {
 		}
 		switch {
 		case errors.Is(err, syscall.EROFS):
-			return nil, readOnlyFSError{fmt.Errorf("lshdb: locking %s: %w (a read-only filesystem: the index can only be read there, opened with Options.ReadOnly, as lshdb's read commands open it; to write to it, copy it where it may be written first, with lshdb backup)", dir, err)}
+			return nil, readOnlyFSError{fmt.Errorf("lshdb: locking %s: %w (a read-only filesystem: the index can only be read there, opened with Options.ReadOnly, as lshdb's read commands open it; to write to it, copy it where it may be written first, with lshdb backup, or cp -a for an index of a format this build does not read)", dir, err)}
 		case errors.Is(err, fs.ErrPermission):
 			// NB: Pebble takes its lock file for every open, read-only
 			// ones too.

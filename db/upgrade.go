@@ -278,7 +278,12 @@ func (db *DB) upgrade(ctx context.Context) (*UpgradeReport, error) {
 	// stopped says that a table write refused for want of room left the
 	// index as it was (the reserve's check, tempFS).
 	stopped := func(err error) error {
-		if errors.Is(err, ErrDiskFull) {
+		switch {
+		case errors.Is(err, ErrDiskFull) && db.opts.DiskReserve < 0:
+			// NB: no room was counted (a format review, FM-4: it blamed
+			// the count for a disk that had less than it).
+			return fmt.Errorf("%w; the upgrade stopped before its new records were ingested, and the index is as it was (format %d): it needs about %s free, and the check of the room before it was off", err, old.FormatVersion, mib(int64(need)))
+		case errors.Is(err, ErrDiskFull):
 			return fmt.Errorf("%w; the upgrade stopped before its new records were ingested, and the index is as it was (format %d): it needs more than the %s it was counted to need", err, old.FormatVersion, mib(int64(need)))
 		}
 		return err
