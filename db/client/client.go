@@ -542,6 +542,14 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, body
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
+	if method == http.MethodPost && readOnly(method, path) {
+		// NB: a read sent with a body (a query by text) may be sent
+		// again: so marked (a key of no value, which is not sent), the
+		// transport sends it again on a new connection when the kept-
+		// alive one it took was closed under it (a server restarted), as
+		// it does a GET; it failed with ErrConnectionCut (HT-4).
+		req.Header["X-Idempotency-Key"] = nil
+	}
 	if c.o.Token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.o.Token)
 	}
@@ -1425,8 +1433,14 @@ func cutAnswer(ctx context.Context, err error) error {
 
 // connEnded says whether err is a connection's end under a call: the
 // server stopping, killed or restarted.
+//
+// NB: net/http's "server closed idle connection" (unexported: matched by
+// text) too: a request sent on a kept-alive connection as the server
+// closed it (a restart) came back as that bare error, which was not
+// ErrConnectionCut and said nothing of the write (an HTTP review, HT-4).
 func connEnded(err error) bool {
-	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) || errors.Is(err, net.ErrClosed)
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) || errors.Is(err, net.ErrClosed) ||
+		strings.Contains(err.Error(), "server closed idle connection")
 }
 
 // isTimeout says whether err is a timeout (the caller's HTTP client's, a

@@ -21,6 +21,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -107,6 +108,86 @@ func serveTCP(t *testing.T, h http.Handler) (string, *http.Server) {
 	go srv.Serve(l)
 	t.Cleanup(func() { srv.Close() })
 	return "http://" + l.Addr().String(), srv
+}
+
+// oneRequestConn is a server's connection that serves one request and
+// then closes as the next arrives, unanswered: a kept-alive connection
+// that the server closed (a restart) under the client's next request.
+type oneRequestConn struct {
+	net.Conn
+	seen bool // the first request was answered
+	mu   sync.Mutex
+}
+
+func (c *oneRequestConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	c.mu.Lock()
+	seen := c.seen
+	c.mu.Unlock()
+	if seen && n > 0 {
+		// NB: the next request's bytes: the connection ends unanswered
+		// (closed at once, the client saw it closed while idle).
+		c.Conn.Close()
+		return 0, io.EOF
+	}
+	return n, err
+}
+
+func (c *oneRequestConn) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	c.seen = true // NB: answered: the next read is the next request's
+	c.mu.Unlock()
+	return c.Conn.Write(p)
+}
+
+type oneRequestListener struct{ net.Listener }
+
+func (l oneRequestListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return &oneRequestConn{Conn: c}, nil
+}
+
+// Ensure that a read sent with a body (a query by text) on a kept-alive
+// connection that the server closes under it is sent again on a new one,
+// as a GET is, and answers; and that a write so cut is ErrConnectionCut,
+// not sent again (it may have been applied). It came back as an error
+// ("server closed idle connection", or a cut) that a service had to
+// retry itself (an HTTP review, HT-4).
+func TestReadSentAgainOnAClosedKeptAliveConnection(t *testing.T) {
+	d := open(t, &db.Options{NoSync: true})
+	if err := d.Put(db.Doc{ID: "a", Text: "a text of a few words, stored once"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: httpapi.Handler(d, nil)}
+	go srv.Serve(oneRequestListener{l})
+	t.Cleanup(func() { srv.Close() })
+	c, err := client.Open("http://"+l.Addr().String(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for i := range 5 {
+		res, err := c.Query(context.Background(), "a text of a few words, stored once", nil)
+		if err != nil || len(res.Matches) != 1 {
+			t.Fatalf("query %d on a connection closed under it: %+v, %v; want it sent again, and a's match", i, res, err)
+		}
+	}
+	// A write on the connection the last query left: cut, and not sent
+	// again.
+	err = c.Put(db.Doc{ID: "b", Text: "another text"}, nil)
+	if !errors.Is(err, client.ErrConnectionCut) {
+		t.Fatalf("a put cut so: %v; want ErrConnectionCut", err)
+	}
+	if ok, err := d.Has("b"); err != nil || ok {
+		t.Fatalf("the cut put was applied (%v, %v): it was sent again", ok, err)
+	}
 }
 
 func open(t *testing.T, o *db.Options) *db.DB {
