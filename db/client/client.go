@@ -415,6 +415,14 @@ type Error struct {
 	// Also names the io/fs errors the server's error matched besides
 	// its code's sentinel (httpapi.ErrorBody.Also).
 	Also []string
+	// Retry says that the same request may succeed later, unchanged
+	// (httpapi.ErrorBody.Retry: the server shutting down, a lock another
+	// process holds, a Redis index failing over); RetryAfter is how long
+	// the server asked to wait first (its Retry-After), 0 when it did not
+	// say. NB: a service had to tell these from the codes alone (an HTTP
+	// review, HT-5).
+	Retry      bool
+	RetryAfter time.Duration
 }
 
 func (e *Error) Error() string { return e.Message }
@@ -648,18 +656,25 @@ func errorOf(resp *http.Response) error {
 		return &Error{Status: resp.StatusCode, Code: code,
 			Message: fmt.Sprintf("lshdb: client: the server answered %s: %.200q", resp.Status, b)}
 	}
-	return errorFrom(resp.StatusCode, &e.Error)
+	err := errorFrom(resp.StatusCode, &e.Error)
+	var ce *Error
+	if errors.As(err, &ce) {
+		if secs, perr := strconv.Atoi(strings.TrimSpace(resp.Header.Get("Retry-After"))); perr == nil && secs > 0 {
+			ce.RetryAfter = time.Duration(secs) * time.Second
+		}
+	}
+	return err
 }
 
 // errorFrom is the error of an answer's error body: an *Error, inside a
 // *db.DocError or *db.QueryError (around the error of the document or
 // query itself) when the body names one, as the call in process returns.
 func errorFrom(status int, b *httpapi.ErrorBody) error {
-	e := &Error{Status: status, Code: b.Code, Message: b.Message, Also: b.Also}
+	e := &Error{Status: status, Code: b.Code, Message: b.Message, Also: b.Also, Retry: b.Retry}
 	if b.Index == nil || b.Cause == "" {
 		return e
 	}
-	cause := &Error{Status: status, Code: b.Code, Message: b.Cause}
+	cause := &Error{Status: status, Code: b.Code, Message: b.Cause, Retry: b.Retry}
 	if b.ID != nil {
 		return &db.DocError{Index: *b.Index, ID: *b.ID, Err: cause}
 	}
@@ -1149,7 +1164,26 @@ func (c *Client) query(ctx context.Context, req httpapi.QueryRequest, qo *db.Que
 	if err := c.call(ctx, "POST", "/v1/query", nil, req, &out); err != nil {
 		return nil, err
 	}
+	if err := maxMatches(qo, len(out.Matches), 1); err != nil {
+		return nil, err
+	}
 	return out.QueryResult(), nil
+}
+
+// maxMatches is QueryOptions.MaxMatches of an answer of n matches to
+// queries queries, as the index says it. NB: checked on the answer
+// received (the server holds the bound of its own, lshdb serve
+// --max-matches): the option was ignored, and a call the index refuses
+// answered every match (an HTTP review, HT-2).
+func maxMatches(qo *db.QueryOptions, n, queries int) error {
+	if qo == nil || qo.MaxMatches <= 0 || n <= qo.MaxMatches {
+		return nil
+	}
+	of := ""
+	if queries > 1 {
+		of = fmt.Sprintf(" of %d queries", queries)
+	}
+	return fmt.Errorf("%w: the answer%s holds more than %d matches (%d at least), more than the bound of a call (MaxMatches): give a limit, or fewer queries a call", db.ErrInvalidOptions, of, qo.MaxMatches, n)
 }
 
 // Query returns the stored near-duplicates of text.
@@ -1261,8 +1295,13 @@ func (c *Client) QueryMany(ctx context.Context, qs []db.QueryInput, qo *db.Query
 		return nil, malformed("answer to a batch of queries", fmt.Errorf("%d results for %d queries", len(out.Results), len(qs)))
 	}
 	res := make([]*db.QueryResult, len(out.Results))
+	n := 0
 	for i, r := range out.Results {
 		res[i] = r.QueryResult()
+		n += len(res[i].Matches)
+	}
+	if err := maxMatches(qo, n, len(qs)); err != nil {
+		return nil, err
 	}
 	return res, nil
 }
@@ -1452,7 +1491,9 @@ func isTimeout(err error) bool {
 
 // Pairs streams every near-duplicate pair, as the server computes them.
 // Breaking out of the loop closes the connection, which stops the
-// server's run.
+// server's run. PairsOptions.OnIdentical is not called (its figures are
+// not sent before the pairs); PairsOptions.Stats, once the run ends,
+// holds IdenticalGroups and IdenticalPairs.
 func (c *Client) Pairs(ctx context.Context, po *db.PairsOptions) iter.Seq2[db.Pair, error] {
 	return func(yield func(db.Pair, error) bool) {
 		q := pairsQuery(po)
@@ -2018,6 +2059,8 @@ func queryOptions(qo *db.QueryOptions) error {
 		return fmt.Errorf("%w: query threshold %v is outside (0, 1]", db.ErrInvalidOptions, qo.Threshold)
 	case qo.Limit < 0:
 		return fmt.Errorf("%w: query limit %d is negative", db.ErrInvalidOptions, qo.Limit)
+	case qo.MaxMatches < 0:
+		return fmt.Errorf("%w: query MaxMatches %d is negative", db.ErrInvalidOptions, qo.MaxMatches)
 	}
 	return nil
 }

@@ -2484,3 +2484,60 @@ func TestInfoCountsExpired(t *testing.T) {
 		}
 	}
 }
+
+// Ensure that the client's error carries the server's word that the
+// request may be sent again unchanged (Retry) and how long to wait first
+// (its Retry-After), which a Go service follows as the README says (an
+// HTTP review, HT-5): a server waiting for its index answers "locked",
+// retry, after 5 s; a document not found is no reason to retry.
+func TestErrorSaysRetry(t *testing.T) {
+	base, _ := serveTCP(t, httpapi.WaitingHandler(nil, func() string { return "lshdb insert (pid 1)" }))
+	_, err := client.Open(base, nil)
+	var ce *client.Error
+	if !errors.As(err, &ce) || ce.Code != "locked" || !ce.Retry || ce.RetryAfter != 5*time.Second || !errors.Is(err, db.ErrLocked) {
+		t.Fatalf("Open of a waiting server: %#v (%v); want locked, Retry, RetryAfter 5s", ce, err)
+	}
+	d := open(t, nil)
+	c := server(t, d, nil, "")["tcp"]
+	_, err = c.Get("absent")
+	if !errors.As(err, &ce) || ce.Retry || ce.RetryAfter != 0 || !errors.Is(err, db.ErrNotFound) {
+		t.Fatalf("Get of an absent id: %#v (%v); want not_found, no retry", ce, err)
+	}
+}
+
+// Ensure that QueryOptions.MaxMatches bounds a call through the client as
+// it does in process (the oracle: the embedded index's answer, error or
+// not, for each bound): it was ignored, and a call the index refuses
+// answered every match (an HTTP review, HT-2).
+func TestMaxMatchesAsInProcess(t *testing.T) {
+	d := open(t, &db.Options{NoSync: true})
+	var docs []db.Doc
+	for i := range 6 {
+		docs = append(docs, db.Doc{ID: fmt.Sprint("d", i), Text: "the same long text of many words that every copy holds, number " + strings.Repeat("x", i)})
+	}
+	if _, err := d.PutBatch(docs, nil); err != nil {
+		t.Fatal(err)
+	}
+	c := server(t, d, nil, "")["tcp"]
+	ctx := context.Background()
+	qs := []db.QueryInput{{Text: docs[0].Text}, {Text: docs[1].Text}}
+	for _, bound := range []int{-1, 0, 2, 5, 6, 11, 12} {
+		qo := &db.QueryOptions{Threshold: 0.5, MaxMatches: bound}
+		want, werr := d.Query(ctx, docs[0].Text, qo)
+		got, gerr := c.Query(ctx, docs[0].Text, qo)
+		if errors.Is(werr, db.ErrInvalidOptions) != errors.Is(gerr, db.ErrInvalidOptions) || (werr == nil) != (gerr == nil) {
+			t.Fatalf("Query, MaxMatches %d: in process %v, through the client %v", bound, werr, gerr)
+		}
+		if werr == nil && len(got.Matches) != len(want.Matches) {
+			t.Fatalf("Query, MaxMatches %d: %d matches, in process %d", bound, len(got.Matches), len(want.Matches))
+		}
+		wantMany, werr := d.QueryMany(ctx, qs, qo)
+		gotMany, gerr := c.QueryMany(ctx, qs, qo)
+		if errors.Is(werr, db.ErrInvalidOptions) != errors.Is(gerr, db.ErrInvalidOptions) || (werr == nil) != (gerr == nil) {
+			t.Fatalf("QueryMany, MaxMatches %d: in process %v, through the client %v", bound, werr, gerr)
+		}
+		if werr == nil && len(gotMany) != len(wantMany) {
+			t.Fatalf("QueryMany, MaxMatches %d: %d results, in process %d", bound, len(gotMany), len(wantMany))
+		}
+	}
+}
