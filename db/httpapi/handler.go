@@ -626,10 +626,23 @@ func (h *handler) readOnlyRefusal(err error) error {
 func cutErr(r *http.Request, err error) error {
 	if err != nil && r != nil && errors.Is(context.Cause(r.Context()), ErrShutdown) && !errors.Is(err, ErrShutdown) &&
 		(errors.Is(err, context.Canceled) || errors.Is(err, ErrRequestTimeout) || errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, net.ErrClosed)) {
-		return fmt.Errorf("%w: %w", ErrShutdown, err)
+		return shutdownCut{err}
 	}
 	return err
 }
+
+// shutdownCut is cutErr's error: ErrShutdown, and the failure it caused
+// (errors.Is matches both), said as the shutdown alone. NB: it said the
+// failure too, "request timed out: reading the body: read unix
+// /…/.lshdb-sock-…/s->@: i/o timeout", a timeout that was not one and a
+// path of the server's (an HTTP review, HT-8).
+type shutdownCut struct{ err error }
+
+func (e shutdownCut) Error() string {
+	return ErrShutdown.Error() + ": the request was cut before it was done; send it again once the server is back"
+}
+
+func (e shutdownCut) Unwrap() []error { return []error{ErrShutdown, e.err} }
 
 // authorized compares the request's bearer token with the handler's in
 // constant time (of the digests, so that not even the length leaks).

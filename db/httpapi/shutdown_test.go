@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -105,5 +106,27 @@ func TestAnswerAfterTheShutdownCutServed(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("the request did not end")
+	}
+}
+
+// Ensure that a request cut by the server's shutdown is said as the
+// shutdown, matching both ErrShutdown and the failure it caused, without
+// the failure's words: a body's read that the shutdown ended said
+// "request timed out" and the server's socket path (an HTTP review,
+// HT-8).
+func TestShutdownCutSaidAsTheShutdown(t *testing.T) {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cancel(ErrShutdown)
+	r := httptest.NewRequest("POST", "/v1/docs/put-if-new", nil).WithContext(ctx)
+	read := fmt.Errorf("%w: reading the body: read unix /srv/.lshdb-sock-1/s->@: %w", ErrRequestTimeout, os.ErrDeadlineExceeded)
+	err := cutErr(r, read)
+	if !errors.Is(err, ErrShutdown) || !errors.Is(err, ErrRequestTimeout) {
+		t.Fatalf("cutErr = %v; want ErrShutdown and the read's ErrRequestTimeout", err)
+	}
+	if msg := err.Error(); strings.Contains(msg, "timed out") || strings.Contains(msg, "/srv/") {
+		t.Fatalf("cutErr says %q: the read's words", msg)
+	}
+	if got := codeOf(err).Code; got != "shutdown" {
+		t.Fatalf("code %q, want shutdown", got)
 	}
 }
