@@ -576,6 +576,14 @@ func openIn(dir string, o Options, created bool) (*DB, error) {
 		if errors.Is(err, pebble.ErrDBDoesNotExist) {
 			return nil, fmt.Errorf("%w: %s holds no store (a create or a first build killed?)%w", ErrNotExist, dir, errUnfinished)
 		}
+		// NB: a store of a newer Pebble format, which a newer lshdb
+		// wrote: ErrFormat, as a newer index format is (exit 5 and what
+		// to do; it was exit 1 and Pebble's words: a format review,
+		// FM-6). Matched by text (TestOpenNewerStoreFormat: recheck on a
+		// Pebble upgrade).
+		if strings.Contains(err.Error(), "written in unknown format major version") {
+			return nil, fmt.Errorf("%w: %s was written by a newer lshdb, whose storage format this build does not read (%w): open it with that lshdb, or a newer one", ErrFormat, dir, firstLine{err})
+		}
 		return nil, classify(fmt.Errorf("lshdb: opening %s: %w", dir, err))
 	}
 	db := &DB{dir: dir, opts: handleOptions{Options: o, FS: o.fs}, pdb: pdb, popts: popts, lock: lock, qcache: newQueryCache(o.QueryCacheSize), stalls: stalls, damage: damage, logDamage: logDamage, olderLogDamage: olderLogDamage, manifestDamage: manifestDamage}

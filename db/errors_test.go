@@ -788,6 +788,38 @@ func TestOpenWithoutManifest(t *testing.T) {
 	}
 }
 
+// Ensure that a store of a newer Pebble format (what a newer lshdb that
+// raised it writes; here its format marker renamed to say 99) is refused
+// as ErrFormat, read-only or not, naming what to do, with its files as
+// they were: it was Pebble's error alone (exit 1: a format review, FM-6).
+func TestOpenNewerStoreFormat(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "idx")
+	d := mustOpen(t, dir, nil)
+	if err := d.Put(Doc{ID: "a", Text: "a document of an index a newer lshdb wrote"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	markers, err := filepath.Glob(filepath.Join(dir, "marker.format-version.*"))
+	if err != nil || len(markers) != 1 {
+		t.Fatalf("format markers in %s: %v, %v", dir, markers, err)
+	}
+	// NB: marker.format-version.<iteration>.<version>
+	if err := os.Rename(markers[0], filepath.Join(dir, "marker.format-version.999999.099")); err != nil {
+		t.Fatal(err)
+	}
+	before := dirListing(t, dir)
+	for _, o := range []*Options{nil, {ReadOnly: true}} {
+		if _, err := Open(dir, o); !errors.Is(err, ErrFormat) || !strings.Contains(err.Error(), "newer lshdb") {
+			t.Errorf("Open(%+v) of a newer store format: %v, want ErrFormat naming a newer lshdb", o, err)
+		}
+	}
+	if after := dirListing(t, dir); after != before {
+		t.Errorf("the refused opens changed the files:\n%s\nthen\n%s", before, after)
+	}
+}
+
 // Ensure that Open of an index whose marker of its current manifest was
 // deleted (its manifest and tables there) fails with ErrCorrupt, read-only
 // or not, and writes nothing: Pebble said "database does not exist" to a
