@@ -626,6 +626,10 @@ func (db *DB) redisReadErr(err error) error {
 // (redisSync) with errSyncInjected, as a failover in the wait would.
 var failSyncOnce atomic.Bool
 
+// syncFailHook, when a test sets it, runs as failSyncOnce fails a wait:
+// what a failover lost, emulated.
+var syncFailHook func()
+
 var errSyncInjected = errors.New("a failed wait for replicas, injected by a test")
 
 // redisSyncTimeout bounds the wait for replicas after a write.
@@ -640,6 +644,9 @@ func (db *DB) redisSync(wo *WriteOptions) error {
 		return nil
 	}
 	if failSyncOnce.CompareAndSwap(true, false) {
+		if syncFailHook != nil {
+			syncFailHook()
+		}
 		return redisErr(errSyncInjected)
 	}
 	return redisErr(db.rkv.Sync(db.redisWriteCtx(), redisSyncTimeout))

@@ -490,9 +490,10 @@ func (db *DB) PrepareBatch(docs []Doc, wo *WriteOptions) (*PreparedBatch, error)
 // failure came after the batch was written (a sync that failed), the
 // second write replaces its documents with themselves. On Redis, where a
 // failure may leave a write part done (a master failing over), the
-// second is the first write sent again (within 5 minutes of it): it
-// finishes that write, under the same document numbers, counts what it
-// replaced once, and leaves nothing for Check to find.
+// second is the first write sent again (within 5 minutes of it, after a
+// Transient failure): it finishes that write, under the same document
+// numbers, counts what it replaced once, and leaves nothing for Check to
+// find, unless another writer wrote one of its ids between the tries.
 func (db *DB) PutPrepared(ctx context.Context, pb *PreparedBatch) (BatchResult, error) {
 	switch {
 	case pb == nil:
@@ -599,7 +600,11 @@ func (db *DB) putPrepared(ctx context.Context, pb *PreparedBatch, expires int64)
 		// next PutPrepared of it (lshdb insert's retry through a
 		// failover); one written is over.
 		pb.again, pb.againExpires = att, expires
-		if err == nil {
+		if err == nil || !Transient(err) {
+			// NB: a write refused for good (its numbers held by other
+			// records: ErrCountersLost, a full memory) is not sent again
+			// as itself: it would meet the same numbers after the repair
+			// its error asks for (a read-through, RT3-3).
 			db.rkv.Finished(att)
 			pb.again, pb.againExpires = nil, 0
 		}

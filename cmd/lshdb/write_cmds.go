@@ -1641,7 +1641,11 @@ func stoppedErr(done, through, maybe string, err error) error {
 		// NB: "committed 0 documents" of a Redis batch whose replicas did
 		// not answer in time, though it was stored: a failed Redis write
 		// may be stored, whole or in part.
-		return fmt.Errorf("%s; stopped: %w (the batch it stopped in may be stored, whole or in part: insert it again, which is harmless, or run check --repair)", done, err)
+		// NB: the insert again stores every document, but not what the
+		// part written left (records no id names, postings of none):
+		// only a repair removes that (a Redis review, RD3-2, where the
+		// advice was "insert it again, or run check --repair").
+		return fmt.Errorf("%s; stopped: %w (the batch it stopped in may be stored, whole or in part: insert it again, which stores every document, then lshdb check; what the part written left, check --repair removes, with no writer beside it)", done, err)
 	}
 	return fmt.Errorf("%s; stopped: %w", done, err)
 }

@@ -129,8 +129,9 @@ type Store struct {
 
 	// finished are the marks of this handle's writes that are over
 	// (Finished), for the next write's count to delete.
-	finishedMu sync.Mutex
-	finished   []string
+	finishedMu    sync.Mutex
+	finished      []string
+	finishedSwaps []string
 }
 
 // ErrCountersGone is a put's error when the index's counters no longer
@@ -1116,6 +1117,9 @@ type Attempt struct {
 	// how many of its puts replaced a document then.
 	swapped  bool
 	replaced int
+	// swaps are the keys that hold what its ids' swaps answered
+	// (swapsKey), deleted once it is over (Finished).
+	swaps []string
 }
 
 // Resumable says whether a is a write that Apply still sends again as
@@ -1142,6 +1146,25 @@ func (s *Store) Finished(a *Attempt) {
 		s.finished = s.finished[1:]
 	}
 	s.finished = append(s.finished, s.countedKey(a.token))
+	if len(s.finishedSwaps)+len(a.swaps) > maxFinishedSwaps {
+		// NB: left to expire (claimMemory).
+		s.finishedSwaps = s.finishedSwaps[:0]
+	}
+	s.finishedSwaps = append(s.finishedSwaps, a.swaps...)
+}
+
+// maxFinishedSwaps bounds the swaps keys of finished writes that a Store
+// keeps to delete (a key per slot a write's replaced ids are on).
+const maxFinishedSwaps = 1 << 14
+
+// takeFinishedSwaps returns the swaps keys of finished writes to delete,
+// and forgets them.
+func (s *Store) takeFinishedSwaps() []string {
+	s.finishedMu.Lock()
+	defer s.finishedMu.Unlock()
+	f := s.finishedSwaps
+	s.finishedSwaps = nil
+	return f
 }
 
 // maxFinished bounds the finished writes' marks that a Store keeps to
@@ -1205,7 +1228,9 @@ func InjectCrash(step int32) (restore func()) {
 
 // Apply writes ws in the order the package documents. It is not atomic:
 // a failure part way leaves what Repair removes and no posting a reader
-// would return for a document not fully written.
+// would return for a document not fully written, unless the write is
+// sent again as itself (WriteSet.Again), which finishes it; Finished
+// says when it is over.
 func (s *Store) Apply(ctx context.Context, ws *WriteSet) (Result, error) {
 	var res Result
 	ids := make([]string, 0, len(ws.Puts)+len(ws.Deletes))
@@ -1412,16 +1437,29 @@ func (s *Store) Apply(ctx context.Context, ws *WriteSet) (Result, error) {
 	// NB: counted before the retired records and the swaps are deleted:
 	// sent again after, the write found its swaps and marks gone, retired
 	// nothing, and counted its replacements as new documents.
+	// NB: counted even when it adds nothing (a write of replacements
+	// alone), for its mark: sent again after a failover lost some of its
+	// keys (a master's last writes, unreplicated), the write found
+	// records it had retired gone, took them for retired by another, and
+	// counted them as live; the count, once marked, is not made again (a
+	// Redis review, RD3-1: 883 too many after two failovers).
 	live := int64(len(ws.Puts)) - int64(won)
-	if live != 0 {
-		if err := s.addLive(ctx, live, token, s.takeFinished()...).Err(); err != nil {
-			return res, err
-		}
+	if err := s.addLive(ctx, live, token, s.takeFinished()...).Err(); err != nil {
+		return res, err
 	}
 	if err := crashAt(5); err != nil {
 		return res, err
 	}
-	if err := s.deleteRetired(ctx, gone, slices.Collect(maps.Keys(swaps)), token); err != nil {
+	// NB: the write's swaps are kept until it is over (Finished): sent
+	// again, it gets their answers, and retires what it replaced even
+	// where a failover lost the old record's delete (it was left, marked
+	// and unposted, a record no id names: RD3-1).
+	for k := range swaps {
+		if !slices.Contains(att.swaps, k) {
+			att.swaps = append(att.swaps, k)
+		}
+	}
+	if err := s.deleteRetired(ctx, gone, s.takeFinishedSwaps(), token); err != nil {
 		return res, err
 	}
 	if err := crashAt(6); err != nil {
@@ -1519,7 +1557,8 @@ func (s *Store) retire(ctx context.Context, which []int, oldNums []uint64, oldBu
 }
 
 // deleteRetired ends a retirement (retire) or a write: deletes the
-// records retired, nums, the write's swaps done, and the claims of token.
+// records retired, nums, the swaps keys done (of writes that are over),
+// and the claims of token.
 func (s *Store) deleteRetired(ctx context.Context, nums []uint64, done []string, token string) error {
 	if len(nums) == 0 && len(done) == 0 {
 		return nil
@@ -1742,7 +1781,9 @@ func (s *Store) script(src string) string {
 // the same script: they are on the counters' slot.
 func (s *Store) addLive(ctx context.Context, n int64, token string, finished ...string) redis.Cmder {
 	src := countScript
-	if n < 0 {
+	if n <= 0 {
+		// NB: a count that frees, or adds nothing (its mark alone: a
+		// write of replacements), runs at maxmemory too.
 		src = s.script(src)
 	}
 	return s.evalOne(ctx, src, append([]string{s.countersKey(), s.countedKey(token)}, finished...), n, countedMemory.Milliseconds())

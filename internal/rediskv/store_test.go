@@ -1305,8 +1305,17 @@ func TestSwapSentAgain(t *testing.T) {
 			if rep, err := s.Check(ctx, 0); err != nil || len(rep.Problems) > 0 {
 				t.Errorf("Check: %+v, %v; want no problem", rep, err)
 			}
+			// The swaps are kept until the write is over (Finished), and
+			// go with the next write.
+			if keys, err := s.c.Keys(ctx, "*swaps*").Result(); err != nil || len(keys) == 0 {
+				t.Errorf("the write kept no swaps before it is over: %q, %v", keys, err)
+			}
+			s.Finished(res.Attempt)
+			if _, err := s.Apply(ctx, &WriteSet{Puts: []Put{{ID: "later", Record: []byte("later"), Buckets: []uint64{50, 60}}}}); err != nil {
+				t.Fatal(err)
+			}
 			if keys, err := s.c.Keys(ctx, "*swaps*").Result(); err != nil || len(keys) > 0 {
-				t.Errorf("the write left its swaps: %q, %v", keys, err)
+				t.Errorf("the write over, the next left its swaps: %q, %v", keys, err)
 			}
 		})
 	}
