@@ -639,7 +639,7 @@ func cutErr(r *http.Request, err error) error {
 type shutdownCut struct{ err error }
 
 func (e shutdownCut) Error() string {
-	return ErrShutdown.Error() + ": the request was cut before it was done; send it again once the server is back"
+	return ErrShutdown.Error() + ": the request was cut before it was done: retry it once the server is back"
 }
 
 func (e shutdownCut) Unwrap() []error { return []error{ErrShutdown, e.err} }
