@@ -345,12 +345,18 @@ func (db *DB) Check(ctx context.Context) (*CheckReport, error) {
 
 // scan calls fn for every key in [lo, hi) of r.
 func scan(ctx context.Context, r pebble.Reader, lo, hi []byte, fn func(k, v []byte)) error {
+	return scanUpTo(ctx, r, lo, hi, -1, func(k, v []byte) error { fn(k, v); return nil })
+}
+
+// scanUpTo is scan of the first limit keys (all of them: negative) that
+// stops at fn's first error, and returns it.
+func scanUpTo(ctx context.Context, r pebble.Reader, lo, hi []byte, limit int, fn func(k, v []byte) error) error {
 	it, err := r.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
 	if err != nil {
 		return classify(err)
 	}
 	n := 0
-	for ok := it.First(); ok; ok = it.Next() {
+	for ok := it.First(); ok && n != limit; ok = it.Next() {
 		// NB: from the first key, then every 1,024: a range of fewer
 		// keys was read whole under a cancelled context (Buckets of a
 		// small band returned its result and no error).
@@ -360,7 +366,10 @@ func scan(ctx context.Context, r pebble.Reader, lo, hi []byte, fn func(k, v []by
 				return err
 			}
 		}
-		fn(it.Key(), it.Value())
+		if err := fn(it.Key(), it.Value()); err != nil {
+			it.Close()
+			return err
+		}
 	}
 	return classify(errors.Join(it.Error(), it.Close()))
 }

@@ -755,9 +755,6 @@ func TestDrop(t *testing.T) {
 // fell short by them, and records no id names failed check (RD2-2).
 func TestRedisBatchSentAgainAfterAFailure(t *testing.T) {
 	ctx := context.Background()
-	text := func(id string, round int) string {
-		return fmt.Sprintf("document %s of round %d says words of its own: %s %d %s", id, round, strings.Repeat(id+" ", 3), round*7, id)
-	}
 	for _, how := range []string{"load", "prepared", "load-replacements", "prepared-replacements"} {
 		fresh := 30
 		if strings.HasSuffix(how, "-replacements") {
@@ -772,29 +769,7 @@ func TestRedisBatchSentAgainAfterAFailure(t *testing.T) {
 					t.Fatal(err)
 				}
 				defer d.Close()
-				model := map[string]string{}
-				var old []Doc
-				for i := range 40 {
-					id := fmt.Sprint("old", i)
-					old = append(old, Doc{ID: id, Text: text(id, 1)})
-					model[id] = text(id, 1)
-				}
-				if _, err := d.PutBatch(old, nil); err != nil {
-					t.Fatal(err)
-				}
-				// 20 of the 40 replaced, 30 new.
-				var batch []Doc
-				for i := range 20 {
-					id := fmt.Sprint("old", 2*i)
-					batch = append(batch, Doc{ID: id, Text: text(id, 2)})
-				}
-				for i := range fresh {
-					id := fmt.Sprint("new", i)
-					batch = append(batch, Doc{ID: id, Text: text(id, 2)})
-				}
-				for _, doc := range batch {
-					model[doc.ID] = doc.Text
-				}
+				batch, _, model := replacingBatch(t, d, fresh)
 				var restore func()
 				if step <= 6 {
 					restore = rediskv.InjectFailover(step)
@@ -829,18 +804,7 @@ func TestRedisBatchSentAgainAfterAFailure(t *testing.T) {
 				if stored != 20+fresh || replaced != 20 {
 					t.Errorf("stored %d, replaced %d; want %d and 20", stored, replaced, 20+fresh)
 				}
-				if c, err := d.Count(); err != nil || c != uint64(len(model)) {
-					t.Errorf("Count = %d, %v; want %d", c, err, len(model))
-				}
-				if rep, err := d.Check(ctx); err != nil || !rep.OK() {
-					t.Errorf("Check: %+v, %v", rep, err)
-				}
-				for id, want := range model {
-					got, err := d.Get(id)
-					if err != nil || got.Text != want {
-						t.Fatalf("Get(%s) = %q, %v; want %q", id, got.Text, err, want)
-					}
-				}
+				checkModel(t, d, model)
 				// Each new text finds its own id alone at J = 1 (no record
 				// of a try left beside it, no old version).
 				for _, doc := range batch[:5] {
@@ -879,15 +843,7 @@ func TestRedisCountMarksOfFinishedWritesGo(t *testing.T) {
 		t.Fatal(err)
 	}
 	c, name := rawRedis(t)
-	var marks []string
-	var mu sync.Mutex
-	err = c.ForEachMaster(context.Background(), func(ctx context.Context, m *redis.Client) error {
-		keys, err := m.Keys(ctx, "{lshdb:"+name+"}:counted:*").Result()
-		mu.Lock()
-		marks = append(marks, keys...)
-		mu.Unlock()
-		return err
-	})
+	marks, err := redistest.Keys(context.Background(), c, "{lshdb:"+name+"}:counted:*")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -903,20 +859,13 @@ func TestRedisCountMarksOfFinishedWritesGo(t *testing.T) {
 	if err := d.Close(); err != nil {
 		t.Fatal(err)
 	}
-	var left []string
-	err = c.ForEachMaster(context.Background(), func(ctx context.Context, m *redis.Client) error {
-		keys, err := m.Keys(ctx, "*"+name+"*").Result()
-		mu.Lock()
-		for _, k := range keys {
-			if strings.Contains(k, ":counted:") || strings.Contains(k, ":swaps:") {
-				left = append(left, k)
-			}
-		}
-		mu.Unlock()
-		return err
-	})
-	if err != nil || len(left) > 0 {
-		t.Fatalf("after Close: %v left, %v", left, err)
+	marks, err = redistest.Keys(context.Background(), c, "{lshdb:"+name+"}:counted:*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	swaps, err := redistest.Keys(context.Background(), c, "*lshdb:"+name+":swaps:*")
+	if err != nil || len(marks)+len(swaps) > 0 {
+		t.Fatalf("after Close: %v and %v left, %v", marks, swaps, err)
 	}
 }
 
@@ -938,32 +887,7 @@ func TestRedisResendAfterAFailoverLostWrites(t *testing.T) {
 	}
 	defer d.Close()
 	c, name := rawRedis(t)
-	text := func(id string, round int) string {
-		return fmt.Sprintf("document %s of round %d says words of its own: %s %d %s", id, round, strings.Repeat(id+" ", 3), round*7, id)
-	}
-	model := map[string]string{}
-	var old, batch []Doc
-	for i := range 40 {
-		id := fmt.Sprint("old", i)
-		old = append(old, Doc{ID: id, Text: text(id, 1)})
-		model[id] = text(id, 1)
-	}
-	if _, err := d.PutBatch(old, nil); err != nil {
-		t.Fatal(err)
-	}
-	var replaced []string
-	for i := range 20 {
-		id := fmt.Sprint("old", i)
-		replaced = append(replaced, id)
-		batch = append(batch, Doc{ID: id, Text: text(id, 2)})
-	}
-	for i := range 30 {
-		id := fmt.Sprint("new", i)
-		batch = append(batch, Doc{ID: id, Text: text(id, 2)})
-	}
-	for _, doc := range batch {
-		model[doc.ID] = doc.Text
-	}
+	batch, replaced, model := replacingBatch(t, d, 30)
 	oldNums, err := d.rkv.DocNums(ctx, replaced)
 	if err != nil {
 		t.Fatal(err)
@@ -975,30 +899,17 @@ func TestRedisResendAfterAFailoverLostWrites(t *testing.T) {
 		}
 	}
 	lost := func() {
-		// The write's swaps, kept until it is over: the token is in
-		// their keys' names.
-		var swaps []string
-		var mu sync.Mutex
-		if err := c.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
-			keys, err := m.Keys(ctx, "*lshdb:"+name+":swaps:*").Result()
-			mu.Lock()
-			swaps = append(swaps, keys...)
-			mu.Unlock()
-			return err
-		}); err != nil {
+		// The write's swaps, kept until it is over (before, deleted
+		// with its end: none is found then).
+		swaps, err := redistest.Keys(ctx, c, "*lshdb:"+name+":swaps:*")
+		if err != nil {
 			t.Error(err)
 			return
 		}
-		// NB: the token from the write's count mark (the write's swaps
-		// were deleted with it before).
-		var marks []string
-		if err := c.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
-			keys, err := m.Keys(ctx, "{lshdb:"+name+"}:counted:*").Result()
-			mu.Lock()
-			marks = append(marks, keys...)
-			mu.Unlock()
-			return err
-		}); err != nil || len(marks) != 1 {
+		// NB: the token from the write's count mark, which a write
+		// kept before too.
+		marks, err := redistest.Keys(ctx, c, "{lshdb:"+name+"}:counted:*")
+		if err != nil || len(marks) != 1 {
 			// NB: the put's before went with the load's count.
 			t.Errorf("the write's count mark: %v, %v; want one", marks, err)
 			return
@@ -1038,10 +949,51 @@ func TestRedisResendAfterAFailoverLostWrites(t *testing.T) {
 	if res.Stored != 50 || res.Replaced != 20 {
 		t.Errorf("stored %d, replaced %d; want 50 and 20", res.Stored, res.Replaced)
 	}
+	checkModel(t, d, model)
+}
+
+// replacingBatch puts 40 documents, old0 … old39, into d, and returns a
+// batch that replaces every other one (the ids replaced) and adds fresh
+// new ones, and the model of the index once the batch is written: each
+// id's text.
+func replacingBatch(t *testing.T, d *DB, fresh int) (batch []Doc, replaced []string, model map[string]string) {
+	t.Helper()
+	text := func(id string, round int) string {
+		return fmt.Sprintf("document %s of round %d says words of its own: %s %d %s", id, round, strings.Repeat(id+" ", 3), round*7, id)
+	}
+	model = map[string]string{}
+	var old []Doc
+	for i := range 40 {
+		id := fmt.Sprint("old", i)
+		old = append(old, Doc{ID: id, Text: text(id, 1)})
+		model[id] = text(id, 1)
+	}
+	if _, err := d.PutBatch(old, nil); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 20 {
+		id := fmt.Sprint("old", 2*i)
+		replaced = append(replaced, id)
+		batch = append(batch, Doc{ID: id, Text: text(id, 2)})
+	}
+	for i := range fresh {
+		id := fmt.Sprint("new", i)
+		batch = append(batch, Doc{ID: id, Text: text(id, 2)})
+	}
+	for _, doc := range batch {
+		model[doc.ID] = doc.Text
+	}
+	return batch, replaced, model
+}
+
+// checkModel checks d against model (each id's text): its live count,
+// that Check finds nothing, and each id's stored text.
+func checkModel(t *testing.T, d *DB, model map[string]string) {
+	t.Helper()
 	if n, err := d.Count(); err != nil || n != uint64(len(model)) {
 		t.Errorf("Count = %d, %v; want %d", n, err, len(model))
 	}
-	if rep, err := d.Check(ctx); err != nil || !rep.OK() {
+	if rep, err := d.Check(context.Background()); err != nil || !rep.OK() {
 		t.Errorf("Check: %+v, %v", rep, err)
 	}
 	for id, want := range model {

@@ -180,7 +180,7 @@ func (db *DB) upgrade(ctx context.Context) (*UpgradeReport, error) {
 		// records' share of the old is measured on a sample, and counted
 		// with a margin, uncompressed (so more than they take).
 		var oldBytes, newBytes int
-		err := scanUpTo(db.pdb, codec.DocPrefix, codec.DocPrefixEnd, upgradeSample, func(k, v []byte) error {
+		err := scanUpTo(ctx, db.pdb, codec.DocPrefix, codec.DocPrefixEnd, upgradeSample, func(k, v []byte) error {
 			n, err := codec.ParseDocKey(k)
 			if err == nil {
 				var view codec.DocView
@@ -549,22 +549,4 @@ func (c *v1Converter) convert(db *DB, n uint64, view *codec.DocView, from int) (
 	rec, c.set32 = db.newRecord(string(view.ID), c.set, c.sig, text, view.HasText, view.Meta, c.set32)
 	c.out = codec.AppendDocRecord(c.out[:0], &rec)
 	return c.out, nil
-}
-
-// scanUpTo calls fn with the first limit keys in [lo, hi) of r and their
-// values, until fn returns an error.
-func scanUpTo(r pebble.Reader, lo, hi []byte, limit int, fn func(k, v []byte) error) error {
-	it, err := r.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
-	if err != nil {
-		return classify(err)
-	}
-	n := 0
-	for ok := it.First(); ok && n < limit; ok = it.Next() {
-		n++
-		if err := fn(it.Key(), it.Value()); err != nil {
-			it.Close()
-			return err
-		}
-	}
-	return classify(errors.Join(it.Error(), it.Close()))
 }

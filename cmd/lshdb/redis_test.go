@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -499,15 +498,7 @@ func TestRedisRecoveryAdvice(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "could not be counted") {
 		t.Fatalf("drop --yes --force of it: exit %d: %s%s", code, out, errOut)
 	}
-	var mu sync.Mutex
-	var left []string
-	if err := cc.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
-		keys, err := m.Keys(ctx, "lshdb:advice:*").Result()
-		mu.Lock()
-		left = append(left, keys...)
-		mu.Unlock()
-		return err
-	}); err != nil || len(left) != 0 {
+	if left, err := redistest.Keys(ctx, cc, "lshdb:advice:*"); err != nil || len(left) != 0 {
 		t.Fatalf("keys left after the drop: %v, %v", left, err)
 	}
 }

@@ -127,12 +127,16 @@ type Store struct {
 	// (MarkCounters), "" until it is set.
 	mark string
 
-	// finished are the marks of this handle's writes that are over
-	// (Finished), for the next write's count to delete.
-	finishedMu    sync.Mutex
-	finished      []string
-	finishedSwaps []string
+	// finished holds what this handle's writes that are over (Finished)
+	// kept for a write sent again, for the next write to delete.
+	finishedMu sync.Mutex
+	finished   finishedKeys
 }
+
+// finishedKeys are the keys that writes that are over kept: their count
+// marks (countedKey), which the next write's count deletes, and their
+// swaps keys (swapsKey), which its end deletes.
+type finishedKeys struct{ marks, swaps []string }
 
 // ErrCountersGone is a put's error when the index's counters no longer
 // hold the mark its handle saw at open (MarkCounters): Redis lost them
@@ -688,7 +692,8 @@ func Permanent(err error) bool {
 // KB, for 10 minutes (a read-through, RT4-1). At most a second, and what
 // it cannot delete expires.
 func (s *Store) Close() error {
-	keys := append(s.takeFinishedSwaps(), s.takeFinished()...)
+	fin := s.takeFinished()
+	keys := append(fin.marks, fin.swaps...)
 	if len(keys) > 0 {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		_, _ = s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
@@ -1152,51 +1157,35 @@ const resumeWithin = 5 * time.Minute
 
 // Finished says that the write a is over (applied and, if the caller
 // waits for replicas, replicated): it will not be sent again, and the
-// mark that it counted (countScript) can go. NB: deleted by a later
-// write's count, on the counters' slot: no round trip of its own.
+// mark that it counted (countScript) and the swaps it kept can go. NB:
+// deleted by the handle's next write (the mark by its count, on the
+// counters' slot; the swaps with its end) or by Close: no round trip of
+// their own.
 func (s *Store) Finished(a *Attempt) {
 	if a == nil {
 		return
 	}
 	s.finishedMu.Lock()
 	defer s.finishedMu.Unlock()
-	if len(s.finished) >= maxFinished {
-		// NB: the oldest is left to expire (countedMemory).
-		s.finished = s.finished[1:]
-	}
-	s.finished = append(s.finished, s.countedKey(a.token))
-	if len(s.finishedSwaps)+len(a.swaps) > maxFinishedSwaps {
-		// NB: left to expire (claimMemory).
-		s.finishedSwaps = s.finishedSwaps[:0]
-	}
-	s.finishedSwaps = append(s.finishedSwaps, a.swaps...)
+	s.finished.marks = lastOf(append(s.finished.marks, s.countedKey(a.token)), maxFinished)
+	s.finished.swaps = lastOf(append(s.finished.swaps, a.swaps...), maxFinished)
 }
 
-// maxFinishedSwaps bounds the swaps keys of finished writes that a Store
-// keeps to delete (a key per slot a write's replaced ids are on).
-const maxFinishedSwaps = 1 << 14
+// maxFinished bounds the keys of each kind that a Store keeps to delete
+// (Finished); the oldest past it are left to expire (countedMemory,
+// claimMemory). NB: every write takes them all (takeFinished).
+const maxFinished = 1 << 14
 
-// takeFinishedSwaps returns the swaps keys of finished writes to delete,
-// and forgets them.
-func (s *Store) takeFinishedSwaps() []string {
-	s.finishedMu.Lock()
-	defer s.finishedMu.Unlock()
-	f := s.finishedSwaps
-	s.finishedSwaps = nil
-	return f
-}
+// lastOf returns the last n of xs at most.
+func lastOf(xs []string, n int) []string { return xs[max(0, len(xs)-n):] }
 
-// maxFinished bounds the finished writes' marks that a Store keeps to
-// delete (Finished).
-const maxFinished = 256
-
-// takeFinished returns the marks of finished writes to delete, and forgets
+// takeFinished returns the keys of finished writes to delete, and forgets
 // them.
-func (s *Store) takeFinished() []string {
+func (s *Store) takeFinished() finishedKeys {
 	s.finishedMu.Lock()
 	defer s.finishedMu.Unlock()
 	f := s.finished
-	s.finished = nil
+	s.finished = finishedKeys{}
 	return f
 }
 
@@ -1463,7 +1452,8 @@ func (s *Store) Apply(ctx context.Context, ws *WriteSet) (Result, error) {
 	// counted them as live; the count, once marked, is not made again (a
 	// Redis review, RD3-1: 883 too many after two failovers).
 	live := int64(len(ws.Puts)) - int64(won)
-	if err := s.addLive(ctx, live, token, s.takeFinished()...).Err(); err != nil {
+	fin := s.takeFinished()
+	if err := s.addLive(ctx, live, token, fin.marks...).Err(); err != nil {
 		return res, err
 	}
 	if err := crashAt(5); err != nil {
@@ -1473,12 +1463,10 @@ func (s *Store) Apply(ctx context.Context, ws *WriteSet) (Result, error) {
 	// again, it gets their answers, and retires what it replaced even
 	// where a failover lost the old record's delete (it was left, marked
 	// and unposted, a record no id names: RD3-1).
-	for k := range swaps {
-		if !slices.Contains(att.swaps, k) {
-			att.swaps = append(att.swaps, k)
-		}
-	}
-	if err := s.deleteRetired(ctx, gone, s.takeFinishedSwaps(), token); err != nil {
+	att.swaps = slices.AppendSeq(att.swaps, maps.Keys(swaps))
+	slices.Sort(att.swaps)
+	att.swaps = slices.Compact(att.swaps)
+	if err := s.deleteRetired(ctx, gone, fin.swaps, token); err != nil {
 		return res, err
 	}
 	if err := crashAt(6); err != nil {
