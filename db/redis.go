@@ -38,6 +38,7 @@ package db
 //     counters).
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"crypto/rand"
@@ -46,6 +47,7 @@ import (
 	"fmt"
 	"io"
 	"iter"
+	"log/slog"
 	"math/bits"
 	"net"
 	"os"
@@ -194,9 +196,78 @@ const openTimeout = 30 * time.Second
 
 // openRedis opens or creates the index at the Redis URL u.
 func openRedis(u string, o Options) (*DB, error) {
+	try := &redisOpenTry{}
+	if !o.ReadOnly {
+		var tok [12]byte
+		rand.Read(tok[:])
+		try.writer = hex.EncodeToString(tok[:])
+	}
+	var d *DB
+	err := retryTransient(context.Background(), o.Logger, "opening the index", func() (err error) {
+		if d, err = openRedisTry(u, o, try); err != nil && !try.reached {
+			return permanent{err}
+		}
+		return err
+	})
+	if err != nil {
+		if try.registered {
+			// NB: the last try's registration (not on its context,
+			// which may have run out); a try that failed before left
+			// it for the next to make again.
+			(&DB{dir: rediskv.Redact(u), opts: handleOptions{Options: o}, rkv: try.store, writer: try.writer}).unregister()
+		}
+		if try.store != nil {
+			try.store.Close()
+		}
+		return nil, err
+	}
+	return d, nil
+}
+
+// redisOpenRetry bounds how long an Open of an index on Redis tries again
+// while the cluster answers but fails as a failover makes it fail
+// (Transient: a master that does not answer, CLUSTERDOWN, TRYAGAIN): as
+// long as Load retries a batch. A URL no node of which answers fails at
+// once.
+//
+// NB: creating an index, opening one and lshdb drop --force failed at
+// once, CLUSTERDOWN, while a build or an insert retried through the same
+// failover (a third review of Redis, RD3-3).
+const redisOpenRetry = redisLoadRetry
+
+// redisOpenTry is what an Open of an index on Redis keeps from one try to
+// the next (openRedis).
+type redisOpenTry struct {
+	// writer is the writable handle's registration, the same in every
+	// try: one a failed try made is the next one's, not another writer's.
+	writer     string
+	registered bool // a try's Register may have been applied
+	// manifest is the manifest a try created the index with, once made:
+	// a try after one whose creation was applied, its answer lost, finds
+	// its own manifest, and takes the index for created (Created).
+	manifest []byte
+	// reached says that a try reached the cluster: its nodes answered,
+	// but one master did not, or a step after the store was open failed.
+	reached bool
+	// store is the last try's store, closed by openRedis if the open
+	// fails.
+	store *rediskv.Store
+}
+
+// openRedisTry is one try of openRedis. On failure the store it opened
+// stays open in try.store, and its registration in place, for openRedis to
+// end or to give the next try.
+func openRedisTry(u string, o Options, try *redisOpenTry) (*DB, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), openTimeout)
 	defer cancel()
+	if try.store != nil {
+		try.store.Close()
+		try.store = nil
+	}
 	s, err := rediskv.Open(ctx, u)
+	if errors.Is(err, rediskv.ErrMasterDown) {
+		try.reached = true
+	}
 	if err != nil {
 		if errors.Is(err, rediskv.ErrURL) {
 			return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
@@ -249,30 +320,28 @@ func openRedis(u string, o Options) (*DB, error) {
 	}
 	db.closing, db.closeCancel = context.WithCancelCause(context.Background())
 	db.open = make(map[*openIter]struct{})
+	try.reached, try.store = true, s
 	if !o.ReadOnly {
 		// NB: before the manifest is read: a creating command that
 		// failed drops its new index only if no other writable handle
 		// is registered (OtherWriters), and one that read the manifest
 		// is registered by then.
-		var tok [12]byte
-		rand.Read(tok[:])
-		db.writer = hex.EncodeToString(tok[:])
+		db.writer = try.writer
+		try.registered = true
 		if err := s.Register(ctx, db.writer); err != nil {
-			s.Close()
 			return nil, fmt.Errorf("opening %s: %w", db.dir, redisErr(err))
 		}
 	}
-	err = db.redisManifest(ctx)
+	err = db.redisManifest(ctx, try)
 	if err == nil && db.writer != "" {
 		err = db.markCounters(ctx)
 	}
 	if err != nil {
-		if db.writer != "" {
-			db.unregister() // NB: not on ctx, which may have run out
-		}
-		s.Close()
+		// NB: openRedis takes the registration back (not on ctx, which
+		// may have run out) and closes s, or tries again.
 		return nil, err
 	}
+	try.store, try.registered = nil, false
 	db.initPools()
 	db.startSweeper()
 	if db.writer != "" {
@@ -397,7 +466,7 @@ func (db *DB) markCounters(ctx context.Context) error {
 }
 
 // redisManifest reads the manifest, or creates it for a new index.
-func (db *DB) redisManifest(ctx context.Context) error {
+func (db *DB) redisManifest(ctx context.Context, try *redisOpenTry) error {
 	v, err := db.rkv.Manifest(ctx)
 	if err != nil {
 		return redisErr(err)
@@ -444,21 +513,33 @@ func (db *DB) redisManifest(ctx context.Context) error {
 		}
 	}
 	if v == nil {
-		enc, err := db.newManifest()
-		if err != nil {
-			return err
+		made := try.manifest == nil
+		if made {
+			enc, err := db.newManifest()
+			if err != nil {
+				return err
+			}
+			try.manifest = enc
 		}
-		created, err := db.rkv.CreateManifest(ctx, enc)
+		created, err := db.rkv.CreateManifest(ctx, try.manifest)
 		if err != nil {
 			return redisErr(err)
 		}
-		if created {
+		if created && made {
 			db.created = true
 			return nil
 		}
-		// NB: another process created it first: open what it made.
-		if v, err = db.rkv.Manifest(ctx); err != nil {
-			return redisErr(err)
+		if !created {
+			// NB: another process created it first: open what it made.
+			if v, err = db.rkv.Manifest(ctx); err != nil {
+				return redisErr(err)
+			}
+		}
+		// NB: or an earlier try of this Open did, its answer lost (its
+		// manifest names its instance), or this try did with the
+		// manifest an earlier one made.
+		if created || bytes.Equal(v, try.manifest) {
+			db.created, v = true, try.manifest
 		}
 	}
 	if err := db.useManifest(v); err != nil {
@@ -1718,7 +1799,7 @@ func Drop(ctx context.Context, dir string) error {
 		return err
 	}
 	if d.rkv != nil {
-		err := redisErr(d.rkv.Drop(ctx))
+		err := retryTransient(ctx, d.opts.Logger, "dropping the index", func() error { return redisErr(d.rkv.Drop(ctx)) })
 		return cmp.Or(err, d.Close())
 	}
 	fsys := d.opts.FS
@@ -1866,22 +1947,66 @@ func sweepTombs(dir string) (removed []string, _ error) {
 // manifest (what writers left after a Drop), or returns ErrNotExist when
 // it holds none.
 func dropLeftovers(ctx context.Context, u string) error {
-	s, err := rediskv.Open(ctx, u)
-	if err != nil {
-		if err = redisErr(err); !errors.Is(err, ErrBackend) && !errors.Is(err, ErrAccessDenied) {
-			err = fmt.Errorf("%w: %w", ErrBackend, err)
+	var n int64
+	err := retryTransient(ctx, slog.Default(), "dropping the index's keys", func() error {
+		s, err := rediskv.Open(ctx, u)
+		if err != nil {
+			if err = redisErr(err); !errors.Is(err, ErrBackend) && !errors.Is(err, ErrAccessDenied) {
+				err = fmt.Errorf("%w: %w", ErrBackend, err)
+			}
+			err = fmt.Errorf("opening %s: %w", rediskv.Redact(u), err)
+			if !errors.Is(err, rediskv.ErrMasterDown) {
+				// NB: no node answers: the URL is wrong, or the
+				// cluster down, which no retry gets past soon.
+				err = permanent{err}
+			}
+			return err
 		}
-		return fmt.Errorf("opening %s: %w", rediskv.Redact(u), err)
-	}
-	defer s.Close()
-	n, err := s.Flush(ctx)
-	if err != nil {
+		defer s.Close()
+		m, err := s.Flush(ctx)
+		n += m
 		return redisErr(err)
+	})
+	if err != nil {
+		return err
 	}
 	if n == 0 {
 		return fmt.Errorf("%w: %s", ErrNotExist, rediskv.Redact(u))
 	}
 	return nil
+}
+
+// permanent is an error that retryTransient returns at once, as it is.
+type permanent struct{ error }
+
+func (p permanent) Unwrap() error { return p.error }
+
+// retryTransient calls f, and again while it fails in a way a retry may
+// get past (Transient), for up to redisOpenRetry, saying so to logger
+// each time. A permanent error of f ends it at once.
+func retryTransient(ctx context.Context, logger *slog.Logger, what string, f func() error) error {
+	start := time.Now()
+	wait := 100 * time.Millisecond
+	for {
+		err := f()
+		var p permanent
+		if errors.As(err, &p) {
+			return p.error
+		}
+		if err == nil || !Transient(err) {
+			return err
+		}
+		if time.Since(start)+wait > redisOpenRetry {
+			return fmt.Errorf("%w (tried again for %v)", err, time.Since(start).Round(time.Second))
+		}
+		logger.Warn("lshdb: "+what+" failed on Redis, a master failing over maybe; trying again", "err", err, "after", wait)
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w (while a failed Redis call was tried again: %v)", context.Cause(ctx), err)
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 2*time.Second)
+	}
 }
 
 // redisBackup is Backup on Redis: the live documents copied, a chunk of

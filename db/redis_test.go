@@ -385,6 +385,94 @@ func TestRedisFailoverDuringLoad(t *testing.T) {
 	}
 }
 
+// Ensure that opening an index on Redis, creating one, and dropping one
+// get through a master's failover, as a load does: each is started while
+// the master is down (killed), and must succeed once a replica has taken
+// its place. On the code before, each failed at once (a third review of
+// Redis, RD3-3: CLUSTERDOWN).
+func TestRedisOpenAndDropThroughAFailover(t *testing.T) {
+	c := redistest.Require(t) // a cluster of its own: this test kills a master
+	base := "redis+cluster://" + strings.Join(c.Addrs, ",") + "/"
+	for _, name := range []string{"kept", "dropped"} {
+		d, err := Open(base+name, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := d.Put(Doc{ID: name, Text: "a document of the index " + name}, nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := d.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.Kill(0); err != nil {
+		t.Fatal(err)
+	}
+	var logged syncBuffer
+	logger := slog.New(slog.NewTextHandler(&logged, nil))
+	start := time.Now()
+	var wg sync.WaitGroup
+	errs := make([]error, 3)
+	wg.Add(3)
+	go func() { // a new index, created
+		defer wg.Done()
+		d, err := Open(base+"fresh", &Options{Logger: logger})
+		if err != nil {
+			errs[0] = fmt.Errorf("creating: %w", err)
+			return
+		}
+		defer d.Close()
+		if !d.Created() {
+			errs[0] = errors.New("creating: Created is false")
+			return
+		}
+		if err := d.Put(Doc{ID: "new", Text: "written after the failover"}, nil); err != nil {
+			errs[0] = fmt.Errorf("creating: the first put: %w", err)
+		}
+	}()
+	go func() { // an index there, opened to read
+		defer wg.Done()
+		d, err := Open(base+"kept", &Options{ReadOnly: true, Logger: logger})
+		if err != nil {
+			errs[1] = fmt.Errorf("opening: %w", err)
+			return
+		}
+		defer d.Close()
+		if doc, err := d.Get("kept"); err != nil || doc.Text != "a document of the index kept" {
+			errs[1] = fmt.Errorf("opening: get: %v, %v", doc, err)
+		}
+	}()
+	go func() { // an index there, dropped
+		defer wg.Done()
+		if err := Drop(context.Background(), base+"dropped"); err != nil {
+			errs[2] = fmt.Errorf("dropping: %w", err)
+		}
+	}()
+	wg.Wait()
+	t.Logf("through the failover in %v", time.Since(start).Round(time.Millisecond))
+	if err := errors.Join(errs...); err != nil {
+		t.Fatalf("%v\nlog:\n%s", err, logged.String())
+	}
+	if !strings.Contains(logged.String(), "trying again") {
+		t.Errorf("the opens did not wait for the failover (nothing said of a retry): the test did not test it\nlog:\n%s", logged.String())
+	}
+	// What each left, read once the cluster is whole again.
+	if _, err := Open(base+"dropped", &Options{ReadOnly: true}); !errors.Is(err, ErrNotExist) {
+		t.Errorf("the dropped index opens with %v; want ErrNotExist", err)
+	}
+	d, err := Open(base+"fresh", &Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if n, err := d.Count(); err != nil || n != 1 {
+		t.Errorf("the created index counts %d, %v; want 1", n, err)
+	}
+	if doc, err := d.Get("new"); err != nil || doc.Text != "written after the failover" {
+		t.Errorf("the created index's document: %v, %v", doc, err)
+	}
+}
+
 // Ensure that Buckets on Redis gives what it gives on Pebble for the same
 // documents written in the same order (the oracle): list counts per band,
 // the size histogram, the hottest lists and their samples.
@@ -1340,6 +1428,22 @@ func TestRedisURLMistakes(t *testing.T) {
 	node := "redis://" + redisCluster.Addrs[0] + "/a"
 	if _, err := Open(node, nil); !errors.Is(err, ErrInvalidOptions) || !strings.Contains(err.Error(), "redis+cluster://") {
 		t.Fatalf("Open(%s) of a cluster node: %v, want ErrInvalidOptions naming redis+cluster://", node, err)
+	}
+}
+
+// Ensure that an Open of a Redis URL no node of which answers fails at
+// once, with ErrBackend: only a cluster that answers while a master does
+// not is tried again (RD3-3's retry), not a wrong port.
+func TestRedisOpenOfNoNodeIsNotRetried(t *testing.T) {
+	for _, u := range []string{"redis+cluster://127.0.0.1:%d/x", "redis://127.0.0.1:%d/x"} {
+		var logged syncBuffer
+		_, err := Open(fmt.Sprintf(u, freePort(t)), &Options{Logger: slog.New(slog.NewTextHandler(&logged, nil))})
+		if !errors.Is(err, ErrBackend) {
+			t.Errorf("%s: %v; want ErrBackend", u, err)
+		}
+		if logged.String() != "" {
+			t.Errorf("%s: tried again: %s", u, logged.String())
+		}
 	}
 }
 

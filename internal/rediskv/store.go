@@ -316,6 +316,9 @@ func Open(ctx context.Context, rawURL string) (*Store, error) {
 			// disabled") do not say what to give instead.
 			return nil, fmt.Errorf("%w: %s is a single Redis server, not a node of a Redis Cluster: name it with redis://%s/%s (%v)", ErrURL, cfg.addrs[0], cfg.addrs[0], cfg.name, err)
 		}
+		if cfg.cluster && !errors.Is(err, ErrVersion) && !Permanent(err) && seedAnswers(ctx, cfg) {
+			return nil, fmt.Errorf("%w: %w", ErrMasterDown, err)
+		}
 		return nil, err
 	}
 	if cfg.cluster && len(cfg.addrs) > 1 {
@@ -334,6 +337,33 @@ func Open(ctx context.Context, rawURL string) (*Store, error) {
 		}
 	}
 	return s, nil
+}
+
+// ErrMasterDown is Open's error when a node of the cluster answered but
+// one of its masters did not: a failover may be under way, and an Open
+// tried again once it is over gets past it. Where no node answers, Open
+// fails with the connection's error alone.
+var ErrMasterDown = errors.New("rediskv: the cluster answers, but one of its masters does not")
+
+// seedAnswers reports whether any of the URL's nodes answers a PING
+// within a second (all asked at once).
+func seedAnswers(ctx context.Context, cfg urlConfig) bool {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	answered := make(chan bool, len(cfg.addrs))
+	for _, a := range cfg.addrs {
+		go func() {
+			n := redis.NewClient(&redis.Options{Addr: a, Username: cfg.username, Password: cfg.password, DialTimeout: time.Second, ReadTimeout: time.Second, MaxRetries: -1})
+			defer n.Close()
+			answered <- n.Ping(ctx).Err() == nil
+		}()
+	}
+	for range cfg.addrs {
+		if <-answered {
+			return true
+		}
+	}
+	return false
 }
 
 // oneCluster refuses a URL whose seed nodes are not all nodes of one
