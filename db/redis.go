@@ -1685,7 +1685,10 @@ func (db *DB) redisBuckets(ctx context.Context, band, top int) (*BucketStats, er
 		hottest[i].sketch, hottest[i].docs = sk.sorted(), members[i]
 	}
 	slices.SortFunc(hottest, hotter)
-	groups := groupHot(hottest[:cut], top)
+	groups, err := groupHot(ctx, hottest[:cut], top, progressOf(ctx))
+	if err != nil {
+		return nil, err
+	}
 	for _, g := range groups {
 		info := BucketInfo{Band: g[0].band, Bucket: g[0].bucket, Size: g[0].size}
 		for _, o := range g[1:] {

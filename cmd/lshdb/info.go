@@ -91,7 +91,7 @@ sizes in bytes.`,
 				}
 				p := in.Params
 				fmt.Fprintln(a.stdout, paramsLine(p))
-				fmt.Fprintf(a.stdout, "P(candidate) at the threshold: %.4f (S-curve)\n", p.Bands.Probability(p.Threshold))
+				fmt.Fprintf(a.stdout, "P(candidate) at the threshold: %s (S-curve)\n", probability(p.Bands.Probability(p.Threshold)))
 				if err := a.printNoneNote(p); err != nil {
 					return err
 				}

@@ -866,6 +866,28 @@ func TestTuneProbabilityBelowOne(t *testing.T) {
 	if !strings.Contains(out, "b=16 r=6") || p >= 1 || !regexp.MustCompile(`(?m)^0\.90\s+>0\.9999$`).MatchString(out) || !regexp.MustCompile(`(?m)^1\.00\s+1\.0000$`).MatchString(out) {
 		t.Errorf("tune (P(0.9) = %v):\n%s", p, out)
 	}
+	// Its header too, where tune --threshold 0.9 on the index's banding
+	// (b=16 r=6) said P(0.9) = 1.0000 beside the table's >0.9999 (an
+	// inspection review's SH-7).
+	dir := filepath.Join(t.TempDir(), "idx")
+	runOK(t, "create", "--db", dir)
+	if out := runOK(t, "tune", "--db", dir, "--threshold", "0.9"); !strings.Contains(out, "P(0.9) = >0.9999") {
+		t.Errorf("tune --db at 0.9 (P = %v):\n%s", p, out)
+	}
+}
+
+// Ensure that bucket --jaccard's median of an even count is the mean of
+// the two middle values (it took the upper: an inspection review's SH-5).
+// Oracle: by hand.
+func TestMedian(t *testing.T) {
+	for _, c := range []struct {
+		xs   []float64
+		want float64
+	}{{[]float64{0.5}, 0.5}, {[]float64{0.5, 0.5032}, 0.5016}, {[]float64{0.1, 0.2, 0.9}, 0.2}, {[]float64{0.1, 0.2, 0.4, 0.9}, 0.3}} {
+		if got := median(c.xs); math.Abs(got-c.want) > 1e-12 {
+			t.Errorf("median(%v) = %v, want %v", c.xs, got, c.want)
+		}
+	}
 }
 
 // Ensure that each exit status comes from the error it names, whatever

@@ -242,8 +242,8 @@ func (a *app) queryCmd() *cobra.Command {
 				if res.EstimateOnly {
 					recall = "P(found)"
 				}
-				_, err = fmt.Fprintf(a.stdout, "%s at %s >= %v among %s (%s at %v: %.4f)\n",
-					found, what, res.Threshold, counted(res.Candidates, "candidate", "candidates"), recall, res.Threshold, res.ExpectedRecall)
+				_, err = fmt.Fprintf(a.stdout, "%s at %s >= %v among %s (%s at %v: %s)\n",
+					found, what, res.Threshold, counted(res.Candidates, "candidate", "candidates"), recall, res.Threshold, probability(res.ExpectedRecall))
 				a.hotQueryNote(res)
 				return err
 			})
@@ -1112,7 +1112,9 @@ lists of 2^(i-1) to 2^i - 1 documents (the table's rows 1, 2-3, 4-7, …),
 				return usagef("--band %d: give a band (from 0), or -1 for all", band)
 			}
 			return a.withIndex(func(d index) error {
-				st, err := d.Buckets(a.ctx, band, top)
+				ctx, barDone := a.phaseBar("buckets")
+				st, err := d.Buckets(ctx, band, top)
+				barDone()
 				if err != nil {
 					return interruptNote(err, "buckets interrupted: nothing printed")
 				}
@@ -1165,7 +1167,10 @@ func (a *app) bucketCmd() *cobra.Command {
 		Use:   "bucket --db DIR BAND BUCKET [--jaccard] [--with-text]",
 		Short: "The members of one bucket (BUCKET in hex, as buckets prints it)",
 		Long: `The ids of one bucket's members (a posting list), in insertion order, one
-per line. BUCKET is 8 hex digits, as buckets, stats and explain print it.
+per line, each as the shell reads it back: Go-quoted when it holds a blank,
+a quote or a control character ("Exodus 6:10"). A script that reads ids
+from it takes --output json (lshdb bucket … --output json | jq -r .id).
+BUCKET is 8 hex digits, as buckets, stats and explain print it.
 
 --jaccard shows each member's Jaccard to the first member, exact from the
 stored sets (estimated from the signatures on an index of storage none),
@@ -1358,9 +1363,20 @@ func bucketSummary(docs []*db.StoredDoc, sims []float64, distinct int, exact boo
 		rest := slices.Sorted(slices.Values(sims[1:]))
 		reach := len(rest) - sort.SearchFloat64s(rest, t)
 		fmt.Fprintf(&b, "; %s to the first member (%s): least %s, median %s; %d of the other %d at or above the threshold %v",
-			simName, tableID(docs[0].ID), score(rest[0], t), score(rest[len(rest)/2], t), reach, len(rest), t)
+			simName, tableID(docs[0].ID), score(rest[0], t), score(median(rest), t), reach, len(rest), t)
 	}
 	return b.String()
+}
+
+// median is the median of sorted xs (not empty): the mean of the two
+// middle values of an even count (it took the upper one: 0.5032 for
+// 0.5000 and 0.5032, an inspection review's SH-5).
+func median(xs []float64) float64 {
+	m := len(xs) / 2
+	if len(xs)%2 == 0 {
+		return (xs[m-1] + xs[m]) / 2
+	}
+	return xs[m]
 }
 
 // setHash is a digest of a shingle set, to count the distinct ones.
@@ -1444,7 +1460,7 @@ clusters run at that threshold (their --threshold) instead of the index's.`,
 				if e.EstimateOnly {
 					jaccard = "estimated Jaccard"
 				}
-				fmt.Fprintf(a.stdout, "P(candidate) at %s %s: %.4f\n", jaccard, score(e.Jaccard, e.Threshold), e.Probability)
+				fmt.Fprintf(a.stdout, "P(candidate) at %s %s: %s\n", jaccard, score(e.Jaccard, e.Threshold), probability(e.Probability))
 				var verdict string
 				switch {
 				case e.A == e.B:

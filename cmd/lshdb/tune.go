@@ -116,8 +116,8 @@ func (a *app) tuneCmd() *cobra.Command {
 						chosen += fmt.Sprintf(", banded for %v", bands.MaxChoiceThreshold)
 					}
 				}
-				fmt.Fprintf(a.stdout, "the index's %v (%s) at threshold %v: P(%v) = %.4f, S-curve threshold (1/b)^(1/r) = %.4f\n",
-					p, chosen, t, t, p.Probability(t), p.Threshold())
+				fmt.Fprintf(a.stdout, "the index's %v (%s) at threshold %v: P(%v) = %s, S-curve threshold (1/b)^(1/r) = %.4f\n",
+					p, chosen, t, t, probability(p.Probability(t)), p.Threshold())
 			} else {
 				// NB: a banding for 1 is chosen for 0.999 (no banding
 				// is steeper at 1), and was said to be for 1.
@@ -125,8 +125,8 @@ func (a *app) tuneCmd() *cobra.Command {
 				if t > bands.MaxChoiceThreshold {
 					chosen = fmt.Sprintf("%v (chosen for %v)", t, bands.MaxChoiceThreshold)
 				}
-				fmt.Fprintf(a.stdout, "%v for threshold %s: P(%v) = %.4f, S-curve threshold (1/b)^(1/r) = %.4f\n",
-					p, chosen, t, p.Probability(t), p.Threshold())
+				fmt.Fprintf(a.stdout, "%v for threshold %s: P(%v) = %s, S-curve threshold (1/b)^(1/r) = %.4f\n",
+					p, chosen, t, probability(p.Probability(t)), p.Threshold())
 			}
 			if err := a.printRecall(rec, scheme); err != nil {
 				return err
@@ -199,7 +199,9 @@ func writeSVG(w io.Writer, p bands.Params, t float64) error {
 
 // probability formats a P(candidate) with 4 decimals, and one below 1
 // that they would round to 1 as >0.9999: P(0.9) = 0.999995 read as
-// 1.0000, a certainty (an inspection review's Q7).
+// 1.0000, a certainty (an inspection review's Q7). Every P(candidate) and
+// expected recall the command prints goes through it: tune's header and
+// explain said 1.0000 beside a table's >0.9999 (SH-7).
 func probability(p float64) string {
 	if s := fmt.Sprintf("%.4f", p); p >= 1 || s != "1.0000" {
 		return s

@@ -254,15 +254,15 @@ func paramsLine(p db.Params) string {
 func (a *app) printRecall(rec db.RecallEstimate, scheme minhash.Scheme) error {
 	switch {
 	case !rec.Measured:
-		_, err := fmt.Fprintf(a.stdout, "P(candidate) at the threshold: %.4f (S-curve; not measured for short documents above %d signature values)\n",
-			rec.Curve, db.MaxMeasuredNumPerm)
+		_, err := fmt.Fprintf(a.stdout, "P(candidate) at the threshold: %s (S-curve; not measured for short documents above %d signature values)\n",
+			probability(rec.Curve), db.MaxMeasuredNumPerm)
 		return err
 	case math.IsNaN(rec.MissRatio):
-		_, err := fmt.Fprintf(a.stdout, "P(candidate) at the threshold: %.4f (S-curve; too close to 1 to measure a shortfall on short documents)\n", rec.Curve)
+		_, err := fmt.Fprintf(a.stdout, "P(candidate) at the threshold: %s (S-curve; too close to 1 to measure a shortfall on short documents)\n", probability(rec.Curve))
 		return err
 	}
-	fmt.Fprintf(a.stdout, "P(candidate) at the threshold: %.4f (S-curve); %.4f measured for short documents (8-100 shingles, %v)\n",
-		rec.Curve, rec.ShortDocs, scheme)
+	fmt.Fprintf(a.stdout, "P(candidate) at the threshold: %s (S-curve); %s measured for short documents (8-100 shingles, %v)\n",
+		probability(rec.Curve), probability(rec.ShortDocs), scheme)
 	// NB: a ratio, not a difference: where P is small (a threshold far
 	// below the banding's), fss sits a little under the curve too (its
 	// rows agree slightly less together than independent ones), which is
