@@ -310,6 +310,13 @@ func malformed(what string, err error) error { return &malformedError{what, err}
 // stats) may be made again; a write may or may not have been applied.
 var ErrConnectionCut = errors.New("lshdb: client: the server closed the connection before it answered")
 
+// ErrNoServer is matched (errors.Is) by the error of a call that found
+// no server to send it to: nothing listens on the socket or the address
+// (the server stopped, or was killed and not yet restarted). Nothing was
+// sent, so a write was not applied; any call may be made again as it is
+// once a server is back.
+var ErrNoServer = errors.New("lshdb: client: no server answers")
+
 // ErrForeignSocket is the error of a Unix socket that a process of
 // another user serves (Linux, by its peer credentials): neither this
 // process's user nor root, nor, when this process is root's, the user
@@ -579,8 +586,17 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, body
 		if errors.As(err, &op) && op.Op == "dial" {
 			// NB: also what a server killed before it answered leaves:
 			// the transport retries an idempotent request on a new
-			// connection, whose dial fails.
-			return nil, fmt.Errorf("lshdb: client: no server answers (it stopped, or was killed before it answered): %w", err)
+			// connection, whose dial fails. A write is not sent again
+			// so (unless nothing of it was written), so a write whose
+			// dial failed was not applied: it said only "no server
+			// answers (it stopped, or was killed before it answered)",
+			// which read as maybe applied, with nothing to match (a
+			// soak of serve under kill -9, SOAK-1: 98% of the failed
+			// writes).
+			if readOnly(method, path) {
+				return nil, fmt.Errorf("%w (it stopped, or was killed before it answered): the call writes nothing; make it again once a server is back: %w", ErrNoServer, err)
+			}
+			return nil, fmt.Errorf("%w (it stopped, or was killed): nothing was sent, so the write was not applied; send it as it is once a server is back: %w", ErrNoServer, err)
 		}
 		if connEnded(err) {
 			// NB: a server stopping closes its idle connections, and a
@@ -603,7 +619,7 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, body
 				// or put it again (an operator's review, OP-6).
 				return nil, fmt.Errorf("%w (it is stopping, or was killed or restarted): the %s did not answer, and may or may not have run, in part or whole; it is safe to run again: %w", ErrConnectionCut, m, err)
 			}
-			return nil, fmt.Errorf("%w (it is stopping, or was killed or restarted): a write may or may not have been applied (read it back, or write it again: a document put again replaces itself): %w", ErrConnectionCut, err)
+			return nil, fmt.Errorf("%w (it is stopping, or was killed or restarted): %s: %w", ErrConnectionCut, cutWrite(path), err)
 		}
 		return nil, err
 	}
@@ -617,6 +633,26 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, body
 
 // cutMaintenance names the maintenance calls by their paths, for the
 // error of one whose connection was cut: each may be run again.
+// cutWrite says what a write to path whose connection was cut before
+// its answer may have done, and how to send it again (the README's
+// Retries).
+//
+// NB: every write was told to write it again, a document put again
+// replacing itself: a delete so sent again fails whole, not_found, once
+// the first was applied, and put-if-new stores a repeat anew (a soak of
+// serve under kill -9, SOAK-2).
+func cutWrite(path string) string {
+	switch path {
+	case "/v1/docs/delete":
+		return "the delete may or may not have been applied, whole (has tells); sent again after it was, it fails whole with not_found unless it ignores missing ids: send it again so (WriteOptions.IgnoreMissing, ignore_missing)"
+	case "/v1/docs/put-if-new":
+		return "some of its documents may be stored, as their lines were answered, and one sent again is stored anew (replaced, not a duplicate of itself): ask has which are stored, and send the others again"
+	case "/v1/load":
+		return "the load may or may not have been applied, whole: send it again"
+	}
+	return "the write may or may not have been applied, whole (read it back, or send it again: a document put again replaces itself)"
+}
+
 var cutMaintenance = map[string]string{
 	"/v1/repair":  "repair (check --repair)",
 	"/v1/compact": "compaction",

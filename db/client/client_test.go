@@ -1791,6 +1791,83 @@ func TestPutConnectionClosedBeforeAnswer(t *testing.T) {
 	}
 }
 
+// Ensure that a delete and a put-if-new whose connection the server
+// closes before it answers say what a repeat of each does, as the README's
+// Retries do: a delete sent again fails whole once the first was applied
+// unless it ignores missing ids, and put-if-new stores a repeat anew. Both
+// were told to write it again, a document put again replacing itself (a
+// soak of serve under kill -9, SOAK-2).
+func TestWriteCutSaysHowToSendItAgain(t *testing.T) {
+	var l net.Listener
+	c := cuttingServer(t, &l, func(r *http.Request) bool { return r.Method == http.MethodPost }, func() {})
+	_, err := c.DeleteIDs([]string{"a"}, nil)
+	if !errors.Is(err, client.ErrConnectionCut) || !strings.Contains(err.Error(), "IgnoreMissing") || strings.Contains(err.Error(), "document put again") {
+		t.Errorf("a delete whose connection closed before the answer: %v", err)
+	}
+	_, err = c.PutIfNewBatch(context.Background(), []db.Doc{{ID: "a", Text: "a document whose answer never comes"}}, nil)
+	if !errors.Is(err, client.ErrConnectionCut) || !strings.Contains(err.Error(), "ask has which are stored") || strings.Contains(err.Error(), "document put again") {
+		t.Errorf("a put-if-new whose connection closed before the answer: %v", err)
+	}
+}
+
+// Ensure that a call to a server that is gone (over the socket, and over
+// TCP) is ErrNoServer, and that a write so refused says it was not
+// applied, as nothing was sent; the model: the index holds no document of
+// the writes. It said "no server answers (it stopped, or was killed
+// before it answered)", which read as maybe applied, with no error to
+// match (a soak of serve under kill -9, SOAK-1).
+func TestNoServerSaysNothingWasSent(t *testing.T) {
+	d := open(t, nil)
+	stop, err := httpapi.ServeSocket(d, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := client.Open(httpapi.SocketPath(d.Dir()), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sc.Close()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: httpapi.Handler(d, nil)}
+	go srv.Serve(l)
+	tc, err := client.Open("http://"+l.Addr().String(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tc.Close()
+	if err := stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	srv.Close()
+	for name, c := range map[string]*client.Client{"socket": sc, "tcp": tc} {
+		// NB: a read first: over TCP, a write on the kept-alive
+		// connection the server closed may have gone out before the
+		// client saw it closed (ErrConnectionCut, rightly); a read sent
+		// on it is sent again on a new one, which leaves none.
+		if _, err := c.Count(); !errors.Is(err, client.ErrNoServer) || strings.Contains(err.Error(), "not applied") {
+			t.Errorf("%s: a count with no server: %v; want ErrNoServer", name, err)
+		}
+		writes := map[string]func() error{
+			"put": func() error {
+				_, err := c.PutBatch([]db.Doc{{ID: "a", Text: "a document no server takes"}}, nil)
+				return err
+			},
+			"delete": func() error { _, err := c.DeleteIDs([]string{"b"}, nil); return err },
+		}
+		for what, call := range writes {
+			if err := call(); !errors.Is(err, client.ErrNoServer) || !strings.Contains(err.Error(), "was not applied") {
+				t.Errorf("%s: a %s with no server: %v; want ErrNoServer saying it was not applied", name, what, err)
+			}
+		}
+	}
+	if n, err := d.Count(); err != nil || n != 0 {
+		t.Errorf("the index holds %d documents (%v) after writes with no server; want 0", n, err)
+	}
+}
+
 // Ensure that PutBatchContext's (and DeleteIDsContext's) context ends a
 // put (a delete) that waits on the server behind a Load (it holds the
 // writer lock), and that the server then does not write it once the lock
