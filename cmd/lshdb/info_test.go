@@ -99,6 +99,12 @@ func TestGetShinglesByStorage(t *testing.T) {
 		if !strings.Contains(out, want[0]) {
 			t.Errorf("storage %s: get printed %q, want %q", storage, out, want[0])
 		}
+		// The text's line only where the text is kept: a text index's
+		// document whose text is "(not stored)" printed as a sets
+		// index's document did (an inspection review's SH-4).
+		if hasText := strings.Contains(out, "\ntext: "+text+"\n"); hasText != (storage == "text") || strings.Contains(out, "\ntext: ") != hasText {
+			t.Errorf("storage %s: get printed %q: a text line %v", storage, out, hasText)
+		}
 		out, _ = mustRun(t, "get", "--db", idx, "a", "--output", "json")
 		if !strings.Contains(out, want[1]) {
 			t.Errorf("storage %s: get --output json printed %q, want %q", storage, out, want[1])

@@ -2171,7 +2171,10 @@ func (a *app) printDoc(doc *db.StoredDoc) error {
 	if doc.HasText {
 		_, err = fmt.Fprintf(a.stdout, "text: %s\n", escText(doc.Text))
 	} else {
-		_, err = fmt.Fprintln(a.stdout, "text: (not stored)")
+		// NB: not "text: (not stored)", which a document whose text is
+		// that printed too (an inspection review's SH-4): a text's line
+		// begins "text: ", and this one cannot.
+		_, err = fmt.Fprintln(a.stdout, "text not stored (the index's storage keeps no text)")
 	}
 	return err
 }
