@@ -85,6 +85,9 @@ several generated ones with other --source texts.`,
 				return fmt.Errorf("--source %s holds no text to make documents of", escControls(what))
 			}
 			fmt.Fprintf(a.stderr, "gen: originals from %s (%d texts)\n", what, len(sources))
+			if what == builtinSample {
+				fmt.Fprintln(a.stderr, "gen: note: no ../shared/corpora/debian-descriptions beside a source checkout above this directory, so its sample: --source FILE makes the same corpus from any directory")
+			}
 			// NB: written beside its name and renamed when complete, so an
 			// interrupted or failed run (Ctrl-C, a full disk) leaves no
 			// partial corpus under the name.
@@ -184,6 +187,10 @@ func (nopCloser) Close() error { return nil }
 // genSources returns the texts gen makes originals of, and where they
 // came from: the file given, the shared corpus beside a source checkout,
 // or the sample built into the command (from any directory).
+// builtinSample names the texts built into gen, its originals' source
+// where no other is.
+const builtinSample = "the built-in debian sample"
+
 func genSources(source string) ([]string, string, error) {
 	var docs []corpus.Doc
 	var err error
@@ -193,8 +200,14 @@ func genSources(source string) ([]string, string, error) {
 			return nil, "", fmt.Errorf("--source: %w", err) // NB: "stat X: no such file" named no flag (B13)
 		}
 	} else if _, rerr := corpus.ModuleRoot(); rerr == nil {
-		what = "../shared/corpora/debian-descriptions"
-		docs, err = corpus.Shared("debian-descriptions", 0)
+		// NB: named by its absolute path, and the built-in sample with
+		// the rule: from a data directory, the same seed gave another
+		// corpus (the sample), said only as "the built-in debian
+		// sample", where a checkout gave "../shared/…" (a review at
+		// scale, SC-2).
+		if what, err = corpus.SharedDir("debian-descriptions"); err == nil {
+			docs, err = corpus.Shared("debian-descriptions", 0)
+		}
 		if errors.Is(err, corpus.ErrNoShared) {
 			docs, err = nil, nil
 		}
@@ -204,7 +217,7 @@ func genSources(source string) ([]string, string, error) {
 	}
 	if docs == nil && source == "" {
 		texts, err := gen.SampleTexts()
-		return texts, "the built-in debian sample", err
+		return texts, builtinSample, err
 	}
 	texts := make([]string, len(docs))
 	for i, d := range docs {
