@@ -1033,6 +1033,17 @@ func TestQueryLimitIsTop(t *testing.T) {
 	if i, j := strings.Index(errOut, "--limit -1: give"), strings.Index(errOut, "--top -1: give"); i < 0 || j < i {
 		t.Errorf("shell: --limit -1 then --top -1:\n%s", errOut)
 	}
+	// Both names with two counts are refused (the last won, and the
+	// summary said --limit: an inspection review's SH-6); with one count,
+	// taken.
+	for _, args := range [][]string{{"--limit", "2", "--top", "1"}, {"--top", "1", "--limit", "2"}} {
+		if _, errOut, code := runLine(append([]string{"query", "--db", idx, "--text", "ABCDEFGH"}, args...), ""); code != 2 || !strings.Contains(errOut, "--top 1 and --limit 2 disagree") {
+			t.Errorf("%q: exit %d: %s", args, code, errOut)
+		}
+	}
+	if got, _ := mustRun(t, "query", "--db", idx, "--text", "ABCDEFGH", "--top", "1", "--limit", "1"); got != want {
+		t.Errorf("--top 1 --limit 1:\n%s\nwant as --limit 1:\n%s", got, want)
+	}
 }
 
 // stats names the kinds that begin no table apart, not as "ids 0,

@@ -31,7 +31,6 @@ import (
 	"github.com/lshdb/lshdb/internal/topk"
 	"github.com/lshdb/lshdb/minhash"
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 )
 
 // thresholdFlag validates an optional --threshold.
@@ -48,9 +47,8 @@ func thresholdFlag(c *cobra.Command, t float64) (float64, error) {
 func (a *app) queryCmd() *cobra.Command {
 	var id, text, file string
 	var threshold float64
-	var top int
+	var top, limit int
 	var estimate, withText, header bool
-	var limitGiven bool // --top was given as --limit (NB: a shell statement makes its command anew)
 	c := &cobra.Command{
 		Use: "query --db DIR (--id ID | --text TEXT | --file PATH) [--threshold T] [--top K] [--estimate-only] [--with-text] [--header]",
 		Example: `  # Near-duplicates of a stored document
@@ -85,8 +83,18 @@ func (a *app) queryCmd() *cobra.Command {
 				}
 				return usagef("give exactly one of --id, --text and --file")
 			}
-			if c.Flags().Changed("top") && top < 0 {
-				// NB: named as given (--limit is --top's other name).
+			// NB: --limit is --top's other name. Both given, the last
+			// won, and the summary said --limit whichever it was (an
+			// inspection review's SH-6).
+			limitGiven := c.Flags().Changed("limit")
+			if limitGiven {
+				if c.Flags().Changed("top") && top != limit {
+					return usagef("--top %d and --limit %d disagree: they are two names of one flag; give one", top, limit)
+				}
+				top = limit
+			}
+			if (c.Flags().Changed("top") || limitGiven) && top < 0 {
+				// NB: named as given.
 				// 0 is all, the default, as pairs --limit 0 is (it was
 				// refused: a newcomer's N2-5).
 				name := "--top"
@@ -257,12 +265,7 @@ func (a *app) queryCmd() *cobra.Command {
 	fs.IntVar(&top, "top", 0, "keep only the best K matches (0, the default: all; --limit is taken too, as pairs and the HTTP API name it)")
 	// NB: --limit was refused as an unknown flag, where pairs and the
 	// HTTP API's query call the count so (an inspection review's Q6).
-	fs.SetNormalizeFunc(func(_ *pflag.FlagSet, name string) pflag.NormalizedName {
-		if name == "limit" {
-			name, limitGiven = "top", true
-		}
-		return pflag.NormalizedName(name)
-	})
+	fs.IntVar(&limit, "limit", 0, "--top's other name, as pairs and the HTTP API name it")
 	fs.BoolVar(&estimate, "estimate-only", false, "report signature estimates without exact verification")
 	fs.BoolVar(&withText, "with-text", false, "show each match's stored text (a match's metadata is always shown)")
 	fs.BoolVar(&header, "header", false, "with --output json: a first line saying what was queried and found (matches found, candidates, threshold, P(candidate)), also when nothing matched, and a last line")

@@ -52,7 +52,7 @@ var shellSpecs = map[string]shellSpec{
 	"buckets":  {"buckets [--band B] [--top N]", []string{"band", "top"}},
 	"bucket":   {"bucket BAND BUCKET [--jaccard] [--with-text]", []string{"jaccard", "with-text"}},
 	"get":      {"get ID...", nil},
-	"query":    {"query (--id ID | --text TEXT) [--threshold T] [--top K] [--estimate-only] [--with-text] [--header]", []string{"id", "text", "threshold", "top", "estimate-only", "with-text", "header"}},
+	"query":    {"query (--id ID | --text TEXT) [--threshold T] [--top K] [--estimate-only] [--with-text] [--header]", []string{"id", "text", "threshold", "top", "limit", "estimate-only", "with-text", "header"}},
 	"explain":  {"explain ID1 ID2 [--threshold T]", []string{"threshold"}},
 	"pairs":    {"pairs [--threshold T] [--limit N] [--stats] [--sort=false] [--header] [--memory MIB]", []string{"threshold", "limit", "stats", "sort", "header", "memory"}},
 	"clusters": {"clusters [--threshold T] [--mode components|centers] [--keep first|last|longest|shortest] [--header] [--memory MIB]", []string{"threshold", "mode", "keep", "header", "memory"}},
