@@ -593,6 +593,16 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, body
 			// which read as maybe applied, with nothing to match (a
 			// soak of serve under kill -9, SOAK-1: 98% of the failed
 			// writes).
+			if errors.Is(err, syscall.ENOENT) && op.Addr != nil {
+				// NB: a socket path with no file: a path mistyped as
+				// likely as a server gone (an inspection review's SH-8:
+				// it said only that the server stopped).
+				what := "nothing was sent"
+				if !readOnly(method, path) {
+					what += ", so the write was not applied"
+				}
+				return nil, fmt.Errorf("%w: there is no socket %s (a server removes its socket as it stops; check the path): %s: %w", ErrNoServer, op.Addr, what, err)
+			}
 			if readOnly(method, path) {
 				return nil, fmt.Errorf("%w (it stopped, or was killed before it answered): the call writes nothing; make it again once a server is back: %w", ErrNoServer, err)
 			}

@@ -1860,6 +1860,11 @@ func TestNoServerSaysNothingWasSent(t *testing.T) {
 		for what, call := range writes {
 			if err := call(); !errors.Is(err, client.ErrNoServer) || !strings.Contains(err.Error(), "was not applied") {
 				t.Errorf("%s: a %s with no server: %v; want ErrNoServer saying it was not applied", name, what, err)
+			} else if name == "socket" && !strings.Contains(err.Error(), "there is no socket "+httpapi.SocketPath(d.Dir())) {
+				// NB: the stopped server removed its socket: said, as a
+				// path mistyped is as likely (an inspection review's
+				// SH-8: it said only that the server stopped).
+				t.Errorf("a %s with no socket: %v; want it to say there is none", what, err)
 			}
 		}
 	}
