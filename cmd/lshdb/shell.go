@@ -942,7 +942,13 @@ func (a *app) shellHelp(args []string) error {
 	}
 	spec, ok := shellSpecs[name]
 	if !ok {
-		return usagef("no command %q%s (type help)", name, didYouMean(name, shellCommands, ""))
+		hint := didYouMean(name, shellCommands, "")
+		if sub, _, err := a.rootCmd().Find([]string{name}); hint == "" && err == nil && sub.Name() == name {
+			// NB: as the statement says it: help report said there was
+			// no command "report" (an inspection review's SH-8).
+			return usagef("%s is an lshdb command that the shell does not run: lshdb help %s, or lshdb %s --help, from another terminal (type help for the shell's commands)", name, name, name)
+		}
+		return usagef("no command %q%s (type help)", name, hint)
 	}
 	switch name {
 	case "put":
