@@ -65,7 +65,18 @@ func (a *app) queryCmd() *cobra.Command {
   # by --top, candidates: there when nothing matched too), and a last line
   lshdb query --db idx --id fox1 --top 3 --output json --header`,
 		Short: "Near-duplicates of a stored document, a text or a file",
-		Args:  nArgs(0),
+		Long: `The stored documents near-duplicate to one given by --id (a stored
+document: itself not listed), --text or --file (- for stdin), best first:
+each candidate that shares a band bucket with the query is verified by its
+exact Jaccard similarity (the shingle sets compared), and reported when it
+reaches --threshold (the index's by default; a lower one finds fewer of the
+pairs there, as tune --db says). --estimate-only reports the signatures'
+estimate without verifying (an index of storage none always does). The
+table ends with a line saying what was found among how many candidates,
+and the P(candidate) at the threshold; --output json gives one line a
+match, and --header a first and a last line. --top K (or --limit K) keeps
+the best K.`,
+		Args: nArgs(0),
 		RunE: func(c *cobra.Command, args []string) error {
 			t, err := thresholdFlag(c, threshold)
 			if err != nil {

@@ -20,7 +20,20 @@ func (a *app) tuneCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "tune [--threshold T] [--num-perm K] [--recall R] [--scheme S] [--plot FILE.svg] | tune --db DIR [--threshold T]",
 		Short: "The banding for a threshold, its S-curve and a P(s) table",
-		Args:  nArgs(0),
+		Long: `The banding (b bands of r rows) that create and build would choose for a
+threshold and a recall target, or with --db the banding an index has; its
+S-curve P(s) = 1 - (1 - s^r)^b, the chance that a pair at Jaccard s shares a
+band and so becomes a candidate; the false-positive and false-negative areas
+around the threshold; P(candidate) measured for short documents (sets of 8
+to 100 shingles); and a table of P(s). With --db and --threshold, what the
+index's banding gives at another threshold (pairs and query take one below
+the index's, at that P). --plot writes the S-curve as an SVG picture.`,
+		Example: `  # The banding lshdb chooses for 0.7, and its curve
+  lshdb tune --threshold 0.7 --plot curve.svg
+
+  # What an index made for 0.8 finds of the pairs at 0.6
+  lshdb tune --db idx --threshold 0.6`,
+		Args: nArgs(0),
 		RunE: func(c *cobra.Command, args []string) error {
 			var p bands.Params
 			t := threshold
