@@ -1,6 +1,7 @@
 package db
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"math"
@@ -287,6 +288,9 @@ type Options struct {
 	// instance of the Redis index it is a backup of, whose state it does
 	// not name (there is no instant of it).
 	origin string
+	// openCtx, when set, ends an Open of an index on Redis that tries
+	// again through a failover (Drop's context).
+	openCtx context.Context
 	// clock is the time expiry is measured against: time.Now unless a
 	// test sets a fake one.
 	clock func() time.Time

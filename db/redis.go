@@ -202,26 +202,22 @@ func openRedis(u string, o Options) (*DB, error) {
 		rand.Read(tok[:])
 		try.writer = hex.EncodeToString(tok[:])
 	}
+	parent := cmp.Or(o.openCtx, context.Background())
+	try.deadline = time.Now().Add(redisOpenRetry)
 	var d *DB
-	err := retryTransient(context.Background(), o.Logger, "opening the index", func() (err error) {
-		if d, err = openRedisTry(u, o, try); err != nil && !try.reached {
+	err := retryTransient(parent, o.Logger, "opening the index", func() (err error) {
+		if d, err = openRedisTry(parent, u, o, try); err != nil && !try.reached {
 			return permanent{err}
 		}
 		return err
 	})
-	if err != nil {
-		if try.registered {
-			// NB: the last try's registration (not on its context,
-			// which may have run out); a try that failed before left
-			// it for the next to make again.
-			(&DB{dir: rediskv.Redact(u), opts: handleOptions{Options: o}, rkv: try.store, writer: try.writer}).unregister()
-		}
-		if try.store != nil {
-			try.store.Close()
-		}
-		return nil, err
+	if err != nil && try.registered {
+		// NB: a try registered, and none could take it back (the last
+		// failed before its store was open): said, as unregister says
+		// it.
+		o.Logger.Warn("lshdb: this handle could not take back its registration as a writer: lshdb drop and check --repair count it as another handle until it has not been seen for 5m; once this process has ended, --force is safe", "index", rediskv.Redact(u))
 	}
-	return d, nil
+	return d, err
 }
 
 // redisOpenRetry bounds how long an Open of an index on Redis tries again
@@ -235,35 +231,45 @@ func openRedis(u string, o Options) (*DB, error) {
 // failover (a third review of Redis, RD3-3).
 const redisOpenRetry = redisLoadRetry
 
+// openHook, when a test sets it, runs in a try of an Open of an index on
+// Redis after a step ("registered", "created"): an error it returns is
+// the step's.
+var openHook func(step string) error
+
 // redisOpenTry is what an Open of an index on Redis keeps from one try to
 // the next (openRedis).
 type redisOpenTry struct {
 	// writer is the writable handle's registration, the same in every
 	// try: one a failed try made is the next one's, not another writer's.
-	writer     string
-	registered bool // a try's Register may have been applied
+	writer string
+	// registered says that a try's Register may have been applied and
+	// not taken back: a failed try takes it back before it ends, as it
+	// can.
+	registered bool
 	// manifest is the manifest a try created the index with, once made:
 	// a try after one whose creation was applied, its answer lost, finds
 	// its own manifest, and takes the index for created (Created).
 	manifest []byte
-	// reached says that a try reached the cluster: its nodes answered,
-	// but one master did not, or a step after the store was open failed.
+	// reached says that this try reached the cluster: its nodes
+	// answered, but one master did not, or a step after the store was
+	// open failed. A try that did not (no node answers) ends the open.
 	reached bool
-	// store is the last try's store, closed by openRedis if the open
-	// fails.
-	store *rediskv.Store
+	// deadline ends the tries: no try runs past it.
+	deadline time.Time
 }
 
-// openRedisTry is one try of openRedis. On failure the store it opened
-// stays open in try.store, and its registration in place, for openRedis to
-// end or to give the next try.
-func openRedisTry(u string, o Options, try *redisOpenTry) (*DB, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), openTimeout)
-	defer cancel()
-	if try.store != nil {
-		try.store.Close()
-		try.store = nil
+// openRedisTry is one try of openRedis, on a context of parent that ends
+// with openTimeout or try.deadline. A try that fails takes back its
+// registration (at once if a retry may follow, as unregister does if
+// not) and closes its store.
+func openRedisTry(parent context.Context, u string, o Options, try *redisOpenTry) (_ *DB, err error) {
+	end := time.Now().Add(openTimeout)
+	if try.deadline.Before(end) {
+		end = try.deadline
 	}
+	ctx, cancel := context.WithDeadline(parent, end)
+	defer cancel()
+	try.reached = false
 	s, err := rediskv.Open(ctx, u)
 	if errors.Is(err, rediskv.ErrMasterDown) {
 		try.reached = true
@@ -320,7 +326,29 @@ func openRedisTry(u string, o Options, try *redisOpenTry) (*DB, error) {
 	}
 	db.closing, db.closeCancel = context.WithCancelCause(context.Background())
 	db.open = make(map[*openIter]struct{})
-	try.reached, try.store = true, s
+	try.reached = true
+	defer func() {
+		if err == nil {
+			return
+		}
+		if try.registered {
+			// NB: not on ctx, which may have run out. A try that may be
+			// followed by another asks once, and the next registers
+			// again with the same name if it could not; the last one
+			// asks as a handle's Close does (unregister).
+			if Transient(err) && time.Now().Before(try.deadline) {
+				uctx, ucancel := context.WithTimeout(context.Background(), time.Second)
+				if s.Unregister(uctx, db.writer) == nil {
+					try.registered = false
+				}
+				ucancel()
+			} else {
+				db.unregister()
+				try.registered = false
+			}
+		}
+		s.Close()
+	}()
 	if !o.ReadOnly {
 		// NB: before the manifest is read: a creating command that
 		// failed drops its new index only if no other writable handle
@@ -331,17 +359,19 @@ func openRedisTry(u string, o Options, try *redisOpenTry) (*DB, error) {
 		if err := s.Register(ctx, db.writer); err != nil {
 			return nil, fmt.Errorf("opening %s: %w", db.dir, redisErr(err))
 		}
+		if openHook != nil {
+			if err := openHook("registered"); err != nil {
+				return nil, err
+			}
+		}
 	}
-	err = db.redisManifest(ctx, try)
-	if err == nil && db.writer != "" {
+	if err = db.redisManifest(ctx, try); err == nil && db.writer != "" {
 		err = db.markCounters(ctx)
 	}
 	if err != nil {
-		// NB: openRedis takes the registration back (not on ctx, which
-		// may have run out) and closes s, or tries again.
 		return nil, err
 	}
-	try.store, try.registered = nil, false
+	try.registered = false // NB: the handle's now: its Close takes it back
 	db.initPools()
 	db.startSweeper()
 	if db.writer != "" {
@@ -471,6 +501,14 @@ func (db *DB) redisManifest(ctx context.Context, try *redisOpenTry) error {
 	if err != nil {
 		return redisErr(err)
 	}
+	if v != nil && try.manifest != nil && bytes.Equal(v, try.manifest) {
+		// NB: an earlier try of this Open created it (its manifest names
+		// its instance), its answer lost, or the copies of the manifest
+		// not made: it was opened as another process's, and a command
+		// that failed kept the index it had made (a read-through,
+		// RT5-1).
+		db.created = true
+	}
 	if v == nil {
 		if !db.opts.ReadOnly && !db.opts.MustExist {
 			if err := db.rkv.CheckNewName(); err != nil {
@@ -522,6 +560,9 @@ func (db *DB) redisManifest(ctx context.Context, try *redisOpenTry) error {
 			try.manifest = enc
 		}
 		created, err := db.rkv.CreateManifest(ctx, try.manifest)
+		if err == nil && openHook != nil {
+			err = openHook("created")
+		}
 		if err != nil {
 			return redisErr(err)
 		}
@@ -1769,7 +1810,7 @@ func Drop(ctx context.Context, dir string) error {
 	}
 	// NB: read-only: no sweeper (whose writes could land after the keys
 	// are gone) and no write to a store about to be deleted.
-	d, err := Open(dir, &Options{ReadOnly: true, ExpirySweep: -1})
+	d, err := Open(dir, &Options{ReadOnly: true, ExpirySweep: -1, openCtx: ctx})
 	if IsRedisURL(dir) && (errors.Is(err, ErrNotExist) || errors.Is(err, errNoManifest)) {
 		return dropLeftovers(ctx, dir)
 	}
@@ -1802,7 +1843,14 @@ func Drop(ctx context.Context, dir string) error {
 		return err
 	}
 	if d.rkv != nil {
-		err := retryTransient(ctx, d.opts.Logger, "dropping the index", func() error { return redisErr(d.rkv.Drop(ctx)) })
+		err := retryTransient(ctx, d.opts.Logger, "dropping the index", func() error {
+			if dropHook != nil {
+				if err := dropHook(d.rkv); err != nil {
+					return err
+				}
+			}
+			return redisErr(d.rkv.Drop(ctx))
+		})
 		return cmp.Or(err, d.Close())
 	}
 	fsys := d.opts.FS
@@ -1951,6 +1999,7 @@ func sweepTombs(dir string) (removed []string, _ error) {
 // it holds none.
 func dropLeftovers(ctx context.Context, u string) error {
 	var n int64
+	flushed := false // a try's Flush failed, maybe part done
 	err := retryTransient(ctx, slog.Default(), "dropping the index's keys", func() error {
 		s, err := rediskv.Open(ctx, u)
 		if err != nil {
@@ -1966,18 +2015,34 @@ func dropLeftovers(ctx context.Context, u string) error {
 			return err
 		}
 		defer s.Close()
+		if dropHook != nil {
+			if err := dropHook(s); err != nil {
+				flushed = true
+				return err
+			}
+		}
 		m, err := s.Flush(ctx)
 		n += m
+		if err != nil {
+			flushed = true
+		}
 		return redisErr(err)
 	})
 	if err != nil {
 		return err
 	}
-	if n == 0 {
+	if n == 0 && !flushed {
+		// NB: a try that failed may have deleted keys, its answer lost:
+		// the keys were there, and are gone (a read-through, RT5-4).
 		return fmt.Errorf("%w: %s", ErrNotExist, rediskv.Redact(u))
 	}
 	return nil
 }
+
+// dropHook, when a test sets it, runs before each try of a Redis index's
+// Drop (and of its leftovers'), with the try's store: an error it
+// returns is the try's.
+var dropHook func(*rediskv.Store) error
 
 // permanent is an error that retryTransient returns at once, as it is.
 type permanent struct{ error }

@@ -1431,6 +1431,140 @@ func TestRedisURLMistakes(t *testing.T) {
 	}
 }
 
+// Ensure that an Open whose first try created the index, its answer lost
+// (or its manifest's copies not made), takes the index for created when a
+// later try finds its own manifest there: it opened it as another
+// process's, Created false, and a command that failed kept the empty
+// index it had made (a read-through, RT5-1). The oracle: Created, and a
+// second Open, which creates nothing.
+func TestRedisOpenCreatedAfterALostAnswer(t *testing.T) {
+	addr := standaloneRedis(t)
+	lost := 0
+	openHook = func(step string) error {
+		if step == "created" && lost == 0 {
+			lost++
+			return fmt.Errorf("%w: i/o timeout (a test's: the answer of an applied create lost)", ErrBackend)
+		}
+		return nil
+	}
+	defer func() { openHook = nil }()
+	var logged syncBuffer
+	d, err := Open("redis://"+addr+"/x", &Options{Logger: slog.New(slog.NewTextHandler(&logged, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !d.Created() || lost != 1 || !strings.Contains(logged.String(), "trying again") {
+		t.Errorf("Created %v after a create whose answer was lost (%d lost)\nlog: %s", d.Created(), lost, logged.String())
+	}
+	d.Close()
+	d, err = Open("redis://"+addr+"/x", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if d.Created() {
+		t.Error("a second Open created the index again")
+	}
+}
+
+// Ensure that an Open that registered as a writer, its server then gone
+// for good, fails with ErrBackend and says that its registration may stay:
+// it panicked (a nil store's Unregister), and a URL no node of which
+// answered any more was tried again for a minute (a read-through, RT5-2).
+func TestRedisOpenRegisteredThenServerGone(t *testing.T) {
+	redisURL(t)
+	port := freePort(t)
+	srv, err := startRedisServer(port, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { srv.Process.Kill(); srv.Wait() }()
+	u := fmt.Sprintf("redis://127.0.0.1:%d/x", port)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		d, err := Open(u, nil) // NB: once it answers
+		if err == nil {
+			d.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal(err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	openHook = func(step string) error {
+		if step == "registered" {
+			srv.Process.Kill()
+			srv.Wait()
+		}
+		return nil
+	}
+	defer func() { openHook = nil }()
+	var logged syncBuffer
+	start := time.Now()
+	_, err = Open(u, &Options{Logger: slog.New(slog.NewTextHandler(&logged, nil))})
+	if !errors.Is(err, ErrBackend) {
+		t.Errorf("Open after its server went: %v; want ErrBackend", err)
+	}
+	if !strings.Contains(logged.String(), "could not take back its registration") {
+		t.Errorf("nothing said of the registration left:\n%s", logged.String())
+	}
+	t.Logf("failed in %v: %v", time.Since(start).Round(time.Millisecond), err)
+}
+
+// Ensure that Drop tries again a drop that failed as a failover makes
+// one fail, of an index and of the keys an index left without its
+// manifest, and that a try whose keys were deleted, its answer lost, is
+// not then said to have found nothing (ErrNotExist): the index is gone
+// either way (read back). Drop's retry was untested, and the leftovers'
+// said ErrNotExist after it had deleted them (a read-through, RT5-4).
+func TestRedisDropTriesAgain(t *testing.T) {
+	addr := standaloneRedis(t)
+	for _, leftovers := range []bool{false, true} {
+		u := fmt.Sprintf("redis://%s/drop%v", addr, leftovers)
+		d, err := Open(u, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := d.Put(Doc{ID: "a", Text: "a document of an index about to be dropped"}, nil); err != nil {
+			t.Fatal(err)
+		}
+		d.Close()
+		if leftovers {
+			// NB: the manifest and its copies gone, the other keys left
+			// (a drop cut after its first step): Drop deletes them.
+			c := redis.NewClient(&redis.Options{Addr: addr})
+			if err := c.Del(context.Background(), rediskv.ManifestKeys(fmt.Sprintf("drop%v", leftovers))...).Err(); err != nil {
+				t.Fatal(err)
+			}
+			c.Close()
+			if _, err := Open(u, &Options{ReadOnly: true}); !errors.Is(err, errNoManifest) {
+				t.Fatalf("the index without its manifest opens with %v; want its leftovers found", err)
+			}
+		}
+		tries := 0
+		dropHook = func(s *rediskv.Store) error {
+			tries++
+			if tries == 1 {
+				// NB: the keys deleted, the answer lost.
+				if _, err := s.Flush(context.Background()); err != nil {
+					return err
+				}
+				return fmt.Errorf("%w: i/o timeout (a test's: the answer of a drop lost)", ErrBackend)
+			}
+			return nil
+		}
+		err = Drop(context.Background(), u)
+		dropHook = nil
+		if err != nil || tries != 2 {
+			t.Errorf("leftovers %v: Drop: %v after %d tries; want nil after 2", leftovers, err, tries)
+		}
+		if _, err := Open(u, &Options{ReadOnly: true}); !errors.Is(err, ErrNotExist) {
+			t.Errorf("leftovers %v: the dropped index opens with %v; want ErrNotExist", leftovers, err)
+		}
+	}
+}
+
 // Ensure that an Open of a Redis URL no node of which answers fails at
 // once, with ErrBackend: only a cluster that answers while a master does
 // not is tried again (RD3-3's retry), not a wrong port.

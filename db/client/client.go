@@ -641,8 +641,6 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, body
 	return resp, nil
 }
 
-// cutMaintenance names the maintenance calls by their paths, for the
-// error of one whose connection was cut: each may be run again.
 // cutWrite says what a write to path whose connection was cut before
 // its answer may have done, and how to send it again (the README's
 // Retries).
@@ -654,15 +652,17 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, body
 func cutWrite(path string) string {
 	switch path {
 	case "/v1/docs/delete":
-		return "the delete may or may not have been applied, whole (has tells); sent again after it was, it fails whole with not_found unless it ignores missing ids: send it again so (WriteOptions.IgnoreMissing, ignore_missing)"
+		return "the delete may or may not have been applied (has tells); sent again after it was, it fails whole with not_found unless it ignores missing ids: send it again so (WriteOptions.IgnoreMissing, ignore_missing)"
 	case "/v1/docs/put-if-new":
 		return "some of its documents may be stored, as their lines were answered, and one sent again is stored anew (replaced, not a duplicate of itself): ask has which are stored, and send the others again"
 	case "/v1/load":
-		return "the load may or may not have been applied, whole: send it again"
+		return "the load may or may not have been applied, whole or (on Redis) in part: send it again"
 	}
-	return "the write may or may not have been applied, whole (read it back, or send it again: a document put again replaces itself)"
+	return "the write may or may not have been applied (read it back, or send it again: a document put again replaces itself)"
 }
 
+// cutMaintenance names the maintenance calls by their paths, for the
+// error of one whose connection was cut: each may be run again.
 var cutMaintenance = map[string]string{
 	"/v1/repair":  "repair (check --repair)",
 	"/v1/compact": "compaction",
