@@ -70,10 +70,11 @@ type BucketStats struct {
 // bands (a group of identical documents collides in every band) is one
 // of the top, which names its other bands' lists (BucketInfo.Also).
 func (db *DB) Buckets(ctx context.Context, band, top int) (*BucketStats, error) {
-	return db.buckets(ctx, band, top, 1, 1)
+	return db.buckets(ctx, band, top, 1, 0)
 }
 
-// buckets is Buckets, reporting its progress as step of steps.
+// buckets is Buckets, reporting its progress as step of steps, or as a
+// call of its own, in three steps, when steps is 0.
 func (db *DB) buckets(ctx context.Context, band, top, step, steps int) (*BucketStats, error) {
 	if err := db.enter(); err != nil {
 		return nil, err
@@ -124,10 +125,15 @@ func (db *DB) bucketsIn(ctx context.Context, snap *pebble.Snapshot, band, top, s
 	var ps []codec.Posting
 	var derr error
 	prog := progressOf(ctx)
-	prog.phase(step, steps, bandsPhase("reading posting lists"), nb*bandParts)
-	if step == steps {
+	// NB: the call's own (Buckets) reports the ranking of the hottest
+	// lists and the reading of their samples as steps of their own
+	// (sub, below); within Stats, their work is its first step's.
+	own := steps == 0
+	if own {
+		steps = 3
 		defer prog.end()
 	}
+	prog.phase(step, steps, bandsPhase("reading posting lists"), nb*bandParts)
 	bands := newBandCounter(prog, max(band, 0))
 	err := scan(ctx, snap, lo, hi, func(k, v []byte) {
 		bands.key(k)
@@ -179,12 +185,16 @@ func (db *DB) bucketsIn(ctx context.Context, snap *pebble.Snapshot, band, top, s
 	// buckets --top 200000 on 126,236 documents, silent, and a Ctrl-C did
 	// not stop them (an inspection review's SH-1 and SH-2): a phase of
 	// its own, that a cancel ends.
-	prog.phase(step, steps, "ranking the hottest lists", int64(hottest.Len()))
-	groups, err := groupHot(ctx, hottest.Sorted(), top, prog)
+	var sub *progress // NB: nil (reports nothing) within Stats
+	if own {
+		sub = prog
+	}
+	sub.phase(2, steps, "ranking the hottest lists", int64(hottest.Len()))
+	groups, err := groupHot(ctx, hottest.Sorted(), top, sub)
 	if err != nil {
 		return nil, err
 	}
-	prog.phase(step, steps, "reading the hottest lists' samples", int64(len(groups)))
+	sub.phase(3, steps, "reading the hottest lists' samples", int64(len(groups)))
 	now := db.now().UnixNano()
 	for i, g := range groups {
 		if i%256 == 0 {
@@ -192,7 +202,7 @@ func (db *DB) bucketsIn(ctx context.Context, snap *pebble.Snapshot, band, top, s
 				return nil, err
 			}
 		}
-		prog.add(1)
+		sub.add(1)
 		h := g[0]
 		info := BucketInfo{Band: h.band, Bucket: h.bucket, Size: h.size}
 		for _, o := range g[1:] {

@@ -170,6 +170,17 @@ func TestProgressReports(t *testing.T) {
 	if ends["sizing docs"].Total != int64(n) || ends["reading posting lists (64ths of bands)"].Total != bandsN {
 		t.Errorf("stats phases %+v", ends)
 	}
+	// Buckets in three steps: the lists read, the hottest ranked, their
+	// samples read (SH-2: it was silent after the first).
+	l = progressLog{}
+	bs, err := d.Buckets(l.ctx(), -1, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ends = l.check(t, "Buckets", 3)
+	if ends["reading posting lists (64ths of bands)"].Total != bandsN || ends["reading the hottest lists' samples"].Total != int64(len(bs.Hottest)) {
+		t.Errorf("buckets phases %+v", ends)
+	}
 }
 
 // Ensure that Load reports its four stages through WithProgress, in
