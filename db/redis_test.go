@@ -1472,37 +1472,18 @@ func TestRedisOpenCreatedAfterALostAnswer(t *testing.T) {
 // it panicked (a nil store's Unregister), and a URL no node of which
 // answered any more was tried again for a minute (a read-through, RT5-2).
 func TestRedisOpenRegisteredThenServerGone(t *testing.T) {
-	redisURL(t)
-	port := freePort(t)
-	srv, err := startRedisServer(port, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { srv.Process.Kill(); srv.Wait() }()
-	u := fmt.Sprintf("redis://127.0.0.1:%d/x", port)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		d, err := Open(u, nil) // NB: once it answers
-		if err == nil {
-			d.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal(err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	addr, kill := killableRedis(t)
+	u := "redis://" + addr + "/x"
 	openHook = func(step string) error {
 		if step == "registered" {
-			srv.Process.Kill()
-			srv.Wait()
+			kill()
 		}
 		return nil
 	}
 	defer func() { openHook = nil }()
 	var logged syncBuffer
 	start := time.Now()
-	_, err = Open(u, &Options{Logger: slog.New(slog.NewTextHandler(&logged, nil))})
+	_, err := Open(u, &Options{Logger: slog.New(slog.NewTextHandler(&logged, nil))})
 	if !errors.Is(err, ErrBackend) {
 		t.Errorf("Open after its server went: %v; want ErrBackend", err)
 	}
@@ -1587,14 +1568,24 @@ func TestRedisOpenOfNoNodeIsNotRetried(t *testing.T) {
 // the cluster's tests do.
 func standaloneRedis(t *testing.T, args ...string) string {
 	t.Helper()
+	addr, _ := killableRedis(t, args...)
+	return addr
+}
+
+// killableRedis is standaloneRedis, and a function that kills the
+// server at once (as a crash would; the test's end then does nothing).
+func killableRedis(t *testing.T, args ...string) (addr string, kill func()) {
+	t.Helper()
 	redisURL(t)
 	port := freePort(t)
 	srv, err := startRedisServer(port, t.TempDir(), args...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { srv.Process.Kill(); srv.Wait() })
-	return fmt.Sprintf("127.0.0.1:%d", port)
+	var once sync.Once
+	kill = func() { once.Do(func() { srv.Process.Kill(); srv.Wait() }) }
+	t.Cleanup(kill)
+	return fmt.Sprintf("127.0.0.1:%d", port), kill
 }
 
 // freePort returns a loopback TCP port free at the time of the call.
@@ -3286,15 +3277,9 @@ func TestRedisCountersGoneCounted(t *testing.T) {
 // handle", with nothing to tell why (an operator's review of Redis, RD3).
 // The oracle: the server stopped here before the Close.
 func TestRedisCloseCannotUnregister(t *testing.T) {
-	redisURL(t)
-	port := freePort(t)
-	srv, err := startRedisServer(port, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { srv.Process.Kill(); srv.Wait() }()
+	addr, kill := killableRedis(t)
 	var log syncBuffer
-	d, err := Open(fmt.Sprintf("redis://127.0.0.1:%d/gone", port), &Options{Logger: slog.New(slog.NewTextHandler(&log, nil))})
+	d, err := Open("redis://"+addr+"/gone", &Options{Logger: slog.New(slog.NewTextHandler(&log, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -3304,8 +3289,7 @@ func TestRedisCloseCannotUnregister(t *testing.T) {
 	if strings.Contains(log.String(), "registration") {
 		t.Fatalf("said before the server stopped:\n%s", log.String())
 	}
-	srv.Process.Kill()
-	srv.Wait()
+	kill()
 	d.Close()
 	if !strings.Contains(log.String(), "could not take back its registration as a writer") {
 		t.Errorf("Close with the server stopped said:\n%s\nwant that the registration is left", log.String())
