@@ -92,7 +92,7 @@ func (db *DB) buckets(ctx context.Context, band, top, step, steps int) (*BucketS
 		return nil, err
 	}
 	if db.rkv != nil {
-		return db.redisBuckets(ctx, band, top)
+		return db.redisBuckets(ctx, band, top, step, steps)
 	}
 	snap := db.pdb.NewSnapshot()
 	defer snap.Close()
@@ -183,12 +183,9 @@ func (db *DB) bucketsIn(ctx context.Context, snap *pebble.Snapshot, band, top, s
 	}
 	// NB: the lists ranked, grouped and their samples read took 38 s of
 	// buckets --top 200000 on 126,236 documents, silent, and a Ctrl-C did
-	// not stop them (an inspection review's SH-1 and SH-2): a phase of
-	// its own, that a cancel ends.
-	var sub *progress // NB: nil (reports nothing) within Stats
-	if own {
-		sub = prog
-	}
+	// not stop them (an inspection review's SH-1 and SH-2): steps of their
+	// own in Buckets, which a cancel ends.
+	sub := subProgress(prog, own)
 	sub.phase(2, steps, "ranking the hottest lists", int64(hottest.Len()))
 	groups, err := groupHot(ctx, hottest.Sorted(), top, sub)
 	if err != nil {
@@ -223,6 +220,17 @@ func (db *DB) bucketsIn(ctx context.Context, snap *pebble.Snapshot, band, top, s
 		st.Hottest = append(st.Hottest, info)
 	}
 	return st, nil
+}
+
+// subProgress is the reporter of Buckets' second and third steps: prog
+// when the call is Buckets' own, else nil (within Stats, that work is
+// part of its first step, and a phase reported there would take a step
+// number of its own).
+func subProgress(prog *progress, own bool) *progress {
+	if own {
+		return prog
+	}
+	return nil
 }
 
 // hotList is a posting list that Buckets may list as hot.
@@ -681,7 +689,7 @@ func (db *DB) Stats(ctx context.Context, top int) (*Stats, error) {
 	var bs *BucketStats
 	var err error
 	if db.rkv != nil {
-		bs, err = db.redisBuckets(ctx, -1, top)
+		bs, err = db.redisBuckets(ctx, -1, top, 1, steps)
 	} else {
 		snap = db.pdb.NewSnapshot()
 		defer snap.Close()

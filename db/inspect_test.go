@@ -69,10 +69,19 @@ func TestExplainReadsTheSharedLists(t *testing.T) {
 // the hottest lists and while it reads their samples, each of which it
 // reports as a phase: a Ctrl-C there was not heard, and buckets --band 0
 // --top 1000000 printed every list and exited 0 (an inspection review's
-// SH-1). The oracle for the whole run is the same call uncancelled.
+// SH-1). The oracle for the whole run is the same call uncancelled. A
+// cancel in a phase must end the call there: no later phase starts (the
+// sample loop's own check caught a cancel in the ranking, which hid that
+// the ranking had none: a read-through's RT5-6).
 func TestBucketsStopsAfterItsScan(t *testing.T) {
 	d := mustOpen(t, "db", &Options{fs: vfs.NewMem(), ExpirySweep: -1, PurgeEvery: -1})
 	defer d.Close()
+	testBucketsStopsAfterItsScan(t, d)
+}
+
+// testBucketsStopsAfterItsScan is TestBucketsStopsAfterItsScan on d,
+// an empty index (TestRedisBucketsStopsAfterItsScan: on Redis).
+func testBucketsStopsAfterItsScan(t *testing.T, d *DB) {
 	var docs []Doc
 	for i := range 3000 {
 		docs = append(docs, Doc{ID: strconv.Itoa(i), Text: "document number " + strconv.Itoa(i) + " of the bucket test, with its own words"})
@@ -100,6 +109,9 @@ func TestBucketsStopsAfterItsScan(t *testing.T) {
 			cancel()
 			if !errors.Is(err, context.Canceled) {
 				t.Errorf("band %d, cancelled in %q: %v (%v); want context.Canceled (phases %q)", band, phase, err, st != nil, phases)
+			}
+			if len(phases) == 0 || phases[len(phases)-1] != phase {
+				t.Errorf("band %d, cancelled in %q: the phases %q went on after it", band, phase, phases)
 			}
 		}
 	}

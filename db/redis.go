@@ -1670,10 +1670,23 @@ func (db *DB) redisClusters(ctx context.Context, po *PairsOptions) ([]Cluster, e
 // redisBuckets is Buckets on Redis: every posting list's size (a SCAN
 // page of SCARDs per round trip), then the hottest lists' members. Ties
 // among the hottest go to the earlier band and bucket, as on Pebble.
-func (db *DB) redisBuckets(ctx context.Context, band, top int) (*BucketStats, error) {
+func (db *DB) redisBuckets(ctx context.Context, band, top, step, steps int) (*BucketStats, error) {
 	st := &BucketStats{Lists: make([]int, db.bands.B)}
+	// NB: the same steps as on Pebble (bucketsIn): three of Buckets' own,
+	// or the first of Stats'. Redis's SCAN gives no count ahead: the first
+	// phase counts the lists it sized, and its total is known at its end.
+	// The ranking took the lists' count to no phase (a read-through's
+	// RT5-6).
+	prog := progressOf(ctx)
+	own := steps == 0
+	if own {
+		steps = 3
+		defer prog.end()
+	}
+	prog.phase(step, steps, "reading posting lists' sizes", 0)
 	var hottest []hotList
 	if err := db.rkv.ListSizes(ctx, band, func(b int, bucket uint64, size int) {
+		prog.add(1)
 		if b < 0 || b >= len(st.Lists) {
 			return
 		}
@@ -1726,10 +1739,13 @@ func (db *DB) redisBuckets(ctx context.Context, band, top int) (*BucketStats, er
 		hottest[i].sketch, hottest[i].docs = sk.sorted(), members[i]
 	}
 	slices.SortFunc(hottest, hotter)
-	groups, err := groupHot(ctx, hottest[:cut], top, progressOf(ctx))
+	sub := subProgress(prog, own)
+	sub.phase(2, steps, "ranking the hottest lists", int64(cut))
+	groups, err := groupHot(ctx, hottest[:cut], top, sub)
 	if err != nil {
 		return nil, err
 	}
+	sub.phase(3, steps, "reading the hottest lists' samples", int64(len(groups)))
 	for _, g := range groups {
 		info := BucketInfo{Band: g[0].band, Bucket: g[0].bucket, Size: g[0].size}
 		for _, o := range g[1:] {
@@ -1738,6 +1754,10 @@ func (db *DB) redisBuckets(ctx context.Context, band, top int) (*BucketStats, er
 		st.Hottest = append(st.Hottest, info)
 	}
 	for i, g := range groups {
+		if err := ctxErr(ctx); err != nil {
+			return nil, err
+		}
+		sub.add(1)
 		nums := g[0].docs[:min(len(g[0].docs), SampleSize)]
 		recs, err := db.rkv.Records(ctx, nums)
 		if err != nil {

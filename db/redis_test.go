@@ -3597,3 +3597,38 @@ func replacementNotLanded(t *testing.T, d *DB, id, text string) {
 		t.Fatalf("Get(%s) = %+v, %v; want its old version", id, doc, err)
 	}
 }
+
+// Ensure that Buckets on Redis stops at a cancel while it ranks the
+// hottest lists and while it reads their samples, as on Pebble
+// (testBucketsStopsAfterItsScan), and that it and Stats report their
+// phases in order, each a step of its own: Buckets in three (the lists
+// sized, the hottest ranked, their samples read), Stats in three (the
+// lists, the expected recall, the keys sized). On Redis they reported no
+// phase for the lists (Stats began at step 2) and the ranking counted to
+// no phase (a read-through's RT5-6). Oracles: the lists Buckets counts
+// (its first phase sizes every one) and the hot spots it returns.
+func TestRedisBucketsStopsAfterItsScan(t *testing.T) {
+	d := mustOpen(t, redisURL(t), &Options{ExpirySweep: -1, PurgeEvery: -1})
+	defer d.Close()
+	testBucketsStopsAfterItsScan(t, d)
+	var l progressLog
+	bs, err := d.Buckets(l.ctx(), -1, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lists := 0
+	for _, n := range bs.Lists {
+		lists += n
+	}
+	ends := l.check(t, "Buckets", 3)
+	if ends["reading posting lists' sizes"].Total != int64(lists) || ends["reading the hottest lists' samples"].Total != int64(len(bs.Hottest)) || len(bs.Hottest) == 0 {
+		t.Errorf("buckets phases %+v, want %d lists and %d hot spots", ends, lists, len(bs.Hottest))
+	}
+	l = progressLog{}
+	if _, err := d.Stats(l.ctx(), 3); err != nil {
+		t.Fatal(err)
+	}
+	if e := l.check(t, "Stats", 3)["reading posting lists' sizes"]; e.Step != 1 || e.Total != int64(lists) {
+		t.Errorf("stats' first phase %+v, want step 1 of the %d lists", e, lists)
+	}
+}
