@@ -22,6 +22,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/cockroachdb/datadriven"
 	"github.com/klauspost/compress/zstd"
@@ -486,21 +487,68 @@ func dirNames(t *testing.T, dir string) []string {
 // Ensure that a command writing an output file (here gen; filter,
 // export and report alike) removes the hidden temporary files of that
 // output that killed runs left (named for a process that is gone), and
-// keeps a live process's and another output's.
+// those of other outputs in its directory once they went unwritten for
+// staleTempAge (SC-3: a nightly job writing dated names kept every
+// killed night's partial); that it keeps a live process's, another
+// output's written lately, and one whose lock a process holds (a live
+// run of another host, whose pid means nothing here); and that a file it
+// writes holds its lock while it writes.
 func TestOutputsSweepDeadRunsTemps(t *testing.T) {
 	dir := t.TempDir()
+	old := time.Now().Add(-time.Hour)
 	// NB: Linux pids stay below 2^22; pid 1 is always running.
-	dead, live, other := ".c.jsonl.lshdb-999999999-1.tmp", ".c.jsonl.lshdb-1-2.tmp", ".d.jsonl.lshdb-999999999-3.tmp"
-	for _, n := range []string{dead, live, other} {
-		if err := os.WriteFile(filepath.Join(dir, n), []byte("a partial output"), 0o600); err != nil {
+	dead, live := ".c.jsonl.lshdb-999999999-1.tmp", ".c.jsonl.lshdb-1-2.tmp"
+	otherDead, otherRecent, otherLive := ".d.jsonl.lshdb-999999999-3.tmp", ".e.jsonl.lshdb-999999999-4.tmp", ".f.jsonl.lshdb-1-5.tmp"
+	notOurs := []string{".g.jsonl.tmp", "h.jsonl.lshdb-999999999-6.tmp", ".i.lshdb-backup.tmp"}
+	deadHeld, otherHeld := ".c.jsonl.lshdb-999999998-7.tmp", ".j.jsonl.lshdb-999999998-8.tmp"
+	for _, n := range append([]string{dead, live, otherDead, otherRecent, otherLive, deadHeld, otherHeld}, notOurs...) {
+		p := filepath.Join(dir, n)
+		if err := os.WriteFile(p, []byte("a partial output"), 0o600); err != nil {
 			t.Fatal(err)
 		}
+		if n != otherRecent {
+			if err := os.Chtimes(p, old, old); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	want := append([]string{live, otherRecent, otherLive}, notOurs...)
+	if _, known := tempHeld(filepath.Join(dir, dead)); known {
+		// NB: a process that holds the lock: this one, through another
+		// open file (a flock is the open file's, not the process's).
+		for _, n := range []string{deadHeld, otherHeld} {
+			f, err := os.Open(filepath.Join(dir, n))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			lockTemp(f)
+			if held, _ := tempHeld(filepath.Join(dir, n)); !held {
+				t.Fatalf("%s: not held after lockTemp", n)
+			}
+		}
+		want = append(want, deadHeld, otherHeld)
+	} else {
+		t.Logf("no file lock on this platform or filesystem: %s and %s go as dead runs' (another's: kept)", deadHeld, otherHeld)
+		want = append(want, otherHeld)
 	}
 	if out, errOut, code := runLine([]string{"gen", "--n", "20", "--out", filepath.Join(dir, "c.jsonl")}, ""); code != 0 {
 		t.Fatalf("gen: %d %q %q", code, out, errOut)
 	}
-	if names, want := dirNames(t, dir), []string{live, other, "c.jsonl"}; !slices.Equal(names, want) {
+	want = append(want, "c.jsonl")
+	slices.Sort(want)
+	if names := dirNames(t, dir); !slices.Equal(names, want) {
 		t.Fatalf("left in the output's directory: %q, want %q", names, want)
+	}
+	// The file being written holds its lock.
+	f, err := createTemp(filepath.Join(dir, "k.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.Remove(f.Name())
+	defer f.Close()
+	if held, known := tempHeld(f.Name()); known && !held {
+		t.Errorf("%s: its lock is not held while it is open", f.Name())
 	}
 }
 

@@ -667,18 +667,13 @@ func writtenInPlace(tmp *os.File) bool {
 	return ok && v.(output).direct
 }
 
-// createTemp creates the temporary file that becomes path, after
-// removing those of path that processes now gone left. An error is the
-// cause alone.
+// createTemp creates the temporary file that becomes path, locked for
+// as long as it is open (lockTemp), after removing those that processes
+// now gone left in its directory (sweepDeadTemps). An error is the cause
+// alone.
 func createTemp(path string) (*os.File, error) {
 	dir, prefix := filepath.Dir(path), "."+filepath.Base(path)+".lshdb-"
-	if ents, err := os.ReadDir(dir); err == nil {
-		for _, e := range ents {
-			if rest, ok := strings.CutPrefix(e.Name(), prefix); ok && strings.HasSuffix(rest, ".tmp") && namedForDeadProcess(rest) {
-				os.Remove(filepath.Join(dir, e.Name()))
-			}
-		}
-	}
+	sweepDeadTemps(dir, filepath.Base(path), time.Now())
 	f, err := os.CreateTemp(dir, fmt.Sprintf("%s%d-*.tmp", prefix, os.Getpid()))
 	if err != nil {
 		var pe *fs.PathError
@@ -687,7 +682,52 @@ func createTemp(path string) (*os.File, error) {
 		}
 		return nil, err
 	}
+	lockTemp(f)
 	return f, nil
+}
+
+// staleTempAge is how long another output's temporary file must have
+// gone unwritten before sweepDeadTemps removes it.
+const staleTempAge = 10 * time.Minute
+
+// sweepDeadTemps removes from dir the hidden temporary files of outputs
+// (.NAME.lshdb-PID-….tmp) that killed runs left: those of name, the
+// output about to be written, once their process is gone and no process
+// holds their lock; those of another name only when that is known (a
+// lock could be tried), and after staleTempAge unwritten. NB: only name's
+// were removed, so a nightly job writing dated names (pairs-DATE.jsonl)
+// kept every killed night's partial, up to a whole output each (a scale
+// review's SC-3). The pid alone does not tell on a directory that hosts
+// share (NFS): another's live run of this version holds its file's lock,
+// and one of an earlier version (which took none) still writes it, save
+// a sorted pairs run, which writes only at its end.
+func sweepDeadTemps(dir, name string, now time.Time) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		n := e.Name()
+		i := strings.LastIndex(n, ".lshdb-")
+		if !strings.HasPrefix(n, ".") || i < 2 || !strings.HasSuffix(n, ".tmp") || !e.Type().IsRegular() {
+			continue
+		}
+		if !namedForDeadProcess(n[i+len(".lshdb-"):]) {
+			continue
+		}
+		p := filepath.Join(dir, n)
+		held, known := tempHeld(p)
+		if held {
+			continue
+		}
+		if n[1:i] != name {
+			fi, err := e.Info()
+			if !known || err != nil || now.Sub(fi.ModTime()) < staleTempAge {
+				continue
+			}
+		}
+		os.Remove(p)
+	}
 }
 
 // outputMode is the permissions of an output file written to path: an
