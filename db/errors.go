@@ -318,3 +318,13 @@ func (e firstLine) Error() string {
 }
 
 func (e firstLine) Unwrap() error { return e.err }
+
+// emptyQuery is ErrEmptyDocument for a query by a text with no shingles,
+// worded as about the query, not a stored document.
+type emptyQuery struct{}
+
+func (emptyQuery) Error() string {
+	return "lshdb: the query text has no shingles (it is empty or white space): it matches nothing"
+}
+
+func (emptyQuery) Unwrap() error { return ErrEmptyDocument }

@@ -255,7 +255,9 @@ func (db *DB) answer(ctx context.Context, v view, in *QueryInput, q QueryOptions
 		if !in.Set.IsZero() {
 			return nil, fmt.Errorf("%w: query set", ErrEmptyDocument)
 		}
-		return nil, fmt.Errorf("%w: query text", ErrEmptyDocument)
+		// NB: it said "document has no shingles: query text", which
+		// reads as about a stored document (an inspection review's SH-8).
+		return nil, emptyQuery{}
 	}
 	if db.man.Storage != StorageText {
 		set = db.verifySet(set)

@@ -315,6 +315,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return a.exitCode(usagef("no command given: name one of the commands above"))
 	}
 	root.SetArgs(args)
+	setArgv(root, args)
 	err := root.Execute()
 	if a.stopProfile != nil {
 		a.stopProfile()
@@ -999,6 +1000,45 @@ func usageOf(c *cobra.Command) string {
 	return c.UseLine()
 }
 
+// argvKey is the root command's annotation that holds the command line's
+// words (setArgv), NUL-separated.
+const argvKey = "lshdb-argv"
+
+// setArgv keeps args, the words of root's command line, for valueFollowedBy.
+func setArgv(root *cobra.Command, args []string) {
+	if root.Annotations == nil {
+		root.Annotations = map[string]string{}
+	}
+	root.Annotations[argvKey] = strings.Join(args, "\x00")
+}
+
+// valueFollowedBy reports whether the words extra came right after flag
+// f's value on c's command line: query --text hello world, whose value
+// lacks its quotes. NB: report extra --out x.html was told to quote
+// --out "x.html extra" (an inspection review's SH-8). Where the line is
+// not known, it says so.
+func valueFollowedBy(c *cobra.Command, f *pflag.Flag, extra []string) bool {
+	line, ok := c.Root().Annotations[argvKey]
+	if !ok {
+		return true
+	}
+	words := strings.Split(line, "\x00")
+	for i := len(words) - 1; i >= 0; i-- {
+		w := words[i]
+		next := -1
+		switch {
+		case w == "--"+f.Name || f.Shorthand != "" && w == "-"+f.Shorthand:
+			next = i + 2
+		case strings.HasPrefix(w, "--"+f.Name+"="):
+			next = i + 1
+		}
+		if next >= 0 {
+			return next+len(extra) <= len(words) && slices.Equal(words[next:next+len(extra)], extra)
+		}
+	}
+	return false
+}
+
 func nArgs(n int) cobra.PositionalArgs {
 	return func(c *cobra.Command, args []string) error {
 		if len(args) == n {
@@ -1012,7 +1052,7 @@ func nArgs(n int) cobra.PositionalArgs {
 		case 1:
 			takes = "one argument"
 		}
-		if f := onlyTextFlag(c); f != nil && len(args) > n {
+		if f := onlyTextFlag(c); f != nil && len(args) > n && valueFollowedBy(c, f, args[n:]) {
 			// NB: the usual cause: a flag's value with spaces, unquoted
 			// (query --text hello world).
 			extra := strings.Join(args[n:], " ")

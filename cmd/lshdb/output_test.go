@@ -992,8 +992,33 @@ func TestQueryHeader(t *testing.T) {
 	if err := os.WriteFile(f, []byte(" \n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, errOut, code := runLine([]string{"query", "--db", idx, "--file", f}, ""); code != 1 || !strings.Contains(errOut, "--file "+f+": document has no shingles") {
+	if _, errOut, code := runLine([]string{"query", "--db", idx, "--file", f}, ""); code != 1 || !strings.Contains(errOut, "--file "+f+": the query text has no shingles") {
 		t.Errorf("--file of white space: exit %d: %s", code, errOut)
+	}
+	// An empty --text is a bad flag value (exit 2), said as about the
+	// query, not a stored document (SH-8: "document has no shingles:
+	// query text", exit 1).
+	for _, text := range []string{"", " \t "} {
+		if _, errOut, code := runLine([]string{"query", "--db", idx, "--text", text}, ""); code != 2 || errOut != "lshdb: --text: the query text has no shingles (it is empty or white space): it matches nothing\n" {
+			t.Errorf("--text %q: exit %d: %q", text, code, errOut)
+		}
+	}
+	// The hint to quote a flag's value is given where the stray words
+	// came right after it (SH-8: report extra --out x.html was told to
+	// write --out "x.html extra").
+	for _, c := range []struct {
+		args []string
+		hint bool
+	}{
+		{[]string{"query", "--db", idx, "--text", "hello", "world"}, true},
+		{[]string{"query", "--db", idx, "--text=hello", "world"}, true},
+		{[]string{"query", "world", "--db", idx, "--text", "hello"}, false},
+		{[]string{"query", "--text", "hello", "--db", idx, "world"}, false},
+	} {
+		_, errOut, code := runLine(c.args, "")
+		if hint := strings.Contains(errOut, `a value with spaces needs quotes: --text "hello world"`); code != 2 || hint != c.hint {
+			t.Errorf("%q: exit %d, hint %v (want %v): %s", c.args, code, hint, c.hint, errOut)
+		}
 	}
 }
 

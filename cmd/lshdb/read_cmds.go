@@ -154,6 +154,10 @@ the best K.`,
 					}
 				default:
 					res, err = d.Query(a.ctx, text, qo)
+					if errors.Is(err, db.ErrEmptyDocument) {
+						// NB: a flag's value, refused as one (exit 2).
+						err = usageError{fmt.Errorf("--text: %w", err)}
+					}
 				}
 				// NB: an interrupt that came as the query ended drops its
 				// answer too.

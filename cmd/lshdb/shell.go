@@ -798,6 +798,7 @@ func (a *app) shellLine(line string) (done bool, err error) {
 	// --progress (parsed later) wins.
 	words = slices.Insert(words, 1, a.shellProgress...)
 	root.SetArgs(words)
+	setArgv(root, words)
 	return false, root.ExecuteContext(a.ctx)
 }
 
