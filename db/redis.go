@@ -66,6 +66,7 @@ import (
 	"github.com/lshdb/lshdb/codec"
 	"github.com/lshdb/lshdb/compaction"
 	"github.com/lshdb/lshdb/internal/rediskv"
+	"github.com/lshdb/lshdb/internal/retry"
 	"github.com/lshdb/lshdb/internal/seqs"
 	"github.com/lshdb/lshdb/minhash"
 )
@@ -1010,38 +1011,42 @@ const redisLoadRetry = 60 * time.Second
 // replaced, its live count 657 short, and 6,331 records no id names
 // failed check until a repair (an operator's review, RD2-2).
 func (db *DB) redisWriteRetrying(ctx context.Context, preps []prepared, retried *int) (int, error) {
-	start := time.Now()
+	var replaced int
+	var att, again *rediskv.Attempt
 	counted := false // in *retried
-	wait := 50 * time.Millisecond
-	var again *rediskv.Attempt
-	for {
-		replaced, att, err := db.redisWrite(preps, again)
-		if err == nil {
-			err = db.redisSync(nil)
-		}
+	err := retry.Do(ctx, retry.Policy{
+		First: 50 * time.Millisecond, Max: 2 * time.Second, Limit: redisLoadRetry,
 		// NB: only what a failover gives is retried: a full memory, a
 		// refused password or an unknown command was retried for a
 		// minute, a warning each time.
-		if err == nil || !Transient(err) || time.Since(start) > redisLoadRetry {
-			if err != nil && errors.Is(err, ErrBackend) && time.Since(start) > redisLoadRetry {
-				err = fmt.Errorf("%w (retried for %v)", err, time.Since(start).Round(time.Second))
+		Again: Transient,
+		Waiting: func(err error, wait time.Duration) {
+			if !counted {
+				*retried++
+				counted = true
 			}
-			db.rkv.Finished(att)
-			return replaced, err
+			again = att
+			db.opts.Logger.Warn("lshdb: a Redis write failed; retrying the batch", "err", err, "after", wait)
+		},
+	}, func() (err error) {
+		replaced, att, err = db.redisWrite(preps, again)
+		if err == nil {
+			err = db.redisSync(nil)
 		}
-		again = att
-		if !counted {
-			*retried++
-			counted = true
-		}
-		db.opts.Logger.Warn("lshdb: a Redis write failed; retrying the batch", "err", err, "after", wait)
-		select {
-		case <-ctx.Done():
-			return 0, context.Cause(ctx)
-		case <-time.After(wait):
-		}
-		wait = min(2*wait, 2*time.Second)
+		return err
+	})
+	var gaveUp *retry.GaveUp
+	var stopped *retry.Interrupted
+	switch {
+	case errors.As(err, &gaveUp):
+		err = fmt.Errorf("%w (retried for %v)", gaveUp.Err, gaveUp.After.Round(time.Second))
+	case errors.As(err, &stopped):
+		// NB: the batch may be written in part: the load's error says
+		// what was stored.
+		return 0, stopped.Cause
 	}
+	db.rkv.Finished(att)
+	return replaced, err
 }
 
 // redisLoad is Load on Redis: batched puts, prepared on every core, each
@@ -2073,28 +2078,28 @@ func (p permanent) Unwrap() error { return p.error }
 // get past (Transient), for up to redisOpenRetry, saying so to logger
 // each time. A permanent error of f ends it at once.
 func retryTransient(ctx context.Context, logger *slog.Logger, what string, f func() error) error {
-	start := time.Now()
-	wait := 100 * time.Millisecond
-	for {
-		err := f()
-		var p permanent
-		if errors.As(err, &p) {
-			return p.error
-		}
-		if err == nil || !Transient(err) {
-			return err
-		}
-		if time.Since(start)+wait > redisOpenRetry {
-			return fmt.Errorf("%w (tried again for %v)", err, time.Since(start).Round(time.Second))
-		}
-		logger.Warn("lshdb: "+what+" failed on Redis, a master failing over maybe; trying again", "err", err, "after", wait)
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%w (while a failed Redis call was tried again: %v)", context.Cause(ctx), err)
-		case <-time.After(wait):
-		}
-		wait = min(2*wait, 2*time.Second)
+	err := retry.Do(ctx, retry.Policy{
+		First: 100 * time.Millisecond, Max: 2 * time.Second, Limit: redisOpenRetry,
+		Again: func(err error) bool {
+			var p permanent
+			return !errors.As(err, &p) && Transient(err)
+		},
+		Waiting: func(err error, wait time.Duration) {
+			logger.Warn("lshdb: "+what+" failed on Redis, a master failing over maybe; trying again", "err", err, "after", wait)
+		},
+	}, f)
+	var p permanent
+	var gaveUp *retry.GaveUp
+	var stopped *retry.Interrupted
+	switch {
+	case errors.As(err, &gaveUp):
+		return fmt.Errorf("%w (tried again for %v)", gaveUp.Err, gaveUp.After.Round(time.Second))
+	case errors.As(err, &stopped):
+		return fmt.Errorf("%w (while a failed Redis call was tried again: %v)", stopped.Cause, stopped.Err)
+	case errors.As(err, &p):
+		return p.error
 	}
+	return err
 }
 
 // redisBackup is Backup on Redis: the live documents copied, a chunk of

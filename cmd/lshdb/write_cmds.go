@@ -28,6 +28,7 @@ import (
 	"github.com/lshdb/lshdb/db/httpapi"
 	"github.com/lshdb/lshdb/internal/docio"
 	"github.com/lshdb/lshdb/internal/rediskv"
+	retries "github.com/lshdb/lshdb/internal/retry"
 	"github.com/lshdb/lshdb/minhash"
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
@@ -1117,32 +1118,27 @@ var insertRetry = time.Minute
 // batch): what a try that stopped part way wrote is the batch's, and what
 // it replaced is counted once.
 func putRetrying(ctx context.Context, p preparer, pb *db.PreparedBatch) (res db.BatchResult, err error) {
-	start := time.Now()
-	wait := 50 * time.Millisecond
-	for {
+	err = retries.Do(ctx, retries.Policy{
+		First: 50 * time.Millisecond, Max: 2 * time.Second, Limit: insertRetry,
+		Again: db.Transient,
+		Waiting: func(err error, wait time.Duration) {
+			slog.Warn("lshdb: a Redis write failed; writing the batch again", "err", err, "after", wait)
+		},
+	}, func() (err error) {
 		res, err = p.PutPrepared(ctx, pb)
-		if err == nil {
-			return res, nil
-		}
-		if !db.Transient(err) {
-			return res, err
-		}
-		if ctx.Err() != nil {
-			// NB: the interrupt, as every other write of the command says
-			// it (it said the backend's error).
-			return res, fmt.Errorf("%w (while a failed write was retried: %v)", context.Cause(ctx), err)
-		}
-		if time.Since(start) > insertRetry {
-			return res, fmt.Errorf("%w (the batch was written again for %v)", err, time.Since(start).Round(time.Second))
-		}
-		slog.Warn("lshdb: a Redis write failed; writing the batch again", "err", err, "after", wait)
-		select {
-		case <-ctx.Done():
-			return res, fmt.Errorf("%w (while a failed write was retried: %v)", context.Cause(ctx), err)
-		case <-time.After(wait):
-		}
-		wait = min(2*wait, 2*time.Second)
+		return err
+	})
+	var gaveUp *retries.GaveUp
+	var stopped *retries.Interrupted
+	switch {
+	case errors.As(err, &gaveUp):
+		err = fmt.Errorf("%w (the batch was written again for %v)", gaveUp.Err, gaveUp.After.Round(time.Second))
+	case errors.As(err, &stopped):
+		// NB: the interrupt, as every other write of the command says
+		// it (it said the backend's error).
+		err = fmt.Errorf("%w (while a failed write was retried: %v)", stopped.Cause, stopped.Err)
 	}
+	return res, err
 }
 
 // preparer is an index that prepares a batch apart from writing it
