@@ -107,10 +107,13 @@ type DB struct {
 	// backupMu makes one Backup at a time: two to the same directory (a
 	// retried request) shared the copy's temporary directory.
 	backupMu sync.Mutex
-	dir      string
-	opts     handleOptions
-	pdb      *pebble.DB     // nil on Redis
-	rkv      *rediskv.Store // the Redis backend; nil on Pebble
+	// dir is the index's directory, absolute and its links resolved at
+	// Open (resolvedDir), where every file of the index is read and
+	// written; given, the path the caller gave (Dir).
+	dir, given string
+	opts       handleOptions
+	pdb        *pebble.DB     // nil on Redis
+	rkv        *rediskv.Store // the Redis backend; nil on Pebble
 	// writer is this writable Redis handle's registration
 	// (rediskv.Register), "" for none.
 	writer string
@@ -243,18 +246,32 @@ func Open(dir string, opts *Options) (*DB, error) {
 		// NB: the URL's password is not shown (a fuzz campaign's F2).
 		return nil, fmt.Errorf("%w: %q is a server's address, not an index: open a served index with package db/client (lshdb's commands: --addr %s)", ErrInvalidOptions, rediskv.Redact(dir), rediskv.Redact(dir))
 	}
-	if looksLikeURL(dir) {
-		return nil, fmt.Errorf("%w: %q is neither a directory nor an index URL (redis://HOST:PORT/NAME or redis+cluster://HOST:PORT,…/NAME; rediss:// with TLS is not supported)", ErrInvalidOptions, rediskv.Redact(dir))
+	if looksLikeURL(dir) && !existingDir(o.fs, dir) {
+		// NB: a directory of that name is opened (redis+dedup, an
+		// embedder's review's EMB-5); a new one is made given as ./NAME.
+		return nil, fmt.Errorf("%w: %q is neither a directory nor an index URL (redis://HOST:PORT/NAME or redis+cluster://HOST:PORT,…/NAME; rediss:// with TLS is not supported; to make a directory of that name, give it as ./NAME)", ErrInvalidOptions, rediskv.Redact(dir))
 	}
 	if o.fs == vfs.Default {
 		dir = fspath.ResolveDotDot(dir)
 	}
+	given := dir
 	for try := 0; ; try++ {
 		created, err := prepareDir(o.fs, dir, &o)
 		if err != nil {
 			return nil, err
 		}
-		d, err := openIn(dir, o, created)
+		// NB: the handle keeps the directory where it was at its open,
+		// absolute and with its links resolved, and Pebble finds its
+		// files there for as long as it is open: it joined every table,
+		// log and manifest it made or removed to the path as given,
+		// which a deploy's re-pointed link (current -> releases/v2) or
+		// the process's chdir (a relative path) sent to another
+		// directory, another index's maybe, whose tables it then
+		// removed (an embedder's review, EMB-1 and EMB-2).
+		d, err := openIn(resolvedDir(o.fs, dir), o, created)
+		if d != nil {
+			d.given = given
+		}
 		// NB: another Open's failed create removed dir between this one's
 		// check and its lock: it is checked (and made) again.
 		if !errors.Is(err, errDirVanished) || try == 2 {
@@ -980,6 +997,15 @@ func stopWordsOf(words []string) string {
 	return strings.Join(slices.Compact(slices.Sorted(slices.Values(words))), ",")
 }
 
+// normalizedWords is words, each normalized by n.
+func normalizedWords(words []string, n minhash.Normalization) []string {
+	out := make([]string, len(words))
+	for i, w := range words {
+		out[i] = minhash.Normalize(w, n)
+	}
+	return out
+}
+
 // checkOptions refuses non-zero options that differ from the manifest:
 // one *MismatchError, or mismatches for several.
 func (db *DB) checkOptions() error {
@@ -1009,7 +1035,13 @@ func (db *DB) checkOptions() error {
 		return err
 	}
 	norm, _ := minhash.ParseNormalization(m.Normalization)
-	check("StopWords", len(o.StopWords) != 0, stopWordsOf(minhash.MatchingStopWords(m.StopWords, norm)), stopWordsOf(o.StopWords))
+	// NB: compared as the index uses them, normalized ("The" and "the"
+	// are one stop word under fold: reopening with the other spelling
+	// was refused, an embedder's review's EMB-8); named as given.
+	stored := minhash.MatchingStopWords(m.StopWords, norm)
+	if len(o.StopWords) != 0 && stopWordsOf(normalizedWords(stored, norm)) != stopWordsOf(normalizedWords(o.StopWords, norm)) {
+		check("StopWords", true, stopWordsOf(stored), stopWordsOf(o.StopWords))
+	}
 	check("StoreText", o.StoreText, m.StoreText, o.StoreText)
 	check("Storage", o.Storage != "", m.Storage, o.Storage)
 	switch len(all) {
@@ -1086,8 +1118,10 @@ func (db *DB) formatVersion() int {
 	return db.man.FormatVersion
 }
 
-// Dir returns the database's directory.
-func (db *DB) Dir() string { return db.dir }
+// Dir returns the database's directory as Open was given it. NB: the
+// handle reads and writes the directory that path led to when it was
+// opened, wherever the path leads later (a link re-pointed, a chdir).
+func (db *DB) Dir() string { return cmp.Or(db.given, db.dir) }
 
 // Close closes the database. It does not hang: long calls in flight
 // (loads, pairs, checks, scans) stop at their next check and return
@@ -1113,8 +1147,8 @@ func (db *DB) Dir() string { return db.dir }
 // does), unless Options.PurgeEvery is negative. It then flushes the
 // memtables to tables, so that the next open replays no log: behind a
 // write load, where Pebble holds writes back until its flushes catch up
-// (a write stall), that took 3 to 19 s in a concurrency review (C3);
-// a service with a short shutdown budget should allow for it.
+// (a write stall), that took 3 to 19 s under a concurrent load: a
+// service with a short shutdown budget should allow for it.
 func (db *DB) Close() error {
 	db.closeCancel(ErrClosed) // long operations in flight stop at their next check
 	db.cancelOps()
@@ -2037,6 +2071,12 @@ type fatalError struct {
 
 func (e fatalError) Error() string   { return e.msg }
 func (e fatalError) Unwrap() []error { return e.errs }
+
+// existingDir reports whether dir is a directory on fsys.
+func existingDir(fsys vfs.FS, dir string) bool {
+	fi, err := fsys.Stat(dir)
+	return err == nil && fi.IsDir()
+}
 
 // resolvedDir is dir with its symbolic links resolved (fspath.Resolve) on
 // the OS's filesystem, and dir as it is on another.

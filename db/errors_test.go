@@ -1497,6 +1497,10 @@ func TestStopWordsThatCannotMatch(t *testing.T) {
 	d.Close()
 	d = mustOpen(t, "old", &Options{fs: fs, StopWords: []string{"the"}})
 	d.Close()
+	// The same word spelled otherwise, the same once normalized (fold):
+	// the same stop word (EMB-8: refused).
+	d = mustOpen(t, "old", &Options{fs: fs, StopWords: []string{"THE", "The"}})
+	d.Close()
 	if _, err := Open("old", &Options{fs: fs, StopWords: []string{"the", "of the"}}); !errors.Is(err, ErrInvalidOptions) {
 		t.Errorf("reopening with a stop word that cannot match: %v, want ErrInvalidOptions", err)
 	}

@@ -46,9 +46,9 @@ type Info struct {
 	// until the next write allocates a log again, unless the Compact's
 	// purge of emptied posting lists wrote (its log is kept for reuse);
 	// a long-lived handle's Compact and Close leave the logs it kept for
-	// reuse too, which the next Open deletes (35 MiB of logs beside 9.5 MiB of tables, in a
-	// review of such a handle). DiskBytes - LogBytes is the figure that
-	// follows the data.
+	// reuse too, which the next Open deletes (35 MiB of logs beside
+	// 9.5 MiB of tables, measured on such a handle). DiskBytes - LogBytes
+	// is the figure that follows the data.
 	LogBytes uint64
 	// TempBytes is the part of DiskBytes that lshdb's temporary files
 	// take: a Load's sorted runs and tables, a Pairs run's spill files,

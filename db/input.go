@@ -124,17 +124,8 @@ func (db *DB) prepareGiven(d *Doc, sk *minhash.Sketcher) (prepared, error) {
 	var rec codec.DocRecord
 	var set []uint64
 	var sig []uint32
+	// NB: validate checked the storage mode and the signature.
 	if d.Signature != nil {
-		if db.man.Storage != StorageNone {
-			kind, call := "text", "Put"
-			if db.man.Storage == StorageSets {
-				kind, call = "set", "PutSet"
-			}
-			return prepared{}, fmt.Errorf("%w: %s: a %s index verifies every answer and needs each document's %s; put it (%s), or keep signatures in an index created with Storage none", ErrStorageMode, showID(d.ID), db.man.Storage, kind, call)
-		}
-		if err := db.checkSignature(d.Signature); err != nil {
-			return prepared{}, &idError{d.ID, err}
-		}
 		sig = slices.Clone(d.Signature)
 		// NB: a signature put has no set size: SetLen 0 says so (no other
 		// write stores an empty set), and its fingerprint is the
@@ -144,9 +135,6 @@ func (db *DB) prepareGiven(d *Doc, sk *minhash.Sketcher) (prepared, error) {
 			rec.Meta = nil // NB: none (Doc.Meta), as read back
 		}
 	} else {
-		if db.man.Storage == StorageText {
-			return prepared{}, fmt.Errorf("%w: %s: a text index verifies from stored texts and keeps no sets; create the index with Storage sets (exact Jaccard of the sets) or none", ErrStorageMode, showID(d.ID))
-		}
 		var err error
 		if set, err = d.Set.elements(sk, make([]uint64, 0, d.Set.Len())); err != nil {
 			return prepared{}, &idError{d.ID, err}

@@ -87,8 +87,8 @@ type LoadOptions struct {
 	// as empty (SkipEmpty) and the superseded copies of a repeated id do
 	// not count. A guard against an input cut short, or one whose texts
 	// an upstream fault emptied, building an empty or partial index (a
-	// count of the records read passed a night of 1,000 blank texts: a
-	// nightly operator's review, N1). Not on Redis, whose load is not
+	// count of the records read passes a night of 1,000 blank texts).
+	// Not on Redis, whose load is not
 	// atomic (ErrInvalidOptions). 0: no minimum.
 	MinStored int
 

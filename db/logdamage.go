@@ -68,8 +68,8 @@ type LogDamageError struct {
 	Kept string
 	// Older is set when the damaged log is a write-ahead log older than
 	// the newest, which Pebble replays only whole: the index does not
-	// open at all (it refused every command, check --repair's and a
-	// salvage's too: an operator's review, DR3). Cut is where an open
+	// open at all without Options.AcceptLogDamage (every command is
+	// refused, check --repair's and a salvage's too). Cut is where an open
 	// accepting the loss cuts it, the start of the damaged record: that
 	// record and the Records whole ones after it in this log are
 	// dropped; the later logs are replayed whole.

@@ -82,7 +82,8 @@ type Options struct {
 	// Bands and Rows set the banding explicitly (both or neither), with
 	// Bands·Rows ≤ NumPerm. Default: chosen from Threshold and Recall.
 	Bands, Rows int
-	// NumPerm is the number of signature values. Default: 128.
+	// NumPerm is the number of signature values, 1 to minhash.MaxNumPerm
+	// (8192). Default: 128.
 	NumPerm int
 	// Scheme is the signature scheme of a new database. Default:
 	// minhash.SchemeFSS. An existing database keeps the scheme it was made
@@ -108,7 +109,8 @@ type Options struct {
 	Seed uint64
 	// Shingle is the shingle kind. Default: minhash.ShingleChar.
 	Shingle minhash.ShingleKind
-	// ShingleSize is k. Default: 5 for char, 3 for word shingles.
+	// ShingleSize is k, 1 to minhash.MaxK (256). Default: 5 for char, 3
+	// for word shingles.
 	ShingleSize int
 	// Bag counts repeated shingles (weighted Jaccard). Default: false.
 	Bag bool
@@ -359,9 +361,8 @@ func invalid(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrInvalidOptions, fmt.Sprintf(format, args...))
 }
 
-// DefaultPurgeEvery is the default Options.PurgeEvery. NB: it was 0,
-// never, and an embedder's long-lived handle under churn grew without
-// bound unless it found the option (CH1); lshdb serve purged hourly.
+// DefaultPurgeEvery is the default Options.PurgeEvery: a long-lived
+// handle under churn (deletes, upserts) does not grow without bound.
 const DefaultPurgeEvery = time.Hour
 
 // minPurgeEvery is the least positive Options.PurgeEvery. NB: a
@@ -503,6 +504,6 @@ type QueryOptions struct {
 	//
 	// NB: on an index of near-identical documents every query matches
 	// every document: 400 queries without a limit held 3 GB for a 607 MB
-	// answer of lshdb serve (a security review, SEC-1), which bounds it.
+	// answer of lshdb serve, which bounds it.
 	MaxMatches int
 }

@@ -93,13 +93,16 @@ func tooManyMatches(n, bound, queries int) error {
 // with it. It reads only the query's b buckets and the candidates' records,
 // all from one consistent view. A text longer than Options.MaxDocBytes is
 // ErrDocTooLarge, as it would be to Put (QuerySet's set counts 8 bytes a
-// hash, and QueryMany's queries each).
+// hash, and QueryMany's queries each); a text with no shingles (empty,
+// white space, or stop words alone) is ErrEmptyDocument; bad QueryOptions
+// are ErrInvalidOptions; a closed handle is ErrClosed.
 func (db *DB) Query(ctx context.Context, text string, qo *QueryOptions) (*QueryResult, error) {
 	return db.queryOne(ctx, &QueryInput{Text: text}, qo)
 }
 
 // QueryID is Query with the stored document id as the query. The document
-// itself is never among the matches.
+// itself is never among the matches. An id not stored, or expired, is
+// ErrNotFound; an invalid one (CheckID) ErrInvalidID.
 func (db *DB) QueryID(ctx context.Context, id string, qo *QueryOptions) (*QueryResult, error) {
 	if id == "" {
 		return nil, fmt.Errorf("%w: empty", ErrInvalidID)

@@ -206,7 +206,8 @@ func toDocument(n uint64, r *docData) *StoredDoc {
 	return d
 }
 
-// Get returns the document id, or ErrNotFound.
+// Get returns the document id, or ErrNotFound (also for an expired one);
+// an invalid id (CheckID) is ErrInvalidID.
 func (db *DB) Get(id string) (*StoredDoc, error) {
 	if err := db.enter(); err != nil {
 		return nil, err

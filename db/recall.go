@@ -68,6 +68,9 @@ func MeasureRecall(p Params, t float64) (RecallEstimate, error) {
 // /v1/tune asks at any) run one at a time, and one whose every caller
 // gave up before it started is not made.
 func MeasureRecallContext(ctx context.Context, p Params, t float64) (RecallEstimate, error) {
+	// NB: nil is context.Background(), as in every call of the package:
+	// it panicked here (an embedder's review, EMB-3).
+	ctx = orBackground(ctx)
 	if t == 0 {
 		t = p.Threshold
 	}

@@ -98,9 +98,7 @@ type RepairResult struct {
 	// (Options.AcceptLogDamage, as lshdb check --repair opens): the
 	// writes their dropped records held are not in the index, and the
 	// repair cannot give them back. Each says what the records it could
-	// still read held. NB: the repair said "nothing to mend" and
-	// changed:false of an open that had dropped 2,000 acknowledged
-	// documents with a damaged log (an operator's review, O2-1).
+	// still read held.
 	LogCuts []LogCut
 }
 

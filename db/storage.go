@@ -369,7 +369,7 @@ func (p Params) RecallAt(t float64, estimateOnly bool) float64 {
 // rows agreeing, so its estimate is likelier to reach t than another
 // pair's. The note below an index's threshold gave P(candidate) alone,
 // 1.5 to 1.85 times the share of such pairs a storage-none index
-// reported (a statistician's review, Q1).
+// reported.
 func (p Params) EstimateRecall(t float64) float64 {
 	n, b, r := p.NumPerm, p.Bands.B, p.Bands.R
 	if !(t > 0) || n <= 0 || b <= 0 || r <= 0 || b*r > n { // NB: NaN too

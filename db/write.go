@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"runtime"
 	"slices"
 	"sync"
@@ -94,9 +95,13 @@ func checkID(id string) error {
 // document before hashing it: an empty, over-long (MaxIDBytes) or non-UTF-8
 // id is ErrInvalidID, more than one of Text, Set and Signature is
 // ErrInvalidDoc, a content and metadata over Options.MaxDocBytes is
-// ErrDocTooLarge. A reader of many documents calls it on each as it reads
-// them, so that its error can name where the document came from. It does
-// not hash the text: a document with no shingles (ErrEmptyDocument) passes.
+// ErrDocTooLarge; a set or a signature the index's storage mode does not
+// take is ErrStorageMode, a signature of the wrong length
+// ErrInvalidSignature (of an empty set's values only, ErrEmptyDocument),
+// a set hash outside the scheme's range ErrInvalidDoc. A reader of many
+// documents calls it on each as it reads them, so that its error can
+// name where the document came from. It does not hash the text: a
+// document with no shingles (ErrEmptyDocument) passes.
 func (db *DB) Validate(d Doc) error { return db.validate(&d) }
 
 func (db *DB) validate(d *Doc) error {
@@ -108,6 +113,42 @@ func (db *DB) validate(d *Doc) error {
 	}
 	if n := len(d.Text) + len(d.Meta) + d.Set.bytes() + 4*len(d.Signature); n > db.opts.MaxDocBytes {
 		return fmt.Errorf("%w: %s has %d bytes (at most %d)", ErrDocTooLarge, showID(d.ID), n, db.opts.MaxDocBytes)
+	}
+	// NB: and what the index's storage mode and scheme refuse, which
+	// Validate passed and every write refused (an embedder's review,
+	// EMB-4): a reader that validated each document had its load fail
+	// part way.
+	return db.validateGiven(d)
+}
+
+// validateGiven checks a document given as a set or a signature against
+// the index: its storage mode (ErrStorageMode), a signature's length and
+// values (ErrInvalidSignature, ErrEmptyDocument), a set's hashes against
+// the scheme's range (ErrInvalidDoc).
+func (db *DB) validateGiven(d *Doc) error {
+	switch {
+	case d.Signature != nil:
+		if db.man.Storage != StorageNone {
+			kind, call := "text", "Put"
+			if db.man.Storage == StorageSets {
+				kind, call = "set", "PutSet"
+			}
+			return fmt.Errorf("%w: %s: a %s index verifies every answer and needs each document's %s; put it (%s), or keep signatures in an index created with Storage none", ErrStorageMode, showID(d.ID), db.man.Storage, kind, call)
+		}
+		if err := db.checkSignature(d.Signature); err != nil {
+			return &idError{d.ID, err}
+		}
+	case !d.Set.IsZero():
+		if db.man.Storage == StorageText {
+			return fmt.Errorf("%w: %s: a text index verifies from stored texts and keeps no sets; create the index with Storage sets (exact Jaccard of the sets) or none", ErrStorageMode, showID(d.ID))
+		}
+		if db.skOpt.Scheme == minhash.SchemeDatasketch {
+			for _, h := range d.Set.hashes {
+				if h > math.MaxUint32 {
+					return &idError{d.ID, fmt.Errorf("%w: hash %#x is outside the %s scheme's range (32-bit values)", ErrInvalidDoc, h, db.skOpt.Scheme)}
+				}
+			}
+		}
 	}
 	return nil
 }
@@ -339,8 +380,8 @@ func (db *DB) Put(d Doc, wo *WriteOptions) error {
 // PutContext is Put that gives up as PutBatchContext does: when ctx ends
 // before it takes the writer lock, or while it waits for it (behind a
 // Load), or while it hashes a long text; it then returns ctx's error and
-// stores nothing. A request handler calls it with the request's context
-// (a review of a long-lived handle, CH5: Put could not be bounded).
+// stores nothing. A request handler calls it with the request's context,
+// so that a Put is bounded by the request's.
 func (db *DB) PutContext(ctx context.Context, d Doc, wo *WriteOptions) error {
 	return db.putOne(ctx, d, wo)
 }

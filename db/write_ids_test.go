@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/lshdb/lshdb/minhash"
 )
 
 // storedIDs returns the ids All yields, sorted, after checking the index.
@@ -133,6 +134,40 @@ func TestValidate(t *testing.T) {
 	}
 	if d.MaxDocBytes() != 100 {
 		t.Fatalf("MaxDocBytes %d", d.MaxDocBytes())
+	}
+	// What the storage mode and the scheme refuse (EMB-4: Validate passed
+	// these, and every write refused them).
+	sig := make([]uint32, minhash.DefaultNumPerm)
+	for i := range sig {
+		sig[i] = uint32(i * 7919)
+	}
+	for _, c := range []struct {
+		o    Options
+		doc  Doc
+		want error
+	}{
+		{Options{}, Doc{ID: "t-sig", Signature: sig}, ErrStorageMode},
+		{Options{}, Doc{ID: "t-set", Set: Tokens("a", "b")}, ErrStorageMode},
+		{Options{Storage: StorageSets}, Doc{ID: "s-sig", Signature: sig}, ErrStorageMode},
+		{Options{Storage: StorageSets}, Doc{ID: "s-set", Set: Tokens("a", "b")}, nil},
+		{Options{Storage: StorageNone}, Doc{ID: "n-short", Signature: sig[:3]}, ErrInvalidSignature},
+		{Options{Storage: StorageNone}, Doc{ID: "n-empty", Signature: slices.Repeat([]uint32{minhash.EmptyValue}, minhash.DefaultNumPerm)}, ErrEmptyDocument},
+		{Options{Storage: StorageNone}, Doc{ID: "n-sig", Signature: sig}, nil},
+		{Options{Storage: StorageSets, Scheme: minhash.SchemeDatasketch}, Doc{ID: "d-wide", Set: Hashes(1, 1<<40)}, ErrInvalidDoc},
+		{Options{Storage: StorageSets, Scheme: minhash.SchemeDatasketch}, Doc{ID: "d-ok", Set: Hashes(1, 1<<31)}, nil},
+	} {
+		d := mustOpen(t, t.TempDir(), &c.o)
+		err := d.Validate(c.doc)
+		if !errors.Is(err, c.want) || (c.want == nil && err != nil) {
+			t.Errorf("%s: Validate = %v, want %v", c.doc.ID, err, c.want)
+		}
+		if perr := d.Put(c.doc, nil); !errors.Is(perr, c.want) || (c.want == nil && perr != nil) {
+			t.Errorf("%s: Put = %v, want %v like Validate", c.doc.ID, perr, c.want)
+		}
+		if n, _ := d.Count(); (c.want == nil) != (n == 1) {
+			t.Errorf("%s: %d stored", c.doc.ID, n)
+		}
+		d.Close()
 	}
 }
 
