@@ -817,7 +817,14 @@ func (db *DB) useManifest(v []byte) error {
 	}
 	db.man = *m
 	if m.FormatVersion < codec.MinFormatVersion && !db.opts.upgrading {
-		return fmt.Errorf("%w: %s has index format %d and this build reads formats %d to %d; rewrite it in place with `lshdb upgrade --db %s` (db.Upgrade), after copying the directory if it is the only copy (cp -a, while nothing has it open: lshdb backup reads only the formats this build reads)", ErrFormat, db.dir, m.FormatVersion, codec.MinFormatVersion, codec.MaxFormatVersion, db.dir)
+		// NB: and what a killed upgrade left, which only upgrade removes
+		// and info, refused here, could not show (an upgrade review's
+		// UPG-7).
+		left := ""
+		if n := dirBytes(db.opts.FS, db.opts.FS.PathJoin(db.dir, loadTmpDir)); n > 0 {
+			left = fmt.Sprintf("; an upgrade that was stopped left %s of temporary files in it (%s), which the next upgrade removes", mib(int64(n)), loadTmpDir)
+		}
+		return fmt.Errorf("%w: %s has index format %d and this build reads formats %d to %d; rewrite it in place with `lshdb upgrade --db %s` (db.Upgrade), after copying the directory if it is the only copy (cp -a, while nothing has it open: lshdb backup reads only the formats this build reads)%s", ErrFormat, db.dir, m.FormatVersion, codec.MinFormatVersion, codec.MaxFormatVersion, db.dir, left)
 	}
 	if err := db.checkOptions(); err != nil {
 		return err

@@ -324,7 +324,7 @@ func (e firstLine) Unwrap() error { return e.err }
 type emptyQuery struct{}
 
 func (emptyQuery) Error() string {
-	return "lshdb: the query text has no shingles (it is empty or white space): it matches nothing"
+	return "lshdb: the query text has no shingles (it is empty, white space, or stop words alone): it matches nothing"
 }
 
 func (emptyQuery) Unwrap() error { return ErrEmptyDocument }

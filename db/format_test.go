@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	crand "crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -974,5 +975,62 @@ func putRandomTexts(t *testing.T, d *DB, docs map[string]string, n int, seed uin
 		if err := d.Put(Doc{ID: id, Text: docs[id]}, &WriteOptions{NoSync: true}); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// Ensure that Upgrade's report counts apart the documents whose TTL ran
+// out, whose records it rewrites until the sweep removes them: it said 2
+// documents of an index that lshdb info then said held 1 (an upgrade
+// review's UPG-5). The oracle: Info after the upgrade, no sweep between.
+func TestUpgradeCountsTheExpired(t *testing.T) {
+	dir := copyGolden(t, "format3/text")
+	clock := &fakeClock{t: time.Now()}
+	o := &Options{clock: clock.now, ExpirySweep: -1}
+	d := mustOpen(t, dir, o)
+	before, _ := d.Count()
+	if _, err := d.PutBatch([]Doc{{ID: "ttl-1", Text: "a document that expires in an hour"}, {ID: "ttl-2", Text: "another document that expires in an hour"}}, &WriteOptions{TTL: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	d.Close()
+	clock.advance(2 * time.Hour)
+	rep, err := Upgrade(context.Background(), dir, o)
+	if err != nil || rep.To != codec.FormatVersion {
+		t.Fatalf("upgrade: %+v, %v", rep, err)
+	}
+	d = mustOpen(t, dir, o)
+	defer d.Close()
+	info, err := d.Info()
+	if err != nil || rep.Expired != 2 || rep.Docs != int(before)+2 || info.Docs != uint64(rep.Docs) || info.Expired != uint64(rep.Expired) {
+		t.Fatalf("upgrade of %d documents and 2 expired: %+v; Info %+v, %v", before, rep, info, err)
+	}
+}
+
+// Ensure that the refusal of a format 1 index names what a stopped
+// upgrade left in it (lshdb-load.tmp), which only the next upgrade
+// removes: info, refused, could not show it (an upgrade review's UPG-7);
+// and that the upgrade then removes it.
+func TestFormat1RefusalNamesAStoppedUpgrade(t *testing.T) {
+	dir := copyGolden(t, "format1/text")
+	if _, err := Open(dir, &Options{ReadOnly: true}); !errors.Is(err, ErrFormat) || strings.Contains(err.Error(), loadTmpDir) {
+		t.Fatalf("format 1, nothing left: %v; want ErrFormat naming no temporary files", err)
+	}
+	tmp := filepath.Join(dir, loadTmpDir)
+	if err := os.MkdirAll(tmp, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	junk := make([]byte, 3<<20)
+	crand.Read(junk) // NB: not zeros, which a compressing filesystem keeps small
+	if err := os.WriteFile(filepath.Join(tmp, "000001.sst"), junk, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Open(dir, &Options{ReadOnly: true})
+	if !errors.Is(err, ErrFormat) || !strings.Contains(err.Error(), "an upgrade that was stopped left 3.0 MiB of temporary files in it ("+loadTmpDir+")") {
+		t.Fatalf("format 1 with a stopped upgrade's files: %v", err)
+	}
+	if _, err := Upgrade(context.Background(), dir, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(tmp); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("after the upgrade, %s: %v; want it removed", tmp, err)
 	}
 }

@@ -111,6 +111,11 @@ func otherForm(v view, id string) string {
 // ran out, for a message that names two ids (Explain's).
 var errExpired = errors.New("expired")
 
+// IsExpired reports whether err is the ErrNotFound of a document whose
+// TTL ran out (one not yet swept: Get, QueryID and Explain say
+// "(expired)"), rather than of one never stored or deleted.
+func IsExpired(err error) bool { return errors.Is(err, errExpired) }
+
 // missingName is how a message that names several missing ids names id,
 // err its lookup's error: with "(expired)" as lookup says it.
 func missingName(id string, err error) string {

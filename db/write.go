@@ -8,6 +8,7 @@ import (
 	"math"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -772,10 +773,39 @@ func (db *DB) expiryFormatError() error {
 		way = fmt.Sprintf("an index in %s mode of that format cannot be upgraded: build a new one from the documents' sources", db.man.Storage)
 		if db.man.StoreText {
 			// NB: it holds the texts (a compatibility review, C5).
-			way = fmt.Sprintf("an index in %s mode of that format cannot be upgraded: build a new one from its texts (lshdb export --db %s --all --out FILE, then lshdb build --db NEWDIR FILE)", db.man.Storage, db.dir)
+			// NB: with the index's parameters and its metadata: a bare
+			// build made an index of the defaults (0.8 and char
+			// shingles for one of 0.6 and words), without metadata (an
+			// upgrade review's UPG-2).
+			way = fmt.Sprintf("an index in %s mode of that format cannot be upgraded: build a new one from its texts, with its parameters and metadata (lshdb export --db %s --all --out FILE, then %s)", db.man.Storage, db.dir, db.rebuildCommand("NEWDIR", "FILE"))
 		}
 	}
 	return formatError(fmt.Sprintf("lshdb: documents with a TTL need an index of format %d or later, and %s is format %d: %s", codec.SumFingerprintFormatVersion, db.dir, db.man.FormatVersion, way))
+}
+
+// rebuildCommand is the lshdb build command that makes, in dir, an index
+// of this one's parameters of the export (--all) in file: its banding,
+// signatures, shingles and storage, and the metadata export writes as
+// "meta".
+func (db *DB) rebuildCommand(dir, file string) string {
+	m := &db.man
+	var b strings.Builder
+	// NB: the banding as it is (--recall chose it, and is refused beside
+	// --bands and --rows).
+	fmt.Fprintf(&b, "lshdb build --db %s --threshold %v --bands %d --rows %d --num-perm %d --scheme %s --seed %d --shingle %s --shingle-size %d --normalization %s",
+		dir, m.Threshold, m.Bands, m.Rows, m.NumPerm, m.Scheme, m.Seed, m.ShingleKind, m.ShingleSize, m.Normalization)
+	if m.Bag {
+		b.WriteString(" --bag")
+	}
+	if len(m.StopWords) > 0 {
+		fmt.Fprintf(&b, " --stop-words %q", strings.Join(m.StopWords, ","))
+	}
+	fmt.Fprintf(&b, " --storage %s", m.Storage)
+	if m.StoreText && m.Storage != StorageText {
+		b.WriteString(" --store-text")
+	}
+	fmt.Fprintf(&b, " --meta-field meta %s", file)
+	return b.String()
 }
 
 // formatError is an error that matches ErrFormat (errors.Is) in words of

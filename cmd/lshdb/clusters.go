@@ -471,8 +471,16 @@ func (f *pairsFile) finish(t float64, warn func(string)) error {
 		return fmt.Errorf("%w: %s holds the pairs at Jaccard >= %v, and the clustering asks for >= %v: the pairs between are not in it; make the file with pairs --threshold %v --header (clusters and filter can instead cluster at --threshold %v)", errBadPairs, f.name, h.Threshold, t, t, h.Threshold)
 	}
 	// NB: the header was checked against the index at its line (fresh).
-	if now := f.now; now != nil && warn != nil && !h.hasWritten && h.Docs != now.Docs {
-		warn(fmt.Sprintf("%s was made when the index held %d documents, it holds %d now: documents written since are in no pair of it", f.name, h.Docs, now.Docs))
+	// One of an earlier build counts the documents, not the writes: the
+	// same count said nothing of a document replaced since, whose old
+	// pairs export --from then took for the new text's (an upgrade
+	// review's UPG-1: a unique document removed as a 0.985 duplicate).
+	if now := f.now; now != nil && warn != nil && !h.hasWritten {
+		if h.Docs != now.Docs {
+			warn(fmt.Sprintf("%s was made when the index held %d documents, it holds %d now: documents written since are in no pair of it, and those replaced or deleted keep their old pairs; run pairs again", f.name, h.Docs, now.Docs))
+		} else {
+			warn(fmt.Sprintf("the header of %s counts the index's documents (%d, as now) but not its writes (an earlier lshdb's, or one written by hand): it cannot be checked that the index was not written since (a document replaced keeps its old pairs), and its pairs are taken as they are; run pairs again to be sure", f.name, h.Docs))
+		}
 	}
 	return nil
 }

@@ -495,7 +495,7 @@ func dirNames(t *testing.T, dir string) []string {
 // writes holds its lock while it writes.
 func TestOutputsSweepDeadRunsTemps(t *testing.T) {
 	dir := t.TempDir()
-	old := time.Now().Add(-time.Hour)
+	old := time.Now().Add(-2 * staleTempAge)
 	// NB: Linux pids stay below 2^22; pid 1 is always running.
 	dead, live := ".c.jsonl.lshdb-999999999-1.tmp", ".c.jsonl.lshdb-1-2.tmp"
 	otherDead, otherRecent, otherLive := ".d.jsonl.lshdb-999999999-3.tmp", ".e.jsonl.lshdb-999999999-4.tmp", ".f.jsonl.lshdb-1-5.tmp"

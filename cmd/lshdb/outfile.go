@@ -11,7 +11,7 @@ import (
 )
 
 // outFlagHelp is the help of pairs' and clusters' --out.
-const outFlagHelp = "write the output to this file instead of standard output: into a temporary file beside it, renamed over it once complete, so that an interrupted or failed run leaves no partial file there (a redirect leaves one that reads as complete; a killed run leaves its hidden .NAME.lshdb-PID-….tmp, which the next run writing NAME removes, or one writing another output beside it once 10 minutes unwritten); gzip (BGZF) when it ends .gz, zstd when it ends .zst"
+const outFlagHelp = "write the output to this file instead of standard output: into a temporary file beside it, renamed over it once complete, so that an interrupted or failed run leaves no partial file there (a redirect leaves one that reads as complete; a killed run leaves its hidden .NAME.lshdb-PID-….tmp, which the next run writing NAME removes, or one writing another output beside it once 12 hours unwritten); gzip (BGZF) when it ends .gz, zstd when it ends .zst"
 
 // checkOutFile refuses an --out path that names a compression lshdb does
 // not write, or is a directory, before any work.

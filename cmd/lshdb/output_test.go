@@ -999,7 +999,7 @@ func TestQueryHeader(t *testing.T) {
 	// query, not a stored document (SH-8: "document has no shingles:
 	// query text", exit 1).
 	for _, text := range []string{"", " \t "} {
-		if _, errOut, code := runLine([]string{"query", "--db", idx, "--text", text}, ""); code != 2 || errOut != "lshdb: --text: the query text has no shingles (it is empty or white space): it matches nothing\n" {
+		if _, errOut, code := runLine([]string{"query", "--db", idx, "--text", text}, ""); code != 2 || errOut != "lshdb: --text: the query text has no shingles (it is empty, white space, or stop words alone): it matches nothing\n" {
 			t.Errorf("--text %q: exit %d: %q", text, code, errOut)
 		}
 	}
@@ -1019,6 +1019,12 @@ func TestQueryHeader(t *testing.T) {
 		if hint := strings.Contains(errOut, `a value with spaces needs quotes: --text "hello world"`); code != 2 || hint != c.hint {
 			t.Errorf("%q: exit %d, hint %v (want %v): %s", c.args, code, hint, c.hint, errOut)
 		}
+	}
+	// The shell's statements alike (RT6-5): the first is hinted, the
+	// second not.
+	_, errOut, _ = runLine([]string{"shell", "--db", idx}, "query --text hello world\nquery world --text hello\n")
+	if n := strings.Count(errOut, `a value with spaces needs quotes: --text "hello world"`); n != 1 || strings.Count(errOut, "query takes no arguments, got 1") != 2 {
+		t.Errorf("the shell: %d hints, want 1 of the 2 statements: %s", n, errOut)
 	}
 }
 

@@ -1424,3 +1424,47 @@ func TestInterruptedOutputSaysPartial(t *testing.T) {
 		t.Errorf("dedup interrupted: exit %d, stderr %q, want 130 and no word of a part", code, errOut.String())
 	}
 }
+
+// Ensure that a pairs file whose header counts the index's documents but
+// not its writes (an earlier lshdb's: "docs" without "written") is taken
+// with a note that it cannot be checked, also when the index holds as
+// many documents as it did: a document replaced since kept its old pairs,
+// and export --from removed its new, unrelated text as a duplicate
+// without a word (an upgrade review's UPG-1). The oracle: the file of
+// the current build, refused as stale after the same write.
+func TestPairsFileOfAnEarlierBuild(t *testing.T) {
+	idx := filepath.Join(t.TempDir(), "idx")
+	in := `{"id":"a","text":"the quick brown fox jumps over the lazy dog near the river bank"}` + "\n" +
+		`{"id":"b","text":"the quick brown fox jumps over the lazy dog near the river bank!"}` + "\n" +
+		`{"id":"c","text":"an unrelated document about pebbles and sand dunes in the desert"}` + "\n"
+	if _, errOut, code := runLine([]string{"build", "--db", idx}, in); code != 0 {
+		t.Fatalf("build: exit %d: %s", code, errOut)
+	}
+	current, errOut, code := runLine([]string{"pairs", "--db", idx, "--output", "json", "--header"}, "")
+	if code != 0 || !strings.Contains(current, `"written":3`) {
+		t.Fatalf("pairs: exit %d: %s\n%s", code, errOut, current)
+	}
+	earlier := regexp.MustCompile(`"written":\d+,?`).ReplaceAllString(current, "")
+	if earlier == current || !strings.Contains(earlier, `"docs":3`) {
+		t.Fatalf("the earlier build's header: %s", earlier)
+	}
+	// b replaced by an unrelated text: as many documents as before.
+	if _, errOut, code := runLine([]string{"insert", "--db", idx}, `{"id":"b","text":"completely other words on tides and harbours and the ships at anchor there"}`+"\n"); code != 0 {
+		t.Fatalf("insert: exit %d: %s", code, errOut)
+	}
+	kept := filepath.Join(t.TempDir(), "kept.jsonl")
+	if _, errOut, code := runLine([]string{"export", "--db", idx, "--from", "-", "--out", kept}, current); code == 0 || !strings.Contains(errOut, "stale pairs file") {
+		t.Fatalf("export --from the current build's file after a write: exit %d: %s; want it refused", code, errOut)
+	}
+	_, errOut, code = runLine([]string{"export", "--db", idx, "--from", "-", "--out", kept}, earlier)
+	if code != 0 || !strings.Contains(errOut, "but not its writes (an earlier lshdb's, or one written by hand): it cannot be checked that the index was not written since") {
+		t.Fatalf("export --from the earlier build's file: exit %d: %q; want a note that it cannot be checked", code, errOut)
+	}
+	// One document more: said as before.
+	if _, errOut, code := runLine([]string{"insert", "--db", idx}, `{"id":"d","text":"a fourth document on mountains and rivers"}`+"\n"); code != 0 {
+		t.Fatalf("insert: exit %d: %s", code, errOut)
+	}
+	if _, errOut, code := runLine([]string{"export", "--db", idx, "--from", "-", "--out", kept}, earlier); code != 0 || !strings.Contains(errOut, "it holds 4 now") {
+		t.Fatalf("export --from the earlier build's file, a document more: exit %d: %q", code, errOut)
+	}
+}

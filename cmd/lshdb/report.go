@@ -687,8 +687,10 @@ func createTemp(path string) (*os.File, error) {
 }
 
 // staleTempAge is how long another output's temporary file must have
-// gone unwritten before sweepDeadTemps removes it.
-const staleTempAge = 10 * time.Minute
+// gone unwritten before sweepDeadTemps removes it: past what a run that
+// writes only at its end takes (a sorted pairs, clusters), less than a
+// day (a nightly job's killed partial goes the next night).
+const staleTempAge = 12 * time.Hour
 
 // sweepDeadTemps removes from dir the hidden temporary files of outputs
 // (.NAME.lshdb-PID-….tmp) that killed runs left: those of name, the
@@ -698,9 +700,11 @@ const staleTempAge = 10 * time.Minute
 // were removed, so a nightly job writing dated names (pairs-DATE.jsonl)
 // kept every killed night's partial, up to a whole output each (a scale
 // review's SC-3). The pid alone does not tell on a directory that hosts
-// share (NFS): another's live run of this version holds its file's lock,
-// and one of an earlier version (which took none) still writes it, save
-// a sorted pairs run, which writes only at its end.
+// share (NFS): another's live run of this version holds its file's lock
+// (where the filesystem carries locks between hosts), and one of an
+// earlier version (which took none) has written its file within
+// staleTempAge, save a run that writes only at its end (a sorted pairs,
+// clusters) and takes longer than that.
 func sweepDeadTemps(dir, name string, now time.Time) {
 	ents, err := os.ReadDir(dir)
 	if err != nil {

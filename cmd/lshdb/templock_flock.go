@@ -5,6 +5,7 @@ package main
 import (
 	"errors"
 	"os"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -15,8 +16,19 @@ import (
 // the directory, whose pid means nothing here, tells a live run's file
 // from a killed one's (tempHeld). Best effort: where no flock can be had
 // (a filesystem without locks), none is taken.
+//
+// NB: a sweep's tempHeld takes the lock for an instant to tell whether a
+// process holds it: one that lands as the file is made makes this try
+// fail, and the run would write unlocked (a read-through's RT6-1). It
+// tries again for a while.
 func lockTemp(f *os.File) {
-	_ = unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+	for try := 0; try < 50; try++ {
+		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+		if !errors.Is(err, unix.EWOULDBLOCK) {
+			return // NB: taken, or no lock to be had here
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
 }
 
 // tempHeld reports whether a process holds the flock of the temporary

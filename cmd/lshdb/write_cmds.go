@@ -2063,10 +2063,14 @@ get "Exodus 6:10" is one id, get Exodus 6:10 two.`,
 				// bucket took 211 commands (a newcomer's review, N2-2).
 				docs := make([]*db.StoredDoc, len(args))
 				var missing []string
+				var missingErr error // the first missing id's
+				expired := map[string]bool{}
 				for i, id := range args {
 					doc, err := d.Get(id)
 					if errors.Is(err, db.ErrNotFound) {
 						missing = append(missing, id)
+						missingErr = cmp.Or(missingErr, err)
+						expired[id] = db.IsExpired(err)
 						continue
 					}
 					if err != nil {
@@ -2108,9 +2112,19 @@ get "Exodus 6:10" is one id, get Exodus 6:10 two.`,
 				}
 				switch {
 				case len(missing) == 1:
-					return fmt.Errorf("%w: %q", db.ErrNotFound, missing[0])
+					// NB: Get's own error, which says "(expired)" of a
+					// document whose TTL ran out (an upgrade review's
+					// UPG-3: it said "document not found" alone).
+					return missingErr
 				case len(missing) > 1:
-					return fmt.Errorf("%w: %d of the %d ids: %s", db.ErrNotFound, len(missing), len(args), messageIDs(missing))
+					names := make([]string, len(missing))
+					for i, id := range missing {
+						names[i] = docio.QuoteID(id)
+						if expired[id] {
+							names[i] += " (expired)"
+						}
+					}
+					return fmt.Errorf("%w: %d of the %d ids: %s", db.ErrNotFound, len(missing), len(args), listSome(names, 20))
 				}
 				return nil
 			})
@@ -2795,7 +2809,7 @@ or newer.`,
 				return interruptNote(err, "upgrade interrupted: the index is as it was")
 			}
 			if a.json() {
-				return a.emitJSON(upgradeJSON{From: rep.From, To: rep.To, Storage: rep.Storage, Docs: rep.Docs, Uncompacted: rep.Uncompacted, Compacted: rep.Compacted})
+				return a.emitJSON(upgradeJSON{From: rep.From, To: rep.To, Storage: rep.Storage, Docs: rep.Docs, Expired: rep.Expired, Uncompacted: rep.Uncompacted, Compacted: rep.Compacted})
 			}
 			if rep.From == rep.To && rep.Compacted {
 				return a.summaryf("index format %d needs no upgrade: the old records of an upgrade stopped before it compacted them were compacted away\n", rep.To)
@@ -2807,7 +2821,11 @@ or newer.`,
 			if rep.From == rep.To {
 				err = a.summaryf("index format %d needs no upgrade\n", rep.To)
 			} else {
-				err = a.summaryf("upgraded index format %d to %d: %d documents, storage %s\n", rep.From, rep.To, rep.Docs, rep.Storage)
+				expired := ""
+				if rep.Expired > 0 {
+					expired = fmt.Sprintf(" (%d of them expired, which the sweep removes)", rep.Expired)
+				}
+				err = a.summaryf("upgraded index format %d to %d: %d documents%s, storage %s\n", rep.From, rep.To, rep.Docs, expired, rep.Storage)
 			}
 			if err == nil && rep.Uncompacted {
 				a.notef("the old records still take their space on disk (no room to compact them now, or the compaction failed: see above); lshdb compact frees it once there is room")
@@ -2823,6 +2841,9 @@ type upgradeJSON struct {
 	To      int    `json:"to_format"`
 	Storage string `json:"storage"`
 	Docs    int    `json:"docs"`
+	// Expired: of docs, those whose TTL had run out, which the sweep
+	// removes (db.UpgradeReport).
+	Expired int `json:"expired,omitempty"`
 	// Uncompacted: the old records still take their space (db.UpgradeReport).
 	Uncompacted bool `json:"uncompacted,omitempty"`
 	// Compacted: the old records of an upgrade stopped before it

@@ -23,6 +23,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/lshdb/lshdb/codec"
+	"github.com/lshdb/lshdb/compaction"
 	"github.com/lshdb/lshdb/db"
 	"github.com/parquet-go/parquet-go"
 )
@@ -2089,6 +2092,14 @@ func TestNoteOfATTLThatPassed(t *testing.T) {
 		if want := map[bool]int{true: exitNotFound, false: 0}[c.expired]; code != want {
 			t.Errorf("%q: get fox1 exit %d, want %d: %s", c.cmd, code, want, getErr)
 		}
+		// NB: get says "(expired)" of each, as query and explain do (an
+		// upgrade review's UPG-3: it said "document not found" alone).
+		if c.expired && !strings.Contains(getErr, `document not found: "fox1" (expired)`) {
+			t.Errorf("%q: get fox1: %q, want it said expired", c.cmd, getErr)
+		}
+		if _, getErr, _ := runLine([]string{"get", "--db", idx, "fox1", "nosuch", "fox2"}, ""); c.expired && !strings.Contains(getErr, `"fox1" (expired), "nosuch", "fox2" (expired)`) {
+			t.Errorf("%q: get of three: %q, want the two expired said so", c.cmd, getErr)
+		}
 	}
 }
 
@@ -2241,5 +2252,72 @@ func TestDirectoryPassesOverSpecialEntries(t *testing.T) {
 		if got := storedTexts(t, args[2]); len(got) != 2 || got["a.txt"] == "" || got["b.txt"] == "" {
 			t.Errorf("%v stored %v, want a.txt and b.txt", args, got)
 		}
+	}
+}
+
+// Ensure that the advice a TTL write gets on a format 2 sets index that
+// keeps its texts, to export them and build anew, makes an index of the
+// same parameters when followed as written: a bare build gave one of the
+// defaults (0.8 and char shingles for one of 0.6 and words) without the
+// metadata (an upgrade review's UPG-2). The oracle: info of both.
+func TestFormat2TTLAdviceKeepsTheParameters(t *testing.T) {
+	idx := filepath.Join(t.TempDir(), "idx")
+	if err := os.CopyFS(idx, os.DirFS("../../testdata/golden/format2/sets")); err != nil {
+		t.Fatal(err)
+	}
+	// NB: the golden index keeps no texts; its manifest says it does, as
+	// an index made with --store-text says.
+	p, err := pebble.Open(idx, &pebble.Options{Merger: compaction.Merger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, closer, err := p.Get(codec.ManifestKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := codec.DecodeManifest(v)
+	closer.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.StoreText = true
+	enc, _ := codec.EncodeManifest(m)
+	if err := p.Set(codec.ManifestKey, enc, pebble.Sync); err != nil {
+		t.Fatal(err)
+	}
+	p.Close()
+	in := "../../testdata/cmd/inputs/docs.jsonl"
+	_, errOut, code := runLine([]string{"insert", "--db", idx, "--ttl", "1h", in}, "")
+	_, advice, found := strings.Cut(errOut, ", then lshdb build ")
+	if code == 0 || !found || !strings.HasSuffix(advice, " FILE)\n") {
+		t.Fatalf("insert --ttl on a format 2 sets index: exit %d: %s", code, errOut)
+	}
+	newIdx := filepath.Join(t.TempDir(), "new")
+	args := []string{"build"}
+	for _, w := range strings.Fields(strings.TrimSuffix(advice, ")\n")) {
+		switch w {
+		case "NEWDIR":
+			w = newIdx
+		case "FILE":
+			w = in
+		}
+		args = append(args, w)
+	}
+	if _, errOut, code := runLine(args, ""); code != 0 {
+		t.Fatalf("the advised build %q: exit %d: %s", args, code, errOut)
+	}
+	params := func(dir string) map[string]any {
+		out, errOut, code := runLine([]string{"info", "--db", dir, "--output", "json"}, "")
+		var info map[string]any
+		if err := json.Unmarshal([]byte(out), &info); code != 0 || err != nil {
+			t.Fatalf("info %s: exit %d, %v: %s", dir, code, err, errOut)
+		}
+		for _, k := range []string{"docs", "format_version", "disk_bytes", "recycled_log_bytes", "log_bytes", "instance", "expected_recall"} {
+			delete(info, k)
+		}
+		return info
+	}
+	if a, b := params(idx), params(newIdx); !reflect.DeepEqual(a, b) {
+		t.Fatalf("the index built as advised has other parameters:\nold %v\nnew %v", a, b)
 	}
 }
