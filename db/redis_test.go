@@ -3621,6 +3621,11 @@ func TestRedisBucketsStopsAfterItsScan(t *testing.T) {
 		lists += n
 	}
 	ends := l.check(t, "Buckets", 3)
+	// NB: the ranking counts the hottest lists' members read (RT6-7: one
+	// pipeline, unreported) and the lists ranked: more than the hot spots.
+	if cut := min(3*d.Params().Bands.B, lists); ends["ranking the hottest lists"].Total < int64(2*cut) {
+		t.Errorf("the ranking phase %+v counts no members read: want the %d lists' and their ranking", ends["ranking the hottest lists"], cut)
+	}
 	if ends["reading posting lists' sizes"].Total != int64(lists) || ends["reading the hottest lists' samples"].Total != int64(len(bs.Hottest)) || len(bs.Hottest) == 0 {
 		t.Errorf("buckets phases %+v, want %d lists and %d hot spots", ends, lists, len(bs.Hottest))
 	}
