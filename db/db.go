@@ -109,8 +109,8 @@ type DB struct {
 	backupMu sync.Mutex
 	// dir is the index's directory, absolute and its links resolved at
 	// Open (resolvedDir), where every file of the index is read and
-	// written; given, the path the caller gave (Dir).
-	dir, given string
+	// written (Dir).
+	dir string
 	opts       handleOptions
 	pdb        *pebble.DB     // nil on Redis
 	rkv        *rediskv.Store // the Redis backend; nil on Pebble
@@ -254,7 +254,6 @@ func Open(dir string, opts *Options) (*DB, error) {
 	if o.fs == vfs.Default {
 		dir = fspath.ResolveDotDot(dir)
 	}
-	given := dir
 	for try := 0; ; try++ {
 		created, err := prepareDir(o.fs, dir, &o)
 		if err != nil {
@@ -269,9 +268,6 @@ func Open(dir string, opts *Options) (*DB, error) {
 		// directory, another index's maybe, whose tables it then
 		// removed (an embedder's review, EMB-1 and EMB-2).
 		d, err := openIn(resolvedDir(o.fs, dir), o, created)
-		if d != nil {
-			d.given = given
-		}
 		// NB: another Open's failed create removed dir between this one's
 		// check and its lock: it is checked (and made) again.
 		if !errors.Is(err, errDirVanished) || try == 2 {
@@ -1125,10 +1121,14 @@ func (db *DB) formatVersion() int {
 	return db.man.FormatVersion
 }
 
-// Dir returns the database's directory as Open was given it. NB: the
-// handle reads and writes the directory that path led to when it was
-// opened, wherever the path leads later (a link re-pointed, a chdir).
-func (db *DB) Dir() string { return cmp.Or(db.given, db.dir) }
+// Dir returns the database's directory: where the path Open was given
+// led when it was opened, absolute and with its symbolic links resolved
+// (on a Redis index, its URL without a password). The handle reads and
+// writes that directory for as long as it is open, wherever the path
+// leads later (a link on it re-pointed, the process's working directory
+// changed for a relative one); files of the index's (a server's socket)
+// belong there.
+func (db *DB) Dir() string { return db.dir }
 
 // Close closes the database. It does not hang: long calls in flight
 // (loads, pairs, checks, scans) stop at their next check and return
@@ -1343,6 +1343,14 @@ type damageSeen struct {
 // 1.06x (within the noise).
 const homeRecheck = time.Millisecond
 
+// dirMovedNow is movedAway for the index, asked now.
+func (d *damageSeen) dirMovedNow(dir string) error {
+	if d.home == nil {
+		return nil
+	}
+	return movedAway(dir, d.home)
+}
+
 // dirMoved is movedAway for the index, asked at most once a
 // homeRecheck while the directory is found in its place.
 func (d *damageSeen) dirMoved(dir string) error {
@@ -1541,7 +1549,11 @@ func (db *DB) flushAtClose() {
 // (writesRefused) it is not tried. Such a flush only tidies: the writes
 // it flushes are in the synced log, or in ingested tables.
 func (db *DB) flushWait(ctx context.Context) error {
-	if err := db.damage.writesRefused(db.dir); err != nil {
+	// NB: the directory's place is asked anew, not as a write's check
+	// stands (homeRecheck): a flush rotates the log, and in a directory
+	// moved within that millisecond Pebble's fatal error ended the
+	// process (a read-through's RT7-2).
+	if err := cmp.Or(db.damage.dirMovedNow(db.dir), db.damage.writesRefused(db.dir)); err != nil {
 		return err
 	}
 	failed := db.damage.failures.Load()

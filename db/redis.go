@@ -65,6 +65,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/lshdb/lshdb/codec"
 	"github.com/lshdb/lshdb/compaction"
+	"github.com/lshdb/lshdb/internal/fspath"
 	"github.com/lshdb/lshdb/internal/rediskv"
 	"github.com/lshdb/lshdb/internal/retry"
 	"github.com/lshdb/lshdb/internal/seqs"
@@ -1901,11 +1902,11 @@ func Drop(ctx context.Context, dir string) error {
 	// where it is, then the link that named it.
 	link := ""
 	if fsys == vfs.Default {
-		real, err := filepath.EvalSymlinks(dir)
-		if err != nil {
-			d.Close()
-			return fmt.Errorf("lshdb: drop: %w", err)
-		}
+		// NB: the directory the handle locked, resolved at its Open:
+		// resolved again here, a link re-pointed between the two led to
+		// another index, which was removed under its own handle (a
+		// read-through's RT7-3).
+		real := d.dir
 		// NB: without its trailing slashes, or Lstat follows the link.
 		if l := strings.TrimRight(dir, string(filepath.Separator)); l != "" {
 			if fi, err := os.Lstat(l); err == nil && fi.Mode()&os.ModeSymlink != 0 {
@@ -2022,7 +2023,10 @@ func sweepTombs(dir string) (removed []string, _ error) {
 		if err != nil || slices.ContainsFunc(names, func(n os.DirEntry) bool { return !indexFile(n.Name()) }) {
 			continue // not an index's files only: not Drop's to remove
 		}
-		lock, err := pebble.LockDirectory(tomb, vfs.Default)
+		// NB: by its resolved path, as every handle locks its directory
+		// (Open): by the name found, a tomb open in this process under
+		// its resolved one was taken for free (a read-through's RT7-4).
+		lock, err := pebble.LockDirectory(fspath.Resolve(tomb), vfs.Default)
 		if err != nil {
 			continue // a Drop running
 		}

@@ -798,7 +798,8 @@ func (db *DB) rebuildCommand(dir, file string) string {
 		b.WriteString(" --bag")
 	}
 	if len(m.StopWords) > 0 {
-		fmt.Fprintf(&b, " --stop-words %q", strings.Join(m.StopWords, ","))
+		// NB: quoted for a POSIX shell (Go's %q is not: a$b expanded).
+		fmt.Fprintf(&b, " --stop-words '%s'", strings.ReplaceAll(strings.Join(m.StopWords, ","), "'", `'\''`))
 	}
 	fmt.Fprintf(&b, " --storage %s", m.Storage)
 	if m.StoreText && m.Storage != StorageText {
