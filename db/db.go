@@ -110,10 +110,10 @@ type DB struct {
 	// dir is the index's directory, absolute and its links resolved at
 	// Open (resolvedDir), where every file of the index is read and
 	// written (Dir).
-	dir string
-	opts       handleOptions
-	pdb        *pebble.DB     // nil on Redis
-	rkv        *rediskv.Store // the Redis backend; nil on Pebble
+	dir  string
+	opts handleOptions
+	pdb  *pebble.DB     // nil on Redis
+	rkv  *rediskv.Store // the Redis backend; nil on Pebble
 	// writer is this writable Redis handle's registration
 	// (rediskv.Register), "" for none.
 	writer string
