@@ -289,7 +289,7 @@ func (e readOnlyFSError) Unwrap() error        { return e.error }
 var errDirVanished = errors.New("lshdb: the directory was removed while this open waited for its lock (another open's failed create): open it again")
 
 // openIn opens or creates the database in dir, which prepareDir checked
-// (and created, if created says so).
+// (and created, if created says so), resolved (resolvedDir).
 //
 // A failed Open (bad creation options, a full disk) of a directory it
 // created leaves no half-made database behind for a later Open to take as
@@ -378,7 +378,7 @@ func openIn(dir string, o Options, created bool) (*DB, error) {
 		// restore removed and nothing named (an operator's review,
 		// OP-2). A running restore holds dir's lock, and its copy's
 		// owner file: neither is taken from one.
-		if tmp := restoreCopyOf(o.fs, resolvedDir(o.fs, dir)); tmp != "" {
+		if tmp := restoreCopyOf(o.fs, dir); tmp != "" {
 			host, _ := os.Hostname()
 			sweepBackupTemp(o.fs, tmp+backupOwnerSuffix, host)
 		}

@@ -1467,25 +1467,7 @@ func TestStopWordsThatCannotMatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	d.Close()
-	p := rawStore(t, fs, "old")
-	v, closer, err := p.Get(codec.ManifestKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := codec.DecodeManifest(v)
-	closer.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	m.StopWords = append(m.StopWords, "of the", "")
-	enc, err := codec.EncodeManifest(m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Set(codec.ManifestKey, enc, pebble.Sync); err != nil {
-		t.Fatal(err)
-	}
-	p.Close()
+	editManifest(t, fs, "old", func(m *codec.Manifest) { m.StopWords = append(m.StopWords, "of the", "") })
 
 	// Its parameters as Params reports them open it (they were refused as
 	// differing from the stored list: a maintainer review's K5); a word

@@ -607,22 +607,7 @@ func TestFormat2TTLSaysUpgrade(t *testing.T) {
 	// NB: a sets index that also stores its texts is rebuilt from them
 	// (a compatibility review, C5): its manifest says so here.
 	dir := copyGolden(t, "format2/sets")
-	p := rawStore(t, vfs.Default, dir)
-	v, closer, err := p.Get(codec.ManifestKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := codec.DecodeManifest(v)
-	closer.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	m.StoreText = true
-	enc, _ := codec.EncodeManifest(m)
-	if err := p.Set(codec.ManifestKey, enc, pebble.Sync); err != nil {
-		t.Fatal(err)
-	}
-	p.Close()
+	editManifest(t, vfs.Default, dir, func(m *codec.Manifest) { m.StoreText = true })
 	d, err := Open(dir, nil)
 	if err != nil {
 		t.Fatal(err)

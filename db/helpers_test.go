@@ -12,6 +12,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/lshdb/lshdb/codec"
 	"github.com/lshdb/lshdb/compaction"
 )
 
@@ -133,6 +134,32 @@ func rawStore(t *testing.T, fs vfs.FS, dir string) *pebble.DB {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// editManifest rewrites the lshdb manifest of the closed index in dir
+// through the raw store: edit changes it, as a hand or an older build
+// would have written it.
+func editManifest(t *testing.T, fs vfs.FS, dir string, edit func(*codec.Manifest)) {
+	t.Helper()
+	p := rawStore(t, fs, dir)
+	defer p.Close()
+	v, closer, err := p.Get(codec.ManifestKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := codec.DecodeManifest(v)
+	closer.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	edit(m)
+	enc, err := codec.EncodeManifest(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Set(codec.ManifestKey, enc, pebble.Sync); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // twoDocIndex makes the index "db" on a file system in memory with two

@@ -149,7 +149,7 @@ func (db *DB) Info() (*Info, error) {
 		return nil, err
 	}
 	all, temp, logs := dirBytesTemp(db.opts.FS, db.dir)
-	rc, rcBytes := restoreCopyOf(db.opts.FS, resolvedDir(db.opts.FS, db.dir)), uint64(0)
+	rc, rcBytes := restoreCopyOf(db.opts.FS, db.dir), uint64(0)
 	if rc != "" {
 		rcBytes = dirBytes(db.opts.FS, rc)
 	}

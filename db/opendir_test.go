@@ -13,20 +13,6 @@ import (
 	"github.com/lshdb/lshdb/internal/fspath"
 )
 
-// dirFiles lists the names in dir, for a comparison before and after.
-func dirFiles(t *testing.T, dir string) []string {
-	t.Helper()
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, e := range ents {
-		names = append(names, e.Name())
-	}
-	return names
-}
-
 // Ensure that a handle keeps reading and writing the directory its path
 // led to at Open, whatever the path leads to later: a deploy's link
 // re-pointed (current -> v1, then v2) or, for a relative path, the
@@ -62,7 +48,7 @@ func TestOpenKeepsItsDirectory(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			v2Files := dirFiles(t, v2)
+			v2Files := dirNames(t, v2)
 			var path string
 			var repoint func()
 			switch how {
@@ -124,7 +110,7 @@ func TestOpenKeepsItsDirectory(t *testing.T) {
 				}
 				r.Close()
 			}
-			if got := dirFiles(t, v2); !slices.Equal(got, v2Files) {
+			if got := dirNames(t, v2); !slices.Equal(got, v2Files) {
 				t.Errorf("the other index's files changed:\nbefore %q\n after %q", v2Files, got)
 			}
 		})
@@ -142,7 +128,7 @@ func TestOpenDirectoryNamedLikeAURL(t *testing.T) {
 		if !errors.Is(err, ErrInvalidOptions) || !strings.Contains(err.Error(), "./NAME") {
 			t.Errorf("Open(%q), not made yet: %v; want ErrInvalidOptions saying ./NAME", name, err)
 		}
-		if names := dirFiles(t, "."); len(names) != 0 {
+		if names := dirNames(t, "."); len(names) != 0 {
 			t.Fatalf("a refused open made %q", names)
 		}
 		d := mustOpen(t, "./"+name, nil)

@@ -1902,18 +1902,17 @@ func Drop(ctx context.Context, dir string) error {
 	// where it is, then the link that named it.
 	link := ""
 	if fsys == vfs.Default {
-		// NB: the directory the handle locked, resolved at its Open:
-		// resolved again here, a link re-pointed between the two led to
-		// another index, which was removed under its own handle (a
-		// read-through's RT7-3).
-		real := d.dir
 		// NB: without its trailing slashes, or Lstat follows the link.
 		if l := strings.TrimRight(dir, string(filepath.Separator)); l != "" {
 			if fi, err := os.Lstat(l); err == nil && fi.Mode()&os.ModeSymlink != 0 {
 				link = l
 			}
 		}
-		dir = real
+		// NB: the directory the handle locked, resolved at its Open:
+		// resolved again here, a link re-pointed between the two led to
+		// another index, which was removed under its own handle (a
+		// read-through's RT7-3).
+		dir = d.dir
 	}
 	// NB: Drop deletes the directory: a file the user put beside the
 	// index (a corpus, notes) would go with it. What is not the index's

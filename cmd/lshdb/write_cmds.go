@@ -2062,15 +2062,18 @@ get "Exodus 6:10" is one id, get Exodus 6:10 two.`,
 				// NB: get took one id: seeing the 211 members of a hot
 				// bucket took 211 commands (a newcomer's review, N2-2).
 				docs := make([]*db.StoredDoc, len(args))
-				var missing []string
-				var missingErr error // the first missing id's
-				expired := map[string]bool{}
+				var missing, named []string // the ids not found; as a message names them
+				var missingErr error        // the first missing id's
 				for i, id := range args {
 					doc, err := d.Get(id)
 					if errors.Is(err, db.ErrNotFound) {
 						missing = append(missing, id)
 						missingErr = cmp.Or(missingErr, err)
-						expired[id] = db.IsExpired(err)
+						name := docio.QuoteID(id)
+						if db.IsExpired(err) {
+							name += " (expired)"
+						}
+						named = append(named, name)
 						continue
 					}
 					if err != nil {
@@ -2117,14 +2120,7 @@ get "Exodus 6:10" is one id, get Exodus 6:10 two.`,
 					// UPG-3: it said "document not found" alone).
 					return missingErr
 				case len(missing) > 1:
-					names := make([]string, len(missing))
-					for i, id := range missing {
-						names[i] = docio.QuoteID(id)
-						if expired[id] {
-							names[i] += " (expired)"
-						}
-					}
-					return fmt.Errorf("%w: %d of the %d ids: %s", db.ErrNotFound, len(missing), len(args), listSome(names, 20))
+					return fmt.Errorf("%w: %d of the %d ids: %s", db.ErrNotFound, len(missing), len(args), listSome(named, 20))
 				}
 				return nil
 			})
