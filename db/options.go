@@ -54,7 +54,7 @@ const (
 //     Threshold, Recall, Bands and Rows, NumPerm, Scheme, Seed, Shingle,
 //     ShingleSize, Bag, Normalization, StopWords, Storage and StoreText;
 //   - handle options, for this Open only and stored nowhere: NoSync,
-//     ReadOnly, MustExist, MaxDocBytes, CacheSize, MemTableSize,
+//     ReadOnly, MustExist, MaxDocBytes, StrictUTF8, CacheSize, MemTableSize,
 //     QueryCacheSize, DiskReserve, AcceptLogDamage, RestoreLostIDs,
 //     RemoveUnnamed, LockTimeout, ExpirySweep, PurgeEvery and Logger. An
 //     Open that leaves one zero takes its default, whatever an earlier
@@ -157,6 +157,15 @@ type Options struct {
 	// through Put, Query and Get): a service that takes documents from
 	// others should set it to what it expects, with that in mind.
 	MaxDocBytes int
+	// StrictUTF8 refuses a text that is not valid UTF-8, a document's
+	// (Put and every other write, Load, Validate: ErrInvalidDoc, nothing
+	// stored) or a query's (ErrInvalidDoc), naming the first bad byte.
+	// Default: false, a text is read as UTF-8 with each byte that is not
+	// as U+FFFD (Doc.Text), so that texts in another encoding (Latin-1)
+	// that differ only in their accented letters score 1.0. The
+	// command's readers and the server refuse such texts whatever this
+	// says; a program that reads texts of unknown encoding should set it.
+	StrictUTF8 bool
 	// CacheSize is the block cache size in bytes. Default: 64 MiB.
 	CacheSize int64
 	// MemTableSize is the size, in bytes, of each of Pebble's memtables,

@@ -142,6 +142,9 @@ func (db *DB) checkInput(in *QueryInput) error {
 		}
 		return fmt.Errorf("%w: query %s of %d bytes (at most %d)", ErrDocTooLarge, what, n, db.opts.MaxDocBytes)
 	}
+	if err := db.checkUTF8(in.Text); err != nil {
+		return fmt.Errorf("%w: the query text %s", ErrInvalidDoc, err)
+	}
 	return nil
 }
 

@@ -31,8 +31,9 @@ type Doc struct {
 	// as UTF-8, each byte that is not as U+FFFD (as minhash.Normalize
 	// says), and stored as given: texts in another encoding (Latin-1)
 	// that differ only in such bytes look identical, so convert them
-	// first. The command's JSON Lines, CSV and TSV readers refuse such
-	// a text.
+	// first, or open the handle with Options.StrictUTF8, which refuses
+	// them (ErrInvalidDoc). The command's JSON Lines, CSV and TSV
+	// readers refuse such a text.
 	Text string
 	// Set is the document as the caller's tokens or token hashes (Tokens,
 	// Hashes) instead of text: see PutSet. Zero: none.
@@ -115,11 +116,32 @@ func (db *DB) validate(d *Doc) error {
 	if n := len(d.Text) + len(d.Meta) + d.Set.bytes() + 4*len(d.Signature); n > db.opts.MaxDocBytes {
 		return fmt.Errorf("%w: %s has %d bytes (at most %d)", ErrDocTooLarge, showID(d.ID), n, db.opts.MaxDocBytes)
 	}
+	if err := db.checkUTF8(d.Text); err != nil {
+		return fmt.Errorf("%w: %s: its text %s", ErrInvalidDoc, showID(d.ID), err)
+	}
 	// NB: and what the index's storage mode and scheme refuse, which
 	// Validate passed and every write refused (an embedder's review,
 	// EMB-4): a reader that validated each document had its load fail
 	// part way.
 	return db.validateGiven(d)
+}
+
+// checkUTF8 refuses, with Options.StrictUTF8, a text that is not valid
+// UTF-8, in words that follow "its text" or "the query text".
+func (db *DB) checkUTF8(text string) error {
+	if !db.opts.StrictUTF8 || utf8.ValidString(text) {
+		return nil
+	}
+	at := 0
+	for at < len(text) {
+		r, n := utf8.DecodeRuneInString(text[at:])
+		if r == utf8.RuneError && n == 1 {
+			break
+		}
+		at += n
+	}
+	// NB: not a wrapped sentinel: the caller says which.
+	return fmt.Errorf("is not UTF-8: byte 0x%02x at offset %d of %d (Options.StrictUTF8; convert it first, from Latin-1 or whatever its encoding is)", text[at], at, len(text))
 }
 
 // validateGiven checks a document given as a set or a signature against
