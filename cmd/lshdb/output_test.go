@@ -1003,6 +1003,12 @@ func TestQueryHeader(t *testing.T) {
 			t.Errorf("--text %q: exit %d: %q", text, code, errOut)
 		}
 	}
+	// A --text that is not UTF-8 is a bad flag value: each bad byte read
+	// as U+FFFD, a Latin-1 text matched another at 1.0 (EMB-9), where a
+	// file of it is refused as not UTF-8.
+	if _, errOut, code := runLine([]string{"query", "--db", idx, "--text", "caf\xe9 au lait"}, ""); code != 2 || !strings.Contains(errOut, "--text is not UTF-8") {
+		t.Errorf("--text in Latin-1: exit %d: %q", code, errOut)
+	}
 	// The hint to quote a flag's value is given where the stray words
 	// came right after it (SH-8: report extra --out x.html was told to
 	// write --out "x.html extra").

@@ -21,6 +21,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -122,6 +123,12 @@ the best K.`,
 				if err := checkIDArgs([]string{id}); err != nil {
 					return err
 				}
+			}
+			if c.Flags().Changed("text") && !utf8.ValidString(text) {
+				// NB: each bad byte read as U+FFFD matched another
+				// encoding's text as a duplicate (an embedder's review,
+				// EMB-9), where insert's readers refuse such a text.
+				return usageError{fmt.Errorf("--text is not UTF-8: a text in another encoding such as Latin-1 (convert it first: iconv -f latin1 -t utf-8)")}
 			}
 			return a.withIndex(func(d index) error {
 				started := time.Now()
