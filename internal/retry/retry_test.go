@@ -74,9 +74,12 @@ func TestDoGivesUpAtTheLimit(t *testing.T) {
 	start := time.Now()
 	err := Do(context.Background(), policy(limit, &waits), tr.f)
 	took := time.Since(start)
+	// NB: g.After may pass the limit by what the last timer overshot (a
+	// loaded machine's: 33.6 ms of 30): the waits Do planned may not
+	// (below), and the whole call stays near the limit.
 	var g *GaveUp
-	if !errors.As(err, &g) || !errors.Is(err, errPassing) || g.After > limit || took > limit+time.Second {
-		t.Fatalf("%v (%+v) after %v; want a GaveUp of the passing error within %v", err, g, took, limit)
+	if !errors.As(err, &g) || !errors.Is(err, errPassing) || g.After > took || took > limit+time.Second {
+		t.Fatalf("%v (%+v) after %v; want a GaveUp of the passing error within about %v", err, g, took, limit)
 	}
 	var sum time.Duration
 	for _, w := range waits {
