@@ -674,7 +674,7 @@ func (a *app) exitCode(err error) int {
 			// operator's review, R4).
 			line += "; the index is damaged where its records cannot mend it: restore it from a backup (lshdb export --all --db BACKUP, then lshdb insert into a new index; expiries are not kept) or build it again from its inputs"
 		} else {
-			line += "; the index is damaged where its records cannot mend it: restore a backup of it (README, Backups: move the index aside, cp -a BACKUP DIR) or build it again from its inputs"
+			line += "; the index is damaged where its records cannot mend it: restore a backup of it (lshdb restore --from BACKUP --db DIR --verify, which keeps the damaged index aside; a backup made without --copy on the same disk shares the index's tables, and their damage) or build it again from its inputs"
 		}
 	}
 	if errors.Is(err, context.Canceled) {
