@@ -41,18 +41,25 @@ func (db *DB) SweepExpired(ctx context.Context) (int, error) {
 	return db.countedSweep(ctx)
 }
 
-// countedSweep is sweep, counted in the handle's metrics: a sweep, the
-// documents it removed, and its error unless the handle closed or ctx
-// ended. The caller holds db.mu for reading.
+// countedSweep is sweep, counted in the handle's metrics: a sweep, and
+// its error unless the handle closed or ctx ended (the documents it
+// removes are counted as each batch commits: countSwept). The caller
+// holds db.mu for reading.
 func (db *DB) countedSweep(ctx context.Context) (int, error) {
 	n, err := db.sweep(ctx)
 	db.counts.sweeps.Add(1)
-	db.counts.swept.Add(uint64(n))
 	if workFailed(err) {
 		db.counts.sweepErrors.Add(1)
 	}
 	return n, err
 }
+
+// countSwept counts in the metrics (ExpiredSwept) the documents a sweep's
+// batch removed, once it committed. NB: per batch, not at the sweep's
+// end: a sweep of 300,000 documents that expired together ran 80 s with
+// the count at 0 and the overdue time growing, which the metrics' docs
+// read as a sweep that fails or is off (a TTL review's TTL-3).
+func (db *DB) countSwept(n int) { db.counts.swept.Add(uint64(n)) }
 
 // workFailed reports whether err is a failure of the work itself, which
 // the metrics count (ListPurgeErrors, ExpirySweepErrors): not its end by
@@ -79,6 +86,7 @@ func (db *DB) sweep(ctx context.Context) (int, error) {
 			return total, err
 		}
 		total += n
+		db.countSwept(n)
 		if !more {
 			return total, nil
 		}

@@ -81,16 +81,19 @@ type Metrics struct {
 	// upgrades, backups, and flushes at Close skipped for want of room.
 	DiskFree, DiskReserve int64
 	DiskFullRefusals      uint64
-	// ExpirySweeps counts the expiry sweeps run (the background's every
-	// Options.ExpirySweep, and SweepExpired's), ExpirySweepErrors those
-	// that failed (each is logged), and ExpiredSwept the documents they
-	// removed.
+	// ExpirySweeps counts the expiry sweeps run, as each ends (the
+	// background's every Options.ExpirySweep, and SweepExpired's),
+	// ExpirySweepErrors those that failed (each is logged), and
+	// ExpiredSwept the documents they removed, as each batch of a sweep
+	// commits (a sweep of many documents runs for minutes).
 	ExpirySweeps, ExpirySweepErrors, ExpiredSwept uint64
 	// ExpiryOverdue is how long the oldest expired document has awaited
 	// the sweep (0 when none has): expired documents are never returned,
 	// but they are counted (Docs) and take space until swept, so a value
-	// that keeps growing says the sweep fails (ExpirySweepErrors) or is
-	// off (a negative Options.ExpirySweep).
+	// that keeps growing while ExpiredSwept does not says the sweep fails
+	// (ExpirySweepErrors) or is off (a negative Options.ExpirySweep). It
+	// grows during a long sweep too, until every document of the oldest
+	// expiry is removed (a build with a TTL gives all of its one expiry).
 	ExpiryOverdue time.Duration
 	// ListPurges counts the purges of emptied posting lists run (the
 	// background's every Options.PurgeEvery, and PurgeEmptyLists'),

@@ -1529,7 +1529,7 @@ func (db *DB) redisSweep(ctx context.Context) (int, error) {
 	if db.gone.Load() {
 		return 0, db.indexGoneErr() // NB: nor the keys of one made again under its name
 	}
-	n, err := db.rkv.Sweep(ctx, db.now().UnixNano(), compaction.SweepBatch)
+	n, err := db.rkv.SweepCounted(ctx, db.now().UnixNano(), compaction.SweepBatch, db.countSwept)
 	return n, redisErr(err)
 }
 

@@ -3442,6 +3442,13 @@ func parseExpiryMember(m string) (n uint64, buckets []uint64, err error) {
 // Check failed until a Repair. A process killed between the claim and the
 // count still leaves the count too high, for Repair.
 func (s *Store) Sweep(ctx context.Context, now int64, batch int) (int, error) {
+	return s.SweepCounted(ctx, now, batch, nil)
+}
+
+// SweepCounted is Sweep, telling swept (if not nil) how many documents
+// each batch removed as it commits: a sweep of a build's documents, which
+// expire together, runs for minutes, and its count is its progress.
+func (s *Store) SweepCounted(ctx context.Context, now int64, batch int, swept func(int)) (int, error) {
 	total := 0
 	for {
 		if err := ctx.Err(); err != nil {
@@ -3455,6 +3462,9 @@ func (s *Store) Sweep(ctx context.Context, now int64, batch int) (int, error) {
 		}
 		mine, err := s.sweepBatch(ctx, due)
 		total += mine
+		if swept != nil && mine > 0 {
+			swept(mine)
+		}
 		if err != nil || len(due) < batch {
 			return total, err
 		}
