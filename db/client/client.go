@@ -817,7 +817,10 @@ func (c *Client) PutBatchContext(ctx context.Context, docs []db.Doc, wo *db.Writ
 	}
 	if wo != nil {
 		req.NoSync, req.StoreText, req.SkipEmpty = wo.NoSync, wo.StoreText, wo.SkipEmpty
-		req.TTLMillis, req.ExpireAt = httpapi.ExpiryOut(wo)
+		var err error
+		if req.TTLMillis, req.ExpireAt, err = httpapi.ExpiryOut(wo); err != nil {
+			return db.BatchResult{}, err
+		}
 	}
 	ctx, cancel := callerCtx(ctx)
 	defer cancel()
@@ -883,7 +886,9 @@ func (c *Client) Load(ctx context.Context, docs iter.Seq2[db.Doc, error], lo *db
 		if lo.MinStored != 0 {
 			q.Set("min_stored", strconv.Itoa(lo.MinStored))
 		}
-		setExpiry(q, &db.WriteOptions{TTL: lo.TTL, ExpireAt: lo.ExpireAt})
+		if err := setExpiry(q, &db.WriteOptions{TTL: lo.TTL, ExpireAt: lo.ExpireAt}); err != nil {
+			return db.LoadResult{}, err
+		}
 		progress = lo.Progress
 	}
 	if ctx == nil {
@@ -968,7 +973,10 @@ func (c *Client) PutIfNewContext(ctx context.Context, doc db.Doc, wo *db.WriteOp
 	if err := c.wireable([]db.Doc{doc}); err != nil {
 		return nil, err
 	}
-	q := putIfNewQuery(wo)
+	q, err := putIfNewQuery(wo)
+	if err != nil {
+		return nil, err
+	}
 	ctx, cancel := callerCtx(ctx)
 	defer cancel()
 	var out httpapi.PutIfNewJSON
@@ -982,7 +990,7 @@ func (c *Client) PutIfNewContext(ctx context.Context, doc db.Doc, wo *db.WriteOp
 }
 
 // putIfNewQuery is the query of a put-if-new request with wo.
-func putIfNewQuery(wo *db.WriteOptions) url.Values {
+func putIfNewQuery(wo *db.WriteOptions) (url.Values, error) {
 	q := url.Values{}
 	if wo != nil && wo.NoSync {
 		q.Set("no_sync", "true")
@@ -990,8 +998,7 @@ func putIfNewQuery(wo *db.WriteOptions) url.Values {
 	if wo != nil && wo.StoreText {
 		q.Set("store_text", "true")
 	}
-	setExpiry(q, wo)
-	return q
+	return q, setExpiry(q, wo)
 }
 
 // PutIfNewBatch is db.DB.PutIfNewBatch through the server: the documents
@@ -1004,6 +1011,10 @@ func putIfNewQuery(wo *db.WriteOptions) url.Values {
 func (c *Client) PutIfNewBatch(ctx context.Context, docs []db.Doc, wo *db.WriteOptions) ([]db.IfNewResult, error) {
 	if c.closed.Load() {
 		return nil, db.ErrClosed
+	}
+	q, err := putIfNewQuery(wo)
+	if err != nil {
+		return nil, err
 	}
 	res := make([]db.IfNewResult, len(docs))
 	var body bytes.Buffer
@@ -1023,7 +1034,6 @@ func (c *Client) PutIfNewBatch(ctx context.Context, docs []db.Doc, wo *db.WriteO
 	if len(sent) == 0 {
 		return res, nil
 	}
-	q := putIfNewQuery(wo)
 	ctx, cancel := callerCtx(ctx)
 	defer cancel()
 	resp, err := c.do(ctx, "POST", "/v1/docs/put-if-new", q, &body)
@@ -2112,15 +2122,19 @@ func queryOptions(qo *db.QueryOptions) error {
 }
 
 // setExpiry sets the query parameters ttl_ms and expire_at of wo's TTL
-// and ExpireAt.
-func setExpiry(q url.Values, wo *db.WriteOptions) {
-	ttl, at := httpapi.ExpiryOut(wo)
+// and ExpireAt, or returns ExpiryOut's error.
+func setExpiry(q url.Values, wo *db.WriteOptions) error {
+	ttl, at, err := httpapi.ExpiryOut(wo)
+	if err != nil {
+		return err
+	}
 	if ttl != 0 {
 		q.Set("ttl_ms", strconv.FormatInt(ttl, 10))
 	}
 	if at != "" {
 		q.Set("expire_at", at)
 	}
+	return nil
 }
 
 func btoi(b bool) int {

@@ -707,6 +707,7 @@ func TestErrorsMatchSentinels(t *testing.T) {
 	small := server(t, d, &httpapi.Options{MaxBodyBytes: 1500}, "")["tcp"]
 	ctx := context.Background()
 	big := string(make([]byte, 2000))
+	far := &db.WriteOptions{ExpireAt: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)}
 	// NB: an empty batch is checked as in process (the server's words
 	// for a TTL are its wire's: ttl_ms).
 	if _, err := c.PutBatch(nil, &db.WriteOptions{TTL: -time.Second}); !errors.Is(err, db.ErrInvalidOptions) {
@@ -745,6 +746,27 @@ func TestErrorsMatchSentinels(t *testing.T) {
 			func() error { return d.PutSet("b", db.Tokens(strings.Fields(strings.Repeat("token ", 300))...), nil) }, db.ErrDocTooLarge},
 		{"invalid options", func() error { _, err := c.Query(ctx, "x y z", &db.QueryOptions{Threshold: 2}); return err },
 			func() error { _, err := d.Query(ctx, "x y z", &db.QueryOptions{Threshold: 2}); return err }, db.ErrInvalidOptions},
+		// NB: an expiry RFC 3339 cannot write (year 10000) was a bad
+		// request, "not an RFC 3339 time" (a TTL review's TTL-1).
+		{"put expiring after year 9999", func() error { return c.Put(db.Doc{ID: "y", Text: "some text"}, far) },
+			func() error { return d.Put(db.Doc{ID: "y", Text: "some text"}, far) }, db.ErrInvalidOptions},
+		{"batch expiring after year 9999", func() error { _, err := c.PutBatch([]db.Doc{{ID: "y", Text: "some text"}}, far); return err },
+			func() error { _, err := d.PutBatch([]db.Doc{{ID: "y", Text: "some text"}}, far); return err }, db.ErrInvalidOptions},
+		{"put-if-new expiring after year 9999", func() error { _, err := c.PutIfNew(db.Doc{ID: "y", Text: "some text"}, far); return err },
+			func() error { _, err := d.PutIfNew(db.Doc{ID: "y", Text: "some text"}, far); return err }, db.ErrInvalidOptions},
+		{"put-if-new batch expiring after year 9999", func() error {
+			_, err := c.PutIfNewBatch(ctx, []db.Doc{{ID: "y", Text: "some text"}}, far)
+			return err
+		},
+			func() error { _, err := d.PutIfNewBatch(ctx, []db.Doc{{ID: "y", Text: "some text"}}, far); return err }, db.ErrInvalidOptions},
+		{"load expiring after year 9999", func() error {
+			_, err := c.Load(ctx, docSeq(db.Doc{ID: "y", Text: "some text"}), &db.LoadOptions{ExpireAt: far.ExpireAt})
+			return err
+		},
+			func() error {
+				_, err := d.Load(ctx, docSeq(db.Doc{ID: "y", Text: "some text"}), &db.LoadOptions{ExpireAt: far.ExpireAt})
+				return err
+			}, db.ErrInvalidOptions},
 		{"delete missing", func() error { return c.Delete("nope", nil) }, func() error { return d.Delete("nope", nil) }, db.ErrNotFound},
 		{"explain missing", func() error { _, err := c.Explain("a", "nope"); return err }, func() error { _, err := d.Explain("a", "nope"); return err }, db.ErrNotFound},
 		{"bucket band", func() error { _, err := c.Bucket(99, 1); return err }, func() error { _, err := d.Bucket(99, 1); return err }, db.ErrInvalidOptions},

@@ -281,25 +281,32 @@ func Expiry(ttlMillis int64, expireAt string) (time.Duration, time.Time, error) 
 	return time.Duration(ttlMillis) * time.Millisecond, at, nil
 }
 
-// ExpiryOut returns ttl_ms and expire_at for wo's TTL and ExpireAt. NB: a
-// TTL below a millisecond is sent as one.
-func ExpiryOut(wo *db.WriteOptions) (ttlMillis int64, expireAt string) {
+// ExpiryOut returns ttl_ms and expire_at for wo's TTL and ExpireAt, or
+// db.ErrInvalidOptions for an ExpireAt that RFC 3339 cannot write (after
+// year 9999: the server read it as no time, a bad request, where the
+// database refuses any expiry after 2262 as an invalid option: a TTL
+// review's TTL-1). NB: a TTL is sent in whole milliseconds, rounded up,
+// so that it never ends sooner than asked (1.9 ms ended at 1 ms: TTL-2).
+func ExpiryOut(wo *db.WriteOptions) (ttlMillis int64, expireAt string, err error) {
 	if wo == nil {
-		return 0, ""
+		return 0, "", nil
 	}
 	if wo.TTL != 0 {
 		ttlMillis = wo.TTL.Milliseconds()
+		if wo.TTL%time.Millisecond > 0 {
+			ttlMillis++
+		}
 		if ttlMillis == 0 {
-			ttlMillis = 1
-			if wo.TTL < 0 {
-				ttlMillis = -1
-			}
+			ttlMillis = -1 // NB: a negative TTL, refused by the server as in process
 		}
 	}
 	if !wo.ExpireAt.IsZero() {
+		if wo.ExpireAt.Year() > 9999 {
+			return 0, "", fmt.Errorf("%w: ExpireAt %v is after %v, the latest expiry an index can store", db.ErrInvalidOptions, wo.ExpireAt, time.Unix(0, math.MaxInt64).UTC())
+		}
 		expireAt = wo.ExpireAt.Format(time.RFC3339Nano)
 	}
-	return ttlMillis, expireAt
+	return ttlMillis, expireAt, nil
 }
 
 // BatchResultJSON is db.BatchResult.
