@@ -952,3 +952,51 @@ func TestExpiredSweptCountsEachBatch(t *testing.T) {
 		t.Fatalf("Metrics after the sweep: swept %d, sweeps %d, overdue %v (%v); want %d, 1, 0", m.ExpiredSwept, m.ExpirySweeps, m.ExpiryOverdue, err, n)
 	}
 }
+
+// Ensure that Delete and DeleteIDs of a document past its expiry, not yet
+// swept, say "(expired)" and match IsExpired, as Get does, and one never
+// stored does not (a TTL review's TTL-5: Delete said "not found" alone),
+// on Pebble and on Redis; the delete leaves the document to the sweep.
+func TestDeleteOfTheExpiredSaysSo(t *testing.T) {
+	for _, backend := range []string{"pebble", "redis"} {
+		t.Run(backend, func(t *testing.T) {
+			clock := &fakeClock{t: time.Unix(1_800_000_000, 0)}
+			dir := "db"
+			opts := &Options{fs: vfs.NewMem(), clock: clock.now, ExpirySweep: -1}
+			if backend == "redis" {
+				// NB: the fake clock is ahead of the servers', which keep
+				// the records: the handle's clock alone says they expired.
+				dir, opts = redisURL(t), &Options{clock: clock.now, ExpirySweep: -1}
+			}
+			d := mustOpen(t, dir, opts)
+			if err := d.Put(Doc{ID: "live", Text: "a document that stays for ever"}, nil); err != nil {
+				t.Fatal(err)
+			}
+			if err := d.Put(Doc{ID: "gone", Text: "a document that lives a minute"}, &WriteOptions{TTL: time.Minute}); err != nil {
+				t.Fatal(err)
+			}
+			clock.advance(time.Hour)
+			if _, err := d.Get("gone"); !IsExpired(err) {
+				t.Fatalf("Get: %v, want it expired (the oracle)", err)
+			}
+			err := d.Delete("gone", nil)
+			if !errors.Is(err, ErrNotFound) || !IsExpired(err) || !strings.Contains(err.Error(), `"gone" (expired)`) {
+				t.Errorf("Delete: %v, want ErrNotFound, (expired)", err)
+			}
+			_, err = d.DeleteIDs([]string{"live", "gone"}, nil)
+			var de *DocError
+			if !errors.Is(err, ErrNotFound) || !IsExpired(err) || !errors.As(err, &de) || de.Index != 1 {
+				t.Errorf("DeleteIDs: %v, want ErrNotFound, (expired), of document 1", err)
+			}
+			if err := d.Delete("never", nil); !errors.Is(err, ErrNotFound) || IsExpired(err) {
+				t.Errorf("Delete of an id never stored: %v, want ErrNotFound, not expired", err)
+			}
+			if _, err := d.Get("live"); err != nil {
+				t.Fatalf("the refused DeleteIDs deleted live: %v", err)
+			}
+			if n, err := d.SweepExpired(context.Background()); err != nil || n != 1 {
+				t.Fatalf("the sweep after: %d, %v; want the expired document", n, err)
+			}
+		})
+	}
+}

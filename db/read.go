@@ -112,8 +112,8 @@ func otherForm(v view, id string) string {
 var errExpired = errors.New("expired")
 
 // IsExpired reports whether err is the ErrNotFound of a document whose
-// TTL ran out (one not yet swept: Get, QueryID and Explain say
-// "(expired)"), rather than of one never stored or deleted.
+// TTL ran out (one not yet swept: Get, QueryID, Explain, Delete and
+// DeleteIDs say "(expired)"), rather than of one never stored or deleted.
 func IsExpired(err error) bool { return errors.Is(err, errExpired) }
 
 // missingName is how a message that names several missing ids names id,

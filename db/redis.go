@@ -805,6 +805,7 @@ func (db *DB) redisDelete(ids []string, o *WriteOptions) (DeleteResult, error) {
 		return res, db.redisReadErr(err)
 	}
 	now := db.now().UnixNano()
+	expired := make([]bool, len(nums))
 	for i, r := range recs {
 		if nums[i] == 0 || r == nil {
 			continue
@@ -813,7 +814,7 @@ func (db *DB) redisDelete(ids []string, o *WriteOptions) (DeleteResult, error) {
 		// its expiry unread: the delete was refused as corrupt, and the
 		// id could not be deleted at all.
 		if view, err := codec.ParseDocView(r); err == nil && compaction.Expired(view.Expires, now) {
-			nums[i] = 0
+			nums[i], expired[i] = 0, true
 		}
 	}
 	var stored []string
@@ -824,7 +825,7 @@ func (db *DB) redisDelete(ids []string, o *WriteOptions) (DeleteResult, error) {
 		case o.IgnoreMissing:
 			res.Missing = append(res.Missing, id)
 		default:
-			return DeleteResult{}, missingErr(&redisView{ctx: db.closing, s: db.rkv}, ids, id)
+			return DeleteResult{}, missingErr(&redisView{ctx: db.closing, s: db.rkv}, ids, id, expired[i])
 		}
 	}
 	if len(stored) == 0 {

@@ -948,8 +948,15 @@ func (db *DB) DeleteIDsContext(ctx context.Context, ids []string, o *WriteOption
 // id of the same characters in the other Unicode form, as a read's miss
 // does (otherForm, read through v): a delete of an id typed on a
 // keyboard missed the one stored decomposed with the words alone.
-func missingErr(v view, ids []string, id string) error {
+//
+// expired says that id's document is there but past its expiry, not yet
+// swept: "(expired)", and IsExpired, as Get and QueryID say it (a TTL
+// review's TTL-5: Delete said "not found" alone).
+func missingErr(v view, ids []string, id string, expired bool) error {
 	err := fmt.Errorf("%w: %s%s", ErrNotFound, showID(id), otherForm(v, id))
+	if expired {
+		err = fmt.Errorf("%w: %s (expired)%w", ErrNotFound, showID(id), unsaid{errExpired})
+	}
 	if len(ids) > 1 {
 		return &DocError{Index: slices.Index(ids, id), ID: id, Err: err}
 	}
@@ -1002,7 +1009,7 @@ func (db *DB) deleteLocked(ids []string, o *WriteOptions) (res DeleteResult, sw 
 				res.Missing = append(res.Missing, id)
 				continue
 			}
-			return DeleteResult{}, sw, missingErr(&pebbleView{it: it}, ids, id)
+			return DeleteResult{}, sw, missingErr(&pebbleView{it: it}, ids, id, od.found)
 		}
 		if err := dropOld(b, &od, &postings, &c); err != nil {
 			return DeleteResult{}, sw, err
