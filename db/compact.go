@@ -103,7 +103,9 @@ func (db *DB) Compact(ctx context.Context) error {
 	}
 	// NB: every key lshdb writes is under one of codec's prefixes, from
 	// 'd' (documents) to 'x' (expiries).
-	if err := db.pdb.Compact(ctx, codec.DocPrefix, codec.ExpiryPrefixEnd, true); err != nil {
+	// NB: through pebbleWrite: its flush rotates the write-ahead log, and
+	// Pebble panics when that fails (FI-3: Compact panicked).
+	if err := db.pebbleWrite(func() error { return db.pdb.Compact(ctx, codec.DocPrefix, codec.ExpiryPrefixEnd, true) }); err != nil {
 		if err := ctxErr(ctx); err != nil {
 			return err
 		}

@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"reflect"
 	"runtime"
 	"slices"
 	"strings"
@@ -318,6 +319,11 @@ func openIn(dir string, o Options, created bool) (*DB, error) {
 			hint := ""
 			if here {
 				by, hint = "another handle in this process", " (Close it first, or share it)"
+			}
+			if stoppedHere(o.fs, dir) {
+				// NB: it said "Close it first" of a handle closed (a
+				// fault-injection review's FI-6).
+				by, hint = "the store of a handle of this process that stopped at a failed write (ErrStopped), closed since", ": Pebble keeps its lock in this process; open the index in a new process"
 			}
 			if o.LockTimeout > 0 {
 				hint += fmt.Sprintf(" (waited %v)", o.LockTimeout)
@@ -1186,11 +1192,13 @@ func (db *DB) Close() error {
 		// NB: Pebble's Close would wait for ever on the commit pipeline
 		// that its panic left locked (pebbleWrite): the store is left as
 		// it is, its writes in the log.
+		stoppedClosed(db.opts.FS, db.dir)
 		db.lock.Close()
 		return *p
 	}
 	db.purgeAtClose() // NB: no call is in flight, and none can begin
 	if p := db.damage.stopped.Load(); p != nil {
+		stoppedClosed(db.opts.FS, db.dir)
 		db.lock.Close() // NB: the purge's write stopped the store: as above
 		return *p
 	}
@@ -1407,20 +1415,67 @@ func recovering(f func() error) (err, panicked error) {
 	return f(), nil
 }
 
-// logFailed stops the store at a failed write-ahead log write (cause)
-// and returns the error that every write gets from then on: the first
-// one's. Pebble's log keeps a failure: the next commit panics, and the
-// next rotation of the log (a flush) ends the process.
+// logFailed stops the store at a failed write (cause: Pebble's panic at a
+// write-ahead log's or its manifest's write that failed) and returns the
+// error that every write gets from then on: the first one's, ErrStopped
+// (and ErrDiskFull for a full disk). Pebble's log keeps a failure: the
+// next commit panics, and the next rotation of the log (a flush) ends the
+// process.
+//
+// NB: it was ErrCorrupt, which says stored bytes are damaged and sends
+// the reader to a backup, for an I/O error that damaged nothing (a
+// fault-injection review's FI-4).
 func (db *DB) logFailed(cause error) error {
-	kind := ErrCorrupt
-	if errors.Is(cause, syscall.ENOSPC) {
-		kind = ErrDiskFull
+	full := errors.Is(cause, syscall.ENOSPC)
+	what := "a write of its log or manifest failed"
+	if full {
+		what = "its disk is full (disk full)"
 	}
-	err := fmt.Errorf("%w: %s: the store stopped at a failed write-ahead log write (%v): no write is taken until the index is opened again, by a new process (close it: the writes acknowledged before are kept, and the next open replays them)", kind, db.dir, firstLine{cause})
+	var err error = stoppedError{full: full, msg: fmt.Sprintf("%s: %s: %s (%v): no write is taken until the index is opened again, by a new process (close it: the writes acknowledged before are kept, and the next open replays them)", ErrStopped, db.dir, what, firstLine{cause})}
 	if db.damage.stopped.CompareAndSwap(nil, &err) {
 		db.opts.Logger.Error("lshdb: Pebble failed a write and stopped: writes are refused; close the index and open it again in a new process", "index", db.dir, "error", fmt.Sprint(firstLine{cause}))
 	}
 	return *db.damage.stopped.Load()
+}
+
+// stoppedStores are the directories (with their filesystem) of the
+// handles closed after their store stopped (ErrStopped): Pebble keeps
+// their lock in this process, and an Open of one says so.
+var stoppedStores sync.Map
+
+type stoppedStore struct {
+	fs  vfs.FS
+	dir string
+}
+
+// stoppedClosed notes that the handle of dir on fs closed after its store
+// stopped.
+func stoppedClosed(fs vfs.FS, dir string) {
+	if reflect.TypeOf(fs).Comparable() {
+		stoppedStores.Store(stoppedStore{fs, dir}, struct{}{})
+	}
+}
+
+// stoppedHere reports whether a handle of dir on fs closed after its store
+// stopped (stoppedClosed).
+func stoppedHere(fs vfs.FS, dir string) bool {
+	if !reflect.TypeOf(fs).Comparable() {
+		return false
+	}
+	_, ok := stoppedStores.Load(stoppedStore{fs, dir})
+	return ok
+}
+
+// stoppedError is logFailed's error: ErrStopped, and ErrDiskFull too when
+// the write found the disk full (errors.Is), in one message.
+type stoppedError struct {
+	full bool
+	msg  string
+}
+
+func (e stoppedError) Error() string { return e.msg }
+func (e stoppedError) Is(target error) bool {
+	return target == ErrStopped || e.full && target == ErrDiskFull
 }
 
 // writesRefused returns the error that every write gets, as every room

@@ -100,6 +100,15 @@ var (
 	// ErrTooFewDocuments: a load would store fewer documents than its
 	// MinStored (LoadOptions); nothing was stored.
 	ErrTooFewDocuments = errors.New("lshdb: the load would store too few documents")
+	// ErrStopped: the store stopped at a write Pebble could not finish (a
+	// write-ahead log's or its manifest's, failed by an I/O error or a
+	// full disk, which then also matches ErrDiskFull): the write that
+	// failed and every later one are refused with it, reads go on, and
+	// Close leaves the store as it is. The writes acknowledged before are
+	// kept: close the handle and open the index again in a new process
+	// (Pebble's lock on the directory stays held in this one). Nothing of
+	// the stored data is damaged by it (ErrCorrupt says that).
+	ErrStopped = errors.New("lshdb: the store stopped at a failed write")
 )
 
 // A DocError is the error of one document of a call given several
@@ -220,7 +229,7 @@ func classify(err error) error {
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, ErrFormatTooNew) || errors.Is(err, ErrCorrupt) || errors.Is(err, ErrDiskFull):
+	case errors.Is(err, ErrFormatTooNew) || errors.Is(err, ErrCorrupt) || errors.Is(err, ErrDiskFull) || errors.Is(err, ErrStopped):
 		return err // NB: classified already
 	case errors.Is(err, codec.ErrFormatTooNew):
 		if fe := (*codec.FormatTooNewError)(nil); errors.As(err, &fe) {

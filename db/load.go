@@ -10,6 +10,7 @@ import (
 	"math"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -312,13 +313,13 @@ func (db *DB) loadLocked(ctx context.Context, docs iter.Seq2[Doc, error], o Load
 		if y, ok := errors.AsType[docsError](err); ok {
 			return LoadResult{}, false, y.err // unchanged, as Load says
 		}
-		return LoadResult{}, false, classify(err)
+		return LoadResult{}, false, loadErr(err)
 	}
 	// NB: each stored id is looked up here (a replaced document's record
 	// is read for its postings): minutes when millions are replaced.
 	prog.phase(2, 4, "resolving ids (documents)", int64(l.seq))
 	if err := l.resolveIDs(ctx); err != nil {
-		return LoadResult{}, false, classify(err)
+		return LoadResult{}, false, loadErr(err)
 	}
 	if o.MaxDeleted > 0 && l.res.Deleted > o.MaxDeleted {
 		return LoadResult{}, false, fmt.Errorf("%w: %d stored documents are absent from it, more than its limit of %d%s", ErrTooManyDeletes, l.res.Deleted, o.MaxDeleted, limit)
@@ -329,7 +330,7 @@ func (db *DB) loadLocked(ctx context.Context, docs iter.Seq2[Doc, error], o Load
 	}
 	prog.phase(3, 4, bandsPhase("writing tables"), int64(db.bands.B)*bandParts)
 	if err := l.writeTables(ctx); err != nil {
-		return LoadResult{}, false, classify(err)
+		return LoadResult{}, false, loadErr(err)
 	}
 	if err := db.roomFor(0); err != nil {
 		return LoadResult{}, false, err
@@ -344,7 +345,7 @@ func (db *DB) loadLocked(ctx context.Context, docs iter.Seq2[Doc, error], o Load
 	}
 	prog.phase(4, 4, "ingesting tables", int64(len(l.paths)))
 	if err := l.ingest(ctx); err != nil {
-		return LoadResult{}, false, classify(err)
+		return LoadResult{}, false, loadErr(err)
 	}
 	prog.add(int64(len(l.paths)))
 	return l.res, true, nil
@@ -492,6 +493,17 @@ func (l *loader) readAndPrepare(ctx context.Context, docs iter.Seq2[Doc, error])
 	}()
 	l.recPaths, err = l.records.finish()
 	return err
+}
+
+// loadErr is classify for the load's own errors, said as the load's: an
+// I/O error on its temporary files came back bare, "input/output error"
+// (a fault-injection review's FI-7). Not for an error of docs (Load
+// returns those unchanged) or of ctx.
+func loadErr(err error) error {
+	if err == nil || strings.HasPrefix(err.Error(), "lshdb: ") || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return classify(err)
+	}
+	return classify(fmt.Errorf("lshdb: load: %w", err))
 }
 
 // docsError is an error that Load's docs yielded, kept apart from the
@@ -1184,7 +1196,11 @@ func (l *loader) ingest(ctx context.Context) error {
 	}
 	// NB: one Ingest call is atomic: every file gets the same sequence
 	// number and becomes visible at once. Once begun it is not cancelled.
-	if err := l.db.pdb.Ingest(context.Background(), l.paths); err != nil {
+	// NB: through pebbleWrite: Pebble panics when the manifest's write
+	// fails, and Load panicked, leaving its commit pipeline locked: the
+	// handle's next write and Close hung (a fault-injection review's
+	// FI-3). The store stops instead (ErrStopped).
+	if err := l.db.pebbleWrite(func() error { return l.db.pdb.Ingest(context.Background(), l.paths) }); err != nil {
 		if l.db.qcache != nil {
 			// NB: nothing became visible: back to the stored version, or
 			// the floor would stay above every version until NextDoc

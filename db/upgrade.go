@@ -342,7 +342,8 @@ func (db *DB) upgrade(ctx context.Context) (*UpgradeReport, error) {
 	}
 	// NB: one Ingest is atomic: the new records and the new manifest
 	// become visible together, with one sequence number.
-	if err := db.pdb.Ingest(context.Background(), paths); err != nil {
+	// NB: through pebbleWrite, as a Load's ingest (FI-3).
+	if err := db.pebbleWrite(func() error { return db.pdb.Ingest(context.Background(), paths) }); err != nil {
 		return nil, classify(fmt.Errorf("lshdb: ingesting the upgraded records: %w", err))
 	}
 	upgraded, rep.Docs, rep.Expired = true, docs, expired

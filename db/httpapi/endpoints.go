@@ -29,7 +29,9 @@ import (
 )
 
 // healthz answers 200 while the index serves reads: "ok", or "disk_full"
-// when writes are refused for want of space; and 503 "damaged" once its
+// when writes are refused for want of space; 503 "stopped" once the store
+// stopped at a failed write (db.ErrStopped: a restart mends it); and 503
+// "damaged" once its
 // background work met damage to its files (db.DB.Corruption), which an
 // operator must see: the server goes on serving what it can, and only
 // lshdb check (after a restart) tells how far the damage goes. Over TCP
@@ -41,9 +43,15 @@ func (h *handler) healthz(w *resp, r *http.Request) error {
 	}
 	hj := HealthJSON{Status: "ok", Docs: n, PID: os.Getpid(), Owner: h.o.Owner}
 	status := http.StatusOK
+	room := h.d.RoomToWrite()
 	if err := h.d.Corruption(); err != nil {
 		hj.Status, hj.Error, status = "damaged", err.Error(), http.StatusServiceUnavailable
-	} else if err := h.d.RoomToWrite(); errors.Is(err, db.ErrDiskFull) {
+	} else if errors.Is(room, db.ErrStopped) {
+		// NB: a store that stopped at a failed write refuses every write
+		// until a new process opens it: the server said "ok" (a
+		// fault-injection review, FI-4), and nothing restarted it.
+		hj.Status, hj.Error, status = "stopped", room.Error(), http.StatusServiceUnavailable
+	} else if err := room; errors.Is(err, db.ErrDiskFull) {
 		hj.Status, hj.Error = "disk_full", err.Error()
 	} else if errors.Is(err, db.ErrReadOnly) {
 		hj.ReadOnly = h.readOnlyRefusal(err).Error()
