@@ -2120,9 +2120,13 @@ func (p pebbleLogger) Errorf(format string, args ...any) {
 func (p pebbleLogger) Fatalf(format string, args ...any) {
 	msg := "lshdb: pebble: fatal: " + fmt.Sprintf(format, args...)
 	p.l.Error(msg)
-	// NB: Pebble calls Fatalf for invariant violations inside Pebble and
-	// for a commit whose write-ahead log write failed (a full disk), never
-	// for bad input, and expects it not to return. A panic (rather than
+	// NB: Pebble calls Fatalf for invariant violations inside Pebble, for
+	// a commit whose write-ahead log write failed (a full disk, an I/O
+	// error) and for a failed write of its manifest (an ingest's, a
+	// flush's, a compaction's), never for bad input, and expects it not
+	// to return: in a goroutine of Pebble's own (a flush, a compaction)
+	// the panic ends the process (README: "Nothing in the library exits
+	// the process but ..."). A panic (rather than
 	// Pebble's default os.Exit) lets an embedding program decide, and
 	// pebbleWrite tells a full disk by the panic's errors: Pebble formats
 	// them with %v, which keeps only their text (a Repair's commit on a
