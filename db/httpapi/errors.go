@@ -80,6 +80,10 @@ var Codes = []Code{
 	{"no_route", ErrNoRoute, http.StatusNotFound},
 	{"method_not_allowed", ErrMethod, http.StatusMethodNotAllowed},
 	{"closed", db.ErrClosed, http.StatusServiceUnavailable},
+	// NB: before disk_full, which a store stopped on a full disk matches
+	// too: what mends it is a restart of the server (once there is room).
+	// It was "corrupt" (500), which says the index is damaged.
+	{"stopped", db.ErrStopped, http.StatusServiceUnavailable},
 	{"disk_full", db.ErrDiskFull, http.StatusInsufficientStorage},
 	{"corrupt", db.ErrCorrupt, http.StatusInternalServerError},
 	// NB: a Redis index's store unreachable, or failing over: worth a

@@ -59,7 +59,7 @@ func TestErrorTable(t *testing.T) {
 	for _, e := range []error{db.ErrNotFound, db.ErrLocked, db.ErrParamsMismatch, db.ErrFormatTooNew, db.ErrFormat,
 		db.ErrCorrupt, db.ErrEmptyDocument, db.ErrDocTooLarge, db.ErrInvalidID, db.ErrClosed, db.ErrInvalidOptions,
 		db.ErrNotIndex, db.ErrNotExist, db.ErrReadOnly, db.ErrDiskFull, db.ErrBackend, db.ErrUnsupported, db.ErrStorageMode,
-		db.ErrInvalidSignature, db.ErrInvalidDoc, db.ErrTooManyDeletes} {
+		db.ErrInvalidSignature, db.ErrInvalidDoc, db.ErrTooManyDeletes, db.ErrStopped} {
 		if c := codeOf(e); c.Code == "internal" {
 			t.Errorf("%v has no code", e)
 		}
