@@ -109,6 +109,9 @@ func (db *DB) Compact(ctx context.Context) error {
 		if err := ctxErr(ctx); err != nil {
 			return err
 		}
+		if errors.Is(err, ErrStopped) {
+			return err
+		}
 		return classify(fmt.Errorf("lshdb: compacting: %w", err))
 	}
 	if err := db.readUnrewritten(ctx, before); err != nil {

@@ -1431,7 +1431,7 @@ func (db *DB) logFailed(cause error) error {
 	if full {
 		what = "its disk is full (disk full)"
 	}
-	var err error = stoppedError{full: full, msg: fmt.Sprintf("%s: %s: %s (%v): no write is taken until the index is opened again, by a new process (close it: the writes acknowledged before are kept, and the next open replays them)", ErrStopped, db.dir, what, firstLine{cause})}
+	var err error = stoppedError{full: full, msg: fmt.Sprintf("%s: %s: %s (%v): no write is taken until the index is opened again, by a new process (close it: the writes acknowledged before are kept, and the next open replays them)", ErrStopped, db.dir, what, firstLine{unprefixed{cause}})}
 	if db.damage.stopped.CompareAndSwap(nil, &err) {
 		db.opts.Logger.Error("lshdb: Pebble failed a write and stopped: writes are refused; close the index and open it again in a new process", "index", db.dir, "error", fmt.Sprint(firstLine{cause}))
 	}

@@ -208,8 +208,9 @@ func TestFailedIngestOrFlushStopsTheStore(t *testing.T) {
 				}
 			}
 			armed.Store(true)
-			if err := returnsIn(t, c.name, func() error { return c.run(d) }); !errors.Is(err, ErrStopped) {
-				t.Fatalf("%s with a failed write: %v, want ErrStopped", c.name, err)
+			err = returnsIn(t, c.name, func() error { return c.run(d) })
+			if !errors.Is(err, ErrStopped) || strings.Count(err.Error(), "lshdb: ") != 1 {
+				t.Fatalf("%s with a failed write: %v, want ErrStopped, said once", c.name, err)
 			}
 			if err := returnsIn(t, "a Put after it", func() error { return d.Put(Doc{ID: "after", Text: faultText(7)}, nil) }); !errors.Is(err, ErrStopped) {
 				t.Fatalf("a Put after it: %v, want ErrStopped", err)

@@ -163,8 +163,9 @@ type Options struct {
 	// Default: false, a text is read as UTF-8 with each byte that is not
 	// as U+FFFD (Doc.Text), so that texts in another encoding (Latin-1)
 	// that differ only in their accented letters score 1.0. The
-	// command's readers and the server refuse such texts whatever this
-	// says; a program that reads texts of unknown encoding should set it.
+	// command's readers, the server and the Go client (db/client) refuse
+	// such texts whatever this says; a program that reads texts of
+	// unknown encoding should set it.
 	StrictUTF8 bool
 	// CacheSize is the block cache size in bytes. Default: 64 MiB.
 	CacheSize int64

@@ -602,7 +602,8 @@ const (
 
 // exitStatuses is the root help's list of the exit statuses.
 const exitStatuses = `Exit status, for every command: 0 done; 1 an error none of these names
-(a missing index or input file, a bad record, a full disk); 2 a usage
+(a missing index or input file, a bad record, a full disk, a store
+stopped at a write it could not finish); 2 a usage
 error; 3 a document named is not stored; 4 the index is damaged, or check
 found problems; 5 the index's format is older than this build opens (lshdb
 upgrade rewrites it) or newer, or too old for a TTL (the message says what

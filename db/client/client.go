@@ -1247,6 +1247,9 @@ func (c *Client) Query(ctx context.Context, text string, qo *db.QueryOptions) (*
 	if err := c.querySize("text", len(text)); err != nil {
 		return nil, err
 	}
+	if err := wireText(text, "the query text"); err != nil {
+		return nil, err
+	}
 	return c.query(ctx, httpapi.QueryRequest{Text: &text}, qo)
 }
 
@@ -1327,6 +1330,9 @@ func (c *Client) QueryMany(ctx context.Context, qs []db.QueryInput, qo *db.Query
 				what = "set"
 			}
 			return nil, &db.QueryError{Index: i, Err: c.querySize(what, n)}
+		}
+		if err := wireText(q.Text, "the query text"); err != nil {
+			return nil, &db.QueryError{Index: i, Err: err}
 		}
 		if q.ID != "" {
 			// NB: sent as JSON, its bad bytes became U+FFFD: the query
@@ -1960,6 +1966,9 @@ func (c *Client) Validate(d db.Doc) error {
 	if n := docBytes(d); c.maxDoc > 0 && n > c.maxDoc {
 		return fmt.Errorf("%w: %q has %d bytes (at most %d)", db.ErrDocTooLarge, d.ID, n, c.maxDoc)
 	}
+	if err := wireText(d.Text, fmt.Sprintf("%q: its text", d.ID)); err != nil {
+		return err
+	}
 	return c.fitsBody(d)
 }
 
@@ -2018,9 +2027,24 @@ func docBytes(d db.Doc) int {
 // or signature (the wire omits an empty list, which would read as an
 // empty text) and one larger than the index takes (the server refused its
 // request as a body too large, which does not match db.ErrDocTooLarge).
+// wireText refuses a text (what names it) that is not UTF-8: JSON
+// carries it with each bad byte as U+FFFD, so the server stored or
+// queried another text, where the server refuses such bytes in a body
+// and a handle with db.Options.StrictUTF8 refuses them in process (a
+// read-through's RT8-2). As ErrInvalidDoc, which StrictUTF8 gives.
+func wireText(text, what string) error {
+	if utf8.ValidString(text) {
+		return nil
+	}
+	return fmt.Errorf("%w: %s is not UTF-8, which JSON cannot carry (each bad byte would arrive as U+FFFD): convert it first, from Latin-1 or whatever its encoding is", db.ErrInvalidDoc, what)
+}
+
 func (c *Client) wireable(docs []db.Doc) error {
 	for i, d := range docs {
 		err := wireID(d.ID)
+		if err == nil {
+			err = wireText(d.Text, fmt.Sprintf("%q: its text", d.ID))
+		}
 		if given := btoi(d.Text != "") + btoi(!d.Set.IsZero()) + btoi(d.Signature != nil); err == nil && given > 1 {
 			// NB: before storageMode, as db.Validate checks: a text with a
 			// signature was refused as "needs each document's text".

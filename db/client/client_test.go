@@ -2645,3 +2645,45 @@ func TestMaxMatchesAsInProcess(t *testing.T) {
 		}
 	}
 }
+
+// Ensure that the client refuses a text that is not UTF-8, as a handle
+// with StrictUTF8 does in process (ErrInvalidDoc, nothing stored): sent as
+// JSON its bad bytes arrived as U+FFFD, and a server of such an index
+// stored an altered text, two Latin-1 texts then matching at 1.0 (a
+// read-through's RT8-2). The oracle: the embedded handle's answers and
+// its count.
+func TestTextNotUTF8IsRefused(t *testing.T) {
+	d := open(t, &db.Options{StrictUTF8: true})
+	c := server(t, d, nil, "")["tcp"]
+	ctx := context.Background()
+	latin1 := "caf\xe9 au lait with cr\xe8me br\xfbl\xe9e and more words"
+	doc := db.Doc{ID: "l1", Text: latin1}
+	for _, tc := range []struct {
+		name          string
+		client, local func() error
+	}{
+		{"Put", func() error { return c.Put(doc, nil) }, func() error { return d.Put(doc, nil) }},
+		{"PutBatch", func() error { _, err := c.PutBatch([]db.Doc{{ID: "ok", Text: "some text here"}, doc}, nil); return err },
+			func() error { _, err := d.PutBatch([]db.Doc{{ID: "ok", Text: "some text here"}, doc}, nil); return err }},
+		{"PutIfNew", func() error { _, err := c.PutIfNew(doc, nil); return err }, func() error { _, err := d.PutIfNew(doc, nil); return err }},
+		{"Validate", func() error { return c.Validate(doc) }, func() error { return d.Validate(doc) }},
+		{"Load", func() error { _, err := c.Load(ctx, docSeq(doc), nil); return err }, func() error { _, err := d.Load(ctx, docSeq(doc), nil); return err }},
+		{"Query", func() error { _, err := c.Query(ctx, latin1, nil); return err }, func() error { _, err := d.Query(ctx, latin1, nil); return err }},
+		{"QueryMany", func() error { _, err := c.QueryMany(ctx, []db.QueryInput{{Text: latin1}}, nil); return err },
+			func() error { _, err := d.QueryMany(ctx, []db.QueryInput{{Text: latin1}}, nil); return err }},
+	} {
+		if err := tc.local(); !errors.Is(err, db.ErrInvalidDoc) {
+			t.Fatalf("%s in process: %v, want ErrInvalidDoc (the oracle)", tc.name, err)
+		}
+		if err := tc.client(); !errors.Is(err, db.ErrInvalidDoc) || !strings.Contains(err.Error(), "not UTF-8") {
+			t.Errorf("%s through the client: %v, want ErrInvalidDoc saying the text is not UTF-8", tc.name, err)
+		}
+	}
+	res, err := c.PutIfNewBatch(ctx, []db.Doc{doc}, nil)
+	if err != nil || len(res) != 1 || !errors.Is(res[0].Err, db.ErrInvalidDoc) {
+		t.Errorf("PutIfNewBatch through the client: %+v, %v; want the document refused, ErrInvalidDoc", res, err)
+	}
+	if n, err := d.Count(); err != nil || n != 0 {
+		t.Fatalf("after every refusal the index holds %d documents (%v), want 0", n, err)
+	}
+}

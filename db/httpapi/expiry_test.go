@@ -47,6 +47,14 @@ func TestExpiryOut(t *testing.T) {
 	if _, back, err := Expiry(0, s); err != nil || !back.Equal(at) {
 		t.Errorf("ExpireAt %v read back as %v, %v", at, back, err)
 	}
+	// A time before year 0, which RFC 3339 cannot write either, is past:
+	// the earliest expiry, as the database takes it (RT8-3).
+	for _, past := range []time.Time{time.Date(-5, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(1960, 1, 1, 0, 0, 0, 0, time.UTC)} {
+		_, s, err := ExpiryOut(&db.WriteOptions{ExpireAt: past})
+		if _, back, perr := Expiry(0, s); err != nil || perr != nil || !back.Equal(time.Unix(0, 1)) {
+			t.Errorf("ExpireAt %v sent as %q (%v), read back as %v (%v); want the earliest expiry", past, s, err, back, perr)
+		}
+	}
 	for _, at := range []time.Time{time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(99999, 6, 1, 0, 0, 0, 0, time.UTC)} {
 		if _, _, err := ExpiryOut(&db.WriteOptions{ExpireAt: at}); !errors.Is(err, db.ErrInvalidOptions) {
 			t.Errorf("ExpireAt %v: %v, want ErrInvalidOptions", at, err)

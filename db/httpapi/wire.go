@@ -301,10 +301,18 @@ func ExpiryOut(wo *db.WriteOptions) (ttlMillis int64, expireAt string, err error
 		}
 	}
 	if !wo.ExpireAt.IsZero() {
+		at := wo.ExpireAt
+		if !at.After(time.Unix(0, 0)) {
+			// NB: a time past, before 1970 too, is the earliest expiry
+			// to the database; before year 0, RFC 3339 cannot write it,
+			// and the server refused it as a bad request (a read-through's
+			// RT8-3).
+			at = time.Unix(0, 1).UTC()
+		}
+		expireAt = at.Format(time.RFC3339Nano)
 		if wo.ExpireAt.Year() > 9999 {
 			return 0, "", fmt.Errorf("%w: ExpireAt %v is after %v, the latest expiry an index can store", db.ErrInvalidOptions, wo.ExpireAt, time.Unix(0, math.MaxInt64).UTC())
 		}
-		expireAt = wo.ExpireAt.Format(time.RFC3339Nano)
 	}
 	return ttlMillis, expireAt, nil
 }
@@ -1393,7 +1401,9 @@ type BackupRequest struct {
 type HealthJSON struct {
 	// Status is "ok"; "disk_full" when writes are refused for want of
 	// space (reads are served: 200 still); "damaged" (503) once the
-	// index's background work met damage to its files: run lshdb check.
+	// index's background work met damage to its files: run lshdb check;
+	// "stopped" (503) once its store stopped at a write it could not
+	// finish (db.ErrStopped): restart the server.
 	// (A server that waits for the process that holds its index answers
 	// 503 "waiting", without the count: WaitingHandler.)
 	Status string `json:"status"`
