@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"runtime/debug"
 	"strings"
 	"sync/atomic"
@@ -246,4 +248,35 @@ func TestLoadIOErrorIsSaidAsTheLoads(t *testing.T) {
 		t.Fatal(err)
 	}
 	reopenHolds(t, mem, acked)
+}
+
+// Ensure that an Upgrade whose ingest fails where Pebble panics (its
+// manifest write) returns ErrStopped, said once, where the panic came out
+// of Upgrade (FI-3), and leaves the index wholly old: a copy of its files
+// is still format 1 (ErrFormat), and upgrades on a healthy filesystem.
+func TestFailedUpgradeIngestStopsTheStore(t *testing.T) {
+	dir := copyGolden(t, "format1/text")
+	fs, armed := failOnce(vfs.Default, func(op errorfs.Op) bool {
+		return op.Kind == errorfs.OpFileWrite && strings.Contains(op.Path, "MANIFEST") && strings.Contains(string(debug.Stack()), "ingestApply")
+	}, syscall.EIO)
+	armed.Store(true)
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	var err error
+	returnsIn(t, "Upgrade", func() error {
+		_, err = Upgrade(context.Background(), dir, &Options{fs: fs, Logger: quiet})
+		return nil
+	})
+	if !errors.Is(err, ErrStopped) || strings.Count(err.Error(), "lshdb: ") != 1 {
+		t.Fatalf("Upgrade whose ingest failed: %v, want ErrStopped, said once", err)
+	}
+	cp := filepath.Join(t.TempDir(), "copy")
+	if err := os.CopyFS(cp, os.DirFS(dir)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(cp, &Options{Logger: quiet}); !errors.Is(err, ErrFormat) {
+		t.Fatalf("the index after the failed upgrade: %v, want still format 1 (ErrFormat)", err)
+	}
+	if rep, err := Upgrade(context.Background(), cp, &Options{Logger: quiet}); err != nil || rep.Docs == 0 {
+		t.Fatalf("a healthy upgrade after it: %+v, %v", rep, err)
+	}
 }
