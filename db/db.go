@@ -516,6 +516,12 @@ func openIn(dir string, o Options, created bool) (*DB, error) {
 	// run (2.61x with zstd on level 0, whose blob files keep the flush's
 	// compression): its compactions rewrite posting lists, 16 keys a
 	// document, which are merge operands and never separated.
+	// NB: an Upgrade's handle starts no compaction of its own (it runs
+	// the one it needs, compactUpgraded): a compaction that Pebble's Open
+	// of a format 1 index began went on after that Open failed (one I/O
+	// error on its OPTIONS file), in a torn-down file cache, and Pebble
+	// v2.1.7 ended the process there (a fault-injection review's FI-5).
+	popts.DisableAutomaticCompactions = o.upgrading
 	popts.EnsureDefaults()
 	if err := markerMissing(&o, dir); err != nil {
 		release()

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime/debug"
 	"strings"
@@ -277,6 +278,44 @@ func TestFailedUpgradeIngestStopsTheStore(t *testing.T) {
 		t.Fatalf("the index after the failed upgrade: %v, want still format 1 (ErrFormat)", err)
 	}
 	if rep, err := Upgrade(context.Background(), cp, &Options{Logger: quiet}); err != nil || rep.Docs == 0 {
+		t.Fatalf("a healthy upgrade after it: %+v, %v", rep, err)
+	}
+}
+
+// Ensure that an Upgrade whose Open fails on one I/O error (the rename of
+// Pebble's new OPTIONS file) returns it and ends nothing: a compaction
+// that Pebble's Open of the format 1 index had begun went on in a
+// torn-down file cache, and Pebble v2.1.7 ended the process there
+// (integer divide by zero: a fault-injection review's FI-5); an Upgrade's
+// handle now begins none. In a child process, which the failure ended;
+// the index is still format 1 after it, and upgrades on a healthy
+// filesystem.
+func TestUpgradeOpenFailureEndsNothing(t *testing.T) {
+	if dir := os.Getenv("LSHDB_UPGRADE_FAULT_DIR"); dir != "" {
+		fs, armed := failOnce(vfs.Default, func(op errorfs.Op) bool {
+			return op.Kind == errorfs.OpRename && strings.Contains(op.Path, "temporary")
+		}, syscall.EIO)
+		armed.Store(true)
+		_, err := Upgrade(context.Background(), dir, &Options{fs: fs, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		if !errors.Is(err, syscall.EIO) {
+			t.Fatalf("Upgrade whose Open failed: %v, want its EIO", err)
+		}
+		time.Sleep(2 * time.Second) // NB: what a compaction begun would do, it did within this
+		fmt.Println("child lived")
+		return
+	}
+	dir := copyGolden(t, "format1/text")
+	cmd := exec.Command(os.Args[0], "-test.run=^TestUpgradeOpenFailureEndsNothing$", "-test.count=1")
+	cmd.Env = append(os.Environ(), "LSHDB_UPGRADE_FAULT_DIR="+dir)
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "child lived") {
+		t.Fatalf("the process of an Upgrade whose Open failed: %v\n%s", err, out)
+	}
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if _, err := Open(dir, &Options{Logger: quiet}); !errors.Is(err, ErrFormat) {
+		t.Fatalf("the index after the failed upgrade: %v, want still format 1 (ErrFormat)", err)
+	}
+	if rep, err := Upgrade(context.Background(), dir, &Options{Logger: quiet}); err != nil || rep.Docs == 0 {
 		t.Fatalf("a healthy upgrade after it: %+v, %v", rep, err)
 	}
 }
