@@ -109,10 +109,7 @@ func (db *DB) Compact(ctx context.Context) error {
 		if err := ctxErr(ctx); err != nil {
 			return err
 		}
-		if errors.Is(err, ErrStopped) {
-			return err
-		}
-		return classify(fmt.Errorf("lshdb: compacting: %w", err))
+		return classify(fmt.Errorf("lshdb: compacting: %w", unprefixed{err}))
 	}
 	if err := db.readUnrewritten(ctx, before); err != nil {
 		return err

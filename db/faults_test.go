@@ -41,31 +41,6 @@ func faultText(i int) string {
 	return b.String()
 }
 
-// within runs f and fails the test if it panics or does not return within
-// a minute (a write after a failed ingest hung for ever).
-func returnsIn(t *testing.T, what string, f func() error) error {
-	t.Helper()
-	done := make(chan error, 1)
-	go func() {
-		defer func() {
-			if r := recover(); r != nil {
-				done <- fmt.Errorf("PANICKED: %v", r)
-			}
-		}()
-		done <- f()
-	}()
-	select {
-	case err := <-done:
-		if err != nil && strings.HasPrefix(err.Error(), "PANICKED") {
-			t.Fatalf("%s: %v", what, err)
-		}
-		return err
-	case <-time.After(time.Minute):
-		t.Fatalf("%s: no return within a minute", what)
-		return nil
-	}
-}
-
 // putSome puts n synced documents and returns them by id: the oracle of
 // what was acknowledged.
 func putSome(t *testing.T, d *DB, prefix string, n int) map[string]string {
@@ -140,9 +115,7 @@ func TestLogIOErrorStopsTheStore(t *testing.T) {
 	if doc, err := d.Get("a0"); err != nil || doc.Text != acked["a0"] {
 		t.Fatalf("a read of the stopped store: %+v, %v", doc, err)
 	}
-	if err := returnsIn(t, "Close", d.Close); !errors.Is(err, ErrStopped) {
-		t.Fatalf("Close: %v, want ErrStopped", err)
-	}
+	within(t, "Close", d.Close, ErrStopped)
 	_, err = Open("idx", &Options{fs: fs, Logger: quiet})
 	if !errors.Is(err, ErrLocked) || strings.Contains(err.Error(), "Close it first") || !strings.Contains(err.Error(), "new process") {
 		t.Fatalf("an Open again in this process: %v; want ErrLocked saying a new process opens it", err)
@@ -211,16 +184,12 @@ func TestFailedIngestOrFlushStopsTheStore(t *testing.T) {
 				}
 			}
 			armed.Store(true)
-			err = returnsIn(t, c.name, func() error { return c.run(d) })
+			err = within(t, c.name, func() error { return c.run(d) }, ErrStopped)
 			if !errors.Is(err, ErrStopped) || strings.Count(err.Error(), "lshdb: ") != 1 {
 				t.Fatalf("%s with a failed write: %v, want ErrStopped, said once", c.name, err)
 			}
-			if err := returnsIn(t, "a Put after it", func() error { return d.Put(Doc{ID: "after", Text: faultText(7)}, nil) }); !errors.Is(err, ErrStopped) {
-				t.Fatalf("a Put after it: %v, want ErrStopped", err)
-			}
-			if err := returnsIn(t, "Close", d.Close); !errors.Is(err, ErrStopped) {
-				t.Fatalf("Close: %v, want ErrStopped", err)
-			}
+			within(t, "a Put after it", func() error { return d.Put(Doc{ID: "after", Text: faultText(7)}, nil) }, ErrStopped)
+			within(t, "Close", d.Close, ErrStopped)
 			reopenHolds(t, mem, acked)
 		})
 	}
@@ -262,11 +231,10 @@ func TestFailedUpgradeIngestStopsTheStore(t *testing.T) {
 	}, syscall.EIO)
 	armed.Store(true)
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	var err error
-	returnsIn(t, "Upgrade", func() error {
-		_, err = Upgrade(context.Background(), dir, &Options{fs: fs, Logger: quiet})
-		return nil
-	})
+	err := within(t, "Upgrade", func() error {
+		_, err := Upgrade(context.Background(), dir, &Options{fs: fs, Logger: quiet})
+		return err
+	}, ErrStopped)
 	if !errors.Is(err, ErrStopped) || strings.Count(err.Error(), "lshdb: ") != 1 {
 		t.Fatalf("Upgrade whose ingest failed: %v, want ErrStopped, said once", err)
 	}

@@ -1207,10 +1207,9 @@ func (l *loader) ingest(ctx context.Context) error {
 			// caught up and no list would be served.
 			l.db.qcache.changingAll(l.db.counters)
 		}
-		if errors.Is(err, ErrStopped) {
-			return err // NB: says what it is: "lshdb: …: lshdb: the store stopped" said the prefix twice
-		}
-		return classify(fmt.Errorf("lshdb: ingesting the load: %w", err))
+		// NB: unprefixed: a stopped store's "lshdb: the store stopped"
+		// said the prefix twice (a read-through's RT8-4).
+		return classify(fmt.Errorf("lshdb: ingesting the load: %w", unprefixed{err}))
 	}
 	// NB: the load is in the index from here on: its counters are the
 	// handle's before anything else can fail, or the next write would

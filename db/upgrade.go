@@ -344,10 +344,7 @@ func (db *DB) upgrade(ctx context.Context) (*UpgradeReport, error) {
 	// become visible together, with one sequence number.
 	// NB: through pebbleWrite, as a Load's ingest (FI-3).
 	if err := db.pebbleWrite(func() error { return db.pdb.Ingest(context.Background(), paths) }); err != nil {
-		if errors.Is(err, ErrStopped) {
-			return nil, err
-		}
-		return nil, classify(fmt.Errorf("lshdb: ingesting the upgraded records: %w", err))
+		return nil, classify(fmt.Errorf("lshdb: ingesting the upgraded records: %w", unprefixed{err}))
 	}
 	upgraded, rep.Docs, rep.Expired = true, docs, expired
 	// NB: as after a Load: the upgrade is stored, and the flush only

@@ -44,17 +44,18 @@ func (h *handler) healthz(w *resp, r *http.Request) error {
 	hj := HealthJSON{Status: "ok", Docs: n, PID: os.Getpid(), Owner: h.o.Owner}
 	status := http.StatusOK
 	room := h.d.RoomToWrite()
-	if err := h.d.Corruption(); err != nil {
-		hj.Status, hj.Error, status = "damaged", err.Error(), http.StatusServiceUnavailable
-	} else if errors.Is(room, db.ErrStopped) {
+	switch damage := h.d.Corruption(); {
+	case damage != nil:
+		hj.Status, hj.Error, status = "damaged", damage.Error(), http.StatusServiceUnavailable
+	case errors.Is(room, db.ErrStopped):
 		// NB: a store that stopped at a failed write refuses every write
 		// until a new process opens it: the server said "ok" (a
 		// fault-injection review, FI-4), and nothing restarted it.
 		hj.Status, hj.Error, status = "stopped", room.Error(), http.StatusServiceUnavailable
-	} else if err := room; errors.Is(err, db.ErrDiskFull) {
-		hj.Status, hj.Error = "disk_full", err.Error()
-	} else if errors.Is(err, db.ErrReadOnly) {
-		hj.ReadOnly = h.readOnlyRefusal(err).Error()
+	case errors.Is(room, db.ErrDiskFull):
+		hj.Status, hj.Error = "disk_full", room.Error()
+	case errors.Is(room, db.ErrReadOnly):
+		hj.ReadOnly = h.readOnlyRefusal(room).Error()
 	}
 	// NB: nor for a browser's request for another site, or one that
 	// reached a loopback port under another host name (DNS rebinding),

@@ -301,6 +301,9 @@ func ExpiryOut(wo *db.WriteOptions) (ttlMillis int64, expireAt string, err error
 		}
 	}
 	if !wo.ExpireAt.IsZero() {
+		if wo.ExpireAt.Year() > 9999 {
+			return 0, "", fmt.Errorf("%w: ExpireAt %v is after %v, the latest expiry an index can store", db.ErrInvalidOptions, wo.ExpireAt, time.Unix(0, math.MaxInt64).UTC())
+		}
 		at := wo.ExpireAt
 		if !at.After(time.Unix(0, 0)) {
 			// NB: a time past, before 1970 too, is the earliest expiry
@@ -310,9 +313,6 @@ func ExpiryOut(wo *db.WriteOptions) (ttlMillis int64, expireAt string, err error
 			at = time.Unix(0, 1).UTC()
 		}
 		expireAt = at.Format(time.RFC3339Nano)
-		if wo.ExpireAt.Year() > 9999 {
-			return 0, "", fmt.Errorf("%w: ExpireAt %v is after %v, the latest expiry an index can store", db.ErrInvalidOptions, wo.ExpireAt, time.Unix(0, math.MaxInt64).UTC())
-		}
 	}
 	return ttlMillis, expireAt, nil
 }

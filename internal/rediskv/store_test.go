@@ -1518,15 +1518,7 @@ func TestSweepCountFails(t *testing.T) {
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(7, 7))
 	due := time.Now().Add(200 * time.Millisecond)
-	var ws WriteSet
-	for i := range 4 {
-		p := randomPut(rng, fmt.Sprint("doc", i))
-		p.Expires = due.UnixNano()
-		ws.Puts = append(ws.Puts, p)
-	}
-	if _, err := s.Apply(ctx, &ws); err != nil {
-		t.Fatal(err)
-	}
+	ws := applyExpiring(t, s, rng, 4, due)
 	counters, err := s.c.HGetAll(ctx, s.countersKey()).Result()
 	if err != nil {
 		t.Fatal(err)
@@ -1997,15 +1989,7 @@ func TestSweepCountedTellsEachBatch(t *testing.T) {
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(8, 8))
 	due := time.Now().Add(200 * time.Millisecond)
-	var ws WriteSet
-	for i := range 10 {
-		p := randomPut(rng, fmt.Sprint("doc", i))
-		p.Expires = due.UnixNano()
-		ws.Puts = append(ws.Puts, p)
-	}
-	if _, err := s.Apply(ctx, &ws); err != nil {
-		t.Fatal(err)
-	}
+	applyExpiring(t, s, rng, 10, due)
 	time.Sleep(time.Until(due) + 50*time.Millisecond)
 	var told []int
 	n, err := s.SweepCounted(ctx, time.Now().UnixNano(), 4, func(k int) { told = append(told, k) })
@@ -2015,4 +1999,20 @@ func TestSweepCountedTellsEachBatch(t *testing.T) {
 	if live, err := s.Count(ctx); err != nil || live != 0 {
 		t.Fatalf("live count %d, %v; want 0", live, err)
 	}
+}
+
+// applyExpiring writes n random documents (doc0, doc1, …) that expire at
+// due, and returns their write.
+func applyExpiring(t *testing.T, s *Store, rng *rand.Rand, n int, due time.Time) WriteSet {
+	t.Helper()
+	var ws WriteSet
+	for i := range n {
+		p := randomPut(rng, fmt.Sprint("doc", i))
+		p.Expires = due.UnixNano()
+		ws.Puts = append(ws.Puts, p)
+	}
+	if _, err := s.Apply(context.Background(), &ws); err != nil {
+		t.Fatal(err)
+	}
+	return ws
 }

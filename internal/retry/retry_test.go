@@ -88,6 +88,11 @@ func TestDoGivesUpAtTheLimit(t *testing.T) {
 	if sum > limit || tr.calls != len(waits)+1 {
 		t.Fatalf("waited %v over %d waits, %d calls: past the limit %v, or a call without its wait", sum, len(waits), tr.calls, limit)
 	}
+	// NB: and GaveUp.After counts the waits it made (a timer does not end
+	// early): After past took, above, could not fail.
+	if g.After < sum {
+		t.Fatalf("GaveUp after %v, less than the %v it waited", g.After, sum)
+	}
 }
 
 // Ensure that a context ended while Do waits ends it with an
