@@ -624,3 +624,62 @@ func TestSumFingerprint(t *testing.T) {
 		t.Fatal("formats 1 and 2 fingerprint the sorted set")
 	}
 }
+
+// Ensure that a backup's stamp file round-trips, and that its decoder
+// refuses every change of its bytes (a torn or damaged file) as
+// ErrCorrupt rather than taking other values.
+func TestBackupStamp(t *testing.T) {
+	s := &BackupStamp{Instance: "AAAA", Origin: "BBBB", OriginWritten: 7, OriginDocs: 5}
+	enc, err := EncodeBackupStamp(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := DecodeBackupStamp(enc)
+	if err != nil || *got != *s {
+		t.Fatalf("round trip: %+v, %v", got, err)
+	}
+	var m Manifest
+	if s.Applied(&m) {
+		t.Error("an empty manifest has the stamp applied")
+	}
+	s.Apply(&m)
+	if !s.Applied(&m) || m.Instance != "AAAA" || m.Origin != "BBBB" || m.OriginWritten != 7 || m.OriginDocs != 5 || !m.OriginInstant {
+		t.Errorf("applied: %+v", m)
+	}
+	for i := range enc {
+		bad := bytes.Clone(enc)
+		bad[i] ^= 0x20
+		if _, err := DecodeBackupStamp(bad); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("byte %d changed: %v, want ErrCorrupt", i, err)
+		}
+	}
+	for n := range len(enc) {
+		if _, err := DecodeBackupStamp(enc[:n]); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("cut to %d bytes: %v, want ErrCorrupt", n, err)
+		}
+	}
+	if _, err := DecodeBackupStamp(append(bytes.Clone(enc), 0)); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("a byte more: %v, want ErrCorrupt", err)
+	}
+}
+
+func FuzzDecodeBackupStamp(f *testing.F) {
+	b, _ := EncodeBackupStamp(&BackupStamp{Instance: "AAAA", Origin: "BBBB", OriginWritten: 7, OriginDocs: 5})
+	f.Add(b)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		s, err := DecodeBackupStamp(b)
+		if err != nil {
+			if !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("an error that is not ErrCorrupt: %v", err)
+			}
+			return
+		}
+		enc, err := EncodeBackupStamp(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s2, err := DecodeBackupStamp(enc); err != nil || *s2 != *s {
+			t.Fatalf("re-encoded stamp decodes to %+v (%v), want %+v", s2, err, s)
+		}
+	})
+}

@@ -2,9 +2,11 @@ package codec
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 
+	"github.com/cespare/xxhash/v2"
 	"github.com/vmihailenco/msgpack/v5"
 )
 
@@ -281,4 +283,78 @@ func checkPlainMsgpack(v []byte) error {
 		return fmt.Errorf("%d trailing bytes", len(v)-i)
 	}
 	return nil
+}
+
+// BackupStampFile is the name of the file, in a backup's directory, that
+// gives the backup its own instance (BackupStamp) until an Open that may
+// write folds it into the manifest record and removes it.
+//
+// NB: a file beside the store, not a write to the copy's manifest record:
+// that write opened the copy writable, whose replay of the copied log
+// flushes a table, and a failed write of Pebble's MANIFEST in that flush
+// ended the process that served the index (a fault-injection review's
+// FI-1: Pebble treats it as fatal on its own goroutine). Writing this
+// file touches nothing of Pebble's.
+const BackupStampFile = "lshdb-backup-stamp"
+
+// backupStampMagic begins a stamp file, before its checksum.
+const backupStampMagic = "lshdb-stamp1\n"
+
+// BackupStamp is what a backup's copy is given to be an index of its own
+// (the Manifest's Instance, Origin, OriginWritten and OriginDocs; its
+// OriginInstant is true). Origin is empty in a backup of an index made
+// before instances existed.
+type BackupStamp struct {
+	Instance      string `msgpack:"instance"`
+	Origin        string `msgpack:"origin"`
+	OriginWritten uint64 `msgpack:"origin_written"`
+	OriginDocs    uint64 `msgpack:"origin_docs"`
+}
+
+// Apply sets m's fields that s gives.
+func (s *BackupStamp) Apply(m *Manifest) {
+	m.Instance, m.Origin = s.Instance, s.Origin
+	m.OriginWritten, m.OriginDocs, m.OriginInstant = s.OriginWritten, s.OriginDocs, true
+}
+
+// Applied reports whether m has s's fields already (it was folded in).
+func (s *BackupStamp) Applied(m *Manifest) bool {
+	return m.Instance == s.Instance && m.Origin == s.Origin &&
+		m.OriginWritten == s.OriginWritten && m.OriginDocs == s.OriginDocs && m.OriginInstant
+}
+
+// EncodeBackupStamp encodes s as a stamp file's bytes: a magic line, the
+// xxhash64 of the rest (8 bytes, little-endian) and s in msgpack.
+func EncodeBackupStamp(s *BackupStamp) ([]byte, error) {
+	body, err := msgpack.Marshal(s)
+	if err != nil {
+		return nil, err
+	}
+	v := append([]byte(backupStampMagic), make([]byte, 8)...)
+	binary.LittleEndian.PutUint64(v[len(backupStampMagic):], xxhash.Sum64(body))
+	return append(v, body...), nil
+}
+
+// DecodeBackupStamp decodes a stamp file's bytes; bytes that are not one
+// (torn, damaged or another file's) return ErrCorrupt.
+func DecodeBackupStamp(v []byte) (*BackupStamp, error) {
+	n := len(backupStampMagic)
+	switch {
+	case len(v) < n+8 || string(v[:n]) != backupStampMagic:
+		return nil, corrupt("backup stamp: not a stamp file (%d bytes)", len(v))
+	case binary.LittleEndian.Uint64(v[n:]) != xxhash.Sum64(v[n+8:]):
+		return nil, corrupt("backup stamp: checksum mismatch (%d bytes)", len(v))
+	}
+	body := v[n+8:]
+	if err := checkPlainMsgpack(body); err != nil {
+		return nil, fmt.Errorf("%w: backup stamp: %w", ErrCorrupt, err)
+	}
+	var s BackupStamp
+	if err := msgpack.Unmarshal(body, &s); err != nil {
+		return nil, fmt.Errorf("%w: backup stamp: %w", ErrCorrupt, err)
+	}
+	if s.Instance == "" {
+		return nil, corrupt("backup stamp: no instance")
+	}
+	return &s, nil
 }

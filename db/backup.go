@@ -1,8 +1,6 @@
 package db
 
 import (
-	"bytes"
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -187,6 +185,9 @@ func (db *DB) BackupWith(ctx context.Context, dir string, o BackupOptions) error
 			db.opts.FS.RemoveAll(tmp)
 			return err
 		}
+	}
+	if backupCopiedHook != nil {
+		backupCopiedHook(tmp)
 	}
 	return db.finishBackup(ctx, tmp, dir, o.Verify)
 }
@@ -615,6 +616,10 @@ func (db *DB) finishBackup(ctx context.Context, tmp, dir string, verify bool) er
 	return renameBackup(db.opts.FS, tmp, dir)
 }
 
+// backupCopiedHook, when set (by tests), is called with the copy's
+// temporary directory once the copy is complete, before it is stamped.
+var backupCopiedHook func(tmp string)
+
 // backupVerifyHook, when set (by tests), is called with the copy's
 // temporary directory before BackupOptions.Verify checks it.
 var backupVerifyHook func(tmp string)
@@ -699,73 +704,95 @@ func moveAside(fsys vfs.FS, dir, to string) (string, error) {
 // apart, are two indexes, and a pairs file of one is not taken on the
 // other; until the backup is written, what was derived from the original
 // in the copied state holds for it.
+//
+// NB: the stamp is a file of its own (codec.BackupStampFile), synced,
+// which the first Open that may write folds into the manifest record
+// (foldBackupStamp); every Open reads it. The copy is only read here, by
+// a read-only Pebble, which replays the copied log in memory: a writable
+// one flushed it, and one failed write of the copy's Pebble MANIFEST in
+// that flush ended the process that served the index (a fault-injection
+// review's FI-1, on a failing backup disk).
 func (db *DB) stampBackup(dir string) error {
-	// NB: no compaction: replaying the copied log may flush a table, and a
-	// compaction would rewrite hard-linked tables into new files (time and
-	// space a backup does not need); the original's memtable size, and
-	// its corruption handler (Pebble's default ends the process).
 	p, err := pebble.Open(dir, &pebble.Options{FS: db.opts.FS, Merger: compaction.Merger,
-		FormatMajorVersion: formatMajorVersion, Logger: pebbleLogger{db.opts.Logger},
-		MemTableSize: uint64(db.opts.MemTableSize), DisableAutomaticCompactions: true,
+		FormatMajorVersion: formatMajorVersion, Logger: pebbleLogger{db.opts.Logger}, ReadOnly: true,
 		EventListener: &pebble.EventListener{DataCorruption: dataCorruption(db.opts.Logger)}})
 	if err != nil {
 		return classify(fmt.Errorf("lshdb: backup: opening the copy: %w", err))
 	}
-	err = stampManifest(p, db.man.Instance)
+	c, err := copiedCounters(p)
 	if cerr := p.Close(); err == nil && cerr != nil {
 		err = classify(fmt.Errorf("lshdb: backup: closing the copy: %w", cerr))
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	enc, err := codec.EncodeBackupStamp(&codec.BackupStamp{Instance: newInstance(), Origin: db.man.Instance,
+		OriginWritten: max(c.NextDoc, 1) - 1, OriginDocs: c.Live})
+	if err != nil {
+		return err
+	}
+	// NB: the directory is synced before the copy takes its name
+	// (renameBackup).
+	if err := writeSynced(db.opts.FS, db.opts.FS.PathJoin(dir, codec.BackupStampFile), enc); err != nil {
+		return classify(fmt.Errorf("lshdb: backup: writing the copy's stamp: %w", err))
+	}
+	return nil
 }
 
-// stampManifest rewrites the manifest of the copy p: a new instance, and
-// origin's as its Origin with the copy's own counters (the original's at
-// the copy's instant).
-func stampManifest(p *pebble.DB, origin string) error {
-	get := func(k []byte) ([]byte, error) {
-		v, closer, err := p.Get(k)
+// copiedCounters reads the counters of the copy p: the original's at the
+// instant of the copy.
+func copiedCounters(p *pebble.DB) (codec.Counters, error) {
+	v, closer, err := p.Get(codec.CountersKey)
+	if err != nil {
+		return codec.Counters{}, classify(fmt.Errorf("lshdb: backup: reading the copy's counters: %w", err))
+	}
+	defer closer.Close()
+	c, err := codec.DecodeCounters(v)
+	return c, classify(err)
+}
+
+// foldBackupStamp applies the stamp file a backup's copy may hold
+// (stampBackup) to the handle's manifest and, in a handle that may
+// write, writes the manifest so stamped (synced) and removes the file.
+// A stamp already folded in (an Open killed before it removed the file)
+// is only removed.
+func (db *DB) foldBackupStamp() error {
+	fsys := db.opts.FS
+	path := fsys.PathJoin(db.dir, codec.BackupStampFile)
+	f, err := fsys.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return classify(fmt.Errorf("lshdb: reading the backup's stamp %s: %w", path, err))
+	}
+	v, err := io.ReadAll(io.LimitReader(f, 1<<16))
+	f.Close()
+	if err != nil {
+		return classify(fmt.Errorf("lshdb: reading the backup's stamp %s: %w", path, err))
+	}
+	s, err := codec.DecodeBackupStamp(v)
+	if err != nil {
+		return fmt.Errorf("%w (%s: a backup's stamp, which gives the backup an instance of its own; it holds no document: remove it, and the index opens, with its original's instance if no writable open took the stamp in)%w", classify(err), path, unsaid{errAdvised})
+	}
+	folded := s.Applied(&db.man)
+	s.Apply(&db.man)
+	if db.opts.ReadOnly {
+		return nil
+	}
+	if !folded {
+		enc, err := codec.EncodeManifest(&db.man)
 		if err != nil {
-			return nil, classify(fmt.Errorf("lshdb: backup: reading the copy: %w", err))
+			return err
 		}
-		defer closer.Close()
-		return bytes.Clone(v), nil
+		if err := db.pebbleWrite(func() error { return db.pdb.Set(codec.ManifestKey, enc, pebble.Sync) }); err != nil {
+			return fmt.Errorf("lshdb: writing the backup's stamp into its manifest: %w", err)
+		}
 	}
-	mv, err := get(codec.ManifestKey)
-	if err != nil {
-		return err
+	if err := fsys.Remove(path); err != nil {
+		return classify(fmt.Errorf("lshdb: removing the backup's stamp %s (folded into its manifest): %w", path, err))
 	}
-	cv, err := get(codec.CountersKey)
-	if err != nil {
-		return err
-	}
-	m, err := codec.DecodeManifest(mv)
-	if err != nil {
-		return classify(err)
-	}
-	c, err := codec.DecodeCounters(cv)
-	if err != nil {
-		return classify(err)
-	}
-	m.Instance, m.Origin = newInstance(), origin
-	m.OriginWritten, m.OriginDocs, m.OriginInstant = max(c.NextDoc, 1)-1, c.Live, true
-	enc, err := codec.EncodeManifest(m)
-	if err != nil {
-		return err
-	}
-	// NB: committed as a write of the index is (commit), its sync waited
-	// for apart: a failed log write of the copy (a target with room for
-	// links, not for a log) comes back as an error. p.Set panicked, which
-	// ended the process and left the copy open (C3-3).
-	b := p.NewBatch()
-	defer b.Close()
-	if err := b.Set(codec.ManifestKey, enc, nil); err != nil {
-		return classify(err)
-	}
-	// NB: a store other than the index's, which pebbleWrite guards.
-	if err, panicked := recovering(func() error { return p.ApplyNoSyncWait(b, pebble.Sync) }); cmp.Or(err, panicked) != nil {
-		return classify(fmt.Errorf("lshdb: backup: writing the copy's manifest: %w", cmp.Or(err, panicked)))
-	}
-	return classify(b.SyncWait())
+	return syncDir(fsys, db.dir)
 }
 
 // renameBackup renames the complete copy tmp to dir and syncs their

@@ -18,7 +18,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/lshdb/lshdb/codec"
+	"github.com/lshdb/lshdb/compaction"
 )
 
 // allDocs returns every stored document by id.
@@ -954,6 +957,9 @@ func damageBiggestTable(t *testing.T, dir string) {
 			biggest, size = filepath.Join(dir, e.Name()), fi.Size()
 		}
 	}
+	if biggest == "" {
+		t.Fatalf("%s has no table to damage", dir)
+	}
 	f, err := os.OpenFile(biggest, os.O_WRONLY, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -1088,4 +1094,117 @@ func TestStoppedDropNamedAndFinished(t *testing.T) {
 		}
 	}
 	running.Close()
+}
+
+// Ensure that a backup's stamp (a file beside its store: its own instance
+// and its origin) is read by every Open, left by a read-only one, and
+// folded into the manifest record and removed by the first Open that may
+// write; that a stamp left after it was folded (an Open killed between
+// the two) is only removed; and that a damaged stamp is refused as
+// ErrCorrupt naming the file, with the documents untouched. The oracles:
+// the manifest record read by a Pebble of the test's own, and the files.
+func TestBackupStampFolded(t *testing.T) {
+	root := t.TempDir()
+	d := mustOpen(t, filepath.Join(root, "idx"), nil)
+	acked := putSome(t, d, "doc", 20)
+	bk := filepath.Join(root, "bk")
+	if err := d.Backup(context.Background(), bk); err != nil {
+		t.Fatal(err)
+	}
+	stampPath := filepath.Join(bk, codec.BackupStampFile)
+	stamp, err := os.ReadFile(stampPath)
+	if err != nil {
+		t.Fatalf("the backup has no stamp file: %v", err)
+	}
+	stored := func() *codec.Manifest { // the manifest record itself
+		t.Helper()
+		p, err := pebble.Open(bk, &pebble.Options{ReadOnly: true, Merger: compaction.Merger})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Close()
+		v, closer, err := p.Get(codec.ManifestKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer closer.Close()
+		m, err := codec.DecodeManifest(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	instanceOf := func(o *Options) string {
+		t.Helper()
+		b, err := Open(bk, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer b.Close()
+		info, err := b.Info()
+		if err != nil || info.Origin == nil || info.Origin.Instance != d.Instance() || info.Origin.Docs != 20 || !info.Origin.Instant {
+			t.Errorf("the backup's origin %+v (%v), want %s at 20 documents", info.Origin, err, d.Instance())
+		}
+		for id, text := range acked {
+			if doc, err := b.Get(id); err != nil || doc.Text != text {
+				t.Errorf("%s in the backup: %v", id, err)
+			}
+		}
+		return b.Instance()
+	}
+
+	ro := &Options{ReadOnly: true, MustExist: true}
+	first := instanceOf(ro)
+	if first == d.Instance() || first == "" || instanceOf(ro) != first {
+		t.Fatalf("read-only opens of the backup: instance %q, then %q; the original's %q", first, instanceOf(ro), d.Instance())
+	}
+	if m := stored(); m.Instance != d.Instance() || m.Origin != "" {
+		t.Errorf("a read-only open wrote the stamp: the record has instance %q, origin %q", m.Instance, m.Origin)
+	}
+	if _, err := os.Stat(stampPath); err != nil {
+		t.Errorf("a read-only open removed the stamp: %v", err)
+	}
+	if present, err := indexPresent(bk); !present || err != nil {
+		t.Errorf("a backup with its stamp, as restore and drop see it: present %v, %v; want an index", present, err)
+	}
+
+	if got := instanceOf(&Options{MustExist: true}); got != first {
+		t.Errorf("the writable open's instance %q, the read-only's %q", got, first)
+	}
+	if _, err := os.Stat(stampPath); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the stamp is left after a writable open: %v", err)
+	}
+	if m := stored(); m.Instance != first || m.Origin != d.Instance() || m.OriginDocs != 20 || m.OriginWritten != 20 || !m.OriginInstant {
+		t.Errorf("the folded record: %+v, want instance %s and origin %s at 20", m, first, d.Instance())
+	}
+	if got := instanceOf(ro); got != first {
+		t.Errorf("after the fold: instance %q, want %q", got, first)
+	}
+
+	// Killed between the fold and the removal: the stamp is there again.
+	if err := os.WriteFile(stampPath, stamp, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := instanceOf(&Options{MustExist: true}); got != first {
+		t.Errorf("a stamp folded already, opened again: instance %q, want %q", got, first)
+	}
+	if _, err := os.Stat(stampPath); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a stamp folded already is left: %v", err)
+	}
+
+	// Damaged: refused by both opens, naming the file; nothing changed.
+	bad := append([]byte(nil), stamp...)
+	bad[len(bad)-1] ^= 0xff
+	if err := os.WriteFile(stampPath, bad, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range []*Options{ro, {MustExist: true}} {
+		if _, err := Open(bk, o); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), stampPath) || !Advised(err) || Repairable(err) {
+			t.Errorf("open (read-only %v) of a backup with a damaged stamp: %v, want ErrCorrupt naming %s, Advised and not Repairable", o.ReadOnly, err, stampPath)
+		}
+	}
+	os.Remove(stampPath) // as the error says
+	if got := instanceOf(ro); got != first {
+		t.Errorf("the damaged stamp removed: instance %q, want the folded %q", got, first)
+	}
 }

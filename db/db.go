@@ -772,6 +772,9 @@ func (db *DB) loadManifest() error {
 	if err != nil {
 		return err
 	}
+	if err := db.foldBackupStamp(); err != nil {
+		return err
+	}
 	db.expiryFormat.Store(db.man.FormatVersion >= codec.ExpiryFormatVersion)
 	cv, closer, err := db.pdb.Get(codec.CountersKey)
 	if errors.Is(err, pebble.ErrNotFound) {

@@ -284,13 +284,23 @@ func corruptRepairable(format string, args ...any) error {
 // from check --repair itself (a review).
 var errUnrepairable = errors.New("unrepairable")
 
+// errAdvised marks (unsaid) an ErrCorrupt whose message names its own
+// remedy (Advised).
+var errAdvised = errors.New("advised")
+
+// Advised reports whether err's message names what mends it, so that a
+// caller adds no advice of its own: a backup's damaged stamp (remove the
+// file, which holds no document), which is neither Repairable nor a
+// reason to restore a backup.
+func Advised(err error) bool { return errors.Is(err, errAdvised) }
+
 // Repairable reports whether err (ErrCorrupt) is damage that Repair
 // mends from the records: a record, posting list or id of lshdb's that
 // does not decode or disagrees with the records. Damage Pebble reports
 // (a block whose checksum fails, a manifest or table missing) and a store
 // that does not open are not: restore a backup, or build the index again.
 func Repairable(err error) bool {
-	if !errors.Is(err, ErrCorrupt) || pebble.IsCorruptionError(err) || errors.Is(err, errUnrepairable) {
+	if !errors.Is(err, ErrCorrupt) || pebble.IsCorruptionError(err) || errors.Is(err, errUnrepairable) || errors.Is(err, errAdvised) {
 		return false
 	}
 	return errors.Is(err, errRepairable) || errors.Is(err, codec.ErrCorrupt)

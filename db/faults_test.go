@@ -287,3 +287,60 @@ func TestUpgradeOpenFailureEndsNothing(t *testing.T) {
 		t.Fatalf("a healthy upgrade after it: %+v, %v", rep, err)
 	}
 }
+
+// Ensure that one I/O error on a write of the Pebble MANIFEST in a
+// backup's copy, once the copy is made, ends nothing: the copy's stamp
+// opened it writable, the replay of the copied log flushed a table, and
+// Pebble ended the process at the failed MANIFEST write of that flush (a
+// fault-injection review's FI-1: a failing backup disk took down the
+// process that served the index). The backup runs in a child process,
+// which must live; the oracle is the backup opened afterwards: it passes
+// Check, holds every acknowledged document, and is an index of its own
+// whose origin is the original.
+func TestBackupTargetFaultEndsNothing(t *testing.T) {
+	if root := os.Getenv("LSHDB_BACKUP_FAULT_DIR"); root != "" {
+		fs, armed := failOnce(vfs.Default, func(op errorfs.Op) bool {
+			return strings.Contains(op.Path, ".lshdb-backup.tmp") && strings.Contains(op.Path, "MANIFEST") &&
+				(op.Kind == errorfs.OpFileWrite || op.Kind == errorfs.OpFileWriteAt || op.Kind == errorfs.OpFileSync || op.Kind == errorfs.OpCreate)
+		}, syscall.EIO)
+		quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+		d, err := Open(filepath.Join(root, "idx"), &Options{fs: fs, Logger: quiet})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer d.Close()
+		putSome(t, d, "doc", 50) // NB: in the log only: the copy's replay has them to flush
+		backupCopiedHook = func(string) { armed.Store(true) }
+		defer func() { backupCopiedHook = nil }()
+		if err := d.Backup(context.Background(), filepath.Join(root, "bk")); err != nil {
+			t.Fatalf("Backup: %v", err)
+		}
+		fmt.Println("child lived, instance", d.Instance())
+		return
+	}
+	root := t.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestBackupTargetFaultEndsNothing$", "-test.count=1", "-test.v")
+	cmd.Env = append(os.Environ(), "LSHDB_BACKUP_FAULT_DIR="+root)
+	out, err := cmd.CombinedOutput()
+	_, instance, lived := strings.Cut(string(out), "child lived, instance ")
+	if err != nil || !lived {
+		t.Fatalf("the process of a backup whose copy's MANIFEST write failed: %v\n%s", err, out)
+	}
+	instance, _, _ = strings.Cut(instance, "\n")
+	bk := mustOpen(t, filepath.Join(root, "bk"), &Options{MustExist: true})
+	defer bk.Close()
+	if rep, err := bk.Check(context.Background()); err != nil || !rep.OK() {
+		t.Fatalf("Check of the backup: %+v, %v", rep, err)
+	}
+	if n, err := bk.Count(); err != nil || n != 50 {
+		t.Errorf("the backup holds %d documents (%v), want the 50 acknowledged", n, err)
+	}
+	for i := range 50 {
+		if doc, err := bk.Get(fmt.Sprint("doc", i)); err != nil || doc.Text != faultText(i) {
+			t.Errorf("doc%d in the backup: %v", i, err)
+		}
+	}
+	if info, err := bk.Info(); err != nil || info.Origin == nil || info.Origin.Instance != instance || bk.Instance() == instance {
+		t.Errorf("the backup's instance %s and origin %+v (%v), want another than %s, which is its origin", bk.Instance(), info.Origin, err, instance)
+	}
+}

@@ -2259,7 +2259,7 @@ func (db *DB) redisBackup(ctx context.Context, dir string, verify bool) (err err
 // serving owner and its private binding directories).
 func indexFile(name string) bool {
 	switch {
-	case name == "LOCK", name == "CURRENT", name == loadTmpDir, isPairsRunDir(name):
+	case name == "LOCK", name == "CURRENT", name == loadTmpDir, isPairsRunDir(name), name == codec.BackupStampFile:
 		return true
 	case name == "lshdb.sock", strings.HasPrefix(name, ".lshdb-sock-"), name == "lshdb.stopping":
 		// NB: httpapi's SocketName and its binding directories (db

@@ -14,6 +14,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
+	"github.com/lshdb/lshdb/codec"
 )
 
 // Ensure that the calls that sync the log apart from a write (Sync,
@@ -77,17 +78,18 @@ func TestLogSyncsOnAFailingLog(t *testing.T) {
 	}
 }
 
-// Ensure that a backup whose copy cannot write a log of its own (its
-// stamp's: a target with room for links, not for a log) fails with
-// ErrDiskFull and leaves no copy: the stamp's synced Set panicked (C3-3).
+// Ensure that a backup whose copy cannot be stamped (a target with room
+// for links, not for a file: its stamp) fails with ErrDiskFull and leaves
+// no copy: the stamp was a synced Set in the copy, which panicked (C3-3).
 // The oracle: the index reads on, and a backup once there is room is
 // whole.
 func TestBackupStampOnAFullTarget(t *testing.T) {
 	mem := vfs.NewMem()
 	refuse := &errorfs.Toggle{Injector: errorfs.InjectorFunc(func(op errorfs.Op) error {
-		if (op.Kind == errorfs.OpFileWrite || op.Kind == errorfs.OpFileWriteAt) && strings.HasSuffix(op.Path, ".log") && !strings.HasPrefix(op.Path, "idx/") {
+		if (op.Kind == errorfs.OpFileWrite || op.Kind == errorfs.OpFileWriteAt) && !strings.HasPrefix(op.Path, "idx/") &&
+			(strings.HasSuffix(op.Path, ".log") || strings.HasSuffix(op.Path, codec.BackupStampFile)) {
 			if _, err := mem.Stat("idx/" + mem.PathBase(op.Path)); err != nil {
-				return syscall.ENOSPC // a log the copy makes of its own
+				return syscall.ENOSPC // a file the copy makes of its own
 			}
 		}
 		return nil

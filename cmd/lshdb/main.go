@@ -660,7 +660,7 @@ func (a *app) exitCode(err error) int {
 		line = optionNames(err, line)
 	}
 	var logDamage *db.LogDamageError
-	if errors.Is(err, db.ErrCorrupt) && !errors.As(err, &logDamage) {
+	if errors.Is(err, db.ErrCorrupt) && !errors.As(err, &logDamage) && !db.Advised(err) {
 		// NB: a damaged log's message says what to do (check --repair
 		// accepts the loss): "records cannot mend it: restore a backup"
 		// after it contradicted it (a maintainer's review).
