@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -294,10 +295,10 @@ stops accepting requests, lets those in flight finish (up to
 	fs.IntVar(&so.maxInFlight, "max-in-flight", httpapi.DefaultMaxInFlight, "most documents (queries) of all requests worked on at once; others wait (-1: no limit)")
 	fs.Int64Var(&so.maxInFlightBytes, "max-in-flight-bytes", httpapi.DefaultMaxInFlightBytes, "most bytes of text of all requests worked on at once (a document takes about 35x its text in memory while it is signed); others wait (-1: no limit; under a cgroup memory limit, as in a container, the default is at most 1/128 of it)")
 	fs.IntVar(&so.maxConns, "max-connections", defaultMaxConns, "most connections open at once on each listener (the socket, the TCP address), idle keep-alive ones included: at the bound the next takes the place of the one idle or silent longest once it has waited 2 s, and while every one has a request in progress or waited less it waits, answered by nothing (a client sees a timeout if that lasts); a request waiting for others' work holds its body, so this bounds the memory they take (-1: no limit; not given: on each listener, the descriptors left once the index is open, less 256, shared by the listeners and the index: a half with one listener, a third with two, from 16 to 4096)")
-	fs.DurationVar(&so.readTimeout, "read-timeout", time.Minute, "time a client has to send a request, body included (for the streams, put-if-new and load: each document, so a slow load holds other writers up as long as it lasts)")
-	fs.DurationVar(&so.writeTimeout, "write-timeout", httpapi.DefaultWriteTimeout, "time a client has to take each part of an answer")
+	fs.DurationVar(&so.readTimeout, "read-timeout", time.Minute, "time a client has to send a request, body included (for the streams, put-if-new and load: each document, so a slow load holds other writers up as long as it lasts); its header block has at most 10s, whatever this is (0: no bound but the header's)")
+	fs.DurationVar(&so.writeTimeout, "write-timeout", httpapi.DefaultWriteTimeout, "time a client has to take each part of an answer (0: no bound)")
 	fs.DurationVar(&so.queryTimeout, "query-timeout", 0, "stop a query (or a batch of queries) that runs longer than this and answer 504 timeout (default: none; a query of a document that shares buckets with many others, such as boilerplate, may take seconds of every core)")
-	fs.DurationVar(&so.idleTimeout, "idle-timeout", 2*time.Minute, "time an idle keep-alive connection is kept")
+	fs.DurationVar(&so.idleTimeout, "idle-timeout", 2*time.Minute, "time an idle keep-alive connection is kept (0: --read-timeout's, or no bound when that is 0); a client, or a proxy, that keeps its connections idle longer may send a request on one just as the server closes it (the Go client keeps them half this, which /v1/params gives)")
 	fs.DurationVar(&so.purgeEvery, "purge-every", time.Hour, "how often to delete the posting lists that deletes and upserts emptied (as lshdb purge does, while requests go on, skipped when no document was removed since; 0: never); no effect on Redis")
 	fs.DurationVar(&so.shutdownTimeout, "shutdown-timeout", 10*time.Second, "on SIGTERM, SIGINT or SIGHUP, time given to requests in flight before they are cancelled (then up to 10s more for them to end)")
 	fs.BoolVar(&so.readOnly, "read-only", false, "open the index read-only and serve its reads: every write or maintenance request that writes answers 403 read_only (for an index on a full disk or a read-only filesystem, which a writable open refuses; on one, serve makes no socket there and needs --addr)")
@@ -562,7 +563,7 @@ func (a *app) serve(so *serveOptions) error {
 				func() float64 { return float64(l.reclaimed.Load()) }))
 	}
 	mux := http.NewServeMux()
-	api := httpapi.Handler(d, &httpapi.Options{Token: so.token, ReadToken: so.readToken, MaxBodyBytes: so.maxBody, MaxBatch: so.maxBatch, MaxMatches: so.maxMatches, MaxRuns: so.maxRuns, MaxInFlight: so.maxInFlight, MaxInFlightBytes: so.maxInFlightBytes, WriteTimeout: so.writeTimeout, ReadTimeout: so.readTimeout, QueryTimeout: so.queryTimeout,
+	api := httpapi.Handler(d, &httpapi.Options{Token: so.token, ReadToken: so.readToken, MaxBodyBytes: so.maxBody, MaxBatch: so.maxBatch, MaxMatches: so.maxMatches, MaxRuns: so.maxRuns, MaxInFlight: so.maxInFlight, MaxInFlightBytes: so.maxInFlightBytes, WriteTimeout: apiWriteTimeout(so.writeTimeout), ReadTimeout: so.readTimeout, IdleTimeout: cmp.Or(so.idleTimeout, so.readTimeout), QueryTimeout: so.queryTimeout,
 		BackupRoot: so.backupRoot, Owner: serveOwner, ServesReadOnly: so.readOnly, Logger: log, Hooks: m.Hooks()})
 	mux.Handle("/", api)
 	metricsOpts := &httpapi.Options{Token: so.token, ReadToken: so.readToken, Logger: log, Hooks: m.Hooks()}
@@ -612,7 +613,7 @@ func (a *app) serve(so *serveOptions) error {
 			}
 			mux.ServeHTTP(w, r)
 		}),
-		ReadHeaderTimeout: min(so.readTimeout, 10*time.Second),
+		ReadHeaderTimeout: headerTimeout(so.readTimeout),
 		ReadTimeout:       so.readTimeout,
 		// NB: the API gives each write its own deadline (long answers
 		// stream); this bounds what the API does not serve (/metrics).
@@ -905,3 +906,29 @@ func serveMemoryLimit(inFlightBytes, container int64) {
 // minTokenBytes is the length under which serve warns that a token of
 // its TCP address is short.
 const minTokenBytes = 16
+
+// headerTimeoutCap bounds the time a client has to send a request's
+// header block, whatever --read-timeout is (a variable for the tests).
+var headerTimeoutCap = 10 * time.Second
+
+// headerTimeout is the http.Server's ReadHeaderTimeout for a read timeout
+// of read: at most headerTimeoutCap, 0 included. NB: net/http reads a
+// ReadHeaderTimeout of 0 as the ReadTimeout, and both 0 as no bound:
+// --read-timeout 0 let a client trickle its headers for as long as it
+// liked (an operator's review, SV-3).
+func headerTimeout(read time.Duration) time.Duration {
+	if read <= 0 {
+		return headerTimeoutCap
+	}
+	return min(read, headerTimeoutCap)
+}
+
+// apiWriteTimeout is httpapi's Options.WriteTimeout for --write-timeout
+// d: 0 is no bound, as for the server's own (httpapi reads 0 as its
+// default, 30 s).
+func apiWriteTimeout(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
+}

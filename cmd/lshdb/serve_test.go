@@ -1630,3 +1630,32 @@ func TestServeReadOnly(t *testing.T) {
 		t.Errorf("the index changed under serve --read-only: %d documents, it held %d", len(after), len(before))
 	}
 }
+
+// Ensure that a client's header block is bounded with --read-timeout 0
+// too: net/http read a ReadHeaderTimeout of 0 as no bound, and a client
+// that trickled its headers was answered after 40 s (an operator's
+// review, SV-3). The bound is made short here; the oracle is the
+// connection, closed by the server well before the test's own deadline.
+func TestHeaderTimeoutWithoutReadTimeout(t *testing.T) {
+	defer func(was time.Duration) { headerTimeoutCap = was }(headerTimeoutCap)
+	headerTimeoutCap = 300 * time.Millisecond
+	idx := filepath.Join(shortDir(t), "idx")
+	if _, errOut, code := runLine([]string{"insert", "--db", idx, "../../testdata/cmd/inputs/docs.jsonl"}, ""); code != 0 {
+		t.Fatal(errOut)
+	}
+	_, tcp, _, _ := startServe(t, "--db", idx, "--addr", "127.0.0.1:0", "--token", "tok", "--read-timeout", "0")
+	c, err := net.Dial("tcp", strings.TrimPrefix(tcp, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	start := time.Now()
+	if _, err := io.WriteString(c, "GET /v1/count HTTP/1.1\r\nHost: 127.0.0.1\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	c.SetReadDeadline(time.Now().Add(20 * time.Second))
+	got, err := io.ReadAll(c)
+	if err != nil || time.Since(start) > 10*time.Second {
+		t.Fatalf("a header block left unfinished with --read-timeout 0: read %q, %v after %v; want the server to close the connection after its header bound", got, err, time.Since(start))
+	}
+}

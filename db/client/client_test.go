@@ -2687,3 +2687,98 @@ func TestTextNotUTF8IsRefused(t *testing.T) {
 		t.Fatalf("after every refusal the index holds %d documents (%v), want 0", n, err)
 	}
 }
+
+// Ensure that the client closes an idle connection to a URL before the
+// server would (half its idle timeout, which /v1/params gives), so that a
+// write is never sent on one just as the server closes it: 5 of 800 puts
+// sent a second apart to a server of --idle-timeout 1s failed with their
+// fate unknown (an operator's review, SV-1). The oracle is the server's
+// own count of the connections it accepted: a write after an idle time
+// between the two timeouts comes on a new connection.
+func TestIdleConnectionClosedBeforeTheServerDoes(t *testing.T) {
+	d := open(t, &db.Options{NoSync: true})
+	const idle = 600 * time.Millisecond
+	var conns atomic.Int32
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: httpapi.Handler(d, &httpapi.Options{IdleTimeout: idle}), IdleTimeout: idle,
+		ConnState: func(_ net.Conn, s http.ConnState) {
+			if s == http.StateNew {
+				conns.Add(1)
+			}
+		}}
+	go srv.Serve(l)
+	t.Cleanup(func() { srv.Close() })
+	c, err := client.Open("http://"+l.Addr().String(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.Put(db.Doc{ID: "a", Text: "the first of two writes"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	before := conns.Load()
+	time.Sleep(idle * 3 / 4) // NB: past the client's half, before the server's whole
+	if err := c.Put(db.Doc{ID: "b", Text: "the second of two writes"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if after := conns.Load(); after != before+1 {
+		t.Errorf("the write after %v idle came on a connection the server had %v to close: %d connections before it, %d after; want a new one", idle*3/4, idle, before, after)
+	}
+	// And at once after a call: the connection is kept.
+	if err := c.Put(db.Doc{ID: "c", Text: "a third write at once"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if n := conns.Load(); n != before+1 {
+		t.Errorf("a write at once after another took a new connection: %d, want %d", n, before+1)
+	}
+}
+
+// Ensure that a client reaches a server that a proxy publishes under a
+// path (https://lb/lshdb, the prefix stripped: refused as "an address
+// with a path", an operator's review SV-6), and one given as its index's
+// directory (its socket: dialled as a socket itself, it said no server
+// answered, SV-5). The oracle: the index in process, written through
+// each and read back.
+func TestOpenUnderAPrefixAndByDirectory(t *testing.T) {
+	d := open(t, &db.Options{NoSync: true})
+	h := httpapi.Handler(d, nil)
+	base, _ := serveTCP(t, http.StripPrefix("/lshdb", h))
+	c, err := client.Open(base+"/lshdb/", nil)
+	if err != nil {
+		t.Fatalf("a server under /lshdb: %v", err)
+	}
+	defer c.Close()
+	if err := c.Put(db.Doc{ID: "p", Text: "a document sent through the prefix"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if doc, err := d.Get("p"); err != nil || doc.Text != "a document sent through the prefix" {
+		t.Errorf("the put under the prefix: %+v, %v", doc, err)
+	}
+
+	dir, err := os.MkdirTemp("", "lshdb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	l, err := net.Listen("unix", httpapi.SocketPath(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: h}
+	go srv.Serve(l)
+	t.Cleanup(func() { srv.Close() })
+	cd, err := client.Open(dir, nil)
+	if err != nil {
+		t.Fatalf("a served index's directory: %v", err)
+	}
+	defer cd.Close()
+	if got, err := cd.Get("p"); err != nil || got.Text != "a document sent through the prefix" {
+		t.Errorf("p through the directory's socket: %+v, %v", got, err)
+	}
+	if _, err := client.Open(t.TempDir(), nil); err == nil || !strings.Contains(err.Error(), httpapi.SocketName) {
+		t.Errorf("a directory served by nothing: %v, want the error to name its %s", err, httpapi.SocketName)
+	}
+}

@@ -84,6 +84,9 @@ func (h *handler) params(w *resp, r *http.Request) error {
 	p.MaxDocBytes = h.d.MaxDocBytes()
 	p.MaxBodyBytes = max(h.o.MaxBodyBytes, -1)
 	p.MaxBatch = max(h.o.MaxBatch, -1)
+	if h.o.IdleTimeout > 0 {
+		p.IdleTimeoutMS = max(h.o.IdleTimeout.Milliseconds(), 1)
+	}
 	p.Instance = h.d.Instance()
 	return w.json(http.StatusOK, p)
 }

@@ -151,6 +151,13 @@ type Options struct {
 	// every other query meanwhile (a review of skewed corpora, K5).
 	// Default: none (a client that goes away stops its query).
 	QueryTimeout time.Duration
+	// IdleTimeout is the server's keep-alive idle timeout
+	// (http.Server.IdleTimeout, or its ReadTimeout when that is 0), which
+	// /v1/params tells clients (idle_timeout_ms), so that they close an
+	// idle connection before the server does: a request sent on one
+	// just as the server closes it is lost in flight, and a write's fate
+	// is then unknown to its client. Default: 0, unknown (none said).
+	IdleTimeout time.Duration
 	// ReadTimeout, when positive, bounds the wait for each document of a
 	// put-if-new stream (the server's http.Server.ReadTimeout bounds the
 	// whole body of every other request). Default: 0, the server's.
@@ -423,8 +430,14 @@ var longOps = []string{"pairs", "scan", "clusters", "check", "stats", "buckets"}
 // match finds the route of r: ok false when no path matches; rt nil (and
 // allow the methods the path takes) when the path matches but not the
 // method.
+//
+// NB: on the path as sent (EscapedPath), so that a route's own part is
+// only ever its plain bytes: routed on the decoded path, /v1%2Frepair
+// was /v1/repair, and a proxy's rule that keeps /v1/repair from the
+// world let it through (an operator's review, SV-2). What follows a
+// route's prefix (an id) is decoded by its handler, %2F included.
 func (h *handler) match(r *http.Request) (rt *route, allow []string, ok bool) {
-	p := r.URL.Path
+	p := r.URL.EscapedPath()
 	for i := range h.routes {
 		x := &h.routes[i]
 		if x.path == p || strings.HasSuffix(x.path, "/") && strings.HasPrefix(p, x.path) {
@@ -530,9 +543,12 @@ func (h *handler) ServeHTTP(hw http.ResponseWriter, r *http.Request) {
 	}
 	switch {
 	case !ok:
-		err = fmt.Errorf("%w: %s %s", ErrNoRoute, r.Method, clipPath(r.URL.Path))
-		if p := r.URL.Path; p != "" && path.Clean(p) != p {
+		p, sent := r.URL.Path, r.URL.EscapedPath()
+		err = fmt.Errorf("%w: %s %s", ErrNoRoute, r.Method, clipPath(sent))
+		if p != "" && path.Clean(p) != p {
 			err = fmt.Errorf("%w (the path is not clean: an empty segment, a . or a ..: does the base URL end in a /?)", err)
+		} else if sent != p {
+			err = fmt.Errorf("%w (a route's own part is taken as sent: %%2F and other escapes there are not read as the characters they stand for)", err)
 		}
 		w.fail(err)
 		return

@@ -257,6 +257,12 @@ func TestBadRequests(t *testing.T) {
 		{"GET", "/v1/buckets/0/zz", "", "s3cret", 400, "bad_request"},
 		{"GET", "/v1/buckets/999/00", "", "s3cret", 400, "invalid_options"},
 		{"GET", "/v1/nothing", "", "s3cret", 404, "no_route"},
+		// NB: routed on the decoded path, these were /v1/compact,
+		// /v1/docs/delete and /v1/count, past a proxy's rules on the
+		// path as sent (an operator's review, SV-2).
+		{"POST", "/v1%2Fcompact", "", "s3cret", 404, "no_route"},
+		{"POST", "/v1/docs%2fdelete", `{"ids": ["0ad"]}`, "s3cret", 404, "no_route"},
+		{"GET", "/%761/count", "", "s3cret", 404, "no_route"},
 		{"PATCH", "/v1/docs", "", "s3cret", 405, "method_not_allowed"},
 		{"POST", "/v1/backup", `{"dir": "relative/dir"}`, "s3cret", 400, "invalid_options"},
 		{"POST", "/v1/docs/put-if-new", `{"id": "a"`, "s3cret", 400, "bad_request"},

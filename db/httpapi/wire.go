@@ -847,6 +847,11 @@ type ParamsJSON struct {
 	// one request (Options.MaxBatch; -1: none): absent from a server of an
 	// earlier lshdb, which had none.
 	MaxBatch int `json:"max_batch,omitempty"`
+	// IdleTimeoutMS is the server's keep-alive idle timeout in
+	// milliseconds (Options.IdleTimeout), in /v1/params only: absent when
+	// the server did not say (none, or an earlier lshdb). A client keeps
+	// an idle connection for less (the Go client: half of it).
+	IdleTimeoutMS int64 `json:"idle_timeout_ms,omitempty"`
 	// Instance is the server's index's (db.Info.Instance), with
 	// MaxDocBytes and MaxBodyBytes in /v1/params only.
 	Instance      string `json:"instance,omitempty"`
