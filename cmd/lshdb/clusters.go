@@ -805,7 +805,7 @@ func newPairSpill() (*pairSpill, error) {
 	sweepTempOfDead("lshdb-pairs-")
 	f, err := os.CreateTemp("", fmt.Sprintf("lshdb-pairs-%d-*.jsonl", os.Getpid()))
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("keeping the pairs for --clusters in $TMPDIR (%s): %w", os.TempDir(), err)
 	}
 	return &pairSpill{f: f, bw: bufio.NewWriterSize(f, 1<<20)}, nil
 }

@@ -613,7 +613,6 @@ func parsePairKey(k []byte) db.Pair {
 type pairSorter struct {
 	top    *topk.Heap[db.Pair]
 	ext    *extsort.KeySorter
-	dir    string
 	keybuf []byte
 }
 
@@ -644,12 +643,12 @@ func newPairSorter(limit, memory int) (*pairSorter, error) {
 	if limit > 0 {
 		return &pairSorter{top: topk.New(limit, pairCmp)}, nil
 	}
-	sweepTempOfDead("lshdb-pairs-sort-")
-	dir, err := os.MkdirTemp("", fmt.Sprintf("lshdb-pairs-sort-%d-", os.Getpid()))
-	if err != nil {
-		return nil, err
-	}
-	return &pairSorter{dir: dir, ext: extsort.NewKeySorter(vfs.Default, dir, "pairs", memory)}, nil
+	// NB: the directory is made at the first spill: pairs that fit half
+	// of --memory need no $TMPDIR (a nightly review, NB-2).
+	return &pairSorter{ext: extsort.NewKeySorterLazy(vfs.Default, func() (string, error) {
+		sweepTempOfDead("lshdb-pairs-sort-")
+		return os.MkdirTemp("", fmt.Sprintf("lshdb-pairs-sort-%d-", os.Getpid()))
+	}, "pairs", memory)}, nil
 }
 
 func (s *pairSorter) add(p db.Pair) error {
@@ -677,7 +676,9 @@ func (s *pairSorter) each(fn func(db.Pair) error) error {
 func (s *pairSorter) close() {
 	if s.ext != nil {
 		s.ext.Close()
-		os.RemoveAll(s.dir)
+		if dir := s.ext.Dir(); dir != "" {
+			os.RemoveAll(dir)
+		}
 	}
 }
 
@@ -700,7 +701,7 @@ func (a *app) sortedPairs(seq iter.Seq2[db.Pair, error], limit, memory int, rec 
 		n++
 		if err := sorter.add(ordered(p)); err != nil {
 			// NB: a full /tmp said only "no space left on device".
-			return fmt.Errorf("sorting the pairs in %s ($TMPDIR sets where; --sort=false needs no room): %w", sorter.dir, err)
+			return fmt.Errorf("sorting the pairs beyond half of --memory in $TMPDIR (%s; --sort=false needs no room): %w", os.TempDir(), err)
 		}
 	}
 	o := &pairsOut{a: a, rec: rec, estimates: estimates}

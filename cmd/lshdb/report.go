@@ -552,6 +552,8 @@ func createTempFor(path string) (*os.File, error) {
 			// it, and it is written in place.
 			if sfi, serr := os.Stat(path); serr == nil && !sfi.Mode().IsRegular() && !sfi.IsDir() {
 				target = path
+			} else if t, ok := danglingTarget(path); ok {
+				target = t
 			} else {
 				return nil, fmt.Errorf("cannot write %s: a symbolic link whose target cannot be reached: %w", escControls(path), err)
 			}
@@ -582,6 +584,29 @@ func createTempFor(path string) (*os.File, error) {
 	return f, nil
 }
 
+// danglingTarget returns the file that path, a symbolic link to a file
+// not yet made, leads to, which an output makes (as a shell's redirect
+// does): a link to tonight's dated file. NB: it was refused, as "file
+// exists" by the check before the work (a nightly review, NB-1). A link
+// to another link, or to a file in a directory that does not exist, is
+// not one.
+func danglingTarget(path string) (string, bool) {
+	l, err := os.Readlink(path)
+	if err != nil {
+		return "", false
+	}
+	if !filepath.IsAbs(l) {
+		l = filepath.Join(filepath.Dir(path), l)
+	}
+	if _, err := os.Lstat(l); !errors.Is(err, fs.ErrNotExist) {
+		return "", false
+	}
+	if fi, err := os.Stat(filepath.Dir(l)); err != nil || !fi.IsDir() {
+		return "", false
+	}
+	return l, true
+}
+
 // refuseStrangersLink refuses an output path that is another user's
 // symbolic link in a shared directory (strangersLink), which createTempFor
 // and writable would follow.
@@ -603,6 +628,15 @@ func writable(path string) error {
 		return err
 	}
 	flag := os.O_WRONLY
+	if lfi, err := os.Lstat(path); err == nil && lfi.Mode()&fs.ModeSymlink != 0 {
+		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+			t, ok := danglingTarget(path)
+			if !ok {
+				return fmt.Errorf("cannot write %s: a symbolic link whose target cannot be reached: %w", escControls(path), err)
+			}
+			path = t
+		}
+	}
 	fi, err := os.Stat(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):

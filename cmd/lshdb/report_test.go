@@ -844,3 +844,84 @@ func TestOutputRefusesAStrangersLink(t *testing.T) {
 		t.Errorf("the own link's target after: %d lines %v, want 20", strings.Count(string(b), "\n"), err)
 	}
 }
+
+// Ensure that an output through a symbolic link to a file not yet made
+// makes that file, as a shell's redirect does (a link to tonight's dated
+// file): pairs, clusters and report refused it as "file exists" at their
+// check before the work (a nightly review, NB-1), and the others as a
+// link that cannot be reached. A link into a directory that does not
+// exist is refused, saying so. The oracle: the same run into a plain
+// file, byte for byte, and the link left a link.
+func TestOutputThroughALinkToAFileNotYetMade(t *testing.T) {
+	dir := t.TempDir()
+	idx := filepath.Join(dir, "idx")
+	if _, errOut, code := runLine([]string{"insert", "--db", idx, "../../testdata/cmd/inputs/docs.jsonl"}, ""); code != 0 {
+		t.Fatal(errOut)
+	}
+	plain := filepath.Join(dir, "plain.jsonl")
+	if _, errOut, code := runLine([]string{"pairs", "--db", idx, "--output", "json", "--out", plain}, ""); code != 0 {
+		t.Fatal(errOut)
+	}
+	want, err := os.ReadFile(plain)
+	if err != nil || len(want) == 0 {
+		t.Fatalf("the plain run's file: %d bytes, %v", len(want), err)
+	}
+	for _, cmd := range [][]string{{"pairs", "--output", "json"}, {"export", "--all"}} {
+		link, target := filepath.Join(dir, cmd[0]+"-link.jsonl"), filepath.Join(dir, cmd[0]+"-tonight.jsonl")
+		if err := os.Symlink(filepath.Base(target), link); err != nil {
+			t.Fatal(err)
+		}
+		if _, errOut, code := runLine(append(cmd, "--db", idx, "--out", link), ""); code != 0 {
+			t.Fatalf("%s --out a link to a file not yet made: exit %d %q", cmd[0], code, errOut)
+		}
+		if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+			t.Errorf("%s: the link after: %v, %v; want it left a link", cmd[0], fi, err)
+		}
+		got, err := os.ReadFile(target)
+		if err != nil || len(got) == 0 {
+			t.Fatalf("%s: the link's target: %d bytes, %v", cmd[0], len(got), err)
+		}
+		if cmd[0] == "pairs" && string(got) != string(want) {
+			t.Errorf("pairs through the link wrote %d bytes, into a plain file %d", len(got), len(want))
+		}
+	}
+	for _, cmd := range []string{"pairs", "clusters", "report"} {
+		bad := filepath.Join(dir, cmd+"-bad.html")
+		if err := os.Symlink(filepath.Join("nodir", "x.html"), bad); err != nil {
+			t.Fatal(err)
+		}
+		if _, errOut, code := runLine([]string{cmd, "--db", idx, "--out", bad}, ""); code != 1 || !strings.Contains(errOut, "a symbolic link whose target cannot be reached") {
+			t.Errorf("%s --out a link into no directory: exit %d %q", cmd, code, errOut)
+		}
+	}
+}
+
+// Ensure that a sorted pairs run whose pairs fit half of --memory needs
+// no $TMPDIR (it made its sort's directory there first, and a cron job's
+// odd TMPDIR failed it with "stat /nonexistent", naming no setting: a
+// nightly review, NB-2), and that a run that does need it says $TMPDIR.
+// The oracle: the same run with a working TMPDIR, byte for byte.
+func TestSortedPairsNeedNoTmpdir(t *testing.T) {
+	dir := t.TempDir()
+	idx := filepath.Join(dir, "idx")
+	if _, errOut, code := runLine([]string{"insert", "--db", idx, "../../testdata/cmd/inputs/docs.jsonl"}, ""); code != 0 {
+		t.Fatal(errOut)
+	}
+	want := filepath.Join(dir, "want.jsonl")
+	if _, errOut, code := runLine([]string{"pairs", "--db", idx, "--output", "json", "--out", want}, ""); code != 0 {
+		t.Fatal(errOut)
+	}
+	t.Setenv("TMPDIR", filepath.Join(dir, "nonexistent"))
+	got := filepath.Join(dir, "got.jsonl")
+	if _, errOut, code := runLine([]string{"pairs", "--db", idx, "--output", "json", "--out", got}, ""); code != 0 {
+		t.Fatalf("pairs with a TMPDIR that does not exist: exit %d %q", code, errOut)
+	}
+	a, aerr := os.ReadFile(want)
+	b, berr := os.ReadFile(got)
+	if aerr != nil || berr != nil || string(a) != string(b) || len(a) == 0 {
+		t.Errorf("pairs with no TMPDIR wrote %d bytes (%v), with one %d (%v)", len(b), berr, len(a), aerr)
+	}
+	if _, errOut, code := runLine([]string{"pairs", "--db", idx, "--sort=false", "--output", "json", "--out", got, "--clusters", filepath.Join(dir, "c.jsonl")}, ""); code != 1 || !strings.Contains(errOut, "$TMPDIR") {
+		t.Errorf("pairs --clusters with a TMPDIR that does not exist: exit %d %q, want the error to name $TMPDIR", code, errOut)
+	}
+}

@@ -15,10 +15,12 @@ import (
 // the entries reach the budget they are sorted and written to a run file;
 // Iterate merges the runs.
 type KeySorter struct {
-	fs     vfs.FS
-	dir    string
-	name   string // run files are dir/name-NNNNNN.run
-	budget int
+	fs  vfs.FS
+	dir string
+	// makeDir, when set, makes dir at the first spill (NewKeySorterLazy).
+	makeDir func() (string, error)
+	name    string // run files are dir/name-NNNNNN.run
+	budget  int
 	// fullEnts and fullArena are what ents and arena are allocated at, at
 	// most (half the budget each, up to upfrontBytes).
 	fullEnts, fullArena int
@@ -46,6 +48,20 @@ func NewKeySorter(fs vfs.FS, dir, name string, budget int) *KeySorter {
 	return &KeySorter{fs: fs, dir: dir, name: name, budget: budget,
 		fullEnts: min(budget/2, upfrontBytes) / keyEntSize, fullArena: min(budget/2, upfrontBytes)}
 }
+
+// NewKeySorterLazy is NewKeySorter whose directory is made by makeDir at
+// the first spill, if any: a sort that fits its budget touches no disk
+// (a sorted pairs run needed a writable $TMPDIR for a few pairs, a
+// nightly review's NB-2). Dir returns it once made.
+func NewKeySorterLazy(fs vfs.FS, makeDir func() (string, error), name string, budget int) *KeySorter {
+	s := NewKeySorter(fs, "", name, budget)
+	s.makeDir = makeDir
+	return s
+}
+
+// Dir returns the directory of the runs: "" while a lazy sorter has
+// spilled nothing.
+func (s *KeySorter) Dir() string { return s.dir }
 
 func (s *KeySorter) key(e keyEnt) []byte { return s.arena[e.off : e.off+e.klen] }
 
@@ -86,6 +102,13 @@ func (s *KeySorter) sortMem() {
 
 // spill writes the sorted in-memory entries to a new run file.
 func (s *KeySorter) spill() error {
+	if s.dir == "" && s.makeDir != nil {
+		dir, err := s.makeDir()
+		if err != nil {
+			return err
+		}
+		s.dir = dir
+	}
 	s.sortMem()
 	path := s.fs.PathJoin(s.dir, fmt.Sprintf("%s-%06d.run", s.name, len(s.runs)))
 	err := writeRun(s.fs, path, func(w *bufio.Writer) {

@@ -140,3 +140,54 @@ func BenchmarkKeySorterIterate(b *testing.B) {
 	}
 	b.ReportMetric(float64(s.Runs()), "runs")
 }
+
+// Ensure that a lazy KeySorter makes its directory at its first spill
+// and only then, once: one whose entries fit its budget calls makeDir
+// never (a sorted pairs run needed a writable $TMPDIR for a few pairs, a
+// nightly review's NB-2), and one that spills writes its runs there and
+// yields the entries sorted.
+func TestKeySorterLazyDir(t *testing.T) {
+	for _, budget := range []int{64 << 20, 64 << 10} {
+		fs := vfs.NewMem()
+		made := 0
+		s := NewKeySorterLazy(fs, func() (string, error) {
+			made++
+			return "runs", fs.MkdirAll("runs", 0o700)
+		}, "keys", budget)
+		var want [][]byte
+		for i := range 20000 {
+			key := fmt.Appendf(nil, "id-%08d", (i*7919)%20000)
+			want = append(want, key)
+			if err := s.Add(key, 0); err != nil {
+				t.Fatal(err)
+			}
+		}
+		slices.SortFunc(want, bytes.Compare)
+		var got [][]byte
+		if err := s.Iterate(func(key []byte, _ uint64) error {
+			got = append(got, bytes.Clone(key))
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.EqualFunc(got, want, bytes.Equal) {
+			t.Fatalf("budget %d: %d entries out of %d, or out of order", budget, len(got), len(want))
+		}
+		spilled := s.Runs() > 1
+		if wantMade := map[bool]int{false: 0, true: 1}[spilled]; made != wantMade || spilled != (budget < 1<<20) {
+			t.Fatalf("budget %d: %d runs, the directory made %d times", budget, s.Runs(), made)
+		}
+		if spilled && s.Dir() != "runs" || !spilled && s.Dir() != "" {
+			t.Errorf("budget %d: Dir %q", budget, s.Dir())
+		}
+		s.Close()
+	}
+	failing := NewKeySorterLazy(vfs.NewMem(), func() (string, error) { return "", io.ErrShortWrite }, "keys", 64<<10)
+	var err error
+	for i := 0; err == nil && i < 100000; i++ {
+		err = failing.Add(fmt.Appendf(nil, "key-%d", i), 0)
+	}
+	if err != io.ErrShortWrite {
+		t.Errorf("a sorter whose directory cannot be made: %v, want its error at the spill", err)
+	}
+}
