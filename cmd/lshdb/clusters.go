@@ -488,6 +488,12 @@ func (f *pairsFile) finish(t float64, warn func(string)) error {
 // notef prints a note on stderr.
 func (a *app) notef(s string) { fmt.Fprintf(a.stderr, "lshdb: note: %s\n", s) }
 
+// warnf writes a warning: a line --quiet keeps. NB: a pairs file that
+// cannot be checked (empty, or with no header) was said in a note, which
+// --quiet drops, and a cron job filtered with the pairs of a redirect cut
+// short, exit 0 and nothing said (a nightly review, NB-3).
+func (a *app) warnf(s string) { fmt.Fprintf(a.stderr, "lshdb: warning: %s\n", s) }
+
 // noteAboveBar is notef while a progress bar may be on stderr's line:
 // the note takes the line (the bar is drawn again below it).
 func (a *app) noteAboveBar(s string) {
@@ -724,7 +730,7 @@ interrupted or fails leaves no partial file (a redirect, > FILE, does).`,
 						h.Header.Mode, h.Header.Keep, h.Header.From = string(mode), string(keep), from
 					}
 					po := &db.PairsOptions{Threshold: t, Mode: mode, Keep: keep, Memory: memory}
-					cs, err := a.clusters(d, from, po)
+					cs, err := a.clusters(d, from, po, nil)
 					if err != nil {
 						return interruptNote(err, "clusters interrupted: nothing printed")
 					}
@@ -764,7 +770,12 @@ interrupted or fails leaves no partial file (a redirect, > FILE, does).`,
 
 // clusters clusters d (from the pairs file from, if given), with a bar
 // on a terminal.
-func (a *app) clusters(d index, from string, po *db.PairsOptions) ([]db.Cluster, error) {
+//
+// warn is told what cannot be checked of the file (nil: a.warnf).
+func (a *app) clusters(d index, from string, po *db.PairsOptions, warn func(string)) ([]db.Cluster, error) {
+	if warn == nil {
+		warn = a.warnf
+	}
 	if from != "" {
 		now, err := d.Info()
 		if err != nil {
@@ -773,7 +784,7 @@ func (a *app) clusters(d index, from string, po *db.PairsOptions) ([]db.Cluster,
 		meter := &readMeter{}
 		ctx, barDone := a.phaseBar("clusters", phaseNote{"reading pairs", meter.note})
 		defer barDone()
-		return d.ClustersFrom(ctx, a.readPairsFile("--from", from, cmp.Or(po.Threshold, d.Params().Threshold), now, a.notef, meter), po)
+		return d.ClustersFrom(ctx, a.readPairsFile("--from", from, cmp.Or(po.Threshold, d.Params().Threshold), now, warn, meter), po)
 	}
 	ctx, barDone := a.phaseBar("clusters")
 	defer barDone()

@@ -622,6 +622,9 @@ type dedupFlags struct {
 	cf                           clusterFlags
 	out, removed, from, compress string
 	manifest                     string
+	// strict refuses a --from file that cannot be checked (filter
+	// --strict): empty, or with no header (a redirect cut short).
+	strict bool
 }
 
 func (f *dedupFlags) add(c *cobra.Command, outHelp, removedHelp, stdoutCompress string) {
@@ -741,9 +744,19 @@ func (f *dedupFlags) fates(a *app, d index, t float64, mode db.ClusterMode, keep
 	if f.from == "" {
 		a.warnRecall(d, t, rec, false)
 	}
-	cs, err := a.clusters(d, f.from, &db.PairsOptions{Threshold: t, Mode: mode, Keep: keep})
+	var unchecked string
+	cs, err := a.clusters(d, f.from, &db.PairsOptions{Threshold: t, Mode: mode, Keep: keep}, func(s string) {
+		if f.strict && unchecked == "" {
+			unchecked = s
+			return
+		}
+		a.warnf(s)
+	})
 	if err != nil {
 		return nil, 0, err
+	}
+	if unchecked != "" {
+		return nil, 0, fmt.Errorf("%w (--strict): %s; nothing written: make the file with pairs --output json --header --out FILE, which is checked whole", errNotWhole, unchecked)
 	}
 	return fatesOf(cs), len(cs), nil
 }
@@ -980,6 +993,7 @@ zstd inputs are read several times faster.`,
 				if err != nil {
 					return err
 				}
+				df.strict = strict
 				fates, _, err := df.fates(a, d, t, mode, keep)
 				if err != nil {
 					return interruptNote(err, "filter interrupted while clustering: nothing written")
@@ -1043,7 +1057,7 @@ zstd inputs are read several times faster.`,
 	c.Flags().Lookup("meta-field").Hidden = true
 	df.add(c, "the file of the kept records (default: stdout)", "also write the removed records to this file, with duplicate_of and similarity", "as the input")
 	c.Flags().BoolVar(&annotate, "annotate", false, "keep every record and add cluster_id, cluster_size, duplicate_of and similarity")
-	c.Flags().BoolVar(&strict, "strict", false, "refuse, writing nothing, inputs that filter cannot wholly deduplicate: records the index does not hold, ids repeated with other content, texts other than their documents' (of the first 200 records whose documents keep their text: a sample, not every record), records not read as documents (each kept as read, with a note, without it); records of blank text pass, kept as read")
+	c.Flags().BoolVar(&strict, "strict", false, "refuse, writing nothing, inputs that filter cannot wholly deduplicate: records the index does not hold, ids repeated with other content, texts other than their documents' (of the first 200 records whose documents keep their text: a sample, not every record), records not read as documents (each kept as read, with a note, without it); records of blank text pass, kept as read; and a --from pairs file that cannot be checked (empty, or with no header line), taken with a warning without it")
 	return c
 }
 

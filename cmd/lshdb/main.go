@@ -827,7 +827,7 @@ func (a *app) rootCmd() *cobra.Command {
 		return usageError{err}
 	})
 	root.PersistentFlags().Int64Var(&a.diskReserveMiB, "disk-reserve", 0, "free space, in MiB, below which writes to a Pebble index are refused as a full disk (0: the default, 64 MiB; -1: no check, at the risk of Pebble running out of room mid-write, which can end the process with a fatal error, or stop the index's writes until it is opened again; acknowledged writes are kept)")
-	root.PersistentFlags().StringVar(&a.output, "output", "table", "output format: table or json (JSON Lines); pairs also csv or tsv")
+	root.PersistentFlags().StringVar(&a.output, "output", "table", "output format: table or json (JSON Lines); pairs also csv or tsv (a long table is aligned 1,000 rows at a time, as they come: json, csv or tsv for a program)")
 	root.PersistentFlags().StringVar(&a.progressMode, "progress", progressAuto, "how work shows progress on stderr: auto (a bar on a terminal, else a line every --progress-every), bar, log or none")
 	root.PersistentFlags().DurationVar(&a.progressEvery, "progress-every", defaultProgressEvery, "time between two progress lines (--progress log, or auto without a terminal)")
 	root.PersistentFlags().BoolVar(&a.quiet, "quiet", false, "print on stderr only errors and warnings (lines beginning \"lshdb: \" that are not notes): no progress, notes or summaries; the summary a write or maintenance command (build, insert, delete, create, compact, purge, backup, restore, upgrade, drop, report) prints on stdout goes too, unless --output json asks for it (for cron jobs: a run that succeeds prints nothing); what a flag asks for (pairs --stats) stays")

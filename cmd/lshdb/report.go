@@ -407,7 +407,7 @@ device or a pipe is written in place).`,
 					rd.Dir = a.addr
 				}
 				if pairsFile != "" {
-					if err := a.readPairs(pairsFlag, pairsFile, rd.Pairs, d, in, a.notef); err != nil {
+					if err := a.readPairs(pairsFlag, pairsFile, rd.Pairs, d, in, a.warnf); err != nil {
 						return err
 					}
 					rd.PairsSource = "the pairs file " + filepath.Base(pairsFile)

@@ -925,3 +925,41 @@ func TestSortedPairsNeedNoTmpdir(t *testing.T) {
 		t.Errorf("pairs --clusters with a TMPDIR that does not exist: exit %d %q, want the error to name $TMPDIR", code, errOut)
 	}
 }
+
+// Ensure that a pairs file that cannot be checked (empty, or with no
+// header: what a redirect cut short leaves) is said in a warning, which
+// --quiet keeps, and refused by filter --strict, writing nothing: it was
+// a note, and a cron job's filter --strict --quiet kept 30,912 records
+// of a redirect cut short where 30,577 was the answer, exit 0, nothing
+// said (a nightly review, NB-3). The oracle: the outputs and the exit.
+func TestUncheckedPairsFileWarnedAndRefusedWhenStrict(t *testing.T) {
+	dir := t.TempDir()
+	in := "../../testdata/cmd/inputs/docs.jsonl"
+	idx := filepath.Join(dir, "idx")
+	if _, errOut, code := runLine([]string{"insert", "--db", idx, in}, ""); code != 0 {
+		t.Fatal(errOut)
+	}
+	empty, headless := filepath.Join(dir, "empty.jsonl"), filepath.Join(dir, "headless.jsonl")
+	os.WriteFile(empty, nil, 0o644)
+	pairs, errOut, code := runLine([]string{"pairs", "--db", idx, "--output", "json"}, "")
+	if code != 0 || !strings.Contains(pairs, "jaccard") {
+		t.Fatalf("pairs: exit %d %q %q", code, pairs, errOut)
+	}
+	os.WriteFile(headless, []byte(pairs), 0o644)
+	out := filepath.Join(dir, "kept.jsonl")
+	for _, from := range []string{empty, headless} {
+		if _, errOut, code := runLine([]string{"filter", "--db", idx, "--from", from, "--out", out, "--quiet", in}, ""); code != 0 || !strings.Contains(errOut, "lshdb: warning: ") {
+			t.Errorf("filter --quiet --from %s: exit %d %q, want 0 and a warning", filepath.Base(from), code, errOut)
+		}
+		os.Remove(out)
+		if _, errOut, code := runLine([]string{"filter", "--db", idx, "--from", from, "--out", out, "--strict", "--quiet", in}, ""); code != 1 || !strings.Contains(errOut, "--strict") {
+			t.Errorf("filter --strict --from %s: exit %d %q, want 1 naming --strict", filepath.Base(from), code, errOut)
+		}
+		if _, err := os.Stat(out); err == nil {
+			t.Errorf("filter --strict --from %s wrote %s", filepath.Base(from), out)
+		}
+	}
+	if _, errOut, code := runLine([]string{"report", "--db", idx, "--pairs", empty, "--out", filepath.Join(dir, "r.html"), "--quiet"}, ""); code != 0 || !strings.Contains(errOut, "lshdb: warning: ") {
+		t.Errorf("report --quiet --pairs of an empty file: exit %d %q, want 0 and a warning", code, errOut)
+	}
+}
