@@ -1057,7 +1057,7 @@ zstd inputs are read several times faster.`,
 	c.Flags().Lookup("meta-field").Hidden = true
 	df.add(c, "the file of the kept records (default: stdout)", "also write the removed records to this file, with duplicate_of and similarity", "as the input")
 	c.Flags().BoolVar(&annotate, "annotate", false, "keep every record and add cluster_id, cluster_size, duplicate_of and similarity")
-	c.Flags().BoolVar(&strict, "strict", false, "refuse, writing nothing, inputs that filter cannot wholly deduplicate: records the index does not hold, ids repeated with other content, texts other than their documents' (of the first 200 records whose documents keep their text: a sample, not every record), records not read as documents (each kept as read, with a note, without it); records of blank text pass, kept as read; and a --from pairs file that cannot be checked (empty, or with no header line), taken with a warning without it")
+	c.Flags().BoolVar(&strict, "strict", false, "refuse, writing nothing, inputs that filter cannot wholly deduplicate: records the index does not hold, ids repeated with other content, texts other than their documents' (of the first 200 records whose documents keep their text: a sample, not every record), records not read as documents (each kept as read, with a note, without it); records of blank text pass, kept as read; and a --from pairs file that cannot be checked (empty, with no header line, or with an earlier lshdb's header), taken with a warning without it")
 	return c
 }
 

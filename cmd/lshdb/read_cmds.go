@@ -643,10 +643,10 @@ func newPairSorter(limit, memory int) (*pairSorter, error) {
 	if limit > 0 {
 		return &pairSorter{top: topk.New(limit, pairCmp)}, nil
 	}
+	sweepTempOfDead("lshdb-pairs-sort-") // NB: reads $TMPDIR only if there is one
 	// NB: the directory is made at the first spill: pairs that fit half
 	// of --memory need no $TMPDIR (a nightly review, NB-2).
 	return &pairSorter{ext: extsort.NewKeySorterLazy(vfs.Default, func() (string, error) {
-		sweepTempOfDead("lshdb-pairs-sort-")
 		return os.MkdirTemp("", fmt.Sprintf("lshdb-pairs-sort-%d-", os.Getpid()))
 	}, "pairs", memory)}, nil
 }
