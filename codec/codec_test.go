@@ -629,7 +629,7 @@ func TestSumFingerprint(t *testing.T) {
 // refuses every change of its bytes (a torn or damaged file) as
 // ErrCorrupt rather than taking other values.
 func TestBackupStamp(t *testing.T) {
-	s := &BackupStamp{Instance: "AAAA", Origin: "BBBB", OriginWritten: 7, OriginDocs: 5}
+	s := &BackupStamp{Instance: "AAAA", Origin: "BBBB", OriginWritten: 7, OriginDocs: 5, For: "CCCC"}
 	enc, err := EncodeBackupStamp(s)
 	if err != nil {
 		t.Fatal(err)
@@ -639,8 +639,11 @@ func TestBackupStamp(t *testing.T) {
 		t.Fatalf("round trip: %+v, %v", got, err)
 	}
 	var m Manifest
-	if s.Applied(&m) {
-		t.Error("an empty manifest has the stamp applied")
+	if s.Applied(&m) || s.MadeFor(&m) {
+		t.Error("an empty manifest has the stamp applied, or is the one it was made for")
+	}
+	if m.Instance = "CCCC"; !s.MadeFor(&m) || s.Applied(&m) {
+		t.Error("the manifest the stamp was made for is not taken for it")
 	}
 	s.Apply(&m)
 	if !s.Applied(&m) || m.Instance != "AAAA" || m.Origin != "BBBB" || m.OriginWritten != 7 || m.OriginDocs != 5 || !m.OriginInstant {
@@ -664,7 +667,7 @@ func TestBackupStamp(t *testing.T) {
 }
 
 func FuzzDecodeBackupStamp(f *testing.F) {
-	b, _ := EncodeBackupStamp(&BackupStamp{Instance: "AAAA", Origin: "BBBB", OriginWritten: 7, OriginDocs: 5})
+	b, _ := EncodeBackupStamp(&BackupStamp{Instance: "AAAA", Origin: "BBBB", OriginWritten: 7, OriginDocs: 5, For: "CCCC"})
 	f.Add(b)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		s, err := DecodeBackupStamp(b)

@@ -309,6 +309,11 @@ type BackupStamp struct {
 	Origin        string `msgpack:"origin"`
 	OriginWritten uint64 `msgpack:"origin_written"`
 	OriginDocs    uint64 `msgpack:"origin_docs"`
+	// For is the instance in the copy's manifest record when it was
+	// stamped (Origin's, or, for a copy of a backup not yet written, the
+	// instance that backup's record still holds): a stamp is taken only
+	// by the manifest it was made for (For) or one it was folded into.
+	For string `msgpack:"for"`
 }
 
 // Apply sets m's fields that s gives.
@@ -316,6 +321,10 @@ func (s *BackupStamp) Apply(m *Manifest) {
 	m.Instance, m.Origin = s.Instance, s.Origin
 	m.OriginWritten, m.OriginDocs, m.OriginInstant = s.OriginWritten, s.OriginDocs, true
 }
+
+// MadeFor reports whether s was made for the manifest m: m is the
+// copy's record as it was stamped, or one s was folded into.
+func (s *BackupStamp) MadeFor(m *Manifest) bool { return m.Instance == s.For || s.Applied(m) }
 
 // Applied reports whether m has s's fields already (it was folded in).
 func (s *BackupStamp) Applied(m *Manifest) bool {

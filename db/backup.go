@@ -1,6 +1,7 @@
 package db
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -719,7 +720,7 @@ func (db *DB) stampBackup(dir string) error {
 	if err != nil {
 		return classify(fmt.Errorf("lshdb: backup: opening the copy: %w", err))
 	}
-	c, err := copiedCounters(p)
+	c, record, err := copiedState(p)
 	if cerr := p.Close(); err == nil && cerr != nil {
 		err = classify(fmt.Errorf("lshdb: backup: closing the copy: %w", cerr))
 	}
@@ -727,7 +728,7 @@ func (db *DB) stampBackup(dir string) error {
 		return err
 	}
 	enc, err := codec.EncodeBackupStamp(&codec.BackupStamp{Instance: newInstance(), Origin: db.man.Instance,
-		OriginWritten: max(c.NextDoc, 1) - 1, OriginDocs: c.Live})
+		OriginWritten: max(c.NextDoc, 1) - 1, OriginDocs: c.Live, For: record.Instance})
 	if err != nil {
 		return err
 	}
@@ -739,16 +740,32 @@ func (db *DB) stampBackup(dir string) error {
 	return nil
 }
 
-// copiedCounters reads the counters of the copy p: the original's at the
-// instant of the copy.
-func copiedCounters(p *pebble.DB) (codec.Counters, error) {
-	v, closer, err := p.Get(codec.CountersKey)
-	if err != nil {
-		return codec.Counters{}, classify(fmt.Errorf("lshdb: backup: reading the copy's counters: %w", err))
+// copiedState reads the counters of the copy p (the original's at the
+// instant of the copy) and its manifest record (which, in a copy of a
+// backup not yet written, holds that backup's original's instance).
+func copiedState(p *pebble.DB) (codec.Counters, *codec.Manifest, error) {
+	get := func(key []byte, what string) ([]byte, error) {
+		v, closer, err := p.Get(key)
+		if err != nil {
+			return nil, classify(fmt.Errorf("lshdb: backup: reading the copy's %s: %w", what, err))
+		}
+		defer closer.Close()
+		return bytes.Clone(v), nil
 	}
-	defer closer.Close()
-	c, err := codec.DecodeCounters(v)
-	return c, classify(err)
+	cv, err := get(codec.CountersKey, "counters")
+	if err != nil {
+		return codec.Counters{}, nil, err
+	}
+	c, err := codec.DecodeCounters(cv)
+	if err != nil {
+		return codec.Counters{}, nil, classify(err)
+	}
+	mv, err := get(codec.ManifestKey, "manifest")
+	if err != nil {
+		return codec.Counters{}, nil, err
+	}
+	m, err := codec.DecodeManifest(mv)
+	return c, m, classify(err)
 }
 
 // foldBackupStamp applies the stamp file a backup's copy may hold
@@ -776,7 +793,25 @@ func (db *DB) foldBackupStamp() error {
 		return fmt.Errorf("%w (%s: a backup's stamp, which gives the backup an instance of its own; it holds no document: remove it, and the index opens, with its original's instance if no writable open took the stamp in)%w", classify(err), path, unsaid{errAdvised})
 	}
 	folded := s.Applied(&db.man)
-	s.Apply(&db.man)
+	switch {
+	case folded:
+	case !s.MadeFor(&db.man):
+		// NB: a stamp made for another manifest than this one: a build
+		// before stamp files copied a backup's, stamp and all, into an
+		// index of another instance (its restore of a read-only
+		// backup), and applied, the two indexes had one instance (a
+		// read-through, RT9-2). Not taken.
+		db.opts.Logger.Warn("lshdb: the index holds a backup's stamp made for another index (copied with its files by an earlier lshdb?): not taken, and removed by a writable open", "file", path, "index_instance", db.man.Instance, "stamp_for", s.For)
+		if db.opts.ReadOnly {
+			return nil
+		}
+		if err := fsys.Remove(path); err != nil {
+			return classify(fmt.Errorf("lshdb: removing a backup's stamp made for another index, %s: %w", path, err))
+		}
+		return syncDir(fsys, db.dir)
+	default:
+		s.Apply(&db.man)
+	}
 	if db.opts.ReadOnly {
 		return nil
 	}

@@ -1208,3 +1208,49 @@ func TestBackupStampFolded(t *testing.T) {
 		t.Errorf("the damaged stamp removed: instance %q, want the folded %q", got, first)
 	}
 }
+
+// Ensure that a stamp made for another manifest than the index's (its
+// original's instance is not the index's: a build before stamp files
+// copied a backup's, stamp and all, beside another index's store) is not
+// taken: applied, the two indexes had one instance (a read-through,
+// RT9-2). A read-only open leaves it, a writable one removes it; the
+// instance stays the index's own. The oracle: the instance before the
+// file was put there.
+func TestBackupStampOfAnotherIndexNotTaken(t *testing.T) {
+	root := t.TempDir()
+	d := mustOpen(t, filepath.Join(root, "idx"), nil)
+	putSome(t, d, "doc", 5)
+	bk := filepath.Join(root, "bk")
+	if err := d.Backup(context.Background(), bk); err != nil {
+		t.Fatal(err)
+	}
+	stamp, err := os.ReadFile(filepath.Join(bk, codec.BackupStampFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := filepath.Join(root, "other")
+	o := mustOpen(t, other, nil)
+	putSome(t, o, "other", 3)
+	own := o.Instance()
+	if err := o.Close(); err != nil {
+		t.Fatal(err)
+	}
+	stampPath := filepath.Join(other, codec.BackupStampFile)
+	if err := os.WriteFile(stampPath, stamp, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, opts := range []*Options{{ReadOnly: true, MustExist: true}, {MustExist: true}} {
+		x, err := Open(other, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		info, err := x.Info()
+		if x.Instance() != own || err != nil || info.Origin != nil {
+			t.Errorf("read-only %v: the index with another's stamp: instance %s, origin %+v (%v); want its own %s and none", opts.ReadOnly, x.Instance(), info.Origin, err, own)
+		}
+		x.Close()
+		if _, err := os.Stat(stampPath); errors.Is(err, fs.ErrNotExist) == opts.ReadOnly {
+			t.Errorf("read-only %v: the stamp file after the open: %v", opts.ReadOnly, err)
+		}
+	}
+}

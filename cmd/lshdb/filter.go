@@ -756,7 +756,7 @@ func (f *dedupFlags) fates(a *app, d index, t float64, mode db.ClusterMode, keep
 		return nil, 0, err
 	}
 	if unchecked != "" {
-		return nil, 0, fmt.Errorf("%w (--strict): %s; nothing written: make the file with pairs --output json --header --out FILE, which is checked whole", errNotWhole, unchecked)
+		return nil, 0, fmt.Errorf("%w (--strict): the pairs file is refused, not taken: %s; nothing written: make the file with pairs --output json --header --out FILE, which is checked whole", errNotWhole, unchecked)
 	}
 	return fatesOf(cs), len(cs), nil
 }

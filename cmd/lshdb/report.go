@@ -632,7 +632,8 @@ func writable(path string) error {
 		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
 			t, ok := danglingTarget(path)
 			if !ok {
-				return fmt.Errorf("cannot write %s: a symbolic link whose target cannot be reached: %w", escControls(path), err)
+				to, _ := os.Readlink(path)
+				return fmt.Errorf("cannot write %s: a symbolic link whose target cannot be reached (%s, in no directory or through another link): %w", escControls(path), escControls(to), err)
 			}
 			path = t
 		}
