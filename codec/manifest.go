@@ -323,8 +323,8 @@ func (s *BackupStamp) Apply(m *Manifest) {
 }
 
 // MadeFor reports whether s was made for the manifest m: m is the
-// copy's record as it was stamped, or one s was folded into.
-func (s *BackupStamp) MadeFor(m *Manifest) bool { return m.Instance == s.For || s.Applied(m) }
+// copy's record as it was stamped (one s was folded into is Applied).
+func (s *BackupStamp) MadeFor(m *Manifest) bool { return m.Instance == s.For }
 
 // Applied reports whether m has s's fields already (it was folded in).
 func (s *BackupStamp) Applied(m *Manifest) bool {

@@ -792,9 +792,9 @@ func (db *DB) foldBackupStamp() error {
 	if err != nil {
 		return fmt.Errorf("%w (%s: a backup's stamp, which gives the backup an instance of its own; it holds no document: remove it, and the index opens, with its original's instance if no writable open took the stamp in)%w", classify(err), path, unsaid{errAdvised})
 	}
-	folded := s.Applied(&db.man)
 	switch {
-	case folded:
+	case s.Applied(&db.man):
+		// NB: folded in by an Open killed before it removed the file.
 	case !s.MadeFor(&db.man):
 		// NB: a stamp made for another manifest than this one: a build
 		// before stamp files copied a backup's, stamp and all, into an
@@ -802,20 +802,11 @@ func (db *DB) foldBackupStamp() error {
 		// backup), and applied, the two indexes had one instance (a
 		// read-through, RT9-2). Not taken.
 		db.opts.Logger.Warn("lshdb: the index holds a backup's stamp made for another index (copied with its files by an earlier lshdb?): not taken, and removed by a writable open", "file", path, "index_instance", db.man.Instance, "stamp_for", s.For)
+	default:
+		s.Apply(&db.man)
 		if db.opts.ReadOnly {
 			return nil
 		}
-		if err := fsys.Remove(path); err != nil {
-			return classify(fmt.Errorf("lshdb: removing a backup's stamp made for another index, %s: %w", path, err))
-		}
-		return syncDir(fsys, db.dir)
-	default:
-		s.Apply(&db.man)
-	}
-	if db.opts.ReadOnly {
-		return nil
-	}
-	if !folded {
 		enc, err := codec.EncodeManifest(&db.man)
 		if err != nil {
 			return err
@@ -824,8 +815,11 @@ func (db *DB) foldBackupStamp() error {
 			return fmt.Errorf("lshdb: writing the backup's stamp into its manifest: %w", err)
 		}
 	}
+	if db.opts.ReadOnly {
+		return nil
+	}
 	if err := fsys.Remove(path); err != nil {
-		return classify(fmt.Errorf("lshdb: removing the backup's stamp %s (folded into its manifest): %w", path, err))
+		return classify(fmt.Errorf("lshdb: removing the backup's stamp %s: %w", path, err))
 	}
 	return syncDir(fsys, db.dir)
 }

@@ -273,12 +273,7 @@ func TestUpgradeOpenFailureEndsNothing(t *testing.T) {
 		return
 	}
 	dir := copyGolden(t, "format1/text")
-	cmd := exec.Command(os.Args[0], "-test.run=^TestUpgradeOpenFailureEndsNothing$", "-test.count=1")
-	cmd.Env = append(os.Environ(), "LSHDB_UPGRADE_FAULT_DIR="+dir)
-	out, err := cmd.CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "child lived") {
-		t.Fatalf("the process of an Upgrade whose Open failed: %v\n%s", err, out)
-	}
+	childLived(t, "an Upgrade whose Open failed", "LSHDB_UPGRADE_FAULT_DIR="+dir)
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	if _, err := Open(dir, &Options{Logger: quiet}); !errors.Is(err, ErrFormat) {
 		t.Fatalf("the index after the failed upgrade: %v, want still format 1 (ErrFormat)", err)
@@ -319,13 +314,7 @@ func TestBackupTargetFaultEndsNothing(t *testing.T) {
 		return
 	}
 	root := t.TempDir()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestBackupTargetFaultEndsNothing$", "-test.count=1", "-test.v")
-	cmd.Env = append(os.Environ(), "LSHDB_BACKUP_FAULT_DIR="+root)
-	out, err := cmd.CombinedOutput()
-	_, instance, lived := strings.Cut(string(out), "child lived, instance ")
-	if err != nil || !lived {
-		t.Fatalf("the process of a backup whose copy's MANIFEST write failed: %v\n%s", err, out)
-	}
+	_, instance, _ := strings.Cut(childLived(t, "a backup whose copy's MANIFEST write failed", "LSHDB_BACKUP_FAULT_DIR="+root), "child lived, instance ")
 	instance, _, _ = strings.Cut(instance, "\n")
 	bk := mustOpen(t, filepath.Join(root, "bk"), &Options{MustExist: true})
 	defer bk.Close()
@@ -343,4 +332,19 @@ func TestBackupTargetFaultEndsNothing(t *testing.T) {
 	if info, err := bk.Info(); err != nil || info.Origin == nil || info.Origin.Instance != instance || bk.Instance() == instance {
 		t.Errorf("the backup's instance %s and origin %+v (%v), want another than %s, which is its origin", bk.Instance(), info.Origin, err, instance)
 	}
+}
+
+// childLived runs the calling test again in a child process, with env
+// (KEY=VALUE) set, which the child's part of the test reads; what runs
+// there is what. It fails the test unless the child exited 0 having
+// printed "child lived", and returns the child's output.
+func childLived(t *testing.T, what, env string) string {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^"+t.Name()+"$", "-test.count=1")
+	cmd.Env = append(os.Environ(), env)
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "child lived") {
+		t.Fatalf("the process of %s: %v\n%s", what, err, out)
+	}
+	return string(out)
 }

@@ -555,7 +555,7 @@ func createTempFor(path string) (*os.File, error) {
 			} else if t, ok := danglingTarget(path); ok {
 				target = t
 			} else {
-				return nil, fmt.Errorf("cannot write %s: a symbolic link whose target cannot be reached: %w", escControls(path), err)
+				return nil, unreachableLink(path, err)
 			}
 		}
 	}
@@ -607,6 +607,14 @@ func danglingTarget(path string) (string, bool) {
 	return l, true
 }
 
+// unreachableLink is the error of an output path, a symbolic link, whose
+// target cannot be reached (err) and is not one an output makes
+// (danglingTarget): in no directory, through another link, or a loop.
+func unreachableLink(path string, err error) error {
+	to, _ := os.Readlink(path)
+	return fmt.Errorf("cannot write %s: a symbolic link whose target cannot be reached (%s): %w", escControls(path), escControls(to), err)
+}
+
 // refuseStrangersLink refuses an output path that is another user's
 // symbolic link in a shared directory (strangersLink), which createTempFor
 // and writable would follow.
@@ -632,8 +640,7 @@ func writable(path string) error {
 		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
 			t, ok := danglingTarget(path)
 			if !ok {
-				to, _ := os.Readlink(path)
-				return fmt.Errorf("cannot write %s: a symbolic link whose target cannot be reached (%s, in no directory or through another link): %w", escControls(path), escControls(to), err)
+				return unreachableLink(path, err)
 			}
 			path = t
 		}

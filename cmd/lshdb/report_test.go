@@ -854,10 +854,7 @@ func TestOutputRefusesAStrangersLink(t *testing.T) {
 // file, byte for byte, and the link left a link.
 func TestOutputThroughALinkToAFileNotYetMade(t *testing.T) {
 	dir := t.TempDir()
-	idx := filepath.Join(dir, "idx")
-	if _, errOut, code := runLine([]string{"insert", "--db", idx, "../../testdata/cmd/inputs/docs.jsonl"}, ""); code != 0 {
-		t.Fatal(errOut)
-	}
+	idx := docsIndex(t, dir)
 	plain := filepath.Join(dir, "plain.jsonl")
 	if _, errOut, code := runLine([]string{"pairs", "--db", idx, "--output", "json", "--out", plain}, ""); code != 0 {
 		t.Fatal(errOut)
@@ -903,10 +900,7 @@ func TestOutputThroughALinkToAFileNotYetMade(t *testing.T) {
 // The oracle: the same run with a working TMPDIR, byte for byte.
 func TestSortedPairsNeedNoTmpdir(t *testing.T) {
 	dir := t.TempDir()
-	idx := filepath.Join(dir, "idx")
-	if _, errOut, code := runLine([]string{"insert", "--db", idx, "../../testdata/cmd/inputs/docs.jsonl"}, ""); code != 0 {
-		t.Fatal(errOut)
-	}
+	idx := docsIndex(t, dir)
 	want := filepath.Join(dir, "want.jsonl")
 	if _, errOut, code := runLine([]string{"pairs", "--db", idx, "--output", "json", "--out", want}, ""); code != 0 {
 		t.Fatal(errOut)
@@ -935,10 +929,7 @@ func TestSortedPairsNeedNoTmpdir(t *testing.T) {
 func TestUncheckedPairsFileWarnedAndRefusedWhenStrict(t *testing.T) {
 	dir := t.TempDir()
 	in := "../../testdata/cmd/inputs/docs.jsonl"
-	idx := filepath.Join(dir, "idx")
-	if _, errOut, code := runLine([]string{"insert", "--db", idx, in}, ""); code != 0 {
-		t.Fatal(errOut)
-	}
+	idx := docsIndex(t, dir)
 	empty, headless := filepath.Join(dir, "empty.jsonl"), filepath.Join(dir, "headless.jsonl")
 	os.WriteFile(empty, nil, 0o644)
 	pairs, errOut, code := runLine([]string{"pairs", "--db", idx, "--output", "json"}, "")
@@ -962,4 +953,15 @@ func TestUncheckedPairsFileWarnedAndRefusedWhenStrict(t *testing.T) {
 	if _, errOut, code := runLine([]string{"report", "--db", idx, "--pairs", empty, "--out", filepath.Join(dir, "r.html"), "--quiet"}, ""); code != 0 || !strings.Contains(errOut, "lshdb: warning: ") {
 		t.Errorf("report --quiet --pairs of an empty file: exit %d %q, want 0 and a warning", code, errOut)
 	}
+}
+
+// docsIndex inserts testdata's small corpus into dir/idx and returns
+// that index's path.
+func docsIndex(t *testing.T, dir string) string {
+	t.Helper()
+	idx := filepath.Join(dir, "idx")
+	if _, errOut, code := runLine([]string{"insert", "--db", idx, "../../testdata/cmd/inputs/docs.jsonl"}, ""); code != 0 {
+		t.Fatal(errOut)
+	}
+	return idx
 }

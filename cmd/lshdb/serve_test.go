@@ -1639,10 +1639,7 @@ func TestServeReadOnly(t *testing.T) {
 func TestHeaderTimeoutWithoutReadTimeout(t *testing.T) {
 	defer func(was time.Duration) { headerTimeoutCap = was }(headerTimeoutCap)
 	headerTimeoutCap = 300 * time.Millisecond
-	idx := filepath.Join(shortDir(t), "idx")
-	if _, errOut, code := runLine([]string{"insert", "--db", idx, "../../testdata/cmd/inputs/docs.jsonl"}, ""); code != 0 {
-		t.Fatal(errOut)
-	}
+	idx := docsIndex(t, shortDir(t))
 	_, tcp, _, _ := startServe(t, "--db", idx, "--addr", "127.0.0.1:0", "--token", "tok", "--read-timeout", "0")
 	c, err := net.Dial("tcp", strings.TrimPrefix(tcp, "http://"))
 	if err != nil {

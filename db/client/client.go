@@ -2072,10 +2072,6 @@ func docBytes(d db.Doc) int {
 	return n
 }
 
-// wireable refuses, as the index would, a document given as an empty set
-// or signature (the wire omits an empty list, which would read as an
-// empty text) and one larger than the index takes (the server refused its
-// request as a body too large, which does not match db.ErrDocTooLarge).
 // wireText refuses a text (what names it) that is not UTF-8: JSON
 // carries it with each bad byte as U+FFFD, so the server stored or
 // queried another text, where the server refuses such bytes in a body
@@ -2088,6 +2084,10 @@ func wireText(text, what string) error {
 	return fmt.Errorf("%w: %s is not UTF-8, which JSON cannot carry (each bad byte would arrive as U+FFFD): convert it first, from Latin-1 or whatever its encoding is", db.ErrInvalidDoc, what)
 }
 
+// wireable refuses, as the index would, a document given as an empty set
+// or signature (the wire omits an empty list, which would read as an
+// empty text) and one larger than the index takes (the server refused its
+// request as a body too large, which does not match db.ErrDocTooLarge).
 func (c *Client) wireable(docs []db.Doc) error {
 	for i, d := range docs {
 		err := wireID(d.ID)

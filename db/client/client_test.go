@@ -110,6 +110,26 @@ func serveTCP(t *testing.T, h http.Handler) (string, *http.Server) {
 	return "http://" + l.Addr().String(), srv
 }
 
+// serveCounting serves srv on a loopback port until the test ends, and
+// returns its URL and the count of the connections it accepted (the
+// oracle of whether a client kept or renewed its connections).
+func serveCounting(t *testing.T, srv *http.Server) (string, *atomic.Int64) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	conns := new(atomic.Int64)
+	srv.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	go srv.Serve(l)
+	t.Cleanup(func() { srv.Close() })
+	return "http://" + l.Addr().String(), conns
+}
+
 // oneRequestConn is a server's connection that serves one request and
 // then closes as the next arrives, unanswered: a kept-alive connection
 // that the server closed (a restart) under the client's next request.
@@ -2224,19 +2244,8 @@ func TestStreamsReuseTheirConnection(t *testing.T) {
 	if _, err := d.PutBatch(sampleDocs(t, 50), nil); err != nil {
 		t.Fatal(err)
 	}
-	var conns atomic.Int64
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: httpapi.Handler(d, nil), ConnState: func(_ net.Conn, s http.ConnState) {
-		if s == http.StateNew {
-			conns.Add(1)
-		}
-	}}
-	go srv.Serve(l)
-	t.Cleanup(func() { srv.Close() })
-	c, err := client.Open("http://"+l.Addr().String(), nil)
+	base, conns := serveCounting(t, &http.Server{Handler: httpapi.Handler(d, nil)})
+	c, err := client.Open(base, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -2698,20 +2707,8 @@ func TestTextNotUTF8IsRefused(t *testing.T) {
 func TestIdleConnectionClosedBeforeTheServerDoes(t *testing.T) {
 	d := open(t, &db.Options{NoSync: true})
 	const idle = 600 * time.Millisecond
-	var conns atomic.Int32
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: httpapi.Handler(d, &httpapi.Options{IdleTimeout: idle}), IdleTimeout: idle,
-		ConnState: func(_ net.Conn, s http.ConnState) {
-			if s == http.StateNew {
-				conns.Add(1)
-			}
-		}}
-	go srv.Serve(l)
-	t.Cleanup(func() { srv.Close() })
-	c, err := client.Open("http://"+l.Addr().String(), nil)
+	base, conns := serveCounting(t, &http.Server{Handler: httpapi.Handler(d, &httpapi.Options{IdleTimeout: idle}), IdleTimeout: idle})
+	c, err := client.Open(base, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
