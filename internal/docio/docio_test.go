@@ -158,6 +158,22 @@ func TestRead(t *testing.T) {
 			want: []string{"bad u.jsonl:1 (id \"\"): field \"id\" is not valid UTF-8: \"\\\"u\\xff1\\\"\"",
 				`bad u.jsonl:2 (id ""): field "id" has an escape that is not a character (a lone surrogate): "u\ud800"`,
 				"u.jsonl:3 id=u\ufffd text=\"c\"", "u.jsonl:4 id=u\ufffd text=\"d\""}},
+		// A field named by a dotted path is read only when the path names
+		// one value: a key repeated at any step of it, or a key holding
+		// the whole path beside it, is a bad record (an input review,
+		// IN-1 and IN-5: each was read as one of its values, without a
+		// word); the metadata's field too.
+		{name: "ambiguous dotted fields", files: map[string][]byte{"n.jsonl": []byte(`{"meta":{"url":"a","url":"b"},"doc":{"body":"t"}}` + "\n" +
+			`{"meta.url":"x","meta":{"url":"y"},"doc":{"body":"t"}}` + "\n" +
+			`{"meta":{"url":"c"},"doc":{"body":"one"},"doc":{"body":"two"}}` + "\n" +
+			`{"meta":{"url":"ok"},"doc":{"body":"fine"},"x":{"url":1,"url":2}}` + "\n" +
+			`{"meta":{"url":"m"},"doc":{"body":"b"},"m":1,"m":2}` + "\n")},
+			paths: []string{"n.jsonl"}, o: Options{IDField: "meta.url", TextField: "doc.body", MetaField: "m"},
+			want: []string{`bad n.jsonl:1 (id ""): field "meta.url" names more than one value ("url" appears more than once in "meta"): which one is the document's is unclear`,
+				`bad n.jsonl:2 (id ""): field "meta.url" names more than one value (the object has both a key "meta.url" and that path into its nested objects): which one is the document's is unclear`,
+				`bad n.jsonl:3 (id ""): field "doc.body" names more than one value ("doc" appears more than once in the object): which one is the document's is unclear`,
+				`n.jsonl:4 id=ok text="fine"`,
+				`bad n.jsonl:5 (id ""): field "m" names more than one value (it appears more than once in the object): which one is the document's is unclear`}},
 		// A JSON array, a pretty-printed object and a byte order mark
 		// inside the file (files joined with cat) say what they are.
 		{name: "malformed JSON lines", files: map[string][]byte{"bad.jsonl": []byte("{\"id\":\"a\"}\n[1]\nnot json\n{\"id\":\"b\",\"text\":null}\n{\"id\":\"c\",\"text\":\"ok\"}\n{\n\xef\xbb\xbf{\"id\":\"d\",\"text\":\"x, y\"}\n")},

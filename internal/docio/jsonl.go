@@ -326,14 +326,28 @@ func parseJSON(o *Options, s *lineScan, name string, line int, b []byte) (Record
 	// NB: a field that repeats (a producer's bug) was read as its last
 	// value, as encoding/json and jq read it, without a word: the id or
 	// the text of the record then is a guess (a newcomer's review, N8).
-	repeated := func(f string) error {
-		return fmt.Errorf("field %q appears more than once in the object: which one is the document's is unclear", f)
+	// NB: a dotted path is walked through every copy of each key on it,
+	// and a key holding the whole path beside the nested path is refused
+	// too (lineScan.ambiguous); the metadata's field as well, which was
+	// read as its last value.
+	ambiguous := func(f string) error {
+		if why := s.ambiguous(f); why != "" {
+			return fmt.Errorf("field %q names more than one value (%s): which one is the document's is unclear", f, why)
+		}
+		return nil
 	}
-	if o.IDFrom == "" && s.repeats(o.IDField) {
-		return Record{}, repeated(o.IDField)
+	if o.IDFrom == "" {
+		if err := ambiguous(o.IDField); err != nil {
+			return Record{}, err
+		}
 	}
-	if s.repeats(o.TextField) {
-		return Record{}, repeated(o.TextField)
+	if err := ambiguous(o.TextField); err != nil {
+		return Record{}, err
+	}
+	if o.MetaField != "" {
+		if err := ambiguous(o.MetaField); err != nil {
+			return Record{}, err
+		}
 	}
 	switch o.IDFrom {
 	case "":

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
+	"fmt"
 	"math/bits"
 	"slices"
+	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -177,6 +179,70 @@ func (s *lineScan) member(key string) ([]byte, bool) {
 		}
 	}
 	return nil, false
+}
+
+// ambiguous returns why the dotted path names more than one value of the
+// top-level object, or "" when it names at most one. The path is walked
+// through every member of each key on it, not only the last (which
+// lookupIn takes, as encoding/json does): a member on the path that
+// appears more than once in its object makes it ambiguous, whether or not
+// each copy leads to a value, and so does a key holding the whole path
+// beside the path into nested objects (lookupIn takes the key).
+//
+// NB: only the top-level repeat was refused: {"meta":{"url":"a","url":"b"}}
+// was read as "b" by --id-field meta.url without a word (an input review,
+// IN-1), and {"meta.url":"a","meta":{"url":"b"}} as "a" (IN-5).
+func (s *lineScan) ambiguous(path string) string {
+	n, whole := 0, false
+	for _, m := range s.members {
+		if keyIs(m.key, path) {
+			n++
+		}
+	}
+	switch {
+	case n > 1:
+		return "it appears more than once in the object"
+	case !strings.Contains(path, "."):
+		return ""
+	}
+	whole = n == 1
+	seg, rest, _ := strings.Cut(path, ".")
+	var val []byte
+	n = 0
+	for _, m := range s.members {
+		if keyIs(m.key, seg) {
+			n, val = n+1, m.val
+		}
+	}
+	at := seg // the path so far
+	for {
+		switch {
+		case n > 1:
+			if at == seg {
+				return fmt.Sprintf("%q appears more than once in the object", at)
+			}
+			return fmt.Sprintf("%q appears more than once in %q", at[strings.LastIndexByte(at, '.')+1:], at[:strings.LastIndexByte(at, '.')])
+		case n == 0:
+			return ""
+		case at == path:
+			if whole {
+				return fmt.Sprintf("the object has both a key %q and that path into its nested objects", path)
+			}
+			return ""
+		case val[0] != '{':
+			return ""
+		}
+		seg, rest, _ = strings.Cut(rest, ".")
+		at += "." + seg
+		obj := val
+		n = 0
+		eachMember(obj, func(k, v []byte) bool {
+			if keyIs(k, seg) {
+				n, val = n+1, v
+			}
+			return true
+		})
+	}
 }
 
 // repeats reports whether the top-level object has a member named key

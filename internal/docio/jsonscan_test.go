@@ -169,11 +169,18 @@ func FuzzScanLine(f *testing.F) {
 		if !s.object {
 			return
 		}
+		top, err := treeDecode(json.NewDecoder(bytes.NewReader(b)))
+		if err != nil {
+			t.Fatalf("%q: encoding/json's tokens: %v", b, err)
+		}
 		for _, p := range []string{"id", "text", "meta.url", "a.a.a", "te\"xt", "meta.url.x"} {
 			want, werr := mapLookup(b, p)
 			got, gerr := lookupIn(s.member, p)
 			if fmt.Sprint(werr) != fmt.Sprint(gerr) || !bytes.Equal(got, want) {
 				t.Fatalf("%q, path %q: lineScan %q, %v; encoding/json %q, %v", b, p, got, gerr, want, werr)
+			}
+			if got, want := s.ambiguous(p), treeAmbiguous(top.([]treeMember), p); (got != "") != want {
+				t.Fatalf("%q, path %q: ambiguous %q, the oracle %v", b, p, got, want)
 			}
 		}
 		for _, m := range s.members {
@@ -310,4 +317,164 @@ func topKeyCounts(b []byte) map[string]int {
 		}
 	}
 	return n
+}
+
+// treeMember is a member of an object as decoded by treeDecode: every
+// member kept, repeats included, in order.
+type treeMember struct {
+	key string
+	val any // []treeMember for an object, else nil
+}
+
+// treeDecode decodes one JSON value from dec's tokens (encoding/json),
+// keeping each object's members in order, repeats included: the oracle's
+// view of a line, which maps (mapLookup) cannot give.
+func treeDecode(dec *json.Decoder) (any, error) {
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, err
+	}
+	d, ok := tok.(json.Delim)
+	if !ok {
+		return nil, nil
+	}
+	if d == '[' {
+		for dec.More() {
+			if _, err := treeDecode(dec); err != nil {
+				return nil, err
+			}
+		}
+		_, err = dec.Token()
+		return nil, err
+	}
+	var ms []treeMember
+	for dec.More() {
+		k, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		v, err := treeDecode(dec)
+		if err != nil {
+			return nil, err
+		}
+		ms = append(ms, treeMember{k.(string), v})
+	}
+	_, err = dec.Token()
+	return ms, err
+}
+
+// treeAmbiguous is the oracle of lineScan.ambiguous: the dotted path is
+// ambiguous when a key on it is met more than once, counting every member
+// of every object reached through every copy, or when the whole path is a
+// key of the top object beside the nested path.
+func treeAmbiguous(top []treeMember, path string) bool {
+	whole := 0
+	for _, m := range top {
+		if m.key == path {
+			whole++
+		}
+	}
+	if whole > 1 {
+		return true
+	}
+	if !strings.Contains(path, ".") {
+		return false
+	}
+	objs := [][]treeMember{top}
+	segs := strings.Split(path, ".")
+	for i, seg := range segs {
+		var next [][]treeMember
+		n := 0
+		for _, o := range objs {
+			for _, m := range o {
+				if m.key == seg {
+					n++
+					if ms, ok := m.val.([]treeMember); ok {
+						next = append(next, ms)
+					}
+				}
+			}
+		}
+		switch {
+		case n > 1:
+			return true
+		case n == 0:
+			return false
+		case i == len(segs)-1:
+			return whole == 1
+		}
+		objs = next
+	}
+	return false
+}
+
+// Ensure that lineScan.ambiguous agrees with the oracle (encoding/json's
+// tokens, every member kept) on 20,000 random objects whose keys repeat,
+// nest and hold dots, and on cases worked out by hand.
+func TestAmbiguousPaths(t *testing.T) {
+	for _, c := range []struct {
+		line, path string
+		want       bool
+	}{
+		{`{"id":"a","text":"t"}`, "id", false},
+		{`{"id":"a","id":"b"}`, "id", true},
+		{`{"\u0069d":"a","id":"b"}`, "id", true},
+		{`{"meta":{"url":"a","url":"b"}}`, "meta.url", true},
+		{`{"meta":{"url":"a"},"meta":{"url":"b"}}`, "meta.url", true},
+		{`{"meta":{"url":"a"},"meta":{"x":1}}`, "meta.url", true}, // the last meta has no url: lookupIn's "no field" would mislead
+		{`{"meta":{"url":"a"},"m":{"url":"b"}}`, "meta.url", false},
+		{`{"meta.url":"a","meta":{"url":"b"}}`, "meta.url", true},
+		{`{"meta.url":"a","meta":{"x":"b"}}`, "meta.url", false},
+		{`{"meta.url":"a","meta":"b"}`, "meta.url", false},
+		{`{"meta":{"a":{"url":1,"url":2}}}`, "meta.url", false}, // not on the path
+		{`{"doc":{"body":"x","body":"y"}}`, "doc.body", true},
+		{`{"a":{"b":{"c":1}},"a":2}`, "a.b.c", true},
+		{`{"a":{"b":{"c":1,"c":2}}}`, "a.b.c", true},
+		{`{"a":{"b":{"c":1}}}`, "a.b.c", false},
+		{`{"a":{"b":[{"c":1},{"c":2}]}}`, "a.b.c", false},
+	} {
+		var s lineScan
+		if !s.scan([]byte(c.line)) {
+			t.Fatalf("%s: not scanned", c.line)
+		}
+		if got := s.ambiguous(c.path) != ""; got != c.want {
+			t.Errorf("%s, path %q: ambiguous %v (%q), want %v", c.line, c.path, got, s.ambiguous(c.path), c.want)
+		}
+		top, err := treeDecode(json.NewDecoder(strings.NewReader(c.line)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := treeAmbiguous(top.([]treeMember), c.path); got != c.want {
+			t.Errorf("%s, path %q: the oracle says %v, the case %v", c.line, c.path, got, c.want)
+		}
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	paths := []string{"id", "text", "meta", "meta.url", "meta.meta.url", "a.b", "te\"xt", "url", "a.b.a"}
+	var b bytes.Buffer
+	found := 0
+	for n := range 20000 {
+		b.Reset()
+		randomObject(rng, &b, 0)
+		line := b.Bytes()
+		var s lineScan
+		if !s.scan(line) || !s.object {
+			t.Fatalf("lineScan refused %s", line)
+		}
+		top, err := treeDecode(json.NewDecoder(bytes.NewReader(line)))
+		if err != nil {
+			t.Fatalf("line %d %s: %v", n, line, err)
+		}
+		for _, p := range paths {
+			want := treeAmbiguous(top.([]treeMember), p)
+			if got := s.ambiguous(p); (got != "") != want {
+				t.Fatalf("line %d %s, path %q: ambiguous %q, the oracle %v", n, line, p, got, want)
+			}
+			if want && strings.Contains(p, ".") {
+				found++
+			}
+		}
+	}
+	if found < 100 {
+		t.Fatalf("only %d ambiguous dotted paths among the random objects: the test does not exercise them", found)
+	}
 }
