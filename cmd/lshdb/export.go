@@ -36,7 +36,11 @@ func exportOf(doc *db.StoredDoc) exportLine {
 	}
 	switch m := doc.Meta; {
 	case m == nil:
-	case json.Valid(m):
+	case json.Valid(m) && utf8.Valid(m):
+		// NB: json.Valid takes bytes that are not UTF-8 inside a string,
+		// and a Latin-1 value stored by an earlier insert was written
+		// back as such, which a JSON reader refuses (an input review,
+		// IN-2): base64 below.
 		l.Meta = m
 	default:
 		if s := string(m); utf8.Valid(m) {

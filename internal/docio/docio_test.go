@@ -174,6 +174,14 @@ func TestRead(t *testing.T) {
 				`bad n.jsonl:3 (id ""): field "doc.body" names more than one value ("doc" appears more than once in the object): which one is the document's is unclear`,
 				`n.jsonl:4 id=ok text="fine"`,
 				`bad n.jsonl:5 (id ""): field "m" names more than one value (it appears more than once in the object): which one is the document's is unclear`}},
+		// Metadata that is not UTF-8, in a string or deeper, is a bad
+		// record, as a text or an id is: it was stored, and export wrote
+		// it back as JSON that is not UTF-8 (an input review, IN-2).
+		{name: "metadata not UTF-8", files: map[string][]byte{"m.jsonl": []byte("{\"id\":\"a\",\"text\":\"t\",\"m\":\"caf\xe9\"}\n{\"id\":\"b\",\"text\":\"t\",\"m\":{\"k\":\"\xe9\"}}\n{\"id\":\"c\",\"text\":\"t\",\"m\":\"caf\u00e9 \xc3\xa9\"}\n")},
+			paths: []string{"m.jsonl"}, o: Options{MetaField: "m"},
+			want: []string{`bad m.jsonl:1 (id "a"): field "m" is not valid UTF-8 (byte 0xe9 at offset 3 of its string as written): text in another encoding, such as Latin-1? convert the file first (iconv -f latin1 -t utf-8)`,
+				`bad m.jsonl:2 (id "b"): field "m" is not valid UTF-8 (byte 0xe9 at offset 6 of its value as written): text in another encoding, such as Latin-1? convert the file first (iconv -f latin1 -t utf-8)`,
+				`m.jsonl:3 id=c text="t"`}},
 		// A JSON array, a pretty-printed object and a byte order mark
 		// inside the file (files joined with cat) say what they are.
 		{name: "malformed JSON lines", files: map[string][]byte{"bad.jsonl": []byte("{\"id\":\"a\"}\n[1]\nnot json\n{\"id\":\"b\",\"text\":null}\n{\"id\":\"c\",\"text\":\"ok\"}\n{\n\xef\xbb\xbf{\"id\":\"d\",\"text\":\"x, y\"}\n")},

@@ -391,6 +391,12 @@ func parseJSON(o *Options, s *lineScan, name string, line int, b []byte) (Record
 	}
 	if o.MetaField != "" {
 		if raw, err := lookupIn(s.member, o.MetaField); err == nil {
+			if !utf8.Valid(raw) {
+				// NB: stored, and written back by export and get as JSON
+				// that is not UTF-8 (an input review, IN-2), as the text
+				// and the id are refused.
+				return Record{ID: rec.ID}, notUTF8(o.MetaField, raw)
+			}
 			rec.Meta = bytes.Clone(raw) // NB: b is the reader's buffer
 		}
 	}
@@ -423,6 +429,10 @@ func blankString(raw []byte, format bool) bool {
 // names the first bad byte and its offset in the field.
 func notUTF8(field string, raw []byte) error {
 	at := firstInvalid(raw)
+	if len(raw) > 0 && raw[0] != '"' {
+		// NB: a --meta-field's value may be an object or an array.
+		return fmt.Errorf("field %q is not valid UTF-8 (byte 0x%02x at offset %d of its value as written): text in another encoding, such as Latin-1? convert the file first (iconv -f latin1 -t utf-8)", field, raw[min(at, len(raw)-1)], at)
+	}
 	// NB: the offset in the string as written, after its opening quote.
 	return fmt.Errorf("field %q is not valid UTF-8 (byte 0x%02x at offset %d of its string as written): text in another encoding, such as Latin-1? convert the file first (iconv -f latin1 -t utf-8)", field, raw[min(at, len(raw)-1)], max(at-1, 0))
 }
