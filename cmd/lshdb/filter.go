@@ -1331,7 +1331,14 @@ func readOptions(in *inputFlags, onSource func(docio.Source) error) docio.Option
 	// NB: a record is copied, never parsed into a document: the index's
 	// record limit does not apply, only a bound on memory.
 	o.MaxRecordBytes = max(o.MaxRecordBytes, 1<<30)
-	o.OnSource = onSource
+	if onSource != nil {
+		o.OnSource = func(src docio.Source) error {
+			if err := in.fitsSource(src); err != nil {
+				return err
+			}
+			return onSource(src)
+		}
+	}
 	return o
 }
 

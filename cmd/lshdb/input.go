@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/lshdb/lshdb/db"
@@ -24,10 +25,13 @@ type inputFlags struct {
 	docio.Options
 	skipBad bool
 	rejects string
+	// given reports whether a flag was given (not left at its default).
+	given func(name string) bool
 }
 
 func (f *inputFlags) add(c *cobra.Command) {
 	fs := c.Flags()
+	f.given = fs.Changed
 	fs.StringVar(&f.IDField, "id-field", "id", "JSON Lines: the id field (a dotted path into nested objects: meta.url)")
 	fs.StringVar(&f.TextField, "text-field", "text", "JSON Lines: the text field (a dotted path)")
 	fs.StringVar(&f.MetaField, "meta-field", "", "JSON Lines: a field (a dotted path) whose JSON value is stored as the document's metadata")
@@ -137,7 +141,66 @@ func (in *input) close() error { return in.closeR() }
 func (f *inputFlags) readOptions() docio.Options {
 	o := f.Options
 	o.LongStops = !f.skipBad
+	o.OnSource = f.fitsSource
 	return o
+}
+
+// flagValue is v as a flag's value on a command line: as it is when it
+// holds only letters, digits, dots, dashes and underscores, else quoted.
+func flagValue(v string) string {
+	for _, r := range v {
+		if !(r == '.' || r == '-' || r == '_' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
+			return strconv.Quote(v)
+		}
+	}
+	return v
+}
+
+// fitsSource refuses an input read by flags of another format: JSON Lines
+// name their id and text by --id-field and --text-field, CSV, TSV and
+// Parquet by --id-col and --text-col, and an input of one kind given
+// only the other kind's flag was read with its own default, the wrong
+// field, without a word (an input review, IN-13: --text-col body on JSON
+// Lines indexed its "text" field). Both flags given (inputs of both kinds)
+// is what the user asked for.
+func (f *inputFlags) fitsSource(src docio.Source) error {
+	if f.given == nil {
+		return nil
+	}
+	type family struct{ id, text, kind, what string }
+	fields := family{"id-field", "text-field", "JSON Lines", "field"}
+	cols := family{"id-col", "text-col", "CSV, TSV and Parquet", "column"}
+	var own, other family
+	var kind string
+	switch src.Format {
+	case "jsonl":
+		own, other, kind = fields, cols, "JSON Lines"
+	case "csv", "tsv", "parquet":
+		own, other, kind = cols, fields, strings.ToUpper(src.Format)
+		if src.Format == "parquet" {
+			kind = "Parquet"
+		}
+	default:
+		return nil // a text file: its id is its name
+	}
+	for _, p := range [][3]string{{own.id, other.id, "id"}, {own.text, other.text, "text"}} {
+		mine, theirs, part := p[0], p[1], p[2]
+		if part == "id" && f.IDFrom != "" || !f.given(theirs) || f.given(mine) {
+			continue
+		}
+		v := f.IDField
+		switch theirs {
+		case "text-field":
+			v = f.TextField
+		case "id-col":
+			v = f.IDCol
+		case "text-col":
+			v = f.TextCol
+		}
+		return usagef("--%s names the %s of %s inputs, and %s is %s, whose %s --%s names: give --%s %s (or --%s %s, its default, to read that beside the other inputs' --%s)",
+			theirs, part+" "+other.what, other.kind, escControls(src.Name), kind, part+" "+own.what, mine, mine, flagValue(v), mine, part, theirs)
+	}
+	return nil
 }
 
 // posDoc is a validated document and where it was read.

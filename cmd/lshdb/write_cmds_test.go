@@ -2321,3 +2321,52 @@ func TestFormat2TTLAdviceKeepsTheParameters(t *testing.T) {
 		t.Fatalf("the index built as advised has other parameters:\nold %v\nnew %v", a, b)
 	}
 }
+
+// Ensure that an input of one kind given only the other kind's id or text
+// flag is refused, naming the flag it needs, and stores nothing: JSON
+// Lines given --text-col (or --id-col), CSV given --text-field, by insert,
+// build, dedup and filter. Each was read with its own default, the wrong
+// field, without a word (an input review, IN-13). With both flags given
+// (inputs of both kinds), each input reads its own: the oracle is the
+// texts stored.
+func TestFlagsOfTheOtherFormatRefused(t *testing.T) {
+	dir := t.TempDir()
+	jl := filepath.Join(dir, "tc.jsonl")
+	os.WriteFile(jl, []byte(`{"id":"a","url":"u1","body":"the body text of a","text":"the wrong text field"}`+"\n"), 0o644)
+	cv := filepath.Join(dir, "tf.csv")
+	os.WriteFile(cv, []byte("id,url,body,text\nb,u2,the body text of b,the wrong text column\n"), 0o644)
+	for i, c := range []struct {
+		args []string
+		want string // what stderr holds
+	}{
+		{[]string{jl, "--text-col", "body"}, "--text-col names the text column of CSV, TSV and Parquet inputs, and " + jl + " is JSON Lines, whose text field --text-field names: give --text-field body"},
+		{[]string{jl, "--id-col", "url"}, "--id-col names the id column of CSV, TSV and Parquet inputs, and " + jl + " is JSON Lines, whose id field --id-field names: give --id-field url"},
+		{[]string{cv, "--text-field", "body"}, "--text-field names the text field of JSON Lines inputs, and " + cv + " is CSV, whose text column --text-col names: give --text-col body"},
+	} {
+		for _, cmd := range []string{"insert", "build", "dedup"} {
+			idx := filepath.Join(dir, fmt.Sprint(cmd, i))
+			args := []string{cmd, "--db", idx}
+			if cmd != "dedup" {
+				args = append(args, "--store-text")
+			}
+			_, errOut, code := runLine(append(args, c.args...), "")
+			if code != 2 || !strings.Contains(errOut, c.want) {
+				t.Fatalf("%s %q: exit %d, stderr %q; want exit 2 and %q", cmd, c.args, code, errOut, c.want)
+			}
+			if _, err := os.Stat(idx); !errors.Is(err, fs.ErrNotExist) {
+				t.Fatalf("%s %q left %s behind (%v)", cmd, c.args, idx, err)
+			}
+		}
+	}
+	idx := filepath.Join(dir, "both")
+	if _, errOut, code := runLine([]string{"insert", "--db", idx, "--store-text", jl, cv, "--text-col", "body", "--text-field", "body"}, ""); code != 0 {
+		t.Fatalf("both flags: exit %d, stderr %q", code, errOut)
+	}
+	if got, want := storedTexts(t, idx), map[string]string{"a": "the body text of a", "b": "the body text of b"}; !maps.Equal(got, want) {
+		t.Fatalf("both flags stored %v, want %v", got, want)
+	}
+	out := filepath.Join(dir, "kept.jsonl")
+	if _, errOut, code := runLine([]string{"filter", "--db", idx, "--out", out, jl, "--text-col", "body"}, ""); code != 2 || !strings.Contains(errOut, "give --text-field body") {
+		t.Fatalf("filter: exit %d, stderr %q", code, errOut)
+	}
+}
