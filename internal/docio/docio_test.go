@@ -182,6 +182,15 @@ func TestRead(t *testing.T) {
 			want: []string{`bad m.jsonl:1 (id "a"): field "m" is not valid UTF-8 (byte 0xe9 at offset 3 of its string as written): text in another encoding, such as Latin-1? convert the file first (iconv -f latin1 -t utf-8)`,
 				`bad m.jsonl:2 (id "b"): field "m" is not valid UTF-8 (byte 0xe9 at offset 6 of its value as written): text in another encoding, such as Latin-1? convert the file first (iconv -f latin1 -t utf-8)`,
 				`m.jsonl:3 id=c text="t"`}},
+		// A text with an escape of half a surrogate pair is a bad record,
+		// as an id with one is: it was stored with U+FFFD in its place
+		// (an input review, IN-3). A pair, an escaped backslash before
+		// "ud800" and an escaped U+FFFD are text.
+		{name: "lone surrogate texts", files: map[string][]byte{"s.jsonl": []byte(`{"id":"a","text":"bad \ud800 surrogate"}` + "\n" +
+			`{"id":"b","text":"pair \ud83d\ude00"}` + "\n" + `{"id":"c","text":"not \\ud800 one"}` + "\n" + `{"id":"d","text":"\ufffd"}` + "\n")},
+			paths: []string{"s.jsonl"},
+			want: []string{`bad s.jsonl:1 (id "a"): field "text" has an escape that is not a character (a lone surrogate, \ud800 at offset 4 of its string as written): convert the text first, or escape U+FFFD (\ufffd) if that is what it means`,
+				"s.jsonl:2 id=b text=\"pair \U0001f600\"", `s.jsonl:3 id=c text="not \\ud800 one"`, "s.jsonl:4 id=d text=\"\ufffd\""}},
 		// A JSON array, a pretty-printed object and a byte order mark
 		// inside the file (files joined with cat) say what they are.
 		{name: "malformed JSON lines", files: map[string][]byte{"bad.jsonl": []byte("{\"id\":\"a\"}\n[1]\nnot json\n{\"id\":\"b\",\"text\":null}\n{\"id\":\"c\",\"text\":\"ok\"}\n{\n\xef\xbb\xbf{\"id\":\"d\",\"text\":\"x, y\"}\n")},

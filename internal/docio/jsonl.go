@@ -377,6 +377,12 @@ func parseJSON(o *Options, s *lineScan, name string, line int, b []byte) (Record
 		// (Checked under SkipText too: filter took such a record, which
 		// the build had refused, for a stored document of its id.)
 		return Record{ID: rec.ID}, notUTF8(o.TextField, raw)
+	} else if at := loneSurrogate(raw); at >= 0 && raw[0] == '"' {
+		// NB: decoded to U+FFFD, as encoding/json does, and stored so
+		// without a word, where the same escape in an id is refused (an
+		// input review, IN-3). Under SkipText too, as filter must refuse
+		// what the build refused.
+		return Record{ID: rec.ID}, fmt.Errorf("field %q has an escape that is not a character (a lone surrogate, %s at offset %d of its string as written): convert the text first, or escape U+FFFD (\\ufffd) if that is what it means", o.TextField, raw[at:at+6], at-1)
 	} else if o.SkipText && o.IDFrom != "hash" {
 		// NB: checked as a string (the line is valid JSON), not copied.
 		if len(raw) == 0 || raw[0] != '"' {

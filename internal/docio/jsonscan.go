@@ -545,6 +545,35 @@ func appendUnquoted(out, raw []byte) ([]byte, bool) {
 	return out, true
 }
 
+// loneSurrogate returns the offset in the JSON string raw (as written)
+// of its first \uXXXX escape of a UTF-16 surrogate that is not half of a
+// pair, which encoding/json and unquote decode to U+FFFD; -1 if it has
+// none.
+func loneSurrogate(raw []byte) int {
+	for i := 0; ; {
+		k := bytes.IndexByte(raw[i:], '\\')
+		if k < 0 {
+			return -1
+		}
+		i += k
+		if i+1 >= len(raw) || raw[i+1] != 'u' {
+			i += 2 // NB: \\ and the others: the next byte is not an escape's start
+			continue
+		}
+		r := getu4(raw[i:])
+		switch {
+		case r < 0:
+			i += 2
+		case !utf16.IsSurrogate(r):
+			i += 6
+		case utf16.DecodeRune(r, getu4(raw[i+6:])) != utf8.RuneError:
+			i += 12
+		default:
+			return i
+		}
+	}
+}
+
 // getu4 decodes \uXXXX at the start of b, or returns -1.
 func getu4(b []byte) rune {
 	if len(b) < 6 || b[0] != '\\' || b[1] != 'u' {

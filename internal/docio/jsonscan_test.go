@@ -194,6 +194,13 @@ func FuzzScanLine(f *testing.F) {
 			if got, ok := unquote(m.val); !ok || got != want {
 				t.Fatalf("unquote %q = %q, %v; encoding/json %q", m.val, got, ok, want)
 			}
+			// NB: encoding/json decodes a lone surrogate to U+FFFD: one
+			// found means one there; none found, and no U+FFFD written
+			// or escaped, means none there.
+			lone, replaced := loneSurrogate(m.val), strings.ContainsRune(want, utf8.RuneError)
+			if lone >= 0 && !replaced || lone < 0 && replaced && !bytes.ContainsRune(m.val, utf8.RuneError) && !bytes.Contains(bytes.ToLower(m.val), []byte("fffd")) && utf8.Valid(m.val) {
+				t.Fatalf("loneSurrogate %q = %d; encoding/json %q", m.val, lone, want)
+			}
 			if got, ok := jsonString(m.val); !ok || got != want {
 				t.Fatalf("jsonString %q = %q, %v; encoding/json %q", m.val, got, ok, want)
 			}
@@ -476,5 +483,32 @@ func TestAmbiguousPaths(t *testing.T) {
 	}
 	if found < 100 {
 		t.Fatalf("only %d ambiguous dotted paths among the random objects: the test does not exercise them", found)
+	}
+}
+
+// Ensure that loneSurrogate finds the first \u escape of a surrogate that
+// is not half of a pair, and no other: cases worked out by hand (offsets
+// in the string as written, its opening quote at 0).
+func TestLoneSurrogate(t *testing.T) {
+	for _, c := range []struct {
+		raw  string
+		want int
+	}{
+		{`"plain"`, -1},
+		{`"a\ud800b"`, 2},
+		{`"\ud83d\ude00"`, -1}, // a pair: U+1F600
+		{`"\uDBFF\uDFFF"`, -1}, // a pair, upper case
+		{`"\ude00\ud83d"`, 1},  // the low half first
+		{`"\ud83d\u0041"`, 1},  // a high half, then no low one
+		{`"\ud83d"`, 1},        // at the end
+		{`"\\ud800"`, -1},      // an escaped backslash, then the letters ud800
+		{`"\\\ud800"`, 3},      // an escaped backslash, then the escape
+		{`"x\u00e9\ud800"`, 8},
+		{`"\ufffd"`, -1},
+		{`"\n\ud800\udc00\udc00"`, 15}, // a pair, then a low half alone
+	} {
+		if got := loneSurrogate([]byte(c.raw)); got != c.want {
+			t.Errorf("loneSurrogate(%s) = %d, want %d", c.raw, got, c.want)
+		}
 	}
 }
