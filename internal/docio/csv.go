@@ -107,7 +107,7 @@ func (r *reader) csv(src Source, comma byte) error {
 	// NB: rec joins a record's lines with LF, as it is parsed (a quoted
 	// field's line ends read as LF, as encoding/csv does); raw keeps
 	// them as they were, for Record.Raw.
-	var rec, raw []byte
+	var rec, raw, hdr []byte // hdr: the header record, as rec
 	var fields []string
 	idCol, textCol := -1, -1
 	header, columns := true, 0
@@ -172,6 +172,22 @@ func (r *reader) csv(src Source, comma byte) error {
 		switch {
 		case long:
 			rerr = tooLong(total, r.o.MaxRecordBytes)
+		case len(rec) > 0 && rec[len(rec)-1] == '\r':
+			// NB: a carriage return before the line end, outside quotes
+			// (a quoted last field ends in its quote): a CRLF file whose
+			// line ends were converted again (CR CR LF). The header's
+			// names are trimmed, so it matched, and every row's last
+			// field kept the CR: the ids of that column were not their
+			// source's (an input review, IN-16).
+			rerr = errors.New("the line ends in a carriage return before its line end (CR CR LF: line ends converted twice?): remove it first (sed 's/\\r*$//' FILE)")
+		case !header && bytes.Equal(rec, hdr):
+			// NB: files joined with cat, each with its header: the next
+			// file's header was a document, id "id" (an input review,
+			// IN-15); the JSON Lines reader names a joined file's byte
+			// order mark, as below.
+			rerr = errors.New("the row repeats the header (files joined with cat? give each file as an input)")
+		case !header && bytes.HasPrefix(rec, utf8BOM):
+			rerr = errors.New("the row starts with a byte order mark (U+FEFF), as a file joined to others with cat does: give each file as an input, or remove it (sed 's/^\\xef\\xbb\\xbf//')")
 		default:
 			fields, rerr = splitFields(rec, comma, fields)
 		}
@@ -213,6 +229,7 @@ func (r *reader) csv(src Source, comma byte) error {
 			}
 			header = false
 			columns = len(fields)
+			hdr = bytes.Clone(rec)
 			src.Header, src.HeaderEnd = bytes.Clone(raw), end
 			if err := r.onSource(src); err != nil {
 				return err

@@ -191,6 +191,19 @@ func TestRead(t *testing.T) {
 			paths: []string{"s.jsonl"},
 			want: []string{`bad s.jsonl:1 (id "a"): field "text" has an escape that is not a character (a lone surrogate, \ud800 at offset 4 of its string as written): convert the text first, or escape U+FFFD (\ufffd) if that is what it means`,
 				"s.jsonl:2 id=b text=\"pair \U0001f600\"", `s.jsonl:3 id=c text="not \\ud800 one"`, "s.jsonl:4 id=d text=\"\ufffd\""}},
+		// CSV files joined with cat: the next file's header, and its byte
+		// order mark, are bad rows, not documents (an input review,
+		// IN-15). A row that ends in CR before its CRLF (line ends
+		// converted twice) is bad, the header too, where the last column
+		// kept the CR (IN-16); a quoted field's CR is the field's.
+		{name: "csv joined files and doubled CRs", files: map[string][]byte{"j.csv": []byte("id,text\na,one\nid,text\nb,two\n\xef\xbb\xbfid,text\nc,three\n"),
+			"r.csv": []byte("text,id\r\none,a\r\r\n\"two\r\",b\r\nthree,c\r\n")},
+			paths: []string{"j.csv", "r.csv"},
+			want: []string{"j.csv:2 id=a text=\"one\"", `bad j.csv:3 (id ""): the row repeats the header (files joined with cat? give each file as an input)`, "j.csv:4 id=b text=\"two\"",
+				`bad j.csv:5 (id ""): the row starts with a byte order mark (U+FEFF), as a file joined to others with cat does: give each file as an input, or remove it (sed 's/^\xef\xbb\xbf//')`, "j.csv:6 id=c text=\"three\"",
+				`bad r.csv:2 (id ""): the line ends in a carriage return before its line end (CR CR LF: line ends converted twice?): remove it first (sed 's/\r*$//' FILE)`,
+				"r.csv:3 id=b text=\"two\\r\"", "r.csv:4 id=c text=\"three\""}},
+		{name: "csv header ending in CR CR LF", files: map[string][]byte{"h.csv": []byte("text,id\r\r\none,a\r\r\n")}, paths: []string{"h.csv"}},
 		// A JSON array, a pretty-printed object and a byte order mark
 		// inside the file (files joined with cat) say what they are.
 		{name: "malformed JSON lines", files: map[string][]byte{"bad.jsonl": []byte("{\"id\":\"a\"}\n[1]\nnot json\n{\"id\":\"b\",\"text\":null}\n{\"id\":\"c\",\"text\":\"ok\"}\n{\n\xef\xbb\xbf{\"id\":\"d\",\"text\":\"x, y\"}\n")},
@@ -320,6 +333,12 @@ func TestRead(t *testing.T) {
 			if c.name == "csv header naming a column twice" {
 				if err == nil || !strings.Contains(err.Error(), `r.csv:1: the header names "id" twice (columns 1 and 3)`) {
 					t.Fatalf("error %v", err)
+				}
+				return
+			}
+			if c.name == "csv header ending in CR CR LF" {
+				if err == nil || !strings.Contains(err.Error(), `h.csv:1: the header: the line ends in a carriage return before its line end (CR CR LF: line ends converted twice?)`) || len(got) > 0 {
+					t.Fatalf("error %v after %q", err, got)
 				}
 				return
 			}
