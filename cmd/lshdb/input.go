@@ -54,6 +54,11 @@ func (f *inputFlags) check(paths []string) error {
 	if f.rejects != "" && !f.skipBad {
 		return usagef("--rejects needs --skip-bad")
 	}
+	if f.rejects != "" {
+		if err := compressionNameFits("--rejects", f.rejects); err != nil {
+			return err
+		}
+	}
 	// NB: each taken silently (a bad-input review, B15): an empty name as
 	// the default's, and stdin twice as once.
 	for _, e := range []struct{ flag, v string }{{"id-field", f.IDField}, {"text-field", f.TextField}, {"id-col", f.IDCol}, {"text-col", f.TextCol}} {
@@ -127,8 +132,15 @@ func (a *app) openInput(f *inputFlags, d index) (*input, error) {
 			// NB: "open in: is a directory" named no flag (B13).
 			return nil, fmt.Errorf("--rejects: %w", cannotWrite(f.rejects, pathCause(err)))
 		}
-		in.rejects = bufio.NewWriter(w)
-		in.closeR = func() error { return errors.Join(in.rejects.Flush(), w.Close()) }
+		// NB: compressed as its name says, as every other output is: a
+		// .gz was written plain (an input review, IN-7).
+		zw, err := nameWriter(w, f.rejects)
+		if err != nil {
+			w.Close()
+			return nil, fmt.Errorf("--rejects: %w", err)
+		}
+		in.rejects = bufio.NewWriter(zw)
+		in.closeR = func() error { return errors.Join(in.rejects.Flush(), zw.Close(), w.Close()) }
 	}
 	return in, nil
 }

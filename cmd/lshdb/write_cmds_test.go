@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/klauspost/compress/zstd"
 	"github.com/lshdb/lshdb/codec"
 	"github.com/lshdb/lshdb/compaction"
 	"github.com/lshdb/lshdb/db"
@@ -2368,5 +2369,47 @@ func TestFlagsOfTheOtherFormatRefused(t *testing.T) {
 	out := filepath.Join(dir, "kept.jsonl")
 	if _, errOut, code := runLine([]string{"filter", "--db", idx, "--out", out, jl, "--text-col", "body"}, ""); code != 2 || !strings.Contains(errOut, "give --text-field body") {
 		t.Fatalf("filter: exit %d, stderr %q", code, errOut)
+	}
+}
+
+// Ensure that --rejects is compressed as its name says (.gz, .zst), as
+// every other output is, and holds the bad records as read: a .gz was
+// written plain (an input review, IN-7). The oracle is the bad lines of
+// the input, read back through the decompressor of the name.
+func TestRejectsCompressedByName(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.jsonl")
+	bad := "not json\n" + `{"id":"x"}` + "\n"
+	os.WriteFile(in, []byte(docLine("a", "a good text one")+"\nnot json\n"+docLine("b", "a good text two")+"\n"+`{"id":"x"}`+"\n"), 0o644)
+	for _, name := range []string{"r.jsonl.gz", "r.jsonl.zst", "r.jsonl"} {
+		rej := filepath.Join(dir, name)
+		if _, errOut, code := runLine([]string{"insert", "--db", filepath.Join(dir, "idx"), "--skip-bad", "--rejects", rej, in}, ""); code != 0 {
+			t.Fatalf("%s: exit %d, stderr %q", name, code, errOut)
+		}
+		raw, err := os.ReadFile(rej)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r io.Reader = bytes.NewReader(raw)
+		switch filepath.Ext(name) {
+		case ".gz":
+			if r, err = gzip.NewReader(r); err != nil {
+				t.Fatalf("%s is not gzip: %v (%q)", name, err, raw)
+			}
+		case ".zst":
+			zr, err := zstd.NewReader(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer zr.Close()
+			r = zr
+		}
+		got, err := io.ReadAll(r)
+		if err != nil || string(got) != bad {
+			t.Fatalf("%s holds %q (%v), want %q", name, got, err, bad)
+		}
+	}
+	if _, errOut, code := runLine([]string{"insert", "--db", filepath.Join(dir, "idx"), "--skip-bad", "--rejects", filepath.Join(dir, "r.xz"), in}, ""); code != 2 || !strings.Contains(errOut, "names xz compression") {
+		t.Fatalf(".xz: exit %d, stderr %q", code, errOut)
 	}
 }
