@@ -584,6 +584,21 @@ func (r *reader) stream(name string, in io.Reader, format, textID string) error 
 	if err != nil {
 		return err
 	}
+	if textID == "" && isTar(br, wait) { // NB: a directory's tar is a binary file, passed over
+		// NB: read as JSON Lines, each member's first line ran into the
+		// tar header before it: bad records, and --skip-bad loaded the
+		// rest with exit 0 (an input review, IN-6).
+		closeFn()
+		what, flags := "a tar archive", "xf"
+		if comp != "" {
+			what, flags = "a "+comp+"-compressed tar archive", map[string]string{"gzip": "xzf", "zstd": "--zstd -xf"}[comp]
+		}
+		arg := name
+		if name == "stdin" {
+			arg = "-"
+		}
+		return fmt.Errorf("%s is %s (%w: lshdb reads streams of records, gzip or zstd, not archives); extract it first: tar %s %s, and give its files", name, what, ErrUnsupportedCompression, flags, arg)
+	}
 	dropBOM(br)
 	if format == "" {
 		format = formatByName(name)
@@ -700,6 +715,21 @@ func decompress(name string, in io.Reader, mayWait bool) (*bufio.Reader, string,
 		return bufio.NewReaderSize(zstdErrs{zr}, bufSize), "zstd", zr.Close, nil
 	}
 	return bufio.NewReaderSize(br, bufSize), "", func() {}, nil
+}
+
+// isTar reports whether br starts with a tar header: "ustar" at offset
+// 257 (POSIX and GNU tar). NB: a pipe's reader (wait) is not made to wait
+// for the header's bytes: a record shorter than them, trickled in, must
+// be read as it arrives; it is checked once its first bytes are there.
+func isTar(br *bufio.Reader, wait bool) bool {
+	const at, n = 257, 262
+	if wait {
+		if _, err := br.Peek(1); err != nil || br.Buffered() < n {
+			return false
+		}
+	}
+	m, _ := br.Peek(n)
+	return len(m) == n && string(m[at:n]) == "ustar"
 }
 
 // otherCompression names the compression format that magic, the first

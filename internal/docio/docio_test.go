@@ -1,6 +1,7 @@
 package docio
 
 import (
+	"archive/tar"
 	"bytes"
 	"cmp"
 	"compress/gzip"
@@ -934,5 +935,46 @@ func TestCSVHeaderOfJSONLines(t *testing.T) {
 	shown, err := strconv.Unquote(q)
 	if err != nil || !utf8.ValidString(shown) || len(shown) > 200+len("…") || !strings.HasSuffix(shown, "…") {
 		t.Errorf("the header shown: %q (%v), want at most 200 bytes of whole characters and …", q, err)
+	}
+}
+
+// Ensure that a tar archive, plain, gzip- or zstd-compressed, from a file
+// or a pipe, is refused as one, naming the tar command that extracts it,
+// with ErrUnsupportedCompression and no record read: read as JSON Lines,
+// each member's first line ran into the tar header before it, and
+// --skip-bad loaded the rest (an input review, IN-6). A JSON Lines file
+// that holds "ustar" further on is read.
+func TestTarRefused(t *testing.T) {
+	var tb bytes.Buffer
+	tw := tar.NewWriter(&tb)
+	for _, m := range []string{"p1.jsonl", "p2.jsonl"} {
+		body := []byte(`{"id":"` + m + `","text":"a text"}` + "\n")
+		tw.WriteHeader(&tar.Header{Name: m, Mode: 0o644, Size: int64(len(body))})
+		tw.Write(body)
+	}
+	tw.Close()
+	var zb bytes.Buffer
+	zw, _ := zstd.NewWriter(&zb)
+	zw.Write(tb.Bytes())
+	zw.Close()
+	dir := t.TempDir()
+	files := map[string][]byte{"a.tar": tb.Bytes(), "a.tar.gz": gzipBytes(tb.Bytes()), "a.tzst": zb.Bytes(),
+		"ok.jsonl": []byte(`{"id":"x","text":"` + strings.Repeat("p", 300) + ` ustar"}` + "\n")}
+	for name, b := range files {
+		os.WriteFile(filepath.Join(dir, name), b, 0o644)
+	}
+	for name, want := range map[string]string{"a.tar": "is a tar archive", "a.tar.gz": "is a gzip-compressed tar archive", "a.tzst": "is a zstd-compressed tar archive"} {
+		got, err := collect(t, dir, []string{name}, "", Options{})
+		if !errors.Is(err, ErrUnsupportedCompression) || !strings.Contains(err.Error(), name+" "+want) || !strings.Contains(err.Error(), "extract it first: tar ") || len(got) > 0 {
+			t.Fatalf("%s: %q, error %v", name, got, err)
+		}
+		// From a pipe, as stdin.
+		got, err = collect(t, dir, []string{"-"}, string(files[name]), Options{})
+		if !errors.Is(err, ErrUnsupportedCompression) || !strings.Contains(err.Error(), "stdin "+want) || len(got) > 0 {
+			t.Fatalf("%s on stdin: %q, error %v", name, got, err)
+		}
+	}
+	if got, err := collect(t, dir, []string{"ok.jsonl"}, "", Options{}); err != nil || len(got) != 1 {
+		t.Fatalf("ok.jsonl: %q, %v", got, err)
 	}
 }
