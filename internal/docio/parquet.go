@@ -78,11 +78,22 @@ func (r *reader) parquet(name string, f *os.File) error {
 		if c.MaxRepetitionLevel > 0 {
 			return fmt.Errorf("%s: the %s column %q is repeated (a list): want one value per row", name, what, strings.Join(c.Path, "."))
 		}
+		want := "strings"
+		if ints {
+			want = "strings or integers"
+		}
 		switch k := c.Node.Type().Kind(); {
 		case k == parquet.ByteArray, k == parquet.FixedLenByteArray:
 		case ints && (k == parquet.Int32 || k == parquet.Int64):
 		default:
-			return fmt.Errorf("%s: the %s column %q holds %s values: want strings", name, what, strings.Join(c.Path, "."), k)
+			return fmt.Errorf("%s: the %s column %q holds %s values: want %s", name, what, strings.Join(c.Path, "."), k, want)
+		}
+		if a := notTextual(c.Node.Type()); a != "" {
+			// NB: read as their raw bytes or integers, a UUID's 16 bytes
+			// failed as text that is not UTF-8, and a DECIMAL(10,2)
+			// 1234.56 became the id "123456", a date its day number,
+			// without a word (an input review, IN-4).
+			return fmt.Errorf("%s: the %s column %q holds %s values, whose stored bytes or numbers are not their text: want %s (cast the column to a string first)", name, what, strings.Join(c.Path, "."), a, want)
 		}
 		return nil
 	}
@@ -213,4 +224,26 @@ func (r *reader) parquetRow(name string, line int, row parquet.Row, idIdx, textI
 		out.Row = row.Clone() // NB: the reader reuses its rows
 	}
 	return r.emit(out, nil)
+}
+
+// notTextual names the Parquet annotation (logical type, or the converted
+// type of older writers) of a column of type t whose values' stored form
+// is not their text, such as DECIMAL, DATE, TIMESTAMP or UUID; "" for
+// strings, enums, JSON, integers and columns without one.
+func notTextual(t parquet.Type) string {
+	if lt := t.LogicalType(); lt != nil && lt.Value != nil {
+		switch lt.Value.(type) {
+		case *format.StringType, *format.EnumType, *format.JsonType, *format.IntType:
+			return ""
+		}
+		return lt.Value.String()
+	}
+	if ct := t.ConvertedType(); ct != nil {
+		if name, ok := map[deprecated.ConvertedType]string{deprecated.Decimal: "DECIMAL", deprecated.Date: "DATE",
+			deprecated.TimeMillis: "TIME_MILLIS", deprecated.TimeMicros: "TIME_MICROS", deprecated.TimestampMillis: "TIMESTAMP_MILLIS",
+			deprecated.TimestampMicros: "TIMESTAMP_MICROS", deprecated.Interval: "INTERVAL", deprecated.Bson: "BSON"}[*ct]; ok {
+			return name
+		}
+	}
+	return ""
 }

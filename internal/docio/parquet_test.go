@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/parquet-go/parquet-go"
@@ -447,4 +448,69 @@ func FuzzParquet(f *testing.F) {
 			}
 		}
 	})
+}
+
+// Ensure that an id or text column whose annotation makes its stored
+// bytes or numbers something other than its text (UUID, TIMESTAMP, DATE,
+// DECIMAL) is refused by its schema, naming the column and the type, with
+// no row read: a DECIMAL(10,2) 1234.56 was the id "123456", a date its
+// day number, a UUID 16 raw bytes (an input review, IN-4). Strings and
+// integers, annotated so or not, are read.
+func TestParquetAnnotatedColumns(t *testing.T) {
+	dir := t.TempDir()
+	type tsRow struct {
+		ID   time.Time `parquet:"id,timestamp(millisecond)"`
+		Text string    `parquet:"text"`
+	}
+	type dateRow struct {
+		ID   time.Time `parquet:"id,date"`
+		Text string    `parquet:"text"`
+	}
+	type uuidRow struct {
+		ID   [16]byte `parquet:"id,uuid"`
+		Text string   `parquet:"text"`
+	}
+	type decRow struct {
+		ID   int64  `parquet:"id,decimal(2:10)"`
+		Text string `parquet:"text"`
+	}
+	type uuidText struct {
+		ID   string   `parquet:"id"`
+		Text [16]byte `parquet:"text,uuid"`
+	}
+	type okRow struct {
+		ID   int32  `parquet:"id"`
+		Text string `parquet:"text,enum"`
+	}
+	when := time.Date(2023, 12, 8, 0, 0, 0, 0, time.UTC)
+	cases := []struct {
+		file, want string
+		write      func(string)
+	}{
+		{"ts.parquet", `the id column "id" holds TIMESTAMP(isAdjustedToUTC=true,unit=MILLIS) values`, func(p string) { writeParquet(t, p, []tsRow{{when, "a text"}}) }},
+		{"date.parquet", `the id column "id" holds DATE values`, func(p string) { writeParquet(t, p, []dateRow{{when, "a text"}}) }},
+		{"uuid.parquet", `the id column "id" holds UUID values`, func(p string) { writeParquet(t, p, []uuidRow{{[16]byte{0x9f, 0x1c}, "a text"}}) }},
+		{"dec.parquet", `the id column "id" holds DECIMAL(10,2) values`, func(p string) { writeParquet(t, p, []decRow{{123456, "a text"}}) }},
+		{"uuidtext.parquet", `the text column "text" holds UUID values`, func(p string) { writeParquet(t, p, []uuidText{{"a", [16]byte{'a'}}}) }},
+		{"ok.parquet", "", func(p string) { writeParquet(t, p, []okRow{{7, "a text"}}) }},
+	}
+	for _, c := range cases {
+		p := filepath.Join(dir, c.file)
+		c.write(p)
+		var got []string
+		var err error
+		for rec, rerr := range Read(context.Background(), []string{p}, nil, Options{}) {
+			if rerr != nil {
+				err = rerr
+				break
+			}
+			got = append(got, rec.ID+"="+rec.Text)
+		}
+		switch {
+		case c.want == "" && (err != nil || strings.Join(got, ",") != "7=a text"):
+			t.Errorf("%s: %q, %v", c.file, got, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "cast the column to a string first") || len(got) > 0):
+			t.Errorf("%s: %q, %v; want %q", c.file, got, err, c.want)
+		}
+	}
 }
