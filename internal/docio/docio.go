@@ -641,7 +641,7 @@ func (r *reader) stream(name string, in io.Reader, format, textID string) error 
 		if textID == "" {
 			textID = baseName(name)
 		}
-		return r.text(name, textID, br)
+		return r.text(name, textID, br, comp)
 	}
 	return fmt.Errorf("%w %q", ErrUnknownFormat, format) // NB: Validate refused it before
 }

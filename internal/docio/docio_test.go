@@ -205,6 +205,12 @@ func TestRead(t *testing.T) {
 				`bad r.csv:2 (id ""): the line ends in a carriage return before its line end (CR CR LF: line ends converted twice?): remove it first (sed 's/\r*$//' FILE)`,
 				"r.csv:3 id=b text=\"two\\r\"", "r.csv:4 id=c text=\"three\""}},
 		{name: "csv header ending in CR CR LF", files: map[string][]byte{"h.csv": []byte("text,id\r\r\none,a\r\r\n")}, paths: []string{"h.csv"}},
+		// A damaged compressed text file in a directory is a bad record
+		// of its own (one document), passed over with the others' reading
+		// going on: it stopped the run (an input review, IN-12).
+		{name: "damaged gzip text in a directory", files: map[string][]byte{"g/app.log": []byte("plain log text"), "g/bad.gz": gzipBytes([]byte("rotated log text, cut short"))[:20], "g/z.txt": []byte("another text")},
+			paths: []string{"g"},
+			want: []string{`g/app.log id=app.log text="plain log text"`, `bad g/bad.gz (id "bad.gz"): the gzip stream is damaged: the compressed stream ends early (truncated file?): unexpected EOF`, `g/z.txt id=z.txt text="another text"`}},
 		// A JSON array, a pretty-printed object and a byte order mark
 		// inside the file (files joined with cat) say what they are.
 		{name: "malformed JSON lines", files: map[string][]byte{"bad.jsonl": []byte("{\"id\":\"a\"}\n[1]\nnot json\n{\"id\":\"b\",\"text\":null}\n{\"id\":\"c\",\"text\":\"ok\"}\n{\n\xef\xbb\xbf{\"id\":\"d\",\"text\":\"x, y\"}\n")},
