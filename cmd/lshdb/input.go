@@ -354,7 +354,8 @@ func (a *app) recordDirNote(paths []string, format string) {
 
 // dirRecordFiles returns the record files (docio.IsRecordName) of the
 // directory p as the reader walks it, and how many other regular files
-// it holds; none for a path that is no directory.
+// it holds, a dataset's documentation (docio.IsDocumentationName) and
+// names that start with "_" not counted; none for a path that is no directory.
 func dirRecordFiles(p string) (records []string, others int) {
 	if st, err := os.Stat(p); err != nil || !st.IsDir() {
 		return nil, 0
@@ -389,7 +390,12 @@ func dirRecordFiles(p string) (records []string, others int) {
 		case regular && docio.IsRecordName(e.Name()):
 			rel, _ := filepath.Rel(root, path)
 			records = append(records, rel)
-		case regular:
+		case regular && !docio.IsDocumentationName(e.Name()) && !strings.HasPrefix(e.Name(), "_"):
+			// NB: a dataset's README beside data/*.parquet made the
+			// folder one of texts, and its README the index's only
+			// document, exit 0 (an input review, IN-14); nor are the
+			// markers Spark and Hadoop write beside their part files
+			// (_SUCCESS), which they take for hidden.
 			others++
 		}
 		return nil

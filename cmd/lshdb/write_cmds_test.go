@@ -2413,3 +2413,38 @@ func TestRejectsCompressedByName(t *testing.T) {
 		t.Fatalf(".xz: exit %d, stderr %q", code, errOut)
 	}
 }
+
+// Ensure that a dataset's folder as Hugging Face ships one (README.md
+// beside data/*.parquet, here with Spark's _SUCCESS too) is refused
+// without --format, as a folder of record files only is, and read whole
+// with --format parquet, its README and marker passed over: the oracle is
+// the index of the shard given alone. Without --format it stored the
+// README as the only document, exit 0; with it, the README stopped the
+// read (an input review, IN-14).
+func TestDatasetFolderWithReadme(t *testing.T) {
+	dir := t.TempDir()
+	shard, err := os.ReadFile("../../testdata/parquet-arrow/docs.parquet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hf := filepath.Join(dir, "hf")
+	os.MkdirAll(filepath.Join(hf, "data"), 0o755)
+	os.WriteFile(filepath.Join(hf, "README.md"), []byte("# a dataset card\n\nlicense: cc-by-4.0\n"), 0o644)
+	os.WriteFile(filepath.Join(hf, "data", "train-00000-of-00001.parquet"), shard, 0o644)
+	os.WriteFile(filepath.Join(hf, "data", "_SUCCESS"), nil, 0o644)
+	if _, errOut, code := runLine([]string{"insert", "--db", filepath.Join(dir, "none"), hf}, ""); code != 2 || !strings.Contains(errOut, "holds record files only (data/train-00000-of-00001.parquet)") {
+		t.Fatalf("without --format: exit %d, stderr %q", code, errOut)
+	}
+	alone, whole := filepath.Join(dir, "alone"), filepath.Join(dir, "whole")
+	if _, errOut, code := runLine([]string{"insert", "--db", alone, "--store-text", filepath.Join(hf, "data", "train-00000-of-00001.parquet")}, ""); code != 0 {
+		t.Fatalf("the shard alone: exit %d, stderr %q", code, errOut)
+	}
+	_, errOut, code := runLine([]string{"insert", "--db", whole, "--store-text", "--format", "parquet", hf}, "")
+	if code != 0 || !strings.Contains(errOut, "README.md: a dataset's documentation") || !strings.Contains(errOut, "_SUCCESS: not a Parquet file") {
+		t.Fatalf("--format parquet: exit %d, stderr %q", code, errOut)
+	}
+	want := storedTexts(t, alone)
+	if got := storedTexts(t, whole); len(want) < 100 || !maps.Equal(got, want) {
+		t.Fatalf("--format parquet stored %d documents, the shard alone %d", len(got), len(want))
+	}
+}

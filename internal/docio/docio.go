@@ -823,6 +823,20 @@ func IsRecordName(name string) bool {
 	return false
 }
 
+// IsDocumentationName reports whether a file's name is that of a
+// dataset's documentation, which lies beside its record files: README,
+// LICENSE (LICENCE), COPYING, CITATION, NOTICE or CHANGELOG, with any
+// extension, or any Markdown file (.md).
+func IsDocumentationName(name string) bool {
+	n := strings.ToUpper(baseName(name))
+	for _, p := range []string{"README", "LICENSE", "LICENCE", "COPYING", "CITATION", "NOTICE", "CHANGELOG"} {
+		if strings.HasPrefix(n, p) {
+			return true
+		}
+	}
+	return strings.HasSuffix(n, ".MD")
+}
+
 // baseName is the last element of a slash- or OS-separated path.
 // sameLineIDs refuses a second file of the same base name with IDFrom
 // line: its ids (BASE:LINE) would be the first one's, and its records

@@ -128,6 +128,14 @@ func (r *reader) dir(root string) error {
 		}
 		switch r.o.Format {
 		case "jsonl", "csv", "tsv", "parquet":
+			// NB: a dataset's README or LICENSE beside its shards, and
+			// in a folder of Parquet shards any file that is no Parquet
+			// (Spark's _SUCCESS), holds no records: each stopped the
+			// read of the shards (an input review, IN-14). Passed over,
+			// as a binary file is in a folder of texts.
+			if why := r.notShard(path); why != "" {
+				return r.emit(Record{}, &RecordError{File: path, Err: noDocuments{errors.New(why)}})
+			}
 			// NB: parquet too: each file was read as a text, refused as
 			// binary, and the command inserted nothing with exit 0.
 			return r.file(path, path, r.o.Format, "")
@@ -288,4 +296,27 @@ func readCapped(r io.Reader, limit int) ([]byte, error) {
 		out = append(out, blk...)
 	}
 	return out, nil
+}
+
+// notShard says why the file at path, met in a directory read with a
+// record format (Options.Format), is no file of its records: a dataset's
+// documentation (IsDocumentationName), or, in Parquet, a file not named
+// so and without Parquet's magic number; "" for a shard.
+func (r *reader) notShard(path string) string {
+	if IsDocumentationName(path) {
+		return fmt.Sprintf("a dataset's documentation, not a %s file of records: passed over", r.o.Format)
+	}
+	if r.o.Format != "parquet" || formatByName(path) == "parquet" {
+		return ""
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return "" // NB: the read says what is wrong
+	}
+	defer f.Close()
+	var magic [4]byte
+	if n, _ := f.ReadAt(magic[:], 0); n == 4 && string(magic[:]) == string(parquetMagic) {
+		return ""
+	}
+	return "not a Parquet file (no .parquet name, no Parquet magic number): passed over"
 }
