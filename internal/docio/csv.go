@@ -225,7 +225,7 @@ func (r *reader) csv(src Source, comma byte) error {
 					}
 					shown += "…"
 				}
-				return fmt.Errorf("%s:%d: the header %q has %s%s", name, start, shown, m, jsonLinesHint(rec))
+				return fmt.Errorf("%s:%d: the header %q has %s%s", name, start, shown, m, headerHint(rec, comma))
 			}
 			header = false
 			columns = len(fields)
@@ -241,6 +241,10 @@ func (r *reader) csv(src Source, comma byte) error {
 			// NB: a row with more fields than the header is most often a
 			// text with an unquoted comma: taking the field would cut it.
 			rerr = fmt.Errorf("%s, the header has %d (quote a field that holds %q)", plural(len(fields), "column", "columns"), columns, string(comma))
+			if len(fields) < columns {
+				// NB: the hint fits a row with too many fields only.
+				rerr = fmt.Errorf("%s, the header has %d (a row cut short, or a line end in a field that is not quoted?)", plural(len(fields), "column", "columns"), columns)
+			}
 		}
 		var err error
 		if rerr != nil {
@@ -304,6 +308,25 @@ func (o *Options) missingColumns(hasID, hasText bool) string {
 func jsonLinesHint(line []byte) string {
 	if t := bytes.TrimSpace(line); len(t) > 0 && t[0] == '{' {
 		return " (the line starts with '{': a JSON Lines file? --format jsonl reads it)"
+	}
+	return ""
+}
+
+// headerHint is jsonLinesHint, or what else a header that names neither
+// column looks like: a TSV read as CSV, a CSV read as TSV, or a file
+// separated by semicolons, which lshdb does not read (an input review's
+// IN-9: each said only that the columns were missing).
+func headerHint(line []byte, comma byte) string {
+	if h := jsonLinesHint(line); h != "" {
+		return h
+	}
+	switch {
+	case comma == ',' && bytes.IndexByte(line, '\t') >= 0:
+		return " (the header holds tabs: a TSV file? --format tsv reads it)"
+	case comma == '\t' && bytes.IndexByte(line, ',') >= 0:
+		return " (the header holds commas: a CSV file? --format csv reads it)"
+	case bytes.IndexByte(line, ';') >= 0:
+		return " (the header holds semicolons: lshdb reads CSV separated by commas, or TSV; convert the file first)"
 	}
 	return ""
 }

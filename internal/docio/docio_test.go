@@ -248,7 +248,7 @@ func TestRead(t *testing.T) {
 				fmt.Sprintf(`bad l.jsonl:3 (id ""): longer than the record limit: %d bytes (at most 100)`, len(bigLine)), `l.jsonl:4 id=t text="next"`}},
 		{name: "csv bad rows", files: map[string][]byte{"r.csv": []byte("text,id\nx\n\"y,a\n")},
 			paths: []string{"r.csv"},
-			want:  []string{`bad r.csv:2 (id ""): 1 column, the header has 2 (quote a field that holds ",")`, `bad r.csv:3 (id ""): a quoted field is not closed before the end of the input`}},
+			want:  []string{`bad r.csv:2 (id ""): 1 column, the header has 2 (a row cut short, or a line end in a field that is not quoted?)`, `bad r.csv:3 (id ""): a quoted field is not closed before the end of the input`}},
 		{name: "csv rows that would lose text", files: map[string][]byte{"r.csv": []byte("id,text\na,one two\nb,five,six\nc,\"x\"y\nd,\"a \"\"quoted\"\" word\"\ne,5\" screen\n")},
 			paths: []string{"r.csv"},
 			want: []string{`r.csv:2 id=a text="one two"`, `bad r.csv:3 (id ""): 3 columns, the header has 2 (quote a field that holds ",")`,
@@ -990,5 +990,24 @@ func TestTarRefused(t *testing.T) {
 	}
 	if got, err := collect(t, dir, []string{"ok.jsonl"}, "", Options{}); err != nil || len(got) != 1 {
 		t.Fatalf("ok.jsonl: %q, %v", got, err)
+	}
+}
+
+// Ensure that a header that names neither column says what the file looks
+// like: a TSV named .csv, a CSV read as TSV, semicolons (an input review's
+// IN-9: each said only that the columns were missing).
+func TestHeaderHints(t *testing.T) {
+	dir := t.TempDir()
+	for name, c := range map[string]struct{ body, want string }{
+		"tabs.csv":   {"id\ttext\na\tb\n", "(the header holds tabs: a TSV file? --format tsv reads it)"},
+		"commas.tsv": {"id,text\na,b\n", "(the header holds commas: a CSV file? --format csv reads it)"},
+		"semi.csv":   {"id;text\na;b\n", "(the header holds semicolons: lshdb reads CSV separated by commas, or TSV; convert the file first)"},
+		"plain.csv":  {"key,body\na,b\n", `has no "id" column for the ids (--id-col names it; --id-from line or hash makes ids) and no "text" column for the texts (--text-col names it)`},
+	} {
+		os.WriteFile(filepath.Join(dir, name), []byte(c.body), 0o644)
+		_, err := collect(t, dir, []string{name}, "", Options{})
+		if err == nil || !strings.HasSuffix(err.Error(), c.want) {
+			t.Errorf("%s: %v, want it to end %q", name, err, c.want)
+		}
 	}
 }
