@@ -210,7 +210,7 @@ func TestRead(t *testing.T) {
 		// going on: it stopped the run (an input review, IN-12).
 		{name: "damaged gzip text in a directory", files: map[string][]byte{"g/app.log": []byte("plain log text"), "g/bad.gz": gzipBytes([]byte("rotated log text, cut short"))[:20], "g/z.txt": []byte("another text")},
 			paths: []string{"g"},
-			want: []string{`g/app.log id=app.log text="plain log text"`, `bad g/bad.gz (id "bad.gz"): the gzip stream is damaged: the compressed stream ends early (truncated file?): unexpected EOF`, `g/z.txt id=z.txt text="another text"`}},
+			want:  []string{`g/app.log id=app.log text="plain log text"`, `bad g/bad.gz (id "bad.gz"): the gzip stream is damaged: the compressed stream ends early (truncated file?): unexpected EOF`, `g/z.txt id=z.txt text="another text"`}},
 		// A JSON array, a pretty-printed object and a byte order mark
 		// inside the file (files joined with cat) say what they are.
 		{name: "malformed JSON lines", files: map[string][]byte{"bad.jsonl": []byte("{\"id\":\"a\"}\n[1]\nnot json\n{\"id\":\"b\",\"text\":null}\n{\"id\":\"c\",\"text\":\"ok\"}\n{\n\xef\xbb\xbf{\"id\":\"d\",\"text\":\"x, y\"}\n")},
