@@ -62,11 +62,27 @@ func (r *reader) parquet(name string, f *os.File) error {
 		return fmt.Errorf("%s: not a readable Parquet file: %w", name, err)
 	}
 	schema := pf.Schema()
+	// NB: a column named with a dot (a flat "meta.url") could not be
+	// named, and the message listed it among the columns it said were
+	// not there (an input review, IN-5): the whole name is a column, or
+	// a path into groups, and both at once is refused, as in JSON Lines.
+	var ambiguous []string
 	lookup := func(col string) (parquet.LeafColumn, bool) {
-		return schema.Lookup(strings.Split(col, ".")...)
+		whole, okWhole := schema.Lookup(col)
+		path, okPath := schema.Lookup(strings.Split(col, ".")...)
+		switch {
+		case okWhole && okPath && strings.Contains(col, "."):
+			ambiguous = append(ambiguous, col)
+		case okWhole:
+			return whole, true
+		}
+		return path, okPath
 	}
 	textCol, okText := lookup(r.o.TextCol)
 	idCol, okID := lookup(r.o.IDCol)
+	if len(ambiguous) > 0 {
+		return fmt.Errorf("%s: the Parquet schema has both a column %q and that path into its groups: which one to read is not clear", name, ambiguous[0])
+	}
 	if m := r.o.missingColumns(okID, okText); m != "" {
 		var cols []string
 		for _, path := range schema.Columns() {

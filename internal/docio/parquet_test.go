@@ -514,3 +514,40 @@ func TestParquetAnnotatedColumns(t *testing.T) {
 		}
 	}
 }
+
+// Ensure that a column whose name holds a dot can be named (it could not,
+// and the message listed it among the columns it said were not there: an
+// input review, IN-5), and that a name that is both such a column and a
+// path into groups is refused as unclear, as in JSON Lines.
+func TestParquetDottedColumnNames(t *testing.T) {
+	dir := t.TempDir()
+	type flatRow struct {
+		URL  string `parquet:"meta.url"`
+		Text string `parquet:"text"`
+	}
+	type bothRow struct {
+		URL  string `parquet:"meta.url"`
+		Meta struct {
+			URL string `parquet:"url"`
+		} `parquet:"meta"`
+		Text string `parquet:"text"`
+	}
+	flat, both := filepath.Join(dir, "flat.parquet"), filepath.Join(dir, "both.parquet")
+	writeParquet(t, flat, []flatRow{{"u1", "a text"}})
+	r := bothRow{URL: "u1", Text: "a text"}
+	r.Meta.URL = "u2"
+	writeParquet(t, both, []bothRow{r})
+	var got []string
+	for rec, err := range Read(context.Background(), []string{flat}, nil, Options{IDCol: "meta.url"}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, rec.ID+"="+rec.Text)
+	}
+	if strings.Join(got, ",") != "u1=a text" {
+		t.Fatalf("flat: %q", got)
+	}
+	if err := firstErr(Read(context.Background(), []string{both}, nil, Options{IDCol: "meta.url"})); err == nil || !strings.Contains(err.Error(), `both a column "meta.url" and that path into its groups`) {
+		t.Fatalf("both: %v", err)
+	}
+}
