@@ -487,12 +487,17 @@ func (db *DB) markCounters(ctx context.Context) error {
 	if mark == "" {
 		mark = "-" // NB: an index made before instances were named
 	}
-	err := db.rkv.MarkCounters(ctx, mark)
+	gone, err := db.rkv.MarkCounters(ctx, mark, db.created)
 	if errors.Is(err, rediskv.ErrCountersGone) {
 		return fmt.Errorf("%w: %s: %w: it was dropped and made again as this handle opened it; open it again", ErrNotExist, db.dir, err)
 	}
 	if err != nil {
 		return fmt.Errorf("opening %s: %w", db.dir, redisErr(err))
+	}
+	if gone {
+		// NB: the handle opens (check --repair needs it), and its puts
+		// are refused as repairable ErrCorrupt until a repair.
+		db.opts.Logger.Warn("lshdb: the index's counters are gone from Redis (lost with a restart without persistence, or evicted) while its manifest is there: its documents cannot be counted and its writes are refused; stop every writer, and lshdb check --repair puts them back", "index", db.dir)
 	}
 	return nil
 }

@@ -3260,6 +3260,27 @@ func TestRedisCountersGoneCounted(t *testing.T) {
 	if rep, err := d.Check(ctx); err != nil || rep.OK() || !strings.Contains(strings.Join(rep.Problems, "\n"), "counters are gone") {
 		t.Fatalf("Check with the counters gone: %+v, %v; want it reported", rep, err)
 	}
+	// A new writable handle (a new command) opens, warning, and leaves
+	// the counters gone: it made them again from 0, its put succeeded,
+	// and Count then said 1 (an operator's review of Redis Cluster, RC-1).
+	var log syncBuffer
+	d2, err := Open(u, &Options{ExpirySweep: -1, Logger: slog.New(slog.NewTextHandler(&log, nil))})
+	if err != nil {
+		t.Fatalf("a writable open with the counters gone: %v", err)
+	}
+	if !strings.Contains(log.String(), "counters are gone") {
+		t.Errorf("the open said nothing of the counters gone:\n%s", log.String())
+	}
+	if err := d2.Put(Doc{ID: "d", Text: "a fourth document, put with the counters gone"}, nil); !errors.Is(err, ErrCorrupt) || !Repairable(err) {
+		t.Fatalf("a put of the new handle: %v; want repairable ErrCorrupt", err)
+	}
+	if n, err := cc.Exists(ctx, "{lshdb:"+t.Name()+"}:counters").Result(); err != nil || n != 0 {
+		t.Fatalf("the new handle made the counters again (%d, %v)", n, err)
+	}
+	if n, err := d2.Count(); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("Count of the new handle: %d, %v; want ErrCorrupt", n, err)
+	}
+	d2.Close()
 	if res, err := d.Repair(ctx); err != nil || !res.Counters {
 		t.Fatalf("Repair: %+v, %v; want the counters put back", res, err)
 	}
@@ -3268,6 +3289,17 @@ func TestRedisCountersGoneCounted(t *testing.T) {
 	}
 	if rep, err := d.Check(ctx); err != nil || !rep.OK() {
 		t.Fatalf("Check after the repair: %v, %v", rep.Problems, err)
+	}
+	d3, err := Open(u, &Options{ExpirySweep: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d3.Close()
+	if err := d3.Put(Doc{ID: "d", Text: "a fourth document, put after the repair"}, nil); err != nil {
+		t.Fatalf("a put after the repair: %v", err)
+	}
+	if n, err := d.Count(); err != nil || n != 4 {
+		t.Fatalf("Count after the put: %d, %v; want 4", n, err)
 	}
 }
 

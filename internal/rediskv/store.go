@@ -1080,25 +1080,41 @@ var LeftoverScanKeys int64 = 1_000_000
 // the handle learnt that the index was gone only at its heartbeat, every
 // 30 s, and numbers given again from 1 by the new counters were taken (a
 // review: 83,000 documents written after the restart, none readable).
-func (s *Store) MarkCounters(ctx context.Context, mark string) error {
+//
+// Counters that are not there are made (marked) only when create says
+// the index is new (its manifest made by this handle's open): an older
+// index's counters gone (Redis lost them) are left gone, gone reports it,
+// and the handle's puts are refused (ErrCountersGone) until Repair puts
+// them back. NB: they were made again, from 0, at every writable open:
+// the next insert succeeded, and info then counted 1 document of an
+// index of 963 ids, exit 0, where it had said the counters were gone (an
+// operator's review of Redis Cluster, RC-1).
+func (s *Store) MarkCounters(ctx context.Context, mark string, create bool) (gone bool, err error) {
 	// NB: the mark is set by a script, which may run at maxmemory (a
 	// writable open there deletes), and only where none is (an HSETNX is
 	// refused at maxmemory even where the field is).
-	got, err := s.evalOne(ctx, s.script(counterMarkScript), []string{s.countersKey()}, mark).Text()
+	got, err := s.evalOne(ctx, s.script(counterMarkScript), []string{s.countersKey()}, mark, create).Text()
 	if err != nil {
-		return err
+		return false, err
+	}
+	if got == "" {
+		s.mark = mark // NB: numbersScript refuses every put: no mark there
+		return true, nil
 	}
 	if got != mark {
-		return fmt.Errorf("%w: %s holds the mark %q, not %q", ErrCountersGone, s.countersKey(), got, mark)
+		return false, fmt.Errorf("%w: %s holds the mark %q, not %q", ErrCountersGone, s.countersKey(), got, mark)
 	}
 	s.mark = mark
-	return nil
+	return false, nil
 }
 
 // counterMarkScript sets the counters KEYS[1]'s mark to ARGV[1] unless they
-// hold one, and returns theirs.
+// hold one, and returns theirs; counters that are not there are made only
+// when ARGV[2] is 1 (a new index), else it returns "". (Counters with no
+// mark are an index's of an lshdb before marks: marked.)
 const counterMarkScript = `local m = redis.call('HGET', KEYS[1], 'index')
 if m then return m end
+if ARGV[2] ~= '1' and redis.call('EXISTS', KEYS[1]) == 0 then return '' end
 redis.call('HSET', KEYS[1], 'index', ARGV[1])
 return ARGV[1]`
 
@@ -2385,7 +2401,7 @@ func (s *Store) RepairWith(ctx context.Context, o RepairOptions) (RepairReport, 
 	if s.mark != "" {
 		// NB: counters lost and made again by the repair hold no mark,
 		// and every handle's puts would be refused.
-		if err := s.MarkCounters(ctx, s.mark); err != nil {
+		if _, err := s.MarkCounters(ctx, s.mark, true); err != nil {
 			return rep, err
 		}
 	}
