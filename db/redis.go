@@ -93,12 +93,17 @@ var ErrAccessDenied = errors.New("lshdb: the storage backend refused access")
 // (ErrBackend). A refusal is not (ErrAccessDenied; Redis at its
 // maxmemory, ErrDiskFull), nor is any error of an index in a directory.
 //
-// Writing a failed PutBatch or PreparedBatch again is safe: a write that
-// stopped part way is redone whole, and a write that was applied but not
-// acknowledged by a replica replaces its documents with themselves.
-// Load retries its batches so for up to a minute, and lshdb insert its
-// own. What a write stopped part way left (records no id names, postings
-// of no document) takes memory until Check's repair removes it.
+// Sending a failed write again as itself finishes it: PutPrepared of the
+// same PreparedBatch (within 5 minutes of its first try), as Load does
+// with its batches for up to a minute, and lshdb insert with its own.
+// Nothing is left for Check, and what it replaced is counted once. A
+// PutBatch (or Put) of the same documents again is a write of its own:
+// the documents are stored, but what the failed write left (records no id
+// names, postings of no document, a live count short by what it did)
+// stays until Check's repair. NB: this said a PutBatch again was safe,
+// and a program that retried so was left with a count short by 41-43 and
+// Check failing after a failover (an operator's review of Redis, RC-2).
+// A program that retries writes should prepare them (PrepareBatch).
 func Transient(err error) bool {
 	return errors.Is(err, ErrBackend) && !errors.Is(err, ErrAccessDenied) && !errors.Is(err, ErrDiskFull) && !rediskv.Permanent(err)
 }
