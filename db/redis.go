@@ -86,6 +86,17 @@ var ErrBackend = errors.New("lshdb: the storage backend failed")
 // change.
 var ErrAccessDenied = errors.New("lshdb: the storage backend refused access")
 
+// ErrNotReplicated: a synced write to Redis that a replica of a master
+// did not acknowledge in time (stalled, unreachable, or its slots moving
+// through every try). The write was applied on the master: a failover
+// now would promote a replica without it. It matches ErrBackend too, and
+// Transient: writing again once the replica keeps up finishes it (over
+// the HTTP API, where it is backend_unavailable, ErrBackend alone). NB:
+// the README named it, but package db did not export it, so a program
+// could not tell a stalled replica from a dead node (an operator's
+// review of Redis, RC-3).
+var ErrNotReplicated = rediskv.ErrNotReplicated
+
 // Transient reports whether err is a failure of the storage backend
 // that the same call, made again a little later, may get past: a Redis
 // node that did not answer or closed the connection, a cluster failing

@@ -2103,7 +2103,7 @@ func TestRedisSyncWithoutInfo(t *testing.T) {
 	}
 	defer d.Close()
 	err = d.Put(Doc{ID: "a", Text: "some words of a document"}, nil)
-	if !errors.Is(err, ErrAccessDenied) || errors.Is(err, ErrBackend) || !strings.Contains(err.Error(), "may not run INFO") || !strings.Contains(err.Error(), "+info") {
+	if !errors.Is(err, ErrAccessDenied) || errors.Is(err, ErrBackend) || !errors.Is(err, ErrNotReplicated) || !strings.Contains(err.Error(), "may not run INFO") || !strings.Contains(err.Error(), "+info") {
 		t.Fatalf("a synced put without INFO to a server with no replica: %v", err)
 	}
 	if err := d.Put(Doc{ID: "b", Text: "some words of another document"}, &WriteOptions{NoSync: true}); err != nil {
