@@ -174,7 +174,7 @@ func TestRead(t *testing.T) {
 				`bad n.jsonl:2 (id ""): field "meta.url" names more than one value (the object has both a key "meta.url" and that path into its nested objects): which one is the document's is unclear`,
 				`bad n.jsonl:3 (id ""): field "doc.body" names more than one value ("doc" appears more than once in the object): which one is the document's is unclear`,
 				`n.jsonl:4 id=ok text="fine"`,
-				`bad n.jsonl:5 (id ""): field "m" names more than one value (it appears more than once in the object): which one is the document's is unclear`}},
+				`bad n.jsonl:5 (id ""): field "m" appears more than once in the object: which one is the document's is unclear`}},
 		// Metadata that is not UTF-8, in a string or deeper, is a bad
 		// record, as a text or an id is: it was stored, and export wrote
 		// it back as JSON that is not UTF-8 (an input review, IN-2).

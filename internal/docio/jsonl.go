@@ -331,7 +331,11 @@ func parseJSON(o *Options, s *lineScan, name string, line int, b []byte) (Record
 	// too (lineScan.ambiguous); the metadata's field as well, which was
 	// read as its last value.
 	ambiguous := func(f string) error {
-		if why := s.ambiguous(f); why != "" {
+		switch why := s.ambiguous(f); why {
+		case "":
+		case repeatedKey:
+			return fmt.Errorf("field %q appears more than once in the object: which one is the document's is unclear", f)
+		default:
 			return fmt.Errorf("field %q names more than one value (%s): which one is the document's is unclear", f, why)
 		}
 		return nil

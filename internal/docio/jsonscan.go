@@ -181,6 +181,10 @@ func (s *lineScan) member(key string) ([]byte, bool) {
 	return nil, false
 }
 
+// repeatedKey is ambiguous's answer for a key repeated in the top-level
+// object.
+const repeatedKey = "it appears more than once in the object"
+
 // ambiguous returns why the dotted path names more than one value of the
 // top-level object, or "" when it names at most one. The path is walked
 // through every member of each key on it, not only the last (which
@@ -201,7 +205,7 @@ func (s *lineScan) ambiguous(path string) string {
 	}
 	switch {
 	case n > 1:
-		return "it appears more than once in the object"
+		return repeatedKey
 	case !strings.Contains(path, "."):
 		return ""
 	}
