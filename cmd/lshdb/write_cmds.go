@@ -2599,6 +2599,12 @@ Nothing asks again: --yes says you mean it.`,
 				known = cerr == nil
 				writers, werr = d.OtherWritersSeen(a.ctx)
 				d.Close()
+			} else if errors.Is(err, db.ErrInvalidOptions) {
+				// NB: a URL no index can have (a name with a '*'): it
+				// said the writers could not be counted, and to add
+				// --force, which then said the URL is bad (an operator's
+				// review of Redis, RC-4).
+				return err
 			} else if !errors.Is(err, db.ErrNotExist) {
 				werr = err
 			}

@@ -2448,3 +2448,16 @@ func TestDatasetFolderWithReadme(t *testing.T) {
 		t.Fatalf("--format parquet stored %d documents, the shard alone %d", len(got), len(want))
 	}
 }
+
+// Ensure that drop of a Redis URL whose index name no index can have says
+// only that (exit 2): it said the index's writers could not be counted
+// and to add --force, which then said the URL was bad (an operator's
+// review of Redis, RC-4). No server is needed: the name is refused first.
+func TestDropOfAnInvalidRedisName(t *testing.T) {
+	for _, args := range [][]string{{"drop", "--db", "redis://127.0.0.1:1/a*b", "--yes"}, {"drop", "--db", "redis+cluster://127.0.0.1:1/a b", "--yes", "--force"}} {
+		_, errOut, code := runLine(args, "")
+		if code != 2 || !strings.Contains(errOut, "the index name") || strings.Contains(errOut, "--force") || strings.Contains(errOut, "could not be counted") {
+			t.Fatalf("%q: exit %d, stderr %q", args, code, errOut)
+		}
+	}
+}
