@@ -1746,7 +1746,7 @@ build the index again.`,
 								counted(len(r.Lost), "id", "ids"), why, messageIDs(r.Lost))
 						}
 						if len(r.Unnamed) > 0 {
-							fmt.Fprintf(a.stderr, "lshdb: removed the records of %s that no id named (writes that stopped before their id, or older copies of documents replaced and then deleted): put them again if they should be stored: %s\n",
+							fmt.Fprintf(a.stderr, "lshdb: removed the records of %s that no id named (deletes that stopped part way, writes that stopped before their id, or older copies of documents replaced and then deleted): put again those that should be stored (ids being deleted need nothing): %s\n",
 								counted(len(r.Unnamed), "id", "ids"), messageIDs(r.Unnamed))
 						}
 						switch {
