@@ -1520,11 +1520,12 @@ func (a *app) filter(paths []string, in *inputFlags, f *filterer, since time.Tim
 		add(1)
 		var re *docio.RecordError
 		switch {
-		case errors.As(err, &re) && (errors.Is(re, docio.ErrNotRegular) || errors.Is(re, docio.ErrStoreInput)):
+		case errors.As(err, &re) && (errors.Is(re, docio.ErrNotRegular) || errors.Is(re, docio.ErrStoreInput) || errors.Is(re, docio.ErrNoDocuments)):
 			// NB: no record (a directory's link to a directory or to
 			// nothing, an index among the inputs): named and passed over,
 			// as insert does; it was refused as a record filter could not
-			// copy.
+			// copy; and a dataset's README beside its shards, which the
+			// build passed over (a read-through's RT10-2).
 			fmt.Fprintf(a.stderr, "lshdb: skipped %s\n", escControls(re.Error()))
 			continue
 		case errors.As(err, &re):

@@ -88,6 +88,26 @@ func (f *inputFlags) check(paths []string) error {
 	if err := docio.CheckTextIDs(paths, o); err != nil {
 		return usageError{err}
 	}
+	// NB: the files whose kind --format or the name tells are checked
+	// before anything is written: refused as each opened, a JSON Lines
+	// file after a CSV one stopped an insert that had committed the CSV's
+	// documents, exit 2 (a read-through, RT10-6). fitsSource checks the
+	// others (stdin, directories) as each opens.
+	for _, p := range paths {
+		if st, err := os.Stat(p); p == "-" || err != nil || st.IsDir() {
+			continue
+		}
+		format := f.Format
+		if format == "" {
+			format = docio.FormatOf(p)
+			if isParquetFile(p) {
+				format = "parquet"
+			}
+		}
+		if err := f.fitsSource(docio.Source{Name: p, Format: format}); err != nil {
+			return err
+		}
+	}
 	if f.Format == "" {
 		// NB: a folder of dataset shards (Hugging Face's data/) read as
 		// one text a file: a build of JSON Lines shards stored one
@@ -96,7 +116,7 @@ func (f *inputFlags) check(paths []string) error {
 		// read as texts, with a note (recordDirNote).
 		for _, p := range paths {
 			if records, others := dirRecordFiles(p); len(records) > 0 && others == 0 {
-				return usagef("%s holds record files only (%s), and a directory's files are read as one text document each: to read their records, give --format jsonl, csv, tsv or parquet, or the files themselves (%s)", escControls(p), escControls(strings.Join(records[:min(len(records), 3)], ", ")), escControls(filepath.Join(p, "*")))
+				return usagef("%s holds record files only (%s), and a directory's files are read as one text document each: to read their records, give --format jsonl, csv, tsv or parquet, or the files themselves (%s); --format text reads each file as one document", escControls(p), escControls(strings.Join(records[:min(len(records), 3)], ", ")), escControls(filepath.Join(p, filepath.Dir(records[0]), "*")))
 			}
 		}
 	}
@@ -352,7 +372,21 @@ func (a *app) recordDirNote(paths []string, format string) {
 	}
 }
 
-// dirRecordFiles returns the record files (docio.IsRecordName) of the
+// isParquetFile reports whether the file at path starts with Parquet's
+// magic number.
+func isParquetFile(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	var magic [4]byte
+	n, _ := f.ReadAt(magic[:], 0)
+	return n == 4 && string(magic[:]) == "PAR1"
+}
+
+// dirRecordFiles returns the record files (docio.IsRecordName, or
+// Parquet by content) of the
 // directory p as the reader walks it, and how many other regular files
 // it holds, a dataset's documentation (docio.IsDocumentationName) and
 // names that start with "_" not counted; none for a path that is no directory.
@@ -387,7 +421,9 @@ func dirRecordFiles(p string) (records []string, others int) {
 			regular = err == nil && st.Mode().IsRegular()
 		}
 		switch {
-		case regular && docio.IsRecordName(e.Name()):
+		case regular && (docio.IsRecordName(e.Name()) || isParquetFile(path)):
+			// NB: a Parquet shard without the name (Spark's part-00000)
+			// too (a read-through's RT10-4).
 			rel, _ := filepath.Rel(root, path)
 			records = append(records, rel)
 		case regular && !docio.IsDocumentationName(e.Name()) && !strings.HasPrefix(e.Name(), "_"):

@@ -2370,6 +2370,20 @@ func TestFlagsOfTheOtherFormatRefused(t *testing.T) {
 	if _, errOut, code := runLine([]string{"filter", "--db", idx, "--out", out, jl, "--text-col", "body"}, ""); code != 2 || !strings.Contains(errOut, "give --text-field body") {
 		t.Fatalf("filter: exit %d, stderr %q", code, errOut)
 	}
+	// A JSON Lines file after a CSV one is refused before the CSV's
+	// documents are written (a read-through's RT10-6), and a JSON Lines
+	// stream on stdin as it opens.
+	for _, cmd := range []string{"insert", "dedup"} {
+		mixed := filepath.Join(dir, "mixed-"+cmd)
+		_, errOut, code := runLine([]string{cmd, "--db", mixed, cv, jl, "--text-col", "body"}, "")
+		if _, err := os.Stat(mixed); code != 2 || !strings.Contains(errOut, "give --text-field body") || strings.Contains(errOut, "committed") || !errors.Is(err, fs.ErrNotExist) {
+			t.Fatalf("%s of a CSV then a JSON Lines file: exit %d, stderr %q, the index %v", cmd, code, errOut, err)
+		}
+	}
+	raw, _ := os.ReadFile(jl)
+	if _, errOut, code := runLine([]string{"insert", "--db", filepath.Join(dir, "stdin"), "-", "--text-col", "body"}, string(raw)); code != 2 || !strings.Contains(errOut, "give --text-field body") {
+		t.Fatalf("JSON Lines on stdin: exit %d, stderr %q", code, errOut)
+	}
 }
 
 // Ensure that --rejects is compressed as its name says (.gz, .zst), as
@@ -2446,6 +2460,44 @@ func TestDatasetFolderWithReadme(t *testing.T) {
 	want := storedTexts(t, alone)
 	if got := storedTexts(t, whole); len(want) < 100 || !maps.Equal(got, want) {
 		t.Fatalf("--format parquet stored %d documents, the shard alone %d", len(got), len(want))
+	}
+	// filter reads the folder the build read (a read-through's RT10-2).
+	kept := filepath.Join(dir, "kept.parquet")
+	if _, errOut, code := runLine([]string{"filter", "--db", whole, "--format", "parquet", "--out", kept, hf}, ""); code != 0 || !strings.Contains(errOut, "README.md: a dataset's documentation") {
+		t.Fatalf("filter of the folder: exit %d, stderr %q", code, errOut)
+	}
+	// A shard named like documentation is read (README.jsonl, and a
+	// split named licenses), a README.md passed over (RT10-1); a Parquet
+	// shard without the name (Spark's part-00000) makes the folder one
+	// of record files (RT10-4); a folder of Markdown texts with one CSV
+	// is read as texts, as before (RT10-3).
+	js := filepath.Join(dir, "js")
+	os.MkdirAll(js, 0o755)
+	os.WriteFile(filepath.Join(js, "README.md"), []byte("# the card\n"), 0o644)
+	os.WriteFile(filepath.Join(js, "README.jsonl"), []byte(docLine("r", "a record in a file named readme")+"\n"), 0o644)
+	os.WriteFile(filepath.Join(js, "licenses.jsonl"), []byte(docLine("l", "a record of the licenses split")+"\n"), 0o644)
+	idx := filepath.Join(dir, "js-idx")
+	if _, errOut, code := runLine([]string{"insert", "--db", idx, "--store-text", "--format", "jsonl", js}, ""); code != 0 {
+		t.Fatalf("shards named like documentation: exit %d, stderr %q", code, errOut)
+	}
+	if got, want := storedTexts(t, idx), map[string]string{"r": "a record in a file named readme", "l": "a record of the licenses split"}; !maps.Equal(got, want) {
+		t.Fatalf("shards named like documentation stored %v, want %v", got, want)
+	}
+	spark := filepath.Join(dir, "spark")
+	os.MkdirAll(filepath.Join(spark, "out"), 0o755)
+	os.WriteFile(filepath.Join(spark, "README.md"), []byte("# the card\n"), 0o644)
+	os.WriteFile(filepath.Join(spark, "out", "part-00000"), shard, 0o644)
+	if _, errOut, code := runLine([]string{"insert", "--db", filepath.Join(dir, "spark-idx"), spark}, ""); code != 2 || !strings.Contains(errOut, "holds record files only (out/part-00000)") {
+		t.Fatalf("a Parquet part file without its name: exit %d, stderr %q", code, errOut)
+	}
+	md := filepath.Join(dir, "md")
+	os.MkdirAll(md, 0o755)
+	for i := range 3 {
+		os.WriteFile(filepath.Join(md, fmt.Sprintf("page%d.md", i)), []byte(fmt.Sprintf("# page %d about topic %d\n", i, i)), 0o644)
+	}
+	os.WriteFile(filepath.Join(md, "table.csv"), []byte("id,value\na,1\n"), 0o644)
+	if _, errOut, code := runLine([]string{"insert", "--db", filepath.Join(dir, "md-idx"), md}, ""); code != 0 || len(storedTexts(t, filepath.Join(dir, "md-idx"))) != 4 {
+		t.Fatalf("a folder of Markdown texts and a CSV: exit %d, stderr %q", code, errOut)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"unicode/utf8"
 )
@@ -107,8 +108,8 @@ func (r *reader) csv(src Source, comma byte) error {
 	// NB: rec joins a record's lines with LF, as it is parsed (a quoted
 	// field's line ends read as LF, as encoding/csv does); raw keeps
 	// them as they were, for Record.Raw.
-	var rec, raw, hdr []byte // hdr: the header record, as rec
-	var fields []string
+	var rec, raw []byte
+	var fields, hdr []string // hdr: the header's names, trimmed
 	idCol, textCol := -1, -1
 	header, columns := true, 0
 	for {
@@ -180,16 +181,19 @@ func (r *reader) csv(src Source, comma byte) error {
 			// field kept the CR: the ids of that column were not their
 			// source's (an input review, IN-16).
 			rerr = errors.New("the line ends in a carriage return before its line end (CR CR LF: line ends converted twice?): remove it first (sed 's/\\r*$//' FILE)")
-		case !header && bytes.Equal(rec, hdr):
-			// NB: files joined with cat, each with its header: the next
-			// file's header was a document, id "id" (an input review,
-			// IN-15); the JSON Lines reader names a joined file's byte
-			// order mark, as below.
-			rerr = errors.New("the row repeats the header (files joined with cat? give each file as an input)")
 		case !header && bytes.HasPrefix(rec, utf8BOM):
 			rerr = errors.New("the row starts with a byte order mark (U+FEFF), as a file joined to others with cat does: give each file as an input, or remove it (sed 's/^\\xef\\xbb\\xbf//')")
 		default:
 			fields, rerr = splitFields(rec, comma, fields)
+			if rerr == nil && !header && slices.EqualFunc(fields, hdr, func(f, h string) bool { return strings.TrimSpace(f) == h }) {
+				// NB: files joined with cat, each with its header: the
+				// next file's header was a document, id "id" (an input
+				// review, IN-15). Its names compared as the header's
+				// are read (trimmed, unquoted: a read-through's RT10-9);
+				// the JSON Lines reader names a joined file's byte order
+				// mark, as above.
+				rerr = errors.New("the row repeats the header (files joined with cat? give each file as an input)")
+			}
 		}
 		if header {
 			if rerr != nil {
@@ -229,7 +233,10 @@ func (r *reader) csv(src Source, comma byte) error {
 			}
 			header = false
 			columns = len(fields)
-			hdr = bytes.Clone(rec)
+			hdr = hdr[:0]
+			for _, h := range fields {
+				hdr = append(hdr, strings.TrimSpace(h))
+			}
 			src.Header, src.HeaderEnd = bytes.Clone(raw), end
 			if err := r.onSource(src); err != nil {
 				return err

@@ -12,6 +12,7 @@ import (
 	"iter"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -44,6 +45,9 @@ var (
 	// format lshdb does not read (xz, bzip2, lz4, zip, 7z): it reads
 	// gzip and zstd.
 	ErrUnsupportedCompression = errors.New("unsupported compression")
+	// ErrArchive is returned for an input that is a tar archive (plain,
+	// gzip or zstd): lshdb reads streams of records, not archives.
+	ErrArchive = errors.New("an archive, not a stream of records")
 )
 
 // Formats are the accepted values of Options.Format ("" = by file name).
@@ -597,7 +601,7 @@ func (r *reader) stream(name string, in io.Reader, format, textID string) error 
 		if name == "stdin" {
 			arg = "-"
 		}
-		return fmt.Errorf("%s is %s (%w: lshdb reads streams of records, gzip or zstd, not archives); extract it first: tar %s %s, and give its files", name, what, ErrUnsupportedCompression, flags, arg)
+		return fmt.Errorf("%s is %s (%w); extract it first: tar %s %s, and give its files", name, what, ErrArchive, flags, arg)
 	}
 	dropBOM(br)
 	if format == "" {
@@ -717,19 +721,41 @@ func decompress(name string, in io.Reader, mayWait bool) (*bufio.Reader, string,
 	return bufio.NewReaderSize(br, bufSize), "", func() {}, nil
 }
 
-// isTar reports whether br starts with a tar header: "ustar" at offset
-// 257 (POSIX and GNU tar). NB: a pipe's reader (wait) is not made to wait
+// isTar reports whether br starts with a tar header: the magic "ustar"
+// and a NUL (POSIX) or two spaces and a NUL (GNU) at offset 257, and,
+// where the whole 512-byte header is there, its checksum right. NB:
+// "ustar" alone refused a JSON Lines file whose byte 257 began "custard"
+// (a read-through, RT10-5). A pipe's reader (wait) is not made to wait
 // for the header's bytes: a record shorter than them, trickled in, must
 // be read as it arrives; it is checked once its first bytes are there.
 func isTar(br *bufio.Reader, wait bool) bool {
-	const at, n = 257, 262
+	const at, n = 257, 265
 	if wait {
 		if _, err := br.Peek(1); err != nil || br.Buffered() < n {
 			return false
 		}
 	}
 	m, _ := br.Peek(n)
-	return len(m) == n && string(m[at:n]) == "ustar"
+	if len(m) < n || string(m[at:at+6]) != "ustar\x00" && string(m[at:at+8]) != "ustar  \x00" {
+		return false
+	}
+	if wait && br.Buffered() < 512 {
+		return true
+	}
+	h, _ := br.Peek(512)
+	if len(h) < 512 {
+		return true // NB: a header cut short is still no stream of records
+	}
+	sum := 0
+	for i, c := range h {
+		if i >= 148 && i < 156 {
+			c = ' '
+		}
+		sum += int(c)
+	}
+	field := strings.Trim(string(h[148:156]), " \x00")
+	want, err := strconv.ParseInt(field, 8, 64)
+	return err == nil && int(want) == sum
 }
 
 // otherCompression names the compression format that magic, the first
@@ -824,18 +850,29 @@ func IsRecordName(name string) bool {
 }
 
 // IsDocumentationName reports whether a file's name is that of a
-// dataset's documentation, which lies beside its record files: README,
-// LICENSE (LICENCE), COPYING, CITATION, NOTICE or CHANGELOG, with any
-// extension, or any Markdown file (.md).
+// dataset's documentation, which lies beside its record files: its stem
+// (the name before its first dot) README, LICENSE (LICENCE), COPYING,
+// CITATION, NOTICE, CHANGELOG or AUTHORS, alone or before a '-' or '_'
+// (LICENSE-MIT), in any case, and not a record file's name (a
+// README.jsonl holds records). NB: prefixes were matched, and a split
+// named licenses.jsonl or changelog.csv was passed over (a read-through,
+// RT10-1).
 func IsDocumentationName(name string) bool {
-	n := strings.ToUpper(baseName(name))
-	for _, p := range []string{"README", "LICENSE", "LICENCE", "COPYING", "CITATION", "NOTICE", "CHANGELOG"} {
-		if strings.HasPrefix(n, p) {
+	if IsRecordName(name) {
+		return false
+	}
+	stem, _, _ := strings.Cut(strings.ToUpper(baseName(name)), ".")
+	for _, d := range []string{"README", "LICENSE", "LICENCE", "COPYING", "CITATION", "NOTICE", "CHANGELOG", "AUTHORS"} {
+		if rest, ok := strings.CutPrefix(stem, d); ok && (rest == "" || rest[0] == '-' || rest[0] == '_') {
 			return true
 		}
 	}
-	return strings.HasSuffix(n, ".MD")
+	return false
 }
+
+// FormatOf is the format a file's name says (compression suffixes
+// aside): csv, tsv, text, parquet, else jsonl.
+func FormatOf(name string) string { return formatByName(name) }
 
 // baseName is the last element of a slash- or OS-separated path.
 // sameLineIDs refuses a second file of the same base name with IDFrom

@@ -171,7 +171,7 @@ func TestRead(t *testing.T) {
 			`{"meta":{"url":"m"},"doc":{"body":"b"},"m":1,"m":2}` + "\n")},
 			paths: []string{"n.jsonl"}, o: Options{IDField: "meta.url", TextField: "doc.body", MetaField: "m"},
 			want: []string{`bad n.jsonl:1 (id ""): field "meta.url" names more than one value ("url" appears more than once in "meta"): which one is the document's is unclear`,
-				`bad n.jsonl:2 (id ""): field "meta.url" names more than one value (the object has both a key "meta.url" and that path into its nested objects): which one is the document's is unclear`,
+				`bad n.jsonl:2 (id ""): field "meta.url" names more than one value (the object has both a key "meta.url" and that path into its nested objects; rename one first, with jq for one): which one is the document's is unclear`,
 				`bad n.jsonl:3 (id ""): field "doc.body" names more than one value ("doc" appears more than once in the object): which one is the document's is unclear`,
 				`n.jsonl:4 id=ok text="fine"`,
 				`bad n.jsonl:5 (id ""): field "m" appears more than once in the object: which one is the document's is unclear`}},
@@ -197,11 +197,12 @@ func TestRead(t *testing.T) {
 		// IN-15). A row that ends in CR before its CRLF (line ends
 		// converted twice) is bad, the header too, where the last column
 		// kept the CR (IN-16); a quoted field's CR is the field's.
-		{name: "csv joined files and doubled CRs", files: map[string][]byte{"j.csv": []byte("id,text\na,one\nid,text\nb,two\n\xef\xbb\xbfid,text\nc,three\n"),
+		{name: "csv joined files and doubled CRs", files: map[string][]byte{"j.csv": []byte("id,text\na,one\nid,text\nb,two\n\xef\xbb\xbfid,text\nc,three\n\"id\", text\n"),
 			"r.csv": []byte("text,id\r\none,a\r\r\n\"two\r\",b\r\nthree,c\r\n")},
 			paths: []string{"j.csv", "r.csv"},
 			want: []string{"j.csv:2 id=a text=\"one\"", `bad j.csv:3 (id ""): the row repeats the header (files joined with cat? give each file as an input)`, "j.csv:4 id=b text=\"two\"",
 				`bad j.csv:5 (id ""): the row starts with a byte order mark (U+FEFF), as a file joined to others with cat does: give each file as an input, or remove it (sed 's/^\xef\xbb\xbf//')`, "j.csv:6 id=c text=\"three\"",
+				`bad j.csv:7 (id ""): the row repeats the header (files joined with cat? give each file as an input)`,
 				`bad r.csv:2 (id ""): the line ends in a carriage return before its line end (CR CR LF: line ends converted twice?): remove it first (sed 's/\r*$//' FILE)`,
 				"r.csv:3 id=b text=\"two\\r\"", "r.csv:4 id=c text=\"three\""}},
 		{name: "csv header ending in CR CR LF", files: map[string][]byte{"h.csv": []byte("text,id\r\r\none,a\r\r\n")}, paths: []string{"h.csv"}},
@@ -954,10 +955,11 @@ func TestCSVHeaderOfJSONLines(t *testing.T) {
 
 // Ensure that a tar archive, plain, gzip- or zstd-compressed, from a file
 // or a pipe, is refused as one, naming the tar command that extracts it,
-// with ErrUnsupportedCompression and no record read: read as JSON Lines,
-// each member's first line ran into the tar header before it, and
-// --skip-bad loaded the rest (an input review, IN-6). A JSON Lines file
-// that holds "ustar" further on is read.
+// with ErrArchive and no record read: read as JSON Lines, each member's
+// first line ran into the tar header before it, and --skip-bad loaded the
+// rest (an input review, IN-6). JSON Lines files that hold "ustar" at
+// offset 257 (a "custard": a read-through's RT10-5) or further on are
+// read.
 func TestTarRefused(t *testing.T) {
 	var tb bytes.Buffer
 	tw := tar.NewWriter(&tb)
@@ -973,23 +975,29 @@ func TestTarRefused(t *testing.T) {
 	zw.Close()
 	dir := t.TempDir()
 	files := map[string][]byte{"a.tar": tb.Bytes(), "a.tar.gz": gzipBytes(tb.Bytes()), "a.tzst": zb.Bytes(),
-		"ok.jsonl": []byte(`{"id":"x","text":"` + strings.Repeat("p", 300) + ` ustar"}` + "\n")}
+		"ok.jsonl":      []byte(`{"id":"x","text":"` + strings.Repeat("p", 300) + ` ustar"}` + "\n"),
+		"custard.jsonl": []byte(`{"id":"x","text":"` + strings.Repeat("p", 257-len(`{"id":"x","text":"`)-1) + `custard pudding and more text after it"}` + "\n")}
 	for name, b := range files {
 		os.WriteFile(filepath.Join(dir, name), b, 0o644)
 	}
 	for name, want := range map[string]string{"a.tar": "is a tar archive", "a.tar.gz": "is a gzip-compressed tar archive", "a.tzst": "is a zstd-compressed tar archive"} {
 		got, err := collect(t, dir, []string{name}, "", Options{})
-		if !errors.Is(err, ErrUnsupportedCompression) || !strings.Contains(err.Error(), name+" "+want) || !strings.Contains(err.Error(), "extract it first: tar ") || len(got) > 0 {
+		if !errors.Is(err, ErrArchive) || !strings.Contains(err.Error(), name+" "+want) || !strings.Contains(err.Error(), "extract it first: tar ") || len(got) > 0 {
 			t.Fatalf("%s: %q, error %v", name, got, err)
 		}
 		// From a pipe, as stdin.
 		got, err = collect(t, dir, []string{"-"}, string(files[name]), Options{})
-		if !errors.Is(err, ErrUnsupportedCompression) || !strings.Contains(err.Error(), "stdin "+want) || len(got) > 0 {
+		if !errors.Is(err, ErrArchive) || !strings.Contains(err.Error(), "stdin "+want) || len(got) > 0 {
 			t.Fatalf("%s on stdin: %q, error %v", name, got, err)
 		}
 	}
-	if got, err := collect(t, dir, []string{"ok.jsonl"}, "", Options{}); err != nil || len(got) != 1 {
-		t.Fatalf("ok.jsonl: %q, %v", got, err)
+	for _, name := range []string{"ok.jsonl", "custard.jsonl"} {
+		if got, err := collect(t, dir, []string{name}, "", Options{}); err != nil || len(got) != 1 {
+			t.Fatalf("%s: %q, %v", name, got, err)
+		}
+	}
+	if b := files["custard.jsonl"]; string(b[257:262]) != "ustar" {
+		t.Fatalf("the custard is not at 257: %q", b[250:270])
 	}
 }
 

@@ -330,26 +330,16 @@ func parseJSON(o *Options, s *lineScan, name string, line int, b []byte) (Record
 	// and a key holding the whole path beside the nested path is refused
 	// too (lineScan.ambiguous); the metadata's field as well, which was
 	// read as its last value.
-	ambiguous := func(f string) error {
-		switch why := s.ambiguous(f); why {
-		case "":
-		case repeatedKey:
-			return fmt.Errorf("field %q appears more than once in the object: which one is the document's is unclear", f)
-		default:
-			return fmt.Errorf("field %q names more than one value (%s): which one is the document's is unclear", f, why)
-		}
-		return nil
-	}
 	if o.IDFrom == "" {
-		if err := ambiguous(o.IDField); err != nil {
+		if err := s.fieldOnce(o.IDField); err != nil {
 			return Record{}, err
 		}
 	}
-	if err := ambiguous(o.TextField); err != nil {
+	if err := s.fieldOnce(o.TextField); err != nil {
 		return Record{}, err
 	}
 	if o.MetaField != "" {
-		if err := ambiguous(o.MetaField); err != nil {
+		if err := s.fieldOnce(o.MetaField); err != nil {
 			return Record{}, err
 		}
 	}
@@ -381,18 +371,22 @@ func parseJSON(o *Options, s *lineScan, name string, line int, b []byte) (Record
 		// (Checked under SkipText too: filter took such a record, which
 		// the build had refused, for a stored document of its id.)
 		return Record{ID: rec.ID}, notUTF8(o.TextField, raw)
-	} else if at := loneSurrogate(raw); at >= 0 && raw[0] == '"' {
+	} else if len(raw) < 2 || raw[0] != '"' {
+		return Record{ID: rec.ID}, fmt.Errorf("field %q is not a string", o.TextField)
+	} else if esc := bytes.IndexByte(raw, '\\') >= 0; esc && loneSurrogate(raw) >= 0 {
 		// NB: decoded to U+FFFD, as encoding/json does, and stored so
 		// without a word, where the same escape in an id is refused (an
 		// input review, IN-3). Under SkipText too, as filter must refuse
 		// what the build refused.
+		at := loneSurrogate(raw)
 		return Record{ID: rec.ID}, fmt.Errorf("field %q has an escape that is not a character (a lone surrogate, %s at offset %d of its string as written): convert the text first, or escape U+FFFD (\\ufffd) if that is what it means", o.TextField, raw[at:at+6], at-1)
 	} else if o.SkipText && o.IDFrom != "hash" {
 		// NB: checked as a string (the line is valid JSON), not copied.
-		if len(raw) == 0 || raw[0] != '"' {
-			return Record{ID: rec.ID}, fmt.Errorf("field %q is not a string", o.TextField)
-		}
 		rec.textSkipped, rec.Blank = true, blankString(raw, o.BlankFormat)
+	} else if !esc {
+		// NB: the bytes are the string (valid UTF-8, no escape): the
+		// scan for escapes is the one above, not decodeString's again.
+		rec.Text = string(raw[1 : len(raw)-1])
 	} else if rec.Text, s.buf, ok = decodeString(raw, s.buf, true); !ok {
 		return Record{ID: rec.ID}, fmt.Errorf("field %q is not a string", o.TextField)
 	}

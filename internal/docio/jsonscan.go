@@ -181,6 +181,28 @@ func (s *lineScan) member(key string) ([]byte, bool) {
 	return nil, false
 }
 
+// fieldOnce returns the error of a record whose field (a dotted path)
+// names more than one value (ambiguous), nil when it names at most one.
+// NB: a name without a dot is checked by repeats, one pass over the
+// members, as before paths were walked: parseJSON runs for every record
+// of a build.
+func (s *lineScan) fieldOnce(field string) error {
+	if strings.IndexByte(field, '.') < 0 {
+		if s.repeats(field) {
+			return fmt.Errorf("field %q appears more than once in the object: which one is the document's is unclear", field)
+		}
+		return nil
+	}
+	switch why := s.ambiguous(field); why {
+	case "":
+		return nil
+	case repeatedKey:
+		return fmt.Errorf("field %q appears more than once in the object: which one is the document's is unclear", field)
+	default:
+		return fmt.Errorf("field %q names more than one value (%s): which one is the document's is unclear", field, why)
+	}
+}
+
 // repeatedKey is ambiguous's answer for a key repeated in the top-level
 // object.
 const repeatedKey = "it appears more than once in the object"
@@ -230,7 +252,7 @@ func (s *lineScan) ambiguous(path string) string {
 			return ""
 		case at == path:
 			if whole {
-				return fmt.Sprintf("the object has both a key %q and that path into its nested objects", path)
+				return fmt.Sprintf("the object has both a key %q and that path into its nested objects; rename one first, with jq for one", path)
 			}
 			return ""
 		case val[0] != '{':

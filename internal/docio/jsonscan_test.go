@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -201,6 +203,9 @@ func FuzzScanLine(f *testing.F) {
 			if lone >= 0 && !replaced || lone < 0 && replaced && !bytes.ContainsRune(m.val, utf8.RuneError) && !bytes.Contains(bytes.ToLower(m.val), []byte("fffd")) && utf8.Valid(m.val) {
 				t.Fatalf("loneSurrogate %q = %d; encoding/json %q", m.val, lone, want)
 			}
+			if (lone >= 0) != oracleLoneSurrogate(m.val) {
+				t.Fatalf("loneSurrogate %q = %d; the escapes' oracle %v", m.val, lone, oracleLoneSurrogate(m.val))
+			}
 			if got, ok := jsonString(m.val); !ok || got != want {
 				t.Fatalf("jsonString %q = %q, %v; encoding/json %q", m.val, got, ok, want)
 			}
@@ -246,7 +251,44 @@ func oracleRecord(b []byte) (id, text string, ok bool) {
 	if rawText[0] != '"' || !utf8.Valid(rawText) || json.Unmarshal(rawText, &text) != nil {
 		return "", "", false
 	}
+	// NB: a text with an escape of half a surrogate pair is refused too
+	// (encoding/json would read it as U+FFFD).
+	if oracleLoneSurrogate(rawText) {
+		return "", "", false
+	}
 	return id, text, true
+}
+
+// escapeRE matches one escape of a JSON string: \uXXXX (its hex digits the
+// submatch) or a backslash and the byte after it. Matched left to right,
+// each backslash takes the byte after it, so \\ud800 is no escape of u.
+var escapeRE = regexp.MustCompile(`\\(?:u([0-9a-fA-F]{4})|.)`)
+
+// oracleLoneSurrogate is the oracle of loneSurrogate: whether the JSON
+// string raw holds a \u escape of a surrogate that is not half of a pair
+// (a high half directly followed by an escape of a low half).
+func oracleLoneSurrogate(raw []byte) bool {
+	ms := escapeRE.FindAllSubmatchIndex(raw, -1)
+	hex := func(m []int) uint64 {
+		if m[2] < 0 {
+			return 0
+		}
+		v, _ := strconv.ParseUint(string(raw[m[2]:m[3]]), 16, 32)
+		return v
+	}
+	for i := 0; i < len(ms); i++ {
+		switch v := hex(ms[i]); {
+		case v >= 0xd800 && v <= 0xdbff:
+			if i+1 < len(ms) && ms[i+1][0] == ms[i][1] && hex(ms[i+1]) >= 0xdc00 && hex(ms[i+1]) <= 0xdfff {
+				i++
+				continue
+			}
+			return true
+		case v >= 0xdc00 && v <= 0xdfff:
+			return true
+		}
+	}
+	return false
 }
 
 // Ensure that the {"id","text"} fast path (lineScan, its member table and
@@ -509,6 +551,9 @@ func TestLoneSurrogate(t *testing.T) {
 	} {
 		if got := loneSurrogate([]byte(c.raw)); got != c.want {
 			t.Errorf("loneSurrogate(%s) = %d, want %d", c.raw, got, c.want)
+		}
+		if got := oracleLoneSurrogate([]byte(c.raw)); got != (c.want >= 0) {
+			t.Errorf("the oracle of %s says %v", c.raw, got)
 		}
 	}
 }

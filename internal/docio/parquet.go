@@ -81,7 +81,7 @@ func (r *reader) parquet(name string, f *os.File) error {
 	textCol, okText := lookup(r.o.TextCol)
 	idCol, okID := lookup(r.o.IDCol)
 	if len(ambiguous) > 0 {
-		return fmt.Errorf("%s: the Parquet schema has both a column %q and that path into its groups: which one to read is not clear", name, ambiguous[0])
+		return fmt.Errorf("%s: the Parquet schema has both a column %q and that path into its groups: which one to read is not clear (rename one of them first)", name, ambiguous[0])
 	}
 	if m := r.o.missingColumns(okID, okText); m != "" {
 		var cols []string

@@ -299,23 +299,25 @@ func readCapped(r io.Reader, limit int) ([]byte, error) {
 }
 
 // notShard says why the file at path, met in a directory read with a
-// record format (Options.Format), is no file of its records: a dataset's
-// documentation (IsDocumentationName), or, in Parquet, a file not named
-// so and without Parquet's magic number; "" for a shard.
+// record format (Options.Format), is no file of its records: a Parquet
+// file is one by its magic number, whatever its name; else a dataset's
+// documentation (IsDocumentationName, or any Markdown file), or, in
+// Parquet, a file without the magic number not named so; "" for a shard.
 func (r *reader) notShard(path string) string {
-	if IsDocumentationName(path) {
+	if r.o.Format == "parquet" || !IsRecordName(path) {
+		if f, err := os.Open(path); err == nil {
+			var magic [4]byte
+			n, _ := f.ReadAt(magic[:], 0)
+			f.Close()
+			if n == 4 && string(magic[:]) == string(parquetMagic) {
+				return "" // NB: read as its format says: a Parquet file under --format jsonl is refused there
+			}
+		}
+	}
+	if IsDocumentationName(path) || strings.HasSuffix(strings.ToLower(path), ".md") {
 		return fmt.Sprintf("a dataset's documentation, not a %s file of records: passed over", r.o.Format)
 	}
 	if r.o.Format != "parquet" || formatByName(path) == "parquet" {
-		return ""
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return "" // NB: the read says what is wrong
-	}
-	defer f.Close()
-	var magic [4]byte
-	if n, _ := f.ReadAt(magic[:], 0); n == 4 && string(magic[:]) == string(parquetMagic) {
 		return ""
 	}
 	return "not a Parquet file (no .parquet name, no Parquet magic number): passed over"
