@@ -504,6 +504,19 @@ func (db *DB) markCounters(ctx context.Context) error {
 		mark = "-" // NB: an index made before instances were named
 	}
 	gone, err := db.rkv.MarkCounters(ctx, mark, db.created)
+	// NB: another Open that created the index marks its counters just
+	// after its manifest: one that read the manifest between the two
+	// found them not there yet, and its put was refused (six concurrent
+	// creators, TestRedisConcurrentCreators). Counters still not there
+	// after a while are gone.
+	for wait := 25 * time.Millisecond; err == nil && gone && wait <= 1600*time.Millisecond; wait *= 2 {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("opening %s: %w", db.dir, ctx.Err())
+		case <-time.After(wait):
+		}
+		gone, err = db.rkv.MarkCounters(ctx, mark, false)
+	}
 	if errors.Is(err, rediskv.ErrCountersGone) {
 		return fmt.Errorf("%w: %s: %w: it was dropped and made again as this handle opened it; open it again", ErrNotExist, db.dir, err)
 	}
