@@ -100,7 +100,7 @@ func (f *inputFlags) check(paths []string) error {
 		format := f.Format
 		if format == "" {
 			format = docio.FormatOf(p)
-			if isParquetFile(p) {
+			if docio.IsParquetFile(p) {
 				format = "parquet"
 			}
 		}
@@ -372,19 +372,6 @@ func (a *app) recordDirNote(paths []string, format string) {
 	}
 }
 
-// isParquetFile reports whether the file at path starts with Parquet's
-// magic number.
-func isParquetFile(path string) bool {
-	f, err := os.Open(path)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	var magic [4]byte
-	n, _ := f.ReadAt(magic[:], 0)
-	return n == 4 && string(magic[:]) == "PAR1"
-}
-
 // dirRecordFiles returns the record files (docio.IsRecordName, or
 // Parquet by content) of the
 // directory p as the reader walks it, and how many other regular files
@@ -421,7 +408,7 @@ func dirRecordFiles(p string) (records []string, others int) {
 			regular = err == nil && st.Mode().IsRegular()
 		}
 		switch {
-		case regular && (docio.IsRecordName(e.Name()) || isParquetFile(path)):
+		case regular && (docio.IsRecordName(e.Name()) || docio.IsParquetFile(path)):
 			// NB: a Parquet shard without the name (Spark's part-00000)
 			// too (a read-through's RT10-4).
 			rel, _ := filepath.Rel(root, path)

@@ -304,15 +304,8 @@ func readCapped(r io.Reader, limit int) ([]byte, error) {
 // documentation (IsDocumentationName, or any Markdown file), or, in
 // Parquet, a file without the magic number not named so; "" for a shard.
 func (r *reader) notShard(path string) string {
-	if r.o.Format == "parquet" || !IsRecordName(path) {
-		if f, err := os.Open(path); err == nil {
-			var magic [4]byte
-			n, _ := f.ReadAt(magic[:], 0)
-			f.Close()
-			if n == 4 && string(magic[:]) == string(parquetMagic) {
-				return "" // NB: read as its format says: a Parquet file under --format jsonl is refused there
-			}
-		}
+	if (r.o.Format == "parquet" || !IsRecordName(path)) && IsParquetFile(path) {
+		return "" // NB: read as its format says: a Parquet file under --format jsonl is refused there
 	}
 	if IsDocumentationName(path) || strings.HasSuffix(strings.ToLower(path), ".md") {
 		return fmt.Sprintf("a dataset's documentation, not a %s file of records: passed over", r.o.Format)
@@ -321,4 +314,17 @@ func (r *reader) notShard(path string) string {
 		return ""
 	}
 	return "not a Parquet file (no .parquet name, no Parquet magic number): passed over"
+}
+
+// IsParquetFile reports whether the file at path starts with Parquet's
+// magic number.
+func IsParquetFile(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	var magic [4]byte
+	n, _ := f.ReadAt(magic[:], 0)
+	return n == 4 && string(magic[:]) == string(parquetMagic)
 }
