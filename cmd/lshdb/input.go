@@ -81,7 +81,7 @@ func (f *inputFlags) check(paths []string) error {
 	if f.IDFrom == "line" {
 		// NB: before anything is written (docio refuses it too, at the
 		// second file, for the files of directories).
-		if err := docio.CheckLineIDs(paths); err != nil {
+		if err := docio.CheckLineIDs(paths, o.Format); err != nil {
 			return usageError{err}
 		}
 	}

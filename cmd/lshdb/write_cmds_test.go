@@ -2513,3 +2513,32 @@ func TestDropOfAnInvalidRedisName(t *testing.T) {
 		}
 	}
 }
+
+// Ensure that --id-from line refuses, before anything is written (exit 2,
+// no index left), two files of a directory read with --format whose base
+// names are one: found as the second file opened, it stopped an insert
+// after the first one's documents were committed, exit 1 (an input
+// review, IN-8). Files the reader passes over (a README in each folder)
+// clash with nothing: the oracle is the documents stored.
+func TestLineIDsOfADirectoryCheckedFirst(t *testing.T) {
+	dir := t.TempDir()
+	sd := filepath.Join(dir, "sd")
+	os.MkdirAll(filepath.Join(sd, "sub"), 0o755)
+	os.WriteFile(filepath.Join(sd, "a.jsonl"), []byte(`{"text":"a text of the top folder"}`+"\n"), 0o644)
+	os.WriteFile(filepath.Join(sd, "sub", "a.jsonl"), []byte(`{"text":"a text of the folder below"}`+"\n"), 0o644)
+	idx := filepath.Join(dir, "idx")
+	_, errOut, code := runLine([]string{"insert", "--db", idx, "--format", "jsonl", "--id-from", "line", sd}, "")
+	if _, err := os.Stat(idx); code != 2 || !strings.Contains(errOut, "have the same base name") || strings.Contains(errOut, "committed") || !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("exit %d, stderr %q, the index %v", code, errOut, err)
+	}
+	os.Remove(filepath.Join(sd, "sub", "a.jsonl"))
+	os.WriteFile(filepath.Join(sd, "sub", "b.jsonl"), []byte(`{"text":"a text of the folder below"}`+"\n"), 0o644)
+	os.WriteFile(filepath.Join(sd, "README.md"), []byte("# a card\n"), 0o644)
+	os.WriteFile(filepath.Join(sd, "sub", "README.md"), []byte("# a card\n"), 0o644)
+	if _, errOut, code := runLine([]string{"insert", "--db", idx, "--store-text", "--format", "jsonl", "--id-from", "line", sd}, ""); code != 0 {
+		t.Fatalf("without a clash: exit %d, stderr %q", code, errOut)
+	}
+	if got, want := storedTexts(t, idx), map[string]string{"a.jsonl:1": "a text of the top folder", "b.jsonl:1": "a text of the folder below"}; !maps.Equal(got, want) {
+		t.Fatalf("stored %v, want %v", got, want)
+	}
+}

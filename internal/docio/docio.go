@@ -901,19 +901,64 @@ func lineIDsClash(seen map[string]string, name string) error {
 }
 
 // CheckLineIDs refuses, before anything is read, two of the files among
-// paths (directories and - aside: Read refuses those at the second file)
-// that IDFrom line would give the same ids.
-func CheckLineIDs(paths []string) error {
+// paths that IDFrom line would give the same ids: files given, and the
+// files of directories read with the record format format (Read reads
+// those as it does, and refuses them at the second file too; stdin aside).
+// NB: a directory's clash was found only as its second file opened, after
+// the first one's documents were committed (an input review, IN-8).
+func CheckLineIDs(paths []string, format string) error {
 	seen := map[string]string{}
 	for _, p := range paths {
-		if st, err := os.Stat(p); p == "-" || err != nil || st.IsDir() {
-			continue
-		}
-		if err := lineIDsClash(seen, p); err != nil {
-			return err
+		st, err := os.Stat(p)
+		switch {
+		case p == "-" || err != nil:
+		case !st.IsDir():
+			if err := lineIDsClash(seen, p); err != nil {
+				return err
+			}
+		case format == "jsonl" || format == "csv" || format == "tsv" || format == "parquet":
+			if err := dirLineIDs(seen, p, format); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
+}
+
+// dirLineIDs is CheckLineIDs of the directory root: its files as the
+// reader reads them with a record format (Read's dir): hidden entries,
+// indexes, links to directories and to no regular file, and files that
+// are no shard (notShard) passed over.
+func dirLineIDs(seen map[string]string, root, format string) error {
+	walk := root
+	if fi, err := os.Lstat(root); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		walk = root + string(filepath.Separator)
+	}
+	return filepath.WalkDir(walk, func(path string, e fs.DirEntry, err error) error {
+		switch {
+		case err != nil || path == walk:
+			return nil // NB: the reading says what is wrong
+		case strings.HasPrefix(e.Name(), "."):
+			if e.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		case e.IsDir():
+			if isStore(path) {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !e.Type().IsRegular() {
+			if st, err := os.Stat(path); err != nil || !st.Mode().IsRegular() {
+				return nil
+			}
+		}
+		if notShard(format, path) != "" {
+			return nil
+		}
+		return lineIDsClash(seen, path)
+	})
 }
 
 // CheckTextIDs refuses, before anything is read, two files among paths

@@ -133,7 +133,7 @@ func (r *reader) dir(root string) error {
 			// (Spark's _SUCCESS), holds no records: each stopped the
 			// read of the shards (an input review, IN-14). Passed over,
 			// as a binary file is in a folder of texts.
-			if why := r.notShard(path); why != "" {
+			if why := notShard(r.o.Format, path); why != "" {
 				return r.emit(Record{}, &RecordError{File: path, Err: noDocuments{errors.New(why)}})
 			}
 			// NB: parquet too: each file was read as a text, refused as
@@ -298,19 +298,19 @@ func readCapped(r io.Reader, limit int) ([]byte, error) {
 	return out, nil
 }
 
-// notShard says why the file at path, met in a directory read with a
-// record format (Options.Format), is no file of its records: a Parquet
+// notShard says why the file at path, met in a directory read with the
+// record format format (Options.Format), is no file of its records: a Parquet
 // file is one by its magic number, whatever its name; else a dataset's
 // documentation (IsDocumentationName, or any Markdown file), or, in
 // Parquet, a file without the magic number not named so; "" for a shard.
-func (r *reader) notShard(path string) string {
-	if (r.o.Format == "parquet" || !IsRecordName(path)) && IsParquetFile(path) {
+func notShard(format, path string) string {
+	if (format == "parquet" || !IsRecordName(path)) && IsParquetFile(path) {
 		return "" // NB: read as its format says: a Parquet file under --format jsonl is refused there
 	}
 	if IsDocumentationName(path) || strings.HasSuffix(strings.ToLower(path), ".md") {
-		return fmt.Sprintf("a dataset's documentation, not a %s file of records: passed over", r.o.Format)
+		return fmt.Sprintf("a dataset's documentation, not a %s file of records: passed over", format)
 	}
-	if r.o.Format != "parquet" || formatByName(path) == "parquet" {
+	if format != "parquet" || formatByName(path) == "parquet" {
 		return ""
 	}
 	return "not a Parquet file (no .parquet name, no Parquet magic number): passed over"
