@@ -97,7 +97,7 @@ func (f *inputFlags) check(paths []string) error {
 		if st, err := os.Stat(p); p == "-" || err != nil || st.IsDir() {
 			continue
 		}
-		format := f.Format
+		format := o.Format // NB: normalized (--format JSONL), as the reader's
 		if format == "" {
 			format = docio.FormatOf(p)
 			if docio.IsParquetFile(p) {
@@ -199,38 +199,29 @@ func (f *inputFlags) fitsSource(src docio.Source) error {
 	if f.given == nil {
 		return nil
 	}
-	type family struct{ id, text, kind, what string }
-	fields := family{"id-field", "text-field", "JSON Lines", "field"}
-	cols := family{"id-col", "text-col", "CSV, TSV and Parquet", "column"}
-	var own, other family
-	var kind string
+	type family struct {
+		kind, what    string
+		flags, values [2]string // the id's and the text's
+	}
+	fields := family{"JSON Lines", "field", [2]string{"id-field", "text-field"}, [2]string{f.IDField, f.TextField}}
+	cols := family{"CSV, TSV and Parquet", "column", [2]string{"id-col", "text-col"}, [2]string{f.IDCol, f.TextCol}}
+	own, other, kind := cols, fields, strings.ToUpper(src.Format)
 	switch src.Format {
 	case "jsonl":
 		own, other, kind = fields, cols, "JSON Lines"
-	case "csv", "tsv", "parquet":
-		own, other, kind = cols, fields, strings.ToUpper(src.Format)
-		if src.Format == "parquet" {
-			kind = "Parquet"
-		}
+	case "parquet":
+		kind = "Parquet"
+	case "csv", "tsv":
 	default:
 		return nil // a text file: its id is its name
 	}
-	for _, p := range [][3]string{{own.id, other.id, "id"}, {own.text, other.text, "text"}} {
-		mine, theirs, part := p[0], p[1], p[2]
-		if part == "id" && f.IDFrom != "" || !f.given(theirs) || f.given(mine) {
+	for i, part := range [2]string{"id", "text"} {
+		mine, theirs := own.flags[i], other.flags[i]
+		if i == 0 && f.IDFrom != "" || !f.given(theirs) || f.given(mine) {
 			continue
 		}
-		v := f.IDField
-		switch theirs {
-		case "text-field":
-			v = f.TextField
-		case "id-col":
-			v = f.IDCol
-		case "text-col":
-			v = f.TextCol
-		}
 		return usagef("--%s names the %s of %s inputs, and %s is %s, whose %s --%s names: give --%s %s (or --%s %s, its default, to read that beside the other inputs' --%s)",
-			theirs, part+" "+other.what, other.kind, escControls(src.Name), kind, part+" "+own.what, mine, mine, flagValue(v), mine, part, theirs)
+			theirs, part+" "+other.what, other.kind, escControls(src.Name), kind, part+" "+own.what, mine, mine, flagValue(other.values[i]), mine, part, theirs)
 	}
 	return nil
 }

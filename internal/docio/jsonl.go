@@ -363,6 +363,12 @@ func parseJSON(o *Options, s *lineScan, name string, line int, b []byte) (Record
 	if err != nil {
 		return Record{ID: rec.ID}, fmt.Errorf("%w (--text-field names the text's field)", err)
 	}
+	// NB: the text is scanned for escapes once: for a lone surrogate
+	// here, and not again by decodeString when it has none.
+	esc, lone := bytes.IndexByte(raw, '\\') >= 0, -1
+	if esc {
+		lone = loneSurrogate(raw)
+	}
 	var ok bool
 	if !utf8.Valid(raw) {
 		// NB: encoding/json (and decodeString) turn each byte that is not
@@ -373,20 +379,17 @@ func parseJSON(o *Options, s *lineScan, name string, line int, b []byte) (Record
 		return Record{ID: rec.ID}, notUTF8(o.TextField, raw)
 	} else if len(raw) < 2 || raw[0] != '"' {
 		return Record{ID: rec.ID}, fmt.Errorf("field %q is not a string", o.TextField)
-	} else if esc := bytes.IndexByte(raw, '\\') >= 0; esc && loneSurrogate(raw) >= 0 {
+	} else if at := lone; at >= 0 {
 		// NB: decoded to U+FFFD, as encoding/json does, and stored so
 		// without a word, where the same escape in an id is refused (an
 		// input review, IN-3). Under SkipText too, as filter must refuse
 		// what the build refused.
-		at := loneSurrogate(raw)
 		return Record{ID: rec.ID}, fmt.Errorf("field %q has an escape that is not a character (a lone surrogate, %s at offset %d of its string as written): convert the text first, or escape U+FFFD (\\ufffd) if that is what it means", o.TextField, raw[at:at+6], at-1)
 	} else if o.SkipText && o.IDFrom != "hash" {
 		// NB: checked as a string (the line is valid JSON), not copied.
 		rec.textSkipped, rec.Blank = true, blankString(raw, o.BlankFormat)
 	} else if !esc {
-		// NB: the bytes are the string (valid UTF-8, no escape): the
-		// scan for escapes is the one above, not decodeString's again.
-		rec.Text = string(raw[1 : len(raw)-1])
+		rec.Text = string(raw[1 : len(raw)-1]) // NB: the bytes are the string
 	} else if rec.Text, s.buf, ok = decodeString(raw, s.buf, true); !ok {
 		return Record{ID: rec.ID}, fmt.Errorf("field %q is not a string", o.TextField)
 	}
@@ -525,8 +528,9 @@ func idValue(raw json.RawMessage, field string) (string, error) {
 			}
 			return "", fmt.Errorf("field %q: %w", field, err)
 		}
-		if strings.ContainsRune(s, utf8.RuneError) && !bytes.ContainsRune(raw, utf8.RuneError) &&
-			!bytes.Contains(bytes.ToLower(raw), []byte(`\ufffd`)) {
+		if loneSurrogate(raw) >= 0 {
+			// NB: the text's test (it had one of its own, which took a
+			// U+FFFD the raw bytes did not spell for one).
 			return "", fmt.Errorf("field %q has an escape that is not a character (a lone surrogate): %s", field, raw)
 		}
 		return s, nil

@@ -219,25 +219,20 @@ const repeatedKey = "it appears more than once in the object"
 // was read as "b" by --id-field meta.url without a word (an input review,
 // IN-1), and {"meta.url":"a","meta":{"url":"b"}} as "a" (IN-5).
 func (s *lineScan) ambiguous(path string) string {
-	n, whole := 0, false
-	for _, m := range s.members {
-		if keyIs(m.key, path) {
-			n++
-		}
-	}
 	switch {
-	case n > 1:
+	case s.repeats(path):
 		return repeatedKey
 	case !strings.Contains(path, "."):
 		return ""
 	}
-	whole = n == 1
+	_, whole := s.member(path)
 	seg, rest, _ := strings.Cut(path, ".")
-	var val []byte
-	n = 0
-	for _, m := range s.members {
-		if keyIs(m.key, seg) {
-			n, val = n+1, m.val
+	n := 0
+	val, _ := s.member(seg)
+	if val != nil {
+		n = 1
+		if s.repeats(seg) {
+			n = 2
 		}
 	}
 	at := seg // the path so far

@@ -236,9 +236,9 @@ func oracleRecord(b []byte) (id, text string, ok bool) {
 		if !utf8.Valid(rawID) || json.Unmarshal(rawID, &id) != nil {
 			return "", "", false
 		}
-		// A U+FFFD that the raw bytes do not spell is a lone surrogate.
-		if strings.ContainsRune(id, utf8.RuneError) && !bytes.ContainsRune(rawID, utf8.RuneError) &&
-			!bytes.Contains(bytes.ToLower(rawID), []byte(`\ufffd`)) {
+		// An escape of half a surrogate pair (encoding/json reads it as
+		// U+FFFD) is refused, as in the text.
+		if oracleLoneSurrogate(rawID) {
 			return "", "", false
 		}
 	case c == '-' || c >= '0' && c <= '9':
