@@ -549,6 +549,8 @@ type insertSummary struct {
 	// corpora, K7).
 	EmptyIDs   []string `json:"empty_ids,omitempty"`
 	BadSkipped int      `json:"bad_skipped"`
+	// PassedOver counts the files passed over whole (see input.passed).
+	PassedOver int `json:"files_passed_over,omitempty"`
 	// Deleted is what build --delete-missing deleted (absent from the
 	// inputs); nil without it.
 	Deleted *int `json:"deleted_missing,omitempty"`
@@ -1005,7 +1007,7 @@ building an empty or partial index with exit 0. Not on Redis.`,
 				return err
 			}
 			sum := insertSummary{Inserted: res.Stored, Replaced: res.Replaced, Repeated: res.Repeated,
-				Empty: len(res.SkippedEmpty), EmptyIDs: res.SkippedEmpty[:min(len(res.SkippedEmpty), emptyIDsShown)], BadSkipped: inp.skipped}
+				Empty: len(res.SkippedEmpty), EmptyIDs: res.SkippedEmpty[:min(len(res.SkippedEmpty), emptyIDsShown)], BadSkipped: inp.skipped, PassedOver: inp.passed}
 			if deleteMissing {
 				sum.Deleted = &res.Deleted
 			}
@@ -1543,7 +1545,7 @@ after committing what was read and says where to continue.`,
 			start := time.Now()
 			err = a.putAll(w, inp.docs(args), len(args) == 0 || slices.Contains(args, "-"))
 			done()
-			w.sum.BadSkipped = inp.skipped
+			w.sum.BadSkipped, w.sum.PassedOver = inp.skipped, inp.passed
 			if err == nil {
 				err = inp.close()
 			}
@@ -1651,14 +1653,18 @@ func stoppedErr(done, through, maybe string, err error) error {
 const emptyIDsShown = 10
 
 func (a *app) reportInsert(s insertSummary) error {
-	if s.Inserted+s.Repeated+s.Empty+s.BadSkipped == 0 {
+	if s.Inserted+s.Repeated+s.Empty+s.BadSkipped+s.PassedOver == 0 {
 		// NB: an empty input is no error (a night with nothing new), but a
 		// job whose upstream wrote an empty file should hear of it.
 		a.notef("the inputs held no record: nothing was inserted")
 	}
-	text := fmt.Sprintf("inserted %s (%s)%s; %s in the input (last one wins), %s skipped, %s skipped\n",
+	passed := ""
+	if s.PassedOver > 0 {
+		passed = ", " + counted(s.PassedOver, "file", "files") + " passed over (named above)"
+	}
+	text := fmt.Sprintf("inserted %s (%s)%s; %s in the input (last one wins), %s skipped, %s skipped%s\n",
 		counted(s.Inserted, "document", "documents"), counted(s.Replaced, "replaced a stored one", "replaced stored ones"), deletedNote(s.Deleted), counted(s.Repeated, "repeated id", "repeated ids"),
-		counted(s.Empty, "empty text", "empty texts"), counted(s.BadSkipped, "bad record", "bad records"))
+		counted(s.Empty, "empty text", "empty texts"), counted(s.BadSkipped, "bad record", "bad records"), passed)
 	if a.json() {
 		err := a.emitJSON(s)
 		a.saySummaryHere(err, text)
@@ -2018,11 +2024,14 @@ make it first with lshdb create for others.`,
 			if n := inp.skipped + w.empty; n > 0 {
 				skipped = fmt.Sprintf(" (%s skipped)", counted(n, "record", "records"))
 			}
+			if inp.passed > 0 {
+				skipped += fmt.Sprintf(" (%s passed over)", counted(inp.passed, "file", "files"))
+			}
 			repeated := ""
 			if w.repeated > 0 {
 				repeated = fmt.Sprintf(", %d stored again under an id stored earlier in the input (the last one stored wins)", w.repeated)
 			}
-			if w.stored+w.dups+w.repeated+w.empty+inp.skipped == 0 {
+			if w.stored+w.dups+w.repeated+w.empty+inp.skipped+inp.passed == 0 {
 				a.notef("the inputs held no record: nothing was inserted")
 			}
 			// NB: a duplicate may be of a document stored earlier in the

@@ -2453,11 +2453,28 @@ func TestDatasetFolderWithReadme(t *testing.T) {
 	if _, errOut, code := runLine([]string{"insert", "--db", alone, "--store-text", filepath.Join(hf, "data", "train-00000-of-00001.parquet")}, ""); code != 0 {
 		t.Fatalf("the shard alone: exit %d, stderr %q", code, errOut)
 	}
-	_, errOut, code := runLine([]string{"insert", "--db", whole, "--store-text", "--format", "parquet", hf}, "")
+	out, errOut, code := runLine([]string{"insert", "--db", whole, "--store-text", "--format", "parquet", hf}, "")
 	if code != 0 || !strings.Contains(errOut, "README.md: a dataset's documentation") || !strings.Contains(errOut, "_SUCCESS: not a Parquet file") {
 		t.Fatalf("--format parquet: exit %d, stderr %q", code, errOut)
 	}
 	want := storedTexts(t, alone)
+	// The two files passed over are no bad records (a read-through,
+	// RT10-10: they read "2 bad records skipped").
+	if wantOut := fmt.Sprintf("inserted %d documents (0 replaced stored ones); 0 repeated ids in the input (last one wins), 0 empty texts skipped, 0 bad records skipped, 2 files passed over (named above)\n", len(want)); out != wantOut {
+		t.Errorf("--format parquet said %q, want %q", out, wantOut)
+	}
+	out, _, code = runLine([]string{"build", "--db", filepath.Join(dir, "built"), "--output", "json", "--format", "parquet", hf}, "")
+	var sum struct {
+		Inserted   int `json:"inserted"`
+		BadSkipped int `json:"bad_skipped"`
+		PassedOver int `json:"files_passed_over"`
+	}
+	if err := json.Unmarshal([]byte(out), &sum); code != 0 || err != nil || sum.Inserted != len(want) || sum.BadSkipped != 0 || sum.PassedOver != 2 {
+		t.Errorf("build --output json: exit %d, %+v (%v) from %q", code, sum, err, out)
+	}
+	if _, errOut, code := runLine([]string{"dedup", "--db", filepath.Join(dir, "dedup"), "--format", "parquet", hf}, ""); code != 0 || !strings.Contains(errOut, "(2 files passed over)") || strings.Contains(errOut, "records skipped") {
+		t.Errorf("dedup: exit %d, stderr %q", code, errOut)
+	}
 	if got := storedTexts(t, whole); len(want) < 100 || !maps.Equal(got, want) {
 		t.Fatalf("--format parquet stored %d documents, the shard alone %d", len(got), len(want))
 	}
