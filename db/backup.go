@@ -789,10 +789,28 @@ func (db *DB) foldBackupStamp() error {
 		return classify(fmt.Errorf("lshdb: reading the backup's stamp %s: %w", path, err))
 	}
 	s, err := codec.DecodeBackupStamp(v)
-	if err != nil {
-		return fmt.Errorf("%w (%s: a backup's stamp, which gives the backup an instance of its own; it holds no document: remove it, and the index opens, with its original's instance if no writable open took the stamp in)%w", classify(err), path, unsaid{errAdvised})
-	}
 	switch {
+	case err != nil && db.opts.ReadOnly:
+		// NB: the advice was to remove the file, and a backup never
+		// opened writable then opened with its original's instance: the
+		// collision the stamp is there to prevent, pairs files being
+		// matched by instance (a read-through, RT9-3).
+		return fmt.Errorf("%w (%s: a backup's stamp, which gives the backup an instance of its own; it holds no document: open the index once to write, with lshdb check --repair, and it takes a new instance of its own, with no origin; do not remove the file, or the index may open with its original's instance)%w", classify(err), path, unsaid{errAdvised})
+	case err != nil:
+		// NB: an instance of its own and no origin is always safe: no
+		// pairs file or other state derived from another index is taken
+		// for it. What the stamp said is lost with it (which index it
+		// copies, and at what state).
+		db.opts.Logger.Warn("lshdb: the index's backup stamp is damaged: the index takes a new instance of its own, with no origin (pairs files made on it before are not taken: make them again)", "file", path, "err", err)
+		db.man.Instance, db.man.Origin = newInstance(), ""
+		db.man.OriginWritten, db.man.OriginDocs, db.man.OriginInstant = 0, 0, false
+		enc, err := codec.EncodeManifest(&db.man)
+		if err != nil {
+			return err
+		}
+		if err := db.pebbleWrite(func() error { return db.pdb.Set(codec.ManifestKey, enc, pebble.Sync) }); err != nil {
+			return fmt.Errorf("lshdb: writing a new instance in place of a damaged backup stamp: %w", err)
+		}
 	case s.Applied(&db.man):
 		// NB: folded in by an Open killed before it removed the file.
 	case !s.MadeFor(&db.man):

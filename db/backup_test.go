@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -1192,20 +1193,93 @@ func TestBackupStampFolded(t *testing.T) {
 		t.Errorf("a stamp folded already is left: %v", err)
 	}
 
-	// Damaged: refused by both opens, naming the file; nothing changed.
+	// Damaged: refused by a read-only open, naming the file; nothing
+	// changed.
 	bad := append([]byte(nil), stamp...)
 	bad[len(bad)-1] ^= 0xff
 	if err := os.WriteFile(stampPath, bad, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for _, o := range []*Options{ro, {MustExist: true}} {
-		if _, err := Open(bk, o); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), stampPath) || !Advised(err) || Repairable(err) {
-			t.Errorf("open (read-only %v) of a backup with a damaged stamp: %v, want ErrCorrupt naming %s, Advised and not Repairable", o.ReadOnly, err, stampPath)
+	if _, err := Open(bk, ro); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), stampPath) || !strings.Contains(err.Error(), "check --repair") || !Advised(err) || Repairable(err) {
+		t.Errorf("read-only open of a backup with a damaged stamp: %v, want ErrCorrupt naming %s and check --repair, Advised and not Repairable", err, stampPath)
+	}
+	if m := stored(); m.Instance != first {
+		t.Errorf("a read-only open changed the record: %+v", m)
+	}
+	damagedStampTakesANewInstance(t, bk, stampPath, bad, []string{d.Instance(), first}, acked)
+
+	// A backup never opened to write, whose stamp is damaged: removing
+	// the file, as the error said before, opened it with its original's
+	// instance (a read-through, RT9-3). A writable open gives it one of
+	// its own.
+	bk2 := filepath.Join(root, "bk2")
+	if err := d.Backup(context.Background(), bk2); err != nil {
+		t.Fatal(err)
+	}
+	stamp2 := filepath.Join(bk2, codec.BackupStampFile)
+	raw, err := os.ReadFile(stamp2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw[len(raw)/2] ^= 0x55
+	damagedStampTakesANewInstance(t, bk2, stamp2, raw, []string{d.Instance(), first}, acked)
+}
+
+// damagedStampTakesANewInstance writes bad as the stamp of the index at
+// dir, opens it to write and checks that it takes an instance none of
+// taken, with no origin, in its stored manifest (read by a Pebble of the
+// test's own) and in a reopen, removes the stamp, warns, and keeps every
+// document of acked.
+func damagedStampTakesANewInstance(t *testing.T, dir, stampPath string, bad []byte, taken []string, acked map[string]string) {
+	t.Helper()
+	if err := os.WriteFile(stampPath, bad, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var logged strings.Builder
+	w, err := Open(dir, &Options{MustExist: true, Logger: slog.New(slog.NewTextHandler(&logged, nil))})
+	if err != nil {
+		t.Fatalf("a writable open with a damaged stamp: %v", err)
+	}
+	inst := w.Instance()
+	w.Close()
+	if inst == "" || slices.Contains(taken, inst) {
+		t.Errorf("a damaged stamp: instance %q, one of %q", inst, taken)
+	}
+	if !strings.Contains(logged.String(), "backup stamp is damaged") {
+		t.Errorf("no warning of the damaged stamp: %q", logged.String())
+	}
+	if _, err := os.Stat(stampPath); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the damaged stamp is left: %v", err)
+	}
+	p, err := pebble.Open(dir, &pebble.Options{ReadOnly: true, Merger: compaction.Merger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, closer, err := p.Get(codec.ManifestKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := codec.DecodeManifest(v)
+	closer.Close()
+	p.Close()
+	if err != nil || m.Instance != inst || m.Origin != "" || m.OriginInstant || m.OriginDocs != 0 || m.OriginWritten != 0 {
+		t.Errorf("the stored manifest: %+v (%v), want instance %s and no origin", m, err, inst)
+	}
+	r, err := Open(dir, &Options{ReadOnly: true, MustExist: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if info, err := r.Info(); err != nil || r.Instance() != inst || info.Origin != nil {
+		t.Errorf("reopened: instance %q, origin %+v (%v); want %q and none", r.Instance(), info.Origin, err, inst)
+	}
+	for id, text := range acked {
+		if doc, err := r.Get(id); err != nil || doc.Text != text {
+			t.Errorf("%s after the new instance: %v", id, err)
 		}
 	}
-	os.Remove(stampPath) // as the error says
-	if got := instanceOf(ro); got != first {
-		t.Errorf("the damaged stamp removed: instance %q, want the folded %q", got, first)
+	if rep, err := r.Check(context.Background()); err != nil || len(rep.Problems) > 0 || rep.Docs != len(acked) {
+		t.Errorf("check: %+v, %v; want %d documents and no problem", rep, err, len(acked))
 	}
 }
 
