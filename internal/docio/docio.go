@@ -725,14 +725,24 @@ func decompress(name string, in io.Reader, mayWait bool) (*bufio.Reader, string,
 // and a NUL (POSIX) or two spaces and a NUL (GNU) at offset 257, and,
 // where the whole 512-byte header is there, its checksum right. NB:
 // "ustar" alone refused a JSON Lines file whose byte 257 began "custard"
-// (a read-through, RT10-5). A pipe's reader (wait) is not made to wait
-// for the header's bytes: a record shorter than them, trickled in, must
-// be read as it arrives; it is checked once its first bytes are there.
+// (a read-through, RT10-5). A pipe's reader (wait) waits for the
+// header's bytes only while no line has ended: a record shorter than
+// them, trickled in, is read as soon as it ends, as the record reader
+// would need its end anyway. NB: it decided on the first bytes there,
+// and a tar trickled in, 100 bytes first, was read as JSON Lines (a
+// read-through, RT10-7).
 func isTar(br *bufio.Reader, wait bool) bool {
 	const at, n = 257, 265
-	if wait {
-		if _, err := br.Peek(1); err != nil || br.Buffered() < n {
-			return false
+	for wait {
+		b, _ := br.Peek(br.Buffered()) // NB: what is there, without waiting
+		if len(b) >= n {
+			break
+		}
+		if bytes.IndexByte(b, '\n') >= 0 {
+			return false // NB: a line ended before a tar header would
+		}
+		if _, err := br.Peek(len(b) + 1); err != nil { // NB: waits for one byte more
+			return false // NB: a stream shorter than a tar header
 		}
 	}
 	m, _ := br.Peek(n)

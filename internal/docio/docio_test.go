@@ -999,6 +999,49 @@ func TestTarRefused(t *testing.T) {
 	if b := files["custard.jsonl"]; string(b[257:262]) != "ustar" {
 		t.Fatalf("the custard is not at 257: %q", b[250:270])
 	}
+	// Trickled into a pipe, its first 100 bytes alone at first: it was
+	// read as JSON Lines (a read-through, RT10-7). A short record
+	// trickled in the same way, and records after it, are still read as
+	// each line ends: the reader gives the first before the second is
+	// written.
+	trickle := func(parts ...string) (io.Reader, func()) {
+		pr, pw := io.Pipe()
+		next := make(chan bool)
+		go func() {
+			for i, p := range parts {
+				if i > 0 {
+					if !<-next {
+						break
+					}
+				}
+				pw.Write([]byte(p))
+			}
+			pw.Close()
+		}()
+		return pr, func() { next <- true }
+	}
+	in, more := trickle(string(tb.Bytes()[:100]), string(tb.Bytes()[100:]))
+	go func() { time.Sleep(50 * time.Millisecond); more() }()
+	for rec, err := range Read(context.Background(), []string{"-"}, in, Options{}) {
+		if !errors.Is(err, ErrArchive) {
+			t.Fatalf("a tar trickled into a pipe: %+v, %v", rec, err)
+		}
+	}
+	first := `{"id":"a","text":"short"}` + "\n"
+	in, more = trickle(first[:10], first[10:], `{"id":"b","text":"second"}`+"\n")
+	go func() { time.Sleep(50 * time.Millisecond); more() }()
+	var ids []string
+	for rec, err := range Read(context.Background(), []string{"-"}, in, Options{}) {
+		if err != nil {
+			t.Fatalf("records trickled into a pipe: %v", err)
+		}
+		if ids = append(ids, rec.ID); len(ids) == 1 {
+			more() // NB: the second is written only once the first is read
+		}
+	}
+	if !slices.Equal(ids, []string{"a", "b"}) {
+		t.Fatalf("records trickled into a pipe: %q", ids)
+	}
 }
 
 // Ensure that a header that names neither column says what the file looks
