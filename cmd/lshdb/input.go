@@ -152,6 +152,12 @@ func (a *app) openInput(f *inputFlags, d index) (*input, error) {
 		if err := intoIndex(f.rejects); err != nil {
 			return nil, fmt.Errorf("--rejects: %w", err)
 		}
+		// NB: os.Create follows a link another user planted in a
+		// shared directory such as /tmp, and wrote the rejected records
+		// over its target (a security review, SEC2-6).
+		if err := refuseStrangersLink(f.rejects); err != nil {
+			return nil, fmt.Errorf("--rejects: %w", err)
+		}
 		w, err := os.Create(f.rejects)
 		if err != nil {
 			// NB: "open in: is a directory" named no flag (B13).

@@ -887,6 +887,9 @@ func (a *app) rootCmd() *cobra.Command {
 			if err := intoIndex(a.cpuProfile); err != nil {
 				return fmt.Errorf("--cpuprofile: %w", err)
 			}
+			if err := refuseStrangersLink(a.cpuProfile); err != nil { // NB: SEC2-6, see --rejects
+				return fmt.Errorf("--cpuprofile: %w", err)
+			}
 			f, err := os.Create(a.cpuProfile)
 			if err != nil {
 				var pe *fs.PathError

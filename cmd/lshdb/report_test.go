@@ -812,6 +812,39 @@ func TestOutputRefusesAStrangersLink(t *testing.T) {
 	if b, err := os.ReadFile(victim); err != nil || string(b) != "secret" {
 		t.Errorf("the linked file after: %.100q %v", b, err)
 	}
+	// The outputs written with os.Create, not through a temporary file:
+	// they wrote over the link's target (a security review, SEC2-6).
+	idx := filepath.Join(private, "idx")
+	for _, c := range []struct {
+		args  []string
+		stdin string
+		flag  string
+	}{
+		{[]string{"insert", "--db", idx, "--skip-bad", "--rejects", link, "-"}, "not json\n" + docLine("a", "a good record") + "\n", "--rejects"},
+		{[]string{"info", "--db", idx, "--cpuprofile", link}, "", "--cpuprofile"},
+		{[]string{"tune", "--threshold", "0.8", "--plot", link}, "", "--plot"},
+	} {
+		os.Remove(strings.TrimSuffix(link, ".jsonl") + ".svg")
+		arg := link
+		if c.flag == "--plot" {
+			// NB: --plot takes an .svg name.
+			arg = strings.TrimSuffix(link, ".jsonl") + ".svg"
+			if err := os.Symlink(victim, arg); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Lchown(arg, 65534, 65534); err != nil {
+				t.Fatal(err)
+			}
+			c.args[len(c.args)-1] = arg
+		}
+		_, errOut, code := runLine(c.args, c.stdin)
+		if code == 0 || !strings.Contains(errOut, c.flag+": cannot write") || !strings.Contains(errOut, "a symbolic link of another user's in a shared directory") {
+			t.Errorf("%s through another user's link: exit %d %q", c.flag, code, errOut)
+		}
+		if b, err := os.ReadFile(victim); err != nil || string(b) != "secret" {
+			t.Errorf("the linked file after %s: %.100q %v", c.flag, b, err)
+		}
+	}
 	// Another user's regular file there is no link: written as any
 	// file is (it was refused as a link: a diff review).
 	theirs := filepath.Join(shared, "theirs.jsonl")

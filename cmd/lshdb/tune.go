@@ -96,6 +96,9 @@ the index's, at that P). --plot writes the S-curve as an SVG picture.`,
 				if err := intoIndex(plot); err != nil {
 					return fmt.Errorf("--plot: %w", err)
 				}
+				if err := refuseStrangersLink(plot); err != nil { // NB: SEC2-6, see --rejects
+					return fmt.Errorf("--plot: %w", err)
+				}
 				f, err := os.Create(plot)
 				if err != nil {
 					return err
