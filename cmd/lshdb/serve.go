@@ -614,6 +614,7 @@ func (a *app) serve(so *serveOptions) error {
 			mux.ServeHTTP(w, r)
 		}),
 		ReadHeaderTimeout: headerTimeout(so.readTimeout),
+		MaxHeaderBytes:    httpapi.MaxHeaderBytes,
 		ReadTimeout:       so.readTimeout,
 		// NB: the API gives each write its own deadline (long answers
 		// stream); this bounds what the API does not serve (/metrics).

@@ -850,6 +850,41 @@ func TestServeUncleanPath(t *testing.T) {
 	}
 }
 
+// Ensure that a request whose header passes httpapi.MaxHeaderBytes is
+// answered 431 on the TCP port and on the socket, and one just under it
+// is served: net/http's default of 1 MiB let each connection without a
+// token make the server hold that much (a security review, SEC2-3).
+func TestServeHeaderBound(t *testing.T) {
+	idx := filepath.Join(t.TempDir(), "idx")
+	if _, errOut, code := runLine([]string{"insert", "--db", idx, "-"}, `{"id":"a","text":"a document to serve"}`+"\n"); code != 0 {
+		t.Fatal(errOut)
+	}
+	sock, tcp, _, _ := startServe(t, "--db", idx, "--addr", "127.0.0.1:0")
+	onSocket := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "unix", sock)
+	}}}
+	for _, c := range []struct {
+		name   string
+		client *http.Client
+		url    string
+	}{{"tcp", http.DefaultClient, tcp}, {"socket", onSocket, "http://lshdb"}} {
+		for pad, want := range map[int]int{httpapi.MaxHeaderBytes / 2: 200, httpapi.MaxHeaderBytes + 8<<10: http.StatusRequestHeaderFieldsTooLarge} {
+			req, _ := http.NewRequest("GET", c.url+"/v1/count", nil)
+			for i := 0; i < pad/4000; i++ {
+				req.Header.Add(fmt.Sprintf("X-Pad-%d", i), strings.Repeat("p", 4000))
+			}
+			resp, err := c.client.Do(req)
+			if err != nil {
+				t.Fatalf("%s, %d bytes of header: %v", c.name, pad, err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != want {
+				t.Errorf("%s, %d bytes of header: %d, want %d", c.name, pad, resp.StatusCode, want)
+			}
+		}
+	}
+}
+
 // Ensure that --token-file takes the token on the file's first line,
 // without the spaces around it (a trailing space or a second line made a
 // token no request matched), and that a request without it is refused.

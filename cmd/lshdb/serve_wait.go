@@ -70,6 +70,7 @@ func startWaiting(l net.Listener, so *serveOptions, maxConns int, errLog *log.Lo
 		Handler: httpapi.WaitingHandler(&httpapi.Options{Token: so.token, ReadToken: so.readToken, Owner: serveOwner},
 			func() string { return *ws.holder.Load() }),
 		ReadHeaderTimeout: 10 * time.Second,
+		MaxHeaderBytes:    httpapi.MaxHeaderBytes, // NB: SEC2-3
 		WriteTimeout:      10 * time.Second,
 		IdleTimeout:       10 * time.Second,
 		ErrorLog:          errLog,

@@ -9,7 +9,8 @@
 //	d, err := db.Open(dir, nil)
 //	...
 //	l, err := httpapi.ListenSocket(httpapi.SocketPath(dir)) // DIR/lshdb.sock, mode 0600
-//	srv := &http.Server{Handler: httpapi.Handler(d, nil), ReadHeaderTimeout: 10 * time.Second}
+//	srv := &http.Server{Handler: httpapi.Handler(d, nil), ReadHeaderTimeout: 10 * time.Second,
+//		MaxHeaderBytes: httpapi.MaxHeaderBytes}
 //	go srv.Serve(l)
 //	...
 //	srv.Shutdown(ctx) // then
@@ -39,8 +40,10 @@
 // answer has its own deadline (Options.WriteTimeout) instead of the
 // server's whole-response one, which would cut long calls short. Every
 // call runs under the request's context: a client that goes away cancels
-// its query, pairs, check or stats. Configure the server's ReadTimeout and
-// ReadHeaderTimeout; the handler cannot.
+// its query, pairs, check or stats. Configure the server's ReadTimeout,
+// ReadHeaderTimeout and MaxHeaderBytes (MaxHeaderBytes; net/http's
+// default lets each connection make the server hold 1 MiB of header
+// before any token is seen); the handler cannot.
 //
 // # Caveats
 //

@@ -42,6 +42,15 @@ const DefaultMaxBodyBytes = 65 << 20
 // its signature, twice: prepared and in the batch).
 const DefaultMaxBatch = 100_000
 
+// MaxHeaderBytes bounds the header of a request a server takes
+// (http.Server.MaxHeaderBytes; net/http answers 431 past it): the API's
+// own headers are a few hundred bytes, and a proxy's add a few more.
+// NB: net/http's default is 1 MiB, which each connection could make the
+// server hold before any token was seen: 1,000 connections without one,
+// each sending 125 headers of 8,000 bytes, took a server from 567 MiB to
+// 1,571 MiB (a security review, SEC2-3).
+const MaxHeaderBytes = 32 << 10
+
 // DefaultMaxRuns is the default Options.MaxRuns: one a core of a small
 // server, each run using every core it has.
 const DefaultMaxRuns = 2
@@ -522,6 +531,16 @@ func (h *handler) ServeHTTP(hw http.ResponseWriter, r *http.Request) {
 	// a token is set: answered 404 with its path, a client without the
 	// token had every byte it sent written back, and twice to the log
 	// (an SRE's review: 40 MB of log for 20 requests of 1 MB paths).
+	if rt != nil && rt.op == "healthz" && r.ContentLength != 0 {
+		// NB: the one route that needs no token answers without reading
+		// a body, which net/http then read for up to the read timeout,
+		// the connection busy meanwhile: 4,200 peers without a token,
+		// each promising /healthz a body and sending a byte a second,
+		// took every slot of serve's TCP bound, and a client with the
+		// token waited until its timeout (a security review, SEC2-2).
+		// Such a request is answered, and its connection closed unread.
+		w.refuseUnread()
+	}
 	if rt == nil || rt.op != "healthz" {
 		if err = h.sameSite(r); err != nil {
 			w.refuseUnread()
@@ -536,6 +555,7 @@ func (h *handler) ServeHTTP(hw http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if readOnly && rt != nil && !slices.Contains(ReadOps, rt.op) {
+			w.refuseUnread() // NB: a read token's peer is no writer's (see healthz above)
 			err = fmt.Errorf("%w: the request's token may only read (the server's read-only token: serve --read-token-file, Options.ReadToken), and %s writes or maintains the index, which needs the server's own token; nothing was done", ErrForbidden, rt.op)
 			w.fail(err)
 			return

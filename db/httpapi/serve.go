@@ -66,7 +66,7 @@ func ServeSocket(d *db.DB, o *Options) (stop func(ctx context.Context) error, er
 	}
 	var active atomic.Int64 // requests in flight
 	h := Handler(d, o)
-	srv := &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := &http.Server{ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: MaxHeaderBytes, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		active.Add(1)
 		defer active.Add(-1)
 		h.ServeHTTP(w, r)
