@@ -290,7 +290,7 @@ stops accepting requests, lets those in flight finish (up to
 	fs.StringVar(&so.readTokenFile, "read-token-file", "", "read a second bearer token from this file (its first line; default: $LSHDB_READ_TOKEN), which may only read: queries, gets, pairs, clusters, stats, check; a write or maintenance request with it gets 403 forbidden (for clients that only query; needs --token)")
 	fs.Int64Var(&so.maxBody, "max-body", httpapi.DefaultMaxBodyBytes, "largest request body in bytes (413 beyond; for put-if-new: each document; -1: no limit)")
 	fs.IntVar(&so.maxBatch, "max-batch", httpapi.DefaultMaxBatch, "most documents (queries) in one put or query/many request (413 beyond; -1: no limit)")
-	fs.IntVar(&so.maxRuns, "max-runs", httpapi.DefaultMaxRuns, "most pairs and clusters runs over the whole index at once, each with its memory budget (more wait; -1: no limit)")
+	fs.IntVar(&so.maxRuns, "max-runs", httpapi.DefaultMaxRuns, "most runs over the whole index at once: pairs and clusters, each with its memory budget, and stats, buckets and check (more wait; -1: no limit)")
 	fs.IntVar(&so.maxMatches, "max-matches", httpapi.DefaultMaxMatches, "most matches one query or query/many request answers, after its limit (400 beyond, saying so; -1: no limit)")
 	fs.IntVar(&so.maxInFlight, "max-in-flight", httpapi.DefaultMaxInFlight, "most documents (queries) of all requests worked on at once; others wait (-1: no limit)")
 	fs.Int64Var(&so.maxInFlightBytes, "max-in-flight-bytes", httpapi.DefaultMaxInFlightBytes, "most bytes of text of all requests worked on at once (a document takes about 35x its text in memory while it is signed); others wait (-1: no limit; under a cgroup memory limit, as in a container, the default is at most 1/128 of it)")

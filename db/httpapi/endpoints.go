@@ -1201,15 +1201,39 @@ func (h *handler) clustersFrom(w *resp, r *http.Request) error {
 // null (a serializer that writes every field gives "error": null).
 func given(v json.RawMessage) bool { return len(v) > 0 && string(v) != "null" }
 
+// MaxTop bounds the hottest lists a stats or buckets request asks for
+// (top): each is held with a sample of its members, for every band.
+// NB: one request with top=1000000000, with the read token, held every
+// posting list of a 126,000-document index: 1.7 GB, a 68 MB answer (a
+// security review, SEC2-1).
+const MaxTop = 1000
+
+// topParam is the top of a stats or buckets request, at most MaxTop.
+func topParam(q url.Values, def int) (int, error) {
+	top, err := intParam(q, "top", def)
+	if err == nil && top > MaxTop {
+		err = fmt.Errorf("%w: top %d is more than the server gives (%d, httpapi.MaxTop): ask for fewer, or run the command on the index where no server holds it", db.ErrInvalidOptions, top, MaxTop)
+	}
+	return top, err
+}
+
 func (h *handler) stats(w *resp, r *http.Request) error {
 	q, err := params(r, []string{"top"})
 	if err != nil {
 		return err
 	}
-	top, err := intParam(q, "top", 5)
+	top, err := topParam(q, 5)
 	if err != nil {
 		return err
 	}
+	// NB: a read of the whole index, as pairs is: it waits for a run's
+	// place (Options.MaxRuns); six checks at once took 21 s each, and
+	// stats and buckets their memory each (SEC2-1).
+	release, err := h.admitRun(r.Context())
+	if err != nil {
+		return err
+	}
+	defer release()
 	st, err := h.d.Stats(r.Context(), top)
 	if err != nil {
 		return err
@@ -1226,10 +1250,21 @@ func (h *handler) buckets(w *resp, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	top, err := intParam(q, "top", 10)
+	top, err := topParam(q, 10)
 	if err != nil {
 		return err
 	}
+	if b := h.d.Params().Bands.B; band >= b {
+		// NB: as db.Buckets says it, before the wait for a run's place:
+		// a request cut by the shutdown as it waited was answered 503
+		// shutdown, which a client retries, for a band the index has not.
+		return fmt.Errorf("%w: band %d: the index has bands 0 to %d", db.ErrInvalidOptions, band, b-1)
+	}
+	release, err := h.admitRun(r.Context()) // NB: see stats
+	if err != nil {
+		return err
+	}
+	defer release()
 	st, err := h.d.Buckets(r.Context(), band, top)
 	if err != nil {
 		return err
@@ -1280,6 +1315,11 @@ func (h *handler) check(w *resp, r *http.Request) error {
 	if _, err := params(r, nil); err != nil {
 		return err
 	}
+	release, err := h.admitRun(r.Context()) // NB: see stats
+	if err != nil {
+		return err
+	}
+	defer release()
 	rep, err := h.d.Check(r.Context())
 	if err != nil {
 		return err

@@ -123,8 +123,9 @@ type Options struct {
 	MaxMatches int
 	// MaxRuns bounds the runs over the whole index the server makes at
 	// once (GET /v1/pairs, /v1/pairs/groups and /v1/clusters, POST
-	// /v1/clusters): one more waits, in the order they came, until one
-	// ends (or its client goes away). Each may hold its memory budget (up
+	// /v1/clusters; GET /v1/stats, /v1/buckets and /v1/check, which read
+	// every posting list): one more waits, in the order they came, until
+	// one ends (or its client goes away). Each may hold its memory budget (up
 	// to MaxPairsMemory) and spill to disk: six pairs runs of 1 GiB took
 	// a server to 3.3 GB (a security review, SEC-3). Default:
 	// DefaultMaxRuns; negative: no limit.
@@ -319,7 +320,7 @@ func (h *handler) admitRun(ctx context.Context) (release func(), err error) {
 		return func() {}, nil
 	}
 	if err := h.runs.Acquire(ctx, 1); err != nil {
-		return nil, fmt.Errorf("%w while waiting for other pairs or clusters runs to end (serve --max-runs)", err)
+		return nil, fmt.Errorf("%w while waiting for other runs over the whole index (pairs, clusters, stats, buckets, check) to end (serve --max-runs)", err)
 	}
 	return func() { h.runs.Release(1) }, nil
 }

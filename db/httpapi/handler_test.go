@@ -2864,7 +2864,7 @@ func TestMaxMatches(t *testing.T) {
 }
 
 // Ensure that the runs over the whole index (pairs, pairs/groups,
-// clusters) wait for room among MaxRuns, giving up when their client goes
+// clusters, stats, buckets, check) wait for room among MaxRuns, giving up when their client goes
 // away, and run once a run ends (six pairs runs of 1 GiB each took a
 // server to 3.3 GB: a security review, SEC-3); and that a memory budget
 // under MinPairsMemory is raised to it (a budget of a byte spilled 33,707
@@ -2875,16 +2875,37 @@ func TestMaxRuns(t *testing.T) {
 	if err := h.runs.Acquire(context.Background(), 1); err != nil { // a run under way
 		t.Fatal(err)
 	}
-	for _, path := range []string{"/v1/pairs?threshold=0.5", "/v1/pairs/groups", "/v1/clusters"} {
+	// NB: stats, buckets and check read every posting list too, and
+	// took their memory each, as many at once as were asked (a security
+	// review, SEC2-1).
+	for _, path := range []string{"/v1/pairs?threshold=0.5", "/v1/pairs/groups", "/v1/clusters", "/v1/stats", "/v1/buckets", "/v1/check"} {
 		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest("GET", path, nil).WithContext(ctx))
 		cancel()
-		if rec.Code == http.StatusOK || !strings.Contains(rec.Body.String(), "waiting for other pairs or clusters runs to end") {
+		if rec.Code == http.StatusOK || !strings.Contains(rec.Body.String(), "waiting for other runs over the whole index") {
 			t.Errorf("%s beside a run under way, MaxRuns 1: %d %s", path, rec.Code, rec.Body)
 		}
 	}
 	h.runs.Release(1)
+	for _, path := range []string{"/v1/stats", "/v1/buckets", "/v1/check"} {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
+		if rec.Code != http.StatusOK {
+			t.Errorf("%s once the run ended: %d %.200s", path, rec.Code, rec.Body)
+		}
+	}
+	// top is bounded (MaxTop): one of a billion held every posting list
+	// (SEC2-1); the bound itself is served.
+	for _, path := range []string{"/v1/stats", "/v1/buckets"} {
+		for top, want := range map[int]int{MaxTop: http.StatusOK, MaxTop + 1: http.StatusBadRequest, 1_000_000_000: http.StatusBadRequest} {
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, httptest.NewRequest("GET", fmt.Sprintf("%s?top=%d", path, top), nil))
+			if rec.Code != want || want != http.StatusOK && !strings.Contains(rec.Body.String(), `"invalid_options"`) {
+				t.Errorf("%s?top=%d: %d %.200s, want %d", path, top, rec.Code, rec.Body, want)
+			}
+		}
+	}
 	var answers []string
 	for _, path := range []string{"/v1/pairs?threshold=0.5", "/v1/pairs?threshold=0.5&memory=1"} {
 		rec := httptest.NewRecorder()
