@@ -3,6 +3,7 @@ package db
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"slices"
@@ -285,6 +286,9 @@ func (db *DB) QueryMany(ctx context.Context, qs []QueryInput, qo *QueryOptions) 
 				}
 				res, err := db.answer(gctx, v, &qs[i], q, sc)
 				if err != nil {
+					if tb := (*textBoundError)(nil); errors.As(err, &tb) {
+						return err // NB: the call's bound, not this query's fault
+					}
 					if cerr := ctxErr(ctx); cerr != nil {
 						// NB: the call's end (its context, or Close), not
 						// this query's fault: as a *QueryError it named

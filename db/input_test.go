@@ -882,6 +882,75 @@ func TestQueryMaxMatches(t *testing.T) {
 	}
 }
 
+// Ensure that MaxTextBytes bounds the bytes of text WithText puts in the
+// matches of a Query and, summed, of a QueryMany's queries, refusing a
+// call past it with ErrInvalidOptions that says so (and, in QueryMany,
+// as the call's error, not a QueryError), and that a negative one is
+// refused. The oracle: 30 copies of one text of known length, each query
+// by text matching all 30, so a query's texts are 30 times its length.
+// MaxMatches counts matches, not their bytes: a server answered 697 MB
+// to 20 queries (a security review, SEC2-4).
+func TestQueryMaxTextBytes(t *testing.T) {
+	d := mustOpen(t, t.TempDir(), nil)
+	defer d.Close()
+	text := strings.Repeat("a long paragraph stored thirty times under thirty ids ", 20)
+	var docs []Doc
+	for i := range 30 {
+		docs = append(docs, Doc{ID: fmt.Sprint("d", i), Text: text})
+	}
+	if _, err := d.PutBatch(docs, nil); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	one := int64(30 * len(text)) // the texts of one query's matches
+	for _, c := range []struct {
+		bound   int64
+		queries int // 0: Query
+		limit   int
+		ok      bool
+	}{
+		{0, 0, 0, true}, {one, 0, 0, true}, {one - 1, 0, 0, false}, {one / 2, 0, 10, true},
+		{3 * one, 3, 0, true}, {3*one - 1, 3, 0, false}, {one + 1, 3, 0, false}, {one, 3, 10, true},
+	} {
+		qo := &QueryOptions{WithText: true, MaxTextBytes: c.bound, Limit: c.limit}
+		var got []*QueryResult
+		var err error
+		if c.queries > 0 {
+			got, err = d.QueryMany(ctx, slices.Repeat([]QueryInput{{Text: text}}, c.queries), qo)
+		} else {
+			var res *QueryResult
+			if res, err = d.Query(ctx, text, qo); err == nil {
+				got = []*QueryResult{res}
+			}
+		}
+		if !c.ok {
+			var qe *QueryError
+			if !errors.Is(err, ErrInvalidOptions) || errors.As(err, &qe) || !strings.Contains(err.Error(), fmt.Sprintf("more than %d bytes", c.bound)) {
+				t.Errorf("%+v: %v, want ErrInvalidOptions saying so, of the call", c, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%+v: %v", c, err)
+		}
+		var bytes int64
+		for _, res := range got {
+			for _, m := range res.Matches {
+				if m.Text != text {
+					t.Fatalf("%+v: match %s has text %.40q", c, m.ID, m.Text)
+				}
+				bytes += int64(len(m.Text))
+			}
+		}
+		if c.bound > 0 && bytes > c.bound {
+			t.Errorf("%+v: %d bytes of text, over the bound", c, bytes)
+		}
+	}
+	if _, err := d.Query(ctx, text, &QueryOptions{MaxTextBytes: -1}); !errors.Is(err, ErrInvalidOptions) {
+		t.Errorf("MaxTextBytes -1: %v, want ErrInvalidOptions", err)
+	}
+}
+
 // Ensure that Check names a classic sets or none index's stored all-zero
 // signature of a set (an older lshdb's for any set holding the hash 0),
 // and nothing else: not the same set's signature as made now, not an fss

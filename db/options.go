@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"sync/atomic"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -516,4 +517,19 @@ type QueryOptions struct {
 	// every document: 400 queries without a limit held 3 GB for a 607 MB
 	// answer of lshdb serve, which bounds it.
 	MaxMatches int
+	// MaxTextBytes bounds the bytes of stored text that WithText puts
+	// in a call's matches: a Query's, or the sum over a QueryMany's
+	// queries. A call that would pass it fails with an error that matches
+	// ErrInvalidOptions and says so (give a Limit, fewer queries a call,
+	// or ask without the texts), having read about the bound and one
+	// text more. Default: 0, no bound.
+	//
+	// NB: MaxMatches counts matches, not their texts: 20 queries of
+	// 2,000 near-copies of a 17 KB text made a 697 MB answer of lshdb
+	// serve, which took 3 GB (a security review, SEC2-4).
+	MaxTextBytes int64
+
+	// texts counts the bytes of text read for MaxTextBytes: one counter
+	// for all the queries of a QueryMany.
+	texts *atomic.Int64
 }

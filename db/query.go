@@ -8,6 +8,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -74,9 +75,24 @@ func (db *DB) queryOptions(qo *QueryOptions) (QueryOptions, error) {
 		return q, invalid("query limit %d is negative", q.Limit)
 	case q.MaxMatches < 0:
 		return q, invalid("query MaxMatches %d is negative", q.MaxMatches)
+	case q.MaxTextBytes < 0:
+		return q, invalid("query MaxTextBytes %d is negative", q.MaxTextBytes)
 	}
+	q.texts = new(atomic.Int64)
 	return q, nil
 }
+
+// textBoundError is the error of a call whose matches' texts pass
+// QueryOptions.MaxTextBytes. It matches ErrInvalidOptions. NB: a type
+// of its own, so that QueryMany gives it as the call's, not as the query
+// whose text passed the sum's bound (QueryError).
+type textBoundError struct{ n, bound int64 }
+
+func (e *textBoundError) Error() string {
+	return fmt.Sprintf("%v: the answer's texts hold more than %d bytes (%d at least), more than the bound of a call (MaxTextBytes): give a limit, or fewer queries a call, or ask without the texts", ErrInvalidOptions, e.bound, e.n)
+}
+
+func (e *textBoundError) Unwrap() error { return ErrInvalidOptions }
 
 // tooManyMatches is the error of a call whose matches pass
 // QueryOptions.MaxMatches: n of them at least, of queries queries.
@@ -734,6 +750,11 @@ func (db *DB) query(ctx context.Context, v view, set []uint64, sig []uint32, siz
 			view, err := codec.ParseDocView(r)
 			if err != nil {
 				return nil, classify(fmt.Errorf("doc %d: %w", m.num, err))
+			}
+			if q.MaxTextBytes > 0 {
+				if n := q.texts.Add(int64(len(view.Text))); n > q.MaxTextBytes {
+					return nil, &textBoundError{n: n, bound: q.MaxTextBytes}
+				}
 			}
 			m.Text = string(view.Text)
 		}

@@ -74,6 +74,7 @@ type serveOptions struct {
 	tokenOnCommandLine                     bool
 	tokenFileReadable                      bool // by its group or every user
 	maxBody, maxInFlightBytes              int64
+	maxTextBytes                           int64
 	maxBatch, maxInFlight, maxMatches      int
 	maxRuns                                int
 	maxConns                               int
@@ -252,6 +253,9 @@ stops accepting requests, lets those in flight finish (up to
 			if so.maxMatches == 0 || so.maxMatches < -1 {
 				return usagef("--max-matches %d: give a number of matches, or -1 for no limit", so.maxMatches)
 			}
+			if so.maxTextBytes == 0 || so.maxTextBytes < -1 {
+				return usagef("--max-text-bytes %d: give a number of bytes, or -1 for no limit", so.maxTextBytes)
+			}
 			if so.maxBatch == 0 || so.maxBatch < -1 {
 				return usagef("--max-batch %d: give a number of documents, or -1 for no limit", so.maxBatch)
 			}
@@ -292,6 +296,7 @@ stops accepting requests, lets those in flight finish (up to
 	fs.IntVar(&so.maxBatch, "max-batch", httpapi.DefaultMaxBatch, "most documents (queries) in one put or query/many request (413 beyond; -1: no limit)")
 	fs.IntVar(&so.maxRuns, "max-runs", httpapi.DefaultMaxRuns, "most runs over the whole index at once: pairs and clusters, each with its memory budget, and stats, buckets and check (more wait; -1: no limit)")
 	fs.IntVar(&so.maxMatches, "max-matches", httpapi.DefaultMaxMatches, "most matches one query or query/many request answers, after its limit (400 beyond, saying so; -1: no limit)")
+	fs.Int64Var(&so.maxTextBytes, "max-text-bytes", httpapi.DefaultMaxTextBytes, "most bytes of stored text one query or query/many request with with_text answers (400 beyond, saying so; -1: no limit)")
 	fs.IntVar(&so.maxInFlight, "max-in-flight", httpapi.DefaultMaxInFlight, "most documents (queries) of all requests worked on at once; others wait (-1: no limit)")
 	fs.Int64Var(&so.maxInFlightBytes, "max-in-flight-bytes", httpapi.DefaultMaxInFlightBytes, "most bytes of text of all requests worked on at once (a document takes about 35x its text in memory while it is signed); others wait (-1: no limit; under a cgroup memory limit, as in a container, the default is at most 1/128 of it)")
 	fs.IntVar(&so.maxConns, "max-connections", defaultMaxConns, "most connections open at once on each listener (the socket, the TCP address), idle keep-alive ones included: at the bound the next takes the place of the one idle or silent longest once it has waited 2 s, and while every one has a request in progress or waited less it waits, answered by nothing (a client sees a timeout if that lasts); a request waiting for others' work holds its body, so this bounds the memory they take (-1: no limit; not given: on each listener, the descriptors left once the index is open, less 256, shared by the listeners and the index: a half with one listener, a third with two, from 16 to 4096)")
@@ -563,7 +568,7 @@ func (a *app) serve(so *serveOptions) error {
 				func() float64 { return float64(l.reclaimed.Load()) }))
 	}
 	mux := http.NewServeMux()
-	api := httpapi.Handler(d, &httpapi.Options{Token: so.token, ReadToken: so.readToken, MaxBodyBytes: so.maxBody, MaxBatch: so.maxBatch, MaxMatches: so.maxMatches, MaxRuns: so.maxRuns, MaxInFlight: so.maxInFlight, MaxInFlightBytes: so.maxInFlightBytes, WriteTimeout: apiWriteTimeout(so.writeTimeout), ReadTimeout: so.readTimeout, IdleTimeout: cmp.Or(so.idleTimeout, so.readTimeout), QueryTimeout: so.queryTimeout,
+	api := httpapi.Handler(d, &httpapi.Options{Token: so.token, ReadToken: so.readToken, MaxBodyBytes: so.maxBody, MaxBatch: so.maxBatch, MaxMatches: so.maxMatches, MaxTextBytes: so.maxTextBytes, MaxRuns: so.maxRuns, MaxInFlight: so.maxInFlight, MaxInFlightBytes: so.maxInFlightBytes, WriteTimeout: apiWriteTimeout(so.writeTimeout), ReadTimeout: so.readTimeout, IdleTimeout: cmp.Or(so.idleTimeout, so.readTimeout), QueryTimeout: so.queryTimeout,
 		BackupRoot: so.backupRoot, Owner: serveOwner, ServesReadOnly: so.readOnly, Logger: log, Hooks: m.Hooks()})
 	mux.Handle("/", api)
 	metricsOpts := &httpapi.Options{Token: so.token, ReadToken: so.readToken, Logger: log, Hooks: m.Hooks()}
@@ -780,7 +785,7 @@ func startupAttrs(d *db.DB, so *serveOptions, dir bool) []any {
 	if so.memoryLimit > 0 {
 		attrs = append(attrs, "memory_limit", so.memoryLimit, "soft_memory_limit", debug.SetMemoryLimit(-1))
 	}
-	attrs = append(attrs, "max_body", so.maxBody, "max_batch", so.maxBatch, "max_matches", so.maxMatches, "max_runs", so.maxRuns, "max_in_flight", so.maxInFlight, "max_in_flight_bytes", so.maxInFlightBytes, "max_connections", so.maxConns)
+	attrs = append(attrs, "max_body", so.maxBody, "max_batch", so.maxBatch, "max_matches", so.maxMatches, "max_text_bytes", so.maxTextBytes, "max_runs", so.maxRuns, "max_in_flight", so.maxInFlight, "max_in_flight_bytes", so.maxInFlightBytes, "max_connections", so.maxConns)
 	if so.defaultMaxConns > 0 {
 		attrs = append(attrs, "max_connections_each", so.defaultMaxConns)
 	}

@@ -835,7 +835,7 @@ func (h *handler) query(w *resp, r *http.Request, req QueryRequest) error {
 	if err != nil {
 		return err
 	}
-	qo := &db.QueryOptions{Threshold: req.Threshold, Limit: req.Limit, EstimateOnly: req.EstimateOnly, WithText: req.WithText, MaxMatches: max(h.o.MaxMatches, 0)}
+	qo := &db.QueryOptions{Threshold: req.Threshold, Limit: req.Limit, EstimateOnly: req.EstimateOnly, WithText: req.WithText, MaxMatches: max(h.o.MaxMatches, 0), MaxTextBytes: max(h.o.MaxTextBytes, 0)}
 	// NB: a large query text costs memory as a put's does
 	// (MaxInFlightBytes); a small one is not queued behind the writes.
 	if size := req.textBytes(); size > bigQueryBytes {
@@ -905,7 +905,7 @@ func (h *handler) queryMany(w *resp, r *http.Request) error {
 			return &db.QueryError{Index: i, Err: err}
 		}
 	}
-	qo := &db.QueryOptions{Threshold: req.Threshold, Limit: req.Limit, EstimateOnly: req.EstimateOnly, WithText: req.WithText, MaxMatches: max(h.o.MaxMatches, 0)}
+	qo := &db.QueryOptions{Threshold: req.Threshold, Limit: req.Limit, EstimateOnly: req.EstimateOnly, WithText: req.WithText, MaxMatches: max(h.o.MaxMatches, 0), MaxTextBytes: max(h.o.MaxTextBytes, 0)}
 	res, err := h.d.QueryMany(r.Context(), ins, qo)
 	if err != nil {
 		return err

@@ -59,6 +59,11 @@ const DefaultMaxRuns = 2
 // about 150 MB held and 75 MB of answer.
 const DefaultMaxMatches = 1_000_000
 
+// DefaultMaxTextBytes is the default Options.MaxTextBytes: 64 MiB of
+// text in one answer, which holds about four times that while it is
+// encoded.
+const DefaultMaxTextBytes = 64 << 20
+
 // DefaultMaxInFlight is the default Options.MaxInFlight: the documents of
 // two batches of DefaultMaxBatch.
 const DefaultMaxInFlight = 2 * DefaultMaxBatch
@@ -121,6 +126,14 @@ type Options struct {
 	// the server to 3 GB (a security review, SEC-1). Default:
 	// DefaultMaxMatches; negative: no bound.
 	MaxMatches int
+	// MaxTextBytes bounds the bytes of stored text one query request
+	// with with_text answers (over all the queries of a query/many): one
+	// that would pass it is answered 400 invalid_options, saying so
+	// (db.QueryOptions.MaxTextBytes). MaxMatches bounds the matches, not
+	// their texts: one query/many of 20 ids on an index of near-copies of
+	// a 17 KB text answered 697 MB and took the server to 3 GB (a security
+	// review, SEC2-4). Default: DefaultMaxTextBytes; negative: no bound.
+	MaxTextBytes int64
 	// MaxRuns bounds the runs over the whole index the server makes at
 	// once (GET /v1/pairs, /v1/pairs/groups and /v1/clusters, POST
 	// /v1/clusters; GET /v1/stats, /v1/buckets and /v1/check, which read
@@ -235,6 +248,9 @@ func Handler(d *db.DB, opts *Options) http.Handler {
 	}
 	if h.o.MaxMatches == 0 {
 		h.o.MaxMatches = DefaultMaxMatches
+	}
+	if h.o.MaxTextBytes == 0 {
+		h.o.MaxTextBytes = DefaultMaxTextBytes
 	}
 	if h.o.MaxBatch == 0 {
 		h.o.MaxBatch = DefaultMaxBatch

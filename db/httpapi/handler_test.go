@@ -2863,6 +2863,55 @@ func TestMaxMatches(t *testing.T) {
 	}
 }
 
+// Ensure that MaxTextBytes bounds the texts a query or a query/many with
+// with_text answers (the sum over its queries): past it 400
+// invalid_options that says so, within it the answer; its default bounds
+// an answer too. The oracle: 30 copies of one text of known length.
+// One query/many of 20 ids answered 697 MB on an index of near-copies (a
+// security review, SEC2-4).
+func TestMaxTextBytes(t *testing.T) {
+	d := openFixture(t, 0, nil)
+	text := strings.Repeat("a long paragraph stored thirty times under thirty ids ", 20)
+	var docs []db.Doc
+	for i := range 30 {
+		docs = append(docs, db.Doc{ID: fmt.Sprint("d", i), Text: text})
+	}
+	if _, err := d.PutBatch(docs, nil); err != nil {
+		t.Fatal(err)
+	}
+	one := int64(30 * len(text))
+	tx := text
+	three := QueryManyRequest{Queries: []QueryRequest{{Text: &tx}, {Text: &tx}, {Text: &tx}}, WithText: true}
+	for _, c := range []struct {
+		max    int64
+		path   string
+		body   any
+		status int
+	}{
+		{one, "/v1/query", QueryRequest{Text: &tx, WithText: true}, 200},
+		{one - 1, "/v1/query", QueryRequest{Text: &tx, WithText: true}, 400},
+		{one - 1, "/v1/query", QueryRequest{Text: &tx}, 200}, // NB: no text, no bound
+		{3*one - 1, "/v1/query/many", three, 400},
+		{3 * one, "/v1/query/many", three, 200},
+		{-1, "/v1/query/many", three, 200},
+		{0, "/v1/query/many", three, 200}, // the default, 64 MiB
+	} {
+		b, _ := json.Marshal(c.body)
+		rec := httptest.NewRecorder()
+		Handler(d, &Options{MaxTextBytes: c.max}).ServeHTTP(rec, httptest.NewRequest("POST", c.path, bytes.NewReader(b)))
+		if rec.Code != c.status {
+			t.Errorf("%s at MaxTextBytes %d: %d %.300s, want %d", c.path, c.max, rec.Code, rec.Body, c.status)
+			continue
+		}
+		if body := rec.Body.String(); c.status == 400 && (!strings.Contains(body, "invalid_options") || !strings.Contains(body, fmt.Sprintf("more than %d bytes", c.max))) {
+			t.Errorf("%s at MaxTextBytes %d: %s", c.path, c.max, body)
+		}
+		if withText := strings.Contains(string(b), `"with_text":true`); c.status == 200 && withText && !strings.Contains(rec.Body.String(), `"text":`) {
+			t.Errorf("%s at MaxTextBytes %d: no text in the answer", c.path, c.max)
+		}
+	}
+}
+
 // Ensure that the runs over the whole index (pairs, pairs/groups,
 // clusters, stats, buckets, check) wait for room among MaxRuns, giving up when their client goes
 // away, and run once a run ends (six pairs runs of 1 GiB each took a
