@@ -366,12 +366,20 @@ func claimOwner(fsys vfs.FS, owner string, sweep bool) (*ownerClaim, error) {
 	host, _ := os.Hostname()
 	stamp := fmt.Sprintf("%d %s\n", os.Getpid(), host)
 	for try := 0; ; try++ {
-		flag := os.O_RDWR | os.O_CREATE
+		// NB: noFollow: the owner file's name is known beforehand, and
+		// another user's link there, in a shared directory such as /tmp,
+		// had the backup create the file it named (an empty file of
+		// root's anywhere), and then refuse every backup to that name as
+		// one under way (a security review, SEC2-7).
+		flag := os.O_RDWR | os.O_CREATE | noFollow
 		if sweep {
-			flag = os.O_RDWR // NB: a sweep makes no owner file
+			flag = os.O_RDWR | noFollow // NB: a sweep makes no owner file
 		}
 		f, err := os.OpenFile(owner, flag, 0o644)
 		if err != nil {
+			if li, lerr := os.Lstat(owner); lerr == nil && li.Mode()&fs.ModeSymlink != 0 {
+				return nil, fmt.Errorf("%w: backup: %s is a symbolic link, which no backup makes (another user's, in a directory others may write?): not followed; remove it, or back up to another name", ErrInvalidOptions, owner)
+			}
 			return nil, err
 		}
 		if ownerOpened != nil {

@@ -12,6 +12,10 @@ func processRuns(int) bool { return true }
 // not here, where the pid it names is taken as the proof (claimOwner).
 const ownerLocks = false
 
+// noFollow is the open flag that refuses a symbolic link: none here,
+// where claimOwner does not open an owner file (ownerLocks).
+const noFollow = 0
+
 // lockOwner is not called where ownerLocks is false.
 func lockOwner(*os.File) error { return nil }
 

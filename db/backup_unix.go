@@ -24,6 +24,9 @@ func processRuns(pid int) bool {
 // (lockOwner).
 const ownerLocks = true
 
+// noFollow is the open flag that refuses a symbolic link (ELOOP).
+const noFollow = syscall.O_NOFOLLOW
+
 // lockOwner takes the lock on a backup's owner file f that a live backup
 // holds, without waiting: errOwnerBusy when another open file holds it
 // (this process's too). It lasts until f is closed, or its process ends.

@@ -139,3 +139,48 @@ func TestBackupToFilesystemOfNoSize(t *testing.T) {
 		t.Fatalf("a read-only handle's backup into /proc: %v, want the system's error, not ErrDiskFull", err)
 	}
 }
+
+// Ensure that a symbolic link where a backup's owner file goes (its name
+// is known beforehand: ".NAME.lshdb-backup.tmp.owner") is not followed:
+// the backup is refused as ErrInvalidOptions naming the link, the file it
+// names is not made, and once the link is gone the backup is made. It
+// created the file the link named (an empty file of root's anywhere,
+// from another user's link in /tmp), then refused every backup to that
+// name as one under way (a security review, SEC2-7). The oracle: the
+// link's target, absent, and the backup's documents.
+func TestBackupOwnerLinkNotFollowed(t *testing.T) {
+	root := t.TempDir()
+	d := mustOpen(t, filepath.Join(root, "idx"), nil)
+	acked := putSome(t, d, "doc", 5)
+	shared := filepath.Join(root, "shared")
+	if err := os.Mkdir(shared, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	victim := filepath.Join(root, "victim-made-by-the-backup")
+	link := filepath.Join(shared, ".bk"+backupTempSuffix+backupOwnerSuffix)
+	if err := os.Symlink(victim, link); err != nil {
+		t.Fatal(err)
+	}
+	bk := filepath.Join(shared, "bk")
+	err := d.Backup(context.Background(), bk)
+	if !errors.Is(err, ErrInvalidOptions) || !strings.Contains(err.Error(), link) || !strings.Contains(err.Error(), "symbolic link") {
+		t.Errorf("a backup whose owner file is a link: %v, want ErrInvalidOptions naming %s", err, link)
+	}
+	if _, err := os.Lstat(victim); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the link's target was made: %v", err)
+	}
+	if _, err := os.Stat(bk); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a backup was made: %v", err)
+	}
+	os.Remove(link)
+	if err := d.Backup(context.Background(), bk); err != nil {
+		t.Fatalf("the backup once the link is gone: %v", err)
+	}
+	b := mustOpen(t, bk, &Options{ReadOnly: true, MustExist: true})
+	defer b.Close()
+	for id, text := range acked {
+		if doc, err := b.Get(id); err != nil || doc.Text != text {
+			t.Errorf("%s in the backup: %v", id, err)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -206,8 +207,21 @@ func markStoppingAs(dir string, until time.Time, command string) {
 	b, _ := json.Marshal(stopping{PID: os.Getpid(), Until: until.UnixMilli(), Command: command})
 	// NB: written aside and renamed, so that a reader never sees it
 	// half written.
+	// NB: made anew (O_EXCL), not opened: in an index directory others
+	// may write, a link planted at the temporary name had a server of
+	// root's write the note over the file it named (a security review,
+	// SEC2-10). A name taken (a killed stop's file, or a link) is
+	// removed once; one taken again goes without the note.
 	tmp := stoppingPath(dir) + ".tmp"
-	if os.WriteFile(tmp, b, 0o644) == nil && os.Rename(tmp, stoppingPath(dir)) != nil {
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if errors.Is(err, fs.ErrExist) && os.Remove(tmp) == nil {
+		f, err = os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	}
+	if err != nil {
+		return
+	}
+	_, err = f.Write(b)
+	if err = cmp.Or(err, f.Close()); err != nil || os.Rename(tmp, stoppingPath(dir)) != nil {
 		os.Remove(tmp)
 	}
 }

@@ -226,3 +226,30 @@ func TestBackupWaitsForHolder(t *testing.T) {
 		t.Errorf("the copy: exit %d %q %s", code, out, errOut)
 	}
 }
+
+// Ensure that the stopping note is written in a file made anew, not
+// through a link planted at its temporary name (in an index directory
+// others may write, a server of root's wrote the note over the file the
+// link named: a security review, SEC2-10), and that the note is there
+// after. The oracle: the linked file, unchanged, and the note read back.
+func TestStoppingNoteNotThroughALink(t *testing.T) {
+	dir, other := t.TempDir(), t.TempDir()
+	victim := filepath.Join(other, "victim")
+	if err := os.WriteFile(victim, []byte("secret"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(victim, stoppingPath(dir)+".tmp"); err != nil {
+		t.Fatal(err)
+	}
+	until := time.Now().Add(time.Minute)
+	markStoppingAs(dir, until, "lshdb build")
+	if b, err := os.ReadFile(victim); err != nil || string(b) != "secret" {
+		t.Errorf("the linked file after the note: %q %v", b, err)
+	}
+	if got, command, ok := stoppingOwner(dir, os.Getpid()); !ok || command != "lshdb build" || got.UnixMilli() != until.UnixMilli() {
+		t.Errorf("the note read back: %v %q %v", got, command, ok)
+	}
+	if _, err := os.Lstat(stoppingPath(dir) + ".tmp"); !os.IsNotExist(err) {
+		t.Errorf("the temporary name after the note: %v", err)
+	}
+}
