@@ -314,9 +314,11 @@ func Handler(d *db.DB, opts *Options) http.Handler {
 }
 
 type handler struct {
-	d     *db.DB
-	o     Options
-	token [32]byte
+	d *db.DB
+	o Options
+	// refusals bounds the log lines of refused requests (refusalLog).
+	refusals refusalLog
+	token    [32]byte
 	// readToken is Options.ReadToken's hash, if hasReadToken.
 	readToken    [32]byte
 	hasReadToken bool
@@ -833,9 +835,16 @@ func (h *handler) done(r *http.Request, op string, w *resp, err error, elapsed t
 		switch {
 		case cut:
 			level = slog.LevelWarn
-		case errors.Is(err, ErrUnauthorized):
+		case errors.Is(err, ErrUnauthorized) || errors.Is(err, ErrCrossSite):
 			// NB: at INFO, a burst of wrong tokens read as traffic.
 			level = slog.LevelWarn
+			log, unlogged := h.refusals.admit(time.Now())
+			if !log {
+				return
+			}
+			if unlogged > 0 {
+				attrs = append(attrs, slog.Int("refusals_not_logged", unlogged))
+			}
 		case w.status >= 500 && w.status != 499:
 			level = slog.LevelError
 		case w.status < 400 && c.Status >= 500 && c.Status != 499:
@@ -849,6 +858,43 @@ func (h *handler) done(r *http.Request, op string, w *resp, err error, elapsed t
 		}
 	}
 	h.o.Logger.LogAttrs(r.Context(), level, "lshdb: request", attrs...)
+}
+
+// refusalLog bounds the log lines of requests refused before anything
+// was done (no token, or a wrong one; another site's): refusalLines
+// within each refusalWindow, and the first line after a window in which
+// some went unlogged says how many (refusals_not_logged). Hooks.Done
+// (the metrics) still sees every one.
+// NB: a line each, one client without the token sent 21,131 requests in
+// 5 s and the server wrote 7 MB of log, at every log level (a security
+// review, SEC2-8).
+type refusalLog struct {
+	mu       sync.Mutex
+	start    time.Time // of the window
+	logged   int       // lines in the window
+	unlogged int       // refusals not logged since the last line
+}
+
+// refusalLines and refusalWindow: see refusalLog (a variable for tests).
+const refusalLines = 10
+
+var refusalWindow = 10 * time.Second
+
+// admit reports whether the refusal at now gets its line, and how many
+// refusals went unlogged before it.
+func (l *refusalLog) admit(now time.Time) (log bool, unlogged int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if now.Sub(l.start) >= refusalWindow {
+		l.start, l.logged = now, 0
+	}
+	if l.logged >= refusalLines {
+		l.unlogged++
+		return false, 0
+	}
+	l.logged++
+	unlogged, l.unlogged = l.unlogged, 0
+	return true, unlogged
 }
 
 // resp is the answer being written: it remembers the status and bytes

@@ -3042,3 +3042,50 @@ func backupDirs(t *testing.T) (tmp, root, outside string) {
 	}
 	return tmp, root, outside
 }
+
+// Ensure that the log lines of refused requests (no token, another
+// site's) are bounded: refusalLines a window, the first line after it
+// saying how many went unlogged, while the hooks see every one and every
+// other request keeps its line. One client without the token made the
+// server write 7 MB of log in 5 s, a line a request (a security review,
+// SEC2-8). The oracle: the requests sent, counted.
+func TestRefusalsLogBounded(t *testing.T) {
+	old := refusalWindow
+	refusalWindow = 300 * time.Millisecond
+	defer func() { refusalWindow = old }()
+	d := openFixture(t, 3, nil)
+	var logBuf syncBuffer
+	var refusedSeen atomic.Int64
+	h := Handler(d, &Options{Token: "s3cret", Logger: slog.New(slog.NewTextHandler(&logBuf, nil)), Hooks: Hooks{Done: func(_ context.Context, _ string, status int, _ error, _ time.Duration) {
+		if status == http.StatusUnauthorized {
+			refusedSeen.Add(1)
+		}
+	}}})
+	send := func(token string, n int) {
+		for range n {
+			req := httptest.NewRequest("GET", "/v1/count", nil)
+			if token != "" {
+				req.Header.Set("Authorization", "Bearer "+token)
+			}
+			h.ServeHTTP(httptest.NewRecorder(), req)
+		}
+	}
+	lines := func(s string) int { return strings.Count(logBuf.String(), s) }
+	send("", 50)
+	send("wrong", 10)
+	send("s3cret", 20)
+	if n := lines("status=401"); n != refusalLines {
+		t.Errorf("60 refusals in one window: %d lines, want %d", n, refusalLines)
+	}
+	if n := lines("status=200"); n != 20 {
+		t.Errorf("20 requests with the token: %d lines", n)
+	}
+	if n := refusedSeen.Load(); n != 60 {
+		t.Errorf("the hooks saw %d refusals, want 60", n)
+	}
+	time.Sleep(refusalWindow + 50*time.Millisecond)
+	send("", 1)
+	if n := lines("status=401"); n != refusalLines+1 || lines("refusals_not_logged=50") != 1 {
+		t.Errorf("the refusal after the window: %d lines, log:\n%s", n, logBuf.String())
+	}
+}
