@@ -155,7 +155,7 @@ func (h *handler) hasMany(w *resp, r *http.Request) error {
 		return err
 	}
 	var req HasRequest
-	if err := decode(r, &req); err != nil {
+	if err := h.decode(r, &req); err != nil {
 		return err
 	}
 	if req.IDs == nil {
@@ -186,7 +186,7 @@ func (h *handler) put(w *resp, r *http.Request) error {
 	// count was refused.
 	body := putBody{Docs: boundedList[DocJSON]{max: h.o.MaxBatch, field: "docs", noun: "documents",
 		tooMany: "split them into several requests, or stream them (POST /v1/load, /v1/docs/put-if-new)"}}
-	if err := decode(r, &body); err != nil {
+	if err := h.decode(r, &body); err != nil {
 		return err
 	}
 	req := body.PutRequest
@@ -746,7 +746,7 @@ func (h *handler) deleteBody(w *resp, r *http.Request) error {
 		return err
 	}
 	var req DeleteRequest
-	if err := decode(r, &req); err != nil {
+	if err := h.decode(r, &req); err != nil {
 		return err
 	}
 	return h.delete(w, r, req)
@@ -811,7 +811,7 @@ func (h *handler) queryPost(w *resp, r *http.Request) error {
 		return err
 	}
 	var req QueryRequest
-	if err := decode(r, &req); err != nil {
+	if err := h.decode(r, &req); err != nil {
 		return err
 	}
 	return h.query(w, r, req)
@@ -875,7 +875,7 @@ func (h *handler) queryMany(w *resp, r *http.Request) error {
 	// documents (boundedList): a 20 MB body of empty queries was decoded
 	// whole (6.7 million, 1.5 GB) before its count was refused.
 	body := queryManyBody{Queries: boundedList[QueryRequest]{max: h.o.MaxBatch, field: "queries", noun: "queries", tooMany: "split them into several requests"}}
-	if err := decode(r, &body); err != nil {
+	if err := h.decode(r, &body); err != nil {
 		return err
 	}
 	req := body.QueryManyRequest
@@ -1400,7 +1400,7 @@ func (h *handler) backup(w *resp, r *http.Request) error {
 		return err
 	}
 	var req BackupRequest
-	if err := decode(r, &req); err != nil {
+	if err := h.decode(r, &req); err != nil {
 		return err
 	}
 	if !filepath.IsAbs(req.Dir) {

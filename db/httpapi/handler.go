@@ -275,6 +275,7 @@ func Handler(d *db.DB, opts *Options) http.Handler {
 	}
 	if h.o.MaxInFlightBytes > 0 {
 		h.inFlightBytes = semaphore.NewWeighted(h.o.MaxInFlightBytes)
+		h.decoding = semaphore.NewWeighted(h.o.MaxInFlightBytes)
 	}
 	h.setTokens()
 	h.routes = []route{
@@ -326,6 +327,9 @@ type handler struct {
 	// inFlight holds Options.MaxInFlight, inFlightBytes
 	// Options.MaxInFlightBytes (nil: no limit).
 	inFlight, inFlightBytes *semaphore.Weighted
+	// decoding holds the bodies being decoded (Options.MaxInFlightBytes
+	// of them: see decode).
+	decoding *semaphore.Weighted
 	// runs holds Options.MaxRuns (nil: no limit).
 	runs *semaphore.Weighted
 }
@@ -1129,7 +1133,7 @@ func boolParam(q url.Values, name string) (bool, error) {
 
 // decode reads the body as one JSON value into v: unknown fields and
 // anything after the value are refused.
-func decode(r *http.Request, v any) error {
+func (h *handler) decode(r *http.Request, v any) error {
 	// NB: read whole (MaxBytesReader bounds it), and its names checked
 	// (checkKeys), before it is decoded: encoding/json matches them
 	// without regard to case and keeps the last of two. Reading to the
@@ -1138,6 +1142,19 @@ func decode(r *http.Request, v any) error {
 	raw, err := io.ReadAll(transportReader{r.Body})
 	if err != nil {
 		return bodyError(err)
+	}
+	if h.decoding != nil && len(raw) > 0 {
+		// NB: decoded bodies take up to 14 times their bytes (a list of
+		// short tokens) before the request is admitted among the work in
+		// flight (admit): 6 queries of 62 MB at once took a server to
+		// 2.5 GB, --max-in-flight-bytes 64 MiB notwithstanding (a
+		// security review, SEC2-5). Their decoding is admitted by their
+		// bytes, once read: a client that sends slowly holds nothing.
+		n := min(int64(len(raw)), h.o.MaxInFlightBytes)
+		if err := h.decoding.Acquire(r.Context(), n); err != nil {
+			return fmt.Errorf("%w while waiting for other requests' bodies to be decoded (serve --max-in-flight-bytes)", err)
+		}
+		defer h.decoding.Release(n)
 	}
 	if err := checkKeys(raw); err != nil {
 		return badRequest("%v", err)

@@ -3089,3 +3089,37 @@ func TestRefusalsLogBounded(t *testing.T) {
 		t.Errorf("the refusal after the window: %d lines, log:\n%s", n, logBuf.String())
 	}
 }
+
+// Ensure that the decoding of request bodies is admitted by their bytes
+// within MaxInFlightBytes: a request whose decoding would pass the room
+// left waits (giving up when its client goes away), and is answered once
+// the room is back. Bodies were decoded (up to 14 times their bytes)
+// before any admission: 6 queries of 62 MB at once took a server to 2.5
+// GB (a security review, SEC2-5).
+func TestDecodingAdmitted(t *testing.T) {
+	d := openFixture(t, 20, nil)
+	h := Handler(d, &Options{MaxInFlightBytes: 1000}).(*handler)
+	body := `{"text":"` + strings.Repeat("a word of text ", 30) + `"}`
+	if err := h.decoding.Acquire(context.Background(), 1000-int64(len(body))+1); err != nil { // others' decoding under way
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("POST", "/v1/query", strings.NewReader(body)).WithContext(ctx))
+	cancel()
+	if rec.Code == http.StatusOK || !strings.Contains(rec.Body.String(), "waiting for other requests' bodies to be decoded") {
+		t.Errorf("a query beside others' decoding: %d %s", rec.Code, rec.Body)
+	}
+	// A body that fits the room left is decoded at once.
+	rec = httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("POST", "/v1/query", strings.NewReader(`{"text":"a word"}`)))
+	if rec.Code != http.StatusOK {
+		t.Errorf("a small query beside others' decoding: %d %s", rec.Code, rec.Body)
+	}
+	h.decoding.Release(1000 - int64(len(body)) + 1)
+	rec = httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("POST", "/v1/query", strings.NewReader(body)))
+	if rec.Code != http.StatusOK {
+		t.Errorf("the query once the room is back: %d %s", rec.Code, rec.Body)
+	}
+}
