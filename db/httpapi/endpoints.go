@@ -155,7 +155,7 @@ func (h *handler) hasMany(w *resp, r *http.Request) error {
 		return err
 	}
 	var req HasRequest
-	if err := h.decode(r, &req); err != nil {
+	if err := h.decode(w, r, &req); err != nil {
 		return err
 	}
 	if req.IDs == nil {
@@ -186,7 +186,7 @@ func (h *handler) put(w *resp, r *http.Request) error {
 	// count was refused.
 	body := putBody{Docs: boundedList[DocJSON]{max: h.o.MaxBatch, field: "docs", noun: "documents",
 		tooMany: "split them into several requests, or stream them (POST /v1/load, /v1/docs/put-if-new)"}}
-	if err := h.decode(r, &body); err != nil {
+	if err := h.decode(w, r, &body); err != nil {
 		return err
 	}
 	req := body.PutRequest
@@ -746,7 +746,7 @@ func (h *handler) deleteBody(w *resp, r *http.Request) error {
 		return err
 	}
 	var req DeleteRequest
-	if err := h.decode(r, &req); err != nil {
+	if err := h.decode(w, r, &req); err != nil {
 		return err
 	}
 	return h.delete(w, r, req)
@@ -811,7 +811,7 @@ func (h *handler) queryPost(w *resp, r *http.Request) error {
 		return err
 	}
 	var req QueryRequest
-	if err := h.decode(r, &req); err != nil {
+	if err := h.decode(w, r, &req); err != nil {
 		return err
 	}
 	return h.query(w, r, req)
@@ -875,7 +875,7 @@ func (h *handler) queryMany(w *resp, r *http.Request) error {
 	// documents (boundedList): a 20 MB body of empty queries was decoded
 	// whole (6.7 million, 1.5 GB) before its count was refused.
 	body := queryManyBody{Queries: boundedList[QueryRequest]{max: h.o.MaxBatch, field: "queries", noun: "queries", tooMany: "split them into several requests"}}
-	if err := h.decode(r, &body); err != nil {
+	if err := h.decode(w, r, &body); err != nil {
 		return err
 	}
 	req := body.QueryManyRequest
@@ -1201,18 +1201,22 @@ func (h *handler) clustersFrom(w *resp, r *http.Request) error {
 // null (a serializer that writes every field gives "error": null).
 func given(v json.RawMessage) bool { return len(v) > 0 && string(v) != "null" }
 
-// MaxTop bounds the hottest lists a stats or buckets request asks for
-// (top): each is held with a sample of its members, for every band.
-// NB: one request with top=1000000000, with the read token, held every
-// posting list of a 126,000-document index: 1.7 GB, a 68 MB answer (a
-// security review, SEC2-1).
+// MaxTop bounds the hottest lists a stats or buckets request with the
+// read token (Options.ReadToken) asks for (top): each is held with a
+// sample of its members, for every band. NB: one request with
+// top=1000000000, with the read token, held every posting list of a
+// 126,000-document index: 1.7 GB, a 68 MB answer (a security review,
+// SEC2-1). A request with the server's own token, which may write and
+// maintain the index, is not bounded: the owner's lshdb buckets --top
+// 2000, attached to its server, was refused (a read-through, RT11-2).
 const MaxTop = 1000
 
-// topParam is the top of a stats or buckets request, at most MaxTop.
-func topParam(q url.Values, def int) (int, error) {
+// topParam is the top of a stats or buckets request, at most MaxTop with
+// the read token.
+func topParam(w *resp, q url.Values, def int) (int, error) {
 	top, err := intParam(q, "top", def)
-	if err == nil && top > MaxTop {
-		err = fmt.Errorf("%w: top %d is more than the server gives (%d, httpapi.MaxTop): ask for fewer, or run the command on the index where no server holds it", db.ErrInvalidOptions, top, MaxTop)
+	if err == nil && w.readOnly && top > MaxTop {
+		err = fmt.Errorf("%w: top %d is more than the server gives to its read-only token (%d, httpapi.MaxTop): ask for fewer", db.ErrInvalidOptions, top, MaxTop)
 	}
 	return top, err
 }
@@ -1222,7 +1226,7 @@ func (h *handler) stats(w *resp, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	top, err := topParam(q, 5)
+	top, err := topParam(w, q, 5)
 	if err != nil {
 		return err
 	}
@@ -1250,7 +1254,7 @@ func (h *handler) buckets(w *resp, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	top, err := topParam(q, 10)
+	top, err := topParam(w, q, 10)
 	if err != nil {
 		return err
 	}
@@ -1400,7 +1404,7 @@ func (h *handler) backup(w *resp, r *http.Request) error {
 		return err
 	}
 	var req BackupRequest
-	if err := h.decode(r, &req); err != nil {
+	if err := h.decode(w, r, &req); err != nil {
 		return err
 	}
 	if !filepath.IsAbs(req.Dir) {

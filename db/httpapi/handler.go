@@ -273,6 +273,11 @@ func Handler(d *db.DB, opts *Options) http.Handler {
 	if h.o.MaxInFlightBytes == 0 {
 		h.o.MaxInFlightBytes = DefaultMaxInFlightBytes
 	}
+	if lg := h.o.Logger; lg != nil {
+		h.refusals.summary = func(n int) {
+			lg.Warn("lshdb: requests refused (no token, a wrong one, or another site's) and not logged", "refusals_not_logged", n)
+		}
+	}
 	if h.o.MaxInFlightBytes > 0 {
 		h.inFlightBytes = semaphore.NewWeighted(h.o.MaxInFlightBytes)
 		h.decoding = semaphore.NewWeighted(h.o.MaxInFlightBytes)
@@ -571,7 +576,9 @@ func (h *handler) ServeHTTP(hw http.ResponseWriter, r *http.Request) {
 			return
 		}
 		var readOnly bool
-		if readOnly, err = h.authorize(r); err != nil {
+		readOnly, err = h.authorize(r)
+		w.readOnly = readOnly
+		if err != nil {
 			w.w.Header().Set("WWW-Authenticate", `Bearer realm="lshdb"`)
 			w.refuseUnread()
 			w.fail(err)
@@ -866,9 +873,10 @@ func (h *handler) done(r *http.Request, op string, w *resp, err error, elapsed t
 
 // refusalLog bounds the log lines of requests refused before anything
 // was done (no token, or a wrong one; another site's): refusalLines
-// within each refusalWindow, and the first line after a window in which
-// some went unlogged says how many (refusals_not_logged). Hooks.Done
-// (the metrics) still sees every one.
+// within each refusalWindow, and at the end of a window in which some
+// went unlogged a line says how many (refusals_not_logged; it was said
+// only by the next refusal logged, which might never come: a
+// read-through, RT11-4). Hooks.Done (the metrics) still sees every one.
 // NB: a line each, one client without the token sent 21,131 requests in
 // 5 s and the server wrote 7 MB of log, at every log level (a security
 // review, SEC2-8).
@@ -877,6 +885,9 @@ type refusalLog struct {
 	start    time.Time // of the window
 	logged   int       // lines in the window
 	unlogged int       // refusals not logged since the last line
+	pending  bool      // a summary is due at the window's end
+	// summary logs n refusals not logged (set with the handler's Logger).
+	summary func(n int)
 }
 
 // refusalLines and refusalWindow: see refusalLog (a variable for tests).
@@ -894,11 +905,26 @@ func (l *refusalLog) admit(now time.Time) (log bool, unlogged int) {
 	}
 	if l.logged >= refusalLines {
 		l.unlogged++
+		if !l.pending && l.summary != nil {
+			l.pending = true
+			time.AfterFunc(l.start.Add(refusalWindow).Sub(now), l.flush)
+		}
 		return false, 0
 	}
 	l.logged++
 	unlogged, l.unlogged = l.unlogged, 0
 	return true, unlogged
+}
+
+// flush logs the refusals not logged so far, at a window's end.
+func (l *refusalLog) flush() {
+	l.mu.Lock()
+	n := l.unlogged
+	l.unlogged, l.pending = 0, false
+	l.mu.Unlock()
+	if n > 0 {
+		l.summary(n)
+	}
 }
 
 // resp is the answer being written: it remembers the status and bytes
@@ -914,6 +940,12 @@ type resp struct {
 	started bool
 	id      string // the request's id (requestID)
 	r       *http.Request
+	// decoded gives back the room its body's decoding took (decode), at
+	// the request's end; nil if it took none.
+	decoded func()
+	// readOnly says the request came with the read token
+	// (Options.ReadToken).
+	readOnly bool
 }
 
 // requestID returns the id of r for the log and the answer's
@@ -1042,6 +1074,10 @@ func (w *resp) finish() {
 	if w.bw != nil {
 		_ = w.flush()
 	}
+	if w.decoded != nil {
+		w.decoded()
+		w.decoded = nil
+	}
 	if !w.started {
 		w.status = http.StatusOK
 	}
@@ -1133,7 +1169,7 @@ func boolParam(q url.Values, name string) (bool, error) {
 
 // decode reads the body as one JSON value into v: unknown fields and
 // anything after the value are refused.
-func (h *handler) decode(r *http.Request, v any) error {
+func (h *handler) decode(w *resp, r *http.Request, v any) error {
 	// NB: read whole (MaxBytesReader bounds it), and its names checked
 	// (checkKeys), before it is decoded: encoding/json matches them
 	// without regard to case and keeps the last of two. Reading to the
@@ -1149,12 +1185,17 @@ func (h *handler) decode(r *http.Request, v any) error {
 		// flight (admit): 6 queries of 62 MB at once took a server to
 		// 2.5 GB, --max-in-flight-bytes 64 MiB notwithstanding (a
 		// security review, SEC2-5). Their decoding is admitted by their
-		// bytes, once read: a client that sends slowly holds nothing.
+		// bytes, once read (a client that sends slowly holds nothing),
+		// and the room is held until the request ends: given back once
+		// decoded, each decoded body waited for its admission, 12 of
+		// them at 2 GB (a read-through, RT11-1). NB: every request
+		// decodes before it is admitted, and none that holds admitted
+		// work waits for this room: no two wait for each other.
 		n := min(int64(len(raw)), h.o.MaxInFlightBytes)
 		if err := h.decoding.Acquire(r.Context(), n); err != nil {
 			return fmt.Errorf("%w while waiting for other requests' bodies to be decoded (serve --max-in-flight-bytes)", err)
 		}
-		defer h.decoding.Release(n)
+		w.decoded = func() { h.decoding.Release(n) }
 	}
 	if err := checkKeys(raw); err != nil {
 		return badRequest("%v", err)

@@ -2944,14 +2944,28 @@ func TestMaxRuns(t *testing.T) {
 			t.Errorf("%s once the run ended: %d %.200s", path, rec.Code, rec.Body)
 		}
 	}
-	// top is bounded (MaxTop): one of a billion held every posting list
-	// (SEC2-1); the bound itself is served.
+	// top is bounded (MaxTop) for the read token: one of a billion held
+	// every posting list (SEC2-1); the bound itself is served. The
+	// server's own token is not bounded (the owner's command, attached,
+	// was refused: RT11-2), nor is a server without a token.
+	ht := Handler(d, &Options{MaxRuns: 1, Token: "s3cret", ReadToken: "r3ad"})
 	for _, path := range []string{"/v1/stats", "/v1/buckets"} {
-		for top, want := range map[int]int{MaxTop: http.StatusOK, MaxTop + 1: http.StatusBadRequest, 1_000_000_000: http.StatusBadRequest} {
+		for _, c := range []struct {
+			h           http.Handler
+			token       string
+			top, status int
+		}{
+			{ht, "r3ad", MaxTop, 200}, {ht, "r3ad", MaxTop + 1, 400}, {ht, "r3ad", 1_000_000_000, 400},
+			{ht, "s3cret", MaxTop + 1, 200}, {h, "", 2 * MaxTop, 200},
+		} {
 			rec := httptest.NewRecorder()
-			h.ServeHTTP(rec, httptest.NewRequest("GET", fmt.Sprintf("%s?top=%d", path, top), nil))
-			if rec.Code != want || want != http.StatusOK && !strings.Contains(rec.Body.String(), `"invalid_options"`) {
-				t.Errorf("%s?top=%d: %d %.200s, want %d", path, top, rec.Code, rec.Body, want)
+			req := httptest.NewRequest("GET", fmt.Sprintf("%s?top=%d", path, c.top), nil)
+			if c.token != "" {
+				req.Header.Set("Authorization", "Bearer "+c.token)
+			}
+			c.h.ServeHTTP(rec, req)
+			if rec.Code != c.status || c.status != http.StatusOK && !strings.Contains(rec.Body.String(), `"invalid_options"`) {
+				t.Errorf("%s?top=%d with token %q: %d %.200s, want %d", path, c.top, c.token, rec.Code, rec.Body, c.status)
 			}
 		}
 	}
@@ -3044,7 +3058,7 @@ func backupDirs(t *testing.T) (tmp, root, outside string) {
 }
 
 // Ensure that the log lines of refused requests (no token, another
-// site's) are bounded: refusalLines a window, the first line after it
+// site's) are bounded: refusalLines a window, and a line at its end
 // saying how many went unlogged, while the hooks see every one and every
 // other request keeps its line. One client without the token made the
 // server write 7 MB of log in 5 s, a line a request (a security review,
@@ -3083,9 +3097,14 @@ func TestRefusalsLogBounded(t *testing.T) {
 	if n := refusedSeen.Load(); n != 60 {
 		t.Errorf("the hooks saw %d refusals, want 60", n)
 	}
-	time.Sleep(refusalWindow + 50*time.Millisecond)
+	// At the window's end a line says how many went unlogged, with no
+	// refusal after it to say so (a read-through, RT11-4).
+	time.Sleep(refusalWindow + 100*time.Millisecond)
+	if lines("refusals_not_logged=50") != 1 {
+		t.Errorf("no line of the 50 refusals not logged after the window: log:\n%s", logBuf.String())
+	}
 	send("", 1)
-	if n := lines("status=401"); n != refusalLines+1 || lines("refusals_not_logged=50") != 1 {
+	if n := lines("status=401"); n != refusalLines+1 || lines("refusals_not_logged") != 1 {
 		t.Errorf("the refusal after the window: %d lines, log:\n%s", n, logBuf.String())
 	}
 }
@@ -3121,5 +3140,40 @@ func TestDecodingAdmitted(t *testing.T) {
 	h.ServeHTTP(rec, httptest.NewRequest("POST", "/v1/query", strings.NewReader(body)))
 	if rec.Code != http.StatusOK {
 		t.Errorf("the query once the room is back: %d %s", rec.Code, rec.Body)
+	}
+	// The room is held until the request ends, not given back once the
+	// body is decoded: a decoded body waiting for its admission among
+	// the work in flight held its memory beside the room given back (12
+	// bodies of 62 MB took 2 GB: a read-through, RT11-1).
+	many := `{"queries":[` + strings.TrimSuffix(strings.Repeat(`{"text":"`+strings.Repeat("word ", 20)+`"},`, 3), ",") + `]}`
+	if err := h.inFlightBytes.Acquire(context.Background(), 1000); err != nil { // admitted work under way
+		t.Fatal(err)
+	}
+	answered := make(chan int)
+	go func() {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("POST", "/v1/query/many", strings.NewReader(many)))
+		answered <- rec.Code
+	}()
+	deadline := time.Now().Add(5 * time.Second)
+	for h.decoding.TryAcquire(1000 - int64(len(many)) + 1) {
+		h.decoding.Release(1000 - int64(len(many)) + 1)
+		if time.Now().After(deadline) {
+			t.Fatal("the query/many waiting for its admission holds no room for its decoded body")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	// NB: past its decoding by now, waiting for its admission.
+	time.Sleep(100 * time.Millisecond)
+	if h.decoding.TryAcquire(1000 - int64(len(many)) + 1) {
+		t.Error("the query/many waiting for its admission gave back the room its decoded body takes")
+		h.decoding.Release(1000 - int64(len(many)) + 1)
+	}
+	h.inFlightBytes.Release(1000)
+	if code := <-answered; code != http.StatusOK {
+		t.Errorf("the query/many once admitted: %d", code)
+	}
+	if !h.decoding.TryAcquire(1000) {
+		t.Errorf("the room is not all given back once the requests ended")
 	}
 }
