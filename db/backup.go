@@ -797,6 +797,7 @@ func (db *DB) foldBackupStamp() error {
 		return classify(fmt.Errorf("lshdb: reading the backup's stamp %s: %w", path, err))
 	}
 	s, err := codec.DecodeBackupStamp(v)
+	wrote := "" // what the manifest to write takes in, if any
 	switch {
 	case err != nil && db.opts.ReadOnly:
 		// NB: the advice was to remove the file, and a backup never
@@ -812,13 +813,7 @@ func (db *DB) foldBackupStamp() error {
 		db.opts.Logger.Warn("lshdb: the index's backup stamp is damaged: the index takes a new instance of its own, with no origin (pairs files made on it before are not taken: make them again)", "file", path, "err", err)
 		db.man.Instance, db.man.Origin = newInstance(), ""
 		db.man.OriginWritten, db.man.OriginDocs, db.man.OriginInstant = 0, 0, false
-		enc, err := codec.EncodeManifest(&db.man)
-		if err != nil {
-			return err
-		}
-		if err := db.pebbleWrite(func() error { return db.pdb.Set(codec.ManifestKey, enc, pebble.Sync) }); err != nil {
-			return fmt.Errorf("lshdb: writing a new instance in place of a damaged backup stamp: %w", err)
-		}
+		wrote = "a new instance in place of a damaged backup stamp"
 	case s.Applied(&db.man):
 		// NB: folded in by an Open killed before it removed the file.
 	case !s.MadeFor(&db.man):
@@ -830,19 +825,19 @@ func (db *DB) foldBackupStamp() error {
 		db.opts.Logger.Warn("lshdb: the index holds a backup's stamp made for another index (copied with its files by an earlier lshdb?): not taken, and removed by a writable open", "file", path, "index_instance", db.man.Instance, "stamp_for", s.For)
 	default:
 		s.Apply(&db.man)
-		if db.opts.ReadOnly {
-			return nil
-		}
+		wrote = "the backup's stamp"
+	}
+	if db.opts.ReadOnly {
+		return nil
+	}
+	if wrote != "" {
 		enc, err := codec.EncodeManifest(&db.man)
 		if err != nil {
 			return err
 		}
 		if err := db.pebbleWrite(func() error { return db.pdb.Set(codec.ManifestKey, enc, pebble.Sync) }); err != nil {
-			return fmt.Errorf("lshdb: writing the backup's stamp into its manifest: %w", err)
+			return fmt.Errorf("lshdb: writing %s into the manifest: %w", wrote, err)
 		}
-	}
-	if db.opts.ReadOnly {
-		return nil
 	}
 	if err := fsys.Remove(path); err != nil {
 		return classify(fmt.Errorf("lshdb: removing the backup's stamp %s: %w", path, err))

@@ -19,10 +19,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/lshdb/lshdb/codec"
-	"github.com/lshdb/lshdb/compaction"
 )
 
 // allDocs returns every stored document by id.
@@ -1117,24 +1115,7 @@ func TestBackupStampFolded(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the backup has no stamp file: %v", err)
 	}
-	stored := func() *codec.Manifest { // the manifest record itself
-		t.Helper()
-		p, err := pebble.Open(bk, &pebble.Options{ReadOnly: true, Merger: compaction.Merger})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer p.Close()
-		v, closer, err := p.Get(codec.ManifestKey)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer closer.Close()
-		m, err := codec.DecodeManifest(v)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return m
-	}
+	stored := func() *codec.Manifest { return storedManifest(t, bk) } // the manifest record itself
 	instanceOf := func(o *Options) string {
 		t.Helper()
 		b, err := Open(bk, o)
@@ -1251,19 +1232,8 @@ func damagedStampTakesANewInstance(t *testing.T, dir, stampPath string, bad []by
 	if _, err := os.Stat(stampPath); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("the damaged stamp is left: %v", err)
 	}
-	p, err := pebble.Open(dir, &pebble.Options{ReadOnly: true, Merger: compaction.Merger})
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, closer, err := p.Get(codec.ManifestKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := codec.DecodeManifest(v)
-	closer.Close()
-	p.Close()
-	if err != nil || m.Instance != inst || m.Origin != "" || m.OriginInstant || m.OriginDocs != 0 || m.OriginWritten != 0 {
-		t.Errorf("the stored manifest: %+v (%v), want instance %s and no origin", m, err, inst)
+	if m := storedManifest(t, dir); m.Instance != inst || m.Origin != "" || m.OriginInstant || m.OriginDocs != 0 || m.OriginWritten != 0 {
+		t.Errorf("the stored manifest: %+v, want instance %s and no origin", m, inst)
 	}
 	r, err := Open(dir, &Options{ReadOnly: true, MustExist: true})
 	if err != nil {

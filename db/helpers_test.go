@@ -136,6 +136,28 @@ func rawStore(t *testing.T, fs vfs.FS, dir string) *pebble.DB {
 	return p
 }
 
+// storedManifest reads the lshdb manifest record of the closed index in
+// dir (on the system's file system) through a read-only Pebble of the
+// test's own: what is stored, not what an Open makes of it.
+func storedManifest(t *testing.T, dir string) *codec.Manifest {
+	t.Helper()
+	p, err := pebble.Open(dir, &pebble.Options{ReadOnly: true, Merger: compaction.Merger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	v, closer, err := p.Get(codec.ManifestKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closer.Close()
+	m, err := codec.DecodeManifest(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
 // editManifest rewrites the lshdb manifest of the closed index in dir
 // through the raw store: edit changes it, as a hand or an older build
 // would have written it.

@@ -831,16 +831,8 @@ func TestSetsCollisionNotGrouped(t *testing.T) {
 // (the oracle: 30 copies of one text, each query matching all 30). The
 // server's bound (a security review, SEC-1: 400 queries held 3 GB).
 func TestQueryMaxMatches(t *testing.T) {
-	d := mustOpen(t, t.TempDir(), nil)
-	defer d.Close()
 	const text = "the same short paragraph stored thirty times under thirty ids"
-	var docs []Doc
-	for i := range 30 {
-		docs = append(docs, Doc{ID: fmt.Sprint("d", i), Text: text})
-	}
-	if _, err := d.PutBatch(docs, nil); err != nil {
-		t.Fatal(err)
-	}
+	d := thirtyCopies(t, text)
 	ctx := context.Background()
 	four := []QueryInput{{Text: text}, {Text: text}, {ID: "d1"}, {Text: text}}
 	for _, c := range []struct {
@@ -882,6 +874,22 @@ func TestQueryMaxMatches(t *testing.T) {
 	}
 }
 
+// thirtyCopies returns a new index (closed at the test's end) holding
+// text under the 30 ids d0 to d29: every query of text matches all 30.
+func thirtyCopies(t *testing.T, text string) *DB {
+	t.Helper()
+	d := mustOpen(t, t.TempDir(), nil)
+	t.Cleanup(func() { d.Close() })
+	var docs []Doc
+	for i := range 30 {
+		docs = append(docs, Doc{ID: fmt.Sprint("d", i), Text: text})
+	}
+	if _, err := d.PutBatch(docs, nil); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
 // Ensure that MaxTextBytes bounds the bytes of text WithText puts in the
 // matches of a Query and, summed, of a QueryMany's queries, refusing a
 // call past it with ErrInvalidOptions that says so (and, in QueryMany,
@@ -891,16 +899,8 @@ func TestQueryMaxMatches(t *testing.T) {
 // MaxMatches counts matches, not their bytes: a server answered 697 MB
 // to 20 queries (a security review, SEC2-4).
 func TestQueryMaxTextBytes(t *testing.T) {
-	d := mustOpen(t, t.TempDir(), nil)
-	defer d.Close()
 	text := strings.Repeat("a long paragraph stored thirty times under thirty ids ", 20)
-	var docs []Doc
-	for i := range 30 {
-		docs = append(docs, Doc{ID: fmt.Sprint("d", i), Text: text})
-	}
-	if _, err := d.PutBatch(docs, nil); err != nil {
-		t.Fatal(err)
-	}
+	d := thirtyCopies(t, text)
 	ctx := context.Background()
 	one := int64(30 * len(text)) // the texts of one query's matches
 	for _, c := range []struct {

@@ -78,7 +78,9 @@ func (db *DB) queryOptions(qo *QueryOptions) (QueryOptions, error) {
 	case q.MaxTextBytes < 0:
 		return q, invalid("query MaxTextBytes %d is negative", q.MaxTextBytes)
 	}
-	q.texts = new(atomic.Int64)
+	if q.MaxTextBytes > 0 {
+		q.texts = new(atomic.Int64) // NB: not on every query's path
+	}
 	return q, nil
 }
 

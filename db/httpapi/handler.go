@@ -559,32 +559,31 @@ func (h *handler) ServeHTTP(hw http.ResponseWriter, r *http.Request) {
 	// a token is set: answered 404 with its path, a client without the
 	// token had every byte it sent written back, and twice to the log
 	// (an SRE's review: 40 MB of log for 20 requests of 1 MB paths).
-	if rt != nil && rt.op == "healthz" && r.ContentLength != 0 {
-		// NB: the one route that needs no token answers without reading
-		// a body, which net/http then read for up to the read timeout,
-		// the connection busy meanwhile: 4,200 peers without a token,
-		// each promising /healthz a body and sending a byte a second,
-		// took every slot of serve's TCP bound, and a client with the
-		// token waited until its timeout (a security review, SEC2-2).
-		// Such a request is answered, and its connection closed unread.
-		w.refuseUnread()
-	}
-	if rt == nil || rt.op != "healthz" {
+	if rt != nil && rt.op == "healthz" {
+		if r.ContentLength != 0 {
+			// NB: the one route that needs no token answers without
+			// reading a body, which net/http then read for up to the
+			// read timeout, the connection busy meanwhile: 4,200 peers
+			// without a token, each promising /healthz a body and
+			// sending a byte a second, took every slot of serve's TCP
+			// bound, and a client with the token waited until its
+			// timeout (a security review, SEC2-2). Such a request is
+			// answered, and its connection closed unread.
+			w.refuseUnread()
+		}
+	} else {
 		if err = h.sameSite(r); err != nil {
 			w.refuseUnread()
 			w.fail(err)
 			return
 		}
-		var readOnly bool
-		readOnly, err = h.authorize(r)
-		w.readOnly = readOnly
-		if err != nil {
+		if w.readOnly, err = h.authorize(r); err != nil {
 			w.w.Header().Set("WWW-Authenticate", `Bearer realm="lshdb"`)
 			w.refuseUnread()
 			w.fail(err)
 			return
 		}
-		if readOnly && rt != nil && !slices.Contains(ReadOps, rt.op) {
+		if w.readOnly && rt != nil && !slices.Contains(ReadOps, rt.op) {
 			w.refuseUnread() // NB: a read token's peer is no writer's (see healthz above)
 			err = fmt.Errorf("%w: the request's token may only read (the server's read-only token: serve --read-token-file, Options.ReadToken), and %s writes or maintains the index, which needs the server's own token; nothing was done", ErrForbidden, rt.op)
 			w.fail(err)

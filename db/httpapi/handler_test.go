@@ -2824,15 +2824,8 @@ func TestMessagesSayWhatHappened(t *testing.T) {
 // limit took a server to 3 GB on an index of near-identical documents
 // (a security review, SEC-1).
 func TestMaxMatches(t *testing.T) {
-	d := openFixture(t, 0, nil)
 	const text = "the same short paragraph stored thirty times under thirty ids"
-	var docs []db.Doc
-	for i := range 30 {
-		docs = append(docs, db.Doc{ID: fmt.Sprint("d", i), Text: text})
-	}
-	if _, err := d.PutBatch(docs, nil); err != nil {
-		t.Fatal(err)
-	}
+	d := thirtyCopies(t, text)
 	tx := text
 	three := QueryManyRequest{Queries: []QueryRequest{{Text: &tx}, {Text: &tx}, {Text: &tx}}}
 	for _, c := range []struct {
@@ -2863,15 +2856,11 @@ func TestMaxMatches(t *testing.T) {
 	}
 }
 
-// Ensure that MaxTextBytes bounds the texts a query or a query/many with
-// with_text answers (the sum over its queries): past it 400
-// invalid_options that says so, within it the answer; its default bounds
-// an answer too. The oracle: 30 copies of one text of known length.
-// One query/many of 20 ids answered 697 MB on an index of near-copies (a
-// security review, SEC2-4).
-func TestMaxTextBytes(t *testing.T) {
+// thirtyCopies returns an index holding text under the 30 ids d0 to d29:
+// every query of text matches all 30.
+func thirtyCopies(t *testing.T, text string) *db.DB {
+	t.Helper()
 	d := openFixture(t, 0, nil)
-	text := strings.Repeat("a long paragraph stored thirty times under thirty ids ", 20)
 	var docs []db.Doc
 	for i := range 30 {
 		docs = append(docs, db.Doc{ID: fmt.Sprint("d", i), Text: text})
@@ -2879,6 +2868,18 @@ func TestMaxTextBytes(t *testing.T) {
 	if _, err := d.PutBatch(docs, nil); err != nil {
 		t.Fatal(err)
 	}
+	return d
+}
+
+// Ensure that MaxTextBytes bounds the texts a query or a query/many with
+// with_text answers (the sum over its queries): past it 400
+// invalid_options that says so, within it the answer; its default bounds
+// an answer too. The oracle: 30 copies of one text of known length.
+// One query/many of 20 ids answered 697 MB on an index of near-copies (a
+// security review, SEC2-4).
+func TestMaxTextBytes(t *testing.T) {
+	text := strings.Repeat("a long paragraph stored thirty times under thirty ids ", 20)
+	d := thirtyCopies(t, text)
 	one := int64(30 * len(text))
 	tx := text
 	three := QueryManyRequest{Queries: []QueryRequest{{Text: &tx}, {Text: &tx}, {Text: &tx}}, WithText: true}
