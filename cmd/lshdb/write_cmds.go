@@ -2020,12 +2020,18 @@ make it first with lshdb create for others.`,
 			}
 			// NB: on stderr, in both output formats: stdout stays the
 			// table or the JSON lines (C23).
-			skipped := ""
+			// NB: one parenthesis for both counts: "(2 records
+			// skipped) (1 file passed over)" read as two afterthoughts.
+			var passed []string
 			if n := inp.skipped + w.empty; n > 0 {
-				skipped = fmt.Sprintf(" (%s skipped)", counted(n, "record", "records"))
+				passed = append(passed, counted(n, "record", "records")+" skipped")
 			}
 			if inp.passed > 0 {
-				skipped += fmt.Sprintf(" (%s passed over)", counted(inp.passed, "file", "files"))
+				passed = append(passed, counted(inp.passed, "file", "files")+" passed over")
+			}
+			skipped := ""
+			if len(passed) > 0 {
+				skipped = " (" + strings.Join(passed, ", ") + ")"
 			}
 			repeated := ""
 			if w.repeated > 0 {

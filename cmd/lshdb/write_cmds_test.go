@@ -2478,6 +2478,16 @@ func TestDatasetFolderWithReadme(t *testing.T) {
 	if got := storedTexts(t, whole); len(want) < 100 || !maps.Equal(got, want) {
 		t.Fatalf("--format parquet stored %d documents, the shard alone %d", len(got), len(want))
 	}
+	// Records skipped and files passed over (here a dataset card) are said in one
+	// parenthesis: "(1 record skipped) (1 file passed over)" read as two
+	// afterthoughts.
+	mixed := filepath.Join(dir, "mixed")
+	os.MkdirAll(mixed, 0o755)
+	os.WriteFile(filepath.Join(mixed, "a.jsonl"), []byte("{\"id\":\"a\",\"text\":\"one document of some words\"}\n{\"id\":\n"), 0o644)
+	os.WriteFile(filepath.Join(mixed, "README.md"), []byte("# a dataset card\n"), 0o644)
+	if _, errOut, code := runLine([]string{"dedup", "--db", filepath.Join(dir, "dedup2"), "--skip-bad", "--format", "jsonl", mixed}, ""); code != 0 || !strings.Contains(errOut, "(1 record skipped, 1 file passed over)") {
+		t.Errorf("dedup of a bad record and a dataset card: exit %d, stderr %q", code, errOut)
+	}
 	// filter reads the folder the build read (a read-through's RT10-2).
 	kept := filepath.Join(dir, "kept.parquet")
 	if _, errOut, code := runLine([]string{"filter", "--db", whole, "--format", "parquet", "--out", kept, hf}, ""); code != 0 || !strings.Contains(errOut, "README.md: a dataset's documentation") {
