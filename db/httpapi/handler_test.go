@@ -3076,9 +3076,10 @@ func TestRefusalsLogBounded(t *testing.T) {
 			refusedSeen.Add(1)
 		}
 	}}})
-	send := func(token string, n int) {
+	send := func(token, peer string, n int) {
 		for range n {
 			req := httptest.NewRequest("GET", "/v1/count", nil)
+			req.RemoteAddr = peer
 			if token != "" {
 				req.Header.Set("Authorization", "Bearer "+token)
 			}
@@ -3086,11 +3087,15 @@ func TestRefusalsLogBounded(t *testing.T) {
 		}
 	}
 	lines := func(s string) int { return strings.Count(logBuf.String(), s) }
-	send("", 50)
-	send("wrong", 10)
-	send("s3cret", 20)
-	if n := lines("status=401"); n != refusalLines {
-		t.Errorf("60 refusals in one window: %d lines, want %d", n, refusalLines)
+	// One peer's 60 refusals, from connections of their own: its first
+	// line and refusalLines more.
+	for i := range 50 {
+		send("", fmt.Sprintf("192.0.2.1:%d", 40000+i), 1)
+	}
+	send("wrong", "192.0.2.1:1234", 10)
+	send("s3cret", "192.0.2.1:1234", 20)
+	if n := lines("status=401"); n != refusalLines+1 {
+		t.Errorf("60 refusals of one peer in one window: %d lines, want %d", n, refusalLines+1)
 	}
 	if n := lines("status=200"); n != 20 {
 		t.Errorf("20 requests with the token: %d lines", n)
@@ -3098,15 +3103,33 @@ func TestRefusalsLogBounded(t *testing.T) {
 	if n := refusedSeen.Load(); n != 60 {
 		t.Errorf("the hooks saw %d refusals, want 60", n)
 	}
-	// At the window's end a line says how many went unlogged, with no
-	// refusal after it to say so (a read-through, RT11-4).
-	time.Sleep(refusalWindow + 100*time.Millisecond)
-	if lines("refusals_not_logged=50") != 1 {
-		t.Errorf("no line of the 50 refusals not logged after the window: log:\n%s", logBuf.String())
+	// Another peer's first refusal still has its line, and its second
+	// not: the first peer's used the window's lines up (RT11-4: with 10
+	// lines for all, a service with a stale token went unseen).
+	send("stale", "[2001:db8::7]:5555", 2)
+	if n := lines("status=401"); n != refusalLines+2 || lines(`remote=[2001:db8::7]:5555 `) != 1 || lines("refusals_not_logged=49") != 1 {
+		t.Errorf("another peer's two refusals after the first's 60: %d lines in all, log:\n%s", n, logBuf.String())
 	}
-	send("", 1)
-	if n := lines("status=401"); n != refusalLines+1 || lines("refusals_not_logged") != 1 {
+	// The line says the 49 not logged before it, and at the window's
+	// end a line says the one after it, with no refusal after it to say
+	// so (a read-through, RT11-4).
+	time.Sleep(refusalWindow + 100*time.Millisecond)
+	if lines("refusals_not_logged=1\n") != 1 {
+		t.Errorf("no line of the refusal not logged after the window: log:\n%s", logBuf.String())
+	}
+	send("", "192.0.2.1:1234", 1)
+	if n := lines("status=401"); n != refusalLines+3 || lines("refusals_not_logged") != 2 {
 		t.Errorf("the refusal after the window: %d lines, log:\n%s", n, logBuf.String())
+	}
+	// Past refusalPeers peers in a window, the others' refusals share
+	// the window's lines: 100 peers of one refusal each are 64+10 lines.
+	time.Sleep(refusalWindow + 100*time.Millisecond)
+	before := lines("status=401")
+	for i := range 100 {
+		send("", fmt.Sprintf("198.51.100.%d:80", i), 1)
+	}
+	if n := lines("status=401") - before; n != refusalPeers+refusalLines {
+		t.Errorf("100 peers' refusals in one window: %d lines, want %d", n, refusalPeers+refusalLines)
 	}
 }
 
