@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"iter"
 	"os"
 	"strings"
@@ -158,6 +159,13 @@ type queryHeader struct {
 // runEndJSON is the last line of an output that started with a header.
 type runEndJSON struct {
 	End runEndBody `json:"end"`
+}
+
+// elapsedSeconds is d in seconds to the microsecond, as the JSON lines
+// give it: its float64 written whole read 1.9356593069999999 (a
+// newcomer's review, NC2-11).
+func elapsedSeconds(d time.Duration) float64 {
+	return math.Round(d.Seconds()*1e6) / 1e6
 }
 
 type runEndBody struct {
@@ -752,7 +760,7 @@ interrupted or fails leaves no partial file (a redirect, > FILE, does).`,
 					// of a JSON run had no count to alert on (a review, B3).
 					fmt.Fprintln(a.stderr, clustersNote(cs, dropped, cmp.Or(t, d.Params().Threshold), mode, keep, d.Params().Storage == db.StorageNone))
 					if header {
-						return a.emitJSON(runEndJSON{runEndBody{Lines: int64(len(cs)), ElapsedSeconds: time.Since(started).Seconds()}})
+						return a.emitJSON(runEndJSON{runEndBody{Lines: int64(len(cs)), ElapsedSeconds: elapsedSeconds(time.Since(started))}})
 					}
 					return nil
 				})
@@ -883,7 +891,7 @@ func (a *app) clustersTo(d index, path, pairsOut string, s *pairSpill, h headerJ
 		dropped, err = o.write(cs)
 	}
 	if err == nil {
-		err = writeJSONLine(bw, runEndJSON{runEndBody{Lines: int64(len(cs)), ElapsedSeconds: time.Since(started).Seconds()}})
+		err = writeJSONLine(bw, runEndJSON{runEndBody{Lines: int64(len(cs)), ElapsedSeconds: elapsedSeconds(time.Since(started))}})
 	}
 	if err == nil {
 		err = bw.Flush()

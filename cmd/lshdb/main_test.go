@@ -374,6 +374,17 @@ func TestGenOutsideTheTree(t *testing.T) {
 		if code != 0 || !strings.Contains(errOut, "the built-in debian sample (1277 texts)") || !strings.Contains(errOut, "--source FILE makes the same corpus from any directory") {
 			t.Fatalf("gen %s: exit %d, %q %q", tc.name, code, out, errOut)
 		}
+		// Notes, as every command's: "gen: note:" escaped a job's grep
+		// for lshdb's lines (a newcomer's review, NC2-10); --quiet drops
+		// them.
+		for _, l := range strings.SplitAfter(strings.TrimSuffix(errOut, "\n"), "\n") {
+			if !strings.HasPrefix(l, "lshdb: note: ") {
+				t.Errorf("gen %s: a line on stderr that is not a note: %q", tc.name, l)
+			}
+		}
+		if _, errOut, code := runLine([]string{"gen", "--n", "5", "--quiet", "--out", "q-" + tc.name}, ""); code != 0 || errOut != "" {
+			t.Errorf("gen --quiet: exit %d, stderr %q", code, errOut)
+		}
 		raw, err := os.ReadFile(tc.name)
 		if err != nil {
 			t.Fatal(err)

@@ -170,7 +170,7 @@ func (a *app) newManifest(path string, d index, command string, t float64, start
 func (m *manifest) prepare(sinks []*sink) error {
 	now := time.Now()
 	m.body.Finished = now.UTC().Format(time.RFC3339Nano)
-	m.body.ElapsedSeconds = now.Sub(m.start).Seconds()
+	m.body.ElapsedSeconds = elapsedSeconds(now.Sub(m.start))
 	m.body.Outputs = m.body.Outputs[:0]
 	for _, s := range sinks {
 		o := manifestOutput{Flag: s.what, Path: absPath(cmp.Or(s.path, "-")), Records: s.records}

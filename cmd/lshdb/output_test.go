@@ -950,9 +950,20 @@ func TestQueryHeader(t *testing.T) {
 		{[]string{"--id", "cat"}, "cat", 0, 0, 0}, // nothing matched: still a header and an end
 	} {
 		q := append([]string{"query", "--db", idx}, c.args...)
-		plain, _ := mustRun(t, append(q, "--output", "json")...)
+		plain, plainErr := mustRun(t, append(q, "--output", "json")...)
 		table, _ := mustRun(t, q...)
-		out, _ := mustRun(t, append(q, "--output", "json", "--header")...)
+		out, headerErr := mustRun(t, append(q, "--output", "json", "--header")...)
+		// With no match and no header, JSON output says so on stderr, as
+		// pairs does: nothing at all read as a query that did not run (a
+		// newcomer's review, NC2-2). The header says it otherwise.
+		if said := strings.Contains(plainErr, "no match at Jaccard >= 0.8 among"); said != (c.found == 0) || headerErr != "" {
+			t.Errorf("%v --output json: stderr %q (with --header %q), want the no-match line only when nothing matched", c.args, plainErr, headerErr)
+		}
+		// The end line's seconds are to the microsecond, not a float64's
+		// noise (NC2-11: 1.9356593069999999).
+		if m := regexp.MustCompile(`"elapsed_seconds":([0-9.e-]+)`).FindStringSubmatch(out); m == nil || !regexp.MustCompile(`^[0-9]+(\.[0-9]{1,6})?$`).MatchString(m[1]) {
+			t.Errorf("%v --header: the end line's elapsed_seconds: %v in\n%s", c.args, m, out)
+		}
 		lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
 		var h header
 		var e end

@@ -215,7 +215,12 @@ the best K.`,
 						}
 					}
 					if header {
-						return a.emitJSON(runEndJSON{runEndBody{Lines: int64(len(res.Matches)), ElapsedSeconds: time.Since(started).Seconds()}})
+						return a.emitJSON(runEndJSON{runEndBody{Lines: int64(len(res.Matches)), ElapsedSeconds: elapsedSeconds(time.Since(started))}})
+					}
+					if len(res.Matches) == 0 {
+						// NB: no line at all read as a query that did not
+						// run (a newcomer's review, NC2-2); pairs says so too.
+						fmt.Fprintf(a.stderr, "no match at Jaccard >= %v among %s\n", res.Threshold, counted(res.Candidates, "candidate", "candidates"))
 					}
 					return nil
 				}
@@ -949,7 +954,7 @@ file (a redirect, > FILE, does).`,
 					}
 					if err == nil && header {
 						ps := pairsStatsOut(st)
-						err = a.emitJSON(runEndJSON{runEndBody{Lines: a.pairRows, ElapsedSeconds: time.Since(started).Seconds(), Stats: &ps}})
+						err = a.emitJSON(runEndJSON{runEndBody{Lines: a.pairRows, ElapsedSeconds: elapsedSeconds(time.Since(started)), Stats: &ps}})
 					}
 					return err
 				})
@@ -1087,10 +1092,13 @@ func (a *app) printHottest(hs []db.BucketInfo, allBands bool) error {
 	// 10 hottest of the kjv verses were one group of 72 identical verses,
 	// once per band (a newcomer's review, N2-1). BANDS counts its lists;
 	// of one band (buckets --band) no list is compared with another
-	// band's, and a BANDS of 1 said nothing (NF-2).
+	// band's, and a BANDS of 1 said nothing (NF-2). The legend says that
+	// a larger --top may count more: one bucket's BANDS of 11 in stats
+	// --top 2 and 16 in buckets --top 3 read as the two disagreeing (a
+	// newcomer's review, NC2-3).
 	title, head := "hottest buckets:", "  BAND\tBUCKET\tSIZE\tSAMPLE"
 	if allBands {
-		title = "hottest buckets (one row for lists of mostly the same members; BANDS: how many bands hold such a list):"
+		title = "hottest buckets (one row for lists of mostly the same members; BANDS: how many bands hold such a list, of the top × bands largest lists compared: a larger --top may count more):"
 		head = "  BAND\tBUCKET\tSIZE\tBANDS\tSAMPLE"
 	}
 	fmt.Fprintln(a.stdout, title)

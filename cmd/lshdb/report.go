@@ -927,7 +927,10 @@ func writeReport(w io.Writer, rd *reportData) error {
 	row := func(k, v string) { fmt.Fprintf(&b, "<tr><th>%s</th><td>%s</td></tr>\n", esc(k), esc(v)) }
 	row("threshold", strconv.FormatFloat(t, 'f', -1, 64))
 	row("banding", fmt.Sprintf("%v: %d bands of %d rows (%d of %d signature values)", p.Bands, p.Bands.B, p.Bands.R, p.Bands.B*p.Bands.R, p.NumPerm))
-	row("signature scheme, seed", fmt.Sprintf("%v, %d", p.Scheme, p.Seed))
+	// NB: a row each: "signature scheme, seed | fss, 0" read oddly (a
+	// newcomer's review, NC2-9).
+	row("signature scheme", p.Scheme.String())
+	row("seed", strconv.FormatUint(uint64(p.Seed), 10))
 	row("shingles", fmt.Sprintf("%v %d-shingles, bag %v, normalization %v", p.Shingle, p.ShingleSize, p.Bag, p.Normalization))
 	row("storage", strings.TrimPrefix(storageNote(p), "storage "))
 	row("index format", strconv.Itoa(p.FormatVersion))

@@ -145,6 +145,13 @@ func TestReportMatchesCommands(t *testing.T) {
 	if err := json.Unmarshal([]byte(runOK(t, "info", "--db", dir, "--output", "json")), &in); err != nil {
 		t.Fatal(err)
 	}
+	// The index's scheme and seed, a row each, as info gives them
+	// ("signature scheme, seed | fss, 0" read oddly: NC2-9).
+	for _, row := range []string{"<tr><th>signature scheme</th><td>" + in.Scheme + "</td></tr>", fmt.Sprintf("<tr><th>seed</th><td>%d</td></tr>", in.Seed)} {
+		if !strings.Contains(string(raw), row) {
+			t.Errorf("the page has no row %s", row)
+		}
+	}
 	p := func(s float64) float64 { return sCurve(s, in.Bands, in.Rows) }
 	for class, want := range map[string]float64{
 		"fp-area": simpson(p, 0, in.Threshold, 2000),

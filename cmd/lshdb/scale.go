@@ -84,10 +84,13 @@ several generated ones with other --source texts.`,
 				// empty texts (a bad-input review, B8).
 				return fmt.Errorf("--source %s holds no text to make documents of", escControls(what))
 			}
-			fmt.Fprintf(a.stderr, "gen: originals from %s (%d texts)\n", what, len(sources))
+			// NB: notes, as every command's begin: "gen: note:" escaped a
+			// job's grep for lshdb's notes (a newcomer's review, NC2-10).
+			why := ""
 			if what == builtinSample {
-				fmt.Fprintln(a.stderr, "gen: note: no ../shared/corpora/debian-descriptions beside a source checkout above this directory, so its sample: --source FILE makes the same corpus from any directory")
+				why = ": no ../shared/corpora/debian-descriptions beside a source checkout above this directory (--source FILE makes the same corpus from any directory)"
 			}
+			a.notef(fmt.Sprintf("gen takes its originals from %s (%d texts)%s", what, len(sources), why))
 			// NB: written beside its name and renamed when complete, so an
 			// interrupted or failed run (Ctrl-C, a full disk) leaves no
 			// partial corpus under the name.
