@@ -117,7 +117,10 @@ type LoadResult struct {
 // the one before it). The result is the index that [DB.Put] of each
 // document in order would have produced, doc numbers included. Each
 // document is copied as it is read: docs may reuse its buffers (Meta,
-// Signature, a Set's slice) from one document to the next.
+// Signature, a Set's slice) from one document to the next. Package
+// github.com/lshdb/lshdb/db/docfile reads the files that the lshdb
+// command reads (JSON Lines, CSV, TSV, Parquet, text; gzip, zstd) as
+// such an iterator.
 //
 // Load runs in four stages:
 //
