@@ -2130,17 +2130,16 @@ func (p permanent) Unwrap() error { return p.error }
 
 // retryTransient calls f, and again while it fails in a way a retry may
 // get past (Transient), for up to redisOpenRetry, saying so to logger
-// each time. A permanent error of f ends it at once.
+// (retryLog). A permanent error of f ends it at once.
 func retryTransient(ctx context.Context, logger *slog.Logger, what string, f func() error) error {
+	rl := retryLog{logger: logger, what: what, now: time.Now}
 	err := retry.Do(ctx, retry.Policy{
 		First: 100 * time.Millisecond, Max: 2 * time.Second, Limit: redisOpenRetry,
 		Again: func(err error) bool {
 			var p permanent
 			return !errors.As(err, &p) && Transient(err)
 		},
-		Waiting: func(err error, wait time.Duration) {
-			logger.Warn("lshdb: "+what+" failed on Redis, a master failing over maybe; trying again", "err", err, "after", wait)
-		},
+		Waiting: rl.waiting,
 	}, f)
 	var p permanent
 	var gaveUp *retry.GaveUp
@@ -2154,6 +2153,34 @@ func retryTransient(ctx context.Context, logger *slog.Logger, what string, f fun
 		return p.error
 	}
 	return err
+}
+
+// retryLog says that a call failed on Redis and is tried again: the
+// first failure, then a failure of another kind, or one every
+// retryLogEvery, with the tries not said since the last line (tries).
+// NB: a line each try, a read-only command on a cluster with a master
+// down and no replica wrote about 30 identical lines in its minute of
+// tries (a review of Redis, RC-5).
+type retryLog struct {
+	logger *slog.Logger
+	what   string
+	now    func() time.Time
+	last   time.Time // of the last line
+	said   string    // the error of the last line
+	tries  int       // since the last line
+}
+
+// retryLogEvery is how often retryLog repeats a failure of one kind.
+const retryLogEvery = 10 * time.Second
+
+func (l *retryLog) waiting(err error, wait time.Duration) {
+	l.tries++
+	now, msg := l.now(), err.Error()
+	if msg == l.said && now.Sub(l.last) < retryLogEvery {
+		return
+	}
+	l.logger.Warn("lshdb: "+l.what+" failed on Redis, a master failing over maybe; trying again", "err", err, "after", wait, "tries", l.tries)
+	l.last, l.said, l.tries = now, msg, 0
 }
 
 // redisBackup is Backup on Redis: the live documents copied, a chunk of
