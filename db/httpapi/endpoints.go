@@ -1078,8 +1078,22 @@ func (h *handler) scan(w *resp, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return stream(w, h.d.Scan(r.Context(), &db.ScanOptions{Sets: sets}), func(d *db.StoredDoc) any { return DocumentOut(d) },
-		func(n int) any { return EndJSON{EndBody{Lines: n}} })
+	release, err := h.admitScan(r.Context())
+	if err != nil {
+		return err
+	}
+	defer release()
+	out := func(d *db.StoredDoc) any { return DocumentOut(d) }
+	end := func(n int) any { return EndJSON{EndBody{Lines: n}} }
+	if dir := h.d.Dir(); !db.IsRedisURL(dir) {
+		// NB: read ahead into a spool, so that a slow client holds no
+		// snapshot (see spool). A Redis index's scan holds none.
+		scan := func(ctx context.Context) iter.Seq2[*db.StoredDoc, error] {
+			return h.d.Scan(ctx, &db.ScanOptions{Sets: sets})
+		}
+		return spooledStream(w, r.Context(), scan, out, end, dir)
+	}
+	return stream(w, h.d.Scan(r.Context(), &db.ScanOptions{Sets: sets}), out, end)
 }
 
 func (h *handler) clusters(w *resp, r *http.Request) error {

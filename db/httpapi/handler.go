@@ -55,6 +55,9 @@ const MaxHeaderBytes = 32 << 10
 // server, each run using every core it has.
 const DefaultMaxRuns = 2
 
+// DefaultMaxScans is the default Options.MaxScans.
+const DefaultMaxScans = 4
+
 // DefaultMaxMatches is the default Options.MaxMatches: a million matches,
 // about 150 MB held and 75 MB of answer.
 const DefaultMaxMatches = 1_000_000
@@ -143,6 +146,18 @@ type Options struct {
 	// a server to 3.3 GB (a security review, SEC-3). Default:
 	// DefaultMaxRuns; negative: no limit.
 	MaxRuns int
+	// MaxScans bounds the GET /v1/scan streams sent at once: one more
+	// waits, in the order they came, until one ends (or its client goes
+	// away). A scan of a Pebble index reads its snapshot ahead of its
+	// client into a spool, 256 KiB in memory and the rest in a file in
+	// the index's directory (removed as it is made: it lives while the
+	// stream does), and releases the snapshot once read, however slowly
+	// the client reads: a client reading 16 KB/s held a snapshot for the
+	// hour a 60 MB scan took, and four such scans beside a writer took
+	// the index from 63 MB to 456 MB on disk (a review of serve, SV3-1).
+	// So the scans cost at most MaxScans answers' bytes of disk, beside
+	// the index. Default: DefaultMaxScans; negative: no limit.
+	MaxScans int
 	// MaxInFlight bounds the documents of the puts (and put-if-new
 	// groups), the queries of the query/many requests and the ids of the
 	// has requests the server prepares, writes and answers at once: a
@@ -273,6 +288,12 @@ func Handler(d *db.DB, opts *Options) http.Handler {
 	if h.o.MaxRuns > 0 {
 		h.runs = semaphore.NewWeighted(int64(h.o.MaxRuns))
 	}
+	if h.o.MaxScans == 0 {
+		h.o.MaxScans = DefaultMaxScans
+	}
+	if h.o.MaxScans > 0 {
+		h.scans = semaphore.NewWeighted(int64(h.o.MaxScans))
+	}
 	if h.o.MaxInFlightBytes == 0 {
 		h.o.MaxInFlightBytes = DefaultMaxInFlightBytes
 	}
@@ -338,8 +359,9 @@ type handler struct {
 	// decoding holds the bodies being decoded (Options.MaxInFlightBytes
 	// of them: see decode).
 	decoding *semaphore.Weighted
-	// runs holds Options.MaxRuns (nil: no limit).
-	runs *semaphore.Weighted
+	// runs holds Options.MaxRuns, scans Options.MaxScans (nil: no
+	// limit).
+	runs, scans *semaphore.Weighted
 }
 
 // admitRun waits for one of the runs over the whole index the server
@@ -353,6 +375,19 @@ func (h *handler) admitRun(ctx context.Context) (release func(), err error) {
 		return nil, fmt.Errorf("%w while waiting for other runs over the whole index (pairs, clusters, stats, buckets, check) to end (serve --max-runs)", err)
 	}
 	return func() { h.runs.Release(1) }, nil
+}
+
+// admitScan waits for one of the scans the server sends at once
+// (Options.MaxScans), and returns the function that gives it back; an
+// error if the client went away while it waited.
+func (h *handler) admitScan(ctx context.Context) (release func(), err error) {
+	if h.scans == nil {
+		return func() {}, nil
+	}
+	if err := h.scans.Acquire(ctx, 1); err != nil {
+		return nil, fmt.Errorf("%w while waiting for other scans to end (serve --max-scans)", err)
+	}
+	return func() { h.scans.Release(1) }, nil
 }
 
 // batch refuses the n queries of a query/many over MaxBatch (a put's
