@@ -96,7 +96,10 @@ type Options struct {
 	// MaxAnswerBytes bounds what the client reads of one answer, or of
 	// one line of a streamed one (Pairs, Scan, Clusters, …): a longer one
 	// fails the call with ErrMalformedAnswer, so that a server gone wrong,
-	// or a program that is not lshdb's, cannot make the client hold more.
+	// or a program that is not lshdb's, cannot make the client hold more
+	// (its buffer, grown by doubling, allocates about twice the bound in
+	// all before the refusal; an answer whose Content-Length is over the
+	// bound is refused before any of it is read).
 	// Default: DefaultMaxAnswerBytes; negative: no bound.
 	MaxAnswerBytes int64
 }
@@ -808,30 +811,80 @@ func (c *Client) callUpTo(ctx context.Context, method, path string, q url.Values
 	// NB: read into a buffer of the pool, then decoded: a Decoder per
 	// answer grew a buffer of its own from 512 bytes each time (see
 	// httpapi's marshal for why the garbage matters).
-	buf := buffers.Get().(*bytes.Buffer)
-	buf.Reset()
+	bp := buffers.Get().(*[]byte)
 	defer func() {
-		if buf.Cap() <= 1<<20 {
-			buffers.Put(buf)
+		if cap(*bp) <= 1<<20 {
+			buffers.Put(bp)
 		}
 	}()
-	r := io.Reader(resp.Body)
-	if limit > 0 {
-		r = io.LimitReader(resp.Body, limit+1)
-	}
-	if _, err := buf.ReadFrom(r); err != nil {
-		return cutAnswer(ctx, fmt.Errorf("lshdb: client: reading the answer of %s %s: %w", method, path, err))
-	}
-	if limit > 0 && int64(buf.Len()) > limit {
+	tooLarge := func() error {
 		return answerTooLarge{fmt.Errorf("lshdb: client: the answer of %s %s is over %d bytes (client.Options.MaxAnswerBytes)", method, path, limit)}
 	}
-	if err := json.Unmarshal(buf.Bytes(), out); err != nil {
+	if limit > 0 && resp.ContentLength > limit {
+		return tooLarge() // NB: refused before a byte of it is held
+	}
+	b := (*bp)[:0]
+	if n := resp.ContentLength; n > int64(cap(b)) && n < 1<<30 {
+		b = make([]byte, 0, n+1) // NB: +1: the read that sees the end
+	}
+	b, err = readUpTo(b, resp.Body, limit)
+	*bp = b[:0]
+	if err != nil {
+		if errors.As(err, new(answerTooLarge)) {
+			return tooLarge()
+		}
+		return cutAnswer(ctx, fmt.Errorf("lshdb: client: reading the answer of %s %s: %w", method, path, err))
+	}
+	if err := json.Unmarshal(b, out); err != nil {
 		return malformed(fmt.Sprintf("answer to %s %s", method, path), err)
 	}
 	return nil
 }
 
-var buffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+var buffers = sync.Pool{New: func() any { return new([]byte) }}
+
+// errAnswerBound is readUpTo's answerTooLarge, which its caller says
+// again naming the call.
+var errAnswerBound = errors.New("lshdb: client: the answer is over its bound (client.Options.MaxAnswerBytes)")
+
+// readUpTo reads r to its end, appending to b, failing with
+// answerTooLarge past limit bytes (0 or less: no bound). b grows by
+// doubling to limit+1 bytes at most, so that an answer refused costs
+// about twice the bound in all, not the growth past it of
+// bytes.Buffer.ReadFrom (whose Grow doubles whatever it is asked).
+//
+// NB: with ReadFrom, a server that sent one endless answer took an
+// attached lshdb get to 3.7 GB before the 1 GiB bound refused it (a
+// review of serve, SV3-2).
+func readUpTo(b []byte, r io.Reader, limit int64) ([]byte, error) {
+	for {
+		if len(b) == cap(b) {
+			c := max(2*cap(b), 32<<10)
+			if limit > 0 {
+				if int64(len(b)) > limit {
+					return b, answerTooLarge{errAnswerBound}
+				}
+				if int64(c) >= limit {
+					c = int(limit + 1) // NB: not limit, then limit+1 again
+				}
+			}
+			grown := make([]byte, len(b), c)
+			copy(grown, b)
+			b = grown
+		}
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if limit > 0 && int64(len(b)) > limit {
+			return b, answerTooLarge{errAnswerBound}
+		}
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
+	}
+}
 
 // Put stores the document d under d.ID, replacing any document with that
 // id.
@@ -1506,14 +1559,21 @@ func lines(ctx context.Context, body io.Reader, maxLine int64, fn func(line []by
 // readLine is br.ReadBytes('\n') with a bound on the line (0: none), past
 // which it fails with ErrMalformedAnswer having held at most that much.
 // The line is the caller's, as ReadBytes'.
-func readLine(br *bufio.Reader, max int64) ([]byte, error) {
+func readLine(br *bufio.Reader, maxLine int64) ([]byte, error) {
 	var long []byte // a line longer than br's buffer
 	for {
 		chunk, err := br.ReadSlice('\n')
-		if max > 0 && int64(len(long)+len(chunk)) > max {
-			return nil, answerTooLarge{fmt.Errorf("lshdb: client: a line of the answer is over %d bytes (client.Options.MaxAnswerBytes)", max)}
+		if maxLine > 0 && int64(len(long)+len(chunk)) > maxLine {
+			return nil, answerTooLarge{fmt.Errorf("lshdb: client: a line of the answer is over %d bytes (client.Options.MaxAnswerBytes)", maxLine)}
 		}
 		if err == bufio.ErrBufferFull {
+			if maxLine > 0 && len(long)+len(chunk) > cap(long) {
+				// NB: grown as append would, but never past max+1: a
+				// line refused at 1 GiB held 2.7 GB (SV3-2).
+				grown := make([]byte, len(long), min(int64(max(2*cap(long), len(long)+len(chunk))), maxLine+1))
+				copy(grown, long)
+				long = grown
+			}
 			long = append(long, chunk...)
 			continue
 		}

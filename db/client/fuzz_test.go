@@ -6,6 +6,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -261,6 +263,81 @@ func TestClientBoundsAnswersAndFollowsNoRedirect(t *testing.T) {
 	}
 	if n := elsewhere.Load(); n != 0 {
 		t.Errorf("the server redirected to got %d requests", n)
+	}
+}
+
+// Ensure that an answer refused at Options.MaxAnswerBytes cost the
+// client about that bound, not the doubling past it of a growing buffer:
+// with a bound of 1 GiB an endless answer took an attached lshdb get to
+// 3.7 GB and pairs to 2.7 GB (a review of serve, SV3-2); and that an
+// answer whose Content-Length is over the bound is refused before any of
+// it is read. The oracle is the bytes the runtime allocated during each
+// call (TotalAlloc): a buffer that grows by doubling up to the bound
+// allocates about twice it in all; one grown past it, four times or
+// more.
+func TestClientAnswerBoundCostsTheBound(t *testing.T) {
+	const bound = 8 << 20
+	endless := func(w http.ResponseWriter, prefix string) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, prefix)
+		chunk := []byte(strings.Repeat("x", 64<<10))
+		for {
+			if _, err := w.Write(chunk); err != nil {
+				return
+			}
+		}
+	}
+	d, err := db.Open(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	real := httpapi.Handler(d, nil)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/v1/docs":
+			endless(w, `{"id":"a","text":"`)
+		case "/v1/pairs":
+			endless(w, `{"a":"`)
+		case "/v1/count":
+			w.Header().Set("Content-Length", strconv.Itoa(1<<30))
+			io.WriteString(w, `{"count":`)
+		default:
+			real.ServeHTTP(w, r)
+		}
+	}))
+	defer srv.Close()
+	c, err := client.Open(srv.URL, &client.Options{MaxAnswerBytes: bound})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	allocated := func(f func() error) (uint64, error) {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		err := f()
+		runtime.ReadMemStats(&after)
+		return after.TotalAlloc - before.TotalAlloc, err
+	}
+	n, err := allocated(func() error { _, err := c.Get("a"); return err })
+	if !errors.Is(err, client.ErrMalformedAnswer) || n > 3*bound {
+		t.Errorf("Get of an endless answer: %v, %d MiB allocated for a bound of %d MiB", err, n>>20, bound>>20)
+	}
+	n, err = allocated(func() error {
+		for _, err := range c.Pairs(context.Background(), nil) {
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if !errors.Is(err, client.ErrMalformedAnswer) || n > 3*bound {
+		t.Errorf("Pairs of an endless line: %v, %d MiB allocated for a bound of %d MiB", err, n>>20, bound>>20)
+	}
+	n, err = allocated(func() error { _, err := c.Count(); return err })
+	if !errors.Is(err, client.ErrMalformedAnswer) || n > bound/8 {
+		t.Errorf("Count answered with a Content-Length of 1 GiB: %v, %d KiB allocated", err, n>>10)
 	}
 }
 

@@ -1049,6 +1049,9 @@ func (w *resp) json(status int, v any) error {
 		return err
 	}
 	defer putBuffer(buf)
+	// NB: said ahead, so that a client can refuse an answer over its
+	// bound before it reads any of it (db/client's MaxAnswerBytes).
+	w.w.Header().Set("Content-Length", strconv.Itoa(buf.Len()))
 	w.header(status, "application/json")
 	_, err = w.Write(buf.Bytes())
 	return err
