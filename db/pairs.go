@@ -879,6 +879,20 @@ func verify(ctx context.Context, x *pairsIndex, sorter *extsort.Fixed[uint64], s
 		}()
 	}
 	go func() { wg.Wait(); close(results) }()
+	// NB: onPair is the caller's loop body: one that panics unwound
+	// verify while the workers read the set file its caller's defer
+	// closes, and a worker then panicked on the freed file, ending the
+	// process beyond any recover (an API review, API-1). So they are
+	// stopped and waited for on every way out.
+	drained := false
+	defer func() {
+		if !drained {
+			stop()
+			for range results {
+			}
+			<-prodDone
+		}
+	}()
 	stopped := false
 	for batch := range results {
 		if stopped {
@@ -899,6 +913,7 @@ func verify(ctx context.Context, x *pairsIndex, sorter *extsort.Fixed[uint64], s
 		}
 	}
 	<-prodDone // NB: stop was called, or jobs drained: the producer returns
+	drained = true
 	st.Filtered += filteredAll.Load()
 	st.Verified = distinct - filteredAll.Load()
 	if err := ctxErr(ctx); err != nil {

@@ -11,6 +11,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -884,4 +885,75 @@ func TestPairsIndexSketchesByNumber(t *testing.T) {
 	}
 	put(batch, 0)
 	check("with gaps", true)
+}
+
+// Ensure that a panic in the body of a Pairs or PairGroups loop reaches
+// the caller's recover, as it does for All and Scan, with the run's
+// workers stopped: they went on reading the set file the unwinding
+// closed, and one panicked on it, ending the process (an API review,
+// API-1). The oracle: the panic recovered, the goroutines back to their
+// count before the run, and a later run's pairs equal to a run's before.
+func TestPairsBodyPanicRecovered(t *testing.T) {
+	d, err := Open(t.TempDir(), &Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	n, tries := 3000, 5
+	if testing.Short() {
+		n, tries = 1000, 2 // NB: the race step runs -short: 100 s at 3000
+	}
+	var docs []Doc
+	for i := range n {
+		docs = append(docs, Doc{ID: fmt.Sprint(i), Text: fmt.Sprintf("common words shared by many documents here number %d and %d more %d", i%50, i, i/7)})
+	}
+	if _, err := d.PutBatch(docs, nil); err != nil {
+		t.Fatal(err)
+	}
+	count := func() int {
+		n := 0
+		for _, err := range d.Pairs(context.Background(), nil) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			n++
+		}
+		return n
+	}
+	want := count()
+	if want < n/3 {
+		t.Fatalf("the fixture has %d pairs: too few to keep the workers busy", want)
+	}
+	runtime.GC()
+	before := runtime.NumGoroutine()
+	for _, groups := range []bool{false, true} {
+		for range tries {
+			got := func() (r any) {
+				defer func() { r = recover() }()
+				if groups {
+					for range d.PairGroups(context.Background(), nil) {
+						panic("a bug in the loop body")
+					}
+				} else {
+					for range d.Pairs(context.Background(), nil) {
+						panic("a bug in the loop body")
+					}
+				}
+				return nil
+			}()
+			if got != "a bug in the loop body" {
+				t.Fatalf("groups %v: recovered %v, want the body's panic", groups, got)
+			}
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := runtime.NumGoroutine(); n > before {
+		t.Errorf("%d goroutines after the panics, %d before", n, before)
+	}
+	if got := count(); got != want {
+		t.Errorf("a run after the panics found %d pairs, %d before", got, want)
+	}
 }
