@@ -20,7 +20,9 @@
 // string or number (42 is "42").
 //
 // A malformed record (a line that is not a JSON object, one without its
-// id, a text that is not UTF-8, a line over Options.MaxRecordBytes, …) is
+// id or with an id db.CheckID refuses (empty, or over db.MaxIDBytes; the
+// error wraps db.ErrInvalidID too), a text that is not UTF-8, a line
+// over Options.MaxRecordBytes, …) is
 // yielded as an error wrapping ErrBadRecord that names its file and
 // line, and the reading ends there (db.DB.Load stops at it with nothing
 // stored), unless Options.OnBad is set, which decides: skip it (return
@@ -28,11 +30,21 @@
 // Any other error (a missing file, a broken compressed stream, a CSV
 // file without its header, ctx ended) is the last thing yielded;
 // errors.Is(err, fs.ErrNotExist) holds for a missing file. Options that
-// are not valid are yielded first, as an error wrapping
-// db.ErrInvalidOptions.
+// are not valid, or a CSV, TSV or Parquet file without the id or text
+// column they name, are an error wrapping db.ErrInvalidOptions. Errors
+// are the command's, so they name its flags: --id-col is
+// Options.IDCol, --text-col Options.TextCol, --format Options.Format.
+//
+// Paths are read in order, "-" as standard input (once: a second "-"
+// reads nothing more). A directory's ids are its files' paths under it,
+// so two directories with files of one path give one id twice, the
+// later replacing the earlier in a load (LoadResult.Repeated counts
+// them): give them as one directory above both, or make ids with
+// Options.IDFrom.
 package docfile
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -115,6 +127,19 @@ func Read(ctx context.Context, paths []string, o *Options) iter.Seq2[db.Doc, err
 			return
 		}
 		for rec, err := range docio.Read(ctx, paths, os.Stdin, do) {
+			if err == nil {
+				if idErr := db.CheckID(rec.ID); idErr != nil {
+					// NB: an empty id ("id":"") was yielded, and the
+					// load failed naming the document's position, not
+					// its line, beyond OnBad (an API review, API-6).
+					err = &RecordError{File: rec.File, Line: rec.Line, ID: rec.ID, Raw: bytes.Clone(rec.Raw), End: rec.End, Err: idErr}
+				}
+			}
+			if errors.Is(err, docio.ErrNoColumn) {
+				// NB: the options do not fit the file (an API review,
+				// API-7: no sentinel matched it).
+				err = fmt.Errorf("%w: %w", db.ErrInvalidOptions, err)
+			}
 			if err != nil {
 				if opts.OnBad != nil && errors.Is(err, docio.ErrBadRecord) {
 					if err = opts.OnBad(err); err == nil {

@@ -173,6 +173,22 @@ func TestReadBadRecord(t *testing.T) {
 	if got := stored(t, d); !maps.Equal(got, map[string]string{"a": "a first text", "c": "a third text"}) || fmt.Sprint(skipped) != "["+f+":2]" {
 		t.Fatalf("with OnBad skipping: stored %v, skipped %v", got, skipped)
 	}
+	// An id the index refuses (empty, too long) is a bad record of its
+	// line (an API review, API-6: the load failed naming the document's
+	// position, beyond OnBad).
+	ids := filepath.Join(dir, "ids.jsonl")
+	os.WriteFile(ids, []byte(`{"id":"a","text":"a first text"}`+"\n"+`{"id":"","text":"an empty id"}`+"\n"+`{"id":"`+strings.Repeat("x", db.MaxIDBytes+1)+`","text":"a long id"}`+"\n"+`{"id":"d","text":"a fourth text"}`+"\n"), 0o644)
+	_, err = d.Load(ctx, docfile.Read(ctx, []string{ids}, nil), nil)
+	if !errors.Is(err, docfile.ErrBadRecord) || !errors.Is(err, db.ErrInvalidID) || !errors.As(err, &re) || re.Line != 2 {
+		t.Errorf("an empty id: %v", err)
+	}
+	skipped = nil
+	if _, err := d.Load(ctx, docfile.Read(ctx, []string{ids}, &docfile.Options{OnBad: onBad}), nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := stored(t, d); !maps.Equal(got, map[string]string{"a": "a first text", "c": "a third text", "d": "a fourth text"}) || fmt.Sprint(skipped) != "["+ids+":2 "+ids+":3]" {
+		t.Errorf("ids refused, with OnBad skipping: stored %v, skipped %v", got, skipped)
+	}
 	// OnBad's error ends the reading with it.
 	stop := errors.New("stop here")
 	var n int
@@ -210,6 +226,13 @@ func TestReadErrors(t *testing.T) {
 		if err := first(c.paths, c.o); !errors.Is(err, db.ErrInvalidOptions) {
 			t.Errorf("%v %+v: %v, want ErrInvalidOptions", c.paths, c.o, err)
 		}
+	}
+	// A CSV file without the column the options name: the options do
+	// not fit it (an API review, API-7: no sentinel matched).
+	csvFile := filepath.Join(t.TempDir(), "docs.csv")
+	os.WriteFile(csvFile, []byte("id,body\na,a text\n"), 0o644)
+	if err := first([]string{csvFile}, nil); !errors.Is(err, db.ErrInvalidOptions) || !strings.Contains(err.Error(), `no "text" column`) {
+		t.Errorf("a CSV file without its text column: %v, want ErrInvalidOptions", err)
 	}
 	if err := first([]string{filepath.Join(t.TempDir(), "absent.jsonl")}, nil); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("a missing file: %v", err)

@@ -229,7 +229,7 @@ func (r *reader) csv(src Source, comma byte) error {
 					}
 					shown += "…"
 				}
-				return fmt.Errorf("%s:%d: the header %q has %s%s", name, start, shown, m, headerHint(rec, comma))
+				return noColumn{fmt.Errorf("%s:%d: the header %q has %s%s", name, start, shown, m, headerHint(rec, comma))}
 			}
 			header = false
 			columns = len(fields)

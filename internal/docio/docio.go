@@ -48,7 +48,16 @@ var (
 	// ErrArchive is returned for an input that is a tar archive (plain,
 	// gzip or zstd): lshdb reads streams of records, not archives.
 	ErrArchive = errors.New("an archive, not a stream of records")
+	// ErrNoColumn is matched by the error of a CSV, TSV or Parquet input
+	// that lacks the id or text column the options name: the options do
+	// not fit the file.
+	ErrNoColumn = errors.New("no such column")
 )
+
+// noColumn marks its error as ErrNoColumn's, its message unchanged.
+type noColumn struct{ error }
+
+func (e noColumn) Unwrap() []error { return []error{e.error, ErrNoColumn} }
 
 // Formats are the accepted values of Options.Format ("" = by file name).
 var Formats = []string{"jsonl", "csv", "tsv", "text", "parquet"}

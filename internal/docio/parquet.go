@@ -88,7 +88,7 @@ func (r *reader) parquet(name string, f *os.File) error {
 		for _, path := range schema.Columns() {
 			cols = append(cols, strings.Join(path, "."))
 		}
-		return fmt.Errorf("%s: the Parquet schema's columns %q have %s", name, cols, m)
+		return noColumn{fmt.Errorf("%s: the Parquet schema's columns %q have %s", name, cols, m)}
 	}
 	check := func(what string, c parquet.LeafColumn, ints bool) error {
 		if c.MaxRepetitionLevel > 0 {
