@@ -114,6 +114,8 @@ var errExpired = errors.New("expired")
 // IsExpired reports whether err is the ErrNotFound of a document whose
 // TTL ran out (one not yet swept: Get, QueryID, Explain, Delete and
 // DeleteIDs say "(expired)"), rather than of one never stored or deleted.
+// It is false for the errors of package db/client, whose server answers
+// an expired document as not_found alone (its message says "(expired)").
 func IsExpired(err error) bool { return errors.Is(err, errExpired) }
 
 // missingName is how a message that names several missing ids names id,

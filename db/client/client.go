@@ -34,12 +34,22 @@
 // when it resumes): read it back, or write it again (a document put
 // again replaces itself).
 //
-// Caveat: JSON strings are UTF-8. A text that is not valid UTF-8 reaches
-// the server with each invalid byte replaced by U+FFFD (which shingles
-// the same, but is stored as such). An id that is not valid UTF-8 is
-// refused before anything is sent, with db.ErrInvalidID as in process:
-// replaced, two such ids would name one document, and the second write
-// would overwrite the first.
+// Caveat: JSON strings are UTF-8. A text that is not valid UTF-8 is
+// refused before anything is sent, with db.ErrInvalidDoc, as a handle
+// opened with db.Options.StrictUTF8 refuses it (in process, a handle
+// without it stores such a text, shingled with U+FFFD for each invalid
+// byte). An id that is not valid UTF-8 is refused with db.ErrInvalidID,
+// as in process: replaced, two such ids would name one document, and
+// the second write would overwrite the first. db.IsExpired is false for
+// the client's errors: the server answers an expired document's
+// ErrNotFound as not_found, whose message says "(expired)".
+//
+// Proxies: the default HTTPClient takes a proxy from HTTP_PROXY,
+// HTTPS_PROXY and NO_PROXY as net/http does (loopback addresses are never
+// proxied), so a plain http:// URL sends its requests, the token in
+// their Authorization header, in clear to that proxy: give the server an
+// https:// URL, or name it in NO_PROXY, or give an HTTPClient whose
+// Transport has no Proxy.
 package client
 
 import (
@@ -72,7 +82,8 @@ import (
 // Options configure Open. The zero value is a valid configuration.
 type Options struct {
 	// Token is the server's bearer token, if it has one (blanks and a
-	// line end around it are trimmed; one inside is ErrInvalidOptions).
+	// line end around it are trimmed; a line end or another control
+	// character inside it is ErrInvalidOptions).
 	Token string
 	// Timeout bounds the calls that take no context (Put, Get, Delete,
 	// Bucket, Explain, …). The methods that take one follow that context
@@ -163,6 +174,9 @@ func OpenContext(ctx context.Context, target string, opts *Options) (*Client, er
 	// with net/http's "invalid header field value": the server trims
 	// its own, and blanks around this one are trimmed as well.
 	o.Token = strings.TrimSpace(o.Token)
+	if o.Timeout < 0 || o.OpenTimeout < 0 {
+		return nil, fmt.Errorf("%w: client: Timeout %v, OpenTimeout %v: want 0 (none) or more", db.ErrInvalidOptions, o.Timeout, o.OpenTimeout)
+	}
 	if i := strings.IndexFunc(o.Token, func(r rune) bool { return r < ' ' || r == 0x7f }); i >= 0 {
 		return nil, fmt.Errorf("%w: client: the token (Options.Token; the command's LSHDB_TOKEN) holds a control character (%q at byte %d), which an HTTP header cannot carry", db.ErrInvalidOptions, o.Token[i], i)
 	}
@@ -213,7 +227,7 @@ func OpenContext(ctx context.Context, target string, opts *Options) (*Client, er
 	default:
 		path := strings.TrimPrefix(target, "unix:")
 		if path == "" {
-			return nil, errors.New("lshdb: client: no address (a socket path or an http(s) URL)")
+			return nil, fmt.Errorf("%w: client: no address (a socket path or an http(s) URL)", db.ErrInvalidOptions)
 		}
 		if fi, err := os.Stat(path); err == nil && fi.IsDir() {
 			// NB: the index's directory is its server's socket: dialled

@@ -2518,6 +2518,7 @@ func TestOpenRefusesAddresses(t *testing.T) {
 		{"https:///path", "no host"},
 		{"127.0.0.1:7072", "http://127.0.0.1:7072"},
 		{"http://127.0.0.1:7072/v1", "with no path"},
+		{"", "no address"}, // NB: not ErrInvalidOptions (an API review, API-12)
 	} {
 		cl, err := client.OpenContext(context.Background(), c.addr, nil)
 		if err == nil {
@@ -2525,6 +2526,12 @@ func TestOpenRefusesAddresses(t *testing.T) {
 		}
 		if !errors.Is(err, db.ErrInvalidOptions) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want ErrInvalidOptions saying %q", c.addr, err, c.want)
+		}
+	}
+	// A negative timeout was taken as none (API-12).
+	for _, o := range []*client.Options{{Timeout: -1}, {OpenTimeout: -time.Second}} {
+		if _, err := client.Open("http://127.0.0.1:7072", o); !errors.Is(err, db.ErrInvalidOptions) {
+			t.Errorf("%+v: %v, want ErrInvalidOptions", *o, err)
 		}
 	}
 }
