@@ -74,8 +74,13 @@ var (
 // once attached, lshdb info waited without end on a server that stopped
 // answering (a security review, S3). The long calls (queries, pairs,
 // clusters, loads) follow the command's context, which an interrupt ends.
-func clientOptions() *client.Options {
-	return &client.Options{Token: os.Getenv("LSHDB_TOKEN"), OpenTimeout: attachTimeout, Timeout: attachCallTimeout}
+//
+// ctx is the command's: an interrupt ends the calls that take no context
+// too (client.Options.Context; an attached get waited out its 5 minutes
+// after Ctrl-C on a server that did not answer: a review of serve,
+// SV3-3).
+func clientOptions(ctx context.Context) *client.Options {
+	return &client.Options{Token: os.Getenv("LSHDB_TOKEN"), OpenTimeout: attachTimeout, Timeout: attachCallTimeout, Context: ctx}
 }
 
 // attachCallTimeout bounds each attached call that takes no context.
@@ -88,7 +93,7 @@ const attachTimeout = 15 * time.Second
 // socket, checking opts' creation parameters against the index's as Open
 // would.
 func attach(ctx context.Context, dir string, opts *db.Options) (*client.Client, error) {
-	c, err := client.OpenContext(ctx, httpapi.SocketPath(dir), clientOptions())
+	c, err := client.OpenContext(ctx, httpapi.SocketPath(dir), clientOptions(ctx))
 	if err != nil {
 		return nil, err
 	}
@@ -104,7 +109,7 @@ func (a *app) connect(opts *db.Options) (*client.Client, error) {
 	if a.dbDir != "" {
 		return nil, usagef("give --db DIR or --addr URL, not both")
 	}
-	c, err := client.OpenContext(a.ctx, a.addr, clientOptions())
+	c, err := client.OpenContext(a.ctx, a.addr, clientOptions(a.ctx))
 	if err != nil {
 		return nil, err
 	}

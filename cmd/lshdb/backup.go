@@ -129,7 +129,7 @@ nightly pairs run at the embedded index's speed.`,
 					}
 				} else if errors.Is(err, db.ErrLocked) {
 					sock := httpapi.SocketPath(a.dbDir)
-					cl, cerr := client.OpenContext(a.ctx, sock, clientOptions())
+					cl, cerr := client.OpenContext(a.ctx, sock, clientOptions(a.ctx))
 					switch {
 					case errors.Is(cerr, client.ErrForeignSocket):
 						return cerr // NB: not its process named as the owner

@@ -90,6 +90,13 @@ type Options struct {
 	// alone (PutBatchContext, PutIfNewBatch, Query, Pairs, …): a stream
 	// or a batch may take long. Default: none.
 	Timeout time.Duration
+	// Context, if set, ends the calls that take no context (Put, Get,
+	// Count, Info, Explain, …) when it ends, with its error: a program's
+	// shutdown, or an interrupted command (an attached lshdb get waited
+	// out its 5-minute Timeout after Ctrl-C on a server that did not
+	// answer: a review of serve, SV3-3). The methods that take a context
+	// follow theirs. Default: none.
+	Context context.Context
 	// OpenTimeout bounds Open's exchange with the server, which answers
 	// at once unless it is stopped or stuck: a server that does not answer
 	// in time fails Open with an error that says so. Default: none.
@@ -522,6 +529,9 @@ func (e *Error) Is(target error) bool {
 }
 
 func (c *Client) ctx() (context.Context, context.CancelFunc) {
+	if c.o.Context != nil {
+		return c.ctxFrom(c.o.Context)
+	}
 	return c.ctxFrom(context.Background())
 }
 

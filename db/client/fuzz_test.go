@@ -341,6 +341,44 @@ func TestClientAnswerBoundCostsTheBound(t *testing.T) {
 	}
 }
 
+// Ensure that Options.Context ends the calls that take no context when
+// it ends: an attached lshdb get waited out its 5-minute Timeout after
+// Ctrl-C on a server that did not answer (a review of serve, SV3-3). The
+// server here answers the handshake, then holds every other request
+// until the client goes; the oracle is the call's end, with
+// context.Canceled, long before the Timeout.
+func TestClientContextEndsCalls(t *testing.T) {
+	d, err := db.Open(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	real := httpapi.Handler(d, nil)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/params" {
+			real.ServeHTTP(w, r)
+			return
+		}
+		<-r.Context().Done()
+	}))
+	defer srv.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	c, err := client.Open(srv.URL, &client.Options{Timeout: time.Minute, Context: ctx})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	time.AfterFunc(200*time.Millisecond, cancel)
+	start := time.Now()
+	_, err = c.Get("a")
+	if !errors.Is(err, context.Canceled) || time.Since(start) > 20*time.Second {
+		t.Errorf("Get with the client's context cancelled: %v after %v, want context.Canceled at once", err, time.Since(start))
+	}
+	if _, err := c.Count(); !errors.Is(err, context.Canceled) {
+		t.Errorf("Count after the client's context ended: %v, want context.Canceled", err)
+	}
+}
+
 // Ensure that a call that takes no context fails once Options.Timeout
 // passes against a server that stopped answering, saying so (errors.Is
 // context.DeadlineExceeded): attached, lshdb info waited without end (a
