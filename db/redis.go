@@ -647,6 +647,19 @@ func (db *DB) indexGoneErr() error {
 	return fmt.Errorf("%w: %s: the index is gone from Redis, or is another index's, since this handle opened it (its manifest or counters lost with a restart without persistence or an eviction; or it was dropped, and maybe made again): nothing was written; close the handle, and restore or create the index again", ErrNotExist, db.dir)
 }
 
+// goneRead is the error of a read through a handle whose Redis index was
+// found gone (DB.gone), nil while it is not.
+//
+// NB: a served index lost to a restart without persistence answered its
+// writes, count and /healthz not_exist, but its queries, gets, has and
+// scans 200, as if the index were empty (a review of serve, SV3-4).
+func (db *DB) goneRead() error {
+	if !db.gone.Load() {
+		return nil
+	}
+	return fmt.Errorf("%w: %s: the index is gone from Redis, or is another index's, since this handle opened it (its manifest or counters lost with a restart without persistence or an eviction; or it was dropped, and maybe made again): nothing of it can be read; close the handle, and restore or create the index again", ErrNotExist, db.dir)
+}
+
 // manifestThere checks, before a write, that the index's manifest is
 // still in Redis and names this handle's index: when it is gone (its
 // master restarted without persistence, evicted, dropped), the handle is
@@ -887,6 +900,9 @@ const redisScanChunk = 512
 // read a chunk at a time. It is not a snapshot: a document written after
 // the scan listed the ids is not seen, one deleted after is skipped.
 func (db *DB) redisScan(ctx context.Context, sets bool) iter.Seq2[*StoredDoc, error] {
+	if err := db.goneRead(); err != nil {
+		return func(yield func(*StoredDoc, error) bool) { yield(nil, err) }
+	}
 	return db.redisScanning(ctx, sets, false)
 }
 
@@ -1255,6 +1271,9 @@ func (db *DB) redisPairs(ctx context.Context, po *PairsOptions, st *PairsStats, 
 // redisPairsRun is redisPairs, each pair given to emit with the versions
 // it scored (until emit returns false).
 func (db *DB) redisPairsRun(ctx context.Context, po *PairsOptions, st *PairsStats, emit func(redisPair) bool) error {
+	if err := db.goneRead(); err != nil {
+		return err
+	}
 	t, err := db.pairsThreshold(po)
 	if err != nil {
 		return err
@@ -1573,6 +1592,9 @@ func (db *DB) redisSweep(ctx context.Context) (int, error) {
 // round trip. A document replaced since the ids were listed is read as
 // its id names it now (as Scan reads it); one deleted is left out.
 func (db *DB) redisPairsIndex(ctx context.Context, now int64) (*pairsIndex, error) {
+	if err := db.goneRead(); err != nil {
+		return nil, err
+	}
 	live, err := db.rkv.Live(ctx)
 	if err != nil {
 		return nil, redisErr(err)

@@ -2594,6 +2594,33 @@ func TestRedisHeartbeatOfDroppedIndex(t *testing.T) {
 	if n := strings.Count(log.String(), "the index's manifest is gone"); n != 1 {
 		t.Errorf("said %d times that the index is gone, want once:\n%s", n, log.String())
 	}
+	// Its other reads say so too, once the handle knows: they answered as
+	// if the index were empty (a review of serve, SV3-4: a served index
+	// lost to a restart answered its queries 200, no match).
+	if _, err := w.Get("a"); !errors.Is(err, ErrNotExist) {
+		t.Errorf("Get in the dropped index: %v, want ErrNotExist", err)
+	}
+	if _, err := w.Has("a"); !errors.Is(err, ErrNotExist) {
+		t.Errorf("Has in the dropped index: %v, want ErrNotExist", err)
+	}
+	if _, err := w.Query(ctx, "a text to look for in the dropped index", nil); !errors.Is(err, ErrNotExist) {
+		t.Errorf("Query of the dropped index: %v, want ErrNotExist", err)
+	}
+	var serr, perr error
+	for _, err := range w.Scan(ctx, nil) {
+		serr = err
+		break
+	}
+	if !errors.Is(serr, ErrNotExist) {
+		t.Errorf("Scan of the dropped index: %v, want ErrNotExist", serr)
+	}
+	for _, err := range w.Pairs(ctx, nil) {
+		perr = err
+		break
+	}
+	if !errors.Is(perr, ErrNotExist) {
+		t.Errorf("Pairs of the dropped index: %v, want ErrNotExist", perr)
+	}
 	// Its writes are refused, and write nothing: they went into keys no
 	// index named (acknowledged, found by no reader), and made leftovers
 	// that refused the index's creation again (a review's R3).

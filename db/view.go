@@ -99,6 +99,9 @@ func (v *pebbleView) gone() bool                      { return false }
 // its reads use ctx.
 func (db *DB) openView(ctx context.Context, r pebble.Reader, pv *pebbleView) (view, func(), error) {
 	if db.rkv != nil {
+		if err := db.goneRead(); err != nil {
+			return nil, nil, err
+		}
 		return &redisView{ctx: ctx, s: db.rkv}, func() {}, nil
 	}
 	it, err := db.queryIter(r)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -705,5 +706,59 @@ func TestRedisInsertRetriesWhileReplicasStall(t *testing.T) {
 	}
 	if out, err := lshdbProcess("check", "--db", url).CombinedOutput(); err != nil {
 		t.Errorf("check after the insert: %v\n%s", err, out)
+	}
+}
+
+// Ensure that a served Redis index lost from under its server (every key
+// gone, as in a restart of Redis without persistence) is said gone by
+// its reads as by its writes, and by /healthz as a 503 a supervisor
+// restarts: its queries answered 200, no match, and /healthz 404 (a
+// review of serve, SV3-4).
+func TestServeRedisIndexGone(t *testing.T) {
+	c := redistest.Require(t)
+	url := "redis+cluster://" + strings.Join(c.Addrs, ",") + "/servedgone"
+	runLine([]string{"drop", "--db", url, "--yes"}, "")
+	if out, errOut, code := runLine([]string{"insert", "--db", url, "../../testdata/cmd/inputs/docs.jsonl"}, ""); code != 0 {
+		t.Fatalf("insert: exit %d\n%s%s", code, out, errOut)
+	}
+	_, tcp, log, stop := startServe(t, "--db", url, "--addr", "127.0.0.1:0")
+	defer stop()
+	get := func(path string) (int, string) {
+		res, err := http.Get(tcp + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		body, _ := io.ReadAll(res.Body)
+		return res.StatusCode, string(body)
+	}
+	if code, body := get("/v1/query?id=fox1"); code != 200 || !strings.Contains(body, `"fox2"`) {
+		t.Fatalf("a query before the loss: %d %s", code, body)
+	}
+	s, err := rediskv.Open(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	// A write finds the index gone (its manifest), and says so.
+	res, err := http.Post(tcp+"/v1/docs", "application/json", strings.NewReader(`{"id":"w1","text":"a document written after the loss"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != 404 || !strings.Contains(string(body), `"not_exist"`) {
+		t.Fatalf("a put after the loss: %d %s", res.StatusCode, body)
+	}
+	for _, path := range []string{"/v1/query?text=the+quick+brown+fox+jumps+over+the+lazy+dog", "/v1/docs?id=fox1", "/v1/docs/has?id=fox1", "/v1/scan"} {
+		if code, body := get(path); code != 404 || !strings.Contains(body, `"not_exist"`) || !strings.Contains(body, "gone from Redis") {
+			t.Errorf("GET %s after the loss: %d %.300s", path, code, body)
+		}
+	}
+	if code, body := get("/healthz"); code != 503 || !strings.Contains(body, `"status":"gone"`) {
+		t.Errorf("/healthz after the loss: %d %.300s\nlog:\n%s", code, body, log)
 	}
 }

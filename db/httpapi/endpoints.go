@@ -34,17 +34,26 @@ import (
 // "damaged" once its
 // background work met damage to its files (db.DB.Corruption), which an
 // operator must see: the server goes on serving what it can, and only
-// lshdb check (after a restart) tells how far the damage goes. Over TCP
+// lshdb check (after a restart) tells how far the damage goes; 503
+// "gone" once a Redis index is gone from under the handle (its writes
+// and reads are refused as db.ErrNotExist until a restart). Over TCP
 // to a server with a token, a request without it gets the status alone.
 func (h *handler) healthz(w *resp, r *http.Request) error {
 	n, err := h.d.Count()
-	if err != nil {
+	gone := errors.Is(err, db.ErrNotExist)
+	if err != nil && !gone {
 		return err
 	}
 	hj := HealthJSON{Status: "ok", Docs: n, PID: os.Getpid(), Owner: h.o.Owner}
 	status := http.StatusOK
 	room := h.d.RoomToWrite()
 	switch damage := h.d.Corruption(); {
+	case gone:
+		// NB: a Redis index gone under its server (lost to a restart
+		// without persistence, dropped) answered 404 not_exist, which a
+		// load balancer or an orchestrator does not take for a server
+		// to restart (a review of serve, SV3-4).
+		hj.Status, hj.Error, status = "gone", err.Error(), http.StatusServiceUnavailable
 	case damage != nil:
 		hj.Status, hj.Error, status = "damaged", damage.Error(), http.StatusServiceUnavailable
 	case errors.Is(room, db.ErrStopped):

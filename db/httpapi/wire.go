@@ -1408,7 +1408,8 @@ type HealthJSON struct {
 	// space (reads are served: 200 still); "damaged" (503) once the
 	// index's background work met damage to its files: run lshdb check;
 	// "stopped" (503) once its store stopped at a write it could not
-	// finish (db.ErrStopped): restart the server.
+	// finish (db.ErrStopped): restart the server; "gone" (503) once a
+	// Redis index is gone from under the handle (db.ErrNotExist).
 	// (A server that waits for the process that holds its index answers
 	// 503 "waiting", without the count: WaitingHandler.)
 	Status string `json:"status"`
