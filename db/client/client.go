@@ -5,13 +5,15 @@
 // against an index another process owns. It has no method of the owner's
 // process alone: All (Scan streams the same), Sync, SweepExpired,
 // Metrics, Corruption (GET /healthz says "damaged"), RoomToWrite (it says
-// "disk_full"), HasIDsContext (HasIDs takes no context here), PrepareBatch,
-// PutPrepared, Dir, Created and OtherWriters. No interface names
+// "disk_full"), PrepareBatch, PutPrepared, Dir, Created and
+// OtherWriters. The calls that take no context (Put, Get, Count, …)
+// follow Options.Context and Options.Timeout; PutContext, DeleteContext,
+// HasIDsContext and the others that take one, that context. No interface names
 // the methods both share; a program that uses either declares the one it
 // needs.
 //
-//	c, err := client.Open("/var/lib/mydocs/lshdb.sock", nil)      // the owner's Unix socket
-//	c, err := client.Open("https://idx.example:7070", &client.Options{Token: tok})
+//	c, err := client.Open("/var/lib/mydocs/lshdb.sock", nil) // the owner's Unix socket
+//	// or: client.Open("https://idx.example:7070", &client.Options{Token: tok})
 //	if err != nil { ... }
 //	defer c.Close()
 //	res, err := c.Query(ctx, "the quick brown fox", &db.QueryOptions{Limit: 10})
@@ -917,6 +919,13 @@ func (c *Client) Put(d db.Doc, wo *db.WriteOptions) error {
 	return err
 }
 
+// PutContext is Put that gives up when ctx ends, as DB.PutContext does
+// (see PutBatchContext; Options.Timeout does not bound it).
+func (c *Client) PutContext(ctx context.Context, d db.Doc, wo *db.WriteOptions) error {
+	_, err := c.PutBatchContext(ctx, []db.Doc{d}, wo)
+	return err
+}
+
 // PutBatch stores documents atomically (all of them or none), with a
 // report.
 func (c *Client) PutBatch(docs []db.Doc, wo *db.WriteOptions) (db.BatchResult, error) {
@@ -1239,11 +1248,24 @@ func (c *Client) Has(id string) (bool, error) {
 }
 
 // HasIDs reports for each of ids whether a document has it, in one
-// request (POST /v1/docs/has), as DB.HasIDs does (it takes no context:
-// Options.Timeout bounds it, and DB.HasIDsContext has no counterpart). A
-// server of an earlier lshdb, which has no such request, is asked id by
-// id.
+// request (POST /v1/docs/has), as DB.HasIDs does (Options.Timeout bounds
+// it). A server of an earlier lshdb, which has no such request, is asked
+// id by id.
 func (c *Client) HasIDs(ids []string) ([]bool, error) {
+	ctx, cancel := c.ctx()
+	defer cancel()
+	return c.hasIDs(ctx, ids)
+}
+
+// HasIDsContext is HasIDs that gives up when ctx ends, as
+// DB.HasIDsContext does (Options.Timeout does not bound it).
+func (c *Client) HasIDsContext(ctx context.Context, ids []string) ([]bool, error) {
+	ctx, cancel := callerCtx(ctx)
+	defer cancel()
+	return c.hasIDs(ctx, ids)
+}
+
+func (c *Client) hasIDs(ctx context.Context, ids []string) ([]bool, error) {
 	if c.closed.Load() {
 		return nil, db.ErrClosed
 	}
@@ -1257,8 +1279,6 @@ func (c *Client) HasIDs(ids []string) ([]bool, error) {
 	if len(ids) == 0 {
 		return []bool{}, nil
 	}
-	ctx, cancel := c.ctx()
-	defer cancel()
 	var out httpapi.HasResultJSON
 	if err := c.call(ctx, "POST", "/v1/docs/has", nil, httpapi.HasRequest{IDs: ids}, &out); errors.Is(err, httpapi.ErrMethod) {
 		found := make([]bool, len(ids))
@@ -1293,6 +1313,14 @@ func (c *Client) Count() (uint64, error) {
 // Delete removes the document id.
 func (c *Client) Delete(id string, wo *db.WriteOptions) error {
 	_, err := c.DeleteIDs([]string{id}, wo)
+	return err
+}
+
+// DeleteContext is Delete that gives up when ctx ends, as
+// DB.DeleteContext does (see DeleteIDsContext; Options.Timeout does not
+// bound it).
+func (c *Client) DeleteContext(ctx context.Context, id string, wo *db.WriteOptions) error {
+	_, err := c.DeleteIDsContext(ctx, []string{id}, wo)
 	return err
 }
 

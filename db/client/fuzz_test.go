@@ -3,6 +3,7 @@ package client_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -359,6 +360,9 @@ func TestClientContextEndsCalls(t *testing.T) {
 			real.ServeHTTP(w, r)
 			return
 		}
+		// NB: the body read, net/http sees the client go (it watches the
+		// connection only once the body is read).
+		io.Copy(io.Discard, r.Body)
 		<-r.Context().Done()
 	}))
 	defer srv.Close()
@@ -376,6 +380,72 @@ func TestClientContextEndsCalls(t *testing.T) {
 	}
 	if _, err := c.Count(); !errors.Is(err, context.Canceled) {
 		t.Errorf("Count after the client's context ended: %v, want context.Canceled", err)
+	}
+	// The calls that take a context follow it (db's PutContext,
+	// DeleteContext and HasIDsContext had no counterpart: an API review,
+	// API-2).
+	c2, err := client.Open(srv.URL, &client.Options{Timeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	for name, call := range map[string]func(context.Context) error{
+		"PutContext":    func(ctx context.Context) error { return c2.PutContext(ctx, db.Doc{ID: "a", Text: "a text"}, nil) },
+		"DeleteContext": func(ctx context.Context) error { return c2.DeleteContext(ctx, "a", nil) },
+		"HasIDsContext": func(ctx context.Context) error { _, err := c2.HasIDsContext(ctx, []string{"a"}); return err },
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		start := time.Now()
+		err := call(ctx)
+		cancel()
+		if !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > 20*time.Second {
+			t.Errorf("%s with a context of 200 ms: %v after %v", name, err, time.Since(start))
+		}
+	}
+}
+
+// Ensure that the client's PutContext, DeleteContext and HasIDsContext
+// do what *db.DB's do (an API review, API-2: code written against db's
+// did not compile against the client). The oracle is the index itself,
+// read in process.
+func TestClientContextWrites(t *testing.T) {
+	d, err := db.Open(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	srv := httptest.NewServer(httpapi.Handler(d, nil))
+	defer srv.Close()
+	c, err := client.Open(srv.URL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	type contextWrites interface {
+		PutContext(context.Context, db.Doc, *db.WriteOptions) error
+		DeleteContext(context.Context, string, *db.WriteOptions) error
+		HasIDsContext(context.Context, []string) ([]bool, error)
+	}
+	ctx := context.Background()
+	for _, w := range []contextWrites{c, d} {
+		if err := w.PutContext(ctx, db.Doc{ID: "a", Text: "the quick brown fox jumps over the lazy dog"}, nil); err != nil {
+			t.Fatal(err)
+		}
+		if doc, err := d.Get("a"); err != nil || doc.Text != "the quick brown fox jumps over the lazy dog" {
+			t.Fatalf("%T: after PutContext: %v, %v", w, doc, err)
+		}
+		if has, err := w.HasIDsContext(ctx, []string{"a", "b"}); err != nil || fmt.Sprint(has) != "[true false]" {
+			t.Fatalf("%T: HasIDsContext: %v, %v", w, has, err)
+		}
+		if err := w.DeleteContext(ctx, "a", nil); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := d.Get("a"); !errors.Is(err, db.ErrNotFound) {
+			t.Fatalf("%T: after DeleteContext: %v", w, err)
+		}
+		if err := w.DeleteContext(ctx, "a", nil); !errors.Is(err, db.ErrNotFound) {
+			t.Fatalf("%T: DeleteContext of a missing id: %v, want ErrNotFound", w, err)
+		}
 	}
 }
 
