@@ -2,7 +2,8 @@ package minhash
 
 // A Hasher runs the whole pipeline, text to shingle set and signature, with
 // one [Shingler] and one [Sketcher] and reused buffers. It is not safe for
-// concurrent use: keep one per goroutine.
+// concurrent use: keep one per goroutine. Make one with [NewHasher]: the
+// zero value is not usable (its methods panic).
 type Hasher struct {
 	sh    *Shingler
 	sk    *Sketcher

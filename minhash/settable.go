@@ -6,7 +6,8 @@ import "math/bits"
 // table (linear probing, at most half full), so that other sets, in any
 // order, are intersected with it in one pass each: no sort on either side.
 // Reset reuses its memory; keep one per goroutine. It is not safe for
-// concurrent use.
+// concurrent use. Reset gives it its set, before any other method: the
+// zero value holds none, and its other methods panic.
 type SetTable struct {
 	slots []uint64 // 0: empty
 	zero  bool     // 0 is in the set

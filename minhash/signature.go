@@ -123,7 +123,8 @@ func (o *SketchOptions) Validate() error {
 }
 
 // A Sketcher computes signatures. It keeps a scratch buffer: reuse one per
-// goroutine. It is not safe for concurrent use.
+// goroutine. It is not safe for concurrent use. Make one with
+// [NewSketcher]: the zero value is not usable (its methods panic).
 type Sketcher struct {
 	opts SketchOptions
 	// classic: h_i(x) = a[i]·x (mod 2^64), a[i] odd: multiply-shift.
