@@ -78,6 +78,7 @@ type serveOptions struct {
 	maxBatch, maxInFlight, maxMatches      int
 	maxRuns                                int
 	maxScans                               int
+	maxSpoolBytes                          int64
 	maxConns                               int
 	defaultMaxConns                        int  // each listener's own bound, where --max-connections is not given (connsBound); 0: none
 	connsDefault                           bool // the listeners take connsBound's bound
@@ -251,6 +252,9 @@ stops accepting requests, lets those in flight finish (up to
 			if so.maxRuns == 0 || so.maxRuns < -1 {
 				return usagef("--max-runs %d: give a number of runs, or -1 for no limit", so.maxRuns)
 			}
+			if so.maxSpoolBytes == 0 || so.maxSpoolBytes < -1 {
+				return usagef("--max-spool-bytes %d: give a number of bytes, or -1 for no spool files", so.maxSpoolBytes)
+			}
 			if so.maxScans == 0 || so.maxScans < -1 {
 				return usagef("--max-scans %d: give a number of scans, or -1 for no limit", so.maxScans)
 			}
@@ -298,7 +302,8 @@ stops accepting requests, lets those in flight finish (up to
 	fs.StringVar(&so.readTokenFile, "read-token-file", "", "read a second bearer token from this file (its first line; default: $LSHDB_READ_TOKEN), which may only read: queries, gets, pairs, clusters, stats, check; a write or maintenance request with it gets 403 forbidden (for clients that only query; needs --token)")
 	fs.Int64Var(&so.maxBody, "max-body", httpapi.DefaultMaxBodyBytes, "largest request body in bytes (413 beyond; for put-if-new: each document; -1: no limit)")
 	fs.IntVar(&so.maxBatch, "max-batch", httpapi.DefaultMaxBatch, "most documents (queries) in one put or query/many request (413 beyond; -1: no limit)")
-	fs.IntVar(&so.maxScans, "max-scans", httpapi.DefaultMaxScans, "most scans (GET /v1/scan: an attached export) sent at once, each read ahead of its client into a spool beside the index so that a slow client holds no snapshot (more wait; -1: no limit)")
+	fs.IntVar(&so.maxScans, "max-scans", httpapi.DefaultMaxScans, "most scans (GET /v1/scan: an attached export) reading the index at once, each read ahead of its client into a spool beside the index so that a slow client holds no snapshot (more wait; -1: no limit)")
+	fs.Int64Var(&so.maxSpoolBytes, "max-spool-bytes", httpapi.DefaultMaxSpoolBytes, "most bytes of the scans' spool files, together (beyond it, or at the disk reserve, a scan is read as its client reads it, holding its snapshot; -1: no spool files)")
 	fs.IntVar(&so.maxRuns, "max-runs", httpapi.DefaultMaxRuns, "most runs over the whole index at once: pairs and clusters, each with its memory budget, and stats, buckets and check (more wait; -1: no limit)")
 	fs.IntVar(&so.maxMatches, "max-matches", httpapi.DefaultMaxMatches, "most matches one query or query/many request answers, after its limit (400 beyond, saying so; -1: no limit)")
 	fs.Int64Var(&so.maxTextBytes, "max-text-bytes", httpapi.DefaultMaxTextBytes, "most bytes of stored text one query or query/many request with with_text answers (400 beyond, saying so; -1: no limit)")
@@ -573,7 +578,7 @@ func (a *app) serve(so *serveOptions) error {
 				func() float64 { return float64(l.reclaimed.Load()) }))
 	}
 	mux := http.NewServeMux()
-	api := httpapi.Handler(d, &httpapi.Options{Token: so.token, ReadToken: so.readToken, MaxBodyBytes: so.maxBody, MaxBatch: so.maxBatch, MaxMatches: so.maxMatches, MaxTextBytes: so.maxTextBytes, MaxRuns: so.maxRuns, MaxScans: so.maxScans, MaxInFlight: so.maxInFlight, MaxInFlightBytes: so.maxInFlightBytes, WriteTimeout: apiWriteTimeout(so.writeTimeout), ReadTimeout: so.readTimeout, IdleTimeout: cmp.Or(so.idleTimeout, so.readTimeout), QueryTimeout: so.queryTimeout,
+	api := httpapi.Handler(d, &httpapi.Options{Token: so.token, ReadToken: so.readToken, MaxBodyBytes: so.maxBody, MaxBatch: so.maxBatch, MaxMatches: so.maxMatches, MaxTextBytes: so.maxTextBytes, MaxRuns: so.maxRuns, MaxScans: so.maxScans, MaxSpoolBytes: so.maxSpoolBytes, MaxInFlight: so.maxInFlight, MaxInFlightBytes: so.maxInFlightBytes, WriteTimeout: apiWriteTimeout(so.writeTimeout), ReadTimeout: so.readTimeout, IdleTimeout: cmp.Or(so.idleTimeout, so.readTimeout), QueryTimeout: so.queryTimeout,
 		BackupRoot: so.backupRoot, Owner: serveOwner, ServesReadOnly: so.readOnly, Logger: log, Hooks: m.Hooks()})
 	mux.Handle("/", api)
 	metricsOpts := &httpapi.Options{Token: so.token, ReadToken: so.readToken, Logger: log, Hooks: m.Hooks()}
@@ -790,7 +795,7 @@ func startupAttrs(d *db.DB, so *serveOptions, dir bool) []any {
 	if so.memoryLimit > 0 {
 		attrs = append(attrs, "memory_limit", so.memoryLimit, "soft_memory_limit", debug.SetMemoryLimit(-1))
 	}
-	attrs = append(attrs, "max_body", so.maxBody, "max_batch", so.maxBatch, "max_matches", so.maxMatches, "max_text_bytes", so.maxTextBytes, "max_runs", so.maxRuns, "max_scans", so.maxScans, "max_in_flight", so.maxInFlight, "max_in_flight_bytes", so.maxInFlightBytes, "max_connections", so.maxConns)
+	attrs = append(attrs, "max_body", so.maxBody, "max_batch", so.maxBatch, "max_matches", so.maxMatches, "max_text_bytes", so.maxTextBytes, "max_runs", so.maxRuns, "max_scans", so.maxScans, "max_spool_bytes", so.maxSpoolBytes, "max_in_flight", so.maxInFlight, "max_in_flight_bytes", so.maxInFlightBytes, "max_connections", so.maxConns)
 	if so.defaultMaxConns > 0 {
 		attrs = append(attrs, "max_connections_each", so.defaultMaxConns)
 	}

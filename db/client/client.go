@@ -850,8 +850,12 @@ func (c *Client) callUpTo(ctx context.Context, method, path string, q url.Values
 		return tooLarge() // NB: refused before a byte of it is held
 	}
 	b := (*bp)[:0]
-	if n := resp.ContentLength; n > int64(cap(b)) && n < 1<<30 {
-		b = make([]byte, 0, n+1) // NB: +1: the read that sees the end
+	if n := resp.ContentLength; n > int64(cap(b)) {
+		// NB: +1: the read that sees the end. At most 1 MiB ahead: a
+		// Content-Length is the server's word, and one that lied had
+		// the client allocate it whole for a 10-byte body (a
+		// read-through, RT12-5); past 1 MiB the buffer grows as read.
+		b = make([]byte, 0, min(n+1, 1<<20))
 	}
 	b, err = readUpTo(b, resp.Body, limit)
 	*bp = b[:0]

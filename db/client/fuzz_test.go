@@ -303,6 +303,9 @@ func TestClientAnswerBoundCostsTheBound(t *testing.T) {
 		case "/v1/count":
 			w.Header().Set("Content-Length", strconv.Itoa(1<<30))
 			io.WriteString(w, `{"count":`)
+		case "/v1/info":
+			w.Header().Set("Content-Length", strconv.Itoa(bound-1))
+			io.WriteString(w, `{"docs":`)
 		default:
 			real.ServeHTTP(w, r)
 		}
@@ -339,6 +342,13 @@ func TestClientAnswerBoundCostsTheBound(t *testing.T) {
 	n, err = allocated(func() error { _, err := c.Count(); return err })
 	if !errors.Is(err, client.ErrMalformedAnswer) || n > bound/8 {
 		t.Errorf("Count answered with a Content-Length of 1 GiB: %v, %d KiB allocated", err, n>>10)
+	}
+	// A Content-Length within the bound is taken ahead up to 1 MiB only:
+	// one that lied had the client allocate it whole for a few bytes (a
+	// read-through, RT12-5).
+	n, err = allocated(func() error { _, err := c.Info(); return err })
+	if err == nil || n > 2<<20 {
+		t.Errorf("Info answered 8 bytes under a Content-Length of 8 MiB: %v, %d KiB allocated", err, n>>10)
 	}
 }
 

@@ -19,6 +19,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -1087,20 +1088,22 @@ func (h *handler) scan(w *resp, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	release, err := h.admitScan(r.Context())
+	admitted, err := h.admitScan(r.Context())
 	if err != nil {
 		return err
 	}
+	release := sync.OnceFunc(admitted)
 	defer release()
 	out := func(d *db.StoredDoc) any { return DocumentOut(d) }
 	end := func(n int) any { return EndJSON{EndBody{Lines: n}} }
 	if dir := h.d.Dir(); !db.IsRedisURL(dir) {
 		// NB: read ahead into a spool, so that a slow client holds no
-		// snapshot (see spool). A Redis index's scan holds none.
+		// snapshot (see spool); its place among MaxScans is given back
+		// once the snapshot is read. A Redis index's scan holds none.
 		scan := func(ctx context.Context) iter.Seq2[*db.StoredDoc, error] {
 			return h.d.Scan(ctx, &db.ScanOptions{Sets: sets})
 		}
-		return spooledStream(w, r.Context(), scan, out, end, dir)
+		return spooledStream(w, r.Context(), scan, out, end, spoolOpts{dir: dir, budget: h.spoolBudget, room: h.spoolRoom}, release)
 	}
 	return stream(w, h.d.Scan(r.Context(), &db.ScanOptions{Sets: sets}), out, end)
 }

@@ -58,6 +58,9 @@ const DefaultMaxRuns = 2
 // DefaultMaxScans is the default Options.MaxScans.
 const DefaultMaxScans = 4
 
+// DefaultMaxSpoolBytes is the default Options.MaxSpoolBytes: 1 GiB.
+const DefaultMaxSpoolBytes = 1 << 30
+
 // DefaultMaxMatches is the default Options.MaxMatches: a million matches,
 // about 150 MB held and 75 MB of answer.
 const DefaultMaxMatches = 1_000_000
@@ -146,18 +149,26 @@ type Options struct {
 	// a server to 3.3 GB (a security review, SEC-3). Default:
 	// DefaultMaxRuns; negative: no limit.
 	MaxRuns int
-	// MaxScans bounds the GET /v1/scan streams sent at once: one more
-	// waits, in the order they came, until one ends (or its client goes
-	// away). A scan of a Pebble index reads its snapshot ahead of its
-	// client into a spool, 256 KiB in memory and the rest in a file in
-	// the index's directory (removed as it is made: it lives while the
-	// stream does), and releases the snapshot once read, however slowly
-	// the client reads: a client reading 16 KB/s held a snapshot for the
-	// hour a 60 MB scan took, and four such scans beside a writer took
-	// the index from 63 MB to 456 MB on disk (a review of serve, SV3-1).
-	// So the scans cost at most MaxScans answers' bytes of disk, beside
-	// the index. Default: DefaultMaxScans; negative: no limit.
+	// MaxScans bounds the GET /v1/scan snapshots read at once: one more
+	// waits, in the order they came, until one is read (or its client
+	// goes away). A scan of a Pebble index reads its snapshot ahead of
+	// its client into a spool, 256 KiB in memory and the rest in a file
+	// in the index's directory (removed as it is made, so du does not
+	// count it: it lives while the stream does), and releases the
+	// snapshot, and its place, once read, however slowly the client
+	// reads: a client reading 16 KB/s held a snapshot for the hour a 60
+	// MB scan took, and four such scans beside a writer took the index
+	// from 63 MB to 456 MB on disk (a review of serve, SV3-1). Default:
+	// DefaultMaxScans; negative: no limit.
 	MaxScans int
+	// MaxSpoolBytes bounds the bytes of the scans' spool files, together,
+	// and the files stop short of the index's disk reserve
+	// (db.Options.DiskReserve): past either, a scan reads its snapshot as
+	// its client takes the answer, holding it, as with no spool. An
+	// answer with its sets (sets=true) is about 22 times the index's
+	// bytes on disk, one without them about its texts'. Default:
+	// DefaultMaxSpoolBytes; negative: no spool files.
+	MaxSpoolBytes int64
 	// MaxInFlight bounds the documents of the puts (and put-if-new
 	// groups), the queries of the query/many requests and the ids of the
 	// has requests the server prepares, writes and answers at once: a
@@ -294,6 +305,15 @@ func Handler(d *db.DB, opts *Options) http.Handler {
 	if h.o.MaxScans > 0 {
 		h.scans = semaphore.NewWeighted(int64(h.o.MaxScans))
 	}
+	if h.o.MaxSpoolBytes == 0 {
+		h.o.MaxSpoolBytes = DefaultMaxSpoolBytes
+	}
+	if h.o.MaxSpoolBytes > 0 {
+		h.spoolBudget = semaphore.NewWeighted(h.o.MaxSpoolBytes)
+	}
+	if dir := d.Dir(); !db.IsRedisURL(dir) {
+		removeDeadSpools(dir)
+	}
 	if h.o.MaxInFlightBytes == 0 {
 		h.o.MaxInFlightBytes = DefaultMaxInFlightBytes
 	}
@@ -362,6 +382,14 @@ type handler struct {
 	// runs holds Options.MaxRuns, scans Options.MaxScans (nil: no
 	// limit).
 	runs, scans *semaphore.Weighted
+	// spoolBudget holds Options.MaxSpoolBytes (nil: no spool files).
+	spoolBudget *semaphore.Weighted
+}
+
+// spoolRoom reports whether the index's filesystem has room for n more
+// bytes of a spool's file above the index's disk reserve.
+func (h *handler) spoolRoom(n int64) bool {
+	return !errors.Is(h.d.RoomToWrite(), db.ErrDiskFull)
 }
 
 // admitRun waits for one of the runs over the whole index the server

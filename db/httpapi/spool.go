@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"iter"
 	"os"
+	"path/filepath"
 	"runtime"
 	"sync"
+
+	"golang.org/x/sync/semaphore"
 )
 
 // A spooled stream is an answer read from one snapshot (GET /v1/scan)
@@ -34,15 +37,30 @@ const spoolChunkBytes = 32 << 10
 
 // spool is the queue between a spooled stream's maker (one goroutine)
 // and its sender (the handler).
+//
+// Its file holds what the memory does not, within a budget shared by the
+// server's scans (Options.MaxSpoolBytes) and while the index's filesystem
+// has more than its reserve free (db.DB.RoomToWrite); past either, or
+// when the file cannot be made or written, the maker waits for the
+// sender to take what is queued, holding its snapshot, as a scan did
+// before it had a spool. NB: with no bound, four clients that never read
+// a scan with its sets (22 times the index's bytes on disk) had the spool
+// hold 2 GB beside a 23 MB index, unseen by du (a read-through, RT12-1),
+// and a spool that could not write failed its scan (RT12-3).
 type spool struct {
-	dir   string        // where the file is made ("": the system's temporary directory)
-	ready chan struct{} // a chunk queued, or the maker ended (capacity 1)
+	spoolOpts
+	ready   chan struct{} // a chunk queued, or the maker ended (capacity 1)
+	drained chan struct{} // the sender took a chunk (capacity 1)
+	noFile  bool          // the maker's: the file cannot be made or written
 
 	mu     sync.Mutex
 	chunks []spoolChunk // queued, in order
 	mem    int          // bytes of the queued chunks held in memory
 	ended  bool         // the maker is done
 	err    error        // what ended the maker, if not the end of the answer
+	// inFile are the bytes of the file's chunks queued or being read:
+	// at 0 the maker may empty the file and begin it again.
+	inFile int64
 
 	// The file, the maker's to write (at off) and the sender's to read:
 	// written and read at offsets, without the lock.
@@ -56,43 +74,110 @@ type spoolChunk struct {
 	off, n int64
 }
 
-func newSpool(dir string) *spool { return &spool{dir: dir, ready: make(chan struct{}, 1)} }
+// spoolOpts say where a spool's file goes and what bounds it.
+type spoolOpts struct {
+	dir    string              // where the file is made ("": the system's temporary directory)
+	budget *semaphore.Weighted // the bytes of the server's spool files (nil: no file)
+	room   func(n int64) bool  // whether the filesystem has room for n more bytes (nil: yes)
+}
 
-func (s *spool) wake() {
+func newSpool(o spoolOpts) *spool {
+	return &spool{spoolOpts: o, ready: make(chan struct{}, 1), drained: make(chan struct{}, 1)}
+}
+
+func signal(c chan struct{}) {
 	select {
-	case s.ready <- struct{}{}:
+	case c <- struct{}{}:
 	default:
 	}
 }
 
-// push queues b, which the spool keeps (the caller makes a new one).
-func (s *spool) push(b []byte) error {
+func (s *spool) wake() { signal(s.ready) }
+
+// push queues b, which the spool keeps (the caller makes a new one): in
+// memory while there is room, else in the file while the budget and the
+// filesystem allow, else once the sender has taken enough of what is
+// queued (an error only when ctx ends meanwhile).
+func (s *spool) push(ctx context.Context, b []byte) error {
 	if len(b) == 0 {
 		return nil
 	}
-	s.mu.Lock()
-	inMem := s.mem+len(b) <= spoolMemBytes
-	if inMem {
-		s.chunks = append(s.chunks, spoolChunk{b: b})
-		s.mem += len(b)
-	}
-	s.mu.Unlock()
-	if !inMem {
-		if s.f == nil {
-			if err := s.create(); err != nil {
-				return err
-			}
-		}
-		if _, err := s.f.WriteAt(b, s.off); err != nil {
-			return fmt.Errorf("the spool of a stream read ahead of its client: %w", err)
-		}
+	for {
 		s.mu.Lock()
-		s.chunks = append(s.chunks, spoolChunk{off: s.off, n: int64(len(b))})
+		inMem := s.mem+len(b) <= spoolMemBytes || len(s.chunks) == 0
+		if inMem {
+			s.chunks = append(s.chunks, spoolChunk{b: b})
+			s.mem += len(b)
+		}
 		s.mu.Unlock()
-		s.off += int64(len(b))
+		if inMem || s.toFile(b) {
+			s.wake()
+			return nil
+		}
+		select {
+		case <-s.drained:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
-	s.wake()
-	return nil
+}
+
+// toFile queues b in the file if the budget and the filesystem have room
+// for it, and reports whether it did. The budget counts the file's size:
+// the file is emptied (and its budget given back) whenever the sender
+// has read all of it.
+func (s *spool) toFile(b []byte) bool {
+	n := int64(len(b))
+	if s.noFile || s.budget == nil {
+		return false
+	}
+	s.mu.Lock()
+	empty := s.inFile == 0
+	s.mu.Unlock()
+	if empty && s.off > 0 {
+		// NB: no chunk of the file is queued or being read, and only the
+		// maker queues them.
+		if err := s.f.Truncate(0); err != nil {
+			s.noFile = true
+			return false
+		}
+		s.budget.Release(s.off)
+		s.off = 0
+	}
+	if s.room != nil && !s.room(n) || !s.budget.TryAcquire(n) {
+		return false
+	}
+	if s.f == nil {
+		if err := s.create(); err != nil {
+			s.noFile = true
+			s.budget.Release(n)
+			return false
+		}
+	}
+	if _, err := s.f.WriteAt(b, s.off); err != nil {
+		// NB: a full disk, a file size limit: the maker waits for its
+		// client instead (RT12-3: the scan failed as internal).
+		s.noFile = true
+		s.budget.Release(n)
+		return false
+	}
+	s.mu.Lock()
+	s.chunks = append(s.chunks, spoolChunk{off: s.off, n: n})
+	s.inFile += n
+	s.mu.Unlock()
+	s.off += n
+	return true
+}
+
+// taken says that the sender took c from the queue (and read it, from the
+// file): a maker waiting for room wakes.
+func (s *spool) taken(c spoolChunk) {
+	if c.b == nil {
+		s.mu.Lock()
+		s.inFile -= c.n
+		s.mu.Unlock()
+	}
+	signal(s.drained)
 }
 
 // create makes the spool's file in s.dir, or else in the system's
@@ -145,6 +230,9 @@ func (s *spool) close() {
 		if runtime.GOOS == "windows" {
 			_ = os.Remove(name)
 		}
+		if s.off > 0 {
+			s.budget.Release(s.off)
+		}
 	}
 }
 
@@ -152,30 +240,62 @@ func (s *spool) close() {
 // maker has made its last line (its snapshot released).
 var spoolMade func()
 
+// removeDeadSpools removes the spool files a process left in dir: where
+// the system cannot remove an open file (Windows), a spool's file is
+// removed when its stream ends, and a process that ended first left it
+// (a read-through, RT12-7). A live spool's file cannot be removed there,
+// and has no name elsewhere.
+func removeDeadSpools(dir string) {
+	if dir == "" {
+		return
+	}
+	names, _ := filepath.Glob(filepath.Join(dir, ".lshdb-stream-*.tmp"))
+	for _, name := range names {
+		_ = os.Remove(name)
+	}
+}
+
 // spooledStream is stream for seq, an answer read from one snapshot (see
 // spool): the lines of out(v) for each value, then end(n). dir is where
 // the spool's file is made (the index's directory). As stream, an error
 // before the first line is the request's (a status of its own), and one
 // after it the stream's last line.
-func spooledStream[T any](w *resp, ctx context.Context, seq func(context.Context) iter.Seq2[T, error], out func(T) any, end func(n int) any, dir string) error {
+//
+// made, if not nil, is called once the maker is done (the snapshot
+// released): the scan's place among MaxScans is given back then, not
+// once a slow client has read the rest (a read-through, RT12-4).
+func spooledStream[T any](w *resp, ctx context.Context, seq func(context.Context) iter.Seq2[T, error], out func(T) any, end func(n int) any, o spoolOpts, made func()) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	s := newSpool(dir)
-	var made sync.WaitGroup
+	s := newSpool(o)
+	var maker sync.WaitGroup
 	defer func() {
 		cancel() // NB: the maker stops at its next value: the client went away
-		made.Wait()
+		maker.Wait()
 		s.close()
 	}()
-	made.Go(func() {
+	maker.Go(func() {
+		if made != nil {
+			defer made()
+		}
 		n := 0
 		cur := make([]byte, 0, spoolChunkBytes+4<<10)
 		fail := func(err error) {
-			if perr := s.push(cur); perr != nil && err == nil {
+			if perr := s.push(ctx, cur); perr != nil && err == nil {
 				err = perr
 			}
 			s.end(err)
 		}
+		defer func() {
+			// NB: the maker runs the scan, off the handler's goroutine,
+			// whose recover (ServeHTTP's) does not see its panics: one
+			// ended the server (a read-through, RT12-2).
+			if p := recover(); p != nil {
+				// NB: the lines made are sent, then the error line.
+				_ = s.push(ctx, cur)
+				s.end(fmt.Errorf("%w: panic while reading the scan: %v", ErrInternal, p))
+			}
+		}()
 		for v, err := range seq(ctx) {
 			if err != nil {
 				fail(err)
@@ -190,7 +310,7 @@ func spooledStream[T any](w *resp, ctx context.Context, seq func(context.Context
 			putBuffer(buf)
 			n++
 			if len(cur) >= spoolChunkBytes || n%streamLines == 0 {
-				if err := s.push(cur); err != nil {
+				if err := s.push(ctx, cur); err != nil {
 					s.end(err)
 					return
 				}
@@ -251,11 +371,13 @@ func spooledStream[T any](w *resp, ctx context.Context, seq func(context.Context
 				}
 				b = fileBuf[:c.n]
 				if _, err := s.f.ReadAt(b, c.off); err != nil {
+					s.taken(c)
 					err = fmt.Errorf("the spool of a stream read ahead of its client: %w", err)
 					w.failLine(err)
 					return err
 				}
 			}
+			s.taken(c)
 			if _, err := w.bw.Write(b); err != nil {
 				return err
 			}

@@ -4,7 +4,10 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
+	"iter"
 	"maps"
 	"net/http"
 	"net/http/httptest"
@@ -116,7 +119,10 @@ func TestScanReadAhead(t *testing.T) {
 // and gives up with its client, and is sent once the first ends.
 func TestMaxScans(t *testing.T) {
 	d := openFixture(t, 2000, nil)
-	h := Handler(d, &Options{MaxScans: 1}).(*handler)
+	// NB: no spool file, so that the first scan's reading waits for its
+	// client, holding its place (with one, it is read, and its place
+	// given back, at once: below).
+	h := Handler(d, &Options{MaxScans: 1, MaxSpoolBytes: -1}).(*handler)
 	srv := httptest.NewServer(h)
 	defer srv.Close()
 	res, err := http.Get(srv.URL + "/v1/scan?sets=true") // NB: more than the sockets' buffers hold
@@ -147,5 +153,183 @@ func TestMaxScans(t *testing.T) {
 	}
 	if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), `{"end":{"lines":`) {
 		t.Errorf("a scan after the first ended: %d %.300s", rec.Code, rec.Body)
+	}
+}
+
+// Ensure that a scan's place among MaxScans is given back once its
+// snapshot is read, not once a slow client has read the answer: a client
+// that reads slowly held it for hours, and the other scans waited,
+// unsaid (a read-through, RT12-4).
+func TestScanPlaceGivenBackOnceRead(t *testing.T) {
+	d := openFixture(t, 2000, nil)
+	made := make(chan struct{}, 1)
+	spoolMade = func() { made <- struct{}{} }
+	defer func() { spoolMade = nil }()
+	h := Handler(d, &Options{MaxScans: 1}).(*handler)
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	res, err := http.Get(srv.URL + "/v1/scan?sets=true")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	if _, err := bufio.NewReader(res.Body).ReadBytes('\n'); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-made:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the first scan was not read ahead of its client")
+	}
+	spoolMade = nil
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", "/v1/scan", nil).WithContext(ctx))
+	if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), `{"end":{"lines":`) {
+		t.Errorf("a scan beside one read ahead of its slow client: %d %.300s", rec.Code, rec.Body)
+	}
+}
+
+// Ensure that the spool's files stay within MaxSpoolBytes: past it, the
+// scan reads its snapshot as its client takes the answer, and the answer
+// is whole. Four clients that never read a scan with its sets had 2 GB
+// of spool beside a 23 MB index (a read-through, RT12-1). The oracle is
+// the budget itself (none left while the stalled scan holds it, all of
+// it back once the scan ends) and the answer, each document once.
+func TestSpoolWithinItsBudget(t *testing.T) {
+	d := openFixture(t, 2000, nil)
+	const budget = 1 << 20
+	made := make(chan struct{}, 1)
+	spoolMade = func() { made <- struct{}{} }
+	defer func() { spoolMade = nil }()
+	h := Handler(d, &Options{MaxSpoolBytes: budget}).(*handler)
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	res, err := http.Get(srv.URL + "/v1/scan?sets=true") // NB: about 16 MB
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	br := bufio.NewReader(res.Body)
+	if _, err := br.ReadBytes('\n'); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	// NB: full but for less than two chunks, which the next does not fit.
+	for h.spoolBudget.TryAcquire(2 * spoolChunkBytes) {
+		h.spoolBudget.Release(2 * spoolChunkBytes)
+		if time.Now().After(deadline) {
+			t.Fatal("the stalled scan's spool never took its budget")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	select {
+	case <-made:
+		t.Fatal("a scan of 16 MB was read ahead whole within a spool of 1 MiB")
+	case <-time.After(500 * time.Millisecond):
+	}
+	rest, err := io.ReadAll(br)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := 0
+	for _, err := range d.All() {
+		if err != nil {
+			t.Fatal(err)
+		}
+		want++
+	}
+	if n := strings.Count(string(rest), "\n"); n != want || !strings.Contains(string(rest), fmt.Sprintf(`{"end":{"lines":%d}}`, want)) {
+		t.Errorf("the answer read after the stall: %d more lines, want %d and the end line", n, want)
+	}
+	for deadline := time.Now().Add(20 * time.Second); !h.spoolBudget.TryAcquire(budget); {
+		if time.Now().After(deadline) {
+			t.Fatal("the spool's budget was not given back at the scan's end")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// spoolOf runs spooledStream on seq into a recorder, as the handler does
+// (cutErr, then the error or the stream's end); gate, if not nil, holds
+// the recorder's first write until it is closed.
+func spoolOf(t *testing.T, ctx context.Context, seq func(context.Context) iter.Seq2[string, error], gate chan struct{}) *httptest.ResponseRecorder {
+	t.Helper()
+	d := openFixture(t, 0, nil)
+	h := Handler(d, nil).(*handler)
+	rec := httptest.NewRecorder()
+	req := httptest.NewRequest("GET", "/v1/scan", nil).WithContext(ctx)
+	var rw http.ResponseWriter = rec
+	if gate != nil {
+		rw = &gatedWriter{ResponseRecorder: rec, gate: gate}
+	}
+	w := &resp{w: rw, rc: http.NewResponseController(rw), h: h, r: req}
+	err := spooledStream(w, ctx, seq, func(s string) any { return map[string]string{"s": s} }, func(n int) any { return EndJSON{EndBody{Lines: n}} }, spoolOpts{dir: t.TempDir(), budget: h.spoolBudget}, nil)
+	if err = cutErr(req, err); err != nil && !w.started {
+		w.fail(err)
+	}
+	w.finish()
+	return rec
+}
+
+type gatedWriter struct {
+	*httptest.ResponseRecorder
+	gate chan struct{}
+}
+
+func (g *gatedWriter) Write(p []byte) (int, error) {
+	<-g.gate
+	return g.ResponseRecorder.Write(p)
+}
+
+// Ensure that a panic while the scan is read ends its stream with an
+// error line, the server alive: the maker runs off the handler's
+// goroutine, whose recover does not see its panics, and one ended the
+// server (a read-through, RT12-2).
+func TestSpoolMakerPanic(t *testing.T) {
+	seq := func(ctx context.Context) iter.Seq2[string, error] {
+		return func(yield func(string, error) bool) {
+			yield("a", nil)
+			panic("a bug in the scan")
+		}
+	}
+	rec := spoolOf(t, context.Background(), seq, nil)
+	if body := rec.Body.String(); !strings.HasPrefix(body, `{"s":"a"}`) || !strings.Contains(body, `"code":"internal"`) || !strings.Contains(body, "a bug in the scan") {
+		t.Errorf("a scan that panicked after a line: %d %.400s", rec.Code, body)
+	}
+}
+
+// Ensure that a stream the server cuts as it shuts down ends with its
+// shutdown line, also once every line is made and the client has yet to
+// read them (a read-through, RT12-6: no test saw the sender's check).
+func TestSpoolCutAfterMade(t *testing.T) {
+	ctx, cut := context.WithCancelCause(context.Background())
+	defer cut(nil)
+	made := make(chan struct{}, 1)
+	spoolMade = func() { made <- struct{}{} }
+	defer func() { spoolMade = nil }()
+	gate := make(chan struct{})
+	seq := func(ctx context.Context) iter.Seq2[string, error] {
+		return func(yield func(string, error) bool) {
+			for i := range 20000 {
+				if !yield(fmt.Sprint(i, strings.Repeat("x", 50)), nil) {
+					return
+				}
+			}
+		}
+	}
+	go func() {
+		<-made
+		cut(ErrShutdown)
+		close(gate)
+	}()
+	rec := spoolOf(t, ctx, seq, gate)
+	body := rec.Body.String()
+	if !strings.Contains(body, `"code":"shutdown"`) || strings.Contains(body, `{"end":`) {
+		t.Errorf("a stream cut once made: %.200s … %s", body, body[max(0, len(body)-300):])
+	}
+	if errors.Is(ctx.Err(), nil) {
+		t.Fatal("unreachable")
 	}
 }
