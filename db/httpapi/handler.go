@@ -311,8 +311,8 @@ func Handler(d *db.DB, opts *Options) http.Handler {
 	if h.o.MaxSpoolBytes > 0 {
 		h.spoolBudget = semaphore.NewWeighted(h.o.MaxSpoolBytes)
 	}
-	if dir := d.Dir(); !db.IsRedisURL(dir) {
-		removeDeadSpools(dir)
+	if d != nil && !db.IsRedisURL(d.Dir()) {
+		removeDeadSpools(d.Dir())
 	}
 	if h.o.MaxInFlightBytes == 0 {
 		h.o.MaxInFlightBytes = DefaultMaxInFlightBytes
