@@ -303,7 +303,7 @@ stops accepting requests, lets those in flight finish (up to
 	fs.Int64Var(&so.maxBody, "max-body", httpapi.DefaultMaxBodyBytes, "largest request body in bytes (413 beyond; for put-if-new: each document; -1: no limit)")
 	fs.IntVar(&so.maxBatch, "max-batch", httpapi.DefaultMaxBatch, "most documents (queries) in one put or query/many request (413 beyond; -1: no limit)")
 	fs.IntVar(&so.maxScans, "max-scans", httpapi.DefaultMaxScans, "most scans (GET /v1/scan: an attached export) reading the index at once, each read ahead of its client into a spool beside the index so that a slow client holds no snapshot (more wait; -1: no limit)")
-	fs.Int64Var(&so.maxSpoolBytes, "max-spool-bytes", httpapi.DefaultMaxSpoolBytes, "most bytes of the scans' spool files, together (beyond it, or at the disk reserve, a scan is read as its client reads it, holding its snapshot; -1: no spool files)")
+	fs.Int64Var(&so.maxSpoolBytes, "max-spool-bytes", httpapi.DefaultMaxSpoolBytes, "most bytes of the spool files of the scans and pairs streams, together (beyond it, or at the disk reserve, a stream is made as its client reads it, holding its snapshot or its run; -1: no spool files)")
 	fs.IntVar(&so.maxRuns, "max-runs", httpapi.DefaultMaxRuns, "most runs over the whole index at once: pairs and clusters, each with its memory budget, and stats, buckets and check (more wait; -1: no limit)")
 	fs.IntVar(&so.maxMatches, "max-matches", httpapi.DefaultMaxMatches, "most matches one query or query/many request answers, after its limit (400 beyond, saying so; -1: no limit)")
 	fs.Int64Var(&so.maxTextBytes, "max-text-bytes", httpapi.DefaultMaxTextBytes, "most bytes of stored text one query or query/many request with with_text answers (400 beyond, saying so; -1: no limit)")

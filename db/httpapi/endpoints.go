@@ -1013,18 +1013,36 @@ func (h *handler) pairs(w *resp, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	po, release, err := h.runOptions(r, q)
+	po, admitted, err := h.runOptions(r, q)
 	if err != nil {
 		return err
 	}
+	release := sync.OnceFunc(admitted)
 	defer release()
 	var st db.PairsStats
 	po.Stats = &st
 	rec := h.recallNote(po.Threshold)
 	estimates := h.d.Params().Storage == db.StorageNone
-	return stream(w, h.d.Pairs(r.Context(), po), func(p db.Pair) any {
+	pairs := func(ctx context.Context) iter.Seq2[db.Pair, error] { return h.d.Pairs(ctx, po) }
+	return spooledStream(w, r.Context(), pairs, func(p db.Pair) any {
 		return PairJSON{A: p.A, B: p.B, Jaccard: Similarity(p.Jaccard), ExpectedRecall: SimilarityOf(rec), EstimateOnly: estimates}
-	}, func(n int) any { return EndJSON{EndBody{Lines: n, Stats: PairsStatsOut(st)}} })
+	}, func(n int) any { return EndJSON{EndBody{Lines: n, Stats: PairsStatsOut(st)}} }, h.spoolOpts(), release)
+}
+
+// spoolOpts are the options of a spooled stream's spool: its file in
+// the index's directory (the system's temporary directory for a Redis
+// index), within the server's budget and the disk reserve.
+//
+// NB: a pairs stream is spooled too, its place among MaxRuns given back
+// once its pairs are made: two clients reading slowly held both places
+// for the whole send, and a stats request waited 27 s behind them (a
+// review of serve, SV3-1).
+func (h *handler) spoolOpts() spoolOpts {
+	o := spoolOpts{budget: h.spoolBudget, room: h.spoolRoom}
+	if dir := h.d.Dir(); !db.IsRedisURL(dir) {
+		o.dir = dir
+	}
+	return o
 }
 
 // pairGroups answers GET /v1/pairs/groups: the pairs of GET /v1/pairs
@@ -1035,18 +1053,20 @@ func (h *handler) pairGroups(w *resp, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	po, release, err := h.runOptions(r, q)
+	po, admitted, err := h.runOptions(r, q)
 	if err != nil {
 		return err
 	}
+	release := sync.OnceFunc(admitted)
 	defer release()
 	var st db.PairsStats
 	po.Stats = &st
 	rec := h.recallNote(po.Threshold)
 	estimates := h.d.Params().Storage == db.StorageNone
-	return stream(w, h.d.PairGroups(r.Context(), po), func(g db.PairGroup) any {
+	groups := func(ctx context.Context) iter.Seq2[db.PairGroup, error] { return h.d.PairGroups(ctx, po) }
+	return spooledStream(w, r.Context(), groups, func(g db.PairGroup) any {
 		return PairGroupJSON{A: g.A, B: g.B, Jaccard: Similarity(g.Jaccard), Pairs: g.Pairs(), ExpectedRecall: SimilarityOf(rec), EstimateOnly: estimates}
-	}, func(n int) any { return EndJSON{EndBody{Lines: n, Stats: PairsStatsOut(st)}} })
+	}, func(n int) any { return EndJSON{EndBody{Lines: n, Stats: PairsStatsOut(st)}} }, h.spoolOpts(), release)
 }
 
 // stream answers with seq's values as JSON Lines (each as out makes it),
@@ -1103,7 +1123,7 @@ func (h *handler) scan(w *resp, r *http.Request) error {
 		scan := func(ctx context.Context) iter.Seq2[*db.StoredDoc, error] {
 			return h.d.Scan(ctx, &db.ScanOptions{Sets: sets})
 		}
-		return spooledStream(w, r.Context(), scan, out, end, spoolOpts{dir: dir, budget: h.spoolBudget, room: h.spoolRoom}, release)
+		return spooledStream(w, r.Context(), scan, out, end, h.spoolOpts(), release)
 	}
 	return stream(w, h.d.Scan(r.Context(), &db.ScanOptions{Sets: sets}), out, end)
 }

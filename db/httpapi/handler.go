@@ -161,7 +161,10 @@ type Options struct {
 	// from 63 MB to 456 MB on disk (a review of serve, SV3-1). Default:
 	// DefaultMaxScans; negative: no limit.
 	MaxScans int
-	// MaxSpoolBytes bounds the bytes of the scans' spool files, together,
+	// MaxSpoolBytes bounds the bytes of the spool files of the scans and
+	// the pairs streams (GET /v1/pairs, /v1/pairs/groups: spooled so, a
+	// pairs run gives its place among MaxRuns back once its pairs are
+	// made), together,
 	// and the files stop short of the index's disk reserve
 	// (db.Options.DiskReserve): past either, a scan reads its snapshot as
 	// its client takes the answer, holding it, as with no spool. An

@@ -333,3 +333,45 @@ func TestSpoolCutAfterMade(t *testing.T) {
 		t.Fatal("unreachable")
 	}
 }
+
+// Ensure that a pairs stream gives its place among MaxRuns back once its
+// pairs are made, not once a slow client has read them: two clients
+// reading slowly held both places, and a stats request waited 27 s
+// behind them (a review of serve, SV3-1).
+func TestPairsPlaceGivenBackOnceMade(t *testing.T) {
+	d := openFixture(t, 0, nil)
+	var docs []db.Doc
+	for i := range 700 {
+		docs = append(docs, db.Doc{ID: fmt.Sprintf("d%04d", i), Text: fmt.Sprintf("one text shared by every document of the index, but for its number %d", i%3)})
+	}
+	if _, err := d.PutBatch(docs, &db.WriteOptions{NoSync: true}); err != nil {
+		t.Fatal(err)
+	}
+	made := make(chan struct{}, 1)
+	spoolMade = func() { made <- struct{}{} }
+	defer func() { spoolMade = nil }()
+	h := Handler(d, &Options{MaxRuns: 1}).(*handler)
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	res, err := http.Get(srv.URL + "/v1/pairs?threshold=0.5") // NB: 244,650 pairs, about 20 MB
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	if _, err := bufio.NewReader(res.Body).ReadBytes('\n'); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-made:
+	case <-time.After(60 * time.Second):
+		t.Fatal("the pairs were not made ahead of their slow client")
+	}
+	spoolMade = nil
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", "/v1/stats", nil).WithContext(ctx))
+	if rec.Code != http.StatusOK {
+		t.Errorf("stats beside a pairs stream whose pairs are made: %d %.300s", rec.Code, rec.Body)
+	}
+}
