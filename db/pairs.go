@@ -883,15 +883,13 @@ func verify(ctx context.Context, x *pairsIndex, sorter *extsort.Fixed[uint64], s
 	// verify while the workers read the set file its caller's defer
 	// closes, and a worker then panicked on the freed file, ending the
 	// process beyond any recover (an API review, API-1). So they are
-	// stopped and waited for on every way out.
-	drained := false
+	// stopped and waited for on every way out (after the loop below,
+	// results is closed and prodDone too: this returns at once).
 	defer func() {
-		if !drained {
-			stop()
-			for range results {
-			}
-			<-prodDone
+		stop()
+		for range results {
 		}
+		<-prodDone
 	}()
 	stopped := false
 	for batch := range results {
@@ -913,7 +911,6 @@ func verify(ctx context.Context, x *pairsIndex, sorter *extsort.Fixed[uint64], s
 		}
 	}
 	<-prodDone // NB: stop was called, or jobs drained: the producer returns
-	drained = true
 	st.Filtered += filteredAll.Load()
 	st.Verified = distinct - filteredAll.Load()
 	if err := ctxErr(ctx); err != nil {

@@ -643,8 +643,12 @@ func (db *DB) redisManifest(ctx context.Context, try *redisOpenTry) error {
 // creation. A write finds the manifest gone first (manifestThere), a put
 // the counters' mark gone too (rediskv.ErrCountersGone), and the
 // heartbeat finds the manifest gone between writes.
-func (db *DB) indexGoneErr() error {
-	return fmt.Errorf("%w: %s: the index is gone from Redis, or is another index's, since this handle opened it (its manifest or counters lost with a restart without persistence or an eviction; or it was dropped, and maybe made again): nothing was written; close the handle, and restore or create the index again", ErrNotExist, db.dir)
+func (db *DB) indexGoneErr() error { return db.goneErr("nothing was written") }
+
+// goneErr is the error of a call through a handle whose Redis index was
+// found gone (DB.gone), saying what became of the call.
+func (db *DB) goneErr(what string) error {
+	return fmt.Errorf("%w: %s: the index is gone from Redis, or is another index's, since this handle opened it (its manifest or counters lost with a restart without persistence or an eviction; or it was dropped, and maybe made again): %s; close the handle, and restore or create the index again", ErrNotExist, db.dir, what)
 }
 
 // goneRead is the error of a read through a handle whose Redis index was
@@ -657,7 +661,7 @@ func (db *DB) goneRead() error {
 	if !db.gone.Load() {
 		return nil
 	}
-	return fmt.Errorf("%w: %s: the index is gone from Redis, or is another index's, since this handle opened it (its manifest or counters lost with a restart without persistence or an eviction; or it was dropped, and maybe made again): nothing of it can be read; close the handle, and restore or create the index again", ErrNotExist, db.dir)
+	return db.goneErr("nothing of it can be read")
 }
 
 // manifestThere checks, before a write, that the index's manifest is

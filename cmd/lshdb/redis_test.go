@@ -548,17 +548,10 @@ func testRedisWriteIntoALostIndex(t *testing.T, cmd string, first int, said stri
 		return n
 	}
 	waitUntil(t, ins, func() string { return fmt.Sprintf("%d documents committed", want) }, func() bool { return count() == want })
-	s, err := rediskv.Open(context.Background(), url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if _, err := s.Flush(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	loseRedisIndex(t, url)
 	io.WriteString(ins.stdin, "{\"id\":\"b1\",\"text\":\"a document put after Redis lost the index\"}\n")
 	ins.stdin.Close()
-	err = <-ins.done
+	err := <-ins.done
 	out := ins.out.String()
 	if err == nil || !strings.Contains(out, said) || !strings.Contains(out, "the index is gone from Redis") {
 		t.Fatalf("a %s whose index was lost: %v\n%.2000s", cmd, err, out)
@@ -735,14 +728,7 @@ func TestServeRedisIndexGone(t *testing.T) {
 	if code, body := get("/v1/query?id=fox1"); code != 200 || !strings.Contains(body, `"fox2"`) {
 		t.Fatalf("a query before the loss: %d %s", code, body)
 	}
-	s, err := rediskv.Open(context.Background(), url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if _, err := s.Flush(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	loseRedisIndex(t, url)
 	// A write finds the index gone (its manifest), and says so.
 	res, err := http.Post(tcp+"/v1/docs", "application/json", strings.NewReader(`{"id":"w1","text":"a document written after the loss"}`))
 	if err != nil {
@@ -760,5 +746,19 @@ func TestServeRedisIndexGone(t *testing.T) {
 	}
 	if code, body := get("/healthz"); code != 503 || !strings.Contains(body, `"status":"gone"`) {
 		t.Errorf("/healthz after the loss: %d %.300s\nlog:\n%s", code, body, log)
+	}
+}
+
+// loseRedisIndex deletes every key of the Redis index at url, as a
+// restart of Redis without persistence loses them.
+func loseRedisIndex(t *testing.T, url string) {
+	t.Helper()
+	s, err := rediskv.Open(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.Flush(context.Background()); err != nil {
+		t.Fatal(err)
 	}
 }

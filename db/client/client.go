@@ -860,7 +860,7 @@ func (c *Client) callUpTo(ctx context.Context, method, path string, q url.Values
 	b, err = readUpTo(b, resp.Body, limit)
 	*bp = b[:0]
 	if err != nil {
-		if errors.As(err, new(answerTooLarge)) {
+		if err == errOverBound {
 			return tooLarge()
 		}
 		return cutAnswer(ctx, fmt.Errorf("lshdb: client: reading the answer of %s %s: %w", method, path, err))
@@ -873,39 +873,19 @@ func (c *Client) callUpTo(ctx context.Context, method, path string, q url.Values
 
 var buffers = sync.Pool{New: func() any { return new([]byte) }}
 
-// errAnswerBound is readUpTo's answerTooLarge, which its caller says
-// again naming the call.
-var errAnswerBound = errors.New("lshdb: client: the answer is over its bound (client.Options.MaxAnswerBytes)")
+// errOverBound is readUpTo's error past its limit, which its caller says
+// naming the call.
+var errOverBound = errors.New("lshdb: client: the answer is over its bound (client.Options.MaxAnswerBytes)")
 
-// readUpTo reads r to its end, appending to b, failing with
-// answerTooLarge past limit bytes (0 or less: no bound). b grows by
-// doubling to limit+1 bytes at most, so that an answer refused costs
-// about twice the bound in all, not the growth past it of
-// bytes.Buffer.ReadFrom (whose Grow doubles whatever it is asked).
-//
-// NB: with ReadFrom, a server that sent one endless answer took an
-// attached lshdb get to 3.7 GB before the 1 GiB bound refused it (a
-// review of serve, SV3-2).
+// readUpTo reads r to its end, appending to b, failing with errOverBound
+// past limit bytes (0 or less: no bound). b grows as grow says.
 func readUpTo(b []byte, r io.Reader, limit int64) ([]byte, error) {
 	for {
-		if len(b) == cap(b) {
-			c := max(2*cap(b), 32<<10)
-			if limit > 0 {
-				if int64(len(b)) > limit {
-					return b, answerTooLarge{errAnswerBound}
-				}
-				if int64(c) >= limit {
-					c = int(limit + 1) // NB: not limit, then limit+1 again
-				}
-			}
-			grown := make([]byte, len(b), c)
-			copy(grown, b)
-			b = grown
-		}
+		b = grow(b, 1, limit)
 		n, err := r.Read(b[len(b):cap(b)])
 		b = b[:len(b)+n]
 		if limit > 0 && int64(len(b)) > limit {
-			return b, answerTooLarge{errAnswerBound}
+			return b, errOverBound
 		}
 		if err == io.EOF {
 			return b, nil
@@ -1612,6 +1592,28 @@ func lines(ctx context.Context, body io.Reader, maxLine int64, fn func(line []by
 	}
 }
 
+// grow returns b with room for n more bytes: its capacity doubled (at
+// least 32 KiB), but never past limit+1 bytes when limit > 0, where the
+// caller has at most limit+1-len(b) bytes to add.
+//
+// NB: bytes.Buffer.ReadFrom, whose Grow doubles whatever it is asked,
+// took an attached lshdb get to 3.7 GB before the 1 GiB bound refused an
+// endless answer, and append a line of pairs to 2.7 GB (a review of
+// serve, SV3-2): grown so, an answer refused costs about twice the
+// bound in all.
+func grow(b []byte, n int, limit int64) []byte {
+	if len(b)+n <= cap(b) {
+		return b
+	}
+	c := max(2*cap(b), len(b)+n, 32<<10)
+	if limit > 0 && int64(c) >= limit {
+		c = int(limit + 1) // NB: not limit, then limit+1 again
+	}
+	grown := make([]byte, len(b), c)
+	copy(grown, b)
+	return grown
+}
+
 // readLine is br.ReadBytes('\n') with a bound on the line (0: none), past
 // which it fails with ErrMalformedAnswer having held at most that much.
 // The line is the caller's, as ReadBytes'.
@@ -1623,18 +1625,11 @@ func readLine(br *bufio.Reader, maxLine int64) ([]byte, error) {
 			return nil, answerTooLarge{fmt.Errorf("lshdb: client: a line of the answer is over %d bytes (client.Options.MaxAnswerBytes)", maxLine)}
 		}
 		if err == bufio.ErrBufferFull {
-			if maxLine > 0 && len(long)+len(chunk) > cap(long) {
-				// NB: grown as append would, but never past max+1: a
-				// line refused at 1 GiB held 2.7 GB (SV3-2).
-				grown := make([]byte, len(long), min(int64(max(2*cap(long), len(long)+len(chunk))), maxLine+1))
-				copy(grown, long)
-				long = grown
-			}
-			long = append(long, chunk...)
+			long = append(grow(long, len(chunk), maxLine), chunk...)
 			continue
 		}
 		if long != nil {
-			return append(long, chunk...), err
+			return append(grow(long, len(chunk), maxLine), chunk...), err
 		}
 		return bytes.Clone(chunk), err
 	}

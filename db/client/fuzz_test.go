@@ -212,16 +212,6 @@ func TestClientBoundsAnswersAndFollowsNoRedirect(t *testing.T) {
 		elsewhere.Add(1)
 	}))
 	defer other.Close()
-	endless := func(w http.ResponseWriter, prefix string) {
-		w.Header().Set("Content-Type", "application/json")
-		io.WriteString(w, prefix)
-		chunk := []byte(strings.Repeat("x", 64<<10))
-		for {
-			if _, err := w.Write(chunk); err != nil {
-				return
-			}
-		}
-	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/v1/docs":
@@ -278,16 +268,6 @@ func TestClientBoundsAnswersAndFollowsNoRedirect(t *testing.T) {
 // more.
 func TestClientAnswerBoundCostsTheBound(t *testing.T) {
 	const bound = 8 << 20
-	endless := func(w http.ResponseWriter, prefix string) {
-		w.Header().Set("Content-Type", "application/json")
-		io.WriteString(w, prefix)
-		chunk := []byte(strings.Repeat("x", 64<<10))
-		for {
-			if _, err := w.Write(chunk); err != nil {
-				return
-			}
-		}
-	}
 	d, err := db.Open(t.TempDir(), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -359,23 +339,7 @@ func TestClientAnswerBoundCostsTheBound(t *testing.T) {
 // until the client goes; the oracle is the call's end, with
 // context.Canceled, long before the Timeout.
 func TestClientContextEndsCalls(t *testing.T) {
-	d, err := db.Open(t.TempDir(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
-	real := httpapi.Handler(d, nil)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/v1/params" {
-			real.ServeHTTP(w, r)
-			return
-		}
-		// NB: the body read, net/http sees the client go (it watches the
-		// connection only once the body is read).
-		io.Copy(io.Discard, r.Body)
-		<-r.Context().Done()
-	}))
-	defer srv.Close()
+	srv := silentServer(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	c, err := client.Open(srv.URL, &client.Options{Timeout: time.Minute, Context: ctx})
 	if err != nil {
@@ -466,20 +430,7 @@ func TestClientContextWrites(t *testing.T) {
 // answers the handshake, then holds every other request until the
 // client goes.
 func TestClientTimeoutSaysTheServerDidNotAnswer(t *testing.T) {
-	d, err := db.Open(t.TempDir(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
-	real := httpapi.Handler(d, nil)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/v1/params" {
-			real.ServeHTTP(w, r)
-			return
-		}
-		<-r.Context().Done()
-	}))
-	defer srv.Close()
+	srv := silentServer(t)
 	c, err := client.Open(srv.URL, &client.Options{Timeout: 300 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -498,4 +449,41 @@ func TestClientTimeoutSaysTheServerDidNotAnswer(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("Info still waits after 30 s, under a Timeout of 300 ms")
 	}
+}
+
+// endless answers with prefix, then bytes without end until the client
+// goes.
+func endless(w http.ResponseWriter, prefix string) {
+	w.Header().Set("Content-Type", "application/json")
+	io.WriteString(w, prefix)
+	chunk := []byte(strings.Repeat("x", 64<<10))
+	for {
+		if _, err := w.Write(chunk); err != nil {
+			return
+		}
+	}
+}
+
+// silentServer answers a client's handshake (GET /v1/params, from an
+// index of its own), then holds every other request until its client
+// goes; it is closed at the test's end.
+func silentServer(t *testing.T) *httptest.Server {
+	t.Helper()
+	d, err := db.Open(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	real := httpapi.Handler(d, nil)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/params" {
+			real.ServeHTTP(w, r)
+			return
+		}
+		// NB: the body read, net/http sees the client go (it watches the
+		// connection only once the body is read).
+		io.Copy(io.Discard, r.Body)
+		<-r.Context().Done()
+	}))
+	t.Cleanup(func() { srv.Close(); d.Close() })
+	return srv
 }

@@ -117,10 +117,6 @@ func Read(ctx context.Context, paths []string, o *Options) iter.Seq2[db.Doc, err
 		}
 		do := docio.Options{Format: opts.Format, IDField: opts.IDField, TextField: opts.TextField, MetaField: opts.MetaField,
 			IDCol: opts.IDCol, TextCol: opts.TextCol, IDFrom: opts.IDFrom, MaxRecordBytes: opts.MaxRecordBytes}
-		if opts.MaxRecordBytes < 0 {
-			yield(db.Doc{}, fmt.Errorf("%w: docfile: MaxRecordBytes %d: want 0 (the default) or more", db.ErrInvalidOptions, opts.MaxRecordBytes))
-			return
-		}
 		do.EnsureDefaults()
 		if err := do.Validate(); err != nil {
 			yield(db.Doc{}, fmt.Errorf("%w: docfile: %w", db.ErrInvalidOptions, err))

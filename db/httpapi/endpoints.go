@@ -19,7 +19,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -1009,91 +1008,57 @@ const MaxPairsLimit = 1_000_000
 const streamLines = 1000
 
 func (h *handler) pairs(w *resp, r *http.Request) error {
-	q, err := params(r, []string{"threshold", "memory", "limit"})
-	if err != nil {
-		return err
-	}
-	po, admitted, err := h.runOptions(r, q)
-	if err != nil {
-		return err
-	}
-	release := sync.OnceFunc(admitted)
-	defer release()
-	var st db.PairsStats
-	po.Stats = &st
-	rec := h.recallNote(po.Threshold)
-	estimates := h.d.Params().Storage == db.StorageNone
-	pairs := func(ctx context.Context) iter.Seq2[db.Pair, error] { return h.d.Pairs(ctx, po) }
-	return spooledStream(w, r.Context(), pairs, func(p db.Pair) any {
+	return streamPairs(h, w, r, []string{"threshold", "memory", "limit"}, h.d.Pairs, func(p db.Pair, rec *float64, estimates bool) any {
 		return PairJSON{A: p.A, B: p.B, Jaccard: Similarity(p.Jaccard), ExpectedRecall: SimilarityOf(rec), EstimateOnly: estimates}
-	}, func(n int) any { return EndJSON{EndBody{Lines: n, Stats: PairsStatsOut(st)}} }, h.spoolOpts(), release)
-}
-
-// spoolOpts are the options of a spooled stream's spool: its file in
-// the index's directory (the system's temporary directory for a Redis
-// index), within the server's budget and the disk reserve.
-//
-// NB: a pairs stream is spooled too, its place among MaxRuns given back
-// once its pairs are made: two clients reading slowly held both places
-// for the whole send, and a stats request waited 27 s behind them (a
-// review of serve, SV3-1).
-func (h *handler) spoolOpts() spoolOpts {
-	o := spoolOpts{budget: h.spoolBudget, room: h.spoolRoom}
-	if dir := h.d.Dir(); !db.IsRedisURL(dir) {
-		o.dir = dir
-	}
-	return o
+	})
 }
 
 // pairGroups answers GET /v1/pairs/groups: the pairs of GET /v1/pairs
 // with those of identical documents as groups (db.DB.PairGroups), as
 // JSON Lines of PairGroupJSON, then the end line with the run's stats.
 func (h *handler) pairGroups(w *resp, r *http.Request) error {
-	q, err := params(r, []string{"threshold", "memory"})
+	return streamPairs(h, w, r, []string{"threshold", "memory"}, h.d.PairGroups, func(g db.PairGroup, rec *float64, estimates bool) any {
+		return PairGroupJSON{A: g.A, B: g.B, Jaccard: Similarity(g.Jaccard), Pairs: g.Pairs(), ExpectedRecall: SimilarityOf(rec), EstimateOnly: estimates}
+	})
+}
+
+// streamPairs answers a pairs request (the query parameters allowed) as a
+// spooled stream of run's values, each the line that line makes of it
+// (with the expected recall at the threshold, and whether the index
+// gives estimates only), then the end line with the run's stats.
+//
+// NB: spooled, its place among MaxRuns given back once its pairs are
+// made: two clients reading slowly held both places for the whole send,
+// and a stats request waited 27 s behind them (a review of serve,
+// SV3-1).
+func streamPairs[T any](h *handler, w *resp, r *http.Request, allowed []string, run func(context.Context, *db.PairsOptions) iter.Seq2[T, error], line func(v T, rec *float64, estimates bool) any) error {
+	q, err := params(r, allowed)
 	if err != nil {
 		return err
 	}
-	po, admitted, err := h.runOptions(r, q)
+	po, release, err := h.runOptions(r, q)
 	if err != nil {
 		return err
 	}
-	release := sync.OnceFunc(admitted)
 	defer release()
 	var st db.PairsStats
 	po.Stats = &st
 	rec := h.recallNote(po.Threshold)
 	estimates := h.d.Params().Storage == db.StorageNone
-	groups := func(ctx context.Context) iter.Seq2[db.PairGroup, error] { return h.d.PairGroups(ctx, po) }
-	return spooledStream(w, r.Context(), groups, func(g db.PairGroup) any {
-		return PairGroupJSON{A: g.A, B: g.B, Jaccard: Similarity(g.Jaccard), Pairs: g.Pairs(), ExpectedRecall: SimilarityOf(rec), EstimateOnly: estimates}
-	}, func(n int) any { return EndJSON{EndBody{Lines: n, Stats: PairsStatsOut(st)}} }, h.spoolOpts(), release)
+	return spooledStream(w, r.Context(), func(ctx context.Context) iter.Seq2[T, error] { return run(ctx, po) },
+		func(v T) any { return line(v, rec, estimates) },
+		func(n int) any { return EndJSON{EndBody{Lines: n, Stats: PairsStatsOut(st)}} }, h.spoolOpts(), release)
 }
 
-// stream answers with seq's values as JSON Lines (each as out makes it),
-// then the end line end(n) of n lines. An error before the first line is
-// the answer's; after it, an error line ends the stream.
-func stream[T any](w *resp, seq iter.Seq2[T, error], out func(T) any, end func(n int) any) error {
-	n := 0
-	for v, err := range seq {
-		if err != nil {
-			if !w.started {
-				return err
-			}
-			w.failLine(err)
-			return err
-		}
-		if !w.started {
-			w.startStream()
-		}
-		n++
-		if err := w.line(out(v), n%streamLines == 0); err != nil {
-			return err
-		}
+// spoolOpts are the options of a spooled stream's spool: its file in
+// the index's directory (the system's temporary directory for a Redis
+// index), within the server's budget and the disk reserve.
+func (h *handler) spoolOpts() spoolOpts {
+	o := spoolOpts{budget: h.spoolBudget, room: h.spoolRoom}
+	if dir := h.d.Dir(); !db.IsRedisURL(dir) {
+		o.dir = dir
 	}
-	if !w.started {
-		w.startStream()
-	}
-	return w.line(end(n), true)
+	return o
 }
 
 // scan answers GET /v1/scan: every stored document in insertion order
@@ -1108,24 +1073,19 @@ func (h *handler) scan(w *resp, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	admitted, err := h.admitScan(r.Context())
+	release, err := h.admitScan(r.Context())
 	if err != nil {
 		return err
 	}
-	release := sync.OnceFunc(admitted)
 	defer release()
-	out := func(d *db.StoredDoc) any { return DocumentOut(d) }
-	end := func(n int) any { return EndJSON{EndBody{Lines: n}} }
-	if dir := h.d.Dir(); !db.IsRedisURL(dir) {
-		// NB: read ahead into a spool, so that a slow client holds no
-		// snapshot (see spool); its place among MaxScans is given back
-		// once the snapshot is read. A Redis index's scan holds none.
-		scan := func(ctx context.Context) iter.Seq2[*db.StoredDoc, error] {
-			return h.d.Scan(ctx, &db.ScanOptions{Sets: sets})
-		}
-		return spooledStream(w, r.Context(), scan, out, end, h.spoolOpts(), release)
+	// NB: read ahead into a spool, so that a slow client holds no snapshot
+	// (see spool); its place among MaxScans is given back once read. A
+	// Redis index's scan holds no snapshot, but its place, as long.
+	scan := func(ctx context.Context) iter.Seq2[*db.StoredDoc, error] {
+		return h.d.Scan(ctx, &db.ScanOptions{Sets: sets})
 	}
-	return stream(w, h.d.Scan(r.Context(), &db.ScanOptions{Sets: sets}), out, end)
+	return spooledStream(w, r.Context(), scan, func(d *db.StoredDoc) any { return DocumentOut(d) },
+		func(n int) any { return EndJSON{EndBody{Lines: n}} }, h.spoolOpts(), release)
 }
 
 func (h *handler) clusters(w *resp, r *http.Request) error {

@@ -399,26 +399,27 @@ func (h *handler) spoolRoom(n int64) bool {
 // makes at once (Options.MaxRuns), and returns the function that gives it
 // back; an error if the client went away while it waited.
 func (h *handler) admitRun(ctx context.Context) (release func(), err error) {
-	if h.runs == nil {
-		return func() {}, nil
-	}
-	if err := h.runs.Acquire(ctx, 1); err != nil {
-		return nil, fmt.Errorf("%w while waiting for other runs over the whole index (pairs, clusters, stats, buckets, check) to end (serve --max-runs)", err)
-	}
-	return func() { h.runs.Release(1) }, nil
+	return place(ctx, h.runs, "other runs over the whole index (pairs, clusters, stats, buckets, check) to end (serve --max-runs)")
 }
 
-// admitScan waits for one of the scans the server sends at once
-// (Options.MaxScans), and returns the function that gives it back; an
-// error if the client went away while it waited.
+// admitScan waits for one of the scans that read the index at once
+// (Options.MaxScans), as admitRun does.
 func (h *handler) admitScan(ctx context.Context) (release func(), err error) {
-	if h.scans == nil {
+	return place(ctx, h.scans, "other scans to end (serve --max-scans)")
+}
+
+// place waits for one of sem's places (nil: no limit), and returns the
+// function that gives it back, which may be called more than once (a
+// spooled stream gives its place back once made, and its handler at its
+// end); an error saying what it waited for if ctx ended first.
+func place(ctx context.Context, sem *semaphore.Weighted, waitingFor string) (release func(), err error) {
+	if sem == nil {
 		return func() {}, nil
 	}
-	if err := h.scans.Acquire(ctx, 1); err != nil {
-		return nil, fmt.Errorf("%w while waiting for other scans to end (serve --max-scans)", err)
+	if err := sem.Acquire(ctx, 1); err != nil {
+		return nil, fmt.Errorf("%w while waiting for %s", err, waitingFor)
 	}
-	return func() { h.scans.Release(1) }, nil
+	return sync.OnceFunc(func() { sem.Release(1) }), nil
 }
 
 // batch refuses the n queries of a query/many over MaxBatch (a put's
@@ -820,10 +821,7 @@ func (h *handler) sameSite(r *http.Request) error {
 	if _, tcp := r.Context().Value(http.LocalAddrContextKey).(*net.TCPAddr); !tcp {
 		return nil // NB: a Unix socket, which no browser dials
 	}
-	host := r.Host
-	if hp, _, err := net.SplitHostPort(host); err == nil {
-		host = hp
-	}
+	host := hostOf(r.Host)
 	if ip := net.ParseIP(strings.Trim(host, "[]")); ip != nil && ip.IsLoopback() || strings.EqualFold(host, "localhost") {
 		return nil
 	}
@@ -917,7 +915,7 @@ func (h *handler) done(r *http.Request, op string, w *resp, err error, elapsed t
 		case errors.Is(err, ErrUnauthorized) || errors.Is(err, ErrCrossSite):
 			// NB: at INFO, a burst of wrong tokens read as traffic.
 			level = slog.LevelWarn
-			log, unlogged := h.refusals.admit(time.Now(), peerHost(r.RemoteAddr))
+			log, unlogged := h.refusals.admit(time.Now(), hostOf(r.RemoteAddr))
 			if !log {
 				return
 			}
@@ -972,13 +970,14 @@ const (
 
 var refusalWindow = 10 * time.Second
 
-// peerHost is the host of a request's RemoteAddr (its port dropped: a
-// client's every connection is one peer); a socket's peers are one.
-func peerHost(remote string) string {
-	if host, _, err := net.SplitHostPort(remote); err == nil {
+// hostOf is addr (HOST:PORT, a request's RemoteAddr or Host) without its
+// port, or addr as it is when it has none. Of a RemoteAddr, it is the
+// peer: a client's every connection is one (a socket's peers are one).
+func hostOf(addr string) string {
+	if host, _, err := net.SplitHostPort(addr); err == nil {
 		return host
 	}
-	return remote
+	return addr
 }
 
 // admit reports whether the refusal of peer at now gets its line, and

@@ -12,12 +12,13 @@ import (
 	"golang.org/x/sync/semaphore"
 )
 
-// A spooled stream is an answer read from one snapshot (GET /v1/scan)
-// and sent as fast as its client reads: its lines are made on a
-// goroutine of their own as fast as the snapshot can be read, into a
+// A spooled stream is a streamed answer (GET /v1/scan, /v1/pairs,
+// /v1/pairs/groups) sent as fast as its client reads: its lines are made
+// on a goroutine of their own as fast as the index can be read, into a
 // spool that holds spoolMemBytes in memory and the rest in a temporary
-// file, and the handler sends them from the spool. The snapshot is
-// released once the last line is made, however slowly the client reads.
+// file, and the handler sends them from the spool. What the making holds
+// (a scan's snapshot, a pairs run's place among MaxRuns) is released
+// once the last line is made, however slowly the client reads.
 //
 // NB: the snapshot was held until the client had read the last line: a
 // client reading 16 KB/s (never cut by the write timeout, which bounds
@@ -255,15 +256,15 @@ func removeDeadSpools(dir string) {
 	}
 }
 
-// spooledStream is stream for seq, an answer read from one snapshot (see
-// spool): the lines of out(v) for each value, then end(n). dir is where
-// the spool's file is made (the index's directory). As stream, an error
-// before the first line is the request's (a status of its own), and one
-// after it the stream's last line.
+// spooledStream answers with seq's values as JSON Lines, each as out
+// makes it, then the end line end(n) of n lines, through a spool (see
+// spool) of options o. An error before the first line is the answer's
+// (a status of its own); after it, an error line ends the stream.
 //
 // made, if not nil, is called once the maker is done (the snapshot
-// released): the scan's place among MaxScans is given back then, not
-// once a slow client has read the rest (a read-through, RT12-4).
+// released): the stream's place among MaxScans or MaxRuns is given back
+// then, not once a slow client has read the rest (a read-through,
+// RT12-4).
 func spooledStream[T any](w *resp, ctx context.Context, seq func(context.Context) iter.Seq2[T, error], out func(T) any, end func(n int) any, o spoolOpts, made func()) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -280,30 +281,31 @@ func spooledStream[T any](w *resp, ctx context.Context, seq func(context.Context
 		}
 		n := 0
 		cur := make([]byte, 0, spoolChunkBytes+4<<10)
-		fail := func(err error) {
+		// finish queues the lines made, and ends the maker (err: why,
+		// if not at the answer's end).
+		finish := func(err error) {
 			if perr := s.push(ctx, cur); perr != nil && err == nil {
 				err = perr
 			}
 			s.end(err)
 		}
 		defer func() {
-			// NB: the maker runs the scan, off the handler's goroutine,
+			// NB: the maker reads the index off the handler's goroutine,
 			// whose recover (ServeHTTP's) does not see its panics: one
 			// ended the server (a read-through, RT12-2).
 			if p := recover(); p != nil {
 				// NB: the lines made are sent, then the error line.
-				_ = s.push(ctx, cur)
-				s.end(fmt.Errorf("%w: panic while reading the scan: %v", ErrInternal, p))
+				finish(fmt.Errorf("%w: panic while making the answer: %v", ErrInternal, p))
 			}
 		}()
 		for v, err := range seq(ctx) {
 			if err != nil {
-				fail(err)
+				finish(err)
 				return
 			}
 			buf, err := marshal(out(v))
 			if err != nil {
-				fail(err)
+				finish(err)
 				return
 			}
 			cur = append(cur, buf.Bytes()...)
@@ -319,12 +321,12 @@ func spooledStream[T any](w *resp, ctx context.Context, seq func(context.Context
 		}
 		buf, err := marshal(end(n))
 		if err != nil {
-			fail(err)
+			finish(err)
 			return
 		}
 		cur = append(cur, buf.Bytes()...)
 		putBuffer(buf)
-		fail(nil)
+		finish(nil)
 		if spoolMade != nil {
 			spoolMade()
 		}

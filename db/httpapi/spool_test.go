@@ -35,29 +35,14 @@ func TestScanReadAhead(t *testing.T) {
 		}
 		want[doc.ID] = doc.Text
 	}
-	made := make(chan struct{}, 1)
-	spoolMade = func() { made <- struct{}{} }
-	defer func() { spoolMade = nil }()
+	made := madeHook(t)
 	srv := httptest.NewServer(Handler(d, nil))
-	defer srv.Close()
+	t.Cleanup(srv.Close)
 
 	// NB: with the sets, the answer (about 16 MB) is more than the
 	// sockets' buffers hold, so the stream waits for its client.
-	res, err := http.Get(srv.URL + "/v1/scan?sets=true")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	br := bufio.NewReaderSize(res.Body, 4<<10)
-	first, err := br.ReadBytes('\n') // the client reads a line, then stops
-	if err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-made:
-	case <-time.After(30 * time.Second):
-		t.Fatal("the scan was not read ahead of its client: its snapshot is held while the client does not read")
-	}
+	_, br, first := stalled(t, srv.URL+"/v1/scan?sets=true")
+	waitMade(t, made, "the scan was not read ahead of its client: its snapshot is held while the client does not read")
 	// The writes after the snapshot are not in the scan.
 	if err := d.Put(db.Doc{ID: "written-after", Text: "a document written after the scan began"}, nil); err != nil {
 		t.Fatal(err)
@@ -124,14 +109,8 @@ func TestMaxScans(t *testing.T) {
 	// given back, at once: below).
 	h := Handler(d, &Options{MaxScans: 1, MaxSpoolBytes: -1}).(*handler)
 	srv := httptest.NewServer(h)
-	defer srv.Close()
-	res, err := http.Get(srv.URL + "/v1/scan?sets=true") // NB: more than the sockets' buffers hold
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := bufio.NewReader(res.Body).ReadBytes('\n'); err != nil { // the first scan is under way
-		t.Fatal(err)
-	}
+	t.Cleanup(srv.Close)
+	res, _, _ := stalled(t, srv.URL+"/v1/scan?sets=true") // NB: more than the sockets' buffers hold; the first scan is under way
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest("GET", "/v1/scan", nil).WithContext(ctx))
@@ -162,26 +141,12 @@ func TestMaxScans(t *testing.T) {
 // unsaid (a read-through, RT12-4).
 func TestScanPlaceGivenBackOnceRead(t *testing.T) {
 	d := openFixture(t, 2000, nil)
-	made := make(chan struct{}, 1)
-	spoolMade = func() { made <- struct{}{} }
-	defer func() { spoolMade = nil }()
+	made := madeHook(t)
 	h := Handler(d, &Options{MaxScans: 1}).(*handler)
 	srv := httptest.NewServer(h)
-	defer srv.Close()
-	res, err := http.Get(srv.URL + "/v1/scan?sets=true")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	if _, err := bufio.NewReader(res.Body).ReadBytes('\n'); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-made:
-	case <-time.After(30 * time.Second):
-		t.Fatal("the first scan was not read ahead of its client")
-	}
-	spoolMade = nil
+	t.Cleanup(srv.Close)
+	stalled(t, srv.URL+"/v1/scan?sets=true")
+	waitMade(t, made, "the first scan was not read ahead of its client")
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	rec := httptest.NewRecorder()
@@ -200,21 +165,11 @@ func TestScanPlaceGivenBackOnceRead(t *testing.T) {
 func TestSpoolWithinItsBudget(t *testing.T) {
 	d := openFixture(t, 2000, nil)
 	const budget = 1 << 20
-	made := make(chan struct{}, 1)
-	spoolMade = func() { made <- struct{}{} }
-	defer func() { spoolMade = nil }()
+	made := madeHook(t)
 	h := Handler(d, &Options{MaxSpoolBytes: budget}).(*handler)
 	srv := httptest.NewServer(h)
-	defer srv.Close()
-	res, err := http.Get(srv.URL + "/v1/scan?sets=true") // NB: about 16 MB
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	br := bufio.NewReader(res.Body)
-	if _, err := br.ReadBytes('\n'); err != nil {
-		t.Fatal(err)
-	}
+	t.Cleanup(srv.Close)
+	_, br, _ := stalled(t, srv.URL+"/v1/scan?sets=true") // NB: about 16 MB
 	deadline := time.Now().Add(20 * time.Second)
 	// NB: full but for less than two chunks, which the next does not fit.
 	for h.spoolBudget.TryAcquire(2 * spoolChunkBytes) {
@@ -306,9 +261,7 @@ func TestSpoolMakerPanic(t *testing.T) {
 func TestSpoolCutAfterMade(t *testing.T) {
 	ctx, cut := context.WithCancelCause(context.Background())
 	defer cut(nil)
-	made := make(chan struct{}, 1)
-	spoolMade = func() { made <- struct{}{} }
-	defer func() { spoolMade = nil }()
+	made := madeHook(t)
 	gate := make(chan struct{})
 	seq := func(ctx context.Context) iter.Seq2[string, error] {
 		return func(yield func(string, error) bool) {
@@ -347,26 +300,12 @@ func TestPairsPlaceGivenBackOnceMade(t *testing.T) {
 	if _, err := d.PutBatch(docs, &db.WriteOptions{NoSync: true}); err != nil {
 		t.Fatal(err)
 	}
-	made := make(chan struct{}, 1)
-	spoolMade = func() { made <- struct{}{} }
-	defer func() { spoolMade = nil }()
+	made := madeHook(t)
 	h := Handler(d, &Options{MaxRuns: 1}).(*handler)
 	srv := httptest.NewServer(h)
-	defer srv.Close()
-	res, err := http.Get(srv.URL + "/v1/pairs?threshold=0.5") // NB: 244,650 pairs, about 20 MB
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	if _, err := bufio.NewReader(res.Body).ReadBytes('\n'); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-made:
-	case <-time.After(60 * time.Second):
-		t.Fatal("the pairs were not made ahead of their slow client")
-	}
-	spoolMade = nil
+	t.Cleanup(srv.Close)
+	stalled(t, srv.URL+"/v1/pairs?threshold=0.5") // NB: 244,650 pairs, about 20 MB
+	waitMade(t, made, "the pairs were not made ahead of their slow client")
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	rec := httptest.NewRecorder()
@@ -374,4 +313,51 @@ func TestPairsPlaceGivenBackOnceMade(t *testing.T) {
 	if rec.Code != http.StatusOK {
 		t.Errorf("stats beside a pairs stream whose pairs are made: %d %.300s", rec.Code, rec.Body)
 	}
+}
+
+// madeHook sets spoolMade for the test, and returns the channel it
+// signals each time a spooled stream's maker is done (once at most
+// waiting in it: the later ones are dropped).
+func madeHook(t *testing.T) <-chan struct{} {
+	made := make(chan struct{}, 1)
+	spoolMade = func() {
+		select {
+		case made <- struct{}{}:
+		default:
+		}
+	}
+	t.Cleanup(func() { spoolMade = nil })
+	return made
+}
+
+// waitMade waits for a maker to be done, failing the test with why if
+// none is within a minute.
+func waitMade(t *testing.T, made <-chan struct{}, why string) {
+	t.Helper()
+	select {
+	case <-made:
+	case <-time.After(time.Minute):
+		t.Fatal(why)
+	}
+}
+
+// stalled GETs url as a client that reads its answer's first line and
+// then stops reading; the answer's reader goes on from there, and the
+// body is closed at the test's end if not before. NB: the test closes
+// its server with t.Cleanup, before calling stalled: cleanups run last
+// first, so the body is closed before the server waits for its request
+// (a deferred Close waited for the write timeout).
+func stalled(t *testing.T, url string) (*http.Response, *bufio.Reader, []byte) {
+	t.Helper()
+	res, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { res.Body.Close() })
+	br := bufio.NewReaderSize(res.Body, 4<<10)
+	first, err := br.ReadBytes('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res, br, first
 }
